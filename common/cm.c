@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * common: implementation of status/error reporting, the allocator hook,
+ * arenas, buffers and small OS helpers. */
+#include "cm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+void cm_error_clear(cm_error *err)
+{
+    if (err == NULL) {
+        return;
+    }
+    err->code = CM_OK;
+    err->path[0] = '\0';
+    err->msg[0] = '\0';
+}
+
+cm_status cm_error_setv(cm_error *err, cm_status code, const char *path, const char *fmt,
+                        va_list ap)
+{
+    if (err == NULL || err->code != CM_OK) {
+        return code;
+    }
+    err->code = code;
+    snprintf(err->path, sizeof err->path, "%s", path != NULL ? path : "");
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    return code;
+}
+
+cm_status cm_error_set(cm_error *err, cm_status code, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cm_error_setv(err, code, path, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *cm_status_name(cm_status code)
+{
+    switch (code) {
+    case CM_OK:
+        return "ok";
+    case CM_EINVAL:
+        return "invalid";
+    case CM_ENOTFOUND:
+        return "not found";
+    case CM_ECONFLICT:
+        return "conflict";
+    case CM_ENOMEM:
+        return "out of memory";
+    case CM_EIO:
+        return "i/o error";
+    case CM_EINTERNAL:
+        return "internal error";
+    }
+    return "unknown";
+}
+
+/* ---- allocation ---------------------------------------------------------- */
+
+/* Test hook: the number of allocations left before one fails; <0 = never.
+ * Documented exception to "no mutable globals": a test-only switch. */
+static long fail_countdown = -1;
+
+void cm_alloc_fail_after(long n)
+{
+    fail_countdown = n;
+}
+
+static bool should_fail(void)
+{
+    if (fail_countdown < 0) {
+        return false;
+    }
+    if (fail_countdown == 0) {
+        fail_countdown = -1;
+        return true;
+    }
+    fail_countdown--;
+    return false;
+}
+
+void *cm_alloc(size_t size)
+{
+    if (should_fail()) {
+        return NULL;
+    }
+    return malloc(size == 0 ? 1 : size);
+}
+
+void *cm_calloc(size_t n, size_t size)
+{
+    if (should_fail()) {
+        return NULL;
+    }
+    return calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+}
+
+void *cm_realloc(void *p, size_t size)
+{
+    if (should_fail()) {
+        return NULL;
+    }
+    return realloc(p, size == 0 ? 1 : size);
+}
+
+void cm_free(void *p)
+{
+    free(p);
+}
+
+bool cm_mul_size(size_t a, size_t b, size_t *out)
+{
+    size_t r;
+    if (__builtin_mul_overflow(a, b, &r)) {
+        return false;
+    }
+    *out = r;
+    return true;
+}
+
+bool cm_add_size(size_t a, size_t b, size_t *out)
+{
+    size_t r;
+    if (__builtin_add_overflow(a, b, &r)) {
+        return false;
+    }
+    *out = r;
+    return true;
+}
+
+bool cm_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) {
+        return false;
+    }
+    *out = r;
+    return true;
+}
+
+/* ---- arena --------------------------------------------------------------- */
+
+struct cm_arena_chunk {
+    cm_arena_chunk *next; /* older chunk */
+    size_t cap;           /* payload bytes */
+    size_t used;          /* payload bytes handed out */
+    _Alignas(16) unsigned char data[];
+};
+
+void cm_arena_init(cm_arena *a, size_t chunk_size)
+{
+    a->head = NULL;
+    a->chunk_size = chunk_size < 1024 ? 1024 : chunk_size;
+    a->used_bytes = 0;
+    a->reserved_bytes = 0;
+}
+
+void cm_arena_fini(cm_arena *a)
+{
+    cm_arena_chunk *c = a->head;
+    while (c != NULL) {
+        cm_arena_chunk *next = c->next;
+        cm_free(c);
+        c = next;
+    }
+    a->head = NULL;
+    a->used_bytes = 0;
+    a->reserved_bytes = 0;
+}
+
+void *cm_arena_alloc(cm_arena *a, size_t size)
+{
+    size_t need = (size + 15u) & ~(size_t)15u;
+    if (need < size) {
+        return NULL;
+    }
+    cm_arena_chunk *c = a->head;
+    if (c == NULL || c->cap - c->used < need) {
+        size_t cap = a->chunk_size;
+        if (need > cap / 4) {
+            cap = need; /* a big block gets its own chunk; keep the current head */
+        }
+        size_t total;
+        if (!cm_add_size(sizeof(cm_arena_chunk), cap, &total)) {
+            return NULL;
+        }
+        cm_arena_chunk *n = cm_alloc(total);
+        if (n == NULL) {
+            return NULL;
+        }
+        n->cap = cap;
+        n->used = 0;
+        a->reserved_bytes += total;
+        if (cap == need && c != NULL && c->cap - c->used > 0) {
+            /* insert behind the head so the head keeps serving small requests */
+            n->next = c->next;
+            c->next = n;
+        } else {
+            n->next = c;
+            a->head = n;
+        }
+        c = n;
+    }
+    void *p = c->data + c->used;
+    c->used += need;
+    a->used_bytes += need;
+    return p;
+}
+
+void *cm_arena_zalloc(cm_arena *a, size_t size)
+{
+    void *p = cm_arena_alloc(a, size);
+    if (p != NULL) {
+        memset(p, 0, size);
+    }
+    return p;
+}
+
+char *cm_arena_strndup(cm_arena *a, const char *s, size_t n)
+{
+    if (n == SIZE_MAX) {
+        return NULL;
+    }
+    char *p = cm_arena_alloc(a, n + 1);
+    if (p == NULL) {
+        return NULL;
+    }
+    if (n > 0) {
+        memcpy(p, s, n);
+    }
+    p[n] = '\0';
+    return p;
+}
+
+char *cm_arena_strdup(cm_arena *a, const char *s)
+{
+    return cm_arena_strndup(a, s, strlen(s));
+}
+
+void *cm_arena_memdup(cm_arena *a, const void *p, size_t n, size_t elem)
+{
+    size_t bytes;
+    if (!cm_mul_size(n, elem, &bytes)) {
+        return NULL;
+    }
+    void *q = cm_arena_alloc(a, bytes);
+    if (q != NULL && bytes > 0) {
+        memcpy(q, p, bytes);
+    }
+    return q;
+}
+
+/* ---- buffer -------------------------------------------------------------- */
+
+void cm_buf_init(cm_buf *b)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->oom = false;
+}
+
+void cm_buf_fini(cm_buf *b)
+{
+    cm_free(b->data);
+    cm_buf_init(b);
+}
+
+void cm_buf_reset(cm_buf *b)
+{
+    b->len = 0;
+    b->oom = false;
+    if (b->data != NULL) {
+        b->data[0] = '\0';
+    }
+}
+
+bool cm_buf_reserve(cm_buf *b, size_t extra)
+{
+    if (b->oom) {
+        return false;
+    }
+    size_t need;
+    if (!cm_add_size(b->len, extra, &need) || !cm_add_size(need, 1, &need)) {
+        b->oom = true;
+        return false;
+    }
+    if (need <= b->cap) {
+        return true;
+    }
+    size_t cap = b->cap < 256 ? 256 : b->cap;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2) {
+            cap = need;
+            break;
+        }
+        cap *= 2;
+    }
+    char *p = cm_realloc(b->data, cap);
+    if (p == NULL) {
+        b->oom = true;
+        return false;
+    }
+    b->data = p;
+    b->cap = cap;
+    return true;
+}
+
+void cm_buf_append(cm_buf *b, const char *s, size_t n)
+{
+    if (!cm_buf_reserve(b, n)) {
+        return;
+    }
+    if (n > 0) {
+        memcpy(b->data + b->len, s, n);
+    }
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void cm_buf_puts(cm_buf *b, const char *s)
+{
+    cm_buf_append(b, s, strlen(s));
+}
+
+void cm_buf_putc(cm_buf *b, char c)
+{
+    if (b->len + 1 < b->cap && !b->oom) {
+        b->data[b->len++] = c;
+        b->data[b->len] = '\0';
+        return;
+    }
+    cm_buf_append(b, &c, 1);
+}
+
+void cm_buf_printf(cm_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[256];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = true;
+        return;
+    }
+    if ((size_t)n < sizeof tmp) {
+        cm_buf_append(b, tmp, (size_t)n);
+        return;
+    }
+    if (!cm_buf_reserve(b, (size_t)n)) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void cm_buf_put_i64(cm_buf *b, int64_t v)
+{
+    char tmp[24];
+    char *e = tmp + sizeof tmp;
+    char *p = e;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10u);
+        u /= 10u;
+    } while (u != 0);
+    if (v < 0) {
+        *--p = '-';
+    }
+    cm_buf_append(b, p, (size_t)(e - p));
+}
+
+char *cm_buf_take(cm_buf *b)
+{
+    char *p = b->data;
+    if (p == NULL) {
+        p = cm_alloc(1);
+        if (p != NULL) {
+            p[0] = '\0';
+        }
+    }
+    cm_buf_init(b);
+    return p;
+}
+
+/* ---- files and clocks ---------------------------------------------------- */
+
+cm_status cm_file_read(const char *path, char **data_out, size_t *len_out, cm_error *err)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (f == NULL) {
+        return cm_error_set(err, errno == ENOENT ? CM_ENOTFOUND : CM_EIO, NULL,
+                            "cannot open %s: %s", path, strerror(errno));
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        cm_buf_append(&b, chunk, n);
+    }
+    bool failed = ferror(f) != 0;
+    if (f != stdin) {
+        fclose(f);
+    }
+    if (failed) {
+        cm_buf_fini(&b);
+        return cm_error_set(err, CM_EIO, NULL, "cannot read %s", path);
+    }
+    if (b.oom) {
+        cm_buf_fini(&b);
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory reading %s", path);
+    }
+    *len_out = b.len;
+    *data_out = cm_buf_take(&b);
+    if (*data_out == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory reading %s", path);
+    }
+    return CM_OK;
+}
+
+double cm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+size_t cm_peak_rss(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) {
+        return 0;
+    }
+    return (size_t)ru.ru_maxrss * 1024u;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * common: status codes, the fixed-size error record, the allocator with its
+ * test hook, arenas and a growable byte buffer. Everything above common/ uses
+ * these; nothing here allocates to report an error.
+ * Thread contract: cm_error, cm_arena and cm_buf are single-owner; the
+ * allocation hook is process-wide and meant for tests only. */
+#ifndef CM_H
+#define CM_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum cm_status {
+    CM_OK = 0,
+    CM_EINVAL,    /* bad input: the error carries a path or line:col */
+    CM_ENOTFOUND, /* a named thing does not exist */
+    CM_ECONFLICT, /* the request contradicts existing state */
+    CM_ENOMEM,    /* allocation failed */
+    CM_EIO,       /* an I/O call failed */
+    CM_EINTERNAL  /* a bug or an unexpected state of our own data */
+} cm_status;
+
+#define CM_ERROR_PATH_LEN 256
+#define CM_ERROR_MSG_LEN  256
+
+/* The first error wins: once code != CM_OK further reports are ignored. */
+typedef struct cm_error {
+    cm_status code;                /* CM_OK when no error was reported */
+    char path[CM_ERROR_PATH_LEN];  /* JSON Pointer or "line:col"; may be empty */
+    char msg[CM_ERROR_MSG_LEN];    /* human-readable, no trailing newline */
+} cm_error;
+
+/* Resets err to "no error". err may be NULL. */
+void cm_error_clear(cm_error *err);
+
+/* Records an error unless one is already recorded; returns code so callers
+ * can write `return cm_error_set(err, CM_EINVAL, path, "...")`. err may be
+ * NULL; path may be NULL. */
+cm_status cm_error_set(cm_error *err, cm_status code, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+cm_status cm_error_setv(cm_error *err, cm_status code, const char *path, const char *fmt,
+                        va_list ap);
+
+/* Short lower-case name of a status ("invalid", "not found", ...). */
+const char *cm_status_name(cm_status code);
+
+/* ---- allocation ---------------------------------------------------------- */
+
+/* malloc/realloc/free wrappers; they return NULL on failure and never abort.
+ * cm_alloc_fail_after(n) makes the (n+1)th following allocation fail (n = 0:
+ * the next one); a negative n disables the hook. Tests use it for OOM loops. */
+void *cm_alloc(size_t size);
+void *cm_calloc(size_t n, size_t size);
+void *cm_realloc(void *p, size_t size);
+void cm_free(void *p);
+void cm_alloc_fail_after(long n);
+
+/* Checked arithmetic: false on overflow, *out untouched then. */
+bool cm_mul_size(size_t a, size_t b, size_t *out);
+bool cm_add_size(size_t a, size_t b, size_t *out);
+bool cm_mul_i64(int64_t a, int64_t b, int64_t *out);
+
+/* ---- arena --------------------------------------------------------------- */
+
+/* A bump allocator: many small allocations, one free. Memory is 16-byte
+ * aligned and is not zeroed unless cm_arena_zalloc is used. */
+typedef struct cm_arena_chunk cm_arena_chunk;
+typedef struct cm_arena {
+    cm_arena_chunk *head; /* newest chunk */
+    size_t chunk_size;    /* default chunk payload, bytes */
+    size_t used_bytes;    /* total payload handed out, bytes */
+    size_t reserved_bytes;/* total chunk memory held, bytes */
+} cm_arena;
+
+void cm_arena_init(cm_arena *a, size_t chunk_size);
+void cm_arena_fini(cm_arena *a);
+void *cm_arena_alloc(cm_arena *a, size_t size);
+void *cm_arena_zalloc(cm_arena *a, size_t size);
+/* Copies n bytes and appends a NUL; returns NULL on OOM. */
+char *cm_arena_strndup(cm_arena *a, const char *s, size_t n);
+char *cm_arena_strdup(cm_arena *a, const char *s);
+/* Copies n elements of elem bytes (checked multiplication). */
+void *cm_arena_memdup(cm_arena *a, const void *p, size_t n, size_t elem);
+
+/* ---- growable buffer ----------------------------------------------------- */
+
+/* A byte buffer that stays NUL-terminated. After the first failed growth the
+ * buffer is marked failed (oom = true) and ignores further appends, so a
+ * printer can append freely and check once at the end. */
+typedef struct cm_buf {
+    char *data; /* NUL-terminated when cap > 0 */
+    size_t len; /* bytes, excluding the NUL */
+    size_t cap; /* bytes allocated */
+    bool oom;   /* a growth failed */
+} cm_buf;
+
+void cm_buf_init(cm_buf *b);
+void cm_buf_fini(cm_buf *b);
+void cm_buf_reset(cm_buf *b);
+bool cm_buf_reserve(cm_buf *b, size_t extra);
+void cm_buf_append(cm_buf *b, const char *s, size_t n);
+void cm_buf_puts(cm_buf *b, const char *s);
+void cm_buf_putc(cm_buf *b, char c);
+void cm_buf_printf(cm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cm_buf_put_i64(cm_buf *b, int64_t v);
+/* Hands the data to the caller (free with cm_free) and resets b. */
+char *cm_buf_take(cm_buf *b);
+
+/* ---- files --------------------------------------------------------------- */
+
+/* Reads a whole file ("-" is stdin) into a NUL-terminated heap buffer that the
+ * caller frees with cm_free. */
+cm_status cm_file_read(const char *path, char **data_out, size_t *len_out, cm_error *err);
+
+/* Wall-clock seconds from a monotonic clock. */
+double cm_now(void);
+/* Peak resident set size of this process, bytes (0 if unknown). */
+size_t cm_peak_rss(void);
+
+#endif /* CM_H */

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: the in-memory IR of a module — sdy.mesh symbols, functions, ops
+ * with operands, results, attributes and nested regions — and its MLIR text
+ * reader and printer.
+ *
+ * Layout: everything lives in the module's arena and in a few growable
+ * tables indexed by 32-bit ids (values, ops, blocks, types), so passes can
+ * keep side tables as plain arrays. Results of one op are consecutive value
+ * ids. Types are interned: equal types have equal ids.
+ * Attributes are kept in their canonical (generic-form) names whatever syntax
+ * the input used, so `stablehlo.broadcast_in_dim %x, dims = [0]` carries
+ * `broadcast_dimensions = array<i64: 0>`; the printer writes the pretty form
+ * back.
+ * Ownership: sp_module_destroy frees everything. Thread contract: a module is
+ * used by one thread at a time. */
+#ifndef SP_IR_H
+#define SP_IR_H
+
+#include "cm.h"
+#include "sp_shard.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_NONE        UINT32_MAX
+#define SP_DIM_DYNAMIC INT64_MIN /* a `?` dimension */
+#define SP_MAX_RANK    64        /* limits enforced by the reader */
+
+/* ---- types ------------------------------------------------------------------ */
+
+typedef enum sp_elem {
+    SP_ELEM_OTHER = 0, /* kept verbatim in sp_type.text */
+    SP_ELEM_I1,
+    SP_ELEM_I2,
+    SP_ELEM_I4,
+    SP_ELEM_I8,
+    SP_ELEM_I16,
+    SP_ELEM_I32,
+    SP_ELEM_I64,
+    SP_ELEM_UI2,
+    SP_ELEM_UI4,
+    SP_ELEM_UI8,
+    SP_ELEM_UI16,
+    SP_ELEM_UI32,
+    SP_ELEM_UI64,
+    SP_ELEM_BF16,
+    SP_ELEM_F16,
+    SP_ELEM_F32,
+    SP_ELEM_F64,
+    SP_ELEM_F8E4M3FN,
+    SP_ELEM_F8E5M2,
+    SP_ELEM_C64,  /* complex<f32> */
+    SP_ELEM_C128, /* complex<f64> */
+    SP_ELEM_INDEX
+} sp_elem;
+
+typedef enum sp_type_kind {
+    SP_TYPE_TENSOR, /* ranked tensor */
+    SP_TYPE_TOKEN,  /* !stablehlo.token */
+    SP_TYPE_OTHER   /* tuples, unranked tensors, scalars: verbatim only */
+} sp_type_kind;
+
+typedef struct sp_type {
+    sp_type_kind kind;
+    sp_elem elem;        /* for tensors */
+    uint32_t rank;       /* for tensors */
+    const int64_t *dims; /* rank entries, SP_DIM_DYNAMIC for '?' */
+    const char *text;    /* canonical MLIR text, NUL-terminated */
+    uint32_t text_len;
+    const char *encoding;/* text of a tensor encoding attribute, or NULL */
+} sp_type;
+
+/* Bytes per element (0 for OTHER; i1 counts as 1 byte, sub-byte as 1). */
+size_t sp_elem_bytes(sp_elem e);
+const char *sp_elem_name(sp_elem e);
+
+/* ---- attributes ------------------------------------------------------------- */
+
+typedef enum sp_attr_kind {
+    SP_ATTR_UNIT,          /* a present-without-value attribute */
+    SP_ATTR_BOOL,          /* true / false */
+    SP_ATTR_INT,           /* 42 : i64 (type may be absent) */
+    SP_ATTR_FLOAT,         /* 1.0e-3 : f32 */
+    SP_ATTR_STRING,        /* "..." */
+    SP_ATTR_SYMBOL,        /* @name */
+    SP_ATTR_TYPE,          /* a type used as an attribute */
+    SP_ATTR_ARRAY,         /* [a, b, c] */
+    SP_ATTR_DENSE_ARRAY,   /* array<i64: 1, 2> */
+    SP_ATTR_DICT,          /* {k = v, ...} */
+    SP_ATTR_DENSE,         /* dense<...> : tensor<...> (body kept verbatim, ints decoded) */
+    SP_ATTR_PARAMS,        /* #dialect.name<k = v, ...> with parsed parameters */
+    SP_ATTR_ENUM,          /* #stablehlo<fft_type RFFT>, or a bare enum keyword */
+    SP_ATTR_OPAQUE,        /* anything else, kept verbatim */
+    SP_ATTR_MESH,          /* #sdy.mesh<...> or the mesh of an sdy.mesh op */
+    SP_ATTR_SHARDING,      /* #sdy.sharding<...> */
+    SP_ATTR_SHARDING_LIST, /* #sdy.sharding_per_value<[...]> */
+    SP_ATTR_RULE           /* #sdy.op_sharding_rule<...> */
+} sp_attr_kind;
+
+typedef struct sp_attr sp_attr;
+
+typedef struct sp_named_attr {
+    const char *name; /* NUL-terminated */
+    sp_attr *value;
+} sp_named_attr;
+
+struct sp_attr {
+    sp_attr_kind kind;
+    union {
+        bool b;
+        struct {
+            int64_t v;
+            const char *type; /* "i64", "i32", ... or NULL */
+        } i;
+        struct {
+            double v;
+            const char *lit;  /* the literal as written, e.g. "1.000000e-03" */
+            const char *type; /* or NULL */
+        } f;
+        struct {
+            const char *s; /* decoded bytes, NUL-terminated */
+            size_t len;
+        } str;
+        const char *sym;  /* symbol without '@' */
+        uint32_t type;    /* SP_ATTR_TYPE: type id */
+        struct {
+            sp_attr **items;
+            uint32_t n;
+        } arr;
+        struct {
+            const char *elem; /* "i64", "i1", ... */
+            int64_t *v;
+            uint32_t n;
+        } darr;
+        struct {
+            sp_named_attr *items;
+            uint32_t n;
+        } dict;
+        struct {
+            const char *body;  /* text between dense< and >, verbatim */
+            uint32_t type;     /* type id of the `: type` */
+            int64_t *ints;     /* flattened integer values when all are ints, else NULL */
+            uint32_t n_ints;
+        } dense;
+        struct {
+            const char *name;  /* "stablehlo.gather", "stablehlo.dot", ... (no '#') */
+            sp_named_attr *items;
+            uint32_t n;
+        } params;
+        struct {
+            const char *text;  /* verbatim, including any '#' prefix */
+        } opaque;
+        struct {
+            const char *dialect; /* "stablehlo" */
+            const char *kind;    /* "fft_type", "comparison_direction", "transpose" */
+            const char *value;   /* "RFFT", "GT", "TRANSPOSE" */
+        } enm;
+        sp_mesh *mesh;
+        sp_sharding *sharding;
+        struct {
+            sp_sharding **items;
+            uint32_t n;
+        } shardings;
+        sp_rule *rule;
+    } u;
+};
+
+/* Finds a named attribute in a list; NULL when absent. */
+const sp_attr *sp_attrs_get(const sp_named_attr *attrs, uint32_t n, const char *name);
+/* Reads integers from an attribute that is an int, a dense array, an array
+ * of ints or an integer dense<>; returns false when it is none of these. */
+bool sp_attr_ints(const sp_attr *a, const int64_t **v_out, uint32_t *n_out, cm_arena *scratch);
+
+/* ---- values, ops, blocks, regions ------------------------------------------ */
+
+typedef struct sp_value {
+    uint32_t type;  /* type id */
+    uint32_t def;   /* defining op id, or SP_NONE for a block argument */
+    uint32_t index; /* result number, or argument number */
+    uint32_t block; /* owning block id for a block argument, else SP_NONE */
+} sp_value;
+
+typedef struct sp_region {
+    uint32_t *blocks; /* block ids */
+    uint32_t n_blocks;
+} sp_region;
+
+typedef struct sp_block {
+    uint32_t first_arg; /* value id of argument 0 */
+    uint32_t n_args;
+    uint32_t *ops;      /* op ids in order */
+    uint32_t n_ops;
+    uint32_t cap_ops;
+    uint32_t parent_op; /* op owning the region of this block, SP_NONE for the module body */
+    const char *label;  /* "bb0" as written, or NULL */
+    const char **arg_locs; /* per-argument loc text or NULL */
+} sp_block;
+
+typedef struct sp_op {
+    const char *name;       /* interned: "stablehlo.add", "func.func", "sdy.mesh" */
+    uint32_t kind;          /* sp_op_kind (sp_ops.h), SP_OP_UNKNOWN when not known */
+    uint32_t *operands;     /* value ids */
+    uint32_t n_operands;
+    uint32_t first_result;  /* value id of result 0 */
+    uint32_t n_results;
+    sp_named_attr *attrs;   /* in order of appearance (canonical names) */
+    uint32_t n_attrs;
+    uint32_t cap_attrs;
+    sp_region *regions;
+    uint32_t n_regions;
+    uint32_t parent_block;  /* block id */
+    uint32_t src_offset;    /* byte offset of the op in the input, for diagnostics */
+    const char *loc;        /* text inside loc(...) or NULL */
+    const char **result_names; /* per-result SSA name hints ("output_state") or NULL */
+} sp_op;
+
+typedef struct sp_module sp_module;
+
+struct sp_module {
+    cm_arena arena;
+    sp_value *values;
+    uint32_t n_values, cap_values;
+    sp_op *ops;
+    uint32_t n_ops, cap_ops;
+    sp_block *blocks;
+    uint32_t n_blocks, cap_blocks;
+    sp_type *types;
+    uint32_t n_types, cap_types;
+    uint32_t *type_hash; /* open addressing table of type ids, SP_NONE = empty */
+    uint32_t type_hash_cap;
+    uint32_t body;         /* block id of the module body */
+    const char *sym_name;  /* `module @name`, or NULL */
+    sp_named_attr *attrs;  /* `module attributes {...}` */
+    uint32_t n_attrs;
+    bool had_module_op;    /* input was wrapped in `module { }` */
+    const char *src;       /* input text (borrowed; valid while reading only) */
+    uint32_t src_line_base;/* line number of src's first line minus one */
+};
+
+sp_module *sp_module_create(void);
+void sp_module_destroy(sp_module *m);
+
+/* Interns a type given its canonical text; the reader is the usual caller. */
+cm_status sp_module_intern_type(sp_module *m, const char *text, size_t len, uint32_t *id_out,
+                                cm_error *err);
+/* Builds and interns a ranked tensor type. */
+cm_status sp_module_tensor_type(sp_module *m, sp_elem elem, const int64_t *dims, uint32_t rank,
+                                uint32_t *id_out, cm_error *err);
+
+/* Creating IR (used by the reader, passes and generators). */
+cm_status sp_module_new_block(sp_module *m, uint32_t parent_op, uint32_t *id_out);
+cm_status sp_module_add_block_arg(sp_module *m, uint32_t block, uint32_t type, uint32_t *value_out);
+/* Creates an op appended to block (SP_NONE: detached) with n_results results
+ * of the given types; operands are copied. */
+cm_status sp_module_new_op(sp_module *m, uint32_t block, const char *name,
+                           const uint32_t *operands, uint32_t n_operands,
+                           const uint32_t *result_types, uint32_t n_results, uint32_t *op_out);
+/* Sets (replaces or appends) attribute name on op. */
+cm_status sp_op_set_attr(sp_module *m, uint32_t op, const char *name, sp_attr *value);
+const sp_attr *sp_op_attr(const sp_module *m, uint32_t op, const char *name);
+bool sp_op_remove_attr(sp_module *m, uint32_t op, const char *name);
+/* Allocates regions for an op. */
+cm_status sp_op_add_regions(sp_module *m, uint32_t op, uint32_t n_regions);
+cm_status sp_region_add_block(sp_module *m, uint32_t op, uint32_t region, uint32_t block);
+/* Interns a string in the module arena (no dedup guarantee). */
+const char *sp_module_str(sp_module *m, const char *s, size_t len);
+sp_attr *sp_attr_new(sp_module *m, sp_attr_kind kind);
+
+static inline const sp_type *sp_value_type(const sp_module *m, uint32_t v)
+{
+    return &m->types[m->values[v].type];
+}
+
+/* Finds the mesh named name (sdy.mesh symbol) in the module body; NULL when absent. */
+const sp_mesh *sp_module_mesh(const sp_module *m, const char *name);
+/* Finds the func.func named name; SP_NONE when absent. */
+uint32_t sp_module_func(const sp_module *m, const char *name);
+
+/* Line and column (1-based) of a byte offset in the text the module was read from. */
+void sp_module_line_col(const sp_module *m, uint32_t offset, uint32_t *line, uint32_t *col);
+
+/* ---- reading and printing -------------------------------------------------- */
+
+/* Reads one module from MLIR text (generic and pretty forms of the StableHLO,
+ * func and sdy ops). line_base is added to reported line numbers (for
+ * `// -----` chunks). Errors: CM_EINVAL with err->path "LINE:COL"; CM_ENOMEM.
+ * On error *out is NULL. text need not be NUL-terminated. */
+cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_module **out,
+                       cm_error *err);
+
+typedef struct sp_print_opts {
+    bool generic;    /* print every op in generic form */
+    bool debug_info; /* print loc(...) */
+} sp_print_opts;
+
+/* Appends the module in MLIR's textual form, one op per line. */
+void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b);
+
+
+
+#ifndef SP_DIAG_DEFINED
+#define SP_DIAG_DEFINED
+/* ---- diagnostics -------------------------------------------------------------
+ * Passes report what a user must see (Shardy's errors and warnings) here, with
+ * the location of the op; `shardplan opt -verify-diagnostics` matches them to
+ * `expected-error` comments. */
+typedef enum sp_diag_sev { SP_DIAG_ERROR, SP_DIAG_WARNING, SP_DIAG_REMARK, SP_DIAG_NOTE } sp_diag_sev;
+
+typedef struct sp_diag {
+    sp_diag_sev sev;
+    uint32_t op;       /* op id or SP_NONE */
+    uint32_t line;     /* 1-based, 0 when unknown */
+    uint32_t col;
+    char *msg;         /* heap, owned by the list */
+} sp_diag;
+
+typedef struct sp_diags {
+    sp_diag *items;
+    uint32_t n, cap;
+    bool oom;          /* a diagnostic was dropped for lack of memory */
+} sp_diags;
+
+void sp_diags_init(sp_diags *d);
+void sp_diags_fini(sp_diags *d);
+/* Adds a diagnostic located at op (SP_NONE: no location). */
+void sp_diags_add(sp_diags *d, const sp_module *m, uint32_t op, sp_diag_sev sev, const char *fmt,
+                  ...) __attribute__((format(printf, 5, 6)));
+#endif
+#endif /* SP_IR_H */

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: meshes, tensor shardings and op sharding rules as Shardy defines
+ * them (sharding_representation.md, sdy_dialect.md), with parsers and
+ * printers that produce Shardy's text byte for byte, and verifiers.
+ * Ownership: parsed objects live in the arena the caller passes; nothing here
+ * frees. Thread contract: functions are reentrant; objects are not locked. */
+#ifndef SP_SHARD_H
+#define SP_SHARD_H
+
+#include "cm.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- meshes ---------------------------------------------------------------- */
+
+typedef struct sp_mesh_axis {
+    const char *name; /* NUL-terminated, arena-owned */
+    int64_t size;     /* > 0 */
+} sp_mesh_axis;
+
+/* `<["a"=2, "b"=4], device_ids=[...]>`; the empty mesh has n_axes = 0 and may
+ * carry one device id (the maximal mesh `<[], device_ids=[3]>`). */
+typedef struct sp_mesh {
+    sp_mesh_axis *axes;  /* ordered, major to minor */
+    uint32_t n_axes;
+    int64_t *device_ids; /* NULL when the order is the default iota */
+    uint32_t n_device_ids;
+} sp_mesh;
+
+/* ---- shardings --------------------------------------------------------------- */
+
+/* An axis reference: a full axis ("x", pre_size = 0) or a sub-axis
+ * "x":(pre_size)size, where pre_size is the product of the sizes of the
+ * sub-axes of x that are more major than this one. */
+typedef struct sp_axis_ref {
+    const char *name;
+    int64_t pre_size; /* 0 for a full axis, else >= 1 */
+    int64_t size;     /* sub-axis size; for a full axis the mesh size (0 if unresolved) */
+} sp_axis_ref;
+
+typedef struct sp_dim_sharding {
+    sp_axis_ref *axes; /* major to minor */
+    uint32_t n_axes;
+    bool is_closed;    /* closed: `{"a"}`; open: `{"a", ?}` */
+    int32_t priority;  /* -1 when none, else the N of `pN` */
+} sp_dim_sharding;
+
+/* `#sdy.sharding<@mesh, [{"a"}, {?}], replicated={"b"}, unreduced={"c"}>`.
+ * The mesh is named by symbol, or inlined (mesh_name NULL, mesh set). */
+typedef struct sp_sharding {
+    const char *mesh_name;  /* symbol without '@', or NULL when inlined */
+    sp_mesh *mesh;          /* the inlined mesh, or NULL when named */
+    sp_dim_sharding *dims;
+    uint32_t rank;
+    sp_axis_ref *replicated;
+    uint32_t n_replicated;
+    sp_axis_ref *unreduced;
+    uint32_t n_unreduced;
+} sp_sharding;
+
+/* ---- op sharding rules ----------------------------------------------------- */
+
+/* The factors of one tensor dimension: several for a compound dim ([ij]). */
+typedef struct sp_dim_mapping {
+    uint32_t *factors;
+    uint32_t n_factors;
+} sp_dim_mapping;
+
+typedef struct sp_tensor_mapping {
+    sp_dim_mapping *dims;
+    uint32_t rank;
+} sp_tensor_mapping;
+
+typedef enum sp_factor_kind {
+    SP_FACTOR_PASS_THROUGH = 0,
+    SP_FACTOR_REDUCTION,
+    SP_FACTOR_NEED_REPLICATION,
+    SP_FACTOR_PERMUTATION
+} sp_factor_kind;
+
+/* `#sdy.op_sharding_rule<([i, j], [j, k])->([i, k]) {i=8, j=8, k=16}
+ *  reduction={j} need_replication={} permutation={} blocked_propagation={}, custom>` */
+typedef struct sp_rule {
+    uint32_t n_factors;
+    int64_t *factor_sizes;        /* n_factors entries */
+    uint8_t *factor_kind;         /* n_factors sp_factor_kind entries */
+    uint8_t *factor_blocked;      /* n_factors booleans: blocked_propagation */
+    sp_tensor_mapping *operands;
+    uint32_t n_operands;
+    sp_tensor_mapping *results;
+    uint32_t n_results;
+    bool is_custom;               /* `, custom` */
+} sp_rule;
+
+/* ---- text codecs -------------------------------------------------------------
+ * Parsers take the text of the attribute *body*, i.e. what follows the
+ * attribute name: for a sharding, `<@mesh, [{"a"}, {}]>`; for a mesh,
+ * `<["a"=2]>`; for a rule `<([i])->([i]) {i=2}>`. text need not be
+ * NUL-terminated; *consumed_out (may be NULL) receives the bytes read.
+ * Errors are CM_EINVAL with err->path = "col N" relative to text, unless the
+ * caller's reader rewrites it. */
+
+cm_status sp_mesh_parse(const char *text, size_t len, cm_arena *a, sp_mesh **out,
+                        size_t *consumed_out, cm_error *err);
+cm_status sp_sharding_parse(const char *text, size_t len, cm_arena *a, sp_sharding **out,
+                            size_t *consumed_out, cm_error *err);
+cm_status sp_rule_parse(const char *text, size_t len, cm_arena *a, sp_rule **out,
+                        size_t *consumed_out, cm_error *err);
+
+/* Printers append Shardy's exact text of the body (no `#sdy.sharding` prefix). */
+void sp_mesh_print(const sp_mesh *m, cm_buf *b);
+void sp_sharding_print(const sp_sharding *s, cm_buf *b);
+void sp_axis_ref_print(const sp_axis_ref *r, cm_buf *b);
+void sp_rule_print(const sp_rule *r, cm_buf *b);
+
+/* Verifies s against its mesh (m is the mesh s names, or s->mesh) and a
+ * tensor of the given rank and dims (dims may be NULL to skip the size
+ * checks): unknown axis, axis used twice, bad sub-axis, rank mismatch.
+ * On success, fills each axis ref's size for full axes. */
+cm_status sp_sharding_verify(sp_sharding *s, const sp_mesh *m, uint32_t rank,
+                             const int64_t *dims, cm_error *err);
+cm_status sp_mesh_verify(const sp_mesh *m, cm_error *err);
+
+/* Total devices of a mesh (product of axis sizes; 1 for the empty mesh). */
+int64_t sp_mesh_size(const sp_mesh *m);
+/* Index of the axis named name, or -1. */
+int32_t sp_mesh_axis_index(const sp_mesh *m, const char *name);
+
+/* Deep equality of shardings (same mesh name, dims, replicated, unreduced). */
+bool sp_sharding_equal(const sp_sharding *a, const sp_sharding *b);
+/* A fully open sharding of the given rank on mesh_name. */
+sp_sharding *sp_sharding_open(cm_arena *a, const char *mesh_name, uint32_t rank);
+/* Deep copy into arena a. */
+sp_sharding *sp_sharding_clone(cm_arena *a, const sp_sharding *s);
+
+/* ---- JAX custom_partitioning rules ------------------------------------------
+ * Parses the einsum-like string that jax.experimental.custom_partitioning's
+ * sharding_rule takes ("i j, j k -> i k", "... i, ... i -> ...", "(i j) k"),
+ * with optional factor sizes for factors that appear only inside compound
+ * dims, and the reduction/need_replication/permutation factor name lists,
+ * into an sp_rule for operands and results of the given shapes.
+ * operand_dims[i] has operand_ranks[i] entries (likewise results).
+ * Errors name the offending position ("col 7: factor k is used twice in
+ * operand 0") or the shape mismatch. */
+typedef struct sp_einsum_opts {
+    const char **reduction;         /* factor names */
+    uint32_t n_reduction;
+    const char **need_replication;
+    uint32_t n_need_replication;
+    const char **permutation;
+    uint32_t n_permutation;
+    const char **size_names;        /* factor_sizes={name: size} */
+    const int64_t *sizes;
+    uint32_t n_sizes;
+} sp_einsum_opts;
+
+cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
+                              const int64_t *const *operand_dims, const uint32_t *operand_ranks,
+                              uint32_t n_operands, const int64_t *const *result_dims,
+                              const uint32_t *result_ranks, uint32_t n_results, cm_arena *a,
+                              sp_rule **out, cm_error *err);
+
+#endif /* SP_SHARD_H */

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The shardplan binary: dispatches subcommands to their modules. */
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_opt.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: shardplan <command> [args]\n"
+          "commands:\n"
+          "  opt FILE|- [passes and options]   run sdy passes on MLIR (sdy_opt compatible)\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "opt") == 0) {
+        return sp_opt_main(argc - 1, argv + 1, stdout, stderr);
+    }
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "shardplan: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
