@@ -58,6 +58,7 @@ typedef enum sp_elem {
 typedef enum sp_type_kind {
     SP_TYPE_TENSOR, /* ranked tensor */
     SP_TYPE_TOKEN,  /* !stablehlo.token */
+    SP_TYPE_FUNC,   /* (inputs) -> results */
     SP_TYPE_OTHER   /* tuples, unranked tensors, scalars: verbatim only */
 } sp_type_kind;
 
@@ -69,6 +70,10 @@ typedef struct sp_type {
     const char *text;    /* canonical MLIR text, NUL-terminated */
     uint32_t text_len;
     const char *encoding;/* text of a tensor encoding attribute, or NULL */
+    const uint32_t *inputs;  /* SP_TYPE_FUNC: input type ids */
+    uint32_t n_inputs;
+    const uint32_t *results; /* SP_TYPE_FUNC: result type ids */
+    uint32_t n_results;
 } sp_type;
 
 /* Bytes per element (0 for OTHER; i1 counts as 1 byte, sub-byte as 1). */
@@ -210,9 +215,8 @@ typedef struct sp_op {
     sp_region *regions;
     uint32_t n_regions;
     uint32_t parent_block;  /* block id */
-    uint32_t src_offset;    /* byte offset of the op in the input, for diagnostics */
+    uint32_t line, col;     /* 1-based source position of the op, 0 when built */
     const char *loc;        /* text inside loc(...) or NULL */
-    const char **result_names; /* per-result SSA name hints ("output_state") or NULL */
 } sp_op;
 
 typedef struct sp_module sp_module;
@@ -234,8 +238,6 @@ struct sp_module {
     sp_named_attr *attrs;  /* `module attributes {...}` */
     uint32_t n_attrs;
     bool had_module_op;    /* input was wrapped in `module { }` */
-    const char *src;       /* input text (borrowed; valid while reading only) */
-    uint32_t src_line_base;/* line number of src's first line minus one */
 };
 
 sp_module *sp_module_create(void);
@@ -277,8 +279,6 @@ const sp_mesh *sp_module_mesh(const sp_module *m, const char *name);
 /* Finds the func.func named name; SP_NONE when absent. */
 uint32_t sp_module_func(const sp_module *m, const char *name);
 
-/* Line and column (1-based) of a byte offset in the text the module was read from. */
-void sp_module_line_col(const sp_module *m, uint32_t offset, uint32_t *line, uint32_t *col);
 
 /* ---- reading and printing -------------------------------------------------- */
 
