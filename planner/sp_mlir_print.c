@@ -787,7 +787,7 @@ static bool keyword_op(pr *p, const sp_op *op, const sp_pretty *pd)
         }
     }
     if ((pd->typing == SP_TY_SELECT && op->n_operands != 3) ||
-        (pd->typing != SP_TY_LIST && op->n_results != 1)) {
+        ((pd->typing == SP_TY_SAME || pd->typing == SP_TY_SELECT) && op->n_results != 1)) {
         return false;
     }
     results_prefix(p, op);
@@ -1207,7 +1207,10 @@ static bool while_op(pr *p, const sp_op *op)
         put(p, " : ");
         type_list(p, op->operands, op->n_operands);
     }
-    attr_dict(p, op->attrs, op->n_attrs, NULL, 0, true);
+    if (op->n_attrs > 0) {
+        put(p, " attributes");
+        attr_dict(p, op->attrs, op->n_attrs, NULL, 0, true);
+    }
     newline(p);
     put(p, " cond ");
     /* the body block args share names with cond's: alias them */

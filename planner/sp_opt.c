@@ -10,6 +10,7 @@
 
 #include "cm.h"
 #include "sp_ir.h"
+#include "sp_prop.h"
 #include "sp_rules.h"
 
 #define MAX_PASSES 32
@@ -50,6 +51,46 @@ static cm_status run_populate(sp_module *m, const pass_inv *inv, sp_diags *d, cm
     return sp_pass_populate_rules(m, &o, d, err);
 }
 
+static cm_status run_propagate(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err,
+                               sp_prop_level level)
+{
+    sp_prop_opts o;
+    sp_prop_opts_init(&o, level);
+    o.conservative = opt_bool(inv, "conservative-propagation");
+    o.keep_sharding_rules = opt_bool(inv, "keep-sharding-rules");
+    o.debug_sharding_origins = opt_bool(inv, "debug-sharding-origins");
+    o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding");
+    const char *strat = opt_value(inv, "propagation-strategy");
+    if (strat != NULL && strcmp(strat, "basic") == 0) {
+        o.aggressive_strategy = false;
+    }
+    const char *rop = opt_value(inv, "run-op-priority-propagation");
+    if (rop != NULL && strcmp(rop, "false") == 0) {
+        o.run_op_priority = false;
+    }
+    return sp_propagate(m, &o, d, err);
+}
+
+static cm_status run_basic(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    return run_propagate(m, inv, d, err, SP_PROP_BASIC);
+}
+
+static cm_status run_aggressive(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    return run_propagate(m, inv, d, err, SP_PROP_AGGRESSIVE);
+}
+
+static cm_status run_op_priority(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    return run_propagate(m, inv, d, err, SP_PROP_OP_PRIORITY);
+}
+
+static cm_status run_user_priority(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    return run_propagate(m, inv, d, err, SP_PROP_USER_PRIORITY);
+}
+
 typedef struct pass_def {
     const char *name;
     pass_fn fn;
@@ -58,8 +99,27 @@ typedef struct pass_def {
 
 static const char *const populate_opts[] = {"conservative-propagation", NULL};
 
+static const char *const basic_opts[] = {"keep-sharding-rules", "module-dump-directory",
+                                         "conservative-propagation", "debug-sharding-origins",
+                                         "debug-edge-source-sharding", NULL};
+static const char *const aggressive_opts[] = {
+    "keep-sharding-rules",        "module-dump-directory", "conservative-propagation",
+    "debug-sharding-origins",     "debug-edge-source-sharding", "propagation-strategy", NULL};
+static const char *const priority_opts[] = {"keep-sharding-rules",
+                                            "module-dump-directory",
+                                            "conservative-propagation",
+                                            "debug-sharding-origins",
+                                            "debug-edge-source-sharding",
+                                            "propagation-strategy",
+                                            "run-op-priority-propagation",
+                                            NULL};
+
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
+    {"sdy-basic-propagate", run_basic, basic_opts},
+    {"sdy-aggressive-propagate", run_aggressive, aggressive_opts},
+    {"sdy-op-priority-propagate", run_op_priority, priority_opts},
+    {"sdy-user-priority-propagate", run_user_priority, priority_opts},
 };
 
 static const pass_def *find_pass(const char *name)

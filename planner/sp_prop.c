@@ -1,0 +1,1618 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: sharding propagation (see sp_prop.h and Shardy's propagation.md).
+ *
+ * Every tensor that can carry a sharding is a "slot": values (op results,
+ * block arguments) and function results. An op step gathers the slots of an
+ * op, projects their dim shardings onto the factors of the op's sharding
+ * rule, finds for each factor the axes to propagate, expands the factor
+ * shardings and projects them back to dim shardings. Changed slots put their
+ * defining op and their users back on a worklist, until a fixed point.
+ *
+ * Axes are handled as (axis index, pre-size, size) triples, with a full axis
+ * being (i, 1, n); so prefix, overlap and coexistence of sub-axes are simple
+ * arithmetic. New shardings are allocated in the module arena only when a
+ * slot changes. */
+#include "sp_prop.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_ops.h"
+
+#define MAXAX   16  /* axes of one factor or dim in an op step */
+#define MAXMESH 64  /* distinct meshes in a module */
+
+/* ---- axes ------------------------------------------------------------------- */
+
+typedef struct ax {
+    uint32_t axis; /* index in the op mesh */
+    int64_t pre;   /* 1 for a full axis */
+    int64_t size;  /* the axis size for a full axis */
+} ax;
+
+static bool ax_eq(ax a, ax b)
+{
+    return a.axis == b.axis && a.pre == b.pre && a.size == b.size;
+}
+
+/* a is a (possibly equal) major prefix of b */
+static bool ax_prefix(ax a, ax b)
+{
+    return a.axis == b.axis && a.pre == b.pre && a.size <= b.size && b.size % a.size == 0;
+}
+
+static bool ax_overlap(ax a, ax b)
+{
+    return a.axis == b.axis && a.pre < b.pre * b.size && b.pre < a.pre * a.size;
+}
+
+/* Two refs can be used in one sharding: different axes, or sub-axes of one
+ * axis that do not overlap and nest (the minor one's pre-size is a multiple of
+ * the major one's next pre-size). */
+static bool ax_coexist(ax a, ax b)
+{
+    if (a.axis != b.axis) {
+        return true;
+    }
+    if (ax_overlap(a, b)) {
+        return false;
+    }
+    ax lo = a.pre < b.pre ? a : b, hi = a.pre < b.pre ? b : a;
+    return hi.pre % (lo.pre * lo.size) == 0;
+}
+
+/* Shrinks *a to its largest major prefix that can coexist with b; false if none. */
+static bool ax_prefix_without(ax *a, ax b)
+{
+    if (ax_coexist(*a, b)) {
+        return true;
+    }
+    if (b.pre <= a->pre) {
+        return false;
+    }
+    for (int64_t k = a->size - 1; k >= 2; k--) {
+        if (a->size % k != 0 || a->pre * k > b.pre) {
+            continue;
+        }
+        ax c = {a->axis, a->pre, k};
+        if (ax_coexist(c, b)) {
+            a->size = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b != 0) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* ---- per-op scratch ----------------------------------------------------------- */
+
+typedef struct fsh {
+    uint8_t present;    /* the tensor has this factor */
+    uint8_t closed;     /* its dim is closed */
+    uint8_t minor_most; /* last factor of its dim */
+    uint8_t n, n_over;
+    ax axes[MAXAX];
+    ax over[MAXAX];
+} fsh;
+
+typedef struct tens {
+    uint32_t slot;
+    uint32_t rank;
+    const int64_t *dims;
+    const sp_tensor_mapping *map;
+    bool is_result;      /* a result of the op (receives forward propagation) */
+    bool updatable;      /* may be changed by this step */
+    bool changed;
+    const sp_sharding *cur; /* current sharding (may be NULL or on the empty mesh) */
+    ax repl[MAXAX];
+    uint32_t n_repl;
+} tens;
+
+/* ---- propagation state -------------------------------------------------------- */
+
+typedef struct meshent {
+    const char *name;
+    const sp_mesh *mesh;
+    bool is_empty;   /* no axes and no device ids */
+    bool is_maximal; /* no axes, one device id */
+    uint32_t canon;  /* index of the first equal mesh */
+} meshent;
+
+typedef struct prop {
+    sp_module *m;
+    const sp_prop_opts *o;
+    sp_diags *diags;
+    cm_error *err;
+    cm_status st;
+    uint32_t n_slots;       /* values + function results */
+    sp_sharding **sh;       /* per slot, current sharding (NULL: none) */
+    sp_sharding **orig;     /* per slot, sharding before propagation */
+    uint32_t *fres_func;    /* per function-result slot: func op */
+    uint32_t *fres_index;   /* per function-result slot: result number */
+    uint32_t *func_first;   /* per op: first function-result slot of a func op (or SP_NONE) */
+    /* users: CSR over slots */
+    uint32_t *use_start, *uses;
+    /* rules */
+    sp_rule **rules;
+    uint8_t *rule_done;
+    /* worklist */
+    uint32_t *queue;
+    uint32_t q_head, q_len, q_cap;
+    uint8_t *queued;
+    /* meshes */
+    meshent meshes[MAXMESH];
+    uint32_t n_meshes;
+    /* scratch for one step */
+    fsh *fs;
+    size_t fs_cap;
+    tens *ts;
+    size_t ts_cap;
+    /* level state */
+    int op_priority;     /* -1: all ops, both directions */
+    int user_priority;   /* -1: no user priorities */
+    bool aggressive;
+    uint64_t steps;
+} prop;
+
+static cm_status fail_oom(prop *p)
+{
+    if (p->st == CM_OK) {
+        p->st = cm_error_set(p->err, CM_ENOMEM, NULL, "out of memory during propagation");
+    }
+    return p->st;
+}
+
+static const meshent *mesh_of(const prop *p, const sp_sharding *s)
+{
+    if (s == NULL) {
+        return NULL;
+    }
+    if (s->mesh_name == NULL) {
+        return NULL; /* inlined meshes are lifted by the import passes */
+    }
+    for (uint32_t i = 0; i < p->n_meshes; i++) {
+        if (strcmp(p->meshes[i].name, s->mesh_name) == 0) {
+            return &p->meshes[i];
+        }
+    }
+    return NULL;
+}
+
+static bool mesh_equal(const sp_mesh *a, const sp_mesh *b)
+{
+    if (a->n_axes != b->n_axes || a->n_device_ids != b->n_device_ids) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->n_axes; i++) {
+        if (a->axes[i].size != b->axes[i].size || strcmp(a->axes[i].name, b->axes[i].name) != 0) {
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < a->n_device_ids; i++) {
+        if (a->device_ids[i] != b->device_ids[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- slots and attributes --------------------------------------------------------- */
+
+static sp_sharding *dict_sharding(const sp_attr *dict)
+{
+    if (dict == NULL || dict->kind != SP_ATTR_DICT) {
+        return NULL;
+    }
+    const sp_attr *s = sp_attrs_get(dict->u.dict.items, dict->u.dict.n, "sdy.sharding");
+    return s != NULL && s->kind == SP_ATTR_SHARDING ? s->u.sharding : NULL;
+}
+
+static const sp_attr *list_item(const sp_attr *arr, uint32_t i)
+{
+    if (arr == NULL || arr->kind != SP_ATTR_ARRAY || i >= arr->u.arr.n) {
+        return NULL;
+    }
+    return arr->u.arr.items[i];
+}
+
+static bool is_func(const sp_op *op)
+{
+    return op->kind == SP_OP_FUNC_FUNC;
+}
+
+static bool func_is_public(const sp_module *m, uint32_t f)
+{
+    const sp_attr *v = sp_op_attr(m, f, "sym_visibility");
+    return v == NULL || (v->kind == SP_ATTR_STRING && strcmp(v->u.str.s, "public") == 0);
+}
+
+static const sp_type *func_type(const sp_module *m, uint32_t f)
+{
+    const sp_attr *t = sp_op_attr(m, f, "function_type");
+    if (t == NULL || t->kind != SP_ATTR_TYPE || m->types[t->u.type].kind != SP_TYPE_FUNC) {
+        return NULL;
+    }
+    return &m->types[t->u.type];
+}
+
+/* Is this slot a ranked static-shape tensor that can carry a sharding? */
+static bool slot_type(const prop *p, uint32_t slot, uint32_t *rank, const int64_t **dims)
+{
+    const sp_type *t;
+    if (slot < p->m->n_values) {
+        t = &p->m->types[p->m->values[slot].type];
+    } else {
+        const sp_type *ft = func_type(p->m, p->fres_func[slot - p->m->n_values]);
+        if (ft == NULL) {
+            return false;
+        }
+        t = &p->m->types[ft->results[p->fres_index[slot - p->m->n_values]]];
+    }
+    if (t->kind != SP_TYPE_TENSOR) {
+        return false;
+    }
+    for (uint32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0) {
+            return false;
+        }
+    }
+    *rank = t->rank;
+    *dims = t->dims;
+    return true;
+}
+
+/* ---- rules --------------------------------------------------------------------- */
+
+/* Identity rule over rank dims, for constraints, barriers and edges. */
+static sp_rule *identity_rule(prop *p, const int64_t *dims, uint32_t rank, uint32_t n_tensors)
+{
+    cm_arena *a = &p->m->arena;
+    sp_rule *r = cm_arena_zalloc(a, sizeof *r);
+    if (r == NULL) {
+        return NULL;
+    }
+    r->n_factors = rank;
+    r->factor_sizes = cm_arena_alloc(a, sizeof(int64_t) * (rank + 1u));
+    r->factor_kind = cm_arena_zalloc(a, rank + 1u);
+    r->factor_blocked = cm_arena_zalloc(a, rank + 1u);
+    sp_tensor_mapping *tm = cm_arena_zalloc(a, sizeof(sp_tensor_mapping) * n_tensors);
+    sp_dim_mapping *dm = cm_arena_zalloc(a, sizeof(sp_dim_mapping) * (rank + 1u));
+    uint32_t *fidx = cm_arena_alloc(a, sizeof(uint32_t) * (rank + 1u));
+    if (r->factor_sizes == NULL || r->factor_kind == NULL || r->factor_blocked == NULL ||
+        tm == NULL || dm == NULL || fidx == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < rank; d++) {
+        r->factor_sizes[d] = dims[d];
+        fidx[d] = d;
+        dm[d].factors = &fidx[d];
+        dm[d].n_factors = 1;
+    }
+    for (uint32_t t = 0; t < n_tensors; t++) {
+        tm[t].dims = dm;
+        tm[t].rank = rank;
+    }
+    r->operands = tm;
+    r->n_operands = n_tensors / 2;
+    r->results = tm + n_tensors / 2;
+    r->n_results = n_tensors - n_tensors / 2;
+    return r;
+}
+
+static sp_rule *op_rule(prop *p, uint32_t op)
+{
+    if (p->rule_done[op]) {
+        return p->rules[op];
+    }
+    p->rule_done[op] = 1;
+    const sp_attr *a = sp_op_attr(p->m, op, "sdy.sharding_rule");
+    if (a != NULL && a->kind == SP_ATTR_RULE) {
+        p->rules[op] = a->u.rule;
+        return p->rules[op];
+    }
+    sp_rule_opts ro = {p->o->conservative, p->o->custom};
+    sp_rule *r = NULL;
+    cm_error e;
+    cm_error_clear(&e);
+    cm_status st = sp_rule_for_op(p->m, op, &ro, &r, p->diags, &e);
+    if (st == CM_ENOMEM) {
+        fail_oom(p);
+        return NULL;
+    }
+    if (st != CM_OK) {
+        sp_diags_add(p->diags, p->m, op, SP_DIAG_WARNING, "no sharding rule: %s", e.msg);
+        r = NULL;
+    }
+    p->rules[op] = r;
+    if (r != NULL && p->o->keep_sharding_rules) {
+        sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
+        if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
+            fail_oom(p);
+            return NULL;
+        }
+        ra->u.rule = r;
+    }
+    return r;
+}
+
+/* ---- projection -------------------------------------------------------------------- */
+
+static bool ref_to_ax(const sp_mesh *mesh, const sp_axis_ref *r, ax *out)
+{
+    for (uint32_t i = 0; i < mesh->n_axes; i++) {
+        if (strcmp(mesh->axes[i].name, r->name) == 0) {
+            out->axis = i;
+            if (r->pre_size == 0) {
+                out->pre = 1;
+                out->size = mesh->axes[i].size;
+            } else {
+                out->pre = r->pre_size;
+                out->size = r->size;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+static int64_t prod(const ax *a, uint32_t n)
+{
+    int64_t x = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!cm_mul_i64(x, a[i].size, &x)) {
+            return INT64_MAX;
+        }
+    }
+    return x;
+}
+
+/* Projects tensor t's sharding onto its factors (fs row). Returns false when
+ * the sharding cannot be handled (too many axes, unknown axis). */
+static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
+{
+    for (uint32_t f = 0; f < r->n_factors; f++) {
+        memset(&row[f], 0, offsetof(fsh, axes));
+    }
+    t->n_repl = 0;
+    const sp_sharding *s = t->cur;
+    for (uint32_t d = 0; d < t->rank; d++) {
+        const sp_dim_mapping *dm = &t->map->dims[d];
+        bool closed = s != NULL && d < s->rank && s->dims[d].is_closed;
+        ax axes[MAXAX];
+        uint32_t na = 0;
+        if (s != NULL && d < s->rank && mesh != NULL) {
+            const sp_dim_sharding *ds = &s->dims[d];
+            if (ds->n_axes > MAXAX) {
+                return false;
+            }
+            for (uint32_t i = 0; i < ds->n_axes; i++) {
+                if (!ref_to_ax(mesh, &ds->axes[i], &axes[na++])) {
+                    return false;
+                }
+            }
+        }
+        uint32_t ai = 0;
+        bool have_rem = false;
+        ax rem = {0, 0, 0};
+        bool overflowed = false;
+        for (uint32_t k = 0; k < dm->n_factors; k++) {
+            uint32_t f = dm->factors[k];
+            fsh *x = &row[f];
+            x->present = 1;
+            x->closed = closed;
+            x->minor_most = k + 1 == dm->n_factors;
+            x->n = 0;
+            x->n_over = 0;
+            if (overflowed) {
+                continue;
+            }
+            if (x->minor_most) {
+                if (have_rem) {
+                    x->axes[x->n++] = rem;
+                    have_rem = false;
+                }
+                while (ai < na) {
+                    x->axes[x->n++] = axes[ai++];
+                }
+                break;
+            }
+            int64_t R = r->factor_sizes[f];
+            for (;;) {
+                ax cur;
+                if (have_rem) {
+                    cur = rem;
+                } else if (ai < na) {
+                    cur = axes[ai];
+                } else {
+                    break;
+                }
+                int64_t sz = cur.size;
+                if (sz == 1 || (R > 0 && R % sz == 0)) {
+                    x->axes[x->n++] = cur;
+                    if (sz > 1) {
+                        R /= sz;
+                    }
+                    if (have_rem) {
+                        have_rem = false;
+                    } else {
+                        ai++;
+                    }
+                    continue;
+                }
+                if (R <= 1) {
+                    break;
+                }
+                int64_t g = gcd64(R, sz);
+                if (g > 1) {
+                    x->axes[x->n++] = (ax){cur.axis, cur.pre, g};
+                    rem = (ax){cur.axis, cur.pre * g, sz / g};
+                    if (!have_rem) {
+                        ai++;
+                    }
+                    have_rem = true;
+                    R /= g;
+                    continue;
+                }
+                /* does not fit: the rest of the dim overflows this factor */
+                if (have_rem) {
+                    x->over[x->n_over++] = rem;
+                    have_rem = false;
+                }
+                while (ai < na) {
+                    x->over[x->n_over++] = axes[ai++];
+                }
+                overflowed = true;
+                break;
+            }
+        }
+    }
+    if (s != NULL && mesh != NULL) {
+        if (s->n_replicated > MAXAX) {
+            return false;
+        }
+        for (uint32_t i = 0; i < s->n_replicated; i++) {
+            if (!ref_to_ax(mesh, &s->replicated[i], &t->repl[t->n_repl++])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* ---- finding the axes of a factor ------------------------------------------------------ */
+
+static bool list_prefix(const ax *a, uint32_t na, const ax *b, uint32_t nb)
+{
+    if (na > nb) {
+        return false;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        if (i + 1 < na ? !ax_eq(a[i], b[i]) : !ax_prefix(a[i], b[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Longest common prefix of a and b into a (a sub-axis prefix counts). */
+static void common_prefix(ax *a, uint32_t *na, const ax *b, uint32_t nb)
+{
+    uint32_t i = 0;
+    while (i < *na && i < nb && ax_eq(a[i], b[i])) {
+        i++;
+    }
+    if (i < *na && i < nb) {
+        if (ax_prefix(a[i], b[i])) {
+            *na = i + 1;
+            return;
+        }
+        if (ax_prefix(b[i], a[i])) {
+            a[i] = b[i];
+            *na = i + 1;
+            return;
+        }
+    }
+    *na = i;
+}
+
+/* Can tensor row take axis c as a new axis of factor f (no overlap with its
+ * other factors, overflow axes or replicated axes)? Shrinks c to a prefix
+ * when only part of it fits; false when nothing does. */
+static bool fits_across(const prop *p, const sp_rule *r, const fsh *row, const tens *t, uint32_t f,
+                        ax *c)
+{
+    (void)p;
+    for (uint32_t i = 0; i < t->n_repl; i++) {
+        if (!ax_prefix_without(c, t->repl[i])) {
+            return false;
+        }
+    }
+    for (uint32_t g = 0; g < r->n_factors; g++) {
+        const fsh *x = &row[g];
+        for (uint32_t i = 0; i < x->n; i++) {
+            if (g == f) {
+                continue;
+            }
+            if (!ax_prefix_without(c, x->axes[i])) {
+                return false;
+            }
+        }
+        for (uint32_t i = 0; i < x->n_over; i++) {
+            if (!ax_prefix_without(c, x->over[i])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Truncates cand (the axes proposed for factor f) so that tensor t can hold
+ * them: its current axes must be a prefix (the last one may grow), new axes
+ * need an open factor, no conflict with its other axes, and room in a factor
+ * that is not the minor-most of its dim. */
+static void truncate_for(const prop *p, const sp_rule *r, const fsh *row, const tens *t, uint32_t f,
+                         ax *cand, uint32_t *nc)
+{
+    const fsh *x = &row[f];
+    if (!x->present) {
+        /* the factor is not in t: its axes must not collide with t's axes */
+        for (uint32_t i = 0; i < *nc; i++) {
+            ax c = cand[i];
+            if (!fits_across(p, r, row, t, f, &c)) {
+                *nc = i;
+                return;
+            }
+            if (!ax_eq(c, cand[i])) {
+                cand[i] = c;
+                *nc = i + 1;
+                return;
+            }
+        }
+        return;
+    }
+    int64_t fsize = r->factor_sizes[f];
+    int64_t used = 1;
+    for (uint32_t i = 0; i < *nc; i++) {
+        ax c = cand[i];
+        if (i < x->n) {
+            ax have = x->axes[i];
+            if (ax_eq(c, have)) {
+                used *= have.size;
+                continue;
+            }
+            if (ax_prefix(c, have)) {
+                *nc = i + 1; /* t already has more: fine, but nothing beyond */
+                return;
+            }
+            if (i + 1 == x->n && ax_prefix(have, c) && !x->closed && x->n_over == 0) {
+                /* t's last axis would grow to c: check the added part */
+                ax extra = {c.axis, have.pre * have.size, c.size / have.size};
+                ax e2 = extra;
+                if (!fits_across(p, r, row, t, f, &e2)) {
+                    cand[i] = have;
+                    *nc = i + 1;
+                    return;
+                }
+                if (!ax_eq(e2, extra)) {
+                    cand[i].size = have.size * e2.size;
+                    *nc = i + 1;
+                    c = cand[i];
+                }
+                if (!x->minor_most || p->o->conservative) {
+                    int64_t room = fsize / used;
+                    if (room % c.size != 0) {
+                        int64_t g = gcd64(room, c.size);
+                        if (g % have.size != 0 || g == have.size || p->o->conservative) {
+                            cand[i] = have;
+                        } else {
+                            cand[i].size = g;
+                        }
+                        *nc = i + 1;
+                        return;
+                    }
+                }
+                used *= c.size;
+                continue;
+            }
+            *nc = i; /* conflict */
+            return;
+        }
+        /* a new axis for t */
+        if (x->closed || x->n_over > 0) {
+            *nc = i;
+            return;
+        }
+        ax c2 = c;
+        if (!fits_across(p, r, row, t, f, &c2)) {
+            *nc = i;
+            return;
+        }
+        /* the same axis must not already be used within this factor */
+        for (uint32_t k = 0; k < x->n; k++) {
+            if (!ax_prefix_without(&c2, x->axes[k])) {
+                *nc = i;
+                return;
+            }
+        }
+        if (!ax_eq(c2, c)) {
+            if (p->o->conservative) {
+                *nc = i;
+                return;
+            }
+            cand[i] = c2;
+            *nc = i + 1;
+            c = c2;
+        }
+        if (!x->minor_most || p->o->conservative) {
+            int64_t room = fsize / used;
+            if (room % c.size != 0) {
+                int64_t g = gcd64(room, c.size);
+                if (g <= 1 || p->o->conservative) {
+                    *nc = i;
+                } else {
+                    cand[i].size = g;
+                    *nc = i + 1;
+                }
+                return;
+            }
+        }
+        used *= c.size;
+    }
+}
+
+/* ---- back-projection ------------------------------------------------------------------- */
+
+static void merge_into(ax *out, uint32_t *n, ax a)
+{
+    if (*n > 0) {
+        ax *l = &out[*n - 1];
+        if (l->axis == a.axis && l->pre * l->size == a.pre) {
+            l->size *= a.size;
+            return;
+        }
+    }
+    out[(*n)++] = a;
+}
+
+/* Builds the dim axes of tensor t from its factor shardings. */
+static uint32_t dim_axes(const sp_rule *r, const tens *t, const fsh *row, uint32_t d, ax *out)
+{
+    const sp_dim_mapping *dm = &t->map->dims[d];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < dm->n_factors; k++) {
+        const fsh *x = &row[dm->factors[k]];
+        for (uint32_t i = 0; i < x->n && n < 2 * MAXAX; i++) {
+            merge_into(out, &n, x->axes[i]);
+        }
+        if (x->n_over > 0) {
+            for (uint32_t i = 0; i < x->n_over && n < 2 * MAXAX; i++) {
+                merge_into(out, &n, x->over[i]);
+            }
+            break;
+        }
+        if (k + 1 < dm->n_factors && prod(x->axes, x->n) < r->factor_sizes[dm->factors[k]]) {
+            break;
+        }
+    }
+    return n;
+}
+
+/* The current dim axes of t, as ax values (merged). */
+static uint32_t cur_dim_axes(const sp_mesh *mesh, const tens *t, uint32_t d, ax *out)
+{
+    const sp_sharding *s = t->cur;
+    uint32_t n = 0;
+    if (s == NULL || d >= s->rank || mesh == NULL) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < s->dims[d].n_axes && n < 2 * MAXAX; i++) {
+        ax a;
+        if (ref_to_ax(mesh, &s->dims[d].axes[i], &a)) {
+            merge_into(out, &n, a);
+        }
+    }
+    return n;
+}
+
+/* Builds the new sharding of t (same mesh name rules as Shardy: the tensor
+ * keeps its own mesh name, an unsharded tensor takes the op's). */
+static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mesh_name,
+                                   const sp_rule *r, const tens *t, const fsh *row)
+{
+    cm_arena *a = &p->m->arena;
+    sp_sharding *s = cm_arena_zalloc(a, sizeof *s);
+    if (s == NULL) {
+        return NULL;
+    }
+    const sp_sharding *c = t->cur;
+    bool keep_name = c != NULL && c->mesh_name != NULL && mesh_of(p, c) != NULL &&
+                     !mesh_of(p, c)->is_empty;
+    s->mesh_name = keep_name ? c->mesh_name : mesh_name;
+    s->rank = t->rank;
+    s->dims = cm_arena_zalloc(a, sizeof(sp_dim_sharding) * (t->rank + 1u));
+    if (s->dims == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < t->rank; d++) {
+        ax out[2 * MAXAX];
+        uint32_t n = dim_axes(r, t, row, d, out);
+        sp_dim_sharding *ds = &s->dims[d];
+        ds->is_closed = c != NULL && d < c->rank && c->dims[d].is_closed;
+        ds->priority = c != NULL && d < c->rank ? c->dims[d].priority : -1;
+        ds->n_axes = n;
+        if (n > 0) {
+            ds->axes = cm_arena_alloc(a, sizeof(sp_axis_ref) * n);
+            if (ds->axes == NULL) {
+                return NULL;
+            }
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const sp_mesh_axis *ma = &mesh->axes[out[i].axis];
+            ds->axes[i].name = ma->name;
+            if (out[i].pre == 1 && out[i].size == ma->size) {
+                ds->axes[i].pre_size = 0;
+                ds->axes[i].size = ma->size;
+            } else {
+                ds->axes[i].pre_size = out[i].pre;
+                ds->axes[i].size = out[i].size;
+            }
+        }
+    }
+    /* dims hidden by the current user priority keep their real sharding */
+    const sp_sharding *real = p->sh[t->slot];
+    if (real != NULL && real != c && p->user_priority >= 0) {
+        for (uint32_t d = 0; d < t->rank && d < real->rank; d++) {
+            if (real->dims[d].priority > p->user_priority) {
+                s->dims[d] = real->dims[d];
+            }
+        }
+    }
+    if (c != NULL) {
+        s->replicated = c->replicated;
+        s->n_replicated = c->n_replicated;
+        s->unreduced = c->unreduced;
+        s->n_unreduced = c->n_unreduced;
+    }
+    return s;
+}
+
+/* ---- worklist ------------------------------------------------------------------------ */
+
+static void enqueue(prop *p, uint32_t op)
+{
+    if (op == SP_NONE || p->queued[op]) {
+        return;
+    }
+    if (p->q_len == p->q_cap) {
+        uint32_t cap = p->q_cap < 1024 ? 1024 : p->q_cap * 2;
+        uint32_t *q = cm_alloc(sizeof(uint32_t) * cap);
+        if (q == NULL) {
+            fail_oom(p);
+            return;
+        }
+        for (uint32_t i = 0; i < p->q_len; i++) {
+            q[i] = p->queue[(p->q_head + i) % p->q_cap];
+        }
+        cm_free(p->queue);
+        p->queue = q;
+        p->q_head = 0;
+        p->q_cap = cap;
+    }
+    p->queue[(p->q_head + p->q_len) % p->q_cap] = op;
+    p->q_len++;
+    p->queued[op] = 1;
+}
+
+static void slot_changed(prop *p, uint32_t slot)
+{
+    if (slot < p->m->n_values) {
+        const sp_value *v = &p->m->values[slot];
+        if (v->def != SP_NONE) {
+            enqueue(p, v->def);
+        }
+    }
+    for (uint32_t i = p->use_start[slot]; i < p->use_start[slot + 1]; i++) {
+        enqueue(p, p->uses[i]);
+    }
+}
+
+/* ---- one step over a set of tensors -------------------------------------------------------- */
+
+typedef enum dir { DIR_NONE = 0, DIR_FORWARD = 1, DIR_BACKWARD = 2, DIR_BOTH = 3 } dir;
+
+/* Propagates among the n tensors in p->ts along rule r. */
+static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir d)
+{
+    if (d == DIR_NONE || n == 0 || r->n_factors == 0) {
+        return;
+    }
+    tens *ts = p->ts;
+    /* the op's mesh: every tensor with a real mesh must agree */
+    const meshent *me = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        const meshent *e = mesh_of(p, ts[i].cur);
+        if (ts[i].cur != NULL && e == NULL) {
+            return; /* unknown or inlined mesh */
+        }
+        if (e == NULL || e->is_empty) {
+            continue;
+        }
+        if (e->is_maximal) {
+            return;
+        }
+        if (me == NULL) {
+            me = e;
+        } else if (p->meshes[me->canon].mesh != p->meshes[e->canon].mesh &&
+                   !mesh_equal(me->mesh, e->mesh)) {
+            return;
+        }
+    }
+    if (me == NULL) {
+        return;
+    }
+    const sp_mesh *mesh = me->mesh;
+    size_t need = (size_t)n * r->n_factors;
+    if (need > p->fs_cap) {
+        fsh *f = cm_realloc(p->fs, sizeof(fsh) * need);
+        if (f == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->fs = f;
+        p->fs_cap = need;
+    }
+    fsh *fs = p->fs;
+    for (uint32_t i = 0; i < n; i++) {
+        const meshent *e = mesh_of(p, ts[i].cur);
+        const sp_mesh *tm = e != NULL && !e->is_empty ? mesh : NULL;
+        if (!project(tm, r, &ts[i], fs + (size_t)i * r->n_factors)) {
+            return;
+        }
+        ts[i].changed = false;
+    }
+    /* user priorities: hide dims whose priority is above the current one */
+    /* (handled when loading shardings: see visible_sharding) */
+    ax cand[MAXAX];
+    for (uint32_t f = 0; f < r->n_factors; f++) {
+        if (r->factor_blocked != NULL && r->factor_blocked[f]) {
+            continue;
+        }
+        if (p->op_priority == 1 && r->factor_kind != NULL &&
+            r->factor_kind[f] != SP_FACTOR_PASS_THROUGH) {
+            continue;
+        }
+        uint32_t nc = 0;
+        bool first = true;
+        if (!p->aggressive) {
+            for (int pass = 0; pass < 2; pass++) {
+                for (uint32_t i = 0; i < n; i++) {
+                    bool src = ts[i].is_result ? (d & DIR_BACKWARD) : (d & DIR_FORWARD);
+                    if (!src || (pass == 0) == ts[i].is_result) {
+                        continue;
+                    }
+                    const fsh *x = &fs[(size_t)i * r->n_factors + f];
+                    if (!x->present) {
+                        continue;
+                    }
+                    if (first) {
+                        memcpy(cand, x->axes, sizeof(ax) * x->n);
+                        nc = x->n;
+                        first = false;
+                    } else if (list_prefix(cand, nc, x->axes, x->n)) {
+                        memcpy(cand, x->axes, sizeof(ax) * x->n);
+                        nc = x->n;
+                    } else if (!list_prefix(x->axes, x->n, cand, nc)) {
+                        common_prefix(cand, &nc, x->axes, x->n);
+                    }
+                }
+            }
+            for (uint32_t i = 0; i < n && nc > 0; i++) {
+                truncate_for(p, r, fs + (size_t)i * r->n_factors, &ts[i], f, cand, &nc);
+            }
+            if (nc == 0) {
+                continue;
+            }
+            for (uint32_t i = 0; i < n; i++) {
+                bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
+                fsh *x = &fs[(size_t)i * r->n_factors + f];
+                if (!dst || !ts[i].updatable || !x->present || x->closed) {
+                    continue;
+                }
+                if (x->n < nc || (x->n == nc && !ax_eq(x->axes[nc - 1], cand[nc - 1]))) {
+                    if (list_prefix(x->axes, x->n, cand, nc)) {
+                        memcpy(x->axes, cand, sizeof(ax) * nc);
+                        x->n = (uint8_t)nc;
+                        ts[i].changed = true;
+                    }
+                }
+            }
+            continue;
+        }
+        /* aggressive: the source with the largest sharded size wins; each
+         * destination takes the longest prefix it can hold */
+        int64_t best = 1;
+        for (int pass = 0; pass < 2; pass++) {
+            for (uint32_t i = 0; i < n; i++) {
+                bool src = ts[i].is_result ? (d & DIR_BACKWARD) : (d & DIR_FORWARD);
+                if (!src || (pass == 0) == ts[i].is_result) {
+                    continue;
+                }
+                const fsh *x = &fs[(size_t)i * r->n_factors + f];
+                if (!x->present || x->n == 0) {
+                    continue;
+                }
+                int64_t sz = prod(x->axes, x->n);
+                if (sz > best) {
+                    best = sz;
+                    memcpy(cand, x->axes, sizeof(ax) * x->n);
+                    nc = x->n;
+                }
+            }
+        }
+        if (nc == 0) {
+            continue;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
+            fsh *row = fs + (size_t)i * r->n_factors;
+            fsh *x = &row[f];
+            if (!dst || !ts[i].updatable || !x->present || x->closed) {
+                continue;
+            }
+            ax mine[MAXAX];
+            uint32_t nm = nc;
+            memcpy(mine, cand, sizeof(ax) * nc);
+            truncate_for(p, r, row, &ts[i], f, mine, &nm);
+            if (nm > x->n || (nm == x->n && nm > 0 && !ax_eq(x->axes[nm - 1], mine[nm - 1]))) {
+                if (list_prefix(x->axes, x->n, mine, nm)) {
+                    memcpy(x->axes, mine, sizeof(ax) * nm);
+                    x->n = (uint8_t)nm;
+                    ts[i].changed = true;
+                }
+            }
+        }
+    }
+    /* write back changed tensors */
+    for (uint32_t i = 0; i < n; i++) {
+        if (!ts[i].changed) {
+            continue;
+        }
+        const fsh *row = fs + (size_t)i * r->n_factors;
+        const meshent *e = mesh_of(p, ts[i].cur);
+        const sp_mesh *tm = e != NULL && !e->is_empty ? mesh : NULL;
+        bool differs = false;
+        for (uint32_t dd = 0; dd < ts[i].rank && !differs; dd++) {
+            ax a[2 * MAXAX], b[2 * MAXAX];
+            uint32_t na = dim_axes(r, &ts[i], row, dd, a);
+            uint32_t nb = cur_dim_axes(tm, &ts[i], dd, b);
+            if (na != nb) {
+                differs = true;
+            }
+            for (uint32_t k = 0; k < na && !differs; k++) {
+                differs = !ax_eq(a[k], b[k]);
+            }
+        }
+        if (!differs) {
+            continue;
+        }
+        sp_sharding *ns = build_sharding(p, mesh, me->name, r, &ts[i], row);
+        if (ns == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->sh[ts[i].slot] = ns;
+        slot_changed(p, ts[i].slot);
+        (void)op;
+    }
+}
+
+/* The sharding of a slot as the current user priority sees it: dims with a
+ * higher priority number are hidden (closed and empty). */
+static const sp_sharding *visible(prop *p, uint32_t slot)
+{
+    sp_sharding *s = p->sh[slot];
+    if (s == NULL || p->user_priority < 0) {
+        return s;
+    }
+    bool hide = false;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        if (s->dims[d].priority > p->user_priority) {
+            hide = true;
+        }
+    }
+    if (!hide) {
+        return s;
+    }
+    sp_sharding *c = sp_sharding_clone(&p->m->arena, s);
+    if (c == NULL) {
+        fail_oom(p);
+        return s;
+    }
+    for (uint32_t d = 0; d < c->rank; d++) {
+        if (c->dims[d].priority > p->user_priority) {
+            c->dims[d].n_axes = 0;
+            c->dims[d].is_closed = true;
+        }
+    }
+    return c;
+}
+
+static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapping *map,
+                       bool is_result)
+{
+    if (*n >= p->ts_cap) {
+        size_t cap = p->ts_cap < 16 ? 16 : p->ts_cap * 2;
+        tens *t = cm_realloc(p->ts, sizeof(tens) * cap);
+        if (t == NULL) {
+            fail_oom(p);
+            return false;
+        }
+        p->ts = t;
+        p->ts_cap = cap;
+    }
+    tens *t = &p->ts[*n];
+    memset(t, 0, sizeof *t);
+    t->slot = slot;
+    t->map = map;
+    t->is_result = is_result;
+    t->updatable = true;
+    if (!slot_type(p, slot, &t->rank, &t->dims) || map->rank != t->rank) {
+        return false;
+    }
+    t->cur = visible(p, slot);
+    if (t->cur != p->sh[slot]) {
+        /* hidden dims must not be written back with their user axes lost */
+        t->updatable = true;
+    }
+    (*n)++;
+    return true;
+}
+
+/* Op-priority schedule: which direction this op propagates at the current level. */
+static dir op_direction(const prop *p, const sp_op *op)
+{
+    if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+        /* handled by the caller */
+        return DIR_BOTH;
+    }
+    if (p->op_priority < 0) {
+        return DIR_BOTH;
+    }
+    bool pass_through = sp_op_is_elementwise((sp_op_kind)op->kind) ||
+                        op->kind == SP_OP_SDY_SHARDING_CONSTRAINT ||
+                        op->kind == SP_OP_FUNC_RETURN || op->kind == SP_OP_RESHAPE ||
+                        op->kind == SP_OP_TRANSPOSE;
+    if (p->op_priority == 0) {
+        return pass_through ? DIR_BOTH : DIR_NONE;
+    }
+    if (p->op_priority == 1) {
+        if (op->kind == SP_OP_BROADCAST_IN_DIM) {
+            return DIR_BACKWARD;
+        }
+        return DIR_BOTH;
+    }
+    return DIR_BOTH;
+}
+
+static void step_op(prop *p, uint32_t opid)
+{
+    sp_op *op = &p->m->ops[opid];
+    uint32_t n = 0;
+    p->steps++;
+    if (op->kind == SP_OP_FUNC_RETURN) {
+        /* edges between returned values and the function's results */
+        uint32_t f = p->m->blocks[op->parent_block].parent_op;
+        if (f == SP_NONE || !is_func(&p->m->ops[f]) || p->func_first[f] == SP_NONE ||
+            !func_is_public(p->m, f)) {
+            return;
+        }
+        for (uint32_t i = 0; i < op->n_operands; i++) {
+            uint32_t rank;
+            const int64_t *dims;
+            uint32_t fslot = p->func_first[f] + i;
+            if (!slot_type(p, op->operands[i], &rank, &dims) || !slot_type(p, fslot, &rank, &dims)) {
+                continue;
+            }
+            sp_rule *r = identity_rule(p, dims, rank, 2);
+            if (r == NULL) {
+                fail_oom(p);
+                return;
+            }
+            n = 0;
+            if (!add_tensor(p, &n, op->operands[i], &r->operands[0], false) ||
+                !add_tensor(p, &n, fslot, &r->results[0], true)) {
+                continue;
+            }
+            step_tensors(p, opid, r, n, op_direction(p, op));
+        }
+        return;
+    }
+    if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+        if (op->n_operands != 1 || op->n_results != 1) {
+            return;
+        }
+        uint32_t rank;
+        const int64_t *dims;
+        if (!slot_type(p, op->first_result, &rank, &dims)) {
+            return;
+        }
+        sp_rule *r = identity_rule(p, dims, rank, 2);
+        if (r == NULL) {
+            fail_oom(p);
+            return;
+        }
+        if (!add_tensor(p, &n, op->operands[0], &r->operands[0], false) ||
+            !add_tensor(p, &n, op->first_result, &r->results[0], true)) {
+            return;
+        }
+        dir d = op_direction(p, op);
+        if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+            const sp_attr *a = sp_op_attr(p->m, opid, "allowed_direction");
+            const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "NONE";
+            d = strcmp(v, "BOTH") == 0       ? DIR_BOTH
+                : strcmp(v, "FORWARD") == 0  ? DIR_FORWARD
+                : strcmp(v, "BACKWARD") == 0 ? DIR_BACKWARD
+                                             : DIR_NONE;
+        }
+        step_tensors(p, opid, r, n, d);
+        return;
+    }
+    if (op->n_regions > 0 && op->kind != SP_OP_REDUCE && op->kind != SP_OP_SCATTER &&
+        op->kind != SP_OP_SORT && op->kind != SP_OP_REDUCE_WINDOW &&
+        op->kind != SP_OP_SELECT_AND_SCATTER && op->kind != SP_OP_MAP &&
+        op->kind != SP_OP_ALL_REDUCE && op->kind != SP_OP_REDUCE_SCATTER) {
+        return; /* data-flow ops: handled by the import edges (TODO #3 follow-up) */
+    }
+    sp_rule *r = op_rule(p, opid);
+    if (r == NULL || r->n_operands != op->n_operands || r->n_results != op->n_results) {
+        return;
+    }
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        if (!add_tensor(p, &n, op->operands[i], &r->operands[i], false)) {
+            if (r->operands[i].rank == 0) {
+                continue;
+            }
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < op->n_results; i++) {
+        if (!add_tensor(p, &n, op->first_result + i, &r->results[i], true)) {
+            if (r->results[i].rank == 0) {
+                continue;
+            }
+            return;
+        }
+    }
+    step_tensors(p, opid, r, n, op_direction(p, op));
+}
+
+/* ---- set-up and write-back ---------------------------------------------------------------- */
+
+static void walk_ops(const sp_module *m, uint32_t block, uint32_t *out, uint32_t *n)
+{
+    const sp_block *b = &m->blocks[block];
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        uint32_t id = b->ops[i];
+        const sp_op *op = &m->ops[id];
+        if (!is_func(op) && op->kind != SP_OP_SDY_MESH) {
+            out[(*n)++] = id;
+        }
+        for (uint32_t r = 0; r < op->n_regions; r++) {
+            for (uint32_t k = 0; k < op->regions[r].n_blocks; k++) {
+                walk_ops(m, op->regions[r].blocks[k], out, n);
+            }
+        }
+    }
+}
+
+static cm_status setup(prop *p)
+{
+    sp_module *m = p->m;
+    /* meshes */
+    const sp_block *body = &m->blocks[m->body];
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        const sp_op *op = &m->ops[body->ops[i]];
+        if (op->kind != SP_OP_SDY_MESH) {
+            continue;
+        }
+        const sp_attr *nm = sp_attrs_get(op->attrs, op->n_attrs, "sym_name");
+        const sp_attr *ms = sp_attrs_get(op->attrs, op->n_attrs, "mesh");
+        if (nm == NULL || ms == NULL || ms->kind != SP_ATTR_MESH || p->n_meshes >= MAXMESH) {
+            continue;
+        }
+        meshent *e = &p->meshes[p->n_meshes];
+        e->name = nm->u.str.s;
+        e->mesh = ms->u.mesh;
+        e->is_empty = e->mesh->n_axes == 0 && e->mesh->n_device_ids == 0;
+        e->is_maximal = e->mesh->n_axes == 0 && e->mesh->n_device_ids > 0;
+        e->canon = p->n_meshes;
+        for (uint32_t k = 0; k < p->n_meshes; k++) {
+            if (mesh_equal(p->meshes[k].mesh, e->mesh)) {
+                e->canon = p->meshes[k].canon;
+                break;
+            }
+        }
+        p->n_meshes++;
+    }
+    /* function-result slots */
+    uint32_t n_fres = 0;
+    p->func_first = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+    if (p->func_first == NULL) {
+        return fail_oom(p);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        p->func_first[i] = SP_NONE;
+        if (is_func(&m->ops[i])) {
+            const sp_type *ft = func_type(m, i);
+            if (ft != NULL) {
+                p->func_first[i] = m->n_values + n_fres;
+                n_fres += ft->n_results;
+            }
+        }
+    }
+    p->n_slots = m->n_values + n_fres;
+    p->sh = cm_calloc(p->n_slots + 1u, sizeof(sp_sharding *));
+    p->orig = cm_calloc(p->n_slots + 1u, sizeof(sp_sharding *));
+    p->fres_func = cm_alloc(sizeof(uint32_t) * (n_fres + 1u));
+    p->fres_index = cm_alloc(sizeof(uint32_t) * (n_fres + 1u));
+    p->rules = cm_calloc(m->n_ops + 1u, sizeof(sp_rule *));
+    p->rule_done = cm_calloc(m->n_ops + 1u, 1);
+    p->queued = cm_calloc(m->n_ops + 1u, 1);
+    p->use_start = cm_calloc(p->n_slots + 2u, sizeof(uint32_t));
+    if (p->sh == NULL || p->orig == NULL || p->fres_func == NULL || p->fres_index == NULL ||
+        p->rules == NULL || p->rule_done == NULL || p->queued == NULL || p->use_start == NULL) {
+        return fail_oom(p);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (p->func_first[i] == SP_NONE) {
+            continue;
+        }
+        const sp_type *ft = func_type(m, i);
+        const sp_attr *ra = sp_op_attr(m, i, "res_attrs");
+        const sp_attr *aa = sp_op_attr(m, i, "arg_attrs");
+        for (uint32_t k = 0; k < ft->n_results; k++) {
+            uint32_t s = p->func_first[i] + k - m->n_values;
+            p->fres_func[s] = i;
+            p->fres_index[s] = k;
+            p->sh[p->func_first[i] + k] = dict_sharding(list_item(ra, k));
+        }
+        const sp_op *f = &m->ops[i];
+        if (f->n_regions == 1 && f->regions[0].n_blocks > 0) {
+            const sp_block *entry = &m->blocks[f->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < entry->n_args; k++) {
+                p->sh[entry->first_arg + k] = dict_sharding(list_item(aa, k));
+            }
+        }
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->n_results == 0) {
+            continue;
+        }
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+            const sp_attr *a = sp_op_attr(m, i, "sharding");
+            p->sh[op->first_result] = a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
+            continue;
+        }
+        const sp_attr *a = sp_op_attr(m, i, "sdy.sharding");
+        if (a != NULL && a->kind == SP_ATTR_SHARDING_LIST && a->u.shardings.n == op->n_results) {
+            for (uint32_t k = 0; k < op->n_results; k++) {
+                p->sh[op->first_result + k] = a->u.shardings.items[k];
+            }
+        }
+    }
+    memcpy(p->orig, p->sh, sizeof(sp_sharding *) * p->n_slots);
+    /* users (CSR): operands, plus return ops as users of function-result slots */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        for (uint32_t k = 0; k < op->n_operands; k++) {
+            p->use_start[op->operands[k] + 1]++;
+        }
+        if (op->kind == SP_OP_FUNC_RETURN) {
+            uint32_t f = m->blocks[op->parent_block].parent_op;
+            if (f != SP_NONE && p->func_first[f] != SP_NONE) {
+                for (uint32_t k = 0; k < op->n_operands && p->func_first[f] + k < p->n_slots; k++) {
+                    p->use_start[p->func_first[f] + k + 1]++;
+                }
+            }
+        }
+    }
+    for (uint32_t s = 0; s < p->n_slots; s++) {
+        p->use_start[s + 1] += p->use_start[s];
+    }
+    p->uses = cm_alloc(sizeof(uint32_t) * (p->use_start[p->n_slots] + 1u));
+    uint32_t *fill = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    if (p->uses == NULL || fill == NULL) {
+        cm_free(fill);
+        return fail_oom(p);
+    }
+    memcpy(fill, p->use_start, sizeof(uint32_t) * p->n_slots);
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        for (uint32_t k = 0; k < op->n_operands; k++) {
+            p->uses[fill[op->operands[k]]++] = i;
+        }
+        if (op->kind == SP_OP_FUNC_RETURN) {
+            uint32_t f = m->blocks[op->parent_block].parent_op;
+            if (f != SP_NONE && p->func_first[f] != SP_NONE) {
+                for (uint32_t k = 0; k < op->n_operands && p->func_first[f] + k < p->n_slots; k++) {
+                    p->uses[fill[p->func_first[f] + k]++] = i;
+                }
+            }
+        }
+    }
+    cm_free(fill);
+    return CM_OK;
+}
+
+static sp_attr *sharding_attr(prop *p, sp_sharding *s)
+{
+    sp_attr *a = sp_attr_new(p->m, SP_ATTR_SHARDING);
+    if (a != NULL) {
+        a->u.sharding = s;
+    }
+    return a;
+}
+
+/* Returns dict with "sdy.sharding" set to s (a new dict). */
+static sp_attr *dict_with(prop *p, const sp_attr *dict, sp_sharding *s)
+{
+    uint32_t n = dict != NULL && dict->kind == SP_ATTR_DICT ? dict->u.dict.n : 0;
+    sp_attr *d = sp_attr_new(p->m, SP_ATTR_DICT);
+    if (d == NULL) {
+        return NULL;
+    }
+    d->u.dict.items = cm_arena_alloc(&p->m->arena, sizeof(sp_named_attr) * (n + 1u));
+    if (d->u.dict.items == NULL) {
+        return NULL;
+    }
+    uint32_t k = 0;
+    bool set = false;
+    for (uint32_t i = 0; i < n; i++) {
+        d->u.dict.items[k] = dict->u.dict.items[i];
+        if (strcmp(dict->u.dict.items[i].name, "sdy.sharding") == 0) {
+            d->u.dict.items[k].value = sharding_attr(p, s);
+            set = true;
+        }
+        k++;
+    }
+    if (!set) {
+        d->u.dict.items[k].name = "sdy.sharding";
+        d->u.dict.items[k].value = sharding_attr(p, s);
+        k++;
+    }
+    d->u.dict.n = k;
+    return d;
+}
+
+static cm_status set_list_item(prop *p, uint32_t op, const char *name, uint32_t count, uint32_t idx,
+                               sp_sharding *s)
+{
+    const sp_attr *old = sp_op_attr(p->m, op, name);
+    sp_attr *arr = sp_attr_new(p->m, SP_ATTR_ARRAY);
+    if (arr == NULL) {
+        return fail_oom(p);
+    }
+    arr->u.arr.n = count;
+    arr->u.arr.items = cm_arena_alloc(&p->m->arena, sizeof(sp_attr *) * (count + 1u));
+    if (arr->u.arr.items == NULL) {
+        return fail_oom(p);
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        const sp_attr *it = list_item(old, i);
+        if (i == idx) {
+            arr->u.arr.items[i] = dict_with(p, it, s);
+        } else if (it != NULL) {
+            arr->u.arr.items[i] = (sp_attr *)(uintptr_t)it;
+        } else {
+            arr->u.arr.items[i] = sp_attr_new(p->m, SP_ATTR_DICT);
+        }
+        if (arr->u.arr.items[i] == NULL) {
+            return fail_oom(p);
+        }
+    }
+    if (sp_op_set_attr(p->m, op, name, arr) != CM_OK) {
+        return fail_oom(p);
+    }
+    return CM_OK;
+}
+
+static cm_status write_back(prop *p)
+{
+    sp_module *m = p->m;
+    /* op results */
+    for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->n_results == 0) {
+            continue;
+        }
+        bool changed = false;
+        const char *mesh_name = NULL;
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            uint32_t v = op->first_result + k;
+            changed = changed || p->sh[v] != p->orig[v];
+            if (p->sh[v] != NULL && mesh_name == NULL) {
+                mesh_name = p->sh[v]->mesh_name;
+            }
+        }
+        if (!changed) {
+            continue;
+        }
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+            sp_attr *a = sharding_attr(p, p->sh[op->first_result]);
+            if (a == NULL || sp_op_set_attr(m, i, "sharding", a) != CM_OK) {
+                return fail_oom(p);
+            }
+            continue;
+        }
+        sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+        if (a == NULL) {
+            return fail_oom(p);
+        }
+        a->u.shardings.n = op->n_results;
+        a->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * op->n_results);
+        if (a->u.shardings.items == NULL) {
+            return fail_oom(p);
+        }
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            uint32_t v = op->first_result + k;
+            sp_sharding *s = p->sh[v];
+            if (s == NULL) {
+                const sp_type *t = &m->types[m->values[v].type];
+                s = sp_sharding_open(&m->arena, mesh_name, t->kind == SP_TYPE_TENSOR ? t->rank : 0);
+                if (s == NULL) {
+                    return fail_oom(p);
+                }
+            }
+            a->u.shardings.items[k] = s;
+        }
+        if (sp_op_set_attr(m, i, "sdy.sharding", a) != CM_OK) {
+            return fail_oom(p);
+        }
+    }
+    /* function arguments and results */
+    for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
+        if (p->func_first[i] == SP_NONE) {
+            continue;
+        }
+        const sp_type *ft = func_type(m, i);
+        const sp_op *f = &m->ops[i];
+        if (f->n_regions == 1 && f->regions[0].n_blocks > 0) {
+            const sp_block *entry = &m->blocks[f->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < entry->n_args; k++) {
+                uint32_t v = entry->first_arg + k;
+                if (p->sh[v] != p->orig[v] &&
+                    set_list_item(p, i, "arg_attrs", entry->n_args, k, p->sh[v]) != CM_OK) {
+                    return p->st;
+                }
+            }
+        }
+        for (uint32_t k = 0; k < ft->n_results; k++) {
+            uint32_t s = p->func_first[i] + k;
+            if (p->sh[s] != p->orig[s] &&
+                set_list_item(p, i, "res_attrs", ft->n_results, k, p->sh[s]) != CM_OK) {
+                return p->st;
+            }
+        }
+    }
+    return p->st;
+}
+
+/* Runs the worklist to a fixed point over ops (in program order first). */
+static void run_fixed_point(prop *p, const uint32_t *order, uint32_t n_order)
+{
+    for (uint32_t i = 0; i < n_order; i++) {
+        enqueue(p, order[i]);
+    }
+    uint64_t limit = (uint64_t)p->m->n_ops * 64u + 1024u;
+    uint64_t count = 0;
+    while (p->q_len > 0 && p->st == CM_OK) {
+        /* LIFO, like MLIR's greedy driver: the last op pushed runs first */
+        p->q_len--;
+        uint32_t op = p->queue[(p->q_head + p->q_len) % p->q_cap];
+        p->queued[op] = 0;
+        step_op(p, op);
+        if (++count > limit) {
+            sp_diags_add(p->diags, p->m, op, SP_DIAG_WARNING,
+                         "propagation did not reach a fixed point after %llu steps; stopping",
+                         (unsigned long long)count);
+            break;
+        }
+    }
+    p->q_len = 0;
+    p->q_head = 0;
+    memset(p->queued, 0, p->m->n_ops);
+}
+
+void sp_prop_opts_init(sp_prop_opts *o, sp_prop_level level)
+{
+    memset(o, 0, sizeof *o);
+    o->level = level;
+    o->aggressive_strategy = true;
+    o->run_op_priority = true;
+}
+
+static int max_user_priority(const prop *p)
+{
+    int mx = -1;
+    for (uint32_t s = 0; s < p->n_slots; s++) {
+        const sp_sharding *sh = p->sh[s];
+        for (uint32_t d = 0; sh != NULL && d < sh->rank; d++) {
+            if (sh->dims[d].priority > mx) {
+                mx = sh->dims[d].priority;
+            }
+        }
+    }
+    return mx;
+}
+
+cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_error *err)
+{
+    prop p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.o = o;
+    p.diags = diags;
+    p.err = err;
+    p.op_priority = -1;
+    p.user_priority = -1;
+    uint32_t *order = NULL;
+    if (setup(&p) != CM_OK) {
+        goto out;
+    }
+    order = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+    if (order == NULL) {
+        fail_oom(&p);
+        goto out;
+    }
+    uint32_t n_order = 0;
+    walk_ops(m, m->body, order, &n_order);
+    bool aggressive = o->level >= SP_PROP_AGGRESSIVE && o->aggressive_strategy;
+    int max_prio = o->level >= SP_PROP_USER_PRIORITY ? max_user_priority(&p) : -1;
+    for (int up = max_prio >= 0 ? 0 : -1; up <= max_prio && p.st == CM_OK; up++) {
+        p.user_priority = up;
+        if (o->level >= SP_PROP_OP_PRIORITY && o->run_op_priority) {
+            for (int lvl = 0; lvl < 3 && p.st == CM_OK; lvl++) {
+                p.op_priority = lvl < 2 ? lvl : -1;
+                p.aggressive = aggressive;
+                run_fixed_point(&p, order, n_order);
+            }
+        } else {
+            p.op_priority = -1;
+            p.aggressive = aggressive;
+            run_fixed_point(&p, order, n_order);
+        }
+        if (up < 0) {
+            break;
+        }
+    }
+    if (p.st == CM_OK) {
+        write_back(&p);
+    }
+out:
+    cm_free(order);
+    cm_free(p.sh);
+    cm_free(p.orig);
+    cm_free(p.fres_func);
+    cm_free(p.fres_index);
+    cm_free(p.func_first);
+    cm_free(p.use_start);
+    cm_free(p.uses);
+    cm_free(p.rules);
+    cm_free(p.rule_done);
+    cm_free(p.queue);
+    cm_free(p.queued);
+    cm_free(p.fs);
+    cm_free(p.ts);
+    return p.st;
+}
