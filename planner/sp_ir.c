@@ -606,6 +606,81 @@ cm_status sp_module_new_op(sp_module *m, uint32_t block, const char *name,
     return CM_OK;
 }
 
+cm_status sp_block_insert_op(sp_module *m, uint32_t block, uint32_t index, uint32_t op)
+{
+    sp_block *b = &m->blocks[block];
+    if (grow((void **)&b->ops, &b->cap_ops, b->n_ops + 1, sizeof(uint32_t)) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    if (index > b->n_ops) {
+        index = b->n_ops;
+    }
+    memmove(&b->ops[index + 1], &b->ops[index], sizeof(uint32_t) * (b->n_ops - index));
+    b->ops[index] = op;
+    b->n_ops++;
+    m->ops[op].parent_block = block;
+    return CM_OK;
+}
+
+void sp_block_remove_op(sp_module *m, uint32_t block, uint32_t index)
+{
+    sp_block *b = &m->blocks[block];
+    if (index >= b->n_ops) {
+        return;
+    }
+    m->ops[b->ops[index]].parent_block = SP_NONE;
+    memmove(&b->ops[index], &b->ops[index + 1], sizeof(uint32_t) * (b->n_ops - index - 1));
+    b->n_ops--;
+}
+
+uint32_t sp_op_index_in_block(const sp_module *m, uint32_t op)
+{
+    uint32_t block = m->ops[op].parent_block;
+    if (block == SP_NONE) {
+        return SP_NONE;
+    }
+    const sp_block *b = &m->blocks[block];
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        if (b->ops[i] == op) {
+            return i;
+        }
+    }
+    return SP_NONE;
+}
+
+cm_status sp_op_clone_detached(sp_module *m, uint32_t op, uint32_t *clone_out)
+{
+    uint32_t types[64];
+    const sp_op *o = &m->ops[op];
+    if (o->n_results > 64 || o->n_regions > 0) {
+        return CM_EINVAL;
+    }
+    for (uint32_t i = 0; i < o->n_results; i++) {
+        types[i] = m->values[o->first_result + i].type;
+    }
+    uint32_t c;
+    cm_status st = sp_module_new_op(m, SP_NONE, o->name, o->operands, o->n_operands, types,
+                                    o->n_results, &c);
+    if (st != CM_OK) {
+        return st;
+    }
+    o = &m->ops[op]; /* the table may have moved */
+    sp_op *n = &m->ops[c];
+    n->kind = o->kind;
+    n->line = o->line;
+    n->col = o->col;
+    n->loc = o->loc;
+    if (o->n_attrs > 0) {
+        n->attrs = cm_arena_memdup(&m->arena, o->attrs, o->n_attrs, sizeof(sp_named_attr));
+        if (n->attrs == NULL) {
+            return CM_ENOMEM;
+        }
+        n->n_attrs = o->n_attrs;
+    }
+    *clone_out = c;
+    return CM_OK;
+}
+
 cm_status sp_op_set_attr(sp_module *m, uint32_t opid, const char *name, sp_attr *value)
 {
     sp_op *op = &m->ops[opid];
@@ -843,4 +918,199 @@ void sp_diags_add(sp_diags *d, const sp_module *m, uint32_t op, sp_diag_sev sev,
         g->line = m->ops[op].line;
         g->col = m->ops[op].col;
     }
+}
+
+/* ---- shardings attached to values --------------------------------------------------- */
+
+static sp_sharding *dict_sharding(const sp_attr *dict)
+{
+    if (dict == NULL || dict->kind != SP_ATTR_DICT) {
+        return NULL;
+    }
+    const sp_attr *s = sp_attrs_get(dict->u.dict.items, dict->u.dict.n, "sdy.sharding");
+    return s != NULL && s->kind == SP_ATTR_SHARDING ? s->u.sharding : NULL;
+}
+
+static const sp_attr *list_item(const sp_attr *arr, uint32_t i)
+{
+    if (arr == NULL || arr->kind != SP_ATTR_ARRAY || i >= arr->u.arr.n) {
+        return NULL;
+    }
+    return arr->u.arr.items[i];
+}
+
+const sp_type *sp_func_type(const sp_module *m, uint32_t f)
+{
+    const sp_attr *t = sp_op_attr(m, f, "function_type");
+    if (t == NULL || t->kind != SP_ATTR_TYPE || m->types[t->u.type].kind != SP_TYPE_FUNC) {
+        return NULL;
+    }
+    return &m->types[t->u.type];
+}
+
+sp_sharding *sp_func_result_sharding(const sp_module *m, uint32_t func, uint32_t i)
+{
+    return dict_sharding(list_item(sp_op_attr(m, func, "res_attrs"), i));
+}
+
+sp_sharding *sp_value_sharding(const sp_module *m, uint32_t v)
+{
+    const sp_value *val = &m->values[v];
+    if (val->def == SP_NONE) {
+        uint32_t owner = m->blocks[val->block].parent_op;
+        if (owner == SP_NONE || m->ops[owner].kind != SP_OP_FUNC_FUNC ||
+            m->ops[owner].regions[0].blocks[0] != val->block) {
+            return NULL;
+        }
+        return dict_sharding(list_item(sp_op_attr(m, owner, "arg_attrs"), val->index));
+    }
+    const sp_op *op = &m->ops[val->def];
+    if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+        const sp_attr *a = sp_attrs_get(op->attrs, op->n_attrs, "sharding");
+        return a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
+    }
+    const sp_attr *a = sp_attrs_get(op->attrs, op->n_attrs, "sdy.sharding");
+    if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST || a->u.shardings.n != op->n_results) {
+        return NULL;
+    }
+    return a->u.shardings.items[val->index];
+}
+
+static sp_attr *sharding_attr(sp_module *m, sp_sharding *s)
+{
+    sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING);
+    if (a != NULL) {
+        a->u.sharding = s;
+    }
+    return a;
+}
+
+/* A copy of dict with "sdy.sharding" set to s (removed when s is NULL). */
+static sp_attr *dict_with(sp_module *m, const sp_attr *dict, sp_sharding *s)
+{
+    uint32_t n = dict != NULL && dict->kind == SP_ATTR_DICT ? dict->u.dict.n : 0;
+    sp_attr *d = sp_attr_new(m, SP_ATTR_DICT);
+    if (d == NULL) {
+        return NULL;
+    }
+    d->u.dict.items = cm_arena_alloc(&m->arena, sizeof(sp_named_attr) * (n + 1u));
+    if (d->u.dict.items == NULL) {
+        return NULL;
+    }
+    uint32_t k = 0;
+    bool set = false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (strcmp(dict->u.dict.items[i].name, "sdy.sharding") == 0) {
+            set = true;
+            if (s == NULL) {
+                continue;
+            }
+            d->u.dict.items[k] = dict->u.dict.items[i];
+            d->u.dict.items[k].value = sharding_attr(m, s);
+            if (d->u.dict.items[k].value == NULL) {
+                return NULL;
+            }
+        } else {
+            d->u.dict.items[k] = dict->u.dict.items[i];
+        }
+        k++;
+    }
+    if (!set && s != NULL) {
+        d->u.dict.items[k].name = "sdy.sharding";
+        d->u.dict.items[k].value = sharding_attr(m, s);
+        if (d->u.dict.items[k].value == NULL) {
+            return NULL;
+        }
+        k++;
+    }
+    d->u.dict.n = k;
+    return d;
+}
+
+/* Replaces entry idx of the count-long array-of-dicts attribute name on op. */
+static cm_status set_list_item(sp_module *m, uint32_t op, const char *name, uint32_t count,
+                               uint32_t idx, sp_sharding *s)
+{
+    const sp_attr *old = sp_op_attr(m, op, name);
+    sp_attr *arr = sp_attr_new(m, SP_ATTR_ARRAY);
+    if (arr == NULL) {
+        return CM_ENOMEM;
+    }
+    arr->u.arr.n = count;
+    arr->u.arr.items = cm_arena_alloc(&m->arena, sizeof(sp_attr *) * (count + 1u));
+    if (arr->u.arr.items == NULL) {
+        return CM_ENOMEM;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        const sp_attr *it = list_item(old, i);
+        if (i == idx) {
+            arr->u.arr.items[i] = dict_with(m, it, s);
+        } else if (it != NULL) {
+            arr->u.arr.items[i] = (sp_attr *)(uintptr_t)it;
+        } else {
+            arr->u.arr.items[i] = sp_attr_new(m, SP_ATTR_DICT);
+        }
+        if (arr->u.arr.items[i] == NULL) {
+            return CM_ENOMEM;
+        }
+    }
+    return sp_op_set_attr(m, op, name, arr);
+}
+
+cm_status sp_func_set_result_sharding(sp_module *m, uint32_t func, uint32_t i, sp_sharding *s)
+{
+    const sp_type *ft = sp_func_type(m, func);
+    if (ft == NULL || i >= ft->n_results) {
+        return CM_EINVAL;
+    }
+    return set_list_item(m, func, "res_attrs", ft->n_results, i, s);
+}
+
+cm_status sp_value_set_sharding(sp_module *m, uint32_t v, sp_sharding *s)
+{
+    const sp_value *val = &m->values[v];
+    if (val->def == SP_NONE) {
+        uint32_t owner = m->blocks[val->block].parent_op;
+        if (owner == SP_NONE || m->ops[owner].kind != SP_OP_FUNC_FUNC) {
+            return CM_EINVAL;
+        }
+        return set_list_item(m, owner, "arg_attrs", m->blocks[val->block].n_args, val->index, s);
+    }
+    uint32_t opid = val->def;
+    const sp_op *op = &m->ops[opid];
+    if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+        if (s == NULL) {
+            return CM_EINVAL;
+        }
+        sp_attr *a = sharding_attr(m, s);
+        return a == NULL ? CM_ENOMEM : sp_op_set_attr(m, opid, "sharding", a);
+    }
+    uint32_t idx = val->index, n = op->n_results;
+    sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    if (a == NULL) {
+        return CM_ENOMEM;
+    }
+    a->u.shardings.n = n;
+    a->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * n);
+    if (a->u.shardings.items == NULL) {
+        return CM_ENOMEM;
+    }
+    const sp_attr *old = sp_attrs_get(op->attrs, op->n_attrs, "sdy.sharding");
+    bool have_old = old != NULL && old->kind == SP_ATTR_SHARDING_LIST && old->u.shardings.n == n;
+    const char *mesh = s != NULL ? s->mesh_name : NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        sp_sharding *x = i == idx ? s : have_old ? old->u.shardings.items[i] : NULL;
+        if (x == NULL) {
+            const sp_type *t = &m->types[m->values[op->first_result + i].type];
+            x = sp_sharding_open(&m->arena, mesh, t->kind == SP_TYPE_TENSOR ? t->rank : 0);
+            if (x == NULL) {
+                return CM_ENOMEM;
+            }
+        }
+        a->u.shardings.items[i] = x;
+    }
+    if (s == NULL && !have_old) {
+        return CM_OK;
+    }
+    return sp_op_set_attr(m, opid, "sdy.sharding", a);
 }

@@ -100,8 +100,25 @@ typedef enum sp_attr_kind {
     SP_ATTR_MESH,          /* #sdy.mesh<...> or the mesh of an sdy.mesh op */
     SP_ATTR_SHARDING,      /* #sdy.sharding<...> */
     SP_ATTR_SHARDING_LIST, /* #sdy.sharding_per_value<[...]> */
-    SP_ATTR_RULE           /* #sdy.op_sharding_rule<...> */
+    SP_ATTR_RULE,          /* #sdy.op_sharding_rule<...> */
+    SP_ATTR_AXIS_LIST,     /* {"x", "y":(1)2}: sdy AxisRefListAttr / ManualAxesAttr */
+    SP_ATTR_AXIS_LISTS,    /* [{"x"}, {}]: sdy ListOfAxisRefListsAttr, one list per dimension */
+    SP_ATTR_ALL_TO_ALL     /* [{"x"}: 0->1, ...]: sdy AllToAllParamListAttr */
 } sp_attr_kind;
+
+/* A list of sdy axis refs (names are arena strings; size is 0 for a full
+ * axis until resolved against a mesh). */
+typedef struct sp_axis_list {
+    sp_axis_ref *axes;
+    uint32_t n;
+} sp_axis_list;
+
+/* One `{"x"}: 0->1` parameter of sdy.all_to_all. */
+typedef struct sp_all_to_all_param {
+    sp_axis_list axes;
+    int64_t src_dim;
+    int64_t tgt_dim;
+} sp_all_to_all_param;
 
 typedef struct sp_attr sp_attr;
 
@@ -168,6 +185,15 @@ struct sp_attr {
             uint32_t n;
         } shardings;
         sp_rule *rule;
+        sp_axis_list axes; /* SP_ATTR_AXIS_LIST */
+        struct {
+            sp_axis_list *items; /* one per tensor dimension */
+            uint32_t n;
+        } axis_lists;            /* SP_ATTR_AXIS_LISTS */
+        struct {
+            sp_all_to_all_param *items;
+            uint32_t n;
+        } a2a;                   /* SP_ATTR_ALL_TO_ALL */
     } u;
 };
 
@@ -221,6 +247,14 @@ typedef struct sp_op {
 
 typedef struct sp_module sp_module;
 
+/* A top-level attribute alias definition `#name = value`, kept so that types
+ * that mention it (`tensor<4xf32, #CSR>`) print back with their definition. */
+typedef struct sp_alias {
+    const char *name;  /* without '#' */
+    const char *text;  /* the value, whitespace-normalised */
+    sp_attr *value;    /* the parsed value */
+} sp_alias;
+
 struct sp_module {
     cm_arena arena;
     sp_value *values;
@@ -238,6 +272,8 @@ struct sp_module {
     sp_named_attr *attrs;  /* `module attributes {...}` */
     uint32_t n_attrs;
     bool had_module_op;    /* input was wrapped in `module { }` */
+    sp_alias *aliases;     /* `#name = ...` definitions in input order (arena) */
+    uint32_t n_aliases;
 };
 
 sp_module *sp_module_create(void);
@@ -258,6 +294,15 @@ cm_status sp_module_add_block_arg(sp_module *m, uint32_t block, uint32_t type, u
 cm_status sp_module_new_op(sp_module *m, uint32_t block, const char *name,
                            const uint32_t *operands, uint32_t n_operands,
                            const uint32_t *result_types, uint32_t n_results, uint32_t *op_out);
+/* Inserts a detached op (created with block SP_NONE) into block at index
+ * (n_ops appends). */
+cm_status sp_block_insert_op(sp_module *m, uint32_t block, uint32_t index, uint32_t op);
+/* Removes the op at index from block (the op stays in the table, detached). */
+void sp_block_remove_op(sp_module *m, uint32_t block, uint32_t index);
+/* Index of op in its parent block, or SP_NONE. */
+uint32_t sp_op_index_in_block(const sp_module *m, uint32_t op);
+/* Copies op (attributes shared, no regions) as a detached op with fresh results. */
+cm_status sp_op_clone_detached(sp_module *m, uint32_t op, uint32_t *clone_out);
 /* Sets (replaces or appends) attribute name on op. */
 cm_status sp_op_set_attr(sp_module *m, uint32_t op, const char *name, sp_attr *value);
 const sp_attr *sp_op_attr(const sp_module *m, uint32_t op, const char *name);
@@ -273,6 +318,19 @@ static inline const sp_type *sp_value_type(const sp_module *m, uint32_t v)
 {
     return &m->types[m->values[v].type];
 }
+
+/* ---- shardings attached to values ----------------------------------------------
+ * A function argument carries its sharding in the function's arg_attrs, an op
+ * result in the op's `sdy.sharding` list, a sharding constraint's result in
+ * the op's `sharding`; function results in res_attrs. NULL: no sharding. */
+sp_sharding *sp_value_sharding(const sp_module *m, uint32_t v);
+/* Sets the sharding of v (an op result or a function entry argument); for an
+ * op result whose siblings have no sharding yet they become fully open. */
+cm_status sp_value_set_sharding(sp_module *m, uint32_t v, sp_sharding *s);
+sp_sharding *sp_func_result_sharding(const sp_module *m, uint32_t func, uint32_t i);
+cm_status sp_func_set_result_sharding(sp_module *m, uint32_t func, uint32_t i, sp_sharding *s);
+/* The function type of a func.func op, or NULL. */
+const sp_type *sp_func_type(const sp_module *m, uint32_t func);
 
 /* Finds the mesh named name (sdy.mesh symbol) in the module body; NULL when absent. */
 const sp_mesh *sp_module_mesh(const sp_module *m, const char *name);

@@ -10,6 +10,7 @@
 
 #include "cm.h"
 #include "sp_ir.h"
+#include "sp_pipeline.h"
 #include "sp_prop.h"
 #include "sp_rules.h"
 
@@ -91,6 +92,35 @@ static cm_status run_user_priority(sp_module *m, const pass_inv *inv, sp_diags *
     return run_propagate(m, inv, d, err, SP_PROP_USER_PRIORITY);
 }
 
+static cm_status run_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    sp_prop_opts o;
+    sp_prop_opts_init(&o, SP_PROP_USER_PRIORITY);
+    o.conservative = opt_bool(inv, "conservative-propagation");
+    o.keep_sharding_rules = opt_bool(inv, "keep-sharding-rules");
+    o.debug_sharding_origins = opt_bool(inv, "debug-sharding-origins");
+    o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding") ||
+                                   opt_bool(inv, "debug-propagation-edge-sharding");
+    return sp_pass_propagation_pipeline(m, &o, d, err);
+}
+
+#define SIMPLE_PASS(fn, call)                                                                      \
+    static cm_status fn(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)             \
+    {                                                                                              \
+        (void)inv;                                                                                 \
+        (void)d;                                                                                   \
+        return call;                                                                               \
+    }
+SIMPLE_PASS(run_lift, sp_pass_lift_inlined_meshes(m, err))
+SIMPLE_PASS(run_apply_constraints, sp_pass_apply_sharding_constraints(m, err))
+SIMPLE_PASS(run_splitter, sp_pass_constant_splitter(m, err))
+SIMPLE_PASS(run_group_import, sp_pass_sharding_group_import(m, d, err))
+SIMPLE_PASS(run_remove_groups, sp_pass_remove_sharding_groups(m, err))
+SIMPLE_PASS(run_merger, sp_pass_constant_merger(m, err))
+SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
+SIMPLE_PASS(run_close, sp_pass_close_shardings(m, err))
+SIMPLE_PASS(run_drop_rules, sp_pass_drop_sharding_rules(m, err))
+
 typedef struct pass_def {
     const char *name;
     pass_fn fn;
@@ -114,12 +144,31 @@ static const char *const priority_opts[] = {"keep-sharding-rules",
                                             "run-op-priority-propagation",
                                             NULL};
 
+static const char *const pipeline_opts[] = {"keep-sharding-rules",
+                                            "module-dump-directory",
+                                            "conservative-propagation",
+                                            "debug-sharding-origins",
+                                            "debug-edge-source-sharding",
+                                            "debug-propagation-edge-sharding",
+                                            "skip-inline",
+                                            NULL};
+
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
     {"sdy-basic-propagate", run_basic, basic_opts},
     {"sdy-aggressive-propagate", run_aggressive, aggressive_opts},
     {"sdy-op-priority-propagate", run_op_priority, priority_opts},
     {"sdy-user-priority-propagate", run_user_priority, priority_opts},
+    {"sdy-propagation-pipeline", run_pipeline, pipeline_opts},
+    {"sdy-lift-inlined-meshes", run_lift, NULL},
+    {"sdy-apply-sharding-constraints", run_apply_constraints, NULL},
+    {"sdy-constant-or-scalar-splitter", run_splitter, NULL},
+    {"sdy-sharding-group-import", run_group_import, NULL},
+    {"sdy-remove-sharding-groups", run_remove_groups, NULL},
+    {"sdy-constant-or-scalar-merger", run_merger, NULL},
+    {"sdy-update-non-divisible-input-output-shardings", run_non_divisible, NULL},
+    {"sdy-close-shardings", run_close, NULL},
+    {"sdy-drop-sharding-rules", run_drop_rules, NULL},
 };
 
 static const pass_def *find_pass(const char *name)

@@ -142,6 +142,11 @@ typedef struct prop {
     uint32_t *func_first;   /* per op: first function-result slot of a func op (or SP_NONE) */
     /* users: CSR over slots */
     uint32_t *use_start, *uses;
+    /* data-flow aliases: a block argument of a while body/cond shares the
+     * slot of the while result it is a target with (alias[v] = slot) */
+    uint32_t *alias;
+    /* sharding groups: members are kept identical (next member in ring) */
+    uint32_t *group_next;
     /* rules */
     sp_rule **rules;
     uint8_t *rule_done;
@@ -208,22 +213,7 @@ static bool mesh_equal(const sp_mesh *a, const sp_mesh *b)
 
 /* ---- slots and attributes --------------------------------------------------------- */
 
-static sp_sharding *dict_sharding(const sp_attr *dict)
-{
-    if (dict == NULL || dict->kind != SP_ATTR_DICT) {
-        return NULL;
-    }
-    const sp_attr *s = sp_attrs_get(dict->u.dict.items, dict->u.dict.n, "sdy.sharding");
-    return s != NULL && s->kind == SP_ATTR_SHARDING ? s->u.sharding : NULL;
-}
 
-static const sp_attr *list_item(const sp_attr *arr, uint32_t i)
-{
-    if (arr == NULL || arr->kind != SP_ATTR_ARRAY || i >= arr->u.arr.n) {
-        return NULL;
-    }
-    return arr->u.arr.items[i];
-}
 
 static bool is_func(const sp_op *op)
 {
@@ -236,14 +226,6 @@ static bool func_is_public(const sp_module *m, uint32_t f)
     return v == NULL || (v->kind == SP_ATTR_STRING && strcmp(v->u.str.s, "public") == 0);
 }
 
-static const sp_type *func_type(const sp_module *m, uint32_t f)
-{
-    const sp_attr *t = sp_op_attr(m, f, "function_type");
-    if (t == NULL || t->kind != SP_ATTR_TYPE || m->types[t->u.type].kind != SP_TYPE_FUNC) {
-        return NULL;
-    }
-    return &m->types[t->u.type];
-}
 
 /* Is this slot a ranked static-shape tensor that can carry a sharding? */
 static bool slot_type(const prop *p, uint32_t slot, uint32_t *rank, const int64_t **dims)
@@ -252,7 +234,7 @@ static bool slot_type(const prop *p, uint32_t slot, uint32_t *rank, const int64_
     if (slot < p->m->n_values) {
         t = &p->m->types[p->m->values[slot].type];
     } else {
-        const sp_type *ft = func_type(p->m, p->fres_func[slot - p->m->n_values]);
+        const sp_type *ft = sp_func_type(p->m, p->fres_func[slot - p->m->n_values]);
         if (ft == NULL) {
             return false;
         }
@@ -813,7 +795,7 @@ static void enqueue(prop *p, uint32_t op)
     p->queued[op] = 1;
 }
 
-static void slot_changed(prop *p, uint32_t slot)
+static void notify(prop *p, uint32_t slot)
 {
     if (slot < p->m->n_values) {
         const sp_value *v = &p->m->values[slot];
@@ -824,6 +806,27 @@ static void slot_changed(prop *p, uint32_t slot)
     for (uint32_t i = p->use_start[slot]; i < p->use_start[slot + 1]; i++) {
         enqueue(p, p->uses[i]);
     }
+}
+
+/* A slot got a new sharding: wake its def and users, and give every member
+ * of its sharding group the same sharding. */
+static void slot_changed(prop *p, uint32_t slot)
+{
+    notify(p, slot);
+    if (p->group_next == NULL || p->group_next[slot] == SP_NONE) {
+        return;
+    }
+    for (uint32_t s = p->group_next[slot]; s != slot; s = p->group_next[s]) {
+        if (p->sh[s] != p->sh[slot]) {
+            p->sh[s] = p->sh[slot];
+            notify(p, s);
+        }
+    }
+}
+
+static uint32_t canon_slot(const prop *p, uint32_t v)
+{
+    return v < p->m->n_values && p->alias[v] != SP_NONE ? p->alias[v] : v;
 }
 
 /* ---- one step over a set of tensors -------------------------------------------------------- */
@@ -1062,11 +1065,13 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
     }
     tens *t = &p->ts[*n];
     memset(t, 0, sizeof *t);
+    uint32_t value = slot;
+    slot = canon_slot(p, slot);
     t->slot = slot;
     t->map = map;
     t->is_result = is_result;
     t->updatable = true;
-    if (!slot_type(p, slot, &t->rank, &t->dims) || map->rank != t->rank) {
+    if (!slot_type(p, value, &t->rank, &t->dims) || map->rank != t->rank) {
         return false;
     }
     t->cur = visible(p, slot);
@@ -1091,7 +1096,9 @@ static dir op_direction(const prop *p, const sp_op *op)
     bool pass_through = sp_op_is_elementwise((sp_op_kind)op->kind) ||
                         op->kind == SP_OP_SDY_SHARDING_CONSTRAINT ||
                         op->kind == SP_OP_FUNC_RETURN || op->kind == SP_OP_RESHAPE ||
-                        op->kind == SP_OP_TRANSPOSE;
+                        op->kind == SP_OP_TRANSPOSE || op->kind == SP_OP_WHILE ||
+                        op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
+                        op->kind == SP_OP_OPTIMIZATION_BARRIER;
     if (p->op_priority == 0) {
         return pass_through ? DIR_BOTH : DIR_NONE;
     }
@@ -1102,6 +1109,61 @@ static dir op_direction(const prop *p, const sp_op *op)
         return DIR_BOTH;
     }
     return DIR_BOTH;
+}
+
+/* The terminator of the single block of region r of op, or SP_NONE. */
+static uint32_t region_terminator(const sp_module *m, const sp_op *op, uint32_t r)
+{
+    if (r >= op->n_regions || op->regions[r].n_blocks == 0) {
+        return SP_NONE;
+    }
+    const sp_block *b = &m->blocks[op->regions[r].blocks[op->regions[r].n_blocks - 1]];
+    return b->n_ops > 0 ? b->ops[b->n_ops - 1] : SP_NONE;
+}
+
+/* Data-flow edges (propagation.md "Data flow ops"): for each result i, the
+ * sources (operand i, the values region terminators return at i) and the
+ * targets (result i and the block arguments aliased to it) share a sharding. */
+static void step_data_flow(prop *p, uint32_t opid)
+{
+    const sp_op *op = &p->m->ops[opid];
+    for (uint32_t i = 0; i < op->n_results; i++) {
+        uint32_t rank;
+        const int64_t *dims;
+        if (!slot_type(p, op->first_result + i, &rank, &dims)) {
+            continue;
+        }
+        uint32_t srcs[64];
+        uint32_t ns = 0;
+        if (op->kind == SP_OP_WHILE || op->kind == SP_OP_OPTIMIZATION_BARRIER) {
+            if (i < op->n_operands) {
+                srcs[ns++] = op->operands[i];
+            }
+        }
+        if (op->kind != SP_OP_OPTIMIZATION_BARRIER) {
+            uint32_t first_r = op->kind == SP_OP_WHILE ? 1 : 0; /* while: the body returns */
+            for (uint32_t r = first_r; r < op->n_regions && ns < 63; r++) {
+                uint32_t t = region_terminator(p->m, op, r);
+                if (t != SP_NONE && i < p->m->ops[t].n_operands) {
+                    srcs[ns++] = p->m->ops[t].operands[i];
+                }
+            }
+        }
+        sp_rule *rule = identity_rule(p, dims, rank, ns + 1);
+        if (rule == NULL) {
+            fail_oom(p);
+            return;
+        }
+        uint32_t n = 0;
+        bool ok = true;
+        for (uint32_t k = 0; k < ns && ok; k++) {
+            ok = add_tensor(p, &n, srcs[k], &rule->operands[0], false);
+        }
+        if (!ok || !add_tensor(p, &n, op->first_result + i, &rule->results[0], true)) {
+            continue;
+        }
+        step_tensors(p, opid, rule, n, op_direction(p, op));
+    }
 }
 
 static void step_op(prop *p, uint32_t opid)
@@ -1167,6 +1229,14 @@ static void step_op(prop *p, uint32_t opid)
         step_tensors(p, opid, r, n, d);
         return;
     }
+    if (op->kind == SP_OP_WHILE || op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
+        op->kind == SP_OP_OPTIMIZATION_BARRIER) {
+        step_data_flow(p, opid);
+        return;
+    }
+    if (op->kind == SP_OP_SDY_SHARDING_GROUP) {
+        return; /* groups are kept in sync in slot_changed */
+    }
     if (op->n_regions > 0 && op->kind != SP_OP_REDUCE && op->kind != SP_OP_SCATTER &&
         op->kind != SP_OP_SORT && op->kind != SP_OP_REDUCE_WINDOW &&
         op->kind != SP_OP_SELECT_AND_SCATTER && op->kind != SP_OP_MAP &&
@@ -1215,6 +1285,166 @@ static void walk_ops(const sp_module *m, uint32_t block, uint32_t *out, uint32_t
     }
 }
 
+/* For a region terminator of a data-flow op (while body, case branch), the
+ * op owning the edges its operands feed; SP_NONE otherwise. */
+static uint32_t data_flow_owner(const sp_module *m, const sp_op *op)
+{
+    if (op->parent_block == SP_NONE) {
+        return SP_NONE;
+    }
+    uint32_t parent = m->blocks[op->parent_block].parent_op;
+    if (parent == SP_NONE) {
+        return SP_NONE;
+    }
+    const sp_op *po = &m->ops[parent];
+    if (po->kind != SP_OP_WHILE && po->kind != SP_OP_CASE && po->kind != SP_OP_IF) {
+        return SP_NONE;
+    }
+    const sp_block *b = &m->blocks[op->parent_block];
+    if (b->n_ops == 0 || &m->ops[b->ops[b->n_ops - 1]] != op) {
+        return SP_NONE;
+    }
+    return parent;
+}
+
+/* Sharding groups: union the values of sdy.sharding_group ops by group id
+ * (a value in two groups merges them) and link each group as a ring. */
+static cm_status setup_groups(prop *p)
+{
+    sp_module *m = p->m;
+    uint32_t n_groups = 0;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].kind == SP_OP_SDY_SHARDING_GROUP && m->ops[i].parent_block != SP_NONE) {
+            n_groups++;
+        }
+    }
+    if (n_groups == 0) {
+        return CM_OK;
+    }
+    p->group_next = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    uint32_t *parent = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    if (p->group_next == NULL || parent == NULL) {
+        cm_free(parent);
+        return fail_oom(p);
+    }
+    for (uint32_t s = 0; s < p->n_slots; s++) {
+        parent[s] = s;
+        p->group_next[s] = SP_NONE;
+    }
+    /* first member seen per group id (ids are small in practice; linear map) */
+    typedef struct gid {
+        int64_t id;
+        uint32_t slot;
+    } gid;
+    gid *firsts = cm_alloc(sizeof(gid) * n_groups);
+    uint32_t n_firsts = 0;
+    if (firsts == NULL) {
+        cm_free(parent);
+        return fail_oom(p);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->kind != SP_OP_SDY_SHARDING_GROUP || op->parent_block == SP_NONE ||
+            op->n_operands != 1) {
+            continue;
+        }
+        const sp_attr *g = sp_op_attr(m, i, "group_id");
+        int64_t id = g != NULL && g->kind == SP_ATTR_INT ? g->u.i.v : -1;
+        uint32_t s = canon_slot(p, op->operands[0]);
+        uint32_t k = 0;
+        while (k < n_firsts && firsts[k].id != id) {
+            k++;
+        }
+        if (k == n_firsts) {
+            firsts[n_firsts++] = (gid){id, s};
+            continue;
+        }
+        /* union */
+        uint32_t a = firsts[k].slot, b = s;
+        while (parent[a] != a) {
+            a = parent[a];
+        }
+        while (parent[b] != b) {
+            b = parent[b];
+        }
+        if (a != b) {
+            parent[b] = a;
+        }
+    }
+    cm_free(firsts);
+    /* rings: members of one root, linked in slot order */
+    uint32_t *last = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    uint32_t *first = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    if (last == NULL || first == NULL) {
+        cm_free(parent);
+        cm_free(last);
+        cm_free(first);
+        return fail_oom(p);
+    }
+    memset(last, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
+    memset(first, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->kind != SP_OP_SDY_SHARDING_GROUP || op->parent_block == SP_NONE ||
+            op->n_operands != 1) {
+            continue;
+        }
+        uint32_t s = canon_slot(p, op->operands[0]);
+        if (p->group_next[s] != SP_NONE || (first[s] == s)) {
+            continue; /* already linked */
+        }
+        uint32_t r = s;
+        while (parent[r] != r) {
+            r = parent[r];
+        }
+        if (first[r] == SP_NONE) {
+            first[r] = s;
+            last[r] = s;
+            p->group_next[s] = s;
+        } else {
+            p->group_next[s] = first[r];
+            p->group_next[last[r]] = s;
+            last[r] = s;
+        }
+    }
+    /* members must agree before propagation; an annotated member seeds the rest */
+    cm_status st = CM_OK;
+    for (uint32_t s = 0; s < p->n_slots && st == CM_OK; s++) {
+        if (first[s] == SP_NONE) {
+            continue;
+        }
+        const sp_sharding *seed = NULL;
+        uint32_t r = first[s];
+        do {
+            if (p->sh[r] != NULL) {
+                if (seed != NULL && !sp_sharding_equal(seed, p->sh[r])) {
+                    sp_diags_add(p->diags, NULL, SP_NONE, SP_DIAG_ERROR,
+                                 "Inconsistent shardings prior to propagation for ShardingGroupOps "
+                                 "with canonicalized groupId");
+                    st = cm_error_set(p->err, CM_EINVAL, NULL,
+                                      "sharding group members have different shardings before "
+                                      "propagation");
+                    p->st = st;
+                    break;
+                }
+                seed = p->sh[r];
+            }
+            r = p->group_next[r];
+        } while (r != first[s]);
+        if (seed != NULL && st == CM_OK) {
+            r = first[s];
+            do {
+                p->sh[r] = (sp_sharding *)(uintptr_t)seed;
+                r = p->group_next[r];
+            } while (r != first[s]);
+        }
+    }
+    cm_free(parent);
+    cm_free(last);
+    cm_free(first);
+    return st;
+}
+
 static cm_status setup(prop *p)
 {
     sp_module *m = p->m;
@@ -1253,7 +1483,7 @@ static cm_status setup(prop *p)
     for (uint32_t i = 0; i < m->n_ops; i++) {
         p->func_first[i] = SP_NONE;
         if (is_func(&m->ops[i])) {
-            const sp_type *ft = func_type(m, i);
+            const sp_type *ft = sp_func_type(m, i);
             if (ft != NULL) {
                 p->func_first[i] = m->n_values + n_fres;
                 n_fres += ft->n_results;
@@ -1277,20 +1507,18 @@ static cm_status setup(prop *p)
         if (p->func_first[i] == SP_NONE) {
             continue;
         }
-        const sp_type *ft = func_type(m, i);
-        const sp_attr *ra = sp_op_attr(m, i, "res_attrs");
-        const sp_attr *aa = sp_op_attr(m, i, "arg_attrs");
+        const sp_type *ft = sp_func_type(m, i);
         for (uint32_t k = 0; k < ft->n_results; k++) {
             uint32_t s = p->func_first[i] + k - m->n_values;
             p->fres_func[s] = i;
             p->fres_index[s] = k;
-            p->sh[p->func_first[i] + k] = dict_sharding(list_item(ra, k));
+            p->sh[p->func_first[i] + k] = sp_func_result_sharding(m, i, k);
         }
         const sp_op *f = &m->ops[i];
         if (f->n_regions == 1 && f->regions[0].n_blocks > 0) {
             const sp_block *entry = &m->blocks[f->regions[0].blocks[0]];
             for (uint32_t k = 0; k < entry->n_args; k++) {
-                p->sh[entry->first_arg + k] = dict_sharding(list_item(aa, k));
+                p->sh[entry->first_arg + k] = sp_value_sharding(m, entry->first_arg + k);
             }
         }
     }
@@ -1311,12 +1539,40 @@ static cm_status setup(prop *p)
             }
         }
     }
+    /* data-flow block arguments alias the owner's result slot */
+    p->alias = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    if (p->alias == NULL) {
+        return fail_oom(p);
+    }
+    memset(p->alias, 0xff, sizeof(uint32_t) * (m->n_values + 1u));
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->kind != SP_OP_WHILE) {
+            continue;
+        }
+        for (uint32_t r = 0; r < op->n_regions; r++) {
+            if (op->regions[r].n_blocks == 0) {
+                continue;
+            }
+            const sp_block *b = &m->blocks[op->regions[r].blocks[0]];
+            for (uint32_t k = 0; k < b->n_args && k < op->n_results; k++) {
+                p->alias[b->first_arg + k] = op->first_result + k;
+            }
+        }
+    }
     memcpy(p->orig, p->sh, sizeof(sp_sharding *) * p->n_slots);
     /* users (CSR): operands, plus return ops as users of function-result slots */
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         for (uint32_t k = 0; k < op->n_operands; k++) {
-            p->use_start[op->operands[k] + 1]++;
+            p->use_start[canon_slot(p, op->operands[k]) + 1]++;
+        }
+        if (data_flow_owner(m, op) != SP_NONE) {
+            uint32_t owner = data_flow_owner(m, op);
+            (void)owner;
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                p->use_start[canon_slot(p, op->operands[k]) + 1]++;
+            }
         }
         if (op->kind == SP_OP_FUNC_RETURN) {
             uint32_t f = m->blocks[op->parent_block].parent_op;
@@ -1340,7 +1596,13 @@ static cm_status setup(prop *p)
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         for (uint32_t k = 0; k < op->n_operands; k++) {
-            p->uses[fill[op->operands[k]]++] = i;
+            p->uses[fill[canon_slot(p, op->operands[k])]++] = i;
+        }
+        uint32_t owner = data_flow_owner(m, op);
+        if (owner != SP_NONE) {
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                p->uses[fill[canon_slot(p, op->operands[k])]++] = owner;
+            }
         }
         if (op->kind == SP_OP_FUNC_RETURN) {
             uint32_t f = m->blocks[op->parent_block].parent_op;
@@ -1352,80 +1614,11 @@ static cm_status setup(prop *p)
         }
     }
     cm_free(fill);
-    return CM_OK;
+    return setup_groups(p);
 }
 
-static sp_attr *sharding_attr(prop *p, sp_sharding *s)
-{
-    sp_attr *a = sp_attr_new(p->m, SP_ATTR_SHARDING);
-    if (a != NULL) {
-        a->u.sharding = s;
-    }
-    return a;
-}
 
-/* Returns dict with "sdy.sharding" set to s (a new dict). */
-static sp_attr *dict_with(prop *p, const sp_attr *dict, sp_sharding *s)
-{
-    uint32_t n = dict != NULL && dict->kind == SP_ATTR_DICT ? dict->u.dict.n : 0;
-    sp_attr *d = sp_attr_new(p->m, SP_ATTR_DICT);
-    if (d == NULL) {
-        return NULL;
-    }
-    d->u.dict.items = cm_arena_alloc(&p->m->arena, sizeof(sp_named_attr) * (n + 1u));
-    if (d->u.dict.items == NULL) {
-        return NULL;
-    }
-    uint32_t k = 0;
-    bool set = false;
-    for (uint32_t i = 0; i < n; i++) {
-        d->u.dict.items[k] = dict->u.dict.items[i];
-        if (strcmp(dict->u.dict.items[i].name, "sdy.sharding") == 0) {
-            d->u.dict.items[k].value = sharding_attr(p, s);
-            set = true;
-        }
-        k++;
-    }
-    if (!set) {
-        d->u.dict.items[k].name = "sdy.sharding";
-        d->u.dict.items[k].value = sharding_attr(p, s);
-        k++;
-    }
-    d->u.dict.n = k;
-    return d;
-}
 
-static cm_status set_list_item(prop *p, uint32_t op, const char *name, uint32_t count, uint32_t idx,
-                               sp_sharding *s)
-{
-    const sp_attr *old = sp_op_attr(p->m, op, name);
-    sp_attr *arr = sp_attr_new(p->m, SP_ATTR_ARRAY);
-    if (arr == NULL) {
-        return fail_oom(p);
-    }
-    arr->u.arr.n = count;
-    arr->u.arr.items = cm_arena_alloc(&p->m->arena, sizeof(sp_attr *) * (count + 1u));
-    if (arr->u.arr.items == NULL) {
-        return fail_oom(p);
-    }
-    for (uint32_t i = 0; i < count; i++) {
-        const sp_attr *it = list_item(old, i);
-        if (i == idx) {
-            arr->u.arr.items[i] = dict_with(p, it, s);
-        } else if (it != NULL) {
-            arr->u.arr.items[i] = (sp_attr *)(uintptr_t)it;
-        } else {
-            arr->u.arr.items[i] = sp_attr_new(p->m, SP_ATTR_DICT);
-        }
-        if (arr->u.arr.items[i] == NULL) {
-            return fail_oom(p);
-        }
-    }
-    if (sp_op_set_attr(p->m, op, name, arr) != CM_OK) {
-        return fail_oom(p);
-    }
-    return CM_OK;
-}
 
 static cm_status write_back(prop *p)
 {
@@ -1449,8 +1642,7 @@ static cm_status write_back(prop *p)
             continue;
         }
         if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
-            sp_attr *a = sharding_attr(p, p->sh[op->first_result]);
-            if (a == NULL || sp_op_set_attr(m, i, "sharding", a) != CM_OK) {
+            if (sp_value_set_sharding(m, op->first_result, p->sh[op->first_result]) != CM_OK) {
                 return fail_oom(p);
             }
             continue;
@@ -1485,23 +1677,22 @@ static cm_status write_back(prop *p)
         if (p->func_first[i] == SP_NONE) {
             continue;
         }
-        const sp_type *ft = func_type(m, i);
+        const sp_type *ft = sp_func_type(m, i);
         const sp_op *f = &m->ops[i];
         if (f->n_regions == 1 && f->regions[0].n_blocks > 0) {
             const sp_block *entry = &m->blocks[f->regions[0].blocks[0]];
             for (uint32_t k = 0; k < entry->n_args; k++) {
                 uint32_t v = entry->first_arg + k;
-                if (p->sh[v] != p->orig[v] &&
-                    set_list_item(p, i, "arg_attrs", entry->n_args, k, p->sh[v]) != CM_OK) {
-                    return p->st;
+                if (p->sh[v] != p->orig[v] && sp_value_set_sharding(m, v, p->sh[v]) != CM_OK) {
+                    return fail_oom(p);
                 }
             }
         }
         for (uint32_t k = 0; k < ft->n_results; k++) {
             uint32_t s = p->func_first[i] + k;
             if (p->sh[s] != p->orig[s] &&
-                set_list_item(p, i, "res_attrs", ft->n_results, k, p->sh[s]) != CM_OK) {
-                return p->st;
+                sp_func_set_result_sharding(m, i, k, p->sh[s]) != CM_OK) {
+                return fail_oom(p);
             }
         }
     }
@@ -1608,6 +1799,8 @@ out:
     cm_free(p.func_first);
     cm_free(p.use_start);
     cm_free(p.uses);
+    cm_free(p.alias);
+    cm_free(p.group_next);
     cm_free(p.rules);
     cm_free(p.rule_done);
     cm_free(p.queue);
