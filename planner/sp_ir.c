@@ -985,8 +985,8 @@ static sp_attr *sharding_attr(sp_module *m, sp_sharding *s)
     return a;
 }
 
-/* A copy of dict with "sdy.sharding" set to s (removed when s is NULL). */
-static sp_attr *dict_with(sp_module *m, const sp_attr *dict, sp_sharding *s)
+/* A copy of dict with key set to value (removed when value is NULL). */
+static sp_attr *dict_with(sp_module *m, const sp_attr *dict, const char *key, sp_attr *value)
 {
     uint32_t n = dict != NULL && dict->kind == SP_ATTR_DICT ? dict->u.dict.n : 0;
     sp_attr *d = sp_attr_new(m, SP_ATTR_DICT);
@@ -1000,38 +1000,30 @@ static sp_attr *dict_with(sp_module *m, const sp_attr *dict, sp_sharding *s)
     uint32_t k = 0;
     bool set = false;
     for (uint32_t i = 0; i < n; i++) {
-        if (strcmp(dict->u.dict.items[i].name, "sdy.sharding") == 0) {
+        d->u.dict.items[k] = dict->u.dict.items[i];
+        if (strcmp(dict->u.dict.items[i].name, key) == 0) {
             set = true;
-            if (s == NULL) {
+            if (value == NULL) {
                 continue;
             }
-            d->u.dict.items[k] = dict->u.dict.items[i];
-            d->u.dict.items[k].value = sharding_attr(m, s);
-            if (d->u.dict.items[k].value == NULL) {
-                return NULL;
-            }
-        } else {
-            d->u.dict.items[k] = dict->u.dict.items[i];
+            d->u.dict.items[k].value = value;
         }
         k++;
     }
-    if (!set && s != NULL) {
-        d->u.dict.items[k].name = "sdy.sharding";
-        d->u.dict.items[k].value = sharding_attr(m, s);
-        if (d->u.dict.items[k].value == NULL) {
-            return NULL;
-        }
+    if (!set && value != NULL) {
+        d->u.dict.items[k].name = key;
+        d->u.dict.items[k].value = value;
         k++;
     }
     d->u.dict.n = k;
     return d;
 }
 
-/* Replaces entry idx of the count-long array-of-dicts attribute name on op. */
-static cm_status set_list_item(sp_module *m, uint32_t op, const char *name, uint32_t count,
-                               uint32_t idx, sp_sharding *s)
+/* Sets key in entry idx of the count-long array-of-dicts attribute list_name. */
+static cm_status set_list_item(sp_module *m, uint32_t op, const char *list_name, uint32_t count,
+                               uint32_t idx, const char *key, sp_attr *value)
 {
-    const sp_attr *old = sp_op_attr(m, op, name);
+    const sp_attr *old = sp_op_attr(m, op, list_name);
     sp_attr *arr = sp_attr_new(m, SP_ATTR_ARRAY);
     if (arr == NULL) {
         return CM_ENOMEM;
@@ -1044,7 +1036,7 @@ static cm_status set_list_item(sp_module *m, uint32_t op, const char *name, uint
     for (uint32_t i = 0; i < count; i++) {
         const sp_attr *it = list_item(old, i);
         if (i == idx) {
-            arr->u.arr.items[i] = dict_with(m, it, s);
+            arr->u.arr.items[i] = dict_with(m, it, key, value);
         } else if (it != NULL) {
             arr->u.arr.items[i] = (sp_attr *)(uintptr_t)it;
         } else {
@@ -1054,16 +1046,36 @@ static cm_status set_list_item(sp_module *m, uint32_t op, const char *name, uint
             return CM_ENOMEM;
         }
     }
-    return sp_op_set_attr(m, op, name, arr);
+    return sp_op_set_attr(m, op, list_name, arr);
 }
 
-cm_status sp_func_set_result_sharding(sp_module *m, uint32_t func, uint32_t i, sp_sharding *s)
+cm_status sp_func_set_arg_attr(sp_module *m, uint32_t func, uint32_t i, const char *key,
+                               sp_attr *value)
+{
+    const sp_type *ft = sp_func_type(m, func);
+    if (ft == NULL || i >= ft->n_inputs) {
+        return CM_EINVAL;
+    }
+    return set_list_item(m, func, "arg_attrs", ft->n_inputs, i, key, value);
+}
+
+cm_status sp_func_set_result_attr(sp_module *m, uint32_t func, uint32_t i, const char *key,
+                                  sp_attr *value)
 {
     const sp_type *ft = sp_func_type(m, func);
     if (ft == NULL || i >= ft->n_results) {
         return CM_EINVAL;
     }
-    return set_list_item(m, func, "res_attrs", ft->n_results, i, s);
+    return set_list_item(m, func, "res_attrs", ft->n_results, i, key, value);
+}
+
+cm_status sp_func_set_result_sharding(sp_module *m, uint32_t func, uint32_t i, sp_sharding *s)
+{
+    sp_attr *a = s != NULL ? sharding_attr(m, s) : NULL;
+    if (s != NULL && a == NULL) {
+        return CM_ENOMEM;
+    }
+    return sp_func_set_result_attr(m, func, i, "sdy.sharding", a);
 }
 
 cm_status sp_value_set_sharding(sp_module *m, uint32_t v, sp_sharding *s)
@@ -1074,7 +1086,11 @@ cm_status sp_value_set_sharding(sp_module *m, uint32_t v, sp_sharding *s)
         if (owner == SP_NONE || m->ops[owner].kind != SP_OP_FUNC_FUNC) {
             return CM_EINVAL;
         }
-        return set_list_item(m, owner, "arg_attrs", m->blocks[val->block].n_args, val->index, s);
+        sp_attr *a = s != NULL ? sharding_attr(m, s) : NULL;
+        if (s != NULL && a == NULL) {
+            return CM_ENOMEM;
+        }
+        return sp_func_set_arg_attr(m, owner, val->index, "sdy.sharding", a);
     }
     uint32_t opid = val->def;
     const sp_op *op = &m->ops[opid];

@@ -329,6 +329,11 @@ sp_sharding *sp_value_sharding(const sp_module *m, uint32_t v);
 cm_status sp_value_set_sharding(sp_module *m, uint32_t v, sp_sharding *s);
 sp_sharding *sp_func_result_sharding(const sp_module *m, uint32_t func, uint32_t i);
 cm_status sp_func_set_result_sharding(sp_module *m, uint32_t func, uint32_t i, sp_sharding *s);
+/* Sets (value NULL: removes) key in the attribute dict of argument or result i. */
+cm_status sp_func_set_arg_attr(sp_module *m, uint32_t func, uint32_t i, const char *key,
+                               sp_attr *value);
+cm_status sp_func_set_result_attr(sp_module *m, uint32_t func, uint32_t i, const char *key,
+                                  sp_attr *value);
 /* The function type of a func.func op, or NULL. */
 const sp_type *sp_func_type(const sp_module *m, uint32_t func);
 

@@ -113,7 +113,13 @@ typedef struct tens {
     bool is_result;      /* a result of the op (receives forward propagation) */
     bool updatable;      /* may be changed by this step */
     bool changed;
+    uint32_t pos;        /* operand or result number within the step's op */
     const sp_sharding *cur; /* current sharding (may be NULL or on the empty mesh) */
+    uint32_t n_gained;   /* axes this step adds, for debug origins and edges */
+    struct {
+        uint32_t axis;   /* mesh axis index */
+        uint32_t src;    /* tensor index the axis came from */
+    } gained[MAXAX];
     ax repl[MAXAX];
     uint32_t n_repl;
 } tens;
@@ -167,6 +173,22 @@ typedef struct prop {
     int user_priority;   /* -1: no user priorities */
     bool aggressive;
     uint64_t steps;
+    /* debug-sharding-origins: per slot a list of (axis, origin) */
+    uint32_t *org_head;
+    struct org {
+        uint32_t axis, origin, next;
+    } *orgs;
+    uint32_t n_orgs, cap_orgs;
+    const char **origin_names;
+    uint32_t n_origin_names, cap_origin_names;
+    uint32_t *origin_self; /* per slot: its own origin id (annotated slots), SP_NONE otherwise */
+    /* debug-edge-source-sharding: per op a list of edges */
+    uint32_t *edge_head;
+    struct edge {
+        uint32_t step, axis, src, dst, next; /* src/dst: pos | (is_result << 31) */
+    } *edges;
+    uint32_t n_edges, cap_edges;
+    uint32_t n_virtual_ops; /* step counter for edges */
 } prop;
 
 static cm_status fail_oom(prop *p)
@@ -808,6 +830,19 @@ static void notify(prop *p, uint32_t slot)
     }
 }
 
+static void add_origin(prop *p, uint32_t slot, uint32_t axis, uint32_t origin);
+
+/* Sharding-group members share origins too. */
+static void copy_origins(prop *p, uint32_t from, uint32_t to)
+{
+    if (p->org_head == NULL) {
+        return;
+    }
+    for (uint32_t i = p->org_head[from]; i != SP_NONE; i = p->orgs[i].next) {
+        add_origin(p, to, p->orgs[i].axis, p->orgs[i].origin);
+    }
+}
+
 /* A slot got a new sharding: wake its def and users, and give every member
  * of its sharding group the same sharding. */
 static void slot_changed(prop *p, uint32_t slot)
@@ -819,6 +854,7 @@ static void slot_changed(prop *p, uint32_t slot)
     for (uint32_t s = p->group_next[slot]; s != slot; s = p->group_next[s]) {
         if (p->sh[s] != p->sh[slot]) {
             p->sh[s] = p->sh[slot];
+            copy_origins(p, slot, s);
             notify(p, s);
         }
     }
@@ -832,6 +868,72 @@ static uint32_t canon_slot(const prop *p, uint32_t v)
 /* ---- one step over a set of tensors -------------------------------------------------------- */
 
 typedef enum dir { DIR_NONE = 0, DIR_FORWARD = 1, DIR_BACKWARD = 2, DIR_BOTH = 3 } dir;
+
+/* Remembers which axes tensor t gains (beyond x's current axes) and from which tensor. */
+static void note_gain(tens *t, const fsh *x, const ax *cand, uint32_t nc, uint32_t src)
+{
+    for (uint32_t k = 0; k < nc; k++) {
+        bool had = false;
+        for (uint32_t j = 0; j < x->n && !had; j++) {
+            had = x->axes[j].axis == cand[k].axis;
+        }
+        if (!had && t->n_gained < MAXAX) {
+            t->gained[t->n_gained].axis = cand[k].axis;
+            t->gained[t->n_gained].src = src;
+            t->n_gained++;
+        }
+    }
+}
+
+static uint32_t origin_of(const prop *p, uint32_t slot, uint32_t axis)
+{
+    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
+        if (p->orgs[i].axis == axis) {
+            return p->orgs[i].origin;
+        }
+    }
+    return SP_NONE;
+}
+
+static void add_origin(prop *p, uint32_t slot, uint32_t axis, uint32_t origin)
+{
+    if (origin == SP_NONE || origin_of(p, slot, axis) != SP_NONE) {
+        return;
+    }
+    if (p->n_orgs == p->cap_orgs) {
+        uint32_t cap = p->cap_orgs < 256 ? 256 : p->cap_orgs * 2;
+        struct org *o = cm_realloc(p->orgs, sizeof *o * cap);
+        if (o == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->orgs = o;
+        p->cap_orgs = cap;
+    }
+    p->orgs[p->n_orgs] = (struct org){axis, origin, p->org_head[slot]};
+    p->org_head[slot] = p->n_orgs++;
+}
+
+static void add_edge(prop *p, uint32_t op, uint32_t axis, const tens *src, const tens *dst)
+{
+    if (op == SP_NONE) {
+        return;
+    }
+    if (p->n_edges == p->cap_edges) {
+        uint32_t cap = p->cap_edges < 256 ? 256 : p->cap_edges * 2;
+        struct edge *e = cm_realloc(p->edges, sizeof *e * cap);
+        if (e == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->edges = e;
+        p->cap_edges = cap;
+    }
+    uint32_t sref = src->pos | (src->is_result ? 1u << 31 : 0);
+    uint32_t dref = dst->pos | (dst->is_result ? 1u << 31 : 0);
+    p->edges[p->n_edges] = (struct edge){(uint32_t)p->steps, axis, sref, dref, p->edge_head[op]};
+    p->edge_head[op] = p->n_edges++;
+}
 
 /* Propagates among the n tensors in p->ts along rule r. */
 static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir d)
@@ -882,6 +984,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
             return;
         }
         ts[i].changed = false;
+        ts[i].n_gained = 0;
     }
     /* user priorities: hide dims whose priority is above the current one */
     /* (handled when loading shardings: see visible_sharding) */
@@ -895,6 +998,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
             continue;
         }
         uint32_t nc = 0;
+        uint32_t cand_src = 0;
         bool first = true;
         if (!p->aggressive) {
             for (int pass = 0; pass < 2; pass++) {
@@ -910,8 +1014,12 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
                     if (first) {
                         memcpy(cand, x->axes, sizeof(ax) * x->n);
                         nc = x->n;
+                        cand_src = i;
                         first = false;
                     } else if (list_prefix(cand, nc, x->axes, x->n)) {
+                        if (x->n > nc) {
+                            cand_src = i;
+                        }
                         memcpy(cand, x->axes, sizeof(ax) * x->n);
                         nc = x->n;
                     } else if (!list_prefix(x->axes, x->n, cand, nc)) {
@@ -933,6 +1041,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
                 }
                 if (x->n < nc || (x->n == nc && !ax_eq(x->axes[nc - 1], cand[nc - 1]))) {
                     if (list_prefix(x->axes, x->n, cand, nc)) {
+                        note_gain(&ts[i], x, cand, nc, cand_src);
                         memcpy(x->axes, cand, sizeof(ax) * nc);
                         x->n = (uint8_t)nc;
                         ts[i].changed = true;
@@ -959,6 +1068,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
                     best = sz;
                     memcpy(cand, x->axes, sizeof(ax) * x->n);
                     nc = x->n;
+                    cand_src = i;
                 }
             }
         }
@@ -978,6 +1088,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
             truncate_for(p, r, row, &ts[i], f, mine, &nm);
             if (nm > x->n || (nm == x->n && nm > 0 && !ax_eq(x->axes[nm - 1], mine[nm - 1]))) {
                 if (list_prefix(x->axes, x->n, mine, nm)) {
+                    note_gain(&ts[i], x, mine, nm, cand_src);
                     memcpy(x->axes, mine, sizeof(ax) * nm);
                     x->n = (uint8_t)nm;
                     ts[i].changed = true;
@@ -1014,8 +1125,17 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
             return;
         }
         p->sh[ts[i].slot] = ns;
+        for (uint32_t k = 0; k < ts[i].n_gained; k++) {
+            const tens *src = &ts[ts[i].gained[k].src];
+            if (p->org_head != NULL) {
+                add_origin(p, ts[i].slot, ts[i].gained[k].axis,
+                           origin_of(p, src->slot, ts[i].gained[k].axis));
+            }
+            if (p->edge_head != NULL) {
+                add_edge(p, op, ts[i].gained[k].axis, src, &ts[i]);
+            }
+        }
         slot_changed(p, ts[i].slot);
-        (void)op;
     }
 }
 
@@ -1070,6 +1190,9 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
     t->slot = slot;
     t->map = map;
     t->is_result = is_result;
+    for (uint32_t k = 0; k < *n; k++) {
+        t->pos += p->ts[k].is_result == is_result;
+    }
     t->updatable = true;
     if (!slot_type(p, value, &t->rank, &t->dims) || map->rank != t->rank) {
         return false;
@@ -1620,6 +1743,290 @@ static cm_status setup(prop *p)
 
 
 
+/* ---- debug information ---------------------------------------------------------- */
+
+static uint32_t origin_name(prop *p, const char *prefix, uint32_t k)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s%u", prefix, k);
+    if (p->n_origin_names == p->cap_origin_names) {
+        uint32_t cap = p->cap_origin_names < 16 ? 16 : p->cap_origin_names * 2;
+        const char **n = cm_realloc(p->origin_names, sizeof(char *) * cap);
+        if (n == NULL) {
+            fail_oom(p);
+            return SP_NONE;
+        }
+        p->origin_names = n;
+        p->cap_origin_names = cap;
+    }
+    const char *s = sp_module_str(p->m, buf, strlen(buf));
+    if (s == NULL) {
+        fail_oom(p);
+        return SP_NONE;
+    }
+    p->origin_names[p->n_origin_names] = s;
+    return p->n_origin_names++;
+}
+
+/* Marks every axis of slot's sharding as coming from origin. */
+static void seed_origin(prop *p, uint32_t slot, uint32_t origin)
+{
+    const sp_sharding *s = p->sh[slot];
+    const meshent *e = mesh_of(p, s);
+    if (s == NULL || e == NULL || e->is_empty || origin == SP_NONE) {
+        return;
+    }
+    p->origin_self[slot] = origin;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
+            ax a;
+            if (ref_to_ax(e->mesh, &s->dims[d].axes[i], &a)) {
+                add_origin(p, slot, a.axis, origin);
+            }
+        }
+    }
+}
+
+static cm_status setup_debug(prop *p)
+{
+    sp_module *m = p->m;
+    if (p->o->debug_edge_source_sharding) {
+        p->edge_head = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+        if (p->edge_head == NULL) {
+            return fail_oom(p);
+        }
+        memset(p->edge_head, 0xff, sizeof(uint32_t) * (m->n_ops + 1u));
+    }
+    if (!p->o->debug_sharding_origins) {
+        return CM_OK;
+    }
+    p->org_head = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    p->origin_self = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    if (p->org_head == NULL || p->origin_self == NULL) {
+        return fail_oom(p);
+    }
+    memset(p->org_head, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
+    memset(p->origin_self, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
+    uint32_t n_constraints = 0;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (p->func_first[i] != SP_NONE) {
+            const sp_type *ft = sp_func_type(m, i);
+            if (op->n_regions == 1 && op->regions[0].n_blocks > 0) {
+                const sp_block *entry = &m->blocks[op->regions[0].blocks[0]];
+                for (uint32_t k = 0; k < entry->n_args; k++) {
+                    if (p->sh[entry->first_arg + k] != NULL) {
+                        seed_origin(p, entry->first_arg + k, origin_name(p, "input: ", k));
+                    }
+                }
+            }
+            for (uint32_t k = 0; k < ft->n_results; k++) {
+                if (p->sh[p->func_first[i] + k] != NULL) {
+                    seed_origin(p, p->func_first[i] + k, origin_name(p, "output: ", k));
+                }
+            }
+        } else if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT && op->n_results == 1) {
+            seed_origin(p, op->first_result, origin_name(p, "constraint_", n_constraints++));
+        }
+    }
+    /* sharding-group members were seeded from one annotated member */
+    for (uint32_t s = 0; p->group_next != NULL && s < p->n_slots; s++) {
+        if (p->group_next[s] == SP_NONE || p->org_head[s] == SP_NONE) {
+            continue;
+        }
+        for (uint32_t t = p->group_next[s]; t != s; t = p->group_next[t]) {
+            copy_origins(p, s, t);
+        }
+    }
+    return p->st;
+}
+
+/* {axis = "origin", ...} for a slot, or NULL when it has no origins. */
+static sp_attr *origins_dict(prop *p, uint32_t slot, const sp_mesh *mesh)
+{
+    uint32_t n = 0;
+    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
+        n++;
+    }
+    if (n == 0 || mesh == NULL) {
+        return NULL;
+    }
+    sp_attr *d = sp_attr_new(p->m, SP_ATTR_DICT);
+    if (d == NULL) {
+        return NULL;
+    }
+    d->u.dict.items = cm_arena_alloc(&p->m->arena, sizeof(sp_named_attr) * n);
+    if (d->u.dict.items == NULL) {
+        return NULL;
+    }
+    uint32_t k = n;
+    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
+        sp_attr *v = sp_attr_new(p->m, SP_ATTR_STRING);
+        if (v == NULL || p->orgs[i].axis >= mesh->n_axes) {
+            return NULL;
+        }
+        const char *o = p->orgs[i].origin == p->origin_self[slot] ? "self"
+                                                                  : p->origin_names[p->orgs[i].origin];
+        v->u.str.s = o;
+        v->u.str.len = strlen(o);
+        d->u.dict.items[--k] = (sp_named_attr){mesh->axes[p->orgs[i].axis].name, v};
+    }
+    d->u.dict.n = n;
+    return d;
+}
+
+static const sp_mesh *slot_mesh(const prop *p, uint32_t slot)
+{
+    const meshent *e = mesh_of(p, p->sh[slot]);
+    return e != NULL ? e->mesh : NULL;
+}
+
+static void edge_ref(cm_buf *b, uint32_t ref)
+{
+    cm_buf_puts(b, (ref >> 31) ? "result-" : "operand-");
+    cm_buf_put_i64(b, ref & 0x7fffffffu);
+}
+
+/* `#sdy.propagation_edges<[{step_index = N, axis_entries = [{axis_name = "a",
+ * source = operand-0, targets = [result-0]}]}]>` for one op. */
+static sp_attr *edges_attr(prop *p, uint32_t op, const sp_mesh *mesh)
+{
+    if (p->edge_head[op] == SP_NONE || mesh == NULL) {
+        return NULL;
+    }
+    /* the list is newest first: collect and walk it backwards */
+    uint32_t n = 0;
+    for (uint32_t i = p->edge_head[op]; i != SP_NONE; i = p->edges[i].next) {
+        n++;
+    }
+    uint32_t *idx = cm_alloc(sizeof(uint32_t) * n);
+    if (idx == NULL) {
+        return NULL;
+    }
+    uint32_t k = n;
+    for (uint32_t i = p->edge_head[op]; i != SP_NONE; i = p->edges[i].next) {
+        idx[--k] = i;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "#sdy.propagation_edges<[");
+    for (uint32_t a = 0; a < n;) {
+        uint32_t step = p->edges[idx[a]].step;
+        cm_buf_puts(&b, a > 0 ? ", {step_index = " : "{step_index = ");
+        cm_buf_put_i64(&b, step);
+        cm_buf_puts(&b, ", axis_entries = [");
+        uint32_t first = a;
+        while (a < n && p->edges[idx[a]].step == step) {
+            const struct edge *e = &p->edges[idx[a]];
+            /* merge the targets of the same axis and source */
+            if (a > first && p->edges[idx[a - 1]].axis == e->axis &&
+                p->edges[idx[a - 1]].src == e->src) {
+                b.len -= 2; /* reopen the targets list: drop "]}" */
+                cm_buf_puts(&b, ", ");
+            } else {
+                cm_buf_puts(&b, a > first ? ", {axis_name = \"" : "{axis_name = \"");
+                cm_buf_puts(&b, e->axis < mesh->n_axes ? mesh->axes[e->axis].name : "?");
+                cm_buf_puts(&b, "\", source = ");
+                edge_ref(&b, e->src);
+                cm_buf_puts(&b, ", targets = [");
+            }
+            edge_ref(&b, e->dst);
+            cm_buf_puts(&b, "]}");
+            a++;
+        }
+        cm_buf_puts(&b, "]}");
+    }
+    cm_buf_puts(&b, "]>");
+    cm_free(idx);
+    sp_attr *at = b.oom ? NULL : sp_attr_new(p->m, SP_ATTR_OPAQUE);
+    if (at != NULL) {
+        at->u.opaque.text = sp_module_str(p->m, b.data, b.len);
+    }
+    cm_buf_fini(&b);
+    return at;
+}
+
+static cm_status write_debug(prop *p)
+{
+    sp_module *m = p->m;
+    uint32_t n_constraints = 0;
+    for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
+        const sp_op *op = &m->ops[i];
+        if (p->edge_head != NULL && op->n_results > 0) {
+            sp_attr *e = edges_attr(p, i, slot_mesh(p, op->first_result));
+            if (e != NULL && sp_op_set_attr(m, i, "sdy.propagation_edges", e) != CM_OK) {
+                return fail_oom(p);
+            }
+        }
+        if (p->org_head == NULL) {
+            continue;
+        }
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "constraint_%u", n_constraints++);
+            sp_attr *nm = sp_attr_new(m, SP_ATTR_STRING);
+            if (nm == NULL) {
+                return fail_oom(p);
+            }
+            nm->u.str.s = sp_module_str(m, buf, strlen(buf));
+            nm->u.str.len = strlen(buf);
+            if (nm->u.str.s == NULL || sp_op_set_attr(m, i, "sdy.sharding_origin_name", nm) != CM_OK) {
+                return fail_oom(p);
+            }
+        }
+        if (p->func_first[i] != SP_NONE) {
+            const sp_type *ft = sp_func_type(m, i);
+            if (op->n_regions == 1 && op->regions[0].n_blocks > 0) {
+                const sp_block *entry = &m->blocks[op->regions[0].blocks[0]];
+                uint32_t n_args = entry->n_args, first = entry->first_arg;
+                for (uint32_t k = 0; k < n_args; k++) {
+                    sp_attr *d = origins_dict(p, first + k, slot_mesh(p, first + k));
+                    if (d != NULL && sp_func_set_arg_attr(m, i, k, "sdy.sharding_origins", d) != CM_OK) {
+                        return fail_oom(p);
+                    }
+                }
+            }
+            for (uint32_t k = 0; k < ft->n_results; k++) {
+                uint32_t s = p->func_first[i] + k;
+                sp_attr *d = origins_dict(p, s, slot_mesh(p, s));
+                if (d != NULL && sp_func_set_result_attr(m, i, k, "sdy.sharding_origins", d) != CM_OK) {
+                    return fail_oom(p);
+                }
+            }
+            continue;
+        }
+        if (op->n_results == 0) {
+            continue;
+        }
+        bool any = false;
+        sp_attr *arr = sp_attr_new(m, SP_ATTR_ARRAY);
+        if (arr == NULL) {
+            return fail_oom(p);
+        }
+        arr->u.arr.n = op->n_results;
+        arr->u.arr.items = cm_arena_alloc(&m->arena, sizeof(sp_attr *) * op->n_results);
+        if (arr->u.arr.items == NULL) {
+            return fail_oom(p);
+        }
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            uint32_t v = canon_slot(p, op->first_result + k);
+            sp_attr *d = origins_dict(p, v, slot_mesh(p, v));
+            any = any || d != NULL;
+            arr->u.arr.items[k] = d != NULL ? d : sp_attr_new(m, SP_ATTR_DICT);
+            if (arr->u.arr.items[k] == NULL) {
+                return fail_oom(p);
+            }
+        }
+        if (any) {
+            sp_attr *val = op->n_results == 1 ? arr->u.arr.items[0] : arr;
+            if (sp_op_set_attr(m, i, "sdy.sharding_origins", val) != CM_OK) {
+                return fail_oom(p);
+            }
+        }
+    }
+    return p->st;
+}
+
 static cm_status write_back(prop *p)
 {
     sp_module *m = p->m;
@@ -1768,6 +2175,9 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     }
     uint32_t n_order = 0;
     walk_ops(m, m->body, order, &n_order);
+    if (setup_debug(&p) != CM_OK) {
+        goto out;
+    }
     bool aggressive = o->level >= SP_PROP_AGGRESSIVE && o->aggressive_strategy;
     int max_prio = o->level >= SP_PROP_USER_PRIORITY ? max_user_priority(&p) : -1;
     for (int up = max_prio >= 0 ? 0 : -1; up <= max_prio && p.st == CM_OK; up++) {
@@ -1790,6 +2200,9 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     if (p.st == CM_OK) {
         write_back(&p);
     }
+    if (p.st == CM_OK && (o->debug_sharding_origins || o->debug_edge_source_sharding)) {
+        write_debug(&p);
+    }
 out:
     cm_free(order);
     cm_free(p.sh);
@@ -1800,6 +2213,12 @@ out:
     cm_free(p.use_start);
     cm_free(p.uses);
     cm_free(p.alias);
+    cm_free(p.org_head);
+    cm_free(p.orgs);
+    cm_free(p.origin_names);
+    cm_free(p.origin_self);
+    cm_free(p.edge_head);
+    cm_free(p.edges);
     cm_free(p.group_next);
     cm_free(p.rules);
     cm_free(p.rule_done);
