@@ -390,4 +390,10 @@ void sp_diags_fini(sp_diags *d);
 void sp_diags_add(sp_diags *d, const sp_module *m, uint32_t op, sp_diag_sev sev, const char *fmt,
                   ...) __attribute__((format(printf, 5, 6)));
 #endif
+
+/* Verifies meshes, every attached sharding (known mesh, rank, axes) and
+ * attached sharding rules, adding an error diagnostic per finding. Returns
+ * CM_EINVAL when anything is wrong. */
+cm_status sp_module_verify(sp_module *m, sp_diags *d);
+
 #endif /* SP_IR_H */

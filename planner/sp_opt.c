@@ -428,6 +428,9 @@ static bool run_chunk(const run_cfg *cfg, const char *text, size_t len, uint32_t
         cm_free(ex.v);
         return ok;
     }
+    if (sp_module_verify(m, &diags) != CM_OK) {
+        failed = true;
+    }
     for (int i = 0; i < cfg->n_inv && !failed; i++) {
         const pass_def *pd = find_pass(cfg->inv[i].name);
         cm_error_clear(&err);

@@ -1009,6 +1009,7 @@ cm_status sp_sharding_verify(sp_sharding *s, const sp_mesh *m, uint32_t rank, co
                              cm_error *err)
 {
     char path[64];
+    (void)dims; /* sizes are not constrained: non-divisible and size-0 dims may be sharded */
     if (m == NULL) {
         m = s->mesh;
     }
@@ -1027,9 +1028,6 @@ cm_status sp_sharding_verify(sp_sharding *s, const sp_mesh *m, uint32_t rank, co
         }
         if (ds->priority >= 0 && ds->is_closed && ds->n_axes == 0) {
             return vfail(err, path, "dim %u is empty and closed but has a priority", d);
-        }
-        if (dims != NULL && dims[d] == 0 && ds->n_axes > 0) {
-            return vfail(err, path, "dim %u of size 0 must not be sharded", d);
         }
         cm_status st = check_list(m, ds->axes, ds->n_axes, path, false, err);
         if (st != CM_OK) {
