@@ -175,6 +175,24 @@ void cm_arena_fini(cm_arena *a)
     a->reserved_bytes = 0;
 }
 
+void cm_arena_reset(cm_arena *a)
+{
+    cm_arena_chunk *head = a->head;
+    if (head == NULL) {
+        return;
+    }
+    cm_arena_chunk *c = head->next;
+    while (c != NULL) {
+        cm_arena_chunk *next = c->next;
+        a->reserved_bytes -= sizeof(cm_arena_chunk) + c->cap;
+        cm_free(c);
+        c = next;
+    }
+    head->next = NULL;
+    head->used = 0;
+    a->used_bytes = 0;
+}
+
 void *cm_arena_alloc(cm_arena *a, size_t size)
 {
     size_t need = (size + 15u) & ~(size_t)15u;

@@ -76,6 +76,8 @@ typedef struct cm_arena {
 
 void cm_arena_init(cm_arena *a, size_t chunk_size);
 void cm_arena_fini(cm_arena *a);
+/* Forgets every allocation but keeps the newest chunk for reuse. */
+void cm_arena_reset(cm_arena *a);
 void *cm_arena_alloc(cm_arena *a, size_t size);
 void *cm_arena_zalloc(cm_arena *a, size_t size);
 /* Copies n bytes and appends a NUL; returns NULL on OOM. */
@@ -118,5 +120,25 @@ cm_status cm_file_read(const char *path, char **data_out, size_t *len_out, cm_er
 double cm_now(void);
 /* Peak resident set size of this process, bytes (0 if unknown). */
 size_t cm_peak_rss(void);
+
+/* ---- SHA-256 (common/cm_sha256.c) ------------------------------------------
+ * FIPS 180-4 SHA-256, streaming. Used for content hashes of plan requests.
+ * A context is single-owner; nothing allocates. */
+typedef struct cm_sha256 {
+    uint32_t h[8];     /* chaining state */
+    uint64_t n_bytes;  /* bytes hashed so far */
+    uint8_t block[64]; /* pending partial block */
+    size_t n_block;    /* bytes in block */
+} cm_sha256;
+
+#define CM_SHA256_LEN 32 /* digest bytes; hex text is 64 chars + NUL */
+
+void cm_sha256_init(cm_sha256 *c);
+void cm_sha256_update(cm_sha256 *c, const void *data, size_t len);
+void cm_sha256_final(cm_sha256 *c, uint8_t out[CM_SHA256_LEN]);
+/* One-shot digest of data as 64 lower-case hex digits plus a NUL in hex. */
+void cm_sha256_hex(const void *data, size_t len, char hex[2 * CM_SHA256_LEN + 1]);
+/* Hex of a digest (65 bytes with the NUL). */
+void cm_sha256_to_hex(const uint8_t digest[CM_SHA256_LEN], char hex[2 * CM_SHA256_LEN + 1]);
 
 #endif /* CM_H */

@@ -22,6 +22,7 @@
 
 #define MAXAX   16  /* axes of one factor or dim in an op step */
 #define MAXMESH 64  /* distinct meshes in a module */
+#define ID_CACHE 256 /* identity-rule cache slots */
 
 /* ---- axes ------------------------------------------------------------------- */
 
@@ -189,6 +190,22 @@ typedef struct prop {
     } *edges;
     uint32_t n_edges, cap_edges;
     uint32_t n_virtual_ops; /* step counter for edges */
+    struct idc {
+        const int64_t *dims;
+        uint32_t rank, n;
+        sp_rule *rule;
+    } id_cache[ID_CACHE];
+    /* rule cache: ops with equal kind, types and rule-relevant attributes share a rule */
+    struct rc {
+        uint64_t key;
+        uint32_t op; /* representative op */
+        sp_rule *rule;
+    } *rule_cache;
+    uint32_t rule_cache_cap, rule_cache_n;
+    /* interned shardings */
+    sp_sharding **sh_tab;
+    uint32_t sh_tab_cap, sh_tab_n;
+    cm_arena scratch; /* one sharding under construction */
 } prop;
 
 static cm_status fail_oom(prop *p)
@@ -277,8 +294,26 @@ static bool slot_type(const prop *p, uint32_t slot, uint32_t *rank, const int64_
 
 /* ---- rules --------------------------------------------------------------------- */
 
-/* Identity rule over rank dims, for constraints, barriers and edges. */
+/* Identity rule over rank dims, for constraints, barriers and edges; cached
+ * per (interned dims, tensor count), as every step of such an op needs one. */
+static sp_rule *identity_rule_new(prop *p, const int64_t *dims, uint32_t rank, uint32_t n_tensors);
+
 static sp_rule *identity_rule(prop *p, const int64_t *dims, uint32_t rank, uint32_t n_tensors)
+{
+    uint32_t h = (uint32_t)(((uintptr_t)dims >> 3) * 2654435761u) ^ (rank * 97u) ^ n_tensors;
+    uint32_t slot = h & (ID_CACHE - 1);
+    struct idc *c = &p->id_cache[slot];
+    if (c->rule != NULL && c->dims == dims && c->rank == rank && c->n == n_tensors) {
+        return c->rule;
+    }
+    sp_rule *r = identity_rule_new(p, dims, rank, n_tensors);
+    if (r != NULL) {
+        *c = (struct idc){dims, rank, n_tensors, r};
+    }
+    return r;
+}
+
+static sp_rule *identity_rule_new(prop *p, const int64_t *dims, uint32_t rank, uint32_t n_tensors)
 {
     cm_arena *a = &p->m->arena;
     sp_rule *r = cm_arena_zalloc(a, sizeof *r);
@@ -313,16 +348,283 @@ static sp_rule *identity_rule(prop *p, const int64_t *dims, uint32_t rank, uint3
     return r;
 }
 
+/* ---- rule cache ---------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+}
+
+static uint64_t str_hash(uint64_t h, const char *s)
+{
+    for (; s != NULL && *s; s++) {
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    }
+    return mix(h, 0xff);
+}
+
+static uint64_t attr_hash(const sp_attr *a, int depth)
+{
+    uint64_t h = mix(0x1234, (uint64_t)a->kind);
+    if (depth > 8) {
+        return h;
+    }
+    switch (a->kind) {
+    case SP_ATTR_BOOL:
+        return mix(h, a->u.b);
+    case SP_ATTR_INT:
+        return mix(h, (uint64_t)a->u.i.v);
+    case SP_ATTR_FLOAT:
+        return str_hash(h, a->u.f.lit);
+    case SP_ATTR_STRING:
+        return str_hash(h, a->u.str.s);
+    case SP_ATTR_SYMBOL:
+        return str_hash(h, a->u.sym);
+    case SP_ATTR_TYPE:
+        return mix(h, a->u.type);
+    case SP_ATTR_ARRAY:
+        for (uint32_t i = 0; i < a->u.arr.n; i++) {
+            h = mix(h, attr_hash(a->u.arr.items[i], depth + 1));
+        }
+        return h;
+    case SP_ATTR_DENSE_ARRAY:
+        for (uint32_t i = 0; i < a->u.darr.n; i++) {
+            h = mix(h, (uint64_t)a->u.darr.v[i]);
+        }
+        return h;
+    case SP_ATTR_DICT:
+        for (uint32_t i = 0; i < a->u.dict.n; i++) {
+            h = str_hash(h, a->u.dict.items[i].name);
+            h = mix(h, attr_hash(a->u.dict.items[i].value, depth + 1));
+        }
+        return h;
+    case SP_ATTR_PARAMS:
+        h = str_hash(h, a->u.params.name);
+        for (uint32_t i = 0; i < a->u.params.n; i++) {
+            h = str_hash(h, a->u.params.items[i].name);
+            h = mix(h, attr_hash(a->u.params.items[i].value, depth + 1));
+        }
+        return h;
+    case SP_ATTR_DENSE:
+        return mix(str_hash(h, a->u.dense.body), a->u.dense.type);
+    case SP_ATTR_ENUM:
+        return str_hash(str_hash(h, a->u.enm.kind), a->u.enm.value);
+    case SP_ATTR_OPAQUE:
+        return str_hash(h, a->u.opaque.text);
+    default:
+        return h;
+    }
+}
+
+static bool attr_eq(const sp_attr *a, const sp_attr *b, int depth);
+
+static bool named_eq(const sp_named_attr *x, uint32_t nx, const sp_named_attr *y, uint32_t ny,
+                     int depth)
+{
+    if (nx != ny) {
+        return false;
+    }
+    for (uint32_t i = 0; i < nx; i++) {
+        if (strcmp(x[i].name, y[i].name) != 0 || !attr_eq(x[i].value, y[i].value, depth + 1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static bool attr_eq(const sp_attr *a, const sp_attr *b, int depth)
+{
+    if (a == b) {
+        return true;
+    }
+    if (a->kind != b->kind || depth > 8) {
+        return false;
+    }
+    switch (a->kind) {
+    case SP_ATTR_UNIT:
+        return true;
+    case SP_ATTR_BOOL:
+        return a->u.b == b->u.b;
+    case SP_ATTR_INT:
+        return a->u.i.v == b->u.i.v && str_eq(a->u.i.type, b->u.i.type);
+    case SP_ATTR_FLOAT:
+        return str_eq(a->u.f.lit, b->u.f.lit) && str_eq(a->u.f.type, b->u.f.type);
+    case SP_ATTR_STRING:
+        return a->u.str.len == b->u.str.len && memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
+    case SP_ATTR_SYMBOL:
+        return str_eq(a->u.sym, b->u.sym);
+    case SP_ATTR_TYPE:
+        return a->u.type == b->u.type;
+    case SP_ATTR_ARRAY:
+        if (a->u.arr.n != b->u.arr.n) {
+            return false;
+        }
+        for (uint32_t i = 0; i < a->u.arr.n; i++) {
+            if (!attr_eq(a->u.arr.items[i], b->u.arr.items[i], depth + 1)) {
+                return false;
+            }
+        }
+        return true;
+    case SP_ATTR_DENSE_ARRAY:
+        return a->u.darr.n == b->u.darr.n && str_eq(a->u.darr.elem, b->u.darr.elem) &&
+               (a->u.darr.n == 0 ||
+                memcmp(a->u.darr.v, b->u.darr.v, sizeof(int64_t) * a->u.darr.n) == 0);
+    case SP_ATTR_DICT:
+        return named_eq(a->u.dict.items, a->u.dict.n, b->u.dict.items, b->u.dict.n, depth);
+    case SP_ATTR_PARAMS:
+        return str_eq(a->u.params.name, b->u.params.name) &&
+               named_eq(a->u.params.items, a->u.params.n, b->u.params.items, b->u.params.n, depth);
+    case SP_ATTR_DENSE:
+        return a->u.dense.type == b->u.dense.type && str_eq(a->u.dense.body, b->u.dense.body);
+    case SP_ATTR_ENUM:
+        return str_eq(a->u.enm.kind, b->u.enm.kind) && str_eq(a->u.enm.value, b->u.enm.value);
+    case SP_ATTR_OPAQUE:
+        return str_eq(a->u.opaque.text, b->u.opaque.text);
+    default:
+        return false; /* sdy attributes never decide a rule */
+    }
+}
+
+static bool rule_relevant(const char *name)
+{
+    return strncmp(name, "sdy.", 4) != 0 && strncmp(name, "mhlo.sharding", 13) != 0 &&
+           strncmp(name, "jax.", 4) != 0;
+}
+
+/* Ops whose rule depends on more than their kind, types and attributes
+ * (defining ops of operands, region bodies) are not cached. */
+static bool rule_cacheable(const sp_op *op)
+{
+    if (op->kind == SP_OP_CONCATENATE || op->kind == SP_OP_DYNAMIC_UPDATE_SLICE ||
+        op->kind == SP_OP_DYNAMIC_SLICE || op->kind == SP_OP_UNKNOWN) {
+        return false;
+    }
+    return op->n_regions == 0 || op->kind == SP_OP_REDUCE;
+}
+
+static uint64_t rule_key(const prop *p, const sp_op *op)
+{
+    uint64_t h = mix(0xabcdef, op->kind);
+    h = str_hash(h, op->name);
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        h = mix(h, p->m->values[op->operands[i]].type);
+    }
+    h = mix(h, 0x77);
+    for (uint32_t i = 0; i < op->n_results; i++) {
+        h = mix(h, p->m->values[op->first_result + i].type);
+    }
+    for (uint32_t i = 0; i < op->n_attrs; i++) {
+        if (rule_relevant(op->attrs[i].name)) {
+            h = str_hash(h, op->attrs[i].name);
+            h = mix(h, attr_hash(op->attrs[i].value, 0));
+        }
+    }
+    return h;
+}
+
+static bool same_rule_inputs(const prop *p, const sp_op *a, const sp_op *b)
+{
+    if (a->kind != b->kind || a->n_operands != b->n_operands || a->n_results != b->n_results ||
+        strcmp(a->name, b->name) != 0) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->n_operands; i++) {
+        if (p->m->values[a->operands[i]].type != p->m->values[b->operands[i]].type) {
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < a->n_results; i++) {
+        if (p->m->values[a->first_result + i].type != p->m->values[b->first_result + i].type) {
+            return false;
+        }
+    }
+    uint32_t na = 0, nb = 0;
+    for (uint32_t i = 0; i < a->n_attrs; i++) {
+        if (!rule_relevant(a->attrs[i].name)) {
+            continue;
+        }
+        na++;
+        const sp_attr *x = sp_attrs_get(b->attrs, b->n_attrs, a->attrs[i].name);
+        if (x == NULL || !attr_eq(a->attrs[i].value, x, 0)) {
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < b->n_attrs; i++) {
+        nb += rule_relevant(b->attrs[i].name);
+    }
+    return na == nb;
+}
+
+static sp_rule *derive_rule(prop *p, uint32_t op);
+
 static sp_rule *op_rule(prop *p, uint32_t op)
 {
     if (p->rule_done[op]) {
         return p->rules[op];
     }
     p->rule_done[op] = 1;
+    const sp_op *o = &p->m->ops[op];
+    if (!rule_cacheable(o) || sp_op_attr(p->m, op, "sdy.sharding_rule") != NULL) {
+        p->rules[op] = derive_rule(p, op);
+        return p->rules[op];
+    }
+    if ((p->rule_cache_n + 1) * 2 > p->rule_cache_cap) {
+        uint32_t cap = p->rule_cache_cap < 1024 ? 1024 : p->rule_cache_cap * 2;
+        struct rc *t = cm_calloc(cap, sizeof *t);
+        if (t == NULL) {
+            fail_oom(p);
+            return NULL;
+        }
+        for (uint32_t i = 0; i < p->rule_cache_cap; i++) {
+            if (p->rule_cache[i].op == 0 && p->rule_cache[i].key == 0) {
+                continue;
+            }
+            uint32_t j = (uint32_t)p->rule_cache[i].key & (cap - 1);
+            while (t[j].op != 0 || t[j].key != 0) {
+                j = (j + 1) & (cap - 1);
+            }
+            t[j] = p->rule_cache[i];
+        }
+        cm_free(p->rule_cache);
+        p->rule_cache = t;
+        p->rule_cache_cap = cap;
+    }
+    uint64_t key = rule_key(p, o) | 1u; /* never 0: 0/0 marks an empty slot */
+    uint32_t j = (uint32_t)key & (p->rule_cache_cap - 1);
+    while (p->rule_cache[j].op != 0 || p->rule_cache[j].key != 0) {
+        struct rc *c = &p->rule_cache[j];
+        if (c->key == key && same_rule_inputs(p, &p->m->ops[c->op], o)) {
+            p->rules[op] = c->rule;
+            if (c->rule != NULL && p->o->keep_sharding_rules) {
+                sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
+                if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
+                    fail_oom(p);
+                    return NULL;
+                }
+                ra->u.rule = c->rule;
+            }
+            return c->rule;
+        }
+        j = (j + 1) & (p->rule_cache_cap - 1);
+    }
+    sp_rule *r = derive_rule(p, op);
+    p->rules[op] = r;
+    p->rule_cache[j] = (struct rc){key, op, r};
+    p->rule_cache_n++;
+    return r;
+}
+
+static sp_rule *derive_rule(prop *p, uint32_t op)
+{
     const sp_attr *a = sp_op_attr(p->m, op, "sdy.sharding_rule");
     if (a != NULL && a->kind == SP_ATTR_RULE) {
-        p->rules[op] = a->u.rule;
-        return p->rules[op];
+        return a->u.rule;
     }
     sp_rule_opts ro = {p->o->conservative, p->o->custom};
     sp_rule *r = NULL;
@@ -337,7 +639,6 @@ static sp_rule *op_rule(prop *p, uint32_t op)
         sp_diags_add(p->diags, p->m, op, SP_DIAG_WARNING, "no sharding rule: %s", e.msg);
         r = NULL;
     }
-    p->rules[op] = r;
     if (r != NULL && p->o->keep_sharding_rules) {
         sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
         if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
@@ -730,10 +1031,90 @@ static uint32_t cur_dim_axes(const sp_mesh *mesh, const tens *t, uint32_t d, ax 
 
 /* Builds the new sharding of t (same mesh name rules as Shardy: the tensor
  * keeps its own mesh name, an unsharded tensor takes the op's). */
+static uint64_t sharding_hash(const sp_sharding *s)
+{
+    uint64_t h = (uint64_t)(uintptr_t)s->mesh_name * 0x9e3779b97f4a7c15ull ^ s->rank;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        const sp_dim_sharding *ds = &s->dims[d];
+        h = (h ^ ((uint64_t)ds->is_closed << 1) ^ ((uint64_t)(uint32_t)ds->priority << 8)) *
+            1099511628211ull;
+        for (uint32_t i = 0; i < ds->n_axes; i++) {
+            h = (h ^ (uint64_t)(uintptr_t)ds->axes[i].name ^ (uint64_t)ds->axes[i].pre_size << 20 ^
+                 (uint64_t)ds->axes[i].size << 40) *
+                1099511628211ull;
+        }
+        h = (h ^ 0xdd) * 1099511628211ull;
+    }
+    return h ^ ((uint64_t)s->n_replicated << 50) ^ ((uint64_t)s->n_unreduced << 56) ^
+           (uint64_t)(uintptr_t)s->replicated ^ (uint64_t)(uintptr_t)s->unreduced;
+}
+
+/* The module-owned sharding equal to s (built in the scratch arena):
+ * propagation creates few distinct shardings, so values share them. */
+static sp_sharding *intern_sharding(prop *p, sp_sharding *s)
+{
+    if ((p->sh_tab_n + 1) * 2 > p->sh_tab_cap) {
+        uint32_t cap = p->sh_tab_cap < 1024 ? 1024 : p->sh_tab_cap * 2;
+        sp_sharding **t = cm_calloc(cap, sizeof *t);
+        if (t == NULL) {
+            return NULL;
+        }
+        for (uint32_t i = 0; i < p->sh_tab_cap; i++) {
+            if (p->sh_tab[i] != NULL) {
+                uint32_t j = (uint32_t)sharding_hash(p->sh_tab[i]) & (cap - 1);
+                while (t[j] != NULL) {
+                    j = (j + 1) & (cap - 1);
+                }
+                t[j] = p->sh_tab[i];
+            }
+        }
+        cm_free(p->sh_tab);
+        p->sh_tab = t;
+        p->sh_tab_cap = cap;
+    }
+    uint32_t j = (uint32_t)sharding_hash(s) & (p->sh_tab_cap - 1);
+    while (p->sh_tab[j] != NULL) {
+        const sp_sharding *c = p->sh_tab[j];
+        if (c->mesh_name == s->mesh_name && c->replicated == s->replicated &&
+            c->unreduced == s->unreduced && c->n_replicated == s->n_replicated &&
+            c->n_unreduced == s->n_unreduced && sp_sharding_equal(c, s)) {
+            cm_arena_reset(&p->scratch);
+            return p->sh_tab[j];
+        }
+        j = (j + 1) & (p->sh_tab_cap - 1);
+    }
+    /* copy into the module arena, keeping the (mesh-owned) name pointers */
+    cm_arena *a = &p->m->arena;
+    sp_sharding *k = cm_arena_memdup(a, s, 1, sizeof *s);
+    if (k != NULL && s->rank > 0) {
+        k->dims = cm_arena_memdup(a, s->dims, s->rank, sizeof(sp_dim_sharding));
+        for (uint32_t d = 0; k->dims != NULL && d < s->rank; d++) {
+            if (s->dims[d].n_axes > 0) {
+                k->dims[d].axes = cm_arena_memdup(a, s->dims[d].axes, s->dims[d].n_axes,
+                                                  sizeof(sp_axis_ref));
+                if (k->dims[d].axes == NULL) {
+                    k = NULL;
+                    break;
+                }
+            }
+        }
+        if (k != NULL && k->dims == NULL) {
+            k = NULL;
+        }
+    }
+    cm_arena_reset(&p->scratch);
+    if (k == NULL) {
+        return NULL;
+    }
+    p->sh_tab[j] = k;
+    p->sh_tab_n++;
+    return k;
+}
+
 static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mesh_name,
                                    const sp_rule *r, const tens *t, const fsh *row)
 {
-    cm_arena *a = &p->m->arena;
+    cm_arena *a = &p->scratch;
     sp_sharding *s = cm_arena_zalloc(a, sizeof *s);
     if (s == NULL) {
         return NULL;
@@ -1120,6 +1501,9 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
             continue;
         }
         sp_sharding *ns = build_sharding(p, mesh, me->name, r, &ts[i], row);
+        if (ns != NULL) {
+            ns = intern_sharding(p, ns);
+        }
         if (ns == NULL) {
             fail_oom(p);
             return;
@@ -1184,12 +1568,15 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
         p->ts_cap = cap;
     }
     tens *t = &p->ts[*n];
-    memset(t, 0, sizeof *t);
     uint32_t value = slot;
     slot = canon_slot(p, slot);
     t->slot = slot;
     t->map = map;
     t->is_result = is_result;
+    t->changed = false;
+    t->n_gained = 0;
+    t->n_repl = 0;
+    t->pos = 0;
     for (uint32_t k = 0; k < *n; k++) {
         t->pos += p->ts[k].is_result == is_result;
     }
@@ -1198,10 +1585,6 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
         return false;
     }
     t->cur = visible(p, slot);
-    if (t->cur != p->sh[slot]) {
-        /* hidden dims must not be written back with their user axes lost */
-        t->updatable = true;
-    }
     (*n)++;
     return true;
 }
@@ -1366,6 +1749,21 @@ static void step_op(prop *p, uint32_t opid)
         op->kind != SP_OP_ALL_REDUCE && op->kind != SP_OP_REDUCE_SCATTER) {
         return; /* data-flow ops: handled by the import edges (TODO #3 follow-up) */
     }
+    dir d = op_direction(p, op);
+    if (d == DIR_NONE) {
+        return;
+    }
+    /* an op none of whose tensors is sharded has nothing to propagate */
+    bool any = false;
+    for (uint32_t i = 0; i < op->n_operands && !any; i++) {
+        any = p->sh[canon_slot(p, op->operands[i])] != NULL;
+    }
+    for (uint32_t i = 0; i < op->n_results && !any; i++) {
+        any = p->sh[canon_slot(p, op->first_result + i)] != NULL;
+    }
+    if (!any) {
+        return;
+    }
     sp_rule *r = op_rule(p, opid);
     if (r == NULL || r->n_operands != op->n_operands || r->n_results != op->n_results) {
         return;
@@ -1386,7 +1784,7 @@ static void step_op(prop *p, uint32_t opid)
             return;
         }
     }
-    step_tensors(p, opid, r, n, op_direction(p, op));
+    step_tensors(p, opid, r, n, d);
 }
 
 /* ---- set-up and write-back ---------------------------------------------------------------- */
@@ -2164,6 +2562,7 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     p.err = err;
     p.op_priority = -1;
     p.user_priority = -1;
+    cm_arena_init(&p.scratch, 4096);
     uint32_t *order = NULL;
     if (setup(&p) != CM_OK) {
         goto out;
@@ -2219,6 +2618,9 @@ out:
     cm_free(p.origin_self);
     cm_free(p.edge_head);
     cm_free(p.edges);
+    cm_free(p.rule_cache);
+    cm_free(p.sh_tab);
+    cm_arena_fini(&p.scratch);
     cm_free(p.group_next);
     cm_free(p.rules);
     cm_free(p.rule_done);
