@@ -360,6 +360,16 @@ typedef struct sp_print_opts {
 /* Appends the module in MLIR's textual form, one op per line. */
 void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b);
 
+/* Parses one attribute value (`array<i64: 0, 1>`, `#stablehlo.dot<...>`,
+ * `"text"`, `dense<0.0> : tensor<f32>`) or one type (`tensor<8x16xf32>`) in
+ * MLIR syntax into module m, with the canonical kinds sp_mlir_read produces.
+ * The whole text must be consumed (whitespace aside). *out is arena-owned by
+ * m. Errors: CM_EINVAL with err->path "1:COL", CM_ENOMEM. */
+cm_status sp_mlir_parse_attr(sp_module *m, const char *text, size_t len, sp_attr **out,
+                             cm_error *err);
+cm_status sp_mlir_parse_type(sp_module *m, const char *text, size_t len, uint32_t *type_out,
+                             cm_error *err);
+
 
 
 #ifndef SP_DIAG_DEFINED

@@ -51,4 +51,13 @@ const sp_pretty *sp_mlir_pretty(sp_op_kind kind);
 /* Decodes a string literal body escape sequence set; shared by reader and printer. */
 void sp_mlir_print_string(cm_buf *b, const char *s, size_t len);
 
+/* Appends a float attribute value the way MLIR prints it: six significant
+ * digits in scientific form (`1.000000e-03`) when that reads back to the same
+ * value of the attribute's type, else APFloat's round-tripping form
+ * (`0.33333333333333331`), else the bit pattern in hex (`0x7FC00000`, also
+ * for infinities and NaNs). lit is the literal as read (decimal or hex bit
+ * pattern) or NULL to use v; type is "f32", "f64", "f16", "bf16" or NULL
+ * (f64); other float types print lit unchanged. */
+void sp_mlir_print_float(cm_buf *b, double v, const char *lit, const char *type);
+
 #endif /* SP_MLIR_INT_H */

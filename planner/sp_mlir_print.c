@@ -35,6 +35,9 @@ typedef struct pr {
     const char **used;
     uint32_t *used_len;
     uint32_t n_used, cap_used;
+    const char *sole_prop; /* generic form: the op's only inherent attribute, or NULL */
+    uint32_t *slots;       /* hash of used[] positions, USED_EMPTY / USED_TOMB */
+    uint32_t cap_slots, n_filled;
 } pr;
 
 /* ---- naming ------------------------------------------------------------------- */
@@ -44,14 +47,75 @@ typedef struct ctx {
     uint32_t used_mark;
 } ctx;
 
-static bool used_has(const pr *p, const char *s, uint32_t n)
+/* The used-name set is a stack (used[], truncated to a mark when a scope
+ * ends) indexed by an open-addressing hash table of stack positions, so
+ * that naming thousands of constants stays linear. */
+#define USED_EMPTY UINT32_MAX
+#define USED_TOMB  (UINT32_MAX - 1)
+
+static uint32_t used_hash(const char *s, uint32_t n)
 {
-    for (uint32_t i = 0; i < p->n_used; i++) {
-        if (p->used_len[i] == n && memcmp(p->used[i], s, n) == 0) {
-            return true;
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/* Slot holding name s, or USED_EMPTY when absent. */
+static uint32_t used_find(const pr *p, const char *s, uint32_t n)
+{
+    if (p->cap_slots == 0) {
+        return USED_EMPTY;
+    }
+    for (uint32_t j = used_hash(s, n) & (p->cap_slots - 1);; j = (j + 1) & (p->cap_slots - 1)) {
+        uint32_t e = p->slots[j];
+        if (e == USED_EMPTY) {
+            return USED_EMPTY;
+        }
+        if (e != USED_TOMB && p->used_len[e] == n && memcmp(p->used[e], s, n) == 0) {
+            return j;
         }
     }
-    return false;
+}
+
+static bool used_has(const pr *p, const char *s, uint32_t n)
+{
+    return used_find(p, s, n) != USED_EMPTY;
+}
+
+/* Pops used names down to mark (leaving finished scopes). */
+static void used_truncate(pr *p, uint32_t mark)
+{
+    while (p->n_used > mark) {
+        p->n_used--;
+        uint32_t j = used_find(p, p->used[p->n_used], p->used_len[p->n_used]);
+        if (j != USED_EMPTY) {
+            p->slots[j] = USED_TOMB;
+        }
+    }
+}
+
+static bool used_rehash(pr *p, uint32_t cap)
+{
+    uint32_t *s = cm_alloc(sizeof(uint32_t) * cap);
+    if (s == NULL) {
+        return false;
+    }
+    memset(s, 0xff, sizeof(uint32_t) * cap);
+    for (uint32_t i = 0; i < p->n_used; i++) {
+        uint32_t j = used_hash(p->used[i], p->used_len[i]) & (cap - 1);
+        while (s[j] != USED_EMPTY) {
+            j = (j + 1) & (cap - 1);
+        }
+        s[j] = i;
+    }
+    cm_free(p->slots);
+    p->slots = s;
+    p->cap_slots = cap;
+    p->n_filled = p->n_used;
+    return true;
 }
 
 static void used_add(pr *p, const char *s, uint32_t n)
@@ -72,9 +136,27 @@ static void used_add(pr *p, const char *s, uint32_t n)
         p->used_len = l;
         p->cap_used = cap;
     }
+    /* tombstones count as filled until the next rehash */
+    if ((p->n_filled + 1) * 2 > p->cap_slots) {
+        uint32_t cap = p->cap_slots == 0 ? 64 : p->cap_slots;
+        if ((p->n_used + 1) * 4 > cap) {
+            cap *= 2; /* else rehashing just drops the tombstones */
+        }
+        if (!used_rehash(p, cap)) {
+            p->b->oom = true;
+            return;
+        }
+    }
     p->used[p->n_used] = s;
     p->used_len[p->n_used] = n;
-    p->n_used++;
+    uint32_t j = used_hash(s, n) & (p->cap_slots - 1);
+    while (p->slots[j] != USED_EMPTY && p->slots[j] != USED_TOMB) {
+        j = (j + 1) & (p->cap_slots - 1);
+    }
+    if (p->slots[j] == USED_EMPTY) {
+        p->n_filled++;
+    }
+    p->slots[j] = p->n_used++;
 }
 
 /* Names value v base (e.g. "c"), uniquing with the shared conflict counter. */
@@ -113,10 +195,38 @@ static void name_value(pr *p, ctx *c, uint32_t v, const char *base, int32_t sub)
     }
 }
 
-static bool is_float_elem(sp_elem e)
+static bool is_int_elem(sp_elem e)
 {
-    return e == SP_ELEM_BF16 || e == SP_ELEM_F16 || e == SP_ELEM_F32 || e == SP_ELEM_F64 ||
-           e == SP_ELEM_F8E4M3FN || e == SP_ELEM_F8E5M2 || e == SP_ELEM_C64 || e == SP_ELEM_C128;
+    return e >= SP_ELEM_I1 && e <= SP_ELEM_UI64;
+}
+
+/* arith.constant's result name: %true / %false for i1, %c42_i32 for an
+ * integer, %c42 for an index, %cst for anything else. */
+static const char *arith_constant_name(pr *p, const sp_op *op)
+{
+    const sp_attr *v = sp_attrs_get(op->attrs, op->n_attrs, "value");
+    if (v != NULL && v->kind == SP_ATTR_BOOL) {
+        return v->u.b ? "true" : "false";
+    }
+    if (v == NULL || v->kind != SP_ATTR_INT || v->u.i.type == NULL) {
+        return "cst";
+    }
+    if (strcmp(v->u.i.type, "i1") == 0) {
+        return v->u.i.v ? "true" : "false";
+    }
+    char tmp[64];
+    bool is_index = strcmp(v->u.i.type, "index") == 0;
+    int len = snprintf(tmp, sizeof tmp, "c%lld%s%s", (long long)v->u.i.v, is_index ? "" : "_",
+                       is_index ? "" : v->u.i.type);
+    if (len < 0 || (size_t)len >= sizeof tmp) {
+        return "cst";
+    }
+    const char *name = cm_arena_strndup(&p->scratch, tmp, (size_t)len);
+    if (name == NULL) {
+        p->b->oom = true;
+        return "cst";
+    }
+    return name;
 }
 
 static void number_block(pr *p, ctx *c, const sp_block *bl, bool while_args)
@@ -137,9 +247,15 @@ static void number_block(pr *p, ctx *c, const sp_block *bl, bool while_args)
             continue;
         }
         if ((op->kind == SP_OP_CONSTANT || op->kind == SP_OP_SDY_CONSTANT) && op->n_results == 1) {
+            /* StableHLO: %c for integer element types, %cst for the rest */
             const sp_type *t = &p->m->types[p->m->values[op->first_result].type];
             name_value(p, c, op->first_result,
-                       t->kind == SP_TYPE_TENSOR && is_float_elem(t->elem) ? "cst" : "c", -1);
+                       t->kind == SP_TYPE_TENSOR && is_int_elem(t->elem) ? "c" : "cst", -1);
+            continue;
+        }
+        if (op->kind == SP_OP_UNKNOWN && op->n_results == 1 &&
+            strcmp(op->name, "arith.constant") == 0) {
+            name_value(p, c, op->first_result, arith_constant_name(p, op), -1);
             continue;
         }
         if (op->kind == SP_OP_RNG_BIT_GENERATOR && op->n_results == 2) {
@@ -184,7 +300,7 @@ static void number_regions(pr *p, const sp_op *op, ctx start)
     while (n > 0) {
         item it = stk[--n];
         ctx c = it.c;
-        p->n_used = c.used_mark; /* leave the scopes of finished siblings */
+        used_truncate(p, c.used_mark); /* leave the scopes of finished siblings */
         const sp_region *rg = &it.op->regions[it.region];
         bool while_args = it.op->kind == SP_OP_WHILE;
         for (uint32_t bi = 0; bi < rg->n_blocks; bi++) {
@@ -298,7 +414,14 @@ static void symbol(pr *p, const char *s)
 
 /* ---- attributes -------------------------------------------------------------------- */
 
-static void attr(pr *p, const sp_attr *a);
+static void attr_ctx(pr *p, const sp_attr *a, bool bare);
+
+/* A full attribute: an untyped integer or float is an i64 / f64 attribute
+ * and MLIR prints its type. */
+static void attr(pr *p, const sp_attr *a)
+{
+    attr_ctx(p, a, false);
+}
 
 static int cmp_named(const void *x, const void *y)
 {
@@ -326,8 +449,11 @@ static void attr_dict(pr *p, const sp_named_attr *attrs, uint32_t n, const char 
                 skipped = true;
             }
         }
-        bool dotted = strchr(attrs[i].name, '.') != NULL;
-        if (skipped || (only == 1 && dotted) || (only == 2 && !dotted)) {
+        /* a property: an inherent attribute, guessed as one without a dialect
+         * prefix unless the op's only inherent attribute is known */
+        bool prop = p->sole_prop != NULL ? strcmp(attrs[i].name, p->sole_prop) == 0
+                                         : strchr(attrs[i].name, '.') == NULL;
+        if (skipped || (only == 1 && !prop) || (only == 2 && prop)) {
             continue;
         }
         sel[k++] = attrs[i];
@@ -371,6 +497,43 @@ static void int_array(pr *p, const int64_t *v, uint32_t n)
     putc_(p, ']');
 }
 
+/* Integers of an int, dense array or array-of-ints attribute into buf (at
+ * most max); false when a is none of these or too long. Never allocates, so
+ * printing cannot fail half-way for lack of memory. */
+static bool ints_of(const sp_attr *a, int64_t *buf, uint32_t max, uint32_t *n_out)
+{
+    if (a == NULL) {
+        return false;
+    }
+    switch (a->kind) {
+    case SP_ATTR_INT:
+        buf[0] = a->u.i.v;
+        *n_out = 1;
+        return max >= 1;
+    case SP_ATTR_DENSE_ARRAY:
+        if (a->u.darr.n > max) {
+            return false;
+        }
+        memcpy(buf, a->u.darr.v, sizeof(int64_t) * a->u.darr.n);
+        *n_out = a->u.darr.n;
+        return true;
+    case SP_ATTR_ARRAY:
+        if (a->u.arr.n > max) {
+            return false;
+        }
+        for (uint32_t i = 0; i < a->u.arr.n; i++) {
+            if (a->u.arr.items[i]->kind != SP_ATTR_INT) {
+                return false;
+            }
+            buf[i] = a->u.arr.items[i]->u.i.v;
+        }
+        *n_out = a->u.arr.n;
+        return true;
+    default:
+        return false;
+    }
+}
+
 static const char conv_letter[3][2] = {{'b', 'f'}, {'i', 'o'}, {'b', 'f'}};
 
 /* `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]` from a stablehlo.conv PARAMS. */
@@ -379,15 +542,13 @@ static bool conv_compact(pr *p, const sp_attr *a)
     if (a->u.params.n != 9) {
         return false;
     }
-    cm_arena scratch;
-    cm_arena_init(&scratch, 4096);
     bool ok = true;
     for (int g = 0; g < 3 && ok; g++) {
-        const int64_t *one, *two, *spat;
+        int64_t one[1], two[1], spat[SP_MAX_RANK];
         uint32_t n1, n2, ns;
-        if (!sp_attr_ints(a->u.params.items[g * 3].value, &one, &n1, &scratch) ||
-            !sp_attr_ints(a->u.params.items[g * 3 + 1].value, &two, &n2, &scratch) ||
-            !sp_attr_ints(a->u.params.items[g * 3 + 2].value, &spat, &ns, &scratch) || n1 != 1 ||
+        if (!ints_of(a->u.params.items[g * 3].value, one, 1, &n1) ||
+            !ints_of(a->u.params.items[g * 3 + 1].value, two, 1, &n2) ||
+            !ints_of(a->u.params.items[g * 3 + 2].value, spat, SP_MAX_RANK, &ns) || n1 != 1 ||
             n2 != 1 || ns + 2 > SP_MAX_RANK) {
             ok = false;
             break;
@@ -426,11 +587,108 @@ static bool conv_compact(pr *p, const sp_attr *a)
         }
         putc_(p, ']');
     }
-    cm_arena_fini(&scratch);
     return ok;
 }
 
-static void attr(pr *p, const sp_attr *a)
+/* `{"x", "y":(1)2}` */
+static void axis_list(pr *p, const sp_axis_list *l)
+{
+    putc_(p, '{');
+    for (uint32_t i = 0; i < l->n; i++) {
+        if (i > 0) {
+            put(p, ", ");
+        }
+        sp_axis_ref_print(&l->axes[i], p->b);
+    }
+    putc_(p, '}');
+}
+
+/* `[{"x"}, {}]` or, for all-to-all parameters, `[{"x"}: 0->1]` */
+static void axis_lists(pr *p, const sp_attr *a)
+{
+    bool a2a = a->kind == SP_ATTR_ALL_TO_ALL;
+    uint32_t n = a2a ? a->u.a2a.n : a->u.axis_lists.n;
+    putc_(p, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0) {
+            put(p, ", ");
+        }
+        if (a2a) {
+            const sp_all_to_all_param *q = &a->u.a2a.items[i];
+            axis_list(p, &q->axes);
+            put(p, ": ");
+            cm_buf_put_i64(p->b, q->src_dim);
+            put(p, "->");
+            cm_buf_put_i64(p->b, q->tgt_dim);
+        } else {
+            axis_list(p, &a->u.axis_lists.items[i]);
+        }
+    }
+    putc_(p, ']');
+}
+
+/* Nested `[[1, 2], [3, 4]]` of n = prod(dims) integers. */
+static void dense_nested(pr *p, const int64_t *v, const int64_t *dims, uint32_t rank, bool is_bool,
+                         int64_t stride)
+{
+    if (rank == 0) {
+        if (is_bool) {
+            put(p, *v ? "true" : "false");
+        } else {
+            cm_buf_put_i64(p->b, *v);
+        }
+        return;
+    }
+    int64_t inner = stride / (dims[0] > 0 ? dims[0] : 1);
+    putc_(p, '[');
+    for (int64_t i = 0; i < dims[0]; i++) {
+        if (i > 0) {
+            put(p, ", ");
+        }
+        dense_nested(p, v + i * inner, dims + 1, rank - 1, is_bool, inner);
+    }
+    putc_(p, ']');
+}
+
+/* The body of dense<...>: integer and boolean tensors in MLIR's canonical
+ * form (a splat when every element is equal, else nested lists), anything
+ * else (floats, hex blobs, strings) verbatim. */
+static void dense_body(pr *p, const sp_attr *a)
+{
+    const sp_type *t = &p->m->types[a->u.dense.type];
+    if (a->u.dense.ints == NULL || t->kind != SP_TYPE_TENSOR || t->encoding != NULL) {
+        put(p, a->u.dense.body);
+        return;
+    }
+    int64_t total = 1;
+    for (uint32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0 || !cm_mul_i64(total, t->dims[i], &total)) {
+            put(p, a->u.dense.body);
+            return;
+        }
+    }
+    const int64_t *v = a->u.dense.ints;
+    uint32_t n = a->u.dense.n_ints;
+    bool is_bool = t->elem == SP_ELEM_I1;
+    bool splat = n >= 1;
+    for (uint32_t i = 1; splat && i < n; i++) {
+        splat = v[i] == v[0];
+    }
+    if (total == 0) {
+        return; /* dense<> */
+    }
+    if (splat && (n == 1 || (int64_t)n == total)) {
+        dense_nested(p, v, NULL, 0, is_bool, 1);
+    } else if ((int64_t)n == total && total <= 1 << 20) {
+        dense_nested(p, v, t->dims, t->rank, is_bool, total);
+    } else {
+        put(p, a->u.dense.body);
+    }
+}
+
+/* Prints attribute a; bare: inside a dialect attribute's parameters, where
+ * integers and floats are plain values without a type. */
+static void attr_ctx(pr *p, const sp_attr *a, bool bare)
 {
     switch (a->kind) {
     case SP_ATTR_UNIT:
@@ -441,16 +699,16 @@ static void attr(pr *p, const sp_attr *a)
         break;
     case SP_ATTR_INT:
         cm_buf_put_i64(p->b, a->u.i.v);
-        if (a->u.i.type != NULL) {
+        if (a->u.i.type != NULL || !bare) {
             put(p, " : ");
-            put(p, a->u.i.type);
+            put(p, a->u.i.type != NULL ? a->u.i.type : "i64");
         }
         break;
     case SP_ATTR_FLOAT:
-        put(p, a->u.f.lit != NULL ? a->u.f.lit : "0.0");
-        if (a->u.f.type != NULL) {
+        sp_mlir_print_float(p->b, a->u.f.v, a->u.f.lit, a->u.f.type);
+        if (a->u.f.type != NULL || !bare) {
             put(p, " : ");
-            put(p, a->u.f.type);
+            put(p, a->u.f.type != NULL ? a->u.f.type : "f64");
         }
         break;
     case SP_ATTR_STRING:
@@ -468,7 +726,7 @@ static void attr(pr *p, const sp_attr *a)
             if (i > 0) {
                 put(p, ", ");
             }
-            attr(p, a->u.arr.items[i]);
+            attr_ctx(p, a->u.arr.items[i], bare);
         }
         putc_(p, ']');
         break;
@@ -500,7 +758,7 @@ static void attr(pr *p, const sp_attr *a)
         break;
     case SP_ATTR_DENSE:
         put(p, "dense<");
-        put(p, a->u.dense.body);
+        dense_body(p, a);
         put(p, "> : ");
         type_ref(p, a->u.dense.type);
         break;
@@ -508,9 +766,17 @@ static void attr(pr *p, const sp_attr *a)
         putc_(p, '#');
         put(p, a->u.params.name);
         putc_(p, '<');
-        if (strcmp(a->u.params.name, "stablehlo.conv") == 0 && conv_compact(p, a)) {
-            putc_(p, '>');
-            break;
+        if (strcmp(a->u.params.name, "stablehlo.conv") == 0) {
+            size_t mark = p->b->len;
+            if (conv_compact(p, a)) {
+                putc_(p, '>');
+                break;
+            }
+            p->b->len = mark; /* conv_compact may have written a prefix */
+            if (p->b->data != NULL) {
+                p->b->data[mark] = '\0';
+            }
+            put(p, "raw ");
         }
         for (uint32_t i = 0, k = 0; i < a->u.params.n; i++) {
             const sp_attr *v = a->u.params.items[i].value;
@@ -518,17 +784,23 @@ static void attr(pr *p, const sp_attr *a)
                 strcmp(a->u.params.name, "stablehlo.dot_algorithm") != 0) {
                 continue; /* StableHLO omits empty dimension lists */
             }
+            if (((v->kind == SP_ATTR_FLOAT && v->u.f.v == 0.0) ||
+                 (v->kind == SP_ATTR_INT && v->u.i.v == 0)) &&
+                strcmp(a->u.params.name, "stablehlo.result_accuracy") == 0) {
+                continue; /* and the default tolerances of a result accuracy */
+            }
             put(p, k++ ? ", " : "");
             put(p, a->u.params.items[i].name);
             put(p, " = ");
-            attr(p, v);
+            attr_ctx(p, v, true);
         }
         putc_(p, '>');
         break;
     case SP_ATTR_ENUM:
-        if (a->u.enm.kind != NULL && a->u.enm.dialect != NULL &&
-            strcmp(a->u.enm.dialect, "stablehlo") == 0) {
-            put(p, "#stablehlo<");
+        if (a->u.enm.kind != NULL && a->u.enm.dialect != NULL) {
+            putc_(p, '#');
+            put(p, a->u.enm.dialect);
+            putc_(p, '<');
             put(p, a->u.enm.kind);
             putc_(p, ' ');
             put(p, a->u.enm.value);
@@ -561,6 +833,21 @@ static void attr(pr *p, const sp_attr *a)
     case SP_ATTR_RULE:
         put(p, "#sdy.op_sharding_rule");
         sp_rule_print(a->u.rule, p->b);
+        break;
+    case SP_ATTR_AXIS_LIST:
+        put(p, "#sdy<axis_ref_list");
+        axis_list(p, &a->u.axes);
+        putc_(p, '>');
+        break;
+    case SP_ATTR_AXIS_LISTS:
+        put(p, "#sdy<list_of_axis_ref_lists");
+        axis_lists(p, a);
+        putc_(p, '>');
+        break;
+    case SP_ATTR_ALL_TO_ALL:
+        put(p, "#sdy<all_to_all_param_list");
+        axis_lists(p, a);
+        putc_(p, '>');
         break;
     }
 }
@@ -689,16 +976,26 @@ static void region(pr *p, const sp_region *rg, bool print_entry_args)
     putc_(p, '}');
 }
 
-static void generic(pr *p, const sp_op *op)
+/* The generic form; quoted = false writes the name bare (the form StableHLO
+ * uses for a constant whose value type differs from its result type). */
+static void generic_ex(pr *p, const sp_op *op, bool quoted)
 {
-    putc_(p, '"');
+    if (quoted) {
+        putc_(p, '"');
+    }
     put(p, op->name);
-    put(p, "\"(");
+    put(p, quoted ? "\"(" : "(");
     operands(p, op, 0);
     putc_(p, ')');
+    const char *sole = op->kind == SP_OP_CONSTANT || op->kind == SP_OP_SDY_CONSTANT ||
+                               strcmp(op->name, "arith.constant") == 0
+                           ? "value"
+                           : NULL;
+    p->sole_prop = sole;
     bool has_props = false;
     for (uint32_t i = 0; i < op->n_attrs; i++) {
-        if (strchr(op->attrs[i].name, '.') == NULL) {
+        if (p->sole_prop != NULL ? strcmp(op->attrs[i].name, p->sole_prop) == 0
+                                 : strchr(op->attrs[i].name, '.') == NULL) {
             has_props = true;
         }
     }
@@ -707,6 +1004,7 @@ static void generic(pr *p, const sp_op *op)
         attr_dict(p, op->attrs, op->n_attrs, NULL, 1, false);
         putc_(p, '>');
     }
+    p->sole_prop = NULL;
     if (op->n_regions > 0) {
         put(p, " (");
         for (uint32_t r = 0; r < op->n_regions; r++) {
@@ -717,9 +1015,16 @@ static void generic(pr *p, const sp_op *op)
         }
         putc_(p, ')');
     }
+    p->sole_prop = sole;
     attr_dict(p, op->attrs, op->n_attrs, NULL, 2, true);
+    p->sole_prop = NULL;
     put(p, " : ");
     functional(p, op);
+}
+
+static void generic(pr *p, const sp_op *op)
+{
+    generic_ex(p, op, true);
 }
 
 /* ---- custom forms ------------------------------------------------------------------ */
@@ -776,7 +1081,16 @@ static bool keyword_op(pr *p, const sp_op *op, const sp_pretty *pd)
             ok = a->kind == SP_ATTR_INT && sp_attrs_get(op->attrs, op->n_attrs, "mantissa_bits") != NULL;
             break;
         case SP_CL_DOTDIMS:
+            /* only the four dimension lists, each printable */
             ok = a->kind == SP_ATTR_PARAMS;
+            for (uint32_t k = 0; ok && k < a->u.params.n; k++) {
+                int64_t tmp[SP_MAX_RANK];
+                uint32_t nt;
+                const char *nm = a->u.params.items[k].name;
+                ok = nm != NULL && strstr(nm, "_dimensions") != NULL &&
+                     (strncmp(nm, "lhs_", 4) == 0 || strncmp(nm, "rhs_", 4) == 0) &&
+                     ints_of(a->u.params.items[k].value, tmp, SP_MAX_RANK, &nt);
+            }
             break;
         case SP_CL_ALGORITHM:
             ok = a->kind == SP_ATTR_PARAMS;
@@ -858,46 +1172,26 @@ static bool keyword_op(pr *p, const sp_op *op, const sp_pretty *pd)
             static const char *const names[4] = {"lhs_batching_dimensions", "rhs_batching_dimensions",
                                                  "lhs_contracting_dimensions",
                                                  "rhs_contracting_dimensions"};
-            const sp_attr *d[4];
-            cm_arena scratch;
-            cm_arena_init(&scratch, 1024);
+            int64_t v[4][SP_MAX_RANK];
+            uint32_t nv[4] = {0, 0, 0, 0};
             for (int k = 0; k < 4; k++) {
-                d[k] = sp_attrs_get(a->u.params.items, a->u.params.n, names[k]);
+                const sp_attr *d = sp_attrs_get(a->u.params.items, a->u.params.n, names[k]);
+                if (d != NULL && !ints_of(d, v[k], SP_MAX_RANK, &nv[k])) {
+                    nv[k] = 0;
+                }
             }
-            for (int g = 0; g < 2; g++) {
-                const int64_t *lv = NULL, *rv = NULL;
-                uint32_t ln = 0, rn = 0;
-                if (d[2 * g] != NULL) {
-                    sp_attr_ints(d[2 * g], &lv, &ln, &scratch);
-                }
-                if (d[2 * g + 1] != NULL) {
-                    sp_attr_ints(d[2 * g + 1], &rv, &rn, &scratch);
-                }
-                if (g == 0 && ln == 0 && rn == 0) {
-                    continue;
-                }
-                if (g == 1 && (d[0] != NULL || d[1] != NULL) && !(ln == 0 && rn == 0 && false)) {
-                    /* separator after batching dims */
-                }
-                if (g == 1) {
-                    const int64_t *bl = NULL, *br = NULL;
-                    uint32_t bln = 0, brn = 0;
-                    if (d[0] != NULL) {
-                        sp_attr_ints(d[0], &bl, &bln, &scratch);
-                    }
-                    if (d[1] != NULL) {
-                        sp_attr_ints(d[1], &br, &brn, &scratch);
-                    }
-                    if (bln > 0 || brn > 0) {
-                        put(p, ", ");
-                    }
-                }
-                put(p, g == 0 ? "batching_dims = " : "contracting_dims = ");
-                int_array(p, lv, ln);
+            bool batch = nv[0] > 0 || nv[1] > 0;
+            if (batch) {
+                put(p, "batching_dims = ");
+                int_array(p, v[0], nv[0]);
                 put(p, " x ");
-                int_array(p, rv, rn);
+                int_array(p, v[1], nv[1]);
+                put(p, ", ");
             }
-            cm_arena_fini(&scratch);
+            put(p, "contracting_dims = ");
+            int_array(p, v[2], nv[2]);
+            put(p, " x ");
+            int_array(p, v[3], nv[3]);
             break;
         }
         case SP_CL_ALGORITHM:
@@ -906,7 +1200,7 @@ static bool keyword_op(pr *p, const sp_op *op, const sp_pretty *pd)
                 put(p, k ? ", " : "");
                 put(p, a->u.params.items[k].name);
                 put(p, " = ");
-                attr(p, a->u.params.items[k].value);
+                attr_ctx(p, a->u.params.items[k].value, true);
             }
             putc_(p, '>');
             break;
@@ -948,9 +1242,17 @@ static const sp_attr *get(const sp_op *op, const char *name)
 static bool constant_op(pr *p, const sp_op *op)
 {
     const sp_attr *v = get(op, "value");
-    if (v == NULL || v->kind != SP_ATTR_DENSE || op->n_results != 1 || op->n_operands != 0 ||
-        v->u.dense.type != p->m->values[op->first_result].type) {
+    if (v == NULL || v->kind != SP_ATTR_DENSE || op->n_results != 1 || op->n_operands != 0) {
         return false;
+    }
+    if (v->u.dense.type != p->m->values[op->first_result].type) {
+        /* e.g. a quantized result: `stablehlo.constant() <{value = ...}> : () -> T` */
+        if (op->kind != SP_OP_CONSTANT) {
+            return false;
+        }
+        results_prefix(p, op);
+        generic_ex(p, op, false);
+        return true;
     }
     results_prefix(p, op);
     put(p, op->name);
@@ -1128,12 +1430,23 @@ static bool reduce_op(pr *p, const sp_op *op)
     const sp_op *inner = NULL;
     if (n == 1 && bl->n_ops == 2) {
         const sp_op *a = &p->m->ops[bl->ops[0]], *r = &p->m->ops[bl->ops[1]];
-        if (a->n_operands == 2 && a->operands[0] == bl->first_arg &&
+        /* StableHLO's conditions: a commutative binary op on the two block
+         * arguments, returned; the arguments are 0-d tensors of the first
+         * input's element type (the parser rebuilds them that way) */
+        sp_op_kind k = (sp_op_kind)a->kind;
+        bool commutative = k == SP_OP_ADD || k == SP_OP_MULTIPLY || k == SP_OP_MAXIMUM ||
+                           k == SP_OP_MINIMUM || k == SP_OP_AND || k == SP_OP_OR || k == SP_OP_XOR;
+        const sp_type *in = &p->m->types[p->m->values[op->operands[0]].type];
+        const sp_type *at = &p->m->types[p->m->values[bl->first_arg].type];
+        bool scalar = in->kind == SP_TYPE_TENSOR && in->elem != SP_ELEM_OTHER &&
+                      at->kind == SP_TYPE_TENSOR && at->rank == 0 && at->elem == in->elem &&
+                      at->encoding == NULL &&
+                      p->m->values[bl->first_arg + 1].type == p->m->values[bl->first_arg].type;
+        if (commutative && scalar && a->n_operands == 2 && a->operands[0] == bl->first_arg &&
             a->operands[1] == bl->first_arg + 1 && a->n_results == 1 && a->n_regions == 0 &&
-            a->n_attrs == 0 && strncmp(a->name, "stablehlo.", 10) == 0 &&
-            r->kind == SP_OP_RETURN && r->n_operands == 1 && r->operands[0] == a->first_result &&
-            p->m->values[a->first_result].type == p->m->values[bl->first_arg].type &&
-            (a->loc == NULL) == (op->loc == NULL)) {
+            a->n_attrs == 0 && r->kind == SP_OP_RETURN && r->n_operands == 1 &&
+            r->operands[0] == a->first_result && r->n_attrs == 0 &&
+            p->m->values[a->first_result].type == p->m->values[bl->first_arg].type) {
             inner = a;
         }
     }
@@ -1159,7 +1472,6 @@ static bool reduce_op(pr *p, const sp_op *op)
     if (inner != NULL) {
         return true;
     }
-    p->indent++;
     newline(p);
     put(p, " reducer");
     for (uint32_t i = 0; i < n; i++) {
@@ -1174,7 +1486,6 @@ static bool reduce_op(pr *p, const sp_op *op)
         put(p, ") ");
     }
     putc_(p, ' ');
-    p->indent--;
     putc_(p, '{');
     p->indent++;
     block_body(p, bl);
@@ -1336,6 +1647,264 @@ static bool call_op(pr *p, const sp_op *op)
     return true;
 }
 
+/* `T` when operand 0 and the only result have type T (sdy ops print `: T`). */
+static bool same_type_1(const pr *p, const sp_op *op)
+{
+    return op->n_operands == 1 && op->n_results == 1 &&
+           p->m->values[op->operands[0]].type == p->m->values[op->first_result].type;
+}
+
+/* sdy.all_gather [{"x"}, {}] %v out_sharding=<...> : T and the other collectives. */
+static bool collective_op(pr *p, const sp_op *op)
+{
+    const char *axes_name = NULL;
+    sp_attr_kind want = SP_ATTR_AXIS_LISTS;
+    switch (op->kind) {
+    case SP_OP_SDY_ALL_GATHER:
+        axes_name = "gathering_axes";
+        break;
+    case SP_OP_SDY_ALL_SLICE:
+        axes_name = "slicing_axes";
+        break;
+    case SP_OP_SDY_REDUCE_SCATTER:
+        axes_name = "reduce_scatter_axes";
+        break;
+    case SP_OP_SDY_SHARDED_TO_UNREDUCED:
+        axes_name = "axes";
+        break;
+    case SP_OP_SDY_ALL_REDUCE:
+        axes_name = "reduction_axes";
+        want = SP_ATTR_AXIS_LIST;
+        break;
+    case SP_OP_SDY_REPLICATED_TO_UNREDUCED:
+        axes_name = "axes";
+        want = SP_ATTR_AXIS_LIST;
+        break;
+    case SP_OP_SDY_ALL_TO_ALL:
+        axes_name = "params";
+        want = SP_ATTR_ALL_TO_ALL;
+        break;
+    default:
+        break;
+    }
+    const sp_attr *axes = axes_name != NULL ? get(op, axes_name) : NULL;
+    const sp_attr *os = get(op, "out_sharding"), *red = get(op, "reduction_op");
+    if ((axes_name != NULL && (axes == NULL || axes->kind != want)) || os == NULL ||
+        os->kind != SP_ATTR_SHARDING || (red != NULL && red->kind != SP_ATTR_ENUM) ||
+        !same_type_1(p, op)) {
+        return false;
+    }
+    results_prefix(p, op);
+    put(p, op->name);
+    if (red != NULL) {
+        put(p, " <");
+        put(p, red->u.enm.value);
+        putc_(p, '>');
+    }
+    if (axes != NULL) {
+        putc_(p, ' ');
+        if (want == SP_ATTR_AXIS_LIST) {
+            axis_list(p, &axes->u.axes);
+        } else {
+            axis_lists(p, axes);
+        }
+    }
+    putc_(p, ' ');
+    operands(p, op, 0);
+    put(p, " out_sharding=");
+    sp_sharding_print(os->u.sharding, p->b);
+    const char *const skip[] = {"out_sharding", "reduction_op", axes_name, NULL};
+    attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    put(p, " : ");
+    type_ref(p, p->m->values[op->first_result].type);
+    return true;
+}
+
+/* `[<@m, [...]>, ...]`, the stripped form of a sharding-per-value list. */
+static void stripped_shardings(pr *p, const sp_attr *a)
+{
+    putc_(p, '[');
+    for (uint32_t i = 0; i < a->u.shardings.n; i++) {
+        if (i > 0) {
+            put(p, ", ");
+        }
+        sp_sharding_print(a->u.shardings.items[i], p->b);
+    }
+    putc_(p, ']');
+}
+
+/* sdy.manual_computation / sdy.named_computation: a single-block region
+ * written `(%arg1: T, ...) { ... }`. */
+static bool sdy_region_op(pr *p, const sp_op *op)
+{
+    bool named = op->kind == SP_OP_SDY_NAMED_COMPUTATION;
+    const sp_attr *name = get(op, "name"), *in = get(op, "in_shardings"),
+                  *out = get(op, "out_shardings"), *axes = get(op, "manual_axes");
+    if (op->n_regions != 1 || op->regions[0].n_blocks != 1 ||
+        (named && (name == NULL || name->kind != SP_ATTR_STRING)) ||
+        (in != NULL && in->kind != SP_ATTR_SHARDING_LIST) ||
+        (out != NULL && out->kind != SP_ATTR_SHARDING_LIST) ||
+        (!named && (in == NULL || out == NULL || axes == NULL || axes->kind != SP_ATTR_AXIS_LIST))) {
+        return false;
+    }
+    const sp_block *bl = &p->m->blocks[op->regions[0].blocks[0]];
+    results_prefix(p, op);
+    put(p, op->name);
+    if (named) {
+        putc_(p, '<');
+        sp_mlir_print_string(p->b, name->u.str.s, name->u.str.len);
+        putc_(p, '>');
+    }
+    putc_(p, '(');
+    operands(p, op, 0);
+    putc_(p, ')');
+    if (in != NULL) {
+        put(p, " in_shardings=");
+        stripped_shardings(p, in);
+    }
+    if (out != NULL) {
+        put(p, " out_shardings=");
+        stripped_shardings(p, out);
+    }
+    if (!named) {
+        put(p, " manual_axes=");
+        axis_list(p, &axes->u.axes);
+    }
+    put(p, " (");
+    for (uint32_t i = 0; i < bl->n_args; i++) {
+        put(p, i ? ", " : "");
+        value_ref(p, bl->first_arg + i, false);
+        put(p, ": ");
+        type_ref(p, p->m->values[bl->first_arg + i].type);
+    }
+    put(p, ") {");
+    p->indent++;
+    block_body(p, bl);
+    p->indent--;
+    newline(p);
+    putc_(p, '}');
+    static const char *const skip[] = {"name", "in_shardings", "out_shardings", "manual_axes", NULL};
+    attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    put(p, " : ");
+    functional(p, op);
+    return true;
+}
+
+/* arith.constant attr-dict VALUE */
+static bool arith_constant_op(pr *p, const sp_op *op)
+{
+    const sp_attr *v = get(op, "value");
+    if (v == NULL || op->n_results != 1 || op->n_operands != 0) {
+        return false;
+    }
+    results_prefix(p, op);
+    put(p, "arith.constant");
+    static const char *const skip[] = {"value", NULL};
+    attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    putc_(p, ' ');
+    attr(p, v);
+    return true;
+}
+
+/* tensor.cast %x attr-dict : T to U */
+static bool cast_op(pr *p, const sp_op *op)
+{
+    if (op->n_operands != 1 || op->n_results != 1) {
+        return false;
+    }
+    results_prefix(p, op);
+    put(p, "tensor.cast ");
+    operands(p, op, 0);
+    attr_dict(p, op->attrs, op->n_attrs, NULL, 0, true);
+    put(p, " : ");
+    type_ref(p, p->m->values[op->operands[0]].type);
+    put(p, " to ");
+    type_ref(p, p->m->values[op->first_result].type);
+    return true;
+}
+
+/* stablehlo.tuple %a, %b attr-dict : tuple<A, B> */
+static bool tuple_op(pr *p, const sp_op *op)
+{
+    if (op->n_results != 1) {
+        return false;
+    }
+    /* the result type must be tuple<operand types> */
+    const sp_type *t = &p->m->types[p->m->values[op->first_result].type];
+    const char *q = t->text;
+    if (strncmp(q, "tuple<", 6) != 0) {
+        return false;
+    }
+    q += 6;
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        const sp_type *ot = &p->m->types[p->m->values[op->operands[i]].type];
+        if (i > 0) {
+            if (strncmp(q, ", ", 2) != 0) {
+                return false;
+            }
+            q += 2;
+        }
+        if (strncmp(q, ot->text, ot->text_len) != 0) {
+            return false;
+        }
+        q += ot->text_len;
+    }
+    if (strcmp(q, ">") != 0) {
+        return false;
+    }
+    results_prefix(p, op);
+    put(p, "stablehlo.tuple");
+    if (op->n_operands > 0) {
+        putc_(p, ' ');
+        operands(p, op, 0);
+    }
+    attr_dict(p, op->attrs, op->n_attrs, NULL, 0, true);
+    put(p, " : ");
+    type_ref(p, p->m->values[op->first_result].type);
+    return true;
+}
+
+/* stablehlo.get_tuple_element %t[0] attr-dict : (tuple<...>) -> T */
+static bool get_tuple_element_op(pr *p, const sp_op *op)
+{
+    const sp_attr *i = get(op, "index");
+    if (i == NULL || i->kind != SP_ATTR_INT || op->n_operands != 1 || op->n_results != 1) {
+        return false;
+    }
+    results_prefix(p, op);
+    put(p, "stablehlo.get_tuple_element ");
+    operands(p, op, 0);
+    putc_(p, '[');
+    cm_buf_put_i64(p->b, i->u.i.v);
+    putc_(p, ']');
+    static const char *const skip[] = {"index", NULL};
+    attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    put(p, " : ");
+    functional(p, op);
+    return true;
+}
+
+/* stablehlo.composite "name" %a attr-dict : (Ts) -> Rs */
+static bool composite_op(pr *p, const sp_op *op)
+{
+    const sp_attr *n = get(op, "name");
+    if (n == NULL || n->kind != SP_ATTR_STRING) {
+        return false;
+    }
+    results_prefix(p, op);
+    put(p, "stablehlo.composite ");
+    sp_mlir_print_string(p->b, n->u.str.s, n->u.str.len);
+    if (op->n_operands > 0) {
+        putc_(p, ' ');
+        operands(p, op, 0);
+    }
+    static const char *const skip[] = {"name", NULL};
+    attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    put(p, " : ");
+    functional(p, op);
+    return true;
+}
+
 static bool sdy_op(pr *p, const sp_op *op)
 {
     switch (op->kind) {
@@ -1403,6 +1972,39 @@ static bool sdy_op(pr *p, const sp_op *op)
     }
     case SP_OP_SDY_CONSTANT:
         return constant_op(p, op);
+    case SP_OP_SDY_ALL_GATHER:
+    case SP_OP_SDY_ALL_SLICE:
+    case SP_OP_SDY_ALL_REDUCE:
+    case SP_OP_SDY_ALL_TO_ALL:
+    case SP_OP_SDY_COLLECTIVE_PERMUTE:
+    case SP_OP_SDY_REDUCE_SCATTER:
+    case SP_OP_SDY_REPLICATED_TO_UNREDUCED:
+    case SP_OP_SDY_SHARDED_TO_UNREDUCED:
+        return collective_op(p, op);
+    case SP_OP_SDY_DATA_FLOW_EDGE:
+    case SP_OP_SDY_FUNC_DATA_FLOW_EDGE: {
+        const sp_attr *s = get(op, "sharding");
+        if (!same_type_1(p, op) || (s != NULL && (s->kind != SP_ATTR_SHARDING ||
+                                                   op->kind == SP_OP_SDY_FUNC_DATA_FLOW_EDGE))) {
+            return false;
+        }
+        results_prefix(p, op);
+        put(p, op->name);
+        putc_(p, ' ');
+        operands(p, op, 0);
+        if (s != NULL) {
+            put(p, " sharding=");
+            sp_sharding_print(s->u.sharding, p->b);
+        }
+        static const char *const skip[] = {"sharding", NULL};
+        attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+        put(p, " : ");
+        type_ref(p, p->m->values[op->first_result].type);
+        return true;
+    }
+    case SP_OP_SDY_MANUAL_COMPUTATION:
+    case SP_OP_SDY_NAMED_COMPUTATION:
+        return sdy_region_op(p, op);
     case SP_OP_SDY_RETURN: {
         static const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
         return keyword_op(p, op, &ret);
@@ -1455,6 +2057,22 @@ static void print_op(pr *p, uint32_t opid)
             case SP_OP_WHILE:
                 done = while_op(p, op);
                 break;
+            case SP_OP_TUPLE:
+                done = tuple_op(p, op);
+                break;
+            case SP_OP_GET_TUPLE_ELEMENT:
+                done = get_tuple_element_op(p, op);
+                break;
+            case SP_OP_COMPOSITE:
+                done = composite_op(p, op);
+                break;
+            case SP_OP_UNKNOWN:
+                if (strcmp(op->name, "arith.constant") == 0) {
+                    done = arith_constant_op(p, op);
+                } else if (strcmp(op->name, "tensor.cast") == 0) {
+                    done = cast_op(p, op);
+                }
+                break;
             default:
                 if (strncmp(op->name, "sdy.", 4) == 0) {
                     done = sdy_op(p, op);
@@ -1488,6 +2106,11 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
         return;
     }
     cm_arena_init(&p.scratch, 4096);
+    /* about 64 bytes per op: saves most of the buffer's regrowth copies */
+    size_t guess;
+    if (cm_mul_size(m->n_ops, 64, &guess)) {
+        cm_buf_reserve(b, guess);
+    }
     const sp_block *body = &m->blocks[m->body];
     /* top-level ops: each isolated op (func.func) numbers from zero */
     ctx top = {0, 0, 0, 0};
@@ -1498,6 +2121,16 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
         ctx c = op->kind == SP_OP_FUNC_FUNC ? (ctx){0, 0, 0, top_used} : top;
         c.used_mark = top_used;
         number_regions(&p, op, c);
+    }
+    /* attribute aliases first, as MLIR prints them; loc aliases go last */
+    for (uint32_t i = 0; i < m->n_aliases; i++) {
+        if (strncmp(m->aliases[i].text, "loc(", 4) != 0) {
+            putc_(&p, '#');
+            put(&p, m->aliases[i].name);
+            put(&p, " = ");
+            put(&p, m->aliases[i].text);
+            putc_(&p, '\n');
+        }
     }
     put(&p, "module");
     if (m->sym_name != NULL) {
@@ -1517,8 +2150,18 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
     p.indent = 0;
     newline(&p);
     put(&p, "}\n");
+    for (uint32_t i = 0; opts != NULL && opts->debug_info && i < m->n_aliases; i++) {
+        if (strncmp(m->aliases[i].text, "loc(", 4) == 0) {
+            putc_(&p, '#');
+            put(&p, m->aliases[i].name);
+            put(&p, " = ");
+            put(&p, m->aliases[i].text);
+            putc_(&p, '\n');
+        }
+    }
     cm_arena_fini(&p.scratch);
     cm_free(p.names);
     cm_free(p.used);
     cm_free(p.used_len);
+    cm_free(p.slots);
 }

@@ -39,6 +39,18 @@ typedef struct attrvec {
     uint32_t n, cap;
 } attrvec;
 
+typedef struct type_alias {
+    const char *name; /* without '!', points into the input */
+    uint32_t len;
+    uint32_t type;
+} type_alias;
+
+typedef struct type_slot {
+    const char *text; /* points into the input */
+    uint32_t len;
+    uint32_t type;
+} type_slot;
+
 typedef struct rd {
     const char *base; /* start of the text */
     const char *p;    /* cursor */
@@ -61,6 +73,15 @@ typedef struct rd {
     u32vec types;   /* type ids */
     u32vec blocks;  /* region block ids */
     attrvec attrs;  /* named attributes */
+    /* top-level `#name = value` and `!name = type` aliases */
+    sp_alias *aliases;
+    uint32_t n_aliases, cap_aliases;
+    struct type_alias *type_aliases;
+    uint32_t n_type_aliases, cap_type_aliases;
+    /* type text as written -> type id, so that a spelling seen before is not
+     * normalised and interned again (open addressing, key NULL = empty) */
+    struct type_slot *tcache;
+    uint32_t n_tcache, cap_tcache;
 } rd;
 
 #define TOMB (SP_NONE - 1)
@@ -439,10 +460,12 @@ static cm_status string_lit(rd *r, const char **s_out, size_t *len_out)
 }
 
 /* Skips a balanced <...>, (...), [...] or {...} group starting at the
- * cursor (which must be on the opening char); strings and `->` are handled. */
+ * cursor (which must be on the opening char); strings and `->` are handled.
+ * A closer that does not match its opener is an error at the closer. */
 static cm_status skip_group(rd *r)
 {
     const char *start = r->p;
+    char want[MAX_DEPTH + 1]; /* expected closers */
     int depth = 0;
     const char *p = r->p;
     while (p < r->end) {
@@ -456,7 +479,7 @@ static cm_status skip_group(rd *r)
                 p++;
             }
             if (p >= r->end) {
-                break;
+                return fail_at(r, start, "unterminated string literal in '%c' group", *start);
             }
         } else if (c == '\n') {
             r->line++;
@@ -464,10 +487,15 @@ static cm_status skip_group(rd *r)
         } else if (c == '-' && p + 1 < r->end && p[1] == '>') {
             p++;
         } else if (c == '<' || c == '(' || c == '[' || c == '{') {
-            if (++depth > MAX_DEPTH) {
+            if (depth >= MAX_DEPTH) {
                 return fail_at(r, p, "nesting too deep");
             }
+            want[depth++] = c == '<' ? '>' : c == '(' ? ')' : c == '[' ? ']' : '}';
         } else if (c == '>' || c == ')' || c == ']' || c == '}') {
+            if (c != want[depth - 1]) {
+                return fail_at(r, p, "unbalanced brackets: expected '%c', found '%c'",
+                               want[depth - 1], c);
+            }
             if (--depth == 0) {
                 r->p = p + 1;
                 return CM_OK;
@@ -475,7 +503,8 @@ static cm_status skip_group(rd *r)
         }
         p++;
     }
-    return fail_at(r, start, "unbalanced '%c'", *start);
+    return fail_at(r, start, "unbalanced '%c': no matching '%c' before the end of input", *start,
+                   depth > 0 ? want[0] : *start);
 }
 
 /* ---- SSA names ------------------------------------------------------------------------ */
@@ -648,6 +677,72 @@ static cm_status value_use(rd *r, uint32_t *id_out)
 
 /* ---- types --------------------------------------------------------------------------- */
 
+/* Rewrites `#stablehlo.type_extensions<bounds = [3, ?]>` in a type to the
+ * form StableHLO prints, `#stablehlo.bounds<3, ?>`. Returns false when the
+ * text has no such encoding; else *out is a heap copy (NULL on OOM). */
+static bool canonical_bounds(const char *s, size_t n, char **out, size_t *len_out)
+{
+    static const char key[] = "#stablehlo.type_extensions<";
+    const size_t kn = sizeof key - 1;
+    size_t at = 0;
+    for (; at + kn <= n; at++) {
+        if (s[at] == '#' && memcmp(s + at, key, kn) == 0) {
+            break;
+        }
+    }
+    if (at + kn > n) {
+        return false;
+    }
+    size_t q = at + kn;
+    while (q < n && s[q] == ' ') {
+        q++;
+    }
+    if (n - q < 6 || memcmp(s + q, "bounds", 6) != 0) {
+        return false;
+    }
+    q += 6;
+    while (q < n && (s[q] == ' ' || s[q] == '=')) {
+        q++;
+    }
+    if (q >= n || s[q] != '[') {
+        return false;
+    }
+    size_t b0 = ++q;
+    while (q < n && s[q] != ']') {
+        q++;
+    }
+    if (q >= n) {
+        return false;
+    }
+    size_t b1 = q++;
+    while (q < n && s[q] == ' ') {
+        q++;
+    }
+    if (q >= n || s[q] != '>') {
+        return false;
+    }
+    q++;
+    *out = cm_alloc(n + 32);
+    if (*out == NULL) {
+        return true;
+    }
+    size_t o = 0;
+    memcpy(*out, s, at);
+    o = at;
+    memcpy(*out + o, "#stablehlo.bounds<", 18);
+    o += 18;
+    memcpy(*out + o, s + b0, b1 - b0);
+    o += b1 - b0;
+    (*out)[o++] = '>';
+    memcpy(*out + o, s + q, n - q);
+    o += n - q;
+    *len_out = o;
+    return true;
+}
+
+static cm_status tcache_put(rd *r, const char *text, uint32_t len, uint32_t h, uint32_t type);
+static cm_status type_uncached(rd *r, int c, const char *start, size_t len, uint32_t *id_out);
+
 /* Scans the extent of one type at the cursor and interns it. */
 static cm_status type(rd *r, uint32_t *id_out)
 {
@@ -692,9 +787,82 @@ static cm_status type(rd *r, uint32_t *id_out)
             }
         }
     }
+    size_t len = (size_t)(r->p - start);
+    uint32_t h = name_hash(start, (uint32_t)len);
+    if (r->cap_tcache > 0) {
+        for (uint32_t j = h & (r->cap_tcache - 1);; j = (j + 1) & (r->cap_tcache - 1)) {
+            const type_slot *ts = &r->tcache[j];
+            if (ts->text == NULL) {
+                break;
+            }
+            if (ts->len == len && memcmp(ts->text, start, len) == 0) {
+                *id_out = ts->type;
+                return CM_OK;
+            }
+        }
+    }
+    if (type_uncached(r, c, start, len, id_out) != CM_OK) {
+        return r->st;
+    }
+    return tcache_put(r, start, (uint32_t)len, h, *id_out);
+}
+
+/* Adds a spelling to the type cache (a full cache only costs speed). */
+static cm_status tcache_put(rd *r, const char *text, uint32_t len, uint32_t h, uint32_t type)
+{
+    if ((r->n_tcache + 1) * 2 > r->cap_tcache) {
+        uint32_t cap = r->cap_tcache == 0 ? 256 : r->cap_tcache * 2;
+        type_slot *t = cm_calloc(cap, sizeof(type_slot));
+        if (t == NULL) {
+            return oom(r);
+        }
+        for (uint32_t i = 0; i < r->cap_tcache; i++) {
+            const type_slot *ts = &r->tcache[i];
+            if (ts->text != NULL) {
+                uint32_t j = name_hash(ts->text, ts->len) & (cap - 1);
+                while (t[j].text != NULL) {
+                    j = (j + 1) & (cap - 1);
+                }
+                t[j] = *ts;
+            }
+        }
+        cm_free(r->tcache);
+        r->tcache = t;
+        r->cap_tcache = cap;
+    }
+    uint32_t j = h & (r->cap_tcache - 1);
+    while (r->tcache[j].text != NULL) {
+        j = (j + 1) & (r->cap_tcache - 1);
+    }
+    r->tcache[j] = (type_slot){text, len, type};
+    r->n_tcache++;
+    return CM_OK;
+}
+
+/* Interns the type spelled start[0..len) (c is its first char). */
+static cm_status type_uncached(rd *r, int c, const char *start, size_t len, uint32_t *id_out)
+{
+    if (c == '!' && r->n_type_aliases > 0 && memchr(start, '<', len) == NULL) {
+        for (uint32_t i = 0; i < r->n_type_aliases; i++) {
+            const type_alias *ta = &r->type_aliases[i];
+            if (ta->len == len - 1 && memcmp(ta->name, start + 1, len - 1) == 0) {
+                *id_out = ta->type;
+                return CM_OK;
+            }
+        }
+    }
     cm_error e;
     cm_error_clear(&e);
-    cm_status st = sp_module_intern_type(r->m, start, (size_t)(r->p - start), id_out, &e);
+    char *canon = NULL;
+    const char *text = start;
+    if (len > 27 && c != '(' && canonical_bounds(start, len, &canon, &len)) {
+        if (canon == NULL) {
+            return oom(r);
+        }
+        text = canon;
+    }
+    cm_status st = sp_module_intern_type(r->m, text, len, id_out, &e);
+    cm_free(canon);
     if (st == CM_ENOMEM) {
         return oom(r);
     }
@@ -794,12 +962,36 @@ static cm_status number_attr(rd *r, sp_attr **out)
         *out = a;
         return CM_OK;
     }
+    const char *start = r->p;
     sp_attr *a = new_attr(r, SP_ATTR_INT);
-    if (a == NULL || integer(r, &a->u.i.v) != CM_OK || number_type(r, &a->u.i.type) != CM_OK) {
+    if (a == NULL || integer(r, &a->u.i.v) != CM_OK) {
         return r->st;
     }
+    const char *stop = r->p;
+    if (number_type(r, &a->u.i.type) != CM_OK) {
+        return r->st;
+    }
+    const char *t = a->u.i.type;
+    if (t != NULL && (strcmp(t, "f32") == 0 || strcmp(t, "f64") == 0 || strcmp(t, "f16") == 0 ||
+                      strcmp(t, "bf16") == 0 || (t[0] == 'f' && t[1] == '8'))) {
+        /* `0x7FC00000 : f32`: a hex literal gives a float's bit pattern */
+        int64_t bits = a->u.i.v;
+        a->kind = SP_ATTR_FLOAT;
+        a->u.f.type = t;
+        a->u.f.lit = astr(r, start, (size_t)(stop - start));
+        if (strcmp(t, "f64") == 0) {
+            memcpy(&a->u.f.v, &bits, sizeof bits);
+        } else if (strcmp(t, "f32") == 0) {
+            uint32_t w = (uint32_t)bits;
+            float f;
+            memcpy(&f, &w, sizeof f);
+            a->u.f.v = (double)f;
+        } else {
+            a->u.f.v = 0.0; /* the printer decodes the literal */
+        }
+    }
     *out = a;
-    return CM_OK;
+    return r->st;
 }
 
 /* `{name = value, name, ...}` into the attr stack; returns count pushed. */
@@ -1237,11 +1429,19 @@ static cm_status conv_dims(rd *r, sp_attr **out)
 }
 
 /* `<k = v, ...>` parameters of a #dialect.name<...> attribute. */
+static cm_status params_entries(rd *r, const char *name, sp_attr **out);
+
 static cm_status params_body(rd *r, const char *name, sp_attr **out)
 {
     if (expect(r, '<') != CM_OK) {
         return r->st;
     }
+    return params_entries(r, name, out);
+}
+
+/* The `k = v, ...>` rest of params_body, after the '<'. */
+static cm_status params_entries(rd *r, const char *name, sp_attr **out)
+{
     uint32_t count = 0;
     if (!eat(r, '>')) {
         do {
@@ -1338,10 +1538,11 @@ static cm_status sdy_codec(rd *r, int which, void **out)
     return CM_OK;
 }
 
-static cm_status sharding_list(rd *r, sp_attr **out)
+/* `[<@m, [...]>, ...]`: the stripped form of a sharding-per-value list
+ * (manual_computation, named_computation); the cursor is on '['. */
+static cm_status sharding_items(rd *r, sp_attr **out)
 {
-    /* <[<@m, [...]>, <@m, [...]>]> */
-    if (expect(r, '<') != CM_OK || expect(r, '[') != CM_OK) {
+    if (expect(r, '[') != CM_OK) {
         return r->st;
     }
     sp_sharding *tmp[64];
@@ -1367,15 +1568,130 @@ static cm_status sharding_list(rd *r, sp_attr **out)
             return r->st;
         }
     }
-    if (expect(r, '>') != CM_OK) {
-        return r->st;
-    }
     sp_attr *a = new_attr(r, SP_ATTR_SHARDING_LIST);
     if (a == NULL) {
         return r->st;
     }
     a->u.shardings.n = n;
     a->u.shardings.items = n > 0 ? adup(r, items, n, sizeof(sp_sharding *)) : NULL;
+    *out = a;
+    return r->st;
+}
+
+/* `<[<@m, [...]>, <@m, [...]>]>` after #sdy.sharding_per_value. */
+static cm_status sharding_list(rd *r, sp_attr **out)
+{
+    if (expect(r, '<') != CM_OK || sharding_items(r, out) != CM_OK) {
+        return r->st;
+    }
+    return expect(r, '>');
+}
+
+/* One axis ref `"x"` or `"x":(pre)size`. */
+static cm_status axis_ref(rd *r, sp_axis_ref *out)
+{
+    size_t n;
+    out->pre_size = 0;
+    out->size = 0;
+    if (string_lit(r, &out->name, &n) != CM_OK) {
+        return r->st;
+    }
+    if (r->p < r->end && *r->p == ':' && r->p + 1 < r->end && r->p[1] == '(') {
+        r->p += 2;
+        const char *at = r->p;
+        if (integer(r, &out->pre_size) != CM_OK || expect(r, ')') != CM_OK ||
+            integer(r, &out->size) != CM_OK) {
+            return r->st;
+        }
+        if (out->pre_size < 1 || out->size < 1) {
+            return fail_at(r, at, "sub-axis pre-size and size must be positive");
+        }
+    }
+    return CM_OK;
+}
+
+/* `{"x", "y":(1)2}` into an arena list. */
+static cm_status axis_list(rd *r, sp_axis_list *out)
+{
+    sp_axis_ref tmp[SP_MAX_RANK];
+    uint32_t n = 0;
+    if (expect(r, '{') != CM_OK) {
+        return r->st;
+    }
+    if (!eat(r, '}')) {
+        do {
+            if (n >= SP_MAX_RANK) {
+                return fail(r, "too many axes in a list (max %d)", SP_MAX_RANK);
+            }
+            if (axis_ref(r, &tmp[n]) != CM_OK) {
+                return r->st;
+            }
+            n++;
+        } while (eat(r, ','));
+        if (expect(r, '}') != CM_OK) {
+            return r->st;
+        }
+    }
+    out->n = n;
+    out->axes = n > 0 ? adup(r, tmp, n, sizeof(sp_axis_ref)) : NULL;
+    return r->st;
+}
+
+static cm_status axis_list_attr(rd *r, sp_attr **out)
+{
+    sp_attr *a = new_attr(r, SP_ATTR_AXIS_LIST);
+    if (a == NULL || axis_list(r, &a->u.axes) != CM_OK) {
+        return r->st;
+    }
+    *out = a;
+    return CM_OK;
+}
+
+/* `[{"x"}, {}]` (per dimension) or, when a2a, `[{"x"}: 0->1, ...]`. */
+static cm_status axis_lists_attr(rd *r, bool a2a, sp_attr **out)
+{
+    sp_attr *a = new_attr(r, a2a ? SP_ATTR_ALL_TO_ALL : SP_ATTR_AXIS_LISTS);
+    if (a == NULL || expect(r, '[') != CM_OK) {
+        return r->st;
+    }
+    sp_all_to_all_param tmp[SP_MAX_RANK];
+    uint32_t n = 0;
+    if (!eat(r, ']')) {
+        do {
+            if (n >= SP_MAX_RANK) {
+                return fail(r, "too many entries (max %d)", SP_MAX_RANK);
+            }
+            if (axis_list(r, &tmp[n].axes) != CM_OK) {
+                return r->st;
+            }
+            if (a2a) {
+                if (expect(r, ':') != CM_OK || integer(r, &tmp[n].src_dim) != CM_OK) {
+                    return r->st;
+                }
+                if (!eat_arrow(r)) {
+                    return fail(r, "expected '->' in an all-to-all parameter");
+                }
+                if (integer(r, &tmp[n].tgt_dim) != CM_OK) {
+                    return r->st;
+                }
+            }
+            n++;
+        } while (eat(r, ','));
+        if (expect(r, ']') != CM_OK) {
+            return r->st;
+        }
+    }
+    if (a2a) {
+        a->u.a2a.n = n;
+        a->u.a2a.items = n > 0 ? adup(r, tmp, n, sizeof(sp_all_to_all_param)) : NULL;
+    } else {
+        sp_axis_list lists[SP_MAX_RANK];
+        for (uint32_t i = 0; i < n; i++) {
+            lists[i] = tmp[i].axes;
+        }
+        a->u.axis_lists.n = n;
+        a->u.axis_lists.items = n > 0 ? adup(r, lists, n, sizeof(sp_axis_list)) : NULL;
+    }
     *out = a;
     return r->st;
 }
@@ -1417,30 +1733,57 @@ static cm_status hash_attr(rd *r, sp_attr **out)
         *out = a;
         return CM_OK;
     }
-    if (n == 9 && memcmp(s, "stablehlo", 9) == 0 && r->p < r->end && *r->p == '<') {
-        /* #stablehlo<kind VALUE> */
+    if (memchr(s, '.', n) == NULL && r->p < r->end && *r->p == '<') {
+        /* #dialect<kind VALUE> enums, and sdy's list attributes */
+        const char *save = r->p;
+        uint32_t save_line = r->line;
+        const char *save_ls = r->line_start;
         r->p++;
         const char *k, *v;
         uint32_t kn = ident(r, &k);
-        uint32_t vn = kn > 0 ? ident(r, &v) : 0;
-        if (kn == 0 || vn == 0 || expect(r, '>') != CM_OK) {
-            return fail_at(r, start, "expected #stablehlo<kind VALUE>");
+        if (n == 3 && memcmp(s, "sdy", 3) == 0 && kn > 0) {
+            cm_status st = CM_EINVAL;
+            if ((kn == 13 && memcmp(k, "axis_ref_list", 13) == 0) ||
+                (kn == 11 && memcmp(k, "manual_axes", 11) == 0)) {
+                st = axis_list_attr(r, out);
+            } else if (kn == 22 && memcmp(k, "list_of_axis_ref_lists", 22) == 0) {
+                st = axis_lists_attr(r, false, out);
+            } else if (kn == 21 && memcmp(k, "all_to_all_param_list", 21) == 0) {
+                st = axis_lists_attr(r, true, out);
+            }
+            if (st != CM_EINVAL || r->st != CM_OK) {
+                return st != CM_OK ? st : expect(r, '>');
+            }
         }
-        sp_attr *a = new_attr(r, SP_ATTR_ENUM);
-        if (a == NULL) {
+        uint32_t vn = kn > 0 ? ident(r, &v) : 0;
+        if (vn > 0 && eat(r, '>')) {
+            sp_attr *a = new_attr(r, SP_ATTR_ENUM);
+            if (a == NULL) {
+                return r->st;
+            }
+            a->u.enm.dialect = n == 9 && memcmp(s, "stablehlo", 9) == 0 ? "stablehlo" : astr(r, s, n);
+            a->u.enm.kind = astr(r, k, kn);
+            a->u.enm.value = astr(r, v, vn);
+            *out = a;
             return r->st;
         }
-        a->u.enm.dialect = "stablehlo";
-        a->u.enm.kind = astr(r, k, kn);
-        a->u.enm.value = astr(r, v, vn);
-        *out = a;
-        return r->st;
+        r->p = save;
+        r->line = save_line;
+        r->line_start = save_ls;
+    }
+    if (r->n_aliases > 0 && (r->p >= r->end || *r->p != '<')) {
+        for (uint32_t i = 0; i < r->n_aliases; i++) {
+            const sp_alias *al = &r->aliases[i];
+            if (strlen(al->name) == n && memcmp(al->name, s, n) == 0) {
+                *out = al->value;
+                return CM_OK;
+            }
+        }
     }
     if (n == 14 && memcmp(s, "stablehlo.conv", 14) == 0 && r->p < r->end && *r->p == '<') {
         r->p++;
         if (kw(r, "raw")) {
-            r->p = start + 15;
-            return params_body(r, "stablehlo.conv", out);
+            return params_entries(r, "stablehlo.conv", out);
         }
         if (conv_dims(r, out) != CM_OK || expect(r, '>') != CM_OK) {
             return r->st;
@@ -1700,7 +2043,7 @@ static cm_status functional_type(rd *r, opb *b, uint32_t *n_results)
     if (type_list_parens(r, &n_in) != CM_OK) {
         return r->st;
     }
-    if (check_operand_types(r, b, r->types.v + t0, n_in, at) != CM_OK) {
+    if (check_operand_types(r, b, n_in > 0 ? r->types.v + t0 : NULL, n_in, at) != CM_OK) {
         return r->st;
     }
     r->types.n = t0; /* drop operand types; keep only results */
@@ -1736,8 +2079,10 @@ static cm_status finish_op(rd *r, opb *b, uint32_t block, uint32_t line, uint32_
     }
     uint32_t op;
     const char *name = b->name;
-    if (sp_module_new_op(r->m, block, name, r->ops.v + b->ops0, n_operands(r, b),
-                         r->types.v + b->types0, n_res, &op) != CM_OK) {
+    /* (a stack never pushed to has a NULL base: no pointer arithmetic on it) */
+    const uint32_t *opv = n_operands(r, b) > 0 ? r->ops.v + b->ops0 : NULL;
+    const uint32_t *tyv = n_res > 0 ? r->types.v + b->types0 : NULL;
+    if (sp_module_new_op(r->m, block, name, opv, n_operands(r, b), tyv, n_res, &op) != CM_OK) {
         return oom(r);
     }
     sp_op *o = &r->m->ops[op];
@@ -2060,14 +2405,13 @@ static void compact_dot_dims(rd *r, const opb *b)
 static cm_status keyword_op(rd *r, opb *b, const sp_pretty *pd)
 {
     const char *op_start = r->p;
-    if (pd->kind == SP_OP_RETURN || pd->kind == SP_OP_OPTIMIZATION_BARRIER) {
-        /* `stablehlo.optimization_barrier()` is the empty form */
-        if (peek(r) == '(' ) {
-            r->p++;
-            if (expect(r, ')') != CM_OK) {
-                return r->st;
-            }
+    if (pd->kind == SP_OP_OPTIMIZATION_BARRIER && peek(r) == '(') {
+        /* `stablehlo.optimization_barrier()`: no operands, no types */
+        r->p++;
+        if (expect(r, ')') != CM_OK) {
+            return r->st;
         }
+        return opt_attr_dict(r);
     }
     if (operand_list(r) != CM_OK) {
         return r->st;
@@ -2132,7 +2476,7 @@ static cm_status keyword_op(rd *r, opb *b, const sp_pretty *pd)
                 cnt++;
             } while (eat(r, ','));
         }
-        if (check_operand_types(r, b, r->types.v + t0, cnt, at) != CM_OK) {
+        if (check_operand_types(r, b, cnt > 0 ? r->types.v + t0 : NULL, cnt, at) != CM_OK) {
             return r->st;
         }
         if (pd->kind == SP_OP_RETURN) {
@@ -2497,9 +2841,18 @@ static cm_status reduce_op(rd *r, opb *b)
         arg_types[n + i] = r->m->values[inits[i]].type;
     }
     if (applies != NULL) {
-        /* build the body: ^bb0(%a: T, %b: T): %r = OP %a, %b; stablehlo.return %r */
+        /* build the body: ^bb0(%a: T, %b: T): %r = OP %a, %b; stablehlo.return %r
+         * where T is the 0-d tensor of the first input's element type */
         if (n != 1) {
             return fail(r, "'applies' form needs exactly one input");
+        }
+        const sp_type *it = &r->m->types[r->m->values[inputs[0]].type];
+        if (it->kind == SP_TYPE_TENSOR && it->elem != SP_ELEM_OTHER) {
+            cm_error e;
+            cm_error_clear(&e);
+            if (sp_module_tensor_type(r->m, it->elem, NULL, 0, &arg_types[0], &e) != CM_OK) {
+                return oom(r);
+            }
         }
         uint32_t blk;
         if (sp_module_new_block(r->m, SP_NONE, &blk) != CM_OK) {
@@ -2606,6 +2959,7 @@ static cm_status while_op(rd *r, opb *b)
             return r->st;
         }
     }
+    kw(r, "attributes");
     if (opt_attr_dict(r) != CM_OK) {
         return r->st;
     }
@@ -2619,6 +2973,137 @@ static cm_status while_op(rd *r, opb *b)
         return r->st;
     }
     return CM_OK;
+}
+
+/* arith.constant attr-dict VALUE: `dense<...> : T`, `0 : i32`, `1.0 : f32`, `true`. */
+static cm_status arith_constant_op(rd *r, opb *b)
+{
+    (void)b;
+    if (opt_attr_dict(r) != CM_OK) {
+        return r->st;
+    }
+    ws(r);
+    const char *at = r->p;
+    sp_attr *v;
+    if (attr_value(r, &v) != CM_OK) {
+        return r->st;
+    }
+    const char *tname = NULL;
+    uint32_t t = SP_NONE;
+    if (v->kind == SP_ATTR_DENSE) {
+        t = v->u.dense.type;
+    } else if (v->kind == SP_ATTR_INT) {
+        tname = v->u.i.type;
+    } else if (v->kind == SP_ATTR_FLOAT) {
+        tname = v->u.f.type;
+    } else if (v->kind == SP_ATTR_BOOL) {
+        tname = "i1";
+    }
+    if (t == SP_NONE && tname != NULL) {
+        cm_error e;
+        cm_error_clear(&e);
+        cm_status st = sp_module_intern_type(r->m, tname, strlen(tname), &t, &e);
+        if (st != CM_OK) {
+            return st == CM_ENOMEM ? oom(r) : fail_at(r, at, "%s", e.msg);
+        }
+    }
+    if (t == SP_NONE) {
+        return fail_at(r, at, "expected a typed constant (dense<...> : T, 1 : i32, 1.0 : f32, true)");
+    }
+    if (attr_push(r, "value", v) != CM_OK) {
+        return r->st;
+    }
+    return u32_push(r, &r->types, t);
+}
+
+/* tensor.cast %x attr-dict : T to U */
+static cm_status cast_op(rd *r, opb *b)
+{
+    if (operand_list(r) != CM_OK || opt_attr_dict(r) != CM_OK || expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    ws(r);
+    const char *at = r->p;
+    uint32_t t, u;
+    if (type(r, &t) != CM_OK || check_operand_types(r, b, &t, 1, at) != CM_OK ||
+        expect_kw(r, "to") != CM_OK || type(r, &u) != CM_OK) {
+        return r->st;
+    }
+    return u32_push(r, &r->types, u);
+}
+
+/* stablehlo.tuple %a, %b attr-dict : tuple<A, B> */
+static cm_status tuple_op(rd *r, opb *b)
+{
+    if (operand_list(r) != CM_OK || opt_attr_dict(r) != CM_OK || expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    ws(r);
+    const char *at = r->p;
+    if (peek(r) == '(') {
+        uint32_t k;
+        return functional_type(r, b, &k);
+    }
+    uint32_t t;
+    if (type(r, &t) != CM_OK) {
+        return r->st;
+    }
+    /* the tuple type must list the operand types */
+    cm_buf want;
+    cm_buf_init(&want);
+    cm_buf_puts(&want, "tuple<");
+    for (uint32_t i = 0; i < n_operands(r, b); i++) {
+        cm_buf_puts(&want, i > 0 ? ", " : "");
+        cm_buf_puts(&want, r->m->types[r->m->values[r->ops.v[b->ops0 + i]].type].text);
+    }
+    cm_buf_putc(&want, '>');
+    bool ok = !want.oom && strcmp(want.data, r->m->types[t].text) == 0;
+    bool oomed = want.oom;
+    cm_buf_fini(&want);
+    if (oomed) {
+        return oom(r);
+    }
+    if (!ok) {
+        return fail_at(r, at, "the operand types of 'stablehlo.tuple' do not match %s",
+                       r->m->types[t].text);
+    }
+    return u32_push(r, &r->types, t);
+}
+
+/* stablehlo.get_tuple_element %t[0] attr-dict : (tuple<...>) -> T */
+static cm_status get_tuple_element_op(rd *r, opb *b)
+{
+    uint32_t v;
+    int64_t idx;
+    if (value_use(r, &v) != CM_OK || u32_push(r, &r->ops, v) != CM_OK || expect(r, '[') != CM_OK) {
+        return r->st;
+    }
+    const char *at = r->p;
+    if (integer(r, &idx) != CM_OK || expect(r, ']') != CM_OK) {
+        return r->st;
+    }
+    if (idx < 0 || idx > INT32_MAX) {
+        return fail_at(r, at, "tuple index out of range");
+    }
+    if (attr_push(r, "index", int_attr(r, idx, "i32")) != CM_OK || opt_attr_dict(r) != CM_OK ||
+        expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    uint32_t k;
+    return functional_type(r, b, &k);
+}
+
+/* stablehlo.composite "name" %a, %b attr-dict : (Ts) -> Rs */
+static cm_status composite_op(rd *r, opb *b)
+{
+    sp_attr *n = new_attr(r, SP_ATTR_STRING);
+    if (n == NULL || string_lit(r, &n->u.str.s, &n->u.str.len) != CM_OK ||
+        attr_push(r, "name", n) != CM_OK || operand_list(r) != CM_OK ||
+        opt_attr_dict(r) != CM_OK || expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    uint32_t k;
+    return functional_type(r, b, &k);
 }
 
 /* ---- sdy ops ----------------------------------------------------------------------- */
@@ -2648,6 +3133,182 @@ static cm_status same_type_tail(rd *r, opb *b)
         return r->st;
     }
     return u32_push(r, &r->types, t);
+}
+
+/* sdy collectives: `sdy.all_gather [{"x"}, {}] %v out_sharding=<...> : T` and
+ * kin; all_reduce / reduce_scatter may start with a reduction op `<max>`. */
+static cm_status collective_op(rd *r, opb *b, sp_op_kind kind)
+{
+    if (kind == SP_OP_SDY_ALL_REDUCE || kind == SP_OP_SDY_REDUCE_SCATTER) {
+        bool angled = eat(r, '<');
+        const char *w;
+        uint32_t wn = 0;
+        if (angled || peek_kw(r, "sum") || peek_kw(r, "max") || peek_kw(r, "min")) {
+            wn = ident(r, &w);
+            if (wn == 0 || (angled && expect(r, '>') != CM_OK)) {
+                return r->st != CM_OK ? r->st : fail(r, "expected a reduction op (sum, max, min)");
+            }
+            sp_attr *e = new_attr(r, SP_ATTR_ENUM);
+            if (e == NULL) {
+                return r->st;
+            }
+            e->u.enm.dialect = "sdy";
+            e->u.enm.kind = "reduction_op";
+            e->u.enm.value = astr(r, w, wn);
+            if (attr_push(r, "reduction_op", e) != CM_OK) {
+                return r->st;
+            }
+        }
+    }
+    const char *name = NULL;
+    sp_attr *axes = NULL;
+    cm_status st = CM_OK;
+    switch (kind) {
+    case SP_OP_SDY_ALL_GATHER:
+        name = "gathering_axes";
+        st = axis_lists_attr(r, false, &axes);
+        break;
+    case SP_OP_SDY_ALL_SLICE:
+        name = "slicing_axes";
+        st = axis_lists_attr(r, false, &axes);
+        break;
+    case SP_OP_SDY_REDUCE_SCATTER:
+        name = "reduce_scatter_axes";
+        st = axis_lists_attr(r, false, &axes);
+        break;
+    case SP_OP_SDY_SHARDED_TO_UNREDUCED:
+        name = "axes";
+        st = axis_lists_attr(r, false, &axes);
+        break;
+    case SP_OP_SDY_ALL_REDUCE:
+        name = "reduction_axes";
+        st = axis_list_attr(r, &axes);
+        break;
+    case SP_OP_SDY_REPLICATED_TO_UNREDUCED:
+        name = "axes";
+        st = axis_list_attr(r, &axes);
+        break;
+    case SP_OP_SDY_ALL_TO_ALL:
+        name = "params";
+        st = axis_lists_attr(r, true, &axes);
+        break;
+    default:
+        break;
+    }
+    if (st != CM_OK || (name != NULL && attr_push(r, name, axes) != CM_OK)) {
+        return r->st;
+    }
+    uint32_t v;
+    if (value_use(r, &v) != CM_OK || u32_push(r, &r->ops, v) != CM_OK ||
+        expect_kw(r, "out_sharding") != CM_OK || expect(r, '=') != CM_OK ||
+        sharding_operand(r, "out_sharding") != CM_OK) {
+        return r->st;
+    }
+    return same_type_tail(r, b);
+}
+
+/* Block arguments `(%a: T [loc(...)], ...)` of a custom-form region, into
+ * growable heap arrays (*names, *lens, *tys) that the caller frees. */
+typedef struct arglist {
+    const char **names;
+    uint32_t *lens;
+    uint32_t *tys;
+    uint32_t n, cap;
+} arglist;
+
+static void arglist_fini(arglist *a)
+{
+    cm_free(a->names);
+    cm_free(a->lens);
+    cm_free(a->tys);
+}
+
+static cm_status region_args(rd *r, arglist *a)
+{
+    if (expect(r, '(') != CM_OK) {
+        return r->st;
+    }
+    if (eat(r, ')')) {
+        return CM_OK;
+    }
+    do {
+        if (a->n == a->cap) {
+            uint32_t c1 = a->cap, c2 = a->cap, c3 = a->cap;
+            if (!vgrow((void **)&a->names, &c1, a->n + 1, sizeof(char *)) ||
+                !vgrow((void **)&a->lens, &c2, a->n + 1, sizeof(uint32_t)) ||
+                !vgrow((void **)&a->tys, &c3, a->n + 1, sizeof(uint32_t))) {
+                return oom(r);
+            }
+            a->cap = c1;
+        }
+        a->lens[a->n] = ssa_name(r, &a->names[a->n]);
+        if (a->lens[a->n] == 0) {
+            return fail(r, "expected a block argument (%%name: type)");
+        }
+        if (expect(r, ':') != CM_OK || type(r, &a->tys[a->n]) != CM_OK) {
+            return r->st;
+        }
+        if (peek_kw(r, "loc")) {
+            kw(r, "loc");
+            ws(r);
+            if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
+                return fail(r, "expected '(' after loc");
+            }
+        }
+        a->n++;
+    } while (eat(r, ','));
+    return expect(r, ')');
+}
+
+/* sdy.manual_computation(%a) in_shardings=[...] out_shardings=[...]
+ *   manual_axes={"x"} (%arg1: T) { ... } attr-dict : (Ts) -> Rs
+ * sdy.named_computation<"name">(%a) [in_shardings=[...]] [out_shardings=[...]]
+ *   (%arg1: T) { ... } attr-dict : (Ts) -> Rs */
+static cm_status sdy_region_op(rd *r, opb *b, sp_op_kind kind)
+{
+    bool named = kind == SP_OP_SDY_NAMED_COMPUTATION;
+    if (named) {
+        sp_attr *n = new_attr(r, SP_ATTR_STRING);
+        if (n == NULL || expect(r, '<') != CM_OK || string_lit(r, &n->u.str.s, &n->u.str.len) != CM_OK ||
+            expect(r, '>') != CM_OK || attr_push(r, "name", n) != CM_OK) {
+            return r->st;
+        }
+    }
+    if (expect(r, '(') != CM_OK) {
+        return r->st;
+    }
+    if (!eat(r, ')') && (operand_list(r) != CM_OK || expect(r, ')') != CM_OK)) {
+        return r->st;
+    }
+    static const char *const keys[2] = {"in_shardings", "out_shardings"};
+    for (int i = 0; i < 2; i++) {
+        if (kw(r, keys[i])) {
+            sp_attr *a;
+            if (expect(r, '=') != CM_OK || sharding_items(r, &a) != CM_OK ||
+                attr_push(r, keys[i], a) != CM_OK) {
+                return r->st;
+            }
+        } else if (!named) {
+            return fail(r, "expected '%s='", keys[i]);
+        }
+    }
+    if (!named) {
+        sp_attr *a;
+        if (expect_kw(r, "manual_axes") != CM_OK || expect(r, '=') != CM_OK ||
+            axis_list_attr(r, &a) != CM_OK || attr_push(r, "manual_axes", a) != CM_OK) {
+            return r->st;
+        }
+    }
+    arglist args = {NULL, NULL, NULL, 0, 0};
+    if (region_args(r, &args) == CM_OK) {
+        parse_region(r, b, args.tys, args.names, args.lens, args.n);
+    }
+    arglist_fini(&args);
+    if (r->st != CM_OK || opt_attr_dict(r) != CM_OK || expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    uint32_t k;
+    return functional_type(r, b, &k);
 }
 
 static cm_status sdy_op(rd *r, opb *b, sp_op_kind kind)
@@ -2698,8 +3359,34 @@ static cm_status sdy_op(rd *r, opb *b, sp_op_kind kind)
         const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
         return keyword_op(r, b, &ret);
     }
+    case SP_OP_SDY_ALL_GATHER:
+    case SP_OP_SDY_ALL_SLICE:
+    case SP_OP_SDY_ALL_REDUCE:
+    case SP_OP_SDY_ALL_TO_ALL:
+    case SP_OP_SDY_COLLECTIVE_PERMUTE:
+    case SP_OP_SDY_REDUCE_SCATTER:
+    case SP_OP_SDY_REPLICATED_TO_UNREDUCED:
+    case SP_OP_SDY_SHARDED_TO_UNREDUCED:
+        return collective_op(r, b, kind);
+    case SP_OP_SDY_DATA_FLOW_EDGE:
+        if (operand_list(r) != CM_OK) {
+            return r->st;
+        }
+        if (kw(r, "sharding") &&
+            (expect(r, '=') != CM_OK || sharding_operand(r, "sharding") != CM_OK)) {
+            return r->st;
+        }
+        return same_type_tail(r, b);
+    case SP_OP_SDY_FUNC_DATA_FLOW_EDGE:
+        if (operand_list(r) != CM_OK) {
+            return r->st;
+        }
+        return same_type_tail(r, b);
+    case SP_OP_SDY_MANUAL_COMPUTATION:
+    case SP_OP_SDY_NAMED_COMPUTATION:
+        return sdy_region_op(r, b, kind);
     default:
-        return fail(r, "the custom form of '%s' is not supported yet; write it in the generic form",
+        return fail(r, "the custom form of '%s' is not supported; write it in the generic form",
                     b->name);
     }
 }
@@ -2789,7 +3476,7 @@ static cm_status func_op(rd *r, opb *b)
     uint32_t *tys = lens + MAXA;
     sp_attr **res_dicts = arg_dicts + MAXA;
     uint32_t na = 0, nr = 0;
-    bool any_arg_attr = false, any_res_attr = false;
+    bool any_arg_attr = false, any_res_attr = false, unnamed = false;
     if (expect(r, '(') != CM_OK) {
         goto fail;
     }
@@ -2799,12 +3486,19 @@ static cm_status func_op(rd *r, opb *b)
                 fail(r, "too many function arguments (max %d)", MAXA);
                 goto fail;
             }
-            lens[na] = ssa_name(r, &names[na]);
-            if (lens[na] == 0) {
+            /* `%a: T` in a definition; a declaration may list bare types */
+            names[na] = NULL;
+            lens[na] = peek(r) == '%' ? ssa_name(r, &names[na]) : 0;
+            if (lens[na] == 0 && peek(r) == '%') {
                 fail(r, "expected an argument name");
                 goto fail;
             }
-            if (expect(r, ':') != CM_OK || type(r, &tys[na]) != CM_OK) {
+            if (lens[na] == 0) {
+                unnamed = true;
+                if (type(r, &tys[na]) != CM_OK) {
+                    goto fail;
+                }
+            } else if (expect(r, ':') != CM_OK || type(r, &tys[na]) != CM_OK) {
                 goto fail;
             }
             arg_dicts[na] = NULL;
@@ -2944,6 +3638,10 @@ static cm_status func_op(rd *r, opb *b)
         }
     }
     if (peek(r) == '{') {
+        if (unnamed && na > 0) {
+            fail(r, "a function with a body needs named arguments (%%arg0: type)");
+            goto fail;
+        }
         if (parse_region(r, b, tys, names, lens, na) != CM_OK) {
             goto fail;
         }
@@ -2989,12 +3687,120 @@ static cm_status call_op(rd *r, opb *b)
 
 /* ---- regions, blocks, ops ---------------------------------------------------------- */
 
+/* A top-level alias definition `#name = attribute` or `!name = type`.
+ * Attribute aliases are kept (with their text, whitespace-normalised) and
+ * printed back; a use as a whole attribute value reads as the value. Type
+ * aliases are substituted where they are used. */
+static cm_status alias_def(rd *r)
+{
+    const char *at = r->p;
+    char sigil = *r->p++;
+    const char *s;
+    uint32_t n = 0;
+    if (r->p < r->end && is_id_start(*r->p)) {
+        n = ident(r, &s);
+    }
+    if (n == 0) {
+        return fail_at(r, at, "expected an alias name after '%c'", sigil);
+    }
+    for (uint32_t i = 0; sigil == '#' && i < r->n_aliases; i++) {
+        if (strlen(r->aliases[i].name) == n && memcmp(r->aliases[i].name, s, n) == 0) {
+            return fail_at(r, at, "redefinition of alias '#%.*s'", (int)n, s);
+        }
+    }
+    for (uint32_t i = 0; sigil == '!' && i < r->n_type_aliases; i++) {
+        if (r->type_aliases[i].len == n && memcmp(r->type_aliases[i].name, s, n) == 0) {
+            return fail_at(r, at, "redefinition of alias '!%.*s'", (int)n, s);
+        }
+    }
+    if (expect(r, '=') != CM_OK) {
+        return r->st;
+    }
+    if (sigil == '!') {
+        uint32_t t;
+        if (type(r, &t) != CM_OK) {
+            return r->st;
+        }
+        if (!vgrow((void **)&r->type_aliases, &r->cap_type_aliases, r->n_type_aliases + 1,
+                   sizeof(type_alias))) {
+            return oom(r);
+        }
+        r->type_aliases[r->n_type_aliases++] = (type_alias){s, n, t};
+        return CM_OK;
+    }
+    ws(r);
+    const char *v0 = r->p;
+    sp_attr *v;
+    if (peek_kw(r, "loc")) {
+        /* `#loc1 = loc("file":1:2)`: kept verbatim */
+        kw(r, "loc");
+        ws(r);
+        if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
+            return fail(r, "expected '(' after loc");
+        }
+        v = new_attr(r, SP_ATTR_OPAQUE);
+        if (v == NULL) {
+            return r->st;
+        }
+        v->u.opaque.text = astr(r, v0, (size_t)(r->p - v0));
+    } else if (attr_value(r, &v) != CM_OK) {
+        return r->st;
+    }
+    /* the text with each run of whitespace (outside strings) made one space */
+    size_t len = (size_t)(r->p - v0);
+    char *text = cm_arena_alloc(&r->m->arena, len + 1);
+    if (text == NULL) {
+        return oom(r);
+    }
+    size_t o = 0;
+    bool in_str = false;
+    for (const char *q = v0; q < r->p; q++) {
+        char c = *q;
+        if (in_str) {
+            text[o++] = c;
+            if (c == '\\' && q + 1 < r->p) {
+                text[o++] = *++q;
+            } else if (c == '"') {
+                in_str = false;
+            }
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            if (o > 0 && text[o - 1] != ' ') {
+                text[o++] = ' ';
+            }
+        } else {
+            in_str = c == '"';
+            text[o++] = c;
+        }
+    }
+    text[o] = '\0';
+    if (!vgrow((void **)&r->aliases, &r->cap_aliases, r->n_aliases + 1, sizeof(sp_alias))) {
+        return oom(r);
+    }
+    sp_alias *al = &r->aliases[r->n_aliases++];
+    al->name = astr(r, s, n);
+    al->text = text;
+    al->value = v;
+    return r->st;
+}
+
+static bool at_alias_def(rd *r)
+{
+    int c = peek(r);
+    return (c == '#' || c == '!') && r->p + 1 < r->end && is_id_start(r->p[1]);
+}
+
 static cm_status parse_block_body(rd *r, uint32_t blk)
 {
     for (;;) {
         int c = peek(r);
         if (c == '}' || c == '^' || c < 0) {
             return CM_OK;
+        }
+        if (blk == r->m->body && at_alias_def(r)) {
+            if (alias_def(r) != CM_OK) {
+                return r->st;
+            }
+            continue;
         }
         if (parse_op(r, blk) != CM_OK) {
             return r->st;
@@ -3105,7 +3911,6 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
 static cm_status parse_op(rd *r, uint32_t block)
 {
     ws(r);
-    const char *op_start = r->p;
     uint32_t line = r->line;
     uint32_t col = (uint32_t)(r->p - r->line_start) + 1;
     const char *rn[64];
@@ -3164,8 +3969,24 @@ static cm_status parse_op(rd *r, uint32_t block)
         kind = SP_OP_FUNC_CALL;
     }
     if (kind == SP_OP_UNKNOWN) {
-        return fail_at(r, s, "unknown operation '%.*s' (write it in the generic form \"%.*s\"(...))",
-                       (int)n, s, (int)n, s);
+        /* ops of other dialects whose custom form the reference tests use */
+        cm_status st;
+        if (n == 14 && memcmp(s, "arith.constant", 14) == 0) {
+            opb_begin(r, &b, "arith.constant");
+            st = arith_constant_op(r, &b);
+        } else if (n == 11 && memcmp(s, "tensor.cast", 11) == 0) {
+            opb_begin(r, &b, "tensor.cast");
+            st = cast_op(r, &b);
+        } else {
+            return fail_at(r, s,
+                           "unknown operation '%.*s': its custom form is not supported; write "
+                           "it in the generic form \"%.*s\"(...)",
+                           (int)n, s, (int)n, s);
+        }
+        if (st != CM_OK) {
+            return r->st;
+        }
+        return finish_op(r, &b, block, line, col, rn, rl, rc, nrn, NULL);
     }
     name = sp_op_kind_name(kind);
     opb_begin(r, &b, name);
@@ -3210,12 +4031,21 @@ static cm_status parse_op(rd *r, uint32_t block)
         case SP_OP_SDY_MESH:
             st = mesh_op(r, &b);
             break;
+        case SP_OP_TUPLE:
+            st = tuple_op(r, &b);
+            break;
+        case SP_OP_GET_TUPLE_ELEMENT:
+            st = get_tuple_element_op(r, &b);
+            break;
+        case SP_OP_COMPOSITE:
+            st = composite_op(r, &b);
+            break;
         default:
             if (strncmp(name, "sdy.", 4) == 0) {
                 st = sdy_op(r, &b, kind);
             } else {
-                st = fail_at(r, op_start,
-                             "the custom form of '%s' is not supported yet; write it in the "
+                st = fail_at(r, s,
+                             "the custom form of '%s' is not supported; write it in the "
                              "generic form \"%s\"(...)",
                              name, name);
             }
@@ -3234,6 +4064,11 @@ static cm_status parse_module(rd *r)
     sp_module *m = r->m;
     if (push_scope(r) != CM_OK) {
         return r->st;
+    }
+    while (at_alias_def(r)) {
+        if (alias_def(r) != CM_OK) {
+            return r->st;
+        }
     }
     if (kw(r, "module")) {
         m->had_module_op = true;
@@ -3259,6 +4094,11 @@ static cm_status parse_module(rd *r)
         }
         if (expect(r, '}') != CM_OK) {
             return r->st;
+        }
+        while (at_alias_def(r)) {
+            if (alias_def(r) != CM_OK) {
+                return r->st;
+            }
         }
     } else if (parse_block_body(r, m->body) != CM_OK) {
         return r->st;
@@ -3290,6 +4130,16 @@ cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_modu
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
     cm_status st = parse_module(&r);
+    if (st == CM_OK && r.n_aliases > 0) {
+        r.m->aliases = cm_arena_memdup(&r.m->arena, r.aliases, r.n_aliases, sizeof(sp_alias));
+        r.m->n_aliases = r.n_aliases;
+        if (r.m->aliases == NULL) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory while reading MLIR");
+        }
+    }
+    cm_free(r.aliases);
+    cm_free(r.type_aliases);
+    cm_free(r.tcache);
     cm_free(r.names);
     cm_free(r.slots);
     cm_free(r.scopes);
@@ -3303,4 +4153,75 @@ cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_modu
     }
     *out = r.m;
     return CM_OK;
+}
+
+/* ---- single attributes and types (used by the JSON graph reader, H7) -------------
+ * Both parse one complete value from text (surrounding whitespace allowed) into
+ * module m, with the same canonical kinds the module reader produces. Errors:
+ * CM_EINVAL with err->path "1:COL" (column within text), CM_ENOMEM. */
+
+static void rd_single_init(rd *r, sp_module *m, const char *text, size_t len, cm_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->base = text;
+    r->p = text;
+    r->end = text + len;
+    r->line = 1;
+    r->line_start = text;
+    r->err = err;
+    r->m = m;
+}
+
+static cm_status rd_single_fini(rd *r, cm_status st)
+{
+    if (st == CM_OK && peek(r) >= 0) {
+        st = fail(r, "unexpected '%c' after the value", *r->p);
+    }
+    /* the same buffers sp_mlir_read frees */
+    cm_free(r->aliases);
+    cm_free(r->type_aliases);
+    cm_free(r->tcache);
+    cm_free(r->names);
+    cm_free(r->slots);
+    cm_free(r->scopes);
+    cm_free(r->ops.v);
+    cm_free(r->types.v);
+    cm_free(r->blocks.v);
+    cm_free(r->attrs.v);
+    return st;
+}
+
+cm_status sp_mlir_parse_attr(sp_module *m, const char *text, size_t len, sp_attr **out,
+                             cm_error *err)
+{
+    *out = NULL;
+    if (len > UINT32_MAX) {
+        return cm_error_set(err, CM_EINVAL, NULL, "attribute text larger than 4 GiB");
+    }
+    rd r;
+    rd_single_init(&r, m, text, len, err);
+    sp_attr *a = NULL;
+    cm_status st = attr_value(&r, &a);
+    st = rd_single_fini(&r, st);
+    if (st == CM_OK) {
+        *out = a;
+    }
+    return st;
+}
+
+cm_status sp_mlir_parse_type(sp_module *m, const char *text, size_t len, uint32_t *type_out,
+                             cm_error *err)
+{
+    if (len > UINT32_MAX) {
+        return cm_error_set(err, CM_EINVAL, NULL, "type text larger than 4 GiB");
+    }
+    rd r;
+    rd_single_init(&r, m, text, len, err);
+    uint32_t t = 0;
+    cm_status st = type(&r, &t);
+    st = rd_single_fini(&r, st);
+    if (st == CM_OK) {
+        *type_out = t;
+    }
+    return st;
 }

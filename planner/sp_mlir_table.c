@@ -3,16 +3,17 @@
  * sp_mlir_int.h), as StableHLO's own printer writes it. */
 #include "sp_mlir_int.h"
 
-#define SAME(k)                                                                                    \
-    {                                                                                              \
-        k, SP_TY_SAME, { {0} }                                                                     \
-    }
-#define FUNC(k)                                                                                    \
-    {                                                                                              \
-        k, SP_TY_FUNC, { {0} }                                                                     \
-    }
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-static const sp_pretty table[] = {
+/* Indexed by op kind (designated initializers); entries of other kinds
+ * are zero, i.e. kind SP_OP_UNKNOWN. */
+#define SAME(k) [k] = {k, SP_TY_SAME, {{0}}}
+#define FUNC(k) [k] = {k, SP_TY_FUNC, {{0}}}
+
+static const sp_pretty table[SP_OP_COUNT_] = {
     /* element-wise and other SameOperandsAndResultType ops */
     SAME(SP_OP_ABS), SAME(SP_OP_ADD), SAME(SP_OP_AND), SAME(SP_OP_ATAN2), SAME(SP_OP_CBRT),
     SAME(SP_OP_CEIL), SAME(SP_OP_CLAMP), SAME(SP_OP_COMPLEX), SAME(SP_OP_CONVERT),
@@ -29,55 +30,52 @@ static const sp_pretty table[] = {
     SAME(SP_OP_DYNAMIC_UPDATE_SLICE), SAME(SP_OP_AFTER_ALL), SAME(SP_OP_REPLICA_ID),
     SAME(SP_OP_PARTITION_ID), SAME(SP_OP_CREATE_TOKEN), SAME(SP_OP_UNIFORM_QUANTIZE),
     SAME(SP_OP_UNIFORM_DEQUANTIZE), SAME(SP_OP_DYNAMIC_RESHAPE), SAME(SP_OP_REAL_DYNAMIC_SLICE),
-    {SP_OP_SELECT, SP_TY_SELECT, {{0}}},
-    {SP_OP_OPTIMIZATION_BARRIER, SP_TY_LIST, {{0}}},
-    {SP_OP_RETURN, SP_TY_LIST, {{0}}},
+    [SP_OP_SELECT] = {SP_OP_SELECT, SP_TY_SELECT, {{0}}},
+    [SP_OP_OPTIMIZATION_BARRIER] = {SP_OP_OPTIMIZATION_BARRIER, SP_TY_LIST, {{0}}},
+    [SP_OP_RETURN] = {SP_OP_RETURN, SP_TY_LIST, {{0}}},
     /* keyword clauses */
-    {SP_OP_BROADCAST_IN_DIM, SP_TY_FUNC, {{"dims", "broadcast_dimensions", SP_CL_DARR, NULL, NULL}}},
-    {SP_OP_BROADCAST, SP_TY_FUNC, {{"sizes", "broadcast_sizes", SP_CL_DARR, NULL, NULL}}},
-    {SP_OP_TRANSPOSE, SP_TY_FUNC, {{"dims", "permutation", SP_CL_DARR, NULL, NULL}}},
-    {SP_OP_REVERSE, SP_TY_SAME, {{"dims", "dimensions", SP_CL_DARR, NULL, NULL}}},
-    {SP_OP_CONCATENATE, SP_TY_FUNC, {{"dim", "dimension", SP_CL_INT, NULL, "i64"}}},
-    {SP_OP_IOTA, SP_TY_SAME, {{"dim", "iota_dimension", SP_CL_INT, NULL, "i64"}}},
-    {SP_OP_DYNAMIC_IOTA, SP_TY_FUNC, {{"dim", "iota_dimension", SP_CL_INT, NULL, "i64"}}},
-    {SP_OP_GET_DIMENSION_SIZE, SP_TY_FUNC, {{"dim", "dimension", SP_CL_INT, NULL, "i64"}}},
-    {SP_OP_SET_DIMENSION_SIZE, SP_TY_FUNC, {{"dim", "dimension", SP_CL_INT, NULL, "i64"}}},
-    {SP_OP_DYNAMIC_SLICE, SP_TY_FUNC, {{"sizes", "slice_sizes", SP_CL_DARR, NULL, NULL}}},
-    {SP_OP_PAD,
+    [SP_OP_BROADCAST_IN_DIM] = {SP_OP_BROADCAST_IN_DIM, SP_TY_FUNC, {{"dims", "broadcast_dimensions", SP_CL_DARR, NULL, NULL}}},
+    [SP_OP_BROADCAST] = {SP_OP_BROADCAST, SP_TY_FUNC, {{"sizes", "broadcast_sizes", SP_CL_DARR, NULL, NULL}}},
+    [SP_OP_TRANSPOSE] = {SP_OP_TRANSPOSE, SP_TY_FUNC, {{"dims", "permutation", SP_CL_DARR, NULL, NULL}}},
+    [SP_OP_REVERSE] = {SP_OP_REVERSE, SP_TY_SAME, {{"dims", "dimensions", SP_CL_DARR, NULL, NULL}}},
+    [SP_OP_CONCATENATE] = {SP_OP_CONCATENATE, SP_TY_FUNC, {{"dim", "dimension", SP_CL_INT, NULL, "i64"}}},
+    [SP_OP_IOTA] = {SP_OP_IOTA, SP_TY_SAME, {{"dim", "iota_dimension", SP_CL_INT, NULL, "i64"}}},
+    [SP_OP_DYNAMIC_IOTA] = {SP_OP_DYNAMIC_IOTA, SP_TY_FUNC, {{"dim", "iota_dimension", SP_CL_INT, NULL, "i64"}}},
+    [SP_OP_GET_DIMENSION_SIZE] = {SP_OP_GET_DIMENSION_SIZE, SP_TY_FUNC, {{"dim", "dimension", SP_CL_INT, NULL, "i64"}}},
+    [SP_OP_SET_DIMENSION_SIZE] = {SP_OP_SET_DIMENSION_SIZE, SP_TY_FUNC, {{"dim", "dimension", SP_CL_INT, NULL, "i64"}}},
+    [SP_OP_DYNAMIC_SLICE] = {SP_OP_DYNAMIC_SLICE, SP_TY_FUNC, {{"sizes", "slice_sizes", SP_CL_DARR, NULL, NULL}}},
+    [SP_OP_PAD] = {SP_OP_PAD,
      SP_TY_FUNC,
      {{"low", "edge_padding_low", SP_CL_DARR, NULL, NULL},
       {"high", "edge_padding_high", SP_CL_DARR, NULL, NULL},
       {"interior", "interior_padding", SP_CL_DARR, NULL, NULL}}},
-    {SP_OP_CHOLESKY, SP_TY_SAME, {{"lower", "lower", SP_CL_BOOL, NULL, NULL}}},
-    {SP_OP_REDUCE_PRECISION, SP_TY_SAME, {{"format", "exponent_bits", SP_CL_FORMAT, NULL, NULL}}},
-    {SP_OP_FFT,
+    [SP_OP_CHOLESKY] = {SP_OP_CHOLESKY, SP_TY_SAME, {{"lower", "lower", SP_CL_BOOL, NULL, NULL}}},
+    [SP_OP_REDUCE_PRECISION] = {SP_OP_REDUCE_PRECISION, SP_TY_SAME, {{"format", "exponent_bits", SP_CL_FORMAT, NULL, NULL}}},
+    [SP_OP_FFT] = {SP_OP_FFT,
      SP_TY_FUNC,
      {{"type", "fft_type", SP_CL_ENUM, "fft_type", NULL},
       {"length", "fft_length", SP_CL_DARR, NULL, NULL}}},
-    {SP_OP_RNG_BIT_GENERATOR,
+    [SP_OP_RNG_BIT_GENERATOR] = {SP_OP_RNG_BIT_GENERATOR,
      SP_TY_FUNC,
      {{"algorithm", "rng_algorithm", SP_CL_ENUM, "rng_algorithm", NULL}}},
-    {SP_OP_RNG, SP_TY_FUNC, {{"distribution", "rng_distribution", SP_CL_ENUM, "rng_distribution", NULL}}},
-    {SP_OP_DOT, SP_TY_FUNC, {{"precision", "precision_config", SP_CL_PRECISION, "precision", NULL}}},
-    {SP_OP_DOT_GENERAL,
+    [SP_OP_RNG] = {SP_OP_RNG, SP_TY_FUNC, {{"distribution", "rng_distribution", SP_CL_ENUM, "rng_distribution", NULL}}},
+    [SP_OP_DOT] = {SP_OP_DOT, SP_TY_FUNC, {{"precision", "precision_config", SP_CL_PRECISION, "precision", NULL}}},
+    [SP_OP_DOT_GENERAL] = {SP_OP_DOT_GENERAL,
      SP_TY_FUNC,
      {{"batching_dims", "dot_dimension_numbers", SP_CL_DOTDIMS, NULL, NULL},
       {"contracting_dims", "dot_dimension_numbers", SP_CL_DOTDIMS, NULL, NULL},
       {"precision", "precision_config", SP_CL_PRECISION, "precision", NULL},
       {"algorithm", "algorithm", SP_CL_ALGORITHM, NULL, NULL}}},
-    {SP_OP_EINSUM, SP_TY_FUNC, {{"config", "einsum_config", SP_CL_STR, NULL, NULL}}},
-    {SP_OP_UNARY_EINSUM, SP_TY_FUNC, {{"config", "einsum_config", SP_CL_STR, NULL, NULL}}},
+    [SP_OP_EINSUM] = {SP_OP_EINSUM, SP_TY_FUNC, {{"config", "einsum_config", SP_CL_STR, NULL, NULL}}},
+    [SP_OP_UNARY_EINSUM] = {SP_OP_UNARY_EINSUM, SP_TY_FUNC, {{"config", "einsum_config", SP_CL_STR, NULL, NULL}}},
 };
 
 const sp_pretty *sp_mlir_pretty(sp_op_kind kind)
 {
-    /* The table is small; a linear scan once per op is cheap next to parsing. */
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (table[i].kind == kind) {
-            return &table[i];
-        }
+    if (kind <= SP_OP_UNKNOWN || kind >= SP_OP_COUNT_ || table[kind].kind != kind) {
+        return NULL;
     }
-    return NULL;
+    return &table[kind];
 }
 
 void sp_mlir_print_string(cm_buf *b, const char *s, size_t len)
@@ -98,4 +96,259 @@ void sp_mlir_print_string(cm_buf *b, const char *s, size_t len)
         }
     }
     cm_buf_putc(b, '"');
+}
+
+/* ---- float attributes -------------------------------------------------------- */
+
+typedef enum fsem { FS_F64, FS_F32, FS_F16, FS_BF16, FS_OTHER } fsem;
+
+typedef struct fdesc {
+    int precision; /* significand bits, including the implicit one */
+    int emin;      /* exponent of the smallest normal */
+    double max;    /* largest finite value */
+    int bits;      /* storage width */
+} fdesc;
+
+static const fdesc fdescs[4] = {
+    {53, -1022, 1.7976931348623157e308, 64},
+    {24, -126, 3.4028234663852886e38, 32},
+    {11, -14, 65504.0, 16},
+    {8, -126, 3.3895313892515355e38, 16},
+};
+
+static fsem fsem_of(const char *type)
+{
+    if (type == NULL || strcmp(type, "f64") == 0) {
+        return FS_F64;
+    }
+    if (strcmp(type, "f32") == 0) {
+        return FS_F32;
+    }
+    if (strcmp(type, "f16") == 0) {
+        return FS_F16;
+    }
+    if (strcmp(type, "bf16") == 0) {
+        return FS_BF16;
+    }
+    return FS_OTHER;
+}
+
+/* v rounded to the nearest value of format s (ties to even). */
+static double round_to(double v, fsem s)
+{
+    if (s == FS_F64 || v == 0.0 || isnan(v) || isinf(v)) {
+        return v;
+    }
+    if (s == FS_F32) {
+        return (double)(float)v;
+    }
+    const fdesc *d = &fdescs[s];
+    int e;
+    (void)frexp(v, &e);
+    int lead = e - 1;
+    if (lead < d->emin) {
+        lead = d->emin;
+    }
+    double q = ldexp(1.0, lead - (d->precision - 1));
+    double r = nearbyint(v / q) * q;
+    if (fabs(r) > d->max) {
+        r = copysign((double)INFINITY, v);
+    }
+    return r;
+}
+
+static bool same_value(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
+}
+
+/* Parses a decimal literal as format s would (correct rounding for f32/f64). */
+static double parse_as(const char *text, fsem s)
+{
+    if (s == FS_F32) {
+        return (double)strtof(text, NULL);
+    }
+    return round_to(strtod(text, NULL), s);
+}
+
+/* The bit pattern of v (already rounded to s). */
+static uint64_t bits_of(double v, fsem s)
+{
+    if (s == FS_F64) {
+        uint64_t u;
+        memcpy(&u, &v, sizeof u);
+        return u;
+    }
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (s == FS_F32) {
+        return u;
+    }
+    if (s == FS_BF16) {
+        return u >> 16; /* v is a bf16 value: the low half is zero (NaN: quiet) */
+    }
+    /* f16 */
+    uint32_t sign = (u >> 31) << 15;
+    if (isnan(v)) {
+        return sign | 0x7E00u;
+    }
+    if (isinf(v)) {
+        return sign | 0x7C00u;
+    }
+    if (v == 0.0) {
+        return sign;
+    }
+    int e;
+    double m = frexp(fabs(v), &e); /* |v| = m * 2^e, m in [0.5, 1) */
+    int lead = e - 1;
+    if (lead < -14) {
+        return sign | (uint32_t)ldexp(fabs(v), 24); /* subnormal: units of 2^-24 */
+    }
+    uint32_t frac = (uint32_t)(ldexp(m, 11)) & 0x3FFu;
+    return sign | ((uint32_t)(lead + 15) << 10) | frac;
+}
+
+/* Decimal digits of |v| rounded to ndig significant digits (ties away from
+ * zero, as APFloat rounds): digits without trailing zeros into dig, the
+ * decimal exponent of the first digit into *e10. */
+static int decimal_digits(double v, int ndig, char *dig, int *e10)
+{
+    char buf[64], exact[64];
+    double a = fabs(v);
+    snprintf(exact, sizeof exact, "%.40e", a);
+    /* exact: d.ddd...e+XX; digit k (0-based) is at index k (+1 after the point) */
+    bool tie = exact[ndig + 1] == '5';
+    for (int k = ndig + 2; tie && k < 42; k++) {
+        tie = exact[k] == '0';
+    }
+    snprintf(buf, sizeof buf, "%.*e", ndig - 1, tie ? nextafter(a, (double)INFINITY) : a);
+    int n = 0;
+    const char *q = buf;
+    for (; *q != 'e'; q++) {
+        if (*q != '.') {
+            dig[n++] = *q;
+        }
+    }
+    *e10 = atoi(q + 1);
+    while (n > 1 && dig[n - 1] == '0') {
+        n--;
+    }
+    dig[n] = '\0';
+    return n;
+}
+
+void sp_mlir_print_float(cm_buf *b, double v, const char *lit, const char *type)
+{
+    fsem s = fsem_of(type);
+    if (s == FS_OTHER) {
+        if (lit != NULL) {
+            cm_buf_puts(b, lit);
+        } else {
+            cm_buf_printf(b, "%.6e", v);
+        }
+        return;
+    }
+    if (lit != NULL) {
+        const char *d = lit[0] == '-' || lit[0] == '+' ? lit + 1 : lit;
+        if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X')) {
+            /* a hex literal is the bit pattern */
+            uint64_t u = strtoull(d, NULL, 16);
+            if (s == FS_F64) {
+                memcpy(&v, &u, sizeof v);
+            } else if (s == FS_F32 || s == FS_BF16) {
+                uint32_t w = s == FS_BF16 ? (uint32_t)(u << 16) : (uint32_t)u;
+                float f;
+                memcpy(&f, &w, sizeof f);
+                v = (double)f;
+            } else {
+                /* f16 */
+                uint32_t e = (uint32_t)(u >> 10) & 31u, m = (uint32_t)u & 0x3FFu;
+                double mag = e == 0    ? ldexp((double)m, -24)
+                             : e == 31 ? (m ? (double)NAN : (double)INFINITY)
+                                       : ldexp((double)(m | 0x400u), (int)e - 25);
+                v = (u >> 15) & 1u ? -mag : mag;
+            }
+            if (isnan(v)) {
+                cm_buf_printf(b, "0x%llX", (unsigned long long)u);
+                return;
+            }
+        } else {
+            v = parse_as(lit, s);
+        }
+    }
+    v = round_to(v, s);
+    char dig[48], out[96];
+    int e10;
+    if (!isnan(v) && !isinf(v)) {
+        /* six significant digits in scientific form, padded to six decimals */
+        int n = decimal_digits(v, 6, dig, &e10);
+        int o = 0;
+        if (signbit(v)) {
+            out[o++] = '-';
+        }
+        out[o++] = dig[0];
+        out[o++] = '.';
+        for (int k = 1; k < 7; k++) {
+            out[o++] = k < n ? dig[k] : '0';
+        }
+        o += snprintf(out + o, sizeof out - (size_t)o, "e%c%02d", e10 < 0 ? '-' : '+',
+                      e10 < 0 ? -e10 : e10);
+        if (same_value(parse_as(out, s), v)) {
+            cm_buf_append(b, out, (size_t)o);
+            return;
+        }
+        /* APFloat::toString defaults: enough digits to round-trip, padding 3 */
+        const fdesc *fd = &fdescs[s];
+        int prec = 2 + fd->precision * 59 / 196;
+        n = decimal_digits(v, prec, dig, &e10);
+        int exp = e10 - (n - 1); /* exponent of the last digit */
+        bool sci;
+        if (exp >= 0) {
+            sci = exp > 3 || n + exp > prec;
+        } else {
+            int msd = exp + n - 1;
+            sci = msd < 0 && -msd > 3;
+        }
+        o = 0;
+        if (signbit(v)) {
+            out[o++] = '-';
+        }
+        if (sci) {
+            out[o++] = dig[0];
+            out[o++] = '.';
+            if (n == 1) {
+                out[o++] = '0';
+            }
+            for (int k = 1; k < n; k++) {
+                out[o++] = dig[k];
+            }
+            o += snprintf(out + o, sizeof out - (size_t)o, "E%c%d", e10 < 0 ? '-' : '+',
+                          e10 < 0 ? -e10 : e10);
+        } else if (exp < 0) {
+            int whole = exp + n;
+            int k = 0;
+            if (whole > 0) {
+                for (; k < whole; k++) {
+                    out[o++] = dig[k];
+                }
+                out[o++] = '.';
+            } else {
+                out[o++] = '0';
+                out[o++] = '.';
+                for (int z = 0; z < -whole; z++) {
+                    out[o++] = '0';
+                }
+            }
+            for (; k < n; k++) {
+                out[o++] = dig[k];
+            }
+        }
+        if (sci || exp < 0) {
+            cm_buf_append(b, out, (size_t)o);
+            return;
+        }
+    }
+    /* infinities, NaNs, and integers that need every digit: the bit pattern */
+    cm_buf_printf(b, "0x%llX", (unsigned long long)bits_of(v, s));
 }

@@ -26,6 +26,7 @@ typedef struct pass_inv {
     const char *name; /* without dashes */
     pass_opt opts[MAX_OPTS];
     int n_opts;
+    bool timing; /* -mlir-timing */
 } pass_inv;
 
 typedef cm_status (*pass_fn)(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err);
@@ -101,6 +102,7 @@ static cm_status run_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d, cm
     o.debug_sharding_origins = opt_bool(inv, "debug-sharding-origins");
     o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding") ||
                                    opt_bool(inv, "debug-propagation-edge-sharding");
+    o.timing = inv->timing;
     return sp_pass_propagation_pipeline(m, &o, d, err);
 }
 
@@ -491,6 +493,7 @@ static void usage(FILE *f)
           "  -verify-diagnostics      match diagnostics with expected-* comments\n"
           "  -mlir-print-op-generic   print every op in the generic form\n"
           "  -mlir-print-debuginfo    print op locations\n"
+          "  -mlir-timing             print the time of each pipeline step to stderr\n"
           "  -o FILE                  write output to FILE\n"
           "passes:\n",
           f);
@@ -512,7 +515,7 @@ int sp_opt_main(int argc, char **argv, FILE *out, FILE *errs)
     }
     cfg->out = out;
     cfg->errs = errs;
-    bool split = false;
+    bool split = false, timing = false;
     const char *file = NULL, *outfile = NULL;
     int rc = 1;
     FILE *of = NULL;
@@ -539,6 +542,8 @@ int sp_opt_main(int argc, char **argv, FILE *out, FILE *errs)
             cfg->print.generic = true;
         } else if (strcmp(name, "mlir-print-debuginfo") == 0) {
             cfg->print.debug_info = true;
+        } else if (strcmp(name, "mlir-timing") == 0) {
+            timing = true;
         } else if (strcmp(name, "allow-unregistered-dialect") == 0) {
             /* accepted for compatibility: unknown ops are always kept */
         } else if (strcmp(name, "o") == 0 && i + 1 < argc) {
@@ -583,6 +588,9 @@ int sp_opt_main(int argc, char **argv, FILE *out, FILE *errs)
                 }
             }
         }
+    }
+    for (int i = 0; i < cfg->n_inv; i++) {
+        cfg->inv[i].timing = timing;
     }
     if (file == NULL) {
         file = "-";

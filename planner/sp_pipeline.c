@@ -175,10 +175,14 @@ typedef struct uses {
     use *pool;
     uint32_t n, cap;
     uint32_t n_values;
+    const uint8_t *want; /* per value: track its uses (NULL: all) */
 } uses;
 
 static cm_status uses_add(uses *u, uint32_t v, uint32_t op, uint32_t idx)
 {
+    if (u->want != NULL && !u->want[v]) {
+        return CM_OK;
+    }
     if (u->n == u->cap) {
         uint32_t cap = u->cap < 1024 ? 1024 : u->cap * 2;
         use *p = cm_realloc(u->pool, sizeof(use) * cap);
@@ -204,11 +208,13 @@ static cm_status uses_build_op(sp_module *m, uint32_t op, void *ctx)
     return CM_OK;
 }
 
-/* Builds use lists with room for values created later (up to cap_values). */
-static cm_status uses_build(sp_module *m, uses *u, uint32_t cap_values)
+/* Builds use lists with room for values created later (up to cap_values),
+ * only for the values flagged in want (NULL: every value). */
+static cm_status uses_build(sp_module *m, uses *u, uint32_t cap_values, const uint8_t *want)
 {
     memset(u, 0, sizeof *u);
     u->n_values = cap_values;
+    u->want = want;
     u->head = cm_alloc(sizeof(uint32_t) * (cap_values + 1u));
     if (u->head == NULL) {
         return CM_ENOMEM;
@@ -251,9 +257,27 @@ static bool is_constraint_like(const sp_op *op)
 
 cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
 {
+    uint8_t *want = cm_calloc(m->n_values + 1u, 1);
+    if (want == NULL) {
+        return oom(err);
+    }
+    bool any = false;
+    for (uint32_t c = 0; c < m->n_ops; c++) {
+        const sp_op *op = &m->ops[c];
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT && op->n_operands == 1 && op->n_results == 1) {
+            want[op->operands[0]] = 1;
+            want[op->first_result] = 1;
+            any = true;
+        }
+    }
     uses u;
-    if (uses_build(m, &u, m->n_values) != CM_OK) {
+    if (!any) {
+        cm_free(want);
+        return CM_OK;
+    }
+    if (uses_build(m, &u, m->n_values, want) != CM_OK) {
         uses_free(&u);
+        cm_free(want);
         return oom(err);
     }
     cm_status st = CM_OK;
@@ -282,12 +306,29 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
                 other = true;
             }
         }
-        bool is_edge_target = m->values[v].def == SP_NONE &&
-                              m->blocks[m->values[v].block].parent_op != SP_NONE &&
-                              m->ops[m->blocks[m->values[v].block].parent_op].kind != SP_OP_FUNC_FUNC;
+        uint32_t def = m->values[v].def;
+        bool is_edge_target =
+            def == SP_NONE ? m->blocks[m->values[v].block].parent_op != SP_NONE &&
+                                 m->ops[m->blocks[m->values[v].block].parent_op].kind !=
+                                     SP_OP_FUNC_FUNC
+                           : m->ops[def].kind == SP_OP_WHILE || m->ops[def].kind == SP_OP_CASE ||
+                                 m->ops[def].kind == SP_OP_IF ||
+                                 m->ops[def].kind == SP_OP_OPTIMIZATION_BARRIER;
         if (!other && fully_closed(a->u.sharding) && sp_value_sharding(m, v) == NULL &&
-            !is_edge_target && (m->values[v].def == SP_NONE ||
-                                m->ops[m->values[v].def].kind != SP_OP_SDY_SHARDING_CONSTRAINT)) {
+            (def == SP_NONE || m->ops[def].kind != SP_OP_SDY_SHARDING_CONSTRAINT)) {
+            if (is_edge_target) {
+                /* do not restrict every target of the edge: later uses read
+                 * the constrained value instead */
+                uint32_t pos = sp_op_index_in_block(m, c);
+                for (uint32_t i = u.head[v]; i != SP_NONE; i = u.pool[i].next) {
+                    uint32_t user = u.pool[i].op;
+                    if (user != c && m->ops[user].parent_block == op->parent_block &&
+                        sp_op_index_in_block(m, user) > pos) {
+                        m->ops[user].operands[u.pool[i].idx] = op->first_result;
+                    }
+                }
+                continue;
+            }
             st = sp_value_set_sharding(m, v, a->u.sharding);
             if (st != CM_OK) {
                 break;
@@ -322,6 +363,7 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
         }
     }
     uses_free(&u);
+    cm_free(want);
     return st == CM_ENOMEM ? oom(err) : st;
 }
 
@@ -373,12 +415,29 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
 {
     uint32_t n_ops0 = m->n_ops;
     uint8_t *memo = cm_calloc(n_ops0 * 2u + 16u, 1);
-    uses u;
     /* every clone adds at most one value per result; reserve generously */
-    if (memo == NULL || uses_build(m, &u, m->n_values * 2u + 16u) != CM_OK) {
+    uint8_t *want = cm_calloc(m->n_values * 2u + 16u, 1);
+    uses u;
+    memset(&u, 0, sizeof u);
+    if (memo == NULL || want == NULL) {
         cm_free(memo);
-        uses_free(&u);
+        cm_free(want);
         return oom(err);
+    }
+    bool any = false;
+    for (uint32_t opid = 0; opid < n_ops0; opid++) {
+        const sp_op *op = &m->ops[opid];
+        if (op->parent_block != SP_NONE && op->n_results == 1 && op->kind != SP_OP_FUNC_FUNC &&
+            (is_const_expr(m, opid, memo) || is_scalar_expansion(m, op))) {
+            want[op->first_result] = 1;
+            any = true;
+        }
+    }
+    if (!any || uses_build(m, &u, m->n_values * 2u + 16u, want) != CM_OK) {
+        cm_free(memo);
+        cm_free(want);
+        uses_free(&u);
+        return any ? oom(err) : CM_OK;
     }
     cm_status st = CM_OK;
     /* reverse program order: users are split before the values they use */
@@ -392,6 +451,14 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
         }
         uint32_t v = op->first_result;
         if (uses_count(&u, v) <= 1) {
+            continue;
+        }
+        /* a value in a sharding group stays one value: its group decides */
+        bool grouped = false;
+        for (uint32_t i = u.head[v]; i != SP_NONE && !grouped; i = u.pool[i].next) {
+            grouped = m->ops[u.pool[i].op].kind == SP_OP_SDY_SHARDING_GROUP;
+        }
+        if (grouped) {
             continue;
         }
         /* keep the first use (in program order the list is reversed: the last
@@ -433,6 +500,7 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
         }
     }
     cm_free(memo);
+    cm_free(want);
     uses_free(&u);
     return st == CM_OK ? CM_OK : oom(err);
 }
@@ -844,35 +912,33 @@ cm_status sp_pass_drop_sharding_rules(sp_module *m, cm_error *err)
 
 /* ---- the pipeline ---------------------------------------------------------------------- */
 
+/* Runs one step of the pipeline, timing it when timing is on. */
+#define STEP(name, call)                                                                           \
+    do {                                                                                           \
+        if (st == CM_OK) {                                                                         \
+            double t0 = timing ? cm_now() : 0.0;                                                   \
+            st = (call);                                                                           \
+            if (timing) {                                                                          \
+                fprintf(stderr, "  %-44s %8.3f s\n", name, cm_now() - t0);                       \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 cm_status sp_pass_propagation_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
                                        cm_error *err)
 {
-    cm_status st = sp_pass_lift_inlined_meshes(m, err);
-    if (st == CM_OK) {
-        st = sp_pass_sharding_group_import(m, diags, err);
-    }
-    if (st == CM_OK) {
-        st = sp_pass_apply_sharding_constraints(m, err);
-    }
-    if (st == CM_OK) {
-        st = sp_pass_constant_splitter(m, err);
-    }
-    if (st == CM_OK) {
-        sp_prop_opts po = *o;
-        po.level = SP_PROP_USER_PRIORITY;
-        st = sp_propagate(m, &po, diags, err);
-    }
-    if (st == CM_OK) {
-        st = sp_pass_remove_sharding_groups(m, err);
-    }
-    if (st == CM_OK) {
-        st = sp_pass_constant_merger(m, err);
-    }
-    if (st == CM_OK) {
-        st = sp_pass_update_non_divisible_io(m, err);
-    }
-    if (st == CM_OK) {
-        st = sp_pass_close_shardings(m, err);
-    }
+    bool timing = o->timing;
+    cm_status st = CM_OK;
+    sp_prop_opts po = *o;
+    po.level = SP_PROP_USER_PRIORITY;
+    STEP("-sdy-lift-inlined-meshes", sp_pass_lift_inlined_meshes(m, err));
+    STEP("-sdy-sharding-group-import", sp_pass_sharding_group_import(m, diags, err));
+    STEP("-sdy-apply-sharding-constraints", sp_pass_apply_sharding_constraints(m, err));
+    STEP("-sdy-constant-or-scalar-splitter", sp_pass_constant_splitter(m, err));
+    STEP("-sdy-user-priority-propagate", sp_propagate(m, &po, diags, err));
+    STEP("-sdy-remove-sharding-groups", sp_pass_remove_sharding_groups(m, err));
+    STEP("-sdy-constant-or-scalar-merger", sp_pass_constant_merger(m, err));
+    STEP("-sdy-update-non-divisible-input-output-shardings", sp_pass_update_non_divisible_io(m, err));
+    STEP("-sdy-close-shardings", sp_pass_close_shardings(m, err));
     return st;
 }

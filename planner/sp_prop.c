@@ -225,6 +225,11 @@ static const meshent *mesh_of(const prop *p, const sp_sharding *s)
         return NULL; /* inlined meshes are lifted by the import passes */
     }
     for (uint32_t i = 0; i < p->n_meshes; i++) {
+        if (p->meshes[i].name == s->mesh_name) {
+            return &p->meshes[i];
+        }
+    }
+    for (uint32_t i = 0; i < p->n_meshes; i++) {
         if (strcmp(p->meshes[i].name, s->mesh_name) == 0) {
             return &p->meshes[i];
         }
@@ -654,8 +659,15 @@ static sp_rule *derive_rule(prop *p, uint32_t op)
 
 static bool ref_to_ax(const sp_mesh *mesh, const sp_axis_ref *r, ax *out)
 {
-    for (uint32_t i = 0; i < mesh->n_axes; i++) {
-        if (strcmp(mesh->axes[i].name, r->name) == 0) {
+    uint32_t i = 0;
+    while (i < mesh->n_axes && mesh->axes[i].name != r->name) {
+        i++; /* shardings built by propagation point at the mesh's own names */
+    }
+    if (i == mesh->n_axes) {
+        i = 0;
+    }
+    for (; i < mesh->n_axes; i++) {
+        if (mesh->axes[i].name == r->name || strcmp(mesh->axes[i].name, r->name) == 0) {
             out->axis = i;
             if (r->pre_size == 0) {
                 out->pre = 1;
@@ -1589,6 +1601,15 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
     return true;
 }
 
+static bool pass_through_op(const sp_op *op)
+{
+    return sp_op_is_elementwise((sp_op_kind)op->kind) ||
+           op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_FUNC_RETURN ||
+           op->kind == SP_OP_RESHAPE || op->kind == SP_OP_TRANSPOSE || op->kind == SP_OP_WHILE ||
+           op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
+           op->kind == SP_OP_OPTIMIZATION_BARRIER || op->kind == SP_OP_SDY_PROPAGATION_BARRIER;
+}
+
 /* Op-priority schedule: which direction this op propagates at the current level. */
 static dir op_direction(const prop *p, const sp_op *op)
 {
@@ -1599,12 +1620,7 @@ static dir op_direction(const prop *p, const sp_op *op)
     if (p->op_priority < 0) {
         return DIR_BOTH;
     }
-    bool pass_through = sp_op_is_elementwise((sp_op_kind)op->kind) ||
-                        op->kind == SP_OP_SDY_SHARDING_CONSTRAINT ||
-                        op->kind == SP_OP_FUNC_RETURN || op->kind == SP_OP_RESHAPE ||
-                        op->kind == SP_OP_TRANSPOSE || op->kind == SP_OP_WHILE ||
-                        op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
-                        op->kind == SP_OP_OPTIMIZATION_BARRIER;
+    bool pass_through = pass_through_op(op);
     if (p->op_priority == 0) {
         return pass_through ? DIR_BOTH : DIR_NONE;
     }
@@ -2505,10 +2521,16 @@ static cm_status write_back(prop *p)
 }
 
 /* Runs the worklist to a fixed point over ops (in program order first). */
-static void run_fixed_point(prop *p, const uint32_t *order, uint32_t n_order)
+/* Runs the worklist to a fixed point. In op-priority rounds after the first,
+ * pass-through ops start at their fixed point (they do the same work in
+ * every round), so only the others are pushed; any op whose tensors change
+ * is pushed again as usual. */
+static void run_fixed_point(prop *p, const uint32_t *order, uint32_t n_order, bool only_others)
 {
     for (uint32_t i = 0; i < n_order; i++) {
-        enqueue(p, order[i]);
+        if (!only_others || !pass_through_op(&p->m->ops[order[i]])) {
+            enqueue(p, order[i]);
+        }
     }
     uint64_t limit = (uint64_t)p->m->n_ops * 64u + 1024u;
     uint64_t count = 0;
@@ -2585,12 +2607,12 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
             for (int lvl = 0; lvl < 3 && p.st == CM_OK; lvl++) {
                 p.op_priority = lvl < 2 ? lvl : -1;
                 p.aggressive = aggressive;
-                run_fixed_point(&p, order, n_order);
+                run_fixed_point(&p, order, n_order, lvl > 0);
             }
         } else {
             p.op_priority = -1;
             p.aggressive = aggressive;
-            run_fixed_point(&p, order, n_order);
+            run_fixed_point(&p, order, n_order, false);
         }
         if (up < 0) {
             break;

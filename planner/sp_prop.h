@@ -31,6 +31,7 @@ typedef struct sp_prop_opts {
     bool debug_sharding_origins;     /* debug-sharding-origins */
     bool debug_edge_source_sharding; /* debug-edge-source-sharding */
     const sp_custom_rules *custom;   /* user rules for custom calls, may be NULL */
+    bool timing;                     /* print each pass's time to stderr (-mlir-timing) */
 } sp_prop_opts;
 
 /* Fills opts with Shardy's defaults for the given level. */

@@ -4,12 +4,15 @@
 #include <string.h>
 
 #include "sp_opt.h"
+#include "sp_plan_json.h"
 
 static void usage(FILE *f)
 {
     fputs("usage: shardplan <command> [args]\n"
           "commands:\n"
-          "  opt FILE|- [passes and options]   run sdy passes on MLIR (sdy_opt compatible)\n",
+          "  opt FILE|- [passes and options]   run sdy passes on MLIR (sdy_opt compatible)\n"
+          "  plan GRAPH.json|MODULE.mlir [--pass NAME] [--format json|mlir]\n"
+          "                                    propagate shardings and write the plan\n",
           f);
 }
 
@@ -21,6 +24,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "opt") == 0) {
         return sp_opt_main(argc - 1, argv + 1, stdout, stderr);
+    }
+    if (strcmp(argv[1], "plan") == 0) {
+        return sp_plan_main(argc - 1, argv + 1, stdout, stderr);
     }
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(stdout);

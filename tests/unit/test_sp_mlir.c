@@ -1,0 +1,787 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for the MLIR reader and printer (planner/sp_mlir_*.c): round
+ * trips of every custom form in pretty and generic input, SSA naming as MLIR
+ * does it, canonical float printing, every reader error with its "LINE:COL",
+ * and an OOM loop over sp_mlir_read and sp_mlir_print. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cm.h"
+#include "sp_ir.h"
+#include "sp_ops.h"
+
+#define N_OF(x) (sizeof(x) / sizeof((x)[0]))
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+/* Reads text (which must succeed) and returns the printed form (cm_free). */
+static char *print_text(const char *text, bool generic)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    cm_status st = sp_mlir_read(text, strlen(text), 0, &m, &err);
+    if (st != CM_OK) {
+        print_error("read failed at %s: %s\n--- input ---\n%s\n", err.path, err.msg, text);
+    }
+    assert_int_equal(st, CM_OK);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_print_opts o = {generic, false};
+    sp_mlir_print(m, &o, &b);
+    assert_false(b.oom);
+    sp_module_destroy(m);
+    return cm_buf_take(&b);
+}
+
+static void assert_prints(const char *in, const char *want)
+{
+    char *got = print_text(in, false);
+    if (strcmp(got, want) != 0) {
+        print_error("--- want ---\n%s--- got ---\n%s", want, got);
+    }
+    assert_string_equal(got, want);
+    cm_free(got);
+}
+
+/* Reading text must fail with CM_EINVAL at path, with msg containing needle. */
+static void assert_read_error(const char *text, const char *path, const char *needle)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = (sp_module *)&err; /* must be reset to NULL */
+    cm_status st = sp_mlir_read(text, strlen(text), 0, &m, &err);
+    if (st != CM_EINVAL || strcmp(err.path, path) != 0 || strstr(err.msg, needle) == NULL) {
+        print_error("want %s '%s', got status %d at '%s': %s\n", path, needle, (int)st, err.path,
+                    err.msg);
+    }
+    assert_int_equal(st, CM_EINVAL);
+    assert_int_equal(err.code, CM_EINVAL);
+    assert_null(m);
+    assert_string_equal(err.path, path);
+    assert_non_null(strstr(err.msg, needle));
+}
+
+/* ---- round trips ---------------------------------------------------------------- */
+
+/* Modules in the exact form the printer writes (and MLIR prints): reading
+ * and printing each must give it back, and so must the generic form. */
+static const char *const corpus[] = {
+    /* elementwise */
+    "module {\n"
+    "  func.func @f(%arg0: tensor<2xf32>, %arg1: tensor<2xf32>, %arg2: tensor<2xi1>)"
+        " -> tensor<2xf32> {\n"
+    "    %0 = stablehlo.add %arg0, %arg1 : tensor<2xf32>\n"
+    "    %1 = stablehlo.multiply %0, %arg1 : tensor<2xf32>\n"
+    "    %2 = stablehlo.abs %1 : tensor<2xf32>\n"
+    "    %3 = stablehlo.convert %2 : (tensor<2xf32>) -> tensor<2xf64>\n"
+    "    %4 = stablehlo.select %arg2, %2, %1 : tensor<2xi1>, tensor<2xf32>\n"
+    "    %5 = stablehlo.clamp %arg0, %4, %arg1 : tensor<2xf32>\n"
+    "    %6 = stablehlo.reshape %5 : (tensor<2xf32>) -> tensor<1x2xf32>\n"
+    "    %7 = stablehlo.compare  GT, %arg0, %arg1,  FLOAT : (tensor<2xf32>,"
+        " tensor<2xf32>) -> tensor<2xi1>\n"
+    "    %8 = stablehlo.iota dim = 0 : tensor<2xf32>\n"
+    "    %9 = stablehlo.reduce_precision %8, format = e5m2 : tensor<2xf32>\n"
+    "    return %9 : tensor<2xf32>\n"
+    "  }\n"
+    "}\n",
+    /* keyword */
+    "module {\n"
+    "  func.func @f(%arg0: tensor<4x8xf32>, %arg1: tensor<8x16xf32>, %arg2:"
+        " tensor<f32>, %arg3: tensor<i64>) -> tensor<4x16xf32> {\n"
+    "    %0 = stablehlo.broadcast_in_dim %arg2, dims = [] : (tensor<f32>) ->"
+        " tensor<4x16xf32>\n"
+    "    %1 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<4x8xf32>) ->"
+        " tensor<8x4xf32>\n"
+    "    %2 = stablehlo.reverse %arg0, dims = [0] : tensor<4x8xf32>\n"
+    "    %3 = stablehlo.concatenate %arg0, %2, dim = 0 : (tensor<4x8xf32>,"
+        " tensor<4x8xf32>) -> tensor<8x8xf32>\n"
+    "    %4 = stablehlo.dynamic_slice %arg0, %arg3, %arg3, sizes = [2, 2] :"
+        " (tensor<4x8xf32>, tensor<i64>, tensor<i64>) -> tensor<2x2xf32>\n"
+    "    %5 = stablehlo.pad %arg0, %arg2, low = [0, 1], high = [0, 1], interior ="
+        " [0, 0] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x10xf32>\n"
+    "    %6 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0],"
+        " precision = [DEFAULT, HIGHEST] : (tensor<4x8xf32>, tensor<8x16xf32>) ->"
+        " tensor<4x16xf32>\n"
+    "    %7 = stablehlo.dot_general %1, %1, batching_dims = [1] x [1],"
+        " contracting_dims = [0] x [0] : (tensor<8x4xf32>, tensor<8x4xf32>) ->"
+        " tensor<4xf32>\n"
+    "    %8 = stablehlo.einsum %arg0, %arg1, config = \"ab,bc->ac\" :"
+        " (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>\n"
+    "    %9 = stablehlo.slice %arg0 [0:2, 1:8:2] : (tensor<4x8xf32>) ->"
+        " tensor<2x4xf32>\n"
+    "    %10 = stablehlo.custom_call @foo(%arg0) {backend_config = \"x\","
+        " has_side_effect = true} : (tensor<4x8xf32>) -> tensor<4x8xf32>\n"
+    "    %11:2 = stablehlo.optimization_barrier %arg0, %arg1 : tensor<4x8xf32>,"
+        " tensor<8x16xf32>\n"
+    "    %12 = stablehlo.add %11#1, %11#1 : tensor<8x16xf32>\n"
+    "    return %6 : tensor<4x16xf32>\n"
+    "  }\n"
+    "}\n",
+    /* regions */
+    "module {\n"
+    "  func.func @f(%arg0: tensor<4x8xf32>, %arg1: tensor<f32>, %arg2: tensor<i32>)"
+        " -> tensor<4xf32> {\n"
+    "    %0 = stablehlo.reduce(%arg0 init: %arg1) applies stablehlo.add across"
+        " dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>\n"
+    "    %1 = stablehlo.reduce(%arg0 init: %arg1) across dimensions = [1] :"
+        " (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>\n"
+    "     reducer(%arg3: tensor<f32>, %arg4: tensor<f32>)  {\n"
+    "      %4 = stablehlo.divide %arg3, %arg4 : tensor<f32>\n"
+    "      stablehlo.return %4 : tensor<f32>\n"
+    "    }\n"
+    "    %2:2 = stablehlo.while(%iterArg = %arg2, %iterArg_0 = %0) : tensor<i32>,"
+        " tensor<4xf32>\n"
+    "     cond {\n"
+    "      %c = stablehlo.constant dense<10> : tensor<i32>\n"
+    "      %4 = stablehlo.compare  LT, %iterArg, %c : (tensor<i32>, tensor<i32>) ->"
+        " tensor<i1>\n"
+    "      stablehlo.return %4 : tensor<i1>\n"
+    "    } do {\n"
+    "      %c = stablehlo.constant dense<1> : tensor<i32>\n"
+    "      %4 = stablehlo.add %iterArg, %c : tensor<i32>\n"
+    "      stablehlo.return %4, %iterArg_0 : tensor<i32>, tensor<4xf32>\n"
+    "    }\n"
+    "    %3 = \"stablehlo.case\"(%arg2) ({\n"
+    "      stablehlo.return %0 : tensor<4xf32>\n"
+    "    }, {\n"
+    "      stablehlo.return %1 : tensor<4xf32>\n"
+    "    }) : (tensor<i32>) -> tensor<4xf32>\n"
+    "    return %2#1 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n",
+    /* constants */
+    "module {\n"
+    "  func.func @f() -> tensor<2xf32> {\n"
+    "    %c = stablehlo.constant dense<[1, 2]> : tensor<2xi32>\n"
+    "    %c_0 = stablehlo.constant dense<1> : tensor<2x2xi32>\n"
+    "    %cst = stablehlo.constant dense<1.5> : tensor<2xf32>\n"
+    "    %cst_1 = stablehlo.constant {attr = 1.000000e-03 : f32} dense<0.000000e+00>"
+        " : tensor<2xf32>\n"
+    "    %c_2 = stablehlo.constant dense<[true, false]> : tensor<2xi1>\n"
+    "    %cst_3 = stablehlo.constant() <{value = dense<[1, 2]> : tensor<2xi8>}> : ()"
+        " -> tensor<2x!quant.uniform<i8:f32, 2.000000e+00:15>>\n"
+    "    %c5_i32 = arith.constant 5 : i32\n"
+    "    %c-1 = arith.constant -1 : index\n"
+    "    %true = arith.constant true\n"
+    "    %cst_4 = arith.constant dense<-1> : tensor<i32>\n"
+    "    %cst_5 = arith.constant 0x7FC00000 : f32\n"
+    "    %cst_6 = arith.constant 0.33333333333333331 : f64\n"
+    "    %0 = tensor.cast %cst : tensor<2xf32> to tensor<?xf32>\n"
+    "    %1 = stablehlo.tuple %c, %cst : tuple<tensor<2xi32>, tensor<2xf32>>\n"
+    "    %2 = stablehlo.get_tuple_element %1[1] : (tuple<tensor<2xi32>,"
+        " tensor<2xf32>>) -> tensor<2xf32>\n"
+    "    %3 = stablehlo.composite \"my.op\" %2 {composite_attributes = {k ="
+        " 2.500000e-01 : f32}, decomposition = @g} : (tensor<2xf32>) -> tensor<2xf32>\n"
+    "    return %3 : tensor<2xf32>\n"
+    "  }\n"
+    "}\n",
+    /* sdy */
+    "module {\n"
+    "  sdy.mesh @mesh = <[\"x\"=2, \"y\"=4]>\n"
+    "  func.func @f(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh,"
+        " [{\"x\"}, {\"y\", ?}p1]>}) -> (tensor<8x16xf32> {sdy.sharding ="
+        " #sdy.sharding<@mesh, [{}, {}]>}) {\n"
+    "    %0 = sdy.sharding_constraint %arg0 <@mesh, [{}, {\"y\"}]> : tensor<8x16xf32>\n"
+    "    %1 = sdy.reshard %0 <@mesh, [{\"x\"}, {}]> : tensor<8x16xf32>\n"
+    "    %2 = sdy.propagation_barrier %1 allowed_direction=FORWARD :"
+        " tensor<8x16xf32>\n"
+    "    sdy.sharding_group %2 group_id=3 : tensor<8x16xf32>\n"
+    "    %3 = sdy.all_gather [{\"x\"}, {}] %2 out_sharding=<@mesh, [{}, {}]> :"
+        " tensor<8x16xf32>\n"
+    "    %4 = sdy.all_slice [{}, {\"y\":(1)2}] %3 out_sharding=<@mesh, [{},"
+        " {\"y\":(1)2}]> : tensor<8x16xf32>\n"
+    "    %5 = sdy.all_reduce {\"x\"} %4 out_sharding=<@mesh, [{}, {\"y\":(1)2}]> :"
+        " tensor<8x16xf32>\n"
+    "    %6 = sdy.all_reduce <max> {\"x\"} %5 out_sharding=<@mesh, [{}, {\"y\":(1)2}]> :"
+        " tensor<8x16xf32>\n"
+    "    %7 = sdy.all_to_all [{\"y\":(1)2}: 1->0] %6 out_sharding=<@mesh, [{\"y\":(1)2},"
+        " {}]> : tensor<8x16xf32>\n"
+    "    %8 = sdy.collective_permute %7 out_sharding=<@mesh, [{\"x\"}, {}]> :"
+        " tensor<8x16xf32>\n"
+    "    %9 = sdy.reduce_scatter [{}, {\"y\"}] %8 out_sharding=<@mesh, [{\"x\"}, {\"y\"}]>"
+        " : tensor<8x16xf32>\n"
+    "    %10 = sdy.replicated_to_unreduced {\"y\"} %9 out_sharding=<@mesh, [{\"x\"},"
+        " {}], unreduced={\"y\"}> : tensor<8x16xf32>\n"
+    "    %11 = sdy.sharded_to_unreduced [{\"x\"}, {}] %10 out_sharding=<@mesh, [{},"
+        " {}], unreduced={\"x\", \"y\"}> : tensor<8x16xf32>\n"
+    "    %12 = sdy.data_flow_edge %11 sharding=<@mesh, [{\"x\"}, {}]> :"
+        " tensor<8x16xf32>\n"
+    "    %13 = sdy.func_data_flow_edge %12 : tensor<8x16xf32>\n"
+    "    %14 = sdy.manual_computation(%13) in_shardings=[<@mesh, [{\"x\"}, {}]>]"
+        " out_shardings=[<@mesh, [{\"x\"}, {}]>] manual_axes={\"x\"} (%arg1:"
+        " tensor<4x16xf32>) {\n"
+    "      %cst = sdy.constant dense<1.0> : tensor<4x16xf32>\n"
+    "      %16 = stablehlo.add %arg1, %cst : tensor<4x16xf32>\n"
+    "      sdy.return %16 : tensor<4x16xf32>\n"
+    "    } : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+    "    %15 = sdy.named_computation<\"foo\">(%14) in_shardings=[<@mesh, [{\"x\"}, {}]>]"
+        " out_shardings=[<@mesh, [{}, {}]>] (%arg1: tensor<8x16xf32>) {\n"
+    "      sdy.return %arg1 : tensor<8x16xf32>\n"
+    "    } : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+    "    return %15 : tensor<8x16xf32>\n"
+    "  }\n"
+    "}\n",
+    /* alias */
+    "#CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 :"
+        " compressed) }>\n"
+    "module @m attributes {mhlo.num_partitions = 8 : i32} {\n"
+    "  func.func private @f(%arg0: tensor<10x20xf32, #CSR>) -> tensor<10x20xf32>"
+        " attributes {a = [1 : i64, 2.000000e+00 : f64], b = #stablehlo<precision HIGH>}"
+        " {\n"
+    "    %0 = stablehlo.abs %arg0 : (tensor<10x20xf32, #CSR>) -> tensor<10x20xf32>\n"
+    "    return %0 : tensor<10x20xf32>\n"
+    "  }\n"
+    "}\n",
+    /* decl */
+    "module {\n"
+    "  sdy.mesh @m = <[\"x\"=2]>\n"
+    "  func.func private @decl(tensor<16xbf16>, tensor<2xf32> {sdy.sharding ="
+        " #sdy.sharding<@m, [{}]>}) -> (tensor<2xf32>, tensor<i1>)\n"
+    "  func.func nested @h(%arg0: tensor<f32>) -> tensor<f32> {\n"
+    "    %0 = call @decl2(%arg0) : (tensor<f32>) -> tensor<f32>\n"
+    "    return %0 : tensor<f32>\n"
+    "  }\n"
+    "}\n",
+};
+
+static void test_sp_mlir_print_roundtrips_pretty_corpus(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_OF(corpus); i++) {
+        char *once = print_text(corpus[i], false);
+        if (strcmp(once, corpus[i]) != 0) {
+            print_error("corpus %zu:\n--- want ---\n%s--- got ---\n%s", i, corpus[i], once);
+        }
+        assert_string_equal(once, corpus[i]);
+        char *twice = print_text(once, false);
+        assert_string_equal(twice, once);
+        cm_free(once);
+        cm_free(twice);
+    }
+}
+
+static void test_sp_mlir_print_roundtrips_generic_corpus(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_OF(corpus); i++) {
+        char *gen = print_text(corpus[i], true);
+        char *gen2 = print_text(gen, true);
+        assert_string_equal(gen2, gen);
+        char *pretty = print_text(gen, false);
+        if (strcmp(pretty, corpus[i]) != 0) {
+            print_error("corpus %zu:\n--- generic ---\n%s--- pretty ---\n%s", i, gen, pretty);
+        }
+        assert_string_equal(pretty, corpus[i]);
+        cm_free(gen);
+        cm_free(gen2);
+        cm_free(pretty);
+    }
+}
+
+static void test_sp_mlir_print_generic_input_prints_pretty(void **state)
+{
+    (void)state;
+    assert_prints("func.func @f(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {\n"
+                  "  %0 = \"stablehlo.add\"(%a, %b) : (tensor<2xf32>, tensor<2xf32>) -> "
+                  "tensor<2xf32>\n"
+                  "  %1 = \"stablehlo.transpose\"(%0) <{permutation = array<i64: 0>}> : "
+                  "(tensor<2xf32>) -> tensor<2xf32>\n"
+                  "  %2 = \"stablehlo.dot_general\"(%1, %1) {dot_dimension_numbers = "
+                  "#stablehlo.dot<lhs_contracting_dimensions = [0], rhs_contracting_dimensions "
+                  "= [0]>} : (tensor<2xf32>, tensor<2xf32>) -> tensor<f32>\n"
+                  "  \"func.return\"(%0) : (tensor<2xf32>) -> ()\n"
+                  "}\n",
+                  "module {\n"
+                  "  func.func @f(%arg0: tensor<2xf32>, %arg1: tensor<2xf32>) -> tensor<2xf32> {\n"
+                  "    %0 = stablehlo.add %arg0, %arg1 : tensor<2xf32>\n"
+                  "    %1 = stablehlo.transpose %0, dims = [0] : (tensor<2xf32>) -> "
+                  "tensor<2xf32>\n"
+                  "    %2 = stablehlo.dot_general %1, %1, contracting_dims = [0] x [0] : "
+                  "(tensor<2xf32>, tensor<2xf32>) -> tensor<f32>\n"
+                  "    return %0 : tensor<2xf32>\n"
+                  "  }\n"
+                  "}\n");
+}
+
+static void test_sp_mlir_print_sdy_generic_input_prints_pretty(void **state)
+{
+    (void)state;
+    assert_prints(
+        "sdy.mesh @mesh = <[\"x\"=2]>\n"
+        "func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "  %0 = \"sdy.all_reduce\"(%a) {out_sharding = #sdy.sharding<@mesh, [{}]>, "
+        "reduction_axes = #sdy<axis_ref_list{\"x\"}>} : (tensor<8xf32>) -> tensor<8xf32>\n"
+        "  %1 = \"sdy.all_gather\"(%0) {gathering_axes = "
+        "#sdy<list_of_axis_ref_lists[{\"x\"}]>, out_sharding = #sdy.sharding<@mesh, [{}]>} "
+        ": (tensor<8xf32>) -> tensor<8xf32>\n"
+        "  return %1 : tensor<8xf32>\n"
+        "}\n",
+        "module {\n"
+        "  sdy.mesh @mesh = <[\"x\"=2]>\n"
+        "  func.func @f(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "    %0 = sdy.all_reduce {\"x\"} %arg0 out_sharding=<@mesh, [{}]> : tensor<8xf32>\n"
+        "    %1 = sdy.all_gather [{\"x\"}] %0 out_sharding=<@mesh, [{}]> : tensor<8xf32>\n"
+        "    return %1 : tensor<8xf32>\n"
+        "  }\n"
+        "}\n");
+}
+
+static void test_sp_mlir_read_keeps_sdy_collective_attrs(void **state)
+{
+    (void)state;
+    const char *text = "func.func @f(%a: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+                       "  %0 = sdy.all_to_all [{\"x\", \"y\":(2)4}: 0->1] %a "
+                       "out_sharding=<@m, [{}, {\"x\"}]> : tensor<8x8xf32>\n"
+                       "  %1 = sdy.all_reduce <min> {\"z\"} %0 out_sharding=<@m, [{}, {}]> : "
+                       "tensor<8x8xf32>\n"
+                       "  return %1 : tensor<8x8xf32>\n"
+                       "}\n";
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    uint32_t a2a = SP_NONE, ar = SP_NONE;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].kind == SP_OP_SDY_ALL_TO_ALL) {
+            a2a = i;
+        } else if (m->ops[i].kind == SP_OP_SDY_ALL_REDUCE) {
+            ar = i;
+        }
+    }
+    assert_int_not_equal(a2a, SP_NONE);
+    const sp_attr *p = sp_op_attr(m, a2a, "params");
+    assert_non_null(p);
+    assert_int_equal(p->kind, SP_ATTR_ALL_TO_ALL);
+    assert_int_equal(p->u.a2a.n, 1);
+    assert_int_equal(p->u.a2a.items[0].src_dim, 0);
+    assert_int_equal(p->u.a2a.items[0].tgt_dim, 1);
+    assert_int_equal(p->u.a2a.items[0].axes.n, 2);
+    assert_string_equal(p->u.a2a.items[0].axes.axes[1].name, "y");
+    assert_int_equal(p->u.a2a.items[0].axes.axes[1].pre_size, 2);
+    assert_int_equal(p->u.a2a.items[0].axes.axes[1].size, 4);
+    assert_int_equal(sp_op_attr(m, a2a, "out_sharding")->kind, SP_ATTR_SHARDING);
+    const sp_attr *ra = sp_op_attr(m, ar, "reduction_axes");
+    assert_int_equal(ra->kind, SP_ATTR_AXIS_LIST);
+    assert_int_equal(ra->u.axes.n, 1);
+    assert_string_equal(ra->u.axes.axes[0].name, "z");
+    const sp_attr *op = sp_op_attr(m, ar, "reduction_op");
+    assert_int_equal(op->kind, SP_ATTR_ENUM);
+    assert_string_equal(op->u.enm.value, "min");
+    sp_module_destroy(m);
+}
+
+/* ---- names ----------------------------------------------------------------------- */
+
+static void test_sp_mlir_print_names_result_groups(void **state)
+{
+    (void)state;
+    assert_prints("func.func @f(%x: tensor<f32>) -> tensor<f32> {\n"
+                  "  %a:2 = \"foo.bar\"(%x) : (tensor<f32>) -> (tensor<f32>, tensor<f32>)\n"
+                  "  %b = stablehlo.add %a#1, %a#0 : tensor<f32>\n"
+                  "  return %b : tensor<f32>\n"
+                  "}\n",
+                  "module {\n"
+                  "  func.func @f(%arg0: tensor<f32>) -> tensor<f32> {\n"
+                  "    %0:2 = \"foo.bar\"(%arg0) : (tensor<f32>) -> (tensor<f32>, tensor<f32>)\n"
+                  "    %1 = stablehlo.add %0#1, %0#0 : tensor<f32>\n"
+                  "    return %1 : tensor<f32>\n"
+                  "  }\n"
+                  "}\n");
+}
+
+static void test_sp_mlir_print_names_constants_with_shared_suffixes(void **state)
+{
+    (void)state;
+    assert_prints("func.func @f() {\n"
+                  "  %a = stablehlo.constant dense<1> : tensor<i32>\n"
+                  "  %b = stablehlo.constant dense<1.0> : tensor<f32>\n"
+                  "  %d = stablehlo.constant dense<2> : tensor<i32>\n"
+                  "  %e = stablehlo.constant dense<2.0> : tensor<f32>\n"
+                  "  %f = arith.constant 7 : i64\n"
+                  "  %g = arith.constant 7 : i64\n"
+                  "  return\n"
+                  "}\n",
+                  "module {\n"
+                  "  func.func @f() {\n"
+                  "    %c = stablehlo.constant dense<1> : tensor<i32>\n"
+                  "    %cst = stablehlo.constant dense<1.0> : tensor<f32>\n"
+                  "    %c_0 = stablehlo.constant dense<2> : tensor<i32>\n"
+                  "    %cst_1 = stablehlo.constant dense<2.0> : tensor<f32>\n"
+                  "    %c7_i64 = arith.constant 7 : i64\n"
+                  "    %c7_i64_2 = arith.constant 7 : i64\n"
+                  "    return\n"
+                  "  }\n"
+                  "}\n");
+}
+
+static void test_sp_mlir_print_names_args_continue_in_nested_regions(void **state)
+{
+    (void)state;
+    assert_prints(
+        "func.func @f(%x: tensor<4xf32>, %i: tensor<f32>) -> tensor<f32> {\n"
+        "  %r = \"stablehlo.reduce\"(%x, %i) ({\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %s = \"stablehlo.divide\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+        "    \"stablehlo.return\"(%s) : (tensor<f32>) -> ()\n"
+        "  }) {dimensions = array<i64: 0>} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
+        "  return %r : tensor<f32>\n"
+        "}\n",
+        "module {\n"
+        "  func.func @f(%arg0: tensor<4xf32>, %arg1: tensor<f32>) -> tensor<f32> {\n"
+        "    %0 = stablehlo.reduce(%arg0 init: %arg1) across dimensions = [0] : "
+        "(tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
+        "     reducer(%arg2: tensor<f32>, %arg3: tensor<f32>)  {\n"
+        "      %1 = stablehlo.divide %arg2, %arg3 : tensor<f32>\n"
+        "      stablehlo.return %1 : tensor<f32>\n"
+        "    }\n"
+        "    return %0 : tensor<f32>\n"
+        "  }\n"
+        "}\n");
+}
+
+static void test_sp_mlir_print_names_while_iter_args(void **state)
+{
+    (void)state;
+    assert_prints(
+        "func.func @f(%x: tensor<i32>) -> tensor<i32> {\n"
+        "  %w:2 = stablehlo.while(%p = %x, %q = %x) : tensor<i32>, tensor<i32>\n"
+        "  cond {\n"
+        "    %t = stablehlo.constant dense<true> : tensor<i1>\n"
+        "    stablehlo.return %t : tensor<i1>\n"
+        "  } do {\n"
+        "    stablehlo.return %q, %p : tensor<i32>, tensor<i32>\n"
+        "  }\n"
+        "  return %w#0 : tensor<i32>\n"
+        "}\n",
+        "module {\n"
+        "  func.func @f(%arg0: tensor<i32>) -> tensor<i32> {\n"
+        "    %0:2 = stablehlo.while(%iterArg = %arg0, %iterArg_0 = %arg0) : tensor<i32>, "
+        "tensor<i32>\n"
+        "     cond {\n"
+        "      %c = stablehlo.constant dense<true> : tensor<i1>\n"
+        "      stablehlo.return %c : tensor<i1>\n"
+        "    } do {\n"
+        "      stablehlo.return %iterArg_0, %iterArg : tensor<i32>, tensor<i32>\n"
+        "    }\n"
+        "    return %0#0 : tensor<i32>\n"
+        "  }\n"
+        "}\n");
+}
+
+/* ---- attributes ------------------------------------------------------------------------ */
+
+static void test_sp_mlir_print_floats_canonically(void **state)
+{
+    (void)state;
+    assert_prints("func.func @f() attributes {a = 0.001 : f32, b = 1.0, c = -2.5e10 : f64, "
+                  "d = 0.1 : f16, e = 1e40 : f32, f = 0x7F800000 : f32, g = 0.3333333333333333, "
+                  "h = 16777217.0 : f32, i = 3 : bf16, j = #stablehlo.result_accuracy<atol = "
+                  "1.0e-5, rtol = 0.0, ulps = 0, mode = #stablehlo.result_accuracy_mode<TOLERANCE>>}"
+                  " {\n  return\n}\n",
+                  "module {\n"
+                  "  func.func @f() attributes {a = 1.000000e-03 : f32, b = 1.000000e+00 : f64, "
+                  "c = -2.500000e+10 : f64, d = 9.997560e-02 : f16, e = 0x7F800000 : f32, "
+                  "f = 0x7F800000 : f32, g = 0.33333333333333331 : f64, h = 0x4B800000 : f32, "
+                  "i = 3.000000e+00 : bf16, j = #stablehlo.result_accuracy<atol = 1.000000e-05, mode = "
+                  "#stablehlo.result_accuracy_mode<TOLERANCE>>} {\n"
+                  "    return\n"
+                  "  }\n"
+                  "}\n");
+}
+
+static void test_sp_mlir_print_dense_ints_canonically(void **state)
+{
+    (void)state;
+    assert_prints("func.func @f() {\n"
+                  "  %0 = stablehlo.constant dense<[[1,2],[3,4]]> : tensor<2x2xi64>\n"
+                  "  %1 = stablehlo.constant dense<[7, 7, 7]> : tensor<3xi32>\n"
+                  "  %2 = stablehlo.constant dense<[0.5, 1.0]> : tensor<2xf32>\n"
+                  "  %3 = stablehlo.constant dense<> : tensor<0xi32>\n"
+                  "  return\n"
+                  "}\n",
+                  "module {\n"
+                  "  func.func @f() {\n"
+                  "    %c = stablehlo.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>\n"
+                  "    %c_0 = stablehlo.constant dense<7> : tensor<3xi32>\n"
+                  "    %cst = stablehlo.constant dense<[0.5, 1.0]> : tensor<2xf32>\n"
+                  "    %c_1 = stablehlo.constant dense<> : tensor<0xi32>\n"
+                  "    return\n"
+                  "  }\n"
+                  "}\n");
+}
+
+static void test_sp_mlir_read_canonicalizes_bounds_encoding(void **state)
+{
+    (void)state;
+    assert_prints("func.func @f(%a: tensor<?xf32, #stablehlo.type_extensions<bounds = [4]>>) {\n"
+                  "  %0 = stablehlo.abs %a : tensor<?xf32, #stablehlo.bounds<4>>\n"
+                  "  return\n"
+                  "}\n",
+                  "module {\n"
+                  "  func.func @f(%arg0: tensor<?xf32, #stablehlo.bounds<4>>) {\n"
+                  "    %0 = stablehlo.abs %arg0 : tensor<?xf32, #stablehlo.bounds<4>>\n"
+                  "    return\n"
+                  "  }\n"
+                  "}\n");
+}
+
+static void test_sp_mlir_read_substitutes_aliases(void **state)
+{
+    (void)state;
+    assert_prints("!T = tensor<2xf32>\n"
+                  "#A = {x = 1 : i32}\n"
+                  "func.func @f(%a: !T) attributes {d = #A} {\n"
+                  "  return\n"
+                  "}\n",
+                  "#A = {x = 1 : i32}\n"
+                  "module {\n"
+                  "  func.func @f(%arg0: tensor<2xf32>) attributes {d = {x = 1 : i32}} {\n"
+                  "    return\n"
+                  "  }\n"
+                  "}\n");
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static void test_sp_mlir_read_rejects_unterminated_string(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f() {\n  %0 = \"stablehlo.add(%a) : () -> ()\n}\n", "2:8",
+                      "unterminated string literal");
+}
+
+static void test_sp_mlir_read_rejects_undefined_value(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f(%arg0: tensor<2xf32>) {\n"
+                      "  %0 = stablehlo.add %arg0, %arg9 : tensor<2xf32>\n}\n",
+                      "2:29", "use of undefined value '%arg9'");
+}
+
+static void test_sp_mlir_read_rejects_redefinition(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f(%arg0: tensor<2xf32>) {\n"
+                      "  %0 = stablehlo.abs %arg0 : tensor<2xf32>\n"
+                      "  %0 = stablehlo.abs %arg0 : tensor<2xf32>\n}\n",
+                      "3:3", "redefinition of SSA value '%0'");
+}
+
+static void test_sp_mlir_read_rejects_operand_type_mismatch(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f(%arg0: tensor<2xf32>, %arg1: tensor<3xf32>) {\n"
+                      "  %0 = stablehlo.add %arg0, %arg1 : tensor<2xf32>\n}\n",
+                      "2:36", "operand 1 of 'stablehlo.add' has type tensor<3xf32>");
+    assert_read_error("func.func @f(%arg0: tensor<2xf32>, %arg1: tensor<3xf32>) {\n"
+                      "  %0 = \"stablehlo.add\"(%arg0, %arg1) : (tensor<2xf32>, tensor<2xf32>)"
+                      " -> tensor<2xf32>\n}\n",
+                      "2:39", "but the op type says tensor<2xf32>");
+}
+
+static void test_sp_mlir_read_rejects_bad_integer(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f(%arg0: tensor<2xf32>) {\n"
+                      "  %0 = stablehlo.transpose %arg0, dims = [0, 99999999999999999999] : "
+                      "(tensor<2xf32>) -> tensor<2xf32>\n}\n",
+                      "2:46", "integer literal out of range");
+    assert_read_error("func.func @f(%arg0: tensor<2xf32>) {\n"
+                      "  %0 = stablehlo.transpose %arg0, dims = [0, x] : "
+                      "(tensor<2xf32>) -> tensor<2xf32>\n}\n",
+                      "2:46", "expected an integer");
+}
+
+static void test_sp_mlir_read_rejects_unbalanced_brackets(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f(%arg0: tensor<2xf32) {\n}\n", "1:33",
+                      "unbalanced brackets: expected '>', found ')'");
+    assert_read_error("func.func @f() attributes {a = [1, (2]} {\n}\n", "1:38",
+                      "expected ')', found ']'");
+    assert_read_error("func.func @f(%arg0: tensor<2xf32>) {\n"
+                      "  %0 = stablehlo.abs %arg0 : tensor<2xf32>\n",
+                      "3:1", "unterminated region");
+}
+
+static void test_sp_mlir_read_rejects_unknown_custom_form(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f() {\n  %0 = tensor.empty() : tensor<2xf32>\n}\n", "2:8",
+                      "unknown operation 'tensor.empty'");
+    assert_read_error("func.func @f(%arg0: tensor<i1>) {\n  %0 = stablehlo.if %arg0 {\n  }\n}\n",
+                      "2:8", "the custom form of 'stablehlo.if' is not supported");
+    assert_read_error("func.func @f() {\n  %0 = arith.constant 5\n}\n", "2:23",
+                      "expected a typed constant");
+}
+
+static void test_sp_mlir_read_rejects_bad_sharding_inside_attribute(void **state)
+{
+    (void)state;
+    /* the column points at the offending ']' inside the sharding */
+    assert_read_error("sdy.mesh @mesh = <[\"x\"=2]>\n"
+                      "func.func @f(%arg0: tensor<2xf32> {sdy.sharding = "
+                      "#sdy.sharding<@mesh, [{\"x\"}, {\"y\"]>}) {\n}\n",
+                      "2:84", "after an axis");
+    assert_read_error("func.func @f(%arg0: tensor<2xf32>) {\n"
+                      "  %0 = sdy.all_to_all [{\"x\"}: 0 1] %arg0 out_sharding=<@m, [{}]> : "
+                      "tensor<2xf32>\n}\n",
+                      "2:33", "expected '->' in an all-to-all parameter");
+    assert_read_error("func.func @f(%arg0: tensor<2xf32>) {\n"
+                      "  %0 = sdy.all_slice [{\"x\":(0)2}] %arg0 out_sharding=<@m, [{}]> : "
+                      "tensor<2xf32>\n}\n",
+                      "2:29", "sub-axis pre-size and size must be positive");
+}
+
+static void test_sp_mlir_read_rejects_deep_nesting(void **state)
+{
+    (void)state;
+    char text[1024];
+    int n = snprintf(text, sizeof text, "func.func @f() attributes {a = ");
+    for (int i = 0; i < 300; i++) {
+        text[n++] = '[';
+    }
+    text[n] = '\0';
+    assert_read_error(text, "1:288", "nested too deeply");
+}
+
+static void test_sp_mlir_read_rejects_huge_dims(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f(%arg0: tensor<99999999999999999999x2xf32>) {\n}\n", "1:21",
+                      "tensor dimension too large");
+    char text[1024];
+    int n = snprintf(text, sizeof text, "func.func @f(%%arg0: tensor<");
+    for (int i = 0; i < 70; i++) {
+        n += snprintf(text + n, sizeof text - (size_t)n, "1x");
+    }
+    snprintf(text + n, sizeof text - (size_t)n, "f32>) {\n}\n");
+    assert_read_error(text, "1:21", "tensor rank exceeds 64");
+}
+
+static void test_sp_mlir_read_rejects_bad_result_use(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f() {\n"
+                      "  %0 = stablehlo.constant dense<1> : tensor<2xi32>\n"
+                      "  %1 = stablehlo.add %0#3, %0 : tensor<2xi32>\n}\n",
+                      "3:22", "result number 3 out of range");
+    assert_read_error("func.func @f() {\n  %0:2 = stablehlo.constant dense<1> : tensor<2xi32>\n}\n",
+                      "2:3", "has 1 results but 2 are named");
+}
+
+static void test_sp_mlir_read_rejects_alias_redefinition(void **state)
+{
+    (void)state;
+    assert_read_error("#A = 1 : i32\n#A = 2 : i32\n", "2:1", "redefinition of alias '#A'");
+}
+
+static void test_sp_mlir_read_reports_lines_after_line_base(void **state)
+{
+    (void)state;
+    const char *text = "func.func @f() {\n  %0 = stablehlo.abs %x : tensor<f32>\n}\n";
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(text, strlen(text), 40, &m, &err), CM_EINVAL);
+    assert_string_equal(err.path, "42:22");
+    assert_null(m);
+}
+
+/* ---- OOM --------------------------------------------------------------------------------- */
+
+static void test_sp_mlir_read_oom(void **state)
+{
+    (void)state;
+    /* every corpus module, failing allocation n = 0, 1, ... until it succeeds */
+    for (size_t i = 0; i < N_OF(corpus); i++) {
+        for (long n = 0;; n++) {
+            cm_error err;
+            cm_error_clear(&err);
+            sp_module *m = NULL;
+            cm_alloc_fail_after(n);
+            cm_status st = sp_mlir_read(corpus[i], strlen(corpus[i]), 0, &m, &err);
+            cm_alloc_fail_after(-1);
+            if (st == CM_OK) {
+                assert_true(n > 0);
+                sp_module_destroy(m);
+                break;
+            }
+            assert_int_equal(st, CM_ENOMEM);
+            assert_int_equal(err.code, CM_ENOMEM);
+            assert_null(m);
+            assert_true(n < 100000);
+        }
+    }
+}
+
+static void test_sp_mlir_print_oom(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_OF(corpus); i++) {
+        sp_module *m = NULL;
+        cm_error err;
+        cm_error_clear(&err);
+        assert_int_equal(sp_mlir_read(corpus[i], strlen(corpus[i]), 0, &m, &err), CM_OK);
+        for (long n = 0;; n++) {
+            cm_buf b;
+            cm_buf_init(&b);
+            cm_alloc_fail_after(n);
+            sp_mlir_print(m, NULL, &b);
+            cm_alloc_fail_after(-1);
+            bool ok = !b.oom;
+            if (ok) {
+                assert_string_equal(b.data, corpus[i]);
+            }
+            cm_buf_fini(&b);
+            if (ok) {
+                break;
+            }
+            assert_true(n < 100000);
+        }
+        sp_module_destroy(m);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sp_mlir_print_roundtrips_pretty_corpus),
+        cmocka_unit_test(test_sp_mlir_print_roundtrips_generic_corpus),
+        cmocka_unit_test(test_sp_mlir_print_generic_input_prints_pretty),
+        cmocka_unit_test(test_sp_mlir_print_sdy_generic_input_prints_pretty),
+        cmocka_unit_test(test_sp_mlir_read_keeps_sdy_collective_attrs),
+        cmocka_unit_test(test_sp_mlir_print_names_result_groups),
+        cmocka_unit_test(test_sp_mlir_print_names_constants_with_shared_suffixes),
+        cmocka_unit_test(test_sp_mlir_print_names_args_continue_in_nested_regions),
+        cmocka_unit_test(test_sp_mlir_print_names_while_iter_args),
+        cmocka_unit_test(test_sp_mlir_print_floats_canonically),
+        cmocka_unit_test(test_sp_mlir_print_dense_ints_canonically),
+        cmocka_unit_test(test_sp_mlir_read_canonicalizes_bounds_encoding),
+        cmocka_unit_test(test_sp_mlir_read_substitutes_aliases),
+        cmocka_unit_test(test_sp_mlir_read_rejects_unterminated_string),
+        cmocka_unit_test(test_sp_mlir_read_rejects_undefined_value),
+        cmocka_unit_test(test_sp_mlir_read_rejects_redefinition),
+        cmocka_unit_test(test_sp_mlir_read_rejects_operand_type_mismatch),
+        cmocka_unit_test(test_sp_mlir_read_rejects_bad_integer),
+        cmocka_unit_test(test_sp_mlir_read_rejects_unbalanced_brackets),
+        cmocka_unit_test(test_sp_mlir_read_rejects_unknown_custom_form),
+        cmocka_unit_test(test_sp_mlir_read_rejects_bad_sharding_inside_attribute),
+        cmocka_unit_test(test_sp_mlir_read_rejects_deep_nesting),
+        cmocka_unit_test(test_sp_mlir_read_rejects_huge_dims),
+        cmocka_unit_test(test_sp_mlir_read_rejects_bad_result_use),
+        cmocka_unit_test(test_sp_mlir_read_rejects_alias_redefinition),
+        cmocka_unit_test(test_sp_mlir_read_reports_lines_after_line_base),
+        cmocka_unit_test(test_sp_mlir_read_oom),
+        cmocka_unit_test(test_sp_mlir_print_oom),
+    };
+    return cmocka_run_group_tests_name("sp_mlir", tests, NULL, NULL);
+}

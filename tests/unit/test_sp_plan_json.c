@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for planner/sp_plan_json: the JSON and MLIR forms of every
+ * example give the same plan; local shapes round up; diagnostics for custom
+ * calls without rules, conflicts and meshes that differ across inputs and
+ * outputs; the content hash ignores JSON layout; the `plan` command; OOM. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <dirent.h>
+#include <jansson.h>
+
+#include "cm.h"
+#include "sp_graph_json.h"
+#include "sp_ir.h"
+#include "sp_plan_json.h"
+
+#define MESH "\"meshes\": [{\"name\": \"mesh\", \"axes\": [[\"data\", 2], [\"model\", 4]]}]"
+
+/* The plan of a graph document, parsed (new reference). */
+static json_t *plan_of(const char *doc, sp_plan_pass pass)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_error err;
+    cm_error_clear(&err);
+    cm_status st = sp_plan_graph_json(doc, strlen(doc), pass, &b, &err);
+    if (st != CM_OK) {
+        fprintf(stderr, "plan failed at '%s': %s\n", err.path, err.msg);
+    }
+    assert_int_equal(st, CM_OK);
+    json_error_t je;
+    json_t *j = json_loadb(b.data, b.len, 0, &je);
+    if (j == NULL) {
+        fprintf(stderr, "plan is not JSON: %s (line %d)\n%s\n", je.text, je.line, b.data);
+    }
+    assert_non_null(j);
+    cm_buf_fini(&b);
+    return j;
+}
+
+static json_t *plan_of_mlir(const char *text, size_t len)
+{
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, len, 0, &m, &err), CM_OK);
+    sp_plan_opts o;
+    sp_plan_opts_init(&o);
+    cm_buf b;
+    cm_buf_init(&b);
+    assert_int_equal(sp_plan_run(m, &o, &b, &err), CM_OK);
+    json_t *j = json_loadb(b.data, b.len, 0, NULL);
+    assert_non_null(j);
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+    return j;
+}
+
+/* Drops the document's value names, which MLIR does not keep. */
+static void strip_names(json_t *j)
+{
+    if (json_is_object(j)) {
+        if (json_object_get(j, "index") != NULL) {
+            json_object_del(j, "name");
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v)
+        {
+            strip_names(v);
+        }
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+        {
+            strip_names(v);
+        }
+    }
+}
+
+static json_t *path_get(json_t *j, const char *const *keys)
+{
+    for (; *keys != NULL && j != NULL; keys++) {
+        char *end;
+        long i = strtol(*keys, &end, 10);
+        j = *end == '\0' ? json_array_get(j, (size_t)i) : json_object_get(j, *keys);
+    }
+    return j;
+}
+
+static bool has_diag(json_t *plan, const char *kind, const char *path)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(plan, "diagnostics"), i, d)
+    {
+        const char *k = json_string_value(json_object_get(d, "kind"));
+        const char *p = json_string_value(json_object_get(d, "path"));
+        if (k != NULL && strcmp(k, kind) == 0 &&
+            (path == NULL || (p != NULL && strcmp(p, path) == 0))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- tests ---------------------------------------------------------------------------- */
+
+static void test_sp_plan_json_and_mlir_examples_agree(void **state)
+{
+    (void)state;
+    DIR *dir = opendir("examples");
+    assert_non_null(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) {
+            continue;
+        }
+        char jp[512], mp[512];
+        snprintf(jp, sizeof jp, "examples/%s", e->d_name);
+        snprintf(mp, sizeof mp, "examples/%.*s.mlir", (int)(l - 5), e->d_name);
+        char *js = NULL, *ml = NULL;
+        size_t jl = 0, mlen = 0;
+        cm_error err;
+        cm_error_clear(&err);
+        assert_int_equal(cm_file_read(jp, &js, &jl, &err), CM_OK);
+        if (cm_file_read(mp, &ml, &mlen, &err) != CM_OK) {
+            cm_free(js);
+            continue; /* a JSON-only example */
+        }
+        json_t *a = plan_of(js, SP_PLAN_PIPELINE), *b = plan_of_mlir(ml, mlen);
+        assert_string_equal(json_string_value(json_object_get(a, "input_sha256")),
+                            json_string_value(json_object_get(b, "input_sha256")));
+        strip_names(a);
+        strip_names(b);
+        if (!json_equal(a, b)) {
+            fprintf(stderr, "%s and %s plan differently\n", jp, mp);
+        }
+        assert_true(json_equal(a, b));
+        json_decref(a);
+        json_decref(b);
+        cm_free(js);
+        cm_free(ml);
+        n++;
+    }
+    closedir(dir);
+    assert_true(n >= 1);
+}
+
+static void test_sp_plan_run_reports_shardings_shapes_rules(void **state)
+{
+    (void)state;
+    json_t *p = plan_of("{" MESH ", \"inputs\": ["
+                        "{\"name\": \"x\", \"type\": \"tensor<7x10xf32>\", \"sharding\": [\"data\", \"model\"]},"
+                        "{\"name\": \"w\", \"type\": \"tensor<10x6xf32>\"}],"
+                        "\"ops\": [{\"op\": \"dot_general\", \"operands\": [\"x\", \"w\"], \"result\": \"y\","
+                        " \"type\": \"tensor<7x6xf32>\", \"attributes\": {\"dot_dimension_numbers\":"
+                        " {\"lhs_contracting_dimensions\": [1], \"rhs_contracting_dimensions\": [0]}}}],"
+                        "\"outputs\": [\"y\"]}",
+                        SP_PLAN_USER_PRIORITY); /* the pipeline would drop non-divisible I/O axes */
+    static const char *const x_local[] = {"functions", "0", "inputs", "0", "local_shape", NULL};
+    json_t *ls = path_get(p, x_local);
+    assert_int_equal(json_integer_value(json_array_get(ls, 0)), 4); /* ceil(7 / 2) */
+    assert_int_equal(json_integer_value(json_array_get(ls, 1)), 3); /* ceil(10 / 4) */
+    static const char *const x_name[] = {"functions", "0", "inputs", "0", "name", NULL};
+    assert_string_equal(json_string_value(path_get(p, x_name)), "x");
+    static const char *const x_dim0[] = {"functions", "0", "inputs", "0", "sharding", "dims",
+                                         "0", "axes", "0", NULL};
+    assert_string_equal(json_string_value(path_get(p, x_dim0)), "data");
+    static const char *const x_origin[] = {"functions", "0", "inputs", "0", "origin", "data",
+                                           NULL};
+    assert_string_equal(json_string_value(path_get(p, x_origin)), "self");
+    static const char *const rule[] = {"functions", "0", "ops", "0", "rule", NULL};
+    assert_non_null(strstr(json_string_value(path_get(p, rule)), "#sdy.op_sharding_rule<"));
+    static const char *const op_path[] = {"functions", "0", "ops", "0", "path", NULL};
+    assert_string_equal(json_string_value(path_get(p, op_path)), "/ops/0");
+    /* y = x @ w picks up "data" on its rows from x */
+    static const char *const y_dim0[] = {"functions", "0", "ops", "0", "results", "0",
+                                         "sharding", "dims", "0", "axes", "0", NULL};
+    assert_string_equal(json_string_value(path_get(p, y_dim0)), "data");
+    static const char *const w_sh[] = {"functions", "0", "inputs", "1", "sharding", NULL};
+    json_t *ws = path_get(p, w_sh);
+    assert_non_null(ws);
+    json_decref(p);
+}
+
+static void test_sp_plan_run_diagnoses_custom_call_without_rule(void **state)
+{
+    (void)state;
+    const char *doc = "{" MESH ", \"inputs\": [{\"name\": \"x\", \"type\": \"tensor<8xf32>\","
+                      " \"sharding\": [\"data\"]}],"
+                      "\"ops\": [{\"op\": \"stablehlo.custom_call\", \"call_target\": \"mystery\","
+                      " \"operands\": [\"x\"], \"result\": \"y\", \"type\": \"tensor<8xf32>\"}],"
+                      "\"outputs\": [\"y\"]}";
+    json_t *p = plan_of(doc, SP_PLAN_PIPELINE);
+    assert_true(has_diag(p, "custom_call_without_rule", "/ops/0"));
+    json_decref(p);
+    /* with a rule the diagnostic goes and the sharding flows through */
+    const char *doc2 = "{" MESH ", \"custom_rules\": {\"mystery\": \"i -> i\"},"
+                       "\"inputs\": [{\"name\": \"x\", \"type\": \"tensor<8xf32>\","
+                       " \"sharding\": [\"data\"]}],"
+                       "\"ops\": [{\"op\": \"stablehlo.custom_call\", \"call_target\": \"mystery\","
+                       " \"operands\": [\"x\"], \"result\": \"y\", \"type\": \"tensor<8xf32>\"}],"
+                       "\"outputs\": [\"y\"]}";
+    p = plan_of(doc2, SP_PLAN_PIPELINE);
+    assert_false(has_diag(p, "custom_call_without_rule", NULL));
+    static const char *const y_dim0[] = {"functions", "0", "ops", "0", "results", "0",
+                                         "sharding", "dims", "0", "axes", "0", NULL};
+    assert_string_equal(json_string_value(path_get(p, y_dim0)), "data");
+    json_decref(p);
+}
+
+static void test_sp_plan_run_diagnoses_conflicts_and_meshes(void **state)
+{
+    (void)state;
+    json_t *p = plan_of("{" MESH ", \"inputs\": ["
+                        "{\"name\": \"x\", \"type\": \"tensor<8xf32>\", \"sharding\": [\"data\"]},"
+                        "{\"name\": \"y\", \"type\": \"tensor<8xf32>\", \"sharding\": [\"model\"]}],"
+                        "\"ops\": [{\"op\": \"add\", \"operands\": [\"x\", \"y\"], \"result\": \"z\","
+                        " \"type\": \"tensor<8xf32>\"}], \"outputs\": [\"z\"]}",
+                        SP_PLAN_PIPELINE);
+    assert_true(has_diag(p, "conflict", "/ops/0"));
+    assert_false(has_diag(p, "mesh_mismatch", NULL));
+    json_decref(p);
+    p = plan_of("{\"meshes\": [{\"name\": \"a\", \"axes\": [[\"x\", 2]]}, {\"name\": \"b\","
+                " \"axes\": [[\"x\", 4]]}], \"functions\": [{\"name\": \"main\","
+                "\"inputs\": [{\"name\": \"p\", \"type\": \"tensor<8xf32>\", \"sharding\":"
+                " {\"mesh\": \"a\", \"spec\": [\"x\"]}}],"
+                "\"ops\": [{\"op\": \"negate\", \"operands\": [\"p\"], \"result\": \"q\","
+                " \"type\": \"tensor<8xf32>\"}],"
+                "\"outputs\": [{\"value\": \"q\", \"sharding\": \"<@b, [{\\\"x\\\"}]>\"}]}]}",
+                SP_PLAN_PIPELINE);
+    assert_true(has_diag(p, "mesh_mismatch", "/functions/0"));
+    static const char *const op_path[] = {"functions", "0", "ops", "0", "path", NULL};
+    assert_string_equal(json_string_value(path_get(p, op_path)), "/functions/0/ops/0");
+    json_decref(p);
+}
+
+static void test_sp_plan_hash_ignores_layout_not_pass(void **state)
+{
+    (void)state;
+    const char *a = "{" MESH ", \"inputs\": [{\"name\": \"x\", \"type\": \"tensor<8xf32>\"}],"
+                    " \"outputs\": [\"x\"]}";
+    const char *b = "{\n  \"outputs\" : [ \"%x\" ],\n  " MESH ",\n  \"inputs\": [ {\"type\":"
+                    " {\"shape\": [8], \"dtype\": \"float32\"}, \"name\": \"x\"} ]\n}";
+    json_t *pa = plan_of(a, SP_PLAN_PIPELINE), *pb = plan_of(b, SP_PLAN_PIPELINE);
+    json_t *pc = plan_of(a, SP_PLAN_BASIC);
+    const char *ha = json_string_value(json_object_get(pa, "input_sha256"));
+    assert_int_equal(strlen(ha), 64);
+    assert_string_equal(ha, json_string_value(json_object_get(pb, "input_sha256")));
+    assert_string_not_equal(ha, json_string_value(json_object_get(pc, "input_sha256")));
+    json_decref(pa);
+    json_decref(pb);
+    json_decref(pc);
+}
+
+static void test_sp_plan_pass_parse_accepts_dashes(void **state)
+{
+    (void)state;
+    sp_plan_pass p;
+    assert_true(sp_plan_pass_parse("-sdy-basic-propagate", &p));
+    assert_int_equal(p, SP_PLAN_BASIC);
+    assert_true(sp_plan_pass_parse("sdy-propagation-pipeline", &p));
+    assert_int_equal(p, SP_PLAN_PIPELINE);
+    assert_false(sp_plan_pass_parse("sdy-nope", &p));
+}
+
+static void test_sp_plan_main_runs_json_and_mlir(void **state)
+{
+    (void)state;
+    FILE *out = tmpfile(), *errs = tmpfile();
+    assert_non_null(out);
+    assert_non_null(errs);
+    char plan[] = "plan", fj[] = "examples/flax_mlp.json", fm[] = "examples/flax_mlp.mlir";
+    char fmt[] = "--format", mlir[] = "mlir", pass[] = "--pass", agg[] = "sdy-aggressive-propagate";
+    char nope[] = "nope", missing[] = "/nonexistent.json";
+    char *a1[] = {plan, fj, NULL};
+    assert_int_equal(sp_plan_main(2, a1, out, errs), 0);
+    char *a2[] = {plan, fm, fmt, mlir, pass, agg, NULL};
+    assert_int_equal(sp_plan_main(6, a2, out, errs), 0);
+    char *a3[] = {plan, fj, pass, nope, NULL};
+    assert_int_equal(sp_plan_main(4, a3, out, errs), 2);
+    char *a4[] = {plan, missing, NULL};
+    assert_int_equal(sp_plan_main(2, a4, out, errs), 1);
+    char *a5[] = {plan, NULL};
+    assert_int_equal(sp_plan_main(1, a5, out, errs), 2);
+    fclose(out);
+    fclose(errs);
+}
+
+static void test_sp_plan_graph_json_reports_decode_errors(void **state)
+{
+    (void)state;
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_error err;
+    cm_error_clear(&err);
+    const char *doc = "{\"ops\": [{\"op\": \"negate\", \"operands\": [\"%7\"]}]}";
+    assert_int_equal(sp_plan_graph_json(doc, strlen(doc), SP_PLAN_PIPELINE, &b, &err), CM_EINVAL);
+    assert_string_equal(err.path, "/ops/0/operands/0");
+    cm_buf_fini(&b);
+}
+
+static void test_sp_plan_graph_json_oom(void **state)
+{
+    (void)state;
+    char *js = NULL;
+    size_t jl = 0;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(cm_file_read("examples/flax_mlp.json", &js, &jl, &err), CM_OK);
+    for (long n = 0;; n += 1 + n / 8) {
+        cm_buf b;
+        cm_buf_init(&b);
+        cm_error_clear(&err);
+        cm_alloc_fail_after(n);
+        cm_status st = sp_plan_graph_json(js, jl, SP_PLAN_PIPELINE, &b, &err);
+        cm_alloc_fail_after(-1);
+        cm_buf_fini(&b);
+        if (st == CM_OK) {
+            break;
+        }
+        if (st != CM_ENOMEM) {
+            fprintf(stderr, "n=%ld: %d at %s: %s\n", n, st, err.path, err.msg);
+        }
+        assert_int_equal(st, CM_ENOMEM);
+    }
+    cm_free(js);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sp_plan_json_and_mlir_examples_agree),
+        cmocka_unit_test(test_sp_plan_run_reports_shardings_shapes_rules),
+        cmocka_unit_test(test_sp_plan_run_diagnoses_custom_call_without_rule),
+        cmocka_unit_test(test_sp_plan_run_diagnoses_conflicts_and_meshes),
+        cmocka_unit_test(test_sp_plan_hash_ignores_layout_not_pass),
+        cmocka_unit_test(test_sp_plan_pass_parse_accepts_dashes),
+        cmocka_unit_test(test_sp_plan_main_runs_json_and_mlir),
+        cmocka_unit_test(test_sp_plan_graph_json_reports_decode_errors),
+        cmocka_unit_test(test_sp_plan_graph_json_oom),
+    };
+    return cmocka_run_group_tests_name("sp_plan_json", tests, NULL, NULL);
+}
