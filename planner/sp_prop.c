@@ -206,6 +206,13 @@ typedef struct prop {
     sp_sharding **sh_tab;
     uint32_t sh_tab_cap, sh_tab_n;
     cm_arena scratch; /* one sharding under construction */
+    struct cand {
+        ax axes[MAXAX];
+        uint32_t n;
+        uint32_t src;      /* tensor the axes came from */
+        int64_t order_key; /* elements of the source tensor (aggressive order) */
+    } *cands;
+    uint32_t cand_cap;
 } prop;
 
 static cm_status fail_oom(prop *p)
@@ -1381,8 +1388,23 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
     }
     /* user priorities: hide dims whose priority is above the current one */
     /* (handled when loading shardings: see visible_sharding) */
-    ax cand[MAXAX];
+    /* per factor: the compatible major axes over the source tensors (the
+     * longest common prefix when they conflict), and the tensor they came from */
+    if (r->n_factors > p->cand_cap) {
+        struct cand *c = cm_realloc(p->cands, sizeof *c * r->n_factors);
+        if (c == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->cands = c;
+        p->cand_cap = r->n_factors;
+    }
+    struct cand *cands = p->cands;
     for (uint32_t f = 0; f < r->n_factors; f++) {
+        struct cand *c = &cands[f];
+        c->n = 0;
+        c->src = 0;
+        c->order_key = -1;
         if (r->factor_blocked != NULL && r->factor_blocked[f]) {
             continue;
         }
@@ -1390,62 +1412,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
             r->factor_kind[f] != SP_FACTOR_PASS_THROUGH) {
             continue;
         }
-        uint32_t nc = 0;
-        uint32_t cand_src = 0;
         bool first = true;
-        if (!p->aggressive) {
-            for (int pass = 0; pass < 2; pass++) {
-                for (uint32_t i = 0; i < n; i++) {
-                    bool src = ts[i].is_result ? (d & DIR_BACKWARD) : (d & DIR_FORWARD);
-                    if (!src || (pass == 0) == ts[i].is_result) {
-                        continue;
-                    }
-                    const fsh *x = &fs[(size_t)i * r->n_factors + f];
-                    if (!x->present) {
-                        continue;
-                    }
-                    if (first) {
-                        memcpy(cand, x->axes, sizeof(ax) * x->n);
-                        nc = x->n;
-                        cand_src = i;
-                        first = false;
-                    } else if (list_prefix(cand, nc, x->axes, x->n)) {
-                        if (x->n > nc) {
-                            cand_src = i;
-                        }
-                        memcpy(cand, x->axes, sizeof(ax) * x->n);
-                        nc = x->n;
-                    } else if (!list_prefix(x->axes, x->n, cand, nc)) {
-                        common_prefix(cand, &nc, x->axes, x->n);
-                    }
-                }
-            }
-            for (uint32_t i = 0; i < n && nc > 0; i++) {
-                truncate_for(p, r, fs + (size_t)i * r->n_factors, &ts[i], f, cand, &nc);
-            }
-            if (nc == 0) {
-                continue;
-            }
-            for (uint32_t i = 0; i < n; i++) {
-                bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
-                fsh *x = &fs[(size_t)i * r->n_factors + f];
-                if (!dst || !ts[i].updatable || !x->present || x->closed) {
-                    continue;
-                }
-                if (x->n < nc || (x->n == nc && !ax_eq(x->axes[nc - 1], cand[nc - 1]))) {
-                    if (list_prefix(x->axes, x->n, cand, nc)) {
-                        note_gain(&ts[i], x, cand, nc, cand_src);
-                        memcpy(x->axes, cand, sizeof(ax) * nc);
-                        x->n = (uint8_t)nc;
-                        ts[i].changed = true;
-                    }
-                }
-            }
-            continue;
-        }
-        /* aggressive: the source with the largest sharded size wins; each
-         * destination takes the longest prefix it can hold */
-        int64_t best = 1;
         for (int pass = 0; pass < 2; pass++) {
             for (uint32_t i = 0; i < n; i++) {
                 bool src = ts[i].is_result ? (d & DIR_BACKWARD) : (d & DIR_FORWARD);
@@ -1453,38 +1420,129 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
                     continue;
                 }
                 const fsh *x = &fs[(size_t)i * r->n_factors + f];
-                if (!x->present || x->n == 0) {
+                if (!x->present) {
                     continue;
                 }
-                int64_t sz = prod(x->axes, x->n);
-                if (sz > best) {
-                    best = sz;
-                    memcpy(cand, x->axes, sizeof(ax) * x->n);
-                    nc = x->n;
-                    cand_src = i;
+                if (first) {
+                    memcpy(c->axes, x->axes, sizeof(ax) * x->n);
+                    c->n = x->n;
+                    c->src = i;
+                    first = false;
+                } else if (list_prefix(c->axes, c->n, x->axes, x->n)) {
+                    if (x->n > c->n) {
+                        c->src = i;
+                    }
+                    memcpy(c->axes, x->axes, sizeof(ax) * x->n);
+                    c->n = x->n;
+                } else if (!list_prefix(x->axes, x->n, c->axes, c->n)) {
+                    common_prefix(c->axes, &c->n, x->axes, x->n);
                 }
             }
         }
-        if (nc == 0) {
-            continue;
+        if (c->n > 0) {
+            /* aggressive order: factors whose source tensor is larger go first */
+            int64_t elems = 1;
+            for (uint32_t k = 0; k < ts[c->src].rank; k++) {
+                if (!cm_mul_i64(elems, ts[c->src].dims[k], &elems)) {
+                    elems = INT64_MAX;
+                    break;
+                }
+            }
+            c->order_key = elems;
         }
-        for (uint32_t i = 0; i < n; i++) {
-            bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
-            fsh *row = fs + (size_t)i * r->n_factors;
-            fsh *x = &row[f];
-            if (!dst || !ts[i].updatable || !x->present || x->closed) {
+    }
+    if (!p->aggressive) {
+        /* basic: an axis moves only if every tensor can take it */
+        for (uint32_t f = 0; f < r->n_factors; f++) {
+            struct cand *c = &cands[f];
+            for (uint32_t i = 0; i < n && c->n > 0; i++) {
+                truncate_for(p, r, fs + (size_t)i * r->n_factors, &ts[i], f, c->axes, &c->n);
+            }
+            if (c->n == 0) {
                 continue;
             }
-            ax mine[MAXAX];
-            uint32_t nm = nc;
-            memcpy(mine, cand, sizeof(ax) * nc);
-            truncate_for(p, r, row, &ts[i], f, mine, &nm);
-            if (nm > x->n || (nm == x->n && nm > 0 && !ax_eq(x->axes[nm - 1], mine[nm - 1]))) {
-                if (list_prefix(x->axes, x->n, mine, nm)) {
-                    note_gain(&ts[i], x, mine, nm, cand_src);
-                    memcpy(x->axes, mine, sizeof(ax) * nm);
-                    x->n = (uint8_t)nm;
-                    ts[i].changed = true;
+            for (uint32_t i = 0; i < n; i++) {
+                bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
+                fsh *x = &fs[(size_t)i * r->n_factors + f];
+                uint32_t nc = c->n;
+                if (!dst || !ts[i].updatable || !x->present || x->closed) {
+                    continue;
+                }
+                if (x->n < nc || (x->n == nc && !ax_eq(x->axes[nc - 1], c->axes[nc - 1]))) {
+                    if (list_prefix(x->axes, x->n, c->axes, nc)) {
+                        note_gain(&ts[i], x, c->axes, nc, c->src);
+                        memcpy(x->axes, c->axes, sizeof(ax) * nc);
+                        x->n = (uint8_t)nc;
+                        ts[i].changed = true;
+                    }
+                }
+            }
+        }
+    } else {
+        /* aggressive: resolve conflicts between factors by giving an axis to
+         * the factor whose source tensor is larger; each destination then
+         * takes the longest prefix it can hold, so one tensor's conflict does
+         * not stop the others */
+        uint32_t order[256];
+        uint32_t no = 0;
+        for (uint32_t f = 0; f < r->n_factors && no < 256; f++) {
+            if (cands[f].n > 0) {
+                uint32_t k = no++;
+                while (k > 0 && cands[order[k - 1]].order_key < cands[f].order_key) {
+                    order[k] = order[k - 1];
+                    k--;
+                }
+                order[k] = f;
+            }
+        }
+        ax chosen[4 * MAXAX];
+        uint32_t n_chosen = 0;
+        for (uint32_t oi = 0; oi < no; oi++) {
+            struct cand *c = &cands[order[oi]];
+            for (uint32_t k = 0; k < c->n; k++) {
+                ax a = c->axes[k];
+                bool ok = true;
+                for (uint32_t q = 0; q < n_chosen && ok; q++) {
+                    ok = ax_prefix_without(&a, chosen[q]);
+                }
+                if (!ok) {
+                    c->n = k;
+                    break;
+                }
+                if (!ax_eq(a, c->axes[k])) {
+                    c->axes[k] = a;
+                    c->n = k + 1;
+                    break;
+                }
+            }
+            for (uint32_t k = 0; k < c->n && n_chosen < 4 * MAXAX; k++) {
+                chosen[n_chosen++] = c->axes[k];
+            }
+        }
+        for (uint32_t oi = 0; oi < no; oi++) {
+            uint32_t f = order[oi];
+            struct cand *c = &cands[f];
+            if (c->n == 0) {
+                continue;
+            }
+            for (uint32_t i = 0; i < n; i++) {
+                bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
+                fsh *row = fs + (size_t)i * r->n_factors;
+                fsh *x = &row[f];
+                if (!dst || !ts[i].updatable || !x->present || x->closed) {
+                    continue;
+                }
+                ax mine[MAXAX];
+                uint32_t nm = c->n;
+                memcpy(mine, c->axes, sizeof(ax) * nm);
+                truncate_for(p, r, row, &ts[i], f, mine, &nm);
+                if (nm > x->n || (nm == x->n && nm > 0 && !ax_eq(x->axes[nm - 1], mine[nm - 1]))) {
+                    if (list_prefix(x->axes, x->n, mine, nm)) {
+                        note_gain(&ts[i], x, mine, nm, c->src);
+                        memcpy(x->axes, mine, sizeof(ax) * nm);
+                        x->n = (uint8_t)nm;
+                        ts[i].changed = true;
+                    }
                 }
             }
         }
@@ -2643,6 +2701,7 @@ out:
     cm_free(p.rule_cache);
     cm_free(p.sh_tab);
     cm_arena_fini(&p.scratch);
+    cm_free(p.cands);
     cm_free(p.group_next);
     cm_free(p.rules);
     cm_free(p.rule_done);
