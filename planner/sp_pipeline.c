@@ -508,12 +508,14 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
 /* ---- constant merger ----------------------------------------------------------------- */
 
 typedef struct merge_ctx {
-    uint32_t *repl; /* per value: the value that replaces it */
-    uint32_t *seen; /* ops kept so far in the current block (candidates) */
+    uint32_t *repl;   /* per value: the value that replaces it */
+    uint32_t *seen;   /* candidate ops kept so far in the enclosing blocks */
+    uint32_t *next;   /* per seen entry: next entry of its hash bucket */
     uint32_t n_seen, cap_seen;
+    uint32_t heads[4096]; /* hash buckets of seen entries (SP_NONE: empty) */
 } merge_ctx;
 
-static bool same_attrs(const sp_module *m, const sp_op *a, const sp_op *b)
+static bool same_attrs(const sp_op *a, const sp_op *b)
 {
     if (a->n_attrs != b->n_attrs) {
         return false;
@@ -538,14 +540,24 @@ static bool same_attrs(const sp_module *m, const sp_op *a, const sp_op *b)
         }
         return false;
     }
-    (void)m;
     return true;
+}
+
+static uint32_t merge_hash(const sp_module *m, const sp_op *op)
+{
+    uint64_t h = op->kind * 0x9e3779b97f4a7c15ull ^ m->values[op->first_result].type;
+    for (uint32_t k = 0; k < op->n_operands; k++) {
+        h = (h ^ op->operands[k]) * 1099511628211ull;
+    }
+    return (uint32_t)(h ^ (h >> 29)) & 4095u;
 }
 
 static cm_status merge_block(sp_module *m, uint32_t block, merge_ctx *c, uint8_t *memo)
 {
     uint32_t seen0 = c->n_seen;
-    for (uint32_t i = 0; i < m->blocks[block].n_ops;) {
+    uint32_t keep = 0; /* ops kept so far in this block (removals compacted in place) */
+    sp_block *bl = &m->blocks[block];
+    for (uint32_t i = 0; i < m->blocks[block].n_ops; i++) {
         uint32_t opid = m->blocks[block].ops[i];
         sp_op *op = &m->ops[opid];
         for (uint32_t k = 0; k < op->n_operands; k++) {
@@ -554,7 +566,8 @@ static cm_status merge_block(sp_module *m, uint32_t block, merge_ctx *c, uint8_t
         bool removed = false;
         if (op->n_results == 1 && op->n_regions == 0 &&
             (is_const_expr(m, opid, memo) || is_scalar_expansion(m, op))) {
-            for (uint32_t s = seen0; s < c->n_seen; s++) {
+            uint32_t h = merge_hash(m, op);
+            for (uint32_t s = c->heads[h]; s != SP_NONE; s = c->next[s]) {
                 const sp_op *o = &m->ops[c->seen[s]];
                 if (o->kind != op->kind || o->n_operands != op->n_operands ||
                     m->values[o->first_result].type != m->values[op->first_result].type) {
@@ -562,9 +575,9 @@ static cm_status merge_block(sp_module *m, uint32_t block, merge_ctx *c, uint8_t
                 }
                 bool same = op->n_operands == 0 ||
                             memcmp(o->operands, op->operands, sizeof(uint32_t) * op->n_operands) == 0;
-                if (same && same_attrs(m, o, op)) {
+                if (same && same_attrs(o, op)) {
                     c->repl[op->first_result] = o->first_result;
-                    sp_block_remove_op(m, block, i);
+                    op->parent_block = SP_NONE;
                     removed = true;
                     break;
                 }
@@ -573,13 +586,20 @@ static cm_status merge_block(sp_module *m, uint32_t block, merge_ctx *c, uint8_t
                 if (c->n_seen == c->cap_seen) {
                     uint32_t cap = c->cap_seen < 64 ? 64 : c->cap_seen * 2;
                     uint32_t *p = cm_realloc(c->seen, sizeof(uint32_t) * cap);
-                    if (p == NULL) {
+                    uint32_t *q = p != NULL ? cm_realloc(c->next, sizeof(uint32_t) * cap) : NULL;
+                    if (p == NULL || q == NULL) {
+                        if (p != NULL) {
+                            c->seen = p;
+                        }
                         return CM_ENOMEM;
                     }
                     c->seen = p;
+                    c->next = q;
                     c->cap_seen = cap;
                 }
-                c->seen[c->n_seen++] = opid;
+                c->seen[c->n_seen] = opid;
+                c->next[c->n_seen] = c->heads[h];
+                c->heads[h] = c->n_seen++;
             }
         }
         if (removed) {
@@ -593,38 +613,48 @@ static cm_status merge_block(sp_module *m, uint32_t block, merge_ctx *c, uint8_t
                 }
             }
         }
-        i++;
+        bl = &m->blocks[block];
+        bl->ops[keep++] = opid;
     }
-    c->n_seen = seen0;
+    m->blocks[block].n_ops = keep;
+    /* leave this block's scope: pop its entries from their buckets */
+    while (c->n_seen > seen0) {
+        uint32_t s = --c->n_seen;
+        uint32_t h = merge_hash(m, &m->ops[c->seen[s]]);
+        c->heads[h] = c->next[s];
+    }
     return CM_OK;
 }
 
 cm_status sp_pass_constant_merger(sp_module *m, cm_error *err)
 {
-    merge_ctx c = {NULL, NULL, 0, 0};
+    merge_ctx *c = cm_calloc(1, sizeof *c); /* the bucket array is big: keep it off the stack */
     uint8_t *memo = cm_calloc(m->n_ops + 1u, 1);
-    c.repl = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
-    if (memo == NULL || c.repl == NULL) {
+    if (c == NULL || memo == NULL) {
+        cm_free(c);
         cm_free(memo);
-        cm_free(c.repl);
         return oom(err);
     }
-    for (uint32_t v = 0; v < m->n_values; v++) {
-        c.repl[v] = v;
+    memset(c->heads, 0xff, sizeof c->heads);
+    c->repl = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    cm_status st = c->repl != NULL ? CM_OK : CM_ENOMEM;
+    for (uint32_t v = 0; st == CM_OK && v < m->n_values; v++) {
+        c->repl[v] = v;
     }
-    cm_status st = CM_OK;
     const sp_block *body = &m->blocks[m->body];
     for (uint32_t i = 0; i < body->n_ops && st == CM_OK; i++) {
         const sp_op *f = &m->ops[body->ops[i]];
         for (uint32_t r = 0; r < f->n_regions && st == CM_OK; r++) {
             for (uint32_t k = 0; k < f->regions[r].n_blocks && st == CM_OK; k++) {
-                st = merge_block(m, f->regions[r].blocks[k], &c, memo);
+                st = merge_block(m, f->regions[r].blocks[k], c, memo);
             }
         }
     }
     cm_free(memo);
-    cm_free(c.repl);
-    cm_free(c.seen);
+    cm_free(c->repl);
+    cm_free(c->seen);
+    cm_free(c->next);
+    cm_free(c);
     return st == CM_OK ? CM_OK : oom(err);
 }
 
