@@ -523,7 +523,6 @@ static bool rule_cacheable(const sp_op *op)
 static uint64_t rule_key(const prop *p, const sp_op *op)
 {
     uint64_t h = mix(0xabcdef, op->kind);
-    h = str_hash(h, op->name);
     for (uint32_t i = 0; i < op->n_operands; i++) {
         h = mix(h, p->m->values[op->operands[i]].type);
     }
@@ -533,8 +532,7 @@ static uint64_t rule_key(const prop *p, const sp_op *op)
     }
     for (uint32_t i = 0; i < op->n_attrs; i++) {
         if (rule_relevant(op->attrs[i].name)) {
-            h = str_hash(h, op->attrs[i].name);
-            h = mix(h, attr_hash(op->attrs[i].value, 0));
+            h = mix(h, attr_hash(op->attrs[i].value, 0)); /* names are compared on a hit */
         }
     }
     return h;
@@ -1412,34 +1410,32 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
             r->factor_kind[f] != SP_FACTOR_PASS_THROUGH) {
             continue;
         }
+        /* tensors are in order: operands (sources forward) before results */
         bool first = true;
-        for (int pass = 0; pass < 2; pass++) {
-            for (uint32_t i = 0; i < n; i++) {
-                bool src = ts[i].is_result ? (d & DIR_BACKWARD) : (d & DIR_FORWARD);
-                if (!src || (pass == 0) == ts[i].is_result) {
-                    continue;
-                }
-                const fsh *x = &fs[(size_t)i * r->n_factors + f];
-                if (!x->present) {
-                    continue;
-                }
-                if (first) {
-                    memcpy(c->axes, x->axes, sizeof(ax) * x->n);
-                    c->n = x->n;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!(ts[i].is_result ? (d & DIR_BACKWARD) : (d & DIR_FORWARD))) {
+                continue;
+            }
+            const fsh *x = &fs[(size_t)i * r->n_factors + f];
+            if (!x->present) {
+                continue;
+            }
+            if (first) {
+                memcpy(c->axes, x->axes, sizeof(ax) * x->n);
+                c->n = x->n;
+                c->src = i;
+                first = false;
+            } else if (list_prefix(c->axes, c->n, x->axes, x->n)) {
+                if (x->n > c->n || (x->n > 0 && !ax_eq(c->axes[x->n - 1], x->axes[x->n - 1]))) {
                     c->src = i;
-                    first = false;
-                } else if (list_prefix(c->axes, c->n, x->axes, x->n)) {
-                    if (x->n > c->n) {
-                        c->src = i;
-                    }
                     memcpy(c->axes, x->axes, sizeof(ax) * x->n);
                     c->n = x->n;
-                } else if (!list_prefix(x->axes, x->n, c->axes, c->n)) {
-                    common_prefix(c->axes, &c->n, x->axes, x->n);
                 }
+            } else if (!list_prefix(x->axes, x->n, c->axes, c->n)) {
+                common_prefix(c->axes, &c->n, x->axes, x->n);
             }
         }
-        if (c->n > 0) {
+        if (c->n > 0 && p->aggressive) {
             /* aggressive order: factors whose source tensor is larger go first */
             int64_t elems = 1;
             for (uint32_t k = 0; k < ts[c->src].rank; k++) {
