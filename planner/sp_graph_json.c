@@ -191,6 +191,22 @@ static cm_status only_keys(dec *d, json_t *o, const char *const *keys)
 
 /* ---- small helpers -------------------------------------------------------------- */
 
+/* MLIR's bare-id: [A-Za-z_][A-Za-z0-9_$.-]*, so the name prints as @name. */
+static bool is_bare_id(const char *s, size_t n)
+{
+    if (n == 0 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) {
+        return false;
+    }
+    for (size_t i = 1; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '$' || c == '.' || c == '-')) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static void *arena(dec *d, size_t n)
 {
     void *p = cm_arena_zalloc(&d->m->arena, n == 0 ? 1 : n);
@@ -850,8 +866,8 @@ static cm_status decode_mesh(dec *d, json_t *j)
     if (name == NULL) {
         return d->st;
     }
-    if (nlen == 0 || strcspn(name, " \t\n\"@<>{}[],=") != nlen) {
-        return bad(d, "a mesh name must be a non-empty identifier");
+    if (!is_bare_id(name, nlen)) {
+        return bad(d, "a mesh name must be an identifier ([A-Za-z_][A-Za-z0-9_$.-]*)");
     }
     if (find_mesh(d, name) != NULL) {
         return bad(d, "mesh \"%s\" is defined twice", name);
@@ -1642,8 +1658,8 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
         }
     }
     if (d->st == CM_OK &&
-        sp_module_new_op(d->m, blk, opname, d->operands.v + ops0, n_opnds, d->types.v + types0,
-                         (uint32_t)n_res, &op) != CM_OK) {
+        sp_module_new_op(d->m, blk, opname, n_opnds > 0 ? d->operands.v + ops0 : NULL, n_opnds,
+                         n_res > 0 ? d->types.v + types0 : NULL, (uint32_t)n_res, &op) != CM_OK) {
         oom(d);
     }
     if (d->st == CM_OK) {
@@ -2180,8 +2196,8 @@ static cm_status decode_doc(dec *d, json_t *root)
         if (s == NULL) {
             return d->st;
         }
-        if (n == 0 || strcspn(s, " \t\n\"@<>{}[](),=") != n) {
-            return bad(d, "a module name must be a non-empty identifier");
+        if (!is_bare_id(s, n)) {
+            return bad(d, "a module name must be an identifier ([A-Za-z_][A-Za-z0-9_$.-]*)");
         }
         m->sym_name = astr(d, s, n);
         pop(d, mk);

@@ -1104,6 +1104,17 @@ static bool keyword_op(pr *p, const sp_op *op, const sp_pretty *pd)
         ((pd->typing == SP_TY_SAME || pd->typing == SP_TY_SELECT) && op->n_results != 1)) {
         return false;
     }
+    if (pd->typing == SP_TY_LIST) {
+        /* a terminator has no results; a barrier's results match its operands */
+        if (pd->kind == SP_OP_RETURN ? op->n_results != 0 : op->n_results != op->n_operands) {
+            return false;
+        }
+        for (uint32_t i = 0; pd->kind != SP_OP_RETURN && i < op->n_results; i++) {
+            if (p->m->values[op->first_result + i].type != p->m->values[op->operands[i]].type) {
+                return false;
+            }
+        }
+    }
     results_prefix(p, op);
     put(p, op->kind == SP_OP_FUNC_RETURN ? "return" : op->name);
     if (op->kind == SP_OP_OPTIMIZATION_BARRIER && op->n_operands == 0) {
@@ -1579,6 +1590,11 @@ static bool func_op(pr *p, const sp_op *op)
         entry = &p->m->blocks[op->regions[0].blocks[0]];
         if (entry->n_args != t->n_inputs) {
             return false;
+        }
+        for (uint32_t i = 0; i < t->n_inputs; i++) {
+            if (p->m->values[entry->first_arg + i].type != t->inputs[i]) {
+                return false; /* the custom form could not say both */
+            }
         }
     }
     const sp_attr *args = get(op, "arg_attrs"), *res = get(op, "res_attrs"), *vis = get(op, "sym_visibility");

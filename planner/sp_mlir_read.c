@@ -3827,7 +3827,10 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
     bool first = true;
     for (;;) {
         int c = peek(r);
-        if (c == '}') {
+        if (c == '}' && nblocks == 0 && arg_types != NULL && n_args > 0) {
+            /* `{}` with declared arguments: MLIR still makes the entry block */
+            c = 0;
+        } else if (c == '}') {
             r->p++;
             break;
         }
@@ -4110,6 +4113,19 @@ static cm_status parse_module(rd *r)
     return CM_OK;
 }
 
+static cm_status fail_nul(rd *r, const char *at)
+{
+    /* count lines up to at so that the position is right */
+    for (const char *q = r->base; q < at; q++) {
+        if (*q == '\n') {
+            r->line++;
+            r->line_start = q + 1;
+        }
+    }
+    r->p = at;
+    return fail_at(r, at, "unexpected NUL byte in the input");
+}
+
 cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_module **out,
                        cm_error *err)
 {
@@ -4129,7 +4145,10 @@ cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_modu
     if (r.m == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    cm_status st = parse_module(&r);
+    /* a raw NUL byte would cut the text kept verbatim (types, opaque
+     * attributes); MLIR's lexer rejects it too */
+    const char *nul = memchr(text, '\0', len);
+    cm_status st = nul != NULL ? fail_nul(&r, nul) : parse_module(&r);
     if (st == CM_OK && r.n_aliases > 0) {
         r.m->aliases = cm_arena_memdup(&r.m->arena, r.aliases, r.n_aliases, sizeof(sp_alias));
         r.m->n_aliases = r.n_aliases;

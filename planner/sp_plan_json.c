@@ -704,6 +704,7 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     sp_diags_init(&diags);
     /* the content hash: the module as MLIR text, then the pass */
     char hex[2 * CM_SHA256_LEN + 1];
+    double t0 = cm_now(), t1 = t0, t2 = t0;
     {
         cm_buf txt;
         cm_buf_init(&txt);
@@ -723,10 +724,12 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
         st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
         goto out;
     }
+    t1 = cm_now();
     st = run_pass(m, o, &diags, err);
     if (st != CM_OK) {
         goto out;
     }
+    t2 = cm_now();
     cm_buf_puts(out, "{\"format\":\"shardplan.plan/v1\",\"input_sha256\":\"");
     cm_buf_puts(out, hex);
     cm_buf_puts(out, "\",\"pass\":\"");
@@ -762,6 +765,11 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     cm_buf_puts(out, d.n > 0 ? "\n]}\n" : "]}\n");
     if (out->oom || diags.oom) {
         st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory writing the plan");
+    }
+    if (o->timing != NULL) {
+        o->timing->hash_s = t1 - t0;
+        o->timing->pass_s = t2 - t1;
+        o->timing->write_s = cm_now() - t2;
     }
 out:
     sp_diags_fini(&diags);

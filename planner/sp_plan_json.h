@@ -27,11 +27,19 @@ typedef enum sp_plan_pass {
     SP_PLAN_BASIC
 } sp_plan_pass;
 
+/* Seconds spent in each phase of sp_plan_run (for benchmarks). */
+typedef struct sp_plan_timing {
+    double hash_s;  /* printing and hashing the input module */
+    double pass_s;  /* the propagation pass */
+    double write_s; /* writing the plan document */
+} sp_plan_timing;
+
 typedef struct sp_plan_opts {
     sp_plan_pass pass;
     const sp_custom_rules *custom; /* rules for custom calls, may be NULL */
     const sp_graph *graph;         /* for value names and op paths, may be NULL */
     bool functions_form;           /* op paths /functions/F/ops/I (else /ops/I) */
+    sp_plan_timing *timing;        /* filled when not NULL */
 } sp_plan_opts;
 
 /* Fills o with the defaults: the propagation pipeline, no rules, no graph,

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sp_example.h"
 #include "sp_opt.h"
 #include "sp_plan_json.h"
 
@@ -12,7 +13,10 @@ static void usage(FILE *f)
           "commands:\n"
           "  opt FILE|- [passes and options]   run sdy passes on MLIR (sdy_opt compatible)\n"
           "  plan GRAPH.json|MODULE.mlir [--pass NAME] [--format json|mlir]\n"
-          "                                    propagate shardings and write the plan\n",
+          "                                    propagate shardings and write the plan\n"
+          "  example mlp|transformer [--layers N --d-model D --heads H --seq S --batch B\n"
+          "          --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] [--train]\n"
+          "          [--format json|mlir]     write a ready graph\n",
           f);
 }
 
@@ -27,6 +31,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "plan") == 0) {
         return sp_plan_main(argc - 1, argv + 1, stdout, stderr);
+    }
+    if (strcmp(argv[1], "example") == 0) {
+        return sp_example_main(argc - 1, argv + 1, stdout, stderr);
     }
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(stdout);

@@ -684,6 +684,19 @@ static void test_sp_mlir_read_rejects_alias_redefinition(void **state)
     assert_read_error("#A = 1 : i32\n#A = 2 : i32\n", "2:1", "redefinition of alias '#A'");
 }
 
+static void test_sp_mlir_read_rejects_nul_byte(void **state)
+{
+    (void)state;
+    static const char text[] = "func.func @f() attributes {a = #x.y<\0>} {\n}\n";
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(text, sizeof text - 1, 0, &m, &err), CM_EINVAL);
+    assert_string_equal(err.path, "1:37");
+    assert_non_null(strstr(err.msg, "NUL byte"));
+    assert_null(m);
+}
+
 static void test_sp_mlir_read_reports_lines_after_line_base(void **state)
 {
     (void)state;
@@ -779,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_sp_mlir_read_rejects_huge_dims),
         cmocka_unit_test(test_sp_mlir_read_rejects_bad_result_use),
         cmocka_unit_test(test_sp_mlir_read_rejects_alias_redefinition),
+        cmocka_unit_test(test_sp_mlir_read_rejects_nul_byte),
         cmocka_unit_test(test_sp_mlir_read_reports_lines_after_line_base),
         cmocka_unit_test(test_sp_mlir_read_oom),
         cmocka_unit_test(test_sp_mlir_print_oom),

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cm.h"
+#include "sp_example.h"
 #include "sp_graph_json.h"
 #include "sp_ir.h"
 #include "sp_plan_json.h"
@@ -337,6 +338,54 @@ static void test_sp_plan_graph_json_oom(void **state)
     cm_free(js);
 }
 
+/* Every template and strategy yields a graph that decodes and plans; the
+ * strategy's rules reach the parameters. */
+static void test_sp_example_templates_plan(void **state)
+{
+    (void)state;
+    for (int model = 0; model < 2; model++) {
+        for (int s = 0; s < 4; s++) {
+            for (int train = 0; train < 2 - model; train++) {
+                sp_example_opts o;
+                sp_example_opts_init(&o);
+                o.model = (sp_example_model)model;
+                o.strategy = (sp_example_strategy)s;
+                o.train = train != 0;
+                o.layers = 2;
+                o.d_model = 32;
+                o.heads = 4;
+                o.seq = 8;
+                cm_buf b;
+                cm_buf_init(&b);
+                cm_error err;
+                cm_error_clear(&err);
+                assert_int_equal(sp_example_graph_json(&o, &b, &err), CM_OK);
+                json_t *p = plan_of(b.data, SP_PLAN_PIPELINE);
+                cm_buf_fini(&b);
+                /* input 0 is layer0's first kernel */
+                static const char *const w0[] = {"functions", "0", "inputs", "0", "sharding",
+                                                 "text", NULL};
+                const char *txt = json_string_value(path_get(p, w0));
+                assert_non_null(txt);
+                bool sharded = strstr(txt, "\"model\"") != NULL || strstr(txt, "\"data\"") != NULL;
+                assert_int_equal(sharded, s != 0 ? 1 : 0); /* dp keeps parameters replicated */
+                json_decref(p);
+            }
+        }
+    }
+    sp_example_opts o;
+    sp_example_opts_init(&o);
+    o.model = SP_EXAMPLE_TRANSFORMER;
+    o.heads = 3;
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_example_graph_json(&o, &b, &err), CM_EINVAL);
+    assert_string_equal(err.path, "/heads");
+    cm_buf_fini(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_sp_plan_main_runs_json_and_mlir),
         cmocka_unit_test(test_sp_plan_graph_json_reports_decode_errors),
         cmocka_unit_test(test_sp_plan_graph_json_oom),
+        cmocka_unit_test(test_sp_example_templates_plan),
     };
     return cmocka_run_group_tests_name("sp_plan_json", tests, NULL, NULL);
 }

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * bench-json: the JSON graph reader and the plan writer on a generated graph
+ * of ~1M ops (a residual MLP-like chain with sharding constraints), compared
+ * with jansson's own load of the same graph text and dump of the same plan
+ * document, measured in the same run. Prints MB/s and the ratio against the
+ * issue's target (ours within 3x of jansson). BENCH_JSON_OPS overrides the
+ * op count. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cm.h"
+#include "sp_graph_json.h"
+#include "sp_plan_json.h"
+
+/* Eight ops per layer: dot, bias broadcast, add, tanh, dot, add residual,
+ * multiply, sharding constraint. */
+static void gen_graph(cm_buf *b, long layers)
+{
+    cm_buf_puts(b, "{\"format\": \"shardplan.graph/v1\", \"name\": \"bench\",\n"
+                   "\"meshes\": [{\"name\": \"mesh\", \"axes\": [[\"data\", 2], [\"model\", 4]]}],\n"
+                   "\"inputs\": [\n"
+                   " {\"name\": \"x\", \"type\": \"tensor<64x512xf32>\", \"sharding\": [\"data\", null]},\n"
+                   " {\"name\": \"w1\", \"type\": \"tensor<512x2048xf32>\", \"sharding\": [null, \"model\"]},\n"
+                   " {\"name\": \"w2\", \"type\": \"tensor<2048x512xf32>\", \"sharding\": [\"model\", null]},\n"
+                   " {\"name\": \"b1\", \"type\": \"tensor<2048xf32>\"}],\n\"ops\": [\n");
+    const char *x = "x";
+    char prev[32];
+    for (long l = 0; l < layers; l++) {
+        cm_buf_printf(
+            b,
+            "{\"op\": \"stablehlo.dot_general\", \"operands\": [\"%s\", \"w1\"], \"result\": \"h%ld\", "
+            "\"type\": \"tensor<64x2048xf32>\", \"attributes\": {\"dot_dimension_numbers\": "
+            "{\"lhs_contracting_dimensions\": [1], \"rhs_contracting_dimensions\": [0]}}},\n"
+            "{\"op\": \"stablehlo.broadcast_in_dim\", \"operands\": [\"b1\"], \"result\": \"bb%ld\", "
+            "\"type\": \"tensor<64x2048xf32>\", \"attributes\": {\"broadcast_dimensions\": [1]}},\n"
+            "{\"op\": \"stablehlo.add\", \"operands\": [\"h%ld\", \"bb%ld\"], \"result\": \"a%ld\", "
+            "\"type\": \"tensor<64x2048xf32>\"},\n"
+            "{\"op\": \"stablehlo.tanh\", \"operands\": [\"a%ld\"], \"result\": \"t%ld\", "
+            "\"type\": \"tensor<64x2048xf32>\"},\n"
+            "{\"op\": \"stablehlo.dot_general\", \"operands\": [\"t%ld\", \"w2\"], \"result\": \"o%ld\", "
+            "\"type\": \"tensor<64x512xf32>\", \"attributes\": {\"dot_dimension_numbers\": "
+            "{\"lhs_contracting_dimensions\": [1], \"rhs_contracting_dimensions\": [0]}}},\n"
+            "{\"op\": \"stablehlo.add\", \"operands\": [\"o%ld\", \"%s\"], \"result\": \"r%ld\", "
+            "\"type\": \"tensor<64x512xf32>\"},\n"
+            "{\"op\": \"stablehlo.multiply\", \"operands\": [\"r%ld\", \"r%ld\"], \"result\": \"m%ld\", "
+            "\"type\": \"tensor<64x512xf32>\"},\n"
+            "{\"op\": \"sdy.sharding_constraint\", \"operands\": [\"m%ld\"], \"result\": \"y%ld\", "
+            "\"sharding\": [\"data\", null]}%s\n",
+            x, l, l, l, l, l, l, l, l, l, l, x, l, l, l, l, l, l, l + 1 < layers ? "," : "");
+        snprintf(prev, sizeof prev, "y%ld", l);
+        x = prev;
+    }
+    cm_buf_printf(b, "],\n\"outputs\": [\"%s\"]}\n", x);
+}
+
+int main(void)
+{
+    long ops = 1000000;
+    const char *env = getenv("BENCH_JSON_OPS");
+    if (env != NULL && atol(env) > 0) {
+        ops = atol(env);
+    }
+    long layers = (ops + 7) / 8;
+    cm_buf g;
+    cm_buf_init(&g);
+    gen_graph(&g, layers);
+    if (g.oom) {
+        fprintf(stderr, "bench-json: out of memory generating the graph\n");
+        return 1;
+    }
+    double mb_in = (double)g.len / 1e6;
+    printf("bench-json: graph of %ld ops, %.1f MB of JSON\n", layers * 8, mb_in);
+
+    /* Each side runs twice, alternating, and keeps its best time, so that
+     * neither pays alone for the first touch of fresh heap pages. */
+    cm_error err;
+    double t_read = 1e30, t_write = 1e30, t_jload = 1e30, t_jdump = 1e30;
+    sp_plan_timing tm;
+    memset(&tm, 0, sizeof tm);
+    cm_buf plan;
+    cm_buf_init(&plan);
+    for (int round = 0; round < 2; round++) {
+        json_error_t je;
+        double t0 = cm_now();
+        json_t *jg = json_loadb(g.data, g.len, 0, &je);
+        double dt = cm_now() - t0;
+        t_jload = dt < t_jload ? dt : t_jload;
+        if (jg == NULL) {
+            fprintf(stderr, "bench-json: jansson failed: %s\n", je.text);
+            return 1;
+        }
+        json_decref(jg);
+
+        cm_error_clear(&err);
+        t0 = cm_now();
+        sp_graph *gr = NULL;
+        if (sp_graph_decode(g.data, g.len, NULL, &gr, &err) != CM_OK) {
+            fprintf(stderr, "bench-json: decode failed at %s: %s\n", err.path, err.msg);
+            return 1;
+        }
+        dt = cm_now() - t0;
+        t_read = dt < t_read ? dt : t_read;
+        sp_plan_opts o;
+        sp_plan_opts_init(&o);
+        o.graph = gr;
+        o.custom = sp_graph_custom_rules(gr);
+        o.timing = &tm;
+        cm_buf_reset(&plan);
+        if (sp_plan_run(sp_graph_module(gr), &o, &plan, &err) != CM_OK) {
+            fprintf(stderr, "bench-json: plan failed: %s\n", err.msg);
+            return 1;
+        }
+        t_write = tm.write_s < t_write ? tm.write_s : t_write;
+        sp_graph_destroy(gr);
+
+        json_t *jp = json_loadb(plan.data, plan.len, 0, &je);
+        if (jp == NULL) {
+            fprintf(stderr, "bench-json: the plan is not JSON: %s\n", je.text);
+            return 1;
+        }
+        t0 = cm_now();
+        char *dump = json_dumps(jp, JSON_COMPACT);
+        dt = cm_now() - t0;
+        t_jdump = dt < t_jdump ? dt : t_jdump;
+        free(dump);
+        json_decref(jp);
+    }
+    double mb_out = (double)plan.len / 1e6;
+    tm.write_s = t_write;
+
+    double ours = t_read + tm.write_s, theirs = t_jload + t_jdump;
+    printf("  read graph    %7.3f s  %7.1f MB/s   (jansson load  %7.3f s  %7.1f MB/s)\n", t_read,
+           mb_in / t_read, t_jload, mb_in / t_jload);
+    printf("  write plan    %7.3f s  %7.1f MB/s   (jansson dump  %7.3f s  %7.1f MB/s), %.1f MB\n",
+           tm.write_s, mb_out / tm.write_s, t_jdump, mb_out / t_jdump, mb_out);
+    printf("  also: input hash %.3f s, propagation pipeline %.3f s, peak RSS %.0f MB\n", tm.hash_s,
+           tm.pass_s, (double)cm_peak_rss() / 1e6);
+    printf("  read+write %.3f s vs jansson %.3f s: %.2fx (target <= 3x): %s\n", ours, theirs,
+           ours / theirs, ours <= 3 * theirs ? "met" : "NOT met");
+    cm_buf_fini(&plan);
+    cm_buf_fini(&g);
+    return 0;
+}

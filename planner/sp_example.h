@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: model templates for `shardplan example`: a Flax-style MLP or a
+ * transformer written as a graph document (docs/graph-format.md) whose
+ * parameters, inputs and activation constraints carry Flax logical axis
+ * names, with the logical_axis_rules that the chosen strategy implies
+ * (dp, fsdp, tp, dp+tp). With train, the MLP also gets its backward pass, a
+ * loss and an SGD update of every parameter.
+ * Thread contract: reentrant. */
+#ifndef SP_EXAMPLE_H
+#define SP_EXAMPLE_H
+
+#include "cm.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum sp_example_model { SP_EXAMPLE_MLP = 0, SP_EXAMPLE_TRANSFORMER } sp_example_model;
+
+typedef enum sp_example_strategy {
+    SP_EXAMPLE_DP = 0, /* batch on "data" */
+    SP_EXAMPLE_FSDP,   /* batch and parameters' embed dimension on "data" */
+    SP_EXAMPLE_TP,     /* Megatron: mlp and heads on "model" */
+    SP_EXAMPLE_DP_TP   /* both */
+} sp_example_strategy;
+
+#define SP_EXAMPLE_MAX_AXES 8
+
+typedef struct sp_example_opts {
+    sp_example_model model;
+    sp_example_strategy strategy;
+    uint32_t layers;  /* 1..100000 */
+    int64_t d_model;  /* a multiple of heads */
+    int64_t heads;
+    int64_t seq;      /* transformer only */
+    int64_t batch;
+    bool train;       /* backward pass and optimizer update (MLP) */
+    uint32_t n_axes;  /* mesh */
+    char axis_names[SP_EXAMPLE_MAX_AXES][32];
+    int64_t axis_sizes[SP_EXAMPLE_MAX_AXES];
+} sp_example_opts;
+
+/* Defaults: MLP, dp+tp, 4 layers, d_model 1024, 8 heads, seq 128, batch 8,
+ * mesh data=2,model=4, inference only. */
+void sp_example_opts_init(sp_example_opts *o);
+
+/* Appends the graph document. Errors: CM_EINVAL with err->path naming the
+ * option ("/d_model"), CM_ENOMEM. */
+cm_status sp_example_graph_json(const sp_example_opts *o, cm_buf *out, cm_error *err);
+
+/* `shardplan example mlp|transformer [--layers N --d-model D --heads H --seq S
+ * --batch B --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] [--train]
+ * [--format json|mlir]`; argv[0] is "example". Returns an exit status. */
+int sp_example_main(int argc, char **argv, FILE *out, FILE *errs);
+
+#endif /* SP_EXAMPLE_H */
