@@ -2294,7 +2294,16 @@ static cm_status setup_debug(prop *p)
                 }
             }
         } else if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT && op->n_results == 1) {
-            seed_origin(p, op->first_result, origin_name(p, "constraint_", n_constraints++));
+            uint32_t o = origin_name(p, "constraint_", n_constraints++);
+            seed_origin(p, op->first_result, o);
+            /* a constraint applied to its input at import (same sharding
+             * object) makes the input come from the constraint too */
+            uint32_t in = canon_slot(p, op->operands[0]);
+            if (op->n_operands == 1 && p->sh[in] != NULL && p->sh[in] == p->sh[op->first_result] &&
+                p->org_head[in] == SP_NONE) {
+                seed_origin(p, in, o);
+                p->origin_self[in] = SP_NONE; /* it is not the constraint itself */
+            }
         }
     }
     /* sharding-group members were seeded from one annotated member */
