@@ -238,6 +238,22 @@ static uint32_t uses_count(const uses *u, uint32_t v)
     return n;
 }
 
+/* Position of every op within its block (SP_NONE when detached); the caller frees. */
+static uint32_t *op_positions(const sp_module *m)
+{
+    uint32_t *pos = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+    if (pos == NULL) {
+        return NULL;
+    }
+    memset(pos, 0xff, sizeof(uint32_t) * (m->n_ops + 1u));
+    for (uint32_t b = 0; b < m->n_blocks; b++) {
+        for (uint32_t i = 0; i < m->blocks[b].n_ops; i++) {
+            pos[m->blocks[b].ops[i]] = i;
+        }
+    }
+    return pos;
+}
+
 /* ---- -sdy-apply-sharding-constraints ---------------------------------------------------- */
 
 static bool fully_closed(const sp_sharding *s)
@@ -275,9 +291,11 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
         cm_free(want);
         return CM_OK;
     }
-    if (uses_build(m, &u, m->n_values, want) != CM_OK) {
+    uint32_t *opos = op_positions(m);
+    if (opos == NULL || uses_build(m, &u, m->n_values, want) != CM_OK) {
         uses_free(&u);
         cm_free(want);
+        cm_free(opos);
         return oom(err);
     }
     cm_status st = CM_OK;
@@ -319,11 +337,11 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
             if (is_edge_target) {
                 /* do not restrict every target of the edge: later uses read
                  * the constrained value instead */
-                uint32_t pos = sp_op_index_in_block(m, c);
+                uint32_t pos = opos[c];
                 for (uint32_t i = u.head[v]; i != SP_NONE; i = u.pool[i].next) {
                     uint32_t user = u.pool[i].op;
                     if (user != c && m->ops[user].parent_block == op->parent_block &&
-                        sp_op_index_in_block(m, user) > pos) {
+                        opos[user] > pos) {
                         m->ops[user].operands[u.pool[i].idx] = op->first_result;
                     }
                 }
@@ -349,14 +367,14 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
         if (r_constrained) {
             continue;
         }
-        uint32_t pos = sp_op_index_in_block(m, c);
+        uint32_t pos = opos[c];
         for (uint32_t i = u.head[v]; i != SP_NONE; i = u.pool[i].next) {
             uint32_t user = u.pool[i].op;
             const sp_op *uo = &m->ops[user];
             if (user == c || uo->kind == SP_OP_FUNC_RETURN || uo->parent_block != op->parent_block) {
                 continue;
             }
-            uint32_t upos = sp_op_index_in_block(m, user);
+            uint32_t upos = opos[user];
             if (upos != SP_NONE && pos != SP_NONE && upos > pos) {
                 m->ops[user].operands[u.pool[i].idx] = r;
             }
@@ -364,6 +382,7 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
     }
     uses_free(&u);
     cm_free(want);
+    cm_free(opos);
     return st == CM_ENOMEM ? oom(err) : st;
 }
 
@@ -433,12 +452,20 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
             any = true;
         }
     }
-    if (!any || uses_build(m, &u, m->n_values * 2u + 16u, want) != CM_OK) {
+    size_t cap_ops = (size_t)n_ops0 * 2u + 16u;
+    uint32_t *after_head = any ? cm_alloc(sizeof(uint32_t) * cap_ops * 3u) : NULL;
+    uint8_t *dirty = any ? cm_calloc(m->n_blocks + 1u, 1) : NULL;
+    if (!any || after_head == NULL || dirty == NULL ||
+        uses_build(m, &u, m->n_values * 2u + 16u, want) != CM_OK) {
         cm_free(memo);
         cm_free(want);
+        cm_free(after_head);
+        cm_free(dirty);
         uses_free(&u);
         return any ? oom(err) : CM_OK;
     }
+    uint32_t *after_tail = after_head + cap_ops, *after_next = after_head + 2 * cap_ops;
+    memset(after_head, 0xff, sizeof(uint32_t) * cap_ops);
     cm_status st = CM_OK;
     /* reverse program order: users are split before the values they use */
     for (uint32_t opid = n_ops0; opid-- > 0 && st == CM_OK;) {
@@ -467,7 +494,6 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
         while (u.pool[first].next != SP_NONE) {
             first = u.pool[first].next;
         }
-        uint32_t pos = sp_op_index_in_block(m, opid);
         uint32_t block = m->ops[opid].parent_block;
         for (uint32_t i = u.head[v]; i != SP_NONE; i = u.pool[i].next) {
             if (i == first) {
@@ -482,10 +508,15 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
                 st = CM_ENOMEM;
                 break;
             }
-            st = sp_block_insert_op(m, block, pos + 1, clone);
-            if (st != CM_OK) {
-                break;
+            /* inserted after opid when the pass ends (one rebuild per block) */
+            after_next[clone] = SP_NONE;
+            if (after_head[opid] == SP_NONE) {
+                after_head[opid] = clone;
+            } else {
+                after_next[after_tail[opid]] = clone;
             }
+            after_tail[opid] = clone;
+            dirty[block] = 1;
             memo[clone] = memo[opid];
             const sp_op *c = &m->ops[clone];
             for (uint32_t k = 0; k < c->n_operands && st == CM_OK; k++) {
@@ -499,8 +530,40 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
             u.pool[first].next = SP_NONE;
         }
     }
+    /* place the copies: rebuild each block that got some, once */
+    for (uint32_t b = 0; b < m->n_blocks && st == CM_OK; b++) {
+        if (!dirty[b]) {
+            continue;
+        }
+        sp_block *bl = &m->blocks[b];
+        uint32_t n = bl->n_ops;
+        for (uint32_t i = 0; i < bl->n_ops; i++) {
+            for (uint32_t c = after_head[bl->ops[i]]; c != SP_NONE; c = after_next[c]) {
+                n++;
+            }
+        }
+        uint32_t *ops = cm_alloc(sizeof(uint32_t) * (n + 1u));
+        if (ops == NULL) {
+            st = CM_ENOMEM;
+            break;
+        }
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < bl->n_ops; i++) {
+            ops[k++] = bl->ops[i];
+            for (uint32_t c = after_head[bl->ops[i]]; c != SP_NONE; c = after_next[c]) {
+                ops[k++] = c;
+                m->ops[c].parent_block = b;
+            }
+        }
+        cm_free(bl->ops);
+        bl->ops = ops;
+        bl->n_ops = n;
+        bl->cap_ops = n + 1u;
+    }
     cm_free(memo);
     cm_free(want);
+    cm_free(after_head);
+    cm_free(dirty);
     uses_free(&u);
     return st == CM_OK ? CM_OK : oom(err);
 }
