@@ -144,7 +144,8 @@ typedef struct prop {
     uint32_t n_slots;       /* values + function results */
     sp_sharding **sh;       /* per slot, current sharding (NULL: none) */
     sp_sharding **orig;     /* per slot, sharding before propagation */
-    uint32_t *fres_func;    /* per function-result slot: func op */
+    uint32_t *mc_first;     /* per op: first in-sharding slot of a manual computation, or SP_NONE */
+    uint32_t *fres_func;    /* per function-result slot: func op (or manual computation) */
     uint32_t *fres_index;   /* per function-result slot: result number */
     uint32_t *func_first;   /* per op: first function-result slot of a func op (or SP_NONE) */
     /* users: CSR over slots */
@@ -285,11 +286,17 @@ static bool slot_type(const prop *p, uint32_t slot, uint32_t *rank, const int64_
     if (slot < p->m->n_values) {
         t = &p->m->types[p->m->values[slot].type];
     } else {
-        const sp_type *ft = sp_func_type(p->m, p->fres_func[slot - p->m->n_values]);
-        if (ft == NULL) {
-            return false;
+        uint32_t owner = p->fres_func[slot - p->m->n_values];
+        uint32_t k = p->fres_index[slot - p->m->n_values];
+        if (p->m->ops[owner].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            t = &p->m->types[p->m->values[p->m->ops[owner].operands[k]].type];
+        } else {
+            const sp_type *ft = sp_func_type(p->m, owner);
+            if (ft == NULL) {
+                return false;
+            }
+            t = &p->m->types[ft->results[k]];
         }
-        t = &p->m->types[ft->results[p->fres_index[slot - p->m->n_values]]];
     }
     if (t->kind != SP_TYPE_TENSOR) {
         return false;
@@ -1661,7 +1668,8 @@ static bool pass_through_op(const sp_op *op)
            op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_FUNC_RETURN ||
            op->kind == SP_OP_RESHAPE || op->kind == SP_OP_TRANSPOSE || op->kind == SP_OP_WHILE ||
            op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
-           op->kind == SP_OP_OPTIMIZATION_BARRIER || op->kind == SP_OP_SDY_PROPAGATION_BARRIER;
+           op->kind == SP_OP_OPTIMIZATION_BARRIER || op->kind == SP_OP_SDY_PROPAGATION_BARRIER ||
+           op->kind == SP_OP_SDY_MANUAL_COMPUTATION;
 }
 
 /* Op-priority schedule: which direction this op propagates at the current level. */
@@ -1742,6 +1750,179 @@ static void step_data_flow(prop *p, uint32_t opid)
     }
 }
 
+/* ---- manual computations ----------------------------------------------------------
+ * The operands meet the in_shardings (global shapes), the body sees them
+ * without the manual axes (local shapes); the body's returned values meet
+ * the out_shardings, which are the results' shardings. Free axes move across
+ * the boundary both ways; manual axes stay fixed. */
+
+static bool in_axis_list(const sp_attr *manual, const char *name)
+{
+    if (manual == NULL || manual->kind != SP_ATTR_AXIS_LIST) {
+        return false;
+    }
+    for (uint32_t i = 0; i < manual->u.axes.n; i++) {
+        if (strcmp(manual->u.axes.axes[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool ref_eq(const sp_axis_ref *a, const sp_axis_ref *b)
+{
+    return (a->name == b->name || strcmp(a->name, b->name) == 0) && a->pre_size == b->pre_size &&
+           (a->pre_size == 0 || a->size == b->size);
+}
+
+/* Number of leading manual axes of dim d. */
+static uint32_t n_manual(const sp_dim_sharding *ds, const sp_attr *manual)
+{
+    uint32_t k = 0;
+    while (k < ds->n_axes && in_axis_list(manual, ds->axes[k].name)) {
+        k++;
+    }
+    return k;
+}
+
+/* Does b's free part strictly extend a's (every dim's axes of a a prefix of b's)? */
+static bool extends(const sp_sharding *b, uint32_t b_skip_manual, const sp_sharding *a,
+                    uint32_t a_skip_manual, const sp_attr *manual)
+{
+    if (b == NULL) {
+        return false;
+    }
+    bool longer = false;
+    for (uint32_t d = 0; d < b->rank; d++) {
+        const sp_dim_sharding *db = &b->dims[d];
+        uint32_t ob = b_skip_manual ? n_manual(db, manual) : 0;
+        uint32_t nb = db->n_axes - ob;
+        uint32_t oa = 0, na = 0;
+        const sp_dim_sharding *da = NULL;
+        if (a != NULL && d < a->rank) {
+            da = &a->dims[d];
+            oa = a_skip_manual ? n_manual(da, manual) : 0;
+            na = da->n_axes - oa;
+        }
+        if (na > nb) {
+            return false;
+        }
+        for (uint32_t i = 0; i < na; i++) {
+            if (!ref_eq(&da->axes[oa + i], &db->axes[ob + i])) {
+                return false;
+            }
+        }
+        longer = longer || nb > na;
+    }
+    return longer;
+}
+
+/* A copy of s with, per dim, the manual axes of keep_manual (when given)
+ * followed by the free axes of free_from; closedness from closed_from. */
+static sp_sharding *merge_manual(prop *p, const sp_sharding *keep_manual, const sp_sharding *free_from,
+                                 const sp_sharding *closed_from, const sp_attr *manual,
+                                 const char *mesh_name)
+{
+    cm_arena *a = &p->m->arena;
+    sp_sharding *r = cm_arena_zalloc(a, sizeof *r);
+    if (r == NULL) {
+        return NULL;
+    }
+    r->mesh_name = mesh_name;
+    r->rank = free_from->rank;
+    r->dims = cm_arena_zalloc(a, sizeof(sp_dim_sharding) * (r->rank + 1u));
+    if (r->dims == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < r->rank; d++) {
+        const sp_dim_sharding *f = &free_from->dims[d];
+        uint32_t of = n_manual(f, manual);
+        uint32_t km = 0;
+        const sp_dim_sharding *k = NULL;
+        if (keep_manual != NULL && d < keep_manual->rank) {
+            k = &keep_manual->dims[d];
+            km = n_manual(k, manual);
+        }
+        uint32_t n = km + f->n_axes - of;
+        sp_dim_sharding *o = &r->dims[d];
+        o->axes = n > 0 ? cm_arena_alloc(a, sizeof(sp_axis_ref) * n) : NULL;
+        if (n > 0 && o->axes == NULL) {
+            return NULL;
+        }
+        for (uint32_t i = 0; i < km; i++) {
+            o->axes[i] = k->axes[i];
+        }
+        for (uint32_t i = of; i < f->n_axes; i++) {
+            o->axes[km + i - of] = f->axes[i];
+        }
+        o->n_axes = n;
+        o->priority = -1;
+        o->is_closed = closed_from != NULL && d < closed_from->rank && closed_from->dims[d].is_closed;
+    }
+    return r;
+}
+
+/* Moves free axes between a global slot and a local value of the body. */
+static void sync_boundary(prop *p, uint32_t global_slot, uint32_t local_slot, const sp_attr *manual)
+{
+    const sp_sharding *g = p->sh[global_slot], *l = p->sh[local_slot];
+    if (g == NULL && l == NULL) {
+        return;
+    }
+    const char *mesh = g != NULL ? g->mesh_name : l->mesh_name;
+    if (g != NULL && extends(g, 1, l, 0, manual)) {
+        sp_sharding *n = merge_manual(p, NULL, g, l != NULL ? l : g, manual, mesh);
+        if (n == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->sh[local_slot] = n;
+        slot_changed(p, local_slot);
+    } else if (l != NULL && extends(l, 0, g, 1, manual)) {
+        sp_sharding *n = merge_manual(p, g, l, g != NULL ? g : l, manual, mesh);
+        if (n == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->sh[global_slot] = n;
+        slot_changed(p, global_slot);
+    }
+}
+
+static void step_manual(prop *p, uint32_t opid)
+{
+    const sp_op *op = &p->m->ops[opid];
+    const sp_attr *manual = sp_op_attr(p->m, opid, "manual_axes");
+    const sp_block *body = &p->m->blocks[op->regions[0].blocks[0]];
+    /* operands <-> in_shardings, both global */
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        uint32_t rank;
+        const int64_t *dims;
+        uint32_t v = p->mc_first[opid] + i;
+        if (!slot_type(p, v, &rank, &dims)) {
+            continue;
+        }
+        sp_rule *r = identity_rule(p, dims, rank, 2);
+        uint32_t n = 0;
+        if (r == NULL) {
+            fail_oom(p);
+            return;
+        }
+        if (add_tensor(p, &n, op->operands[i], &r->operands[0], false) &&
+            add_tensor(p, &n, v, &r->results[0], true)) {
+            step_tensors(p, opid, r, n, op_direction(p, op));
+        }
+        if (i < body->n_args) {
+            sync_boundary(p, v, body->first_arg + i, manual);
+        }
+    }
+    /* the body's returned values <-> out_shardings (the results') */
+    uint32_t t = region_terminator(p->m, op, 0);
+    for (uint32_t j = 0; t != SP_NONE && j < op->n_results && j < p->m->ops[t].n_operands; j++) {
+        sync_boundary(p, op->first_result + j, canon_slot(p, p->m->ops[t].operands[j]), manual);
+    }
+}
+
 static void step_op(prop *p, uint32_t opid)
 {
     sp_op *op = &p->m->ops[opid];
@@ -1812,6 +1993,10 @@ static void step_op(prop *p, uint32_t opid)
     }
     if (op->kind == SP_OP_SDY_SHARDING_GROUP) {
         return; /* groups are kept in sync in slot_changed */
+    }
+    if (p->mc_first[opid] != SP_NONE) {
+        step_manual(p, opid);
+        return;
     }
     if (op->n_regions > 0 && op->kind != SP_OP_REDUCE && op->kind != SP_OP_SCATTER &&
         op->kind != SP_OP_SORT && op->kind != SP_OP_REDUCE_WINDOW &&
@@ -1888,7 +2073,8 @@ static uint32_t data_flow_owner(const sp_module *m, const sp_op *op)
         return SP_NONE;
     }
     const sp_op *po = &m->ops[parent];
-    if (po->kind != SP_OP_WHILE && po->kind != SP_OP_CASE && po->kind != SP_OP_IF) {
+    if (po->kind != SP_OP_WHILE && po->kind != SP_OP_CASE && po->kind != SP_OP_IF &&
+        po->kind != SP_OP_SDY_MANUAL_COMPUTATION) {
         return SP_NONE;
     }
     const sp_block *b = &m->blocks[op->parent_block];
@@ -2081,6 +2267,19 @@ static cm_status setup(prop *p)
             }
         }
     }
+    p->mc_first = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+    if (p->mc_first == NULL) {
+        return fail_oom(p);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        p->mc_first[i] = SP_NONE;
+        const sp_op *op = &m->ops[i];
+        if (op->kind == SP_OP_SDY_MANUAL_COMPUTATION && op->parent_block != SP_NONE &&
+            op->n_regions == 1 && op->regions[0].n_blocks == 1) {
+            p->mc_first[i] = m->n_values + n_fres;
+            n_fres += op->n_operands;
+        }
+    }
     p->n_slots = m->n_values + n_fres;
     p->sh = cm_calloc(p->n_slots + 1u, sizeof(sp_sharding *));
     p->orig = cm_calloc(p->n_slots + 1u, sizeof(sp_sharding *));
@@ -2114,8 +2313,29 @@ static cm_status setup(prop *p)
         }
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (p->mc_first[i] == SP_NONE) {
+            continue;
+        }
         const sp_op *op = &m->ops[i];
-        if (op->n_results == 0) {
+        const sp_attr *in = sp_op_attr(m, i, "in_shardings");
+        const sp_attr *out = sp_op_attr(m, i, "out_shardings");
+        for (uint32_t k = 0; k < op->n_operands; k++) {
+            uint32_t s = p->mc_first[i] + k;
+            p->fres_func[s - m->n_values] = i;
+            p->fres_index[s - m->n_values] = k;
+            if (in != NULL && in->kind == SP_ATTR_SHARDING_LIST && k < in->u.shardings.n) {
+                p->sh[s] = in->u.shardings.items[k];
+            }
+        }
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            if (out != NULL && out->kind == SP_ATTR_SHARDING_LIST && k < out->u.shardings.n) {
+                p->sh[op->first_result + k] = out->u.shardings.items[k];
+            }
+        }
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->n_results == 0 || p->mc_first[i] != SP_NONE) {
             continue;
         }
         if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
@@ -2159,10 +2379,17 @@ static cm_status setup(prop *p)
             p->use_start[canon_slot(p, op->operands[k]) + 1]++;
         }
         if (data_flow_owner(m, op) != SP_NONE) {
-            uint32_t owner = data_flow_owner(m, op);
-            (void)owner;
             for (uint32_t k = 0; k < op->n_operands; k++) {
                 p->use_start[canon_slot(p, op->operands[k]) + 1]++;
+            }
+        }
+        if (p->mc_first[i] != SP_NONE) {
+            const sp_block *mcb = &m->blocks[op->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                p->use_start[p->mc_first[i] + k + 1]++;
+            }
+            for (uint32_t k = 0; k < mcb->n_args; k++) {
+                p->use_start[mcb->first_arg + k + 1]++;
             }
         }
         if (op->kind == SP_OP_FUNC_RETURN) {
@@ -2193,6 +2420,15 @@ static cm_status setup(prop *p)
         if (owner != SP_NONE) {
             for (uint32_t k = 0; k < op->n_operands; k++) {
                 p->uses[fill[canon_slot(p, op->operands[k])]++] = owner;
+            }
+        }
+        if (p->mc_first[i] != SP_NONE) {
+            const sp_block *mcb = &m->blocks[op->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                p->uses[fill[p->mc_first[i] + k]++] = i;
+            }
+            for (uint32_t k = 0; k < mcb->n_args; k++) {
+                p->uses[fill[mcb->first_arg + k]++] = i;
             }
         }
         if (op->kind == SP_OP_FUNC_RETURN) {
@@ -2531,6 +2767,9 @@ static cm_status write_back(prop *p)
             }
             continue;
         }
+        if (p->mc_first[i] != SP_NONE) {
+            continue; /* written with the in_shardings below */
+        }
         sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
         if (a == NULL) {
             return fail_oom(p);
@@ -2554,6 +2793,56 @@ static cm_status write_back(prop *p)
         }
         if (sp_op_set_attr(m, i, "sdy.sharding", a) != CM_OK) {
             return fail_oom(p);
+        }
+    }
+    /* manual computations: in_shardings and out_shardings */
+    for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
+        if (p->mc_first[i] == SP_NONE) {
+            continue;
+        }
+        const sp_op *op = &m->ops[i];
+        for (int which = 0; which < 2; which++) {
+            uint32_t n = which == 0 ? op->n_operands : op->n_results;
+            uint32_t first = which == 0 ? p->mc_first[i] : op->first_result;
+            bool changed = false;
+            for (uint32_t k = 0; k < n; k++) {
+                changed = changed || p->sh[first + k] != p->orig[first + k];
+            }
+            if (!changed) {
+                continue;
+            }
+            sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+            if (a == NULL) {
+                return fail_oom(p);
+            }
+            a->u.shardings.n = n;
+            a->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * (n + 1u));
+            if (a->u.shardings.items == NULL) {
+                return fail_oom(p);
+            }
+            const char *mesh = NULL;
+            for (uint32_t k = 0; k < n && mesh == NULL; k++) {
+                mesh = p->sh[first + k] != NULL ? p->sh[first + k]->mesh_name : NULL;
+            }
+            for (uint32_t k = 0; k < n; k++) {
+                sp_sharding *x = p->sh[first + k];
+                if (x == NULL) {
+                    uint32_t rank;
+                    const int64_t *dims;
+                    x = sp_sharding_open(&m->arena, mesh,
+                                         slot_type(p, which == 0 ? op->operands[k] : first + k, &rank,
+                                                   &dims)
+                                             ? rank
+                                             : 0);
+                    if (x == NULL) {
+                        return fail_oom(p);
+                    }
+                }
+                a->u.shardings.items[k] = x;
+            }
+            if (sp_op_set_attr(m, i, which == 0 ? "in_shardings" : "out_shardings", a) != CM_OK) {
+                return fail_oom(p);
+            }
         }
     }
     /* function arguments and results */
@@ -2694,6 +2983,7 @@ out:
     cm_free(p.fres_func);
     cm_free(p.fres_index);
     cm_free(p.func_first);
+    cm_free(p.mc_first);
     cm_free(p.use_start);
     cm_free(p.uses);
     cm_free(p.alias);
