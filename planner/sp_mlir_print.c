@@ -981,10 +981,11 @@ static void region(pr *p, const sp_region *rg, bool print_entry_args)
 static void generic_ex(pr *p, const sp_op *op, bool quoted)
 {
     if (quoted) {
-        putc_(p, '"');
+        sp_mlir_print_string(p->b, op->name, strlen(op->name));
+    } else {
+        put(p, op->name);
     }
-    put(p, op->name);
-    put(p, quoted ? "\"(" : "(");
+    putc_(p, '(');
     operands(p, op, 0);
     putc_(p, ')');
     const char *sole = op->kind == SP_OP_CONSTANT || op->kind == SP_OP_SDY_CONSTANT ||

@@ -12,6 +12,7 @@
 #include "sp_ir.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
+#include "sp_reshard.h"
 #include "sp_rules.h"
 
 #define MAX_PASSES 32
@@ -123,6 +124,14 @@ SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
 SIMPLE_PASS(run_close, sp_pass_close_shardings(m, err))
 SIMPLE_PASS(run_drop_rules, sp_pass_drop_sharding_rules(m, err))
 
+static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                       cm_error *err)
+{
+    const char *v = opt_value(inv, "enable-full-version");
+    sp_reshard_opts o = {v == NULL || opt_bool(inv, "enable-full-version")};
+    return sp_pass_insert_explicit_reshards(m, &o, d, err);
+}
+
 typedef struct pass_def {
     const char *name;
     pass_fn fn;
@@ -155,6 +164,8 @@ static const char *const pipeline_opts[] = {"keep-sharding-rules",
                                             "skip-inline",
                                             NULL};
 
+static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL};
+
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
     {"sdy-basic-propagate", run_basic, basic_opts},
@@ -171,6 +182,7 @@ static const pass_def passes[] = {
     {"sdy-update-non-divisible-input-output-shardings", run_non_divisible, NULL},
     {"sdy-close-shardings", run_close, NULL},
     {"sdy-drop-sharding-rules", run_drop_rules, NULL},
+    {"sdy-insert-explicit-reshards", run_explicit_reshards, explicit_reshards_opts},
 };
 
 static const pass_def *find_pass(const char *name)
@@ -544,7 +556,8 @@ int sp_opt_main(int argc, char **argv, FILE *out, FILE *errs)
             cfg->print.debug_info = true;
         } else if (strcmp(name, "mlir-timing") == 0) {
             timing = true;
-        } else if (strcmp(name, "allow-unregistered-dialect") == 0) {
+        } else if (strcmp(name, "allow-unregistered-dialect") == 0 ||
+                   strcmp(name, "mlir-print-local-scope") == 0) {
             /* accepted for compatibility: unknown ops are always kept */
         } else if (strcmp(name, "o") == 0 && i + 1 < argc) {
             outfile = argv[++i];
