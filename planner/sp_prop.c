@@ -116,6 +116,7 @@ typedef struct tens {
     bool changed;
     uint32_t pos;        /* operand or result number within the step's op */
     const sp_sharding *cur; /* current sharding (may be NULL or on the empty mesh) */
+    const struct meshent *me; /* mesh_of(cur) */
     uint32_t n_gained;   /* axes this step adds, for debug origins and edges */
     struct {
         uint32_t axis;   /* mesh axis index */
@@ -127,13 +128,14 @@ typedef struct tens {
 
 /* ---- propagation state -------------------------------------------------------- */
 
-typedef struct meshent {
+typedef struct meshent meshent;
+struct meshent {
     const char *name;
     const sp_mesh *mesh;
     bool is_empty;   /* no axes and no device ids */
     bool is_maximal; /* no axes, one device id */
     uint32_t canon;  /* index of the first equal mesh */
-} meshent;
+};
 
 typedef struct prop {
     sp_module *m;
@@ -207,6 +209,7 @@ typedef struct prop {
     sp_sharding **sh_tab;
     uint32_t sh_tab_cap, sh_tab_n;
     cm_arena scratch; /* one sharding under construction */
+    uint8_t *type_ok; /* per type id: 1 static ranked tensor, 2 not */
     struct cand {
         ax axes[MAXAX];
         uint32_t n;
@@ -284,7 +287,16 @@ static bool slot_type(const prop *p, uint32_t slot, uint32_t *rank, const int64_
 {
     const sp_type *t;
     if (slot < p->m->n_values) {
-        t = &p->m->types[p->m->values[slot].type];
+        uint32_t ty = p->m->values[slot].type;
+        t = &p->m->types[ty];
+        if (p->type_ok != NULL && p->type_ok[ty] != 0) {
+            if (p->type_ok[ty] != 1) {
+                return false;
+            }
+            *rank = t->rank;
+            *dims = t->dims;
+            return true;
+        }
     } else {
         uint32_t owner = p->fres_func[slot - p->m->n_values];
         uint32_t k = p->fres_index[slot - p->m->n_values];
@@ -746,6 +758,9 @@ static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
                 continue;
             }
             if (x->minor_most) {
+                if (na - ai + (have_rem ? 1u : 0u) > MAXAX) {
+                    return false;
+                }
                 if (have_rem) {
                     x->axes[x->n++] = rem;
                     have_rem = false;
@@ -766,6 +781,9 @@ static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
                     break;
                 }
                 int64_t sz = cur.size;
+                if (x->n >= MAXAX) {
+                    return false;
+                }
                 if (sz == 1 || (R > 0 && R % sz == 0)) {
                     x->axes[x->n++] = cur;
                     if (sz > 1) {
@@ -793,6 +811,9 @@ static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
                     continue;
                 }
                 /* does not fit: the rest of the dim overflows this factor */
+                if (na - ai + (have_rem ? 1u : 0u) > MAXAX) {
+                    return false;
+                }
                 if (have_rem) {
                     x->over[x->n_over++] = rem;
                     have_rem = false;
@@ -1350,7 +1371,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
     /* the op's mesh: every tensor with a real mesh must agree */
     const meshent *me = NULL;
     for (uint32_t i = 0; i < n; i++) {
-        const meshent *e = mesh_of(p, ts[i].cur);
+        const meshent *e = ts[i].me;
         if (ts[i].cur != NULL && e == NULL) {
             return; /* unknown or inlined mesh */
         }
@@ -1383,7 +1404,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
     }
     fsh *fs = p->fs;
     for (uint32_t i = 0; i < n; i++) {
-        const meshent *e = mesh_of(p, ts[i].cur);
+        const meshent *e = ts[i].me;
         const sp_mesh *tm = e != NULL && !e->is_empty ? mesh : NULL;
         if (!project(tm, r, &ts[i], fs + (size_t)i * r->n_factors)) {
             return;
@@ -1556,7 +1577,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
             continue;
         }
         const fsh *row = fs + (size_t)i * r->n_factors;
-        const meshent *e = mesh_of(p, ts[i].cur);
+        const meshent *e = ts[i].me;
         const sp_mesh *tm = e != NULL && !e->is_empty ? mesh : NULL;
         bool differs = false;
         for (uint32_t dd = 0; dd < ts[i].rank && !differs; dd++) {
@@ -1658,6 +1679,7 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
         return false;
     }
     t->cur = visible(p, slot);
+    t->me = mesh_of(p, t->cur);
     (*n)++;
     return true;
 }
@@ -2938,6 +2960,19 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     p.user_priority = -1;
     cm_arena_init(&p.scratch, 4096);
     uint32_t *order = NULL;
+    p.type_ok = cm_calloc(m->n_types + 1u, 1);
+    if (p.type_ok == NULL) {
+        fail_oom(&p);
+        goto out;
+    }
+    for (uint32_t t = 0; t < m->n_types; t++) {
+        const sp_type *ty = &m->types[t];
+        bool ok = ty->kind == SP_TYPE_TENSOR;
+        for (uint32_t d = 0; ok && d < ty->rank; d++) {
+            ok = ty->dims[d] >= 0;
+        }
+        p.type_ok[t] = ok ? 1 : 2;
+    }
     if (setup(&p) != CM_OK) {
         goto out;
     }
@@ -2997,6 +3032,7 @@ out:
     cm_free(p.sh_tab);
     cm_arena_fini(&p.scratch);
     cm_free(p.cands);
+    cm_free(p.type_ok);
     cm_free(p.group_next);
     cm_free(p.rules);
     cm_free(p.rule_done);
