@@ -210,6 +210,8 @@ typedef struct prop {
     uint32_t sh_tab_cap, sh_tab_n;
     cm_arena scratch; /* one sharding under construction */
     uint8_t *type_ok; /* per type id: 1 static ranked tensor, 2 not */
+    struct pc_entry **pc_tab; /* projection cache */
+    uint32_t pc_cap, pc_n;
     struct cand {
         ax axes[MAXAX];
         uint32_t n;
@@ -839,6 +841,123 @@ static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
     return true;
 }
 
+/* ---- projection cache ---------------------------------------------------------------------
+ * Shardings are interned and rules are shared between ops of one shape, so
+ * the projection of a (sharding, tensor mapping) pair repeats: it is stored
+ * once, compactly (only the axes in use), and copied into the step's rows. */
+
+typedef struct pc_entry {
+    const sp_sharding *sh;
+    const sp_tensor_mapping *map;
+    const sp_mesh *mesh;
+    const int64_t *sizes; /* the rule's factor sizes (rules of equal maps may differ) */
+    uint32_t n_factors;
+    uint32_t n_repl;
+    struct pc_factor {
+        uint8_t present, closed, minor_most, n, n_over;
+    } *f;
+    ax *axes;  /* per present factor: n axes then n_over overflow axes, in factor order */
+    ax *repl;
+} pc_entry;
+
+static uint32_t pc_hash(const sp_sharding *sh, const sp_tensor_mapping *map, const sp_mesh *mesh)
+{
+    uint64_t h = (uint64_t)(uintptr_t)sh * 0x9e3779b97f4a7c15ull ^
+                 (uint64_t)(uintptr_t)map * 0xc2b2ae3d27d4eb4full ^ (uint64_t)(uintptr_t)mesh;
+    return (uint32_t)(h ^ (h >> 31));
+}
+
+static bool project_cached(prop *p, const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
+{
+    if (t->cur == NULL || t->cur != p->sh[t->slot]) {
+        /* no axes (cheap), or a one-off view hiding lower-priority dims */
+        return project(mesh, r, t, row);
+    }
+    if (p->pc_cap == 0 || (p->pc_n + 1) * 2 > p->pc_cap) {
+        uint32_t cap = p->pc_cap < 1024 ? 1024 : p->pc_cap * 2;
+        pc_entry **tab = cm_calloc(cap, sizeof *tab);
+        if (tab == NULL) {
+            return project(mesh, r, t, row);
+        }
+        for (uint32_t i = 0; i < p->pc_cap; i++) {
+            if (p->pc_tab[i] != NULL) {
+                uint32_t j = pc_hash(p->pc_tab[i]->sh, p->pc_tab[i]->map, p->pc_tab[i]->mesh) &
+                             (cap - 1);
+                while (tab[j] != NULL) {
+                    j = (j + 1) & (cap - 1);
+                }
+                tab[j] = p->pc_tab[i];
+            }
+        }
+        cm_free(p->pc_tab);
+        p->pc_tab = tab;
+        p->pc_cap = cap;
+    }
+    uint32_t j = pc_hash(t->cur, t->map, mesh) & (p->pc_cap - 1);
+    for (; p->pc_tab[j] != NULL; j = (j + 1) & (p->pc_cap - 1)) {
+        const pc_entry *e = p->pc_tab[j];
+        if (e->sh != t->cur || e->map != t->map || e->mesh != mesh ||
+            e->n_factors != r->n_factors || e->sizes != r->factor_sizes) {
+            continue;
+        }
+        const ax *a = e->axes;
+        for (uint32_t f = 0; f < e->n_factors; f++) {
+            fsh *x = &row[f];
+            const struct pc_factor *c = &e->f[f];
+            x->present = c->present;
+            x->closed = c->closed;
+            x->minor_most = c->minor_most;
+            x->n = c->n;
+            x->n_over = c->n_over;
+            for (uint32_t k = 0; k < c->n; k++) {
+                x->axes[k] = *a++;
+            }
+            for (uint32_t k = 0; k < c->n_over; k++) {
+                x->over[k] = *a++;
+            }
+        }
+        t->n_repl = e->n_repl;
+        for (uint32_t k = 0; k < e->n_repl; k++) {
+            t->repl[k] = e->repl[k];
+        }
+        return true;
+    }
+    if (!project(mesh, r, t, row)) {
+        return false;
+    }
+    /* remember it (a failed allocation only costs the cache) */
+    uint32_t n_ax = 0;
+    for (uint32_t f = 0; f < r->n_factors; f++) {
+        n_ax += row[f].n + row[f].n_over;
+    }
+    cm_arena *a = &p->m->arena;
+    pc_entry *e = cm_arena_alloc(a, sizeof *e);
+    struct pc_factor *fs = cm_arena_alloc(a, sizeof *fs * (r->n_factors + 1u));
+    ax *axes = cm_arena_alloc(a, sizeof(ax) * (n_ax + t->n_repl + 1u));
+    if (e == NULL || fs == NULL || axes == NULL) {
+        return true;
+    }
+    *e = (pc_entry){t->cur, t->map, mesh, r->factor_sizes, r->n_factors, t->n_repl, fs, axes,
+                    axes + n_ax};
+    ax *w = axes;
+    for (uint32_t f = 0; f < r->n_factors; f++) {
+        const fsh *x = &row[f];
+        fs[f] = (struct pc_factor){x->present, x->closed, x->minor_most, x->n, x->n_over};
+        for (uint32_t k = 0; k < x->n; k++) {
+            *w++ = x->axes[k];
+        }
+        for (uint32_t k = 0; k < x->n_over; k++) {
+            *w++ = x->over[k];
+        }
+    }
+    for (uint32_t k = 0; k < t->n_repl; k++) {
+        e->repl[k] = t->repl[k];
+    }
+    p->pc_tab[j] = e;
+    p->pc_n++;
+    return true;
+}
+
 /* ---- finding the axes of a factor ------------------------------------------------------ */
 
 static bool list_prefix(const ax *a, uint32_t na, const ax *b, uint32_t nb)
@@ -1406,7 +1525,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
     for (uint32_t i = 0; i < n; i++) {
         const meshent *e = ts[i].me;
         const sp_mesh *tm = e != NULL && !e->is_empty ? mesh : NULL;
-        if (!project(tm, r, &ts[i], fs + (size_t)i * r->n_factors)) {
+        if (!project_cached(p, tm, r, &ts[i], fs + (size_t)i * r->n_factors)) {
             return;
         }
         ts[i].changed = false;
@@ -3033,6 +3152,7 @@ out:
     cm_arena_fini(&p.scratch);
     cm_free(p.cands);
     cm_free(p.type_ok);
+    cm_free(p.pc_tab);
     cm_free(p.group_next);
     cm_free(p.rules);
     cm_free(p.rule_done);
