@@ -86,7 +86,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit san fuzz bench bench-reader bench-propagation bench-json fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit san fuzz bench bench-reader bench-propagation bench-json bench-partition fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan
 
@@ -158,7 +158,13 @@ bench-propagation: $(BUILD)/rel/bench/bench_propagation
 bench-json: $(BUILD)/rel/bench/bench_json
 	$(BUILD)/rel/bench/bench_json
 
-bench: bench-reader bench-propagation bench-json
+# The 1M-op module of bench-propagation, propagated, then partitioned
+# (-sdy-insert-explicit-reshards, and -sdy-reshard-to-collectives when it
+# exists) and costed (planner/sp_cost.h); target: partition + cost under 1 s.
+bench-partition: $(BUILD)/rel/bench/bench_partition
+	$(BUILD)/rel/bench/bench_partition
+
+bench: bench-reader bench-propagation bench-json bench-partition
 
 # libFuzzer on the MLIR reader/printer for FUZZ_SECONDS. New inputs go to
 # $(BUILD)/fuzz/corpus-mlir; the committed seeds in tests/fuzz/corpus/mlir are

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "sp_ops.h"
+#include "sp_pipeline.h"
+#include "sp_profile_json.h"
 
 /* ---- profiles ---------------------------------------------------------------------- */
 
@@ -101,6 +103,8 @@ typedef struct cctx {
     cm_error *err;
     const char *mesh_name; /* one-entry cache of sp_module_mesh */
     const sp_mesh *mesh;
+    const sp_sharding **shard; /* value id -> sharding, UNSET until looked up (may be NULL) */
+    double *elems;         /* value id -> local element count, < 0 until computed */
     uint32_t *last_use;    /* value id -> top-level index of its last use, SP_NONE */
     uint32_t *alias;       /* value id -> the value whose buffer it shares */
     uint32_t *funcs;       /* func.func op ids */
@@ -129,7 +133,8 @@ static const sp_mesh *mesh_of(cctx *x, const sp_sharding *s)
     if (s->mesh_name == NULL) {
         return NULL;
     }
-    if (x->mesh_name == NULL || strcmp(x->mesh_name, s->mesh_name) != 0) {
+    if (x->mesh_name != s->mesh_name &&
+        (x->mesh_name == NULL || strcmp(x->mesh_name, s->mesh_name) != 0)) {
         x->mesh_name = s->mesh_name;
         x->mesh = sp_module_mesh(x->m, s->mesh_name);
     }
@@ -147,7 +152,7 @@ static int64_t axis_size(const sp_mesh *mesh, const sp_axis_ref *r)
 
 /* The sharding of value v, including the results of sdy collectives and
  * reshards (kept in out_sharding / sharding). */
-static const sp_sharding *val_sharding(const sp_module *m, uint32_t v)
+static const sp_sharding *raw_sharding(const sp_module *m, uint32_t v)
 {
     uint32_t def = m->values[v].def;
     if (def != SP_NONE) {
@@ -176,6 +181,20 @@ static const sp_sharding *val_sharding(const sp_module *m, uint32_t v)
         }
     }
     return sp_value_sharding(m, v);
+}
+
+static const sp_sharding unset_sharding; /* marks a cache slot not yet filled */
+
+/* The sharding of v through the per-value cache (built lazily). */
+static const sp_sharding *shard_of(cctx *x, uint32_t v)
+{
+    if (x->shard == NULL) {
+        return raw_sharding(x->m, v);
+    }
+    if (x->shard[v] == &unset_sharding) {
+        x->shard[v] = raw_sharding(x->m, v);
+    }
+    return x->shard[v];
 }
 
 /* Local (per-device) element count of a tensor of type t under sharding s:
@@ -208,15 +227,19 @@ static double local_elems(cctx *x, const sp_type *t, const sp_sharding *s)
 
 static double val_elems(cctx *x, uint32_t v)
 {
-    return local_elems(x, sp_value_type(x->m, v), val_sharding(x->m, v));
+    if (x->elems == NULL) {
+        return local_elems(x, sp_value_type(x->m, v), shard_of(x, v));
+    }
+    if (x->elems[v] < 0) {
+        x->elems[v] = local_elems(x, sp_value_type(x->m, v), shard_of(x, v));
+    }
+    return x->elems[v];
 }
 
 static double val_bytes(cctx *x, uint32_t v)
 {
     const sp_type *t = sp_value_type(x->m, v);
-    return t->kind == SP_TYPE_TENSOR ? local_elems(x, t, val_sharding(x->m, v)) *
-                                           (double)sp_elem_bytes(t->elem)
-                                     : 0;
+    return t->kind == SP_TYPE_TENSOR ? val_elems(x, v) * (double)sp_elem_bytes(t->elem) : 0;
 }
 
 double sp_cost_value_bytes(const sp_module *m, uint32_t v)
@@ -234,7 +257,7 @@ static double local_dim(cctx *x, uint32_t v, uint32_t d)
     if (t->kind != SP_TYPE_TENSOR || d >= t->rank) {
         return 1;
     }
-    const sp_sharding *s = val_sharding(x->m, v);
+    const sp_sharding *s = shard_of(x, v);
     const sp_mesh *mesh = mesh_of(x, s);
     int64_t dim = t->dims[d] == SP_DIM_DYNAMIC ? 1 : t->dims[d], k = 1;
     for (uint32_t a = 0; s != NULL && d < s->rank && a < s->dims[d].n_axes; a++) {
@@ -510,7 +533,7 @@ static void reshard_value(cctx *x, uint32_t op, uint32_t operand, uint32_t v,
     if (t->kind != SP_TYPE_TENSOR || t->rank > SP_MAX_RANK) {
         return;
     }
-    const sp_sharding *src = val_sharding(x->m, v);
+    const sp_sharding *src = shard_of(x, v);
     dimaxes a, b;
     dimaxes_of(src, t->rank, &a);
     dimaxes_of(dst, t->rank, &b);
@@ -559,8 +582,8 @@ static void explicit_coll(cctx *x, uint32_t id, double mult)
         return;
     }
     uint32_t in = o->operands[0], res = o->first_result;
-    const sp_sharding *out_s = val_sharding(x->m, res);
-    const sp_mesh *mesh = mesh_of(x, out_s != NULL ? out_s : val_sharding(x->m, in));
+    const sp_sharding *out_s = shard_of(x, res);
+    const sp_mesh *mesh = mesh_of(x, out_s != NULL ? out_s : shard_of(x, in));
     axset s = {{0}, 0};
     switch (o->kind) {
     case SP_OP_SDY_ALL_GATHER:
@@ -695,7 +718,7 @@ static void implied_rule(cctx *x, uint32_t id, const sp_rule *rule, double mult)
     /* results decide their factors */
     for (uint32_t r = 0; r < rule->n_results; r++) {
         const sp_tensor_mapping *tm = &rule->results[r];
-        const sp_sharding *s = val_sharding(x->m, o->first_result + r);
+        const sp_sharding *s = shard_of(x, o->first_result + r);
         mesh = mesh != NULL ? mesh : mesh_of(x, s);
         if (tm->rank > SP_MAX_RANK) {
             return;
@@ -716,7 +739,7 @@ static void implied_rule(cctx *x, uint32_t id, const sp_rule *rule, double mult)
     /* reduction and operand-only factors come from the first operand that shards them */
     for (uint32_t i = 0; i < rule->n_operands; i++) {
         const sp_tensor_mapping *tm = &rule->operands[i];
-        const sp_sharding *s = val_sharding(x->m, o->operands[i]);
+        const sp_sharding *s = shard_of(x, o->operands[i]);
         if (s == NULL || tm->rank > SP_MAX_RANK) {
             continue;
         }
@@ -748,7 +771,7 @@ static void implied_rule(cctx *x, uint32_t id, const sp_rule *rule, double mult)
         if (t->kind != SP_TYPE_TENSOR || t->rank != tm->rank || tm->rank > SP_MAX_RANK) {
             continue;
         }
-        const sp_sharding *s = val_sharding(x->m, v);
+        const sp_sharding *s = shard_of(x, v);
         dimaxes have, need;
         dimaxes_of(s, tm->rank, &have);
         need.rank = tm->rank;
@@ -777,7 +800,7 @@ static void implied_rule(cctx *x, uint32_t id, const sp_rule *rule, double mult)
         return;
     }
     for (uint32_t r = 0; r < o->n_results; r++) {
-        const sp_sharding *s = val_sharding(x->m, o->first_result + r);
+        const sp_sharding *s = shard_of(x, o->first_result + r);
         axset keep = {{0}, 0};
         for (uint32_t k = 0; k < red.n; k++) {
             bool unreduced = false;
@@ -800,7 +823,7 @@ static void implied_op(cctx *x, uint32_t id, double mult)
     switch (k) {
     case SP_OP_SDY_SHARDING_CONSTRAINT:
         if (o->n_operands == 1 && o->n_results == 1) {
-            reshard_value(x, id, 0, o->operands[0], val_sharding(x->m, o->first_result), mult);
+            reshard_value(x, id, 0, o->operands[0], shard_of(x, o->first_result), mult);
         }
         return;
     case SP_OP_FUNC_FUNC:
@@ -838,7 +861,7 @@ static void implied_op(cctx *x, uint32_t id, double mult)
         if (rt->kind != SP_TYPE_TENSOR || rt->rank > SP_MAX_RANK) {
             return;
         }
-        const sp_sharding *rs = val_sharding(x->m, res);
+        const sp_sharding *rs = shard_of(x, res);
         dimaxes need;
         dimaxes_of(rs, rt->rank, &need);
         for (uint32_t i = 0; i < o->n_operands; i++) {
@@ -847,7 +870,7 @@ static void implied_op(cctx *x, uint32_t id, double mult)
             if (t->kind != SP_TYPE_TENSOR || t->rank != rt->rank) {
                 continue;
             }
-            const sp_sharding *s = val_sharding(x->m, v);
+            const sp_sharding *s = shard_of(x, v);
             if (s == rs) {
                 continue;
             }
@@ -861,10 +884,10 @@ static void implied_op(cctx *x, uint32_t id, double mult)
     /* everything else through its sharding rule (kept on the op, or derived) */
     bool any = false;
     for (uint32_t i = 0; i < o->n_operands && !any; i++) {
-        any = val_sharding(x->m, o->operands[i]) != NULL;
+        any = shard_of(x, o->operands[i]) != NULL;
     }
     for (uint32_t r = 0; r < o->n_results && !any; r++) {
-        any = val_sharding(x->m, o->first_result + r) != NULL;
+        any = shard_of(x, o->first_result + r) != NULL;
     }
     if (!any) {
         return;
@@ -890,24 +913,35 @@ static void implied_op(cctx *x, uint32_t id, double mult)
 
 /* ---- FLOPs and traffic -------------------------------------------------------------- */
 
-static bool attr_i64s(const sp_attr *a, const char *key, const int64_t **v, uint32_t *n)
+/* Integers of parameter key of a #dialect<...> attribute into buf (at most
+ * SP_MAX_RANK); an absent key reads as an empty list. */
+static bool attr_i64s(const sp_attr *a, const char *key, int64_t *buf, uint32_t *n)
 {
+    *n = 0;
     if (a == NULL || a->kind != SP_ATTR_PARAMS) {
         return false;
     }
     const sp_attr *x = sp_attrs_get(a->u.params.items, a->u.params.n, key);
     if (x == NULL) {
-        *n = 0;
         return true;
     }
     if (x->kind == SP_ATTR_DENSE_ARRAY) {
-        *v = x->u.darr.v;
-        *n = x->u.darr.n;
+        for (uint32_t i = 0; i < x->u.darr.n && i < SP_MAX_RANK; i++) {
+            buf[(*n)++] = x->u.darr.v[i];
+        }
         return true;
     }
     if (x->kind == SP_ATTR_INT) {
-        *v = &x->u.i.v;
-        *n = 1;
+        buf[(*n)++] = x->u.i.v;
+        return true;
+    }
+    if (x->kind == SP_ATTR_ARRAY) {
+        for (uint32_t i = 0; i < x->u.arr.n && i < SP_MAX_RANK; i++) {
+            if (x->u.arr.items[i]->kind != SP_ATTR_INT) {
+                return false;
+            }
+            buf[(*n)++] = x->u.arr.items[i]->u.i.v;
+        }
         return true;
     }
     return false;
@@ -939,12 +973,15 @@ static double op_flops(cctx *x, const sp_op *o, int *cls)
             return 0;
         }
         const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dot_dimension_numbers");
-        const int64_t *lc = NULL, *rc = NULL;
+        int64_t lc[SP_MAX_RANK], rc[SP_MAX_RANK];
         uint32_t nlc = 0, nrc = 0;
         double kk = 1;
-        if (attr_i64s(dn, "lhs_contracting_dimensions", &lc, &nlc) &&
-            attr_i64s(dn, "rhs_contracting_dimensions", &rc, &nrc) && nlc == nrc) {
+        if (attr_i64s(dn, "lhs_contracting_dimensions", lc, &nlc) &&
+            attr_i64s(dn, "rhs_contracting_dimensions", rc, &nrc) && nlc == nrc) {
             for (uint32_t i = 0; i < nlc; i++) {
+                if (lc[i] < 0 || rc[i] < 0) {
+                    continue;
+                }
                 double a = local_dim(x, o->operands[0], (uint32_t)lc[i]);
                 double b = local_dim(x, o->operands[1], (uint32_t)rc[i]);
                 kk *= a < b ? a : b;
@@ -968,10 +1005,10 @@ static double op_flops(cctx *x, const sp_op *o, int *cls)
             return 0;
         }
         const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dimension_numbers");
-        const int64_t *kof = NULL;
+        int64_t kof[SP_MAX_RANK];
         uint32_t n = 0;
         double ker = val_elems(x, o->operands[1]);
-        if (attr_i64s(dn, "kernel_output_feature_dimension", &kof, &n) && n == 1) {
+        if (attr_i64s(dn, "kernel_output_feature_dimension", kof, &n) && n == 1 && kof[0] >= 0) {
             double of = local_dim(x, o->operands[1], (uint32_t)kof[0]);
             ker = of > 0 ? ker / of : ker;
         }
@@ -1515,6 +1552,12 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     x.called = cm_calloc(body->n_ops + 1u, sizeof(bool));
     x.last_use = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
     x.alias = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    x.shard = cm_alloc(sizeof(sp_sharding *) * (m->n_values + 1u));
+    x.elems = cm_alloc(sizeof(double) * (m->n_values + 1u));
+    if (x.shard == NULL || x.elems == NULL) {
+        fail_oom(&x);
+        goto out;
+    }
     if (x.funcs == NULL || x.fnames == NULL || x.called == NULL || x.last_use == NULL ||
         x.alias == NULL) {
         fail_oom(&x);
@@ -1522,6 +1565,8 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     }
     for (uint32_t v = 0; v < m->n_values; v++) {
         x.alias[v] = v;
+        x.shard[v] = &unset_sharding;
+        x.elems[v] = -1;
     }
     s->devices = 1;
     for (uint32_t i = 0; i < body->n_ops; i++) {
@@ -1575,6 +1620,8 @@ out:
     cm_free(x.called);
     cm_free(x.last_use);
     cm_free(x.alias);
+    cm_free(x.shard);
+    cm_free(x.elems);
     if (x.st != CM_OK) {
         sp_cost_destroy(x.c);
         return x.st;
@@ -1714,7 +1761,7 @@ static const char *mode_note(const sp_cost_summary *s)
 
 #define JSON_MAX_COLLS 100000u
 
-void sp_cost_write_json(const sp_cost *c, const sp_module *m, cm_buf *b)
+static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool with_lines)
 {
     const sp_cost_summary *s = &c->s;
     char oom[128];
@@ -1774,7 +1821,7 @@ void sp_cost_write_json(const sp_cost *c, const sp_module *m, cm_buf *b)
         const sp_op *o = &m->ops[k->op];
         cm_buf_puts(b, i > 0 ? ",\n  {\"op\":" : "\n  {\"op\":");
         put_jstr(b, o->name);
-        if (o->line > 0) {
+        if (with_lines && o->line > 0) {
             cm_buf_printf(b, ",\"line\":%u", o->line);
         }
         if (k->operand != SP_NONE) {
@@ -1811,6 +1858,11 @@ void sp_cost_write_json(const sp_cost *c, const sp_module *m, cm_buf *b)
     cm_buf_puts(b, ",\"step_s\":");
     put_num(b, s->step_s);
     cm_buf_puts(b, "}}");
+}
+
+void sp_cost_write_json(const sp_cost *c, const sp_module *m, cm_buf *b)
+{
+    write_json(c, m, b, true);
 }
 
 #define TEXT_MAX_COLLS 40u
@@ -1899,7 +1951,9 @@ void sp_cost_plan_section(sp_module *m, const sp_graph *g, const sp_custom_rules
 {
     sp_cost_opts o;
     sp_cost_opts_init(&o);
-    o.graph = g;
+    /* Parameters are told from inputs by structure only and no source lines
+     * are written, so a graph document and its MLIR give the same section. */
+    (void)g;
     o.custom = custom;
     sp_cost *c = NULL;
     cm_error err;
@@ -1912,6 +1966,168 @@ void sp_cost_plan_section(sp_module *m, const sp_graph *g, const sp_custom_rules
         cm_buf_puts(out, "null");
         return;
     }
-    sp_cost_write_json(c, m, out);
+    write_json(c, m, out, false);
     sp_cost_destroy(c);
+}
+
+/* ---- reading and the `cost` command ----------------------------------------------------------- */
+
+static bool looks_json(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') {
+            return s[i] == '{';
+        }
+    }
+    return false;
+}
+
+cm_status sp_cost_input_load(const char *path, sp_cost_input *in, cm_error *err)
+{
+    memset(in, 0, sizeof *in);
+    char *text = NULL;
+    size_t len = 0;
+    cm_status st = cm_file_read(path, &text, &len, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    const sp_custom_rules *custom = NULL;
+    if (looks_json(text, len)) {
+        st = sp_graph_decode(text, len, NULL, &in->g, err);
+        if (st == CM_OK) {
+            in->m = sp_graph_module(in->g);
+            custom = sp_graph_custom_rules(in->g);
+        }
+    } else {
+        st = sp_mlir_read(text, len, 0, &in->m, err);
+    }
+    cm_free(text);
+    if (st == CM_OK && !module_partitioned(in->m)) {
+        sp_prop_opts po;
+        sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
+        po.keep_sharding_rules = true;
+        po.debug_sharding_origins = true;
+        po.custom = custom;
+        sp_diags d;
+        sp_diags_init(&d);
+        st = sp_pass_propagation_pipeline(in->m, &po, &d, err);
+        in->n_diags = d.n;
+        sp_diags_fini(&d);
+        in->propagated = st == CM_OK;
+    }
+    if (st != CM_OK) {
+        sp_cost_input_fini(in);
+    }
+    return st;
+}
+
+void sp_cost_input_fini(sp_cost_input *in)
+{
+    if (in->g != NULL) {
+        sp_graph_destroy(in->g);
+    } else {
+        sp_module_destroy(in->m);
+    }
+    memset(in, 0, sizeof *in);
+}
+
+static void cost_usage(FILE *f)
+{
+    fputs("usage: shardplan cost GRAPH.json|MODULE.mlir [--profile NAME|FILE] [--overlap F]\n"
+          "                      [--mode auto|explicit|implied] [--format text|json]\n",
+          f);
+}
+
+int sp_cost_main(int argc, char **argv, FILE *out, FILE *errs)
+{
+    const char *file = NULL, *format = "text", *prof = "cpu-local", *mode = "auto";
+    double overlap = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = strcmp(a, "--profile") == 0  ? &prof
+                           : strcmp(a, "--format") == 0 ? &format
+                           : strcmp(a, "--mode") == 0   ? &mode
+                                                        : NULL;
+        if (dst != NULL && i + 1 < argc) {
+            *dst = argv[++i];
+        } else if (strcmp(a, "--overlap") == 0 && i + 1 < argc) {
+            char *end;
+            overlap = strtod(argv[++i], &end);
+            if (*end != '\0' || !(overlap >= 0 && overlap <= 1)) {
+                fprintf(errs, "shardplan cost: --overlap takes a fraction in [0, 1]\n");
+                return 2;
+            }
+        } else if (strcmp(a, "--help") == 0) {
+            cost_usage(out);
+            return 0;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(errs, "shardplan cost: unknown option '%s'\n", a);
+            cost_usage(errs);
+            return 2;
+        } else if (file == NULL) {
+            file = a;
+        } else {
+            fprintf(errs, "shardplan cost: more than one input file\n");
+            return 2;
+        }
+    }
+    sp_cost_opts o;
+    sp_cost_opts_init(&o);
+    o.overlap = overlap;
+    if (strcmp(mode, "auto") == 0) {
+        o.mode = SP_COST_AUTO;
+    } else if (strcmp(mode, "explicit") == 0) {
+        o.mode = SP_COST_EXPLICIT;
+    } else if (strcmp(mode, "implied") == 0) {
+        o.mode = SP_COST_IMPLIED;
+    } else {
+        file = NULL;
+    }
+    if (file == NULL || (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)) {
+        cost_usage(errs);
+        return 2;
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    sp_profile p;
+    if (sp_profile_load(prof, &p, &err) != CM_OK) {
+        fprintf(errs, "shardplan cost: profile: %s%s%s: %s\n", cm_status_name(err.code),
+                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        return 1;
+    }
+    o.profile = &p;
+    sp_cost_input in;
+    if (sp_cost_input_load(file, &in, &err) != CM_OK) {
+        fprintf(errs, "shardplan cost: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
+                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        return 1;
+    }
+    o.graph = in.g;
+    o.custom = in.g != NULL ? sp_graph_custom_rules(in.g) : NULL;
+    sp_cost *c = NULL;
+    int rc = 0;
+    if (sp_cost_compute(in.m, &o, &c, &err) != CM_OK) {
+        fprintf(errs, "shardplan cost: %s: %s: %s\n", file, cm_status_name(err.code), err.msg);
+        sp_cost_input_fini(&in);
+        return 1;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    if (strcmp(format, "json") == 0) {
+        sp_cost_write_json(c, in.m, &b);
+        cm_buf_putc(&b, '\n');
+    } else {
+        sp_cost_write_text(c, in.m, &b);
+    }
+    if (b.oom) {
+        fprintf(errs, "shardplan cost: out of memory\n");
+        rc = 1;
+    } else if (b.len > 0 && fwrite(b.data, 1, b.len, out) != b.len) {
+        fprintf(errs, "shardplan cost: write error\n");
+        rc = 1;
+    }
+    cm_buf_fini(&b);
+    sp_cost_destroy(c);
+    sp_cost_input_fini(&in);
+    return rc;
 }

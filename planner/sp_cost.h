@@ -183,9 +183,27 @@ void sp_cost_oom_message(const sp_cost *c, char *buf, size_t len);
 
 /* The plan document's hook (sp_plan_run): appends `,\n"cost":{...}` for m
  * with the default profile, or `,\n"cost":null` when costing fails (the plan
- * stays valid). */
+ * stays valid; out is marked failed on ENOMEM). The section does not depend
+ * on the input's syntax: no source lines, parameters told by structure (g is
+ * accepted for later use of value names). */
 void sp_cost_plan_section(sp_module *m, const sp_graph *g, const sp_custom_rules *custom,
                           cm_buf *out);
+
+/* A module read for costing: the input file (MLIR text or a graph document)
+ * with, unless it is already partitioned, -sdy-propagation-pipeline run on
+ * it with sharding origins recorded and sharding rules kept. */
+typedef struct sp_cost_input {
+    sp_module *m;   /* owned (through g when g is set) */
+    sp_graph *g;    /* graph document, or NULL for MLIR */
+    bool propagated;/* the pipeline ran */
+    uint32_t n_diags; /* propagation diagnostics (warnings, errors) */
+} sp_cost_input;
+
+/* Reads and plans path ("-" for stdin). Errors: those of reading, decoding
+ * and propagation (CM_EINVAL with a JSON Pointer or line:col), CM_EIO,
+ * CM_ENOMEM; in is zeroed then. */
+cm_status sp_cost_input_load(const char *path, sp_cost_input *in, cm_error *err);
+void sp_cost_input_fini(sp_cost_input *in);
 
 /* `shardplan cost FILE [--profile NAME|FILE] [--overlap F] [--mode auto|explicit|implied]
  * [--format text|json]`: argv[0] is "cost". Returns an exit status. */

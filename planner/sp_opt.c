@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "sp_collectives.h"
 #include "sp_ir.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
@@ -132,6 +133,14 @@ static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_dia
     return sp_pass_insert_explicit_reshards(m, &o, d, err);
 }
 
+static cm_status run_reshard_to_collectives(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                            cm_error *err)
+{
+    (void)d;
+    return sp_pass_reshard_to_collectives(m, opt_bool(inv, "keep-redundant-reshards"), err);
+}
+SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
+
 typedef struct pass_def {
     const char *name;
     pass_fn fn;
@@ -166,6 +175,8 @@ static const char *const pipeline_opts[] = {"keep-sharding-rules",
 
 static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL};
 
+static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
+
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
     {"sdy-basic-propagate", run_basic, basic_opts},
@@ -183,6 +194,8 @@ static const pass_def passes[] = {
     {"sdy-close-shardings", run_close, NULL},
     {"sdy-drop-sharding-rules", run_drop_rules, NULL},
     {"sdy-insert-explicit-reshards", run_explicit_reshards, explicit_reshards_opts},
+    {"sdy-reshard-to-collectives", run_reshard_to_collectives, reshard_to_collectives_opts},
+    {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 
 static const pass_def *find_pass(const char *name)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_cost.h"
 #include "sp_ops.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
@@ -762,7 +763,9 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     for (uint32_t fi = 0; fi < p.n_funcs; fi++) {
         mesh_diags(&p, &d, fi);
     }
-    cm_buf_puts(out, d.n > 0 ? "\n]}\n" : "]}\n");
+    cm_buf_puts(out, d.n > 0 ? "\n]" : "]");
+    sp_cost_plan_section(m, o->graph, o->custom, out); /* ,"cost":{...} (sp_cost.h) */
+    cm_buf_puts(out, "}\n");
     if (out->oom || diags.oom) {
         st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory writing the plan");
     }

@@ -10,6 +10,7 @@
  * heap memory freed before the next op. */
 #include "sp_reshard.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,6 +216,14 @@ static bool same_dim_axes(const sp_mesh *mesh, const sp_sharding *a, const sp_sh
 static const sp_sharding *value_sharding(const sp_module *m, uint32_t v)
 {
     uint32_t def = m->values[v].def;
+    if (def == SP_NONE) {
+        /* a while body's arguments are sharded as the while's results */
+        uint32_t owner = m->blocks[m->values[v].block].parent_op;
+        if (owner != SP_NONE && m->ops[owner].kind == SP_OP_WHILE &&
+            m->values[v].index < m->ops[owner].n_results) {
+            return sp_value_sharding(m, m->ops[owner].first_result + m->values[v].index);
+        }
+    }
     if (def != SP_NONE) {
         const sp_op *op = &m->ops[def];
         const char *key = NULL;
@@ -264,12 +273,12 @@ typedef struct fsh {
 } fsh;
 
 typedef struct tinfo {
-    uint32_t value;                /* operand value (after replacement) or result */
-    const sp_tensor_mapping *map;  /* the rule's mapping of this tensor */
+    uint32_t value;               /* operand value (after replacement) or result */
+    const sp_tensor_mapping *map; /* the rule's mapping of this tensor */
     uint32_t rank;
     const int64_t *dims;
-    const sp_sharding *cur;        /* NULL: replicated */
-    int64_t size;                  /* elements */
+    const sp_sharding *cur; /* NULL: replicated */
+    int64_t size;           /* elements */
 } tinfo;
 
 typedef struct cand {
@@ -280,9 +289,10 @@ typedef struct cand {
 
 typedef struct pass {
     sp_module *m;
-    uint32_t n_ops0;    /* ops created by the pass have larger ids */
+    uint32_t n_ops0; /* ops created by the pass have larger ids */
     uint32_t n_values0;
-    uint32_t *repl;     /* n_values0 entries: replacement of a value, or SP_NONE */
+    uint32_t *repl; /* n_values0 entries: replacement of a value, or SP_NONE */
+    uint32_t at;    /* index of the visited op in its block; reshards before it bump it */
     sp_rule_opts ropts;
     cm_error *err;
 } pass;
@@ -293,11 +303,11 @@ typedef struct opctx {
     const sp_rule *r;
     const sp_mesh *mesh;
     const char *mesh_name;
-    uint32_t nt;  /* operands then results */
+    uint32_t nt; /* operands then results */
     uint32_t nf;
-    tinfo *t;     /* nt */
-    fsh *row;     /* nt * nf */
-    axl *common;  /* nf */
+    tinfo *t;    /* nt */
+    fsh *row;    /* nt * nf */
+    axl *common; /* nf */
     cand *cands;
     uint32_t n_cands, cap_cands;
 } opctx;
@@ -561,8 +571,8 @@ static bool choose_common(opctx *c)
         for (uint32_t t = 0; t < c->nt; t++) {
             const fsh *x = &row_of(c, t)[k->f];
             if (x->present && x->axes.n > 0 && axl_prefix(&x->axes, &k->axes)) {
-                k->total = k->total <= INT64_MAX - c->t[t].size ? k->total + c->t[t].size
-                                                                : INT64_MAX;
+                k->total =
+                    k->total <= INT64_MAX - c->t[t].size ? k->total + c->t[t].size : INT64_MAX;
             }
         }
     }
@@ -704,8 +714,8 @@ static cm_status set_sharding_attr(sp_module *m, uint32_t op, const char *key, s
 }
 
 /* Inserts `sdy.reshard v <s>` into block at index; *v_out is its result. */
-static cm_status insert_reshard(pass *g, uint32_t block, uint32_t index, uint32_t v,
-                                sp_sharding *s, uint32_t *v_out)
+static cm_status insert_reshard(pass *g, uint32_t block, uint32_t index, uint32_t v, sp_sharding *s,
+                                uint32_t *v_out)
 {
     uint32_t op;
     if (new_sdy_op(g, "sdy.reshard", v, &op) != CM_OK ||
@@ -775,14 +785,13 @@ static void reduction_axes(const opctx *c, axl *out)
 
 /* After op: all-reduce each result over red (when non-empty), then reshard
  * it to target[i] (NULL: keep). Later uses see the last value. */
-static cm_status fix_results(opctx *c, const axl *red, sp_sharding **computed,
-                             sp_sharding **target)
+static cm_status fix_results(opctx *c, const axl *red, sp_sharding **computed, sp_sharding **target)
 {
     pass *g = c->g;
     sp_module *m = g->m;
     const sp_op *o = &m->ops[c->op];
     uint32_t block = o->parent_block;
-    uint32_t at = sp_op_index_in_block(m, c->op) + 1;
+    uint32_t at = g->at + 1;
     uint32_t n_res = o->n_results, first = o->first_result;
     for (uint32_t i = 0; i < n_res; i++) {
         uint32_t v = first + i, cur = v;
@@ -843,6 +852,14 @@ static bool setup_tensors(opctx *c)
         ti->size = elements(ty);
         if (map->rank != ti->rank) {
             return false;
+        }
+        const sp_value *val = &m->values[v];
+        if (val->def == SP_NONE) {
+            uint32_t owner = m->blocks[val->block].parent_op;
+            if (owner != SP_NONE && m->ops[owner].kind != SP_OP_FUNC_FUNC &&
+                m->ops[owner].kind != SP_OP_WHILE) {
+                return false; /* an argument whose sharding we cannot tell */
+            }
         }
         const sp_sharding *s = value_sharding(m, v);
         if (s != NULL && s->mesh_name == NULL) {
@@ -934,8 +951,7 @@ static cm_status rewrite_op(opctx *c)
             continue;
         }
         uint32_t nv;
-        uint32_t at = sp_op_index_in_block(m, c->op);
-        if ((st = insert_reshard(g, block, at, ti->value, want, &nv)) != CM_OK) {
+        if ((st = insert_reshard(g, block, g->at++, ti->value, want, &nv)) != CM_OK) {
             goto out;
         }
         m->ops[c->op].operands[i] = nv;
@@ -1016,40 +1032,118 @@ static cm_status visit_op(pass *g, uint32_t opid)
     return st;
 }
 
+/* Reshards value number i of op (an operand, inserted before op) to want
+ * unless it is already sharded that way. want NULL: no constraint. */
+static cm_status match_owner(pass *g, uint32_t op, uint32_t i, const sp_sharding *want)
+{
+    sp_module *m = g->m;
+    uint32_t v = m->ops[op].operands[i];
+    const sp_type *ty = sp_value_type(m, v);
+    if (want == NULL || want->mesh_name == NULL || ty->kind != SP_TYPE_TENSOR ||
+        want->rank != ty->rank) {
+        return CM_OK;
+    }
+    const sp_mesh *mesh = sp_module_mesh(m, want->mesh_name);
+    const sp_sharding *have = value_sharding(m, v);
+    if (mesh == NULL || (have != NULL && (have->mesh_name == NULL || have->rank != ty->rank))) {
+        return CM_OK;
+    }
+    if ((have == NULL || strcmp(have->mesh_name, want->mesh_name) == 0) &&
+        same_dim_axes(mesh, have, want, ty->rank)) {
+        return CM_OK;
+    }
+    uint32_t nv;
+    cm_status st =
+        insert_reshard(g, m->ops[op].parent_block, g->at++, v, (sp_sharding *)(uintptr_t)want, &nv);
+    if (st == CM_OK) {
+        m->ops[op].operands[i] = nv;
+    }
+    return st;
+}
+
+/* Data-flow ops (while, optimization_barrier) have no rule: each operand
+ * must be sharded as the result it flows into. */
+static cm_status visit_data_flow(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    const sp_op *o = &m->ops[op];
+    if (o->n_operands != o->n_results) {
+        return CM_OK;
+    }
+    for (uint32_t i = 0; i < o->n_operands; i++) {
+        cm_status st = match_owner(g, op, i, sp_value_sharding(m, o->first_result + i));
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
+/* stablehlo.return ending a while body or a case/if branch: each returned
+ * value must be sharded as the parent's result. */
+static cm_status visit_terminator(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    uint32_t block = m->ops[op].parent_block;
+    uint32_t owner = m->blocks[block].parent_op;
+    if (owner == SP_NONE) {
+        return CM_OK;
+    }
+    const sp_op *p = &m->ops[owner];
+    bool body = p->kind == SP_OP_WHILE && p->n_regions == 2 && p->regions[1].n_blocks > 0 &&
+                p->regions[1].blocks[0] == block;
+    if (!body && p->kind != SP_OP_CASE && p->kind != SP_OP_IF) {
+        return CM_OK;
+    }
+    if (m->ops[op].n_operands != p->n_results) {
+        return CM_OK;
+    }
+    for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
+        cm_status st = match_owner(g, op, i, sp_value_sharding(m, p->first_result + i));
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
 /* func.return: a returned value whose sharding differs from the function's
  * result sharding is resharded to it. */
 static cm_status visit_return(pass *g, uint32_t func, uint32_t opid)
 {
-    sp_module *m = g->m;
-    for (uint32_t i = 0; i < m->ops[opid].n_operands; i++) {
-        uint32_t v = m->ops[opid].operands[i];
-        sp_sharding *want = sp_func_result_sharding(m, func, i);
-        if (want == NULL || want->mesh_name == NULL) {
-            continue;
-        }
-        const sp_mesh *mesh = sp_module_mesh(m, want->mesh_name);
-        const sp_sharding *have = value_sharding(m, v);
-        const sp_type *ty = sp_value_type(m, v);
-        if (mesh == NULL || ty->kind != SP_TYPE_TENSOR || want->rank != ty->rank ||
-            (have != NULL && (have->mesh_name == NULL || have->rank != ty->rank))) {
-            continue;
-        }
-        if (have != NULL && strcmp(have->mesh_name, want->mesh_name) == 0 &&
-            same_dim_axes(mesh, have, want, ty->rank)) {
-            continue;
-        }
-        if (have == NULL && same_dim_axes(mesh, NULL, want, ty->rank)) {
-            continue;
-        }
-        uint32_t nv;
-        cm_status st = insert_reshard(g, m->ops[opid].parent_block,
-                                      sp_op_index_in_block(m, opid), v, want, &nv);
+    for (uint32_t i = 0; i < g->m->ops[opid].n_operands; i++) {
+        cm_status st = match_owner(g, opid, i, sp_func_result_sharding(g->m, func, i));
         if (st != CM_OK) {
             return st;
         }
-        m->ops[opid].operands[i] = nv;
     }
     return CM_OK;
+}
+
+static void remap_operands(pass *g, uint32_t op)
+{
+    sp_op *o = &g->m->ops[op];
+    for (uint32_t k = 0; k < o->n_operands; k++) {
+        uint32_t v = o->operands[k];
+        if (v < g->n_values0 && g->repl[v] != SP_NONE) {
+            o->operands[k] = g->repl[v];
+        }
+    }
+}
+
+/* Applies the replacements to every op nested in op's regions. */
+static void remap_nested(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    for (uint32_t r = 0; r < m->ops[op].n_regions; r++) {
+        for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks; k++) {
+            const sp_block *b = &m->blocks[m->ops[op].regions[r].blocks[k]];
+            for (uint32_t i = 0; i < b->n_ops; i++) {
+                remap_operands(g, b->ops[i]);
+                remap_nested(g, b->ops[i]);
+            }
+        }
+    }
 }
 
 static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
@@ -1061,21 +1155,30 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         if (op >= g->n_ops0) {
             continue;
         }
-        sp_op *o = &m->ops[op];
-        for (uint32_t k = 0; k < o->n_operands; k++) {
-            uint32_t v = o->operands[k];
-            if (v < g->n_values0 && g->repl[v] != SP_NONE) {
-                o->operands[k] = g->repl[v];
-            }
-        }
+        remap_operands(g, op);
+        g->at = i;
         cm_status st;
-        if (o->kind == SP_OP_FUNC_RETURN) {
+        uint32_t kind = m->ops[op].kind;
+        if (kind == SP_OP_FUNC_RETURN) {
             st = visit_return(g, func, op);
+        } else if (kind == SP_OP_RETURN) {
+            st = visit_terminator(g, op);
+        } else if (kind == SP_OP_WHILE || kind == SP_OP_OPTIMIZATION_BARRIER) {
+            st = visit_data_flow(g, op);
         } else {
             st = visit_op(g, op);
         }
         if (st != CM_OK) {
             return st;
+        }
+        i = g->at; /* reshards may have gone in before it */
+        assert(m->blocks[block].ops[i] == op);
+        if (m->ops[op].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            /* TODO(Partitioner and cost model): bodies are in manual axes; the
+             * ops there are left alone, but their operands still follow any
+             * replacement made above. */
+            remap_nested(g, op);
+            continue;
         }
         for (uint32_t r = 0; r < m->ops[op].n_regions; r++) {
             for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks; k++) {

@@ -10,10 +10,10 @@
 #ifndef SP_RESHARD_H
 #define SP_RESHARD_H
 
+#include <stdbool.h>
+
 #include "cm.h"
 #include "sp_ir.h"
-
-#include <stdbool.h>
 
 typedef struct sp_reshard_opts {
     bool full_version; /* enable-full-version=true; see sp_pass_insert_explicit_reshards */

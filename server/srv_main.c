@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sp_compare.h"
+#include "sp_cost.h"
 #include "sp_example.h"
 #include "sp_opt.h"
 #include "sp_plan_json.h"
@@ -16,7 +18,11 @@ static void usage(FILE *f)
           "                                    propagate shardings and write the plan\n"
           "  example mlp|transformer [--layers N --d-model D --heads H --seq S --batch B\n"
           "          --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] [--train]\n"
-          "          [--format json|mlir]     write a ready graph\n",
+          "          [--format json|mlir]     write a ready graph\n"
+          "  cost FILE [--profile NAME|FILE] [--overlap F] [--format text|json]\n"
+          "                                    per-device memory, FLOPs, communication, step time\n"
+          "  compare A B [C D] [--profile NAME|FILE] [--format text|json]\n"
+          "                                    plans side by side and where they diverge\n",
           f);
 }
 
@@ -34,6 +40,12 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "example") == 0) {
         return sp_example_main(argc - 1, argv + 1, stdout, stderr);
+    }
+    if (strcmp(argv[1], "cost") == 0) {
+        return sp_cost_main(argc - 1, argv + 1, stdout, stderr);
+    }
+    if (strcmp(argv[1], "compare") == 0) {
+        return sp_compare_main(argc - 1, argv + 1, stdout, stderr);
     }
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(stdout);

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for planner/sp_reshard (-sdy-insert-explicit-reshards): the ops
+ * it inserts for a dot, compatible ops left untouched, ops on two meshes
+ * skipped, and an OOM loop that must end with the same module as a clean run. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cm.h"
+#include "sp_ir.h"
+#include "sp_reshard.h"
+
+static const char DOT_REDUCE_SCATTER[] =
+    "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+    "func.func @f(%arg0: tensor<8x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
+    "{\"y\"}]>}, %arg1: tensor<32x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"y\"}, {}]>}) "
+    "-> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {\"y\"}]>}) {\n"
+    "  %0 = stablehlo.dot %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+    "[{\"x\"}, {\"y\"}]>]>} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>\n"
+    "  %1 = stablehlo.negate %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"x\"}, "
+    "{\"y\"}]>]>} : tensor<8x16xf32>\n"
+    "  return %1 : tensor<8x16xf32>\n"
+    "}\n";
+
+static sp_module *read_module(const char *text)
+{
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_status st = sp_mlir_read(text, strlen(text), 0, &m, &err);
+    if (st != CM_OK) {
+        fail_msg("sp_mlir_read: %s: %s", err.path, err.msg);
+    }
+    assert_non_null(m);
+    return m;
+}
+
+/* The module as text; the caller frees it with cm_free. */
+static char *print_module(const sp_module *m)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_print_opts o = {false, false};
+    sp_mlir_print(m, &o, &b);
+    assert_false(b.oom);
+    return cm_buf_take(&b);
+}
+
+/* Reads text, runs the pass (full version) and returns the printed result. */
+static char *run_pass(const char *text)
+{
+    sp_module *m = read_module(text);
+    cm_error err;
+    cm_error_clear(&err);
+    sp_reshard_opts o = {true};
+    cm_status st = sp_pass_insert_explicit_reshards(m, &o, NULL, &err);
+    if (st != CM_OK) {
+        sp_module_destroy(m);
+        fail_msg("pass: %s", err.msg);
+    }
+    char *s = print_module(m);
+    sp_module_destroy(m);
+    return s;
+}
+
+static void assert_in_order(const char *text, const char *const *parts, size_t n)
+{
+    const char *p = text;
+    for (size_t i = 0; i < n; i++) {
+        const char *hit = strstr(p, parts[i]);
+        if (hit == NULL) {
+            fail_msg("missing (in order) `%s` in:\n%s", parts[i], text);
+        }
+        p = hit + strlen(parts[i]);
+    }
+}
+
+static void test_sp_pass_insert_explicit_reshards_dot_reduce_scatter(void **state)
+{
+    (void)state;
+    char *out = run_pass(DOT_REDUCE_SCATTER);
+    static const char *const want[] = {
+        "%0 = stablehlo.dot %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        "[{\"x\"}, {}]>]>}",
+        "%1 = sdy.all_reduce {\"y\"} %0 out_sharding=<@mesh, [{\"x\"}, {}]> : tensor<8x16xf32>",
+        "%2 = sdy.reshard %1 <@mesh, [{\"x\"}, {\"y\"}]> : tensor<8x16xf32>",
+        "%3 = stablehlo.negate %2 ",
+        "return %3",
+    };
+    assert_in_order(out, want, sizeof want / sizeof want[0]);
+    cm_free(out);
+}
+
+static void test_sp_pass_insert_explicit_reshards_compatible_op_untouched(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+        "func.func @f(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
+        "{}]>}, %arg1: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\", ?}, {}]>}) "
+        "-> tensor<8x16xf32> {\n"
+        "  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        "[{\"x\"}, {?}]>]>} : tensor<8x16xf32>\n"
+        "  return %0 : tensor<8x16xf32>\n"
+        "}\n";
+    sp_module *m = read_module(text);
+    char *before = print_module(m);
+    sp_module_destroy(m);
+    char *after = run_pass(text);
+    assert_string_equal(before, after);
+    cm_free(before);
+    cm_free(after);
+}
+
+static void test_sp_pass_insert_explicit_reshards_skips_two_meshes(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "sdy.mesh @a = <[\"x\"=4]>\n"
+        "sdy.mesh @b = <[\"y\"=4]>\n"
+        "func.func @f(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@a, [{\"x\"}]>}, "
+        "%arg1: tensor<8xf32> {sdy.sharding = #sdy.sharding<@b, [{\"y\"}]>}) -> tensor<8xf32> {\n"
+        "  %0 = stablehlo.add %arg0, %arg1 : tensor<8xf32>\n"
+        "  return %0 : tensor<8xf32>\n"
+        "}\n";
+    char *out = run_pass(text);
+    assert_null(strstr(out, "sdy.reshard"));
+    cm_free(out);
+}
+
+static void test_sp_pass_insert_explicit_reshards_survives_oom(void **state)
+{
+    (void)state;
+    char *want = run_pass(DOT_REDUCE_SCATTER);
+    bool done = false;
+    for (long n = 0; n < 10000 && !done; n++) {
+        sp_module *m = read_module(DOT_REDUCE_SCATTER);
+        cm_error err;
+        cm_error_clear(&err);
+        sp_reshard_opts o = {true};
+        cm_alloc_fail_after(n);
+        cm_status st = sp_pass_insert_explicit_reshards(m, &o, NULL, &err);
+        cm_alloc_fail_after(-1);
+        if (st == CM_OK) {
+            char *got = print_module(m);
+            assert_string_equal(want, got);
+            cm_free(got);
+            done = true;
+        } else {
+            assert_int_equal(st, CM_ENOMEM);
+            assert_int_equal(err.code, CM_ENOMEM);
+        }
+        sp_module_destroy(m);
+    }
+    assert_true(done);
+    cm_free(want);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_dot_reduce_scatter),
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_compatible_op_untouched),
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_skips_two_meshes),
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_survives_oom),
+    };
+    return cmocka_run_group_tests_name("sp_reshard", tests, NULL, NULL);
+}
