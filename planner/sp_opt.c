@@ -461,9 +461,14 @@ static bool run_chunk(const run_cfg *cfg, const char *text, size_t len, uint32_t
     for (int i = 0; i < cfg->n_inv && !failed; i++) {
         const pass_def *pd = find_pass(cfg->inv[i].name);
         cm_error_clear(&err);
+        uint32_t n_before = diags.n;
         st = pd->fn(m, &cfg->inv[i], &diags, &err);
+        bool reported = false;
+        for (uint32_t k = n_before; k < diags.n; k++) {
+            reported = reported || diags.items[k].sev == SP_DIAG_ERROR;
+        }
         if (st != CM_OK) {
-            if (err.path[0] != '\0' || err.msg[0] != '\0') {
+            if (!reported && (err.path[0] != '\0' || err.msg[0] != '\0')) {
                 uint32_t l = 0, c = 0;
                 sscanf(err.path, "%u:%u", &l, &c);
                 sp_diags_add(&diags, NULL, SP_NONE, SP_DIAG_ERROR, "%s", err.msg);

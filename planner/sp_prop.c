@@ -2336,12 +2336,26 @@ static cm_status setup_groups(prop *p)
         do {
             if (p->sh[r] != NULL) {
                 if (seed != NULL && !sp_sharding_equal(seed, p->sh[r])) {
-                    sp_diags_add(p->diags, NULL, SP_NONE, SP_DIAG_ERROR,
+                    /* report at the group op of the disagreeing member */
+                    uint32_t at = SP_NONE;
+                    int64_t group = -1;
+                    for (uint32_t i = 0; i < m->n_ops && at == SP_NONE; i++) {
+                        const sp_op *op = &m->ops[i];
+                        if (op->kind == SP_OP_SDY_SHARDING_GROUP && op->parent_block != SP_NONE &&
+                            op->n_operands == 1 && canon_slot(p, op->operands[0]) == r) {
+                            const sp_attr *g = sp_op_attr(m, i, "group_id");
+                            group = g != NULL && g->kind == SP_ATTR_INT ? g->u.i.v : -1;
+                            at = i;
+                        }
+                    }
+                    sp_diags_add(p->diags, m, at, SP_DIAG_ERROR,
                                  "Inconsistent shardings prior to propagation for ShardingGroupOps "
-                                 "with canonicalized groupId");
+                                 "with canonicalized groupId: %lld",
+                                 (long long)group);
                     st = cm_error_set(p->err, CM_EINVAL, NULL,
-                                      "sharding group members have different shardings before "
-                                      "propagation");
+                                      "sharding group %lld has members with different shardings "
+                                      "before propagation",
+                                      (long long)group);
                     p->st = st;
                     break;
                 }
