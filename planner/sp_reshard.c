@@ -295,7 +295,35 @@ typedef struct pass {
     uint32_t at;    /* index of the visited op in its block; reshards before it bump it */
     sp_rule_opts ropts;
     cm_error *err;
+    /* ops made while visiting one op go before or after it; the block is
+     * rebuilt once at its end (inserting one by one would be quadratic) */
+    struct oplist {
+        uint32_t *v;
+        uint32_t n, cap;
+    } before, after;
 } pass;
+
+static cm_status oplist_push(struct oplist *l, uint32_t op)
+{
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap < 16 ? 16 : l->cap * 2;
+        uint32_t *v = cm_realloc(l->v, sizeof(uint32_t) * cap);
+        if (v == NULL) {
+            return CM_ENOMEM;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = op;
+    return CM_OK;
+}
+
+/* Queues a new op for the block being walked: before the visited op when
+ * index is at or before its position, after it otherwise. */
+static cm_status defer_op(pass *g, uint32_t index, uint32_t op)
+{
+    return oplist_push(index <= g->at ? &g->before : &g->after, op);
+}
 
 typedef struct opctx {
     pass *g;
@@ -718,9 +746,9 @@ static cm_status insert_reshard(pass *g, uint32_t block, uint32_t index, uint32_
                                 uint32_t *v_out)
 {
     uint32_t op;
+    (void)block; /* the op goes into the block being walked (defer_op) */
     if (new_sdy_op(g, "sdy.reshard", v, &op) != CM_OK ||
-        set_sharding_attr(g->m, op, "sharding", s) != CM_OK ||
-        sp_block_insert_op(g->m, block, index, op) != CM_OK) {
+        set_sharding_attr(g->m, op, "sharding", s) != CM_OK || defer_op(g, index, op) != CM_OK) {
         return oom(g);
     }
     *v_out = g->m->ops[op].first_result;
@@ -734,6 +762,7 @@ static cm_status insert_all_reduce(pass *g, uint32_t block, uint32_t index, uint
 {
     sp_module *m = g->m;
     uint32_t op;
+    (void)block; /* the op goes into the block being walked (defer_op) */
     sp_attr *a = sp_attr_new(m, SP_ATTR_AXIS_LIST);
     if (a == NULL || new_sdy_op(g, "sdy.all_reduce", v, &op) != CM_OK) {
         return oom(g);
@@ -747,8 +776,7 @@ static cm_status insert_all_reduce(pass *g, uint32_t block, uint32_t index, uint
         a->u.axes.axes[i] = ax_to_ref(mesh, axes->a[i]);
     }
     if (sp_op_set_attr(m, op, "reduction_axes", a) != CM_OK ||
-        set_sharding_attr(m, op, "out_sharding", s) != CM_OK ||
-        sp_block_insert_op(m, block, index, op) != CM_OK) {
+        set_sharding_attr(m, op, "out_sharding", s) != CM_OK || defer_op(g, index, op) != CM_OK) {
         return oom(g);
     }
     *v_out = m->ops[op].first_result;
@@ -1149,15 +1177,20 @@ static void remap_nested(pass *g, uint32_t op)
 static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
 {
     sp_module *m = g->m;
-    /* the block grows under us: index by position, skip the ops we made */
-    for (uint32_t i = 0; i < m->blocks[block].n_ops; i++) {
-        uint32_t op = m->blocks[block].ops[i];
-        if (op >= g->n_ops0) {
-            continue;
-        }
+    uint32_t n = m->blocks[block].n_ops;
+    uint32_t *orig = cm_alloc(sizeof(uint32_t) * (n + 1u));
+    struct oplist out = {NULL, 0, 0};
+    if (orig == NULL) {
+        return oom(g);
+    }
+    memcpy(orig, m->blocks[block].ops, sizeof(uint32_t) * n);
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < n && st == CM_OK; i++) {
+        uint32_t op = orig[i];
         remap_operands(g, op);
         g->at = i;
-        cm_status st;
+        g->before.n = 0;
+        g->after.n = 0;
         uint32_t kind = m->ops[op].kind;
         if (kind == SP_OP_FUNC_RETURN) {
             st = visit_return(g, func, op);
@@ -1168,11 +1201,18 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         } else {
             st = visit_op(g, op);
         }
-        if (st != CM_OK) {
-            return st;
+        for (uint32_t k = 0; k < g->before.n && st == CM_OK; k++) {
+            st = oplist_push(&out, g->before.v[k]);
         }
-        i = g->at; /* reshards may have gone in before it */
-        assert(m->blocks[block].ops[i] == op);
+        if (st == CM_OK) {
+            st = oplist_push(&out, op);
+        }
+        for (uint32_t k = 0; k < g->after.n && st == CM_OK; k++) {
+            st = oplist_push(&out, g->after.v[k]);
+        }
+        if (st != CM_OK) {
+            break;
+        }
         if (m->ops[op].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
             /* TODO(Partitioner and cost model): bodies are in manual axes; the
              * ops there are left alone, but their operands still follow any
@@ -1180,14 +1220,26 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
             remap_nested(g, op);
             continue;
         }
-        for (uint32_t r = 0; r < m->ops[op].n_regions; r++) {
-            for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks; k++) {
-                if ((st = walk_block(g, func, m->ops[op].regions[r].blocks[k])) != CM_OK) {
-                    return st;
-                }
+        for (uint32_t r = 0; r < m->ops[op].n_regions && st == CM_OK; r++) {
+            for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks && st == CM_OK; k++) {
+                st = walk_block(g, func, m->ops[op].regions[r].blocks[k]);
             }
         }
     }
+    cm_free(orig);
+    if (st != CM_OK) {
+        cm_free(out.v);
+        return st == CM_ENOMEM ? oom(g) : st;
+    }
+    /* the rebuilt block: the new ops in place */
+    sp_block *b = &m->blocks[block];
+    for (uint32_t i = 0; i < out.n; i++) {
+        m->ops[out.v[i]].parent_block = block;
+    }
+    cm_free(b->ops);
+    b->ops = out.v;
+    b->n_ops = out.n;
+    b->cap_ops = out.cap;
     return CM_OK;
 }
 
@@ -1223,5 +1275,7 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
         }
     }
     cm_free(g.repl);
+    cm_free(g.before.v);
+    cm_free(g.after.v);
     return st;
 }
