@@ -46,7 +46,9 @@ BENCH_SRC    := $(wildcard bench/bench_*.c)
 # jansson (the *_json.c codecs): headers as -isystem, linked into every binary.
 JANSSON_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags jansson 2>/dev/null))
 JANSSON_LIBS := $(or $(shell pkg-config --libs jansson 2>/dev/null),-ljansson)
-LIBS := -lm -lpthread $(JANSSON_LIBS)
+# SQLite (store/st_db.c only): linked into every binary.
+SQLITE_LIBS := $(or $(shell pkg-config --libs sqlite3 2>/dev/null),-lsqlite3)
+LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS)
 
 # ---- build rules, instantiated per flavour (rel, san) -------------------------
 define FLAVOUR
@@ -159,8 +161,7 @@ bench-json: $(BUILD)/rel/bench/bench_json
 	$(BUILD)/rel/bench/bench_json
 
 # The 1M-op module of bench-propagation, propagated, then partitioned
-# (-sdy-insert-explicit-reshards, and -sdy-reshard-to-collectives when it
-# exists) and costed (planner/sp_cost.h); target: partition + cost under 1 s.
+# (-sdy-insert-explicit-reshards, -sdy-reshard-to-collectives) and costed (planner/sp_cost.h); target: partition + cost under 1 s.
 bench-partition: $(BUILD)/rel/bench/bench_partition
 	$(BUILD)/rel/bench/bench_partition
 

@@ -644,7 +644,7 @@ static uint32_t find_all_to_alls(const plan *p, const axl *c, a2a_param *ps)
     bool used[SP_MAX_RANK] = {false};
     for (uint32_t s = 0; s < r; s++) {
         uint32_t pls = prefix_len(&c[s], &p->out[s]);
-        if (used[s] || c[s].n == pls) {
+        if (used[s] || c[s].n == pls || pls != p->out[s].n) {
             continue;
         }
         for (uint32_t t = 0; t < r; t++) {
@@ -667,6 +667,12 @@ static uint32_t find_all_to_alls(const plan *p, const axl *c, a2a_param *ps)
                 }
                 if (ok) {
                     len = l;
+                }
+            }
+            /* every atom of the source wanted in t must move in this one */
+            for (uint32_t q = pls; q + len < c[s].n && len > 0; q++) {
+                if (axl_contains(&p->out[t], c[s].a[q])) {
+                    len = 0;
                 }
             }
             if (len > 0) {
@@ -805,19 +811,22 @@ static tgt_rc target_once(plan *p, axl *T)
         resid[d].n = 0;
         int64_t k = axl_size_range(&p->out[d], pl[d], pl[d] + kl[d]), rem = k;
         misaligned[d] = false;
-        for (uint32_t i = pl[d]; i < p->cur[d].n; i++) {
+        for (uint32_t i = pl[d]; i < p->cur[d].n && rem > 1 && !misaligned[d]; i++) {
+            int64_t size = p->cur[d].a[i].size;
+            if (rem % size == 0) {
+                rem /= size;
+            } else if (size % rem == 0) {
+                return split_retry(p, &p->cur[d], i, rem);
+            } else {
+                misaligned[d] = true;
+            }
+        }
+        rem = misaligned[d] ? 1 : k;
+        for (uint32_t i = pl[d]; i < p->cur[d].n && !misaligned[d]; i++) {
             ax l = p->cur[d].a[i];
-            bool major = false;
-            if (rem > 1) {
-                if (rem % l.size == 0) {
-                    major = true;
-                    rem /= l.size;
-                } else if (l.size % rem == 0) {
-                    return split_retry(p, &p->cur[d], i, rem);
-                } else {
-                    misaligned[d] = true;
-                    break;
-                }
+            bool major = rem > 1;
+            if (major) {
+                rem /= l.size;
             }
             if (in_lists(p->out, r, l)) {
                 continue;
@@ -829,9 +838,6 @@ static tgt_rc target_once(plan *p, axl *T)
             } else if (!axl_push(&resid[d], l)) {
                 return TGT_FAIL;
             }
-        }
-        if (misaligned[d]) {
-            resid[d].n = 0;
         }
         int64_t rs = axl_size(&resid[d]);
         if (holes[d] % rs != 0) {
@@ -1052,11 +1058,13 @@ static bool lower_plan(plan *p, emitter *e, const char *in_name, sp_mesh *in_inl
     }
     bool ok = false;
     for (int round = 0; round < 8 && e->st == CM_OK; round++) {
-        if (!reorder_devices && finishable(p)) {
+        bool done = finishable(p);
+        if (done && !reorder_devices) {
             ok = true;
             break;
         }
-        bool have_t = build_target(p, T);
+        /* only the device order differs: permute to the same axes */
+        bool have_t = done ? (memcpy(T, p->cur, sizeof(axl) * p->rank), true) : build_target(p, T);
         if (p->overflow) {
             break;
         }

@@ -106,6 +106,7 @@ typedef struct cctx {
     const sp_sharding **shard; /* value id -> sharding, UNSET until looked up (may be NULL) */
     double *elems;         /* value id -> local element count, < 0 until computed */
     uint32_t *last_use;    /* value id -> top-level index of its last use, SP_NONE */
+    uint8_t *weight;       /* value id -> feeds a dot/convolution weight operand */
     uint32_t *alias;       /* value id -> the value whose buffer it shares */
     uint32_t *funcs;       /* func.func op ids */
     const char **fnames;
@@ -1378,33 +1379,31 @@ static int role_of_name(const char *name)
     return strcmp(last, "x") == 0 || strcmp(last, "y") == 0 ? 0 : -1;
 }
 
-/* Whether value v feeds, directly or through view ops, the weight operand
- * (not operand 0) of a dot or convolution: how a parameter is recognised
- * when the argument has no name. */
-static bool feeds_weight(const sp_module *m, uint32_t v, uint32_t lo, uint32_t hi,
-                         const uint32_t *first, const uint32_t *users, int depth)
+static bool is_view_op(sp_op_kind k)
 {
-    if (v < lo || v >= hi) {
-        return false;
-    }
-    for (uint32_t k = first[v - lo]; k < first[v - lo + 1]; k++) {
-        const sp_op *o = &m->ops[users[k]];
-        sp_op_kind kd = (sp_op_kind)o->kind;
-        if (kd == SP_OP_DOT_GENERAL || kd == SP_OP_DOT || kd == SP_OP_CONVOLUTION) {
-            for (uint32_t i = 1; i < o->n_operands; i++) {
-                if (o->operands[i] == v) {
-                    return true;
-                }
+    return k == SP_OP_CONVERT || k == SP_OP_RESHAPE || k == SP_OP_TRANSPOSE ||
+           k == SP_OP_SDY_SHARDING_CONSTRAINT || k == SP_OP_BROADCAST_IN_DIM;
+}
+
+/* Marks in x->weight the values of a block that feed, directly or through
+ * view ops, a non-first operand of a dot or convolution: how a parameter is
+ * recognised when the argument has no name. One backward pass: users come
+ * after their definitions. */
+static void mark_weights(cctx *x, const sp_block *bl)
+{
+    const sp_module *m = x->m;
+    for (uint32_t i = bl->n_ops; i-- > 0;) {
+        const sp_op *o = &m->ops[bl->ops[i]];
+        sp_op_kind k = (sp_op_kind)o->kind;
+        if (k == SP_OP_DOT_GENERAL || k == SP_OP_DOT || k == SP_OP_CONVOLUTION) {
+            for (uint32_t j = 1; j < o->n_operands; j++) {
+                x->weight[o->operands[j]] = 1;
             }
-        }
-        if (depth < 4 && o->n_results == 1 &&
-            (kd == SP_OP_CONVERT || kd == SP_OP_RESHAPE || kd == SP_OP_TRANSPOSE ||
-             kd == SP_OP_SDY_SHARDING_CONSTRAINT || kd == SP_OP_BROADCAST_IN_DIM) &&
-            feeds_weight(m, o->first_result, lo, hi, first, users, depth + 1)) {
-            return true;
+        } else if (is_view_op(k) && o->n_results == 1 && o->n_operands >= 1 &&
+                   x->weight[o->first_result]) {
+            x->weight[o->operands[0]] = 1;
         }
     }
-    return false;
 }
 
 static void count_args(cctx *x, uint32_t fi)
@@ -1413,61 +1412,7 @@ static void count_args(cctx *x, uint32_t fi)
     uint32_t fid = x->funcs[fi];
     const sp_op *f = &m->ops[fid];
     const sp_block *bl = &m->blocks[f->regions[0].blocks[0]];
-    /* users of the entry arguments and of the function's values, as a CSR
-     * over the top-level ops */
-    uint32_t lo = bl->first_arg, hi = bl->first_arg + bl->n_args;
-    for (uint32_t i = 0; i < bl->n_ops; i++) {
-        const sp_op *o = &m->ops[bl->ops[i]];
-        if (o->n_results > 0 && o->first_result + o->n_results > hi) {
-            hi = o->first_result + o->n_results;
-        }
-    }
-    if (bl->n_args > 0 && lo > hi) {
-        return;
-    }
-    size_t span = (size_t)(hi - lo);
-    uint32_t *first = cm_calloc(span + 2, sizeof(uint32_t));
-    size_t n_uses = 0;
-    for (uint32_t i = 0; i < bl->n_ops; i++) {
-        n_uses += m->ops[bl->ops[i]].n_operands;
-    }
-    uint32_t *users = cm_alloc(sizeof(uint32_t) * (n_uses + 1));
-    if (first == NULL || users == NULL) {
-        cm_free(first);
-        cm_free(users);
-        fail_oom(x);
-        return;
-    }
-    for (uint32_t i = 0; i < bl->n_ops; i++) {
-        const sp_op *o = &m->ops[bl->ops[i]];
-        for (uint32_t k = 0; k < o->n_operands; k++) {
-            uint32_t v = o->operands[k];
-            if (v >= lo && v < hi) {
-                first[v - lo + 1]++;
-            }
-        }
-    }
-    for (size_t i = 0; i < span; i++) {
-        first[i + 1] += first[i];
-    }
-    uint32_t *fill = cm_alloc(sizeof(uint32_t) * (span + 1));
-    if (fill == NULL) {
-        cm_free(first);
-        cm_free(users);
-        fail_oom(x);
-        return;
-    }
-    memcpy(fill, first, sizeof(uint32_t) * (span + 1));
-    for (uint32_t i = 0; i < bl->n_ops; i++) {
-        const sp_op *o = &m->ops[bl->ops[i]];
-        for (uint32_t k = 0; k < o->n_operands; k++) {
-            uint32_t v = o->operands[k];
-            if (v >= lo && v < hi) {
-                users[fill[v - lo]++] = bl->ops[i];
-            }
-        }
-    }
-    cm_free(fill);
+    mark_weights(x, bl);
     for (uint32_t a = 0; a < bl->n_args; a++) {
         uint32_t v = bl->first_arg + a;
         const char *name = x->o->graph != NULL ? sp_graph_value_name(x->o->graph, v) : NULL;
@@ -1485,10 +1430,7 @@ static void count_args(cctx *x, uint32_t fi)
         int role = role_of_name(name);
         if (role < 0) {
             const sp_type *t = sp_value_type(m, v);
-            role = (t->kind == SP_TYPE_TENSOR && t->rank <= 1) ||
-                           feeds_weight(m, v, lo, hi, first, users, 0)
-                       ? 1
-                       : 0;
+            role = (t->kind == SP_TYPE_TENSOR && t->rank <= 1) || x->weight[v] ? 1 : 0;
         }
         double b = val_bytes(x, v);
         if (role == 1) {
@@ -1497,8 +1439,6 @@ static void count_args(cctx *x, uint32_t fi)
             x->c->s.input_bytes += b;
         }
     }
-    cm_free(first);
-    cm_free(users);
     const sp_type *ft = sp_func_type(m, fid);
     for (uint32_t i = 0; ft != NULL && i < ft->n_results; i++) {
         const sp_type *t = &m->types[ft->results[i]];
@@ -1554,7 +1494,8 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     x.alias = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
     x.shard = cm_alloc(sizeof(sp_sharding *) * (m->n_values + 1u));
     x.elems = cm_alloc(sizeof(double) * (m->n_values + 1u));
-    if (x.shard == NULL || x.elems == NULL) {
+    x.weight = cm_calloc(m->n_values + 1u, 1);
+    if (x.shard == NULL || x.elems == NULL || x.weight == NULL) {
         fail_oom(&x);
         goto out;
     }
@@ -1622,6 +1563,7 @@ out:
     cm_free(x.alias);
     cm_free(x.shard);
     cm_free(x.elems);
+    cm_free(x.weight);
     if (x.st != CM_OK) {
         sp_cost_destroy(x.c);
         return x.st;

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "cm.h"
+#include "sp_collectives.h"
 #include "sp_cost.h"
 #include "sp_example.h"
 #include "sp_graph_json.h"
@@ -25,6 +26,7 @@
 #include "sp_pipeline.h"
 #include "sp_plan_json.h"
 #include "sp_profile_json.h"
+#include "sp_reshard.h"
 
 #define KIB 1024.0
 
@@ -307,6 +309,41 @@ static void test_sp_cost_explicit_collective_formulas(void **state)
     sp_module_destroy(m);
 }
 
+/* Partitioned by -sdy-insert-explicit-reshards and -sdy-reshard-to-collectives,
+ * the MLP holds the four sdy.all_reduce ops the implied estimate predicted:
+ * the same 4 x 24 KiB over "model", now read from the program. */
+static void test_sp_cost_partitioned_mlp_matches_implied(void **state)
+{
+    (void)state;
+    sp_module *m = planned_mlir("examples/flax_mlp.mlir");
+    cm_error err;
+    cm_error_clear(&err);
+    sp_reshard_opts ro;
+    memset(&ro, 0, sizeof ro);
+    sp_diags d;
+    sp_diags_init(&d);
+    assert_int_equal(sp_pass_insert_explicit_reshards(m, &ro, &d, &err), CM_OK);
+    sp_diags_fini(&d);
+    assert_int_equal(sp_pass_reshard_to_collectives(m, false, &err), CM_OK);
+    sp_cost_opts o;
+    sp_cost_opts_init(&o);
+    sp_cost *c = cost_of(m, &o);
+    const sp_cost_summary *s = sp_cost_get_summary(c);
+    assert_true(s->partitioned);
+    assert_int_equal(sp_cost_n_colls(c), 4);
+    for (uint32_t i = 0; i < 4; i++) {
+        const sp_cost_coll *k = sp_cost_coll_at(c, i);
+        assert_int_equal(k->kind, SP_COLL_ALL_REDUCE);
+        assert_false(k->implied);
+        assert_string_equal(m->ops[k->op].name, "sdy.all_reduce");
+        assert_true(k->bytes == 24 * KIB);
+    }
+    assert_true(s->comm_bytes == 96 * KIB);
+    assert_true(s->param_bytes == 8 * MIB);
+    sp_cost_destroy(c);
+    sp_module_destroy(m);
+}
+
 /* ---- profiles ---------------------------------------------------------------------------- */
 
 static void test_sp_profile_load_shipped_profiles(void **state)
@@ -455,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_sp_cost_transformer_data_parallel),
         cmocka_unit_test(test_sp_cost_transformer_tensor_parallel),
         cmocka_unit_test(test_sp_cost_explicit_collective_formulas),
+        cmocka_unit_test(test_sp_cost_partitioned_mlp_matches_implied),
         cmocka_unit_test(test_sp_profile_load_shipped_profiles),
         cmocka_unit_test(test_sp_profile_decode_rejects_bad_members),
         cmocka_unit_test(test_sp_cost_plan_section),

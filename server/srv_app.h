@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * server: the application context of `shardplan serve`: configuration (from
+ * flags, SHARDPLAN_* environment variables and a key = value file), the
+ * store handles, the plan cache, metrics and the HTTP server. One srv_app
+ * per server; it is libmicrohttpd's closure, so nothing mutable is global.
+ * Ownership: srv_app_create returns an app freed by srv_app_destroy.
+ * Thread contract: create/start/stop/destroy from one thread; requests are
+ * served concurrently on the pool threads. */
+#ifndef SRV_APP_H
+#define SRV_APP_H
+
+#include "cm.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRV_HOST_LEN 64
+#define SRV_PATH_LEN 1024
+
+typedef enum srv_auth_mode {
+    SRV_AUTH_AUTO = 0, /* tokens required when listening beyond loopback */
+    SRV_AUTH_ON,       /* tokens always required */
+    SRV_AUTH_OFF       /* never; beyond loopback only with insecure */
+} srv_auth_mode;
+
+typedef struct srv_config {
+    char host[SRV_HOST_LEN];   /* numeric listen address */
+    uint16_t port;             /* 0: any free port */
+    char db_path[SRV_PATH_LEN];
+    char log_path[SRV_PATH_LEN]; /* "-": stderr, "": no request log, else a file (appended) */
+    unsigned threads;          /* HTTP polling threads */
+    unsigned plan_workers;     /* plans computed at once */
+    size_t max_body_bytes;     /* request body limit, bytes */
+    double request_timeout_s;  /* a plan not done by then answers 503 "timeout" */
+    unsigned idle_timeout_s;   /* idle connections closed after, seconds */
+    double drain_s;            /* graceful shutdown: wait for in-flight requests, seconds */
+    size_t cache_entries;      /* plans kept in memory */
+    srv_auth_mode auth;
+    bool insecure;             /* allow a non-loopback address without tokens */
+} srv_config;
+
+/* Fills c with the defaults: 127.0.0.1:8080, var/shardplan.db, log to
+ * stderr, 4 threads, 2 plan workers, 16 MiB bodies, 30 s plan time limit,
+ * 60 s idle timeout, 10 s drain, 4096 cached plans, auth auto. */
+void srv_config_init(srv_config *c);
+
+/* Sets one option by name (the long flag without dashes: "listen", "db",
+ * "log", "threads", "plan-workers", "max-body", "timeout", "idle-timeout",
+ * "drain", "cache", "auth" = auto|on|off, "insecure" = true|false).
+ * Errors: CM_EINVAL with err->path "/<name>" for an unknown name or a bad
+ * value. */
+cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_error *err);
+
+/* Reads SHARDPLAN_<NAME> (upper case, '-' as '_') for every option, e.g.
+ * SHARDPLAN_LISTEN, SHARDPLAN_DB, SHARDPLAN_MAX_BODY. */
+cm_status srv_config_from_env(srv_config *c, cm_error *err);
+
+/* Reads a file of `name = value` lines ('#' comments, blank lines).
+ * Errors: CM_EIO, CM_EINVAL with err->path "FILE:LINE". */
+cm_status srv_config_from_file(srv_config *c, const char *path, cm_error *err);
+
+/* True when host is a loopback address (127.0.0.0/8, ::1). */
+bool srv_host_is_loopback(const char *host);
+
+typedef struct srv_app srv_app;
+
+/* Opens the store and checks the access policy: on a non-loopback address
+ * without any stored token the app is refused (CM_ECONFLICT) unless
+ * insecure. Errors: those of st_db_open, CM_ENOMEM. */
+cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err);
+
+/* Starts listening. Errors: CM_EIO when the address cannot be bound. */
+cm_status srv_app_start(srv_app *app, cm_error *err);
+
+/* The bound port (after srv_app_start). */
+uint16_t srv_app_port(const srv_app *app);
+
+/* Whether requests need a bearer token. */
+bool srv_app_auth_required(const srv_app *app);
+
+/* Graceful stop: refuses new connections, lets in-flight requests finish
+ * (up to drain_s), waits for running plan jobs, stops the server. */
+void srv_app_stop(srv_app *app);
+
+/* Stops if running, closes the store, frees app. NULL is a no-op. */
+void srv_app_destroy(srv_app *app);
+
+/* `shardplan serve [--listen HOST:PORT] [--db PATH] [--config FILE] ...`:
+ * argv[0] is "serve". Runs until *stop becomes non-zero (SIGTERM/SIGINT in
+ * srv_main.c), then shuts down gracefully. Returns an exit status. */
+int srv_serve_main(int argc, char **argv, volatile sig_atomic_t *stop);
+
+/* `shardplan token create --scope read|write|admin [--label L] [--db PATH]`,
+ * `token list`, `token revoke ID`: argv[0] is "token". Returns an exit status. */
+int srv_token_main(int argc, char **argv);
+
+#endif /* SRV_APP_H */

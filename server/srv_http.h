@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * server: the one wrapper around libmicrohttpd. It owns the daemon (a pool of
+ * polling threads), gives each request an srv_req with its own cm_arena and
+ * accumulated body, enforces the body size limit (413) and the idle timeout,
+ * queues responses on a later call than the first (keep-alive stays on, see
+ * MACHINE-NOTES.md), logs one structured line per request and drains
+ * in-flight requests on stop. No MHD type appears in this header.
+ * Ownership: an srv_req and everything in its arena live until the request
+ * completes; the handler never frees them. Thread contract: the handler runs
+ * on pool threads, concurrently for different requests; srv_http_stop is
+ * called once, from one thread. */
+#ifndef SRV_HTTP_H
+#define SRV_HTTP_H
+
+#include "cm.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct srv_http srv_http;
+typedef struct srv_req srv_req;
+
+/* Called once per request, when the whole body has arrived. It must reply
+ * (srv_req_reply*) before returning; a request without a reply gets 500. */
+typedef void (*srv_http_handler)(void *cls, srv_req *r);
+
+/* Called once per request when it has completed (response sent or
+ * connection lost): status is the HTTP status sent (0 if none), dur_s the
+ * seconds since the request arrived. For metrics. */
+typedef void (*srv_http_done)(void *cls, const srv_req *r, unsigned status, double dur_s);
+
+typedef struct srv_http_opts {
+    const char *host;          /* numeric IPv4 or IPv6 address to bind */
+    uint16_t port;             /* 0: a free port (srv_http_port tells which) */
+    unsigned threads;          /* polling threads in the pool, >= 1 */
+    size_t max_body_bytes;     /* larger bodies get 413 */
+    unsigned idle_timeout_s;   /* a connection idle this long is closed (0: never) */
+    int log_fd;                /* one JSON line per request; -1: no log */
+    srv_http_handler handler;
+    srv_http_done done;        /* may be NULL */
+    void *cls;                 /* passed to handler and done */
+} srv_http_opts;
+
+/* Starts listening. On success *out is a running server freed by
+ * srv_http_stop. Errors: CM_EINVAL (bad address), CM_EIO (bind failed:
+ * err->msg says why). */
+cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err);
+
+/* The bound TCP port. */
+uint16_t srv_http_port(const srv_http *h);
+
+/* Requests being served right now (arrived and not yet completed). */
+unsigned srv_http_in_flight(const srv_http *h);
+
+/* Stops accepting connections, waits up to drain_s seconds for in-flight
+ * requests to complete, then closes every connection and frees h. NULL is a
+ * no-op. */
+void srv_http_stop(srv_http *h, double drain_s);
+
+/* ---- the request ------------------------------------------------------------ */
+
+const char *srv_req_method(const srv_req *r);
+/* The path without the query string, percent-decoded by MHD. */
+const char *srv_req_path(const srv_req *r);
+/* A query argument (decoded) or NULL. */
+const char *srv_req_query(const srv_req *r, const char *key);
+/* A request header (case-insensitive name) or NULL. */
+const char *srv_req_header(const srv_req *r, const char *name);
+/* The body (NUL-terminated, possibly empty), valid for the request. */
+const char *srv_req_body(const srv_req *r, size_t *len_out);
+/* True when the body exceeded max_body_bytes (the handler must answer 413)
+ * or could not be stored (answer 503); the body is incomplete then. */
+bool srv_req_body_too_large(const srv_req *r);
+bool srv_req_body_oom(const srv_req *r);
+size_t srv_req_max_body(const srv_req *r);
+/* The request's arena, freed when the request completes. */
+cm_arena *srv_req_arena(srv_req *r);
+/* Client address as text ("127.0.0.1"). */
+const char *srv_req_remote(const srv_req *r);
+/* Seconds since the request arrived. */
+double srv_req_elapsed(const srv_req *r);
+
+/* Labels for the log line and metrics: the route name ("plans.get"), the
+ * error code of an error reply, the id of the token used. Strings must live
+ * as long as the request (static or arena). */
+void srv_req_set_route(srv_req *r, const char *route, int route_index);
+const char *srv_req_route(const srv_req *r);
+int srv_req_route_index(const srv_req *r);
+void srv_req_set_error_code(srv_req *r, const char *code);
+const char *srv_req_error_code(const srv_req *r);
+void srv_req_set_principal(srv_req *r, const char *who);
+/* An opaque per-request slot for the handler's use. */
+void srv_req_set_user(srv_req *r, void *p);
+void *srv_req_user(const srv_req *r);
+
+/* Adds a response header (copied). Call before srv_req_reply*. */
+void srv_req_add_header(srv_req *r, const char *name, const char *value);
+
+/* Replies with body (len bytes), which must live as long as the request
+ * (static, or in the request's arena): it is not copied. */
+void srv_req_reply(srv_req *r, unsigned status, const char *content_type, const char *body,
+                   size_t len);
+/* Replies with a heap body (cm_alloc) that the response takes and frees. */
+void srv_req_reply_take(srv_req *r, unsigned status, const char *content_type, char *body,
+                        size_t len);
+/* Replies with a shared body: release(ctx) is called once the response is
+ * no longer needed (for reference-counted cached documents). */
+void srv_req_reply_shared(srv_req *r, unsigned status, const char *content_type,
+                          const char *body, size_t len, void (*release)(void *), void *ctx);
+bool srv_req_has_reply(const srv_req *r);
+
+#endif /* SRV_HTTP_H */

@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * store: the service's durable state in one SQLite file (docs/store.md):
+ * graphs, meshes, custom rules, plans, device profiles, benchmark runs and
+ * API tokens. st_db is the only module that talks to SQLite; callers see
+ * plain C structs and cm_status codes, never SQLite codes.
+ *
+ * Durability: WAL journal, synchronous=NORMAL, every write one IMMEDIATE
+ * transaction. A call that returned CM_OK has committed: the write survives
+ * the process being killed (not a power cut; see docs/store.md).
+ *
+ * Ownership: get functions fill caller storage (st_graph, st_plan, ...) whose
+ * strings are heap-owned by that struct and freed with the matching st_*_fini;
+ * on error the struct is left zeroed, and fini of a zeroed struct is a no-op.
+ * List functions fill an st_*_list likewise. Input strings are borrowed for
+ * the duration of the call.
+ *
+ * Paging: lists return rows in ascending id order with id > after_id, at most
+ * limit of them (0 = ST_LIST_DEFAULT_LIMIT; more than ST_LIST_MAX_LIMIT is
+ * CM_EINVAL at "/limit"). next_after is the cursor for the next page: the last
+ * returned id when more rows match, 0 when this page is the last.
+ *
+ * Errors (err may be NULL everywhere): CM_EINVAL for bad arguments, with
+ * err->path naming the argument as a JSON Pointer ("/name", "/body",
+ * "/limit", ...); CM_ENOTFOUND when an id or name does not exist (path names
+ * it too); CM_ECONFLICT when the call contradicts stored state; CM_ENOMEM;
+ * CM_EIO when the file cannot be opened, read or written or stays locked
+ * longer than ST_DB_BUSY_TIMEOUT_MS; CM_EINTERNAL for a corrupt file or a bug.
+ * After any error nothing was written.
+ *
+ * Thread contract: every function may be called from any thread. Calls on one
+ * st_db are serialized by an internal mutex, so a single shared handle is
+ * safe but runs one statement at a time. For parallel requests open one
+ * st_db per worker thread on the same path (recommended for the server's
+ * thread pool): WAL lets readers proceed while one writer commits, and
+ * writers wait for each other up to the busy timeout. Handles on the same
+ * file may also live in different processes. Do not carry an open st_db
+ * across fork(); open a new one in the child. */
+#ifndef ST_DB_H
+#define ST_DB_H
+
+#include "cm.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct st_db st_db;
+
+#define ST_DB_SCHEMA_VERSION  3    /* schema version this build migrates to */
+#define ST_DB_BUSY_TIMEOUT_MS 5000 /* how long a write waits for the lock, ms */
+#define ST_LIST_DEFAULT_LIMIT 50   /* page size when a query says limit = 0 */
+#define ST_LIST_MAX_LIMIT     1000 /* largest page size accepted */
+#define ST_NAME_MAX_LEN       256  /* bytes, for names and labels */
+#define ST_HASH_HEX_LEN       64   /* SHA-256 as lower-case hex, without the NUL */
+
+/* ---- the database ------------------------------------------------------------ */
+
+/* Opens (creating if needed) the database file at path, switches it to WAL,
+ * sets synchronous=NORMAL, busy_timeout=ST_DB_BUSY_TIMEOUT_MS and
+ * foreign_keys=ON, and applies pending schema migrations in one transaction
+ * (concurrent openers of the same file wait for each other). On success *out
+ * is a new handle the caller closes with st_db_close; on error *out is NULL.
+ * Errors: CM_EINVAL for an empty path; CM_EIO when the file cannot be opened
+ * or is not a database or cannot use WAL; CM_ECONFLICT when the file's schema
+ * is newer than ST_DB_SCHEMA_VERSION; CM_ENOMEM. */
+cm_status st_db_open(const char *path, st_db **out, cm_error *err);
+
+/* Closes the handle (the last one on a file checkpoints the WAL). NULL is a
+ * no-op. The handle must not be in use by another thread. */
+void st_db_close(st_db *db);
+
+/* The schema version recorded in the file (ST_DB_SCHEMA_VERSION once open). */
+cm_status st_db_schema_version(st_db *db, int64_t *version_out, cm_error *err);
+
+/* Runs PRAGMA integrity_check and the foreign-key check. CM_OK when the file
+ * is sound; CM_EINTERNAL with the first problem in err->msg otherwise. */
+cm_status st_db_integrity_check(st_db *db, cm_error *err);
+
+/* Tests only: from now on this handle stamps created/updated times with
+ * unix_s instead of the wall clock; 0 restores the wall clock. */
+void st_db_set_time(st_db *db, int64_t unix_s);
+
+/* ---- graphs ------------------------------------------------------------------
+ * A graph document as posted, JSON (docs/graph-format.md) or MLIR text.
+ * Deduplicated by content hash: posting the same content again returns the
+ * first row (its name included) with existed = true. */
+
+typedef enum st_graph_format {
+    ST_GRAPH_JSON = 0,
+    ST_GRAPH_MLIR = 1
+} st_graph_format;
+
+/* "json" / "mlir". */
+const char *st_graph_format_name(st_graph_format f);
+/* Parses "json" or "mlir"; false otherwise. */
+bool st_graph_format_parse(const char *s, st_graph_format *out);
+
+typedef struct st_graph {
+    int64_t id;                          /* > 0 */
+    char *name;                          /* heap, NUL-terminated */
+    st_graph_format format;
+    char *body;                          /* heap, NUL-terminated; NULL in list results */
+    size_t body_len;                     /* bytes, also set in list results */
+    char hash[ST_HASH_HEX_LEN + 1];      /* content hash, lower-case hex */
+    int64_t created_at;                  /* unix seconds, UTC */
+} st_graph;
+
+typedef struct st_graph_in {
+    const char *name;     /* 1..ST_NAME_MAX_LEN bytes, no control characters */
+    st_graph_format format;
+    const char *body;     /* body_len bytes, need not be NUL-terminated */
+    size_t body_len;      /* > 0 */
+    const char *hash;     /* 64 hex digits chosen by the caller (e.g. the planner's
+                           * module hash, so JSON and MLIR of one module dedup), or
+                           * NULL: SHA-256 of the format name, a NUL, and the body */
+} st_graph_in;
+
+typedef struct st_graph_query {
+    size_t limit;           /* 0 = ST_LIST_DEFAULT_LIMIT */
+    int64_t after_id;       /* cursor: rows with id > after_id; 0 = from the start */
+    const char *name;       /* exact name, or NULL for any */
+    bool has_format;        /* filter by format */
+    st_graph_format format;
+    int64_t created_after;  /* created_at >= this, unix seconds; 0 = no bound */
+    int64_t created_before; /* created_at < this, unix seconds; 0 = no bound */
+} st_graph_query;
+
+typedef struct st_graph_list {
+    st_graph *items;    /* heap array of n_items; bodies are NULL */
+    size_t n_items;
+    int64_t next_after; /* cursor for the next page, 0 when none */
+} st_graph_list;
+
+void st_graph_query_init(st_graph_query *q);
+void st_graph_fini(st_graph *g);
+void st_graph_list_fini(st_graph_list *l);
+
+/* Stores a graph, or finds the stored one with the same hash: *id_out gets
+ * the id, *existed_out (either may be NULL) whether it was already there.
+ * Errors: CM_EINVAL at /name, /body, /format or /hash. */
+cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *existed_out,
+                       cm_error *err);
+/* Errors: CM_ENOTFOUND at /id. */
+cm_status st_graph_get(st_db *db, int64_t id, st_graph *out, cm_error *err);
+/* Errors: CM_EINVAL at /hash, CM_ENOTFOUND at /hash. */
+cm_status st_graph_get_by_hash(st_db *db, const char *hash, st_graph *out, cm_error *err);
+cm_status st_graph_list_query(st_db *db, const st_graph_query *q, st_graph_list *out,
+                              cm_error *err);
+/* Deletes the graph and, by cascade, its plans. Errors: CM_ENOTFOUND at /id. */
+cm_status st_graph_delete(st_db *db, int64_t id, cm_error *err);
+
+/* ---- named documents: meshes, custom rules, device profiles -------------------
+ * Each is a JSON document under a unique name: meshes by mesh name, custom
+ * rules by custom-call target name (the body is the JSON rule spec), device
+ * profiles by profile name. Bodies must be valid JSON (CM_EINVAL at /body).
+ *
+ * put: when no row has that name, inserts one (existed = false). When one
+ * does: identical body -> nothing changes (existed = true); different body ->
+ * replaced when replace is true (same id, updated_at set, existed = true),
+ * CM_ECONFLICT at /name when replace is false. */
+
+typedef struct st_doc {
+    int64_t id;         /* > 0, stable across replacements */
+    char *name;         /* heap */
+    char *body;         /* heap, NUL-terminated JSON; NULL in list results */
+    size_t body_len;    /* bytes */
+    int64_t created_at; /* unix seconds */
+    int64_t updated_at; /* unix seconds, = created_at until replaced */
+} st_doc;
+
+typedef struct st_doc_query {
+    size_t limit;     /* 0 = ST_LIST_DEFAULT_LIMIT */
+    int64_t after_id; /* cursor */
+} st_doc_query;
+
+typedef struct st_doc_list {
+    st_doc *items; /* heap array; bodies are NULL */
+    size_t n_items;
+    int64_t next_after;
+} st_doc_list;
+
+void st_doc_query_init(st_doc_query *q);
+void st_doc_fini(st_doc *d);
+void st_doc_list_fini(st_doc_list *l);
+
+/* Meshes. Deleting a mesh leaves plans that used it with mesh_id = 0. */
+cm_status st_mesh_put(st_db *db, const char *name, const char *body, size_t body_len, bool replace,
+                      int64_t *id_out, bool *existed_out, cm_error *err);
+cm_status st_mesh_get(st_db *db, const char *name, st_doc *out, cm_error *err);
+cm_status st_mesh_get_id(st_db *db, int64_t id, st_doc *out, cm_error *err);
+cm_status st_mesh_list(st_db *db, const st_doc_query *q, st_doc_list *out, cm_error *err);
+cm_status st_mesh_delete(st_db *db, const char *name, cm_error *err);
+
+/* Custom partitioning rules, by call-target name. */
+cm_status st_rule_put(st_db *db, const char *name, const char *body, size_t body_len, bool replace,
+                      int64_t *id_out, bool *existed_out, cm_error *err);
+cm_status st_rule_get(st_db *db, const char *name, st_doc *out, cm_error *err);
+cm_status st_rule_list(st_db *db, const st_doc_query *q, st_doc_list *out, cm_error *err);
+cm_status st_rule_delete(st_db *db, const char *name, cm_error *err);
+
+/* Device profiles (docs/device-profiles.md), by profile name. */
+cm_status st_profile_put(st_db *db, const char *name, const char *body, size_t body_len,
+                         bool replace, int64_t *id_out, bool *existed_out, cm_error *err);
+cm_status st_profile_get(st_db *db, const char *name, st_doc *out, cm_error *err);
+cm_status st_profile_list(st_db *db, const st_doc_query *q, st_doc_list *out, cm_error *err);
+cm_status st_profile_delete(st_db *db, const char *name, cm_error *err);
+
+/* ---- plans -------------------------------------------------------------------
+ * A plan document computed for (graph, mesh, options), keyed by a content
+ * hash of the request that the caller computes (e.g. SHA-256 over the
+ * planner's module hash, the mesh body and the canonical options). The same
+ * request twice: look it up with st_plan_get_by_hash before planning; a put
+ * with a stored hash returns the stored plan's id with existed = true. */
+
+typedef struct st_plan {
+    int64_t id;
+    char hash[ST_HASH_HEX_LEN + 1]; /* request hash, lower-case hex */
+    int64_t graph_id;               /* the graph planned */
+    int64_t mesh_id;                /* stored mesh used, 0 if none / deleted */
+    char *options;                  /* heap JSON object */
+    size_t options_len;
+    char *body;                     /* heap plan JSON; NULL in list results */
+    size_t body_len;
+    int64_t created_at;
+} st_plan;
+
+typedef struct st_plan_in {
+    const char *hash;    /* required: 64 hex digits (upper case is folded) */
+    int64_t graph_id;    /* must exist (CM_ENOTFOUND at /graph_id) */
+    int64_t mesh_id;     /* 0, or must exist (CM_ENOTFOUND at /mesh_id) */
+    const char *options; /* JSON, or NULL for "{}" */
+    size_t options_len;
+    const char *body;    /* the plan JSON, body_len > 0 bytes */
+    size_t body_len;
+} st_plan_in;
+
+typedef struct st_plan_query {
+    size_t limit;
+    int64_t after_id;
+    int64_t graph_id;       /* 0 = any */
+    int64_t mesh_id;        /* 0 = any */
+    int64_t created_after;  /* >=, 0 = no bound */
+    int64_t created_before; /* <, 0 = no bound */
+} st_plan_query;
+
+typedef struct st_plan_list {
+    st_plan *items; /* bodies NULL, options set */
+    size_t n_items;
+    int64_t next_after;
+} st_plan_list;
+
+void st_plan_query_init(st_plan_query *q);
+void st_plan_fini(st_plan *p);
+void st_plan_list_fini(st_plan_list *l);
+
+/* The plan body is not re-validated as JSON (it can be large and comes from
+ * our own planner); options are. */
+cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *existed_out,
+                      cm_error *err);
+cm_status st_plan_get(st_db *db, int64_t id, st_plan *out, cm_error *err);
+cm_status st_plan_get_by_hash(st_db *db, const char *hash, st_plan *out, cm_error *err);
+cm_status st_plan_list_query(st_db *db, const st_plan_query *q, st_plan_list *out, cm_error *err);
+cm_status st_plan_delete(st_db *db, int64_t id, cm_error *err);
+
+/* ---- benchmark runs -----------------------------------------------------------
+ * Created queued by the API, run later by the executor. Status moves
+ * queued -> running -> done | failed (queued -> failed also allowed, e.g. on
+ * cancel); done and failed are final. */
+
+typedef enum st_bench_status {
+    ST_BENCH_QUEUED = 0,
+    ST_BENCH_RUNNING,
+    ST_BENCH_DONE,
+    ST_BENCH_FAILED
+} st_bench_status;
+
+/* "queued", "running", "done", "failed". */
+const char *st_bench_status_name(st_bench_status s);
+bool st_bench_status_parse(const char *s, st_bench_status *out);
+
+typedef struct st_bench {
+    int64_t id;
+    int64_t plan_id;         /* 0 if none / deleted */
+    char *spec;              /* heap JSON: the request as accepted */
+    size_t spec_len;
+    st_bench_status status;
+    double progress;         /* 0..1 */
+    char *results;           /* heap JSON, NULL until set; NULL in list results */
+    size_t results_len;
+    char *error;             /* heap message, NULL unless failed with one */
+    char *webhook_url;       /* heap, NULL if none */
+    int64_t created_at;      /* unix seconds */
+    int64_t updated_at;      /* unix seconds */
+} st_bench;
+
+typedef struct st_bench_update {
+    st_bench_status status; /* new status; may equal the current one */
+    double progress;        /* 0..1 (CM_EINVAL at /progress otherwise) */
+    const char *results;    /* JSON, or NULL to keep */
+    size_t results_len;
+    const char *error;      /* message, or NULL to keep */
+} st_bench_update;
+
+typedef struct st_bench_query {
+    size_t limit;
+    int64_t after_id;
+    bool has_status; /* filter by status */
+    st_bench_status status;
+    int64_t plan_id; /* 0 = any */
+} st_bench_query;
+
+typedef struct st_bench_list {
+    st_bench *items; /* results NULL */
+    size_t n_items;
+    int64_t next_after;
+} st_bench_list;
+
+void st_bench_query_init(st_bench_query *q);
+void st_bench_fini(st_bench *b);
+void st_bench_list_fini(st_bench_list *l);
+
+/* Creates a queued run. plan_id 0 or an existing plan (CM_ENOTFOUND at
+ * /plan_id); spec is JSON (CM_EINVAL at /spec); webhook_url NULL or an
+ * http:// or https:// URL (CM_EINVAL at /webhook_url). */
+cm_status st_bench_create(st_db *db, int64_t plan_id, const char *spec, size_t spec_len,
+                          const char *webhook_url, int64_t *id_out, cm_error *err);
+cm_status st_bench_get(st_db *db, int64_t id, st_bench *out, cm_error *err);
+cm_status st_bench_list_query(st_db *db, const st_bench_query *q, st_bench_list *out,
+                              cm_error *err);
+/* Applies u. Errors: CM_ENOTFOUND at /id; CM_ECONFLICT at /status for a
+ * transition not listed above; CM_EINVAL at /progress or /results. */
+cm_status st_bench_set(st_db *db, int64_t id, const st_bench_update *u, cm_error *err);
+/* Atomically marks the oldest queued run running and returns its id; among
+ * several workers each run is claimed once. CM_ENOTFOUND when none queued. */
+cm_status st_bench_claim(st_db *db, int64_t *id_out, cm_error *err);
+cm_status st_bench_delete(st_db *db, int64_t id, cm_error *err);
+
+/* ---- API tokens ------------------------------------------------------------------
+ * Only SHA-256(token) and a display prefix are stored. Generated tokens are
+ * "spt_" + 40 hex digits (160 random bits from /dev/urandom). */
+
+typedef enum st_scope {
+    ST_SCOPE_READ = 1, /* ordered: a scope includes the ones below it */
+    ST_SCOPE_WRITE = 2,
+    ST_SCOPE_ADMIN = 3
+} st_scope;
+
+#define ST_TOKEN_LEN        44 /* generated token length, without the NUL */
+#define ST_TOKEN_MIN_LEN    32 /* shortest token st_token_put accepts */
+#define ST_TOKEN_MAX_LEN    256
+#define ST_TOKEN_PREFIX_LEN 12 /* display prefix, e.g. "spt_1a2b3c4d" */
+
+/* "read", "write", "admin". */
+const char *st_scope_name(st_scope s);
+bool st_scope_parse(const char *s, st_scope *out);
+
+typedef struct st_token {
+    int64_t id;
+    char prefix[ST_TOKEN_PREFIX_LEN + 1]; /* first characters of the token */
+    st_scope scope;
+    char *label;        /* heap, "" if none */
+    int64_t created_at; /* unix seconds */
+} st_token;
+
+typedef struct st_token_query {
+    size_t limit;
+    int64_t after_id;
+} st_token_query;
+
+typedef struct st_token_list {
+    st_token *items;
+    size_t n_items;
+    int64_t next_after;
+} st_token_list;
+
+void st_token_query_init(st_token_query *q);
+void st_token_fini(st_token *t);
+void st_token_list_fini(st_token_list *l);
+
+/* Generates a new token, stores its hash and prefix with scope and label
+ * (NULL = ""), and writes the token text (shown once, never stored) to
+ * token_out. Errors: CM_EINVAL at /scope or /label; CM_EIO when no random
+ * bytes could be read. */
+cm_status st_token_create(st_db *db, st_scope scope, const char *label,
+                          char token_out[ST_TOKEN_LEN + 1], int64_t *id_out, cm_error *err);
+/* Stores a caller-chosen token (e.g. a bootstrap admin token from the
+ * environment): printable ASCII without spaces, ST_TOKEN_MIN_LEN..
+ * ST_TOKEN_MAX_LEN bytes (CM_EINVAL at /token). A token already stored is
+ * CM_ECONFLICT at /token. */
+cm_status st_token_put(st_db *db, const char *token, st_scope scope, const char *label,
+                       int64_t *id_out, cm_error *err);
+/* Checks a presented token: hashes it and compares against the stored hashes
+ * with the same prefix in constant time. On a match *scope_out and *id_out
+ * (either may be NULL) are set; otherwise CM_ENOTFOUND with no path and a
+ * message that says nothing about which part was wrong. */
+cm_status st_token_check(st_db *db, const char *presented, st_scope *scope_out, int64_t *id_out,
+                         cm_error *err);
+cm_status st_token_get(st_db *db, int64_t id, st_token *out, cm_error *err);
+cm_status st_token_list_query(st_db *db, const st_token_query *q, st_token_list *out,
+                              cm_error *err);
+/* Revokes (deletes) a token. Errors: CM_ENOTFOUND at /id. */
+cm_status st_token_delete(st_db *db, int64_t id, cm_error *err);
+
+#endif /* ST_DB_H */

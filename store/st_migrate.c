@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * store: the schema, as an append-only list of migrations. st_db_open applies
+ * the ones newer than the file's recorded version, all in one IMMEDIATE
+ * transaction, and records each in schema_version. Rules (docs/store.md):
+ * never edit a released migration; a migration that rebuilds a table must
+ * keep foreign keys valid (it runs with foreign_keys=ON, so only additive
+ * changes are safe as is). Bodies are BLOBs so length() is a byte count that
+ * SQLite answers without reading the content. */
+#include "st_int.h"
+
+#include "st_db.h"
+
+const st_migration st_migrations[] = {
+    {1, "graphs, meshes, plans",
+     "CREATE TABLE graphs ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  name TEXT NOT NULL,"
+     "  format TEXT NOT NULL CHECK (format IN ('json', 'mlir')),"
+     "  hash TEXT NOT NULL UNIQUE,"
+     "  body BLOB NOT NULL,"
+     "  created_at INTEGER NOT NULL"
+     ");"
+     "CREATE INDEX graphs_name ON graphs (name);"
+     "CREATE INDEX graphs_created ON graphs (created_at);"
+     "CREATE TABLE meshes ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  name TEXT NOT NULL UNIQUE,"
+     "  body BLOB NOT NULL,"
+     "  created_at INTEGER NOT NULL,"
+     "  updated_at INTEGER NOT NULL"
+     ");"
+     "CREATE TABLE plans ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  hash TEXT NOT NULL UNIQUE,"
+     "  graph_id INTEGER NOT NULL REFERENCES graphs (id) ON DELETE CASCADE,"
+     "  mesh_id INTEGER REFERENCES meshes (id) ON DELETE SET NULL,"
+     "  options BLOB NOT NULL,"
+     "  body BLOB NOT NULL,"
+     "  created_at INTEGER NOT NULL"
+     ");"
+     "CREATE INDEX plans_graph ON plans (graph_id);"
+     "CREATE INDEX plans_mesh ON plans (mesh_id);"
+     "CREATE INDEX plans_created ON plans (created_at);"},
+    {2, "custom rules, device profiles",
+     "CREATE TABLE rules ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  name TEXT NOT NULL UNIQUE,"
+     "  body BLOB NOT NULL,"
+     "  created_at INTEGER NOT NULL,"
+     "  updated_at INTEGER NOT NULL"
+     ");"
+     "CREATE TABLE profiles ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  name TEXT NOT NULL UNIQUE,"
+     "  body BLOB NOT NULL,"
+     "  created_at INTEGER NOT NULL,"
+     "  updated_at INTEGER NOT NULL"
+     ");"},
+    {3, "benchmark runs, API tokens",
+     "CREATE TABLE bench_runs ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  plan_id INTEGER REFERENCES plans (id) ON DELETE SET NULL,"
+     "  spec BLOB NOT NULL,"
+     "  status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),"
+     "  progress REAL NOT NULL DEFAULT 0 CHECK (progress >= 0 AND progress <= 1),"
+     "  results BLOB,"
+     "  error TEXT,"
+     "  webhook_url TEXT,"
+     "  created_at INTEGER NOT NULL,"
+     "  updated_at INTEGER NOT NULL"
+     ");"
+     "CREATE INDEX bench_runs_status ON bench_runs (status, id);"
+     "CREATE INDEX bench_runs_plan ON bench_runs (plan_id);"
+     "CREATE TABLE tokens ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  prefix TEXT NOT NULL,"
+     "  hash TEXT NOT NULL UNIQUE,"
+     "  scope TEXT NOT NULL CHECK (scope IN ('read', 'write', 'admin')),"
+     "  label TEXT NOT NULL DEFAULT '',"
+     "  created_at INTEGER NOT NULL"
+     ");"
+     "CREATE INDEX tokens_prefix ON tokens (prefix);"},
+};
+
+const size_t st_n_migrations = sizeof st_migrations / sizeof st_migrations[0];
+
+/* The list and the header's version must agree. */
+_Static_assert(sizeof st_migrations / sizeof st_migrations[0] == ST_DB_SCHEMA_VERSION,
+               "ST_DB_SCHEMA_VERSION must equal the number of migrations");
