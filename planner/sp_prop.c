@@ -2160,6 +2160,21 @@ static void step_op(prop *p, uint32_t opid)
     if (!any) {
         return;
     }
+    /* an element-wise op whose operands and result all have the same sharding
+     * is at its fixed point (identity mapping, same axes, same closedness) */
+    if (sp_op_is_elementwise((sp_op_kind)op->kind) && op->n_results == 1 &&
+        p->user_priority < 0) {
+        const sp_sharding *rs = p->sh[canon_slot(p, op->first_result)];
+        uint32_t rt = p->m->values[op->first_result].type;
+        bool same = rs != NULL;
+        for (uint32_t i = 0; i < op->n_operands && same; i++) {
+            same = p->sh[canon_slot(p, op->operands[i])] == rs &&
+                   p->m->values[op->operands[i]].type == rt;
+        }
+        if (same) {
+            return;
+        }
+    }
     sp_rule *r = op_rule(p, opid);
     if (r == NULL || r->n_operands != op->n_operands || r->n_results != op->n_results) {
         return;
