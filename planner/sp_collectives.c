@@ -270,7 +270,7 @@ typedef struct plan {
     axl *out;            /* rank lists: the wanted sharding */
     axl *tmp;            /* rank lists of scratch (targets, simulations) */
     axl *tmp2;
-    bool overflow;       /* an atom list was full: give up on this reshard */
+    bool overflow; /* an atom list was full: give up on this reshard */
 } plan;
 
 /* Splits every atom of cur and out at the sub-axis boundaries of the other
@@ -373,13 +373,13 @@ static bool in_lists(const axl *lists, uint32_t rank, ax a)
 typedef struct emitter {
     sp_module *m;
     uint32_t block;
-    uint32_t index;            /* where the next op goes in block */
-    uint32_t value;            /* the value reached so far */
+    uint32_t index; /* where the next op goes in block */
+    uint32_t value; /* the value reached so far */
     const plan *p;
-    const char *mesh_name;     /* mesh of the shardings emitted now */
-    sp_mesh *mesh_inline;      /* or this inlined mesh */
-    const sp_sharding *proto;  /* the reshard's sharding: unreduced axes */
-    uint32_t n_ops;            /* ops emitted */
+    const char *mesh_name;    /* mesh of the shardings emitted now */
+    sp_mesh *mesh_inline;     /* or this inlined mesh */
+    const sp_sharding *proto; /* the reshard's sharding: unreduced axes */
+    uint32_t n_ops;           /* ops emitted */
     cm_status st;
 } emitter;
 
@@ -541,8 +541,8 @@ static bool slice_step(plan *p, axl *slice)
         }
         for (uint32_t j = plt; j + 1 < p->out[t].n; j++) {
             uint32_t s, i;
-            if (!find_atom(p->cur, r, p->out[t].a[j], &s, &i) || s == t ||
-                i + 1 != p->cur[s].n || i < prefix_len(&p->cur[s], &p->out[s]) ||
+            if (!find_atom(p->cur, r, p->out[t].a[j], &s, &i) || s == t || i + 1 != p->cur[s].n ||
+                i < prefix_len(&p->cur[s], &p->out[s]) ||
                 prefix_len(&p->cur[s], &p->out[s]) != p->out[s].n) {
                 continue;
             }
@@ -558,8 +558,7 @@ static bool slice_step(plan *p, axl *slice)
                 continue;
             }
             for (uint32_t q = j + 1; q < k; q++) {
-                if (!axl_push(&p->cur[s], p->out[t].a[q]) ||
-                    !axl_push(&slice[s], p->out[t].a[q])) {
+                if (!axl_push(&p->cur[s], p->out[t].a[q]) || !axl_push(&slice[s], p->out[t].a[q])) {
                     p->overflow = true;
                     return false;
                 }
@@ -615,8 +614,7 @@ static bool slice_step(plan *p, axl *slice)
                     p->overflow = true;
                     return false;
                 }
-                if (!axl_push(&p->cur[t], p->out[d].a[j]) ||
-                    !axl_push(&slice[t], p->out[d].a[j])) {
+                if (!axl_push(&p->cur[t], p->out[d].a[j]) || !axl_push(&slice[t], p->out[d].a[j])) {
                     p->overflow = true;
                     return false;
                 }
@@ -1091,12 +1089,47 @@ static bool lower_plan(plan *p, emitter *e, const char *in_name, sp_mesh *in_inl
         emit_all_to_all(e, p->tmp2, &pa, 1, p->cur);
     }
     cm_free(T);
-    e->mesh_name = out_name;
-    e->mesh_inline = out_inline;
-    if (!ok || e->st != CM_OK) {
+    if (e->st != CM_OK || p->overflow) {
         return false;
     }
-    return finish(p, p->cur, e);
+    if (reorder_devices) {
+        e->mesh_name = out_name;
+        e->mesh_inline = out_inline;
+        emit_op(e, "sdy.collective_permute", NULL, NULL, p->cur);
+    }
+    e->mesh_name = out_name;
+    e->mesh_inline = out_inline;
+    if (ok && finish(p, p->cur, e)) {
+        return e->st == CM_OK;
+    }
+    /* Not a case Shardy's tests show: gather all that differs, slice the rest. */
+    axl *per = p->tmp;
+    bool any = false;
+    for (uint32_t d = 0; d < p->rank; d++) {
+        uint32_t pl = prefix_len(&p->cur[d], &p->out[d]);
+        per[d].n = 0;
+        for (uint32_t i = pl; i < p->cur[d].n; i++) {
+            per[d].a[per[d].n++] = p->cur[d].a[i];
+        }
+        any = any || per[d].n > 0;
+        p->cur[d].n = pl;
+    }
+    if (any) {
+        emit_per_dim(e, "sdy.all_gather", "gathering_axes", per, p->cur);
+    }
+    any = false;
+    for (uint32_t d = 0; d < p->rank; d++) {
+        per[d].n = 0;
+        for (uint32_t i = p->cur[d].n; i < p->out[d].n; i++) {
+            per[d].a[per[d].n++] = p->out[d].a[i];
+            p->cur[d].a[p->cur[d].n++] = p->out[d].a[i];
+        }
+        any = any || per[d].n > 0;
+    }
+    if (any) {
+        emit_per_dim(e, "sdy.all_slice", "slicing_axes", per, p->cur);
+    }
+    return e->st == CM_OK;
 }
 
 static void lower_reshard(pass_ctx *c, uint32_t op_id)
@@ -1264,8 +1297,8 @@ cm_status sp_collective_groups(const sp_mesh *mesh, const sp_axis_ref *axes, uin
             ax x = coll[i], y = coll[j];
             if (x.axis == y.axis && x.pre < y.pre * y.size && y.pre < x.pre * x.size) {
                 cm_free(coll);
-                return cm_error_set(err, CM_EINVAL, path, "axis \"%s\" overlaps axis %u",
-                                    r.name, j);
+                return cm_error_set(err, CM_EINVAL, path, "axis \"%s\" overlaps axis %u", r.name,
+                                    j);
             }
         }
         gsize *= coll[i].size;

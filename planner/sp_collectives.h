@@ -10,12 +10,12 @@
 #ifndef SP_COLLECTIVES_H
 #define SP_COLLECTIVES_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "cm.h"
 #include "sp_ir.h"
 #include "sp_shard.h"
-
-#include <stdbool.h>
-#include <stdint.h>
 
 /* -sdy-reshard-to-collectives: replaces every sdy.reshard whose input and
  * output shardings live on meshes with the same axes (or where one side is

@@ -318,7 +318,8 @@ static void test_sp_pass_reshard_to_collectives_gathers_a_suffix(void **state)
 {
     (void)state;
     char *out = lower("<@m, [{\"x\", \"y\"}, {\"z\"}]>", "<@m, [{\"x\"}, {}]>", "tensor<8x8xf32>");
-    assert_contains(out, "sdy.all_gather [{\"y\"}, {\"z\"}] %arg0 out_sharding=<@m, [{\"x\"}, {}]>");
+    assert_contains(out,
+                    "sdy.all_gather [{\"y\"}, {\"z\"}] %arg0 out_sharding=<@m, [{\"x\"}, {}]>");
     assert_null(strstr(out, "sdy.reshard"));
     cm_free(out);
 }
@@ -334,7 +335,8 @@ static void test_sp_pass_reshard_to_collectives_moves_an_axis(void **state)
 static void test_sp_pass_reshard_to_collectives_swaps_and_splits(void **state)
 {
     (void)state;
-    char *out = lower("<@m42, [{\"a\"}, {\"b\"}]>", "<@m42, [{\"b\"}, {\"a\"}]>", "tensor<8x8xf32>");
+    char *out =
+        lower("<@m42, [{\"a\"}, {\"b\"}]>", "<@m42, [{\"b\"}, {\"a\"}]>", "tensor<8x8xf32>");
     assert_contains(out, "%0 = sdy.collective_permute %arg0 out_sharding=<@m42, [{\"b\", "
                          "\"a\":(2)2}, {\"a\":(1)2}]>");
     assert_contains(out, "%1 = sdy.all_to_all [{\"a\":(2)2}: 0->1] %0 out_sharding=<@m42, "
@@ -346,7 +348,8 @@ static void test_sp_pass_reshard_to_collectives_reorders_devices(void **state)
 {
     (void)state;
     char *out = lower("<@m, [{\"x\"}, {\"y\"}]>", "<@rev, [{}, {\"y\"}]>", "tensor<8x8xf32>");
-    assert_contains(out, "%0 = sdy.collective_permute %arg0 out_sharding=<@rev, [{\"x\"}, {\"y\"}]>");
+    assert_contains(out,
+                    "%0 = sdy.collective_permute %arg0 out_sharding=<@rev, [{\"x\"}, {\"y\"}]>");
     assert_contains(out, "%1 = sdy.all_gather [{\"x\"}, {}] %0 out_sharding=<@rev, [{}, {\"y\"}]>");
     cm_free(out);
 }
