@@ -30,15 +30,17 @@ INC_common   := -Icommon
 INC_planner  := -Iplanner -Icommon $(JANSSON_CFLAGS)
 INC_store    := -Istore -Iplanner -Icommon
 INC_executor := -Iexecutor -Iplanner -Icommon
-INC_server   := -Iserver -Iexecutor -Istore -Iplanner -Icommon
-INC_tests    := -Iserver -Iexecutor -Istore -Iplanner -Icommon
+INC_server   := -Iserver -Iexecutor -Istore -Iplanner -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
+  $(CURL_CFLAGS)
+INC_tests    := -Iserver -Iexecutor -Istore -Iplanner -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
+  $(CURL_CFLAGS)
 
 MODULES := common planner store executor server
 SRC_common   := $(wildcard common/*.c)
 SRC_planner  := $(wildcard planner/*.c)
 SRC_store    := $(wildcard store/*.c)
 SRC_executor := $(wildcard executor/*.c)
-SRC_server   := $(filter-out server/srv_main.c,$(wildcard server/*.c))
+SRC_server   := $(filter-out server/srv_main.c,$(wildcard server/*.c)) $(BUILD)/gen/srv_openapi.c
 MAIN_SRC     := server/srv_main.c
 UNIT_TESTS   := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 BENCH_SRC    := $(wildcard bench/bench_*.c)
@@ -48,7 +50,21 @@ JANSSON_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags jansson 
 JANSSON_LIBS := $(or $(shell pkg-config --libs jansson 2>/dev/null),-ljansson)
 # SQLite (store/st_db.c only): linked into every binary.
 SQLITE_LIBS := $(or $(shell pkg-config --libs sqlite3 2>/dev/null),-lsqlite3)
-LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS)
+# libmicrohttpd (server/srv_http.c) and libcurl (server/srv_client.c, tests) likewise.
+MHD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libmicrohttpd 2>/dev/null))
+MHD_LIBS := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
+CURL_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libcurl 2>/dev/null))
+CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
+LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS)
+
+# server/openapi.json, embedded as a C array (served at /v1/openapi.json).
+$(BUILD)/gen/srv_openapi.c: server/openapi.json
+	@mkdir -p $(dir $@)
+	@{ printf '/* generated from server/openapi.json by the Makefile */\n#include <stddef.h>\n'; \
+	  printf 'extern const char srv_openapi_json[];\nextern const size_t srv_openapi_json_len;\n'; \
+	  printf 'const char srv_openapi_json[] = {\n'; \
+	  od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  printf '0};\nconst size_t srv_openapi_json_len = sizeof srv_openapi_json - 1;\n'; } > $@
 
 # ---- build rules, instantiated per flavour (rel, san) -------------------------
 define FLAVOUR

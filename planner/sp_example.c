@@ -97,6 +97,78 @@ static void dot(ex *e, const char *x, const char *w, const char *res, const char
     op(e, "stablehlo.dot_general", ins, 2, res, type, dot_attr(lc, rc));
 }
 
+/* dot_general with explicit dimension numbers: dims is the body of the
+ * dot_dimension_numbers object, e.g. "\"lhs_contracting_dimensions\": [0, 1], ...". */
+static void dotg(ex *e, const char *x, const char *y, const char *res, const char *type,
+                 const char *dims)
+{
+    char extra[320];
+    snprintf(extra, sizeof extra, "\"attributes\": {\"dot_dimension_numbers\": {%s}}", dims);
+    op(e, "stablehlo.dot_general", (const char *const[]){x, y}, 2, res, type, extra);
+}
+
+/* Weight gradient of y = dot(x, w) for x, y of rank 3: x^T dy over batch and seq. */
+#define DOT_WGRAD "\"lhs_contracting_dimensions\": [0, 1], \"rhs_contracting_dimensions\": [0, 1]"
+
+static void scalar(ex *e, const char *res, const char *value)
+{
+    char extra[96];
+    snprintf(extra, sizeof extra, "\"attributes\": {\"value\": \"dense<%s> : tensor<f32>\"}",
+             value);
+    op(e, "stablehlo.constant", NULL, 0, res, "tensor<f32>", extra);
+}
+
+/* Sum of x over dims (a JSON list such as "[3]"), with its zero init; the
+ * result gets a fresh name in res_out (16 bytes). */
+static void reduce_sum(ex *e, const char *x, char *res_out, const char *type, const char *dims)
+{
+    char zero[16], extra[400];
+    scalar(e, fresh(e, zero, sizeof zero), "0.000000e+00");
+    const char *res = fresh(e, res_out, 16);
+    snprintf(extra, sizeof extra,
+             "\"attributes\": {\"dimensions\": %s}, \"regions\": [{\"args\": [{\"name\": \"a\", "
+             "\"type\": \"tensor<f32>\"}, {\"name\": \"b\", \"type\": \"tensor<f32>\"}], \"ops\": "
+             "[{\"op\": \"stablehlo.add\", \"operands\": [\"a\", \"b\"], \"result\": \"s\", "
+             "\"type\": \"tensor<f32>\"}, {\"op\": \"stablehlo.return\", \"operands\": [\"s\"]}]}]",
+             dims);
+    op(e, "stablehlo.reduce", (const char *const[]){x, zero}, 2, res, type, extra);
+}
+
+static void bcast(ex *e, const char *x, const char *res, const char *type, const char *dims)
+{
+    char extra[96];
+    snprintf(extra, sizeof extra, "\"attributes\": {\"broadcast_dimensions\": %s}", dims);
+    op(e, "stablehlo.broadcast_in_dim", &x, 1, res, type, extra);
+}
+
+static void binary(ex *e, const char *name, const char *x, const char *y, const char *res,
+                   const char *type)
+{
+    op(e, name, (const char *const[]){x, y}, 2, res, type, NULL);
+}
+
+/* The loss sum(y * y) / 2 of output y (all dims listed in dims), so that
+ * d loss / d y = y; its name goes to loss_out (16 bytes). */
+static void half_sum_squares(ex *e, const char *y, const char *type, const char *dims,
+                             char *loss_out)
+{
+    char sq[16], sum[16], half[16];
+    binary(e, "stablehlo.multiply", y, y, fresh(e, sq, sizeof sq), type);
+    reduce_sum(e, sq, sum, "tensor<f32>", dims);
+    scalar(e, fresh(e, half, sizeof half), "5.000000e-01");
+    binary(e, "stablehlo.multiply", sum, half, fresh(e, loss_out, 16), "tensor<f32>");
+}
+
+/* SGD: res = w - broadcast(lr) * grad, for a parameter of type type. */
+static void sgd(ex *e, const char *w, const char *grad, const char *lr, const char *res,
+                const char *type)
+{
+    char lb[16], step[16];
+    bcast(e, lr, fresh(e, lb, sizeof lb), type, "[]");
+    binary(e, "stablehlo.multiply", lb, grad, fresh(e, step, sizeof step), type);
+    binary(e, "stablehlo.subtract", w, step, res, type);
+}
+
 static void constraint(ex *e, const char *x, const char *res, const char *logical)
 {
     char extra[160];
@@ -211,19 +283,9 @@ static void mlp(ex *e)
                       x);
         goto out;
     }
-    /* loss = sum(y * y) / 2, so dloss/dy = y */
-    char sq[16], zero[16], loss[16], lr[16];
-    op(e, "stablehlo.multiply", (const char *const[]){x, x}, 2, fresh(e, sq, sizeof sq), t_x, NULL);
-    op(e, "stablehlo.constant", NULL, 0, fresh(e, zero, sizeof zero), "tensor<f32>",
-       "\"attributes\": {\"value\": \"dense<0.000000e+00> : tensor<f32>\"}");
-    op(e, "stablehlo.reduce", (const char *const[]){sq, zero}, 2, fresh(e, loss, sizeof loss),
-       "tensor<f32>",
-       "\"attributes\": {\"dimensions\": [0, 1]}, \"regions\": [{\"args\": [{\"name\": \"a\", "
-       "\"type\": \"tensor<f32>\"}, {\"name\": \"b\", \"type\": \"tensor<f32>\"}], \"ops\": [{\"op\":"
-       " \"stablehlo.add\", \"operands\": [\"a\", \"b\"], \"result\": \"s\", \"type\": "
-       "\"tensor<f32>\"}, {\"op\": \"stablehlo.return\", \"operands\": [\"s\"]}]}]");
-    op(e, "stablehlo.constant", NULL, 0, fresh(e, lr, sizeof lr), "tensor<f32>",
-       "\"attributes\": {\"value\": \"dense<1.000000e-03> : tensor<f32>\"}");
+    char loss[16], lr[16];
+    half_sum_squares(e, x, t_x, "[0, 1]", loss);
+    scalar(e, fresh(e, lr, sizeof lr), "1.000000e-03");
     char(*nw)[2][16] = cm_calloc(o->layers, sizeof *nw);
     if (nw == NULL) {
         e->b->oom = true;
@@ -253,14 +315,7 @@ static void mlp(ex *e)
         /* SGD: W -= lr * dW */
         for (int k = 0; k < 2; k++) {
             const char *w = k == 0 ? w1 : w2, *g = k == 0 ? dw1 : dw2;
-            const char *t = k == 0 ? t_w1 : t_w2;
-            char lb[16], step[16];
-            op(e, "stablehlo.broadcast_in_dim", (const char *const[]){lr}, 1,
-               fresh(e, lb, sizeof lb), t, "\"attributes\": {\"broadcast_dimensions\": []}");
-            op(e, "stablehlo.multiply", (const char *const[]){lb, g}, 2,
-               fresh(e, step, sizeof step), t, NULL);
-            op(e, "stablehlo.subtract", (const char *const[]){w, step}, 2,
-               fresh(e, nw[l][k], sizeof nw[l][k]), t, NULL);
+            sgd(e, w, g, lr, fresh(e, nw[l][k], sizeof nw[l][k]), k == 0 ? t_w1 : t_w2);
         }
         if (l > 0) {
             constraint(e, dx, fresh(e, dy, sizeof dy), "[\"batch\", \"embed\"]");
@@ -281,83 +336,250 @@ out:
     cm_free(sz);
 }
 
-/* ---- transformer (forward) ------------------------------------------------------------- */
+/* ---- transformer ------------------------------------------------------------------------ */
+
+/* Dimension numbers of the attention's batched dot_generals. Q, K, V are
+ * [B,S,H,E] (heads split by a reshape); scores and probabilities are
+ * [B,H,S,T]; the context is [B,H,S,E]. */
+#define DOT_QK                                                                                     \
+    "\"lhs_batching_dimensions\": [0, 2], \"rhs_batching_dimensions\": [0, 2], "                   \
+    "\"lhs_contracting_dimensions\": [3], \"rhs_contracting_dimensions\": [3]"
+#define DOT_PV                                                                                     \
+    "\"lhs_batching_dimensions\": [0, 1], \"rhs_batching_dimensions\": [0, 2], "                   \
+    "\"lhs_contracting_dimensions\": [3], \"rhs_contracting_dimensions\": [1]"
+/* d probs [B,H,S,T] = d ctx [B,H,S,E] . V [B,T,H,E] over E */
+#define DOT_DP                                                                                     \
+    "\"lhs_batching_dimensions\": [0, 1], \"rhs_batching_dimensions\": [0, 2], "                   \
+    "\"lhs_contracting_dimensions\": [3], \"rhs_contracting_dimensions\": [3]"
+/* d V [B,H,T,E] = probs [B,H,S,T] . d ctx [B,H,S,E] over S */
+#define DOT_DV                                                                                     \
+    "\"lhs_batching_dimensions\": [0, 1], \"rhs_batching_dimensions\": [0, 1], "                   \
+    "\"lhs_contracting_dimensions\": [2], \"rhs_contracting_dimensions\": [2]"
+/* d Q [B,H,S,E] = d scores [B,H,S,T] . K [B,T,H,E] over T */
+#define DOT_DQ                                                                                     \
+    "\"lhs_batching_dimensions\": [0, 1], \"rhs_batching_dimensions\": [0, 2], "                   \
+    "\"lhs_contracting_dimensions\": [3], \"rhs_contracting_dimensions\": [1]"
+/* d K [B,H,T,E] = d scores [B,H,S,T] . Q [B,S,H,E] over S */
+#define DOT_DK                                                                                     \
+    "\"lhs_batching_dimensions\": [0, 1], \"rhs_batching_dimensions\": [0, 2], "                   \
+    "\"lhs_contracting_dimensions\": [2], \"rhs_contracting_dimensions\": [1]"
+
+#define L_X "[\"batch\", \"seq\", \"embed\"]"
+#define L_H "[\"batch\", \"seq\", \"mlp\"]"
+
+/* Tensor types of the transformer, as MLIR text. */
+typedef struct tt {
+    char x[64];    /* [B,S,D] activations */
+    char bshe[64]; /* [B,S,H,E] heads */
+    char bhss[64]; /* [B,H,S,T] scores */
+    char bhse[64]; /* [B,H,S,E] context */
+    char bhs[64];  /* [B,H,S] softmax denominators */
+    char h[64];    /* [B,S,F] MLP hidden */
+    char mask[64]; /* [B,S,F] i1 ReLU mask */
+    char p[6][64]; /* parameters: Wq, Wk, Wv, Wo [D,D], W1 [D,F], W2 [F,D] */
+} tt;
+
+static const char *const t_pn[6] = {"Wq", "Wk", "Wv", "Wo", "W1", "W2"};
+static const char *const t_pl[6] = {"[\"embed\", \"heads\"]", "[\"embed\", \"heads\"]",
+                                    "[\"embed\", \"heads\"]", "[\"heads\", \"embed\"]",
+                                    "[\"embed\", \"mlp\"]",   "[\"mlp\", \"embed\"]"};
+
+/* Values of one layer's forward pass that its backward pass reads. */
+typedef struct saved {
+    char x[16];      /* layer input [B,S,D] */
+    char qkv[3][16]; /* Q, K, V [B,S,H,E] */
+    char p[16];      /* softmax probabilities [B,H,S,T] */
+    char c3[16];     /* context, heads merged [B,S,D] */
+    char x1[16];     /* after the attention residual (constrained) */
+    char r[16];      /* ReLU output (constrained) [B,S,F] */
+    char zeros[16];  /* broadcast zero [B,S,F] */
+} saved;
+
+/* One layer: x + attention(x), then + MLP (residual, no layer norm); x is
+ * replaced by the layer output and sv (may be NULL) gets what the backward
+ * pass needs. The attention is softmax(Q K^T) V with the softmax normalised
+ * by its sum over the keys (no max subtraction: shapes and shardings are what
+ * matter here). */
+static void t_forward(ex *e, const tt *t, uint32_t l, char *x, saved *sv)
+{
+    char w[6][32], p3[3][16], p4[3][16];
+    for (int k = 0; k < 6; k++) {
+        snprintf(w[k], sizeof w[k], "layer%u.%s", l, t_pn[k]);
+    }
+    for (int k = 0; k < 3; k++) {
+        dot(e, x, w[k], fresh(e, p3[k], sizeof p3[k]), t->x, 2, 0);
+        op(e, "stablehlo.reshape", (const char *const[]){p3[k]}, 1, fresh(e, p4[k], sizeof p4[k]),
+           t->bshe, NULL);
+    }
+    char sc[16], ex_[16], den[16], denb[16], pr[16], ctx[16], ct[16], c3[16], a[16], x1[16],
+        x1c[16], hh[16], r[16], rc[16], mo[16], x2[16], zeros[16];
+    dotg(e, p4[0], p4[1], fresh(e, sc, sizeof sc), t->bhss, DOT_QK);
+    op(e, "stablehlo.exponential", (const char *const[]){sc}, 1, fresh(e, ex_, sizeof ex_), t->bhss,
+       NULL);
+    reduce_sum(e, ex_, den, t->bhs, "[3]");
+    bcast(e, den, fresh(e, denb, sizeof denb), t->bhss, "[0, 1, 2]");
+    binary(e, "stablehlo.divide", ex_, denb, fresh(e, pr, sizeof pr), t->bhss);
+    dotg(e, pr, p4[2], fresh(e, ctx, sizeof ctx), t->bhse, DOT_PV);
+    op(e, "stablehlo.transpose", (const char *const[]){ctx}, 1, fresh(e, ct, sizeof ct), t->bshe,
+       "\"attributes\": {\"permutation\": [0, 2, 1, 3]}");
+    op(e, "stablehlo.reshape", (const char *const[]){ct}, 1, fresh(e, c3, sizeof c3), t->x, NULL);
+    dot(e, c3, w[3], fresh(e, a, sizeof a), t->x, 2, 0);
+    binary(e, "stablehlo.add", x, a, fresh(e, x1, sizeof x1), t->x);
+    constraint(e, x1, fresh(e, x1c, sizeof x1c), L_X);
+    dot(e, x1c, w[4], fresh(e, hh, sizeof hh), t->h, 2, 0);
+    relu(e, hh, fresh(e, r, sizeof r), t->h, 3, zeros);
+    constraint(e, r, fresh(e, rc, sizeof rc), L_H);
+    dot(e, rc, w[5], fresh(e, mo, sizeof mo), t->x, 2, 0);
+    binary(e, "stablehlo.add", x1c, mo, fresh(e, x2, sizeof x2), t->x);
+    if (sv != NULL) {
+        strcpy(sv->x, x);
+        for (int k = 0; k < 3; k++) {
+            strcpy(sv->qkv[k], p4[k]);
+        }
+        strcpy(sv->p, pr);
+        strcpy(sv->c3, c3);
+        strcpy(sv->x1, x1c);
+        strcpy(sv->r, rc);
+        strcpy(sv->zeros, zeros);
+    }
+    constraint(e, x2, fresh(e, x, 16), L_X);
+}
+
+/* Backward pass of layer l: dy (16 bytes) holds d loss / d output and gets d
+ * loss / d input (left unchanged for layer 0, whose input gradient nothing
+ * reads); nw (6 names) gets the SGD-updated parameters. Gradients of the
+ * constrained activations are constrained to the same logical axes. */
+static void t_backward(ex *e, const tt *t, uint32_t l, const saved *sv, char *dy, const char *lr,
+                       char (*nw)[16])
+{
+    char w[6][32], g[6][16];
+    for (int k = 0; k < 6; k++) {
+        snprintf(w[k], sizeof w[k], "layer%u.%s", l, t_pn[k]);
+    }
+    /* MLP: out = x1 + relu(x1 W1) W2 */
+    char dr[16], drc[16], mask[16], dh[16], dx1a[16], dx1[16], dx1c[16];
+    dotg(e, sv->r, dy, fresh(e, g[5], sizeof g[5]), t->p[5], DOT_WGRAD);
+    dot(e, dy, w[5], fresh(e, dr, sizeof dr), t->h, 2, 1);
+    constraint(e, dr, fresh(e, drc, sizeof drc), L_H);
+    op(e, "stablehlo.compare", (const char *const[]){sv->r, sv->zeros}, 2,
+       fresh(e, mask, sizeof mask), t->mask,
+       "\"attributes\": {\"comparison_direction\": \"#stablehlo<comparison_direction GT>\"}");
+    op(e, "stablehlo.select", (const char *const[]){mask, drc, sv->zeros}, 3,
+       fresh(e, dh, sizeof dh), t->h, NULL);
+    dotg(e, sv->x1, dh, fresh(e, g[4], sizeof g[4]), t->p[4], DOT_WGRAD);
+    dot(e, dh, w[4], fresh(e, dx1a, sizeof dx1a), t->x, 2, 1);
+    binary(e, "stablehlo.add", dy, dx1a, fresh(e, dx1, sizeof dx1), t->x);
+    constraint(e, dx1, fresh(e, dx1c, sizeof dx1c), L_X);
+
+    /* attention: x1 = x + merge(softmax(Q K^T) V) Wo */
+    char dc3[16], dct[16], dctx[16], dp[16], dvt[16], pdp[16], sm[16], smb[16], dd[16], ds[16],
+        dqt[16], dkt[16], d4[3][16], d3[3][16];
+    dotg(e, sv->c3, dx1c, fresh(e, g[3], sizeof g[3]), t->p[3], DOT_WGRAD);
+    dot(e, dx1c, w[3], fresh(e, dc3, sizeof dc3), t->x, 2, 1);
+    op(e, "stablehlo.reshape", (const char *const[]){dc3}, 1, fresh(e, dct, sizeof dct), t->bshe,
+       NULL);
+    op(e, "stablehlo.transpose", (const char *const[]){dct}, 1, fresh(e, dctx, sizeof dctx),
+       t->bhse, "\"attributes\": {\"permutation\": [0, 2, 1, 3]}");
+    dotg(e, dctx, sv->qkv[2], fresh(e, dp, sizeof dp), t->bhss, DOT_DP);
+    dotg(e, sv->p, dctx, fresh(e, dvt, sizeof dvt), t->bhse, DOT_DV);
+    /* softmax: ds = p * (dp - sum_T(p * dp)) */
+    binary(e, "stablehlo.multiply", sv->p, dp, fresh(e, pdp, sizeof pdp), t->bhss);
+    reduce_sum(e, pdp, sm, t->bhs, "[3]");
+    bcast(e, sm, fresh(e, smb, sizeof smb), t->bhss, "[0, 1, 2]");
+    binary(e, "stablehlo.subtract", dp, smb, fresh(e, dd, sizeof dd), t->bhss);
+    binary(e, "stablehlo.multiply", sv->p, dd, fresh(e, ds, sizeof ds), t->bhss);
+    dotg(e, ds, sv->qkv[1], fresh(e, dqt, sizeof dqt), t->bhse, DOT_DQ);
+    dotg(e, ds, sv->qkv[0], fresh(e, dkt, sizeof dkt), t->bhse, DOT_DK);
+    const char *dt[3] = {dqt, dkt, dvt};
+    for (int k = 0; k < 3; k++) {
+        /* [B,H,S,E] -> [B,S,H,E] -> [B,S,D], then the projection's gradients */
+        op(e, "stablehlo.transpose", (const char *const[]){dt[k]}, 1, fresh(e, d4[k], sizeof d4[k]),
+           t->bshe, "\"attributes\": {\"permutation\": [0, 2, 1, 3]}");
+        op(e, "stablehlo.reshape", (const char *const[]){d4[k]}, 1, fresh(e, d3[k], sizeof d3[k]),
+           t->x, NULL);
+        dotg(e, sv->x, d3[k], fresh(e, g[k], sizeof g[k]), t->p[k], DOT_WGRAD);
+    }
+    if (l > 0) {
+        char dxk[3][16], s1[16], s2[16], dx[16];
+        for (int k = 0; k < 3; k++) {
+            dot(e, d3[k], w[k], fresh(e, dxk[k], sizeof dxk[k]), t->x, 2, 1);
+        }
+        binary(e, "stablehlo.add", dxk[0], dxk[1], fresh(e, s1, sizeof s1), t->x);
+        binary(e, "stablehlo.add", s1, dxk[2], fresh(e, s2, sizeof s2), t->x);
+        binary(e, "stablehlo.add", dx1c, s2, fresh(e, dx, sizeof dx), t->x);
+        constraint(e, dx, fresh(e, dy, 16), L_X);
+    }
+    for (int k = 0; k < 6; k++) {
+        sgd(e, w[k], g[k], lr, fresh(e, nw[k], 16), t->p[k]);
+    }
+}
 
 static void transformer(ex *e)
 {
     const sp_example_opts *o = e->o;
     int64_t b = o->batch, s = o->seq, d = o->d_model, h = o->heads, hd = d / h, f = 4 * d;
-    char t_x[64], t_4[64], t_att[64], t_ctx[64], t_ct[64], t_dd[64], t_df[64], t_fd[64],
-        t_h[64];
-    tensor(t_x, sizeof t_x, (int64_t[]){b, s, d}, 3);
-    tensor(t_4, sizeof t_4, (int64_t[]){b, s, h, hd}, 4);
-    tensor(t_att, sizeof t_att, (int64_t[]){b, h, s, s}, 4);
-    tensor(t_ctx, sizeof t_ctx, (int64_t[]){b, h, s, hd}, 4);
-    tensor(t_ct, sizeof t_ct, (int64_t[]){b, s, h, hd}, 4);
-    tensor(t_dd, sizeof t_dd, (int64_t[]){d, d}, 2);
-    tensor(t_df, sizeof t_df, (int64_t[]){d, f}, 2);
-    tensor(t_fd, sizeof t_fd, (int64_t[]){f, d}, 2);
-    tensor(t_h, sizeof t_h, (int64_t[]){b, s, f}, 3);
-    header(e, "jit_apply_fn");
+    tt t;
+    tensor(t.x, sizeof t.x, (int64_t[]){b, s, d}, 3);
+    tensor(t.bshe, sizeof t.bshe, (int64_t[]){b, s, h, hd}, 4);
+    tensor(t.bhss, sizeof t.bhss, (int64_t[]){b, h, s, s}, 4);
+    tensor(t.bhse, sizeof t.bhse, (int64_t[]){b, h, s, hd}, 4);
+    tensor(t.bhs, sizeof t.bhs, (int64_t[]){b, h, s}, 3);
+    tensor(t.h, sizeof t.h, (int64_t[]){b, s, f}, 3);
+    snprintf(t.mask, sizeof t.mask, "tensor<%lldx%lldx%lldxi1>", (long long)b, (long long)s,
+             (long long)f);
+    for (int k = 0; k < 4; k++) {
+        tensor(t.p[k], sizeof t.p[k], (int64_t[]){d, d}, 2);
+    }
+    tensor(t.p[4], sizeof t.p[4], (int64_t[]){d, f}, 2);
+    tensor(t.p[5], sizeof t.p[5], (int64_t[]){f, d}, 2);
+    header(e, o->train ? "jit_train_step" : "jit_apply_fn");
     cm_buf_puts(e->b, " \"inputs\": [");
-    static const char *const pn[6] = {"Wq", "Wk", "Wv", "Wo", "W1", "W2"};
-    static const char *const pl[6] = {"[\"embed\", \"heads\"]", "[\"embed\", \"heads\"]",
-                                      "[\"embed\", \"heads\"]", "[\"heads\", \"embed\"]",
-                                      "[\"embed\", \"mlp\"]",   "[\"mlp\", \"embed\"]"};
-    const char *pt[6] = {t_dd, t_dd, t_dd, t_dd, t_df, t_fd};
     char nm[64];
     for (uint32_t l = 0; l < o->layers; l++) {
         for (int k = 0; k < 6; k++) {
-            snprintf(nm, sizeof nm, "layer%u.%s", l, pn[k]);
-            input(e, l == 0 && k == 0, nm, pt[k], pl[k]);
+            snprintf(nm, sizeof nm, "layer%u.%s", l, t_pn[k]);
+            input(e, l == 0 && k == 0, nm, t.p[k], t_pl[k]);
         }
     }
-    input(e, false, "x", t_x, "[\"batch\", \"seq\", \"embed\"]");
+    input(e, false, "x", t.x, L_X);
     cm_buf_puts(e->b, "],\n \"ops\": [");
+    saved *sv = NULL;
+    char(*nw)[6][16] = NULL;
+    if (o->train) {
+        sv = cm_calloc(o->layers, sizeof *sv);
+        nw = cm_calloc(o->layers, sizeof *nw);
+        if (sv == NULL || nw == NULL) {
+            e->b->oom = true;
+            goto out;
+        }
+    }
     char x[16] = "x";
     for (uint32_t l = 0; l < o->layers; l++) {
-        char w[6][32], p3[3][16], p4[3][16];
-        for (int k = 0; k < 6; k++) {
-            snprintf(w[k], sizeof w[k], "layer%u.%s", l, pn[k]);
-        }
-        for (int k = 0; k < 3; k++) {
-            dot(e, x, w[k], fresh(e, p3[k], sizeof p3[k]), t_x, 2, 0);
-            op(e, "stablehlo.reshape", (const char *const[]){p3[k]}, 1,
-               fresh(e, p4[k], sizeof p4[k]), t_4, NULL);
-        }
-        char sc[16], pr[16], ctx[16], ct[16], c3[16], a[16], x1[16], x1c[16], hh[16], r[16],
-            rc[16], mo[16], x2[16];
-        op(e, "stablehlo.dot_general", (const char *const[]){p4[0], p4[1]}, 2,
-           fresh(e, sc, sizeof sc), t_att,
-           "\"attributes\": {\"dot_dimension_numbers\": {\"lhs_batching_dimensions\": [0, 2], "
-           "\"rhs_batching_dimensions\": [0, 2], \"lhs_contracting_dimensions\": [3], "
-           "\"rhs_contracting_dimensions\": [3]}}");
-        op(e, "stablehlo.exponential", (const char *const[]){sc}, 1, fresh(e, pr, sizeof pr),
-           t_att, NULL);
-        op(e, "stablehlo.dot_general", (const char *const[]){pr, p4[2]}, 2,
-           fresh(e, ctx, sizeof ctx), t_ctx,
-           "\"attributes\": {\"dot_dimension_numbers\": {\"lhs_batching_dimensions\": [0, 1], "
-           "\"rhs_batching_dimensions\": [0, 2], \"lhs_contracting_dimensions\": [3], "
-           "\"rhs_contracting_dimensions\": [1]}}");
-        op(e, "stablehlo.transpose", (const char *const[]){ctx}, 1, fresh(e, ct, sizeof ct), t_ct,
-           "\"attributes\": {\"permutation\": [0, 2, 1, 3]}");
-        op(e, "stablehlo.reshape", (const char *const[]){ct}, 1, fresh(e, c3, sizeof c3), t_x,
-           NULL);
-        dot(e, c3, w[3], fresh(e, a, sizeof a), t_x, 2, 0);
-        op(e, "stablehlo.add", (const char *const[]){x, a}, 2, fresh(e, x1, sizeof x1), t_x, NULL);
-        constraint(e, x1, fresh(e, x1c, sizeof x1c), "[\"batch\", \"seq\", \"embed\"]");
-        dot(e, x1c, w[4], fresh(e, hh, sizeof hh), t_h, 2, 0);
-        relu(e, hh, fresh(e, r, sizeof r), t_h, 3, NULL);
-        constraint(e, r, fresh(e, rc, sizeof rc), "[\"batch\", \"seq\", \"mlp\"]");
-        dot(e, rc, w[5], fresh(e, mo, sizeof mo), t_x, 2, 0);
-        op(e, "stablehlo.add", (const char *const[]){x1c, mo}, 2, fresh(e, x2, sizeof x2), t_x,
-           NULL);
-        constraint(e, x2, fresh(e, x, sizeof x), "[\"batch\", \"seq\", \"embed\"]");
+        t_forward(e, &t, l, x, sv != NULL ? &sv[l] : NULL);
     }
-    cm_buf_printf(e->b,
-                  "],\n \"outputs\": [{\"value\": \"%s\", \"logical_axes\": [\"batch\", \"seq\", "
-                  "\"embed\"]}]}\n",
-                  x);
+    if (!o->train) {
+        cm_buf_printf(e->b, "],\n \"outputs\": [{\"value\": \"%s\", \"logical_axes\": " L_X "}]}\n",
+                      x);
+        goto out;
+    }
+    char loss[16], lr[16], dy[16];
+    half_sum_squares(e, x, t.x, "[0, 1, 2]", loss);
+    scalar(e, fresh(e, lr, sizeof lr), "1.000000e-03");
+    strcpy(dy, x);
+    for (uint32_t l = o->layers; l-- > 0;) {
+        t_backward(e, &t, l, &sv[l], dy, lr, nw[l]);
+    }
+    cm_buf_printf(e->b, "],\n \"outputs\": [\"%s\"", loss);
+    for (uint32_t l = 0; l < o->layers; l++) {
+        for (int k = 0; k < 6; k++) {
+            cm_buf_printf(e->b, ",\n  {\"value\": \"%s\", \"logical_axes\": %s}", nw[l][k],
+                          t_pl[k]);
+        }
+    }
+    cm_buf_puts(e->b, "]}\n");
+out:
+    cm_free(sv);
+    cm_free(nw);
 }
 
 cm_status sp_example_graph_json(const sp_example_opts *o, cm_buf *out, cm_error *err)
@@ -377,10 +599,6 @@ cm_status sp_example_graph_json(const sp_example_opts *o, cm_buf *out, cm_error 
     if (o->model == SP_EXAMPLE_TRANSFORMER && o->d_model % o->heads != 0) {
         return cm_error_set(err, CM_EINVAL, "/heads", "d_model %lld is not a multiple of %lld",
                             (long long)o->d_model, (long long)o->heads);
-    }
-    if (o->model == SP_EXAMPLE_TRANSFORMER && o->train) {
-        return cm_error_set(err, CM_EINVAL, "/train",
-                            "--train is implemented for the mlp template only");
     }
     bool need_data = o->strategy != SP_EXAMPLE_TP, need_model = o->strategy >= SP_EXAMPLE_TP;
     for (uint32_t i = 0; i < o->n_axes; i++) {
@@ -494,7 +712,11 @@ int sp_example_main(int argc, char **argv, FILE *out, FILE *errs)
     if (!have_model) {
         fprintf(errs, "usage: shardplan example mlp|transformer [--layers N --d-model D --heads H "
                       "--seq S --batch B --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] "
-                      "[--train] [--format json|mlir]\n");
+                      "[--train] [--format json|mlir]\n"
+                      "  writes a graph document (or its MLIR) of the model's forward pass;\n"
+                      "  --train: a training step instead: forward, loss sum(y*y)/2, backward "
+                      "pass, SGD\n"
+                      "  update; outputs the loss and every updated parameter\n");
         return 2;
     }
     cm_error err;

@@ -3,8 +3,11 @@
  * transformer written as a graph document (docs/graph-format.md) whose
  * parameters, inputs and activation constraints carry Flax logical axis
  * names, with the logical_axis_rules that the chosen strategy implies
- * (dp, fsdp, tp, dp+tp). With train, the MLP also gets its backward pass, a
- * loss and an SGD update of every parameter.
+ * (dp, fsdp, tp, dp+tp). With train, either model becomes a training step:
+ * the forward pass, the loss sum(y*y)/2, the backward pass through every layer
+ * and an SGD update of every parameter, whose results are the outputs (loss
+ * first, then the parameters in input order, with the parameters' logical
+ * names).
  * Thread contract: reentrant. */
 #ifndef SP_EXAMPLE_H
 #define SP_EXAMPLE_H
@@ -34,7 +37,7 @@ typedef struct sp_example_opts {
     int64_t heads;
     int64_t seq;      /* transformer only */
     int64_t batch;
-    bool train;       /* backward pass and optimizer update (MLP) */
+    bool train;       /* loss, backward pass and SGD update */
     uint32_t n_axes;  /* mesh */
     char axis_names[SP_EXAMPLE_MAX_AXES][32];
     int64_t axis_sizes[SP_EXAMPLE_MAX_AXES];
@@ -50,7 +53,8 @@ cm_status sp_example_graph_json(const sp_example_opts *o, cm_buf *out, cm_error 
 
 /* `shardplan example mlp|transformer [--layers N --d-model D --heads H --seq S
  * --batch B --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] [--train]
- * [--format json|mlir]`; argv[0] is "example". Returns an exit status. */
+ * [--format json|mlir]`; argv[0] is "example". Returns an exit status (2 and
+ * the usage on stderr for bad options). */
 int sp_example_main(int argc, char **argv, FILE *out, FILE *errs);
 
 #endif /* SP_EXAMPLE_H */

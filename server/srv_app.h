@@ -77,6 +77,9 @@ cm_status srv_app_start(srv_app *app, cm_error *err);
 /* The bound port (after srv_app_start). */
 uint16_t srv_app_port(const srv_app *app);
 
+/* Requests being served right now (for tests and shutdown). */
+unsigned srv_app_in_flight(const srv_app *app);
+
 /* Whether requests need a bearer token. */
 bool srv_app_auth_required(const srv_app *app);
 

@@ -38,11 +38,11 @@
 #ifndef ST_DB_H
 #define ST_DB_H
 
-#include "cm.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cm.h"
 
 typedef struct st_db st_db;
 
@@ -85,10 +85,7 @@ void st_db_set_time(st_db *db, int64_t unix_s);
  * Deduplicated by content hash: posting the same content again returns the
  * first row (its name included) with existed = true. */
 
-typedef enum st_graph_format {
-    ST_GRAPH_JSON = 0,
-    ST_GRAPH_MLIR = 1
-} st_graph_format;
+typedef enum st_graph_format { ST_GRAPH_JSON = 0, ST_GRAPH_MLIR = 1 } st_graph_format;
 
 /* "json" / "mlir". */
 const char *st_graph_format_name(st_graph_format f);
@@ -96,37 +93,37 @@ const char *st_graph_format_name(st_graph_format f);
 bool st_graph_format_parse(const char *s, st_graph_format *out);
 
 typedef struct st_graph {
-    int64_t id;                          /* > 0 */
-    char *name;                          /* heap, NUL-terminated */
+    int64_t id; /* > 0 */
+    char *name; /* heap, NUL-terminated */
     st_graph_format format;
-    char *body;                          /* heap, NUL-terminated; NULL in list results */
-    size_t body_len;                     /* bytes, also set in list results */
-    char hash[ST_HASH_HEX_LEN + 1];      /* content hash, lower-case hex */
-    int64_t created_at;                  /* unix seconds, UTC */
+    char *body;                     /* heap, NUL-terminated; NULL in list results */
+    size_t body_len;                /* bytes, also set in list results */
+    char hash[ST_HASH_HEX_LEN + 1]; /* content hash, lower-case hex */
+    int64_t created_at;             /* unix seconds, UTC */
 } st_graph;
 
 typedef struct st_graph_in {
-    const char *name;     /* 1..ST_NAME_MAX_LEN bytes, no control characters */
+    const char *name; /* 1..ST_NAME_MAX_LEN bytes, no control characters */
     st_graph_format format;
-    const char *body;     /* body_len bytes, need not be NUL-terminated */
-    size_t body_len;      /* > 0 */
-    const char *hash;     /* 64 hex digits chosen by the caller (e.g. the planner's
-                           * module hash, so JSON and MLIR of one module dedup), or
-                           * NULL: SHA-256 of the format name, a NUL, and the body */
+    const char *body; /* body_len bytes, need not be NUL-terminated */
+    size_t body_len;  /* > 0 */
+    const char *hash; /* 64 hex digits chosen by the caller (e.g. the planner's
+                       * module hash, so JSON and MLIR of one module dedup), or
+                       * NULL: SHA-256 of the format name, a NUL, and the body */
 } st_graph_in;
 
 typedef struct st_graph_query {
-    size_t limit;           /* 0 = ST_LIST_DEFAULT_LIMIT */
-    int64_t after_id;       /* cursor: rows with id > after_id; 0 = from the start */
-    const char *name;       /* exact name, or NULL for any */
-    bool has_format;        /* filter by format */
+    size_t limit;     /* 0 = ST_LIST_DEFAULT_LIMIT */
+    int64_t after_id; /* cursor: rows with id > after_id; 0 = from the start */
+    const char *name; /* exact name, or NULL for any */
+    bool has_format;  /* filter by format */
     st_graph_format format;
     int64_t created_after;  /* created_at >= this, unix seconds; 0 = no bound */
     int64_t created_before; /* created_at < this, unix seconds; 0 = no bound */
 } st_graph_query;
 
 typedef struct st_graph_list {
-    st_graph *items;    /* heap array of n_items; bodies are NULL */
+    st_graph *items; /* heap array of n_items; bodies are NULL */
     size_t n_items;
     int64_t next_after; /* cursor for the next page, 0 when none */
 } st_graph_list;
@@ -219,7 +216,7 @@ typedef struct st_plan {
     int64_t mesh_id;                /* stored mesh used, 0 if none / deleted */
     char *options;                  /* heap JSON object */
     size_t options_len;
-    char *body;                     /* heap plan JSON; NULL in list results */
+    char *body; /* heap plan JSON; NULL in list results */
     size_t body_len;
     int64_t created_at;
 } st_plan;
@@ -230,7 +227,7 @@ typedef struct st_plan_in {
     int64_t mesh_id;     /* 0, or must exist (CM_ENOTFOUND at /mesh_id) */
     const char *options; /* JSON, or NULL for "{}" */
     size_t options_len;
-    const char *body;    /* the plan JSON, body_len > 0 bytes */
+    const char *body; /* the plan JSON, body_len > 0 bytes */
     size_t body_len;
 } st_plan_in;
 
@@ -280,17 +277,17 @@ bool st_bench_status_parse(const char *s, st_bench_status *out);
 
 typedef struct st_bench {
     int64_t id;
-    int64_t plan_id;         /* 0 if none / deleted */
-    char *spec;              /* heap JSON: the request as accepted */
+    int64_t plan_id; /* 0 if none / deleted */
+    char *spec;      /* heap JSON: the request as accepted */
     size_t spec_len;
     st_bench_status status;
-    double progress;         /* 0..1 */
-    char *results;           /* heap JSON, NULL until set; NULL in list results */
+    double progress; /* 0..1 */
+    char *results;   /* heap JSON, NULL until set; NULL in list results */
     size_t results_len;
-    char *error;             /* heap message, NULL unless failed with one */
-    char *webhook_url;       /* heap, NULL if none */
-    int64_t created_at;      /* unix seconds */
-    int64_t updated_at;      /* unix seconds */
+    char *error;        /* heap message, NULL unless failed with one */
+    char *webhook_url;  /* heap, NULL if none */
+    int64_t created_at; /* unix seconds */
+    int64_t updated_at; /* unix seconds */
 } st_bench;
 
 typedef struct st_bench_update {
@@ -298,7 +295,7 @@ typedef struct st_bench_update {
     double progress;        /* 0..1 (CM_EINVAL at /progress otherwise) */
     const char *results;    /* JSON, or NULL to keep */
     size_t results_len;
-    const char *error;      /* message, or NULL to keep */
+    const char *error; /* message, or NULL to keep */
 } st_bench_update;
 
 typedef struct st_bench_query {

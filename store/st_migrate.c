@@ -6,9 +6,8 @@
  * keep foreign keys valid (it runs with foreign_keys=ON, so only additive
  * changes are safe as is). Bodies are BLOBs so length() is a byte count that
  * SQLite answers without reading the content. */
-#include "st_int.h"
-
 #include "st_db.h"
+#include "st_int.h"
 
 const st_migration st_migrations[] = {
     {1, "graphs, meshes, plans",

@@ -1,0 +1,817 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * server: the application context (srv_app.h): configuration from flags,
+ * environment and file; the pool of store handles; the plan cache; start,
+ * graceful stop; the `serve` and `token` commands. */
+#include "srv_app.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "srv_int.h"
+
+/* ---- configuration ------------------------------------------------------------------ */
+
+void srv_config_init(srv_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->host, sizeof c->host, "127.0.0.1");
+    c->port = 8080;
+    snprintf(c->db_path, sizeof c->db_path, "var/shardplan.db");
+    snprintf(c->log_path, sizeof c->log_path, "-");
+    c->threads = 4;
+    c->plan_workers = 2;
+    c->max_body_bytes = (size_t)16 << 20;
+    c->request_timeout_s = 30;
+    c->idle_timeout_s = 60;
+    c->drain_s = 10;
+    c->cache_entries = 4096;
+    c->auth = SRV_AUTH_AUTO;
+}
+
+static bool parse_u64(const char *s, unsigned long long lo, unsigned long long hi,
+                      unsigned long long *out)
+{
+    if (s == NULL || *s == '\0' || !isdigit((unsigned char)*s)) {
+        return false;
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned long long mult = 1;
+    if (*end == 'k' || *end == 'K') {
+        mult = 1024;
+        end++;
+    } else if (*end == 'm' || *end == 'M') {
+        mult = 1024 * 1024;
+        end++;
+    }
+    if (errno != 0 || *end != '\0' || v > hi / mult || v * mult < lo) {
+        return false;
+    }
+    *out = v * mult;
+    return true;
+}
+
+static bool parse_seconds(const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > 86400) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* "HOST:PORT", "[V6]:PORT", "HOST" or ":PORT". */
+static bool parse_listen(srv_config *c, const char *v)
+{
+    char host[SRV_HOST_LEN];
+    const char *port = NULL;
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (close == NULL || (size_t)(close - v - 1) >= sizeof host) {
+            return false;
+        }
+        memcpy(host, v + 1, (size_t)(close - v - 1));
+        host[close - v - 1] = '\0';
+        if (close[1] == ':') {
+            port = close + 2;
+        } else if (close[1] != '\0') {
+            return false;
+        }
+    } else {
+        const char *colon = strrchr(v, ':');
+        if (colon != NULL && strchr(v, ':') != colon) {
+            colon = NULL; /* a bare IPv6 address */
+        }
+        size_t n = colon != NULL ? (size_t)(colon - v) : strlen(v);
+        if (n >= sizeof host) {
+            return false;
+        }
+        memcpy(host, v, n);
+        host[n] = '\0';
+        port = colon != NULL ? colon + 1 : NULL;
+    }
+    if (host[0] != '\0') {
+        struct in6_addr a6;
+        struct in_addr a4;
+        if (strcmp(host, "localhost") == 0) {
+            snprintf(host, sizeof host, "127.0.0.1");
+        }
+        if (inet_pton(AF_INET, host, &a4) != 1 && inet_pton(AF_INET6, host, &a6) != 1) {
+            return false;
+        }
+        snprintf(c->host, sizeof c->host, "%s", host);
+    }
+    if (port != NULL) {
+        unsigned long long p = 0;
+        if (!parse_u64(port, 0, 65535, &p)) {
+            return false;
+        }
+        c->port = (uint16_t)p;
+    }
+    return true;
+}
+
+static bool parse_bool(const char *v, bool *out)
+{
+    if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 ||
+        strcmp(v, "on") == 0) {
+        *out = true;
+        return true;
+    }
+    if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0 || strcmp(v, "no") == 0 ||
+        strcmp(v, "off") == 0) {
+        *out = false;
+        return true;
+    }
+    return false;
+}
+
+cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_error *err)
+{
+    unsigned long long u = 0;
+    bool ok = true;
+    if (value == NULL) {
+        return cm_error_set(err, CM_EINVAL, NULL, "option '%s' needs a value", name);
+    }
+    if (strcmp(name, "listen") == 0) {
+        ok = parse_listen(c, value);
+    } else if (strcmp(name, "db") == 0) {
+        ok = value[0] != '\0' && strlen(value) < sizeof c->db_path;
+        if (ok) {
+            snprintf(c->db_path, sizeof c->db_path, "%s", value);
+        }
+    } else if (strcmp(name, "log") == 0) {
+        ok = strlen(value) < sizeof c->log_path;
+        if (ok) {
+            snprintf(c->log_path, sizeof c->log_path, "%s", value);
+        }
+    } else if (strcmp(name, "threads") == 0) {
+        ok = parse_u64(value, 1, 256, &u);
+        c->threads = ok ? (unsigned)u : c->threads;
+    } else if (strcmp(name, "plan-workers") == 0) {
+        ok = parse_u64(value, 1, 256, &u);
+        c->plan_workers = ok ? (unsigned)u : c->plan_workers;
+    } else if (strcmp(name, "max-body") == 0) {
+        ok = parse_u64(value, 1, (unsigned long long)1 << 34, &u);
+        c->max_body_bytes = ok ? (size_t)u : c->max_body_bytes;
+    } else if (strcmp(name, "timeout") == 0) {
+        ok = parse_seconds(value, &c->request_timeout_s) && c->request_timeout_s > 0;
+    } else if (strcmp(name, "idle-timeout") == 0) {
+        ok = parse_u64(value, 0, 86400, &u);
+        c->idle_timeout_s = ok ? (unsigned)u : c->idle_timeout_s;
+    } else if (strcmp(name, "drain") == 0) {
+        ok = parse_seconds(value, &c->drain_s);
+    } else if (strcmp(name, "cache") == 0) {
+        ok = parse_u64(value, 0, 1u << 24, &u);
+        c->cache_entries = ok ? (size_t)u : c->cache_entries;
+    } else if (strcmp(name, "auth") == 0) {
+        if (strcmp(value, "auto") == 0) {
+            c->auth = SRV_AUTH_AUTO;
+        } else if (strcmp(value, "on") == 0) {
+            c->auth = SRV_AUTH_ON;
+        } else if (strcmp(value, "off") == 0) {
+            c->auth = SRV_AUTH_OFF;
+        } else {
+            ok = false;
+        }
+    } else if (strcmp(name, "insecure") == 0) {
+        ok = parse_bool(value, &c->insecure);
+    } else {
+        return cm_error_set(err, CM_EINVAL, NULL, "unknown option '%s'", name);
+    }
+    if (!ok) {
+        char path[80];
+        snprintf(path, sizeof path, "/%s", name);
+        return cm_error_set(err, CM_EINVAL, path, "bad value '%s' for option '%s'", value, name);
+    }
+    return CM_OK;
+}
+
+static const char *const option_names[] = {"listen",       "db",       "log",  "threads",
+                                           "plan-workers", "max-body", "timeout",
+                                           "idle-timeout", "drain",    "cache", "auth",
+                                           "insecure"};
+
+cm_status srv_config_from_env(srv_config *c, cm_error *err)
+{
+    for (size_t i = 0; i < sizeof option_names / sizeof option_names[0]; i++) {
+        char var[64] = "SHARDPLAN_";
+        size_t n = strlen(var);
+        for (const char *p = option_names[i]; *p != '\0' && n + 1 < sizeof var; p++) {
+            var[n++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+        }
+        var[n] = '\0';
+        const char *v = getenv(var);
+        if (v != NULL && srv_config_set(c, option_names[i], v, err) != CM_OK) {
+            return err != NULL ? err->code : CM_EINVAL;
+        }
+    }
+    return CM_OK;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) {
+        s++;
+    }
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1])) {
+        s[--n] = '\0';
+    }
+    return s;
+}
+
+cm_status srv_config_from_file(srv_config *c, const char *path, cm_error *err)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return cm_error_set(err, CM_EIO, NULL, "cannot open config %s: %s", path,
+                            strerror(errno));
+    }
+    char line[2048];
+    unsigned lineno = 0;
+    cm_status st = CM_OK;
+    while (st == CM_OK && fgets(line, sizeof line, f) != NULL) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash != NULL) {
+            *hash = '\0';
+        }
+        char *s = trim(line);
+        if (*s == '\0') {
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        char where[64];
+        snprintf(where, sizeof where, "%u", lineno);
+        if (eq == NULL) {
+            st = cm_error_set(err, CM_EINVAL, where, "%s:%u: expected name = value", path,
+                              lineno);
+            break;
+        }
+        *eq = '\0';
+        cm_error e;
+        cm_error_clear(&e);
+        if (srv_config_set(c, trim(s), trim(eq + 1), &e) != CM_OK) {
+            st = cm_error_set(err, e.code, where, "%s:%u: %s", path, lineno, e.msg);
+        }
+    }
+    fclose(f);
+    return st;
+}
+
+bool srv_host_is_loopback(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1) {
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    }
+    if (inet_pton(AF_INET6, host, &a6) == 1) {
+        static const uint8_t lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        return memcmp(a6.s6_addr, lo, 16) == 0;
+    }
+    return false;
+}
+
+/* ---- store pool and cache ---------------------------------------------------------------- */
+
+st_db *srv_app_db_acquire(srv_app *app)
+{
+    pthread_mutex_lock(&app->db_mu);
+    while (app->n_free == 0) {
+        pthread_cond_wait(&app->db_cv, &app->db_mu);
+    }
+    st_db *db = app->free_dbs[--app->n_free];
+    pthread_mutex_unlock(&app->db_mu);
+    return db;
+}
+
+void srv_app_db_release(srv_app *app, st_db *db)
+{
+    if (db == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&app->db_mu);
+    app->free_dbs[app->n_free++] = db;
+    pthread_cond_signal(&app->db_cv);
+    pthread_mutex_unlock(&app->db_mu);
+}
+
+srv_blob *srv_blob_create(const char *data, size_t len)
+{
+    srv_blob *b = cm_alloc(sizeof *b + len + 1);
+    if (b == NULL) {
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    b->len = len;
+    memcpy(b->data, data, len);
+    b->data[len] = '\0';
+    return b;
+}
+
+void srv_blob_release(void *blob)
+{
+    srv_blob *b = blob;
+    if (b != NULL && atomic_fetch_sub(&b->refs, 1) == 1) {
+        cm_free(b);
+    }
+}
+
+static size_t slot_of(const srv_app *app, uint64_t h)
+{
+    return (size_t)(h * 0x9E3779B97F4A7C15ull >> 20) % app->n_slots;
+}
+
+srv_blob *srv_cache_get(srv_app *app, int64_t id)
+{
+    if (app->n_slots == 0) {
+        return NULL;
+    }
+    srv_blob *b = NULL;
+    pthread_mutex_lock(&app->cache_mu);
+    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
+    if (s->id == id && s->blob != NULL) {
+        b = s->blob;
+        atomic_fetch_add(&b->refs, 1);
+    }
+    pthread_mutex_unlock(&app->cache_mu);
+    return b;
+}
+
+void srv_cache_put(srv_app *app, int64_t id, srv_blob *blob)
+{
+    if (app->n_slots == 0) {
+        return;
+    }
+    atomic_fetch_add(&blob->refs, 1);
+    pthread_mutex_lock(&app->cache_mu);
+    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
+    srv_blob *old = s->blob;
+    s->id = id;
+    s->blob = blob;
+    pthread_mutex_unlock(&app->cache_mu);
+    srv_blob_release(old);
+}
+
+void srv_cache_drop(srv_app *app, int64_t id)
+{
+    if (app->n_slots == 0) {
+        return;
+    }
+    srv_blob *old = NULL;
+    pthread_mutex_lock(&app->cache_mu);
+    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
+    if (s->id == id) {
+        old = s->blob;
+        s->blob = NULL;
+        s->id = 0;
+    }
+    for (size_t i = 0; i < app->n_slots; i++) {
+        if (app->keys[i].id == id) {
+            app->keys[i].id = 0;
+        }
+    }
+    pthread_mutex_unlock(&app->cache_mu);
+    srv_blob_release(old);
+}
+
+static uint64_t key_u64(const uint8_t key[CM_SHA256_LEN])
+{
+    uint64_t h = 0;
+    memcpy(&h, key, sizeof h);
+    return h;
+}
+
+int64_t srv_cache_key_get(srv_app *app, const uint8_t key[CM_SHA256_LEN])
+{
+    if (app->n_slots == 0) {
+        return 0;
+    }
+    int64_t id = 0;
+    pthread_mutex_lock(&app->cache_mu);
+    const srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
+    if (s->id != 0 && memcmp(s->key, key, CM_SHA256_LEN) == 0) {
+        id = s->id;
+    }
+    pthread_mutex_unlock(&app->cache_mu);
+    return id;
+}
+
+void srv_cache_key_put(srv_app *app, const uint8_t key[CM_SHA256_LEN], int64_t id)
+{
+    if (app->n_slots == 0) {
+        return;
+    }
+    pthread_mutex_lock(&app->cache_mu);
+    srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
+    memcpy(s->key, key, CM_SHA256_LEN);
+    s->id = id;
+    pthread_mutex_unlock(&app->cache_mu);
+}
+
+void srv_cache_keys_clear(srv_app *app)
+{
+    pthread_mutex_lock(&app->cache_mu);
+    for (size_t i = 0; i < app->n_slots; i++) {
+        app->keys[i].id = 0;
+    }
+    pthread_mutex_unlock(&app->cache_mu);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+static cm_status make_parent_dir(const char *path, cm_error *err)
+{
+    char dir[SRV_PATH_LEN];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir) {
+        return CM_OK;
+    }
+    *slash = '\0';
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        return cm_error_set(err, CM_EIO, NULL, "cannot create %s: %s", dir, strerror(errno));
+    }
+    return CM_OK;
+}
+
+static bool any_token(st_db *db)
+{
+    st_token_query q;
+    st_token_query_init(&q);
+    q.limit = 1;
+    st_token_list l;
+    memset(&l, 0, sizeof l);
+    bool any = st_token_list_query(db, &q, &l, NULL) == CM_OK && l.n_items > 0;
+    st_token_list_fini(&l);
+    return any;
+}
+
+cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
+{
+    *out = NULL;
+    srv_app *app = cm_calloc(1, sizeof *app);
+    if (app == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    app->cfg = *c;
+    app->log_fd = -1;
+    pthread_mutex_init(&app->db_mu, NULL);
+    pthread_cond_init(&app->db_cv, NULL);
+    pthread_mutex_init(&app->cache_mu, NULL);
+    pthread_mutex_init(&app->job_mu, NULL);
+    pthread_cond_init(&app->job_cv, NULL);
+    srv_metrics_init(&app->metrics);
+    atomic_init(&app->generation, 1);
+    cm_status st = make_parent_dir(c->db_path, err);
+    /* one handle per HTTP thread and per plan worker, plus one spare */
+    size_t n = (size_t)c->threads + c->plan_workers + 1;
+    app->dbs = cm_calloc(n, sizeof *app->dbs);
+    app->free_dbs = cm_calloc(n, sizeof *app->free_dbs);
+    if (st == CM_OK && (app->dbs == NULL || app->free_dbs == NULL)) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; st == CM_OK && i < n; i++) {
+        st = st_db_open(c->db_path, &app->dbs[i], err);
+        if (st == CM_OK) {
+            app->free_dbs[app->n_free++] = app->dbs[i];
+            app->n_dbs++;
+        }
+    }
+    if (st == CM_OK && c->cache_entries > 0) {
+        app->n_slots = c->cache_entries < SRV_CACHE_SLOTS_MIN ? SRV_CACHE_SLOTS_MIN
+                                                              : c->cache_entries;
+        app->cache = cm_calloc(app->n_slots, sizeof *app->cache);
+        app->keys = cm_calloc(app->n_slots, sizeof *app->keys);
+        if (app->cache == NULL || app->keys == NULL) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+    }
+    if (st == CM_OK) {
+        bool loopback = srv_host_is_loopback(c->host);
+        app->auth = c->auth == SRV_AUTH_ON || (!loopback && !c->insecure && c->auth != SRV_AUTH_OFF);
+        if (!loopback && !c->insecure && c->auth == SRV_AUTH_OFF) {
+            st = cm_error_set(err, CM_ECONFLICT, NULL,
+                              "refusing auth=off on non-loopback address %s without --insecure",
+                              c->host);
+        } else if (!loopback && app->auth && !any_token(app->dbs[0])) {
+            st = cm_error_set(err, CM_ECONFLICT, NULL,
+                              "refusing to listen on non-loopback address %s without any API "
+                              "token: create one with `shardplan token create --scope admin` "
+                              "or pass --insecure",
+                              c->host);
+        }
+    }
+    if (st == CM_OK && strcmp(c->log_path, "-") == 0) {
+        app->log_fd = STDERR_FILENO;
+    } else if (st == CM_OK && c->log_path[0] != '\0') {
+        app->log_fd = open(c->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (app->log_fd < 0) {
+            st = cm_error_set(err, CM_EIO, NULL, "cannot open log %s: %s", c->log_path,
+                              strerror(errno));
+        } else {
+            app->own_log_fd = true;
+        }
+    }
+    if (st != CM_OK) {
+        srv_app_destroy(app);
+        return st;
+    }
+    *out = app;
+    return CM_OK;
+}
+
+cm_status srv_app_start(srv_app *app, cm_error *err)
+{
+    srv_http_opts o;
+    memset(&o, 0, sizeof o);
+    o.host = app->cfg.host;
+    o.port = app->cfg.port;
+    o.threads = app->cfg.threads;
+    o.max_body_bytes = app->cfg.max_body_bytes;
+    o.idle_timeout_s = app->cfg.idle_timeout_s;
+    o.log_fd = app->log_fd;
+    o.handler = srv_routes_handle;
+    o.done = srv_routes_done;
+    o.cls = app;
+    cm_status st = srv_http_start(&o, &app->http, err);
+    app->running = st == CM_OK;
+    return st;
+}
+
+uint16_t srv_app_port(const srv_app *app)
+{
+    return app->http != NULL ? srv_http_port(app->http) : 0;
+}
+
+unsigned srv_app_in_flight(const srv_app *app)
+{
+    return app->http != NULL ? srv_http_in_flight(app->http) : 0;
+}
+
+bool srv_app_auth_required(const srv_app *app)
+{
+    return app->auth;
+}
+
+void srv_app_stop(srv_app *app)
+{
+    if (app == NULL || !app->running) {
+        return;
+    }
+    srv_http_stop(app->http, app->cfg.drain_s);
+    app->http = NULL;
+    app->running = false;
+    /* plan jobs abandoned by a timed-out request still run: wait for them */
+    pthread_mutex_lock(&app->job_mu);
+    while (app->jobs_running > 0) {
+        pthread_cond_wait(&app->job_cv, &app->job_mu);
+    }
+    pthread_mutex_unlock(&app->job_mu);
+}
+
+void srv_app_destroy(srv_app *app)
+{
+    if (app == NULL) {
+        return;
+    }
+    srv_app_stop(app);
+    for (size_t i = 0; i < app->n_dbs; i++) {
+        st_db_close(app->dbs[i]);
+    }
+    for (size_t i = 0; i < app->n_slots && app->cache != NULL; i++) {
+        srv_blob_release(app->cache[i].blob);
+    }
+    cm_free(app->cache);
+    cm_free(app->keys);
+    cm_free(app->dbs);
+    cm_free(app->free_dbs);
+    if (app->own_log_fd) {
+        close(app->log_fd);
+    }
+    pthread_mutex_destroy(&app->db_mu);
+    pthread_cond_destroy(&app->db_cv);
+    pthread_mutex_destroy(&app->cache_mu);
+    pthread_mutex_destroy(&app->job_mu);
+    pthread_cond_destroy(&app->job_cv);
+    cm_free(app);
+}
+
+/* ---- commands --------------------------------------------------------------------------- */
+
+static void serve_usage(FILE *f)
+{
+    fputs("usage: shardplan serve [--listen HOST:PORT] [--db PATH] [--config FILE]\n"
+          "         [--log -|FILE|''] [--threads N] [--plan-workers N] [--max-body BYTES]\n"
+          "         [--timeout SECONDS] [--idle-timeout SECONDS] [--drain SECONDS]\n"
+          "         [--cache N] [--auth auto|on|off] [--insecure]\n"
+          "Every option also comes from SHARDPLAN_<NAME> (SHARDPLAN_LISTEN, SHARDPLAN_DB, ...)\n"
+          "and from the config file (name = value lines). Precedence: flags, then\n"
+          "environment, then file, then defaults.\n",
+          f);
+}
+
+/* Flags override the environment, which overrides the file: the file is
+ * found first (flag or SHARDPLAN_CONFIG), then applied in that order. */
+static int load_config(int argc, char **argv, srv_config *c, const char *cmd)
+{
+    const char *file = getenv("SHARDPLAN_CONFIG");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            file = argv[i + 1];
+        } else if (strncmp(argv[i], "--config=", 9) == 0) {
+            file = argv[i] + 9;
+        }
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    srv_config_init(c);
+    if (file != NULL && srv_config_from_file(c, file, &err) != CM_OK) {
+        fprintf(stderr, "shardplan %s: %s\n", cmd, err.msg);
+        return 2;
+    }
+    if (srv_config_from_env(c, &err) != CM_OK) {
+        fprintf(stderr, "shardplan %s: environment: %s\n", cmd, err.msg);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            continue; /* positional arguments belong to the subcommand */
+        }
+        char name[64];
+        const char *value = NULL;
+        const char *eq = strchr(a, '=');
+        size_t n = eq != NULL ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (n >= sizeof name) {
+            fprintf(stderr, "shardplan %s: unknown option '%s'\n", cmd, a);
+            return 2;
+        }
+        memcpy(name, a + 2, n);
+        name[n] = '\0';
+        if (strcmp(name, "config") == 0) {
+            i += eq == NULL;
+            continue;
+        }
+        if (strcmp(name, "help") == 0) {
+            serve_usage(stdout);
+            return 1;
+        }
+        if (strcmp(name, "insecure") == 0 && eq == NULL) {
+            value = "true";
+        } else if (strcmp(name, "scope") == 0 || strcmp(name, "label") == 0) {
+            i += eq == NULL; /* token options, read by the token command */
+            continue;
+        } else if (eq != NULL) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        }
+        if (srv_config_set(c, name, value, &err) != CM_OK) {
+            fprintf(stderr, "shardplan %s: %s\n", cmd, err.msg);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+int srv_serve_main(int argc, char **argv, volatile sig_atomic_t *stop)
+{
+    srv_config c;
+    int rc = load_config(argc, argv, &c, "serve");
+    if (rc != 0) {
+        return rc == 1 ? 0 : rc;
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    srv_app *app = NULL;
+    if (srv_app_create(&c, &app, &err) != CM_OK) {
+        fprintf(stderr, "shardplan serve: %s\n", err.msg);
+        return 1;
+    }
+    if (srv_app_start(app, &err) != CM_OK) {
+        fprintf(stderr, "shardplan serve: %s\n", err.msg);
+        srv_app_destroy(app);
+        return 1;
+    }
+    bool v6 = strchr(c.host, ':') != NULL;
+    fprintf(stderr, "shardplan: listening on http://%s%s%s:%u/ (db %s, auth %s)\n",
+            v6 ? "[" : "", c.host, v6 ? "]" : "", (unsigned)srv_app_port(app), c.db_path,
+            srv_app_auth_required(app) ? "on" : "off");
+    while (*stop == 0) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "shardplan: stopping (draining in-flight requests)\n");
+    srv_app_destroy(app);
+    fprintf(stderr, "shardplan: stopped\n");
+    return 0;
+}
+
+static void token_usage(FILE *f)
+{
+    fputs("usage: shardplan token create --scope read|write|admin [--label L] [--db PATH]\n"
+          "       shardplan token list [--db PATH]\n"
+          "       shardplan token revoke ID [--db PATH]\n",
+          f);
+}
+
+int srv_token_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        token_usage(stderr);
+        return 2;
+    }
+    srv_config c;
+    int rc = load_config(argc - 1, argv + 1, &c, "token");
+    if (rc != 0) {
+        return rc == 1 ? 0 : rc;
+    }
+    const char *scope_s = NULL, *label = NULL, *pos = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--scope") == 0 && i + 1 < argc) {
+            scope_s = argv[++i];
+        } else if (strncmp(argv[i], "--scope=", 8) == 0) {
+            scope_s = argv[i] + 8;
+        } else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc) {
+            label = argv[++i];
+        } else if (strncmp(argv[i], "--label=", 8) == 0) {
+            label = argv[i] + 8;
+        } else if (strncmp(argv[i], "--", 2) == 0) {
+            i += strchr(argv[i], '=') == NULL && strcmp(argv[i], "--insecure") != 0;
+        } else if (pos == NULL) {
+            pos = argv[i];
+        }
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    if (make_parent_dir(c.db_path, &err) != CM_OK) {
+        fprintf(stderr, "shardplan token: %s\n", err.msg);
+        return 1;
+    }
+    st_db *db = NULL;
+    if (st_db_open(c.db_path, &db, &err) != CM_OK) {
+        fprintf(stderr, "shardplan token: %s: %s\n", c.db_path, err.msg);
+        return 1;
+    }
+    rc = 0;
+    if (strcmp(argv[1], "create") == 0) {
+        st_scope scope;
+        if (scope_s == NULL || !st_scope_parse(scope_s, &scope)) {
+            token_usage(stderr);
+            rc = 2;
+        } else {
+            char tok[ST_TOKEN_LEN + 1];
+            int64_t id = 0;
+            if (st_token_create(db, scope, label, tok, &id, &err) != CM_OK) {
+                fprintf(stderr, "shardplan token: %s\n", err.msg);
+                rc = 1;
+            } else {
+                printf("%s\n", tok);
+                fprintf(stderr, "token %lld (scope %s) created; it is shown only once\n",
+                        (long long)id, st_scope_name(scope));
+            }
+        }
+    } else if (strcmp(argv[1], "list") == 0) {
+        st_token_query q;
+        st_token_query_init(&q);
+        q.limit = ST_LIST_MAX_LIMIT;
+        st_token_list l;
+        memset(&l, 0, sizeof l);
+        if (st_token_list_query(db, &q, &l, &err) != CM_OK) {
+            fprintf(stderr, "shardplan token: %s\n", err.msg);
+            rc = 1;
+        } else {
+            printf("%-6s %-14s %-6s %s\n", "ID", "PREFIX", "SCOPE", "LABEL");
+            for (size_t i = 0; i < l.n_items; i++) {
+                printf("%-6lld %-14s %-6s %s\n", (long long)l.items[i].id, l.items[i].prefix,
+                       st_scope_name(l.items[i].scope), l.items[i].label);
+            }
+        }
+        st_token_list_fini(&l);
+    } else if (strcmp(argv[1], "revoke") == 0 && pos != NULL) {
+        if (st_token_delete(db, strtoll(pos, NULL, 10), &err) != CM_OK) {
+            fprintf(stderr, "shardplan token: %s\n", err.msg);
+            rc = 1;
+        }
+    } else {
+        token_usage(stderr);
+        rc = 2;
+    }
+    st_db_close(db);
+    return rc;
+}

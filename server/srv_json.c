@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * server: jansson codecs for the HTTP API and the client (srv_json.h).
+ * Every json_t below is marked new or borrowed; new references are released
+ * at the function's out: label. */
+#include "srv_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static cm_status syntax_error(const json_error_t *je, cm_error *err)
+{
+    return cm_error_set(err, CM_EINVAL, "", "invalid JSON at line %d, column %d: %s", je->line,
+                        je->column, je->text);
+}
+
+/* A compact dump of j copied into arena a. */
+static const char *dump_to_arena(const json_t *j, cm_arena *a, size_t *len_out)
+{
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s == NULL) {
+        return NULL;
+    }
+    size_t n = strlen(s);
+    char *copy = cm_arena_strndup(a, s, n);
+    free(s);
+    *len_out = n;
+    return copy;
+}
+
+static bool dump_to_buf(const json_t *j, cm_buf *out)
+{
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s == NULL) {
+        return false;
+    }
+    cm_buf_puts(out, s);
+    free(s);
+    return !out->oom;
+}
+
+bool srv_json_is_plan_envelope(const char *body, size_t len)
+{
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    bool env = j != NULL && json_is_object(j) &&
+               (json_object_get(j, "graph") != NULL || json_object_get(j, "mlir") != NULL ||
+                json_object_get(j, "graph_id") != NULL);
+    json_decref(j);
+    return env;
+}
+
+cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, srv_plan_req *out,
+                                   cm_error *err)
+{
+    memset(out, 0, sizeof *out);
+    json_error_t je;
+    cm_status st = CM_OK;
+    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    if (j == NULL) {
+        return syntax_error(&je, err);
+    }
+    if (!json_is_object(j)) {
+        st = cm_error_set(err, CM_EINVAL, "", "expected a JSON object");
+        goto out;
+    }
+    const char *key;
+    json_t *v; /* borrowed */
+    int n_sources = 0;
+    json_object_foreach(j, key, v)
+    {
+        char path[CM_ERROR_PATH_LEN];
+        snprintf(path, sizeof path, "/%s", key);
+        if (strcmp(key, "graph") == 0) {
+            if (!json_is_object(v)) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected a graph document (object)");
+                goto out;
+            }
+            out->graph = dump_to_arena(v, a, &out->graph_len);
+            n_sources++;
+            if (out->graph == NULL) {
+                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                goto out;
+            }
+        } else if (strcmp(key, "mlir") == 0) {
+            if (!json_is_string(v)) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected MLIR text (string)");
+                goto out;
+            }
+            out->mlir_len = json_string_length(v);
+            out->mlir = cm_arena_strndup(a, json_string_value(v), out->mlir_len);
+            n_sources++;
+        } else if (strcmp(key, "graph_id") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected a graph id (positive integer)");
+                goto out;
+            }
+            out->graph_id = (int64_t)json_integer_value(v);
+            n_sources++;
+        } else if (strcmp(key, "mesh") == 0) {
+            if (json_is_string(v)) {
+                out->mesh_name = cm_arena_strdup(a, json_string_value(v));
+            } else if (json_is_object(v)) {
+                out->mesh = dump_to_arena(v, a, &out->mesh_len);
+                json_t *nm = json_object_get(v, "name"); /* borrowed */
+                if (nm != NULL && !json_is_string(nm)) {
+                    st = cm_error_set(err, CM_EINVAL, "/mesh/name", "expected a string");
+                    goto out;
+                }
+                out->mesh_name = cm_arena_strdup(a, nm != NULL ? json_string_value(nm) : "mesh");
+            } else if (!json_is_null(v)) {
+                st = cm_error_set(err, CM_EINVAL, path,
+                                  "expected a stored mesh name or a mesh object");
+                goto out;
+            }
+        } else if (strcmp(key, "options") == 0) {
+            if (!json_is_object(v)) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected an object");
+                goto out;
+            }
+            const char *ok;
+            json_t *ov; /* borrowed */
+            json_object_foreach(v, ok, ov)
+            {
+                char opath[CM_ERROR_PATH_LEN];
+                snprintf(opath, sizeof opath, "/options/%s", ok);
+                if (strcmp(ok, "pass") == 0 && json_is_string(ov)) {
+                    out->pass = cm_arena_strdup(a, json_string_value(ov));
+                } else if (strcmp(ok, "pass") == 0) {
+                    st = cm_error_set(err, CM_EINVAL, opath, "expected a pass name (string)");
+                    goto out;
+                } else {
+                    st = cm_error_set(err, CM_EINVAL, opath, "unknown option '%s'", ok);
+                    goto out;
+                }
+            }
+        } else if (strcmp(key, "name") == 0) {
+            if (!json_is_string(v)) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected a string");
+                goto out;
+            }
+            out->name = cm_arena_strdup(a, json_string_value(v));
+        } else {
+            st = cm_error_set(err, CM_EINVAL, path, "unknown member '%s'", key);
+            goto out;
+        }
+    }
+    if (n_sources != 1) {
+        st = cm_error_set(err, CM_EINVAL, "",
+                          "give exactly one of \"graph\", \"mlir\" and \"graph_id\"");
+    }
+out:
+    json_decref(j);
+    return st;
+}
+
+/* Replaces (or adds) the axes etc. of the mesh in meshes. */
+static cm_status apply_mesh(json_t *doc, const srv_named_doc *mesh, cm_error *err)
+{
+    json_error_t je;
+    json_t *m = json_loadb(mesh->body, mesh->body_len, 0, &je); /* new */
+    if (m == NULL) {
+        return syntax_error(&je, err);
+    }
+    cm_status st = CM_OK;
+    if (!json_is_object(m)) {
+        st = cm_error_set(err, CM_EINVAL, "/mesh", "expected a mesh object");
+        goto out;
+    }
+    json_t *meshes = json_object_get(doc, "meshes"); /* borrowed */
+    if (meshes == NULL) {
+        meshes = json_array();
+        if (meshes == NULL || json_object_set_new(doc, "meshes", meshes) != 0) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            goto out;
+        }
+    }
+    if (!json_is_array(meshes)) {
+        st = cm_error_set(err, CM_EINVAL, "/meshes", "expected an array");
+        goto out;
+    }
+    size_t idx = (size_t)-1, i;
+    json_t *x; /* borrowed */
+    json_array_foreach(meshes, i, x)
+    {
+        json_t *nm = json_object_get(x, "name"); /* borrowed */
+        if (json_is_string(nm) && strcmp(json_string_value(nm), mesh->name) == 0) {
+            idx = i;
+        }
+    }
+    if (idx == (size_t)-1 && json_array_size(meshes) == 1) {
+        idx = 0;
+    }
+    if (idx == (size_t)-1 && json_array_size(meshes) > 1) {
+        st = cm_error_set(err, CM_EINVAL, "/mesh",
+                          "the graph has several meshes and none is named '%s'", mesh->name);
+        goto out;
+    }
+    json_t *copy = json_deep_copy(m); /* new */
+    if (copy == NULL) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    json_t *nm = NULL; /* new: the name the document's shardings use */
+    if (idx != (size_t)-1) {
+        nm = json_incref(json_object_get(json_array_get(meshes, idx), "name"));
+    }
+    json_object_set_new(copy, "name", nm != NULL ? nm : json_string(mesh->name));
+    if (idx != (size_t)-1) {
+        json_array_set_new(meshes, idx, copy);
+    } else {
+        json_array_append_new(meshes, copy);
+    }
+out:
+    json_decref(m);
+    return st;
+}
+
+cm_status srv_json_graph_merge(const char *graph, size_t len, const srv_named_doc *mesh,
+                               const srv_named_doc *rules, size_t n_rules, cm_buf *out,
+                               cm_error *err)
+{
+    json_error_t je;
+    json_t *doc = json_loadb(graph, len, 0, &je); /* new */
+    if (doc == NULL) {
+        return syntax_error(&je, err);
+    }
+    cm_status st = CM_OK;
+    if (!json_is_object(doc)) {
+        st = cm_error_set(err, CM_EINVAL, "", "expected a graph document (object)");
+        goto out;
+    }
+    if (mesh != NULL) {
+        st = apply_mesh(doc, mesh, err);
+        if (st != CM_OK) {
+            goto out;
+        }
+    }
+    if (n_rules > 0) {
+        json_t *cr = json_object_get(doc, "custom_rules"); /* borrowed */
+        if (cr == NULL) {
+            cr = json_object();
+            json_object_set_new(doc, "custom_rules", cr);
+        }
+        if (!json_is_object(cr)) {
+            st = cm_error_set(err, CM_EINVAL, "/custom_rules", "expected an object");
+            goto out;
+        }
+        for (size_t i = 0; i < n_rules; i++) {
+            if (json_object_get(cr, rules[i].name) != NULL) {
+                continue; /* the document's own rule wins */
+            }
+            json_t *r = json_loadb(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, &je);
+            if (r == NULL) {
+                st = cm_error_set(err, CM_EINTERNAL, NULL, "stored rule '%s' is not JSON",
+                                  rules[i].name);
+                goto out;
+            }
+            json_object_set_new(cr, rules[i].name, r);
+        }
+    }
+    if (!dump_to_buf(doc, out)) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+out:
+    json_decref(doc);
+    return st;
+}
+
+cm_status srv_json_mesh_graph(const char *name, const char *body, size_t len, cm_buf *out,
+                              cm_error *err)
+{
+    json_error_t je;
+    json_t *m = json_loadb(body, len, 0, &je); /* new */
+    if (m == NULL) {
+        return syntax_error(&je, err);
+    }
+    cm_status st = CM_OK;
+    json_t *doc = NULL; /* new */
+    if (!json_is_object(m)) {
+        st = cm_error_set(err, CM_EINVAL, "", "expected a mesh object {\"axes\": [...]}");
+        goto out;
+    }
+    json_object_set_new(m, "name", json_string(name));
+    doc = json_pack("{s:[O],s:[]}", "meshes", m, "ops");
+    if (doc == NULL || !dump_to_buf(doc, out)) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+out:
+    json_decref(doc);
+    json_decref(m);
+    return st;
+}
+
+cm_status srv_json_rules_graph(const srv_named_doc *rules, size_t n, cm_buf *out, cm_error *err)
+{
+    cm_status st = CM_OK;
+    json_t *cr = json_object();                        /* new */
+    json_t *doc = json_pack("{s:O,s:[]}", "custom_rules", cr, "ops"); /* new */
+    if (cr == NULL || doc == NULL) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_error_t je;
+        json_t *r = json_loadb(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, &je); /* new */
+        if (r == NULL) {
+            st = syntax_error(&je, err);
+            goto out;
+        }
+        json_object_set_new(cr, rules[i].name, r);
+    }
+    if (!dump_to_buf(doc, out)) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+out:
+    json_decref(doc);
+    json_decref(cr);
+    return st;
+}
+
+cm_status srv_json_check(const char *body, size_t len, bool is_object, cm_error *err)
+{
+    json_error_t je;
+    json_t *j = json_loadb(body, len, JSON_DECODE_ANY, &je); /* new */
+    if (j == NULL) {
+        return syntax_error(&je, err);
+    }
+    cm_status st = CM_OK;
+    if (is_object && !json_is_object(j)) {
+        st = cm_error_set(err, CM_EINVAL, "", "expected a JSON object");
+    }
+    json_decref(j);
+    return st;
+}
+
+const char *srv_json_get_name(const char *body, size_t len, cm_arena *a)
+{
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    const char *name = NULL;
+    if (j != NULL && json_is_string(json_object_get(j, "name"))) {
+        name = cm_arena_strdup(a, json_string_value(json_object_get(j, "name")));
+    }
+    json_decref(j);
+    return name;
+}
+
+cm_status srv_json_run_req_decode(const char *body, size_t len, cm_arena *a, srv_run_req *out,
+                                  cm_error *err)
+{
+    memset(out, 0, sizeof *out);
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    if (j == NULL) {
+        return syntax_error(&je, err);
+    }
+    cm_status st = CM_OK;
+    if (!json_is_object(j)) {
+        st = cm_error_set(err, CM_EINVAL, "", "expected a JSON object");
+        goto out;
+    }
+    const char *key;
+    json_t *v; /* borrowed */
+    json_object_foreach(j, key, v)
+    {
+        char path[CM_ERROR_PATH_LEN];
+        snprintf(path, sizeof path, "/%s", key);
+        if (strcmp(key, "plan_id") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected a plan id (positive integer)");
+                goto out;
+            }
+            out->plan_id = (int64_t)json_integer_value(v);
+        } else if (strcmp(key, "spec") == 0) {
+            if (!json_is_object(v)) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected an object");
+                goto out;
+            }
+            out->spec = dump_to_arena(v, a, &out->spec_len);
+        } else if (strcmp(key, "webhook_url") == 0) {
+            if (!json_is_string(v)) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected a URL (string)");
+                goto out;
+            }
+            out->webhook_url = cm_arena_strdup(a, json_string_value(v));
+        } else {
+            st = cm_error_set(err, CM_EINVAL, path, "unknown member '%s'", key);
+            goto out;
+        }
+    }
+    if (out->plan_id == 0) {
+        st = cm_error_set(err, CM_EINVAL, "/plan_id", "missing: the plan to benchmark");
+        goto out;
+    }
+    if (out->spec == NULL) {
+        out->spec = "{}";
+        out->spec_len = 2;
+    }
+out:
+    json_decref(j);
+    return st;
+}
+
+cm_status srv_json_token_req_decode(const char *body, size_t len, cm_arena *a,
+                                    srv_token_req *out, cm_error *err)
+{
+    memset(out, 0, sizeof *out);
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    if (j == NULL) {
+        return syntax_error(&je, err);
+    }
+    cm_status st = CM_OK;
+    json_t *scope = json_object_get(j, "scope"); /* borrowed */
+    json_t *label = json_object_get(j, "label"); /* borrowed */
+    if (!json_is_string(scope)) {
+        st = cm_error_set(err, CM_EINVAL, "/scope", "expected \"read\", \"write\" or \"admin\"");
+    } else if (label != NULL && !json_is_string(label)) {
+        st = cm_error_set(err, CM_EINVAL, "/label", "expected a string");
+    } else {
+        out->scope = cm_arena_strdup(a, json_string_value(scope));
+        out->label = label != NULL ? cm_arena_strdup(a, json_string_value(label)) : NULL;
+    }
+    json_decref(j);
+    return st;
+}
+
+void srv_json_put_strn(cm_buf *b, const char *s, size_t n)
+{
+    static const char hexd[] = "0123456789abcdef";
+    cm_buf_putc(b, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
+            continue;
+        }
+        cm_buf_append(b, s + run, i - run);
+        run = i + 1;
+        char esc[7] = {'\\', 'u', '0', '0', hexd[c >> 4], hexd[c & 15], 0};
+        switch (c) {
+        case '"':
+            cm_buf_puts(b, "\\\"");
+            break;
+        case '\\':
+            cm_buf_puts(b, "\\\\");
+            break;
+        case '\n':
+            cm_buf_puts(b, "\\n");
+            break;
+        case '\t':
+            cm_buf_puts(b, "\\t");
+            break;
+        case '\r':
+            cm_buf_puts(b, "\\r");
+            break;
+        default:
+            cm_buf_puts(b, esc);
+            break;
+        }
+    }
+    cm_buf_append(b, s + run, n - run);
+    cm_buf_putc(b, '"');
+}
+
+void srv_json_put_str(cm_buf *b, const char *s)
+{
+    srv_json_put_strn(b, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
+}
+
+/* ---- client side ---------------------------------------------------------------------- */
+
+bool srv_json_error_text(const char *body, size_t len, char *buf, size_t cap)
+{
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    json_t *e = j != NULL ? json_object_get(j, "error") : NULL; /* borrowed */
+    bool ok = json_is_object(e);
+    if (ok) {
+        const char *code = json_string_value(json_object_get(e, "code"));
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        const char *path = json_string_value(json_object_get(e, "path"));
+        snprintf(buf, cap, "%s: %s%s%s", code != NULL ? code : "error", msg != NULL ? msg : "",
+                 path != NULL && path[0] != '\0' ? " at " : "", path != NULL ? path : "");
+    }
+    json_decref(j);
+    return ok;
+}
+
+static void print_scalar(const json_t *v, FILE *out, int width)
+{
+    char tmp[64];
+    const char *s = tmp;
+    if (json_is_string(v)) {
+        s = json_string_value(v);
+    } else if (json_is_integer(v)) {
+        snprintf(tmp, sizeof tmp, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    } else if (json_is_real(v)) {
+        snprintf(tmp, sizeof tmp, "%g", json_real_value(v));
+    } else if (json_is_true(v)) {
+        s = "true";
+    } else if (json_is_false(v)) {
+        s = "false";
+    } else if (v == NULL || json_is_null(v)) {
+        s = "-";
+    } else {
+        s = json_is_array(v) ? "[...]" : "{...}";
+    }
+    fprintf(out, "%-*.*s", width, width > 0 ? width : 1 << 20, s);
+}
+
+void srv_json_print_table(const char *body, size_t len, FILE *out)
+{
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    if (j == NULL || !json_is_object(j)) {
+        fwrite(body, 1, len, out);
+        json_decref(j);
+        return;
+    }
+    json_t *items = json_object_get(j, "items"); /* borrowed */
+    if (json_is_array(items)) {
+        const char *cols[16];
+        size_t n_cols = 0;
+        json_t *first = json_array_get(items, 0);
+        const char *key;
+        json_t *v;
+        json_object_foreach(first, key, v)
+        {
+            if (n_cols < 16 && !json_is_object(v) && !json_is_array(v)) {
+                cols[n_cols++] = key;
+            }
+        }
+        for (size_t c = 0; c < n_cols; c++) {
+            fprintf(out, "%-18.18s ", cols[c]);
+        }
+        fputc('\n', out);
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it)
+        {
+            for (size_t c = 0; c < n_cols; c++) {
+                print_scalar(json_object_get(it, cols[c]), out, 18);
+                fputc(' ', out);
+            }
+            fputc('\n', out);
+        }
+        json_t *next = json_object_get(j, "next_after");
+        if (json_is_integer(next) && json_integer_value(next) != 0) {
+            fprintf(out, "(more: --after %" JSON_INTEGER_FORMAT ")\n", json_integer_value(next));
+        }
+    } else {
+        const char *key;
+        json_t *v;
+        json_object_foreach(j, key, v)
+        {
+            fprintf(out, "%-14s ", key);
+            if (json_is_object(v) || json_is_array(v)) {
+                char *s = json_dumps(v, JSON_COMPACT);
+                size_t n = s != NULL ? strlen(s) : 0;
+                if (n > 200) {
+                    fprintf(out, "%.200s... (%zu bytes)", s, n);
+                } else if (s != NULL) {
+                    fputs(s, out);
+                }
+                free(s);
+            } else {
+                print_scalar(v, out, 0);
+            }
+            fputc('\n', out);
+        }
+    }
+    json_decref(j);
+}
+
+cm_status srv_json_plan_envelope(const char *doc, size_t len, bool is_mlir, const char *mesh,
+                                 const char *pass, cm_buf *out, cm_error *err)
+{
+    cm_status st = CM_OK;
+    json_t *env = json_object(); /* new */
+    if (env == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    if (is_mlir) {
+        json_object_set_new(env, "mlir", json_stringn(doc, len));
+    } else {
+        json_error_t je;
+        json_t *g = json_loadb(doc, len, 0, &je); /* new */
+        if (g == NULL) {
+            st = syntax_error(&je, err);
+            goto out;
+        }
+        json_object_set_new(env, "graph", g);
+    }
+    if (mesh != NULL) {
+        json_object_set_new(env, "mesh", json_string(mesh));
+    }
+    if (pass != NULL) {
+        json_object_set_new(env, "options", json_pack("{s:s}", "pass", pass));
+    }
+    if (!dump_to_buf(env, out)) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+out:
+    json_decref(env);
+    return st;
+}

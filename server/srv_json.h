@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * server: the JSON codecs of the HTTP API (the only server file that uses
+ * jansson). Decoders turn request bodies into plain structs whose strings
+ * live in the request's arena and report bad input as CM_EINVAL with an RFC
+ * 6901 path; encoders append to a cm_buf. The client's table printer is here
+ * too. Thread contract: reentrant. */
+#ifndef SRV_JSON_H
+#define SRV_JSON_H
+
+#include "cm.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A POST /v1/plans envelope: {"graph": {...} | "mlir": "..." | "graph_id": N,
+ * "mesh": "stored name" | {"name"?, "axes": [...]}, "options": {"pass": "..."},
+ * "name": "..."}. Exactly one of graph, mlir, graph_id. */
+typedef struct srv_plan_req {
+    const char *graph; /* the graph document re-serialized, or NULL */
+    size_t graph_len;
+    const char *mlir; /* MLIR text, or NULL */
+    size_t mlir_len;
+    int64_t graph_id;      /* stored graph, or 0 */
+    const char *mesh_name; /* stored mesh to apply, or NULL */
+    const char *mesh;      /* inline mesh object, or NULL */
+    size_t mesh_len;
+    const char *pass; /* pass name, or NULL for the default */
+    const char *name; /* name for the stored graph, or NULL */
+} srv_plan_req;
+
+/* True when a JSON body is a plan envelope (has "graph", "mlir" or
+ * "graph_id" at top level) rather than a bare graph document. */
+bool srv_json_is_plan_envelope(const char *body, size_t len);
+
+/* Decodes an envelope. Strings go to arena a. Errors: CM_EINVAL with the
+ * member's path, CM_ENOMEM. */
+cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, srv_plan_req *out,
+                                   cm_error *err);
+
+/* A named rule or mesh body to merge into a graph document. */
+typedef struct srv_named_doc {
+    const char *name;
+    const char *body;
+    size_t body_len;
+} srv_named_doc;
+
+/* Writes graph with the mesh applied (NULL: none) and the rules added for
+ * targets the document does not define itself. The mesh replaces the
+ * document's mesh of the same name, else its only mesh (keeping its name),
+ * else is added when the document has none. Errors: CM_EINVAL (path "/mesh"
+ * when the document has several meshes and none of that name; syntax errors
+ * with an empty path), CM_ENOMEM. */
+cm_status srv_json_graph_merge(const char *graph, size_t len, const srv_named_doc *mesh,
+                               const srv_named_doc *rules, size_t n_rules, cm_buf *out,
+                               cm_error *err);
+
+/* A graph document holding only a mesh ({"meshes":[{"name":N, ...body}],
+ * "ops":[]}) or only custom rules, for validating with sp_graph_decode and
+ * for building an sp_custom_rules table. Errors: CM_EINVAL when a body is not
+ * a JSON object (mesh) or value (rule), CM_ENOMEM. */
+cm_status srv_json_mesh_graph(const char *name, const char *body, size_t len, cm_buf *out,
+                              cm_error *err);
+cm_status srv_json_rules_graph(const srv_named_doc *rules, size_t n, cm_buf *out, cm_error *err);
+
+/* Checks that body is one JSON value (is_object: an object). Errors:
+ * CM_EINVAL with line and column in the message. */
+cm_status srv_json_check(const char *body, size_t len, bool is_object, cm_error *err);
+
+/* The top-level "name" string of a JSON object, copied to a, or NULL. */
+const char *srv_json_get_name(const char *body, size_t len, cm_arena *a);
+
+/* POST /v1/runs: {"plan_id": N, "spec": {...}, "webhook_url": "..."}. */
+typedef struct srv_run_req {
+    int64_t plan_id;
+    const char *spec; /* re-serialized object ("{}" when absent) */
+    size_t spec_len;
+    const char *webhook_url; /* or NULL */
+} srv_run_req;
+cm_status srv_json_run_req_decode(const char *body, size_t len, cm_arena *a, srv_run_req *out,
+                                  cm_error *err);
+
+/* POST /v1/tokens: {"scope": "read|write|admin", "label": "..."}. */
+typedef struct srv_token_req {
+    const char *scope;
+    const char *label; /* or NULL */
+} srv_token_req;
+cm_status srv_json_token_req_decode(const char *body, size_t len, cm_arena *a,
+                                    srv_token_req *out, cm_error *err);
+
+/* Appends s as a JSON string literal. */
+void srv_json_put_str(cm_buf *b, const char *s);
+void srv_json_put_strn(cm_buf *b, const char *s, size_t n);
+
+/* ---- client side ------------------------------------------------------------------ */
+
+/* The message of an {"error":{...}} body ("code: message at path"), written
+ * to buf; false when body is not such a document. */
+bool srv_json_error_text(const char *body, size_t len, char *buf, size_t cap);
+
+/* Prints a response readably: a list ({"items":[...]}) as a table of its
+ * scalar columns, an object as "key: value" lines (nested values as compact
+ * JSON), anything else as is. */
+void srv_json_print_table(const char *body, size_t len, FILE *out);
+
+/* Wraps a graph document or MLIR text as a plan envelope with options. */
+cm_status srv_json_plan_envelope(const char *doc, size_t len, bool is_mlir, const char *mesh,
+                                 const char *pass, cm_buf *out, cm_error *err);
+
+#endif /* SRV_JSON_H */
