@@ -104,7 +104,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit san fuzz bench bench-reader bench-propagation bench-json bench-partition fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit san fuzz bench bench-server bench-reader bench-propagation bench-json bench-partition fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan
 
@@ -118,15 +118,22 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-# Until the server exists (README.md), `run` shows the planner on the Flax MLP.
-# deps runs first and alone: the build needs the packages it installs.
+# The plan server in the foreground on 127.0.0.1:8080 with ./var/shardplan.db
+# (Ctrl-C or SIGTERM stops it gracefully). deps runs first and alone: the
+# build needs the packages it installs.
 run: deps
 	@$(MAKE) --no-print-directory all
-	@echo "Shardplan: the plan server is not built yet. Planner demo:"
-	@echo "  $(BUILD)/rel/shardplan opt examples/flax_mlp.mlir -sdy-populate-op-sharding-rules"
-	@echo "(the Flax guide's 4-layer MLP on a 2x4 mesh; each op gets its sdy.sharding_rule)"
-	@echo
-	@$(BUILD)/rel/shardplan opt examples/flax_mlp.mlir -sdy-populate-op-sharding-rules
+	@mkdir -p var
+	@echo "Shardplan: http://127.0.0.1:8080/  (API: http://127.0.0.1:8080/v1/openapi.json, docs/api.md)"
+	@echo "  try: curl -s --data-binary @examples/flax_mlp.json -H 'Content-Type: application/json' http://127.0.0.1:8080/v1/plans"
+	exec $(BUILD)/rel/shardplan serve --listen 127.0.0.1:8080 --db var/shardplan.db
+
+# wrk on loopback for BENCH_SECONDS per case: GET /v1/plans/{id}, POST /v1/plans
+# with the Flax MLP, and a minimal libmicrohttpd handler in the same run
+# (targets: GET >= 50% of the minimal handler, POST >= 2,000 req/s).
+BENCH_SECONDS ?= 5
+bench-server: $(BUILD)/rel/shardplan $(BUILD)/rel/bench/bench_server_min
+	bash bench/bench_server.sh $(BUILD)/rel/shardplan $(BUILD)/rel/bench/bench_server_min $(BENCH_SECONDS)
 
 san: $(BUILD)/san/shardplan $(addprefix $(BUILD)/san/tests/,$(UNIT_TESTS))
 

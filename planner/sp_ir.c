@@ -120,12 +120,29 @@ static const struct {
 
 size_t sp_elem_bytes(sp_elem e)
 {
-    for (size_t i = 0; i < sizeof elems / sizeof elems[0]; i++) {
-        if (elems[i].elem == e) {
-            return elems[i].bytes;
-        }
+    switch (e) {
+    case SP_ELEM_I16:
+    case SP_ELEM_UI16:
+    case SP_ELEM_BF16:
+    case SP_ELEM_F16:
+        return 2;
+    case SP_ELEM_I32:
+    case SP_ELEM_UI32:
+    case SP_ELEM_F32:
+        return 4;
+    case SP_ELEM_I64:
+    case SP_ELEM_UI64:
+    case SP_ELEM_F64:
+    case SP_ELEM_C64:
+    case SP_ELEM_INDEX:
+        return 8;
+    case SP_ELEM_C128:
+        return 16;
+    case SP_ELEM_OTHER:
+        return 0;
+    default:
+        return 1; /* i1 and the 2/4/8-bit types take a byte each */
     }
-    return 0;
 }
 
 const char *sp_elem_name(sp_elem e)

@@ -301,6 +301,8 @@ typedef struct pass {
         uint32_t *v;
         uint32_t n, cap;
     } before, after;
+    struct fsh *row_buf; /* reused factor rows (project() initialises them) */
+    size_t row_cap;
 } pass;
 
 static cm_status oplist_push(struct oplist *l, uint32_t op)
@@ -1046,7 +1048,15 @@ static cm_status visit_op(pass *g, uint32_t opid)
     c.nt = o->n_operands + o->n_results;
     c.nf = r->n_factors;
     c.t = cm_calloc((size_t)c.nt + 1u, sizeof *c.t);
-    c.row = cm_calloc((size_t)c.nt * c.nf + 1u, sizeof *c.row);
+    size_t need = (size_t)c.nt * c.nf + 1u;
+    if (need > g->row_cap) {
+        fsh *rb = cm_realloc(g->row_buf, sizeof *rb * need);
+        if (rb != NULL) {
+            g->row_buf = rb;
+            g->row_cap = need;
+        }
+    }
+    c.row = need <= g->row_cap ? g->row_buf : NULL;
     c.common = cm_calloc((size_t)c.nf + 1u, sizeof *c.common);
     if (c.t == NULL || c.row == NULL || c.common == NULL) {
         st = oom(g);
@@ -1054,7 +1064,6 @@ static cm_status visit_op(pass *g, uint32_t opid)
         st = rewrite_op(&c);
     }
     cm_free(c.t);
-    cm_free(c.row);
     cm_free(c.common);
     cm_free(c.cands);
     return st;
@@ -1277,5 +1286,6 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
     cm_free(g.repl);
     cm_free(g.before.v);
     cm_free(g.after.v);
+    cm_free(g.row_buf);
     return st;
 }

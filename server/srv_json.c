@@ -320,6 +320,28 @@ out:
     return st;
 }
 
+cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_error *err)
+{
+    json_error_t je;
+    json_t *j = json_loadb(doc, len, 0, &je); /* new */
+    if (j == NULL) {
+        return syntax_error(&je, err);
+    }
+    cm_status st = CM_OK;
+    json_t *cr = json_object_get(j, "custom_rules"); /* borrowed */
+    if (json_is_object(cr) && json_object_size(cr) > 0) {
+        char *s = json_dumps(cr, JSON_COMPACT | JSON_SORT_KEYS);
+        if (s == NULL) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        } else {
+            cm_buf_puts(out, s);
+            free(s);
+        }
+    }
+    json_decref(j);
+    return st;
+}
+
 cm_status srv_json_check(const char *body, size_t len, bool is_object, cm_error *err)
 {
     json_error_t je;

@@ -64,6 +64,11 @@ cm_status srv_json_mesh_graph(const char *name, const char *body, size_t len, cm
                               cm_error *err);
 cm_status srv_json_rules_graph(const srv_named_doc *rules, size_t n, cm_buf *out, cm_error *err);
 
+/* Appends the document's "custom_rules" member as compact JSON with sorted
+ * keys (nothing when absent or empty): the part of a request that the
+ * module's MLIR text does not show. Errors: CM_EINVAL (syntax), CM_ENOMEM. */
+cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_error *err);
+
 /* Checks that body is one JSON value (is_object: an object). Errors:
  * CM_EINVAL with line and column in the message. */
 cm_status srv_json_check(const char *body, size_t len, bool is_object, cm_error *err);

@@ -1311,15 +1311,9 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
             j->o.custom = sp_graph_custom_rules(j->g);
             j->o.functions_form = sp_graph_has_functions(j->g);
         }
-        if (st == CM_OK && e.code == CM_OK && pr.graph_id == 0 && pr.mesh == NULL &&
-            pr.mesh_name == NULL && n_rules == 0) {
-            /* the document's own rules are part of the request */
-            st = srv_json_graph_merge(pr.graph, pr.graph_len, NULL, NULL, 0, &extra, &e);
-            if (st == CM_OK && strstr(extra.data, "\"custom_rules\"") == NULL) {
-                cm_buf_reset(&extra);
-            }
-        } else if (st == CM_OK) {
-            cm_buf_append(&extra, gtext, glen);
+        if (st == CM_OK) {
+            /* the rules (the document's and the stored ones) are part of the request */
+            st = srv_json_rules_canon(gtext, glen, &extra, &e);
         }
     } else {
         st = sp_mlir_read(pr.mlir, pr.mlir_len, 0, &j->m, &e);
@@ -1336,7 +1330,7 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
             }
             if (st == CM_OK) {
                 j->o.custom = sp_graph_custom_rules(j->rules_g);
-                cm_buf_append(&extra, rdoc.data, rdoc.len);
+                st = srv_json_rules_canon(rdoc.data, rdoc.len, &extra, &e);
             }
             cm_buf_fini(&rdoc);
         }

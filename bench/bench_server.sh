@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# `make bench-server`: wrk against shardplan serve and a minimal
+# libmicrohttpd handler, both on 127.0.0.1 (free ports) in the same run:
+# GET /v1/plans/{id}, POST /v1/plans with the Flax MLP (the same request, so
+# the stored plan answers), and the minimal handler. Prints requests/s and
+# p99, and the issue's targets (GET >= 50% of the minimal handler's rate,
+# POST >= 2,000 req/s). Usage: bench_server.sh SHARDPLAN BENCH_MIN SECONDS
+set -euo pipefail
+bin=$1; minbin=$2; secs=${3:-5}
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+"$minbin" > "$tmp/min.out" & pids+=($!)
+"$bin" serve --listen 127.0.0.1:0 --db "$tmp/bench.db" --log '' 2> "$tmp/serve.err" & pids+=($!)
+for _ in $(seq 100); do
+  grep -q '^port' "$tmp/min.out" 2>/dev/null && grep -q 'listening' "$tmp/serve.err" 2>/dev/null && break
+  sleep 0.05
+done
+minport=$(awk '/^port/ {print $2}' "$tmp/min.out")
+port=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/serve.err" | head -1 | sed 's/.*://')
+[ -n "$minport" ] && [ -n "$port" ] || { echo "bench-server: servers did not start" >&2; cat "$tmp/serve.err" >&2; exit 1; }
+base=http://127.0.0.1:$port
+id=$(curl -sf -H 'Content-Type: application/json' --data-binary @"$root/examples/flax_mlp.json" \
+     "$base/v1/plans" | sed -n 's/^{"id":\([0-9]*\).*/\1/p')
+[ -n "$id" ] || { echo "bench-server: planning the MLP failed" >&2; exit 1; }
+cat > "$tmp/post.lua" <<LUA
+local f = io.open("$root/examples/flax_mlp.json", "rb")
+wrk.method = "POST"
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["Content-Type"] = "application/json"
+LUA
+
+# run NAME URL [wrk args]: prints one line; sets RPS
+run() {
+  local name=$1 url=$2; shift 2
+  local out; out=$(wrk -t2 -c32 -d"${secs}s" --latency "$@" "$url")
+  RPS=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+  local p99; p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  local non2xx; non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
+  printf '%-34s %10.0f req/s   p99 %8s%s\n' "$name" "$RPS" "$p99" "${non2xx:+   non-2xx: $non2xx}"
+}
+echo "wrk -t2 -c32 -d${secs}s on 127.0.0.1 (plan id $id, $(nproc) cores)"
+run "minimal libmicrohttpd handler" "http://127.0.0.1:$minport/"; min=$RPS
+run "GET /v1/plans/$id" "$base/v1/plans/$id"; get=$RPS
+run "POST /v1/plans (Flax MLP, stored)" "$base/v1/plans" -s "$tmp/post.lua"; post=$RPS
+awk -v g="$get" -v m="$min" -v p="$post" 'BEGIN {
+  printf "GET / minimal: %.0f%% (target >= 50%%): %s\n", 100 * g / m, (g >= 0.5 * m) ? "met" : "NOT met";
+  printf "POST MLP: %.0f req/s (target >= 2000): %s\n", p, (p >= 2000) ? "met" : "NOT met" }'

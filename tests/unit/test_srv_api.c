@@ -1,0 +1,1117 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Integration tests of the HTTP API: the real server (srv_app) runs
+ * in-process on 127.0.0.1, port 0, with a temporary database, and is driven
+ * through libcurl and through `shardplan client` (srv_client_main). Covers
+ * every endpoint, every error status, auth on and off, restart persistence,
+ * concurrent requests and graceful shutdown. Run from the repository root
+ * (examples/ and profiles/ are read). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdbool.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+
+#include "cm.h"
+#include "srv_app.h"
+#include "srv_client.h"
+#include "st_db.h"
+
+/* ---- fixture --------------------------------------------------------------------------- */
+
+typedef struct fixture {
+    char dir[256];
+    char db[300];
+    srv_app *app;
+    char base[64]; /* http://127.0.0.1:PORT */
+} fixture;
+
+static void cfg_default(const fixture *f, srv_config *c)
+{
+    srv_config_init(c);
+    snprintf(c->host, sizeof c->host, "127.0.0.1");
+    c->port = 0;
+    snprintf(c->db_path, sizeof c->db_path, "%s", f->db);
+    c->log_path[0] = '\0';
+    c->threads = 2;
+    c->plan_workers = 2;
+    c->max_body_bytes = 1 << 20;
+    c->request_timeout_s = 15;
+    c->drain_s = 5;
+}
+
+static void start_cfg(fixture *f, const srv_config *c)
+{
+    cm_error e;
+    cm_error_clear(&e);
+    assert_int_equal(srv_app_create(c, &f->app, &e), CM_OK);
+    assert_int_equal(srv_app_start(f->app, &e), CM_OK);
+    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%u", (unsigned)srv_app_port(f->app));
+}
+
+static void stop(fixture *f)
+{
+    srv_app_destroy(f->app);
+    f->app = NULL;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%s/test_srv_XXXXXX", tmp != NULL ? tmp : "/tmp");
+    if (mkdtemp(f->dir) == NULL) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+    srv_config c;
+    cfg_default(f, &c);
+    start_cfg(f, &c);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    stop(f);
+    char p[400];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s%s", f->db, suffix[i]);
+        unlink(p);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* ---- HTTP through libcurl ------------------------------------------------------------------ */
+
+typedef struct resp {
+    long status;
+    cm_buf body;
+    char location[128];
+    char allow[128];
+    char www_auth[128];
+    json_t *json; /* parsed body or NULL */
+} resp;
+
+static size_t on_body(char *p, size_t s, size_t n, void *ud)
+{
+    cm_buf_append(ud, p, s * n);
+    return s * n;
+}
+
+static size_t on_header(char *p, size_t s, size_t n, void *ud)
+{
+    resp *r = ud;
+    size_t len = s * n;
+    struct {
+        const char *name;
+        char *dst;
+    } hs[] = {{"Location: ", r->location}, {"Allow: ", r->allow},
+              {"WWW-Authenticate: ", r->www_auth}};
+    for (size_t i = 0; i < 3; i++) {
+        size_t k = strlen(hs[i].name);
+        if (len > k && strncasecmp(p, hs[i].name, k) == 0) {
+            size_t v = len - k;
+            while (v > 0 && (p[k + v - 1] == '\r' || p[k + v - 1] == '\n')) {
+                v--;
+            }
+            snprintf(hs[i].dst, 128, "%.*s", (int)v, p + k);
+        }
+    }
+    return len;
+}
+
+static void resp_fini(resp *r)
+{
+    cm_buf_fini(&r->body);
+    json_decref(r->json);
+    memset(r, 0, sizeof *r);
+}
+
+static void http_ex(const fixture *f, const char *method, const char *path, const char *ctype,
+                    const char *body, size_t len, const char *token, const char *extra_hdr,
+                    resp *out)
+{
+    memset(out, 0, sizeof *out);
+    cm_buf_init(&out->body);
+    CURL *h = curl_easy_init();
+    assert_non_null(h);
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", f->base, path);
+    struct curl_slist *hdrs = NULL;
+    char line[600];
+    if (ctype != NULL) {
+        snprintf(line, sizeof line, "Content-Type: %s", ctype);
+        hdrs = curl_slist_append(hdrs, line);
+    }
+    if (token != NULL) {
+        snprintf(line, sizeof line, "Authorization: Bearer %s", token);
+        hdrs = curl_slist_append(hdrs, line);
+    }
+    if (extra_hdr != NULL) {
+        hdrs = curl_slist_append(hdrs, extra_hdr);
+    }
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out->body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+    if (body != NULL) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    }
+    CURLcode rc = curl_easy_perform(h);
+    assert_int_equal(rc, CURLE_OK);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    json_error_t je;
+    if (out->body.len > 0) {
+        out->json = json_loadb(out->body.data, out->body.len, 0, &je);
+    }
+}
+
+static void http(const fixture *f, const char *method, const char *path, const char *ctype,
+                 const char *body, resp *out)
+{
+    http_ex(f, method, path, ctype, body, body != NULL ? strlen(body) : 0, NULL, NULL, out);
+}
+
+static json_int_t jint(const json_t *j, const char *key)
+{
+    const json_t *v = json_object_get(j, key);
+    assert_true(json_is_integer(v));
+    return json_integer_value(v);
+}
+
+static const char *jstr(const json_t *j, const char *key)
+{
+    const json_t *v = json_object_get(j, key);
+    assert_true(json_is_string(v));
+    return json_string_value(v);
+}
+
+/* Asserts an error reply: status, code and path. */
+static void expect_error(const resp *r, long status, const char *code, const char *path)
+{
+    if (r->status != status) {
+        fprintf(stderr, "expected %ld, got %ld: %.*s\n", status, r->status, (int)r->body.len,
+                r->body.data != NULL ? r->body.data : "");
+    }
+    assert_int_equal(r->status, status);
+    assert_non_null(r->json);
+    const json_t *e = json_object_get(r->json, "error");
+    assert_true(json_is_object(e));
+    assert_string_equal(jstr(e, "code"), code);
+    assert_true(json_is_string(json_object_get(e, "message")));
+    if (path != NULL) {
+        assert_string_equal(jstr(e, "path"), path);
+    }
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    char *data = NULL;
+    assert_int_equal(cm_file_read(path, &data, len, NULL), CM_OK);
+    return data;
+}
+
+/* ---- tests --------------------------------------------------------------------------------- */
+
+static void test_srv_health_ready_openapi_metrics(void **state)
+{
+    fixture *f = *state;
+    resp r;
+    http(f, "GET", "/healthz", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(r.json, "status"), "ok");
+    resp_fini(&r);
+    http(f, "GET", "/readyz", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(jint(r.json, "schema_version"), ST_DB_SCHEMA_VERSION);
+    resp_fini(&r);
+    http(f, "GET", "/v1/openapi.json", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(r.json, "openapi"), "3.0.3");
+    const json_t *paths = json_object_get(r.json, "paths");
+    const char *const expect[] = {"/healthz",          "/readyz",           "/metrics",
+                                  "/v1/graphs",        "/v1/graphs/{id}",   "/v1/meshes/{name}",
+                                  "/v1/rules/{name}",  "/v1/profiles/{name}", "/v1/plans",
+                                  "/v1/plans/{id}",    "/v1/compare",       "/v1/runs",
+                                  "/v1/runs/{id}",     "/v1/tokens",        "/v1/tokens/{id}"};
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
+        assert_non_null(json_object_get(paths, expect[i]));
+    }
+    resp_fini(&r);
+    http(f, "GET", "/metrics", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body.data, "shardplan_http_requests_total{route=\"healthz\","
+                                        "code=\"2xx\"} 1"));
+    assert_non_null(strstr(r.body.data, "shardplan_http_request_duration_seconds_bucket"));
+    assert_non_null(strstr(r.body.data, "shardplan_plan_duration_seconds_count"));
+    assert_non_null(strstr(r.body.data, "shardplan_http_errors_total{code=\"not_found\"}"));
+    resp_fini(&r);
+}
+
+static void test_srv_errors_have_status_code_and_path(void **state)
+{
+    fixture *f = *state;
+    resp r;
+    http(f, "GET", "/v1/nothing", NULL, NULL, &r);
+    expect_error(&r, 404, "not_found", "");
+    resp_fini(&r);
+    http(f, "PATCH", "/v1/plans", NULL, NULL, &r);
+    expect_error(&r, 405, "method_not_allowed", "");
+    assert_string_equal(r.allow, "POST, GET");
+    resp_fini(&r);
+    http(f, "POST", "/v1/plans", "application/xml", "<graph/>", &r);
+    expect_error(&r, 415, "unsupported_media_type", "");
+    resp_fini(&r);
+    http(f, "POST", "/v1/plans", "application/json", "{\"graph\": [", &r);
+    expect_error(&r, 400, "invalid", "");
+    assert_non_null(strstr(jstr(json_object_get(r.json, "error"), "message"), "line 1"));
+    resp_fini(&r);
+    http(f, "POST", "/v1/plans", "application/json", "{\"graph_id\": 1, \"bogus\": 2}", &r);
+    expect_error(&r, 400, "invalid", "/bogus");
+    resp_fini(&r);
+    /* a graph document that decodes wrong: the planner's JSON Pointer */
+    http(f, "POST", "/v1/graphs", "application/json",
+         "{\"inputs\":[{\"name\":\"x\",\"type\":\"tensor<4xf32>\"}],"
+         "\"ops\":[{\"op\":\"stablehlo.abs\",\"operands\":[\"%nope\"],"
+         "\"results\":[\"tensor<4xf32>\"]}],\"outputs\":[\"%x\"]}",
+         &r);
+    expect_error(&r, 400, "invalid", "/ops/0/operands/0");
+    resp_fini(&r);
+    /* MLIR errors give line:col */
+    http(f, "POST", "/v1/graphs", "text/plain", "func.func @main(%x: tensor<4xf32>) {\n  bad\n}",
+         &r);
+    expect_error(&r, 400, "invalid", NULL);
+    resp_fini(&r);
+    http(f, "GET", "/v1/plans/12345", NULL, NULL, &r);
+    expect_error(&r, 404, "not_found", "/id");
+    resp_fini(&r);
+    http(f, "GET", "/v1/plans/abc", NULL, NULL, &r);
+    expect_error(&r, 404, "not_found", "/id");
+    resp_fini(&r);
+    http(f, "GET", "/v1/plans?limit=5000", NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/limit");
+    resp_fini(&r);
+    http(f, "GET", "/v1/plans?after=-1", NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/after");
+    resp_fini(&r);
+    /* 413: the body limit is 1 MiB in this fixture */
+    size_t big = (1 << 20) + 100;
+    char *blob = malloc(big);
+    memset(blob, ' ', big);
+    blob[0] = '{';
+    blob[big - 1] = '}';
+    http_ex(f, "POST", "/v1/graphs", "application/json", blob, big, NULL, NULL, &r);
+    expect_error(&r, 413, "too_large", "");
+    resp_fini(&r);
+    free(blob);
+    /* 409: create-only PUT of a different mesh under a taken name */
+    http(f, "PUT", "/v1/meshes/m409", "application/json", "{\"axes\":[[\"x\",2]]}", &r);
+    assert_int_equal(r.status, 201);
+    resp_fini(&r);
+    http_ex(f, "PUT", "/v1/meshes/m409", "application/json", "{\"axes\":[[\"x\",4]]}", strlen("{\"axes\":[[\"x\",4]]}"), NULL,
+            "If-None-Match: *", &r);
+    expect_error(&r, 409, "conflict", "/name");
+    resp_fini(&r);
+}
+
+static void test_srv_graphs_store_list_get_delete(void **state)
+{
+    fixture *f = *state;
+    size_t jl, ml;
+    char *js = read_file("examples/flax_mlp.json", &jl);
+    char *ms = read_file("examples/flax_mlp.mlir", &ml);
+    resp r;
+    http_ex(f, "POST", "/v1/graphs?name=mlp", "application/json", js, jl, NULL, NULL, &r);
+    assert_int_equal(r.status, 201);
+    json_int_t id1 = jint(r.json, "id");
+    assert_string_equal(jstr(r.json, "format"), "json");
+    assert_string_equal(jstr(r.json, "name"), "mlp");
+    char loc[64];
+    snprintf(loc, sizeof loc, "/v1/graphs/%lld", (long long)id1);
+    assert_string_equal(r.location, loc);
+    resp_fini(&r);
+    http_ex(f, "POST", "/v1/graphs", "application/json", js, jl, NULL, NULL, &r);
+    assert_int_equal(r.status, 200); /* same content: the stored graph */
+    assert_int_equal(jint(r.json, "id"), id1);
+    resp_fini(&r);
+    http_ex(f, "POST", "/v1/graphs", "text/plain", ms, ml, NULL, NULL, &r);
+    assert_int_equal(r.status, 201);
+    json_int_t id2 = jint(r.json, "id");
+    assert_string_equal(jstr(r.json, "format"), "mlir");
+    resp_fini(&r);
+    /* paging */
+    http(f, "GET", "/v1/graphs?limit=1", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    json_int_t next = jint(r.json, "next_after");
+    assert_int_equal(next, id1);
+    resp_fini(&r);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/graphs?limit=1&after=%lld", (long long)next);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(jint(json_array_get(json_object_get(r.json, "items"), 0), "id"), id2);
+    assert_int_equal(jint(r.json, "next_after"), 0);
+    resp_fini(&r);
+    /* filters */
+    http(f, "GET", "/v1/graphs?format=mlir", NULL, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    resp_fini(&r);
+    http(f, "GET", "/v1/graphs?name=mlp", NULL, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    resp_fini(&r);
+    http(f, "GET", "/v1/graphs?format=xml", NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/format");
+    resp_fini(&r);
+    /* get, raw, delete */
+    http(f, "GET", loc, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_true(json_is_object(json_object_get(r.json, "graph")));
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/graphs/%lld?raw=1", (long long)id2);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.body.len, ml);
+    assert_memory_equal(r.body.data, ms, ml);
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/graphs/%lld", (long long)id2);
+    http(f, "DELETE", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 204);
+    resp_fini(&r);
+    http(f, "GET", path, NULL, NULL, &r);
+    expect_error(&r, 404, "not_found", "/id");
+    resp_fini(&r);
+    cm_free(js);
+    cm_free(ms);
+}
+
+static void test_srv_meshes_rules_profiles(void **state)
+{
+    fixture *f = *state;
+    resp r;
+    const char *mesh = "{\"axes\":[{\"name\":\"data\",\"size\":4},{\"name\":\"model\",\"size\":2}]}";
+    http(f, "PUT", "/v1/meshes/m42", "application/json", mesh, &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(jstr(r.json, "name"), "m42");
+    resp_fini(&r);
+    http(f, "PUT", "/v1/meshes/m42", "application/json", mesh, &r);
+    assert_int_equal(r.status, 200);
+    resp_fini(&r);
+    http(f, "GET", "/v1/meshes/m42", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_true(json_is_array(json_object_get(json_object_get(r.json, "mesh"), "axes")));
+    resp_fini(&r);
+    http(f, "GET", "/v1/meshes", NULL, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    resp_fini(&r);
+    http(f, "PUT", "/v1/meshes/bad", "application/json", "{\"axes\":[{\"name\":\"x\",\"size\":-2}]}",
+         &r);
+    expect_error(&r, 400, "invalid", NULL);
+    assert_non_null(strstr(jstr(json_object_get(r.json, "error"), "path"), "/axes/0"));
+    resp_fini(&r);
+    http(f, "PUT", "/v1/meshes/bad", "application/json", "[1]", &r);
+    expect_error(&r, 400, "invalid", "");
+    resp_fini(&r);
+    http(f, "GET", "/v1/meshes/none", NULL, NULL, &r);
+    expect_error(&r, 404, "not_found", NULL);
+    resp_fini(&r);
+    /* rules by call-target name */
+    http(f, "PUT", "/v1/rules/my_matmul", "application/json", "\"i j, j k -> i k\"", &r);
+    assert_int_equal(r.status, 201);
+    resp_fini(&r);
+    http(f, "GET", "/v1/rules/my_matmul", NULL, NULL, &r);
+    assert_string_equal(jstr(r.json, "rule"), "i j, j k -> i k");
+    resp_fini(&r);
+    http(f, "PUT", "/v1/rules/broken", "application/json", "{\"sharding_rule\": 5}", &r);
+    expect_error(&r, 400, "invalid", NULL);
+    resp_fini(&r);
+    http(f, "GET", "/v1/rules", NULL, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    resp_fini(&r);
+    http(f, "DELETE", "/v1/rules/my_matmul", NULL, NULL, &r);
+    assert_int_equal(r.status, 204);
+    resp_fini(&r);
+    http(f, "DELETE", "/v1/rules/my_matmul", NULL, NULL, &r);
+    expect_error(&r, 404, "not_found", NULL);
+    resp_fini(&r);
+    /* device profiles */
+    size_t pl;
+    char *prof = read_file("profiles/a100-80gb.json", &pl);
+    http_ex(f, "PUT", "/v1/profiles/a100", "application/json", prof, pl, NULL, NULL, &r);
+    assert_int_equal(r.status, 201);
+    resp_fini(&r);
+    cm_free(prof);
+    http(f, "GET", "/v1/profiles/a100", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_true(json_is_object(json_object_get(r.json, "profile")));
+    resp_fini(&r);
+    http(f, "GET", "/v1/profiles", NULL, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    resp_fini(&r);
+    http(f, "PUT", "/v1/profiles/bad", "application/json", "{\"peak_flops\": \"fast\"}", &r);
+    expect_error(&r, 400, "invalid", NULL);
+    resp_fini(&r);
+    http(f, "DELETE", "/v1/profiles/a100", NULL, NULL, &r);
+    assert_int_equal(r.status, 204);
+    resp_fini(&r);
+    http(f, "DELETE", "/v1/meshes/m42", NULL, NULL, &r);
+    assert_int_equal(r.status, 204);
+    resp_fini(&r);
+}
+
+/* Posts the Flax MLP as a bare graph document; returns the plan id. */
+static json_int_t post_mlp(const fixture *f, long want_status)
+{
+    size_t jl;
+    char *js = read_file("examples/flax_mlp.json", &jl);
+    resp r;
+    http_ex(f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
+    cm_free(js);
+    assert_int_equal(r.status, want_status);
+    json_int_t id = jint(r.json, "id");
+    assert_true(json_is_object(json_object_get(r.json, "plan")));
+    resp_fini(&r);
+    return id;
+}
+
+static void test_srv_plans_dedup_options_and_lists(void **state)
+{
+    fixture *f = *state;
+    json_int_t id = post_mlp(f, 201);
+    assert_int_equal(post_mlp(f, 200), id); /* the same request: the stored plan */
+    resp r;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_int_t graph_id = jint(r.json, "graph_id");
+    const json_t *plan = json_object_get(r.json, "plan");
+    assert_string_equal(jstr(plan, "format"), "shardplan.plan/v1");
+    assert_string_equal(jstr(plan, "input_sha256"), jstr(r.json, "hash"));
+    resp_fini(&r);
+    /* the same module as MLIR hashes alike: the stored plan again */
+    size_t ml;
+    char *ms = read_file("examples/flax_mlp.mlir", &ml);
+    http_ex(f, "POST", "/v1/plans", "text/plain", ms, ml, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(jint(r.json, "id"), id);
+    resp_fini(&r);
+    cm_free(ms);
+    /* by stored graph id */
+    char body[256];
+    snprintf(body, sizeof body, "{\"graph_id\":%lld}", (long long)graph_id);
+    http(f, "POST", "/v1/plans", "application/json", body, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(jint(r.json, "id"), id);
+    resp_fini(&r);
+    /* another pass: another plan */
+    snprintf(body, sizeof body,
+             "{\"graph_id\":%lld,\"options\":{\"pass\":\"sdy-basic-propagate\"}}",
+             (long long)graph_id);
+    http(f, "POST", "/v1/plans", "application/json", body, &r);
+    assert_int_equal(r.status, 201);
+    json_int_t id_basic = jint(r.json, "id");
+    assert_true(id_basic != id);
+    assert_string_equal(jstr(json_object_get(r.json, "options"), "pass"), "sdy-basic-propagate");
+    resp_fini(&r);
+    /* a stored mesh of another shape: another plan, linked to the mesh */
+    http(f, "PUT", "/v1/meshes/wide", "application/json",
+         "{\"axes\":[{\"name\":\"data\",\"size\":4},{\"name\":\"model\",\"size\":2}]}", &r);
+    json_int_t mesh_id = jint(r.json, "id");
+    resp_fini(&r);
+    snprintf(body, sizeof body, "{\"graph_id\":%lld,\"mesh\":\"wide\"}", (long long)graph_id);
+    http(f, "POST", "/v1/plans", "application/json", body, &r);
+    assert_int_equal(r.status, 201);
+    assert_int_equal(jint(r.json, "mesh_id"), mesh_id);
+    const json_t *m0 = json_array_get(json_object_get(json_object_get(r.json, "plan"), "meshes"), 0);
+    assert_int_equal(jint(json_array_get(json_object_get(m0, "axes"), 0), "size"), 4);
+    resp_fini(&r);
+    /* an inline mesh, and the pass from the query */
+    size_t jl;
+    char *js = read_file("examples/flax_mlp.json", &jl);
+    http_ex(f, "POST", "/v1/plans?pass=sdy-aggressive-propagate", "application/json", js, jl,
+            NULL, NULL, &r);
+    assert_int_equal(r.status, 201);
+    resp_fini(&r);
+    cm_free(js);
+    http(f, "POST", "/v1/plans", "application/json",
+         "{\"graph_id\":1,\"mesh\":{\"axes\":[[\"data\",8],[\"model\",1]]}}", &r);
+    assert_true(r.status == 201 || r.status == 200);
+    resp_fini(&r);
+    /* errors */
+    snprintf(body, sizeof body, "{\"graph_id\":%lld,\"options\":{\"pass\":\"nope\"}}",
+             (long long)graph_id);
+    http(f, "POST", "/v1/plans", "application/json", body, &r);
+    expect_error(&r, 400, "invalid", "/options/pass");
+    resp_fini(&r);
+    http(f, "POST", "/v1/plans", "application/json", "{\"graph_id\":999}", &r);
+    expect_error(&r, 404, "not_found", "/graph_id");
+    resp_fini(&r);
+    snprintf(body, sizeof body, "{\"graph_id\":%lld,\"mesh\":\"absent\"}", (long long)graph_id);
+    http(f, "POST", "/v1/plans", "application/json", body, &r);
+    expect_error(&r, 404, "not_found", "/mesh");
+    resp_fini(&r);
+    http(f, "POST", "/v1/plans", "application/json", "{\"graph\":{},\"mlir\":\"\"}", &r);
+    expect_error(&r, 400, "invalid", "");
+    resp_fini(&r);
+    http(f, "POST", "/v1/plans", "application/json", "", &r);
+    expect_error(&r, 400, "invalid", "");
+    resp_fini(&r);
+    /* lists and filters */
+    http(f, "GET", "/v1/plans", NULL, NULL, &r);
+    assert_true(json_array_size(json_object_get(r.json, "items")) >= 4);
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/plans?mesh_id=%lld", (long long)mesh_id);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/plans?graph_id=%lld&limit=2", (long long)graph_id);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 2);
+    assert_true(jint(r.json, "next_after") > 0);
+    resp_fini(&r);
+    /* delete */
+    snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id_basic);
+    http(f, "DELETE", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 204);
+    resp_fini(&r);
+    http(f, "GET", path, NULL, NULL, &r);
+    expect_error(&r, 404, "not_found", NULL);
+    resp_fini(&r);
+    /* metrics count computed and deduplicated plans */
+    http(f, "GET", "/metrics", NULL, NULL, &r);
+    assert_non_null(strstr(r.body.data, "shardplan_plans_total{outcome=\"deduplicated\"} 3"));
+    resp_fini(&r);
+}
+
+static void test_srv_compare_and_runs(void **state)
+{
+    fixture *f = *state;
+    json_int_t a = post_mlp(f, 201);
+    resp r;
+    http(f, "POST", "/v1/plans", "application/json",
+         "{\"graph_id\":1,\"options\":{\"pass\":\"sdy-basic-propagate\"}}", &r);
+    assert_int_equal(r.status, 201);
+    json_int_t b = jint(r.json, "id");
+    resp_fini(&r);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/compare?plans=%lld,%lld", (long long)a, (long long)b);
+    http(f, "GET", path, NULL, NULL, &r);
+    if (r.status != 200) {
+        fprintf(stderr, "compare: %.*s\n", (int)r.body.len, r.body.data);
+    }
+    assert_int_equal(r.status, 200);
+    assert_non_null(r.json);
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/compare?plans=%lld", (long long)a);
+    http(f, "GET", path, NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/plans");
+    resp_fini(&r);
+    http(f, "GET", "/v1/compare", NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/plans");
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/compare?plans=%lld,777", (long long)a);
+    http(f, "GET", path, NULL, NULL, &r);
+    expect_error(&r, 404, "not_found", "/plans/1");
+    resp_fini(&r);
+    /* benchmark runs */
+    char body[200];
+    snprintf(body, sizeof body, "{\"plan_id\":%lld,\"spec\":{\"steps\":3}}", (long long)a);
+    http(f, "POST", "/v1/runs", "application/json", body, &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(jstr(r.json, "status"), "queued");
+    json_int_t run = jint(r.json, "id");
+    assert_non_null(strstr(r.location, "/v1/runs/"));
+    resp_fini(&r);
+    http(f, "POST", "/v1/runs", "application/json", "{\"plan_id\":4242}", &r);
+    expect_error(&r, 404, "not_found", "/plan_id");
+    resp_fini(&r);
+    http(f, "POST", "/v1/runs", "application/json", "{\"spec\":{}}", &r);
+    expect_error(&r, 400, "invalid", "/plan_id");
+    resp_fini(&r);
+    http(f, "GET", "/v1/runs?status=queued", NULL, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    resp_fini(&r);
+    http(f, "GET", "/v1/runs?status=sleeping", NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/status");
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/runs/%lld", (long long)run);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(jint(json_object_get(r.json, "spec"), "steps"), 3);
+    resp_fini(&r);
+    http(f, "DELETE", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 204);
+    resp_fini(&r);
+    http(f, "GET", path, NULL, NULL, &r);
+    expect_error(&r, 404, "not_found", NULL);
+    resp_fini(&r);
+}
+
+/* Our own stored data that does not plan is a 500 without a path. */
+static void test_srv_corrupt_stored_graph_is_500(void **state)
+{
+    fixture *f = *state;
+    st_db *db = NULL;
+    assert_int_equal(st_db_open(f->db, &db, NULL), CM_OK);
+    st_graph_in gi = {"corrupt", ST_GRAPH_JSON, "{\"ops\": 7}", 10, NULL};
+    int64_t gid = 0, p1 = 0, p2 = 0;
+    assert_int_equal(st_graph_put(db, &gi, &gid, NULL, NULL), CM_OK);
+    st_plan_in pi = {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", gid, 0,
+                     NULL, 0, "{}", 2};
+    assert_int_equal(st_plan_put(db, &pi, &p1, NULL, NULL), CM_OK);
+    pi.hash = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    assert_int_equal(st_plan_put(db, &pi, &p2, NULL, NULL), CM_OK);
+    st_db_close(db);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/compare?plans=%lld,%lld", (long long)p1, (long long)p2);
+    resp r;
+    http(f, "GET", path, NULL, NULL, &r);
+    expect_error(&r, 500, "internal", "");
+    resp_fini(&r);
+}
+
+static void test_srv_plan_timeout_is_503(void **state)
+{
+    fixture *f = *state;
+    stop(f);
+    srv_config c;
+    cfg_default(f, &c);
+    c.request_timeout_s = 1e-6; /* no plan finishes in a microsecond */
+    start_cfg(f, &c);
+    size_t jl;
+    char *js = read_file("examples/flax_mlp.json", &jl);
+    resp r;
+    http_ex(f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
+    expect_error(&r, 503, "timeout", "");
+    resp_fini(&r);
+    cm_free(js);
+}
+
+static void test_srv_auth_tokens_and_scopes(void **state)
+{
+    fixture *f = *state;
+    stop(f);
+    char admin[ST_TOKEN_LEN + 1], reader[ST_TOKEN_LEN + 1];
+    st_db *db = NULL;
+    assert_int_equal(st_db_open(f->db, &db, NULL), CM_OK);
+    assert_int_equal(st_token_create(db, ST_SCOPE_ADMIN, "admin", admin, NULL, NULL), CM_OK);
+    assert_int_equal(st_token_create(db, ST_SCOPE_READ, "reader", reader, NULL, NULL), CM_OK);
+    st_db_close(db);
+    srv_config c;
+    cfg_default(f, &c);
+    c.auth = SRV_AUTH_ON;
+    start_cfg(f, &c);
+    assert_true(srv_app_auth_required(f->app));
+    resp r;
+    http(f, "GET", "/healthz", NULL, NULL, &r); /* probes stay open */
+    assert_int_equal(r.status, 200);
+    resp_fini(&r);
+    http(f, "GET", "/v1/plans", NULL, NULL, &r);
+    expect_error(&r, 401, "unauthorized", "");
+    assert_non_null(strstr(r.www_auth, "Bearer"));
+    resp_fini(&r);
+    http_ex(f, "GET", "/v1/plans", NULL, NULL, 0, "spt_0000000000000000000000000000000000000000",
+            NULL, &r);
+    expect_error(&r, 401, "unauthorized", "");
+    resp_fini(&r);
+    http_ex(f, "GET", "/v1/plans", NULL, NULL, 0, reader, NULL, &r);
+    assert_int_equal(r.status, 200);
+    resp_fini(&r);
+    http_ex(f, "PUT", "/v1/meshes/m", "application/json", "{\"axes\":[[\"x\",2]]}", strlen("{\"axes\":[[\"x\",2]]}"), reader,
+            NULL, &r);
+    expect_error(&r, 403, "forbidden", "");
+    resp_fini(&r);
+    http_ex(f, "GET", "/v1/tokens", NULL, NULL, 0, reader, NULL, &r);
+    expect_error(&r, 403, "forbidden", "");
+    resp_fini(&r);
+    /* admin: create a write token through the API, use it, revoke it */
+    http_ex(f, "POST", "/v1/tokens", "application/json", "{\"scope\":\"write\",\"label\":\"ci\"}",
+            strlen("{\"scope\":\"write\",\"label\":\"ci\"}"), admin, NULL, &r);
+    assert_int_equal(r.status, 201);
+    char writer[128];
+    snprintf(writer, sizeof writer, "%s", jstr(r.json, "token"));
+    json_int_t wid = jint(r.json, "id");
+    resp_fini(&r);
+    http_ex(f, "POST", "/v1/tokens", "application/json", "{\"scope\":\"root\"}", strlen("{\"scope\":\"root\"}"), admin, NULL,
+            &r);
+    expect_error(&r, 400, "invalid", "/scope");
+    resp_fini(&r);
+    http_ex(f, "PUT", "/v1/meshes/m", "application/json", "{\"axes\":[[\"x\",2]]}", strlen("{\"axes\":[[\"x\",2]]}"), writer,
+            NULL, &r);
+    assert_int_equal(r.status, 201);
+    resp_fini(&r);
+    http_ex(f, "GET", "/v1/tokens", NULL, NULL, 0, admin, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 3);
+    assert_null(strstr(r.body.data, writer)); /* only prefixes are listed */
+    resp_fini(&r);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/tokens/%lld", (long long)wid);
+    http_ex(f, "DELETE", path, NULL, NULL, 0, admin, NULL, &r);
+    assert_int_equal(r.status, 204);
+    resp_fini(&r);
+    http_ex(f, "GET", "/v1/meshes", NULL, NULL, 0, writer, NULL, &r);
+    expect_error(&r, 401, "unauthorized", "");
+    resp_fini(&r);
+    http_ex(f, "GET", "/metrics", NULL, NULL, 0, NULL, NULL, &r);
+    expect_error(&r, 401, "unauthorized", "");
+    resp_fini(&r);
+}
+
+static void test_srv_app_refuses_non_loopback_without_tokens(void **state)
+{
+    fixture *f = *state;
+    assert_true(srv_host_is_loopback("127.0.0.1"));
+    assert_true(srv_host_is_loopback("127.1.2.3"));
+    assert_true(srv_host_is_loopback("::1"));
+    assert_false(srv_host_is_loopback("0.0.0.0"));
+    assert_false(srv_host_is_loopback("192.0.2.1"));
+    /* the policy is checked before anything binds: nothing listens here */
+    srv_config c;
+    cfg_default(f, &c);
+    snprintf(c.host, sizeof c.host, "192.0.2.1"); /* TEST-NET-1, never bound */
+    srv_app *app = NULL;
+    cm_error e;
+    cm_error_clear(&e);
+    assert_int_equal(srv_app_create(&c, &app, &e), CM_ECONFLICT);
+    assert_null(app);
+    assert_non_null(strstr(e.msg, "token"));
+    c.insecure = true;
+    cm_error_clear(&e);
+    assert_int_equal(srv_app_create(&c, &app, &e), CM_OK);
+    assert_false(srv_app_auth_required(app));
+    srv_app_destroy(app);
+    /* config: flags, environment, file */
+    srv_config_init(&c);
+    assert_int_equal(srv_config_set(&c, "listen", "127.0.0.1:9", NULL), CM_OK);
+    assert_int_equal(c.port, 9);
+    assert_int_equal(srv_config_set(&c, "listen", "[::1]:10", NULL), CM_OK);
+    assert_string_equal(c.host, "::1");
+    cm_error_clear(&e);
+    assert_int_equal(srv_config_set(&c, "listen", "example.com:80", &e), CM_EINVAL);
+    assert_string_equal(e.path, "/listen");
+    cm_error_clear(&e);
+    assert_int_equal(srv_config_set(&c, "colour", "red", &e), CM_EINVAL);
+    setenv("SHARDPLAN_MAX_BODY", "2M", 1);
+    assert_int_equal(srv_config_from_env(&c, NULL), CM_OK);
+    assert_int_equal(c.max_body_bytes, 2u << 20);
+    unsetenv("SHARDPLAN_MAX_BODY");
+    char cfgp[400];
+    snprintf(cfgp, sizeof cfgp, "%s/s.conf", f->dir);
+    FILE *cf = fopen(cfgp, "w");
+    fputs("# comment\nthreads = 3\ntimeout = 2.5\n", cf);
+    fclose(cf);
+    assert_int_equal(srv_config_from_file(&c, cfgp, NULL), CM_OK);
+    assert_int_equal(c.threads, 3);
+    cf = fopen(cfgp, "w");
+    fputs("threads = many\n", cf);
+    fclose(cf);
+    cm_error_clear(&e);
+    assert_int_equal(srv_config_from_file(&c, cfgp, &e), CM_EINVAL);
+    assert_string_equal(e.path, "1");
+    unlink(cfgp);
+}
+
+static void test_srv_restart_keeps_everything(void **state)
+{
+    fixture *f = *state;
+    json_int_t id = post_mlp(f, 201);
+    resp r;
+    http(f, "PUT", "/v1/meshes/keep", "application/json", "{\"axes\":[[\"x\",2]]}", &r);
+    resp_fini(&r);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id);
+    http(f, "GET", path, NULL, NULL, &r);
+    cm_buf before;
+    cm_buf_init(&before);
+    cm_buf_append(&before, r.body.data, r.body.len);
+    resp_fini(&r);
+    stop(f);
+    srv_config c;
+    cfg_default(f, &c);
+    start_cfg(f, &c); /* same db file, fresh process state and cache */
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body.len, before.len);
+    assert_memory_equal(r.body.data, before.data, before.len);
+    resp_fini(&r);
+    assert_int_equal(post_mlp(f, 200), id); /* dedup from the store, not the cache */
+    http(f, "GET", "/v1/meshes/keep", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    resp_fini(&r);
+    cm_buf_fini(&before);
+}
+
+/* Runs srv_client_main with argv; output and errors captured. */
+static int run_client(const fixture *f, const char *const *args, size_t n, char **out,
+                      char **errs)
+{
+    char *argv[24];
+    int argc = 0;
+    char a0[] = "client", a1[] = "--server";
+    argv[argc++] = a0;
+    argv[argc++] = a1;
+    argv[argc++] = (char *)(uintptr_t)f->base;
+    for (size_t i = 0; i < n; i++) {
+        argv[argc++] = (char *)(uintptr_t)args[i];
+    }
+    argv[argc] = NULL;
+    size_t ol = 0, el = 0;
+    FILE *o = open_memstream(out, &ol);
+    FILE *e = open_memstream(errs, &el);
+    int rc = srv_client_main(argc, argv, o, e);
+    fclose(o);
+    fclose(e);
+    return rc;
+}
+
+static void test_srv_client_commands(void **state)
+{
+    fixture *f = *state;
+    char *out = NULL, *errs = NULL;
+    const char *plan[] = {"plan", "examples/flax_mlp.json"};
+    assert_int_equal(run_client(f, plan, 2, &out, &errs), 0);
+    json_error_t je;
+    json_t *j = json_loads(out, 0, &je);
+    assert_non_null(j);
+    json_int_t id = jint(j, "id");
+    json_decref(j);
+    free(out);
+    free(errs);
+    const char *plan_mlir[] = {"plan", "examples/flax_mlp.mlir", "--pass", "sdy-basic-propagate"};
+    assert_int_equal(run_client(f, plan_mlir, 4, &out, &errs), 0);
+    free(out);
+    free(errs);
+    char ids[32];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *get[] = {"get", "plan", ids};
+    assert_int_equal(run_client(f, get, 3, &out, &errs), 0);
+    assert_non_null(strstr(out, "\"plan\""));
+    free(out);
+    free(errs);
+    const char *missing[] = {"get", "plan", "999"};
+    assert_int_equal(run_client(f, missing, 3, &out, &errs), 1);
+    assert_non_null(strstr(errs, "HTTP 404: not_found"));
+    free(out);
+    free(errs);
+    const char *list[] = {"--table", "list", "plans"};
+    assert_int_equal(run_client(f, list, 3, &out, &errs), 0);
+    assert_non_null(strstr(out, "id"));
+    assert_non_null(strstr(out, "hash"));
+    free(out);
+    free(errs);
+    const char *submit[] = {"submit", "examples/flax_mlp.mlir", "--name", "mlp mlir"};
+    assert_int_equal(run_client(f, submit, 4, &out, &errs), 0);
+    assert_non_null(strstr(out, "\"format\":\"mlir\""));
+    free(out);
+    free(errs);
+    char meshp[400];
+    snprintf(meshp, sizeof meshp, "%s/mesh.json", f->dir);
+    FILE *mf = fopen(meshp, "w");
+    fputs("{\"axes\":[[\"x\",2]]}", mf);
+    fclose(mf);
+    const char *put[] = {"put", "mesh", "cm", meshp};
+    assert_int_equal(run_client(f, put, 4, &out, &errs), 0);
+    free(out);
+    free(errs);
+    unlink(meshp);
+    const char *del[] = {"delete", "mesh", "cm"};
+    assert_int_equal(run_client(f, del, 3, &out, &errs), 0);
+    free(out);
+    free(errs);
+    const char *compare[] = {"compare", ids, "2"};
+    assert_int_equal(run_client(f, compare, 3, &out, &errs), 0);
+    free(out);
+    free(errs);
+    const char *bench[] = {"bench", ids, "--spec", "{\"steps\":1}"};
+    assert_int_equal(run_client(f, bench, 4, &out, &errs), 0);
+    assert_non_null(strstr(out, "\"queued\""));
+    free(out);
+    free(errs);
+    const char *bad[] = {"plan", "no/such/file.json"};
+    assert_int_equal(run_client(f, bad, 2, &out, &errs), 1);
+    free(out);
+    free(errs);
+    const char *health[] = {"health"};
+    assert_int_equal(run_client(f, health, 1, &out, &errs), 0);
+    free(out);
+    free(errs);
+    const char *usage[] = {"frobnicate"};
+    assert_int_equal(run_client(f, usage, 1, &out, &errs), 2);
+    free(out);
+    free(errs);
+}
+
+typedef struct worker_arg {
+    const fixture *f;
+    int ok;
+    int n;
+} worker_arg;
+
+static void *worker(void *p)
+{
+    worker_arg *w = p;
+    size_t jl;
+    char *js = NULL;
+    cm_file_read("examples/flax_mlp.json", &js, &jl, NULL);
+    for (int i = 0; i < w->n; i++) {
+        resp r;
+        if (i % 2 == 0) {
+            http_ex(w->f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
+        } else {
+            http(w->f, "GET", "/v1/plans/1", NULL, NULL, &r);
+        }
+        w->ok += (r.status == 200 || r.status == 201) && r.json != NULL;
+        resp_fini(&r);
+    }
+    cm_free(js);
+    return NULL;
+}
+
+static void test_srv_concurrent_requests(void **state)
+{
+    fixture *f = *state;
+    post_mlp(f, 201);
+    pthread_t t[4];
+    worker_arg w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (worker_arg){f, 0, 40};
+        pthread_create(&t[i], NULL, worker, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].ok, 40);
+    }
+}
+
+/* Graceful shutdown: a request whose body is still arriving when stop is
+ * called completes with its answer. */
+typedef struct slow_upload {
+    const char *data;
+    size_t len, at;
+    bool paused_once;
+} slow_upload;
+
+static size_t slow_read(char *buf, size_t size, size_t nitems, void *ud)
+{
+    slow_upload *u = ud;
+    if (u->at > 0 && !u->paused_once) {
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL); /* the server is being stopped meanwhile */
+        u->paused_once = true;
+    }
+    size_t n = size * nitems;
+    size_t chunk = u->at == 0 ? 100 : u->len - u->at;
+    if (n > chunk) {
+        n = chunk;
+    }
+    memcpy(buf, u->data + u->at, n);
+    u->at += n;
+    return n;
+}
+
+typedef struct slow_arg {
+    const fixture *f;
+    long status;
+} slow_arg;
+
+static void *slow_client(void *p)
+{
+    slow_arg *a = p;
+    size_t jl;
+    char *js = NULL;
+    cm_file_read("examples/flax_mlp.json", &js, &jl, NULL);
+    slow_upload u = {js, jl, 0, false};
+    CURL *h = curl_easy_init();
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1/plans", a->f->base);
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    cm_buf body;
+    cm_buf_init(&body);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, slow_read);
+    curl_easy_setopt(h, CURLOPT_READDATA, &u);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)jl);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 15L);
+    if (curl_easy_perform(h) == CURLE_OK) {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->status);
+    }
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    cm_buf_fini(&body);
+    cm_free(js);
+    return NULL;
+}
+
+static void test_srv_stop_finishes_in_flight_requests(void **state)
+{
+    fixture *f = *state;
+    slow_arg a = {f, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, slow_client, &a);
+    double until = cm_now() + 5;
+    while (srv_app_in_flight(f->app) == 0 && cm_now() < until) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(srv_app_in_flight(f->app) > 0);
+    srv_app_stop(f->app); /* returns once the request has been answered */
+    pthread_join(t, NULL);
+    assert_int_equal(a.status, 201);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_srv_health_ready_openapi_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_errors_have_status_code_and_path, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_srv_graphs_store_list_get_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_meshes_rules_profiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_plans_dedup_options_and_lists, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_compare_and_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_corrupt_stored_graph_is_500, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_plan_timeout_is_503, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_auth_tokens_and_scopes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_app_refuses_non_loopback_without_tokens, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_srv_restart_keeps_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_client_commands, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_concurrent_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_stop_finishes_in_flight_requests, setup,
+                                        teardown),
+    };
+    int rc = cmocka_run_group_tests_name("srv_api", tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}
