@@ -698,6 +698,20 @@ cm_status sp_op_clone_detached(sp_module *m, uint32_t op, uint32_t *clone_out)
     return CM_OK;
 }
 
+/* The attribute names passes set on many ops, as static strings: an op's
+ * attribute names are never freed or written, so they need no arena copy. */
+static const char *known_attr_name(const char *name)
+{
+    static const char *const names[] = {"sdy.sharding", "sdy.sharding_rule", "sharding",
+                                        "sdy.sharding_origins", "sdy.result_sharding_origins"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(names[i], name) == 0) {
+            return names[i];
+        }
+    }
+    return NULL;
+}
+
 cm_status sp_op_set_attr(sp_module *m, uint32_t opid, const char *name, sp_attr *value)
 {
     sp_op *op = &m->ops[opid];
@@ -707,28 +721,30 @@ cm_status sp_op_set_attr(sp_module *m, uint32_t opid, const char *name, sp_attr 
             return CM_OK;
         }
     }
-    if (op->n_attrs >= op->cap_attrs) {
-        /* attrs may point into the arena (reader) until the first growth */
-        uint32_t ncap = op->cap_attrs < 4 ? 4 : op->cap_attrs * 2;
-        if (ncap < op->n_attrs + 1) {
-            ncap = op->n_attrs + 4;
+    if (op->cap_attrs == 0) {
+        /* Arena-owned list (reader, generator, or an earlier call here): a
+         * fresh arena copy one longer. Passes add an attribute to most ops
+         * of a module, so a malloc per op would dominate their cost. */
+        sp_named_attr *p = cm_arena_alloc(&m->arena, sizeof *p * (op->n_attrs + 1u));
+        if (p == NULL) {
+            return CM_ENOMEM;
         }
-        sp_named_attr *p;
-        if (op->cap_attrs == 0) {
-            p = cm_alloc(sizeof *p * ncap);
-            if (p != NULL && op->n_attrs > 0) {
-                memcpy(p, op->attrs, sizeof *p * op->n_attrs);
-            }
-        } else {
-            p = cm_realloc(op->attrs, sizeof *p * ncap);
+        if (op->n_attrs > 0) {
+            memcpy(p, op->attrs, sizeof *p * op->n_attrs);
         }
+        op->attrs = p;
+    } else if (op->n_attrs >= op->cap_attrs) {
+        sp_named_attr *p = cm_realloc(op->attrs, sizeof *p * op->cap_attrs * 2u);
         if (p == NULL) {
             return CM_ENOMEM;
         }
         op->attrs = p;
-        op->cap_attrs = ncap;
+        op->cap_attrs *= 2u;
     }
-    const char *n = cm_arena_strdup(&m->arena, name);
+    const char *n = known_attr_name(name);
+    if (n == NULL) {
+        n = cm_arena_strdup(&m->arena, name);
+    }
     if (n == NULL) {
         return CM_ENOMEM;
     }

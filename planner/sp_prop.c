@@ -2913,7 +2913,56 @@ static cm_status write_debug(prop *p)
     return p->st;
 }
 
-static cm_status write_back(prop *p)
+/* One result-sharding list attribute per distinct sharding of single-result
+ * ops: shardings are interned and attributes are never written in place, so
+ * ops with equal shardings can share one (a 1M-op module needs a few
+ * thousand instead of a million). */
+typedef struct attr_share {
+    const sp_sharding **key;
+    sp_attr **val;
+    uint32_t cap, n;
+} attr_share;
+
+static sp_attr **attr_share_slot(attr_share *t, const sp_sharding *s)
+{
+    if ((t->n + 1u) * 2u > t->cap) {
+        uint32_t cap = t->cap == 0 ? 256u : t->cap * 2u;
+        const sp_sharding **k = cm_calloc(cap, sizeof *k);
+        sp_attr **v = cm_calloc(cap, sizeof *v);
+        if (k == NULL || v == NULL) {
+            cm_free(k);
+            cm_free(v);
+            return NULL;
+        }
+        for (uint32_t i = 0; i < t->cap; i++) {
+            if (t->key[i] != NULL) {
+                uint32_t j = (uint32_t)(((uintptr_t)t->key[i] >> 4) * 2654435761u) & (cap - 1u);
+                while (k[j] != NULL) {
+                    j = (j + 1u) & (cap - 1u);
+                }
+                k[j] = t->key[i];
+                v[j] = t->val[i];
+            }
+        }
+        cm_free(t->key);
+        cm_free(t->val);
+        t->key = k;
+        t->val = v;
+        t->cap = cap;
+    }
+    uint32_t j = (uint32_t)(((uintptr_t)s >> 4) * 2654435761u) & (t->cap - 1u);
+    while (t->key[j] != NULL && t->key[j] != s) {
+        j = (j + 1u) & (t->cap - 1u);
+    }
+    if (t->key[j] == NULL) {
+        t->key[j] = s;
+        t->n++;
+    }
+    return &t->val[j];
+}
+
+/* Op results' shardings into their ops' sdy.sharding attributes. */
+static cm_status write_back_results(prop *p, attr_share *share)
 {
     sp_module *m = p->m;
     /* op results */
@@ -2943,6 +2992,19 @@ static cm_status write_back(prop *p)
         if (p->mc_first[i] != SP_NONE) {
             continue; /* written with the in_shardings below */
         }
+        sp_attr **shared = NULL;
+        if (op->n_results == 1 && p->sh[op->first_result] != NULL) {
+            shared = attr_share_slot(share, p->sh[op->first_result]);
+            if (shared == NULL) {
+                return fail_oom(p);
+            }
+            if (*shared != NULL) {
+                if (sp_op_set_attr(m, i, "sdy.sharding", *shared) != CM_OK) {
+                    return fail_oom(p);
+                }
+                continue;
+            }
+        }
         sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
         if (a == NULL) {
             return fail_oom(p);
@@ -2951,6 +3013,9 @@ static cm_status write_back(prop *p)
         a->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * op->n_results);
         if (a->u.shardings.items == NULL) {
             return fail_oom(p);
+        }
+        if (shared != NULL) {
+            *shared = a;
         }
         for (uint32_t k = 0; k < op->n_results; k++) {
             uint32_t v = op->first_result + k;
@@ -2968,6 +3033,16 @@ static cm_status write_back(prop *p)
             return fail_oom(p);
         }
     }
+    return p->st;
+}
+
+static cm_status write_back(prop *p)
+{
+    sp_module *m = p->m;
+    attr_share share = {0};
+    write_back_results(p, &share);
+    cm_free(share.key);
+    cm_free(share.val);
     /* manual computations: in_shardings and out_shardings */
     for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
         if (p->mc_first[i] == SP_NONE) {
