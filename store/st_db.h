@@ -398,4 +398,24 @@ cm_status st_token_list_query(st_db *db, const st_token_query *q, st_token_list 
 /* Revokes (deletes) a token. Errors: CM_ENOTFOUND at /id. */
 cm_status st_token_delete(st_db *db, int64_t id, cm_error *err);
 
+/* ---- online backup ------------------------------------------------------------------
+ * Added for docker/ and docs/operations.md; self-contained. */
+
+/* Copies the database behind db into the file dest with SQLite's online
+ * backup API, while other handles (this process or a running server) keep
+ * reading and writing the source: in WAL mode the copy reads one consistent
+ * snapshot and never blocks writers, and commits made after the snapshot
+ * began are not in the copy. The pages go to "dest.partial" through a
+ * separate connection, which is synced, then renamed over dest, so dest is
+ * either the old file or a complete backup, never half written. The copy is
+ * a normal database file: st_db_open (or `shardplan serve --db dest`) opens
+ * it directly.
+ * Errors: CM_EINVAL at /dest for an empty or too long name, or when dest is
+ * the database file itself; CM_EIO when dest cannot be written or the source
+ * stays busy for ST_DB_BUSY_TIMEOUT_MS; CM_ENOMEM. On error dest is left as
+ * it was and the partial file is removed.
+ * Thread safety: holds this handle for the duration of the copy (one pass);
+ * other handles on the same file are not held up. */
+cm_status st_db_backup(st_db *db, const char *dest, cm_error *err);
+
 #endif /* ST_DB_H */
