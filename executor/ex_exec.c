@@ -1,0 +1,2239 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor: SPMD execution of a partitioned module on worker threads.
+ * A single-threaded preparation pass decodes every op of main (attributes,
+ * device groups, constants) and every value's per-device block (offset and
+ * local shape from its sharding); then one worker per device walks the ops in
+ * order on its own buffers. Collectives synchronise with a barrier before
+ * (every operand is ready) and after (every peer is done reading), so a
+ * buffer can be freed after its last use. A failing worker keeps taking the
+ * barriers, so the others never wait forever. */
+#include "ex_exec.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ex_blas.h"
+#include "sp_collectives.h"
+#include "sp_cost.h"
+#include "sp_ops.h"
+#include "sp_pipeline.h"
+#include "sp_prop.h"
+#include "sp_reshard.h"
+
+/* ---- element access ---------------------------------------------------------- */
+
+static bool elem_supported(sp_elem e)
+{
+    switch (e) {
+    case SP_ELEM_F32:
+    case SP_ELEM_F64:
+    case SP_ELEM_I1:
+    case SP_ELEM_I8:
+    case SP_ELEM_I16:
+    case SP_ELEM_I32:
+    case SP_ELEM_I64:
+    case SP_ELEM_UI8:
+    case SP_ELEM_UI16:
+    case SP_ELEM_UI32:
+    case SP_ELEM_UI64:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool elem_float(sp_elem e)
+{
+    return e == SP_ELEM_F32 || e == SP_ELEM_F64;
+}
+
+static double ld(const void *p, sp_elem e, size_t i)
+{
+    switch (e) {
+    case SP_ELEM_F32:
+        return (double)((const float *)p)[i];
+    case SP_ELEM_F64:
+        return ((const double *)p)[i];
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+        return (double)((const uint8_t *)p)[i];
+    case SP_ELEM_I8:
+        return (double)((const int8_t *)p)[i];
+    case SP_ELEM_I16:
+        return (double)((const int16_t *)p)[i];
+    case SP_ELEM_UI16:
+        return (double)((const uint16_t *)p)[i];
+    case SP_ELEM_I32:
+        return (double)((const int32_t *)p)[i];
+    case SP_ELEM_UI32:
+        return (double)((const uint32_t *)p)[i];
+    case SP_ELEM_I64:
+        return (double)((const int64_t *)p)[i];
+    case SP_ELEM_UI64:
+        return (double)((const uint64_t *)p)[i];
+    default:
+        return 0;
+    }
+}
+
+static void st(void *p, sp_elem e, size_t i, double v)
+{
+    switch (e) {
+    case SP_ELEM_F32:
+        ((float *)p)[i] = (float)v;
+        break;
+    case SP_ELEM_F64:
+        ((double *)p)[i] = v;
+        break;
+    case SP_ELEM_I1:
+        ((uint8_t *)p)[i] = v != 0;
+        break;
+    case SP_ELEM_UI8:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    case SP_ELEM_I8:
+        ((int8_t *)p)[i] = (int8_t)v;
+        break;
+    case SP_ELEM_I16:
+        ((int16_t *)p)[i] = (int16_t)v;
+        break;
+    case SP_ELEM_UI16:
+        ((uint16_t *)p)[i] = (uint16_t)v;
+        break;
+    case SP_ELEM_I32:
+        ((int32_t *)p)[i] = (int32_t)v;
+        break;
+    case SP_ELEM_UI32:
+        ((uint32_t *)p)[i] = (uint32_t)v;
+        break;
+    case SP_ELEM_I64:
+        ((int64_t *)p)[i] = (int64_t)v;
+        break;
+    case SP_ELEM_UI64:
+        ((uint64_t *)p)[i] = (uint64_t)v;
+        break;
+    default:
+        break;
+    }
+}
+
+static size_t count_of(const int64_t *dims, uint32_t rank)
+{
+    size_t n = 1;
+    for (uint32_t i = 0; i < rank; i++) {
+        n *= (size_t)dims[i];
+    }
+    return n;
+}
+
+/* Advances a row-major coordinate; false after the last one. */
+static bool next_coord(int64_t *c, const int64_t *dims, uint32_t rank)
+{
+    for (uint32_t k = rank; k-- > 0;) {
+        if (++c[k] < dims[k]) {
+            return true;
+        }
+        c[k] = 0;
+    }
+    return false;
+}
+
+void ex_tensors_free(ex_tensor *t, uint32_t n)
+{
+    if (t == NULL) {
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        cm_free(t[i].data);
+    }
+    cm_free(t);
+}
+
+/* ---- the prepared program --------------------------------------------------- */
+
+typedef struct vinfo {
+    bool live;             /* a value of main's body */
+    bool is_arg;
+    bool is_result;        /* returned: never freed by workers */
+    sp_elem elem;
+    uint32_t rank;
+    size_t esz;            /* bytes per element */
+    const int64_t *gdims;  /* global dims (module-owned) */
+    int64_t *ldims;        /* local dims, equal on every device */
+    int64_t *off;          /* n_dev * rank block offsets */
+    size_t lcount;         /* local elements */
+    uint32_t last_use;     /* index of the last op using it */
+} vinfo;
+
+enum { RED_ADD, RED_MAX, RED_MIN, RED_MUL, RED_AND, RED_OR };
+enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE };
+
+typedef struct xop {
+    uint32_t op;
+    sp_op_kind kind;
+    const int64_t *a, *b, *c, *d; /* decoded integer attributes */
+    uint32_t na, nb, nc, nd;
+    int64_t dim;                  /* iota / concatenate dimension */
+    int fn;                       /* reduce body or comparison */
+    int64_t *grp_of;              /* collectives: n_dev entries, row of each device */
+    int64_t *groups;              /* n_groups * gsize device ids */
+    uint32_t gsize;
+    double *cval;                 /* constant values (1: splat) */
+    size_t n_cval;
+} xop;
+
+typedef struct prog {
+    const sp_module *m;
+    uint32_t block;   /* main's body */
+    uint32_t n_dev;
+    bool replicated;
+    vinfo *vi;        /* by value id */
+    xop *ops;
+    uint32_t n_ops;
+    uint32_t ret;     /* index of the return in ops */
+    cm_arena arena;
+} prog;
+
+static cm_status op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Reports an error located at op ("LINE:COL" when the op came from text). */
+static cm_status op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt, ...)
+{
+    char path[32];
+    path[0] = '\0';
+    const sp_op *o = &p->m->ops[op];
+    if (o->line > 0) {
+        snprintf(path, sizeof path, "%u:%u", o->line, o->col);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    cm_status st_ = cm_error_setv(err, CM_EINVAL, path, fmt, ap);
+    va_end(ap);
+    return st_;
+}
+
+static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
+{
+    return s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : s->mesh;
+}
+
+/* The sharding a value is held with: collectives carry out_sharding, reshards
+ * `sharding`; everything else as sp_value_sharding. NULL: replicated. */
+static const sp_sharding *held_sharding(const sp_module *m, uint32_t v)
+{
+    const sp_value *val = &m->values[v];
+    if (val->def != SP_NONE) {
+        const sp_op *op = &m->ops[val->def];
+        const sp_attr *a = NULL;
+        switch ((sp_op_kind)op->kind) {
+        case SP_OP_SDY_ALL_GATHER:
+        case SP_OP_SDY_ALL_SLICE:
+        case SP_OP_SDY_ALL_REDUCE:
+        case SP_OP_SDY_ALL_TO_ALL:
+        case SP_OP_SDY_COLLECTIVE_PERMUTE:
+        case SP_OP_SDY_REDUCE_SCATTER:
+            a = sp_op_attr(m, val->def, "out_sharding");
+            break;
+        case SP_OP_SDY_RESHARD:
+            a = sp_op_attr(m, val->def, "sharding");
+            break;
+        default:
+            break;
+        }
+        if (a != NULL) {
+            return a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
+        }
+    }
+    return sp_value_sharding(m, v);
+}
+
+/* Mesh position of device dev (through the mesh's device_ids), or -1. */
+static int64_t mesh_position(const sp_mesh *mesh, int64_t dev)
+{
+    if (mesh->device_ids == NULL || mesh->n_device_ids == 0) {
+        return dev;
+    }
+    for (uint32_t i = 0; i < mesh->n_device_ids; i++) {
+        if (mesh->device_ids[i] == dev) {
+            return (int64_t)i;
+        }
+    }
+    return -1;
+}
+
+/* Fills the value's local dims and per-device offsets. */
+static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_error *err)
+{
+    const sp_module *m = p->m;
+    vinfo *vi = &p->vi[v];
+    const sp_type *t = sp_value_type(m, v);
+    if (t->kind != SP_TYPE_TENSOR || !elem_supported(t->elem) || t->rank > EX_MAX_RANK) {
+        return op_error(p, op_for_err, err, "type %s cannot be executed yet", t->text);
+    }
+    for (uint32_t k = 0; k < t->rank; k++) {
+        if (t->dims[k] < 0) {
+            return op_error(p, op_for_err, err, "dynamic type %s cannot be executed yet",
+                            t->text);
+        }
+    }
+    vi->live = true;
+    vi->last_use = UINT32_MAX;
+    vi->elem = t->elem;
+    vi->rank = t->rank;
+    vi->esz = sp_elem_bytes(t->elem);
+    vi->gdims = t->dims;
+    vi->ldims = cm_arena_alloc(&p->arena, sizeof(int64_t) * (t->rank + 1u));
+    vi->off = cm_arena_zalloc(&p->arena, sizeof(int64_t) * (t->rank * p->n_dev + 1u));
+    if (vi->ldims == NULL || vi->off == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    memcpy(vi->ldims, t->dims, sizeof(int64_t) * t->rank);
+    const sp_sharding *s = p->replicated ? NULL : held_sharding(m, v);
+    if (s != NULL && s->rank == t->rank) {
+        const sp_mesh *mesh = sharding_mesh(m, s);
+        if (mesh == NULL) {
+            return op_error(p, op_for_err, err, "sharding on unknown mesh %s",
+                            s->mesh_name != NULL ? s->mesh_name : "?");
+        }
+        if (sp_mesh_size(mesh) != (int64_t)p->n_dev) {
+            return op_error(p, op_for_err, err,
+                            "a value on a mesh whose size is not the device count (%s) cannot "
+                            "be executed yet",
+                            s->mesh_name != NULL ? s->mesh_name : "inlined mesh");
+        }
+        cm_error e2;
+        cm_error_clear(&e2);
+        if (sp_local_shape(s, mesh, t->dims, t->rank, vi->ldims, &e2) != CM_OK) {
+            return op_error(p, op_for_err, err, "bad sharding: %s", e2.msg);
+        }
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            int64_t pos = mesh_position(mesh, d);
+            if (pos < 0) {
+                return op_error(p, op_for_err, err, "device missing from mesh %s",
+                                s->mesh_name != NULL ? s->mesh_name : "?");
+            }
+            int64_t coord[SP_MAX_RANK];
+            for (uint32_t a = mesh->n_axes; a-- > 0;) {
+                coord[a] = pos % mesh->axes[a].size;
+                pos /= mesh->axes[a].size;
+            }
+            for (uint32_t k = 0; k < t->rank; k++) {
+                int64_t idx = 0;
+                for (uint32_t j = 0; j < s->dims[k].n_axes; j++) {
+                    const sp_axis_ref *r = &s->dims[k].axes[j];
+                    int32_t ai = sp_mesh_axis_index(mesh, r->name);
+                    if (ai < 0) {
+                        return op_error(p, op_for_err, err, "unknown mesh axis %s", r->name);
+                    }
+                    int64_t c = coord[ai], size = mesh->axes[ai].size;
+                    if (r->pre_size > 0) {
+                        c = (c / r->pre_size) % r->size;
+                        size = r->size;
+                    }
+                    idx = idx * size + c;
+                }
+                vi->off[d * t->rank + k] = idx * vi->ldims[k];
+            }
+        }
+    }
+    vi->lcount = count_of(vi->ldims, t->rank);
+    return CM_OK;
+}
+
+static const int64_t *voff(const prog *p, uint32_t v, uint32_t dev)
+{
+    return &p->vi[v].off[dev * p->vi[v].rank];
+}
+
+/* Valid extent of the block at off (the last shard of a non-divisible
+ * dimension is padded). */
+static int64_t valid_len(const vinfo *vi, uint32_t k, int64_t off)
+{
+    int64_t n = vi->gdims[k] - off;
+    return n < 0 ? 0 : (n < vi->ldims[k] ? n : vi->ldims[k]);
+}
+
+static bool ints_attr(prog *p, uint32_t op, const char *name, const int64_t **v, uint32_t *n)
+{
+    return sp_attr_ints(sp_op_attr(p->m, op, name), v, n, &p->arena);
+}
+
+static const sp_attr *params_item(const sp_attr *a, const char *name)
+{
+    if (a == NULL || a->kind != SP_ATTR_PARAMS) {
+        return NULL;
+    }
+    return sp_attrs_get(a->u.params.items, a->u.params.n, name);
+}
+
+/* Parses a dense<...> body: a splat, a nested list, true/false or a hex splat. */
+static cm_status parse_constant(prog *p, xop *x, const sp_attr *a, sp_elem e, size_t count,
+                                cm_error *err)
+{
+    if (a == NULL || a->kind != SP_ATTR_DENSE || a->u.dense.body == NULL) {
+        return op_error(p, x->op, err, "%s: constant without a dense value cannot be executed yet",
+                        p->m->ops[x->op].name);
+    }
+    const char *s = a->u.dense.body;
+    x->cval = cm_arena_alloc(&p->arena, sizeof(double) * (count + 1u));
+    if (x->cval == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    while (*s == ' ' || *s == '"') {
+        s++;
+    }
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        unsigned long long bits = strtoull(s + 2, NULL, 16);
+        if (strlen(s) > 2 + 16 + 1) {
+            return op_error(p, x->op, err, "%s: hex constant lists cannot be executed yet",
+                            p->m->ops[x->op].name);
+        }
+        if (e == SP_ELEM_F32) {
+            uint32_t b32 = (uint32_t)bits;
+            float f;
+            memcpy(&f, &b32, sizeof f);
+            x->cval[0] = (double)f;
+        } else if (e == SP_ELEM_F64) {
+            uint64_t b64 = (uint64_t)bits;
+            double d;
+            memcpy(&d, &b64, sizeof d);
+            x->cval[0] = d;
+        } else {
+            x->cval[0] = (double)bits;
+        }
+        x->n_cval = 1;
+        return CM_OK;
+    }
+    size_t n = 0;
+    while (*s != '\0') {
+        if (*s == '[' || *s == ']' || *s == ',' || *s == ' ' || *s == '\n' || *s == '"') {
+            s++;
+            continue;
+        }
+        double v;
+        char *end = NULL;
+        if (strncmp(s, "true", 4) == 0) {
+            v = 1;
+            end = (char *)(uintptr_t)(s + 4);
+        } else if (strncmp(s, "false", 5) == 0) {
+            v = 0;
+            end = (char *)(uintptr_t)(s + 5);
+        } else {
+            v = strtod(s, &end);
+            if (end == s) {
+                return op_error(p, x->op, err, "%s: constant literal cannot be executed yet",
+                                p->m->ops[x->op].name);
+            }
+        }
+        if (n >= count) {
+            return op_error(p, x->op, err, "%s: constant has too many elements",
+                            p->m->ops[x->op].name);
+        }
+        x->cval[n++] = v;
+        s = end;
+    }
+    if (n != 1 && n != count) {
+        return op_error(p, x->op, err, "%s: constant element count does not match its type",
+                        p->m->ops[x->op].name);
+    }
+    x->n_cval = n;
+    return CM_OK;
+}
+
+/* Collects the axes of a collective and computes its device groups. */
+static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
+{
+    const sp_module *m = p->m;
+    sp_axis_ref refs[4 * SP_MAX_RANK];
+    uint32_t n = 0;
+    const sp_attr *axes = key != NULL ? sp_op_attr(m, x->op, key) : NULL;
+    if (axes != NULL && axes->kind == SP_ATTR_AXIS_LIST) {
+        for (uint32_t j = 0; j < axes->u.axes.n && n < 4 * SP_MAX_RANK; j++) {
+            refs[n++] = axes->u.axes.axes[j];
+        }
+    } else if (axes != NULL && axes->kind == SP_ATTR_AXIS_LISTS) {
+        for (uint32_t i = 0; i < axes->u.axis_lists.n; i++) {
+            const sp_axis_list *l = &axes->u.axis_lists.items[i];
+            for (uint32_t j = 0; j < l->n && n < 4 * SP_MAX_RANK; j++) {
+                refs[n++] = l->axes[j];
+            }
+        }
+    } else if (axes != NULL && axes->kind == SP_ATTR_ALL_TO_ALL) {
+        for (uint32_t i = 0; i < axes->u.a2a.n; i++) {
+            const sp_axis_list *l = &axes->u.a2a.items[i].axes;
+            for (uint32_t j = 0; j < l->n && n < 4 * SP_MAX_RANK; j++) {
+                refs[n++] = l->axes[j];
+            }
+        }
+    }
+    x->grp_of = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
+    if (x->grp_of == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    const sp_sharding *s = held_sharding(m, m->ops[x->op].first_result);
+    const sp_mesh *mesh = s != NULL ? sharding_mesh(m, s) : NULL;
+    if (key == NULL || mesh == NULL) {
+        /* Reshards and permutes: any device may hold what another needs. */
+        x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
+        if (x->groups == NULL) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            x->groups[d] = d;
+            x->grp_of[d] = 0;
+        }
+        x->gsize = p->n_dev;
+        return CM_OK;
+    }
+    uint32_t ng = 0, gs = 0;
+    cm_error e2;
+    cm_error_clear(&e2);
+    if (sp_collective_groups(mesh, refs, n, &x->groups, &ng, &gs, &p->arena, &e2) != CM_OK) {
+        return op_error(p, x->op, err, "device groups: %s", e2.msg);
+    }
+    x->gsize = gs;
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        x->grp_of[d] = -1;
+    }
+    for (uint32_t g = 0; g < ng; g++) {
+        for (uint32_t j = 0; j < gs; j++) {
+            int64_t dev = x->groups[(size_t)g * gs + j];
+            if (dev < 0 || dev >= (int64_t)p->n_dev) {
+                return op_error(p, x->op, err, "%s: device id out of range",
+                                m->ops[x->op].name);
+            }
+            x->grp_of[dev] = g;
+        }
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        if (x->grp_of[d] < 0) {
+            return op_error(p, x->op, err, "%s: a device is in no group", m->ops[x->op].name);
+        }
+    }
+    return CM_OK;
+}
+
+static int reduce_body(const sp_module *m, uint32_t op)
+{
+    const sp_op *o = &m->ops[op];
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        return -1;
+    }
+    const sp_block *b = &m->blocks[o->regions[0].blocks[0]];
+    if (b->n_ops != 2) {
+        return -1;
+    }
+    switch ((sp_op_kind)m->ops[b->ops[0]].kind) {
+    case SP_OP_ADD:
+        return RED_ADD;
+    case SP_OP_MAXIMUM:
+        return RED_MAX;
+    case SP_OP_MINIMUM:
+        return RED_MIN;
+    case SP_OP_MULTIPLY:
+        return RED_MUL;
+    case SP_OP_AND:
+        return RED_AND;
+    case SP_OP_OR:
+        return RED_OR;
+    default:
+        return -1;
+    }
+}
+
+static cm_status prepare_op(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    x->kind = (sp_op_kind)o->kind;
+    bool ok = true;
+    switch (x->kind) {
+    case SP_OP_ADD:
+    case SP_OP_SUBTRACT:
+    case SP_OP_MULTIPLY:
+    case SP_OP_DIVIDE:
+    case SP_OP_MAXIMUM:
+    case SP_OP_MINIMUM:
+    case SP_OP_NEGATE:
+    case SP_OP_EXPONENTIAL:
+    case SP_OP_TANH:
+    case SP_OP_ABS:
+    case SP_OP_SQRT:
+    case SP_OP_RSQRT:
+    case SP_OP_LOG:
+    case SP_OP_LOGISTIC:
+    case SP_OP_SELECT:
+    case SP_OP_CONVERT:
+    case SP_OP_RESHAPE:
+    case SP_OP_FUNC_RETURN:
+        break;
+    case SP_OP_COMPARE: {
+        const sp_attr *a = sp_op_attr(m, x->op, "comparison_direction");
+        const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "";
+        static const char *const names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+        x->fn = -1;
+        for (int i = 0; i < 6; i++) {
+            if (strcmp(v, names[i]) == 0) {
+                x->fn = i;
+            }
+        }
+        ok = x->fn >= 0;
+        break;
+    }
+    case SP_OP_CONSTANT:
+        return parse_constant(p, x, sp_op_attr(m, x->op, "value"),
+                              sp_value_type(m, o->first_result)->elem,
+                              count_of(sp_value_type(m, o->first_result)->dims,
+                                       sp_value_type(m, o->first_result)->rank),
+                              err);
+    case SP_OP_IOTA: {
+        const sp_attr *a = sp_op_attr(m, x->op, "iota_dimension");
+        ok = a != NULL && a->kind == SP_ATTR_INT;
+        x->dim = ok ? a->u.i.v : 0;
+        break;
+    }
+    case SP_OP_CONCATENATE: {
+        const sp_attr *a = sp_op_attr(m, x->op, "dimension");
+        ok = a != NULL && a->kind == SP_ATTR_INT;
+        x->dim = ok ? a->u.i.v : 0;
+        break;
+    }
+    case SP_OP_BROADCAST_IN_DIM:
+        ok = ints_attr(p, x->op, "broadcast_dimensions", &x->a, &x->na);
+        break;
+    case SP_OP_TRANSPOSE:
+        ok = ints_attr(p, x->op, "permutation", &x->a, &x->na);
+        break;
+    case SP_OP_SLICE:
+        ok = ints_attr(p, x->op, "start_indices", &x->a, &x->na) &&
+             ints_attr(p, x->op, "limit_indices", &x->b, &x->nb) &&
+             ints_attr(p, x->op, "strides", &x->c, &x->nc);
+        break;
+    case SP_OP_REDUCE:
+        ok = o->n_operands == 2 && o->n_results == 1 &&
+             ints_attr(p, x->op, "dimensions", &x->a, &x->na);
+        x->fn = reduce_body(m, x->op);
+        if (ok && x->fn < 0) {
+            return op_error(p, x->op, err, "%s with this body cannot be executed yet", nm);
+        }
+        break;
+    case SP_OP_DOT_GENERAL: {
+        const sp_attr *dn = sp_op_attr(m, x->op, "dot_dimension_numbers");
+        x->na = x->nb = x->nc = x->nd = 0;
+        const sp_attr *lb = params_item(dn, "lhs_batching_dimensions");
+        const sp_attr *rb = params_item(dn, "rhs_batching_dimensions");
+        const sp_attr *lc = params_item(dn, "lhs_contracting_dimensions");
+        const sp_attr *rc = params_item(dn, "rhs_contracting_dimensions");
+        ok = dn != NULL && (lb == NULL || sp_attr_ints(lb, &x->a, &x->na, &p->arena)) &&
+             (rb == NULL || sp_attr_ints(rb, &x->b, &x->nb, &p->arena)) &&
+             (lc == NULL || sp_attr_ints(lc, &x->c, &x->nc, &p->arena)) &&
+             (rc == NULL || sp_attr_ints(rc, &x->d, &x->nd, &p->arena)) && x->na == x->nb &&
+             x->nc == x->nd;
+        sp_elem e = sp_value_type(m, o->first_result)->elem;
+        if (ok && ((e != SP_ELEM_F32 && e != SP_ELEM_F64) ||
+                   sp_value_type(m, o->operands[0])->elem != e ||
+                   sp_value_type(m, o->operands[1])->elem != e)) {
+            return op_error(p, x->op, err, "%s on non-f32/f64 or mixed types cannot be executed yet",
+                            nm);
+        }
+        break;
+    }
+    case SP_OP_SDY_ALL_REDUCE:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "reduction_axes", err);
+    case SP_OP_SDY_ALL_GATHER:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "gathering_axes", err);
+    case SP_OP_SDY_ALL_SLICE:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "slicing_axes", err);
+    case SP_OP_SDY_ALL_TO_ALL:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "params", err);
+    case SP_OP_SDY_REDUCE_SCATTER:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "reduce_scatter_axes", err);
+    case SP_OP_SDY_COLLECTIVE_PERMUTE:
+    case SP_OP_SDY_RESHARD:
+    case SP_OP_SDY_SHARDING_CONSTRAINT:
+        /* Constraints and reshards move data when the shardings differ. */
+        return p->replicated ? CM_OK : prepare_groups(p, x, NULL, err);
+    default:
+        return op_error(p, x->op, err, "op %s cannot be executed yet", nm);
+    }
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
+    }
+    return CM_OK;
+}
+
+static void prog_fini(prog *p)
+{
+    cm_free(p->vi);
+    cm_free(p->ops);
+    cm_arena_fini(&p->arena);
+}
+
+static uint32_t default_devices(const sp_module *m)
+{
+    const sp_block *body = &m->blocks[m->body];
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        const sp_op *o = &m->ops[body->ops[i]];
+        if (o->kind == SP_OP_SDY_MESH) {
+            const sp_attr *a = sp_attrs_get(o->attrs, o->n_attrs, "mesh");
+            if (a != NULL && a->kind == SP_ATTR_MESH && a->u.mesh->n_axes > 0) {
+                return (uint32_t)sp_mesh_size(a->u.mesh);
+            }
+        }
+    }
+    return 1;
+}
+
+static cm_status prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replicated,
+                           cm_error *err)
+{
+    memset(p, 0, sizeof *p);
+    cm_arena_init(&p->arena, 0);
+    p->m = m;
+    p->n_dev = n_dev;
+    p->replicated = replicated;
+    uint32_t f = sp_module_func(m, "main");
+    if (f == SP_NONE) {
+        return cm_error_set(err, CM_EINVAL, NULL, "the module has no function @main");
+    }
+    if (m->ops[f].n_regions != 1 || m->ops[f].regions[0].n_blocks != 1) {
+        return op_error(p, f, err, "%s: a main with several blocks cannot be executed yet",
+                        "func.func");
+    }
+    p->block = m->ops[f].regions[0].blocks[0];
+    const sp_block *b = &m->blocks[p->block];
+    p->vi = cm_calloc(m->n_values + 1u, sizeof(vinfo));
+    p->ops = cm_calloc(b->n_ops + 1u, sizeof(xop));
+    if (p->vi == NULL || p->ops == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    p->n_ops = b->n_ops;
+    p->ret = SP_NONE;
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        cm_status st = value_prepare(p, b->first_arg + i, f, err);
+        if (st != CM_OK) {
+            return st;
+        }
+        p->vi[b->first_arg + i].is_arg = true;
+    }
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        xop *x = &p->ops[i];
+        x->op = b->ops[i];
+        const sp_op *o = &m->ops[x->op];
+        for (uint32_t j = 0; j < o->n_operands; j++) {
+            if (!p->vi[o->operands[j]].live) {
+                return op_error(p, x->op, err, "%s: operand from outside main's body", o->name);
+            }
+            p->vi[o->operands[j]].last_use = i;
+        }
+        cm_status st = CM_OK;
+        for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
+            st = value_prepare(p, o->first_result + j, x->op, err);
+        }
+        if (st == CM_OK) {
+            st = prepare_op(p, x, err);
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+        if (x->kind == SP_OP_FUNC_RETURN) {
+            p->ret = i;
+            for (uint32_t j = 0; j < o->n_operands; j++) {
+                p->vi[o->operands[j]].is_result = true;
+            }
+        }
+    }
+    if (p->ret == SP_NONE) {
+        return cm_error_set(err, CM_EINVAL, NULL, "main has no return");
+    }
+    return CM_OK;
+}
+
+/* ---- workers ------------------------------------------------------------------ */
+
+typedef struct shared {
+    prog *p;
+    pthread_barrier_t bar;
+    atomic_int failed;
+    void **bufs;          /* n_dev * 2 * n_values: each device's buffer of every value,
+                             then its spare buffers (alloc_value) */
+    void **argbufs;       /* n_dev * n_args local argument shards */
+    uint32_t n_args;
+    uint32_t iters;
+    double *iter_s;
+    cm_error *errs;       /* per worker */
+} shared;
+
+typedef struct worker {
+    shared *sh;
+    uint32_t dev;
+} worker;
+
+static void **wbufs(shared *sh, uint32_t dev)
+{
+    return &sh->bufs[(size_t)dev * 2u * sh->p->m->n_values];
+}
+
+/* Copies a box of extent ext from src (dims sd, starting at so) into dst
+ * (dims dd, starting at do_); accumulate adds instead (as doubles). */
+static void copy_box(const void *src, const int64_t *sd, const int64_t *so, void *dst,
+                     const int64_t *dd, const int64_t *do_, const int64_t *ext, uint32_t rank,
+                     sp_elem e, size_t esz, bool accumulate)
+{
+    for (uint32_t k = 0; k < rank; k++) {
+        if (ext[k] <= 0) {
+            return;
+        }
+    }
+    if (rank == 0) {
+        if (accumulate) {
+            st(dst, e, 0, ld(dst, e, 0) + ld(src, e, 0));
+        } else {
+            memcpy(dst, src, esz);
+        }
+        return;
+    }
+    int64_t c[EX_MAX_RANK] = {0};
+    int64_t inner = ext[rank - 1];
+    do {
+        size_t si = 0, di = 0;
+        for (uint32_t k = 0; k < rank; k++) {
+            si = si * (size_t)sd[k] + (size_t)(so[k] + c[k]);
+            di = di * (size_t)dd[k] + (size_t)(do_[k] + c[k]);
+        }
+        if (accumulate && e == SP_ELEM_F32) {
+            float *d = (float *)dst + di;
+            const float *s = (const float *)src + si;
+            for (int64_t i = 0; i < inner; i++) {
+                d[i] += s[i];
+            }
+        } else if (accumulate) {
+            for (int64_t i = 0; i < inner; i++) {
+                st(dst, e, di + (size_t)i,
+                   ld(dst, e, di + (size_t)i) + ld(src, e, si + (size_t)i));
+            }
+        } else {
+            memcpy((char *)dst + di * esz, (const char *)src + si * esz, (size_t)inner * esz);
+        }
+    } while (next_coord(c, ext, rank - 1));
+}
+
+/* One dimension of an affine gather: operand index = bias + scale * c[rdim],
+ * or bias alone when rdim < 0. */
+typedef struct amap {
+    int32_t rdim;
+    int64_t scale, bias;
+} amap;
+
+/* dst[c] = src[map(c)] over dst's dims; positions that fall outside src
+ * (padding of a non-divisible shard) get zero. */
+static void gather_affine(const void *src, const int64_t *sdims, uint32_t srank, const amap *map,
+                          void *dst, const int64_t *ddims, uint32_t drank, size_t esz)
+{
+    size_t n = count_of(ddims, drank);
+    if (n == 0) {
+        return;
+    }
+    int64_t c[EX_MAX_RANK] = {0};
+    size_t i = 0;
+    do {
+        size_t si = 0;
+        bool in = true;
+        for (uint32_t k = 0; k < srank; k++) {
+            int64_t x = map[k].bias + (map[k].rdim >= 0 ? map[k].scale * c[map[k].rdim] : 0);
+            if (x < 0 || x >= sdims[k]) {
+                in = false;
+                break;
+            }
+            si = si * (size_t)sdims[k] + (size_t)x;
+        }
+        if (in) {
+            memcpy((char *)dst + i * esz, (const char *)src + si * esz, esz);
+        } else {
+            memset((char *)dst + i * esz, 0, esz);
+        }
+        i++;
+    } while (next_coord(c, ddims, drank));
+}
+
+/* A zeroed buffer for value v. bufs (a worker's value array, or NULL) holds
+ * after its n_values entries the spare buffer of each value kept from the
+ * previous iteration (release): reusing it saves the page faults and unmaps
+ * of large fresh buffers, which cost more than the copies of a collective. */
+static void *alloc_value(const prog *p, void **bufs, uint32_t v)
+{
+    size_t bytes = (p->vi[v].lcount + 1u) * p->vi[v].esz;
+    if (bufs != NULL && bufs[p->m->n_values + v] != NULL) {
+        void *b = bufs[p->m->n_values + v];
+        bufs[p->m->n_values + v] = NULL;
+        memset(b, 0, bytes);
+        return b;
+    }
+    return cm_calloc(p->vi[v].lcount + 1u, p->vi[v].esz);
+}
+
+/* Frees bufs[v], or keeps it as v's spare when another iteration follows. */
+static void release(const prog *p, void **bufs, uint32_t v, bool keep)
+{
+    if (keep && bufs[p->m->n_values + v] == NULL) {
+        bufs[p->m->n_values + v] = bufs[v];
+    } else {
+        cm_free(bufs[v]);
+    }
+    bufs[v] = NULL;
+}
+
+/* Operand v as seen in the block of result r (same rank): v's own buffer when
+ * the blocks agree, else a temporary (*tmp, freed by the caller). */
+static const void *view_as(const prog *p, void **bufs, uint32_t dev, uint32_t v, uint32_t r,
+                           void **tmp)
+{
+    const vinfo *a = &p->vi[v], *b = &p->vi[r];
+    *tmp = NULL;
+    if (a->rank == 0) {
+        return bufs[v];
+    }
+    bool same = a->rank == b->rank;
+    for (uint32_t k = 0; same && k < a->rank; k++) {
+        same = a->ldims[k] == b->ldims[k] && voff(p, v, dev)[k] == voff(p, r, dev)[k];
+    }
+    if (same) {
+        return bufs[v];
+    }
+    amap map[EX_MAX_RANK];
+    for (uint32_t k = 0; k < a->rank; k++) {
+        map[k].rdim = (int32_t)k;
+        map[k].scale = 1;
+        map[k].bias = voff(p, r, dev)[k] - voff(p, v, dev)[k];
+    }
+    *tmp = cm_calloc(b->lcount + 1u, a->esz);
+    if (*tmp == NULL) {
+        return NULL;
+    }
+    gather_affine(bufs[v], a->ldims, a->rank, map, *tmp, b->ldims, b->rank, a->esz);
+    return *tmp;
+}
+
+static double unary(sp_op_kind k, double x)
+{
+    switch (k) {
+    case SP_OP_NEGATE:
+        return -x;
+    case SP_OP_EXPONENTIAL:
+        return exp(x);
+    case SP_OP_TANH:
+        return tanh(x);
+    case SP_OP_ABS:
+        return fabs(x);
+    case SP_OP_SQRT:
+        return sqrt(x);
+    case SP_OP_RSQRT:
+        return 1.0 / sqrt(x);
+    case SP_OP_LOG:
+        return log(x);
+    case SP_OP_LOGISTIC:
+        return 1.0 / (1.0 + exp(-x));
+    default:
+        return x;
+    }
+}
+
+static double binary(sp_op_kind k, double x, double y, bool is_int)
+{
+    switch (k) {
+    case SP_OP_ADD:
+        return x + y;
+    case SP_OP_SUBTRACT:
+        return x - y;
+    case SP_OP_MULTIPLY:
+        return x * y;
+    case SP_OP_DIVIDE:
+        return is_int ? (y == 0 ? 0 : trunc(x / y)) : x / y;
+    case SP_OP_MAXIMUM:
+        return isnan(x) || isnan(y) ? (double)NAN : (x > y ? x : y);
+    case SP_OP_MINIMUM:
+        return isnan(x) || isnan(y) ? (double)NAN : (x < y ? x : y);
+    default:
+        return 0;
+    }
+}
+
+static double reduce_fn(int fn, double acc, double x)
+{
+    switch (fn) {
+    case RED_ADD:
+        return acc + x;
+    case RED_MAX:
+        return isnan(acc) || isnan(x) ? (double)NAN : (x > acc ? x : acc);
+    case RED_MIN:
+        return isnan(acc) || isnan(x) ? (double)NAN : (x < acc ? x : acc);
+    case RED_MUL:
+        return acc * x;
+    case RED_AND:
+        return (acc != 0 && x != 0) ? 1 : 0;
+    default:
+        return (acc != 0 || x != 0) ? 1 : 0;
+    }
+}
+
+/* what is a message about the op, e.g. "local shapes disagree". */
+static cm_status local_error(const prog *p, const xop *x, cm_error *err, const char *what)
+{
+    return op_error(p, x->op, err, "%s: %s", p->m->ops[x->op].name, what);
+}
+
+static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t lv = o->operands[0], rv = o->operands[1];
+    const vinfo *L = &p->vi[lv], *R = &p->vi[rv], *O = &p->vi[r];
+    /* Orders: lhs [batch, free, contract], rhs [batch, contract, free]. */
+    int64_t lperm[EX_MAX_RANK], rperm[EX_MAX_RANK];
+    bool used[EX_MAX_RANK];
+    uint32_t nl = 0, nr = 0;
+    int64_t B = 1, M = 1, K = 1, N = 1;
+    for (uint32_t i = 0; i < x->na; i++) {
+        if (L->ldims[x->a[i]] != R->ldims[x->b[i]]) {
+            return local_error(p, x, err, "batch shards of the operands differ");
+        }
+        B *= L->ldims[x->a[i]];
+    }
+    for (uint32_t i = 0; i < x->nc; i++) {
+        if (L->ldims[x->c[i]] != R->ldims[x->d[i]]) {
+            return local_error(p, x, err, "contracting shards of the operands differ");
+        }
+        K *= L->ldims[x->c[i]];
+    }
+    memset(used, 0, sizeof used);
+    for (uint32_t i = 0; i < x->na; i++) {
+        lperm[nl++] = x->a[i];
+        used[x->a[i]] = true;
+    }
+    for (uint32_t i = 0; i < x->nc; i++) {
+        used[x->c[i]] = true;
+    }
+    for (uint32_t k = 0; k < L->rank; k++) {
+        if (!used[k]) {
+            lperm[nl++] = k;
+            M *= L->ldims[k];
+        }
+    }
+    for (uint32_t i = 0; i < x->nc; i++) {
+        lperm[nl++] = x->c[i];
+    }
+    memset(used, 0, sizeof used);
+    for (uint32_t i = 0; i < x->nb; i++) {
+        rperm[nr++] = x->b[i];
+        used[x->b[i]] = true;
+    }
+    for (uint32_t i = 0; i < x->nd; i++) {
+        rperm[nr++] = x->d[i];
+        used[x->d[i]] = true;
+    }
+    for (uint32_t k = 0; k < R->rank; k++) {
+        if (!used[k]) {
+            rperm[nr++] = k;
+            N *= R->ldims[k];
+        }
+    }
+    /* The result's local shape must be [batch, lhs free, rhs free]. */
+    uint32_t j = 0;
+    bool shape_ok = O->rank == x->na + (L->rank - x->na - x->nc) + (R->rank - x->nb - x->nd);
+    for (uint32_t i = 0; shape_ok && i < x->na; i++) {
+        shape_ok = O->ldims[j++] == L->ldims[lperm[i]];
+    }
+    for (uint32_t i = x->na; shape_ok && i < L->rank - x->nc; i++) {
+        shape_ok = O->ldims[j++] == L->ldims[lperm[i]];
+    }
+    for (uint32_t i = x->nb + x->nd; shape_ok && i < R->rank; i++) {
+        shape_ok = O->ldims[j++] == R->ldims[rperm[i]];
+    }
+    if (!shape_ok || B * M > INT32_MAX || K > INT32_MAX || N > INT32_MAX) {
+        return local_error(p, x, err, "local shapes of operands and result disagree");
+    }
+    const void *lp = bufs[lv], *rp = bufs[rv];
+    void *lt = NULL, *rt = NULL;
+    bool lid = true, rid = true;
+    for (uint32_t k = 0; k < L->rank; k++) {
+        lid = lid && lperm[k] == (int64_t)k;
+    }
+    for (uint32_t k = 0; k < R->rank; k++) {
+        rid = rid && rperm[k] == (int64_t)k;
+    }
+    if (!lid || !rid) {
+        int64_t td[EX_MAX_RANK];
+        amap map[EX_MAX_RANK];
+        if (!lid) {
+            lt = cm_alloc(L->lcount * L->esz + 1u);
+            for (uint32_t k = 0; k < L->rank; k++) {
+                td[k] = L->ldims[lperm[k]];
+                map[lperm[k]] = (amap){(int32_t)k, 1, 0};
+            }
+            if (lt != NULL) {
+                gather_affine(lp, L->ldims, L->rank, map, lt, td, L->rank, L->esz);
+            }
+            lp = lt;
+        }
+        if (!rid) {
+            rt = cm_alloc(R->lcount * R->esz + 1u);
+            for (uint32_t k = 0; k < R->rank; k++) {
+                td[k] = R->ldims[rperm[k]];
+                map[rperm[k]] = (amap){(int32_t)k, 1, 0};
+            }
+            if (rt != NULL) {
+                gather_affine(rp, R->ldims, R->rank, map, rt, td, R->rank, R->esz);
+            }
+            rp = rt;
+        }
+    }
+    void *out = alloc_value(p, bufs, r);
+    if (out == NULL || lp == NULL || rp == NULL) {
+        cm_free(lt);
+        cm_free(rt);
+        cm_free(out);
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (int64_t b = 0; b < B; b++) {
+        if (O->elem == SP_ELEM_F32) {
+            ex_blas_sgemm(M, N, K, (const float *)lp + b * M * K, (const float *)rp + b * K * N,
+                          (float *)out + b * M * N);
+        } else {
+            ex_blas_dgemm(M, N, K, (const double *)lp + b * M * K,
+                          (const double *)rp + b * K * N, (double *)out + b * M * N);
+        }
+    }
+    cm_free(lt);
+    cm_free(rt);
+    bufs[r] = out;
+    return CM_OK;
+}
+
+static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t in = o->operands[0], init = o->operands[1];
+    const vinfo *I = &p->vi[in], *O = &p->vi[r];
+    bool red[EX_MAX_RANK] = {false};
+    for (uint32_t i = 0; i < x->na; i++) {
+        if (x->a[i] < 0 || x->a[i] >= (int64_t)I->rank) {
+            return local_error(p, x, err, "bad reduce dimension");
+        }
+        red[x->a[i]] = true;
+    }
+    uint32_t j = 0;
+    for (uint32_t k = 0; k < I->rank; k++) {
+        if (!red[k] && (j >= O->rank || O->ldims[j++] != I->ldims[k])) {
+            return local_error(p, x, err, "local shapes of operand and result disagree");
+        }
+    }
+    double *acc = cm_alloc(sizeof(double) * (O->lcount + 1u));
+    void *out = alloc_value(p, bufs, r);
+    if (acc == NULL || out == NULL) {
+        cm_free(acc);
+        cm_free(out);
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    double iv = ld(bufs[init], p->vi[init].elem, 0);
+    for (size_t i = 0; i < O->lcount; i++) {
+        acc[i] = iv;
+    }
+    if (I->lcount > 0) {
+        int64_t c[EX_MAX_RANK] = {0};
+        size_t i = 0;
+        do {
+            size_t oi = 0;
+            uint32_t q = 0;
+            for (uint32_t k = 0; k < I->rank; k++) {
+                if (!red[k]) {
+                    oi = oi * (size_t)O->ldims[q++] + (size_t)c[k];
+                }
+            }
+            acc[oi] = reduce_fn(x->fn, acc[oi], ld(bufs[in], I->elem, i));
+            i++;
+        } while (next_coord(c, I->ldims, I->rank));
+    }
+    for (size_t i = 0; i < O->lcount; i++) {
+        st(out, O->elem, i, acc[i]);
+    }
+    cm_free(acc);
+    bufs[r] = out;
+    return CM_OK;
+}
+
+/* Copies or moves data so that device dev holds its block of r from the
+ * blocks of v held by the devices of its group (reduce: summed). */
+static cm_status run_redistribute(const prog *p, const xop *x, shared *sh, uint32_t dev,
+                                  uint32_t v, uint32_t r, bool reduce, cm_error *err)
+{
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    void *out = alloc_value(p, wbufs(sh, dev), r);
+    if (out == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    const int64_t *doff = voff(p, r, dev);
+    int64_t dlen[EX_MAX_RANK];
+    for (uint32_t k = 0; k < O->rank; k++) {
+        dlen[k] = valid_len(O, k, doff[k]);
+    }
+    /* Without a reduction, a device whose own block covers the target copies
+     * locally (all_slice, and no-op reshards). */
+    bool self = !reduce;
+    const int64_t *soff = voff(p, v, dev);
+    for (uint32_t k = 0; self && k < O->rank; k++) {
+        self = soff[k] <= doff[k] && doff[k] + dlen[k] <= soff[k] + valid_len(I, k, soff[k]);
+    }
+    const int64_t *grp = &x->groups[(size_t)x->grp_of[dev] * x->gsize];
+    uint32_t n_src = self ? 1 : x->gsize;
+    for (uint32_t j = 0; j < n_src; j++) {
+        uint32_t s = self ? dev : (uint32_t)grp[j];
+        const void *src = wbufs(sh, s)[v];
+        const int64_t *so = voff(p, v, s);
+        int64_t ext[EX_MAX_RANK], sfrom[EX_MAX_RANK], dfrom[EX_MAX_RANK];
+        bool empty = false;
+        for (uint32_t k = 0; k < O->rank; k++) {
+            int64_t a = so[k] > doff[k] ? so[k] : doff[k];
+            int64_t sh_end = so[k] + valid_len(I, k, so[k]), d_end = doff[k] + dlen[k];
+            int64_t b = sh_end < d_end ? sh_end : d_end;
+            ext[k] = b - a;
+            empty = empty || ext[k] <= 0;
+            sfrom[k] = a - so[k];
+            dfrom[k] = a - doff[k];
+        }
+        if (!empty) {
+            copy_box(src, I->ldims, sfrom, out, O->ldims, dfrom, ext, O->rank, O->elem, O->esz,
+                     reduce);
+        }
+    }
+    wbufs(sh, dev)[r] = out;
+    return CM_OK;
+}
+
+/* Sums the group's buffers of v into the result r, whose buffers every
+ * member allocated before the collective's first barrier. The elements are
+ * split into one contiguous share per group member: each member sums its
+ * share over the group, in group order, a block at a time in a small
+ * accumulator, and writes the block to every member's result. So every input
+ * byte is read once and every output byte written once (a memcpy's traffic),
+ * and all members get the same bits. */
+static cm_status run_all_reduce(const prog *p, const xop *x, shared *sh, uint32_t dev, uint32_t v,
+                                uint32_t r, cm_error *err)
+{
+    const vinfo *O = &p->vi[r];
+    if (p->vi[v].lcount != O->lcount) {
+        return local_error(p, x, err, "operand and result shards differ");
+    }
+    const int64_t *grp = &x->groups[(size_t)x->grp_of[dev] * x->gsize];
+    uint32_t me = 0;
+    for (uint32_t j = 0; j < x->gsize; j++) {
+        if ((uint32_t)grp[j] == dev) {
+            me = j;
+        }
+        if (wbufs(sh, (uint32_t)grp[j])[r] == NULL) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory"); /* a peer's failed */
+        }
+    }
+    size_t share = (O->lcount + x->gsize - 1u) / x->gsize;
+    size_t from = share * me < O->lcount ? share * me : O->lcount;
+    size_t to = from + share < O->lcount ? from + share : O->lcount;
+    enum { BLOCK = 2048 }; /* elements: 16 KiB of doubles, stays in L1 */
+    double acc[BLOCK];
+    float facc[BLOCK];
+    for (size_t b = from; b < to; b += BLOCK) {
+        size_t n = to - b < BLOCK ? to - b : BLOCK;
+        if (O->elem == SP_ELEM_F32) {
+            for (uint32_t j = 0; j < x->gsize; j++) {
+                const float *s = (const float *)wbufs(sh, (uint32_t)grp[j])[v] + b;
+                for (size_t i = 0; i < n; i++) {
+                    facc[i] = j == 0 ? s[i] : facc[i] + s[i];
+                }
+            }
+            for (uint32_t j = 0; j < x->gsize; j++) {
+                memcpy((float *)wbufs(sh, (uint32_t)grp[j])[r] + b, facc, n * sizeof(float));
+            }
+            continue;
+        }
+        for (uint32_t j = 0; j < x->gsize; j++) {
+            const void *s = wbufs(sh, (uint32_t)grp[j])[v];
+            for (size_t i = 0; i < n; i++) {
+                acc[i] = (j == 0 ? 0 : acc[i]) + ld(s, O->elem, b + i);
+            }
+        }
+        for (uint32_t j = 0; j < x->gsize; j++) {
+            void *o = wbufs(sh, (uint32_t)grp[j])[r];
+            for (size_t i = 0; i < n; i++) {
+                st(o, O->elem, b + i, acc[i]);
+            }
+        }
+    }
+    return CM_OK;
+}
+
+static bool is_collective(sp_op_kind k)
+{
+    return k == SP_OP_SDY_ALL_REDUCE || k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE ||
+           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_REDUCE_SCATTER ||
+           k == SP_OP_SDY_COLLECTIVE_PERMUTE || k == SP_OP_SDY_RESHARD ||
+           k == SP_OP_SDY_SHARDING_CONSTRAINT;
+}
+
+/* Runs one non-collective op on device dev. */
+static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t r = o->first_result;
+    const vinfo *O = &p->vi[r];
+    void *tmp[3] = {NULL, NULL, NULL};
+    void *out = NULL;
+    cm_status st_ = CM_OK;
+    switch (x->kind) {
+    case SP_OP_DOT_GENERAL:
+        return run_dot(p, x, bufs, r, err);
+    case SP_OP_REDUCE:
+        return run_reduce(p, x, bufs, r, err);
+    default:
+        break;
+    }
+    out = alloc_value(p, bufs, r);
+    if (out == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    switch (x->kind) {
+    case SP_OP_ADD:
+    case SP_OP_SUBTRACT:
+    case SP_OP_MULTIPLY:
+    case SP_OP_DIVIDE:
+    case SP_OP_MAXIMUM:
+    case SP_OP_MINIMUM: {
+        const void *a = view_as(p, bufs, dev, o->operands[0], r, &tmp[0]);
+        const void *b = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
+        if (a == NULL || b == NULL) {
+            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        if (O->elem == SP_ELEM_F32 && x->kind != SP_OP_MAXIMUM && x->kind != SP_OP_MINIMUM) {
+            const float *fa = a, *fb = b;
+            float *fo = out;
+            for (size_t i = 0; i < O->lcount; i++) {
+                fo[i] = x->kind == SP_OP_ADD        ? fa[i] + fb[i]
+                        : x->kind == SP_OP_SUBTRACT ? fa[i] - fb[i]
+                        : x->kind == SP_OP_MULTIPLY ? fa[i] * fb[i]
+                                                    : fa[i] / fb[i];
+            }
+            break;
+        }
+        bool is_int = !elem_float(O->elem);
+        for (size_t i = 0; i < O->lcount; i++) {
+            st(out, O->elem, i, binary(x->kind, ld(a, O->elem, i), ld(b, O->elem, i), is_int));
+        }
+        break;
+    }
+    case SP_OP_NEGATE:
+    case SP_OP_EXPONENTIAL:
+    case SP_OP_TANH:
+    case SP_OP_ABS:
+    case SP_OP_SQRT:
+    case SP_OP_RSQRT:
+    case SP_OP_LOG:
+    case SP_OP_LOGISTIC:
+    case SP_OP_CONVERT: {
+        uint32_t v = o->operands[0];
+        const void *a = view_as(p, bufs, dev, v, r, &tmp[0]);
+        if (a == NULL) {
+            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        sp_elem ie = p->vi[v].elem;
+        for (size_t i = 0; i < O->lcount; i++) {
+            st(out, O->elem, i, unary(x->kind, ld(a, ie, i)));
+        }
+        break;
+    }
+    case SP_OP_COMPARE: {
+        uint32_t v0 = o->operands[0], v1 = o->operands[1];
+        const void *a = view_as(p, bufs, dev, v0, r, &tmp[0]);
+        const void *b = view_as(p, bufs, dev, v1, r, &tmp[1]);
+        if (a == NULL || b == NULL) {
+            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        sp_elem ie = p->vi[v0].elem;
+        for (size_t i = 0; i < O->lcount; i++) {
+            double u = ld(a, ie, i), w = ld(b, ie, i);
+            bool c = x->fn == CMP_EQ   ? u == w
+                     : x->fn == CMP_NE ? u != w
+                     : x->fn == CMP_LT ? u < w
+                     : x->fn == CMP_LE ? u <= w
+                     : x->fn == CMP_GT ? u > w
+                                       : u >= w;
+            st(out, O->elem, i, c ? 1 : 0);
+        }
+        break;
+    }
+    case SP_OP_SELECT: {
+        uint32_t pv = o->operands[0];
+        const void *pr = view_as(p, bufs, dev, pv, r, &tmp[0]);
+        const void *a = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
+        const void *b = view_as(p, bufs, dev, o->operands[2], r, &tmp[2]);
+        if (pr == NULL || a == NULL || b == NULL) {
+            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        bool scalar = p->vi[pv].rank == 0;
+        for (size_t i = 0; i < O->lcount; i++) {
+            bool c = ((const uint8_t *)pr)[scalar ? 0 : i] != 0;
+            memcpy((char *)out + i * O->esz, (const char *)(c ? a : b) + i * O->esz, O->esz);
+        }
+        break;
+    }
+    case SP_OP_CONSTANT: {
+        if (x->n_cval == 1) {
+            for (size_t i = 0; i < O->lcount; i++) {
+                st(out, O->elem, i, x->cval[0]);
+            }
+            break;
+        }
+        amap map[EX_MAX_RANK];
+        const int64_t *off = voff(p, r, dev);
+        for (uint32_t k = 0; k < O->rank; k++) {
+            map[k] = (amap){(int32_t)k, 1, off[k]};
+        }
+        gather_affine(x->cval, O->gdims, O->rank, map, out, O->ldims, O->rank, sizeof(double));
+        /* gather_affine copied doubles into a buffer of doubles' size only
+         * when esz == 8; convert through a second pass otherwise. */
+        if (O->elem != SP_ELEM_F64) {
+            double *d = cm_alloc(sizeof(double) * (O->lcount + 1u));
+            if (d == NULL) {
+                st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                break;
+            }
+            gather_affine(x->cval, O->gdims, O->rank, map, d, O->ldims, O->rank, sizeof(double));
+            for (size_t i = 0; i < O->lcount; i++) {
+                st(out, O->elem, i, d[i]);
+            }
+            cm_free(d);
+        }
+        break;
+    }
+    case SP_OP_IOTA: {
+        if (x->dim < 0 || x->dim >= (int64_t)O->rank) {
+            st_ = local_error(p, x, err, "bad iota dimension");
+            break;
+        }
+        int64_t off = voff(p, r, dev)[x->dim];
+        if (O->lcount == 0) {
+            break;
+        }
+        int64_t c[EX_MAX_RANK] = {0};
+        size_t i = 0;
+        do {
+            st(out, O->elem, i++, (double)(off + c[x->dim]));
+        } while (next_coord(c, O->ldims, O->rank));
+        break;
+    }
+    case SP_OP_BROADCAST_IN_DIM: {
+        uint32_t v = o->operands[0];
+        const vinfo *I = &p->vi[v];
+        if (x->na != I->rank) {
+            st_ = local_error(p, x, err, "broadcast_dimensions do not match the operand");
+            break;
+        }
+        amap map[EX_MAX_RANK];
+        for (uint32_t k = 0; k < I->rank; k++) {
+            int64_t rd = x->a[k];
+            if (I->gdims[k] == 1 && O->gdims[rd] != 1) {
+                map[k] = (amap){-1, 0, 0};
+            } else {
+                map[k] = (amap){(int32_t)rd, 1, voff(p, r, dev)[rd] - voff(p, v, dev)[k]};
+            }
+        }
+        gather_affine(bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank, O->esz);
+        break;
+    }
+    case SP_OP_TRANSPOSE: {
+        uint32_t v = o->operands[0];
+        const vinfo *I = &p->vi[v];
+        amap map[EX_MAX_RANK];
+        for (uint32_t i = 0; i < O->rank && i < x->na; i++) {
+            int64_t k = x->a[i];
+            map[k] = (amap){(int32_t)i, 1, voff(p, r, dev)[i] - voff(p, v, dev)[k]};
+        }
+        gather_affine(bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank, O->esz);
+        break;
+    }
+    case SP_OP_SLICE: {
+        uint32_t v = o->operands[0];
+        const vinfo *I = &p->vi[v];
+        if (x->na != I->rank || x->nc != I->rank) {
+            st_ = local_error(p, x, err, "slice attributes do not match the operand");
+            break;
+        }
+        amap map[EX_MAX_RANK];
+        for (uint32_t k = 0; k < I->rank; k++) {
+            map[k] = (amap){(int32_t)k, x->c[k],
+                            x->a[k] + x->c[k] * voff(p, r, dev)[k] - voff(p, v, dev)[k]};
+        }
+        gather_affine(bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank, O->esz);
+        break;
+    }
+    case SP_OP_RESHAPE: {
+        uint32_t v = o->operands[0];
+        if (p->vi[v].lcount != O->lcount) {
+            st_ = local_error(p, x, err, "local shards of operand and result differ in size");
+            break;
+        }
+        memcpy(out, bufs[v], O->lcount * O->esz);
+        break;
+    }
+    case SP_OP_CONCATENATE: {
+        int64_t at = 0, zero[EX_MAX_RANK] = {0}, dst[EX_MAX_RANK] = {0};
+        if (x->dim < 0 || x->dim >= (int64_t)O->rank) {
+            st_ = local_error(p, x, err, "bad concatenate dimension");
+            break;
+        }
+        for (uint32_t j = 0; j < o->n_operands && st_ == CM_OK; j++) {
+            const vinfo *I = &p->vi[o->operands[j]];
+            for (uint32_t k = 0; k < O->rank; k++) {
+                if ((int64_t)k != x->dim && I->ldims[k] != O->ldims[k]) {
+                    st_ = local_error(p, x, err, "operand shards do not line up");
+                }
+            }
+            dst[x->dim] = at;
+            if (st_ == CM_OK && at + I->ldims[x->dim] <= O->ldims[x->dim]) {
+                copy_box(bufs[o->operands[j]], I->ldims, zero, out, O->ldims, dst, I->ldims,
+                         O->rank, O->elem, O->esz, false);
+            }
+            at += I->ldims[x->dim];
+        }
+        if (st_ == CM_OK && at != O->ldims[x->dim]) {
+            st_ = local_error(p, x, err, "operand shards do not add up to the result");
+        }
+        break;
+    }
+    default:
+        st_ = op_error(p, x->op, err, "op %s cannot be executed yet", p->m->ops[x->op].name);
+        break;
+    }
+    for (int i = 0; i < 3; i++) {
+        cm_free(tmp[i]);
+    }
+    if (st_ != CM_OK) {
+        cm_free(out);
+        return st_;
+    }
+    bufs[r] = out;
+    return CM_OK;
+}
+
+/* Drops every buffer of device dev: keep moves them to the spares for the
+ * next iteration; otherwise the spares are freed as well. */
+static void free_all(shared *sh, uint32_t dev, bool keep)
+{
+    void **bufs = wbufs(sh, dev);
+    const prog *p = sh->p;
+    uint32_t nv = p->m->n_values;
+    for (uint32_t v = 0; v < nv; v++) {
+        if (!p->vi[v].is_arg && bufs[v] != NULL) {
+            release(p, bufs, v, keep);
+        }
+        bufs[v] = NULL;
+        if (!keep) {
+            cm_free(bufs[nv + v]);
+            bufs[nv + v] = NULL;
+        }
+    }
+}
+
+/* One run of main on device dev; keep: another iteration follows. */
+static void run_once(shared *sh, uint32_t dev, bool keep)
+{
+    prog *p = sh->p;
+    void **bufs = wbufs(sh, dev);
+    cm_error *err = &sh->errs[dev];
+    const sp_block *b = &p->m->blocks[p->block];
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        bufs[b->first_arg + i] = sh->argbufs[(size_t)dev * sh->n_args + i];
+    }
+    for (uint32_t i = 0; i < p->n_ops; i++) {
+        const xop *x = &p->ops[i];
+        const sp_op *o = &p->m->ops[x->op];
+        if (x->kind == SP_OP_FUNC_RETURN) {
+            continue;
+        }
+        bool failed = atomic_load(&sh->failed) != 0;
+        cm_status st_ = CM_OK;
+        if (is_collective(x->kind) && !p->replicated) {
+            if (x->kind == SP_OP_SDY_ALL_REDUCE && !failed) {
+                /* Peers write into it after the barrier (run_all_reduce). */
+                bufs[o->first_result] = alloc_value(p, bufs, o->first_result);
+                if (bufs[o->first_result] == NULL) {
+                    st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                    atomic_store(&sh->failed, 1);
+                }
+            }
+            pthread_barrier_wait(&sh->bar);
+            if (atomic_load(&sh->failed) == 0) {
+                uint32_t v = o->operands[0], r = o->first_result;
+                if (x->kind == SP_OP_SDY_ALL_REDUCE) {
+                    st_ = run_all_reduce(p, x, sh, dev, v, r, err);
+                } else {
+                    st_ = run_redistribute(p, x, sh, dev, v, r,
+                                           x->kind == SP_OP_SDY_REDUCE_SCATTER, err);
+                }
+            }
+            pthread_barrier_wait(&sh->bar);
+        } else if (is_collective(x->kind)) {
+            if (!failed) {
+                uint32_t v = o->operands[0], r = o->first_result;
+                void *out = alloc_value(p, bufs, r);
+                if (out == NULL) {
+                    st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                } else {
+                    memcpy(out, bufs[v], p->vi[r].lcount * p->vi[r].esz);
+                    bufs[r] = out;
+                }
+            }
+        } else if (!failed) {
+            st_ = run_local(p, x, bufs, dev, err);
+        }
+        if (st_ != CM_OK) {
+            atomic_store(&sh->failed, 1);
+        }
+        /* Free operands after their last use (collectives are past their
+         * second barrier here, so no peer reads them any more). */
+        for (uint32_t j = 0; j < o->n_operands; j++) {
+            uint32_t v = o->operands[j];
+            const vinfo *vi = &p->vi[v];
+            if (vi->last_use == i && !vi->is_arg && !vi->is_result && bufs[v] != NULL) {
+                release(p, bufs, v, keep);
+            }
+        }
+        /* Results nobody uses. */
+        for (uint32_t j = 0; j < o->n_results; j++) {
+            uint32_t v = o->first_result + j;
+            if (p->vi[v].last_use == UINT32_MAX && !p->vi[v].is_result && bufs[v] != NULL) {
+                release(p, bufs, v, keep);
+            }
+        }
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    shared *sh = w->sh;
+    for (uint32_t it = 0; it < sh->iters; it++) {
+        if (it > 0) {
+            free_all(sh, w->dev, true);
+        }
+        pthread_barrier_wait(&sh->bar);
+        double t0 = cm_now();
+        run_once(sh, w->dev, it + 1 < sh->iters);
+        pthread_barrier_wait(&sh->bar);
+        if (w->dev == 0 && sh->iter_s != NULL) {
+            sh->iter_s[it] = cm_now() - t0;
+        }
+    }
+    return NULL;
+}
+static void coords_text(const ex_tensor *t, size_t idx, char *buf, size_t len);
+
+/* ---- running ------------------------------------------------------------------ */
+
+/* Takes device dev's block of a global tensor (zero padding). */
+static void *take_block(const prog *p, uint32_t v, uint32_t dev, const void *global)
+{
+    const vinfo *vi = &p->vi[v];
+    void *out = alloc_value(p, NULL, v);
+    if (out == NULL) {
+        return NULL;
+    }
+    const int64_t *off = voff(p, v, dev);
+    int64_t ext[EX_MAX_RANK], zero[EX_MAX_RANK] = {0};
+    for (uint32_t k = 0; k < vi->rank; k++) {
+        ext[k] = valid_len(vi, k, off[k]);
+    }
+    copy_box(global, vi->gdims, off, out, vi->ldims, zero, ext, vi->rank, vi->elem, vi->esz,
+             false);
+    return out;
+}
+
+cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor *args,
+                      uint32_t n_args, ex_tensor **res_out, uint32_t *n_res_out, cm_error *err)
+{
+    *res_out = NULL;
+    *n_res_out = 0;
+    uint32_t n_dev = o->replicated ? 1 : (o->n_devices > 0 ? o->n_devices : default_devices(m));
+    uint32_t iters = o->iters > 0 ? o->iters : 1;
+    if (n_dev > 4096) {
+        return cm_error_set(err, CM_EINVAL, NULL, "too many devices (%u)", n_dev);
+    }
+    prog p;
+    cm_status st_ = prog_init(&p, m, n_dev, o->replicated, err);
+    if (st_ != CM_OK) {
+        prog_fini(&p);
+        return st_;
+    }
+    const sp_block *b = &m->blocks[p.block];
+    if (n_args != b->n_args) {
+        prog_fini(&p);
+        return cm_error_set(err, CM_EINVAL, NULL, "main takes %u arguments, %u given", b->n_args,
+                            n_args);
+    }
+    for (uint32_t i = 0; i < n_args; i++) {
+        const vinfo *vi = &p.vi[b->first_arg + i];
+        bool ok = args[i].elem == vi->elem && args[i].rank == vi->rank;
+        for (uint32_t k = 0; ok && k < vi->rank; k++) {
+            ok = args[i].dims[k] == vi->gdims[k];
+        }
+        if (!ok) {
+            prog_fini(&p);
+            return cm_error_set(err, CM_EINVAL, NULL, "argument %u does not match main's type",
+                                i);
+        }
+    }
+    ex_blas_init();
+    shared sh;
+    memset(&sh, 0, sizeof sh);
+    sh.p = &p;
+    atomic_init(&sh.failed, 0);
+    sh.n_args = n_args;
+    sh.iters = iters;
+    sh.iter_s = o->iter_s;
+    sh.bufs = cm_calloc((size_t)n_dev * 2u * m->n_values + 1u, sizeof(void *));
+    sh.argbufs = cm_calloc((size_t)n_dev * n_args + 1u, sizeof(void *));
+    sh.errs = cm_calloc(n_dev, sizeof(cm_error));
+    worker *ws = cm_calloc(n_dev, sizeof(worker));
+    pthread_t *th = cm_calloc(n_dev, sizeof(pthread_t));
+    bool ok = sh.bufs != NULL && sh.argbufs != NULL && sh.errs != NULL && ws != NULL && th != NULL;
+    for (uint32_t d = 0; ok && d < n_dev; d++) {
+        for (uint32_t i = 0; ok && i < n_args; i++) {
+            void *a = take_block(&p, b->first_arg + i, d, args[i].data);
+            sh.argbufs[(size_t)d * n_args + i] = a;
+            ok = a != NULL;
+        }
+    }
+    if (!ok) {
+        st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    pthread_barrier_init(&sh.bar, NULL, n_dev);
+    uint32_t started = 0;
+    for (uint32_t d = 0; d < n_dev; d++) {
+        ws[d].sh = &sh;
+        ws[d].dev = d;
+        if (pthread_create(&th[d], NULL, worker_main, &ws[d]) != 0) {
+            break;
+        }
+        started++;
+    }
+    if (started < n_dev) {
+        /* The started workers wait at the first barrier forever; this only
+         * happens when the system is out of threads, so fail loudly. */
+        abort();
+    }
+    for (uint32_t d = 0; d < n_dev; d++) {
+        pthread_join(th[d], NULL);
+    }
+    pthread_barrier_destroy(&sh.bar);
+    if (atomic_load(&sh.failed) != 0) {
+        for (uint32_t d = 0; d < n_dev; d++) {
+            if (sh.errs[d].code != CM_OK) {
+                if (err != NULL && err->code == CM_OK) {
+                    *err = sh.errs[d];
+                }
+                st_ = sh.errs[d].code;
+                break;
+            }
+        }
+        if (st_ == CM_OK) {
+            st_ = cm_error_set(err, CM_EINTERNAL, NULL, "a worker failed");
+        }
+        goto out;
+    }
+    /* Assemble the results from every device's block. */
+    const sp_op *ret = &m->ops[p.ops[p.ret].op];
+    ex_tensor *res = cm_calloc(ret->n_operands + 1u, sizeof(ex_tensor));
+    if (res == NULL) {
+        st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    for (uint32_t j = 0; j < ret->n_operands; j++) {
+        uint32_t v = ret->operands[j];
+        const vinfo *vi = &p.vi[v];
+        res[j].elem = vi->elem;
+        res[j].rank = vi->rank;
+        memcpy(res[j].dims, vi->gdims, sizeof(int64_t) * vi->rank);
+        res[j].n = count_of(vi->gdims, vi->rank);
+        res[j].data = cm_calloc(res[j].n + 1u, vi->esz);
+        if (res[j].data == NULL) {
+            ex_tensors_free(res, ret->n_operands);
+            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            goto out;
+        }
+        /* Devices holding the same element must agree bit for bit: a
+         * collective that sent wrong data to one replica shows up here. */
+        uint8_t *seen = cm_calloc(res[j].n + 1u, 1);
+        if (seen == NULL) {
+            ex_tensors_free(res, ret->n_operands);
+            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            goto out;
+        }
+        for (uint32_t d = 0; d < n_dev && st_ == CM_OK; d++) {
+            const int64_t *off = voff(&p, v, d);
+            int64_t ext[EX_MAX_RANK], c[EX_MAX_RANK] = {0};
+            bool empty = false;
+            for (uint32_t k = 0; k < vi->rank; k++) {
+                ext[k] = valid_len(vi, k, off[k]);
+                empty = empty || ext[k] <= 0;
+            }
+            if (empty) {
+                continue;
+            }
+            const char *src = wbufs(&sh, d)[v];
+            do {
+                size_t si = 0, gi = 0;
+                for (uint32_t k = 0; k < vi->rank; k++) {
+                    si = si * (size_t)vi->ldims[k] + (size_t)c[k];
+                    gi = gi * (size_t)vi->gdims[k] + (size_t)(off[k] + c[k]);
+                }
+                char *dst = (char *)res[j].data + gi * vi->esz;
+                if (seen[gi] && memcmp(dst, src + si * vi->esz, vi->esz) != 0) {
+                    char where[160];
+                    coords_text(&res[j], gi, where, sizeof where);
+                    st_ = cm_error_set(err, CM_EINTERNAL, NULL,
+                                       "result %u: replicas disagree at %s (device %u)", j,
+                                       where, d);
+                    break;
+                }
+                memcpy(dst, src + si * vi->esz, vi->esz);
+                seen[gi] = 1;
+            } while (next_coord(c, ext, vi->rank));
+        }
+        cm_free(seen);
+        if (st_ != CM_OK) {
+            ex_tensors_free(res, ret->n_operands);
+            goto out;
+        }
+    }
+    *res_out = res;
+    *n_res_out = ret->n_operands;
+out:
+    for (uint32_t d = 0; sh.bufs != NULL && d < n_dev; d++) {
+        free_all(&sh, d, false);
+    }
+    for (size_t i = 0; sh.argbufs != NULL && i < (size_t)n_dev * n_args; i++) {
+        cm_free(sh.argbufs[i]);
+    }
+    cm_free(sh.bufs);
+    cm_free(sh.argbufs);
+    cm_free(sh.errs);
+    cm_free(ws);
+    cm_free(th);
+    prog_fini(&p);
+    return st_;
+}
+
+/* ---- arguments, comparison ------------------------------------------------------ */
+
+static uint64_t xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, uint32_t *n_out,
+                       cm_error *err)
+{
+    *args_out = NULL;
+    *n_out = 0;
+    uint32_t f = sp_module_func(m, "main");
+    if (f == SP_NONE || m->ops[f].n_regions != 1 || m->ops[f].regions[0].n_blocks == 0) {
+        return cm_error_set(err, CM_EINVAL, NULL, "the module has no function @main");
+    }
+    const sp_block *b = &m->blocks[m->ops[f].regions[0].blocks[0]];
+    ex_tensor *t = cm_calloc(b->n_args + 1u, sizeof(ex_tensor));
+    if (t == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        const sp_type *ty = sp_value_type(m, b->first_arg + i);
+        if (ty->kind != SP_TYPE_TENSOR || !elem_supported(ty->elem) || ty->rank > EX_MAX_RANK) {
+            ex_tensors_free(t, b->n_args);
+            return cm_error_set(err, CM_EINVAL, NULL, "argument %u: type %s cannot be executed yet",
+                                i, ty->text);
+        }
+        for (uint32_t k = 0; k < ty->rank; k++) {
+            if (ty->dims[k] < 0) {
+                ex_tensors_free(t, b->n_args);
+                return cm_error_set(err, CM_EINVAL, NULL, "argument %u: dynamic shape", i);
+            }
+        }
+        t[i].elem = ty->elem;
+        t[i].rank = ty->rank;
+        memcpy(t[i].dims, ty->dims, sizeof(int64_t) * ty->rank);
+        t[i].n = count_of(ty->dims, ty->rank);
+        t[i].data = cm_calloc(t[i].n + 1u, sp_elem_bytes(ty->elem));
+        if (t[i].data == NULL) {
+            ex_tensors_free(t, b->n_args);
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+        uint64_t s = (seed ^ 0x9E3779B97F4A7C15ULL) + 0xBF58476D1CE4E5B9ULL * (i + 1u);
+        if (s == 0) {
+            s = 1;
+        }
+        double fan = ty->rank > 0 && ty->dims[0] > 0 ? (double)ty->dims[0] : 1.0;
+        double scale = sqrt(3.0 / fan);
+        for (size_t j = 0; j < t[i].n; j++) {
+            uint64_t r = xorshift(&s);
+            double u = (double)(r >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
+            double v = elem_float(ty->elem) ? (2.0 * u - 1.0) * scale
+                       : ty->elem == SP_ELEM_I1 ? (double)(r >> 63)
+                                                : (double)(r >> 61);
+            st(t[i].data, ty->elem, j, v);
+        }
+    }
+    *args_out = t;
+    *n_out = b->n_args;
+    return CM_OK;
+}
+
+static void coords_text(const ex_tensor *t, size_t idx, char *buf, size_t len)
+{
+    int64_t c[EX_MAX_RANK];
+    for (uint32_t k = t->rank; k-- > 0;) {
+        c[k] = t->dims[k] > 0 ? (int64_t)(idx % (size_t)t->dims[k]) : 0;
+        idx = t->dims[k] > 0 ? idx / (size_t)t->dims[k] : 0;
+    }
+    size_t at = 0;
+    at += (size_t)snprintf(buf, len, "[");
+    for (uint32_t k = 0; k < t->rank && at < len; k++) {
+        at += (size_t)snprintf(buf + at, len - at, "%s%lld", k > 0 ? ", " : "", (long long)c[k]);
+    }
+    if (at < len) {
+        snprintf(buf + at, len - at, "]");
+    }
+}
+
+void ex_tensors_compare(const ex_tensor *expected, const ex_tensor *got, uint32_t n, int64_t k,
+                        ex_mismatch *out)
+{
+    memset(out, 0, sizeof *out);
+    out->match = true;
+    double sk = sqrt((double)(k > 1 ? k : 1));
+    for (uint32_t r = 0; r < n; r++) {
+        const ex_tensor *e = &expected[r], *g = &got[r];
+        bool same = e->elem == g->elem && e->rank == g->rank && e->n == g->n;
+        for (uint32_t d = 0; same && d < e->rank; d++) {
+            same = e->dims[d] == g->dims[d];
+        }
+        if (!same) {
+            if (out->match) {
+                out->match = false;
+                out->result = r;
+                snprintf(out->where, sizeof out->where, "(shape or type differs)");
+            }
+            continue;
+        }
+        double rel = 0, abs_ = 0;
+        if (e->elem == SP_ELEM_F32) {
+            rel = 1e-4 * sk;
+            abs_ = 1e-5 * sk;
+        } else if (e->elem == SP_ELEM_F64) {
+            rel = 1e-10 * sk;
+            abs_ = 1e-12 * sk;
+        }
+        for (size_t i = 0; i < e->n; i++) {
+            double a = ld(e->data, e->elem, i), b = ld(g->data, g->elem, i);
+            double diff = fabs(a - b), tol = rel * fabs(a) + abs_;
+            bool bad = isnan(a) != isnan(b) || diff > tol;
+            if (isnan(a) && isnan(b)) {
+                bad = false;
+                diff = 0;
+            }
+            if (diff > out->max_abs_diff || (isnan(diff) && !isnan(out->max_abs_diff))) {
+                out->max_abs_diff = diff;
+            }
+            if (bad && out->match) {
+                out->match = false;
+                out->result = r;
+                out->index = i;
+                out->expected = a;
+                out->got = b;
+                out->tol = tol;
+                coords_text(e, i, out->where, sizeof out->where);
+            }
+        }
+    }
+}
+
+int64_t ex_module_contraction(const sp_module *m)
+{
+    int64_t best = 1;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *o = &m->ops[i];
+        if (o->kind != SP_OP_DOT_GENERAL || o->n_operands < 1) {
+            continue;
+        }
+        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dot_dimension_numbers");
+        const int64_t *c = NULL;
+        uint32_t nc = 0;
+        if (!sp_attr_ints(params_item(dn, "lhs_contracting_dimensions"), &c, &nc, &a)) {
+            continue;
+        }
+        const sp_type *t = sp_value_type(m, o->operands[0]);
+        int64_t kk = 1;
+        for (uint32_t j = 0; j < nc; j++) {
+            if (c[j] >= 0 && c[j] < (int64_t)t->rank && t->dims[c[j]] > 0) {
+                kk *= t->dims[c[j]];
+            }
+        }
+        best = kk > best ? kk : best;
+    }
+    cm_arena_fini(&a);
+    return best;
+}
+
+/* ---- partition and check -------------------------------------------------------- */
+
+static bool has_collectives(const sp_module *m)
+{
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        sp_op_kind k = (sp_op_kind)m->ops[i].kind;
+        if (k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE || k == SP_OP_SDY_ALL_REDUCE ||
+            k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_COLLECTIVE_PERMUTE ||
+            k == SP_OP_SDY_REDUCE_SCATTER || k == SP_OP_SDY_RESHARD) {
+            return true;
+        }
+    }
+    return false;
+}
+
+cm_status ex_partition(sp_module *m, cm_error *err)
+{
+    if (has_collectives(m)) {
+        return CM_OK;
+    }
+    sp_diags d;
+    sp_diags_init(&d);
+    cm_status st_ = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
+    sp_diags_fini(&d);
+    if (st_ == CM_OK) {
+        st_ = sp_pass_reshard_to_collectives(m, false, err);
+    }
+    return st_;
+}
+
+cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check_opts *o,
+                           ex_report *r, cm_error *err)
+{
+    memset(r, 0, sizeof *r);
+    ex_tensor *args = NULL, *want = NULL, *got = NULL;
+    uint32_t n_args = 0, n_want = 0, n_got = 0;
+    cm_status st_ = ex_args_make(ref, o->seed, &args, &n_args, err);
+    if (st_ != CM_OK) {
+        return st_;
+    }
+    ex_exec_opts eo = {0, true, 1, &r->ref_s};
+    st_ = ex_exec_run(ref, &eo, args, n_args, &want, &n_want, err);
+    if (st_ == CM_OK) {
+        eo.replicated = false;
+        eo.n_devices = o->n_devices > 0 ? o->n_devices : default_devices(part);
+        eo.iters = o->iters;
+        eo.iter_s = o->iter_s;
+        r->n_devices = eo.n_devices;
+        st_ = ex_exec_run(part, &eo, args, n_args, &got, &n_got, err);
+    }
+    if (st_ == CM_OK) {
+        if (n_got != n_want) {
+            st_ = cm_error_set(err, CM_EINVAL, NULL, "%u results, the reference has %u", n_got,
+                               n_want);
+        } else {
+            ex_tensors_compare(want, got, n_want, ex_module_contraction(ref), &r->mm);
+        }
+    }
+    if (st_ == CM_OK) {
+        sp_cost_opts co;
+        sp_cost_opts_init(&co);
+        sp_cost *c = NULL;
+        cm_error ce;
+        cm_error_clear(&ce);
+        if (sp_cost_compute(part, &co, &c, &ce) == CM_OK) {
+            r->flops = sp_cost_get_summary(c)->flops * (double)r->n_devices;
+            sp_cost_destroy(c);
+        }
+    }
+    ex_tensors_free(args, n_args);
+    ex_tensors_free(want, n_want);
+    ex_tensors_free(got, n_got);
+    return st_;
+}
+
+static cm_status read_planned(const char *text, size_t len, sp_module **out, cm_error *err)
+{
+    cm_status st_ = sp_mlir_read(text, len, 0, out, err);
+    if (st_ != CM_OK || has_collectives(*out)) {
+        return st_;
+    }
+    sp_prop_opts po;
+    sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
+    sp_diags d;
+    sp_diags_init(&d);
+    st_ = sp_pass_propagation_pipeline(*out, &po, &d, err);
+    sp_diags_fini(&d);
+    if (st_ != CM_OK) {
+        sp_module_destroy(*out);
+        *out = NULL;
+    }
+    return st_;
+}
+
+cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
+                        cm_error *err)
+{
+    memset(r, 0, sizeof *r);
+    sp_module *part = NULL, *ref = NULL;
+    cm_status st_ = read_planned(text, len, &part, err);
+    if (st_ == CM_OK) {
+        st_ = read_planned(text, len, &ref, err);
+    }
+    if (st_ == CM_OK) {
+        st_ = ex_partition(part, err);
+    }
+    if (st_ == CM_OK) {
+        st_ = ex_check_modules(part, ref, o, r, err);
+    }
+    sp_module_destroy(part);
+    sp_module_destroy(ref);
+    return st_;
+}
+
+/* ---- `shardplan run` -------------------------------------------------------------- */
+
+static void run_usage(FILE *f)
+{
+    fputs("usage: shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S]\n", f);
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    if (s == NULL || *s == '\0' || *s == '-') {
+        return false;
+    }
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0') {
+        return false;
+    }
+    *out = (uint64_t)v;
+    return true;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
+{
+    const char *file = NULL;
+    uint64_t devices = 0, iters = 3, seed = 1;
+    for (int i = 1; i < argc; i++) {
+        bool ok = true;
+        if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
+            ok = parse_u64(argv[++i], &devices) && devices > 0 && devices <= 4096;
+        } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
+            ok = parse_u64(argv[++i], &iters) && iters > 0 && iters <= 100000;
+        } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            ok = parse_u64(argv[++i], &seed);
+        } else if (strcmp(argv[i], "--help") == 0) {
+            run_usage(out);
+            return 0;
+        } else if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0) {
+            ok = file == NULL;
+            file = argv[i];
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            fprintf(errs, "shardplan run: bad argument '%s'\n", argv[i]);
+            run_usage(errs);
+            return 2;
+        }
+    }
+    if (file == NULL) {
+        run_usage(errs);
+        return 2;
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    sp_cost_input part, ref;
+    memset(&ref, 0, sizeof ref);
+    if (sp_cost_input_load(file, &part, &err) != CM_OK ||
+        sp_cost_input_load(file, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
+        fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
+                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        if (part.m != NULL) {
+            sp_cost_input_fini(&part);
+        }
+        if (ref.m != NULL) {
+            sp_cost_input_fini(&ref);
+        }
+        return 1;
+    }
+    double *ts = cm_calloc((size_t)iters, sizeof(double));
+    ex_check_opts o = {(uint32_t)devices, (uint32_t)iters, seed, ts};
+    ex_report r;
+    int rc = 0;
+    if (ts == NULL) {
+        cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+    }
+    if (ts == NULL || ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
+        fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
+                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        rc = 1;
+    } else {
+        fprintf(out, "%s: %u devices, %llu iterations, seed %llu\n", file, r.n_devices,
+                (unsigned long long)iters, (unsigned long long)seed);
+        for (uint64_t i = 0; i < iters; i++) {
+            fprintf(out, "iter %llu: %.3f ms", (unsigned long long)i + 1, ts[i] * 1e3);
+            if (r.flops > 0 && ts[i] > 0) {
+                fprintf(out, ", %.2f GFLOP/s", r.flops / ts[i] * 1e-9);
+            }
+            fputc('\n', out);
+        }
+        qsort(ts, (size_t)iters, sizeof(double), cmp_double);
+        double med = ts[iters / 2];
+        fprintf(out, "median: %.3f ms", med * 1e3);
+        if (r.flops > 0 && med > 0) {
+            fprintf(out, ", %.2f GFLOP/s (%.3g FLOP per run, cost model)", r.flops / med * 1e-9,
+                    r.flops);
+        }
+        fprintf(out, "; reference (1 device, unpartitioned): %.3f ms\n", r.ref_s * 1e3);
+        if (r.mm.match) {
+            fprintf(out, "numerics: match (max abs diff %.3g)\n", r.mm.max_abs_diff);
+        } else {
+            fprintf(out,
+                    "numerics: MISMATCH at result %u index %zu %s: expected %.9g, got %.9g "
+                    "(tolerance %.3g)\n",
+                    r.mm.result, r.mm.index, r.mm.where, r.mm.expected, r.mm.got, r.mm.tol);
+            rc = 1;
+        }
+    }
+    cm_free(ts);
+    sp_cost_input_fini(&part);
+    sp_cost_input_fini(&ref);
+    return rc;
+}

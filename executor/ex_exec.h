@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor: runs a partitioned module for real on a pool of local "devices"
+ * (one worker thread each, own buffers, shared-memory collectives with a
+ * barrier) and checks it against a single-device run of the unpartitioned
+ * module (docs/executor.md).
+ * The module's main function must have been through -sdy-propagation-pipeline,
+ * -sdy-insert-explicit-reshards and -sdy-reshard-to-collectives: every value
+ * holds the local shard its sharding gives it (sp_local_shape), and the sdy
+ * collectives move data between workers over sp_collective_groups.
+ * Ownership: tensors returned here are heap objects freed with
+ * ex_tensors_free. Thread contract: one call per module at a time; the
+ * module is only read while a run is in progress. */
+#ifndef EX_EXEC_H
+#define EX_EXEC_H
+
+#include "cm.h"
+#include "sp_ir.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define EX_MAX_RANK 16 /* ranks above this are rejected */
+
+/* A dense row-major host tensor (a function argument or result). */
+typedef struct ex_tensor {
+    sp_elem elem;
+    uint32_t rank;
+    int64_t dims[EX_MAX_RANK];
+    size_t n;   /* elements */
+    void *data; /* n * sp_elem_bytes(elem) bytes (cm_alloc) */
+} ex_tensor;
+
+void ex_tensors_free(ex_tensor *t, uint32_t n);
+
+/* The arguments of m's main function filled from seed: argument i gets an
+ * xorshift64* stream seeded with seed and i; floats are uniform in
+ * [-sqrt(3/f), sqrt(3/f)) with f the tensor's leading dimension (unit
+ * variance after a product with it), integers in [0, 8), booleans 0/1.
+ * *args_out (n_out entries) is freed with ex_tensors_free. Errors: CM_EINVAL
+ * (no main, dynamic or unsupported argument types), CM_ENOMEM. */
+cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, uint32_t *n_out,
+                       cm_error *err);
+
+typedef struct ex_exec_opts {
+    uint32_t n_devices; /* workers; 0: the size of the module's mesh (1 without a mesh) */
+    bool replicated;    /* ignore shardings: one worker holds every tensor whole and the
+                           collectives are identities (the reference run) */
+    uint32_t iters;     /* runs back to back (0 counts as 1); results are the last run's */
+    double *iter_s;     /* NULL, or iters entries: wall seconds of each run */
+} ex_exec_opts;
+
+/* Runs main of m on the workers with the global arguments args (each worker
+ * takes its shard) and assembles each result into a global tensor
+ * (*res_out, n_res_out entries, freed with ex_tensors_free).
+ * Errors: CM_EINVAL "op X cannot be executed yet" (path "LINE:COL" of the
+ * op) for ops, types or shardings the executor does not run, before any
+ * worker starts; CM_EINVAL for arguments that do not match; CM_ENOMEM.
+ * Sets OpenBLAS to one thread for the process (ex_blas_init). */
+cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor *args,
+                      uint32_t n_args, ex_tensor **res_out, uint32_t *n_res_out, cm_error *err);
+
+/* The first element where got differs from expected beyond the tolerance. */
+typedef struct ex_mismatch {
+    bool match;        /* every element within tolerance */
+    uint32_t result;   /* result number of the first mismatch */
+    size_t index;      /* flat row-major index in that result */
+    char where[160];   /* its coordinates, "[3, 17]" */
+    double expected;
+    double got;
+    double tol;        /* tolerance at that element */
+    double max_abs_diff; /* over all results */
+} ex_mismatch;
+
+/* Compares two result lists element by element: floats within
+ * rel * |expected| + abs, where for f32 rel = 1e-4 and abs = 1e-5, both
+ * scaled by sqrt(k) with k the longest contraction of the module
+ * (ex_module_contraction; rounding error of a sum grows like sqrt(k)); f64
+ * uses 1e-10 and 1e-12 likewise; integers and booleans compare exactly.
+ * Shapes or types that differ are a mismatch at index 0. */
+void ex_tensors_compare(const ex_tensor *expected, const ex_tensor *got, uint32_t n, int64_t k,
+                        ex_mismatch *out);
+
+/* The largest contraction length (product of contracting dimension sizes)
+ * of any dot_general in m; 1 when there is none. */
+int64_t ex_module_contraction(const sp_module *m);
+
+/* Partitions m in place when it has no sdy collectives yet:
+ * -sdy-insert-explicit-reshards then -sdy-reshard-to-collectives. m must have
+ * been through -sdy-propagation-pipeline. Errors: those of the passes. */
+cm_status ex_partition(sp_module *m, cm_error *err);
+
+typedef struct ex_check_opts {
+    uint32_t n_devices; /* 0: the mesh size */
+    uint32_t iters;     /* partitioned runs (0 counts as 1) */
+    uint64_t seed;
+    double *iter_s;     /* NULL, or iters entries */
+} ex_check_opts;
+
+typedef struct ex_report {
+    uint32_t n_devices; /* workers used */
+    double flops;       /* per run over all devices, from the cost model (0: unknown) */
+    double ref_s;       /* wall seconds of the reference run */
+    ex_mismatch mm;
+} ex_report;
+
+/* Runs part (partitioned) and ref (the same module unpartitioned, run
+ * replicated on one worker) with the same seeded arguments and compares the
+ * results into r. Errors: those of ex_args_make and ex_exec_run. */
+cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check_opts *o,
+                           ex_report *r, cm_error *err);
+
+/* Reads MLIR text twice, runs -sdy-propagation-pipeline on both copies unless
+ * the module already has collectives, partitions one (ex_partition) and
+ * checks it against the other (ex_check_modules). */
+cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
+                        cm_error *err);
+
+/* `shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S]`:
+ * argv[0] is "run". Prints per-iteration times, GFLOP/s and "numerics:
+ * match" or the first mismatch. Returns 0 on a match, 1 on a mismatch or an
+ * error, 2 on bad usage. */
+int ex_run_main(int argc, char **argv, FILE *out, FILE *errs);
+
+#endif /* EX_EXEC_H */
