@@ -287,6 +287,7 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
         }
     }
     uses u;
+    memset(&u, 0, sizeof u); /* uses_free is safe when op_positions fails first */
     if (!any) {
         cm_free(want);
         return CM_OK;

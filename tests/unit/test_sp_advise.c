@@ -1,0 +1,680 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for planner/sp_advise (lint, collective inventory) and
+ * planner/sp_sweep: each lint fires on a module built to trigger it and stays
+ * quiet on a near copy built not to; the collective inventory agrees with the
+ * cost model and names causes; the sweep covers every factorisation and
+ * strategy, ranks and marks a correct Pareto front; JSON output parses; OOM. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "cm.h"
+#include "sp_advise.h"
+#include "sp_cost.h"
+#include "sp_example.h"
+#include "sp_graph_json.h"
+#include "sp_pipeline.h"
+
+static sp_advise *lint_opts(const char *text, const sp_advise_opts *o)
+{
+    sp_advise *a = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_status st = sp_advise_run(text, strlen(text), o, &a, &err);
+    if (st != CM_OK) {
+        fprintf(stderr, "advise: %s %s\n", err.path, err.msg);
+    }
+    assert_int_equal(st, CM_OK);
+    assert_non_null(a);
+    return a;
+}
+
+static sp_advise *lint(const char *text)
+{
+    return lint_opts(text, NULL);
+}
+
+static const sp_finding *first_of(const sp_advise *a, sp_lint_kind k)
+{
+    for (uint32_t i = 0; i < sp_advise_n_findings(a); i++) {
+        if (sp_advise_finding_at(a, i)->kind == k) {
+            return sp_advise_finding_at(a, i);
+        }
+    }
+    return NULL;
+}
+
+/* ---- (a) non-divisible dimensions ------------------------------------------------------ */
+
+#define ND_MODULE(ROWS)                                                                            \
+    "sdy.mesh @mesh = <[\"data\"=4, \"model\"=2]>\n"                                               \
+    "func.func @main(%arg0: tensor<" ROWS "x1024xf32> {sdy.sharding = #sdy.sharding<@mesh, "       \
+    "[{\"data\"}, {}]>}) -> tensor<" ROWS "x1024xf32> {\n"                                         \
+    "  %0 = stablehlo.add %arg0, %arg0 : tensor<" ROWS "x1024xf32>\n"                              \
+    "  return %0 : tensor<" ROWS "x1024xf32>\n"                                                    \
+    "}\n"
+
+static void test_sp_advise_non_divisible_fires(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(ND_MODULE("6"));
+    assert_int_equal(sp_advise_count(a, SP_LINT_NON_DIVISIBLE), 1);
+    const sp_finding *f = first_of(a, SP_LINT_NON_DIVISIBLE);
+    assert_string_equal(f->value, "%arg0");
+    assert_int_equal(f->line, 2);
+    /* whole dimension (6 rows) minus the 2-row shard, of 1024 f32 */
+    assert_true(f->bytes == (6.0 - 2.0) * 1024 * 4);
+    assert_string_equal(f->fix_shardy, "sdy.sharding_constraint %arg0 <@mesh, [{}, {}]>");
+    assert_non_null(strstr(f->fix_jax, "P(None, None)"));
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_non_divisible_quiet_when_divisible(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(ND_MODULE("8"));
+    assert_int_equal(sp_advise_count(a, SP_LINT_NON_DIVISIBLE), 0);
+    assert_int_equal(sp_advise_n_findings(a), 0);
+    sp_advise_destroy(a);
+}
+
+/* The fix keeps the longest prefix of the axes that divides. */
+static void test_sp_advise_non_divisible_keeps_dividing_prefix(void **state)
+{
+    (void)state;
+    sp_advise *a =
+        lint("sdy.mesh @mesh = <[\"data\"=2, \"model\"=4]>\n"
+             "func.func @main(%arg0: tensor<6x16xf32> {sdy.sharding = "
+             "#sdy.sharding<@mesh, [{\"data\", \"model\"}, {}]>}) -> tensor<6x16xf32> {\n"
+             "  return %arg0 : tensor<6x16xf32>\n}\n");
+    const sp_finding *f = first_of(a, SP_LINT_NON_DIVISIBLE);
+    assert_non_null(f);
+    assert_string_equal(f->fix_shardy, "sdy.sharding_constraint %arg0 <@mesh, [{\"data\"}, {}]>");
+    assert_non_null(strstr(f->fix_jax, "P('data', None)"));
+    sp_advise_destroy(a);
+}
+
+/* ---- (a) custom calls without a rule -------------------------------------------------- */
+
+#define CC_MODULE(ATTR)                                                                            \
+    "sdy.mesh @mesh = <[\"data\"=4]>\n"                                                            \
+    "func.func @main(%arg0: tensor<8x1024xf32> {sdy.sharding = #sdy.sharding<@mesh, "              \
+    "[{\"data\"}, {}]>}) -> tensor<8x1024xf32> {\n"                                                \
+    "  %0 = stablehlo.custom_call @my_kernel(%arg0) " ATTR                                         \
+    ": (tensor<8x1024xf32>) -> tensor<8x1024xf32> loc(\"kernel\")\n"                               \
+    "  return %0 : tensor<8x1024xf32>\n"                                                           \
+    "}\n"
+
+static void test_sp_advise_custom_call_fires(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(CC_MODULE(""));
+    assert_int_equal(sp_advise_count(a, SP_LINT_CUSTOM_CALL), 1);
+    const sp_finding *f = first_of(a, SP_LINT_CUSTOM_CALL);
+    assert_string_equal(f->op, "stablehlo.custom_call");
+    assert_string_equal(f->loc, "\"kernel\"");
+    assert_int_equal(f->line, 3);
+    assert_true(f->bytes == 8.0 * 1024 * 4); /* replicated result */
+    assert_non_null(strstr(f->message, "@my_kernel"));
+    assert_string_equal(f->fix_shardy, "sdy.sharding_constraint %v <@mesh, [{\"data\"}, {}]>");
+    assert_non_null(strstr(f->fix_jax, "P('data', None)"));
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_custom_call_quiet_with_rule(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(CC_MODULE("{sdy.sharding_rule = #sdy.op_sharding_rule<([i, j])->([i, j]) "
+                                  "{i=8, j=1024}>} "));
+    assert_int_equal(sp_advise_count(a, SP_LINT_CUSTOM_CALL), 0);
+    sp_advise_destroy(a);
+}
+
+/* ---- (a) unmatched logical axis names -------------------------------------------------- */
+
+#define LOGICAL_DOC(RULES)                                                                         \
+    "{\"meshes\": [{\"name\": \"mesh\", \"axes\": [[\"data\", 2], [\"model\", 4]]}],\n"            \
+    " \"logical_axis_rules\": " RULES ",\n"                                                        \
+    " \"inputs\": [{\"name\": \"x\", \"type\": \"tensor<8x1024xf32>\", \"logical_axes\": "         \
+    "[\"batch\", \"embed\"]},\n"                                                                   \
+    "            {\"name\": \"w\", \"type\": \"tensor<1024x1024xf32>\", \"logical_axes\": "        \
+    "[\"embed\", \"mlp\"]}],\n"                                                                    \
+    " \"ops\": [{\"op\": \"stablehlo.dot_general\", \"operands\": [\"x\", \"w\"], \"result\": "    \
+    "\"h\", \"type\": \"tensor<8x1024xf32>\", \"attributes\": {\"dot_dimension_numbers\": "        \
+    "{\"lhs_contracting_dimensions\": [1], \"rhs_contracting_dimensions\": [0]}}}],\n"             \
+    " \"outputs\": [\"h\"]}\n"
+
+static void test_sp_advise_logical_axis_fires(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(LOGICAL_DOC("[[\"batch\", \"data\"], [\"mlp\", \"model\"]]"));
+    /* "embed" is named twice (x and w) but reported once */
+    assert_int_equal(sp_advise_count(a, SP_LINT_LOGICAL_AXIS), 1);
+    const sp_finding *f = first_of(a, SP_LINT_LOGICAL_AXIS);
+    assert_string_equal(f->value, "%x");
+    assert_non_null(strstr(f->message, "\"embed\""));
+    assert_non_null(strstr(f->message, "2 tensor dimensions"));
+    assert_non_null(strstr(f->message, "/inputs/0/logical_axes/1"));
+    /* x: 4 x 1024 f32 per device; w: 1024 x 256 f32 per device */
+    assert_true(f->bytes == 4.0 * 1024 * 4 + 1024.0 * 256 * 4);
+    /* x uses "data" already; the free axis "model" divides 1024 */
+    assert_string_equal(f->fix_shardy,
+                        "sdy.sharding_constraint %x <@mesh, [{\"data\"}, {\"model\"}]>");
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_logical_axis_quiet_when_matched(void **state)
+{
+    (void)state;
+    sp_advise *a =
+        lint(LOGICAL_DOC("[[\"batch\", \"data\"], [\"mlp\", \"model\"], [\"embed\", null]]"));
+    assert_int_equal(sp_advise_count(a, SP_LINT_LOGICAL_AXIS), 0);
+    sp_advise_destroy(a);
+}
+
+/* ---- (b) gathered to replicated, then sliced again ------------------------------------ */
+
+#define REMAT_MODULE(ADD_SHARDING)                                                                 \
+    "sdy.mesh @mesh = <[\"x\"=4]>\n"                                                               \
+    "func.func @main(%arg0: tensor<64x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "     \
+    "{}]>}, %arg1: tensor<64x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"x\"}]>}) -> "    \
+    "(tensor<64x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}) {\n"                 \
+    "  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = "                                           \
+    "#sdy.sharding_per_value<[<@mesh, " ADD_SHARDING ">]>} : tensor<64x64xf32>\n"                  \
+    "  %1 = sdy.sharding_constraint %0 <@mesh, [{}, {\"x\"}]> : tensor<64x64xf32>\n"               \
+    "  return %1 : tensor<64x64xf32>\n"                                                            \
+    "}\n"
+
+static void test_sp_advise_remat_fires(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(REMAT_MODULE("[{}, {}]"));
+    assert_int_equal(sp_advise_count(a, SP_LINT_REMAT), 1);
+    const sp_finding *f = first_of(a, SP_LINT_REMAT);
+    assert_string_equal(f->op, "stablehlo.add");
+    assert_int_equal(f->line, 3);
+    assert_true(f->bytes == 64.0 * 64 * 4);
+    assert_non_null(strstr(f->message, "sdy.sharding_constraint at line 4"));
+    assert_string_equal(f->fix_shardy, "sdy.sharding_constraint %v <@mesh, [{}, {\"x\"}]>");
+    assert_non_null(strstr(f->fix_jax, "P(None, 'x')"));
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_remat_quiet_without_conflict(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(REMAT_MODULE("[{}, {\"x\"}]"));
+    assert_int_equal(sp_advise_count(a, SP_LINT_REMAT), 0);
+    sp_advise_destroy(a);
+}
+
+/* ---- (c) inputs and outputs on different meshes ----------------------------------------- */
+
+#define MESH_MODULE(SECOND)                                                                        \
+    "sdy.mesh @mesh = <[\"data\"=4]>\n"                                                            \
+    "sdy.mesh @other = <[\"data\"=2]>\n"                                                           \
+    "func.func @main(%arg0: tensor<64x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"data\"}, "  \
+    "{}]>}, %arg1: tensor<64x64xf32> {sdy.sharding = #sdy.sharding<@" SECOND ", [{\"data\"}, "     \
+    "{}]>}) -> (tensor<64x64xf32>, tensor<64x64xf32>) {\n"                                         \
+    "  return %arg0, %arg1 : tensor<64x64xf32>, tensor<64x64xf32>\n"                               \
+    "}\n"
+
+static void test_sp_advise_mesh_mismatch_fires(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(MESH_MODULE("other"));
+    /* %arg1 as an input, and again as an output */
+    assert_int_equal(sp_advise_count(a, SP_LINT_MESH_MISMATCH), 2);
+    const sp_finding *f = first_of(a, SP_LINT_MESH_MISMATCH);
+    assert_int_equal(f->sev, SP_LINT_ERROR);
+    assert_string_equal(f->value, "%arg1");
+    assert_true(f->bytes == 32.0 * 64 * 4);
+    assert_non_null(strstr(f->message, "@other"));
+    /* "data" exists on @mesh, so the fix keeps it */
+    assert_string_equal(f->fix_shardy, "sdy.sharding_constraint %arg1 <@mesh, [{\"data\"}, {}]>");
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_mesh_mismatch_quiet_on_one_mesh(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(MESH_MODULE("mesh"));
+    assert_int_equal(sp_advise_count(a, SP_LINT_MESH_MISMATCH), 0);
+    sp_advise_destroy(a);
+}
+
+/* --mesh picks the reference mesh; an unknown name is an error with a path. */
+static void test_sp_advise_mesh_option(void **state)
+{
+    (void)state;
+    sp_advise_opts o;
+    sp_advise_opts_init(&o);
+    o.mesh = "other";
+    sp_advise *a = lint_opts(MESH_MODULE("other"), &o);
+    const sp_finding *f = first_of(a, SP_LINT_MESH_MISMATCH);
+    assert_non_null(f);
+    assert_string_equal(f->value, "%arg0");
+    sp_advise_destroy(a);
+    o.mesh = "nope";
+    cm_error err;
+    cm_error_clear(&err);
+    const char *t = MESH_MODULE("other");
+    assert_int_equal(sp_advise_run(t, strlen(t), &o, &a, &err), CM_EINVAL);
+    assert_string_equal(err.path, "/mesh");
+    assert_null(a);
+}
+
+/* ---- (d) memory over capacity ------------------------------------------------------------ */
+
+#define MEM_MODULE                                                                                 \
+    "sdy.mesh @mesh = <[\"data\"=2, \"model\"=4]>\n"                                               \
+    "func.func @main(%arg0: tensor<8x1024xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"data\"}, " \
+    "{}]>}, %arg1: tensor<1024x1024xf32>) -> tensor<8x1024xf32> {\n"                               \
+    "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : "                   \
+    "(tensor<8x1024xf32>, tensor<1024x1024xf32>) -> tensor<8x1024xf32>\n"                          \
+    "  return %0 : tensor<8x1024xf32>\n"                                                           \
+    "}\n"
+
+static void test_sp_advise_memory_fires_over_capacity(void **state)
+{
+    (void)state;
+    sp_profile p;
+    sp_profile_default(&p);
+    p.mem_bytes = 1024 * 1024; /* 1 MiB: the replicated 4 MiB weight does not fit */
+    p.mem_shared = false;
+    sp_advise_opts o;
+    sp_advise_opts_init(&o);
+    o.profile = &p;
+    sp_advise *a = lint_opts(MEM_MODULE, &o);
+    assert_int_equal(sp_advise_count(a, SP_LINT_MEMORY), 1);
+    const sp_finding *f = first_of(a, SP_LINT_MEMORY);
+    const sp_cost_summary *s = sp_advise_summary(a);
+    assert_false(s->fits);
+    assert_true(f->bytes == s->peak_bytes - s->capacity_bytes);
+    assert_int_equal(f->sev, SP_LINT_ERROR);
+    assert_string_equal(f->value, "%arg1");
+    /* the weight is the largest input; "data" and "model" are free, "data" divides dim 0 */
+    assert_string_equal(f->fix_shardy, "sdy.sharding_constraint %arg1 <@mesh, [{\"data\"}, {}]>");
+    assert_non_null(strstr(f->message, "OOM predicted"));
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_memory_quiet_under_capacity(void **state)
+{
+    (void)state;
+    sp_profile p;
+    sp_profile_default(&p);
+    p.mem_bytes = 64.0 * 1024 * 1024;
+    p.mem_shared = false;
+    sp_advise_opts o;
+    sp_advise_opts_init(&o);
+    o.profile = &p;
+    sp_advise *a = lint_opts(MEM_MODULE, &o);
+    assert_int_equal(sp_advise_count(a, SP_LINT_MEMORY), 0);
+    assert_true(sp_advise_summary(a)->fits);
+    sp_advise_destroy(a);
+}
+
+/* --min-bytes drops small findings but never memory or mesh errors. */
+static void test_sp_advise_min_bytes_filters(void **state)
+{
+    (void)state;
+    sp_advise_opts o;
+    sp_advise_opts_init(&o);
+    o.min_bytes = 1e9;
+    sp_advise *a = lint_opts(ND_MODULE("6"), &o);
+    assert_int_equal(sp_advise_n_findings(a), 0);
+    sp_advise_destroy(a);
+    a = lint_opts(MESH_MODULE("other"), &o);
+    assert_int_equal(sp_advise_count(a, SP_LINT_MESH_MISMATCH), 2);
+    sp_advise_destroy(a);
+}
+
+/* ---- the collective inventory ------------------------------------------------------------ */
+
+/* The Flax MLP's four y @ W2 all-reduces over "model", each 2 x 3/4 x 16 KiB. */
+static void test_sp_advise_collectives_flax_mlp(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(cm_file_read("examples/flax_mlp.mlir", &text, &len, &err), CM_OK);
+    sp_advise *a = NULL;
+    assert_int_equal(sp_advise_run(text, len, NULL, &a, &err), CM_OK);
+    cm_free(text);
+    assert_int_equal(sp_advise_n_colls(a), 4);
+    for (uint32_t i = 0; i < 4; i++) {
+        const sp_advise_coll *c = sp_advise_coll_at(a, i);
+        assert_string_equal(c->op, "sdy.all_reduce");
+        assert_int_equal(c->cost.kind, SP_COLL_ALL_REDUCE);
+        assert_int_equal(c->cost.n_axes, 1);
+        assert_string_equal(c->cost.axes[0], "model");
+        assert_true(c->cost.bytes == 24576.0);
+        assert_true(c->cost.time_s > 0);
+        assert_string_equal(c->for_op, "stablehlo.dot_general");
+        assert_true(c->line > 0);
+        assert_non_null(strstr(c->cause, "reduction"));
+        assert_non_null(strstr(c->cause, "{\"model\"}"));
+    }
+    assert_int_equal(sp_advise_n_findings(a), 0);
+    sp_advise_destroy(a);
+}
+
+/* Reshard-made collectives name their source, consumer and the constraint. */
+static void test_sp_advise_collectives_causes(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(REMAT_MODULE("[{}, {}]"));
+    assert_int_equal(sp_advise_n_colls(a), 3);
+    const sp_advise_coll *c0 = sp_advise_coll_at(a, 0), *c1 = sp_advise_coll_at(a, 1),
+                         *c2 = sp_advise_coll_at(a, 2);
+    assert_int_equal(c0->cost.kind, SP_COLL_ALL_TO_ALL);
+    assert_non_null(strstr(c0->cause, "%arg0 is <@mesh, [{\"x\"}, {}]>"));
+    assert_non_null(strstr(c0->cause, "stablehlo.add needs it as <@mesh, [{}, {\"x\"}]>"));
+    assert_int_equal(c1->cost.kind, SP_COLL_ALL_GATHER);
+    assert_non_null(strstr(c1->cause, "computes its result as"));
+    assert_non_null(strstr(c1->cause, "<@mesh, [{}, {}]>"));
+    assert_int_equal(c2->cost.kind, SP_COLL_ALL_TO_ALL);
+    assert_non_null(strstr(c2->cause, "function output"));
+    /* gathered output: 3/4 of the 16 KiB replicated tensor */
+    assert_true(c1->cost.bytes == 0.75 * 64 * 64 * 4);
+    sp_advise_destroy(a);
+}
+
+/* The JSON documents parse and carry every member. */
+static void test_sp_advise_json_parses(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(REMAT_MODULE("[{}, {}]"));
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_advise_write_lint_json(a, &b);
+    json_error_t je;
+    json_t *j = json_loads(b.data, 0, &je);
+    assert_non_null(j);
+    json_t *f0 = json_array_get(json_object_get(j, "findings"), 0);
+    assert_string_equal(json_string_value(json_object_get(f0, "kind")), "rematerialisation");
+    assert_non_null(json_object_get(json_object_get(f0, "fix"), "jax"));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(j, "counts"), "rematerialisation")), 1);
+    json_decref(j);
+    cm_buf_reset(&b);
+    sp_advise_write_colls_json(a, &b);
+    j = json_loads(b.data, 0, &je);
+    assert_non_null(j);
+    assert_int_equal(json_array_size(json_object_get(j, "collectives")), 3);
+    json_decref(j);
+    cm_buf_reset(&b);
+    sp_advise_write_lint_text(a, &b);
+    assert_non_null(strstr(b.data, "fix: sdy.sharding_constraint"));
+    cm_buf_reset(&b);
+    sp_advise_write_colls_text(a, &b);
+    assert_non_null(strstr(b.data, "cause:"));
+    cm_buf_fini(&b);
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_run_rejects_bad_input(void **state)
+{
+    (void)state;
+    sp_advise *a = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    const char *t = "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  return %nope";
+    assert_int_equal(sp_advise_run(t, strlen(t), NULL, &a, &err), CM_EINVAL);
+    assert_null(a);
+    assert_true(err.path[0] != '\0');
+}
+
+static void test_sp_advise_run_oom(void **state)
+{
+    (void)state;
+    const char *t = REMAT_MODULE("[{}, {}]");
+    for (long n = 0;; n++) {
+        sp_advise *a = NULL;
+        cm_error err;
+        cm_error_clear(&err);
+        cm_alloc_fail_after(n);
+        cm_status st = sp_advise_run(t, strlen(t), NULL, &a, &err);
+        cm_alloc_fail_after(-1);
+        if (st == CM_OK) {
+            assert_int_equal(sp_advise_n_colls(a), 3);
+            sp_advise_destroy(a);
+            break;
+        }
+        assert_int_equal(st, CM_ENOMEM);
+        assert_null(a);
+        assert_true(n < 100000);
+    }
+}
+
+/* ---- sweep -------------------------------------------------------------------------------- */
+
+static void test_sp_sweep_run_covers_factorisations(void **state)
+{
+    (void)state;
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    o.devices = 8;
+    o.layers = 1;
+    o.d_model = 256;
+    o.seq = 32;
+    o.threads = 2;
+    sp_sweep_result r;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_sweep_run(&o, &r, &err), CM_OK);
+    assert_int_equal(r.n_rows, 16); /* 1x8, 2x4, 4x2, 8x1 x dp, fsdp, tp, dp+tp */
+    bool seen[9][4];
+    memset(seen, 0, sizeof seen);
+    uint32_t n_pareto = 0;
+    for (uint32_t i = 0; i < r.n_rows; i++) {
+        const sp_sweep_row *x = &r.rows[i];
+        assert_true(x->ok);
+        assert_true(x->fits);
+        assert_int_equal(x->data * x->model, 8);
+        seen[x->data][x->strategy] = true;
+        assert_int_equal(x->rank, i + 1); /* sorted by step time, all fit */
+        if (i > 0) {
+            assert_true(r.rows[i - 1].step_s <= x->step_s);
+        }
+        /* Pareto: no row is at least as good in both and better in one */
+        bool dominated = false;
+        for (uint32_t j = 0; j < r.n_rows; j++) {
+            const sp_sweep_row *y = &r.rows[j];
+            dominated = dominated || (y->peak_bytes <= x->peak_bytes && y->step_s <= x->step_s &&
+                                      (y->peak_bytes < x->peak_bytes || y->step_s < x->step_s));
+        }
+        assert_int_equal(x->pareto, !dominated);
+        n_pareto += x->pareto;
+    }
+    assert_true(n_pareto >= 1);
+    int64_t facts[4] = {1, 2, 4, 8};
+    for (int f = 0; f < 4; f++) {
+        for (int s = 0; s < 4; s++) {
+            assert_true(seen[facts[f]][s]);
+        }
+    }
+    /* the same sweep on one thread gives the same figures */
+    sp_sweep_result r1;
+    o.threads = 1;
+    o.jobs = 20; /* cycles over the variants again; rows are the first round's */
+    assert_int_equal(sp_sweep_run(&o, &r1, &err), CM_OK);
+    assert_int_equal(r1.n_jobs, 20);
+    for (uint32_t i = 0; i < r.n_rows; i++) {
+        assert_true(r1.rows[i].step_s == r.rows[i].step_s);
+        assert_true(r1.rows[i].peak_bytes == r.rows[i].peak_bytes);
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_sweep_write_json(&r, &b);
+    json_error_t je;
+    json_t *j = json_loads(b.data, 0, &je);
+    assert_non_null(j);
+    assert_int_equal(json_array_size(json_object_get(j, "rows")), 16);
+    json_decref(j);
+    cm_buf_fini(&b);
+    sp_sweep_result_fini(&r);
+    sp_sweep_result_fini(&r1);
+}
+
+/* A tight capacity leaves only sharded variants ranked; dp (replicated
+ * weights) does not fit. */
+static void test_sp_sweep_run_ranks_under_memory_limit(void **state)
+{
+    (void)state;
+    sp_profile p;
+    sp_profile_default(&p);
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    o.devices = 4;
+    o.layers = 1;
+    o.d_model = 256;
+    o.seq = 32;
+    o.strategies = (1u << 0) | (1u << 1); /* dp, fsdp */
+    o.profile = &p;
+    sp_sweep_result r;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_sweep_run(&o, &r, &err), CM_OK);
+    assert_int_equal(r.n_rows, 6);
+    /* capacity between the smallest and the largest peak */
+    double lo = 1e300, hi = 0;
+    for (uint32_t i = 0; i < r.n_rows; i++) {
+        lo = r.rows[i].peak_bytes < lo ? r.rows[i].peak_bytes : lo;
+        hi = r.rows[i].peak_bytes > hi ? r.rows[i].peak_bytes : hi;
+    }
+    assert_true(lo < hi);
+    sp_sweep_result_fini(&r);
+    p.mem_bytes = (lo + hi) / 2;
+    p.mem_shared = false;
+    assert_int_equal(sp_sweep_run(&o, &r, &err), CM_OK);
+    bool seen_unfit = false;
+    for (uint32_t i = 0; i < r.n_rows; i++) {
+        const sp_sweep_row *x = &r.rows[i];
+        assert_int_equal(x->fits, x->peak_bytes <= p.mem_bytes);
+        if (!x->fits) {
+            seen_unfit = true;
+            assert_int_equal(x->rank, 0);
+        } else {
+            assert_false(seen_unfit); /* fitting rows come first */
+            assert_int_equal(x->rank, i + 1);
+        }
+    }
+    assert_true(seen_unfit);
+    sp_sweep_result_fini(&r);
+}
+
+/* The sweep reuses one decoded module per strategy; its figures equal those
+ * of `shardplan cost` on the variant's own graph document. */
+static void test_sp_sweep_run_matches_cost_of_graph(void **state)
+{
+    (void)state;
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    o.devices = 8;
+    o.layers = 2;
+    o.d_model = 256;
+    o.seq = 32;
+    o.strategies = 1u << SP_EXAMPLE_DP_TP;
+    sp_sweep_result r;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_sweep_run(&o, &r, &err), CM_OK);
+    assert_int_equal(r.n_rows, 4);
+    const sp_sweep_row *row = NULL;
+    for (uint32_t i = 0; i < r.n_rows; i++) {
+        row = r.rows[i].data == 2 ? &r.rows[i] : row;
+    }
+    assert_non_null(row);
+    sp_example_opts eo;
+    sp_example_opts_init(&eo);
+    eo.model = SP_EXAMPLE_TRANSFORMER;
+    eo.strategy = SP_EXAMPLE_DP_TP;
+    eo.layers = 2;
+    eo.d_model = 256;
+    eo.seq = 32;
+    eo.train = true;
+    cm_buf b;
+    cm_buf_init(&b);
+    assert_int_equal(sp_example_graph_json(&eo, &b, &err), CM_OK); /* data=2, model=4 */
+    sp_graph *g = NULL;
+    assert_int_equal(sp_graph_decode(b.data, b.len, NULL, &g, &err), CM_OK);
+    sp_prop_opts po;
+    sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
+    po.keep_sharding_rules = true;
+    sp_diags d;
+    sp_diags_init(&d);
+    assert_int_equal(sp_pass_propagation_pipeline(sp_graph_module(g), &po, &d, &err), CM_OK);
+    sp_diags_fini(&d);
+    sp_cost_opts co;
+    sp_cost_opts_init(&co);
+    co.mode = SP_COST_IMPLIED;
+    co.graph = g;
+    sp_cost *c = NULL;
+    assert_int_equal(sp_cost_compute(sp_graph_module(g), &co, &c, &err), CM_OK);
+    const sp_cost_summary *s = sp_cost_get_summary(c);
+    assert_true(row->step_s == s->step_s);
+    assert_true(row->peak_bytes == s->peak_bytes);
+    assert_true(row->comm_bytes == s->comm_bytes);
+    assert_true(row->flops == s->flops);
+    sp_cost_destroy(c);
+    sp_graph_destroy(g);
+    cm_buf_fini(&b);
+    sp_sweep_result_fini(&r);
+}
+
+static void test_sp_sweep_run_rejects_bad_devices(void **state)
+{
+    (void)state;
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    o.devices = 0;
+    sp_sweep_result r;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_sweep_run(&o, &r, &err), CM_EINVAL);
+    assert_string_equal(err.path, "/devices");
+    assert_null(r.rows);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sp_advise_non_divisible_fires),
+        cmocka_unit_test(test_sp_advise_non_divisible_quiet_when_divisible),
+        cmocka_unit_test(test_sp_advise_non_divisible_keeps_dividing_prefix),
+        cmocka_unit_test(test_sp_advise_custom_call_fires),
+        cmocka_unit_test(test_sp_advise_custom_call_quiet_with_rule),
+        cmocka_unit_test(test_sp_advise_logical_axis_fires),
+        cmocka_unit_test(test_sp_advise_logical_axis_quiet_when_matched),
+        cmocka_unit_test(test_sp_advise_remat_fires),
+        cmocka_unit_test(test_sp_advise_remat_quiet_without_conflict),
+        cmocka_unit_test(test_sp_advise_mesh_mismatch_fires),
+        cmocka_unit_test(test_sp_advise_mesh_mismatch_quiet_on_one_mesh),
+        cmocka_unit_test(test_sp_advise_mesh_option),
+        cmocka_unit_test(test_sp_advise_memory_fires_over_capacity),
+        cmocka_unit_test(test_sp_advise_memory_quiet_under_capacity),
+        cmocka_unit_test(test_sp_advise_min_bytes_filters),
+        cmocka_unit_test(test_sp_advise_collectives_flax_mlp),
+        cmocka_unit_test(test_sp_advise_collectives_causes),
+        cmocka_unit_test(test_sp_advise_json_parses),
+        cmocka_unit_test(test_sp_advise_run_rejects_bad_input),
+        cmocka_unit_test(test_sp_advise_run_oom),
+        cmocka_unit_test(test_sp_sweep_run_covers_factorisations),
+        cmocka_unit_test(test_sp_sweep_run_ranks_under_memory_limit),
+        cmocka_unit_test(test_sp_sweep_run_matches_cost_of_graph),
+        cmocka_unit_test(test_sp_sweep_run_rejects_bad_devices),
+    };
+    return cmocka_run_group_tests_name("sp_advise", tests, NULL, NULL);
+}
