@@ -1,0 +1,82 @@
+// Compare 2-4 plans: GET /v1/compare?plans=...: memory, communication,
+// FLOPs and predicted step as bars, where the plans first diverge, and the
+// tensors whose shardings differ (highlighted where they differ from the
+// first plan).
+import { getJson } from './api.js';
+import { barChart } from './charts.js';
+import { BUILTIN_PROFILES } from './plan.js';
+import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
+import { vtable } from './vtable.js';
+
+export async function comparePage(main, ctx, idsText) {
+  const ids = (idsText || '').split(',').map((s) => s.trim()).filter(Boolean);
+  const input = h('input', { id: 'compare-ids', value: ids.join(','), placeholder: 'plan ids, e.g. 2,3', 'aria-label': 'plan ids' });
+  const prof = h('select', { id: 'compare-profile', 'aria-label': 'device profile' }, BUILTIN_PROFILES.map((p) => h('option', { value: p }, p)));
+  const params = new URLSearchParams(location.hash.split('?')[1] || '');
+  if (params.get('profile')) prof.value = params.get('profile');
+  const go = () => { location.hash = `#/compare/${input.value.replace(/\s+/g, '')}?profile=${encodeURIComponent(prof.value)}`; };
+  const form = h('form', { class: 'toolbar', onsubmit: (e) => { e.preventDefault(); go(); } },
+    h('label', {}, 'plans ', input), h('label', {}, 'profile ', prof), h('button', { type: 'submit' }, 'Compare'));
+  fill(main, h('h1', {}, 'Compare plans'), form);
+  if (ids.length < 2) {
+    main.append(h('p', { class: 'muted' }, 'Enter 2 to 4 plan ids, or tick them in the plans list.'));
+    return;
+  }
+  const out = h('div', {}, h('p', { class: 'muted' }, 'Comparing\u2026'));
+  main.append(out);
+  let c;
+  try {
+    c = await getJson(`/v1/compare?plans=${ids.map(encodeURIComponent).join(',')}&profile=${encodeURIComponent(prof.value)}`);
+  } catch (err) {
+    fill(out, errorBox(err));
+    return;
+  }
+  const labels = ids.map((id) => `plan ${id}`);
+  const costs = c.plans.map((p) => p.cost);
+  const charts = [
+    barChart({ title: 'Peak memory per device', labels, datasets: [{ label: 'bytes', data: costs.map((x) => x.memory.peak_bytes) }], format: fmtBytes, height: 200 }),
+    barChart({ title: 'Communication', labels, datasets: [{ label: 'bytes', data: costs.map((x) => x.communication.bytes) }], format: fmtBytes, height: 200 }),
+    barChart({ title: 'FLOPs per device', labels, datasets: [{ label: 'FLOPs', data: costs.map((x) => x.flops.total) }], format: fmtNum, height: 200 }),
+    barChart({ title: 'Predicted step time', labels, datasets: [
+      { label: 'compute', data: costs.map((x) => x.time.compute_s) },
+      { label: 'communication', data: costs.map((x) => x.time.communication_s) },
+    ], format: fmtSeconds, stacked: true, height: 200 }),
+  ];
+  ctx.onLeave(() => { for (const x of charts) x.chart.destroy(); });
+
+  const summary = h('table', { class: 'summary-table', id: 'compare-summary' },
+    h('thead', {}, h('tr', {}, h('th', {}, ''), labels.map((l, i) => h('th', {}, h('a', { href: `#/plan/${ids[i]}` }, l))))),
+    h('tbody', {},
+      [['peak / device', (x) => fmtBytes(x.memory.peak_bytes)], ['fits', (x) => (x.memory.fits ? 'yes' : `no ${x.memory.message}`)],
+        ['communication', (x) => `${fmtBytes(x.communication.bytes)} (${x.communication.n_collectives} collectives)`],
+        ['FLOPs / device', (x) => fmtNum(x.flops.total)], ['predicted step', (x) => fmtSeconds(x.time.step_s)], ['profile', (x) => x.profile]]
+        .map(([k, f]) => h('tr', {}, h('th', {}, k), costs.map((x) => h('td', {}, f(x)))))));
+
+  const fd = c.first_divergence;
+  const diverge = h('section', { class: 'diverge', id: 'first-divergence' }, h('h2', {}, 'Where they first diverge'),
+    fd ? [h('p', {}, h('code', {}, fd.tensor)), h('ul', {}, fd.plans.map((p, i) => h('li', {}, h('strong', {}, `${labels[i]}: `), h('code', {}, p.sharding), ` \u2014 ${p.origin}`)))]
+      : h('p', {}, 'Nowhere: every compared tensor has the same sharding.'));
+
+  const diffs = c.differences || [];
+  const table = vtable({
+    class: 'diff-table',
+    height: Math.min(420, 40 + diffs.length * 26),
+    columns: [{ key: 'tensor', title: 'tensor', width: '2fr' }, ...labels.map((l, i) => ({ key: `p${i}`, title: l, width: '1.5fr' }))],
+    cell(i, col) {
+      const d = diffs[i];
+      if (col.key === 'tensor') return d.tensor;
+      const k = Number(col.key.slice(1));
+      const s = d.shardings[k];
+      return k > 0 && s !== d.shardings[0] ? h('span', { class: 'differs' }, s) : s === undefined ? DASH : s;
+    },
+  });
+  table.setCount(diffs.length);
+  fill(out, 
+    summary,
+    h('div', { class: 'charts' }, charts.map((x) => x.el)),
+    diverge,
+    h('h2', {}, `Sharding differences: ${diffs.length} of ${c.compared_tensors} tensors`),
+    c.structure_differs ? h('p', { class: 'diag warning' }, 'The plans are of different modules: tensors are matched by position.') : null,
+    table.el,
+  );
+}

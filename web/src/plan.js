@@ -1,0 +1,263 @@
+// Plan view: GET /v1/plans/{id}. Every input, op result and output with its
+// sharding in a virtualised table; for the selected value its device grid,
+// its sharding origins and the op's propagation edges and rule ("why");
+// per-device memory and communication from GET /v1/compare (the cost model).
+import { getJson, listAll } from './api.js';
+import { barChart } from './charts.js';
+import { blocksPerDim, deviceGrid, refName } from './sharding.js';
+import { DASH, debounce, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
+import { vtable } from './vtable.js';
+
+export const BUILTIN_PROFILES = ['cpu-local', 'a100-80gb', 'h100-sxm', 'tpu-v4', 'tpu-v5e'];
+
+export function shardingText(s) {
+  if (!s) return 'replicated';
+  const dims = s.dims.map((d) => `{${d.axes.map((a) => `"${refName(a)}"`).join(', ')}${d.closed ? '' : ', ?'}}`);
+  const rep = s.replicated && s.replicated.length ? `, replicated={${s.replicated.map((a) => `"${refName(a)}"`).join(', ')}}` : '';
+  return `@${s.mesh} [${dims.join(', ')}]${rep}`;
+}
+
+// Flattens a plan into rows: {f, kind, op, v, path}.
+export function planRows(plan) {
+  const rows = [];
+  for (const f of plan.functions || []) {
+    for (const v of f.inputs || []) rows.push({ f, kind: 'input', op: null, v, path: `${f.path || ''}/inputs/${v.index}` });
+    for (const op of f.ops || []) {
+      if (!op.results || op.results.length === 0) rows.push({ f, kind: 'op', op, v: null, path: op.path });
+      else for (const v of op.results) rows.push({ f, kind: 'op', op, v, path: op.path });
+    }
+    for (const v of f.outputs || []) rows.push({ f, kind: 'output', op: null, v, path: `${f.path || ''}/outputs/${v.index}` });
+  }
+  return rows;
+}
+
+function originText(o) {
+  if (!o) return '';
+  return Object.entries(o).map(([k, v]) => `${k}\u2190${v}`).join(' ');
+}
+
+function explainOrigin(src) {
+  if (src === 'self') return 'set on this tensor (a user sharding or constraint)';
+  if (/^input: \d+$/.test(src)) return `came from function input ${src.slice(7)}`;
+  if (/^output: \d+$/.test(src)) return `came from function output ${src.slice(8)}`;
+  if (/^constraint_\d+$/.test(src)) return `came from sharding constraint ${src.slice(11)}`;
+  return src;
+}
+
+export async function planPage(main, ctx, id) {
+  fill(main, h('h1', {}, `Plan ${id}`), h('p', { class: 'muted' }, 'Loading\u2026'));
+  let doc;
+  const t0 = performance.now();
+  try {
+    doc = await getJson(`/v1/plans/${encodeURIComponent(id)}`);
+  } catch (err) {
+    fill(main, h('h1', {}, `Plan ${id}`), errorBox(err));
+    return;
+  }
+  const tFetched = performance.now();
+  const plan = doc.plan;
+  const meshes = new Map((plan.meshes || []).map((m) => [m.name, m]));
+  const all = planRows(plan);
+  const nOps = (plan.functions || []).reduce((n, f) => n + (f.ops ? f.ops.length : 0), 0);
+  const diagByPath = new Map();
+  for (const d of plan.diagnostics || []) {
+    if (!diagByPath.has(d.path)) diagByPath.set(d.path, []);
+    diagByPath.get(d.path).push(d);
+  }
+  let view = all;
+
+  const detail = h('section', { class: 'detail', id: 'value-detail' }, h('p', { class: 'muted' }, 'Select a row to see its device grid and where its sharding came from.'));
+  const table = vtable({
+    class: 'ops-table',
+    height: 420,
+    rowHeight: 24,
+    columns: [
+      { key: 'n', title: '#', width: '4.5em' },
+      { key: 'kind', title: 'kind', width: '4.5em' },
+      { key: 'path', title: 'path', width: '8em' },
+      { key: 'op', title: 'op', width: '1.4fr' },
+      { key: 'value', title: 'value', width: '1fr' },
+      { key: 'type', title: 'type', width: '1.3fr' },
+      { key: 'sharding', title: 'sharding', width: '1.8fr' },
+      { key: 'local', title: 'per device', width: '8em' },
+      { key: 'origin', title: 'origin', width: '1.2fr' },
+    ],
+    rowClass: (i) => (view[i].v && view[i].v.sharding ? 'sharded' : ''),
+    cell(i, col) {
+      const r = view[i];
+      const v = r.v;
+      switch (col.key) {
+        case 'n': return String(i);
+        case 'kind': return r.kind;
+        case 'path': return r.path || '';
+        case 'op': return r.op ? r.op.op : r.kind === 'input' ? '(argument)' : '(return)';
+        case 'value': return v ? (v.name !== undefined ? v.name : `#${v.index}`) : DASH;
+        case 'type': return v ? v.type : '';
+        case 'sharding': return v ? shardingText(v.sharding) : '';
+        case 'local': return v && v.local_shape ? `[${v.local_shape.join('\u00d7')}]` : '';
+        case 'origin': return v ? originText(v.origin) : '';
+        default: return '';
+      }
+    },
+    onRowClick: (i) => showDetail(view[i]),
+  });
+
+  const search = h('input', { type: 'search', id: 'op-filter', placeholder: 'filter: op, value name, axis\u2026', 'aria-label': 'filter ops' });
+  const shardedOnly = h('input', { type: 'checkbox', id: 'sharded-only' });
+  const count = h('span', { class: 'muted', id: 'op-count' });
+  const apply = () => {
+    const s = search.value.trim().toLowerCase();
+    const so = shardedOnly.checked;
+    view = all.filter((r) => {
+      if (so && !(r.v && r.v.sharding)) return false;
+      if (!s) return true;
+      const v = r.v;
+      return (r.op && r.op.op.toLowerCase().includes(s)) || (v && v.name && String(v.name).toLowerCase().includes(s)) ||
+        (v && v.sharding && v.sharding.text.toLowerCase().includes(s)) || (r.path && r.path.includes(s));
+    });
+    table.setCount(view.length);
+    count.textContent = `${view.length} of ${all.length} values (${nOps} ops)`;
+  };
+  search.addEventListener('input', debounce(apply, 150));
+  shardedOnly.addEventListener('change', apply);
+
+  function showDetail(r) {
+    const v = r.v;
+    const parts = [h('h2', {}, v ? `${r.kind} ${v.name !== undefined ? `"${v.name}"` : `#${v.index}`} ${r.op ? `of ${r.op.op}` : ''}` : r.op.op)];
+    if (v) {
+      parts.push(h('dl', { class: 'kv' },
+        h('dt', {}, 'path'), h('dd', {}, r.path || DASH),
+        h('dt', {}, 'type'), h('dd', {}, v.type),
+        h('dt', {}, 'sharding'), h('dd', { class: 'mono' }, v.sharding ? v.sharding.text : 'replicated (no sharding)'),
+        h('dt', {}, 'per-device shape'), h('dd', {}, v.local_shape ? `[${v.local_shape.join(', ')}]` : DASH)));
+      const mesh = v.sharding ? meshes.get(v.sharding.mesh) : plan.meshes && plan.meshes[0];
+      if (mesh) parts.push(gridPanel(v, mesh));
+    }
+    // Why: origins, edges, rule.
+    const why = h('div', { class: 'why', id: 'why' }, h('h3', {}, 'Why this sharding'));
+    if (v && v.origin && Object.keys(v.origin).length) {
+      why.append(h('ul', {}, Object.entries(v.origin).map(([axis, src]) => h('li', {}, h('code', {}, axis), ': ', explainOrigin(src), ` (${src})`))));
+    } else if (v) {
+      why.append(h('p', {}, v.sharding ? 'The plan records no origin for this sharding.' : 'No sharding reached this value: it is replicated.'));
+    }
+    if (r.op && r.op.edges) why.append(h('p', {}, 'Propagation edges of this op (which operand or result each axis came through, per step):'), h('pre', { class: 'mono wrap' }, r.op.edges));
+    if (r.op && r.op.rule) why.append(h('p', {}, 'Sharding rule:'), h('pre', { class: 'mono wrap' }, r.op.rule));
+    for (const d of diagByPath.get(r.path) || []) why.append(h('p', { class: `diag ${d.severity}` }, `${d.severity} ${d.kind}: ${d.message}`));
+    parts.push(why);
+    fill(detail, ...parts);
+  }
+
+  function gridPanel(v, mesh) {
+    const rank = (v.shape || []).length;
+    const nb = blocksPerDim(v.sharding, mesh, rank);
+    // Default view: the two most-sharded dims (ties: the leading ones), in order.
+    const order = [...Array(rank).keys()].sort((x, y) => nb[y] - nb[x] || x - y);
+    let a = rank >= 1 ? Math.min(order[0], rank >= 2 ? order[1] : order[0]) : -1;
+    let b = rank >= 2 ? Math.max(order[0], order[1]) : -1;
+    const fixed = {};
+    const box = h('div', { class: 'grid-box', id: 'device-grid' });
+    const mk = (cur, other, onSel, label) => h('label', {}, `${label} `, h('select', { onchange: (e) => { onSel(Number(e.target.value)); draw(); } },
+      [...Array(rank).keys()].map((d) => h('option', { value: String(d), selected: d === cur }, `dim ${d} (${v.shape[d]}, ${nb[d]} blocks)`))));
+    const controls = h('div', { class: 'toolbar' });
+    const draw = () => {
+      const others = [...Array(rank).keys()].filter((d) => d !== a && d !== b && nb[d] > 1);
+      fill(controls, 
+        rank >= 2 ? mk(a, b, (x) => { a = x; if (a === b) b = [...Array(rank).keys()].find((d) => d !== a); }, 'rows:') : null,
+        rank >= 2 ? mk(b, a, (x) => { b = x; if (a === b) a = [...Array(rank).keys()].find((d) => d !== b); }, 'columns:') : null,
+        others.map((d) => h('label', {}, ` dim ${d} block `, h('input', { type: 'number', min: '0', max: String(nb[d] - 1), value: String(fixed[d] || 0), style: { width: '4em' },
+          onchange: (e) => { fixed[d] = Math.max(0, Math.min(nb[d] - 1, Number(e.target.value) || 0)); draw(); } }))),
+      );
+      const title = rank === 0 ? 'scalar: every device holds it' : rank === 1 ? `dim 0 in ${nb[0]} blocks` : `rows = dim ${a}, columns = dim ${b}${others.length ? `; other sharded dims at the chosen block` : ''}`;
+      fill(box, h('p', { class: 'muted' }, `Device grid (mesh "${mesh.name}": ${(mesh.axes || []).map((x) => `${x.name}=${x.size}`).join(', ')}): ${title}`),
+        deviceGrid(v, mesh, { a: rank >= 1 ? a : -1, b: rank >= 2 ? b : -1, fixed }));
+    };
+    draw();
+    return h('div', {}, controls, box);
+  }
+
+  // Cost: memory per device vs capacity, communication per axis and kind.
+  const profiles = [...BUILTIN_PROFILES];
+  try { for (const p of await listAll('profiles')) if (!profiles.includes(p.name)) profiles.push(p.name); } catch { /* listed built-ins only */ }
+  const profSel = h('select', { id: 'profile', 'aria-label': 'device profile' }, profiles.map((p) => h('option', { value: p }, p)));
+  const costBox = h('section', { class: 'cost', id: 'plan-cost' });
+  const charts = [];
+  async function loadCost() {
+    fill(costBox, h('p', { class: 'muted' }, 'Loading cost\u2026'));
+    for (const c of charts.splice(0)) c.destroy();
+    let c;
+    try {
+      c = (await getJson(`/v1/compare?plans=${doc.id},${doc.id}&profile=${encodeURIComponent(profSel.value)}`)).plans[0].cost;
+    } catch (err) {
+      fill(costBox, errorBox(err));
+      return;
+    }
+    const m = c.memory;
+    const nDev = Math.min(c.devices || 1, 64);
+    const devLabels = Array.from({ length: nDev }, (_, i) => `D${i}`);
+    const pct = m.capacity_bytes ? (100 * m.peak_bytes) / m.capacity_bytes : 0;
+    const mem = barChart({
+      title: `Memory per device: peak ${fmtBytes(m.peak_bytes)} = ${pct.toFixed(pct < 10 ? 2 : 0)}% of the ${c.profile} capacity (${fmtBytes(m.capacity_bytes)})`,
+      labels: devLabels,
+      datasets: [
+        { label: 'peak', data: devLabels.map(() => m.peak_bytes) },
+        { label: 'free', data: devLabels.map(() => Math.max(0, m.capacity_bytes - m.peak_bytes)), backgroundColor: '#d8dde6' },
+      ],
+      format: fmtBytes,
+      stacked: true,
+    });
+    const comm = c.communication;
+    const axisChart = barChart({
+      title: 'Communication per mesh axis',
+      labels: comm.per_axis.length ? comm.per_axis.map((x) => x.axes) : ['(none)'],
+      datasets: [{ label: 'bytes', data: comm.per_axis.length ? comm.per_axis.map((x) => x.bytes) : [0] }],
+      format: fmtBytes,
+    });
+    const kinds = new Map();
+    for (const x of comm.collectives || []) kinds.set(x.kind, (kinds.get(x.kind) || 0) + x.bytes);
+    const kindChart = barChart({
+      title: 'Communication per collective kind',
+      labels: kinds.size ? [...kinds.keys()] : ['(none)'],
+      datasets: [{ label: 'bytes', data: kinds.size ? [...kinds.values()] : [0] }],
+      format: fmtBytes,
+    });
+    charts.push(mem.chart, axisChart.chart, kindChart.chart);
+    fill(costBox, 
+      h('dl', { class: 'kv' },
+        h('dt', {}, 'devices'), h('dd', {}, String(c.devices)),
+        h('dt', {}, 'peak / device'), h('dd', { id: 'peak-bytes' }, `${fmtBytes(m.peak_bytes)} of ${fmtBytes(m.capacity_bytes)} ${m.fits ? '(fits)' : '(does not fit)'} ${m.message || ''}`),
+        h('dt', {}, 'parameters / inputs / outputs / activations'), h('dd', {}, [m.parameter_bytes, m.input_bytes, m.output_bytes, m.peak_activation_bytes].map(fmtBytes).join(' / ')),
+        h('dt', {}, 'FLOPs / device'), h('dd', {}, fmtNum(c.flops.total)),
+        h('dt', {}, 'communication'), h('dd', {}, `${fmtBytes(comm.bytes)} in ${comm.n_collectives} collectives, ${fmtSeconds(comm.seconds)}`),
+        h('dt', {}, 'predicted step'), h('dd', {}, fmtSeconds(c.time.step_s)),
+        h('dt', {}, 'mode'), h('dd', {}, `${c.mode}${c.note ? ` \u2014 ${c.note}` : ''}`)),
+      nDev < c.devices ? h('p', { class: 'muted' }, `First ${nDev} of ${c.devices} devices shown.`) : null,
+      h('p', { class: 'muted' }, 'The cost model gives one figure per device (every device holds blocks of the same per-device shape).'),
+      h('div', { class: 'charts' }, mem.el, axisChart.el, kindChart.el));
+  }
+  profSel.addEventListener('change', loadCost);
+  ctx.onLeave(() => { for (const c of charts) c.destroy(); });
+
+  const meshText = (plan.meshes || []).map((m) => `${m.name} [${(m.axes || []).map((x) => `${x.name}=${x.size}`).join(', ')}] (${m.devices} devices)`).join('; ');
+  fill(main, 
+    h('h1', {}, `Plan ${doc.id}`),
+    h('dl', { class: 'kv summary' },
+      h('dt', {}, 'hash'), h('dd', { class: 'mono' }, doc.hash),
+      h('dt', {}, 'graph'), h('dd', {}, String(doc.graph_id)),
+      h('dt', {}, 'pass'), h('dd', {}, plan.pass || DASH),
+      h('dt', {}, 'meshes'), h('dd', {}, meshText || DASH),
+      h('dt', {}, 'diagnostics'), h('dd', {}, String((plan.diagnostics || []).length))),
+    (plan.diagnostics || []).length ? h('details', {}, h('summary', {}, 'Diagnostics'), h('ul', {}, plan.diagnostics.map((d) => h('li', {}, `${d.severity} ${d.kind} at ${d.path}: ${d.message}`)))) : null,
+    h('div', { class: 'toolbar' }, search, h('label', {}, shardedOnly, ' sharded only'), count),
+    table.el,
+    detail,
+    h('h2', {}, 'Cost'),
+    h('div', { class: 'toolbar' }, h('label', {}, 'profile ', profSel)),
+    costBox,
+  );
+  apply();
+  const first = all.findIndex((r) => r.v && r.v.sharding);
+  if (first >= 0) { table.select(first); showDetail(all[first]); }
+  main.dataset.fetchMs = String(Math.round(tFetched - t0)); // download + JSON.parse
+  main.dataset.renderMs = String(Math.round(performance.now() - tFetched)); // rows, table, detail
+  loadCost();
+}

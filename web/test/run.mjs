@@ -1,0 +1,391 @@
+// Browser tests of the dashboard in headless Chromium (Debian's package,
+// driven by playwright-core) against the real server, started here on
+// 127.0.0.1 with an ephemeral port and a temporary SQLite file, stopped at
+// the end. Usage (the Makefile's web-test target):
+//   node test/run.mjs SHARDPLAN_BINARY WEB_DIR OUT_DIR [--perf]
+// Screenshots go to OUT_DIR; the compare page's also to docs/img/compare.png.
+// --perf adds 1,000 plans (PERF_PLANS=N) and a 100k-op module and prints render times.
+import { spawn, spawnSync } from 'node:child_process';
+import http from 'node:http';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '..', '..');
+const [binArg, webArg, outArg] = process.argv.slice(2);
+const perf = process.argv.includes('--perf');
+if (!binArg || !webArg || !outArg) {
+  console.error('usage: node test/run.mjs SHARDPLAN WEB_DIR OUT_DIR [--perf]');
+  process.exit(2);
+}
+const bin = resolve(binArg);
+const webDir = resolve(webArg);
+const outDir = resolve(outArg);
+mkdirSync(outDir, { recursive: true });
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const WAIT = 15000; // ms: every single wait is bounded by this
+const TOTAL = perf ? 900000 : 240000; // ms: the whole run
+
+const tmp = mkdtempSync(join(tmpdir(), 'shardplan-web-'));
+let server = null;
+let browser = null;
+let failures = 0;
+let passes = 0;
+
+const killer = setTimeout(() => {
+  console.error(`web-test: FAILED: took over ${TOTAL / 1000} s`);
+  cleanup().finally(() => process.exit(1));
+}, TOTAL);
+
+async function cleanup() {
+  clearTimeout(killer);
+  if (browser) await browser.close().catch(() => {});
+  browser = null;
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    await new Promise((r) => { const t = setTimeout(() => { server.kill('SIGKILL'); r(); }, 5000); server.once('exit', () => { clearTimeout(t); r(); }); });
+  }
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+function check(cond, what) {
+  if (cond) { passes++; console.log(`  ok   ${what}`); } else { failures++; console.log(`  FAIL ${what}`); }
+}
+
+async function step(name, fn) {
+  console.log(`== ${name}`);
+  try {
+    await fn();
+  } catch (err) {
+    failures++;
+    console.log(`  FAIL ${name}: ${err.stack || err}`);
+  }
+}
+
+function startServer(extra = []) {
+  return new Promise((resolveP, reject) => {
+    const args = ['serve', '--listen', '127.0.0.1:0', '--db', join(tmp, 'shardplan.db'), '--log', '', '--web', webDir, ...extra];
+    const p = spawn(bin, args, { cwd: repo, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    const t = setTimeout(() => reject(new Error(`server did not start: ${err}`)), WAIT);
+    p.stderr.on('data', (d) => {
+      err += d;
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(err);
+      if (m) { clearTimeout(t); resolveP({ proc: p, base: `http://127.0.0.1:${m[1]}` }); }
+    });
+    p.on('exit', (code) => { clearTimeout(t); reject(new Error(`server exited ${code}: ${err}`)); });
+  });
+}
+
+async function post(base, path, body, type = 'application/json') {
+  const r = await fetch(base + path, { method: 'POST', headers: { 'Content-Type': type }, body, signal: AbortSignal.timeout(120000) });
+  const j = await r.json();
+  if (!r.ok) throw new Error(`POST ${path}: ${r.status} ${JSON.stringify(j)}`);
+  return j;
+}
+
+function rawGet(base, path) {
+  const u = new URL(base);
+  return new Promise((resolveP, reject) => {
+    const req = http.get({ host: u.hostname, port: u.port, path, timeout: WAIT }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolveP({ status: res.statusCode, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path}: timeout`)));
+    req.on('error', reject);
+  });
+}
+
+function example(...args) {
+  const r = spawnSync(bin, ['example', ...args], { cwd: repo, maxBuffer: 1 << 30, timeout: 120000 });
+  if (r.status !== 0) throw new Error(`shardplan example ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+// A page that records console errors and uncaught exceptions.
+async function newPage(ctx, errors) {
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(WAIT);
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  return page;
+}
+
+async function ready(page) {
+  await page.waitForSelector('main[data-ready="1"]', { timeout: WAIT });
+}
+
+async function main() {
+  const started = await startServer(perf ? ['--max-body', '1073741824', '--timeout', '600'] : []);
+  server = started.proc;
+  const base = started.base;
+  console.log(`web-test: server ${base}, db ${tmp}`);
+
+  await step('static files: types, caching, traversal', async () => {
+    const idx = await fetch(`${base}/`);
+    const html = await idx.text();
+    check(idx.status === 200 && idx.headers.get('content-type').startsWith('text/html'), '/ is index.html as text/html');
+    check(idx.headers.get('cache-control') === 'no-cache', 'index.html: Cache-Control no-cache');
+    const js = /src="(assets\/app-[A-Z0-9]+\.js)"/.exec(html);
+    check(!!js, 'index.html names a hashed script');
+    if (js) {
+      const a = await fetch(`${base}/${js[1]}`);
+      await a.arrayBuffer();
+      check(a.status === 200 && a.headers.get('content-type').startsWith('text/javascript'), 'script as text/javascript');
+      check(/immutable/.test(a.headers.get('cache-control') || '') && /max-age=31536000/.test(a.headers.get('cache-control')), 'hashed asset: immutable, one year');
+    }
+    const css = /href="(assets\/app-[A-Z0-9]+\.css)"/.exec(html);
+    if (css) {
+      const c = await fetch(`${base}/${css[1]}`);
+      await c.arrayBuffer();
+      check(c.headers.get('content-type').startsWith('text/css'), 'stylesheet as text/css');
+    }
+    // Sent as written (fetch would normalise the dots away).
+    for (const p of ['/../../etc/passwd', '/assets/../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', '/assets/%2e%2e/index.html',
+      '/assets/..%2f..%2fetc/passwd', '/.hidden', '/nope.js', '/assets/']) {
+      const r = await rawGet(base, p);
+      check(r.status === 404 && !r.body.includes('root:'), `${p} sent as is: 404`);
+    }
+    const api = await fetch(`${base}/v1/nothing`);
+    check(api.status === 404 && (await api.json()).error.code === 'not_found', '/v1 stays the API (JSON 404)');
+  });
+
+  // Plans the tests look at: the transformer template under dp and tp.
+  const dp = await post(base, '/v1/plans?name=transformer-dp', example('transformer', '--strategy', 'dp'));
+  const tp = await post(base, '/v1/plans?name=transformer-tp', example('transformer', '--strategy', 'tp'));
+  console.log(`web-test: transformer plans dp=${dp.id} tp=${tp.id}`);
+
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, timeout: WAIT,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking'] });
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  ctx.setDefaultTimeout(WAIT);
+  // Loopback only: any request elsewhere fails the test.
+  const foreign = [];
+  await ctx.route((url) => !url.href.startsWith(base) && !url.href.startsWith('data:'), (r) => { foreign.push(r.request().url()); r.abort(); });
+
+  let mlpId = null;
+  await step('submit the Flax MLP and see its plan', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/submit`);
+    await ready(page);
+    await page.setInputFiles('#module-file', join(repo, 'examples', 'flax_mlp.json'));
+    await page.waitForFunction(() => document.querySelector('#module-text').value.length > 100, null, { timeout: WAIT });
+    await page.fill('#graph-name', 'flax-mlp');
+    await page.click('#submit-btn');
+    await page.waitForSelector('#submitted-plan-link', { timeout: WAIT });
+    check(/HTTP 201/.test(await page.textContent('#submit-ok')), 'POST /v1/plans answered 201');
+    await page.screenshot({ path: join(outDir, 'submit.png'), fullPage: true });
+    mlpId = Number(await page.textContent('#submitted-plan-link'));
+    await page.click('#submitted-plan-link');
+    await ready(page);
+    await page.waitForSelector('.ops-table .vt-row', { timeout: WAIT });
+    const n = await page.textContent('#op-count');
+    check(/values/.test(n), `plan view lists values (${n})`);
+    await page.waitForSelector('#device-grid .cell', { timeout: WAIT });
+    await page.waitForSelector('#plan-cost canvas', { timeout: WAIT });
+    check((await page.$$('#plan-cost canvas')).length === 3, 'memory and communication charts');
+    check(/self|input|output|constraint/.test(await page.textContent('#why')), '"why" shows sharding origins');
+    await page.screenshot({ path: join(outDir, 'plan.png'), fullPage: true });
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    // The API's error, as it gives it (Chromium logs the failed request itself).
+    await page.goto(`${base}/#/submit`);
+    await ready(page);
+    await page.fill('#module-text', '{"ops": [{"op": "stablehlo.add", "operands": ["nope"]}]}');
+    await page.click('#submit-btn');
+    await page.waitForSelector('#submit-result .error', { timeout: WAIT });
+    const t = await page.textContent('#submit-result .error');
+    check(/HTTP 400 invalid/.test(t) && /"error"/.test(t), `API error shown as returned (${t.slice(0, 90)}...)`);
+    await page.screenshot({ path: join(outDir, 'submit-error.png'), fullPage: true });
+    const other = errors.filter((e) => !/Failed to load resource: the server responded with a status of 400/.test(e));
+    check(other.length === 0, `no console errors besides the expected 400 (${other.join('; ')})`);
+    await page.close();
+  });
+
+  await step('plans list: filter, sort, costs', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/plans`);
+    await ready(page);
+    await page.waitForSelector('.plans-table .vt-row', { timeout: WAIT });
+    check(/3 of 3/.test(await page.textContent('#plan-count')), 'three plans listed');
+    await page.waitForFunction(() => /costs loaded: 3 of 3/.test(document.querySelector('#cost-status').textContent), null, { timeout: WAIT });
+    await page.fill('#f-model', 'transformer');
+    await page.waitForFunction(() => /^2 of 3/.test(document.querySelector('#plan-count').textContent), null, { timeout: WAIT });
+    check(true, 'filter by model');
+    await page.fill('#f-model', '');
+    await page.selectOption('#f-strategy', 'tp');
+    await page.waitForFunction(() => /^1 of 3/.test(document.querySelector('#plan-count').textContent), null, { timeout: WAIT });
+    check(true, 'filter by strategy (from logical_axis_rules)');
+    await page.selectOption('#f-strategy', 'dp+tp');
+    await page.waitForFunction(() => /^1 of 3/.test(document.querySelector('#plan-count').textContent), null, { timeout: WAIT });
+    check(/flax-mlp/.test(await page.textContent('.plans-table .vt-row')), 'the Flax MLP (batch->data, hidden->model) is dp+tp');
+    await page.selectOption('#f-strategy', '');
+    await page.click('.vt-th[data-key="memory"]');
+    await page.waitForTimeout(200);
+    const mem = await page.$$eval('.plans-table .vt-row', (rows) => rows.map((r) => r.children[6].textContent));
+    check(mem.length === 3 && mem.every((m) => /B$/.test(m)), `memory column sorted (${mem.join(', ')})`);
+    const measured = await page.$$eval('.plans-table .vt-row', (rows) => rows.map((r) => r.children[9].textContent));
+    check(measured.every((m) => m === '\u2014'), 'measured time is \u2014 without runs');
+    await page.screenshot({ path: join(outDir, 'plans.png'), fullPage: true });
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('compare dp vs tp', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/compare/${dp.id},${tp.id}`);
+    await ready(page);
+    await page.waitForSelector('#first-divergence', { timeout: WAIT });
+    check(/layer0\.Wq/.test(await page.textContent('#first-divergence')), 'first divergence at layer0.Wq');
+    check((await page.$$('.charts canvas')).length === 4, 'four bar charts');
+    check((await page.$$('.diff-table .differs')).length > 0, 'differences highlighted');
+    await page.screenshot({ path: join(outDir, 'compare.png'), fullPage: true });
+    mkdirSync(join(repo, 'docs', 'img'), { recursive: true });
+    copyFileSync(join(outDir, 'compare.png'), join(repo, 'docs', 'img', 'compare.png'));
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('tensor device grid', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/plan/${tp.id}`);
+    await ready(page);
+    await page.fill('#op-filter', 'layer0.Wq');
+    await page.waitForFunction(() => /^1 of/.test(document.querySelector('#op-count').textContent), null, { timeout: WAIT });
+    await page.click('.ops-table .vt-row');
+    await page.waitForSelector('#device-grid .device-grid', { timeout: WAIT });
+    const g = await page.$eval('#device-grid .device-grid', (e) => ({ r: e.dataset.rows, c: e.dataset.cols, cells: [...e.children].map((c) => c.querySelector('.devs').textContent) }));
+    // tp: Wq [embed, heads] is [{}, {"model"}] on data=2, model=4.
+    check(g.r === '1' && g.c === '4', `Wq grid is 1x4 (${g.r}x${g.c})`);
+    check(g.cells[0] === 'D0 D4' && g.cells[3] === 'D3 D7', `blocks held by the right devices (${g.cells.join(' | ')})`);
+    await page.screenshot({ path: join(outDir, 'device-grid.png'), fullPage: true });
+    // dp: the rank-3 input x [batch, seq, embed] on data.
+    await page.goto(`${base}/#/plan/${dp.id}`);
+    await ready(page);
+    await page.fill('#op-filter', 'x');
+    await page.check('#sharded-only');
+    await page.waitForTimeout(300);
+    const rows = await page.$$('.ops-table .vt-row');
+    let found = false;
+    for (const r of rows) {
+      const txt = await r.textContent();
+      if (/input/.test(txt) && /"data"/.test(txt)) { await r.click(); found = true; break; }
+    }
+    check(found, 'dp input x listed as sharded');
+    await page.waitForSelector('#device-grid .device-grid', { timeout: WAIT });
+    const g2 = await page.$eval('#device-grid .device-grid', (e) => ({ r: e.dataset.rows, c: e.dataset.cols }));
+    check(g2.r === '2' && g2.c === '1', `rank-3 x: 2x1 blocks over dims 0,1 (${g2.r}x${g2.c})`);
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('token: kept in sessionStorage, sent as Bearer', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/plans`);
+    await ready(page);
+    await page.fill('#token', 'sp_test_token');
+    const req = page.waitForRequest((r) => r.url().includes('/v1/plans'), { timeout: WAIT });
+    await page.click('#token-form button[type="submit"]');
+    const r = await req;
+    check(r.headers().authorization === 'Bearer sp_test_token', 'Authorization: Bearer sent');
+    check((await page.evaluate(() => sessionStorage.getItem('shardplan.token'))) === 'sp_test_token', 'token in sessionStorage');
+    await page.click('#token-clear');
+    await ready(page);
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  if (perf) await perfRuns(ctx, base);
+  check(foreign.length === 0, `no requests beyond the server (${foreign.join(', ')})`);
+}
+
+async function perfRuns(ctx, base) {
+  const nPlans = Number(process.env.PERF_PLANS || 1000);
+  if (nPlans > 0) await step(`perf: ${nPlans} plans in the list`, async () => {
+    const t0 = Date.now();
+    const have = (await (await fetch(`${base}/v1/plans?limit=1000`)).json()).items.length;
+    for (let i = have; i < nPlans; i++) {
+      const g = JSON.parse(example('mlp', '--layers', '1', '--d-model', String(64 + 8 * i)));
+      await post(base, `/v1/plans?name=mlp-${i}`, JSON.stringify(g));
+    }
+    console.log(`  created ${Math.max(0, nPlans - have)} plans in ${Date.now() - t0} ms`);
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    const t1 = Date.now();
+    await page.goto(`${base}/#/plans`);
+    await ready(page);
+    await page.waitForSelector('.plans-table .vt-row');
+    const shown = Date.now() - t1;
+    const rows = await page.$$eval('.plans-table .vt-row', (r) => r.length);
+    const t2 = Date.now();
+    await page.evaluate(() => { const b = document.querySelector('.plans-table .vt-body'); b.scrollTop = b.scrollHeight / 2; });
+    await page.waitForTimeout(100);
+    await page.click('.vt-th[data-key="model"]');
+    await page.waitForTimeout(50);
+    const interact = Date.now() - t2;
+    console.log(`  PERF plans list: ${nPlans} plans shown in ${shown} ms, ${rows} rows in the DOM; scroll + sort ${interact} ms`);
+    check(rows < 200, 'virtualised: fewer than 200 rows in the DOM');
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+  await step('perf: a 100k-op module in the plan view', async () => {
+    // A chain of 100k ops: dot_general with a tp-sharded kernel, then a
+    // residual add, a sharding constraint every 1,000 ops.
+    const N = 100000;
+    const ops = [];
+    let cur = 'x';
+    for (let i = 0; i < N; i++) {
+      const out = `h${i}`;
+      if (i % 1000 === 999) ops.push({ op: 'sdy.sharding_constraint', operands: [cur], result: out, sharding: ['data', null] });
+      else if (i % 2 === 0) ops.push({ op: 'stablehlo.dot_general', operands: [cur, 'w'], result: out, type: 'tensor<8x1024xf32>',
+        attributes: { dot_dimension_numbers: { lhs_contracting_dimensions: [1], rhs_contracting_dimensions: [0] } } });
+      else ops.push({ op: 'stablehlo.add', operands: [cur, 'x'], result: out, type: 'tensor<8x1024xf32>' });
+      cur = out;
+    }
+    const graph = { name: 'chain100k', meshes: [{ name: 'mesh', axes: [['data', 2], ['model', 4]] }],
+      inputs: [{ name: 'x', type: 'tensor<8x1024xf32>', sharding: ['data', null] }, { name: 'w', type: 'tensor<1024x1024xf32>', sharding: [null, 'model'] }],
+      ops, outputs: [cur] };
+    const t0 = Date.now();
+    const p = await post(base, '/v1/plans?name=chain100k', JSON.stringify(graph));
+    const nOps = p.plan.functions.reduce((n, f) => n + f.ops.length, 0);
+    const planBytes = JSON.stringify(p).length;
+    console.log(`  planned ${nOps} ops in ${Date.now() - t0} ms`);
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    const t1 = Date.now();
+    await page.goto(`${base}/#/plan/${p.id}`);
+    await page.waitForSelector('.ops-table .vt-row', { timeout: 120000 });
+    const shown = Date.now() - t1;
+    const inPage = await page.evaluate(() => { const d = document.querySelector('main').dataset; return `download + parse ${d.fetchMs} ms, rows + first render ${d.renderMs} ms`; });
+    const t2 = Date.now();
+    await page.evaluate(() => { const b = document.querySelector('.ops-table .vt-body'); b.scrollTop = b.scrollHeight * 0.7; });
+    await page.waitForTimeout(50);
+    await page.fill('#op-filter', 'dot_general');
+    await page.waitForFunction(() => /dot_general|of/.test(document.querySelector('#op-count').textContent));
+    const interact = Date.now() - t2;
+    const rows = await page.$$eval('.ops-table .vt-row', (r) => r.length);
+    console.log(`  PERF plan view: ${nOps} ops shown in ${shown} ms (${inPage}; plan JSON ${(planBytes / 1e6).toFixed(0)} MB); scroll + filter ${interact} ms; ${rows} rows in the DOM`);
+    check(rows < 200, 'virtualised: fewer than 200 rows in the DOM');
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+}
+
+try {
+  await main();
+} catch (err) {
+  failures++;
+  console.log(`FAIL: ${err.stack || err}`);
+}
+await cleanup();
+console.log(`web-test: ${passes} checks passed, ${failures} failed; screenshots in ${outDir}`);
+process.exit(failures === 0 ? 0 : 1);
