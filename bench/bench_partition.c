@@ -67,6 +67,7 @@ static void print_cost(const char *what, const sp_cost *c, double secs)
 
 int main(int argc, char **argv)
 {
+    (void)cm_tune_malloc(); /* as shardplan runs the passes */
     size_t target = 1000000;
     int runs = 3;
     for (int i = 1; i < argc; i++) {

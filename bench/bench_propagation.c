@@ -213,6 +213,7 @@ static double mib(size_t bytes)
 
 int main(int argc, char **argv)
 {
+    (void)cm_tune_malloc(); /* as shardplan runs the passes */
     size_t sizes[MAX_SIZES];
     size_t n_sizes = 0;
     int runs = 3;

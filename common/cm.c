@@ -4,6 +4,7 @@
 #include "cm.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,12 @@ static long fail_countdown = -1;
 void cm_alloc_fail_after(long n)
 {
     fail_countdown = n;
+}
+
+bool cm_tune_malloc(void)
+{
+    bool ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
+    return mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1 && ok;
 }
 
 static bool should_fail(void)
