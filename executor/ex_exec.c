@@ -866,16 +866,39 @@ static void gather_affine(const void *src, const int64_t *sdims, uint32_t srank,
  * after its n_values entries the spare buffer of each value kept from the
  * previous iteration (release): reusing it saves the page faults and unmaps
  * of large fresh buffers, which cost more than the copies of a collective. */
-static void *alloc_value(const prog *p, void **bufs, uint32_t v)
+static void *alloc_buffer(const prog *p, void **bufs, uint32_t v, bool zero)
 {
     size_t bytes = (p->vi[v].lcount + 1u) * p->vi[v].esz;
     if (bufs != NULL && bufs[p->m->n_values + v] != NULL) {
         void *b = bufs[p->m->n_values + v];
         bufs[p->m->n_values + v] = NULL;
-        memset(b, 0, bytes);
+        if (zero) {
+            memset(b, 0, bytes);
+        }
         return b;
     }
     return cm_calloc(p->vi[v].lcount + 1u, p->vi[v].esz);
+}
+
+static void *alloc_value(const prog *p, void **bufs, uint32_t v)
+{
+    return alloc_buffer(p, bufs, v, true);
+}
+
+/* True when device dev's block of v has no padding: a collective that copies
+ * the group's blocks then writes every element of it, so a reused buffer
+ * need not be zeroed first. */
+static bool unpadded(const prog *p, uint32_t v, uint32_t dev)
+{
+    const vinfo *vi = &p->vi[v];
+    const int64_t *off = &vi->off[dev * vi->rank];
+    for (uint32_t k = 0; k < vi->rank; k++) {
+        int64_t n = vi->gdims[k] - off[k];
+        if (n < vi->ldims[k]) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* Frees bufs[v], or keeps it as v's spare when another iteration follows. */
@@ -1172,7 +1195,7 @@ static cm_status run_redistribute(const prog *p, const xop *x, shared *sh, uint3
                                   uint32_t v, uint32_t r, bool reduce, cm_error *err)
 {
     const vinfo *I = &p->vi[v], *O = &p->vi[r];
-    void *out = alloc_value(p, wbufs(sh, dev), r);
+    void *out = alloc_buffer(p, wbufs(sh, dev), r, reduce || !unpadded(p, r, dev));
     if (out == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
@@ -1247,10 +1270,17 @@ static cm_status run_all_reduce(const prog *p, const xop *x, shared *sh, uint32_
     for (size_t b = from; b < to; b += BLOCK) {
         size_t n = to - b < BLOCK ? to - b : BLOCK;
         if (O->elem == SP_ELEM_F32) {
-            for (uint32_t j = 0; j < x->gsize; j++) {
+            memcpy(facc, (const float *)wbufs(sh, (uint32_t)grp[0])[v] + b, n * sizeof(float));
+            for (uint32_t j = 1; j < x->gsize; j++) {
                 const float *s = (const float *)wbufs(sh, (uint32_t)grp[j])[v] + b;
-                for (size_t i = 0; i < n; i++) {
-                    facc[i] = j == 0 ? s[i] : facc[i] + s[i];
+                if (n == BLOCK) { /* a constant trip count, which -O2 vectorises */
+                    for (size_t i = 0; i < BLOCK; i++) {
+                        facc[i] += s[i];
+                    }
+                } else {
+                    for (size_t i = 0; i < n; i++) {
+                        facc[i] += s[i];
+                    }
                 }
             }
             for (uint32_t j = 0; j < x->gsize; j++) {
@@ -1570,7 +1600,7 @@ static void run_once(shared *sh, uint32_t dev, bool keep)
         if (is_collective(x->kind) && !p->replicated) {
             if (x->kind == SP_OP_SDY_ALL_REDUCE && !failed) {
                 /* Peers write into it after the barrier (run_all_reduce). */
-                bufs[o->first_result] = alloc_value(p, bufs, o->first_result);
+                bufs[o->first_result] = alloc_buffer(p, bufs, o->first_result, false);
                 if (bufs[o->first_result] == NULL) {
                     st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
                     atomic_store(&sh->failed, 1);

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor: machine calibration (see ex_calib.h). Every figure is a median
+ * of repeated runs on buffers touched beforehand, so page faults and the
+ * first call's OpenBLAS setup stay out of it (MACHINE-NOTES.md: runs spread
+ * 20-30%). */
+#include "ex_calib.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ex_blas.h"
+#include "sp_profile_json.h"
+
+#define MAX_REPS    64
+#define MAX_THREADS 256
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t, uint32_t n)
+{
+    qsort(t, n, sizeof t[0], cmp_double);
+    return t[n / 2];
+}
+
+static float *filled(size_t n)
+{
+    float *p = cm_alloc(n * sizeof(float) + 1u);
+    for (size_t i = 0; p != NULL && i < n; i++) {
+        p[i] = (float)((i * 7u) % 13u) * 0.01f;
+    }
+    return p;
+}
+
+cm_status ex_calib_sgemm(int64_t n, int blas_threads, uint32_t reps, double *flops_out,
+                         cm_error *err)
+{
+    size_t nn = (size_t)(n * n);
+    float *a = filled(nn), *b = filled(nn), *c = filled(nn);
+    double t[MAX_REPS];
+    reps = reps == 0 ? 1 : (reps > MAX_REPS ? MAX_REPS : reps);
+    if (a == NULL || b == NULL || c == NULL) {
+        cm_free(a);
+        cm_free(b);
+        cm_free(c);
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    ex_blas_set_threads(blas_threads);
+    ex_blas_sgemm(n, n, n, a, b, c); /* warm-up: thread pool, packing buffers */
+    for (uint32_t r = 0; r < reps; r++) {
+        double t0 = cm_now();
+        ex_blas_sgemm(n, n, n, a, b, c);
+        t[r] = cm_now() - t0;
+    }
+    ex_blas_set_threads(1);
+    *flops_out = 2.0 * (double)n * (double)n * (double)n / median(t, reps);
+    cm_free(a);
+    cm_free(b);
+    cm_free(c);
+    return CM_OK;
+}
+
+/* ---- threads that start together -------------------------------------------- */
+
+typedef struct job {
+    pthread_barrier_t *bar;
+    int64_t n; /* sgemm size, or 0 for a copy */
+    float *a, *b, *c;
+    const char *src;
+    char *dst;
+    size_t len;
+    uint32_t reps;
+    double t0[MAX_REPS]; /* per round: this thread's start and end (cm_now) */
+    double t1[MAX_REPS];
+} job;
+
+static void *job_main(void *arg)
+{
+    job *j = arg;
+    for (uint32_t r = 0; r < j->reps; r++) {
+        pthread_barrier_wait(j->bar);
+        j->t0[r] = cm_now();
+        if (j->n > 0) {
+            ex_blas_sgemm(j->n, j->n, j->n, j->a, j->b, j->c);
+        } else {
+            memcpy(j->dst, j->src, j->len);
+        }
+        j->t1[r] = cm_now();
+        pthread_barrier_wait(j->bar);
+    }
+    return NULL;
+}
+
+/* Runs the jobs on their own threads, reps rounds in lock step; t_out[r] is
+ * round r's wall time, from the first thread's start to the last one's end
+ * (with more threads than cores they do not all run at once). */
+static cm_status run_jobs(job *js, uint32_t n, uint32_t reps, double *t_out, cm_error *err)
+{
+    pthread_barrier_t bar;
+    pthread_t *th = cm_calloc(n, sizeof(pthread_t));
+    if (th == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    pthread_barrier_init(&bar, NULL, n);
+    uint32_t started = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        js[i].bar = &bar;
+        js[i].reps = reps;
+        if (pthread_create(&th[i], NULL, job_main, &js[i]) != 0) {
+            abort(); /* the others wait at the barrier forever otherwise */
+        }
+        started++;
+    }
+    for (uint32_t i = 0; i < started; i++) {
+        pthread_join(th[i], NULL);
+    }
+    pthread_barrier_destroy(&bar);
+    cm_free(th);
+    for (uint32_t r = 0; r < reps; r++) {
+        double a = js[0].t0[r], b = js[0].t1[r];
+        for (uint32_t i = 1; i < n; i++) {
+            a = js[i].t0[r] < a ? js[i].t0[r] : a;
+            b = js[i].t1[r] > b ? js[i].t1[r] : b;
+        }
+        t_out[r] = b - a;
+    }
+    return CM_OK;
+}
+
+cm_status ex_calib_sgemm_workers(int64_t n, uint32_t n_workers, uint32_t reps, double *flops_out,
+                                 cm_error *err)
+{
+    n_workers = n_workers == 0 ? 1 : (n_workers > MAX_THREADS ? MAX_THREADS : n_workers);
+    reps = reps == 0 ? 1 : (reps > MAX_REPS - 1 ? MAX_REPS - 1 : reps);
+    job *js = cm_calloc(n_workers, sizeof(job));
+    cm_status st = js == NULL ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory") : CM_OK;
+    size_t nn = (size_t)(n * n);
+    for (uint32_t i = 0; st == CM_OK && i < n_workers; i++) {
+        js[i].n = n;
+        js[i].a = filled(nn);
+        js[i].b = filled(nn);
+        js[i].c = filled(nn);
+        if (js[i].a == NULL || js[i].b == NULL || js[i].c == NULL) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+    }
+    double t[MAX_REPS];
+    if (st == CM_OK) {
+        ex_blas_set_threads(1);
+        st = run_jobs(js, n_workers, reps + 1, t, err); /* round 0 warms up */
+    }
+    if (st == CM_OK) {
+        /* Each worker does one product per round; they share the cores. */
+        *flops_out = 2.0 * (double)n * (double)n * (double)n / median(t + 1, reps);
+    }
+    for (uint32_t i = 0; js != NULL && i < n_workers; i++) {
+        cm_free(js[i].a);
+        cm_free(js[i].b);
+        cm_free(js[i].c);
+    }
+    cm_free(js);
+    return st;
+}
+
+cm_status ex_calib_memcpy(size_t bytes, uint32_t n_threads, uint32_t reps, double *secs_out,
+                          cm_error *err)
+{
+    n_threads = n_threads == 0 ? 1 : (n_threads > MAX_THREADS ? MAX_THREADS : n_threads);
+    reps = reps == 0 ? 1 : (reps > MAX_REPS - 1 ? MAX_REPS - 1 : reps);
+    char *src = cm_alloc(bytes + 1u), *dst = cm_alloc(bytes + 1u);
+    job *js = cm_calloc(n_threads, sizeof(job));
+    if (src == NULL || dst == NULL || js == NULL) {
+        cm_free(src);
+        cm_free(dst);
+        cm_free(js);
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    memset(src, 1, bytes);
+    memset(dst, 2, bytes); /* fault every page in before timing */
+    size_t share = (bytes / n_threads + 63u) & ~(size_t)63u;
+    for (uint32_t i = 0; i < n_threads; i++) {
+        size_t from = share * i < bytes ? share * i : bytes;
+        size_t to = from + share < bytes ? from + share : bytes;
+        js[i].src = src + from;
+        js[i].dst = dst + from;
+        js[i].len = to - from;
+    }
+    double t[MAX_REPS];
+    cm_status st = run_jobs(js, n_threads, reps + 1, t, err);
+    if (st == CM_OK) {
+        *secs_out = median(t + 1, reps);
+    }
+    cm_free(src);
+    cm_free(dst);
+    cm_free(js);
+    return st;
+}
+
+typedef struct bjob {
+    pthread_barrier_t *bar;
+    uint32_t rounds;
+} bjob;
+
+static void *barrier_main(void *arg)
+{
+    bjob *j = arg;
+    for (uint32_t r = 0; r < j->rounds; r++) {
+        pthread_barrier_wait(j->bar);
+    }
+    return NULL;
+}
+
+double ex_calib_barrier(uint32_t n_threads, uint32_t rounds)
+{
+    n_threads = n_threads < 2 ? 2 : (n_threads > MAX_THREADS ? MAX_THREADS : n_threads);
+    rounds = rounds == 0 ? 1 : rounds;
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, n_threads);
+    pthread_t th[MAX_THREADS];
+    bjob j = {&bar, rounds};
+    for (uint32_t i = 1; i < n_threads; i++) {
+        if (pthread_create(&th[i], NULL, barrier_main, &j) != 0) {
+            abort();
+        }
+    }
+    double t0 = cm_now();
+    barrier_main(&j);
+    double secs = cm_now() - t0;
+    for (uint32_t i = 1; i < n_threads; i++) {
+        pthread_join(th[i], NULL);
+    }
+    pthread_barrier_destroy(&bar);
+    return secs / rounds;
+}
+
+/* ---- the profile ------------------------------------------------------------------ */
+
+cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->n_devices = n_devices == 0 ? 8 : n_devices;
+    double f = 0, secs1 = 0, secsn = 0;
+    const size_t bytes = (size_t)64 << 20;
+    cm_status st = ex_calib_sgemm_workers(1024, c->n_devices, 3, &f, err);
+    if (st == CM_OK) {
+        c->f32_flops = f;
+        c->f64_flops = f / 2; /* dgemm runs at about half the sgemm rate (MACHINE-NOTES.md) */
+        st = ex_calib_memcpy(bytes, 1, 5, &secs1, err);
+    }
+    if (st == CM_OK) {
+        c->mem_bandwidth = (double)bytes / secs1;
+        st = ex_calib_memcpy(bytes, c->n_devices, 5, &secsn, err);
+    }
+    if (st == CM_OK) {
+        /* All workers copying at once share the memory system. */
+        c->link_bandwidth = (double)bytes / secsn / (double)c->n_devices;
+        c->link_latency = ex_calib_barrier(c->n_devices, 2000);
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        c->mem_bytes = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+    }
+    return st;
+}
+
+void ex_calib_profile_json(const ex_calib *c, const char *name, cm_buf *out)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cm_buf_printf(out,
+                  "{\n \"format\": \"shardplan.device-profile/v1\",\n \"name\": \"%s\",\n"
+                  " \"description\": \"This machine's CPU device workers as the executor runs "
+                  "them: %u workers on %ld cores, one OpenBLAS thread each.\",\n"
+                  " \"source\": \"measured by shardplan calibrate: sgemm 1024 on %u concurrent "
+                  "workers, memcpy of 64 MiB on 1 and on %u threads, pthread barrier rounds\",\n"
+                  " \"calibrated\": true,\n",
+                  name, c->n_devices, cores, c->n_devices, c->n_devices);
+    cm_buf_printf(out, " \"peak_flops\": {\n  \"f64\": %.6g,\n  \"f32\": %.6g\n },\n", c->f64_flops,
+                  c->f32_flops);
+    cm_buf_printf(out, " \"memory\": {\n");
+    if (c->mem_bytes > 0) {
+        cm_buf_printf(out, "  \"bytes\": %.0f,\n", c->mem_bytes);
+    }
+    cm_buf_printf(out,
+                  "  \"shared\": true,\n  \"bandwidth\": %.4g,\n"
+                  "  \"notes\": \"memcpy of 64 MiB on one thread\"\n },\n",
+                  c->mem_bandwidth);
+    cm_buf_printf(out,
+                  " \"links\": {\n  \"default\": {\n   \"bandwidth\": %.4g,\n"
+                  "   \"latency\": %.4g,\n"
+                  "   \"notes\": \"shared memory: %u threads copying 64 MiB together, per "
+                  "thread; latency is one barrier round\"\n  }\n },\n",
+                  c->link_bandwidth, c->link_latency, c->n_devices);
+    cm_buf_printf(out, " \"overlap\": 0.0,\n \"notes\": \"f64 is estimated as half the f32 "
+                       "rate; workers beyond the core count share the cores, so the "
+                       "per-worker rates already include that sharing\"\n}\n");
+}
+
+/* ---- `shardplan calibrate` ------------------------------------------------------- */
+
+static void calib_usage(FILE *f)
+{
+    fputs("usage: shardplan calibrate [--out FILE] [--devices N]\n", f);
+}
+
+int ex_calib_main(int argc, char **argv, FILE *out, FILE *errs)
+{
+    const char *path = NULL;
+    unsigned long devices = 8;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+            path = argv[++i];
+        } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            const char *s = argv[++i];
+            devices = strtoul(s, &end, 10);
+            if (*s == '\0' || *s == '-' || *end != '\0' || devices == 0 || devices > 256) {
+                fprintf(errs, "shardplan calibrate: bad device count '%s'\n", s);
+                calib_usage(errs);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--help") == 0) {
+            calib_usage(out);
+            return 0;
+        } else {
+            fprintf(errs, "shardplan calibrate: bad argument '%s'\n", argv[i]);
+            calib_usage(errs);
+            return 2;
+        }
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    ex_calib c;
+    if (ex_calib_measure((uint32_t)devices, &c, &err) != CM_OK) {
+        fprintf(errs, "shardplan calibrate: %s\n", err.msg);
+        return 1;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    ex_calib_profile_json(&c, "cpu-calibrated", &b);
+    sp_profile prof;
+    int rc = 0;
+    if (b.oom) {
+        fprintf(errs, "shardplan calibrate: out of memory\n");
+        rc = 1;
+    } else if (sp_profile_decode(b.data, b.len, &prof, &err) != CM_OK) {
+        fprintf(errs, "shardplan calibrate: the written profile does not read back: %s %s\n",
+                err.path, err.msg);
+        rc = 1;
+    } else if (path == NULL) {
+        fputs(b.data, out);
+    } else {
+        FILE *f = fopen(path, "w");
+        if (f == NULL || fputs(b.data, f) == EOF || fclose(f) != 0) {
+            fprintf(errs, "shardplan calibrate: cannot write %s\n", path);
+            rc = 1;
+        } else {
+            fprintf(out,
+                    "%s: f32 %.1f GFLOP/s per worker (%u workers), memcpy %.2f GB/s, link "
+                    "%.2f GB/s per worker, latency %.1f us\n",
+                    path, c.f32_flops * 1e-9, c.n_devices, c.mem_bandwidth * 1e-9,
+                    c.link_bandwidth * 1e-9, c.link_latency * 1e6);
+        }
+    }
+    cm_buf_fini(&b);
+    return rc;
+}
