@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor: `shardplan exec-worker`, one benchmark run in a child process of
+ * the server (ex_worker.h). Everything the run allocates dies with the
+ * process, so a crash, a runaway loop or memory exhaustion here costs only
+ * this run; the server (server/srv_bench.c) reads the line protocol. */
+#include "ex_worker.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cm.h"
+#include "ex_exec.h"
+#include "sp_cost.h"
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    if (s[0] < '0' || s[0] > '9') {
+        return false;
+    }
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0') {
+        return false;
+    }
+    *out = (uint64_t)v;
+    return true;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The test faults: a segmentation fault (default action, so the parent sees
+ * the signal even under ASan), a loop that never ends, or allocation until
+ * the address-space limit stops it (refused without a limit). */
+static int fault(const char *kind, FILE *out)
+{
+    if (strcmp(kind, "crash") == 0) {
+        fflush(out);
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+        return 1;
+    }
+    if (strcmp(kind, "hang") == 0) {
+        for (;;) {
+            pause();
+        }
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+        fputs("error oom fault refused: no address-space limit\n", out);
+        return 1;
+    }
+    for (;;) {
+        size_t n = (size_t)64 << 20;
+        char *p = malloc(n); /* leaked on purpose: the process ends below */
+        if (p == NULL) {
+            fputs("error out of memory\n", out);
+            return 1;
+        }
+        memset(p, 1, n);
+    }
+}
+
+int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
+{
+    uint64_t devices = 0, warmup = 1, iters = 5, seed = 1;
+    const char *fault_kind = NULL;
+    for (int i = 1; i < argc; i++) {
+        bool ok = i + 1 < argc;
+        const char *v = ok ? argv[i + 1] : "";
+        if (ok && strcmp(argv[i], "--devices") == 0) {
+            ok = parse_u64(v, &devices) && devices <= 4096;
+        } else if (ok && strcmp(argv[i], "--warmup") == 0) {
+            ok = parse_u64(v, &warmup) && warmup <= 1000;
+        } else if (ok && strcmp(argv[i], "--iters") == 0) {
+            ok = parse_u64(v, &iters) && iters > 0 && iters <= 100000;
+        } else if (ok && strcmp(argv[i], "--seed") == 0) {
+            ok = parse_u64(v, &seed);
+        } else if (ok && strcmp(argv[i], "--fault") == 0) {
+            fault_kind = v;
+            ok = strcmp(v, "crash") == 0 || strcmp(v, "hang") == 0 || strcmp(v, "oom") == 0;
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            fprintf(errs, "shardplan exec-worker: bad argument '%s'\n", argv[i]);
+            return 2;
+        }
+        i++;
+    }
+    fputs("progress 0\n", out);
+    fflush(out);
+    if (fault_kind != NULL) {
+        return fault(fault_kind, out);
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    sp_cost_input part, ref;
+    memset(&part, 0, sizeof part);
+    memset(&ref, 0, sizeof ref);
+    double *ts = NULL;
+    sp_cost *c = NULL;
+    cm_buf b;
+    cm_buf_init(&b);
+    int rc = 1;
+    /* stdin is read once; the reference copy is re-read from the same text */
+    char *text = NULL;
+    size_t len = 0;
+    if (cm_file_read("-", &text, &len, &err) != CM_OK) {
+        goto out;
+    }
+    char tmpl[] = "/tmp/shardplan-worker-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0) {
+        cm_error_set(&err, CM_EIO, NULL, "cannot create a temporary file");
+        goto out;
+    }
+    bool wrote = write(fd, text, len) == (ssize_t)len;
+    close(fd);
+    cm_status st =
+        wrote ? CM_OK : cm_error_set(&err, CM_EIO, NULL, "cannot write a temporary file");
+    if (st == CM_OK) {
+        st = sp_cost_input_load(tmpl, &part, &err);
+    }
+    if (st == CM_OK) {
+        st = sp_cost_input_load(tmpl, &ref, &err);
+    }
+    unlink(tmpl);
+    if (st != CM_OK || ex_partition(part.m, &err) != CM_OK) {
+        goto out;
+    }
+    fputs("progress 0.1\n", out);
+    fflush(out);
+    /* predicted step time: the cost model on the partitioned module */
+    sp_cost_opts co;
+    sp_cost_opts_init(&co);
+    co.graph = part.g;
+    co.custom = part.g != NULL ? sp_graph_custom_rules(part.g) : NULL;
+    double predicted = -1;
+    if (sp_cost_compute(part.m, &co, &c, &err) == CM_OK) {
+        predicted = sp_cost_get_summary(c)->step_s;
+    }
+    cm_error_clear(&err);
+    uint64_t total = warmup + iters;
+    ts = cm_calloc((size_t)total, sizeof(double));
+    if (ts == NULL) {
+        cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    ex_check_opts o = {(uint32_t)devices, (uint32_t)total, seed, ts};
+    ex_report r;
+    if (ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
+        goto out;
+    }
+    const double *meas = ts + warmup;
+    cm_buf_printf(&b, "{\"devices\":%u,\"warmup\":%llu,\"iters\":%llu,\"seed\":%llu,\"iter_s\":[",
+                  r.n_devices, (unsigned long long)warmup, (unsigned long long)iters,
+                  (unsigned long long)seed);
+    for (uint64_t i = 0; i < iters; i++) {
+        cm_buf_printf(&b, "%s%.9g", i > 0 ? "," : "", meas[i]);
+    }
+    qsort(ts + warmup, (size_t)iters, sizeof(double), cmp_double);
+    double med = iters % 2 == 1 ? meas[iters / 2] : (meas[iters / 2 - 1] + meas[iters / 2]) / 2;
+    cm_buf_printf(&b, "],\"step_s\":%.9g,\"flops\":%.9g,\"flop_per_s\":%.9g", med, r.flops,
+                  med > 0 ? r.flops / med : 0.0);
+    if (predicted >= 0) {
+        cm_buf_printf(&b, ",\"predicted_step_s\":%.9g", predicted);
+    } else {
+        cm_buf_puts(&b, ",\"predicted_step_s\":null");
+    }
+    cm_buf_printf(&b, ",\"reference_s\":%.9g,\"numerics\":{\"match\":%s,\"max_abs_diff\":%.9g",
+                  r.ref_s, r.mm.match ? "true" : "false", r.mm.max_abs_diff);
+    if (!r.mm.match) {
+        cm_buf_printf(&b,
+                      ",\"mismatch\":{\"result\":%u,\"index\":%zu,\"expected\":%.9g,\"got\":%.9g,"
+                      "\"tol\":%.9g}",
+                      r.mm.result, r.mm.index, r.mm.expected, r.mm.got, r.mm.tol);
+    }
+    cm_buf_puts(&b, "}}");
+    if (b.oom) {
+        cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    fprintf(out, "progress 1\nresult %s\n", b.data);
+    rc = 0;
+out:
+    if (rc != 0) {
+        /* one line: the message must not contain a line end */
+        for (char *p = err.msg; *p != '\0'; p++) {
+            if (*p == '\n' || *p == '\r') {
+                *p = ' ';
+            }
+        }
+        fprintf(out, "error %s%s%s%s\n",
+                err.code == CM_ENOMEM && strncmp(err.msg, "out of memory", 13) != 0
+                    ? "out of memory: "
+                    : "",
+                err.path[0] != '\0' ? err.path : "", err.path[0] != '\0' ? ": " : "", err.msg);
+    }
+    fflush(out);
+    cm_buf_fini(&b);
+    sp_cost_destroy(c);
+    cm_free(ts);
+    cm_free(text);
+    if (part.m != NULL) {
+        sp_cost_input_fini(&part);
+    }
+    if (ref.m != NULL) {
+        sp_cost_input_fini(&ref);
+    }
+    return rc;
+}

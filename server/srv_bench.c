@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * server: the benchmark supervisor (srv_bench.h). One thread claims queued
+ * runs and runs each in a fresh child process, `PATH exec-worker`, fed the
+ * plan's graph on stdin; the child's stdout is a line protocol ("progress
+ * F", then "result JSON" or "error MESSAGE"). Between fork and exec only
+ * async-signal-safe calls are made (the server is multithreaded). */
+#include "srv_bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "srv_client.h"
+#include "srv_int.h"
+#include "srv_json.h"
+
+#define WEBHOOK_ATTEMPTS  3   /* deliveries tried */
+#define WEBHOOK_TIMEOUT_S 5.0 /* per attempt */
+#define POLL_MS           100 /* stop-flag and queue polling interval */
+#define LINGER_S          5.0 /* a worker that answered is killed if still alive after */
+
+struct srv_bench {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stopping; /* under mu */
+    bool kicked;   /* under mu: a run was queued */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool stopping(srv_app *app)
+{
+    pthread_mutex_lock(&app->bench->mu);
+    bool s = app->bench->stopping;
+    pthread_mutex_unlock(&app->bench->mu);
+    return s;
+}
+
+/* Sleeps up to ms or until stop or a kick. */
+static void nap(srv_app *app, long ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ms * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    srv_bench *b = app->bench;
+    pthread_mutex_lock(&b->mu);
+    while (!b->stopping && !b->kicked) {
+        if (pthread_cond_timedwait(&b->cv, &b->mu, &until) == ETIMEDOUT) {
+            break;
+        }
+    }
+    b->kicked = false;
+    pthread_mutex_unlock(&b->mu);
+}
+
+cm_status srv_bench_webhook_check(const char *url, const char *path, cm_error *err)
+{
+    static const char scheme[] = "http://";
+    if (strlen(url) > 512 || strncmp(url, scheme, sizeof scheme - 1) != 0) {
+        return cm_error_set(err, CM_EINVAL, path,
+                            "webhook must be an http:// URL to a loopback address");
+    }
+    const char *h = url + sizeof scheme - 1;
+    char host[64];
+    size_t n;
+    if (*h == '[') {
+        n = strcspn(h + 1, "]");
+        if (h[1 + n] != ']') {
+            n = sizeof host;
+        }
+        h++;
+    } else {
+        n = strcspn(h, ":/?#");
+    }
+    if (n == 0 || n >= sizeof host || memchr(h, '@', n) != NULL) {
+        return cm_error_set(err, CM_EINVAL, path, "webhook URL has no usable host");
+    }
+    memcpy(host, h, n);
+    host[n] = '\0';
+    if (strcmp(host, "localhost") != 0 && !srv_host_is_loopback(host)) {
+        return cm_error_set(err, CM_EINVAL, path,
+                            "webhook host '%s' is not a loopback address (127.0.0.0/8, [::1], "
+                            "localhost)",
+                            host);
+    }
+    return CM_OK;
+}
+
+/* ---- store access ---------------------------------------------------------------- */
+
+static void set_progress(srv_app *app, int64_t id, double p)
+{
+    st_db *db = srv_app_db_acquire(app);
+    st_bench_update u = {ST_BENCH_RUNNING, p, NULL, 0, NULL};
+    st_bench_set(db, id, &u, NULL);
+    srv_app_db_release(app, db);
+}
+
+/* Runs "running" at start-up were cut off by an earlier process. */
+static void fail_leftovers(srv_app *app)
+{
+    st_db *db = srv_app_db_acquire(app);
+    st_bench_query q;
+    st_bench_query_init(&q);
+    q.has_status = true;
+    q.status = ST_BENCH_RUNNING;
+    for (;;) {
+        st_bench_list l;
+        memset(&l, 0, sizeof l);
+        if (st_bench_list_query(db, &q, &l, NULL) != CM_OK) {
+            break;
+        }
+        for (size_t i = 0; i < l.n_items; i++) {
+            st_bench_update u = {ST_BENCH_FAILED, l.items[i].progress, NULL, 0, "server stopped"};
+            st_bench_set(db, l.items[i].id, &u, NULL);
+        }
+        q.after_id = l.next_after;
+        st_bench_list_fini(&l);
+        if (q.after_id == 0) {
+            break;
+        }
+    }
+    srv_app_db_release(app, db);
+}
+
+/* ---- the worker process --------------------------------------------------------- */
+
+typedef struct outcome {
+    bool ok;
+    char *result;    /* heap JSON from the worker, or NULL */
+    char error[640]; /* the reason a run failed */
+} outcome;
+
+static void set_cloexec(int fd)
+{
+    fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+}
+
+/* Handles complete lines in buf (consumed from the front). */
+static void take_lines(srv_app *app, int64_t id, cm_buf *buf, outcome *o)
+{
+    size_t start = 0;
+    for (;;) {
+        char *nl = memchr(buf->data + start, '\n', buf->len - start);
+        if (nl == NULL) {
+            break;
+        }
+        *nl = '\0';
+        const char *line = buf->data + start;
+        if (strncmp(line, "progress ", 9) == 0) {
+            double p = strtod(line + 9, NULL);
+            if (p >= 0 && p <= 1) {
+                set_progress(app, id, p);
+            }
+        } else if (strncmp(line, "result ", 7) == 0 && o->result == NULL) {
+            o->result = cm_alloc(strlen(line + 7) + 1);
+            if (o->result != NULL) {
+                strcpy(o->result, line + 7);
+            }
+        } else if (strncmp(line, "error ", 6) == 0 && o->error[0] == '\0') {
+            snprintf(o->error, sizeof o->error, "%s", line + 6);
+        }
+        start = (size_t)(nl - buf->data) + 1;
+    }
+    memmove(buf->data, buf->data + start, buf->len - start);
+    buf->len -= start;
+}
+
+static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const char *input,
+                       size_t input_len, outcome *o)
+{
+    const srv_config *c = &app->cfg;
+    const char *path = c->worker_path;
+    char a_dev[24], a_warm[24], a_it[24], a_seed[24];
+    snprintf(a_dev, sizeof a_dev, "%u", s->devices);
+    snprintf(a_warm, sizeof a_warm, "%u", s->warmup);
+    snprintf(a_it, sizeof a_it, "%u", s->iters);
+    snprintf(a_seed, sizeof a_seed, "%llu", (unsigned long long)s->seed);
+    const char *argv[] = {path,      "exec-worker", "--devices", a_dev,    "--warmup",
+                          a_warm,    "--iters",     a_it,        "--seed", a_seed,
+                          "--fault", s->fault,      NULL};
+    if (s->fault[0] == '\0') {
+        argv[10] = NULL;
+    }
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = (rlim_t)c->bench_memory_mb << 20;
+    int in[2], out[2];
+    if (pipe(in) != 0) {
+        snprintf(o->error, sizeof o->error, "cannot start the worker: %s", strerror(errno));
+        return;
+    }
+    if (pipe(out) != 0) {
+        snprintf(o->error, sizeof o->error, "cannot start the worker: %s", strerror(errno));
+        close(in[0]);
+        close(in[1]);
+        return;
+    }
+    set_cloexec(in[1]);
+    set_cloexec(out[0]);
+    sigset_t none;
+    sigemptyset(&none);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* child: async-signal-safe calls only */
+        sigprocmask(SIG_SETMASK, &none, NULL); /* SIGPIPE is blocked in this thread */
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        for (int fd = 3; fd < 1024; fd++) {
+            close(fd);
+        }
+        if (c->bench_memory_mb > 0) {
+            setrlimit(RLIMIT_AS, &rl);
+        }
+        execv(path, (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    if (pid < 0) {
+        snprintf(o->error, sizeof o->error, "cannot start the worker: %s", strerror(errno));
+        close(in[1]);
+        close(out[0]);
+        return;
+    }
+    fcntl(in[1], F_SETFL, fcntl(in[1], F_GETFL) | O_NONBLOCK);
+    int wfd = in[1], rfd = out[0];
+    size_t sent = 0;
+    cm_buf buf;
+    cm_buf_init(&buf);
+    double deadline = now_s() + c->bench_time_limit_s;
+    const char *killed_for = NULL;
+    double final_at = 0; /* when the result or error line arrived */
+    while (rfd >= 0) {
+        if (wfd >= 0 && sent == input_len) {
+            close(wfd);
+            wfd = -1;
+        }
+        struct pollfd p[2] = {{rfd, POLLIN, 0}, {wfd, POLLOUT, 0}};
+        int r = poll(p, wfd >= 0 ? 2 : 1, POLL_MS);
+        double t = now_s();
+        if (final_at == 0 && (o->result != NULL || o->error[0] != '\0')) {
+            final_at = t;
+        }
+        if (stopping(app)) {
+            killed_for = "server stopped";
+        } else if (final_at > 0 && t > final_at + LINGER_S) {
+            /* it answered but does not exit (seen: OpenBLAS's exit handler
+               joining a thread stuck after RLIMIT_AS refused memory) */
+            killed_for = "lingered";
+        } else if (t > deadline) {
+            killed_for = "time limit";
+        }
+        if (killed_for != NULL) {
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (r <= 0) {
+            continue;
+        }
+        if (wfd >= 0 && (p[1].revents & (POLLOUT | POLLERR | POLLHUP)) != 0) {
+            ssize_t w = write(wfd, input + sent, input_len - sent);
+            if (w > 0) {
+                sent += (size_t)w;
+            } else if (errno != EAGAIN && errno != EINTR) {
+                sent = input_len; /* the worker stopped reading: its exit tells why */
+            }
+        }
+        if ((p[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0) {
+            char chunk[4096];
+            ssize_t n = read(rfd, chunk, sizeof chunk);
+            if (n > 0) {
+                cm_buf_append(&buf, chunk, (size_t)n);
+                if (buf.len > 0) {
+                    take_lines(app, id, &buf, o);
+                }
+            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                close(rfd);
+                rfd = -1;
+            }
+        }
+    }
+    if (wfd >= 0) {
+        close(wfd);
+    }
+    if (rfd >= 0) {
+        close(rfd);
+    }
+    cm_buf_fini(&buf);
+    /* stdout closed: the worker is exiting; bound the wait all the same */
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (killed_for == NULL && now_s() > deadline) {
+            killed_for = "time limit";
+            kill(pid, SIGKILL);
+        } else if (killed_for == NULL && stopping(app)) {
+            killed_for = "server stopped";
+            kill(pid, SIGKILL);
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (killed_for != NULL && strcmp(killed_for, "lingered") == 0) {
+        o->ok = o->result != NULL; /* its answer stands */
+    } else if (killed_for != NULL && strcmp(killed_for, "time limit") == 0) {
+        snprintf(o->error, sizeof o->error, "time limit %g s exceeded", c->bench_time_limit_s);
+    } else if (killed_for != NULL) {
+        snprintf(o->error, sizeof o->error, "%s", killed_for);
+    } else if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        snprintf(o->error, sizeof o->error, "worker killed by signal %d (%s)%s", sig,
+                 strsignal(sig),
+                 c->bench_memory_mb > 0 && (sig == SIGSEGV || sig == SIGABRT || sig == SIGKILL)
+                     ? "; it may have run out of memory"
+                     : "");
+    } else if (WEXITSTATUS(status) == 0 && o->result != NULL) {
+        o->ok = true;
+    } else if (o->error[0] == '\0') {
+        snprintf(o->error, sizeof o->error, "worker exited with status %d%s", WEXITSTATUS(status),
+                 WEXITSTATUS(status) == 127 ? " (cannot execute it)" : "");
+    } /* else the worker's own message */
+    if (!o->ok && strncmp(o->error, "out of memory", 13) == 0 && c->bench_memory_mb > 0) {
+        size_t n = strlen(o->error);
+        snprintf(o->error + n, sizeof o->error - n, " (worker memory limit %zu MiB)",
+                 c->bench_memory_mb);
+    }
+    if (!o->ok) {
+        cm_free(o->result);
+        o->result = NULL;
+    }
+}
+
+/* ---- one run ----------------------------------------------------------------------- */
+
+/* POSTs the final run JSON; appends the delivery record to rec. */
+static void deliver(srv_app *app, const char *url, const cm_buf *body, cm_buf *rec)
+{
+    long status = 0;
+    int attempt = 0;
+    cm_error e;
+    cm_error_clear(&e);
+    bool ok = false;
+    double backoff = 0.5;
+    while (attempt < WEBHOOK_ATTEMPTS && !stopping(app)) {
+        attempt++;
+        cm_error_clear(&e);
+        if (srv_client_post_json(url, body->data, body->len, WEBHOOK_TIMEOUT_S, &status, &e) ==
+                CM_OK &&
+            status >= 200 && status < 300) {
+            ok = true;
+            break;
+        }
+        if (attempt < WEBHOOK_ATTEMPTS) {
+            nap(app, (long)(backoff * 1000));
+            backoff *= 2;
+        }
+    }
+    cm_buf_printf(rec, "{\"url\":");
+    srv_json_put_str(rec, url);
+    cm_buf_printf(rec, ",\"delivered\":%s,\"attempts\":%d,\"http_status\":%ld",
+                  ok ? "true" : "false", attempt, status);
+    if (!ok) {
+        cm_buf_puts(rec, ",\"error\":");
+        srv_json_put_str(rec, e.msg[0] != '\0' ? e.msg : "non-2xx answer");
+    }
+    cm_buf_putc(rec, '}');
+}
+
+static void finish(srv_app *app, const st_bench *run, outcome *o)
+{
+    const char *status = o->ok ? "succeeded" : "failed";
+    cm_buf results;
+    cm_buf_init(&results);
+    if (o->result != NULL) {
+        cm_buf_puts(&results, o->result);
+    }
+    bool stopped = strcmp(o->error, "server stopped") == 0;
+    if (run->webhook_url != NULL && !stopped) {
+        cm_buf body;
+        cm_buf_init(&body);
+        cm_buf_printf(&body, "{\"id\":%lld,\"plan_id\":%lld,\"status\":\"%s\",\"spec\":%s",
+                      (long long)run->id, (long long)run->plan_id, status,
+                      run->spec != NULL ? run->spec : "{}");
+        cm_buf_printf(&body, ",\"results\":%s,\"error\":", o->result != NULL ? o->result : "null");
+        if (o->ok) {
+            cm_buf_puts(&body, "null");
+        } else {
+            srv_json_put_str(&body, o->error);
+        }
+        cm_buf_putc(&body, '}');
+        /* the delivery record goes into the stored results */
+        if (results.len > 0) {
+            results.len--; /* the closing brace of the worker's object */
+            cm_buf_puts(&results, ",\"webhook\":");
+        } else {
+            cm_buf_puts(&results, "{\"webhook\":");
+        }
+        if (!body.oom) {
+            deliver(app, run->webhook_url, &body, &results);
+        } else {
+            cm_buf_puts(&results, "null");
+        }
+        cm_buf_putc(&results, '}');
+        cm_buf_fini(&body);
+    }
+    st_bench_update u = {o->ok ? ST_BENCH_DONE : ST_BENCH_FAILED, o->ok ? 1.0 : 0.0,
+                         results.len > 0 && !results.oom ? results.data : NULL, results.len,
+                         o->ok ? NULL : o->error};
+    st_db *db = srv_app_db_acquire(app);
+    if (!o->ok) {
+        st_bench x;
+        memset(&x, 0, sizeof x);
+        if (st_bench_get(db, run->id, &x, NULL) == CM_OK) {
+            u.progress = x.progress; /* where it got to */
+            st_bench_fini(&x);
+        }
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_bench_set(db, run->id, &u, &e) != CM_OK && u.results != NULL) {
+        u.results = NULL; /* e.g. the results were not JSON: keep status and reason */
+        u.status = ST_BENCH_FAILED;
+        u.error = e.msg;
+        st_bench_set(db, run->id, &u, NULL);
+    }
+    srv_app_db_release(app, db);
+    cm_buf_fini(&results);
+}
+
+static void run_one(srv_app *app, int64_t id)
+{
+    outcome o;
+    memset(&o, 0, sizeof o);
+    st_bench run;
+    st_plan plan;
+    st_graph g;
+    memset(&run, 0, sizeof run);
+    memset(&plan, 0, sizeof plan);
+    memset(&g, 0, sizeof g);
+    cm_error e;
+    cm_error_clear(&e);
+    st_db *db = srv_app_db_acquire(app);
+    cm_status st = st_bench_get(db, id, &run, &e);
+    srv_app_db_release(app, db);
+    if (st != CM_OK) {
+        return; /* deleted meanwhile */
+    }
+    srv_bench_spec s;
+    if (srv_json_bench_spec_decode(run.spec != NULL ? run.spec : "{}",
+                                   run.spec != NULL ? run.spec_len : 2, &s, &e) != CM_OK) {
+        snprintf(o.error, sizeof o.error, "bad spec at %s: %s", e.path, e.msg);
+    } else if (s.fault[0] != '\0' && !app->cfg.bench_test_faults) {
+        snprintf(o.error, sizeof o.error, "test faults are not enabled on this server");
+    } else if (run.plan_id == 0) {
+        snprintf(o.error, sizeof o.error, "the run has no plan (deleted?)");
+    } else {
+        db = srv_app_db_acquire(app);
+        st = st_plan_get(db, run.plan_id, &plan, &e);
+        if (st == CM_OK) {
+            st = st_graph_get(db, plan.graph_id, &g, &e);
+        }
+        srv_app_db_release(app, db);
+        if (st != CM_OK) {
+            snprintf(o.error, sizeof o.error, "cannot read plan %lld: %s", (long long)run.plan_id,
+                     e.msg);
+        } else {
+            run_worker(app, id, &s, g.body, g.body_len, &o);
+        }
+    }
+    finish(app, &run, &o);
+    cm_free(o.result);
+    st_graph_fini(&g);
+    st_plan_fini(&plan);
+    st_bench_fini(&run);
+}
+
+static void *bench_main(void *arg)
+{
+    srv_app *app = arg;
+    /* a worker that dies before reading its input must give EPIPE here, not
+       a process-wide SIGPIPE (an embedding program may not ignore it) */
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+    fail_leftovers(app);
+    while (!stopping(app)) {
+        int64_t id = 0;
+        st_db *db = srv_app_db_acquire(app);
+        cm_status st = st_bench_claim(db, &id, NULL);
+        srv_app_db_release(app, db);
+        if (st == CM_OK) {
+            run_one(app, id);
+        } else {
+            nap(app, 250);
+        }
+    }
+    return NULL;
+}
+
+cm_status srv_bench_start(srv_app *app, cm_error *err)
+{
+    if (app->bench != NULL || app->cfg.worker_path[0] == '\0') {
+        return CM_OK;
+    }
+    srv_bench *b = cm_calloc(1, sizeof *b);
+    if (b == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    app->bench = b;
+    if (pthread_create(&b->thread, NULL, bench_main, app) != 0) {
+        app->bench = NULL;
+        pthread_cond_destroy(&b->cv);
+        pthread_mutex_destroy(&b->mu);
+        cm_free(b);
+        return cm_error_set(err, CM_EIO, NULL, "cannot start the benchmark supervisor");
+    }
+    return CM_OK;
+}
+
+void srv_bench_stop(srv_app *app)
+{
+    srv_bench *b = app->bench;
+    if (b == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&b->mu);
+    b->stopping = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->thread, NULL);
+    app->bench = NULL;
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    cm_free(b);
+}
+
+void srv_bench_kick(srv_app *app)
+{
+    srv_bench *b = app->bench;
+    if (b == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&b->mu);
+    b->kicked = true;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}

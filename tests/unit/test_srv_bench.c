@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Tests of the benchmark service (server/srv_bench.c): the real server runs
+ * in-process on 127.0.0.1, port 0, with a temporary database, and this very
+ * binary is its worker (main dispatches `exec-worker` to ex_worker_main, as
+ * shardplan's main does). Covers a Flax MLP run end to end with its webhook
+ * caught by a listener on loopback, a worker crash and a runaway worker
+ * (test faults), graceful stop with a run in flight, and bad requests.
+ * Every wait is bounded. Run from the repository root (examples/ is read). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "cm.h"
+#include "ex_worker.h"
+#include "srv_app.h"
+#include "st_db.h"
+
+/* ---- fixture --------------------------------------------------------------------------- */
+
+typedef struct fixture {
+    char dir[256];
+    char db[300];
+    srv_app *app;
+    char base[64]; /* http://127.0.0.1:PORT */
+    int64_t plan_id;
+} fixture;
+
+static void start(fixture *f, double time_limit_s, bool faults)
+{
+    srv_config c;
+    srv_config_init(&c);
+    snprintf(c.host, sizeof c.host, "127.0.0.1");
+    c.port = 0;
+    snprintf(c.db_path, sizeof c.db_path, "%s", f->db);
+    c.log_path[0] = '\0';
+    c.threads = 2;
+    c.drain_s = 5;
+    c.bench_time_limit_s = time_limit_s;
+    c.bench_memory_mb = 0; /* ASan reserves terabytes of address space: no RLIMIT_AS */
+    c.bench_test_faults = faults;
+    ssize_t n = readlink("/proc/self/exe", c.worker_path, sizeof c.worker_path - 1);
+    assert_true(n > 0);
+    c.worker_path[n] = '\0';
+    cm_error e;
+    cm_error_clear(&e);
+    assert_int_equal(srv_app_create(&c, &f->app, &e), CM_OK);
+    assert_int_equal(srv_app_start(f->app, &e), CM_OK);
+    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%u", (unsigned)srv_app_port(f->app));
+}
+
+static int setup_with(void **state, double time_limit_s, bool faults)
+{
+    fixture *f = calloc(1, sizeof *f);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%s/test_bench_XXXXXX", tmp != NULL ? tmp : "/tmp");
+    if (mkdtemp(f->dir) == NULL) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
+    start(f, time_limit_s, faults);
+    *state = f;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_with(state, 120, true);
+}
+
+static int setup_short_limit(void **state)
+{
+    return setup_with(state, 1.5, true);
+}
+
+static int setup_no_faults(void **state)
+{
+    return setup_with(state, 120, false);
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    srv_app_destroy(f->app);
+    char p[400];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s%s", f->db, suffix[i]);
+        unlink(p);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* ---- HTTP through libcurl ------------------------------------------------------------------ */
+
+typedef struct resp {
+    long status;
+    cm_buf body;
+    json_t *json; /* parsed body or NULL */
+} resp;
+
+static size_t on_body(char *p, size_t s, size_t n, void *ud)
+{
+    cm_buf_append(ud, p, s * n);
+    return s * n;
+}
+
+static void http(const fixture *f, const char *method, const char *path, const char *body,
+                 size_t len, resp *out)
+{
+    memset(out, 0, sizeof *out);
+    cm_buf_init(&out->body);
+    CURL *h = curl_easy_init();
+    assert_non_null(h);
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", f->base, path);
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out->body);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+    if (body != NULL) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    }
+    assert_int_equal(curl_easy_perform(h), CURLE_OK);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    json_error_t je;
+    if (out->body.len > 0) {
+        out->json = json_loadb(out->body.data, out->body.len, 0, &je);
+    }
+}
+
+static void post(const fixture *f, const char *path, const char *body, resp *out)
+{
+    http(f, "POST", path, body, strlen(body), out);
+}
+
+static void resp_fini(resp *r)
+{
+    cm_buf_fini(&r->body);
+    json_decref(r->json);
+    memset(r, 0, sizeof *r);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Stores examples/flax_mlp.json as a plan; f->plan_id. */
+static void make_plan(fixture *f)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cm_error e;
+    cm_error_clear(&e);
+    assert_int_equal(cm_file_read("examples/flax_mlp.json", &text, &len, &e), CM_OK);
+    resp r;
+    http(f, "POST", "/v1/plans", text, len, &r);
+    cm_free(text);
+    assert_true(r.status == 201 || r.status == 200);
+    f->plan_id = json_integer_value(json_object_get(r.json, "id"));
+    assert_true(f->plan_id > 0);
+    resp_fini(&r);
+}
+
+/* Queues a benchmark from body (a printf format taking the plan id); returns its id. */
+static int64_t queue_run(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int64_t queue_run(fixture *f, const char *fmt, ...)
+{
+    char body[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    resp r;
+    post(f, "/v1/benchmarks", body, &r);
+    assert_int_equal(r.status, 202);
+    assert_string_equal(json_string_value(json_object_get(r.json, "status")), "queued");
+    int64_t id = json_integer_value(json_object_get(r.json, "id"));
+    assert_true(id > 0);
+    resp_fini(&r);
+    return id;
+}
+
+/* Polls the run until its status is final (or want, when not NULL), at most
+ * limit_s; returns the run (new reference). */
+static json_t *wait_run(const fixture *f, int64_t id, const char *want, double limit_s)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/v1/benchmarks/%lld", (long long)id);
+    double until = now_s() + limit_s;
+    for (;;) {
+        resp r;
+        http(f, "GET", path, NULL, 0, &r);
+        assert_int_equal(r.status, 200);
+        const char *st = json_string_value(json_object_get(r.json, "status"));
+        assert_non_null(st);
+        bool done = want != NULL ? strcmp(st, want) == 0
+                                 : strcmp(st, "succeeded") == 0 || strcmp(st, "failed") == 0;
+        if (done || now_s() > until) {
+            json_t *j = json_incref(r.json);
+            resp_fini(&r);
+            if (!done) {
+                fprintf(stderr, "run %lld still %s after %.0f s\n", (long long)id, st, limit_s);
+                json_decref(j);
+                fail();
+            }
+            return j;
+        }
+        resp_fini(&r);
+        nap_ms(100);
+    }
+}
+
+/* ---- a webhook receiver on loopback --------------------------------------------------------- */
+
+typedef struct hook {
+    int fd; /* listening socket */
+    uint16_t port;
+    pthread_t thread;
+    char body[16384]; /* the first request's body */
+    size_t body_len;
+    bool got;
+} hook;
+
+static void *hook_main(void *arg)
+{
+    hook *k = arg;
+    struct pollfd p = {k->fd, POLLIN, 0};
+    if (poll(&p, 1, 60000) <= 0) {
+        return NULL;
+    }
+    int c = accept(k->fd, NULL, NULL);
+    if (c < 0) {
+        return NULL;
+    }
+    char buf[32768];
+    size_t n = 0;
+    double until = now_s() + 10;
+    while (n < sizeof buf - 1 && now_s() < until) {
+        struct pollfd q = {c, POLLIN, 0};
+        if (poll(&q, 1, 1000) <= 0) {
+            continue;
+        }
+        ssize_t r = read(c, buf + n, sizeof buf - 1 - n);
+        if (r <= 0) {
+            break;
+        }
+        n += (size_t)r;
+        buf[n] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        const char *cl = strstr(buf, "Content-Length: ");
+        if (end != NULL && cl != NULL) {
+            size_t want = (size_t)strtoul(cl + 16, NULL, 10);
+            size_t have = n - (size_t)(end + 4 - buf);
+            if (have >= want && want < sizeof k->body) {
+                memcpy(k->body, end + 4, want);
+                k->body_len = want;
+                k->got = true;
+                break;
+            }
+        }
+    }
+    static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    if (write(c, ok, sizeof ok - 1) < 0) {
+        k->got = false;
+    }
+    close(c);
+    return NULL;
+}
+
+static void hook_start(hook *k)
+{
+    memset(k, 0, sizeof *k);
+    k->fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(k->fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(k->fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(k->fd, 4), 0);
+    socklen_t al = sizeof a;
+    assert_int_equal(getsockname(k->fd, (struct sockaddr *)&a, &al), 0);
+    k->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&k->thread, NULL, hook_main, k), 0);
+}
+
+static void hook_join(hook *k)
+{
+    pthread_join(k->thread, NULL);
+    close(k->fd);
+}
+
+/* ---- tests --------------------------------------------------------------------------------- */
+
+static void test_srv_bench_flax_mlp_succeeds_with_webhook(void **state)
+{
+    fixture *f = *state;
+    make_plan(f);
+    hook k;
+    hook_start(&k);
+    int64_t id = queue_run(f,
+                           "{\"plan_id\":%lld,\"devices\":8,\"warmup\":1,\"iters\":3,\"seed\":5,"
+                           "\"webhook_url\":\"http://127.0.0.1:%u/hook\"}",
+                           (long long)f->plan_id, (unsigned)k.port);
+    json_t *run = wait_run(f, id, NULL, 120);
+    hook_join(&k);
+    assert_string_equal(json_string_value(json_object_get(run, "status")), "succeeded");
+    assert_true(json_is_null(json_object_get(run, "error")));
+    json_t *res = json_object_get(run, "results");
+    assert_true(json_is_object(res));
+    assert_int_equal(json_integer_value(json_object_get(res, "devices")), 8);
+    assert_int_equal(json_array_size(json_object_get(res, "iter_s")), 3);
+    assert_true(json_real_value(json_object_get(res, "step_s")) > 0);
+    assert_true(json_real_value(json_object_get(res, "flop_per_s")) > 0);
+    assert_true(json_real_value(json_object_get(res, "predicted_step_s")) > 0);
+    json_t *num = json_object_get(res, "numerics");
+    assert_true(json_is_true(json_object_get(num, "match")));
+    assert_true(json_number_value(json_object_get(num, "max_abs_diff")) < 1e-3);
+    json_t *wh = json_object_get(res, "webhook");
+    assert_true(json_is_true(json_object_get(wh, "delivered")));
+    assert_int_equal(json_integer_value(json_object_get(wh, "http_status")), 200);
+    /* the listener got the run's final JSON */
+    assert_true(k.got);
+    json_error_t je;
+    json_t *sent = json_loadb(k.body, k.body_len, 0, &je);
+    assert_non_null(sent);
+    assert_int_equal(json_integer_value(json_object_get(sent, "id")), id);
+    assert_string_equal(json_string_value(json_object_get(sent, "status")), "succeeded");
+    assert_true(json_is_true(
+        json_object_get(json_object_get(json_object_get(sent, "results"), "numerics"), "match")));
+    json_decref(sent);
+    json_decref(run);
+    /* the same run through the older resource name, and the list filter */
+    resp r;
+    char path[64];
+    snprintf(path, sizeof path, "/v1/runs/%lld", (long long)id);
+    http(f, "GET", path, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    resp_fini(&r);
+    http(f, "GET", "/v1/benchmarks?status=succeeded", NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    resp_fini(&r);
+}
+
+static void test_srv_bench_worker_crash_fails_run_and_server_goes_on(void **state)
+{
+    fixture *f = *state;
+    make_plan(f);
+    int64_t bad = queue_run(f, "{\"plan_id\":%lld,\"fault\":\"crash\"}", (long long)f->plan_id);
+    int64_t good =
+        queue_run(f, "{\"plan_id\":%lld,\"warmup\":0,\"iters\":1}", (long long)f->plan_id);
+    json_t *run = wait_run(f, bad, NULL, 60);
+    assert_string_equal(json_string_value(json_object_get(run, "status")), "failed");
+    const char *why = json_string_value(json_object_get(run, "error"));
+    assert_non_null(why);
+    assert_non_null(strstr(why, "worker killed by signal 11"));
+    json_decref(run);
+    resp r;
+    http(f, "GET", "/healthz", NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    resp_fini(&r);
+    run = wait_run(f, good, NULL, 120);
+    assert_string_equal(json_string_value(json_object_get(run, "status")), "succeeded");
+    json_decref(run);
+}
+
+static void test_srv_bench_time_limit_kills_runaway_worker(void **state)
+{
+    fixture *f = *state;
+    make_plan(f);
+    int64_t id = queue_run(f, "{\"plan_id\":%lld,\"fault\":\"hang\"}", (long long)f->plan_id);
+    json_t *run = wait_run(f, id, NULL, 30);
+    assert_string_equal(json_string_value(json_object_get(run, "status")), "failed");
+    assert_string_equal(json_string_value(json_object_get(run, "error")),
+                        "time limit 1.5 s exceeded");
+    json_decref(run);
+    resp r;
+    http(f, "GET", "/healthz", NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    resp_fini(&r);
+}
+
+static void test_srv_bench_stop_fails_running_run(void **state)
+{
+    fixture *f = *state;
+    make_plan(f);
+    int64_t id = queue_run(f, "{\"plan_id\":%lld,\"fault\":\"hang\"}", (long long)f->plan_id);
+    json_decref(wait_run(f, id, "running", 30));
+    double t0 = now_s();
+    srv_app_destroy(f->app);
+    f->app = NULL;
+    assert_true(now_s() - t0 < 10);
+    st_db *db = NULL;
+    cm_error e;
+    cm_error_clear(&e);
+    assert_int_equal(st_db_open(f->db, &db, &e), CM_OK);
+    st_bench b;
+    memset(&b, 0, sizeof b);
+    assert_int_equal(st_bench_get(db, id, &b, &e), CM_OK);
+    assert_int_equal(b.status, ST_BENCH_FAILED);
+    assert_string_equal(b.error, "server stopped");
+    st_bench_fini(&b);
+    st_db_close(db);
+    start(f, 120, true); /* for teardown */
+}
+
+static void expect_error(fixture *f, const char *body, long status, const char *path)
+{
+    resp r;
+    post(f, "/v1/benchmarks", body, &r);
+    if (r.status != status) {
+        fprintf(stderr, "%s -> %ld %.*s\n", body, r.status, (int)r.body.len, r.body.data);
+    }
+    assert_int_equal(r.status, status);
+    json_t *err = json_object_get(r.json, "error");
+    assert_non_null(err);
+    assert_string_equal(json_string_value(json_object_get(err, "path")), path);
+    assert_non_null(json_string_value(json_object_get(err, "message")));
+    resp_fini(&r);
+}
+
+static void test_srv_bench_bad_requests_name_the_member(void **state)
+{
+    fixture *f = *state;
+    make_plan(f);
+    char body[256];
+    expect_error(f, "{\"plan_id\":999}", 404, "/plan_id");
+    expect_error(f, "{\"plan_id\":\"one\"}", 400, "/plan_id");
+    expect_error(f, "{\"devices\":2}", 400, "/plan_id");
+    expect_error(f, "{\"plan_id\":1,", 400, "");
+    snprintf(body, sizeof body, "{\"plan_id\":%lld,\"iters\":0}", (long long)f->plan_id);
+    expect_error(f, body, 400, "/iters");
+    snprintf(body, sizeof body, "{\"plan_id\":%lld,\"devices\":-1}", (long long)f->plan_id);
+    expect_error(f, body, 400, "/devices");
+    snprintf(body, sizeof body, "{\"plan_id\":%lld,\"steps\":3}", (long long)f->plan_id);
+    expect_error(f, body, 400, "/steps");
+    snprintf(body, sizeof body, "{\"plan_id\":%lld,\"webhook_url\":\"http://192.0.2.1/x\"}",
+             (long long)f->plan_id);
+    expect_error(f, body, 400, "/webhook_url");
+    snprintf(body, sizeof body, "{\"plan_id\":%lld,\"webhook_url\":\"https://127.0.0.1/x\"}",
+             (long long)f->plan_id);
+    expect_error(f, body, 400, "/webhook_url");
+    /* test faults only on a server started with them */
+    snprintf(body, sizeof body, "{\"plan_id\":%lld,\"fault\":\"crash\"}", (long long)f->plan_id);
+    expect_error(f, body, 400, "/fault");
+    resp r;
+    http(f, "GET", "/v1/benchmarks/12345", NULL, 0, &r);
+    assert_int_equal(r.status, 404);
+    resp_fini(&r);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "exec-worker") == 0) {
+        return ex_worker_main(argc - 1, argv + 1, stdout, stderr);
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_srv_bench_flax_mlp_succeeds_with_webhook, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_srv_bench_worker_crash_fails_run_and_server_goes_on,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_bench_time_limit_kills_runaway_worker,
+                                        setup_short_limit, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_bench_stop_fails_running_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_bench_bad_requests_name_the_member,
+                                        setup_no_faults, teardown),
+    };
+    int rc = cmocka_run_group_tests_name("srv_bench", tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}
