@@ -11,7 +11,7 @@ SHELL := /bin/bash
 # missing ones (root on Debian 12); it is a prerequisite of run and test.
 DEB_PKGS := build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
   libopenblas-dev libcurl4-openssl-dev libcmocka-dev llvm-14-tools clang-14 \
-  libclang-rt-14-dev wrk
+  libclang-rt-14-dev wrk chromium curl sqlite3
 FILECHECK ?= FileCheck-14
 SHARED ?= ../shared
 SHARDY_TESTS ?= $(SHARED)/reference/shardy/tests
@@ -25,11 +25,15 @@ WARN := -std=c11 -pedantic -Wall -Wextra -Werror -Wshadow -Wundef \
   -Wpointer-arith -fno-common -D_POSIX_C_SOURCE=200809L -g
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
+# OpenBLAS (executor/ex_blas.c only): headers as -isystem, linked into every binary.
+OPENBLAS_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags openblas 2>/dev/null))
+OPENBLAS_LIBS := $(or $(shell pkg-config --libs openblas 2>/dev/null),-lopenblas)
+
 # Layering: each folder sees only its own headers and those of lower layers.
 INC_common   := -Icommon
 INC_planner  := -Iplanner -Icommon $(JANSSON_CFLAGS)
 INC_store    := -Istore -Iplanner -Icommon
-INC_executor := -Iexecutor -Iplanner -Icommon
+INC_executor := -Iexecutor -Iplanner -Icommon $(OPENBLAS_CFLAGS)
 INC_server   := -Iserver -Iexecutor -Istore -Iplanner -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
   $(CURL_CFLAGS)
 INC_tests    := -Iserver -Iexecutor -Istore -Iplanner -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
@@ -55,7 +59,7 @@ MHD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libmicrohttp
 MHD_LIBS := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 CURL_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libcurl 2>/dev/null))
 CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
-LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS)
+LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(OPENBLAS_LIBS)
 
 # server/openapi.json, embedded as a C array (served at /v1/openapi.json).
 $(BUILD)/gen/srv_openapi.c: server/openapi.json
@@ -104,14 +108,36 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit san fuzz bench bench-server bench-reader bench-propagation bench-json bench-partition fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit docker-check web web-test san fuzz bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-executor fmt fmt-check clean header-check
 
-all: $(BUILD)/rel/shardplan
+all: $(BUILD)/rel/shardplan web
+
+# The dashboard (web/, docs/dashboard.md): npm ci from the committed lock file
+# (the machine's Node.js >= 20 and npm; where npm is missing, make deps
+# installs Debian's nodejs and npm), then esbuild into $(BUILD)/web.
+WEB_SRC := $(wildcard web/src/*) web/build.mjs web/package.json
+web: $(BUILD)/web/index.html
+
+web/node_modules/.package-lock.json: web/package-lock.json web/package.json
+	@command -v npm >/dev/null || { echo "web: needs Node.js >= 20 and npm" >&2; exit 1; }
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(BUILD)/web/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
+	cd web && node build.mjs $(abspath $(BUILD))/web
+
+# Browser tests of the dashboard: headless Chromium (Debian's package) driven
+# by playwright-core against a real server on 127.0.0.1 with a temporary
+# database; screenshots in $(BUILD)/test-output/web (compare also to docs/img).
+web-test: $(BUILD)/rel/shardplan web
+	cd web && node test/run.mjs $(abspath $(BUILD))/rel/shardplan $(abspath $(BUILD))/web \
+	  $(abspath $(BUILD))/test-output/web
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 1; fi; \
@@ -126,7 +152,7 @@ run: deps
 	@mkdir -p var
 	@echo "Shardplan: http://127.0.0.1:8080/  (API: http://127.0.0.1:8080/v1/openapi.json, docs/api.md)"
 	@echo "  try: curl -s --data-binary @examples/flax_mlp.json -H 'Content-Type: application/json' http://127.0.0.1:8080/v1/plans"
-	exec $(BUILD)/rel/shardplan serve --listen 127.0.0.1:8080 --db var/shardplan.db
+	exec $(BUILD)/rel/shardplan serve --listen 127.0.0.1:8080 --db var/shardplan.db --web $(BUILD)/web
 
 # wrk on loopback for BENCH_SECONDS per case: GET /v1/plans/{id}, POST /v1/plans
 # with the Flax MLP, and a minimal libmicrohttpd handler in the same run
@@ -151,14 +177,26 @@ lit: $(BUILD)/san/shardplan
 	@$(SAN_ENV) SHARDPLAN=$(CURDIR)/$(BUILD)/san/shardplan FILECHECK=$(FILECHECK) \
 	  SHARDY_TESTS=$(SHARDY_TESTS) bash tests/lit/run.sh
 
-# deps first and alone (the build needs its packages), then unit and lit; both
-# run even when the first fails, and test fails if either did.
+# deps first and alone (the build needs its packages), then unit, lit,
+# docker-check and web-test; all run even when one fails, and test fails if any did.
 test: deps
-	@u=0; l=0; \
+	@u=0; l=0; d=0; w=0; \
 	$(MAKE) --no-print-directory unit || u=1; \
 	$(MAKE) --no-print-directory lit || l=1; \
-	echo "make test: unit $$( [ $$u = 0 ] && echo passed || echo FAILED), lit $$( [ $$l = 0 ] && echo passed || echo FAILED)"; \
-	[ $$u = 0 ] && [ $$l = 0 ]
+	$(MAKE) --no-print-directory docker-check || d=1; \
+	$(MAKE) --no-print-directory web-test || w=1; \
+	r() { [ $$1 = 0 ] && echo passed || echo FAILED; }; \
+	echo "make test: unit $$(r $$u), lit $$(r $$l), docker-check $$(r $$d), web-test $$(r $$w)"; \
+	[ $$u = 0 ] && [ $$l = 0 ] && [ $$d = 0 ] && [ $$w = 0 ]
+
+# The container image without a Docker engine (tests/docker/check.sh): the
+# Dockerfile and compose file name only existing files and SHARDPLAN_*
+# variables the server reads; docker/build.sh installs into a temporary
+# prefix (reusing $(BUILD)/rel), install-runtime.sh sets the user up in a
+# temporary root, and the installed server runs through the entrypoint on
+# loopback: health, secret token, backup while serving, SIGTERM, restore.
+docker-check:
+	@BUILD=$(BUILD) DEB_PKGS="$(DEB_PKGS)" bash tests/docker/check.sh
 
 # Each public header compiles on its own, with only its folder's -I paths.
 PUBLIC_HEADERS := $(filter-out %_int.h,$(wildcard common/cm*.h planner/sp_*.h store/st_*.h \
@@ -188,7 +226,18 @@ bench-json: $(BUILD)/rel/bench/bench_json
 bench-partition: $(BUILD)/rel/bench/bench_partition
 	$(BUILD)/rel/bench/bench_partition
 
-bench: bench-reader bench-propagation bench-json bench-partition
+# 100 plans of a ~12k-op transformer training step over the data x model
+# factorisations of 8 devices and four strategies, on every core (planner/sp_sweep.c):
+# wall and CPU time, variants/s; target: 100 variants in under 10 s.
+bench-sweep: $(BUILD)/rel/bench/bench_sweep
+	$(BUILD)/rel/bench/bench_sweep
+
+# The executor against sgemm and memcpy baselines measured in the same run
+# (docs/executor.md).
+bench-executor: $(BUILD)/rel/bench/bench_executor
+	$(BUILD)/rel/bench/bench_executor
+
+bench: bench-reader bench-propagation bench-json bench-partition bench-sweep
 
 # libFuzzer on the MLIR reader/printer for FUZZ_SECONDS. New inputs go to
 # $(BUILD)/fuzz/corpus-mlir; the committed seeds in tests/fuzz/corpus/mlir are

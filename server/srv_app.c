@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "srv_bench.h"
 #include "srv_int.h"
 
 /* ---- configuration ------------------------------------------------------------------ */
@@ -34,6 +35,8 @@ void srv_config_init(srv_config *c)
     c->drain_s = 10;
     c->cache_entries = 4096;
     c->auth = SRV_AUTH_AUTO;
+    c->bench_time_limit_s = 600;
+    c->bench_memory_mb = 8192;
 }
 
 static bool parse_u64(const char *s, unsigned long long lo, unsigned long long hi,
@@ -173,6 +176,11 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
         c->idle_timeout_s = ok ? (unsigned)u : c->idle_timeout_s;
     } else if (strcmp(name, "drain") == 0) {
         ok = parse_seconds(value, &c->drain_s);
+    } else if (strcmp(name, "bench-time-limit") == 0) {
+        ok = parse_seconds(value, &c->bench_time_limit_s) && c->bench_time_limit_s > 0;
+    } else if (strcmp(name, "bench-memory") == 0) {
+        ok = parse_u64(value, 0, 1u << 24, &u);
+        c->bench_memory_mb = ok ? (size_t)u : c->bench_memory_mb;
     } else if (strcmp(name, "cache") == 0) {
         ok = parse_u64(value, 0, 1u << 24, &u);
         c->cache_entries = ok ? (size_t)u : c->cache_entries;
@@ -188,6 +196,11 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
         }
     } else if (strcmp(name, "insecure") == 0) {
         ok = parse_bool(value, &c->insecure);
+    } else if (strcmp(name, "web") == 0) {
+        ok = strlen(value) < sizeof c->web_dir;
+        if (ok) {
+            snprintf(c->web_dir, sizeof c->web_dir, "%s", value);
+        }
     } else {
         return cm_error_set(err, CM_EINVAL, NULL, "unknown option '%s'", name);
     }
@@ -199,10 +212,10 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
     return CM_OK;
 }
 
-static const char *const option_names[] = {"listen",       "db",       "log",  "threads",
-                                           "plan-workers", "max-body", "timeout",
-                                           "idle-timeout", "drain",    "cache", "auth",
-                                           "insecure"};
+static const char *const option_names[] = {
+    "listen",       "db",    "log",   "threads", "plan-workers", "max-body", "timeout",
+    "idle-timeout", "drain", "cache", "auth",    "insecure",     "web",
+    "bench-time-limit", "bench-memory"};
 
 cm_status srv_config_from_env(srv_config *c, cm_error *err)
 {
@@ -550,6 +563,12 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
     o.cls = app;
     cm_status st = srv_http_start(&o, &app->http, err);
     app->running = st == CM_OK;
+    if (st == CM_OK) {
+        st = srv_bench_start(app, err);
+        if (st != CM_OK) {
+            srv_app_stop(app);
+        }
+    }
     return st;
 }
 
@@ -575,6 +594,8 @@ void srv_app_stop(srv_app *app)
     }
     srv_http_stop(app->http, app->cfg.drain_s);
     app->http = NULL;
+    /* after the requests: a run queued meanwhile stays queued for the next start */
+    srv_bench_stop(app);
     app->running = false;
     /* plan jobs abandoned by a timed-out request still run: wait for them */
     pthread_mutex_lock(&app->job_mu);
@@ -618,7 +639,8 @@ static void serve_usage(FILE *f)
     fputs("usage: shardplan serve [--listen HOST:PORT] [--db PATH] [--config FILE]\n"
           "         [--log -|FILE|''] [--threads N] [--plan-workers N] [--max-body BYTES]\n"
           "         [--timeout SECONDS] [--idle-timeout SECONDS] [--drain SECONDS]\n"
-          "         [--cache N] [--auth auto|on|off] [--insecure]\n"
+          "         [--cache N] [--auth auto|on|off] [--insecure] [--web DIR]\n"
+          "         [--bench-time-limit SECONDS] [--bench-memory MiB]\n"
           "Every option also comes from SHARDPLAN_<NAME> (SHARDPLAN_LISTEN, SHARDPLAN_DB, ...)\n"
           "and from the config file (name = value lines). Precedence: flags, then\n"
           "environment, then file, then defaults.\n",
@@ -699,6 +721,9 @@ int srv_serve_main(int argc, char **argv, volatile sig_atomic_t *stop)
     cm_error err;
     cm_error_clear(&err);
     srv_app *app = NULL;
+    /* the benchmark worker is this executable (`shardplan exec-worker`) */
+    ssize_t n = readlink("/proc/self/exe", c.worker_path, sizeof c.worker_path - 1);
+    c.worker_path[n > 0 ? (size_t)n : 0] = '\0';
     if (srv_app_create(&c, &app, &err) != CM_OK) {
         fprintf(stderr, "shardplan serve: %s\n", err.msg);
         return 1;
@@ -725,9 +750,51 @@ int srv_serve_main(int argc, char **argv, volatile sig_atomic_t *stop)
 static void token_usage(FILE *f)
 {
     fputs("usage: shardplan token create --scope read|write|admin [--label L] [--db PATH]\n"
+          "       shardplan token import FILE --scope read|write|admin [--label L] [--db PATH]\n"
+          "         (stores the token on FILE's first line, e.g. a deployment secret;\n"
+          "          a token already stored is left as it is)\n"
           "       shardplan token list [--db PATH]\n"
           "       shardplan token revoke ID [--db PATH]\n",
           f);
+}
+
+/* `token import FILE`: the first line of FILE (without its line end) as a
+ * token of the given scope; already stored is success. */
+static int token_import(st_db *db, const char *path, st_scope scope, const char *label)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "shardplan token: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    char line[ST_TOKEN_MAX_LEN + 3];
+    bool got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    size_t n = got ? strcspn(line, "\r\n") : 0;
+    if (!got || n == sizeof line - 1) {
+        fprintf(stderr, "shardplan token: %s: %s\n", path,
+                got ? "first line longer than a token can be" : "empty file");
+        return 1;
+    }
+    line[n] = '\0';
+    cm_error err;
+    cm_error_clear(&err);
+    int64_t id = 0;
+    cm_status st = st_token_put(db, line, scope, label, &id, &err);
+    for (volatile char *q = line; q < line + sizeof line; q++) {
+        *q = 0; /* the secret does not outlive its use */
+    }
+    if (st == CM_ECONFLICT) {
+        fprintf(stderr, "token from %s is already stored\n", path);
+        return 0;
+    }
+    if (st != CM_OK) {
+        fprintf(stderr, "shardplan token: %s: %s\n", path, err.msg);
+        return 1;
+    }
+    fprintf(stderr, "token %lld (scope %s) imported from %s\n", (long long)id,
+            st_scope_name(scope), path);
+    return 0;
 }
 
 int srv_token_main(int argc, char **argv)
@@ -785,6 +852,14 @@ int srv_token_main(int argc, char **argv)
                 fprintf(stderr, "token %lld (scope %s) created; it is shown only once\n",
                         (long long)id, st_scope_name(scope));
             }
+        }
+    } else if (strcmp(argv[1], "import") == 0 && pos != NULL) {
+        st_scope scope;
+        if (scope_s == NULL || !st_scope_parse(scope_s, &scope)) {
+            token_usage(stderr);
+            rc = 2;
+        } else {
+            rc = token_import(db, pos, scope, label != NULL ? label : "imported");
         }
     } else if (strcmp(argv[1], "list") == 0) {
         st_token_query q;

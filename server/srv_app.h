@@ -39,6 +39,13 @@ typedef struct srv_config {
     size_t cache_entries;      /* plans kept in memory */
     srv_auth_mode auth;
     bool insecure;             /* allow a non-loopback address without tokens */
+    char web_dir[SRV_PATH_LEN]; /* built dashboard served at / (srv_web.h); "": none */
+    double bench_time_limit_s;  /* a benchmark run's worker is killed after, seconds */
+    size_t bench_memory_mb;     /* RLIMIT_AS of the worker, MiB; 0: none */
+    char worker_path[SRV_PATH_LEN]; /* not an option: the executable run as `PATH exec-worker`
+                                       for each benchmark run (serve: its own binary); "": no
+                                       supervisor, runs stay queued (srv_config_init) */
+    bool bench_test_faults;     /* tests only, not an option: accept "fault" in a run spec */
 } srv_config;
 
 /* Fills c with the defaults: 127.0.0.1:8080, var/shardplan.db, log to
@@ -48,7 +55,8 @@ void srv_config_init(srv_config *c);
 
 /* Sets one option by name (the long flag without dashes: "listen", "db",
  * "log", "threads", "plan-workers", "max-body", "timeout", "idle-timeout",
- * "drain", "cache", "auth" = auto|on|off, "insecure" = true|false).
+ * "drain", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR,
+ * "bench-time-limit" = seconds, "bench-memory" = MiB (0: no limit)).
  * Errors: CM_EINVAL with err->path "/<name>" for an unknown name or a bad
  * value. */
 cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_error *err);

@@ -47,6 +47,45 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     return b->oom ? 0 : size * nmemb;
 }
 
+static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    (void)ptr;
+    (void)userdata;
+    return size * nmemb;
+}
+
+cm_status srv_client_post_json(const char *url, const char *body, size_t body_len, double timeout_s,
+                               long *status_out, cm_error *err)
+{
+    *status_out = 0;
+    CURL *h = curl_easy_init();
+    if (h == NULL) {
+        return cm_error_set(err, CM_EIO, NULL, "cannot initialize libcurl");
+    }
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    struct curl_slist *h2 = hdrs != NULL ? curl_slist_append(hdrs, "Expect:") : NULL;
+    hdrs = h2 != NULL ? h2 : hdrs;
+    long ms = (long)(timeout_s * 1000);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status_out);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    if (rc != CURLE_OK) {
+        return cm_error_set(err, CM_EIO, NULL, "%s", curl_easy_strerror(rc));
+    }
+    return CM_OK;
+}
+
 /* Sends one request; prints the answer. Returns an exit status. */
 static int request(const client *c, const char *method, const char *path, const char *ctype,
                    const char *body, size_t body_len)

@@ -98,7 +98,12 @@ struct srv_app {
     unsigned slots_busy;   /* jobs holding a planning slot */
 
     srv_metrics metrics;
+
+    /* the benchmark supervisor (srv_bench.c), NULL when not running */
+    struct srv_bench *bench;
 };
+
+typedef struct srv_bench srv_bench;
 
 /* Store handle pool: take one for the duration of a request, give it back. */
 st_db *srv_app_db_acquire(srv_app *app);

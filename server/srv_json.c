@@ -425,6 +425,157 @@ out:
     return st;
 }
 
+void srv_bench_spec_init(srv_bench_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->warmup = 1;
+    s->iters = 5;
+    s->seed = 1;
+}
+
+/* One spec member: *known tells whether key is one; errors name path. */
+static cm_status bench_member(const char *key, json_t *v, const char *path, srv_bench_spec *s,
+                              bool *known, cm_error *err)
+{
+    static const struct {
+        const char *name;
+        json_int_t lo, hi;
+    } lim[] = {{"devices", 0, SRV_BENCH_MAX_DEVICES},
+               {"warmup", 0, 1000},
+               {"iters", 1, 100000},
+               {"seed", 0, INT64_MAX}};
+    *known = true;
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+        if (strcmp(key, lim[i].name) != 0) {
+            continue;
+        }
+        if (!json_is_integer(v) || json_integer_value(v) < lim[i].lo ||
+            json_integer_value(v) > lim[i].hi) {
+            return cm_error_set(err, CM_EINVAL, path, "expected an integer in %lld..%lld",
+                                (long long)lim[i].lo, (long long)lim[i].hi);
+        }
+        json_int_t x = json_integer_value(v);
+        if (i == 0) {
+            s->devices = (uint32_t)x;
+        } else if (i == 1) {
+            s->warmup = (uint32_t)x;
+        } else if (i == 2) {
+            s->iters = (uint32_t)x;
+        } else {
+            s->seed = (uint64_t)x;
+        }
+        return CM_OK;
+    }
+    if (strcmp(key, "fault") == 0) {
+        const char *f = json_is_string(v) ? json_string_value(v) : "";
+        if (strcmp(f, "crash") != 0 && strcmp(f, "hang") != 0 && strcmp(f, "oom") != 0) {
+            return cm_error_set(err, CM_EINVAL, path, "expected crash, hang or oom");
+        }
+        snprintf(s->fault, sizeof s->fault, "%s", f);
+        return CM_OK;
+    }
+    *known = false;
+    return CM_OK;
+}
+
+cm_status srv_json_bench_req_decode(const char *body, size_t len, cm_arena *a, bool allow_fault,
+                                    srv_run_req *out, cm_error *err)
+{
+    memset(out, 0, sizeof *out);
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    if (j == NULL) {
+        return syntax_error(&je, err);
+    }
+    json_t *spec = json_object(); /* new */
+    cm_status st = CM_OK;
+    if (spec == NULL) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    if (!json_is_object(j)) {
+        st = cm_error_set(err, CM_EINVAL, "", "expected a JSON object");
+        goto out;
+    }
+    srv_bench_spec s;
+    srv_bench_spec_init(&s);
+    const char *key;
+    json_t *v; /* borrowed */
+    json_object_foreach(j, key, v)
+    {
+        char path[CM_ERROR_PATH_LEN];
+        snprintf(path, sizeof path, "/%s", key);
+        bool known = false;
+        if (strcmp(key, "plan_id") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected a plan id (positive integer)");
+                goto out;
+            }
+            out->plan_id = (int64_t)json_integer_value(v);
+        } else if (strcmp(key, "webhook_url") == 0) {
+            if (!json_is_string(v)) {
+                st = cm_error_set(err, CM_EINVAL, path, "expected a URL (string)");
+                goto out;
+            }
+            out->webhook_url = cm_arena_strdup(a, json_string_value(v));
+        } else if (strcmp(key, "fault") == 0 && !allow_fault) {
+            st = cm_error_set(err, CM_EINVAL, path, "test faults are not enabled on this server");
+            goto out;
+        } else {
+            st = bench_member(key, v, path, &s, &known, err);
+            if (st != CM_OK) {
+                goto out;
+            }
+            if (!known) {
+                st = cm_error_set(err, CM_EINVAL, path, "unknown member '%s'", key);
+                goto out;
+            }
+            if (json_object_set(spec, key, v) != 0) {
+                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                goto out;
+            }
+        }
+    }
+    if (out->plan_id == 0) {
+        st = cm_error_set(err, CM_EINVAL, "/plan_id", "missing: the plan to benchmark");
+        goto out;
+    }
+    out->spec = dump_to_arena(spec, a, &out->spec_len);
+    if (out->spec == NULL) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+out:
+    json_decref(spec);
+    json_decref(j);
+    return st;
+}
+
+cm_status srv_json_bench_spec_decode(const char *spec, size_t len, srv_bench_spec *out,
+                                     cm_error *err)
+{
+    srv_bench_spec_init(out);
+    json_error_t je;
+    json_t *j = json_loadb(spec, len, 0, &je); /* new */
+    if (j == NULL) {
+        return syntax_error(&je, err);
+    }
+    cm_status st = CM_OK;
+    const char *key;
+    json_t *v; /* borrowed */
+    json_object_foreach(j, key, v)
+    {
+        char path[CM_ERROR_PATH_LEN];
+        snprintf(path, sizeof path, "/spec/%s", key);
+        bool known;
+        st = bench_member(key, v, path, out, &known, err);
+        if (st != CM_OK) {
+            break;
+        }
+    }
+    json_decref(j);
+    return st;
+}
+
 cm_status srv_json_token_req_decode(const char *body, size_t len, cm_arena *a,
                                     srv_token_req *out, cm_error *err)
 {

@@ -86,6 +86,33 @@ typedef struct srv_run_req {
 cm_status srv_json_run_req_decode(const char *body, size_t len, cm_arena *a, srv_run_req *out,
                                   cm_error *err);
 
+/* A benchmark run's parameters, the members of its stored spec (docs/api.md
+ * "Benchmark runs"). */
+typedef struct srv_bench_spec {
+    uint32_t devices; /* device workers, 1..SRV_BENCH_MAX_DEVICES; 0: the mesh size */
+    uint32_t warmup;  /* untimed runs first, 0..1000 */
+    uint32_t iters;   /* timed runs, 1..100000 */
+    uint64_t seed;    /* argument generator seed */
+    char fault[8];    /* "" or a test fault: "crash", "hang", "oom" */
+} srv_bench_spec;
+
+#define SRV_BENCH_MAX_DEVICES 256
+
+/* Defaults: devices 0, warmup 1, iters 5, seed 1, no fault. */
+void srv_bench_spec_init(srv_bench_spec *s);
+
+/* POST /v1/benchmarks: {"plan_id", "devices", "warmup", "iters", "seed",
+ * "webhook_url"} (only plan_id required; "fault" only when allow_fault).
+ * Fills out with the plan id, the URL and a spec object of the parameters
+ * (allocated in a). Errors: CM_EINVAL with the member's path. */
+cm_status srv_json_bench_req_decode(const char *body, size_t len, cm_arena *a, bool allow_fault,
+                                    srv_run_req *out, cm_error *err);
+
+/* Reads a stored spec (also one posted to /v1/runs): the members above are
+ * checked, others ignored. Errors: CM_EINVAL at /spec/<member>. */
+cm_status srv_json_bench_spec_decode(const char *spec, size_t len, srv_bench_spec *out,
+                                     cm_error *err);
+
 /* POST /v1/tokens: {"scope": "read|write|admin", "label": "..."}. */
 typedef struct srv_token_req {
     const char *scope;

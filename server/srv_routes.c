@@ -19,9 +19,12 @@
 #include "sp_ir.h"
 #include "sp_ops.h"
 #include "sp_plan_json.h"
+#include "sp_advise.h"
 #include "sp_profile_json.h"
+#include "srv_bench.h"
 #include "srv_int.h"
 #include "srv_json.h"
+#include "srv_web.h"
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -183,7 +186,11 @@ static void h_plan_list(srv_app *, srv_req *, route_args *);
 static void h_plan_get(srv_app *, srv_req *, route_args *);
 static void h_plan_delete(srv_app *, srv_req *, route_args *);
 static void h_compare(srv_app *, srv_req *, route_args *);
+static void h_plan_advise(srv_app *, srv_req *, route_args *);
+static void h_sweep(srv_app *, srv_req *, route_args *);
+static bool query_profile(srv_app *, srv_req *, route_args *, sp_profile *, bool *);
 static void h_run_post(srv_app *, srv_req *, route_args *);
+static void h_bench_post(srv_app *, srv_req *, route_args *);
 static void h_run_list(srv_app *, srv_req *, route_args *);
 static void h_run_get(srv_app *, srv_req *, route_args *);
 static void h_run_delete(srv_app *, srv_req *, route_args *);
@@ -216,11 +223,18 @@ static const route routes[] = {
     {"GET", "/v1/plans", h_plan_list, R_READ, true, "plans.list"},
     {"GET", "/v1/plans/{}", h_plan_get, R_READ, false, "plans.get"},
     {"DELETE", "/v1/plans/{}", h_plan_delete, R_WRITE, true, "plans.delete"},
+    {"GET", "/v1/plans/{}/lint", h_plan_advise, R_READ, true, "plans.lint"},
+    {"GET", "/v1/plans/{}/collectives", h_plan_advise, R_READ, true, "plans.collectives"},
     {"GET", "/v1/compare", h_compare, R_READ, true, "compare"},
+    {"GET", "/v1/sweep", h_sweep, R_READ, true, "sweep"},
     {"POST", "/v1/runs", h_run_post, R_WRITE, true, "runs.create"},
     {"GET", "/v1/runs", h_run_list, R_READ, true, "runs.list"},
     {"GET", "/v1/runs/{}", h_run_get, R_READ, true, "runs.get"},
     {"DELETE", "/v1/runs/{}", h_run_delete, R_WRITE, true, "runs.delete"},
+    {"POST", "/v1/benchmarks", h_bench_post, R_WRITE, true, "benchmarks.create"},
+    {"GET", "/v1/benchmarks", h_run_list, R_READ, true, "benchmarks.list"},
+    {"GET", "/v1/benchmarks/{}", h_run_get, R_READ, true, "benchmarks.get"},
+    {"DELETE", "/v1/benchmarks/{}", h_run_delete, R_WRITE, true, "benchmarks.delete"},
     {"POST", "/v1/tokens", h_token_post, R_ADMIN, true, "tokens.create"},
     {"GET", "/v1/tokens", h_token_list, R_ADMIN, true, "tokens.list"},
     {"DELETE", "/v1/tokens/{}", h_token_delete, R_ADMIN, true, "tokens.delete"},
@@ -1465,6 +1479,175 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
 
 /* ---- compare ---------------------------------------------------------------------------------------- */
 
+/* GET /v1/plans/{id}/lint and /collectives (planner/sp_advise.h, docs/advisor.md):
+ * the plan's stored graph is linted (or its collectives listed) with the
+ * query's profile (a stored profile by name, else a shipped one; default
+ * cpu-local), mesh and min_bytes. */
+static void h_plan_advise(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id;
+    if (!seg_id(app, r, a, &id)) {
+        return;
+    }
+    bool lint = strcmp(srv_req_route(r), "plans.lint") == 0;
+    cm_error e;
+    cm_error_clear(&e);
+    sp_profile prof;
+    sp_advise_opts o;
+    sp_advise_opts_init(&o);
+    bool have_prof;
+    if (!query_profile(app, r, a, &prof, &have_prof)) {
+        return;
+    }
+    o.profile = have_prof ? &prof : NULL;
+    o.mesh = srv_req_query(r, "mesh");
+    const char *mb = srv_req_query(r, "min_bytes");
+    int64_t min_bytes = 0;
+    if (mb != NULL && !parse_i64(mb, 0, &min_bytes)) {
+        reply_err(app, r, E_INVALID, "/min_bytes", "'%s' is not a byte count", mb);
+        return;
+    }
+    o.min_bytes = (double)min_bytes;
+    st_plan p;
+    st_graph g;
+    memset(&p, 0, sizeof p);
+    memset(&g, 0, sizeof g);
+    sp_advise *adv = NULL;
+    if (st_plan_get(a->db, id, &p, &e) != CM_OK) {
+        reply_cm(app, r, &e);
+    } else if (st_graph_get(a->db, p.graph_id, &g, &e) != CM_OK) {
+        reply_err(app, r, E_INTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
+    } else if (sp_advise_run(g.body, g.body_len, &o, &adv, &e) != CM_OK) {
+        /* a bad mesh name is the client's; anything else about stored data is ours */
+        if (e.code == CM_EINVAL && strcmp(e.path, "/mesh") == 0) {
+            reply_cm(app, r, &e);
+        } else {
+            reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+        }
+    } else {
+        cm_buf b;
+        cm_buf_init(&b);
+        if (lint) {
+            sp_advise_write_lint_json(adv, &b);
+        } else {
+            sp_advise_write_colls_json(adv, &b);
+        }
+        cm_buf_putc(&b, '\n');
+        reply_buf(app, r, 200, &b);
+    }
+    sp_advise_destroy(adv);
+    st_plan_fini(&p);
+    st_graph_fini(&g);
+}
+
+/* A stored profile by name, else a shipped one; false (reply sent) when neither. */
+static bool query_profile(srv_app *app, srv_req *r, route_args *a, sp_profile *prof, bool *set)
+{
+    const char *pname = srv_req_query(r, "profile");
+    *set = false;
+    if (pname == NULL) {
+        return true;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    st_doc d;
+    memset(&d, 0, sizeof d);
+    cm_status st = st_profile_get(a->db, pname, &d, &e);
+    if (st == CM_OK) {
+        st = sp_profile_decode(d.body, d.body_len, prof, &e);
+    } else if (st == CM_ENOTFOUND && strchr(pname, '/') == NULL) {
+        cm_error_clear(&e);
+        st = sp_profile_load(pname, prof, &e);
+    }
+    st_doc_fini(&d);
+    if (st != CM_OK) {
+        reply_err(app, r, E_INVALID, "/profile", "profile '%s': %s", pname, e.msg);
+        return false;
+    }
+    *set = true;
+    return true;
+}
+
+/* GET /v1/sweep?devices=8&layers=4&d_model=&heads=&seq=&batch=&strategies=dp,tp&train=false
+ * &profile=: `shardplan sweep` (docs/advisor.md). Sizes are capped so that one
+ * request stays in the seconds: devices <= 4096, layers <= 256. */
+static void h_sweep(srv_app *app, srv_req *r, route_args *a)
+{
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    static const struct {
+        const char *key;
+        int64_t max;
+    } nums[] = {{"devices", 4096}, {"layers", 256},      {"d_model", 1 << 16},
+                {"heads", 1 << 12}, {"seq", 1 << 16}, {"batch", 1 << 16}};
+    int64_t *dst[] = {&o.devices, NULL, &o.d_model, &o.heads, &o.seq, &o.batch};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        const char *v = srv_req_query(r, nums[i].key);
+        int64_t n = 0;
+        if (v == NULL) {
+            continue;
+        }
+        if (!parse_i64(v, 1, &n) || n > nums[i].max) {
+            char path[32];
+            snprintf(path, sizeof path, "/%s", nums[i].key);
+            reply_err(app, r, E_INVALID, path, "'%s' is not in [1, %lld]", v,
+                      (long long)nums[i].max);
+            return;
+        }
+        if (dst[i] != NULL) {
+            *dst[i] = n;
+        } else {
+            o.layers = (uint32_t)n;
+        }
+    }
+    const char *train = srv_req_query(r, "train");
+    if (train != NULL) {
+        if (strcmp(train, "true") != 0 && strcmp(train, "false") != 0) {
+            reply_err(app, r, E_INVALID, "/train", "give true or false");
+            return;
+        }
+        o.train = strcmp(train, "true") == 0;
+    }
+    const char *strat = srv_req_query(r, "strategies");
+    if (strat != NULL) {
+        static const char *const names[] = {"dp", "fsdp", "tp", "dp+tp"};
+        o.strategies = 0;
+        for (const char *s = strat; *s != '\0';) {
+            size_t k = strcspn(s, ",");
+            int j = 0;
+            while (j < 4 && (strlen(names[j]) != k || strncmp(s, names[j], k) != 0)) {
+                j++;
+            }
+            if (j == 4) {
+                reply_err(app, r, E_INVALID, "/strategies", "'%.*s' is not dp, fsdp, tp or dp+tp",
+                          (int)k, s);
+                return;
+            }
+            o.strategies |= 1u << j;
+            s += k + (s[k] == ',');
+        }
+    }
+    sp_profile prof;
+    bool have_prof;
+    if (!query_profile(app, r, a, &prof, &have_prof)) {
+        return;
+    }
+    o.profile = have_prof ? &prof : NULL;
+    cm_error e;
+    cm_error_clear(&e);
+    sp_sweep_result res;
+    if (sp_sweep_run(&o, &res, &e) != CM_OK) {
+        reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_sweep_write_json(&res, &b);
+    cm_buf_putc(&b, '\n');
+    sp_sweep_result_fini(&res);
+    reply_buf(app, r, 200, &b);
+}
+
 static void h_compare(srv_app *app, srv_req *r, route_args *a)
 {
     const char *list = srv_req_query(r, "plans");
@@ -1586,9 +1769,32 @@ static void h_compare(srv_app *app, srv_req *r, route_args *a)
             fclose(errs);
         }
         if (rc == 0 && out_data != NULL) {
+            /* the report names its inputs by file: name them by plan instead,
+             * so no server path reaches the client */
             cm_buf b;
             cm_buf_init(&b);
-            cm_buf_append(&b, out_data, out_len);
+            const char *at = out_data, *end = out_data + out_len;
+            while (at < end) {
+                const char *next = end;
+                int which = -1;
+                size_t plen = 0;
+                for (int i = 0; i < n_files; i++) {
+                    size_t l = strlen(paths[i]);
+                    const char *q = strstr(at, paths[i]);
+                    if (q != NULL && q > at && q[-1] == '"' && q + l < end && q[l] == '"' &&
+                        q < next) {
+                        next = q;
+                        which = i;
+                        plen = l;
+                    }
+                }
+                cm_buf_append(&b, at, (size_t)(next - at));
+                if (which < 0) {
+                    break;
+                }
+                cm_buf_printf(&b, "plans/%lld", (long long)ids[which]);
+                at = next + plen;
+            }
             reply_buf(app, r, 200, &b);
         } else {
             size_t k = err_len;
@@ -1611,12 +1817,18 @@ static void h_compare(srv_app *app, srv_req *r, route_args *a)
 
 /* ---- benchmark runs ------------------------------------------------------------------------------------ */
 
+/* The API's status names: the store's "done" is "succeeded". */
+static const char *run_status_name(st_bench_status s)
+{
+    return s == ST_BENCH_DONE ? "succeeded" : st_bench_status_name(s);
+}
+
 static void run_json(cm_buf *b, const st_bench *x, bool full)
 {
     cm_buf_putc(b, '{');
     put_kv_i64(b, "id", x->id, false);
     put_kv_i64(b, "plan_id", x->plan_id, true);
-    put_kv_str(b, "status", st_bench_status_name(x->status), true);
+    put_kv_str(b, "status", run_status_name(x->status), true);
     cm_buf_printf(b, ",\"progress\":%.4g", x->progress);
     cm_buf_puts(b, ",\"spec\":");
     if (x->spec != NULL) {
@@ -1646,6 +1858,40 @@ static void run_json(cm_buf *b, const st_bench *x, bool full)
     cm_buf_putc(b, '}');
 }
 
+/* Stores a decoded run request queued and answers it with the run. */
+static void run_create(srv_app *app, srv_req *r, route_args *a, const srv_run_req *rq,
+                       const char *coll, unsigned status)
+{
+    cm_error e;
+    cm_error_clear(&e);
+    if (rq->webhook_url != NULL &&
+        srv_bench_webhook_check(rq->webhook_url, "/webhook_url", &e) != CM_OK) {
+        reply_cm(app, r, &e);
+        return;
+    }
+    int64_t id = 0;
+    if (st_bench_create(a->db, rq->plan_id, rq->spec, rq->spec_len, rq->webhook_url, &id, &e) !=
+        CM_OK) {
+        reply_cm(app, r, &e);
+        return;
+    }
+    st_bench x;
+    memset(&x, 0, sizeof x);
+    cm_status st = st_bench_get(a->db, id, &x, &e);
+    srv_bench_kick(app); /* after the read: the answer shows the run queued */
+    if (st != CM_OK) {
+        reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    run_json(&b, &x, true);
+    cm_buf_putc(&b, '\n');
+    st_bench_fini(&x);
+    set_location(r, coll, id);
+    reply_buf(app, r, status, &b);
+}
+
 static void h_run_post(srv_app *app, srv_req *r, route_args *a)
 {
     body_kind bk;
@@ -1661,25 +1907,27 @@ static void h_run_post(srv_app *app, srv_req *r, route_args *a)
         reply_cm(app, r, &e);
         return;
     }
-    int64_t id = 0;
-    if (st_bench_create(a->db, rq.plan_id, rq.spec, rq.spec_len, rq.webhook_url, &id, &e) !=
-        CM_OK) {
+    run_create(app, r, a, &rq, "runs", 201);
+}
+
+/* POST /v1/benchmarks: the flat form, answered 202 (queued). */
+static void h_bench_post(srv_app *app, srv_req *r, route_args *a)
+{
+    body_kind bk;
+    if (!body_kind_of(app, r, false, &bk)) {
+        return;
+    }
+    size_t len;
+    const char *body = srv_req_body(r, &len);
+    srv_run_req rq;
+    cm_error e;
+    cm_error_clear(&e);
+    if (srv_json_bench_req_decode(body, len, srv_req_arena(r), app->cfg.bench_test_faults, &rq,
+                                  &e) != CM_OK) {
         reply_cm(app, r, &e);
         return;
     }
-    st_bench x;
-    memset(&x, 0, sizeof x);
-    if (st_bench_get(a->db, id, &x, &e) != CM_OK) {
-        reply_cm(app, r, &e);
-        return;
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    run_json(&b, &x, true);
-    cm_buf_putc(&b, '\n');
-    st_bench_fini(&x);
-    set_location(r, "runs", id);
-    reply_buf(app, r, 201, &b);
+    run_create(app, r, a, &rq, "benchmarks", 202);
 }
 
 static void h_run_list(srv_app *app, srv_req *r, route_args *a)
@@ -1691,9 +1939,11 @@ static void h_run_list(srv_app *app, srv_req *r, route_args *a)
     }
     const char *status = srv_req_query(r, "status");
     if (status != NULL) {
-        if (!st_bench_status_parse(status, &q.status)) {
-            reply_err(app, r, E_INVALID, "/status", "status must be queued, running, done or "
-                                                    "failed");
+        if (strcmp(status, "succeeded") == 0) {
+            q.status = ST_BENCH_DONE;
+        } else if (!st_bench_status_parse(status, &q.status)) {
+            reply_err(app, r, E_INVALID, "/status", "status must be queued, running, succeeded "
+                                                    "or failed");
             return;
         }
         q.has_status = true;
@@ -1927,6 +2177,15 @@ void srv_routes_handle(void *cls, srv_req *r)
         snprintf(allow + n, sizeof allow - n, "%s%s", n > 0 ? ", " : "", routes[i].method);
     }
     if (rt == NULL) {
+        if (allow[0] == '\0' && app->cfg.web_dir[0] != '\0' && srv_web_wants(method, path)) {
+            cm_error e; /* the dashboard's static files (srv_web.h) */
+            cm_error_clear(&e);
+            srv_req_set_route(r, "web", ROUTE_NONE);
+            if (srv_web_reply(app->cfg.web_dir, r, &e) != CM_OK) {
+                reply_cm(app, r, &e);
+            }
+            return;
+        }
         if (allow[0] != '\0') {
             srv_req_add_header(r, "Allow", allow);
             reply_err(app, r, E_METHOD, NULL, "%s is not allowed on %s (allowed: %s)", method,

@@ -258,6 +258,8 @@ static void test_srv_health_ready_openapi_metrics(void **state)
                                   "/v1/graphs",        "/v1/graphs/{id}",   "/v1/meshes/{name}",
                                   "/v1/rules/{name}",  "/v1/profiles/{name}", "/v1/plans",
                                   "/v1/plans/{id}",    "/v1/compare",       "/v1/runs",
+                                  "/v1/plans/{id}/lint", "/v1/plans/{id}/collectives",
+                                  "/v1/sweep",
                                   "/v1/runs/{id}",     "/v1/tokens",        "/v1/tokens/{id}"};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
         assert_non_null(json_object_get(paths, expect[i]));
@@ -607,6 +609,77 @@ static void test_srv_plans_dedup_options_and_lists(void **state)
     resp_fini(&r);
 }
 
+/* GET /v1/plans/{id}/lint and /collectives run planner/sp_advise on the
+ * plan's stored graph: the Flax MLP has four all-reduces over "model" and,
+ * under a stored 1 KiB profile, memory over capacity. */
+static void test_srv_plan_lint_and_collectives(void **state)
+{
+    fixture *f = *state;
+    json_int_t a = post_mlp(f, 201);
+    char path[160];
+    resp r;
+    snprintf(path, sizeof path, "/v1/plans/%lld/collectives", (long long)a);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    const json_t *cs = json_object_get(r.json, "collectives");
+    assert_int_equal(json_array_size(cs), 4);
+    assert_string_equal(jstr(json_array_get(cs, 0), "kind"), "all_reduce");
+    assert_non_null(strstr(jstr(json_array_get(cs, 0), "cause"), "reduction"));
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/plans/%lld/lint", (long long)a);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(json_object_get(r.json, "findings"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r.json, "counts"),
+                                                        "memory_over_capacity")),
+                     0);
+    resp_fini(&r);
+    http(f, "PUT", "/v1/profiles/tiny", "application/json",
+         "{\"format\":\"shardplan.device-profile/v1\",\"name\":\"tiny\",\"source\":\"test\","
+         "\"peak_flops\":{\"f32\":1e9},\"memory\":{\"bytes\":1024,\"bandwidth\":1e9},"
+         "\"links\":{\"default\":{\"bandwidth\":1e9,\"latency\":1e-6}}}",
+         &r);
+    if (r.status != 201) {
+        fprintf(stderr, "profile: %.*s\n", (int)r.body.len, r.body.data);
+    }
+    assert_int_equal(r.status, 201);
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/plans/%lld/lint?profile=tiny", (long long)a);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r.json, "counts"),
+                                                        "memory_over_capacity")),
+                     1);
+    assert_string_equal(jstr(r.json, "profile"), "tiny");
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/plans/%lld/lint?mesh=nope", (long long)a);
+    http(f, "GET", path, NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/mesh");
+    resp_fini(&r);
+    snprintf(path, sizeof path, "/v1/plans/%lld/lint?min_bytes=-1", (long long)a);
+    http(f, "GET", path, NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/min_bytes");
+    resp_fini(&r);
+    http(f, "GET", "/v1/plans/4242/lint", NULL, NULL, &r);
+    assert_int_equal(r.status, 404);
+    resp_fini(&r);
+    /* the sweep: 2 devices (1x2, 2x1) x dp, tp */
+    http(f, "GET", "/v1/sweep?devices=2&layers=1&d_model=64&seq=8&strategies=dp,tp", NULL, NULL,
+         &r);
+    assert_int_equal(r.status, 200);
+    const json_t *rows = json_object_get(r.json, "rows");
+    assert_int_equal(json_array_size(rows), 4);
+    assert_int_equal(jint(json_array_get(rows, 0), "rank"), 1);
+    assert_true(json_is_true(json_object_get(json_array_get(rows, 0), "ok")));
+    resp_fini(&r);
+    http(f, "GET", "/v1/sweep?devices=0", NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/devices");
+    resp_fini(&r);
+    http(f, "GET", "/v1/sweep?strategies=dp,zz", NULL, NULL, &r);
+    expect_error(&r, 400, "invalid", "/strategies");
+    resp_fini(&r);
+}
+
 static void test_srv_compare_and_runs(void **state)
 {
     fixture *f = *state;
@@ -625,6 +698,13 @@ static void test_srv_compare_and_runs(void **state)
     }
     assert_int_equal(r.status, 200);
     assert_non_null(r.json);
+    /* inputs are named by plan, never by a server path */
+    for (size_t k = 0; k < 2; k++) {
+        json_t *pl = json_array_get(json_object_get(r.json, "plans"), k);
+        char want[64];
+        snprintf(want, sizeof want, "plans/%lld", (long long)(k == 0 ? a : b));
+        assert_string_equal(json_string_value(json_object_get(pl, "file")), want);
+    }
     resp_fini(&r);
     snprintf(path, sizeof path, "/v1/compare?plans=%lld", (long long)a);
     http(f, "GET", path, NULL, NULL, &r);
@@ -1100,6 +1180,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_srv_meshes_rules_profiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plans_dedup_options_and_lists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_compare_and_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_plan_lint_and_collectives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_corrupt_stored_graph_is_500, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_timeout_is_503, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_auth_tokens_and_scopes, setup, teardown),
