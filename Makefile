@@ -128,7 +128,8 @@ $(BUILD)/web/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
 
 # Browser tests of the dashboard: headless Chromium (Debian's package) driven
 # by playwright-core against a real server on 127.0.0.1 with a temporary
-# database; screenshots in $(BUILD)/test-output/web (compare also to docs/img).
+# database; screenshots in $(BUILD)/test-output/web (UPDATE_DOCS_IMG=1: compare
+# also to docs/img/compare.png).
 web-test: $(BUILD)/rel/shardplan web
 	cd web && node test/run.mjs $(abspath $(BUILD))/rel/shardplan $(abspath $(BUILD))/web \
 	  $(abspath $(BUILD))/test-output/web

@@ -1,8 +1,10 @@
 // Compare 2-4 plans: GET /v1/compare?plans=...: memory, communication,
 // FLOPs and predicted step as bars, where the plans first diverge, and the
 // tensors whose shardings differ (highlighted where they differ from the
-// first plan).
+// first plan); each plan's newest succeeded benchmark: its per-iteration
+// min / median / max and measured vs predicted step ('\u2014' without one).
 import { getJson } from './api.js';
+import { newestSucceeded } from './bench.js';
 import { barChart } from './charts.js';
 import { BUILTIN_PROFILES } from './plan.js';
 import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
@@ -71,12 +73,67 @@ export async function comparePage(main, ctx, idsText) {
     },
   });
   table.setCount(diffs.length);
+  const benchBox = h('section', { id: 'compare-bench' }, h('h2', {}, 'Benchmarks'), h('p', { class: 'muted' }, 'Loading benchmarks\u2026'));
   fill(out, 
     summary,
-    h('div', { class: 'charts' }, charts.map((x) => x.el)),
+    h('div', { class: 'charts', id: 'compare-charts' }, charts.map((x) => x.el)),
+    benchBox,
     diverge,
     h('h2', {}, `Sharding differences: ${diffs.length} of ${c.compared_tensors} tensors`),
     c.structure_differs ? h('p', { class: 'diag warning' }, 'The plans are of different modules: tensors are matched by position.') : null,
     table.el,
   );
+  loadBenchmarks(ctx, benchBox, ids, labels, charts);
+}
+
+// Each plan's newest succeeded run: a box-like floating bar min..max with
+// the median as a dash across it, and measured median vs predicted step.
+async function loadBenchmarks(ctx, box, ids, labels, charts) {
+  let runs;
+  try {
+    runs = await Promise.all(ids.map((id) => newestSucceeded(id)));
+  } catch (err) {
+    if (ctx.alive()) fill(box, h('h2', {}, 'Benchmarks'), errorBox(err));
+    return;
+  }
+  if (!ctx.alive()) return;
+  const res = runs.map((r) => (r && r.results) || null);
+  const its = res.map((r) => (r && Array.isArray(r.iter_s) && r.iter_s.length ? r.iter_s : null));
+  const table = h('table', { class: 'summary-table', id: 'compare-bench-table' },
+    h('thead', {}, h('tr', {}, h('th', {}, ''), labels.map((l) => h('th', {}, l)))),
+    h('tbody', {},
+      [['benchmark', (r, i) => (runs[i] ? `run ${runs[i].id}` : DASH)],
+        ['measured step (median)', (r) => (r ? fmtSeconds(r.step_s) : DASH)],
+        ['min / max', (r, i) => (its[i] ? `${fmtSeconds(Math.min(...its[i]))} / ${fmtSeconds(Math.max(...its[i]))}` : DASH)],
+        ['predicted step (run)', (r) => (r ? fmtSeconds(r.predicted_step_s) : DASH)],
+        ['numerics', (r) => (r && r.numerics ? (r.numerics.match ? 'match' : 'MISMATCH') : DASH)]]
+        .map(([k, f]) => h('tr', {}, h('th', {}, k), res.map((r, i) => h('td', {}, f(r, i)))))));
+  if (!res.some(Boolean)) {
+    fill(box, h('h2', {}, 'Benchmarks'), table, h('p', { class: 'muted' }, 'No succeeded benchmark of these plans yet (start one from a plan\'s page).'));
+    return;
+  }
+  const dist = barChart({
+    title: 'Measured per-iteration time: min..max, median',
+    labels,
+    datasets: [
+      { label: 'min..max', data: its.map((x) => (x ? [Math.min(...x), Math.max(...x)] : null)), backgroundColor: '#b9c8ee' },
+      // The median as a dash across the bar (a line dataset without its line).
+      { type: 'line', label: 'median', data: res.map((r) => (r ? r.step_s : null)), showLine: false, pointStyle: 'line',
+        pointRadius: 28, pointHoverRadius: 28, borderWidth: 3, borderColor: '#1d2330', backgroundColor: '#1d2330', order: -1 },
+    ],
+    format: (v) => (Array.isArray(v) ? `${fmtSeconds(v[0])} .. ${fmtSeconds(v[1])}` : fmtSeconds(v)),
+    height: 220,
+  });
+  const mvp = barChart({
+    title: 'Measured vs predicted step',
+    labels,
+    datasets: [
+      { label: 'measured (median)', data: res.map((r) => (r ? r.step_s : null)) },
+      { label: 'predicted', data: res.map((r) => (r ? r.predicted_step_s ?? null : null)) },
+    ],
+    format: fmtSeconds,
+    height: 220,
+  });
+  charts.push(dist, mvp);
+  fill(box, h('h2', {}, 'Benchmarks'), table, h('div', { class: 'charts', id: 'compare-bench-charts' }, dist.el, mvp.el));
 }

@@ -1,8 +1,10 @@
 // Plan view: GET /v1/plans/{id}. Every input, op result and output with its
 // sharding in a virtualised table; for the selected value its device grid,
 // its sharding origins and the op's propagation edges and rule ("why");
-// per-device memory and communication from GET /v1/compare (the cost model).
+// per-device memory and communication from GET /v1/compare (the cost model);
+// benchmark runs of the plan (bench.js).
 import { getJson, listAll } from './api.js';
+import { benchPanel } from './bench.js';
 import { barChart } from './charts.js';
 import { blocksPerDim, deviceGrid, refName } from './sharding.js';
 import { DASH, debounce, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
@@ -253,6 +255,9 @@ export async function planPage(main, ctx, id) {
     h('h2', {}, 'Cost'),
     h('div', { class: 'toolbar' }, h('label', {}, 'profile ', profSel)),
     costBox,
+    h('h2', {}, 'Benchmark'),
+    h('p', { class: 'muted' }, 'Runs this plan on this machine\'s executor (POST /v1/benchmarks): devices default to the mesh\'s device count.'),
+    benchPanel(ctx, doc.id, plan.meshes && plan.meshes[0] ? plan.meshes[0].devices : 0),
   );
   apply();
   const first = all.findIndex((r) => r.v && r.v.sharding);

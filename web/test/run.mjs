@@ -3,7 +3,8 @@
 // 127.0.0.1 with an ephemeral port and a temporary SQLite file, stopped at
 // the end. Usage (the Makefile's web-test target):
 //   node test/run.mjs SHARDPLAN_BINARY WEB_DIR OUT_DIR [--perf]
-// Screenshots go to OUT_DIR; the compare page's also to docs/img/compare.png.
+// Screenshots go to OUT_DIR; with UPDATE_DOCS_IMG=1 the compare page's also
+// to docs/img/compare.png (the README's picture).
 // --perf adds 1,000 plans (PERF_PLANS=N) and a 100k-op module and prints render times.
 import { spawn, spawnSync } from 'node:child_process';
 import http from 'node:http';
@@ -207,6 +208,46 @@ async function main() {
     await page.close();
   });
 
+  await step('benchmark the Flax MLP from its plan view', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/plan/${mlpId}`);
+    await ready(page);
+    await page.waitForSelector('#bench-history', { timeout: WAIT });
+    await page.waitForFunction(() => /None yet/.test(document.querySelector('#bench-history').textContent), null, { timeout: WAIT });
+    check((await page.inputValue('#bench-devices')) === '8', 'devices default to the mesh size (8)');
+    // The API's own error for a bad iteration count.
+    await page.fill('#bench-iters', '0');
+    await page.click('#bench-start');
+    await page.waitForSelector('#bench-message .error', { timeout: WAIT });
+    const bad = await page.textContent('#bench-message .error');
+    check(/HTTP 400 invalid/.test(bad) && /\/iters/.test(bad) && /"error"/.test(bad), `API error shown as returned (${bad.slice(0, 80)}...)`);
+    await page.fill('#bench-iters', '5');
+    await page.fill('#bench-warmup', '1');
+    await page.click('#bench-start');
+    await page.waitForSelector('#bench-accepted', { timeout: WAIT });
+    check(/HTTP 202/.test(await page.textContent('#bench-accepted')), 'POST /v1/benchmarks answered 202');
+    await page.waitForSelector('#bench-state', { timeout: WAIT });
+    await page.waitForFunction(() => {
+      const s = document.querySelector('#bench-state');
+      return s && (s.dataset.status === 'succeeded' || s.dataset.status === 'failed');
+    }, null, { timeout: 60000 });
+    const st = await page.getAttribute('#bench-state', 'data-status');
+    check(st === 'succeeded', `benchmark succeeded (${st}${st === 'failed' ? `: ${await page.textContent('#bench-result')}` : ''})`);
+    await page.waitForSelector('#bench-chart canvas', { timeout: WAIT });
+    check(true, 'per-iteration chart rendered');
+    const nm = await page.textContent('#bench-numerics');
+    check(/^match/.test(nm), `numerics: ${nm}`);
+    check(/s$/.test(await page.textContent('#bench-measured')) && /s$/.test(await page.textContent('#bench-predicted')), 'measured median and predicted step shown');
+    await page.waitForFunction(() => document.querySelectorAll('#bench-history tbody tr').length === 1, null, { timeout: WAIT });
+    check(/succeeded/.test(await page.textContent('#bench-history tbody tr')), 'run listed among the plan\'s benchmarks');
+    await page.$eval('#plan-bench', (e) => e.scrollIntoView());
+    await page.screenshot({ path: join(outDir, 'benchmark.png'), fullPage: true });
+    const other = errors.filter((e) => !/Failed to load resource: the server responded with a status of 400/.test(e));
+    check(other.length === 0, `no console errors besides the expected 400 (${other.join('; ')})`);
+    await page.close();
+  });
+
   await step('plans list: filter, sort, costs', async () => {
     const errors = [];
     const page = await newPage(ctx, errors);
@@ -230,8 +271,9 @@ async function main() {
     await page.waitForTimeout(200);
     const mem = await page.$$eval('.plans-table .vt-row', (rows) => rows.map((r) => r.children[6].textContent));
     check(mem.length === 3 && mem.every((m) => /B$/.test(m)), `memory column sorted (${mem.join(', ')})`);
-    const measured = await page.$$eval('.plans-table .vt-row', (rows) => rows.map((r) => r.children[9].textContent));
-    check(measured.every((m) => m === '\u2014'), 'measured time is \u2014 without runs');
+    const measured = await page.$$eval('.plans-table .vt-row', (rows) => rows.map((r) => [r.children[2].textContent, r.children[9].textContent]));
+    check(measured.every(([m, t]) => (/flax-mlp/.test(m) ? /s$/.test(t) : t === '\u2014')),
+      `measured time: the benchmarked MLP's median, \u2014 without runs (${measured.map((x) => x.join(' ')).join(', ')})`);
     await page.screenshot({ path: join(outDir, 'plans.png'), fullPage: true });
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     await page.close();
@@ -244,11 +286,30 @@ async function main() {
     await ready(page);
     await page.waitForSelector('#first-divergence', { timeout: WAIT });
     check(/layer0\.Wq/.test(await page.textContent('#first-divergence')), 'first divergence at layer0.Wq');
-    check((await page.$$('.charts canvas')).length === 4, 'four bar charts');
+    check((await page.$$('#compare-charts canvas')).length === 4, 'four bar charts');
+    await page.waitForSelector('#compare-bench-table', { timeout: WAIT });
+    check(/No succeeded benchmark/.test(await page.textContent('#compare-bench')), 'benchmarks: \u2014 for plans without one');
     check((await page.$$('.diff-table .differs')).length > 0, 'differences highlighted');
     await page.screenshot({ path: join(outDir, 'compare.png'), fullPage: true });
-    mkdirSync(join(repo, 'docs', 'img'), { recursive: true });
-    copyFileSync(join(outDir, 'compare.png'), join(repo, 'docs', 'img', 'compare.png'));
+    if (process.env.UPDATE_DOCS_IMG === '1') {
+      mkdirSync(join(repo, 'docs', 'img'), { recursive: true });
+      copyFileSync(join(outDir, 'compare.png'), join(repo, 'docs', 'img', 'compare.png'));
+    }
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('compare: benchmarked MLP vs dp (none)', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/compare/${mlpId},${dp.id}`);
+    await ready(page);
+    await page.waitForSelector('#compare-bench-charts canvas', { timeout: WAIT });
+    check((await page.$$('#compare-bench-charts canvas')).length === 2, 'distribution and measured-vs-predicted charts');
+    const cells = await page.$$eval('#compare-bench-table tbody tr:nth-child(2) td', (t) => t.map((x) => x.textContent));
+    check(/s$/.test(cells[0]) && cells[1] === '\u2014', `measured: MLP timed, dp \u2014 (${cells.join(' | ')})`);
+    await page.$eval('#compare-bench', (e) => e.scrollIntoView());
+    await page.screenshot({ path: join(outDir, 'compare-benchmark.png'), fullPage: true });
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     await page.close();
   });
