@@ -332,7 +332,9 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
                     }
                     int64_t c = coord[ai], size = mesh->axes[ai].size;
                     if (r->pre_size > 0) {
-                        c = (c / r->pre_size) % r->size;
+                        /* Shardy's pre-size is the product of the sub-axes
+                         * major to this one (sp_collective_groups agrees) */
+                        c = (c / (size / (r->pre_size * r->size))) % r->size;
                         size = r->size;
                     }
                     idx = idx * size + c;
@@ -1211,10 +1213,19 @@ static cm_status run_redistribute(const prog *p, const xop *x, shared *sh, uint3
     for (uint32_t k = 0; self && k < O->rank; k++) {
         self = soff[k] <= doff[k] && doff[k] + dlen[k] <= soff[k] + valid_len(I, k, soff[k]);
     }
+    /* With padded blocks (a dimension the shard count does not divide) the
+     * blocks of a group need not tile the target: gathering "x" out of
+     * [{"y", "x"}] on y=3, x=2 turns 7 rows in blocks of 2 into blocks of
+     * 3, and row 3 sits outside device (y=1)'s group. Every device's block
+     * is a block of the same global tensor, so a copy may read any device. */
+    bool wide = false;
+    for (uint32_t d = 0; !reduce && !self && !wide && d < p->n_dev; d++) {
+        wide = !unpadded(p, v, d) || !unpadded(p, r, d);
+    }
     const int64_t *grp = &x->groups[(size_t)x->grp_of[dev] * x->gsize];
-    uint32_t n_src = self ? 1 : x->gsize;
+    uint32_t n_src = self ? 1 : wide ? p->n_dev : x->gsize;
     for (uint32_t j = 0; j < n_src; j++) {
-        uint32_t s = self ? dev : (uint32_t)grp[j];
+        uint32_t s = self ? dev : wide ? j : (uint32_t)grp[j];
         const void *src = wbufs(sh, s)[v];
         const int64_t *so = voff(p, v, s);
         int64_t ext[EX_MAX_RANK], sfrom[EX_MAX_RANK], dfrom[EX_MAX_RANK];

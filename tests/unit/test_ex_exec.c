@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for executor/ex_exec: the Flax MLP partitioned over 8 devices
- * against its single-device reference; each sdy collective on a small
- * hand-partitioned module (also on a mesh with an explicit device order);
+ * against its single-device reference; the transformer template (dp, tp,
+ * dp+tp, inference and training) on data=2 x model=4; each sdy collective on
+ * a small hand-partitioned module (also on a mesh with an explicit device
+ * order), and over groups of uneven size (meshes 2x3 and 3x2, over one axis
+ * or both, with device orders), padded shards and sub-axes;
  * sharded iota and broadcast offsets; the error for an op the executor does
  * not run; the comparison's first-mismatch report. */
 #include <setjmp.h>
@@ -11,11 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "cm.h"
 #include "ex_exec.h"
+#include "sp_cost.h"
+#include "sp_example.h"
 #include "sp_ir.h"
 
 /* Checks text (partitioned by ex_check_text) against its reference. */
@@ -157,6 +163,250 @@ static void test_ex_exec_run_collective_permute_matches(void **state)
     check_both_meshes(permute_mod);
 }
 
+/* ---- the transformer template, partitioned on data=2 x model=4 ------------------- */
+
+/* Writes the example's graph document to a temporary file, loads and plans it
+ * twice as `shardplan run GRAPH.json` does, partitions one copy and checks it
+ * against the other on 8 devices. */
+static void check_transformer(sp_example_strategy strategy, bool train)
+{
+    sp_example_opts eo;
+    sp_example_opts_init(&eo);
+    eo.model = SP_EXAMPLE_TRANSFORMER;
+    eo.strategy = strategy;
+    eo.train = train;
+    eo.layers = 1;
+    eo.d_model = 64;
+    eo.heads = 4;
+    eo.seq = 8;
+    eo.batch = 4;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_buf doc;
+    cm_buf_init(&doc);
+    assert_int_equal(sp_example_graph_json(&eo, &doc, &err), CM_OK);
+    char path[] = "/tmp/test_ex_exec_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_true(write(fd, doc.data, doc.len) == (ssize_t)doc.len);
+    assert_int_equal(close(fd), 0);
+    cm_buf_fini(&doc);
+    sp_cost_input part, ref;
+    cm_status st = sp_cost_input_load(path, &part, &err);
+    assert_int_equal(st, CM_OK);
+    st = sp_cost_input_load(path, &ref, &err);
+    unlink(path);
+    assert_int_equal(st, CM_OK);
+    st = ex_partition(part.m, &err);
+    ex_check_opts o = {8, 1, 5, NULL};
+    ex_report r;
+    if (st == CM_OK) {
+        st = ex_check_modules(part.m, ref.m, &o, &r, &err);
+    }
+    sp_cost_input_fini(&part);
+    sp_cost_input_fini(&ref);
+    if (st != CM_OK) {
+        fail_msg("%s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+    }
+    if (!r.mm.match) {
+        fail_msg("mismatch at result %u %s: expected %g got %g", r.mm.result, r.mm.where,
+                 r.mm.expected, r.mm.got);
+    }
+    assert_int_equal(r.n_devices, 8);
+}
+
+static void test_ex_check_modules_transformer_dp_matches(void **state)
+{
+    (void)state;
+    check_transformer(SP_EXAMPLE_DP, false);
+}
+
+static void test_ex_check_modules_transformer_tp_matches(void **state)
+{
+    (void)state;
+    check_transformer(SP_EXAMPLE_TP, false);
+}
+
+static void test_ex_check_modules_transformer_dp_tp_matches(void **state)
+{
+    (void)state;
+    check_transformer(SP_EXAMPLE_DP_TP, false);
+}
+
+static void test_ex_check_modules_transformer_train_matches(void **state)
+{
+    (void)state;
+    check_transformer(SP_EXAMPLE_DP, true);
+    check_transformer(SP_EXAMPLE_TP, true);
+    check_transformer(SP_EXAMPLE_DP_TP, true);
+}
+
+/* ---- every collective over groups of uneven size -------------------------------- */
+
+/* Meshes of 6 devices whose axes differ in size, in row-major and in an
+ * explicit device order, and one of 8 devices for sub-axes. */
+static const char *const uneven_meshes[] = {
+    "sdy.mesh @mesh = <[\"x\"=2, \"y\"=3]>\n",
+    "sdy.mesh @mesh = <[\"x\"=3, \"y\"=2]>\n",
+    "sdy.mesh @mesh = <[\"x\"=2, \"y\"=3], device_ids=[5, 2, 0, 4, 1, 3]>\n",
+    "sdy.mesh @mesh = <[\"x\"=3, \"y\"=2], device_ids=[1, 4, 3, 0, 5, 2]>\n",
+};
+
+/* One collective on one argument of R x C: in and out are the argument's and
+ * the result's dimension shardings, op the collective with its axes. */
+typedef struct coll_case {
+    const char *in, *op, *out;
+} coll_case;
+
+static const coll_case uneven_colls[] = {
+    /* all_gather over y (x stays), over x (y stays), over both, both on one dim */
+    {"[{\"x\"}, {\"y\"}]", "sdy.all_gather [{}, {\"y\"}]", "[{\"x\"}, {}]"},
+    {"[{\"x\"}, {\"y\"}]", "sdy.all_gather [{\"x\"}, {}]", "[{}, {\"y\"}]"},
+    {"[{\"x\"}, {\"y\"}]", "sdy.all_gather [{\"x\"}, {\"y\"}]", "[{}, {}]"},
+    {"[{\"x\", \"y\"}, {}]", "sdy.all_gather [{\"x\", \"y\"}, {}]", "[{}, {}]"},
+    {"[{\"y\", \"x\"}, {}]", "sdy.all_gather [{\"x\"}, {}]", "[{\"y\"}, {}]"},
+    /* all_slice likewise */
+    {"[{\"x\"}, {}]", "sdy.all_slice [{}, {\"y\"}]", "[{\"x\"}, {\"y\"}]"},
+    {"[{}, {\"y\"}]", "sdy.all_slice [{\"x\"}, {}]", "[{\"x\"}, {\"y\"}]"},
+    {"[{}, {}]", "sdy.all_slice [{\"y\"}, {\"x\"}]", "[{\"y\"}, {\"x\"}]"},
+    {"[{}, {}]", "sdy.all_slice [{\"y\", \"x\"}, {}]", "[{\"y\", \"x\"}, {}]"},
+    /* all_to_all over y, over x, over both */
+    {"[{\"y\"}, {}]", "sdy.all_to_all [{\"y\"}: 0->1]", "[{}, {\"y\"}]"},
+    {"[{\"x\", \"y\"}, {}]", "sdy.all_to_all [{\"y\"}: 0->1]", "[{\"x\"}, {\"y\"}]"},
+    {"[{\"y\"}, {\"x\"}]", "sdy.all_to_all [{\"x\"}: 1->0]", "[{\"y\", \"x\"}, {}]"},
+    {"[{\"x\", \"y\"}, {}]", "sdy.all_to_all [{\"x\", \"y\"}: 0->1]", "[{}, {\"x\", \"y\"}]"},
+    /* collective_permute between orders of the same axes */
+    {"[{\"x\", \"y\"}, {}]", "sdy.collective_permute", "[{\"y\", \"x\"}, {}]"},
+    {"[{\"x\"}, {\"y\"}]", "sdy.collective_permute", "[{\"y\"}, {\"x\"}]"},
+};
+
+/* A dot whose contraction is sharded on axes (a partial sum over them), then
+ * op over the same axes into out. */
+typedef struct red_case {
+    const char *axes, *op, *out;
+} red_case;
+
+static const red_case uneven_reds[] = {
+    {"\"y\"", "sdy.all_reduce {\"y\"}", "[{\"x\"}, {}]"},
+    {"\"x\"", "sdy.all_reduce {\"x\"}", "[{}, {\"y\"}]"},
+    {"\"x\", \"y\"", "sdy.all_reduce {\"x\", \"y\"}", "[{}, {}]"},
+    {"\"y\"", "sdy.reduce_scatter [{}, {\"y\"}]", "[{\"x\"}, {\"y\"}]"},
+    {"\"x\"", "sdy.reduce_scatter [{\"x\"}, {}]", "[{\"x\"}, {\"y\"}]"},
+    {"\"x\", \"y\"", "sdy.reduce_scatter [{\"y\", \"x\"}, {}]", "[{\"y\", \"x\"}, {}]"},
+};
+
+/* The dot's operands and result keep the axes not reduced (x on rows, y on
+ * columns) so the groups are the cosets of the reduced axes. */
+static void red_module(char *buf, size_t len, const char *mesh, const red_case *c, int64_t rows,
+                       int64_t k, int64_t cols)
+{
+    bool has_x = strstr(c->axes, "\"x\"") != NULL, has_y = strstr(c->axes, "\"y\"") != NULL;
+    const char *row = has_x ? "" : "\"x\"", *col = has_y ? "" : "\"y\"";
+    snprintf(buf, len,
+             "%sfunc.func @main(%%arg0: tensor<%lldx%lldxf32> {sdy.sharding = "
+             "#sdy.sharding<@mesh, [{%s}, {%s}]>}, %%arg1: tensor<%lldx%lldxf32> {sdy.sharding = "
+             "#sdy.sharding<@mesh, [{%s}, {%s}]>}) -> tensor<%lldx%lldxf32> {\n"
+             "  %%0 = stablehlo.dot_general %%arg0, %%arg1, contracting_dims = [1] x [0] "
+             "{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{%s}, {%s}]>]>} : "
+             "(tensor<%lldx%lldxf32>, tensor<%lldx%lldxf32>) -> tensor<%lldx%lldxf32>\n"
+             "  %%1 = %s %%0 out_sharding=<@mesh, %s> : tensor<%lldx%lldxf32>\n"
+             "  return %%1 : tensor<%lldx%lldxf32>\n}\n",
+             mesh, (long long)rows, (long long)k, row, c->axes, (long long)k, (long long)cols,
+             c->axes, col, (long long)rows, (long long)cols, row, col, (long long)rows,
+             (long long)k, (long long)k, (long long)cols, (long long)rows, (long long)cols, c->op,
+             c->out, (long long)rows, (long long)cols, (long long)rows, (long long)cols);
+}
+
+static void coll_module(char *buf, size_t len, const char *mesh, const coll_case *c, int64_t rows,
+                        int64_t cols)
+{
+    snprintf(buf, len,
+             "%sfunc.func @main(%%arg0: tensor<%lldx%lldxf32> {sdy.sharding = "
+             "#sdy.sharding<@mesh, %s>}) -> tensor<%lldx%lldxf32> {\n"
+             "  %%0 = %s %%arg0 out_sharding=<@mesh, %s> : tensor<%lldx%lldxf32>\n"
+             "  return %%0 : tensor<%lldx%lldxf32>\n}\n",
+             mesh, (long long)rows, (long long)cols, c->in, (long long)rows, (long long)cols, c->op,
+             c->out, (long long)rows, (long long)cols, (long long)rows, (long long)cols);
+}
+
+/* Runs text on n devices; on failure names the module. */
+static void assert_matches_named(const char *text, uint32_t devices)
+{
+    ex_check_opts o = {devices, 1, 11, NULL};
+    ex_report r;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_status st = ex_check_text(text, strlen(text), &o, &r, &err);
+    if (st != CM_OK) {
+        fail_msg("%s at %s: %s\nmodule:\n%s", cm_status_name(err.code), err.path, err.msg, text);
+    }
+    if (!r.mm.match) {
+        fail_msg("mismatch at result %u %s: expected %g got %g\nmodule:\n%s", r.mm.result,
+                 r.mm.where, r.mm.expected, r.mm.got, text);
+    }
+    assert_int_equal(r.n_devices, devices);
+}
+
+static void test_ex_exec_run_collectives_uneven_groups_match(void **state)
+{
+    (void)state;
+    char buf[2048];
+    for (size_t m = 0; m < sizeof uneven_meshes / sizeof *uneven_meshes; m++) {
+        for (size_t i = 0; i < sizeof uneven_colls / sizeof *uneven_colls; i++) {
+            coll_module(buf, sizeof buf, uneven_meshes[m], &uneven_colls[i], 12, 18);
+            assert_matches_named(buf, 6);
+        }
+        for (size_t i = 0; i < sizeof uneven_reds / sizeof *uneven_reds; i++) {
+            red_module(buf, sizeof buf, uneven_meshes[m], &uneven_reds[i], 12, 6, 18);
+            assert_matches_named(buf, 6);
+        }
+    }
+}
+
+/* Dimensions that no group size divides: the last shards are padded. */
+static void test_ex_exec_run_collectives_padded_shards_match(void **state)
+{
+    (void)state;
+    char buf[2048];
+    for (size_t m = 0; m < sizeof uneven_meshes / sizeof *uneven_meshes; m++) {
+        for (size_t i = 0; i < sizeof uneven_colls / sizeof *uneven_colls; i++) {
+            coll_module(buf, sizeof buf, uneven_meshes[m], &uneven_colls[i], 7, 11);
+            assert_matches_named(buf, 6);
+        }
+        for (size_t i = 0; i < sizeof uneven_reds / sizeof *uneven_reds; i++) {
+            red_module(buf, sizeof buf, uneven_meshes[m], &uneven_reds[i], 7, 5, 11);
+            assert_matches_named(buf, 6);
+        }
+    }
+}
+
+/* Sub-axes of x=4: "x":(1)2 is the major half of x, "x":(2)2 the minor one. */
+static const coll_case sub_colls[] = {
+    {"[{\"x\":(1)2}, {\"y\"}]", "sdy.all_gather [{\"x\":(1)2}, {}]", "[{}, {\"y\"}]"},
+    {"[{\"x\":(2)2}, {\"y\"}]", "sdy.all_gather [{\"x\":(2)2}, {}]", "[{}, {\"y\"}]"},
+    {"[{\"x\"}, {}]", "sdy.all_gather [{\"x\":(2)2}, {}]", "[{\"x\":(1)2}, {}]"},
+    {"[{}, {}]", "sdy.all_slice [{\"x\":(2)2}, {\"x\":(1)2}]", "[{\"x\":(2)2}, {\"x\":(1)2}]"},
+    {"[{\"x\":(1)2}, {\"y\"}]", "sdy.all_to_all [{\"x\":(1)2}: 0->1]", "[{}, {\"y\", \"x\":(1)2}]"},
+    {"[{\"x\":(1)2}, {\"x\":(2)2}]", "sdy.collective_permute", "[{\"x\":(2)2}, {\"x\":(1)2}]"},
+};
+
+static const char *const sub_meshes[] = {
+    "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n",
+    "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2], device_ids=[6, 1, 7, 0, 3, 5, 2, 4]>\n",
+};
+
+static void test_ex_exec_run_collectives_sub_axes_match(void **state)
+{
+    (void)state;
+    char buf[2048];
+    for (size_t m = 0; m < sizeof sub_meshes / sizeof *sub_meshes; m++) {
+        for (size_t i = 0; i < sizeof sub_colls / sizeof *sub_colls; i++) {
+            coll_module(buf, sizeof buf, sub_meshes[m], &sub_colls[i], 8, 16);
+            assert_matches_named(buf, 8);
+        }
+    }
+}
+
 /* An all-reduce with the wrong axis must not match its reference. */
 static void test_ex_exec_run_wrong_collective_mismatches(void **state)
 {
@@ -257,6 +507,13 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_all_slice_matches),
         cmocka_unit_test(test_ex_exec_run_all_to_all_matches),
         cmocka_unit_test(test_ex_exec_run_collective_permute_matches),
+        cmocka_unit_test(test_ex_check_modules_transformer_dp_matches),
+        cmocka_unit_test(test_ex_check_modules_transformer_tp_matches),
+        cmocka_unit_test(test_ex_check_modules_transformer_dp_tp_matches),
+        cmocka_unit_test(test_ex_check_modules_transformer_train_matches),
+        cmocka_unit_test(test_ex_exec_run_collectives_uneven_groups_match),
+        cmocka_unit_test(test_ex_exec_run_collectives_padded_shards_match),
+        cmocka_unit_test(test_ex_exec_run_collectives_sub_axes_match),
         cmocka_unit_test(test_ex_exec_run_wrong_collective_mismatches),
         cmocka_unit_test(test_ex_check_text_sharded_iota_broadcast_match),
         cmocka_unit_test(test_ex_check_text_mixed_ops_match),
