@@ -444,15 +444,25 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
         cm_free(want);
         return oom(err);
     }
-    bool any = false;
+    /* the candidates in program order: the split below walks them backwards,
+     * and a backward walk over the whole op array is many times slower than
+     * a forward one (cache misses on every op) */
+    uint32_t *cands = cm_alloc(sizeof(uint32_t) * (n_ops0 + 1u));
+    if (cands == NULL) {
+        cm_free(memo);
+        cm_free(want);
+        return oom(err);
+    }
+    uint32_t n_cands = 0;
     for (uint32_t opid = 0; opid < n_ops0; opid++) {
         const sp_op *op = &m->ops[opid];
         if (op->parent_block != SP_NONE && op->n_results == 1 && op->kind != SP_OP_FUNC_FUNC &&
             (is_const_expr(m, opid, memo) || is_scalar_expansion(m, op))) {
             want[op->first_result] = 1;
-            any = true;
+            cands[n_cands++] = opid;
         }
     }
+    bool any = n_cands > 0;
     size_t cap_ops = (size_t)n_ops0 * 2u + 16u;
     uint32_t *after_head = any ? cm_alloc(sizeof(uint32_t) * cap_ops * 3u) : NULL;
     uint8_t *dirty = any ? cm_calloc(m->n_blocks + 1u, 1) : NULL;
@@ -460,6 +470,7 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
         uses_build(m, &u, m->n_values * 2u + 16u, want) != CM_OK) {
         cm_free(memo);
         cm_free(want);
+        cm_free(cands);
         cm_free(after_head);
         cm_free(dirty);
         uses_free(&u);
@@ -469,14 +480,9 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
     memset(after_head, 0xff, sizeof(uint32_t) * cap_ops);
     cm_status st = CM_OK;
     /* reverse program order: users are split before the values they use */
-    for (uint32_t opid = n_ops0; opid-- > 0 && st == CM_OK;) {
+    for (uint32_t ci = n_cands; ci-- > 0 && st == CM_OK;) {
+        uint32_t opid = cands[ci];
         const sp_op *op = &m->ops[opid];
-        if (op->parent_block == SP_NONE || op->n_results != 1 || op->kind == SP_OP_FUNC_FUNC) {
-            continue;
-        }
-        if (!is_const_expr(m, opid, memo) && !is_scalar_expansion(m, op)) {
-            continue;
-        }
         uint32_t v = op->first_result;
         if (uses_count(&u, v) <= 1) {
             continue;
@@ -563,6 +569,7 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
     }
     cm_free(memo);
     cm_free(want);
+    cm_free(cands);
     cm_free(after_head);
     cm_free(dirty);
     uses_free(&u);
