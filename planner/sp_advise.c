@@ -104,37 +104,6 @@ static int64_t dim_shards(const sp_mesh *mesh, const sp_dim_sharding *d)
     return p;
 }
 
-/* The sharding of v as the partitioned module holds it (collectives carry
- * out_sharding, reshards and constraints their sharding). */
-static const sp_sharding *shard_of(const sp_module *m, uint32_t v)
-{
-    uint32_t def = m->values[v].def;
-    if (def != SP_NONE) {
-        const sp_op *op = &m->ops[def];
-        const char *key = NULL;
-        switch ((sp_op_kind)op->kind) {
-        case SP_OP_SDY_ALL_GATHER:
-        case SP_OP_SDY_ALL_SLICE:
-        case SP_OP_SDY_ALL_REDUCE:
-        case SP_OP_SDY_ALL_TO_ALL:
-        case SP_OP_SDY_COLLECTIVE_PERMUTE:
-        case SP_OP_SDY_REDUCE_SCATTER:
-            key = "out_sharding";
-            break;
-        case SP_OP_SDY_RESHARD:
-            key = "sharding";
-            break;
-        default:
-            break;
-        }
-        if (key != NULL) {
-            const sp_attr *at = sp_attrs_get(op->attrs, op->n_attrs, key);
-            return at != NULL && at->kind == SP_ATTR_SHARDING ? at->u.sharding : NULL;
-        }
-    }
-    return sp_value_sharding(m, v);
-}
-
 /* Same axes on every dimension (open/closed and priorities aside). */
 static bool same_axes(const sp_sharding *a, const sp_sharding *b)
 {
@@ -458,7 +427,7 @@ static void lint_custom_calls(sp_advise *a, const uint32_t *ops, uint32_t n)
         uint32_t v = op->first_result;
         double bytes = 0;
         for (uint32_t r = 0; r < op->n_results; r++) {
-            bytes += local_bytes(m, sp_value_type(m, v + r), shard_of(m, v + r), SP_NONE);
+            bytes += local_bytes(m, sp_value_type(m, v + r), sp_value_sharding_partitioned(m, v + r), SP_NONE);
         }
         const sp_attr *tg = sp_op_attr(m, ops[k], "call_target_name");
         const char *target = tg != NULL && tg->kind == SP_ATTR_STRING ? tg->u.str.s : "?";
@@ -478,7 +447,7 @@ static void lint_custom_calls(sp_advise *a, const uint32_t *ops, uint32_t n)
         const sp_sharding *s = NULL;
         for (uint32_t i = 0; i < op->n_operands && s == NULL; i++) {
             const sp_type *ot = sp_value_type(m, op->operands[i]);
-            const sp_sharding *os = shard_of(m, op->operands[i]);
+            const sp_sharding *os = sp_value_sharding_partitioned(m, op->operands[i]);
             if (ot->kind == SP_TYPE_TENSOR && rt->kind == SP_TYPE_TENSOR && ot->rank == rt->rank &&
                 has_axes(os)) {
                 s = os;
@@ -546,13 +515,13 @@ static void lint_logical(sp_advise *a, const sp_logical_miss *miss, uint32_t n)
             }
             uint32_t v = value_named(a, miss[j].value);
             if (v != SP_NONE) {
-                bytes += local_bytes(m, sp_value_type(m, v), shard_of(m, v), SP_NONE);
+                bytes += local_bytes(m, sp_value_type(m, v), sp_value_sharding_partitioned(m, v), SP_NONE);
             }
             n_vals++;
         }
         uint32_t v = value_named(a, miss[i].value);
         const sp_type *t = v != SP_NONE ? sp_value_type(m, v) : NULL;
-        const sp_sharding *s = v != SP_NONE ? shard_of(m, v) : NULL;
+        const sp_sharding *s = v != SP_NONE ? sp_value_sharding_partitioned(m, v) : NULL;
         uint32_t op = v != SP_NONE ? m->values[v].def : SP_NONE;
         if (op == SP_NONE && v != SP_NONE) {
             op = func_of_arg(m, v);
@@ -748,7 +717,7 @@ static void lint_remat(sp_advise *a)
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *g = &m->ops[i];
         if (g->kind != SP_OP_SDY_ALL_GATHER || g->parent_block == SP_NONE || g->n_results == 0 ||
-            has_axes(shard_of(m, g->first_result))) {
+            has_axes(sp_value_sharding_partitioned(m, g->first_result))) {
             continue;
         }
         /* breadth-first over aliases and collectives, looking for a re-slice */
@@ -763,7 +732,7 @@ static void lint_remat(sp_advise *a)
                 if (uo->n_results == 0) {
                     continue;
                 }
-                const sp_sharding *us = shard_of(m, uo->first_result);
+                const sp_sharding *us = sp_value_sharding_partitioned(m, uo->first_result);
                 if (has_axes(us) && uo->kind != SP_OP_FUNC_CALL) {
                     resliced = u;
                     target = us;
@@ -982,7 +951,7 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
             for (uint32_t k = 0; p != NULL && k < p->n_operands; k++) {
                 uint32_t ov = source_of(m, p->operands[k]);
                 cm_buf_printf(&b, "%s%s ", k > 0 ? "; " : "", vname(a, ov));
-                sharding_text(shard_of(m, ov), &b);
+                sharding_text(sp_value_sharding_partitioned(m, ov), &b);
                 cm_buf_puts(&b, " (");
                 origins_text(a, ov, &b);
                 cm_buf_putc(&b, ')');
@@ -997,8 +966,8 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
             bool back = x != SP_NONE && op->operands[0] == src && src < a->n_pre &&
                         !is_collective((sp_op_kind)m->ops[x].kind) &&
                         m->ops[x].kind != SP_OP_SDY_SHARDING_CONSTRAINT &&
-                        same_axes(a->pre[src], shard_of(m, moved)) &&
-                        !same_axes(shard_of(m, src), shard_of(m, moved));
+                        same_axes(a->pre[src], sp_value_sharding_partitioned(m, moved)) &&
+                        !same_axes(sp_value_sharding_partitioned(m, src), sp_value_sharding_partitioned(m, moved));
             if (back) {
                 /* -sdy-insert-explicit-reshards computed x in a common sharding
                  * and reshards its result back to the sharding it had */
@@ -1007,10 +976,10 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
                     cm_buf_printf(&b, " (line %u)", m->ops[x].line);
                 }
                 cm_buf_puts(&b, " computes its result as ");
-                sharding_text(shard_of(m, op->operands[0]), &b);
+                sharding_text(sp_value_sharding_partitioned(m, op->operands[0]), &b);
                 cm_buf_puts(&b, ", the sharding its operands agree on, but the result's sharding "
                                 "is ");
-                sharding_text(shard_of(m, moved), &b);
+                sharding_text(sp_value_sharding_partitioned(m, moved), &b);
                 cm_buf_puts(&b, " (");
                 origins_text(a, src, &b);
                 cm_buf_puts(&b, ")");
@@ -1022,25 +991,25 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
             }
             describe_value(a, src, &b);
             cm_buf_puts(&b, " is ");
-            sharding_text(shard_of(m, op->operands[0]), &b);
+            sharding_text(sp_value_sharding_partitioned(m, op->operands[0]), &b);
             cm_buf_puts(&b, " (");
             origins_text(a, src, &b);
             cm_buf_puts(&b, ") but ");
             if (cons == SP_NONE) {
                 cm_buf_puts(&b, "is resharded to ");
-                sharding_text(shard_of(m, moved), &b);
+                sharding_text(sp_value_sharding_partitioned(m, moved), &b);
             } else if (m->ops[cons].kind == SP_OP_FUNC_RETURN) {
                 cm_buf_puts(&b, "the function output's annotated sharding is ");
-                sharding_text(shard_of(m, moved), &b);
+                sharding_text(sp_value_sharding_partitioned(m, moved), &b);
             } else if (m->ops[cons].kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
                 cm_buf_puts(&b, "the user's sharding_constraint asks for ");
-                sharding_text(shard_of(m, moved), &b);
+                sharding_text(sp_value_sharding_partitioned(m, moved), &b);
             } else {
                 cm_buf_printf(&b, "%s needs it as ", m->ops[cons].name);
-                sharding_text(shard_of(m, moved), &b);
+                sharding_text(sp_value_sharding_partitioned(m, moved), &b);
                 if (m->ops[cons].n_results > 0) {
                     cm_buf_puts(&b, " to compute its result ");
-                    sharding_text(shard_of(m, m->ops[cons].first_result), &b);
+                    sharding_text(sp_value_sharding_partitioned(m, m->ops[cons].first_result), &b);
                     cm_buf_puts(&b, " (");
                     origins_text(a, m->ops[cons].first_result, &b);
                     cm_buf_putc(&b, ')');
@@ -1170,7 +1139,7 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
             goto fail;
         }
         for (uint32_t v = 0; v < a->n_pre; v++) {
-            a->pre[v] = shard_of(a->m, v);
+            a->pre[v] = sp_value_sharding_partitioned(a->m, v);
         }
         sp_diags d;
         sp_diags_init(&d);

@@ -220,46 +220,6 @@ static bool fully_replicated(const sp_sharding *s)
     return true;
 }
 
-/* ---- the sharding of a value as this pass sees it ---------------------------------- */
-
-static const sp_sharding *value_sharding(const sp_module *m, uint32_t v)
-{
-    const sp_value *val = &m->values[v];
-    if (val->def == SP_NONE) {
-        /* region arguments of a while are sharded like its results */
-        uint32_t owner = m->blocks[val->block].parent_op;
-        if (owner != SP_NONE && m->ops[owner].kind == SP_OP_WHILE &&
-            val->index < m->ops[owner].n_results) {
-            return sp_value_sharding(m, m->ops[owner].first_result + val->index);
-        }
-        return sp_value_sharding(m, v);
-    }
-    const sp_op *op = &m->ops[val->def];
-    const char *key = NULL;
-    switch ((sp_op_kind)op->kind) {
-    case SP_OP_SDY_RESHARD:
-        key = "sharding";
-        break;
-    case SP_OP_SDY_ALL_GATHER:
-    case SP_OP_SDY_ALL_SLICE:
-    case SP_OP_SDY_ALL_REDUCE:
-    case SP_OP_SDY_ALL_TO_ALL:
-    case SP_OP_SDY_COLLECTIVE_PERMUTE:
-    case SP_OP_SDY_REDUCE_SCATTER:
-    case SP_OP_SDY_REPLICATED_TO_UNREDUCED:
-    case SP_OP_SDY_SHARDED_TO_UNREDUCED:
-        key = "out_sharding";
-        break;
-    default:
-        break;
-    }
-    if (key != NULL) {
-        const sp_attr *a = sp_attrs_get(op->attrs, op->n_attrs, key);
-        return a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
-    }
-    return sp_value_sharding(m, v);
-}
-
 /* ---- the plan of one reshard -------------------------------------------------------- */
 
 typedef struct plan {
@@ -1151,7 +1111,7 @@ static void lower_reshard(pass_ctx *c, uint32_t op_id)
            m->ops[m->values[in].def].n_operands == 1) {
         in = m->ops[m->values[in].def].operands[0];
     }
-    const sp_sharding *in_s = value_sharding(m, in);
+    const sp_sharding *in_s = sp_value_sharding_partitioned(m, in);
     const sp_mesh *out_mesh = sharding_mesh(m, out_s);
     const sp_mesh *in_mesh = in_s != NULL ? sharding_mesh(m, in_s) : out_mesh;
     if (out_mesh == NULL || in_mesh == NULL || is_maximal(out_mesh) || is_maximal(in_mesh)) {

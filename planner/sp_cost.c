@@ -151,49 +151,16 @@ static int64_t axis_size(const sp_mesh *mesh, const sp_axis_ref *r)
     return i >= 0 ? mesh->axes[i].size : (r->size > 0 ? r->size : 1);
 }
 
-/* The sharding of value v, including the results of sdy collectives and
- * reshards (kept in out_sharding / sharding). */
-static const sp_sharding *raw_sharding(const sp_module *m, uint32_t v)
-{
-    uint32_t def = m->values[v].def;
-    if (def != SP_NONE) {
-        const sp_op *op = &m->ops[def];
-        const char *key = NULL;
-        switch (op->kind) {
-        case SP_OP_SDY_ALL_GATHER:
-        case SP_OP_SDY_ALL_SLICE:
-        case SP_OP_SDY_ALL_REDUCE:
-        case SP_OP_SDY_ALL_TO_ALL:
-        case SP_OP_SDY_COLLECTIVE_PERMUTE:
-        case SP_OP_SDY_REDUCE_SCATTER:
-        case SP_OP_SDY_SHARDED_TO_UNREDUCED:
-        case SP_OP_SDY_REPLICATED_TO_UNREDUCED:
-            key = "out_sharding";
-            break;
-        case SP_OP_SDY_RESHARD:
-            key = "sharding";
-            break;
-        default:
-            break;
-        }
-        if (key != NULL) {
-            const sp_attr *a = sp_attrs_get(op->attrs, op->n_attrs, key);
-            return a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
-        }
-    }
-    return sp_value_sharding(m, v);
-}
-
 static const sp_sharding unset_sharding; /* marks a cache slot not yet filled */
 
 /* The sharding of v through the per-value cache (built lazily). */
 static const sp_sharding *shard_of(cctx *x, uint32_t v)
 {
     if (x->shard == NULL) {
-        return raw_sharding(x->m, v);
+        return sp_value_sharding_partitioned(x->m, v);
     }
     if (x->shard[v] == &unset_sharding) {
-        x->shard[v] = raw_sharding(x->m, v);
+        x->shard[v] = sp_value_sharding_partitioned(x->m, v);
     }
     return x->shard[v];
 }

@@ -1009,6 +1009,45 @@ sp_sharding *sp_value_sharding(const sp_module *m, uint32_t v)
     return a->u.shardings.items[val->index];
 }
 
+const sp_sharding *sp_value_sharding_partitioned(const sp_module *m, uint32_t v)
+{
+    uint32_t def = m->values[v].def;
+    if (def == SP_NONE) {
+        /* a while body's arguments are sharded as the while's results */
+        uint32_t owner = m->blocks[m->values[v].block].parent_op;
+        if (owner != SP_NONE && m->ops[owner].kind == SP_OP_WHILE &&
+            m->values[v].index < m->ops[owner].n_results) {
+            return sp_value_sharding(m, m->ops[owner].first_result + m->values[v].index);
+        }
+    }
+    if (def != SP_NONE) {
+        const sp_op *op = &m->ops[def];
+        const char *key = NULL;
+        switch ((sp_op_kind)op->kind) {
+        case SP_OP_SDY_RESHARD:
+            key = "sharding";
+            break;
+        case SP_OP_SDY_ALL_GATHER:
+        case SP_OP_SDY_ALL_SLICE:
+        case SP_OP_SDY_ALL_REDUCE:
+        case SP_OP_SDY_ALL_TO_ALL:
+        case SP_OP_SDY_COLLECTIVE_PERMUTE:
+        case SP_OP_SDY_REDUCE_SCATTER:
+        case SP_OP_SDY_REPLICATED_TO_UNREDUCED:
+        case SP_OP_SDY_SHARDED_TO_UNREDUCED:
+            key = "out_sharding";
+            break;
+        default:
+            break;
+        }
+        if (key != NULL) {
+            const sp_attr *a = sp_attrs_get(op->attrs, op->n_attrs, key);
+            return a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
+        }
+    }
+    return sp_value_sharding(m, v);
+}
+
 static sp_attr *sharding_attr(sp_module *m, sp_sharding *s)
 {
     sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING);

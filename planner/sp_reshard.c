@@ -211,47 +211,6 @@ static bool same_dim_axes(const sp_mesh *mesh, const sp_sharding *a, const sp_sh
 
 /* ---- the value shardings the pass sees ---------------------------------------------- */
 
-/* The sharding of v, including the results of the sdy ops this pass creates
- * (sp_value_sharding does not read `sharding` / `out_sharding`). */
-static const sp_sharding *value_sharding(const sp_module *m, uint32_t v)
-{
-    uint32_t def = m->values[v].def;
-    if (def == SP_NONE) {
-        /* a while body's arguments are sharded as the while's results */
-        uint32_t owner = m->blocks[m->values[v].block].parent_op;
-        if (owner != SP_NONE && m->ops[owner].kind == SP_OP_WHILE &&
-            m->values[v].index < m->ops[owner].n_results) {
-            return sp_value_sharding(m, m->ops[owner].first_result + m->values[v].index);
-        }
-    }
-    if (def != SP_NONE) {
-        const sp_op *op = &m->ops[def];
-        const char *key = NULL;
-        switch ((sp_op_kind)op->kind) {
-        case SP_OP_SDY_RESHARD:
-            key = "sharding";
-            break;
-        case SP_OP_SDY_ALL_GATHER:
-        case SP_OP_SDY_ALL_SLICE:
-        case SP_OP_SDY_ALL_REDUCE:
-        case SP_OP_SDY_ALL_TO_ALL:
-        case SP_OP_SDY_COLLECTIVE_PERMUTE:
-        case SP_OP_SDY_REDUCE_SCATTER:
-        case SP_OP_SDY_REPLICATED_TO_UNREDUCED:
-        case SP_OP_SDY_SHARDED_TO_UNREDUCED:
-            key = "out_sharding";
-            break;
-        default:
-            break;
-        }
-        if (key != NULL) {
-            const sp_attr *a = sp_attrs_get(op->attrs, op->n_attrs, key);
-            return a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
-        }
-    }
-    return sp_value_sharding(m, v);
-}
-
 /* A sharding on mesh_name with every dimension closed and unsharded. */
 static sp_sharding *replicated(sp_module *m, const char *mesh_name, uint32_t rank)
 {
@@ -891,7 +850,7 @@ static bool setup_tensors(opctx *c)
                 return false; /* an argument whose sharding we cannot tell */
             }
         }
-        const sp_sharding *s = value_sharding(m, v);
+        const sp_sharding *s = sp_value_sharding_partitioned(m, v);
         if (s != NULL && s->mesh_name == NULL) {
             return false; /* inlined meshes: lifted by an import pass first */
         }
@@ -1081,7 +1040,7 @@ static cm_status match_owner(pass *g, uint32_t op, uint32_t i, const sp_sharding
         return CM_OK;
     }
     const sp_mesh *mesh = sp_module_mesh(m, want->mesh_name);
-    const sp_sharding *have = value_sharding(m, v);
+    const sp_sharding *have = sp_value_sharding_partitioned(m, v);
     if (mesh == NULL || (have != NULL && (have->mesh_name == NULL || have->rank != ty->rank))) {
         return CM_OK;
     }
