@@ -331,16 +331,21 @@ void srv_http_stop(srv_http *h, double drain_s)
     if (h == NULL) {
         return;
     }
+    /* The listen socket is closed only after MHD_stop_daemon: quiesce asks
+     * each pool thread to drop it from its epoll set, and closing it before
+     * they have done so makes libmicrohttpd abort ("Failed to remove listen
+     * FD from epoll set"). Until then new connections wait in the backlog
+     * and are reset by the close. */
     MHD_socket ls = MHD_quiesce_daemon(h->d);
-    if (ls != MHD_INVALID_SOCKET) {
-        close(ls);
-    }
     double until = cm_now() + drain_s;
     while (atomic_load(&h->in_flight) > 0 && cm_now() < until) {
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     MHD_stop_daemon(h->d);
+    if (ls != MHD_INVALID_SOCKET) {
+        close(ls);
+    }
     cm_free(h);
 }
 
