@@ -22,36 +22,16 @@
 #include "sp_ir.h"
 #include "sp_ops.h"
 #include "sp_shard.h"
+#include "sp_ax_int.h"
 
 #define MAX_ATOMS 48 /* atoms per dimension; more makes a reshard stay as it is */
 
 /* ---- atoms -------------------------------------------------------------------------- */
 
-typedef struct ax {
-    uint32_t axis; /* mesh axis index */
-    int64_t pre;   /* pre-size, >= 1 */
-    int64_t size;  /* >= 1 */
-} ax;
-
 typedef struct axl {
     ax a[MAX_ATOMS];
     uint32_t n;
 } axl;
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b != 0) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a < 0 ? -a : a;
-}
-
-static bool ax_eq(ax a, ax b)
-{
-    return a.axis == b.axis && a.pre == b.pre && a.size == b.size;
-}
 
 static int64_t axl_size_range(const axl *l, uint32_t from, uint32_t to)
 {

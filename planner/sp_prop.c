@@ -19,81 +19,11 @@
 #include <string.h>
 
 #include "sp_ops.h"
+#include "sp_ax_int.h"
 
 #define MAXAX   16  /* axes of one factor or dim in an op step */
 #define MAXMESH 64  /* distinct meshes in a module */
 #define ID_CACHE 256 /* identity-rule cache slots */
-
-/* ---- axes ------------------------------------------------------------------- */
-
-typedef struct ax {
-    uint32_t axis; /* index in the op mesh */
-    int64_t pre;   /* 1 for a full axis */
-    int64_t size;  /* the axis size for a full axis */
-} ax;
-
-static bool ax_eq(ax a, ax b)
-{
-    return a.axis == b.axis && a.pre == b.pre && a.size == b.size;
-}
-
-/* a is a (possibly equal) major prefix of b */
-static bool ax_prefix(ax a, ax b)
-{
-    return a.axis == b.axis && a.pre == b.pre && a.size <= b.size && b.size % a.size == 0;
-}
-
-static bool ax_overlap(ax a, ax b)
-{
-    return a.axis == b.axis && a.pre < b.pre * b.size && b.pre < a.pre * a.size;
-}
-
-/* Two refs can be used in one sharding: different axes, or sub-axes of one
- * axis that do not overlap and nest (the minor one's pre-size is a multiple of
- * the major one's next pre-size). */
-static bool ax_coexist(ax a, ax b)
-{
-    if (a.axis != b.axis) {
-        return true;
-    }
-    if (ax_overlap(a, b)) {
-        return false;
-    }
-    ax lo = a.pre < b.pre ? a : b, hi = a.pre < b.pre ? b : a;
-    return hi.pre % (lo.pre * lo.size) == 0;
-}
-
-/* Shrinks *a to its largest major prefix that can coexist with b; false if none. */
-static bool ax_prefix_without(ax *a, ax b)
-{
-    if (ax_coexist(*a, b)) {
-        return true;
-    }
-    if (b.pre <= a->pre) {
-        return false;
-    }
-    for (int64_t k = a->size - 1; k >= 2; k--) {
-        if (a->size % k != 0 || a->pre * k > b.pre) {
-            continue;
-        }
-        ax c = {a->axis, a->pre, k};
-        if (ax_coexist(c, b)) {
-            a->size = k;
-            return true;
-        }
-    }
-    return false;
-}
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b != 0) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
 
 /* ---- per-op scratch ----------------------------------------------------------- */
 

@@ -16,76 +16,16 @@
 
 #include "sp_ops.h"
 #include "sp_rules.h"
+#include "sp_ax_int.h"
 
 #define MAXAX 16 /* axes of one factor or one dimension */
 
 /* ---- axes ------------------------------------------------------------------------ */
 
-/* An axis or sub-axis as (mesh axis index, pre-size, size); a full axis has
- * pre = 1 and size = the axis size. */
-typedef struct ax {
-    uint32_t axis;
-    int64_t pre;
-    int64_t size;
-} ax;
-
 typedef struct axl {
     uint32_t n;
     ax a[MAXAX];
 } axl;
-
-static bool ax_eq(ax a, ax b)
-{
-    return a.axis == b.axis && a.pre == b.pre && a.size == b.size;
-}
-
-/* a is a (possibly equal) major prefix of b */
-static bool ax_prefix(ax a, ax b)
-{
-    return a.axis == b.axis && a.pre == b.pre && a.size <= b.size && b.size % a.size == 0;
-}
-
-static bool ax_overlap(ax a, ax b)
-{
-    return a.axis == b.axis && a.pre < b.pre * b.size && b.pre < a.pre * a.size;
-}
-
-/* Both can shard one tensor: different axes, or sub-axes that do not
- * overlap and nest. */
-static bool ax_coexist(ax a, ax b)
-{
-    if (a.axis != b.axis) {
-        return true;
-    }
-    if (ax_overlap(a, b)) {
-        return false;
-    }
-    ax lo = a.pre < b.pre ? a : b, hi = a.pre < b.pre ? b : a;
-    return hi.pre % (lo.pre * lo.size) == 0;
-}
-
-/* Shrinks *a to its largest major prefix that can coexist with b; false if
- * none does. */
-static bool ax_prefix_without(ax *a, ax b)
-{
-    if (ax_coexist(*a, b)) {
-        return true;
-    }
-    if (b.pre <= a->pre) {
-        return false;
-    }
-    for (int64_t k = a->size - 1; k >= 2; k--) {
-        if (a->size % k != 0 || a->pre * k > b.pre) {
-            continue;
-        }
-        ax c = {a->axis, a->pre, k};
-        if (ax_coexist(c, b)) {
-            a->size = k;
-            return true;
-        }
-    }
-    return false;
-}
 
 static bool axl_eq(const axl *a, const axl *b)
 {
@@ -312,16 +252,6 @@ static cm_status oom(pass *g)
 }
 
 /* ---- projection ------------------------------------------------------------------ */
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b != 0) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
 
 /* Projects tensor t's dimension shardings onto its factors, splitting an
  * axis into sub-axes where it spans two factors of a dimension; axes that

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "sp_ops.h"
+#include "sp_ax_int.h"
 
 #define RULE_ATTR "sdy.sharding_rule"
 #define NO_FACTOR UINT32_MAX
@@ -429,16 +430,6 @@ static int64_t index_in(const int64_t *v, uint32_t n, int64_t x)
         }
     }
     return -1;
-}
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b != 0) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
 }
 
 /* One factor per dimension of tensor `ref`, shared by every tensor of the same
