@@ -29,6 +29,17 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 OPENBLAS_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags openblas 2>/dev/null))
 OPENBLAS_LIBS := $(or $(shell pkg-config --libs openblas 2>/dev/null),-lopenblas)
 
+# jansson (the *_json.c codecs): headers as -isystem, linked into every binary.
+JANSSON_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags jansson 2>/dev/null))
+JANSSON_LIBS := $(or $(shell pkg-config --libs jansson 2>/dev/null),-ljansson)
+# SQLite (store/st_db.c only): linked into every binary.
+SQLITE_LIBS := $(or $(shell pkg-config --libs sqlite3 2>/dev/null),-lsqlite3)
+# libmicrohttpd (server/srv_http.c) and libcurl (server/srv_client.c, tests) likewise.
+MHD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libmicrohttpd 2>/dev/null))
+MHD_LIBS := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
+CURL_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libcurl 2>/dev/null))
+CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
+
 # Layering: each folder sees only its own headers and those of lower layers.
 INC_common   := -Icommon
 INC_planner  := -Iplanner -Icommon $(JANSSON_CFLAGS)
@@ -49,16 +60,6 @@ MAIN_SRC     := server/srv_main.c
 UNIT_TESTS   := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 BENCH_SRC    := $(wildcard bench/bench_*.c)
 
-# jansson (the *_json.c codecs): headers as -isystem, linked into every binary.
-JANSSON_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags jansson 2>/dev/null))
-JANSSON_LIBS := $(or $(shell pkg-config --libs jansson 2>/dev/null),-ljansson)
-# SQLite (store/st_db.c only): linked into every binary.
-SQLITE_LIBS := $(or $(shell pkg-config --libs sqlite3 2>/dev/null),-lsqlite3)
-# libmicrohttpd (server/srv_http.c) and libcurl (server/srv_client.c, tests) likewise.
-MHD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libmicrohttpd 2>/dev/null))
-MHD_LIBS := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
-CURL_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libcurl 2>/dev/null))
-CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
 LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(OPENBLAS_LIBS)
 
 # server/openapi.json, embedded as a C array (served at /v1/openapi.json).
