@@ -117,23 +117,11 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
     if (cm_file_read("-", &text, &len, &err) != CM_OK) {
         goto out;
     }
-    char tmpl[] = "/tmp/shardplan-worker-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd < 0) {
-        cm_error_set(&err, CM_EIO, NULL, "cannot create a temporary file");
-        goto out;
-    }
-    bool wrote = write(fd, text, len) == (ssize_t)len;
-    close(fd);
-    cm_status st =
-        wrote ? CM_OK : cm_error_set(&err, CM_EIO, NULL, "cannot write a temporary file");
+    /* two independent modules: the partitioned program and the reference */
+    cm_status st = sp_cost_input_parse(text, len, &part, &err);
     if (st == CM_OK) {
-        st = sp_cost_input_load(tmpl, &part, &err);
+        st = sp_cost_input_parse(text, len, &ref, &err);
     }
-    if (st == CM_OK) {
-        st = sp_cost_input_load(tmpl, &ref, &err);
-    }
-    unlink(tmpl);
     if (st != CM_OK || ex_partition(part.m, &err) != CM_OK) {
         goto out;
     }

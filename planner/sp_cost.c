@@ -1897,9 +1897,17 @@ cm_status sp_cost_input_load(const char *path, sp_cost_input *in, cm_error *err)
     char *text = NULL;
     size_t len = 0;
     cm_status st = cm_file_read(path, &text, &len, err);
-    if (st != CM_OK) {
-        return st;
+    if (st == CM_OK) {
+        st = sp_cost_input_parse(text, len, in, err);
     }
+    cm_free(text);
+    return st;
+}
+
+cm_status sp_cost_input_parse(const char *text, size_t len, sp_cost_input *in, cm_error *err)
+{
+    memset(in, 0, sizeof *in);
+    cm_status st = CM_OK;
     const sp_custom_rules *custom = NULL;
     if (looks_json(text, len)) {
         st = sp_graph_decode(text, len, NULL, &in->g, err);
@@ -1910,7 +1918,6 @@ cm_status sp_cost_input_load(const char *path, sp_cost_input *in, cm_error *err)
     } else {
         st = sp_mlir_read(text, len, 0, &in->m, err);
     }
-    cm_free(text);
     if (st == CM_OK && !module_partitioned(in->m)) {
         sp_prop_opts po;
         sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);

@@ -203,6 +203,8 @@ typedef struct sp_cost_input {
  * and propagation (CM_EINVAL with a JSON Pointer or line:col), CM_EIO,
  * CM_ENOMEM; in is zeroed then. */
 cm_status sp_cost_input_load(const char *path, sp_cost_input *in, cm_error *err);
+/* The same from len bytes of text (told apart by a leading '{'). */
+cm_status sp_cost_input_parse(const char *text, size_t len, sp_cost_input *in, cm_error *err);
 void sp_cost_input_fini(sp_cost_input *in);
 
 /* `shardplan cost FILE [--profile NAME|FILE] [--overlap F] [--mode auto|explicit|implied]

@@ -32,8 +32,10 @@ struct srv_bench {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool stopping; /* under mu */
-    bool kicked;   /* under mu: a run was queued */
+    bool stopping;   /* under mu */
+    bool kicked;     /* under mu: a run was queued */
+    int64_t current; /* under mu: the run whose worker is alive, 0 when none */
+    int64_t cancel;  /* under mu: the run to cancel (== current), 0 when none */
 };
 
 static double now_s(void)
@@ -49,6 +51,48 @@ static bool stopping(srv_app *app)
     bool s = app->bench->stopping;
     pthread_mutex_unlock(&app->bench->mu);
     return s;
+}
+
+static void set_current(srv_app *app, int64_t id)
+{
+    pthread_mutex_lock(&app->bench->mu);
+    app->bench->current = id;
+    app->bench->cancel = 0;
+    pthread_cond_broadcast(&app->bench->cv); /* a canceller waits for this */
+    pthread_mutex_unlock(&app->bench->mu);
+}
+
+static bool cancel_requested(srv_app *app, int64_t id)
+{
+    pthread_mutex_lock(&app->bench->mu);
+    bool c = app->bench->cancel == id;
+    pthread_mutex_unlock(&app->bench->mu);
+    return c;
+}
+
+bool srv_bench_cancel(srv_app *app, int64_t id, double timeout_s)
+{
+    srv_bench *b = app->bench;
+    if (b == NULL || id <= 0) {
+        return false;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long ns = (long)((timeout_s - (double)(long)timeout_s) * 1e9);
+    until.tv_sec += (time_t)timeout_s + (until.tv_nsec + ns) / 1000000000L;
+    until.tv_nsec = (until.tv_nsec + ns) % 1000000000L;
+    pthread_mutex_lock(&b->mu);
+    bool running = b->current == id;
+    if (running) {
+        b->cancel = id;
+        while (b->current == id && !b->stopping) {
+            if (pthread_cond_timedwait(&b->cv, &b->mu, &until) == ETIMEDOUT) {
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&b->mu);
+    return running;
 }
 
 /* Sleeps up to ms or until stop or a kick. */
@@ -144,6 +188,7 @@ static void fail_leftovers(srv_app *app)
 
 typedef struct outcome {
     bool ok;
+    bool canceled;   /* by srv_bench_cancel */
     char *result;    /* heap JSON from the worker, or NULL */
     char error[640]; /* the reason a run failed */
 } outcome;
@@ -260,6 +305,8 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
         }
         if (stopping(app)) {
             killed_for = "server stopped";
+        } else if (cancel_requested(app, id)) {
+            killed_for = "canceled";
         } else if (final_at > 0 && t > final_at + LINGER_S) {
             /* it answered but does not exit (seen: OpenBLAS's exit handler
                joining a thread stuck after RLIMIT_AS refused memory) */
@@ -318,6 +365,9 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
     }
     if (killed_for != NULL && strcmp(killed_for, "lingered") == 0) {
         o->ok = o->result != NULL; /* its answer stands */
+    } else if (killed_for != NULL && strcmp(killed_for, "canceled") == 0) {
+        o->canceled = true;
+        snprintf(o->error, sizeof o->error, "canceled by request");
     } else if (killed_for != NULL && strcmp(killed_for, "time limit") == 0) {
         snprintf(o->error, sizeof o->error, "time limit %g s exceeded", c->bench_time_limit_s);
     } else if (killed_for != NULL) {
@@ -382,26 +432,61 @@ static void deliver(srv_app *app, const char *url, const cm_buf *body, cm_buf *r
     cm_buf_putc(rec, '}');
 }
 
+/* Stores the run's final status, then calls its webhook and completes the
+ * stored results with the delivery record: whoever the webhook wakes reads the
+ * final status. */
 static void finish(srv_app *app, const st_bench *run, outcome *o)
 {
-    const char *status = o->ok ? "succeeded" : "failed";
+    st_bench_status fin = o->ok ? ST_BENCH_SUCCEEDED
+                          : o->canceled ? ST_BENCH_CANCELED
+                                        : ST_BENCH_FAILED;
     cm_buf results;
     cm_buf_init(&results);
     if (o->result != NULL) {
         cm_buf_puts(&results, o->result);
     }
+    st_bench_update u = {fin, o->ok ? 1.0 : 0.0,
+                         results.len > 0 && !results.oom ? results.data : NULL, results.len,
+                         o->ok ? NULL : o->error};
+    st_db *db = srv_app_db_acquire(app);
+    if (!o->ok) {
+        st_bench x;
+        memset(&x, 0, sizeof x);
+        if (st_bench_get(db, run->id, &x, NULL) == CM_OK) {
+            u.progress = x.progress; /* where it got to */
+            st_bench_fini(&x);
+        }
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_bench_set(db, run->id, &u, &e) != CM_OK && u.results != NULL) {
+        u.results = NULL; /* e.g. the results were not JSON: keep status and reason */
+        u.status = fin = ST_BENCH_FAILED;
+        u.error = e.msg;
+        results.len = 0;
+        if (st_bench_set(db, run->id, &u, NULL) != CM_OK) {
+            st_bench x; /* final already (canceled meanwhile): report what is stored */
+            memset(&x, 0, sizeof x);
+            if (st_bench_get(db, run->id, &x, NULL) == CM_OK) {
+                fin = x.status;
+                st_bench_fini(&x);
+            }
+        }
+    }
+    srv_app_db_release(app, db);
     bool stopped = strcmp(o->error, "server stopped") == 0;
     if (run->webhook_url != NULL && !stopped) {
         cm_buf body;
         cm_buf_init(&body);
         cm_buf_printf(&body, "{\"id\":%lld,\"plan_id\":%lld,\"status\":\"%s\",\"spec\":%s",
-                      (long long)run->id, (long long)run->plan_id, status,
+                      (long long)run->id, (long long)run->plan_id, st_bench_status_name(fin),
                       run->spec != NULL ? run->spec : "{}");
-        cm_buf_printf(&body, ",\"results\":%s,\"error\":", o->result != NULL ? o->result : "null");
-        if (o->ok) {
+        cm_buf_printf(&body, ",\"results\":%s,\"error\":",
+                      results.len > 0 ? o->result : "null");
+        if (fin == ST_BENCH_SUCCEEDED) {
             cm_buf_puts(&body, "null");
         } else {
-            srv_json_put_str(&body, o->error);
+            srv_json_put_str(&body, u.error != NULL ? u.error : o->error);
         }
         cm_buf_putc(&body, '}');
         /* the delivery record goes into the stored results */
@@ -418,28 +503,13 @@ static void finish(srv_app *app, const st_bench *run, outcome *o)
         }
         cm_buf_putc(&results, '}');
         cm_buf_fini(&body);
-    }
-    st_bench_update u = {o->ok ? ST_BENCH_DONE : ST_BENCH_FAILED, o->ok ? 1.0 : 0.0,
-                         results.len > 0 && !results.oom ? results.data : NULL, results.len,
-                         o->ok ? NULL : o->error};
-    st_db *db = srv_app_db_acquire(app);
-    if (!o->ok) {
-        st_bench x;
-        memset(&x, 0, sizeof x);
-        if (st_bench_get(db, run->id, &x, NULL) == CM_OK) {
-            u.progress = x.progress; /* where it got to */
-            st_bench_fini(&x);
+        if (!results.oom) {
+            st_bench_update w = {fin, u.progress, results.data, results.len, NULL};
+            db = srv_app_db_acquire(app);
+            st_bench_set(db, run->id, &w, NULL);
+            srv_app_db_release(app, db);
         }
     }
-    cm_error e;
-    cm_error_clear(&e);
-    if (st_bench_set(db, run->id, &u, &e) != CM_OK && u.results != NULL) {
-        u.results = NULL; /* e.g. the results were not JSON: keep status and reason */
-        u.status = ST_BENCH_FAILED;
-        u.error = e.msg;
-        st_bench_set(db, run->id, &u, NULL);
-    }
-    srv_app_db_release(app, db);
     cm_buf_fini(&results);
 }
 
@@ -455,11 +525,14 @@ static void run_one(srv_app *app, int64_t id)
     memset(&g, 0, sizeof g);
     cm_error e;
     cm_error_clear(&e);
+    set_current(app, id); /* before the read: a cancel from now on is seen */
     st_db *db = srv_app_db_acquire(app);
     cm_status st = st_bench_get(db, id, &run, &e);
     srv_app_db_release(app, db);
-    if (st != CM_OK) {
-        return; /* deleted meanwhile */
+    if (st != CM_OK || run.status != ST_BENCH_RUNNING) {
+        set_current(app, 0);
+        st_bench_fini(&run);
+        return; /* deleted or canceled meanwhile */
     }
     srv_bench_spec s;
     if (srv_json_bench_spec_decode(run.spec != NULL ? run.spec : "{}",
@@ -484,6 +557,7 @@ static void run_one(srv_app *app, int64_t id)
         }
     }
     finish(app, &run, &o);
+    set_current(app, 0); /* after the final status: a canceller waits for it */
     cm_free(o.result);
     st_graph_fini(&g);
     st_plan_fini(&plan);

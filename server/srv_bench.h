@@ -10,6 +10,7 @@
 #define SRV_BENCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "cm.h"
 
@@ -27,6 +28,12 @@ cm_status srv_bench_start(srv_app *app, cm_error *err);
 /* Stops the supervisor: a worker still running is killed and its run marked
  * failed "server stopped" (no webhook). Idempotent; before start a no-op. */
 void srv_bench_stop(srv_app *app);
+
+/* Asks the supervisor to kill the worker of run id and waits up to timeout_s
+ * until it is gone; the run then ends "canceled" (reason "canceled by
+ * request") and its webhook is called. True when id was the run being
+ * executed, false otherwise (queued, final, or not in this process). */
+bool srv_bench_cancel(srv_app *app, int64_t id, double timeout_s);
 
 /* Wakes the supervisor after a run was queued (it also polls). */
 void srv_bench_kick(srv_app *app);

@@ -194,6 +194,7 @@ static void h_bench_post(srv_app *, srv_req *, route_args *);
 static void h_run_list(srv_app *, srv_req *, route_args *);
 static void h_run_get(srv_app *, srv_req *, route_args *);
 static void h_run_delete(srv_app *, srv_req *, route_args *);
+static void h_bench_cancel(srv_app *, srv_req *, route_args *);
 static void h_token_post(srv_app *, srv_req *, route_args *);
 static void h_token_list(srv_app *, srv_req *, route_args *);
 static void h_token_delete(srv_app *, srv_req *, route_args *);
@@ -235,6 +236,7 @@ static const route routes[] = {
     {"GET", "/v1/benchmarks", h_run_list, R_READ, true, "benchmarks.list"},
     {"GET", "/v1/benchmarks/{}", h_run_get, R_READ, true, "benchmarks.get"},
     {"DELETE", "/v1/benchmarks/{}", h_run_delete, R_WRITE, true, "benchmarks.delete"},
+    {"POST", "/v1/benchmarks/{}/cancel", h_bench_cancel, R_WRITE, true, "benchmarks.cancel"},
     {"POST", "/v1/tokens", h_token_post, R_ADMIN, true, "tokens.create"},
     {"GET", "/v1/tokens", h_token_list, R_ADMIN, true, "tokens.list"},
     {"DELETE", "/v1/tokens/{}", h_token_delete, R_ADMIN, true, "tokens.delete"},
@@ -1817,18 +1819,12 @@ static void h_compare(srv_app *app, srv_req *r, route_args *a)
 
 /* ---- benchmark runs ------------------------------------------------------------------------------------ */
 
-/* The API's status names: the store's "done" is "succeeded". */
-static const char *run_status_name(st_bench_status s)
-{
-    return s == ST_BENCH_DONE ? "succeeded" : st_bench_status_name(s);
-}
-
 static void run_json(cm_buf *b, const st_bench *x, bool full)
 {
     cm_buf_putc(b, '{');
     put_kv_i64(b, "id", x->id, false);
     put_kv_i64(b, "plan_id", x->plan_id, true);
-    put_kv_str(b, "status", run_status_name(x->status), true);
+    put_kv_str(b, "status", st_bench_status_name(x->status), true);
     cm_buf_printf(b, ",\"progress\":%.4g", x->progress);
     cm_buf_puts(b, ",\"spec\":");
     if (x->spec != NULL) {
@@ -1939,11 +1935,11 @@ static void h_run_list(srv_app *app, srv_req *r, route_args *a)
     }
     const char *status = srv_req_query(r, "status");
     if (status != NULL) {
-        if (strcmp(status, "succeeded") == 0) {
-            q.status = ST_BENCH_DONE;
+        if (strcmp(status, "done") == 0) {
+            q.status = ST_BENCH_SUCCEEDED; /* the store's name before schema 4 */
         } else if (!st_bench_status_parse(status, &q.status)) {
-            reply_err(app, r, E_INVALID, "/status", "status must be queued, running, succeeded "
-                                                    "or failed");
+            reply_err(app, r, E_INVALID, "/status", "status must be queued, running, succeeded, "
+                                                    "failed or canceled");
             return;
         }
         q.has_status = true;
@@ -1992,12 +1988,55 @@ static void h_run_get(srv_app *app, srv_req *r, route_args *a)
     reply_buf(app, r, 200, &b);
 }
 
+/* Kills the worker of run id if this server is executing it, and waits
+ * (bounded) until the supervisor has stored the run final. */
+static void run_stop(srv_app *app, int64_t id)
+{
+    srv_bench_cancel(app, id, 5.0);
+}
+
+/* POST /v1/benchmarks/{id}/cancel: the run is stored canceled, then its
+ * worker, if one is running, is killed; a final run is a conflict. */
+static void h_bench_cancel(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id;
+    if (!seg_id(app, r, a, &id)) {
+        return;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    st_bench_update u = {ST_BENCH_CANCELED, 0, NULL, 0, "canceled by request"};
+    st_bench x;
+    memset(&x, 0, sizeof x);
+    cm_status st = st_bench_get(a->db, id, &x, &e);
+    if (st == CM_OK) {
+        u.progress = x.progress;
+        if (x.status != ST_BENCH_QUEUED && x.status != ST_BENCH_RUNNING) {
+            st = cm_error_set(&e, CM_ECONFLICT, "/status",
+                              "benchmark run %lld has %s; only queued or running runs can be "
+                              "canceled",
+                              (long long)id, st_bench_status_name(x.status));
+        }
+        st_bench_fini(&x);
+    }
+    if (st == CM_OK) {
+        st = st_bench_set(a->db, id, &u, &e);
+    }
+    if (st != CM_OK) {
+        reply_cm(app, r, &e);
+        return;
+    }
+    run_stop(app, id);
+    h_run_get(app, r, a);
+}
+
 static void h_run_delete(srv_app *app, srv_req *r, route_args *a)
 {
     int64_t id;
     if (!seg_id(app, r, a, &id)) {
         return;
     }
+    run_stop(app, id); /* a running run's worker is killed first */
     cm_error e;
     cm_error_clear(&e);
     if (st_bench_delete(a->db, id, &e) != CM_OK) {

@@ -1695,16 +1695,19 @@ cm_status st_plan_delete(st_db *db, int64_t id, cm_error *err)
 
 /* ---- benchmark runs ----------------------------------------------------------------------- */
 
-static const char *const bench_names[] = {"queued", "running", "done", "failed"};
+static const char *const bench_names[] = {"queued", "running", "succeeded", "failed",
+                                          "canceled"};
+_Static_assert(sizeof bench_names / sizeof bench_names[0] == ST_BENCH_N_STATUS,
+               "one name per benchmark status");
 
 const char *st_bench_status_name(st_bench_status s)
 {
-    return (unsigned)s < 4 ? bench_names[s] : "unknown";
+    return (unsigned)s < ST_BENCH_N_STATUS ? bench_names[s] : "unknown";
 }
 
 bool st_bench_status_parse(const char *s, st_bench_status *out)
 {
-    for (unsigned i = 0; s != NULL && i < 4; i++) {
+    for (unsigned i = 0; s != NULL && i < ST_BENCH_N_STATUS; i++) {
         if (strcmp(s, bench_names[i]) == 0) {
             *out = (st_bench_status)i;
             return true;
@@ -1886,7 +1889,7 @@ cm_status st_bench_list_query(st_db *db, const st_bench_query *q, st_bench_list 
     memset(out, 0, sizeof *out);
     size_t limit = 0;
     cm_status st = check_limit(q->limit, q->after_id, &limit, err);
-    if (st == CM_OK && q->has_status && (unsigned)q->status >= 4) {
+    if (st == CM_OK && q->has_status && (unsigned)q->status >= ST_BENCH_N_STATUS) {
         st = cm_error_set(err, CM_EINVAL, "/status", "unknown status");
     }
     if (st == CM_OK && q->plan_id < 0) {
@@ -1928,13 +1931,13 @@ cm_status st_bench_list_query(st_db *db, const st_bench_query *q, st_bench_list 
 static bool bench_transition_ok(st_bench_status from, st_bench_status to)
 {
     if (from == to) {
-        return from == ST_BENCH_QUEUED || from == ST_BENCH_RUNNING;
+        return true; /* progress while live; results and error once final */
     }
     switch (from) {
     case ST_BENCH_QUEUED:
-        return to == ST_BENCH_RUNNING || to == ST_BENCH_FAILED;
+        return to == ST_BENCH_RUNNING || to == ST_BENCH_FAILED || to == ST_BENCH_CANCELED;
     case ST_BENCH_RUNNING:
-        return to == ST_BENCH_DONE || to == ST_BENCH_FAILED;
+        return to == ST_BENCH_SUCCEEDED || to == ST_BENCH_FAILED || to == ST_BENCH_CANCELED;
     default:
         return false;
     }
@@ -1946,7 +1949,7 @@ cm_status st_bench_set(st_db *db, int64_t id, const st_bench_update *u, cm_error
     if (st != CM_OK) {
         return st;
     }
-    if ((unsigned)u->status >= 4) {
+    if ((unsigned)u->status >= ST_BENCH_N_STATUS) {
         return cm_error_set(err, CM_EINVAL, "/status", "unknown status");
     }
     if (!(u->progress >= 0.0 && u->progress <= 1.0)) {

@@ -46,7 +46,7 @@
 
 typedef struct st_db st_db;
 
-#define ST_DB_SCHEMA_VERSION  3    /* schema version this build migrates to */
+#define ST_DB_SCHEMA_VERSION  4    /* schema version this build migrates to */
 #define ST_DB_BUSY_TIMEOUT_MS 5000 /* how long a write waits for the lock, ms */
 #define ST_LIST_DEFAULT_LIMIT 50   /* page size when a query says limit = 0 */
 #define ST_LIST_MAX_LIMIT     1000 /* largest page size accepted */
@@ -261,17 +261,21 @@ cm_status st_plan_delete(st_db *db, int64_t id, cm_error *err);
 
 /* ---- benchmark runs -----------------------------------------------------------
  * Created queued by the API, run later by the executor. Status moves
- * queued -> running -> done | failed (queued -> failed also allowed, e.g. on
- * cancel); done and failed are final. */
+ * queued -> running -> succeeded | failed | canceled (queued -> failed and
+ * queued -> canceled also allowed). succeeded, failed and canceled are final:
+ * a final run keeps its status, but its results and error may still be
+ * updated (e.g. with the webhook's delivery record). */
 
 typedef enum st_bench_status {
     ST_BENCH_QUEUED = 0,
     ST_BENCH_RUNNING,
-    ST_BENCH_DONE,
-    ST_BENCH_FAILED
+    ST_BENCH_SUCCEEDED,
+    ST_BENCH_FAILED,
+    ST_BENCH_CANCELED,
+    ST_BENCH_N_STATUS
 } st_bench_status;
 
-/* "queued", "running", "done", "failed". */
+/* "queued", "running", "succeeded", "failed", "canceled". */
 const char *st_bench_status_name(st_bench_status s);
 bool st_bench_status_parse(const char *s, st_bench_status *out);
 

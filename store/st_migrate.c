@@ -79,6 +79,30 @@ const st_migration st_migrations[] = {
      "  created_at INTEGER NOT NULL"
      ");"
      "CREATE INDEX tokens_prefix ON tokens (prefix);"},
+    /* SQLite cannot change a CHECK in place: the table is rebuilt. Nothing
+       references bench_runs, so foreign keys stay valid. */
+    {4, "benchmark status names: done -> succeeded, canceled",
+     "CREATE TABLE bench_runs_v4 ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  plan_id INTEGER REFERENCES plans (id) ON DELETE SET NULL,"
+     "  spec BLOB NOT NULL,"
+     "  status TEXT NOT NULL"
+     "    CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'canceled')),"
+     "  progress REAL NOT NULL DEFAULT 0 CHECK (progress >= 0 AND progress <= 1),"
+     "  results BLOB,"
+     "  error TEXT,"
+     "  webhook_url TEXT,"
+     "  created_at INTEGER NOT NULL,"
+     "  updated_at INTEGER NOT NULL"
+     ");"
+     "INSERT INTO bench_runs_v4 (id, plan_id, spec, status, progress, results, error,"
+     "  webhook_url, created_at, updated_at)"
+     "  SELECT id, plan_id, spec, CASE status WHEN 'done' THEN 'succeeded' ELSE status END,"
+     "  progress, results, error, webhook_url, created_at, updated_at FROM bench_runs;"
+     "DROP TABLE bench_runs;"
+     "ALTER TABLE bench_runs_v4 RENAME TO bench_runs;"
+     "CREATE INDEX bench_runs_status ON bench_runs (status, id);"
+     "CREATE INDEX bench_runs_plan ON bench_runs (plan_id);"},
 };
 
 const size_t st_n_migrations = sizeof st_migrations / sizeof st_migrations[0];

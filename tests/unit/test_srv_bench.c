@@ -230,7 +230,8 @@ static json_t *wait_run(const fixture *f, int64_t id, const char *want, double l
         const char *st = json_string_value(json_object_get(r.json, "status"));
         assert_non_null(st);
         bool done = want != NULL ? strcmp(st, want) == 0
-                                 : strcmp(st, "succeeded") == 0 || strcmp(st, "failed") == 0;
+                                 : strcmp(st, "succeeded") == 0 || strcmp(st, "failed") == 0 ||
+                                       strcmp(st, "canceled") == 0;
         if (done || now_s() > until) {
             json_t *j = json_incref(r.json);
             resp_fini(&r);
@@ -255,7 +256,36 @@ typedef struct hook {
     char body[16384]; /* the first request's body */
     size_t body_len;
     bool got;
+    const char *base;      /* the server, to read the run while the hook is called */
+    char run_status[32];   /* the stored status of the run at that moment */
 } hook;
+
+/* GET base/v1/benchmarks/id's status into out, without cmocka (another thread). */
+static void status_now(const char *base, long long id, char *out, size_t cap)
+{
+    char url[256];
+    snprintf(url, sizeof url, "%s/v1/benchmarks/%lld", base, id);
+    cm_buf b;
+    cm_buf_init(&b);
+    CURL *h = curl_easy_init();
+    if (h == NULL) {
+        return;
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+    if (curl_easy_perform(h) == CURLE_OK) {
+        json_error_t je;
+        json_t *j = json_loadb(b.data, b.len, 0, &je);
+        const char *st = json_string_value(json_object_get(j, "status"));
+        snprintf(out, cap, "%s", st != NULL ? st : "?");
+        json_decref(j);
+    }
+    curl_easy_cleanup(h);
+    cm_buf_fini(&b);
+}
 
 static void *hook_main(void *arg)
 {
@@ -291,6 +321,13 @@ static void *hook_main(void *arg)
                 memcpy(k->body, end + 4, want);
                 k->body_len = want;
                 k->got = true;
+                json_error_t je;
+                json_t *j = json_loadb(k->body, k->body_len, 0, &je);
+                if (k->base != NULL && j != NULL) {
+                    status_now(k->base, (long long)json_integer_value(json_object_get(j, "id")),
+                               k->run_status, sizeof k->run_status);
+                }
+                json_decref(j);
                 break;
             }
         }
@@ -334,6 +371,7 @@ static void test_srv_bench_flax_mlp_succeeds_with_webhook(void **state)
     make_plan(f);
     hook k;
     hook_start(&k);
+    k.base = f->base;
     int64_t id = queue_run(f,
                            "{\"plan_id\":%lld,\"devices\":8,\"warmup\":1,\"iters\":3,\"seed\":5,"
                            "\"webhook_url\":\"http://127.0.0.1:%u/hook\"}",
@@ -362,6 +400,8 @@ static void test_srv_bench_flax_mlp_succeeds_with_webhook(void **state)
     assert_non_null(sent);
     assert_int_equal(json_integer_value(json_object_get(sent, "id")), id);
     assert_string_equal(json_string_value(json_object_get(sent, "status")), "succeeded");
+    /* when the webhook is called, the run is already stored final */
+    assert_string_equal(k.run_status, "succeeded");
     assert_true(json_is_true(
         json_object_get(json_object_get(json_object_get(sent, "results"), "numerics"), "match")));
     json_decref(sent);
@@ -441,6 +481,56 @@ static void test_srv_bench_stop_fails_running_run(void **state)
     start(f, 120, true); /* for teardown */
 }
 
+static void test_srv_bench_cancel_queued_and_running(void **state)
+{
+    fixture *f = *state;
+    make_plan(f);
+    int64_t first = queue_run(f, "{\"plan_id\":%lld,\"fault\":\"hang\"}", (long long)f->plan_id);
+    int64_t second = queue_run(f, "{\"plan_id\":%lld,\"fault\":\"hang\"}", (long long)f->plan_id);
+    json_decref(wait_run(f, first, "running", 30));
+    char path[96];
+    resp r;
+    /* the queued one: canceled at once, never started */
+    snprintf(path, sizeof path, "/v1/benchmarks/%lld/cancel", (long long)second);
+    post(f, path, "", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(json_string_value(json_object_get(r.json, "status")), "canceled");
+    assert_string_equal(json_string_value(json_object_get(r.json, "error")), "canceled by request");
+    resp_fini(&r);
+    /* the running one: its worker is killed before the answer */
+    snprintf(path, sizeof path, "/v1/benchmarks/%lld/cancel", (long long)first);
+    double t0 = now_s();
+    post(f, path, "", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(json_string_value(json_object_get(r.json, "status")), "canceled");
+    assert_true(now_s() - t0 < 10);
+    resp_fini(&r);
+    post(f, path, "", &r); /* final now */
+    assert_int_equal(r.status, 409);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(r.json, "error"), "path")), "/status");
+    resp_fini(&r);
+    http(f, "GET", "/v1/benchmarks?status=canceled", NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 2);
+    resp_fini(&r);
+    post(f, "/v1/benchmarks/999/cancel", "", &r);
+    assert_int_equal(r.status, 404);
+    resp_fini(&r);
+    /* the supervisor goes on with the next run; deleting a running run stops it */
+    int64_t third = queue_run(f, "{\"plan_id\":%lld,\"fault\":\"hang\"}", (long long)f->plan_id);
+    json_decref(wait_run(f, third, "running", 30));
+    snprintf(path, sizeof path, "/v1/benchmarks/%lld", (long long)third);
+    http(f, "DELETE", path, NULL, 0, &r);
+    assert_int_equal(r.status, 204);
+    resp_fini(&r);
+    int64_t fourth =
+        queue_run(f, "{\"plan_id\":%lld,\"warmup\":0,\"iters\":1}", (long long)f->plan_id);
+    json_t *run = wait_run(f, fourth, NULL, 120);
+    assert_string_equal(json_string_value(json_object_get(run, "status")), "succeeded");
+    json_decref(run);
+}
+
 static void expect_error(fixture *f, const char *body, long status, const char *path)
 {
     resp r;
@@ -500,6 +590,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_srv_bench_time_limit_kills_runaway_worker,
                                         setup_short_limit, teardown),
         cmocka_unit_test_setup_teardown(test_srv_bench_stop_fails_running_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_bench_cancel_queued_and_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_bench_bad_requests_name_the_member,
                                         setup_no_faults, teardown),
     };

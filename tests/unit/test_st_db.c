@@ -202,7 +202,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     raw_text(f->path, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "3");
+    assert_string_equal(t, "4");
     /* A second handle on the same file sees the same schema, nothing re-applied. */
     st_db *db2 = NULL;
     OK(st_db_open(f->path, &db2, &e_));
@@ -210,7 +210,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     assert_int_equal(v, ST_DB_SCHEMA_VERSION);
     st_db_close(db2);
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "3");
+    assert_string_equal(t, "4");
     st_db_close(NULL);
 }
 
@@ -286,7 +286,7 @@ static void test_st_db_open_migrates_v1_file(void **state)
     OK(st_db_open(p, &db, &e_));
     int64_t v = 0;
     OK(st_db_schema_version(db, &v, &e_));
-    assert_int_equal(v, 3);
+    assert_int_equal(v, ST_DB_SCHEMA_VERSION);
     OK(st_db_integrity_check(db, &e_));
     /* Old rows intact. */
     st_graph g;
@@ -316,9 +316,60 @@ static void test_st_db_open_migrates_v1_file(void **state)
     st_db_close(db);
     char t[64];
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3");
+    assert_string_equal(t, "1,2,3,4");
     raw_text(p, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
+}
+
+/* A v3 file with benchmark runs: version 4 renames "done" to "succeeded",
+ * keeps every row, id and index, and allows "canceled". */
+static void test_st_db_migrates_v3_bench_status(void **state)
+{
+    fx *f = *state;
+    char p[256];
+    fx_path(f, "v3.db", p, sizeof p);
+    raw_exec(p, V1_SQL);
+    {
+        st_db *db = NULL;
+        OK(st_db_open(p, &db, &e_)); /* to v4, then turned back into v3 below */
+        st_db_close(db);
+    }
+    raw_exec(p, "DROP TABLE bench_runs;"
+                "CREATE TABLE bench_runs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                " plan_id INTEGER REFERENCES plans (id) ON DELETE SET NULL, spec BLOB NOT NULL,"
+                " status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),"
+                " progress REAL NOT NULL DEFAULT 0 CHECK (progress >= 0 AND progress <= 1),"
+                " results BLOB, error TEXT, webhook_url TEXT, created_at INTEGER NOT NULL,"
+                " updated_at INTEGER NOT NULL);"
+                "CREATE INDEX bench_runs_status ON bench_runs (status, id);"
+                "CREATE INDEX bench_runs_plan ON bench_runs (plan_id);"
+                "INSERT INTO bench_runs VALUES (11, 5, CAST('{}' AS BLOB), 'done', 1,"
+                " CAST('{\"x\":1}' AS BLOB), NULL, NULL, 1700000000, 1700000000);"
+                "INSERT INTO bench_runs VALUES (12, 5, CAST('{}' AS BLOB), 'queued', 0,"
+                " NULL, NULL, 'http://127.0.0.1:9/h', 1700000000, 1700000000);"
+                "DELETE FROM schema_version WHERE version = 4;");
+    st_db *db = NULL;
+    OK(st_db_open(p, &db, &e_));
+    OK(st_db_integrity_check(db, &e_));
+    st_bench b;
+    OK(st_bench_get(db, 11, &b, &e_));
+    assert_int_equal(b.status, ST_BENCH_SUCCEEDED);
+    assert_string_equal(b.results, "{\"x\":1}");
+    assert_int_equal(b.plan_id, 5);
+    st_bench_fini(&b);
+    st_bench_update u = {ST_BENCH_CANCELED, 0, NULL, 0, "canceled"};
+    OK(st_bench_set(db, 12, &u, &e_));
+    OK(st_bench_get(db, 12, &b, &e_));
+    assert_int_equal(b.status, ST_BENCH_CANCELED);
+    assert_string_equal(b.webhook_url, "http://127.0.0.1:9/h");
+    st_bench_fini(&b);
+    int64_t id = 0;
+    OK(st_bench_create(db, 5, "{}", 2, NULL, &id, &e_));
+    assert_true(id > 12);
+    st_db_close(db);
+    char t[64];
+    raw_text(p, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'bench_runs%'", t, sizeof t);
+    assert_string_equal(t, "3"); /* the table and its two indexes */
 }
 
 /* The frozen copy above matches migration 1 as the code has it. */
@@ -819,19 +870,29 @@ static void test_st_bench_lifecycle(void **state)
     u.status = ST_BENCH_RUNNING;
     u.progress = 0.5;
     OK(st_bench_set(f->db, b1, &u, &e_));
-    u.status = ST_BENCH_DONE;
+    u.status = ST_BENCH_SUCCEEDED;
     u.progress = 1.0;
     u.results = "{\"step_ms\":12.5}";
     u.results_len = strlen(u.results);
     OK(st_bench_set(f->db, b1, &u, &e_));
     OK(st_bench_get(f->db, b1, &b, &e_));
-    assert_int_equal(b.status, ST_BENCH_DONE);
+    assert_int_equal(b.status, ST_BENCH_SUCCEEDED);
     assert_true(b.progress == 1.0);
     assert_string_equal(b.results, "{\"step_ms\":12.5}");
+    st_bench_fini(&b);
+    /* A final run keeps its status; its results may still be completed. */
+    u.results = "{\"step_ms\":12.5,\"webhook\":null}";
+    u.results_len = strlen(u.results);
+    OK(st_bench_set(f->db, b1, &u, &e_));
+    OK(st_bench_get(f->db, b1, &b, &e_));
+    assert_int_equal(b.status, ST_BENCH_SUCCEEDED);
+    assert_string_equal(b.results, "{\"step_ms\":12.5,\"webhook\":null}");
     st_bench_fini(&b);
     u.status = ST_BENCH_RUNNING;
     u.results = NULL;
     FAILS(CM_ECONFLICT, "/status", st_bench_set(f->db, b1, &u, &e_));
+    u.status = ST_BENCH_CANCELED;
+    FAILS(CM_ECONFLICT, "/status", st_bench_set(f->db, b1, &u, &e_)); /* final */
     /* queued -> failed with a message. */
     u.status = ST_BENCH_FAILED;
     u.progress = 0;
@@ -842,8 +903,8 @@ static void test_st_bench_lifecycle(void **state)
     assert_int_equal(b.plan_id, 0);
     st_bench_fini(&b);
     u.error = NULL;
-    u.status = ST_BENCH_DONE;
-    FAILS(CM_ECONFLICT, "/status", st_bench_set(f->db, b3, &u, &e_)); /* queued -> done */
+    u.status = ST_BENCH_SUCCEEDED;
+    FAILS(CM_ECONFLICT, "/status", st_bench_set(f->db, b3, &u, &e_)); /* queued -> succeeded */
     u.status = ST_BENCH_RUNNING;
     u.progress = 1.5;
     FAILS(CM_EINVAL, "/progress", st_bench_set(f->db, b3, &u, &e_));
@@ -868,7 +929,7 @@ static void test_st_bench_lifecycle(void **state)
     OK(st_bench_list_query(f->db, &q, &l, &e_));
     assert_int_equal(l.n_items, 2);
     assert_null(l.items[0].results);
-    assert_int_equal(l.items[0].results_len, 16);
+    assert_int_equal(l.items[0].results_len, 31); /* {"step_ms":12.5,"webhook":null} */
     st_bench_list_fini(&l);
     OK(st_bench_claim(f->db, &c, &e_));
     assert_int_equal(c, b3);
@@ -1416,6 +1477,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_db_open_sets_wal_and_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_open_rejects_bad_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_open_rejects_newer_schema, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_db_migrates_v3_bench_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_open_migrates_v1_file, setup, teardown),
         cmocka_unit_test(test_st_db_migration_list_is_ordered),
         cmocka_unit_test_setup_teardown(test_st_graph_put_dedups_by_content, setup, teardown),

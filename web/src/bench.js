@@ -2,7 +2,8 @@
 // POST /v1/benchmarks, poll GET /v1/benchmarks/{id} until it ends (interval
 // 250 ms growing to 2 s), then chart its per-iteration times against the
 // measured median and the predicted step; earlier runs of the plan listed
-// from GET /v1/benchmarks?plan_id=ID.
+// from GET /v1/benchmarks?plan_id=ID. A live run has a Cancel button
+// (POST /v1/benchmarks/{id}/cancel).
 import { api, getJson, listAll } from './api.js';
 import { lineChart } from './charts.js';
 import { DASH, errorBox, fill, fmtNum, fmtSeconds, fmtTime, h } from './util.js';
@@ -11,7 +12,7 @@ const POLL_MIN_MS = 250;
 const POLL_MAX_MS = 2000;
 
 export function isFinal(run) {
-  return run.status === 'succeeded' || run.status === 'failed';
+  return run.status === 'succeeded' || run.status === 'failed' || run.status === 'canceled';
 }
 
 // The newest succeeded run of a plan with its results, or null.
@@ -72,18 +73,34 @@ export function benchPanel(ctx, planId, devices) {
     }
   });
 
+  async function cancel(run, button) {
+    button.disabled = true;
+    try {
+      const r = await api(`/v1/benchmarks/${run.id}/cancel`, { method: 'POST' });
+      if (!ctx.alive()) return;
+      watch(r.json);
+      loadHistory();
+    } catch (err) {
+      if (ctx.alive()) fill(msg, errorBox(err));
+      button.disabled = false;
+    }
+  }
+
   function showStatus(run) {
     const p = Math.max(0, Math.min(1, Number(run.progress) || 0));
+    const stop = isFinal(run) ? null : h('button', { type: 'button', id: 'bench-cancel' }, 'Cancel');
+    if (stop) stop.addEventListener('click', () => cancel(run, stop));
     fill(status, h('p', {},
       h('strong', {}, `Benchmark ${run.id}: `), h('span', { id: 'bench-state', 'data-status': run.status }, run.status), ' ',
       h('progress', { id: 'bench-progress', max: '1', value: String(p) }), ` ${Math.round(p * 100)}%`,
-      run.spec ? h('span', { class: 'muted' }, ` (devices ${run.spec.devices ?? DASH}, warmup ${run.spec.warmup ?? DASH}, iters ${run.spec.iters ?? DASH})`) : null));
+      run.spec ? h('span', { class: 'muted' }, ` (devices ${run.spec.devices ?? DASH}, warmup ${run.spec.warmup ?? DASH}, iters ${run.spec.iters ?? DASH})`) : null,
+      stop ? ' ' : null, stop));
   }
 
   function showResult(run) {
     if (chart) { chart.destroy(); chart = null; }
-    if (run.status === 'failed') {
-      fill(result, h('div', { class: 'error', role: 'alert', id: 'bench-error' }, h('strong', {}, `Benchmark ${run.id} failed: `), run.error || DASH));
+    if (run.status === 'failed' || run.status === 'canceled') {
+      fill(result, h('div', { class: 'error', role: 'alert', id: 'bench-error' }, h('strong', {}, `Benchmark ${run.id} ${run.status}: `), run.error || DASH));
       return;
     }
     const r = run.results;
