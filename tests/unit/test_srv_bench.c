@@ -378,6 +378,13 @@ static void test_srv_bench_flax_mlp_succeeds_with_webhook(void **state)
                            (long long)f->plan_id, (unsigned)k.port);
     json_t *run = wait_run(f, id, NULL, 120);
     hook_join(&k);
+    /* the run is final before its webhook; the delivery record follows */
+    for (double until = now_s() + 30;
+         json_object_get(json_object_get(run, "results"), "webhook") == NULL && now_s() < until;) {
+        nap_ms(50);
+        json_decref(run);
+        run = wait_run(f, id, NULL, 10);
+    }
     assert_string_equal(json_string_value(json_object_get(run, "status")), "succeeded");
     assert_true(json_is_null(json_object_get(run, "error")));
     json_t *res = json_object_get(run, "results");
