@@ -23,7 +23,8 @@
 
 static const char *const kind_names[SP_LINT_N_KINDS] = {
     "non_divisible",     "custom_call_no_rule", "unmatched_logical_axis",
-    "rematerialisation", "mesh_mismatch",       "memory_over_capacity"};
+    "rematerialisation", "mesh_mismatch",       "memory_over_capacity",
+    "sub_axis_at_boundary"};
 static const char *const sev_names[] = {"info", "warning", "error"};
 
 const char *sp_lint_kind_name(sp_lint_kind k)
@@ -190,6 +191,38 @@ static const char *vtoken(sp_advise *a, uint32_t v)
     return val->def == SP_NONE ? astr(a, "%%arg%u", val->index) : "%v";
 }
 
+void sp_advise_fix_write(const sp_sharding *s, const char *mesh_name, uint32_t rank, uint32_t d,
+                         const char *const *axes, uint32_t n, const char *token, cm_buf *shardy,
+                         cm_buf *jax)
+{
+    cm_buf_printf(shardy, "sdy.sharding_constraint %s <@%s, [", token,
+                  s != NULL && s->mesh_name != NULL ? s->mesh_name
+                  : mesh_name != NULL               ? mesh_name
+                                                    : "mesh");
+    cm_buf_puts(jax, "jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P(");
+    for (uint32_t i = 0; i < rank; i++) {
+        cm_buf_puts(shardy, i > 0 ? ", {" : "{");
+        cm_buf_puts(jax, i > 0 ? ", " : "");
+        uint32_t k_n = i == d ? n : s != NULL && i < s->rank ? s->dims[i].n_axes : 0;
+        if (k_n > 1) {
+            cm_buf_putc(jax, '(');
+        }
+        for (uint32_t k = 0; k < k_n; k++) {
+            const char *nm = i == d ? axes[k] : s->dims[i].axes[k].name;
+            cm_buf_printf(shardy, "%s\"%s\"", k > 0 ? ", " : "", nm);
+            cm_buf_printf(jax, "%s'%s'", k > 0 ? ", " : "", nm);
+        }
+        if (k_n == 0) {
+            cm_buf_puts(jax, "None");
+        } else if (k_n > 1) {
+            cm_buf_putc(jax, ')');
+        }
+        cm_buf_putc(shardy, '}');
+    }
+    cm_buf_puts(shardy, "]>");
+    cm_buf_puts(jax, ")))");
+}
+
 /* Shardy text of s with dimension d replaced by axes[0..n) (d = SP_NONE: as is),
  * on mesh_name when s is NULL (rank dims). */
 static void fix_texts(sp_advise *a, const sp_sharding *s, const char *mesh_name, uint32_t rank,
@@ -199,38 +232,13 @@ static void fix_texts(sp_advise *a, const sp_sharding *s, const char *mesh_name,
     cm_buf b, p;
     cm_buf_init(&b);
     cm_buf_init(&p);
-    cm_buf_printf(&b, "sdy.sharding_constraint %s <@%s, [", token,
-                  s != NULL && s->mesh_name != NULL ? s->mesh_name
-                  : mesh_name != NULL               ? mesh_name
-                                                    : "mesh");
-    cm_buf_puts(&p, "P(");
-    for (uint32_t i = 0; i < rank; i++) {
-        cm_buf_puts(&b, i > 0 ? ", {" : "{");
-        cm_buf_puts(&p, i > 0 ? ", " : "");
-        uint32_t k_n = i == d ? n : s != NULL && i < s->rank ? s->dims[i].n_axes : 0;
-        if (k_n > 1) {
-            cm_buf_putc(&p, '(');
-        }
-        for (uint32_t k = 0; k < k_n; k++) {
-            const char *nm = i == d ? axes[k] : s->dims[i].axes[k].name;
-            cm_buf_printf(&b, "%s\"%s\"", k > 0 ? ", " : "", nm);
-            cm_buf_printf(&p, "%s'%s'", k > 0 ? ", " : "", nm);
-        }
-        if (k_n == 0) {
-            cm_buf_puts(&p, "None");
-        } else if (k_n > 1) {
-            cm_buf_putc(&p, ')');
-        }
-        cm_buf_putc(&b, '}');
-    }
-    cm_buf_puts(&b, "]>");
-    cm_buf_putc(&p, ')');
+    sp_advise_fix_write(s, mesh_name, rank, d, axes, n, token, &b, &p);
     if (b.oom || p.oom) {
         a->oom = true;
         *shardy = *jax = "";
     } else {
         *shardy = astr(a, "%s", b.data);
-        *jax = astr(a, "jax.lax.with_sharding_constraint(x, NamedSharding(mesh, %s))", p.data);
+        *jax = astr(a, "%s", p.data);
     }
     cm_buf_fini(&b);
     cm_buf_fini(&p);
@@ -633,6 +641,231 @@ static void lint_meshes(sp_advise *a)
             }
         }
     }
+}
+
+/* ---- (d) sub-axes at the function boundary ----------------------------------------------- */
+
+/* The first sub-axis reference of s (NULL when none), its dimension in *dim. */
+static const sp_axis_ref *first_sub_axis(const sp_sharding *s, uint32_t *dim)
+{
+    for (uint32_t d = 0; s != NULL && d < s->rank; d++) {
+        for (uint32_t k = 0; k < s->dims[d].n_axes; k++) {
+            if (s->dims[d].axes[k].pre_size > 0) {
+                *dim = d;
+                return &s->dims[d].axes[k];
+            }
+        }
+    }
+    return NULL;
+}
+
+static bool has_sub_axis_of(const sp_sharding *s, const char *axis)
+{
+    for (uint32_t d = 0; s != NULL && d < s->rank; d++) {
+        for (uint32_t k = 0; k < s->dims[d].n_axes; k++) {
+            if (s->dims[d].axes[k].pre_size > 0 && strcmp(s->dims[d].axes[k].name, axis) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* The reshape of block b that put the sub-axis of `axis` on v: among the
+ * reshapes that v depends on (an output) or that depend on v (an input), the
+ * nearest to v whose operand or result has such a sub-axis. mark is a
+ * scratch bitmap over values. SP_NONE when none is found. */
+static uint32_t sub_axis_reshape(const sp_module *m, const sp_block *b, uint32_t v,
+                                 bool is_input, const char *axis, uint8_t *mark)
+{
+    memset(mark, 0, ((size_t)m->n_values + 7) / 8);
+#define MARKED(x) ((mark[(x) >> 3] >> ((x) & 7)) & 1)
+#define MARK(x)   (mark[(x) >> 3] |= (uint8_t)(1u << ((x) & 7)))
+    MARK(v);
+    uint32_t found = SP_NONE;
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        uint32_t op = is_input ? b->ops[i] : b->ops[b->n_ops - 1 - i];
+        const sp_op *o = &m->ops[op];
+        bool hit = false;
+        if (is_input) {
+            for (uint32_t k = 0; k < o->n_operands && !hit; k++) {
+                hit = MARKED(o->operands[k]);
+            }
+        } else {
+            for (uint32_t k = 0; k < o->n_results && !hit; k++) {
+                hit = MARKED(o->first_result + k);
+            }
+            hit = hit || o->kind == SP_OP_FUNC_RETURN;
+        }
+        if (!hit) {
+            continue;
+        }
+        if (o->kind == SP_OP_RESHAPE && o->n_operands == 1 && o->n_results == 1 &&
+            (has_sub_axis_of(sp_value_sharding(m, o->operands[0]), axis) ||
+             has_sub_axis_of(sp_value_sharding(m, o->first_result), axis))) {
+            found = op;
+            break;
+        }
+        if (is_input) {
+            for (uint32_t k = 0; k < o->n_results; k++) {
+                MARK(o->first_result + k);
+            }
+        } else if (o->kind != SP_OP_FUNC_RETURN) {
+            for (uint32_t k = 0; k < o->n_operands; k++) {
+                MARK(o->operands[k]);
+            }
+        }
+    }
+#undef MARKED
+#undef MARK
+    return found;
+}
+
+static void sub_axis_check(sp_advise *a, const sp_block *b, uint32_t fn, uint32_t v,
+                           const sp_sharding *s, bool is_input, uint32_t idx, uint8_t *mark)
+{
+    uint32_t dim = 0;
+    const sp_axis_ref *sub = first_sub_axis(s, &dim);
+    const sp_type *t = sp_value_type(a->m, v);
+    if (sub == NULL || t->kind != SP_TYPE_TENSOR || dim >= t->rank) {
+        return;
+    }
+    const sp_mesh *mesh = mesh_of(a->m, s);
+    /* the fix: every dimension keeps its full axes; an axis that was there
+       only as sub-axes goes whole to the first dimension it divides, if any */
+    sp_sharding fixed = *s;
+    sp_dim_sharding dims[SP_MAX_RANK];
+    sp_axis_ref refs[SP_MAX_RANK * 4];
+    uint32_t nr = 0;
+    int64_t prod[SP_MAX_RANK];
+    for (uint32_t d = 0; d < s->rank && d < SP_MAX_RANK; d++) {
+        dims[d] = s->dims[d];
+        dims[d].axes = refs + nr;
+        dims[d].n_axes = 0;
+        prod[d] = 1;
+        for (uint32_t k = 0; k < s->dims[d].n_axes && nr < SP_MAX_RANK * 4; k++) {
+            if (s->dims[d].axes[k].pre_size == 0) {
+                refs[nr++] = s->dims[d].axes[k];
+                dims[d].n_axes++;
+                prod[d] *= ref_size(mesh, &s->dims[d].axes[k]);
+            }
+        }
+    }
+    fixed.dims = dims;
+    for (uint32_t d = 0; d < s->rank && d < SP_MAX_RANK; d++) {
+        for (uint32_t k = 0; k < s->dims[d].n_axes; k++) {
+            const sp_axis_ref *r = &s->dims[d].axes[k];
+            int32_t ai = mesh != NULL ? sp_mesh_axis_index(mesh, r->name) : -1;
+            bool used = false;
+            for (uint32_t e = 0; e < s->rank && e < SP_MAX_RANK && !used; e++) {
+                for (uint32_t j = 0; j < dims[e].n_axes && !used; j++) {
+                    used = strcmp(dims[e].axes[j].name, r->name) == 0;
+                }
+            }
+            if (r->pre_size == 0 || used || ai < 0) {
+                continue;
+            }
+            for (uint32_t e = 0; e < s->rank && e < SP_MAX_RANK; e++) {
+                int64_t want = prod[e] * mesh->axes[ai].size;
+                /* a dimension grows in place only when its axes end refs */
+                bool at_end = dims[e].n_axes == 0 || dims[e].axes + dims[e].n_axes == refs + nr;
+                if (t->dims[e] != SP_DIM_DYNAMIC && t->dims[e] % want == 0 && at_end &&
+                    nr < SP_MAX_RANK * 4) {
+                    if (dims[e].n_axes == 0) {
+                        dims[e].axes = refs + nr;
+                    }
+                    refs[nr].name = r->name;
+                    refs[nr].pre_size = 0;
+                    refs[nr].size = mesh->axes[ai].size;
+                    nr++;
+                    dims[e].n_axes++;
+                    prod[e] = want;
+                    break;
+                }
+            }
+        }
+    }
+    double now = local_bytes(a->m, t, s, SP_NONE);
+    double after = local_bytes(a->m, t, &fixed, SP_NONE);
+    /* only sub-axes a reshape made: the ones -sdy-update-non-divisible-input-
+       output-shardings leaves are the non_divisible finding's */
+    uint32_t rs = sub_axis_reshape(a->m, b, v, is_input, sub->name, mark);
+    if (rs == SP_NONE) {
+        return;
+    }
+    sp_finding *f = add_finding(a, SP_LINT_SUB_AXIS, SP_LINT_WARNING, rs, vname(a, v),
+                                after > now ? after - now : 0);
+    if (f == NULL) {
+        return;
+    }
+    if (is_input) {
+        arg_loc(a, f, v); /* the argument's own loc (its JAX path) when it has one */
+    }
+    const char *fname = "";
+    const sp_attr *nm = sp_op_attr(a->m, fn, "sym_name");
+    if (nm != NULL && nm->kind == SP_ATTR_STRING) {
+        fname = nm->u.str.s;
+    }
+    cm_buf from;
+    cm_buf_init(&from);
+    {
+        const sp_type *it = sp_value_type(a->m, a->m->ops[rs].operands[0]);
+        const sp_type *ot = sp_value_type(a->m, a->m->ops[rs].first_result);
+        cm_buf_printf(&from, "; it comes from the stablehlo.reshape at line %u", a->m->ops[rs].line);
+        if (it->kind == SP_TYPE_TENSOR && ot->kind == SP_TYPE_TENSOR) {
+            cm_buf_puts(&from, " (");
+            for (uint32_t d = 0; d < it->rank; d++) {
+                cm_buf_printf(&from, "%s%lld", d > 0 ? "x" : "", (long long)it->dims[d]);
+            }
+            cm_buf_puts(&from, " -> ");
+            for (uint32_t d = 0; d < ot->rank; d++) {
+                cm_buf_printf(&from, "%s%lld", d > 0 ? "x" : "", (long long)ot->dims[d]);
+            }
+            cm_buf_printf(&from, "), which splits or merges a dimension sharded on \"%s\"",
+                          sub->name);
+        }
+    }
+    f->message = astr(a,
+                      "%s %u of @%s (%s) has dimension %u sharded on the sub-axis \"%s\":(%lld)%lld, "
+                      "which a JAX PartitionSpec cannot express (jax.jit in_shardings/out_shardings, "
+                      "jax.export)%s",
+                      is_input ? "input" : "output", idx, fname, f->value, dim, sub->name,
+                      (long long)sub->pre_size, (long long)sub->size,
+                      from.oom ? "" : from.data != NULL ? from.data : "");
+    cm_buf_fini(&from);
+    fix_texts(a, &fixed, s->mesh_name, t->rank, SP_NONE, NULL, 0, vtoken(a, v), &f->fix_shardy,
+              &f->fix_jax);
+}
+
+/* Root-function inputs and outputs whose propagated sharding uses a sub-axis:
+ * JAX cannot write it in a PartitionSpec. */
+static void lint_sub_axes(sp_advise *a)
+{
+    sp_module *m = a->m;
+    uint8_t *mark = cm_alloc(((size_t)m->n_values + 8) / 8);
+    if (mark == NULL) {
+        a->oom = true;
+        return;
+    }
+    const sp_block *body = &m->blocks[m->body];
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        uint32_t fn = body->ops[i];
+        if (m->ops[fn].kind != SP_OP_FUNC_FUNC || !is_root_func(m, fn) ||
+            m->ops[fn].n_regions != 1 || m->ops[fn].regions[0].n_blocks == 0) {
+            continue;
+        }
+        const sp_block *b = &m->blocks[m->ops[fn].regions[0].blocks[0]];
+        for (uint32_t k = 0; k < b->n_args; k++) {
+            sub_axis_check(a, b, fn, b->first_arg + k, sp_value_sharding(m, b->first_arg + k),
+                           true, k, mark);
+        }
+        uint32_t ret = func_return(m, fn);
+        for (uint32_t k = 0; ret != SP_NONE && k < m->ops[ret].n_operands; k++) {
+            sub_axis_check(a, b, fn, m->ops[ret].operands[k], sp_func_result_sharding(m, fn, k),
+                           false, k, mark);
+        }
+    }
+    cm_free(mark);
 }
 
 /* ---- uses ------------------------------------------------------------------------------ */
@@ -1038,7 +1271,7 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
 
 /* ---- the run ---------------------------------------------------------------------------- */
 
-static bool looks_json(const char *s, size_t n)
+bool sp_advise_looks_json(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') {
@@ -1077,7 +1310,7 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
     sp_logical_miss *miss = NULL;
     uint32_t n_miss = 0, *calls = NULL, n_calls = 0;
     cm_status st;
-    if (looks_json(text, len)) {
+    if (sp_advise_looks_json(text, len)) {
         st = sp_graph_decode(text, len, NULL, &a->g, err);
         if (st == CM_OK) {
             a->m = sp_graph_module(a->g);
@@ -1131,6 +1364,7 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
     }
     lint_custom_calls(a, calls, n_calls);
     lint_logical(a, miss, n_miss);
+    lint_sub_axes(a);
     if (!was_partitioned) {
         a->n_pre = a->m->n_values;
         a->pre = cm_alloc(sizeof *a->pre * ((size_t)a->n_pre + 1));
@@ -1237,7 +1471,7 @@ const sp_cost_summary *sp_advise_summary(const sp_advise *a)
 
 /* ---- writers ------------------------------------------------------------------------------ */
 
-static void put_jstr(cm_buf *b, const char *s)
+void sp_advise_put_jstr(cm_buf *b, const char *s)
 {
     cm_buf_putc(b, '"');
     for (; s != NULL && *s != '\0'; s++) {
@@ -1270,23 +1504,23 @@ void sp_advise_write_lint_json(const sp_advise *a, cm_buf *b)
     for (uint32_t i = 0; i < a->n_f; i++) {
         const sp_finding *f = &a->f[i];
         cm_buf_puts(b, i > 0 ? ",\n{\"kind\":" : "\n{\"kind\":");
-        put_jstr(b, sp_lint_kind_name(f->kind));
+        sp_advise_put_jstr(b, sp_lint_kind_name(f->kind));
         cm_buf_puts(b, ",\"severity\":");
-        put_jstr(b, sp_lint_sev_name(f->sev));
+        sp_advise_put_jstr(b, sp_lint_sev_name(f->sev));
         cm_buf_puts(b, ",\"op\":");
-        put_jstr(b, f->op);
+        sp_advise_put_jstr(b, f->op);
         cm_buf_printf(b, ",\"line\":%u,\"loc\":", f->line);
-        put_jstr(b, f->loc);
+        sp_advise_put_jstr(b, f->loc);
         cm_buf_puts(b, ",\"value\":");
-        put_jstr(b, f->value);
+        sp_advise_put_jstr(b, f->value);
         cm_buf_puts(b, ",\"bytes\":");
         put_num(b, f->bytes);
         cm_buf_puts(b, ",\"message\":");
-        put_jstr(b, f->message);
+        sp_advise_put_jstr(b, f->message);
         cm_buf_puts(b, ",\"fix\":{\"shardy\":");
-        put_jstr(b, f->fix_shardy);
+        sp_advise_put_jstr(b, f->fix_shardy);
         cm_buf_puts(b, ",\"jax\":");
-        put_jstr(b, f->fix_jax);
+        sp_advise_put_jstr(b, f->fix_jax);
         cm_buf_puts(b, "}}");
     }
     cm_buf_puts(b, "],\n\"counts\":{");
@@ -1299,7 +1533,7 @@ void sp_advise_write_lint_json(const sp_advise *a, cm_buf *b)
     cm_buf_puts(b, ",\"capacity_bytes\":");
     put_num(b, s->capacity_bytes);
     cm_buf_puts(b, ",\"profile\":");
-    put_jstr(b, s->profile);
+    sp_advise_put_jstr(b, s->profile);
     cm_buf_puts(b, "}");
 }
 
@@ -1338,15 +1572,15 @@ void sp_advise_write_colls_json(const sp_advise *a, cm_buf *b)
         bytes += c->cost.bytes * c->cost.count;
         secs += c->cost.time_s * c->cost.count;
         cm_buf_puts(b, i > 0 ? ",\n{\"op\":" : "\n{\"op\":");
-        put_jstr(b, c->op);
+        sp_advise_put_jstr(b, c->op);
         cm_buf_puts(b, ",\"kind\":");
-        put_jstr(b, sp_coll_kind_name(c->cost.kind));
+        sp_advise_put_jstr(b, sp_coll_kind_name(c->cost.kind));
         cm_buf_puts(b, ",\"axes\":[");
         for (uint32_t k = 0; k < c->cost.n_axes; k++) {
             if (k > 0) {
                 cm_buf_putc(b, ',');
             }
-            put_jstr(b, c->cost.axes[k]);
+            sp_advise_put_jstr(b, c->cost.axes[k]);
         }
         cm_buf_printf(b, "],\"group\":%lld,\"tensor_bytes\":", (long long)c->cost.group);
         put_num(b, c->cost.tensor_bytes);
@@ -1357,11 +1591,11 @@ void sp_advise_write_colls_json(const sp_advise *a, cm_buf *b)
         cm_buf_puts(b, ",\"count\":");
         put_num(b, c->cost.count);
         cm_buf_puts(b, ",\"for_op\":");
-        put_jstr(b, c->for_op);
+        sp_advise_put_jstr(b, c->for_op);
         cm_buf_printf(b, ",\"line\":%u,\"loc\":", c->line);
-        put_jstr(b, c->loc);
+        sp_advise_put_jstr(b, c->loc);
         cm_buf_puts(b, ",\"cause\":");
-        put_jstr(b, c->cause);
+        sp_advise_put_jstr(b, c->cause);
         cm_buf_putc(b, '}');
     }
     cm_buf_puts(b, "],\n\"n_collectives\":");
@@ -1370,7 +1604,7 @@ void sp_advise_write_colls_json(const sp_advise *a, cm_buf *b)
     cm_buf_puts(b, ",\"seconds\":");
     put_num(b, secs);
     cm_buf_puts(b, ",\"profile\":");
-    put_jstr(b, sp_advise_summary(a)->profile);
+    sp_advise_put_jstr(b, sp_advise_summary(a)->profile);
     cm_buf_puts(b, "}");
 }
 

@@ -5,10 +5,12 @@
 #ifndef SP_ADVISE_INT_H
 #define SP_ADVISE_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cm.h"
+#include "sp_shard.h"
 
 typedef struct sp_logical_miss {
     const char *logical; /* the unmatched logical name (arena) */
@@ -23,5 +25,23 @@ typedef struct sp_logical_miss {
  * has no logical_axes gives 0 entries. Errors: CM_ENOMEM. */
 cm_status sp_advise_logical_scan(const char *text, size_t len, cm_arena *a, sp_logical_miss **out,
                                  uint32_t *n_out, cm_error *err);
+
+/* ---- shared by lint (sp_advise.c), sweep (sp_sweep.c) and suggest (sp_suggest.c) ---- */
+
+/* True when the first non-blank byte of s[0..n) is '{' (a graph document). */
+bool sp_advise_looks_json(const char *s, size_t n);
+/* Appends s as a JSON string (NULL as ""). */
+void sp_advise_put_jstr(cm_buf *b, const char *s);
+/* Appends the fix for a value named token: `sdy.sharding_constraint TOKEN
+ * <@mesh, [{"a"}, {}]>` to shardy and `jax.lax.with_sharding_constraint(x,
+ * NamedSharding(mesh, P('a', None)))` to jax, for s (NULL: replicated, on
+ * mesh_name) with dimension d replaced by axes[0..n) (d = SP_NONE: s as is),
+ * over rank dimensions. */
+void sp_advise_fix_write(const sp_sharding *s, const char *mesh_name, uint32_t rank, uint32_t d,
+                         const char *const *axes, uint32_t n, const char *token, cm_buf *shardy,
+                         cm_buf *jax);
+/* Runs fn(arg) on n_threads threads (the caller's included, at most 64) and
+ * joins them; fn pulls its own work (an atomic counter in arg). */
+void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads);
 
 #endif /* SP_ADVISE_INT_H */

@@ -61,6 +61,7 @@ typedef struct rd {
     cm_error *err;
     cm_status st;         /* first failure */
     int depth;
+    const char **func_arg_locs; /* the next function body's argument locs, or NULL */
     /* SSA names */
     name_entry *names;
     uint32_t n_names, cap_names;
@@ -3477,6 +3478,7 @@ static cm_status func_op(rd *r, opb *b)
     sp_attr **res_dicts = arg_dicts + MAXA;
     uint32_t na = 0, nr = 0;
     bool any_arg_attr = false, any_res_attr = false, unnamed = false;
+    const char **arg_locs = NULL; /* arena; per argument, NULL where it has no loc */
     if (expect(r, '(') != CM_OK) {
         goto fail;
     }
@@ -3513,10 +3515,19 @@ static cm_status func_op(rd *r, opb *b)
             if (peek_kw(r, "loc")) {
                 kw(r, "loc");
                 ws(r);
+                const char *ls = r->p;
                 if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
                     fail(r, "expected '(' after loc");
                     goto fail;
                 }
+                if (arg_locs == NULL) {
+                    arg_locs = cm_arena_zalloc(&r->m->arena, sizeof(char *) * MAXA);
+                    if (arg_locs == NULL) {
+                        oom(r);
+                        goto fail;
+                    }
+                }
+                arg_locs[na] = astr(r, ls + 1, (size_t)(r->p - ls - 2));
             }
             na++;
         } while (eat(r, ','));
@@ -3642,6 +3653,7 @@ static cm_status func_op(rd *r, opb *b)
             fail(r, "a function with a body needs named arguments (%%arg0: type)");
             goto fail;
         }
+        r->func_arg_locs = arg_locs;
         if (parse_region(r, b, tys, names, lens, na) != CM_OK) {
             goto fail;
         }
@@ -3884,6 +3896,8 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
                 return r->st;
             }
         } else if (first && arg_types != NULL) {
+            r->m->blocks[blk].arg_locs = r->func_arg_locs;
+            r->func_arg_locs = NULL;
             for (uint32_t i = 0; i < n_args; i++) {
                 uint32_t v;
                 if (sp_module_add_block_arg(r->m, blk, arg_types[i], &v) != CM_OK) {

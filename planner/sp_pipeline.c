@@ -1025,21 +1025,39 @@ cm_status sp_pass_drop_sharding_rules(sp_module *m, cm_error *err)
         }                                                                                          \
     } while (0)
 
-cm_status sp_pass_propagation_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
-                                       cm_error *err)
+cm_status sp_pass_propagation_import(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
+                                     cm_error *err)
 {
     bool timing = o->timing;
     cm_status st = CM_OK;
-    sp_prop_opts po = *o;
-    po.level = SP_PROP_USER_PRIORITY;
     STEP("-sdy-lift-inlined-meshes", sp_pass_lift_inlined_meshes(m, err));
     STEP("-sdy-sharding-group-import", sp_pass_sharding_group_import(m, diags, err));
     STEP("-sdy-apply-sharding-constraints", sp_pass_apply_sharding_constraints(m, err));
     STEP("-sdy-constant-or-scalar-splitter", sp_pass_constant_splitter(m, err));
-    STEP("-sdy-user-priority-propagate", sp_propagate(m, &po, diags, err));
+    return st;
+}
+
+cm_status sp_pass_propagation_export(sp_module *m, const sp_prop_opts *o, cm_error *err)
+{
+    bool timing = o->timing;
+    cm_status st = CM_OK;
     STEP("-sdy-remove-sharding-groups", sp_pass_remove_sharding_groups(m, err));
     STEP("-sdy-constant-or-scalar-merger", sp_pass_constant_merger(m, err));
     STEP("-sdy-update-non-divisible-input-output-shardings", sp_pass_update_non_divisible_io(m, err));
     STEP("-sdy-close-shardings", sp_pass_close_shardings(m, err));
+    return st;
+}
+
+cm_status sp_pass_propagation_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
+                                       cm_error *err)
+{
+    bool timing = o->timing;
+    cm_status st = sp_pass_propagation_import(m, o, diags, err);
+    sp_prop_opts po = *o;
+    po.level = SP_PROP_USER_PRIORITY;
+    STEP("-sdy-user-priority-propagate", sp_propagate(m, &po, diags, err));
+    if (st == CM_OK) {
+        st = sp_pass_propagation_export(m, o, err);
+    }
     return st;
 }

@@ -36,6 +36,14 @@ cm_status sp_pass_close_shardings(sp_module *m, cm_error *err);
 /* -sdy-drop-sharding-rules: removes every sdy.sharding_rule attribute. */
 cm_status sp_pass_drop_sharding_rules(sp_module *m, cm_error *err);
 
+/* The pipeline's import passes (lift inlined meshes, sharding-group import,
+ * apply sharding constraints, constant splitter) and its export passes
+ * (remove sharding groups, constant merger, non-divisible I/O, close
+ * shardings), for callers that propagate in between themselves (what-if). */
+cm_status sp_pass_propagation_import(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
+                                     cm_error *err);
+cm_status sp_pass_propagation_export(sp_module *m, const sp_prop_opts *o, cm_error *err);
+
 /* -sdy-propagation-pipeline: the import passes, user-priority propagation
  * (with op-priority and aggressive propagation inside) and the export passes. */
 cm_status sp_pass_propagation_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *diags,

@@ -3139,6 +3139,15 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     }
     uint32_t n_order = 0;
     walk_ops(m, m->body, order, &n_order);
+    if (o->op_mask != NULL) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < n_order; i++) {
+            if (o->op_mask[order[i]]) {
+                order[k++] = order[i];
+            }
+        }
+        n_order = k;
+    }
     if (setup_debug(&p) != CM_OK) {
         goto out;
     }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "sp_advise.h"
+#include "sp_advise_int.h"
 #include "sp_example.h"
 #include "sp_graph_json.h"
 #include "sp_pipeline.h"
@@ -141,6 +142,7 @@ static void run_variant(pool *p, variant *v, bool own)
         r->comm_bytes = s->comm_bytes;
         r->flops = s->flops;
         r->fits = s->fits;
+        r->capacity_bytes = s->capacity_bytes;
         atomic_store(&p->n_ops, m->n_ops);
     }
     sp_cost_destroy(c);
@@ -166,21 +168,26 @@ static void *worker(void *arg)
     }
 }
 
-/* Runs worker on nt threads (the caller's included) until the jobs are done. */
-static void run_pool(pool *p, uint32_t nt)
+void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads)
 {
     pthread_t th[64];
     uint32_t started = 0;
-    atomic_store(&p->next, 0u);
-    for (uint32_t i = 1; i < nt; i++) {
-        if (pthread_create(&th[started], NULL, worker, p) == 0) {
+    for (uint32_t i = 1; i < n_threads && started < 64; i++) {
+        if (pthread_create(&th[started], NULL, fn, arg) == 0) {
             started++;
         }
     }
-    worker(p);
+    fn(arg);
     for (uint32_t i = 0; i < started; i++) {
         pthread_join(th[i], NULL);
     }
+}
+
+/* Runs worker on nt threads (the caller's included) until the jobs are done. */
+static void run_pool(pool *p, uint32_t nt)
+{
+    atomic_store(&p->next, 0u);
+    sp_advise_threads_run(worker, p, nt);
 }
 
 /* CPU seconds of the whole process (every thread). */
@@ -286,6 +293,7 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
     atomic_init(&p.next, 0u);
     atomic_init(&p.n_ops, 0u);
     p.profile = o->profile != NULL ? o->profile : &defp;
+    snprintf(res->profile, sizeof res->profile, "%s", p.profile->name);
     p.rows = res->rows;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t nt = o->threads > 0 ? o->threads : cores > 0 ? (uint32_t)cores : 1;
@@ -360,12 +368,25 @@ void sp_sweep_result_fini(sp_sweep_result *res)
     memset(res, 0, sizeof *res);
 }
 
+/* The body of a JSON string: quotes and backslashes escaped, controls as spaces. */
+static void put_text(cm_buf *b, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '"' || *s == '\\') {
+            cm_buf_putc(b, '\\');
+        }
+        cm_buf_putc(b, (unsigned char)*s < 0x20 ? ' ' : *s);
+    }
+}
+
 void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
 {
     cm_buf_printf(b,
                   "{\"variants\":%u,\"ops_per_variant\":%u,\"plans\":%u,\"seconds\":%.6g,"
-                  "\"cpu_seconds\":%.6g,\"rows\":[",
+                  "\"cpu_seconds\":%.6g,\"profile\":\"",
                   res->n_rows, res->n_ops, res->n_jobs, res->seconds, res->cpu_seconds);
+    put_text(b, res->profile);
+    cm_buf_puts(b, "\",\"rows\":[");
     for (uint32_t i = 0; i < res->n_rows; i++) {
         const sp_sweep_row *r = &res->rows[i];
         cm_buf_printf(b,
@@ -376,17 +397,13 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
         if (r->ok) {
             cm_buf_printf(b,
                           ",\"rank\":%u,\"step_s\":%.6g,\"peak_bytes\":%.17g,\"comm_bytes\":%.17g,"
-                          "\"flops\":%.17g,\"fits\":%s,\"pareto\":%s}",
+                          "\"flops\":%.17g,\"fits\":%s,\"capacity_bytes\":%.17g,\"pareto\":%s}",
                           r->rank, r->step_s, r->peak_bytes, r->comm_bytes, r->flops,
-                          r->fits ? "true" : "false", r->pareto ? "true" : "false");
+                          r->fits ? "true" : "false", r->capacity_bytes,
+                          r->pareto ? "true" : "false");
         } else {
             cm_buf_puts(b, ",\"error\":\"");
-            for (const char *s = r->error; *s != '\0'; s++) {
-                if (*s == '"' || *s == '\\') {
-                    cm_buf_putc(b, '\\');
-                }
-                cm_buf_putc(b, (unsigned char)*s < 0x20 ? ' ' : *s);
-            }
+            put_text(b, r->error);
             cm_buf_puts(b, "\"}");
         }
     }

@@ -11,6 +11,7 @@
 #include "sp_advise.h"
 #include "ex_calib.h"
 #include "ex_exec.h"
+#include "ex_measure.h"
 #include "ex_worker.h"
 #include "sp_compare.h"
 #include "sp_cost.h"
@@ -54,6 +55,11 @@ static void usage(FILE *f)
           "                                    every inserted collective: bytes, axes, time, cause\n"
           "  sweep [--devices N] [--layers N ...] [--json]\n"
           "                                    transformer over every data x model mesh and strategy\n"
+          "  suggest FILE [--objective time|memory] [-k N] [--profile NAME|FILE] [--check] [--json]\n"
+          "                                    sharding constraints that cut predicted time or memory\n"
+          "  whatif FILE --edit JSON [--edit JSON...] [--edits FILE] [--profile P] [--json] [--mlir]\n"
+          "                                    edit constraints, shardings, barriers, rules;\n"
+          "                                    re-propagate incrementally and diff\n"
           "  serve [--listen HOST:PORT] [--db PATH] [--config FILE] [--insecure] ...\n"
           "                                    the HTTP plan server (serve --help)\n"
           "  token create --scope read|write|admin [--label L] | list | revoke ID [--db PATH]\n"
@@ -163,6 +169,13 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "sweep") == 0) {
         return sp_sweep_main(argc - 1, argv + 1, stdout, stderr);
+    }
+    if (strcmp(argv[1], "suggest") == 0) {
+        /* --check measures with the executor, which the planner cannot call */
+        return sp_suggest_main(argc - 1, argv + 1, stdout, stderr, ex_measure_text);
+    }
+    if (strcmp(argv[1], "whatif") == 0) {
+        return sp_whatif_main(argc - 1, argv + 1, stdout, stderr);
     }
     if (strcmp(argv[1], "serve") == 0) {
         struct sigaction sa;

@@ -182,11 +182,16 @@ static void h_doc_list(srv_app *, srv_req *, route_args *);
 static void h_doc_get(srv_app *, srv_req *, route_args *);
 static void h_doc_delete(srv_app *, srv_req *, route_args *);
 static void h_plan_post(srv_app *, srv_req *, route_args *);
+static bool plan_create(srv_app *, srv_req *, route_args *, const srv_plan_req *, double,
+                        int64_t *, bool *);
 static void h_plan_list(srv_app *, srv_req *, route_args *);
 static void h_plan_get(srv_app *, srv_req *, route_args *);
 static void h_plan_delete(srv_app *, srv_req *, route_args *);
 static void h_compare(srv_app *, srv_req *, route_args *);
 static void h_plan_advise(srv_app *, srv_req *, route_args *);
+static void h_plan_whatif(srv_app *, srv_req *, route_args *);
+static void h_plan_suggest(srv_app *, srv_req *, route_args *);
+static bool named_profile(srv_app *, srv_req *, route_args *, const char *, sp_profile *, bool *);
 static void h_sweep(srv_app *, srv_req *, route_args *);
 static bool query_profile(srv_app *, srv_req *, route_args *, sp_profile *, bool *);
 static void h_run_post(srv_app *, srv_req *, route_args *);
@@ -226,6 +231,8 @@ static const route routes[] = {
     {"DELETE", "/v1/plans/{}", h_plan_delete, R_WRITE, true, "plans.delete"},
     {"GET", "/v1/plans/{}/lint", h_plan_advise, R_READ, true, "plans.lint"},
     {"GET", "/v1/plans/{}/collectives", h_plan_advise, R_READ, true, "plans.collectives"},
+    {"POST", "/v1/plans/{}/whatif", h_plan_whatif, R_WRITE, true, "plans.whatif"},
+    {"GET", "/v1/plans/{}/suggest", h_plan_suggest, R_READ, true, "plans.suggest"},
     {"GET", "/v1/compare", h_compare, R_READ, true, "compare"},
     {"GET", "/v1/sweep", h_sweep, R_READ, true, "sweep"},
     {"POST", "/v1/runs", h_run_post, R_WRITE, true, "runs.create"},
@@ -1223,10 +1230,37 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
     if (pr.name == NULL) {
         pr.name = srv_req_query(r, "name");
     }
+    int64_t id = 0;
+    bool existed = false;
+    if (!plan_create(app, r, a, &pr, deadline, &id, &existed)) {
+        return;
+    }
+    srv_blob *blob = plan_load(app, a->db, id, &e);
+    if (blob == NULL) {
+        reply_cm(app, r, &e);
+        return;
+    }
+    srv_cache_key_put(app, key, id);
+    reply_plan(r, existed ? 200 : 201, blob, id);
+}
+
+/* Steps 3-8 of POST /v1/plans for a decoded request (also the what-if's
+ * save): the source, mesh and stored rules, decoding, the request hash (an
+ * equal stored plan is the answer, *existed set), planning within the
+ * deadline, and storing graph and plan. True with *id set; false when a
+ * reply (an error) has been sent. */
+static bool plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req *pr_in,
+                        double deadline, int64_t *id_out, bool *existed)
+{
+    cm_arena *arena = srv_req_arena(r);
+    srv_plan_req pr = *pr_in;
+    cm_error e;
+    cm_error_clear(&e);
+    *existed = false;
     sp_plan_pass pass = SP_PLAN_PIPELINE;
     if (pr.pass != NULL && !sp_plan_pass_parse(pr.pass, &pass)) {
         reply_err(app, r, E_INVALID, "/options/pass", "unknown pass '%s'", pr.pass);
-        return;
+        return false;
     }
     /* 3. the source: inline or stored graph */
     st_graph sg;
@@ -1239,7 +1273,7 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
             } else {
                 reply_cm(app, r, &e);
             }
-            return;
+            return false;
         }
         if (sg.format == ST_GRAPH_JSON) {
             pr.graph = cm_arena_strndup(arena, sg.body, sg.body_len);
@@ -1251,7 +1285,7 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
         st_graph_fini(&sg);
         if (pr.graph == NULL && pr.mlir == NULL) {
             reply_err(app, r, E_NOMEM, NULL, "out of memory");
-            return;
+            return false;
         }
     }
     /* 4. mesh and stored rules */
@@ -1270,7 +1304,7 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
             } else {
                 reply_cm(app, r, &e);
             }
-            return;
+            return false;
         }
         mesh.name = cm_arena_strdup(arena, d.name);
         mesh.body = cm_arena_strndup(arena, d.body, d.body_len);
@@ -1281,19 +1315,19 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
     if (mesh.body != NULL && pr.mlir != NULL) {
         reply_err(app, r, E_INVALID, "/mesh",
                   "a mesh can be applied to graph documents only; declare sdy.mesh in MLIR");
-        return;
+        return false;
     }
     srv_named_doc *rules = NULL;
     size_t n_rules = 0;
     if (load_rules(a->db, arena, &rules, &n_rules, &e) != CM_OK) {
         reply_cm(app, r, &e);
-        return;
+        return false;
     }
     /* 5. decode */
     plan_job *j = cm_calloc(1, sizeof *j);
     if (j == NULL) {
         reply_err(app, r, E_NOMEM, NULL, "out of memory");
-        return;
+        return false;
     }
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
@@ -1366,10 +1400,10 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
         if (e.code == CM_EINVAL && mesh.body != NULL && strncmp(e.path, "/meshes", 7) == 0) {
             reply_err(app, r, E_INVALID, "/mesh", "mesh does not fit the graph: %s at %s", e.msg,
                       e.path);
-            return;
+            return false;
         }
         reply_cm(app, r, &e);
-        return;
+        return false;
     }
     /* 6. the request hash: the module as MLIR (the planner's input hash),
      * the pass, and the rules the text does not show */
@@ -1398,41 +1432,35 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
         if (oom) {
             job_unref(j);
             reply_err(app, r, E_NOMEM, NULL, "out of memory hashing the module");
-            return;
+            return false;
         }
     }
     st_plan sp;
     memset(&sp, 0, sizeof sp);
     if (st_plan_get_by_hash(a->db, hash, &sp, &e) == CM_OK) {
-        int64_t id = sp.id;
+        *id_out = sp.id;
         st_plan_fini(&sp);
         job_unref(j);
-        srv_blob *blob = plan_load(app, a->db, id, &e);
-        if (blob == NULL) {
-            reply_cm(app, r, &e);
-            return;
-        }
-        srv_cache_key_put(app, key, id);
         atomic_fetch_add(&app->metrics.plans_deduplicated, 1);
-        reply_plan(r, 200, blob, id);
-        return;
+        *existed = true;
+        return true;
     }
     if (e.code != CM_ENOTFOUND) {
         job_unref(j);
         reply_cm(app, r, &e);
-        return;
+        return false;
     }
     cm_error_clear(&e);
     /* 7. plan, bounded by the request's deadline */
     if (!run_job(app, r, j, deadline)) {
         job_unref(j);
-        return;
+        return false;
     }
     if (j->st != CM_OK) {
         cm_error je = j->err;
         job_unref(j);
         reply_cm(app, r, &je);
-        return;
+        return false;
     }
     atomic_fetch_add(&app->metrics.plans_computed, 1);
     /* 8. store the graph (inline input) and the plan */
@@ -1448,7 +1476,7 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
         if (st_graph_put(a->db, &gi, &graph_id, NULL, &e) != CM_OK) {
             job_unref(j);
             reply_cm(app, r, &e);
-            return;
+            return false;
         }
     }
     cm_buf opts;
@@ -1461,25 +1489,37 @@ static void h_plan_post(srv_app *app, srv_req *r, route_args *a)
     }
     cm_buf_putc(&opts, '}');
     st_plan_in in = {hash, graph_id, mesh_id, opts.data, opts.len, j->out.data, j->out.len};
-    int64_t id = 0;
-    bool existed = false;
-    st = st_plan_put(a->db, &in, &id, &existed, &e);
+    st = st_plan_put(a->db, &in, id_out, existed, &e);
     cm_buf_fini(&opts);
     job_unref(j);
     if (st != CM_OK) {
         reply_cm(app, r, &e);
-        return;
+        return false;
     }
-    srv_blob *blob = plan_load(app, a->db, id, &e);
-    if (blob == NULL) {
-        reply_cm(app, r, &e);
-        return;
-    }
-    srv_cache_key_put(app, key, id);
-    reply_plan(r, existed ? 200 : 201, blob, id);
+    return true;
 }
 
 /* ---- compare ---------------------------------------------------------------------------------------- */
+
+/* The stored graph plan id was made from, into p and g (the caller finis
+ * both, also on failure); false (reply sent) when the plan is missing or
+ * its graph cannot be read. */
+static bool plan_graph(srv_app *app, srv_req *r, route_args *a, int64_t id, st_plan *p, st_graph *g)
+{
+    cm_error e;
+    cm_error_clear(&e);
+    memset(p, 0, sizeof *p);
+    memset(g, 0, sizeof *g);
+    if (st_plan_get(a->db, id, p, &e) != CM_OK) {
+        reply_cm(app, r, &e);
+        return false;
+    }
+    if (st_graph_get(a->db, p->graph_id, g, &e) != CM_OK) {
+        reply_err(app, r, E_INTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
+        return false;
+    }
+    return true;
+}
 
 /* GET /v1/plans/{id}/lint and /collectives (planner/sp_advise.h, docs/advisor.md):
  * the plan's stored graph is linted (or its collectives listed) with the
@@ -1512,13 +1552,9 @@ static void h_plan_advise(srv_app *app, srv_req *r, route_args *a)
     o.min_bytes = (double)min_bytes;
     st_plan p;
     st_graph g;
-    memset(&p, 0, sizeof p);
-    memset(&g, 0, sizeof g);
     sp_advise *adv = NULL;
-    if (st_plan_get(a->db, id, &p, &e) != CM_OK) {
-        reply_cm(app, r, &e);
-    } else if (st_graph_get(a->db, p.graph_id, &g, &e) != CM_OK) {
-        reply_err(app, r, E_INTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
+    if (!plan_graph(app, r, a, id, &p, &g)) {
+        /* replied */
     } else if (sp_advise_run(g.body, g.body_len, &o, &adv, &e) != CM_OK) {
         /* a bad mesh name is the client's; anything else about stored data is ours */
         if (e.code == CM_EINVAL && strcmp(e.path, "/mesh") == 0) {
@@ -1542,10 +1578,170 @@ static void h_plan_advise(srv_app *app, srv_req *r, route_args *a)
     st_graph_fini(&g);
 }
 
+/* GET /v1/plans/{id}/suggest?objective=time|memory&k=5&profile=&max_candidates=
+ * (planner/sp_advise.h, docs/advisor.md "Suggest"): constraints for the
+ * unannotated tensors of the plan's stored graph that cut the predicted step
+ * time or peak memory, each scored by a full plan + partition + cost on the
+ * machine's cores. max_candidates (default 48) is capped at 256 so that one
+ * request stays in the seconds. */
+static void h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id, k = 5, maxc = 48;
+    if (!seg_id(app, r, a, &id)) {
+        return;
+    }
+    sp_suggest_opts o;
+    sp_suggest_opts_init(&o);
+    const char *obj = srv_req_query(r, "objective");
+    if (obj != NULL && !sp_suggest_objective_parse(obj, &o.objective)) {
+        reply_err(app, r, E_INVALID, "/objective", "'%s' is not time or memory", obj);
+        return;
+    }
+    if (!query_i64(app, r, "k", 1, &k) || !query_i64(app, r, "max_candidates", 1, &maxc)) {
+        return;
+    }
+    if (k > 100) {
+        reply_err(app, r, E_INVALID, "/k", "k is at most 100");
+        return;
+    }
+    if (maxc > 256) {
+        reply_err(app, r, E_INVALID, "/max_candidates", "max_candidates is at most 256");
+        return;
+    }
+    o.k = (uint32_t)k;
+    o.max_candidates = (uint32_t)maxc;
+    sp_profile prof;
+    bool have_prof;
+    if (!query_profile(app, r, a, &prof, &have_prof)) {
+        return;
+    }
+    o.profile = have_prof ? &prof : NULL;
+    cm_error e;
+    cm_error_clear(&e);
+    st_plan p;
+    st_graph g;
+    sp_suggest *sg = NULL;
+    if (!plan_graph(app, r, a, id, &p, &g)) {
+        /* replied */
+    } else if (sp_suggest_run(g.body, g.body_len, &o, &sg, &e) != CM_OK) {
+        /* the options were checked above: anything else is about stored data */
+        reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+    } else {
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_suggest_write_json(sg, &b);
+        cm_buf_putc(&b, '\n');
+        reply_buf(app, r, 200, &b);
+    }
+    sp_suggest_destroy(sg);
+    st_plan_fini(&p);
+    st_graph_fini(&g);
+}
+
+/* POST /v1/plans/{id}/whatif (planner/sp_advise.h, docs/advisor.md "What-if"):
+ * the plan's stored graph with the body's edits, re-propagated incrementally
+ * and diffed; with "save": true the edited module is planned and stored as
+ * POST /v1/plans stores an MLIR body (201 + Location, "plan_id"). */
+static void h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
+{
+    double deadline = cm_now() + app->cfg.request_timeout_s;
+    int64_t id;
+    if (!seg_id(app, r, a, &id)) {
+        return;
+    }
+    size_t len;
+    const char *body = srv_req_body(r, &len);
+    if (len == 0) {
+        reply_err(app, r, E_INVALID, "", "empty body: send {\"edits\": [...]}");
+        return;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    sp_edit_list l;
+    sp_edit_list_init(&l);
+    bool save = false, have_prof = false;
+    char pname[128];
+    sp_profile prof;
+    st_plan p;
+    st_graph g;
+    memset(&p, 0, sizeof p);
+    memset(&g, 0, sizeof g);
+    sp_whatif *w = NULL;
+    sp_whatif_opts o;
+    sp_whatif_opts_init(&o);
+    if (sp_whatif_request_decode(body, len, &l, &save, pname, sizeof pname, &e) != CM_OK) {
+        reply_cm(app, r, &e);
+        goto out;
+    }
+    if (!named_profile(app, r, a, pname[0] != '\0' ? pname : srv_req_query(r, "profile"), &prof,
+                       &have_prof)) {
+        goto out;
+    }
+    o.profile = have_prof ? &prof : NULL;
+    if (st_plan_get(a->db, id, &p, &e) != CM_OK) {
+        reply_cm(app, r, &e);
+        goto out;
+    }
+    if (st_graph_get(a->db, p.graph_id, &g, &e) != CM_OK) {
+        reply_err(app, r, E_INTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
+        goto out;
+    }
+    if (sp_whatif_run(g.body, g.body_len, &l, &o, &w, &e) != CM_OK) {
+        /* a bad edit is the client's; anything else about stored data is ours */
+        if (e.code == CM_EINVAL && strncmp(e.path, "/edits", 6) == 0) {
+            reply_cm(app, r, &e);
+        } else {
+            reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+        }
+        goto out;
+    }
+    int64_t new_id = 0;
+    bool existed = false;
+    if (save) {
+        srv_plan_req pr;
+        memset(&pr, 0, sizeof pr);
+        size_t mlen;
+        const char *mlir = sp_whatif_mlir(w, &mlen);
+        char name[96];
+        snprintf(name, sizeof name, "what-if of plan %lld", (long long)id);
+        pr.mlir = cm_arena_strndup(srv_req_arena(r), mlir, mlen);
+        pr.mlir_len = mlen;
+        pr.name = cm_arena_strdup(srv_req_arena(r), name);
+        if (pr.mlir == NULL || pr.name == NULL) {
+            reply_err(app, r, E_NOMEM, NULL, "out of memory");
+            goto out;
+        }
+        if (!plan_create(app, r, a, &pr, deadline, &new_id, &existed)) {
+            goto out;
+        }
+        set_location(r, "plans", new_id);
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_whatif_write_json(w, new_id, &b);
+    cm_buf_putc(&b, '\n');
+    reply_buf(app, r, save && !existed ? 201 : 200, &b);
+out:
+    sp_whatif_destroy(w);
+    sp_edit_list_fini(&l);
+    st_plan_fini(&p);
+    st_graph_fini(&g);
+}
+
 /* A stored profile by name, else a shipped one; false (reply sent) when neither. */
+static bool named_profile(srv_app *app, srv_req *r, route_args *a, const char *pname,
+                          sp_profile *prof, bool *set);
+
 static bool query_profile(srv_app *app, srv_req *r, route_args *a, sp_profile *prof, bool *set)
 {
-    const char *pname = srv_req_query(r, "profile");
+    return named_profile(app, r, a, srv_req_query(r, "profile"), prof, set);
+}
+
+/* Profile pname (NULL: none, *set false): a stored one, else a shipped one;
+ * false (reply sent) when neither. */
+static bool named_profile(srv_app *app, srv_req *r, route_args *a, const char *pname,
+                          sp_profile *prof, bool *set)
+{
     *set = false;
     if (pname == NULL) {
         return true;

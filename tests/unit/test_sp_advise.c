@@ -67,6 +67,8 @@ static void test_sp_advise_non_divisible_fires(void **state)
     (void)state;
     sp_advise *a = lint(ND_MODULE("6"));
     assert_int_equal(sp_advise_count(a, SP_LINT_NON_DIVISIBLE), 1);
+    /* the "data":(1)2 the pass leaves on the input is this finding, not a sub-axis one */
+    assert_int_equal(sp_advise_count(a, SP_LINT_SUB_AXIS), 0);
     const sp_finding *f = first_of(a, SP_LINT_NON_DIVISIBLE);
     assert_string_equal(f->value, "%arg0");
     assert_int_equal(f->line, 2);
@@ -324,6 +326,79 @@ static void test_sp_advise_memory_quiet_under_capacity(void **state)
 }
 
 /* --min-bytes drops small findings but never memory or mesh errors. */
+/* ---- (d) sub-axes at the function boundary ----------------------------------------------- */
+
+#define SUB_SPLIT(OUT_ATTR)                                                                        \
+    "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"                                                      \
+    "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "                \
+    "[{\"x\"}, {}]>}) -> (tensor<2x4x16xf32>" OUT_ATTR ") {\n"                                     \
+    "  %0 = stablehlo.reshape %arg0 : (tensor<8x16xf32>) -> tensor<2x4x16xf32> loc(\"split\")\n"   \
+    "  return %0 : tensor<2x4x16xf32>\n"                                                           \
+    "}\n"
+
+static void test_sp_advise_sub_axis_output_fires(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(SUB_SPLIT(""));
+    assert_int_equal(sp_advise_count(a, SP_LINT_SUB_AXIS), 1);
+    const sp_finding *f = first_of(a, SP_LINT_SUB_AXIS);
+    assert_string_equal(f->op, "stablehlo.reshape");
+    assert_int_equal(f->line, 3);
+    assert_string_equal(f->loc, "\"split\"");
+    assert_non_null(strstr(f->message, "output 0 of @main"));
+    assert_non_null(strstr(f->message, "\"x\":(1)2"));
+    /* the fix puts "x" whole on the dimension it divides: no sub-axis left */
+    assert_string_equal(f->fix_shardy, "sdy.sharding_constraint %v <@mesh, [{}, {\"x\"}, {}]>");
+    assert_non_null(strstr(f->fix_jax, "P(None, 'x', None)"));
+    assert_true(f->bytes == 0); /* same shard size */
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_sub_axis_quiet_with_fix_applied(void **state)
+{
+    (void)state;
+    sp_advise *a =
+        lint(SUB_SPLIT(" {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"x\"}, {}]>}"));
+    assert_int_equal(sp_advise_count(a, SP_LINT_SUB_AXIS), 0);
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_sub_axis_input_fires_with_arg_loc(void **state)
+{
+    (void)state;
+    sp_advise *a = lint(
+        "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+        "func.func @main(%arg0: tensor<2x4x16xf32> loc(\"params['w']\")) -> (tensor<8x16xf32> "
+        "{sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {\"y\"}]>}) {\n"
+        "  %0 = stablehlo.reshape %arg0 : (tensor<2x4x16xf32>) -> tensor<8x16xf32>\n"
+        "  %1 = stablehlo.negate %0 : tensor<8x16xf32>\n"
+        "  return %1 : tensor<8x16xf32>\n"
+        "}\n");
+    assert_int_equal(sp_advise_count(a, SP_LINT_SUB_AXIS), 1);
+    const sp_finding *f = first_of(a, SP_LINT_SUB_AXIS);
+    assert_string_equal(f->value, "%arg0");
+    assert_string_equal(f->loc, "\"params['w']\"");
+    assert_int_equal(f->line, 3); /* the reshape */
+    assert_non_null(strstr(f->message, "input 0 of @main"));
+    assert_string_equal(f->fix_shardy,
+                        "sdy.sharding_constraint %arg0 <@mesh, [{}, {\"x\"}, {\"y\"}]>");
+    sp_advise_destroy(a);
+}
+
+static void test_sp_advise_sub_axis_quiet_when_axes_stay_whole(void **state)
+{
+    (void)state;
+    sp_advise *a = lint("sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+                        "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\"}, {}]>}) -> tensor<8x4x4xf32> {\n"
+                        "  %0 = stablehlo.reshape %arg0 : (tensor<8x16xf32>) -> tensor<8x4x4xf32>\n"
+                        "  return %0 : tensor<8x4x4xf32>\n"
+                        "}\n");
+    assert_int_equal(sp_advise_count(a, SP_LINT_SUB_AXIS), 0);
+    assert_int_equal(sp_advise_n_findings(a), 0);
+    sp_advise_destroy(a);
+}
+
 static void test_sp_advise_min_bytes_filters(void **state)
 {
     (void)state;
@@ -522,6 +597,11 @@ static void test_sp_sweep_run_covers_factorisations(void **state)
     json_t *j = json_loads(b.data, 0, &je);
     assert_non_null(j);
     assert_int_equal(json_array_size(json_object_get(j, "rows")), 16);
+    /* the profile and its capacity, for the dashboard's capacity line */
+    assert_string_equal(json_string_value(json_object_get(j, "profile")), "cpu-local");
+    json_t *row0 = json_array_get(json_object_get(j, "rows"), 0);
+    assert_true(json_number_value(json_object_get(row0, "capacity_bytes")) > 0);
+    assert_true(r.rows[0].capacity_bytes > 0);
     json_decref(j);
     cm_buf_fini(&b);
     sp_sweep_result_fini(&r);
@@ -665,6 +745,10 @@ int main(void)
         cmocka_unit_test(test_sp_advise_mesh_option),
         cmocka_unit_test(test_sp_advise_memory_fires_over_capacity),
         cmocka_unit_test(test_sp_advise_memory_quiet_under_capacity),
+        cmocka_unit_test(test_sp_advise_sub_axis_output_fires),
+        cmocka_unit_test(test_sp_advise_sub_axis_quiet_with_fix_applied),
+        cmocka_unit_test(test_sp_advise_sub_axis_input_fires_with_arg_loc),
+        cmocka_unit_test(test_sp_advise_sub_axis_quiet_when_axes_stay_whole),
         cmocka_unit_test(test_sp_advise_min_bytes_filters),
         cmocka_unit_test(test_sp_advise_collectives_flax_mlp),
         cmocka_unit_test(test_sp_advise_collectives_causes),

@@ -259,6 +259,7 @@ static void test_srv_health_ready_openapi_metrics(void **state)
                                   "/v1/rules/{name}",  "/v1/profiles/{name}", "/v1/plans",
                                   "/v1/plans/{id}",    "/v1/compare",       "/v1/runs",
                                   "/v1/plans/{id}/lint", "/v1/plans/{id}/collectives",
+                                  "/v1/plans/{id}/suggest",     "/v1/plans/{id}/whatif",
                                   "/v1/sweep",
                                   "/v1/runs/{id}",     "/v1/tokens",        "/v1/tokens/{id}"};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
@@ -663,6 +664,29 @@ static void test_srv_plan_lint_and_collectives(void **state)
     http(f, "GET", "/v1/plans/4242/lint", NULL, NULL, &r);
     assert_int_equal(r.status, 404);
     resp_fini(&r);
+    /* suggest (the advisor contract): the MLP's unannotated activations */
+    snprintf(path, sizeof path, "/v1/plans/%lld/suggest?objective=memory&k=2&max_candidates=8",
+             (long long)a);
+    http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(r.json, "objective"), "memory");
+    assert_true(json_array_size(json_object_get(r.json, "suggestions")) <= 2);
+    assert_true(json_number_value(json_object_get(json_object_get(r.json, "baseline"), "step_s")) >
+                0);
+    assert_true(jint(r.json, "evaluated") >= 1);
+    resp_fini(&r);
+    static const char *const bad_suggest[][2] = {{"objective=speed", "/objective"},
+                                                 {"k=0", "/k"},
+                                                 {"max_candidates=1000", "/max_candidates"}};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "/v1/plans/%lld/suggest?%s", (long long)a, bad_suggest[i][0]);
+        http(f, "GET", path, NULL, NULL, &r);
+        expect_error(&r, 400, "invalid", bad_suggest[i][1]);
+        resp_fini(&r);
+    }
+    http(f, "GET", "/v1/plans/4242/suggest", NULL, NULL, &r);
+    assert_int_equal(r.status, 404);
+    resp_fini(&r);
     /* the sweep: 2 devices (1x2, 2x1) x dp, tp */
     http(f, "GET", "/v1/sweep?devices=2&layers=1&d_model=64&seq=8&strategies=dp,tp", NULL, NULL,
          &r);
@@ -671,12 +695,84 @@ static void test_srv_plan_lint_and_collectives(void **state)
     assert_int_equal(json_array_size(rows), 4);
     assert_int_equal(jint(json_array_get(rows, 0), "rank"), 1);
     assert_true(json_is_true(json_object_get(json_array_get(rows, 0), "ok")));
+    /* the profile and its capacity per device (the dashboard's capacity line) */
+    assert_string_equal(json_string_value(json_object_get(r.json, "profile")), "cpu-local");
+    assert_true(json_number_value(json_object_get(json_array_get(rows, 0), "capacity_bytes")) > 0);
     resp_fini(&r);
     http(f, "GET", "/v1/sweep?devices=0", NULL, NULL, &r);
     expect_error(&r, 400, "invalid", "/devices");
     resp_fini(&r);
     http(f, "GET", "/v1/sweep?strategies=dp,zz", NULL, NULL, &r);
     expect_error(&r, 400, "invalid", "/strategies");
+    resp_fini(&r);
+}
+
+/* POST /v1/plans/{id}/whatif (the advisor contract): the Flax MLP's first
+ * hidden state constrained to replicated changes it (and nothing upstream of
+ * the closed constraints); with "save" the edited module becomes a new plan
+ * (201 + Location) whose op 0 carries the edit's sharding. */
+static void test_srv_plan_whatif(void **state)
+{
+    fixture *f = *state;
+    json_int_t a = post_mlp(f, 201);
+    char path[160];
+    resp r;
+#define WHATIF_EDITS                                                                               \
+    "{\"edits\":[{\"kind\":\"constrain\",\"value\":{\"op\":\"/ops/0\"},"                              \
+    "\"sharding\":\"<@mesh, [{}, {}]>\"}]"
+    snprintf(path, sizeof path, "/v1/plans/%lld/whatif", (long long)a);
+    http(f, "POST", path, "application/json", WHATIF_EDITS "}", &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(jint(r.json, "edits"), 1);
+    assert_int_equal(jint(r.json, "n_changed"), 1);
+    const json_t *c = json_array_get(json_object_get(r.json, "changed"), 0);
+    assert_string_equal(jstr(c, "after"), "<@mesh, [{}, {}]>");
+    assert_string_equal(jstr(json_object_get(c, "value"), "op"), "/ops/0");
+    const json_t *region = json_object_get(r.json, "region");
+    assert_true(jint(region, "ops") < jint(region, "total_ops"));
+    assert_true(json_number_value(json_object_get(
+                    json_object_get(json_object_get(r.json, "cost"), "after"), "step_s")) > 0);
+    assert_non_null(strstr(jstr(r.json, "mlir"), "sdy.sharding_constraint"));
+    assert_null(json_object_get(r.json, "plan_id"));
+    resp_fini(&r);
+    /* save: a new graph and plan, as POST /v1/plans stores them */
+    static const char req[] = WHATIF_EDITS ",\"save\":true,\"profile\":\"cpu-local\"}";
+    http(f, "POST", path, "application/json", req, &r);
+    assert_int_equal(r.status, 201);
+    json_int_t b = jint(r.json, "plan_id");
+    assert_true(b > 0 && b != a);
+    char loc[64];
+    snprintf(loc, sizeof loc, "/v1/plans/%lld", (long long)b);
+    assert_string_equal(r.location, loc);
+    resp_fini(&r);
+    http(f, "GET", loc, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    const json_t *op0 = json_array_get(
+        json_object_get(json_array_get(json_object_get(json_object_get(r.json, "plan"), "functions"),
+                                       0),
+                        "ops"),
+        0);
+    const json_t *res0 = json_array_get(json_object_get(op0, "results"), 0);
+    assert_string_equal(jstr(json_object_get(res0, "sharding"), "text"), "<@mesh, [{}, {}]>");
+    resp_fini(&r);
+    /* the same edit saved again: the same plan, 200 */
+    http(f, "POST", path, "application/json", req, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(jint(r.json, "plan_id"), b);
+    resp_fini(&r);
+    /* bad edits: 400 with the JSON path; unknown plan: 404 */
+    http(f, "POST", path, "application/json",
+         "{\"edits\":[{\"kind\":\"unconstrain\",\"op\":\"/ops/99\"}]}", &r);
+    expect_error(&r, 400, "invalid", "/edits/0/op");
+    resp_fini(&r);
+    http(f, "POST", path, "application/json", "{\"edits\":[],\"save\":\"yes\"}", &r);
+    expect_error(&r, 400, "invalid", "/save");
+    resp_fini(&r);
+    http(f, "POST", path, "application/json", "{\"edits\":[],\"profile\":\"nope\"}", &r);
+    expect_error(&r, 400, "invalid", "/profile");
+    resp_fini(&r);
+    http(f, "POST", "/v1/plans/4242/whatif", "application/json", "{\"edits\":[]}", &r);
+    assert_int_equal(r.status, 404);
     resp_fini(&r);
 }
 
@@ -1181,6 +1277,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_srv_plans_dedup_options_and_lists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_compare_and_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_lint_and_collectives, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_plan_whatif, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_corrupt_stored_graph_is_500, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_timeout_is_503, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_auth_tokens_and_scopes, setup, teardown),

@@ -1,11 +1,12 @@
-// The dashboard: a hash router over four pages that use only the public
-// REST API (/v1). #/plans, #/plan/ID, #/compare/ID,ID[,...], #/submit.
+// The dashboard: a hash router over five pages that use only the public
+// REST API (/v1). #/plans, #/plan/ID, #/compare/ID,ID[,...], #/sweep?..., #/submit.
 import './style.css';
 import { getToken, setToken } from './api.js';
 import { comparePage } from './compare.js';
 import { planPage } from './plan.js';
 import { plansPage } from './plans.js';
 import { submitPage } from './submit.js';
+import { sweepPage } from './sweep.js';
 import { errorBox, fill } from './util.js';
 
 const main = document.getElementById('main');
@@ -26,6 +27,7 @@ function route() {
     case 'plan': page = planPage(main, ctx, parts[1]); break;
     case 'compare': page = comparePage(main, ctx, parts[1]); break;
     case 'submit': page = submitPage(main, ctx); break;
+    case 'sweep': page = sweepPage(main, ctx); break;
     default: page = plansPage(main, ctx);
   }
   main.dataset.page = parts[0] || 'plans';

@@ -2,7 +2,9 @@
 // sharding in a virtualised table; for the selected value its device grid,
 // its sharding origins and the op's propagation edges and rule ("why");
 // per-device memory and communication from GET /v1/compare (the cost model);
-// benchmark runs of the plan (bench.js).
+// benchmark runs of the plan (bench.js); the advisor's lint, collectives,
+// suggestions and what-if (advise.js).
+import { collectivesPanel, lintPanel, suggestPanel, whatifPanel } from './advise.js';
 import { getJson, listAll } from './api.js';
 import { benchPanel } from './bench.js';
 import { barChart } from './charts.js';
@@ -11,6 +13,16 @@ import { DASH, debounce, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from 
 import { vtable } from './vtable.js';
 
 export const BUILTIN_PROFILES = ['cpu-local', 'a100-80gb', 'h100-sxm', 'tpu-v4', 'tpu-v5e'];
+
+// Plans with more ops than this open the advisor panels only on request.
+const LAZY_OPS = 5000;
+
+// The built-in profiles and the stored ones.
+export async function profileNames() {
+  const profiles = [...BUILTIN_PROFILES];
+  try { for (const p of await listAll('profiles')) if (!profiles.includes(p.name)) profiles.push(p.name); } catch { /* listed built-ins only */ }
+  return profiles;
+}
 
 export function shardingText(s) {
   if (!s) return 'replicated';
@@ -123,7 +135,9 @@ export async function planPage(main, ctx, id) {
   search.addEventListener('input', debounce(apply, 150));
   shardedOnly.addEventListener('change', apply);
 
+  let whatif = null;
   function showDetail(r) {
+    if (whatif) whatif.select(r);
     const v = r.v;
     const parts = [h('h2', {}, v ? `${r.kind} ${v.name !== undefined ? `"${v.name}"` : `#${v.index}`} ${r.op ? `of ${r.op.op}` : ''}` : r.op.op)];
     if (v) {
@@ -178,8 +192,7 @@ export async function planPage(main, ctx, id) {
   }
 
   // Cost: memory per device vs capacity, communication per axis and kind.
-  const profiles = [...BUILTIN_PROFILES];
-  try { for (const p of await listAll('profiles')) if (!profiles.includes(p.name)) profiles.push(p.name); } catch { /* listed built-ins only */ }
+  const profiles = await profileNames();
   const profSel = h('select', { id: 'profile', 'aria-label': 'device profile' }, profiles.map((p) => h('option', { value: p }, p)));
   const costBox = h('section', { class: 'cost', id: 'plan-cost' });
   const charts = [];
@@ -236,7 +249,13 @@ export async function planPage(main, ctx, id) {
       h('p', { class: 'muted' }, 'The cost model gives one figure per device (every device holds blocks of the same per-device shape).'),
       h('div', { class: 'charts' }, mem.el, axisChart.el, kindChart.el));
   }
-  profSel.addEventListener('change', loadCost);
+  const profile = () => profSel.value;
+  const small = nOps <= LAZY_OPS;
+  const lint = lintPanel(ctx, doc.id, profile, small);
+  const colls = collectivesPanel(ctx, doc.id, profile, small);
+  const sugg = suggestPanel(ctx, doc.id, profile);
+  whatif = whatifPanel(ctx, doc.id, profile);
+  profSel.addEventListener('change', () => { loadCost(); lint.reload(); colls.reload(); sugg.reload(); });
   ctx.onLeave(() => { for (const c of charts) c.destroy(); });
 
   const meshText = (plan.meshes || []).map((m) => `${m.name} [${(m.axes || []).map((x) => `${x.name}=${x.size}`).join(', ')}] (${m.devices} devices)`).join('; ');
@@ -252,9 +271,14 @@ export async function planPage(main, ctx, id) {
     h('div', { class: 'toolbar' }, search, h('label', {}, shardedOnly, ' sharded only'), count),
     table.el,
     detail,
+    whatif.el,
     h('h2', {}, 'Cost'),
-    h('div', { class: 'toolbar' }, h('label', {}, 'profile ', profSel)),
+    h('div', { class: 'toolbar' }, h('label', { title: 'for the cost, lint, collectives, suggestions and what-if' }, 'profile ', profSel)),
     costBox,
+    small ? null : h('p', { class: 'muted' }, `${nOps} ops: open a panel to run it.`),
+    lint.el,
+    colls.el,
+    sugg.el,
     h('h2', {}, 'Benchmark'),
     h('p', { class: 'muted' }, 'Runs this plan on this machine\'s executor (POST /v1/benchmarks): devices default to the mesh\'s device count.'),
     benchPanel(ctx, doc.id, plan.meshes && plan.meshes[0] ? plan.meshes[0].devices : 0),

@@ -58,12 +58,14 @@ function check(cond, what) {
 
 async function step(name, fn) {
   console.log(`== ${name}`);
+  const t0 = Date.now();
   try {
     await fn();
   } catch (err) {
     failures++;
     console.log(`  FAIL ${name}: ${err.stack || err}`);
   }
+  console.log(`   (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
 }
 
 function startServer(extra = []) {
@@ -239,8 +241,12 @@ async function main() {
     const nm = await page.textContent('#bench-numerics');
     check(/^match/.test(nm), `numerics: ${nm}`);
     check(/s$/.test(await page.textContent('#bench-measured')) && /s$/.test(await page.textContent('#bench-predicted')), 'measured median and predicted step shown');
-    await page.waitForFunction(() => document.querySelectorAll('#bench-history tbody tr').length === 1, null, { timeout: WAIT });
-    check(/succeeded/.test(await page.textContent('#bench-history tbody tr')), 'run listed among the plan\'s benchmarks');
+    // the list is fetched again when the run ends: wait for that answer
+    const listed = await page.waitForFunction(() => {
+      const rows = document.querySelectorAll('#bench-history tbody tr');
+      return rows.length === 1 && /succeeded/.test(rows[0].textContent);
+    }, null, { timeout: WAIT }).then(() => true, () => false);
+    check(listed, 'run listed among the plan\'s benchmarks');
     await page.$eval('#plan-bench', (e) => e.scrollIntoView());
     await page.screenshot({ path: join(outDir, 'benchmark.png'), fullPage: true });
     const other = errors.filter((e) => !/Failed to load resource: the server responded with a status of 400/.test(e));
@@ -351,6 +357,8 @@ async function main() {
     await page.close();
   });
 
+  await advisorSteps(ctx, base, mlpId);
+
   await step('token: kept in sessionStorage, sent as Bearer', async () => {
     const errors = [];
     const page = await newPage(ctx, errors);
@@ -370,6 +378,209 @@ async function main() {
 
   if (perf) await perfRuns(ctx, base);
   check(foreign.length === 0, `no requests beyond the server (${foreign.join(', ')})`);
+}
+
+// The plan advisor (docs/advisor.md) in the dashboard: lint and collectives
+// panels, the sweep page, suggestions with "apply and compare", what-if.
+async function advisorSteps(ctx, base, mlpId) {
+  // Routes this server has: a missing one answers 404 "no resource at".
+  const has = async (method, path) => {
+    const r = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json' }, body: method === 'POST' ? '{"edits":[]}' : undefined });
+    const j = await r.json().catch(() => null);
+    return !(r.status === 404 && j && j.error && /no resource at/.test(j.error.message));
+  };
+  const hasSuggest = await has('GET', `/v1/plans/${mlpId}/suggest?k=1`);
+  const hasWhatif = await has('POST', `/v1/plans/${mlpId}/whatif`);
+  let lintId = null;
+
+  await step('lint and collectives panels: examples/lint_demo.mlir', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/submit`);
+    await ready(page);
+    await page.setInputFiles('#module-file', join(repo, 'examples', 'lint_demo.mlir'));
+    await page.waitForFunction(() => /my_kernel/.test(document.querySelector('#module-text').value), null, { timeout: WAIT });
+    await page.fill('#graph-name', 'lint-demo');
+    await page.click('#submit-btn');
+    await page.waitForSelector('#submitted-plan-link', { timeout: WAIT });
+    lintId = Number(await page.textContent('#submitted-plan-link'));
+    await page.click('#submitted-plan-link');
+    await ready(page);
+    await page.waitForSelector('#plan-lint[data-loaded="1"] #lint-table', { timeout: WAIT });
+    const rows = await page.$$eval('#lint-table tbody tr', (t) => t.map((r) => ({ kind: r.dataset.kind, text: r.textContent,
+      shardy: r.querySelector('.fix-shardy')?.textContent, jax: r.querySelector('.fix-jax')?.textContent })));
+    const kinds = rows.map((r) => r.kind).sort().join(',');
+    const lint = await (await fetch(`${base}/v1/plans/${lintId}/lint`)).json();
+    const apiKinds = lint.findings.map((f) => f.kind).sort().join(',');
+    check(kinds === apiKinds, `every finding of the API listed (${kinds})`);
+    check(['custom_call_no_rule', 'non_divisible', 'rematerialisation'].every((k) => rows.filter((r) => r.kind === k).length === 1),
+      'the three known findings of lint_demo.mlir');
+    const nd = rows.find((r) => r.kind === 'non_divisible') || {};
+    check(nd.shardy === 'sdy.sharding_constraint %arg0 <@mesh, [{}, {}]>' && nd.jax === 'jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P(None, None)))',
+      `non_divisible fix in Shardy and JAX form (${nd.shardy} | ${nd.jax})`);
+    const cc = rows.find((r) => r.kind === 'custom_call_no_rule') || {};
+    check(/line 10/.test(cc.text) && /loc\("kernel"\)/.test(cc.text) && /24\.0 KiB/.test(cc.text) && /P\('data', 'model'\)/.test(cc.jax || ''),
+      'custom call finding: line, loc, bytes at stake, fix');
+    const counts = await page.textContent('#lint-counts');
+    check(/non_divisible 1/.test(counts) && /rematerialisation 1/.test(counts) && /mesh_mismatch 0/.test(counts), `counts per kind (${counts})`);
+    await page.click('#lint-counts button[data-kind="rematerialisation"]');
+    check((await page.$$eval('#lint-table tbody tr', (t) => t.map((r) => r.dataset.kind))).join() === 'rematerialisation', 'filter by kind');
+    await page.click('#lint-table .copy');
+    await page.waitForFunction(() => document.querySelector('#lint-table .copy').dataset.copied !== undefined, null, { timeout: WAIT });
+    check(true, 'copy button answers');
+    await page.waitForSelector('#plan-collectives[data-loaded="1"] #collectives-table', { timeout: WAIT });
+    const api = await (await fetch(`${base}/v1/plans/${lintId}/collectives`)).json();
+    const crow = await page.$$eval('#collectives-table tbody tr', (t) => t.map((r) => [r.children[7].textContent, r.children[8].textContent]));
+    check(crow.length === api.n_collectives && crow.length > 0 && crow.every(([f, cause]) => /^stablehlo\./.test(f) && cause.length > 20),
+      `collectives: ${crow.length} rows with the op they serve and a cause (API: ${api.n_collectives})`);
+    await page.click('#lint-counts button:first-child');
+    await page.$eval('#plan-lint', (e) => e.scrollIntoView());
+    await page.screenshot({ path: join(outDir, 'lint.png'), fullPage: false });
+    // The page's profile selector drives the panels too.
+    await page.selectOption('#profile', 'tpu-v5e');
+    await page.waitForFunction(() => /tpu-v5e/.test(document.querySelector('#plan-lint').textContent) &&
+      /tpu-v5e/.test(document.querySelector('#collectives-total')?.textContent || ''), null, { timeout: WAIT });
+    check(true, 'profile selector reloads lint and collectives');
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('sweep page: chart, Pareto line, capacity, ranked table', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/sweep`);
+    await ready(page);
+    check(await page.$eval('nav a[data-nav="sweep"]', (a) => a.classList.contains('active')), 'nav link to the sweep page');
+    await page.fill('#sw-devices', '8');
+    await page.fill('#sw-layers', '1');
+    await page.click('#sweep-run');
+    await page.waitForSelector('#sweep-chart canvas', { timeout: WAIT });
+    await ready(page);
+    const api = await (await fetch(`${base}/v1/sweep?${page.url().split('?')[1]}`)).json();
+    const okRows = api.rows.filter((r) => r.ok);
+    const c = await page.$eval('#sweep-chart', (e) => ({ ...e.dataset }));
+    const nPareto = okRows.filter((r) => r.pareto).length;
+    check(Number(c.points) === 16 && okRows.length === 16, `16 points (devices=8: 4 meshes x 4 strategies) (${c.points})`);
+    check(Number(c.pareto) === nPareto && nPareto >= 1, `Pareto line through ${c.pareto} points (API: ${nPareto})`);
+    check(Number(c.capacity) === okRows[0].capacity_bytes && Number(c.capacity) > 0, `capacity line at ${c.capacity} bytes`);
+    const drawn = await page.$eval('#sweep-chart canvas', (cv) => {
+      const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+      let n = 0;
+      for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+      return n;
+    });
+    check(drawn > 1000, `the chart is drawn (${drawn} pixels)`);
+    const trs = await page.$$eval('#sweep-table tbody tr', (t) => t.map((r) => [...r.children].map((x) => x.textContent)));
+    check(trs.length === 16 && trs[0][0] === '1' && trs[0][1] === `${api.rows[0].mesh.data}x${api.rows[0].mesh.model}` && trs[0][2] === api.rows[0].strategy,
+      `ranked table, rank 1 = ${trs[0] && trs[0].slice(0, 3).join(' ')}`);
+    await page.click('#sweep-table tbody tr:first-child');
+    const cmd = await page.textContent('#sweep-command');
+    check(cmd.includes(`--layers 1 `) && cmd.includes(`--mesh data=${api.rows[0].mesh.data},model=${api.rows[0].mesh.model} --strategy ${api.rows[0].strategy} --train`),
+      `row details name the variant's command (${cmd.slice(0, 120)})`);
+    await page.screenshot({ path: join(outDir, 'sweep.png'), fullPage: true });
+    // A stored profile with little memory: variants that do not fit are marked.
+    const prof = JSON.parse(readFileSync(join(repo, 'profiles', 'cpu-local.json'), 'utf8'));
+    prof.name = 'tiny';
+    prof.memory.bytes = 64 * 1024 * 1024;
+    prof.memory.shared = false;
+    const put = await fetch(`${base}/v1/profiles/tiny`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(prof) });
+    check(put.ok, `stored profile "tiny" (${put.status})`);
+    await page.goto(`${base}/#/sweep?devices=8&layers=1&profile=tiny`);
+    await ready(page);
+    await page.waitForSelector('#sweep-chart canvas', { timeout: WAIT });
+    const c2 = await page.$eval('#sweep-chart', (e) => ({ ...e.dataset }));
+    const nofitRows = await page.$$eval('#sweep-table tr.nofit', (t) => t.length);
+    check(Number(c2.capacity) === 64 * 1024 * 1024 && Number(c2.nofit) > 0 && Number(c2.nofit) === nofitRows,
+      `profile tiny: capacity 64 MiB, ${c2.nofit} variants marked as not fitting`);
+    await page.screenshot({ path: join(outDir, 'sweep-nofit.png'), fullPage: true });
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('suggestions (Flax MLP, lint demo), apply and compare, what-if', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    // The list for the Flax MLP as the API gives it (it may have none to offer),
+    // then a plan that has some (the lint demo's) to apply and compare.
+    for (const [id, name] of [[mlpId, 'Flax MLP'], [lintId, 'lint demo']]) {
+      await page.goto(`${base}/#/plan/${id}`);
+      await ready(page);
+      await page.click('#plan-suggest summary');
+      await page.waitForSelector('#plan-suggest[data-loaded="1"]', { timeout: 60000 });
+      if (!hasSuggest) {
+        check(/not available/.test(await page.textContent('#plan-suggest')), `suggest (${name}): the panel says the route is unavailable`);
+        console.log('  SKIP suggestions list and apply-and-compare: this server has no GET /v1/plans/{id}/suggest');
+        break;
+      }
+      await page.waitForSelector('#suggest-table tbody tr, #suggest-none', { timeout: WAIT });
+      const want = (await (await fetch(`${base}/v1/plans/${id}/suggest?objective=time&k=5&profile=cpu-local`)).json()).suggestions.length;
+      const n = await page.$$eval('#suggest-table tbody tr', (t) => t.length);
+      check(n === want && (n > 0 || (await page.$('#suggest-none')) !== null), `${name}: ${n} suggestions listed (API: ${want})`);
+      if (id === mlpId) continue;
+      check(n >= 1, `${name}: at least one suggestion`);
+      if (n === 0) break;
+      const first = await page.$eval('#suggest-table tbody tr', (r) => [...r.children].map((x) => x.textContent));
+      check(first[0] === '1' && /sdy\.sharding_constraint/.test(first[3]) && /with_sharding_constraint/.test(first[3]) && /s$/.test(first[4]) && /B$/.test(first[5]) && /[\u2212+0]/.test(first[6]),
+        `rank 1: ${first.slice(0, 3).join(' | ')}, fix, predicted step and peak, gain ${first[6]}`);
+      await page.$eval('#plan-suggest', (e) => e.scrollIntoView());
+      await page.screenshot({ path: join(outDir, 'suggest.png'), fullPage: false });
+      if (!hasWhatif) {
+        console.log('  SKIP apply-and-compare: this server has no POST /v1/plans/{id}/whatif');
+        break;
+      }
+      await page.click('#suggest-table .apply-compare');
+      await page.waitForFunction((pid) => new RegExp(`^#/compare/${pid},\\d+`).test(location.hash), id, { timeout: 60000 });
+      await ready(page);
+      await page.waitForSelector('#compare-summary', { timeout: WAIT });
+      const heads = await page.$$eval('#compare-summary thead th a', (t) => t.map((x) => x.textContent));
+      check(heads.length === 2 && heads[0] === `plan ${id}` && heads[1] !== heads[0], `apply and compare: compare page of ${heads.join(' and ')}`);
+      await page.screenshot({ path: join(outDir, 'apply-compare.png'), fullPage: true });
+    }
+    if (!hasWhatif) {
+      console.log('  SKIP what-if preview and save: this server has no POST /v1/plans/{id}/whatif');
+    } else {
+      await page.goto(`${base}/#/plan/${mlpId}`);
+      await ready(page);
+      await page.waitForSelector('.ops-table .vt-row', { timeout: WAIT });
+      await page.click('#plan-whatif summary');
+      // the first function input, replicated from here on
+      await page.fill('#op-filter', 'input');
+      await page.waitForTimeout(200);
+      await page.click('.ops-table .vt-row');
+      check(/"input":0/.test(await page.textContent('#whatif-target')), 'what-if: the selected value as a reference');
+      await page.selectOption('#whatif-kind', 'set_sharding');
+      await page.fill('#whatif-sharding', '<@mesh, [{}, {}]>');
+      await page.click('#whatif-add');
+      check(JSON.parse(await page.inputValue('#whatif-edits'))[0].kind === 'set_sharding', 'edit built from the value and the sharding');
+      await page.click('#whatif-preview');
+      await page.waitForSelector('#whatif-summary', { timeout: 60000 });
+      const sum = await page.textContent('#whatif-summary');
+      check(/1 edit/.test(sum) && /change/.test(sum), `preview: ${sum}`);
+      check((await page.$$('#whatif-cost tbody tr')).length === 2, 'cost before and after');
+      const chg = await page.$$eval('#whatif-changed tbody tr', (t) => t.map((r) => [...r.children].map((x) => x.textContent)));
+      check(chg.length >= 1 && chg[0][1] === '<@mesh, [{}, {"model"}]>' && chg[0][2] === '<@mesh, [{}, {}]>',
+        `changed values with before and after (${chg.map((x) => x.join(' : ')).join('; ')})`);
+      await page.$eval('#plan-whatif', (e) => e.scrollIntoView());
+      await page.screenshot({ path: join(outDir, 'whatif.png'), fullPage: false });
+      await page.click('#whatif-save');
+      await page.waitForSelector('#whatif-plan-link', { timeout: 60000 });
+      const nid = Number(await page.textContent('#whatif-plan-link'));
+      const stored = await fetch(`${base}/v1/plans/${nid}`);
+      check(stored.ok && nid !== mlpId, `saved as plan ${nid}`);
+      await stored.arrayBuffer();
+      // a bad edit: the API's error with its JSON path
+      await page.fill('#whatif-edits', '[{"kind": "constrain", "value": {"op": "/ops/999"}, "sharding": "<@mesh, [{}, {}]>"}]');
+      await page.click('#whatif-preview');
+      await page.waitForSelector('#whatif-result .error', { timeout: WAIT });
+      const bad = await page.textContent('#whatif-result .error');
+      check(/HTTP 400/.test(bad) && /\/edits\/0/.test(bad), `bad edit: the API's 400 with its path (${bad.slice(0, 100)})`);
+    }
+    // Chromium logs the expected 400 (and the 404 of a route the server lacks) itself.
+    const expected = new RegExp(`Failed to load resource: the server responded with a status of (400${hasSuggest && hasWhatif ? '' : '|404'})`);
+    const other = errors.filter((e) => !expected.test(e));
+    check(other.length === 0, `no console errors (${other.join('; ')})`);
+    await page.close();
+  });
 }
 
 async function perfRuns(ctx, base) {

@@ -1,0 +1,123 @@
+// Sweep (#/sweep?devices=8&layers=1...): GET /v1/sweep plans the transformer
+// template over every data x model mesh and strategy (docs/advisor.md). A
+// scatter of peak memory per device against predicted step time with the
+// Pareto front as a line, variants that do not fit marked, the profile's
+// capacity as a dashed level; and the ranked table. The parameters live in
+// the address, so a sweep can be bookmarked.
+import { getJson } from './api.js';
+import { scatterChart } from './charts.js';
+import { profileNames } from './plan.js';
+import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
+
+const STRATEGIES = ['dp', 'fsdp', 'tp', 'dp+tp'];
+// Form fields: [query key, label, default (the API's), CLI flag of `shardplan example`].
+const NUMS = [['devices', 'devices', 8, null], ['layers', 'layers', 4, '--layers'], ['d_model', 'd_model', 1024, '--d-model'],
+  ['heads', 'heads', 8, '--heads'], ['seq', 'seq', 128, '--seq'], ['batch', 'batch', 8, '--batch']];
+
+const meshName = (r) => `${r.mesh.data}x${r.mesh.model}`;
+
+export async function sweepPage(main, ctx) {
+  const q = new URLSearchParams(location.hash.split('?')[1] || '');
+  const inputs = Object.fromEntries(NUMS.map(([k, label, def]) => [k,
+    h('input', { id: `sw-${k}`, name: k, type: 'number', min: '1', value: q.get(k) || String(def), style: { width: '6em' }, 'aria-label': label })]));
+  const train = h('input', { id: 'sw-train', type: 'checkbox', checked: q.get('train') !== 'false' });
+  const chosen = q.get('strategies') ? q.get('strategies').split(',') : STRATEGIES;
+  const strats = STRATEGIES.map((s) => h('input', { type: 'checkbox', value: s, 'data-strategy': s, checked: chosen.includes(s) }));
+  const prof = h('select', { id: 'sw-profile', 'aria-label': 'device profile' }, (await profileNames()).map((p) => h('option', { value: p }, p)));
+  if (q.get('profile')) prof.value = q.get('profile');
+  const query = () => {
+    const p = new URLSearchParams();
+    for (const [k] of NUMS) p.set(k, inputs[k].value.trim());
+    p.set('train', train.checked ? 'true' : 'false');
+    p.set('strategies', strats.filter((c) => c.checked).map((c) => c.value).join(','));
+    p.set('profile', prof.value);
+    return p.toString();
+  };
+  const form = h('form', { id: 'sweep-form', class: 'toolbar', onsubmit: (e) => { e.preventDefault(); location.hash = `#/sweep?${query()}`; } },
+    NUMS.map(([k, label]) => h('label', {}, `${label} `, inputs[k])),
+    h('label', {}, train, ' training step'),
+    h('span', {}, 'strategies ', strats.map((c) => h('label', {}, c, ` ${c.value} `))),
+    h('label', {}, 'profile ', prof),
+    h('button', { type: 'submit', id: 'sweep-run' }, 'Sweep'));
+  const out = h('div', { id: 'sweep-out' });
+  fill(main, h('h1', {}, 'Sweep meshes and strategies'),
+    h('p', { class: 'muted' }, 'The transformer template (shardplan example transformer) on every data x model mesh of the devices and every strategy, planned and costed (GET /v1/sweep).'),
+    form, out);
+  if (!q.has('devices')) {
+    out.append(h('p', { class: 'muted' }, 'Set the model and press Sweep.'));
+    return;
+  }
+  fill(out, h('p', { class: 'muted' }, 'Sweeping\u2026'));
+  let d;
+  try {
+    d = await getJson(`/v1/sweep?${query()}`);
+  } catch (err) {
+    fill(out, errorBox(err));
+    return;
+  }
+  if (!ctx.alive()) return;
+  const rows = d.rows || [];
+  const ok = rows.filter((r) => r.ok);
+  const pt = (r) => ({ x: r.step_s, y: r.peak_bytes, r });
+  const front = ok.filter((r) => r.pareto).sort((a, b) => a.step_s - b.step_s || b.peak_bytes - a.peak_bytes).map(pt);
+  const cap = ok.map((r) => r.capacity_bytes).find((c) => c > 0);
+  const xMax = Math.max(0, ...ok.map((r) => r.step_s)) * 1.05 || 1;
+  // A capacity far above every variant would flatten them on a linear axis.
+  const yMax = Math.max(0, ...ok.map((r) => r.peak_bytes));
+  const yLog = !!cap && cap > 4 * yMax;
+  const detail = h('section', { id: 'sweep-detail', class: 'detail' }, h('p', { class: 'muted' }, 'Click a point or a row for the variant\u2019s details and how to plan it.'));
+  const datasets = [
+    { label: 'fits', data: ok.filter((r) => r.fits).map(pt) },
+    { label: 'does not fit', data: ok.filter((r) => !r.fits).map(pt), pointStyle: 'crossRot', pointRadius: 7, borderWidth: 2, borderColor: '#d24f5f', backgroundColor: '#d24f5f' },
+    { label: 'Pareto front', data: front, line: true, borderColor: '#3aa676', backgroundColor: '#3aa676', pointRadius: 5, order: -1 },
+  ];
+  if (cap) datasets.push({ label: `capacity (${fmtBytes(cap)})`, data: [{ x: 0, y: cap }, { x: xMax, y: cap }], flat: true, borderColor: '#7a7a7a', backgroundColor: '#7a7a7a' });
+  const chart = scatterChart({
+    title: `Peak memory per device vs predicted step (${d.profile || prof.value})`,
+    datasets, xTitle: 'predicted step time', yTitle: `peak memory per device${yLog ? ' (log scale)' : ''}`, yLog, xFormat: fmtSeconds, yFormat: fmtBytes,
+    label: (p) => (p.r ? `${meshName(p.r)} ${p.r.strategy}` : ''),
+    height: 360,
+    onClick: (p) => { if (p.r) show(p.r); },
+  });
+  ctx.onLeave(() => chart.chart.destroy());
+  chart.el.id = 'sweep-chart';
+  chart.el.dataset.points = String(ok.length);
+  chart.el.dataset.pareto = String(front.length);
+  chart.el.dataset.capacity = cap ? String(cap) : '';
+  chart.el.dataset.nofit = String(ok.filter((r) => !r.fits).length);
+
+  const opts = Object.fromEntries(NUMS.map(([k]) => [k, inputs[k].value.trim()]));
+  function show(r) {
+    for (const tr of tbody.children) tr.classList.toggle('selected', tr.row === r);
+    const flags = NUMS.filter(([, , , f]) => f).map(([k, , , f]) => `${f} ${opts[k]}`).join(' ');
+    const cmd = `shardplan example transformer ${flags} --mesh data=${r.mesh.data},model=${r.mesh.model} --strategy ${r.strategy}${train.checked ? ' --train' : ''}`;
+    fill(detail, h('h2', {}, `${meshName(r)} ${r.strategy}`),
+      r.ok ? h('dl', { class: 'kv' },
+        h('dt', {}, 'rank'), h('dd', {}, r.rank ? String(r.rank) : 'does not fit'),
+        h('dt', {}, 'predicted step'), h('dd', {}, fmtSeconds(r.step_s)),
+        h('dt', {}, 'peak / device'), h('dd', {}, `${fmtBytes(r.peak_bytes)}${r.capacity_bytes ? ` of ${fmtBytes(r.capacity_bytes)}` : ''} (${r.fits ? 'fits' : 'does not fit'})`),
+        h('dt', {}, 'communication / device'), h('dd', {}, fmtBytes(r.comm_bytes)),
+        h('dt', {}, 'FLOPs / device'), h('dd', {}, fmtNum(r.flops)),
+        h('dt', {}, 'Pareto front'), h('dd', {}, r.pareto ? 'yes' : 'no'))
+        : errorBox(new Error(r.error)),
+      h('p', {}, 'The API has no route that generates the template, so plan this variant from the command line and submit it:'),
+      h('pre', { class: 'mono wrap', id: 'sweep-command' }, `${cmd} | shardplan client --server ${location.origin} plan -`));
+  }
+  const tbody = h('tbody');
+  for (const r of rows) {
+    const tr = h('tr', { class: `${r.ok && !r.fits ? 'nofit' : ''} ${r.pareto ? 'pareto' : ''}`, onclick: () => show(r) },
+      h('td', { class: 'num' }, r.ok && r.rank ? String(r.rank) : DASH), h('td', {}, meshName(r)), h('td', {}, r.strategy),
+      h('td', { class: 'num' }, r.ok ? fmtSeconds(r.step_s) : DASH), h('td', { class: 'num' }, r.ok ? fmtBytes(r.peak_bytes) : DASH),
+      h('td', { class: 'num' }, r.ok ? fmtBytes(r.comm_bytes) : DASH), h('td', { class: 'num' }, r.ok ? fmtNum(r.flops) : DASH),
+      h('td', {}, r.ok ? (r.fits ? 'yes' : 'no') : `failed: ${r.error}`), h('td', {}, r.pareto ? '\u2605' : ''));
+    tr.row = r;
+    tbody.append(tr);
+  }
+  fill(out,
+    h('p', { id: 'sweep-summary' }, `${d.variants} variants of ${d.ops_per_variant} ops, ${ok.length} planned, ${ok.filter((r) => r.fits).length} fit, ${front.length} on the Pareto front; ${fmtSeconds(d.seconds)}.`),
+    chart.el,
+    h('table', { class: 'summary-table sweep-table', id: 'sweep-table' },
+      h('thead', {}, h('tr', {}, ['rank', 'mesh (data x model)', 'strategy', 'step', 'peak / device', 'comm / device', 'FLOPs / device', 'fits', 'Pareto'].map((t) => h('th', {}, t)))),
+      tbody),
+    detail);
+}
