@@ -1952,7 +1952,11 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
     cm_error e;
     cm_error_clear(&e);
     if (sp_module_intern_type(d->m, ft.data, ft.len, &fty->u.type, &e) != CM_OK) {
-        oom(d);
+        if (e.code == CM_ENOMEM) {
+            oom(d);
+        } else {
+            bad(d, "function type: %s", e.msg);
+        }
         goto out;
     }
     attr_push(d, "sym_name", str_attr(d, fname, strlen(fname)));

@@ -326,13 +326,18 @@ static cm_status parse_tensor(sp_module *m, sp_type *t, const char *s, size_t n,
 static cm_status intern_list(sp_module *m, const char *s, size_t n, const uint32_t **ids_out,
                              uint32_t *n_out, cm_error *err)
 {
-    enum { MAXN = 4096 };
-    size_t *starts = cm_alloc(sizeof(size_t) * MAXN * 2);
+    enum { MAXN = 1 << 20 };
+    size_t cap = 1; /* at most one more element than top-level commas */
+    for (size_t i = 0; i < n && cap <= MAXN; i++) {
+        cap += s[i] == ',';
+    }
+    cap = cap < MAXN ? cap : MAXN;
+    size_t *starts = cm_alloc(sizeof(size_t) * cap * 2);
     if (starts == NULL) {
         return CM_ENOMEM;
     }
-    size_t *lens = starts + MAXN;
-    uint32_t k = split_top(s, n, starts, lens, MAXN);
+    size_t *lens = starts + cap;
+    uint32_t k = split_top(s, n, starts, lens, (uint32_t)cap);
     cm_status st = CM_OK;
     if (k == UINT32_MAX) {
         st = cm_error_set(err, CM_EINVAL, NULL, "too many types in a list (max %d)", MAXN);

@@ -3465,7 +3465,8 @@ static cm_status func_op(rd *r, opb *b)
         name->u.str.s = astr(r, s, n);
         name->u.str.len = n;
     }
-    enum { MAXA = 4096 };
+    enum { MAXA = 1 << 16 };
+    const char **arg_locs = NULL; /* heap; per argument, NULL where it has no loc */
     const char **names = cm_alloc(sizeof(char *) * MAXA);
     uint32_t *lens = cm_alloc(sizeof(uint32_t) * MAXA * 2);
     sp_attr **arg_dicts = cm_alloc(sizeof(sp_attr *) * MAXA * 2);
@@ -3478,7 +3479,6 @@ static cm_status func_op(rd *r, opb *b)
     sp_attr **res_dicts = arg_dicts + MAXA;
     uint32_t na = 0, nr = 0;
     bool any_arg_attr = false, any_res_attr = false, unnamed = false;
-    const char **arg_locs = NULL; /* arena; per argument, NULL where it has no loc */
     if (expect(r, '(') != CM_OK) {
         goto fail;
     }
@@ -3520,14 +3520,17 @@ static cm_status func_op(rd *r, opb *b)
                     fail(r, "expected '(' after loc");
                     goto fail;
                 }
-                if (arg_locs == NULL) {
-                    arg_locs = cm_arena_zalloc(&r->m->arena, sizeof(char *) * MAXA);
+                if (arg_locs == NULL) { /* the arguments so far have none */
+                    arg_locs = cm_alloc(sizeof(char *) * MAXA);
                     if (arg_locs == NULL) {
                         oom(r);
                         goto fail;
                     }
+                    memset(arg_locs, 0, sizeof(char *) * na);
                 }
                 arg_locs[na] = astr(r, ls + 1, (size_t)(r->p - ls - 2));
+            } else if (arg_locs != NULL) {
+                arg_locs[na] = NULL;
             }
             na++;
         } while (eat(r, ','));
@@ -3653,7 +3656,15 @@ static cm_status func_op(rd *r, opb *b)
             fail(r, "a function with a body needs named arguments (%%arg0: type)");
             goto fail;
         }
-        r->func_arg_locs = arg_locs;
+        r->func_arg_locs = NULL;
+        if (arg_locs != NULL) { /* kept in the arena, one per argument */
+            r->func_arg_locs = cm_arena_alloc(&r->m->arena, sizeof(char *) * (na + 1u));
+            if (r->func_arg_locs == NULL) {
+                oom(r);
+                goto fail;
+            }
+            memcpy(r->func_arg_locs, arg_locs, sizeof(char *) * na);
+        }
         if (parse_region(r, b, tys, names, lens, na) != CM_OK) {
             goto fail;
         }
@@ -3665,6 +3676,7 @@ out:
     cm_free(names);
     cm_free(lens);
     cm_free(arg_dicts);
+    cm_free(arg_locs);
     return st != CM_OK ? st : r->st;
 }
 

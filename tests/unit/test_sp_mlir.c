@@ -518,6 +518,39 @@ static void test_sp_mlir_print_dense_ints_canonically(void **state)
                   "}\n");
 }
 
+/* A training step's parameters and optimizer state make functions with
+ * thousands of arguments: 6000 arguments with locs read, keep their locs and
+ * print back as they came. */
+static void test_sp_mlir_read_function_with_many_args(void **state)
+{
+    (void)state;
+    enum { N = 6000 };
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "func.func @main(");
+    for (int i = 0; i < N; i++) {
+        cm_buf_printf(&b, "%s%%arg%d: tensor<2xf32>%s", i ? ", " : "", i,
+                      i % 3 == 1 ? " loc(\"p\")" : "");
+    }
+    cm_buf_puts(&b, ") -> tensor<2xf32> {\n  return %arg5999 : tensor<2xf32>\n}\n");
+    assert_false(b.oom);
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(b.data, b.len, 0, &m, &err), CM_OK);
+    const sp_block *body = &m->blocks[m->body];
+    const sp_op *fn = &m->ops[body->ops[0]];
+    const sp_block *entry = &m->blocks[fn->regions[0].blocks[0]];
+    assert_int_equal(entry->n_args, N);
+    assert_non_null(entry->arg_locs);
+    assert_null(entry->arg_locs[0]);
+    assert_string_equal(entry->arg_locs[1], "\"p\"");
+    assert_string_equal(entry->arg_locs[N - 2], "\"p\"");
+    assert_null(entry->arg_locs[N - 1]);
+    sp_module_destroy(m);
+    cm_buf_fini(&b);
+}
+
 static void test_sp_mlir_read_canonicalizes_bounds_encoding(void **state)
 {
     (void)state;
@@ -778,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_sp_mlir_print_names_while_iter_args),
         cmocka_unit_test(test_sp_mlir_print_floats_canonically),
         cmocka_unit_test(test_sp_mlir_print_dense_ints_canonically),
+        cmocka_unit_test(test_sp_mlir_read_function_with_many_args),
         cmocka_unit_test(test_sp_mlir_read_canonicalizes_bounds_encoding),
         cmocka_unit_test(test_sp_mlir_read_substitutes_aliases),
         cmocka_unit_test(test_sp_mlir_read_rejects_unterminated_string),
