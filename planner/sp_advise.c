@@ -1375,24 +1375,8 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
         for (uint32_t v = 0; v < a->n_pre; v++) {
             a->pre[v] = sp_value_sharding_partitioned(a->m, v);
         }
-        sp_diags d;
-        sp_diags_init(&d);
-        st = sp_pass_insert_explicit_reshards(a->m, NULL, &d, err);
-        sp_diags_fini(&d);
-        if (st == CM_OK) {
-            st = sp_pass_reshard_to_collectives(a->m, false, err);
-        }
-        if (st != CM_OK) {
-            goto fail;
-        }
     }
-    sp_cost_opts co;
-    sp_cost_opts_init(&co);
-    co.profile = o->profile;
-    co.mode = SP_COST_EXPLICIT;
-    co.custom = custom;
-    co.graph = a->g;
-    st = sp_cost_compute(a->m, &co, &a->cost, err);
+    st = sp_advise_partition_cost(a->m, was_partitioned, o->profile, custom, a->g, &a->cost, err);
     if (st == CM_OK) {
         st = build_uses(a, err);
     }
@@ -1412,6 +1396,33 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
     return CM_OK;
 fail:
     sp_advise_destroy(a);
+    return st;
+}
+
+cm_status sp_advise_partition_cost(sp_module *m, bool partitioned, const sp_profile *profile,
+                                   const sp_custom_rules *custom, const sp_graph *g,
+                                   sp_cost **out, cm_error *err)
+{
+    *out = NULL;
+    cm_status st = CM_OK;
+    if (!partitioned) {
+        sp_diags d;
+        sp_diags_init(&d);
+        st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
+        sp_diags_fini(&d);
+        if (st == CM_OK) {
+            st = sp_pass_reshard_to_collectives(m, false, err);
+        }
+    }
+    if (st == CM_OK) {
+        sp_cost_opts co;
+        sp_cost_opts_init(&co);
+        co.profile = profile;
+        co.mode = SP_COST_EXPLICIT;
+        co.custom = custom;
+        co.graph = g;
+        st = sp_cost_compute(m, &co, out, err);
+    }
     return st;
 }
 

@@ -691,22 +691,9 @@ static cm_status run_module(sp_suggest *S, sp_module *m, bool baseline, sp_sugge
     if (st == CM_OK && baseline) {
         st = gen_candidates(S, m, err);
     }
-    if (st == CM_OK) {
-        sp_diags_init(&d);
-        st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
-        sp_diags_fini(&d);
-    }
-    if (st == CM_OK) {
-        st = sp_pass_reshard_to_collectives(m, false, err);
-    }
     sp_cost *c = NULL;
     if (st == CM_OK) {
-        sp_cost_opts co;
-        sp_cost_opts_init(&co);
-        co.profile = &S->profile;
-        co.mode = SP_COST_EXPLICIT;
-        co.custom = S->custom;
-        st = sp_cost_compute(m, &co, &c, err);
+        st = sp_advise_partition_cost(m, false, &S->profile, S->custom, NULL, &c, err);
     }
     if (st == CM_OK) {
         const sp_cost_summary *s = sp_cost_get_summary(c);

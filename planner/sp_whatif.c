@@ -1983,23 +1983,8 @@ static void inc_fini(inc *c)
 static cm_status cost_of(sp_module *m, const src *s, const sp_whatif_opts *o, sp_cost_summary *out,
                          uint32_t *n_colls, cm_error *err)
 {
-    sp_diags d;
-    sp_diags_init(&d);
-    cm_status st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
-    sp_diags_fini(&d);
-    if (st == CM_OK) {
-        st = sp_pass_reshard_to_collectives(m, false, err);
-    }
     sp_cost *cost = NULL;
-    if (st == CM_OK) {
-        sp_cost_opts co;
-        sp_cost_opts_init(&co);
-        co.profile = o->profile;
-        co.mode = SP_COST_EXPLICIT;
-        co.custom = s->custom;
-        co.graph = s->g;
-        st = sp_cost_compute(m, &co, &cost, err);
-    }
+    cm_status st = sp_advise_partition_cost(m, false, o->profile, s->custom, s->g, &cost, err);
     if (st == CM_OK) {
         *out = *sp_cost_get_summary(cost);
         *n_colls = sp_cost_n_colls(cost);
