@@ -3,8 +3,11 @@
 // tensors whose shardings differ (highlighted where they differ from the
 // first plan); each plan's newest succeeded benchmark: its per-iteration
 // min / median / max and measured vs predicted step ('\u2014' without one).
-import { getJson } from './api.js';
-import { newestSucceeded } from './bench.js';
+// "Benchmark these plans" queues one run of each (POST /v1/benchmarks) and
+// shows them when they end: how a suggestion applied with "apply and
+// compare" is checked by a real run.
+import { api, getJson } from './api.js';
+import { isFinal, newestSucceeded } from './bench.js';
 import { barChart } from './charts.js';
 import { BUILTIN_PROFILES } from './plan.js';
 import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
@@ -88,6 +91,47 @@ export async function comparePage(main, ctx, idsText) {
 
 // Each plan's newest succeeded run: a box-like floating bar min..max with
 // the median as a dash across it, and measured median vs predicted step.
+const RUN_POLL_MS = 500;
+const RUN_WAIT_MS = 15 * 60 * 1000;
+
+// Queues one benchmark run of each plan and waits until all have ended,
+// showing each run's status; then reloads the benchmark section.
+async function benchmarkAll(ctx, box, ids, labels, charts, button) {
+  button.disabled = true;
+  const status = h('p', { id: 'compare-bench-status' });
+  box.append(status);
+  const runs = [];
+  try {
+    for (const id of ids) {
+      const r = await api('/v1/benchmarks', { method: 'POST', body: JSON.stringify({ plan_id: Number(id) }) });
+      runs.push(r.json);
+    }
+  } catch (err) {
+    if (ctx.alive()) { box.append(errorBox(err)); button.disabled = false; }
+    return;
+  }
+  const until = Date.now() + RUN_WAIT_MS;
+  for (;;) {
+    if (!ctx.alive()) return;
+    fill(status, runs.map((r, i) => h('span', { class: 'run-state', 'data-status': r.status },
+      `${labels[i]}: run ${r.id} ${r.status}${r.status === 'running' ? ` ${Math.round((Number(r.progress) || 0) * 100)}%` : ''}${r.error ? ` (${r.error})` : ''}`, i + 1 < runs.length ? '; ' : '')));
+    if (runs.every(isFinal) || Date.now() > until) break;
+    await new Promise((res) => setTimeout(res, RUN_POLL_MS));
+    try {
+      for (let i = 0; i < runs.length; i++) {
+        if (!isFinal(runs[i])) runs[i] = await getJson(`/v1/benchmarks/${runs[i].id}`);
+      }
+    } catch (err) {
+      if (ctx.alive()) box.append(errorBox(err));
+      return;
+    }
+  }
+  if (!ctx.alive()) return;
+  const kept = status;
+  await loadBenchmarks(ctx, box, ids, labels, charts);
+  if (ctx.alive()) box.append(kept);
+}
+
 async function loadBenchmarks(ctx, box, ids, labels, charts) {
   let runs;
   try {
@@ -97,6 +141,9 @@ async function loadBenchmarks(ctx, box, ids, labels, charts) {
     return;
   }
   if (!ctx.alive()) return;
+  const start = h('button', { type: 'button', id: 'compare-bench-start' }, 'Benchmark these plans');
+  start.addEventListener('click', () => benchmarkAll(ctx, box, ids, labels, charts, start));
+  const head = h('div', { class: 'toolbar' }, h('h2', {}, 'Benchmarks'), start);
   const res = runs.map((r) => (r && r.results) || null);
   const its = res.map((r) => (r && Array.isArray(r.iter_s) && r.iter_s.length ? r.iter_s : null));
   const table = h('table', { class: 'summary-table', id: 'compare-bench-table' },
@@ -109,7 +156,7 @@ async function loadBenchmarks(ctx, box, ids, labels, charts) {
         ['numerics', (r) => (r && r.numerics ? (r.numerics.match ? 'match' : 'MISMATCH') : DASH)]]
         .map(([k, f]) => h('tr', {}, h('th', {}, k), res.map((r, i) => h('td', {}, f(r, i)))))));
   if (!res.some(Boolean)) {
-    fill(box, h('h2', {}, 'Benchmarks'), table, h('p', { class: 'muted' }, 'No succeeded benchmark of these plans yet (start one from a plan\'s page).'));
+    fill(box, head, table, h('p', { class: 'muted' }, 'No succeeded benchmark of these plans yet (start them here or from a plan\'s page).'));
     return;
   }
   const dist = barChart({
@@ -135,5 +182,5 @@ async function loadBenchmarks(ctx, box, ids, labels, charts) {
     height: 220,
   });
   charts.push(dist, mvp);
-  fill(box, h('h2', {}, 'Benchmarks'), table, h('div', { class: 'charts', id: 'compare-bench-charts' }, dist.el, mvp.el));
+  fill(box, head, table, h('div', { class: 'charts', id: 'compare-bench-charts' }, dist.el, mvp.el));
 }

@@ -535,6 +535,17 @@ async function advisorSteps(ctx, base, mlpId) {
       const heads = await page.$$eval('#compare-summary thead th a', (t) => t.map((x) => x.textContent));
       check(heads.length === 2 && heads[0] === `plan ${id}` && heads[1] !== heads[0], `apply and compare: compare page of ${heads.join(' and ')}`);
       await page.screenshot({ path: join(outDir, 'apply-compare.png'), fullPage: true });
+      // Check it by a real run of both plans. The lint demo has a custom call,
+      // which the executor cannot run: both runs end "failed" with the reason.
+      await page.waitForSelector('#compare-bench-start', { timeout: WAIT });
+      await page.click('#compare-bench-start');
+      await page.waitForFunction(() => {
+        const s = [...document.querySelectorAll('#compare-bench-status .run-state')];
+        return s.length === 2 && s.every((x) => ['succeeded', 'failed', 'canceled'].includes(x.dataset.status));
+      }, null, { timeout: 120000 });
+      const states = await page.$$eval('#compare-bench-status .run-state', (t) => t.map((x) => x.textContent));
+      check(states.length === 2 && states.every((t) => /run \d+ failed \(.*custom_call.*\)/.test(t)),
+        `benchmark both from the compare page: ${states.join('; ')}`);
     }
     if (!hasWhatif) {
       console.log('  SKIP what-if preview and save: this server has no POST /v1/plans/{id}/whatif');
