@@ -1376,7 +1376,8 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
             a->pre[v] = sp_value_sharding_partitioned(a->m, v);
         }
     }
-    st = sp_advise_partition_cost(a->m, was_partitioned, o->profile, custom, a->g, &a->cost, err);
+    st = sp_advise_partition_cost(a->m, was_partitioned, o->profile, -1, custom, a->g, &a->cost,
+                                  err);
     if (st == CM_OK) {
         st = build_uses(a, err);
     }
@@ -1400,8 +1401,8 @@ fail:
 }
 
 cm_status sp_advise_partition_cost(sp_module *m, bool partitioned, const sp_profile *profile,
-                                   const sp_custom_rules *custom, const sp_graph *g,
-                                   sp_cost **out, cm_error *err)
+                                   double overlap, const sp_custom_rules *custom,
+                                   const sp_graph *g, sp_cost **out, cm_error *err)
 {
     *out = NULL;
     cm_status st = CM_OK;
@@ -1418,6 +1419,7 @@ cm_status sp_advise_partition_cost(sp_module *m, bool partitioned, const sp_prof
         sp_cost_opts co;
         sp_cost_opts_init(&co);
         co.profile = profile;
+        co.overlap = overlap;
         co.mode = SP_COST_EXPLICIT;
         co.custom = custom;
         co.graph = g;

@@ -46,13 +46,14 @@ void sp_advise_fix_write(const sp_sharding *s, const char *mesh_name, uint32_t r
  * joins them; fn pulls its own work (an atomic counter in arg). */
 void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads);
 
-/* The advisor's one way to cost a plan: unless partitioned is already true,
- * -sdy-insert-explicit-reshards and -sdy-reshard-to-collectives on m (edited
- * in place), then sp_cost_compute in explicit mode with profile (NULL: the
- * default), custom rules and graph names (both may be NULL). *out is a new
- * sp_cost (NULL on error). Errors: those of the passes and the cost model. */
+/* The one way the advisor and compare cost a plan: unless partitioned is
+ * already true, -sdy-insert-explicit-reshards and -sdy-reshard-to-collectives
+ * on m (edited in place), then sp_cost_compute in explicit mode with profile
+ * (NULL: the default), overlap (< 0: the profile's), custom rules and graph
+ * names (both may be NULL). *out is a new sp_cost (NULL on error). Errors:
+ * those of the passes and the cost model. */
 cm_status sp_advise_partition_cost(sp_module *m, bool partitioned, const sp_profile *profile,
-                                   const sp_custom_rules *custom, const sp_graph *g,
-                                   sp_cost **out, cm_error *err);
+                                   double overlap, const sp_custom_rules *custom,
+                                   const sp_graph *g, sp_cost **out, cm_error *err);
 
 #endif /* SP_ADVISE_INT_H */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "sp_advise_int.h"
 #include "sp_cost.h"
 #include "sp_ops.h"
 #include "sp_profile_json.h"
@@ -633,21 +634,21 @@ int sp_compare_main(int argc, char **argv, FILE *out, FILE *errs)
             goto out;
         }
         c.n = k + 1;
-        sp_cost_opts o;
-        sp_cost_opts_init(&o);
-        o.profile = &prof_v;
-        o.overlap = overlap;
-        o.graph = p[k].in.g;
-        o.custom = p[k].in.g != NULL ? sp_graph_custom_rules(p[k].in.g) : NULL;
-        if (sp_cost_compute(p[k].in.m, &o, &p[k].cost, &err) != CM_OK) {
-            fprintf(errs, "shardplan compare: %s: %s: %s\n", files[k], cm_status_name(err.code),
-                    err.msg);
-            rc = 1;
-            goto out;
-        }
+        /* the propagated shardings are compared; the cost is the partitioned
+           program's, as lint, suggest and what-if give it */
         collect(&p[k]);
         if (p[k].oom) {
             fprintf(errs, "shardplan compare: out of memory\n");
+            rc = 1;
+            goto out;
+        }
+        cm_status st = sp_advise_partition_cost(
+            p[k].in.m, !p[k].in.propagated, &prof_v, overlap,
+            p[k].in.g != NULL ? sp_graph_custom_rules(p[k].in.g) : NULL, p[k].in.g, &p[k].cost,
+            &err);
+        if (st != CM_OK) {
+            fprintf(errs, "shardplan compare: %s: %s: %s\n", files[k], cm_status_name(err.code),
+                    err.msg);
             rc = 1;
             goto out;
         }

@@ -693,7 +693,7 @@ static cm_status run_module(sp_suggest *S, sp_module *m, bool baseline, sp_sugge
     }
     sp_cost *c = NULL;
     if (st == CM_OK) {
-        st = sp_advise_partition_cost(m, false, &S->profile, S->custom, NULL, &c, err);
+        st = sp_advise_partition_cost(m, false, &S->profile, -1, S->custom, NULL, &c, err);
     }
     if (st == CM_OK) {
         const sp_cost_summary *s = sp_cost_get_summary(c);

@@ -1984,7 +1984,7 @@ static cm_status cost_of(sp_module *m, const src *s, const sp_whatif_opts *o, sp
                          uint32_t *n_colls, cm_error *err)
 {
     sp_cost *cost = NULL;
-    cm_status st = sp_advise_partition_cost(m, false, o->profile, s->custom, s->g, &cost, err);
+    cm_status st = sp_advise_partition_cost(m, false, o->profile, -1, s->custom, s->g, &cost, err);
     if (st == CM_OK) {
         *out = *sp_cost_get_summary(cost);
         *n_colls = sp_cost_n_colls(cost);
