@@ -423,7 +423,7 @@ static void row(cm_buf *b, const cmp *c, const char *name, fmt_kind f, const dou
 
 #define ROW(name, f, field)                                                                       \
     do {                                                                                          \
-        double v_[MAX_PLANS];                                                                     \
+        double v_[MAX_PLANS] = {0};                                                                  \
         for (uint32_t k_ = 0; k_ < c->n; k_++) {                                                  \
             v_[k_] = sp_cost_get_summary(c->p[k_].cost)->field;                                   \
         }                                                                                         \
@@ -432,7 +432,7 @@ static void row(cm_buf *b, const cmp *c, const char *name, fmt_kind f, const dou
 
 static void text_report(const cmp *c, cm_buf *b)
 {
-    const char *hdr[MAX_PLANS];
+    const char *hdr[MAX_PLANS] = {NULL};
     char hbuf[MAX_PLANS][24];
     for (uint32_t k = 0; k < c->n; k++) {
         const char *base = strrchr(c->p[k].file, '/');
@@ -440,7 +440,7 @@ static void text_report(const cmp *c, cm_buf *b)
         hdr[k] = hbuf[k];
     }
     row(b, c, "", F_TEXT, NULL, hdr);
-    const char *mode[MAX_PLANS];
+    const char *mode[MAX_PLANS] = {NULL};
     for (uint32_t k = 0; k < c->n; k++) {
         mode[k] = sp_cost_get_summary(c->p[k].cost)->partitioned ? "explicit" : "implied";
     }
@@ -450,7 +450,7 @@ static void text_report(const cmp *c, cm_buf *b)
     ROW("  inputs", F_BYTES, input_bytes);
     ROW("  peak activations", F_BYTES, peak_activation_bytes);
     ROW("  peak total", F_BYTES, peak_bytes);
-    const char *fit[MAX_PLANS];
+    const char *fit[MAX_PLANS] = {NULL};
     for (uint32_t k = 0; k < c->n; k++) {
         fit[k] = sp_cost_get_summary(c->p[k].cost)->fits ? "fits" : "OOM predicted";
     }
@@ -462,7 +462,7 @@ static void text_report(const cmp *c, cm_buf *b)
     const char *keys[32];
     uint32_t nk = all_axis_sets(c, keys, 32);
     for (uint32_t i = 0; i < nk; i++) {
-        double v[MAX_PLANS];
+        double v[MAX_PLANS] = {0};
         for (uint32_t k = 0; k < c->n; k++) {
             v[k] = axis_bytes(c->p[k].cost, keys[i]);
         }
