@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "ex_blas.h"
+#include "ex_exec.h"
+#include "sp_example.h"
 #include "sp_profile_json.h"
 
 #define MAX_REPS    64
@@ -259,6 +261,13 @@ cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err)
     if (st == CM_OK) {
         /* All workers copying at once share the memory system. */
         c->link_bandwidth = (double)bytes / secsn / (double)c->n_devices;
+        /* The roofline charges an op its operand + result bytes at
+         * memory.bandwidth per device; the workers share the memory system
+         * as they share the cores, and a copy of B bytes is 2 B of such
+         * traffic. One thread's memcpy rate (mem_bandwidth) made
+         * memory-bound ops N/2 times too cheap next to the sgemm rate, which
+         * is already the shared one. */
+        c->mem_traffic = 2.0 * c->link_bandwidth;
         c->link_latency = ex_calib_barrier(c->n_devices, 2000);
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         c->mem_bytes = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
@@ -285,8 +294,9 @@ void ex_calib_profile_json(const ex_calib *c, const char *name, cm_buf *out)
     }
     cm_buf_printf(out,
                   "  \"shared\": true,\n  \"bandwidth\": %.4g,\n"
-                  "  \"notes\": \"memcpy of 64 MiB on one thread\"\n },\n",
-                  c->mem_bandwidth);
+                  "  \"notes\": \"per worker: bytes read + written per second while %u "
+                  "threads copy 64 MiB together (one thread alone copies %.3g bytes/s)\"\n },\n",
+                  c->mem_traffic, c->n_devices, c->mem_bandwidth);
     cm_buf_printf(out,
                   " \"links\": {\n  \"default\": {\n   \"bandwidth\": %.4g,\n"
                   "   \"latency\": %.4g,\n"
@@ -298,19 +308,208 @@ void ex_calib_profile_json(const ex_calib *c, const char *name, cm_buf *out)
                        "per-worker rates already include that sharing\"\n}\n");
 }
 
+/* ---- ranking the benchmark suite ------------------------------------------------- */
+
+/* One plan of the suite: its step predicted under prof and measured on 8
+ * workers. */
+static cm_status rank_plan(const sp_example_opts *eo, const sp_profile *prof, uint32_t iters,
+                           ex_rank_plan *pl, cm_error *err)
+{
+    cm_buf doc;
+    cm_buf_init(&doc);
+    cm_status st = sp_example_graph_json(eo, &doc, err);
+    if (st == CM_OK && doc.oom) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    sp_cost_input in;
+    memset(&in, 0, sizeof in);
+    if (st == CM_OK) {
+        st = sp_cost_input_parse(doc.data, doc.len, &in, err);
+    }
+    cm_buf_fini(&doc);
+    if (st == CM_OK) {
+        st = ex_partition(in.m, err);
+    }
+    sp_cost *c = NULL;
+    if (st == CM_OK) {
+        sp_cost_opts co;
+        sp_cost_opts_init(&co);
+        co.profile = prof;
+        st = sp_cost_compute(in.m, &co, &c, err);
+    }
+    if (st == CM_OK) {
+        pl->predicted_s = sp_cost_get_summary(c)->step_s;
+        sp_cost_destroy(c);
+    }
+    ex_tensor *args = NULL, *res = NULL;
+    uint32_t n_args = 0, n_res = 0;
+    double t[MAX_REPS];
+    iters = iters == 0 ? 1 : (iters > MAX_REPS - 1 ? MAX_REPS - 1 : iters);
+    if (st == CM_OK) {
+        st = ex_args_make(in.m, 1, &args, &n_args, err);
+    }
+    if (st == CM_OK) {
+        ex_exec_opts o = {8, false, iters + 1, t};
+        st = ex_exec_run(in.m, &o, args, n_args, &res, &n_res, err);
+    }
+    if (st == CM_OK) {
+        pl->measured_s = median(t + 1, iters); /* run 0 faults the buffers in */
+    }
+    ex_tensors_free(args, n_args);
+    ex_tensors_free(res, n_res);
+    sp_cost_input_fini(&in);
+    return st;
+}
+
+cm_status ex_calib_rank(const sp_profile *prof, uint32_t iters, ex_rank *out, cm_error *err)
+{
+    static const struct {
+        const char *name;
+        sp_example_strategy s;
+    } strategies[] = {{"dp", SP_EXAMPLE_DP},
+                      {"fsdp", SP_EXAMPLE_FSDP},
+                      {"tp", SP_EXAMPLE_TP},
+                      {"dp+tp", SP_EXAMPLE_DP_TP}};
+    const uint32_t n_s = sizeof strategies / sizeof strategies[0];
+    memset(out, 0, sizeof *out);
+    for (uint32_t model = 0; model < 2; model++) {
+        for (uint32_t i = 0; i < n_s && out->n < EX_RANK_MAX; i++) {
+            sp_example_opts eo;
+            sp_example_opts_init(&eo); /* mesh data=2 x model=4 */
+            eo.train = true;
+            eo.strategy = strategies[i].s;
+            eo.layers = 1;
+            if (model == 0) {
+                eo.model = SP_EXAMPLE_MLP;
+                eo.batch = 512;
+                eo.d_model = 1024;
+            } else {
+                eo.model = SP_EXAMPLE_TRANSFORMER;
+                eo.batch = 8;
+                eo.seq = 128;
+                eo.d_model = 256;
+            }
+            ex_rank_plan *pl = &out->plans[out->n++];
+            snprintf(pl->label, sizeof pl->label, "%s train %s", model == 0 ? "MLP" : "transformer",
+                     strategies[i].name);
+            pl->model = model;
+            cm_status st = rank_plan(&eo, prof, iters, pl, err);
+            if (st != CM_OK) {
+                return st;
+            }
+        }
+    }
+    ex_calib_rank_score(out);
+    return CM_OK;
+}
+
+/* a and b within EX_RANK_NOISE of each other. */
+static bool near(double a, double b)
+{
+    double lo = a < b ? a : b, hi = a < b ? b : a;
+    return hi <= lo * (1 + EX_RANK_NOISE);
+}
+
+void ex_calib_rank_score(ex_rank *out)
+{
+    /* Kendall tau over the pairs of plans of the same model (a tie on
+     * either side counts as neither concordant nor discordant). */
+    uint32_t pairs = 0;
+    int conc = 0;
+    out->discordant = 0;
+    out->close = 0;
+    for (uint32_t i = 0; i < out->n; i++) {
+        for (uint32_t j = i + 1; j < out->n; j++) {
+            const ex_rank_plan *a = &out->plans[i], *b = &out->plans[j];
+            if (a->model != b->model) {
+                continue;
+            }
+            pairs++;
+            double dp = a->predicted_s - b->predicted_s, dm = a->measured_s - b->measured_s;
+            if (dp * dm > 0) {
+                conc++;
+            } else if (dp * dm < 0) {
+                conc--;
+                out->discordant++;
+                /* Within the spread when measured, or a tie as the cost
+                 * model sees it: no order to get wrong. */
+                out->close += near(a->measured_s, b->measured_s) ||
+                              near(a->predicted_s, b->predicted_s);
+            }
+        }
+    }
+    out->tau = pairs > 0 ? (double)conc / (double)pairs : 1;
+    out->pass = out->close == out->discordant;
+}
+
+/* Labels of model's plans, in ascending order of predicted or measured
+ * time, into buf. */
+static void rank_order(const ex_rank *r, uint32_t model, bool measured, char *buf, size_t len)
+{
+    uint32_t idx[EX_RANK_MAX], n = 0;
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (r->plans[i].model == model) {
+            idx[n++] = i;
+        }
+    }
+    for (uint32_t i = 1; i < n; i++) { /* insertion sort: at most EX_RANK_MAX */
+        for (uint32_t j = i; j > 0; j--) {
+            const ex_rank_plan *a = &r->plans[idx[j - 1]], *b = &r->plans[idx[j]];
+            double x = measured ? a->measured_s : a->predicted_s;
+            double y = measured ? b->measured_s : b->predicted_s;
+            if (x <= y) {
+                break;
+            }
+            uint32_t t = idx[j - 1];
+            idx[j - 1] = idx[j];
+            idx[j] = t;
+        }
+    }
+    size_t at = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && at < len; i++) {
+        const char *lab = strrchr(r->plans[idx[i]].label, ' ');
+        int w = snprintf(buf + at, len - at, "%s%s", i > 0 ? " < " : "", lab != NULL ? lab + 1 : "");
+        at += w > 0 ? (size_t)w : 0;
+    }
+}
+
+void ex_calib_rank_print(const ex_rank *r, FILE *out)
+{
+    fprintf(out, "ranking the suite (8 devices, data=2 x model=4):\n");
+    for (uint32_t i = 0; i < r->n; i++) {
+        fprintf(out, "  %-24s predicted %9.2f ms  measured %9.2f ms\n", r->plans[i].label,
+                r->plans[i].predicted_s * 1e3, r->plans[i].measured_s * 1e3);
+    }
+    for (uint32_t model = 0; model < 2; model++) {
+        char p[160], m[160];
+        rank_order(r, model, false, p, sizeof p);
+        rank_order(r, model, true, m, sizeof m);
+        fprintf(out, "  %s order predicted: %s; measured: %s\n",
+                model == 0 ? "MLP" : "transformer", p, m);
+    }
+    fprintf(out,
+            "  Kendall tau %.2f; %u pair(s) ordered differently, %u of them within %.0f%% "
+            "(measured: run-to-run spread, or predicted: a tie): %s\n",
+            r->tau, r->discordant, r->close, EX_RANK_NOISE * 100, r->pass ? "PASS" : "FAIL");
+}
+
 /* ---- `shardplan calibrate` ------------------------------------------------------- */
 
 static void calib_usage(FILE *f)
 {
-    fputs("usage: shardplan calibrate [--out FILE] [--devices N]\n", f);
+    fputs("usage: shardplan calibrate [--out FILE] [--devices N] [--rank]\n", f);
 }
 
 int ex_calib_main(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *path = NULL;
     unsigned long devices = 8;
+    bool rank = false;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--rank") == 0) {
+            rank = true;
+        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
             path = argv[++i];
         } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
             char *end = NULL;
@@ -365,5 +564,15 @@ int ex_calib_main(int argc, char **argv, FILE *out, FILE *errs)
         }
     }
     cm_buf_fini(&b);
+    if (rc == 0 && rank) {
+        /* The suite runs on 8 devices whatever --devices says. */
+        ex_rank r;
+        if (ex_calib_rank(&prof, 3, &r, &err) != CM_OK) {
+            fprintf(errs, "shardplan calibrate: ranking: %s %s\n", err.path, err.msg);
+            return 1;
+        }
+        ex_calib_rank_print(&r, path == NULL ? errs : out);
+        rc = r.pass ? 0 : 1;
+    }
     return rc;
 }

@@ -8,11 +8,13 @@
 #ifndef EX_CALIB_H
 #define EX_CALIB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "cm.h"
+#include "sp_cost.h"
 
 /* Median FLOP/s of an n x n x n sgemm run reps times on one thread with
  * OpenBLAS set to blas_threads threads. Errors: CM_ENOMEM. */
@@ -38,6 +40,8 @@ typedef struct ex_calib {
     double f32_flops;      /* per worker, FLOP/s (sgemm) */
     double f64_flops;      /* per worker, FLOP/s (dgemm estimate: f32 / 2) */
     double mem_bandwidth;  /* one thread's memcpy, bytes/s */
+    double mem_traffic;    /* per worker when all copy together: bytes read + written per
+                              second (the profile's memory.bandwidth) */
     double link_bandwidth; /* per worker when all copy together, bytes/s */
     double link_latency;   /* one barrier round, seconds */
     double mem_bytes;      /* physical memory, bytes (0: unknown) */
@@ -49,6 +53,47 @@ cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err);
 /* Appends the profile JSON (format shardplan.device-profile/v1, "calibrated":
  * true) named name to out. */
 void ex_calib_profile_json(const ex_calib *c, const char *name, cm_buf *out);
+
+/* ---- does the profile rank plans as the executor does? --------------------------- */
+
+#define EX_RANK_MAX 8
+
+typedef struct ex_rank_plan {
+    char label[48];     /* "MLP train dp" */
+    uint32_t model;     /* plans of the same model are ranked against each other */
+    double predicted_s; /* cost model step time under the profile */
+    double measured_s;  /* executor, 8 devices: median of the runs after a warm-up */
+} ex_rank_plan;
+
+typedef struct ex_rank {
+    uint32_t n;
+    ex_rank_plan plans[EX_RANK_MAX];
+    double tau;          /* Kendall tau over the pairs of plans of the same model */
+    uint32_t discordant; /* such pairs ordered differently */
+    uint32_t close;      /* of those, within EX_RANK_NOISE of each other measured or
+                            predicted */
+    bool pass;           /* every discordant pair is close */
+} ex_rank;
+
+/* Measured times closer than this fraction are within this machine's run
+ * to run spread, predicted ones are a tie for the cost model; a pair ordered
+ * differently that is this close on either side does not fail. */
+#define EX_RANK_NOISE 0.10
+
+/* Plans the benchmark suite (the MLP and the transformer training steps of
+ * sp_example, each under dp, fsdp, tp and dp+tp on data=2 x model=4), predicts
+ * each step with the cost model under prof and measures it with the
+ * executor on 8 devices (a warm-up run, then the median of iters runs).
+ * Minutes at most. Errors: those of planning and running, CM_ENOMEM. */
+cm_status ex_calib_rank(const sp_profile *prof, uint32_t iters, ex_rank *out, cm_error *err);
+
+/* Fills tau, discordant, close and pass of r from its plans' times (done by
+ * ex_calib_rank). */
+void ex_calib_rank_score(ex_rank *r);
+
+/* Prints the predicted and measured times, both orders per model, tau and
+ * PASS or FAIL. */
+void ex_calib_rank_print(const ex_rank *r, FILE *out);
 
 /* `shardplan calibrate [--out FILE] [--devices N]`: argv[0] is "calibrate".
  * Measures, checks the document with the profile reader and writes it to

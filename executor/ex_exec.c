@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "ex_blas.h"
+#include "ex_kern_int.h"
+#include "ex_mem_int.h"
 #include "sp_collectives.h"
 #include "sp_cost.h"
 #include "sp_ops.h"
@@ -183,6 +185,7 @@ typedef struct xop {
     int64_t *groups;              /* n_groups * gsize device ids */
     uint32_t gsize;
     double *cval;                 /* constant values (1: splat) */
+    void *ext;                    /* ex_gather_dims / ex_conv_dims (gather, scatter, conv) */
     size_t n_cval;
 } xop;
 
@@ -195,6 +198,7 @@ typedef struct prog {
     xop *ops;
     uint32_t n_ops;
     uint32_t ret;     /* index of the return in ops */
+    ex_gate *gate;    /* held by a worker while it computes (run_local); NULL: none */
     cm_arena arena;
 } prog;
 
@@ -520,14 +524,20 @@ static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
     return CM_OK;
 }
 
-static int reduce_body(const sp_module *m, uint32_t op)
+/* The one block of op's one region, or NULL. */
+static const sp_block *body_block(const sp_module *m, uint32_t op)
 {
     const sp_op *o = &m->ops[op];
     if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
-        return -1;
+        return NULL;
     }
-    const sp_block *b = &m->blocks[o->regions[0].blocks[0]];
-    if (b->n_ops != 2) {
+    return &m->blocks[o->regions[0].blocks[0]];
+}
+
+static int reduce_body(const sp_module *m, uint32_t op)
+{
+    const sp_block *b = body_block(m, op);
+    if (b == NULL || b->n_ops != 2) {
         return -1;
     }
     switch ((sp_op_kind)m->ops[b->ops[0]].kind) {
@@ -548,6 +558,392 @@ static int reduce_body(const sp_module *m, uint32_t op)
     }
 }
 
+/* ---- ops with a kernel in ex_kern.c: attributes ------------------------------------ */
+
+/* The integer list item `name` of a PARAMS attribute (absent: empty). */
+static bool params_ints(prog *p, const sp_attr *a, const char *name, const int64_t **v, uint32_t *n)
+{
+    const sp_attr *it = params_item(a, name);
+    *v = NULL;
+    *n = 0;
+    return it == NULL || sp_attr_ints(it, v, n, &p->arena);
+}
+
+static bool dims_below(const int64_t *v, uint32_t n, uint32_t rank)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] >= (int64_t)rank) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A dot operand's batching and contracting dims: in range, none twice. */
+static bool dot_dims_ok(const sp_module *m, uint32_t v, const int64_t *b, uint32_t nb,
+                        const int64_t *c, uint32_t nc)
+{
+    uint32_t rank = sp_value_type(m, v)->rank;
+    bool seen[EX_MAX_RANK] = {false};
+    if (!dims_below(b, nb, rank) || !dims_below(c, nc, rank) || rank > EX_MAX_RANK) {
+        return false;
+    }
+    for (uint32_t i = 0; i < nb + nc; i++) {
+        int64_t d = i < nb ? b[i] : c[i - nb];
+        if (seen[d]) {
+            return false;
+        }
+        seen[d] = true;
+    }
+    return true;
+}
+
+static bool is_int_elem(sp_elem e)
+{
+    return elem_supported(e) && !elem_float(e) && e != SP_ELEM_I1;
+}
+
+/* gather / scatter dimension numbers: names[0..5] are the items for
+ * offset (update window) dims, collapsed (inserted) dims, operand (input)
+ * batching dims, indices batching dims, start index map and index vector
+ * dim; opv the operand, ixv the indices, wv the value holding the window
+ * dims (gather: the result, scatter: the updates). */
+static cm_status prepare_gather_dims(prog *p, xop *x, const char *attr, const char *const *names,
+                                     uint32_t opv, uint32_t ixv, uint32_t wv, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const char *nm = m->ops[x->op].name;
+    const sp_attr *a = sp_op_attr(m, x->op, attr);
+    ex_gather_dims *g = cm_arena_zalloc(&p->arena, sizeof *g);
+    if (g == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    const sp_attr *ivd = params_item(a, names[5]);
+    uint32_t orank = sp_value_type(m, opv)->rank, irank = sp_value_type(m, ixv)->rank,
+             wrank = sp_value_type(m, wv)->rank;
+    bool ok = a != NULL && a->kind == SP_ATTR_PARAMS && ivd != NULL && ivd->kind == SP_ATTR_INT &&
+              params_ints(p, a, names[0], &g->offset_dims, &g->n_offset) &&
+              params_ints(p, a, names[1], &g->collapsed, &g->n_collapsed) &&
+              params_ints(p, a, names[2], &g->obatch, &g->n_obatch) &&
+              params_ints(p, a, names[3], &g->ibatch, &g->n_ibatch) &&
+              params_ints(p, a, names[4], &g->start_map, &g->n_start_map);
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
+    }
+    g->ivd = ivd->u.i.v;
+    uint32_t nw = 0;
+    for (uint32_t d = 0; d < orank; d++) {
+        bool c = false;
+        for (uint32_t i = 0; i < g->n_collapsed; i++) {
+            c = c || g->collapsed[i] == (int64_t)d;
+        }
+        for (uint32_t i = 0; i < g->n_obatch; i++) {
+            c = c || g->obatch[i] == (int64_t)d;
+        }
+        nw += c ? 0u : 1u;
+    }
+    const sp_type *it = sp_value_type(m, ixv);
+    bool has_ivd = g->ivd < (int64_t)irank;
+    int64_t vec = has_ivd && g->ivd >= 0 ? it->dims[g->ivd] : 1;
+    for (uint32_t i = 0; i < g->n_ibatch; i++) {
+        ok = ok && g->ibatch[i] != g->ivd;
+    }
+    ok = ok && g->ivd >= 0 && g->ivd <= (int64_t)irank &&
+         dims_below(g->offset_dims, g->n_offset, wrank) &&
+         dims_below(g->collapsed, g->n_collapsed, orank) &&
+         dims_below(g->obatch, g->n_obatch, orank) && dims_below(g->ibatch, g->n_ibatch, irank) &&
+         dims_below(g->start_map, g->n_start_map, orank) && g->n_obatch == g->n_ibatch &&
+         nw == g->n_offset && wrank - g->n_offset == irank - (has_ivd ? 1u : 0u) &&
+         (int64_t)g->n_start_map == vec && is_int_elem(it->elem) &&
+         sp_value_type(m, wv)->elem == sp_value_type(m, opv)->elem &&
+         sp_value_type(m, m->ops[x->op].first_result)->elem == sp_value_type(m, opv)->elem;
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: dimension numbers do not fit the operand shapes",
+                        nm);
+    }
+    x->ext = g;
+    return CM_OK;
+}
+
+static cm_status prepare_gather(prog *p, xop *x, cm_error *err)
+{
+    static const char *const names[6] = {"offset_dims",           "collapsed_slice_dims",
+                                         "operand_batching_dims", "start_indices_batching_dims",
+                                         "start_index_map",       "index_vector_dim"};
+    const sp_op *o = &p->m->ops[x->op];
+    if (o->n_operands != 2 || o->n_results != 1) {
+        return op_error(p, x->op, err, "op %s with these operands cannot be executed yet", o->name);
+    }
+    cm_status st_ = prepare_gather_dims(p, x, "dimension_numbers", names, o->operands[0],
+                                        o->operands[1], o->first_result, err);
+    if (st_ != CM_OK) {
+        return st_;
+    }
+    ex_gather_dims *g = x->ext;
+    uint32_t n = 0;
+    const int64_t *ss = NULL;
+    const sp_type *ot = sp_value_type(p->m, o->operands[0]);
+    bool ok = ints_attr(p, x->op, "slice_sizes", &ss, &n) && n == ot->rank;
+    for (uint32_t d = 0; ok && d < n; d++) {
+        ok = ss[d] >= 0 && ss[d] <= ot->dims[d];
+    }
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: slice_sizes do not fit the operand", o->name);
+    }
+    g->slice_sizes = ss;
+    return CM_OK;
+}
+
+/* The combiner of a scatter's body: -1 replace (returns the update), else
+ * EX_RED_*; -2 for anything else. */
+static int scatter_body(const sp_module *m, uint32_t op)
+{
+    const sp_block *b = body_block(m, op);
+    if (b == NULL) {
+        return -2;
+    }
+    if (b->n_ops == 1 && b->n_args == 2) {
+        const sp_op *ret = &m->ops[b->ops[0]];
+        return ret->n_operands == 1 && ret->operands[0] == b->first_arg + 1 ? -1 : -2;
+    }
+    int fn = reduce_body(m, op);
+    return fn == RED_ADD || fn == RED_MUL || fn == RED_MAX || fn == RED_MIN ? fn : -2;
+}
+
+static cm_status prepare_scatter(prog *p, xop *x, cm_error *err)
+{
+    static const char *const names[6] = {
+        "update_window_dims",           "inserted_window_dims",
+        "input_batching_dims",          "scatter_indices_batching_dims",
+        "scatter_dims_to_operand_dims", "index_vector_dim"};
+    const sp_op *o = &p->m->ops[x->op];
+    if (o->n_operands != 3 || o->n_results != 1) {
+        return op_error(p, x->op, err, "op %s with several inputs cannot be executed yet", o->name);
+    }
+    x->fn = scatter_body(p->m, x->op);
+    if (x->fn < -1) {
+        return op_error(p, x->op, err, "%s with this body cannot be executed yet", o->name);
+    }
+    return prepare_gather_dims(p, x, "scatter_dimension_numbers", names, o->operands[0],
+                               o->operands[1], o->operands[2], err);
+}
+
+static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
+{
+    static const char *const names[9] = {
+        "input_batch_dimension",           "input_feature_dimension",
+        "input_spatial_dimensions",        "kernel_input_feature_dimension",
+        "kernel_output_feature_dimension", "kernel_spatial_dimensions",
+        "output_batch_dimension",          "output_feature_dimension",
+        "output_spatial_dimensions"};
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    ex_conv_dims *cd = cm_arena_zalloc(&p->arena, sizeof *cd);
+    if (cd == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    if (o->n_operands != 2 || o->n_results != 1) {
+        return op_error(p, x->op, err, "op %s with these operands cannot be executed yet", nm);
+    }
+    const sp_type *it = sp_value_type(m, o->operands[0]), *kt = sp_value_type(m, o->operands[1]),
+                  *ot = sp_value_type(m, o->first_result);
+    uint32_t rank = it->rank;
+    const sp_attr *dn = sp_op_attr(m, x->op, "dimension_numbers");
+    const int64_t *v[9];
+    uint32_t n[9];
+    bool ok = dn != NULL && dn->kind == SP_ATTR_PARAMS && kt->rank == rank && ot->rank == rank &&
+              rank >= 2 && rank <= EX_KERN_MAX_RANK;
+    for (int i = 0; ok && i < 9; i++) {
+        ok = params_ints(p, dn, names[i], &v[i], &n[i]) && n[i] == (i % 3 == 2 ? rank - 2 : 1) &&
+             dims_below(v[i], n[i], rank);
+    }
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
+    }
+    cd->ns = rank - 2;
+    cd->ib = v[0][0];
+    cd->ifeat = v[1][0];
+    cd->ki = v[3][0];
+    cd->ko = v[4][0];
+    cd->ob = v[6][0];
+    cd->ofeat = v[7][0];
+    for (uint32_t j = 0; j < cd->ns; j++) {
+        cd->is[j] = v[2][j];
+        cd->ks[j] = v[5][j];
+        cd->os[j] = v[8][j];
+        cd->stride[j] = 1;
+        cd->rdil[j] = 1;
+    }
+    const int64_t *a;
+    uint32_t na;
+    if (ints_attr(p, x->op, "window_strides", &a, &na)) {
+        ok = ok && na == cd->ns;
+        for (uint32_t j = 0; ok && j < na; j++) {
+            ok = a[j] >= 1;
+            cd->stride[j] = a[j];
+        }
+    }
+    if (ints_attr(p, x->op, "rhs_dilation", &a, &na)) {
+        ok = ok && na == cd->ns;
+        for (uint32_t j = 0; ok && j < na; j++) {
+            ok = a[j] >= 1;
+            cd->rdil[j] = a[j];
+        }
+    }
+    if (ints_attr(p, x->op, "padding", &a, &na)) {
+        ok = ok && na == 2 * cd->ns;
+        for (uint32_t j = 0; ok && j < cd->ns; j++) {
+            cd->pad_lo[j] = a[2 * j];
+        }
+    }
+    bool plain = true;
+    if (ints_attr(p, x->op, "lhs_dilation", &a, &na)) {
+        for (uint32_t j = 0; j < na; j++) {
+            plain = plain && a[j] == 1;
+        }
+    }
+    if (ints_attr(p, x->op, "window_reversal", &a, &na)) {
+        for (uint32_t j = 0; j < na; j++) {
+            plain = plain && a[j] == 0;
+        }
+    }
+    const sp_attr *fg = sp_op_attr(m, x->op, "feature_group_count");
+    const sp_attr *bg = sp_op_attr(m, x->op, "batch_group_count");
+    plain = plain && (fg == NULL || (fg->kind == SP_ATTR_INT && fg->u.i.v == 1)) &&
+            (bg == NULL || (bg->kind == SP_ATTR_INT && bg->u.i.v == 1));
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: window attributes the executor cannot read", nm);
+    }
+    if (!plain) {
+        return op_error(p, x->op, err,
+                        "%s with lhs dilation, window reversal or groups cannot be executed yet",
+                        nm);
+    }
+    /* the output shape must follow from the window (so no read goes astray) */
+    ok = it->dims[cd->ifeat] == kt->dims[cd->ki] && ot->dims[cd->ofeat] == kt->dims[cd->ko] &&
+         ot->dims[cd->ob] == it->dims[cd->ib];
+    for (uint32_t j = 0; ok && j < cd->ns; j++) {
+        int64_t hi = 0;
+        if (ints_attr(p, x->op, "padding", &a, &na)) {
+            hi = a[2 * j + 1];
+        }
+        int64_t span = (kt->dims[cd->ks[j]] - 1) * cd->rdil[j] + 1;
+        int64_t w = it->dims[cd->is[j]] + cd->pad_lo[j] + hi - span;
+        ok = ot->dims[cd->os[j]] == (w < 0 ? 0 : w / cd->stride[j] + 1);
+    }
+    if (!ok || it->elem != ot->elem || kt->elem != ot->elem ||
+        (ot->elem != SP_ELEM_F32 && ot->elem != SP_ELEM_F64)) {
+        return op_error(p, x->op, err, "op %s: shapes or types the executor cannot run", nm);
+    }
+    x->ext = cd;
+    return CM_OK;
+}
+
+/* reduce_window: window dims in x->a, strides in x->b, padding (lo, hi per
+ * dim) in x->c; no dilations. */
+static cm_status prepare_reduce_window(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    if (o->n_operands != 2 || o->n_results != 1) {
+        return op_error(p, x->op, err, "%s with several inputs cannot be executed yet", o->name);
+    }
+    x->fn = reduce_body(m, x->op);
+    if (x->fn < 0) {
+        return op_error(p, x->op, err, "%s with this body cannot be executed yet", o->name);
+    }
+    const sp_type *t = sp_value_type(m, o->operands[0]), *rt = sp_value_type(m, o->first_result);
+    uint32_t rank = t->rank, n = 0;
+    int64_t *ones = cm_arena_alloc(&p->arena, sizeof(int64_t) * (2u * rank + 1u));
+    if (ones == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t k = 0; k < 2 * rank; k++) {
+        ones[k] = k < rank ? 1 : 0;
+    }
+    x->b = ones;
+    x->nb = rank;
+    x->c = ones + rank;
+    x->nc = 0;
+    bool ok = ints_attr(p, x->op, "window_dimensions", &x->a, &x->na) && x->na == rank &&
+              rt->rank == rank && rt->elem == t->elem &&
+              sp_value_type(m, o->operands[1])->elem == t->elem;
+    if (ok && sp_op_attr(m, x->op, "window_strides") != NULL) {
+        ok = ints_attr(p, x->op, "window_strides", &x->b, &x->nb) && x->nb == rank;
+    }
+    if (ok && sp_op_attr(m, x->op, "padding") != NULL) {
+        ok = ints_attr(p, x->op, "padding", &x->c, &x->nc) && x->nc == 2 * rank;
+    }
+    static const char *const dil[2] = {"base_dilations", "window_dilations"};
+    for (int i = 0; ok && i < 2; i++) {
+        const int64_t *d;
+        if (ints_attr(p, x->op, dil[i], &d, &n)) {
+            for (uint32_t k = 0; k < n; k++) {
+                if (d[k] != 1) {
+                    return op_error(p, x->op, err, "%s with dilations cannot be executed yet",
+                                    o->name);
+                }
+            }
+        }
+    }
+    for (uint32_t k = 0; ok && k < rank; k++) {
+        int64_t lo = x->nc ? x->c[2 * k] : 0, hi = x->nc ? x->c[2 * k + 1] : 0;
+        int64_t span = t->dims[k] + lo + hi - x->a[k];
+        ok = x->a[k] >= 1 && x->b[k] >= 1 && rt->dims[k] == (span < 0 ? 0 : span / x->b[k] + 1);
+    }
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: attributes the executor cannot read", o->name);
+    }
+    return CM_OK;
+}
+
+/* pad, dynamic_slice, dynamic_update_slice: attribute and operand checks. */
+static cm_status prepare_slicing(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const sp_type *t = sp_value_type(m, o->operands[0]), *rt = sp_value_type(m, o->first_result);
+    bool ok = o->n_results == 1 && t->rank == rt->rank;
+    if (x->kind == SP_OP_PAD) {
+        ok = ok && o->n_operands == 2 && ints_attr(p, x->op, "edge_padding_low", &x->a, &x->na) &&
+             ints_attr(p, x->op, "edge_padding_high", &x->b, &x->nb) &&
+             ints_attr(p, x->op, "interior_padding", &x->c, &x->nc) && x->na == t->rank &&
+             x->nb == t->rank && x->nc == t->rank && sp_value_type(m, o->operands[1])->rank == 0 &&
+             sp_value_type(m, o->operands[1])->elem == t->elem && rt->elem == t->elem;
+        for (uint32_t k = 0; ok && k < t->rank; k++) {
+            int64_t n = t->dims[k];
+            ok = x->c[k] >= 0 &&
+                 rt->dims[k] == x->a[k] + x->b[k] + n + (n > 0 ? (n - 1) * x->c[k] : 0);
+        }
+    } else {
+        uint32_t first = x->kind == SP_OP_DYNAMIC_SLICE ? 1u : 2u;
+        ok = ok && o->n_operands == first + t->rank;
+        for (uint32_t j = first; ok && j < o->n_operands; j++) {
+            const sp_type *st_ = sp_value_type(m, o->operands[j]);
+            ok = st_->rank == 0 && is_int_elem(st_->elem);
+        }
+        if (ok && x->kind == SP_OP_DYNAMIC_SLICE) {
+            ok = ints_attr(p, x->op, "slice_sizes", &x->a, &x->na) && x->na == t->rank &&
+                 rt->elem == t->elem;
+            for (uint32_t k = 0; ok && k < t->rank; k++) {
+                ok = x->a[k] >= 0 && x->a[k] <= t->dims[k] && rt->dims[k] == x->a[k];
+            }
+        } else if (ok) {
+            const sp_type *ut = sp_value_type(m, o->operands[1]);
+            ok = ut->rank == t->rank && ut->elem == t->elem && rt->elem == t->elem;
+            for (uint32_t k = 0; ok && k < t->rank; k++) {
+                ok = ut->dims[k] <= t->dims[k] && rt->dims[k] == t->dims[k];
+            }
+        }
+    }
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: operands or attributes the executor cannot run",
+                        o->name);
+    }
+    return CM_OK;
+}
+
 static cm_status prepare_op(prog *p, xop *x, cm_error *err)
 {
     const sp_module *m = p->m;
@@ -562,6 +958,10 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_DIVIDE:
     case SP_OP_MAXIMUM:
     case SP_OP_MINIMUM:
+    case SP_OP_AND:
+    case SP_OP_OR:
+    case SP_OP_XOR:
+    case SP_OP_NOT:
     case SP_OP_NEGATE:
     case SP_OP_EXPONENTIAL:
     case SP_OP_TANH:
@@ -636,7 +1036,8 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
              (rb == NULL || sp_attr_ints(rb, &x->b, &x->nb, &p->arena)) &&
              (lc == NULL || sp_attr_ints(lc, &x->c, &x->nc, &p->arena)) &&
              (rc == NULL || sp_attr_ints(rc, &x->d, &x->nd, &p->arena)) && x->na == x->nb &&
-             x->nc == x->nd;
+             x->nc == x->nd && dot_dims_ok(m, o->operands[0], x->a, x->na, x->c, x->nc) &&
+             dot_dims_ok(m, o->operands[1], x->b, x->nb, x->d, x->nd);
         sp_elem e = sp_value_type(m, o->first_result)->elem;
         if (ok && ((e != SP_ELEM_F32 && e != SP_ELEM_F64) ||
                    sp_value_type(m, o->operands[0])->elem != e ||
@@ -646,6 +1047,18 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
         }
         break;
     }
+    case SP_OP_PAD:
+    case SP_OP_DYNAMIC_SLICE:
+    case SP_OP_DYNAMIC_UPDATE_SLICE:
+        return prepare_slicing(p, x, err);
+    case SP_OP_GATHER:
+        return prepare_gather(p, x, err);
+    case SP_OP_SCATTER:
+        return prepare_scatter(p, x, err);
+    case SP_OP_CONVOLUTION:
+        return prepare_conv(p, x, err);
+    case SP_OP_REDUCE_WINDOW:
+        return prepare_reduce_window(p, x, err);
     case SP_OP_SDY_ALL_REDUCE:
         return p->replicated ? CM_OK : prepare_groups(p, x, "reduction_axes", err);
     case SP_OP_SDY_ALL_GATHER:
@@ -763,12 +1176,16 @@ typedef struct shared {
     prog *p;
     pthread_barrier_t bar;
     atomic_int failed;
+    atomic_size_t next_item; /* the running collective's next work item (coll_run) */
+    void **scratch;          /* per worker: NULL or COLL_ITEM bytes (redistribute_item) */
     void **bufs;          /* n_dev * 2 * n_values: each device's buffer of every value,
                              then its spare buffers (alloc_value) */
     void **argbufs;       /* n_dev * n_args local argument shards */
     uint32_t n_args;
     uint32_t iters;
     double *iter_s;
+    void (*between)(void *ctx); /* ex_exec_run_paced */
+    void *between_ctx;
     cm_error *errs;       /* per worker */
 } shared;
 
@@ -828,40 +1245,14 @@ static void copy_box(const void *src, const int64_t *sd, const int64_t *so, void
 
 /* One dimension of an affine gather: operand index = bias + scale * c[rdim],
  * or bias alone when rdim < 0. */
-typedef struct amap {
-    int32_t rdim;
-    int64_t scale, bias;
-} amap;
+typedef ex_amap amap;
 
 /* dst[c] = src[map(c)] over dst's dims; positions that fall outside src
  * (padding of a non-divisible shard) get zero. */
 static void gather_affine(const void *src, const int64_t *sdims, uint32_t srank, const amap *map,
                           void *dst, const int64_t *ddims, uint32_t drank, size_t esz)
 {
-    size_t n = count_of(ddims, drank);
-    if (n == 0) {
-        return;
-    }
-    int64_t c[EX_MAX_RANK] = {0};
-    size_t i = 0;
-    do {
-        size_t si = 0;
-        bool in = true;
-        for (uint32_t k = 0; k < srank; k++) {
-            int64_t x = map[k].bias + (map[k].rdim >= 0 ? map[k].scale * c[map[k].rdim] : 0);
-            if (x < 0 || x >= sdims[k]) {
-                in = false;
-                break;
-            }
-            si = si * (size_t)sdims[k] + (size_t)x;
-        }
-        if (in) {
-            memcpy((char *)dst + i * esz, (const char *)src + si * esz, esz);
-        } else {
-            memset((char *)dst + i * esz, 0, esz);
-        }
-        i++;
-    } while (next_coord(c, ddims, drank));
+    ex_kern_affine(src, sdims, srank, map, dst, ddims, drank, esz);
 }
 
 /* A zeroed buffer for value v. bufs (a worker's value array, or NULL) holds
@@ -879,7 +1270,7 @@ static void *alloc_buffer(const prog *p, void **bufs, uint32_t v, bool zero)
         }
         return b;
     }
-    return cm_calloc(p->vi[v].lcount + 1u, p->vi[v].esz);
+    return ex_mem_alloc(p->vi[v].lcount + 1u, p->vi[v].esz, true);
 }
 
 static void *alloc_value(const prog *p, void **bufs, uint32_t v)
@@ -1082,59 +1473,19 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     if (!shape_ok || B * M > INT32_MAX || K > INT32_MAX || N > INT32_MAX) {
         return local_error(p, x, err, "local shapes of operands and result disagree");
     }
-    const void *lp = bufs[lv], *rp = bufs[rv];
-    void *lt = NULL, *rt = NULL;
-    bool lid = true, rid = true;
-    for (uint32_t k = 0; k < L->rank; k++) {
-        lid = lid && lperm[k] == (int64_t)k;
-    }
-    for (uint32_t k = 0; k < R->rank; k++) {
-        rid = rid && rperm[k] == (int64_t)k;
-    }
-    if (!lid || !rid) {
-        int64_t td[EX_MAX_RANK];
-        amap map[EX_MAX_RANK];
-        if (!lid) {
-            lt = cm_alloc(L->lcount * L->esz + 1u);
-            for (uint32_t k = 0; k < L->rank; k++) {
-                td[k] = L->ldims[lperm[k]];
-                map[lperm[k]] = (amap){(int32_t)k, 1, 0};
-            }
-            if (lt != NULL) {
-                gather_affine(lp, L->ldims, L->rank, map, lt, td, L->rank, L->esz);
-            }
-            lp = lt;
-        }
-        if (!rid) {
-            rt = cm_alloc(R->lcount * R->esz + 1u);
-            for (uint32_t k = 0; k < R->rank; k++) {
-                td[k] = R->ldims[rperm[k]];
-                map[rperm[k]] = (amap){(int32_t)k, 1, 0};
-            }
-            if (rt != NULL) {
-                gather_affine(rp, R->ldims, R->rank, map, rt, td, R->rank, R->esz);
-            }
-            rp = rt;
-        }
-    }
-    void *out = alloc_value(p, bufs, r);
-    if (out == NULL || lp == NULL || rp == NULL) {
-        cm_free(lt);
-        cm_free(rt);
-        cm_free(out);
+    /* Straight on the operands when their layout allows (ex_kern_dot); every
+     * element of the result is written. */
+    void *out = alloc_buffer(p, bufs, r, false);
+    if (out == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    for (int64_t b = 0; b < B; b++) {
-        if (O->elem == SP_ELEM_F32) {
-            ex_blas_sgemm(M, N, K, (const float *)lp + b * M * K, (const float *)rp + b * K * N,
-                          (float *)out + b * M * N);
-        } else {
-            ex_blas_dgemm(M, N, K, (const double *)lp + b * M * K,
-                          (const double *)rp + b * K * N, (double *)out + b * M * N);
-        }
+    cm_status st_ = ex_kern_dot(O->elem, bufs[lv], L->ldims, L->rank, bufs[rv], R->ldims, R->rank,
+                                x->a, x->b, x->na, x->c, x->d, x->nc, out);
+    if (st_ != CM_OK) {
+        cm_free(out);
+        return st_ == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
+                                : local_error(p, x, err, "no kernel for this element type");
     }
-    cm_free(lt);
-    cm_free(rt);
     bufs[r] = out;
     return CM_OK;
 }
@@ -1155,6 +1506,24 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
     for (uint32_t k = 0; k < I->rank; k++) {
         if (!red[k] && (j >= O->rank || O->ldims[j++] != I->ldims[k])) {
             return local_error(p, x, err, "local shapes of operand and result disagree");
+        }
+    }
+    if (O->elem == I->elem && p->vi[init].elem == I->elem) {
+        /* A native loop for the type and body (ex_kern_reduce), else the
+         * generic one below. */
+        void *kout = alloc_buffer(p, bufs, r, false);
+        if (kout == NULL) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+        cm_status kst =
+            ex_kern_reduce(x->fn, I->elem, bufs[in], I->ldims, I->rank, red, bufs[init], kout);
+        if (kst == CM_OK) {
+            bufs[r] = kout;
+            return CM_OK;
+        }
+        cm_free(kout);
+        if (kst == CM_ENOMEM) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
         }
     }
     double *acc = cm_alloc(sizeof(double) * (O->lcount + 1u));
@@ -1191,128 +1560,358 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
     return CM_OK;
 }
 
-/* Copies or moves data so that device dev holds its block of r from the
- * blocks of v held by the devices of its group (reduce: summed). */
-static cm_status run_redistribute(const prog *p, const xop *x, shared *sh, uint32_t dev,
-                                  uint32_t v, uint32_t r, bool reduce, cm_error *err)
+/* ---- collectives ----------------------------------------------------------------
+ * A collective is cut into work items, and every worker takes items from one
+ * shared counter between the collective's two barriers (coll_run), whatever
+ * device an item writes: the buffers are shared memory. With more workers
+ * than cores only the running ones take items, so no core waits for the share
+ * of a worker that is not scheduled, and as many threads move memory as there
+ * are cores. A redistribution's item is a contiguous range of one device's
+ * result block; items go range by range over the devices, so the devices
+ * that receive the same source range (an all-gather) copy it while it is
+ * still in the cache. An all-reduce's item is a range of one group's
+ * elements: it reads the group's inputs once, sums them in registers and
+ * writes the sum to every member's result. Collectives that write more than
+ * the cache holds use streaming stores (ex_mem_copy). */
+
+#define COLL_ITEM     ((size_t)128 << 10) /* bytes of result per work item */
+#define COLL_STREAM   ((size_t)16 << 20)  /* results of this many bytes in all: streaming stores */
+#define COLL_MAX_FAST 64                  /* inputs of a one-pass sum (more: the generic path) */
+
+/* How a result block is cut into items: for each index of the dimensions
+ * before k, ranges of `rows` indices of dimension k; each item is a
+ * contiguous range of the block of at most COLL_ITEM bytes (k is the last
+ * dimension when one index of it alone is larger). */
+typedef struct cut {
+    uint32_t k;
+    int64_t rows;   /* indices of k per item */
+    int64_t per_k;  /* items along k */
+    size_t inner;   /* elements per index of k */
+    size_t n_items; /* per device */
+} cut;
+
+static void cut_block(const vinfo *O, cut *c)
+{
+    memset(c, 0, sizeof *c);
+    c->rows = 1;
+    c->per_k = 1;
+    c->inner = 1;
+    if (O->rank == 0) {
+        c->n_items = 1;
+        return;
+    }
+    if (O->lcount == 0) {
+        return;
+    }
+    uint32_t k = O->rank - 1;
+    size_t inner = 1;
+    while (k > 0 && inner * (size_t)O->ldims[k] * O->esz <= COLL_ITEM) {
+        inner *= (size_t)O->ldims[k];
+        k--;
+    }
+    int64_t rows = (int64_t)(COLL_ITEM / (inner * O->esz));
+    rows = rows < 1 ? 1 : (rows > O->ldims[k] ? O->ldims[k] : rows);
+    c->k = k;
+    c->rows = rows;
+    c->per_k = (O->ldims[k] + rows - 1) / rows;
+    c->inner = inner;
+    c->n_items = (size_t)c->per_k * (count_of(O->ldims, k));
+}
+
+/* The devices whose blocks of v device dev's block of r is made from. */
+typedef struct srcs {
+    uint32_t n;
+    uint32_t dev;
+    bool self; /* its own block covers the target: a local copy */
+    bool wide; /* padded blocks: any device may hold what it needs */
+    const int64_t *grp;
+} srcs;
+
+static void coll_sources(const prog *p, const xop *x, uint32_t dev, uint32_t v, uint32_t r,
+                         bool reduce, srcs *s)
 {
     const vinfo *I = &p->vi[v], *O = &p->vi[r];
-    void *out = alloc_buffer(p, wbufs(sh, dev), r, reduce || !unpadded(p, r, dev));
-    if (out == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
-    }
-    const int64_t *doff = voff(p, r, dev);
-    int64_t dlen[EX_MAX_RANK];
-    for (uint32_t k = 0; k < O->rank; k++) {
-        dlen[k] = valid_len(O, k, doff[k]);
-    }
+    const int64_t *doff = voff(p, r, dev), *soff = voff(p, v, dev);
     /* Without a reduction, a device whose own block covers the target copies
      * locally (all_slice, and no-op reshards). */
-    bool self = !reduce;
-    const int64_t *soff = voff(p, v, dev);
-    for (uint32_t k = 0; self && k < O->rank; k++) {
-        self = soff[k] <= doff[k] && doff[k] + dlen[k] <= soff[k] + valid_len(I, k, soff[k]);
+    s->dev = dev;
+    s->self = !reduce;
+    for (uint32_t k = 0; s->self && k < O->rank; k++) {
+        int64_t dl = valid_len(O, k, doff[k]);
+        s->self = soff[k] <= doff[k] && doff[k] + dl <= soff[k] + valid_len(I, k, soff[k]);
     }
     /* With padded blocks (a dimension the shard count does not divide) the
      * blocks of a group need not tile the target: gathering "x" out of
      * [{"y", "x"}] on y=3, x=2 turns 7 rows in blocks of 2 into blocks of
      * 3, and row 3 sits outside device (y=1)'s group. Every device's block
      * is a block of the same global tensor, so a copy may read any device. */
-    bool wide = false;
-    for (uint32_t d = 0; !reduce && !self && !wide && d < p->n_dev; d++) {
-        wide = !unpadded(p, v, d) || !unpadded(p, r, d);
+    s->wide = false;
+    for (uint32_t d = 0; !reduce && !s->self && !s->wide && d < p->n_dev; d++) {
+        s->wide = !unpadded(p, v, d) || !unpadded(p, r, d);
     }
-    const int64_t *grp = &x->groups[(size_t)x->grp_of[dev] * x->gsize];
-    uint32_t n_src = self ? 1 : wide ? p->n_dev : x->gsize;
-    for (uint32_t j = 0; j < n_src; j++) {
-        uint32_t s = self ? dev : wide ? j : (uint32_t)grp[j];
-        const void *src = wbufs(sh, s)[v];
-        const int64_t *so = voff(p, v, s);
-        int64_t ext[EX_MAX_RANK], sfrom[EX_MAX_RANK], dfrom[EX_MAX_RANK];
-        bool empty = false;
-        for (uint32_t k = 0; k < O->rank; k++) {
-            int64_t a = so[k] > doff[k] ? so[k] : doff[k];
-            int64_t sh_end = so[k] + valid_len(I, k, so[k]), d_end = doff[k] + dlen[k];
-            int64_t b = sh_end < d_end ? sh_end : d_end;
-            ext[k] = b - a;
-            empty = empty || ext[k] <= 0;
-            sfrom[k] = a - so[k];
-            dfrom[k] = a - doff[k];
-        }
-        if (!empty) {
-            copy_box(src, I->ldims, sfrom, out, O->ldims, dfrom, ext, O->rank, O->elem, O->esz,
-                     reduce);
+    s->grp = &x->groups[(size_t)x->grp_of[dev] * x->gsize];
+    s->n = s->self ? 1 : s->wide ? p->n_dev : x->gsize;
+}
+
+static uint32_t src_dev(const srcs *s, uint32_t j)
+{
+    return s->self ? s->dev : s->wide ? j : (uint32_t)s->grp[j];
+}
+
+/* Trailing dimensions that a box of extent ext covers whole in buffers of
+ * dims a and b form one contiguous run: returns the number of leading
+ * dimensions left to iterate and the run length in elements. */
+static uint32_t box_runs(const int64_t *ext, const int64_t *a, const int64_t *b, uint32_t rank,
+                         size_t *run)
+{
+    uint32_t m = rank - 1;
+    *run = (size_t)ext[m];
+    while (m > 0 && ext[m] == a[m] && ext[m] == b[m]) {
+        m--;
+        *run *= (size_t)ext[m];
+    }
+    return m;
+}
+
+static size_t box_index(const int64_t *dims, const int64_t *from, const int64_t *c, uint32_t rank)
+{
+    size_t i = 0;
+    for (uint32_t k = 0; k < rank; k++) {
+        i = i * (size_t)dims[k] + (size_t)(from[k] + c[k]);
+    }
+    return i;
+}
+
+/* Copies the box of extent ext at so in src (dims sd) to do_ in dst (dims
+ * dd), one ex_mem_copy per contiguous run. */
+static void move_box(const char *src, const int64_t *sd, const int64_t *so, char *dst,
+                     const int64_t *dd, const int64_t *do_, const int64_t *ext, uint32_t rank,
+                     size_t esz, bool stream)
+{
+    for (uint32_t k = 0; k < rank; k++) {
+        if (ext[k] <= 0) {
+            return;
         }
     }
-    wbufs(sh, dev)[r] = out;
+    if (rank == 0) {
+        memcpy(dst, src, esz);
+        return;
+    }
+    size_t run = 0;
+    uint32_t m = box_runs(ext, sd, dd, rank, &run);
+    int64_t c[EX_MAX_RANK] = {0};
+    do {
+        ex_mem_copy(dst + box_index(dd, do_, c, rank) * esz,
+                    src + box_index(sd, so, c, rank) * esz, run * esz, stream);
+    } while (next_coord(c, ext, m));
+}
+
+/* The intersection of source s's block of v with the region [lo, hi) of
+ * device dev's block of r (local coordinates of r): its extent and where it
+ * starts in the source block and in dev's block. false when empty. */
+static bool coll_box(const prog *p, uint32_t v, uint32_t r, uint32_t s, uint32_t dev,
+                     const int64_t *lo, const int64_t *hi, int64_t *ext, int64_t *sfrom,
+                     int64_t *dfrom)
+{
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    const int64_t *so = voff(p, v, s), *doff = voff(p, r, dev);
+    bool empty = false;
+    for (uint32_t k = 0; k < O->rank; k++) {
+        int64_t dl = valid_len(O, k, doff[k]);
+        int64_t d_beg = doff[k] + lo[k], d_end = doff[k] + (hi[k] < dl ? hi[k] : dl);
+        int64_t a = so[k] > d_beg ? so[k] : d_beg;
+        int64_t s_end = so[k] + valid_len(I, k, so[k]);
+        int64_t b = s_end < d_end ? s_end : d_end;
+        ext[k] = b - a;
+        empty = empty || ext[k] <= 0;
+        sfrom[k] = a - so[k];
+        dfrom[k] = a - doff[k];
+    }
+    return !empty;
+}
+
+/* One item of a redistribution: the region [lo, hi) of device dev's block
+ * of r, elements [start, start + count) of the block. A reduce sums the
+ * group's blocks in group order: in one pass (ex_mem_sum_f32) when every
+ * member covers the whole region, else into the worker's scratch buffer
+ * (zeroed, then each member added), which is then copied out. */
+static cm_status redistribute_item(const prog *p, const xop *x, shared *sh, uint32_t me,
+                                   uint32_t dev, const int64_t *lo, const int64_t *hi,
+                                   size_t start, size_t count, bool reduce, bool stream,
+                                   cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    char *out = wbufs(sh, dev)[r];
+    srcs s;
+    coll_sources(p, x, dev, v, r, reduce, &s);
+    int64_t ext[EX_MAX_RANK], sfrom[EX_MAX_RANK], dfrom[EX_MAX_RANK];
+    if (!reduce) {
+        for (uint32_t j = 0; j < s.n; j++) {
+            uint32_t sd = src_dev(&s, j);
+            if (coll_box(p, v, r, sd, dev, lo, hi, ext, sfrom, dfrom)) {
+                move_box(wbufs(sh, sd)[v], I->ldims, sfrom, out, O->ldims, dfrom, ext, O->rank,
+                         O->esz, stream);
+            }
+        }
+        return CM_OK;
+    }
+    /* One pass when every member's block covers the whole region. */
+    bool fast = O->elem == SP_ELEM_F32 && O->rank > 0 && s.n <= COLL_MAX_FAST;
+    const float *in[COLL_MAX_FAST];
+    int64_t from[COLL_MAX_FAST][EX_MAX_RANK];
+    for (uint32_t j = 0; fast && j < s.n; j++) {
+        fast = coll_box(p, v, r, src_dev(&s, j), dev, lo, hi, ext, from[j], dfrom);
+        for (uint32_t k = 0; fast && k < O->rank; k++) {
+            fast = dfrom[k] == lo[k] && ext[k] == hi[k] - lo[k];
+        }
+        in[j] = wbufs(sh, src_dev(&s, j))[v];
+    }
+    if (fast) {
+        size_t run = 0;
+        uint32_t m = box_runs(ext, I->ldims, O->ldims, O->rank, &run);
+        int64_t c[EX_MAX_RANK] = {0};
+        const float *at[COLL_MAX_FAST];
+        do {
+            for (uint32_t j = 0; j < s.n; j++) {
+                at[j] = in[j] + box_index(I->ldims, from[j], c, O->rank);
+            }
+            float *dst = (float *)(void *)out + box_index(O->ldims, lo, c, O->rank);
+            ex_mem_sum_f32(&dst, 1, at, s.n, run, stream);
+        } while (next_coord(c, ext, m));
+        return CM_OK;
+    }
+    if (sh->scratch[me] == NULL) {
+        sh->scratch[me] = cm_alloc(COLL_ITEM + 16u);
+        if (sh->scratch[me] == NULL) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+    }
+    char *t = sh->scratch[me];
+    int64_t tdims[EX_MAX_RANK], tfrom[EX_MAX_RANK];
+    memset(t, 0, count * O->esz);
+    for (uint32_t k = 0; k < O->rank; k++) {
+        tdims[k] = hi[k] - lo[k];
+    }
+    for (uint32_t j = 0; j < s.n; j++) {
+        uint32_t sd = src_dev(&s, j);
+        if (coll_box(p, v, r, sd, dev, lo, hi, ext, sfrom, dfrom)) {
+            for (uint32_t k = 0; k < O->rank; k++) {
+                tfrom[k] = dfrom[k] - lo[k];
+            }
+            copy_box(wbufs(sh, sd)[v], I->ldims, sfrom, t, tdims, tfrom, ext, O->rank, O->elem,
+                     O->esz, true);
+        }
+    }
+    ex_mem_copy(out + start * O->esz, t, count * O->esz, stream);
     return CM_OK;
 }
 
-/* Sums the group's buffers of v into the result r, whose buffers every
- * member allocated before the collective's first barrier. The elements are
- * split into one contiguous share per group member: each member sums its
- * share over the group, in group order, a block at a time in a small
- * accumulator, and writes the block to every member's result. So every input
- * byte is read once and every output byte written once (a memcpy's traffic),
- * and all members get the same bits. */
-static cm_status run_all_reduce(const prog *p, const xop *x, shared *sh, uint32_t dev, uint32_t v,
-                                uint32_t r, cm_error *err)
+/* One item of an all-reduce: elements [b, e) of group g. The sum runs in
+ * group order, so every member gets the same bits. */
+static void all_reduce_item(const prog *p, const xop *x, shared *sh, uint32_t v, uint32_t r,
+                            size_t g, size_t b, size_t e, bool stream)
 {
     const vinfo *O = &p->vi[r];
-    if (p->vi[v].lcount != O->lcount) {
-        return local_error(p, x, err, "operand and result shards differ");
-    }
-    const int64_t *grp = &x->groups[(size_t)x->grp_of[dev] * x->gsize];
-    uint32_t me = 0;
-    for (uint32_t j = 0; j < x->gsize; j++) {
-        if ((uint32_t)grp[j] == dev) {
-            me = j;
+    const int64_t *grp = &x->groups[g * x->gsize];
+    if (O->elem == SP_ELEM_F32 && x->gsize <= COLL_MAX_FAST) {
+        const float *in[COLL_MAX_FAST];
+        float *out[COLL_MAX_FAST];
+        for (uint32_t j = 0; j < x->gsize; j++) {
+            in[j] = (const float *)wbufs(sh, (uint32_t)grp[j])[v] + b;
+            out[j] = (float *)wbufs(sh, (uint32_t)grp[j])[r] + b;
         }
-        if (wbufs(sh, (uint32_t)grp[j])[r] == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory"); /* a peer's failed */
-        }
+        ex_mem_sum_f32(out, x->gsize, in, x->gsize, e - b, stream);
+        return;
     }
-    size_t share = (O->lcount + x->gsize - 1u) / x->gsize;
-    size_t from = share * me < O->lcount ? share * me : O->lcount;
-    size_t to = from + share < O->lcount ? from + share : O->lcount;
     enum { BLOCK = 2048 }; /* elements: 16 KiB of doubles, stays in L1 */
     double acc[BLOCK];
     float facc[BLOCK];
-    for (size_t b = from; b < to; b += BLOCK) {
-        size_t n = to - b < BLOCK ? to - b : BLOCK;
-        if (O->elem == SP_ELEM_F32) {
-            memcpy(facc, (const float *)wbufs(sh, (uint32_t)grp[0])[v] + b, n * sizeof(float));
-            for (uint32_t j = 1; j < x->gsize; j++) {
-                const float *s = (const float *)wbufs(sh, (uint32_t)grp[j])[v] + b;
-                if (n == BLOCK) { /* a constant trip count, which -O2 vectorises */
-                    for (size_t i = 0; i < BLOCK; i++) {
-                        facc[i] += s[i];
-                    }
-                } else {
-                    for (size_t i = 0; i < n; i++) {
-                        facc[i] += s[i];
-                    }
-                }
-            }
-            for (uint32_t j = 0; j < x->gsize; j++) {
-                memcpy((float *)wbufs(sh, (uint32_t)grp[j])[r] + b, facc, n * sizeof(float));
-            }
-            continue;
-        }
+    for (size_t c = b; c < e; c += BLOCK) {
+        size_t n = e - c < BLOCK ? e - c : BLOCK;
         for (uint32_t j = 0; j < x->gsize; j++) {
             const void *s = wbufs(sh, (uint32_t)grp[j])[v];
             for (size_t i = 0; i < n; i++) {
-                acc[i] = (j == 0 ? 0 : acc[i]) + ld(s, O->elem, b + i);
+                if (O->elem == SP_ELEM_F32) {
+                    facc[i] = (j == 0 ? 0 : facc[i]) + ((const float *)s)[c + i];
+                } else {
+                    acc[i] = (j == 0 ? 0 : acc[i]) + ld(s, O->elem, c + i);
+                }
             }
         }
         for (uint32_t j = 0; j < x->gsize; j++) {
             void *o = wbufs(sh, (uint32_t)grp[j])[r];
             for (size_t i = 0; i < n; i++) {
-                st(o, O->elem, b + i, acc[i]);
+                if (O->elem == SP_ELEM_F32) {
+                    ((float *)o)[c + i] = facc[i];
+                } else {
+                    st(o, O->elem, c + i, acc[i]);
+                }
             }
         }
     }
-    return CM_OK;
+}
+
+/* Worker me's part of collective x: items from the shared counter
+ * (reset before the collective's first barrier) until none is left. Every
+ * device's result buffer was allocated before that barrier. */
+static cm_status coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *O = &p->vi[r];
+    bool stream = O->lcount * O->esz * p->n_dev >= COLL_STREAM;
+    cm_status st_ = CM_OK;
+    size_t i;
+    if (x->kind == SP_OP_SDY_ALL_REDUCE) {
+        if (p->vi[v].lcount != O->lcount) {
+            return local_error(p, x, err, "operand and result shards differ");
+        }
+        size_t ng = 0;
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            ng = (size_t)x->grp_of[d] + 1u > ng ? (size_t)x->grp_of[d] + 1u : ng;
+        }
+        size_t chunk = COLL_ITEM / O->esz;
+        size_t n_items = ng * ((O->lcount + chunk - 1u) / chunk);
+        while ((i = atomic_fetch_add(&sh->next_item, 1)) < n_items) {
+            size_t b = (i / ng) * chunk;
+            all_reduce_item(p, x, sh, v, r, i % ng, b, b + chunk < O->lcount ? b + chunk : O->lcount,
+                            stream);
+        }
+        ex_mem_fence();
+        return CM_OK;
+    }
+    bool reduce = x->kind == SP_OP_SDY_REDUCE_SCATTER;
+    cut c;
+    cut_block(O, &c);
+    size_t n_items = c.n_items * p->n_dev;
+    while (st_ == CM_OK && (i = atomic_fetch_add(&sh->next_item, 1)) < n_items) {
+        size_t piece = i / p->n_dev, outer = piece / (size_t)c.per_k;
+        uint32_t dev = (uint32_t)(i % p->n_dev);
+        int64_t lo[EX_MAX_RANK], hi[EX_MAX_RANK];
+        for (uint32_t k = O->rank; k-- > 0;) {
+            if (k > c.k) {
+                lo[k] = 0;
+                hi[k] = O->ldims[k];
+            } else if (k == c.k) {
+                lo[k] = (int64_t)(piece % (size_t)c.per_k) * c.rows;
+                hi[k] = lo[k] + c.rows < O->ldims[k] ? lo[k] + c.rows : O->ldims[k];
+            } else {
+                lo[k] = (int64_t)(outer % (size_t)O->ldims[k]);
+                hi[k] = lo[k] + 1;
+                outer /= (size_t)O->ldims[k];
+            }
+        }
+        size_t start = 0, count = 1;
+        if (O->rank > 0) {
+            start = (piece / (size_t)c.per_k * (size_t)O->ldims[c.k] + (size_t)lo[c.k]) * c.inner;
+            count = (size_t)(hi[c.k] - lo[c.k]) * c.inner;
+        }
+        st_ = redistribute_item(p, x, sh, me, dev, lo, hi, start, count, reduce, stream, err);
+    }
+    ex_mem_fence();
+    return st_;
 }
 
 static bool is_collective(sp_op_kind k)
@@ -1323,8 +1922,182 @@ static bool is_collective(sp_op_kind k)
            k == SP_OP_SDY_SHARDING_CONSTRAINT;
 }
 
+/* ---- ops with a kernel in ex_kern.c: running ---------------------------------------- */
+
+static ex_block block_of(const prog *p, uint32_t dev, uint32_t v, void *data)
+{
+    const vinfo *vi = &p->vi[v];
+    ex_block b = {data, vi->elem, vi->rank, vi->esz, vi->ldims, vi->gdims, voff(p, v, dev)};
+    return b;
+}
+
+/* A scalar index operand as int64 (saturating). */
+static int64_t scalar_index(const prog *p, void **bufs, uint32_t v)
+{
+    double d = ld(bufs[v], p->vi[v].elem, 0);
+    return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
+}
+
+/* Whether global positions [a, b) of dimension k are in v's block on dev
+ * (or the range is empty). */
+static bool holds(const prog *p, uint32_t v, uint32_t dev, uint32_t k, int64_t a, int64_t b)
+{
+    const vinfo *vi = &p->vi[v];
+    int64_t off = voff(p, v, dev)[k];
+    return b <= a || (a >= off && b <= off + valid_len(vi, k, off));
+}
+
+/* out (r's block) = v as seen in r's block (view_as). CM_ENOMEM only. */
+static cm_status copy_view(const prog *p, void **bufs, uint32_t dev, uint32_t v, uint32_t r,
+                           void *out)
+{
+    void *tmp = NULL;
+    const void *a = view_as(p, bufs, dev, v, r, &tmp);
+    if (a == NULL) {
+        return CM_ENOMEM;
+    }
+    memcpy(out, a, p->vi[r].lcount * p->vi[r].esz);
+    cm_free(tmp);
+    return CM_OK;
+}
+
+static const char not_local[] = "the operand block does not hold what the result block needs "
+                                "(this sharding of the op cannot be executed yet)";
+
+/* pad, dynamic_slice, dynamic_update_slice, gather, scatter, convolution on
+ * device dev into out (every element written). */
+static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t dev, void *out,
+                             cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    const int64_t *ioff = voff(p, v, dev), *roff = voff(p, r, dev);
+    ex_block ob = block_of(p, dev, r, out);
+    switch (x->kind) {
+    case SP_OP_PAD: {
+        int64_t sv[EX_MAX_RANK];
+        for (uint32_t k = 0; k < I->rank; k++) {
+            int64_t step = x->c[k] + 1, rl = valid_len(O, k, roff[k]);
+            /* source elements landing in this result block */
+            int64_t g0 = roff[k] - x->a[k], g1 = roff[k] + rl - x->a[k];
+            g0 = g0 <= 0 ? 0 : (g0 + step - 1) / step;
+            g1 = g1 <= 0 ? 0 : (g1 + step - 1) / step;
+            g1 = g1 < I->gdims[k] ? g1 : I->gdims[k];
+            if (!holds(p, v, dev, k, g0, g1)) {
+                return local_error(p, x, err, not_local);
+            }
+            sv[k] = valid_len(I, k, ioff[k]);
+        }
+        ex_kern_pad(bufs[v], I->ldims, sv, ioff, out, O->ldims, roff, I->rank, x->a, x->c,
+                    bufs[o->operands[1]], O->esz);
+        return CM_OK;
+    }
+    case SP_OP_DYNAMIC_SLICE: {
+        amap map[EX_MAX_RANK];
+        for (uint32_t k = 0; k < I->rank; k++) {
+            int64_t s = scalar_index(p, bufs, o->operands[1 + k]), hi = I->gdims[k] - x->a[k];
+            s = s < 0 ? 0 : (s > hi ? hi : s);
+            if (!holds(p, v, dev, k, s + roff[k], s + roff[k] + valid_len(O, k, roff[k]))) {
+                return local_error(p, x, err, not_local);
+            }
+            map[k] = (amap){(int32_t)k, 1, s + roff[k] - ioff[k]};
+        }
+        gather_affine(bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank, O->esz);
+        return CM_OK;
+    }
+    case SP_OP_DYNAMIC_UPDATE_SLICE: {
+        uint32_t u = o->operands[1];
+        const vinfo *U = &p->vi[u];
+        if (copy_view(p, bufs, dev, v, r, out) != CM_OK) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+        int64_t start[EX_MAX_RANK];
+        for (uint32_t k = 0; k < O->rank; k++) {
+            int64_t s = scalar_index(p, bufs, o->operands[2 + k]), hi = O->gdims[k] - U->gdims[k];
+            start[k] = s < 0 ? 0 : (s > hi ? hi : s);
+            /* update elements landing in this result block */
+            int64_t a0 = roff[k] - start[k], a1 = roff[k] + valid_len(O, k, roff[k]) - start[k];
+            a0 = a0 < 0 ? 0 : a0;
+            a1 = a1 > U->gdims[k] ? U->gdims[k] : a1;
+            if (!holds(p, u, dev, k, a0, a1)) {
+                return local_error(p, x, err, not_local);
+            }
+        }
+        ex_block ub = block_of(p, dev, u, bufs[u]);
+        ex_kern_place(&ub, start, &ob);
+        return CM_OK;
+    }
+    case SP_OP_GATHER: {
+        ex_block opb = block_of(p, dev, v, bufs[v]);
+        ex_block ixb = block_of(p, dev, o->operands[1], bufs[o->operands[1]]);
+        if (ex_kern_gather(x->ext, &opb, &ixb, &ob) != CM_OK) {
+            return local_error(p, x, err,
+                               "the indices block does not line up with the result "
+                               "block (this sharding cannot be executed yet)");
+        }
+        return CM_OK;
+    }
+    case SP_OP_SCATTER: {
+        if (copy_view(p, bufs, dev, v, r, out) != CM_OK) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+        ex_block ixb = block_of(p, dev, o->operands[1], bufs[o->operands[1]]);
+        ex_block ub = block_of(p, dev, o->operands[2], bufs[o->operands[2]]);
+        if (ex_kern_scatter(x->ext, x->fn, &ixb, &ub, &ob) != CM_OK) {
+            return local_error(p, x, err,
+                               "no kernel for this element type and body, or the "
+                               "indices block does not line up with the updates");
+        }
+        return CM_OK;
+    }
+    case SP_OP_REDUCE_WINDOW: {
+        int64_t lo[EX_MAX_RANK];
+        for (uint32_t k = 0; k < I->rank; k++) {
+            lo[k] = x->nc ? x->c[2 * k] : 0;
+            bool plain =
+                x->a[k] == 1 && x->b[k] == 1 && lo[k] == 0 && (!x->nc || x->c[2 * k + 1] == 0);
+            bool ok = plain ? I->ldims[k] == O->ldims[k] && ioff[k] == roff[k]
+                            : I->ldims[k] == I->gdims[k] && O->ldims[k] == O->gdims[k];
+            if (!ok) {
+                return local_error(p, x, err, not_local);
+            }
+        }
+        if (ex_kern_reduce_window(x->fn, O->elem, bufs[v], I->ldims, I->rank, x->a, x->b, lo,
+                                  bufs[o->operands[1]], out, O->ldims) != CM_OK) {
+            return local_error(p, x, err, "no kernel for this element type and body");
+        }
+        return CM_OK;
+    }
+    default: { /* SP_OP_CONVOLUTION */
+        const ex_conv_dims *cd = x->ext;
+        uint32_t kv = o->operands[1];
+        const vinfo *K = &p->vi[kv];
+        bool ok = I->ldims[cd->ib] == O->ldims[cd->ob] && I->ldims[cd->ifeat] == K->ldims[cd->ki] &&
+                  K->ldims[cd->ko] == O->ldims[cd->ofeat];
+        for (uint32_t j = 0; ok && j < cd->ns; j++) {
+            ok = I->ldims[cd->is[j]] == I->gdims[cd->is[j]] &&
+                 K->ldims[cd->ks[j]] == K->gdims[cd->ks[j]] &&
+                 O->ldims[cd->os[j]] == O->gdims[cd->os[j]];
+        }
+        if (!ok || O->lcount > INT32_MAX || I->lcount > INT32_MAX || K->lcount > INT32_MAX) {
+            return local_error(p, x, err,
+                               "a convolution sharded on a spatial dimension cannot be "
+                               "executed yet");
+        }
+        cm_status st_ = ex_kern_conv(O->elem, cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
+                                     O->ldims, O->rank);
+        if (st_ != CM_OK) {
+            return st_ == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
+                                    : local_error(p, x, err, "no kernel for this element type");
+        }
+        return CM_OK;
+    }
+    }
+}
+
 /* Runs one non-collective op on device dev. */
-static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err)
+static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
     uint32_t r = o->first_result;
@@ -1340,7 +2113,26 @@ static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t de
     default:
         break;
     }
-    out = alloc_value(p, bufs, r);
+    if (x->kind == SP_OP_RESHAPE) {
+        /* A reshape of a value used for the last time takes its buffer
+         * (same bytes) instead of copying it; the spare buffers follow, so
+         * the next iteration allocates nothing either (alloc_buffer). */
+        uint32_t v = o->operands[0];
+        const vinfo *I = &p->vi[v];
+        if (I->last_use == (uint32_t)(x - p->ops) && !I->is_arg && !I->is_result &&
+            I->lcount == O->lcount && I->esz == O->esz && bufs[v] != NULL) {
+            void **spare_v = &bufs[p->m->n_values + v], **spare_r = &bufs[p->m->n_values + r];
+            if (*spare_v == NULL) {
+                *spare_v = *spare_r;
+                *spare_r = NULL;
+            }
+            bufs[r] = bufs[v];
+            bufs[v] = NULL;
+            return CM_OK;
+        }
+    }
+    /* Every kernel below writes every element of the result. */
+    out = alloc_buffer(p, bufs, r, false);
     if (out == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
@@ -1350,11 +2142,21 @@ static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t de
     case SP_OP_MULTIPLY:
     case SP_OP_DIVIDE:
     case SP_OP_MAXIMUM:
-    case SP_OP_MINIMUM: {
+    case SP_OP_MINIMUM:
+    case SP_OP_AND:
+    case SP_OP_OR:
+    case SP_OP_XOR: {
         const void *a = view_as(p, bufs, dev, o->operands[0], r, &tmp[0]);
         const void *b = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
         if (a == NULL || b == NULL) {
             st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        if (ex_kern_binary(x->kind, O->elem, a, b, out, O->lcount)) {
+            break;
+        }
+        if (x->kind == SP_OP_AND || x->kind == SP_OP_OR || x->kind == SP_OP_XOR) {
+            st_ = local_error(p, x, err, "no kernel for this element type");
             break;
         }
         if (O->elem == SP_ELEM_F32 && x->kind != SP_OP_MAXIMUM && x->kind != SP_OP_MINIMUM) {
@@ -1382,6 +2184,7 @@ static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t de
     case SP_OP_RSQRT:
     case SP_OP_LOG:
     case SP_OP_LOGISTIC:
+    case SP_OP_NOT:
     case SP_OP_CONVERT: {
         uint32_t v = o->operands[0];
         const void *a = view_as(p, bufs, dev, v, r, &tmp[0]);
@@ -1390,6 +2193,15 @@ static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t de
             break;
         }
         sp_elem ie = p->vi[v].elem;
+        if (x->kind == SP_OP_CONVERT
+                ? ex_kern_convert(ie, a, O->elem, out, O->lcount)
+                : ie == O->elem && ex_kern_unary(x->kind, ie, a, out, O->lcount)) {
+            break;
+        }
+        if (x->kind == SP_OP_NOT) {
+            st_ = local_error(p, x, err, "no kernel for this element type");
+            break;
+        }
         for (size_t i = 0; i < O->lcount; i++) {
             st(out, O->elem, i, unary(x->kind, ld(a, ie, i)));
         }
@@ -1404,6 +2216,9 @@ static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t de
             break;
         }
         sp_elem ie = p->vi[v0].elem;
+        if (O->elem == SP_ELEM_I1 && ex_kern_compare(x->fn, ie, a, b, out, O->lcount)) {
+            break;
+        }
         for (size_t i = 0; i < O->lcount; i++) {
             double u = ld(a, ie, i), w = ld(b, ie, i);
             bool c = x->fn == CMP_EQ   ? u == w
@@ -1425,18 +2240,14 @@ static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t de
             st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             break;
         }
-        bool scalar = p->vi[pv].rank == 0;
-        for (size_t i = 0; i < O->lcount; i++) {
-            bool c = ((const uint8_t *)pr)[scalar ? 0 : i] != 0;
-            memcpy((char *)out + i * O->esz, (const char *)(c ? a : b) + i * O->esz, O->esz);
-        }
+        ex_kern_select(pr, p->vi[pv].rank == 0, a, b, out, O->lcount, O->esz);
         break;
     }
     case SP_OP_CONSTANT: {
         if (x->n_cval == 1) {
-            for (size_t i = 0; i < O->lcount; i++) {
-                st(out, O->elem, i, x->cval[0]);
-            }
+            uint64_t one = 0;
+            st(&one, O->elem, 0, x->cval[0]);
+            ex_kern_fill(out, O->lcount, &one, O->esz);
             break;
         }
         amap map[EX_MAX_RANK];
@@ -1444,10 +2255,10 @@ static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t de
         for (uint32_t k = 0; k < O->rank; k++) {
             map[k] = (amap){(int32_t)k, 1, off[k]};
         }
-        gather_affine(x->cval, O->gdims, O->rank, map, out, O->ldims, O->rank, sizeof(double));
-        /* gather_affine copied doubles into a buffer of doubles' size only
-         * when esz == 8; convert through a second pass otherwise. */
-        if (O->elem != SP_ELEM_F64) {
+        if (O->elem == SP_ELEM_F64) {
+            gather_affine(x->cval, O->gdims, O->rank, map, out, O->ldims, O->rank, sizeof(double));
+        } else {
+            /* the values are doubles: gather, then convert */
             double *d = cm_alloc(sizeof(double) * (O->lcount + 1u));
             if (d == NULL) {
                 st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
@@ -1531,6 +2342,15 @@ static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t de
         memcpy(out, bufs[v], O->lcount * O->esz);
         break;
     }
+    case SP_OP_PAD:
+    case SP_OP_DYNAMIC_SLICE:
+    case SP_OP_DYNAMIC_UPDATE_SLICE:
+    case SP_OP_GATHER:
+    case SP_OP_SCATTER:
+    case SP_OP_CONVOLUTION:
+    case SP_OP_REDUCE_WINDOW:
+        st_ = run_kern_op(p, x, bufs, dev, out, err);
+        break;
     case SP_OP_CONCATENATE: {
         int64_t at = 0, zero[EX_MAX_RANK] = {0}, dst[EX_MAX_RANK] = {0};
         if (x->dim < 0 || x->dim >= (int64_t)O->rank) {
@@ -1571,6 +2391,16 @@ static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t de
     return CM_OK;
 }
 
+/* Runs one non-collective op on device dev, holding the core gate (more
+ * workers than cores: only as many compute at once as there are cores). */
+static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err)
+{
+    ex_gate_enter(p->gate);
+    cm_status st_ = compute_op(p, x, bufs, dev, err);
+    ex_gate_leave(p->gate);
+    return st_;
+}
+
 /* Drops every buffer of device dev: keep moves them to the spares for the
  * next iteration; otherwise the spares are freed as well. */
 static void free_all(shared *sh, uint32_t dev, bool keep)
@@ -1609,23 +2439,26 @@ static void run_once(shared *sh, uint32_t dev, bool keep)
         bool failed = atomic_load(&sh->failed) != 0;
         cm_status st_ = CM_OK;
         if (is_collective(x->kind) && !p->replicated) {
-            if (x->kind == SP_OP_SDY_ALL_REDUCE && !failed) {
-                /* Peers write into it after the barrier (run_all_reduce). */
-                bufs[o->first_result] = alloc_buffer(p, bufs, o->first_result, false);
-                if (bufs[o->first_result] == NULL) {
+            if (!failed) {
+                /* Any worker writes any device's result (coll_run). Sums
+                 * and unpadded copies write every element of it. */
+                uint32_t r = o->first_result;
+                bool zero = x->kind != SP_OP_SDY_ALL_REDUCE &&
+                            x->kind != SP_OP_SDY_REDUCE_SCATTER && !unpadded(p, r, dev);
+                bufs[r] = alloc_buffer(p, bufs, r, zero);
+                if (bufs[r] == NULL) {
                     st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
                     atomic_store(&sh->failed, 1);
                 }
             }
+            if (dev == 0) {
+                /* Every worker is past the previous collective's last
+                 * barrier, so nobody takes items from the counter now. */
+                atomic_store(&sh->next_item, 0);
+            }
             pthread_barrier_wait(&sh->bar);
             if (atomic_load(&sh->failed) == 0) {
-                uint32_t v = o->operands[0], r = o->first_result;
-                if (x->kind == SP_OP_SDY_ALL_REDUCE) {
-                    st_ = run_all_reduce(p, x, sh, dev, v, r, err);
-                } else {
-                    st_ = run_redistribute(p, x, sh, dev, v, r,
-                                           x->kind == SP_OP_SDY_REDUCE_SCATTER, err);
-                }
+                st_ = coll_run(p, x, sh, dev, err);
             }
             pthread_barrier_wait(&sh->bar);
         } else if (is_collective(x->kind)) {
@@ -1679,6 +2512,9 @@ static void *worker_main(void *arg)
         if (w->dev == 0 && sh->iter_s != NULL) {
             sh->iter_s[it] = cm_now() - t0;
         }
+        if (w->dev == 0 && sh->between != NULL && it + 1 < sh->iters) {
+            sh->between(sh->between_ctx); /* the others wait at the next barrier */
+        }
     }
     return NULL;
 }
@@ -1706,6 +2542,13 @@ static void *take_block(const prog *p, uint32_t v, uint32_t dev, const void *glo
 
 cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor *args,
                       uint32_t n_args, ex_tensor **res_out, uint32_t *n_res_out, cm_error *err)
+{
+    return ex_exec_run_paced(m, o, NULL, NULL, args, n_args, res_out, n_res_out, err);
+}
+
+cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*between)(void *ctx),
+                            void *ctx, const ex_tensor *args, uint32_t n_args, ex_tensor **res_out,
+                            uint32_t *n_res_out, cm_error *err)
 {
     *res_out = NULL;
     *n_res_out = 0;
@@ -1743,15 +2586,20 @@ cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor
     memset(&sh, 0, sizeof sh);
     sh.p = &p;
     atomic_init(&sh.failed, 0);
+    atomic_init(&sh.next_item, 0);
     sh.n_args = n_args;
     sh.iters = iters;
     sh.iter_s = o->iter_s;
+    sh.between = between;
+    sh.between_ctx = ctx;
     sh.bufs = cm_calloc((size_t)n_dev * 2u * m->n_values + 1u, sizeof(void *));
     sh.argbufs = cm_calloc((size_t)n_dev * n_args + 1u, sizeof(void *));
     sh.errs = cm_calloc(n_dev, sizeof(cm_error));
+    sh.scratch = cm_calloc(n_dev, sizeof(void *));
     worker *ws = cm_calloc(n_dev, sizeof(worker));
     pthread_t *th = cm_calloc(n_dev, sizeof(pthread_t));
-    bool ok = sh.bufs != NULL && sh.argbufs != NULL && sh.errs != NULL && ws != NULL && th != NULL;
+    bool ok = sh.bufs != NULL && sh.argbufs != NULL && sh.errs != NULL && sh.scratch != NULL &&
+              ws != NULL && th != NULL;
     for (uint32_t d = 0; ok && d < n_dev; d++) {
         for (uint32_t i = 0; ok && i < n_args; i++) {
             void *a = take_block(&p, b->first_arg + i, d, args[i].data);
@@ -1763,6 +2611,14 @@ cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor
         st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
         goto out;
     }
+    /* OpenBLAS threads: the cores shared out over the workers (one device:
+     * every core in its sgemm); with more workers than cores, the gate lets
+     * only as many compute at a time (ex_gate). */
+    uint32_t cores = ex_kern_cores();
+    ex_blas_set_threads((int)(n_dev < cores ? cores / n_dev : 1u));
+    ex_gate gate;
+    ex_gate_init(&gate, n_dev > cores ? cores : 0);
+    p.gate = &gate;
     pthread_barrier_init(&sh.bar, NULL, n_dev);
     uint32_t started = 0;
     for (uint32_t d = 0; d < n_dev; d++) {
@@ -1782,6 +2638,8 @@ cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor
         pthread_join(th[d], NULL);
     }
     pthread_barrier_destroy(&sh.bar);
+    p.gate = NULL;
+    ex_gate_fini(&gate);
     if (atomic_load(&sh.failed) != 0) {
         for (uint32_t d = 0; d < n_dev; d++) {
             if (sh.errs[d].code != CM_OK) {
@@ -1871,6 +2729,10 @@ out:
     for (size_t i = 0; sh.argbufs != NULL && i < (size_t)n_dev * n_args; i++) {
         cm_free(sh.argbufs[i]);
     }
+    for (uint32_t d = 0; sh.scratch != NULL && d < n_dev; d++) {
+        cm_free(sh.scratch[d]);
+    }
+    cm_free(sh.scratch);
     cm_free(sh.bufs);
     cm_free(sh.argbufs);
     cm_free(sh.errs);

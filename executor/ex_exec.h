@@ -56,9 +56,20 @@ typedef struct ex_exec_opts {
  * Errors: CM_EINVAL "op X cannot be executed yet" (path "LINE:COL" of the
  * op) for ops, types or shardings the executor does not run, before any
  * worker starts; CM_EINVAL for arguments that do not match; CM_ENOMEM.
- * Sets OpenBLAS to one thread for the process (ex_blas_init). */
+ * Sets the process's OpenBLAS thread count for the run: the cores shared
+ * out over the workers (every core for one device, one thread each when
+ * there are more workers than cores, and then only as many workers compute
+ * at a time as there are cores). */
 cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor *args,
                       uint32_t n_args, ex_tensor **res_out, uint32_t *n_res_out, cm_error *err);
+
+/* ex_exec_run that calls between(ctx) after every run but the last, outside
+ * the timed part, while every worker waits: a benchmark measures its
+ * baseline there, right next to each run (the machine drifts within
+ * seconds). between may be NULL. */
+cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*between)(void *ctx),
+                            void *ctx, const ex_tensor *args, uint32_t n_args, ex_tensor **res_out,
+                            uint32_t *n_res_out, cm_error *err);
 
 /* The first element where got differs from expected beyond the tolerance. */
 typedef struct ex_mismatch {

@@ -5,8 +5,10 @@
  * a small hand-partitioned module (also on a mesh with an explicit device
  * order), and over groups of uneven size (meshes 2x3 and 3x2, over one axis
  * or both, with device orders), padded shards and sub-axes;
- * sharded iota and broadcast offsets; the error for an op the executor does
- * not run; the comparison's first-mismatch report. */
+ * sharded iota and broadcast offsets; pad, gather, convolution,
+ * reduce_window and integer element-wise ops on partitioned modules (their
+ * kernels: test_ex_kern.c); the error for an op the executor does not run;
+ * the comparison's first-mismatch report. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -407,6 +409,46 @@ static void test_ex_exec_run_collectives_sub_axes_match(void **state)
     }
 }
 
+/* Collectives large enough to be cut into many work items per device and to
+ * use streaming stores (over 16 MiB of results in all), run twice so the
+ * second run reuses the first one's buffers: 1032 x 2046 (blocks of 341 or
+ * 1023 columns, runs that are no multiple of the vector width) and 1031 x
+ * 2053 (a prime number of rows: padded shards, the generic paths). */
+static void assert_matches_twice(const char *text)
+{
+    ex_check_opts o = {6, 2, 5, NULL};
+    ex_report r;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_status st = ex_check_text(text, strlen(text), &o, &r, &err);
+    if (st != CM_OK) {
+        fail_msg("%s: %s\nmodule:\n%s", cm_status_name(err.code), err.msg, text);
+    }
+    if (!r.mm.match) {
+        fail_msg("mismatch at %s: expected %g got %g\nmodule:\n%s", r.mm.where, r.mm.expected,
+                 r.mm.got, text);
+    }
+}
+
+static void test_ex_exec_run_large_collectives_match(void **state)
+{
+    (void)state;
+    static const int64_t sizes[2][2] = {{1032, 2046}, {1031, 2053}};
+    static const size_t colls[] = {1, 2, 9, 12, 13}; /* all_gather x2, all_to_all x2, permute */
+    char buf[2048];
+    for (size_t z = 0; z < 2; z++) {
+        const char *mesh = uneven_meshes[2 * z]; /* 2x3 in order, then with device ids */
+        for (size_t i = 0; i < sizeof colls / sizeof *colls; i++) {
+            coll_module(buf, sizeof buf, mesh, &uneven_colls[colls[i]], sizes[z][0], sizes[z][1]);
+            assert_matches_twice(buf);
+        }
+        for (size_t i = 0; i < sizeof uneven_reds / sizeof *uneven_reds; i++) {
+            red_module(buf, sizeof buf, mesh, &uneven_reds[i], sizes[z][0], 6, sizes[z][1]);
+            assert_matches_twice(buf);
+        }
+    }
+}
+
 /* An all-reduce with the wrong axis must not match its reference. */
 static void test_ex_exec_run_wrong_collective_mismatches(void **state)
 {
@@ -497,6 +539,74 @@ static void test_ex_tensors_compare_reports_first_mismatch(void **state)
     assert_true(mm.match);
 }
 
+/* pad, gather, convolution and integer element-wise ops and reduce on
+ * partitioned modules (their kernels: test_ex_kern.c). */
+static void test_ex_check_text_new_ops_partitioned_match(void **state)
+{
+    (void)state;
+    /* pad on the unsharded dim of a batch-sharded tensor, f32 */
+    assert_matches(MESH "func.func @main(%arg0: tensor<8x5xf32> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\"}, {}]>}) -> tensor<8x12xf32> {\n"
+                        "  %c = stablehlo.constant dense<2.5> : tensor<f32>\n"
+                        "  %0 = stablehlo.pad %arg0, %c, low = [0, 2], high = [0, 1], interior "
+                        "= [0, 1] : (tensor<8x5xf32>, tensor<f32>) -> tensor<8x12xf32>\n"
+                        "  %1 = stablehlo.exponential %0 : tensor<8x12xf32>\n"
+                        "  return %1 : tensor<8x12xf32>\n}\n",
+                   4);
+    /* an embedding lookup: indices sharded on the batch */
+    assert_matches(MESH "func.func @main(%arg0: tensor<10x6xf32>, %arg1: tensor<8x1xi32> "
+                        "{sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}) -> "
+                        "tensor<8x6xf32> {\n"
+                        "  %0 = \"stablehlo.gather\"(%arg0, %arg1) {dimension_numbers = "
+                        "#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], "
+                        "start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = "
+                        "false, slice_sizes = array<i64: 1, 6>} : (tensor<10x6xf32>, "
+                        "tensor<8x1xi32>) -> tensor<8x6xf32>\n"
+                        "  return %0 : tensor<8x6xf32>\n}\n",
+                   4);
+    /* a batch-sharded NHWC convolution, f64 */
+    assert_matches(MESH "func.func @main(%arg0: tensor<4x5x5x3xf64> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\"}, {}, {}, {}]>}, %arg1: "
+                        "tensor<3x3x3x2xf64>) -> tensor<4x3x3x2xf64> {\n"
+                        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, "
+                        "f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[1, "
+                        "1], [1, 1]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, "
+                        "feature_group_count = 1 : i64} : (tensor<4x5x5x3xf64>, "
+                        "tensor<3x3x3x2xf64>) -> tensor<4x3x3x2xf64>\n"
+                        "  return %0 : tensor<4x3x3x2xf64>\n}\n",
+                   4);
+    /* a batch-sharded 2 x 2 max pool (reduce_window) */
+    assert_matches(MESH "func.func @main(%arg0: tensor<4x6x5x3xf32> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\"}, {}, {}, {}]>}) -> tensor<4x3x3x3xf32> {\n"
+                        "  %c = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+                        "  %0 = \"stablehlo.reduce_window\"(%arg0, %c) ({\n"
+                        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                        "    %m = stablehlo.maximum %a, %b : tensor<f32>\n"
+                        "    stablehlo.return %m : tensor<f32>\n"
+                        "  }) {padding = dense<[[0, 0], [0, 0], [0, 1], [0, 0]]> : "
+                        "tensor<4x2xi64>, window_dimensions = array<i64: 1, 2, 2, 1>, "
+                        "window_strides = array<i64: 1, 2, 2, 1>} : (tensor<4x6x5x3xf32>, "
+                        "tensor<f32>) -> tensor<4x3x3x3xf32>\n"
+                        "  return %0 : tensor<4x3x3x3xf32>\n}\n",
+                   4);
+    /* integer element-wise, compare, select and reduce on a sharded tensor */
+    assert_matches(MESH "func.func @main(%arg0: tensor<6x7xi32> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\"}, {\"y\"}]>}, %arg1: tensor<6x7xi32>) -> "
+                        "(tensor<6x7xi32>, tensor<6xi32>) {\n"
+                        "  %0 = stablehlo.multiply %arg0, %arg1 : tensor<6x7xi32>\n"
+                        "  %1 = stablehlo.compare GT, %0, %arg1 : (tensor<6x7xi32>, "
+                        "tensor<6x7xi32>) -> tensor<6x7xi1>\n"
+                        "  %2 = stablehlo.select %1, %0, %arg0 : tensor<6x7xi1>, "
+                        "tensor<6x7xi32>\n"
+                        "  %3 = stablehlo.transpose %2, dims = [1, 0] : (tensor<6x7xi32>) -> "
+                        "tensor<7x6xi32>\n"
+                        "  %c = stablehlo.constant dense<0> : tensor<i32>\n"
+                        "  %4 = stablehlo.reduce(%3 init: %c) applies stablehlo.add across "
+                        "dimensions = [0] : (tensor<7x6xi32>, tensor<i32>) -> tensor<6xi32>\n"
+                        "  return %2, %4 : tensor<6x7xi32>, tensor<6xi32>\n}\n",
+                   4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,11 +624,13 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_collectives_uneven_groups_match),
         cmocka_unit_test(test_ex_exec_run_collectives_padded_shards_match),
         cmocka_unit_test(test_ex_exec_run_collectives_sub_axes_match),
+        cmocka_unit_test(test_ex_exec_run_large_collectives_match),
         cmocka_unit_test(test_ex_exec_run_wrong_collective_mismatches),
         cmocka_unit_test(test_ex_check_text_sharded_iota_broadcast_match),
         cmocka_unit_test(test_ex_check_text_mixed_ops_match),
         cmocka_unit_test(test_ex_exec_run_unsupported_op_is_a_clear_error),
         cmocka_unit_test(test_ex_tensors_compare_reports_first_mismatch),
+        cmocka_unit_test(test_ex_check_text_new_ops_partitioned_match),
     };
     return cmocka_run_group_tests_name("ex_exec", tests, NULL, NULL);
 }

@@ -1,0 +1,1770 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor: compute kernels on raw typed arrays (ex_kern_int.h). One loop
+ * per element type and op, written so that the compiler vectorises it
+ * (built with -O3, Makefile); strided copies move whole rows with memcpy and
+ * transposes go through cache-sized tiles; dot_general calls sgemm/dgemm on
+ * the operands in place whenever their layout allows it. */
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ex_blas.h"
+#include "ex_kern_int.h"
+
+uint32_t ex_kern_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1u : (uint32_t)n;
+}
+
+/* ---- element-wise ---------------------------------------------------------------- */
+
+#define FLT_BINARY(NAME, T)                                                                        \
+    static bool NAME(sp_op_kind k, const T *restrict a, const T *restrict b, T *restrict o,        \
+                     size_t n)                                                                     \
+    {                                                                                              \
+        switch (k) {                                                                               \
+        case SP_OP_ADD:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] + b[i];                                                                \
+            return true;                                                                           \
+        case SP_OP_SUBTRACT:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] - b[i];                                                                \
+            return true;                                                                           \
+        case SP_OP_MULTIPLY:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] * b[i];                                                                \
+            return true;                                                                           \
+        case SP_OP_DIVIDE:                                                                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] / b[i];                                                                \
+            return true;                                                                           \
+        case SP_OP_MAXIMUM: /* NaN in either operand gives NaN */                                  \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];                                \
+            return true;                                                                           \
+        case SP_OP_MINIMUM:                                                                        \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];                                \
+            return true;                                                                           \
+        default:                                                                                   \
+            return false;                                                                          \
+        }                                                                                          \
+    }
+
+FLT_BINARY(binary_f32, float)
+FLT_BINARY(binary_f64, double)
+
+/* Integers: add, subtract and multiply wrap (through the unsigned type U);
+ * MINV is the type's minimum (0 when unsigned) for INT_MIN / -1. */
+#define INT_BINARY(NAME, T, U, MINV)                                                               \
+    static bool NAME(sp_op_kind k, const T *restrict a, const T *restrict b, T *restrict o,        \
+                     size_t n)                                                                     \
+    {                                                                                              \
+        switch (k) {                                                                               \
+        case SP_OP_ADD:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(U)((uint64_t)(U)a[i] + (uint64_t)(U)b[i]);                              \
+            return true;                                                                           \
+        case SP_OP_SUBTRACT:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(U)((uint64_t)(U)a[i] - (uint64_t)(U)b[i]);                              \
+            return true;                                                                           \
+        case SP_OP_MULTIPLY:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(U)((uint64_t)(U)a[i] * (uint64_t)(U)b[i]);                              \
+            return true;                                                                           \
+        case SP_OP_DIVIDE:                                                                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(b[i] == 0                           ? 0                                 \
+                           : (a[i] == (MINV) && b[i] == (T)-1) ? a[i]                              \
+                                                               : a[i] / b[i]);                     \
+            return true;                                                                           \
+        case SP_OP_MAXIMUM:                                                                        \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] > b[i] ? a[i] : b[i];                                                  \
+            return true;                                                                           \
+        case SP_OP_MINIMUM:                                                                        \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] < b[i] ? a[i] : b[i];                                                  \
+            return true;                                                                           \
+        case SP_OP_AND:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(a[i] & b[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_OR:                                                                             \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(a[i] | b[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_XOR:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(a[i] ^ b[i]);                                                           \
+            return true;                                                                           \
+        default:                                                                                   \
+            return false;                                                                          \
+        }                                                                                          \
+    }
+
+INT_BINARY(binary_i8, int8_t, uint8_t, INT8_MIN)
+INT_BINARY(binary_i16, int16_t, uint16_t, INT16_MIN)
+INT_BINARY(binary_i32, int32_t, uint32_t, INT32_MIN)
+INT_BINARY(binary_i64, int64_t, uint64_t, INT64_MIN)
+INT_BINARY(binary_u8, uint8_t, uint8_t, 0)
+INT_BINARY(binary_u16, uint16_t, uint16_t, 0)
+INT_BINARY(binary_u32, uint32_t, uint32_t, 0)
+INT_BINARY(binary_u64, uint64_t, uint64_t, 0)
+
+bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void *out, size_t n)
+{
+    switch (e) {
+    case SP_ELEM_F32:
+        return binary_f32(k, a, b, out, n);
+    case SP_ELEM_F64:
+        return binary_f64(k, a, b, out, n);
+    case SP_ELEM_I8:
+        return binary_i8(k, a, b, out, n);
+    case SP_ELEM_I16:
+        return binary_i16(k, a, b, out, n);
+    case SP_ELEM_I32:
+        return binary_i32(k, a, b, out, n);
+    case SP_ELEM_I64:
+        return binary_i64(k, a, b, out, n);
+    case SP_ELEM_UI8:
+        return binary_u8(k, a, b, out, n);
+    case SP_ELEM_UI16:
+        return binary_u16(k, a, b, out, n);
+    case SP_ELEM_UI32:
+        return binary_u32(k, a, b, out, n);
+    case SP_ELEM_UI64:
+        return binary_u64(k, a, b, out, n);
+    case SP_ELEM_I1: /* 0/1 bytes: only the ops that keep them 0/1 */
+        if (k == SP_OP_MAXIMUM || k == SP_OP_MINIMUM || k == SP_OP_AND || k == SP_OP_OR ||
+            k == SP_OP_XOR) {
+            return binary_u8(k, a, b, out, n);
+        }
+        return false;
+    default:
+        return false;
+    }
+}
+
+#define FLT_UNARY(NAME, T, EXP, TANH, SQRT, LOG, FABS)                                             \
+    static bool NAME(sp_op_kind k, const T *restrict a, T *restrict o, size_t n)                   \
+    {                                                                                              \
+        switch (k) {                                                                               \
+        case SP_OP_NEGATE:                                                                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = -a[i];                                                                      \
+            return true;                                                                           \
+        case SP_OP_ABS:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = FABS(a[i]);                                                                 \
+            return true;                                                                           \
+        case SP_OP_EXPONENTIAL:                                                                    \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = EXP(a[i]);                                                                  \
+            return true;                                                                           \
+        case SP_OP_TANH:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = TANH(a[i]);                                                                 \
+            return true;                                                                           \
+        case SP_OP_SQRT:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = SQRT(a[i]);                                                                 \
+            return true;                                                                           \
+        case SP_OP_RSQRT:                                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)1 / SQRT(a[i]);                                                          \
+            return true;                                                                           \
+        case SP_OP_LOG:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = LOG(a[i]);                                                                  \
+            return true;                                                                           \
+        case SP_OP_LOGISTIC:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)1 / ((T)1 + EXP(-a[i]));                                                 \
+            return true;                                                                           \
+        default:                                                                                   \
+            return false;                                                                          \
+        }                                                                                          \
+    }
+
+FLT_UNARY(unary_f32, float, expf, tanhf, sqrtf, logf, fabsf)
+FLT_UNARY(unary_f64, double, exp, tanh, sqrt, log, fabs)
+
+/* ABS(x) is the absolute value expression for the type (wrapping at INT_MIN). */
+#define INT_UNARY(NAME, T, U, ABS)                                                                 \
+    static bool NAME(sp_op_kind k, const T *restrict a, T *restrict o, size_t n)                   \
+    {                                                                                              \
+        switch (k) {                                                                               \
+        case SP_OP_NEGATE:                                                                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(U)(0u - (uint64_t)(U)a[i]);                                             \
+            return true;                                                                           \
+        case SP_OP_ABS:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = ABS(a[i]);                                                                  \
+            return true;                                                                           \
+        case SP_OP_NOT:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)~a[i];                                                                   \
+            return true;                                                                           \
+        default:                                                                                   \
+            return false;                                                                          \
+        }                                                                                          \
+    }
+
+#define SABS(T, U, x) ((x) < 0 ? (T)(U)(0u - (uint64_t)(U)(x)) : (x))
+#define ABS_I8(x)     SABS(int8_t, uint8_t, x)
+#define ABS_I16(x)    SABS(int16_t, uint16_t, x)
+#define ABS_I32(x)    SABS(int32_t, uint32_t, x)
+#define ABS_I64(x)    SABS(int64_t, uint64_t, x)
+#define ABS_U(x)      (x)
+INT_UNARY(unary_i8, int8_t, uint8_t, ABS_I8)
+INT_UNARY(unary_i16, int16_t, uint16_t, ABS_I16)
+INT_UNARY(unary_i32, int32_t, uint32_t, ABS_I32)
+INT_UNARY(unary_i64, int64_t, uint64_t, ABS_I64)
+INT_UNARY(unary_u8, uint8_t, uint8_t, ABS_U)
+INT_UNARY(unary_u16, uint16_t, uint16_t, ABS_U)
+INT_UNARY(unary_u32, uint32_t, uint32_t, ABS_U)
+INT_UNARY(unary_u64, uint64_t, uint64_t, ABS_U)
+
+bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n)
+{
+    switch (e) {
+    case SP_ELEM_F32:
+        return unary_f32(k, a, out, n);
+    case SP_ELEM_F64:
+        return unary_f64(k, a, out, n);
+    case SP_ELEM_I8:
+        return unary_i8(k, a, out, n);
+    case SP_ELEM_I16:
+        return unary_i16(k, a, out, n);
+    case SP_ELEM_I32:
+        return unary_i32(k, a, out, n);
+    case SP_ELEM_I64:
+        return unary_i64(k, a, out, n);
+    case SP_ELEM_UI8:
+        return unary_u8(k, a, out, n);
+    case SP_ELEM_UI16:
+        return unary_u16(k, a, out, n);
+    case SP_ELEM_UI32:
+        return unary_u32(k, a, out, n);
+    case SP_ELEM_UI64:
+        return unary_u64(k, a, out, n);
+    case SP_ELEM_I1:
+        if (k == SP_OP_NOT) {
+            const uint8_t *s = a;
+            uint8_t *o = out;
+            for (size_t i = 0; i < n; i++) {
+                o[i] = s[i] == 0;
+            }
+            return true;
+        }
+        return false;
+    default:
+        return false;
+    }
+}
+
+/* ---- convert ---------------------------------------------------------------------- */
+
+#define CV_LOOP(ST, EXPR)                                                                          \
+    {                                                                                              \
+        const ST *s = a;                                                                           \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            ST x = s[i];                                                                           \
+            o[i] = (EXPR);                                                                         \
+        }                                                                                          \
+        return true;                                                                               \
+    }
+
+/* One case per integer source type, converting with EXPR (of x). */
+#define CV_INT_SOURCES(EXPR)                                                                       \
+    case SP_ELEM_I1:                                                                               \
+    case SP_ELEM_UI8:                                                                              \
+        CV_LOOP(uint8_t, EXPR)                                                                     \
+    case SP_ELEM_I8:                                                                               \
+        CV_LOOP(int8_t, EXPR)                                                                      \
+    case SP_ELEM_I16:                                                                              \
+        CV_LOOP(int16_t, EXPR)                                                                     \
+    case SP_ELEM_UI16:                                                                             \
+        CV_LOOP(uint16_t, EXPR)                                                                    \
+    case SP_ELEM_I32:                                                                              \
+        CV_LOOP(int32_t, EXPR)                                                                     \
+    case SP_ELEM_UI32:                                                                             \
+        CV_LOOP(uint32_t, EXPR)                                                                    \
+    case SP_ELEM_I64:                                                                              \
+        CV_LOOP(int64_t, EXPR)                                                                     \
+    case SP_ELEM_UI64:                                                                             \
+        CV_LOOP(uint64_t, EXPR)
+
+/* Float to integer: truncation, saturating at DMIN/DMAX, NaN to 0 (C leaves
+ * out-of-range conversions undefined). */
+#define CV_SAT(ST, DT, DMIN, DMAX)                                                                 \
+    (DT)(x != x ? (DT)0 : x <= (ST)(DMIN) ? (DT)(DMIN) : x >= (ST)(DMAX) ? (DT)(DMAX) : (DT)x)
+
+#define CV_TO_INT(NAME, DT, DMIN, DMAX)                                                            \
+    static bool NAME(sp_elem from, const void *a, DT *o, size_t n)                                 \
+    {                                                                                              \
+        switch (from) {                                                                            \
+        case SP_ELEM_F32:                                                                          \
+            CV_LOOP(float, CV_SAT(float, DT, DMIN, DMAX))                                          \
+        case SP_ELEM_F64:                                                                          \
+            CV_LOOP(double, CV_SAT(double, DT, DMIN, DMAX))                                        \
+            CV_INT_SOURCES((DT)x)                                                                  \
+        default:                                                                                   \
+            return false;                                                                          \
+        }                                                                                          \
+    }
+
+#define CV_TO_FLT(NAME, DT)                                                                        \
+    static bool NAME(sp_elem from, const void *a, DT *o, size_t n)                                 \
+    {                                                                                              \
+        switch (from) {                                                                            \
+        case SP_ELEM_F32:                                                                          \
+            CV_LOOP(float, (DT)x)                                                                  \
+        case SP_ELEM_F64:                                                                          \
+            CV_LOOP(double, (DT)x)                                                                 \
+            CV_INT_SOURCES((DT)x)                                                                  \
+        default:                                                                                   \
+            return false;                                                                          \
+        }                                                                                          \
+    }
+
+CV_TO_INT(cv_i8, int8_t, INT8_MIN, INT8_MAX)
+CV_TO_INT(cv_i16, int16_t, INT16_MIN, INT16_MAX)
+CV_TO_INT(cv_i32, int32_t, INT32_MIN, INT32_MAX)
+CV_TO_INT(cv_i64, int64_t, INT64_MIN, INT64_MAX)
+CV_TO_INT(cv_u8, uint8_t, 0, UINT8_MAX)
+CV_TO_INT(cv_u16, uint16_t, 0, UINT16_MAX)
+CV_TO_INT(cv_u32, uint32_t, 0, UINT32_MAX)
+CV_TO_INT(cv_u64, uint64_t, 0, UINT64_MAX)
+CV_TO_FLT(cv_f32, float)
+CV_TO_FLT(cv_f64, double)
+
+static bool cv_i1(sp_elem from, const void *a, uint8_t *o, size_t n)
+{
+    switch (from) {
+    case SP_ELEM_F32:
+        CV_LOOP(float, (uint8_t)(x != 0))
+    case SP_ELEM_F64:
+        CV_LOOP(double, (uint8_t)(x != 0))
+        CV_INT_SOURCES((uint8_t)(x != 0))
+    default:
+        return false;
+    }
+}
+
+bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t n)
+{
+    switch (to) {
+    case SP_ELEM_F32:
+        return cv_f32(from, a, out, n);
+    case SP_ELEM_F64:
+        return cv_f64(from, a, out, n);
+    case SP_ELEM_I1:
+        return cv_i1(from, a, out, n);
+    case SP_ELEM_I8:
+        return cv_i8(from, a, out, n);
+    case SP_ELEM_I16:
+        return cv_i16(from, a, out, n);
+    case SP_ELEM_I32:
+        return cv_i32(from, a, out, n);
+    case SP_ELEM_I64:
+        return cv_i64(from, a, out, n);
+    case SP_ELEM_UI8:
+        return cv_u8(from, a, out, n);
+    case SP_ELEM_UI16:
+        return cv_u16(from, a, out, n);
+    case SP_ELEM_UI32:
+        return cv_u32(from, a, out, n);
+    case SP_ELEM_UI64:
+        return cv_u64(from, a, out, n);
+    default:
+        return false;
+    }
+}
+
+/* ---- compare, select, fill ------------------------------------------------------------ */
+
+#define CMP_FN(NAME, T)                                                                            \
+    static void NAME(int dir, const T *restrict a, const T *restrict b, uint8_t *restrict o,       \
+                     size_t n)                                                                     \
+    {                                                                                              \
+        switch (dir) {                                                                             \
+        case EX_CMP_EQ:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] == b[i];                                                               \
+            break;                                                                                 \
+        case EX_CMP_NE:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] != b[i];                                                               \
+            break;                                                                                 \
+        case EX_CMP_LT:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] < b[i];                                                                \
+            break;                                                                                 \
+        case EX_CMP_LE:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] <= b[i];                                                               \
+            break;                                                                                 \
+        case EX_CMP_GT:                                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] > b[i];                                                                \
+            break;                                                                                 \
+        default:                                                                                   \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = a[i] >= b[i];                                                               \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+CMP_FN(cmp_f32, float)
+CMP_FN(cmp_f64, double)
+CMP_FN(cmp_i8, int8_t)
+CMP_FN(cmp_i16, int16_t)
+CMP_FN(cmp_i32, int32_t)
+CMP_FN(cmp_i64, int64_t)
+CMP_FN(cmp_u8, uint8_t)
+CMP_FN(cmp_u16, uint16_t)
+CMP_FN(cmp_u32, uint32_t)
+CMP_FN(cmp_u64, uint64_t)
+
+bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n)
+{
+    if (dir < EX_CMP_EQ || dir > EX_CMP_GE) {
+        return false;
+    }
+    switch (e) {
+    case SP_ELEM_F32:
+        cmp_f32(dir, a, b, out, n);
+        return true;
+    case SP_ELEM_F64:
+        cmp_f64(dir, a, b, out, n);
+        return true;
+    case SP_ELEM_I8:
+        cmp_i8(dir, a, b, out, n);
+        return true;
+    case SP_ELEM_I16:
+        cmp_i16(dir, a, b, out, n);
+        return true;
+    case SP_ELEM_I32:
+        cmp_i32(dir, a, b, out, n);
+        return true;
+    case SP_ELEM_I64:
+        cmp_i64(dir, a, b, out, n);
+        return true;
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+        cmp_u8(dir, a, b, out, n);
+        return true;
+    case SP_ELEM_UI16:
+        cmp_u16(dir, a, b, out, n);
+        return true;
+    case SP_ELEM_UI32:
+        cmp_u32(dir, a, b, out, n);
+        return true;
+    case SP_ELEM_UI64:
+        cmp_u64(dir, a, b, out, n);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Branch-free (a mask from the predicate), so that it vectorises and
+ * random predicates cost no mispredictions. */
+#define SELECT_LOOP(T)                                                                             \
+    {                                                                                              \
+        const T *x = a, *y = b;                                                                    \
+        T *o = out;                                                                                \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            T m = (T)((T)0 - (T)(pred[i] != 0));                                                   \
+            o[i] = (T)((x[i] & m) | (y[i] & (T)~m));                                               \
+        }                                                                                          \
+        return;                                                                                    \
+    }
+
+void ex_kern_select(const uint8_t *pred, bool scalar, const void *a, const void *b, void *out,
+                    size_t n, size_t esz)
+{
+    if (scalar) {
+        memcpy(out, pred[0] ? a : b, n * esz);
+        return;
+    }
+    switch (esz) {
+    case 1:
+        SELECT_LOOP(uint8_t)
+    case 2:
+        SELECT_LOOP(uint16_t)
+    case 4:
+        SELECT_LOOP(uint32_t)
+    case 8:
+        SELECT_LOOP(uint64_t)
+    default:
+        for (size_t i = 0; i < n; i++) {
+            memcpy((char *)out + i * esz, (const char *)(pred[i] ? a : b) + i * esz, esz);
+        }
+    }
+}
+
+#define FILL_LOOP(T)                                                                               \
+    {                                                                                              \
+        T v;                                                                                       \
+        memcpy(&v, val, sizeof v);                                                                 \
+        T *o = out;                                                                                \
+        for (size_t i = 0; i < n; i++)                                                             \
+            o[i] = v;                                                                              \
+        return;                                                                                    \
+    }
+
+void ex_kern_fill(void *out, size_t n, const void *val, size_t esz)
+{
+    switch (esz) {
+    case 1:
+        memset(out, *(const uint8_t *)val, n);
+        return;
+    case 2:
+        FILL_LOOP(uint16_t)
+    case 4:
+        FILL_LOOP(uint32_t)
+    case 8:
+        FILL_LOOP(uint64_t)
+    default:
+        for (size_t i = 0; i < n; i++) {
+            memcpy((char *)out + i * esz, val, esz);
+        }
+    }
+}
+
+/* ---- strided copies ------------------------------------------------------------------- */
+
+#define ROW_LOOP(T)                                                                                \
+    {                                                                                              \
+        T *o = (T *)(void *)d;                                                                     \
+        const T *s = (const T *)(const void *)src;                                                 \
+        if (ss == 0) {                                                                             \
+            T v = s[0];                                                                            \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                o[i * ds] = v;                                                                     \
+        } else if (ds == 1) {                                                                      \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                o[i] = s[i * ss];                                                                  \
+        } else {                                                                                   \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                o[i * ds] = s[i * ss];                                                             \
+        }                                                                                          \
+        return;                                                                                    \
+    }
+
+/* n elements from src (stride ss elements) to d (stride ds). */
+static void copy_row(char *d, int64_t ds, const char *src, int64_t ss, int64_t n, size_t esz)
+{
+    if (ds == 1 && ss == 1) {
+        memcpy(d, src, (size_t)n * esz);
+        return;
+    }
+    switch (esz) {
+    case 1:
+        ROW_LOOP(uint8_t)
+    case 2:
+        ROW_LOOP(uint16_t)
+    case 4:
+        ROW_LOOP(uint32_t)
+    case 8:
+        ROW_LOOP(uint64_t)
+    default:
+        for (int64_t i = 0; i < n; i++) {
+            memcpy(d + i * ds * (int64_t)esz, src + i * ss * (int64_t)esz, esz);
+        }
+    }
+}
+
+enum { TILE = 32 };
+
+/* Copies the box ext (rank dims) from s (strides ss, elements) to d (strides
+ * ds). Unit dims are dropped and dims that are contiguous in both merged, so
+ * that a reshape-like copy is one memcpy; when the innermost destination dim
+ * reads the source with a stride but another dim reads it contiguously (a
+ * transpose), the two are walked in TILE x TILE tiles. */
+static void copy_strided(char *d, const int64_t *ds_in, const char *s, const int64_t *ss_in,
+                         const int64_t *ext_in, uint32_t rank_in, size_t esz)
+{
+    int64_t ext[EX_KERN_MAX_RANK], ds[EX_KERN_MAX_RANK], ss[EX_KERN_MAX_RANK];
+    uint32_t rank = 0;
+    for (uint32_t k = 0; k < rank_in; k++) {
+        if (ext_in[k] <= 0) {
+            return;
+        }
+        if (ext_in[k] == 1) {
+            continue;
+        }
+        if (rank > 0 && ds[rank - 1] == ds_in[k] * ext_in[k] &&
+            ss[rank - 1] == ss_in[k] * ext_in[k]) {
+            ext[rank - 1] *= ext_in[k];
+            ds[rank - 1] = ds_in[k];
+            ss[rank - 1] = ss_in[k];
+            continue;
+        }
+        ext[rank] = ext_in[k];
+        ds[rank] = ds_in[k];
+        ss[rank] = ss_in[k];
+        rank++;
+    }
+    const int64_t e = (int64_t)esz;
+    if (rank == 0) {
+        memcpy(d, s, esz);
+        return;
+    }
+    uint32_t in = rank - 1;
+    int32_t tj = -1; /* the dim read contiguously, for tiles */
+    if (ss[in] != 1 && ss[in] != 0 && ext[in] >= TILE / 2) {
+        for (uint32_t k = 0; k < in; k++) {
+            if (ss[k] == 1 && ext[k] >= TILE / 2) {
+                tj = (int32_t)k;
+            }
+        }
+    }
+    int64_t c[EX_KERN_MAX_RANK] = {0};
+    for (;;) {
+        int64_t doff = 0, soff = 0;
+        for (uint32_t k = 0; k < in; k++) {
+            doff += c[k] * ds[k];
+            soff += c[k] * ss[k];
+        }
+        if (tj < 0) {
+            copy_row(d + doff * e, ds[in], s + soff * e, ss[in], ext[in], esz);
+        } else {
+            uint32_t j = (uint32_t)tj;
+            for (int64_t jb = 0; jb < ext[j]; jb += TILE) {
+                int64_t je = jb + TILE < ext[j] ? jb + TILE : ext[j];
+                for (int64_t ib = 0; ib < ext[in]; ib += TILE) {
+                    int64_t ni = ext[in] - ib < TILE ? ext[in] - ib : TILE;
+                    for (int64_t jj = jb; jj < je; jj++) {
+                        copy_row(d + (doff + jj * ds[j] + ib * ds[in]) * e, ds[in],
+                                 s + (soff + jj * ss[j] + ib * ss[in]) * e, ss[in], ni, esz);
+                    }
+                }
+            }
+        }
+        /* next outer coordinate (the tile dim is walked above) */
+        uint32_t k = in;
+        while (k-- > 0) {
+            if ((int32_t)k == tj) {
+                continue;
+            }
+            if (++c[k] < ext[k]) {
+                break;
+            }
+            c[k] = 0;
+        }
+        if (k == UINT32_MAX) {
+            return;
+        }
+    }
+}
+
+static void row_major_strides(const int64_t *dims, uint32_t rank, int64_t *st)
+{
+    int64_t s = 1;
+    for (uint32_t k = rank; k-- > 0;) {
+        st[k] = s;
+        s *= dims[k];
+    }
+}
+
+/* floor(a / b) and ceil(a / b) for b > 0. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return -floor_div(-a, b);
+}
+
+void ex_kern_affine(const void *src, const int64_t *sdims, uint32_t srank, const ex_amap *map,
+                    void *dst, const int64_t *ddims, uint32_t drank, size_t esz)
+{
+    size_t n = 1;
+    for (uint32_t k = 0; k < drank; k++) {
+        n *= (size_t)ddims[k];
+    }
+    if (n == 0) {
+        return;
+    }
+    int64_t sst[EX_KERN_MAX_RANK], dst_st[EX_KERN_MAX_RANK], st[EX_KERN_MAX_RANK];
+    int64_t lo[EX_KERN_MAX_RANK], hi[EX_KERN_MAX_RANK];
+    row_major_strides(sdims, srank, sst);
+    row_major_strides(ddims, drank, dst_st);
+    for (uint32_t r = 0; r < drank; r++) {
+        st[r] = 0;
+        lo[r] = 0;
+        hi[r] = ddims[r];
+    }
+    int64_t base = 0;
+    bool valid = true;
+    for (uint32_t k = 0; k < srank && valid; k++) {
+        const ex_amap *m = &map[k];
+        base += m->bias * sst[k];
+        if (m->rdim < 0 || m->scale == 0) {
+            valid = m->bias >= 0 && m->bias < sdims[k];
+            continue;
+        }
+        uint32_t r = (uint32_t)m->rdim;
+        st[r] += m->scale * sst[k];
+        /* 0 <= bias + scale * c <= sdims - 1 */
+        int64_t a, b;
+        if (m->scale > 0) {
+            a = ceil_div(-m->bias, m->scale);
+            b = floor_div(sdims[k] - 1 - m->bias, m->scale);
+        } else {
+            a = ceil_div(m->bias - (sdims[k] - 1), -m->scale);
+            b = floor_div(m->bias, -m->scale);
+        }
+        lo[r] = a > lo[r] ? a : lo[r];
+        hi[r] = b + 1 < hi[r] ? b + 1 : hi[r];
+    }
+    bool full = valid;
+    int64_t ext[EX_KERN_MAX_RANK];
+    for (uint32_t r = 0; r < drank && valid; r++) {
+        if (lo[r] >= hi[r]) {
+            valid = false;
+        }
+        ext[r] = hi[r] - lo[r];
+        full = full && ext[r] == ddims[r];
+    }
+    if (!full) {
+        memset(dst, 0, n * esz);
+    }
+    if (!valid) {
+        return;
+    }
+    int64_t doff = 0, soff = base;
+    for (uint32_t r = 0; r < drank; r++) {
+        doff += lo[r] * dst_st[r];
+        soff += lo[r] * st[r];
+    }
+    copy_strided((char *)dst + doff * (int64_t)esz, dst_st, (const char *)src + soff * (int64_t)esz,
+                 st, ext, drank, esz);
+}
+
+void ex_kern_pad(const void *src, const int64_t *sdims, const int64_t *svalid, const int64_t *soff,
+                 void *dst, const int64_t *ddims, const int64_t *doff, uint32_t rank,
+                 const int64_t *lo, const int64_t *interior, const void *pv, size_t esz)
+{
+    size_t n = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        n *= (size_t)ddims[k];
+    }
+    ex_kern_fill(dst, n, pv, esz);
+    if (n == 0) {
+        return;
+    }
+    int64_t sst[EX_KERN_MAX_RANK], dst_st[EX_KERN_MAX_RANK], ds[EX_KERN_MAX_RANK];
+    int64_t ext[EX_KERN_MAX_RANK];
+    row_major_strides(sdims, rank, sst);
+    row_major_strides(ddims, rank, dst_st);
+    int64_t so = 0, dof = 0;
+    for (uint32_t k = 0; k < rank; k++) {
+        int64_t step = interior[k] + 1;
+        /* source global index g lands at lo + g * step; keep doff <= that < doff + ddims */
+        int64_t g0 = ceil_div(doff[k] - lo[k], step);
+        int64_t g1 = floor_div(doff[k] + ddims[k] - 1 - lo[k], step) + 1;
+        g0 = g0 > soff[k] ? g0 : soff[k];
+        g1 = g1 < soff[k] + svalid[k] ? g1 : soff[k] + svalid[k];
+        if (g1 <= g0) {
+            return;
+        }
+        ext[k] = g1 - g0;
+        ds[k] = dst_st[k] * step;
+        so += (g0 - soff[k]) * sst[k];
+        dof += (lo[k] + g0 * step - doff[k]) * dst_st[k];
+    }
+    copy_strided((char *)dst + dof * (int64_t)esz, ds, (const char *)src + so * (int64_t)esz, sst,
+                 ext, rank, esz);
+}
+
+/* ---- reduce --------------------------------------------------------------------------- */
+
+#define COMB_ADD(x, y)  ((x) + (y))
+#define COMB_MUL(x, y)  ((x) * (y))
+#define COMB_FMAX(x, y) (((y) > (x) || (y) != (y)) ? (y) : (x))
+#define COMB_FMIN(x, y) (((y) < (x) || (y) != (y)) ? (y) : (x))
+#define COMB_IMAX(x, y) ((y) > (x) ? (y) : (x))
+#define COMB_IMIN(x, y) ((y) < (x) ? (y) : (x))
+#define COMB_UADD(x, y) ((uint64_t)(x) + (uint64_t)(y))
+#define COMB_UMUL(x, y) ((uint64_t)(x) * (uint64_t)(y))
+#define COMB_AND(x, y)  ((x) & (y))
+#define COMB_OR(x, y)   ((x) | (y))
+
+/* The shape of a reduction after dropping unit dims and merging neighbours
+ * of the same kind: rows of `inner` elements, reduced (inner_red) or kept. */
+typedef struct rshape {
+    uint32_t m; /* merged dims */
+    int64_t ext[EX_KERN_MAX_RANK];
+    size_t ost[EX_KERN_MAX_RANK]; /* output stride of each merged dim (0: reduced) */
+    size_t rows, inner, nout;
+    bool inner_red;
+} rshape;
+
+/* Accumulates in type A (the element type, double for float sums and
+ * products, the unsigned type for integer sums and products) into acc
+ * (nout entries, set to the init value first). */
+#define RED_BODY(T, A, COMB)                                                                       \
+    {                                                                                              \
+        const T *src = in;                                                                         \
+        A *acc = accp;                                                                             \
+        A iv = (A) * (const T *)init;                                                              \
+        for (size_t i = 0; i < rs->nout; i++)                                                      \
+            acc[i] = iv;                                                                           \
+        int64_t c[EX_KERN_MAX_RANK] = {0};                                                         \
+        for (size_t row = 0; row < rs->rows; row++) {                                              \
+            size_t oi = 0;                                                                         \
+            for (uint32_t j = 0; j + 1 < rs->m; j++)                                               \
+                oi += (size_t)c[j] * rs->ost[j];                                                   \
+            const T *s = src + row * rs->inner;                                                    \
+            size_t len = rs->inner;                                                                \
+            if (rs->inner_red) {                                                                   \
+                A t = acc[oi];                                                                     \
+                size_t i = 0;                                                                      \
+                if (len >= 16) {                                                                   \
+                    A lane[8];                                                                     \
+                    for (int l = 0; l < 8; l++)                                                    \
+                        lane[l] = (A)s[l];                                                         \
+                    for (i = 8; i + 8 <= len; i += 8)                                              \
+                        for (int l = 0; l < 8; l++)                                                \
+                            lane[l] = (A)COMB(lane[l], (A)s[i + (size_t)l]);                       \
+                    for (int l = 0; l < 8; l++)                                                    \
+                        t = (A)COMB(t, lane[l]);                                                   \
+                }                                                                                  \
+                for (; i < len; i++)                                                               \
+                    t = (A)COMB(t, (A)s[i]);                                                       \
+                acc[oi] = t;                                                                       \
+            } else {                                                                               \
+                A *d = acc + oi;                                                                   \
+                for (size_t i = 0; i < len; i++)                                                   \
+                    d[i] = (A)COMB(d[i], (A)s[i]);                                                 \
+            }                                                                                      \
+            for (uint32_t j = rs->m - 1; j-- > 0;) {                                               \
+                if (++c[j] < rs->ext[j])                                                           \
+                    break;                                                                         \
+                c[j] = 0;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+        return true;                                                                               \
+    }
+
+#define RED_FLOAT(NAME, T, A)                                                                      \
+    static bool NAME(int fn, const rshape *rs, const void *in, const void *init, void *accp)       \
+    {                                                                                              \
+        switch (fn) {                                                                              \
+        case EX_RED_ADD:                                                                           \
+            RED_BODY(T, A, COMB_ADD)                                                               \
+        case EX_RED_MUL:                                                                           \
+            RED_BODY(T, A, COMB_MUL)                                                               \
+        case EX_RED_MAX:                                                                           \
+            RED_BODY(T, T, COMB_FMAX)                                                              \
+        case EX_RED_MIN:                                                                           \
+            RED_BODY(T, T, COMB_FMIN)                                                              \
+        default:                                                                                   \
+            return false;                                                                          \
+        }                                                                                          \
+    }
+
+#define RED_INT(NAME, T, U)                                                                        \
+    static bool NAME(int fn, const rshape *rs, const void *in, const void *init, void *accp)       \
+    {                                                                                              \
+        switch (fn) {                                                                              \
+        case EX_RED_ADD:                                                                           \
+            RED_BODY(T, U, COMB_UADD)                                                              \
+        case EX_RED_MUL:                                                                           \
+            RED_BODY(T, U, COMB_UMUL)                                                              \
+        case EX_RED_MAX:                                                                           \
+            RED_BODY(T, T, COMB_IMAX)                                                              \
+        case EX_RED_MIN:                                                                           \
+            RED_BODY(T, T, COMB_IMIN)                                                              \
+        case EX_RED_AND:                                                                           \
+            RED_BODY(T, T, COMB_AND)                                                               \
+        case EX_RED_OR:                                                                            \
+            RED_BODY(T, T, COMB_OR)                                                                \
+        default:                                                                                   \
+            return false;                                                                          \
+        }                                                                                          \
+    }
+
+RED_FLOAT(red_f32, float, double)
+RED_FLOAT(red_f64, double, double)
+RED_INT(red_i8, int8_t, uint8_t)
+RED_INT(red_i16, int16_t, uint16_t)
+RED_INT(red_i32, int32_t, uint32_t)
+RED_INT(red_i64, int64_t, uint64_t)
+RED_INT(red_u8, uint8_t, uint8_t)
+RED_INT(red_u16, uint16_t, uint16_t)
+RED_INT(red_u32, uint32_t, uint32_t)
+RED_INT(red_u64, uint64_t, uint64_t)
+
+/* Bytes of the accumulator type for fn on e (0: no kernel). */
+static size_t red_acc_size(int fn, sp_elem e)
+{
+    switch (e) {
+    case SP_ELEM_F32:
+        return fn == EX_RED_ADD || fn == EX_RED_MUL ? 8 : 4;
+    case SP_ELEM_F64:
+    case SP_ELEM_I64:
+    case SP_ELEM_UI64:
+        return 8;
+    case SP_ELEM_I32:
+    case SP_ELEM_UI32:
+        return 4;
+    case SP_ELEM_I16:
+    case SP_ELEM_UI16:
+        return 2;
+    case SP_ELEM_I8:
+    case SP_ELEM_UI8:
+        return 1;
+    case SP_ELEM_I1: /* and/or/max/min keep 0/1 */
+        return fn == EX_RED_AND || fn == EX_RED_OR || fn == EX_RED_MAX || fn == EX_RED_MIN ? 1 : 0;
+    default:
+        return 0;
+    }
+}
+
+cm_status ex_kern_reduce(int fn, sp_elem e, const void *in, const int64_t *dims, uint32_t rank,
+                         const bool *red, const void *init, void *out)
+{
+    size_t asz = red_acc_size(fn, e), esz = sp_elem_bytes(e);
+    if (asz == 0 || rank > EX_KERN_MAX_RANK) {
+        return CM_EINVAL;
+    }
+    rshape rs;
+    memset(&rs, 0, sizeof rs);
+    bool rd[EX_KERN_MAX_RANK];
+    size_t total = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        total *= (size_t)dims[k];
+        if (dims[k] == 1) {
+            continue;
+        }
+        if (rs.m > 0 && rd[rs.m - 1] == red[k]) {
+            rs.ext[rs.m - 1] *= dims[k];
+        } else {
+            rs.ext[rs.m] = dims[k];
+            rd[rs.m++] = red[k];
+        }
+    }
+    rs.nout = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        rs.nout *= red[k] ? 1u : (size_t)dims[k];
+    }
+    if (total == 0) {
+        ex_kern_fill(out, rs.nout, init, esz);
+        return CM_OK;
+    }
+    if (rs.m == 0) {
+        rs.ext[0] = 1;
+        rd[0] = false;
+        rs.m = 1;
+    }
+    size_t s = 1;
+    for (uint32_t j = rs.m; j-- > 0;) {
+        rs.ost[j] = rd[j] ? 0 : s;
+        s *= rd[j] ? 1u : (size_t)rs.ext[j];
+    }
+    rs.inner = (size_t)rs.ext[rs.m - 1];
+    rs.inner_red = rd[rs.m - 1];
+    rs.rows = total / rs.inner;
+    void *acc = out;
+    if (asz != esz) {
+        /* f32 sums and products accumulate in double; integer sums in the
+         * unsigned type of the same width, which has the same bits */
+        acc = cm_alloc(rs.nout * asz + 8u);
+        if (acc == NULL) {
+            return CM_ENOMEM;
+        }
+    }
+    bool ok;
+    switch (e) {
+    case SP_ELEM_F32:
+        ok = red_f32(fn, &rs, in, init, acc);
+        break;
+    case SP_ELEM_F64:
+        ok = red_f64(fn, &rs, in, init, acc);
+        break;
+    case SP_ELEM_I8:
+        ok = red_i8(fn, &rs, in, init, acc);
+        break;
+    case SP_ELEM_I16:
+        ok = red_i16(fn, &rs, in, init, acc);
+        break;
+    case SP_ELEM_I32:
+        ok = red_i32(fn, &rs, in, init, acc);
+        break;
+    case SP_ELEM_I64:
+        ok = red_i64(fn, &rs, in, init, acc);
+        break;
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+        ok = red_u8(fn, &rs, in, init, acc);
+        break;
+    case SP_ELEM_UI16:
+        ok = red_u16(fn, &rs, in, init, acc);
+        break;
+    case SP_ELEM_UI32:
+        ok = red_u32(fn, &rs, in, init, acc);
+        break;
+    default:
+        ok = red_u64(fn, &rs, in, init, acc);
+        break;
+    }
+    if (acc != out) {
+        if (e == SP_ELEM_F32 && asz == 8) {
+            const double *a = acc;
+            float *o = out;
+            for (size_t i = 0; i < rs.nout; i++) {
+                o[i] = (float)a[i];
+            }
+        }
+        cm_free(acc);
+    }
+    return ok ? CM_OK : CM_EINVAL;
+}
+
+/* ---- reduce_window ------------------------------------------------------------------- */
+
+#define WIN_BODY(COMB)                                                                             \
+    for (size_t i = 0; i < n; i++) {                                                               \
+        double acc = iv;                                                                           \
+        int64_t w[EX_KERN_MAX_RANK] = {0};                                                         \
+        for (size_t j = 0; j < nwin; j++) {                                                        \
+            size_t at = 0;                                                                         \
+            bool inside = true;                                                                    \
+            for (uint32_t k = 0; k < rank && inside; k++) {                                        \
+                int64_t x = o[k] * stride[k] - pad_lo[k] + w[k];                                   \
+                inside = x >= 0 && x < idims[k];                                                   \
+                at += (size_t)(x * ist[k]);                                                        \
+            }                                                                                      \
+            double v = !inside ? iv : e == SP_ELEM_F32 ? (double)((const float *)in)[at]           \
+                                                       : ((const double *)in)[at];                 \
+            acc = COMB(acc, v);                                                                    \
+            for (uint32_t k = rank; k-- > 0;) {                                                    \
+                if (++w[k] < win[k]) {                                                             \
+                    break;                                                                         \
+                }                                                                                  \
+                w[k] = 0;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+        if (e == SP_ELEM_F32) {                                                                    \
+            ((float *)out)[i] = (float)acc;                                                        \
+        } else {                                                                                   \
+            ((double *)out)[i] = acc;                                                              \
+        }                                                                                          \
+        for (uint32_t k = rank; k-- > 0;) {                                                        \
+            if (++o[k] < odims[k]) {                                                               \
+                break;                                                                             \
+            }                                                                                      \
+            o[k] = 0;                                                                              \
+        }                                                                                          \
+    }
+
+cm_status ex_kern_reduce_window(int fn, sp_elem e, const void *in, const int64_t *idims,
+                                uint32_t rank, const int64_t *win, const int64_t *stride,
+                                const int64_t *pad_lo, const void *init, void *out,
+                                const int64_t *odims)
+{
+    if ((e != SP_ELEM_F32 && e != SP_ELEM_F64) || rank > EX_KERN_MAX_RANK ||
+        (fn != EX_RED_ADD && fn != EX_RED_MUL && fn != EX_RED_MAX && fn != EX_RED_MIN)) {
+        return CM_EINVAL;
+    }
+    size_t n = 1, nwin = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        n *= (size_t)odims[k];
+        nwin *= (size_t)win[k];
+    }
+    int64_t ist[EX_KERN_MAX_RANK], o[EX_KERN_MAX_RANK] = {0};
+    row_major_strides(idims, rank, ist);
+    double iv = e == SP_ELEM_F32 ? (double)*(const float *)init : *(const double *)init;
+    switch (fn) {
+    case EX_RED_ADD:
+        WIN_BODY(COMB_ADD)
+        break;
+    case EX_RED_MUL:
+        WIN_BODY(COMB_MUL)
+        break;
+    case EX_RED_MAX:
+        WIN_BODY(COMB_FMAX)
+        break;
+    default:
+        WIN_BODY(COMB_FMIN)
+        break;
+    }
+    return CM_OK;
+}
+
+/* ---- dot_general ------------------------------------------------------------------------- */
+
+/* One operand as a matrix per batch: element (i, j) of the [rows x cols]
+ * view (rows: lhs free / rhs contract; cols: lhs contract / rhs free) sits at
+ * i * srow + j * scol. */
+typedef struct mview {
+    int64_t rows, cols, srow, scol;
+    bool ok; /* the dims collapse into one strided run each */
+} mview;
+
+/* Collapses dims d[0..n) (in this order) of an operand with strides st into
+ * one run: its length and stride, or false. Unit dims are ignored. */
+static bool collapse(const int64_t *dims, const int64_t *st, const int64_t *d, uint32_t n,
+                     int64_t *len, int64_t *stride)
+{
+    *len = 1;
+    *stride = 0;
+    int64_t prev = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t k = d[i];
+        if (dims[k] == 1) {
+            continue;
+        }
+        if (prev >= 0 && st[prev] != st[k] * dims[k]) {
+            return false;
+        }
+        *len *= dims[k];
+        *stride = st[k];
+        prev = k;
+    }
+    return true;
+}
+
+/* The gemm transpose flag and leading dimension of a view, or false: row-major
+ * needs unit column stride and a leading dimension of at least cols; the
+ * transposed form unit row stride and at least rows. */
+static bool gemm_layout(const mview *v, bool *trans, int64_t *ld)
+{
+    int64_t lr = v->rows == 1 ? (v->cols > 1 ? v->cols : 1) : v->srow;
+    if (v->srow > INT32_MAX || v->scol > INT32_MAX) {
+        return false; /* BLAS takes int leading dimensions: pack instead */
+    }
+    if ((v->cols == 1 || v->scol == 1) && lr >= (v->cols > 1 ? v->cols : 1)) {
+        *trans = false;
+        *ld = lr;
+        return true;
+    }
+    int64_t lc = v->cols == 1 ? (v->rows > 1 ? v->rows : 1) : v->scol;
+    if ((v->rows == 1 || v->srow == 1) && lc >= (v->rows > 1 ? v->rows : 1)) {
+        *trans = true;
+        *ld = lc;
+        return true;
+    }
+    return false;
+}
+
+/* Copies an operand into [batch, a, b] order (dims of a, then of b). */
+static void *pack(const void *x, const int64_t *dims, uint32_t rank, const int64_t *bd, uint32_t nb,
+                  const int64_t *ad, uint32_t na, const int64_t *bdd, uint32_t nbb, size_t esz)
+{
+    size_t n = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        n *= (size_t)dims[k];
+    }
+    void *t = cm_alloc(n * esz + 8u);
+    if (t == NULL) {
+        return NULL;
+    }
+    ex_amap map[EX_KERN_MAX_RANK];
+    int64_t td[EX_KERN_MAX_RANK];
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < nb; i++, j++) {
+        map[bd[i]] = (ex_amap){(int32_t)j, 1, 0};
+        td[j] = dims[bd[i]];
+    }
+    for (uint32_t i = 0; i < na; i++, j++) {
+        map[ad[i]] = (ex_amap){(int32_t)j, 1, 0};
+        td[j] = dims[ad[i]];
+    }
+    for (uint32_t i = 0; i < nbb; i++, j++) {
+        map[bdd[i]] = (ex_amap){(int32_t)j, 1, 0};
+        td[j] = dims[bdd[i]];
+    }
+    ex_kern_affine(x, dims, rank, map, t, td, rank, esz);
+    return t;
+}
+
+cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t lrank, const void *r,
+                      const int64_t *rdims, uint32_t rrank, const int64_t *lb, const int64_t *rb,
+                      uint32_t n_b, const int64_t *lc, const int64_t *rc, uint32_t n_c, void *out)
+{
+    if ((e != SP_ELEM_F32 && e != SP_ELEM_F64) || lrank > EX_KERN_MAX_RANK ||
+        rrank > EX_KERN_MAX_RANK) {
+        return CM_EINVAL;
+    }
+    size_t esz = sp_elem_bytes(e);
+    int64_t lst[EX_KERN_MAX_RANK], rst[EX_KERN_MAX_RANK];
+    int64_t lf[EX_KERN_MAX_RANK], rf[EX_KERN_MAX_RANK];
+    uint32_t nlf = 0, nrf = 0;
+    bool used[EX_KERN_MAX_RANK] = {false};
+    for (uint32_t i = 0; i < n_b; i++) {
+        used[lb[i]] = true;
+    }
+    for (uint32_t i = 0; i < n_c; i++) {
+        used[lc[i]] = true;
+    }
+    for (uint32_t k = 0; k < lrank; k++) {
+        if (!used[k]) {
+            lf[nlf++] = k;
+        }
+    }
+    memset(used, 0, sizeof used);
+    for (uint32_t i = 0; i < n_b; i++) {
+        used[rb[i]] = true;
+    }
+    for (uint32_t i = 0; i < n_c; i++) {
+        used[rc[i]] = true;
+    }
+    for (uint32_t k = 0; k < rrank; k++) {
+        if (!used[k]) {
+            rf[nrf++] = k;
+        }
+    }
+    row_major_strides(ldims, lrank, lst);
+    row_major_strides(rdims, rrank, rst);
+    mview lv, rv;
+    memset(&lv, 0, sizeof lv);
+    memset(&rv, 0, sizeof rv);
+    lv.ok = collapse(ldims, lst, lf, nlf, &lv.rows, &lv.srow) &&
+            collapse(ldims, lst, lc, n_c, &lv.cols, &lv.scol);
+    rv.ok = collapse(rdims, rst, rc, n_c, &rv.rows, &rv.srow) &&
+            collapse(rdims, rst, rf, nrf, &rv.cols, &rv.scol);
+    int64_t M = 1, N = 1, K = 1, B = 1;
+    for (uint32_t i = 0; i < nlf; i++) {
+        M *= ldims[lf[i]];
+    }
+    for (uint32_t i = 0; i < nrf; i++) {
+        N *= rdims[rf[i]];
+    }
+    for (uint32_t i = 0; i < n_c; i++) {
+        K *= ldims[lc[i]];
+    }
+    for (uint32_t i = 0; i < n_b; i++) {
+        B *= ldims[lb[i]];
+    }
+    if (B * M * N == 0) {
+        return CM_OK;
+    }
+    bool lt = false, rt = false;
+    int64_t lda = 0, ldb = 0;
+    void *lp = NULL, *rp = NULL;
+    int64_t lbst[EX_KERN_MAX_RANK], rbst[EX_KERN_MAX_RANK], bdims[EX_KERN_MAX_RANK];
+    for (uint32_t i = 0; i < n_b; i++) {
+        bdims[i] = ldims[lb[i]];
+        lbst[i] = lst[lb[i]];
+        rbst[i] = rst[rb[i]];
+    }
+    if (K == 0) {
+        memset(out, 0, (size_t)(B * M * N) * esz);
+        return CM_OK;
+    }
+    if (!lv.ok || !gemm_layout(&lv, &lt, &lda)) {
+        lp = pack(l, ldims, lrank, lb, n_b, lf, nlf, lc, n_c, esz);
+        if (lp == NULL) {
+            return CM_ENOMEM;
+        }
+        lt = false;
+        lda = K;
+        for (uint32_t i = n_b; i-- > 0;) {
+            lbst[i] = i + 1 == n_b ? M * K : lbst[i + 1] * bdims[i + 1];
+        }
+    }
+    if (!rv.ok || !gemm_layout(&rv, &rt, &ldb)) {
+        rp = pack(r, rdims, rrank, rb, n_b, rc, n_c, rf, nrf, esz);
+        if (rp == NULL) {
+            cm_free(lp);
+            return CM_ENOMEM;
+        }
+        rt = false;
+        ldb = N;
+        for (uint32_t i = n_b; i-- > 0;) {
+            rbst[i] = i + 1 == n_b ? K * N : rbst[i + 1] * bdims[i + 1];
+        }
+    }
+    const char *la = lp != NULL ? lp : l, *rbp = rp != NULL ? rp : r;
+    int64_t c[EX_KERN_MAX_RANK] = {0};
+    int64_t ee = (int64_t)esz;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t lo = 0, ro = 0;
+        for (uint32_t i = 0; i < n_b; i++) {
+            lo += c[i] * lbst[i];
+            ro += c[i] * rbst[i];
+        }
+        char *o = (char *)out + b * M * N * ee;
+        if (e == SP_ELEM_F32) {
+            ex_blas_sgemm_ex(lt, rt, M, N, K, (const float *)(const void *)(la + lo * ee), lda,
+                             (const float *)(const void *)(rbp + ro * ee), ldb, (float *)(void *)o,
+                             N);
+        } else {
+            ex_blas_dgemm_ex(lt, rt, M, N, K, (const double *)(const void *)(la + lo * ee), lda,
+                             (const double *)(const void *)(rbp + ro * ee), ldb,
+                             (double *)(void *)o, N);
+        }
+        for (uint32_t i = n_b; i-- > 0;) {
+            if (++c[i] < bdims[i]) {
+                break;
+            }
+            c[i] = 0;
+        }
+    }
+    cm_free(lp);
+    cm_free(rp);
+    return CM_OK;
+}
+
+/* ---- blocks: place, gather, scatter ---------------------------------------------------- */
+
+static int64_t valid_extent(const ex_block *b, uint32_t k)
+{
+    int64_t n = b->gdims[k] - b->off[k];
+    return n < 0 ? 0 : (n < b->dims[k] ? n : b->dims[k]);
+}
+
+void ex_kern_place(const ex_block *src, const int64_t *gstart, const ex_block *dst)
+{
+    int64_t sst[EX_KERN_MAX_RANK], dstr[EX_KERN_MAX_RANK], ext[EX_KERN_MAX_RANK];
+    row_major_strides(src->dims, src->rank, sst);
+    row_major_strides(dst->dims, dst->rank, dstr);
+    int64_t so = 0, dof = 0;
+    for (uint32_t k = 0; k < src->rank; k++) {
+        /* global positions in dst: [gstart + soff, gstart + soff + valid) */
+        int64_t a = gstart[k] + src->off[k], b = a + valid_extent(src, k);
+        int64_t da = dst->off[k], db = da + valid_extent(dst, k);
+        int64_t lo = a > da ? a : da, hi = b < db ? b : db;
+        if (hi <= lo) {
+            return;
+        }
+        ext[k] = hi - lo;
+        so += (lo - a) * sst[k];
+        dof += (lo - da) * dstr[k];
+    }
+    int64_t e = (int64_t)src->esz;
+    copy_strided((char *)dst->data + dof * e, dstr, (const char *)src->data + so * e, sst, ext,
+                 src->rank, src->esz);
+}
+
+/* Integer element i of p as int64 (0 for non-integer types). */
+static int64_t int_at(const void *p, sp_elem e, size_t i)
+{
+    switch (e) {
+    case SP_ELEM_I8:
+        return ((const int8_t *)p)[i];
+    case SP_ELEM_I16:
+        return ((const int16_t *)p)[i];
+    case SP_ELEM_I32:
+        return ((const int32_t *)p)[i];
+    case SP_ELEM_I64:
+        return ((const int64_t *)p)[i];
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+        return ((const uint8_t *)p)[i];
+    case SP_ELEM_UI16:
+        return ((const uint16_t *)p)[i];
+    case SP_ELEM_UI32:
+        return ((const uint32_t *)p)[i];
+    case SP_ELEM_UI64: {
+        uint64_t v = ((const uint64_t *)p)[i];
+        return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+    }
+    default:
+        return 0;
+    }
+}
+
+static int64_t index_of(const int64_t *v, uint32_t n, int64_t x)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (v[i] == x) {
+            return (int64_t)i;
+        }
+    }
+    return -1;
+}
+
+/* The start of the window of the element whose indices batch coordinates
+ * are those of the non-window dims of `at` (global): start[operand dim],
+ * from the index vector, and the operand batching dims. false when ix's
+ * block lacks the element. */
+static bool window_start(const ex_gather_dims *g, const ex_block *ix, const int64_t *at,
+                         uint32_t at_rank, const int64_t *window, uint32_t n_window,
+                         uint32_t op_rank, int64_t *start)
+{
+    int64_t icoord[EX_KERN_MAX_RANK]; /* global indices coordinates */
+    uint32_t j = 0;
+    for (uint32_t r = 0; r < at_rank; r++) {
+        if (index_of(window, n_window, (int64_t)r) >= 0) {
+            continue;
+        }
+        uint32_t d = (int64_t)j < g->ivd ? j : j + 1u;
+        j++;
+        if (d >= ix->rank) {
+            return false;
+        }
+        icoord[d] = at[r];
+    }
+    for (uint32_t d = 0; d < op_rank; d++) {
+        start[d] = 0;
+    }
+    size_t base = 0;
+    int64_t ist[EX_KERN_MAX_RANK];
+    row_major_strides(ix->dims, ix->rank, ist);
+    for (uint32_t d = 0; d < ix->rank; d++) {
+        if ((int64_t)d == g->ivd) {
+            if (ix->off[d] != 0 || ix->dims[d] < (int64_t)g->n_start_map) {
+                return false;
+            }
+            continue;
+        }
+        int64_t l = icoord[d] - ix->off[d];
+        if (l < 0 || l >= ix->dims[d]) {
+            return false;
+        }
+        base += (size_t)(l * ist[d]);
+    }
+    for (uint32_t i = 0; i < g->n_start_map; i++) {
+        size_t at_i = base + ((int64_t)ix->rank > g->ivd ? (size_t)i * (size_t)ist[g->ivd] : 0u);
+        start[g->start_map[i]] = int_at(ix->data, ix->elem, at_i);
+    }
+    for (uint32_t p = 0; p < g->n_obatch && p < g->n_ibatch; p++) {
+        start[g->obatch[p]] = icoord[g->ibatch[p]];
+    }
+    return true;
+}
+
+cm_status ex_kern_gather(const ex_gather_dims *g, const ex_block *op, const ex_block *ix,
+                         const ex_block *out)
+{
+    size_t n = 1;
+    for (uint32_t k = 0; k < out->rank; k++) {
+        n *= (size_t)out->dims[k];
+    }
+    if (n == 0) {
+        return CM_OK;
+    }
+    int64_t ost[EX_KERN_MAX_RANK];
+    row_major_strides(op->dims, op->rank, ost);
+    /* operand dims of the window, in order: neither collapsed nor batching */
+    int64_t wdim[EX_KERN_MAX_RANK];
+    uint32_t nw = 0;
+    for (uint32_t d = 0; d < op->rank; d++) {
+        if (index_of(g->collapsed, g->n_collapsed, d) < 0 &&
+            index_of(g->obatch, g->n_obatch, d) < 0) {
+            wdim[nw++] = d;
+        }
+    }
+    if (nw != g->n_offset) {
+        return CM_EINVAL;
+    }
+    int64_t c[EX_KERN_MAX_RANK] = {0}, gr[EX_KERN_MAX_RANK], start[EX_KERN_MAX_RANK];
+    char *o = out->data;
+    for (size_t i = 0; i < n; i++) {
+        bool in = true;
+        for (uint32_t k = 0; k < out->rank; k++) {
+            gr[k] = out->off[k] + c[k];
+            in = in && gr[k] < out->gdims[k];
+        }
+        if (in &&
+            !window_start(g, ix, gr, out->rank, g->offset_dims, g->n_offset, op->rank, start)) {
+            return CM_EINVAL;
+        }
+        for (uint32_t d = 0; in && d < op->rank; d++) {
+            if (index_of(g->start_map, g->n_start_map, d) >= 0) {
+                int64_t hi = op->gdims[d] - g->slice_sizes[d];
+                start[d] = start[d] < 0 ? 0 : (start[d] > hi ? hi : start[d]);
+            }
+        }
+        for (uint32_t w = 0; in && w < nw; w++) {
+            start[wdim[w]] += gr[g->offset_dims[w]];
+        }
+        size_t si = 0;
+        for (uint32_t d = 0; in && d < op->rank; d++) {
+            int64_t l = start[d] - op->off[d];
+            in = l >= 0 && l < valid_extent(op, d);
+            si += (size_t)(l * ost[d]);
+        }
+        if (in) {
+            memcpy(o + i * out->esz, (const char *)op->data + si * op->esz, out->esz);
+        } else {
+            memset(o + i * out->esz, 0, out->esz);
+        }
+        for (uint32_t k = out->rank; k-- > 0;) {
+            if (++c[k] < out->dims[k]) {
+                break;
+            }
+            c[k] = 0;
+        }
+    }
+    return CM_OK;
+}
+
+#define COMBINE_ONE(T)                                                                             \
+    {                                                                                              \
+        T *d = dst;                                                                                \
+        T s = *(const T *)src;                                                                     \
+        switch (combine) {                                                                         \
+        case EX_RED_ADD:                                                                           \
+            *d = (T)(*d + s);                                                                      \
+            return true;                                                                           \
+        case EX_RED_MUL:                                                                           \
+            *d = (T)(*d * s);                                                                      \
+            return true;                                                                           \
+        case EX_RED_MAX:                                                                           \
+            *d = s > *d ? s : *d;                                                                  \
+            return true;                                                                           \
+        case EX_RED_MIN:                                                                           \
+            *d = s < *d ? s : *d;                                                                  \
+            return true;                                                                           \
+        default:                                                                                   \
+            return false;                                                                          \
+        }                                                                                          \
+    }
+
+/* *dst = *dst combine *src for one element (integers through the unsigned
+ * type, so that sums wrap). */
+static bool combine_one(void *dst, const void *src, sp_elem e, int combine)
+{
+    switch (e) {
+    case SP_ELEM_F32:
+        COMBINE_ONE(float)
+    case SP_ELEM_F64:
+        COMBINE_ONE(double)
+    case SP_ELEM_I32:
+    case SP_ELEM_UI32:
+        if (combine == EX_RED_ADD) {
+            *(uint32_t *)dst += *(const uint32_t *)src;
+            return true;
+        }
+        if (e == SP_ELEM_I32) {
+            COMBINE_ONE(int32_t)
+        }
+        COMBINE_ONE(uint32_t)
+    case SP_ELEM_I64:
+    case SP_ELEM_UI64:
+        if (combine == EX_RED_ADD) {
+            *(uint64_t *)dst += *(const uint64_t *)src;
+            return true;
+        }
+        if (e == SP_ELEM_I64) {
+            COMBINE_ONE(int64_t)
+        }
+        COMBINE_ONE(uint64_t)
+    default:
+        return false;
+    }
+}
+
+cm_status ex_kern_scatter(const ex_gather_dims *g, int combine, const ex_block *ix,
+                          const ex_block *upd, const ex_block *out)
+{
+    size_t n = 1;
+    for (uint32_t k = 0; k < upd->rank; k++) {
+        n *= (size_t)upd->dims[k];
+    }
+    int64_t ost[EX_KERN_MAX_RANK], wdim[EX_KERN_MAX_RANK], wsize[EX_KERN_MAX_RANK];
+    row_major_strides(out->dims, out->rank, ost);
+    uint32_t nw = 0;
+    for (uint32_t d = 0; d < out->rank; d++) {
+        wsize[d] = 1;
+        if (index_of(g->collapsed, g->n_collapsed, d) < 0 &&
+            index_of(g->obatch, g->n_obatch, d) < 0) {
+            wdim[nw++] = d;
+        }
+    }
+    if (nw != g->n_offset) {
+        return CM_EINVAL;
+    }
+    for (uint32_t w = 0; w < nw; w++) {
+        wsize[wdim[w]] = upd->gdims[g->offset_dims[w]];
+    }
+    int64_t c[EX_KERN_MAX_RANK] = {0}, gu[EX_KERN_MAX_RANK], start[EX_KERN_MAX_RANK];
+    for (size_t i = 0; i < n; i++) {
+        bool in = true;
+        for (uint32_t k = 0; k < upd->rank; k++) {
+            gu[k] = upd->off[k] + c[k];
+            in = in && gu[k] < upd->gdims[k];
+        }
+        if (in &&
+            !window_start(g, ix, gu, upd->rank, g->offset_dims, g->n_offset, out->rank, start)) {
+            return CM_EINVAL;
+        }
+        for (uint32_t d = 0; in && d < out->rank; d++) {
+            /* the whole window must fit in the operand, else it is skipped */
+            in = start[d] >= 0 && start[d] + wsize[d] <= out->gdims[d];
+        }
+        for (uint32_t w = 0; in && w < nw; w++) {
+            start[wdim[w]] += gu[g->offset_dims[w]];
+        }
+        size_t oi = 0;
+        for (uint32_t d = 0; in && d < out->rank; d++) {
+            int64_t l = start[d] - out->off[d];
+            in = l >= 0 && l < valid_extent(out, d);
+            oi += (size_t)(l * ost[d]);
+        }
+        if (in) {
+            char *d = (char *)out->data + oi * out->esz;
+            const char *s = (const char *)upd->data + i * upd->esz;
+            if (combine < 0) {
+                memcpy(d, s, out->esz);
+            } else if (!combine_one(d, s, out->elem, combine)) {
+                return CM_EINVAL;
+            }
+        }
+        for (uint32_t k = upd->rank; k-- > 0;) {
+            if (++c[k] < upd->dims[k]) {
+                break;
+            }
+            c[k] = 0;
+        }
+    }
+    return CM_OK;
+}
+
+/* ---- convolution -------------------------------------------------------------------------- */
+
+cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const int64_t *idims,
+                       const void *ker, const int64_t *kdims, void *out, const int64_t *odims,
+                       uint32_t rank)
+{
+    if ((e != SP_ELEM_F32 && e != SP_ELEM_F64) || rank > EX_KERN_MAX_RANK || cd->ns + 2 != rank) {
+        return CM_EINVAL;
+    }
+    size_t esz = sp_elem_bytes(e);
+    int64_t ns = cd->ns, N = idims[cd->ib], C = idims[cd->ifeat], O = kdims[cd->ko];
+    int64_t KS = 1, P = 1;
+    for (int64_t j = 0; j < ns; j++) {
+        KS *= kdims[cd->ks[j]];
+        P *= odims[cd->os[j]];
+    }
+    int64_t KC = KS * C;
+    if (N * P * O == 0) {
+        return CM_OK;
+    }
+    int64_t ist[EX_KERN_MAX_RANK], ost_[EX_KERN_MAX_RANK];
+    row_major_strides(idims, rank, ist);
+    row_major_strides(odims, rank, ost_);
+    /* the kernel as [spatial..., in, out] */
+    void *kp = cm_alloc((size_t)(KC * O) * esz + 8u);
+    void *col = cm_alloc((size_t)(P * KC) * esz + 8u);
+    void *tmp = cm_alloc((size_t)(P * O) * esz + 8u);
+    if (kp == NULL || col == NULL || tmp == NULL) {
+        cm_free(kp);
+        cm_free(col);
+        cm_free(tmp);
+        return CM_ENOMEM;
+    }
+    ex_amap map[EX_KERN_MAX_RANK];
+    int64_t pd[EX_KERN_MAX_RANK];
+    for (int64_t j = 0; j < ns; j++) {
+        map[cd->ks[j]] = (ex_amap){(int32_t)j, 1, 0};
+        pd[j] = kdims[cd->ks[j]];
+    }
+    map[cd->ki] = (ex_amap){(int32_t)ns, 1, 0};
+    map[cd->ko] = (ex_amap){(int32_t)ns + 1, 1, 0};
+    pd[ns] = C;
+    pd[ns + 1] = O;
+    ex_kern_affine(ker, kdims, rank, map, kp, pd, rank, esz);
+    const char *ib = in;
+    int64_t ee = (int64_t)esz;
+    for (int64_t b = 0; b < N; b++) {
+        /* im2col: row p (output position q), columns (kernel position r, c) */
+        int64_t q[EX_KERN_MAX_RANK] = {0};
+        char *cp = col;
+        for (int64_t p = 0; p < P; p++) {
+            int64_t r[EX_KERN_MAX_RANK] = {0};
+            for (int64_t kk = 0; kk < KS; kk++) {
+                bool inside = true;
+                int64_t off = b * ist[cd->ib];
+                for (int64_t j = 0; j < ns && inside; j++) {
+                    int64_t x = q[j] * cd->stride[j] - cd->pad_lo[j] + r[j] * cd->rdil[j];
+                    inside = x >= 0 && x < idims[cd->is[j]];
+                    off += x * ist[cd->is[j]];
+                }
+                if (inside) {
+                    copy_row(cp, 1, ib + off * ee, ist[cd->ifeat], C, esz);
+                } else {
+                    memset(cp, 0, (size_t)C * esz);
+                }
+                cp += C * ee;
+                for (int64_t j = ns; j-- > 0;) {
+                    if (++r[j] < kdims[cd->ks[j]]) {
+                        break;
+                    }
+                    r[j] = 0;
+                }
+            }
+            for (int64_t j = ns; j-- > 0;) {
+                if (++q[j] < odims[cd->os[j]]) {
+                    break;
+                }
+                q[j] = 0;
+            }
+        }
+        if (e == SP_ELEM_F32) {
+            ex_blas_sgemm_ex(false, false, P, O, KC, col, KC, kp, O, tmp, O);
+        } else {
+            ex_blas_dgemm_ex(false, false, P, O, KC, col, KC, kp, O, tmp, O);
+        }
+        /* tmp [spatial..., O] into out at batch b */
+        int64_t ext[EX_KERN_MAX_RANK], sst[EX_KERN_MAX_RANK], dstr[EX_KERN_MAX_RANK];
+        for (int64_t j = 0; j < ns; j++) {
+            ext[j] = odims[cd->os[j]];
+            dstr[j] = ost_[cd->os[j]];
+        }
+        ext[ns] = O;
+        dstr[ns] = ost_[cd->ofeat];
+        row_major_strides(ext, (uint32_t)ns + 1, sst);
+        copy_strided((char *)out + b * ost_[cd->ob] * ee, dstr, tmp, sst, ext, (uint32_t)ns + 1,
+                     esz);
+    }
+    cm_free(kp);
+    cm_free(col);
+    cm_free(tmp);
+    return CM_OK;
+}
+
+/* ---- the core gate ------------------------------------------------------------------------ */
+
+void ex_gate_init(ex_gate *g, uint32_t n)
+{
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->n = n;
+    g->busy = 0;
+}
+
+void ex_gate_fini(ex_gate *g)
+{
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+}
+
+void ex_gate_enter(ex_gate *g)
+{
+    if (g == NULL || g->n == 0) {
+        return;
+    }
+    pthread_mutex_lock(&g->mu);
+    while (g->busy >= g->n) {
+        pthread_cond_wait(&g->cv, &g->mu);
+    }
+    g->busy++;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void ex_gate_leave(ex_gate *g)
+{
+    if (g == NULL || g->n == 0) {
+        return;
+    }
+    pthread_mutex_lock(&g->mu);
+    g->busy--;
+    pthread_cond_signal(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}

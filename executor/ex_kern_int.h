@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor (internal): compute kernels on raw row-major typed arrays, with
+ * native loops per element type (f32, f64, the integer types, i1 as one byte
+ * 0/1) that the compiler vectorises, so no element goes through a double on
+ * the way. ex_exec.c decodes ops and shards and calls these; they know
+ * nothing about modules, shardings or workers.
+ * Types are sp_elem values; the supported ones are those of ex_exec.c
+ * (F32, F64, I1, I8..I64, UI8..UI64). A function returning bool returns
+ * false, writing nothing, for a type or op it has no kernel for.
+ * Thread contract: every function is reentrant; an ex_gate is shared by the
+ * workers of one run. */
+#ifndef EX_KERN_INT_H
+#define EX_KERN_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cm.h"
+#include "sp_ir.h"
+#include "sp_ops.h"
+
+/* Comparison directions and reduce bodies, in ex_exec.c's order. */
+enum { EX_CMP_EQ, EX_CMP_NE, EX_CMP_LT, EX_CMP_LE, EX_CMP_GT, EX_CMP_GE };
+enum { EX_RED_ADD, EX_RED_MAX, EX_RED_MIN, EX_RED_MUL, EX_RED_AND, EX_RED_OR };
+
+/* Online cores (at least 1). */
+uint32_t ex_kern_cores(void);
+
+/* ---- element-wise ---------------------------------------------------------------- */
+
+/* out[i] = a[i] k b[i] for i < n, k one of SP_OP_ADD, SUBTRACT, MULTIPLY,
+ * DIVIDE, MAXIMUM, MINIMUM, AND, OR, XOR. Integers wrap; integer division by
+ * zero gives 0 and INT_MIN / -1 gives INT_MIN; float maximum/minimum
+ * propagate NaN. out may alias a or b. */
+bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void *out, size_t n);
+
+/* out[i] = k(a[i]): NEGATE, ABS, NOT (integers, i1) and EXPONENTIAL, TANH, SQRT,
+ * RSQRT, LOG, LOGISTIC (floats) besides NEGATE and ABS. */
+bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n);
+
+/* out[i] = (to)a[i]. Float to integer truncates toward zero and saturates
+ * (NaN gives 0); anything to i1 is a != 0; integers wrap. */
+bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t n);
+
+/* out[i] = a[i] dir b[i] as one byte 0/1 (dir: EX_CMP_*). */
+bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n);
+
+/* out[i] = pred[scalar ? 0 : i] ? a[i] : b[i] for elements of esz bytes. */
+void ex_kern_select(const uint8_t *pred, bool scalar, const void *a, const void *b, void *out,
+                    size_t n, size_t esz);
+
+/* Fills n elements of esz bytes with the element at val. */
+void ex_kern_fill(void *out, size_t n, const void *val, size_t esz);
+
+/* ---- data movement ---------------------------------------------------------------- */
+
+/* One source dimension of an affine gather: source index = bias + scale *
+ * c[rdim] (c the destination coordinate), or bias alone when rdim < 0. */
+typedef struct ex_amap {
+    int32_t rdim;
+    int64_t scale, bias;
+} ex_amap;
+
+/* dst[c] = src[map(c)] over dst's dims (row-major, drank <= EX_KERN_MAX_RANK);
+ * destination positions whose source index falls outside src get zero (the
+ * padding of a non-divisible shard). Destination dims no source dim maps to
+ * are broadcast. Rows are memcpy'd, transposes go through 32 x 32 tiles. */
+#define EX_KERN_MAX_RANK 16
+void ex_kern_affine(const void *src, const int64_t *sdims, uint32_t srank, const ex_amap *map,
+                    void *dst, const int64_t *ddims, uint32_t drank, size_t esz);
+
+/* stablehlo.pad on a block: dst (dims ddims, global offsets doff) gets the
+ * padding value pv (one element) everywhere, then src's valid elements
+ * (src dims sdims, valid extents svalid, global offsets soff) at global
+ * position lo + i * (interior + 1) when that lands in dst's block. */
+void ex_kern_pad(const void *src, const int64_t *sdims, const int64_t *svalid, const int64_t *soff,
+                 void *dst, const int64_t *ddims, const int64_t *doff, uint32_t rank,
+                 const int64_t *lo, const int64_t *interior, const void *pv, size_t esz);
+
+/* A device's block of a tensor: local row-major data, its dims, the global
+ * dims and the block's global offset (the last block of a dimension that the
+ * shard count does not divide is padded past the global end). */
+typedef struct ex_block {
+    void *data;
+    sp_elem elem;
+    uint32_t rank;
+    size_t esz;
+    const int64_t *dims;  /* local */
+    const int64_t *gdims; /* global */
+    const int64_t *off;   /* global offset of element 0 */
+} ex_block;
+
+/* Writes src's valid elements, whose global origin is moved to gstart (one
+ * entry per dim) in dst's global coordinates, where they land in dst's
+ * block (stablehlo.dynamic_update_slice once gstart is clamped). */
+void ex_kern_place(const ex_block *src, const int64_t *gstart, const ex_block *dst);
+
+/* The dimension numbers of a gather (or of a scatter: update_window_dims,
+ * inserted_window_dims, input_batching_dims, scatter_indices_batching_dims,
+ * scatter_dims_to_operand_dims, index_vector_dim). */
+typedef struct ex_gather_dims {
+    const int64_t *offset_dims, *collapsed, *obatch, *ibatch, *start_map;
+    uint32_t n_offset, n_collapsed, n_obatch, n_ibatch, n_start_map;
+    int64_t ivd;                /* index_vector_dim (== indices rank: none) */
+    const int64_t *slice_sizes; /* gather only: one per operand dim */
+} ex_gather_dims;
+
+/* stablehlo.gather in global coordinates: each element of out's block reads
+ * the operand at its clamped global position; positions outside op's block
+ * give 0 (a gather sharded on a collapsed dimension adds the blocks up
+ * afterwards). Indices may be any integer type.
+ * Errors: CM_EINVAL when ix's block does not hold the indices out's block
+ * needs (the caller reports it). */
+cm_status ex_kern_gather(const ex_gather_dims *g, const ex_block *op, const ex_block *ix,
+                         const ex_block *out);
+
+/* stablehlo.scatter on out's block (which already holds the operand): each
+ * valid element of upd's block goes to its global position when that lies in
+ * out's block; windows that do not fit in the operand are skipped (as XLA).
+ * combine: -1 replace, else EX_RED_ADD/MUL/MAX/MIN. Errors: CM_EINVAL (ix's
+ * block does not hold the indices needed, or no kernel for the type). */
+cm_status ex_kern_scatter(const ex_gather_dims *g, int combine, const ex_block *ix,
+                          const ex_block *upd, const ex_block *out);
+
+/* A convolution's layout and window (stablehlo.convolution without lhs
+ * dilation, groups or reversal). */
+typedef struct ex_conv_dims {
+    uint32_t ns;                             /* spatial dims */
+    int64_t ib, ifeat, is[EX_KERN_MAX_RANK]; /* input batch, feature, spatial */
+    int64_t ki, ko, ks[EX_KERN_MAX_RANK];    /* kernel in/out feature, spatial */
+    int64_t ob, ofeat, os[EX_KERN_MAX_RANK]; /* output */
+    int64_t stride[EX_KERN_MAX_RANK], pad_lo[EX_KERN_MAX_RANK], rdil[EX_KERN_MAX_RANK];
+} ex_conv_dims;
+
+/* out = conv(in, ker) for f32/f64 by im2col and one sgemm/dgemm per batch
+ * element; dims are the local blocks (spatial dims whole). Sizes must fit in
+ * an int. Errors: CM_EINVAL (type), CM_ENOMEM. */
+cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const int64_t *idims,
+                       const void *ker, const int64_t *kdims, void *out, const int64_t *odims,
+                       uint32_t rank);
+
+/* ---- reduction and products ---------------------------------------------------------- */
+
+/* out[kept coordinates] = init fn every in element whose reduced coordinates
+ * (red[k] true) vary, for fn EX_RED_*. f32 sums and products accumulate in
+ * double. out has the product of the kept dims elements.
+ * Errors: CM_EINVAL (no kernel for the type and body: out untouched),
+ * CM_ENOMEM. */
+cm_status ex_kern_reduce(int fn, sp_elem e, const void *in, const int64_t *dims, uint32_t rank,
+                         const bool *red, const void *init, void *out);
+
+/* stablehlo.reduce_window of an f32/f64 array without dilations: out (dims
+ * odims) at o combines init with in at o * stride - pad_lo + w for every
+ * window position w < win (positions in the padding count as init).
+ * Errors: CM_EINVAL (other types or bodies). */
+cm_status ex_kern_reduce_window(int fn, sp_elem e, const void *in, const int64_t *idims,
+                                uint32_t rank, const int64_t *win, const int64_t *stride,
+                                const int64_t *pad_lo, const void *init, void *out,
+                                const int64_t *odims);
+
+/* A dot_general of f32 or f64 arrays: out is [batch, lhs free, rhs free]
+ * row-major (dims in operand order), with lb/rb the n_b batching and lc/rc the
+ * n_c contracting dimensions. Each batch is one sgemm/dgemm straight on the
+ * operands (transposes and leading dimensions from their layout) when their
+ * free and contracting dims each collapse into one strided run; otherwise the
+ * operand is first copied to [batch, free, contract] / [batch, contract,
+ * free]. Sizes must have been checked to fit in an int.
+ * Errors: CM_EINVAL (other types), CM_ENOMEM. */
+cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t lrank, const void *r,
+                      const int64_t *rdims, uint32_t rrank, const int64_t *lb, const int64_t *rb,
+                      uint32_t n_b, const int64_t *lc, const int64_t *rc, uint32_t n_c, void *out);
+
+/* ---- the core gate ------------------------------------------------------------------ */
+
+/* At most n holders at a time (n = 0: no limit). With more device workers
+ * than cores, each worker holds the gate while it computes (run_local), so
+ * only as many sgemms as there are cores run at once, each keeping its
+ * core's caches, instead of eight time-sliced ones evicting each other.
+ * A worker must not hold the gate across a barrier. */
+typedef struct ex_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t n, busy;
+} ex_gate;
+
+void ex_gate_init(ex_gate *g, uint32_t n);
+void ex_gate_fini(ex_gate *g);
+void ex_gate_enter(ex_gate *g);
+void ex_gate_leave(ex_gate *g);
+
+#endif /* EX_KERN_INT_H */

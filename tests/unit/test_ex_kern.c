@@ -1,0 +1,961 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for executor/ex_kern (the compute kernels): element-wise ops,
+ * convert, compare and select per type (f32, f64, integers, i1) on odd
+ * sizes; strided copies (transpose tiles, broadcast, reverse, padded
+ * shards); reduce against a naive sum; dot_general on every operand layout
+ * against a naive product; pad, gather, scatter, dynamic_update_slice and
+ * convolution against hand-computed values or naive loops, also run by the
+ * executor (their partitioned runs are in test_ex_exec.c). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cm.h"
+#include "ex_exec.h"
+#include "ex_kern_int.h"
+
+/* A deterministic pseudo-random float in [-1, 1). */
+static float frand(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)(*s >> 8) / (float)(1u << 23) - 1.0f;
+}
+
+/* ---- element-wise ------------------------------------------------------------------- */
+
+static void test_ex_kern_binary_f32_matches_and_propagates_nan(void **state)
+{
+    (void)state;
+    float a[7] = {1, -2, 3.5f, NAN, 0, 7, -1}, b[7] = {2, 2, -1, 1, NAN, 7, -3}, o[7];
+    assert_true(ex_kern_binary(SP_OP_ADD, SP_ELEM_F32, a, b, o, 7));
+    assert_true(o[0] == 3.0f && o[1] == 0.0f && o[2] == 2.5f && o[6] == -4.0f);
+    assert_true(ex_kern_binary(SP_OP_MAXIMUM, SP_ELEM_F32, a, b, o, 7));
+    assert_true(o[0] == 2.0f && o[2] == 3.5f && isnan(o[3]) && isnan(o[4]) && o[6] == -1.0f);
+    assert_true(ex_kern_binary(SP_OP_MINIMUM, SP_ELEM_F32, a, b, o, 7));
+    assert_true(o[0] == 1.0f && isnan(o[3]) && isnan(o[4]) && o[6] == -3.0f);
+    assert_true(ex_kern_binary(SP_OP_DIVIDE, SP_ELEM_F32, a, b, o, 7));
+    assert_true(o[0] == 0.5f && o[1] == -1.0f);
+    assert_false(ex_kern_binary(SP_OP_AND, SP_ELEM_F32, a, b, o, 7));
+}
+
+static void test_ex_kern_binary_f64_and_ints(void **state)
+{
+    (void)state;
+    double a[3] = {1.5, -2, 4}, b[3] = {0.5, 3, -8}, o[3];
+    assert_true(ex_kern_binary(SP_OP_SUBTRACT, SP_ELEM_F64, a, b, o, 3));
+    assert_true(o[0] == 1.0 && o[1] == -5.0 && o[2] == 12.0);
+    int32_t ia[5] = {INT32_MAX, 7, -7, INT32_MIN, 5}, ib[5] = {1, 0, 2, -1, 3}, io[5];
+    assert_true(ex_kern_binary(SP_OP_ADD, SP_ELEM_I32, ia, ib, io, 5));
+    assert_int_equal(io[0], INT32_MIN); /* wraps */
+    assert_true(ex_kern_binary(SP_OP_DIVIDE, SP_ELEM_I32, ia, ib, io, 5));
+    assert_int_equal(io[1], 0);         /* by zero */
+    assert_int_equal(io[2], -3);        /* truncates */
+    assert_int_equal(io[3], INT32_MIN); /* INT_MIN / -1 */
+    assert_int_equal(io[4], 1);
+    assert_true(ex_kern_binary(SP_OP_XOR, SP_ELEM_I32, ia, ib, io, 5));
+    assert_int_equal(io[4], 6);
+    uint8_t ua[3] = {250, 3, 9}, ub[3] = {10, 5, 9}, uo[3];
+    assert_true(ex_kern_binary(SP_OP_ADD, SP_ELEM_UI8, ua, ub, uo, 3));
+    assert_int_equal(uo[0], 4);
+    assert_true(ex_kern_binary(SP_OP_SUBTRACT, SP_ELEM_UI8, ua, ub, uo, 3));
+    assert_int_equal(uo[1], 254);
+    int64_t la[2] = {INT64_MIN, 3}, lb[2] = {-1, -4}, lo[2];
+    assert_true(ex_kern_binary(SP_OP_MULTIPLY, SP_ELEM_I64, la, lb, lo, 2));
+    assert_true(lo[0] == INT64_MIN && lo[1] == -12);
+    uint8_t pa[4] = {0, 1, 0, 1}, pb[4] = {0, 0, 1, 1}, po[4];
+    assert_true(ex_kern_binary(SP_OP_OR, SP_ELEM_I1, pa, pb, po, 4));
+    assert_true(po[0] == 0 && po[1] == 1 && po[2] == 1 && po[3] == 1);
+    assert_false(ex_kern_binary(SP_OP_ADD, SP_ELEM_I1, pa, pb, po, 4));
+}
+
+static void test_ex_kern_unary_per_type(void **state)
+{
+    (void)state;
+    float a[5] = {0, 1, -2, 4, 0.25f}, o[5];
+    assert_true(ex_kern_unary(SP_OP_EXPONENTIAL, SP_ELEM_F32, a, o, 5));
+    assert_true(fabsf(o[1] - 2.7182817f) < 1e-6f && o[0] == 1.0f);
+    assert_true(ex_kern_unary(SP_OP_RSQRT, SP_ELEM_F32, a + 3, o, 2));
+    assert_true(o[0] == 0.5f && o[1] == 2.0f);
+    assert_true(ex_kern_unary(SP_OP_LOGISTIC, SP_ELEM_F32, a, o, 1));
+    assert_true(o[0] == 0.5f);
+    double d[2] = {-3, 9}, dout[2];
+    assert_true(ex_kern_unary(SP_OP_ABS, SP_ELEM_F64, d, dout, 2));
+    assert_true(dout[0] == 3.0 && dout[1] == 9.0);
+    int64_t i[3] = {INT64_MIN, -5, 6}, io[3];
+    assert_true(ex_kern_unary(SP_OP_NEGATE, SP_ELEM_I64, i, io, 3));
+    assert_true(io[0] == INT64_MIN && io[1] == 5 && io[2] == -6);
+    assert_true(ex_kern_unary(SP_OP_ABS, SP_ELEM_I64, i, io, 3));
+    assert_true(io[0] == INT64_MIN && io[1] == 5 && io[2] == 6);
+    assert_false(ex_kern_unary(SP_OP_TANH, SP_ELEM_I32, i, io, 1));
+    uint8_t p[3] = {0, 1, 1}, po[3];
+    assert_true(ex_kern_unary(SP_OP_NOT, SP_ELEM_I1, p, po, 3));
+    assert_true(po[0] == 1 && po[1] == 0 && po[2] == 0);
+    int16_t s[2] = {0, 5}, so[2];
+    assert_true(ex_kern_unary(SP_OP_NOT, SP_ELEM_I16, s, so, 2));
+    assert_true(so[0] == -1 && so[1] == -6);
+}
+
+static void test_ex_kern_convert_saturates_and_truncates(void **state)
+{
+    (void)state;
+    float f[6] = {-2.7f, 2.7f, 1e20f, -1e20f, NAN, 0.0f};
+    int32_t i[6];
+    assert_true(ex_kern_convert(SP_ELEM_F32, f, SP_ELEM_I32, i, 6));
+    assert_true(i[0] == -2 && i[1] == 2 && i[2] == INT32_MAX && i[3] == INT32_MIN && i[4] == 0);
+    uint8_t u[6];
+    assert_true(ex_kern_convert(SP_ELEM_F32, f, SP_ELEM_UI8, u, 6));
+    assert_true(u[0] == 0 && u[1] == 2 && u[2] == 255);
+    uint8_t b[6];
+    assert_true(ex_kern_convert(SP_ELEM_F32, f, SP_ELEM_I1, b, 6));
+    assert_true(b[0] == 1 && b[4] == 1 && b[5] == 0);
+    int32_t src[3] = {-1, 300, 7};
+    double d[3];
+    assert_true(ex_kern_convert(SP_ELEM_I32, src, SP_ELEM_F64, d, 3));
+    assert_true(d[0] == -1.0 && d[1] == 300.0);
+    int8_t s8[3];
+    assert_true(ex_kern_convert(SP_ELEM_I32, src, SP_ELEM_I8, s8, 3));
+    assert_true(s8[0] == -1 && s8[1] == 44 && s8[2] == 7); /* wraps */
+    float back[3];
+    assert_true(ex_kern_convert(SP_ELEM_F64, d, SP_ELEM_F32, back, 3));
+    assert_true(back[1] == 300.0f);
+}
+
+static void test_ex_kern_compare_and_select_odd_sizes(void **state)
+{
+    (void)state;
+    enum { N = 13 };
+    float a[N], b[N], o[N];
+    double da[N], db[N];
+    int16_t ia[N], ib[N];
+    uint8_t c[N];
+    uint32_t s = 1;
+    for (int i = 0; i < N; i++) {
+        a[i] = frand(&s);
+        b[i] = i % 3 == 0 ? a[i] : frand(&s);
+        da[i] = a[i];
+        db[i] = b[i];
+        ia[i] = (int16_t)(i - 6);
+        ib[i] = (int16_t)(6 - i);
+    }
+    static const int dirs[6] = {EX_CMP_EQ, EX_CMP_NE, EX_CMP_LT, EX_CMP_LE, EX_CMP_GT, EX_CMP_GE};
+    for (int d = 0; d < 6; d++) {
+        assert_true(ex_kern_compare(dirs[d], SP_ELEM_F32, a, b, c, N));
+        for (int i = 0; i < N; i++) {
+            bool want = d == 0   ? a[i] == b[i]
+                        : d == 1 ? a[i] != b[i]
+                        : d == 2 ? a[i] < b[i]
+                        : d == 3 ? a[i] <= b[i]
+                        : d == 4 ? a[i] > b[i]
+                                 : a[i] >= b[i];
+            assert_int_equal(c[i], want);
+        }
+        assert_true(ex_kern_compare(dirs[d], SP_ELEM_F64, da, db, c, N));
+        for (int i = 0; i < N; i++) {
+            bool want = d == 0   ? da[i] == db[i]
+                        : d == 1 ? da[i] != db[i]
+                        : d == 2 ? da[i] < db[i]
+                        : d == 3 ? da[i] <= db[i]
+                        : d == 4 ? da[i] > db[i]
+                                 : da[i] >= db[i];
+            assert_int_equal(c[i], want);
+        }
+        assert_true(ex_kern_compare(dirs[d], SP_ELEM_I16, ia, ib, c, N));
+        for (int i = 0; i < N; i++) {
+            bool want = d == 0   ? ia[i] == ib[i]
+                        : d == 1 ? ia[i] != ib[i]
+                        : d == 2 ? ia[i] < ib[i]
+                        : d == 3 ? ia[i] <= ib[i]
+                        : d == 4 ? ia[i] > ib[i]
+                                 : ia[i] >= ib[i];
+            assert_int_equal(c[i], want);
+        }
+    }
+    assert_true(ex_kern_compare(EX_CMP_GT, SP_ELEM_F32, a, b, c, N));
+    ex_kern_select(c, false, a, b, o, N, sizeof(float));
+    for (int i = 0; i < N; i++) {
+        assert_true(o[i] == (a[i] > b[i] ? a[i] : b[i]));
+    }
+    uint8_t one = 1;
+    ex_kern_select(&one, true, a, b, o, N, sizeof(float));
+    assert_memory_equal(o, a, sizeof a);
+    double dd[N];
+    ex_kern_select(c, false, da, db, dd, N, sizeof(double));
+    for (int i = 0; i < N; i++) {
+        assert_true(dd[i] == (c[i] ? da[i] : db[i]));
+    }
+}
+
+/* ---- strided copies ----------------------------------------------------------------- */
+
+/* A transpose of an odd-sized 3-d array through the tiled path, per element size. */
+static void check_transpose(size_t esz)
+{
+    int64_t sd[3] = {37, 5, 45}, dd[3] = {45, 37, 5};
+    size_t n = 37 * 5 * 45;
+    uint8_t *src = cm_alloc(n * esz), *dst = cm_alloc(n * esz);
+    assert_non_null(src);
+    assert_non_null(dst);
+    for (size_t i = 0; i < n * esz; i++) {
+        src[i] = (uint8_t)(i * 7 + i / 13);
+    }
+    /* dst[c0, c1, c2] = src[c1, c2, c0] */
+    ex_amap map[3] = {{1, 1, 0}, {2, 1, 0}, {0, 1, 0}};
+    ex_kern_affine(src, sd, 3, map, dst, dd, 3, esz);
+    for (int64_t a = 0; a < 45; a++) {
+        for (int64_t b = 0; b < 37; b++) {
+            for (int64_t c = 0; c < 5; c++) {
+                size_t di = (size_t)((a * 37 + b) * 5 + c), si = (size_t)((b * 5 + c) * 45 + a);
+                assert_memory_equal(dst + di * esz, src + si * esz, esz);
+            }
+        }
+    }
+    cm_free(src);
+    cm_free(dst);
+}
+
+static void test_ex_kern_affine_transposes_every_element_size(void **state)
+{
+    (void)state;
+    check_transpose(1);
+    check_transpose(2);
+    check_transpose(4);
+    check_transpose(8);
+}
+
+static void test_ex_kern_affine_broadcast_reverse_and_padding(void **state)
+{
+    (void)state;
+    float src[6] = {1, 2, 3, 4, 5, 6}; /* 2 x 3 */
+    int64_t sd[2] = {2, 3};
+    /* broadcast: dst[i, j, k] = src[j, k] for i < 2 */
+    int64_t bd[3] = {2, 2, 3};
+    float b[12];
+    ex_amap bm[2] = {{1, 1, 0}, {2, 1, 0}};
+    ex_kern_affine(src, sd, 2, bm, b, bd, 3, sizeof(float));
+    assert_memory_equal(b, src, sizeof src);
+    assert_memory_equal(b + 6, src, sizeof src);
+    /* reverse dim 1 and read rows from offset 1 (row 2 is outside: zero) */
+    int64_t rd[2] = {2, 3};
+    float r[6];
+    ex_amap rm[2] = {{0, 1, 1}, {1, -1, 2}};
+    ex_kern_affine(src, sd, 2, rm, r, rd, 2, sizeof(float));
+    float want[6] = {6, 5, 4, 0, 0, 0};
+    assert_memory_equal(r, want, sizeof want);
+    /* a scalar broadcast to 5 elements */
+    int64_t one[1] = {1}, five[1] = {5};
+    int32_t s = 42, o[5];
+    ex_amap sm[1] = {{-1, 0, 0}};
+    ex_kern_affine(&s, one, 1, sm, o, five, 1, sizeof s);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(o[i], 42);
+    }
+}
+
+/* ---- reduce --------------------------------------------------------------------------- */
+
+static void test_ex_kern_reduce_every_pattern_f32(void **state)
+{
+    (void)state;
+    int64_t dims[4] = {3, 5, 1, 19};
+    float in[3 * 5 * 19];
+    uint32_t s = 3;
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+        in[i] = frand(&s);
+    }
+    float init = 0.5f;
+    for (int mask = 0; mask < 16; mask++) {
+        bool red[4];
+        int64_t od[4];
+        uint32_t orank = 0;
+        for (int k = 0; k < 4; k++) {
+            red[k] = (mask >> k) & 1;
+            if (!red[k]) {
+                od[orank++] = dims[k];
+            }
+        }
+        size_t nout = 1;
+        for (uint32_t k = 0; k < orank; k++) {
+            nout *= (size_t)od[k];
+        }
+        float out[3 * 5 * 19];
+        double want[3 * 5 * 19];
+        for (size_t i = 0; i < nout; i++) {
+            want[i] = init;
+        }
+        for (int64_t a = 0; a < 3; a++) {
+            for (int64_t b = 0; b < 5; b++) {
+                for (int64_t d = 0; d < 19; d++) {
+                    int64_t c[4] = {a, b, 0, d};
+                    size_t oi = 0;
+                    for (int k = 0; k < 4; k++) {
+                        if (!red[k]) {
+                            oi = oi * (size_t)dims[k] + (size_t)c[k];
+                        }
+                    }
+                    want[oi] += (double)in[(a * 5 + b) * 19 + d];
+                }
+            }
+        }
+        assert_int_equal(ex_kern_reduce(EX_RED_ADD, SP_ELEM_F32, in, dims, 4, red, &init, out),
+                         CM_OK);
+        for (size_t i = 0; i < nout; i++) {
+            assert_true(fabs((double)out[i] - want[i]) < 1e-5);
+        }
+    }
+}
+
+static void test_ex_kern_reduce_max_min_and_ints(void **state)
+{
+    (void)state;
+    int64_t dims[2] = {2, 17};
+    bool inner[2] = {false, true}, outer[2] = {true, false};
+    float f[34];
+    for (int i = 0; i < 34; i++) {
+        f[i] = (float)(i % 17) - (float)(i / 17);
+    }
+    f[20] = NAN;
+    float ninf = -INFINITY, fo[17];
+    assert_int_equal(ex_kern_reduce(EX_RED_MAX, SP_ELEM_F32, f, dims, 2, inner, &ninf, fo), CM_OK);
+    assert_true(fo[0] == 16.0f && isnan(fo[1]));
+    assert_int_equal(ex_kern_reduce(EX_RED_MAX, SP_ELEM_F32, f, dims, 2, outer, &ninf, fo), CM_OK);
+    assert_true(fo[0] == 0.0f && fo[16] == 16.0f && isnan(fo[3]));
+    double d[34], dinf = INFINITY, dout[2];
+    for (int i = 0; i < 34; i++) {
+        d[i] = (double)(i * 7 % 11);
+    }
+    assert_int_equal(ex_kern_reduce(EX_RED_MIN, SP_ELEM_F64, d, dims, 2, inner, &dinf, dout),
+                     CM_OK);
+    assert_true(dout[0] == 0.0 && dout[1] == 0.0);
+    int32_t iv[34], izero = 0, iout[2];
+    for (int i = 0; i < 34; i++) {
+        iv[i] = i == 3 ? INT32_MAX : 1;
+    }
+    assert_int_equal(ex_kern_reduce(EX_RED_ADD, SP_ELEM_I32, iv, dims, 2, inner, &izero, iout),
+                     CM_OK);
+    assert_int_equal(iout[0], INT32_MIN + 15); /* wraps */
+    assert_int_equal(iout[1], 17);
+    uint8_t pv[34], pfalse = 0, pout[17];
+    memset(pv, 0, sizeof pv);
+    pv[18] = 1;
+    assert_int_equal(ex_kern_reduce(EX_RED_OR, SP_ELEM_I1, pv, dims, 2, outer, &pfalse, pout),
+                     CM_OK);
+    assert_true(pout[1] == 1 && pout[0] == 0 && pout[2] == 0);
+    assert_int_equal(ex_kern_reduce(EX_RED_ADD, SP_ELEM_I1, pv, dims, 2, outer, &pfalse, pout),
+                     CM_EINVAL);
+}
+
+/* ---- dot_general ---------------------------------------------------------------------- */
+
+/* The dims of a rank-r operand that are neither batch nor contracting. */
+static uint32_t free_dims(uint32_t r, const int64_t *b, uint32_t nb, const int64_t *c, uint32_t nc,
+                          int64_t *out)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < r; k++) {
+        bool u = false;
+        for (uint32_t i = 0; i < nb; i++) {
+            u = u || b[i] == k;
+        }
+        for (uint32_t i = 0; i < nc; i++) {
+            u = u || c[i] == k;
+        }
+        if (!u) {
+            out[n++] = k;
+        }
+    }
+    return n;
+}
+
+/* out = naive dot_general of l and r (dims and dimension numbers as ex_kern_dot). */
+static void naive_dot(const double *l, const int64_t *ld, uint32_t lr, const double *r,
+                      const int64_t *rd, uint32_t rr, const int64_t *lb, const int64_t *rb,
+                      uint32_t nb, const int64_t *lc, const int64_t *rc, uint32_t nc, double *out,
+                      size_t nout)
+{
+    int64_t lf[8], rf[8];
+    uint32_t nlf = free_dims(lr, lb, nb, lc, nc, lf), nrf = free_dims(rr, rb, nb, rc, nc, rf);
+    /* walk output coordinates [batch, lfree, rfree] and contraction */
+    int64_t odims[16], cd[8];
+    uint32_t orank = 0;
+    for (uint32_t i = 0; i < nb; i++) {
+        odims[orank++] = ld[lb[i]];
+    }
+    for (uint32_t i = 0; i < nlf; i++) {
+        odims[orank++] = ld[lf[i]];
+    }
+    for (uint32_t i = 0; i < nrf; i++) {
+        odims[orank++] = rd[rf[i]];
+    }
+    for (uint32_t i = 0; i < nc; i++) {
+        cd[i] = ld[lc[i]];
+    }
+    int64_t oc[16] = {0};
+    for (size_t o = 0; o < nout; o++) {
+        double acc = 0;
+        int64_t cc[8] = {0};
+        for (;;) {
+            int64_t lco[8], rco[8];
+            for (uint32_t i = 0; i < nb; i++) {
+                lco[lb[i]] = oc[i];
+                rco[rb[i]] = oc[i];
+            }
+            for (uint32_t i = 0; i < nlf; i++) {
+                lco[lf[i]] = oc[nb + i];
+            }
+            for (uint32_t i = 0; i < nrf; i++) {
+                rco[rf[i]] = oc[nb + nlf + i];
+            }
+            for (uint32_t i = 0; i < nc; i++) {
+                lco[lc[i]] = cc[i];
+                rco[rc[i]] = cc[i];
+            }
+            size_t li = 0, ri = 0;
+            for (uint32_t k = 0; k < lr; k++) {
+                li = li * (size_t)ld[k] + (size_t)lco[k];
+            }
+            for (uint32_t k = 0; k < rr; k++) {
+                ri = ri * (size_t)rd[k] + (size_t)rco[k];
+            }
+            acc += l[li] * r[ri];
+            uint32_t k = nc;
+            while (k-- > 0) {
+                if (++cc[k] < cd[k]) {
+                    break;
+                }
+                cc[k] = 0;
+            }
+            if (k == UINT32_MAX) {
+                break;
+            }
+        }
+        out[o] = acc;
+        for (uint32_t k = orank; k-- > 0;) {
+            if (++oc[k] < odims[k]) {
+                break;
+            }
+            oc[k] = 0;
+        }
+    }
+}
+
+typedef struct dot_case {
+    uint32_t lr, rr, nb, nc;
+    int64_t ld[4], rd[4], lb[2], rb[2], lc[2], rc[2];
+} dot_case;
+
+static void test_ex_kern_dot_every_layout_matches_naive(void **state)
+{
+    (void)state;
+    static const dot_case cases[] = {
+        /* plain [M,K] x [K,N] */
+        {2, 2, 0, 1, {5, 7}, {7, 3}, {0}, {0}, {1}, {0}},
+        /* both transposed: [K,M] x [N,K] */
+        {2, 2, 0, 1, {7, 5}, {3, 7}, {0}, {0}, {0}, {1}},
+        /* contraction over two dims in swapped order (lhs packs) */
+        {3, 3, 0, 2, {3, 4, 5}, {5, 4, 2}, {0}, {0}, {2, 1}, {0, 1}},
+        /* contraction over [0, 1] x [0, 1] (the transformer's weight grads) */
+        {3, 3, 0, 2, {2, 3, 5}, {2, 3, 4}, {0}, {0}, {0, 1}, {0, 1}},
+        /* batch dims in the middle, strided (attention: [b, s, h, d]) */
+        {4, 4, 2, 1, {2, 3, 2, 5}, {2, 4, 2, 5}, {0, 2}, {0, 2}, {3}, {3}},
+        /* batch then a contraction on the rhs's middle dim */
+        {4, 4, 2, 1, {2, 2, 3, 4}, {2, 4, 2, 5}, {0, 1}, {0, 2}, {3}, {1}},
+        /* a vector times a matrix, and a column result */
+        {1, 2, 0, 1, {6}, {6, 4}, {0}, {0}, {0}, {0}},
+        {2, 1, 0, 1, {3, 6}, {6}, {0}, {0}, {1}, {0}},
+        /* no contraction: an outer product */
+        {1, 1, 0, 0, {4}, {3}, {0}, {0}, {0}, {0}},
+    };
+    uint32_t s = 11;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const dot_case *c = &cases[ci];
+        size_t nl = 1, nr = 1, nout = 1;
+        for (uint32_t k = 0; k < c->lr; k++) {
+            nl *= (size_t)c->ld[k];
+        }
+        for (uint32_t k = 0; k < c->rr; k++) {
+            nr *= (size_t)c->rd[k];
+        }
+        nout = nl * nr;
+        for (uint32_t i = 0; i < c->nb; i++) {
+            nout /= (size_t)c->ld[c->lb[i]];
+        }
+        for (uint32_t i = 0; i < c->nc; i++) {
+            nout /= (size_t)(c->ld[c->lc[i]] * c->ld[c->lc[i]]);
+        }
+        double *l = cm_alloc(nl * 8), *r = cm_alloc(nr * 8), *want = cm_alloc(nout * 8),
+               *got = cm_alloc(nout * 8);
+        float *lf = cm_alloc(nl * 4), *rf = cm_alloc(nr * 4), *gotf = cm_alloc(nout * 4);
+        for (size_t i = 0; i < nl; i++) {
+            lf[i] = frand(&s);
+            l[i] = lf[i];
+        }
+        for (size_t i = 0; i < nr; i++) {
+            rf[i] = frand(&s);
+            r[i] = rf[i];
+        }
+        naive_dot(l, c->ld, c->lr, r, c->rd, c->rr, c->lb, c->rb, c->nb, c->lc, c->rc, c->nc, want,
+                  nout);
+        assert_int_equal(ex_kern_dot(SP_ELEM_F64, l, c->ld, c->lr, r, c->rd, c->rr, c->lb, c->rb,
+                                     c->nb, c->lc, c->rc, c->nc, got),
+                         CM_OK);
+        assert_int_equal(ex_kern_dot(SP_ELEM_F32, lf, c->ld, c->lr, rf, c->rd, c->rr, c->lb, c->rb,
+                                     c->nb, c->lc, c->rc, c->nc, gotf),
+                         CM_OK);
+        for (size_t i = 0; i < nout; i++) {
+            if (fabs(got[i] - want[i]) > 1e-12 || fabs((double)gotf[i] - want[i]) > 1e-5) {
+                fail_msg("case %zu element %zu: want %g, f64 %g, f32 %g", ci, i, want[i], got[i],
+                         (double)gotf[i]);
+            }
+        }
+        cm_free(l);
+        cm_free(r);
+        cm_free(want);
+        cm_free(got);
+        cm_free(lf);
+        cm_free(rf);
+        cm_free(gotf);
+    }
+    int32_t bad = 0;
+    int64_t one[1] = {1};
+    assert_int_equal(
+        ex_kern_dot(SP_ELEM_I32, &bad, one, 1, &bad, one, 1, NULL, NULL, 0, one, one, 0, &bad),
+        CM_EINVAL);
+}
+
+/* ---- pad, place, gather, scatter, convolution ------------------------------------------ */
+
+static void test_ex_kern_pad_negative_low_and_interior(void **state)
+{
+    (void)state;
+    /* 1-d: [1, 2, 3], low -1, interior 2, high 1: [p, p, 2, p, p, 3, p] */
+    int32_t src[3] = {1, 2, 3}, dst[7], pv = -9;
+    int64_t sd[1] = {3}, dd[1] = {7}, zero[1] = {0}, lo[1] = {-1}, in[1] = {2};
+    ex_kern_pad(src, sd, sd, zero, dst, dd, zero, 1, lo, in, &pv, sizeof pv);
+    int32_t want[7] = {-9, -9, 2, -9, -9, 3, -9};
+    assert_memory_equal(dst, want, sizeof want);
+    /* the block [3, 6) of the same result, from a source block holding [1, 3) */
+    int32_t part[3];
+    int64_t pd[1] = {3}, poff[1] = {3}, sblk[1] = {2}, soff[1] = {1};
+    ex_kern_pad(src + 1, sblk, sblk, soff, part, pd, poff, 1, lo, in, &pv, sizeof pv);
+    assert_memory_equal(part, want + 3, sizeof part);
+    /* 2-d f64 with interior on dim 1 */
+    double s2[4] = {1, 2, 3, 4}, d2[2 * 5], p2 = 0.5;
+    int64_t s2d[2] = {2, 2}, d2d[2] = {2, 5}, z2[2] = {0, 0}, lo2[2] = {0, 1}, in2[2] = {0, 1};
+    ex_kern_pad(s2, s2d, s2d, z2, d2, d2d, z2, 2, lo2, in2, &p2, sizeof p2);
+    double w2[10] = {0.5, 1, 0.5, 2, 0.5, 0.5, 3, 0.5, 4, 0.5};
+    assert_memory_equal(d2, w2, sizeof w2);
+}
+
+static void test_ex_kern_gather_embedding_rows_with_clamping(void **state)
+{
+    (void)state;
+    /* operand 5 x 3, indices [4, -2, 9] (clamped to 4, 0, 4) */
+    float op[15];
+    for (int i = 0; i < 15; i++) {
+        op[i] = (float)i;
+    }
+    int32_t ix[3] = {4, -2, 9};
+    float out[9];
+    int64_t od[2] = {5, 3}, id[2] = {3, 1}, rd[2] = {3, 3}, z[2] = {0, 0};
+    static const int64_t offset_dims[1] = {1}, collapsed[1] = {0}, start_map[1] = {0},
+                         ss[2] = {1, 3};
+    ex_gather_dims g = {offset_dims, collapsed, NULL, NULL, start_map, 1, 1, 0, 0, 1, 1, ss};
+    ex_block ob = {op, SP_ELEM_F32, 2, 4, od, od, z};
+    ex_block ib = {ix, SP_ELEM_I32, 2, 4, id, id, z};
+    ex_block rb = {out, SP_ELEM_F32, 2, 4, rd, rd, z};
+    assert_int_equal(ex_kern_gather(&g, &ob, &ib, &rb), CM_OK);
+    float want[9] = {12, 13, 14, 0, 1, 2, 12, 13, 14};
+    assert_memory_equal(out, want, sizeof want);
+    /* the operand's block of rows [2, 5) only: rows 0, 1 read as zero */
+    int64_t half[2] = {3, 3}, hoff[2] = {2, 0};
+    ex_block hb = {op + 6, SP_ELEM_F32, 2, 4, half, od, hoff};
+    assert_int_equal(ex_kern_gather(&g, &hb, &ib, &rb), CM_OK);
+    float want2[9] = {12, 13, 14, 0, 0, 0, 12, 13, 14};
+    assert_memory_equal(out, want2, sizeof want2);
+    /* an indices block that does not cover the result block */
+    int64_t ihalf[2] = {1, 1};
+    ex_block ib2 = {ix, SP_ELEM_I32, 2, 4, ihalf, id, z};
+    assert_int_equal(ex_kern_gather(&g, &ob, &ib2, &rb), CM_EINVAL);
+}
+
+static void test_ex_kern_scatter_add_replace_and_skip(void **state)
+{
+    (void)state;
+    /* operand 4 x 2 (i32), three updates of one row: rows 1, 1 (twice), 7 (skipped) */
+    int32_t out[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+    int64_t ix[3] = {1, 1, 7};
+    int32_t upd[6] = {10, 20, 30, 40, 50, 60};
+    int64_t od[2] = {4, 2}, id[2] = {3, 1}, ud[2] = {3, 2}, z[2] = {0, 0};
+    static const int64_t window[1] = {1}, inserted[1] = {0}, to_op[1] = {0};
+    ex_gather_dims g = {window, inserted, NULL, NULL, to_op, 1, 1, 0, 0, 1, 1, NULL};
+    ex_block ob = {out, SP_ELEM_I32, 2, 4, od, od, z};
+    ex_block ib = {ix, SP_ELEM_I64, 2, 8, id, id, z};
+    ex_block ub = {upd, SP_ELEM_I32, 2, 4, ud, ud, z};
+    assert_int_equal(ex_kern_scatter(&g, EX_RED_ADD, &ib, &ub, &ob), CM_OK);
+    int32_t want[8] = {0, 0, 41, 61, 2, 2, 3, 3};
+    assert_memory_equal(out, want, sizeof want);
+    double dout[8] = {0}, dupd[6] = {1, 2, 3, 4, 5, 6};
+    ex_block dob = {dout, SP_ELEM_F64, 2, 8, od, od, z};
+    ex_block dub = {dupd, SP_ELEM_F64, 2, 8, ud, ud, z};
+    int64_t ix2[3] = {0, 3, 2};
+    ex_block ib2 = {ix2, SP_ELEM_I64, 2, 8, id, id, z};
+    assert_int_equal(ex_kern_scatter(&g, -1, &ib2, &dub, &dob), CM_OK);
+    double dwant[8] = {1, 2, 0, 0, 5, 6, 3, 4};
+    assert_memory_equal(dout, dwant, sizeof dwant);
+}
+
+static void test_ex_kern_place_clips_to_the_block(void **state)
+{
+    (void)state;
+    float dst[12];
+    for (int i = 0; i < 12; i++) {
+        dst[i] = (float)i;
+    }
+    float src[4] = {-1, -2, -3, -4};
+    int64_t dd[2] = {3, 4}, sd[2] = {2, 2}, z[2] = {0, 0}, start[2] = {2, 1};
+    ex_block d = {dst, SP_ELEM_F32, 2, 4, dd, dd, z};
+    ex_block s = {src, SP_ELEM_F32, 2, 4, sd, sd, z};
+    ex_kern_place(&s, start, &d);
+    float want[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -2, 11};
+    assert_memory_equal(dst, want, sizeof want);
+}
+
+/* A naive NHWC / HWIO convolution. */
+static double naive_conv(const double *in, const int64_t *id, const double *k, const int64_t *kd,
+                         int64_t b, int64_t y, int64_t x, int64_t o, const int64_t *stride,
+                         const int64_t *pad, const int64_t *dil)
+{
+    double acc = 0;
+    for (int64_t ky = 0; ky < kd[0]; ky++) {
+        for (int64_t kx = 0; kx < kd[1]; kx++) {
+            int64_t iy = y * stride[0] - pad[0] + ky * dil[0];
+            int64_t ix = x * stride[1] - pad[1] + kx * dil[1];
+            if (iy < 0 || iy >= id[1] || ix < 0 || ix >= id[2]) {
+                continue;
+            }
+            for (int64_t c = 0; c < id[3]; c++) {
+                acc += in[((b * id[1] + iy) * id[2] + ix) * id[3] + c] *
+                       k[((ky * kd[1] + kx) * kd[2] + c) * kd[3] + o];
+            }
+        }
+    }
+    return acc;
+}
+
+static void test_ex_kern_conv_nhwc_and_nchw_match_naive(void **state)
+{
+    (void)state;
+    int64_t id[4] = {2, 7, 6, 3}, kd[4] = {3, 2, 3, 5}, stride[2] = {2, 1}, pad[2] = {1, 0},
+            dil[2] = {1, 2};
+    /* out spatial: (7 + 1 + 1 - 3) / 2 + 1 = 4; (6 + 0 + 0 - 3) / 1 + 1 = 4 */
+    int64_t od[4] = {2, 4, 4, 5};
+    double in[2 * 7 * 6 * 3], k[3 * 2 * 3 * 5], out[2 * 4 * 4 * 5];
+    uint32_t s = 5;
+    for (size_t i = 0; i < sizeof in / 8; i++) {
+        in[i] = frand(&s);
+    }
+    for (size_t i = 0; i < sizeof k / 8; i++) {
+        k[i] = frand(&s);
+    }
+    ex_conv_dims cd;
+    memset(&cd, 0, sizeof cd);
+    cd.ns = 2;
+    cd.ib = 0;
+    cd.ifeat = 3;
+    cd.is[0] = 1;
+    cd.is[1] = 2;
+    cd.ks[0] = 0;
+    cd.ks[1] = 1;
+    cd.ki = 2;
+    cd.ko = 3;
+    cd.ob = 0;
+    cd.ofeat = 3;
+    cd.os[0] = 1;
+    cd.os[1] = 2;
+    for (int j = 0; j < 2; j++) {
+        cd.stride[j] = stride[j];
+        cd.pad_lo[j] = pad[j];
+        cd.rdil[j] = dil[j];
+    }
+    assert_int_equal(ex_kern_conv(SP_ELEM_F64, &cd, in, id, k, kd, out, od, 4), CM_OK);
+    for (int64_t b = 0; b < 2; b++) {
+        for (int64_t y = 0; y < 4; y++) {
+            for (int64_t x = 0; x < 4; x++) {
+                for (int64_t o = 0; o < 5; o++) {
+                    double want = naive_conv(in, id, k, kd, b, y, x, o, stride, pad, dil);
+                    assert_true(fabs(out[((b * 4 + y) * 4 + x) * 5 + o] - want) < 1e-12);
+                }
+            }
+        }
+    }
+    /* the same in NCHW / OIHW / NCHW, f32 */
+    float inc[2 * 3 * 7 * 6], kc[5 * 3 * 3 * 2], oc[2 * 5 * 4 * 4];
+    for (int64_t b = 0; b < 2; b++) {
+        for (int64_t c = 0; c < 3; c++) {
+            for (int64_t y = 0; y < 7; y++) {
+                for (int64_t x = 0; x < 6; x++) {
+                    inc[((b * 3 + c) * 7 + y) * 6 + x] = (float)in[((b * 7 + y) * 6 + x) * 3 + c];
+                }
+            }
+        }
+    }
+    for (int64_t o = 0; o < 5; o++) {
+        for (int64_t c = 0; c < 3; c++) {
+            for (int64_t y = 0; y < 3; y++) {
+                for (int64_t x = 0; x < 2; x++) {
+                    kc[((o * 3 + c) * 3 + y) * 2 + x] = (float)k[((y * 2 + x) * 3 + c) * 5 + o];
+                }
+            }
+        }
+    }
+    int64_t idc[4] = {2, 3, 7, 6}, kdc[4] = {5, 3, 3, 2}, odc[4] = {2, 5, 4, 4};
+    cd.ifeat = 1;
+    cd.is[0] = 2;
+    cd.is[1] = 3;
+    cd.ko = 0;
+    cd.ki = 1;
+    cd.ks[0] = 2;
+    cd.ks[1] = 3;
+    cd.ofeat = 1;
+    cd.os[0] = 2;
+    cd.os[1] = 3;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, inc, idc, kc, kdc, oc, odc, 4), CM_OK);
+    for (int64_t b = 0; b < 2; b++) {
+        for (int64_t o = 0; o < 5; o++) {
+            for (int64_t y = 0; y < 4; y++) {
+                for (int64_t x = 0; x < 4; x++) {
+                    double want = out[((b * 4 + y) * 4 + x) * 5 + o];
+                    assert_true(fabs((double)oc[((b * 5 + o) * 4 + y) * 4 + x] - want) < 1e-5);
+                }
+            }
+        }
+    }
+}
+
+static void test_ex_gate_limits_holders(void **state)
+{
+    (void)state;
+    ex_gate g;
+    ex_gate_init(&g, 2);
+    ex_gate_enter(&g);
+    ex_gate_enter(&g);
+    assert_int_equal(g.busy, 2);
+    ex_gate_leave(&g);
+    ex_gate_enter(&g);
+    ex_gate_leave(&g);
+    ex_gate_leave(&g);
+    assert_int_equal(g.busy, 0);
+    ex_gate_fini(&g);
+    ex_gate_enter(NULL); /* no gate: nothing to do */
+    ex_gate_leave(NULL);
+    assert_true(ex_kern_cores() >= 1);
+}
+
+static void test_ex_kern_reduce_window_max_and_sum_pools(void **state)
+{
+    (void)state;
+    /* 1 x 5 f32, window 2, stride 2, padding (1, 0): windows [-, 0], [1, 2], [3, 4] */
+    float in[5] = {3, -1, 4, 1, -5}, ninf = -INFINITY, out[3];
+    int64_t id[2] = {1, 5}, od[2] = {1, 3}, win[2] = {1, 2}, st[2] = {1, 2}, lo[2] = {0, 1};
+    assert_int_equal(
+        ex_kern_reduce_window(EX_RED_MAX, SP_ELEM_F32, in, id, 2, win, st, lo, &ninf, out, od),
+        CM_OK);
+    float want[3] = {3, 4, 1};
+    assert_memory_equal(out, want, sizeof want);
+    double din[5] = {1, 2, 3, 4, 5}, zero = 0, dout[3];
+    assert_int_equal(
+        ex_kern_reduce_window(EX_RED_ADD, SP_ELEM_F64, din, id, 2, win, st, lo, &zero, dout, od),
+        CM_OK);
+    double dwant[3] = {1, 5, 9};
+    assert_memory_equal(dout, dwant, sizeof dwant);
+    int32_t iin[5] = {0}, iz = 0, iout[3];
+    assert_int_equal(
+        ex_kern_reduce_window(EX_RED_ADD, SP_ELEM_I32, iin, id, 2, win, st, lo, &iz, iout, od),
+        CM_EINVAL);
+}
+
+/* ---- through the executor (partitioned runs: test_ex_exec.c) ----------------------------- */
+
+/* Runs text on one device and returns result 0 (freed by the caller). */
+static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_args)
+{
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    ex_exec_opts o = {1, true, 1, NULL};
+    ex_tensor *res = NULL;
+    uint32_t n = 0;
+    cm_status st = ex_exec_run(m, &o, args, n_args, &res, &n, &err);
+    sp_module_destroy(m);
+    if (st != CM_OK) {
+        fail_msg("ex_exec_run: %s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+    }
+    assert_int_equal(n, 1);
+    return res;
+}
+
+static void test_ex_exec_run_new_ops_by_hand(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main(%arg0: tensor<3x2xi32>, %arg1: tensor<2xi64>) -> tensor<5x2xi32> {\n"
+        "  %c = stablehlo.constant dense<-1> : tensor<i32>\n"
+        "  %0 = stablehlo.pad %arg0, %c, low = [1, 0], high = [1, 0], interior = [0, 0] : "
+        "(tensor<3x2xi32>, tensor<i32>) -> tensor<5x2xi32>\n"
+        "  %1 = stablehlo.slice %arg1 [0:1] : (tensor<2xi64>) -> tensor<1xi64>\n"
+        "  %2 = stablehlo.reshape %1 : (tensor<1xi64>) -> tensor<i64>\n"
+        "  %c0 = stablehlo.constant dense<0> : tensor<i64>\n"
+        "  %3 = stablehlo.dynamic_slice %arg0, %2, %c0, sizes = [1, 2] : (tensor<3x2xi32>, "
+        "tensor<i64>, tensor<i64>) -> tensor<1x2xi32>\n"
+        "  %4 = stablehlo.dynamic_update_slice %0, %3, %2, %c0 : (tensor<5x2xi32>, "
+        "tensor<1x2xi32>, tensor<i64>, tensor<i64>) -> tensor<5x2xi32>\n"
+        "  return %4 : tensor<5x2xi32>\n}\n";
+    int32_t a[6] = {1, 2, 3, 4, 5, 6};
+    int64_t idx[2] = {2, 0};
+    ex_tensor args[2] = {{SP_ELEM_I32, 2, {3, 2}, 6, a}, {SP_ELEM_I64, 1, {2}, 2, idx}};
+    ex_tensor *res = run_one(mod, args, 2);
+    /* pad: [-1 -1; 1 2; 3 4; 5 6; -1 -1]; row 2 of it replaced by row 2 of arg0 */
+    int32_t want[10] = {-1, -1, 1, 2, 5, 6, 5, 6, -1, -1};
+    assert_memory_equal(res[0].data, want, sizeof want);
+    ex_tensors_free(res, 1);
+}
+
+static void test_ex_exec_run_gather_scatter_conv_by_hand(void **state)
+{
+    (void)state;
+    static const char gs[] =
+        "func.func @main(%arg0: tensor<4x2xf64>, %arg1: tensor<3x1xi32>) -> tensor<4x2xf64> {\n"
+        "  %0 = \"stablehlo.gather\"(%arg0, %arg1) {dimension_numbers = "
+        "#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = "
+        "[0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, "
+        "2>} : (tensor<4x2xf64>, tensor<3x1xi32>) -> tensor<3x2xf64>\n"
+        "  %1 = \"stablehlo.scatter\"(%arg0, %arg1, %0) ({\n"
+        "  ^bb0(%a: tensor<f64>, %b: tensor<f64>):\n"
+        "    %s = stablehlo.add %a, %b : tensor<f64>\n"
+        "    stablehlo.return %s : tensor<f64>\n"
+        "  }) {indices_are_sorted = false, scatter_dimension_numbers = "
+        "#stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], "
+        "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false} : "
+        "(tensor<4x2xf64>, tensor<3x1xi32>, tensor<3x2xf64>) -> tensor<4x2xf64>\n"
+        "  return %1 : tensor<4x2xf64>\n}\n";
+    double a[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t ix[3] = {3, 0, 3};
+    ex_tensor args[2] = {{SP_ELEM_F64, 2, {4, 2}, 8, a}, {SP_ELEM_I32, 2, {3, 1}, 3, ix}};
+    ex_tensor *res = run_one(gs, args, 2);
+    /* rows 3, 0, 3 gathered and added back: row 0 doubled, row 3 tripled */
+    double want[8] = {2, 4, 3, 4, 5, 6, 21, 24};
+    assert_memory_equal(res[0].data, want, sizeof want);
+    ex_tensors_free(res, 1);
+    static const char conv[] =
+        "func.func @main(%arg0: tensor<1x3x3x1xf32>, %arg1: tensor<2x2x1x1xf32>) -> "
+        "tensor<1x2x2x1xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[0, 0], [0, 0]], rhs_dilate = [1, "
+        "1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+        "(tensor<1x3x3x1xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x1xf32>\n"
+        "  return %0 : tensor<1x2x2x1xf32>\n}\n";
+    float img[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, ker[4] = {1, 0, 0, -1};
+    ex_tensor cargs[2] = {{SP_ELEM_F32, 4, {1, 3, 3, 1}, 9, img},
+                          {SP_ELEM_F32, 4, {2, 2, 1, 1}, 4, ker}};
+    res = run_one(conv, cargs, 2);
+    float cwant[4] = {-4, -4, -4, -4};
+    assert_memory_equal(res[0].data, cwant, sizeof cwant);
+    ex_tensors_free(res, 1);
+}
+
+/* ex_check_text on text must fail with CM_EINVAL at path, msg containing what. */
+static void assert_rejected(const char *text, const char *path, const char *what)
+{
+    ex_check_opts o = {1, 1, 1, NULL};
+    ex_report r;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(ex_check_text(text, strlen(text), &o, &r, &err), CM_EINVAL);
+    assert_string_equal(err.path, path);
+    if (strstr(err.msg, what) == NULL) {
+        fail_msg("message '%s' lacks '%s'", err.msg, what);
+    }
+}
+
+static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
+{
+    (void)state;
+    /* gather whose start_index_map names operand dim 5 of a rank-2 operand */
+    assert_rejected(
+        "func.func @main(%arg0: tensor<10x6xf32>, %arg1: tensor<4x1xi32>) -> tensor<4x6xf32> {\n"
+        "  %0 = \"stablehlo.gather\"(%arg0, %arg1) {dimension_numbers = "
+        "#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [5], "
+        "index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 6>} : "
+        "(tensor<10x6xf32>, tensor<4x1xi32>) -> tensor<4x6xf32>\n"
+        "  return %0 : tensor<4x6xf32>\n}\n",
+        "2:3", "dimension numbers do not fit");
+    /* a grouped convolution */
+    assert_rejected(
+        "func.func @main(%arg0: tensor<1x4x4x2xf32>, %arg1: tensor<1x1x1x2xf32>) -> "
+        "tensor<1x4x4x2xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1]} {batch_group_count = 1 : i64, "
+        "feature_group_count = 2 : i64} : (tensor<1x4x4x2xf32>, tensor<1x1x1x2xf32>) -> "
+        "tensor<1x4x4x2xf32>\n"
+        "  return %0 : tensor<1x4x4x2xf32>\n}\n",
+        "2:3", "groups cannot be executed yet");
+    /* a pad whose result type does not follow from its padding */
+    assert_rejected("func.func @main(%arg0: tensor<3xf32>) -> tensor<9xf32> {\n"
+                    "  %c = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                    "  %0 = stablehlo.pad %arg0, %c, low = [1], high = [1], interior = [0] : "
+                    "(tensor<3xf32>, tensor<f32>) -> tensor<9xf32>\n"
+                    "  return %0 : tensor<9xf32>\n}\n",
+                    "3:3", "operands or attributes the executor cannot run");
+    /* a dot contracting a dim the operand does not have */
+    assert_rejected("func.func @main(%arg0: tensor<4x3xf32>, %arg1: tensor<3x5xf32>) -> "
+                    "tensor<4x5xf32> {\n"
+                    "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [7] x [0] : "
+                    "(tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>\n"
+                    "  return %0 : tensor<4x5xf32>\n}\n",
+                    "2:3", "attributes the executor cannot read");
+    /* sort still has no kernel */
+    assert_rejected("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+                    "  %0 = \"stablehlo.sort\"(%arg0) ({\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "    %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> "
+                    "tensor<i1>\n"
+                    "    stablehlo.return %c : tensor<i1>\n"
+                    "  }) {dimension = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>\n"
+                    "  return %0 : tensor<4xf32>\n}\n",
+                    "2:3", "op stablehlo.sort cannot be executed yet");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ex_kern_binary_f32_matches_and_propagates_nan),
+        cmocka_unit_test(test_ex_kern_binary_f64_and_ints),
+        cmocka_unit_test(test_ex_kern_unary_per_type),
+        cmocka_unit_test(test_ex_kern_convert_saturates_and_truncates),
+        cmocka_unit_test(test_ex_kern_compare_and_select_odd_sizes),
+        cmocka_unit_test(test_ex_kern_affine_transposes_every_element_size),
+        cmocka_unit_test(test_ex_kern_affine_broadcast_reverse_and_padding),
+        cmocka_unit_test(test_ex_kern_reduce_every_pattern_f32),
+        cmocka_unit_test(test_ex_kern_reduce_max_min_and_ints),
+        cmocka_unit_test(test_ex_kern_dot_every_layout_matches_naive),
+        cmocka_unit_test(test_ex_kern_pad_negative_low_and_interior),
+        cmocka_unit_test(test_ex_kern_gather_embedding_rows_with_clamping),
+        cmocka_unit_test(test_ex_kern_scatter_add_replace_and_skip),
+        cmocka_unit_test(test_ex_kern_place_clips_to_the_block),
+        cmocka_unit_test(test_ex_kern_conv_nhwc_and_nchw_match_naive),
+        cmocka_unit_test(test_ex_kern_reduce_window_max_and_sum_pools),
+        cmocka_unit_test(test_ex_gate_limits_holders),
+        cmocka_unit_test(test_ex_exec_run_new_ops_by_hand),
+        cmocka_unit_test(test_ex_exec_run_gather_scatter_conv_by_hand),
+        cmocka_unit_test(test_ex_exec_run_bad_new_ops_are_clear_errors),
+    };
+    return cmocka_run_group_tests_name("ex_kern", tests, NULL, NULL);
+}
