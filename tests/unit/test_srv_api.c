@@ -24,6 +24,7 @@
 
 #include "cm.h"
 #include "srv_app.h"
+#include "sp_example.h"
 #include "srv_client.h"
 #include "st_db.h"
 
@@ -876,15 +877,24 @@ static void test_srv_plan_timeout_is_503(void **state)
     stop(f);
     srv_config c;
     cfg_default(f, &c);
-    c.request_timeout_s = 1e-6; /* no plan finishes in a microsecond */
+    c.request_timeout_s = 1e-6;
     start_cfg(f, &c);
-    size_t jl;
-    char *js = read_file("examples/flax_mlp.json", &jl);
+    /* A 48-layer training step: tens of milliseconds of planning, so the
+       wait times out (the Flax MLP could finish before the handler waited,
+       and a finished plan is answered whatever the deadline). */
+    sp_example_opts eo;
+    sp_example_opts_init(&eo);
+    eo.model = SP_EXAMPLE_TRANSFORMER;
+    eo.layers = 48;
+    eo.train = true;
+    cm_buf g;
+    cm_buf_init(&g);
+    assert_int_equal(sp_example_graph_json(&eo, &g, NULL), CM_OK);
     resp r;
-    http_ex(f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
+    http_ex(f, "POST", "/v1/plans", "application/json", g.data, g.len, NULL, NULL, &r);
     expect_error(&r, 503, "timeout", "");
     resp_fini(&r);
-    cm_free(js);
+    cm_buf_fini(&g);
 }
 
 static void test_srv_auth_tokens_and_scopes(void **state)
