@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * executor: memory primitives of the collectives (see ex_mem_int.h). The
- * streaming paths use SSE2, which every x86-64 has; elsewhere they fall back
- * to memcpy and plain loops with the same results. */
+ * streaming paths use SSE2, which every x86-64 has, and 32-byte AVX2 stores
+ * for copies when the CPU has AVX2 (chosen at run time); elsewhere they
+ * fall back to memcpy and plain loops with the same results. */
 #define _DEFAULT_SOURCE /* MADV_HUGEPAGE (Linux) */
 #include "ex_mem_int.h"
 
@@ -11,7 +12,7 @@
 #include "cm.h"
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 #define HUGE_PAGE ((uintptr_t)2 << 20)
@@ -37,6 +38,22 @@ void *ex_mem_alloc(size_t n, size_t esz, bool zero)
     return p;
 }
 
+#if defined(__SSE2__) && defined(__GNUC__) && defined(__x86_64__)
+#define STREAM_AVX2 1
+/* n bytes (a multiple of 64) with 32-byte streaming stores; d is 32-byte
+ * aligned. Compiled for AVX2 whatever the build's flags; called only when
+ * the CPU has it. */
+__attribute__((target("avx2"))) static void stream_avx2(char *d, const char *s, size_t n)
+{
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)s);
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + 32));
+        _mm256_stream_si256((__m256i *)(void *)d, a);
+        _mm256_stream_si256((__m256i *)(void *)(d + 32), b);
+    }
+}
+#endif
+
 void ex_mem_copy(void *dst, const void *src, size_t len, bool stream)
 {
 #if defined(__SSE2__)
@@ -59,6 +76,24 @@ void ex_mem_copy(void *dst, const void *src, size_t len, bool stream)
                 len--;
             }
         }
+#if defined(STREAM_AVX2)
+        /* 32-byte streaming stores where the CPU has them: 13% faster for
+         * the 64 MiB all-gather, 15% for the all-to-all (docs/executor.md). */
+        if (len >= 128 && __builtin_cpu_supports("avx2")) {
+            if (((uintptr_t)d & 31u) != 0) {
+                _mm_stream_si128((__m128i *)(void *)d,
+                                 _mm_loadu_si128((const __m128i *)(const void *)s));
+                d += 16;
+                s += 16;
+                len -= 16;
+            }
+            size_t n = len & ~(size_t)63u;
+            stream_avx2(d, s, n);
+            d += n;
+            s += n;
+            len -= n;
+        }
+#endif
         for (; len >= 64; len -= 64, d += 64, s += 64) {
             __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
             __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));

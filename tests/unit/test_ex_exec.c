@@ -449,6 +449,44 @@ static void test_ex_exec_run_large_collectives_match(void **state)
     }
 }
 
+/* An all-to-all on unpadded blocks reads each source range once and
+ * scatters it to its group (scatter_item): on rank 3, where a member's part
+ * of a source row is not one run (the generic path of a row), and with rows
+ * of 256 KiB, cut inside a row (an item is one run), each on both meshes. */
+static void test_ex_exec_run_all_to_all_scatter_paths_match(void **state)
+{
+    (void)state;
+    static const char *const mods[] = {
+        MESH "func.func @main(%arg0: tensor<8x4x12xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {}, {}]>}) -> tensor<8x4x12xf32> {\n"
+             "  %0 = sdy.all_to_all [{\"x\"}: 0->2] %arg0 out_sharding=<@mesh, [{}, {}, "
+             "{\"x\"}]> : tensor<8x4x12xf32>\n"
+             "  return %0 : tensor<8x4x12xf32>\n}\n",
+        MESH "func.func @main(%arg0: tensor<8x4x12xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\", \"y\"}, {}, {}]>}) -> tensor<8x4x12xf32> {\n"
+             "  %0 = sdy.all_to_all [{\"y\"}: 0->1] %arg0 out_sharding=<@mesh, [{\"x\"}, "
+             "{\"y\"}, {}]> : tensor<8x4x12xf32>\n"
+             "  return %0 : tensor<8x4x12xf32>\n}\n",
+        MESH "func.func @main(%arg0: tensor<4x65536xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {\"y\"}]>}) -> tensor<4x65536xf32> {\n"
+             "  %0 = sdy.all_to_all [{\"x\"}: 0->1] %arg0 out_sharding=<@mesh, [{}, {\"y\", "
+             "\"x\"}]> : tensor<4x65536xf32>\n"
+             "  return %0 : tensor<4x65536xf32>\n}\n",
+        MESH "func.func @main(%arg0: tensor<4x131072xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"y\"}, {}]>}) -> tensor<4x131072xf32> {\n"
+             "  %0 = sdy.all_to_all [{\"y\"}: 0->1] %arg0 out_sharding=<@mesh, [{}, "
+             "{\"y\"}]> : tensor<4x131072xf32>\n"
+             "  return %0 : tensor<4x131072xf32>\n}\n",
+    };
+    for (size_t i = 0; i < sizeof mods / sizeof *mods; i++) {
+        char buf[4096];
+        with_mesh(buf, sizeof buf, mods[i], false);
+        assert_matches_named(buf, 4);
+        with_mesh(buf, sizeof buf, mods[i], true);
+        assert_matches_named(buf, 4);
+    }
+}
+
 /* An all-reduce with the wrong axis must not match its reference. */
 static void test_ex_exec_run_wrong_collective_mismatches(void **state)
 {
@@ -625,6 +663,7 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_collectives_padded_shards_match),
         cmocka_unit_test(test_ex_exec_run_collectives_sub_axes_match),
         cmocka_unit_test(test_ex_exec_run_large_collectives_match),
+        cmocka_unit_test(test_ex_exec_run_all_to_all_scatter_paths_match),
         cmocka_unit_test(test_ex_exec_run_wrong_collective_mismatches),
         cmocka_unit_test(test_ex_check_text_sharded_iota_broadcast_match),
         cmocka_unit_test(test_ex_check_text_mixed_ops_match),
