@@ -570,6 +570,17 @@ static bool is_root_func(const sp_module *m, uint32_t fn)
     return vis == NULL || vis->kind != SP_ATTR_STRING || strcmp(vis->u.str.s, "private") != 0;
 }
 
+/* The entry block of fn when it is a root function with a body, else NULL. */
+static const sp_block *root_entry(const sp_module *m, uint32_t fn)
+{
+    const sp_op *o = &m->ops[fn];
+    if (o->kind != SP_OP_FUNC_FUNC || !is_root_func(m, fn) || o->n_regions != 1 ||
+        o->regions[0].n_blocks == 0) {
+        return NULL;
+    }
+    return &m->blocks[o->regions[0].blocks[0]];
+}
+
 static void mesh_check(sp_advise *a, uint32_t op, uint32_t v, const sp_sharding *s,
                        const char *what)
 {
@@ -623,11 +634,10 @@ static void lint_meshes(sp_advise *a)
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < body->n_ops; i++) {
             uint32_t fn = body->ops[i];
-            if (m->ops[fn].kind != SP_OP_FUNC_FUNC || !is_root_func(m, fn) ||
-                m->ops[fn].n_regions != 1 || m->ops[fn].regions[0].n_blocks == 0) {
+            const sp_block *b = root_entry(m, fn);
+            if (b == NULL) {
                 continue;
             }
-            const sp_block *b = &m->blocks[m->ops[fn].regions[0].blocks[0]];
             for (uint32_t k = 0; k < b->n_args; k++) {
                 if (pass == 1 || a->mesh == NULL) {
                     mesh_check(a, fn, b->first_arg + k, sp_value_sharding(m, b->first_arg + k),
@@ -850,11 +860,10 @@ static void lint_sub_axes(sp_advise *a)
     const sp_block *body = &m->blocks[m->body];
     for (uint32_t i = 0; i < body->n_ops; i++) {
         uint32_t fn = body->ops[i];
-        if (m->ops[fn].kind != SP_OP_FUNC_FUNC || !is_root_func(m, fn) ||
-            m->ops[fn].n_regions != 1 || m->ops[fn].regions[0].n_blocks == 0) {
+        const sp_block *b = root_entry(m, fn);
+        if (b == NULL) {
             continue;
         }
-        const sp_block *b = &m->blocks[m->ops[fn].regions[0].blocks[0]];
         for (uint32_t k = 0; k < b->n_args; k++) {
             sub_axis_check(a, b, fn, b->first_arg + k, sp_value_sharding(m, b->first_arg + k),
                            true, k, mark);
@@ -1018,11 +1027,10 @@ static void lint_memory(sp_advise *a)
     const sp_block *body = &m->blocks[m->body];
     for (uint32_t i = 0; i < body->n_ops; i++) {
         uint32_t fn = body->ops[i];
-        if (m->ops[fn].kind != SP_OP_FUNC_FUNC || !is_root_func(m, fn) ||
-            m->ops[fn].n_regions != 1 || m->ops[fn].regions[0].n_blocks == 0) {
+        const sp_block *b = root_entry(m, fn);
+        if (b == NULL) {
             continue;
         }
-        const sp_block *b = &m->blocks[m->ops[fn].regions[0].blocks[0]];
         for (uint32_t k = 0; k < b->n_args; k++) {
             uint32_t v = b->first_arg + k;
             const sp_type *t = sp_value_type(m, v);
