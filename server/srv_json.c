@@ -4,6 +4,8 @@
  * at the function's out: label. */
 #include "srv_json.h"
 
+#include "sp_example.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,9 +48,126 @@ bool srv_json_is_plan_envelope(const char *body, size_t len)
     json_t *j = json_loadb(body, len, 0, &je); /* new */
     bool env = j != NULL && json_is_object(j) &&
                (json_object_get(j, "graph") != NULL || json_object_get(j, "mlir") != NULL ||
-                json_object_get(j, "graph_id") != NULL);
+                json_object_get(j, "graph_id") != NULL || json_object_get(j, "example") != NULL);
     json_decref(j);
     return env;
+}
+
+/* An integer member (at path) of an "example" object in [lo, hi]. */
+static cm_status example_int(const char *path, const json_t *v, int64_t lo, int64_t hi,
+                             int64_t *out, cm_error *err)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        return cm_error_set(err, CM_EINVAL, path, "expected an integer in [%lld, %lld]",
+                            (long long)lo, (long long)hi);
+    }
+    *out = (int64_t)json_integer_value(v);
+    return CM_OK;
+}
+
+/* "example": {"model": "mlp"|"transformer", "layers", "d_model", "heads",
+ * "seq", "batch", "train", "strategy": "dp"|"fsdp"|"tp"|"dp+tp",
+ * "mesh": {"data": 2, "model": 4}}: the template of `shardplan example`
+ * (planner/sp_example.h) generated as a graph document into the arena. */
+static cm_status example_graph(const json_t *ex, cm_arena *a, srv_plan_req *out, cm_error *err)
+{
+    static const char *const strategies[] = {"dp", "fsdp", "tp", "dp+tp"};
+    if (!json_is_object(ex)) {
+        return cm_error_set(err, CM_EINVAL, "/example", "expected an object");
+    }
+    sp_example_opts o;
+    sp_example_opts_init(&o);
+    const char *key;
+    json_t *v; /* borrowed */
+    cm_status st = CM_OK;
+    json_object_foreach((json_t *)(uintptr_t)ex, key, v)
+    {
+        char path[CM_ERROR_PATH_LEN];
+        snprintf(path, sizeof path, "/example/%s", key);
+        int64_t n = 0;
+        if (strcmp(key, "model") == 0) {
+            const char *m = json_string_value(v);
+            if (m != NULL && strcmp(m, "mlp") == 0) {
+                o.model = SP_EXAMPLE_MLP;
+            } else if (m != NULL && strcmp(m, "transformer") == 0) {
+                o.model = SP_EXAMPLE_TRANSFORMER;
+            } else {
+                return cm_error_set(err, CM_EINVAL, path, "expected \"mlp\" or \"transformer\"");
+            }
+        } else if (strcmp(key, "strategy") == 0) {
+            const char *sn = json_string_value(v);
+            size_t k = 0;
+            while (k < 4 && (sn == NULL || strcmp(sn, strategies[k]) != 0)) {
+                k++;
+            }
+            if (k == 4) {
+                return cm_error_set(err, CM_EINVAL, path, "expected dp, fsdp, tp or dp+tp");
+            }
+            o.strategy = (sp_example_strategy)k;
+        } else if (strcmp(key, "train") == 0) {
+            if (!json_is_boolean(v)) {
+                return cm_error_set(err, CM_EINVAL, path, "expected true or false");
+            }
+            o.train = json_is_true(v);
+        } else if (strcmp(key, "layers") == 0) {
+            st = example_int(path, v, 1, 100000, &n, err);
+            o.layers = (uint32_t)n;
+        } else if (strcmp(key, "d_model") == 0 || strcmp(key, "heads") == 0 ||
+                   strcmp(key, "seq") == 0 || strcmp(key, "batch") == 0) {
+            st = example_int(path, v, 1, (int64_t)1 << 24, &n, err);
+            *(strcmp(key, "d_model") == 0 ? &o.d_model
+              : strcmp(key, "heads") == 0 ? &o.heads
+              : strcmp(key, "seq") == 0   ? &o.seq
+                                          : &o.batch) = n;
+        } else if (strcmp(key, "mesh") == 0) {
+            if (!json_is_object(v) || json_object_size(v) == 0 ||
+                json_object_size(v) > SP_EXAMPLE_MAX_AXES) {
+                return cm_error_set(err, CM_EINVAL, path, "expected {\"axis\": size, ...} with 1 to %d axes",
+                                    SP_EXAMPLE_MAX_AXES);
+            }
+            const char *ax;
+            json_t *sz; /* borrowed */
+            o.n_axes = 0;
+            json_object_foreach(v, ax, sz)
+            {
+                if (strlen(ax) == 0 || strlen(ax) >= sizeof o.axis_names[0]) {
+                    return cm_error_set(err, CM_EINVAL, path, "axis names are 1 to %zu bytes",
+                                        sizeof o.axis_names[0] - 1);
+                }
+                char ap[CM_ERROR_PATH_LEN];
+                snprintf(ap, sizeof ap, "/example/mesh/%.200s", ax);
+                st = example_int(ap, sz, 1, 1 << 20, &n, err);
+                if (st != CM_OK) {
+                    break;
+                }
+                snprintf(o.axis_names[o.n_axes], sizeof o.axis_names[0], "%s", ax);
+                o.axis_sizes[o.n_axes++] = n;
+            }
+        } else {
+            return cm_error_set(err, CM_EINVAL, path, "unknown member '%s'", key);
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    st = sp_example_graph_json(&o, &b, err);
+    if (st == CM_EINVAL && err != NULL) { /* the template names the option: "/d_model" */
+        char p[CM_ERROR_PATH_LEN], m[CM_ERROR_MSG_LEN];
+        snprintf(p, sizeof p, "/example%.200s", err->path);
+        snprintf(m, sizeof m, "%s", err->msg);
+        cm_error_clear(err); /* the first error is kept otherwise */
+        cm_error_set(err, CM_EINVAL, p, "%s", m);
+    } else if (st == CM_OK) {
+        out->graph = cm_arena_strndup(a, b.data, b.len);
+        out->graph_len = b.len;
+        if (out->graph == NULL) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+    }
+    cm_buf_fini(&b);
+    return st;
 }
 
 cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, srv_plan_req *out,
@@ -81,6 +200,12 @@ cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, sr
             n_sources++;
             if (out->graph == NULL) {
                 st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                goto out;
+            }
+        } else if (strcmp(key, "example") == 0) {
+            st = example_graph(v, a, out, err);
+            n_sources++;
+            if (st != CM_OK) {
                 goto out;
             }
         } else if (strcmp(key, "mlir") == 0) {
@@ -148,7 +273,8 @@ cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, sr
     }
     if (n_sources != 1) {
         st = cm_error_set(err, CM_EINVAL, "",
-                          "give exactly one of \"graph\", \"mlir\" and \"graph_id\"");
+                          "give exactly one of \"graph\", \"mlir\", \"graph_id\" and "
+                          "\"example\"");
     }
 out:
     json_decref(j);

@@ -871,6 +871,46 @@ static void test_srv_corrupt_stored_graph_is_500(void **state)
     resp_fini(&r);
 }
 
+/* "example" in the envelope: the server generates the template (as
+ * `shardplan example` does) and plans it; bad members name their path. */
+static void test_srv_plan_from_example(void **state)
+{
+    fixture *f = *state;
+    resp r;
+    http(f, "POST", "/v1/plans", "application/json",
+         "{\"example\":{\"model\":\"transformer\",\"layers\":1,\"train\":true,"
+         "\"strategy\":\"fsdp\",\"mesh\":{\"data\":4,\"model\":2}},\"name\":\"sweep 4x2 fsdp\"}",
+         &r);
+    assert_int_equal(r.status, 201);
+    const json_t *plan = json_object_get(r.json, "plan");
+    const json_t *m0 = json_array_get(json_object_get(plan, "meshes"), 0);
+    const json_t *ax = json_object_get(m0, "axes");
+    assert_string_equal(jstr(json_array_get(ax, 0), "name"), "data");
+    assert_int_equal(jint(json_array_get(ax, 0), "size"), 4);
+    assert_int_equal(jint(json_array_get(ax, 1), "size"), 2);
+    assert_true(json_array_size(json_object_get(json_array_get(json_object_get(plan, "functions"), 0),
+                                                "ops")) == 89); /* as `shardplan example` gives it */
+    resp_fini(&r);
+    static const struct {
+        const char *body, *path;
+    } bad[] = {
+        {"{\"example\":{\"layers\":0}}", "/example/layers"},
+        {"{\"example\":{\"model\":\"cnn\"}}", "/example/model"},
+        {"{\"example\":{\"strategy\":\"pp\"}}", "/example/strategy"},
+        {"{\"example\":{\"mesh\":{\"data\":0}}}", "/example/mesh/data"},
+        {"{\"example\":{\"depth\":3}}", "/example/depth"},
+        {"{\"example\":{\"model\":\"transformer\",\"d_model\":1000,\"heads\":3}}",
+         "/example/heads"},
+        {"{\"example\":{},\"graph_id\":1}", ""},
+        {"{\"example\":[]}", "/example"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        http(f, "POST", "/v1/plans", "application/json", bad[i].body, &r);
+        expect_error(&r, 400, "invalid", bad[i].path);
+        resp_fini(&r);
+    }
+}
+
 static void test_srv_plan_timeout_is_503(void **state)
 {
     fixture *f = *state;
@@ -1289,6 +1329,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_srv_plan_lint_and_collectives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_whatif, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_corrupt_stored_graph_is_500, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_plan_from_example, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_timeout_is_503, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_auth_tokens_and_scopes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_app_refuses_non_loopback_without_tokens, setup,

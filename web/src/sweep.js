@@ -4,7 +4,7 @@
 // Pareto front as a line, variants that do not fit marked, the profile's
 // capacity as a dashed level; and the ranked table. The parameters live in
 // the address, so a sweep can be bookmarked.
-import { getJson } from './api.js';
+import { api, getJson } from './api.js';
 import { scatterChart } from './charts.js';
 import { profileNames } from './plan.js';
 import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
@@ -88,6 +88,9 @@ export async function sweepPage(main, ctx) {
 
   const opts = Object.fromEntries(NUMS.map(([k]) => [k, inputs[k].value.trim()]));
   function show(r) {
+    chosenRow = r;
+    planBtn.disabled = false;
+    fill(planMsg);
     for (const tr of tbody.children) tr.classList.toggle('selected', tr.row === r);
     const flags = NUMS.filter(([, , , f]) => f).map(([k, , , f]) => `${f} ${opts[k]}`).join(' ');
     const cmd = `shardplan example transformer ${flags} --mesh data=${r.mesh.data},model=${r.mesh.model} --strategy ${r.strategy}${train.checked ? ' --train' : ''}`;
@@ -100,9 +103,29 @@ export async function sweepPage(main, ctx) {
         h('dt', {}, 'FLOPs / device'), h('dd', {}, fmtNum(r.flops)),
         h('dt', {}, 'Pareto front'), h('dd', {}, r.pareto ? 'yes' : 'no'))
         : errorBox(new Error(r.error)),
-      h('p', {}, 'The API has no route that generates the template, so plan this variant from the command line and submit it:'),
+      h('p', {}, planBtn, ' ', planMsg),
+      h('p', {}, 'or from the command line:'),
       h('pre', { class: 'mono wrap', id: 'sweep-command' }, `${cmd} | shardplan client --server ${location.origin} plan -`));
   }
+  // POST /v1/plans {"example": ...}: the server generates the variant's
+  // template (as `shardplan example` does), plans and stores it.
+  const planBtn = h('button', { type: 'button', id: 'sweep-plan' }, 'Plan this variant');
+  const planMsg = h('span', { id: 'sweep-plan-message' });
+  let chosenRow = null;
+  planBtn.addEventListener('click', async () => {
+    const r = chosenRow;
+    if (!r) return;
+    planBtn.disabled = true;
+    fill(planMsg, 'planning\u2026');
+    const ex = { model: 'transformer', strategy: r.strategy, train: train.checked, mesh: { data: r.mesh.data, model: r.mesh.model } };
+    for (const [k] of NUMS) if (k !== 'devices') ex[k] = Number(opts[k]);
+    try {
+      const res = await api('/v1/plans', { method: 'POST', body: JSON.stringify({ example: ex, name: `sweep ${meshName(r)} ${r.strategy}` }) });
+      if (ctx.alive()) location.hash = `#/plan/${res.json.id}`;
+    } catch (err) {
+      if (ctx.alive()) { fill(planMsg, errorBox(err)); planBtn.disabled = false; }
+    }
+  });
   const tbody = h('tbody');
   for (const r of rows) {
     const tr = h('tr', { class: `${r.ok && !r.fits ? 'nofit' : ''} ${r.pareto ? 'pareto' : ''}`, onclick: () => show(r) },

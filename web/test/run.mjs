@@ -478,6 +478,15 @@ async function advisorSteps(ctx, base, mlpId) {
     check(cmd.includes(`--layers 1 `) && cmd.includes(`--mesh data=${api.rows[0].mesh.data},model=${api.rows[0].mesh.model} --strategy ${api.rows[0].strategy} --train`),
       `row details name the variant's command (${cmd.slice(0, 120)})`);
     await page.screenshot({ path: join(outDir, 'sweep.png'), fullPage: true });
+    // "Plan this variant": the server generates the template and plans it.
+    await page.click('#sweep-plan');
+    await page.waitForFunction(() => /^#\/plan\/\d+/.test(location.hash), null, { timeout: 60000 });
+    await ready(page);
+    const planned = await (await fetch(`${base}/v1/plans/${page.url().match(/#\/plan\/(\d+)/)[1]}`)).json();
+    const pm = planned.plan.meshes[0].axes.map((a) => `${a.name}=${a.size}`).join(',');
+    check(pm === `data=${api.rows[0].mesh.data},model=${api.rows[0].mesh.model}`, `plan this variant: plan ${planned.id} on ${pm}`);
+    await page.goto(`${base}/#/sweep`);
+    await ready(page);
     // A stored profile with little memory: variants that do not fit are marked.
     const prof = JSON.parse(readFileSync(join(repo, 'profiles', 'cpu-local.json'), 'utf8'));
     prof.name = 'tiny';
