@@ -110,7 +110,9 @@ static cm_status example_graph(const json_t *ex, cm_arena *a, srv_plan_req *out,
             }
             o.train = json_is_true(v);
         } else if (strcmp(key, "layers") == 0) {
-            st = example_int(path, v, 1, 100000, &n, err);
+            /* the server generates the document: 4096 layers of a training
+               step are ~60 MB of JSON, the most one request may make it build */
+            st = example_int(path, v, 1, 4096, &n, err);
             o.layers = (uint32_t)n;
         } else if (strcmp(key, "d_model") == 0 || strcmp(key, "heads") == 0 ||
                    strcmp(key, "seq") == 0 || strcmp(key, "batch") == 0) {

@@ -895,6 +895,7 @@ static void test_srv_plan_from_example(void **state)
         const char *body, *path;
     } bad[] = {
         {"{\"example\":{\"layers\":0}}", "/example/layers"},
+        {"{\"example\":{\"layers\":4097}}", "/example/layers"},
         {"{\"example\":{\"model\":\"cnn\"}}", "/example/model"},
         {"{\"example\":{\"strategy\":\"pp\"}}", "/example/strategy"},
         {"{\"example\":{\"mesh\":{\"data\":0}}}", "/example/mesh/data"},
