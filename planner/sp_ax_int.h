@@ -9,6 +9,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "sp_shard.h"
 
 typedef struct ax {
     uint32_t axis; /* index in the op's mesh */
@@ -74,6 +77,35 @@ static inline bool ax_prefix_without(ax *a, ax b)
         ax c = {a->axis, a->pre, k};
         if (ax_coexist(c, b)) {
             a->size = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The atom of axis ref r on mesh, by name (propagation's shardings point at
+ * the mesh's own name strings, so pointer equality finds them first); a
+ * sub-axis keeps its (pre, size) unchecked. False when the mesh has no such
+ * axis. */
+static inline bool ax_from_ref(const sp_mesh *mesh, const sp_axis_ref *r, ax *out)
+{
+    uint32_t i = 0;
+    while (i < mesh->n_axes && mesh->axes[i].name != r->name) {
+        i++;
+    }
+    if (i == mesh->n_axes) {
+        i = 0;
+    }
+    for (; i < mesh->n_axes; i++) {
+        if (mesh->axes[i].name == r->name || strcmp(mesh->axes[i].name, r->name) == 0) {
+            out->axis = i;
+            if (r->pre_size == 0) {
+                out->pre = 1;
+                out->size = mesh->axes[i].size;
+            } else {
+                out->pre = r->pre_size;
+                out->size = r->size;
+            }
             return true;
         }
     }

@@ -97,26 +97,16 @@ static bool find_atom(const axl *lists, uint32_t n, ax a, uint32_t *d_out, uint3
 
 /* ---- mesh helpers ------------------------------------------------------------------- */
 
+/* ax_from_ref, with a sub-axis checked against its axis's size. */
 static bool ref_to_ax(const sp_mesh *mesh, const sp_axis_ref *r, ax *out)
 {
-    int32_t i = sp_mesh_axis_index(mesh, r->name);
-    if (i < 0) {
+    if (!ax_from_ref(mesh, r, out)) {
         return false;
     }
-    int64_t n = mesh->axes[i].size;
-    out->axis = (uint32_t)i;
-    if (r->pre_size == 0) {
-        out->pre = 1;
-        out->size = n;
-    } else {
-        if (r->pre_size < 1 || r->size < 1 || n % r->pre_size != 0 ||
-            n % (r->pre_size * r->size) != 0) {
-            return false;
-        }
-        out->pre = r->pre_size;
-        out->size = r->size;
-    }
-    return true;
+    int64_t n = mesh->axes[out->axis].size;
+    return r->pre_size == 0 ||
+           (r->pre_size >= 1 && r->size >= 1 && n % r->pre_size == 0 &&
+            n % (r->pre_size * r->size) == 0);
 }
 
 /* Appends the refs of atoms a[0..n) to out, merging consecutive sub-axes of one

@@ -616,31 +616,6 @@ static sp_rule *derive_rule(prop *p, uint32_t op)
 
 /* ---- projection -------------------------------------------------------------------- */
 
-static bool ref_to_ax(const sp_mesh *mesh, const sp_axis_ref *r, ax *out)
-{
-    uint32_t i = 0;
-    while (i < mesh->n_axes && mesh->axes[i].name != r->name) {
-        i++; /* shardings built by propagation point at the mesh's own names */
-    }
-    if (i == mesh->n_axes) {
-        i = 0;
-    }
-    for (; i < mesh->n_axes; i++) {
-        if (mesh->axes[i].name == r->name || strcmp(mesh->axes[i].name, r->name) == 0) {
-            out->axis = i;
-            if (r->pre_size == 0) {
-                out->pre = 1;
-                out->size = mesh->axes[i].size;
-            } else {
-                out->pre = r->pre_size;
-                out->size = r->size;
-            }
-            return true;
-        }
-    }
-    return false;
-}
-
 static int64_t prod(const ax *a, uint32_t n)
 {
     int64_t x = 1;
@@ -672,7 +647,7 @@ static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
                 return false;
             }
             for (uint32_t i = 0; i < ds->n_axes; i++) {
-                if (!ref_to_ax(mesh, &ds->axes[i], &axes[na++])) {
+                if (!ax_from_ref(mesh, &ds->axes[i], &axes[na++])) {
                     return false;
                 }
             }
@@ -766,7 +741,7 @@ static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
             return false;
         }
         for (uint32_t i = 0; i < s->n_replicated; i++) {
-            if (!ref_to_ax(mesh, &s->replicated[i], &t->repl[t->n_repl++])) {
+            if (!ax_from_ref(mesh, &s->replicated[i], &t->repl[t->n_repl++])) {
                 return false;
             }
         }
@@ -1119,7 +1094,7 @@ static uint32_t cur_dim_axes(const sp_mesh *mesh, const tens *t, uint32_t d, ax 
     }
     for (uint32_t i = 0; i < s->dims[d].n_axes && n < 2 * MAXAX; i++) {
         ax a;
-        if (ref_to_ax(mesh, &s->dims[d].axes[i], &a)) {
+        if (ax_from_ref(mesh, &s->dims[d].axes[i], &a)) {
             merge_into(out, &n, a);
         }
     }
@@ -2587,7 +2562,7 @@ static void seed_origin(prop *p, uint32_t slot, uint32_t origin)
     for (uint32_t d = 0; d < s->rank; d++) {
         for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
             ax a;
-            if (ref_to_ax(e->mesh, &s->dims[d].axes[i], &a)) {
+            if (ax_from_ref(e->mesh, &s->dims[d].axes[i], &a)) {
                 add_origin(p, slot, a.axis, origin);
             }
         }

@@ -84,24 +84,6 @@ static bool axl_merge(axl *l, ax a)
     return true;
 }
 
-static bool ref_to_ax(const sp_mesh *mesh, const sp_axis_ref *r, ax *out)
-{
-    for (uint32_t i = 0; i < mesh->n_axes; i++) {
-        if (mesh->axes[i].name == r->name || strcmp(mesh->axes[i].name, r->name) == 0) {
-            out->axis = i;
-            if (r->pre_size == 0) {
-                out->pre = 1;
-                out->size = mesh->axes[i].size;
-            } else {
-                out->pre = r->pre_size;
-                out->size = r->size;
-            }
-            return true;
-        }
-    }
-    return false;
-}
-
 static sp_axis_ref ax_to_ref(const sp_mesh *mesh, ax a)
 {
     const sp_mesh_axis *ma = &mesh->axes[a.axis];
@@ -127,7 +109,7 @@ static bool dim_axl(const sp_mesh *mesh, const sp_sharding *s, uint32_t d, axl *
     }
     for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
         ax a;
-        if (!ref_to_ax(mesh, &s->dims[d].axes[i], &a) || !axl_merge(out, a)) {
+        if (!ax_from_ref(mesh, &s->dims[d].axes[i], &a) || !axl_merge(out, a)) {
             return false;
         }
     }
@@ -276,7 +258,7 @@ static bool project(const opctx *c, const tinfo *t, fsh *row)
                 return false;
             }
             for (uint32_t i = 0; i < ds->n_axes; i++) {
-                if (!ref_to_ax(c->mesh, &ds->axes[i], &axes[na++])) {
+                if (!ax_from_ref(c->mesh, &ds->axes[i], &axes[na++])) {
                     return false;
                 }
             }
