@@ -1687,11 +1687,12 @@ static size_t box_index(const int64_t *dims, const int64_t *from, const int64_t 
     return i;
 }
 
-/* Copies the box of extent ext at so in src (dims sd) to do_ in dst (dims
- * dd), one ex_mem_copy per contiguous run. */
-static void move_box(const char *src, const int64_t *sd, const int64_t *so, char *dst,
-                     const int64_t *dd, const int64_t *do_, const int64_t *ext, uint32_t rank,
-                     size_t esz, bool stream)
+/* Copies the box of extent ext at so in src (dims sd) to do_ in each of
+ * dst[0..n_dst) (dims dd, n_dst <= EX_MEM_FAN_MAX), one ex_mem_fan per
+ * contiguous run: each run of src is read once for all destinations. */
+static void fan_box(const char *src, const int64_t *sd, const int64_t *so, char *const *dst,
+                    uint32_t n_dst, const int64_t *dd, const int64_t *do_, const int64_t *ext,
+                    uint32_t rank, size_t esz, bool stream)
 {
     for (uint32_t k = 0; k < rank; k++) {
         if (ext[k] <= 0) {
@@ -1699,16 +1700,31 @@ static void move_box(const char *src, const int64_t *sd, const int64_t *so, char
         }
     }
     if (rank == 0) {
-        memcpy(dst, src, esz);
+        for (uint32_t j = 0; j < n_dst; j++) {
+            memcpy(dst[j], src, esz);
+        }
         return;
     }
     size_t run = 0;
     uint32_t m = box_runs(ext, sd, dd, rank, &run);
     int64_t c[EX_MAX_RANK] = {0};
+    char *at[EX_MEM_FAN_MAX];
     do {
-        ex_mem_copy(dst + box_index(dd, do_, c, rank) * esz,
-                    src + box_index(sd, so, c, rank) * esz, run * esz, stream);
+        size_t o = box_index(dd, do_, c, rank) * esz;
+        for (uint32_t j = 0; j < n_dst; j++) {
+            at[j] = dst[j] + o;
+        }
+        ex_mem_fan(at, n_dst, src + box_index(sd, so, c, rank) * esz, run * esz, stream);
     } while (next_coord(c, ext, m));
+}
+
+/* Copies the box of extent ext at so in src (dims sd) to do_ in dst (dims
+ * dd), one ex_mem_copy per contiguous run. */
+static void move_box(const char *src, const int64_t *sd, const int64_t *so, char *dst,
+                     const int64_t *dd, const int64_t *do_, const int64_t *ext, uint32_t rank,
+                     size_t esz, bool stream)
+{
+    fan_box(src, sd, so, &dst, 1, dd, do_, ext, rank, esz, stream);
 }
 
 /* The intersection of source s's block of v with the region [lo, hi) of
@@ -1885,6 +1901,31 @@ static void item_region(const vinfo *B, const cut *c, size_t piece, int64_t *lo,
     }
 }
 
+/* True when every member of group grp is in that group (the groups
+ * partition the devices) and the members' blocks of v are pairwise
+ * disjoint. */
+static bool group_disjoint(const prog *p, const xop *x, uint32_t v, const int64_t *grp)
+{
+    const vinfo *I = &p->vi[v];
+    for (uint32_t a = 0; a < x->gsize; a++) {
+        const int64_t *ao = voff(p, v, (uint32_t)grp[a]);
+        if (x->grp_of[grp[a]] != x->grp_of[grp[0]]) {
+            return false;
+        }
+        for (uint32_t b = a + 1; b < x->gsize; b++) {
+            const int64_t *bo = voff(p, v, (uint32_t)grp[b]);
+            bool meet = true;
+            for (uint32_t k = 0; meet && k < I->rank; k++) {
+                meet = ao[k] < bo[k] + I->ldims[k] && bo[k] < ao[k] + I->ldims[k];
+            }
+            if (meet) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 /* True when all-to-all x moves its data source range by source range
  * (scatter_item): no block is padded, no device holds its own target, the
  * groups partition the devices and the blocks of a group's members are
@@ -1907,21 +1948,8 @@ static bool scatters(const prog *p, const xop *x, uint32_t v, uint32_t r)
         if (grp[0] != (int64_t)d) {
             continue; /* each group once, from its first member */
         }
-        for (uint32_t a = 0; a < x->gsize; a++) {
-            const int64_t *ao = voff(p, v, (uint32_t)grp[a]);
-            if (x->grp_of[grp[a]] != x->grp_of[d]) {
-                return false;
-            }
-            for (uint32_t b = a + 1; b < x->gsize; b++) {
-                const int64_t *bo = voff(p, v, (uint32_t)grp[b]);
-                bool meet = true;
-                for (uint32_t k = 0; meet && k < I->rank; k++) {
-                    meet = ao[k] < bo[k] + I->ldims[k] && bo[k] < ao[k] + I->ldims[k];
-                }
-                if (meet) {
-                    return false;
-                }
-            }
+        if (!group_disjoint(p, x, v, grp)) {
+            return false;
         }
     }
     return true;
@@ -1947,6 +1975,71 @@ static bool scatter_box(const prog *p, uint32_t v, uint32_t r, uint32_t sd, uint
         dfrom[k] = a - doff[k];
     }
     return !empty;
+}
+
+/* True when all-gather x can move its data source range by source range
+ * (fan_item): no block is padded, the groups partition the devices, every
+ * member of a group has the same result block, and the members' operand
+ * blocks tile it (disjoint, inside it, as many elements). Then each result
+ * element comes from exactly one source, at the same place in every
+ * member's block. */
+static bool fans(const prog *p, const xop *x, uint32_t v, uint32_t r)
+{
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    if (x->kind != SP_OP_SDY_ALL_GATHER || I->rank != O->rank || O->rank == 0 ||
+        x->gsize > EX_MEM_FAN_MAX || x->gsize > COLL_MAX_FAST) {
+        return false;
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        if (!unpadded(p, v, d) || !unpadded(p, r, d)) {
+            return false;
+        }
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        const int64_t *grp = &x->groups[(size_t)x->grp_of[d] * x->gsize];
+        if (grp[0] != (int64_t)d) {
+            continue; /* each group once, from its first member */
+        }
+        if (!group_disjoint(p, x, v, grp)) {
+            return false;
+        }
+        const int64_t *ro = voff(p, r, d);
+        size_t covered = 0;
+        for (uint32_t a = 0; a < x->gsize; a++) {
+            uint32_t da = (uint32_t)grp[a];
+            const int64_t *ao = voff(p, v, da), *rao = voff(p, r, da);
+            for (uint32_t k = 0; k < O->rank; k++) {
+                if (rao[k] != ro[k] || ao[k] < ro[k] ||
+                    ao[k] + I->ldims[k] > ro[k] + O->ldims[k]) {
+                    return false;
+                }
+            }
+            covered += I->lcount;
+        }
+        if (covered != O->lcount) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One item of a fanning all-gather (fans): the region [lo, hi) of source
+ * sd's block of v, read once and written to every member of sd's group at
+ * the same place (fan_box). */
+static void fan_item(const prog *p, const xop *x, shared *sh, uint32_t v, uint32_t r, uint32_t sd,
+                     const int64_t *lo, const int64_t *hi, bool stream)
+{
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    const int64_t *grp = &x->groups[(size_t)x->grp_of[sd] * x->gsize];
+    int64_t ext[EX_MAX_RANK], sfrom[EX_MAX_RANK], dfrom[EX_MAX_RANK];
+    char *dst[EX_MEM_FAN_MAX];
+    for (uint32_t j = 0; j < x->gsize; j++) {
+        dst[j] = wbufs(sh, (uint32_t)grp[j])[r];
+    }
+    if (scatter_box(p, v, r, sd, (uint32_t)grp[0], lo, hi, ext, sfrom, dfrom)) {
+        fan_box(wbufs(sh, sd)[v], I->ldims, sfrom, dst, x->gsize, O->ldims, dfrom, ext, O->rank,
+                O->esz, stream);
+    }
 }
 
 /* One member's share of a scatter_item: rows [a, b) of the item's cut
@@ -2075,6 +2168,19 @@ static cm_status coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, 
             uint32_t sd = (uint32_t)(i % p->n_dev);
             item_region(&p->vi[v], &c, i / p->n_dev, lo, hi, &start, &count);
             scatter_item(p, x, sh, v, r, sd, &c, lo, hi, stream);
+        }
+        ex_mem_fence();
+        return CM_OK;
+    }
+    if (fans(p, x, v, r)) {
+        /* Items of COLL_ITEM bytes of a source, round-robin over the
+         * sources. */
+        cut_block(&p->vi[v], COLL_ITEM, &c);
+        size_t n_items = c.n_items * p->n_dev;
+        while ((i = atomic_fetch_add(&sh->next_item, 1)) < n_items) {
+            uint32_t sd = (uint32_t)(i % p->n_dev);
+            item_region(&p->vi[v], &c, i / p->n_dev, lo, hi, &start, &count);
+            fan_item(p, x, sh, v, r, sd, lo, hi, stream);
         }
         ex_mem_fence();
         return CM_OK;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * executor: memory primitives of the collectives (see ex_mem_int.h). The
- * streaming paths use SSE2, which every x86-64 has, and 32-byte AVX2 stores
- * for copies when the CPU has AVX2 (chosen at run time); elsewhere they
- * fall back to memcpy and plain loops with the same results. */
+ * streaming paths use SSE2, which every x86-64 has, 32-byte AVX2 stores for
+ * copies and 64-byte AVX-512 stores and sums where the CPU has them (chosen
+ * at run time); elsewhere they fall back to memcpy and plain loops with the
+ * same results. */
 #define _DEFAULT_SOURCE /* MADV_HUGEPAGE (Linux) */
 #include "ex_mem_int.h"
 
@@ -121,6 +122,82 @@ void ex_mem_copy(void *dst, const void *src, size_t len, bool stream)
     memcpy(dst, src, len);
 }
 
+#if defined(STREAM_AVX2)
+/* Every dst[j] + o gets the 64-byte line src + o, for o < n (a multiple of
+ * 64): the line is read once, into registers, and streamed to each
+ * destination; every dst[j] is 64-byte aligned. One 64-byte store where the
+ * CPU has AVX-512, else two 32-byte ones (fan_avx2). */
+__attribute__((target("avx512f"))) static void fan_avx512(char *const *dst, uint32_t n_dst,
+                                                         const char *src, size_t n)
+{
+    for (size_t o = 0; o < n; o += 64) {
+        __m512i a = _mm512_loadu_si512((const void *)(src + o));
+        for (uint32_t j = 0; j < n_dst; j++) {
+            _mm512_stream_si512((void *)(dst[j] + o), a);
+        }
+    }
+}
+
+__attribute__((target("avx2"))) static void fan_avx2(char *const *dst, uint32_t n_dst,
+                                                     const char *src, size_t n)
+{
+    for (size_t o = 0; o < n; o += 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(src + o));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(src + o + 32));
+        for (uint32_t j = 0; j < n_dst; j++) {
+            _mm256_stream_si256((__m256i *)(void *)(dst[j] + o), a);
+            _mm256_stream_si256((__m256i *)(void *)(dst[j] + o + 32), b);
+        }
+    }
+}
+#endif
+
+/* True when every dst[j] has the same address modulo 64 (so one head brings
+ * them all to a line boundary). */
+static bool same_line_offset(char *const *dst, uint32_t n_dst)
+{
+    for (uint32_t j = 1; j < n_dst; j++) {
+        if ((((uintptr_t)dst[j] ^ (uintptr_t)dst[0]) & 63u) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void ex_mem_fan(char *const *dst, uint32_t n_dst, const void *src, size_t len, bool stream)
+{
+    const char *s = src;
+    size_t head = (64u - ((uintptr_t)dst[0] & 63u)) & 63u;
+#if defined(STREAM_AVX2)
+    bool wide = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+#else
+    bool wide = false, avx2 = false;
+#endif
+    if (!stream || n_dst < 2 || !(wide || avx2) || len < head + 256 ||
+        !same_line_offset(dst, n_dst)) {
+        for (uint32_t j = 0; j < n_dst; j++) {
+            ex_mem_copy(dst[j], s, len, stream);
+        }
+        return;
+    }
+    char *at[EX_MEM_FAN_MAX];
+    for (uint32_t j = 0; j < n_dst; j++) {
+        ex_mem_copy(dst[j], s, head, true);
+        at[j] = dst[j] + head;
+    }
+    size_t body = (len - head) & ~(size_t)63u;
+#if defined(STREAM_AVX2)
+    if (wide) {
+        fan_avx512(at, n_dst, s + head, body);
+    } else {
+        fan_avx2(at, n_dst, s + head, body);
+    }
+#endif
+    for (uint32_t j = 0; j < n_dst; j++) {
+        ex_mem_copy(at[j] + body, s + head + body, len - head - body, true);
+    }
+}
+
 void ex_mem_fence(void)
 {
 #if defined(__SSE2__)
@@ -131,8 +208,8 @@ void ex_mem_fence(void)
 /* A block of the sum lives here (L1) between the reads and the writes. */
 #define TILE 1024
 
-void ex_mem_sum_f32(float *const *out, uint32_t n_out, const float *const *in, uint32_t n_in,
-                    size_t n, bool stream)
+static void sum_tiles(float *const *out, uint32_t n_out, const float *const *in, uint32_t n_in,
+                      size_t n, bool stream)
 {
     float tile[TILE];
     for (size_t b = 0; b < n; b += TILE) {
@@ -170,4 +247,71 @@ void ex_mem_sum_f32(float *const *out, uint32_t n_out, const float *const *in, u
             ex_mem_copy(out[j] + b, tile, m * sizeof(float), stream);
         }
     }
+}
+
+#if defined(STREAM_AVX2)
+/* 64 floats at a time in four 64-byte registers, summed in input order and
+ * streamed straight to every output (no tile): n is a multiple of 64 and
+ * every out[j] is 64-byte aligned. */
+__attribute__((target("avx512f"))) static void sum_avx512(float *const *out, uint32_t n_out,
+                                                         const float *const *in, uint32_t n_in,
+                                                         size_t n)
+{
+    for (size_t i = 0; i < n; i += 64) {
+        const float *s = in[0] + i;
+        __m512 r0 = _mm512_loadu_ps(s), r1 = _mm512_loadu_ps(s + 16);
+        __m512 r2 = _mm512_loadu_ps(s + 32), r3 = _mm512_loadu_ps(s + 48);
+        for (uint32_t k = 1; k < n_in; k++) {
+            s = in[k] + i;
+            r0 = _mm512_add_ps(r0, _mm512_loadu_ps(s));
+            r1 = _mm512_add_ps(r1, _mm512_loadu_ps(s + 16));
+            r2 = _mm512_add_ps(r2, _mm512_loadu_ps(s + 32));
+            r3 = _mm512_add_ps(r3, _mm512_loadu_ps(s + 48));
+        }
+        for (uint32_t j = 0; j < n_out; j++) {
+            float *d = out[j] + i;
+            _mm512_stream_ps(d, r0);
+            _mm512_stream_ps(d + 16, r1);
+            _mm512_stream_ps(d + 32, r2);
+            _mm512_stream_ps(d + 48, r3);
+        }
+    }
+}
+#endif
+
+void ex_mem_sum_f32(float *const *out, uint32_t n_out, const float *const *in, uint32_t n_in,
+                    size_t n, bool stream)
+{
+#if defined(STREAM_AVX2)
+    /* Streaming sums on AVX-512: the head up to the outputs' next line
+     * boundary and the tail go through the tiles. */
+    size_t head = ((64u - ((uintptr_t)out[0] & 63u)) & 63u) / sizeof(float);
+    bool same = ((uintptr_t)out[0] & 3u) == 0;
+    for (uint32_t j = 1; same && j < n_out; j++) {
+        same = (((uintptr_t)out[j] ^ (uintptr_t)out[0]) & 63u) == 0;
+    }
+    if (stream && same && n_out <= EX_MEM_FAN_MAX && n_in <= EX_MEM_FAN_MAX && n >= head + 64 &&
+        __builtin_cpu_supports("avx512f")) {
+        sum_tiles(out, n_out, in, n_in, head, true);
+        size_t body = (n - head) & ~(size_t)63u;
+        const float *ib[EX_MEM_FAN_MAX] = {NULL};
+        float *ob[EX_MEM_FAN_MAX] = {NULL};
+        for (uint32_t k = 0; k < n_in; k++) {
+            ib[k] = in[k] + head;
+        }
+        for (uint32_t j = 0; j < n_out; j++) {
+            ob[j] = out[j] + head;
+        }
+        sum_avx512(ob, n_out, ib, n_in, body);
+        for (uint32_t k = 0; k < n_in; k++) {
+            ib[k] += body;
+        }
+        for (uint32_t j = 0; j < n_out; j++) {
+            ob[j] += body;
+        }
+        sum_tiles(ob, n_out, ib, n_in, n - head - body, true);
+        return;
+    }
+#endif
+    sum_tiles(out, n_out, in, n_in, n, stream);
 }

@@ -30,6 +30,16 @@ void *ex_mem_alloc(size_t n, size_t esz, bool zero);
  * it. For copies whose written bytes exceed the cache. */
 void ex_mem_copy(void *dst, const void *src, size_t len, bool stream);
 
+/* Most destinations of one ex_mem_fan call. */
+#define EX_MEM_FAN_MAX 64
+
+/* ex_mem_copy of src to each of dst[0..n_dst) (n_dst <= EX_MEM_FAN_MAX),
+ * reading src once: with streaming stores, each 64-byte line of it is
+ * loaded into registers and stored to every destination, which runs the
+ * all-gather's one-read, many-writes pattern at this machine's write rate
+ * (docs/executor.md). Destinations must not overlap src. */
+void ex_mem_fan(char *const *dst, uint32_t n_dst, const void *src, size_t len, bool stream);
+
 /* out[j][i] = in[0][i] + in[1][i] + ... + in[n_in - 1][i] for i < n and every
  * j < n_out, summed in input order in f32 (every output gets the same bits),
  * reading each input once and writing each output once (stream: streaming
