@@ -307,7 +307,7 @@ static void bench_collective(const coll *cl)
     floor_measure(&f); /* warm-up: first touch of the copy's pages */
     f.n = 0;
     double t[COLL_ITERS];
-    ex_exec_opts o = {8, false, COLL_ITERS, t};
+    ex_exec_opts o = {8, false, COLL_ITERS, t, false};
     ex_tensor *res = NULL;
     uint32_t n_res = 0;
     if (ex_exec_run_paced(m, &o, floor_measure, &f, &arg, 1, &res, &n_res, &err) != CM_OK) {

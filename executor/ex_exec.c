@@ -7,7 +7,10 @@
  * (every operand is ready) and after (every peer is done reading), so a
  * buffer can be freed after its last use. A failing worker keeps taking the
  * barriers, so the others never wait forever. */
+#define _GNU_SOURCE /* pthread_attr_setaffinity_np, sched_getaffinity (Linux) */
 #include "ex_exec.h"
+
+#include <sched.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -25,6 +28,10 @@
 #include "sp_pipeline.h"
 #include "sp_prop.h"
 #include "sp_reshard.h"
+
+/* Most CPUs workers are pinned to (ex_exec_opts.affinity); the rest of a
+ * larger machine goes unused by a pinned run. */
+#define EX_MAX_PINNED 256
 
 /* ---- element access ---------------------------------------------------------- */
 
@@ -199,6 +206,7 @@ typedef struct prog {
     uint32_t n_ops;
     uint32_t ret;     /* index of the return in ops */
     ex_gate *gate;    /* held by a worker while it computes (run_local); NULL: none */
+    uint32_t n_gates; /* gate[dev % n_gates] is dev's (one per CPU with affinity) */
     cm_arena arena;
 } prog;
 
@@ -2677,9 +2685,10 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
  * workers than cores: only as many compute at once as there are cores). */
 static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err)
 {
-    ex_gate_enter(p->gate);
+    ex_gate *g = p->gate == NULL ? NULL : &p->gate[dev % p->n_gates];
+    ex_gate_enter(g);
     cm_status st_ = compute_op(p, x, bufs, dev, err);
-    ex_gate_leave(p->gate);
+    ex_gate_leave(g);
     return st_;
 }
 
@@ -2896,24 +2905,62 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     /* OpenBLAS threads: the cores shared out over the workers (one device:
      * every core in its sgemm); with more workers than cores, the gate lets
      * only as many compute at a time (ex_gate). */
-    uint32_t cores = ex_kern_cores();
+    cpu_set_t allowed;
+    uint32_t cores = ex_kern_cores(), n_cpu = 0;
+    size_t cpus[EX_MAX_PINNED];
+    if (o->affinity) {
+        /* The CPUs this process may run on (a cgroup or taskset may allow
+         * fewer than are online). */
+        CPU_ZERO(&allowed);
+        if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+            st_ = cm_error_set(err, CM_EIO, NULL, "cannot read the CPUs this process may use");
+            goto out;
+        }
+        for (size_t c = 0; c < (size_t)CPU_SETSIZE && n_cpu < EX_MAX_PINNED; c++) {
+            if (CPU_ISSET(c, &allowed)) {
+                cpus[n_cpu++] = c;
+            }
+        }
+        cores = n_cpu > 0 ? n_cpu : 1u;
+    }
     ex_blas_set_threads((int)(n_dev < cores ? cores / n_dev : 1u));
-    ex_gate gate;
-    ex_gate_init(&gate, n_dev > cores ? cores : 0);
-    p.gate = &gate;
+    /* One gate for all the cores, or one per pinned CPU for its workers. */
+    uint32_t n_gates = o->affinity && n_dev > cores ? cores : 1u;
+    ex_gate gates[EX_MAX_PINNED];
+    for (uint32_t g = 0; g < n_gates; g++) {
+        ex_gate_init(&gates[g], n_gates > 1 ? 1u : (n_dev > cores ? cores : 0u));
+    }
+    p.gate = gates;
+    p.n_gates = n_gates;
     pthread_barrier_init(&sh.bar, NULL, n_dev);
     uint32_t started = 0;
     for (uint32_t d = 0; d < n_dev; d++) {
         ws[d].sh = &sh;
         ws[d].dev = d;
-        if (pthread_create(&th[d], NULL, worker_main, &ws[d]) != 0) {
+        pthread_attr_t attr;
+        if (pthread_attr_init(&attr) != 0) {
+            break;
+        }
+        if (o->affinity && n_cpu > 0) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpus[d % n_cpu], &one);
+            if (pthread_attr_setaffinity_np(&attr, sizeof one, &one) != 0) {
+                pthread_attr_destroy(&attr);
+                break;
+            }
+        }
+        int rc = pthread_create(&th[d], &attr, worker_main, &ws[d]);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) {
             break;
         }
         started++;
     }
     if (started < n_dev) {
         /* The started workers wait at the first barrier forever; this only
-         * happens when the system is out of threads, so fail loudly. */
+         * happens when the system is out of threads or refuses a CPU the
+         * process was allowed a moment ago, so fail loudly. */
         abort();
     }
     for (uint32_t d = 0; d < n_dev; d++) {
@@ -2921,7 +2968,9 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     }
     pthread_barrier_destroy(&sh.bar);
     p.gate = NULL;
-    ex_gate_fini(&gate);
+    for (uint32_t g = 0; g < n_gates; g++) {
+        ex_gate_fini(&gates[g]);
+    }
     if (atomic_load(&sh.failed) != 0) {
         for (uint32_t d = 0; d < n_dev; d++) {
             if (sh.errs[d].code != CM_OK) {
@@ -3230,13 +3279,14 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
     if (st_ != CM_OK) {
         return st_;
     }
-    ex_exec_opts eo = {0, true, 1, &r->ref_s};
+    ex_exec_opts eo = {0, true, 1, &r->ref_s, false};
     st_ = ex_exec_run(ref, &eo, args, n_args, &want, &n_want, err);
     if (st_ == CM_OK) {
         eo.replicated = false;
         eo.n_devices = o->n_devices > 0 ? o->n_devices : default_devices(part);
         eo.iters = o->iters;
         eo.iter_s = o->iter_s;
+        eo.affinity = o->affinity;
         r->n_devices = eo.n_devices;
         st_ = ex_exec_run(part, &eo, args, n_args, &got, &n_got, err);
     }
@@ -3308,7 +3358,9 @@ cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex
 
 static void run_usage(FILE *f)
 {
-    fputs("usage: shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S]\n", f);
+    fputs("usage: shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] "
+          "[--affinity]\n",
+          f);
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -3335,9 +3387,12 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *file = NULL;
     uint64_t devices = 0, iters = 3, seed = 1;
+    bool affinity = false;
     for (int i = 1; i < argc; i++) {
         bool ok = true;
-        if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--affinity") == 0) {
+            affinity = true;
+        } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
             ok = parse_u64(argv[++i], &devices) && devices > 0 && devices <= 4096;
         } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
             ok = parse_u64(argv[++i], &iters) && iters > 0 && iters <= 100000;
@@ -3379,7 +3434,7 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
         return 1;
     }
     double *ts = cm_calloc((size_t)iters, sizeof(double));
-    ex_check_opts o = {(uint32_t)devices, (uint32_t)iters, seed, ts};
+    ex_check_opts o = {(uint32_t)devices, (uint32_t)iters, seed, ts, affinity};
     ex_report r;
     int rc = 0;
     if (ts == NULL) {

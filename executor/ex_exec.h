@@ -48,6 +48,9 @@ typedef struct ex_exec_opts {
                            collectives are identities (the reference run) */
     uint32_t iters;     /* runs back to back (0 counts as 1); results are the last run's */
     double *iter_s;     /* NULL, or iters entries: wall seconds of each run */
+    bool affinity;      /* pin worker d to the d-th CPU (mod their count) this process may
+                           run on, and gate computing per CPU; false: the scheduler places
+                           the workers and the gate counts cores */
 } ex_exec_opts;
 
 /* Runs main of m on the workers with the global arguments args (each worker
@@ -59,7 +62,10 @@ typedef struct ex_exec_opts {
  * Sets the process's OpenBLAS thread count for the run: the cores shared
  * out over the workers (every core for one device, one thread each when
  * there are more workers than cores, and then only as many workers compute
- * at a time as there are cores). */
+ * at a time as there are cores). With o->affinity, worker d is pinned to the
+ * (d mod n)-th of the n CPUs the process may run on (sched_getaffinity), and
+ * the workers of a CPU compute one at a time; CM_EIO when a thread cannot be
+ * pinned. */
 cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor *args,
                       uint32_t n_args, ex_tensor **res_out, uint32_t *n_res_out, cm_error *err);
 
@@ -106,6 +112,7 @@ typedef struct ex_check_opts {
     uint32_t iters;     /* partitioned runs (0 counts as 1) */
     uint64_t seed;
     double *iter_s;     /* NULL, or iters entries */
+    bool affinity;      /* ex_exec_opts.affinity of the partitioned runs */
 } ex_check_opts;
 
 typedef struct ex_report {

@@ -73,7 +73,12 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
 {
     uint64_t devices = 0, warmup = 1, iters = 5, seed = 1;
     const char *fault_kind = NULL;
+    bool affinity = false;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--affinity") == 0) {
+            affinity = true;
+            continue;
+        }
         bool ok = i + 1 < argc;
         const char *v = ok ? argv[i + 1] : "";
         if (ok && strcmp(argv[i], "--devices") == 0) {
@@ -143,15 +148,17 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
         cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
         goto out;
     }
-    ex_check_opts o = {(uint32_t)devices, (uint32_t)total, seed, ts};
+    ex_check_opts o = {(uint32_t)devices, (uint32_t)total, seed, ts, affinity};
     ex_report r;
     if (ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
         goto out;
     }
     const double *meas = ts + warmup;
-    cm_buf_printf(&b, "{\"devices\":%u,\"warmup\":%llu,\"iters\":%llu,\"seed\":%llu,\"iter_s\":[",
+    cm_buf_printf(&b,
+                  "{\"devices\":%u,\"warmup\":%llu,\"iters\":%llu,\"seed\":%llu,\"affinity\":%s,"
+                  "\"iter_s\":[",
                   r.n_devices, (unsigned long long)warmup, (unsigned long long)iters,
-                  (unsigned long long)seed);
+                  (unsigned long long)seed, affinity ? "true" : "false");
     for (uint64_t i = 0; i < iters; i++) {
         cm_buf_printf(&b, "%s%.9g", i > 0 ? "," : "", meas[i]);
     }

@@ -11,8 +11,9 @@
 #include <stdio.h>
 
 /* `shardplan exec-worker [--devices N] [--warmup W] [--iters K] [--seed S]
- * [--fault crash|hang|oom]`: argv[0] is "exec-worker". The result JSON holds
- * devices, warmup, iters, seed, iter_s (wall seconds of each measured run),
+ * [--affinity] [--fault crash|hang|oom]`: argv[0] is "exec-worker".
+ * --affinity pins the device workers (ex_exec_opts.affinity). The result
+ * JSON holds devices, warmup, iters, seed, affinity, iter_s (wall seconds of each measured run),
  * step_s (their median), flops (per run, cost model), flop_per_s,
  * predicted_step_s (cost model, built-in cpu-local profile), reference_s and
  * numerics {match, max_abs_diff[, mismatch]}. --fault exists for the tests of

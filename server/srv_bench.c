@@ -238,12 +238,17 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
     snprintf(a_warm, sizeof a_warm, "%u", s->warmup);
     snprintf(a_it, sizeof a_it, "%u", s->iters);
     snprintf(a_seed, sizeof a_seed, "%llu", (unsigned long long)s->seed);
-    const char *argv[] = {path,      "exec-worker", "--devices", a_dev,    "--warmup",
-                          a_warm,    "--iters",     a_it,        "--seed", a_seed,
-                          "--fault", s->fault,      NULL};
-    if (s->fault[0] == '\0') {
-        argv[10] = NULL;
+    const char *argv[14] = {path,  "exec-worker", "--devices", a_dev, "--warmup", a_warm,
+                            "--iters", a_it,    "--seed",    a_seed, NULL};
+    size_t n_argv = 10;
+    if (s->affinity) {
+        argv[n_argv++] = "--affinity";
     }
+    if (s->fault[0] != '\0') {
+        argv[n_argv++] = "--fault";
+        argv[n_argv++] = s->fault;
+    }
+    argv[n_argv] = NULL;
     struct rlimit rl;
     rl.rlim_cur = rl.rlim_max = (rlim_t)c->bench_memory_mb << 20;
     int in[2], out[2];

@@ -594,6 +594,13 @@ static cm_status bench_member(const char *key, json_t *v, const char *path, srv_
         }
         return CM_OK;
     }
+    if (strcmp(key, "affinity") == 0) {
+        if (!json_is_boolean(v)) {
+            return cm_error_set(err, CM_EINVAL, path, "expected true or false");
+        }
+        s->affinity = json_is_true(v);
+        return CM_OK;
+    }
     if (strcmp(key, "fault") == 0) {
         const char *f = json_is_string(v) ? json_string_value(v) : "";
         if (strcmp(f, "crash") != 0 && strcmp(f, "hang") != 0 && strcmp(f, "oom") != 0) {

@@ -29,7 +29,7 @@
 /* Checks text (partitioned by ex_check_text) against its reference. */
 static void assert_matches(const char *text, uint32_t devices)
 {
-    ex_check_opts o = {devices, 2, 7, NULL};
+    ex_check_opts o = {devices, 2, 7, NULL, false};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);
@@ -52,16 +52,19 @@ static void test_ex_check_text_flax_mlp_8_devices_matches(void **state)
     cm_error err;
     cm_error_clear(&err);
     assert_int_equal(cm_file_read("examples/flax_mlp.mlir", &text, &len, &err), CM_OK);
-    ex_check_opts o = {8, 2, 42, NULL};
-    ex_report r;
-    cm_status st = ex_check_text(text, len, &o, &r, &err);
-    cm_free(text);
-    if (st != CM_OK) {
-        fail_msg("%s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+    /* Also with the workers pinned, 4 to a CPU here (test_ex_affinity.c). */
+    for (int pin = 0; pin < 2; pin++) {
+        ex_check_opts o = {8, 2, 42, NULL, pin != 0};
+        ex_report r;
+        cm_status st = ex_check_text(text, len, &o, &r, &err);
+        if (st != CM_OK) {
+            fail_msg("%s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+        }
+        assert_true(r.mm.match);
+        assert_int_equal(r.n_devices, 8);
+        assert_true(r.flops > 0);
     }
-    assert_true(r.mm.match);
-    assert_int_equal(r.n_devices, 8);
-    assert_true(r.flops > 0);
+    cm_free(text);
 }
 
 #define MESH "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
@@ -200,7 +203,7 @@ static void check_transformer(sp_example_strategy strategy, bool train)
     unlink(path);
     assert_int_equal(st, CM_OK);
     st = ex_partition(part.m, &err);
-    ex_check_opts o = {8, 1, 5, NULL};
+    ex_check_opts o = {8, 1, 5, NULL, false};
     ex_report r;
     if (st == CM_OK) {
         st = ex_check_modules(part.m, ref.m, &o, &r, &err);
@@ -334,7 +337,7 @@ static void coll_module(char *buf, size_t len, const char *mesh, const coll_case
 /* Runs text on n devices; on failure names the module. */
 static void assert_matches_named(const char *text, uint32_t devices)
 {
-    ex_check_opts o = {devices, 1, 11, NULL};
+    ex_check_opts o = {devices, 1, 11, NULL, false};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);
@@ -416,7 +419,7 @@ static void test_ex_exec_run_collectives_sub_axes_match(void **state)
  * 2053 (a prime number of rows: padded shards, the generic paths). */
 static void assert_matches_twice(const char *text)
 {
-    ex_check_opts o = {6, 2, 5, NULL};
+    ex_check_opts o = {6, 2, 5, NULL, false};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);
@@ -495,7 +498,7 @@ static void test_ex_exec_run_wrong_collective_mismatches(void **state)
         MESH DOT_PARTIAL() "  %1 = sdy.all_reduce {\"x\"} %0 out_sharding=<@mesh, [{\"x\"}, {}]> : "
                            "tensor<8x8xf32>\n"
                            "  return %1 : tensor<8x8xf32>\n}\n";
-    ex_check_opts o = {4, 1, 3, NULL};
+    ex_check_opts o = {4, 1, 3, NULL, false};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);
@@ -553,7 +556,7 @@ static void test_ex_exec_run_unsupported_op_is_a_clear_error(void **state)
         "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
         "  %0 = stablehlo.cosine %arg0 : tensor<8xf32>\n"
         "  return %0 : tensor<8xf32>\n}\n";
-    ex_check_opts o = {1, 1, 1, NULL};
+    ex_check_opts o = {1, 1, 1, NULL, false};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);

@@ -374,7 +374,7 @@ static void test_srv_bench_flax_mlp_succeeds_with_webhook(void **state)
     k.base = f->base;
     int64_t id = queue_run(f,
                            "{\"plan_id\":%lld,\"devices\":8,\"warmup\":1,\"iters\":3,\"seed\":5,"
-                           "\"webhook_url\":\"http://127.0.0.1:%u/hook\"}",
+                           "\"affinity\":true,\"webhook_url\":\"http://127.0.0.1:%u/hook\"}",
                            (long long)f->plan_id, (unsigned)k.port);
     json_t *run = wait_run(f, id, NULL, 120);
     hook_join(&k);
@@ -390,6 +390,7 @@ static void test_srv_bench_flax_mlp_succeeds_with_webhook(void **state)
     json_t *res = json_object_get(run, "results");
     assert_true(json_is_object(res));
     assert_int_equal(json_integer_value(json_object_get(res, "devices")), 8);
+    assert_true(json_is_true(json_object_get(res, "affinity"))); /* pinned workers */
     assert_int_equal(json_array_size(json_object_get(res, "iter_s")), 3);
     assert_true(json_real_value(json_object_get(res, "step_s")) > 0);
     assert_true(json_real_value(json_object_get(res, "flop_per_s")) > 0);
@@ -566,6 +567,8 @@ static void test_srv_bench_bad_requests_name_the_member(void **state)
     expect_error(f, body, 400, "/iters");
     snprintf(body, sizeof body, "{\"plan_id\":%lld,\"devices\":-1}", (long long)f->plan_id);
     expect_error(f, body, 400, "/devices");
+    snprintf(body, sizeof body, "{\"plan_id\":%lld,\"affinity\":1}", (long long)f->plan_id);
+    expect_error(f, body, 400, "/affinity");
     snprintf(body, sizeof body, "{\"plan_id\":%lld,\"steps\":3}", (long long)f->plan_id);
     expect_error(f, body, 400, "/steps");
     snprintf(body, sizeof body, "{\"plan_id\":%lld,\"webhook_url\":\"http://192.0.2.1/x\"}",
