@@ -94,8 +94,8 @@ static void bench_model(const char *label, const sp_example_opts *eo)
     if (ex_args_make(ref.m, 1, &args, &n_args, &err) != CM_OK) {
         die(label, &err);
     }
-    ex_exec_opts o1 = {1, true, MODEL_ITERS, t1s};
-    ex_exec_opts o8 = {8, false, MODEL_ITERS, t8s};
+    ex_exec_opts o1 = {1, true, MODEL_ITERS, t1s, false};
+    ex_exec_opts o8 = {8, false, MODEL_ITERS, t8s, false};
     double base[2]; /* 8 devices, 1 device */
     base[1] = sgemm_baseline();
     if (ex_exec_run(ref.m, &o1, args, n_args, &want, &n_want, &err) != CM_OK) {
