@@ -94,8 +94,9 @@ static void bench_model(const char *label, const sp_example_opts *eo)
     if (ex_args_make(ref.m, 1, &args, &n_args, &err) != CM_OK) {
         die(label, &err);
     }
-    ex_exec_opts o1 = {1, true, MODEL_ITERS, t1s, false};
-    ex_exec_opts o8 = {8, false, MODEL_ITERS, t8s, false};
+    ex_exec_opts o1 = {
+        .n_devices = 1, .replicated = true, .iters = MODEL_ITERS, .iter_s = t1s};
+    ex_exec_opts o8 = {.n_devices = 8, .iters = MODEL_ITERS, .iter_s = t8s};
     double base[2]; /* 8 devices, 1 device */
     base[1] = sgemm_baseline();
     if (ex_exec_run(ref.m, &o1, args, n_args, &want, &n_want, &err) != CM_OK) {
@@ -307,7 +308,7 @@ static void bench_collective(const coll *cl)
     floor_measure(&f); /* warm-up: first touch of the copy's pages */
     f.n = 0;
     double t[COLL_ITERS];
-    ex_exec_opts o = {8, false, COLL_ITERS, t, false};
+    ex_exec_opts o = {.n_devices = 8, .iters = COLL_ITERS, .iter_s = t};
     ex_tensor *res = NULL;
     uint32_t n_res = 0;
     if (ex_exec_run_paced(m, &o, floor_measure, &f, &arg, 1, &res, &n_res, &err) != CM_OK) {

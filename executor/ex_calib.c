@@ -349,7 +349,7 @@ static cm_status rank_plan(const sp_example_opts *eo, const sp_profile *prof, ui
         st = ex_args_make(in.m, 1, &args, &n_args, err);
     }
     if (st == CM_OK) {
-        ex_exec_opts o = {8, false, iters + 1, t, false};
+        ex_exec_opts o = {.n_devices = 8, .iters = iters + 1, .iter_s = t};
         st = ex_exec_run(in.m, &o, args, n_args, &res, &n_res, err);
     }
     if (st == CM_OK) {

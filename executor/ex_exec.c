@@ -194,6 +194,8 @@ typedef struct xop {
     double *cval;                 /* constant values (1: splat) */
     void *ext;                    /* ex_gather_dims / ex_conv_dims (gather, scatter, conv) */
     size_t n_cval;
+    bool local;                   /* a reshard, constraint or permute that leaves every
+                                     device's block where it is: a local copy, no barrier */
 } xop;
 
 typedef struct prog {
@@ -362,6 +364,27 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
 static const int64_t *voff(const prog *p, uint32_t v, uint32_t dev)
 {
     return &p->vi[v].off[dev * p->vi[v].rank];
+}
+
+/* True when every device's block of v and of r is the same region of the
+ * same shape: a reshard from v to r moves nothing between devices. */
+static bool same_blocks(const prog *p, uint32_t v, uint32_t r)
+{
+    const vinfo *a = &p->vi[v], *b = &p->vi[r];
+    if (p->replicated || a->rank != b->rank || a->elem != b->elem) {
+        return false;
+    }
+    for (uint32_t k = 0; k < a->rank; k++) {
+        if (a->ldims[k] != b->ldims[k]) {
+            return false;
+        }
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        if (memcmp(voff(p, v, d), voff(p, r, d), sizeof(int64_t) * a->rank) != 0) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* Valid extent of the block at off (the last shard of a non-divisible
@@ -1081,7 +1104,8 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_SDY_RESHARD:
     case SP_OP_SDY_SHARDING_CONSTRAINT:
         /* Constraints and reshards move data when the shardings differ. */
-        return p->replicated ? CM_OK : prepare_groups(p, x, NULL, err);
+        x->local = same_blocks(p, o->operands[0], o->first_result);
+        return p->replicated || x->local ? CM_OK : prepare_groups(p, x, NULL, err);
     default:
         return op_error(p, x->op, err, "op %s cannot be executed yet", nm);
     }
@@ -1098,7 +1122,7 @@ static void prog_fini(prog *p)
     cm_arena_fini(&p->arena);
 }
 
-static uint32_t default_devices(const sp_module *m)
+uint32_t ex_module_devices(const sp_module *m)
 {
     const sp_block *body = &m->blocks[m->body];
     for (uint32_t i = 0; i < body->n_ops; i++) {
@@ -1192,6 +1216,8 @@ typedef struct shared {
     uint32_t n_args;
     uint32_t iters;
     double *iter_s;
+    double *op_s;     /* ex_exec_opts.op_s, or NULL */
+    uint32_t op_from;
     void (*between)(void *ctx); /* ex_exec_run_paced */
     void *between_ctx;
     cm_error *errs;       /* per worker */
@@ -2712,9 +2738,10 @@ static void free_all(shared *sh, uint32_t dev, bool keep)
 }
 
 /* One run of main on device dev; keep: another iteration follows. */
-static void run_once(shared *sh, uint32_t dev, bool keep)
+static void run_once(shared *sh, uint32_t dev, bool keep, bool timed)
 {
     prog *p = sh->p;
+    double *op_s = timed ? sh->op_s + (size_t)dev * p->m->n_ops : NULL;
     void **bufs = wbufs(sh, dev);
     cm_error *err = &sh->errs[dev];
     const sp_block *b = &p->m->blocks[p->block];
@@ -2729,7 +2756,8 @@ static void run_once(shared *sh, uint32_t dev, bool keep)
         }
         bool failed = atomic_load(&sh->failed) != 0;
         cm_status st_ = CM_OK;
-        if (is_collective(x->kind) && !p->replicated) {
+        double t0 = op_s != NULL ? cm_now() : 0;
+        if (is_collective(x->kind) && !p->replicated && !x->local) {
             if (!failed) {
                 /* Any worker writes any device's result (coll_run). Sums
                  * and unpadded copies write every element of it. */
@@ -2769,6 +2797,9 @@ static void run_once(shared *sh, uint32_t dev, bool keep)
         if (st_ != CM_OK) {
             atomic_store(&sh->failed, 1);
         }
+        if (op_s != NULL) {
+            op_s[x->op] += cm_now() - t0;
+        }
         /* Free operands after their last use (collectives are past their
          * second barrier here, so no peer reads them any more). */
         for (uint32_t j = 0; j < o->n_operands; j++) {
@@ -2798,7 +2829,7 @@ static void *worker_main(void *arg)
         }
         pthread_barrier_wait(&sh->bar);
         double t0 = cm_now();
-        run_once(sh, w->dev, it + 1 < sh->iters);
+        run_once(sh, w->dev, it + 1 < sh->iters, sh->op_s != NULL && it >= sh->op_from);
         pthread_barrier_wait(&sh->bar);
         if (w->dev == 0 && sh->iter_s != NULL) {
             sh->iter_s[it] = cm_now() - t0;
@@ -2843,7 +2874,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
 {
     *res_out = NULL;
     *n_res_out = 0;
-    uint32_t n_dev = o->replicated ? 1 : (o->n_devices > 0 ? o->n_devices : default_devices(m));
+    uint32_t n_dev = o->replicated ? 1 : (o->n_devices > 0 ? o->n_devices : ex_module_devices(m));
     uint32_t iters = o->iters > 0 ? o->iters : 1;
     if (n_dev > 4096) {
         return cm_error_set(err, CM_EINVAL, NULL, "too many devices (%u)", n_dev);
@@ -2881,6 +2912,8 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     sh.n_args = n_args;
     sh.iters = iters;
     sh.iter_s = o->iter_s;
+    sh.op_s = o->op_s;
+    sh.op_from = o->op_from;
     sh.between = between;
     sh.between_ctx = ctx;
     sh.bufs = cm_calloc((size_t)n_dev * 2u * m->n_values + 1u, sizeof(void *));
@@ -3279,14 +3312,16 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
     if (st_ != CM_OK) {
         return st_;
     }
-    ex_exec_opts eo = {0, true, 1, &r->ref_s, false};
+    ex_exec_opts eo = {.replicated = true, .iters = 1, .iter_s = &r->ref_s};
     st_ = ex_exec_run(ref, &eo, args, n_args, &want, &n_want, err);
     if (st_ == CM_OK) {
         eo.replicated = false;
-        eo.n_devices = o->n_devices > 0 ? o->n_devices : default_devices(part);
+        eo.n_devices = o->n_devices > 0 ? o->n_devices : ex_module_devices(part);
         eo.iters = o->iters;
         eo.iter_s = o->iter_s;
         eo.affinity = o->affinity;
+        eo.op_s = o->op_s;
+        eo.op_from = o->op_from;
         r->n_devices = eo.n_devices;
         st_ = ex_exec_run(part, &eo, args, n_args, &got, &n_got, err);
     }
@@ -3434,7 +3469,11 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
         return 1;
     }
     double *ts = cm_calloc((size_t)iters, sizeof(double));
-    ex_check_opts o = {(uint32_t)devices, (uint32_t)iters, seed, ts, affinity};
+    ex_check_opts o = {.n_devices = (uint32_t)devices,
+                       .iters = (uint32_t)iters,
+                       .seed = seed,
+                       .iter_s = ts,
+                       .affinity = affinity};
     ex_report r;
     int rc = 0;
     if (ts == NULL) {

@@ -51,6 +51,11 @@ typedef struct ex_exec_opts {
     bool affinity;      /* pin worker d to the d-th CPU (mod their count) this process may
                            run on, and gate computing per CPU; false: the scheduler places
                            the workers and the gate counts cores */
+    double *op_s;       /* NULL, or (workers x m->n_ops) entries, zeroed, device-major:
+                           wall seconds each op took on each device, summed over the runs
+                           from op_from on; a collective's run from before its first barrier
+                           to after its second (waiting for the slowest member included) */
+    uint32_t op_from;   /* the first run (0-based) op_s counts */
 } ex_exec_opts;
 
 /* Runs main of m on the workers with the global arguments args (each worker
@@ -98,6 +103,9 @@ typedef struct ex_mismatch {
 void ex_tensors_compare(const ex_tensor *expected, const ex_tensor *got, uint32_t n, int64_t k,
                         ex_mismatch *out);
 
+/* The size of m's first mesh (the default device count); 1 without one. */
+uint32_t ex_module_devices(const sp_module *m);
+
 /* The largest contraction length (product of contracting dimension sizes)
  * of any dot_general in m; 1 when there is none. */
 int64_t ex_module_contraction(const sp_module *m);
@@ -113,6 +121,8 @@ typedef struct ex_check_opts {
     uint64_t seed;
     double *iter_s;     /* NULL, or iters entries */
     bool affinity;      /* ex_exec_opts.affinity of the partitioned runs */
+    double *op_s;       /* ex_exec_opts.op_s of the partitioned runs (r->n_devices x ops) */
+    uint32_t op_from;
 } ex_check_opts;
 
 typedef struct ex_report {

@@ -24,7 +24,7 @@ cm_status ex_measure_text(const char *mlir, size_t len, uint32_t iters, sp_sugge
     if (ts == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    ex_check_opts o = {0, iters, 1, ts, false};
+    ex_check_opts o = {.iters = iters, .seed = 1, .iter_s = ts};
     ex_report r;
     cm_status st = ex_check_text(mlir, len, &o, &r, err);
     if (st == CM_OK) {

@@ -1494,19 +1494,7 @@ const sp_cost_summary *sp_advise_summary(const sp_advise *a)
 
 void sp_advise_put_jstr(cm_buf *b, const char *s)
 {
-    cm_buf_putc(b, '"');
-    for (; s != NULL && *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            cm_buf_putc(b, '\\');
-            cm_buf_putc(b, (char)c);
-        } else if (c < 0x20) {
-            cm_buf_printf(b, "\\u%04x", c);
-        } else {
-            cm_buf_putc(b, (char)c);
-        }
-    }
-    cm_buf_putc(b, '"');
+    cm_buf_json_string(b, s, s != NULL ? strlen(s) : 0);
 }
 
 static void put_num(cm_buf *b, double v)

@@ -311,19 +311,7 @@ static bool align(cmp *c)
 
 static void jstr(cm_buf *b, const char *s, size_t n)
 {
-    cm_buf_putc(b, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\') {
-            cm_buf_putc(b, '\\');
-            cm_buf_putc(b, (char)ch);
-        } else if (ch < 0x20) {
-            cm_buf_printf(b, "\\u%04x", ch);
-        } else {
-            cm_buf_putc(b, (char)ch);
-        }
-    }
-    cm_buf_putc(b, '"');
+    cm_buf_json_string(b, s, n);
 }
 
 /* Appends what fn writes for (plan, slot) as a JSON string. */

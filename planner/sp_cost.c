@@ -83,6 +83,8 @@ void sp_cost_opts_init(sp_cost_opts *o)
 
 struct sp_cost {
     sp_cost_summary s;
+    sp_cost_op *ops; /* by op id, with opts.per_op; else NULL */
+    uint32_t n_ops;
     sp_cost_coll *colls;
     uint32_t n_colls, cap_colls;
     sp_cost_axis *axes;
@@ -1160,6 +1162,10 @@ static double cost_op(cctx *x, uint32_t id, double mult)
         double tc = peak > 0 ? f / peak : 0;
         double tm = x->p->mem_bandwidth > 0 ? traffic / x->p->mem_bandwidth : 0;
         s->compute_s += (tc > tm ? tc : tm) * mult;
+        if (x->c->ops != NULL) {
+            x->c->ops[id].flops += f * mult;
+            x->c->ops[id].time_s += (tc > tm ? tc : tm) * mult;
+        }
     }
     if (k == SP_OP_FUNC_CALL) {
         const char *cal = callee_of(o);
@@ -1462,6 +1468,14 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     x.shard = cm_alloc(sizeof(sp_sharding *) * (m->n_values + 1u));
     x.elems = cm_alloc(sizeof(double) * (m->n_values + 1u));
     x.weight = cm_calloc(m->n_values + 1u, 1);
+    if (o->per_op) {
+        x.c->ops = cm_calloc(m->n_ops + 1u, sizeof(sp_cost_op));
+        x.c->n_ops = m->n_ops;
+        if (x.c->ops == NULL) {
+            fail_oom(&x);
+            goto out;
+        }
+    }
     if (x.shard == NULL || x.elems == NULL || x.weight == NULL) {
         fail_oom(&x);
         goto out;
@@ -1546,7 +1560,14 @@ void sp_cost_destroy(sp_cost *c)
     }
     cm_free(c->colls);
     cm_free(c->axes);
+    cm_free(c->ops);
     cm_free(c);
+}
+
+sp_cost_op sp_cost_op_at(const sp_cost *c, uint32_t op)
+{
+    sp_cost_op z = {0, 0};
+    return c->ops != NULL && op < c->n_ops ? c->ops[op] : z;
 }
 
 const sp_cost_summary *sp_cost_get_summary(const sp_cost *c)
@@ -1578,19 +1599,7 @@ const sp_cost_axis *sp_cost_axis_at(const sp_cost *c, uint32_t i)
 
 static void put_jstr(cm_buf *b, const char *s)
 {
-    cm_buf_putc(b, '"');
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            cm_buf_putc(b, '\\');
-            cm_buf_putc(b, (char)c);
-        } else if (c < 0x20) {
-            cm_buf_printf(b, "\\u%04x", c);
-        } else {
-            cm_buf_putc(b, (char)c);
-        }
-    }
-    cm_buf_putc(b, '"');
+    cm_buf_json_string(b, s, strlen(s));
 }
 
 /* A JSON number: integers exactly, others with 6 significant digits. */

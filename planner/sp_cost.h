@@ -153,6 +153,7 @@ typedef struct sp_cost_opts {
     double overlap;                /* < 0: the profile's */
     const sp_custom_rules *custom; /* rules for custom calls (implied mode), may be NULL */
     const sp_graph *graph;         /* value names for parameter/input roles, may be NULL */
+    bool per_op;                   /* keep each op's figures (sp_cost_op_at) */
 } sp_cost_opts;
 
 void sp_cost_opts_init(sp_cost_opts *o);
@@ -170,6 +171,14 @@ uint32_t sp_cost_n_colls(const sp_cost *c);
 const sp_cost_coll *sp_cost_coll_at(const sp_cost *c, uint32_t i);
 uint32_t sp_cost_n_axes(const sp_cost *c);
 const sp_cost_axis *sp_cost_axis_at(const sp_cost *c, uint32_t i);
+/* One op's figures per device, summed over the times it runs (the calls
+ * of its function), with opts.per_op; zeros otherwise, for ops that cost
+ * nothing (returns, constants) and for op ids out of range. */
+typedef struct sp_cost_op {
+    double flops;
+    double time_s; /* roofline: max(flops / peak, operand + result bytes / bandwidth) */
+} sp_cost_op;
+sp_cost_op sp_cost_op_at(const sp_cost *c, uint32_t op);
 /* Per-device bytes of the local shard of value v (0 for non-tensors). */
 double sp_cost_value_bytes(const sp_module *m, uint32_t v);
 

@@ -29,7 +29,7 @@
 /* Checks text (partitioned by ex_check_text) against its reference. */
 static void assert_matches(const char *text, uint32_t devices)
 {
-    ex_check_opts o = {devices, 2, 7, NULL, false};
+    ex_check_opts o = {.n_devices = devices, .iters = 2, .seed = 7};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);
@@ -52,9 +52,9 @@ static void test_ex_check_text_flax_mlp_8_devices_matches(void **state)
     cm_error err;
     cm_error_clear(&err);
     assert_int_equal(cm_file_read("examples/flax_mlp.mlir", &text, &len, &err), CM_OK);
-    /* Also with the workers pinned, 4 to a CPU here (test_ex_affinity.c). */
+    /* Also with the workers pinned, 4 to a CPU here (test_ex_opts.c). */
     for (int pin = 0; pin < 2; pin++) {
-        ex_check_opts o = {8, 2, 42, NULL, pin != 0};
+        ex_check_opts o = {.n_devices = 8, .iters = 2, .seed = 42, .affinity = pin != 0};
         ex_report r;
         cm_status st = ex_check_text(text, len, &o, &r, &err);
         if (st != CM_OK) {
@@ -203,7 +203,7 @@ static void check_transformer(sp_example_strategy strategy, bool train)
     unlink(path);
     assert_int_equal(st, CM_OK);
     st = ex_partition(part.m, &err);
-    ex_check_opts o = {8, 1, 5, NULL, false};
+    ex_check_opts o = {.n_devices = 8, .iters = 1, .seed = 5};
     ex_report r;
     if (st == CM_OK) {
         st = ex_check_modules(part.m, ref.m, &o, &r, &err);
@@ -337,7 +337,7 @@ static void coll_module(char *buf, size_t len, const char *mesh, const coll_case
 /* Runs text on n devices; on failure names the module. */
 static void assert_matches_named(const char *text, uint32_t devices)
 {
-    ex_check_opts o = {devices, 1, 11, NULL, false};
+    ex_check_opts o = {.n_devices = devices, .iters = 1, .seed = 11};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);
@@ -419,7 +419,7 @@ static void test_ex_exec_run_collectives_sub_axes_match(void **state)
  * 2053 (a prime number of rows: padded shards, the generic paths). */
 static void assert_matches_twice(const char *text)
 {
-    ex_check_opts o = {6, 2, 5, NULL, false};
+    ex_check_opts o = {.n_devices = 6, .iters = 2, .seed = 5};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);
@@ -498,7 +498,7 @@ static void test_ex_exec_run_wrong_collective_mismatches(void **state)
         MESH DOT_PARTIAL() "  %1 = sdy.all_reduce {\"x\"} %0 out_sharding=<@mesh, [{\"x\"}, {}]> : "
                            "tensor<8x8xf32>\n"
                            "  return %1 : tensor<8x8xf32>\n}\n";
-    ex_check_opts o = {4, 1, 3, NULL, false};
+    ex_check_opts o = {.n_devices = 4, .iters = 1, .seed = 3};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);
@@ -556,7 +556,7 @@ static void test_ex_exec_run_unsupported_op_is_a_clear_error(void **state)
         "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
         "  %0 = stablehlo.cosine %arg0 : tensor<8xf32>\n"
         "  return %0 : tensor<8xf32>\n}\n";
-    ex_check_opts o = {1, 1, 1, NULL, false};
+    ex_check_opts o = {.n_devices = 1, .iters = 1, .seed = 1};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);

@@ -790,7 +790,7 @@ static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_ar
     cm_error err;
     cm_error_clear(&err);
     assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
-    ex_exec_opts o = {1, true, 1, NULL, false};
+    ex_exec_opts o = {.n_devices = 1, .replicated = true, .iters = 1};
     ex_tensor *res = NULL;
     uint32_t n = 0;
     cm_status st = ex_exec_run(m, &o, args, n_args, &res, &n, &err);
@@ -874,7 +874,7 @@ static void test_ex_exec_run_gather_scatter_conv_by_hand(void **state)
 /* ex_check_text on text must fail with CM_EINVAL at path, msg containing what. */
 static void assert_rejected(const char *text, const char *path, const char *what)
 {
-    ex_check_opts o = {1, 1, 1, NULL, false};
+    ex_check_opts o = {.n_devices = 1, .iters = 1, .seed = 1};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);

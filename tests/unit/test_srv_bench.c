@@ -395,6 +395,38 @@ static void test_srv_bench_flax_mlp_succeeds_with_webhook(void **state)
     assert_true(json_real_value(json_object_get(res, "step_s")) > 0);
     assert_true(json_real_value(json_object_get(res, "flop_per_s")) > 0);
     assert_true(json_real_value(json_object_get(res, "predicted_step_s")) > 0);
+    /* per-op and per-collective time on each device, beside the prediction:
+     * the MLP's dots, and its all-reduces over "model" (4 devices a group) */
+    json_t *ops = json_object_get(res, "ops"), *colls = json_object_get(res, "collectives");
+    assert_true(json_array_size(ops) > 0);
+    assert_int_equal(json_integer_value(json_object_get(res, "ops_timed")),
+                     (json_int_t)json_array_size(ops));
+    size_t dots = 0;
+    for (size_t i = 0; i < json_array_size(ops); i++) {
+        json_t *o = json_array_get(ops, i);
+        assert_int_equal(json_array_size(json_object_get(o, "measured_s")), 8);
+        assert_non_null(json_string_value(json_object_get(o, "result"))); /* graph input */
+        if (strcmp(json_string_value(json_object_get(o, "op")), "stablehlo.dot_general") == 0) {
+            dots++;
+            assert_true(json_number_value(json_object_get(o, "predicted_s")) > 0);
+            assert_true(json_number_value(json_object_get(o, "flops")) > 0);
+        }
+    }
+    assert_true(dots >= 4);
+    assert_true(json_array_size(colls) > 0);
+    for (size_t i = 0; i < json_array_size(colls); i++) {
+        json_t *o = json_array_get(colls, i);
+        assert_string_equal(json_string_value(json_object_get(o, "kind")), "all_reduce");
+        assert_non_null(json_string_value(json_object_get(o, "operand")));
+        assert_int_equal(json_integer_value(json_object_get(o, "group")), 4);
+        assert_true(json_number_value(json_object_get(o, "bytes")) > 0);
+        assert_true(json_number_value(json_object_get(o, "predicted_s")) > 0);
+        json_t *ms = json_object_get(o, "measured_s");
+        assert_int_equal(json_array_size(ms), 8);
+        for (size_t d = 0; d < 8; d++) {
+            assert_true(json_number_value(json_array_get(ms, d)) > 0);
+        }
+    }
     json_t *num = json_object_get(res, "numerics");
     assert_true(json_is_true(json_object_get(num, "match")));
     assert_true(json_number_value(json_object_get(num, "max_abs_diff")) < 1e-3);

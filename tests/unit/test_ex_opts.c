@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for two run options of ex_exec:
+ * - affinity: each worker runs pinned to one CPU of those the process may
+ *   use (worker d on the (d mod n)-th), seen from inside the run, and the
+ *   result is right; without it the workers keep the process's CPUs (the
+ *   Flax MLP on 8 pinned workers is checked in test_ex_exec.c);
+ * - op_s, the per-op timers: every op that runs gets time on every device,
+ *   a collective included (its barriers and the wait for the slowest
+ *   member), a constraint that leaves each device's block in place too (a
+ *   local copy), and runs before op_from count nothing. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT (Linux) */
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cm.h"
+#include "ex_exec.h"
+#include "sp_ir.h"
+#include "sp_ops.h"
+
+#define MAX_OPS 32
+
+/* Runs main of text with o and between; kinds gets each op's kind (at most
+ * MAX_OPS ops), res0 (when not NULL) the first result's 8 x 16 floats. */
+static void exec_text(const char *text, const ex_exec_opts *o, void (*between)(void *ctx),
+                      void *ctx, sp_op_kind *kinds, uint32_t *n_ops, float *res0, float *arg0)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    ex_tensor *args = NULL, *res = NULL;
+    uint32_t n_args = 0, n_res = 0;
+    assert_int_equal(ex_args_make(m, 9, &args, &n_args, &err), CM_OK);
+    assert_true(m->n_ops <= MAX_OPS);
+    *n_ops = m->n_ops;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        kinds[i] = (sp_op_kind)m->ops[i].kind;
+    }
+    cm_status st = ex_exec_run_paced(m, o, between, ctx, args, n_args, &res, &n_res, &err);
+    if (st != CM_OK) {
+        fail_msg("%s: %s", cm_status_name(err.code), err.msg);
+    }
+    if (res0 != NULL) {
+        memcpy(res0, res[0].data, 8 * 16 * sizeof(float));
+        memcpy(arg0, args[0].data, 8 * 16 * sizeof(float));
+    }
+    ex_tensors_free(res, n_res);
+    ex_tensors_free(args, n_args);
+    sp_module_destroy(m);
+}
+
+/* ---- affinity --------------------------------------------------------------------- */
+
+static const char gather_mod[] =
+    "sdy.mesh @mesh = <[\"x\"=4]>\n"
+    "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
+    "{}]>}) -> tensor<8x16xf32> {\n"
+    "  %0 = sdy.all_gather [{\"x\"}, {}] %arg0 out_sharding=<@mesh, [{}, {}]> : "
+    "tensor<8x16xf32>\n"
+    "  return %0 : tensor<8x16xf32>\n}\n";
+
+/* What worker 0 sees of its own CPU set, between two runs (on its thread). */
+typedef struct seen {
+    int calls;
+    int count; /* CPUs in the set */
+    int first; /* the lowest CPU in it */
+} seen;
+
+static int lowest_cpu(const cpu_set_t *set)
+{
+    for (size_t c = 0; c < (size_t)CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, set)) {
+            return (int)c;
+        }
+    }
+    return -1;
+}
+
+static void look(void *ctx)
+{
+    seen *s = ctx;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    s->calls++;
+    s->count = CPU_COUNT(&set);
+    s->first = lowest_cpu(&set);
+}
+
+static void run_gather(bool affinity, seen *s)
+{
+    ex_exec_opts o = {.n_devices = 4, .iters = 2, .affinity = affinity};
+    sp_op_kind kinds[MAX_OPS];
+    uint32_t n = 0;
+    float got[8 * 16], want[8 * 16];
+    memset(s, 0, sizeof *s);
+    exec_text(gather_mod, &o, look, s, kinds, &n, got, want);
+    /* The all-gather hands back the global tensor whole. */
+    assert_memory_equal(got, want, sizeof got);
+}
+
+static void test_ex_exec_affinity_pins_each_worker(void **state)
+{
+    (void)state;
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
+    seen s;
+    run_gather(true, &s);
+    assert_int_equal(s.calls, 1);
+    assert_int_equal(s.count, 1);
+    assert_int_equal(s.first, lowest_cpu(&mine)); /* worker 0: the first allowed CPU */
+    run_gather(false, &s);
+    assert_int_equal(s.calls, 1);
+    assert_int_equal(s.count, CPU_COUNT(&mine));
+}
+
+/* ---- per-op timers ---------------------------------------------------------------- */
+
+/* A dot with its contraction sharded on y, the all-reduce that sums it and
+ * a constraint to the sharding the sum already has. */
+static const char dot_mod[] =
+    "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
+    "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+    "[{\"x\"}, {\"y\"}]>}, %arg1: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+    "[{\"y\"}, {}]>}) -> tensor<8x8xf32> {\n"
+    "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {sdy.sharding "
+    "= #sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>} : (tensor<8x16xf32>, "
+    "tensor<16x8xf32>) -> tensor<8x8xf32>\n"
+    "  %1 = sdy.all_reduce {\"y\"} %0 out_sharding=<@mesh, [{\"x\"}, {}]> : "
+    "tensor<8x8xf32>\n"
+    "  %2 = sdy.sharding_constraint %1 <@mesh, [{\"x\"}, {}]> : tensor<8x8xf32>\n"
+    "  return %2 : tensor<8x8xf32>\n}\n";
+
+static void run_timed(uint32_t iters, uint32_t from, double *op_s, uint32_t *n_ops,
+                      sp_op_kind *kinds)
+{
+    memset(op_s, 0, sizeof(double) * 4 * MAX_OPS);
+    ex_exec_opts o = {.n_devices = 4, .iters = iters, .op_s = op_s, .op_from = from};
+    exec_text(dot_mod, &o, NULL, NULL, kinds, n_ops, NULL, NULL);
+}
+
+static void test_ex_exec_op_timers_cover_ops_and_collectives(void **state)
+{
+    (void)state;
+    double op_s[4 * MAX_OPS];
+    sp_op_kind kinds[MAX_OPS];
+    uint32_t n = 0;
+    run_timed(3, 1, op_s, &n, kinds);
+    int seen_dot = 0, seen_reduce = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t d = 0; d < 4; d++) {
+            double t = op_s[d * n + i];
+            switch (kinds[i]) {
+            case SP_OP_DOT_GENERAL:
+            case SP_OP_SDY_ALL_REDUCE:
+            case SP_OP_SDY_SHARDING_CONSTRAINT:
+                if (!(t > 0 && t < 10)) {
+                    fail_msg("op %u on device %u: %g s", i, d, t);
+                }
+                seen_dot += kinds[i] == SP_OP_DOT_GENERAL;
+                seen_reduce += kinds[i] == SP_OP_SDY_ALL_REDUCE;
+                break;
+            case SP_OP_FUNC_FUNC:
+            case SP_OP_SDY_MESH:
+                assert_true(t == 0); /* not ops of main's body */
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    assert_int_equal(seen_dot, 4);
+    assert_int_equal(seen_reduce, 4);
+    /* Only runs from op_from on count: with op_from == iters, none. */
+    run_timed(2, 2, op_s, &n, kinds);
+    for (uint32_t i = 0; i < 4 * n; i++) {
+        assert_true(op_s[i] == 0);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ex_exec_affinity_pins_each_worker),
+        cmocka_unit_test(test_ex_exec_op_timers_cover_ops_and_collectives),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
