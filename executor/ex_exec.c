@@ -22,6 +22,7 @@
 #include "ex_blas.h"
 #include "ex_kern_int.h"
 #include "ex_mem_int.h"
+#include "ex_timing_int.h"
 #include "sp_collectives.h"
 #include "sp_cost.h"
 #include "sp_ops.h"
@@ -3394,7 +3395,10 @@ cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex
 static void run_usage(FILE *f)
 {
     fputs("usage: shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] "
-          "[--affinity]\n",
+          "[--affinity] [--ops N]\n"
+          "  --ops N: after the runs, the N slowest ops and every collective, measured on each\n"
+          "  device (mean and max) beside the cost model's prediction (the first run is left\n"
+          "  out when there are several)\n",
           f);
 }
 
@@ -3423,10 +3427,13 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
     const char *file = NULL;
     uint64_t devices = 0, iters = 3, seed = 1;
     bool affinity = false;
+    uint64_t top = 0;
     for (int i = 1; i < argc; i++) {
         bool ok = true;
         if (strcmp(argv[i], "--affinity") == 0) {
             affinity = true;
+        } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) {
+            ok = parse_u64(argv[++i], &top) && top > 0 && top <= 100000;
         } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
             ok = parse_u64(argv[++i], &devices) && devices > 0 && devices <= 4096;
         } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
@@ -3468,18 +3475,36 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
         }
         return 1;
     }
-    double *ts = cm_calloc((size_t)iters, sizeof(double));
+    double *ts = cm_calloc((size_t)iters, sizeof(double)), *op_s = NULL;
+    sp_cost *cost = NULL;
+    uint32_t n_dev = devices > 0 ? (uint32_t)devices : ex_module_devices(part.m);
+    if (top > 0 && (size_t)n_dev * part.m->n_ops <= EX_TIMING_MAX) {
+        /* per-op timers, beside the cost model's per-op figures */
+        op_s = cm_calloc((size_t)n_dev * part.m->n_ops + 1u, sizeof(double));
+        sp_cost_opts co;
+        sp_cost_opts_init(&co);
+        co.graph = part.g;
+        co.custom = part.g != NULL ? sp_graph_custom_rules(part.g) : NULL;
+        co.per_op = true;
+        if (sp_cost_compute(part.m, &co, &cost, &err) != CM_OK) {
+            cost = NULL; /* times without predictions */
+            cm_error_clear(&err);
+        }
+    }
     ex_check_opts o = {.n_devices = (uint32_t)devices,
                        .iters = (uint32_t)iters,
                        .seed = seed,
                        .iter_s = ts,
-                       .affinity = affinity};
+                       .affinity = affinity,
+                       .op_s = op_s,
+                       .op_from = iters > 1 ? 1u : 0u};
     ex_report r;
     int rc = 0;
-    if (ts == NULL) {
-        cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+    if (ts == NULL || (top > 0 && op_s == NULL)) {
+        cm_error_set(&err, CM_ENOMEM, NULL,
+                     ts == NULL ? "out of memory" : "out of memory (or too many ops for --ops)");
     }
-    if (ts == NULL || ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
+    if (err.code != CM_OK || ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
         fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
                 err.path[0] != '\0' ? " at " : "", err.path, err.msg);
         rc = 1;
@@ -3510,7 +3535,16 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
                     r.mm.result, r.mm.index, r.mm.where, r.mm.expected, r.mm.got, r.mm.tol);
             rc = 1;
         }
+        if (op_s != NULL && r.n_devices == n_dev) {
+            ex_timing t = {part.m, part.g, cost, op_s, n_dev, iters - o.op_from};
+            if (ex_timing_text(&t, (uint32_t)top, out) != CM_OK) {
+                fprintf(errs, "shardplan run: out of memory\n");
+                rc = 1;
+            }
+        }
     }
+    sp_cost_destroy(cost);
+    cm_free(op_s);
     cm_free(ts);
     sp_cost_input_fini(&part);
     sp_cost_input_fini(&ref);

@@ -17,13 +17,9 @@
 #include "ex_exec.h"
 #include "sp_cost.h"
 #include "sp_graph_json.h"
+#include "ex_timing_int.h"
 #include "sp_ir.h"
 
-/* Most ops a result lists, the slowest first (ops_timed counts them all). */
-#define MAX_LISTED 500
-/* Per-device op timers are kept up to this many (devices x ops) entries
- * (128 MiB of doubles); beyond, the result has no ops or collectives. */
-#define MAX_TIMERS ((size_t)1 << 24)
 
 static bool parse_u64(const char *s, uint64_t *out)
 {
@@ -75,132 +71,6 @@ static int fault(const char *kind, FILE *out)
         }
         memset(p, 1, n);
     }
-}
-
-/* ,"key":"s" when s is not NULL. */
-static void put_named(cm_buf *b, const char *key, const char *s)
-{
-    if (s != NULL) {
-        cm_buf_printf(b, ",\"%s\":", key);
-        cm_buf_json_string(b, s, strlen(s));
-    }
-}
-
-/* {"op": name, "line", "col" (MLIR input), "loc" (when it has one),
- * "result" (graph input: its first result's name, or else "operand", its
- * first operand's, for collectives the partitioner inserted), "measured_s":
- * [per device, mean per run]: the common head of an ops and a collectives
- * entry. */
-static void put_timed(cm_buf *b, const sp_op *o, const sp_graph *g, const double *op_s,
-                      uint32_t op, uint32_t n_dev, uint32_t n_ops, uint64_t iters)
-{
-    cm_buf_puts(b, "{\"op\":");
-    cm_buf_json_string(b, o->name, strlen(o->name));
-    if (o->line > 0) {
-        cm_buf_printf(b, ",\"line\":%u,\"col\":%u", o->line, o->col);
-    }
-    put_named(b, "loc", o->loc);
-    const char *res = g != NULL && o->n_results > 0 ? sp_graph_value_name(g, o->first_result)
-                                                     : NULL;
-    put_named(b, "result", res);
-    if (res == NULL && g != NULL && o->n_operands > 0) {
-        put_named(b, "operand", sp_graph_value_name(g, o->operands[0]));
-    }
-    cm_buf_puts(b, ",\"measured_s\":[");
-    for (uint32_t d = 0; d < n_dev; d++) {
-        cm_buf_printf(b, "%s%.6g", d > 0 ? "," : "", op_s[(size_t)d * n_ops + op] / (double)iters);
-    }
-    cm_buf_putc(b, ']');
-}
-
-typedef struct timed {
-    uint32_t op;
-    double total; /* seconds over devices and runs */
-} timed;
-
-static int slower_first(const void *a, const void *b)
-{
-    double x = ((const timed *)a)->total, y = ((const timed *)b)->total;
-    return x > y ? -1 : x < y;
-}
-
-/* ,"ops_timed": N, "ops": [...], "collectives": [...]: each op's wall time on
- * each device beside the cost model's figure for it (per device): compute
- * ops the slowest first (at most MAX_LISTED), then every explicit
- * collective in module order with its kind, axes and bytes on the wire. */
-static cm_status write_timings(cm_buf *b, const sp_module *m, const sp_graph *g, const sp_cost *c,
-                               const double *op_s, uint32_t n_dev, uint64_t iters)
-{
-    uint32_t n_ops = m->n_ops;
-    int32_t *coll = cm_alloc(sizeof(int32_t) * (n_ops + 1u)); /* first cost entry, or -1 */
-    timed *t = cm_alloc(sizeof(timed) * (n_ops + 1u));
-    if (coll == NULL || t == NULL) {
-        cm_free(coll);
-        cm_free(t);
-        return CM_ENOMEM;
-    }
-    for (uint32_t i = 0; i < n_ops; i++) {
-        coll[i] = -1;
-    }
-    for (uint32_t i = 0; i < sp_cost_n_colls(c) && i <= INT32_MAX; i++) {
-        const sp_cost_coll *k = sp_cost_coll_at(c, i);
-        if (!k->implied && k->op < n_ops && coll[k->op] < 0) {
-            coll[k->op] = (int32_t)i;
-        }
-    }
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < n_ops; i++) {
-        double total = 0;
-        for (uint32_t d = 0; d < n_dev; d++) {
-            total += op_s[(size_t)d * n_ops + i];
-        }
-        if (total > 0 && coll[i] < 0) {
-            t[n].op = i;
-            t[n++].total = total;
-        }
-    }
-    qsort(t, n, sizeof t[0], slower_first);
-    cm_buf_printf(b, ",\"ops_timed\":%u,\"ops\":[", n);
-    for (uint32_t i = 0; i < n && i < MAX_LISTED; i++) {
-        sp_cost_op p = sp_cost_op_at(c, t[i].op);
-        cm_buf_puts(b, i > 0 ? "," : "");
-        put_timed(b, &m->ops[t[i].op], g, op_s, t[i].op, n_dev, n_ops, iters);
-        cm_buf_printf(b, ",\"predicted_s\":%.6g,\"flops\":%.6g}", p.time_s, p.flops);
-    }
-    cm_buf_puts(b, "],\"collectives\":[");
-    uint32_t listed = 0;
-    for (uint32_t i = 0; i < n_ops && listed < MAX_LISTED; i++) {
-        if (coll[i] < 0) {
-            continue;
-        }
-        /* An op may be several cost entries (an all_to_all over several
-         * dimensions): their bytes and times add up. */
-        const sp_cost_coll *k = sp_cost_coll_at(c, (uint32_t)coll[i]);
-        double bytes = 0, pred = 0;
-        for (uint32_t j = (uint32_t)coll[i]; j < sp_cost_n_colls(c); j++) {
-            const sp_cost_coll *e = sp_cost_coll_at(c, j);
-            if (e->op == i && !e->implied) {
-                bytes += e->bytes * e->count; /* per run: times its function runs */
-                pred += e->time_s * e->count;
-            }
-        }
-        cm_buf_puts(b, listed++ > 0 ? "," : "");
-        put_timed(b, &m->ops[i], g, op_s, i, n_dev, n_ops, iters);
-        cm_buf_puts(b, ",\"kind\":");
-        const char *kn = sp_coll_kind_name(k->kind);
-        cm_buf_json_string(b, kn, strlen(kn));
-        cm_buf_puts(b, ",\"axes\":[");
-        for (uint32_t a = 0; a < k->n_axes; a++) {
-            cm_buf_puts(b, a > 0 ? "," : "");
-            cm_buf_json_string(b, k->axes[a], strlen(k->axes[a]));
-        }
-        cm_buf_printf(b, "],\"group\":%lld,\"bytes\":%.6g,\"predicted_s\":%.6g}",
-                      (long long)k->group, bytes, pred);
-    }
-    cm_buf_putc(b, ']');
-    cm_free(coll);
-    cm_free(t);
-    return CM_OK;
 }
 
 int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
@@ -285,7 +155,7 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
     }
     /* per-op timers of the measured runs, when they fit */
     uint32_t n_dev = devices > 0 ? (uint32_t)devices : ex_module_devices(part.m);
-    if ((size_t)n_dev * part.m->n_ops <= MAX_TIMERS) {
+    if ((size_t)n_dev * part.m->n_ops <= EX_TIMING_MAX) {
         op_s = cm_calloc((size_t)n_dev * part.m->n_ops + 1u, sizeof(double));
     }
     ex_check_opts o = {.n_devices = (uint32_t)devices,
@@ -327,7 +197,8 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
     }
     cm_buf_putc(&b, '}');
     if (op_s != NULL && r.n_devices == n_dev && c != NULL) {
-        if (write_timings(&b, part.m, part.g, c, op_s, n_dev, iters) != CM_OK) {
+        ex_timing t = {part.m, part.g, c, op_s, n_dev, iters};
+        if (ex_timing_json(&t, &b) != CM_OK) {
             cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
             goto out;
         }

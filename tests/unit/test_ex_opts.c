@@ -7,13 +7,15 @@
  * - op_s, the per-op timers: every op that runs gets time on every device,
  *   a collective included (its barriers and the wait for the slowest
  *   member), a constraint that leaves each device's block in place too (a
- *   local copy), and runs before op_from count nothing. */
+ *   local copy), and runs before op_from count nothing; `shardplan run
+ *   --ops N` prints them as tables. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT (Linux) */
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -185,11 +187,65 @@ static void test_ex_exec_op_timers_cover_ops_and_collectives(void **state)
     }
 }
 
+/* Runs `shardplan run ARGS` into a temporary file; returns its exit code
+ * and the output (freed with cm_free). */
+static int run_cli(int argc, char **argv, char **text)
+{
+    FILE *out = tmpfile(), *errs = tmpfile();
+    assert_non_null(out);
+    assert_non_null(errs);
+    int rc = ex_run_main(argc, argv, out, errs);
+    long n = ftell(out);
+    assert_true(n >= 0);
+    *text = cm_alloc((size_t)n + 1u);
+    assert_non_null(*text);
+    rewind(out);
+    assert_int_equal(fread(*text, 1, (size_t)n, out), (size_t)n);
+    (*text)[n] = '\0';
+    fclose(out);
+    fclose(errs);
+    return rc;
+}
+
+static void test_shardplan_run_ops_prints_tables(void **state)
+{
+    (void)state;
+    char a0[] = "run", a1[] = "examples/flax_mlp.mlir", a2[] = "--iters", a3[] = "2",
+         a4[] = "--ops", a5[] = "3", a6[] = "0";
+    char *argv[] = {a0, a1, a2, a3, a4, a5, NULL};
+    char *text = NULL;
+    assert_int_equal(run_cli(6, argv, &text), 0);
+    assert_non_null(strstr(text, "numerics: match"));
+    assert_non_null(strstr(text, "slowest ops (3 of "));
+    /* the three slowest: the MLP's dots, at their lines */
+    const char *p = strstr(text, "GFLOP/s\n");
+    assert_non_null(p);
+    for (int i = 0; i < 3; i++) {
+        p = strstr(p, "\n  stablehlo.dot_general");
+        assert_non_null(p);
+        p++;
+    }
+    /* every all-reduce the partitioner inserted, after the dot it sums */
+    assert_non_null(strstr(text, "collectives (4; "));
+    static const char *const after[] = {"of 21:5", "of 28:5", "of 35:5", "of 42:5"};
+    for (int i = 0; i < 4; i++) {
+        const char *line = strstr(text, after[i]);
+        assert_non_null(line);
+        assert_true(line - text > 40);
+        assert_non_null(strstr(line - 40, "all_reduce       model            4 "));
+    }
+    cm_free(text);
+    char *bad[] = {a0, a1, a4, a6, NULL};
+    assert_int_equal(run_cli(4, bad, &text), 2);
+    cm_free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ex_exec_affinity_pins_each_worker),
         cmocka_unit_test(test_ex_exec_op_timers_cover_ops_and_collectives),
+        cmocka_unit_test(test_shardplan_run_ops_prints_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

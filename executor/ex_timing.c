@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor: per-op timers beside the cost model (see ex_timing_int.h). */
+#include "ex_timing_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* What the writers share: each op's first explicit cost entry (or -1) and
+ * the compute ops that took time, slowest first. */
+typedef struct ranked {
+    uint32_t op;
+    double total; /* seconds over devices and runs */
+} ranked;
+
+typedef struct table {
+    int32_t *coll; /* by op id: first cost entry of the collective, or -1 */
+    ranked *ops;
+    uint32_t n_ops;
+} table;
+
+static int slower_first(const void *a, const void *b)
+{
+    double x = ((const ranked *)a)->total, y = ((const ranked *)b)->total;
+    return x > y ? -1 : x < y;
+}
+
+static void table_fini(table *tb)
+{
+    cm_free(tb->coll);
+    cm_free(tb->ops);
+}
+
+static cm_status table_init(const ex_timing *t, table *tb)
+{
+    uint32_t n = t->m->n_ops;
+    tb->coll = cm_alloc(sizeof(int32_t) * (n + 1u));
+    tb->ops = cm_alloc(sizeof(ranked) * (n + 1u));
+    tb->n_ops = 0;
+    if (tb->coll == NULL || tb->ops == NULL) {
+        table_fini(tb);
+        return CM_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        tb->coll[i] = -1;
+    }
+    uint32_t nc = t->c != NULL ? sp_cost_n_colls(t->c) : 0;
+    for (uint32_t i = 0; i < nc && i <= INT32_MAX; i++) {
+        const sp_cost_coll *k = sp_cost_coll_at(t->c, i);
+        if (!k->implied && k->op < n && tb->coll[k->op] < 0) {
+            tb->coll[k->op] = (int32_t)i;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        double total = 0;
+        for (uint32_t d = 0; d < t->n_dev; d++) {
+            total += t->op_s[(size_t)d * n + i];
+        }
+        if (total > 0 && tb->coll[i] < 0) {
+            tb->ops[tb->n_ops].op = i;
+            tb->ops[tb->n_ops++].total = total;
+        }
+    }
+    qsort(tb->ops, tb->n_ops, sizeof tb->ops[0], slower_first);
+    return CM_OK;
+}
+
+/* Mean per run on device d, and the mean and max over devices. */
+static double per_run(const ex_timing *t, uint32_t op, uint32_t d)
+{
+    return t->op_s[(size_t)d * t->m->n_ops + op] / (double)t->runs;
+}
+
+static void over_devices(const ex_timing *t, uint32_t op, double *mean, double *max)
+{
+    *mean = *max = 0;
+    for (uint32_t d = 0; d < t->n_dev; d++) {
+        double s = per_run(t, op, d);
+        *mean += s / (double)t->n_dev;
+        *max = s > *max ? s : *max;
+    }
+}
+
+/* A collective's cost entries (an op may be several, as an all_to_all over
+ * several dimensions): bytes and predicted seconds per run. */
+static void coll_figures(const ex_timing *t, const table *tb, uint32_t op, double *bytes,
+                         double *pred)
+{
+    *bytes = *pred = 0;
+    for (uint32_t j = (uint32_t)tb->coll[op]; j < sp_cost_n_colls(t->c); j++) {
+        const sp_cost_coll *e = sp_cost_coll_at(t->c, j);
+        if (e->op == op && !e->implied) {
+            *bytes += e->bytes * e->count; /* per run: times its function runs */
+            *pred += e->time_s * e->count;
+        }
+    }
+}
+
+/* The value name the graph document gave an op's first result, or else its
+ * first operand's (collectives the partitioner inserted); NULL for MLIR. */
+static const char *value_name(const ex_timing *t, const sp_op *o, bool *operand)
+{
+    *operand = false;
+    if (t->g == NULL) {
+        return NULL;
+    }
+    const char *n = o->n_results > 0 ? sp_graph_value_name(t->g, o->first_result) : NULL;
+    if (n == NULL && o->n_operands > 0) {
+        n = sp_graph_value_name(t->g, o->operands[0]);
+        *operand = n != NULL;
+    }
+    return n;
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+static void put_named(cm_buf *b, const char *key, const char *s)
+{
+    if (s != NULL) {
+        cm_buf_printf(b, ",\"%s\":", key);
+        cm_buf_json_string(b, s, strlen(s));
+    }
+}
+
+/* {"op", "line"/"col" (MLIR), "loc", "result"/"operand" (graph), and
+ * "measured_s": [per device, mean per run]: the head of an entry. */
+static void put_head(cm_buf *b, const ex_timing *t, uint32_t op)
+{
+    const sp_op *o = &t->m->ops[op];
+    cm_buf_puts(b, "{\"op\":");
+    cm_buf_json_string(b, o->name, strlen(o->name));
+    if (o->line > 0) {
+        cm_buf_printf(b, ",\"line\":%u,\"col\":%u", o->line, o->col);
+    }
+    put_named(b, "loc", o->loc);
+    bool operand = false;
+    const char *name = value_name(t, o, &operand);
+    put_named(b, operand ? "operand" : "result", name);
+    cm_buf_puts(b, ",\"measured_s\":[");
+    for (uint32_t d = 0; d < t->n_dev; d++) {
+        cm_buf_printf(b, "%s%.6g", d > 0 ? "," : "", per_run(t, op, d));
+    }
+    cm_buf_putc(b, ']');
+}
+
+cm_status ex_timing_json(const ex_timing *t, cm_buf *b)
+{
+    table tb;
+    if (table_init(t, &tb) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    cm_buf_printf(b, ",\"ops_timed\":%u,\"ops\":[", tb.n_ops);
+    for (uint32_t i = 0; i < tb.n_ops && i < EX_TIMING_LISTED; i++) {
+        uint32_t op = tb.ops[i].op;
+        sp_cost_op p = t->c != NULL ? sp_cost_op_at(t->c, op) : (sp_cost_op){0, 0};
+        cm_buf_puts(b, i > 0 ? "," : "");
+        put_head(b, t, op);
+        cm_buf_printf(b, ",\"predicted_s\":%.6g,\"flops\":%.6g}", p.time_s, p.flops);
+    }
+    cm_buf_puts(b, "],\"collectives\":[");
+    uint32_t listed = 0;
+    for (uint32_t op = 0; op < t->m->n_ops && listed < EX_TIMING_LISTED; op++) {
+        if (tb.coll[op] < 0) {
+            continue;
+        }
+        const sp_cost_coll *k = sp_cost_coll_at(t->c, (uint32_t)tb.coll[op]);
+        double bytes, pred;
+        coll_figures(t, &tb, op, &bytes, &pred);
+        cm_buf_puts(b, listed++ > 0 ? "," : "");
+        put_head(b, t, op);
+        const char *kn = sp_coll_kind_name(k->kind);
+        cm_buf_puts(b, ",\"kind\":");
+        cm_buf_json_string(b, kn, strlen(kn));
+        cm_buf_puts(b, ",\"axes\":[");
+        for (uint32_t a = 0; a < k->n_axes; a++) {
+            cm_buf_puts(b, a > 0 ? "," : "");
+            cm_buf_json_string(b, k->axes[a], strlen(k->axes[a]));
+        }
+        cm_buf_printf(b, "],\"group\":%lld,\"bytes\":%.6g,\"predicted_s\":%.6g}",
+                      (long long)k->group, bytes, pred);
+    }
+    cm_buf_putc(b, ']');
+    table_fini(&tb);
+    return b->oom ? CM_ENOMEM : CM_OK;
+}
+
+/* ---- text ------------------------------------------------------------------------ */
+
+/* "line:col", the graph's value name, or for an op the partitioner
+ * inserted, "of line:col" of its operand's defining op, into buf. */
+static void where(const ex_timing *t, uint32_t op, char *buf, size_t len)
+{
+    const sp_op *o = &t->m->ops[op];
+    bool operand = false;
+    const char *name = value_name(t, o, &operand);
+    uint32_t def = o->n_operands > 0 ? t->m->values[o->operands[0]].def : SP_NONE;
+    if (o->line > 0) {
+        snprintf(buf, len, "%u:%u", o->line, o->col);
+    } else if (name == NULL && def != SP_NONE && t->m->ops[def].line > 0) {
+        snprintf(buf, len, "of %u:%u", t->m->ops[def].line, t->m->ops[def].col);
+    } else if (name != NULL) {
+        snprintf(buf, len, "%s%s", operand ? "of " : "", name);
+    } else {
+        snprintf(buf, len, "op %u", op);
+    }
+}
+
+cm_status ex_timing_text(const ex_timing *t, uint32_t top, FILE *out)
+{
+    table tb;
+    if (table_init(t, &tb) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    char at[48];
+    double sum = 0;
+    for (uint32_t i = 0; i < tb.n_ops; i++) {
+        sum += tb.ops[i].total / (double)t->n_dev / (double)t->runs;
+    }
+    fprintf(out, "slowest ops (%u of %u; per run, over %u devices; all ops: %.3f ms mean):\n",
+            tb.n_ops < top ? tb.n_ops : top, tb.n_ops, t->n_dev, sum * 1e3);
+    fprintf(out, "  %-28s %-16s %10s %10s %10s %9s\n", "op", "where", "mean ms", "max ms",
+            "pred ms", "GFLOP/s");
+    for (uint32_t i = 0; i < tb.n_ops && i < top; i++) {
+        uint32_t op = tb.ops[i].op;
+        double mean, max;
+        over_devices(t, op, &mean, &max);
+        sp_cost_op p = t->c != NULL ? sp_cost_op_at(t->c, op) : (sp_cost_op){0, 0};
+        where(t, op, at, sizeof at);
+        fprintf(out, "  %-28s %-16s %10.3f %10.3f %10.3f", t->m->ops[op].name, at, mean * 1e3,
+                max * 1e3, p.time_s * 1e3);
+        if (p.flops > 0 && mean > 0) {
+            fprintf(out, " %9.2f", p.flops / mean * 1e-9);
+        }
+        fputc('\n', out);
+    }
+    uint32_t n_coll = 0;
+    for (uint32_t op = 0; op < t->m->n_ops; op++) {
+        n_coll += tb.coll[op] >= 0;
+    }
+    fprintf(out, "collectives (%u; per run; measured from before the first barrier to after the "
+                 "second):\n",
+            n_coll);
+    if (n_coll > 0) {
+        fprintf(out, "  %-16s %-12s %5s %-16s %10s %10s %10s %10s %8s\n", "kind", "axes", "group",
+                "where", "bytes", "mean ms", "max ms", "pred ms", "GB/s");
+    }
+    for (uint32_t op = 0; op < t->m->n_ops; op++) {
+        if (tb.coll[op] < 0) {
+            continue;
+        }
+        const sp_cost_coll *k = sp_cost_coll_at(t->c, (uint32_t)tb.coll[op]);
+        double bytes, pred, mean, max;
+        coll_figures(t, &tb, op, &bytes, &pred);
+        over_devices(t, op, &mean, &max);
+        char axes[64] = "";
+        for (uint32_t a = 0; a < k->n_axes; a++) {
+            size_t l = strlen(axes);
+            snprintf(axes + l, sizeof axes - l, "%s%s", a > 0 ? "," : "", k->axes[a]);
+        }
+        where(t, op, at, sizeof at);
+        fprintf(out, "  %-16s %-12s %5lld %-16s %10.0f %10.3f %10.3f %10.3f", sp_coll_kind_name(k->kind),
+                axes, (long long)k->group, at, bytes, mean * 1e3, max * 1e3, pred * 1e3);
+        if (bytes > 0 && mean > 0) {
+            fprintf(out, " %8.2f", bytes / mean * 1e-9);
+        }
+        fputc('\n', out);
+    }
+    table_fini(&tb);
+    return CM_OK;
+}
