@@ -22,6 +22,7 @@
 #include "ex_blas.h"
 #include "ex_kern_int.h"
 #include "ex_mem_int.h"
+#include "ex_par_int.h"
 #include "ex_timing_int.h"
 #include "sp_collectives.h"
 #include "sp_cost.h"
@@ -209,6 +210,7 @@ typedef struct prog {
     uint32_t n_ops;
     uint32_t ret;     /* index of the return in ops */
     ex_gate *gate;    /* held by a worker while it computes (run_local); NULL: none */
+    ex_par **par;     /* by device: its pool for element-wise loops, or NULL (ex_par) */
     uint32_t n_gates; /* gate[dev % n_gates] is dev's (one per CPU with affinity) */
     cm_arena arena;
 } prog;
@@ -1282,12 +1284,125 @@ static void copy_box(const void *src, const int64_t *sd, const int64_t *so, void
  * or bias alone when rdim < 0. */
 typedef ex_amap amap;
 
-/* dst[c] = src[map(c)] over dst's dims; positions that fall outside src
- * (padding of a non-divisible shard) get zero. */
-static void gather_affine(const void *src, const int64_t *sdims, uint32_t srank, const amap *map,
-                          void *dst, const int64_t *ddims, uint32_t drank, size_t esz)
+static ex_par *pool_of(const prog *p, uint32_t dev)
 {
-    ex_kern_affine(src, sdims, srank, map, dst, ddims, drank, esz);
+    return p->par != NULL ? p->par[dev] : NULL;
+}
+
+/* Loops of fewer elements than this stay on one thread (ex_par). */
+#define PAR_MIN ((size_t)64 << 10)
+
+/* An element-wise kernel over [0, n), cut into slices (elem_part): each
+ * array advances by its bytes per element (0: a scalar, not advanced). */
+typedef enum ekind { EK_BINARY, EK_UNARY, EK_CONVERT, EK_COMPARE, EK_SELECT } ekind;
+
+typedef struct elem_job {
+    ekind what;
+    sp_op_kind k;
+    int dir;          /* compare direction */
+    sp_elem ie, oe;   /* operand and result element types */
+    const char *a, *b, *c;
+    char *out;
+    size_t sa, sb, sc, so;
+    size_t n;
+    bool ok[EX_PAR_MAX];
+} elem_job;
+
+static void elem_part(void *ctx, uint32_t part, uint32_t parts)
+{
+    elem_job *j = ctx;
+    size_t lo, hi;
+    ex_par_slice(j->n, 64, part, parts, &lo, &hi);
+    const char *a = j->a + lo * j->sa, *b = j->b != NULL ? j->b + lo * j->sb : NULL;
+    const char *c = j->c != NULL ? j->c + lo * j->sc : NULL;
+    char *o = j->out + lo * j->so;
+    size_t n = hi - lo;
+    bool ok = true;
+    switch (j->what) {
+    case EK_BINARY:
+        ok = ex_kern_binary(j->k, j->oe, a, b, o, n);
+        break;
+    case EK_UNARY:
+        ok = j->ie == j->oe && ex_kern_unary(j->k, j->ie, a, o, n);
+        break;
+    case EK_CONVERT:
+        ok = ex_kern_convert(j->ie, a, j->oe, o, n);
+        break;
+    case EK_COMPARE:
+        ok = j->oe == SP_ELEM_I1 && ex_kern_compare(j->dir, j->ie, a, b, (uint8_t *)o, n);
+        break;
+    case EK_SELECT:
+        ex_kern_select((const uint8_t *)a, j->sa == 0, b, c, o, n, j->so);
+        break;
+    }
+    j->ok[part] = ok;
+}
+
+/* Runs j on dev's pool when it has one and j is large, else on this
+ * thread. false: no kernel for these types (nothing was written). */
+static bool run_elem(const prog *p, uint32_t dev, elem_job *j)
+{
+    ex_par *pool = pool_of(p, dev);
+    if (pool == NULL || j->n < PAR_MIN) {
+        elem_part(j, 0, 1);
+        return j->ok[0];
+    }
+    ex_par_run(pool, elem_part, j);
+    bool ok = true;
+    for (uint32_t i = 0; i < ex_par_width(pool); i++) {
+        ok = ok && j->ok[i];
+    }
+    return ok;
+}
+
+/* An affine gather cut along dst's first dimension (affine_part). */
+typedef struct affine_job {
+    const void *src;
+    const int64_t *sdims, *ddims;
+    uint32_t srank, drank;
+    const amap *map;
+    char *dst;
+    size_t esz;
+} affine_job;
+
+static void affine_part(void *ctx, uint32_t part, uint32_t parts)
+{
+    const affine_job *j = ctx;
+    size_t lo, hi;
+    ex_par_slice((size_t)j->ddims[0], 1, part, parts, &lo, &hi);
+    if (hi <= lo) {
+        return;
+    }
+    /* Rows [lo, hi) of dst: c[0] counts from lo, so the source index of a
+     * dimension that follows c[0] starts scale * lo further. */
+    int64_t dd[EX_MAX_RANK];
+    amap m[EX_MAX_RANK];
+    memcpy(dd, j->ddims, sizeof(int64_t) * j->drank);
+    dd[0] = (int64_t)(hi - lo);
+    for (uint32_t k = 0; k < j->srank; k++) {
+        m[k] = j->map[k];
+        if (m[k].rdim == 0) {
+            m[k].bias += m[k].scale * (int64_t)lo;
+        }
+    }
+    size_t row = count_of(j->ddims + 1, j->drank - 1) * j->esz;
+    ex_kern_affine(j->src, j->sdims, j->srank, m, j->dst + lo * row, dd, j->drank, j->esz);
+}
+
+/* dst[c] = src[map(c)] over dst's dims; positions that fall outside src
+ * (padding of a non-divisible shard) get zero. With a pool (a worker with
+ * cores of its own), large gathers are cut along dst's first dimension. */
+static void gather_affine(ex_par *pool, const void *src, const int64_t *sdims, uint32_t srank,
+                          const amap *map, void *dst, const int64_t *ddims, uint32_t drank,
+                          size_t esz)
+{
+    affine_job j = {src, sdims, ddims, srank, drank, map, dst, esz};
+    if (pool == NULL || drank == 0 || drank > EX_MAX_RANK || srank > EX_MAX_RANK ||
+        ddims[0] < 2 || count_of(ddims, drank) < PAR_MIN) {
+        ex_kern_affine(src, sdims, srank, map, dst, ddims, drank, esz);
+        return;
+    }
+    ex_par_run(pool, affine_part, &j);
 }
 
 /* A zeroed buffer for value v. bufs (a worker's value array, or NULL) holds
@@ -1367,7 +1482,8 @@ static const void *view_as(const prog *p, void **bufs, uint32_t dev, uint32_t v,
     if (*tmp == NULL) {
         return NULL;
     }
-    gather_affine(bufs[v], a->ldims, a->rank, map, *tmp, b->ldims, b->rank, a->esz);
+    gather_affine(pool_of(p, dev), bufs[v], a->ldims, a->rank, map, *tmp, b->ldims, b->rank,
+                  a->esz);
     return *tmp;
 }
 
@@ -2320,7 +2436,8 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
             }
             map[k] = (amap){(int32_t)k, 1, s + roff[k] - ioff[k]};
         }
-        gather_affine(bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank, O->esz);
+        gather_affine(pool_of(p, dev), bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank,
+                      O->esz);
         return CM_OK;
     }
     case SP_OP_DYNAMIC_UPDATE_SLICE: {
@@ -2469,7 +2586,9 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             break;
         }
-        if (ex_kern_binary(x->kind, O->elem, a, b, out, O->lcount)) {
+        elem_job j = {.what = EK_BINARY, .k = x->kind, .oe = O->elem, .a = a, .b = b,
+                      .out = out, .sa = O->esz, .sb = O->esz, .so = O->esz, .n = O->lcount};
+        if (run_elem(p, dev, &j)) {
             break;
         }
         if (x->kind == SP_OP_AND || x->kind == SP_OP_OR || x->kind == SP_OP_XOR) {
@@ -2510,9 +2629,10 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             break;
         }
         sp_elem ie = p->vi[v].elem;
-        if (x->kind == SP_OP_CONVERT
-                ? ex_kern_convert(ie, a, O->elem, out, O->lcount)
-                : ie == O->elem && ex_kern_unary(x->kind, ie, a, out, O->lcount)) {
+        elem_job j = {.what = x->kind == SP_OP_CONVERT ? EK_CONVERT : EK_UNARY, .k = x->kind,
+                      .ie = ie, .oe = O->elem, .a = a, .out = out, .sa = p->vi[v].esz,
+                      .so = O->esz, .n = O->lcount};
+        if (run_elem(p, dev, &j)) {
             break;
         }
         if (x->kind == SP_OP_NOT) {
@@ -2533,7 +2653,10 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             break;
         }
         sp_elem ie = p->vi[v0].elem;
-        if (O->elem == SP_ELEM_I1 && ex_kern_compare(x->fn, ie, a, b, out, O->lcount)) {
+        elem_job j = {.what = EK_COMPARE, .dir = x->fn, .ie = ie, .oe = O->elem, .a = a, .b = b,
+                      .out = out, .sa = p->vi[v0].esz, .sb = p->vi[v0].esz, .so = O->esz,
+                      .n = O->lcount};
+        if (run_elem(p, dev, &j)) {
             break;
         }
         for (size_t i = 0; i < O->lcount; i++) {
@@ -2557,7 +2680,10 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             break;
         }
-        ex_kern_select(pr, p->vi[pv].rank == 0, a, b, out, O->lcount, O->esz);
+        elem_job j = {.what = EK_SELECT, .a = pr, .b = a, .c = b, .out = out,
+                      .sa = p->vi[pv].rank == 0 ? 0 : p->vi[pv].esz, .sb = O->esz, .sc = O->esz,
+                      .so = O->esz, .n = O->lcount};
+        (void)run_elem(p, dev, &j);
         break;
     }
     case SP_OP_CONSTANT: {
@@ -2573,7 +2699,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             map[k] = (amap){(int32_t)k, 1, off[k]};
         }
         if (O->elem == SP_ELEM_F64) {
-            gather_affine(x->cval, O->gdims, O->rank, map, out, O->ldims, O->rank, sizeof(double));
+            gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, out, O->ldims, O->rank,
+                          sizeof(double));
         } else {
             /* the values are doubles: gather, then convert */
             double *d = cm_alloc(sizeof(double) * (O->lcount + 1u));
@@ -2581,7 +2708,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
                 st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
                 break;
             }
-            gather_affine(x->cval, O->gdims, O->rank, map, d, O->ldims, O->rank, sizeof(double));
+            gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, d, O->ldims, O->rank,
+                          sizeof(double));
             for (size_t i = 0; i < O->lcount; i++) {
                 st(out, O->elem, i, d[i]);
             }
@@ -2621,7 +2749,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
                 map[k] = (amap){(int32_t)rd, 1, voff(p, r, dev)[rd] - voff(p, v, dev)[k]};
             }
         }
-        gather_affine(bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank, O->esz);
+        gather_affine(pool_of(p, dev), bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank,
+                      O->esz);
         break;
     }
     case SP_OP_TRANSPOSE: {
@@ -2632,7 +2761,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             int64_t k = x->a[i];
             map[k] = (amap){(int32_t)i, 1, voff(p, r, dev)[i] - voff(p, v, dev)[k]};
         }
-        gather_affine(bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank, O->esz);
+        gather_affine(pool_of(p, dev), bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank,
+                      O->esz);
         break;
     }
     case SP_OP_SLICE: {
@@ -2647,7 +2777,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             map[k] = (amap){(int32_t)k, x->c[k],
                             x->a[k] + x->c[k] * voff(p, r, dev)[k] - voff(p, v, dev)[k]};
         }
-        gather_affine(bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank, O->esz);
+        gather_affine(pool_of(p, dev), bufs[v], I->ldims, I->rank, map, out, O->ldims, O->rank,
+                      O->esz);
         break;
     }
     case SP_OP_RESHAPE: {
@@ -2966,6 +3097,17 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     }
     p.gate = gates;
     p.n_gates = n_gates;
+    /* With fewer workers than cores, each worker spreads its element-wise
+     * loops over its share of them (ex_par); a pool that cannot start
+     * leaves that worker on one thread. */
+    uint32_t helpers = n_dev < cores ? cores / n_dev - 1u : 0u;
+    if (helpers >= EX_PAR_MAX) {
+        helpers = EX_PAR_MAX - 1u;
+    }
+    p.par = helpers > 0 ? cm_calloc(n_dev, sizeof(ex_par *)) : NULL;
+    for (uint32_t d = 0; p.par != NULL && d < n_dev; d++) {
+        (void)ex_par_start(helpers, &p.par[d]);
+    }
     pthread_barrier_init(&sh.bar, NULL, n_dev);
     uint32_t started = 0;
     for (uint32_t d = 0; d < n_dev; d++) {
@@ -3005,6 +3147,11 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     for (uint32_t g = 0; g < n_gates; g++) {
         ex_gate_fini(&gates[g]);
     }
+    for (uint32_t d = 0; p.par != NULL && d < n_dev; d++) {
+        ex_par_stop(p.par[d]);
+    }
+    cm_free(p.par);
+    p.par = NULL;
     if (atomic_load(&sh.failed) != 0) {
         for (uint32_t d = 0; d < n_dev; d++) {
             if (sh.errs[d].code != CM_OK) {

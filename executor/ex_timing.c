@@ -257,8 +257,9 @@ cm_status ex_timing_text(const ex_timing *t, uint32_t top, FILE *out)
             snprintf(axes + l, sizeof axes - l, "%s%s", a > 0 ? "," : "", k->axes[a]);
         }
         where(t, op, at, sizeof at);
-        fprintf(out, "  %-16s %-12s %5lld %-16s %10.0f %10.3f %10.3f %10.3f", sp_coll_kind_name(k->kind),
-                axes, (long long)k->group, at, bytes, mean * 1e3, max * 1e3, pred * 1e3);
+        fprintf(out, "  %-16s %-12s %5lld %-16s %10.0f %10.3f %10.3f %10.3f",
+                sp_coll_kind_name(k->kind), axes, (long long)k->group, at, bytes, mean * 1e3,
+                max * 1e3, pred * 1e3);
         if (bytes > 0 && mean > 0) {
             fprintf(out, " %8.2f", bytes / mean * 1e-9);
         }

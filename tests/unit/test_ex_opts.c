@@ -8,7 +8,12 @@
  *   a collective included (its barriers and the wait for the slowest
  *   member), a constraint that leaves each device's block in place too (a
  *   local copy), and runs before op_from count nothing; `shardplan run
- *   --ops N` prints them as tables. */
+ *   --ops N` prints them as tables;
+ * - and the element-wise ops and copies a worker with cores to itself cuts
+ *   over its pool (ex_par): the one-device reference run does, 4 workers on
+ *   2 cores do not, so checking one against the other checks the slices
+ *   (sizes that are no multiple of the slice alignment, a transpose whose
+ *   first dimension is odd). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT (Linux) */
 #include <sched.h>
 #include <setjmp.h>
@@ -240,12 +245,48 @@ static void test_shardplan_run_ops_prints_tables(void **state)
     cm_free(text);
 }
 
+static void test_ex_exec_pooled_elementwise_matches(void **state)
+{
+    (void)state;
+    /* 508 x 257 f32 = 130,556 elements, over the 65,536 a pool takes */
+    static const char mod[] =
+        "sdy.mesh @mesh = <[\"x\"=4]>\n"
+        "func.func @main(%arg0: tensor<508x257xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}, %arg1: tensor<508x257xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}, %arg2: tensor<257xf32>) -> (tensor<257x508xf32>, tensor<508x257xi32>) "
+        "{\n"
+        "  %0 = stablehlo.multiply %arg0, %arg1 : tensor<508x257xf32>\n"
+        "  %1 = stablehlo.exponential %0 : tensor<508x257xf32>\n"
+        "  %2 = stablehlo.broadcast_in_dim %arg2, dims = [1] : (tensor<257xf32>) -> "
+        "tensor<508x257xf32>\n"
+        "  %3 = stablehlo.compare GT, %0, %2 : (tensor<508x257xf32>, tensor<508x257xf32>) -> "
+        "tensor<508x257xi1>\n"
+        "  %4 = stablehlo.select %3, %1, %arg1 : tensor<508x257xi1>, tensor<508x257xf32>\n"
+        "  %5 = stablehlo.transpose %4, dims = [1, 0] : (tensor<508x257xf32>) -> "
+        "tensor<257x508xf32>\n"
+        "  %6 = stablehlo.convert %4 : (tensor<508x257xf32>) -> tensor<508x257xi32>\n"
+        "  return %5, %6 : tensor<257x508xf32>, tensor<508x257xi32>\n}\n";
+    ex_check_opts o = {.n_devices = 4, .iters = 2, .seed = 13};
+    ex_report r;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_status st = ex_check_text(mod, strlen(mod), &o, &r, &err);
+    if (st != CM_OK) {
+        fail_msg("%s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+    }
+    if (!r.mm.match) {
+        fail_msg("mismatch at result %u %s: expected %g got %g", r.mm.result, r.mm.where,
+                 r.mm.expected, r.mm.got);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ex_exec_affinity_pins_each_worker),
         cmocka_unit_test(test_ex_exec_op_timers_cover_ops_and_collectives),
         cmocka_unit_test(test_shardplan_run_ops_prints_tables),
+        cmocka_unit_test(test_ex_exec_pooled_elementwise_matches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
