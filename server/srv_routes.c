@@ -553,6 +553,33 @@ static void h_graph_post(srv_app *app, srv_req *r, route_args *a)
     reply_buf(app, r, existed ? 200 : 201, &b);
 }
 
+/* Writes one element of a list reply (reply_items); ctx as given. */
+typedef void (*item_fn)(cm_buf *b, const void *item, const void *ctx);
+
+/* 200 {"items": [...], "next_after": N}: the n items of size bytes at items,
+ * each written by fn, as every list route answers. */
+static void reply_items(srv_app *app, srv_req *r, const void *items, size_t n, size_t size,
+                        int64_t next_after, item_fn fn, const void *ctx)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "{\"items\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0) {
+            cm_buf_putc(&b, ',');
+        }
+        fn(&b, (const char *)items + i * size, ctx);
+    }
+    cm_buf_printf(&b, "],\"next_after\":%lld}\n", (long long)next_after);
+    reply_buf(app, r, 200, &b);
+}
+
+static void graph_item(cm_buf *b, const void *item, const void *ctx)
+{
+    (void)ctx;
+    graph_json(b, item, false);
+}
+
 static void h_graph_list(srv_app *app, srv_req *r, route_args *a)
 {
     st_graph_query q;
@@ -579,18 +606,8 @@ static void h_graph_list(srv_app *app, srv_req *r, route_args *a)
         reply_cm(app, r, &e);
         return;
     }
-    cm_buf b;
-    cm_buf_init(&b);
-    cm_buf_puts(&b, "{\"items\":[");
-    for (size_t i = 0; i < l.n_items; i++) {
-        if (i > 0) {
-            cm_buf_putc(&b, ',');
-        }
-        graph_json(&b, &l.items[i], false);
-    }
-    cm_buf_printf(&b, "],\"next_after\":%lld}\n", (long long)l.next_after);
+    reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, graph_item, NULL);
     st_graph_list_fini(&l);
-    reply_buf(app, r, 200, &b);
 }
 
 static void h_graph_get(srv_app *app, srv_req *r, route_args *a)
@@ -777,6 +794,11 @@ static void h_doc_get(srv_app *app, srv_req *r, route_args *a)
     reply_buf(app, r, 200, &b);
 }
 
+static void doc_item(cm_buf *b, const void *item, const void *ctx)
+{
+    doc_json(b, item, *(const doc_kind *)ctx, false);
+}
+
 static void h_doc_list(srv_app *app, srv_req *r, route_args *a)
 {
     doc_kind k = doc_kind_of(r);
@@ -796,18 +818,8 @@ static void h_doc_list(srv_app *app, srv_req *r, route_args *a)
         reply_cm(app, r, &e);
         return;
     }
-    cm_buf b;
-    cm_buf_init(&b);
-    cm_buf_puts(&b, "{\"items\":[");
-    for (size_t i = 0; i < l.n_items; i++) {
-        if (i > 0) {
-            cm_buf_putc(&b, ',');
-        }
-        doc_json(&b, &l.items[i], k, false);
-    }
-    cm_buf_printf(&b, "],\"next_after\":%lld}\n", (long long)l.next_after);
+    reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, doc_item, &k);
     st_doc_list_fini(&l);
-    reply_buf(app, r, 200, &b);
 }
 
 static void h_doc_delete(srv_app *app, srv_req *r, route_args *a)
@@ -934,6 +946,12 @@ static void h_plan_get(srv_app *app, srv_req *r, route_args *a)
     reply_plan(r, 200, blob, id);
 }
 
+static void plan_item(cm_buf *b, const void *item, const void *ctx)
+{
+    (void)ctx;
+    plan_list_item(b, item);
+}
+
 static void h_plan_list(srv_app *app, srv_req *r, route_args *a)
 {
     st_plan_query q;
@@ -952,18 +970,8 @@ static void h_plan_list(srv_app *app, srv_req *r, route_args *a)
         reply_cm(app, r, &e);
         return;
     }
-    cm_buf b;
-    cm_buf_init(&b);
-    cm_buf_puts(&b, "{\"items\":[");
-    for (size_t i = 0; i < l.n_items; i++) {
-        if (i > 0) {
-            cm_buf_putc(&b, ',');
-        }
-        plan_list_item(&b, &l.items[i]);
-    }
-    cm_buf_printf(&b, "],\"next_after\":%lld}\n", (long long)l.next_after);
+    reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, plan_item, NULL);
     st_plan_list_fini(&l);
-    reply_buf(app, r, 200, &b);
 }
 
 static void h_plan_delete(srv_app *app, srv_req *r, route_args *a)
@@ -2122,6 +2130,12 @@ static void h_bench_post(srv_app *app, srv_req *r, route_args *a)
     run_create(app, r, a, &rq, "benchmarks", 202);
 }
 
+static void run_item(cm_buf *b, const void *item, const void *ctx)
+{
+    (void)ctx;
+    run_json(b, item, false);
+}
+
 static void h_run_list(srv_app *app, srv_req *r, route_args *a)
 {
     st_bench_query q;
@@ -2148,18 +2162,8 @@ static void h_run_list(srv_app *app, srv_req *r, route_args *a)
         reply_cm(app, r, &e);
         return;
     }
-    cm_buf b;
-    cm_buf_init(&b);
-    cm_buf_puts(&b, "{\"items\":[");
-    for (size_t i = 0; i < l.n_items; i++) {
-        if (i > 0) {
-            cm_buf_putc(&b, ',');
-        }
-        run_json(&b, &l.items[i], false);
-    }
-    cm_buf_printf(&b, "],\"next_after\":%lld}\n", (long long)l.next_after);
+    reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, run_item, NULL);
     st_bench_list_fini(&l);
-    reply_buf(app, r, 200, &b);
 }
 
 static void h_run_get(srv_app *app, srv_req *r, route_args *a)
@@ -2293,6 +2297,12 @@ static void h_token_post(srv_app *app, srv_req *r, route_args *a)
     reply_buf(app, r, 201, &b);
 }
 
+static void token_item(cm_buf *b, const void *item, const void *ctx)
+{
+    (void)ctx;
+    token_json(b, item);
+}
+
 static void h_token_list(srv_app *app, srv_req *r, route_args *a)
 {
     st_token_query q;
@@ -2308,18 +2318,8 @@ static void h_token_list(srv_app *app, srv_req *r, route_args *a)
         reply_cm(app, r, &e);
         return;
     }
-    cm_buf b;
-    cm_buf_init(&b);
-    cm_buf_puts(&b, "{\"items\":[");
-    for (size_t i = 0; i < l.n_items; i++) {
-        if (i > 0) {
-            cm_buf_putc(&b, ',');
-        }
-        token_json(&b, &l.items[i]);
-    }
-    cm_buf_printf(&b, "],\"next_after\":%lld}\n", (long long)l.next_after);
+    reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, token_item, NULL);
     st_token_list_fini(&l);
-    reply_buf(app, r, 200, &b);
 }
 
 static void h_token_delete(srv_app *app, srv_req *r, route_args *a)
