@@ -534,9 +534,9 @@ static const sp_block *body_block(const sp_module *m, uint32_t op)
     return &m->blocks[o->regions[0].blocks[0]];
 }
 
-static int reduce_body(const sp_module *m, uint32_t op)
+/* The reduction of a body block of two ops (a binary op and the return), or -1. */
+static int block_reduce_fn(const sp_module *m, const sp_block *b)
 {
-    const sp_block *b = body_block(m, op);
     if (b == NULL || b->n_ops != 2) {
         return -1;
     }
@@ -556,6 +556,28 @@ static int reduce_body(const sp_module *m, uint32_t op)
     default:
         return -1;
     }
+}
+
+static int reduce_body(const sp_module *m, uint32_t op)
+{
+    return block_reduce_fn(m, body_block(m, op));
+}
+
+/* The comparison direction of a compare op (CMP_*, -1: none); *total is set
+ * when its compare_type is TOTALORDER. */
+static int compare_dir(const sp_module *m, uint32_t op, bool *total)
+{
+    static const char *const names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+    const sp_attr *a = sp_op_attr(m, op, "comparison_direction");
+    const sp_attr *t = sp_op_attr(m, op, "compare_type");
+    const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "";
+    *total = t != NULL && t->kind == SP_ATTR_ENUM && strcmp(t->u.enm.value, "TOTALORDER") == 0;
+    for (int i = 0; i < 6; i++) {
+        if (strcmp(v, names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
 }
 
 /* ---- ops with a kernel in ex_kern.c: attributes ------------------------------------ */
@@ -840,6 +862,53 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
     return CM_OK;
 }
 
+/* window_dimensions, window_strides and padding of a windowed op of the given
+ * rank into x->a, x->b (default 1) and x->c (lo, hi per dim; absent: x->nc
+ * 0); *ok false when they are unreadable or not positive. CM_ENOMEM only. */
+static cm_status window_attrs(prog *p, xop *x, uint32_t rank, bool *ok, cm_error *err)
+{
+    const sp_module *m = p->m;
+    int64_t *ones = cm_arena_alloc(&p->arena, sizeof(int64_t) * (2u * rank + 1u));
+    if (ones == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t k = 0; k < 2 * rank; k++) {
+        ones[k] = k < rank ? 1 : 0;
+    }
+    x->b = ones;
+    x->nb = rank;
+    x->c = ones + rank;
+    x->nc = 0;
+    *ok = ints_attr(p, x->op, "window_dimensions", &x->a, &x->na) && x->na == rank;
+    if (*ok && sp_op_attr(m, x->op, "window_strides") != NULL) {
+        *ok = ints_attr(p, x->op, "window_strides", &x->b, &x->nb) && x->nb == rank;
+    }
+    if (*ok && sp_op_attr(m, x->op, "padding") != NULL) {
+        *ok = ints_attr(p, x->op, "padding", &x->c, &x->nc) && x->nc == 2 * rank;
+    }
+    for (uint32_t k = 0; *ok && k < rank; k++) {
+        *ok = x->a[k] >= 1 && x->b[k] >= 1;
+    }
+    return CM_OK;
+}
+
+/* Whether w (the windowed result, or select_and_scatter's source) has one
+ * element per window of the decoded window over t. */
+static bool window_count_ok(const xop *x, const sp_type *t, const sp_type *w)
+{
+    if (w->rank != t->rank) {
+        return false;
+    }
+    for (uint32_t k = 0; k < t->rank; k++) {
+        int64_t lo = x->nc ? x->c[2 * k] : 0, hi = x->nc ? x->c[2 * k + 1] : 0;
+        int64_t span = t->dims[k] + lo + hi - x->a[k];
+        if (w->dims[k] != (span < 0 ? 0 : span / x->b[k] + 1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* reduce_window: window dims in x->a, strides in x->b, padding (lo, hi per
  * dim) in x->c; no dilations. */
 static cm_status prepare_reduce_window(prog *p, xop *x, cm_error *err)
@@ -855,26 +924,12 @@ static cm_status prepare_reduce_window(prog *p, xop *x, cm_error *err)
     }
     const sp_type *t = sp_value_type(m, o->operands[0]), *rt = sp_value_type(m, o->first_result);
     uint32_t rank = t->rank, n = 0;
-    int64_t *ones = cm_arena_alloc(&p->arena, sizeof(int64_t) * (2u * rank + 1u));
-    if (ones == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    bool ok;
+    cm_status st_ = window_attrs(p, x, rank, &ok, err);
+    if (st_ != CM_OK) {
+        return st_;
     }
-    for (uint32_t k = 0; k < 2 * rank; k++) {
-        ones[k] = k < rank ? 1 : 0;
-    }
-    x->b = ones;
-    x->nb = rank;
-    x->c = ones + rank;
-    x->nc = 0;
-    bool ok = ints_attr(p, x->op, "window_dimensions", &x->a, &x->na) && x->na == rank &&
-              rt->rank == rank && rt->elem == t->elem &&
-              sp_value_type(m, o->operands[1])->elem == t->elem;
-    if (ok && sp_op_attr(m, x->op, "window_strides") != NULL) {
-        ok = ints_attr(p, x->op, "window_strides", &x->b, &x->nb) && x->nb == rank;
-    }
-    if (ok && sp_op_attr(m, x->op, "padding") != NULL) {
-        ok = ints_attr(p, x->op, "padding", &x->c, &x->nc) && x->nc == 2 * rank;
-    }
+    ok = ok && rt->elem == t->elem && sp_value_type(m, o->operands[1])->elem == t->elem;
     static const char *const dil[2] = {"base_dilations", "window_dilations"};
     for (int i = 0; ok && i < 2; i++) {
         const int64_t *d;
@@ -887,13 +942,229 @@ static cm_status prepare_reduce_window(prog *p, xop *x, cm_error *err)
             }
         }
     }
-    for (uint32_t k = 0; ok && k < rank; k++) {
-        int64_t lo = x->nc ? x->c[2 * k] : 0, hi = x->nc ? x->c[2 * k + 1] : 0;
-        int64_t span = t->dims[k] + lo + hi - x->a[k];
-        ok = x->a[k] >= 1 && x->b[k] >= 1 && rt->dims[k] == (span < 0 ? 0 : span / x->b[k] + 1);
-    }
-    if (!ok) {
+    if (!ok || !window_count_ok(x, t, rt)) {
         return op_error(p, x->op, err, "op %s: attributes the executor cannot read", o->name);
+    }
+    return CM_OK;
+}
+
+/* The block of region ri of op when that region has exactly one, or NULL. */
+static const sp_block *region_block(const sp_module *m, uint32_t op, uint32_t ri)
+{
+    const sp_op *o = &m->ops[op];
+    if (ri >= o->n_regions || o->regions[ri].n_blocks != 1) {
+        return NULL;
+    }
+    return &m->blocks[o->regions[ri].blocks[0]];
+}
+
+/* The op defining v in block bi, or SP_NONE (an argument, or a value from
+ * outside the block). */
+static uint32_t def_in(const sp_module *m, uint32_t bi, uint32_t v)
+{
+    uint32_t d = m->values[v].def;
+    return d != SP_NONE && m->ops[d].parent_block == bi ? d : SP_NONE;
+}
+
+/* Argument number of v when it is an argument of block bi, else -1. */
+static int64_t arg_of(const sp_module *m, uint32_t bi, uint32_t v)
+{
+    const sp_value *val = &m->values[v];
+    return val->def == SP_NONE && val->block == bi ? (int64_t)val->index : -1;
+}
+
+/* Whether op c (in block bi) compares arguments base and base + 1, and
+ * whether swapped (base + 1 first). */
+static bool compares_pair(const sp_module *m, uint32_t bi, uint32_t c, int64_t base, bool *swapped)
+{
+    const sp_op *o = &m->ops[c];
+    if (o->kind != SP_OP_COMPARE || o->n_operands != 2) {
+        return false;
+    }
+    int64_t a0 = arg_of(m, bi, o->operands[0]), a1 = arg_of(m, bi, o->operands[1]);
+    *swapped = a0 == base + 1 && a1 == base;
+    return *swapped || (a0 == base && a1 == base + 1);
+}
+
+/* The input index whose pair of arguments compare op c (in comparator block
+ * bi) compares, or -1. */
+static int64_t compare_input(const sp_module *m, uint32_t bi, uint32_t c, bool *swapped)
+{
+    const sp_op *o = &m->ops[c];
+    if (o->kind != SP_OP_COMPARE || o->n_operands != 2) {
+        return -1;
+    }
+    int64_t a0 = arg_of(m, bi, o->operands[0]);
+    int64_t base = a0 < 0 ? -1 : a0 - a0 % 2;
+    return base >= 0 && compares_pair(m, bi, c, base, swapped) ? base / 2 : -1;
+}
+
+/* Appends the keys of sort comparator value v (in block bi): a compare LT or
+ * GT of one input's pair of arguments, or `or(that, and(compare EQ of the
+ * same pair and type, rest))` with the operands of or and and in any order
+ * (JAX's lexicographic comparators). false for any other form. */
+static bool comparator_keys(const sp_module *m, uint32_t bi, uint32_t v, ex_sort_key *keys,
+                            uint32_t *nk, uint32_t depth)
+{
+    uint32_t d = def_in(m, bi, v);
+    if (d == SP_NONE || *nk >= EX_SORT_MAX_KEYS || depth > 2 * EX_SORT_MAX_KEYS) {
+        return false;
+    }
+    const sp_op *o = &m->ops[d];
+    if (o->kind == SP_OP_COMPARE) {
+        bool total, swapped;
+        int dir = compare_dir(m, d, &total);
+        int64_t in = compare_input(m, bi, d, &swapped);
+        if (in < 0 || (dir != CMP_LT && dir != CMP_GT)) {
+            return false;
+        }
+        keys[(*nk)++] = (ex_sort_key){(uint32_t)in, (dir == CMP_GT) != swapped, total};
+        return true;
+    }
+    if (o->kind != SP_OP_OR || o->n_operands != 2) {
+        return false;
+    }
+    for (uint32_t s = 0; s < 2; s++) {
+        uint32_t lt = def_in(m, bi, o->operands[s]), an = def_in(m, bi, o->operands[1 - s]);
+        if (lt == SP_NONE || an == SP_NONE || m->ops[an].kind != SP_OP_AND ||
+            m->ops[an].n_operands != 2) {
+            continue;
+        }
+        bool lt_total, lt_swapped;
+        compare_dir(m, lt, &lt_total);
+        int64_t in = compare_input(m, bi, lt, &lt_swapped);
+        for (uint32_t t = 0; in >= 0 && t < 2; t++) {
+            uint32_t eq = def_in(m, bi, m->ops[an].operands[t]);
+            bool eq_total, eq_swapped;
+            uint32_t mark = *nk;
+            if (eq != SP_NONE && compare_dir(m, eq, &eq_total) == CMP_EQ &&
+                eq_total == lt_total && compares_pair(m, bi, eq, 2 * in, &eq_swapped) &&
+                comparator_keys(m, bi, o->operands[s], keys, nk, depth + 1) &&
+                comparator_keys(m, bi, m->ops[an].operands[1 - t], keys, nk, depth + 1)) {
+                return true;
+            }
+            *nk = mark;
+        }
+    }
+    return false;
+}
+
+/* The value a one-block region returns (its last op a return of one value),
+ * or SP_NONE. */
+static uint32_t block_result(const sp_module *m, const sp_block *b)
+{
+    if (b == NULL || b->n_ops == 0) {
+        return SP_NONE;
+    }
+    const sp_op *r = &m->ops[b->ops[b->n_ops - 1]];
+    bool is_ret = r->kind == SP_OP_RETURN || r->kind == SP_OP_FUNC_RETURN;
+    return is_ret && r->n_operands == 1 ? r->operands[0] : SP_NONE;
+}
+
+/* sort: the sort dimension in x->dim, the comparator's keys in x->ext (x->fn
+ * of them). */
+static cm_status prepare_sort(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    bool ok = o->n_operands >= 1 && o->n_results == o->n_operands;
+    const sp_type *t0 = ok ? sp_value_type(m, o->operands[0]) : NULL;
+    for (uint32_t j = 0; ok && j < o->n_operands; j++) {
+        const sp_type *t = sp_value_type(m, o->operands[j]),
+                      *rt = sp_value_type(m, o->first_result + j);
+        ok = t->rank == t0->rank && rt->rank == t0->rank && rt->elem == t->elem;
+        for (uint32_t k = 0; ok && k < t0->rank; k++) {
+            ok = t->dims[k] == t0->dims[k] && rt->dims[k] == t0->dims[k];
+        }
+    }
+    const sp_attr *d = sp_op_attr(m, x->op, "dimension");
+    ok = ok && d != NULL && d->kind == SP_ATTR_INT;
+    int64_t dim = ok ? d->u.i.v : 0;
+    if (ok && dim < 0) {
+        dim += (int64_t)t0->rank; /* the spec allows -rank <= dimension < 0 */
+    }
+    if (!ok || dim < 0 || dim >= (int64_t)t0->rank) {
+        return op_error(p, x->op, err,
+                        "op %s: operands, results or dimension the executor cannot read", nm);
+    }
+    x->dim = dim;
+    ex_sort_key *keys = cm_arena_alloc(&p->arena, sizeof *keys * EX_SORT_MAX_KEYS);
+    if (keys == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    const sp_block *b = body_block(m, x->op);
+    uint32_t nk = 0, v = block_result(m, b);
+    if (v == SP_NONE || b->n_args != 2 * o->n_operands ||
+        !comparator_keys(m, o->regions[0].blocks[0], v, keys, &nk, 0)) {
+        return op_error(p, x->op, err,
+                        "%s with this comparator cannot be executed yet (it runs compare LT or "
+                        "GT of one input's pair, or such compares combined lexicographically "
+                        "as JAX emits them)",
+                        nm);
+    }
+    x->ext = keys;
+    x->fn = (int)nk;
+    return CM_OK;
+}
+
+/* select_and_scatter: the window as reduce_window's (x->a, x->b, x->c), the
+ * scatter body in x->fn, the select direction (CMP_GE/GT/LE/LT of the
+ * current pick against a candidate) in x->dim, x->nd 1 for TOTALORDER. */
+static cm_status prepare_select_scatter(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    if (o->n_operands != 3 || o->n_results != 1 || o->n_regions != 2) {
+        return op_error(p, x->op, err, "op %s with these operands cannot be executed yet", nm);
+    }
+    const sp_block *sel = region_block(m, x->op, 0), *sc = region_block(m, x->op, 1);
+    uint32_t cv = block_result(m, sel), c = cv == SP_NONE ? SP_NONE : def_in(m, o->regions[0].blocks[0], cv);
+    bool total = false, swapped = false;
+    int dir = c == SP_NONE ? -1 : compare_dir(m, c, &total);
+    if (c == SP_NONE || sel->n_args != 2 ||
+        !compares_pair(m, o->regions[0].blocks[0], c, 0, &swapped) ||
+        (dir != CMP_GE && dir != CMP_GT && dir != CMP_LE && dir != CMP_LT)) {
+        return op_error(p, x->op, err,
+                        "%s with this select body cannot be executed yet (it runs compare GE, "
+                        "GT, LE or LT of the two arguments)",
+                        nm);
+    }
+    if (swapped) { /* b GE a is a LE b */
+        dir = dir == CMP_GE ? CMP_LE : dir == CMP_LE ? CMP_GE : dir == CMP_GT ? CMP_LT : CMP_GT;
+    }
+    x->fn = block_reduce_fn(m, sc);
+    if (x->fn != RED_ADD && x->fn != RED_MUL && x->fn != RED_MAX && x->fn != RED_MIN) {
+        return op_error(p, x->op, err,
+                        "%s with this scatter body cannot be executed yet (add, multiply, "
+                        "maximum or minimum)",
+                        nm);
+    }
+    x->dim = dir;
+    x->nd = total ? 1u : 0u;
+    const sp_type *t = sp_value_type(m, o->operands[0]), *srct = sp_value_type(m, o->operands[1]),
+                  *rt = sp_value_type(m, o->first_result);
+    bool ok;
+    cm_status st_ = window_attrs(p, x, t->rank, &ok, err);
+    if (st_ != CM_OK) {
+        return st_;
+    }
+    if (!ok || !window_count_ok(x, t, srct) || rt->rank != t->rank) {
+        return op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
+    }
+    for (uint32_t k = 0; k < t->rank; k++) {
+        ok = ok && rt->dims[k] == t->dims[k];
+    }
+    ok = ok && srct->elem == t->elem && rt->elem == t->elem &&
+         sp_value_type(m, o->operands[2])->elem == t->elem &&
+         sp_value_type(m, o->operands[2])->rank == 0;
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: shapes or types the executor cannot run", nm);
+    }
+    if (t->elem != SP_ELEM_F32 && t->elem != SP_ELEM_F64) {
+        return op_error(p, x->op, err, "%s on %s cannot be executed yet (f32 and f64 only)", nm,
+                        t->text);
     }
     return CM_OK;
 }
@@ -976,15 +1247,8 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_FUNC_RETURN:
         break;
     case SP_OP_COMPARE: {
-        const sp_attr *a = sp_op_attr(m, x->op, "comparison_direction");
-        const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "";
-        static const char *const names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
-        x->fn = -1;
-        for (int i = 0; i < 6; i++) {
-            if (strcmp(v, names[i]) == 0) {
-                x->fn = i;
-            }
-        }
+        bool total;
+        x->fn = compare_dir(m, x->op, &total);
         ok = x->fn >= 0;
         break;
     }
@@ -1059,6 +1323,10 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
         return prepare_conv(p, x, err);
     case SP_OP_REDUCE_WINDOW:
         return prepare_reduce_window(p, x, err);
+    case SP_OP_SORT:
+        return prepare_sort(p, x, err);
+    case SP_OP_SELECT_AND_SCATTER:
+        return prepare_select_scatter(p, x, err);
     case SP_OP_SDY_ALL_REDUCE:
         return p->replicated ? CM_OK : prepare_groups(p, x, "reduction_axes", err);
     case SP_OP_SDY_ALL_GATHER:
@@ -2227,6 +2495,34 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
         }
         return CM_OK;
     }
+    case SP_OP_SELECT_AND_SCATTER: {
+        uint32_t sv = o->operands[1];
+        const vinfo *S = &p->vi[sv];
+        const int64_t *soff = voff(p, sv, dev);
+        int64_t lo[EX_MAX_RANK];
+        for (uint32_t k = 0; k < I->rank; k++) {
+            lo[k] = x->nc ? x->c[2 * k] : 0;
+            bool plain =
+                x->a[k] == 1 && x->b[k] == 1 && lo[k] == 0 && (!x->nc || x->c[2 * k + 1] == 0);
+            bool ok = plain ? I->ldims[k] == O->ldims[k] && ioff[k] == roff[k] &&
+                                  S->ldims[k] == O->ldims[k] && soff[k] == roff[k]
+                            : I->ldims[k] == I->gdims[k] && O->ldims[k] == O->gdims[k] &&
+                                  S->ldims[k] == S->gdims[k];
+            if (!ok) {
+                return local_error(p, x, err, not_local);
+            }
+        }
+        if (ex_kern_select_scatter(O->elem, x->dim == CMP_GE   ? EX_CMP_GE
+                                            : x->dim == CMP_GT ? EX_CMP_GT
+                                            : x->dim == CMP_LE ? EX_CMP_LE
+                                                               : EX_CMP_LT,
+                                   x->nd == 1, x->fn, bufs[v], I->ldims, I->rank, bufs[sv],
+                                   S->ldims, x->a, x->b, lo, bufs[o->operands[2]],
+                                   out) != CM_OK) {
+            return local_error(p, x, err, "no kernel for this element type and body");
+        }
+        return CM_OK;
+    }
     case SP_OP_REDUCE_WINDOW: {
         int64_t lo[EX_MAX_RANK];
         for (uint32_t k = 0; k < I->rank; k++) {
@@ -2272,6 +2568,61 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
     }
 }
 
+/* sort on device dev into fresh result buffers: each result block must hold
+ * the sort dimension whole (the partitioner gathers it) and each operand's
+ * block what its result's block needs. */
+static cm_status run_sort(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t n = o->n_operands, r0 = o->first_result, dim = (uint32_t)x->dim;
+    const vinfo *O = &p->vi[r0];
+    const int64_t *roff = voff(p, r0, dev);
+    for (uint32_t j = 0; j < n; j++) {
+        const vinfo *R = &p->vi[r0 + j];
+        if (R->ldims[dim] != R->gdims[dim]) {
+            return local_error(p, x, err,
+                               "a sort sharded along its sort dimension cannot be executed "
+                               "(the partitioner must gather that dimension first)");
+        }
+        for (uint32_t k = 0; k < O->rank; k++) {
+            int64_t a = roff[k], b = roff[k] + valid_len(O, k, roff[k]);
+            if (R->ldims[k] != O->ldims[k] || voff(p, r0 + j, dev)[k] != a ||
+                !holds(p, o->operands[j], dev, k, a, b)) {
+                return local_error(p, x, err, not_local);
+            }
+        }
+    }
+    const void **in = cm_calloc(n, sizeof *in);
+    void **out = cm_calloc(n, sizeof *out), **tmp = cm_calloc(n, sizeof *tmp);
+    sp_elem *el = cm_calloc(n, sizeof *el);
+    cm_status st_ = in == NULL || out == NULL || tmp == NULL || el == NULL ? CM_ENOMEM : CM_OK;
+    for (uint32_t j = 0; st_ == CM_OK && j < n; j++) {
+        el[j] = p->vi[r0 + j].elem;
+        in[j] = view_as(p, bufs, dev, o->operands[j], r0 + j, &tmp[j]);
+        out[j] = alloc_buffer(p, bufs, r0 + j, false);
+        st_ = in[j] == NULL || out[j] == NULL ? CM_ENOMEM : CM_OK;
+    }
+    if (st_ == CM_OK) {
+        st_ = ex_kern_sort(n, el, in, out, O->ldims, O->rank, dim, x->ext, (uint32_t)x->fn);
+    }
+    for (uint32_t j = 0; out != NULL && j < n; j++) {
+        if (st_ == CM_OK) {
+            bufs[r0 + j] = out[j];
+        } else {
+            cm_free(out[j]);
+        }
+        cm_free(tmp != NULL ? tmp[j] : NULL);
+    }
+    cm_free(in);
+    cm_free(out);
+    cm_free(tmp);
+    cm_free(el);
+    if (st_ == CM_ENOMEM) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    return st_ == CM_OK ? CM_OK : local_error(p, x, err, "no kernel for these element types");
+}
+
 /* Runs one non-collective op on device dev. */
 static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err)
 {
@@ -2286,6 +2637,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         return run_dot(p, x, bufs, r, err);
     case SP_OP_REDUCE:
         return run_reduce(p, x, bufs, r, err);
+    case SP_OP_SORT:
+        return run_sort(p, x, bufs, dev, err);
     default:
         break;
     }
@@ -2525,6 +2878,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_SCATTER:
     case SP_OP_CONVOLUTION:
     case SP_OP_REDUCE_WINDOW:
+    case SP_OP_SELECT_AND_SCATTER:
         st_ = run_kern_op(p, x, bufs, dev, out, err);
         break;
     case SP_OP_CONCATENATE: {

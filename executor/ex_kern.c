@@ -1729,6 +1729,239 @@ cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const 
     return CM_OK;
 }
 
+/* ---- sort ---------------------------------------------------------------------------- */
+
+/* Float bits in an order where unsigned comparison is IEEE-754 totalOrder:
+ * negatives (sign set) reversed below the positives. */
+static uint32_t total32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x80000000u) != 0 ? ~u : (u | 0x80000000u);
+}
+
+static uint64_t total64(double f)
+{
+    uint64_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x8000000000000000u) != 0 ? ~u : (u | 0x8000000000000000u);
+}
+
+#define THREE_WAY(T)                                                                                   {                                                                                                      T x = ((const T *)a)[i], y = ((const T *)a)[j];                                                    return x < y ? -1 : (x > y ? 1 : 0);                                                           }
+
+/* Compares elements i and j of a: -1, 0, 1, or 2 when unordered (a NaN in
+ * an IEEE comparison). */
+static int three_way(sp_elem e, bool total, const void *a, size_t i, size_t j)
+{
+    switch (e) {
+    case SP_ELEM_F32: {
+        float x = ((const float *)a)[i], y = ((const float *)a)[j];
+        if (total) {
+            uint32_t u = total32(x), v = total32(y);
+            return u < v ? -1 : (u > v ? 1 : 0);
+        }
+        return x < y ? -1 : (x > y ? 1 : (x == y ? 0 : 2));
+    }
+    case SP_ELEM_F64: {
+        double x = ((const double *)a)[i], y = ((const double *)a)[j];
+        if (total) {
+            uint64_t u = total64(x), v = total64(y);
+            return u < v ? -1 : (u > v ? 1 : 0);
+        }
+        return x < y ? -1 : (x > y ? 1 : (x == y ? 0 : 2));
+    }
+    case SP_ELEM_I8:
+        THREE_WAY(int8_t)
+    case SP_ELEM_I16:
+        THREE_WAY(int16_t)
+    case SP_ELEM_I32:
+        THREE_WAY(int32_t)
+    case SP_ELEM_I64:
+        THREE_WAY(int64_t)
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+        THREE_WAY(uint8_t)
+    case SP_ELEM_UI16:
+        THREE_WAY(uint16_t)
+    case SP_ELEM_UI32:
+        THREE_WAY(uint32_t)
+    default:
+        THREE_WAY(uint64_t)
+    }
+}
+
+#define SORT_RUN      16 /* insertion-sorted run before merging */
+
+/* One slice being sorted: each key's array at the slice's first element, and
+ * the distance between the slice's elements. */
+typedef struct sort_slice {
+    const ex_sort_key *keys;
+    uint32_t n_keys;
+    const sp_elem *elems;
+    const char *kbase[EX_SORT_MAX_KEYS]; /* per key */
+    size_t step;
+} sort_slice;
+
+/* The comparator: whether slice position p sorts before q. */
+static bool sort_less(const sort_slice *s, size_t p, size_t q)
+{
+    for (uint32_t k = 0; k < s->n_keys; k++) {
+        const ex_sort_key *key = &s->keys[k];
+        int c = three_way(s->elems[key->operand], key->total, s->kbase[k], p * s->step,
+                          q * s->step);
+        if (key->descending && c != 2) {
+            c = -c;
+        }
+        if (c != 0) {
+            return c == -1;
+        }
+    }
+    return false;
+}
+
+/* Stable merge sort of the positions a[0..n) (tmp: n more), insertion-sorted
+ * runs first. */
+static void sort_positions(const sort_slice *s, size_t *a, size_t *tmp, size_t n)
+{
+    for (size_t lo = 0; lo < n; lo += SORT_RUN) {
+        size_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;
+        for (size_t i = lo + 1; i < hi; i++) {
+            size_t v = a[i], j = i;
+            while (j > lo && sort_less(s, v, a[j - 1])) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = v;
+        }
+    }
+    size_t *from = a, *to = tmp;
+    for (size_t w = SORT_RUN; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                /* the right run's element goes first only when strictly less */
+                to[k++] = sort_less(s, from[j], from[i]) ? from[j++] : from[i++];
+            }
+            while (i < mid) {
+                to[k++] = from[i++];
+            }
+            while (j < hi) {
+                to[k++] = from[j++];
+            }
+        }
+        size_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != a) {
+        memcpy(a, from, n * sizeof *a);
+    }
+}
+
+static bool sortable(sp_elem e)
+{
+    return e == SP_ELEM_F32 || e == SP_ELEM_F64 || e == SP_ELEM_I1 || e == SP_ELEM_I8 ||
+           e == SP_ELEM_I16 || e == SP_ELEM_I32 || e == SP_ELEM_I64 || e == SP_ELEM_UI8 ||
+           e == SP_ELEM_UI16 || e == SP_ELEM_UI32 || e == SP_ELEM_UI64;
+}
+
+cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *in,
+                       void *const *out, const int64_t *dims, uint32_t rank, uint32_t dim,
+                       const ex_sort_key *keys, uint32_t n_keys)
+{
+    if (dim >= rank || n_keys > EX_SORT_MAX_KEYS) {
+        return CM_EINVAL;
+    }
+    for (uint32_t k = 0; k < n_keys; k++) {
+        if (keys[k].operand >= n_in || !sortable(elems[keys[k].operand])) {
+            return CM_EINVAL;
+        }
+    }
+    size_t outer = 1, inner = 1, n = (size_t)dims[dim];
+    for (uint32_t k = 0; k < rank; k++) {
+        if (k < dim) {
+            outer *= (size_t)dims[k];
+        } else if (k > dim) {
+            inner *= (size_t)dims[k];
+        }
+    }
+    if (outer * inner * n == 0) {
+        return CM_OK;
+    }
+    size_t *pos = cm_alloc(2 * n * sizeof *pos);
+    if (pos == NULL) {
+        return CM_ENOMEM;
+    }
+    sort_slice sl;
+    sl.keys = keys;
+    sl.n_keys = n_keys;
+    sl.elems = elems;
+    sl.step = inner;
+    for (size_t o = 0; o < outer; o++) {
+        for (size_t i = 0; i < inner; i++) {
+            size_t base = o * n * inner + i;
+            for (uint32_t k = 0; k < n_keys; k++) {
+                uint32_t j = keys[k].operand;
+                sl.kbase[k] = (const char *)in[j] + base * sp_elem_bytes(elems[j]);
+            }
+            for (size_t q = 0; q < n; q++) {
+                pos[q] = q;
+            }
+            sort_positions(&sl, pos, pos + n, n);
+            for (uint32_t j = 0; j < n_in; j++) {
+                size_t esz = sp_elem_bytes(elems[j]);
+                const char *src = (const char *)in[j] + base * esz;
+                char *dst = (char *)out[j] + base * esz;
+                for (size_t q = 0; q < n; q++) {
+                    memcpy(dst + q * inner * esz, src + pos[q] * inner * esz, esz);
+                }
+            }
+        }
+    }
+    cm_free(pos);
+    return CM_OK;
+}
+
+/* ---- select_and_scatter ------------------------------------------------------------- */
+
+/* Whether `a sel b` holds (sel EX_CMP_GE/GT/LE/LT) under IEEE quiet or
+ * total-order comparison. */
+#define SEL_HOLDS(T, TOTAL)                                                                            static bool sel_holds_##T(int sel, bool total, T a, T b)                                                {                                                                                                      int c;                                                                                             if (total) {                                                                                           c = TOTAL(a) < TOTAL(b) ? -1 : (TOTAL(a) > TOTAL(b) ? 1 : 0);                                  } else {                                                                                               c = a < b ? -1 : (a > b ? 1 : (a == b ? 0 : 2));                                               }                                                                                                  switch (sel) {                                                                                     case EX_CMP_GE:                                                                                        return c == 1 || c == 0;                                                                       case EX_CMP_GT:                                                                                        return c == 1;                                                                                 case EX_CMP_LE:                                                                                        return c == -1 || c == 0;                                                                      default:                                                                                               return c == -1;                                                                                }                                                                                              }
+
+SEL_HOLDS(float, total32)
+SEL_HOLDS(double, total64)
+
+#define SEL_SCATTER_BODY(T)                                                                            {                                                                                                      const T *x = op, *s = src;                                                                         T *o = out;                                                                                        T iv = *(const T *)init;                                                                           for (size_t i = 0; i < nout; i++)                                                                      o[i] = iv;                                                                                     int64_t c[EX_KERN_MAX_RANK] = {0};                                                                 for (size_t si = 0; si < nsrc; si++) {                                                                 int64_t w[EX_KERN_MAX_RANK] = {0};                                                                 bool have = false;                                                                                 size_t pick = 0;                                                                                   for (size_t j = 0; j < nwin; j++) {                                                                    size_t at = 0;                                                                                     bool inside = true;                                                                                for (uint32_t k = 0; k < rank && inside; k++) {                                                        int64_t p = c[k] * stride[k] - pad_lo[k] + w[k];                                                   inside = p >= 0 && p < idims[k];                                                                   at += (size_t)(p * ist[k]);                                                                    }                                                                                                  if (inside && (!have || !sel_holds_##T(sel, total, x[pick], x[at]))) {                                      pick = at;                                                                                         have = true;                                                                                   }                                                                                                  for (uint32_t k = rank; k-- > 0;) {                                                                    if (++w[k] < win[k])                                                                                   break;                                                                                         w[k] = 0;                                                                                      }                                                                                              }                                                                                                  if (have) {                                                                                            T v = s[si];                                                                                       o[pick] = scatter == EX_RED_ADD   ? (T)(o[pick] + v)                                                         : scatter == EX_RED_MUL ? (T)(o[pick] * v)                                                         : scatter == EX_RED_MAX ? COMB_FMAX(o[pick], v)                                                                            : COMB_FMIN(o[pick], v);                                     }                                                                                                  for (uint32_t k = rank; k-- > 0;) {                                                                    if (++c[k] < sdims[k])                                                                                 break;                                                                                         c[k] = 0;                                                                                      }                                                                                              }                                                                                                  return CM_OK;                                                                                  }
+
+cm_status ex_kern_select_scatter(sp_elem e, int sel, bool total, int scatter, const void *op,
+                                 const int64_t *idims, uint32_t rank, const void *src,
+                                 const int64_t *sdims, const int64_t *win, const int64_t *stride,
+                                 const int64_t *pad_lo, const void *init, void *out)
+{
+    if ((e != SP_ELEM_F32 && e != SP_ELEM_F64) || rank > EX_KERN_MAX_RANK ||
+        (sel != EX_CMP_GE && sel != EX_CMP_GT && sel != EX_CMP_LE && sel != EX_CMP_LT) ||
+        (scatter != EX_RED_ADD && scatter != EX_RED_MUL && scatter != EX_RED_MAX &&
+         scatter != EX_RED_MIN)) {
+        return CM_EINVAL;
+    }
+    size_t nout = 1, nsrc = 1, nwin = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        nout *= (size_t)idims[k];
+        nsrc *= (size_t)sdims[k];
+        nwin *= (size_t)win[k];
+    }
+    int64_t ist[EX_KERN_MAX_RANK];
+    row_major_strides(idims, rank, ist);
+    if (nout == 0) {
+        return CM_OK;
+    }
+    if (e == SP_ELEM_F32) {
+        SEL_SCATTER_BODY(float)
+    }
+    SEL_SCATTER_BODY(double)
+}
+
 /* ---- the core gate ------------------------------------------------------------------------ */
 
 void ex_gate_init(ex_gate *g, uint32_t n)

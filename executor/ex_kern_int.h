@@ -172,6 +172,45 @@ cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t l
                       const int64_t *rdims, uint32_t rrank, const int64_t *lb, const int64_t *rb,
                       uint32_t n_b, const int64_t *lc, const int64_t *rc, uint32_t n_c, void *out);
 
+/* ---- sort and select_and_scatter ------------------------------------------------------ */
+
+/* One key of a sort comparator. Keys are compared in order: the first key
+ * that orders two elements decides, a key under which they are equal passes
+ * to the next (JAX's lexicographic comparators `lt0 or (eq0 and (lt1 ...))`);
+ * unordered (a NaN under FLOAT) decides "not less". */
+typedef struct ex_sort_key {
+    uint32_t operand; /* index of the input compared */
+    bool descending;  /* GT: larger first; else LT */
+    bool total;       /* floats: TOTALORDER (-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN,
+                         as the bits in sign-magnitude order); else IEEE quiet comparisons */
+} ex_sort_key;
+
+#define EX_SORT_MAX_KEYS 64 /* keys of one comparator */
+
+/* stablehlo.sort: sorts every 1-D slice along dim of the n_in arrays (each of
+ * dims, rank, types elems) together by the keys, stably (a merge sort), into
+ * out[j] (which must not alias in[j]).
+ * Errors: CM_EINVAL (a key on a type without a kernel, dim out of range: out
+ * untouched), CM_ENOMEM. */
+cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *in,
+                       void *const *out, const int64_t *dims, uint32_t rank, uint32_t dim,
+                       const ex_sort_key *keys, uint32_t n_keys);
+
+/* stablehlo.select_and_scatter of f32/f64 arrays (dims held whole): out
+ * (dims idims, like the operand op) gets init everywhere; then for each source
+ * element at s (dims sdims, row-major order) its window, at s * stride -
+ * pad_lo + w for w < win, is walked in row-major order, positions in the
+ * padding skipped: the first element is picked, and a later one replaces the
+ * pick when select(pick, candidate) is false, select being `pick sel
+ * candidate` (sel EX_CMP_GE/GT/LE/LT; total: TOTALORDER, else IEEE quiet);
+ * out at the pick becomes scatter(out, source) (EX_RED_ADD/MUL/MAX/MIN). A
+ * window wholly in the padding picks nothing.
+ * Errors: CM_EINVAL (other types, directions or bodies: out untouched). */
+cm_status ex_kern_select_scatter(sp_elem e, int sel, bool total, int scatter, const void *op,
+                                 const int64_t *idims, uint32_t rank, const void *src,
+                                 const int64_t *sdims, const int64_t *win, const int64_t *stride,
+                                 const int64_t *pad_lo, const void *init, void *out);
+
 /* ---- the core gate ------------------------------------------------------------------ */
 
 /* At most n holders at a time (n = 0: no limit). With more device workers

@@ -781,10 +781,213 @@ static void test_ex_kern_reduce_window_max_and_sum_pools(void **state)
         CM_EINVAL);
 }
 
+/* ---- sort and select_and_scatter ---------------------------------------------------- */
+
+/* One key on operand 0 and an i32 payload: equal keys keep their order, both
+ * ways. */
+static void test_ex_kern_sort_is_stable_with_equal_keys(void **state)
+{
+    (void)state;
+    float k[6] = {3, 1, 2, 1, 3, 0}, ko[6];
+    int32_t v[6] = {0, 1, 2, 3, 4, 5}, vo[6];
+    sp_elem el[2] = {SP_ELEM_F32, SP_ELEM_I32};
+    const void *in[2] = {k, v};
+    void *out[2] = {ko, vo};
+    int64_t dims[1] = {6};
+    ex_sort_key asc = {0, false, false}, desc = {0, true, true};
+    assert_int_equal(ex_kern_sort(2, el, in, out, dims, 1, 0, &asc, 1), CM_OK);
+    float kwant[6] = {0, 1, 1, 2, 3, 3};
+    int32_t vwant[6] = {5, 1, 3, 2, 0, 4};
+    assert_memory_equal(ko, kwant, sizeof kwant);
+    assert_memory_equal(vo, vwant, sizeof vwant);
+    assert_int_equal(ex_kern_sort(2, el, in, out, dims, 1, 0, &desc, 1), CM_OK);
+    float kdesc[6] = {3, 3, 2, 1, 1, 0};
+    int32_t vdesc[6] = {0, 4, 2, 1, 3, 5};
+    assert_memory_equal(ko, kdesc, sizeof kdesc);
+    assert_memory_equal(vo, vdesc, sizeof vdesc);
+}
+
+/* TOTALORDER: -NaN < -inf < -0 < +0 < 1 < inf < NaN; FLOAT: -0 == +0 (stable). */
+static void test_ex_kern_sort_total_order_nans_and_zeros(void **state)
+{
+    (void)state;
+    float k[7] = {NAN, -0.0f, 1, -NAN, 0.0f, -INFINITY, INFINITY}, ko[7];
+    sp_elem el[1] = {SP_ELEM_F32};
+    const void *in[1] = {k};
+    void *out[1] = {ko};
+    int64_t dims[1] = {7};
+    ex_sort_key tot = {0, false, true};
+    assert_int_equal(ex_kern_sort(1, el, in, out, dims, 1, 0, &tot, 1), CM_OK);
+    assert_true(isnan(ko[0]) && signbit(ko[0]));
+    assert_true(ko[1] == -INFINITY);
+    assert_true(ko[2] == 0.0f && signbit(ko[2]));
+    assert_true(ko[3] == 0.0f && !signbit(ko[3]));
+    assert_true(ko[4] == 1.0f && ko[5] == INFINITY);
+    assert_true(isnan(ko[6]) && !signbit(ko[6]));
+    /* the same in f64, descending */
+    double d[4] = {-NAN, 0.0, -0.0, NAN}, dout[4];
+    sp_elem el64[1] = {SP_ELEM_F64};
+    const void *din[1] = {d};
+    void *dout_[1] = {dout};
+    int64_t d4[1] = {4};
+    ex_sort_key totd = {0, true, true};
+    assert_int_equal(ex_kern_sort(1, el64, din, dout_, d4, 1, 0, &totd, 1), CM_OK);
+    assert_true(isnan(dout[0]) && !signbit(dout[0]));
+    assert_true(dout[1] == 0.0 && !signbit(dout[1]) && signbit(dout[2]));
+    assert_true(isnan(dout[3]) && signbit(dout[3]));
+    /* FLOAT: +0 and -0 are equal, so they keep their order */
+    float z[3] = {0.0f, -0.0f, -1.0f}, zo[3];
+    const void *zin[1] = {z};
+    void *zout[1] = {zo};
+    int64_t d3[1] = {3};
+    ex_sort_key flt = {0, false, false};
+    assert_int_equal(ex_kern_sort(1, el, zin, zout, d3, 1, 0, &flt, 1), CM_OK);
+    assert_true(zo[0] == -1.0f && !signbit(zo[1]) && signbit(zo[2]));
+    assert_int_equal(ex_kern_sort(1, el, zin, zout, d3, 1, 0, &tot, 1), CM_OK);
+    assert_true(zo[0] == -1.0f && signbit(zo[1]) && !signbit(zo[2]));
+}
+
+/* Two keys (i32 ascending, then ui8 descending) along dim 0 of a 3 x 2
+ * array: each column is one slice. */
+static void test_ex_kern_sort_two_keys_along_dim_0(void **state)
+{
+    (void)state;
+    int32_t a[6] = {2, 9, 1, 8, 2, 7}, ao[6];
+    uint8_t b[6] = {5, 1, 6, 2, 7, 3}, bo[6];
+    sp_elem el[2] = {SP_ELEM_I32, SP_ELEM_UI8};
+    const void *in[2] = {a, b};
+    void *out[2] = {ao, bo};
+    int64_t dims[2] = {3, 2};
+    ex_sort_key keys[2] = {{0, false, false}, {1, true, false}};
+    assert_int_equal(ex_kern_sort(2, el, in, out, dims, 2, 0, keys, 2), CM_OK);
+    int32_t awant[6] = {1, 7, 2, 8, 2, 9};
+    uint8_t bwant[6] = {6, 3, 7, 2, 5, 1};
+    assert_memory_equal(ao, awant, sizeof awant);
+    assert_memory_equal(bo, bwant, sizeof bwant);
+    /* unsigned 64-bit values above INT64_MAX, along dim 1 */
+    uint64_t u[3] = {UINT64_MAX, 0, (uint64_t)1 << 63}, uo[3];
+    sp_elem ue[1] = {SP_ELEM_UI64};
+    const void *uin[1] = {u};
+    void *uout[1] = {uo};
+    int64_t ud[2] = {1, 3};
+    assert_int_equal(ex_kern_sort(1, ue, uin, uout, ud, 2, 1, keys, 1), CM_OK);
+    assert_true(uo[0] == 0 && uo[1] == (uint64_t)1 << 63 && uo[2] == UINT64_MAX);
+    /* no kernel: a bf16 key, a dim past the rank */
+    sp_elem bf[1] = {SP_ELEM_BF16};
+    assert_int_equal(ex_kern_sort(1, bf, uin, uout, ud, 2, 1, keys, 1), CM_EINVAL);
+    assert_int_equal(ex_kern_sort(1, ue, uin, uout, ud, 2, 2, keys, 1), CM_EINVAL);
+}
+
+typedef struct keyed {
+    double k;
+    int32_t i;
+} keyed;
+
+static int keyed_cmp(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->k != y->k) {
+        return x->k < y->k ? -1 : 1;
+    }
+    return x->i < y->i ? -1 : (x->i > y->i);
+}
+
+/* 1000 keys with many repeats (merge passes past the insertion runs) against
+ * qsort ordered by (key, original index), i.e. a stable sort. */
+static void test_ex_kern_sort_long_slices_match_naive(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    double *k = malloc(sizeof(double) * N), *ko = malloc(sizeof(double) * N);
+    int32_t *v = malloc(sizeof(int32_t) * N), *vo = malloc(sizeof(int32_t) * N);
+    keyed *want = malloc(sizeof(keyed) * N);
+    uint32_t seed = 11;
+    for (int32_t i = 0; i < N; i++) {
+        k[i] = (double)(int)(frand(&seed) * 7.0f);
+        v[i] = i;
+        want[i] = (keyed){k[i], i};
+    }
+    qsort(want, N, sizeof *want, keyed_cmp);
+    sp_elem el[2] = {SP_ELEM_F64, SP_ELEM_I32};
+    const void *in[2] = {k, v};
+    void *out[2] = {ko, vo};
+    int64_t dims[1] = {N};
+    ex_sort_key key = {0, false, false};
+    assert_int_equal(ex_kern_sort(2, el, in, out, dims, 1, 0, &key, 1), CM_OK);
+    for (int32_t i = 0; i < N; i++) {
+        assert_true(ko[i] == want[i].k);
+        assert_int_equal(vo[i], want[i].i);
+    }
+    free(k);
+    free(ko);
+    free(v);
+    free(vo);
+    free(want);
+}
+
+/* The spec's example (in f64): window 3 x 1, strides 2 x 1, one row of high
+ * padding: overlapping windows add up at row 2. */
+static void test_ex_kern_select_scatter_spec_example(void **state)
+{
+    (void)state;
+    double op[8] = {1, 5, 2, 5, 3, 6, 4, 4}, src[4] = {5, 6, 7, 8}, zero = 0, out[8];
+    int64_t id[2] = {4, 2}, sd[2] = {2, 2}, win[2] = {3, 1}, st[2] = {2, 1}, lo[2] = {0, 0};
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_GE, false, EX_RED_ADD, op, id, 2,
+                                            src, sd, win, st, lo, &zero, out),
+                     CM_OK);
+    double want[8] = {0, 0, 0, 0, 5, 14, 7, 0};
+    assert_memory_equal(out, want, sizeof want);
+}
+
+/* Ties (GE keeps the first, GT takes the last), NaN (FLOAT: a NaN loses to
+ * whatever follows it; TOTALORDER: it is the largest), a window wholly in the
+ * padding (its source value is dropped), and the types without a kernel. */
+static void test_ex_kern_select_scatter_ties_nans_and_padding(void **state)
+{
+    (void)state;
+    float op[4] = {2, 2, 1, 2}, src[3] = {1, 10, 100}, zero = 0, out[4];
+    int64_t id[1] = {4}, sd[1] = {3}, win[1] = {2}, st[1] = {1}, lo[1] = {0};
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F32, EX_CMP_GE, false, EX_RED_ADD, op, id, 1,
+                                            src, sd, win, st, lo, &zero, out),
+                     CM_OK);
+    float ge[4] = {1, 10, 0, 100};
+    assert_memory_equal(out, ge, sizeof ge);
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F32, EX_CMP_GT, false, EX_RED_ADD, op, id, 1,
+                                            src, sd, win, st, lo, &zero, out),
+                     CM_OK);
+    float gt[4] = {0, 11, 0, 100};
+    assert_memory_equal(out, gt, sizeof gt);
+    float nan_op[3] = {1, NAN, 3}, five = 5;
+    int64_t id3[1] = {3}, sd1[1] = {1}, win3[1] = {3};
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F32, EX_CMP_GE, false, EX_RED_ADD, nan_op, id3,
+                                            1, &five, sd1, win3, st, lo, &zero, out),
+                     CM_OK);
+    assert_true(out[0] == 0 && out[1] == 0 && out[2] == 5);
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F32, EX_CMP_GE, true, EX_RED_ADD, nan_op, id3,
+                                            1, &five, sd1, win3, st, lo, &zero, out),
+                     CM_OK);
+    assert_true(out[0] == 0 && out[1] == 5 && out[2] == 0);
+    /* padding 1 low: window 0 sees only padding; init -1, scatter max */
+    double dop[2] = {1, 2}, dsrc[3] = {7, 8, 9}, minus = -1, dout[2];
+    int64_t id2[1] = {2}, sd3[1] = {3}, w1[1] = {1}, lo1[1] = {1};
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_GE, false, EX_RED_MAX, dop, id2,
+                                            1, dsrc, sd3, w1, st, lo1, &minus, dout),
+                     CM_OK);
+    assert_true(dout[0] == 8 && dout[1] == 9);
+    int32_t iop[2] = {0, 0}, isrc[3] = {0}, iz = 0, iout[2];
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_I32, EX_CMP_GE, false, EX_RED_ADD, iop, id2,
+                                            1, isrc, sd3, w1, st, lo1, &iz, iout),
+                     CM_EINVAL);
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_EQ, false, EX_RED_ADD, dop, id2,
+                                            1, dsrc, sd3, w1, st, lo1, &minus, dout),
+                     CM_EINVAL);
+}
+
 /* ---- through the executor (partitioned runs: test_ex_exec.c) ----------------------------- */
 
-/* Runs text on one device and returns result 0 (freed by the caller). */
-static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_args)
+/* Runs text on one device and returns its n_res results (freed by the caller). */
+static ex_tensor *run_many(const char *text, const ex_tensor *args, uint32_t n_args,
+                           uint32_t n_res)
 {
     sp_module *m = NULL;
     cm_error err;
@@ -798,8 +1001,14 @@ static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_ar
     if (st != CM_OK) {
         fail_msg("ex_exec_run: %s at %s: %s", cm_status_name(err.code), err.path, err.msg);
     }
-    assert_int_equal(n, 1);
+    assert_int_equal(n, n_res);
     return res;
+}
+
+/* Runs text on one device and returns result 0 (freed by the caller). */
+static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_args)
+{
+    return run_many(text, args, n_args, 1);
 }
 
 static void test_ex_exec_run_new_ops_by_hand(void **state)
@@ -871,6 +1080,77 @@ static void test_ex_exec_run_gather_scatter_conv_by_hand(void **state)
     ex_tensors_free(res, 1);
 }
 
+/* JAX's argsort-by-two-keys comparator (lt0 or (eq0 and lt1), TOTALORDER on
+ * the floats), written with the operands of or and and swapped, along dim 1. */
+static void test_ex_exec_run_sort_jax_comparators_by_hand(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main(%arg0: tensor<2x4xf32>, %arg1: tensor<2x4xi32>) -> (tensor<2x4xf32>, "
+        "tensor<2x4xi32>) {\n"
+        "  %0:2 = \"stablehlo.sort\"(%arg0, %arg1) ({\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):\n"
+        "    %lt0 = stablehlo.compare LT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> "
+        "tensor<i1>\n"
+        "    %eq0 = stablehlo.compare EQ, %b, %a, TOTALORDER : (tensor<f32>, tensor<f32>) -> "
+        "tensor<i1>\n"
+        "    %gt1 = stablehlo.compare GT, %c, %d, SIGNED : (tensor<i32>, tensor<i32>) -> "
+        "tensor<i1>\n"
+        "    %and = stablehlo.and %gt1, %eq0 : tensor<i1>\n"
+        "    %or = stablehlo.or %and, %lt0 : tensor<i1>\n"
+        "    stablehlo.return %or : tensor<i1>\n"
+        "  }) {dimension = -1 : i64, is_stable = true} : (tensor<2x4xf32>, tensor<2x4xi32>) -> "
+        "(tensor<2x4xf32>, tensor<2x4xi32>)\n"
+        "  return %0#0, %0#1 : tensor<2x4xf32>, tensor<2x4xi32>\n}\n";
+    float a[8] = {2, NAN, 2, -1, 0.5f, 0.5f, 0.5f, -3};
+    int32_t b[8] = {1, 0, 3, 4, -7, 9, 2, 0};
+    ex_tensor args[2] = {{SP_ELEM_F32, 2, {2, 4}, 8, a}, {SP_ELEM_I32, 2, {2, 4}, 8, b}};
+    ex_tensor *res = run_many(mod, args, 2, 2);
+    /* row 0: -1, then the two 2s with b descending, NaN last; row 1: -3, then
+     * the 0.5s with b descending */
+    const float *ka = res[0].data;
+    const int32_t *kb = res[1].data;
+    assert_true(ka[0] == -1 && ka[1] == 2 && ka[2] == 2 && isnan(ka[3]));
+    assert_true(ka[4] == -3 && ka[5] == 0.5f && ka[6] == 0.5f && ka[7] == 0.5f);
+    int32_t bwant[8] = {4, 3, 1, 0, 0, 9, 2, -7};
+    assert_memory_equal(kb, bwant, sizeof bwant);
+    ex_tensors_free(res, 2);
+}
+
+/* A 2 x 2 max pool's gradient on a 1 x 4 x 4 x 1 image (JAX's form: select
+ * GE, scatter add), stride 2 and one padded column at the right. */
+static void test_ex_exec_run_select_and_scatter_by_hand(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main(%arg0: tensor<1x4x3x1xf32>, %arg1: tensor<1x2x2x1xf32>) -> "
+        "tensor<1x4x3x1xf32> {\n"
+        "  %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+        "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %c = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> "
+        "tensor<i1>\n"
+        "    stablehlo.return %c : tensor<i1>\n"
+        "  }, {\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+        "    stablehlo.return %s : tensor<f32>\n"
+        "  }) {padding = dense<[[0, 0], [0, 0], [0, 1], [0, 0]]> : tensor<4x2xi64>, "
+        "window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, 1>} "
+        ": (tensor<1x4x3x1xf32>, tensor<1x2x2x1xf32>, tensor<f32>) -> tensor<1x4x3x1xf32>\n"
+        "  return %0 : tensor<1x4x3x1xf32>\n}\n";
+    float img[12] = {1, 7, 3, 4, 2, 9, 5, 5, 0, 5, 1, 8}, g[4] = {10, 20, 30, 40};
+    ex_tensor args[2] = {{SP_ELEM_F32, 4, {1, 4, 3, 1}, 12, img},
+                         {SP_ELEM_F32, 4, {1, 2, 2, 1}, 4, g}};
+    ex_tensor *res = run_one(mod, args, 2);
+    /* windows: rows 0-1 x cols 0-1 {1, 7, 4, 2}: 7; rows 0-1 x col 2 (+pad)
+     * {3, 9}: 9; rows 2-3 x cols 0-1 {5, 5, 5, 1}: the first 5; rows 2-3 x
+     * col 2 {0, 8}: 8 */
+    float want[12] = {0, 10, 0, 0, 0, 20, 30, 0, 0, 0, 0, 40};
+    assert_memory_equal(res[0].data, want, sizeof want);
+    ex_tensors_free(res, 1);
+}
+
 /* ex_check_text on text must fail with CM_EINVAL at path, msg containing what. */
 static void assert_rejected(const char *text, const char *path, const char *what)
 {
@@ -921,16 +1201,86 @@ static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
                     "(tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>\n"
                     "  return %0 : tensor<4x5xf32>\n}\n",
                     "2:3", "attributes the executor cannot read");
-    /* sort still has no kernel */
+    /* sort comparators other than LT/GT (combined lexicographically) */
+    assert_rejected("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+                    "  %0 = \"stablehlo.sort\"(%arg0) ({\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "    %c = stablehlo.compare LE, %a, %b : (tensor<f32>, tensor<f32>) -> "
+                    "tensor<i1>\n"
+                    "    stablehlo.return %c : tensor<i1>\n"
+                    "  }) {dimension = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>\n"
+                    "  return %0 : tensor<4xf32>\n}\n",
+                    "2:3", "stablehlo.sort with this comparator cannot be executed yet");
+    assert_rejected("func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> "
+                    "tensor<4xf32> {\n"
+                    "  %0:2 = \"stablehlo.sort\"(%arg0, %arg1) ({\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>, %d: "
+                    "tensor<f32>):\n"
+                    "    %x = stablehlo.compare LT, %a, %d : (tensor<f32>, tensor<f32>) -> "
+                    "tensor<i1>\n"
+                    "    stablehlo.return %x : tensor<i1>\n"
+                    "  }) {dimension = 0 : i64} : (tensor<4xf32>, tensor<4xf32>) -> "
+                    "(tensor<4xf32>, tensor<4xf32>)\n"
+                    "  return %0#1 : tensor<4xf32>\n}\n",
+                    "2:3", "with this comparator cannot be executed yet");
     assert_rejected("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
                     "  %0 = \"stablehlo.sort\"(%arg0) ({\n"
                     "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
                     "    %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> "
                     "tensor<i1>\n"
                     "    stablehlo.return %c : tensor<i1>\n"
-                    "  }) {dimension = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>\n"
+                    "  }) {dimension = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>\n"
                     "  return %0 : tensor<4xf32>\n}\n",
-                    "2:3", "op stablehlo.sort cannot be executed yet");
+                    "2:3", "dimension the executor cannot read");
+    /* select_and_scatter: an i32 operand, a select body that is not a compare */
+    assert_rejected("func.func @main(%arg0: tensor<4xi32>, %arg1: tensor<2xi32>) -> "
+                    "tensor<4xi32> {\n"
+                    "  %z = stablehlo.constant dense<0> : tensor<i32>\n"
+                    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
+                    "  ^bb0(%a: tensor<i32>, %b: tensor<i32>):\n"
+                    "    %c = stablehlo.compare GE, %a, %b : (tensor<i32>, tensor<i32>) -> "
+                    "tensor<i1>\n"
+                    "    stablehlo.return %c : tensor<i1>\n"
+                    "  }, {\n"
+                    "  ^bb0(%a: tensor<i32>, %b: tensor<i32>):\n"
+                    "    %s = stablehlo.add %a, %b : tensor<i32>\n"
+                    "    stablehlo.return %s : tensor<i32>\n"
+                    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} "
+                    ": (tensor<4xi32>, tensor<2xi32>, tensor<i32>) -> tensor<4xi32>\n"
+                    "  return %0 : tensor<4xi32>\n}\n",
+                    "3:3", "f32 and f64 only");
+    assert_rejected("func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<3xf32>) -> "
+                    "tensor<4xf32> {\n"
+                    "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "    %c = stablehlo.compare GE, %a, %b : (tensor<f32>, tensor<f32>) -> "
+                    "tensor<i1>\n"
+                    "    stablehlo.return %c : tensor<i1>\n"
+                    "  }, {\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+                    "    stablehlo.return %s : tensor<f32>\n"
+                    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} "
+                    ": (tensor<4xf32>, tensor<3xf32>, tensor<f32>) -> tensor<4xf32>\n"
+                    "  return %0 : tensor<4xf32>\n}\n",
+                    "3:3", "attributes the executor cannot read");
+    assert_rejected("func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<2xf32>) -> "
+                    "tensor<4xf32> {\n"
+                    "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "    %c = stablehlo.compare EQ, %a, %b : (tensor<f32>, tensor<f32>) -> "
+                    "tensor<i1>\n"
+                    "    stablehlo.return %c : tensor<i1>\n"
+                    "  }, {\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+                    "    stablehlo.return %s : tensor<f32>\n"
+                    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} "
+                    ": (tensor<4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<4xf32>\n"
+                    "  return %0 : tensor<4xf32>\n}\n",
+                    "3:3", "with this select body cannot be executed yet");
 }
 
 int main(void)
@@ -952,9 +1302,17 @@ int main(void)
         cmocka_unit_test(test_ex_kern_place_clips_to_the_block),
         cmocka_unit_test(test_ex_kern_conv_nhwc_and_nchw_match_naive),
         cmocka_unit_test(test_ex_kern_reduce_window_max_and_sum_pools),
+        cmocka_unit_test(test_ex_kern_sort_is_stable_with_equal_keys),
+        cmocka_unit_test(test_ex_kern_sort_total_order_nans_and_zeros),
+        cmocka_unit_test(test_ex_kern_sort_two_keys_along_dim_0),
+        cmocka_unit_test(test_ex_kern_sort_long_slices_match_naive),
+        cmocka_unit_test(test_ex_kern_select_scatter_spec_example),
+        cmocka_unit_test(test_ex_kern_select_scatter_ties_nans_and_padding),
         cmocka_unit_test(test_ex_gate_limits_holders),
         cmocka_unit_test(test_ex_exec_run_new_ops_by_hand),
         cmocka_unit_test(test_ex_exec_run_gather_scatter_conv_by_hand),
+        cmocka_unit_test(test_ex_exec_run_sort_jax_comparators_by_hand),
+        cmocka_unit_test(test_ex_exec_run_select_and_scatter_by_hand),
         cmocka_unit_test(test_ex_exec_run_bad_new_ops_are_clear_errors),
     };
     return cmocka_run_group_tests_name("ex_kern", tests, NULL, NULL);
