@@ -1303,10 +1303,14 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
              x->nc == x->nd && dot_dims_ok(m, o->operands[0], x->a, x->na, x->c, x->nc) &&
              dot_dims_ok(m, o->operands[1], x->b, x->nb, x->d, x->nd);
         sp_elem e = sp_value_type(m, o->first_result)->elem;
-        if (ok && ((e != SP_ELEM_F32 && e != SP_ELEM_F64) ||
-                   sp_value_type(m, o->operands[0])->elem != e ||
-                   sp_value_type(m, o->operands[1])->elem != e)) {
-            return op_error(p, x->op, err, "%s on non-f32/f64 or mixed types cannot be executed yet",
+        sp_elem le = sp_value_type(m, o->operands[0])->elem;
+        sp_elem re = sp_value_type(m, o->operands[1])->elem;
+        bool floats = (e == SP_ELEM_F32 || e == SP_ELEM_F64) && le == e && re == e;
+        bool ints = is_int_elem(e) && is_int_elem(le) && is_int_elem(re);
+        if (ok && !floats && !ints) {
+            return op_error(p, x->op, err,
+                            "%s on these element types cannot be executed yet (f32 or f64 "
+                            "throughout, or integers)",
                             nm);
         }
         break;
@@ -1747,8 +1751,12 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     if (out == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    cm_status st_ = ex_kern_dot(O->elem, bufs[lv], L->ldims, L->rank, bufs[rv], R->ldims, R->rank,
-                                x->a, x->b, x->na, x->c, x->d, x->nc, out);
+    cm_status st_ =
+        elem_float(O->elem)
+            ? ex_kern_dot(O->elem, bufs[lv], L->ldims, L->rank, bufs[rv], R->ldims, R->rank, x->a,
+                          x->b, x->na, x->c, x->d, x->nc, out)
+            : ex_kern_dot_int(L->elem, bufs[lv], L->ldims, L->rank, R->elem, bufs[rv], R->ldims,
+                              R->rank, x->a, x->b, x->na, x->c, x->d, x->nc, O->elem, out);
     if (st_ != CM_OK) {
         cm_free(out);
         return st_ == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")

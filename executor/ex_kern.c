@@ -1191,6 +1191,27 @@ static void *pack(const void *x, const int64_t *dims, uint32_t rank, const int64
     return t;
 }
 
+/* The dims of an operand of rank dims that are neither batching (b) nor
+ * contracting (c), in order, into f; returns their count. */
+static uint32_t free_dims(uint32_t rank, const int64_t *b, uint32_t nb, const int64_t *c,
+                          uint32_t nc, int64_t *f)
+{
+    bool used[EX_KERN_MAX_RANK] = {false};
+    for (uint32_t i = 0; i < nb; i++) {
+        used[b[i]] = true;
+    }
+    for (uint32_t i = 0; i < nc; i++) {
+        used[c[i]] = true;
+    }
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < rank; k++) {
+        if (!used[k]) {
+            f[n++] = k;
+        }
+    }
+    return n;
+}
+
 cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t lrank, const void *r,
                       const int64_t *rdims, uint32_t rrank, const int64_t *lb, const int64_t *rb,
                       uint32_t n_b, const int64_t *lc, const int64_t *rc, uint32_t n_c, void *out)
@@ -1202,31 +1223,7 @@ cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t l
     size_t esz = sp_elem_bytes(e);
     int64_t lst[EX_KERN_MAX_RANK], rst[EX_KERN_MAX_RANK];
     int64_t lf[EX_KERN_MAX_RANK], rf[EX_KERN_MAX_RANK];
-    uint32_t nlf = 0, nrf = 0;
-    bool used[EX_KERN_MAX_RANK] = {false};
-    for (uint32_t i = 0; i < n_b; i++) {
-        used[lb[i]] = true;
-    }
-    for (uint32_t i = 0; i < n_c; i++) {
-        used[lc[i]] = true;
-    }
-    for (uint32_t k = 0; k < lrank; k++) {
-        if (!used[k]) {
-            lf[nlf++] = k;
-        }
-    }
-    memset(used, 0, sizeof used);
-    for (uint32_t i = 0; i < n_b; i++) {
-        used[rb[i]] = true;
-    }
-    for (uint32_t i = 0; i < n_c; i++) {
-        used[rc[i]] = true;
-    }
-    for (uint32_t k = 0; k < rrank; k++) {
-        if (!used[k]) {
-            rf[nrf++] = k;
-        }
-    }
+    uint32_t nlf = free_dims(lrank, lb, n_b, lc, n_c, lf), nrf = free_dims(rrank, rb, n_b, rc, n_c, rf);
     row_major_strides(ldims, lrank, lst);
     row_major_strides(rdims, rrank, rst);
     mview lv, rv;
@@ -1316,6 +1313,90 @@ cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t l
     }
     cm_free(lp);
     cm_free(rp);
+    return CM_OK;
+}
+
+static bool is_int_type(sp_elem e)
+{
+    return e == SP_ELEM_I8 || e == SP_ELEM_I16 || e == SP_ELEM_I32 || e == SP_ELEM_I64 ||
+           e == SP_ELEM_UI8 || e == SP_ELEM_UI16 || e == SP_ELEM_UI32 || e == SP_ELEM_UI64;
+}
+
+/* An integer operand as int64 (sign- or zero-extended) in [batch, a, b]
+ * order (pack), or NULL. */
+static uint64_t *pack_int(sp_elem e, const void *x, const int64_t *dims, uint32_t rank,
+                          const int64_t *bd, uint32_t nb, const int64_t *ad, uint32_t na,
+                          const int64_t *bdd, uint32_t nbb)
+{
+    size_t n = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        n *= (size_t)dims[k];
+    }
+    int64_t *wide = cm_alloc(n * sizeof *wide + 8u);
+    if (wide == NULL) {
+        return NULL;
+    }
+    ex_kern_convert(e, x, SP_ELEM_I64, wide, n);
+    uint64_t *t = pack(wide, dims, rank, bd, nb, ad, na, bdd, nbb, sizeof *wide);
+    cm_free(wide);
+    return t;
+}
+
+cm_status ex_kern_dot_int(sp_elem le, const void *l, const int64_t *ldims, uint32_t lrank,
+                          sp_elem re, const void *r, const int64_t *rdims, uint32_t rrank,
+                          const int64_t *lb, const int64_t *rb, uint32_t n_b, const int64_t *lc,
+                          const int64_t *rc, uint32_t n_c, sp_elem oe, void *out)
+{
+    if (!is_int_type(le) || !is_int_type(re) || !is_int_type(oe) || lrank > EX_KERN_MAX_RANK ||
+        rrank > EX_KERN_MAX_RANK) {
+        return CM_EINVAL;
+    }
+    int64_t lf[EX_KERN_MAX_RANK], rf[EX_KERN_MAX_RANK];
+    uint32_t nlf = free_dims(lrank, lb, n_b, lc, n_c, lf), nrf = free_dims(rrank, rb, n_b, rc, n_c, rf);
+    size_t B = 1, M = 1, N = 1, K = 1;
+    for (uint32_t i = 0; i < n_b; i++) {
+        B *= (size_t)ldims[lb[i]];
+    }
+    for (uint32_t i = 0; i < nlf; i++) {
+        M *= (size_t)ldims[lf[i]];
+    }
+    for (uint32_t i = 0; i < nrf; i++) {
+        N *= (size_t)rdims[rf[i]];
+    }
+    for (uint32_t i = 0; i < n_c; i++) {
+        K *= (size_t)ldims[lc[i]];
+    }
+    if (B * M * N == 0) {
+        return CM_OK;
+    }
+    /* lhs as [batch, free, contract], rhs as [batch, contract, free] */
+    uint64_t *lp = pack_int(le, l, ldims, lrank, lb, n_b, lf, nlf, lc, n_c);
+    uint64_t *rp = pack_int(re, r, rdims, rrank, rb, n_b, rc, n_c, rf, nrf);
+    uint64_t *acc = cm_alloc(N * sizeof *acc + 8u);
+    if (lp == NULL || rp == NULL || acc == NULL) {
+        cm_free(lp);
+        cm_free(rp);
+        cm_free(acc);
+        return CM_ENOMEM;
+    }
+    size_t oesz = sp_elem_bytes(oe);
+    for (size_t b = 0; b < B; b++) {
+        for (size_t m = 0; m < M; m++) {
+            memset(acc, 0, N * sizeof *acc);
+            const uint64_t *lrow = lp + (b * M + m) * K;
+            for (size_t k = 0; k < K; k++) {
+                uint64_t a = lrow[k];
+                const uint64_t *rrow = rp + (b * K + k) * N;
+                for (size_t n = 0; n < N; n++) {
+                    acc[n] += a * rrow[n]; /* unsigned: wraps modulo 2^64 */
+                }
+            }
+            ex_kern_convert(SP_ELEM_UI64, acc, oe, (char *)out + (b * M + m) * N * oesz, N);
+        }
+    }
+    cm_free(lp);
+    cm_free(rp);
+    cm_free(acc);
     return CM_OK;
 }
 

@@ -211,6 +211,16 @@ cm_status ex_kern_select_scatter(sp_elem e, int sel, bool total, int scatter, co
                                  const int64_t *sdims, const int64_t *win, const int64_t *stride,
                                  const int64_t *pad_lo, const void *init, void *out);
 
+/* dot_general of integer arrays (any of i8..i64, ui8..ui64, each operand its
+ * own type) into an integer result of type oe, same layout as ex_kern_dot:
+ * products and sums wrap around in the result type (computed modulo 2^64,
+ * then truncated). A plain loop.
+ * Errors: CM_EINVAL (a non-integer type), CM_ENOMEM. */
+cm_status ex_kern_dot_int(sp_elem le, const void *l, const int64_t *ldims, uint32_t lrank,
+                          sp_elem re, const void *r, const int64_t *rdims, uint32_t rrank,
+                          const int64_t *lb, const int64_t *rb, uint32_t n_b, const int64_t *lc,
+                          const int64_t *rc, uint32_t n_c, sp_elem oe, void *out);
+
 /* ---- the core gate ------------------------------------------------------------------ */
 
 /* At most n holders at a time (n = 0: no limit). With more device workers

@@ -689,6 +689,35 @@ static void test_ex_check_text_sort_select_scatter_partitioned_match(void **stat
         4);
 }
 
+/* Integer dots: i8 x i8 -> i8 wrapping (the operands multiplied by 37
+ * first, so they wrap too) and i8 x i8 -> i32, sharded on free dims;
+ * i16 x i16 -> i32 with the contraction sharded (partial sums all-reduced). */
+static void test_ex_check_text_integer_dots_partitioned_match(void **state)
+{
+    (void)state;
+    assert_matches(
+        MESH "func.func @main(%arg0: tensor<8x16xi8> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {}]>}, %arg1: tensor<16x6xi8> {sdy.sharding = #sdy.sharding<@mesh, [{}, "
+             "{\"y\"}]>}) -> (tensor<8x6xi8>, tensor<8x6xi32>) {\n"
+             "  %c = stablehlo.constant dense<37> : tensor<8x16xi8>\n"
+             "  %a = stablehlo.multiply %arg0, %c : tensor<8x16xi8>\n"
+             "  %0 = stablehlo.dot_general %a, %arg1, contracting_dims = [1] x [0] : "
+             "(tensor<8x16xi8>, tensor<16x6xi8>) -> tensor<8x6xi8>\n"
+             "  %1 = stablehlo.dot_general %a, %arg1, contracting_dims = [1] x [0] : "
+             "(tensor<8x16xi8>, tensor<16x6xi8>) -> tensor<8x6xi32>\n"
+             "  return %0, %1 : tensor<8x6xi8>, tensor<8x6xi32>\n}\n",
+        4);
+    assert_matches(MESH "func.func @main(%arg0: tensor<4x8x16xi16> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\"}, {}, {\"y\"}]>}, %arg1: "
+                        "tensor<4x16x6xi16> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
+                        "{\"y\"}, {}]>}) -> tensor<4x8x6xi32> {\n"
+                        "  %0 = stablehlo.dot_general %arg0, %arg1, batching_dims = [0] x [0], "
+                        "contracting_dims = [2] x [1] : (tensor<4x8x16xi16>, tensor<4x16x6xi16>) "
+                        "-> tensor<4x8x6xi32>\n"
+                        "  return %0 : tensor<4x8x6xi32>\n}\n",
+                   4);
+}
+
 /* A module run as given (not partitioned) whose sort is held sharded along
  * its sort dimension: a clear error, not a wrong answer. */
 static void test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error(void **state)
@@ -747,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_ex_check_text_new_ops_partitioned_match),
         cmocka_unit_test(test_ex_check_text_sort_select_scatter_partitioned_match),
         cmocka_unit_test(test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error),
+        cmocka_unit_test(test_ex_check_text_integer_dots_partitioned_match),
     };
     return cmocka_run_group_tests_name("ex_exec", tests, NULL, NULL);
 }

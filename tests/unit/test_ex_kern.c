@@ -781,6 +781,95 @@ static void test_ex_kern_reduce_window_max_and_sum_pools(void **state)
         CM_EINVAL);
 }
 
+/* ---- integer dot_general -------------------------------------------------------------- */
+
+/* Wrap-around in the result type, operands of different widths and
+ * signedness, against hand-computed values. */
+static void test_ex_kern_dot_int_wraps_in_the_result_type(void **state)
+{
+    (void)state;
+    int64_t d12[2] = {1, 2}, d21[2] = {2, 1}, c1[1] = {1}, c0[1] = {0};
+    int32_t a[2] = {INT32_MAX, 2}, b[2] = {2, 1}, o32;
+    /* INT32_MAX * 2 + 2 = 2^32: 0 in i32 */
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I32, a, d12, 2, SP_ELEM_I32, b, d21, 2, NULL, NULL,
+                                     0, c1, c0, 1, SP_ELEM_I32, &o32),
+                     CM_OK);
+    assert_int_equal(o32, 0);
+    uint8_t ua[2] = {200, 100}, ub[2] = {2, 1}, o8;
+    /* 400 + 100 = 500 = 244 mod 256 */
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_UI8, ua, d12, 2, SP_ELEM_UI8, ub, d21, 2, NULL, NULL,
+                                     0, c1, c0, 1, SP_ELEM_UI8, &o8),
+                     CM_OK);
+    assert_int_equal(o8, 244);
+    int8_t sa[2] = {127, -128}, sb[2] = {127, -128};
+    int32_t wide;
+    int8_t narrow;
+    /* i8 x i8 -> i32: 16129 + 16384 exactly; -> i8: 32513 mod 256 = 1 */
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I8, sa, d12, 2, SP_ELEM_I8, sb, d21, 2, NULL, NULL, 0,
+                                     c1, c0, 1, SP_ELEM_I32, &wide),
+                     CM_OK);
+    assert_int_equal(wide, 32513);
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I8, sa, d12, 2, SP_ELEM_I8, sb, d21, 2, NULL, NULL, 0,
+                                     c1, c0, 1, SP_ELEM_I8, &narrow),
+                     CM_OK);
+    assert_int_equal(narrow, 1);
+    int64_t la[2] = {INT64_MAX, 0}, lb[2] = {2, 5}, o64;
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I64, la, d12, 2, SP_ELEM_I64, lb, d21, 2, NULL, NULL,
+                                     0, c1, c0, 1, SP_ELEM_I64, &o64),
+                     CM_OK);
+    assert_true(o64 == -2);
+    /* ui16 65535 is zero-extended, i8 -1 sign-extended: -65535 - 3 */
+    uint16_t wa[2] = {65535, 3};
+    int8_t wb[2] = {-1, -1};
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_UI16, wa, d12, 2, SP_ELEM_I8, wb, d21, 2, NULL, NULL,
+                                     0, c1, c0, 1, SP_ELEM_I64, &o64),
+                     CM_OK);
+    assert_true(o64 == -65538);
+    float f[2] = {1, 2};
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_F32, f, d12, 2, SP_ELEM_I32, b, d21, 2, NULL, NULL, 0,
+                                     c1, c0, 1, SP_ELEM_I32, &o32),
+                     CM_EINVAL);
+}
+
+/* Batch and contracting dims in unusual places (lhs [c, b, m], rhs [b, n,
+ * c]) and an empty contraction, against a naive loop. */
+static void test_ex_kern_dot_int_batched_layout_matches_naive(void **state)
+{
+    (void)state;
+    int16_t l[3 * 2 * 4], r[2 * 5 * 3];
+    uint32_t seed = 5;
+    for (size_t i = 0; i < 24; i++) {
+        l[i] = (int16_t)(frand(&seed) * 30000.0f);
+    }
+    for (size_t i = 0; i < 30; i++) {
+        r[i] = (int16_t)(frand(&seed) * 30000.0f);
+    }
+    int64_t ld[3] = {3, 2, 4}, rd[3] = {2, 5, 3}, lb[1] = {1}, rb[1] = {0}, lc[1] = {0},
+            rc[1] = {2};
+    int32_t out[2 * 4 * 5];
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I16, l, ld, 3, SP_ELEM_I16, r, rd, 3, lb, rb, 1, lc,
+                                     rc, 1, SP_ELEM_I32, out),
+                     CM_OK);
+    for (int b = 0; b < 2; b++) {
+        for (int m = 0; m < 4; m++) {
+            for (int n = 0; n < 5; n++) {
+                int64_t sum = 0;
+                for (int c = 0; c < 3; c++) {
+                    sum += (int64_t)l[(c * 2 + b) * 4 + m] * r[(b * 5 + n) * 3 + c];
+                }
+                assert_int_equal(out[(b * 4 + m) * 5 + n], (int32_t)(uint32_t)(uint64_t)sum);
+            }
+        }
+    }
+    /* contracting over a zero-sized dim gives zeros */
+    int64_t ez[2] = {2, 0}, ze[2] = {0, 3}, c1[1] = {1};
+    uint32_t zo[6] = {9, 9, 9, 9, 9, 9}, zwant[6] = {0};
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_UI32, l, ez, 2, SP_ELEM_UI32, r, ze, 2, NULL, NULL, 0,
+                                     c1, lc, 1, SP_ELEM_UI32, zo),
+                     CM_OK);
+    assert_memory_equal(zo, zwant, sizeof zwant);
+}
+
 /* ---- sort and select_and_scatter ---------------------------------------------------- */
 
 /* One key on operand 0 and an i32 payload: equal keys keep their order, both
@@ -1201,6 +1290,13 @@ static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
                     "(tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>\n"
                     "  return %0 : tensor<4x5xf32>\n}\n",
                     "2:3", "attributes the executor cannot read");
+    /* a dot mixing float and integer operands */
+    assert_rejected("func.func @main(%arg0: tensor<4x3xf32>, %arg1: tensor<3x5xi32>) -> "
+                    "tensor<4x5xf32> {\n"
+                    "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : "
+                    "(tensor<4x3xf32>, tensor<3x5xi32>) -> tensor<4x5xf32>\n"
+                    "  return %0 : tensor<4x5xf32>\n}\n",
+                    "2:3", "on these element types cannot be executed yet");
     /* sort comparators other than LT/GT (combined lexicographically) */
     assert_rejected("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
                     "  %0 = \"stablehlo.sort\"(%arg0) ({\n"
@@ -1302,6 +1398,8 @@ int main(void)
         cmocka_unit_test(test_ex_kern_place_clips_to_the_block),
         cmocka_unit_test(test_ex_kern_conv_nhwc_and_nchw_match_naive),
         cmocka_unit_test(test_ex_kern_reduce_window_max_and_sum_pools),
+        cmocka_unit_test(test_ex_kern_dot_int_wraps_in_the_result_type),
+        cmocka_unit_test(test_ex_kern_dot_int_batched_layout_matches_naive),
         cmocka_unit_test(test_ex_kern_sort_is_stable_with_equal_keys),
         cmocka_unit_test(test_ex_kern_sort_total_order_nans_and_zeros),
         cmocka_unit_test(test_ex_kern_sort_two_keys_along_dim_0),
