@@ -750,6 +750,20 @@ static cm_status prepare_scatter(prog *p, xop *x, cm_error *err)
                                o->operands[1], o->operands[2], err);
 }
 
+/* The extent of n elements d apart, (n - 1) * d + 1 (0 for none); -1 past
+ * 2^60. */
+static int64_t dilated(int64_t n, int64_t d)
+{
+    int64_t r;
+    if (n <= 0) {
+        return 0;
+    }
+    if (!cm_mul_i64(n - 1, d, &r) || r > ((int64_t)1 << 60)) {
+        return -1;
+    }
+    return r + 1;
+}
+
 static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
 {
     static const char *const names[9] = {
@@ -799,60 +813,69 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
     }
     const int64_t *a;
     uint32_t na;
+    const int64_t big = (int64_t)1 << 60; /* window parameters beyond this are refused */
     if (ints_attr(p, x->op, "window_strides", &a, &na)) {
         ok = ok && na == cd->ns;
         for (uint32_t j = 0; ok && j < na; j++) {
-            ok = a[j] >= 1;
+            ok = a[j] >= 1 && a[j] <= big;
             cd->stride[j] = a[j];
         }
     }
-    if (ints_attr(p, x->op, "rhs_dilation", &a, &na)) {
-        ok = ok && na == cd->ns;
-        for (uint32_t j = 0; ok && j < na; j++) {
-            ok = a[j] >= 1;
-            cd->rdil[j] = a[j];
+    static const char *const dil[2] = {"lhs_dilation", "rhs_dilation"};
+    for (int i = 0; i < 2; i++) {
+        int64_t *to = i == 0 ? cd->ldil : cd->rdil;
+        for (uint32_t j = 0; j < cd->ns; j++) {
+            to[j] = 1;
+        }
+        if (ints_attr(p, x->op, dil[i], &a, &na)) {
+            ok = ok && na == cd->ns;
+            for (uint32_t j = 0; ok && j < na; j++) {
+                ok = a[j] >= 1 && a[j] <= big;
+                to[j] = a[j];
+            }
         }
     }
+    int64_t pad_hi[EX_KERN_MAX_RANK] = {0};
     if (ints_attr(p, x->op, "padding", &a, &na)) {
         ok = ok && na == 2 * cd->ns;
         for (uint32_t j = 0; ok && j < cd->ns; j++) {
             cd->pad_lo[j] = a[2 * j];
-        }
-    }
-    bool plain = true;
-    if (ints_attr(p, x->op, "lhs_dilation", &a, &na)) {
-        for (uint32_t j = 0; j < na; j++) {
-            plain = plain && a[j] == 1;
+            pad_hi[j] = a[2 * j + 1];
+            ok = a[2 * j] >= -big && a[2 * j] <= big && a[2 * j + 1] >= -big &&
+                 a[2 * j + 1] <= big;
         }
     }
     if (ints_attr(p, x->op, "window_reversal", &a, &na)) {
-        for (uint32_t j = 0; j < na; j++) {
-            plain = plain && a[j] == 0;
+        ok = ok && na == cd->ns;
+        for (uint32_t j = 0; ok && j < na; j++) {
+            cd->rev[j] = a[j] != 0;
         }
     }
-    const sp_attr *fg = sp_op_attr(m, x->op, "feature_group_count");
-    const sp_attr *bg = sp_op_attr(m, x->op, "batch_group_count");
-    plain = plain && (fg == NULL || (fg->kind == SP_ATTR_INT && fg->u.i.v == 1)) &&
-            (bg == NULL || (bg->kind == SP_ATTR_INT && bg->u.i.v == 1));
+    static const char *const gname[2] = {"feature_group_count", "batch_group_count"};
+    for (int i = 0; i < 2; i++) {
+        const sp_attr *g = sp_op_attr(m, x->op, gname[i]);
+        int64_t *to = i == 0 ? &cd->fgc : &cd->bgc;
+        *to = 1;
+        if (g != NULL) {
+            ok = ok && g->kind == SP_ATTR_INT && g->u.i.v >= 1;
+            *to = ok ? g->u.i.v : 1;
+        }
+    }
     if (!ok) {
         return op_error(p, x->op, err, "op %s: window attributes the executor cannot read", nm);
     }
-    if (!plain) {
-        return op_error(p, x->op, err,
-                        "%s with lhs dilation, window reversal or groups cannot be executed yet",
-                        nm);
-    }
-    /* the output shape must follow from the window (so no read goes astray) */
-    ok = it->dims[cd->ifeat] == kt->dims[cd->ki] && ot->dims[cd->ofeat] == kt->dims[cd->ko] &&
-         ot->dims[cd->ob] == it->dims[cd->ib];
+    /* the output shape must follow from the window and the groups (so no read
+     * goes astray) */
+    int64_t in_f = it->dims[cd->ifeat], in_b = it->dims[cd->ib], kout = kt->dims[cd->ko], kin;
+    ok = (cd->fgc == 1 || cd->bgc == 1) && cm_mul_i64(kt->dims[cd->ki], cd->fgc, &kin) &&
+         in_f == kin &&
+         kout % cd->fgc == 0 && kout % cd->bgc == 0 && in_b % cd->bgc == 0 &&
+         ot->dims[cd->ofeat] == kout && ot->dims[cd->ob] == in_b / cd->bgc;
     for (uint32_t j = 0; ok && j < cd->ns; j++) {
-        int64_t hi = 0;
-        if (ints_attr(p, x->op, "padding", &a, &na)) {
-            hi = a[2 * j + 1];
-        }
-        int64_t span = (kt->dims[cd->ks[j]] - 1) * cd->rdil[j] + 1;
-        int64_t w = it->dims[cd->is[j]] + cd->pad_lo[j] + hi - span;
-        ok = ot->dims[cd->os[j]] == (w < 0 ? 0 : w / cd->stride[j] + 1);
+        int64_t in = dilated(it->dims[cd->is[j]], cd->ldil[j]);
+        int64_t span = dilated(kt->dims[cd->ks[j]], cd->rdil[j]);
+        int64_t w = in + cd->pad_lo[j] + pad_hi[j] - span;
+        ok = in >= 0 && span >= 0 && ot->dims[cd->os[j]] == (w < 0 ? 0 : w / cd->stride[j] + 1);
     }
     if (!ok || it->elem != ot->elem || kt->elem != ot->elem ||
         (ot->elem != SP_ELEM_F32 && ot->elem != SP_ELEM_F64)) {
@@ -2416,6 +2439,43 @@ static cm_status copy_view(const prog *p, void **bufs, uint32_t dev, uint32_t v,
 static const char not_local[] = "the operand block does not hold what the result block needs "
                                 "(this sharding of the op cannot be executed yet)";
 
+/* How many of a grouped convolution's groups device dev holds (*gl; 1
+ * without groups). With feature (batch) groups the device must hold whole
+ * groups, the same ones, in the input's features (batch), the kernel's
+ * output features and the result's: false when it does not. */
+static bool conv_local_groups(const prog *p, const xop *x, uint32_t dev, int64_t *gl)
+{
+    const ex_conv_dims *cd = x->ext;
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], kv = o->operands[1], r = o->first_result;
+    const vinfo *I = &p->vi[v], *K = &p->vi[kv], *O = &p->vi[r];
+    int64_t groups = cd->fgc > 1 ? cd->fgc : cd->bgc;
+    *gl = 1;
+    if (groups <= 1) {
+        return true;
+    }
+    /* the input dim split into groups, its extent per group, and the output
+     * features per group */
+    int64_t gd = cd->fgc > 1 ? cd->ifeat : cd->ib;
+    int64_t per = cd->fgc > 1 ? K->gdims[cd->ki] : O->gdims[cd->ob];
+    int64_t og = K->gdims[cd->ko] / groups;
+    const int64_t *ioff = voff(p, v, dev), *koff = voff(p, kv, dev), *roff = voff(p, r, dev);
+    bool inner_whole = cd->fgc > 1 ? K->ldims[cd->ki] == K->gdims[cd->ki]
+                                   : O->ldims[cd->ob] == O->gdims[cd->ob];
+    if (per == 0 || og == 0) {
+        *gl = groups;
+        return inner_whole && I->ldims[gd] == I->gdims[gd] &&
+               K->ldims[cd->ko] == K->gdims[cd->ko] && O->ldims[cd->ofeat] == O->gdims[cd->ofeat];
+    }
+    *gl = I->ldims[gd] / per;
+    return inner_whole && *gl >= 1 && I->ldims[gd] == *gl * per && ioff[gd] % per == 0 &&
+           valid_len(I, (uint32_t)gd, ioff[gd]) == I->ldims[gd] &&
+           K->ldims[cd->ko] == *gl * og && koff[cd->ko] == ioff[gd] / per * og &&
+           valid_len(K, (uint32_t)cd->ko, koff[cd->ko]) == K->ldims[cd->ko] &&
+           O->ldims[cd->ofeat] == *gl * og && roff[cd->ofeat] == koff[cd->ko] &&
+           valid_len(O, (uint32_t)cd->ofeat, roff[cd->ofeat]) == O->ldims[cd->ofeat];
+}
+
 /* pad, dynamic_slice, dynamic_update_slice, gather, scatter, convolution on
  * device dev into out (every element written). */
 static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t dev, void *out,
@@ -2550,22 +2610,30 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
         return CM_OK;
     }
     default: { /* SP_OP_CONVOLUTION */
-        const ex_conv_dims *cd = x->ext;
+        ex_conv_dims cd = *(const ex_conv_dims *)x->ext;
         uint32_t kv = o->operands[1];
         const vinfo *K = &p->vi[kv];
-        bool ok = I->ldims[cd->ib] == O->ldims[cd->ob] && I->ldims[cd->ifeat] == K->ldims[cd->ki] &&
-                  K->ldims[cd->ko] == O->ldims[cd->ofeat];
-        for (uint32_t j = 0; ok && j < cd->ns; j++) {
-            ok = I->ldims[cd->is[j]] == I->gdims[cd->is[j]] &&
-                 K->ldims[cd->ks[j]] == K->gdims[cd->ks[j]] &&
-                 O->ldims[cd->os[j]] == O->gdims[cd->os[j]];
+        int64_t gl = 1;
+        bool ok = conv_local_groups(p, x, dev, &gl);
+        if (cd.fgc > 1) {
+            cd.fgc = gl;
+        } else if (cd.bgc > 1) {
+            cd.bgc = gl;
+        }
+        ok = ok && I->ldims[cd.ib] == O->ldims[cd.ob] * cd.bgc &&
+             I->ldims[cd.ifeat] == K->ldims[cd.ki] * cd.fgc &&
+             K->ldims[cd.ko] == O->ldims[cd.ofeat];
+        for (uint32_t j = 0; ok && j < cd.ns; j++) {
+            ok = I->ldims[cd.is[j]] == I->gdims[cd.is[j]] &&
+                 K->ldims[cd.ks[j]] == K->gdims[cd.ks[j]] &&
+                 O->ldims[cd.os[j]] == O->gdims[cd.os[j]];
         }
         if (!ok || O->lcount > INT32_MAX || I->lcount > INT32_MAX || K->lcount > INT32_MAX) {
             return local_error(p, x, err,
-                               "a convolution sharded on a spatial dimension cannot be "
-                               "executed yet");
+                               "a convolution sharded on a spatial dimension (or with groups, "
+                               "not in whole groups) cannot be executed yet");
         }
-        cm_status st_ = ex_kern_conv(O->elem, cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
+        cm_status st_ = ex_kern_conv(O->elem, &cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
                                      O->ldims, O->rank);
         if (st_ != CM_OK) {
             return st_ == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")

@@ -1717,7 +1717,13 @@ cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const 
         return CM_EINVAL;
     }
     size_t esz = sp_elem_bytes(e);
-    int64_t ns = cd->ns, N = idims[cd->ib], C = idims[cd->ifeat], O = kdims[cd->ko];
+    int64_t fg = cd->fgc > 1 ? cd->fgc : 1, bg = cd->bgc > 1 ? cd->bgc : 1, T = fg * bg;
+    int64_t ns = cd->ns, N = odims[cd->ob], C = kdims[cd->ki], O = kdims[cd->ko];
+    if (idims[cd->ifeat] != C * fg || idims[cd->ib] != N * bg || O % T != 0 ||
+        odims[cd->ofeat] != O) {
+        return CM_EINVAL;
+    }
+    int64_t Og = O / T; /* output features of one group */
     int64_t KS = 1, P = 1;
     for (int64_t j = 0; j < ns; j++) {
         KS *= kdims[cd->ks[j]];
@@ -1727,13 +1733,17 @@ cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const 
     if (N * P * O == 0) {
         return CM_OK;
     }
+    if (KC == 0) { /* nothing to sum */
+        memset(out, 0, (size_t)(N * P * O) * esz);
+        return CM_OK;
+    }
     int64_t ist[EX_KERN_MAX_RANK], ost_[EX_KERN_MAX_RANK];
     row_major_strides(idims, rank, ist);
     row_major_strides(odims, rank, ost_);
     /* the kernel as [spatial..., in, out] */
     void *kp = cm_alloc((size_t)(KC * O) * esz + 8u);
     void *col = cm_alloc((size_t)(P * KC) * esz + 8u);
-    void *tmp = cm_alloc((size_t)(P * O) * esz + 8u);
+    void *tmp = cm_alloc((size_t)(P * Og) * esz + 8u);
     if (kp == NULL || col == NULL || tmp == NULL) {
         cm_free(kp);
         cm_free(col);
@@ -1753,56 +1763,66 @@ cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const 
     ex_kern_affine(ker, kdims, rank, map, kp, pd, rank, esz);
     const char *ib = in;
     int64_t ee = (int64_t)esz;
+    int64_t ext[EX_KERN_MAX_RANK], sst[EX_KERN_MAX_RANK], dstr[EX_KERN_MAX_RANK];
+    for (int64_t j = 0; j < ns; j++) {
+        ext[j] = odims[cd->os[j]];
+        dstr[j] = ost_[cd->os[j]];
+    }
+    ext[ns] = Og;
+    dstr[ns] = ost_[cd->ofeat];
+    row_major_strides(ext, (uint32_t)ns + 1, sst);
     for (int64_t b = 0; b < N; b++) {
-        /* im2col: row p (output position q), columns (kernel position r, c) */
-        int64_t q[EX_KERN_MAX_RANK] = {0};
-        char *cp = col;
-        for (int64_t p = 0; p < P; p++) {
-            int64_t r[EX_KERN_MAX_RANK] = {0};
-            for (int64_t kk = 0; kk < KS; kk++) {
-                bool inside = true;
-                int64_t off = b * ist[cd->ib];
-                for (int64_t j = 0; j < ns && inside; j++) {
-                    int64_t x = q[j] * cd->stride[j] - cd->pad_lo[j] + r[j] * cd->rdil[j];
-                    inside = x >= 0 && x < idims[cd->is[j]];
-                    off += x * ist[cd->is[j]];
+        for (int64_t t = 0; t < T; t++) {
+            /* the input batch element and first feature this group reads */
+            int64_t in_b = bg > 1 ? t * N + b : b, c0 = fg > 1 ? t * C : 0;
+            /* im2col: row p (output position q), columns (kernel position r, c) */
+            int64_t q[EX_KERN_MAX_RANK] = {0};
+            char *cp = col;
+            for (int64_t p = 0; p < P; p++) {
+                int64_t r[EX_KERN_MAX_RANK] = {0};
+                for (int64_t kk = 0; kk < KS; kk++) {
+                    bool inside = true;
+                    int64_t off = in_b * ist[cd->ib] + c0 * ist[cd->ifeat];
+                    for (int64_t j = 0; j < ns && inside; j++) {
+                        int64_t rr = cd->rev[j] ? kdims[cd->ks[j]] - 1 - r[j] : r[j];
+                        int64_t ld = cd->ldil[j] > 1 ? cd->ldil[j] : 1;
+                        /* position in the dilated input; real elements are ld apart */
+                        int64_t xd = q[j] * cd->stride[j] - cd->pad_lo[j] + rr * cd->rdil[j];
+                        inside = xd >= 0 && xd % ld == 0 && xd / ld < idims[cd->is[j]];
+                        off += xd / ld * ist[cd->is[j]];
+                    }
+                    if (inside) {
+                        copy_row(cp, 1, ib + off * ee, ist[cd->ifeat], C, esz);
+                    } else {
+                        memset(cp, 0, (size_t)C * esz);
+                    }
+                    cp += C * ee;
+                    for (int64_t j = ns; j-- > 0;) {
+                        if (++r[j] < kdims[cd->ks[j]]) {
+                            break;
+                        }
+                        r[j] = 0;
+                    }
                 }
-                if (inside) {
-                    copy_row(cp, 1, ib + off * ee, ist[cd->ifeat], C, esz);
-                } else {
-                    memset(cp, 0, (size_t)C * esz);
-                }
-                cp += C * ee;
                 for (int64_t j = ns; j-- > 0;) {
-                    if (++r[j] < kdims[cd->ks[j]]) {
+                    if (++q[j] < odims[cd->os[j]]) {
                         break;
                     }
-                    r[j] = 0;
+                    q[j] = 0;
                 }
             }
-            for (int64_t j = ns; j-- > 0;) {
-                if (++q[j] < odims[cd->os[j]]) {
-                    break;
-                }
-                q[j] = 0;
+            /* this group's output features: columns [t Og, (t+1) Og) of kp */
+            if (e == SP_ELEM_F32) {
+                ex_blas_sgemm_ex(false, false, P, Og, KC, col, KC, (const float *)kp + t * Og, O,
+                                 tmp, Og);
+            } else {
+                ex_blas_dgemm_ex(false, false, P, Og, KC, col, KC, (const double *)kp + t * Og, O,
+                                 tmp, Og);
             }
+            /* tmp [spatial..., Og] into out at batch b, features from t Og */
+            copy_strided((char *)out + (b * ost_[cd->ob] + t * Og * ost_[cd->ofeat]) * ee, dstr,
+                         tmp, sst, ext, (uint32_t)ns + 1, esz);
         }
-        if (e == SP_ELEM_F32) {
-            ex_blas_sgemm_ex(false, false, P, O, KC, col, KC, kp, O, tmp, O);
-        } else {
-            ex_blas_dgemm_ex(false, false, P, O, KC, col, KC, kp, O, tmp, O);
-        }
-        /* tmp [spatial..., O] into out at batch b */
-        int64_t ext[EX_KERN_MAX_RANK], sst[EX_KERN_MAX_RANK], dstr[EX_KERN_MAX_RANK];
-        for (int64_t j = 0; j < ns; j++) {
-            ext[j] = odims[cd->os[j]];
-            dstr[j] = ost_[cd->os[j]];
-        }
-        ext[ns] = O;
-        dstr[ns] = ost_[cd->ofeat];
-        row_major_strides(ext, (uint32_t)ns + 1, sst);
-        copy_strided((char *)out + b * ost_[cd->ob] * ee, dstr, tmp, sst, ext, (uint32_t)ns + 1,
-                     esz);
     }
     cm_free(kp);
     cm_free(col);

@@ -124,19 +124,27 @@ cm_status ex_kern_gather(const ex_gather_dims *g, const ex_block *op, const ex_b
 cm_status ex_kern_scatter(const ex_gather_dims *g, int combine, const ex_block *ix,
                           const ex_block *upd, const ex_block *out);
 
-/* A convolution's layout and window (stablehlo.convolution without lhs
- * dilation, groups or reversal). */
+/* A convolution's layout, window and groups (stablehlo.convolution). */
 typedef struct ex_conv_dims {
     uint32_t ns;                             /* spatial dims */
     int64_t ib, ifeat, is[EX_KERN_MAX_RANK]; /* input batch, feature, spatial */
     int64_t ki, ko, ks[EX_KERN_MAX_RANK];    /* kernel in/out feature, spatial */
     int64_t ob, ofeat, os[EX_KERN_MAX_RANK]; /* output */
     int64_t stride[EX_KERN_MAX_RANK], pad_lo[EX_KERN_MAX_RANK], rdil[EX_KERN_MAX_RANK];
+    int64_t ldil[EX_KERN_MAX_RANK]; /* lhs (input) dilation; 0 counts as 1 */
+    bool rev[EX_KERN_MAX_RANK];     /* window reversal: the kernel read backwards */
+    int64_t fgc, bgc;               /* feature / batch group count; 0 counts as 1 */
 } ex_conv_dims;
 
-/* out = conv(in, ker) for f32/f64 by im2col and one sgemm/dgemm per batch
- * element; dims are the local blocks (spatial dims whole). Sizes must fit in
- * an int. Errors: CM_EINVAL (type), CM_ENOMEM. */
+/* out = conv(in, ker) for f32/f64 by im2col and one sgemm/dgemm per output
+ * batch element and group; dims are the local blocks (spatial dims whole,
+ * and with groups the feature dims whole, and the batch dims too with batch
+ * groups). Group g of fgc reads input features [g C/fgc, (g+1) C/fgc) and
+ * writes output features [g O/fgc, (g+1) O/fgc); batch group g of bgc
+ * reads input batch elements [g N/bgc, (g+1) N/bgc) and writes the same
+ * output features range of O/bgc. An input dilated by ldil reads zeros
+ * between its elements. Sizes must fit in an int.
+ * Errors: CM_EINVAL (type, or dims that do not fit the groups), CM_ENOMEM. */
 cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const int64_t *idims,
                        const void *ker, const int64_t *kdims, void *out, const int64_t *odims,
                        uint32_t rank);

@@ -718,6 +718,47 @@ static void test_ex_check_text_integer_dots_partitioned_match(void **state)
                    4);
 }
 
+/* Convolutions JAX emits in training: depthwise (feature groups) sharded on
+ * the batch and on the channels (each device holds whole groups), a
+ * transposed one (lhs dilation, reversed window) sharded on the batch, and
+ * a weight gradient (batch groups) with the batch sharded, i.e. one batch
+ * group per device. */
+static void test_ex_check_text_grouped_dilated_convs_partitioned_match(void **state)
+{
+    (void)state;
+    assert_matches(MESH "func.func @main(%arg0: tensor<4x6x6x4xf32> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\"}, {}, {}, {}]>}, %arg1: "
+                        "tensor<3x3x1x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {}, "
+                        "{\"y\"}]>}) -> tensor<4x3x3x8xf32> {\n"
+                        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, "
+                        "f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[1, "
+                        "1], [1, 1]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, "
+                        "feature_group_count = 4 : i64} : (tensor<4x6x6x4xf32>, "
+                        "tensor<3x3x1x8xf32>) -> tensor<4x3x3x8xf32>\n"
+                        "  return %0 : tensor<4x3x3x8xf32>\n}\n",
+                   4);
+    assert_matches(MESH "func.func @main(%arg0: tensor<4x3x3x2xf64> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\", \"y\"}, {}, {}, {}]>}, %arg1: "
+                        "tensor<3x3x2x3xf64>) -> tensor<4x6x6x3xf64> {\n"
+                        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, "
+                        "f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, "
+                        "2], [1, 2]], lhs_dilate = [2, 2], rhs_dilate = [1, 1], reverse = [true, "
+                        "true]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+                        "(tensor<4x3x3x2xf64>, tensor<3x3x2x3xf64>) -> tensor<4x6x6x3xf64>\n"
+                        "  return %0 : tensor<4x6x6x3xf64>\n}\n",
+                   4);
+    assert_matches(MESH "func.func @main(%arg0: tensor<3x5x5x4xf32> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{}, {}, {}, {\"x\"}]>}, %arg1: "
+                        "tensor<3x4x4x6xf32>) -> tensor<2x2x2x6xf32> {\n"
+                        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [f, 0, 1, "
+                        "b]x[i, 0, 1, o]->[0, 1, b, f], window = {stride = [1, 1], pad = [[0, "
+                        "0], [0, 0]], rhs_dilate = [1, 1]} {batch_group_count = 2 : i64, "
+                        "feature_group_count = 1 : i64} : (tensor<3x5x5x4xf32>, "
+                        "tensor<3x4x4x6xf32>) -> tensor<2x2x2x6xf32>\n"
+                        "  return %0 : tensor<2x2x2x6xf32>\n}\n",
+                   4);
+}
+
 /* A module run as given (not partitioned) whose sort is held sharded along
  * its sort dimension: a clear error, not a wrong answer. */
 static void test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error(void **state)
@@ -777,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_ex_check_text_sort_select_scatter_partitioned_match),
         cmocka_unit_test(test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error),
         cmocka_unit_test(test_ex_check_text_integer_dots_partitioned_match),
+        cmocka_unit_test(test_ex_check_text_grouped_dilated_convs_partitioned_match),
     };
     return cmocka_run_group_tests_name("ex_exec", tests, NULL, NULL);
 }

@@ -628,25 +628,111 @@ static void test_ex_kern_place_clips_to_the_block(void **state)
 }
 
 /* A naive NHWC / HWIO convolution. */
-static double naive_conv(const double *in, const int64_t *id, const double *k, const int64_t *kd,
-                         int64_t b, int64_t y, int64_t x, int64_t o, const int64_t *stride,
-                         const int64_t *pad, const int64_t *dil)
+/* A 2-D convolution's window and groups (0 counts as 1 in ldil, fgc, bgc). */
+typedef struct conv_case {
+    int64_t stride[2], pad[2], pad_hi[2], dil[2], ldil[2];
+    bool rev[2];
+    int64_t fgc, bgc;
+} conv_case;
+
+static int64_t one_if_0(int64_t v)
 {
+    return v > 0 ? v : 1;
+}
+
+/* out[b, y, x, o] of an NHWC x HWIO -> NHWC convolution, from the spec's
+ * definition: window position w of the padded, dilated input pairs with
+ * kernel element w (K - 1 - w when reversed); group g reads its slice of
+ * the input features (feature groups) or of the batch (batch groups). */
+static double naive_conv(const double *in, const int64_t *id, const double *k, const int64_t *kd,
+                         int64_t b, int64_t y, int64_t x, int64_t o, const conv_case *cc)
+{
+    int64_t fg = one_if_0(cc->fgc), bg = one_if_0(cc->bgc), g = o / (kd[3] / (fg * bg));
+    int64_t n = bg > 1 ? g * (id[0] / bg) + b : b, c0 = fg > 1 ? g * kd[2] : 0;
+    int64_t at[2] = {y, x};
     double acc = 0;
-    for (int64_t ky = 0; ky < kd[0]; ky++) {
-        for (int64_t kx = 0; kx < kd[1]; kx++) {
-            int64_t iy = y * stride[0] - pad[0] + ky * dil[0];
-            int64_t ix = x * stride[1] - pad[1] + kx * dil[1];
-            if (iy < 0 || iy >= id[1] || ix < 0 || ix >= id[2]) {
+    for (int64_t wy = 0; wy < kd[0]; wy++) {
+        for (int64_t wx = 0; wx < kd[1]; wx++) {
+            int64_t w[2] = {wy, wx}, src[2];
+            bool real = true;
+            for (int d = 0; d < 2; d++) {
+                int64_t ld = one_if_0(cc->ldil[d]);
+                int64_t pos = at[d] * cc->stride[d] + w[d] * cc->dil[d] - cc->pad[d];
+                real = real && pos >= 0 && pos % ld == 0 && pos / ld < id[1 + d];
+                src[d] = pos / ld;
+            }
+            if (!real) {
                 continue;
             }
-            for (int64_t c = 0; c < id[3]; c++) {
-                acc += in[((b * id[1] + iy) * id[2] + ix) * id[3] + c] *
+            int64_t ky = cc->rev[0] ? kd[0] - 1 - wy : wy, kx = cc->rev[1] ? kd[1] - 1 - wx : wx;
+            for (int64_t c = 0; c < kd[2]; c++) {
+                acc += in[((n * id[1] + src[0]) * id[2] + src[1]) * id[3] + c0 + c] *
                        k[((ky * kd[1] + kx) * kd[2] + c) * kd[3] + o];
             }
         }
     }
     return acc;
+}
+
+/* Runs ex_kern_conv (NHWC, f64 and f32) on random data of dims id x kd
+ * under cc and checks every output element against naive_conv. */
+static void check_conv_case(const int64_t *id, const int64_t *kd, const conv_case *cc)
+{
+    int64_t od[4] = {id[0] / one_if_0(cc->bgc), 0, 0, kd[3]};
+    for (int d = 0; d < 2; d++) {
+        int64_t in = (id[1 + d] - 1) * one_if_0(cc->ldil[d]) + 1;
+        int64_t span = (kd[d] - 1) * cc->dil[d] + 1;
+        od[1 + d] = (in + cc->pad[d] + cc->pad_hi[d] - span) / cc->stride[d] + 1;
+    }
+    size_t ni = (size_t)(id[0] * id[1] * id[2] * id[3]), nk = (size_t)(kd[0] * kd[1] * kd[2] * kd[3]),
+           no = (size_t)(od[0] * od[1] * od[2] * od[3]);
+    double *in = malloc(ni * 8), *k = malloc(nk * 8), *out = malloc(no * 8);
+    float *inf = malloc(ni * 4), *kf = malloc(nk * 4), *outf = malloc(no * 4);
+    uint32_t s = 9;
+    for (size_t i = 0; i < ni; i++) {
+        inf[i] = frand(&s);
+        in[i] = inf[i];
+    }
+    for (size_t i = 0; i < nk; i++) {
+        kf[i] = frand(&s);
+        k[i] = kf[i];
+    }
+    ex_conv_dims cd;
+    memset(&cd, 0, sizeof cd);
+    cd.ns = 2;
+    cd.ifeat = cd.ko = cd.ofeat = 3;
+    cd.ki = 2;
+    for (int j = 0; j < 2; j++) {
+        cd.is[j] = cd.os[j] = j + 1;
+        cd.ks[j] = j;
+        cd.stride[j] = cc->stride[j];
+        cd.pad_lo[j] = cc->pad[j];
+        cd.rdil[j] = cc->dil[j];
+        cd.ldil[j] = cc->ldil[j];
+        cd.rev[j] = cc->rev[j];
+    }
+    cd.fgc = cc->fgc;
+    cd.bgc = cc->bgc;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F64, &cd, in, id, k, kd, out, od, 4), CM_OK);
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, inf, id, kf, kd, outf, od, 4), CM_OK);
+    for (int64_t b = 0; b < od[0]; b++) {
+        for (int64_t y = 0; y < od[1]; y++) {
+            for (int64_t x = 0; x < od[2]; x++) {
+                for (int64_t o = 0; o < od[3]; o++) {
+                    double want = naive_conv(in, id, k, kd, b, y, x, o, cc);
+                    size_t at = (size_t)(((b * od[1] + y) * od[2] + x) * od[3] + o);
+                    assert_true(fabs(out[at] - want) < 1e-12);
+                    assert_true(fabs((double)outf[at] - want) < 1e-5);
+                }
+            }
+        }
+    }
+    free(in);
+    free(k);
+    free(out);
+    free(inf);
+    free(kf);
+    free(outf);
 }
 
 static void test_ex_kern_conv_nhwc_and_nchw_match_naive(void **state)
@@ -664,6 +750,7 @@ static void test_ex_kern_conv_nhwc_and_nchw_match_naive(void **state)
     for (size_t i = 0; i < sizeof k / 8; i++) {
         k[i] = frand(&s);
     }
+    conv_case cc = {{2, 1}, {1, 0}, {1, 0}, {1, 2}, {1, 1}, {false, false}, 1, 1};
     ex_conv_dims cd;
     memset(&cd, 0, sizeof cd);
     cd.ns = 2;
@@ -689,7 +776,7 @@ static void test_ex_kern_conv_nhwc_and_nchw_match_naive(void **state)
         for (int64_t y = 0; y < 4; y++) {
             for (int64_t x = 0; x < 4; x++) {
                 for (int64_t o = 0; o < 5; o++) {
-                    double want = naive_conv(in, id, k, kd, b, y, x, o, stride, pad, dil);
+                    double want = naive_conv(in, id, k, kd, b, y, x, o, &cc);
                     assert_true(fabs(out[((b * 4 + y) * 4 + x) * 5 + o] - want) < 1e-12);
                 }
             }
@@ -737,6 +824,72 @@ static void test_ex_kern_conv_nhwc_and_nchw_match_naive(void **state)
             }
         }
     }
+}
+
+/* Depthwise and grouped convolutions, batch groups (a weight gradient),
+ * lhs dilation with reversal (a transposed convolution / the input gradient
+ * of a strided one), against the spec's definition. */
+static void test_ex_kern_conv_groups_dilation_reversal_match_naive(void **state)
+{
+    (void)state;
+    /* depthwise: 4 features, 4 groups, 2 outputs per group; stride 2, padding */
+    int64_t id1[4] = {2, 7, 6, 4}, kd1[4] = {3, 3, 1, 8};
+    conv_case dw = {{2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {false, false}, 4, 1};
+    check_conv_case(id1, kd1, &dw);
+    /* 2 groups of 2 features, 3 outputs each; rhs dilation, one dim reversed */
+    int64_t id2[4] = {1, 6, 7, 4}, kd2[4] = {2, 3, 2, 6};
+    conv_case grp = {{1, 2}, {0, 2}, {1, 0}, {2, 1}, {1, 1}, {false, true}, 2, 1};
+    check_conv_case(id2, kd2, &grp);
+    /* batch groups: 4 batch elements in 2 groups, 2 outputs each */
+    int64_t id3[4] = {4, 5, 5, 3}, kd3[4] = {2, 2, 3, 4};
+    conv_case bgrp = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, {false, false}, 1, 2};
+    check_conv_case(id3, kd3, &bgrp);
+    /* lhs dilation 2 x 3, both dims reversed, padding k - 1 on both sides */
+    int64_t id4[4] = {2, 4, 3, 3}, kd4[4] = {3, 2, 3, 2};
+    conv_case tr = {{1, 1}, {2, 1}, {2, 1}, {1, 1}, {2, 3}, {true, true}, 1, 1};
+    check_conv_case(id4, kd4, &tr);
+    /* by hand, 1-D as N=1 x H=1: input [1, 2, 3] dilated by 2 is [1, 0, 2, 0, 3];
+     * kernel [1, 10] gives [1, 20, 2, 30], reversed [10, 2, 20, 3] */
+    float in[3] = {1, 2, 3}, k[2] = {1, 10}, out[4];
+    int64_t id[4] = {1, 1, 3, 1}, kd[4] = {1, 2, 1, 1}, od[4] = {1, 1, 4, 1};
+    ex_conv_dims cd;
+    memset(&cd, 0, sizeof cd);
+    cd.ns = 2;
+    cd.ifeat = cd.ko = cd.ofeat = 3;
+    cd.ki = 2;
+    cd.is[0] = cd.os[0] = 1;
+    cd.is[1] = cd.os[1] = 2;
+    cd.ks[1] = 1;
+    cd.stride[0] = cd.stride[1] = cd.rdil[0] = cd.rdil[1] = 1;
+    cd.ldil[1] = 2;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, in, id, k, kd, out, od, 4), CM_OK);
+    float want[4] = {1, 20, 2, 30};
+    assert_memory_equal(out, want, sizeof want);
+    cd.rev[1] = true;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, in, id, k, kd, out, od, 4), CM_OK);
+    float rwant[4] = {10, 2, 20, 3};
+    assert_memory_equal(out, rwant, sizeof rwant);
+    /* depthwise by hand: features (1, 2) and (3, 4) at two positions, kernel
+     * (5, 7): each output feature scales its own input feature */
+    float din[4] = {1, 2, 3, 4}, dk[2] = {5, 7}, dout[4];
+    int64_t did[4] = {1, 1, 2, 2}, dkd[4] = {1, 1, 1, 2}, dod[4] = {1, 1, 2, 2};
+    cd.ldil[1] = 1;
+    cd.rev[1] = false;
+    cd.fgc = 2;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, din, did, dk, dkd, dout, dod, 4), CM_OK);
+    float dwant[4] = {5, 14, 15, 28};
+    assert_memory_equal(dout, dwant, sizeof dwant);
+    /* batch groups by hand: batch elements 2 and 3, kernel (10, 100) */
+    float bin[2] = {2, 3}, bk[2] = {10, 100}, bout[2];
+    int64_t bid[4] = {2, 1, 1, 1}, bkd[4] = {1, 1, 1, 2}, bod[4] = {1, 1, 1, 2};
+    cd.fgc = 1;
+    cd.bgc = 2;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, bin, bid, bk, bkd, bout, bod, 4), CM_OK);
+    assert_true(bout[0] == 20 && bout[1] == 300);
+    /* features that the groups do not divide */
+    int64_t bad_od[4] = {2, 1, 1, 2};
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, bin, bid, bk, bkd, bout, bad_od, 4),
+                     CM_EINVAL);
 }
 
 static void test_ex_gate_limits_holders(void **state)
@@ -1240,6 +1393,46 @@ static void test_ex_exec_run_select_and_scatter_by_hand(void **state)
     ex_tensors_free(res, 1);
 }
 
+/* A depthwise convolution (feature_group_count 2) and a transposed one
+ * (lhs_dilate, reverse) read from MLIR text. */
+static void test_ex_exec_run_grouped_and_dilated_conv_by_hand(void **state)
+{
+    (void)state;
+    static const char dw[] =
+        "func.func @main(%arg0: tensor<1x1x2x2xf32>, %arg1: tensor<1x1x1x2xf32>) -> "
+        "tensor<1x1x2x2xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1]} {batch_group_count = 1 : i64, "
+        "feature_group_count = 2 : i64} : (tensor<1x1x2x2xf32>, tensor<1x1x1x2xf32>) -> "
+        "tensor<1x1x2x2xf32>\n"
+        "  return %0 : tensor<1x1x2x2xf32>\n}\n";
+    float img[4] = {1, 2, 3, 4}, ker[2] = {5, 7};
+    ex_tensor args[2] = {{SP_ELEM_F32, 4, {1, 1, 2, 2}, 4, img},
+                         {SP_ELEM_F32, 4, {1, 1, 1, 2}, 2, ker}};
+    ex_tensor *res = run_one(dw, args, 2);
+    float want[4] = {5, 14, 15, 28};
+    assert_memory_equal(res[0].data, want, sizeof want);
+    ex_tensors_free(res, 1);
+    static const char tr[] =
+        "func.func @main(%arg0: tensor<1x1x3x1xf32>, %arg1: tensor<1x2x1x1xf32>) -> "
+        "tensor<1x1x5x1xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[0, 0], [1, 0]], lhs_dilate = [1, "
+        "2], rhs_dilate = [1, 1], reverse = [false, true]} {batch_group_count = 1 : i64, "
+        "feature_group_count = 1 : i64} : (tensor<1x1x3x1xf32>, tensor<1x2x1x1xf32>) -> "
+        "tensor<1x1x5x1xf32>\n"
+        "  return %0 : tensor<1x1x5x1xf32>\n}\n";
+    float in[3] = {1, 2, 3}, k[2] = {1, 10};
+    ex_tensor targs[2] = {{SP_ELEM_F32, 4, {1, 1, 3, 1}, 3, in},
+                          {SP_ELEM_F32, 4, {1, 2, 1, 1}, 2, k}};
+    res = run_one(tr, targs, 2);
+    /* padded and dilated: [0, 1, 0, 2, 0, 3]; windows of 2 with the kernel
+     * reversed (10, 1): 1, 10, 2, 20, 3 */
+    float twant[5] = {1, 10, 2, 20, 3};
+    assert_memory_equal(res[0].data, twant, sizeof twant);
+    ex_tensors_free(res, 1);
+}
+
 /* ex_check_text on text must fail with CM_EINVAL at path, msg containing what. */
 static void assert_rejected(const char *text, const char *path, const char *what)
 {
@@ -1266,16 +1459,35 @@ static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
         "(tensor<10x6xf32>, tensor<4x1xi32>) -> tensor<4x6xf32>\n"
         "  return %0 : tensor<4x6xf32>\n}\n",
         "2:3", "dimension numbers do not fit");
-    /* a grouped convolution */
+    /* a convolution with both feature and batch groups (the spec forbids it) */
     assert_rejected(
-        "func.func @main(%arg0: tensor<1x4x4x2xf32>, %arg1: tensor<1x1x1x2xf32>) -> "
+        "func.func @main(%arg0: tensor<2x4x4x2xf32>, %arg1: tensor<1x1x1x2xf32>) -> "
         "tensor<1x4x4x2xf32> {\n"
         "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
-        "o]->[b, 0, 1, f], window = {stride = [1, 1]} {batch_group_count = 1 : i64, "
-        "feature_group_count = 2 : i64} : (tensor<1x4x4x2xf32>, tensor<1x1x1x2xf32>) -> "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1]} {batch_group_count = 2 : i64, "
+        "feature_group_count = 2 : i64} : (tensor<2x4x4x2xf32>, tensor<1x1x1x2xf32>) -> "
         "tensor<1x4x4x2xf32>\n"
         "  return %0 : tensor<1x4x4x2xf32>\n}\n",
-        "2:3", "groups cannot be executed yet");
+        "2:3", "shapes or types the executor cannot run");
+    /* an lhs dilation so large that the dilated extent overflows */
+    assert_rejected(
+        "func.func @main(%arg0: tensor<1x4x4x2xf32>, %arg1: tensor<1x1x2x2xf32>) -> "
+        "tensor<1x4x4x2xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1], lhs_dilate = [4611686018427387904, 1]} "
+        "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x2xf32>, "
+        "tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>\n"
+        "  return %0 : tensor<1x4x4x2xf32>\n}\n",
+        "2:3", "window attributes the executor cannot read");
+    assert_rejected(
+        "func.func @main(%arg0: tensor<1x4x4x2xf32>, %arg1: tensor<1x1x2x2xf32>) -> "
+        "tensor<1x4x4x2xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1], lhs_dilate = [1152921504606846976, 1]} "
+        "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x2xf32>, "
+        "tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>\n"
+        "  return %0 : tensor<1x4x4x2xf32>\n}\n",
+        "2:3", "shapes or types the executor cannot run");
     /* a pad whose result type does not follow from its padding */
     assert_rejected("func.func @main(%arg0: tensor<3xf32>) -> tensor<9xf32> {\n"
                     "  %c = stablehlo.constant dense<0.0> : tensor<f32>\n"
@@ -1397,6 +1609,7 @@ int main(void)
         cmocka_unit_test(test_ex_kern_scatter_add_replace_and_skip),
         cmocka_unit_test(test_ex_kern_place_clips_to_the_block),
         cmocka_unit_test(test_ex_kern_conv_nhwc_and_nchw_match_naive),
+        cmocka_unit_test(test_ex_kern_conv_groups_dilation_reversal_match_naive),
         cmocka_unit_test(test_ex_kern_reduce_window_max_and_sum_pools),
         cmocka_unit_test(test_ex_kern_dot_int_wraps_in_the_result_type),
         cmocka_unit_test(test_ex_kern_dot_int_batched_layout_matches_naive),
@@ -1411,6 +1624,7 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_gather_scatter_conv_by_hand),
         cmocka_unit_test(test_ex_exec_run_sort_jax_comparators_by_hand),
         cmocka_unit_test(test_ex_exec_run_select_and_scatter_by_hand),
+        cmocka_unit_test(test_ex_exec_run_grouped_and_dilated_conv_by_hand),
         cmocka_unit_test(test_ex_exec_run_bad_new_ops_are_clear_errors),
     };
     return cmocka_run_group_tests_name("ex_kern", tests, NULL, NULL);
