@@ -1433,6 +1433,23 @@ static void test_ex_exec_run_grouped_and_dilated_conv_by_hand(void **state)
     ex_tensors_free(res, 1);
 }
 
+/* A 1-D select_and_scatter module of element type T: operand tensor<4xT>,
+ * source tensor<NxT>, select `compare DIR`, scatter add, window 2, stride 2. */
+#define SAS_1D(T, N, DIR, ZERO)                                                                  \
+    "func.func @main(%arg0: tensor<4x" T ">, %arg1: tensor<" N "x" T ">) -> tensor<4x" T "> {\n" \
+    "  %z = stablehlo.constant dense<" ZERO "> : tensor<" T ">\n"                                 \
+    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"                             \
+    "  ^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n"                                             \
+    "    %c = stablehlo.compare " DIR ", %a, %b : (tensor<" T ">, tensor<" T ">) -> tensor<i1>\n" \
+    "    stablehlo.return %c : tensor<i1>\n"                                                     \
+    "  }, {\n"                                                                                   \
+    "  ^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n"                                             \
+    "    %s = stablehlo.add %a, %b : tensor<" T ">\n"                                             \
+    "    stablehlo.return %s : tensor<" T ">\n"                                                   \
+    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} : (tensor<4x" T   \
+    ">, tensor<" N "x" T ">, tensor<" T ">) -> tensor<4x" T ">\n"                                 \
+    "  return %0 : tensor<4x" T ">\n}\n"
+
 /* ex_check_text on text must fail with CM_EINVAL at path, msg containing what. */
 static void assert_rejected(const char *text, const char *path, const char *what)
 {
@@ -1540,55 +1557,12 @@ static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
                     "  }) {dimension = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>\n"
                     "  return %0 : tensor<4xf32>\n}\n",
                     "2:3", "dimension the executor cannot read");
-    /* select_and_scatter: an i32 operand, a select body that is not a compare */
-    assert_rejected("func.func @main(%arg0: tensor<4xi32>, %arg1: tensor<2xi32>) -> "
-                    "tensor<4xi32> {\n"
-                    "  %z = stablehlo.constant dense<0> : tensor<i32>\n"
-                    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
-                    "  ^bb0(%a: tensor<i32>, %b: tensor<i32>):\n"
-                    "    %c = stablehlo.compare GE, %a, %b : (tensor<i32>, tensor<i32>) -> "
-                    "tensor<i1>\n"
-                    "    stablehlo.return %c : tensor<i1>\n"
-                    "  }, {\n"
-                    "  ^bb0(%a: tensor<i32>, %b: tensor<i32>):\n"
-                    "    %s = stablehlo.add %a, %b : tensor<i32>\n"
-                    "    stablehlo.return %s : tensor<i32>\n"
-                    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} "
-                    ": (tensor<4xi32>, tensor<2xi32>, tensor<i32>) -> tensor<4xi32>\n"
-                    "  return %0 : tensor<4xi32>\n}\n",
-                    "3:3", "f32 and f64 only");
-    assert_rejected("func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<3xf32>) -> "
-                    "tensor<4xf32> {\n"
-                    "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
-                    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
-                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
-                    "    %c = stablehlo.compare GE, %a, %b : (tensor<f32>, tensor<f32>) -> "
-                    "tensor<i1>\n"
-                    "    stablehlo.return %c : tensor<i1>\n"
-                    "  }, {\n"
-                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
-                    "    %s = stablehlo.add %a, %b : tensor<f32>\n"
-                    "    stablehlo.return %s : tensor<f32>\n"
-                    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} "
-                    ": (tensor<4xf32>, tensor<3xf32>, tensor<f32>) -> tensor<4xf32>\n"
-                    "  return %0 : tensor<4xf32>\n}\n",
-                    "3:3", "attributes the executor cannot read");
-    assert_rejected("func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<2xf32>) -> "
-                    "tensor<4xf32> {\n"
-                    "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
-                    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
-                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
-                    "    %c = stablehlo.compare EQ, %a, %b : (tensor<f32>, tensor<f32>) -> "
-                    "tensor<i1>\n"
-                    "    stablehlo.return %c : tensor<i1>\n"
-                    "  }, {\n"
-                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
-                    "    %s = stablehlo.add %a, %b : tensor<f32>\n"
-                    "    stablehlo.return %s : tensor<f32>\n"
-                    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} "
-                    ": (tensor<4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<4xf32>\n"
-                    "  return %0 : tensor<4xf32>\n}\n",
-                    "3:3", "with this select body cannot be executed yet");
+    /* select_and_scatter: an i32 operand, a source of the wrong size, a
+     * select body that is not an ordering */
+    assert_rejected(SAS_1D("i32", "2", "GE", "0"), "3:3", "f32 and f64 only");
+    assert_rejected(SAS_1D("f32", "3", "GE", "0.0"), "3:3", "attributes the executor cannot read");
+    assert_rejected(SAS_1D("f32", "2", "EQ", "0.0"), "3:3",
+                    "with this select body cannot be executed yet");
 }
 
 int main(void)
