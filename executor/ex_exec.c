@@ -841,8 +841,7 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
         for (uint32_t j = 0; ok && j < cd->ns; j++) {
             cd->pad_lo[j] = a[2 * j];
             pad_hi[j] = a[2 * j + 1];
-            ok = a[2 * j] >= -big && a[2 * j] <= big && a[2 * j + 1] >= -big &&
-                 a[2 * j + 1] <= big;
+            ok = a[2 * j] >= -big && a[2 * j] <= big && a[2 * j + 1] >= -big && a[2 * j + 1] <= big;
         }
     }
     if (ints_attr(p, x->op, "window_reversal", &a, &na)) {
@@ -868,8 +867,7 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
      * goes astray) */
     int64_t in_f = it->dims[cd->ifeat], in_b = it->dims[cd->ib], kout = kt->dims[cd->ko], kin;
     ok = (cd->fgc == 1 || cd->bgc == 1) && cm_mul_i64(kt->dims[cd->ki], cd->fgc, &kin) &&
-         in_f == kin &&
-         kout % cd->fgc == 0 && kout % cd->bgc == 0 && in_b % cd->bgc == 0 &&
+         in_f == kin && kout % cd->fgc == 0 && kout % cd->bgc == 0 && in_b % cd->bgc == 0 &&
          ot->dims[cd->ofeat] == kout && ot->dims[cd->ob] == in_b / cd->bgc;
     for (uint32_t j = 0; ok && j < cd->ns; j++) {
         int64_t in = dilated(it->dims[cd->is[j]], cd->ldil[j]);
@@ -909,8 +907,12 @@ static cm_status window_attrs(prog *p, xop *x, uint32_t rank, bool *ok, cm_error
     if (*ok && sp_op_attr(m, x->op, "padding") != NULL) {
         *ok = ints_attr(p, x->op, "padding", &x->c, &x->nc) && x->nc == 2 * rank;
     }
+    const int64_t big = (int64_t)1 << 60; /* beyond this the window arithmetic could overflow */
     for (uint32_t k = 0; *ok && k < rank; k++) {
-        *ok = x->a[k] >= 1 && x->b[k] >= 1;
+        *ok = x->a[k] >= 1 && x->a[k] <= big && x->b[k] >= 1 && x->b[k] <= big;
+    }
+    for (uint32_t k = 0; *ok && k < x->nc; k++) {
+        *ok = x->c[k] >= -big && x->c[k] <= big;
     }
     return CM_OK;
 }
@@ -924,6 +926,9 @@ static bool window_count_ok(const xop *x, const sp_type *t, const sp_type *w)
     }
     for (uint32_t k = 0; k < t->rank; k++) {
         int64_t lo = x->nc ? x->c[2 * k] : 0, hi = x->nc ? x->c[2 * k + 1] : 0;
+        if (t->dims[k] > ((int64_t)1 << 60)) {
+            return false;
+        }
         int64_t span = t->dims[k] + lo + hi - x->a[k];
         if (w->dims[k] != (span < 0 ? 0 : span / x->b[k] + 1)) {
             return false;
@@ -1060,8 +1065,8 @@ static bool comparator_keys(const sp_module *m, uint32_t bi, uint32_t v, ex_sort
             uint32_t eq = def_in(m, bi, m->ops[an].operands[t]);
             bool eq_total, eq_swapped;
             uint32_t mark = *nk;
-            if (eq != SP_NONE && compare_dir(m, eq, &eq_total) == CMP_EQ &&
-                eq_total == lt_total && compares_pair(m, bi, eq, 2 * in, &eq_swapped) &&
+            if (eq != SP_NONE && compare_dir(m, eq, &eq_total) == CMP_EQ && eq_total == lt_total &&
+                compares_pair(m, bi, eq, 2 * in, &eq_swapped) &&
                 comparator_keys(m, bi, o->operands[s], keys, nk, depth + 1) &&
                 comparator_keys(m, bi, m->ops[an].operands[1 - t], keys, nk, depth + 1)) {
                 return true;
@@ -1143,7 +1148,8 @@ static cm_status prepare_select_scatter(prog *p, xop *x, cm_error *err)
         return op_error(p, x->op, err, "op %s with these operands cannot be executed yet", nm);
     }
     const sp_block *sel = region_block(m, x->op, 0), *sc = region_block(m, x->op, 1);
-    uint32_t cv = block_result(m, sel), c = cv == SP_NONE ? SP_NONE : def_in(m, o->regions[0].blocks[0], cv);
+    uint32_t cv = block_result(m, sel),
+             c = cv == SP_NONE ? SP_NONE : def_in(m, o->regions[0].blocks[0], cv);
     bool total = false, swapped = false;
     int dir = c == SP_NONE ? -1 : compare_dir(m, c, &total);
     if (c == SP_NONE || sel->n_args != 2 ||
@@ -2460,8 +2466,8 @@ static bool conv_local_groups(const prog *p, const xop *x, uint32_t dev, int64_t
     int64_t per = cd->fgc > 1 ? K->gdims[cd->ki] : O->gdims[cd->ob];
     int64_t og = K->gdims[cd->ko] / groups;
     const int64_t *ioff = voff(p, v, dev), *koff = voff(p, kv, dev), *roff = voff(p, r, dev);
-    bool inner_whole = cd->fgc > 1 ? K->ldims[cd->ki] == K->gdims[cd->ki]
-                                   : O->ldims[cd->ob] == O->gdims[cd->ob];
+    bool inner_whole =
+        cd->fgc > 1 ? K->ldims[cd->ki] == K->gdims[cd->ki] : O->ldims[cd->ob] == O->gdims[cd->ob];
     if (per == 0 || og == 0) {
         *gl = groups;
         return inner_whole && I->ldims[gd] == I->gdims[gd] &&
@@ -2469,8 +2475,8 @@ static bool conv_local_groups(const prog *p, const xop *x, uint32_t dev, int64_t
     }
     *gl = I->ldims[gd] / per;
     return inner_whole && *gl >= 1 && I->ldims[gd] == *gl * per && ioff[gd] % per == 0 &&
-           valid_len(I, (uint32_t)gd, ioff[gd]) == I->ldims[gd] &&
-           K->ldims[cd->ko] == *gl * og && koff[cd->ko] == ioff[gd] / per * og &&
+           valid_len(I, (uint32_t)gd, ioff[gd]) == I->ldims[gd] && K->ldims[cd->ko] == *gl * og &&
+           koff[cd->ko] == ioff[gd] / per * og &&
            valid_len(K, (uint32_t)cd->ko, koff[cd->ko]) == K->ldims[cd->ko] &&
            O->ldims[cd->ofeat] == *gl * og && roff[cd->ofeat] == koff[cd->ko] &&
            valid_len(O, (uint32_t)cd->ofeat, roff[cd->ofeat]) == O->ldims[cd->ofeat];
@@ -2580,13 +2586,13 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
                 return local_error(p, x, err, not_local);
             }
         }
-        if (ex_kern_select_scatter(O->elem, x->dim == CMP_GE   ? EX_CMP_GE
-                                            : x->dim == CMP_GT ? EX_CMP_GT
-                                            : x->dim == CMP_LE ? EX_CMP_LE
-                                                               : EX_CMP_LT,
+        if (ex_kern_select_scatter(O->elem,
+                                   x->dim == CMP_GE   ? EX_CMP_GE
+                                   : x->dim == CMP_GT ? EX_CMP_GT
+                                   : x->dim == CMP_LE ? EX_CMP_LE
+                                                      : EX_CMP_LT,
                                    x->nd == 1, x->fn, bufs[v], I->ldims, I->rank, bufs[sv],
-                                   S->ldims, x->a, x->b, lo, bufs[o->operands[2]],
-                                   out) != CM_OK) {
+                                   S->ldims, x->a, x->b, lo, bufs[o->operands[2]], out) != CM_OK) {
             return local_error(p, x, err, "no kernel for this element type and body");
         }
         return CM_OK;

@@ -1223,7 +1223,8 @@ cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t l
     size_t esz = sp_elem_bytes(e);
     int64_t lst[EX_KERN_MAX_RANK], rst[EX_KERN_MAX_RANK];
     int64_t lf[EX_KERN_MAX_RANK], rf[EX_KERN_MAX_RANK];
-    uint32_t nlf = free_dims(lrank, lb, n_b, lc, n_c, lf), nrf = free_dims(rrank, rb, n_b, rc, n_c, rf);
+    uint32_t nlf = free_dims(lrank, lb, n_b, lc, n_c, lf),
+             nrf = free_dims(rrank, rb, n_b, rc, n_c, rf);
     row_major_strides(ldims, lrank, lst);
     row_major_strides(rdims, rrank, rst);
     mview lv, rv;
@@ -1352,7 +1353,8 @@ cm_status ex_kern_dot_int(sp_elem le, const void *l, const int64_t *ldims, uint3
         return CM_EINVAL;
     }
     int64_t lf[EX_KERN_MAX_RANK], rf[EX_KERN_MAX_RANK];
-    uint32_t nlf = free_dims(lrank, lb, n_b, lc, n_c, lf), nrf = free_dims(rrank, rb, n_b, rc, n_c, rf);
+    uint32_t nlf = free_dims(lrank, lb, n_b, lc, n_c, lf),
+             nrf = free_dims(rrank, rb, n_b, rc, n_c, rf);
     size_t B = 1, M = 1, N = 1, K = 1;
     for (uint32_t i = 0; i < n_b; i++) {
         B *= (size_t)ldims[lb[i]];
@@ -1848,7 +1850,11 @@ static uint64_t total64(double f)
     return (u & 0x8000000000000000u) != 0 ? ~u : (u | 0x8000000000000000u);
 }
 
-#define THREE_WAY(T)                                                                                   {                                                                                                      T x = ((const T *)a)[i], y = ((const T *)a)[j];                                                    return x < y ? -1 : (x > y ? 1 : 0);                                                           }
+#define THREE_WAY(T)                                                                               \
+    {                                                                                              \
+        T x = ((const T *)a)[i], y = ((const T *)a)[j];                                            \
+        return x < y ? -1 : (x > y ? 1 : 0);                                                       \
+    }
 
 /* Compares elements i and j of a: -1, 0, 1, or 2 when unordered (a NaN in
  * an IEEE comparison). */
@@ -1891,7 +1897,7 @@ static int three_way(sp_elem e, bool total, const void *a, size_t i, size_t j)
     }
 }
 
-#define SORT_RUN      16 /* insertion-sorted run before merging */
+#define SORT_RUN 16 /* insertion-sorted run before merging */
 
 /* One slice being sorted: each key's array at the slice's first element, and
  * the distance between the slice's elements. */
@@ -1908,8 +1914,8 @@ static bool sort_less(const sort_slice *s, size_t p, size_t q)
 {
     for (uint32_t k = 0; k < s->n_keys; k++) {
         const ex_sort_key *key = &s->keys[k];
-        int c = three_way(s->elems[key->operand], key->total, s->kbase[k], p * s->step,
-                          q * s->step);
+        int c =
+            three_way(s->elems[key->operand], key->total, s->kbase[k], p * s->step, q * s->step);
         if (key->descending && c != 2) {
             c = -c;
         }
@@ -1967,9 +1973,9 @@ static bool sortable(sp_elem e)
            e == SP_ELEM_UI16 || e == SP_ELEM_UI32 || e == SP_ELEM_UI64;
 }
 
-cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *in,
-                       void *const *out, const int64_t *dims, uint32_t rank, uint32_t dim,
-                       const ex_sort_key *keys, uint32_t n_keys)
+cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *in, void *const *out,
+                       const int64_t *dims, uint32_t rank, uint32_t dim, const ex_sort_key *keys,
+                       uint32_t n_keys)
 {
     if (dim >= rank || n_keys > EX_SORT_MAX_KEYS) {
         return CM_EINVAL;
@@ -2028,12 +2034,75 @@ cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *i
 
 /* Whether `a sel b` holds (sel EX_CMP_GE/GT/LE/LT) under IEEE quiet or
  * total-order comparison. */
-#define SEL_HOLDS(T, TOTAL)                                                                            static bool sel_holds_##T(int sel, bool total, T a, T b)                                                {                                                                                                      int c;                                                                                             if (total) {                                                                                           c = TOTAL(a) < TOTAL(b) ? -1 : (TOTAL(a) > TOTAL(b) ? 1 : 0);                                  } else {                                                                                               c = a < b ? -1 : (a > b ? 1 : (a == b ? 0 : 2));                                               }                                                                                                  switch (sel) {                                                                                     case EX_CMP_GE:                                                                                        return c == 1 || c == 0;                                                                       case EX_CMP_GT:                                                                                        return c == 1;                                                                                 case EX_CMP_LE:                                                                                        return c == -1 || c == 0;                                                                      default:                                                                                               return c == -1;                                                                                }                                                                                              }
+#define SEL_HOLDS(T, TOTAL)                                                                        \
+    static bool sel_holds_##T(int sel, bool total, T a, T b)                                       \
+    {                                                                                              \
+        int c;                                                                                     \
+        if (total) {                                                                               \
+            c = TOTAL(a) < TOTAL(b) ? -1 : (TOTAL(a) > TOTAL(b) ? 1 : 0);                          \
+        } else {                                                                                   \
+            c = a < b ? -1 : (a > b ? 1 : (a == b ? 0 : 2));                                       \
+        }                                                                                          \
+        switch (sel) {                                                                             \
+        case EX_CMP_GE:                                                                            \
+            return c == 1 || c == 0;                                                               \
+        case EX_CMP_GT:                                                                            \
+            return c == 1;                                                                         \
+        case EX_CMP_LE:                                                                            \
+            return c == -1 || c == 0;                                                              \
+        default:                                                                                   \
+            return c == -1;                                                                        \
+        }                                                                                          \
+    }
 
 SEL_HOLDS(float, total32)
 SEL_HOLDS(double, total64)
 
-#define SEL_SCATTER_BODY(T)                                                                            {                                                                                                      const T *x = op, *s = src;                                                                         T *o = out;                                                                                        T iv = *(const T *)init;                                                                           for (size_t i = 0; i < nout; i++)                                                                      o[i] = iv;                                                                                     int64_t c[EX_KERN_MAX_RANK] = {0};                                                                 for (size_t si = 0; si < nsrc; si++) {                                                                 int64_t w[EX_KERN_MAX_RANK] = {0};                                                                 bool have = false;                                                                                 size_t pick = 0;                                                                                   for (size_t j = 0; j < nwin; j++) {                                                                    size_t at = 0;                                                                                     bool inside = true;                                                                                for (uint32_t k = 0; k < rank && inside; k++) {                                                        int64_t p = c[k] * stride[k] - pad_lo[k] + w[k];                                                   inside = p >= 0 && p < idims[k];                                                                   at += (size_t)(p * ist[k]);                                                                    }                                                                                                  if (inside && (!have || !sel_holds_##T(sel, total, x[pick], x[at]))) {                                      pick = at;                                                                                         have = true;                                                                                   }                                                                                                  for (uint32_t k = rank; k-- > 0;) {                                                                    if (++w[k] < win[k])                                                                                   break;                                                                                         w[k] = 0;                                                                                      }                                                                                              }                                                                                                  if (have) {                                                                                            T v = s[si];                                                                                       o[pick] = scatter == EX_RED_ADD   ? (T)(o[pick] + v)                                                         : scatter == EX_RED_MUL ? (T)(o[pick] * v)                                                         : scatter == EX_RED_MAX ? COMB_FMAX(o[pick], v)                                                                            : COMB_FMIN(o[pick], v);                                     }                                                                                                  for (uint32_t k = rank; k-- > 0;) {                                                                    if (++c[k] < sdims[k])                                                                                 break;                                                                                         c[k] = 0;                                                                                      }                                                                                              }                                                                                                  return CM_OK;                                                                                  }
+#define SEL_SCATTER_BODY(T)                                                                        \
+    {                                                                                              \
+        const T *x = op, *s = src;                                                                 \
+        T *o = out;                                                                                \
+        T iv = *(const T *)init;                                                                   \
+        for (size_t i = 0; i < nout; i++)                                                          \
+            o[i] = iv;                                                                             \
+        int64_t c[EX_KERN_MAX_RANK] = {0};                                                         \
+        for (size_t si = 0; si < nsrc; si++) {                                                     \
+            int64_t w[EX_KERN_MAX_RANK] = {0};                                                     \
+            bool have = false;                                                                     \
+            size_t pick = 0;                                                                       \
+            for (size_t j = 0; j < nwin; j++) {                                                    \
+                size_t at = 0;                                                                     \
+                bool inside = true;                                                                \
+                for (uint32_t k = 0; k < rank && inside; k++) {                                    \
+                    int64_t p = c[k] * stride[k] - pad_lo[k] + w[k];                               \
+                    inside = p >= 0 && p < idims[k];                                               \
+                    at += (size_t)(p * ist[k]);                                                    \
+                }                                                                                  \
+                if (inside && (!have || !sel_holds_##T(sel, total, x[pick], x[at]))) {             \
+                    pick = at;                                                                     \
+                    have = true;                                                                   \
+                }                                                                                  \
+                for (uint32_t k = rank; k-- > 0;) {                                                \
+                    if (++w[k] < win[k])                                                           \
+                        break;                                                                     \
+                    w[k] = 0;                                                                      \
+                }                                                                                  \
+            }                                                                                      \
+            if (have) {                                                                            \
+                T v = s[si];                                                                       \
+                o[pick] = scatter == EX_RED_ADD   ? (T)(o[pick] + v)                               \
+                          : scatter == EX_RED_MUL ? (T)(o[pick] * v)                               \
+                          : scatter == EX_RED_MAX ? COMB_FMAX(o[pick], v)                          \
+                                                  : COMB_FMIN(o[pick], v);                         \
+            }                                                                                      \
+            for (uint32_t k = rank; k-- > 0;) {                                                    \
+                if (++c[k] < sdims[k])                                                             \
+                    break;                                                                         \
+                c[k] = 0;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+        return CM_OK;                                                                              \
+    }
 
 cm_status ex_kern_select_scatter(sp_elem e, int sel, bool total, int scatter, const void *op,
                                  const int64_t *idims, uint32_t rank, const void *src,

@@ -200,9 +200,9 @@ typedef struct ex_sort_key {
  * out[j] (which must not alias in[j]).
  * Errors: CM_EINVAL (a key on a type without a kernel, dim out of range: out
  * untouched), CM_ENOMEM. */
-cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *in,
-                       void *const *out, const int64_t *dims, uint32_t rank, uint32_t dim,
-                       const ex_sort_key *keys, uint32_t n_keys);
+cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *in, void *const *out,
+                       const int64_t *dims, uint32_t rank, uint32_t dim, const ex_sort_key *keys,
+                       uint32_t n_keys);
 
 /* stablehlo.select_and_scatter of f32/f64 arrays (dims held whole): out
  * (dims idims, like the operand op) gets init everywhere; then for each source

@@ -651,18 +651,18 @@ static void test_ex_check_text_new_ops_partitioned_match(void **state)
 static void test_ex_check_text_sort_select_scatter_partitioned_match(void **state)
 {
     (void)state;
-#define SORT_MOD(sh)                                                                             \
-    MESH "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, " sh     \
-         ">}) -> (tensor<8x16xf32>, tensor<8x16xi32>) {\n"                                       \
-         "  %i = stablehlo.iota dim = 1 : tensor<8x16xi32>\n"                                    \
-         "  %0:2 = \"stablehlo.sort\"(%arg0, %i) ({\n"                                           \
-         "  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):\n"         \
-         "    %x = stablehlo.compare GT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> "    \
-         "tensor<i1>\n"                                                                          \
-         "    stablehlo.return %x : tensor<i1>\n"                                                \
-         "  }) {dimension = 1 : i64, is_stable = true} : (tensor<8x16xf32>, tensor<8x16xi32>) "  \
-         "-> (tensor<8x16xf32>, tensor<8x16xi32>)\n"                                             \
-         "  %1 = stablehlo.exponential %0#0 : tensor<8x16xf32>\n"                                \
+#define SORT_MOD(sh)                                                                               \
+    MESH "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, " sh        \
+         ">}) -> (tensor<8x16xf32>, tensor<8x16xi32>) {\n"                                         \
+         "  %i = stablehlo.iota dim = 1 : tensor<8x16xi32>\n"                                      \
+         "  %0:2 = \"stablehlo.sort\"(%arg0, %i) ({\n"                                             \
+         "  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):\n"           \
+         "    %x = stablehlo.compare GT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> "      \
+         "tensor<i1>\n"                                                                            \
+         "    stablehlo.return %x : tensor<i1>\n"                                                  \
+         "  }) {dimension = 1 : i64, is_stable = true} : (tensor<8x16xf32>, tensor<8x16xi32>) "    \
+         "-> (tensor<8x16xf32>, tensor<8x16xi32>)\n"                                               \
+         "  %1 = stablehlo.exponential %0#0 : tensor<8x16xf32>\n"                                  \
          "  return %1, %0#1 : tensor<8x16xf32>, tensor<8x16xi32>\n}\n"
     assert_matches(SORT_MOD("[{\"x\", \"y\"}, {}]"), 4);
     assert_matches(SORT_MOD("[{\"x\"}, {\"y\"}]"), 4);

@@ -684,7 +684,8 @@ static void check_conv_case(const int64_t *id, const int64_t *kd, const conv_cas
         int64_t span = (kd[d] - 1) * cc->dil[d] + 1;
         od[1 + d] = (in + cc->pad[d] + cc->pad_hi[d] - span) / cc->stride[d] + 1;
     }
-    size_t ni = (size_t)(id[0] * id[1] * id[2] * id[3]), nk = (size_t)(kd[0] * kd[1] * kd[2] * kd[3]),
+    size_t ni = (size_t)(id[0] * id[1] * id[2] * id[3]),
+           nk = (size_t)(kd[0] * kd[1] * kd[2] * kd[3]),
            no = (size_t)(od[0] * od[1] * od[2] * od[3]);
     double *in = malloc(ni * 8), *k = malloc(nk * 8), *out = malloc(no * 8);
     float *inf = malloc(ni * 4), *kf = malloc(nk * 4), *outf = malloc(no * 4);
@@ -888,8 +889,7 @@ static void test_ex_kern_conv_groups_dilation_reversal_match_naive(void **state)
     assert_true(bout[0] == 20 && bout[1] == 300);
     /* features that the groups do not divide */
     int64_t bad_od[4] = {2, 1, 1, 2};
-    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, bin, bid, bk, bkd, bout, bad_od, 4),
-                     CM_EINVAL);
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, bin, bid, bk, bkd, bout, bad_od, 4), CM_EINVAL);
 }
 
 static void test_ex_gate_limits_holders(void **state)
@@ -944,8 +944,8 @@ static void test_ex_kern_dot_int_wraps_in_the_result_type(void **state)
     int64_t d12[2] = {1, 2}, d21[2] = {2, 1}, c1[1] = {1}, c0[1] = {0};
     int32_t a[2] = {INT32_MAX, 2}, b[2] = {2, 1}, o32;
     /* INT32_MAX * 2 + 2 = 2^32: 0 in i32 */
-    assert_int_equal(ex_kern_dot_int(SP_ELEM_I32, a, d12, 2, SP_ELEM_I32, b, d21, 2, NULL, NULL,
-                                     0, c1, c0, 1, SP_ELEM_I32, &o32),
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I32, a, d12, 2, SP_ELEM_I32, b, d21, 2, NULL, NULL, 0,
+                                     c1, c0, 1, SP_ELEM_I32, &o32),
                      CM_OK);
     assert_int_equal(o32, 0);
     uint8_t ua[2] = {200, 100}, ub[2] = {2, 1}, o8;
@@ -1212,24 +1212,23 @@ static void test_ex_kern_select_scatter_ties_nans_and_padding(void **state)
     /* padding 1 low: window 0 sees only padding; init -1, scatter max */
     double dop[2] = {1, 2}, dsrc[3] = {7, 8, 9}, minus = -1, dout[2];
     int64_t id2[1] = {2}, sd3[1] = {3}, w1[1] = {1}, lo1[1] = {1};
-    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_GE, false, EX_RED_MAX, dop, id2,
-                                            1, dsrc, sd3, w1, st, lo1, &minus, dout),
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_GE, false, EX_RED_MAX, dop, id2, 1,
+                                            dsrc, sd3, w1, st, lo1, &minus, dout),
                      CM_OK);
     assert_true(dout[0] == 8 && dout[1] == 9);
     int32_t iop[2] = {0, 0}, isrc[3] = {0}, iz = 0, iout[2];
-    assert_int_equal(ex_kern_select_scatter(SP_ELEM_I32, EX_CMP_GE, false, EX_RED_ADD, iop, id2,
-                                            1, isrc, sd3, w1, st, lo1, &iz, iout),
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_I32, EX_CMP_GE, false, EX_RED_ADD, iop, id2, 1,
+                                            isrc, sd3, w1, st, lo1, &iz, iout),
                      CM_EINVAL);
-    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_EQ, false, EX_RED_ADD, dop, id2,
-                                            1, dsrc, sd3, w1, st, lo1, &minus, dout),
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_EQ, false, EX_RED_ADD, dop, id2, 1,
+                                            dsrc, sd3, w1, st, lo1, &minus, dout),
                      CM_EINVAL);
 }
 
 /* ---- through the executor (partitioned runs: test_ex_exec.c) ----------------------------- */
 
 /* Runs text on one device and returns its n_res results (freed by the caller). */
-static ex_tensor *run_many(const char *text, const ex_tensor *args, uint32_t n_args,
-                           uint32_t n_res)
+static ex_tensor *run_many(const char *text, const ex_tensor *args, uint32_t n_args, uint32_t n_res)
 {
     sp_module *m = NULL;
     cm_error err;
@@ -1435,19 +1434,19 @@ static void test_ex_exec_run_grouped_and_dilated_conv_by_hand(void **state)
 
 /* A 1-D select_and_scatter module of element type T: operand tensor<4xT>,
  * source tensor<NxT>, select `compare DIR`, scatter add, window 2, stride 2. */
-#define SAS_1D(T, N, DIR, ZERO)                                                                  \
-    "func.func @main(%arg0: tensor<4x" T ">, %arg1: tensor<" N "x" T ">) -> tensor<4x" T "> {\n" \
-    "  %z = stablehlo.constant dense<" ZERO "> : tensor<" T ">\n"                                 \
-    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"                             \
-    "  ^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n"                                             \
-    "    %c = stablehlo.compare " DIR ", %a, %b : (tensor<" T ">, tensor<" T ">) -> tensor<i1>\n" \
-    "    stablehlo.return %c : tensor<i1>\n"                                                     \
-    "  }, {\n"                                                                                   \
-    "  ^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n"                                             \
-    "    %s = stablehlo.add %a, %b : tensor<" T ">\n"                                             \
-    "    stablehlo.return %s : tensor<" T ">\n"                                                   \
-    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} : (tensor<4x" T   \
-    ">, tensor<" N "x" T ">, tensor<" T ">) -> tensor<4x" T ">\n"                                 \
+#define SAS_1D(T, N, DIR, ZERO)                                                                    \
+    "func.func @main(%arg0: tensor<4x" T ">, %arg1: tensor<" N "x" T ">) -> tensor<4x" T "> {\n"   \
+    "  %z = stablehlo.constant dense<" ZERO "> : tensor<" T ">\n"                                  \
+    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"                               \
+    "  ^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n"                                              \
+    "    %c = stablehlo.compare " DIR ", %a, %b : (tensor<" T ">, tensor<" T ">) -> tensor<i1>\n"  \
+    "    stablehlo.return %c : tensor<i1>\n"                                                       \
+    "  }, {\n"                                                                                     \
+    "  ^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n"                                              \
+    "    %s = stablehlo.add %a, %b : tensor<" T ">\n"                                              \
+    "    stablehlo.return %s : tensor<" T ">\n"                                                    \
+    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} : (tensor<4x" T      \
+    ">, tensor<" N "x" T ">, tensor<" T ">) -> tensor<4x" T ">\n"                                  \
     "  return %0 : tensor<4x" T ">\n}\n"
 
 /* ex_check_text on text must fail with CM_EINVAL at path, msg containing what. */
