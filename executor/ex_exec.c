@@ -296,6 +296,12 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
     if (vi->ldims == NULL || vi->off == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
+    size_t bytes = sp_elem_bytes(t->elem);
+    for (uint32_t k = 0; k < t->rank; k++) {
+        if (!cm_mul_size(bytes, (size_t)t->dims[k], &bytes) || bytes > (SIZE_MAX >> 2)) {
+            return op_error(p, op_for_err, err, "type %s is too large", t->text);
+        }
+    }
     memcpy(vi->ldims, t->dims, sizeof(int64_t) * t->rank);
     const sp_sharding *s = p->replicated ? NULL : held_sharding(m, v);
     if (s != NULL && s->rank == t->rank) {
@@ -908,8 +914,10 @@ static cm_status window_attrs(prog *p, xop *x, uint32_t rank, bool *ok, cm_error
         *ok = ints_attr(p, x->op, "padding", &x->c, &x->nc) && x->nc == 2 * rank;
     }
     const int64_t big = (int64_t)1 << 60; /* beyond this the window arithmetic could overflow */
+    size_t nwin = 1; /* elements of one window: at most 2^32 */
     for (uint32_t k = 0; *ok && k < rank; k++) {
-        *ok = x->a[k] >= 1 && x->a[k] <= big && x->b[k] >= 1 && x->b[k] <= big;
+        *ok = x->a[k] >= 1 && x->a[k] <= big && x->b[k] >= 1 && x->b[k] <= big &&
+              cm_mul_size(nwin, (size_t)x->a[k], &nwin) && nwin <= ((size_t)1 << 32);
     }
     for (uint32_t k = 0; *ok && k < x->nc; k++) {
         *ok = x->c[k] >= -big && x->c[k] <= big;

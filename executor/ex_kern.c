@@ -2032,35 +2032,25 @@ cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *i
 
 /* ---- select_and_scatter ------------------------------------------------------------- */
 
-/* Whether `a sel b` holds (sel EX_CMP_GE/GT/LE/LT) under IEEE quiet or
- * total-order comparison. */
-#define SEL_HOLDS(T, TOTAL)                                                                        \
-    static bool sel_holds_##T(int sel, bool total, T a, T b)                                       \
-    {                                                                                              \
-        int c;                                                                                     \
-        if (total) {                                                                               \
-            c = TOTAL(a) < TOTAL(b) ? -1 : (TOTAL(a) > TOTAL(b) ? 1 : 0);                          \
-        } else {                                                                                   \
-            c = a < b ? -1 : (a > b ? 1 : (a == b ? 0 : 2));                                       \
-        }                                                                                          \
-        switch (sel) {                                                                             \
-        case EX_CMP_GE:                                                                            \
-            return c == 1 || c == 0;                                                               \
-        case EX_CMP_GT:                                                                            \
-            return c == 1;                                                                         \
-        case EX_CMP_LE:                                                                            \
-            return c == -1 || c == 0;                                                              \
-        default:                                                                                   \
-            return c == -1;                                                                        \
-        }                                                                                          \
+/* Whether `pick sel candidate` holds (sel EX_CMP_GE/GT/LE/LT) given their
+ * three_way comparison c. */
+static bool sel_holds(int sel, int c)
+{
+    switch (sel) {
+    case EX_CMP_GE:
+        return c == 1 || c == 0;
+    case EX_CMP_GT:
+        return c == 1;
+    case EX_CMP_LE:
+        return c == -1 || c == 0;
+    default:
+        return c == -1;
     }
-
-SEL_HOLDS(float, total32)
-SEL_HOLDS(double, total64)
+}
 
 #define SEL_SCATTER_BODY(T)                                                                        \
     {                                                                                              \
-        const T *x = op, *s = src;                                                                 \
+        const T *s = src;                                                                          \
         T *o = out;                                                                                \
         T iv = *(const T *)init;                                                                   \
         for (size_t i = 0; i < nout; i++)                                                          \
@@ -2078,7 +2068,7 @@ SEL_HOLDS(double, total64)
                     inside = p >= 0 && p < idims[k];                                               \
                     at += (size_t)(p * ist[k]);                                                    \
                 }                                                                                  \
-                if (inside && (!have || !sel_holds_##T(sel, total, x[pick], x[at]))) {             \
+                if (inside && (!have || !sel_holds(sel, three_way(e, total, op, pick, at)))) {     \
                     pick = at;                                                                     \
                     have = true;                                                                   \
                 }                                                                                  \

@@ -1556,6 +1556,22 @@ static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
                     "  }) {dimension = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>\n"
                     "  return %0 : tensor<4xf32>\n}\n",
                     "2:3", "dimension the executor cannot read");
+    /* a type whose byte size overflows, a window of more than 2^32 elements */
+    assert_rejected("func.func @main(%arg0: tensor<4611686018427387904x8xf32>) -> "
+                    "tensor<4611686018427387904x8xf32> {\n"
+                    "  return %arg0 : tensor<4611686018427387904x8xf32>\n}\n",
+                    "1:1", "type tensor<4611686018427387904x8xf32> is too large");
+    assert_rejected("func.func @main(%arg0: tensor<4xf32>) -> tensor<1xf32> {\n"
+                    "  %c = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                    "  %0 = \"stablehlo.reduce_window\"(%arg0, %c) ({\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "    %m = stablehlo.add %a, %b : tensor<f32>\n"
+                    "    stablehlo.return %m : tensor<f32>\n"
+                    "  }) {padding = dense<[[0, 8589934592]]> : tensor<1x2xi64>, "
+                    "window_dimensions = array<i64: 8589934592>} : (tensor<4xf32>, tensor<f32>) "
+                    "-> tensor<1xf32>\n"
+                    "  return %0 : tensor<1xf32>\n}\n",
+                    "3:3", "attributes the executor cannot read");
     /* select_and_scatter: an i32 operand, a source of the wrong size, a
      * select body that is not an ordering */
     assert_rejected(SAS_1D("i32", "2", "GE", "0"), "3:3", "f32 and f64 only");
