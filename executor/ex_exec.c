@@ -1286,7 +1286,8 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_COMPARE: {
         bool total;
         x->fn = compare_dir(m, x->op, &total);
-        ok = x->fn >= 0;
+        ok = x->fn >= 0 && o->n_operands == 2;
+        x->nd = ok && total && elem_float(sp_value_type(m, o->operands[0])->elem) ? 1u : 0u;
         break;
     }
     case SP_OP_CONSTANT:
@@ -2835,6 +2836,12 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             break;
         }
         sp_elem ie = p->vi[v0].elem;
+        if (O->elem == SP_ELEM_I1 && x->nd == 1) { /* TOTALORDER */
+            if (!ex_kern_compare_total(x->fn, ie, a, b, out, O->lcount)) {
+                st_ = local_error(p, x, err, "no kernel for this element type");
+            }
+            break;
+        }
         if (O->elem == SP_ELEM_I1 && ex_kern_compare(x->fn, ie, a, b, out, O->lcount)) {
             break;
         }

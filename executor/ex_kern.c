@@ -2032,20 +2032,43 @@ cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *i
 
 /* ---- select_and_scatter ------------------------------------------------------------- */
 
-/* Whether `pick sel candidate` holds (sel EX_CMP_GE/GT/LE/LT) given their
- * three_way comparison c. */
-static bool sel_holds(int sel, int c)
+/* Whether `x dir y` holds (dir EX_CMP_*) given their three_way comparison c
+ * (2: unordered, where only NE holds). */
+static bool cmp_holds(int dir, int c)
 {
-    switch (sel) {
-    case EX_CMP_GE:
-        return c == 1 || c == 0;
-    case EX_CMP_GT:
-        return c == 1;
+    switch (dir) {
+    case EX_CMP_EQ:
+        return c == 0;
+    case EX_CMP_NE:
+        return c != 0;
+    case EX_CMP_LT:
+        return c == -1;
     case EX_CMP_LE:
         return c == -1 || c == 0;
+    case EX_CMP_GT:
+        return c == 1;
     default:
-        return c == -1;
+        return c == 1 || c == 0;
     }
+}
+
+bool ex_kern_compare_total(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n)
+{
+    if (dir < EX_CMP_EQ || dir > EX_CMP_GE || (e != SP_ELEM_F32 && e != SP_ELEM_F64)) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int c;
+        if (e == SP_ELEM_F32) {
+            uint32_t u = total32(((const float *)a)[i]), v = total32(((const float *)b)[i]);
+            c = u < v ? -1 : (u > v ? 1 : 0);
+        } else {
+            uint64_t u = total64(((const double *)a)[i]), v = total64(((const double *)b)[i]);
+            c = u < v ? -1 : (u > v ? 1 : 0);
+        }
+        out[i] = cmp_holds(dir, c);
+    }
+    return true;
 }
 
 #define SEL_SCATTER_BODY(T)                                                                        \
@@ -2068,7 +2091,7 @@ static bool sel_holds(int sel, int c)
                     inside = p >= 0 && p < idims[k];                                               \
                     at += (size_t)(p * ist[k]);                                                    \
                 }                                                                                  \
-                if (inside && (!have || !sel_holds(sel, three_way(e, total, op, pick, at)))) {     \
+                if (inside && (!have || !cmp_holds(sel, three_way(e, total, op, pick, at)))) {     \
                     pick = at;                                                                     \
                     have = true;                                                                   \
                 }                                                                                  \

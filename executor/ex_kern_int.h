@@ -47,6 +47,11 @@ bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t 
 /* out[i] = a[i] dir b[i] as one byte 0/1 (dir: EX_CMP_*). */
 bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n);
 
+/* The same for f32/f64 under compare_type TOTALORDER: IEEE totalOrder
+ * (-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN; EQ is bit equality). */
+bool ex_kern_compare_total(int dir, sp_elem e, const void *a, const void *b, uint8_t *out,
+                           size_t n);
+
 /* out[i] = pred[scalar ? 0 : i] ? a[i] : b[i] for elements of esz bytes. */
 void ex_kern_select(const uint8_t *pred, bool scalar, const void *a, const void *b, void *out,
                     size_t n, size_t esz);

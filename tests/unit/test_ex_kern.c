@@ -1358,6 +1358,38 @@ static void test_ex_exec_run_sort_jax_comparators_by_hand(void **state)
     ex_tensors_free(res, 2);
 }
 
+/* compare with TOTALORDER in main: -0 < +0, NaN == NaN (same bits), NaN
+ * above 1 and -NaN below it; the same compares as FLOAT for contrast. */
+static void test_ex_exec_run_compare_total_order_by_hand(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4xi1>, "
+        "tensor<4xi1>, tensor<4xi1>) {\n"
+        "  %0 = stablehlo.compare LT, %arg0, %arg1, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) "
+        "-> tensor<4xi1>\n"
+        "  %1 = stablehlo.compare EQ, %arg0, %arg1, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) "
+        "-> tensor<4xi1>\n"
+        "  %2 = stablehlo.compare EQ, %arg0, %arg1, FLOAT : (tensor<4xf32>, tensor<4xf32>) -> "
+        "tensor<4xi1>\n"
+        "  return %0, %1, %2 : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>\n}\n";
+    float a[4] = {-0.0f, NAN, 1, -NAN}, b[4] = {0.0f, NAN, NAN, 1};
+    ex_tensor args[2] = {{SP_ELEM_F32, 1, {4}, 4, a}, {SP_ELEM_F32, 1, {4}, 4, b}};
+    ex_tensor *res = run_many(mod, args, 2, 3);
+    uint8_t lt[4] = {1, 0, 1, 1}, eq[4] = {0, 1, 0, 0}, feq[4] = {1, 0, 0, 0};
+    assert_memory_equal(res[0].data, lt, 4);
+    assert_memory_equal(res[1].data, eq, 4);
+    assert_memory_equal(res[2].data, feq, 4);
+    ex_tensors_free(res, 3);
+    double d[2] = {-INFINITY, -0.0}, e[2] = {-NAN, -0.0};
+    uint8_t o[2];
+    assert_true(ex_kern_compare_total(EX_CMP_GT, SP_ELEM_F64, d, e, o, 2));
+    assert_true(o[0] == 1 && o[1] == 0);
+    assert_true(ex_kern_compare_total(EX_CMP_GE, SP_ELEM_F64, d, e, o, 2));
+    assert_true(o[0] == 1 && o[1] == 1);
+    assert_false(ex_kern_compare_total(EX_CMP_LT, SP_ELEM_I32, d, e, o, 2));
+}
+
 /* A 2 x 2 max pool's gradient on a 1 x 4 x 4 x 1 image (JAX's form: select
  * GE, scatter add), stride 2 and one padded column at the right. */
 static void test_ex_exec_run_select_and_scatter_by_hand(void **state)
@@ -1612,6 +1644,7 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_new_ops_by_hand),
         cmocka_unit_test(test_ex_exec_run_gather_scatter_conv_by_hand),
         cmocka_unit_test(test_ex_exec_run_sort_jax_comparators_by_hand),
+        cmocka_unit_test(test_ex_exec_run_compare_total_order_by_hand),
         cmocka_unit_test(test_ex_exec_run_select_and_scatter_by_hand),
         cmocka_unit_test(test_ex_exec_run_grouped_and_dilated_conv_by_hand),
         cmocka_unit_test(test_ex_exec_run_bad_new_ops_are_clear_errors),
