@@ -1035,20 +1035,34 @@ cm_status ex_kern_reduce(int fn, sp_elem e, const void *in, const int64_t *dims,
 
 /* ---- reduce_window ------------------------------------------------------------------- */
 
+/* The offset (*at, strides ist) in an array of dims idims of position w of
+ * the window at o, o * stride - pad_lo + w; false when that is in the
+ * padding. */
+static bool window_at(const int64_t *o, const int64_t *w, const int64_t *stride,
+                      const int64_t *pad_lo, const int64_t *idims, const int64_t *ist,
+                      uint32_t rank, size_t *at)
+{
+    *at = 0;
+    for (uint32_t k = 0; k < rank; k++) {
+        int64_t x = o[k] * stride[k] - pad_lo[k] + w[k];
+        if (x < 0 || x >= idims[k]) {
+            return false;
+        }
+        *at += (size_t)(x * ist[k]);
+    }
+    return true;
+}
+
 #define WIN_BODY(COMB)                                                                             \
     for (size_t i = 0; i < n; i++) {                                                               \
         double acc = iv;                                                                           \
         int64_t w[EX_KERN_MAX_RANK] = {0};                                                         \
         for (size_t j = 0; j < nwin; j++) {                                                        \
-            size_t at = 0;                                                                         \
-            bool inside = true;                                                                    \
-            for (uint32_t k = 0; k < rank && inside; k++) {                                        \
-                int64_t x = o[k] * stride[k] - pad_lo[k] + w[k];                                   \
-                inside = x >= 0 && x < idims[k];                                                   \
-                at += (size_t)(x * ist[k]);                                                        \
-            }                                                                                      \
-            double v = !inside ? iv : e == SP_ELEM_F32 ? (double)((const float *)in)[at]           \
-                                                       : ((const double *)in)[at];                 \
+            size_t at;                                                                             \
+            bool inside = window_at(o, w, stride, pad_lo, idims, ist, rank, &at);                  \
+            double v = !inside            ? iv                                                     \
+                       : e == SP_ELEM_F32 ? (double)((const float *)in)[at]                        \
+                                          : ((const double *)in)[at];                              \
             acc = COMB(acc, v);                                                                    \
             for (uint32_t k = rank; k-- > 0;) {                                                    \
                 if (++w[k] < win[k]) {                                                             \
@@ -2084,13 +2098,8 @@ bool ex_kern_compare_total(int dir, sp_elem e, const void *a, const void *b, uin
             bool have = false;                                                                     \
             size_t pick = 0;                                                                       \
             for (size_t j = 0; j < nwin; j++) {                                                    \
-                size_t at = 0;                                                                     \
-                bool inside = true;                                                                \
-                for (uint32_t k = 0; k < rank && inside; k++) {                                    \
-                    int64_t p = c[k] * stride[k] - pad_lo[k] + w[k];                               \
-                    inside = p >= 0 && p < idims[k];                                               \
-                    at += (size_t)(p * ist[k]);                                                    \
-                }                                                                                  \
+                size_t at;                                                                         \
+                bool inside = window_at(c, w, stride, pad_lo, idims, ist, rank, &at);              \
                 if (inside && (!have || !cmp_holds(sel, three_way(e, total, op, pick, at)))) {     \
                     pick = at;                                                                     \
                     have = true;                                                                   \
