@@ -309,6 +309,12 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
     if (vi->ldims == NULL || vi->off == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
+    size_t bytes = sp_elem_bytes(t->elem);
+    for (uint32_t k = 0; k < t->rank; k++) {
+        if (!cm_mul_size(bytes, (size_t)t->dims[k], &bytes) || bytes > (SIZE_MAX >> 2)) {
+            return op_error(p, op_for_err, err, "type %s is too large", t->text);
+        }
+    }
     memcpy(vi->ldims, t->dims, sizeof(int64_t) * t->rank);
     const sp_sharding *s = p->replicated ? NULL : held_sharding(m, v);
     if (s != NULL && s->rank == t->rank) {
@@ -568,9 +574,9 @@ static const sp_block *body_block(const sp_module *m, uint32_t op)
     return &m->blocks[o->regions[0].blocks[0]];
 }
 
-static int reduce_body(const sp_module *m, uint32_t op)
+/* The reduction of a body block of two ops (a binary op and the return), or -1. */
+static int block_reduce_fn(const sp_module *m, const sp_block *b)
 {
-    const sp_block *b = body_block(m, op);
     if (b == NULL || b->n_ops != 2) {
         return -1;
     }
@@ -590,6 +596,28 @@ static int reduce_body(const sp_module *m, uint32_t op)
     default:
         return -1;
     }
+}
+
+static int reduce_body(const sp_module *m, uint32_t op)
+{
+    return block_reduce_fn(m, body_block(m, op));
+}
+
+/* The comparison direction of a compare op (CMP_*, -1: none); *total is set
+ * when its compare_type is TOTALORDER. */
+static int compare_dir(const sp_module *m, uint32_t op, bool *total)
+{
+    static const char *const names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+    const sp_attr *a = sp_op_attr(m, op, "comparison_direction");
+    const sp_attr *t = sp_op_attr(m, op, "compare_type");
+    const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "";
+    *total = t != NULL && t->kind == SP_ATTR_ENUM && strcmp(t->u.enm.value, "TOTALORDER") == 0;
+    for (int i = 0; i < 6; i++) {
+        if (strcmp(v, names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
 }
 
 /* ---- ops with a kernel in ex_kern.c: attributes ------------------------------------ */
@@ -762,6 +790,20 @@ static cm_status prepare_scatter(prog *p, xop *x, cm_error *err)
                                o->operands[1], o->operands[2], err);
 }
 
+/* The extent of n elements d apart, (n - 1) * d + 1 (0 for none); -1 past
+ * 2^60. */
+static int64_t dilated(int64_t n, int64_t d)
+{
+    int64_t r;
+    if (n <= 0) {
+        return 0;
+    }
+    if (!cm_mul_i64(n - 1, d, &r) || r > ((int64_t)1 << 60)) {
+        return -1;
+    }
+    return r + 1;
+}
+
 static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
 {
     static const char *const names[9] = {
@@ -811,60 +853,67 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
     }
     const int64_t *a;
     uint32_t na;
+    const int64_t big = (int64_t)1 << 60; /* window parameters beyond this are refused */
     if (ints_attr(p, x->op, "window_strides", &a, &na)) {
         ok = ok && na == cd->ns;
         for (uint32_t j = 0; ok && j < na; j++) {
-            ok = a[j] >= 1;
+            ok = a[j] >= 1 && a[j] <= big;
             cd->stride[j] = a[j];
         }
     }
-    if (ints_attr(p, x->op, "rhs_dilation", &a, &na)) {
-        ok = ok && na == cd->ns;
-        for (uint32_t j = 0; ok && j < na; j++) {
-            ok = a[j] >= 1;
-            cd->rdil[j] = a[j];
+    static const char *const dil[2] = {"lhs_dilation", "rhs_dilation"};
+    for (int i = 0; i < 2; i++) {
+        int64_t *to = i == 0 ? cd->ldil : cd->rdil;
+        for (uint32_t j = 0; j < cd->ns; j++) {
+            to[j] = 1;
+        }
+        if (ints_attr(p, x->op, dil[i], &a, &na)) {
+            ok = ok && na == cd->ns;
+            for (uint32_t j = 0; ok && j < na; j++) {
+                ok = a[j] >= 1 && a[j] <= big;
+                to[j] = a[j];
+            }
         }
     }
+    int64_t pad_hi[EX_KERN_MAX_RANK] = {0};
     if (ints_attr(p, x->op, "padding", &a, &na)) {
         ok = ok && na == 2 * cd->ns;
         for (uint32_t j = 0; ok && j < cd->ns; j++) {
             cd->pad_lo[j] = a[2 * j];
-        }
-    }
-    bool plain = true;
-    if (ints_attr(p, x->op, "lhs_dilation", &a, &na)) {
-        for (uint32_t j = 0; j < na; j++) {
-            plain = plain && a[j] == 1;
+            pad_hi[j] = a[2 * j + 1];
+            ok = a[2 * j] >= -big && a[2 * j] <= big && a[2 * j + 1] >= -big && a[2 * j + 1] <= big;
         }
     }
     if (ints_attr(p, x->op, "window_reversal", &a, &na)) {
-        for (uint32_t j = 0; j < na; j++) {
-            plain = plain && a[j] == 0;
+        ok = ok && na == cd->ns;
+        for (uint32_t j = 0; ok && j < na; j++) {
+            cd->rev[j] = a[j] != 0;
         }
     }
-    const sp_attr *fg = sp_op_attr(m, x->op, "feature_group_count");
-    const sp_attr *bg = sp_op_attr(m, x->op, "batch_group_count");
-    plain = plain && (fg == NULL || (fg->kind == SP_ATTR_INT && fg->u.i.v == 1)) &&
-            (bg == NULL || (bg->kind == SP_ATTR_INT && bg->u.i.v == 1));
+    static const char *const gname[2] = {"feature_group_count", "batch_group_count"};
+    for (int i = 0; i < 2; i++) {
+        const sp_attr *g = sp_op_attr(m, x->op, gname[i]);
+        int64_t *to = i == 0 ? &cd->fgc : &cd->bgc;
+        *to = 1;
+        if (g != NULL) {
+            ok = ok && g->kind == SP_ATTR_INT && g->u.i.v >= 1;
+            *to = ok ? g->u.i.v : 1;
+        }
+    }
     if (!ok) {
         return op_error(p, x->op, err, "op %s: window attributes the executor cannot read", nm);
     }
-    if (!plain) {
-        return op_error(p, x->op, err,
-                        "%s with lhs dilation, window reversal or groups cannot be executed yet",
-                        nm);
-    }
-    /* the output shape must follow from the window (so no read goes astray) */
-    ok = it->dims[cd->ifeat] == kt->dims[cd->ki] && ot->dims[cd->ofeat] == kt->dims[cd->ko] &&
-         ot->dims[cd->ob] == it->dims[cd->ib];
+    /* the output shape must follow from the window and the groups (so no read
+     * goes astray) */
+    int64_t in_f = it->dims[cd->ifeat], in_b = it->dims[cd->ib], kout = kt->dims[cd->ko], kin;
+    ok = (cd->fgc == 1 || cd->bgc == 1) && cm_mul_i64(kt->dims[cd->ki], cd->fgc, &kin) &&
+         in_f == kin && kout % cd->fgc == 0 && kout % cd->bgc == 0 && in_b % cd->bgc == 0 &&
+         ot->dims[cd->ofeat] == kout && ot->dims[cd->ob] == in_b / cd->bgc;
     for (uint32_t j = 0; ok && j < cd->ns; j++) {
-        int64_t hi = 0;
-        if (ints_attr(p, x->op, "padding", &a, &na)) {
-            hi = a[2 * j + 1];
-        }
-        int64_t span = (kt->dims[cd->ks[j]] - 1) * cd->rdil[j] + 1;
-        int64_t w = it->dims[cd->is[j]] + cd->pad_lo[j] + hi - span;
-        ok = ot->dims[cd->os[j]] == (w < 0 ? 0 : w / cd->stride[j] + 1);
+        int64_t in = dilated(it->dims[cd->is[j]], cd->ldil[j]);
+        int64_t span = dilated(kt->dims[cd->ks[j]], cd->rdil[j]);
+        int64_t w = in + cd->pad_lo[j] + pad_hi[j] - span;
+        ok = in >= 0 && span >= 0 && ot->dims[cd->os[j]] == (w < 0 ? 0 : w / cd->stride[j] + 1);
     }
     if (!ok || it->elem != ot->elem || kt->elem != ot->elem ||
         (ot->elem != SP_ELEM_F32 && ot->elem != SP_ELEM_F64)) {
@@ -872,6 +921,62 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
     }
     x->ext = cd;
     return CM_OK;
+}
+
+/* window_dimensions, window_strides and padding of a windowed op of the given
+ * rank into x->a, x->b (default 1) and x->c (lo, hi per dim; absent: x->nc
+ * 0); *ok false when they are unreadable or not positive. CM_ENOMEM only. */
+static cm_status window_attrs(prog *p, xop *x, uint32_t rank, bool *ok, cm_error *err)
+{
+    const sp_module *m = p->m;
+    int64_t *ones = cm_arena_alloc(&p->arena, sizeof(int64_t) * (2u * rank + 1u));
+    if (ones == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t k = 0; k < 2 * rank; k++) {
+        ones[k] = k < rank ? 1 : 0;
+    }
+    x->b = ones;
+    x->nb = rank;
+    x->c = ones + rank;
+    x->nc = 0;
+    *ok = ints_attr(p, x->op, "window_dimensions", &x->a, &x->na) && x->na == rank;
+    if (*ok && sp_op_attr(m, x->op, "window_strides") != NULL) {
+        *ok = ints_attr(p, x->op, "window_strides", &x->b, &x->nb) && x->nb == rank;
+    }
+    if (*ok && sp_op_attr(m, x->op, "padding") != NULL) {
+        *ok = ints_attr(p, x->op, "padding", &x->c, &x->nc) && x->nc == 2 * rank;
+    }
+    const int64_t big = (int64_t)1 << 60; /* beyond this the window arithmetic could overflow */
+    size_t nwin = 1; /* elements of one window: at most 2^32 */
+    for (uint32_t k = 0; *ok && k < rank; k++) {
+        *ok = x->a[k] >= 1 && x->a[k] <= big && x->b[k] >= 1 && x->b[k] <= big &&
+              cm_mul_size(nwin, (size_t)x->a[k], &nwin) && nwin <= ((size_t)1 << 32);
+    }
+    for (uint32_t k = 0; *ok && k < x->nc; k++) {
+        *ok = x->c[k] >= -big && x->c[k] <= big;
+    }
+    return CM_OK;
+}
+
+/* Whether w (the windowed result, or select_and_scatter's source) has one
+ * element per window of the decoded window over t. */
+static bool window_count_ok(const xop *x, const sp_type *t, const sp_type *w)
+{
+    if (w->rank != t->rank) {
+        return false;
+    }
+    for (uint32_t k = 0; k < t->rank; k++) {
+        int64_t lo = x->nc ? x->c[2 * k] : 0, hi = x->nc ? x->c[2 * k + 1] : 0;
+        if (t->dims[k] > ((int64_t)1 << 60)) {
+            return false;
+        }
+        int64_t span = t->dims[k] + lo + hi - x->a[k];
+        if (w->dims[k] != (span < 0 ? 0 : span / x->b[k] + 1)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* reduce_window: window dims in x->a, strides in x->b, padding (lo, hi per
@@ -889,26 +994,12 @@ static cm_status prepare_reduce_window(prog *p, xop *x, cm_error *err)
     }
     const sp_type *t = sp_value_type(m, o->operands[0]), *rt = sp_value_type(m, o->first_result);
     uint32_t rank = t->rank, n = 0;
-    int64_t *ones = cm_arena_alloc(&p->arena, sizeof(int64_t) * (2u * rank + 1u));
-    if (ones == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    bool ok;
+    cm_status st_ = window_attrs(p, x, rank, &ok, err);
+    if (st_ != CM_OK) {
+        return st_;
     }
-    for (uint32_t k = 0; k < 2 * rank; k++) {
-        ones[k] = k < rank ? 1 : 0;
-    }
-    x->b = ones;
-    x->nb = rank;
-    x->c = ones + rank;
-    x->nc = 0;
-    bool ok = ints_attr(p, x->op, "window_dimensions", &x->a, &x->na) && x->na == rank &&
-              rt->rank == rank && rt->elem == t->elem &&
-              sp_value_type(m, o->operands[1])->elem == t->elem;
-    if (ok && sp_op_attr(m, x->op, "window_strides") != NULL) {
-        ok = ints_attr(p, x->op, "window_strides", &x->b, &x->nb) && x->nb == rank;
-    }
-    if (ok && sp_op_attr(m, x->op, "padding") != NULL) {
-        ok = ints_attr(p, x->op, "padding", &x->c, &x->nc) && x->nc == 2 * rank;
-    }
+    ok = ok && rt->elem == t->elem && sp_value_type(m, o->operands[1])->elem == t->elem;
     static const char *const dil[2] = {"base_dilations", "window_dilations"};
     for (int i = 0; ok && i < 2; i++) {
         const int64_t *d;
@@ -921,13 +1012,230 @@ static cm_status prepare_reduce_window(prog *p, xop *x, cm_error *err)
             }
         }
     }
-    for (uint32_t k = 0; ok && k < rank; k++) {
-        int64_t lo = x->nc ? x->c[2 * k] : 0, hi = x->nc ? x->c[2 * k + 1] : 0;
-        int64_t span = t->dims[k] + lo + hi - x->a[k];
-        ok = x->a[k] >= 1 && x->b[k] >= 1 && rt->dims[k] == (span < 0 ? 0 : span / x->b[k] + 1);
-    }
-    if (!ok) {
+    if (!ok || !window_count_ok(x, t, rt)) {
         return op_error(p, x->op, err, "op %s: attributes the executor cannot read", o->name);
+    }
+    return CM_OK;
+}
+
+/* The block of region ri of op when that region has exactly one, or NULL. */
+static const sp_block *region_block(const sp_module *m, uint32_t op, uint32_t ri)
+{
+    const sp_op *o = &m->ops[op];
+    if (ri >= o->n_regions || o->regions[ri].n_blocks != 1) {
+        return NULL;
+    }
+    return &m->blocks[o->regions[ri].blocks[0]];
+}
+
+/* The op defining v in block bi, or SP_NONE (an argument, or a value from
+ * outside the block). */
+static uint32_t def_in(const sp_module *m, uint32_t bi, uint32_t v)
+{
+    uint32_t d = m->values[v].def;
+    return d != SP_NONE && m->ops[d].parent_block == bi ? d : SP_NONE;
+}
+
+/* Argument number of v when it is an argument of block bi, else -1. */
+static int64_t arg_of(const sp_module *m, uint32_t bi, uint32_t v)
+{
+    const sp_value *val = &m->values[v];
+    return val->def == SP_NONE && val->block == bi ? (int64_t)val->index : -1;
+}
+
+/* Whether op c (in block bi) compares arguments base and base + 1, and
+ * whether swapped (base + 1 first). */
+static bool compares_pair(const sp_module *m, uint32_t bi, uint32_t c, int64_t base, bool *swapped)
+{
+    const sp_op *o = &m->ops[c];
+    if (o->kind != SP_OP_COMPARE || o->n_operands != 2) {
+        return false;
+    }
+    int64_t a0 = arg_of(m, bi, o->operands[0]), a1 = arg_of(m, bi, o->operands[1]);
+    *swapped = a0 == base + 1 && a1 == base;
+    return *swapped || (a0 == base && a1 == base + 1);
+}
+
+/* The input index whose pair of arguments compare op c (in comparator block
+ * bi) compares, or -1. */
+static int64_t compare_input(const sp_module *m, uint32_t bi, uint32_t c, bool *swapped)
+{
+    const sp_op *o = &m->ops[c];
+    if (o->kind != SP_OP_COMPARE || o->n_operands != 2) {
+        return -1;
+    }
+    int64_t a0 = arg_of(m, bi, o->operands[0]);
+    int64_t base = a0 < 0 ? -1 : a0 - a0 % 2;
+    return base >= 0 && compares_pair(m, bi, c, base, swapped) ? base / 2 : -1;
+}
+
+/* Appends the keys of sort comparator value v (in block bi): a compare LT or
+ * GT of one input's pair of arguments, or `or(that, and(compare EQ of the
+ * same pair and type, rest))` with the operands of or and and in any order
+ * (JAX's lexicographic comparators). false for any other form. */
+static bool comparator_keys(const sp_module *m, uint32_t bi, uint32_t v, ex_sort_key *keys,
+                            uint32_t *nk, uint32_t depth)
+{
+    uint32_t d = def_in(m, bi, v);
+    if (d == SP_NONE || *nk >= EX_SORT_MAX_KEYS || depth > 2 * EX_SORT_MAX_KEYS) {
+        return false;
+    }
+    const sp_op *o = &m->ops[d];
+    if (o->kind == SP_OP_COMPARE) {
+        bool total, swapped;
+        int dir = compare_dir(m, d, &total);
+        int64_t in = compare_input(m, bi, d, &swapped);
+        if (in < 0 || (dir != CMP_LT && dir != CMP_GT)) {
+            return false;
+        }
+        keys[(*nk)++] = (ex_sort_key){(uint32_t)in, (dir == CMP_GT) != swapped, total};
+        return true;
+    }
+    if (o->kind != SP_OP_OR || o->n_operands != 2) {
+        return false;
+    }
+    for (uint32_t s = 0; s < 2; s++) {
+        uint32_t lt = def_in(m, bi, o->operands[s]), an = def_in(m, bi, o->operands[1 - s]);
+        if (lt == SP_NONE || an == SP_NONE || m->ops[an].kind != SP_OP_AND ||
+            m->ops[an].n_operands != 2) {
+            continue;
+        }
+        bool lt_total, lt_swapped;
+        compare_dir(m, lt, &lt_total);
+        int64_t in = compare_input(m, bi, lt, &lt_swapped);
+        for (uint32_t t = 0; in >= 0 && t < 2; t++) {
+            uint32_t eq = def_in(m, bi, m->ops[an].operands[t]);
+            bool eq_total, eq_swapped;
+            uint32_t mark = *nk;
+            if (eq != SP_NONE && compare_dir(m, eq, &eq_total) == CMP_EQ && eq_total == lt_total &&
+                compares_pair(m, bi, eq, 2 * in, &eq_swapped) &&
+                comparator_keys(m, bi, o->operands[s], keys, nk, depth + 1) &&
+                comparator_keys(m, bi, m->ops[an].operands[1 - t], keys, nk, depth + 1)) {
+                return true;
+            }
+            *nk = mark;
+        }
+    }
+    return false;
+}
+
+/* The value a one-block region returns (its last op a return of one value),
+ * or SP_NONE. */
+static uint32_t block_result(const sp_module *m, const sp_block *b)
+{
+    if (b == NULL || b->n_ops == 0) {
+        return SP_NONE;
+    }
+    const sp_op *r = &m->ops[b->ops[b->n_ops - 1]];
+    bool is_ret = r->kind == SP_OP_RETURN || r->kind == SP_OP_FUNC_RETURN;
+    return is_ret && r->n_operands == 1 ? r->operands[0] : SP_NONE;
+}
+
+/* sort: the sort dimension in x->dim, the comparator's keys in x->ext (x->fn
+ * of them). */
+static cm_status prepare_sort(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    bool ok = o->n_operands >= 1 && o->n_results == o->n_operands;
+    const sp_type *t0 = ok ? sp_value_type(m, o->operands[0]) : NULL;
+    for (uint32_t j = 0; ok && j < o->n_operands; j++) {
+        const sp_type *t = sp_value_type(m, o->operands[j]),
+                      *rt = sp_value_type(m, o->first_result + j);
+        ok = t->rank == t0->rank && rt->rank == t0->rank && rt->elem == t->elem;
+        for (uint32_t k = 0; ok && k < t0->rank; k++) {
+            ok = t->dims[k] == t0->dims[k] && rt->dims[k] == t0->dims[k];
+        }
+    }
+    const sp_attr *d = sp_op_attr(m, x->op, "dimension");
+    ok = ok && d != NULL && d->kind == SP_ATTR_INT;
+    int64_t dim = ok ? d->u.i.v : 0;
+    if (ok && dim < 0) {
+        dim += (int64_t)t0->rank; /* the spec allows -rank <= dimension < 0 */
+    }
+    if (!ok || dim < 0 || dim >= (int64_t)t0->rank) {
+        return op_error(p, x->op, err,
+                        "op %s: operands, results or dimension the executor cannot read", nm);
+    }
+    x->dim = dim;
+    ex_sort_key *keys = cm_arena_alloc(&p->arena, sizeof *keys * EX_SORT_MAX_KEYS);
+    if (keys == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    const sp_block *b = body_block(m, x->op);
+    uint32_t nk = 0, v = block_result(m, b);
+    if (v == SP_NONE || b->n_args != 2 * o->n_operands ||
+        !comparator_keys(m, o->regions[0].blocks[0], v, keys, &nk, 0)) {
+        return op_error(p, x->op, err,
+                        "%s with this comparator cannot be executed yet (it runs compare LT or "
+                        "GT of one input's pair, or such compares combined lexicographically "
+                        "as JAX emits them)",
+                        nm);
+    }
+    x->ext = keys;
+    x->fn = (int)nk;
+    return CM_OK;
+}
+
+/* select_and_scatter: the window as reduce_window's (x->a, x->b, x->c), the
+ * scatter body in x->fn, the select direction (CMP_GE/GT/LE/LT of the
+ * current pick against a candidate) in x->dim, x->nd 1 for TOTALORDER. */
+static cm_status prepare_select_scatter(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    if (o->n_operands != 3 || o->n_results != 1 || o->n_regions != 2) {
+        return op_error(p, x->op, err, "op %s with these operands cannot be executed yet", nm);
+    }
+    const sp_block *sel = region_block(m, x->op, 0), *sc = region_block(m, x->op, 1);
+    uint32_t cv = block_result(m, sel),
+             c = cv == SP_NONE ? SP_NONE : def_in(m, o->regions[0].blocks[0], cv);
+    bool total = false, swapped = false;
+    int dir = c == SP_NONE ? -1 : compare_dir(m, c, &total);
+    if (c == SP_NONE || sel->n_args != 2 ||
+        !compares_pair(m, o->regions[0].blocks[0], c, 0, &swapped) ||
+        (dir != CMP_GE && dir != CMP_GT && dir != CMP_LE && dir != CMP_LT)) {
+        return op_error(p, x->op, err,
+                        "%s with this select body cannot be executed yet (it runs compare GE, "
+                        "GT, LE or LT of the two arguments)",
+                        nm);
+    }
+    if (swapped) { /* b GE a is a LE b */
+        dir = dir == CMP_GE ? CMP_LE : dir == CMP_LE ? CMP_GE : dir == CMP_GT ? CMP_LT : CMP_GT;
+    }
+    x->fn = block_reduce_fn(m, sc);
+    if (x->fn != RED_ADD && x->fn != RED_MUL && x->fn != RED_MAX && x->fn != RED_MIN) {
+        return op_error(p, x->op, err,
+                        "%s with this scatter body cannot be executed yet (add, multiply, "
+                        "maximum or minimum)",
+                        nm);
+    }
+    x->dim = dir;
+    x->nd = total ? 1u : 0u;
+    const sp_type *t = sp_value_type(m, o->operands[0]), *srct = sp_value_type(m, o->operands[1]),
+                  *rt = sp_value_type(m, o->first_result);
+    bool ok;
+    cm_status st_ = window_attrs(p, x, t->rank, &ok, err);
+    if (st_ != CM_OK) {
+        return st_;
+    }
+    if (!ok || !window_count_ok(x, t, srct) || rt->rank != t->rank) {
+        return op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
+    }
+    for (uint32_t k = 0; k < t->rank; k++) {
+        ok = ok && rt->dims[k] == t->dims[k];
+    }
+    ok = ok && srct->elem == t->elem && rt->elem == t->elem &&
+         sp_value_type(m, o->operands[2])->elem == t->elem &&
+         sp_value_type(m, o->operands[2])->rank == 0;
+    if (!ok) {
+        return op_error(p, x->op, err, "op %s: shapes or types the executor cannot run", nm);
+    }
+    if (t->elem != SP_ELEM_F32 && t->elem != SP_ELEM_F64) {
+        return op_error(p, x->op, err, "%s on %s cannot be executed yet (f32 and f64 only)", nm,
+                        t->text);
     }
     return CM_OK;
 }
@@ -1010,16 +1318,10 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_FUNC_RETURN:
         break;
     case SP_OP_COMPARE: {
-        const sp_attr *a = sp_op_attr(m, x->op, "comparison_direction");
-        const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "";
-        static const char *const names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
-        x->fn = -1;
-        for (int i = 0; i < 6; i++) {
-            if (strcmp(v, names[i]) == 0) {
-                x->fn = i;
-            }
-        }
-        ok = x->fn >= 0;
+        bool total;
+        x->fn = compare_dir(m, x->op, &total);
+        ok = x->fn >= 0 && o->n_operands == 2;
+        x->nd = ok && total && elem_float(sp_value_type(m, o->operands[0])->elem) ? 1u : 0u;
         break;
     }
     case SP_OP_CONSTANT:
@@ -1073,10 +1375,14 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
              x->nc == x->nd && dot_dims_ok(m, o->operands[0], x->a, x->na, x->c, x->nc) &&
              dot_dims_ok(m, o->operands[1], x->b, x->nb, x->d, x->nd);
         sp_elem e = sp_value_type(m, o->first_result)->elem;
-        if (ok && ((e != SP_ELEM_F32 && e != SP_ELEM_F64) ||
-                   sp_value_type(m, o->operands[0])->elem != e ||
-                   sp_value_type(m, o->operands[1])->elem != e)) {
-            return op_error(p, x->op, err, "%s on non-f32/f64 or mixed types cannot be executed yet",
+        sp_elem le = sp_value_type(m, o->operands[0])->elem;
+        sp_elem re = sp_value_type(m, o->operands[1])->elem;
+        bool floats = (e == SP_ELEM_F32 || e == SP_ELEM_F64) && le == e && re == e;
+        bool ints = is_int_elem(e) && is_int_elem(le) && is_int_elem(re);
+        if (ok && !floats && !ints) {
+            return op_error(p, x->op, err,
+                            "%s on these element types cannot be executed yet (f32 or f64 "
+                            "throughout, or integers)",
                             nm);
         }
         break;
@@ -1093,6 +1399,10 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
         return prepare_conv(p, x, err);
     case SP_OP_REDUCE_WINDOW:
         return prepare_reduce_window(p, x, err);
+    case SP_OP_SORT:
+        return prepare_sort(p, x, err);
+    case SP_OP_SELECT_AND_SCATTER:
+        return prepare_select_scatter(p, x, err);
     case SP_OP_SDY_ALL_REDUCE:
         return p->replicated ? CM_OK : prepare_groups(p, x, "reduction_axes", err);
     case SP_OP_SDY_ALL_GATHER:
@@ -1630,8 +1940,12 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     if (out == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    cm_status st_ = ex_kern_dot(O->elem, bufs[lv], L->ldims, L->rank, bufs[rv], R->ldims, R->rank,
-                                x->a, x->b, x->na, x->c, x->d, x->nc, out);
+    cm_status st_ =
+        elem_float(O->elem)
+            ? ex_kern_dot(O->elem, bufs[lv], L->ldims, L->rank, bufs[rv], R->ldims, R->rank, x->a,
+                          x->b, x->na, x->c, x->d, x->nc, out)
+            : ex_kern_dot_int(L->elem, bufs[lv], L->ldims, L->rank, R->elem, bufs[rv], R->ldims,
+                              R->rank, x->a, x->b, x->na, x->c, x->d, x->nc, O->elem, out);
     if (st_ != CM_OK) {
         cm_free(out);
         return st_ == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
@@ -2397,6 +2711,43 @@ static cm_status copy_view(const prog *p, void **bufs, uint32_t dev, uint32_t v,
 static const char not_local[] = "the operand block does not hold what the result block needs "
                                 "(this sharding of the op cannot be executed yet)";
 
+/* How many of a grouped convolution's groups device dev holds (*gl; 1
+ * without groups). With feature (batch) groups the device must hold whole
+ * groups, the same ones, in the input's features (batch), the kernel's
+ * output features and the result's: false when it does not. */
+static bool conv_local_groups(const prog *p, const xop *x, uint32_t dev, int64_t *gl)
+{
+    const ex_conv_dims *cd = x->ext;
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], kv = o->operands[1], r = o->first_result;
+    const vinfo *I = &p->vi[v], *K = &p->vi[kv], *O = &p->vi[r];
+    int64_t groups = cd->fgc > 1 ? cd->fgc : cd->bgc;
+    *gl = 1;
+    if (groups <= 1) {
+        return true;
+    }
+    /* the input dim split into groups, its extent per group, and the output
+     * features per group */
+    int64_t gd = cd->fgc > 1 ? cd->ifeat : cd->ib;
+    int64_t per = cd->fgc > 1 ? K->gdims[cd->ki] : O->gdims[cd->ob];
+    int64_t og = K->gdims[cd->ko] / groups;
+    const int64_t *ioff = voff(p, v, dev), *koff = voff(p, kv, dev), *roff = voff(p, r, dev);
+    bool inner_whole =
+        cd->fgc > 1 ? K->ldims[cd->ki] == K->gdims[cd->ki] : O->ldims[cd->ob] == O->gdims[cd->ob];
+    if (per == 0 || og == 0) {
+        *gl = groups;
+        return inner_whole && I->ldims[gd] == I->gdims[gd] &&
+               K->ldims[cd->ko] == K->gdims[cd->ko] && O->ldims[cd->ofeat] == O->gdims[cd->ofeat];
+    }
+    *gl = I->ldims[gd] / per;
+    return inner_whole && *gl >= 1 && I->ldims[gd] == *gl * per && ioff[gd] % per == 0 &&
+           valid_len(I, (uint32_t)gd, ioff[gd]) == I->ldims[gd] && K->ldims[cd->ko] == *gl * og &&
+           koff[cd->ko] == ioff[gd] / per * og &&
+           valid_len(K, (uint32_t)cd->ko, koff[cd->ko]) == K->ldims[cd->ko] &&
+           O->ldims[cd->ofeat] == *gl * og && roff[cd->ofeat] == koff[cd->ko] &&
+           valid_len(O, (uint32_t)cd->ofeat, roff[cd->ofeat]) == O->ldims[cd->ofeat];
+}
+
 /* pad, dynamic_slice, dynamic_update_slice, gather, scatter, convolution on
  * device dev into out (every element written). */
 static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t dev, void *out,
@@ -2485,6 +2836,34 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
         }
         return CM_OK;
     }
+    case SP_OP_SELECT_AND_SCATTER: {
+        uint32_t sv = o->operands[1];
+        const vinfo *S = &p->vi[sv];
+        const int64_t *soff = voff(p, sv, dev);
+        int64_t lo[EX_MAX_RANK];
+        for (uint32_t k = 0; k < I->rank; k++) {
+            lo[k] = x->nc ? x->c[2 * k] : 0;
+            bool plain =
+                x->a[k] == 1 && x->b[k] == 1 && lo[k] == 0 && (!x->nc || x->c[2 * k + 1] == 0);
+            bool ok = plain ? I->ldims[k] == O->ldims[k] && ioff[k] == roff[k] &&
+                                  S->ldims[k] == O->ldims[k] && soff[k] == roff[k]
+                            : I->ldims[k] == I->gdims[k] && O->ldims[k] == O->gdims[k] &&
+                                  S->ldims[k] == S->gdims[k];
+            if (!ok) {
+                return local_error(p, x, err, not_local);
+            }
+        }
+        if (ex_kern_select_scatter(O->elem,
+                                   x->dim == CMP_GE   ? EX_CMP_GE
+                                   : x->dim == CMP_GT ? EX_CMP_GT
+                                   : x->dim == CMP_LE ? EX_CMP_LE
+                                                      : EX_CMP_LT,
+                                   x->nd == 1, x->fn, bufs[v], I->ldims, I->rank, bufs[sv],
+                                   S->ldims, x->a, x->b, lo, bufs[o->operands[2]], out) != CM_OK) {
+            return local_error(p, x, err, "no kernel for this element type and body");
+        }
+        return CM_OK;
+    }
     case SP_OP_REDUCE_WINDOW: {
         int64_t lo[EX_MAX_RANK];
         for (uint32_t k = 0; k < I->rank; k++) {
@@ -2504,22 +2883,30 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
         return CM_OK;
     }
     default: { /* SP_OP_CONVOLUTION */
-        const ex_conv_dims *cd = x->ext;
+        ex_conv_dims cd = *(const ex_conv_dims *)x->ext;
         uint32_t kv = o->operands[1];
         const vinfo *K = &p->vi[kv];
-        bool ok = I->ldims[cd->ib] == O->ldims[cd->ob] && I->ldims[cd->ifeat] == K->ldims[cd->ki] &&
-                  K->ldims[cd->ko] == O->ldims[cd->ofeat];
-        for (uint32_t j = 0; ok && j < cd->ns; j++) {
-            ok = I->ldims[cd->is[j]] == I->gdims[cd->is[j]] &&
-                 K->ldims[cd->ks[j]] == K->gdims[cd->ks[j]] &&
-                 O->ldims[cd->os[j]] == O->gdims[cd->os[j]];
+        int64_t gl = 1;
+        bool ok = conv_local_groups(p, x, dev, &gl);
+        if (cd.fgc > 1) {
+            cd.fgc = gl;
+        } else if (cd.bgc > 1) {
+            cd.bgc = gl;
+        }
+        ok = ok && I->ldims[cd.ib] == O->ldims[cd.ob] * cd.bgc &&
+             I->ldims[cd.ifeat] == K->ldims[cd.ki] * cd.fgc &&
+             K->ldims[cd.ko] == O->ldims[cd.ofeat];
+        for (uint32_t j = 0; ok && j < cd.ns; j++) {
+            ok = I->ldims[cd.is[j]] == I->gdims[cd.is[j]] &&
+                 K->ldims[cd.ks[j]] == K->gdims[cd.ks[j]] &&
+                 O->ldims[cd.os[j]] == O->gdims[cd.os[j]];
         }
         if (!ok || O->lcount > INT32_MAX || I->lcount > INT32_MAX || K->lcount > INT32_MAX) {
             return local_error(p, x, err,
-                               "a convolution sharded on a spatial dimension cannot be "
-                               "executed yet");
+                               "a convolution sharded on a spatial dimension (or with groups, "
+                               "not in whole groups) cannot be executed yet");
         }
-        cm_status st_ = ex_kern_conv(O->elem, cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
+        cm_status st_ = ex_kern_conv(O->elem, &cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
                                      O->ldims, O->rank);
         if (st_ != CM_OK) {
             return st_ == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
@@ -2528,6 +2915,61 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
         return CM_OK;
     }
     }
+}
+
+/* sort on device dev into fresh result buffers: each result block must hold
+ * the sort dimension whole (the partitioner gathers it) and each operand's
+ * block what its result's block needs. */
+static cm_status run_sort(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t n = o->n_operands, r0 = o->first_result, dim = (uint32_t)x->dim;
+    const vinfo *O = &p->vi[r0];
+    const int64_t *roff = voff(p, r0, dev);
+    for (uint32_t j = 0; j < n; j++) {
+        const vinfo *R = &p->vi[r0 + j];
+        if (R->ldims[dim] != R->gdims[dim]) {
+            return local_error(p, x, err,
+                               "a sort sharded along its sort dimension cannot be executed "
+                               "(the partitioner must gather that dimension first)");
+        }
+        for (uint32_t k = 0; k < O->rank; k++) {
+            int64_t a = roff[k], b = roff[k] + valid_len(O, k, roff[k]);
+            if (R->ldims[k] != O->ldims[k] || voff(p, r0 + j, dev)[k] != a ||
+                !holds(p, o->operands[j], dev, k, a, b)) {
+                return local_error(p, x, err, not_local);
+            }
+        }
+    }
+    const void **in = cm_calloc(n, sizeof *in);
+    void **out = cm_calloc(n, sizeof *out), **tmp = cm_calloc(n, sizeof *tmp);
+    sp_elem *el = cm_calloc(n, sizeof *el);
+    cm_status st_ = in == NULL || out == NULL || tmp == NULL || el == NULL ? CM_ENOMEM : CM_OK;
+    for (uint32_t j = 0; st_ == CM_OK && j < n; j++) {
+        el[j] = p->vi[r0 + j].elem;
+        in[j] = view_as(p, bufs, dev, o->operands[j], r0 + j, &tmp[j]);
+        out[j] = alloc_buffer(p, bufs, r0 + j, false);
+        st_ = in[j] == NULL || out[j] == NULL ? CM_ENOMEM : CM_OK;
+    }
+    if (st_ == CM_OK) {
+        st_ = ex_kern_sort(n, el, in, out, O->ldims, O->rank, dim, x->ext, (uint32_t)x->fn);
+    }
+    for (uint32_t j = 0; out != NULL && j < n; j++) {
+        if (st_ == CM_OK) {
+            bufs[r0 + j] = out[j];
+        } else {
+            cm_free(out[j]);
+        }
+        cm_free(tmp != NULL ? tmp[j] : NULL);
+    }
+    cm_free(in);
+    cm_free(out);
+    cm_free(tmp);
+    cm_free(el);
+    if (st_ == CM_ENOMEM) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    return st_ == CM_OK ? CM_OK : local_error(p, x, err, "no kernel for these element types");
 }
 
 /* Runs one non-collective op on device dev. */
@@ -2544,6 +2986,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         return run_dot(p, x, bufs, r, err);
     case SP_OP_REDUCE:
         return run_reduce(p, x, bufs, r, err);
+    case SP_OP_SORT:
+        return run_sort(p, x, bufs, dev, err);
     default:
         break;
     }
@@ -2653,6 +3097,12 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             break;
         }
         sp_elem ie = p->vi[v0].elem;
+        if (O->elem == SP_ELEM_I1 && x->nd == 1) { /* TOTALORDER */
+            if (!ex_kern_compare_total(x->fn, ie, a, b, out, O->lcount)) {
+                st_ = local_error(p, x, err, "no kernel for this element type");
+            }
+            break;
+        }
         elem_job j = {.what = EK_COMPARE, .dir = x->fn, .ie = ie, .oe = O->elem, .a = a, .b = b,
                       .out = out, .sa = p->vi[v0].esz, .sb = p->vi[v0].esz, .so = O->esz,
                       .n = O->lcount};
@@ -2797,6 +3247,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_SCATTER:
     case SP_OP_CONVOLUTION:
     case SP_OP_REDUCE_WINDOW:
+    case SP_OP_SELECT_AND_SCATTER:
         st_ = run_kern_op(p, x, bufs, dev, out, err);
         break;
     case SP_OP_CONCATENATE: {

@@ -1035,20 +1035,34 @@ cm_status ex_kern_reduce(int fn, sp_elem e, const void *in, const int64_t *dims,
 
 /* ---- reduce_window ------------------------------------------------------------------- */
 
+/* The offset (*at, strides ist) in an array of dims idims of position w of
+ * the window at o, o * stride - pad_lo + w; false when that is in the
+ * padding. */
+static bool window_at(const int64_t *o, const int64_t *w, const int64_t *stride,
+                      const int64_t *pad_lo, const int64_t *idims, const int64_t *ist,
+                      uint32_t rank, size_t *at)
+{
+    *at = 0;
+    for (uint32_t k = 0; k < rank; k++) {
+        int64_t x = o[k] * stride[k] - pad_lo[k] + w[k];
+        if (x < 0 || x >= idims[k]) {
+            return false;
+        }
+        *at += (size_t)(x * ist[k]);
+    }
+    return true;
+}
+
 #define WIN_BODY(COMB)                                                                             \
     for (size_t i = 0; i < n; i++) {                                                               \
         double acc = iv;                                                                           \
         int64_t w[EX_KERN_MAX_RANK] = {0};                                                         \
         for (size_t j = 0; j < nwin; j++) {                                                        \
-            size_t at = 0;                                                                         \
-            bool inside = true;                                                                    \
-            for (uint32_t k = 0; k < rank && inside; k++) {                                        \
-                int64_t x = o[k] * stride[k] - pad_lo[k] + w[k];                                   \
-                inside = x >= 0 && x < idims[k];                                                   \
-                at += (size_t)(x * ist[k]);                                                        \
-            }                                                                                      \
-            double v = !inside ? iv : e == SP_ELEM_F32 ? (double)((const float *)in)[at]           \
-                                                       : ((const double *)in)[at];                 \
+            size_t at;                                                                             \
+            bool inside = window_at(o, w, stride, pad_lo, idims, ist, rank, &at);                  \
+            double v = !inside            ? iv                                                     \
+                       : e == SP_ELEM_F32 ? (double)((const float *)in)[at]                        \
+                                          : ((const double *)in)[at];                              \
             acc = COMB(acc, v);                                                                    \
             for (uint32_t k = rank; k-- > 0;) {                                                    \
                 if (++w[k] < win[k]) {                                                             \
@@ -1191,6 +1205,27 @@ static void *pack(const void *x, const int64_t *dims, uint32_t rank, const int64
     return t;
 }
 
+/* The dims of an operand of rank dims that are neither batching (b) nor
+ * contracting (c), in order, into f; returns their count. */
+static uint32_t free_dims(uint32_t rank, const int64_t *b, uint32_t nb, const int64_t *c,
+                          uint32_t nc, int64_t *f)
+{
+    bool used[EX_KERN_MAX_RANK] = {false};
+    for (uint32_t i = 0; i < nb; i++) {
+        used[b[i]] = true;
+    }
+    for (uint32_t i = 0; i < nc; i++) {
+        used[c[i]] = true;
+    }
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < rank; k++) {
+        if (!used[k]) {
+            f[n++] = k;
+        }
+    }
+    return n;
+}
+
 cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t lrank, const void *r,
                       const int64_t *rdims, uint32_t rrank, const int64_t *lb, const int64_t *rb,
                       uint32_t n_b, const int64_t *lc, const int64_t *rc, uint32_t n_c, void *out)
@@ -1202,31 +1237,8 @@ cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t l
     size_t esz = sp_elem_bytes(e);
     int64_t lst[EX_KERN_MAX_RANK], rst[EX_KERN_MAX_RANK];
     int64_t lf[EX_KERN_MAX_RANK], rf[EX_KERN_MAX_RANK];
-    uint32_t nlf = 0, nrf = 0;
-    bool used[EX_KERN_MAX_RANK] = {false};
-    for (uint32_t i = 0; i < n_b; i++) {
-        used[lb[i]] = true;
-    }
-    for (uint32_t i = 0; i < n_c; i++) {
-        used[lc[i]] = true;
-    }
-    for (uint32_t k = 0; k < lrank; k++) {
-        if (!used[k]) {
-            lf[nlf++] = k;
-        }
-    }
-    memset(used, 0, sizeof used);
-    for (uint32_t i = 0; i < n_b; i++) {
-        used[rb[i]] = true;
-    }
-    for (uint32_t i = 0; i < n_c; i++) {
-        used[rc[i]] = true;
-    }
-    for (uint32_t k = 0; k < rrank; k++) {
-        if (!used[k]) {
-            rf[nrf++] = k;
-        }
-    }
+    uint32_t nlf = free_dims(lrank, lb, n_b, lc, n_c, lf),
+             nrf = free_dims(rrank, rb, n_b, rc, n_c, rf);
     row_major_strides(ldims, lrank, lst);
     row_major_strides(rdims, rrank, rst);
     mview lv, rv;
@@ -1316,6 +1328,91 @@ cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t l
     }
     cm_free(lp);
     cm_free(rp);
+    return CM_OK;
+}
+
+static bool is_int_type(sp_elem e)
+{
+    return e == SP_ELEM_I8 || e == SP_ELEM_I16 || e == SP_ELEM_I32 || e == SP_ELEM_I64 ||
+           e == SP_ELEM_UI8 || e == SP_ELEM_UI16 || e == SP_ELEM_UI32 || e == SP_ELEM_UI64;
+}
+
+/* An integer operand as int64 (sign- or zero-extended) in [batch, a, b]
+ * order (pack), or NULL. */
+static uint64_t *pack_int(sp_elem e, const void *x, const int64_t *dims, uint32_t rank,
+                          const int64_t *bd, uint32_t nb, const int64_t *ad, uint32_t na,
+                          const int64_t *bdd, uint32_t nbb)
+{
+    size_t n = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        n *= (size_t)dims[k];
+    }
+    int64_t *wide = cm_alloc(n * sizeof *wide + 8u);
+    if (wide == NULL) {
+        return NULL;
+    }
+    ex_kern_convert(e, x, SP_ELEM_I64, wide, n);
+    uint64_t *t = pack(wide, dims, rank, bd, nb, ad, na, bdd, nbb, sizeof *wide);
+    cm_free(wide);
+    return t;
+}
+
+cm_status ex_kern_dot_int(sp_elem le, const void *l, const int64_t *ldims, uint32_t lrank,
+                          sp_elem re, const void *r, const int64_t *rdims, uint32_t rrank,
+                          const int64_t *lb, const int64_t *rb, uint32_t n_b, const int64_t *lc,
+                          const int64_t *rc, uint32_t n_c, sp_elem oe, void *out)
+{
+    if (!is_int_type(le) || !is_int_type(re) || !is_int_type(oe) || lrank > EX_KERN_MAX_RANK ||
+        rrank > EX_KERN_MAX_RANK) {
+        return CM_EINVAL;
+    }
+    int64_t lf[EX_KERN_MAX_RANK], rf[EX_KERN_MAX_RANK];
+    uint32_t nlf = free_dims(lrank, lb, n_b, lc, n_c, lf),
+             nrf = free_dims(rrank, rb, n_b, rc, n_c, rf);
+    size_t B = 1, M = 1, N = 1, K = 1;
+    for (uint32_t i = 0; i < n_b; i++) {
+        B *= (size_t)ldims[lb[i]];
+    }
+    for (uint32_t i = 0; i < nlf; i++) {
+        M *= (size_t)ldims[lf[i]];
+    }
+    for (uint32_t i = 0; i < nrf; i++) {
+        N *= (size_t)rdims[rf[i]];
+    }
+    for (uint32_t i = 0; i < n_c; i++) {
+        K *= (size_t)ldims[lc[i]];
+    }
+    if (B * M * N == 0) {
+        return CM_OK;
+    }
+    /* lhs as [batch, free, contract], rhs as [batch, contract, free] */
+    uint64_t *lp = pack_int(le, l, ldims, lrank, lb, n_b, lf, nlf, lc, n_c);
+    uint64_t *rp = pack_int(re, r, rdims, rrank, rb, n_b, rc, n_c, rf, nrf);
+    uint64_t *acc = cm_alloc(N * sizeof *acc + 8u);
+    if (lp == NULL || rp == NULL || acc == NULL) {
+        cm_free(lp);
+        cm_free(rp);
+        cm_free(acc);
+        return CM_ENOMEM;
+    }
+    size_t oesz = sp_elem_bytes(oe);
+    for (size_t b = 0; b < B; b++) {
+        for (size_t m = 0; m < M; m++) {
+            memset(acc, 0, N * sizeof *acc);
+            const uint64_t *lrow = lp + (b * M + m) * K;
+            for (size_t k = 0; k < K; k++) {
+                uint64_t a = lrow[k];
+                const uint64_t *rrow = rp + (b * K + k) * N;
+                for (size_t n = 0; n < N; n++) {
+                    acc[n] += a * rrow[n]; /* unsigned: wraps modulo 2^64 */
+                }
+            }
+            ex_kern_convert(SP_ELEM_UI64, acc, oe, (char *)out + (b * M + m) * N * oesz, N);
+        }
+    }
+    cm_free(lp);
+    cm_free(rp);
+    cm_free(acc);
     return CM_OK;
 }
 
@@ -1636,7 +1733,13 @@ cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const 
         return CM_EINVAL;
     }
     size_t esz = sp_elem_bytes(e);
-    int64_t ns = cd->ns, N = idims[cd->ib], C = idims[cd->ifeat], O = kdims[cd->ko];
+    int64_t fg = cd->fgc > 1 ? cd->fgc : 1, bg = cd->bgc > 1 ? cd->bgc : 1, T = fg * bg;
+    int64_t ns = cd->ns, N = odims[cd->ob], C = kdims[cd->ki], O = kdims[cd->ko];
+    if (idims[cd->ifeat] != C * fg || idims[cd->ib] != N * bg || O % T != 0 ||
+        odims[cd->ofeat] != O) {
+        return CM_EINVAL;
+    }
+    int64_t Og = O / T; /* output features of one group */
     int64_t KS = 1, P = 1;
     for (int64_t j = 0; j < ns; j++) {
         KS *= kdims[cd->ks[j]];
@@ -1646,13 +1749,17 @@ cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const 
     if (N * P * O == 0) {
         return CM_OK;
     }
+    if (KC == 0) { /* nothing to sum */
+        memset(out, 0, (size_t)(N * P * O) * esz);
+        return CM_OK;
+    }
     int64_t ist[EX_KERN_MAX_RANK], ost_[EX_KERN_MAX_RANK];
     row_major_strides(idims, rank, ist);
     row_major_strides(odims, rank, ost_);
     /* the kernel as [spatial..., in, out] */
     void *kp = cm_alloc((size_t)(KC * O) * esz + 8u);
     void *col = cm_alloc((size_t)(P * KC) * esz + 8u);
-    void *tmp = cm_alloc((size_t)(P * O) * esz + 8u);
+    void *tmp = cm_alloc((size_t)(P * Og) * esz + 8u);
     if (kp == NULL || col == NULL || tmp == NULL) {
         cm_free(kp);
         cm_free(col);
@@ -1672,61 +1779,379 @@ cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const 
     ex_kern_affine(ker, kdims, rank, map, kp, pd, rank, esz);
     const char *ib = in;
     int64_t ee = (int64_t)esz;
+    int64_t ext[EX_KERN_MAX_RANK], sst[EX_KERN_MAX_RANK], dstr[EX_KERN_MAX_RANK];
+    for (int64_t j = 0; j < ns; j++) {
+        ext[j] = odims[cd->os[j]];
+        dstr[j] = ost_[cd->os[j]];
+    }
+    ext[ns] = Og;
+    dstr[ns] = ost_[cd->ofeat];
+    row_major_strides(ext, (uint32_t)ns + 1, sst);
     for (int64_t b = 0; b < N; b++) {
-        /* im2col: row p (output position q), columns (kernel position r, c) */
-        int64_t q[EX_KERN_MAX_RANK] = {0};
-        char *cp = col;
-        for (int64_t p = 0; p < P; p++) {
-            int64_t r[EX_KERN_MAX_RANK] = {0};
-            for (int64_t kk = 0; kk < KS; kk++) {
-                bool inside = true;
-                int64_t off = b * ist[cd->ib];
-                for (int64_t j = 0; j < ns && inside; j++) {
-                    int64_t x = q[j] * cd->stride[j] - cd->pad_lo[j] + r[j] * cd->rdil[j];
-                    inside = x >= 0 && x < idims[cd->is[j]];
-                    off += x * ist[cd->is[j]];
+        for (int64_t t = 0; t < T; t++) {
+            /* the input batch element and first feature this group reads */
+            int64_t in_b = bg > 1 ? t * N + b : b, c0 = fg > 1 ? t * C : 0;
+            /* im2col: row p (output position q), columns (kernel position r, c) */
+            int64_t q[EX_KERN_MAX_RANK] = {0};
+            char *cp = col;
+            for (int64_t p = 0; p < P; p++) {
+                int64_t r[EX_KERN_MAX_RANK] = {0};
+                for (int64_t kk = 0; kk < KS; kk++) {
+                    bool inside = true;
+                    int64_t off = in_b * ist[cd->ib] + c0 * ist[cd->ifeat];
+                    for (int64_t j = 0; j < ns && inside; j++) {
+                        int64_t rr = cd->rev[j] ? kdims[cd->ks[j]] - 1 - r[j] : r[j];
+                        int64_t ld = cd->ldil[j] > 1 ? cd->ldil[j] : 1;
+                        /* position in the dilated input; real elements are ld apart */
+                        int64_t xd = q[j] * cd->stride[j] - cd->pad_lo[j] + rr * cd->rdil[j];
+                        inside = xd >= 0 && xd % ld == 0 && xd / ld < idims[cd->is[j]];
+                        off += xd / ld * ist[cd->is[j]];
+                    }
+                    if (inside) {
+                        copy_row(cp, 1, ib + off * ee, ist[cd->ifeat], C, esz);
+                    } else {
+                        memset(cp, 0, (size_t)C * esz);
+                    }
+                    cp += C * ee;
+                    for (int64_t j = ns; j-- > 0;) {
+                        if (++r[j] < kdims[cd->ks[j]]) {
+                            break;
+                        }
+                        r[j] = 0;
+                    }
                 }
-                if (inside) {
-                    copy_row(cp, 1, ib + off * ee, ist[cd->ifeat], C, esz);
-                } else {
-                    memset(cp, 0, (size_t)C * esz);
-                }
-                cp += C * ee;
                 for (int64_t j = ns; j-- > 0;) {
-                    if (++r[j] < kdims[cd->ks[j]]) {
+                    if (++q[j] < odims[cd->os[j]]) {
                         break;
                     }
-                    r[j] = 0;
+                    q[j] = 0;
                 }
             }
-            for (int64_t j = ns; j-- > 0;) {
-                if (++q[j] < odims[cd->os[j]]) {
-                    break;
-                }
-                q[j] = 0;
+            /* this group's output features: columns [t Og, (t+1) Og) of kp */
+            if (e == SP_ELEM_F32) {
+                ex_blas_sgemm_ex(false, false, P, Og, KC, col, KC, (const float *)kp + t * Og, O,
+                                 tmp, Og);
+            } else {
+                ex_blas_dgemm_ex(false, false, P, Og, KC, col, KC, (const double *)kp + t * Og, O,
+                                 tmp, Og);
             }
+            /* tmp [spatial..., Og] into out at batch b, features from t Og */
+            copy_strided((char *)out + (b * ost_[cd->ob] + t * Og * ost_[cd->ofeat]) * ee, dstr,
+                         tmp, sst, ext, (uint32_t)ns + 1, esz);
         }
-        if (e == SP_ELEM_F32) {
-            ex_blas_sgemm_ex(false, false, P, O, KC, col, KC, kp, O, tmp, O);
-        } else {
-            ex_blas_dgemm_ex(false, false, P, O, KC, col, KC, kp, O, tmp, O);
-        }
-        /* tmp [spatial..., O] into out at batch b */
-        int64_t ext[EX_KERN_MAX_RANK], sst[EX_KERN_MAX_RANK], dstr[EX_KERN_MAX_RANK];
-        for (int64_t j = 0; j < ns; j++) {
-            ext[j] = odims[cd->os[j]];
-            dstr[j] = ost_[cd->os[j]];
-        }
-        ext[ns] = O;
-        dstr[ns] = ost_[cd->ofeat];
-        row_major_strides(ext, (uint32_t)ns + 1, sst);
-        copy_strided((char *)out + b * ost_[cd->ob] * ee, dstr, tmp, sst, ext, (uint32_t)ns + 1,
-                     esz);
     }
     cm_free(kp);
     cm_free(col);
     cm_free(tmp);
     return CM_OK;
+}
+
+/* ---- sort ---------------------------------------------------------------------------- */
+
+/* Float bits in an order where unsigned comparison is IEEE-754 totalOrder:
+ * negatives (sign set) reversed below the positives. */
+static uint32_t total32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x80000000u) != 0 ? ~u : (u | 0x80000000u);
+}
+
+static uint64_t total64(double f)
+{
+    uint64_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x8000000000000000u) != 0 ? ~u : (u | 0x8000000000000000u);
+}
+
+#define THREE_WAY(T)                                                                               \
+    {                                                                                              \
+        T x = ((const T *)a)[i], y = ((const T *)a)[j];                                            \
+        return x < y ? -1 : (x > y ? 1 : 0);                                                       \
+    }
+
+/* Compares elements i and j of a: -1, 0, 1, or 2 when unordered (a NaN in
+ * an IEEE comparison). */
+static int three_way(sp_elem e, bool total, const void *a, size_t i, size_t j)
+{
+    switch (e) {
+    case SP_ELEM_F32: {
+        float x = ((const float *)a)[i], y = ((const float *)a)[j];
+        if (total) {
+            uint32_t u = total32(x), v = total32(y);
+            return u < v ? -1 : (u > v ? 1 : 0);
+        }
+        return x < y ? -1 : (x > y ? 1 : (x == y ? 0 : 2));
+    }
+    case SP_ELEM_F64: {
+        double x = ((const double *)a)[i], y = ((const double *)a)[j];
+        if (total) {
+            uint64_t u = total64(x), v = total64(y);
+            return u < v ? -1 : (u > v ? 1 : 0);
+        }
+        return x < y ? -1 : (x > y ? 1 : (x == y ? 0 : 2));
+    }
+    case SP_ELEM_I8:
+        THREE_WAY(int8_t)
+    case SP_ELEM_I16:
+        THREE_WAY(int16_t)
+    case SP_ELEM_I32:
+        THREE_WAY(int32_t)
+    case SP_ELEM_I64:
+        THREE_WAY(int64_t)
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+        THREE_WAY(uint8_t)
+    case SP_ELEM_UI16:
+        THREE_WAY(uint16_t)
+    case SP_ELEM_UI32:
+        THREE_WAY(uint32_t)
+    default:
+        THREE_WAY(uint64_t)
+    }
+}
+
+#define SORT_RUN 16 /* insertion-sorted run before merging */
+
+/* One slice being sorted: each key's array at the slice's first element, and
+ * the distance between the slice's elements. */
+typedef struct sort_slice {
+    const ex_sort_key *keys;
+    uint32_t n_keys;
+    const sp_elem *elems;
+    const char *kbase[EX_SORT_MAX_KEYS]; /* per key */
+    size_t step;
+} sort_slice;
+
+/* The comparator: whether slice position p sorts before q. */
+static bool sort_less(const sort_slice *s, size_t p, size_t q)
+{
+    for (uint32_t k = 0; k < s->n_keys; k++) {
+        const ex_sort_key *key = &s->keys[k];
+        int c =
+            three_way(s->elems[key->operand], key->total, s->kbase[k], p * s->step, q * s->step);
+        if (key->descending && c != 2) {
+            c = -c;
+        }
+        if (c != 0) {
+            return c == -1;
+        }
+    }
+    return false;
+}
+
+/* Stable merge sort of the positions a[0..n) (tmp: n more), insertion-sorted
+ * runs first. */
+static void sort_positions(const sort_slice *s, size_t *a, size_t *tmp, size_t n)
+{
+    for (size_t lo = 0; lo < n; lo += SORT_RUN) {
+        size_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;
+        for (size_t i = lo + 1; i < hi; i++) {
+            size_t v = a[i], j = i;
+            while (j > lo && sort_less(s, v, a[j - 1])) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = v;
+        }
+    }
+    size_t *from = a, *to = tmp;
+    for (size_t w = SORT_RUN; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                /* the right run's element goes first only when strictly less */
+                to[k++] = sort_less(s, from[j], from[i]) ? from[j++] : from[i++];
+            }
+            while (i < mid) {
+                to[k++] = from[i++];
+            }
+            while (j < hi) {
+                to[k++] = from[j++];
+            }
+        }
+        size_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != a) {
+        memcpy(a, from, n * sizeof *a);
+    }
+}
+
+static bool sortable(sp_elem e)
+{
+    return e == SP_ELEM_F32 || e == SP_ELEM_F64 || e == SP_ELEM_I1 || e == SP_ELEM_I8 ||
+           e == SP_ELEM_I16 || e == SP_ELEM_I32 || e == SP_ELEM_I64 || e == SP_ELEM_UI8 ||
+           e == SP_ELEM_UI16 || e == SP_ELEM_UI32 || e == SP_ELEM_UI64;
+}
+
+cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *in, void *const *out,
+                       const int64_t *dims, uint32_t rank, uint32_t dim, const ex_sort_key *keys,
+                       uint32_t n_keys)
+{
+    if (dim >= rank || n_keys > EX_SORT_MAX_KEYS) {
+        return CM_EINVAL;
+    }
+    for (uint32_t k = 0; k < n_keys; k++) {
+        if (keys[k].operand >= n_in || !sortable(elems[keys[k].operand])) {
+            return CM_EINVAL;
+        }
+    }
+    size_t outer = 1, inner = 1, n = (size_t)dims[dim];
+    for (uint32_t k = 0; k < rank; k++) {
+        if (k < dim) {
+            outer *= (size_t)dims[k];
+        } else if (k > dim) {
+            inner *= (size_t)dims[k];
+        }
+    }
+    if (outer * inner * n == 0) {
+        return CM_OK;
+    }
+    size_t *pos = cm_alloc(2 * n * sizeof *pos);
+    if (pos == NULL) {
+        return CM_ENOMEM;
+    }
+    sort_slice sl;
+    sl.keys = keys;
+    sl.n_keys = n_keys;
+    sl.elems = elems;
+    sl.step = inner;
+    for (size_t o = 0; o < outer; o++) {
+        for (size_t i = 0; i < inner; i++) {
+            size_t base = o * n * inner + i;
+            for (uint32_t k = 0; k < n_keys; k++) {
+                uint32_t j = keys[k].operand;
+                sl.kbase[k] = (const char *)in[j] + base * sp_elem_bytes(elems[j]);
+            }
+            for (size_t q = 0; q < n; q++) {
+                pos[q] = q;
+            }
+            sort_positions(&sl, pos, pos + n, n);
+            for (uint32_t j = 0; j < n_in; j++) {
+                size_t esz = sp_elem_bytes(elems[j]);
+                const char *src = (const char *)in[j] + base * esz;
+                char *dst = (char *)out[j] + base * esz;
+                for (size_t q = 0; q < n; q++) {
+                    memcpy(dst + q * inner * esz, src + pos[q] * inner * esz, esz);
+                }
+            }
+        }
+    }
+    cm_free(pos);
+    return CM_OK;
+}
+
+/* ---- select_and_scatter ------------------------------------------------------------- */
+
+/* Whether `x dir y` holds (dir EX_CMP_*) given their three_way comparison c
+ * (2: unordered, where only NE holds). */
+static bool cmp_holds(int dir, int c)
+{
+    switch (dir) {
+    case EX_CMP_EQ:
+        return c == 0;
+    case EX_CMP_NE:
+        return c != 0;
+    case EX_CMP_LT:
+        return c == -1;
+    case EX_CMP_LE:
+        return c == -1 || c == 0;
+    case EX_CMP_GT:
+        return c == 1;
+    default:
+        return c == 1 || c == 0;
+    }
+}
+
+bool ex_kern_compare_total(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n)
+{
+    if (dir < EX_CMP_EQ || dir > EX_CMP_GE || (e != SP_ELEM_F32 && e != SP_ELEM_F64)) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int c;
+        if (e == SP_ELEM_F32) {
+            uint32_t u = total32(((const float *)a)[i]), v = total32(((const float *)b)[i]);
+            c = u < v ? -1 : (u > v ? 1 : 0);
+        } else {
+            uint64_t u = total64(((const double *)a)[i]), v = total64(((const double *)b)[i]);
+            c = u < v ? -1 : (u > v ? 1 : 0);
+        }
+        out[i] = cmp_holds(dir, c);
+    }
+    return true;
+}
+
+#define SEL_SCATTER_BODY(T)                                                                        \
+    {                                                                                              \
+        const T *s = src;                                                                          \
+        T *o = out;                                                                                \
+        T iv = *(const T *)init;                                                                   \
+        for (size_t i = 0; i < nout; i++)                                                          \
+            o[i] = iv;                                                                             \
+        int64_t c[EX_KERN_MAX_RANK] = {0};                                                         \
+        for (size_t si = 0; si < nsrc; si++) {                                                     \
+            int64_t w[EX_KERN_MAX_RANK] = {0};                                                     \
+            bool have = false;                                                                     \
+            size_t pick = 0;                                                                       \
+            for (size_t j = 0; j < nwin; j++) {                                                    \
+                size_t at;                                                                         \
+                bool inside = window_at(c, w, stride, pad_lo, idims, ist, rank, &at);              \
+                if (inside && (!have || !cmp_holds(sel, three_way(e, total, op, pick, at)))) {     \
+                    pick = at;                                                                     \
+                    have = true;                                                                   \
+                }                                                                                  \
+                for (uint32_t k = rank; k-- > 0;) {                                                \
+                    if (++w[k] < win[k])                                                           \
+                        break;                                                                     \
+                    w[k] = 0;                                                                      \
+                }                                                                                  \
+            }                                                                                      \
+            if (have) {                                                                            \
+                T v = s[si];                                                                       \
+                o[pick] = scatter == EX_RED_ADD   ? (T)(o[pick] + v)                               \
+                          : scatter == EX_RED_MUL ? (T)(o[pick] * v)                               \
+                          : scatter == EX_RED_MAX ? COMB_FMAX(o[pick], v)                          \
+                                                  : COMB_FMIN(o[pick], v);                         \
+            }                                                                                      \
+            for (uint32_t k = rank; k-- > 0;) {                                                    \
+                if (++c[k] < sdims[k])                                                             \
+                    break;                                                                         \
+                c[k] = 0;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+        return CM_OK;                                                                              \
+    }
+
+cm_status ex_kern_select_scatter(sp_elem e, int sel, bool total, int scatter, const void *op,
+                                 const int64_t *idims, uint32_t rank, const void *src,
+                                 const int64_t *sdims, const int64_t *win, const int64_t *stride,
+                                 const int64_t *pad_lo, const void *init, void *out)
+{
+    if ((e != SP_ELEM_F32 && e != SP_ELEM_F64) || rank > EX_KERN_MAX_RANK ||
+        (sel != EX_CMP_GE && sel != EX_CMP_GT && sel != EX_CMP_LE && sel != EX_CMP_LT) ||
+        (scatter != EX_RED_ADD && scatter != EX_RED_MUL && scatter != EX_RED_MAX &&
+         scatter != EX_RED_MIN)) {
+        return CM_EINVAL;
+    }
+    size_t nout = 1, nsrc = 1, nwin = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        nout *= (size_t)idims[k];
+        nsrc *= (size_t)sdims[k];
+        nwin *= (size_t)win[k];
+    }
+    int64_t ist[EX_KERN_MAX_RANK];
+    row_major_strides(idims, rank, ist);
+    if (nout == 0) {
+        return CM_OK;
+    }
+    if (e == SP_ELEM_F32) {
+        SEL_SCATTER_BODY(float)
+    }
+    SEL_SCATTER_BODY(double)
 }
 
 /* ---- the core gate ------------------------------------------------------------------------ */

@@ -47,6 +47,11 @@ bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t 
 /* out[i] = a[i] dir b[i] as one byte 0/1 (dir: EX_CMP_*). */
 bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n);
 
+/* The same for f32/f64 under compare_type TOTALORDER: IEEE totalOrder
+ * (-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN; EQ is bit equality). */
+bool ex_kern_compare_total(int dir, sp_elem e, const void *a, const void *b, uint8_t *out,
+                           size_t n);
+
 /* out[i] = pred[scalar ? 0 : i] ? a[i] : b[i] for elements of esz bytes. */
 void ex_kern_select(const uint8_t *pred, bool scalar, const void *a, const void *b, void *out,
                     size_t n, size_t esz);
@@ -124,19 +129,27 @@ cm_status ex_kern_gather(const ex_gather_dims *g, const ex_block *op, const ex_b
 cm_status ex_kern_scatter(const ex_gather_dims *g, int combine, const ex_block *ix,
                           const ex_block *upd, const ex_block *out);
 
-/* A convolution's layout and window (stablehlo.convolution without lhs
- * dilation, groups or reversal). */
+/* A convolution's layout, window and groups (stablehlo.convolution). */
 typedef struct ex_conv_dims {
     uint32_t ns;                             /* spatial dims */
     int64_t ib, ifeat, is[EX_KERN_MAX_RANK]; /* input batch, feature, spatial */
     int64_t ki, ko, ks[EX_KERN_MAX_RANK];    /* kernel in/out feature, spatial */
     int64_t ob, ofeat, os[EX_KERN_MAX_RANK]; /* output */
     int64_t stride[EX_KERN_MAX_RANK], pad_lo[EX_KERN_MAX_RANK], rdil[EX_KERN_MAX_RANK];
+    int64_t ldil[EX_KERN_MAX_RANK]; /* lhs (input) dilation; 0 counts as 1 */
+    bool rev[EX_KERN_MAX_RANK];     /* window reversal: the kernel read backwards */
+    int64_t fgc, bgc;               /* feature / batch group count; 0 counts as 1 */
 } ex_conv_dims;
 
-/* out = conv(in, ker) for f32/f64 by im2col and one sgemm/dgemm per batch
- * element; dims are the local blocks (spatial dims whole). Sizes must fit in
- * an int. Errors: CM_EINVAL (type), CM_ENOMEM. */
+/* out = conv(in, ker) for f32/f64 by im2col and one sgemm/dgemm per output
+ * batch element and group; dims are the local blocks (spatial dims whole,
+ * and with groups the feature dims whole, and the batch dims too with batch
+ * groups). Group g of fgc reads input features [g C/fgc, (g+1) C/fgc) and
+ * writes output features [g O/fgc, (g+1) O/fgc); batch group g of bgc
+ * reads input batch elements [g N/bgc, (g+1) N/bgc) and writes the same
+ * output features range of O/bgc. An input dilated by ldil reads zeros
+ * between its elements. Sizes must fit in an int.
+ * Errors: CM_EINVAL (type, or dims that do not fit the groups), CM_ENOMEM. */
 cm_status ex_kern_conv(sp_elem e, const ex_conv_dims *cd, const void *in, const int64_t *idims,
                        const void *ker, const int64_t *kdims, void *out, const int64_t *odims,
                        uint32_t rank);
@@ -171,6 +184,55 @@ cm_status ex_kern_reduce_window(int fn, sp_elem e, const void *in, const int64_t
 cm_status ex_kern_dot(sp_elem e, const void *l, const int64_t *ldims, uint32_t lrank, const void *r,
                       const int64_t *rdims, uint32_t rrank, const int64_t *lb, const int64_t *rb,
                       uint32_t n_b, const int64_t *lc, const int64_t *rc, uint32_t n_c, void *out);
+
+/* ---- sort and select_and_scatter ------------------------------------------------------ */
+
+/* One key of a sort comparator. Keys are compared in order: the first key
+ * that orders two elements decides, a key under which they are equal passes
+ * to the next (JAX's lexicographic comparators `lt0 or (eq0 and (lt1 ...))`);
+ * unordered (a NaN under FLOAT) decides "not less". */
+typedef struct ex_sort_key {
+    uint32_t operand; /* index of the input compared */
+    bool descending;  /* GT: larger first; else LT */
+    bool total;       /* floats: TOTALORDER (-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN,
+                         as the bits in sign-magnitude order); else IEEE quiet comparisons */
+} ex_sort_key;
+
+#define EX_SORT_MAX_KEYS 64 /* keys of one comparator */
+
+/* stablehlo.sort: sorts every 1-D slice along dim of the n_in arrays (each of
+ * dims, rank, types elems) together by the keys, stably (a merge sort), into
+ * out[j] (which must not alias in[j]).
+ * Errors: CM_EINVAL (a key on a type without a kernel, dim out of range: out
+ * untouched), CM_ENOMEM. */
+cm_status ex_kern_sort(uint32_t n_in, const sp_elem *elems, const void *const *in, void *const *out,
+                       const int64_t *dims, uint32_t rank, uint32_t dim, const ex_sort_key *keys,
+                       uint32_t n_keys);
+
+/* stablehlo.select_and_scatter of f32/f64 arrays (dims held whole): out
+ * (dims idims, like the operand op) gets init everywhere; then for each source
+ * element at s (dims sdims, row-major order) its window, at s * stride -
+ * pad_lo + w for w < win, is walked in row-major order, positions in the
+ * padding skipped: the first element is picked, and a later one replaces the
+ * pick when select(pick, candidate) is false, select being `pick sel
+ * candidate` (sel EX_CMP_GE/GT/LE/LT; total: TOTALORDER, else IEEE quiet);
+ * out at the pick becomes scatter(out, source) (EX_RED_ADD/MUL/MAX/MIN). A
+ * window wholly in the padding picks nothing.
+ * Errors: CM_EINVAL (other types, directions or bodies: out untouched). */
+cm_status ex_kern_select_scatter(sp_elem e, int sel, bool total, int scatter, const void *op,
+                                 const int64_t *idims, uint32_t rank, const void *src,
+                                 const int64_t *sdims, const int64_t *win, const int64_t *stride,
+                                 const int64_t *pad_lo, const void *init, void *out);
+
+/* dot_general of integer arrays (any of i8..i64, ui8..ui64, each operand its
+ * own type) into an integer result of type oe, same layout as ex_kern_dot:
+ * products and sums wrap around in the result type (computed modulo 2^64,
+ * then truncated). A plain loop.
+ * Errors: CM_EINVAL (a non-integer type), CM_ENOMEM. */
+cm_status ex_kern_dot_int(sp_elem le, const void *l, const int64_t *ldims, uint32_t lrank,
+                          sp_elem re, const void *r, const int64_t *rdims, uint32_t rrank,
+                          const int64_t *lb, const int64_t *rb, uint32_t n_b, const int64_t *lc,
+                          const int64_t *rc, uint32_t n_c, sp_elem oe, void *out);
 
 /* ---- the core gate ------------------------------------------------------------------ */
 

@@ -648,6 +648,151 @@ static void test_ex_check_text_new_ops_partitioned_match(void **state)
                    4);
 }
 
+/* sort sharded on its other dimension (per device), and on its sort
+ * dimension (the partitioner gathers it first); select_and_scatter (a max
+ * pool's gradient) sharded on the batch. */
+static void test_ex_check_text_sort_select_scatter_partitioned_match(void **state)
+{
+    (void)state;
+#define SORT_MOD(sh)                                                                               \
+    MESH "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, " sh        \
+         ">}) -> (tensor<8x16xf32>, tensor<8x16xi32>) {\n"                                         \
+         "  %i = stablehlo.iota dim = 1 : tensor<8x16xi32>\n"                                      \
+         "  %0:2 = \"stablehlo.sort\"(%arg0, %i) ({\n"                                             \
+         "  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):\n"           \
+         "    %x = stablehlo.compare GT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> "      \
+         "tensor<i1>\n"                                                                            \
+         "    stablehlo.return %x : tensor<i1>\n"                                                  \
+         "  }) {dimension = 1 : i64, is_stable = true} : (tensor<8x16xf32>, tensor<8x16xi32>) "    \
+         "-> (tensor<8x16xf32>, tensor<8x16xi32>)\n"                                               \
+         "  %1 = stablehlo.exponential %0#0 : tensor<8x16xf32>\n"                                  \
+         "  return %1, %0#1 : tensor<8x16xf32>, tensor<8x16xi32>\n}\n"
+    assert_matches(SORT_MOD("[{\"x\", \"y\"}, {}]"), 4);
+    assert_matches(SORT_MOD("[{\"x\"}, {\"y\"}]"), 4);
+#undef SORT_MOD
+    assert_matches(
+        MESH "func.func @main(%arg0: tensor<4x6x5x3xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {}, {}, {}]>}, %arg1: tensor<4x3x3x3xf32> {sdy.sharding = "
+             "#sdy.sharding<@mesh, [{\"x\"}, {}, {}, {}]>}) -> tensor<4x6x5x3xf32> {\n"
+             "  %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+             "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
+             "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+             "    %c = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> "
+             "tensor<i1>\n"
+             "    stablehlo.return %c : tensor<i1>\n"
+             "  }, {\n"
+             "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+             "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+             "    stablehlo.return %s : tensor<f32>\n"
+             "  }) {padding = dense<[[0, 0], [0, 0], [0, 1], [0, 0]]> : tensor<4x2xi64>, "
+             "window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, "
+             "1>} : (tensor<4x6x5x3xf32>, tensor<4x3x3x3xf32>, tensor<f32>) -> "
+             "tensor<4x6x5x3xf32>\n"
+             "  return %0 : tensor<4x6x5x3xf32>\n}\n",
+        4);
+}
+
+/* Integer dots: i8 x i8 -> i8 wrapping (the operands multiplied by 37
+ * first, so they wrap too) and i8 x i8 -> i32, sharded on free dims;
+ * i16 x i16 -> i32 with the contraction sharded (partial sums all-reduced). */
+static void test_ex_check_text_integer_dots_partitioned_match(void **state)
+{
+    (void)state;
+    assert_matches(
+        MESH "func.func @main(%arg0: tensor<8x16xi8> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {}]>}, %arg1: tensor<16x6xi8> {sdy.sharding = #sdy.sharding<@mesh, [{}, "
+             "{\"y\"}]>}) -> (tensor<8x6xi8>, tensor<8x6xi32>) {\n"
+             "  %c = stablehlo.constant dense<37> : tensor<8x16xi8>\n"
+             "  %a = stablehlo.multiply %arg0, %c : tensor<8x16xi8>\n"
+             "  %0 = stablehlo.dot_general %a, %arg1, contracting_dims = [1] x [0] : "
+             "(tensor<8x16xi8>, tensor<16x6xi8>) -> tensor<8x6xi8>\n"
+             "  %1 = stablehlo.dot_general %a, %arg1, contracting_dims = [1] x [0] : "
+             "(tensor<8x16xi8>, tensor<16x6xi8>) -> tensor<8x6xi32>\n"
+             "  return %0, %1 : tensor<8x6xi8>, tensor<8x6xi32>\n}\n",
+        4);
+    assert_matches(MESH "func.func @main(%arg0: tensor<4x8x16xi16> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\"}, {}, {\"y\"}]>}, %arg1: "
+                        "tensor<4x16x6xi16> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
+                        "{\"y\"}, {}]>}) -> tensor<4x8x6xi32> {\n"
+                        "  %0 = stablehlo.dot_general %arg0, %arg1, batching_dims = [0] x [0], "
+                        "contracting_dims = [2] x [1] : (tensor<4x8x16xi16>, tensor<4x16x6xi16>) "
+                        "-> tensor<4x8x6xi32>\n"
+                        "  return %0 : tensor<4x8x6xi32>\n}\n",
+                   4);
+}
+
+/* Convolutions JAX emits in training: depthwise (feature groups) sharded on
+ * the batch and on the channels (each device holds whole groups), a
+ * transposed one (lhs dilation, reversed window) sharded on the batch, and
+ * a weight gradient (batch groups) with the batch sharded, i.e. one batch
+ * group per device. */
+static void test_ex_check_text_grouped_dilated_convs_partitioned_match(void **state)
+{
+    (void)state;
+    assert_matches(MESH "func.func @main(%arg0: tensor<4x6x6x4xf32> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\"}, {}, {}, {}]>}, %arg1: "
+                        "tensor<3x3x1x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {}, "
+                        "{\"y\"}]>}) -> tensor<4x3x3x8xf32> {\n"
+                        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, "
+                        "f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[1, "
+                        "1], [1, 1]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, "
+                        "feature_group_count = 4 : i64} : (tensor<4x6x6x4xf32>, "
+                        "tensor<3x3x1x8xf32>) -> tensor<4x3x3x8xf32>\n"
+                        "  return %0 : tensor<4x3x3x8xf32>\n}\n",
+                   4);
+    assert_matches(MESH "func.func @main(%arg0: tensor<4x3x3x2xf64> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"x\", \"y\"}, {}, {}, {}]>}, %arg1: "
+                        "tensor<3x3x2x3xf64>) -> tensor<4x6x6x3xf64> {\n"
+                        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, "
+                        "f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, "
+                        "2], [1, 2]], lhs_dilate = [2, 2], rhs_dilate = [1, 1], reverse = [true, "
+                        "true]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+                        "(tensor<4x3x3x2xf64>, tensor<3x3x2x3xf64>) -> tensor<4x6x6x3xf64>\n"
+                        "  return %0 : tensor<4x6x6x3xf64>\n}\n",
+                   4);
+    assert_matches(MESH "func.func @main(%arg0: tensor<3x5x5x4xf32> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{}, {}, {}, {\"x\"}]>}, %arg1: "
+                        "tensor<3x4x4x6xf32>) -> tensor<2x2x2x6xf32> {\n"
+                        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [f, 0, 1, "
+                        "b]x[i, 0, 1, o]->[0, 1, b, f], window = {stride = [1, 1], pad = [[0, "
+                        "0], [0, 0]], rhs_dilate = [1, 1]} {batch_group_count = 2 : i64, "
+                        "feature_group_count = 1 : i64} : (tensor<3x5x5x4xf32>, "
+                        "tensor<3x4x4x6xf32>) -> tensor<2x2x2x6xf32>\n"
+                        "  return %0 : tensor<2x2x2x6xf32>\n}\n",
+                   4);
+}
+
+/* A module run as given (not partitioned) whose sort is held sharded along
+ * its sort dimension: a clear error, not a wrong answer. */
+static void test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "sdy.mesh @mesh = <[\"x\"=2]>\n"
+        "func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}]>}) "
+        "-> tensor<8xf32> {\n"
+        "  %0 = \"stablehlo.sort\"(%arg0) ({\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+        "    stablehlo.return %c : tensor<i1>\n"
+        "  }) {dimension = 0 : i64, sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        "[{\"x\"}]>]>} : (tensor<8xf32>) -> tensor<8xf32>\n"
+        "  return %0 : tensor<8xf32>\n}\n";
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(mod, strlen(mod), 0, &m, &err), CM_OK);
+    ex_tensor *args = NULL, *res = NULL;
+    uint32_t n_args = 0, n_res = 0;
+    assert_int_equal(ex_args_make(m, 1, &args, &n_args, &err), CM_OK);
+    ex_exec_opts o = {.n_devices = 2, .iters = 1};
+    assert_int_equal(ex_exec_run(m, &o, args, n_args, &res, &n_res, &err), CM_EINVAL);
+    assert_string_equal(err.path, "3:3");
+    assert_non_null(strstr(err.msg, "sharded along its sort dimension"));
+    ex_tensors_free(args, n_args);
+    sp_module_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -673,6 +818,10 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_unsupported_op_is_a_clear_error),
         cmocka_unit_test(test_ex_tensors_compare_reports_first_mismatch),
         cmocka_unit_test(test_ex_check_text_new_ops_partitioned_match),
+        cmocka_unit_test(test_ex_check_text_sort_select_scatter_partitioned_match),
+        cmocka_unit_test(test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error),
+        cmocka_unit_test(test_ex_check_text_integer_dots_partitioned_match),
+        cmocka_unit_test(test_ex_check_text_grouped_dilated_convs_partitioned_match),
     };
     return cmocka_run_group_tests_name("ex_exec", tests, NULL, NULL);
 }

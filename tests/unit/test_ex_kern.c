@@ -628,25 +628,112 @@ static void test_ex_kern_place_clips_to_the_block(void **state)
 }
 
 /* A naive NHWC / HWIO convolution. */
-static double naive_conv(const double *in, const int64_t *id, const double *k, const int64_t *kd,
-                         int64_t b, int64_t y, int64_t x, int64_t o, const int64_t *stride,
-                         const int64_t *pad, const int64_t *dil)
+/* A 2-D convolution's window and groups (0 counts as 1 in ldil, fgc, bgc). */
+typedef struct conv_case {
+    int64_t stride[2], pad[2], pad_hi[2], dil[2], ldil[2];
+    bool rev[2];
+    int64_t fgc, bgc;
+} conv_case;
+
+static int64_t one_if_0(int64_t v)
 {
+    return v > 0 ? v : 1;
+}
+
+/* out[b, y, x, o] of an NHWC x HWIO -> NHWC convolution, from the spec's
+ * definition: window position w of the padded, dilated input pairs with
+ * kernel element w (K - 1 - w when reversed); group g reads its slice of
+ * the input features (feature groups) or of the batch (batch groups). */
+static double naive_conv(const double *in, const int64_t *id, const double *k, const int64_t *kd,
+                         int64_t b, int64_t y, int64_t x, int64_t o, const conv_case *cc)
+{
+    int64_t fg = one_if_0(cc->fgc), bg = one_if_0(cc->bgc), g = o / (kd[3] / (fg * bg));
+    int64_t n = bg > 1 ? g * (id[0] / bg) + b : b, c0 = fg > 1 ? g * kd[2] : 0;
+    int64_t at[2] = {y, x};
     double acc = 0;
-    for (int64_t ky = 0; ky < kd[0]; ky++) {
-        for (int64_t kx = 0; kx < kd[1]; kx++) {
-            int64_t iy = y * stride[0] - pad[0] + ky * dil[0];
-            int64_t ix = x * stride[1] - pad[1] + kx * dil[1];
-            if (iy < 0 || iy >= id[1] || ix < 0 || ix >= id[2]) {
+    for (int64_t wy = 0; wy < kd[0]; wy++) {
+        for (int64_t wx = 0; wx < kd[1]; wx++) {
+            int64_t w[2] = {wy, wx}, src[2];
+            bool real = true;
+            for (int d = 0; d < 2; d++) {
+                int64_t ld = one_if_0(cc->ldil[d]);
+                int64_t pos = at[d] * cc->stride[d] + w[d] * cc->dil[d] - cc->pad[d];
+                real = real && pos >= 0 && pos % ld == 0 && pos / ld < id[1 + d];
+                src[d] = pos / ld;
+            }
+            if (!real) {
                 continue;
             }
-            for (int64_t c = 0; c < id[3]; c++) {
-                acc += in[((b * id[1] + iy) * id[2] + ix) * id[3] + c] *
+            int64_t ky = cc->rev[0] ? kd[0] - 1 - wy : wy, kx = cc->rev[1] ? kd[1] - 1 - wx : wx;
+            for (int64_t c = 0; c < kd[2]; c++) {
+                acc += in[((n * id[1] + src[0]) * id[2] + src[1]) * id[3] + c0 + c] *
                        k[((ky * kd[1] + kx) * kd[2] + c) * kd[3] + o];
             }
         }
     }
     return acc;
+}
+
+/* Runs ex_kern_conv (NHWC, f64 and f32) on random data of dims id x kd
+ * under cc and checks every output element against naive_conv. */
+static void check_conv_case(const int64_t *id, const int64_t *kd, const conv_case *cc)
+{
+    int64_t od[4] = {id[0] / one_if_0(cc->bgc), 0, 0, kd[3]};
+    for (int d = 0; d < 2; d++) {
+        int64_t in = (id[1 + d] - 1) * one_if_0(cc->ldil[d]) + 1;
+        int64_t span = (kd[d] - 1) * cc->dil[d] + 1;
+        od[1 + d] = (in + cc->pad[d] + cc->pad_hi[d] - span) / cc->stride[d] + 1;
+    }
+    size_t ni = (size_t)(id[0] * id[1] * id[2] * id[3]),
+           nk = (size_t)(kd[0] * kd[1] * kd[2] * kd[3]),
+           no = (size_t)(od[0] * od[1] * od[2] * od[3]);
+    double *in = malloc(ni * 8), *k = malloc(nk * 8), *out = malloc(no * 8);
+    float *inf = malloc(ni * 4), *kf = malloc(nk * 4), *outf = malloc(no * 4);
+    uint32_t s = 9;
+    for (size_t i = 0; i < ni; i++) {
+        inf[i] = frand(&s);
+        in[i] = inf[i];
+    }
+    for (size_t i = 0; i < nk; i++) {
+        kf[i] = frand(&s);
+        k[i] = kf[i];
+    }
+    ex_conv_dims cd;
+    memset(&cd, 0, sizeof cd);
+    cd.ns = 2;
+    cd.ifeat = cd.ko = cd.ofeat = 3;
+    cd.ki = 2;
+    for (int j = 0; j < 2; j++) {
+        cd.is[j] = cd.os[j] = j + 1;
+        cd.ks[j] = j;
+        cd.stride[j] = cc->stride[j];
+        cd.pad_lo[j] = cc->pad[j];
+        cd.rdil[j] = cc->dil[j];
+        cd.ldil[j] = cc->ldil[j];
+        cd.rev[j] = cc->rev[j];
+    }
+    cd.fgc = cc->fgc;
+    cd.bgc = cc->bgc;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F64, &cd, in, id, k, kd, out, od, 4), CM_OK);
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, inf, id, kf, kd, outf, od, 4), CM_OK);
+    for (int64_t b = 0; b < od[0]; b++) {
+        for (int64_t y = 0; y < od[1]; y++) {
+            for (int64_t x = 0; x < od[2]; x++) {
+                for (int64_t o = 0; o < od[3]; o++) {
+                    double want = naive_conv(in, id, k, kd, b, y, x, o, cc);
+                    size_t at = (size_t)(((b * od[1] + y) * od[2] + x) * od[3] + o);
+                    assert_true(fabs(out[at] - want) < 1e-12);
+                    assert_true(fabs((double)outf[at] - want) < 1e-5);
+                }
+            }
+        }
+    }
+    free(in);
+    free(k);
+    free(out);
+    free(inf);
+    free(kf);
+    free(outf);
 }
 
 static void test_ex_kern_conv_nhwc_and_nchw_match_naive(void **state)
@@ -664,6 +751,7 @@ static void test_ex_kern_conv_nhwc_and_nchw_match_naive(void **state)
     for (size_t i = 0; i < sizeof k / 8; i++) {
         k[i] = frand(&s);
     }
+    conv_case cc = {{2, 1}, {1, 0}, {1, 0}, {1, 2}, {1, 1}, {false, false}, 1, 1};
     ex_conv_dims cd;
     memset(&cd, 0, sizeof cd);
     cd.ns = 2;
@@ -689,7 +777,7 @@ static void test_ex_kern_conv_nhwc_and_nchw_match_naive(void **state)
         for (int64_t y = 0; y < 4; y++) {
             for (int64_t x = 0; x < 4; x++) {
                 for (int64_t o = 0; o < 5; o++) {
-                    double want = naive_conv(in, id, k, kd, b, y, x, o, stride, pad, dil);
+                    double want = naive_conv(in, id, k, kd, b, y, x, o, &cc);
                     assert_true(fabs(out[((b * 4 + y) * 4 + x) * 5 + o] - want) < 1e-12);
                 }
             }
@@ -739,6 +827,71 @@ static void test_ex_kern_conv_nhwc_and_nchw_match_naive(void **state)
     }
 }
 
+/* Depthwise and grouped convolutions, batch groups (a weight gradient),
+ * lhs dilation with reversal (a transposed convolution / the input gradient
+ * of a strided one), against the spec's definition. */
+static void test_ex_kern_conv_groups_dilation_reversal_match_naive(void **state)
+{
+    (void)state;
+    /* depthwise: 4 features, 4 groups, 2 outputs per group; stride 2, padding */
+    int64_t id1[4] = {2, 7, 6, 4}, kd1[4] = {3, 3, 1, 8};
+    conv_case dw = {{2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {false, false}, 4, 1};
+    check_conv_case(id1, kd1, &dw);
+    /* 2 groups of 2 features, 3 outputs each; rhs dilation, one dim reversed */
+    int64_t id2[4] = {1, 6, 7, 4}, kd2[4] = {2, 3, 2, 6};
+    conv_case grp = {{1, 2}, {0, 2}, {1, 0}, {2, 1}, {1, 1}, {false, true}, 2, 1};
+    check_conv_case(id2, kd2, &grp);
+    /* batch groups: 4 batch elements in 2 groups, 2 outputs each */
+    int64_t id3[4] = {4, 5, 5, 3}, kd3[4] = {2, 2, 3, 4};
+    conv_case bgrp = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, {false, false}, 1, 2};
+    check_conv_case(id3, kd3, &bgrp);
+    /* lhs dilation 2 x 3, both dims reversed, padding k - 1 on both sides */
+    int64_t id4[4] = {2, 4, 3, 3}, kd4[4] = {3, 2, 3, 2};
+    conv_case tr = {{1, 1}, {2, 1}, {2, 1}, {1, 1}, {2, 3}, {true, true}, 1, 1};
+    check_conv_case(id4, kd4, &tr);
+    /* by hand, 1-D as N=1 x H=1: input [1, 2, 3] dilated by 2 is [1, 0, 2, 0, 3];
+     * kernel [1, 10] gives [1, 20, 2, 30], reversed [10, 2, 20, 3] */
+    float in[3] = {1, 2, 3}, k[2] = {1, 10}, out[4];
+    int64_t id[4] = {1, 1, 3, 1}, kd[4] = {1, 2, 1, 1}, od[4] = {1, 1, 4, 1};
+    ex_conv_dims cd;
+    memset(&cd, 0, sizeof cd);
+    cd.ns = 2;
+    cd.ifeat = cd.ko = cd.ofeat = 3;
+    cd.ki = 2;
+    cd.is[0] = cd.os[0] = 1;
+    cd.is[1] = cd.os[1] = 2;
+    cd.ks[1] = 1;
+    cd.stride[0] = cd.stride[1] = cd.rdil[0] = cd.rdil[1] = 1;
+    cd.ldil[1] = 2;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, in, id, k, kd, out, od, 4), CM_OK);
+    float want[4] = {1, 20, 2, 30};
+    assert_memory_equal(out, want, sizeof want);
+    cd.rev[1] = true;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, in, id, k, kd, out, od, 4), CM_OK);
+    float rwant[4] = {10, 2, 20, 3};
+    assert_memory_equal(out, rwant, sizeof rwant);
+    /* depthwise by hand: features (1, 2) and (3, 4) at two positions, kernel
+     * (5, 7): each output feature scales its own input feature */
+    float din[4] = {1, 2, 3, 4}, dk[2] = {5, 7}, dout[4];
+    int64_t did[4] = {1, 1, 2, 2}, dkd[4] = {1, 1, 1, 2}, dod[4] = {1, 1, 2, 2};
+    cd.ldil[1] = 1;
+    cd.rev[1] = false;
+    cd.fgc = 2;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, din, did, dk, dkd, dout, dod, 4), CM_OK);
+    float dwant[4] = {5, 14, 15, 28};
+    assert_memory_equal(dout, dwant, sizeof dwant);
+    /* batch groups by hand: batch elements 2 and 3, kernel (10, 100) */
+    float bin[2] = {2, 3}, bk[2] = {10, 100}, bout[2];
+    int64_t bid[4] = {2, 1, 1, 1}, bkd[4] = {1, 1, 1, 2}, bod[4] = {1, 1, 1, 2};
+    cd.fgc = 1;
+    cd.bgc = 2;
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, bin, bid, bk, bkd, bout, bod, 4), CM_OK);
+    assert_true(bout[0] == 20 && bout[1] == 300);
+    /* features that the groups do not divide */
+    int64_t bad_od[4] = {2, 1, 1, 2};
+    assert_int_equal(ex_kern_conv(SP_ELEM_F32, &cd, bin, bid, bk, bkd, bout, bad_od, 4), CM_EINVAL);
+}
+
 static void test_ex_gate_limits_holders(void **state)
 {
     (void)state;
@@ -781,10 +934,301 @@ static void test_ex_kern_reduce_window_max_and_sum_pools(void **state)
         CM_EINVAL);
 }
 
+/* ---- integer dot_general -------------------------------------------------------------- */
+
+/* Wrap-around in the result type, operands of different widths and
+ * signedness, against hand-computed values. */
+static void test_ex_kern_dot_int_wraps_in_the_result_type(void **state)
+{
+    (void)state;
+    int64_t d12[2] = {1, 2}, d21[2] = {2, 1}, c1[1] = {1}, c0[1] = {0};
+    int32_t a[2] = {INT32_MAX, 2}, b[2] = {2, 1}, o32;
+    /* INT32_MAX * 2 + 2 = 2^32: 0 in i32 */
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I32, a, d12, 2, SP_ELEM_I32, b, d21, 2, NULL, NULL, 0,
+                                     c1, c0, 1, SP_ELEM_I32, &o32),
+                     CM_OK);
+    assert_int_equal(o32, 0);
+    uint8_t ua[2] = {200, 100}, ub[2] = {2, 1}, o8;
+    /* 400 + 100 = 500 = 244 mod 256 */
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_UI8, ua, d12, 2, SP_ELEM_UI8, ub, d21, 2, NULL, NULL,
+                                     0, c1, c0, 1, SP_ELEM_UI8, &o8),
+                     CM_OK);
+    assert_int_equal(o8, 244);
+    int8_t sa[2] = {127, -128}, sb[2] = {127, -128};
+    int32_t wide;
+    int8_t narrow;
+    /* i8 x i8 -> i32: 16129 + 16384 exactly; -> i8: 32513 mod 256 = 1 */
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I8, sa, d12, 2, SP_ELEM_I8, sb, d21, 2, NULL, NULL, 0,
+                                     c1, c0, 1, SP_ELEM_I32, &wide),
+                     CM_OK);
+    assert_int_equal(wide, 32513);
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I8, sa, d12, 2, SP_ELEM_I8, sb, d21, 2, NULL, NULL, 0,
+                                     c1, c0, 1, SP_ELEM_I8, &narrow),
+                     CM_OK);
+    assert_int_equal(narrow, 1);
+    int64_t la[2] = {INT64_MAX, 0}, lb[2] = {2, 5}, o64;
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I64, la, d12, 2, SP_ELEM_I64, lb, d21, 2, NULL, NULL,
+                                     0, c1, c0, 1, SP_ELEM_I64, &o64),
+                     CM_OK);
+    assert_true(o64 == -2);
+    /* ui16 65535 is zero-extended, i8 -1 sign-extended: -65535 - 3 */
+    uint16_t wa[2] = {65535, 3};
+    int8_t wb[2] = {-1, -1};
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_UI16, wa, d12, 2, SP_ELEM_I8, wb, d21, 2, NULL, NULL,
+                                     0, c1, c0, 1, SP_ELEM_I64, &o64),
+                     CM_OK);
+    assert_true(o64 == -65538);
+    float f[2] = {1, 2};
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_F32, f, d12, 2, SP_ELEM_I32, b, d21, 2, NULL, NULL, 0,
+                                     c1, c0, 1, SP_ELEM_I32, &o32),
+                     CM_EINVAL);
+}
+
+/* Batch and contracting dims in unusual places (lhs [c, b, m], rhs [b, n,
+ * c]) and an empty contraction, against a naive loop. */
+static void test_ex_kern_dot_int_batched_layout_matches_naive(void **state)
+{
+    (void)state;
+    int16_t l[3 * 2 * 4], r[2 * 5 * 3];
+    uint32_t seed = 5;
+    for (size_t i = 0; i < 24; i++) {
+        l[i] = (int16_t)(frand(&seed) * 30000.0f);
+    }
+    for (size_t i = 0; i < 30; i++) {
+        r[i] = (int16_t)(frand(&seed) * 30000.0f);
+    }
+    int64_t ld[3] = {3, 2, 4}, rd[3] = {2, 5, 3}, lb[1] = {1}, rb[1] = {0}, lc[1] = {0},
+            rc[1] = {2};
+    int32_t out[2 * 4 * 5];
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_I16, l, ld, 3, SP_ELEM_I16, r, rd, 3, lb, rb, 1, lc,
+                                     rc, 1, SP_ELEM_I32, out),
+                     CM_OK);
+    for (int b = 0; b < 2; b++) {
+        for (int m = 0; m < 4; m++) {
+            for (int n = 0; n < 5; n++) {
+                int64_t sum = 0;
+                for (int c = 0; c < 3; c++) {
+                    sum += (int64_t)l[(c * 2 + b) * 4 + m] * r[(b * 5 + n) * 3 + c];
+                }
+                assert_int_equal(out[(b * 4 + m) * 5 + n], (int32_t)(uint32_t)(uint64_t)sum);
+            }
+        }
+    }
+    /* contracting over a zero-sized dim gives zeros */
+    int64_t ez[2] = {2, 0}, ze[2] = {0, 3}, c1[1] = {1};
+    uint32_t zo[6] = {9, 9, 9, 9, 9, 9}, zwant[6] = {0};
+    assert_int_equal(ex_kern_dot_int(SP_ELEM_UI32, l, ez, 2, SP_ELEM_UI32, r, ze, 2, NULL, NULL, 0,
+                                     c1, lc, 1, SP_ELEM_UI32, zo),
+                     CM_OK);
+    assert_memory_equal(zo, zwant, sizeof zwant);
+}
+
+/* ---- sort and select_and_scatter ---------------------------------------------------- */
+
+/* One key on operand 0 and an i32 payload: equal keys keep their order, both
+ * ways. */
+static void test_ex_kern_sort_is_stable_with_equal_keys(void **state)
+{
+    (void)state;
+    float k[6] = {3, 1, 2, 1, 3, 0}, ko[6];
+    int32_t v[6] = {0, 1, 2, 3, 4, 5}, vo[6];
+    sp_elem el[2] = {SP_ELEM_F32, SP_ELEM_I32};
+    const void *in[2] = {k, v};
+    void *out[2] = {ko, vo};
+    int64_t dims[1] = {6};
+    ex_sort_key asc = {0, false, false}, desc = {0, true, true};
+    assert_int_equal(ex_kern_sort(2, el, in, out, dims, 1, 0, &asc, 1), CM_OK);
+    float kwant[6] = {0, 1, 1, 2, 3, 3};
+    int32_t vwant[6] = {5, 1, 3, 2, 0, 4};
+    assert_memory_equal(ko, kwant, sizeof kwant);
+    assert_memory_equal(vo, vwant, sizeof vwant);
+    assert_int_equal(ex_kern_sort(2, el, in, out, dims, 1, 0, &desc, 1), CM_OK);
+    float kdesc[6] = {3, 3, 2, 1, 1, 0};
+    int32_t vdesc[6] = {0, 4, 2, 1, 3, 5};
+    assert_memory_equal(ko, kdesc, sizeof kdesc);
+    assert_memory_equal(vo, vdesc, sizeof vdesc);
+}
+
+/* TOTALORDER: -NaN < -inf < -0 < +0 < 1 < inf < NaN; FLOAT: -0 == +0 (stable). */
+static void test_ex_kern_sort_total_order_nans_and_zeros(void **state)
+{
+    (void)state;
+    float k[7] = {NAN, -0.0f, 1, -NAN, 0.0f, -INFINITY, INFINITY}, ko[7];
+    sp_elem el[1] = {SP_ELEM_F32};
+    const void *in[1] = {k};
+    void *out[1] = {ko};
+    int64_t dims[1] = {7};
+    ex_sort_key tot = {0, false, true};
+    assert_int_equal(ex_kern_sort(1, el, in, out, dims, 1, 0, &tot, 1), CM_OK);
+    assert_true(isnan(ko[0]) && signbit(ko[0]));
+    assert_true(ko[1] == -INFINITY);
+    assert_true(ko[2] == 0.0f && signbit(ko[2]));
+    assert_true(ko[3] == 0.0f && !signbit(ko[3]));
+    assert_true(ko[4] == 1.0f && ko[5] == INFINITY);
+    assert_true(isnan(ko[6]) && !signbit(ko[6]));
+    /* the same in f64, descending */
+    double d[4] = {-NAN, 0.0, -0.0, NAN}, dout[4];
+    sp_elem el64[1] = {SP_ELEM_F64};
+    const void *din[1] = {d};
+    void *dout_[1] = {dout};
+    int64_t d4[1] = {4};
+    ex_sort_key totd = {0, true, true};
+    assert_int_equal(ex_kern_sort(1, el64, din, dout_, d4, 1, 0, &totd, 1), CM_OK);
+    assert_true(isnan(dout[0]) && !signbit(dout[0]));
+    assert_true(dout[1] == 0.0 && !signbit(dout[1]) && signbit(dout[2]));
+    assert_true(isnan(dout[3]) && signbit(dout[3]));
+    /* FLOAT: +0 and -0 are equal, so they keep their order */
+    float z[3] = {0.0f, -0.0f, -1.0f}, zo[3];
+    const void *zin[1] = {z};
+    void *zout[1] = {zo};
+    int64_t d3[1] = {3};
+    ex_sort_key flt = {0, false, false};
+    assert_int_equal(ex_kern_sort(1, el, zin, zout, d3, 1, 0, &flt, 1), CM_OK);
+    assert_true(zo[0] == -1.0f && !signbit(zo[1]) && signbit(zo[2]));
+    assert_int_equal(ex_kern_sort(1, el, zin, zout, d3, 1, 0, &tot, 1), CM_OK);
+    assert_true(zo[0] == -1.0f && signbit(zo[1]) && !signbit(zo[2]));
+}
+
+/* Two keys (i32 ascending, then ui8 descending) along dim 0 of a 3 x 2
+ * array: each column is one slice. */
+static void test_ex_kern_sort_two_keys_along_dim_0(void **state)
+{
+    (void)state;
+    int32_t a[6] = {2, 9, 1, 8, 2, 7}, ao[6];
+    uint8_t b[6] = {5, 1, 6, 2, 7, 3}, bo[6];
+    sp_elem el[2] = {SP_ELEM_I32, SP_ELEM_UI8};
+    const void *in[2] = {a, b};
+    void *out[2] = {ao, bo};
+    int64_t dims[2] = {3, 2};
+    ex_sort_key keys[2] = {{0, false, false}, {1, true, false}};
+    assert_int_equal(ex_kern_sort(2, el, in, out, dims, 2, 0, keys, 2), CM_OK);
+    int32_t awant[6] = {1, 7, 2, 8, 2, 9};
+    uint8_t bwant[6] = {6, 3, 7, 2, 5, 1};
+    assert_memory_equal(ao, awant, sizeof awant);
+    assert_memory_equal(bo, bwant, sizeof bwant);
+    /* unsigned 64-bit values above INT64_MAX, along dim 1 */
+    uint64_t u[3] = {UINT64_MAX, 0, (uint64_t)1 << 63}, uo[3];
+    sp_elem ue[1] = {SP_ELEM_UI64};
+    const void *uin[1] = {u};
+    void *uout[1] = {uo};
+    int64_t ud[2] = {1, 3};
+    assert_int_equal(ex_kern_sort(1, ue, uin, uout, ud, 2, 1, keys, 1), CM_OK);
+    assert_true(uo[0] == 0 && uo[1] == (uint64_t)1 << 63 && uo[2] == UINT64_MAX);
+    /* no kernel: a bf16 key, a dim past the rank */
+    sp_elem bf[1] = {SP_ELEM_BF16};
+    assert_int_equal(ex_kern_sort(1, bf, uin, uout, ud, 2, 1, keys, 1), CM_EINVAL);
+    assert_int_equal(ex_kern_sort(1, ue, uin, uout, ud, 2, 2, keys, 1), CM_EINVAL);
+}
+
+typedef struct keyed {
+    double k;
+    int32_t i;
+} keyed;
+
+static int keyed_cmp(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->k != y->k) {
+        return x->k < y->k ? -1 : 1;
+    }
+    return x->i < y->i ? -1 : (x->i > y->i);
+}
+
+/* 1000 keys with many repeats (merge passes past the insertion runs) against
+ * qsort ordered by (key, original index), i.e. a stable sort. */
+static void test_ex_kern_sort_long_slices_match_naive(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    double *k = malloc(sizeof(double) * N), *ko = malloc(sizeof(double) * N);
+    int32_t *v = malloc(sizeof(int32_t) * N), *vo = malloc(sizeof(int32_t) * N);
+    keyed *want = malloc(sizeof(keyed) * N);
+    uint32_t seed = 11;
+    for (int32_t i = 0; i < N; i++) {
+        k[i] = (double)(int)(frand(&seed) * 7.0f);
+        v[i] = i;
+        want[i] = (keyed){k[i], i};
+    }
+    qsort(want, N, sizeof *want, keyed_cmp);
+    sp_elem el[2] = {SP_ELEM_F64, SP_ELEM_I32};
+    const void *in[2] = {k, v};
+    void *out[2] = {ko, vo};
+    int64_t dims[1] = {N};
+    ex_sort_key key = {0, false, false};
+    assert_int_equal(ex_kern_sort(2, el, in, out, dims, 1, 0, &key, 1), CM_OK);
+    for (int32_t i = 0; i < N; i++) {
+        assert_true(ko[i] == want[i].k);
+        assert_int_equal(vo[i], want[i].i);
+    }
+    free(k);
+    free(ko);
+    free(v);
+    free(vo);
+    free(want);
+}
+
+/* The spec's example (in f64): window 3 x 1, strides 2 x 1, one row of high
+ * padding: overlapping windows add up at row 2. */
+static void test_ex_kern_select_scatter_spec_example(void **state)
+{
+    (void)state;
+    double op[8] = {1, 5, 2, 5, 3, 6, 4, 4}, src[4] = {5, 6, 7, 8}, zero = 0, out[8];
+    int64_t id[2] = {4, 2}, sd[2] = {2, 2}, win[2] = {3, 1}, st[2] = {2, 1}, lo[2] = {0, 0};
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_GE, false, EX_RED_ADD, op, id, 2,
+                                            src, sd, win, st, lo, &zero, out),
+                     CM_OK);
+    double want[8] = {0, 0, 0, 0, 5, 14, 7, 0};
+    assert_memory_equal(out, want, sizeof want);
+}
+
+/* Ties (GE keeps the first, GT takes the last), NaN (FLOAT: a NaN loses to
+ * whatever follows it; TOTALORDER: it is the largest), a window wholly in the
+ * padding (its source value is dropped), and the types without a kernel. */
+static void test_ex_kern_select_scatter_ties_nans_and_padding(void **state)
+{
+    (void)state;
+    float op[4] = {2, 2, 1, 2}, src[3] = {1, 10, 100}, zero = 0, out[4];
+    int64_t id[1] = {4}, sd[1] = {3}, win[1] = {2}, st[1] = {1}, lo[1] = {0};
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F32, EX_CMP_GE, false, EX_RED_ADD, op, id, 1,
+                                            src, sd, win, st, lo, &zero, out),
+                     CM_OK);
+    float ge[4] = {1, 10, 0, 100};
+    assert_memory_equal(out, ge, sizeof ge);
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F32, EX_CMP_GT, false, EX_RED_ADD, op, id, 1,
+                                            src, sd, win, st, lo, &zero, out),
+                     CM_OK);
+    float gt[4] = {0, 11, 0, 100};
+    assert_memory_equal(out, gt, sizeof gt);
+    float nan_op[3] = {1, NAN, 3}, five = 5;
+    int64_t id3[1] = {3}, sd1[1] = {1}, win3[1] = {3};
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F32, EX_CMP_GE, false, EX_RED_ADD, nan_op, id3,
+                                            1, &five, sd1, win3, st, lo, &zero, out),
+                     CM_OK);
+    assert_true(out[0] == 0 && out[1] == 0 && out[2] == 5);
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F32, EX_CMP_GE, true, EX_RED_ADD, nan_op, id3,
+                                            1, &five, sd1, win3, st, lo, &zero, out),
+                     CM_OK);
+    assert_true(out[0] == 0 && out[1] == 5 && out[2] == 0);
+    /* padding 1 low: window 0 sees only padding; init -1, scatter max */
+    double dop[2] = {1, 2}, dsrc[3] = {7, 8, 9}, minus = -1, dout[2];
+    int64_t id2[1] = {2}, sd3[1] = {3}, w1[1] = {1}, lo1[1] = {1};
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_GE, false, EX_RED_MAX, dop, id2, 1,
+                                            dsrc, sd3, w1, st, lo1, &minus, dout),
+                     CM_OK);
+    assert_true(dout[0] == 8 && dout[1] == 9);
+    int32_t iop[2] = {0, 0}, isrc[3] = {0}, iz = 0, iout[2];
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_I32, EX_CMP_GE, false, EX_RED_ADD, iop, id2, 1,
+                                            isrc, sd3, w1, st, lo1, &iz, iout),
+                     CM_EINVAL);
+    assert_int_equal(ex_kern_select_scatter(SP_ELEM_F64, EX_CMP_EQ, false, EX_RED_ADD, dop, id2, 1,
+                                            dsrc, sd3, w1, st, lo1, &minus, dout),
+                     CM_EINVAL);
+}
+
 /* ---- through the executor (partitioned runs: test_ex_exec.c) ----------------------------- */
 
-/* Runs text on one device and returns result 0 (freed by the caller). */
-static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_args)
+/* Runs text on one device and returns its n_res results (freed by the caller). */
+static ex_tensor *run_many(const char *text, const ex_tensor *args, uint32_t n_args, uint32_t n_res)
 {
     sp_module *m = NULL;
     cm_error err;
@@ -798,8 +1242,14 @@ static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_ar
     if (st != CM_OK) {
         fail_msg("ex_exec_run: %s at %s: %s", cm_status_name(err.code), err.path, err.msg);
     }
-    assert_int_equal(n, 1);
+    assert_int_equal(n, n_res);
     return res;
+}
+
+/* Runs text on one device and returns result 0 (freed by the caller). */
+static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_args)
+{
+    return run_many(text, args, n_args, 1);
 }
 
 static void test_ex_exec_run_new_ops_by_hand(void **state)
@@ -871,6 +1321,166 @@ static void test_ex_exec_run_gather_scatter_conv_by_hand(void **state)
     ex_tensors_free(res, 1);
 }
 
+/* JAX's argsort-by-two-keys comparator (lt0 or (eq0 and lt1), TOTALORDER on
+ * the floats), written with the operands of or and and swapped, along dim 1. */
+static void test_ex_exec_run_sort_jax_comparators_by_hand(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main(%arg0: tensor<2x4xf32>, %arg1: tensor<2x4xi32>) -> (tensor<2x4xf32>, "
+        "tensor<2x4xi32>) {\n"
+        "  %0:2 = \"stablehlo.sort\"(%arg0, %arg1) ({\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):\n"
+        "    %lt0 = stablehlo.compare LT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> "
+        "tensor<i1>\n"
+        "    %eq0 = stablehlo.compare EQ, %b, %a, TOTALORDER : (tensor<f32>, tensor<f32>) -> "
+        "tensor<i1>\n"
+        "    %gt1 = stablehlo.compare GT, %c, %d, SIGNED : (tensor<i32>, tensor<i32>) -> "
+        "tensor<i1>\n"
+        "    %and = stablehlo.and %gt1, %eq0 : tensor<i1>\n"
+        "    %or = stablehlo.or %and, %lt0 : tensor<i1>\n"
+        "    stablehlo.return %or : tensor<i1>\n"
+        "  }) {dimension = -1 : i64, is_stable = true} : (tensor<2x4xf32>, tensor<2x4xi32>) -> "
+        "(tensor<2x4xf32>, tensor<2x4xi32>)\n"
+        "  return %0#0, %0#1 : tensor<2x4xf32>, tensor<2x4xi32>\n}\n";
+    float a[8] = {2, NAN, 2, -1, 0.5f, 0.5f, 0.5f, -3};
+    int32_t b[8] = {1, 0, 3, 4, -7, 9, 2, 0};
+    ex_tensor args[2] = {{SP_ELEM_F32, 2, {2, 4}, 8, a}, {SP_ELEM_I32, 2, {2, 4}, 8, b}};
+    ex_tensor *res = run_many(mod, args, 2, 2);
+    /* row 0: -1, then the two 2s with b descending, NaN last; row 1: -3, then
+     * the 0.5s with b descending */
+    const float *ka = res[0].data;
+    const int32_t *kb = res[1].data;
+    assert_true(ka[0] == -1 && ka[1] == 2 && ka[2] == 2 && isnan(ka[3]));
+    assert_true(ka[4] == -3 && ka[5] == 0.5f && ka[6] == 0.5f && ka[7] == 0.5f);
+    int32_t bwant[8] = {4, 3, 1, 0, 0, 9, 2, -7};
+    assert_memory_equal(kb, bwant, sizeof bwant);
+    ex_tensors_free(res, 2);
+}
+
+/* compare with TOTALORDER in main: -0 < +0, NaN == NaN (same bits), NaN
+ * above 1 and -NaN below it; the same compares as FLOAT for contrast. */
+static void test_ex_exec_run_compare_total_order_by_hand(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4xi1>, "
+        "tensor<4xi1>, tensor<4xi1>) {\n"
+        "  %0 = stablehlo.compare LT, %arg0, %arg1, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) "
+        "-> tensor<4xi1>\n"
+        "  %1 = stablehlo.compare EQ, %arg0, %arg1, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) "
+        "-> tensor<4xi1>\n"
+        "  %2 = stablehlo.compare EQ, %arg0, %arg1, FLOAT : (tensor<4xf32>, tensor<4xf32>) -> "
+        "tensor<4xi1>\n"
+        "  return %0, %1, %2 : tensor<4xi1>, tensor<4xi1>, tensor<4xi1>\n}\n";
+    float a[4] = {-0.0f, NAN, 1, -NAN}, b[4] = {0.0f, NAN, NAN, 1};
+    ex_tensor args[2] = {{SP_ELEM_F32, 1, {4}, 4, a}, {SP_ELEM_F32, 1, {4}, 4, b}};
+    ex_tensor *res = run_many(mod, args, 2, 3);
+    uint8_t lt[4] = {1, 0, 1, 1}, eq[4] = {0, 1, 0, 0}, feq[4] = {1, 0, 0, 0};
+    assert_memory_equal(res[0].data, lt, 4);
+    assert_memory_equal(res[1].data, eq, 4);
+    assert_memory_equal(res[2].data, feq, 4);
+    ex_tensors_free(res, 3);
+    double d[2] = {-INFINITY, -0.0}, e[2] = {-NAN, -0.0};
+    uint8_t o[2];
+    assert_true(ex_kern_compare_total(EX_CMP_GT, SP_ELEM_F64, d, e, o, 2));
+    assert_true(o[0] == 1 && o[1] == 0);
+    assert_true(ex_kern_compare_total(EX_CMP_GE, SP_ELEM_F64, d, e, o, 2));
+    assert_true(o[0] == 1 && o[1] == 1);
+    assert_false(ex_kern_compare_total(EX_CMP_LT, SP_ELEM_I32, d, e, o, 2));
+}
+
+/* A 2 x 2 max pool's gradient on a 1 x 4 x 4 x 1 image (JAX's form: select
+ * GE, scatter add), stride 2 and one padded column at the right. */
+static void test_ex_exec_run_select_and_scatter_by_hand(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main(%arg0: tensor<1x4x3x1xf32>, %arg1: tensor<1x2x2x1xf32>) -> "
+        "tensor<1x4x3x1xf32> {\n"
+        "  %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+        "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %c = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> "
+        "tensor<i1>\n"
+        "    stablehlo.return %c : tensor<i1>\n"
+        "  }, {\n"
+        "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+        "    stablehlo.return %s : tensor<f32>\n"
+        "  }) {padding = dense<[[0, 0], [0, 0], [0, 1], [0, 0]]> : tensor<4x2xi64>, "
+        "window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, 1>} "
+        ": (tensor<1x4x3x1xf32>, tensor<1x2x2x1xf32>, tensor<f32>) -> tensor<1x4x3x1xf32>\n"
+        "  return %0 : tensor<1x4x3x1xf32>\n}\n";
+    float img[12] = {1, 7, 3, 4, 2, 9, 5, 5, 0, 5, 1, 8}, g[4] = {10, 20, 30, 40};
+    ex_tensor args[2] = {{SP_ELEM_F32, 4, {1, 4, 3, 1}, 12, img},
+                         {SP_ELEM_F32, 4, {1, 2, 2, 1}, 4, g}};
+    ex_tensor *res = run_one(mod, args, 2);
+    /* windows: rows 0-1 x cols 0-1 {1, 7, 4, 2}: 7; rows 0-1 x col 2 (+pad)
+     * {3, 9}: 9; rows 2-3 x cols 0-1 {5, 5, 5, 1}: the first 5; rows 2-3 x
+     * col 2 {0, 8}: 8 */
+    float want[12] = {0, 10, 0, 0, 0, 20, 30, 0, 0, 0, 0, 40};
+    assert_memory_equal(res[0].data, want, sizeof want);
+    ex_tensors_free(res, 1);
+}
+
+/* A depthwise convolution (feature_group_count 2) and a transposed one
+ * (lhs_dilate, reverse) read from MLIR text. */
+static void test_ex_exec_run_grouped_and_dilated_conv_by_hand(void **state)
+{
+    (void)state;
+    static const char dw[] =
+        "func.func @main(%arg0: tensor<1x1x2x2xf32>, %arg1: tensor<1x1x1x2xf32>) -> "
+        "tensor<1x1x2x2xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1]} {batch_group_count = 1 : i64, "
+        "feature_group_count = 2 : i64} : (tensor<1x1x2x2xf32>, tensor<1x1x1x2xf32>) -> "
+        "tensor<1x1x2x2xf32>\n"
+        "  return %0 : tensor<1x1x2x2xf32>\n}\n";
+    float img[4] = {1, 2, 3, 4}, ker[2] = {5, 7};
+    ex_tensor args[2] = {{SP_ELEM_F32, 4, {1, 1, 2, 2}, 4, img},
+                         {SP_ELEM_F32, 4, {1, 1, 1, 2}, 2, ker}};
+    ex_tensor *res = run_one(dw, args, 2);
+    float want[4] = {5, 14, 15, 28};
+    assert_memory_equal(res[0].data, want, sizeof want);
+    ex_tensors_free(res, 1);
+    static const char tr[] =
+        "func.func @main(%arg0: tensor<1x1x3x1xf32>, %arg1: tensor<1x2x1x1xf32>) -> "
+        "tensor<1x1x5x1xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[0, 0], [1, 0]], lhs_dilate = [1, "
+        "2], rhs_dilate = [1, 1], reverse = [false, true]} {batch_group_count = 1 : i64, "
+        "feature_group_count = 1 : i64} : (tensor<1x1x3x1xf32>, tensor<1x2x1x1xf32>) -> "
+        "tensor<1x1x5x1xf32>\n"
+        "  return %0 : tensor<1x1x5x1xf32>\n}\n";
+    float in[3] = {1, 2, 3}, k[2] = {1, 10};
+    ex_tensor targs[2] = {{SP_ELEM_F32, 4, {1, 1, 3, 1}, 3, in},
+                          {SP_ELEM_F32, 4, {1, 2, 1, 1}, 2, k}};
+    res = run_one(tr, targs, 2);
+    /* padded and dilated: [0, 1, 0, 2, 0, 3]; windows of 2 with the kernel
+     * reversed (10, 1): 1, 10, 2, 20, 3 */
+    float twant[5] = {1, 10, 2, 20, 3};
+    assert_memory_equal(res[0].data, twant, sizeof twant);
+    ex_tensors_free(res, 1);
+}
+
+/* A 1-D select_and_scatter module of element type T: operand tensor<4xT>,
+ * source tensor<NxT>, select `compare DIR`, scatter add, window 2, stride 2. */
+#define SAS_1D(T, N, DIR, ZERO)                                                                    \
+    "func.func @main(%arg0: tensor<4x" T ">, %arg1: tensor<" N "x" T ">) -> tensor<4x" T "> {\n"   \
+    "  %z = stablehlo.constant dense<" ZERO "> : tensor<" T ">\n"                                  \
+    "  %0 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"                               \
+    "  ^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n"                                              \
+    "    %c = stablehlo.compare " DIR ", %a, %b : (tensor<" T ">, tensor<" T ">) -> tensor<i1>\n"  \
+    "    stablehlo.return %c : tensor<i1>\n"                                                       \
+    "  }, {\n"                                                                                     \
+    "  ^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n"                                              \
+    "    %s = stablehlo.add %a, %b : tensor<" T ">\n"                                              \
+    "    stablehlo.return %s : tensor<" T ">\n"                                                    \
+    "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} : (tensor<4x" T      \
+    ">, tensor<" N "x" T ">, tensor<" T ">) -> tensor<4x" T ">\n"                                  \
+    "  return %0 : tensor<4x" T ">\n}\n"
+
 /* ex_check_text on text must fail with CM_EINVAL at path, msg containing what. */
 static void assert_rejected(const char *text, const char *path, const char *what)
 {
@@ -897,16 +1507,35 @@ static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
         "(tensor<10x6xf32>, tensor<4x1xi32>) -> tensor<4x6xf32>\n"
         "  return %0 : tensor<4x6xf32>\n}\n",
         "2:3", "dimension numbers do not fit");
-    /* a grouped convolution */
+    /* a convolution with both feature and batch groups (the spec forbids it) */
     assert_rejected(
-        "func.func @main(%arg0: tensor<1x4x4x2xf32>, %arg1: tensor<1x1x1x2xf32>) -> "
+        "func.func @main(%arg0: tensor<2x4x4x2xf32>, %arg1: tensor<1x1x1x2xf32>) -> "
         "tensor<1x4x4x2xf32> {\n"
         "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
-        "o]->[b, 0, 1, f], window = {stride = [1, 1]} {batch_group_count = 1 : i64, "
-        "feature_group_count = 2 : i64} : (tensor<1x4x4x2xf32>, tensor<1x1x1x2xf32>) -> "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1]} {batch_group_count = 2 : i64, "
+        "feature_group_count = 2 : i64} : (tensor<2x4x4x2xf32>, tensor<1x1x1x2xf32>) -> "
         "tensor<1x4x4x2xf32>\n"
         "  return %0 : tensor<1x4x4x2xf32>\n}\n",
-        "2:3", "groups cannot be executed yet");
+        "2:3", "shapes or types the executor cannot run");
+    /* an lhs dilation so large that the dilated extent overflows */
+    assert_rejected(
+        "func.func @main(%arg0: tensor<1x4x4x2xf32>, %arg1: tensor<1x1x2x2xf32>) -> "
+        "tensor<1x4x4x2xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1], lhs_dilate = [4611686018427387904, 1]} "
+        "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x2xf32>, "
+        "tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>\n"
+        "  return %0 : tensor<1x4x4x2xf32>\n}\n",
+        "2:3", "window attributes the executor cannot read");
+    assert_rejected(
+        "func.func @main(%arg0: tensor<1x4x4x2xf32>, %arg1: tensor<1x1x2x2xf32>) -> "
+        "tensor<1x4x4x2xf32> {\n"
+        "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+        "o]->[b, 0, 1, f], window = {stride = [1, 1], lhs_dilate = [1152921504606846976, 1]} "
+        "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x2xf32>, "
+        "tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>\n"
+        "  return %0 : tensor<1x4x4x2xf32>\n}\n",
+        "2:3", "shapes or types the executor cannot run");
     /* a pad whose result type does not follow from its padding */
     assert_rejected("func.func @main(%arg0: tensor<3xf32>) -> tensor<9xf32> {\n"
                     "  %c = stablehlo.constant dense<0.0> : tensor<f32>\n"
@@ -921,16 +1550,66 @@ static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
                     "(tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>\n"
                     "  return %0 : tensor<4x5xf32>\n}\n",
                     "2:3", "attributes the executor cannot read");
-    /* sort still has no kernel */
+    /* a dot mixing float and integer operands */
+    assert_rejected("func.func @main(%arg0: tensor<4x3xf32>, %arg1: tensor<3x5xi32>) -> "
+                    "tensor<4x5xf32> {\n"
+                    "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : "
+                    "(tensor<4x3xf32>, tensor<3x5xi32>) -> tensor<4x5xf32>\n"
+                    "  return %0 : tensor<4x5xf32>\n}\n",
+                    "2:3", "on these element types cannot be executed yet");
+    /* sort comparators other than LT/GT (combined lexicographically) */
+    assert_rejected("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+                    "  %0 = \"stablehlo.sort\"(%arg0) ({\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "    %c = stablehlo.compare LE, %a, %b : (tensor<f32>, tensor<f32>) -> "
+                    "tensor<i1>\n"
+                    "    stablehlo.return %c : tensor<i1>\n"
+                    "  }) {dimension = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>\n"
+                    "  return %0 : tensor<4xf32>\n}\n",
+                    "2:3", "stablehlo.sort with this comparator cannot be executed yet");
+    assert_rejected("func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> "
+                    "tensor<4xf32> {\n"
+                    "  %0:2 = \"stablehlo.sort\"(%arg0, %arg1) ({\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>, %d: "
+                    "tensor<f32>):\n"
+                    "    %x = stablehlo.compare LT, %a, %d : (tensor<f32>, tensor<f32>) -> "
+                    "tensor<i1>\n"
+                    "    stablehlo.return %x : tensor<i1>\n"
+                    "  }) {dimension = 0 : i64} : (tensor<4xf32>, tensor<4xf32>) -> "
+                    "(tensor<4xf32>, tensor<4xf32>)\n"
+                    "  return %0#1 : tensor<4xf32>\n}\n",
+                    "2:3", "with this comparator cannot be executed yet");
     assert_rejected("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
                     "  %0 = \"stablehlo.sort\"(%arg0) ({\n"
                     "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
                     "    %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> "
                     "tensor<i1>\n"
                     "    stablehlo.return %c : tensor<i1>\n"
-                    "  }) {dimension = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>\n"
+                    "  }) {dimension = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>\n"
                     "  return %0 : tensor<4xf32>\n}\n",
-                    "2:3", "op stablehlo.sort cannot be executed yet");
+                    "2:3", "dimension the executor cannot read");
+    /* a type whose byte size overflows, a window of more than 2^32 elements */
+    assert_rejected("func.func @main(%arg0: tensor<4611686018427387904x8xf32>) -> "
+                    "tensor<4611686018427387904x8xf32> {\n"
+                    "  return %arg0 : tensor<4611686018427387904x8xf32>\n}\n",
+                    "1:1", "type tensor<4611686018427387904x8xf32> is too large");
+    assert_rejected("func.func @main(%arg0: tensor<4xf32>) -> tensor<1xf32> {\n"
+                    "  %c = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                    "  %0 = \"stablehlo.reduce_window\"(%arg0, %c) ({\n"
+                    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "    %m = stablehlo.add %a, %b : tensor<f32>\n"
+                    "    stablehlo.return %m : tensor<f32>\n"
+                    "  }) {padding = dense<[[0, 8589934592]]> : tensor<1x2xi64>, "
+                    "window_dimensions = array<i64: 8589934592>} : (tensor<4xf32>, tensor<f32>) "
+                    "-> tensor<1xf32>\n"
+                    "  return %0 : tensor<1xf32>\n}\n",
+                    "3:3", "attributes the executor cannot read");
+    /* select_and_scatter: an i32 operand, a source of the wrong size, a
+     * select body that is not an ordering */
+    assert_rejected(SAS_1D("i32", "2", "GE", "0"), "3:3", "f32 and f64 only");
+    assert_rejected(SAS_1D("f32", "3", "GE", "0.0"), "3:3", "attributes the executor cannot read");
+    assert_rejected(SAS_1D("f32", "2", "EQ", "0.0"), "3:3",
+                    "with this select body cannot be executed yet");
 }
 
 int main(void)
@@ -951,10 +1630,23 @@ int main(void)
         cmocka_unit_test(test_ex_kern_scatter_add_replace_and_skip),
         cmocka_unit_test(test_ex_kern_place_clips_to_the_block),
         cmocka_unit_test(test_ex_kern_conv_nhwc_and_nchw_match_naive),
+        cmocka_unit_test(test_ex_kern_conv_groups_dilation_reversal_match_naive),
         cmocka_unit_test(test_ex_kern_reduce_window_max_and_sum_pools),
+        cmocka_unit_test(test_ex_kern_dot_int_wraps_in_the_result_type),
+        cmocka_unit_test(test_ex_kern_dot_int_batched_layout_matches_naive),
+        cmocka_unit_test(test_ex_kern_sort_is_stable_with_equal_keys),
+        cmocka_unit_test(test_ex_kern_sort_total_order_nans_and_zeros),
+        cmocka_unit_test(test_ex_kern_sort_two_keys_along_dim_0),
+        cmocka_unit_test(test_ex_kern_sort_long_slices_match_naive),
+        cmocka_unit_test(test_ex_kern_select_scatter_spec_example),
+        cmocka_unit_test(test_ex_kern_select_scatter_ties_nans_and_padding),
         cmocka_unit_test(test_ex_gate_limits_holders),
         cmocka_unit_test(test_ex_exec_run_new_ops_by_hand),
         cmocka_unit_test(test_ex_exec_run_gather_scatter_conv_by_hand),
+        cmocka_unit_test(test_ex_exec_run_sort_jax_comparators_by_hand),
+        cmocka_unit_test(test_ex_exec_run_compare_total_order_by_hand),
+        cmocka_unit_test(test_ex_exec_run_select_and_scatter_by_hand),
+        cmocka_unit_test(test_ex_exec_run_grouped_and_dilated_conv_by_hand),
         cmocka_unit_test(test_ex_exec_run_bad_new_ops_are_clear_errors),
     };
     return cmocka_run_group_tests_name("ex_kern", tests, NULL, NULL);
