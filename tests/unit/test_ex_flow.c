@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for executor/ex_exec's control flow: func.call (a private
+ * function called twice, nested calls, a callee holding its arguments with
+ * other shardings than the caller), stablehlo.while (a loop on a sharded
+ * tensor, a loop whose body has a collective, loop-carried values swapped,
+ * a value both passed into and read by the body), stablehlo.case (in and
+ * out of range) and stablehlo.if, each run on several devices and checked
+ * both against values computed here and against the single-device
+ * reference; recursion, devices that disagree on a predicate or index, and
+ * sdy.manual_computation as clear errors. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cm.h"
+#include "ex_exec.h"
+#include "sp_ir.h"
+#include "sp_ops.h"
+#include "sp_pipeline.h"
+#include "sp_prop.h"
+
+#define MESH "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
+#define SH(dims) "{sdy.sharding = #sdy.sharding<@mesh, " dims ">}"
+
+/* Reads text; unless it already has collectives, plans it
+ * (-sdy-propagation-pipeline) and partitions it (ex_partition), as
+ * `shardplan run` does. */
+static sp_module *plan(const char *text, bool partition)
+{
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    if (sp_mlir_read(text, strlen(text), 0, &m, &err) != CM_OK) {
+        fail_msg("read: %s at %s", err.msg, err.path);
+    }
+    sp_prop_opts po;
+    sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
+    sp_diags d;
+    sp_diags_init(&d);
+    cm_status st = sp_pass_propagation_pipeline(m, &po, &d, &err);
+    sp_diags_fini(&d);
+    if (st == CM_OK && partition) {
+        st = ex_partition(m, &err);
+    }
+    if (st != CM_OK) {
+        sp_module_destroy(m);
+        fail_msg("plan: %s at %s", err.msg, err.path);
+    }
+    return m;
+}
+
+/* Checks text (partitioned by ex_check_text) against its reference. */
+static void assert_matches(const char *text, uint32_t devices)
+{
+    ex_check_opts o = {devices, 2, 7, NULL};
+    ex_report r;
+    cm_error err;
+    cm_error_clear(&err);
+    if (ex_check_text(text, strlen(text), &o, &r, &err) != CM_OK) {
+        fail_msg("ex_check_text: %s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+    }
+    if (!r.mm.match) {
+        fail_msg("mismatch at result %u %s: expected %g got %g", r.mm.result, r.mm.where,
+                 r.mm.expected, r.mm.got);
+    }
+    assert_int_equal(r.n_devices, devices);
+}
+
+/* Runs m on devices workers (0: replicated, the reference) with seeded
+ * arguments; *args_out and *res_out are freed by the caller. */
+static cm_status run(const sp_module *m, uint32_t devices, ex_tensor **args_out, uint32_t *n_args,
+                     ex_tensor **res_out, uint32_t *n_res, cm_error *err)
+{
+    cm_error_clear(err);
+    *res_out = NULL;
+    *n_res = 0;
+    assert_int_equal(ex_args_make(m, 3, args_out, n_args, err), CM_OK);
+    ex_exec_opts o = {devices, devices == 0, 2, NULL};
+    return ex_exec_run(m, &o, *args_out, *n_args, res_out, n_res, err);
+}
+
+/* Expected value of element i of a result from the arguments. */
+typedef double (*expect_fn)(const ex_tensor *args, size_t i);
+
+/* Runs text partitioned on 4 devices and unpartitioned on one, and checks
+ * result 0 of both against want element by element. */
+static void check_values(const char *text, expect_fn want)
+{
+    for (int part = 0; part < 2; part++) {
+        sp_module *m = plan(text, part == 1);
+        ex_tensor *args = NULL, *res = NULL;
+        uint32_t n_args = 0, n_res = 0;
+        cm_error err;
+        if (run(m, part == 1 ? 4u : 0u, &args, &n_args, &res, &n_res, &err) != CM_OK) {
+            fail_msg("run: %s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+        }
+        assert_true(n_res >= 1);
+        assert_int_equal(res[0].elem, SP_ELEM_F32);
+        for (size_t i = 0; i < res[0].n; i++) {
+            double w = want(args, i), g = (double)((const float *)res[0].data)[i];
+            if (fabs(g - w) > 1e-5 * (1.0 + fabs(w))) {
+                fail_msg("%s: element %zu: expected %g, got %g",
+                         part == 1 ? "4 devices" : "1 device", i, w, g);
+            }
+        }
+        ex_tensors_free(args, n_args);
+        ex_tensors_free(res, n_res);
+        sp_module_destroy(m);
+    }
+}
+
+static double arg0(const ex_tensor *args, size_t i)
+{
+    return (double)((const float *)args[0].data)[i];
+}
+
+/* Whether some op nested in a while of m is a collective. */
+static bool collective_in_loop(const sp_module *m)
+{
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        sp_op_kind k = (sp_op_kind)m->ops[i].kind;
+        if (k != SP_OP_SDY_ALL_REDUCE && k != SP_OP_SDY_ALL_GATHER && k != SP_OP_SDY_ALL_SLICE &&
+            k != SP_OP_SDY_REDUCE_SCATTER && k != SP_OP_SDY_ALL_TO_ALL) {
+            continue;
+        }
+        uint32_t b = m->ops[i].parent_block;
+        uint32_t owner = b != SP_NONE ? m->blocks[b].parent_op : SP_NONE;
+        if (owner != SP_NONE && m->ops[owner].kind == SP_OP_WHILE) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- func.call ------------------------------------------------------------------- */
+
+/* @f(a) = 2a + a, called twice: 9x. The callee has no shardings, so the
+ * call redistributes the sharded operand to its replicated argument. */
+static const char call_twice_mod[] =
+    MESH "func.func @main(%arg0: tensor<8x16xf32> " SH("[{\"x\"}, {\"y\"}]") ") -> "
+         "tensor<8x16xf32> {\n"
+         "  %0 = func.call @f(%arg0) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  %1 = func.call @f(%0) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  return %1 : tensor<8x16xf32>\n}\n"
+         "func.func private @f(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {\n"
+         "  %c = stablehlo.constant dense<2.0> : tensor<8x16xf32>\n"
+         "  %0 = stablehlo.multiply %a, %c : tensor<8x16xf32>\n"
+         "  %1 = stablehlo.add %0, %a : tensor<8x16xf32>\n"
+         "  return %1 : tensor<8x16xf32>\n}\n";
+
+static double nine_x(const ex_tensor *args, size_t i)
+{
+    return 9.0 * arg0(args, i);
+}
+
+static void test_ex_exec_run_call_twice_computes(void **state)
+{
+    (void)state;
+    check_values(call_twice_mod, nine_x);
+    assert_matches(call_twice_mod, 4);
+}
+
+/* @outer(a) = @inner(a) + @twice(a), @twice(a) = @inner(@inner(a)),
+ * @inner(a) = a + 1 held sharded on y (its own argument sharding);
+ * main = @outer(@outer(x)). outer(a) = (a + 1) + (a + 2) = 2a + 3, so the
+ * result is 2(2x + 3) + 3 = 4x + 9. */
+static const char nested_mod[] =
+    MESH "func.func @main(%arg0: tensor<8x16xf32> " SH("[{\"x\"}, {}]") ") -> tensor<8x16xf32> {\n"
+         "  %0 = func.call @outer(%arg0) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  %1 = func.call @outer(%0) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  return %1 : tensor<8x16xf32>\n}\n"
+         "func.func private @outer(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {\n"
+         "  %0 = func.call @inner(%a) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  %1 = func.call @twice(%a) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  %2 = stablehlo.add %0, %1 : tensor<8x16xf32>\n"
+         "  return %2 : tensor<8x16xf32>\n}\n"
+         "func.func private @twice(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {\n"
+         "  %0 = func.call @inner(%a) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  %1 = func.call @inner(%0) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  return %1 : tensor<8x16xf32>\n}\n"
+         "func.func private @inner(%a: tensor<8x16xf32> " SH("[{}, {\"y\"}]") ") -> "
+         "tensor<8x16xf32> {\n"
+         "  %c = stablehlo.constant dense<1.0> : tensor<8x16xf32>\n"
+         "  %0 = stablehlo.add %a, %c : tensor<8x16xf32>\n"
+         "  return %0 : tensor<8x16xf32>\n}\n";
+
+static double four_x_9(const ex_tensor *args, size_t i)
+{
+    return 4.0 * arg0(args, i) + 9.0;
+}
+
+static void test_ex_exec_run_nested_calls_compute(void **state)
+{
+    (void)state;
+    check_values(nested_mod, four_x_9);
+    assert_matches(nested_mod, 4);
+}
+
+static void expect_error(const char *text, bool partition, uint32_t devices, const char *msg,
+                         const char *path)
+{
+    sp_module *m = plan(text, partition);
+    ex_tensor *args = NULL, *res = NULL;
+    uint32_t n_args = 0, n_res = 0;
+    cm_error err;
+    cm_status st = run(m, devices, &args, &n_args, &res, &n_res, &err);
+    assert_int_equal(st, CM_EINVAL);
+    assert_int_equal(err.code, CM_EINVAL);
+    if (strstr(err.msg, msg) == NULL) {
+        fail_msg("error '%s' does not say '%s'", err.msg, msg);
+    }
+    assert_string_equal(err.path, path);
+    assert_null(res);
+    ex_tensors_free(args, n_args);
+    sp_module_destroy(m);
+}
+
+static const char recursive_mod[] =
+    "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "  %0 = func.call @f(%arg0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "  return %0 : tensor<4xf32>\n}\n"
+    "func.func private @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "  %0 = func.call @g(%a) : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "  return %0 : tensor<4xf32>\n}\n"
+    "func.func private @g(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "  %0 = stablehlo.negate %a : tensor<4xf32>\n"
+    "  %1 = func.call @f(%0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "  return %1 : tensor<4xf32>\n}\n";
+
+static void test_ex_exec_run_recursion_is_a_clear_error(void **state)
+{
+    (void)state;
+    expect_error(recursive_mod, false, 0, "func.call: recursive call to @f cannot be executed",
+                 "11:3");
+}
+
+static const char missing_callee_mod[] =
+    "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "  %0 = func.call @nowhere(%arg0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "  return %0 : tensor<4xf32>\n}\n";
+
+static void test_ex_exec_run_missing_callee_is_a_clear_error(void **state)
+{
+    (void)state;
+    expect_error(missing_callee_mod, false, 0, "func.call: no function @nowhere", "2:3");
+}
+
+/* ---- stablehlo.while -------------------------------------------------------------- */
+
+/* Five iterations of x = 2x + 1: 32x + 31. */
+static const char loop_mod[] =
+    MESH "func.func @main(%arg0: tensor<8x16xf32> " SH("[{\"x\"}, {\"y\"}]") ") -> "
+         "tensor<8x16xf32> {\n"
+         "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+         "  %0:2 = stablehlo.while(%i = %c0, %x = %arg0) : tensor<i32>, tensor<8x16xf32>\n"
+         "    cond {\n"
+         "      %n = stablehlo.constant dense<5> : tensor<i32>\n"
+         "      %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+         "      stablehlo.return %p : tensor<i1>\n"
+         "    } do {\n"
+         "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+         "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+         "      %c1 = stablehlo.constant dense<1.0> : tensor<8x16xf32>\n"
+         "      %c2 = stablehlo.constant dense<2.0> : tensor<8x16xf32>\n"
+         "      %m = stablehlo.multiply %x, %c2 : tensor<8x16xf32>\n"
+         "      %y = stablehlo.add %m, %c1 : tensor<8x16xf32>\n"
+         "      stablehlo.return %i2, %y : tensor<i32>, tensor<8x16xf32>\n"
+         "    }\n"
+         "  return %0#1 : tensor<8x16xf32>\n}\n";
+
+static double loop_want(const ex_tensor *args, size_t i)
+{
+    return 32.0 * arg0(args, i) + 31.0;
+}
+
+static void test_ex_exec_run_while_computes(void **state)
+{
+    (void)state;
+    check_values(loop_mod, loop_want);
+    assert_matches(loop_mod, 4);
+}
+
+/* Three iterations of x = tanh(x . w) with x's columns and w's rows on y:
+ * the partitioner puts an all-reduce inside the body, which every device
+ * must reach the same number of times. */
+static const char loop_dot_mod[] =
+    MESH "func.func @main(%arg0: tensor<8x16xf32> " SH("[{\"x\"}, {\"y\"}]") ", %arg1: "
+         "tensor<16x16xf32> " SH("[{\"y\"}, {}]") ") -> tensor<8x16xf32> {\n"
+         "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+         "  %0:2 = stablehlo.while(%i = %c0, %x = %arg0) : tensor<i32>, tensor<8x16xf32>\n"
+         "    cond {\n"
+         "      %n = stablehlo.constant dense<3> : tensor<i32>\n"
+         "      %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+         "      stablehlo.return %p : tensor<i1>\n"
+         "    } do {\n"
+         "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+         "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+         "      %d = stablehlo.dot_general %x, %arg1, contracting_dims = [1] x [0] : "
+         "(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
+         "      %t = stablehlo.tanh %d : tensor<8x16xf32>\n"
+         "      stablehlo.return %i2, %t : tensor<i32>, tensor<8x16xf32>\n"
+         "    }\n"
+         "  return %0#1 : tensor<8x16xf32>\n}\n";
+
+static void test_ex_check_text_while_with_collective_matches(void **state)
+{
+    (void)state;
+    sp_module *m = plan(loop_dot_mod, true);
+    assert_true(collective_in_loop(m));
+    sp_module_destroy(m);
+    assert_matches(loop_dot_mod, 4);
+}
+
+/* Four iterations of (p, q) = (q, p + q + w) from (w, w) with w = -x: the
+ * body returns one of its arguments as is, and reads w, which is also
+ * passed into the loop (so it must not be handed over). */
+static const char loop_swap_mod[] =
+    MESH "func.func @main(%arg0: tensor<8x16xf32> " SH("[{\"x\"}, {}]") ") -> tensor<8x16xf32> {\n"
+         "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+         "  %w = stablehlo.negate %arg0 : tensor<8x16xf32>\n"
+         "  %0:3 = stablehlo.while(%i = %c0, %p = %w, %q = %w) : tensor<i32>, tensor<8x16xf32>, "
+         "tensor<8x16xf32>\n"
+         "    cond {\n"
+         "      %n = stablehlo.constant dense<4> : tensor<i32>\n"
+         "      %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+         "      stablehlo.return %c : tensor<i1>\n"
+         "    } do {\n"
+         "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+         "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+         "      %s = stablehlo.add %p, %q : tensor<8x16xf32>\n"
+         "      %sw = stablehlo.add %s, %w : tensor<8x16xf32>\n"
+         "      stablehlo.return %i2, %q, %sw : tensor<i32>, tensor<8x16xf32>, "
+         "tensor<8x16xf32>\n"
+         "    }\n"
+         "  %r = stablehlo.add %0#1, %0#2 : tensor<8x16xf32>\n"
+         "  return %r : tensor<8x16xf32>\n}\n";
+
+/* (p, q) from (w, w): (w, 3w), (3w, 5w), (5w, 9w), (9w, 15w): 24w. */
+static double swap_want(const ex_tensor *args, size_t i)
+{
+    return -24.0 * arg0(args, i);
+}
+
+static void test_ex_exec_run_while_swaps_and_captures(void **state)
+{
+    (void)state;
+    check_values(loop_swap_mod, swap_want);
+    assert_matches(loop_swap_mod, 4);
+}
+
+/* A hand-partitioned loop whose condition sums the device's own block of a
+ * sharded value without an all-reduce: each device gets a different
+ * predicate. */
+static const char disagree_mod[] =
+    "sdy.mesh @mesh = <[\"x\"=4]>\n"
+    "func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}]>}) -> "
+    "tensor<8xf32> {\n"
+    "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %0:2 = stablehlo.while(%i = %c0, %x = %arg0) : tensor<i32>, tensor<8xf32> attributes "
+    "{sdy.sharding = #sdy.sharding_per_value<[<@mesh, []>, <@mesh, [{\"x\"}]>]>}\n"
+    "    cond {\n"
+    "      %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "      %s = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : "
+    "(tensor<8xf32>, tensor<f32>) -> tensor<f32>\n"
+    "      %p = stablehlo.compare GT, %s, %z : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+    "      stablehlo.return %p : tensor<i1>\n"
+    "    } do {\n"
+    "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+    "      %y = stablehlo.negate %x : tensor<8xf32>\n"
+    "      stablehlo.return %i2, %y : tensor<i32>, tensor<8xf32>\n"
+    "    }\n"
+    "  return %0#1 : tensor<8xf32>\n}\n";
+
+static void test_ex_exec_run_while_disagreeing_devices_fail(void **state)
+{
+    (void)state;
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(disagree_mod, strlen(disagree_mod), 0, &m, &err), CM_OK);
+    ex_tensor *args = NULL, *res = NULL;
+    uint32_t n_args = 0, n_res = 0;
+    assert_int_equal(ex_args_make(m, 3, &args, &n_args, &err), CM_OK);
+    /* blocks of 2: sums -2, 2, -2, 2 */
+    static const float x[8] = {-1, -1, 1, 1, -1, -1, 1, 1};
+    memcpy(args[0].data, x, sizeof x);
+    ex_exec_opts o = {4, false, 1, NULL};
+    assert_int_equal(ex_exec_run(m, &o, args, n_args, &res, &n_res, &err), CM_EINVAL);
+    assert_string_equal(err.path, "4:3");
+    if (strstr(err.msg, "stablehlo.while: the devices disagree on the loop predicate") == NULL) {
+        fail_msg("unexpected error: %s", err.msg);
+    }
+    assert_null(res);
+    /* One device (the reference) has nothing to disagree with: the sum is
+     * 0, so the loop does not run and returns x. */
+    ex_exec_opts one = {0, true, 1, NULL};
+    cm_error_clear(&err);
+    assert_int_equal(ex_exec_run(m, &one, args, n_args, &res, &n_res, &err), CM_OK);
+    assert_memory_equal(res[0].data, x, sizeof x);
+    ex_tensors_free(res, n_res);
+    ex_tensors_free(args, n_args);
+    sp_module_destroy(m);
+}
+
+/* ---- stablehlo.case and stablehlo.if --------------------------------------------- */
+
+/* case %k of: -x, x * x, x (a value from outside the branch); then if
+ * true: |r| else r. */
+static void case_mod(char *buf, size_t len, int k, bool pred)
+{
+    snprintf(buf, len,
+             MESH "func.func @main(%%arg0: tensor<8x16xf32> " SH("[{\"x\"}, {\"y\"}]") ") -> "
+                  "tensor<8x16xf32> {\n"
+                  "  %%k = stablehlo.constant dense<%d> : tensor<i32>\n"
+                  "  %%0 = \"stablehlo.case\"(%%k) ({\n"
+                  "    %%a = stablehlo.negate %%arg0 : tensor<8x16xf32>\n"
+                  "    stablehlo.return %%a : tensor<8x16xf32>\n"
+                  "  }, {\n"
+                  "    %%b = stablehlo.multiply %%arg0, %%arg0 : tensor<8x16xf32>\n"
+                  "    stablehlo.return %%b : tensor<8x16xf32>\n"
+                  "  }, {\n"
+                  "    stablehlo.return %%arg0 : tensor<8x16xf32>\n"
+                  "  }) : (tensor<i32>) -> tensor<8x16xf32>\n"
+                  "  %%p = stablehlo.constant dense<%s> : tensor<i1>\n"
+                  "  %%1 = \"stablehlo.if\"(%%p) ({\n"
+                  "    %%a = stablehlo.abs %%0 : tensor<8x16xf32>\n"
+                  "    stablehlo.return %%a : tensor<8x16xf32>\n"
+                  "  }, {\n"
+                  "    stablehlo.return %%0 : tensor<8x16xf32>\n"
+                  "  }) : (tensor<i1>) -> tensor<8x16xf32>\n"
+                  "  return %%1 : tensor<8x16xf32>\n}\n",
+             k, pred ? "true" : "false");
+}
+
+static double case_neg(const ex_tensor *args, size_t i)
+{
+    return -arg0(args, i);
+}
+
+static double case_square(const ex_tensor *args, size_t i)
+{
+    return arg0(args, i) * arg0(args, i);
+}
+
+static double case_abs(const ex_tensor *args, size_t i)
+{
+    return fabs(arg0(args, i));
+}
+
+static void test_ex_exec_run_case_and_if_compute(void **state)
+{
+    (void)state;
+    char buf[4096];
+    case_mod(buf, sizeof buf, 0, false);
+    check_values(buf, case_neg);
+    case_mod(buf, sizeof buf, 1, false);
+    check_values(buf, case_square);
+    assert_matches(buf, 4);
+    /* out of range, either way: the last branch */
+    case_mod(buf, sizeof buf, 7, false);
+    check_values(buf, arg0);
+    case_mod(buf, sizeof buf, -1, false);
+    check_values(buf, arg0);
+    case_mod(buf, sizeof buf, 0, true);
+    check_values(buf, case_abs);
+    assert_matches(buf, 4);
+}
+
+/* A case whose index each device computes from its own block. */
+static const char case_disagree_mod[] =
+    "sdy.mesh @mesh = <[\"x\"=4]>\n"
+    "func.func @main(%arg0: tensor<8xi32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}]>}) -> "
+    "tensor<8xi32> {\n"
+    "  %z = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %s = stablehlo.reduce(%arg0 init: %z) applies stablehlo.add across dimensions = [0] : "
+    "(tensor<8xi32>, tensor<i32>) -> tensor<i32>\n"
+    "  %0 = \"stablehlo.case\"(%s) ({\n"
+    "    stablehlo.return %arg0 : tensor<8xi32>\n"
+    "  }, {\n"
+    "    %a = stablehlo.negate %arg0 : tensor<8xi32>\n"
+    "    stablehlo.return %a : tensor<8xi32>\n"
+    "  }) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"x\"}]>]>} : (tensor<i32>) -> "
+    "tensor<8xi32>\n"
+    "  return %0 : tensor<8xi32>\n}\n";
+
+static void test_ex_exec_run_case_disagreeing_devices_fail(void **state)
+{
+    (void)state;
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(case_disagree_mod, strlen(case_disagree_mod), 0, &m, &err),
+                     CM_OK);
+    ex_tensor *args = NULL, *res = NULL;
+    uint32_t n_args = 0, n_res = 0;
+    assert_int_equal(ex_args_make(m, 3, &args, &n_args, &err), CM_OK);
+    static const int32_t x[8] = {0, 0, 0, 1, 0, 0, 0, 1};
+    memcpy(args[0].data, x, sizeof x);
+    ex_exec_opts o = {4, false, 1, NULL};
+    assert_int_equal(ex_exec_run(m, &o, args, n_args, &res, &n_res, &err), CM_EINVAL);
+    assert_string_equal(err.path, "5:3");
+    if (strstr(err.msg, "stablehlo.case: the devices disagree on the index") == NULL) {
+        fail_msg("unexpected error: %s", err.msg);
+    }
+    assert_null(res);
+    ex_tensors_free(args, n_args);
+    sp_module_destroy(m);
+}
+
+static const char manual_mod[] =
+    "sdy.mesh @mesh = <[\"x\"=2]>\n"
+    "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    "  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{\"x\"}]>] "
+    "out_shardings=[<@mesh, [{\"x\"}]>] manual_axes={\"x\"} (%a: tensor<4xf32>) {\n"
+    "    %1 = stablehlo.negate %a : tensor<4xf32>\n"
+    "    sdy.return %1 : tensor<4xf32>\n"
+    "  } : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  return %0 : tensor<8xf32>\n}\n";
+
+static void test_ex_exec_run_manual_computation_is_a_clear_error(void **state)
+{
+    (void)state;
+    expect_error(manual_mod, false, 0, "op sdy.manual_computation cannot be executed yet", "3:3");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ex_exec_run_call_twice_computes),
+        cmocka_unit_test(test_ex_exec_run_nested_calls_compute),
+        cmocka_unit_test(test_ex_exec_run_recursion_is_a_clear_error),
+        cmocka_unit_test(test_ex_exec_run_missing_callee_is_a_clear_error),
+        cmocka_unit_test(test_ex_exec_run_while_computes),
+        cmocka_unit_test(test_ex_check_text_while_with_collective_matches),
+        cmocka_unit_test(test_ex_exec_run_while_swaps_and_captures),
+        cmocka_unit_test(test_ex_exec_run_while_disagreeing_devices_fail),
+        cmocka_unit_test(test_ex_exec_run_case_and_if_compute),
+        cmocka_unit_test(test_ex_exec_run_case_disagreeing_devices_fail),
+        cmocka_unit_test(test_ex_exec_run_manual_computation_is_a_clear_error),
+    };
+    return cmocka_run_group_tests_name("ex_flow", tests, NULL, NULL);
+}
