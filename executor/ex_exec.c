@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * executor: SPMD execution of a partitioned module on worker threads.
- * A single-threaded preparation pass decodes every op of main (attributes,
+ * A single-threaded preparation pass decodes every op of main and of the
+ * blocks it runs (called functions, while/case/if regions: attributes,
  * device groups, constants) and every value's per-device block (offset and
  * local shape from its sharding); then one worker per device walks the ops in
- * order on its own buffers. Collectives synchronise with a barrier before
+ * order on its own buffers, all devices through the same control flow. Collectives synchronise with a barrier before
  * (every operand is ready) and after (every peer is done reading), so a
  * buffer can be freed after its last use. A failing worker keeps taking the
  * barriers, so the others never wait forever. */

@@ -410,6 +410,63 @@ static void test_ex_exec_run_while_disagreeing_devices_fail(void **state)
     sp_module_destroy(m);
 }
 
+/* A hand-partitioned loop whose body shifts a sharded value by one (a pad
+ * on the sharded dimension): devices 1-3 need a neighbour's element and
+ * fail in the first iteration, device 0 does not. The failure must end the
+ * loop on every device rather than leave device 0 waiting. */
+static const char fail_in_body_mod[] =
+    "sdy.mesh @mesh = <[\"x\"=4]>\n"
+    "func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}]>}) -> "
+    "tensor<8xf32> {\n"
+    "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %0:2 = stablehlo.while(%i = %c0, %x = %arg0) : tensor<i32>, tensor<8xf32> attributes "
+    "{sdy.sharding = #sdy.sharding_per_value<[<@mesh, []>, <@mesh, [{\"x\"}]>]>}\n"
+    "    cond {\n"
+    "      %n = stablehlo.constant dense<3> : tensor<i32>\n"
+    "      %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "      stablehlo.return %p : tensor<i1>\n"
+    "    } do {\n"
+    "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+    "      %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "      %y = stablehlo.pad %x, %z, low = [1], high = [-1], interior = [0] {sdy.sharding = "
+    "#sdy.sharding_per_value<[<@mesh, [{\"x\"}]>]>} : (tensor<8xf32>, tensor<f32>) -> "
+    "tensor<8xf32>\n"
+    "      stablehlo.return %i2, %y : tensor<i32>, tensor<8xf32>\n"
+    "    }\n"
+    "  return %0#1 : tensor<8xf32>\n}\n";
+
+static void test_ex_exec_run_while_failing_body_ends_every_device(void **state)
+{
+    (void)state;
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(fail_in_body_mod, strlen(fail_in_body_mod), 0, &m, &err),
+                     CM_OK);
+    ex_tensor *args = NULL, *res = NULL;
+    uint32_t n_args = 0, n_res = 0;
+    assert_int_equal(ex_args_make(m, 3, &args, &n_args, &err), CM_OK);
+    ex_exec_opts o = {4, false, 2, NULL};
+    assert_int_equal(ex_exec_run(m, &o, args, n_args, &res, &n_res, &err), CM_EINVAL);
+    assert_string_equal(err.path, "13:7");
+    if (strstr(err.msg, "does not hold what the result block needs") == NULL) {
+        fail_msg("unexpected error: %s", err.msg);
+    }
+    assert_null(res);
+    /* on one device the shift is fine: 0, x0, x1, ... then 0, 0, x0, ... */
+    ex_exec_opts one = {0, true, 1, NULL};
+    cm_error_clear(&err);
+    assert_int_equal(ex_exec_run(m, &one, args, n_args, &res, &n_res, &err), CM_OK);
+    const float *x = args[0].data, *y = res[0].data;
+    for (int i = 0; i < 8; i++) {
+        assert_true(y[i] == (i < 3 ? 0.0f : x[i - 3]));
+    }
+    ex_tensors_free(res, n_res);
+    ex_tensors_free(args, n_args);
+    sp_module_destroy(m);
+}
+
 /* ---- stablehlo.case and stablehlo.if --------------------------------------------- */
 
 /* case %k of: -x, x * x, x (a value from outside the branch); then if
@@ -542,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_ex_check_text_while_with_collective_matches),
         cmocka_unit_test(test_ex_exec_run_while_swaps_and_captures),
         cmocka_unit_test(test_ex_exec_run_while_disagreeing_devices_fail),
+        cmocka_unit_test(test_ex_exec_run_while_failing_body_ends_every_device),
         cmocka_unit_test(test_ex_exec_run_case_and_if_compute),
         cmocka_unit_test(test_ex_exec_run_case_disagreeing_devices_fail),
         cmocka_unit_test(test_ex_exec_run_manual_computation_is_a_clear_error),
