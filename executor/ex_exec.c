@@ -211,6 +211,7 @@ typedef struct pblock {
     uint32_t height; /* levels of blocks run inside it */
     bool busy;       /* being prepared: a call to its function is a recursion */
     bool done;
+    bool manual;     /* prepared inside an sdy.manual_computation body */
 } pblock;
 
 typedef struct prog {
@@ -227,6 +228,7 @@ typedef struct prog {
      * as (block, index); a function's body starts a new scope at nest_base */
     uint32_t nest_blk[EX_MAX_NEST + 1], nest_idx[EX_MAX_NEST + 1];
     uint32_t n_nest, nest_base;
+    bool in_manual; /* preparing an sdy.manual_computation body: values held whole */
 } prog;
 
 static cm_status op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt, ...)
@@ -302,7 +304,9 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
     memcpy(vi->ldims, t->dims, sizeof(int64_t) * t->rank);
-    const sp_sharding *s = p->replicated ? NULL : held_sharding(m, v);
+    /* inside a manual computation's body every device holds its manual
+     * group's whole (local) tensors: the partitioner leaves bodies alone */
+    const sp_sharding *s = p->replicated || p->in_manual ? NULL : held_sharding(m, v);
     if (s != NULL && s->rank == t->rank) {
         const sp_mesh *mesh = sharding_mesh(m, s);
         if (mesh == NULL) {
@@ -980,6 +984,7 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_RESHAPE:
     case SP_OP_FUNC_RETURN:
     case SP_OP_RETURN:
+    case SP_OP_SDY_RETURN:
         break;
     case SP_OP_COMPARE: {
         const sp_attr *a = sp_op_attr(m, x->op, "comparison_direction");
@@ -1222,6 +1227,12 @@ static cm_status prepare_call(prog *p, xop *x, uint32_t depth, cm_error *err)
         return op_error(p, x->op, err, "func.call: recursive call to @%s cannot be executed",
                         c->u.sym);
     }
+    if (pb->done && pb->manual != p->in_manual) {
+        return op_error(p, x->op, err,
+                        "func.call: @%s called both inside and outside sdy.manual_computation "
+                        "cannot be executed yet",
+                        c->u.sym);
+    }
     const sp_block *b = &m->blocks[blk];
     if (b->n_args != o->n_operands || !same_types(m, o->operands, b->first_arg, b->n_args)) {
         return op_error(p, x->op, err, "func.call: operands do not match the arguments of @%s",
@@ -1334,6 +1345,222 @@ static cm_status prepare_regions(prog *p, xop *x, uint32_t blk, uint32_t idx, ui
     return st;
 }
 
+/* sdy collectives that move data between devices (reshards and constraints
+ * are copies when every value is held whole). */
+static bool moves_data(sp_op_kind k)
+{
+    return k == SP_OP_SDY_ALL_REDUCE || k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE ||
+           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_REDUCE_SCATTER ||
+           k == SP_OP_SDY_COLLECTIVE_PERMUTE;
+}
+
+#define EX_MAX_MANUAL_GROUPS 4096 /* manual groups of a reference run */
+
+/* A prepared sdy.manual_computation (xop.ext). The body runs once per unit:
+ * on every device for its own manual group, or, in the reference run, on
+ * the one worker for every manual group in turn. Each operand's and
+ * result's unit offsets place the group's local tensor in the global one. */
+typedef struct manual {
+    uint32_t n_units;
+    int64_t **in_off;  /* per operand: n_units * rank global offsets */
+    int64_t **out_off; /* per result: likewise */
+    bool *first;       /* per unit: the first device of its manual group */
+} manual;
+
+/* Whether axis name is one of the manual axes. */
+static bool is_manual_axis(const sp_attr *axes, const char *name)
+{
+    for (uint32_t i = 0; i < axes->u.axes.n; i++) {
+        if (strcmp(axes->u.axes.axes[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Offsets (n_units * rank) of the manual groups' local tensors of value v
+ * (global type) in sharding s, for the mesh coordinates of each unit
+ * (coords: n_units * mesh axes). The manual axes must lead each dimension,
+ * divide it and give the local type of body value lv. */
+static cm_status manual_offsets(prog *p, const xop *x, const sp_attr *axes, const sp_mesh *mesh,
+                                const sp_sharding *s, uint32_t v, uint32_t lv,
+                                const int64_t *coords, uint32_t n_units, int64_t **off_out,
+                                cm_error *err)
+{
+    const sp_type *g = sp_value_type(p->m, v), *l = sp_value_type(p->m, lv);
+    const char *nm = p->m->ops[x->op].name;
+    if (s == NULL || s->rank != g->rank || g->rank != l->rank || g->elem != l->elem) {
+        return op_error(p, x->op, err, "%s: a sharding or local type that does not match %s", nm,
+                        g->text);
+    }
+    int64_t *off = cm_arena_zalloc(&p->arena, sizeof(int64_t) * ((size_t)n_units * g->rank + 1u));
+    if (off == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t k = 0; k < g->rank; k++) {
+        int64_t count = 1;
+        uint32_t lead = 0;
+        for (uint32_t j = 0; j < s->dims[k].n_axes; j++) {
+            const sp_axis_ref *r = &s->dims[k].axes[j];
+            if (!is_manual_axis(axes, r->name)) {
+                continue;
+            }
+            int32_t ai = sp_mesh_axis_index(mesh, r->name);
+            if (ai < 0 || r->pre_size > 0 || lead != j) {
+                return op_error(p, x->op, err,
+                                "%s: manual axis %s must be a whole mesh axis leading its "
+                                "dimension",
+                                nm, r->name);
+            }
+            lead++;
+            count *= mesh->axes[ai].size;
+        }
+        if (g->dims[k] % count != 0 || g->dims[k] / count != l->dims[k]) {
+            return op_error(p, x->op, err, "%s: local type %s is not %s split over the manual axes",
+                            nm, l->text, g->text);
+        }
+        for (uint32_t u = 0; u < n_units; u++) {
+            int64_t idx = 0;
+            for (uint32_t j = 0; j < lead; j++) {
+                int32_t ai = sp_mesh_axis_index(mesh, s->dims[k].axes[j].name);
+                idx = idx * mesh->axes[ai].size + coords[(size_t)u * mesh->n_axes + (uint32_t)ai];
+            }
+            off[(size_t)u * g->rank + k] = idx * l->dims[k];
+        }
+    }
+    *off_out = off;
+    return CM_OK;
+}
+
+/* sdy.manual_computation: the units (every device, or every manual group
+ * in the reference run), the offsets of each operand and result, and the
+ * body, prepared with every value held whole. */
+static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const sp_attr *in = sp_op_attr(m, x->op, "in_shardings");
+    const sp_attr *out = sp_op_attr(m, x->op, "out_shardings");
+    const sp_attr *axes = sp_op_attr(m, x->op, "manual_axes");
+    if (p->in_manual) {
+        return op_error(p, x->op, err, "nested %s cannot be executed yet", o->name);
+    }
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1 || in == NULL ||
+        in->kind != SP_ATTR_SHARDING_LIST || in->u.shardings.n != o->n_operands || out == NULL ||
+        out->kind != SP_ATTR_SHARDING_LIST || out->u.shardings.n != o->n_results ||
+        axes == NULL || axes->kind != SP_ATTR_AXIS_LIST ||
+        m->blocks[o->regions[0].blocks[0]].n_args != o->n_operands) {
+        return op_error(p, x->op, err, "%s: operands, shardings or region the executor cannot run",
+                        o->name);
+    }
+    const sp_mesh *mesh = NULL;
+    for (uint32_t i = 0; i < o->n_operands + o->n_results; i++) {
+        const sp_sharding *s = i < o->n_operands ? in->u.shardings.items[i]
+                                                 : out->u.shardings.items[i - o->n_operands];
+        const sp_mesh *sm = s != NULL ? sharding_mesh(m, s) : NULL;
+        if (sm == NULL || (mesh != NULL && sm != mesh)) {
+            return op_error(p, x->op, err, "%s: shardings on unknown or different meshes", o->name);
+        }
+        mesh = sm;
+    }
+    if (mesh == NULL) {
+        return op_error(p, x->op, err, "%s without operands or results", o->name);
+    }
+    uint32_t blk = o->regions[0].blocks[0];
+    const sp_block *b = &m->blocks[blk];
+    manual *mc = cm_arena_zalloc(&p->arena, sizeof(manual));
+    if (mc == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    /* Units and their mesh coordinates: each device at its mesh position,
+     * or each combination of the manual axes (free axes at 0). */
+    int64_t groups = 1;
+    for (uint32_t a = 0; a < mesh->n_axes; a++) {
+        if (is_manual_axis(axes, mesh->axes[a].name)) {
+            groups *= mesh->axes[a].size;
+        }
+        if (groups > EX_MAX_MANUAL_GROUPS) {
+            return op_error(p, x->op, err, "%s: more than %d manual groups cannot be executed",
+                            o->name, EX_MAX_MANUAL_GROUPS);
+        }
+    }
+    if (!p->replicated && sp_mesh_size(mesh) != (int64_t)p->n_dev) {
+        return op_error(p, x->op, err,
+                        "%s on a mesh whose size is not the device count cannot be executed yet",
+                        o->name);
+    }
+    mc->n_units = p->replicated ? (uint32_t)groups : p->n_dev;
+    int64_t *coords = cm_arena_zalloc(&p->arena,
+                                      sizeof(int64_t) * ((size_t)mc->n_units * mesh->n_axes + 1u));
+    int64_t *gid = cm_arena_zalloc(&p->arena, sizeof(int64_t) * ((size_t)mc->n_units + 1u));
+    bool *seen = cm_arena_zalloc(&p->arena, (size_t)groups + 1u);
+    mc->first = cm_arena_zalloc(&p->arena, (size_t)mc->n_units + 1u);
+    mc->in_off = cm_arena_zalloc(&p->arena, sizeof(int64_t *) * (o->n_operands + 1u));
+    mc->out_off = cm_arena_zalloc(&p->arena, sizeof(int64_t *) * (o->n_results + 1u));
+    if (coords == NULL || gid == NULL || seen == NULL || mc->first == NULL ||
+        mc->in_off == NULL || mc->out_off == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t u = 0; u < mc->n_units; u++) {
+        int64_t *c = &coords[(size_t)u * mesh->n_axes];
+        int64_t pos = p->replicated ? (int64_t)u : mesh_position(mesh, u);
+        if (pos < 0) {
+            return op_error(p, x->op, err, "%s: device missing from its mesh", o->name);
+        }
+        for (uint32_t a = mesh->n_axes; a-- > 0;) {
+            bool man = is_manual_axis(axes, mesh->axes[a].name);
+            if (p->replicated && !man) {
+                continue; /* free axes at 0; pos counts the manual axes only */
+            }
+            c[a] = pos % mesh->axes[a].size;
+            pos /= mesh->axes[a].size;
+        }
+        for (uint32_t a = 0; a < mesh->n_axes; a++) {
+            if (is_manual_axis(axes, mesh->axes[a].name)) {
+                gid[u] = gid[u] * mesh->axes[a].size + c[a];
+            }
+        }
+        mc->first[u] = !seen[gid[u]];
+        seen[gid[u]] = true;
+    }
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < o->n_operands && st == CM_OK; i++) {
+        st = manual_offsets(p, x, axes, mesh, in->u.shardings.items[i], o->operands[i],
+                            b->first_arg + i, coords, mc->n_units, &mc->in_off[i], err);
+    }
+    x->ext = mc;
+    x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
+    if (st == CM_OK && x->sub == NULL) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    if (st != CM_OK) {
+        return st;
+    }
+    x->sub[0] = blk;
+    x->n_sub = 1;
+    uint32_t base = p->nest_base;
+    p->nest_base = p->n_nest; /* isolated from above */
+    p->in_manual = true;
+    st = prepare_args(p, blk, x->op, false, err);
+    if (st == CM_OK) {
+        st = prepare_block(p, blk, depth + 1u, err);
+    }
+    p->in_manual = false;
+    p->nest_base = base;
+    if (st != CM_OK) {
+        return st;
+    }
+    const sp_op *t = block_return(p, blk, x->op, SP_OP_SDY_RETURN, o->n_results, err);
+    if (t == NULL) {
+        return err != NULL ? err->code : CM_EINVAL;
+    }
+    for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
+        st = manual_offsets(p, x, axes, mesh, out->u.shardings.items[j], o->first_result + j,
+                            t->operands[j], coords, mc->n_units, &mc->out_off[j], err);
+    }
+    return st;
+}
+
 /* Prepares block blk's ops (its arguments are prepared by the caller). */
 static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *err)
 {
@@ -1346,6 +1573,7 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
                         EX_MAX_NEST);
     }
     pb->busy = true;
+    pb->manual = p->in_manual;
     pb->ops = cm_arena_zalloc(&p->arena, sizeof(xop) * (b->n_ops + 1u));
     if (pb->ops == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
@@ -1370,7 +1598,8 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
             p->vi[o->first_result + j].home = blk;
             p->vi[o->first_result + j].def_idx = i;
         }
-        bool term = x->kind == SP_OP_FUNC_RETURN || x->kind == SP_OP_RETURN;
+        bool term = x->kind == SP_OP_FUNC_RETURN || x->kind == SP_OP_RETURN ||
+                    x->kind == SP_OP_SDY_RETURN;
         if (st == CM_OK && term != (i + 1u == b->n_ops)) {
             st = op_error(p, x->op, err, "%s: %s", o->name,
                           term ? "a return before the end of its block"
@@ -1383,6 +1612,11 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
             st = prepare_regions(p, x, blk, i, depth, err);
         } else if (x->kind == SP_OP_FUNC_CALL) {
             st = prepare_call(p, x, depth, err);
+        } else if (x->kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            st = prepare_manual(p, x, depth, err);
+        } else if (p->in_manual && moves_data(x->kind)) {
+            st = op_error(p, x->op, err, "op %s inside sdy.manual_computation cannot be executed yet",
+                          o->name);
         } else {
             st = prepare_op(p, x, err);
         }
@@ -2969,6 +3203,29 @@ static int64_t flow_vote(shared *sh, uint32_t dev, int64_t mine)
     return agreed;
 }
 
+/* Copies into dst, a block of value dv whose first element is at global
+ * position d0, what src, a block of value sv at s0, holds of it; lim: the
+ * global dims (positions past them are padding). */
+static void copy_overlap(const prog *p, const void *src, uint32_t sv, const int64_t *s0, void *dst,
+                         uint32_t dv, const int64_t *d0, const int64_t *lim)
+{
+    const vinfo *S = &p->vi[sv], *D = &p->vi[dv];
+    int64_t ext[EX_MAX_RANK], sf[EX_MAX_RANK], df[EX_MAX_RANK];
+    for (uint32_t k = 0; k < D->rank; k++) {
+        int64_t a = s0[k] > d0[k] ? s0[k] : d0[k];
+        int64_t b = s0[k] + S->ldims[k];
+        b = d0[k] + D->ldims[k] < b ? d0[k] + D->ldims[k] : b;
+        b = lim[k] < b ? lim[k] : b;
+        if (b <= a) {
+            return;
+        }
+        ext[k] = b - a;
+        sf[k] = a - s0[k];
+        df[k] = a - d0[k];
+    }
+    copy_box(src, S->ldims, sf, dst, D->ldims, df, ext, D->rank, D->elem, D->esz, false);
+}
+
 /* Whether a and b are held as the same blocks on every device. */
 static bool same_layout(const prog *p, uint32_t a, uint32_t b)
 {
@@ -3047,15 +3304,11 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
         if (same_layout(p, s, d)) {
             continue;
         }
-        const vinfo *I = &p->vi[s], *O = &p->vi[d];
-        int64_t lo[EX_MAX_RANK] = {0}, ext[EX_MAX_RANK], sfrom[EX_MAX_RANK], dfrom[EX_MAX_RANK];
         /* Every device's block is a block of the same global tensor, so any
          * device that holds an element can supply it. */
         for (uint32_t sd = 0; sd < p->n_dev; sd++) {
-            if (coll_box(p, s, d, sd, dev, lo, O->ldims, ext, sfrom, dfrom)) {
-                move_box(wbufs(sh, sd)[s], I->ldims, sfrom, bufs[d], O->ldims, dfrom, ext,
-                         O->rank, O->esz, false);
-            }
+            copy_overlap(p, wbufs(sh, sd)[s], s, voff(p, s, sd), bufs[d], d, voff(p, d, dev),
+                         p->vi[s].gdims);
         }
     }
     pthread_barrier_wait(&sh->bar);
@@ -3177,6 +3430,107 @@ static cm_status flow_call(shared *sh, uint32_t dev, const xop *x, bool keep)
     return st_ == CM_OK ? s2 : st_;
 }
 
+/* Gives every result (or, with args, every body argument) of manual
+ * computation x a zeroed buffer on device dev. false: out of memory. */
+static bool manual_alloc(shared *sh, uint32_t dev, const xop *x, bool args)
+{
+    const prog *p = sh->p;
+    const sp_op *o = &p->m->ops[x->op];
+    void **bufs = wbufs(sh, dev);
+    uint32_t first = args ? p->m->blocks[x->sub[0]].first_arg : o->first_result;
+    uint32_t n = args ? o->n_operands : o->n_results;
+    for (uint32_t i = 0; i < n; i++) {
+        if (bufs[first + i] != NULL) {
+            release(p, bufs, first + i, true);
+        }
+        bufs[first + i] = alloc_buffer(p, bufs, first + i, true);
+        if (bufs[first + i] == NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* sdy.manual_computation: the body runs on each manual group's local
+ * tensors. Partitioned, every device runs it once for its own group: its
+ * arguments are cut out of the operands' blocks of every device (after a
+ * barrier: the operands are ready), and each device's result blocks are
+ * filled from the first device of every group (between two barriers: the
+ * bodies are done, then nobody reads them any more). The reference run
+ * (one worker) runs the body for every group in turn. */
+static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
+{
+    const prog *p = sh->p;
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const manual *mc = x->ext;
+    uint32_t arg0 = m->blocks[x->sub[0]].first_arg;
+    const pblock *pb = &p->pbs[x->sub[0]];
+    const xop *ret = &pb->ops[pb->n_ops - 1];
+    const uint32_t *outs = m->ops[ret->op].operands;
+    void **bufs = wbufs(sh, dev);
+    cm_error *err = &sh->errs[dev];
+    static const int64_t zero[EX_MAX_RANK];
+    bool ok = true;
+    if (p->replicated) {
+        ok = atomic_load(&sh->failed) != 0 || manual_alloc(sh, dev, x, false);
+        for (uint32_t u = 0; ok && atomic_load(&sh->failed) == 0 && u < mc->n_units; u++) {
+            ok = manual_alloc(sh, dev, x, true);
+            for (uint32_t i = 0; ok && i < o->n_operands; i++) {
+                const vinfo *I = &p->vi[o->operands[i]];
+                copy_overlap(p, bufs[o->operands[i]], o->operands[i], zero, bufs[arg0 + i],
+                             arg0 + i, &mc->in_off[i][(size_t)u * I->rank], I->gdims);
+            }
+            if (ok) {
+                run_block(sh, dev, x->sub[0], true);
+            }
+            for (uint32_t j = 0; ok && atomic_load(&sh->failed) == 0 && j < o->n_results; j++) {
+                const vinfo *R = &p->vi[o->first_result + j];
+                copy_overlap(p, bufs[outs[j]], outs[j], &mc->out_off[j][(size_t)u * R->rank],
+                             bufs[o->first_result + j], o->first_result + j, zero, R->gdims);
+            }
+            release_dead(p, bufs, ret, true);
+        }
+        if (!ok) {
+            atomic_store(&sh->failed, 1);
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+        return CM_OK;
+    }
+    if (atomic_load(&sh->failed) == 0 && !manual_alloc(sh, dev, x, true)) {
+        ok = false;
+        atomic_store(&sh->failed, 1);
+    }
+    pthread_barrier_wait(&sh->bar);
+    for (uint32_t i = 0; atomic_load(&sh->failed) == 0 && i < o->n_operands; i++) {
+        uint32_t v = o->operands[i];
+        const int64_t *at = &mc->in_off[i][(size_t)dev * p->vi[v].rank];
+        for (uint32_t s = 0; s < p->n_dev; s++) {
+            copy_overlap(p, wbufs(sh, s)[v], v, voff(p, v, s), bufs[arg0 + i], arg0 + i, at,
+                         p->vi[v].gdims);
+        }
+    }
+    run_block(sh, dev, x->sub[0], keep);
+    if (atomic_load(&sh->failed) == 0 && !manual_alloc(sh, dev, x, false)) {
+        ok = false;
+        atomic_store(&sh->failed, 1);
+    }
+    pthread_barrier_wait(&sh->bar);
+    for (uint32_t j = 0; atomic_load(&sh->failed) == 0 && j < o->n_results; j++) {
+        uint32_t r = o->first_result + j;
+        for (uint32_t s = 0; s < p->n_dev; s++) {
+            if (mc->first[s]) {
+                copy_overlap(p, wbufs(sh, s)[outs[j]], outs[j],
+                             &mc->out_off[j][(size_t)s * p->vi[r].rank], bufs[r], r,
+                             voff(p, r, dev), p->vi[r].gdims);
+            }
+        }
+    }
+    pthread_barrier_wait(&sh->bar);
+    release_dead(p, bufs, ret, keep);
+    return ok ? CM_OK : cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+}
+
 /* Runs op x of a block on device dev: a collective (every device between
  * two barriers), control flow, or a local op. */
 static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
@@ -3195,6 +3549,8 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
         return flow_case(sh, dev, x, keep);
     case SP_OP_FUNC_CALL:
         return flow_call(sh, dev, x, keep);
+    case SP_OP_SDY_MANUAL_COMPUTATION:
+        return flow_manual(sh, dev, x, keep);
     default:
         break;
     }

@@ -6,8 +6,9 @@
  * a value both passed into and read by the body), stablehlo.case (in and
  * out of range) and stablehlo.if, each run on several devices and checked
  * both against values computed here and against the single-device
- * reference; recursion, devices that disagree on a predicate or index, and
- * sdy.manual_computation as clear errors. */
+ * reference; sdy.manual_computation likewise; recursion, devices that
+ * disagree on a predicate or index, a failure inside a loop body and a
+ * collective inside a manual body as clear errors. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -572,20 +573,55 @@ static void test_ex_exec_run_case_disagreeing_devices_fail(void **state)
     sp_module_destroy(m);
 }
 
+/* A manual computation over "data" whose body adds to each element the sum
+ * of its group's local tensor (rows 0-3 or 4-7): a group cut in the wrong
+ * place gives other sums. The reduce is the body's own, local to the group. */
 static const char manual_mod[] =
-    "sdy.mesh @mesh = <[\"x\"=2]>\n"
+    MESH "func.func @main(%arg0: tensor<8x4xf32> " SH("[{\"x\"}, {\"y\"}]") ") -> "
+         "tensor<8x4xf32> {\n"
+         "  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{\"x\"}, {}]>] "
+         "out_shardings=[<@mesh, [{\"x\"}, {}]>] manual_axes={\"x\"} (%a: tensor<4x4xf32>) {\n"
+         "    %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+         "    %s = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0, 1] "
+         ": (tensor<4x4xf32>, tensor<f32>) -> tensor<f32>\n"
+         "    %b = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<4x4xf32>\n"
+         "    %r = stablehlo.add %a, %b : tensor<4x4xf32>\n"
+         "    sdy.return %r : tensor<4x4xf32>\n"
+         "  } : (tensor<8x4xf32>) -> tensor<8x4xf32>\n"
+         "  return %0 : tensor<8x4xf32>\n}\n";
+
+static double manual_want(const ex_tensor *args, size_t i)
+{
+    size_t g = i / 16; /* 4 rows of 4 per group */
+    double sum = 0;
+    for (size_t k = 0; k < 16; k++) {
+        sum += arg0(args, g * 16 + k);
+    }
+    return arg0(args, i) + sum;
+}
+
+static void test_ex_exec_run_manual_computation_computes(void **state)
+{
+    (void)state;
+    check_values(manual_mod, manual_want);
+    assert_matches(manual_mod, 4);
+}
+
+static const char manual_collective_mod[] =
+    "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
     "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
     "  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{\"x\"}]>] "
     "out_shardings=[<@mesh, [{\"x\"}]>] manual_axes={\"x\"} (%a: tensor<4xf32>) {\n"
-    "    %1 = stablehlo.negate %a : tensor<4xf32>\n"
+    "    %1 = sdy.all_reduce {\"y\"} %a out_sharding=<@mesh, [{}]> : tensor<4xf32>\n"
     "    sdy.return %1 : tensor<4xf32>\n"
     "  } : (tensor<8xf32>) -> tensor<8xf32>\n"
     "  return %0 : tensor<8xf32>\n}\n";
 
-static void test_ex_exec_run_manual_computation_is_a_clear_error(void **state)
+static void test_ex_exec_run_collective_in_manual_body_is_a_clear_error(void **state)
 {
     (void)state;
-    expect_error(manual_mod, false, 0, "op sdy.manual_computation cannot be executed yet", "3:3");
+    expect_error(manual_collective_mod, false, 4,
+                 "op sdy.all_reduce inside sdy.manual_computation cannot be executed yet", "4:5");
 }
 
 int main(void)
@@ -602,7 +638,8 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_while_failing_body_ends_every_device),
         cmocka_unit_test(test_ex_exec_run_case_and_if_compute),
         cmocka_unit_test(test_ex_exec_run_case_disagreeing_devices_fail),
-        cmocka_unit_test(test_ex_exec_run_manual_computation_is_a_clear_error),
+        cmocka_unit_test(test_ex_exec_run_manual_computation_computes),
+        cmocka_unit_test(test_ex_exec_run_collective_in_manual_body_is_a_clear_error),
     };
     return cmocka_run_group_tests_name("ex_flow", tests, NULL, NULL);
 }
