@@ -90,8 +90,9 @@ static cm_status run(const sp_module *m, uint32_t devices, ex_tensor **args_out,
 /* Expected value of element i of a result from the arguments. */
 typedef double (*expect_fn)(const ex_tensor *args, size_t i);
 
-/* Runs text partitioned on 4 devices and unpartitioned on one, and checks
- * result 0 of both against want element by element. */
+/* Runs text partitioned on 4 devices and unpartitioned on one, checks
+ * result 0 of both against want element by element, then the partitioned
+ * run against the reference through ex_check_text. */
 static void check_values(const char *text, expect_fn want)
 {
     for (int part = 0; part < 2; part++) {
@@ -115,6 +116,7 @@ static void check_values(const char *text, expect_fn want)
         ex_tensors_free(res, n_res);
         sp_module_destroy(m);
     }
+    assert_matches(text, 4);
 }
 
 static double arg0(const ex_tensor *args, size_t i)
@@ -165,7 +167,6 @@ static void test_ex_exec_run_call_twice_computes(void **state)
 {
     (void)state;
     check_values(call_twice_mod, nine_x);
-    assert_matches(call_twice_mod, 4);
 }
 
 /* @outer(a) = @inner(a) + @twice(a), @twice(a) = @inner(@inner(a)),
@@ -201,26 +202,77 @@ static void test_ex_exec_run_nested_calls_compute(void **state)
 {
     (void)state;
     check_values(nested_mod, four_x_9);
-    assert_matches(nested_mod, 4);
 }
 
-static void expect_error(const char *text, bool partition, uint32_t devices, const char *msg,
-                         const char *path)
+/* Runs m on devices workers (0: the reference), which must fail with
+ * CM_EINVAL, a message containing msg and path "LINE:COL". */
+static void assert_fails(const sp_module *m, uint32_t devices, const ex_tensor *args,
+                         uint32_t n_args, const char *msg, const char *path)
 {
-    sp_module *m = plan(text, partition);
-    ex_tensor *args = NULL, *res = NULL;
-    uint32_t n_args = 0, n_res = 0;
+    ex_tensor *res = NULL;
+    uint32_t n_res = 0;
     cm_error err;
-    cm_status st = run(m, devices, &args, &n_args, &res, &n_res, &err);
-    assert_int_equal(st, CM_EINVAL);
+    cm_error_clear(&err);
+    ex_exec_opts o = {devices, devices == 0, 2, NULL};
+    assert_int_equal(ex_exec_run(m, &o, args, n_args, &res, &n_res, &err), CM_EINVAL);
     assert_int_equal(err.code, CM_EINVAL);
     if (strstr(err.msg, msg) == NULL) {
         fail_msg("error '%s' does not say '%s'", err.msg, msg);
     }
     assert_string_equal(err.path, path);
     assert_null(res);
+}
+
+static void expect_error(const char *text, bool partition, uint32_t devices, const char *msg,
+                         const char *path)
+{
+    sp_module *m = plan(text, partition);
+    ex_tensor *args = NULL;
+    uint32_t n_args = 0;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(ex_args_make(m, 3, &args, &n_args, &err), CM_OK);
+    assert_fails(m, devices, args, n_args, msg, path);
     ex_tensors_free(args, n_args);
     sp_module_destroy(m);
+}
+
+/* A hand-partitioned module, read as is (no planning), and its seeded
+ * arguments with argument 0 replaced by x0 (len bytes) unless NULL. */
+typedef struct raw {
+    sp_module *m;
+    ex_tensor *args;
+    uint32_t n_args;
+} raw;
+
+static void raw_load(raw *r, const char *text, const void *x0, size_t len)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &r->m, &err), CM_OK);
+    assert_int_equal(ex_args_make(r->m, 3, &r->args, &r->n_args, &err), CM_OK);
+    if (x0 != NULL) {
+        assert_int_equal(r->args[0].n * sp_elem_bytes(r->args[0].elem), len);
+        memcpy(r->args[0].data, x0, len);
+    }
+}
+
+/* Result 0 of r's reference run (one device), freed with ex_tensors_free
+ * (n_res entries). */
+static ex_tensor *raw_reference(const raw *r, uint32_t *n_res)
+{
+    ex_tensor *res = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    ex_exec_opts one = {0, true, 1, NULL};
+    assert_int_equal(ex_exec_run(r->m, &one, r->args, r->n_args, &res, n_res, &err), CM_OK);
+    return res;
+}
+
+static void raw_fini(raw *r)
+{
+    ex_tensors_free(r->args, r->n_args);
+    sp_module_destroy(r->m);
 }
 
 static const char recursive_mod[] =
@@ -285,7 +337,6 @@ static void test_ex_exec_run_while_computes(void **state)
 {
     (void)state;
     check_values(loop_mod, loop_want);
-    assert_matches(loop_mod, 4);
 }
 
 /* Three iterations of x = tanh(x . w) with x's columns and w's rows on y:
@@ -353,7 +404,6 @@ static void test_ex_exec_run_while_swaps_and_captures(void **state)
 {
     (void)state;
     check_values(loop_swap_mod, swap_want);
-    assert_matches(loop_swap_mod, 4);
 }
 
 /* A hand-partitioned loop whose condition sums the device's own block of a
@@ -383,32 +433,19 @@ static const char disagree_mod[] =
 static void test_ex_exec_run_while_disagreeing_devices_fail(void **state)
 {
     (void)state;
-    sp_module *m = NULL;
-    cm_error err;
-    cm_error_clear(&err);
-    assert_int_equal(sp_mlir_read(disagree_mod, strlen(disagree_mod), 0, &m, &err), CM_OK);
-    ex_tensor *args = NULL, *res = NULL;
-    uint32_t n_args = 0, n_res = 0;
-    assert_int_equal(ex_args_make(m, 3, &args, &n_args, &err), CM_OK);
     /* blocks of 2: sums -2, 2, -2, 2 */
     static const float x[8] = {-1, -1, 1, 1, -1, -1, 1, 1};
-    memcpy(args[0].data, x, sizeof x);
-    ex_exec_opts o = {4, false, 1, NULL};
-    assert_int_equal(ex_exec_run(m, &o, args, n_args, &res, &n_res, &err), CM_EINVAL);
-    assert_string_equal(err.path, "4:3");
-    if (strstr(err.msg, "stablehlo.while: the devices disagree on the loop predicate") == NULL) {
-        fail_msg("unexpected error: %s", err.msg);
-    }
-    assert_null(res);
+    raw r;
+    raw_load(&r, disagree_mod, x, sizeof x);
+    assert_fails(r.m, 4, r.args, r.n_args,
+                 "stablehlo.while: the devices disagree on the loop predicate", "4:3");
     /* One device (the reference) has nothing to disagree with: the sum is
      * 0, so the loop does not run and returns x. */
-    ex_exec_opts one = {0, true, 1, NULL};
-    cm_error_clear(&err);
-    assert_int_equal(ex_exec_run(m, &one, args, n_args, &res, &n_res, &err), CM_OK);
+    uint32_t n_res = 0;
+    ex_tensor *res = raw_reference(&r, &n_res);
     assert_memory_equal(res[0].data, x, sizeof x);
     ex_tensors_free(res, n_res);
-    ex_tensors_free(args, n_args);
-    sp_module_destroy(m);
+    raw_fini(&r);
 }
 
 /* A hand-partitioned loop whose body shifts a sharded value by one (a pad
@@ -440,32 +477,18 @@ static const char fail_in_body_mod[] =
 static void test_ex_exec_run_while_failing_body_ends_every_device(void **state)
 {
     (void)state;
-    sp_module *m = NULL;
-    cm_error err;
-    cm_error_clear(&err);
-    assert_int_equal(sp_mlir_read(fail_in_body_mod, strlen(fail_in_body_mod), 0, &m, &err),
-                     CM_OK);
-    ex_tensor *args = NULL, *res = NULL;
-    uint32_t n_args = 0, n_res = 0;
-    assert_int_equal(ex_args_make(m, 3, &args, &n_args, &err), CM_OK);
-    ex_exec_opts o = {4, false, 2, NULL};
-    assert_int_equal(ex_exec_run(m, &o, args, n_args, &res, &n_res, &err), CM_EINVAL);
-    assert_string_equal(err.path, "13:7");
-    if (strstr(err.msg, "does not hold what the result block needs") == NULL) {
-        fail_msg("unexpected error: %s", err.msg);
-    }
-    assert_null(res);
+    raw r;
+    raw_load(&r, fail_in_body_mod, NULL, 0);
+    assert_fails(r.m, 4, r.args, r.n_args, "does not hold what the result block needs", "13:7");
     /* on one device the shift is fine: 0, x0, x1, ... then 0, 0, x0, ... */
-    ex_exec_opts one = {0, true, 1, NULL};
-    cm_error_clear(&err);
-    assert_int_equal(ex_exec_run(m, &one, args, n_args, &res, &n_res, &err), CM_OK);
-    const float *x = args[0].data, *y = res[0].data;
+    uint32_t n_res = 0;
+    ex_tensor *res = raw_reference(&r, &n_res);
+    const float *x = r.args[0].data, *y = res[0].data;
     for (int i = 0; i < 8; i++) {
         assert_true(y[i] == (i < 3 ? 0.0f : x[i - 3]));
     }
     ex_tensors_free(res, n_res);
-    ex_tensors_free(args, n_args);
-    sp_module_destroy(m);
+    raw_fini(&r);
 }
 
 /* ---- stablehlo.case and stablehlo.if --------------------------------------------- */
@@ -521,7 +544,6 @@ static void test_ex_exec_run_case_and_if_compute(void **state)
     check_values(buf, case_neg);
     case_mod(buf, sizeof buf, 1, false);
     check_values(buf, case_square);
-    assert_matches(buf, 4);
     /* out of range, either way: the last branch */
     case_mod(buf, sizeof buf, 7, false);
     check_values(buf, arg0);
@@ -529,7 +551,6 @@ static void test_ex_exec_run_case_and_if_compute(void **state)
     check_values(buf, arg0);
     case_mod(buf, sizeof buf, 0, true);
     check_values(buf, case_abs);
-    assert_matches(buf, 4);
 }
 
 /* A case whose index each device computes from its own block. */
@@ -552,25 +573,12 @@ static const char case_disagree_mod[] =
 static void test_ex_exec_run_case_disagreeing_devices_fail(void **state)
 {
     (void)state;
-    sp_module *m = NULL;
-    cm_error err;
-    cm_error_clear(&err);
-    assert_int_equal(sp_mlir_read(case_disagree_mod, strlen(case_disagree_mod), 0, &m, &err),
-                     CM_OK);
-    ex_tensor *args = NULL, *res = NULL;
-    uint32_t n_args = 0, n_res = 0;
-    assert_int_equal(ex_args_make(m, 3, &args, &n_args, &err), CM_OK);
     static const int32_t x[8] = {0, 0, 0, 1, 0, 0, 0, 1};
-    memcpy(args[0].data, x, sizeof x);
-    ex_exec_opts o = {4, false, 1, NULL};
-    assert_int_equal(ex_exec_run(m, &o, args, n_args, &res, &n_res, &err), CM_EINVAL);
-    assert_string_equal(err.path, "5:3");
-    if (strstr(err.msg, "stablehlo.case: the devices disagree on the index") == NULL) {
-        fail_msg("unexpected error: %s", err.msg);
-    }
-    assert_null(res);
-    ex_tensors_free(args, n_args);
-    sp_module_destroy(m);
+    raw r;
+    raw_load(&r, case_disagree_mod, x, sizeof x);
+    assert_fails(r.m, 4, r.args, r.n_args, "stablehlo.case: the devices disagree on the index",
+                 "5:3");
+    raw_fini(&r);
 }
 
 /* A manual computation over "data" whose body adds to each element the sum
@@ -604,7 +612,6 @@ static void test_ex_exec_run_manual_computation_computes(void **state)
 {
     (void)state;
     check_values(manual_mod, manual_want);
-    assert_matches(manual_mod, 4);
 }
 
 static const char manual_collective_mod[] =
