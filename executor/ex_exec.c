@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  * executor: SPMD execution of a partitioned module on worker threads.
  * A single-threaded preparation pass decodes every op of main and of the
- * blocks it runs (called functions, while/case/if regions: attributes,
+ * blocks it runs (called functions, while/case/if regions, manual
+ * computation bodies: attributes,
  * device groups, constants) and every value's per-device block (offset and
  * local shape from its sharding); then one worker per device walks the ops in
- * order on its own buffers, all devices through the same control flow. Collectives synchronise with a barrier before
- * (every operand is ready) and after (every peer is done reading), so a
- * buffer can be freed after its last use. A failing worker keeps taking the
- * barriers, so the others never wait forever. */
+ * order on its own buffers, every device through the same control flow.
+ * Collectives synchronise with a barrier before (every operand is ready) and
+ * after (every peer is done reading), so a buffer can be freed after its
+ * last use. A failing worker keeps taking the barriers, so the others never
+ * wait forever. */
 #include "ex_exec.h"
 
 #include <math.h>
@@ -203,8 +205,8 @@ typedef struct xop {
 #define EX_MAX_NEST 64 /* regions and calls nested deeper than this are rejected */
 
 /* A block the workers run: main's body, a called function's body, a while's
- * condition or body, a case/if branch. Its last op is the terminator, which
- * the parent op handles (flow_*). */
+ * condition or body, a case/if branch, a manual computation's body. Its last
+ * op is the terminator, which the parent op handles (flow_*). */
 typedef struct pblock {
     xop *ops;
     uint32_t n_ops;
@@ -1118,7 +1120,8 @@ static uint32_t default_devices(const sp_module *m)
 
 /* ---- control flow: preparation ---------------------------------------------------
  * Every block the workers run (main, called functions, while conditions and
- * bodies, case/if branches) is prepared once, in program order, into a
+ * bodies, case/if branches, manual computation bodies) is prepared once, in
+ * program order, into a
  * pblock indexed by its block id; a function called from several places
  * shares its pblock, and each call gets fresh buffers at run time. A value
  * belongs to the block that defines it (its home), which frees it after its
@@ -1181,24 +1184,23 @@ static bool same_types(const sp_module *m, const uint32_t *a, uint32_t first_b, 
     return true;
 }
 
-/* The terminator of prepared block blk, which must be a `kind` return of n
- * values; NULL after an error. */
-static const sp_op *block_return(prog *p, uint32_t blk, uint32_t owner, sp_op_kind kind,
-                                 uint32_t n, cm_error *err)
+/* The terminator of prepared block blk (*t_out), which must be a `kind`
+ * return of n values (owner: the op to blame otherwise). */
+static cm_status block_return(prog *p, uint32_t blk, uint32_t owner, sp_op_kind kind, uint32_t n,
+                              const sp_op **t_out, cm_error *err)
 {
     const pblock *pb = &p->pbs[blk];
     const sp_op *t = pb->n_ops > 0 ? &p->m->ops[pb->ops[pb->n_ops - 1].op] : NULL;
     if (t == NULL || t->kind != (uint32_t)kind) {
-        op_error(p, owner, err, "%s: a region or function that does not end with %s",
-                 p->m->ops[owner].name, sp_op_kind_name(kind));
-        return NULL;
+        return op_error(p, owner, err, "%s: a region or function that does not end with %s",
+                        p->m->ops[owner].name, sp_op_kind_name(kind));
     }
     if (t->n_operands != n) {
-        op_error(p, pb->ops[pb->n_ops - 1].op, err, "%s: returns %u values, %u expected", t->name,
-                 t->n_operands, n);
-        return NULL;
+        return op_error(p, pb->ops[pb->n_ops - 1].op, err, "%s: returns %u values, %u expected",
+                        t->name, t->n_operands, n);
     }
-    return t;
+    *t_out = t;
+    return CM_OK;
 }
 
 static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *err);
@@ -1253,9 +1255,10 @@ static cm_status prepare_call(prog *p, xop *x, uint32_t depth, cm_error *err)
         return op_error(p, x->op, err, "calls and regions nested deeper than %d cannot be executed",
                         EX_MAX_NEST);
     }
-    const sp_op *t = block_return(p, blk, x->op, SP_OP_FUNC_RETURN, o->n_results, err);
-    if (t == NULL) {
-        return err != NULL ? err->code : CM_EINVAL;
+    const sp_op *t = NULL;
+    cm_status st = block_return(p, blk, x->op, SP_OP_FUNC_RETURN, o->n_results, &t, err);
+    if (st != CM_OK) {
+        return st;
     }
     if (!same_types(m, t->operands, o->first_result, o->n_results)) {
         return op_error(p, x->op, err, "func.call: results do not match what @%s returns",
@@ -1328,10 +1331,10 @@ static cm_status prepare_regions(prog *p, xop *x, uint32_t blk, uint32_t idx, ui
     p->n_nest--;
     for (uint32_t r = 0; r < x->n_sub && st == CM_OK; r++) {
         bool cond = is_while && r == 0;
-        const sp_op *t =
-            block_return(p, x->sub[r], x->op, SP_OP_RETURN, cond ? 1u : o->n_results, err);
-        if (t == NULL) {
-            return err != NULL ? err->code : CM_EINVAL;
+        const sp_op *t = NULL;
+        st = block_return(p, x->sub[r], x->op, SP_OP_RETURN, cond ? 1u : o->n_results, &t, err);
+        if (st != CM_OK) {
+            return st;
         }
         bool ok = cond ? p->vi[t->operands[0]].rank == 0 &&
                              p->vi[t->operands[0]].elem == SP_ELEM_I1
@@ -1550,9 +1553,10 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
     if (st != CM_OK) {
         return st;
     }
-    const sp_op *t = block_return(p, blk, x->op, SP_OP_SDY_RETURN, o->n_results, err);
-    if (t == NULL) {
-        return err != NULL ? err->code : CM_EINVAL;
+    const sp_op *t = NULL;
+    st = block_return(p, blk, x->op, SP_OP_SDY_RETURN, o->n_results, &t, err);
+    if (st != CM_OK) {
+        return st;
     }
     for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
         st = manual_offsets(p, x, axes, mesh, out->u.shardings.items[j], o->first_result + j,
