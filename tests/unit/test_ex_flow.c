@@ -406,6 +406,51 @@ static void test_ex_exec_run_while_swaps_and_captures(void **state)
     check_values(loop_swap_mod, swap_want);
 }
 
+/* Control flow nested both ways: a loop whose body calls @f (3x) and then
+ * picks a case by the iteration count (x, 2x, -x), @f called again after
+ * the loop: 3x, 18x, -54x, then -162x. */
+static const char nested_flow_mod[] =
+    MESH "func.func @main(%arg0: tensor<8x16xf32> " SH("[{\"x\"}, {\"y\"}]") ") -> "
+         "tensor<8x16xf32> {\n"
+         "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+         "  %0:2 = stablehlo.while(%i = %c0, %x = %arg0) : tensor<i32>, tensor<8x16xf32>\n"
+         "    cond {\n"
+         "      %n = stablehlo.constant dense<3> : tensor<i32>\n"
+         "      %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+         "      stablehlo.return %p : tensor<i1>\n"
+         "    } do {\n"
+         "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+         "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+         "      %y = func.call @f(%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "      %z = \"stablehlo.case\"(%i) ({\n"
+         "        stablehlo.return %y : tensor<8x16xf32>\n"
+         "      }, {\n"
+         "        %d = stablehlo.add %y, %y : tensor<8x16xf32>\n"
+         "        stablehlo.return %d : tensor<8x16xf32>\n"
+         "      }, {\n"
+         "        %n = stablehlo.negate %y : tensor<8x16xf32>\n"
+         "        stablehlo.return %n : tensor<8x16xf32>\n"
+         "      }) : (tensor<i32>) -> tensor<8x16xf32>\n"
+         "      stablehlo.return %i2, %z : tensor<i32>, tensor<8x16xf32>\n"
+         "    }\n"
+         "  %1 = func.call @f(%0#1) : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  return %1 : tensor<8x16xf32>\n}\n"
+         "func.func private @f(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {\n"
+         "  %0 = stablehlo.add %a, %a : tensor<8x16xf32>\n"
+         "  %1 = stablehlo.add %0, %a : tensor<8x16xf32>\n"
+         "  return %1 : tensor<8x16xf32>\n}\n";
+
+static double nested_flow_want(const ex_tensor *args, size_t i)
+{
+    return -162.0 * arg0(args, i);
+}
+
+static void test_ex_exec_run_calls_and_case_in_loop_compute(void **state)
+{
+    (void)state;
+    check_values(nested_flow_mod, nested_flow_want);
+}
+
 /* A hand-partitioned loop whose condition sums the device's own block of a
  * sharded value without an all-reduce: each device gets a different
  * predicate. */
@@ -641,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_while_computes),
         cmocka_unit_test(test_ex_check_text_while_with_collective_matches),
         cmocka_unit_test(test_ex_exec_run_while_swaps_and_captures),
+        cmocka_unit_test(test_ex_exec_run_calls_and_case_in_loop_compute),
         cmocka_unit_test(test_ex_exec_run_while_disagreeing_devices_fail),
         cmocka_unit_test(test_ex_exec_run_while_failing_body_ends_every_device),
         cmocka_unit_test(test_ex_exec_run_case_and_if_compute),
