@@ -87,13 +87,14 @@ static cm_status run(const sp_module *m, uint32_t devices, ex_tensor **args_out,
     return ex_exec_run(m, &o, *args_out, *n_args, res_out, n_res, err);
 }
 
-/* Expected value of element i of a result from the arguments. */
-typedef double (*expect_fn)(const ex_tensor *args, size_t i);
+/* Expected value of element i of a result from the arguments and the
+ * coefficients k of the expectation. */
+typedef double (*expect_fn)(const ex_tensor *args, size_t i, const double *k);
 
 /* Runs text partitioned on 4 devices and unpartitioned on one, checks
  * result 0 of both against want element by element, then the partitioned
  * run against the reference through ex_check_text. */
-static void check_values(const char *text, expect_fn want)
+static void check_values(const char *text, expect_fn want, const double *k)
 {
     for (int part = 0; part < 2; part++) {
         sp_module *m = plan(text, part == 1);
@@ -106,7 +107,7 @@ static void check_values(const char *text, expect_fn want)
         assert_true(n_res >= 1);
         assert_int_equal(res[0].elem, SP_ELEM_F32);
         for (size_t i = 0; i < res[0].n; i++) {
-            double w = want(args, i), g = (double)((const float *)res[0].data)[i];
+            double w = want(args, i, k), g = (double)((const float *)res[0].data)[i];
             if (fabs(g - w) > 1e-5 * (1.0 + fabs(w))) {
                 fail_msg("%s: element %zu: expected %g, got %g",
                          part == 1 ? "4 devices" : "1 device", i, w, g);
@@ -122,6 +123,12 @@ static void check_values(const char *text, expect_fn want)
 static double arg0(const ex_tensor *args, size_t i)
 {
     return (double)((const float *)args[0].data)[i];
+}
+
+/* k[0] * x + k[1] */
+static double linear(const ex_tensor *args, size_t i, const double *k)
+{
+    return k[0] * arg0(args, i) + k[1];
 }
 
 /* Whether some op nested in a while of m is a collective. */
@@ -158,15 +165,10 @@ static const char call_twice_mod[] =
          "  %1 = stablehlo.add %0, %a : tensor<8x16xf32>\n"
          "  return %1 : tensor<8x16xf32>\n}\n";
 
-static double nine_x(const ex_tensor *args, size_t i)
-{
-    return 9.0 * arg0(args, i);
-}
-
 static void test_ex_exec_run_call_twice_computes(void **state)
 {
     (void)state;
-    check_values(call_twice_mod, nine_x);
+    check_values(call_twice_mod, linear, (const double[]){9, 0});
 }
 
 /* @outer(a) = @inner(a) + @twice(a), @twice(a) = @inner(@inner(a)),
@@ -193,15 +195,10 @@ static const char nested_mod[] =
          "  %0 = stablehlo.add %a, %c : tensor<8x16xf32>\n"
          "  return %0 : tensor<8x16xf32>\n}\n";
 
-static double four_x_9(const ex_tensor *args, size_t i)
-{
-    return 4.0 * arg0(args, i) + 9.0;
-}
-
 static void test_ex_exec_run_nested_calls_compute(void **state)
 {
     (void)state;
-    check_values(nested_mod, four_x_9);
+    check_values(nested_mod, linear, (const double[]){4, 9});
 }
 
 /* Runs m on devices workers (0: the reference), which must fail with
@@ -328,15 +325,10 @@ static const char loop_mod[] =
          "    }\n"
          "  return %0#1 : tensor<8x16xf32>\n}\n";
 
-static double loop_want(const ex_tensor *args, size_t i)
-{
-    return 32.0 * arg0(args, i) + 31.0;
-}
-
 static void test_ex_exec_run_while_computes(void **state)
 {
     (void)state;
-    check_values(loop_mod, loop_want);
+    check_values(loop_mod, linear, (const double[]){32, 31});
 }
 
 /* Three iterations of x = tanh(x . w) with x's columns and w's rows on y:
@@ -394,16 +386,11 @@ static const char loop_swap_mod[] =
          "  %r = stablehlo.add %0#1, %0#2 : tensor<8x16xf32>\n"
          "  return %r : tensor<8x16xf32>\n}\n";
 
-/* (p, q) from (w, w): (w, 3w), (3w, 5w), (5w, 9w), (9w, 15w): 24w. */
-static double swap_want(const ex_tensor *args, size_t i)
-{
-    return -24.0 * arg0(args, i);
-}
-
 static void test_ex_exec_run_while_swaps_and_captures(void **state)
 {
     (void)state;
-    check_values(loop_swap_mod, swap_want);
+    /* (p, q) from (w, w): (w, 3w), (3w, 5w), (5w, 9w), (9w, 15w): 24w */
+    check_values(loop_swap_mod, linear, (const double[]){-24, 0});
 }
 
 /* Control flow nested both ways: a loop whose body calls @f (3x) and then
@@ -440,15 +427,10 @@ static const char nested_flow_mod[] =
          "  %1 = stablehlo.add %0, %a : tensor<8x16xf32>\n"
          "  return %1 : tensor<8x16xf32>\n}\n";
 
-static double nested_flow_want(const ex_tensor *args, size_t i)
-{
-    return -162.0 * arg0(args, i);
-}
-
 static void test_ex_exec_run_calls_and_case_in_loop_compute(void **state)
 {
     (void)state;
-    check_values(nested_flow_mod, nested_flow_want);
+    check_values(nested_flow_mod, linear, (const double[]){-162, 0});
 }
 
 /* A hand-partitioned loop whose condition sums the device's own block of a
@@ -566,18 +548,15 @@ static void case_mod(char *buf, size_t len, int k, bool pred)
              k, pred ? "true" : "false");
 }
 
-static double case_neg(const ex_tensor *args, size_t i)
+static double case_square(const ex_tensor *args, size_t i, const double *k)
 {
-    return -arg0(args, i);
-}
-
-static double case_square(const ex_tensor *args, size_t i)
-{
+    (void)k;
     return arg0(args, i) * arg0(args, i);
 }
 
-static double case_abs(const ex_tensor *args, size_t i)
+static double case_abs(const ex_tensor *args, size_t i, const double *k)
 {
+    (void)k;
     return fabs(arg0(args, i));
 }
 
@@ -586,16 +565,16 @@ static void test_ex_exec_run_case_and_if_compute(void **state)
     (void)state;
     char buf[4096];
     case_mod(buf, sizeof buf, 0, false);
-    check_values(buf, case_neg);
+    check_values(buf, linear, (const double[]){-1, 0});
     case_mod(buf, sizeof buf, 1, false);
-    check_values(buf, case_square);
+    check_values(buf, case_square, NULL);
     /* out of range, either way: the last branch */
     case_mod(buf, sizeof buf, 7, false);
-    check_values(buf, arg0);
+    check_values(buf, linear, (const double[]){1, 0});
     case_mod(buf, sizeof buf, -1, false);
-    check_values(buf, arg0);
+    check_values(buf, linear, (const double[]){1, 0});
     case_mod(buf, sizeof buf, 0, true);
-    check_values(buf, case_abs);
+    check_values(buf, case_abs, NULL);
 }
 
 /* A case whose index each device computes from its own block. */
@@ -643,12 +622,13 @@ static const char manual_mod[] =
          "  } : (tensor<8x4xf32>) -> tensor<8x4xf32>\n"
          "  return %0 : tensor<8x4xf32>\n}\n";
 
-static double manual_want(const ex_tensor *args, size_t i)
+static double manual_want(const ex_tensor *args, size_t i, const double *k)
 {
+    (void)k;
     size_t g = i / 16; /* 4 rows of 4 per group */
     double sum = 0;
-    for (size_t k = 0; k < 16; k++) {
-        sum += arg0(args, g * 16 + k);
+    for (size_t j = 0; j < 16; j++) {
+        sum += arg0(args, g * 16 + j);
     }
     return arg0(args, i) + sum;
 }
@@ -656,7 +636,7 @@ static double manual_want(const ex_tensor *args, size_t i)
 static void test_ex_exec_run_manual_computation_computes(void **state)
 {
     (void)state;
-    check_values(manual_mod, manual_want);
+    check_values(manual_mod, manual_want, NULL);
 }
 
 static const char manual_collective_mod[] =
