@@ -164,7 +164,8 @@ typedef struct vinfo {
     bool live;             /* a value of a block the workers run */
     bool is_arg;           /* main's argument (the run's input shards) */
     bool is_result;        /* returned by main: never freed by workers */
-    bool borrowed;         /* a while condition's argument: the loop's value, never freed */
+    bool borrowed;         /* a while condition's or a called function's argument: the
+                              loop's or the caller's buffer, never freed here */
     bool inner_last;       /* its last use is inside a region of its last user */
     uint32_t home;         /* block id of the block that defines (and frees) it */
     uint32_t def_idx;      /* index of its defining op there (0 for an argument) */
@@ -1243,7 +1244,7 @@ static cm_status prepare_call(prog *p, xop *x, uint32_t depth, cm_error *err)
     if (!pb->done) {
         uint32_t base = p->nest_base;
         p->nest_base = p->n_nest;
-        cm_status st = prepare_args(p, blk, f, false, err);
+        cm_status st = prepare_args(p, blk, f, true, err);
         if (st == CM_OK) {
             st = prepare_block(p, blk, depth + 1u, err);
         }
@@ -3250,7 +3251,8 @@ static bool once_in(const uint32_t *vs, uint32_t n, uint32_t v)
 
 /* Gives dst + i the value of src[i] (same types) on device dev, for i < n.
  * A source that dies at op at (released after it, not read inside its
- * regions, passed once) hands its buffer over; otherwise dst gets a copy.
+ * regions, passed once) hands its buffer over; otherwise dst gets a copy;
+ * at NULL: dst borrows src's buffer (a call's arguments, see flow_call).
  * Where src and dst are held with different shardings every device copies
  * its dst block out of the src blocks of all devices between two barriers
  * (the decision depends on the shardings only, so every device takes
@@ -3265,7 +3267,9 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
     cm_status st_ = CM_OK;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t s = src[i], d = dst + i;
-        if (bufs[d] != NULL) {
+        if (at == NULL) {
+            bufs[d] = NULL; /* a borrowed argument (flow_call cleared it) */
+        } else if (bufs[d] != NULL) {
             release(p, bufs, d, keep);
         }
         if (!same_layout(p, s, d)) {
@@ -3273,6 +3277,10 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
             continue;
         }
         if (failed || bufs[s] == NULL) {
+            continue;
+        }
+        if (at == NULL) {
+            bufs[d] = bufs[s];
             continue;
         }
         if (dies_at(at, s) && !p->vi[s].inner_last && once_in(src, n, s)) {
@@ -3414,9 +3422,10 @@ static cm_status flow_case(shared *sh, uint32_t dev, const xop *x, bool keep)
     return st_;
 }
 
-/* func.call: the operands become the callee's arguments (redistributed when
- * the callee holds them with other shardings), its body runs, and what it
- * returns becomes the results. */
+/* func.call: the callee's arguments borrow the operands' buffers (the
+ * caller frees them after the call, at their last use), or get their own
+ * when the callee holds them with other shardings (freed here after the
+ * call); its body runs, and what it returns becomes the results. */
 static cm_status flow_call(shared *sh, uint32_t dev, const xop *x, bool keep)
 {
     const prog *p = sh->p;
@@ -3425,12 +3434,19 @@ static cm_status flow_call(shared *sh, uint32_t dev, const xop *x, bool keep)
     const pblock *pb = &p->pbs[x->sub[0]];
     const xop *ret = &pb->ops[pb->n_ops - 1];
     void **bufs = wbufs(sh, dev);
-    cm_status st_ = flow_pass(sh, dev, x, o->operands, b->first_arg, b->n_args, keep,
+    cm_status st_ = flow_pass(sh, dev, NULL, o->operands, b->first_arg, b->n_args, keep,
                               &sh->errs[dev]);
     run_block(sh, dev, x->sub[0], keep);
     cm_status s2 = flow_pass(sh, dev, ret, p->m->ops[ret->op].operands, o->first_result,
                              o->n_results, keep, &sh->errs[dev]);
     release_dead(p, bufs, ret, keep);
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        uint32_t a = b->first_arg + i;
+        if (bufs[a] != NULL && !same_layout(p, o->operands[i], a)) {
+            release(p, bufs, a, keep);
+        }
+        bufs[a] = NULL;
+    }
     return st_ == CM_OK ? s2 : st_;
 }
 
