@@ -302,6 +302,46 @@ static void test_ex_exec_run_missing_callee_is_a_clear_error(void **state)
     expect_error(missing_callee_mod, false, 0, "func.call: no function @nowhere", "2:3");
 }
 
+/* Malformed control flow: each a clear error at the op, none a crash. */
+static void test_ex_exec_run_malformed_control_flow_is_a_clear_error(void **state)
+{
+    (void)state;
+#define F4 "tensor<4xf32>"
+#define MAIN4 "func.func @main(%arg0: " F4 ") -> " F4 " {\n"
+    static const struct {
+        const char *mod, *msg, *path;
+    } cases[] = {
+        {MAIN4 "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+               "  %0:2 = stablehlo.while(%i = %c0, %x = %arg0) : tensor<i32>, " F4 "\n"
+               "    cond {\n      stablehlo.return %i : tensor<i32>\n"
+               "    } do {\n      stablehlo.return %i, %x : tensor<i32>, " F4 "\n    }\n"
+               "  return %0#1 : " F4 "\n}\n",
+         "stablehlo.while: the condition must return a 0-d i1 tensor", "3:3"},
+        {MAIN4 "  %k = stablehlo.constant dense<0.0> : tensor<f32>\n"
+               "  %0 = \"stablehlo.case\"(%k) ({\n    stablehlo.return %arg0 : " F4 "\n"
+               "  }) : (tensor<f32>) -> " F4 "\n  return %0 : " F4 "\n}\n",
+         "stablehlo.case: the index must be a 0-d integer tensor", "3:3"},
+        {MAIN4 "  %k = stablehlo.constant dense<1> : tensor<i32>\n"
+               "  %0 = \"stablehlo.case\"(%k) ({\n    stablehlo.return %arg0 : " F4 "\n"
+               "  }, {\n    %c = stablehlo.constant dense<1.0> : tensor<8xf32>\n"
+               "    stablehlo.return %c : tensor<8xf32>\n"
+               "  }) : (tensor<i32>) -> " F4 "\n  return %0 : " F4 "\n}\n",
+         "stablehlo.case: a region returns values whose types differ from the results", "3:3"},
+        {MAIN4 "  %0 = func.call @f(%arg0) : (" F4 ") -> " F4 "\n  return %0 : " F4 "\n}\n"
+               "func.func private @f(%a: tensor<8xf32>) -> " F4 " {\n"
+               "  %0 = stablehlo.slice %a [0:4] : (tensor<8xf32>) -> " F4 "\n"
+               "  return %0 : " F4 "\n}\n",
+         "func.call: operands do not match the arguments of @f", "2:3"},
+        {MAIN4 "  %0 = func.call @main(%arg0) : (" F4 ") -> " F4 "\n  return %0 : " F4 "\n}\n",
+         "func.call: recursive call to @main cannot be executed", "2:3"},
+    };
+#undef MAIN4
+#undef F4
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        expect_error(cases[i].mod, false, 0, cases[i].msg, cases[i].path);
+    }
+}
+
 /* ---- stablehlo.while -------------------------------------------------------------- */
 
 /* Five iterations of x = 2x + 1: 32x + 31. */
@@ -663,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_nested_calls_compute),
         cmocka_unit_test(test_ex_exec_run_recursion_is_a_clear_error),
         cmocka_unit_test(test_ex_exec_run_missing_callee_is_a_clear_error),
+        cmocka_unit_test(test_ex_exec_run_malformed_control_flow_is_a_clear_error),
         cmocka_unit_test(test_ex_exec_run_while_computes),
         cmocka_unit_test(test_ex_check_text_while_with_collective_matches),
         cmocka_unit_test(test_ex_exec_run_while_swaps_and_captures),
