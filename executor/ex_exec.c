@@ -1206,11 +1206,60 @@ static cm_status block_return(prog *p, uint32_t blk, uint32_t owner, sp_op_kind 
 
 static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *err);
 
-/* The body of a called function, prepared in a scope of its own. */
-static cm_status prepare_call(prog *p, xop *x, uint32_t depth, cm_error *err)
+/* Block blk, run like a called function by op x (func.call, or
+ * sdy.named_computation with its region): arguments borrowed from x's
+ * operands and a scope of its own (functions and named computations are
+ * isolated from above), prepared once; ret: the kind of its return, whose
+ * values become x's results. owner (the function, or x) and what name the
+ * callee in errors. */
+static cm_status prepare_callee(prog *p, xop *x, uint32_t blk, uint32_t owner, uint32_t depth,
+                                sp_op_kind ret, const char *what, cm_error *err)
 {
     const sp_module *m = p->m;
     const sp_op *o = &m->ops[x->op];
+    const pblock *pb = &p->pbs[blk];
+    const sp_block *b = &m->blocks[blk];
+    if (b->n_args != o->n_operands || !same_types(m, o->operands, b->first_arg, b->n_args)) {
+        return op_error(p, x->op, err, "%s: operands do not match the arguments of %s", o->name,
+                        what);
+    }
+    if (!pb->done) {
+        uint32_t base = p->nest_base;
+        p->nest_base = p->n_nest;
+        cm_status st = prepare_args(p, blk, owner, true, err);
+        if (st == CM_OK) {
+            st = prepare_block(p, blk, depth + 1u, err);
+        }
+        p->nest_base = base;
+        if (st != CM_OK) {
+            return st;
+        }
+    } else if (depth + 1u + pb->height > EX_MAX_NEST) {
+        return op_error(p, x->op, err, "calls and regions nested deeper than %d cannot be executed",
+                        EX_MAX_NEST);
+    }
+    const sp_op *t = NULL;
+    cm_status st = block_return(p, blk, x->op, ret, o->n_results, &t, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (!same_types(m, t->operands, o->first_result, o->n_results)) {
+        return op_error(p, x->op, err, "%s: results do not match what %s returns", o->name,
+                        what);
+    }
+    x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
+    if (x->sub == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    x->sub[0] = blk;
+    x->n_sub = 1;
+    return CM_OK;
+}
+
+/* func.call: the callee's body (prepare_callee). */
+static cm_status prepare_call(prog *p, xop *x, uint32_t depth, cm_error *err)
+{
+    const sp_module *m = p->m;
     const sp_attr *c = sp_op_attr(m, x->op, "callee");
     if (c == NULL || c->kind != SP_ATTR_SYMBOL) {
         return op_error(p, x->op, err, "func.call without a callee");
@@ -1225,7 +1274,7 @@ static cm_status prepare_call(prog *p, xop *x, uint32_t depth, cm_error *err)
                         c->u.sym);
     }
     uint32_t blk = m->ops[f].regions[0].blocks[0];
-    pblock *pb = &p->pbs[blk];
+    const pblock *pb = &p->pbs[blk];
     if (pb->busy) {
         return op_error(p, x->op, err, "func.call: recursive call to @%s cannot be executed",
                         c->u.sym);
@@ -1236,42 +1285,23 @@ static cm_status prepare_call(prog *p, xop *x, uint32_t depth, cm_error *err)
                         "cannot be executed yet",
                         c->u.sym);
     }
-    const sp_block *b = &m->blocks[blk];
-    if (b->n_args != o->n_operands || !same_types(m, o->operands, b->first_arg, b->n_args)) {
-        return op_error(p, x->op, err, "func.call: operands do not match the arguments of @%s",
-                        c->u.sym);
+    char what[160];
+    snprintf(what, sizeof what, "@%s", c->u.sym);
+    return prepare_callee(p, x, blk, f, depth, SP_OP_FUNC_RETURN, what, err);
+}
+
+/* sdy.named_computation: its region, run like a called function (its
+ * in/out shardings are not used: the partitioner holds the region's
+ * arguments replicated, as it sees them). */
+static cm_status prepare_named(prog *p, xop *x, uint32_t depth, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        return op_error(p, x->op, err, "%s: a region with several blocks cannot be executed yet",
+                        o->name);
     }
-    if (!pb->done) {
-        uint32_t base = p->nest_base;
-        p->nest_base = p->n_nest;
-        cm_status st = prepare_args(p, blk, f, true, err);
-        if (st == CM_OK) {
-            st = prepare_block(p, blk, depth + 1u, err);
-        }
-        p->nest_base = base;
-        if (st != CM_OK) {
-            return st;
-        }
-    } else if (depth + 1u + pb->height > EX_MAX_NEST) {
-        return op_error(p, x->op, err, "calls and regions nested deeper than %d cannot be executed",
-                        EX_MAX_NEST);
-    }
-    const sp_op *t = NULL;
-    cm_status st = block_return(p, blk, x->op, SP_OP_FUNC_RETURN, o->n_results, &t, err);
-    if (st != CM_OK) {
-        return st;
-    }
-    if (!same_types(m, t->operands, o->first_result, o->n_results)) {
-        return op_error(p, x->op, err, "func.call: results do not match what @%s returns",
-                        c->u.sym);
-    }
-    x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
-    if (x->sub == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
-    }
-    x->sub[0] = blk;
-    x->n_sub = 1;
-    return CM_OK;
+    return prepare_callee(p, x, o->regions[0].blocks[0], x->op, depth, SP_OP_SDY_RETURN,
+                          "its region", err);
 }
 
 /* The regions of a while, case or if (op at index idx of block blk): each
@@ -1617,6 +1647,8 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
             st = prepare_regions(p, x, blk, i, depth, err);
         } else if (x->kind == SP_OP_FUNC_CALL) {
             st = prepare_call(p, x, depth, err);
+        } else if (x->kind == SP_OP_SDY_NAMED_COMPUTATION) {
+            st = prepare_named(p, x, depth, err);
         } else if (x->kind == SP_OP_SDY_MANUAL_COMPUTATION) {
             st = prepare_manual(p, x, depth, err);
         } else if (p->in_manual && moves_data(x->kind)) {
@@ -3568,6 +3600,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
     case SP_OP_IF:
         return flow_case(sh, dev, x, keep);
     case SP_OP_FUNC_CALL:
+    case SP_OP_SDY_NAMED_COMPUTATION:
         return flow_call(sh, dev, x, keep);
     case SP_OP_SDY_MANUAL_COMPUTATION:
         return flow_manual(sh, dev, x, keep);

@@ -3,12 +3,13 @@
  * function called twice, nested calls, a callee holding its arguments with
  * other shardings than the caller), stablehlo.while (a loop on a sharded
  * tensor, a loop whose body has a collective, loop-carried values swapped,
- * a value both passed into and read by the body), stablehlo.case (in and
- * out of range) and stablehlo.if, each run on several devices and checked
- * both against values computed here and against the single-device
- * reference; sdy.manual_computation likewise; recursion, devices that
- * disagree on a predicate or index, a failure inside a loop body and a
- * collective inside a manual body as clear errors. */
+ * a value both passed into and read by the body), sdy.named_computation,
+ * stablehlo.case (in and out of range) and stablehlo.if, control flow
+ * nested both ways, sdy.manual_computation, each run on several devices and
+ * checked both against values computed here and against the single-device
+ * reference; recursion, malformed control flow, devices that disagree on a
+ * predicate or index, a failure inside a loop body and a collective inside
+ * a manual body as clear errors. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -199,6 +200,28 @@ static void test_ex_exec_run_nested_calls_compute(void **state)
 {
     (void)state;
     check_values(nested_mod, linear, (const double[]){4, 9});
+}
+
+/* sdy.named_computation runs its region like a called function: 2x, then
+ * -2x (the second with in/out shardings). */
+static const char named_mod[] =
+    MESH "func.func @main(%arg0: tensor<8x16xf32> " SH("[{\"x\"}, {\"y\"}]") ") -> "
+         "tensor<8x16xf32> {\n"
+         "  %0 = sdy.named_computation<\"twice\">(%arg0) (%a: tensor<8x16xf32>) {\n"
+         "    %1 = stablehlo.add %a, %a : tensor<8x16xf32>\n"
+         "    sdy.return %1 : tensor<8x16xf32>\n"
+         "  } : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  %2 = sdy.named_computation<\"neg\">(%0) in_shardings=[<@mesh, [{\"x\"}, {}]>] "
+         "out_shardings=[<@mesh, [{\"x\"}, {}]>] (%a: tensor<8x16xf32>) {\n"
+         "    %1 = stablehlo.negate %a : tensor<8x16xf32>\n"
+         "    sdy.return %1 : tensor<8x16xf32>\n"
+         "  } : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+         "  return %2 : tensor<8x16xf32>\n}\n";
+
+static void test_ex_exec_run_named_computation_computes(void **state)
+{
+    (void)state;
+    check_values(named_mod, linear, (const double[]){-2, 0});
 }
 
 /* Runs m on devices workers (0: the reference), which must fail with
@@ -701,6 +724,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ex_exec_run_call_twice_computes),
         cmocka_unit_test(test_ex_exec_run_nested_calls_compute),
+        cmocka_unit_test(test_ex_exec_run_named_computation_computes),
         cmocka_unit_test(test_ex_exec_run_recursion_is_a_clear_error),
         cmocka_unit_test(test_ex_exec_run_missing_callee_is_a_clear_error),
         cmocka_unit_test(test_ex_exec_run_malformed_control_flow_is_a_clear_error),
