@@ -53,9 +53,9 @@ typedef struct ex_exec_opts {
 /* Runs main of m on the workers with the global arguments args (each worker
  * takes its shard) and assembles each result into a global tensor
  * (*res_out, n_res_out entries, freed with ex_tensors_free). main may call
- * other functions of m (not recursively) and hold while, case and if ops
- * and sdy.manual_computation; every device takes the same branches and trip
- * counts.
+ * other functions of m (not recursively) and hold while, case and if ops,
+ * sdy.named_computation and sdy.manual_computation; every device takes the
+ * same branches and trip counts.
  * Errors: CM_EINVAL "op X cannot be executed yet" (path "LINE:COL" of the
  * op) for ops, types or shardings the executor does not run, and
  * "func.call: recursive call to @f cannot be executed", before any worker
