@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  * executor: SPMD execution of a partitioned module on worker threads.
- * A single-threaded preparation pass decodes every op of main (attributes,
+ * A single-threaded preparation pass decodes every op of main and of the
+ * blocks it runs (called functions, while/case/if regions, manual
+ * computation bodies: attributes,
  * device groups, constants) and every value's per-device block (offset and
  * local shape from its sharding); then one worker per device walks the ops in
- * order on its own buffers. Collectives synchronise with a barrier before
- * (every operand is ready) and after (every peer is done reading), so a
- * buffer can be freed after its last use. A failing worker keeps taking the
- * barriers, so the others never wait forever. */
+ * order on its own buffers, every device through the same control flow.
+ * Collectives synchronise with a barrier before (every operand is ready) and
+ * after (every peer is done reading), so a buffer can be freed after its
+ * last use. A failing worker keeps taking the barriers, so the others never
+ * wait forever. */
 #define _GNU_SOURCE /* pthread_attr_setaffinity_np, sched_getaffinity (Linux) */
 #include "ex_exec.h"
 
@@ -167,9 +170,14 @@ void ex_tensors_free(ex_tensor *t, uint32_t n)
 /* ---- the prepared program --------------------------------------------------- */
 
 typedef struct vinfo {
-    bool live;             /* a value of main's body */
-    bool is_arg;
-    bool is_result;        /* returned: never freed by workers */
+    bool live;             /* a value of a block the workers run */
+    bool is_arg;           /* main's argument (the run's input shards) */
+    bool is_result;        /* returned by main: never freed by workers */
+    bool borrowed;         /* a while condition's or a called function's argument: the
+                              loop's or the caller's buffer, never freed here */
+    bool inner_last;       /* its last use is inside a region of its last user */
+    uint32_t home;         /* block id of the block that defines (and frees) it */
+    uint32_t def_idx;      /* index of its defining op there (0 for an argument) */
     sp_elem elem;
     uint32_t rank;
     size_t esz;            /* bytes per element */
@@ -177,7 +185,8 @@ typedef struct vinfo {
     int64_t *ldims;        /* local dims, equal on every device */
     int64_t *off;          /* n_dev * rank block offsets */
     size_t lcount;         /* local elements */
-    uint32_t last_use;     /* index of the last op using it */
+    uint32_t last_use;     /* index in its home block of the last op using it (directly or
+                              inside that op's regions) */
 } vinfo;
 
 enum { RED_ADD, RED_MAX, RED_MIN, RED_MUL, RED_AND, RED_OR };
@@ -198,7 +207,26 @@ typedef struct xop {
     size_t n_cval;
     bool local;                   /* a reshard, constraint or permute that leaves every
                                      device's block where it is: a local copy, no barrier */
+    uint32_t *dead;               /* values whose buffers are released after this op */
+    uint32_t n_dead;
+    uint32_t *sub;                /* while: cond, body; case/if: branches; call: the callee's
+                                     body (block ids) */
+    uint32_t n_sub;
 } xop;
+
+#define EX_MAX_NEST 64 /* regions and calls nested deeper than this are rejected */
+
+/* A block the workers run: main's body, a called function's body, a while's
+ * condition or body, a case/if branch, a manual computation's body. Its last
+ * op is the terminator, which the parent op handles (flow_*). */
+typedef struct pblock {
+    xop *ops;
+    uint32_t n_ops;
+    uint32_t height; /* levels of blocks run inside it */
+    bool busy;       /* being prepared: a call to its function is a recursion */
+    bool done;
+    bool manual;     /* prepared inside an sdy.manual_computation body */
+} pblock;
 
 typedef struct prog {
     const sp_module *m;
@@ -206,13 +234,17 @@ typedef struct prog {
     uint32_t n_dev;
     bool replicated;
     vinfo *vi;        /* by value id */
-    xop *ops;
-    uint32_t n_ops;
-    uint32_t ret;     /* index of the return in ops */
+    pblock *pbs;      /* by block id; prepared when ops != NULL */
+    uint32_t ret;     /* op id of main's return */
     ex_gate *gate;    /* held by a worker while it computes (run_local); NULL: none */
     ex_par **par;     /* by device: its pool for element-wise loops, or NULL (ex_par) */
     uint32_t n_gates; /* gate[dev % n_gates] is dev's (one per CPU with affinity) */
     cm_arena arena;
+    /* preparation: the ops enclosing the one being prepared, innermost last,
+     * as (block, index); a function's body starts a new scope at nest_base */
+    uint32_t nest_blk[EX_MAX_NEST + 1], nest_idx[EX_MAX_NEST + 1];
+    uint32_t n_nest, nest_base;
+    bool in_manual; /* preparing an sdy.manual_computation body: values held whole */
 } prog;
 
 static cm_status op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt, ...)
@@ -240,33 +272,11 @@ static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
 }
 
 /* The sharding a value is held with: collectives carry out_sharding, reshards
- * `sharding`; everything else as sp_value_sharding. NULL: replicated. */
+ * `sharding`, a while's condition and body arguments are sharded as its
+ * results; everything else as sp_value_sharding. NULL: replicated. */
 static const sp_sharding *held_sharding(const sp_module *m, uint32_t v)
 {
-    const sp_value *val = &m->values[v];
-    if (val->def != SP_NONE) {
-        const sp_op *op = &m->ops[val->def];
-        const sp_attr *a = NULL;
-        switch ((sp_op_kind)op->kind) {
-        case SP_OP_SDY_ALL_GATHER:
-        case SP_OP_SDY_ALL_SLICE:
-        case SP_OP_SDY_ALL_REDUCE:
-        case SP_OP_SDY_ALL_TO_ALL:
-        case SP_OP_SDY_COLLECTIVE_PERMUTE:
-        case SP_OP_SDY_REDUCE_SCATTER:
-            a = sp_op_attr(m, val->def, "out_sharding");
-            break;
-        case SP_OP_SDY_RESHARD:
-            a = sp_op_attr(m, val->def, "sharding");
-            break;
-        default:
-            break;
-        }
-        if (a != NULL) {
-            return a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
-        }
-    }
-    return sp_value_sharding(m, v);
+    return sp_value_sharding_partitioned(m, v);
 }
 
 /* Mesh position of device dev (through the mesh's device_ids), or -1. */
@@ -316,7 +326,9 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
         }
     }
     memcpy(vi->ldims, t->dims, sizeof(int64_t) * t->rank);
-    const sp_sharding *s = p->replicated ? NULL : held_sharding(m, v);
+    /* inside a manual computation's body every device holds its manual
+     * group's whole (local) tensors: the partitioner leaves bodies alone */
+    const sp_sharding *s = p->replicated || p->in_manual ? NULL : held_sharding(m, v);
     if (s != NULL && s->rank == t->rank) {
         const sp_mesh *mesh = sharding_mesh(m, s);
         if (mesh == NULL) {
@@ -1316,6 +1328,8 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_CONVERT:
     case SP_OP_RESHAPE:
     case SP_OP_FUNC_RETURN:
+    case SP_OP_RETURN:
+    case SP_OP_SDY_RETURN:
         break;
     case SP_OP_COMPARE: {
         bool total;
@@ -1431,7 +1445,7 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
 static void prog_fini(prog *p)
 {
     cm_free(p->vi);
-    cm_free(p->ops);
+    cm_free(p->pbs);
     cm_arena_fini(&p->arena);
 }
 
@@ -1448,6 +1462,604 @@ uint32_t ex_module_devices(const sp_module *m)
         }
     }
     return 1;
+}
+
+/* ---- control flow: preparation ---------------------------------------------------
+ * Every block the workers run (main, called functions, while conditions and
+ * bodies, case/if branches, manual computation bodies) is prepared once, in
+ * program order, into a
+ * pblock indexed by its block id; a function called from several places
+ * shares its pblock, and each call gets fresh buffers at run time. A value
+ * belongs to the block that defines it (its home), which frees it after its
+ * last use there: a use inside a nested region counts as a use by the
+ * enclosing op of the home block, so a value read by a loop body lives until
+ * the loop ends. */
+
+/* Records that the op at index idx of block blk uses v. */
+static cm_status note_use(prog *p, uint32_t v, uint32_t blk, uint32_t idx, uint32_t op,
+                          cm_error *err)
+{
+    vinfo *vi = &p->vi[v];
+    if (!vi->live) {
+        return op_error(p, op, err, "%s: operand defined outside the blocks the executor runs",
+                        p->m->ops[op].name);
+    }
+    if (vi->home == blk) {
+        vi->last_use = idx;
+        vi->inner_last = false;
+        return CM_OK;
+    }
+    for (uint32_t k = p->n_nest; k-- > p->nest_base;) {
+        if (p->nest_blk[k] == vi->home) {
+            vi->last_use = p->nest_idx[k];
+            vi->inner_last = true;
+            return CM_OK;
+        }
+    }
+    return op_error(p, op, err, "%s: operand from a block that does not enclose it",
+                    p->m->ops[op].name);
+}
+
+/* Prepares a block's arguments and sets their home. */
+static cm_status prepare_args(prog *p, uint32_t blk, uint32_t op_for_err, bool borrowed,
+                              cm_error *err)
+{
+    const sp_block *b = &p->m->blocks[blk];
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        uint32_t v = b->first_arg + i;
+        cm_status st = value_prepare(p, v, op_for_err, err);
+        if (st != CM_OK) {
+            return st;
+        }
+        p->vi[v].home = blk;
+        p->vi[v].def_idx = 0;
+        p->vi[v].borrowed = borrowed;
+    }
+    return CM_OK;
+}
+
+/* Whether values a[i] and first_b + i have the same types (types are
+ * interned). */
+static bool same_types(const sp_module *m, const uint32_t *a, uint32_t first_b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (m->values[a[i]].type != m->values[first_b + i].type) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The terminator of prepared block blk (*t_out), which must be a `kind`
+ * return of n values (owner: the op to blame otherwise). */
+static cm_status block_return(prog *p, uint32_t blk, uint32_t owner, sp_op_kind kind, uint32_t n,
+                              const sp_op **t_out, cm_error *err)
+{
+    const pblock *pb = &p->pbs[blk];
+    const sp_op *t = pb->n_ops > 0 ? &p->m->ops[pb->ops[pb->n_ops - 1].op] : NULL;
+    if (t == NULL || t->kind != (uint32_t)kind) {
+        return op_error(p, owner, err, "%s: a region or function that does not end with %s",
+                        p->m->ops[owner].name, sp_op_kind_name(kind));
+    }
+    if (t->n_operands != n) {
+        return op_error(p, pb->ops[pb->n_ops - 1].op, err, "%s: returns %u values, %u expected",
+                        t->name, t->n_operands, n);
+    }
+    *t_out = t;
+    return CM_OK;
+}
+
+static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *err);
+
+/* Block blk, run like a called function by op x (func.call, or
+ * sdy.named_computation with its region): arguments borrowed from x's
+ * operands and a scope of its own (functions and named computations are
+ * isolated from above), prepared once; ret: the kind of its return, whose
+ * values become x's results. owner (the function, or x) and what name the
+ * callee in errors. */
+static cm_status prepare_callee(prog *p, xop *x, uint32_t blk, uint32_t owner, uint32_t depth,
+                                sp_op_kind ret, const char *what, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const pblock *pb = &p->pbs[blk];
+    const sp_block *b = &m->blocks[blk];
+    if (b->n_args != o->n_operands || !same_types(m, o->operands, b->first_arg, b->n_args)) {
+        return op_error(p, x->op, err, "%s: operands do not match the arguments of %s", o->name,
+                        what);
+    }
+    if (!pb->done) {
+        uint32_t base = p->nest_base;
+        p->nest_base = p->n_nest;
+        cm_status st = prepare_args(p, blk, owner, true, err);
+        if (st == CM_OK) {
+            st = prepare_block(p, blk, depth + 1u, err);
+        }
+        p->nest_base = base;
+        if (st != CM_OK) {
+            return st;
+        }
+    } else if (depth + 1u + pb->height > EX_MAX_NEST) {
+        return op_error(p, x->op, err, "calls and regions nested deeper than %d cannot be executed",
+                        EX_MAX_NEST);
+    }
+    const sp_op *t = NULL;
+    cm_status st = block_return(p, blk, x->op, ret, o->n_results, &t, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (!same_types(m, t->operands, o->first_result, o->n_results)) {
+        return op_error(p, x->op, err, "%s: results do not match what %s returns", o->name,
+                        what);
+    }
+    x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
+    if (x->sub == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    x->sub[0] = blk;
+    x->n_sub = 1;
+    return CM_OK;
+}
+
+/* func.call: the callee's body (prepare_callee). */
+static cm_status prepare_call(prog *p, xop *x, uint32_t depth, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_attr *c = sp_op_attr(m, x->op, "callee");
+    if (c == NULL || c->kind != SP_ATTR_SYMBOL) {
+        return op_error(p, x->op, err, "func.call without a callee");
+    }
+    uint32_t f = sp_module_func(m, c->u.sym);
+    if (f == SP_NONE) {
+        return op_error(p, x->op, err, "func.call: no function @%s in the module", c->u.sym);
+    }
+    if (m->ops[f].n_regions != 1 || m->ops[f].regions[0].n_blocks != 1) {
+        return op_error(p, x->op, err,
+                        "func.call: @%s has several blocks or none; it cannot be executed yet",
+                        c->u.sym);
+    }
+    uint32_t blk = m->ops[f].regions[0].blocks[0];
+    const pblock *pb = &p->pbs[blk];
+    if (pb->busy) {
+        return op_error(p, x->op, err, "func.call: recursive call to @%s cannot be executed",
+                        c->u.sym);
+    }
+    if (pb->done && pb->manual != p->in_manual) {
+        return op_error(p, x->op, err,
+                        "func.call: @%s called both inside and outside sdy.manual_computation "
+                        "cannot be executed yet",
+                        c->u.sym);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "@%s", c->u.sym);
+    return prepare_callee(p, x, blk, f, depth, SP_OP_FUNC_RETURN, what, err);
+}
+
+/* sdy.named_computation: its region, run like a called function (its
+ * in/out shardings are not used: the partitioner holds the region's
+ * arguments replicated, as it sees them). */
+static cm_status prepare_named(prog *p, xop *x, uint32_t depth, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        return op_error(p, x->op, err, "%s: a region with several blocks cannot be executed yet",
+                        o->name);
+    }
+    return prepare_callee(p, x, o->regions[0].blocks[0], x->op, depth, SP_OP_SDY_RETURN,
+                          "its region", err);
+}
+
+/* The regions of a while, case or if (op at index idx of block blk): each
+ * one block, prepared inside the op's scope. */
+static cm_status prepare_regions(prog *p, xop *x, uint32_t blk, uint32_t idx, uint32_t depth,
+                                 cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    bool is_while = x->kind == SP_OP_WHILE;
+    if ((is_while && (o->n_regions != 2 || o->n_operands != o->n_results)) ||
+        (x->kind == SP_OP_IF && (o->n_regions != 2 || o->n_operands != 1)) ||
+        (x->kind == SP_OP_CASE && (o->n_regions < 1 || o->n_operands != 1))) {
+        return op_error(p, x->op, err, "%s: operands or regions the executor cannot run", o->name);
+    }
+    if (!is_while) {
+        const vinfo *ix = &p->vi[o->operands[0]];
+        bool ok = ix->rank == 0 &&
+                  (x->kind == SP_OP_IF ? ix->elem == SP_ELEM_I1
+                                       : is_int_elem(ix->elem) && ix->elem != SP_ELEM_I1);
+        if (!ok) {
+            return op_error(p, x->op, err, "%s: the %s must be a 0-d %s tensor", o->name,
+                            x->kind == SP_OP_IF ? "predicate" : "index",
+                            x->kind == SP_OP_IF ? "i1" : "integer");
+        }
+    }
+    x->n_sub = o->n_regions;
+    x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t) * x->n_sub);
+    if (x->sub == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t r = 0; r < o->n_regions; r++) {
+        if (o->regions[r].n_blocks != 1) {
+            return op_error(p, x->op, err, "%s: a region with several blocks cannot be executed yet",
+                            o->name);
+        }
+        x->sub[r] = o->regions[r].blocks[0];
+        const sp_block *b = &m->blocks[x->sub[r]];
+        bool args_ok = is_while ? b->n_args == o->n_operands &&
+                                      same_types(m, o->operands, b->first_arg, b->n_args)
+                                : b->n_args == 0;
+        if (!args_ok) {
+            return op_error(p, x->op, err, "%s: region arguments do not match its operands",
+                            o->name);
+        }
+    }
+    p->nest_blk[p->n_nest] = blk;
+    p->nest_idx[p->n_nest] = idx;
+    p->n_nest++;
+    cm_status st = CM_OK;
+    for (uint32_t r = 0; r < x->n_sub && st == CM_OK; r++) {
+        /* a while's condition reads the loop's values; its body takes them */
+        st = prepare_args(p, x->sub[r], x->op, is_while && r == 0, err);
+        if (st == CM_OK) {
+            st = prepare_block(p, x->sub[r], depth + 1u, err);
+        }
+    }
+    p->n_nest--;
+    for (uint32_t r = 0; r < x->n_sub && st == CM_OK; r++) {
+        bool cond = is_while && r == 0;
+        const sp_op *t = NULL;
+        st = block_return(p, x->sub[r], x->op, SP_OP_RETURN, cond ? 1u : o->n_results, &t, err);
+        if (st != CM_OK) {
+            return st;
+        }
+        bool ok = cond ? p->vi[t->operands[0]].rank == 0 &&
+                             p->vi[t->operands[0]].elem == SP_ELEM_I1
+                       : same_types(m, t->operands, o->first_result, o->n_results);
+        if (!ok) {
+            return op_error(p, x->op, err, "%s: %s", o->name,
+                            cond ? "the condition must return a 0-d i1 tensor"
+                                 : "a region returns values whose types differ from the results");
+        }
+    }
+    return st;
+}
+
+/* sdy collectives that move data between devices (reshards and constraints
+ * are copies when every value is held whole). */
+static bool moves_data(sp_op_kind k)
+{
+    return k == SP_OP_SDY_ALL_REDUCE || k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE ||
+           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_REDUCE_SCATTER ||
+           k == SP_OP_SDY_COLLECTIVE_PERMUTE;
+}
+
+#define EX_MAX_MANUAL_GROUPS 4096 /* manual groups of a reference run */
+
+/* A prepared sdy.manual_computation (xop.ext). The body runs once per unit:
+ * on every device for its own manual group, or, in the reference run, on
+ * the one worker for every manual group in turn. Each operand's and
+ * result's unit offsets place the group's local tensor in the global one. */
+typedef struct manual {
+    uint32_t n_units;
+    int64_t **in_off;  /* per operand: n_units * rank global offsets */
+    int64_t **out_off; /* per result: likewise */
+    bool *first;       /* per unit: the first device of its manual group */
+} manual;
+
+/* Whether axis name is one of the manual axes. */
+static bool is_manual_axis(const sp_attr *axes, const char *name)
+{
+    for (uint32_t i = 0; i < axes->u.axes.n; i++) {
+        if (strcmp(axes->u.axes.axes[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Offsets (n_units * rank) of the manual groups' local tensors of value v
+ * (global type) in sharding s, for the mesh coordinates of each unit
+ * (coords: n_units * mesh axes). The manual axes must lead each dimension,
+ * divide it and give the local type of body value lv. */
+static cm_status manual_offsets(prog *p, const xop *x, const sp_attr *axes, const sp_mesh *mesh,
+                                const sp_sharding *s, uint32_t v, uint32_t lv,
+                                const int64_t *coords, uint32_t n_units, int64_t **off_out,
+                                cm_error *err)
+{
+    const sp_type *g = sp_value_type(p->m, v), *l = sp_value_type(p->m, lv);
+    const char *nm = p->m->ops[x->op].name;
+    if (s == NULL || s->rank != g->rank || g->rank != l->rank || g->elem != l->elem) {
+        return op_error(p, x->op, err, "%s: a sharding or local type that does not match %s", nm,
+                        g->text);
+    }
+    int64_t *off = cm_arena_zalloc(&p->arena, sizeof(int64_t) * ((size_t)n_units * g->rank + 1u));
+    if (off == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t k = 0; k < g->rank; k++) {
+        int64_t count = 1;
+        uint32_t lead = 0;
+        for (uint32_t j = 0; j < s->dims[k].n_axes; j++) {
+            const sp_axis_ref *r = &s->dims[k].axes[j];
+            if (!is_manual_axis(axes, r->name)) {
+                continue;
+            }
+            int32_t ai = sp_mesh_axis_index(mesh, r->name);
+            if (ai < 0 || r->pre_size > 0 || lead != j) {
+                return op_error(p, x->op, err,
+                                "%s: manual axis %s must be a whole mesh axis leading its "
+                                "dimension",
+                                nm, r->name);
+            }
+            lead++;
+            count *= mesh->axes[ai].size;
+        }
+        if (g->dims[k] % count != 0 || g->dims[k] / count != l->dims[k]) {
+            return op_error(p, x->op, err, "%s: local type %s is not %s split over the manual axes",
+                            nm, l->text, g->text);
+        }
+        for (uint32_t u = 0; u < n_units; u++) {
+            int64_t idx = 0;
+            for (uint32_t j = 0; j < lead; j++) {
+                int32_t ai = sp_mesh_axis_index(mesh, s->dims[k].axes[j].name);
+                idx = idx * mesh->axes[ai].size + coords[(size_t)u * mesh->n_axes + (uint32_t)ai];
+            }
+            off[(size_t)u * g->rank + k] = idx * l->dims[k];
+        }
+    }
+    *off_out = off;
+    return CM_OK;
+}
+
+/* sdy.manual_computation: the units (every device, or every manual group
+ * in the reference run), the offsets of each operand and result, and the
+ * body, prepared with every value held whole. */
+static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const sp_attr *in = sp_op_attr(m, x->op, "in_shardings");
+    const sp_attr *out = sp_op_attr(m, x->op, "out_shardings");
+    const sp_attr *axes = sp_op_attr(m, x->op, "manual_axes");
+    if (p->in_manual) {
+        return op_error(p, x->op, err, "nested %s cannot be executed yet", o->name);
+    }
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1 || in == NULL ||
+        in->kind != SP_ATTR_SHARDING_LIST || in->u.shardings.n != o->n_operands || out == NULL ||
+        out->kind != SP_ATTR_SHARDING_LIST || out->u.shardings.n != o->n_results ||
+        axes == NULL || axes->kind != SP_ATTR_AXIS_LIST ||
+        m->blocks[o->regions[0].blocks[0]].n_args != o->n_operands) {
+        return op_error(p, x->op, err, "%s: operands, shardings or region the executor cannot run",
+                        o->name);
+    }
+    const sp_mesh *mesh = NULL;
+    for (uint32_t i = 0; i < o->n_operands + o->n_results; i++) {
+        const sp_sharding *s = i < o->n_operands ? in->u.shardings.items[i]
+                                                 : out->u.shardings.items[i - o->n_operands];
+        const sp_mesh *sm = s != NULL ? sharding_mesh(m, s) : NULL;
+        if (sm == NULL || (mesh != NULL && sm != mesh)) {
+            return op_error(p, x->op, err, "%s: shardings on unknown or different meshes", o->name);
+        }
+        mesh = sm;
+    }
+    if (mesh == NULL) {
+        return op_error(p, x->op, err, "%s without operands or results", o->name);
+    }
+    uint32_t blk = o->regions[0].blocks[0];
+    const sp_block *b = &m->blocks[blk];
+    manual *mc = cm_arena_zalloc(&p->arena, sizeof(manual));
+    if (mc == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    /* Units and their mesh coordinates: each device at its mesh position,
+     * or each combination of the manual axes (free axes at 0). */
+    int64_t groups = 1;
+    for (uint32_t a = 0; a < mesh->n_axes; a++) {
+        if (is_manual_axis(axes, mesh->axes[a].name)) {
+            groups *= mesh->axes[a].size;
+        }
+        if (groups > EX_MAX_MANUAL_GROUPS) {
+            return op_error(p, x->op, err, "%s: more than %d manual groups cannot be executed",
+                            o->name, EX_MAX_MANUAL_GROUPS);
+        }
+    }
+    if (!p->replicated && sp_mesh_size(mesh) != (int64_t)p->n_dev) {
+        return op_error(p, x->op, err,
+                        "%s on a mesh whose size is not the device count cannot be executed yet",
+                        o->name);
+    }
+    mc->n_units = p->replicated ? (uint32_t)groups : p->n_dev;
+    int64_t *coords = cm_arena_zalloc(&p->arena,
+                                      sizeof(int64_t) * ((size_t)mc->n_units * mesh->n_axes + 1u));
+    int64_t *gid = cm_arena_zalloc(&p->arena, sizeof(int64_t) * ((size_t)mc->n_units + 1u));
+    bool *seen = cm_arena_zalloc(&p->arena, (size_t)groups + 1u);
+    mc->first = cm_arena_zalloc(&p->arena, (size_t)mc->n_units + 1u);
+    mc->in_off = cm_arena_zalloc(&p->arena, sizeof(int64_t *) * (o->n_operands + 1u));
+    mc->out_off = cm_arena_zalloc(&p->arena, sizeof(int64_t *) * (o->n_results + 1u));
+    if (coords == NULL || gid == NULL || seen == NULL || mc->first == NULL ||
+        mc->in_off == NULL || mc->out_off == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t u = 0; u < mc->n_units; u++) {
+        int64_t *c = &coords[(size_t)u * mesh->n_axes];
+        int64_t pos = p->replicated ? (int64_t)u : mesh_position(mesh, u);
+        if (pos < 0) {
+            return op_error(p, x->op, err, "%s: device missing from its mesh", o->name);
+        }
+        for (uint32_t a = mesh->n_axes; a-- > 0;) {
+            bool man = is_manual_axis(axes, mesh->axes[a].name);
+            if (p->replicated && !man) {
+                continue; /* free axes at 0; pos counts the manual axes only */
+            }
+            c[a] = pos % mesh->axes[a].size;
+            pos /= mesh->axes[a].size;
+        }
+        for (uint32_t a = 0; a < mesh->n_axes; a++) {
+            if (is_manual_axis(axes, mesh->axes[a].name)) {
+                gid[u] = gid[u] * mesh->axes[a].size + c[a];
+            }
+        }
+        mc->first[u] = !seen[gid[u]];
+        seen[gid[u]] = true;
+    }
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < o->n_operands && st == CM_OK; i++) {
+        st = manual_offsets(p, x, axes, mesh, in->u.shardings.items[i], o->operands[i],
+                            b->first_arg + i, coords, mc->n_units, &mc->in_off[i], err);
+    }
+    x->ext = mc;
+    x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
+    if (st == CM_OK && x->sub == NULL) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    if (st != CM_OK) {
+        return st;
+    }
+    x->sub[0] = blk;
+    x->n_sub = 1;
+    uint32_t base = p->nest_base;
+    p->nest_base = p->n_nest; /* isolated from above */
+    p->in_manual = true;
+    st = prepare_args(p, blk, x->op, false, err);
+    if (st == CM_OK) {
+        st = prepare_block(p, blk, depth + 1u, err);
+    }
+    p->in_manual = false;
+    p->nest_base = base;
+    if (st != CM_OK) {
+        return st;
+    }
+    const sp_op *t = NULL;
+    st = block_return(p, blk, x->op, SP_OP_SDY_RETURN, o->n_results, &t, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
+        st = manual_offsets(p, x, axes, mesh, out->u.shardings.items[j], o->first_result + j,
+                            t->operands[j], coords, mc->n_units, &mc->out_off[j], err);
+    }
+    return st;
+}
+
+/* Prepares block blk's ops (its arguments are prepared by the caller). */
+static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_block *b = &m->blocks[blk];
+    pblock *pb = &p->pbs[blk];
+    uint32_t owner = b->parent_op;
+    if (depth > EX_MAX_NEST || p->n_nest >= EX_MAX_NEST) {
+        return op_error(p, owner, err, "calls and regions nested deeper than %d cannot be executed",
+                        EX_MAX_NEST);
+    }
+    pb->busy = true;
+    pb->manual = p->in_manual;
+    pb->ops = cm_arena_zalloc(&p->arena, sizeof(xop) * (b->n_ops + 1u));
+    if (pb->ops == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    pb->n_ops = b->n_ops;
+    uint32_t height = 0;
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        /* pb stays valid: pbs is allocated once, for every block */
+        xop *x = &pb->ops[i];
+        x->op = b->ops[i];
+        const sp_op *o = &m->ops[x->op];
+        x->kind = (sp_op_kind)o->kind;
+        for (uint32_t j = 0; j < o->n_operands; j++) {
+            cm_status st = note_use(p, o->operands[j], blk, i, x->op, err);
+            if (st != CM_OK) {
+                return st;
+            }
+        }
+        cm_status st = CM_OK;
+        for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
+            st = value_prepare(p, o->first_result + j, x->op, err);
+            p->vi[o->first_result + j].home = blk;
+            p->vi[o->first_result + j].def_idx = i;
+        }
+        bool term = x->kind == SP_OP_FUNC_RETURN || x->kind == SP_OP_RETURN ||
+                    x->kind == SP_OP_SDY_RETURN;
+        if (st == CM_OK && term != (i + 1u == b->n_ops)) {
+            st = op_error(p, x->op, err, "%s: %s", o->name,
+                          term ? "a return before the end of its block"
+                               : "a block that does not end with a return");
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+        if (x->kind == SP_OP_WHILE || x->kind == SP_OP_CASE || x->kind == SP_OP_IF) {
+            st = prepare_regions(p, x, blk, i, depth, err);
+        } else if (x->kind == SP_OP_FUNC_CALL) {
+            st = prepare_call(p, x, depth, err);
+        } else if (x->kind == SP_OP_SDY_NAMED_COMPUTATION) {
+            st = prepare_named(p, x, depth, err);
+        } else if (x->kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            st = prepare_manual(p, x, depth, err);
+        } else if (p->in_manual && moves_data(x->kind)) {
+            st = op_error(p, x->op, err, "op %s inside sdy.manual_computation cannot be executed yet",
+                          o->name);
+        } else {
+            st = prepare_op(p, x, err);
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+        for (uint32_t k = 0; k < x->n_sub; k++) {
+            uint32_t h = 1u + p->pbs[x->sub[k]].height;
+            height = h > height ? h : height;
+        }
+    }
+    pb->height = height;
+    pb->busy = false;
+    pb->done = true;
+    return CM_OK;
+}
+
+/* Fills each op's list of values released after it: every value that is
+ * not main's argument or result, nor a while condition's argument, at its
+ * last use in its home block (right after its definition when unused). */
+static cm_status prepare_dead(prog *p, cm_error *err)
+{
+    const sp_module *m = p->m;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t v = 0; v < m->n_values; v++) {
+            const vinfo *vi = &p->vi[v];
+            if (!vi->live || vi->is_arg || vi->is_result || vi->borrowed) {
+                continue;
+            }
+            xop *x = &p->pbs[vi->home].ops[vi->last_use != UINT32_MAX ? vi->last_use
+                                                                       : vi->def_idx];
+            if (pass == 0) {
+                x->n_dead++;
+            } else {
+                x->dead[x->n_dead++] = v;
+            }
+        }
+        for (uint32_t blk = 0; blk < m->n_blocks; blk++) {
+            const pblock *pb = &p->pbs[blk];
+            for (uint32_t i = 0; pass == 0 && i < pb->n_ops; i++) {
+                xop *x = &pb->ops[i];
+                x->dead = cm_arena_alloc(&p->arena, sizeof(uint32_t) * (x->n_dead + 1u));
+                if (x->dead == NULL) {
+                    return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                }
+                x->n_dead = 0;
+            }
+        }
+    }
+    return CM_OK;
+}
+
+/* Whether v's buffer is released right after op x. */
+static bool dies_at(const xop *x, uint32_t v)
+{
+    for (uint32_t i = 0; i < x->n_dead; i++) {
+        if (x->dead[i] == v) {
+            return true;
+        }
+    }
+    return false;
 }
 
 static cm_status prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replicated,
@@ -1469,50 +2081,30 @@ static cm_status prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool rep
     p->block = m->ops[f].regions[0].blocks[0];
     const sp_block *b = &m->blocks[p->block];
     p->vi = cm_calloc(m->n_values + 1u, sizeof(vinfo));
-    p->ops = cm_calloc(b->n_ops + 1u, sizeof(xop));
-    if (p->vi == NULL || p->ops == NULL) {
+    p->pbs = cm_calloc(m->n_blocks + 1u, sizeof(pblock));
+    if (p->vi == NULL || p->pbs == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    p->n_ops = b->n_ops;
-    p->ret = SP_NONE;
+    cm_status st = prepare_args(p, p->block, f, false, err);
+    if (st == CM_OK) {
+        st = prepare_block(p, p->block, 0, err);
+    }
+    if (st != CM_OK) {
+        return st;
+    }
     for (uint32_t i = 0; i < b->n_args; i++) {
-        cm_status st = value_prepare(p, b->first_arg + i, f, err);
-        if (st != CM_OK) {
-            return st;
-        }
         p->vi[b->first_arg + i].is_arg = true;
     }
-    for (uint32_t i = 0; i < b->n_ops; i++) {
-        xop *x = &p->ops[i];
-        x->op = b->ops[i];
-        const sp_op *o = &m->ops[x->op];
-        for (uint32_t j = 0; j < o->n_operands; j++) {
-            if (!p->vi[o->operands[j]].live) {
-                return op_error(p, x->op, err, "%s: operand from outside main's body", o->name);
-            }
-            p->vi[o->operands[j]].last_use = i;
-        }
-        cm_status st = CM_OK;
-        for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
-            st = value_prepare(p, o->first_result + j, x->op, err);
-        }
-        if (st == CM_OK) {
-            st = prepare_op(p, x, err);
-        }
-        if (st != CM_OK) {
-            return st;
-        }
-        if (x->kind == SP_OP_FUNC_RETURN) {
-            p->ret = i;
-            for (uint32_t j = 0; j < o->n_operands; j++) {
-                p->vi[o->operands[j]].is_result = true;
-            }
-        }
-    }
-    if (p->ret == SP_NONE) {
+    const pblock *pb = &p->pbs[p->block];
+    if (pb->n_ops == 0 || pb->ops[pb->n_ops - 1].kind != SP_OP_FUNC_RETURN) {
         return cm_error_set(err, CM_EINVAL, NULL, "main has no return");
     }
-    return CM_OK;
+    p->ret = pb->ops[pb->n_ops - 1].op;
+    const sp_op *o = &m->ops[p->ret];
+    for (uint32_t j = 0; j < o->n_operands; j++) {
+        p->vi[o->operands[j]].is_result = true;
+    }
+    return prepare_dead(p, err);
 }
 
 /* ---- workers ------------------------------------------------------------------ */
@@ -1534,6 +2126,9 @@ typedef struct shared {
     void (*between)(void *ctx); /* ex_exec_run_paced */
     void *between_ctx;
     cm_error *errs;       /* per worker */
+    int64_t *votes;       /* 2 * n_dev: each device's control-flow decision (flow_vote) */
+    uint32_t *n_votes;    /* per worker: votes taken this run */
+    bool *timing;         /* per worker: this run counts in op_s (run_block) */
 } shared;
 
 typedef struct worker {
@@ -2997,8 +3592,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
          * the next iteration allocates nothing either (alloc_buffer). */
         uint32_t v = o->operands[0];
         const vinfo *I = &p->vi[v];
-        if (I->last_use == (uint32_t)(x - p->ops) && !I->is_arg && !I->is_result &&
-            I->lcount == O->lcount && I->esz == O->esz && bufs[v] != NULL) {
+        if (dies_at(x, v) && I->lcount == O->lcount && I->esz == O->esz && bufs[v] != NULL) {
             void **spare_v = &bufs[p->m->n_values + v], **spare_r = &bufs[p->m->n_values + r];
             if (*spare_v == NULL) {
                 *spare_v = *spare_r;
@@ -3309,7 +3903,8 @@ static void free_all(shared *sh, uint32_t dev, bool keep)
     const prog *p = sh->p;
     uint32_t nv = p->m->n_values;
     for (uint32_t v = 0; v < nv; v++) {
-        if (!p->vi[v].is_arg && bufs[v] != NULL) {
+        /* a while condition's arguments only ever borrow the loop's buffers */
+        if (!p->vi[v].is_arg && !p->vi[v].borrowed && bufs[v] != NULL) {
             release(p, bufs, v, keep);
         }
         bufs[v] = NULL;
@@ -3320,86 +3915,502 @@ static void free_all(shared *sh, uint32_t dev, bool keep)
     }
 }
 
+static void run_block(shared *sh, uint32_t dev, uint32_t blk, bool keep);
+
+/* Releases the buffers that die after op x. */
+static void release_dead(const prog *p, void **bufs, const xop *x, bool keep)
+{
+    for (uint32_t j = 0; j < x->n_dead; j++) {
+        if (bufs[x->dead[j]] != NULL) {
+            release(p, bufs, x->dead[j], keep);
+        }
+    }
+}
+
+/* ---- control flow: running ---------------------------------------------------------
+ * Every device walks the same control flow: a while's predicate and a
+ * case's index are voted (flow_vote), so the devices take the same branch
+ * and the same trip count, and the collectives inside meet at the same
+ * barriers; devices that disagree fail the run. Values cross a region or
+ * call boundary by flow_pass: a buffer is handed over when the value dies
+ * there, copied otherwise, and redistributed between two barriers when the
+ * two sides are held with different shardings (a callee's arguments). */
+
+#define FLOW_FAILED INT64_MIN        /* a device had failed before it voted */
+#define FLOW_DISAGREE (INT64_MIN + 1) /* the devices voted differently */
+
+/* Every device's value of a control-flow decision: the common value,
+ * FLOW_FAILED when a device had failed, FLOW_DISAGREE when the values
+ * differ. Votes alternate between two slots per device, so one barrier per
+ * vote suffices: a device writes a slot again only after the next vote's
+ * barrier, which every device passes after reading this one. */
+static int64_t flow_vote(shared *sh, uint32_t dev, int64_t mine)
+{
+    uint32_t n = sh->p->n_dev;
+    if (n == 1) {
+        return mine;
+    }
+    int64_t *slot = &sh->votes[(size_t)(sh->n_votes[dev]++ & 1u) * n];
+    slot[dev] = mine;
+    pthread_barrier_wait(&sh->bar);
+    int64_t agreed = slot[0];
+    for (uint32_t d = 0; d < n; d++) {
+        if (slot[d] == FLOW_FAILED) {
+            return FLOW_FAILED;
+        }
+        if (slot[d] != agreed) {
+            agreed = FLOW_DISAGREE;
+        }
+    }
+    return agreed;
+}
+
+/* Copies into dst, a block of value dv whose first element is at global
+ * position d0, what src, a block of value sv at s0, holds of it; lim: the
+ * global dims (positions past them are padding). */
+static void copy_overlap(const prog *p, const void *src, uint32_t sv, const int64_t *s0, void *dst,
+                         uint32_t dv, const int64_t *d0, const int64_t *lim)
+{
+    const vinfo *S = &p->vi[sv], *D = &p->vi[dv];
+    int64_t ext[EX_MAX_RANK], sf[EX_MAX_RANK], df[EX_MAX_RANK];
+    for (uint32_t k = 0; k < D->rank; k++) {
+        int64_t a = s0[k] > d0[k] ? s0[k] : d0[k];
+        int64_t b = s0[k] + S->ldims[k];
+        b = d0[k] + D->ldims[k] < b ? d0[k] + D->ldims[k] : b;
+        b = lim[k] < b ? lim[k] : b;
+        if (b <= a) {
+            return;
+        }
+        ext[k] = b - a;
+        sf[k] = a - s0[k];
+        df[k] = a - d0[k];
+    }
+    copy_box(src, S->ldims, sf, dst, D->ldims, df, ext, D->rank, D->elem, D->esz, false);
+}
+
+/* Whether a and b are held as the same blocks on every device. */
+static bool same_layout(const prog *p, uint32_t a, uint32_t b)
+{
+    const vinfo *A = &p->vi[a], *B = &p->vi[b];
+    return memcmp(A->ldims, B->ldims, sizeof(int64_t) * A->rank) == 0 &&
+           memcmp(A->off, B->off, sizeof(int64_t) * A->rank * p->n_dev) == 0;
+}
+
+/* Whether v occurs once in vs. */
+static bool once_in(const uint32_t *vs, uint32_t n, uint32_t v)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        k += vs[i] == v;
+    }
+    return k == 1;
+}
+
+/* Gives dst + i the value of src[i] (same types) on device dev, for i < n.
+ * A source that dies at op at (released after it, not read inside its
+ * regions, passed once) hands its buffer over; otherwise dst gets a copy;
+ * at NULL: dst borrows src's buffer (a call's arguments, see flow_call).
+ * Where src and dst are held with different shardings every device copies
+ * its dst block out of the src blocks of all devices between two barriers
+ * (the decision depends on the shardings only, so every device takes
+ * them). CM_ENOMEM only. */
+static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32_t *src,
+                           uint32_t dst, uint32_t n, bool keep, cm_error *err)
+{
+    const prog *p = sh->p;
+    void **bufs = wbufs(sh, dev);
+    bool failed = atomic_load(&sh->failed) != 0;
+    bool moves = false;
+    cm_status st_ = CM_OK;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t s = src[i], d = dst + i;
+        if (at == NULL) {
+            bufs[d] = NULL; /* a borrowed argument (flow_call cleared it) */
+        } else if (bufs[d] != NULL) {
+            release(p, bufs, d, keep);
+        }
+        if (!same_layout(p, s, d)) {
+            moves = true;
+            continue;
+        }
+        if (failed || bufs[s] == NULL) {
+            continue;
+        }
+        if (at == NULL) {
+            bufs[d] = bufs[s];
+            continue;
+        }
+        if (dies_at(at, s) && !p->vi[s].inner_last && once_in(src, n, s)) {
+            bufs[d] = bufs[s];
+            bufs[s] = NULL;
+            continue;
+        }
+        bufs[d] = alloc_buffer(p, bufs, d, false);
+        if (bufs[d] == NULL) {
+            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            atomic_store(&sh->failed, 1);
+            failed = true;
+            continue;
+        }
+        memcpy(bufs[d], bufs[s], p->vi[d].lcount * p->vi[d].esz);
+    }
+    if (!moves) {
+        return st_;
+    }
+    for (uint32_t i = 0; !failed && i < n; i++) {
+        if (!same_layout(p, src[i], dst + i)) {
+            bufs[dst + i] = alloc_buffer(p, bufs, dst + i, true);
+            if (bufs[dst + i] == NULL) {
+                st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                atomic_store(&sh->failed, 1);
+                failed = true;
+            }
+        }
+    }
+    pthread_barrier_wait(&sh->bar);
+    for (uint32_t i = 0; atomic_load(&sh->failed) == 0 && i < n; i++) {
+        uint32_t s = src[i], d = dst + i;
+        if (same_layout(p, s, d)) {
+            continue;
+        }
+        /* Every device's block is a block of the same global tensor, so any
+         * device that holds an element can supply it. */
+        for (uint32_t sd = 0; sd < p->n_dev; sd++) {
+            copy_overlap(p, wbufs(sh, sd)[s], s, voff(p, s, sd), bufs[d], d, voff(p, d, dev),
+                         p->vi[s].gdims);
+        }
+    }
+    pthread_barrier_wait(&sh->bar);
+    return st_;
+}
+
+/* The failure of a vote, reported on device dev against op x. */
+static cm_status flow_disagree(shared *sh, uint32_t dev, const xop *x, const char *what)
+{
+    atomic_store(&sh->failed, 1);
+    return op_error(sh->p, x->op, &sh->errs[dev],
+                    "%s: the devices disagree on %s, so they cannot run the same control flow "
+                    "(a value that should be replicated differs between devices)",
+                    sh->p->m->ops[x->op].name, what);
+}
+
+/* stablehlo.while: the operands become the loop's values (held in the
+ * results' buffers); the condition reads them, the body takes them and
+ * returns the next ones. */
+static cm_status flow_while(shared *sh, uint32_t dev, const xop *x, bool keep)
+{
+    const prog *p = sh->p;
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    void **bufs = wbufs(sh, dev);
+    cm_error *err = &sh->errs[dev];
+    const sp_block *cb = &m->blocks[x->sub[0]], *bb = &m->blocks[x->sub[1]];
+    const pblock *cp = &p->pbs[x->sub[0]], *bp = &p->pbs[x->sub[1]];
+    const xop *cret = &cp->ops[cp->n_ops - 1], *bret = &bp->ops[bp->n_ops - 1];
+    uint32_t n = o->n_results, res = o->first_result;
+    cm_status st_ = flow_pass(sh, dev, x, o->operands, res, n, keep, err);
+    for (;;) {
+        for (uint32_t j = 0; j < n; j++) {
+            bufs[cb->first_arg + j] = bufs[res + j];
+        }
+        run_block(sh, dev, x->sub[0], true);
+        uint32_t pv = m->ops[cret->op].operands[0];
+        int64_t mine = atomic_load(&sh->failed) != 0 || bufs[pv] == NULL
+                           ? FLOW_FAILED
+                           : *(const uint8_t *)bufs[pv] != 0;
+        release_dead(p, bufs, cret, true);
+        for (uint32_t j = 0; j < n; j++) {
+            bufs[cb->first_arg + j] = NULL;
+        }
+        int64_t go = flow_vote(sh, dev, mine);
+        if (go == FLOW_DISAGREE) {
+            st_ = flow_disagree(sh, dev, x, "the loop predicate");
+        }
+        if (go != 1) {
+            break;
+        }
+        for (uint32_t j = 0; j < n; j++) {
+            if (bufs[bb->first_arg + j] != NULL) {
+                release(p, bufs, bb->first_arg + j, true);
+            }
+            bufs[bb->first_arg + j] = bufs[res + j];
+            bufs[res + j] = NULL;
+        }
+        run_block(sh, dev, x->sub[1], true);
+        cm_status s2 = flow_pass(sh, dev, bret, m->ops[bret->op].operands, res, n, true, err);
+        st_ = st_ == CM_OK ? s2 : st_;
+        release_dead(p, bufs, bret, true);
+    }
+    return st_;
+}
+
+/* stablehlo.case and stablehlo.if: the voted branch runs and hands its
+ * returned values to the results. An index out of range takes the last
+ * branch (StableHLO spec); an if's true branch is region 0. */
+static cm_status flow_case(shared *sh, uint32_t dev, const xop *x, bool keep)
+{
+    const prog *p = sh->p;
+    const sp_op *o = &p->m->ops[x->op];
+    void **bufs = wbufs(sh, dev);
+    uint32_t iv = o->operands[0];
+    int64_t mine = FLOW_FAILED;
+    if (atomic_load(&sh->failed) == 0 && bufs[iv] != NULL) {
+        int64_t k = scalar_index(p, bufs, iv);
+        if (x->kind == SP_OP_IF) {
+            mine = k != 0 ? 0 : 1;
+        } else {
+            mine = k < 0 || k >= (int64_t)x->n_sub ? (int64_t)x->n_sub - 1 : k;
+        }
+    }
+    int64_t k = flow_vote(sh, dev, mine);
+    if (k == FLOW_DISAGREE) {
+        return flow_disagree(sh, dev, x, x->kind == SP_OP_IF ? "the predicate" : "the index");
+    }
+    if (k == FLOW_FAILED) {
+        return CM_OK;
+    }
+    uint32_t blk = x->sub[k];
+    const pblock *pb = &p->pbs[blk];
+    const xop *ret = &pb->ops[pb->n_ops - 1];
+    run_block(sh, dev, blk, keep);
+    cm_status st_ = flow_pass(sh, dev, ret, p->m->ops[ret->op].operands, o->first_result,
+                              o->n_results, keep, &sh->errs[dev]);
+    release_dead(p, bufs, ret, keep);
+    return st_;
+}
+
+/* func.call: the callee's arguments borrow the operands' buffers (the
+ * caller frees them after the call, at their last use), or get their own
+ * when the callee holds them with other shardings (freed here after the
+ * call); its body runs, and what it returns becomes the results. */
+static cm_status flow_call(shared *sh, uint32_t dev, const xop *x, bool keep)
+{
+    const prog *p = sh->p;
+    const sp_op *o = &p->m->ops[x->op];
+    const sp_block *b = &p->m->blocks[x->sub[0]];
+    const pblock *pb = &p->pbs[x->sub[0]];
+    const xop *ret = &pb->ops[pb->n_ops - 1];
+    void **bufs = wbufs(sh, dev);
+    cm_status st_ = flow_pass(sh, dev, NULL, o->operands, b->first_arg, b->n_args, keep,
+                              &sh->errs[dev]);
+    run_block(sh, dev, x->sub[0], keep);
+    cm_status s2 = flow_pass(sh, dev, ret, p->m->ops[ret->op].operands, o->first_result,
+                             o->n_results, keep, &sh->errs[dev]);
+    release_dead(p, bufs, ret, keep);
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        uint32_t a = b->first_arg + i;
+        if (bufs[a] != NULL && !same_layout(p, o->operands[i], a)) {
+            release(p, bufs, a, keep);
+        }
+        bufs[a] = NULL;
+    }
+    return st_ == CM_OK ? s2 : st_;
+}
+
+/* Gives every result (or, with args, every body argument) of manual
+ * computation x a zeroed buffer on device dev. false: out of memory. */
+static bool manual_alloc(shared *sh, uint32_t dev, const xop *x, bool args)
+{
+    const prog *p = sh->p;
+    const sp_op *o = &p->m->ops[x->op];
+    void **bufs = wbufs(sh, dev);
+    uint32_t first = args ? p->m->blocks[x->sub[0]].first_arg : o->first_result;
+    uint32_t n = args ? o->n_operands : o->n_results;
+    for (uint32_t i = 0; i < n; i++) {
+        if (bufs[first + i] != NULL) {
+            release(p, bufs, first + i, true);
+        }
+        bufs[first + i] = alloc_buffer(p, bufs, first + i, true);
+        if (bufs[first + i] == NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* sdy.manual_computation: the body runs on each manual group's local
+ * tensors. Partitioned, every device runs it once for its own group: its
+ * arguments are cut out of the operands' blocks of every device (after a
+ * barrier: the operands are ready), and each device's result blocks are
+ * filled from the first device of every group (between two barriers: the
+ * bodies are done, then nobody reads them any more). The reference run
+ * (one worker) runs the body for every group in turn. */
+static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
+{
+    const prog *p = sh->p;
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const manual *mc = x->ext;
+    uint32_t arg0 = m->blocks[x->sub[0]].first_arg;
+    const pblock *pb = &p->pbs[x->sub[0]];
+    const xop *ret = &pb->ops[pb->n_ops - 1];
+    const uint32_t *outs = m->ops[ret->op].operands;
+    void **bufs = wbufs(sh, dev);
+    cm_error *err = &sh->errs[dev];
+    static const int64_t zero[EX_MAX_RANK];
+    bool ok = true;
+    if (p->replicated) {
+        ok = atomic_load(&sh->failed) != 0 || manual_alloc(sh, dev, x, false);
+        for (uint32_t u = 0; ok && atomic_load(&sh->failed) == 0 && u < mc->n_units; u++) {
+            ok = manual_alloc(sh, dev, x, true);
+            for (uint32_t i = 0; ok && i < o->n_operands; i++) {
+                const vinfo *I = &p->vi[o->operands[i]];
+                copy_overlap(p, bufs[o->operands[i]], o->operands[i], zero, bufs[arg0 + i],
+                             arg0 + i, &mc->in_off[i][(size_t)u * I->rank], I->gdims);
+            }
+            if (ok) {
+                run_block(sh, dev, x->sub[0], true);
+            }
+            for (uint32_t j = 0; ok && atomic_load(&sh->failed) == 0 && j < o->n_results; j++) {
+                const vinfo *R = &p->vi[o->first_result + j];
+                copy_overlap(p, bufs[outs[j]], outs[j], &mc->out_off[j][(size_t)u * R->rank],
+                             bufs[o->first_result + j], o->first_result + j, zero, R->gdims);
+            }
+            release_dead(p, bufs, ret, true);
+        }
+        if (!ok) {
+            atomic_store(&sh->failed, 1);
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+        return CM_OK;
+    }
+    if (atomic_load(&sh->failed) == 0 && !manual_alloc(sh, dev, x, true)) {
+        ok = false;
+        atomic_store(&sh->failed, 1);
+    }
+    pthread_barrier_wait(&sh->bar);
+    for (uint32_t i = 0; atomic_load(&sh->failed) == 0 && i < o->n_operands; i++) {
+        uint32_t v = o->operands[i];
+        const int64_t *at = &mc->in_off[i][(size_t)dev * p->vi[v].rank];
+        for (uint32_t s = 0; s < p->n_dev; s++) {
+            copy_overlap(p, wbufs(sh, s)[v], v, voff(p, v, s), bufs[arg0 + i], arg0 + i, at,
+                         p->vi[v].gdims);
+        }
+    }
+    run_block(sh, dev, x->sub[0], keep);
+    if (atomic_load(&sh->failed) == 0 && !manual_alloc(sh, dev, x, false)) {
+        ok = false;
+        atomic_store(&sh->failed, 1);
+    }
+    pthread_barrier_wait(&sh->bar);
+    for (uint32_t j = 0; atomic_load(&sh->failed) == 0 && j < o->n_results; j++) {
+        uint32_t r = o->first_result + j;
+        for (uint32_t s = 0; s < p->n_dev; s++) {
+            if (mc->first[s]) {
+                copy_overlap(p, wbufs(sh, s)[outs[j]], outs[j],
+                             &mc->out_off[j][(size_t)s * p->vi[r].rank], bufs[r], r,
+                             voff(p, r, dev), p->vi[r].gdims);
+            }
+        }
+    }
+    pthread_barrier_wait(&sh->bar);
+    release_dead(p, bufs, ret, keep);
+    return ok ? CM_OK : cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+}
+
+/* Runs op x of a block on device dev: a collective (every device between
+ * two barriers), control flow, or a local op. */
+static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
+{
+    prog *p = sh->p;
+    void **bufs = wbufs(sh, dev);
+    cm_error *err = &sh->errs[dev];
+    const sp_op *o = &p->m->ops[x->op];
+    bool failed = atomic_load(&sh->failed) != 0;
+    cm_status st_ = CM_OK;
+    switch (x->kind) {
+    case SP_OP_WHILE:
+        return flow_while(sh, dev, x, keep);
+    case SP_OP_CASE:
+    case SP_OP_IF:
+        return flow_case(sh, dev, x, keep);
+    case SP_OP_FUNC_CALL:
+    case SP_OP_SDY_NAMED_COMPUTATION:
+        return flow_call(sh, dev, x, keep);
+    case SP_OP_SDY_MANUAL_COMPUTATION:
+        return flow_manual(sh, dev, x, keep);
+    default:
+        break;
+    }
+    if (is_collective(x->kind) && !p->replicated && !x->local) {
+        if (!failed) {
+            /* Any worker writes any device's result (coll_run). Sums
+             * and unpadded copies write every element of it. */
+            uint32_t r = o->first_result;
+            bool zero = x->kind != SP_OP_SDY_ALL_REDUCE && x->kind != SP_OP_SDY_REDUCE_SCATTER &&
+                        !unpadded(p, r, dev);
+            bufs[r] = alloc_buffer(p, bufs, r, zero);
+            if (bufs[r] == NULL) {
+                st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                atomic_store(&sh->failed, 1);
+            }
+        }
+        if (dev == 0) {
+            /* Every worker is past the previous collective's last
+             * barrier, so nobody takes items from the counter now. */
+            atomic_store(&sh->next_item, 0);
+        }
+        pthread_barrier_wait(&sh->bar);
+        if (atomic_load(&sh->failed) == 0) {
+            st_ = coll_run(p, x, sh, dev, err);
+        }
+        pthread_barrier_wait(&sh->bar);
+    } else if (is_collective(x->kind)) {
+        if (!failed) {
+            uint32_t v = o->operands[0], r = o->first_result;
+            void *out = alloc_value(p, bufs, r);
+            if (out == NULL) {
+                st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            } else {
+                memcpy(out, bufs[v], p->vi[r].lcount * p->vi[r].esz);
+                bufs[r] = out;
+            }
+        }
+    } else if (!failed) {
+        st_ = run_local(p, x, bufs, dev, err);
+    }
+    return st_;
+}
+
+/* Runs block blk on device dev up to its terminator, which the parent op
+ * handles; keep: released buffers stay as spares (another run or loop
+ * iteration follows). Buffers are released after their last use
+ * (collectives are past their second barrier then, so no peer reads them
+ * any more). */
+static void run_block(shared *sh, uint32_t dev, uint32_t blk, bool keep)
+{
+    const prog *p = sh->p;
+    const pblock *pb = &p->pbs[blk];
+    void **bufs = wbufs(sh, dev);
+    /* Per-op timers (ex_exec_opts.op_s) count the ops that run no block of
+     * their own: a loop's or call's time is that of the ops inside it. */
+    double *op_s = sh->timing[dev] ? sh->op_s + (size_t)dev * p->m->n_ops : NULL;
+    for (uint32_t i = 0; i + 1u < pb->n_ops; i++) {
+        const xop *x = &pb->ops[i];
+        double t0 = op_s != NULL && x->n_sub == 0 ? cm_now() : 0;
+        if (run_op(sh, dev, x, keep) != CM_OK) {
+            atomic_store(&sh->failed, 1);
+        }
+        if (op_s != NULL && x->n_sub == 0) {
+            op_s[x->op] += cm_now() - t0;
+        }
+        release_dead(p, bufs, x, keep);
+    }
+}
+
 /* One run of main on device dev; keep: another iteration follows. */
 static void run_once(shared *sh, uint32_t dev, bool keep, bool timed)
 {
     prog *p = sh->p;
-    double *op_s = timed ? sh->op_s + (size_t)dev * p->m->n_ops : NULL;
     void **bufs = wbufs(sh, dev);
-    cm_error *err = &sh->errs[dev];
     const sp_block *b = &p->m->blocks[p->block];
     for (uint32_t i = 0; i < b->n_args; i++) {
         bufs[b->first_arg + i] = sh->argbufs[(size_t)dev * sh->n_args + i];
     }
-    for (uint32_t i = 0; i < p->n_ops; i++) {
-        const xop *x = &p->ops[i];
-        const sp_op *o = &p->m->ops[x->op];
-        if (x->kind == SP_OP_FUNC_RETURN) {
-            continue;
-        }
-        bool failed = atomic_load(&sh->failed) != 0;
-        cm_status st_ = CM_OK;
-        double t0 = op_s != NULL ? cm_now() : 0;
-        if (is_collective(x->kind) && !p->replicated && !x->local) {
-            if (!failed) {
-                /* Any worker writes any device's result (coll_run). Sums
-                 * and unpadded copies write every element of it. */
-                uint32_t r = o->first_result;
-                bool zero = x->kind != SP_OP_SDY_ALL_REDUCE &&
-                            x->kind != SP_OP_SDY_REDUCE_SCATTER && !unpadded(p, r, dev);
-                bufs[r] = alloc_buffer(p, bufs, r, zero);
-                if (bufs[r] == NULL) {
-                    st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
-                    atomic_store(&sh->failed, 1);
-                }
-            }
-            if (dev == 0) {
-                /* Every worker is past the previous collective's last
-                 * barrier, so nobody takes items from the counter now. */
-                atomic_store(&sh->next_item, 0);
-            }
-            pthread_barrier_wait(&sh->bar);
-            if (atomic_load(&sh->failed) == 0) {
-                st_ = coll_run(p, x, sh, dev, err);
-            }
-            pthread_barrier_wait(&sh->bar);
-        } else if (is_collective(x->kind)) {
-            if (!failed) {
-                uint32_t v = o->operands[0], r = o->first_result;
-                void *out = alloc_value(p, bufs, r);
-                if (out == NULL) {
-                    st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
-                } else {
-                    memcpy(out, bufs[v], p->vi[r].lcount * p->vi[r].esz);
-                    bufs[r] = out;
-                }
-            }
-        } else if (!failed) {
-            st_ = run_local(p, x, bufs, dev, err);
-        }
-        if (st_ != CM_OK) {
-            atomic_store(&sh->failed, 1);
-        }
-        if (op_s != NULL) {
-            op_s[x->op] += cm_now() - t0;
-        }
-        /* Free operands after their last use (collectives are past their
-         * second barrier here, so no peer reads them any more). */
-        for (uint32_t j = 0; j < o->n_operands; j++) {
-            uint32_t v = o->operands[j];
-            const vinfo *vi = &p->vi[v];
-            if (vi->last_use == i && !vi->is_arg && !vi->is_result && bufs[v] != NULL) {
-                release(p, bufs, v, keep);
-            }
-        }
-        /* Results nobody uses. */
-        for (uint32_t j = 0; j < o->n_results; j++) {
-            uint32_t v = o->first_result + j;
-            if (p->vi[v].last_use == UINT32_MAX && !p->vi[v].is_result && bufs[v] != NULL) {
-                release(p, bufs, v, keep);
-            }
-        }
-    }
+    sh->timing[dev] = timed;
+    run_block(sh, dev, p->block, keep);
+    const pblock *pb = &p->pbs[p->block];
+    release_dead(p, bufs, &pb->ops[pb->n_ops - 1], keep);
 }
 
 static void *worker_main(void *arg)
@@ -3503,10 +4514,14 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     sh.argbufs = cm_calloc((size_t)n_dev * n_args + 1u, sizeof(void *));
     sh.errs = cm_calloc(n_dev, sizeof(cm_error));
     sh.scratch = cm_calloc(n_dev, sizeof(void *));
+    sh.votes = cm_calloc(2u * (size_t)n_dev, sizeof(int64_t));
+    sh.n_votes = cm_calloc(n_dev, sizeof(uint32_t));
+    sh.timing = cm_calloc(n_dev, sizeof(bool));
     worker *ws = cm_calloc(n_dev, sizeof(worker));
     pthread_t *th = cm_calloc(n_dev, sizeof(pthread_t));
     bool ok = sh.bufs != NULL && sh.argbufs != NULL && sh.errs != NULL && sh.scratch != NULL &&
-              ws != NULL && th != NULL;
+              sh.votes != NULL && sh.n_votes != NULL && sh.timing != NULL && ws != NULL &&
+              th != NULL;
     for (uint32_t d = 0; ok && d < n_dev; d++) {
         for (uint32_t i = 0; ok && i < n_args; i++) {
             void *a = take_block(&p, b->first_arg + i, d, args[i].data);
@@ -3619,7 +4634,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         goto out;
     }
     /* Assemble the results from every device's block. */
-    const sp_op *ret = &m->ops[p.ops[p.ret].op];
+    const sp_op *ret = &m->ops[p.ret];
     ex_tensor *res = cm_calloc(ret->n_operands + 1u, sizeof(ex_tensor));
     if (res == NULL) {
         st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
@@ -3696,6 +4711,9 @@ out:
         cm_free(sh.scratch[d]);
     }
     cm_free(sh.scratch);
+    cm_free(sh.votes);
+    cm_free(sh.n_votes);
+    cm_free(sh.timing);
     cm_free(sh.bufs);
     cm_free(sh.argbufs);
     cm_free(sh.errs);

@@ -60,10 +60,16 @@ typedef struct ex_exec_opts {
 
 /* Runs main of m on the workers with the global arguments args (each worker
  * takes its shard) and assembles each result into a global tensor
- * (*res_out, n_res_out entries, freed with ex_tensors_free).
+ * (*res_out, n_res_out entries, freed with ex_tensors_free). main may call
+ * other functions of m (not recursively) and hold while, case and if ops,
+ * sdy.named_computation and sdy.manual_computation; every device takes the
+ * same branches and trip counts.
  * Errors: CM_EINVAL "op X cannot be executed yet" (path "LINE:COL" of the
- * op) for ops, types or shardings the executor does not run, before any
- * worker starts; CM_EINVAL for arguments that do not match; CM_ENOMEM.
+ * op) for ops, types or shardings the executor does not run, and
+ * "func.call: recursive call to @f cannot be executed", before any worker
+ * starts; CM_EINVAL "...: the devices disagree on the loop predicate ..."
+ * (or on a case index) when devices compute different control flow;
+ * CM_EINVAL for arguments that do not match; CM_ENOMEM.
  * Sets the process's OpenBLAS thread count for the run: the cores shared
  * out over the workers (every core for one device, one thread each when
  * there are more workers than cores, and then only as many workers compute
