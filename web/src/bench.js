@@ -6,10 +6,13 @@
 // (POST /v1/benchmarks/{id}/cancel).
 import { api, getJson, listAll } from './api.js';
 import { lineChart } from './charts.js';
-import { DASH, errorBox, fill, fmtNum, fmtSeconds, fmtTime, h } from './util.js';
+import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, fmtTime, h } from './util.js';
 
 const POLL_MIN_MS = 250;
 const POLL_MAX_MS = 2000;
+const TOP_OPS = 15; // ops shown before "show all"
+const RATIO_HIGH = 2; // measured / predicted flagged above this...
+const RATIO_LOW = 0.5; // ...and below this
 
 export function isFinal(run) {
   return run.status === 'succeeded' || run.status === 'failed' || run.status === 'canceled';
@@ -28,6 +31,149 @@ export function numericsText(n) {
   if (n.match) return `match (max abs diff ${n.max_abs_diff})`;
   const mm = n.mismatch ? ` \u2014 first mismatch ${JSON.stringify(n.mismatch)}` : '';
   return `MISMATCH (max abs diff ${n.max_abs_diff})${mm}`;
+}
+
+// Per-device seconds -> {mean, min, max, argmin, argmax}, or null without any.
+function spread(xs) {
+  const v = Array.isArray(xs) ? xs.filter((x) => typeof x === 'number' && Number.isFinite(x)) : [];
+  if (!v.length) return null;
+  let lo = 0;
+  let hi = 0;
+  for (let i = 1; i < v.length; i++) {
+    if (v[i] < v[lo]) lo = i;
+    if (v[i] > v[hi]) hi = i;
+  }
+  return { mean: v.reduce((a, b) => a + b, 0) / v.length, min: v[lo], max: v[hi], argmin: lo, argmax: hi };
+}
+
+// Where an op or collective is: line:col (MLIR input), or the value it
+// makes ("result") or takes ("operand", a collective the partitioner
+// inserted) for graph input; then its loc.
+function whereCell(x) {
+  const at = x.line ? `${x.line}:${x.col ?? 0}` : x.result ? x.result : x.operand ? `operand ${x.operand}` : DASH;
+  return h('td', { class: 'mono' }, at, x.loc ? h('span', { class: 'muted' }, ` loc(${x.loc})`) : null);
+}
+
+const headRow = (titles) => h('thead', {}, h('tr', {}, titles.map((t) => h('th', { scope: 'col' }, t))));
+const numCell = (text, attrs = {}) => h('td', { class: 'num', ...attrs }, text);
+
+// measured / predicted, flagged beyond RATIO_HIGH or RATIO_LOW (a marker as
+// well as a colour).
+function ratioCell(measured, predicted) {
+  if (!(predicted > 0) || measured === undefined) return numCell(DASH);
+  const r = measured / predicted;
+  const flag = r > RATIO_HIGH ? 'high' : r < RATIO_LOW ? 'low' : null;
+  return numCell([`${r.toFixed(2)}\u00d7`, flag ? h('span', { class: 'flag' }, flag === 'high' ? ' \u25b2' : ' \u25bc') : null],
+    { 'data-flag': flag, class: `num${flag ? ` ratio-${flag}` : ''}` });
+}
+
+const RATIO_NOTE = `\u25b2 measured over ${RATIO_HIGH}\u00d7 the prediction, \u25bc under ${RATIO_LOW}\u00d7.`;
+
+// "Where the time goes" for results r: the slowest compute ops (TOP_OPS, or
+// all the API listed), and the sum of their mean times (plus the
+// collectives') against the measured median step.
+export function opsSection(r) {
+  const box = h('section', { class: 'bench-breakdown', id: 'bench-ops-section' }, h('h3', {}, 'Where the time goes'));
+  if (!Array.isArray(r.ops)) {
+    box.append(h('p', { class: 'muted', id: 'bench-ops-none' }, 'Per-op times were not recorded for this run.'));
+    return box;
+  }
+  const ops = r.ops.map((o) => ({ o, s: spread(o.measured_s) }));
+  const timed = Number.isFinite(r.ops_timed) ? r.ops_timed : ops.length;
+  if (!ops.length) {
+    box.append(h('p', { class: 'muted', id: 'bench-ops-none' }, 'No compute op took measurable time in this run.'));
+    return box;
+  }
+  const sum = (xs) => xs.reduce((a, x) => a + (x.s ? x.s.mean : 0), 0);
+  const opsSum = sum(ops);
+  const colls = Array.isArray(r.collectives) ? r.collectives.map((c) => ({ s: spread(c.measured_s) })) : [];
+  const collSum = sum(colls);
+  // Per-op times are means over the timed runs, so they add up against the
+  // mean run; the median (step_s) is shown beside it.
+  const its = Array.isArray(r.iter_s) && r.iter_s.length ? r.iter_s : null;
+  const run = its ? its.reduce((x, y) => x + y, 0) / its.length : r.step_s;
+  const inOps = opsSum + collSum;
+  const rest = run - inOps;
+  box.append(h('p', { id: 'bench-ops-total' },
+    `Sum of per-op mean times: ${fmtSeconds(opsSum)} in ${ops.length < timed ? `the ${ops.length} listed of ${timed}` : `${timed}`} compute ops`,
+    colls.length ? ` + ${fmtSeconds(collSum)} in ${colls.length} collective${colls.length === 1 ? '' : 's'} = ${fmtSeconds(inOps)}` : '',
+    ` of the ${its ? 'mean timed run' : 'median step'} ${fmtSeconds(run)}`,
+    run > 0 ? ` (${((100 * inOps) / run).toFixed(0)}%${its ? `; median step ${fmtSeconds(r.step_s)}` : ''})` : '',
+    run > 0 ? (rest >= 0 ? `; ${fmtSeconds(rest)} outside them (freeing buffers between ops, waiting at the end of the run for the slowest device).`
+      : `; ${fmtSeconds(-rest)} more than the run.`) : '.'));
+
+  let all = false;
+  const tbody = h('tbody', {});
+  const caption = h('caption', {});
+  const toggle = ops.length > TOP_OPS ? h('button', { type: 'button', id: 'bench-ops-toggle', 'aria-controls': 'bench-ops' }) : null;
+  const draw = () => {
+    const shown = all ? ops : ops.slice(0, TOP_OPS);
+    caption.textContent = `Slowest compute ops: ${shown.length} of ${timed} timed${ops.length < timed ? ` (the API lists the slowest ${ops.length})` : ''}`;
+    if (toggle) {
+      toggle.textContent = all ? `Show the top ${TOP_OPS}` : `Show all ${ops.length}`;
+      toggle.setAttribute('aria-expanded', String(all));
+    }
+    fill(tbody, shown.map(({ o, s }) => h('tr', {},
+      h('th', { scope: 'row', class: 'mono' }, o.op), whereCell(o),
+      numCell(fmtSeconds(s?.mean)), numCell(s ? `${fmtSeconds(s.max)} (D${s.argmax})` : DASH),
+      numCell(fmtSeconds(o.predicted_s)), ratioCell(s?.mean, o.predicted_s),
+      numCell(o.flops > 0 && s && s.mean > 0 ? (o.flops / s.mean / 1e9).toFixed(2) : DASH))));
+  };
+  if (toggle) toggle.addEventListener('click', () => { all = !all; draw(); });
+  draw();
+  box.append(
+    h('table', { class: 'summary-table bench-ops', id: 'bench-ops' }, caption,
+      headRow(['op', 'where', 'measured (mean of devices)', 'max (device)', 'predicted', 'measured / predicted', 'GFLOP/s']), tbody),
+    h('p', { class: 'muted' }, `Times per run on one device. ${RATIO_NOTE}`, toggle ? ' ' : null, toggle));
+  return box;
+}
+
+// One bar per device, as high as its share of the longest time. A
+// collective's time runs from before its first barrier (all devices) to after
+// its second, so the devices that came early wait and show tall bars; the
+// shortest bar is the last to arrive, the straggler the others waited for
+// (marked).
+function deviceBars(xs, s) {
+  const label = xs.map((x, d) => `D${d} ${fmtSeconds(x)}`).join(', ');
+  return h('div', { class: 'dev-bars', role: 'img', 'aria-label': `per device: ${label}; last to arrive D${s ? s.argmin : '?'}` },
+    xs.map((x, d) => h('div', {
+      class: `dev-bar${s && xs.length > 1 && d === s.argmin ? ' straggler' : ''}`,
+      title: `D${d}: ${fmtSeconds(x)}${s && xs.length > 1 && d === s.argmin ? ' (last to arrive)' : ''}`,
+      style: { height: `${s && s.max > 0 ? Math.max(4, (100 * x) / s.max) : 0}%` },
+    })));
+}
+
+// Each collective of results r in program order, its time on every device.
+export function collectivesSection(r) {
+  const box = h('section', { class: 'bench-breakdown', id: 'bench-colls-section' }, h('h3', {}, 'Collectives'));
+  if (!Array.isArray(r.collectives)) {
+    box.append(h('p', { class: 'muted', id: 'bench-colls-none' }, 'Collective times were not recorded for this run.'));
+    return box;
+  }
+  const cs = r.collectives;
+  if (!cs.length) {
+    box.append(h('p', { class: 'muted', id: 'bench-colls-none' }, 'None: this plan ran no collectives.'));
+    return box;
+  }
+  box.append(
+    h('table', { class: 'summary-table bench-colls', id: 'bench-colls' },
+      h('caption', {}, `${cs.length} collective${cs.length === 1 ? '' : 's'} in program order`),
+      headRow(['kind', 'axes', 'group', 'bytes / device', 'measured min / mean / max', 'per device', 'predicted', 'measured / predicted', 'bandwidth', 'where']),
+      h('tbody', {}, cs.map((c) => {
+        const xs = Array.isArray(c.measured_s) ? c.measured_s : [];
+        const s = spread(xs);
+        return h('tr', {},
+          h('th', { scope: 'row' }, c.kind || c.op || DASH), h('td', { class: 'mono' }, (c.axes || []).join(', ') || DASH),
+          numCell(String(c.group ?? DASH)), numCell(fmtBytes(c.bytes)),
+          numCell(s ? `${fmtSeconds(s.min)} / ${fmtSeconds(s.mean)} / ${fmtSeconds(s.max)}` : DASH),
+          h('td', {}, deviceBars(xs, s)),
+          numCell(fmtSeconds(c.predicted_s)), ratioCell(s?.mean, c.predicted_s),
+          numCell(c.bytes > 0 && s && s.mean > 0 ? `${fmtBytes(c.bytes / s.mean)}/s` : DASH), whereCell(c));
+      }))),
+    h('p', { class: 'muted' }, 'Times per run on one device, from before the collective\'s first barrier (all devices) to after its second: ',
+      'a device that arrives early waits for the last one, so the tall bars waited and the short red one arrived last (the straggler: look at what it ran before). ',
+      'The minimum is closest to the transfer itself; the mean, and the bandwidth from it, include the waiting. ', RATIO_NOTE));
+  return box;
 }
 
 // The panel for the plan view. devices: the mesh's device count (default).
@@ -128,7 +274,8 @@ export function benchPanel(ctx, planId, devices) {
         h('dt', {}, 'one-device reference'), h('dd', {}, fmtSeconds(r.reference_s)),
         h('dt', {}, 'numerics'), h('dd', { id: 'bench-numerics', class: n && !n.match ? 'diag error' : '' }, numericsText(n)),
         h('dt', {}, 'ran'), h('dd', {}, `devices ${r.devices}, warmup ${r.warmup}, iters ${r.iters}, seed ${r.seed}`)),
-      h('div', { class: 'charts', id: 'bench-chart' }, c.el));
+      h('div', { class: 'charts', id: 'bench-chart' }, c.el),
+      opsSection(r), collectivesSection(r));
   }
 
   async function poll(id, delay) {

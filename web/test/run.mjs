@@ -123,6 +123,108 @@ async function ready(page) {
   await page.waitForSelector('main[data-ready="1"]', { timeout: WAIT });
 }
 
+// "85.4 µs" / "1.23 ms" / "0.512 s" -> {v, tol} (tol: half the last printed digit), or null.
+function parseSeconds(text) {
+  const m = /^(\d+(?:\.(\d+))?) (\u00b5s|ms|s)$/.exec(String(text).trim());
+  if (!m) return null;
+  const unit = { '\u00b5s': 1e-6, ms: 1e-3, s: 1 }[m[3]];
+  return { v: Number(m[1]) * unit, tol: 0.5 * 10 ** -(m[2] ? m[2].length : 0) * unit * 1.01 };
+}
+
+const near = (p, x) => p !== null && Math.abs(p.v - x) <= p.tol;
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+// The benchmark panel's "Where the time goes" and "Collectives" tables
+// against the run's results as the API gives them.
+async function checkBreakdown(page, r) {
+  check(Array.isArray(r.ops) && r.ops.length > 0 && r.ops_timed >= r.ops.length, `API: ${r.ops_timed} ops timed, ${r.ops.length} listed`);
+  await page.waitForSelector('#bench-ops tbody tr', { timeout: WAIT });
+  const cells = () => page.$$eval('#bench-ops tbody tr', (rows) => rows.map((tr) => [...tr.children].map((c) => ({ t: c.textContent, flag: c.dataset.flag || '' }))));
+  let rows = await cells();
+  const top = Math.min(15, r.ops.length);
+  check(rows.length === top, `ops table: top ${top} rows (${rows.length})`);
+  const cap = await page.textContent('#bench-ops caption');
+  check(cap.includes(`${top} of ${r.ops_timed} timed`), `caption says "N of ops_timed" (${cap})`);
+  const bad = [];
+  rows.forEach((c, i) => {
+    const o = r.ops[i];
+    const m = mean(o.measured_s);
+    const mx = Math.max(...o.measured_s);
+    const ratio = m / o.predicted_s;
+    if (c[0].t !== o.op) bad.push(`${i}: op ${c[0].t}`);
+    if (!c[1].t.startsWith(o.line ? `${o.line}:` : o.result || `operand ${o.operand}`)) bad.push(`${i}: where ${c[1].t}`);
+    if (!near(parseSeconds(c[2].t), m)) bad.push(`${i}: mean ${c[2].t} vs ${m}`);
+    const mxm = /^(.*) \(D(\d+)\)$/.exec(c[3].t);
+    if (!mxm || !near(parseSeconds(mxm[1]), mx) || o.measured_s[Number(mxm[2])] !== mx) bad.push(`${i}: max ${c[3].t}`);
+    if (!near(parseSeconds(c[4].t), o.predicted_s)) bad.push(`${i}: predicted ${c[4].t}`);
+    if (o.predicted_s > 0) {
+      const rt = /^(\d+\.\d\d)\u00d7/.exec(c[5].t);
+      if (!rt || Math.abs(Number(rt[1]) - ratio) > 0.0051 * Math.max(1, ratio)) bad.push(`${i}: ratio ${c[5].t} vs ${ratio}`);
+      if (c[5].flag !== (ratio > 2 ? 'high' : ratio < 0.5 ? 'low' : '')) bad.push(`${i}: flag '${c[5].flag}' for ${ratio}`);
+    } else if (c[5].t !== '\u2014' || c[5].flag) bad.push(`${i}: ratio ${c[5].t} without a prediction`);
+    const gf = Number(c[6].t);
+    if (o.flops > 0 ? !(Math.abs(gf - o.flops / m / 1e9) <= 0.0051) : c[6].t !== '\u2014') bad.push(`${i}: GFLOP/s ${c[6].t}`);
+  });
+  check(bad.length === 0, `ops rows match the API: op, where, mean, max (device), predicted, ratio and flag, GFLOP/s (${bad.slice(0, 4).join('; ')})`);
+  const total = await page.textContent('#bench-ops-total');
+  const sumOps = r.ops.reduce((a, o) => a + mean(o.measured_s), 0);
+  const sumColls = (r.collectives || []).reduce((a, c) => a + mean(c.measured_s), 0);
+  const S = '([\\d.]+ (?:\u00b5s|ms|s))';
+  const tm = new RegExp(`^Sum of per-op mean times: ${S} in ${r.ops_timed} compute ops \\+ ${S} in \\d+ collectives = ${S} of the mean timed run ${S} \\(\\d+%; median step ${S}\\); ${S} outside them`).exec(total);
+  check(!!tm && near(parseSeconds(tm[1]), sumOps) && near(parseSeconds(tm[2]), sumColls) && near(parseSeconds(tm[3]), sumOps + sumColls) &&
+    near(parseSeconds(tm[4]), mean(r.iter_s)) && near(parseSeconds(tm[5]), r.step_s) && near(parseSeconds(tm[6]), mean(r.iter_s) - sumOps - sumColls),
+  `total line: ops + collectives vs the mean run and the median step (${total})`);
+  if (r.ops.length > top) {
+    await page.click('#bench-ops-toggle');
+    rows = await cells();
+    const cap2 = await page.textContent('#bench-ops caption');
+    check(rows.length === r.ops.length && rows[r.ops.length - 1][0].t === r.ops[r.ops.length - 1].op && cap2.includes(`${r.ops.length} of ${r.ops_timed}`),
+      `show all: ${rows.length} rows (${cap2})`);
+    await page.click('#bench-ops-toggle');
+    check((await cells()).length === top, 'and back to the top 15');
+  }
+
+  const cs = r.collectives;
+  check(Array.isArray(cs) && cs.length > 0, `API: ${cs ? cs.length : 0} collectives`);
+  await page.waitForSelector('#bench-colls tbody tr', { timeout: WAIT });
+  const crow = await page.$$eval('#bench-colls tbody tr', (trs) => trs.map((tr) => ({
+    c: [...tr.children].map((x) => x.textContent),
+    bars: tr.querySelectorAll('.dev-bar').length,
+    straggler: [...tr.querySelectorAll('.dev-bar')].findIndex((b) => b.classList.contains('straggler')),
+    stragglers: tr.querySelectorAll('.dev-bar.straggler').length,
+  })));
+  check(crow.length === cs.length, `collectives table: ${crow.length} rows, as many as the API's`);
+  check(crow.every((x) => x.c[0] === 'all_reduce' && x.c[1] === 'model' && x.c[2] === '4'),
+    `the Flax MLP's collectives: all_reduce over model, group 4 (${crow.map((x) => x.c.slice(0, 3).join(' ')).join('; ')})`);
+  check(crow.every((x) => x.bars === r.devices && x.stragglers === 1), `one bar per device (${r.devices}) in each row, one marked (${crow.map((x) => x.bars).join(',')})`);
+  const cbad = [];
+  crow.forEach((x, i) => {
+    const c = cs[i];
+    const [lo, av, hi] = x.c[4].split(' / ').map(parseSeconds);
+    if (!near(lo, Math.min(...c.measured_s)) || !near(av, mean(c.measured_s)) || !near(hi, Math.max(...c.measured_s))) cbad.push(`${i}: ${x.c[4]}`);
+    if (c.measured_s[x.straggler] !== Math.min(...c.measured_s)) cbad.push(`${i}: marked D${x.straggler} is not the shortest`);
+    if (!/^\d+(\.\d)? (B|KiB|MiB|GiB)$/.test(x.c[3])) cbad.push(`${i}: bytes ${x.c[3]}`);
+    if (!near(parseSeconds(x.c[6]), c.predicted_s)) cbad.push(`${i}: predicted ${x.c[6]}`);
+    const bw = /^(\d+\.\d) (B|KiB|MiB|GiB)\/s$/.exec(x.c[8]);
+    const scale = bw ? 1024 ** ['B', 'KiB', 'MiB', 'GiB'].indexOf(bw[2]) : 0;
+    if (!bw || Math.abs(Number(bw[1]) * scale - c.bytes / mean(c.measured_s)) > 0.051 * scale) cbad.push(`${i}: bandwidth ${x.c[8]}`);
+    if (!x.c[9].startsWith(c.line ? `${c.line}:` : c.result || `operand ${c.operand}`)) cbad.push(`${i}: where ${x.c[9]}`);
+  });
+  check(cbad.length === 0, `collective rows match the API: min / mean / max, marked device, bytes, predicted, bandwidth, where (${cbad.slice(0, 4).join('; ')})`);
+}
+
+// Copies benchmark run id in the test's database without results.ops_timed,
+// ops and collectives (what a run stored before them looks like), with the
+// sqlite3 shell (DEB_PKGS). Returns {id} of the copy, or {id: 0, error}.
+function oldStyleRun(id) {
+  const sql = 'INSERT INTO bench_runs (plan_id, spec, status, progress, results, error, webhook_url, created_at, updated_at)' +
+    " SELECT plan_id, spec, status, progress, CAST(json_remove(CAST(results AS TEXT), '$.ops_timed', '$.ops', '$.collectives') AS BLOB)," +
+    ` error, webhook_url, created_at, updated_at FROM bench_runs WHERE id = ${Number(id)}; SELECT last_insert_rowid();`;
+  const r = spawnSync('sqlite3', ['-cmd', '.timeout 5000', join(tmp, 'shardplan.db'), sql], { encoding: 'utf8', timeout: WAIT });
+  if (r.error || r.status !== 0) return { id: 0, error: String(r.error || r.stderr).trim() };
+  return { id: Number(r.stdout.trim()) };
+}
+
 async function main() {
   const started = await startServer(perf ? ['--max-body', '1073741824', '--timeout', '600'] : []);
   server = started.proc;
@@ -247,8 +349,39 @@ async function main() {
       return rows.length === 1 && /succeeded/.test(rows[0].textContent);
     }, null, { timeout: WAIT }).then(() => true, () => false);
     check(listed, 'run listed among the plan\'s benchmarks');
+    const runId = Number(await page.getAttribute('#bench-history tbody tr', 'data-id'));
+    const run = await (await fetch(`${base}/v1/benchmarks/${runId}`)).json();
+    await checkBreakdown(page, run.results);
     await page.$eval('#plan-bench', (e) => e.scrollIntoView());
     await page.screenshot({ path: join(outDir, 'benchmark.png'), fullPage: true });
+    await page.$eval('#bench-ops-section', (e) => e.scrollIntoView());
+    await page.screenshot({ path: join(outDir, 'benchmark-breakdown.png'), fullPage: false });
+    // A run stored before results had ops and collectives: a copy of this
+    // run's row without them, written into the server's database, read back
+    // through the API and the page, then deleted through the API.
+    const old = oldStyleRun(runId);
+    check(old.id > runId, `old-style run ${old.id} stored (${old.error || 'sqlite3'})`);
+    if (old.id > runId) {
+      const back = await (await fetch(`${base}/v1/benchmarks/${old.id}`)).json();
+      check(back.status === 'succeeded' && back.results && back.results.step_s > 0 && !('ops' in back.results) && !('collectives' in back.results),
+        'the API serves it without ops and collectives');
+      await page.reload(); // the same address: goto would not open the page again
+      await ready(page);
+      await page.waitForFunction((id) => {
+        const s = document.querySelector('#bench-state');
+        return s && s.dataset.status === 'succeeded' && document.querySelector('#bench-status').textContent.includes(`Benchmark ${id}:`);
+      }, old.id, { timeout: WAIT });
+      await page.waitForSelector('#bench-chart canvas', { timeout: WAIT });
+      const none = await page.$$eval('#bench-ops-none, #bench-colls-none', (t) => t.map((x) => x.textContent));
+      check(none.length === 2 && none.every((t) => /not recorded for this run/.test(t)) && !(await page.$('#bench-ops')) && !(await page.$('#bench-colls')),
+        `old-style run: chart and summary, both tables "not recorded" (${none.join(' | ')})`);
+      // and the new run still shows its tables when picked from the list
+      await page.click(`#bench-history tr[data-id="${runId}"] a`);
+      await page.waitForSelector('#bench-colls', { timeout: WAIT });
+      check(!(await page.$('#bench-ops-none')), 'picking the new run again shows its tables');
+      const del = await fetch(`${base}/v1/benchmarks/${old.id}`, { method: 'DELETE' });
+      check(del.ok, `old-style run deleted through the API (${del.status})`);
+    }
     const other = errors.filter((e) => !/Failed to load resource: the server responded with a status of 400/.test(e));
     check(other.length === 0, `no console errors besides the expected 400 (${other.join('; ')})`);
     await page.close();
