@@ -2129,6 +2129,7 @@ typedef struct shared {
     int64_t *votes;       /* 2 * n_dev: each device's control-flow decision (flow_vote) */
     uint32_t *n_votes;    /* per worker: votes taken this run */
     bool *timing;         /* per worker: this run counts in op_s (run_block) */
+    double *waited;       /* per worker: seconds the running op waited for the core gate */
 } shared;
 
 typedef struct worker {
@@ -3886,10 +3887,15 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
 
 /* Runs one non-collective op on device dev, holding the core gate (more
  * workers than cores: only as many compute at once as there are cores). */
-static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err)
+static cm_status run_local(const prog *p, const xop *x, void **bufs, uint32_t dev, cm_error *err,
+                           double *waited)
 {
     ex_gate *g = p->gate == NULL ? NULL : &p->gate[dev % p->n_gates];
+    double t0 = waited != NULL && g != NULL ? cm_now() : 0;
     ex_gate_enter(g);
+    if (waited != NULL && g != NULL) {
+        *waited += cm_now() - t0; /* not the op's own time (per-op timers) */
+    }
     cm_status st_ = compute_op(p, x, bufs, dev, err);
     ex_gate_leave(g);
     return st_;
@@ -4367,7 +4373,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
             }
         }
     } else if (!failed) {
-        st_ = run_local(p, x, bufs, dev, err);
+        st_ = run_local(p, x, bufs, dev, err, sh->timing[dev] ? &sh->waited[dev] : NULL);
     }
     return st_;
 }
@@ -4388,11 +4394,13 @@ static void run_block(shared *sh, uint32_t dev, uint32_t blk, bool keep)
     for (uint32_t i = 0; i + 1u < pb->n_ops; i++) {
         const xop *x = &pb->ops[i];
         double t0 = op_s != NULL && x->n_sub == 0 ? cm_now() : 0;
+        sh->waited[dev] = 0;
         if (run_op(sh, dev, x, keep) != CM_OK) {
             atomic_store(&sh->failed, 1);
         }
         if (op_s != NULL && x->n_sub == 0) {
-            op_s[x->op] += cm_now() - t0;
+            /* Waiting for a core (more workers than cores) is not the op's. */
+            op_s[x->op] += cm_now() - t0 - sh->waited[dev];
         }
         release_dead(p, bufs, x, keep);
     }
@@ -4517,11 +4525,12 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     sh.votes = cm_calloc(2u * (size_t)n_dev, sizeof(int64_t));
     sh.n_votes = cm_calloc(n_dev, sizeof(uint32_t));
     sh.timing = cm_calloc(n_dev, sizeof(bool));
+    sh.waited = cm_calloc(n_dev, sizeof(double));
     worker *ws = cm_calloc(n_dev, sizeof(worker));
     pthread_t *th = cm_calloc(n_dev, sizeof(pthread_t));
     bool ok = sh.bufs != NULL && sh.argbufs != NULL && sh.errs != NULL && sh.scratch != NULL &&
-              sh.votes != NULL && sh.n_votes != NULL && sh.timing != NULL && ws != NULL &&
-              th != NULL;
+              sh.votes != NULL && sh.n_votes != NULL && sh.timing != NULL && sh.waited != NULL &&
+              ws != NULL && th != NULL;
     for (uint32_t d = 0; ok && d < n_dev; d++) {
         for (uint32_t i = 0; ok && i < n_args; i++) {
             void *a = take_block(&p, b->first_arg + i, d, args[i].data);
@@ -4714,6 +4723,7 @@ out:
     cm_free(sh.votes);
     cm_free(sh.n_votes);
     cm_free(sh.timing);
+    cm_free(sh.waited);
     cm_free(sh.bufs);
     cm_free(sh.argbufs);
     cm_free(sh.errs);

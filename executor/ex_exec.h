@@ -53,7 +53,8 @@ typedef struct ex_exec_opts {
                            the workers and the gate counts cores */
     double *op_s;       /* NULL, or (workers x m->n_ops) entries, zeroed, device-major:
                            wall seconds each op took on each device, summed over the runs
-                           from op_from on; a collective's run from before its first barrier
+                           from op_from on, not counting the wait for a core when workers
+                           outnumber cores; a collective's run from before its first barrier
                            to after its second (waiting for the slowest member included) */
     uint32_t op_from;   /* the first run (0-based) op_s counts */
 } ex_exec_opts;
