@@ -1042,6 +1042,16 @@ const sp_sharding *sp_value_sharding_partitioned(const sp_module *m, uint32_t v)
         case SP_OP_SDY_SHARDED_TO_UNREDUCED:
             key = "out_sharding";
             break;
+        case SP_OP_SDY_MANUAL_COMPUTATION:
+        case SP_OP_SDY_NAMED_COMPUTATION: {
+            /* as in Shardy, the results are sharded as out_shardings says */
+            const sp_attr *a = sp_attrs_get(op->attrs, op->n_attrs, "out_shardings");
+            if (a != NULL && a->kind == SP_ATTR_SHARDING_LIST &&
+                m->values[v].index < a->u.shardings.n) {
+                return a->u.shardings.items[m->values[v].index];
+            }
+            break;
+        }
         default:
             break;
         }

@@ -326,7 +326,9 @@ static inline const sp_type *sp_value_type(const sp_module *m, uint32_t v)
 sp_sharding *sp_value_sharding(const sp_module *m, uint32_t v);
 /* The sharding of v in a partitioned module: like sp_value_sharding, but the
  * result of an sdy collective is its `out_sharding`, of sdy.reshard its
- * `sharding`, and a while body's argument is sharded as the while's result. */
+ * `sharding`, of a manual or named computation its `out_shardings` entry
+ * (when given), and a while body's argument is sharded as the while's
+ * result. */
 const sp_sharding *sp_value_sharding_partitioned(const sp_module *m, uint32_t v);
 /* Sets the sharding of v (an op result or a function entry argument); for an
  * op result whose siblings have no sharding yet they become fully open. */

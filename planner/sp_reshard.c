@@ -987,6 +987,26 @@ static cm_status visit_data_flow(pass *g, uint32_t op)
     return CM_OK;
 }
 
+/* sdy.manual_computation: each operand must arrive sharded as its
+ * in_shardings entry says (the body then sees the local blocks); the
+ * results are sharded as out_shardings (sp_value_sharding_partitioned). */
+static cm_status visit_manual(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    const sp_op *o = &m->ops[op];
+    const sp_attr *in = sp_attrs_get(o->attrs, o->n_attrs, "in_shardings");
+    if (in == NULL || in->kind != SP_ATTR_SHARDING_LIST || in->u.shardings.n != o->n_operands) {
+        return CM_OK;
+    }
+    for (uint32_t i = 0; i < o->n_operands; i++) {
+        cm_status st = match_owner(g, op, i, in->u.shardings.items[i]);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
 /* stablehlo.return ending a while body or a case/if branch: each returned
  * value must be sharded as the parent's result. */
 static cm_status visit_terminator(pass *g, uint32_t op)
@@ -1078,6 +1098,8 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
             st = visit_terminator(g, op);
         } else if (kind == SP_OP_WHILE || kind == SP_OP_OPTIMIZATION_BARRIER) {
             st = visit_data_flow(g, op);
+        } else if (kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            st = visit_manual(g, op);
         } else {
             st = visit_op(g, op);
         }

@@ -118,6 +118,37 @@ static void test_sp_pass_insert_explicit_reshards_compatible_op_untouched(void *
     cm_free(after);
 }
 
+/* A manual computation's operand is resharded to its in_shardings entry,
+ * and its result counts as sharded by out_shardings: returning it where the
+ * function's result wants that sharding needs no reshard (it used to be
+ * taken as replicated, and an all_slice followed). */
+static void test_sp_pass_insert_explicit_reshards_manual_computation(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
+        "func.func @f(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) "
+        "-> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}) {\n"
+        "  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{\"x\"}, {}]>] "
+        "out_shardings=[<@mesh, [{\"x\"}, {}]>] manual_axes={\"x\"} (%arg1: "
+        "tensor<4x16xf32>) {\n"
+        "    %1 = stablehlo.add %arg1, %arg1 : tensor<4x16xf32>\n"
+        "    sdy.return %1 : tensor<4x16xf32>\n"
+        "  } : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+        "  return %0 : tensor<8x16xf32>\n"
+        "}\n";
+    char *out = run_pass(text);
+    static const char *const want[] = {
+        "%0 = sdy.reshard %arg0 <@mesh, [{\"x\"}, {}]> : tensor<8x16xf32>",
+        "sdy.manual_computation(%0) in_shardings=",
+        "return %1 : tensor<8x16xf32>",
+    };
+    assert_in_order(out, want, sizeof want / sizeof want[0]);
+    const char *after = strstr(out, "sdy.manual_computation");
+    assert_null(strstr(after, "sdy.reshard")); /* nothing after it */
+    cm_free(out);
+}
+
 static void test_sp_pass_insert_explicit_reshards_skips_two_meshes(void **state)
 {
     (void)state;
@@ -167,6 +198,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_dot_reduce_scatter),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_compatible_op_untouched),
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_manual_computation),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_skips_two_meshes),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_survives_oom),
     };
