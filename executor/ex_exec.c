@@ -2142,8 +2142,57 @@ static void **wbufs(shared *sh, uint32_t dev)
     return &sh->bufs[(size_t)dev * 2u * sh->p->m->n_values];
 }
 
+/* dst[di] += src[si] in element type e: integers wrap around in their
+ * width (added as unsigned bits: a sum through doubles loses low bits past
+ * 2^53 and converting an out-of-range double back is undefined), floats
+ * through double, which for two f32 values rounds once, as an f32 add. */
+static void add_elem(void *dst, size_t di, const void *src, size_t si, sp_elem e)
+{
+    switch (e) {
+    case SP_ELEM_I8:
+    case SP_ELEM_UI8: {
+        uint8_t a, b;
+        memcpy(&a, (const char *)dst + di, 1);
+        memcpy(&b, (const char *)src + si, 1);
+        a = (uint8_t)(a + b);
+        memcpy((char *)dst + di, &a, 1);
+        return;
+    }
+    case SP_ELEM_I16:
+    case SP_ELEM_UI16: {
+        uint16_t a, b;
+        memcpy(&a, (const char *)dst + di * 2, 2);
+        memcpy(&b, (const char *)src + si * 2, 2);
+        a = (uint16_t)(a + b);
+        memcpy((char *)dst + di * 2, &a, 2);
+        return;
+    }
+    case SP_ELEM_I32:
+    case SP_ELEM_UI32: {
+        uint32_t a, b;
+        memcpy(&a, (const char *)dst + di * 4, 4);
+        memcpy(&b, (const char *)src + si * 4, 4);
+        a += b;
+        memcpy((char *)dst + di * 4, &a, 4);
+        return;
+    }
+    case SP_ELEM_I64:
+    case SP_ELEM_UI64: {
+        uint64_t a, b;
+        memcpy(&a, (const char *)dst + di * 8, 8);
+        memcpy(&b, (const char *)src + si * 8, 8);
+        a += b;
+        memcpy((char *)dst + di * 8, &a, 8);
+        return;
+    }
+    default:
+        st(dst, e, di, ld(dst, e, di) + ld(src, e, si));
+        return;
+    }
+}
+
 /* Copies a box of extent ext from src (dims sd, starting at so) into dst
- * (dims dd, starting at do_); accumulate adds instead (as doubles). */
+ * (dims dd, starting at do_); accumulate adds instead (add_elem). */
 static void copy_box(const void *src, const int64_t *sd, const int64_t *so, void *dst,
                      const int64_t *dd, const int64_t *do_, const int64_t *ext, uint32_t rank,
                      sp_elem e, size_t esz, bool accumulate)
@@ -2155,7 +2204,7 @@ static void copy_box(const void *src, const int64_t *sd, const int64_t *so, void
     }
     if (rank == 0) {
         if (accumulate) {
-            st(dst, e, 0, ld(dst, e, 0) + ld(src, e, 0));
+            add_elem(dst, 0, src, 0, e);
         } else {
             memcpy(dst, src, esz);
         }
@@ -2177,8 +2226,7 @@ static void copy_box(const void *src, const int64_t *sd, const int64_t *so, void
             }
         } else if (accumulate) {
             for (int64_t i = 0; i < inner; i++) {
-                st(dst, e, di + (size_t)i,
-                   ld(dst, e, di + (size_t)i) + ld(src, e, si + (size_t)i));
+                add_elem(dst, di + (size_t)i, src, si + (size_t)i, e);
             }
         } else {
             memcpy((char *)dst + di * esz, (const char *)src + si * esz, (size_t)inner * esz);
@@ -2907,30 +2955,22 @@ static void all_reduce_item(const prog *p, const xop *x, shared *sh, uint32_t v,
         ex_mem_sum_f32(out, x->gsize, in, x->gsize, e - b, stream);
         return;
     }
-    enum { BLOCK = 2048 }; /* elements: 16 KiB of doubles, stays in L1 */
-    double acc[BLOCK];
-    float facc[BLOCK];
+    /* Other types (and larger groups): a block of the sum in the element
+     * type itself, added in group order (add_elem: integers wrap). */
+    enum { BLOCK = 2048 }; /* elements of up to 8 bytes: 16 KiB, stays in L1 */
+    uint64_t words[BLOCK];
+    char *acc = (char *)words;
     for (size_t c = b; c < e; c += BLOCK) {
         size_t n = e - c < BLOCK ? e - c : BLOCK;
-        for (uint32_t j = 0; j < x->gsize; j++) {
-            const void *s = wbufs(sh, (uint32_t)grp[j])[v];
+        memcpy(acc, (const char *)wbufs(sh, (uint32_t)grp[0])[v] + c * O->esz, n * O->esz);
+        for (uint32_t j = 1; j < x->gsize; j++) {
+            const void *src = wbufs(sh, (uint32_t)grp[j])[v];
             for (size_t i = 0; i < n; i++) {
-                if (O->elem == SP_ELEM_F32) {
-                    facc[i] = (j == 0 ? 0 : facc[i]) + ((const float *)s)[c + i];
-                } else {
-                    acc[i] = (j == 0 ? 0 : acc[i]) + ld(s, O->elem, c + i);
-                }
+                add_elem(acc, i, src, c + i, O->elem);
             }
         }
         for (uint32_t j = 0; j < x->gsize; j++) {
-            void *o = wbufs(sh, (uint32_t)grp[j])[r];
-            for (size_t i = 0; i < n; i++) {
-                if (O->elem == SP_ELEM_F32) {
-                    ((float *)o)[c + i] = facc[i];
-                } else {
-                    st(o, O->elem, c + i, acc[i]);
-                }
-            }
+            memcpy((char *)wbufs(sh, (uint32_t)grp[j])[r] + c * O->esz, acc, n * O->esz);
         }
     }
 }

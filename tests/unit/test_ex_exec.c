@@ -138,6 +138,40 @@ static void test_ex_exec_run_all_reduce_matches(void **state)
     check_both_meshes(all_reduce_mod);
 }
 
+/* Integer partial sums add with wrap-around in the collective too: i32
+ * products that overflow, summed over a sharded contraction, then
+ * all-reduced and reduce-scattered over y. Through doubles, the sum of two
+ * wrapped partials left the i32 range and was converted back out of range
+ * (undefined; on x86 it gave INT32_MIN). */
+static void test_ex_exec_run_integer_reductions_wrap(void **state)
+{
+    (void)state;
+    static const char *const tails[] = {
+        "  %3 = sdy.all_reduce {\"y\"} %2 out_sharding=<@mesh, [{\"x\"}, {}]> : "
+        "tensor<8x8xi32>\n"
+        "  return %3 : tensor<8x8xi32>\n}\n",
+        "  %3 = sdy.reduce_scatter [{}, {\"y\"}] %2 out_sharding=<@mesh, [{\"x\"}, {\"y\"}]> : "
+        "tensor<8x8xi32>\n"
+        "  return %3 : tensor<8x8xi32>\n}\n"};
+    for (size_t t = 0; t < 2; t++) {
+        char buf[2048];
+        snprintf(buf, sizeof buf,
+                 MESH "func.func @main(%%arg0: tensor<8x16xi32> {sdy.sharding = "
+                      "#sdy.sharding<@mesh, [{\"x\"}, {\"y\"}]>}, %%arg1: tensor<16x8xi32> "
+                      "{sdy.sharding = #sdy.sharding<@mesh, [{\"y\"}, {}]>}) -> "
+                      "tensor<8x8xi32> {\n"
+                      "  %%0 = stablehlo.constant dense<300000007> : tensor<8x16xi32>\n"
+                      "  %%1 = stablehlo.multiply %%arg0, %%0 {sdy.sharding = "
+                      "#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {\"y\"}]>]>} : "
+                      "tensor<8x16xi32>\n"
+                      "  %%2 = stablehlo.dot_general %%1, %%arg1, contracting_dims = [1] x [0] "
+                      "{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>} : "
+                      "(tensor<8x16xi32>, tensor<16x8xi32>) -> tensor<8x8xi32>\n%s",
+                 tails[t]);
+        assert_matches(buf, 4);
+    }
+}
+
 static void test_ex_exec_run_reduce_scatter_matches(void **state)
 {
     (void)state;
@@ -800,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_all_reduce_matches),
         cmocka_unit_test(test_ex_exec_run_reduce_scatter_matches),
         cmocka_unit_test(test_ex_exec_run_all_gather_matches),
+        cmocka_unit_test(test_ex_exec_run_integer_reductions_wrap),
         cmocka_unit_test(test_ex_exec_run_all_slice_matches),
         cmocka_unit_test(test_ex_exec_run_all_to_all_matches),
         cmocka_unit_test(test_ex_exec_run_collective_permute_matches),
