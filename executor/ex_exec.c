@@ -2146,45 +2146,35 @@ static void **wbufs(shared *sh, uint32_t dev)
  * width (added as unsigned bits: a sum through doubles loses low bits past
  * 2^53 and converting an out-of-range double back is undefined), floats
  * through double, which for two f32 values rounds once, as an f32 add. */
+/* The wrap-around add of add_elem for an unsigned type T of the width. */
+#define ADD_BITS(T)                                                                                \
+    do {                                                                                           \
+        T a_, b_;                                                                                  \
+        memcpy(&a_, (const char *)dst + di * sizeof(T), sizeof(T));                                \
+        memcpy(&b_, (const char *)src + si * sizeof(T), sizeof(T));                                \
+        a_ = (T)(a_ + b_);                                                                         \
+        memcpy((char *)dst + di * sizeof(T), &a_, sizeof(T));                                     \
+    } while (0)
+
 static void add_elem(void *dst, size_t di, const void *src, size_t si, sp_elem e)
 {
     switch (e) {
     case SP_ELEM_I8:
-    case SP_ELEM_UI8: {
-        uint8_t a, b;
-        memcpy(&a, (const char *)dst + di, 1);
-        memcpy(&b, (const char *)src + si, 1);
-        a = (uint8_t)(a + b);
-        memcpy((char *)dst + di, &a, 1);
+    case SP_ELEM_UI8:
+        ADD_BITS(uint8_t);
         return;
-    }
     case SP_ELEM_I16:
-    case SP_ELEM_UI16: {
-        uint16_t a, b;
-        memcpy(&a, (const char *)dst + di * 2, 2);
-        memcpy(&b, (const char *)src + si * 2, 2);
-        a = (uint16_t)(a + b);
-        memcpy((char *)dst + di * 2, &a, 2);
+    case SP_ELEM_UI16:
+        ADD_BITS(uint16_t);
         return;
-    }
     case SP_ELEM_I32:
-    case SP_ELEM_UI32: {
-        uint32_t a, b;
-        memcpy(&a, (const char *)dst + di * 4, 4);
-        memcpy(&b, (const char *)src + si * 4, 4);
-        a += b;
-        memcpy((char *)dst + di * 4, &a, 4);
+    case SP_ELEM_UI32:
+        ADD_BITS(uint32_t);
         return;
-    }
     case SP_ELEM_I64:
-    case SP_ELEM_UI64: {
-        uint64_t a, b;
-        memcpy(&a, (const char *)dst + di * 8, 8);
-        memcpy(&b, (const char *)src + si * 8, 8);
-        a += b;
-        memcpy((char *)dst + di * 8, &a, 8);
+    case SP_ELEM_UI64:
+        ADD_BITS(uint64_t);
         return;
-    }
     default:
         st(dst, e, di, ld(dst, e, di) + ld(src, e, si));
         return;
