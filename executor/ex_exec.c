@@ -4796,10 +4796,16 @@ cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, 
             return cm_error_set(err, CM_EINVAL, NULL, "argument %u: type %s cannot be executed yet",
                                 i, ty->text);
         }
+        size_t bytes = sp_elem_bytes(ty->elem);
         for (uint32_t k = 0; k < ty->rank; k++) {
             if (ty->dims[k] < 0) {
                 ex_tensors_free(t, b->n_args);
                 return cm_error_set(err, CM_EINVAL, NULL, "argument %u: dynamic shape", i);
+            }
+            if (!cm_mul_size(bytes, (size_t)ty->dims[k], &bytes) || bytes > (SIZE_MAX >> 2)) {
+                ex_tensors_free(t, b->n_args);
+                return cm_error_set(err, CM_EINVAL, NULL, "argument %u: type %s is too large", i,
+                                    ty->text);
             }
         }
         t[i].elem = ty->elem;

@@ -9,6 +9,7 @@
  *   member), a constraint that leaves each device's block in place too (a
  *   local copy), and runs before op_from count nothing; `shardplan run
  *   --ops N` prints them as tables;
+ * - ex_args_make refuses an argument type whose byte size overflows;
  * - and the element-wise ops and copies a worker with cores to itself cuts
  *   over its pool (ex_par): the one-device reference run does, 4 workers on
  *   2 cores do not, so checking one against the other checks the slices
@@ -280,6 +281,28 @@ static void test_ex_exec_pooled_elementwise_matches(void **state)
     }
 }
 
+/* An argument whose byte size overflows is refused before any allocation
+ * (the seeded generator used to multiply the dimensions unchecked). */
+static void test_ex_args_make_refuses_overflowing_types(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main(%arg0: tensor<4x4xf32>, %arg1: tensor<4611686018427387904x4xf32>) -> "
+        "tensor<4x4xf32> {\n"
+        "  return %arg0 : tensor<4x4xf32>\n}\n";
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(mod, strlen(mod), 0, &m, &err), CM_OK);
+    ex_tensor *args = NULL;
+    uint32_t n = 0;
+    assert_int_equal(ex_args_make(m, 1, &args, &n, &err), CM_EINVAL);
+    assert_null(args);
+    assert_non_null(strstr(err.msg, "argument 1: type tensor<4611686018427387904x4xf32> is too "
+                                    "large"));
+    sp_module_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_ex_exec_op_timers_cover_ops_and_collectives),
         cmocka_unit_test(test_shardplan_run_ops_prints_tables),
         cmocka_unit_test(test_ex_exec_pooled_elementwise_matches),
+        cmocka_unit_test(test_ex_args_make_refuses_overflowing_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
