@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for two run options of ex_exec:
+ * Unit tests for the run options and argument helpers of ex_exec:
  * - affinity: each worker runs pinned to one CPU of those the process may
  *   use (worker d on the (d mod n)-th), seen from inside the run, and the
  *   result is right; without it the workers keep the process's CPUs (the
