@@ -1106,6 +1106,107 @@ static bool walks_regions(sp_op_kind k)
 
 static double walk_function(cctx *x, uint32_t fi, double mult);
 
+/* The integer a 0-d (or splat) integer constant holds, or false. */
+static bool const_int(const sp_module *m, uint32_t v, int64_t *out)
+{
+    uint32_t d = m->values[v].def;
+    if (d == SP_NONE || m->ops[d].kind != SP_OP_CONSTANT) {
+        return false;
+    }
+    const sp_attr *a = sp_attrs_get(m->ops[d].attrs, m->ops[d].n_attrs, "value");
+    if (a == NULL || a->kind != SP_ATTR_DENSE || a->u.dense.ints == NULL || a->u.dense.n_ints != 1) {
+        return false;
+    }
+    *out = a->u.dense.ints[0];
+    return true;
+}
+
+/* How many times the body of while op w runs when it is a counted loop, as
+ * jax.lax.fori_loop and scan emit it: the condition returns `compare LT
+ * (or LE, GT, GE) %i, %n` of a carried value %i and a constant %n (or the
+ * constant first), %i starts from a constant and the body returns
+ * `add %i, %step` with a constant step of the loop's direction. -1 when
+ * the loop is not of that form (its body then counts once). */
+static double while_trips(const sp_module *m, const sp_op *w)
+{
+    if (w->n_regions != 2 || w->regions[0].n_blocks != 1 || w->regions[1].n_blocks != 1) {
+        return -1;
+    }
+    const sp_block *cb = &m->blocks[w->regions[0].blocks[0]];
+    const sp_block *bb = &m->blocks[w->regions[1].blocks[0]];
+    if (cb->n_ops == 0 || bb->n_ops == 0) {
+        return -1;
+    }
+    const sp_op *cret = &m->ops[cb->ops[cb->n_ops - 1]];
+    const sp_op *bret = &m->ops[bb->ops[bb->n_ops - 1]];
+    if (cret->n_operands != 1 || m->values[cret->operands[0]].def == SP_NONE) {
+        return -1;
+    }
+    const sp_op *cmp = &m->ops[m->values[cret->operands[0]].def];
+    const sp_attr *dir = sp_attrs_get(cmp->attrs, cmp->n_attrs, "comparison_direction");
+    if (cmp->kind != SP_OP_COMPARE || cmp->n_operands != 2 || dir == NULL ||
+        dir->kind != SP_ATTR_ENUM) {
+        return -1;
+    }
+    /* i <op> n, with the carried value on the left (swap the direction
+     * when it is on the right). */
+    const char *d = dir->u.enm.value;
+    uint32_t iv = cmp->operands[0], nv = cmp->operands[1];
+    int64_t n, init, step;
+    if (!const_int(m, nv, &n)) {
+        uint32_t t = iv;
+        iv = nv;
+        nv = t;
+        if (!const_int(m, nv, &n)) {
+            return -1;
+        }
+        d = strcmp(d, "LT") == 0   ? "GT"
+            : strcmp(d, "GT") == 0 ? "LT"
+            : strcmp(d, "LE") == 0 ? "GE"
+            : strcmp(d, "GE") == 0 ? "LE"
+                                   : d;
+    }
+    const sp_value *ivv = &m->values[iv];
+    if (ivv->def != SP_NONE || ivv->block != w->regions[0].blocks[0] ||
+        ivv->index >= w->n_operands || ivv->index >= bret->n_operands || ivv->index >= bb->n_args ||
+        !const_int(m, w->operands[ivv->index], &init)) {
+        return -1;
+    }
+    /* the body's next %i: add(%i_body, step) */
+    uint32_t next = bret->operands[ivv->index];
+    if (m->values[next].def == SP_NONE) {
+        return -1;
+    }
+    const sp_op *add = &m->ops[m->values[next].def];
+    uint32_t barg = bb->first_arg + ivv->index;
+    if (add->kind != SP_OP_ADD || add->n_operands != 2) {
+        return -1;
+    }
+    uint32_t sv = add->operands[0] == barg ? add->operands[1]
+                  : add->operands[1] == barg ? add->operands[0]
+                                             : SP_NONE;
+    if (sv == SP_NONE || !const_int(m, sv, &step) || step == 0) {
+        return -1;
+    }
+    /* trips of for (i = init; i d n; i += step), in doubles: no overflow */
+    double span;
+    if (strcmp(d, "LT") == 0 || strcmp(d, "LE") == 0) {
+        span = (double)n - (double)init + (strcmp(d, "LE") == 0 ? 1.0 : 0.0);
+        if (step < 0) {
+            return span > 0 ? -1 : 0; /* never ends, or never runs */
+        }
+    } else if (strcmp(d, "GT") == 0 || strcmp(d, "GE") == 0) {
+        span = (double)init - (double)n + (strcmp(d, "GE") == 0 ? 1.0 : 0.0);
+        if (step > 0) {
+            return span > 0 ? -1 : 0;
+        }
+        step = step == INT64_MIN ? INT64_MAX : -step;
+    } else {
+        return -1;
+    }
+    return span <= 0 ? 0 : ceil(span / (double)step);
+}
+
 static uint32_t find_func(const cctx *x, const char *name)
 {
     for (uint32_t i = 0; i < x->n_funcs; i++) {
@@ -1175,11 +1276,15 @@ static double cost_op(cctx *x, uint32_t id, double mult)
         }
     }
     if (walks_regions(k)) {
+        /* A counted loop's condition runs trips + 1 times, its body trips
+         * times; other loops count each once. */
+        double trips = k == SP_OP_WHILE ? while_trips(x->m, o) : -1;
         for (uint32_t r = 0; r < o->n_regions; r++) {
+            double rm = trips < 0 ? mult : mult * (r == 0 ? trips + 1 : trips);
             for (uint32_t b = 0; b < o->regions[r].n_blocks; b++) {
                 const sp_block *bl = &x->m->blocks[o->regions[r].blocks[b]];
                 for (uint32_t i = 0; i < bl->n_ops && x->st == CM_OK; i++) {
-                    double in2 = cost_op(x, bl->ops[i], mult);
+                    double in2 = cost_op(x, bl->ops[i], rm);
                     inner = in2 > inner ? in2 : inner;
                 }
             }

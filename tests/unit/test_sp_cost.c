@@ -346,6 +346,66 @@ static void test_sp_cost_partitioned_mlp_matches_implied(void **state)
 
 /* ---- profiles ---------------------------------------------------------------------------- */
 
+/* A counted while loop (the form jax.lax.fori_loop and scan emit): the
+ * body's ops count once per trip and the condition's once more; a loop
+ * whose bound is not a constant counts its body once, as before. FLOPs:
+ * the 8x16 by 16x16 dot is 2*8*16*16 = 4096, the add 8*16 = 128 per trip,
+ * the compare 1 and the counter's add 1 per evaluation. */
+static void check_loop(const char *start, const char *cmp, const char *bound,
+                       const char *step, double trips)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "func.func @main(%%arg0: tensor<8x16xf32>, %%arg1: tensor<16x16xf32>, "
+             "%%argn: tensor<i32>) -> tensor<8x16xf32> {\n"
+             "  %%c0 = stablehlo.constant dense<%s> : tensor<i32>\n"
+             "  %%0:2 = stablehlo.while(%%i = %%c0, %%x = %%arg0) : tensor<i32>, "
+             "tensor<8x16xf32>\n"
+             "   cond {\n"
+             "    %%n = stablehlo.constant dense<%s> : tensor<i32>\n"
+             "    %%1 = stablehlo.compare %s, %%i, %s : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+             "    stablehlo.return %%1 : tensor<i1>\n"
+             "  } do {\n"
+             "    %%s = stablehlo.constant dense<%s> : tensor<i32>\n"
+             "    %%2 = stablehlo.add %%i, %%s : tensor<i32>\n"
+             "    %%3 = stablehlo.dot_general %%x, %%arg1, contracting_dims = [1] x [0] : "
+             "(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>\n"
+             "    %%4 = stablehlo.add %%3, %%x : tensor<8x16xf32>\n"
+             "    stablehlo.return %%2, %%4 : tensor<i32>, tensor<8x16xf32>\n"
+             "  }\n"
+             "  return %%0#1 : tensor<8x16xf32>\n}\n",
+             start, bound[0] == '%' ? "0" : bound, cmp, bound[0] == '%' ? bound : "%n", step);
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    if (sp_mlir_read(text, strlen(text), 0, &m, &err) != CM_OK) {
+        fail_msg("%s: %s\n%s", err.path, err.msg, text);
+    }
+    sp_cost_opts o;
+    sp_cost_opts_init(&o);
+    sp_cost *c = cost_of(m, &o);
+    /* trips < 0: not a counted loop, the body and the condition once each */
+    double want = trips < 0 ? 4096 + 128 + 1 + 1 : trips * (4096 + 128 + 1) + (trips + 1) * 1;
+    if (!near(sp_cost_get_summary(c)->flops, want)) {
+        fail_msg("%s %s %s step %s: %g FLOPs, want %g", start, cmp, bound, step,
+                 sp_cost_get_summary(c)->flops, want);
+    }
+    sp_cost_destroy(c);
+    sp_module_destroy(m);
+}
+
+static void test_sp_cost_counted_while_loops(void **state)
+{
+    (void)state;
+    check_loop("0", "LT", "10", "1", 10);
+    check_loop("0", "LE", "10", "1", 11);
+    check_loop("2", "LT", "11", "3", 3);  /* 2, 5, 8 */
+    check_loop("10", "GT", "0", "-2", 5); /* 10, 8, 6, 4, 2 */
+    check_loop("0", "LT", "0", "1", 0);
+    check_loop("0", "LT", "%argn", "1", -1); /* bound not a constant: once */
+    check_loop("0", "LT", "10", "-1", -1);   /* counts away from the bound */
+}
+
 static void test_sp_profile_load_shipped_profiles(void **state)
 {
     (void)state;
@@ -493,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_sp_cost_transformer_tensor_parallel),
         cmocka_unit_test(test_sp_cost_explicit_collective_formulas),
         cmocka_unit_test(test_sp_cost_partitioned_mlp_matches_implied),
+        cmocka_unit_test(test_sp_cost_counted_while_loops),
         cmocka_unit_test(test_sp_profile_load_shipped_profiles),
         cmocka_unit_test(test_sp_profile_decode_rejects_bad_members),
         cmocka_unit_test(test_sp_cost_plan_section),
