@@ -4789,22 +4789,26 @@ cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, 
     if (t == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
+    char at[32] = ""; /* errors point at @main ("LINE:COL" when it came from text) */
+    if (m->ops[f].line > 0) {
+        snprintf(at, sizeof at, "%u:%u", m->ops[f].line, m->ops[f].col);
+    }
     for (uint32_t i = 0; i < b->n_args; i++) {
         const sp_type *ty = sp_value_type(m, b->first_arg + i);
         if (ty->kind != SP_TYPE_TENSOR || !elem_supported(ty->elem) || ty->rank > EX_MAX_RANK) {
             ex_tensors_free(t, b->n_args);
-            return cm_error_set(err, CM_EINVAL, NULL, "argument %u: type %s cannot be executed yet",
+            return cm_error_set(err, CM_EINVAL, at, "argument %u: type %s cannot be executed yet",
                                 i, ty->text);
         }
         size_t bytes = sp_elem_bytes(ty->elem);
         for (uint32_t k = 0; k < ty->rank; k++) {
             if (ty->dims[k] < 0) {
                 ex_tensors_free(t, b->n_args);
-                return cm_error_set(err, CM_EINVAL, NULL, "argument %u: dynamic shape", i);
+                return cm_error_set(err, CM_EINVAL, at, "argument %u: dynamic shape", i);
             }
             if (!cm_mul_size(bytes, (size_t)ty->dims[k], &bytes) || bytes > (SIZE_MAX >> 2)) {
                 ex_tensors_free(t, b->n_args);
-                return cm_error_set(err, CM_EINVAL, NULL, "argument %u: type %s is too large", i,
+                return cm_error_set(err, CM_EINVAL, at, "argument %u: type %s is too large", i,
                                     ty->text);
             }
         }

@@ -300,6 +300,7 @@ static void test_ex_args_make_refuses_overflowing_types(void **state)
     assert_null(args);
     assert_non_null(strstr(err.msg, "argument 1: type tensor<4611686018427387904x4xf32> is too "
                                     "large"));
+    assert_string_equal(err.path, "1:1"); /* @main's line and column */
     sp_module_destroy(m);
 }
 
