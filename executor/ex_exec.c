@@ -38,6 +38,31 @@
  * larger machine goes unused by a pinned run. */
 #define EX_MAX_PINNED 256
 
+/* The CPUs this process may run on (sched_getaffinity), at most
+ * EX_MAX_PINNED; false when they cannot be read or there are none. */
+static bool allowed_cpus(size_t *cpus, uint32_t *n)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    *n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        return false;
+    }
+    for (size_t c = 0; c < (size_t)CPU_SETSIZE && *n < EX_MAX_PINNED; c++) {
+        if (CPU_ISSET(c, &set)) {
+            cpus[(*n)++] = c;
+        }
+    }
+    return *n > 0;
+}
+
+bool ex_affinity_pins(ex_affinity a, uint32_t n_dev)
+{
+    size_t cpus[EX_MAX_PINNED];
+    uint32_t n = 0;
+    return a != EX_AFFINITY_OFF && allowed_cpus(cpus, &n) && (a == EX_AFFINITY_ON || n_dev > n);
+}
+
 /* ---- element access ---------------------------------------------------------- */
 
 static bool elem_supported(sp_elem e)
@@ -4575,27 +4600,16 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     /* OpenBLAS threads: the cores shared out over the workers (one device:
      * every core in its sgemm); with more workers than cores, the gate lets
      * only as many compute at a time (ex_gate). */
-    cpu_set_t allowed;
     uint32_t cores = ex_kern_cores(), n_cpu = 0;
     size_t cpus[EX_MAX_PINNED];
-    if (o->affinity) {
-        /* The CPUs this process may run on (a cgroup or taskset may allow
-         * fewer than are online). */
-        CPU_ZERO(&allowed);
-        if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
-            st_ = cm_error_set(err, CM_EIO, NULL, "cannot read the CPUs this process may use");
-            goto out;
-        }
-        for (size_t c = 0; c < (size_t)CPU_SETSIZE && n_cpu < EX_MAX_PINNED; c++) {
-            if (CPU_ISSET(c, &allowed)) {
-                cpus[n_cpu++] = c;
-            }
-        }
-        cores = n_cpu > 0 ? n_cpu : 1u;
+    bool pin = o->affinity != EX_AFFINITY_OFF && allowed_cpus(cpus, &n_cpu) &&
+               (o->affinity == EX_AFFINITY_ON || n_dev > n_cpu);
+    if (pin) {
+        cores = n_cpu; /* a cgroup or taskset may allow fewer than are online */
     }
     ex_blas_set_threads((int)(n_dev < cores ? cores / n_dev : 1u));
     /* One gate for all the cores, or one per pinned CPU for its workers. */
-    uint32_t n_gates = o->affinity && n_dev > cores ? cores : 1u;
+    uint32_t n_gates = pin && n_dev > cores ? cores : 1u;
     ex_gate gates[EX_MAX_PINNED];
     for (uint32_t g = 0; g < n_gates; g++) {
         ex_gate_init(&gates[g], n_gates > 1 ? 1u : (n_dev > cores ? cores : 0u));
@@ -4622,7 +4636,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         if (pthread_attr_init(&attr) != 0) {
             break;
         }
-        if (o->affinity && n_cpu > 0) {
+        if (pin) {
             cpu_set_t one;
             CPU_ZERO(&one);
             CPU_SET(cpus[d % n_cpu], &one);
@@ -5061,7 +5075,7 @@ cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex
 static void run_usage(FILE *f)
 {
     fputs("usage: shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] "
-          "[--affinity] [--ops N]\n"
+          "[--affinity|--no-affinity] [--ops N]\n"
           "  --ops N: after the runs, the N slowest ops and every collective, measured on each\n"
           "  device (mean and max) beside the cost model's prediction (the first run is left\n"
           "  out when there are several)\n",
@@ -5092,12 +5106,12 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *file = NULL;
     uint64_t devices = 0, iters = 3, seed = 1;
-    bool affinity = false;
+    ex_affinity affinity = EX_AFFINITY_AUTO;
     uint64_t top = 0;
     for (int i = 1; i < argc; i++) {
         bool ok = true;
-        if (strcmp(argv[i], "--affinity") == 0) {
-            affinity = true;
+        if (strcmp(argv[i], "--affinity") == 0 || strcmp(argv[i], "--no-affinity") == 0) {
+            affinity = argv[i][2] == 'n' ? EX_AFFINITY_OFF : EX_AFFINITY_ON;
         } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) {
             ok = parse_u64(argv[++i], &top) && top > 0 && top <= 100000;
         } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {

@@ -77,10 +77,10 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
 {
     uint64_t devices = 0, warmup = 1, iters = 5, seed = 1;
     const char *fault_kind = NULL;
-    bool affinity = false;
+    ex_affinity affinity = EX_AFFINITY_AUTO;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--affinity") == 0) {
-            affinity = true;
+        if (strcmp(argv[i], "--affinity") == 0 || strcmp(argv[i], "--no-affinity") == 0) {
+            affinity = argv[i][2] == 'n' ? EX_AFFINITY_OFF : EX_AFFINITY_ON;
             continue;
         }
         bool ok = i + 1 < argc;
@@ -174,7 +174,8 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
                   "{\"devices\":%u,\"warmup\":%llu,\"iters\":%llu,\"seed\":%llu,\"affinity\":%s,"
                   "\"iter_s\":[",
                   r.n_devices, (unsigned long long)warmup, (unsigned long long)iters,
-                  (unsigned long long)seed, affinity ? "true" : "false");
+                  (unsigned long long)seed,
+                  ex_affinity_pins(affinity, r.n_devices) ? "true" : "false");
     for (uint64_t i = 0; i < iters; i++) {
         cm_buf_printf(&b, "%s%.9g", i > 0 ? "," : "", meas[i]);
     }

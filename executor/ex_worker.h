@@ -11,9 +11,11 @@
 #include <stdio.h>
 
 /* `shardplan exec-worker [--devices N] [--warmup W] [--iters K] [--seed S]
- * [--affinity] [--fault crash|hang|oom]`: argv[0] is "exec-worker".
- * --affinity pins the device workers (ex_exec_opts.affinity). The result
- * JSON holds devices, warmup, iters, seed, affinity, iter_s (wall seconds of each measured run),
+ * [--affinity|--no-affinity] [--fault crash|hang|oom]`: argv[0] is
+ * "exec-worker". --affinity pins the device workers, --no-affinity never
+ * does, the default pins them when they outnumber the CPUs
+ * (ex_exec_opts.affinity). The result JSON holds devices, warmup, iters,
+ * seed, affinity (whether the workers ran pinned), iter_s (wall seconds of each measured run),
  * step_s (their median), flops (per run, cost model), flop_per_s,
  * predicted_step_s (cost model, built-in cpu-local profile), reference_s and
  * numerics {match, max_abs_diff[, mismatch]}. --fault exists for the tests of

@@ -241,8 +241,8 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
     const char *argv[14] = {path,  "exec-worker", "--devices", a_dev, "--warmup", a_warm,
                             "--iters", a_it,    "--seed",    a_seed, NULL};
     size_t n_argv = 10;
-    if (s->affinity) {
-        argv[n_argv++] = "--affinity";
+    if (s->affinity >= 0) {
+        argv[n_argv++] = s->affinity > 0 ? "--affinity" : "--no-affinity";
     }
     if (s->fault[0] != '\0') {
         argv[n_argv++] = "--fault";

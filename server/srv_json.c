@@ -559,6 +559,7 @@ void srv_bench_spec_init(srv_bench_spec *s)
     s->warmup = 1;
     s->iters = 5;
     s->seed = 1;
+    s->affinity = -1;
 }
 
 /* One spec member: *known tells whether key is one; errors name path. */
@@ -598,7 +599,7 @@ static cm_status bench_member(const char *key, json_t *v, const char *path, srv_
         if (!json_is_boolean(v)) {
             return cm_error_set(err, CM_EINVAL, path, "expected true or false");
         }
-        s->affinity = json_is_true(v);
+        s->affinity = json_is_true(v) ? 1 : 0;
         return CM_OK;
     }
     if (strcmp(key, "fault") == 0) {

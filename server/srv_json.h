@@ -93,13 +93,14 @@ typedef struct srv_bench_spec {
     uint32_t warmup;  /* untimed runs first, 0..1000 */
     uint32_t iters;   /* timed runs, 1..100000 */
     uint64_t seed;    /* argument generator seed */
-    bool affinity;    /* pin each device worker to a CPU (ex_exec_opts.affinity) */
+    int affinity;     /* -1: default (pinned when the workers outnumber the CPUs), 0: never
+                         pinned, 1: pinned (ex_exec_opts.affinity) */
     char fault[8];    /* "" or a test fault: "crash", "hang", "oom" */
 } srv_bench_spec;
 
 #define SRV_BENCH_MAX_DEVICES 256
 
-/* Defaults: devices 0, warmup 1, iters 5, seed 1, no affinity, no fault. */
+/* Defaults: devices 0, warmup 1, iters 5, seed 1, affinity -1, no fault. */
 void srv_bench_spec_init(srv_bench_spec *s);
 
 /* POST /v1/benchmarks: {"plan_id", "devices", "warmup", "iters", "seed",

@@ -54,7 +54,10 @@ static void test_ex_check_text_flax_mlp_8_devices_matches(void **state)
     assert_int_equal(cm_file_read("examples/flax_mlp.mlir", &text, &len, &err), CM_OK);
     /* Also with the workers pinned, 4 to a CPU here (test_ex_opts.c). */
     for (int pin = 0; pin < 2; pin++) {
-        ex_check_opts o = {.n_devices = 8, .iters = 2, .seed = 42, .affinity = pin != 0};
+        ex_check_opts o = {.n_devices = 8,
+                           .iters = 2,
+                           .seed = 42,
+                           .affinity = pin != 0 ? EX_AFFINITY_ON : EX_AFFINITY_OFF};
         ex_report r;
         cm_status st = ex_check_text(text, len, &o, &r, &err);
         if (st != CM_OK) {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for the run options and argument helpers of ex_exec:
- * - affinity: each worker runs pinned to one CPU of those the process may
+ * - affinity: pinned, each worker runs on one CPU of those the process may
  *   use (worker d on the (d mod n)-th), seen from inside the run, and the
- *   result is right; without it the workers keep the process's CPUs (the
- *   Flax MLP on 8 pinned workers is checked in test_ex_exec.c);
+ *   result is right; unpinned, the workers keep the process's CPUs; the
+ *   default pins exactly the pools with more workers than CPUs (the Flax
+ *   MLP on 8 workers, pinned and not, is checked in test_ex_exec.c);
  * - op_s, the per-op timers: every op that runs gets time on every device,
  *   a collective included (its barriers and the wait for the slowest
  *   member), a constraint that leaves each device's block in place too (a
@@ -33,8 +34,13 @@
 
 #define MAX_OPS 32
 
+/* Elements of the first result and argument exec_text hands back. */
+#define ROWS 48
+#define RES0 (ROWS * 16)
+
 /* Runs main of text with o and between; kinds gets each op's kind (at most
- * MAX_OPS ops), res0 (when not NULL) the first result's 8 x 16 floats. */
+ * MAX_OPS ops), res0 and arg0 (when not NULL) the first result's and the
+ * first argument's RES0 floats. */
 static void exec_text(const char *text, const ex_exec_opts *o, void (*between)(void *ctx),
                       void *ctx, sp_op_kind *kinds, uint32_t *n_ops, float *res0, float *arg0)
 {
@@ -55,8 +61,8 @@ static void exec_text(const char *text, const ex_exec_opts *o, void (*between)(v
         fail_msg("%s: %s", cm_status_name(err.code), err.msg);
     }
     if (res0 != NULL) {
-        memcpy(res0, res[0].data, 8 * 16 * sizeof(float));
-        memcpy(arg0, args[0].data, 8 * 16 * sizeof(float));
+        memcpy(res0, res[0].data, RES0 * sizeof(float));
+        memcpy(arg0, args[0].data, RES0 * sizeof(float));
     }
     ex_tensors_free(res, n_res);
     ex_tensors_free(args, n_args);
@@ -65,13 +71,14 @@ static void exec_text(const char *text, const ex_exec_opts *o, void (*between)(v
 
 /* ---- affinity --------------------------------------------------------------------- */
 
-static const char gather_mod[] =
-    "sdy.mesh @mesh = <[\"x\"=4]>\n"
-    "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
-    "{}]>}) -> tensor<8x16xf32> {\n"
-    "  %0 = sdy.all_gather [{\"x\"}, {}] %arg0 out_sharding=<@mesh, [{}, {}]> : "
-    "tensor<8x16xf32>\n"
-    "  return %0 : tensor<8x16xf32>\n}\n";
+/* An all-gather of 48 x 16 over a mesh of %u devices. */
+static const char gather_fmt[] =
+    "sdy.mesh @mesh = <[\"x\"=%u]>\n"
+    "func.func @main(%%arg0: tensor<48x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
+    "{}]>}) -> tensor<48x16xf32> {\n"
+    "  %%0 = sdy.all_gather [{\"x\"}, {}] %%arg0 out_sharding=<@mesh, [{}, {}]> : "
+    "tensor<48x16xf32>\n"
+    "  return %%0 : tensor<48x16xf32>\n}\n";
 
 /* What worker 0 sees of its own CPU set, between two runs (on its thread). */
 typedef struct seen {
@@ -101,14 +108,16 @@ static void look(void *ctx)
     s->first = lowest_cpu(&set);
 }
 
-static void run_gather(bool affinity, seen *s)
+static void run_gather(ex_affinity affinity, uint32_t devices, seen *s)
 {
-    ex_exec_opts o = {.n_devices = 4, .iters = 2, .affinity = affinity};
+    ex_exec_opts o = {.n_devices = devices, .iters = 2, .affinity = affinity};
     sp_op_kind kinds[MAX_OPS];
     uint32_t n = 0;
-    float got[8 * 16], want[8 * 16];
+    static float got[RES0], want[RES0];
+    char text[1024];
+    snprintf(text, sizeof text, gather_fmt, devices);
     memset(s, 0, sizeof *s);
-    exec_text(gather_mod, &o, look, s, kinds, &n, got, want);
+    exec_text(text, &o, look, s, kinds, &n, got, want);
     /* The all-gather hands back the global tensor whole. */
     assert_memory_equal(got, want, sizeof got);
 }
@@ -120,13 +129,23 @@ static void test_ex_exec_affinity_pins_each_worker(void **state)
     CPU_ZERO(&mine);
     assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
     seen s;
-    run_gather(true, &s);
+    run_gather(EX_AFFINITY_ON, 4, &s);
     assert_int_equal(s.calls, 1);
     assert_int_equal(s.count, 1);
     assert_int_equal(s.first, lowest_cpu(&mine)); /* worker 0: the first allowed CPU */
-    run_gather(false, &s);
+    assert_true(ex_affinity_pins(EX_AFFINITY_ON, 1));
+    run_gather(EX_AFFINITY_OFF, 4, &s);
     assert_int_equal(s.calls, 1);
     assert_int_equal(s.count, CPU_COUNT(&mine));
+    assert_false(ex_affinity_pins(EX_AFFINITY_OFF, 4));
+    /* The default pins a pool with more workers than CPUs, and only that. */
+    uint32_t n_cpu = (uint32_t)CPU_COUNT(&mine);
+    run_gather(EX_AFFINITY_AUTO, n_cpu + 1u, &s);
+    assert_int_equal(s.count, 1);
+    assert_true(ex_affinity_pins(EX_AFFINITY_AUTO, n_cpu + 1u));
+    run_gather(EX_AFFINITY_AUTO, n_cpu, &s);
+    assert_int_equal(s.count, CPU_COUNT(&mine));
+    assert_false(ex_affinity_pins(EX_AFFINITY_AUTO, n_cpu));
 }
 
 /* ---- per-op timers ---------------------------------------------------------------- */
