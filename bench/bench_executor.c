@@ -12,8 +12,9 @@
  *      within 1.3x;
  *   3. `shardplan calibrate`'s profile, read back by the profile reader.
  * Usage: bench_executor [--skip-models [COLLECTIVE] | --only-models] */
-#define _DEFAULT_SOURCE /* MADV_HUGEPAGE (Linux), as in executor/ex_mem.c */
+#define _GNU_SOURCE /* MADV_HUGEPAGE, pthread affinity (Linux) */
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -220,14 +221,31 @@ static void *half_main(void *arg)
     return NULL;
 }
 
+/* The CPUs the bench may use, read at start, before any worker is pinned. */
+static cpu_set_t all_cpus;
+
+/* The floor runs between two runs on worker 0's thread, which the default
+ * affinity pins to one CPU when the 8 workers outnumber the cores: its two
+ * copies get every CPU for the time (a thread it starts would inherit the
+ * pin, and both halves would share one core). */
 static void floor_measure(void *ctx)
 {
     floor_run *f = ctx;
     size_t half = (f->len / 2 + 63u) & ~(size_t)63u;
     half_copy h[2] = {{f->dst, f->src, half}, {f->dst + half, f->src + half, f->len - half}};
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    bool moved = pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) == 0 &&
+                 pthread_setaffinity_np(pthread_self(), sizeof all_cpus, &all_cpus) == 0;
+    pthread_attr_t attr;
     pthread_t th;
+    if (pthread_attr_init(&attr) != 0 ||
+        pthread_attr_setaffinity_np(&attr, sizeof all_cpus, &all_cpus) != 0) {
+        fprintf(stderr, "bench_executor: cannot set a thread's CPUs\n");
+        exit(1);
+    }
     double t0 = cm_now();
-    if (pthread_create(&th, NULL, half_main, &h[1]) != 0) {
+    if (pthread_create(&th, &attr, half_main, &h[1]) != 0) {
         fprintf(stderr, "bench_executor: cannot start a thread\n");
         exit(1);
     }
@@ -235,6 +253,10 @@ static void floor_measure(void *ctx)
     pthread_join(th, NULL);
     if (f->n < COLL_ITERS) {
         f->t[f->n++] = cm_now() - t0;
+    }
+    pthread_attr_destroy(&attr);
+    if (moved) {
+        (void)pthread_setaffinity_np(pthread_self(), sizeof mine, &mine);
     }
 }
 
@@ -394,6 +416,11 @@ static void bench_calibrate(void)
 int main(int argc, char **argv)
 {
     (void)cm_tune_malloc(); /* as `shardplan run` and `exec-worker` run (server/srv_main.c) */
+    CPU_ZERO(&all_cpus);
+    if (sched_getaffinity(0, sizeof all_cpus, &all_cpus) != 0) {
+        fprintf(stderr, "bench_executor: cannot read this process's CPUs\n");
+        return 1;
+    }
     bool models = !(argc > 1 && strcmp(argv[1], "--skip-models") == 0);
     const char *only = argc > 2 ? argv[2] : NULL; /* --skip-models NAME: one collective */
     bool only_models = argc > 1 && strcmp(argv[1], "--only-models") == 0;
