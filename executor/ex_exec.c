@@ -5157,19 +5157,11 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
     }
     double *ts = cm_calloc((size_t)iters, sizeof(double)), *op_s = NULL;
     sp_cost *cost = NULL;
-    uint32_t n_dev = devices > 0 ? (uint32_t)devices : ex_module_devices(part.m);
-    if (top > 0 && (size_t)n_dev * part.m->n_ops <= EX_TIMING_MAX) {
+    uint32_t n_dev = 0;
+    if (top > 0) {
         /* per-op timers, beside the cost model's per-op figures */
-        op_s = cm_calloc((size_t)n_dev * part.m->n_ops + 1u, sizeof(double));
-        sp_cost_opts co;
-        sp_cost_opts_init(&co);
-        co.graph = part.g;
-        co.custom = part.g != NULL ? sp_graph_custom_rules(part.g) : NULL;
-        co.per_op = true;
-        if (sp_cost_compute(part.m, &co, &cost, &err) != CM_OK) {
-            cost = NULL; /* times without predictions */
-            cm_error_clear(&err);
-        }
+        op_s = ex_timing_timers(part.m, devices, &n_dev);
+        cost = ex_timing_cost(&part);
     }
     ex_check_opts o = {.n_devices = (uint32_t)devices,
                        .iters = (uint32_t)iters,

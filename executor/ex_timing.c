@@ -5,6 +5,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ex_exec.h"
+
+sp_cost *ex_timing_cost(const sp_cost_input *part)
+{
+    sp_cost_opts co;
+    sp_cost_opts_init(&co);
+    co.graph = part->g;
+    co.custom = part->g != NULL ? sp_graph_custom_rules(part->g) : NULL;
+    co.per_op = true;
+    sp_cost *c = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    return sp_cost_compute(part->m, &co, &c, &err) == CM_OK ? c : NULL;
+}
+
+double *ex_timing_timers(const sp_module *m, uint64_t devices, uint32_t *n_dev)
+{
+    *n_dev = devices > 0 && devices <= UINT32_MAX ? (uint32_t)devices : ex_module_devices(m);
+    if ((size_t)*n_dev * m->n_ops > EX_TIMING_MAX) {
+        return NULL;
+    }
+    return cm_calloc((size_t)*n_dev * m->n_ops + 1u, sizeof(double));
+}
+
 /* What the writers share: each op's first explicit cost entry (or -1) and
  * the compute ops that took time, slowest first. */
 typedef struct ranked {

@@ -33,6 +33,16 @@ typedef struct ex_timing {
     uint64_t runs;      /* runs op_s sums (>= 1) */
 } ex_timing;
 
+/* The cost of a partitioned input with per-op figures (its graph's names
+ * and custom rules when it came as a graph document), or NULL when the
+ * cost model refuses it (times are then shown without predictions). */
+sp_cost *ex_timing_cost(const sp_cost_input *part);
+
+/* Zeroed per-op timers for devices workers (0: the module's mesh size) over
+ * m's ops, or NULL when they would pass EX_TIMING_MAX entries or memory is
+ * short; *n_dev gets the resolved device count. */
+double *ex_timing_timers(const sp_module *m, uint64_t devices, uint32_t *n_dev);
+
 /* Appends ,"ops_timed":N,"ops":[...],"collectives":[...] (docs/api.md,
  * "Benchmark runs"). CM_ENOMEM. */
 cm_status ex_timing_json(const ex_timing *t, cm_buf *b);

@@ -137,16 +137,8 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
     fputs("progress 0.1\n", out);
     fflush(out);
     /* predicted step time: the cost model on the partitioned module */
-    sp_cost_opts co;
-    sp_cost_opts_init(&co);
-    co.graph = part.g;
-    co.custom = part.g != NULL ? sp_graph_custom_rules(part.g) : NULL;
-    co.per_op = true;
-    double predicted = -1;
-    if (sp_cost_compute(part.m, &co, &c, &err) == CM_OK) {
-        predicted = sp_cost_get_summary(c)->step_s;
-    }
-    cm_error_clear(&err);
+    c = ex_timing_cost(&part);
+    double predicted = c != NULL ? sp_cost_get_summary(c)->step_s : -1;
     uint64_t total = warmup + iters;
     ts = cm_calloc((size_t)total, sizeof(double));
     if (ts == NULL) {
@@ -154,10 +146,8 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
         goto out;
     }
     /* per-op timers of the measured runs, when they fit */
-    uint32_t n_dev = devices > 0 ? (uint32_t)devices : ex_module_devices(part.m);
-    if ((size_t)n_dev * part.m->n_ops <= EX_TIMING_MAX) {
-        op_s = cm_calloc((size_t)n_dev * part.m->n_ops + 1u, sizeof(double));
-    }
+    uint32_t n_dev = 0;
+    op_s = ex_timing_timers(part.m, devices, &n_dev);
     ex_check_opts o = {.n_devices = (uint32_t)devices,
                        .iters = (uint32_t)total,
                        .seed = seed,
