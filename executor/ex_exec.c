@@ -56,11 +56,18 @@ static bool allowed_cpus(size_t *cpus, uint32_t *n)
     return *n > 0;
 }
 
+/* Whether n_dev workers under a are pinned, onto cpus[0..*n). */
+static bool pinned_cpus(ex_affinity a, uint32_t n_dev, size_t *cpus, uint32_t *n)
+{
+    *n = 0;
+    return a != EX_AFFINITY_OFF && allowed_cpus(cpus, n) && (a == EX_AFFINITY_ON || n_dev > *n);
+}
+
 bool ex_affinity_pins(ex_affinity a, uint32_t n_dev)
 {
     size_t cpus[EX_MAX_PINNED];
-    uint32_t n = 0;
-    return a != EX_AFFINITY_OFF && allowed_cpus(cpus, &n) && (a == EX_AFFINITY_ON || n_dev > n);
+    uint32_t n;
+    return pinned_cpus(a, n_dev, cpus, &n);
 }
 
 /* ---- element access ---------------------------------------------------------- */
@@ -4602,8 +4609,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
      * only as many compute at a time (ex_gate). */
     uint32_t cores = ex_kern_cores(), n_cpu = 0;
     size_t cpus[EX_MAX_PINNED];
-    bool pin = o->affinity != EX_AFFINITY_OFF && allowed_cpus(cpus, &n_cpu) &&
-               (o->affinity == EX_AFFINITY_ON || n_dev > n_cpu);
+    bool pin = pinned_cpus(o->affinity, n_dev, cpus, &n_cpu);
     if (pin) {
         cores = n_cpu; /* a cgroup or taskset may allow fewer than are online */
     }
