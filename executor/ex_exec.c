@@ -2162,6 +2162,7 @@ typedef struct shared {
     uint32_t *n_votes;    /* per worker: votes taken this run */
     bool *timing;         /* per worker: this run counts in op_s (run_block) */
     double *waited;       /* per worker: seconds the running op waited for the core gate */
+    double *started;      /* per worker: when it left the current run's starting barrier */
 } shared;
 
 typedef struct worker {
@@ -4492,10 +4493,19 @@ static void *worker_main(void *arg)
             free_all(sh, w->dev, true);
         }
         pthread_barrier_wait(&sh->bar);
-        double t0 = cm_now();
+        sh->started[w->dev] = cm_now();
         run_once(sh, w->dev, it + 1 < sh->iters, sh->op_s != NULL && it >= sh->op_from);
         pthread_barrier_wait(&sh->bar);
         if (w->dev == 0 && sh->iter_s != NULL) {
+            /* From the first device to leave the starting barrier: with
+             * more workers than cores, device 0 may be woken well after
+             * others have begun (every device's start is written before
+             * the closing barrier, and none is written again before the
+             * next starting one, which waits for device 0). */
+            double t0 = sh->started[0];
+            for (uint32_t d = 1; d < sh->p->n_dev; d++) {
+                t0 = sh->started[d] < t0 ? sh->started[d] : t0;
+            }
             sh->iter_s[it] = cm_now() - t0;
         }
         if (w->dev == 0 && sh->between != NULL && it + 1 < sh->iters) {
@@ -4588,11 +4598,12 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     sh.n_votes = cm_calloc(n_dev, sizeof(uint32_t));
     sh.timing = cm_calloc(n_dev, sizeof(bool));
     sh.waited = cm_calloc(n_dev, sizeof(double));
+    sh.started = cm_calloc(n_dev, sizeof(double));
     worker *ws = cm_calloc(n_dev, sizeof(worker));
     pthread_t *th = cm_calloc(n_dev, sizeof(pthread_t));
     bool ok = sh.bufs != NULL && sh.argbufs != NULL && sh.errs != NULL && sh.scratch != NULL &&
               sh.votes != NULL && sh.n_votes != NULL && sh.timing != NULL && sh.waited != NULL &&
-              ws != NULL && th != NULL;
+              sh.started != NULL && ws != NULL && th != NULL;
     for (uint32_t d = 0; ok && d < n_dev; d++) {
         for (uint32_t i = 0; ok && i < n_args; i++) {
             void *a = take_block(&p, b->first_arg + i, d, args[i].data);
@@ -4774,6 +4785,7 @@ out:
     cm_free(sh.n_votes);
     cm_free(sh.timing);
     cm_free(sh.waited);
+    cm_free(sh.started);
     cm_free(sh.bufs);
     cm_free(sh.argbufs);
     cm_free(sh.errs);
