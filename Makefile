@@ -40,23 +40,45 @@ MHD_LIBS := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohtt
 CURL_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libcurl 2>/dev/null))
 CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
 
-# Layering: each folder sees only its own headers and those of lower layers.
-INC_common   := -Icommon
-INC_planner  := -Iplanner -Icommon $(JANSSON_CFLAGS)
-INC_store    := -Istore -Iplanner -Icommon
-INC_executor := -Iexecutor -Iplanner -Icommon $(OPENBLAS_CFLAGS)
-INC_server   := -Iserver -Iexecutor -Istore -Iplanner -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
-  $(CURL_CFLAGS)
-INC_tests    := -Iserver -Iexecutor -Istore -Iplanner -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
-  $(CURL_CFLAGS)
+# Layering (docs/architecture.md): each folder compiles with the -I paths of
+# itself and of the rooms below it only, so an include that reaches up or
+# across fails the build. planner/ is seven rooms, lowest first: core, mlir and
+# shardy (each on core), cost, doc, gen, advise. A file's room is its first
+# folder, or planner_<second> under planner/.
+P_core   := -Iplanner/core
+P_mlir   := -Iplanner/mlir
+P_shardy := -Iplanner/shardy -Iplanner/shardy/import -Iplanner/shardy/propagation \
+  -Iplanner/shardy/export
+P_cost   := -Iplanner/cost
+P_doc    := -Iplanner/doc
+P_gen    := -Iplanner/gen
+P_advise := -Iplanner/advise
+PLANNER_ALL := $(P_advise) $(P_gen) $(P_doc) $(P_cost) $(P_shardy) $(P_mlir) $(P_core)
 
-MODULES := common planner store executor server
+INC_common         := -Icommon
+INC_planner_core   := $(P_core) -Icommon
+INC_planner_mlir   := $(P_mlir) $(P_core) -Icommon
+INC_planner_shardy := $(P_shardy) $(P_core) -Icommon
+INC_planner_cost   := $(P_cost) $(P_shardy) $(P_core) -Icommon $(JANSSON_CFLAGS)
+INC_planner_doc    := $(P_doc) $(P_cost) $(P_shardy) $(P_mlir) $(P_core) -Icommon $(JANSSON_CFLAGS)
+INC_planner_gen    := $(P_gen) $(P_doc) $(P_cost) $(P_shardy) $(P_mlir) $(P_core) -Icommon
+INC_planner_advise := $(PLANNER_ALL) -Icommon $(JANSSON_CFLAGS)
+INC_store    := -Istore -Icommon
+INC_executor := -Iexecutor $(PLANNER_ALL) -Icommon $(OPENBLAS_CFLAGS)
+INC_server   := -Iserver -Iexecutor -Istore $(PLANNER_ALL) -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
+  $(CURL_CFLAGS)
+INC_cmd      := -Icmd $(INC_server)
+INC_tests    := $(INC_cmd)
+room = $(if $(filter planner,$(firstword $(subst /, ,$(1)))),planner_$(word 2,$(subst /, ,$(1))),$(firstword $(subst /, ,$(1))))
+
+MODULES := common planner store executor server cmd
 SRC_common   := $(wildcard common/*.c)
-SRC_planner  := $(wildcard planner/*.c)
+SRC_planner  := $(sort $(shell find planner -name '*.c'))
 SRC_store    := $(wildcard store/*.c)
 SRC_executor := $(wildcard executor/*.c)
-SRC_server   := $(filter-out server/srv_main.c,$(wildcard server/*.c)) $(BUILD)/gen/srv_openapi.c
-MAIN_SRC     := server/srv_main.c
+SRC_server   := $(wildcard server/*.c) $(BUILD)/gen/srv_openapi.c
+SRC_cmd      := $(filter-out cmd/shardplan.c,$(wildcard cmd/*.c))
+MAIN_SRC     := cmd/shardplan.c
 UNIT_TESTS   := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 BENCH_SRC    := $(wildcard bench/bench_*.c)
 
@@ -79,7 +101,7 @@ $(1)_LDFLAGS := $(3)
 
 $$($(1)_DIR)/%.o: %.c
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$($(1)_CFLAGS) $$(INC_$$(firstword $$(subst /, ,$$<))) -MMD -MP -c $$< -o $$@
+	$$(CC) $$($(1)_CFLAGS) $$(INC_$$(call room,$$<)) -MMD -MP -c $$< -o $$@
 
 $(foreach m,$(MODULES),
 $$($(1)_DIR)/lib$(m).a: $$(patsubst %.c,$$($(1)_DIR)/%.o,$$(SRC_$(m)))
@@ -87,7 +109,7 @@ $$($(1)_DIR)/lib$(m).a: $$(patsubst %.c,$$($(1)_DIR)/%.o,$$(SRC_$(m)))
 	rm -f $$@ && ar rcs $$@ $$^ $$(if $$^,,&& true)
 )
 
-$(1)_LIBS := $$(foreach m,server executor store planner common,$$($(1)_DIR)/lib$$(m).a)
+$(1)_LIBS := $$(foreach m,cmd server executor store planner common,$$($(1)_DIR)/lib$$(m).a)
 
 $$($(1)_DIR)/shardplan: $$($(1)_DIR)/$(MAIN_SRC:.c=.o) $$($(1)_LIBS)
 	$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$($(1)_LDFLAGS) $(LIBS)
@@ -203,14 +225,12 @@ test: deps
 docker-check:
 	@BUILD=$(BUILD) DEB_PKGS="$(DEB_PKGS)" bash tests/docker/check.sh
 
-# Each public header compiles on its own, with only its folder's -I paths.
-PUBLIC_HEADERS := $(filter-out %_int.h,$(wildcard common/cm*.h planner/sp_*.h store/st_*.h \
-  executor/ex_*.h server/srv_*.h))
+# The layering rules (tests/header_check.sh): includes stay in a file's room
+# and the rooms below, *_int.h stays in its folder, public headers compile alone.
+ROOMS := common planner_core planner_mlir planner_shardy planner_cost planner_doc planner_gen \
+  planner_advise store executor server cmd
 header-check:
-	@$(foreach h,$(PUBLIC_HEADERS),echo '#include "$(notdir $(h))"' | \
-	  $(CC) $(WARN) $(INC_$(firstword $(subst /, ,$(h)))) -x c -fsyntax-only - \
-	  || { echo "header-check: $(h) does not compile alone" >&2; exit 1; };)
-	@echo "header-check: $(words $(PUBLIC_HEADERS)) headers compile alone"
+	@CC="$(CC)" WARN="$(WARN)" $(foreach r,$(ROOMS),INC_$(r)="$(INC_$(r))") bash tests/header_check.sh
 
 bench-reader: $(BUILD)/rel/bench/bench_reader
 	$(BUILD)/rel/bench/bench_reader
@@ -265,21 +285,21 @@ FUZZ_CFLAGS := -g -O1 -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 $(BUILD)/fuzz/fuzz_mlir: tests/fuzz/fuzz_mlir.c $(SRC_planner) $(SRC_common) \
-    $(wildcard planner/*.h common/*.h)
+    $(shell find planner -name '*.h') $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
-	clang-14 $(FUZZ_CFLAGS) $(INC_planner) $(filter %.c,$^) -o $@ $(LIBS)
+	clang-14 $(FUZZ_CFLAGS) $(PLANNER_ALL) -Icommon $(filter %.c,$^) -o $@ $(LIBS)
 
 # The JSON graph reader likewise (seeds in tests/fuzz/corpus/graph_json).
 $(BUILD)/fuzz/fuzz_graph_json: tests/fuzz/fuzz_graph_json.c $(SRC_planner) $(SRC_common) \
-    $(wildcard planner/*.h common/*.h)
+    $(shell find planner -name '*.h') $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
-	clang-14 $(FUZZ_CFLAGS) $(INC_planner) $(filter %.c,$^) -o $@ $(LIBS)
+	clang-14 $(FUZZ_CFLAGS) $(PLANNER_ALL) -Icommon $(filter %.c,$^) -o $@ $(LIBS)
 
 # The what-if's edit decoder and edit application (seeds in tests/fuzz/corpus/whatif).
 $(BUILD)/fuzz/fuzz_whatif: tests/fuzz/fuzz_whatif.c $(SRC_planner) $(SRC_common) \
-    $(wildcard planner/*.h common/*.h)
+    $(shell find planner -name '*.h') $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
-	clang-14 $(FUZZ_CFLAGS) $(INC_planner) $(filter %.c,$^) -o $@ $(LIBS)
+	clang-14 $(FUZZ_CFLAGS) $(PLANNER_ALL) -Icommon $(filter %.c,$^) -o $@ $(LIBS)
 
 fuzz: $(BUILD)/fuzz/fuzz_mlir $(BUILD)/fuzz/fuzz_graph_json $(BUILD)/fuzz/fuzz_whatif
 	@mkdir -p $(BUILD)/fuzz/corpus-mlir $(BUILD)/fuzz/corpus-graph-json $(BUILD)/fuzz/corpus-whatif

@@ -29,6 +29,8 @@
 #include "sp_example.h"
 #include "sp_ir.h"
 #include "sp_profile_json.h"
+#include "sp_mlir.h"
+#include "sp_input.h"
 
 #define FLOP_TARGET 0.70
 #define COLL_TARGET 1.3
@@ -88,9 +90,9 @@ static void bench_model(const char *label, const sp_example_opts *eo)
         exit(1);
     }
     cm_buf_fini(&doc);
-    sp_cost_input part, ref;
-    if (sp_cost_input_load(path, &part, &err) != CM_OK ||
-        sp_cost_input_load(path, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
+    sp_input part, ref;
+    if (sp_input_load(path, NULL, &part, &err) != CM_OK ||
+        sp_input_load(path, NULL, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
         die(label, &err);
     }
     unlink(path);
@@ -142,8 +144,8 @@ static void bench_model(const char *label, const sp_example_opts *eo)
     ex_tensors_free(args, n_args);
     ex_tensors_free(want, n_want);
     ex_tensors_free(got, n_got);
-    sp_cost_input_fini(&part);
-    sp_cost_input_fini(&ref);
+    sp_input_fini(&part);
+    sp_input_fini(&ref);
 }
 
 /* ---- 2. collectives ----------------------------------------------------------- */

@@ -105,7 +105,9 @@ int main(void)
         t_read = dt < t_read ? dt : t_read;
         sp_plan_opts o;
         sp_plan_opts_init(&o);
-        o.graph = gr;
+        if (gr != NULL) {
+        o.value_names = sp_graph_value_names(gr, &o.n_value_names);
+    }
         o.custom = sp_graph_custom_rules(gr);
         o.timing = &tm;
         cm_buf_reset(&plan);

@@ -22,6 +22,7 @@
 #include "sp_pipeline.h"
 #include "sp_prop.h"
 #include "sp_reshard.h"
+#include "sp_diag.h"
 
 #define TARGET_SECS 1.0
 #define MAX_RUNS    15

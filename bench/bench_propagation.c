@@ -27,6 +27,8 @@
 #include "sp_ir.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
 
 #define MAX_SIZES    16
 #define MAX_RUNS     15

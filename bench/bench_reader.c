@@ -15,6 +15,7 @@
 
 #include "cm.h"
 #include "sp_ir.h"
+#include "sp_mlir.h"
 
 #define RUNS          5
 #define TARGET_MBS    100.0

@@ -17,6 +17,7 @@
 #include "sp_gen.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
+#include "sp_mlir.h"
 
 typedef struct best {
     double total_s, prop_s;

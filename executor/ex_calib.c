@@ -14,6 +14,7 @@
 #include "ex_exec.h"
 #include "sp_example.h"
 #include "sp_profile_json.h"
+#include "sp_input.h"
 
 #define MAX_REPS    64
 #define MAX_THREADS 256
@@ -321,10 +322,10 @@ static cm_status rank_plan(const sp_example_opts *eo, const sp_profile *prof, ui
     if (st == CM_OK && doc.oom) {
         st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    sp_cost_input in;
+    sp_input in;
     memset(&in, 0, sizeof in);
     if (st == CM_OK) {
-        st = sp_cost_input_parse(doc.data, doc.len, &in, err);
+        st = sp_input_read(doc.data, doc.len, NULL, &in, err);
     }
     cm_buf_fini(&doc);
     if (st == CM_OK) {
@@ -357,7 +358,7 @@ static cm_status rank_plan(const sp_example_opts *eo, const sp_profile *prof, ui
     }
     ex_tensors_free(args, n_args);
     ex_tensors_free(res, n_res);
-    sp_cost_input_fini(&in);
+    sp_input_fini(&in);
     return st;
 }
 

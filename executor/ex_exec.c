@@ -33,6 +33,9 @@
 #include "sp_pipeline.h"
 #include "sp_prop.h"
 #include "sp_reshard.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
+#include "sp_input.h"
 
 /* Most CPUs workers are pinned to (ex_exec_opts.affinity); the rest of a
  * larger machine goes unused by a pinned run. */
@@ -5159,17 +5162,17 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
     }
     cm_error err;
     cm_error_clear(&err);
-    sp_cost_input part, ref;
+    sp_input part, ref;
     memset(&ref, 0, sizeof ref);
-    if (sp_cost_input_load(file, &part, &err) != CM_OK ||
-        sp_cost_input_load(file, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
+    if (sp_input_load(file, NULL, &part, &err) != CM_OK ||
+        sp_input_load(file, NULL, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
         fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
                 err.path[0] != '\0' ? " at " : "", err.path, err.msg);
         if (part.m != NULL) {
-            sp_cost_input_fini(&part);
+            sp_input_fini(&part);
         }
         if (ref.m != NULL) {
-            sp_cost_input_fini(&ref);
+            sp_input_fini(&ref);
         }
         return 1;
     }
@@ -5236,7 +5239,7 @@ int ex_run_main(int argc, char **argv, FILE *out, FILE *errs)
     sp_cost_destroy(cost);
     cm_free(op_s);
     cm_free(ts);
-    sp_cost_input_fini(&part);
-    sp_cost_input_fini(&ref);
+    sp_input_fini(&part);
+    sp_input_fini(&ref);
     return rc;
 }

@@ -6,12 +6,15 @@
 #include <string.h>
 
 #include "ex_exec.h"
+#include "sp_input.h"
 
-sp_cost *ex_timing_cost(const sp_cost_input *part)
+sp_cost *ex_timing_cost(const sp_input *part)
 {
     sp_cost_opts co;
     sp_cost_opts_init(&co);
-    co.graph = part->g;
+    if (part->g != NULL) {
+        co.value_names = sp_graph_value_names(part->g, &co.n_value_names);
+    }
     co.custom = part->g != NULL ? sp_graph_custom_rules(part->g) : NULL;
     co.per_op = true;
     sp_cost *c = NULL;

@@ -16,6 +16,7 @@
 #include "sp_cost.h"
 #include "sp_graph_json.h"
 #include "sp_ir.h"
+#include "sp_input.h"
 
 /* Timers are kept up to this many (devices x ops) entries (128 MiB of
  * doubles); beyond, a run records none. */
@@ -36,7 +37,7 @@ typedef struct ex_timing {
 /* The cost of a partitioned input with per-op figures (its graph's names
  * and custom rules when it came as a graph document), or NULL when the
  * cost model refuses it (times are then shown without predictions). */
-sp_cost *ex_timing_cost(const sp_cost_input *part);
+sp_cost *ex_timing_cost(const sp_input *part);
 
 /* Zeroed per-op timers for devices workers (0: the module's mesh size) over
  * m's ops, or NULL when they would pass EX_TIMING_MAX entries or memory is

@@ -19,6 +19,7 @@
 #include "sp_graph_json.h"
 #include "ex_timing_int.h"
 #include "sp_ir.h"
+#include "sp_input.h"
 
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -112,7 +113,7 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
     }
     cm_error err;
     cm_error_clear(&err);
-    sp_cost_input part, ref;
+    sp_input part, ref;
     memset(&part, 0, sizeof part);
     memset(&ref, 0, sizeof ref);
     double *ts = NULL, *op_s = NULL;
@@ -127,9 +128,9 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
         goto out;
     }
     /* two independent modules: the partitioned program and the reference */
-    cm_status st = sp_cost_input_parse(text, len, &part, &err);
+    cm_status st = sp_input_read(text, len, NULL, &part, &err);
     if (st == CM_OK) {
-        st = sp_cost_input_parse(text, len, &ref, &err);
+        st = sp_input_read(text, len, NULL, &ref, &err);
     }
     if (st != CM_OK || ex_partition(part.m, &err) != CM_OK) {
         goto out;
@@ -222,10 +223,10 @@ out:
     cm_free(ts);
     cm_free(text);
     if (part.m != NULL) {
-        sp_cost_input_fini(&part);
+        sp_input_fini(&part);
     }
     if (ref.m != NULL) {
-        sp_cost_input_fini(&ref);
+        sp_input_fini(&ref);
     }
     return rc;
 }

@@ -25,6 +25,7 @@
 #include "srv_int.h"
 #include "srv_json.h"
 #include "srv_web.h"
+#include "sp_mlir.h"
 
 /* ---- errors ------------------------------------------------------------------------------ */
 

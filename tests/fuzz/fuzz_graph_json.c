@@ -13,6 +13,7 @@
 #include "cm.h"
 #include "sp_graph_json.h"
 #include "sp_ir.h"
+#include "sp_mlir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,6 +11,7 @@
 
 #include "cm.h"
 #include "sp_ir.h"
+#include "sp_mlir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

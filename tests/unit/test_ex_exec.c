@@ -25,6 +25,8 @@
 #include "sp_cost.h"
 #include "sp_example.h"
 #include "sp_ir.h"
+#include "sp_mlir.h"
+#include "sp_input.h"
 
 /* Checks text (partitioned by ex_check_text) against its reference. */
 static void assert_matches(const char *text, uint32_t devices)
@@ -233,10 +235,10 @@ static void check_transformer(sp_example_strategy strategy, bool train)
     assert_true(write(fd, doc.data, doc.len) == (ssize_t)doc.len);
     assert_int_equal(close(fd), 0);
     cm_buf_fini(&doc);
-    sp_cost_input part, ref;
-    cm_status st = sp_cost_input_load(path, &part, &err);
+    sp_input part, ref;
+    cm_status st = sp_input_load(path, NULL, &part, &err);
     assert_int_equal(st, CM_OK);
-    st = sp_cost_input_load(path, &ref, &err);
+    st = sp_input_load(path, NULL, &ref, &err);
     unlink(path);
     assert_int_equal(st, CM_OK);
     st = ex_partition(part.m, &err);
@@ -245,8 +247,8 @@ static void check_transformer(sp_example_strategy strategy, bool train)
     if (st == CM_OK) {
         st = ex_check_modules(part.m, ref.m, &o, &r, &err);
     }
-    sp_cost_input_fini(&part);
-    sp_cost_input_fini(&ref);
+    sp_input_fini(&part);
+    sp_input_fini(&ref);
     if (st != CM_OK) {
         fail_msg("%s at %s: %s", cm_status_name(err.code), err.path, err.msg);
     }

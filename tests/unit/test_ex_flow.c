@@ -27,6 +27,8 @@
 #include "sp_ops.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
 
 #define MESH "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
 #define SH(dims) "{sdy.sharding = #sdy.sharding<@mesh, " dims ">}"

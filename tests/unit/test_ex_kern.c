@@ -20,6 +20,7 @@
 #include "cm.h"
 #include "ex_exec.h"
 #include "ex_kern_int.h"
+#include "sp_mlir.h"
 
 /* A deterministic pseudo-random float in [-1, 1). */
 static float frand(uint32_t *s)

@@ -31,6 +31,7 @@
 #include "ex_exec.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
+#include "sp_mlir.h"
 
 #define MAX_OPS 32
 

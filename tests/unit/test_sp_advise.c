@@ -22,6 +22,7 @@
 #include "sp_example.h"
 #include "sp_graph_json.h"
 #include "sp_pipeline.h"
+#include "sp_diag.h"
 
 static sp_advise *lint_opts(const char *text, const sp_advise_opts *o)
 {
@@ -700,7 +701,9 @@ static void test_sp_sweep_run_matches_cost_of_graph(void **state)
     sp_cost_opts co;
     sp_cost_opts_init(&co);
     co.mode = SP_COST_IMPLIED;
-    co.graph = g;
+    if (g != NULL) {
+        co.value_names = sp_graph_value_names(g, &co.n_value_names);
+    }
     sp_cost *c = NULL;
     assert_int_equal(sp_cost_compute(sp_graph_module(g), &co, &c, &err), CM_OK);
     const sp_cost_summary *s = sp_cost_get_summary(c);

@@ -18,6 +18,7 @@
 #include "sp_collectives.h"
 #include "sp_ir.h"
 #include "sp_shard.h"
+#include "sp_mlir.h"
 
 #define N_OF(x) (sizeof(x) / sizeof((x)[0]))
 

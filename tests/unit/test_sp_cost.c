@@ -27,6 +27,9 @@
 #include "sp_plan_json.h"
 #include "sp_profile_json.h"
 #include "sp_reshard.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
+#include "sp_input.h"
 
 #define KIB 1024.0
 
@@ -43,8 +46,8 @@ static sp_module *planned_mlir(const char *path)
 {
     cm_error err;
     cm_error_clear(&err);
-    sp_cost_input in;
-    cm_status st = sp_cost_input_load(path, &in, &err);
+    sp_input in;
+    cm_status st = sp_input_load(path, NULL, &in, &err);
     if (st != CM_OK) {
         fprintf(stderr, "%s: %s %s\n", path, err.path, err.msg);
     }
@@ -198,7 +201,9 @@ static sp_cost *transformer_cost(sp_example_strategy strategy, sp_graph **g_out)
     sp_diags_fini(&d);
     sp_cost_opts o;
     sp_cost_opts_init(&o);
-    o.graph = g;
+    if (g != NULL) {
+        o.value_names = sp_graph_value_names(g, &o.n_value_names);
+    }
     *g_out = g;
     return cost_of(sp_graph_module(g), &o);
 }

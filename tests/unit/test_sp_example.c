@@ -20,6 +20,8 @@
 #include "sp_graph_json.h"
 #include "sp_ir.h"
 #include "sp_plan_json.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
 
 /* Sizes that all differ (batch 2, seq 6, heads 4, head dim 12, d_model 48,
  * mlp 192), so a transposed dimension cannot type-check by accident. */

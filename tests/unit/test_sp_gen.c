@@ -18,6 +18,8 @@
 #include "sp_ops.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
 
 /* Small sizes, all distinct, so dim 0 == batch identifies activations. */
 static void small_opts(sp_gen_opts *o)

@@ -19,6 +19,7 @@
 #include "sp_ir.h"
 #include "sp_ops.h"
 #include "sp_shard.h"
+#include "sp_mlir.h"
 
 #define MESH "\"meshes\": [{\"name\": \"mesh\", \"axes\": [[\"data\", 2], [\"model\", 4]]}]"
 

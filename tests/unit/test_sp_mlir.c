@@ -16,6 +16,7 @@
 #include "cm.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
+#include "sp_mlir.h"
 
 #define N_OF(x) (sizeof(x) / sizeof((x)[0]))
 

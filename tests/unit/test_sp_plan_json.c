@@ -20,6 +20,7 @@
 #include "sp_graph_json.h"
 #include "sp_ir.h"
 #include "sp_plan_json.h"
+#include "sp_mlir.h"
 
 #define MESH "\"meshes\": [{\"name\": \"mesh\", \"axes\": [[\"data\", 2], [\"model\", 4]]}]"
 

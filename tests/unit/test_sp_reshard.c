@@ -15,6 +15,7 @@
 #include "cm.h"
 #include "sp_ir.h"
 #include "sp_reshard.h"
+#include "sp_mlir.h"
 
 static const char DOT_REDUCE_SCATTER[] =
     "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"

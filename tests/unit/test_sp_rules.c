@@ -18,6 +18,8 @@
 #include "sp_ops.h"
 #include "sp_rules.h"
 #include "sp_shard.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
 
 static sp_module *read_module(const char *text)
 {

@@ -22,6 +22,7 @@
 #include "sp_gen.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
+#include "sp_mlir.h"
 
 #define SMALL                                                                                      \
     "sdy.mesh @mesh = <[\"data\"=2, \"model\"=4]>\n"                                               \

@@ -1,0 +1,679 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * cmd: `shardplan opt`, the sdy_opt-compatible driver. It accepts the
+ * spellings of MLIR's opt tools (one or two dashes, `-pass='k=v k2=v2'`),
+ * splits input at `// -----` lines, runs the passes in order, matches
+ * `expected-*` comments with -verify-diagnostics, and prints each module. */
+#include "cmd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm.h"
+#include "sp_collectives.h"
+#include "sp_ir.h"
+#include "sp_pipeline.h"
+#include "sp_prop.h"
+#include "sp_reshard.h"
+#include "sp_rules.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
+
+#define MAX_PASSES 32
+#define MAX_OPTS   16
+
+typedef struct pass_opt {
+    char key[64];
+    char value[128];
+} pass_opt;
+
+typedef struct pass_inv {
+    const char *name; /* without dashes */
+    pass_opt opts[MAX_OPTS];
+    int n_opts;
+    bool timing; /* -mlir-timing */
+} pass_inv;
+
+typedef cm_status (*pass_fn)(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err);
+
+static const char *opt_value(const pass_inv *inv, const char *key)
+{
+    for (int i = 0; i < inv->n_opts; i++) {
+        if (strcmp(inv->opts[i].key, key) == 0) {
+            return inv->opts[i].value;
+        }
+    }
+    return NULL;
+}
+
+static bool opt_bool(const pass_inv *inv, const char *key)
+{
+    const char *v = opt_value(inv, key);
+    return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || v[0] == '\0');
+}
+
+static cm_status run_populate(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    sp_rule_opts o = {opt_bool(inv, "conservative-propagation"), NULL};
+    return sp_pass_populate_rules(m, &o, d, err);
+}
+
+static cm_status run_propagate(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err,
+                               sp_prop_level level)
+{
+    sp_prop_opts o;
+    sp_prop_opts_init(&o, level);
+    o.conservative = opt_bool(inv, "conservative-propagation");
+    o.keep_sharding_rules = opt_bool(inv, "keep-sharding-rules");
+    o.debug_sharding_origins = opt_bool(inv, "debug-sharding-origins");
+    o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding");
+    const char *strat = opt_value(inv, "propagation-strategy");
+    if (strat != NULL && strcmp(strat, "basic") == 0) {
+        o.aggressive_strategy = false;
+    }
+    const char *rop = opt_value(inv, "run-op-priority-propagation");
+    if (rop != NULL && strcmp(rop, "false") == 0) {
+        o.run_op_priority = false;
+    }
+    return sp_propagate(m, &o, d, err);
+}
+
+static cm_status run_basic(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    return run_propagate(m, inv, d, err, SP_PROP_BASIC);
+}
+
+static cm_status run_aggressive(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    return run_propagate(m, inv, d, err, SP_PROP_AGGRESSIVE);
+}
+
+static cm_status run_op_priority(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    return run_propagate(m, inv, d, err, SP_PROP_OP_PRIORITY);
+}
+
+static cm_status run_user_priority(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    return run_propagate(m, inv, d, err, SP_PROP_USER_PRIORITY);
+}
+
+static cm_status run_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    sp_prop_opts o;
+    sp_prop_opts_init(&o, SP_PROP_USER_PRIORITY);
+    o.conservative = opt_bool(inv, "conservative-propagation");
+    o.keep_sharding_rules = opt_bool(inv, "keep-sharding-rules");
+    o.debug_sharding_origins = opt_bool(inv, "debug-sharding-origins");
+    o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding") ||
+                                   opt_bool(inv, "debug-propagation-edge-sharding");
+    o.timing = inv->timing;
+    return sp_pass_propagation_pipeline(m, &o, d, err);
+}
+
+#define SIMPLE_PASS(fn, call)                                                                      \
+    static cm_status fn(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)             \
+    {                                                                                              \
+        (void)inv;                                                                                 \
+        (void)d;                                                                                   \
+        return call;                                                                               \
+    }
+SIMPLE_PASS(run_lift, sp_pass_lift_inlined_meshes(m, err))
+SIMPLE_PASS(run_apply_constraints, sp_pass_apply_sharding_constraints(m, err))
+SIMPLE_PASS(run_splitter, sp_pass_constant_splitter(m, err))
+SIMPLE_PASS(run_group_import, sp_pass_sharding_group_import(m, d, err))
+SIMPLE_PASS(run_remove_groups, sp_pass_remove_sharding_groups(m, err))
+SIMPLE_PASS(run_merger, sp_pass_constant_merger(m, err))
+SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
+SIMPLE_PASS(run_close, sp_pass_close_shardings(m, err))
+SIMPLE_PASS(run_drop_rules, sp_pass_drop_sharding_rules(m, err))
+
+static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                       cm_error *err)
+{
+    const char *v = opt_value(inv, "enable-full-version");
+    sp_reshard_opts o = {v == NULL || opt_bool(inv, "enable-full-version")};
+    return sp_pass_insert_explicit_reshards(m, &o, d, err);
+}
+
+static cm_status run_reshard_to_collectives(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                            cm_error *err)
+{
+    (void)d;
+    return sp_pass_reshard_to_collectives(m, opt_bool(inv, "keep-redundant-reshards"), err);
+}
+SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
+
+typedef struct pass_def {
+    const char *name;
+    pass_fn fn;
+    const char *const *options; /* allowed option keys */
+} pass_def;
+
+static const char *const populate_opts[] = {"conservative-propagation", NULL};
+
+static const char *const basic_opts[] = {"keep-sharding-rules", "module-dump-directory",
+                                         "conservative-propagation", "debug-sharding-origins",
+                                         "debug-edge-source-sharding", NULL};
+static const char *const aggressive_opts[] = {
+    "keep-sharding-rules",        "module-dump-directory", "conservative-propagation",
+    "debug-sharding-origins",     "debug-edge-source-sharding", "propagation-strategy", NULL};
+static const char *const priority_opts[] = {"keep-sharding-rules",
+                                            "module-dump-directory",
+                                            "conservative-propagation",
+                                            "debug-sharding-origins",
+                                            "debug-edge-source-sharding",
+                                            "propagation-strategy",
+                                            "run-op-priority-propagation",
+                                            NULL};
+
+static const char *const pipeline_opts[] = {"keep-sharding-rules",
+                                            "module-dump-directory",
+                                            "conservative-propagation",
+                                            "debug-sharding-origins",
+                                            "debug-edge-source-sharding",
+                                            "debug-propagation-edge-sharding",
+                                            "skip-inline",
+                                            NULL};
+
+static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL};
+
+static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
+
+static const pass_def passes[] = {
+    {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
+    {"sdy-basic-propagate", run_basic, basic_opts},
+    {"sdy-aggressive-propagate", run_aggressive, aggressive_opts},
+    {"sdy-op-priority-propagate", run_op_priority, priority_opts},
+    {"sdy-user-priority-propagate", run_user_priority, priority_opts},
+    {"sdy-propagation-pipeline", run_pipeline, pipeline_opts},
+    {"sdy-lift-inlined-meshes", run_lift, NULL},
+    {"sdy-apply-sharding-constraints", run_apply_constraints, NULL},
+    {"sdy-constant-or-scalar-splitter", run_splitter, NULL},
+    {"sdy-sharding-group-import", run_group_import, NULL},
+    {"sdy-remove-sharding-groups", run_remove_groups, NULL},
+    {"sdy-constant-or-scalar-merger", run_merger, NULL},
+    {"sdy-update-non-divisible-input-output-shardings", run_non_divisible, NULL},
+    {"sdy-close-shardings", run_close, NULL},
+    {"sdy-drop-sharding-rules", run_drop_rules, NULL},
+    {"sdy-insert-explicit-reshards", run_explicit_reshards, explicit_reshards_opts},
+    {"sdy-reshard-to-collectives", run_reshard_to_collectives, reshard_to_collectives_opts},
+    {"shardplan-annotate-device-groups", run_device_groups, NULL},
+};
+
+static const pass_def *find_pass(const char *name)
+{
+    for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
+        if (strcmp(passes[i].name, name) == 0) {
+            return &passes[i];
+        }
+    }
+    return NULL;
+}
+
+/* Parses "k=v k2=v2" (optionally wrapped in quotes or braces). */
+static bool parse_pass_opts(const char *s, pass_inv *inv, FILE *errs)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *p = buf;
+    size_t n = strlen(p);
+    while (n > 0 && (p[n - 1] == '\'' || p[n - 1] == '"' || p[n - 1] == '}')) {
+        p[--n] = '\0';
+    }
+    while (*p == '\'' || *p == '"' || *p == '{') {
+        p++;
+    }
+    char *save = NULL;
+    for (char *tok = strtok_r(p, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
+        if (inv->n_opts >= MAX_OPTS) {
+            fprintf(errs, "shardplan opt: too many options for -%s\n", inv->name);
+            return false;
+        }
+        char *eq = strchr(tok, '=');
+        pass_opt *o = &inv->opts[inv->n_opts++];
+        if (eq != NULL) {
+            *eq = '\0';
+            snprintf(o->value, sizeof o->value, "%s", eq + 1);
+        } else {
+            o->value[0] = '\0';
+        }
+        snprintf(o->key, sizeof o->key, "%s", tok);
+    }
+    return true;
+}
+
+/* ---- expected diagnostics -------------------------------------------------------- */
+
+typedef struct expect {
+    sp_diag_sev sev;
+    uint32_t line;
+    char msg[512];
+    bool matched;
+} expect;
+
+typedef struct expects {
+    expect *v;
+    uint32_t n, cap;
+} expects;
+
+static const char *sev_name(sp_diag_sev s)
+{
+    switch (s) {
+    case SP_DIAG_ERROR:
+        return "error";
+    case SP_DIAG_WARNING:
+        return "warning";
+    case SP_DIAG_REMARK:
+        return "remark";
+    case SP_DIAG_NOTE:
+        return "note";
+    }
+    return "error";
+}
+
+/* Scans `// expected-error @+1 {{msg}}` comments in text (first line = line_base + 1). */
+static bool collect_expects(const char *text, size_t len, uint32_t line_base, expects *out)
+{
+    uint32_t line = line_base + 1;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL) {
+            eol = end;
+        }
+        const char *e = p;
+        static const char *const kinds[4] = {"expected-error", "expected-warning",
+                                             "expected-remark", "expected-note"};
+        while (e < eol) {
+            const char *hit = NULL;
+            int kind = -1;
+            for (int k = 0; k < 4; k++) {
+                size_t kl = strlen(kinds[k]);
+                for (const char *q = e; q + kl <= eol; q++) {
+                    if (memcmp(q, kinds[k], kl) == 0 && (hit == NULL || q < hit)) {
+                        hit = q;
+                        kind = k;
+                    }
+                }
+            }
+            if (hit == NULL) {
+                break;
+            }
+            const char *q = hit + strlen(kinds[kind]);
+            int32_t target = (int32_t)line;
+            while (q < eol && *q == ' ') {
+                q++;
+            }
+            if (q < eol && *q == '@') {
+                q++;
+                if (q + 5 <= eol && memcmp(q, "above", 5) == 0) {
+                    target--;
+                    q += 5;
+                } else if (q + 5 <= eol && memcmp(q, "below", 5) == 0) {
+                    target++;
+                    q += 5;
+                } else {
+                    int sign = *q == '-' ? -1 : 1;
+                    if (*q == '+' || *q == '-') {
+                        q++;
+                    }
+                    int v = 0;
+                    while (q < eol && *q >= '0' && *q <= '9') {
+                        v = v * 10 + (*q - '0');
+                        q++;
+                    }
+                    target += sign * v;
+                }
+            }
+            const char *o = strstr(q, "{{");
+            if (o == NULL || o >= eol) {
+                e = q;
+                continue;
+            }
+            const char *c = o + 2;
+            const char *close = NULL;
+            for (const char *r = c; r + 1 < eol; r++) {
+                if (r[0] == '}' && r[1] == '}') {
+                    close = r;
+                    break;
+                }
+            }
+            if (close == NULL) {
+                e = q;
+                continue;
+            }
+            if (out->n == out->cap) {
+                uint32_t cap = out->cap < 8 ? 8 : out->cap * 2;
+                expect *nv = cm_realloc(out->v, sizeof(expect) * cap);
+                if (nv == NULL) {
+                    return false;
+                }
+                out->v = nv;
+                out->cap = cap;
+            }
+            expect *x = &out->v[out->n++];
+            x->sev = (sp_diag_sev)kind;
+            x->line = target > 0 ? (uint32_t)target : 0;
+            x->matched = false;
+            size_t ml = (size_t)(close - c);
+            if (ml >= sizeof x->msg) {
+                ml = sizeof x->msg - 1;
+            }
+            memcpy(x->msg, c, ml);
+            x->msg[ml] = '\0';
+            e = close + 2;
+        }
+        line++;
+        p = eol + 1;
+    }
+    return true;
+}
+
+/* Matches diagnostics against expectations; reports mismatches. Returns true if all match. */
+static bool verify(const char *file, const sp_diags *d, expects *ex, FILE *errs)
+{
+    bool ok = true;
+    for (uint32_t i = 0; i < d->n; i++) {
+        const sp_diag *g = &d->items[i];
+        bool found = false;
+        for (uint32_t k = 0; k < ex->n && !found; k++) {
+            expect *x = &ex->v[k];
+            if (!x->matched && x->sev == g->sev && x->line == g->line &&
+                strstr(g->msg, x->msg) != NULL) {
+                x->matched = true;
+                found = true;
+            }
+        }
+        if (!found) {
+            fprintf(errs, "%s:%u:%u: error: unexpected %s: %s\n", file, g->line, g->col,
+                    sev_name(g->sev), g->msg);
+            ok = false;
+        }
+    }
+    for (uint32_t k = 0; k < ex->n; k++) {
+        if (!ex->v[k].matched) {
+            fprintf(errs, "%s:%u: error: expected %s \"%s\" was not produced\n", file,
+                    ex->v[k].line, sev_name(ex->v[k].sev), ex->v[k].msg);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* ---- driver ------------------------------------------------------------------------ */
+
+static bool is_split_line(const char *p, const char *eol)
+{
+    while (p < eol && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+    if (eol - p < 2 || p[0] != '/' || p[1] != '/') {
+        return false;
+    }
+    p += 2;
+    while (p < eol && *p == ' ') {
+        p++;
+    }
+    return eol - p >= 5 && memcmp(p, "-----", 5) == 0;
+}
+
+typedef struct run_cfg {
+    const char *file;
+    pass_inv inv[MAX_PASSES];
+    int n_inv;
+    bool verify;
+    sp_print_opts print;
+    FILE *out, *errs;
+} run_cfg;
+
+/* Processes one chunk; returns false on failure. */
+static bool run_chunk(const run_cfg *cfg, const char *text, size_t len, uint32_t line_base,
+                      bool *printed)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    sp_diags diags;
+    sp_diags_init(&diags);
+    expects ex = {NULL, 0, 0};
+    bool ok = true;
+    if (cfg->verify && !collect_expects(text, len, line_base, &ex)) {
+        fprintf(cfg->errs, "shardplan opt: out of memory\n");
+        return false;
+    }
+    sp_module *m = NULL;
+    cm_status st = sp_mlir_read(text, len, line_base, &m, &err);
+    bool failed = false;
+    if (st != CM_OK) {
+        uint32_t l = 0, c = 0;
+        sscanf(err.path, "%u:%u", &l, &c);
+        if (cfg->verify) {
+            sp_diag g = {SP_DIAG_ERROR, SP_NONE, l, c, err.msg};
+            sp_diags one = {&g, 1, 1, false};
+            ok = verify(cfg->file, &one, &ex, cfg->errs);
+        } else {
+            fprintf(cfg->errs, "%s:%s: error: %s\n", cfg->file, err.path, err.msg);
+            ok = false;
+        }
+        cm_free(ex.v);
+        return ok;
+    }
+    if (sp_module_verify(m, &diags) != CM_OK) {
+        failed = true;
+    }
+    for (int i = 0; i < cfg->n_inv && !failed; i++) {
+        const pass_def *pd = find_pass(cfg->inv[i].name);
+        cm_error_clear(&err);
+        uint32_t n_before = diags.n;
+        st = pd->fn(m, &cfg->inv[i], &diags, &err);
+        bool reported = false;
+        for (uint32_t k = n_before; k < diags.n; k++) {
+            reported = reported || diags.items[k].sev == SP_DIAG_ERROR;
+        }
+        if (st != CM_OK) {
+            if (!reported && (err.path[0] != '\0' || err.msg[0] != '\0')) {
+                uint32_t l = 0, c = 0;
+                sscanf(err.path, "%u:%u", &l, &c);
+                sp_diags_add(&diags, NULL, SP_NONE, SP_DIAG_ERROR, "%s", err.msg);
+                diags.items[diags.n - 1].line = l;
+                diags.items[diags.n - 1].col = c;
+            }
+            failed = true;
+        }
+        for (uint32_t k = 0; k < diags.n; k++) {
+            if (diags.items[k].sev == SP_DIAG_ERROR) {
+                failed = true;
+            }
+        }
+    }
+    if (cfg->verify) {
+        ok = verify(cfg->file, &diags, &ex, cfg->errs);
+    } else {
+        for (uint32_t k = 0; k < diags.n; k++) {
+            const sp_diag *g = &diags.items[k];
+            fprintf(cfg->errs, "%s:%u:%u: %s: %s\n", cfg->file, g->line, g->col, sev_name(g->sev),
+                    g->msg);
+        }
+        ok = !failed;
+    }
+    if (!failed) {
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_mlir_print(m, &cfg->print, &b);
+        if (b.oom) {
+            fprintf(cfg->errs, "shardplan opt: out of memory while printing\n");
+            ok = false;
+        } else {
+            if (*printed) {
+                fputs("// -----\n", cfg->out);
+            }
+            fwrite(b.data, 1, b.len, cfg->out);
+            *printed = true;
+        }
+        cm_buf_fini(&b);
+    }
+    sp_module_destroy(m);
+    sp_diags_fini(&diags);
+    cm_free(ex.v);
+    return ok;
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: shardplan opt FILE|- [options] [passes]\n"
+          "options:\n"
+          "  -split-input-file        process each `// -----` chunk separately\n"
+          "  -verify-diagnostics      match diagnostics with expected-* comments\n"
+          "  -mlir-print-op-generic   print every op in the generic form\n"
+          "  -mlir-print-debuginfo    print op locations\n"
+          "  -mlir-timing             print the time of each pipeline step to stderr\n"
+          "  -o FILE                  write output to FILE\n"
+          "passes:\n",
+          f);
+    for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
+        fprintf(f, "  -%s", passes[i].name);
+        for (const char *const *o = passes[i].options; o != NULL && *o != NULL; o++) {
+            fprintf(f, "%s%s=...", o == passes[i].options ? "='" : " ", *o);
+        }
+        fputs(passes[i].options != NULL && passes[i].options[0] != NULL ? "'\n" : "\n", f);
+    }
+}
+
+int cmd_opt(int argc, char **argv, FILE *out, FILE *errs)
+{
+    run_cfg *cfg = cm_calloc(1, sizeof *cfg);
+    if (cfg == NULL) {
+        fputs("shardplan opt: out of memory\n", errs);
+        return 1;
+    }
+    cfg->out = out;
+    cfg->errs = errs;
+    bool split = false, timing = false;
+    const char *file = NULL, *outfile = NULL;
+    int rc = 1;
+    FILE *of = NULL;
+    char *text = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || a[1] == '\0') {
+            if (file != NULL) {
+                fprintf(errs, "shardplan opt: more than one input file\n");
+                goto out;
+            }
+            file = a;
+            continue;
+        }
+        const char *name = a + 1;
+        if (*name == '-') {
+            name++;
+        }
+        if (strcmp(name, "split-input-file") == 0) {
+            split = true;
+        } else if (strcmp(name, "verify-diagnostics") == 0) {
+            cfg->verify = true;
+        } else if (strcmp(name, "mlir-print-op-generic") == 0) {
+            cfg->print.generic = true;
+        } else if (strcmp(name, "mlir-print-debuginfo") == 0) {
+            cfg->print.debug_info = true;
+        } else if (strcmp(name, "mlir-timing") == 0) {
+            timing = true;
+        } else if (strcmp(name, "allow-unregistered-dialect") == 0 ||
+                   strcmp(name, "mlir-print-local-scope") == 0) {
+            /* accepted for compatibility: unknown ops are always kept */
+        } else if (strcmp(name, "o") == 0 && i + 1 < argc) {
+            outfile = argv[++i];
+        } else if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
+            usage(out);
+            rc = 0;
+            goto out;
+        } else {
+            char pname[128];
+            snprintf(pname, sizeof pname, "%s", name);
+            char *eq = strchr(pname, '=');
+            const char *opts = NULL;
+            if (eq != NULL) {
+                *eq = '\0';
+                opts = name + (eq - pname) + 1;
+            }
+            const pass_def *pd = find_pass(pname);
+            if (pd == NULL) {
+                fprintf(errs, "shardplan opt: unknown option or pass '%s'\n", a);
+                usage(errs);
+                goto out;
+            }
+            if (cfg->n_inv >= MAX_PASSES) {
+                fprintf(errs, "shardplan opt: too many passes\n");
+                goto out;
+            }
+            pass_inv *inv = &cfg->inv[cfg->n_inv++];
+            inv->name = pd->name;
+            if (opts != NULL && !parse_pass_opts(opts, inv, errs)) {
+                goto out;
+            }
+            for (int k = 0; k < inv->n_opts; k++) {
+                bool known = false;
+                for (const char *const *o = pd->options; o != NULL && *o != NULL; o++) {
+                    known = known || strcmp(*o, inv->opts[k].key) == 0;
+                }
+                if (!known) {
+                    fprintf(errs, "shardplan opt: -%s has no option '%s'\n", pd->name,
+                            inv->opts[k].key);
+                    goto out;
+                }
+            }
+        }
+    }
+    for (int i = 0; i < cfg->n_inv; i++) {
+        cfg->inv[i].timing = timing;
+    }
+    if (file == NULL) {
+        file = "-";
+    }
+    cfg->file = strcmp(file, "-") == 0 ? "<stdin>" : file;
+    size_t len;
+    cm_error err;
+    cm_error_clear(&err);
+    if (cm_file_read(file, &text, &len, &err) != CM_OK) {
+        fprintf(errs, "shardplan opt: %s\n", err.msg);
+        goto out;
+    }
+    if (outfile != NULL) {
+        of = fopen(outfile, "w");
+        if (of == NULL) {
+            fprintf(errs, "shardplan opt: cannot write %s\n", outfile);
+            goto out;
+        }
+        cfg->out = of;
+    }
+    bool ok = true, printed = false;
+    if (!split) {
+        ok = run_chunk(cfg, text, len, 0, &printed);
+    } else {
+        const char *p = text, *end = text + len, *chunk = text;
+        uint32_t line = 0, chunk_line = 0;
+        while (p <= end) {
+            const char *eol = memchr(p, '\n', (size_t)(end - p));
+            if (eol == NULL) {
+                eol = end;
+            }
+            if (is_split_line(p, eol) || eol == end) {
+                const char *stop = eol == end && !is_split_line(p, eol) ? end : p;
+                ok = run_chunk(cfg, chunk, (size_t)(stop - chunk), chunk_line, &printed) && ok;
+                chunk = eol + 1;
+                chunk_line = line + 1;
+            }
+            line++;
+            if (eol == end) {
+                break;
+            }
+            p = eol + 1;
+        }
+    }
+    rc = ok ? 0 : 1;
+out:
+    if (of != NULL) {
+        fclose(of);
+    }
+    cm_free(text);
+    cm_free(cfg);
+    return rc;
+}

@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: `shardplan sweep` (sp_advise.h, docs/advisor.md). The transformer
+ * template of sp_example over every 2-D factorisation data x model of a
+ * device count and every strategy: each variant is generated, decoded,
+ * propagated (-sdy-propagation-pipeline) and costed (implied mode) on its own
+ * module, on a pool of pthreads pulling job indices from an atomic counter.
+ * Work is reused: the graph document of a strategy is generated and decoded
+ * once and printed as MLIR; each variant is that text with its own mesh line
+ * (logical names resolve to axis names, not sizes), read by the MLIR reader,
+ * which is several times faster than the JSON decoder; the texts are kept for
+ * repeated jobs and the profile is shared read-only. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sp_advise.h"
+#include "sp_advise_int.h"
+#include "sp_example.h"
+#include "sp_graph_json.h"
+#include "sp_pipeline.h"
+#include "sp_profile_json.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
+
+static const char *const strat_names[] = {"dp", "fsdp", "tp", "dp+tp"};
+
+void sp_sweep_opts_init(sp_sweep_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->devices = 8;
+    o->layers = 4;
+    o->d_model = 1024;
+    o->heads = 8;
+    o->seq = 128;
+    o->batch = 8;
+    o->train = true;
+}
+
+typedef struct variant {
+    uint32_t strat; /* index into pool.tpl */
+    cm_buf text;    /* the module's MLIR with this variant's mesh, reused by repeats */
+    uint32_t row;   /* index in the result */
+} variant;
+
+/* One strategy's module: the template's graph decoded once and printed as
+ * MLIR; variants differ from it only in the mesh line. */
+typedef struct tmpl {
+    sp_example_opts eo;
+    cm_buf mlir;
+    size_t mesh_at, mesh_len; /* the `<[...]>` of `sdy.mesh @mesh = ` in mlir */
+    char error[CM_ERROR_PATH_LEN + CM_ERROR_MSG_LEN + 4];
+} tmpl;
+
+typedef struct pool {
+    tmpl *tpl;
+    uint32_t n_tpl;
+    variant *v;
+    uint32_t n_v;
+    uint32_t n_jobs; /* n_v * repeat */
+    atomic_uint next;
+    const sp_profile *profile;
+    sp_sweep_row *rows;
+    atomic_uint n_ops;
+    bool generate; /* phase 1: generate texts; phase 2: plan and cost */
+} pool;
+
+/* Phase 1: a strategy's graph document, decoded and printed as MLIR (the
+ * JSON decode is the dearest step and does not depend on axis sizes: logical
+ * names resolve to axis names). */
+static void gen_template(tmpl *t)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    cm_buf json;
+    cm_buf_init(&json);
+    sp_graph *g = NULL;
+    if (sp_example_graph_json(&t->eo, &json, &err) == CM_OK &&
+        sp_graph_decode(json.data, json.len, NULL, &g, &err) == CM_OK) {
+        sp_print_opts po = {false, false};
+        sp_mlir_print(sp_graph_module(g), &po, &t->mlir);
+        const char *key = "sdy.mesh @mesh = ";
+        const char *at = t->mlir.oom ? NULL : strstr(t->mlir.data, key);
+        const char *end = at != NULL ? strchr(at, '\n') : NULL;
+        if (at == NULL || end == NULL) {
+            cm_error_set(&err, t->mlir.oom ? CM_ENOMEM : CM_EINTERNAL, NULL,
+                         "template module without its mesh");
+        } else {
+            t->mesh_at = (size_t)(at - t->mlir.data) + strlen(key);
+            t->mesh_len = (size_t)(end - t->mlir.data) - t->mesh_at;
+        }
+    }
+    if (err.code != CM_OK) {
+        snprintf(t->error, sizeof t->error, "%s%s%s", err.path, err.path[0] ? ": " : "", err.msg);
+        cm_buf_reset(&t->mlir);
+    }
+    sp_graph_destroy(g);
+    cm_buf_fini(&json);
+}
+
+/* Phase 2: plan and cost a variant; repeats (own == false) compute into a
+ * scratch row so that rows are written once. */
+static void run_variant(pool *p, variant *v, bool own)
+{
+    sp_sweep_row scratch;
+    sp_sweep_row *r = own ? &p->rows[v->row] : &scratch;
+    cm_error err;
+    cm_error_clear(&err);
+    if (v->text.len == 0) {
+        return; /* generation failed; the row says why */
+    }
+    r->ok = false;
+    sp_module *m = NULL;
+    sp_cost *c = NULL;
+    cm_status st = sp_mlir_read(v->text.data, v->text.len, 0, &m, &err);
+    if (st == CM_OK) {
+        sp_prop_opts po;
+        sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
+        po.keep_sharding_rules = true;
+        sp_diags d;
+        sp_diags_init(&d);
+        st = sp_pass_propagation_pipeline(m, &po, &d, &err);
+        sp_diags_fini(&d);
+    }
+    if (st == CM_OK) {
+        /* parameters and inputs are told apart by structure, as in the plan
+         * document; their sum, the peak and the time do not depend on it */
+        sp_cost_opts co;
+        sp_cost_opts_init(&co);
+        co.profile = p->profile;
+        co.mode = SP_COST_IMPLIED;
+        st = sp_cost_compute(m, &co, &c, &err);
+    }
+    if (st != CM_OK) {
+        snprintf(r->error, sizeof r->error, "%s%s%s", err.path, err.path[0] ? ": " : "", err.msg);
+    } else {
+        const sp_cost_summary *s = sp_cost_get_summary(c);
+        r->ok = true;
+        r->step_s = s->step_s;
+        r->peak_bytes = s->peak_bytes;
+        r->comm_bytes = s->comm_bytes;
+        r->flops = s->flops;
+        r->fits = s->fits;
+        r->capacity_bytes = s->capacity_bytes;
+        atomic_store(&p->n_ops, m->n_ops);
+    }
+    sp_cost_destroy(c);
+    sp_module_destroy(m);
+}
+
+static void *worker(void *arg)
+{
+    pool *p = arg;
+    for (;;) {
+        unsigned j = atomic_fetch_add(&p->next, 1u);
+        if (p->generate) {
+            if (j >= p->n_tpl) {
+                return NULL;
+            }
+            gen_template(&p->tpl[j]);
+            continue;
+        }
+        if (j >= p->n_jobs) {
+            return NULL;
+        }
+        run_variant(p, &p->v[j % p->n_v], j < p->n_v);
+    }
+}
+
+void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads)
+{
+    pthread_t th[64];
+    uint32_t started = 0;
+    for (uint32_t i = 1; i < n_threads && started < 64; i++) {
+        if (pthread_create(&th[started], NULL, fn, arg) == 0) {
+            started++;
+        }
+    }
+    fn(arg);
+    for (uint32_t i = 0; i < started; i++) {
+        pthread_join(th[i], NULL);
+    }
+}
+
+/* Runs worker on nt threads (the caller's included) until the jobs are done. */
+static void run_pool(pool *p, uint32_t nt)
+{
+    atomic_store(&p->next, 0u);
+    sp_advise_threads_run(worker, p, nt);
+}
+
+/* CPU seconds of the whole process (every thread). */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) {
+        return 0;
+    }
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int row_cmp(const void *pa, const void *pb)
+{
+    const sp_sweep_row *a = pa, *b = pb;
+    int ga = a->ok ? (a->fits ? 0 : 1) : 2, gb = b->ok ? (b->fits ? 0 : 1) : 2;
+    if (ga != gb) {
+        return ga < gb ? -1 : 1;
+    }
+    if (a->step_s != b->step_s) {
+        return a->step_s < b->step_s ? -1 : 1;
+    }
+    return a->peak_bytes < b->peak_bytes ? -1 : a->peak_bytes > b->peak_bytes ? 1 : 0;
+}
+
+cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (o->devices < 1 || o->devices > 65536) {
+        return cm_error_set(err, CM_EINVAL, "/devices", "must be in [1, 65536]");
+    }
+    uint32_t mask = o->strategies != 0 ? o->strategies & 15u : 15u;
+    if (mask == 0) {
+        return cm_error_set(err, CM_EINVAL, "/strategies", "no known strategy selected");
+    }
+    uint32_t n_fact = 0;
+    for (int64_t d = 1; d <= o->devices; d++) {
+        n_fact += o->devices % d == 0;
+    }
+    uint32_t n_strat = (uint32_t)__builtin_popcount(mask);
+    uint32_t n_v = n_fact * n_strat;
+    variant *v = cm_calloc(n_v, sizeof *v);
+    tmpl *tpl = cm_calloc(4, sizeof *tpl);
+    res->rows = cm_calloc(n_v, sizeof *res->rows);
+    if (v == NULL || tpl == NULL || res->rows == NULL) {
+        cm_free(v);
+        cm_free(tpl);
+        sp_sweep_result_fini(res);
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
+    }
+    uint32_t n_tpl = 0, tpl_of[4] = {0, 0, 0, 0};
+    for (int s = 0; s < 4; s++) {
+        if ((mask & (1u << s)) == 0) {
+            continue;
+        }
+        sp_example_opts *eo = &tpl[n_tpl].eo;
+        sp_example_opts_init(eo);
+        eo->model = SP_EXAMPLE_TRANSFORMER;
+        eo->strategy = (sp_example_strategy)s;
+        eo->layers = o->layers;
+        eo->d_model = o->d_model;
+        eo->heads = o->heads;
+        eo->seq = o->seq;
+        eo->batch = o->batch;
+        eo->train = o->train;
+        eo->n_axes = 2;
+        snprintf(eo->axis_names[0], sizeof eo->axis_names[0], "data");
+        snprintf(eo->axis_names[1], sizeof eo->axis_names[1], "model");
+        eo->axis_sizes[0] = 1; /* sizes are set per variant in the MLIR text */
+        eo->axis_sizes[1] = 1;
+        cm_buf_init(&tpl[n_tpl].mlir);
+        tpl_of[s] = n_tpl++;
+    }
+    uint32_t k = 0;
+    for (int64_t d = 1; d <= o->devices; d++) {
+        if (o->devices % d != 0) {
+            continue;
+        }
+        for (int s = 0; s < 4; s++) {
+            if ((mask & (1u << s)) == 0) {
+                continue;
+            }
+            cm_buf_init(&v[k].text);
+            v[k].strat = tpl_of[s];
+            v[k].row = k;
+            res->rows[k].data = d;
+            res->rows[k].model = o->devices / d;
+            res->rows[k].strategy = s;
+            k++;
+        }
+    }
+    sp_profile defp;
+    if (o->profile == NULL) {
+        sp_profile_default(&defp);
+    }
+    pool p;
+    memset(&p, 0, sizeof p);
+    p.tpl = tpl;
+    p.n_tpl = n_tpl;
+    p.v = v;
+    p.n_v = n_v;
+    p.n_jobs = o->jobs > 0 ? o->jobs : n_v;
+    atomic_init(&p.next, 0u);
+    atomic_init(&p.n_ops, 0u);
+    p.profile = o->profile != NULL ? o->profile : &defp;
+    snprintf(res->profile, sizeof res->profile, "%s", p.profile->name);
+    p.rows = res->rows;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t nt = o->threads > 0 ? o->threads : cores > 0 ? (uint32_t)cores : 1;
+    nt = nt > 64 ? 64 : nt;
+    /* phase 1 decodes one module per strategy (in parallel) and prints it;
+     * each variant's text is that module with its mesh line; phase 2 plans
+     * every job (cycling over the variants when o->jobs asks for more).
+     * Threads share only the counter; a row is written by its first job. */
+    double t0 = cm_now(), c0 = cpu_now();
+    p.generate = true;
+    run_pool(&p, nt < n_tpl ? nt : n_tpl);
+    bool oom = false;
+    for (uint32_t i = 0; i < n_v; i++) {
+        const tmpl *t = &tpl[v[i].strat];
+        sp_sweep_row *r = &res->rows[v[i].row];
+        if (t->mlir.len == 0) {
+            snprintf(r->error, sizeof r->error, "%s", t->error);
+            continue;
+        }
+        cm_buf_append(&v[i].text, t->mlir.data, t->mesh_at);
+        cm_buf_printf(&v[i].text, "<[\"data\"=%lld, \"model\"=%lld]>", (long long)r->data,
+                      (long long)r->model);
+        cm_buf_append(&v[i].text, t->mlir.data + t->mesh_at + t->mesh_len,
+                      t->mlir.len - t->mesh_at - t->mesh_len);
+        oom = oom || v[i].text.oom;
+    }
+    if (!oom) {
+        p.generate = false;
+        run_pool(&p, nt);
+    }
+    res->seconds = cm_now() - t0;
+    res->cpu_seconds = cpu_now() - c0;
+    res->n_jobs = p.n_jobs;
+    res->n_ops = atomic_load(&p.n_ops);
+    for (uint32_t i = 0; i < n_v; i++) {
+        cm_buf_fini(&v[i].text);
+    }
+    for (uint32_t i = 0; i < n_tpl; i++) {
+        cm_buf_fini(&tpl[i].mlir);
+    }
+    cm_free(v);
+    cm_free(tpl);
+    if (oom) {
+        sp_sweep_result_fini(res);
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
+    }
+    res->n_rows = n_v;
+    /* Pareto front over (peak_bytes, step_s): no other row is at least as good
+     * in both and better in one */
+    for (uint32_t i = 0; i < n_v; i++) {
+        sp_sweep_row *a = &res->rows[i];
+        a->pareto = a->ok;
+        for (uint32_t j = 0; j < n_v && a->pareto; j++) {
+            const sp_sweep_row *b = &res->rows[j];
+            if (j != i && b->ok && b->peak_bytes <= a->peak_bytes && b->step_s <= a->step_s &&
+                (b->peak_bytes < a->peak_bytes || b->step_s < a->step_s)) {
+                a->pareto = false;
+            }
+        }
+    }
+    qsort(res->rows, n_v, sizeof *res->rows, row_cmp);
+    uint32_t rank = 0;
+    for (uint32_t i = 0; i < n_v; i++) {
+        res->rows[i].rank = res->rows[i].ok && res->rows[i].fits ? ++rank : 0;
+    }
+    return CM_OK;
+}
+
+void sp_sweep_result_fini(sp_sweep_result *res)
+{
+    cm_free(res->rows);
+    memset(res, 0, sizeof *res);
+}
+
+/* The body of a JSON string: quotes and backslashes escaped, controls as spaces. */
+static void put_text(cm_buf *b, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '"' || *s == '\\') {
+            cm_buf_putc(b, '\\');
+        }
+        cm_buf_putc(b, (unsigned char)*s < 0x20 ? ' ' : *s);
+    }
+}
+
+void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
+{
+    cm_buf_printf(b,
+                  "{\"variants\":%u,\"ops_per_variant\":%u,\"plans\":%u,\"seconds\":%.6g,"
+                  "\"cpu_seconds\":%.6g,\"profile\":\"",
+                  res->n_rows, res->n_ops, res->n_jobs, res->seconds, res->cpu_seconds);
+    put_text(b, res->profile);
+    cm_buf_puts(b, "\",\"rows\":[");
+    for (uint32_t i = 0; i < res->n_rows; i++) {
+        const sp_sweep_row *r = &res->rows[i];
+        cm_buf_printf(b,
+                      "%s\n{\"mesh\":{\"data\":%lld,\"model\":%lld},\"strategy\":\"%s\","
+                      "\"ok\":%s",
+                      i > 0 ? "," : "", (long long)r->data, (long long)r->model,
+                      strat_names[r->strategy], r->ok ? "true" : "false");
+        if (r->ok) {
+            cm_buf_printf(b,
+                          ",\"rank\":%u,\"step_s\":%.6g,\"peak_bytes\":%.17g,\"comm_bytes\":%.17g,"
+                          "\"flops\":%.17g,\"fits\":%s,\"capacity_bytes\":%.17g,\"pareto\":%s}",
+                          r->rank, r->step_s, r->peak_bytes, r->comm_bytes, r->flops,
+                          r->fits ? "true" : "false", r->capacity_bytes,
+                          r->pareto ? "true" : "false");
+        } else {
+            cm_buf_puts(b, ",\"error\":\"");
+            put_text(b, r->error);
+            cm_buf_puts(b, "\"}");
+        }
+    }
+    cm_buf_puts(b, "]}");
+}
+
+void sp_sweep_write_text(const sp_sweep_result *res, cm_buf *b)
+{
+    cm_buf_printf(b, "%-5s %-12s %-6s %12s %14s %14s %-5s %s\n", "rank", "mesh", "strat", "step",
+                  "peak/device", "comm/device", "fits", "pareto");
+    for (uint32_t i = 0; i < res->n_rows; i++) {
+        const sp_sweep_row *r = &res->rows[i];
+        char mesh[32];
+        snprintf(mesh, sizeof mesh, "%lldx%lld", (long long)r->data, (long long)r->model);
+        if (!r->ok) {
+            cm_buf_printf(b, "%-5s %-12s %-6s failed: %s\n", "-", mesh, strat_names[r->strategy],
+                          r->error);
+            continue;
+        }
+        char rk[16];
+        snprintf(rk, sizeof rk, "%u", r->rank);
+        cm_buf_printf(b, "%-5s %-12s %-6s %10.4g s %12.4g MiB %12.4g MiB %-5s %s\n",
+                      r->rank > 0 ? rk : "-", mesh, strat_names[r->strategy], r->step_s,
+                      r->peak_bytes / 1048576.0, r->comm_bytes / 1048576.0, r->fits ? "yes" : "NO",
+                      r->pareto ? "*" : "");
+    }
+    cm_buf_printf(
+        b, "%u variants (data x model x strategy), %u ops each, %u plans in %.3f s (%.3f s CPU)\n",
+        res->n_rows, res->n_ops, res->n_jobs, res->seconds, res->cpu_seconds);
+}
+
+static bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+int sp_sweep_main(int argc, char **argv, FILE *out, FILE *errs)
+{
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    const char *prof = "cpu-local";
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t n = 0;
+        bool ok = true;
+        if (strcmp(a, "--json") == 0) {
+            json = true;
+            continue;
+        }
+        if (strcmp(a, "--inference") == 0) {
+            o.train = false;
+            continue;
+        }
+        if (strcmp(a, "--help") == 0) {
+            fputs("usage: shardplan sweep [--devices N] [--layers N] [--d-model D] [--heads H]\n"
+                  "        [--seq S] [--batch B] [--inference] [--strategies dp,fsdp,tp,dp+tp]\n"
+                  "        [--threads T] [--jobs N] [--profile NAME|FILE] [--json]\n",
+                  out);
+            return 0;
+        }
+        if (val == NULL) {
+            ok = false;
+        } else if (strcmp(a, "--devices") == 0) {
+            ok = parse_i64(val, 1, 65536, &o.devices);
+        } else if (strcmp(a, "--layers") == 0) {
+            ok = parse_i64(val, 1, 100000, &n);
+            o.layers = (uint32_t)n;
+        } else if (strcmp(a, "--d-model") == 0) {
+            ok = parse_i64(val, 1, 1 << 20, &o.d_model);
+        } else if (strcmp(a, "--heads") == 0) {
+            ok = parse_i64(val, 1, 1 << 20, &o.heads);
+        } else if (strcmp(a, "--seq") == 0) {
+            ok = parse_i64(val, 1, 1 << 20, &o.seq);
+        } else if (strcmp(a, "--batch") == 0) {
+            ok = parse_i64(val, 1, 1 << 20, &o.batch);
+        } else if (strcmp(a, "--threads") == 0) {
+            ok = parse_i64(val, 1, 64, &n);
+            o.threads = (uint32_t)n;
+        } else if (strcmp(a, "--jobs") == 0) {
+            ok = parse_i64(val, 1, 1000000, &n);
+            o.jobs = (uint32_t)n;
+        } else if (strcmp(a, "--profile") == 0) {
+            prof = val;
+        } else if (strcmp(a, "--strategies") == 0) {
+            o.strategies = 0;
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", val);
+            char *save = NULL;
+            for (char *t = strtok_r(buf, ",", &save); t != NULL && ok;
+                 t = strtok_r(NULL, ",", &save)) {
+                int k = 0;
+                while (k < 4 && strcmp(t, strat_names[k]) != 0) {
+                    k++;
+                }
+                ok = k < 4;
+                o.strategies |= 1u << (k & 3);
+            }
+        } else {
+            fprintf(errs, "shardplan sweep: unknown option '%s'\n", a);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(errs, "shardplan sweep: bad value for %s\n", a);
+            return 2;
+        }
+        i++;
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    sp_profile p;
+    if (sp_profile_load(prof, &p, &err) != CM_OK) {
+        fprintf(errs, "shardplan sweep: profile: %s: %s\n", cm_status_name(err.code), err.msg);
+        return 1;
+    }
+    o.profile = &p;
+    sp_sweep_result res;
+    if (sp_sweep_run(&o, &res, &err) != CM_OK) {
+        fprintf(errs, "shardplan sweep: %s%s%s\n", err.path, err.path[0] ? ": " : "", err.msg);
+        return 1;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    if (json) {
+        sp_sweep_write_json(&res, &b);
+        cm_buf_putc(&b, '\n');
+    } else {
+        sp_sweep_write_text(&res, &b);
+    }
+    int rc = 0;
+    if (b.oom || fwrite(b.data, 1, b.len, out) != b.len) {
+        fprintf(errs, "shardplan sweep: %s\n", b.oom ? "out of memory" : "write error");
+        rc = 1;
+    }
+    cm_buf_fini(&b);
+    sp_sweep_result_fini(&res);
+    return rc;
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: module verification, as MLIR verifies a module after parsing:
+ * meshes are valid, every sharding names a known mesh and fits its tensor,
+ * sharding lists have one entry per result, attached sharding rules match
+ * the op's operands and results. Findings are diagnostics on the op. */
+#include "sp_ir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_ops.h"
+#include "sp_diag.h"
+
+static bool is_maximal(const sp_mesh *m)
+{
+    return m->n_axes == 0 && m->n_device_ids == 1;
+}
+
+/* Verifies s for a value of type t; what names the value ("arg 0", "result 1"). */
+static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, const char *what,
+                  sp_diags *d, bool *bad)
+{
+    const sp_mesh *mesh = s->mesh;
+    if (mesh == NULL) {
+        mesh = s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : NULL;
+        if (mesh == NULL) {
+            sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s - unknown mesh: @%s", what,
+                         s->mesh_name != NULL ? s->mesh_name : "?");
+            *bad = true;
+            return;
+        }
+    }
+    if (is_maximal(mesh) && s->rank == 0) {
+        return; /* a maximal sharding has no dims whatever the rank */
+    }
+    if (t->kind != SP_TYPE_TENSOR) {
+        if (t->kind == SP_TYPE_TOKEN && s->rank == 0) {
+            return;
+        }
+        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s - sharding on a non-tensor type %s", what,
+                     t->text);
+        *bad = true;
+        return;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    bool dynamic = false;
+    for (uint32_t i = 0; i < t->rank; i++) {
+        dynamic = dynamic || t->dims[i] < 0;
+    }
+    if (sp_sharding_verify(s, mesh, t->rank, dynamic ? NULL : t->dims, &e) != CM_OK) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s - %s", what, e.msg);
+        *bad = true;
+    }
+}
+
+static sp_sharding *dict_sharding(const sp_attr *dict)
+{
+    if (dict == NULL || dict->kind != SP_ATTR_DICT) {
+        return NULL;
+    }
+    const sp_attr *s = sp_attrs_get(dict->u.dict.items, dict->u.dict.n, "sdy.sharding");
+    return s != NULL && s->kind == SP_ATTR_SHARDING ? s->u.sharding : NULL;
+}
+
+static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags *d, bool *bad)
+{
+    const sp_op *op = &m->ops[opid];
+    if (r->n_operands != op->n_operands || r->n_results != op->n_results) {
+        sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                     "sharding rule has %u operands and %u results, the op has %u and %u",
+                     r->n_operands, r->n_results, op->n_operands, op->n_results);
+        *bad = true;
+        return;
+    }
+    for (uint32_t i = 0; i < r->n_operands + r->n_results; i++) {
+        bool res = i >= r->n_operands;
+        uint32_t k = res ? i - r->n_operands : i;
+        const sp_tensor_mapping *tm = res ? &r->results[k] : &r->operands[k];
+        uint32_t v = res ? op->first_result + k : op->operands[k];
+        const sp_type *t = &m->types[m->values[v].type];
+        uint32_t rank = t->kind == SP_TYPE_TENSOR ? t->rank : 0;
+        if (tm->rank != rank) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                         "sharding rule: %s %u has rank %u but the rule maps %u dims",
+                         res ? "result" : "operand", k, rank, tm->rank);
+            *bad = true;
+            return;
+        }
+        for (uint32_t dd = 0; dd < tm->rank && t->kind == SP_TYPE_TENSOR; dd++) {
+            int64_t prod = 1;
+            for (uint32_t f = 0; f < tm->dims[dd].n_factors; f++) {
+                uint32_t fi = tm->dims[dd].factors[f];
+                if (fi >= r->n_factors || !cm_mul_i64(prod, r->factor_sizes[fi], &prod)) {
+                    prod = -1;
+                    break;
+                }
+            }
+            if (t->dims[dd] >= 0 && prod != t->dims[dd] && tm->dims[dd].n_factors > 0 &&
+                !(prod > t->dims[dd] && tm->dims[dd].n_factors == 1)) {
+                sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                             "sharding rule: dim %u of %s %u has size %lld but its factors "
+                             "multiply to %lld",
+                             dd, res ? "result" : "operand", k, (long long)t->dims[dd],
+                             (long long)prod);
+                *bad = true;
+                return;
+            }
+        }
+    }
+}
+
+cm_status sp_module_verify(sp_module *m, sp_diags *d)
+{
+    bool bad = false;
+    char what[48];
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->parent_block == SP_NONE && i != 0 && op->kind != SP_OP_FUNC_FUNC &&
+            op->kind != SP_OP_SDY_MESH) {
+            continue; /* detached */
+        }
+        if (op->kind == SP_OP_SDY_MESH) {
+            const sp_attr *ms = sp_op_attr(m, i, "mesh");
+            cm_error e;
+            cm_error_clear(&e);
+            if (ms != NULL && ms->kind == SP_ATTR_MESH && sp_mesh_verify(ms->u.mesh, &e) != CM_OK) {
+                sp_diags_add(d, m, i, SP_DIAG_ERROR, "%s", e.msg);
+                bad = true;
+            }
+            continue;
+        }
+        if (op->kind == SP_OP_FUNC_FUNC) {
+            const sp_type *ft = sp_func_type(m, i);
+            const sp_attr *aa = sp_op_attr(m, i, "arg_attrs");
+            const sp_attr *ra = sp_op_attr(m, i, "res_attrs");
+            for (uint32_t k = 0; ft != NULL && aa != NULL && aa->kind == SP_ATTR_ARRAY &&
+                                 k < aa->u.arr.n && k < ft->n_inputs;
+                 k++) {
+                sp_sharding *s = dict_sharding(aa->u.arr.items[k]);
+                if (s != NULL) {
+                    snprintf(what, sizeof what, "arg %u", k);
+                    check(m, i, s, &m->types[ft->inputs[k]], what, d, &bad);
+                }
+            }
+            for (uint32_t k = 0; ft != NULL && ra != NULL && ra->kind == SP_ATTR_ARRAY &&
+                                 k < ra->u.arr.n && k < ft->n_results;
+                 k++) {
+                sp_sharding *s = dict_sharding(ra->u.arr.items[k]);
+                if (s != NULL) {
+                    snprintf(what, sizeof what, "result %u", k);
+                    check(m, i, s, &m->types[ft->results[k]], what, d, &bad);
+                }
+            }
+            continue;
+        }
+        for (uint32_t a = 0; a < op->n_attrs; a++) {
+            const sp_attr *at = op->attrs[a].value;
+            const char *name = op->attrs[a].name;
+            if (strcmp(name, "sdy.sharding") == 0) {
+                if (at->kind != SP_ATTR_SHARDING_LIST) {
+                    sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                 "sdy.sharding on an op must be a #sdy.sharding_per_value");
+                    bad = true;
+                } else if (at->u.shardings.n != op->n_results) {
+                    sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                 "op has %u results but %u shardings", op->n_results,
+                                 at->u.shardings.n);
+                    bad = true;
+                } else {
+                    for (uint32_t k = 0; k < op->n_results; k++) {
+                        snprintf(what, sizeof what, "result %u", k);
+                        check(m, i, at->u.shardings.items[k],
+                              &m->types[m->values[op->first_result + k].type], what, d, &bad);
+                    }
+                }
+            } else if (strcmp(name, "sharding") == 0 && at->kind == SP_ATTR_SHARDING &&
+                       op->n_results == 1) {
+                check(m, i, at->u.sharding, &m->types[m->values[op->first_result].type],
+                      "sharding", d, &bad);
+            } else if (strcmp(name, "sdy.sharding_rule") == 0 && at->kind == SP_ATTR_RULE) {
+                verify_rule(m, i, at->u.rule, d, &bad);
+            }
+        }
+    }
+    return bad ? CM_EINVAL : CM_OK;
+}

@@ -1,0 +1,1979 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: the per-device cost model (see sp_cost.h, docs/cost-model.md).
+ * One walk over each root function in program order: every op adds its FLOPs,
+ * memory traffic and communication (times the calls of its function), and a
+ * liveness sweep over the function's top-level ops gives the peak of live
+ * activation bytes. Nothing is kept per op, so a million-op module costs in
+ * one pass with a few arrays indexed by value id. */
+#include "sp_cost.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_ops.h"
+#include "sp_profile_json.h"
+#include "sp_diag.h"
+
+/* ---- profiles ---------------------------------------------------------------------- */
+
+void sp_profile_default(sp_profile *p)
+{
+    /* Keep in step with profiles/cpu-local.json (a unit test compares them). */
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "cpu-local");
+    snprintf(p->source, sizeof p->source,
+             "measured on this machine, shared/MACHINE-NOTES.md (AMD EPYC Zen 3, 2 cores, "
+             "OpenBLAS 0.3.21, one thread per device worker); not yet calibrated by the executor");
+    p->peak_flops[SP_COST_F64] = 38e9;
+    p->peak_flops[SP_COST_F32] = 80e9;
+    p->peak_flops[SP_COST_INT32] = 20e9;
+    p->mem_bytes = 24.0 * 1024 * 1024 * 1024;
+    p->mem_shared = true;
+    p->mem_bandwidth = 8.8e9;
+    p->link.bandwidth = 6.0e9;
+    p->link.latency = 75e-6;
+    p->overlap = 0.0;
+}
+
+double sp_profile_peak(const sp_profile *p, sp_cost_dtype d, bool is_matmul)
+{
+    if (d == SP_COST_F32 && is_matmul && p->peak_flops[SP_COST_TF32] > 0) {
+        return p->peak_flops[SP_COST_TF32];
+    }
+    if (p->peak_flops[d] > 0) {
+        return p->peak_flops[d];
+    }
+    if (p->peak_flops[SP_COST_F32] > 0) {
+        return p->peak_flops[SP_COST_F32];
+    }
+    double best = 0;
+    for (int i = 0; i < SP_COST_N_DTYPES; i++) {
+        best = p->peak_flops[i] > best ? p->peak_flops[i] : best;
+    }
+    return best;
+}
+
+const sp_profile_link *sp_profile_link_of(const sp_profile *p, const char *axis)
+{
+    for (uint32_t i = 0; axis != NULL && i < p->n_links; i++) {
+        if (strcmp(p->links[i].axis, axis) == 0) {
+            return &p->links[i];
+        }
+    }
+    return &p->link;
+}
+
+static const char *const coll_names[SP_COLL_N_KINDS] = {
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute", "all_slice"};
+
+const char *sp_coll_kind_name(sp_coll_kind k)
+{
+    return (unsigned)k < SP_COLL_N_KINDS ? coll_names[k] : "?";
+}
+
+void sp_cost_opts_init(sp_cost_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->mode = SP_COST_AUTO;
+    o->overlap = -1;
+}
+
+/* ---- state --------------------------------------------------------------------------- */
+
+struct sp_cost {
+    sp_cost_summary s;
+    sp_cost_op *ops; /* by op id, with opts.per_op; else NULL */
+    uint32_t n_ops;
+    sp_cost_coll *colls;
+    uint32_t n_colls, cap_colls;
+    sp_cost_axis *axes;
+    uint32_t n_axes, cap_axes;
+};
+
+#define MAX_FACTORS   64
+#define MAX_DIM_AXES  8
+#define MAX_CALL_DEPTH 64
+
+typedef struct cctx {
+    sp_module *m;
+    const sp_cost_opts *o;
+    const sp_profile *p;
+    sp_cost *c;
+    bool implied;
+    cm_status st;
+    cm_error *err;
+    const char *mesh_name; /* one-entry cache of sp_module_mesh */
+    const sp_mesh *mesh;
+    const sp_sharding **shard; /* value id -> sharding, UNSET until looked up (may be NULL) */
+    double *elems;         /* value id -> local element count, < 0 until computed */
+    uint32_t *last_use;    /* value id -> top-level index of its last use, SP_NONE */
+    uint8_t *weight;       /* value id -> feeds a dot/convolution weight operand */
+    uint32_t *alias;       /* value id -> the value whose buffer it shares */
+    uint32_t *funcs;       /* func.func op ids */
+    const char **fnames;
+    bool *called;
+    uint32_t n_funcs;
+    uint32_t depth;
+} cctx;
+
+static cm_status fail_oom(cctx *x)
+{
+    if (x->st == CM_OK) {
+        x->st = cm_error_set(x->err, CM_ENOMEM, NULL, "out of memory in the cost model");
+    }
+    return x->st;
+}
+
+static const sp_mesh *mesh_of(cctx *x, const sp_sharding *s)
+{
+    if (s == NULL) {
+        return NULL;
+    }
+    if (s->mesh != NULL) {
+        return s->mesh;
+    }
+    if (s->mesh_name == NULL) {
+        return NULL;
+    }
+    if (x->mesh_name != s->mesh_name &&
+        (x->mesh_name == NULL || strcmp(x->mesh_name, s->mesh_name) != 0)) {
+        x->mesh_name = s->mesh_name;
+        x->mesh = sp_module_mesh(x->m, s->mesh_name);
+    }
+    return x->mesh;
+}
+
+static int64_t axis_size(const sp_mesh *mesh, const sp_axis_ref *r)
+{
+    if (r->pre_size > 0) {
+        return r->size > 0 ? r->size : 1;
+    }
+    int32_t i = mesh != NULL ? sp_mesh_axis_index(mesh, r->name) : -1;
+    return i >= 0 ? mesh->axes[i].size : (r->size > 0 ? r->size : 1);
+}
+
+static const sp_sharding unset_sharding; /* marks a cache slot not yet filled */
+
+/* The sharding of v through the per-value cache (built lazily). */
+static const sp_sharding *shard_of(cctx *x, uint32_t v)
+{
+    if (x->shard == NULL) {
+        return sp_value_sharding_partitioned(x->m, v);
+    }
+    if (x->shard[v] == &unset_sharding) {
+        x->shard[v] = sp_value_sharding_partitioned(x->m, v);
+    }
+    return x->shard[v];
+}
+
+/* Local (per-device) element count of a tensor of type t under sharding s:
+ * ceil division of each dimension by the product of its axes. Dynamic
+ * dimensions count as 1. */
+static double local_elems(cctx *x, const sp_type *t, const sp_sharding *s)
+{
+    if (t->kind != SP_TYPE_TENSOR) {
+        return 0;
+    }
+    const sp_mesh *mesh = mesh_of(x, s);
+    double n = 1;
+    for (uint32_t d = 0; d < t->rank; d++) {
+        int64_t dim = t->dims[d];
+        if (dim == SP_DIM_DYNAMIC) {
+            dim = 1;
+        }
+        int64_t k = 1;
+        for (uint32_t a = 0; s != NULL && d < s->rank && a < s->dims[d].n_axes; a++) {
+            int64_t z = axis_size(mesh, &s->dims[d].axes[a]);
+            if (!cm_mul_i64(k, z, &k)) {
+                k = INT64_MAX;
+                break;
+            }
+        }
+        n *= (double)(dim / k + (dim % k != 0));
+    }
+    return n;
+}
+
+static double val_elems(cctx *x, uint32_t v)
+{
+    if (x->elems == NULL) {
+        return local_elems(x, sp_value_type(x->m, v), shard_of(x, v));
+    }
+    if (x->elems[v] < 0) {
+        x->elems[v] = local_elems(x, sp_value_type(x->m, v), shard_of(x, v));
+    }
+    return x->elems[v];
+}
+
+static double val_bytes(cctx *x, uint32_t v)
+{
+    const sp_type *t = sp_value_type(x->m, v);
+    return t->kind == SP_TYPE_TENSOR ? val_elems(x, v) * (double)sp_elem_bytes(t->elem) : 0;
+}
+
+double sp_cost_value_bytes(const sp_module *m, uint32_t v)
+{
+    cctx x;
+    memset(&x, 0, sizeof x);
+    x.m = (sp_module *)(uintptr_t)m; /* read only: mesh_of only looks up */
+    return val_bytes(&x, v);
+}
+
+/* Local size of dimension d of value v. */
+static double local_dim(cctx *x, uint32_t v, uint32_t d)
+{
+    const sp_type *t = sp_value_type(x->m, v);
+    if (t->kind != SP_TYPE_TENSOR || d >= t->rank) {
+        return 1;
+    }
+    const sp_sharding *s = shard_of(x, v);
+    const sp_mesh *mesh = mesh_of(x, s);
+    int64_t dim = t->dims[d] == SP_DIM_DYNAMIC ? 1 : t->dims[d], k = 1;
+    for (uint32_t a = 0; s != NULL && d < s->rank && a < s->dims[d].n_axes; a++) {
+        if (!cm_mul_i64(k, axis_size(mesh, &s->dims[d].axes[a]), &k)) {
+            return 1;
+        }
+    }
+    return (double)(dim / k + (dim % k != 0));
+}
+
+static sp_cost_dtype dtype_of(sp_elem e)
+{
+    switch (e) {
+    case SP_ELEM_F64:
+    case SP_ELEM_C128:
+        return SP_COST_F64;
+    case SP_ELEM_F32:
+    case SP_ELEM_C64:
+        return SP_COST_F32;
+    case SP_ELEM_BF16:
+        return SP_COST_BF16;
+    case SP_ELEM_F16:
+        return SP_COST_F16;
+    case SP_ELEM_F8E4M3FN:
+    case SP_ELEM_F8E5M2:
+        return SP_COST_F8;
+    case SP_ELEM_I2:
+    case SP_ELEM_I4:
+    case SP_ELEM_I8:
+    case SP_ELEM_UI2:
+    case SP_ELEM_UI4:
+    case SP_ELEM_UI8:
+        return SP_COST_INT8;
+    default:
+        return SP_COST_INT32;
+    }
+}
+
+/* ---- collectives ------------------------------------------------------------------ */
+
+typedef struct axset {
+    const sp_axis_ref *refs[SP_COST_MAX_COLL_AXES];
+    uint32_t n;
+} axset;
+
+static bool ref_eq(const sp_axis_ref *a, const sp_axis_ref *b)
+{
+    return strcmp(a->name, b->name) == 0 && a->pre_size == b->pre_size &&
+           (a->pre_size == 0 || a->size == b->size);
+}
+
+static void axset_add(axset *s, const sp_axis_ref *r)
+{
+    for (uint32_t i = 0; i < s->n; i++) {
+        if (ref_eq(s->refs[i], r)) {
+            return;
+        }
+    }
+    if (s->n < SP_COST_MAX_COLL_AXES) {
+        s->refs[s->n++] = r;
+    }
+}
+
+static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap) {
+        return true;
+    }
+    uint32_t c = *cap ? *cap : 64;
+    while (c < need) {
+        c *= 2;
+    }
+    void *q = cm_realloc(*p, elem * c);
+    if (q == NULL) {
+        return false;
+    }
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+/* Adds bytes and time to the per-axis-set totals under key. */
+static void axis_total(cctx *x, const char *key, double bytes, double time_s)
+{
+    sp_cost *c = x->c;
+    for (uint32_t i = 0; i < c->n_axes; i++) {
+        if (strcmp(c->axes[i].axes, key) == 0) {
+            c->axes[i].bytes += bytes;
+            c->axes[i].time_s += time_s;
+            c->axes[i].n_colls++;
+            return;
+        }
+    }
+    if (!grow((void **)&c->axes, &c->cap_axes, c->n_axes + 1, sizeof(sp_cost_axis))) {
+        fail_oom(x);
+        return;
+    }
+    sp_cost_axis *a = &c->axes[c->n_axes++];
+    memset(a, 0, sizeof *a);
+    snprintf(a->axes, sizeof a->axes, "%s", key);
+    a->bytes = bytes;
+    a->time_s = time_s;
+    a->n_colls = 1;
+}
+
+/* Records one collective over the axes in s (resolved against mesh). S is
+ * the tensor size the kind's formula names (docs/cost-model.md):
+ *   all_reduce      2(n-1)/n * S   (ring; S = the reduced tensor)
+ *   all_gather      (n-1)/n * S    (S = the gathered result)
+ *   reduce_scatter  (n-1)/n * S    (S = the input)
+ *   all_to_all      (n-1)/n * S
+ *   permute         S
+ *   all_slice       0 */
+static void add_coll(cctx *x, uint32_t op, sp_coll_kind kind, bool implied, uint32_t operand,
+                     const axset *s, const sp_mesh *mesh, int64_t group_override, double S,
+                     double mult)
+{
+    if (x->st != CM_OK || (s->n == 0 && group_override <= 1 && kind != SP_COLL_PERMUTE)) {
+        return;
+    }
+    sp_cost *c = x->c;
+    if (!grow((void **)&c->colls, &c->cap_colls, c->n_colls + 1, sizeof(sp_cost_coll))) {
+        fail_oom(x);
+        return;
+    }
+    sp_cost_coll *k = &c->colls[c->n_colls];
+    memset(k, 0, sizeof *k);
+    k->op = op;
+    k->kind = kind;
+    k->implied = implied;
+    k->operand = operand;
+    k->count = mult;
+    int64_t n = 1;
+    double bw = 0, lat = 0;
+    char key[128] = "";
+    size_t kl = 0;
+    /* axes in mesh order, so equal sets get equal keys */
+    const sp_axis_ref *sorted[SP_COST_MAX_COLL_AXES];
+    uint32_t ns = s->n;
+    memcpy(sorted, s->refs, sizeof(sorted[0]) * ns);
+    for (uint32_t i = 1; i < ns; i++) {
+        for (uint32_t j = i; j > 0; j--) {
+            int32_t a = mesh != NULL ? sp_mesh_axis_index(mesh, sorted[j - 1]->name) : 0;
+            int32_t b = mesh != NULL ? sp_mesh_axis_index(mesh, sorted[j]->name) : 0;
+            if (a < b || (a == b && sorted[j - 1]->pre_size <= sorted[j]->pre_size)) {
+                break;
+            }
+            const sp_axis_ref *t = sorted[j - 1];
+            sorted[j - 1] = sorted[j];
+            sorted[j] = t;
+        }
+    }
+    for (uint32_t i = 0; i < ns; i++) {
+        const sp_axis_ref *r = sorted[i];
+        k->axes[k->n_axes++] = r->name;
+        int64_t z = axis_size(mesh, r);
+        n = cm_mul_i64(n, z, &n) ? n : INT64_MAX;
+        const sp_profile_link *l = sp_profile_link_of(x->p, r->name);
+        if (bw == 0 || (l->bandwidth > 0 && l->bandwidth < bw)) {
+            bw = l->bandwidth;
+        }
+        lat = l->latency > lat ? l->latency : lat;
+        int w;
+        if (r->pre_size > 0) {
+            w = snprintf(key + kl, sizeof key - kl, "%s%s:(%lld)%lld", i > 0 ? "," : "", r->name,
+                         (long long)r->pre_size, (long long)r->size);
+        } else {
+            w = snprintf(key + kl, sizeof key - kl, "%s%s", i > 0 ? "," : "", r->name);
+        }
+        kl = w > 0 && kl + (size_t)w < sizeof key ? kl + (size_t)w : sizeof key - 1;
+    }
+    if (ns == 0) {
+        bw = x->p->link.bandwidth;
+        lat = x->p->link.latency;
+        snprintf(key, sizeof key, "%s", group_override > 1 ? "(replica groups)" : "(none)");
+        if (group_override > 1) {
+            n = group_override;
+        }
+    }
+    double fn = (double)n, bytes = 0, steps = 0;
+    switch (kind) {
+    case SP_COLL_ALL_REDUCE:
+        bytes = 2.0 * (fn - 1) / fn * S;
+        steps = 2.0 * (fn - 1);
+        break;
+    case SP_COLL_ALL_GATHER:
+    case SP_COLL_REDUCE_SCATTER:
+    case SP_COLL_ALL_TO_ALL:
+        bytes = (fn - 1) / fn * S;
+        steps = fn - 1;
+        break;
+    case SP_COLL_PERMUTE:
+        bytes = S;
+        steps = 1;
+        break;
+    case SP_COLL_ALL_SLICE:
+    case SP_COLL_N_KINDS:
+        break;
+    }
+    k->group = n;
+    k->tensor_bytes = S;
+    k->bytes = bytes;
+    k->time_s = bytes > 0 ? steps * lat + (bw > 0 ? bytes / bw : 0) : 0;
+    c->n_colls++;
+    c->s.comm_bytes += bytes * mult;
+    c->s.comm_s += k->time_s * mult;
+    axis_total(x, key, bytes * mult, k->time_s * mult);
+}
+
+/* Axis refs of a sharding laid out per dimension (dims[d] with n[d] refs). */
+typedef struct dimaxes {
+    const sp_axis_ref *refs[SP_MAX_RANK][MAX_DIM_AXES];
+    uint32_t n[SP_MAX_RANK];
+    uint32_t rank;
+} dimaxes;
+
+static void dimaxes_of(const sp_sharding *s, uint32_t rank, dimaxes *out)
+{
+    out->rank = rank;
+    for (uint32_t d = 0; d < rank; d++) {
+        out->n[d] = 0;
+        for (uint32_t a = 0; s != NULL && d < s->rank && a < s->dims[d].n_axes; a++) {
+            if (out->n[d] < MAX_DIM_AXES) {
+                out->refs[d][out->n[d]++] = &s->dims[d].axes[a];
+            }
+        }
+    }
+}
+
+/* What resharding a tensor of S local bytes from src to dst costs: axes of
+ * src absent from dst are all-gathered, axes that move to another dimension
+ * are exchanged all-to-all, axes only in dst are sliced locally (free). */
+static void reshard_cost(cctx *x, uint32_t op, uint32_t operand, const dimaxes *src,
+                         const dimaxes *dst, const sp_mesh *mesh, double S, double mult)
+{
+    axset gather = {{0}, 0}, a2a = {{0}, 0};
+    for (uint32_t d = 0; d < src->rank; d++) {
+        for (uint32_t i = 0; i < src->n[d]; i++) {
+            const sp_axis_ref *r = src->refs[d][i];
+            int where = -1;
+            for (uint32_t e = 0; e < dst->rank && where < 0; e++) {
+                for (uint32_t j = 0; j < dst->n[e]; j++) {
+                    if (ref_eq(r, dst->refs[e][j])) {
+                        where = (int)e;
+                        break;
+                    }
+                }
+            }
+            if (where < 0) {
+                axset_add(&gather, r);
+            } else if ((uint32_t)where != d) {
+                axset_add(&a2a, r);
+            }
+        }
+    }
+    if (a2a.n > 0) {
+        add_coll(x, op, SP_COLL_ALL_TO_ALL, true, operand, &a2a, mesh, 0, S, mult);
+    }
+    if (gather.n > 0) {
+        double n = 1;
+        for (uint32_t i = 0; i < gather.n; i++) {
+            n *= (double)axis_size(mesh, gather.refs[i]);
+        }
+        add_coll(x, op, SP_COLL_ALL_GATHER, true, operand, &gather, mesh, 0, S * n, mult);
+    }
+}
+
+/* Reshard of value v to sharding dst (a constraint or sdy.reshard). */
+static void reshard_value(cctx *x, uint32_t op, uint32_t operand, uint32_t v,
+                          const sp_sharding *dst, double mult)
+{
+    const sp_type *t = sp_value_type(x->m, v);
+    if (t->kind != SP_TYPE_TENSOR || t->rank > SP_MAX_RANK) {
+        return;
+    }
+    const sp_sharding *src = shard_of(x, v);
+    dimaxes a, b;
+    dimaxes_of(src, t->rank, &a);
+    dimaxes_of(dst, t->rank, &b);
+    const sp_mesh *mesh = mesh_of(x, src != NULL ? src : dst);
+    reshard_cost(x, op, operand, &a, &b, mesh, val_bytes(x, v), mult);
+}
+
+/* An axis list attribute (one list or one list per dimension) into s. */
+static void axes_of_attr(const sp_attr *a, axset *s)
+{
+    if (a == NULL) {
+        return;
+    }
+    if (a->kind == SP_ATTR_AXIS_LIST) {
+        for (uint32_t i = 0; i < a->u.axes.n; i++) {
+            axset_add(s, &a->u.axes.axes[i]);
+        }
+    } else if (a->kind == SP_ATTR_AXIS_LISTS) {
+        for (uint32_t d = 0; d < a->u.axis_lists.n; d++) {
+            for (uint32_t i = 0; i < a->u.axis_lists.items[d].n; i++) {
+                axset_add(s, &a->u.axis_lists.items[d].axes[i]);
+            }
+        }
+    }
+}
+
+/* Group size of a stablehlo collective from replica_groups (dense [g, n]). */
+static int64_t replica_group_size(cctx *x, const sp_op *o)
+{
+    const sp_attr *a = sp_attrs_get(o->attrs, o->n_attrs, "replica_groups");
+    if (a == NULL) {
+        a = sp_attrs_get(o->attrs, o->n_attrs, "source_target_pairs");
+    }
+    if (a == NULL || a->kind != SP_ATTR_DENSE) {
+        return 1;
+    }
+    const sp_type *t = &x->m->types[a->u.dense.type];
+    return t->kind == SP_TYPE_TENSOR && t->rank == 2 ? t->dims[1] : 1;
+}
+
+/* Communication of an explicit collective op. */
+static void explicit_coll(cctx *x, uint32_t id, double mult)
+{
+    const sp_op *o = &x->m->ops[id];
+    if (o->n_operands < 1 || o->n_results < 1) {
+        return;
+    }
+    uint32_t in = o->operands[0], res = o->first_result;
+    const sp_sharding *out_s = shard_of(x, res);
+    const sp_mesh *mesh = mesh_of(x, out_s != NULL ? out_s : shard_of(x, in));
+    axset s = {{0}, 0};
+    switch (o->kind) {
+    case SP_OP_SDY_ALL_GATHER:
+        axes_of_attr(sp_attrs_get(o->attrs, o->n_attrs, "gathering_axes"), &s);
+        add_coll(x, id, SP_COLL_ALL_GATHER, false, SP_NONE, &s, mesh, 0, val_bytes(x, res), mult);
+        break;
+    case SP_OP_SDY_ALL_SLICE:
+        axes_of_attr(sp_attrs_get(o->attrs, o->n_attrs, "slicing_axes"), &s);
+        add_coll(x, id, SP_COLL_ALL_SLICE, false, SP_NONE, &s, mesh, 0, val_bytes(x, res), mult);
+        break;
+    case SP_OP_SDY_ALL_REDUCE:
+        axes_of_attr(sp_attrs_get(o->attrs, o->n_attrs, "reduction_axes"), &s);
+        add_coll(x, id, SP_COLL_ALL_REDUCE, false, SP_NONE, &s, mesh, 0, val_bytes(x, res), mult);
+        break;
+    case SP_OP_SDY_REDUCE_SCATTER:
+        axes_of_attr(sp_attrs_get(o->attrs, o->n_attrs, "reduce_scatter_axes"), &s);
+        add_coll(x, id, SP_COLL_REDUCE_SCATTER, false, SP_NONE, &s, mesh, 0, val_bytes(x, in),
+                 mult);
+        break;
+    case SP_OP_SDY_ALL_TO_ALL: {
+        const sp_attr *a = sp_attrs_get(o->attrs, o->n_attrs, "params");
+        for (uint32_t i = 0; a != NULL && a->kind == SP_ATTR_ALL_TO_ALL && i < a->u.a2a.n; i++) {
+            axset one = {{0}, 0};
+            const sp_axis_list *l = &a->u.a2a.items[i].axes;
+            for (uint32_t k = 0; k < l->n; k++) {
+                axset_add(&one, &l->axes[k]);
+            }
+            add_coll(x, id, SP_COLL_ALL_TO_ALL, false, SP_NONE, &one, mesh, 0, val_bytes(x, in),
+                     mult);
+        }
+        break;
+    }
+    case SP_OP_SDY_COLLECTIVE_PERMUTE: {
+        for (uint32_t d = 0; out_s != NULL && d < out_s->rank; d++) {
+            for (uint32_t i = 0; i < out_s->dims[d].n_axes; i++) {
+                axset_add(&s, &out_s->dims[d].axes[i]);
+            }
+        }
+        add_coll(x, id, SP_COLL_PERMUTE, false, SP_NONE, &s, mesh, 0, val_bytes(x, res), mult);
+        break;
+    }
+    case SP_OP_SDY_RESHARD: {
+        /* an explicit op whose lowering is estimated like an implied reshard */
+        uint32_t before = x->c->n_colls;
+        reshard_value(x, id, 0, in, out_s, mult);
+        for (uint32_t i = before; i < x->c->n_colls; i++) {
+            x->c->colls[i].implied = false;
+        }
+        break;
+    }
+    case SP_OP_ALL_REDUCE:
+        add_coll(x, id, SP_COLL_ALL_REDUCE, false, SP_NONE, &s, NULL, replica_group_size(x, o),
+                 val_bytes(x, res), mult);
+        break;
+    case SP_OP_ALL_GATHER:
+        add_coll(x, id, SP_COLL_ALL_GATHER, false, SP_NONE, &s, NULL, replica_group_size(x, o),
+                 val_bytes(x, res), mult);
+        break;
+    case SP_OP_REDUCE_SCATTER:
+        add_coll(x, id, SP_COLL_REDUCE_SCATTER, false, SP_NONE, &s, NULL,
+                 replica_group_size(x, o), val_bytes(x, in), mult);
+        break;
+    case SP_OP_ALL_TO_ALL:
+        add_coll(x, id, SP_COLL_ALL_TO_ALL, false, SP_NONE, &s, NULL, replica_group_size(x, o),
+                 val_bytes(x, in), mult);
+        break;
+    case SP_OP_COLLECTIVE_PERMUTE:
+        add_coll(x, id, SP_COLL_PERMUTE, false, SP_NONE, &s, NULL, 2, val_bytes(x, res), mult);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- implied communication ------------------------------------------------------------ */
+
+/* Splits the axes of one (compound) dimension among its factors, major to
+ * minor: an axis goes to the current factor while it divides what is left of
+ * the factor's size, else to the next factor. */
+static void split_dim(const sp_dim_mapping *dm, const sp_rule *rule, const sp_axis_ref *const *refs,
+                      uint32_t n_refs, const sp_mesh *mesh, axset *fax, bool *decided,
+                      bool only_undecided)
+{
+    uint32_t fi = 0;
+    int64_t left = dm->n_factors > 0 ? rule->factor_sizes[dm->factors[0]] : 1;
+    for (uint32_t f = 0; f < dm->n_factors; f++) {
+        uint32_t k = dm->factors[f];
+        if (k < MAX_FACTORS && !(only_undecided && decided[k])) {
+            fax[k].n = 0;
+        }
+    }
+    for (uint32_t i = 0; i < n_refs && fi < dm->n_factors; i++) {
+        int64_t z = axis_size(mesh, refs[i]);
+        while (fi < dm->n_factors && dm->n_factors > 1 && (z > left || left % z != 0)) {
+            fi++;
+            left = fi < dm->n_factors ? rule->factor_sizes[dm->factors[fi]] : 1;
+        }
+        if (fi >= dm->n_factors) {
+            break;
+        }
+        uint32_t k = dm->factors[fi];
+        if (k < MAX_FACTORS && !(only_undecided && decided[k])) {
+            axset_add(&fax[k], refs[i]);
+        }
+        left = z > 0 ? left / z : left;
+    }
+    for (uint32_t f = 0; f < dm->n_factors; f++) {
+        uint32_t k = dm->factors[f];
+        if (k < MAX_FACTORS && !only_undecided) {
+            decided[k] = true;
+        }
+    }
+}
+
+/* The communication an op's shardings imply once partitioned: operands
+ * resharded to the factor shardings its results fix, and an all-reduce of
+ * the results over the axes of sharded reduction factors. */
+static void implied_rule(cctx *x, uint32_t id, const sp_rule *rule, double mult)
+{
+    const sp_op *o = &x->m->ops[id];
+    if (rule->n_operands != o->n_operands || rule->n_results != o->n_results ||
+        rule->n_factors > MAX_FACTORS) {
+        return;
+    }
+    axset fax[MAX_FACTORS];
+    bool decided[MAX_FACTORS];
+    memset(decided, 0, sizeof decided);
+    for (uint32_t f = 0; f < rule->n_factors; f++) {
+        fax[f].n = 0;
+    }
+    const sp_mesh *mesh = NULL;
+    /* results decide their factors */
+    for (uint32_t r = 0; r < rule->n_results; r++) {
+        const sp_tensor_mapping *tm = &rule->results[r];
+        const sp_sharding *s = shard_of(x, o->first_result + r);
+        mesh = mesh != NULL ? mesh : mesh_of(x, s);
+        if (tm->rank > SP_MAX_RANK) {
+            return;
+        }
+        dimaxes da;
+        dimaxes_of(s, tm->rank, &da);
+        for (uint32_t d = 0; d < tm->rank; d++) {
+            bool fresh = true;
+            for (uint32_t f = 0; f < tm->dims[d].n_factors; f++) {
+                fresh = fresh && tm->dims[d].factors[f] < MAX_FACTORS &&
+                        !decided[tm->dims[d].factors[f]];
+            }
+            if (fresh) {
+                split_dim(&tm->dims[d], rule, da.refs[d], da.n[d], mesh, fax, decided, false);
+            }
+        }
+    }
+    /* reduction and operand-only factors come from the first operand that shards them */
+    for (uint32_t i = 0; i < rule->n_operands; i++) {
+        const sp_tensor_mapping *tm = &rule->operands[i];
+        const sp_sharding *s = shard_of(x, o->operands[i]);
+        if (s == NULL || tm->rank > SP_MAX_RANK) {
+            continue;
+        }
+        mesh = mesh != NULL ? mesh : mesh_of(x, s);
+        dimaxes da;
+        dimaxes_of(s, tm->rank, &da);
+        for (uint32_t d = 0; d < tm->rank; d++) {
+            if (da.n[d] > 0) {
+                split_dim(&tm->dims[d], rule, da.refs[d], da.n[d], mesh, fax, decided, true);
+                for (uint32_t f = 0; f < tm->dims[d].n_factors; f++) {
+                    uint32_t k = tm->dims[d].factors[f];
+                    if (k < MAX_FACTORS && fax[k].n > 0) {
+                        decided[k] = true;
+                    }
+                }
+            }
+        }
+    }
+    for (uint32_t f = 0; f < rule->n_factors; f++) {
+        if (rule->factor_kind[f] == SP_FACTOR_NEED_REPLICATION) {
+            fax[f].n = 0;
+        }
+    }
+    /* operands */
+    for (uint32_t i = 0; i < rule->n_operands; i++) {
+        const sp_tensor_mapping *tm = &rule->operands[i];
+        uint32_t v = o->operands[i];
+        const sp_type *t = sp_value_type(x->m, v);
+        if (t->kind != SP_TYPE_TENSOR || t->rank != tm->rank || tm->rank > SP_MAX_RANK) {
+            continue;
+        }
+        const sp_sharding *s = shard_of(x, v);
+        dimaxes have, need;
+        dimaxes_of(s, tm->rank, &have);
+        need.rank = tm->rank;
+        for (uint32_t d = 0; d < tm->rank; d++) {
+            need.n[d] = 0;
+            for (uint32_t f = 0; f < tm->dims[d].n_factors; f++) {
+                const axset *fa = &fax[tm->dims[d].factors[f]];
+                for (uint32_t k = 0; k < fa->n && need.n[d] < MAX_DIM_AXES; k++) {
+                    need.refs[d][need.n[d]++] = fa->refs[k];
+                }
+            }
+        }
+        reshard_cost(x, id, i, &have, &need, mesh != NULL ? mesh : mesh_of(x, s), val_bytes(x, v),
+                     mult);
+    }
+    /* reductions */
+    axset red = {{0}, 0};
+    for (uint32_t f = 0; f < rule->n_factors; f++) {
+        if (rule->factor_kind[f] == SP_FACTOR_REDUCTION) {
+            for (uint32_t k = 0; k < fax[f].n; k++) {
+                axset_add(&red, fax[f].refs[k]);
+            }
+        }
+    }
+    if (red.n == 0) {
+        return;
+    }
+    for (uint32_t r = 0; r < o->n_results; r++) {
+        const sp_sharding *s = shard_of(x, o->first_result + r);
+        axset keep = {{0}, 0};
+        for (uint32_t k = 0; k < red.n; k++) {
+            bool unreduced = false;
+            for (uint32_t u = 0; s != NULL && u < s->n_unreduced; u++) {
+                unreduced = unreduced || ref_eq(&s->unreduced[u], red.refs[k]);
+            }
+            if (!unreduced) {
+                axset_add(&keep, red.refs[k]);
+            }
+        }
+        add_coll(x, id, SP_COLL_ALL_REDUCE, true, SP_NONE, &keep, mesh,
+                 0, val_bytes(x, o->first_result + r), mult);
+    }
+}
+
+static void implied_op(cctx *x, uint32_t id, double mult)
+{
+    const sp_op *o = &x->m->ops[id];
+    sp_op_kind k = (sp_op_kind)o->kind;
+    switch (k) {
+    case SP_OP_SDY_SHARDING_CONSTRAINT:
+        if (o->n_operands == 1 && o->n_results == 1) {
+            reshard_value(x, id, 0, o->operands[0], shard_of(x, o->first_result), mult);
+        }
+        return;
+    case SP_OP_FUNC_FUNC:
+    case SP_OP_FUNC_CALL:
+    case SP_OP_FUNC_RETURN:
+    case SP_OP_RETURN:
+    case SP_OP_SDY_RETURN:
+    case SP_OP_SDY_MESH:
+    case SP_OP_SDY_SHARDING_GROUP:
+    case SP_OP_SDY_DATA_FLOW_EDGE:
+    case SP_OP_SDY_FUNC_DATA_FLOW_EDGE:
+    case SP_OP_SDY_PROPAGATION_BARRIER:
+    case SP_OP_SDY_MANUAL_COMPUTATION:
+    case SP_OP_SDY_NAMED_COMPUTATION:
+    case SP_OP_CONSTANT:
+    case SP_OP_SDY_CONSTANT:
+    case SP_OP_IOTA:
+    case SP_OP_WHILE:
+    case SP_OP_CASE:
+    case SP_OP_IF:
+    case SP_OP_OPTIMIZATION_BARRIER:
+    case SP_OP_GET_TUPLE_ELEMENT:
+    case SP_OP_TUPLE:
+        return;
+    default:
+        break;
+    }
+    if (o->n_results == 0) {
+        return;
+    }
+    /* element-wise ops: every operand of the result's rank should match it */
+    if (sp_op_is_elementwise(k) && o->n_results == 1) {
+        uint32_t res = o->first_result;
+        const sp_type *rt = sp_value_type(x->m, res);
+        if (rt->kind != SP_TYPE_TENSOR || rt->rank > SP_MAX_RANK) {
+            return;
+        }
+        const sp_sharding *rs = shard_of(x, res);
+        dimaxes need;
+        dimaxes_of(rs, rt->rank, &need);
+        for (uint32_t i = 0; i < o->n_operands; i++) {
+            uint32_t v = o->operands[i];
+            const sp_type *t = sp_value_type(x->m, v);
+            if (t->kind != SP_TYPE_TENSOR || t->rank != rt->rank) {
+                continue;
+            }
+            const sp_sharding *s = shard_of(x, v);
+            if (s == rs) {
+                continue;
+            }
+            dimaxes have;
+            dimaxes_of(s, t->rank, &have);
+            reshard_cost(x, id, i, &have, &need, mesh_of(x, s != NULL ? s : rs), val_bytes(x, v),
+                         mult);
+        }
+        return;
+    }
+    /* everything else through its sharding rule (kept on the op, or derived) */
+    bool any = false;
+    for (uint32_t i = 0; i < o->n_operands && !any; i++) {
+        any = shard_of(x, o->operands[i]) != NULL;
+    }
+    for (uint32_t r = 0; r < o->n_results && !any; r++) {
+        any = shard_of(x, o->first_result + r) != NULL;
+    }
+    if (!any) {
+        return;
+    }
+    const sp_attr *ra = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_rule");
+    const sp_rule *rule = ra != NULL && ra->kind == SP_ATTR_RULE ? ra->u.rule : NULL;
+    if (rule == NULL) {
+        sp_rule_opts ro = {false, x->o->custom};
+        sp_rule *nr = NULL;
+        cm_error e2;
+        cm_error_clear(&e2);
+        cm_status st = sp_rule_for_op(x->m, id, &ro, &nr, NULL, &e2);
+        if (st == CM_ENOMEM) {
+            fail_oom(x);
+            return;
+        }
+        rule = st == CM_OK ? nr : NULL; /* a malformed op costs no communication */
+    }
+    if (rule != NULL) {
+        implied_rule(x, id, rule, mult);
+    }
+}
+
+/* ---- FLOPs and traffic -------------------------------------------------------------- */
+
+/* Integers of parameter key of a #dialect<...> attribute into buf (at most
+ * SP_MAX_RANK); an absent key reads as an empty list. */
+static bool attr_i64s(const sp_attr *a, const char *key, int64_t *buf, uint32_t *n)
+{
+    *n = 0;
+    if (a == NULL || a->kind != SP_ATTR_PARAMS) {
+        return false;
+    }
+    const sp_attr *x = sp_attrs_get(a->u.params.items, a->u.params.n, key);
+    if (x == NULL) {
+        return true;
+    }
+    if (x->kind == SP_ATTR_DENSE_ARRAY) {
+        for (uint32_t i = 0; i < x->u.darr.n && i < SP_MAX_RANK; i++) {
+            buf[(*n)++] = x->u.darr.v[i];
+        }
+        return true;
+    }
+    if (x->kind == SP_ATTR_INT) {
+        buf[(*n)++] = x->u.i.v;
+        return true;
+    }
+    if (x->kind == SP_ATTR_ARRAY) {
+        for (uint32_t i = 0; i < x->u.arr.n && i < SP_MAX_RANK; i++) {
+            if (x->u.arr.items[i]->kind != SP_ATTR_INT) {
+                return false;
+            }
+            buf[(*n)++] = x->u.arr.items[i]->u.i.v;
+        }
+        return true;
+    }
+    return false;
+}
+
+static double sum_elems(cctx *x, const uint32_t *vals, uint32_t n)
+{
+    double s = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        s += val_elems(x, vals[i]);
+    }
+    return s;
+}
+
+/* FLOPs of one op from local shapes (docs/cost-model.md lists them):
+ * class 0 dot/convolution, 1 element-wise, 2 reduction, 3 other. */
+static double op_flops(cctx *x, const sp_op *o, int *cls)
+{
+    sp_op_kind k = (sp_op_kind)o->kind;
+    *cls = 3;
+    if (o->n_results == 0) {
+        return 0;
+    }
+    uint32_t res = o->first_result;
+    switch (k) {
+    case SP_OP_DOT_GENERAL: {
+        *cls = 0;
+        if (o->n_operands != 2) {
+            return 0;
+        }
+        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dot_dimension_numbers");
+        int64_t lc[SP_MAX_RANK], rc[SP_MAX_RANK];
+        uint32_t nlc = 0, nrc = 0;
+        double kk = 1;
+        if (attr_i64s(dn, "lhs_contracting_dimensions", lc, &nlc) &&
+            attr_i64s(dn, "rhs_contracting_dimensions", rc, &nrc) && nlc == nrc) {
+            for (uint32_t i = 0; i < nlc; i++) {
+                if (lc[i] < 0 || rc[i] < 0) {
+                    continue;
+                }
+                double a = local_dim(x, o->operands[0], (uint32_t)lc[i]);
+                double b = local_dim(x, o->operands[1], (uint32_t)rc[i]);
+                kk *= a < b ? a : b;
+            }
+        }
+        return 2.0 * val_elems(x, res) * kk;
+    }
+    case SP_OP_DOT: {
+        *cls = 0;
+        if (o->n_operands != 2) {
+            return 0;
+        }
+        const sp_type *lt = sp_value_type(x->m, o->operands[0]);
+        double a = lt->rank > 0 ? local_dim(x, o->operands[0], lt->rank - 1) : 1;
+        double b = local_dim(x, o->operands[1], 0);
+        return 2.0 * val_elems(x, res) * (a < b ? a : b);
+    }
+    case SP_OP_CONVOLUTION: {
+        *cls = 0;
+        if (o->n_operands != 2) {
+            return 0;
+        }
+        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dimension_numbers");
+        int64_t kof[SP_MAX_RANK];
+        uint32_t n = 0;
+        double ker = val_elems(x, o->operands[1]);
+        if (attr_i64s(dn, "kernel_output_feature_dimension", kof, &n) && n == 1 && kof[0] >= 0) {
+            double of = local_dim(x, o->operands[1], (uint32_t)kof[0]);
+            ker = of > 0 ? ker / of : ker;
+        }
+        return 2.0 * val_elems(x, res) * ker;
+    }
+    case SP_OP_REDUCE:
+        *cls = 2;
+        return sum_elems(x, o->operands, o->n_operands / 2);
+    case SP_OP_REDUCE_WINDOW: {
+        *cls = 2;
+        const sp_attr *w = sp_attrs_get(o->attrs, o->n_attrs, "window_dimensions");
+        double win = 1;
+        for (uint32_t i = 0; w != NULL && w->kind == SP_ATTR_DENSE_ARRAY && i < w->u.darr.n; i++) {
+            win *= (double)w->u.darr.v[i];
+        }
+        return sum_elems(x, &o->first_result, 1) * win * (double)(o->n_results > 0 ? 1 : 0) *
+               (double)(o->n_operands / 2 > 0 ? o->n_operands / 2 : 1);
+    }
+    case SP_OP_SELECT_AND_SCATTER:
+        *cls = 2;
+        return o->n_operands > 0 ? 2.0 * val_elems(x, o->operands[0]) : 0;
+    case SP_OP_BATCH_NORM_TRAINING:
+    case SP_OP_BATCH_NORM_INFERENCE:
+    case SP_OP_BATCH_NORM_GRAD:
+        *cls = 2;
+        return o->n_operands > 0 ? 5.0 * val_elems(x, o->operands[0]) : 0;
+    case SP_OP_SORT: {
+        const sp_type *t = sp_value_type(x->m, res);
+        const sp_attr *d = sp_attrs_get(o->attrs, o->n_attrs, "dimension");
+        uint32_t dim = d != NULL && d->kind == SP_ATTR_INT && d->u.i.v >= 0 ? (uint32_t)d->u.i.v
+                                                                             : 0;
+        double len = local_dim(x, res, dim < t->rank ? dim : 0);
+        return val_elems(x, res) * (len > 1 ? log2(len) : 1);
+    }
+    case SP_OP_SCATTER:
+        *cls = 1;
+        return o->n_operands >= 3 ? val_elems(x, o->operands[o->n_operands - 1]) : 0;
+    case SP_OP_CHOLESKY: {
+        const sp_type *t = sp_value_type(x->m, res);
+        double n = t->rank >= 1 ? local_dim(x, res, t->rank - 1) : 1;
+        double e = val_elems(x, res);
+        return n > 0 ? e / (n * n) * n * n * n / 3.0 : 0;
+    }
+    case SP_OP_TRIANGULAR_SOLVE: {
+        if (o->n_operands != 2) {
+            return 0;
+        }
+        const sp_type *t = sp_value_type(x->m, o->operands[0]);
+        double n = t->rank >= 1 ? local_dim(x, o->operands[0], t->rank - 1) : 1;
+        return val_elems(x, res) * n;
+    }
+    case SP_OP_FFT: {
+        const sp_type *t = sp_value_type(x->m, res);
+        double n = t->rank >= 1 ? local_dim(x, res, t->rank - 1) : 1;
+        return 5.0 * val_elems(x, res) * (n > 1 ? log2(n) : 1);
+    }
+    default:
+        break;
+    }
+    if (sp_op_is_elementwise(k)) {
+        *cls = 1;
+        double s = 0;
+        for (uint32_t r = 0; r < o->n_results; r++) {
+            s += val_elems(x, res + r);
+        }
+        return s;
+    }
+    return 0;
+}
+
+/* Ops that run no kernel: no FLOPs, no memory traffic. */
+static bool is_free_op(sp_op_kind k)
+{
+    switch (k) {
+    case SP_OP_FUNC_FUNC:
+    case SP_OP_FUNC_CALL:
+    case SP_OP_FUNC_RETURN:
+    case SP_OP_RETURN:
+    case SP_OP_CONSTANT:
+    case SP_OP_GET_TUPLE_ELEMENT:
+    case SP_OP_TUPLE:
+    case SP_OP_OPTIMIZATION_BARRIER:
+    case SP_OP_WHILE:
+    case SP_OP_CASE:
+    case SP_OP_IF:
+    case SP_OP_PARTITION_ID:
+    case SP_OP_REPLICA_ID:
+    case SP_OP_CREATE_TOKEN:
+    case SP_OP_AFTER_ALL:
+        return true;
+    default:
+        return k >= SP_OP_SDY_ALL_GATHER || k == SP_OP_UNKNOWN;
+    }
+}
+
+static bool is_collective(sp_op_kind k)
+{
+    switch (k) {
+    case SP_OP_SDY_ALL_GATHER:
+    case SP_OP_SDY_ALL_SLICE:
+    case SP_OP_SDY_ALL_REDUCE:
+    case SP_OP_SDY_ALL_TO_ALL:
+    case SP_OP_SDY_COLLECTIVE_PERMUTE:
+    case SP_OP_SDY_REDUCE_SCATTER:
+    case SP_OP_SDY_RESHARD:
+    case SP_OP_ALL_REDUCE:
+    case SP_OP_ALL_GATHER:
+    case SP_OP_REDUCE_SCATTER:
+    case SP_OP_ALL_TO_ALL:
+    case SP_OP_COLLECTIVE_PERMUTE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Ops with regions whose bodies run as part of the op (every branch is
+ * counted, a loop body once). Reduction bodies and the like are scalar
+ * computations already in the op's formula. */
+static bool walks_regions(sp_op_kind k)
+{
+    return k == SP_OP_WHILE || k == SP_OP_CASE || k == SP_OP_IF ||
+           k == SP_OP_SDY_MANUAL_COMPUTATION || k == SP_OP_SDY_NAMED_COMPUTATION;
+}
+
+static double walk_function(cctx *x, uint32_t fi, double mult);
+
+/* The integer a 0-d (or splat) integer constant holds, or false. */
+static bool const_int(const sp_module *m, uint32_t v, int64_t *out)
+{
+    uint32_t d = m->values[v].def;
+    if (d == SP_NONE || m->ops[d].kind != SP_OP_CONSTANT) {
+        return false;
+    }
+    const sp_attr *a = sp_attrs_get(m->ops[d].attrs, m->ops[d].n_attrs, "value");
+    if (a == NULL || a->kind != SP_ATTR_DENSE || a->u.dense.ints == NULL || a->u.dense.n_ints != 1) {
+        return false;
+    }
+    *out = a->u.dense.ints[0];
+    return true;
+}
+
+/* How many times the body of while op w runs when it is a counted loop, as
+ * jax.lax.fori_loop and scan emit it: the condition returns `compare LT
+ * (or LE, GT, GE) %i, %n` of a carried value %i and a constant %n (or the
+ * constant first), %i starts from a constant and the body returns
+ * `add %i, %step` with a constant step of the loop's direction. -1 when
+ * the loop is not of that form (its body then counts once). */
+static double while_trips(const sp_module *m, const sp_op *w)
+{
+    if (w->n_regions != 2 || w->regions[0].n_blocks != 1 || w->regions[1].n_blocks != 1) {
+        return -1;
+    }
+    const sp_block *cb = &m->blocks[w->regions[0].blocks[0]];
+    const sp_block *bb = &m->blocks[w->regions[1].blocks[0]];
+    if (cb->n_ops == 0 || bb->n_ops == 0) {
+        return -1;
+    }
+    const sp_op *cret = &m->ops[cb->ops[cb->n_ops - 1]];
+    const sp_op *bret = &m->ops[bb->ops[bb->n_ops - 1]];
+    if (cret->n_operands != 1 || m->values[cret->operands[0]].def == SP_NONE) {
+        return -1;
+    }
+    const sp_op *cmp = &m->ops[m->values[cret->operands[0]].def];
+    const sp_attr *dir = sp_attrs_get(cmp->attrs, cmp->n_attrs, "comparison_direction");
+    if (cmp->kind != SP_OP_COMPARE || cmp->n_operands != 2 || dir == NULL ||
+        dir->kind != SP_ATTR_ENUM) {
+        return -1;
+    }
+    /* i <op> n, with the carried value on the left (swap the direction
+     * when it is on the right). */
+    const char *d = dir->u.enm.value;
+    uint32_t iv = cmp->operands[0], nv = cmp->operands[1];
+    int64_t n, init, step;
+    if (!const_int(m, nv, &n)) {
+        uint32_t t = iv;
+        iv = nv;
+        nv = t;
+        if (!const_int(m, nv, &n)) {
+            return -1;
+        }
+        d = strcmp(d, "LT") == 0   ? "GT"
+            : strcmp(d, "GT") == 0 ? "LT"
+            : strcmp(d, "LE") == 0 ? "GE"
+            : strcmp(d, "GE") == 0 ? "LE"
+                                   : d;
+    }
+    const sp_value *ivv = &m->values[iv];
+    if (ivv->def != SP_NONE || ivv->block != w->regions[0].blocks[0] ||
+        ivv->index >= w->n_operands || ivv->index >= bret->n_operands || ivv->index >= bb->n_args ||
+        !const_int(m, w->operands[ivv->index], &init)) {
+        return -1;
+    }
+    /* the body's next %i: add(%i_body, step) */
+    uint32_t next = bret->operands[ivv->index];
+    if (m->values[next].def == SP_NONE) {
+        return -1;
+    }
+    const sp_op *add = &m->ops[m->values[next].def];
+    uint32_t barg = bb->first_arg + ivv->index;
+    if (add->kind != SP_OP_ADD || add->n_operands != 2) {
+        return -1;
+    }
+    uint32_t sv = add->operands[0] == barg ? add->operands[1]
+                  : add->operands[1] == barg ? add->operands[0]
+                                             : SP_NONE;
+    if (sv == SP_NONE || !const_int(m, sv, &step) || step == 0) {
+        return -1;
+    }
+    /* trips of for (i = init; i d n; i += step), in doubles: no overflow */
+    double span;
+    if (strcmp(d, "LT") == 0 || strcmp(d, "LE") == 0) {
+        span = (double)n - (double)init + (strcmp(d, "LE") == 0 ? 1.0 : 0.0);
+        if (step < 0) {
+            return span > 0 ? -1 : 0; /* never ends, or never runs */
+        }
+    } else if (strcmp(d, "GT") == 0 || strcmp(d, "GE") == 0) {
+        span = (double)init - (double)n + (strcmp(d, "GE") == 0 ? 1.0 : 0.0);
+        if (step > 0) {
+            return span > 0 ? -1 : 0;
+        }
+        step = step == INT64_MIN ? INT64_MAX : -step;
+    } else {
+        return -1;
+    }
+    return span <= 0 ? 0 : ceil(span / (double)step);
+}
+
+static uint32_t find_func(const cctx *x, const char *name)
+{
+    for (uint32_t i = 0; i < x->n_funcs; i++) {
+        if (x->fnames[i] != NULL && strcmp(x->fnames[i], name) == 0) {
+            return i;
+        }
+    }
+    return SP_NONE;
+}
+
+static const char *callee_of(const sp_op *o)
+{
+    const sp_attr *a = sp_attrs_get(o->attrs, o->n_attrs, "callee");
+    if (a == NULL) {
+        return NULL;
+    }
+    return a->kind == SP_ATTR_SYMBOL ? a->u.sym : a->kind == SP_ATTR_STRING ? a->u.str.s : NULL;
+}
+
+/* Costs one op (and the ops of regions it runs); returns the extra peak
+ * activation bytes it needs while it runs (a callee's). */
+static double cost_op(cctx *x, uint32_t id, double mult)
+{
+    const sp_op *o = &x->m->ops[id];
+    sp_op_kind k = (sp_op_kind)o->kind;
+    sp_cost_summary *s = &x->c->s;
+    double inner = 0;
+    s->n_ops++;
+    if (is_collective(k)) {
+        explicit_coll(x, id, mult);
+    } else if (x->implied) {
+        implied_op(x, id, mult);
+    }
+    if (!is_free_op(k)) {
+        int cls;
+        double f = op_flops(x, o, &cls);
+        double traffic = 0;
+        for (uint32_t i = 0; i < o->n_operands; i++) {
+            traffic += val_bytes(x, o->operands[i]);
+        }
+        for (uint32_t r = 0; r < o->n_results; r++) {
+            traffic += val_bytes(x, o->first_result + r);
+        }
+        double *bucket = cls == 0   ? &s->flops_dot
+                         : cls == 1 ? &s->flops_elementwise
+                         : cls == 2 ? &s->flops_reduce
+                                    : &s->flops_other;
+        *bucket += f * mult;
+        s->flops += f * mult;
+        s->mem_traffic_bytes += traffic * mult;
+        sp_elem e = o->n_operands > 0 ? sp_value_type(x->m, o->operands[0])->elem
+                                      : sp_value_type(x->m, o->first_result)->elem;
+        double peak = sp_profile_peak(x->p, dtype_of(e), cls == 0);
+        double tc = peak > 0 ? f / peak : 0;
+        double tm = x->p->mem_bandwidth > 0 ? traffic / x->p->mem_bandwidth : 0;
+        s->compute_s += (tc > tm ? tc : tm) * mult;
+        if (x->c->ops != NULL) {
+            x->c->ops[id].flops += f * mult;
+            x->c->ops[id].time_s += (tc > tm ? tc : tm) * mult;
+        }
+    }
+    if (k == SP_OP_FUNC_CALL) {
+        const char *cal = callee_of(o);
+        uint32_t fi = cal != NULL ? find_func(x, cal) : SP_NONE;
+        if (fi != SP_NONE && x->depth < MAX_CALL_DEPTH) {
+            inner = walk_function(x, fi, mult);
+        }
+    }
+    if (walks_regions(k)) {
+        /* A counted loop's condition runs trips + 1 times, its body trips
+         * times; other loops count each once. */
+        double trips = k == SP_OP_WHILE ? while_trips(x->m, o) : -1;
+        for (uint32_t r = 0; r < o->n_regions; r++) {
+            double rm = trips < 0 ? mult : mult * (r == 0 ? trips + 1 : trips);
+            for (uint32_t b = 0; b < o->regions[r].n_blocks; b++) {
+                const sp_block *bl = &x->m->blocks[o->regions[r].blocks[b]];
+                for (uint32_t i = 0; i < bl->n_ops && x->st == CM_OK; i++) {
+                    double in2 = cost_op(x, bl->ops[i], rm);
+                    inner = in2 > inner ? in2 : inner;
+                }
+            }
+        }
+    }
+    return inner;
+}
+
+/* ---- liveness ---------------------------------------------------------------------------- */
+
+/* Ops whose result is the operand's buffer under another sharding annotation. */
+static bool is_alias_op(sp_op_kind k)
+{
+    return k == SP_OP_SDY_SHARDING_CONSTRAINT || k == SP_OP_SDY_DATA_FLOW_EDGE ||
+           k == SP_OP_SDY_PROPAGATION_BARRIER || k == SP_OP_OPTIMIZATION_BARRIER;
+}
+
+static void mark_uses(cctx *x, const sp_op *o, uint32_t top)
+{
+    for (uint32_t i = 0; i < o->n_operands; i++) {
+        uint32_t v = x->alias[o->operands[i]];
+        x->last_use[v] = top;
+    }
+    for (uint32_t r = 0; r < o->n_regions; r++) {
+        for (uint32_t b = 0; b < o->regions[r].n_blocks; b++) {
+            const sp_block *bl = &x->m->blocks[o->regions[r].blocks[b]];
+            for (uint32_t i = 0; i < bl->n_ops; i++) {
+                mark_uses(x, &x->m->ops[bl->ops[i]], top);
+            }
+        }
+    }
+}
+
+/* Walks function fi once: adds its costs times mult and returns its peak of
+ * live activation bytes (results of its ops; arguments are counted apart). */
+static double walk_function(cctx *x, uint32_t fi, double mult)
+{
+    const sp_op *f = &x->m->ops[x->funcs[fi]];
+    if (f->n_regions < 1 || f->regions[0].n_blocks < 1) {
+        return 0;
+    }
+    const sp_block *bl = &x->m->blocks[f->regions[0].blocks[0]];
+    x->depth++;
+    /* aliases and last uses of this function's values */
+    for (uint32_t i = 0; i < bl->n_ops; i++) {
+        const sp_op *o = &x->m->ops[bl->ops[i]];
+        for (uint32_t r = 0; r < o->n_results; r++) {
+            uint32_t v = o->first_result + r;
+            x->alias[v] = is_alias_op((sp_op_kind)o->kind) && r < o->n_operands
+                              ? x->alias[o->operands[r]]
+                              : v;
+            x->last_use[v] = SP_NONE;
+        }
+    }
+    for (uint32_t i = 0; i < bl->n_ops; i++) {
+        mark_uses(x, &x->m->ops[bl->ops[i]], i);
+    }
+    /* deaths per top-level index, as counts then a CSR list */
+    uint32_t n = bl->n_ops;
+    uint32_t *head = cm_calloc((size_t)n + 2, sizeof(uint32_t));
+    uint32_t n_owned = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const sp_op *o = &x->m->ops[bl->ops[i]];
+        if (!is_alias_op((sp_op_kind)o->kind)) {
+            n_owned += o->n_results;
+        }
+    }
+    uint32_t *dead = cm_alloc(sizeof(uint32_t) * ((size_t)n_owned + 1));
+    if (head == NULL || dead == NULL) {
+        cm_free(head);
+        cm_free(dead);
+        x->depth--;
+        fail_oom(x);
+        return 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const sp_op *o = &x->m->ops[bl->ops[i]];
+        if (is_alias_op((sp_op_kind)o->kind)) {
+            continue;
+        }
+        for (uint32_t r = 0; r < o->n_results; r++) {
+            uint32_t lu = x->last_use[o->first_result + r];
+            head[(lu == SP_NONE || lu < i ? i : lu) + 1]++;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        head[i + 1] += head[i];
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const sp_op *o = &x->m->ops[bl->ops[i]];
+        if (is_alias_op((sp_op_kind)o->kind)) {
+            continue;
+        }
+        for (uint32_t r = 0; r < o->n_results; r++) {
+            uint32_t lu = x->last_use[o->first_result + r];
+            dead[head[lu == SP_NONE || lu < i ? i : lu]++] = o->first_result + r;
+        }
+    }
+    /* head[i] is now the end of index i's deaths; its start is head[i-1] (0 for i = 0) */
+    double live = 0, peak = 0;
+    uint32_t start = 0;
+    for (uint32_t i = 0; i < n && x->st == CM_OK; i++) {
+        uint32_t id = bl->ops[i];
+        const sp_op *o = &x->m->ops[id];
+        if (!is_alias_op((sp_op_kind)o->kind)) {
+            for (uint32_t r = 0; r < o->n_results; r++) {
+                live += val_bytes(x, o->first_result + r);
+            }
+        }
+        double inner = cost_op(x, id, mult);
+        peak = live + inner > peak ? live + inner : peak;
+        for (uint32_t k = start; k < head[i]; k++) {
+            live -= val_bytes(x, dead[k]);
+        }
+        start = head[i];
+    }
+    cm_free(head);
+    cm_free(dead);
+    x->depth--;
+    return peak;
+}
+
+/* ---- parameters and inputs ------------------------------------------------------------------ */
+
+static bool has_ci(const char *s, const char *w)
+{
+    size_t n = strlen(w);
+    for (; *s != '\0'; s++) {
+        size_t i = 0;
+        while (i < n && s[i] != '\0' &&
+               (s[i] | 0x20) == (w[i] | 0x20)) {
+            i++;
+        }
+        if (i == n) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* 1: parameter, 0: input, -1: the name does not tell. */
+static int role_of_name(const char *name)
+{
+    if (name == NULL || name[0] == '\0') {
+        return -1;
+    }
+    static const char *const pw[] = {"param", "kernel", "weight", "bias", "scale", "embedding",
+                                     "opt_state", "moment"};
+    for (size_t i = 0; i < sizeof pw / sizeof pw[0]; i++) {
+        if (has_ci(name, pw[i])) {
+            return 1;
+        }
+    }
+    const char *last = name;
+    for (const char *p = name; *p != '\0'; p++) {
+        if (*p == '.' || *p == '/' || *p == '[' || *p == '\'') {
+            last = p + 1;
+        }
+    }
+    if (last[0] == 'W' && (last[1] == '\0' || (last[1] >= '0' && last[1] <= '9') ||
+                           (last[1] >= 'a' && last[1] <= 'z' && last[2] == '\0'))) {
+        return 1;
+    }
+    static const char *const iw[] = {"input", "batch", "token", "label", "image", "target"};
+    for (size_t i = 0; i < sizeof iw / sizeof iw[0]; i++) {
+        if (has_ci(name, iw[i])) {
+            return 0;
+        }
+    }
+    return strcmp(last, "x") == 0 || strcmp(last, "y") == 0 ? 0 : -1;
+}
+
+static bool is_view_op(sp_op_kind k)
+{
+    return k == SP_OP_CONVERT || k == SP_OP_RESHAPE || k == SP_OP_TRANSPOSE ||
+           k == SP_OP_SDY_SHARDING_CONSTRAINT || k == SP_OP_BROADCAST_IN_DIM;
+}
+
+/* Marks in x->weight the values of a block that feed, directly or through
+ * view ops, a non-first operand of a dot or convolution: how a parameter is
+ * recognised when the argument has no name. One backward pass: users come
+ * after their definitions. */
+static void mark_weights(cctx *x, const sp_block *bl)
+{
+    const sp_module *m = x->m;
+    for (uint32_t i = bl->n_ops; i-- > 0;) {
+        const sp_op *o = &m->ops[bl->ops[i]];
+        sp_op_kind k = (sp_op_kind)o->kind;
+        if (k == SP_OP_DOT_GENERAL || k == SP_OP_DOT || k == SP_OP_CONVOLUTION) {
+            for (uint32_t j = 1; j < o->n_operands; j++) {
+                x->weight[o->operands[j]] = 1;
+            }
+        } else if (is_view_op(k) && o->n_results == 1 && o->n_operands >= 1 &&
+                   x->weight[o->first_result]) {
+            x->weight[o->operands[0]] = 1;
+        }
+    }
+}
+
+static void count_args(cctx *x, uint32_t fi)
+{
+    sp_module *m = x->m;
+    uint32_t fid = x->funcs[fi];
+    const sp_op *f = &m->ops[fid];
+    const sp_block *bl = &m->blocks[f->regions[0].blocks[0]];
+    mark_weights(x, bl);
+    for (uint32_t a = 0; a < bl->n_args; a++) {
+        uint32_t v = bl->first_arg + a;
+        const char *name = v < x->o->n_value_names ? x->o->value_names[v] : NULL;
+        char loc[128] = "";
+        if (name == NULL && bl->arg_locs != NULL && bl->arg_locs[a] != NULL) {
+            const char *l = bl->arg_locs[a];
+            size_t n = strlen(l);
+            if (n >= 2 && l[0] == '"') {
+                const char *q = strchr(l + 1, '"');
+                n = q != NULL ? (size_t)(q - l - 1) : n - 1;
+                snprintf(loc, sizeof loc, "%.*s", (int)n, l + 1);
+                name = loc;
+            }
+        }
+        int role = role_of_name(name);
+        if (role < 0) {
+            const sp_type *t = sp_value_type(m, v);
+            role = (t->kind == SP_TYPE_TENSOR && t->rank <= 1) || x->weight[v] ? 1 : 0;
+        }
+        double b = val_bytes(x, v);
+        if (role == 1) {
+            x->c->s.param_bytes += b;
+        } else {
+            x->c->s.input_bytes += b;
+        }
+    }
+    const sp_type *ft = sp_func_type(m, fid);
+    for (uint32_t i = 0; ft != NULL && i < ft->n_results; i++) {
+        const sp_type *t = &m->types[ft->results[i]];
+        if (t->kind == SP_TYPE_TENSOR) {
+            x->c->s.output_bytes += local_elems(x, t, sp_func_result_sharding(m, fid, i)) *
+                                    (double)sp_elem_bytes(t->elem);
+        }
+    }
+}
+
+/* ---- entry point ------------------------------------------------------------------------------- */
+
+cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm_error *err)
+{
+    *out = NULL;
+    sp_profile defp;
+    if (o->profile == NULL) {
+        sp_profile_default(&defp);
+    }
+    cctx x;
+    memset(&x, 0, sizeof x);
+    x.m = m;
+    x.o = o;
+    x.p = o->profile != NULL ? o->profile : &defp;
+    x.err = err;
+    x.c = cm_calloc(1, sizeof(sp_cost));
+    if (x.c == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in the cost model");
+    }
+    sp_cost_summary *s = &x.c->s;
+    bool part = sp_module_is_partitioned(m);
+    x.implied = o->mode == SP_COST_IMPLIED || (o->mode == SP_COST_AUTO && !part);
+    s->partitioned = !x.implied;
+    snprintf(s->profile, sizeof s->profile, "%s", x.p->name);
+    const sp_block *body = &m->blocks[m->body];
+    x.funcs = cm_alloc(sizeof(uint32_t) * (body->n_ops + 1u));
+    x.fnames = cm_alloc(sizeof(char *) * (body->n_ops + 1u));
+    x.called = cm_calloc(body->n_ops + 1u, sizeof(bool));
+    x.last_use = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    x.alias = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    x.shard = cm_alloc(sizeof(sp_sharding *) * (m->n_values + 1u));
+    x.elems = cm_alloc(sizeof(double) * (m->n_values + 1u));
+    x.weight = cm_calloc(m->n_values + 1u, 1);
+    if (o->per_op) {
+        x.c->ops = cm_calloc(m->n_ops + 1u, sizeof(sp_cost_op));
+        x.c->n_ops = m->n_ops;
+        if (x.c->ops == NULL) {
+            fail_oom(&x);
+            goto out;
+        }
+    }
+    if (x.shard == NULL || x.elems == NULL || x.weight == NULL) {
+        fail_oom(&x);
+        goto out;
+    }
+    if (x.funcs == NULL || x.fnames == NULL || x.called == NULL || x.last_use == NULL ||
+        x.alias == NULL) {
+        fail_oom(&x);
+        goto out;
+    }
+    for (uint32_t v = 0; v < m->n_values; v++) {
+        x.alias[v] = v;
+        x.shard[v] = &unset_sharding;
+        x.elems[v] = -1;
+    }
+    s->devices = 1;
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        const sp_op *op = &m->ops[body->ops[i]];
+        if (op->kind == SP_OP_SDY_MESH) {
+            const sp_attr *ma = sp_attrs_get(op->attrs, op->n_attrs, "mesh");
+            int64_t d = ma != NULL && ma->kind == SP_ATTR_MESH ? sp_mesh_size(ma->u.mesh) : 1;
+            s->devices = d > s->devices ? d : s->devices;
+        }
+        if (op->kind != SP_OP_FUNC_FUNC || op->n_regions != 1 || op->regions[0].n_blocks == 0) {
+            continue;
+        }
+        const sp_attr *nm = sp_attrs_get(op->attrs, op->n_attrs, "sym_name");
+        x.fnames[x.n_funcs] = nm != NULL && nm->kind == SP_ATTR_STRING ? nm->u.str.s : NULL;
+        x.funcs[x.n_funcs++] = body->ops[i];
+    }
+    /* functions called from another are costed at their call sites */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].kind == SP_OP_FUNC_CALL) {
+            const char *cal = callee_of(&m->ops[i]);
+            uint32_t fi = cal != NULL ? find_func(&x, cal) : SP_NONE;
+            if (fi != SP_NONE) {
+                x.called[fi] = true;
+            }
+        }
+    }
+    for (uint32_t fi = 0; fi < x.n_funcs && x.st == CM_OK; fi++) {
+        if (x.called[fi]) {
+            continue;
+        }
+        count_args(&x, fi);
+        double peak = walk_function(&x, fi, 1.0);
+        s->peak_activation_bytes = peak > s->peak_activation_bytes ? peak : s->peak_activation_bytes;
+    }
+    if (x.st != CM_OK) {
+        goto out;
+    }
+    s->peak_bytes = s->param_bytes + s->input_bytes + s->peak_activation_bytes;
+    s->overlap = o->overlap >= 0 ? o->overlap : x.p->overlap;
+    s->overlap = s->overlap < 0 ? 0 : s->overlap > 1 ? 1 : s->overlap;
+    s->hidden_s = s->overlap * s->comm_s < s->compute_s ? s->overlap * s->comm_s : s->compute_s;
+    s->step_s = s->compute_s + s->comm_s - s->hidden_s;
+    s->capacity_bytes = x.p->mem_bytes;
+    if (x.p->mem_shared && s->devices > 0) {
+        s->capacity_bytes /= (double)s->devices;
+    }
+    s->fits = s->capacity_bytes <= 0 || s->peak_bytes <= s->capacity_bytes;
+out:
+    cm_free(x.funcs);
+    cm_free(x.fnames);
+    cm_free(x.called);
+    cm_free(x.last_use);
+    cm_free(x.alias);
+    cm_free(x.shard);
+    cm_free(x.elems);
+    cm_free(x.weight);
+    if (x.st != CM_OK) {
+        sp_cost_destroy(x.c);
+        return x.st;
+    }
+    *out = x.c;
+    return CM_OK;
+}
+
+void sp_cost_destroy(sp_cost *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    cm_free(c->colls);
+    cm_free(c->axes);
+    cm_free(c->ops);
+    cm_free(c);
+}
+
+sp_cost_op sp_cost_op_at(const sp_cost *c, uint32_t op)
+{
+    sp_cost_op z = {0, 0};
+    return c->ops != NULL && op < c->n_ops ? c->ops[op] : z;
+}
+
+const sp_cost_summary *sp_cost_get_summary(const sp_cost *c)
+{
+    return &c->s;
+}
+
+uint32_t sp_cost_n_colls(const sp_cost *c)
+{
+    return c->n_colls;
+}
+
+const sp_cost_coll *sp_cost_coll_at(const sp_cost *c, uint32_t i)
+{
+    return i < c->n_colls ? &c->colls[i] : NULL;
+}
+
+uint32_t sp_cost_n_axes(const sp_cost *c)
+{
+    return c->n_axes;
+}
+
+const sp_cost_axis *sp_cost_axis_at(const sp_cost *c, uint32_t i)
+{
+    return i < c->n_axes ? &c->axes[i] : NULL;
+}
+
+/* ---- output ------------------------------------------------------------------------------------ */
+
+static void put_jstr(cm_buf *b, const char *s)
+{
+    cm_buf_json_string(b, s, strlen(s));
+}
+
+/* A JSON number: integers exactly, others with 6 significant digits. */
+static void put_num(cm_buf *b, double v)
+{
+    if (!isfinite(v)) {
+        cm_buf_puts(b, "null");
+    } else if (v == floor(v) && fabs(v) < 9e15) {
+        cm_buf_put_i64(b, (int64_t)v);
+    } else {
+        cm_buf_printf(b, "%.6g", v);
+    }
+}
+
+static void human_bytes(char *buf, size_t len, double v)
+{
+    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (fabs(v) >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    if (i == 0 || v == floor(v)) {
+        snprintf(buf, len, "%.0f %s", v, u[i]);
+    } else {
+        snprintf(buf, len, "%.1f %s", v, u[i]);
+    }
+}
+
+static void human_time(char *buf, size_t len, double s)
+{
+    if (s == 0) {
+        snprintf(buf, len, "0 s");
+    } else if (s < 1e-3) {
+        snprintf(buf, len, "%.1f us", s * 1e6);
+    } else if (s < 1) {
+        snprintf(buf, len, "%.2f ms", s * 1e3);
+    } else {
+        snprintf(buf, len, "%.2f s", s);
+    }
+}
+
+static void human_flops(char *buf, size_t len, double f)
+{
+    if (f >= 1e12) {
+        snprintf(buf, len, "%.2f TFLOP", f / 1e12);
+    } else if (f >= 1e9) {
+        snprintf(buf, len, "%.2f GFLOP", f / 1e9);
+    } else if (f >= 1e6) {
+        snprintf(buf, len, "%.2f MFLOP", f / 1e6);
+    } else {
+        snprintf(buf, len, "%.0f FLOP", f);
+    }
+}
+
+void sp_cost_oom_message(const sp_cost *c, char *buf, size_t len)
+{
+    const sp_cost_summary *s = &c->s;
+    if (len > 0) {
+        buf[0] = '\0';
+    }
+    if (s->fits || len == 0) {
+        return;
+    }
+    char a[32], b[32];
+    human_bytes(a, sizeof a, s->peak_bytes);
+    human_bytes(b, sizeof b, s->capacity_bytes);
+    snprintf(buf, len, "OOM predicted on every device: %s > %s", a, b);
+}
+
+static const char *mode_note(const sp_cost_summary *s)
+{
+    return s->partitioned ? "communication from the partitioned program's collectives"
+                          : "module not partitioned: communication estimated from the "
+                            "collectives each op's shardings imply";
+}
+
+#define JSON_MAX_COLLS 100000u
+
+static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool with_lines)
+{
+    const sp_cost_summary *s = &c->s;
+    char oom[128];
+    sp_cost_oom_message(c, oom, sizeof oom);
+    cm_buf_puts(b, "{\"mode\":");
+    put_jstr(b, s->partitioned ? "explicit" : "implied");
+    cm_buf_puts(b, ",\"note\":");
+    put_jstr(b, mode_note(s));
+    cm_buf_puts(b, ",\"profile\":");
+    put_jstr(b, s->profile);
+    cm_buf_printf(b, ",\"devices\":%lld,\"ops\":%u,\n \"memory\":{\"parameter_bytes\":",
+                  (long long)s->devices, s->n_ops);
+    put_num(b, s->param_bytes);
+    cm_buf_puts(b, ",\"input_bytes\":");
+    put_num(b, s->input_bytes);
+    cm_buf_puts(b, ",\"output_bytes\":");
+    put_num(b, s->output_bytes);
+    cm_buf_puts(b, ",\"peak_activation_bytes\":");
+    put_num(b, s->peak_activation_bytes);
+    cm_buf_puts(b, ",\"peak_bytes\":");
+    put_num(b, s->peak_bytes);
+    cm_buf_puts(b, ",\"capacity_bytes\":");
+    put_num(b, s->capacity_bytes);
+    cm_buf_puts(b, s->fits ? ",\"fits\":true" : ",\"fits\":false");
+    cm_buf_puts(b, ",\"message\":");
+    put_jstr(b, oom);
+    cm_buf_puts(b, "},\n \"flops\":{\"total\":");
+    put_num(b, s->flops);
+    cm_buf_puts(b, ",\"dot\":");
+    put_num(b, s->flops_dot);
+    cm_buf_puts(b, ",\"elementwise\":");
+    put_num(b, s->flops_elementwise);
+    cm_buf_puts(b, ",\"reduce\":");
+    put_num(b, s->flops_reduce);
+    cm_buf_puts(b, ",\"other\":");
+    put_num(b, s->flops_other);
+    cm_buf_puts(b, "},\"memory_traffic_bytes\":");
+    put_num(b, s->mem_traffic_bytes);
+    cm_buf_puts(b, ",\n \"communication\":{\"bytes\":");
+    put_num(b, s->comm_bytes);
+    cm_buf_puts(b, ",\"seconds\":");
+    put_num(b, s->comm_s);
+    cm_buf_puts(b, ",\"per_axis\":[");
+    for (uint32_t i = 0; i < c->n_axes; i++) {
+        const sp_cost_axis *a = &c->axes[i];
+        cm_buf_puts(b, i > 0 ? ",{\"axes\":" : "{\"axes\":");
+        put_jstr(b, a->axes);
+        cm_buf_puts(b, ",\"bytes\":");
+        put_num(b, a->bytes);
+        cm_buf_puts(b, ",\"seconds\":");
+        put_num(b, a->time_s);
+        cm_buf_printf(b, ",\"collectives\":%u}", a->n_colls);
+    }
+    cm_buf_printf(b, "],\"n_collectives\":%u,\"collectives\":[", c->n_colls);
+    for (uint32_t i = 0; i < c->n_colls && i < JSON_MAX_COLLS; i++) {
+        const sp_cost_coll *k = &c->colls[i];
+        const sp_op *o = &m->ops[k->op];
+        cm_buf_puts(b, i > 0 ? ",\n  {\"op\":" : "\n  {\"op\":");
+        put_jstr(b, o->name);
+        if (with_lines && o->line > 0) {
+            cm_buf_printf(b, ",\"line\":%u", o->line);
+        }
+        if (k->operand != SP_NONE) {
+            cm_buf_printf(b, ",\"operand\":%u", k->operand);
+        }
+        cm_buf_printf(b, ",\"kind\":\"%s\",\"implied\":%s,\"axes\":[", sp_coll_kind_name(k->kind),
+                      k->implied ? "true" : "false");
+        for (uint32_t j = 0; j < k->n_axes; j++) {
+            if (j > 0) {
+                cm_buf_putc(b, ',');
+            }
+            put_jstr(b, k->axes[j]);
+        }
+        cm_buf_printf(b, "],\"group\":%lld,\"tensor_bytes\":", (long long)k->group);
+        put_num(b, k->tensor_bytes);
+        cm_buf_puts(b, ",\"bytes\":");
+        put_num(b, k->bytes);
+        cm_buf_puts(b, ",\"seconds\":");
+        put_num(b, k->time_s);
+        if (k->count != 1) {
+            cm_buf_puts(b, ",\"count\":");
+            put_num(b, k->count);
+        }
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_puts(b, "]},\n \"time\":{\"compute_s\":");
+    put_num(b, s->compute_s);
+    cm_buf_puts(b, ",\"communication_s\":");
+    put_num(b, s->comm_s);
+    cm_buf_puts(b, ",\"overlap\":");
+    put_num(b, s->overlap);
+    cm_buf_puts(b, ",\"hidden_s\":");
+    put_num(b, s->hidden_s);
+    cm_buf_puts(b, ",\"step_s\":");
+    put_num(b, s->step_s);
+    cm_buf_puts(b, "}}");
+}
+
+void sp_cost_write_json(const sp_cost *c, const sp_module *m, cm_buf *b)
+{
+    write_json(c, m, b, true);
+}
+
+#define TEXT_MAX_COLLS 40u
+
+void sp_cost_write_text(const sp_cost *c, const sp_module *m, cm_buf *b)
+{
+    const sp_cost_summary *s = &c->s;
+    char t1[48], t2[48], t3[48];
+    cm_buf_printf(b, "cost per device (%lld devices, profile %s, %u ops)\n", (long long)s->devices,
+                  s->profile, s->n_ops);
+    cm_buf_printf(b, "  %s\n\n", mode_note(s));
+    cm_buf_puts(b, "memory\n");
+    human_bytes(t1, sizeof t1, s->param_bytes);
+    cm_buf_printf(b, "  parameters           %12s\n", t1);
+    human_bytes(t1, sizeof t1, s->input_bytes);
+    cm_buf_printf(b, "  inputs               %12s\n", t1);
+    human_bytes(t1, sizeof t1, s->peak_activation_bytes);
+    cm_buf_printf(b, "  peak activations     %12s\n", t1);
+    human_bytes(t1, sizeof t1, s->peak_bytes);
+    human_bytes(t2, sizeof t2, s->capacity_bytes);
+    cm_buf_printf(b, "  peak total           %12s  of %s\n", t1, s->capacity_bytes > 0 ? t2 : "?");
+    if (!s->fits) {
+        char oom[128];
+        sp_cost_oom_message(c, oom, sizeof oom);
+        cm_buf_printf(b, "  %s\n", oom);
+    }
+    cm_buf_puts(b, "\ncompute\n");
+    human_flops(t1, sizeof t1, s->flops);
+    cm_buf_printf(b, "  FLOPs                %12s\n", t1);
+    human_flops(t1, sizeof t1, s->flops_dot);
+    human_flops(t2, sizeof t2, s->flops_elementwise);
+    human_flops(t3, sizeof t3, s->flops_reduce);
+    cm_buf_printf(b, "    dot/conv %s, element-wise %s, reductions %s\n", t1, t2, t3);
+    human_bytes(t1, sizeof t1, s->mem_traffic_bytes);
+    cm_buf_printf(b, "  memory traffic       %12s\n", t1);
+    cm_buf_puts(b, "\ncommunication\n");
+    human_bytes(t1, sizeof t1, s->comm_bytes);
+    human_time(t2, sizeof t2, s->comm_s);
+    cm_buf_printf(b, "  total                %12s  %10s\n", t1, t2);
+    for (uint32_t i = 0; i < c->n_axes; i++) {
+        const sp_cost_axis *a = &c->axes[i];
+        human_bytes(t1, sizeof t1, a->bytes);
+        human_time(t2, sizeof t2, a->time_s);
+        cm_buf_printf(b, "  axes %-15s %12s  %10s  (%u collectives)\n", a->axes, t1, t2,
+                      a->n_colls);
+    }
+    if (c->n_colls > 0) {
+        cm_buf_printf(b, "  %-22s %-8s %-14s %-6s %10s %10s\n", "collective", "line", "axes",
+                      "group", "tensor", "wire");
+    }
+    for (uint32_t i = 0; i < c->n_colls && i < TEXT_MAX_COLLS; i++) {
+        const sp_cost_coll *k = &c->colls[i];
+        char ax[64] = "";
+        size_t l = 0;
+        for (uint32_t j = 0; j < k->n_axes && l < sizeof ax; j++) {
+            int w = snprintf(ax + l, sizeof ax - l, "%s%s", j > 0 ? "," : "", k->axes[j]);
+            l = w > 0 ? l + (size_t)w : l;
+        }
+        char kind[40];
+        snprintf(kind, sizeof kind, "%s%s", sp_coll_kind_name(k->kind), k->implied ? "*" : "");
+        human_bytes(t1, sizeof t1, k->tensor_bytes);
+        human_bytes(t2, sizeof t2, k->bytes);
+        cm_buf_printf(b, "  %-22s %-8u %-14s %-6lld %10s %10s\n", kind, m->ops[k->op].line, ax,
+                      (long long)k->group, t1, t2);
+    }
+    if (c->n_colls > TEXT_MAX_COLLS) {
+        cm_buf_printf(b, "  ... %u more (--format json lists them all)\n",
+                      c->n_colls - TEXT_MAX_COLLS);
+    }
+    if (c->n_colls > 0 && !s->partitioned) {
+        cm_buf_puts(b, "  * implied by the op's shardings (not yet partitioned)\n");
+    }
+    cm_buf_puts(b, "\npredicted step time\n");
+    human_time(t1, sizeof t1, s->compute_s);
+    cm_buf_printf(b, "  compute              %12s\n", t1);
+    human_time(t1, sizeof t1, s->comm_s);
+    cm_buf_printf(b, "  communication        %12s\n", t1);
+    human_time(t1, sizeof t1, s->hidden_s);
+    cm_buf_printf(b, "  hidden (overlap %.2f) %11s\n", s->overlap, t1);
+    human_time(t1, sizeof t1, s->step_s);
+    cm_buf_printf(b, "  step                 %12s\n", t1);
+}
+
+void sp_cost_plan_section(sp_module *m, const sp_custom_rules *custom, cm_buf *out)
+{
+    sp_cost_opts o;
+    sp_cost_opts_init(&o);
+    /* Parameters are told from inputs by structure only and no source lines
+     * are written, so a graph document and its MLIR give the same section. */
+    o.custom = custom;
+    sp_cost *c = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_buf_puts(out, ",\n\"cost\":");
+    if (sp_cost_compute(m, &o, &c, &err) != CM_OK) {
+        if (err.code == CM_ENOMEM) {
+            out->oom = true; /* the plan writer reports ENOMEM */
+        }
+        cm_buf_puts(out, "null");
+        return;
+    }
+    write_json(c, m, out, false);
+    sp_cost_destroy(c);
+}

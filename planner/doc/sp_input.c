@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: the one input loader (sp_input.h). Reading, the rules document and
+ * the propagation pass are done here and nowhere else, so that a plan, its
+ * cost, its lint and its benchmark see one module for one (input, options). */
+#include "sp_input.h"
+
+#include <string.h>
+
+#include "sp_diag.h"
+#include "sp_mlir.h"
+#include "sp_ops.h"
+#include "sp_pipeline.h"
+#include "sp_prop.h"
+
+static const char *const pass_names[SP_PLAN_N_PASSES] = {
+    "sdy-propagation-pipeline", "sdy-user-priority-propagate", "sdy-op-priority-propagate",
+    "sdy-aggressive-propagate", "sdy-basic-propagate"};
+
+bool sp_plan_pass_parse(const char *name, sp_plan_pass *out)
+{
+    while (*name == '-') {
+        name++;
+    }
+    for (size_t i = 0; i < SP_PLAN_N_PASSES; i++) {
+        if (strcmp(name, pass_names[i]) == 0) {
+            *out = (sp_plan_pass)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *sp_plan_pass_name(sp_plan_pass p)
+{
+    return (unsigned)p < SP_PLAN_N_PASSES ? pass_names[p] : "?";
+}
+
+void sp_input_opts_init(sp_input_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->pass = SP_PLAN_PIPELINE;
+    o->propagate = true;
+}
+
+bool sp_input_looks_json(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') {
+            return s[i] == '{';
+        }
+    }
+    return false;
+}
+
+cm_status sp_input_propagate(sp_module *m, sp_plan_pass pass, const sp_custom_rules *custom,
+                             bool record_edges, sp_diags *d, cm_error *err)
+{
+    static const sp_prop_level levels[SP_PLAN_N_PASSES] = {
+        SP_PROP_USER_PRIORITY, SP_PROP_USER_PRIORITY, SP_PROP_OP_PRIORITY, SP_PROP_AGGRESSIVE,
+        SP_PROP_BASIC};
+    if ((unsigned)pass >= SP_PLAN_N_PASSES) {
+        return cm_error_set(err, CM_EINVAL, "/options/pass", "unknown pass %d", (int)pass);
+    }
+    sp_prop_opts po;
+    sp_prop_opts_init(&po, levels[pass]);
+    po.keep_sharding_rules = true;
+    po.debug_sharding_origins = true;
+    po.debug_edge_source_sharding = record_edges;
+    po.custom = custom;
+    if (pass == SP_PLAN_PIPELINE) {
+        return sp_pass_propagation_pipeline(m, &po, d, err);
+    }
+    return sp_propagate(m, &po, d, err);
+}
+
+/* The rules document of o->rules: a graph document whose custom_rules apply
+ * to an input that cannot carry them. Its errors are the caller's, at /rules. */
+static cm_status read_rules(const sp_input_opts *o, sp_input *in, cm_error *err)
+{
+    cm_error e;
+    cm_error_clear(&e);
+    if (sp_graph_decode(o->rules, o->rules_len, o->limits, &in->rules_g, &e) != CM_OK) {
+        if (e.code == CM_ENOMEM) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "%s", e.msg);
+        }
+        return cm_error_set(err, e.code, "/rules", "the rules document: %s%s%s", e.msg,
+                            e.path[0] != '\0' ? " at " : "", e.path);
+    }
+    if (in->custom == NULL) {
+        in->custom = sp_graph_custom_rules(in->rules_g);
+    }
+    return CM_OK;
+}
+
+cm_status sp_input_read(const char *text, size_t len, const sp_input_opts *o, sp_input *in,
+                        cm_error *err)
+{
+    sp_input_opts defo;
+    if (o == NULL) {
+        sp_input_opts_init(&defo);
+        o = &defo;
+    }
+    memset(in, 0, sizeof *in);
+    cm_status st;
+    if (sp_input_looks_json(text, len)) {
+        st = sp_graph_decode(text, len, o->limits, &in->g, err);
+        if (st == CM_OK) {
+            in->m = sp_graph_module(in->g);
+            in->custom = sp_graph_custom_rules(in->g);
+            in->functions_form = sp_graph_has_functions(in->g);
+        }
+    } else {
+        st = sp_mlir_read(text, len, 0, &in->m, err);
+        if (st == CM_OK) {
+            uint32_t n_funcs = 0;
+            const sp_block *top = &in->m->blocks[in->m->body];
+            for (uint32_t i = 0; i < top->n_ops; i++) {
+                n_funcs += in->m->ops[top->ops[i]].kind == SP_OP_FUNC_FUNC;
+            }
+            in->functions_form = n_funcs != 1;
+        }
+    }
+    if (st == CM_OK && o->rules != NULL && o->rules_len > 0) {
+        st = read_rules(o, in, err);
+    }
+    if (st == CM_OK) {
+        in->partitioned = sp_module_is_partitioned(in->m);
+    }
+    if (st == CM_OK && o->propagate && !in->partitioned) {
+        sp_diags d;
+        sp_diags_init(&d);
+        st = sp_input_propagate(in->m, o->pass, in->custom, o->record_edges, &d, err);
+        in->n_diags = d.n;
+        sp_diags_fini(&d);
+        in->propagated = st == CM_OK;
+    }
+    if (st != CM_OK) {
+        sp_input_fini(in);
+    }
+    return st;
+}
+
+cm_status sp_input_load(const char *path, const sp_input_opts *o, sp_input *in, cm_error *err)
+{
+    memset(in, 0, sizeof *in);
+    char *text = NULL;
+    size_t len = 0;
+    cm_status st = cm_file_read(path, &text, &len, err);
+    if (st == CM_OK) {
+        st = sp_input_read(text, len, o, in, err);
+    }
+    cm_free(text);
+    return st;
+}
+
+void sp_input_fini(sp_input *in)
+{
+    if (in->g != NULL) {
+        sp_graph_destroy(in->g);
+    } else {
+        sp_module_destroy(in->m);
+    }
+    sp_graph_destroy(in->rules_g);
+    memset(in, 0, sizeof *in);
+}

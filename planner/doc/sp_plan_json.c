@@ -1,0 +1,887 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: the plan document writer and the `shardplan plan` command (see
+ * sp_plan_json.h). The plan is written straight into a cm_buf rather than
+ * through a jansson tree: it is write-only, and this keeps a million-op plan
+ * at one pass over the module. Before propagation the functions are walked
+ * once to record every op's position (its path in the graph document), so
+ * ops that passes add later are not reported and paths stay those of the
+ * input. */
+#include "sp_plan_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_cost.h"
+#include "sp_ops.h"
+#include "sp_pipeline.h"
+#include "sp_prop.h"
+#include "sp_shard.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
+
+void sp_plan_opts_init(sp_plan_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->pass = SP_PLAN_PIPELINE;
+}
+
+/* ---- JSON output helpers ---------------------------------------------------------- */
+
+static void jstr(cm_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    cm_buf_putc(b, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            continue;
+        }
+        cm_buf_append(b, s + run, i - run);
+        run = i + 1;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            cm_buf_append(b, e, 2);
+        } else if (c == '\n') {
+            cm_buf_append(b, "\\n", 2);
+        } else {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            cm_buf_append(b, e, 6);
+        }
+    }
+    cm_buf_append(b, s + run, n - run);
+    cm_buf_putc(b, '"');
+}
+
+static void jcstr(cm_buf *b, const char *s)
+{
+    jstr(b, s, strlen(s));
+}
+
+/* ---- the walk before propagation ---------------------------------------------------- */
+
+typedef struct rec {
+    uint32_t op;
+    uint32_t parent; /* record of the op owning the region, SP_NONE at function level */
+    uint32_t region;
+    uint32_t index;  /* position in its block */
+    uint32_t func;   /* function number */
+} rec;
+
+typedef struct plan {
+    sp_module *m;
+    const sp_plan_opts *o;
+    cm_buf *b;
+    rec *recs;
+    uint32_t n_recs, cap_recs;
+    uint32_t *funcs; /* func.func op ids in module order */
+    uint32_t n_funcs;
+    uint32_t *op_rec; /* op id -> record, SP_NONE (sized to the ops before the pass) */
+    uint32_t n_op_rec;
+    bool oom;
+} plan;
+
+static void rec_push(plan *p, uint32_t op, uint32_t parent, uint32_t region, uint32_t index,
+                     uint32_t func)
+{
+    if (p->n_recs == p->cap_recs) {
+        uint32_t cap = p->cap_recs ? p->cap_recs * 2 : 1024;
+        rec *r = cm_realloc(p->recs, sizeof(rec) * cap);
+        if (r == NULL) {
+            p->oom = true;
+            return;
+        }
+        p->recs = r;
+        p->cap_recs = cap;
+    }
+    p->recs[p->n_recs++] = (rec){op, parent, region, index, func};
+}
+
+static void walk_block(plan *p, uint32_t blk, uint32_t parent, uint32_t region, uint32_t func)
+{
+    const sp_block *bl = &p->m->blocks[blk];
+    for (uint32_t i = 0; i < bl->n_ops && !p->oom; i++) {
+        uint32_t op = bl->ops[i];
+        uint32_t me = p->n_recs;
+        rec_push(p, op, parent, region, i, func);
+        const sp_op *o = &p->m->ops[op];
+        for (uint32_t r = 0; r < o->n_regions && !p->oom; r++) {
+            if (o->regions[r].n_blocks > 0) {
+                walk_block(p, o->regions[r].blocks[0], me, r, func);
+            }
+        }
+    }
+}
+
+static void snapshot(plan *p)
+{
+    sp_module *m = p->m;
+    const sp_block *body = &m->blocks[m->body];
+    p->funcs = cm_alloc(sizeof(uint32_t) * (body->n_ops + 1u));
+    p->op_rec = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+    if (p->funcs == NULL || p->op_rec == NULL) {
+        p->oom = true;
+        return;
+    }
+    p->n_op_rec = m->n_ops;
+    memset(p->op_rec, 0xff, sizeof(uint32_t) * (m->n_ops + 1u));
+    for (uint32_t i = 0; i < body->n_ops && !p->oom; i++) {
+        uint32_t f = body->ops[i];
+        const sp_op *o = &m->ops[f];
+        if (o->kind != SP_OP_FUNC_FUNC || o->n_regions != 1 || o->regions[0].n_blocks == 0) {
+            continue;
+        }
+        p->funcs[p->n_funcs] = f;
+        walk_block(p, o->regions[0].blocks[0], SP_NONE, 0, p->n_funcs);
+        p->n_funcs++;
+    }
+    for (uint32_t i = 0; i < p->n_recs && !p->oom; i++) {
+        p->op_rec[p->recs[i].op] = i;
+    }
+}
+
+static void func_prefix(const plan *p, uint32_t func, cm_buf *b)
+{
+    if (p->o->functions_form) {
+        cm_buf_puts(b, "/functions/");
+        cm_buf_put_i64(b, func);
+    }
+}
+
+static void rec_path(const plan *p, uint32_t r, cm_buf *b)
+{
+    const rec *x = &p->recs[r];
+    if (x->parent == SP_NONE) {
+        func_prefix(p, x->func, b);
+    } else {
+        rec_path(p, x->parent, b);
+        cm_buf_puts(b, "/regions/");
+        cm_buf_put_i64(b, x->region);
+    }
+    cm_buf_puts(b, "/ops/");
+    cm_buf_put_i64(b, x->index);
+}
+
+/* ---- values ------------------------------------------------------------------------- */
+
+static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
+{
+    return s->mesh != NULL ? s->mesh : s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : NULL;
+}
+
+static int64_t axis_size(const sp_mesh *mesh, const sp_axis_ref *r)
+{
+    if (r->pre_size > 0) {
+        return r->size;
+    }
+    int32_t i = mesh != NULL ? sp_mesh_axis_index(mesh, r->name) : -1;
+    return i >= 0 ? mesh->axes[i].size : (r->size > 0 ? r->size : 1);
+}
+
+static void axis_json(cm_buf *b, const sp_axis_ref *r)
+{
+    if (r->pre_size > 0) {
+        cm_buf_puts(b, "{\"name\":");
+        jcstr(b, r->name);
+        cm_buf_printf(b, ",\"pre_size\":%lld,\"size\":%lld}", (long long)r->pre_size,
+                      (long long)r->size);
+    } else {
+        jcstr(b, r->name);
+    }
+}
+
+static void axes_json(cm_buf *b, const sp_axis_ref *a, uint32_t n)
+{
+    cm_buf_putc(b, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0) {
+            cm_buf_putc(b, ',');
+        }
+        axis_json(b, &a[i]);
+    }
+    cm_buf_putc(b, ']');
+}
+
+static void shape_json(cm_buf *b, const sp_type *t)
+{
+    cm_buf_putc(b, '[');
+    for (uint32_t i = 0; i < t->rank; i++) {
+        if (i > 0) {
+            cm_buf_putc(b, ',');
+        }
+        if (t->dims[i] == SP_DIM_DYNAMIC) {
+            cm_buf_puts(b, "null");
+        } else {
+            cm_buf_put_i64(b, t->dims[i]);
+        }
+    }
+    cm_buf_putc(b, ']');
+}
+
+/* "sharding": {...}, "local_shape": [...] for a value of type t. */
+static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
+{
+    cm_buf *b = p->b;
+    if (s == NULL) {
+        cm_buf_puts(b, ",\"sharding\":null");
+        if (t->kind == SP_TYPE_TENSOR) {
+            cm_buf_puts(b, ",\"local_shape\":");
+            shape_json(b, t);
+        }
+        return;
+    }
+    const sp_mesh *mesh = sharding_mesh(p->m, s);
+    cm_buf txt;
+    cm_buf_init(&txt);
+    sp_sharding_print(s, &txt);
+    cm_buf_puts(b, ",\"sharding\":{\"text\":");
+    jstr(b, txt.data != NULL ? txt.data : "", txt.len);
+    cm_buf_fini(&txt);
+    cm_buf_puts(b, ",\"mesh\":");
+    if (s->mesh_name != NULL) {
+        jcstr(b, s->mesh_name);
+    } else {
+        cm_buf_puts(b, "null");
+    }
+    cm_buf_puts(b, ",\"dims\":[");
+    for (uint32_t d = 0; d < s->rank; d++) {
+        const sp_dim_sharding *ds = &s->dims[d];
+        cm_buf_puts(b, d > 0 ? ",{\"axes\":" : "{\"axes\":");
+        axes_json(b, ds->axes, ds->n_axes);
+        cm_buf_puts(b, ds->is_closed ? ",\"closed\":true" : ",\"closed\":false");
+        if (ds->priority >= 0) {
+            cm_buf_printf(b, ",\"priority\":%d", (int)ds->priority);
+        }
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_putc(b, ']');
+    if (s->n_replicated > 0) {
+        cm_buf_puts(b, ",\"replicated\":");
+        axes_json(b, s->replicated, s->n_replicated);
+    }
+    if (s->n_unreduced > 0) {
+        cm_buf_puts(b, ",\"unreduced\":");
+        axes_json(b, s->unreduced, s->n_unreduced);
+    }
+    cm_buf_putc(b, '}');
+    if (t->kind != SP_TYPE_TENSOR) {
+        return;
+    }
+    cm_buf_puts(b, ",\"local_shape\":[");
+    for (uint32_t d = 0; d < t->rank; d++) {
+        if (d > 0) {
+            cm_buf_putc(b, ',');
+        }
+        int64_t x = t->dims[d];
+        if (x == SP_DIM_DYNAMIC) {
+            cm_buf_puts(b, "null");
+            continue;
+        }
+        int64_t k = 1;
+        for (uint32_t a = 0; d < s->rank && a < s->dims[d].n_axes; a++) {
+            int64_t z = axis_size(mesh, &s->dims[d].axes[a]);
+            if (z <= 0 || !cm_mul_i64(k, z, &k)) {
+                k = INT64_MAX;
+                break;
+            }
+        }
+        cm_buf_put_i64(b, x / k + (x % k != 0));
+    }
+    cm_buf_putc(b, ']');
+}
+
+/* An attribute that is a dict of strings, as JSON; false when it is not one. */
+static bool string_dict_json(cm_buf *b, const sp_attr *a)
+{
+    if (a == NULL || a->kind != SP_ATTR_DICT) {
+        return false;
+    }
+    cm_buf_putc(b, '{');
+    for (uint32_t i = 0; i < a->u.dict.n; i++) {
+        const sp_named_attr *e = &a->u.dict.items[i];
+        if (i > 0) {
+            cm_buf_putc(b, ',');
+        }
+        jcstr(b, e->name);
+        cm_buf_putc(b, ':');
+        if (e->value->kind == SP_ATTR_STRING) {
+            jstr(b, e->value->u.str.s, e->value->u.str.len);
+        } else {
+            cm_buf_puts(b, "null");
+        }
+    }
+    cm_buf_putc(b, '}');
+    return true;
+}
+
+static void origin_json(cm_buf *b, const sp_attr *dict)
+{
+    cm_buf_puts(b, ",\"origin\":");
+    if (!string_dict_json(b, dict)) {
+        cm_buf_puts(b, "null");
+    }
+}
+
+static const sp_attr *list_dict(const sp_attr *list, uint32_t i, const char *key)
+{
+    if (list == NULL || list->kind != SP_ATTR_ARRAY || i >= list->u.arr.n) {
+        return NULL;
+    }
+    const sp_attr *d = list->u.arr.items[i];
+    return d != NULL && d->kind == SP_ATTR_DICT ? sp_attrs_get(d->u.dict.items, d->u.dict.n, key)
+                                                : NULL;
+}
+
+static void value_head(const plan *p, uint32_t index, uint32_t v, const sp_type *t)
+{
+    cm_buf *b = p->b;
+    cm_buf_printf(b, "{\"index\":%u", index);
+    const char *name = v != SP_NONE && p->o->graph != NULL ? sp_graph_value_name(p->o->graph, v)
+                                                          : NULL;
+    if (name != NULL) {
+        cm_buf_puts(b, ",\"name\":");
+        jcstr(b, name);
+    }
+    cm_buf_puts(b, ",\"type\":");
+    jstr(b, t->text, t->text_len);
+    if (t->kind == SP_TYPE_TENSOR) {
+        cm_buf_puts(b, ",\"shape\":");
+        shape_json(b, t);
+    }
+}
+
+/* ---- diagnostics ------------------------------------------------------------------------- */
+
+typedef struct diag_out {
+    cm_buf *b;
+    uint32_t n;
+} diag_out;
+
+static void diag_begin(diag_out *d, const char *severity, const char *kind)
+{
+    cm_buf_puts(d->b, d->n++ > 0 ? ",\n  {\"severity\":" : "\n  {\"severity\":");
+    jcstr(d->b, severity);
+    cm_buf_puts(d->b, ",\"kind\":");
+    jcstr(d->b, kind);
+}
+
+static void diag_path(const plan *p, diag_out *d, uint32_t op)
+{
+    uint32_t r = op != SP_NONE && op < p->n_op_rec ? p->op_rec[op] : SP_NONE;
+    if (r == SP_NONE) {
+        return;
+    }
+    cm_buf path;
+    cm_buf_init(&path);
+    rec_path(p, r, &path);
+    cm_buf_puts(d->b, ",\"path\":");
+    jstr(d->b, path.data != NULL ? path.data : "", path.len);
+    cm_buf_fini(&path);
+}
+
+static const char *sev_name(sp_diag_sev s)
+{
+    switch (s) {
+    case SP_DIAG_ERROR:
+        return "error";
+    case SP_DIAG_WARNING:
+        return "warning";
+    case SP_DIAG_REMARK:
+        return "remark";
+    case SP_DIAG_NOTE:
+        return "note";
+    }
+    return "error";
+}
+
+/* Axes of factor f in tensor mapping tm under sharding s: the dim holding f
+ * alone; NULL/0 when f is absent, compound or the tensor is unsharded. */
+static bool factor_axes(const sp_tensor_mapping *tm, const sp_sharding *s, uint32_t f,
+                        const sp_dim_sharding **out)
+{
+    for (uint32_t d = 0; d < tm->rank; d++) {
+        const sp_dim_mapping *dm = &tm->dims[d];
+        if (dm->n_factors == 1 && dm->factors[0] == f) {
+            *out = s != NULL && d < s->rank ? &s->dims[d] : NULL;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool same_axes(const sp_dim_sharding *a, const sp_dim_sharding *b)
+{
+    if (a->n_axes != b->n_axes) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->n_axes; i++) {
+        if (strcmp(a->axes[i].name, b->axes[i].name) != 0 ||
+            a->axes[i].pre_size != b->axes[i].pre_size ||
+            (a->axes[i].pre_size > 0 && a->axes[i].size != b->axes[i].size)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Factors that two tensors of an op shard along different axes: Shardy
+ * resolved the conflict, and the partitioner will reshard one of them. */
+static void conflict_diags(const plan *p, diag_out *d, uint32_t op, const sp_rule *rule)
+{
+    const sp_op *o = &p->m->ops[op];
+    if (rule->n_operands != o->n_operands || rule->n_results != o->n_results) {
+        return;
+    }
+    for (uint32_t f = 0; f < rule->n_factors; f++) {
+        const sp_dim_sharding *first = NULL;
+        uint32_t first_t = 0;
+        for (uint32_t t = 0; t < rule->n_operands + rule->n_results; t++) {
+            bool is_res = t >= rule->n_operands;
+            uint32_t i = is_res ? t - rule->n_operands : t;
+            const sp_tensor_mapping *tm = is_res ? &rule->results[i] : &rule->operands[i];
+            uint32_t v = is_res ? o->first_result + i : o->operands[i];
+            const sp_dim_sharding *ds = NULL;
+            if (!factor_axes(tm, sp_value_sharding(p->m, v), f, &ds) || ds == NULL ||
+                ds->n_axes == 0) {
+                continue;
+            }
+            if (first == NULL) {
+                first = ds;
+                first_t = t;
+                continue;
+            }
+            if (same_axes(first, ds)) {
+                continue;
+            }
+            diag_begin(d, "warning", "conflict");
+            diag_path(p, d, op);
+            cm_buf msg;
+            cm_buf_init(&msg);
+            cm_buf_printf(&msg, "%s: factor %u is sharded along ", o->name, f);
+            for (uint32_t k = 0; k < first->n_axes; k++) {
+                sp_axis_ref_print(&first->axes[k], &msg);
+                cm_buf_puts(&msg, k + 1 < first->n_axes ? "," : "");
+            }
+            cm_buf_printf(&msg, " in %s %u but along ", first_t < rule->n_operands ? "operand" : "result",
+                          first_t < rule->n_operands ? first_t : first_t - rule->n_operands);
+            for (uint32_t k = 0; k < ds->n_axes; k++) {
+                sp_axis_ref_print(&ds->axes[k], &msg);
+                cm_buf_puts(&msg, k + 1 < ds->n_axes ? "," : "");
+            }
+            cm_buf_printf(&msg, " in %s %u; resolved by resharding", is_res ? "result" : "operand",
+                          i);
+            cm_buf_puts(d->b, ",\"message\":");
+            jstr(d->b, msg.data != NULL ? msg.data : "", msg.len);
+            cm_buf_fini(&msg);
+            cm_buf_putc(d->b, '}');
+            break;
+        }
+    }
+}
+
+/* jax.export needs every input and output of a function on one mesh. */
+static void mesh_diags(const plan *p, diag_out *d, uint32_t fi)
+{
+    uint32_t f = p->funcs[fi];
+    const sp_type *ft = sp_func_type(p->m, f);
+    const sp_block *entry = &p->m->blocks[p->m->ops[f].regions[0].blocks[0]];
+    const char *first = NULL, *other = NULL;
+    uint32_t n = entry->n_args + (ft != NULL ? ft->n_results : 0);
+    for (uint32_t i = 0; i < n && other == NULL; i++) {
+        const sp_sharding *s = i < entry->n_args
+                                   ? sp_value_sharding(p->m, entry->first_arg + i)
+                                   : sp_func_result_sharding(p->m, f, i - entry->n_args);
+        if (s == NULL || s->mesh_name == NULL) {
+            continue;
+        }
+        if (first == NULL) {
+            first = s->mesh_name;
+        } else if (strcmp(first, s->mesh_name) != 0) {
+            other = s->mesh_name;
+        }
+    }
+    if (other == NULL) {
+        return;
+    }
+    const sp_attr *nm = sp_op_attr(p->m, f, "sym_name");
+    diag_begin(d, "warning", "mesh_mismatch");
+    if (p->o->functions_form) {
+        cm_buf_printf(d->b, ",\"path\":\"/functions/%u\"", fi);
+    }
+    cm_buf msg;
+    cm_buf_init(&msg);
+    cm_buf_printf(&msg,
+                  "inputs and outputs of @%s are on different meshes (@%s and @%s); jax.export "
+                  "requires them on one mesh",
+                  nm != NULL && nm->kind == SP_ATTR_STRING ? nm->u.str.s : "?", first, other);
+    cm_buf_puts(d->b, ",\"message\":");
+    jstr(d->b, msg.data != NULL ? msg.data : "", msg.len);
+    cm_buf_fini(&msg);
+    cm_buf_putc(d->b, '}');
+}
+
+/* ---- the document -------------------------------------------------------------------------- */
+
+static void write_meshes(const plan *p)
+{
+    cm_buf *b = p->b;
+    const sp_block *body = &p->m->blocks[p->m->body];
+    bool first = true;
+    cm_buf_puts(b, "\"meshes\":[");
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        const sp_op *o = &p->m->ops[body->ops[i]];
+        const sp_attr *nm = sp_attrs_get(o->attrs, o->n_attrs, "sym_name");
+        const sp_attr *ma = sp_attrs_get(o->attrs, o->n_attrs, "mesh");
+        if (o->kind != SP_OP_SDY_MESH || nm == NULL || ma == NULL || ma->kind != SP_ATTR_MESH) {
+            continue;
+        }
+        const sp_mesh *mesh = ma->u.mesh;
+        cm_buf_puts(b, first ? "\n  {\"name\":" : ",\n  {\"name\":");
+        first = false;
+        jstr(b, nm->u.str.s, nm->u.str.len);
+        cm_buf_puts(b, ",\"axes\":[");
+        for (uint32_t a = 0; a < mesh->n_axes; a++) {
+            cm_buf_puts(b, a > 0 ? ",{\"name\":" : "{\"name\":");
+            jcstr(b, mesh->axes[a].name);
+            cm_buf_printf(b, ",\"size\":%lld}", (long long)mesh->axes[a].size);
+        }
+        cm_buf_printf(b, "],\"devices\":%lld", (long long)sp_mesh_size(mesh));
+        if (mesh->n_device_ids > 0) {
+            cm_buf_puts(b, ",\"device_ids\":[");
+            for (uint32_t k = 0; k < mesh->n_device_ids; k++) {
+                if (k > 0) {
+                    cm_buf_putc(b, ',');
+                }
+                cm_buf_put_i64(b, mesh->device_ids[k]);
+            }
+            cm_buf_putc(b, ']');
+        }
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_puts(b, "],\n");
+}
+
+static void write_op(const plan *p, uint32_t r)
+{
+    cm_buf *b = p->b;
+    uint32_t op = p->recs[r].op;
+    const sp_op *o = &p->m->ops[op];
+    cm_buf_puts(b, "{\"path\":\"");
+    rec_path(p, r, b);
+    cm_buf_puts(b, "\",\"op\":");
+    jcstr(b, o->name);
+    const sp_attr *rule = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_rule");
+    if (rule != NULL && rule->kind == SP_ATTR_RULE) {
+        cm_buf_puts(b, ",\"rule\":\"#sdy.op_sharding_rule");
+        cm_buf txt;
+        cm_buf_init(&txt);
+        sp_rule_print(rule->u.rule, &txt);
+        if (txt.data != NULL) {
+            /* rule text has quotes only inside factor names, which are plain letters */
+            cm_buf txt2;
+            cm_buf_init(&txt2);
+            jstr(&txt2, txt.data, txt.len);
+            if (txt2.data != NULL) {
+                cm_buf_append(b, txt2.data + 1, txt2.len - 2);
+            }
+            cm_buf_fini(&txt2);
+        }
+        cm_buf_fini(&txt);
+        cm_buf_putc(b, '"');
+    }
+    const sp_attr *edges = sp_attrs_get(o->attrs, o->n_attrs, "sdy.propagation_edges");
+    if (edges != NULL && edges->kind == SP_ATTR_OPAQUE) {
+        cm_buf_puts(b, ",\"edges\":");
+        jcstr(b, edges->u.opaque.text);
+    }
+    const sp_attr *origins = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_origins");
+    cm_buf_puts(b, ",\"results\":[");
+    for (uint32_t i = 0; i < o->n_results; i++) {
+        uint32_t v = o->first_result + i;
+        const sp_type *t = sp_value_type(p->m, v);
+        if (i > 0) {
+            cm_buf_putc(b, ',');
+        }
+        value_head(p, i, v, t);
+        sharding_json(p, sp_value_sharding(p->m, v), t);
+        const sp_attr *od = origins;
+        if (od != NULL && od->kind == SP_ATTR_ARRAY) {
+            od = i < od->u.arr.n ? od->u.arr.items[i] : NULL;
+        }
+        origin_json(b, od);
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_puts(b, "]}");
+}
+
+static void write_function(const plan *p, uint32_t fi, uint32_t *next_rec)
+{
+    cm_buf *b = p->b;
+    uint32_t f = p->funcs[fi];
+    const sp_module *m = p->m;
+    const sp_attr *nm = sp_op_attr(m, f, "sym_name");
+    const sp_type *ft = sp_func_type(m, f);
+    const sp_block *entry = &m->blocks[m->ops[f].regions[0].blocks[0]];
+    const sp_attr *arg_attrs = sp_op_attr(m, f, "arg_attrs");
+    const sp_attr *res_attrs = sp_op_attr(m, f, "res_attrs");
+    cm_buf_puts(b, fi > 0 ? ",\n  {\"name\":" : "\n  {\"name\":");
+    if (nm != NULL && nm->kind == SP_ATTR_STRING) {
+        jstr(b, nm->u.str.s, nm->u.str.len);
+    } else {
+        cm_buf_puts(b, "null");
+    }
+    cm_buf_puts(b, ",\"path\":\"");
+    func_prefix(p, fi, b);
+    cm_buf_puts(b, "\",\n   \"inputs\":[");
+    for (uint32_t i = 0; i < entry->n_args; i++) {
+        uint32_t v = entry->first_arg + i;
+        const sp_type *t = sp_value_type(m, v);
+        cm_buf_puts(b, i > 0 ? ",\n    " : "\n    ");
+        value_head(p, i, v, t);
+        sharding_json(p, sp_value_sharding(m, v), t);
+        origin_json(b, list_dict(arg_attrs, i, "sdy.sharding_origins"));
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_puts(b, "],\n   \"ops\":[");
+    uint32_t k = 0;
+    while (*next_rec < p->n_recs && p->recs[*next_rec].func == fi) {
+        cm_buf_puts(b, k++ > 0 ? ",\n    " : "\n    ");
+        write_op(p, (*next_rec)++);
+    }
+    cm_buf_puts(b, "],\n   \"outputs\":[");
+    for (uint32_t i = 0; ft != NULL && i < ft->n_results; i++) {
+        const sp_type *t = &m->types[ft->results[i]];
+        cm_buf_puts(b, i > 0 ? ",\n    " : "\n    ");
+        value_head(p, i, SP_NONE, t);
+        sharding_json(p, sp_func_result_sharding(m, f, i), t);
+        origin_json(b, list_dict(res_attrs, i, "sdy.sharding_origins"));
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_puts(b, "]}");
+}
+
+cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error *err)
+{
+    plan p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.o = o;
+    p.b = out;
+    cm_status st = CM_OK;
+    sp_diags diags;
+    sp_diags_init(&diags);
+    /* the content hash: the module as MLIR text, then the pass */
+    char hex[2 * CM_SHA256_LEN + 1];
+    double t0 = cm_now(), t1 = t0, t2 = t0;
+    {
+        cm_buf txt;
+        cm_buf_init(&txt);
+        sp_print_opts popts = {false, false};
+        sp_mlir_print(m, &popts, &txt);
+        cm_buf_puts(&txt, "\n// pass: ");
+        cm_buf_puts(&txt, sp_plan_pass_name(o->pass));
+        if (txt.oom) {
+            cm_buf_fini(&txt);
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory hashing the module");
+        }
+        cm_sha256_hex(txt.data, txt.len, hex);
+        cm_buf_fini(&txt);
+    }
+    snapshot(&p);
+    if (p.oom) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    t1 = cm_now();
+    st = sp_input_propagate(m, o->pass, o->custom, true, &diags, err);
+    if (st != CM_OK) {
+        goto out;
+    }
+    t2 = cm_now();
+    cm_buf_puts(out, "{\"format\":\"shardplan.plan/v1\",\"input_sha256\":\"");
+    cm_buf_puts(out, hex);
+    cm_buf_puts(out, "\",\"pass\":\"");
+    cm_buf_puts(out, sp_plan_pass_name(o->pass));
+    cm_buf_puts(out, "\",\n");
+    write_meshes(&p);
+    cm_buf_puts(out, "\"functions\":[");
+    uint32_t next = 0;
+    for (uint32_t fi = 0; fi < p.n_funcs; fi++) {
+        write_function(&p, fi, &next);
+    }
+    cm_buf_puts(out, "],\n\"diagnostics\":[");
+    diag_out d = {out, 0};
+    for (uint32_t i = 0; i < diags.n; i++) {
+        const sp_diag *x = &diags.items[i];
+        bool cc = x->op != SP_NONE && x->op < m->n_ops && m->ops[x->op].kind == SP_OP_CUSTOM_CALL;
+        diag_begin(&d, sev_name(x->sev), cc ? "custom_call_without_rule" : "propagation");
+        diag_path(&p, &d, x->op);
+        cm_buf_puts(out, ",\"message\":");
+        jcstr(out, x->msg != NULL ? x->msg : "");
+        cm_buf_putc(out, '}');
+    }
+    for (uint32_t r = 0; r < p.n_recs; r++) {
+        const sp_op *op = &m->ops[p.recs[r].op];
+        const sp_attr *rule = sp_attrs_get(op->attrs, op->n_attrs, "sdy.sharding_rule");
+        if (rule != NULL && rule->kind == SP_ATTR_RULE) {
+            conflict_diags(&p, &d, p.recs[r].op, rule->u.rule);
+        }
+    }
+    for (uint32_t fi = 0; fi < p.n_funcs; fi++) {
+        mesh_diags(&p, &d, fi);
+    }
+    cm_buf_puts(out, d.n > 0 ? "\n]" : "]");
+    sp_cost_plan_section(m, o->custom, out); /* ,"cost":{...} (sp_cost.h) */
+    cm_buf_puts(out, "}\n");
+    if (out->oom || diags.oom) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory writing the plan");
+    }
+    if (o->timing != NULL) {
+        o->timing->hash_s = t1 - t0;
+        o->timing->pass_s = t2 - t1;
+        o->timing->write_s = cm_now() - t2;
+    }
+out:
+    sp_diags_fini(&diags);
+    cm_free(p.recs);
+    cm_free(p.funcs);
+    cm_free(p.op_rec);
+    return st;
+}
+
+cm_status sp_plan_graph_json(const char *text, size_t len, sp_plan_pass pass, cm_buf *out,
+                             cm_error *err)
+{
+    sp_graph *g = NULL;
+    cm_status st = sp_graph_decode(text, len, NULL, &g, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    sp_plan_opts o;
+    sp_plan_opts_init(&o);
+    o.pass = pass;
+    o.graph = g;
+    o.custom = sp_graph_custom_rules(g);
+    o.functions_form = sp_graph_has_functions(g);
+    st = sp_plan_run(sp_graph_module(g), &o, out, err);
+    sp_graph_destroy(g);
+    return st;
+}
+
+/* ---- `shardplan plan` -------------------------------------------------------------------------- */
+
+static bool looks_json(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+            continue;
+        }
+        return s[i] == '{';
+    }
+    return false;
+}
+
+static void report(FILE *errs, const char *file, const cm_error *e)
+{
+    fprintf(errs, "shardplan plan: %s: %s%s%s: %s\n", file, cm_status_name(e->code),
+            e->path[0] != '\0' ? " at " : "", e->path, e->msg);
+}
+
+int sp_plan_main(int argc, char **argv, FILE *out, FILE *errs)
+{
+    const char *file = NULL, *format = "json";
+    sp_plan_opts o;
+    sp_plan_opts_init(&o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((strcmp(a, "--pass") == 0 || strcmp(a, "--format") == 0) && i + 1 < argc) {
+            if (strcmp(a, "--pass") == 0 && !sp_plan_pass_parse(argv[i + 1], &o.pass)) {
+                fprintf(errs, "shardplan plan: unknown pass '%s'\n", argv[i + 1]);
+                return 2;
+            }
+            if (strcmp(a, "--format") == 0) {
+                format = argv[i + 1];
+            }
+            i++;
+        } else if (strncmp(a, "--pass=", 7) == 0) {
+            if (!sp_plan_pass_parse(a + 7, &o.pass)) {
+                fprintf(errs, "shardplan plan: unknown pass '%s'\n", a + 7);
+                return 2;
+            }
+        } else if (strncmp(a, "--format=", 9) == 0) {
+            format = a + 9;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(errs, "shardplan plan: unknown option '%s'\n", a);
+            return 2;
+        } else if (file == NULL) {
+            file = a;
+        } else {
+            fprintf(errs, "shardplan plan: more than one input file\n");
+            return 2;
+        }
+    }
+    if (file == NULL || (strcmp(format, "json") != 0 && strcmp(format, "mlir") != 0)) {
+        fprintf(errs, "usage: shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] "
+                      "[--format json|mlir]\n");
+        return 2;
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    char *text = NULL;
+    size_t len = 0;
+    if (cm_file_read(file, &text, &len, &err) != CM_OK) {
+        report(errs, file, &err);
+        return 1;
+    }
+    sp_graph *g = NULL;
+    sp_module *m = NULL;
+    cm_status st;
+    if (looks_json(text, len)) {
+        st = sp_graph_decode(text, len, NULL, &g, &err);
+        if (st == CM_OK) {
+            m = sp_graph_module(g);
+            o.graph = g;
+            o.custom = sp_graph_custom_rules(g);
+            o.functions_form = sp_graph_has_functions(g);
+        }
+    } else {
+        st = sp_mlir_read(text, len, 0, &m, &err);
+        if (st == CM_OK) {
+            uint32_t n_funcs = 0;
+            const sp_block *body = &m->blocks[m->body];
+            for (uint32_t i = 0; i < body->n_ops; i++) {
+                n_funcs += m->ops[body->ops[i]].kind == SP_OP_FUNC_FUNC;
+            }
+            o.functions_form = n_funcs != 1;
+        }
+    }
+    cm_free(text);
+    int rc = 0;
+    cm_buf b;
+    cm_buf_init(&b);
+    if (st == CM_OK) {
+        st = sp_plan_run(m, &o, &b, &err);
+    }
+    if (st == CM_OK && strcmp(format, "mlir") == 0) {
+        cm_buf_reset(&b);
+        sp_print_opts popts = {false, false};
+        sp_mlir_print(m, &popts, &b);
+        if (b.oom) {
+            st = cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+        }
+    }
+    if (st != CM_OK) {
+        report(errs, file, &err);
+        rc = 1;
+    } else if (b.len > 0 && fwrite(b.data, 1, b.len, out) != b.len) {
+        fprintf(errs, "shardplan plan: write error\n");
+        rc = 1;
+    }
+    cm_buf_fini(&b);
+    if (g != NULL) {
+        sp_graph_destroy(g);
+    } else {
+        sp_module_destroy(m);
+    }
+    return rc;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: MLIR text in and out. The reader takes the generic and pretty
+ * forms of the StableHLO, func and sdy ops (what `jax.jit(f).lower(x).as_text()`
+ * prints and what Shardy's lit tests hold) into an sp_module; the printer
+ * writes a module back as sdy_opt would. Thread contract: one module per
+ * call; the tables behind both are read-only. */
+#ifndef SP_MLIR_H
+#define SP_MLIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cm.h"
+#include "sp_ir.h"
+
+/* ---- reading and printing -------------------------------------------------- */
+
+/* Reads one module from MLIR text (generic and pretty forms of the StableHLO,
+ * func and sdy ops). line_base is added to reported line numbers (for
+ * `// -----` chunks). Errors: CM_EINVAL with err->path "LINE:COL"; CM_ENOMEM.
+ * On error *out is NULL. text need not be NUL-terminated. */
+cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_module **out,
+                       cm_error *err);
+
+typedef struct sp_print_opts {
+    bool generic;    /* print every op in generic form */
+    bool debug_info; /* print loc(...) */
+} sp_print_opts;
+
+/* Appends the module in MLIR's textual form, one op per line. */
+void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b);
+
+/* Parses one attribute value (`array<i64: 0, 1>`, `#stablehlo.dot<...>`,
+ * `"text"`, `dense<0.0> : tensor<f32>`) or one type (`tensor<8x16xf32>`) in
+ * MLIR syntax into module m, with the canonical kinds sp_mlir_read produces.
+ * The whole text must be consumed (whitespace aside). *out is arena-owned by
+ * m. Errors: CM_EINVAL with err->path "1:COL", CM_ENOMEM. */
+cm_status sp_mlir_parse_attr(sp_module *m, const char *text, size_t len, sp_attr **out,
+                             cm_error *err);
+cm_status sp_mlir_parse_type(sp_module *m, const char *text, size_t len, uint32_t *type_out,
+                             cm_error *err);
+
+#endif /* SP_MLIR_H */

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: -sdy-insert-explicit-reshards (sdy_export_passes.md). After
+ * propagation an op's operands and results may still be sharded in ways its
+ * sharding rule cannot reconcile; this pass picks one sharding per factor,
+ * reshards the operands to it with `sdy.reshard`, computes the op with it,
+ * all-reduces the axes of sharded reduction factors with `sdy.all_reduce`
+ * and reshards each result back to the sharding it had.
+ * Ownership: new ops, values and shardings live in the module's arena.
+ * Thread contract: one module per call. */
+#ifndef SP_RESHARD_H
+#define SP_RESHARD_H
+
+#include <stdbool.h>
+
+#include "cm.h"
+#include "sp_ir.h"
+#include "sp_diag.h"
+
+typedef struct sp_reshard_opts {
+    bool full_version; /* enable-full-version=true; see sp_pass_insert_explicit_reshards */
+} sp_reshard_opts;
+
+/* Runs -sdy-insert-explicit-reshards on every function of m, in program order.
+ * For each op with a sharding rule (sp_rule_for_op) whose operands and
+ * results are on one mesh:
+ *  - when every factor is sharded the same way in every tensor that has it,
+ *    no axis shards two factors and no need-replication factor is sharded,
+ *    the op is left alone, except that the axes of sharded reduction factors
+ *    are all-reduced after it;
+ *  - otherwise one axis list per factor is chosen (Shardy's heuristic: the
+ *    factor-axes pair held, or reachable by further slicing, by the largest
+ *    total tensor size wins, pass-through factors before reduction factors,
+ *    then the higher factor index; the other factors keep the longest
+ *    prefix of their candidate that does not overlap the chosen axes), the
+ *    operands that differ get an `sdy.reshard`, the op's `sdy.sharding`
+ *    becomes the chosen one, reduction axes are all-reduced, and results
+ *    whose original sharding differs get an `sdy.reshard` back to it; uses of
+ *    a result then see the last of these values.
+ * A value returned by a function whose sharding differs from the function's
+ * result sharding is resharded before the return. Ops with overflow axes (a
+ * dimension sharding that does not split across its factors), with operands
+ * on different meshes, or without a rule are skipped. A missing sharding
+ * counts as fully replicated. opts may be NULL (full version);
+ * full_version = false currently behaves the same.
+ * Errors: CM_ENOMEM (the module may then be partly rewritten). */
+cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *opts,
+                                           sp_diags *diags, cm_error *err);
+
+#endif /* SP_RESHARD_H */

@@ -1,0 +1,3186 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: sharding propagation (see sp_prop.h and Shardy's propagation.md).
+ *
+ * Every tensor that can carry a sharding is a "slot": values (op results,
+ * block arguments) and function results. An op step gathers the slots of an
+ * op, projects their dim shardings onto the factors of the op's sharding
+ * rule, finds for each factor the axes to propagate, expands the factor
+ * shardings and projects them back to dim shardings. Changed slots put their
+ * defining op and their users back on a worklist, until a fixed point.
+ *
+ * Axes are handled as (axis index, pre-size, size) triples, with a full axis
+ * being (i, 1, n); so prefix, overlap and coexistence of sub-axes are simple
+ * arithmetic. New shardings are allocated in the module arena only when a
+ * slot changes. */
+#include "sp_prop.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_ops.h"
+#include "sp_ax.h"
+#include "sp_diag.h"
+
+#define MAXAX   16  /* axes of one factor or dim in an op step */
+#define MAXMESH 64  /* distinct meshes in a module */
+#define ID_CACHE 256 /* identity-rule cache slots */
+
+/* ---- per-op scratch ----------------------------------------------------------- */
+
+typedef struct fsh {
+    uint8_t present;    /* the tensor has this factor */
+    uint8_t closed;     /* its dim is closed */
+    uint8_t minor_most; /* last factor of its dim */
+    uint8_t n, n_over;
+    ax axes[MAXAX];
+    ax over[MAXAX];
+} fsh;
+
+typedef struct tens {
+    uint32_t slot;
+    uint32_t rank;
+    const int64_t *dims;
+    const sp_tensor_mapping *map;
+    bool is_result;      /* a result of the op (receives forward propagation) */
+    bool updatable;      /* may be changed by this step */
+    bool changed;
+    uint32_t pos;        /* operand or result number within the step's op */
+    const sp_sharding *cur; /* current sharding (may be NULL or on the empty mesh) */
+    const struct meshent *me; /* mesh_of(cur) */
+    uint32_t n_gained;   /* axes this step adds, for debug origins and edges */
+    struct {
+        uint32_t axis;   /* mesh axis index */
+        uint32_t src;    /* tensor index the axis came from */
+    } gained[MAXAX];
+    ax repl[MAXAX];
+    uint32_t n_repl;
+} tens;
+
+/* ---- propagation state -------------------------------------------------------- */
+
+typedef struct meshent meshent;
+struct meshent {
+    const char *name;
+    const sp_mesh *mesh;
+    bool is_empty;   /* no axes and no device ids */
+    bool is_maximal; /* no axes, one device id */
+    uint32_t canon;  /* index of the first equal mesh */
+};
+
+typedef struct prop {
+    sp_module *m;
+    const sp_prop_opts *o;
+    sp_diags *diags;
+    cm_error *err;
+    cm_status st;
+    uint32_t n_slots;       /* values + function results */
+    sp_sharding **sh;       /* per slot, current sharding (NULL: none) */
+    sp_sharding **orig;     /* per slot, sharding before propagation */
+    uint32_t *mc_first;     /* per op: first in-sharding slot of a manual computation, or SP_NONE */
+    uint32_t *fres_func;    /* per function-result slot: func op (or manual computation) */
+    uint32_t *fres_index;   /* per function-result slot: result number */
+    uint32_t *func_first;   /* per op: first function-result slot of a func op (or SP_NONE) */
+    /* users: CSR over slots */
+    uint32_t *use_start, *uses;
+    /* data-flow aliases: a block argument of a while body/cond shares the
+     * slot of the while result it is a target with (alias[v] = slot) */
+    uint32_t *alias;
+    /* sharding groups: members are kept identical (next member in ring) */
+    uint32_t *group_next;
+    /* rules */
+    sp_rule **rules;
+    uint8_t *rule_done;
+    /* worklist */
+    uint32_t *queue;
+    uint32_t q_head, q_len, q_cap;
+    uint8_t *queued;
+    /* meshes */
+    meshent meshes[MAXMESH];
+    uint32_t n_meshes;
+    /* scratch for one step */
+    fsh *fs;
+    size_t fs_cap;
+    tens *ts;
+    size_t ts_cap;
+    /* level state */
+    int op_priority;     /* -1: all ops, both directions */
+    int user_priority;   /* -1: no user priorities */
+    bool aggressive;
+    uint64_t steps;
+    /* debug-sharding-origins: per slot a list of (axis, origin) */
+    uint32_t *org_head;
+    struct org {
+        uint32_t axis, origin, next;
+    } *orgs;
+    uint32_t n_orgs, cap_orgs;
+    const char **origin_names;
+    uint32_t n_origin_names, cap_origin_names;
+    uint32_t *origin_self; /* per slot: its own origin id (annotated slots), SP_NONE otherwise */
+    /* debug-edge-source-sharding: per op a list of edges */
+    uint32_t *edge_head;
+    struct edge {
+        uint32_t step, axis, src, dst, next; /* src/dst: pos | (is_result << 31) */
+    } *edges;
+    uint32_t n_edges, cap_edges;
+    uint32_t n_virtual_ops; /* step counter for edges */
+    struct idc {
+        const int64_t *dims;
+        uint32_t rank, n;
+        sp_rule *rule;
+    } id_cache[ID_CACHE];
+    /* rule cache: ops with equal kind, types and rule-relevant attributes share a rule */
+    struct rc {
+        uint64_t key;
+        uint32_t op; /* representative op */
+        sp_rule *rule;
+    } *rule_cache;
+    uint32_t rule_cache_cap, rule_cache_n;
+    /* interned shardings */
+    sp_sharding **sh_tab;
+    uint32_t sh_tab_cap, sh_tab_n;
+    cm_arena scratch; /* one sharding under construction */
+    uint8_t *type_ok; /* per type id: 1 static ranked tensor, 2 not */
+    struct pc_entry **pc_tab; /* projection cache */
+    uint32_t pc_cap, pc_n;
+    struct cand {
+        ax axes[MAXAX];
+        uint32_t n;
+        uint32_t src;      /* tensor the axes came from */
+        int64_t order_key; /* elements of the source tensor (aggressive order) */
+    } *cands;
+    uint32_t cand_cap;
+} prop;
+
+static cm_status fail_oom(prop *p)
+{
+    if (p->st == CM_OK) {
+        p->st = cm_error_set(p->err, CM_ENOMEM, NULL, "out of memory during propagation");
+    }
+    return p->st;
+}
+
+static const meshent *mesh_of(const prop *p, const sp_sharding *s)
+{
+    if (s == NULL) {
+        return NULL;
+    }
+    if (s->mesh_name == NULL) {
+        return NULL; /* inlined meshes are lifted by the import passes */
+    }
+    for (uint32_t i = 0; i < p->n_meshes; i++) {
+        if (p->meshes[i].name == s->mesh_name) {
+            return &p->meshes[i];
+        }
+    }
+    for (uint32_t i = 0; i < p->n_meshes; i++) {
+        if (strcmp(p->meshes[i].name, s->mesh_name) == 0) {
+            return &p->meshes[i];
+        }
+    }
+    return NULL;
+}
+
+static bool mesh_equal(const sp_mesh *a, const sp_mesh *b)
+{
+    if (a->n_axes != b->n_axes || a->n_device_ids != b->n_device_ids) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->n_axes; i++) {
+        if (a->axes[i].size != b->axes[i].size || strcmp(a->axes[i].name, b->axes[i].name) != 0) {
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < a->n_device_ids; i++) {
+        if (a->device_ids[i] != b->device_ids[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- slots and attributes --------------------------------------------------------- */
+
+
+
+static bool is_func(const sp_op *op)
+{
+    return op->kind == SP_OP_FUNC_FUNC;
+}
+
+static bool func_is_public(const sp_module *m, uint32_t f)
+{
+    const sp_attr *v = sp_op_attr(m, f, "sym_visibility");
+    return v == NULL || (v->kind == SP_ATTR_STRING && strcmp(v->u.str.s, "public") == 0);
+}
+
+
+/* Is this slot a ranked static-shape tensor that can carry a sharding? */
+static bool slot_type(const prop *p, uint32_t slot, uint32_t *rank, const int64_t **dims)
+{
+    const sp_type *t;
+    if (slot < p->m->n_values) {
+        uint32_t ty = p->m->values[slot].type;
+        t = &p->m->types[ty];
+        if (p->type_ok != NULL && p->type_ok[ty] != 0) {
+            if (p->type_ok[ty] != 1) {
+                return false;
+            }
+            *rank = t->rank;
+            *dims = t->dims;
+            return true;
+        }
+    } else {
+        uint32_t owner = p->fres_func[slot - p->m->n_values];
+        uint32_t k = p->fres_index[slot - p->m->n_values];
+        if (p->m->ops[owner].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            t = &p->m->types[p->m->values[p->m->ops[owner].operands[k]].type];
+        } else {
+            const sp_type *ft = sp_func_type(p->m, owner);
+            if (ft == NULL) {
+                return false;
+            }
+            t = &p->m->types[ft->results[k]];
+        }
+    }
+    if (t->kind != SP_TYPE_TENSOR) {
+        return false;
+    }
+    for (uint32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0) {
+            return false;
+        }
+    }
+    *rank = t->rank;
+    *dims = t->dims;
+    return true;
+}
+
+/* ---- rules --------------------------------------------------------------------- */
+
+/* Identity rule over rank dims, for constraints, barriers and edges; cached
+ * per (interned dims, tensor count), as every step of such an op needs one. */
+static sp_rule *identity_rule_new(prop *p, const int64_t *dims, uint32_t rank, uint32_t n_tensors);
+
+static sp_rule *identity_rule(prop *p, const int64_t *dims, uint32_t rank, uint32_t n_tensors)
+{
+    uint32_t h = (uint32_t)(((uintptr_t)dims >> 3) * 2654435761u) ^ (rank * 97u) ^ n_tensors;
+    uint32_t slot = h & (ID_CACHE - 1);
+    struct idc *c = &p->id_cache[slot];
+    if (c->rule != NULL && c->dims == dims && c->rank == rank && c->n == n_tensors) {
+        return c->rule;
+    }
+    sp_rule *r = identity_rule_new(p, dims, rank, n_tensors);
+    if (r != NULL) {
+        *c = (struct idc){dims, rank, n_tensors, r};
+    }
+    return r;
+}
+
+static sp_rule *identity_rule_new(prop *p, const int64_t *dims, uint32_t rank, uint32_t n_tensors)
+{
+    cm_arena *a = &p->m->arena;
+    sp_rule *r = cm_arena_zalloc(a, sizeof *r);
+    if (r == NULL) {
+        return NULL;
+    }
+    r->n_factors = rank;
+    r->factor_sizes = cm_arena_alloc(a, sizeof(int64_t) * (rank + 1u));
+    r->factor_kind = cm_arena_zalloc(a, rank + 1u);
+    r->factor_blocked = cm_arena_zalloc(a, rank + 1u);
+    sp_tensor_mapping *tm = cm_arena_zalloc(a, sizeof(sp_tensor_mapping) * n_tensors);
+    sp_dim_mapping *dm = cm_arena_zalloc(a, sizeof(sp_dim_mapping) * (rank + 1u));
+    uint32_t *fidx = cm_arena_alloc(a, sizeof(uint32_t) * (rank + 1u));
+    if (r->factor_sizes == NULL || r->factor_kind == NULL || r->factor_blocked == NULL ||
+        tm == NULL || dm == NULL || fidx == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < rank; d++) {
+        r->factor_sizes[d] = dims[d];
+        fidx[d] = d;
+        dm[d].factors = &fidx[d];
+        dm[d].n_factors = 1;
+    }
+    for (uint32_t t = 0; t < n_tensors; t++) {
+        tm[t].dims = dm;
+        tm[t].rank = rank;
+    }
+    r->operands = tm;
+    r->n_operands = n_tensors / 2;
+    r->results = tm + n_tensors / 2;
+    r->n_results = n_tensors - n_tensors / 2;
+    return r;
+}
+
+/* ---- rule cache ---------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+}
+
+static uint64_t str_hash(uint64_t h, const char *s)
+{
+    for (; s != NULL && *s; s++) {
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    }
+    return mix(h, 0xff);
+}
+
+static uint64_t attr_hash(const sp_attr *a, int depth)
+{
+    uint64_t h = mix(0x1234, (uint64_t)a->kind);
+    if (depth > 8) {
+        return h;
+    }
+    switch (a->kind) {
+    case SP_ATTR_BOOL:
+        return mix(h, a->u.b);
+    case SP_ATTR_INT:
+        return mix(h, (uint64_t)a->u.i.v);
+    case SP_ATTR_FLOAT:
+        return str_hash(h, a->u.f.lit);
+    case SP_ATTR_STRING:
+        return str_hash(h, a->u.str.s);
+    case SP_ATTR_SYMBOL:
+        return str_hash(h, a->u.sym);
+    case SP_ATTR_TYPE:
+        return mix(h, a->u.type);
+    case SP_ATTR_ARRAY:
+        for (uint32_t i = 0; i < a->u.arr.n; i++) {
+            h = mix(h, attr_hash(a->u.arr.items[i], depth + 1));
+        }
+        return h;
+    case SP_ATTR_DENSE_ARRAY:
+        for (uint32_t i = 0; i < a->u.darr.n; i++) {
+            h = mix(h, (uint64_t)a->u.darr.v[i]);
+        }
+        return h;
+    case SP_ATTR_DICT:
+        for (uint32_t i = 0; i < a->u.dict.n; i++) {
+            h = str_hash(h, a->u.dict.items[i].name);
+            h = mix(h, attr_hash(a->u.dict.items[i].value, depth + 1));
+        }
+        return h;
+    case SP_ATTR_PARAMS:
+        h = str_hash(h, a->u.params.name);
+        for (uint32_t i = 0; i < a->u.params.n; i++) {
+            h = str_hash(h, a->u.params.items[i].name);
+            h = mix(h, attr_hash(a->u.params.items[i].value, depth + 1));
+        }
+        return h;
+    case SP_ATTR_DENSE:
+        return mix(str_hash(h, a->u.dense.body), a->u.dense.type);
+    case SP_ATTR_ENUM:
+        return str_hash(str_hash(h, a->u.enm.kind), a->u.enm.value);
+    case SP_ATTR_OPAQUE:
+        return str_hash(h, a->u.opaque.text);
+    default:
+        return h;
+    }
+}
+
+static bool attr_eq(const sp_attr *a, const sp_attr *b, int depth);
+
+static bool named_eq(const sp_named_attr *x, uint32_t nx, const sp_named_attr *y, uint32_t ny,
+                     int depth)
+{
+    if (nx != ny) {
+        return false;
+    }
+    for (uint32_t i = 0; i < nx; i++) {
+        if (strcmp(x[i].name, y[i].name) != 0 || !attr_eq(x[i].value, y[i].value, depth + 1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static bool attr_eq(const sp_attr *a, const sp_attr *b, int depth)
+{
+    if (a == b) {
+        return true;
+    }
+    if (a->kind != b->kind || depth > 8) {
+        return false;
+    }
+    switch (a->kind) {
+    case SP_ATTR_UNIT:
+        return true;
+    case SP_ATTR_BOOL:
+        return a->u.b == b->u.b;
+    case SP_ATTR_INT:
+        return a->u.i.v == b->u.i.v && str_eq(a->u.i.type, b->u.i.type);
+    case SP_ATTR_FLOAT:
+        return str_eq(a->u.f.lit, b->u.f.lit) && str_eq(a->u.f.type, b->u.f.type);
+    case SP_ATTR_STRING:
+        return a->u.str.len == b->u.str.len && memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
+    case SP_ATTR_SYMBOL:
+        return str_eq(a->u.sym, b->u.sym);
+    case SP_ATTR_TYPE:
+        return a->u.type == b->u.type;
+    case SP_ATTR_ARRAY:
+        if (a->u.arr.n != b->u.arr.n) {
+            return false;
+        }
+        for (uint32_t i = 0; i < a->u.arr.n; i++) {
+            if (!attr_eq(a->u.arr.items[i], b->u.arr.items[i], depth + 1)) {
+                return false;
+            }
+        }
+        return true;
+    case SP_ATTR_DENSE_ARRAY:
+        return a->u.darr.n == b->u.darr.n && str_eq(a->u.darr.elem, b->u.darr.elem) &&
+               (a->u.darr.n == 0 ||
+                memcmp(a->u.darr.v, b->u.darr.v, sizeof(int64_t) * a->u.darr.n) == 0);
+    case SP_ATTR_DICT:
+        return named_eq(a->u.dict.items, a->u.dict.n, b->u.dict.items, b->u.dict.n, depth);
+    case SP_ATTR_PARAMS:
+        return str_eq(a->u.params.name, b->u.params.name) &&
+               named_eq(a->u.params.items, a->u.params.n, b->u.params.items, b->u.params.n, depth);
+    case SP_ATTR_DENSE:
+        return a->u.dense.type == b->u.dense.type && str_eq(a->u.dense.body, b->u.dense.body);
+    case SP_ATTR_ENUM:
+        return str_eq(a->u.enm.kind, b->u.enm.kind) && str_eq(a->u.enm.value, b->u.enm.value);
+    case SP_ATTR_OPAQUE:
+        return str_eq(a->u.opaque.text, b->u.opaque.text);
+    default:
+        return false; /* sdy attributes never decide a rule */
+    }
+}
+
+static bool rule_relevant(const char *name)
+{
+    if (name[0] != 's' && name[0] != 'm' && name[0] != 'j') {
+        return true; /* the common case, without a string compare */
+    }
+    return strncmp(name, "sdy.", 4) != 0 && strncmp(name, "mhlo.sharding", 13) != 0 &&
+           strncmp(name, "jax.", 4) != 0;
+}
+
+/* Ops whose rule depends on more than their kind, types and attributes
+ * (defining ops of operands, region bodies) are not cached. */
+static bool rule_cacheable(const sp_op *op)
+{
+    if (op->kind == SP_OP_CONCATENATE || op->kind == SP_OP_DYNAMIC_UPDATE_SLICE ||
+        op->kind == SP_OP_DYNAMIC_SLICE || op->kind == SP_OP_UNKNOWN) {
+        return false;
+    }
+    return op->n_regions == 0 || op->kind == SP_OP_REDUCE;
+}
+
+static uint64_t rule_key(const prop *p, const sp_op *op)
+{
+    uint64_t h = mix(0xabcdef, op->kind);
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        h = mix(h, p->m->values[op->operands[i]].type);
+    }
+    h = mix(h, 0x77);
+    for (uint32_t i = 0; i < op->n_results; i++) {
+        h = mix(h, p->m->values[op->first_result + i].type);
+    }
+    for (uint32_t i = 0; i < op->n_attrs; i++) {
+        if (rule_relevant(op->attrs[i].name)) {
+            h = mix(h, attr_hash(op->attrs[i].value, 0)); /* names are compared on a hit */
+        }
+    }
+    return h;
+}
+
+static bool same_rule_inputs(const prop *p, const sp_op *a, const sp_op *b)
+{
+    if (a->kind != b->kind || a->n_operands != b->n_operands || a->n_results != b->n_results ||
+        strcmp(a->name, b->name) != 0) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->n_operands; i++) {
+        if (p->m->values[a->operands[i]].type != p->m->values[b->operands[i]].type) {
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < a->n_results; i++) {
+        if (p->m->values[a->first_result + i].type != p->m->values[b->first_result + i].type) {
+            return false;
+        }
+    }
+    uint32_t na = 0, nb = 0;
+    for (uint32_t i = 0; i < a->n_attrs; i++) {
+        if (!rule_relevant(a->attrs[i].name)) {
+            continue;
+        }
+        na++;
+        const sp_attr *x = sp_attrs_get(b->attrs, b->n_attrs, a->attrs[i].name);
+        if (x == NULL || !attr_eq(a->attrs[i].value, x, 0)) {
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < b->n_attrs; i++) {
+        nb += rule_relevant(b->attrs[i].name);
+    }
+    return na == nb;
+}
+
+static sp_rule *derive_rule(prop *p, uint32_t op);
+
+static sp_rule *op_rule(prop *p, uint32_t op)
+{
+    if (p->rule_done[op]) {
+        return p->rules[op];
+    }
+    p->rule_done[op] = 1;
+    const sp_op *o = &p->m->ops[op];
+    if (!rule_cacheable(o) || sp_op_attr(p->m, op, "sdy.sharding_rule") != NULL) {
+        p->rules[op] = derive_rule(p, op);
+        return p->rules[op];
+    }
+    if ((p->rule_cache_n + 1) * 2 > p->rule_cache_cap) {
+        uint32_t cap = p->rule_cache_cap < 1024 ? 1024 : p->rule_cache_cap * 2;
+        struct rc *t = cm_calloc(cap, sizeof *t);
+        if (t == NULL) {
+            fail_oom(p);
+            return NULL;
+        }
+        for (uint32_t i = 0; i < p->rule_cache_cap; i++) {
+            if (p->rule_cache[i].op == 0 && p->rule_cache[i].key == 0) {
+                continue;
+            }
+            uint32_t j = (uint32_t)p->rule_cache[i].key & (cap - 1);
+            while (t[j].op != 0 || t[j].key != 0) {
+                j = (j + 1) & (cap - 1);
+            }
+            t[j] = p->rule_cache[i];
+        }
+        cm_free(p->rule_cache);
+        p->rule_cache = t;
+        p->rule_cache_cap = cap;
+    }
+    uint64_t key = rule_key(p, o) | 1u; /* never 0: 0/0 marks an empty slot */
+    uint32_t j = (uint32_t)key & (p->rule_cache_cap - 1);
+    while (p->rule_cache[j].op != 0 || p->rule_cache[j].key != 0) {
+        struct rc *c = &p->rule_cache[j];
+        if (c->key == key && same_rule_inputs(p, &p->m->ops[c->op], o)) {
+            p->rules[op] = c->rule;
+            if (c->rule != NULL && p->o->keep_sharding_rules) {
+                sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
+                if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
+                    fail_oom(p);
+                    return NULL;
+                }
+                ra->u.rule = c->rule;
+            }
+            return c->rule;
+        }
+        j = (j + 1) & (p->rule_cache_cap - 1);
+    }
+    sp_rule *r = derive_rule(p, op);
+    p->rules[op] = r;
+    p->rule_cache[j] = (struct rc){key, op, r};
+    p->rule_cache_n++;
+    return r;
+}
+
+static sp_rule *derive_rule(prop *p, uint32_t op)
+{
+    const sp_attr *a = sp_op_attr(p->m, op, "sdy.sharding_rule");
+    if (a != NULL && a->kind == SP_ATTR_RULE) {
+        return a->u.rule;
+    }
+    sp_rule_opts ro = {p->o->conservative, p->o->custom};
+    sp_rule *r = NULL;
+    cm_error e;
+    cm_error_clear(&e);
+    cm_status st = sp_rule_for_op(p->m, op, &ro, &r, p->diags, &e);
+    if (st == CM_ENOMEM) {
+        fail_oom(p);
+        return NULL;
+    }
+    if (st != CM_OK) {
+        sp_diags_add(p->diags, p->m, op, SP_DIAG_WARNING, "no sharding rule: %s", e.msg);
+        r = NULL;
+    }
+    if (r != NULL && p->o->keep_sharding_rules) {
+        sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
+        if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
+            fail_oom(p);
+            return NULL;
+        }
+        ra->u.rule = r;
+    }
+    return r;
+}
+
+/* ---- projection -------------------------------------------------------------------- */
+
+static int64_t prod(const ax *a, uint32_t n)
+{
+    int64_t x = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!cm_mul_i64(x, a[i].size, &x)) {
+            return INT64_MAX;
+        }
+    }
+    return x;
+}
+
+/* Projects tensor t's sharding onto its factors (fs row). Returns false when
+ * the sharding cannot be handled (too many axes, unknown axis). */
+static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
+{
+    for (uint32_t f = 0; f < r->n_factors; f++) {
+        memset(&row[f], 0, offsetof(fsh, axes));
+    }
+    t->n_repl = 0;
+    const sp_sharding *s = t->cur;
+    for (uint32_t d = 0; d < t->rank; d++) {
+        const sp_dim_mapping *dm = &t->map->dims[d];
+        bool closed = s != NULL && d < s->rank && s->dims[d].is_closed;
+        ax axes[MAXAX];
+        uint32_t na = 0;
+        if (s != NULL && d < s->rank && mesh != NULL) {
+            const sp_dim_sharding *ds = &s->dims[d];
+            if (ds->n_axes > MAXAX) {
+                return false;
+            }
+            for (uint32_t i = 0; i < ds->n_axes; i++) {
+                if (!ax_from_ref(mesh, &ds->axes[i], &axes[na++])) {
+                    return false;
+                }
+            }
+        }
+        uint32_t ai = 0;
+        bool have_rem = false;
+        ax rem = {0, 0, 0};
+        bool overflowed = false;
+        for (uint32_t k = 0; k < dm->n_factors; k++) {
+            uint32_t f = dm->factors[k];
+            fsh *x = &row[f];
+            x->present = 1;
+            x->closed = closed;
+            x->minor_most = k + 1 == dm->n_factors;
+            x->n = 0;
+            x->n_over = 0;
+            if (overflowed) {
+                continue;
+            }
+            if (x->minor_most) {
+                if (na - ai + (have_rem ? 1u : 0u) > MAXAX) {
+                    return false;
+                }
+                if (have_rem) {
+                    x->axes[x->n++] = rem;
+                    have_rem = false;
+                }
+                while (ai < na) {
+                    x->axes[x->n++] = axes[ai++];
+                }
+                break;
+            }
+            int64_t R = r->factor_sizes[f];
+            for (;;) {
+                ax cur;
+                if (have_rem) {
+                    cur = rem;
+                } else if (ai < na) {
+                    cur = axes[ai];
+                } else {
+                    break;
+                }
+                int64_t sz = cur.size;
+                if (x->n >= MAXAX) {
+                    return false;
+                }
+                if (sz == 1 || (R > 0 && R % sz == 0)) {
+                    x->axes[x->n++] = cur;
+                    if (sz > 1) {
+                        R /= sz;
+                    }
+                    if (have_rem) {
+                        have_rem = false;
+                    } else {
+                        ai++;
+                    }
+                    continue;
+                }
+                if (R <= 1) {
+                    break;
+                }
+                int64_t g = gcd64(R, sz);
+                if (g > 1) {
+                    x->axes[x->n++] = (ax){cur.axis, cur.pre, g};
+                    rem = (ax){cur.axis, cur.pre * g, sz / g};
+                    if (!have_rem) {
+                        ai++;
+                    }
+                    have_rem = true;
+                    R /= g;
+                    continue;
+                }
+                /* does not fit: the rest of the dim overflows this factor */
+                if (na - ai + (have_rem ? 1u : 0u) > MAXAX) {
+                    return false;
+                }
+                if (have_rem) {
+                    x->over[x->n_over++] = rem;
+                    have_rem = false;
+                }
+                while (ai < na) {
+                    x->over[x->n_over++] = axes[ai++];
+                }
+                overflowed = true;
+                break;
+            }
+        }
+    }
+    if (s != NULL && mesh != NULL) {
+        if (s->n_replicated > MAXAX) {
+            return false;
+        }
+        for (uint32_t i = 0; i < s->n_replicated; i++) {
+            if (!ax_from_ref(mesh, &s->replicated[i], &t->repl[t->n_repl++])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* ---- projection cache ---------------------------------------------------------------------
+ * Shardings are interned and rules are shared between ops of one shape, so
+ * the projection of a (sharding, tensor mapping) pair repeats: it is stored
+ * once, compactly (only the axes in use), and copied into the step's rows. */
+
+typedef struct pc_entry {
+    const sp_sharding *sh;
+    const sp_tensor_mapping *map;
+    const sp_mesh *mesh;
+    const int64_t *sizes; /* the rule's factor sizes (rules of equal maps may differ) */
+    uint32_t n_factors;
+    uint32_t n_repl;
+    struct pc_factor {
+        uint8_t present, closed, minor_most, n, n_over;
+    } *f;
+    ax *axes;  /* per present factor: n axes then n_over overflow axes, in factor order */
+    ax *repl;
+} pc_entry;
+
+static uint32_t pc_hash(const sp_sharding *sh, const sp_tensor_mapping *map, const sp_mesh *mesh)
+{
+    uint64_t h = (uint64_t)(uintptr_t)sh * 0x9e3779b97f4a7c15ull ^
+                 (uint64_t)(uintptr_t)map * 0xc2b2ae3d27d4eb4full ^ (uint64_t)(uintptr_t)mesh;
+    return (uint32_t)(h ^ (h >> 31));
+}
+
+static bool project_cached(prop *p, const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
+{
+    if (t->cur == NULL || t->cur != p->sh[t->slot]) {
+        /* no axes (cheap), or a one-off view hiding lower-priority dims */
+        return project(mesh, r, t, row);
+    }
+    if (p->pc_cap == 0 || (p->pc_n + 1) * 2 > p->pc_cap) {
+        uint32_t cap = p->pc_cap < 1024 ? 1024 : p->pc_cap * 2;
+        pc_entry **tab = cm_calloc(cap, sizeof *tab);
+        if (tab == NULL) {
+            return project(mesh, r, t, row);
+        }
+        for (uint32_t i = 0; i < p->pc_cap; i++) {
+            if (p->pc_tab[i] != NULL) {
+                uint32_t j = pc_hash(p->pc_tab[i]->sh, p->pc_tab[i]->map, p->pc_tab[i]->mesh) &
+                             (cap - 1);
+                while (tab[j] != NULL) {
+                    j = (j + 1) & (cap - 1);
+                }
+                tab[j] = p->pc_tab[i];
+            }
+        }
+        cm_free(p->pc_tab);
+        p->pc_tab = tab;
+        p->pc_cap = cap;
+    }
+    uint32_t j = pc_hash(t->cur, t->map, mesh) & (p->pc_cap - 1);
+    for (; p->pc_tab[j] != NULL; j = (j + 1) & (p->pc_cap - 1)) {
+        const pc_entry *e = p->pc_tab[j];
+        if (e->sh != t->cur || e->map != t->map || e->mesh != mesh ||
+            e->n_factors != r->n_factors || e->sizes != r->factor_sizes) {
+            continue;
+        }
+        const ax *a = e->axes;
+        for (uint32_t f = 0; f < e->n_factors; f++) {
+            fsh *x = &row[f];
+            const struct pc_factor *c = &e->f[f];
+            x->present = c->present;
+            x->closed = c->closed;
+            x->minor_most = c->minor_most;
+            x->n = c->n;
+            x->n_over = c->n_over;
+            for (uint32_t k = 0; k < c->n; k++) {
+                x->axes[k] = *a++;
+            }
+            for (uint32_t k = 0; k < c->n_over; k++) {
+                x->over[k] = *a++;
+            }
+        }
+        t->n_repl = e->n_repl;
+        for (uint32_t k = 0; k < e->n_repl; k++) {
+            t->repl[k] = e->repl[k];
+        }
+        return true;
+    }
+    if (!project(mesh, r, t, row)) {
+        return false;
+    }
+    /* remember it (a failed allocation only costs the cache) */
+    uint32_t n_ax = 0;
+    for (uint32_t f = 0; f < r->n_factors; f++) {
+        n_ax += row[f].n + row[f].n_over;
+    }
+    cm_arena *a = &p->m->arena;
+    pc_entry *e = cm_arena_alloc(a, sizeof *e);
+    struct pc_factor *fs = cm_arena_alloc(a, sizeof *fs * (r->n_factors + 1u));
+    ax *axes = cm_arena_alloc(a, sizeof(ax) * (n_ax + t->n_repl + 1u));
+    if (e == NULL || fs == NULL || axes == NULL) {
+        return true;
+    }
+    *e = (pc_entry){t->cur, t->map, mesh, r->factor_sizes, r->n_factors, t->n_repl, fs, axes,
+                    axes + n_ax};
+    ax *w = axes;
+    for (uint32_t f = 0; f < r->n_factors; f++) {
+        const fsh *x = &row[f];
+        fs[f] = (struct pc_factor){x->present, x->closed, x->minor_most, x->n, x->n_over};
+        for (uint32_t k = 0; k < x->n; k++) {
+            *w++ = x->axes[k];
+        }
+        for (uint32_t k = 0; k < x->n_over; k++) {
+            *w++ = x->over[k];
+        }
+    }
+    for (uint32_t k = 0; k < t->n_repl; k++) {
+        e->repl[k] = t->repl[k];
+    }
+    p->pc_tab[j] = e;
+    p->pc_n++;
+    return true;
+}
+
+/* ---- finding the axes of a factor ------------------------------------------------------ */
+
+static bool list_prefix(const ax *a, uint32_t na, const ax *b, uint32_t nb)
+{
+    if (na > nb) {
+        return false;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        if (i + 1 < na ? !ax_eq(a[i], b[i]) : !ax_prefix(a[i], b[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Longest common prefix of a and b into a (a sub-axis prefix counts). */
+static void common_prefix(ax *a, uint32_t *na, const ax *b, uint32_t nb)
+{
+    uint32_t i = 0;
+    while (i < *na && i < nb && ax_eq(a[i], b[i])) {
+        i++;
+    }
+    if (i < *na && i < nb) {
+        if (ax_prefix(a[i], b[i])) {
+            *na = i + 1;
+            return;
+        }
+        if (ax_prefix(b[i], a[i])) {
+            a[i] = b[i];
+            *na = i + 1;
+            return;
+        }
+    }
+    *na = i;
+}
+
+/* Can tensor row take axis c as a new axis of factor f (no overlap with its
+ * other factors, overflow axes or replicated axes)? Shrinks c to a prefix
+ * when only part of it fits; false when nothing does. */
+static bool fits_across(const prop *p, const sp_rule *r, const fsh *row, const tens *t, uint32_t f,
+                        ax *c)
+{
+    (void)p;
+    for (uint32_t i = 0; i < t->n_repl; i++) {
+        if (!ax_prefix_without(c, t->repl[i])) {
+            return false;
+        }
+    }
+    for (uint32_t g = 0; g < r->n_factors; g++) {
+        const fsh *x = &row[g];
+        for (uint32_t i = 0; i < x->n; i++) {
+            if (g == f) {
+                continue;
+            }
+            if (!ax_prefix_without(c, x->axes[i])) {
+                return false;
+            }
+        }
+        for (uint32_t i = 0; i < x->n_over; i++) {
+            if (!ax_prefix_without(c, x->over[i])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Truncates cand (the axes proposed for factor f) so that tensor t can hold
+ * them: its current axes must be a prefix (the last one may grow), new axes
+ * need an open factor, no conflict with its other axes, and room in a factor
+ * that is not the minor-most of its dim. */
+static void truncate_for(const prop *p, const sp_rule *r, const fsh *row, const tens *t, uint32_t f,
+                         ax *cand, uint32_t *nc)
+{
+    const fsh *x = &row[f];
+    if (!x->present) {
+        /* the factor is not in t: its axes must not collide with t's axes */
+        for (uint32_t i = 0; i < *nc; i++) {
+            ax c = cand[i];
+            if (!fits_across(p, r, row, t, f, &c)) {
+                *nc = i;
+                return;
+            }
+            if (!ax_eq(c, cand[i])) {
+                cand[i] = c;
+                *nc = i + 1;
+                return;
+            }
+        }
+        return;
+    }
+    int64_t fsize = r->factor_sizes[f];
+    int64_t used = 1;
+    for (uint32_t i = 0; i < *nc; i++) {
+        ax c = cand[i];
+        if (i < x->n) {
+            ax have = x->axes[i];
+            if (ax_eq(c, have)) {
+                used *= have.size;
+                continue;
+            }
+            if (ax_prefix(c, have)) {
+                *nc = i + 1; /* t already has more: fine, but nothing beyond */
+                return;
+            }
+            if (i + 1 == x->n && ax_prefix(have, c) && !x->closed && x->n_over == 0) {
+                /* t's last axis would grow to c: check the added part */
+                ax extra = {c.axis, have.pre * have.size, c.size / have.size};
+                ax e2 = extra;
+                if (!fits_across(p, r, row, t, f, &e2)) {
+                    cand[i] = have;
+                    *nc = i + 1;
+                    return;
+                }
+                if (!ax_eq(e2, extra)) {
+                    cand[i].size = have.size * e2.size;
+                    *nc = i + 1;
+                    c = cand[i];
+                }
+                if (!x->minor_most || p->o->conservative) {
+                    int64_t room = fsize / used;
+                    if (room % c.size != 0) {
+                        int64_t g = gcd64(room, c.size);
+                        if (g % have.size != 0 || g == have.size || p->o->conservative) {
+                            cand[i] = have;
+                        } else {
+                            cand[i].size = g;
+                        }
+                        *nc = i + 1;
+                        return;
+                    }
+                }
+                used *= c.size;
+                continue;
+            }
+            *nc = i; /* conflict */
+            return;
+        }
+        /* a new axis for t */
+        if (x->closed || x->n_over > 0) {
+            *nc = i;
+            return;
+        }
+        ax c2 = c;
+        if (!fits_across(p, r, row, t, f, &c2)) {
+            *nc = i;
+            return;
+        }
+        /* the same axis must not already be used within this factor */
+        for (uint32_t k = 0; k < x->n; k++) {
+            if (!ax_prefix_without(&c2, x->axes[k])) {
+                *nc = i;
+                return;
+            }
+        }
+        if (!ax_eq(c2, c)) {
+            if (p->o->conservative) {
+                *nc = i;
+                return;
+            }
+            cand[i] = c2;
+            *nc = i + 1;
+            c = c2;
+        }
+        if (!x->minor_most || p->o->conservative) {
+            int64_t room = fsize / used;
+            if (room % c.size != 0) {
+                int64_t g = gcd64(room, c.size);
+                if (g <= 1 || p->o->conservative) {
+                    *nc = i;
+                } else {
+                    cand[i].size = g;
+                    *nc = i + 1;
+                }
+                return;
+            }
+        }
+        used *= c.size;
+    }
+}
+
+/* ---- back-projection ------------------------------------------------------------------- */
+
+static void merge_into(ax *out, uint32_t *n, ax a)
+{
+    if (*n > 0) {
+        ax *l = &out[*n - 1];
+        if (l->axis == a.axis && l->pre * l->size == a.pre) {
+            l->size *= a.size;
+            return;
+        }
+    }
+    out[(*n)++] = a;
+}
+
+/* Builds the dim axes of tensor t from its factor shardings. */
+static uint32_t dim_axes(const sp_rule *r, const tens *t, const fsh *row, uint32_t d, ax *out)
+{
+    const sp_dim_mapping *dm = &t->map->dims[d];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < dm->n_factors; k++) {
+        const fsh *x = &row[dm->factors[k]];
+        for (uint32_t i = 0; i < x->n && n < 2 * MAXAX; i++) {
+            merge_into(out, &n, x->axes[i]);
+        }
+        if (x->n_over > 0) {
+            for (uint32_t i = 0; i < x->n_over && n < 2 * MAXAX; i++) {
+                merge_into(out, &n, x->over[i]);
+            }
+            break;
+        }
+        if (k + 1 < dm->n_factors && prod(x->axes, x->n) < r->factor_sizes[dm->factors[k]]) {
+            break;
+        }
+    }
+    return n;
+}
+
+/* The current dim axes of t, as ax values (merged). */
+static uint32_t cur_dim_axes(const sp_mesh *mesh, const tens *t, uint32_t d, ax *out)
+{
+    const sp_sharding *s = t->cur;
+    uint32_t n = 0;
+    if (s == NULL || d >= s->rank || mesh == NULL) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < s->dims[d].n_axes && n < 2 * MAXAX; i++) {
+        ax a;
+        if (ax_from_ref(mesh, &s->dims[d].axes[i], &a)) {
+            merge_into(out, &n, a);
+        }
+    }
+    return n;
+}
+
+/* Builds the new sharding of t (same mesh name rules as Shardy: the tensor
+ * keeps its own mesh name, an unsharded tensor takes the op's). */
+static uint64_t sharding_hash(const sp_sharding *s)
+{
+    uint64_t h = (uint64_t)(uintptr_t)s->mesh_name * 0x9e3779b97f4a7c15ull ^ s->rank;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        const sp_dim_sharding *ds = &s->dims[d];
+        h = (h ^ ((uint64_t)ds->is_closed << 1) ^ ((uint64_t)(uint32_t)ds->priority << 8)) *
+            1099511628211ull;
+        for (uint32_t i = 0; i < ds->n_axes; i++) {
+            h = (h ^ (uint64_t)(uintptr_t)ds->axes[i].name ^ (uint64_t)ds->axes[i].pre_size << 20 ^
+                 (uint64_t)ds->axes[i].size << 40) *
+                1099511628211ull;
+        }
+        h = (h ^ 0xdd) * 1099511628211ull;
+    }
+    return h ^ ((uint64_t)s->n_replicated << 50) ^ ((uint64_t)s->n_unreduced << 56) ^
+           (uint64_t)(uintptr_t)s->replicated ^ (uint64_t)(uintptr_t)s->unreduced;
+}
+
+/* The module-owned sharding equal to s (built in the scratch arena):
+ * propagation creates few distinct shardings, so values share them. */
+static sp_sharding *intern_sharding(prop *p, sp_sharding *s)
+{
+    if ((p->sh_tab_n + 1) * 2 > p->sh_tab_cap) {
+        uint32_t cap = p->sh_tab_cap < 1024 ? 1024 : p->sh_tab_cap * 2;
+        sp_sharding **t = cm_calloc(cap, sizeof *t);
+        if (t == NULL) {
+            return NULL;
+        }
+        for (uint32_t i = 0; i < p->sh_tab_cap; i++) {
+            if (p->sh_tab[i] != NULL) {
+                uint32_t j = (uint32_t)sharding_hash(p->sh_tab[i]) & (cap - 1);
+                while (t[j] != NULL) {
+                    j = (j + 1) & (cap - 1);
+                }
+                t[j] = p->sh_tab[i];
+            }
+        }
+        cm_free(p->sh_tab);
+        p->sh_tab = t;
+        p->sh_tab_cap = cap;
+    }
+    uint32_t j = (uint32_t)sharding_hash(s) & (p->sh_tab_cap - 1);
+    while (p->sh_tab[j] != NULL) {
+        const sp_sharding *c = p->sh_tab[j];
+        if (c->mesh_name == s->mesh_name && c->replicated == s->replicated &&
+            c->unreduced == s->unreduced && c->n_replicated == s->n_replicated &&
+            c->n_unreduced == s->n_unreduced && sp_sharding_equal(c, s)) {
+            cm_arena_reset(&p->scratch);
+            return p->sh_tab[j];
+        }
+        j = (j + 1) & (p->sh_tab_cap - 1);
+    }
+    /* copy into the module arena, keeping the (mesh-owned) name pointers */
+    cm_arena *a = &p->m->arena;
+    sp_sharding *k = cm_arena_memdup(a, s, 1, sizeof *s);
+    if (k != NULL && s->rank > 0) {
+        k->dims = cm_arena_memdup(a, s->dims, s->rank, sizeof(sp_dim_sharding));
+        for (uint32_t d = 0; k->dims != NULL && d < s->rank; d++) {
+            if (s->dims[d].n_axes > 0) {
+                k->dims[d].axes = cm_arena_memdup(a, s->dims[d].axes, s->dims[d].n_axes,
+                                                  sizeof(sp_axis_ref));
+                if (k->dims[d].axes == NULL) {
+                    k = NULL;
+                    break;
+                }
+            }
+        }
+        if (k != NULL && k->dims == NULL) {
+            k = NULL;
+        }
+    }
+    cm_arena_reset(&p->scratch);
+    if (k == NULL) {
+        return NULL;
+    }
+    p->sh_tab[j] = k;
+    p->sh_tab_n++;
+    return k;
+}
+
+static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mesh_name,
+                                   const sp_rule *r, const tens *t, const fsh *row)
+{
+    cm_arena *a = &p->scratch;
+    sp_sharding *s = cm_arena_zalloc(a, sizeof *s);
+    if (s == NULL) {
+        return NULL;
+    }
+    const sp_sharding *c = t->cur;
+    bool keep_name = c != NULL && c->mesh_name != NULL && mesh_of(p, c) != NULL &&
+                     !mesh_of(p, c)->is_empty;
+    s->mesh_name = keep_name ? c->mesh_name : mesh_name;
+    s->rank = t->rank;
+    s->dims = cm_arena_zalloc(a, sizeof(sp_dim_sharding) * (t->rank + 1u));
+    if (s->dims == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < t->rank; d++) {
+        ax out[2 * MAXAX];
+        uint32_t n = dim_axes(r, t, row, d, out);
+        sp_dim_sharding *ds = &s->dims[d];
+        ds->is_closed = c != NULL && d < c->rank && c->dims[d].is_closed;
+        ds->priority = c != NULL && d < c->rank ? c->dims[d].priority : -1;
+        ds->n_axes = n;
+        if (n > 0) {
+            ds->axes = cm_arena_alloc(a, sizeof(sp_axis_ref) * n);
+            if (ds->axes == NULL) {
+                return NULL;
+            }
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const sp_mesh_axis *ma = &mesh->axes[out[i].axis];
+            ds->axes[i].name = ma->name;
+            if (out[i].pre == 1 && out[i].size == ma->size) {
+                ds->axes[i].pre_size = 0;
+                ds->axes[i].size = ma->size;
+            } else {
+                ds->axes[i].pre_size = out[i].pre;
+                ds->axes[i].size = out[i].size;
+            }
+        }
+    }
+    /* dims hidden by the current user priority keep their real sharding */
+    const sp_sharding *real = p->sh[t->slot];
+    if (real != NULL && real != c && p->user_priority >= 0) {
+        for (uint32_t d = 0; d < t->rank && d < real->rank; d++) {
+            if (real->dims[d].priority > p->user_priority) {
+                s->dims[d] = real->dims[d];
+            }
+        }
+    }
+    if (c != NULL) {
+        s->replicated = c->replicated;
+        s->n_replicated = c->n_replicated;
+        s->unreduced = c->unreduced;
+        s->n_unreduced = c->n_unreduced;
+    }
+    return s;
+}
+
+/* ---- worklist ------------------------------------------------------------------------ */
+
+static void enqueue(prop *p, uint32_t op)
+{
+    if (op == SP_NONE || p->queued[op]) {
+        return;
+    }
+    if (p->q_len == p->q_cap) {
+        uint32_t cap = p->q_cap < 1024 ? 1024 : p->q_cap * 2;
+        uint32_t *q = cm_alloc(sizeof(uint32_t) * cap);
+        if (q == NULL) {
+            fail_oom(p);
+            return;
+        }
+        for (uint32_t i = 0; i < p->q_len; i++) {
+            q[i] = p->queue[(p->q_head + i) % p->q_cap];
+        }
+        cm_free(p->queue);
+        p->queue = q;
+        p->q_head = 0;
+        p->q_cap = cap;
+    }
+    p->queue[(p->q_head + p->q_len) % p->q_cap] = op;
+    p->q_len++;
+    p->queued[op] = 1;
+}
+
+static void notify(prop *p, uint32_t slot)
+{
+    if (slot < p->m->n_values) {
+        const sp_value *v = &p->m->values[slot];
+        if (v->def != SP_NONE) {
+            enqueue(p, v->def);
+        }
+    }
+    for (uint32_t i = p->use_start[slot]; i < p->use_start[slot + 1]; i++) {
+        enqueue(p, p->uses[i]);
+    }
+}
+
+static void add_origin(prop *p, uint32_t slot, uint32_t axis, uint32_t origin);
+
+/* Sharding-group members share origins too. */
+static void copy_origins(prop *p, uint32_t from, uint32_t to)
+{
+    if (p->org_head == NULL) {
+        return;
+    }
+    for (uint32_t i = p->org_head[from]; i != SP_NONE; i = p->orgs[i].next) {
+        add_origin(p, to, p->orgs[i].axis, p->orgs[i].origin);
+    }
+}
+
+/* A slot got a new sharding: wake its def and users, and give every member
+ * of its sharding group the same sharding. */
+static void slot_changed(prop *p, uint32_t slot)
+{
+    notify(p, slot);
+    if (p->group_next == NULL || p->group_next[slot] == SP_NONE) {
+        return;
+    }
+    for (uint32_t s = p->group_next[slot]; s != slot; s = p->group_next[s]) {
+        if (p->sh[s] != p->sh[slot]) {
+            p->sh[s] = p->sh[slot];
+            copy_origins(p, slot, s);
+            notify(p, s);
+        }
+    }
+}
+
+static uint32_t canon_slot(const prop *p, uint32_t v)
+{
+    return v < p->m->n_values && p->alias[v] != SP_NONE ? p->alias[v] : v;
+}
+
+/* ---- one step over a set of tensors -------------------------------------------------------- */
+
+typedef enum dir { DIR_NONE = 0, DIR_FORWARD = 1, DIR_BACKWARD = 2, DIR_BOTH = 3 } dir;
+
+/* Remembers which axes tensor t gains (beyond x's current axes) and from which tensor. */
+static void note_gain(tens *t, const fsh *x, const ax *cand, uint32_t nc, uint32_t src)
+{
+    for (uint32_t k = 0; k < nc; k++) {
+        bool had = false;
+        for (uint32_t j = 0; j < x->n && !had; j++) {
+            had = x->axes[j].axis == cand[k].axis;
+        }
+        if (!had && t->n_gained < MAXAX) {
+            t->gained[t->n_gained].axis = cand[k].axis;
+            t->gained[t->n_gained].src = src;
+            t->n_gained++;
+        }
+    }
+}
+
+static uint32_t origin_of(const prop *p, uint32_t slot, uint32_t axis)
+{
+    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
+        if (p->orgs[i].axis == axis) {
+            return p->orgs[i].origin;
+        }
+    }
+    return SP_NONE;
+}
+
+static void add_origin(prop *p, uint32_t slot, uint32_t axis, uint32_t origin)
+{
+    if (origin == SP_NONE || origin_of(p, slot, axis) != SP_NONE) {
+        return;
+    }
+    if (p->n_orgs == p->cap_orgs) {
+        uint32_t cap = p->cap_orgs < 256 ? 256 : p->cap_orgs * 2;
+        struct org *o = cm_realloc(p->orgs, sizeof *o * cap);
+        if (o == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->orgs = o;
+        p->cap_orgs = cap;
+    }
+    p->orgs[p->n_orgs] = (struct org){axis, origin, p->org_head[slot]};
+    p->org_head[slot] = p->n_orgs++;
+}
+
+static void add_edge(prop *p, uint32_t op, uint32_t axis, const tens *src, const tens *dst)
+{
+    if (op == SP_NONE) {
+        return;
+    }
+    if (p->n_edges == p->cap_edges) {
+        uint32_t cap = p->cap_edges < 256 ? 256 : p->cap_edges * 2;
+        struct edge *e = cm_realloc(p->edges, sizeof *e * cap);
+        if (e == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->edges = e;
+        p->cap_edges = cap;
+    }
+    uint32_t sref = src->pos | (src->is_result ? 1u << 31 : 0);
+    uint32_t dref = dst->pos | (dst->is_result ? 1u << 31 : 0);
+    p->edges[p->n_edges] = (struct edge){(uint32_t)p->steps, axis, sref, dref, p->edge_head[op]};
+    p->edge_head[op] = p->n_edges++;
+}
+
+/* Propagates among the n tensors in p->ts along rule r. */
+static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir d)
+{
+    if (d == DIR_NONE || n == 0 || r->n_factors == 0) {
+        return;
+    }
+    tens *ts = p->ts;
+    /* the op's mesh: every tensor with a real mesh must agree */
+    const meshent *me = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        const meshent *e = ts[i].me;
+        if (ts[i].cur != NULL && e == NULL) {
+            return; /* unknown or inlined mesh */
+        }
+        if (e == NULL || e->is_empty) {
+            continue;
+        }
+        if (e->is_maximal) {
+            return;
+        }
+        if (me == NULL) {
+            me = e;
+        } else if (p->meshes[me->canon].mesh != p->meshes[e->canon].mesh &&
+                   !mesh_equal(me->mesh, e->mesh)) {
+            return;
+        }
+    }
+    if (me == NULL) {
+        return;
+    }
+    const sp_mesh *mesh = me->mesh;
+    size_t need = (size_t)n * r->n_factors;
+    if (need > p->fs_cap) {
+        fsh *f = cm_realloc(p->fs, sizeof(fsh) * need);
+        if (f == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->fs = f;
+        p->fs_cap = need;
+    }
+    fsh *fs = p->fs;
+    for (uint32_t i = 0; i < n; i++) {
+        const meshent *e = ts[i].me;
+        const sp_mesh *tm = e != NULL && !e->is_empty ? mesh : NULL;
+        if (!project_cached(p, tm, r, &ts[i], fs + (size_t)i * r->n_factors)) {
+            return;
+        }
+        ts[i].changed = false;
+        ts[i].n_gained = 0;
+    }
+    /* user priorities: hide dims whose priority is above the current one */
+    /* (handled when loading shardings: see visible_sharding) */
+    /* per factor: the compatible major axes over the source tensors (the
+     * longest common prefix when they conflict), and the tensor they came from */
+    if (r->n_factors > p->cand_cap) {
+        struct cand *c = cm_realloc(p->cands, sizeof *c * r->n_factors);
+        if (c == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->cands = c;
+        p->cand_cap = r->n_factors;
+    }
+    struct cand *cands = p->cands;
+    for (uint32_t f = 0; f < r->n_factors; f++) {
+        struct cand *c = &cands[f];
+        c->n = 0;
+        c->src = 0;
+        c->order_key = -1;
+        if (r->factor_blocked != NULL && r->factor_blocked[f]) {
+            continue;
+        }
+        if (p->op_priority == 1 && r->factor_kind != NULL &&
+            r->factor_kind[f] != SP_FACTOR_PASS_THROUGH) {
+            continue;
+        }
+        /* tensors are in order: operands (sources forward) before results */
+        bool first = true;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!(ts[i].is_result ? (d & DIR_BACKWARD) : (d & DIR_FORWARD))) {
+                continue;
+            }
+            const fsh *x = &fs[(size_t)i * r->n_factors + f];
+            if (!x->present) {
+                continue;
+            }
+            if (first) {
+                memcpy(c->axes, x->axes, sizeof(ax) * x->n);
+                c->n = x->n;
+                c->src = i;
+                first = false;
+            } else if (list_prefix(c->axes, c->n, x->axes, x->n)) {
+                if (x->n > c->n || (x->n > 0 && !ax_eq(c->axes[x->n - 1], x->axes[x->n - 1]))) {
+                    c->src = i;
+                    memcpy(c->axes, x->axes, sizeof(ax) * x->n);
+                    c->n = x->n;
+                }
+            } else if (!list_prefix(x->axes, x->n, c->axes, c->n)) {
+                common_prefix(c->axes, &c->n, x->axes, x->n);
+            }
+        }
+        if (c->n > 0 && p->aggressive) {
+            /* aggressive order: factors whose source tensor is larger go first */
+            int64_t elems = 1;
+            for (uint32_t k = 0; k < ts[c->src].rank; k++) {
+                if (!cm_mul_i64(elems, ts[c->src].dims[k], &elems)) {
+                    elems = INT64_MAX;
+                    break;
+                }
+            }
+            c->order_key = elems;
+        }
+    }
+    if (!p->aggressive) {
+        /* basic: an axis moves only if every tensor can take it */
+        for (uint32_t f = 0; f < r->n_factors; f++) {
+            struct cand *c = &cands[f];
+            for (uint32_t i = 0; i < n && c->n > 0; i++) {
+                truncate_for(p, r, fs + (size_t)i * r->n_factors, &ts[i], f, c->axes, &c->n);
+            }
+            if (c->n == 0) {
+                continue;
+            }
+            for (uint32_t i = 0; i < n; i++) {
+                bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
+                fsh *x = &fs[(size_t)i * r->n_factors + f];
+                uint32_t nc = c->n;
+                if (!dst || !ts[i].updatable || !x->present || x->closed) {
+                    continue;
+                }
+                if (x->n < nc || (x->n == nc && !ax_eq(x->axes[nc - 1], c->axes[nc - 1]))) {
+                    if (list_prefix(x->axes, x->n, c->axes, nc)) {
+                        note_gain(&ts[i], x, c->axes, nc, c->src);
+                        memcpy(x->axes, c->axes, sizeof(ax) * nc);
+                        x->n = (uint8_t)nc;
+                        ts[i].changed = true;
+                    }
+                }
+            }
+        }
+    } else {
+        /* aggressive: resolve conflicts between factors by giving an axis to
+         * the factor whose source tensor is larger; each destination then
+         * takes the longest prefix it can hold, so one tensor's conflict does
+         * not stop the others */
+        uint32_t order[256];
+        uint32_t no = 0;
+        for (uint32_t f = 0; f < r->n_factors && no < 256; f++) {
+            if (cands[f].n > 0) {
+                uint32_t k = no++;
+                while (k > 0 && cands[order[k - 1]].order_key < cands[f].order_key) {
+                    order[k] = order[k - 1];
+                    k--;
+                }
+                order[k] = f;
+            }
+        }
+        ax chosen[4 * MAXAX];
+        uint32_t n_chosen = 0;
+        for (uint32_t oi = 0; oi < no; oi++) {
+            struct cand *c = &cands[order[oi]];
+            for (uint32_t k = 0; k < c->n; k++) {
+                ax a = c->axes[k];
+                bool ok = true;
+                for (uint32_t q = 0; q < n_chosen && ok; q++) {
+                    ok = ax_prefix_without(&a, chosen[q]);
+                }
+                if (!ok) {
+                    c->n = k;
+                    break;
+                }
+                if (!ax_eq(a, c->axes[k])) {
+                    c->axes[k] = a;
+                    c->n = k + 1;
+                    break;
+                }
+            }
+            for (uint32_t k = 0; k < c->n && n_chosen < 4 * MAXAX; k++) {
+                chosen[n_chosen++] = c->axes[k];
+            }
+        }
+        for (uint32_t oi = 0; oi < no; oi++) {
+            uint32_t f = order[oi];
+            struct cand *c = &cands[f];
+            if (c->n == 0) {
+                continue;
+            }
+            for (uint32_t i = 0; i < n; i++) {
+                bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
+                fsh *row = fs + (size_t)i * r->n_factors;
+                fsh *x = &row[f];
+                if (!dst || !ts[i].updatable || !x->present || x->closed) {
+                    continue;
+                }
+                ax mine[MAXAX];
+                uint32_t nm = c->n;
+                memcpy(mine, c->axes, sizeof(ax) * nm);
+                truncate_for(p, r, row, &ts[i], f, mine, &nm);
+                if (nm > x->n || (nm == x->n && nm > 0 && !ax_eq(x->axes[nm - 1], mine[nm - 1]))) {
+                    if (list_prefix(x->axes, x->n, mine, nm)) {
+                        note_gain(&ts[i], x, mine, nm, c->src);
+                        memcpy(x->axes, mine, sizeof(ax) * nm);
+                        x->n = (uint8_t)nm;
+                        ts[i].changed = true;
+                    }
+                }
+            }
+        }
+    }
+    /* write back changed tensors */
+    for (uint32_t i = 0; i < n; i++) {
+        if (!ts[i].changed) {
+            continue;
+        }
+        const fsh *row = fs + (size_t)i * r->n_factors;
+        const meshent *e = ts[i].me;
+        const sp_mesh *tm = e != NULL && !e->is_empty ? mesh : NULL;
+        bool differs = false;
+        for (uint32_t dd = 0; dd < ts[i].rank && !differs; dd++) {
+            ax a[2 * MAXAX], b[2 * MAXAX];
+            uint32_t na = dim_axes(r, &ts[i], row, dd, a);
+            uint32_t nb = cur_dim_axes(tm, &ts[i], dd, b);
+            if (na != nb) {
+                differs = true;
+            }
+            for (uint32_t k = 0; k < na && !differs; k++) {
+                differs = !ax_eq(a[k], b[k]);
+            }
+        }
+        if (!differs) {
+            continue;
+        }
+        sp_sharding *ns = build_sharding(p, mesh, me->name, r, &ts[i], row);
+        if (ns != NULL) {
+            ns = intern_sharding(p, ns);
+        }
+        if (ns == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->sh[ts[i].slot] = ns;
+        for (uint32_t k = 0; k < ts[i].n_gained; k++) {
+            const tens *src = &ts[ts[i].gained[k].src];
+            if (p->org_head != NULL) {
+                add_origin(p, ts[i].slot, ts[i].gained[k].axis,
+                           origin_of(p, src->slot, ts[i].gained[k].axis));
+            }
+            if (p->edge_head != NULL) {
+                add_edge(p, op, ts[i].gained[k].axis, src, &ts[i]);
+            }
+        }
+        slot_changed(p, ts[i].slot);
+    }
+}
+
+/* The sharding of a slot as the current user priority sees it: dims with a
+ * higher priority number are hidden (closed and empty). */
+static const sp_sharding *visible(prop *p, uint32_t slot)
+{
+    sp_sharding *s = p->sh[slot];
+    if (s == NULL || p->user_priority < 0) {
+        return s;
+    }
+    bool hide = false;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        if (s->dims[d].priority > p->user_priority) {
+            hide = true;
+        }
+    }
+    if (!hide) {
+        return s;
+    }
+    sp_sharding *c = sp_sharding_clone(&p->m->arena, s);
+    if (c == NULL) {
+        fail_oom(p);
+        return s;
+    }
+    for (uint32_t d = 0; d < c->rank; d++) {
+        if (c->dims[d].priority > p->user_priority) {
+            c->dims[d].n_axes = 0;
+            c->dims[d].is_closed = true;
+        }
+    }
+    return c;
+}
+
+static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapping *map,
+                       bool is_result)
+{
+    if (*n >= p->ts_cap) {
+        size_t cap = p->ts_cap < 16 ? 16 : p->ts_cap * 2;
+        tens *t = cm_realloc(p->ts, sizeof(tens) * cap);
+        if (t == NULL) {
+            fail_oom(p);
+            return false;
+        }
+        p->ts = t;
+        p->ts_cap = cap;
+    }
+    tens *t = &p->ts[*n];
+    uint32_t value = slot;
+    slot = canon_slot(p, slot);
+    t->slot = slot;
+    t->map = map;
+    t->is_result = is_result;
+    t->changed = false;
+    t->n_gained = 0;
+    t->n_repl = 0;
+    t->pos = 0;
+    for (uint32_t k = 0; k < *n; k++) {
+        t->pos += p->ts[k].is_result == is_result;
+    }
+    t->updatable = true;
+    if (!slot_type(p, value, &t->rank, &t->dims) || map->rank != t->rank) {
+        return false;
+    }
+    t->cur = visible(p, slot);
+    t->me = mesh_of(p, t->cur);
+    (*n)++;
+    return true;
+}
+
+static bool pass_through_op(const sp_op *op)
+{
+    return sp_op_is_elementwise((sp_op_kind)op->kind) ||
+           op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_FUNC_RETURN ||
+           op->kind == SP_OP_RESHAPE || op->kind == SP_OP_TRANSPOSE || op->kind == SP_OP_WHILE ||
+           op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
+           op->kind == SP_OP_OPTIMIZATION_BARRIER || op->kind == SP_OP_SDY_PROPAGATION_BARRIER ||
+           op->kind == SP_OP_SDY_MANUAL_COMPUTATION;
+}
+
+/* Op-priority schedule: which direction this op propagates at the current level. */
+static dir op_direction(const prop *p, const sp_op *op)
+{
+    if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+        /* handled by the caller */
+        return DIR_BOTH;
+    }
+    if (p->op_priority < 0) {
+        return DIR_BOTH;
+    }
+    bool pass_through = pass_through_op(op);
+    if (p->op_priority == 0) {
+        return pass_through ? DIR_BOTH : DIR_NONE;
+    }
+    if (p->op_priority == 1) {
+        if (op->kind == SP_OP_BROADCAST_IN_DIM) {
+            return DIR_BACKWARD;
+        }
+        return DIR_BOTH;
+    }
+    return DIR_BOTH;
+}
+
+/* The terminator of the single block of region r of op, or SP_NONE. */
+static uint32_t region_terminator(const sp_module *m, const sp_op *op, uint32_t r)
+{
+    if (r >= op->n_regions || op->regions[r].n_blocks == 0) {
+        return SP_NONE;
+    }
+    const sp_block *b = &m->blocks[op->regions[r].blocks[op->regions[r].n_blocks - 1]];
+    return b->n_ops > 0 ? b->ops[b->n_ops - 1] : SP_NONE;
+}
+
+/* Data-flow edges (propagation.md "Data flow ops"): for each result i, the
+ * sources (operand i, the values region terminators return at i) and the
+ * targets (result i and the block arguments aliased to it) share a sharding. */
+static void step_data_flow(prop *p, uint32_t opid)
+{
+    const sp_op *op = &p->m->ops[opid];
+    for (uint32_t i = 0; i < op->n_results; i++) {
+        uint32_t rank;
+        const int64_t *dims;
+        if (!slot_type(p, op->first_result + i, &rank, &dims)) {
+            continue;
+        }
+        uint32_t srcs[64];
+        uint32_t ns = 0;
+        if (op->kind == SP_OP_WHILE || op->kind == SP_OP_OPTIMIZATION_BARRIER) {
+            if (i < op->n_operands) {
+                srcs[ns++] = op->operands[i];
+            }
+        }
+        if (op->kind != SP_OP_OPTIMIZATION_BARRIER) {
+            uint32_t first_r = op->kind == SP_OP_WHILE ? 1 : 0; /* while: the body returns */
+            for (uint32_t r = first_r; r < op->n_regions && ns < 63; r++) {
+                uint32_t t = region_terminator(p->m, op, r);
+                if (t != SP_NONE && i < p->m->ops[t].n_operands) {
+                    srcs[ns++] = p->m->ops[t].operands[i];
+                }
+            }
+        }
+        sp_rule *rule = identity_rule(p, dims, rank, ns + 1);
+        if (rule == NULL) {
+            fail_oom(p);
+            return;
+        }
+        uint32_t n = 0;
+        bool ok = true;
+        for (uint32_t k = 0; k < ns && ok; k++) {
+            ok = add_tensor(p, &n, srcs[k], &rule->operands[0], false);
+        }
+        if (!ok || !add_tensor(p, &n, op->first_result + i, &rule->results[0], true)) {
+            continue;
+        }
+        step_tensors(p, opid, rule, n, op_direction(p, op));
+    }
+}
+
+/* ---- manual computations ----------------------------------------------------------
+ * The operands meet the in_shardings (global shapes), the body sees them
+ * without the manual axes (local shapes); the body's returned values meet
+ * the out_shardings, which are the results' shardings. Free axes move across
+ * the boundary both ways; manual axes stay fixed. */
+
+static bool in_axis_list(const sp_attr *manual, const char *name)
+{
+    if (manual == NULL || manual->kind != SP_ATTR_AXIS_LIST) {
+        return false;
+    }
+    for (uint32_t i = 0; i < manual->u.axes.n; i++) {
+        if (strcmp(manual->u.axes.axes[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool ref_eq(const sp_axis_ref *a, const sp_axis_ref *b)
+{
+    return (a->name == b->name || strcmp(a->name, b->name) == 0) && a->pre_size == b->pre_size &&
+           (a->pre_size == 0 || a->size == b->size);
+}
+
+/* Number of leading manual axes of dim d. */
+static uint32_t n_manual(const sp_dim_sharding *ds, const sp_attr *manual)
+{
+    uint32_t k = 0;
+    while (k < ds->n_axes && in_axis_list(manual, ds->axes[k].name)) {
+        k++;
+    }
+    return k;
+}
+
+/* Does b's free part strictly extend a's (every dim's axes of a a prefix of b's)? */
+static bool extends(const sp_sharding *b, uint32_t b_skip_manual, const sp_sharding *a,
+                    uint32_t a_skip_manual, const sp_attr *manual)
+{
+    if (b == NULL) {
+        return false;
+    }
+    bool longer = false;
+    for (uint32_t d = 0; d < b->rank; d++) {
+        const sp_dim_sharding *db = &b->dims[d];
+        uint32_t ob = b_skip_manual ? n_manual(db, manual) : 0;
+        uint32_t nb = db->n_axes - ob;
+        uint32_t oa = 0, na = 0;
+        const sp_dim_sharding *da = NULL;
+        if (a != NULL && d < a->rank) {
+            da = &a->dims[d];
+            oa = a_skip_manual ? n_manual(da, manual) : 0;
+            na = da->n_axes - oa;
+        }
+        if (na > nb) {
+            return false;
+        }
+        for (uint32_t i = 0; i < na; i++) {
+            if (!ref_eq(&da->axes[oa + i], &db->axes[ob + i])) {
+                return false;
+            }
+        }
+        longer = longer || nb > na;
+    }
+    return longer;
+}
+
+/* A copy of s with, per dim, the manual axes of keep_manual (when given)
+ * followed by the free axes of free_from; closedness from closed_from. */
+static sp_sharding *merge_manual(prop *p, const sp_sharding *keep_manual, const sp_sharding *free_from,
+                                 const sp_sharding *closed_from, const sp_attr *manual,
+                                 const char *mesh_name)
+{
+    cm_arena *a = &p->m->arena;
+    sp_sharding *r = cm_arena_zalloc(a, sizeof *r);
+    if (r == NULL) {
+        return NULL;
+    }
+    r->mesh_name = mesh_name;
+    r->rank = free_from->rank;
+    r->dims = cm_arena_zalloc(a, sizeof(sp_dim_sharding) * (r->rank + 1u));
+    if (r->dims == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < r->rank; d++) {
+        const sp_dim_sharding *f = &free_from->dims[d];
+        uint32_t of = n_manual(f, manual);
+        uint32_t km = 0;
+        const sp_dim_sharding *k = NULL;
+        if (keep_manual != NULL && d < keep_manual->rank) {
+            k = &keep_manual->dims[d];
+            km = n_manual(k, manual);
+        }
+        uint32_t n = km + f->n_axes - of;
+        sp_dim_sharding *o = &r->dims[d];
+        o->axes = n > 0 ? cm_arena_alloc(a, sizeof(sp_axis_ref) * n) : NULL;
+        if (n > 0 && o->axes == NULL) {
+            return NULL;
+        }
+        for (uint32_t i = 0; i < km; i++) {
+            o->axes[i] = k->axes[i];
+        }
+        for (uint32_t i = of; i < f->n_axes; i++) {
+            o->axes[km + i - of] = f->axes[i];
+        }
+        o->n_axes = n;
+        o->priority = -1;
+        o->is_closed = closed_from != NULL && d < closed_from->rank && closed_from->dims[d].is_closed;
+    }
+    return r;
+}
+
+/* Moves free axes between a global slot and a local value of the body. */
+static void sync_boundary(prop *p, uint32_t global_slot, uint32_t local_slot, const sp_attr *manual)
+{
+    const sp_sharding *g = p->sh[global_slot], *l = p->sh[local_slot];
+    if (g == NULL && l == NULL) {
+        return;
+    }
+    const char *mesh = g != NULL ? g->mesh_name : l->mesh_name;
+    if (g != NULL && extends(g, 1, l, 0, manual)) {
+        sp_sharding *n = merge_manual(p, NULL, g, l != NULL ? l : g, manual, mesh);
+        if (n == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->sh[local_slot] = n;
+        slot_changed(p, local_slot);
+    } else if (l != NULL && extends(l, 0, g, 1, manual)) {
+        sp_sharding *n = merge_manual(p, g, l, g != NULL ? g : l, manual, mesh);
+        if (n == NULL) {
+            fail_oom(p);
+            return;
+        }
+        p->sh[global_slot] = n;
+        slot_changed(p, global_slot);
+    }
+}
+
+static void step_manual(prop *p, uint32_t opid)
+{
+    const sp_op *op = &p->m->ops[opid];
+    const sp_attr *manual = sp_op_attr(p->m, opid, "manual_axes");
+    const sp_block *body = &p->m->blocks[op->regions[0].blocks[0]];
+    /* operands <-> in_shardings, both global */
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        uint32_t rank;
+        const int64_t *dims;
+        uint32_t v = p->mc_first[opid] + i;
+        if (!slot_type(p, v, &rank, &dims)) {
+            continue;
+        }
+        sp_rule *r = identity_rule(p, dims, rank, 2);
+        uint32_t n = 0;
+        if (r == NULL) {
+            fail_oom(p);
+            return;
+        }
+        if (add_tensor(p, &n, op->operands[i], &r->operands[0], false) &&
+            add_tensor(p, &n, v, &r->results[0], true)) {
+            step_tensors(p, opid, r, n, op_direction(p, op));
+        }
+        if (i < body->n_args) {
+            sync_boundary(p, v, body->first_arg + i, manual);
+        }
+    }
+    /* the body's returned values <-> out_shardings (the results') */
+    uint32_t t = region_terminator(p->m, op, 0);
+    for (uint32_t j = 0; t != SP_NONE && j < op->n_results && j < p->m->ops[t].n_operands; j++) {
+        sync_boundary(p, op->first_result + j, canon_slot(p, p->m->ops[t].operands[j]), manual);
+    }
+}
+
+static void step_op(prop *p, uint32_t opid)
+{
+    sp_op *op = &p->m->ops[opid];
+    uint32_t n = 0;
+    p->steps++;
+    if (op->kind == SP_OP_FUNC_RETURN) {
+        /* edges between returned values and the function's results */
+        uint32_t f = p->m->blocks[op->parent_block].parent_op;
+        if (f == SP_NONE || !is_func(&p->m->ops[f]) || p->func_first[f] == SP_NONE ||
+            !func_is_public(p->m, f)) {
+            return;
+        }
+        for (uint32_t i = 0; i < op->n_operands; i++) {
+            uint32_t rank;
+            const int64_t *dims;
+            uint32_t fslot = p->func_first[f] + i;
+            if (!slot_type(p, op->operands[i], &rank, &dims) || !slot_type(p, fslot, &rank, &dims)) {
+                continue;
+            }
+            sp_rule *r = identity_rule(p, dims, rank, 2);
+            if (r == NULL) {
+                fail_oom(p);
+                return;
+            }
+            n = 0;
+            if (!add_tensor(p, &n, op->operands[i], &r->operands[0], false) ||
+                !add_tensor(p, &n, fslot, &r->results[0], true)) {
+                continue;
+            }
+            step_tensors(p, opid, r, n, op_direction(p, op));
+        }
+        return;
+    }
+    if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+        if (op->n_operands != 1 || op->n_results != 1) {
+            return;
+        }
+        uint32_t rank;
+        const int64_t *dims;
+        if (!slot_type(p, op->first_result, &rank, &dims)) {
+            return;
+        }
+        sp_rule *r = identity_rule(p, dims, rank, 2);
+        if (r == NULL) {
+            fail_oom(p);
+            return;
+        }
+        if (!add_tensor(p, &n, op->operands[0], &r->operands[0], false) ||
+            !add_tensor(p, &n, op->first_result, &r->results[0], true)) {
+            return;
+        }
+        dir d = op_direction(p, op);
+        if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+            const sp_attr *a = sp_op_attr(p->m, opid, "allowed_direction");
+            const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "NONE";
+            d = strcmp(v, "BOTH") == 0       ? DIR_BOTH
+                : strcmp(v, "FORWARD") == 0  ? DIR_FORWARD
+                : strcmp(v, "BACKWARD") == 0 ? DIR_BACKWARD
+                                             : DIR_NONE;
+        }
+        step_tensors(p, opid, r, n, d);
+        return;
+    }
+    if (op->kind == SP_OP_WHILE || op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
+        op->kind == SP_OP_OPTIMIZATION_BARRIER) {
+        step_data_flow(p, opid);
+        return;
+    }
+    if (op->kind == SP_OP_SDY_SHARDING_GROUP) {
+        return; /* groups are kept in sync in slot_changed */
+    }
+    if (p->mc_first[opid] != SP_NONE) {
+        step_manual(p, opid);
+        return;
+    }
+    if (op->n_regions > 0 && op->kind != SP_OP_REDUCE && op->kind != SP_OP_SCATTER &&
+        op->kind != SP_OP_SORT && op->kind != SP_OP_REDUCE_WINDOW &&
+        op->kind != SP_OP_SELECT_AND_SCATTER && op->kind != SP_OP_MAP &&
+        op->kind != SP_OP_ALL_REDUCE && op->kind != SP_OP_REDUCE_SCATTER) {
+        return; /* data-flow ops: handled by the import edges (TODO #3 follow-up) */
+    }
+    dir d = op_direction(p, op);
+    if (d == DIR_NONE) {
+        return;
+    }
+    /* an op none of whose tensors is sharded has nothing to propagate */
+    bool any = false;
+    for (uint32_t i = 0; i < op->n_operands && !any; i++) {
+        any = p->sh[canon_slot(p, op->operands[i])] != NULL;
+    }
+    for (uint32_t i = 0; i < op->n_results && !any; i++) {
+        any = p->sh[canon_slot(p, op->first_result + i)] != NULL;
+    }
+    if (!any) {
+        return;
+    }
+    /* an element-wise op whose operands and result all have the same sharding
+     * is at its fixed point (identity mapping, same axes, same closedness) */
+    if (sp_op_is_elementwise((sp_op_kind)op->kind) && op->n_results == 1 &&
+        p->user_priority < 0) {
+        const sp_sharding *rs = p->sh[canon_slot(p, op->first_result)];
+        uint32_t rt = p->m->values[op->first_result].type;
+        bool same = rs != NULL;
+        for (uint32_t i = 0; i < op->n_operands && same; i++) {
+            same = p->sh[canon_slot(p, op->operands[i])] == rs &&
+                   p->m->values[op->operands[i]].type == rt;
+        }
+        if (same) {
+            return;
+        }
+    }
+    sp_rule *r = op_rule(p, opid);
+    if (r == NULL || r->n_operands != op->n_operands || r->n_results != op->n_results) {
+        return;
+    }
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        if (!add_tensor(p, &n, op->operands[i], &r->operands[i], false)) {
+            if (r->operands[i].rank == 0) {
+                continue;
+            }
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < op->n_results; i++) {
+        if (!add_tensor(p, &n, op->first_result + i, &r->results[i], true)) {
+            if (r->results[i].rank == 0) {
+                continue;
+            }
+            return;
+        }
+    }
+    step_tensors(p, opid, r, n, d);
+}
+
+/* ---- set-up and write-back ---------------------------------------------------------------- */
+
+static void walk_ops(const sp_module *m, uint32_t block, uint32_t *out, uint32_t *n)
+{
+    const sp_block *b = &m->blocks[block];
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        uint32_t id = b->ops[i];
+        const sp_op *op = &m->ops[id];
+        if (!is_func(op) && op->kind != SP_OP_SDY_MESH) {
+            out[(*n)++] = id;
+        }
+        for (uint32_t r = 0; r < op->n_regions; r++) {
+            for (uint32_t k = 0; k < op->regions[r].n_blocks; k++) {
+                walk_ops(m, op->regions[r].blocks[k], out, n);
+            }
+        }
+    }
+}
+
+/* For a region terminator of a data-flow op (while body, case branch), the
+ * op owning the edges its operands feed; SP_NONE otherwise. */
+static uint32_t data_flow_owner(const sp_module *m, const sp_op *op)
+{
+    if (op->parent_block == SP_NONE) {
+        return SP_NONE;
+    }
+    uint32_t parent = m->blocks[op->parent_block].parent_op;
+    if (parent == SP_NONE) {
+        return SP_NONE;
+    }
+    const sp_op *po = &m->ops[parent];
+    if (po->kind != SP_OP_WHILE && po->kind != SP_OP_CASE && po->kind != SP_OP_IF &&
+        po->kind != SP_OP_SDY_MANUAL_COMPUTATION) {
+        return SP_NONE;
+    }
+    const sp_block *b = &m->blocks[op->parent_block];
+    if (b->n_ops == 0 || &m->ops[b->ops[b->n_ops - 1]] != op) {
+        return SP_NONE;
+    }
+    return parent;
+}
+
+/* Sharding groups: union the values of sdy.sharding_group ops by group id
+ * (a value in two groups merges them) and link each group as a ring. */
+static cm_status setup_groups(prop *p)
+{
+    sp_module *m = p->m;
+    uint32_t n_groups = 0;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].kind == SP_OP_SDY_SHARDING_GROUP && m->ops[i].parent_block != SP_NONE) {
+            n_groups++;
+        }
+    }
+    if (n_groups == 0) {
+        return CM_OK;
+    }
+    p->group_next = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    uint32_t *parent = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    if (p->group_next == NULL || parent == NULL) {
+        cm_free(parent);
+        return fail_oom(p);
+    }
+    for (uint32_t s = 0; s < p->n_slots; s++) {
+        parent[s] = s;
+        p->group_next[s] = SP_NONE;
+    }
+    /* first member seen per group id (ids are small in practice; linear map) */
+    typedef struct gid {
+        int64_t id;
+        uint32_t slot;
+    } gid;
+    gid *firsts = cm_alloc(sizeof(gid) * n_groups);
+    uint32_t n_firsts = 0;
+    if (firsts == NULL) {
+        cm_free(parent);
+        return fail_oom(p);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->kind != SP_OP_SDY_SHARDING_GROUP || op->parent_block == SP_NONE ||
+            op->n_operands != 1) {
+            continue;
+        }
+        const sp_attr *g = sp_op_attr(m, i, "group_id");
+        int64_t id = g != NULL && g->kind == SP_ATTR_INT ? g->u.i.v : -1;
+        uint32_t s = canon_slot(p, op->operands[0]);
+        uint32_t k = 0;
+        while (k < n_firsts && firsts[k].id != id) {
+            k++;
+        }
+        if (k == n_firsts) {
+            firsts[n_firsts++] = (gid){id, s};
+            continue;
+        }
+        /* union */
+        uint32_t a = firsts[k].slot, b = s;
+        while (parent[a] != a) {
+            a = parent[a];
+        }
+        while (parent[b] != b) {
+            b = parent[b];
+        }
+        if (a != b) {
+            parent[b] = a;
+        }
+    }
+    cm_free(firsts);
+    /* rings: members of one root, linked in slot order */
+    uint32_t *last = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    uint32_t *first = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    if (last == NULL || first == NULL) {
+        cm_free(parent);
+        cm_free(last);
+        cm_free(first);
+        return fail_oom(p);
+    }
+    memset(last, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
+    memset(first, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->kind != SP_OP_SDY_SHARDING_GROUP || op->parent_block == SP_NONE ||
+            op->n_operands != 1) {
+            continue;
+        }
+        uint32_t s = canon_slot(p, op->operands[0]);
+        if (p->group_next[s] != SP_NONE || (first[s] == s)) {
+            continue; /* already linked */
+        }
+        uint32_t r = s;
+        while (parent[r] != r) {
+            r = parent[r];
+        }
+        if (first[r] == SP_NONE) {
+            first[r] = s;
+            last[r] = s;
+            p->group_next[s] = s;
+        } else {
+            p->group_next[s] = first[r];
+            p->group_next[last[r]] = s;
+            last[r] = s;
+        }
+    }
+    /* members must agree before propagation; an annotated member seeds the rest */
+    cm_status st = CM_OK;
+    for (uint32_t s = 0; s < p->n_slots && st == CM_OK; s++) {
+        if (first[s] == SP_NONE) {
+            continue;
+        }
+        const sp_sharding *seed = NULL;
+        uint32_t r = first[s];
+        do {
+            if (p->sh[r] != NULL) {
+                if (seed != NULL && !sp_sharding_equal(seed, p->sh[r])) {
+                    /* report at the group op of the disagreeing member */
+                    uint32_t at = SP_NONE;
+                    int64_t group = -1;
+                    for (uint32_t i = 0; i < m->n_ops && at == SP_NONE; i++) {
+                        const sp_op *op = &m->ops[i];
+                        if (op->kind == SP_OP_SDY_SHARDING_GROUP && op->parent_block != SP_NONE &&
+                            op->n_operands == 1 && canon_slot(p, op->operands[0]) == r) {
+                            const sp_attr *g = sp_op_attr(m, i, "group_id");
+                            group = g != NULL && g->kind == SP_ATTR_INT ? g->u.i.v : -1;
+                            at = i;
+                        }
+                    }
+                    sp_diags_add(p->diags, m, at, SP_DIAG_ERROR,
+                                 "Inconsistent shardings prior to propagation for ShardingGroupOps "
+                                 "with canonicalized groupId: %lld",
+                                 (long long)group);
+                    st = cm_error_set(p->err, CM_EINVAL, NULL,
+                                      "sharding group %lld has members with different shardings "
+                                      "before propagation",
+                                      (long long)group);
+                    p->st = st;
+                    break;
+                }
+                seed = p->sh[r];
+            }
+            r = p->group_next[r];
+        } while (r != first[s]);
+        if (seed != NULL && st == CM_OK) {
+            r = first[s];
+            do {
+                p->sh[r] = (sp_sharding *)(uintptr_t)seed;
+                r = p->group_next[r];
+            } while (r != first[s]);
+        }
+    }
+    cm_free(parent);
+    cm_free(last);
+    cm_free(first);
+    return st;
+}
+
+static cm_status setup(prop *p)
+{
+    sp_module *m = p->m;
+    /* meshes */
+    const sp_block *body = &m->blocks[m->body];
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        const sp_op *op = &m->ops[body->ops[i]];
+        if (op->kind != SP_OP_SDY_MESH) {
+            continue;
+        }
+        const sp_attr *nm = sp_attrs_get(op->attrs, op->n_attrs, "sym_name");
+        const sp_attr *ms = sp_attrs_get(op->attrs, op->n_attrs, "mesh");
+        if (nm == NULL || ms == NULL || ms->kind != SP_ATTR_MESH || p->n_meshes >= MAXMESH) {
+            continue;
+        }
+        meshent *e = &p->meshes[p->n_meshes];
+        e->name = nm->u.str.s;
+        e->mesh = ms->u.mesh;
+        e->is_empty = e->mesh->n_axes == 0 && e->mesh->n_device_ids == 0;
+        e->is_maximal = e->mesh->n_axes == 0 && e->mesh->n_device_ids > 0;
+        e->canon = p->n_meshes;
+        for (uint32_t k = 0; k < p->n_meshes; k++) {
+            if (mesh_equal(p->meshes[k].mesh, e->mesh)) {
+                e->canon = p->meshes[k].canon;
+                break;
+            }
+        }
+        p->n_meshes++;
+    }
+    /* function-result slots */
+    uint32_t n_fres = 0;
+    p->func_first = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+    if (p->func_first == NULL) {
+        return fail_oom(p);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        p->func_first[i] = SP_NONE;
+        if (is_func(&m->ops[i])) {
+            const sp_type *ft = sp_func_type(m, i);
+            if (ft != NULL) {
+                p->func_first[i] = m->n_values + n_fres;
+                n_fres += ft->n_results;
+            }
+        }
+    }
+    p->mc_first = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+    if (p->mc_first == NULL) {
+        return fail_oom(p);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        p->mc_first[i] = SP_NONE;
+        const sp_op *op = &m->ops[i];
+        if (op->kind == SP_OP_SDY_MANUAL_COMPUTATION && op->parent_block != SP_NONE &&
+            op->n_regions == 1 && op->regions[0].n_blocks == 1) {
+            p->mc_first[i] = m->n_values + n_fres;
+            n_fres += op->n_operands;
+        }
+    }
+    p->n_slots = m->n_values + n_fres;
+    p->sh = cm_calloc(p->n_slots + 1u, sizeof(sp_sharding *));
+    p->orig = cm_calloc(p->n_slots + 1u, sizeof(sp_sharding *));
+    p->fres_func = cm_alloc(sizeof(uint32_t) * (n_fres + 1u));
+    p->fres_index = cm_alloc(sizeof(uint32_t) * (n_fres + 1u));
+    p->rules = cm_calloc(m->n_ops + 1u, sizeof(sp_rule *));
+    p->rule_done = cm_calloc(m->n_ops + 1u, 1);
+    p->queued = cm_calloc(m->n_ops + 1u, 1);
+    p->use_start = cm_calloc(p->n_slots + 2u, sizeof(uint32_t));
+    if (p->sh == NULL || p->orig == NULL || p->fres_func == NULL || p->fres_index == NULL ||
+        p->rules == NULL || p->rule_done == NULL || p->queued == NULL || p->use_start == NULL) {
+        return fail_oom(p);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (p->func_first[i] == SP_NONE) {
+            continue;
+        }
+        const sp_type *ft = sp_func_type(m, i);
+        for (uint32_t k = 0; k < ft->n_results; k++) {
+            uint32_t s = p->func_first[i] + k - m->n_values;
+            p->fres_func[s] = i;
+            p->fres_index[s] = k;
+            p->sh[p->func_first[i] + k] = sp_func_result_sharding(m, i, k);
+        }
+        const sp_op *f = &m->ops[i];
+        if (f->n_regions == 1 && f->regions[0].n_blocks > 0) {
+            const sp_block *entry = &m->blocks[f->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < entry->n_args; k++) {
+                p->sh[entry->first_arg + k] = sp_value_sharding(m, entry->first_arg + k);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (p->mc_first[i] == SP_NONE) {
+            continue;
+        }
+        const sp_op *op = &m->ops[i];
+        const sp_attr *in = sp_op_attr(m, i, "in_shardings");
+        const sp_attr *out = sp_op_attr(m, i, "out_shardings");
+        for (uint32_t k = 0; k < op->n_operands; k++) {
+            uint32_t s = p->mc_first[i] + k;
+            p->fres_func[s - m->n_values] = i;
+            p->fres_index[s - m->n_values] = k;
+            if (in != NULL && in->kind == SP_ATTR_SHARDING_LIST && k < in->u.shardings.n) {
+                p->sh[s] = in->u.shardings.items[k];
+            }
+        }
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            if (out != NULL && out->kind == SP_ATTR_SHARDING_LIST && k < out->u.shardings.n) {
+                p->sh[op->first_result + k] = out->u.shardings.items[k];
+            }
+        }
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->n_results == 0 || p->mc_first[i] != SP_NONE) {
+            continue;
+        }
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+            const sp_attr *a = sp_op_attr(m, i, "sharding");
+            p->sh[op->first_result] = a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
+            continue;
+        }
+        const sp_attr *a = sp_op_attr(m, i, "sdy.sharding");
+        if (a != NULL && a->kind == SP_ATTR_SHARDING_LIST && a->u.shardings.n == op->n_results) {
+            for (uint32_t k = 0; k < op->n_results; k++) {
+                p->sh[op->first_result + k] = a->u.shardings.items[k];
+            }
+        }
+    }
+    /* data-flow block arguments alias the owner's result slot */
+    p->alias = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    if (p->alias == NULL) {
+        return fail_oom(p);
+    }
+    memset(p->alias, 0xff, sizeof(uint32_t) * (m->n_values + 1u));
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->kind != SP_OP_WHILE) {
+            continue;
+        }
+        for (uint32_t r = 0; r < op->n_regions; r++) {
+            if (op->regions[r].n_blocks == 0) {
+                continue;
+            }
+            const sp_block *b = &m->blocks[op->regions[r].blocks[0]];
+            for (uint32_t k = 0; k < b->n_args && k < op->n_results; k++) {
+                p->alias[b->first_arg + k] = op->first_result + k;
+            }
+        }
+    }
+    memcpy(p->orig, p->sh, sizeof(sp_sharding *) * p->n_slots);
+    /* users (CSR): operands, plus return ops as users of function-result slots */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        for (uint32_t k = 0; k < op->n_operands; k++) {
+            p->use_start[canon_slot(p, op->operands[k]) + 1]++;
+        }
+        if (data_flow_owner(m, op) != SP_NONE) {
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                p->use_start[canon_slot(p, op->operands[k]) + 1]++;
+            }
+        }
+        if (p->mc_first[i] != SP_NONE) {
+            const sp_block *mcb = &m->blocks[op->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                p->use_start[p->mc_first[i] + k + 1]++;
+            }
+            for (uint32_t k = 0; k < mcb->n_args; k++) {
+                p->use_start[mcb->first_arg + k + 1]++;
+            }
+        }
+        if (op->kind == SP_OP_FUNC_RETURN) {
+            uint32_t f = m->blocks[op->parent_block].parent_op;
+            if (f != SP_NONE && p->func_first[f] != SP_NONE) {
+                for (uint32_t k = 0; k < op->n_operands && p->func_first[f] + k < p->n_slots; k++) {
+                    p->use_start[p->func_first[f] + k + 1]++;
+                }
+            }
+        }
+    }
+    for (uint32_t s = 0; s < p->n_slots; s++) {
+        p->use_start[s + 1] += p->use_start[s];
+    }
+    p->uses = cm_alloc(sizeof(uint32_t) * (p->use_start[p->n_slots] + 1u));
+    uint32_t *fill = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    if (p->uses == NULL || fill == NULL) {
+        cm_free(fill);
+        return fail_oom(p);
+    }
+    memcpy(fill, p->use_start, sizeof(uint32_t) * p->n_slots);
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        for (uint32_t k = 0; k < op->n_operands; k++) {
+            p->uses[fill[canon_slot(p, op->operands[k])]++] = i;
+        }
+        uint32_t owner = data_flow_owner(m, op);
+        if (owner != SP_NONE) {
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                p->uses[fill[canon_slot(p, op->operands[k])]++] = owner;
+            }
+        }
+        if (p->mc_first[i] != SP_NONE) {
+            const sp_block *mcb = &m->blocks[op->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                p->uses[fill[p->mc_first[i] + k]++] = i;
+            }
+            for (uint32_t k = 0; k < mcb->n_args; k++) {
+                p->uses[fill[mcb->first_arg + k]++] = i;
+            }
+        }
+        if (op->kind == SP_OP_FUNC_RETURN) {
+            uint32_t f = m->blocks[op->parent_block].parent_op;
+            if (f != SP_NONE && p->func_first[f] != SP_NONE) {
+                for (uint32_t k = 0; k < op->n_operands && p->func_first[f] + k < p->n_slots; k++) {
+                    p->uses[fill[p->func_first[f] + k]++] = i;
+                }
+            }
+        }
+    }
+    cm_free(fill);
+    return setup_groups(p);
+}
+
+
+
+
+/* ---- debug information ---------------------------------------------------------- */
+
+static uint32_t origin_name(prop *p, const char *prefix, uint32_t k)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s%u", prefix, k);
+    if (p->n_origin_names == p->cap_origin_names) {
+        uint32_t cap = p->cap_origin_names < 16 ? 16 : p->cap_origin_names * 2;
+        const char **n = cm_realloc(p->origin_names, sizeof(char *) * cap);
+        if (n == NULL) {
+            fail_oom(p);
+            return SP_NONE;
+        }
+        p->origin_names = n;
+        p->cap_origin_names = cap;
+    }
+    const char *s = sp_module_str(p->m, buf, strlen(buf));
+    if (s == NULL) {
+        fail_oom(p);
+        return SP_NONE;
+    }
+    p->origin_names[p->n_origin_names] = s;
+    return p->n_origin_names++;
+}
+
+/* Marks every axis of slot's sharding as coming from origin. */
+static void seed_origin(prop *p, uint32_t slot, uint32_t origin)
+{
+    const sp_sharding *s = p->sh[slot];
+    const meshent *e = mesh_of(p, s);
+    if (s == NULL || e == NULL || e->is_empty || origin == SP_NONE) {
+        return;
+    }
+    p->origin_self[slot] = origin;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
+            ax a;
+            if (ax_from_ref(e->mesh, &s->dims[d].axes[i], &a)) {
+                add_origin(p, slot, a.axis, origin);
+            }
+        }
+    }
+}
+
+static cm_status setup_debug(prop *p)
+{
+    sp_module *m = p->m;
+    if (p->o->debug_edge_source_sharding) {
+        p->edge_head = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+        if (p->edge_head == NULL) {
+            return fail_oom(p);
+        }
+        memset(p->edge_head, 0xff, sizeof(uint32_t) * (m->n_ops + 1u));
+    }
+    if (!p->o->debug_sharding_origins) {
+        return CM_OK;
+    }
+    p->org_head = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    p->origin_self = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
+    if (p->org_head == NULL || p->origin_self == NULL) {
+        return fail_oom(p);
+    }
+    memset(p->org_head, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
+    memset(p->origin_self, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
+    uint32_t n_constraints = 0;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (p->func_first[i] != SP_NONE) {
+            const sp_type *ft = sp_func_type(m, i);
+            if (op->n_regions == 1 && op->regions[0].n_blocks > 0) {
+                const sp_block *entry = &m->blocks[op->regions[0].blocks[0]];
+                for (uint32_t k = 0; k < entry->n_args; k++) {
+                    if (p->sh[entry->first_arg + k] != NULL) {
+                        seed_origin(p, entry->first_arg + k, origin_name(p, "input: ", k));
+                    }
+                }
+            }
+            for (uint32_t k = 0; k < ft->n_results; k++) {
+                if (p->sh[p->func_first[i] + k] != NULL) {
+                    seed_origin(p, p->func_first[i] + k, origin_name(p, "output: ", k));
+                }
+            }
+        } else if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT && op->n_results == 1) {
+            uint32_t o = origin_name(p, "constraint_", n_constraints++);
+            seed_origin(p, op->first_result, o);
+            /* a constraint applied to its input at import (same sharding
+             * object) makes the input come from the constraint too */
+            uint32_t in = canon_slot(p, op->operands[0]);
+            if (op->n_operands == 1 && p->sh[in] != NULL && p->sh[in] == p->sh[op->first_result] &&
+                p->org_head[in] == SP_NONE) {
+                seed_origin(p, in, o);
+                p->origin_self[in] = SP_NONE; /* it is not the constraint itself */
+            }
+        }
+    }
+    /* sharding-group members were seeded from one annotated member */
+    for (uint32_t s = 0; p->group_next != NULL && s < p->n_slots; s++) {
+        if (p->group_next[s] == SP_NONE || p->org_head[s] == SP_NONE) {
+            continue;
+        }
+        for (uint32_t t = p->group_next[s]; t != s; t = p->group_next[t]) {
+            copy_origins(p, s, t);
+        }
+    }
+    return p->st;
+}
+
+/* {axis = "origin", ...} for a slot, or NULL when it has no origins. */
+static sp_attr *origins_dict(prop *p, uint32_t slot, const sp_mesh *mesh)
+{
+    uint32_t n = 0;
+    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
+        n++;
+    }
+    if (n == 0 || mesh == NULL) {
+        return NULL;
+    }
+    sp_attr *d = sp_attr_new(p->m, SP_ATTR_DICT);
+    if (d == NULL) {
+        return NULL;
+    }
+    d->u.dict.items = cm_arena_alloc(&p->m->arena, sizeof(sp_named_attr) * n);
+    if (d->u.dict.items == NULL) {
+        return NULL;
+    }
+    uint32_t k = n;
+    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
+        sp_attr *v = sp_attr_new(p->m, SP_ATTR_STRING);
+        if (v == NULL || p->orgs[i].axis >= mesh->n_axes) {
+            return NULL;
+        }
+        const char *o = p->orgs[i].origin == p->origin_self[slot] ? "self"
+                                                                  : p->origin_names[p->orgs[i].origin];
+        v->u.str.s = o;
+        v->u.str.len = strlen(o);
+        d->u.dict.items[--k] = (sp_named_attr){mesh->axes[p->orgs[i].axis].name, v};
+    }
+    d->u.dict.n = n;
+    return d;
+}
+
+static const sp_mesh *slot_mesh(const prop *p, uint32_t slot)
+{
+    const meshent *e = mesh_of(p, p->sh[slot]);
+    return e != NULL ? e->mesh : NULL;
+}
+
+static void edge_ref(cm_buf *b, uint32_t ref)
+{
+    cm_buf_puts(b, (ref >> 31) ? "result-" : "operand-");
+    cm_buf_put_i64(b, ref & 0x7fffffffu);
+}
+
+/* `#sdy.propagation_edges<[{step_index = N, axis_entries = [{axis_name = "a",
+ * source = operand-0, targets = [result-0]}]}]>` for one op. */
+static sp_attr *edges_attr(prop *p, uint32_t op, const sp_mesh *mesh)
+{
+    if (p->edge_head[op] == SP_NONE || mesh == NULL) {
+        return NULL;
+    }
+    /* the list is newest first: collect and walk it backwards */
+    uint32_t n = 0;
+    for (uint32_t i = p->edge_head[op]; i != SP_NONE; i = p->edges[i].next) {
+        n++;
+    }
+    uint32_t *idx = cm_alloc(sizeof(uint32_t) * n);
+    if (idx == NULL) {
+        return NULL;
+    }
+    uint32_t k = n;
+    for (uint32_t i = p->edge_head[op]; i != SP_NONE; i = p->edges[i].next) {
+        idx[--k] = i;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "#sdy.propagation_edges<[");
+    for (uint32_t a = 0; a < n;) {
+        uint32_t step = p->edges[idx[a]].step;
+        cm_buf_puts(&b, a > 0 ? ", {step_index = " : "{step_index = ");
+        cm_buf_put_i64(&b, step);
+        cm_buf_puts(&b, ", axis_entries = [");
+        uint32_t first = a;
+        while (a < n && p->edges[idx[a]].step == step) {
+            const struct edge *e = &p->edges[idx[a]];
+            /* merge the targets of the same axis and source */
+            if (a > first && p->edges[idx[a - 1]].axis == e->axis &&
+                p->edges[idx[a - 1]].src == e->src) {
+                b.len -= 2; /* reopen the targets list: drop "]}" */
+                cm_buf_puts(&b, ", ");
+            } else {
+                cm_buf_puts(&b, a > first ? ", {axis_name = \"" : "{axis_name = \"");
+                cm_buf_puts(&b, e->axis < mesh->n_axes ? mesh->axes[e->axis].name : "?");
+                cm_buf_puts(&b, "\", source = ");
+                edge_ref(&b, e->src);
+                cm_buf_puts(&b, ", targets = [");
+            }
+            edge_ref(&b, e->dst);
+            cm_buf_puts(&b, "]}");
+            a++;
+        }
+        cm_buf_puts(&b, "]}");
+    }
+    cm_buf_puts(&b, "]>");
+    cm_free(idx);
+    sp_attr *at = b.oom ? NULL : sp_attr_new(p->m, SP_ATTR_OPAQUE);
+    if (at != NULL) {
+        at->u.opaque.text = sp_module_str(p->m, b.data, b.len);
+    }
+    cm_buf_fini(&b);
+    return at;
+}
+
+static cm_status write_debug(prop *p)
+{
+    sp_module *m = p->m;
+    uint32_t n_constraints = 0;
+    for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
+        const sp_op *op = &m->ops[i];
+        if (p->edge_head != NULL && op->n_results > 0) {
+            sp_attr *e = edges_attr(p, i, slot_mesh(p, op->first_result));
+            if (e != NULL && sp_op_set_attr(m, i, "sdy.propagation_edges", e) != CM_OK) {
+                return fail_oom(p);
+            }
+        }
+        if (p->org_head == NULL) {
+            continue;
+        }
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "constraint_%u", n_constraints++);
+            sp_attr *nm = sp_attr_new(m, SP_ATTR_STRING);
+            if (nm == NULL) {
+                return fail_oom(p);
+            }
+            nm->u.str.s = sp_module_str(m, buf, strlen(buf));
+            nm->u.str.len = strlen(buf);
+            if (nm->u.str.s == NULL || sp_op_set_attr(m, i, "sdy.sharding_origin_name", nm) != CM_OK) {
+                return fail_oom(p);
+            }
+        }
+        if (p->func_first[i] != SP_NONE) {
+            const sp_type *ft = sp_func_type(m, i);
+            if (op->n_regions == 1 && op->regions[0].n_blocks > 0) {
+                const sp_block *entry = &m->blocks[op->regions[0].blocks[0]];
+                uint32_t n_args = entry->n_args, first = entry->first_arg;
+                for (uint32_t k = 0; k < n_args; k++) {
+                    sp_attr *d = origins_dict(p, first + k, slot_mesh(p, first + k));
+                    if (d != NULL && sp_func_set_arg_attr(m, i, k, "sdy.sharding_origins", d) != CM_OK) {
+                        return fail_oom(p);
+                    }
+                }
+            }
+            for (uint32_t k = 0; k < ft->n_results; k++) {
+                uint32_t s = p->func_first[i] + k;
+                sp_attr *d = origins_dict(p, s, slot_mesh(p, s));
+                if (d != NULL && sp_func_set_result_attr(m, i, k, "sdy.sharding_origins", d) != CM_OK) {
+                    return fail_oom(p);
+                }
+            }
+            continue;
+        }
+        if (op->n_results == 0) {
+            continue;
+        }
+        bool any = false;
+        sp_attr *arr = sp_attr_new(m, SP_ATTR_ARRAY);
+        if (arr == NULL) {
+            return fail_oom(p);
+        }
+        arr->u.arr.n = op->n_results;
+        arr->u.arr.items = cm_arena_alloc(&m->arena, sizeof(sp_attr *) * op->n_results);
+        if (arr->u.arr.items == NULL) {
+            return fail_oom(p);
+        }
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            uint32_t v = canon_slot(p, op->first_result + k);
+            sp_attr *d = origins_dict(p, v, slot_mesh(p, v));
+            any = any || d != NULL;
+            arr->u.arr.items[k] = d != NULL ? d : sp_attr_new(m, SP_ATTR_DICT);
+            if (arr->u.arr.items[k] == NULL) {
+                return fail_oom(p);
+            }
+        }
+        if (any) {
+            sp_attr *val = op->n_results == 1 ? arr->u.arr.items[0] : arr;
+            if (sp_op_set_attr(m, i, "sdy.sharding_origins", val) != CM_OK) {
+                return fail_oom(p);
+            }
+        }
+    }
+    return p->st;
+}
+
+/* One result-sharding list attribute per distinct sharding of single-result
+ * ops: shardings are interned and attributes are never written in place, so
+ * ops with equal shardings can share one (a 1M-op module needs a few
+ * thousand instead of a million). */
+typedef struct attr_share {
+    const sp_sharding **key;
+    sp_attr **val;
+    uint32_t cap, n;
+} attr_share;
+
+static sp_attr **attr_share_slot(attr_share *t, const sp_sharding *s)
+{
+    if ((t->n + 1u) * 2u > t->cap) {
+        uint32_t cap = t->cap == 0 ? 256u : t->cap * 2u;
+        const sp_sharding **k = cm_calloc(cap, sizeof *k);
+        sp_attr **v = cm_calloc(cap, sizeof *v);
+        if (k == NULL || v == NULL) {
+            cm_free(k);
+            cm_free(v);
+            return NULL;
+        }
+        for (uint32_t i = 0; i < t->cap; i++) {
+            if (t->key[i] != NULL) {
+                uint32_t j = (uint32_t)(((uintptr_t)t->key[i] >> 4) * 2654435761u) & (cap - 1u);
+                while (k[j] != NULL) {
+                    j = (j + 1u) & (cap - 1u);
+                }
+                k[j] = t->key[i];
+                v[j] = t->val[i];
+            }
+        }
+        cm_free(t->key);
+        cm_free(t->val);
+        t->key = k;
+        t->val = v;
+        t->cap = cap;
+    }
+    uint32_t j = (uint32_t)(((uintptr_t)s >> 4) * 2654435761u) & (t->cap - 1u);
+    while (t->key[j] != NULL && t->key[j] != s) {
+        j = (j + 1u) & (t->cap - 1u);
+    }
+    if (t->key[j] == NULL) {
+        t->key[j] = s;
+        t->n++;
+    }
+    return &t->val[j];
+}
+
+/* Op results' shardings into their ops' sdy.sharding attributes. */
+static cm_status write_back_results(prop *p, attr_share *share)
+{
+    sp_module *m = p->m;
+    /* op results */
+    for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->n_results == 0) {
+            continue;
+        }
+        bool changed = false;
+        const char *mesh_name = NULL;
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            uint32_t v = op->first_result + k;
+            changed = changed || p->sh[v] != p->orig[v];
+            if (p->sh[v] != NULL && mesh_name == NULL) {
+                mesh_name = p->sh[v]->mesh_name;
+            }
+        }
+        if (!changed) {
+            continue;
+        }
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+            if (sp_value_set_sharding(m, op->first_result, p->sh[op->first_result]) != CM_OK) {
+                return fail_oom(p);
+            }
+            continue;
+        }
+        if (p->mc_first[i] != SP_NONE) {
+            continue; /* written with the in_shardings below */
+        }
+        sp_attr **shared = NULL;
+        if (op->n_results == 1 && p->sh[op->first_result] != NULL) {
+            shared = attr_share_slot(share, p->sh[op->first_result]);
+            if (shared == NULL) {
+                return fail_oom(p);
+            }
+            if (*shared != NULL) {
+                if (sp_op_set_attr(m, i, "sdy.sharding", *shared) != CM_OK) {
+                    return fail_oom(p);
+                }
+                continue;
+            }
+        }
+        sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+        if (a == NULL) {
+            return fail_oom(p);
+        }
+        a->u.shardings.n = op->n_results;
+        a->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * op->n_results);
+        if (a->u.shardings.items == NULL) {
+            return fail_oom(p);
+        }
+        if (shared != NULL) {
+            *shared = a;
+        }
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            uint32_t v = op->first_result + k;
+            sp_sharding *s = p->sh[v];
+            if (s == NULL) {
+                const sp_type *t = &m->types[m->values[v].type];
+                s = sp_sharding_open(&m->arena, mesh_name, t->kind == SP_TYPE_TENSOR ? t->rank : 0);
+                if (s == NULL) {
+                    return fail_oom(p);
+                }
+            }
+            a->u.shardings.items[k] = s;
+        }
+        if (sp_op_set_attr(m, i, "sdy.sharding", a) != CM_OK) {
+            return fail_oom(p);
+        }
+    }
+    return p->st;
+}
+
+static cm_status write_back(prop *p)
+{
+    sp_module *m = p->m;
+    attr_share share = {0};
+    write_back_results(p, &share);
+    cm_free(share.key);
+    cm_free(share.val);
+    /* manual computations: in_shardings and out_shardings */
+    for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
+        if (p->mc_first[i] == SP_NONE) {
+            continue;
+        }
+        const sp_op *op = &m->ops[i];
+        for (int which = 0; which < 2; which++) {
+            uint32_t n = which == 0 ? op->n_operands : op->n_results;
+            uint32_t first = which == 0 ? p->mc_first[i] : op->first_result;
+            bool changed = false;
+            for (uint32_t k = 0; k < n; k++) {
+                changed = changed || p->sh[first + k] != p->orig[first + k];
+            }
+            if (!changed) {
+                continue;
+            }
+            sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+            if (a == NULL) {
+                return fail_oom(p);
+            }
+            a->u.shardings.n = n;
+            a->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * (n + 1u));
+            if (a->u.shardings.items == NULL) {
+                return fail_oom(p);
+            }
+            const char *mesh = NULL;
+            for (uint32_t k = 0; k < n && mesh == NULL; k++) {
+                mesh = p->sh[first + k] != NULL ? p->sh[first + k]->mesh_name : NULL;
+            }
+            for (uint32_t k = 0; k < n; k++) {
+                sp_sharding *x = p->sh[first + k];
+                if (x == NULL) {
+                    uint32_t rank;
+                    const int64_t *dims;
+                    x = sp_sharding_open(&m->arena, mesh,
+                                         slot_type(p, which == 0 ? op->operands[k] : first + k, &rank,
+                                                   &dims)
+                                             ? rank
+                                             : 0);
+                    if (x == NULL) {
+                        return fail_oom(p);
+                    }
+                }
+                a->u.shardings.items[k] = x;
+            }
+            if (sp_op_set_attr(m, i, which == 0 ? "in_shardings" : "out_shardings", a) != CM_OK) {
+                return fail_oom(p);
+            }
+        }
+    }
+    /* function arguments and results */
+    for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
+        if (p->func_first[i] == SP_NONE) {
+            continue;
+        }
+        const sp_type *ft = sp_func_type(m, i);
+        const sp_op *f = &m->ops[i];
+        if (f->n_regions == 1 && f->regions[0].n_blocks > 0) {
+            const sp_block *entry = &m->blocks[f->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < entry->n_args; k++) {
+                uint32_t v = entry->first_arg + k;
+                if (p->sh[v] != p->orig[v] && sp_value_set_sharding(m, v, p->sh[v]) != CM_OK) {
+                    return fail_oom(p);
+                }
+            }
+        }
+        for (uint32_t k = 0; k < ft->n_results; k++) {
+            uint32_t s = p->func_first[i] + k;
+            if (p->sh[s] != p->orig[s] &&
+                sp_func_set_result_sharding(m, i, k, p->sh[s]) != CM_OK) {
+                return fail_oom(p);
+            }
+        }
+    }
+    return p->st;
+}
+
+/* Runs the worklist to a fixed point over ops (in program order first). */
+/* Runs the worklist to a fixed point. In op-priority rounds after the first,
+ * pass-through ops start at their fixed point (they do the same work in
+ * every round), so only the others are pushed; any op whose tensors change
+ * is pushed again as usual. */
+static void run_fixed_point(prop *p, const uint32_t *order, uint32_t n_order, bool only_others)
+{
+    for (uint32_t i = 0; i < n_order; i++) {
+        if (!only_others || !pass_through_op(&p->m->ops[order[i]])) {
+            enqueue(p, order[i]);
+        }
+    }
+    uint64_t limit = (uint64_t)p->m->n_ops * 64u + 1024u;
+    uint64_t count = 0;
+    while (p->q_len > 0 && p->st == CM_OK) {
+        /* LIFO, like MLIR's greedy driver: the last op pushed runs first */
+        p->q_len--;
+        uint32_t op = p->queue[(p->q_head + p->q_len) % p->q_cap];
+        p->queued[op] = 0;
+        step_op(p, op);
+        if (++count > limit) {
+            sp_diags_add(p->diags, p->m, op, SP_DIAG_WARNING,
+                         "propagation did not reach a fixed point after %llu steps; stopping",
+                         (unsigned long long)count);
+            break;
+        }
+    }
+    p->q_len = 0;
+    p->q_head = 0;
+    memset(p->queued, 0, p->m->n_ops);
+}
+
+void sp_prop_opts_init(sp_prop_opts *o, sp_prop_level level)
+{
+    memset(o, 0, sizeof *o);
+    o->level = level;
+    o->aggressive_strategy = true;
+    o->run_op_priority = true;
+}
+
+static int max_user_priority(const prop *p)
+{
+    int mx = -1;
+    for (uint32_t s = 0; s < p->n_slots; s++) {
+        const sp_sharding *sh = p->sh[s];
+        for (uint32_t d = 0; sh != NULL && d < sh->rank; d++) {
+            if (sh->dims[d].priority > mx) {
+                mx = sh->dims[d].priority;
+            }
+        }
+    }
+    return mx;
+}
+
+cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_error *err)
+{
+    prop p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.o = o;
+    p.diags = diags;
+    p.err = err;
+    p.op_priority = -1;
+    p.user_priority = -1;
+    cm_arena_init(&p.scratch, 4096);
+    uint32_t *order = NULL;
+    p.type_ok = cm_calloc(m->n_types + 1u, 1);
+    if (p.type_ok == NULL) {
+        fail_oom(&p);
+        goto out;
+    }
+    for (uint32_t t = 0; t < m->n_types; t++) {
+        const sp_type *ty = &m->types[t];
+        bool ok = ty->kind == SP_TYPE_TENSOR;
+        for (uint32_t d = 0; ok && d < ty->rank; d++) {
+            ok = ty->dims[d] >= 0;
+        }
+        p.type_ok[t] = ok ? 1 : 2;
+    }
+    if (setup(&p) != CM_OK) {
+        goto out;
+    }
+    order = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+    if (order == NULL) {
+        fail_oom(&p);
+        goto out;
+    }
+    uint32_t n_order = 0;
+    walk_ops(m, m->body, order, &n_order);
+    if (o->op_mask != NULL) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < n_order; i++) {
+            if (o->op_mask[order[i]]) {
+                order[k++] = order[i];
+            }
+        }
+        n_order = k;
+    }
+    if (setup_debug(&p) != CM_OK) {
+        goto out;
+    }
+    bool aggressive = o->level >= SP_PROP_AGGRESSIVE && o->aggressive_strategy;
+    int max_prio = o->level >= SP_PROP_USER_PRIORITY ? max_user_priority(&p) : -1;
+    for (int up = max_prio >= 0 ? 0 : -1; up <= max_prio && p.st == CM_OK; up++) {
+        p.user_priority = up;
+        if (o->level >= SP_PROP_OP_PRIORITY && o->run_op_priority) {
+            for (int lvl = 0; lvl < 3 && p.st == CM_OK; lvl++) {
+                p.op_priority = lvl < 2 ? lvl : -1;
+                p.aggressive = aggressive;
+                run_fixed_point(&p, order, n_order, lvl > 0);
+            }
+        } else {
+            p.op_priority = -1;
+            p.aggressive = aggressive;
+            run_fixed_point(&p, order, n_order, false);
+        }
+        if (up < 0) {
+            break;
+        }
+    }
+    if (p.st == CM_OK) {
+        write_back(&p);
+    }
+    if (p.st == CM_OK && (o->debug_sharding_origins || o->debug_edge_source_sharding)) {
+        write_debug(&p);
+    }
+out:
+    cm_free(order);
+    cm_free(p.sh);
+    cm_free(p.orig);
+    cm_free(p.fres_func);
+    cm_free(p.fres_index);
+    cm_free(p.func_first);
+    cm_free(p.mc_first);
+    cm_free(p.use_start);
+    cm_free(p.uses);
+    cm_free(p.alias);
+    cm_free(p.org_head);
+    cm_free(p.orgs);
+    cm_free(p.origin_names);
+    cm_free(p.origin_self);
+    cm_free(p.edge_head);
+    cm_free(p.edges);
+    cm_free(p.rule_cache);
+    cm_free(p.sh_tab);
+    cm_arena_fini(&p.scratch);
+    cm_free(p.cands);
+    cm_free(p.type_ok);
+    cm_free(p.pc_tab);
+    cm_free(p.group_next);
+    cm_free(p.rules);
+    cm_free(p.rule_done);
+    cm_free(p.queue);
+    cm_free(p.queued);
+    cm_free(p.fs);
+    cm_free(p.ts);
+    return p.st;
+}

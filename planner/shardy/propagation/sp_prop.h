@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: Shardy-compatible sharding propagation. Given the shardings on
+ * function inputs and outputs, op results and sharding constraints, finds the
+ * sharding of every other tensor by propagating along the factors of each op's
+ * sharding rule (propagation.md), forward and backward to a fixed point, with
+ * Shardy's hierarchy: basic, aggressive (conflict resolution), op-priority and
+ * user-priority propagation.
+ * Ownership: results are written into the module (attributes allocated in its
+ * arena). Thread contract: one module per call; calls on different modules
+ * may run in parallel. */
+#ifndef SP_PROP_H
+#define SP_PROP_H
+
+#include "cm.h"
+#include "sp_ir.h"
+#include "sp_rules.h"
+#include "sp_diag.h"
+
+typedef enum sp_prop_level {
+    SP_PROP_BASIC = 0,    /* -sdy-basic-propagate */
+    SP_PROP_AGGRESSIVE,   /* -sdy-aggressive-propagate */
+    SP_PROP_OP_PRIORITY,  /* -sdy-op-priority-propagate */
+    SP_PROP_USER_PRIORITY /* -sdy-user-priority-propagate */
+} sp_prop_level;
+
+typedef struct sp_prop_opts {
+    sp_prop_level level;
+    bool conservative;               /* conservative-propagation */
+    bool keep_sharding_rules;        /* keep-sharding-rules */
+    bool aggressive_strategy;        /* propagation-strategy=aggressive (default) vs basic */
+    bool run_op_priority;            /* run-op-priority-propagation (default true) */
+    bool debug_sharding_origins;     /* debug-sharding-origins */
+    bool debug_edge_source_sharding; /* debug-edge-source-sharding */
+    const sp_custom_rules *custom;   /* user rules for custom calls, may be NULL */
+    bool timing;                     /* print each pass's time to stderr (-mlir-timing) */
+    const uint8_t *op_mask;          /* per op id (m->n_ops entries): nonzero = start the
+                                      * worklist with this op; NULL: every op. For incremental
+                                      * re-propagation (sp_whatif.c): the caller guarantees that
+                                      * the masked ops' tensors only meet unmasked ops through
+                                      * tensors whose sharding cannot change */
+} sp_prop_opts;
+
+/* Fills opts with Shardy's defaults for the given level. */
+void sp_prop_opts_init(sp_prop_opts *o, sp_prop_level level);
+
+/* Runs propagation on every function of m. Diagnostics (Shardy's errors and
+ * warnings) go to diags. Errors: CM_EINVAL for shardings that do not verify
+ * against their mesh or tensor (err->path "LINE:COL" of the op), CM_ENOMEM. */
+cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_error *err);
+
+#endif /* SP_PROP_H */
