@@ -105,9 +105,7 @@ int main(void)
         t_read = dt < t_read ? dt : t_read;
         sp_plan_opts o;
         sp_plan_opts_init(&o);
-        if (gr != NULL) {
-        o.value_names = sp_graph_value_names(gr, &o.n_value_names);
-    }
+        o.graph = gr;
         o.custom = sp_graph_custom_rules(gr);
         o.timing = &tm;
         cm_buf_reset(&plan);
