@@ -11,6 +11,8 @@
 #include "sp_ops.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
+#include "sp_collectives.h"
+#include "sp_reshard.h"
 
 static const char *const pass_names[SP_PLAN_N_PASSES] = {
     "sdy-propagation-pipeline", "sdy-user-priority-propagate", "sdy-op-priority-propagate",
@@ -150,6 +152,22 @@ cm_status sp_input_load(const char *path, const sp_input_opts *o, sp_input *in, 
         st = sp_input_read(text, len, o, in, err);
     }
     cm_free(text);
+    return st;
+}
+
+cm_status sp_input_partition(sp_input *in, cm_error *err)
+{
+    if (in->partitioned) {
+        return CM_OK;
+    }
+    sp_diags d;
+    sp_diags_init(&d);
+    cm_status st = sp_pass_insert_explicit_reshards(in->m, NULL, &d, err);
+    sp_diags_fini(&d);
+    if (st == CM_OK) {
+        st = sp_pass_reshard_to_collectives(in->m, false, err);
+    }
+    in->partitioned = st == CM_OK;
     return st;
 }
 

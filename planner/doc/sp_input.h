@@ -78,6 +78,11 @@ cm_status sp_input_load(const char *path, const sp_input_opts *o, sp_input *in, 
  * edge sources with record_edges), adding Shardy's diagnostics to d. */
 cm_status sp_input_propagate(sp_module *m, sp_plan_pass pass, const sp_custom_rules *custom,
                              bool record_edges, sp_diags *d, cm_error *err);
+/* Partitions in's module as Shardy's export does before SPMD lowering
+ * (-sdy-insert-explicit-reshards, then -sdy-reshard-to-collectives), unless
+ * it is already partitioned; in->partitioned is then true. Errors: those of
+ * the two passes, CM_ENOMEM. */
+cm_status sp_input_partition(sp_input *in, cm_error *err);
 void sp_input_fini(sp_input *in);
 
 #endif /* SP_INPUT_H */

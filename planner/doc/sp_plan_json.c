@@ -673,7 +673,10 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     /* the content hash: the module as MLIR text, then the pass */
     char hex[2 * CM_SHA256_LEN + 1];
     double t0 = cm_now(), t1 = t0, t2 = t0;
-    {
+    if (o->input_sha256 != NULL) {
+        memcpy(hex, o->input_sha256, sizeof hex - 1);
+        hex[sizeof hex - 1] = '\0';
+    } else {
         cm_buf txt;
         cm_buf_init(&txt);
         sp_print_opts popts = {false, false};
