@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * server: the application context (srv_app.h): configuration from flags,
- * environment and file; the pool of store handles; the plan cache; start,
- * graceful stop; the `serve` and `token` commands. */
+ * environment and file; the pool of store handles; start, graceful stop;
+ * the `serve` and `token` commands. The plan cache is srv_cache.c. */
 #include "srv_app.h"
 
 #include <arpa/inet.h>
@@ -299,7 +299,7 @@ bool srv_host_is_loopback(const char *host)
     return false;
 }
 
-/* ---- store pool and cache ---------------------------------------------------------------- */
+/* ---- store pool ---------------------------------------------------------------- */
 
 st_db *srv_app_db_acquire(srv_app *app)
 {
@@ -321,128 +321,6 @@ void srv_app_db_release(srv_app *app, st_db *db)
     app->free_dbs[app->n_free++] = db;
     pthread_cond_signal(&app->db_cv);
     pthread_mutex_unlock(&app->db_mu);
-}
-
-srv_blob *srv_blob_create(const char *data, size_t len)
-{
-    srv_blob *b = cm_alloc(sizeof *b + len + 1);
-    if (b == NULL) {
-        return NULL;
-    }
-    atomic_init(&b->refs, 1);
-    b->len = len;
-    memcpy(b->data, data, len);
-    b->data[len] = '\0';
-    return b;
-}
-
-void srv_blob_release(void *blob)
-{
-    srv_blob *b = blob;
-    if (b != NULL && atomic_fetch_sub(&b->refs, 1) == 1) {
-        cm_free(b);
-    }
-}
-
-static size_t slot_of(const srv_app *app, uint64_t h)
-{
-    return (size_t)(h * 0x9E3779B97F4A7C15ull >> 20) % app->n_slots;
-}
-
-srv_blob *srv_cache_get(srv_app *app, int64_t id)
-{
-    if (app->n_slots == 0) {
-        return NULL;
-    }
-    srv_blob *b = NULL;
-    pthread_mutex_lock(&app->cache_mu);
-    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
-    if (s->id == id && s->blob != NULL) {
-        b = s->blob;
-        atomic_fetch_add(&b->refs, 1);
-    }
-    pthread_mutex_unlock(&app->cache_mu);
-    return b;
-}
-
-void srv_cache_put(srv_app *app, int64_t id, srv_blob *blob)
-{
-    if (app->n_slots == 0) {
-        return;
-    }
-    atomic_fetch_add(&blob->refs, 1);
-    pthread_mutex_lock(&app->cache_mu);
-    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
-    srv_blob *old = s->blob;
-    s->id = id;
-    s->blob = blob;
-    pthread_mutex_unlock(&app->cache_mu);
-    srv_blob_release(old);
-}
-
-void srv_cache_drop(srv_app *app, int64_t id)
-{
-    if (app->n_slots == 0) {
-        return;
-    }
-    srv_blob *old = NULL;
-    pthread_mutex_lock(&app->cache_mu);
-    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
-    if (s->id == id) {
-        old = s->blob;
-        s->blob = NULL;
-        s->id = 0;
-    }
-    for (size_t i = 0; i < app->n_slots; i++) {
-        if (app->keys[i].id == id) {
-            app->keys[i].id = 0;
-        }
-    }
-    pthread_mutex_unlock(&app->cache_mu);
-    srv_blob_release(old);
-}
-
-static uint64_t key_u64(const uint8_t key[CM_SHA256_LEN])
-{
-    uint64_t h = 0;
-    memcpy(&h, key, sizeof h);
-    return h;
-}
-
-int64_t srv_cache_key_get(srv_app *app, const uint8_t key[CM_SHA256_LEN])
-{
-    if (app->n_slots == 0) {
-        return 0;
-    }
-    int64_t id = 0;
-    pthread_mutex_lock(&app->cache_mu);
-    const srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
-    if (s->id != 0 && memcmp(s->key, key, CM_SHA256_LEN) == 0) {
-        id = s->id;
-    }
-    pthread_mutex_unlock(&app->cache_mu);
-    return id;
-}
-
-void srv_cache_key_put(srv_app *app, const uint8_t key[CM_SHA256_LEN], int64_t id)
-{
-    if (app->n_slots == 0) {
-        return;
-    }
-    pthread_mutex_lock(&app->cache_mu);
-    srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
-    memcpy(s->key, key, CM_SHA256_LEN);
-    s->id = id;
-    pthread_mutex_unlock(&app->cache_mu);
-}
-
-void srv_cache_keys_clear(srv_app *app)
-{
-    pthread_mutex_lock(&app->cache_mu);
-    for (size_t i = 0; i < app->n_slots; i++) {
-        app->keys[i].id = 0;
-    }
-    pthread_mutex_unlock(&app->cache_mu);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
@@ -485,7 +363,7 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     app->log_fd = -1;
     pthread_mutex_init(&app->db_mu, NULL);
     pthread_cond_init(&app->db_cv, NULL);
-    pthread_mutex_init(&app->cache_mu, NULL);
+    srv_cache_init(app);
     pthread_mutex_init(&app->job_mu, NULL);
     pthread_cond_init(&app->job_cv, NULL);
     srv_metrics_init(&app->metrics);
@@ -505,14 +383,8 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
             app->n_dbs++;
         }
     }
-    if (st == CM_OK && c->cache_entries > 0) {
-        app->n_slots = c->cache_entries < SRV_CACHE_SLOTS_MIN ? SRV_CACHE_SLOTS_MIN
-                                                              : c->cache_entries;
-        app->cache = cm_calloc(app->n_slots, sizeof *app->cache);
-        app->keys = cm_calloc(app->n_slots, sizeof *app->keys);
-        if (app->cache == NULL || app->keys == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
-        }
+    if (st == CM_OK) {
+        st = srv_cache_alloc(app, c->cache_entries, err);
     }
     if (st == CM_OK) {
         bool loopback = srv_host_is_loopback(c->host);
@@ -614,11 +486,7 @@ void srv_app_destroy(srv_app *app)
     for (size_t i = 0; i < app->n_dbs; i++) {
         st_db_close(app->dbs[i]);
     }
-    for (size_t i = 0; i < app->n_slots && app->cache != NULL; i++) {
-        srv_blob_release(app->cache[i].blob);
-    }
-    cm_free(app->cache);
-    cm_free(app->keys);
+    srv_cache_fini(app);
     cm_free(app->dbs);
     cm_free(app->free_dbs);
     if (app->own_log_fd) {
@@ -626,7 +494,6 @@ void srv_app_destroy(srv_app *app)
     }
     pthread_mutex_destroy(&app->db_mu);
     pthread_cond_destroy(&app->db_cv);
-    pthread_mutex_destroy(&app->cache_mu);
     pthread_mutex_destroy(&app->job_mu);
     pthread_cond_destroy(&app->job_cv);
     cm_free(app);
