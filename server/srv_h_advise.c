@@ -48,7 +48,7 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
     if (!srv_seg_id(app, r, a, &id)) {
         return;
     }
-    bool lint = strcmp(srv_req_route(r), "plans.lint") == 0;
+    bool lint = *(const advise_kind *)a->data == ADVISE_LINT; /* the route's data */
     cm_error e;
     cm_error_clear(&e);
     sp_profile prof;

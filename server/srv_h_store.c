@@ -241,13 +241,10 @@ void srv_h_graph_delete(srv_app *app, srv_req *r, route_args *a)
 
 /* ---- named documents: meshes, rules, profiles --------------------------------------------------- */
 
-/* Which collection a document route serves, from its name. */
-typedef enum doc_kind { DOC_MESH, DOC_RULE, DOC_PROFILE } doc_kind;
-
-static doc_kind doc_kind_of(const srv_req *r)
+/* Which collection a document route serves: its row's data (srv_routes.c). */
+static doc_kind doc_kind_of(const route_args *a)
 {
-    const char *n = srv_req_route(r);
-    return n[0] == 'm' ? DOC_MESH : n[0] == 'r' ? DOC_RULE : DOC_PROFILE;
+    return *(const doc_kind *)a->data;
 }
 
 /* Validates a mesh, rule or profile body with the planner's own decoders;
@@ -308,7 +305,7 @@ static void doc_json(cm_buf *b, const st_doc *d, doc_kind k, bool with_body)
 
 void srv_h_doc_put(srv_app *app, srv_req *r, route_args *a)
 {
-    doc_kind k = doc_kind_of(r);
+    doc_kind k = doc_kind_of(a);
     body_kind bk;
     if (!srv_body_kind_of(app, r, false, &bk)) {
         return;
@@ -357,7 +354,7 @@ void srv_h_doc_put(srv_app *app, srv_req *r, route_args *a)
 
 void srv_h_doc_get(srv_app *app, srv_req *r, route_args *a)
 {
-    doc_kind k = doc_kind_of(r);
+    doc_kind k = doc_kind_of(a);
     st_doc d;
     memset(&d, 0, sizeof d);
     cm_error e;
@@ -384,7 +381,7 @@ static void doc_item(cm_buf *b, const void *item, const void *ctx)
 
 void srv_h_doc_list(srv_app *app, srv_req *r, route_args *a)
 {
-    doc_kind k = doc_kind_of(r);
+    doc_kind k = doc_kind_of(a);
     st_doc_query q;
     st_doc_query_init(&q);
     if (!srv_query_paging(app, r, &q.limit, &q.after_id)) {
@@ -407,7 +404,7 @@ void srv_h_doc_list(srv_app *app, srv_req *r, route_args *a)
 
 void srv_h_doc_delete(srv_app *app, srv_req *r, route_args *a)
 {
-    doc_kind k = doc_kind_of(r);
+    doc_kind k = doc_kind_of(a);
     cm_error e;
     cm_error_clear(&e);
     cm_status st = k == DOC_MESH   ? st_mesh_delete(a->db, a->seg[0], &e)

@@ -204,7 +204,14 @@ void srv_set_location(srv_req *r, const char *collection, int64_t id);
 typedef struct route_args {
     const char *seg[SRV_ROUTE_ARGS]; /* path segments matched by {} (arena copies) */
     st_db *db;                       /* borrowed from the pool for the request */
+    const void *data;                /* the route row's data (static): what it serves */
 } route_args;
+
+/* The data of the document routes: which collection they serve. */
+typedef enum doc_kind { DOC_MESH, DOC_RULE, DOC_PROFILE } doc_kind;
+
+/* The data of GET /v1/plans/{id}/lint and /collectives: which report. */
+typedef enum advise_kind { ADVISE_LINT, ADVISE_COLLECTIVES } advise_kind;
 
 /* The request handler and completion hook given to srv_http (cls = app). */
 void srv_routes_handle(void *app, srv_req *r);
@@ -237,7 +244,8 @@ bool srv_body_kind_of(srv_app *app, srv_req *r, bool allow_mlir, body_kind *out)
 
 /* ---- handlers --------------------------------------------------------------------------------
  * Each replies exactly once (srv_http.h) and returns; a->db is set when the
- * route needs the store. */
+ * route needs the store, a->data is the route row's data (doc_kind for the
+ * document routes, advise_kind for lint/collectives, else NULL). */
 
 /* health, metrics, openapi, graphs, meshes/rules/profiles, runs and
  * benchmarks, tokens (srv_h_store.c) */

@@ -22,6 +22,7 @@ typedef struct route {
     int scope; /* 0: open, else the st_scope needed when auth is on */
     bool needs_db;
     const char *name; /* metrics and log label */
+    const void *data; /* handed to fn as a->data: what the route serves; NULL for most */
 } route;
 
 #define R_OPEN  0
@@ -29,49 +30,55 @@ typedef struct route {
 #define R_WRITE ST_SCOPE_WRITE
 #define R_ADMIN ST_SCOPE_ADMIN
 
+/* the data column's values */
+static const doc_kind doc_mesh = DOC_MESH, doc_rule = DOC_RULE, doc_profile = DOC_PROFILE;
+static const advise_kind advise_lint = ADVISE_LINT, advise_colls = ADVISE_COLLECTIVES;
+
 static const route routes[] = {
-    {"GET", "/healthz", srv_h_healthz, R_OPEN, false, "healthz"},
-    {"GET", "/readyz", srv_h_readyz, R_OPEN, true, "readyz"},
-    {"GET", "/metrics", srv_h_metrics, R_READ, false, "metrics"},
-    {"GET", "/v1/openapi.json", srv_h_openapi, R_OPEN, false, "openapi"},
-    {"POST", "/v1/graphs", srv_h_graph_post, R_WRITE, true, "graphs.create"},
-    {"GET", "/v1/graphs", srv_h_graph_list, R_READ, true, "graphs.list"},
-    {"GET", "/v1/graphs/{}", srv_h_graph_get, R_READ, true, "graphs.get"},
-    {"DELETE", "/v1/graphs/{}", srv_h_graph_delete, R_WRITE, true, "graphs.delete"},
-    {"PUT", "/v1/meshes/{}", srv_h_doc_put, R_WRITE, true, "meshes.put"},
-    {"GET", "/v1/meshes", srv_h_doc_list, R_READ, true, "meshes.list"},
-    {"GET", "/v1/meshes/{}", srv_h_doc_get, R_READ, true, "meshes.get"},
-    {"DELETE", "/v1/meshes/{}", srv_h_doc_delete, R_WRITE, true, "meshes.delete"},
-    {"PUT", "/v1/rules/{}", srv_h_doc_put, R_WRITE, true, "rules.put"},
-    {"GET", "/v1/rules", srv_h_doc_list, R_READ, true, "rules.list"},
-    {"GET", "/v1/rules/{}", srv_h_doc_get, R_READ, true, "rules.get"},
-    {"DELETE", "/v1/rules/{}", srv_h_doc_delete, R_WRITE, true, "rules.delete"},
-    {"PUT", "/v1/profiles/{}", srv_h_doc_put, R_WRITE, true, "profiles.put"},
-    {"GET", "/v1/profiles", srv_h_doc_list, R_READ, true, "profiles.list"},
-    {"GET", "/v1/profiles/{}", srv_h_doc_get, R_READ, true, "profiles.get"},
-    {"DELETE", "/v1/profiles/{}", srv_h_doc_delete, R_WRITE, true, "profiles.delete"},
-    {"POST", "/v1/plans", srv_h_plan_post, R_WRITE, true, "plans.create"},
-    {"GET", "/v1/plans", srv_h_plan_list, R_READ, true, "plans.list"},
-    {"GET", "/v1/plans/{}", srv_h_plan_get, R_READ, false, "plans.get"},
-    {"DELETE", "/v1/plans/{}", srv_h_plan_delete, R_WRITE, true, "plans.delete"},
-    {"GET", "/v1/plans/{}/lint", srv_h_plan_advise, R_READ, true, "plans.lint"},
-    {"GET", "/v1/plans/{}/collectives", srv_h_plan_advise, R_READ, true, "plans.collectives"},
-    {"POST", "/v1/plans/{}/whatif", srv_h_plan_whatif, R_WRITE, true, "plans.whatif"},
-    {"GET", "/v1/plans/{}/suggest", srv_h_plan_suggest, R_READ, true, "plans.suggest"},
-    {"GET", "/v1/compare", srv_h_compare, R_READ, true, "compare"},
-    {"GET", "/v1/sweep", srv_h_sweep, R_READ, true, "sweep"},
-    {"POST", "/v1/runs", srv_h_run_post, R_WRITE, true, "runs.create"},
-    {"GET", "/v1/runs", srv_h_run_list, R_READ, true, "runs.list"},
-    {"GET", "/v1/runs/{}", srv_h_run_get, R_READ, true, "runs.get"},
-    {"DELETE", "/v1/runs/{}", srv_h_run_delete, R_WRITE, true, "runs.delete"},
-    {"POST", "/v1/benchmarks", srv_h_bench_post, R_WRITE, true, "benchmarks.create"},
-    {"GET", "/v1/benchmarks", srv_h_run_list, R_READ, true, "benchmarks.list"},
-    {"GET", "/v1/benchmarks/{}", srv_h_run_get, R_READ, true, "benchmarks.get"},
-    {"DELETE", "/v1/benchmarks/{}", srv_h_run_delete, R_WRITE, true, "benchmarks.delete"},
-    {"POST", "/v1/benchmarks/{}/cancel", srv_h_bench_cancel, R_WRITE, true, "benchmarks.cancel"},
-    {"POST", "/v1/tokens", srv_h_token_post, R_ADMIN, true, "tokens.create"},
-    {"GET", "/v1/tokens", srv_h_token_list, R_ADMIN, true, "tokens.list"},
-    {"DELETE", "/v1/tokens/{}", srv_h_token_delete, R_ADMIN, true, "tokens.delete"},
+    {"GET", "/healthz", srv_h_healthz, R_OPEN, false, "healthz", NULL},
+    {"GET", "/readyz", srv_h_readyz, R_OPEN, true, "readyz", NULL},
+    {"GET", "/metrics", srv_h_metrics, R_READ, false, "metrics", NULL},
+    {"GET", "/v1/openapi.json", srv_h_openapi, R_OPEN, false, "openapi", NULL},
+    {"POST", "/v1/graphs", srv_h_graph_post, R_WRITE, true, "graphs.create", NULL},
+    {"GET", "/v1/graphs", srv_h_graph_list, R_READ, true, "graphs.list", NULL},
+    {"GET", "/v1/graphs/{}", srv_h_graph_get, R_READ, true, "graphs.get", NULL},
+    {"DELETE", "/v1/graphs/{}", srv_h_graph_delete, R_WRITE, true, "graphs.delete", NULL},
+    {"PUT", "/v1/meshes/{}", srv_h_doc_put, R_WRITE, true, "meshes.put", &doc_mesh},
+    {"GET", "/v1/meshes", srv_h_doc_list, R_READ, true, "meshes.list", &doc_mesh},
+    {"GET", "/v1/meshes/{}", srv_h_doc_get, R_READ, true, "meshes.get", &doc_mesh},
+    {"DELETE", "/v1/meshes/{}", srv_h_doc_delete, R_WRITE, true, "meshes.delete", &doc_mesh},
+    {"PUT", "/v1/rules/{}", srv_h_doc_put, R_WRITE, true, "rules.put", &doc_rule},
+    {"GET", "/v1/rules", srv_h_doc_list, R_READ, true, "rules.list", &doc_rule},
+    {"GET", "/v1/rules/{}", srv_h_doc_get, R_READ, true, "rules.get", &doc_rule},
+    {"DELETE", "/v1/rules/{}", srv_h_doc_delete, R_WRITE, true, "rules.delete", &doc_rule},
+    {"PUT", "/v1/profiles/{}", srv_h_doc_put, R_WRITE, true, "profiles.put", &doc_profile},
+    {"GET", "/v1/profiles", srv_h_doc_list, R_READ, true, "profiles.list", &doc_profile},
+    {"GET", "/v1/profiles/{}", srv_h_doc_get, R_READ, true, "profiles.get", &doc_profile},
+    {"DELETE", "/v1/profiles/{}", srv_h_doc_delete, R_WRITE, true, "profiles.delete", &doc_profile},
+    {"POST", "/v1/plans", srv_h_plan_post, R_WRITE, true, "plans.create", NULL},
+    {"GET", "/v1/plans", srv_h_plan_list, R_READ, true, "plans.list", NULL},
+    {"GET", "/v1/plans/{}", srv_h_plan_get, R_READ, false, "plans.get", NULL},
+    {"DELETE", "/v1/plans/{}", srv_h_plan_delete, R_WRITE, true, "plans.delete", NULL},
+    {"GET", "/v1/plans/{}/lint", srv_h_plan_advise, R_READ, true, "plans.lint", &advise_lint},
+    {"GET", "/v1/plans/{}/collectives", srv_h_plan_advise, R_READ, true, "plans.collectives",
+     &advise_colls},
+    {"POST", "/v1/plans/{}/whatif", srv_h_plan_whatif, R_WRITE, true, "plans.whatif", NULL},
+    {"GET", "/v1/plans/{}/suggest", srv_h_plan_suggest, R_READ, true, "plans.suggest", NULL},
+    {"GET", "/v1/compare", srv_h_compare, R_READ, true, "compare", NULL},
+    {"GET", "/v1/sweep", srv_h_sweep, R_READ, true, "sweep", NULL},
+    {"POST", "/v1/runs", srv_h_run_post, R_WRITE, true, "runs.create", NULL},
+    {"GET", "/v1/runs", srv_h_run_list, R_READ, true, "runs.list", NULL},
+    {"GET", "/v1/runs/{}", srv_h_run_get, R_READ, true, "runs.get", NULL},
+    {"DELETE", "/v1/runs/{}", srv_h_run_delete, R_WRITE, true, "runs.delete", NULL},
+    {"POST", "/v1/benchmarks", srv_h_bench_post, R_WRITE, true, "benchmarks.create", NULL},
+    {"GET", "/v1/benchmarks", srv_h_run_list, R_READ, true, "benchmarks.list", NULL},
+    {"GET", "/v1/benchmarks/{}", srv_h_run_get, R_READ, true, "benchmarks.get", NULL},
+    {"DELETE", "/v1/benchmarks/{}", srv_h_run_delete, R_WRITE, true, "benchmarks.delete", NULL},
+    {"POST", "/v1/benchmarks/{}/cancel", srv_h_bench_cancel, R_WRITE, true, "benchmarks.cancel",
+     NULL},
+    {"POST", "/v1/tokens", srv_h_token_post, R_ADMIN, true, "tokens.create", NULL},
+    {"GET", "/v1/tokens", srv_h_token_list, R_ADMIN, true, "tokens.list", NULL},
+    {"DELETE", "/v1/tokens/{}", srv_h_token_delete, R_ADMIN, true, "tokens.delete", NULL},
 };
 
 #define N_ROUTES (sizeof routes / sizeof routes[0])
@@ -224,6 +231,7 @@ void srv_routes_handle(void *cls, srv_req *r)
             db = srv_app_db_acquire(app);
         }
         a.db = db;
+        a.data = rt->data;
         rt->fn(app, r, &a);
     }
     srv_app_db_release(app, db);
