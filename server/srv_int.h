@@ -51,7 +51,7 @@ void srv_histo_observe(srv_histo *h, double seconds);
 void srv_metrics_write(const srv_metrics *m, const char *const *route_names, size_t n_routes,
                        const char *const *error_names, size_t n_errors, cm_buf *out);
 
-/* ---- the plan cache ---------------------------------------------------------- */
+/* ---- the plan cache: its types (its calls: below, srv_cache.c) ------------ */
 
 /* A reference-counted response body shared by the cache and responses. */
 typedef struct srv_blob {
@@ -118,7 +118,7 @@ typedef struct srv_bench srv_bench;
 st_db *srv_app_db_acquire(srv_app *app);
 void srv_app_db_release(srv_app *app, st_db *db);
 
-/* ---- the plan cache (srv_cache.c) ------------------------------------------------ */
+/* ---- the plan cache: its calls (srv_cache.c) --------------------------------- */
 
 /* Sets the cache up empty (its mutex); srv_app_create calls it first, so
  * srv_cache_fini is always safe. */
