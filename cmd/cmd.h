@@ -16,4 +16,25 @@ int cmd_opt(int argc, char **argv, FILE *out, FILE *errs);
  * [--format text|json]` (cmd_cost.c). */
 int cmd_cost(int argc, char **argv, FILE *out, FILE *errs);
 
+/* `shardplan serve [--listen HOST:PORT] [--db PATH] [--config FILE] ...`
+ * (cmd_serve.c): installs the SIGTERM/SIGINT handlers (and ignores
+ * SIGPIPE), starts the server (server/srv_app.h) and runs until a signal
+ * arrives, then shuts down gracefully. Progress goes to errs. */
+int cmd_serve(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan token create --scope read|write|admin [--label L] [--db PATH]`,
+ * `token import FILE --scope S`, `token list`, `token revoke ID`
+ * (cmd_serve.c): a created token is printed to out, once. */
+int cmd_token(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan backup PATH [--db DB] [--config FILE]` (cmd_serve.c): an
+ * online copy of the database, safe while a server runs on it. */
+int cmd_backup(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan client --server URL [--token T] [--table] COMMAND ...`
+ * (cmd_client.c). Commands: submit, plan, get, list, put, delete, compare,
+ * bench, health (see `client --help`). URL and token also come from
+ * SHARDPLAN_SERVER and SHARDPLAN_TOKEN. Returns 0 on success, 1 when the
+ * server answered an error or could not be reached, 2 for bad usage.
+ * Thread contract: call from the main thread (it initializes libcurl
+ * globally). */
+int cmd_client(int argc, char **argv, FILE *out, FILE *errs);
+
 #endif /* CMD_H */

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
  * cmd: the shardplan binary. main looks the subcommand up in a static table
- * and hands it argv from the subcommand's name on.
- * The one mutable global of the server lives here (STYLE.md): the stop flag
- * that SIGTERM/SIGINT set and `serve` polls to shut down gracefully. */
+ * and hands it argv from the subcommand's name on. The server's stop flag
+ * (STYLE.md's one mutable global) is in cmd_serve.c. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sp_advise.h"
 #include "ex_calib.h"
@@ -18,18 +16,6 @@
 #include "sp_example.h"
 #include "cmd.h"
 #include "sp_plan_json.h"
-#include "srv_app.h"
-#include "srv_client.h"
-#include "st_db.h"
-
-/* Set by SIGTERM/SIGINT; srv_serve_main drains and exits when it is set. */
-static volatile sig_atomic_t stop_flag = 0;
-
-static void on_stop_signal(int sig)
-{
-    (void)sig;
-    stop_flag = 1;
-}
 
 static void usage(FILE *f)
 {
@@ -73,97 +59,10 @@ static void usage(FILE *f)
           f);
 }
 
-/* `shardplan backup PATH [--db DB] [--config FILE]`: argv[0] is "backup".
- * The database is found as `serve` finds it (flag, then SHARDPLAN_DB, then
- * the config file from --config or SHARDPLAN_CONFIG, then the default) and
- * copied with st_db_backup through a handle of its own, so a server running
- * on the same file keeps serving. A missing database is an error, never
- * created. Returns 0, 1 on failure, 2 for bad usage. */
-static int backup_main(int argc, char **argv)
-{
-    const char *dest = NULL, *db_flag = NULL, *file = getenv("SHARDPLAN_CONFIG");
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
-            db_flag = argv[++i];
-        } else if (strncmp(argv[i], "--db=", 5) == 0) {
-            db_flag = argv[i] + 5;
-        } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            file = argv[++i];
-        } else if (strncmp(argv[i], "--config=", 9) == 0) {
-            file = argv[i] + 9;
-        } else if (argv[i][0] != '-' && dest == NULL) {
-            dest = argv[i];
-        } else {
-            dest = NULL;
-            break;
-        }
-    }
-    if (dest == NULL) {
-        fputs("usage: shardplan backup PATH [--db DB] [--config FILE]\n", stderr);
-        return 2;
-    }
-    srv_config c;
-    cm_error err;
-    cm_error_clear(&err);
-    srv_config_init(&c);
-    if ((file != NULL && srv_config_from_file(&c, file, &err) != CM_OK) ||
-        srv_config_from_env(&c, &err) != CM_OK ||
-        (db_flag != NULL && srv_config_set(&c, "db", db_flag, &err) != CM_OK)) {
-        fprintf(stderr, "shardplan backup: %s\n", err.msg);
-        return 2;
-    }
-    if (access(c.db_path, F_OK) != 0) {
-        fprintf(stderr, "shardplan backup: no database at '%s'\n", c.db_path);
-        return 1;
-    }
-    st_db *db = NULL;
-    if (st_db_open(c.db_path, &db, &err) != CM_OK) {
-        fprintf(stderr, "shardplan backup: %s: %s\n", c.db_path, err.msg);
-        return 1;
-    }
-    cm_status st = st_db_backup(db, dest, &err);
-    st_db_close(db);
-    if (st != CM_OK) {
-        fprintf(stderr, "shardplan backup: %s\n", err.msg);
-        return 1;
-    }
-    fprintf(stderr, "shardplan: backup of %s written to %s\n", c.db_path, dest);
-    return 0;
-}
-
-/* `serve`: the signal handlers it needs, then the server (srv_app.h). */
-static int serve_main(int argc, char **argv, FILE *out, FILE *errs)
-{
-    (void)out;
-    (void)errs;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    return srv_serve_main(argc, argv, &stop_flag);
-}
-
-static int token_main(int argc, char **argv, FILE *out, FILE *errs)
-{
-    (void)out;
-    (void)errs;
-    return srv_token_main(argc, argv);
-}
-
-static int backup_cmd(int argc, char **argv, FILE *out, FILE *errs)
-{
-    (void)out;
-    (void)errs;
-    return backup_main(argc, argv);
-}
-
 static int client_main(int argc, char **argv, FILE *out, FILE *errs)
 {
     signal(SIGPIPE, SIG_IGN);
-    return srv_client_main(argc, argv, out, errs);
+    return cmd_client(argc, argv, out, errs);
 }
 
 /* --check measures with the executor, which the planner cannot call */
@@ -191,9 +90,9 @@ static const struct command {
     {"sweep", sp_sweep_main},
     {"suggest", suggest_main},
     {"whatif", sp_whatif_main},
-    {"serve", serve_main},
-    {"token", token_main},
-    {"backup", backup_cmd},
+    {"serve", cmd_serve},
+    {"token", cmd_token},
+    {"backup", cmd_backup},
     {"client", client_main},
 };
 

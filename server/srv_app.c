@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * server: the application context (srv_app.h): configuration from flags,
- * environment and file; the pool of store handles; the plan cache; start,
- * graceful stop; the `serve` and `token` commands. */
+ * environment and file; the pool of store handles; start, graceful stop.
+ * The plan cache is srv_cache.c; the `serve` and `token` commands are
+ * cmd/cmd_serve.c. */
 #include "srv_app.h"
 
 #include <arpa/inet.h>
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "srv_bench.h"
@@ -299,7 +299,7 @@ bool srv_host_is_loopback(const char *host)
     return false;
 }
 
-/* ---- store pool and cache ---------------------------------------------------------------- */
+/* ---- store pool ---------------------------------------------------------------- */
 
 st_db *srv_app_db_acquire(srv_app *app)
 {
@@ -323,131 +323,9 @@ void srv_app_db_release(srv_app *app, st_db *db)
     pthread_mutex_unlock(&app->db_mu);
 }
 
-srv_blob *srv_blob_create(const char *data, size_t len)
-{
-    srv_blob *b = cm_alloc(sizeof *b + len + 1);
-    if (b == NULL) {
-        return NULL;
-    }
-    atomic_init(&b->refs, 1);
-    b->len = len;
-    memcpy(b->data, data, len);
-    b->data[len] = '\0';
-    return b;
-}
-
-void srv_blob_release(void *blob)
-{
-    srv_blob *b = blob;
-    if (b != NULL && atomic_fetch_sub(&b->refs, 1) == 1) {
-        cm_free(b);
-    }
-}
-
-static size_t slot_of(const srv_app *app, uint64_t h)
-{
-    return (size_t)(h * 0x9E3779B97F4A7C15ull >> 20) % app->n_slots;
-}
-
-srv_blob *srv_cache_get(srv_app *app, int64_t id)
-{
-    if (app->n_slots == 0) {
-        return NULL;
-    }
-    srv_blob *b = NULL;
-    pthread_mutex_lock(&app->cache_mu);
-    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
-    if (s->id == id && s->blob != NULL) {
-        b = s->blob;
-        atomic_fetch_add(&b->refs, 1);
-    }
-    pthread_mutex_unlock(&app->cache_mu);
-    return b;
-}
-
-void srv_cache_put(srv_app *app, int64_t id, srv_blob *blob)
-{
-    if (app->n_slots == 0) {
-        return;
-    }
-    atomic_fetch_add(&blob->refs, 1);
-    pthread_mutex_lock(&app->cache_mu);
-    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
-    srv_blob *old = s->blob;
-    s->id = id;
-    s->blob = blob;
-    pthread_mutex_unlock(&app->cache_mu);
-    srv_blob_release(old);
-}
-
-void srv_cache_drop(srv_app *app, int64_t id)
-{
-    if (app->n_slots == 0) {
-        return;
-    }
-    srv_blob *old = NULL;
-    pthread_mutex_lock(&app->cache_mu);
-    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
-    if (s->id == id) {
-        old = s->blob;
-        s->blob = NULL;
-        s->id = 0;
-    }
-    for (size_t i = 0; i < app->n_slots; i++) {
-        if (app->keys[i].id == id) {
-            app->keys[i].id = 0;
-        }
-    }
-    pthread_mutex_unlock(&app->cache_mu);
-    srv_blob_release(old);
-}
-
-static uint64_t key_u64(const uint8_t key[CM_SHA256_LEN])
-{
-    uint64_t h = 0;
-    memcpy(&h, key, sizeof h);
-    return h;
-}
-
-int64_t srv_cache_key_get(srv_app *app, const uint8_t key[CM_SHA256_LEN])
-{
-    if (app->n_slots == 0) {
-        return 0;
-    }
-    int64_t id = 0;
-    pthread_mutex_lock(&app->cache_mu);
-    const srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
-    if (s->id != 0 && memcmp(s->key, key, CM_SHA256_LEN) == 0) {
-        id = s->id;
-    }
-    pthread_mutex_unlock(&app->cache_mu);
-    return id;
-}
-
-void srv_cache_key_put(srv_app *app, const uint8_t key[CM_SHA256_LEN], int64_t id)
-{
-    if (app->n_slots == 0) {
-        return;
-    }
-    pthread_mutex_lock(&app->cache_mu);
-    srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
-    memcpy(s->key, key, CM_SHA256_LEN);
-    s->id = id;
-    pthread_mutex_unlock(&app->cache_mu);
-}
-
-void srv_cache_keys_clear(srv_app *app)
-{
-    pthread_mutex_lock(&app->cache_mu);
-    for (size_t i = 0; i < app->n_slots; i++) {
-        app->keys[i].id = 0;
-    }
-    pthread_mutex_unlock(&app->cache_mu);
-}
-
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
-static cm_status make_parent_dir(const char *path, cm_error *err)
+cm_status srv_db_dir_make(const char *path, cm_error *err)
 {
     char dir[SRV_PATH_LEN];
     snprintf(dir, sizeof dir, "%s", path);
@@ -485,12 +363,12 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     app->log_fd = -1;
     pthread_mutex_init(&app->db_mu, NULL);
     pthread_cond_init(&app->db_cv, NULL);
-    pthread_mutex_init(&app->cache_mu, NULL);
+    srv_cache_init(app);
     pthread_mutex_init(&app->job_mu, NULL);
     pthread_cond_init(&app->job_cv, NULL);
     srv_metrics_init(&app->metrics);
     atomic_init(&app->generation, 1);
-    cm_status st = make_parent_dir(c->db_path, err);
+    cm_status st = srv_db_dir_make(c->db_path, err);
     /* one handle per HTTP thread and per plan worker, plus one spare */
     size_t n = (size_t)c->threads + c->plan_workers + 1;
     app->dbs = cm_calloc(n, sizeof *app->dbs);
@@ -505,14 +383,8 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
             app->n_dbs++;
         }
     }
-    if (st == CM_OK && c->cache_entries > 0) {
-        app->n_slots = c->cache_entries < SRV_CACHE_SLOTS_MIN ? SRV_CACHE_SLOTS_MIN
-                                                              : c->cache_entries;
-        app->cache = cm_calloc(app->n_slots, sizeof *app->cache);
-        app->keys = cm_calloc(app->n_slots, sizeof *app->keys);
-        if (app->cache == NULL || app->keys == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
-        }
+    if (st == CM_OK) {
+        st = srv_cache_alloc(app, c->cache_entries, err);
     }
     if (st == CM_OK) {
         bool loopback = srv_host_is_loopback(c->host);
@@ -614,11 +486,7 @@ void srv_app_destroy(srv_app *app)
     for (size_t i = 0; i < app->n_dbs; i++) {
         st_db_close(app->dbs[i]);
     }
-    for (size_t i = 0; i < app->n_slots && app->cache != NULL; i++) {
-        srv_blob_release(app->cache[i].blob);
-    }
-    cm_free(app->cache);
-    cm_free(app->keys);
+    srv_cache_fini(app);
     cm_free(app->dbs);
     cm_free(app->free_dbs);
     if (app->own_log_fd) {
@@ -626,267 +494,7 @@ void srv_app_destroy(srv_app *app)
     }
     pthread_mutex_destroy(&app->db_mu);
     pthread_cond_destroy(&app->db_cv);
-    pthread_mutex_destroy(&app->cache_mu);
     pthread_mutex_destroy(&app->job_mu);
     pthread_cond_destroy(&app->job_cv);
     cm_free(app);
-}
-
-/* ---- commands --------------------------------------------------------------------------- */
-
-static void serve_usage(FILE *f)
-{
-    fputs("usage: shardplan serve [--listen HOST:PORT] [--db PATH] [--config FILE]\n"
-          "         [--log -|FILE|''] [--threads N] [--plan-workers N] [--max-body BYTES]\n"
-          "         [--timeout SECONDS] [--idle-timeout SECONDS] [--drain SECONDS]\n"
-          "         [--cache N] [--auth auto|on|off] [--insecure] [--web DIR]\n"
-          "         [--bench-time-limit SECONDS] [--bench-memory MiB]\n"
-          "Every option also comes from SHARDPLAN_<NAME> (SHARDPLAN_LISTEN, SHARDPLAN_DB, ...)\n"
-          "and from the config file (name = value lines). Precedence: flags, then\n"
-          "environment, then file, then defaults.\n",
-          f);
-}
-
-/* Flags override the environment, which overrides the file: the file is
- * found first (flag or SHARDPLAN_CONFIG), then applied in that order. */
-static int load_config(int argc, char **argv, srv_config *c, const char *cmd)
-{
-    const char *file = getenv("SHARDPLAN_CONFIG");
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            file = argv[i + 1];
-        } else if (strncmp(argv[i], "--config=", 9) == 0) {
-            file = argv[i] + 9;
-        }
-    }
-    cm_error err;
-    cm_error_clear(&err);
-    srv_config_init(c);
-    if (file != NULL && srv_config_from_file(c, file, &err) != CM_OK) {
-        fprintf(stderr, "shardplan %s: %s\n", cmd, err.msg);
-        return 2;
-    }
-    if (srv_config_from_env(c, &err) != CM_OK) {
-        fprintf(stderr, "shardplan %s: environment: %s\n", cmd, err.msg);
-        return 2;
-    }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0) {
-            continue; /* positional arguments belong to the subcommand */
-        }
-        char name[64];
-        const char *value = NULL;
-        const char *eq = strchr(a, '=');
-        size_t n = eq != NULL ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (n >= sizeof name) {
-            fprintf(stderr, "shardplan %s: unknown option '%s'\n", cmd, a);
-            return 2;
-        }
-        memcpy(name, a + 2, n);
-        name[n] = '\0';
-        if (strcmp(name, "config") == 0) {
-            i += eq == NULL;
-            continue;
-        }
-        if (strcmp(name, "help") == 0) {
-            serve_usage(stdout);
-            return 1;
-        }
-        if (strcmp(name, "insecure") == 0 && eq == NULL) {
-            value = "true";
-        } else if (strcmp(name, "scope") == 0 || strcmp(name, "label") == 0) {
-            i += eq == NULL; /* token options, read by the token command */
-            continue;
-        } else if (eq != NULL) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        }
-        if (srv_config_set(c, name, value, &err) != CM_OK) {
-            fprintf(stderr, "shardplan %s: %s\n", cmd, err.msg);
-            return 2;
-        }
-    }
-    return 0;
-}
-
-int srv_serve_main(int argc, char **argv, volatile sig_atomic_t *stop)
-{
-    srv_config c;
-    int rc = load_config(argc, argv, &c, "serve");
-    if (rc != 0) {
-        return rc == 1 ? 0 : rc;
-    }
-    cm_error err;
-    cm_error_clear(&err);
-    srv_app *app = NULL;
-    /* the benchmark worker is this executable (`shardplan exec-worker`) */
-    ssize_t n = readlink("/proc/self/exe", c.worker_path, sizeof c.worker_path - 1);
-    c.worker_path[n > 0 ? (size_t)n : 0] = '\0';
-    if (srv_app_create(&c, &app, &err) != CM_OK) {
-        fprintf(stderr, "shardplan serve: %s\n", err.msg);
-        return 1;
-    }
-    if (srv_app_start(app, &err) != CM_OK) {
-        fprintf(stderr, "shardplan serve: %s\n", err.msg);
-        srv_app_destroy(app);
-        return 1;
-    }
-    bool v6 = strchr(c.host, ':') != NULL;
-    fprintf(stderr, "shardplan: listening on http://%s%s%s:%u/ (db %s, auth %s)\n",
-            v6 ? "[" : "", c.host, v6 ? "]" : "", (unsigned)srv_app_port(app), c.db_path,
-            srv_app_auth_required(app) ? "on" : "off");
-    while (*stop == 0) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    fprintf(stderr, "shardplan: stopping (draining in-flight requests)\n");
-    srv_app_destroy(app);
-    fprintf(stderr, "shardplan: stopped\n");
-    return 0;
-}
-
-static void token_usage(FILE *f)
-{
-    fputs("usage: shardplan token create --scope read|write|admin [--label L] [--db PATH]\n"
-          "       shardplan token import FILE --scope read|write|admin [--label L] [--db PATH]\n"
-          "         (stores the token on FILE's first line, e.g. a deployment secret;\n"
-          "          a token already stored is left as it is)\n"
-          "       shardplan token list [--db PATH]\n"
-          "       shardplan token revoke ID [--db PATH]\n",
-          f);
-}
-
-/* `token import FILE`: the first line of FILE (without its line end) as a
- * token of the given scope; already stored is success. */
-static int token_import(st_db *db, const char *path, st_scope scope, const char *label)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "shardplan token: %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    char line[ST_TOKEN_MAX_LEN + 3];
-    bool got = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    size_t n = got ? strcspn(line, "\r\n") : 0;
-    if (!got || n == sizeof line - 1) {
-        fprintf(stderr, "shardplan token: %s: %s\n", path,
-                got ? "first line longer than a token can be" : "empty file");
-        return 1;
-    }
-    line[n] = '\0';
-    cm_error err;
-    cm_error_clear(&err);
-    int64_t id = 0;
-    cm_status st = st_token_put(db, line, scope, label, &id, &err);
-    for (volatile char *q = line; q < line + sizeof line; q++) {
-        *q = 0; /* the secret does not outlive its use */
-    }
-    if (st == CM_ECONFLICT) {
-        fprintf(stderr, "token from %s is already stored\n", path);
-        return 0;
-    }
-    if (st != CM_OK) {
-        fprintf(stderr, "shardplan token: %s: %s\n", path, err.msg);
-        return 1;
-    }
-    fprintf(stderr, "token %lld (scope %s) imported from %s\n", (long long)id,
-            st_scope_name(scope), path);
-    return 0;
-}
-
-int srv_token_main(int argc, char **argv)
-{
-    if (argc < 2) {
-        token_usage(stderr);
-        return 2;
-    }
-    srv_config c;
-    int rc = load_config(argc - 1, argv + 1, &c, "token");
-    if (rc != 0) {
-        return rc == 1 ? 0 : rc;
-    }
-    const char *scope_s = NULL, *label = NULL, *pos = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--scope") == 0 && i + 1 < argc) {
-            scope_s = argv[++i];
-        } else if (strncmp(argv[i], "--scope=", 8) == 0) {
-            scope_s = argv[i] + 8;
-        } else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc) {
-            label = argv[++i];
-        } else if (strncmp(argv[i], "--label=", 8) == 0) {
-            label = argv[i] + 8;
-        } else if (strncmp(argv[i], "--", 2) == 0) {
-            i += strchr(argv[i], '=') == NULL && strcmp(argv[i], "--insecure") != 0;
-        } else if (pos == NULL) {
-            pos = argv[i];
-        }
-    }
-    cm_error err;
-    cm_error_clear(&err);
-    if (make_parent_dir(c.db_path, &err) != CM_OK) {
-        fprintf(stderr, "shardplan token: %s\n", err.msg);
-        return 1;
-    }
-    st_db *db = NULL;
-    if (st_db_open(c.db_path, &db, &err) != CM_OK) {
-        fprintf(stderr, "shardplan token: %s: %s\n", c.db_path, err.msg);
-        return 1;
-    }
-    rc = 0;
-    if (strcmp(argv[1], "create") == 0) {
-        st_scope scope;
-        if (scope_s == NULL || !st_scope_parse(scope_s, &scope)) {
-            token_usage(stderr);
-            rc = 2;
-        } else {
-            char tok[ST_TOKEN_LEN + 1];
-            int64_t id = 0;
-            if (st_token_create(db, scope, label, tok, &id, &err) != CM_OK) {
-                fprintf(stderr, "shardplan token: %s\n", err.msg);
-                rc = 1;
-            } else {
-                printf("%s\n", tok);
-                fprintf(stderr, "token %lld (scope %s) created; it is shown only once\n",
-                        (long long)id, st_scope_name(scope));
-            }
-        }
-    } else if (strcmp(argv[1], "import") == 0 && pos != NULL) {
-        st_scope scope;
-        if (scope_s == NULL || !st_scope_parse(scope_s, &scope)) {
-            token_usage(stderr);
-            rc = 2;
-        } else {
-            rc = token_import(db, pos, scope, label != NULL ? label : "imported");
-        }
-    } else if (strcmp(argv[1], "list") == 0) {
-        st_token_query q;
-        st_token_query_init(&q);
-        q.limit = ST_LIST_MAX_LIMIT;
-        st_token_list l;
-        memset(&l, 0, sizeof l);
-        if (st_token_list_query(db, &q, &l, &err) != CM_OK) {
-            fprintf(stderr, "shardplan token: %s\n", err.msg);
-            rc = 1;
-        } else {
-            printf("%-6s %-14s %-6s %s\n", "ID", "PREFIX", "SCOPE", "LABEL");
-            for (size_t i = 0; i < l.n_items; i++) {
-                printf("%-6lld %-14s %-6s %s\n", (long long)l.items[i].id, l.items[i].prefix,
-                       st_scope_name(l.items[i].scope), l.items[i].label);
-            }
-        }
-        st_token_list_fini(&l);
-    } else if (strcmp(argv[1], "revoke") == 0 && pos != NULL) {
-        if (st_token_delete(db, strtoll(pos, NULL, 10), &err) != CM_OK) {
-            fprintf(stderr, "shardplan token: %s\n", err.msg);
-            rc = 1;
-        }
-    } else {
-        token_usage(stderr);
-        rc = 2;
-    }
-    st_db_close(db);
-    return rc;
 }

@@ -11,7 +11,6 @@
 
 #include "cm.h"
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,13 +97,10 @@ void srv_app_stop(srv_app *app);
 /* Stops if running, closes the store, frees app. NULL is a no-op. */
 void srv_app_destroy(srv_app *app);
 
-/* `shardplan serve [--listen HOST:PORT] [--db PATH] [--config FILE] ...`:
- * argv[0] is "serve". Runs until *stop becomes non-zero (SIGTERM/SIGINT in
- * srv_main.c), then shuts down gracefully. Returns an exit status. */
-int srv_serve_main(int argc, char **argv, volatile sig_atomic_t *stop);
-
-/* `shardplan token create --scope read|write|admin [--label L] [--db PATH]`,
- * `token list`, `token revoke ID`: argv[0] is "token". Returns an exit status. */
-int srv_token_main(int argc, char **argv);
+/* Creates the parent directory of the database path db_path (one level, mode
+ * 0755) when it is missing, as srv_app_create does before opening the store;
+ * `shardplan token` calls it before st_db_open. Errors: CM_EIO with the
+ * reason. */
+cm_status srv_db_dir_make(const char *db_path, cm_error *err);
 
 #endif /* SRV_APP_H */

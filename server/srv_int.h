@@ -1,16 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0
- * server: folder-private definitions shared by srv_app.c, srv_routes.c and
- * srv_metrics.c: the srv_app body, the store handle pool, the plan cache and
- * the metrics. Not a public header (header-check skips *_int.h). */
+ * server: folder-private definitions shared by the server's files: the
+ * srv_app body, the store handle pool, the plan cache (srv_cache.c), the
+ * metrics (srv_metrics.c), the error table and reply helpers (srv_reply.c),
+ * the route table's handler contract (srv_routes.c) and the handlers by area
+ * (srv_h_store.c, srv_h_plans.c, srv_h_advise.c), the planning jobs
+ * (srv_jobs.c). Not a public header (header-check skips *_int.h).
+ * Thread contract: handlers run concurrently on the HTTP pool threads; each
+ * gets its own request and store handle, and shares the app. */
 #ifndef SRV_INT_H
 #define SRV_INT_H
 
+#include "sp_graph_json.h"
+#include "sp_plan_json.h"
 #include "srv_app.h"
 #include "srv_http.h"
+#include "srv_json.h"
 #include "st_db.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 /* ---- metrics (srv_metrics.c) ------------------------------------------------ */
 
@@ -42,7 +51,7 @@ void srv_histo_observe(srv_histo *h, double seconds);
 void srv_metrics_write(const srv_metrics *m, const char *const *route_names, size_t n_routes,
                        const char *const *error_names, size_t n_errors, cm_buf *out);
 
-/* ---- the plan cache ---------------------------------------------------------- */
+/* ---- the plan cache: its types (its calls: below, srv_cache.c) ------------ */
 
 /* A reference-counted response body shared by the cache and responses. */
 typedef struct srv_blob {
@@ -109,11 +118,27 @@ typedef struct srv_bench srv_bench;
 st_db *srv_app_db_acquire(srv_app *app);
 void srv_app_db_release(srv_app *app, st_db *db);
 
+/* ---- the plan cache: its calls (srv_cache.c) --------------------------------- */
+
+/* Sets the cache up empty (its mutex); srv_app_create calls it first, so
+ * srv_cache_fini is always safe. */
+void srv_cache_init(srv_app *app);
+/* Allocates max(entries, SRV_CACHE_SLOTS_MIN) slots of each map; entries 0
+ * leaves the cache off (every get misses, put does nothing). Errors:
+ * CM_ENOMEM. */
+cm_status srv_cache_alloc(srv_app *app, size_t entries, cm_error *err);
+/* Releases every cached body and the slots, destroys the mutex. */
+void srv_cache_fini(srv_app *app);
+
 /* Plan cache. get returns a new reference (release with srv_blob_release) or
- * NULL; put stores blob (adds a reference). */
+ * NULL; put stores blob (adds a reference); drop forgets plan id and every
+ * request key that names it; clear forgets every plan and every key (a
+ * graph's plans went by cascade). Thread safety: any thread. */
 srv_blob *srv_cache_get(srv_app *app, int64_t id);
 void srv_cache_put(srv_app *app, int64_t id, srv_blob *blob);
 void srv_cache_drop(srv_app *app, int64_t id);
+void srv_cache_clear(srv_app *app);
+/* Request-bytes map: the plan id stored for key, 0 when none. */
 int64_t srv_cache_key_get(srv_app *app, const uint8_t key[CM_SHA256_LEN]);
 void srv_cache_key_put(srv_app *app, const uint8_t key[CM_SHA256_LEN], int64_t id);
 void srv_cache_keys_clear(srv_app *app);
@@ -122,10 +147,179 @@ void srv_cache_keys_clear(srv_app *app);
 extern const char srv_openapi_json[];
 extern const size_t srv_openapi_json_len;
 
+/* ---- errors and replies (srv_reply.c) --------------------------------------------------- */
+
+/* Every error a reply can carry; srv_reply.c maps each to its code string
+ * and HTTP status in one table (STYLE.md). */
+typedef enum srv_err {
+    E_INVALID = 0,
+    E_UNAUTHORIZED,
+    E_FORBIDDEN,
+    E_NOT_FOUND,
+    E_METHOD,
+    E_CONFLICT,
+    E_TOO_LARGE,
+    E_MEDIA,
+    E_INTERNAL,
+    E_UNAVAILABLE,
+    E_TIMEOUT,
+    E_NOMEM,
+    E_COUNT
+} srv_err;
+
+/* The error a status answers with (CM_EINTERNAL and unknown: E_INTERNAL). */
+srv_err srv_err_of_status(cm_status st);
+/* The error's code string ("invalid", "not_found", ...), static. */
+const char *srv_err_code(srv_err e);
+
+/* Replies {"error":{"code","message","path"}} with e's HTTP status; path is
+ * dropped for E_INTERNAL (our data, not the client's); counts the error in
+ * the metrics; adds WWW-Authenticate or Retry-After where e needs one. */
+void srv_reply_err(srv_app *app, srv_req *r, srv_err e, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* srv_reply_err for a cm_error (its status, path and message). */
+void srv_reply_cm(srv_app *app, srv_req *r, const cm_error *e);
+/* Replies with buffer b (taken) as JSON; 503 when b ran out of memory. */
+void srv_reply_buf(srv_app *app, srv_req *r, unsigned status, cm_buf *b);
+
+/* Writes one element of a list reply (srv_reply_items); ctx as given. */
+typedef void (*srv_item_fn)(cm_buf *b, const void *item, const void *ctx);
+
+/* 200 {"items": [...], "next_after": N}: the n items of size bytes at items,
+ * each written by fn, as every list route answers. */
+void srv_reply_items(srv_app *app, srv_req *r, const void *items, size_t n, size_t size,
+                     int64_t next_after, srv_item_fn fn, const void *ctx);
+
+/* `,"k":v` (no comma when !comma) into b; the string is JSON-escaped. */
+void srv_put_kv_i64(cm_buf *b, const char *k, int64_t v, bool comma);
+void srv_put_kv_str(cm_buf *b, const char *k, const char *v, bool comma);
+/* Location: /v1/COLLECTION/ID. */
+void srv_set_location(srv_req *r, const char *collection, int64_t id);
+
 /* ---- routes (srv_routes.c) ------------------------------------------------------- */
+
+#define SRV_ROUTE_ARGS 2 /* {} segments a pattern may have */
+
+/* What a handler gets besides the app and the request. */
+typedef struct route_args {
+    const char *seg[SRV_ROUTE_ARGS]; /* path segments matched by {} (arena copies) */
+    st_db *db;                       /* borrowed from the pool for the request */
+    const void *data;                /* the route row's data (static): what it serves */
+} route_args;
+
+/* The data of the document routes: which collection they serve. */
+typedef enum doc_kind { DOC_MESH, DOC_RULE, DOC_PROFILE } doc_kind;
+
+/* The data of GET /v1/plans/{id}/lint and /collectives: which report. */
+typedef enum advise_kind { ADVISE_LINT, ADVISE_COLLECTIVES } advise_kind;
 
 /* The request handler and completion hook given to srv_http (cls = app). */
 void srv_routes_handle(void *app, srv_req *r);
 void srv_routes_done(void *app, const srv_req *r, unsigned status, double dur_s);
+
+/* The routes' metrics labels: srv_routes_count() of them, slot i named
+ * srv_routes_name(i) (static strings); slot srv_routes_count() counts the
+ * unmatched requests. */
+size_t srv_routes_count(void);
+const char *srv_routes_name(size_t i);
+
+/* ---- query, path and body parsing (srv_reply.c) ----------------------------------- */
+
+/* A decimal integer >= lo, all of s. */
+bool srv_parse_i64(const char *s, int64_t lo, int64_t *out);
+/* Optional integer query argument; false after replying 400. */
+bool srv_query_i64(srv_app *app, srv_req *r, const char *key, int64_t lo, int64_t *out);
+/* ?limit= (at most ST_LIST_MAX_LIMIT) and ?after=; false after replying 400. */
+bool srv_query_paging(srv_app *app, srv_req *r, size_t *limit, int64_t *after);
+/* The id segment; false after replying 404 (an id that is not a number
+ * cannot exist). */
+bool srv_seg_id(srv_app *app, srv_req *r, const route_args *a, int64_t *id);
+
+typedef enum body_kind { BODY_JSON, BODY_MLIR } body_kind;
+
+/* Classifies the body by Content-Type (sniffed when absent or curl's
+ * default form type). allow_mlir: MLIR text is acceptable. False after
+ * replying 415. */
+bool srv_body_kind_of(srv_app *app, srv_req *r, bool allow_mlir, body_kind *out);
+
+/* ---- handlers --------------------------------------------------------------------------------
+ * Each replies exactly once (srv_http.h) and returns; a->db is set when the
+ * route needs the store, a->data is the route row's data (doc_kind for the
+ * document routes, advise_kind for lint/collectives, else NULL). */
+
+/* health, metrics, openapi, graphs, meshes/rules/profiles, runs and
+ * benchmarks, tokens (srv_h_store.c) */
+void srv_h_healthz(srv_app *app, srv_req *r, route_args *a);
+void srv_h_readyz(srv_app *app, srv_req *r, route_args *a);
+void srv_h_metrics(srv_app *app, srv_req *r, route_args *a);
+void srv_h_openapi(srv_app *app, srv_req *r, route_args *a);
+void srv_h_graph_post(srv_app *app, srv_req *r, route_args *a);
+void srv_h_graph_list(srv_app *app, srv_req *r, route_args *a);
+void srv_h_graph_get(srv_app *app, srv_req *r, route_args *a);
+void srv_h_graph_delete(srv_app *app, srv_req *r, route_args *a);
+void srv_h_doc_put(srv_app *app, srv_req *r, route_args *a);
+void srv_h_doc_list(srv_app *app, srv_req *r, route_args *a);
+void srv_h_doc_get(srv_app *app, srv_req *r, route_args *a);
+void srv_h_doc_delete(srv_app *app, srv_req *r, route_args *a);
+void srv_h_run_post(srv_app *app, srv_req *r, route_args *a);
+void srv_h_bench_post(srv_app *app, srv_req *r, route_args *a);
+void srv_h_run_list(srv_app *app, srv_req *r, route_args *a);
+void srv_h_run_get(srv_app *app, srv_req *r, route_args *a);
+void srv_h_run_delete(srv_app *app, srv_req *r, route_args *a);
+void srv_h_bench_cancel(srv_app *app, srv_req *r, route_args *a);
+void srv_h_token_post(srv_app *app, srv_req *r, route_args *a);
+void srv_h_token_list(srv_app *app, srv_req *r, route_args *a);
+void srv_h_token_delete(srv_app *app, srv_req *r, route_args *a);
+
+/* plans (srv_h_plans.c) */
+void srv_h_plan_post(srv_app *app, srv_req *r, route_args *a);
+void srv_h_plan_list(srv_app *app, srv_req *r, route_args *a);
+void srv_h_plan_get(srv_app *app, srv_req *r, route_args *a);
+void srv_h_plan_delete(srv_app *app, srv_req *r, route_args *a);
+
+/* Steps 3-8 of POST /v1/plans for a decoded request (also the what-if's
+ * save): the source, mesh and stored rules, decoding, the request hash (an
+ * equal stored plan is the answer, *existed set), planning within the
+ * deadline (cm_now() seconds), and storing graph and plan. True with *id_out
+ * set; false when a reply (an error) has been sent. */
+bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req *pr_in,
+                     double deadline, int64_t *id_out, bool *existed);
+
+/* lint, collectives, suggest, what-if, sweep, compare (srv_h_advise.c) */
+void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a);
+void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a);
+void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a);
+void srv_h_sweep(srv_app *app, srv_req *r, route_args *a);
+void srv_h_compare(srv_app *app, srv_req *r, route_args *a);
+
+/* ---- planning jobs (srv_jobs.c) ------------------------------------------------------ */
+
+/* A planning job: runs on its own thread so the request can give up at its
+ * deadline (503 timeout) while the planner finishes in the background. The
+ * job is freed by whichever of the two lets go last. */
+typedef struct plan_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    bool done;
+    srv_app *app;
+    sp_graph *g;       /* owned: the decoded document (module inside) */
+    sp_module *m;      /* owned when g is NULL (MLIR input) */
+    sp_graph *rules_g; /* owned: stored rules for MLIR input */
+    sp_plan_opts o;
+    cm_buf out;
+    cm_error err;
+    cm_status st;
+} plan_job;
+
+/* Drops one reference to j; the last frees it with what it owns. */
+void srv_job_unref(plan_job *j);
+
+/* Runs the job with the request's deadline (cm_now() seconds) on a plan
+ * worker thread. True when it finished in time (j->st, j->out, j->err hold
+ * the result; the caller still holds its reference); false after replying
+ * 503 (every worker busy until the deadline, no thread, or the deadline
+ * passed while planning: the job then finishes in the background). */
+bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline);
 
 #endif /* SRV_INT_H */

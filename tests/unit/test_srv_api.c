@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Integration tests of the HTTP API: the real server (srv_app) runs
  * in-process on 127.0.0.1, port 0, with a temporary database, and is driven
- * through libcurl and through `shardplan client` (srv_client_main). Covers
+ * through libcurl and through `shardplan client` (cmd_client). Covers
  * every endpoint, every error status, auth on and off, restart persistence,
  * concurrent requests and graceful shutdown. Run from the repository root
  * (examples/ and profiles/ are read). */
@@ -25,7 +25,7 @@
 #include "cm.h"
 #include "srv_app.h"
 #include "sp_example.h"
-#include "srv_client.h"
+#include "cmd.h"
 #include "st_db.h"
 
 /* ---- fixture --------------------------------------------------------------------------- */
@@ -1092,7 +1092,7 @@ static void test_srv_restart_keeps_everything(void **state)
     cm_buf_fini(&before);
 }
 
-/* Runs srv_client_main with argv; output and errors captured. */
+/* Runs cmd_client with argv; output and errors captured. */
 static int run_client(const fixture *f, const char *const *args, size_t n, char **out,
                       char **errs)
 {
@@ -1109,7 +1109,7 @@ static int run_client(const fixture *f, const char *const *args, size_t n, char 
     size_t ol = 0, el = 0;
     FILE *o = open_memstream(out, &ol);
     FILE *e = open_memstream(errs, &el);
-    int rc = srv_client_main(argc, argv, o, e);
+    int rc = cmd_client(argc, argv, o, e);
     fclose(o);
     fclose(e);
     return rc;

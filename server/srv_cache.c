@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * server: the plan cache (srv_int.h): two direct-mapped maps under one
+ * mutex, plan id -> the plan's response body (a reference-counted srv_blob
+ * shared with the responses that send it) and the hash of a raw request ->
+ * the plan id it was answered with. A collision overwrites: the store is
+ * the truth, the cache only saves work. */
+#include <string.h>
+
+#include "srv_int.h"
+
+void srv_cache_init(srv_app *app)
+{
+    pthread_mutex_init(&app->cache_mu, NULL);
+    app->cache = NULL;
+    app->keys = NULL;
+    app->n_slots = 0;
+}
+
+cm_status srv_cache_alloc(srv_app *app, size_t entries, cm_error *err)
+{
+    if (entries == 0) {
+        return CM_OK;
+    }
+    app->n_slots = entries < SRV_CACHE_SLOTS_MIN ? SRV_CACHE_SLOTS_MIN : entries;
+    app->cache = cm_calloc(app->n_slots, sizeof *app->cache);
+    app->keys = cm_calloc(app->n_slots, sizeof *app->keys);
+    if (app->cache == NULL || app->keys == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    return CM_OK;
+}
+
+void srv_cache_fini(srv_app *app)
+{
+    for (size_t i = 0; i < app->n_slots && app->cache != NULL; i++) {
+        srv_blob_release(app->cache[i].blob);
+    }
+    cm_free(app->cache);
+    cm_free(app->keys);
+    app->cache = NULL;
+    app->keys = NULL;
+    app->n_slots = 0;
+    pthread_mutex_destroy(&app->cache_mu);
+}
+
+srv_blob *srv_blob_create(const char *data, size_t len)
+{
+    srv_blob *b = cm_alloc(sizeof *b + len + 1);
+    if (b == NULL) {
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    b->len = len;
+    memcpy(b->data, data, len);
+    b->data[len] = '\0';
+    return b;
+}
+
+void srv_blob_release(void *blob)
+{
+    srv_blob *b = blob;
+    if (b != NULL && atomic_fetch_sub(&b->refs, 1) == 1) {
+        cm_free(b);
+    }
+}
+
+static size_t slot_of(const srv_app *app, uint64_t h)
+{
+    return (size_t)(h * 0x9E3779B97F4A7C15ull >> 20) % app->n_slots;
+}
+
+srv_blob *srv_cache_get(srv_app *app, int64_t id)
+{
+    if (app->n_slots == 0) {
+        return NULL;
+    }
+    srv_blob *b = NULL;
+    pthread_mutex_lock(&app->cache_mu);
+    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
+    if (s->id == id && s->blob != NULL) {
+        b = s->blob;
+        atomic_fetch_add(&b->refs, 1);
+    }
+    pthread_mutex_unlock(&app->cache_mu);
+    return b;
+}
+
+void srv_cache_put(srv_app *app, int64_t id, srv_blob *blob)
+{
+    if (app->n_slots == 0) {
+        return;
+    }
+    atomic_fetch_add(&blob->refs, 1);
+    pthread_mutex_lock(&app->cache_mu);
+    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
+    srv_blob *old = s->blob;
+    s->id = id;
+    s->blob = blob;
+    pthread_mutex_unlock(&app->cache_mu);
+    srv_blob_release(old);
+}
+
+void srv_cache_drop(srv_app *app, int64_t id)
+{
+    if (app->n_slots == 0) {
+        return;
+    }
+    srv_blob *old = NULL;
+    pthread_mutex_lock(&app->cache_mu);
+    srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
+    if (s->id == id) {
+        old = s->blob;
+        s->blob = NULL;
+        s->id = 0;
+    }
+    for (size_t i = 0; i < app->n_slots; i++) {
+        if (app->keys[i].id == id) {
+            app->keys[i].id = 0;
+        }
+    }
+    pthread_mutex_unlock(&app->cache_mu);
+    srv_blob_release(old);
+}
+
+static uint64_t key_u64(const uint8_t key[CM_SHA256_LEN])
+{
+    uint64_t h = 0;
+    memcpy(&h, key, sizeof h);
+    return h;
+}
+
+int64_t srv_cache_key_get(srv_app *app, const uint8_t key[CM_SHA256_LEN])
+{
+    if (app->n_slots == 0) {
+        return 0;
+    }
+    int64_t id = 0;
+    pthread_mutex_lock(&app->cache_mu);
+    const srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
+    if (s->id != 0 && memcmp(s->key, key, CM_SHA256_LEN) == 0) {
+        id = s->id;
+    }
+    pthread_mutex_unlock(&app->cache_mu);
+    return id;
+}
+
+void srv_cache_key_put(srv_app *app, const uint8_t key[CM_SHA256_LEN], int64_t id)
+{
+    if (app->n_slots == 0) {
+        return;
+    }
+    pthread_mutex_lock(&app->cache_mu);
+    srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
+    memcpy(s->key, key, CM_SHA256_LEN);
+    s->id = id;
+    pthread_mutex_unlock(&app->cache_mu);
+}
+
+void srv_cache_keys_clear(srv_app *app)
+{
+    pthread_mutex_lock(&app->cache_mu);
+    for (size_t i = 0; i < app->n_slots; i++) {
+        app->keys[i].id = 0;
+    }
+    pthread_mutex_unlock(&app->cache_mu);
+}
+
+void srv_cache_clear(srv_app *app)
+{
+    pthread_mutex_lock(&app->cache_mu);
+    for (size_t i = 0; i < app->n_slots; i++) {
+        srv_blob_release(app->cache[i].blob);
+        app->cache[i].blob = NULL;
+        app->cache[i].id = 0;
+        app->keys[i].id = 0;
+    }
+    pthread_mutex_unlock(&app->cache_mu);
+}

@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * server: the handlers of the stored resources: health, readiness, metrics
+ * and the OpenAPI document; graphs; the named documents (meshes, rules,
+ * profiles); benchmark runs; API tokens. Each validates its input with the
+ * planner's decoders, talks to the store through the request's handle and
+ * replies through srv_reply.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_graph_json.h"
+#include "sp_ir.h"
+#include "sp_mlir.h"
+#include "sp_profile_json.h"
+#include "srv_bench.h"
+#include "srv_int.h"
+#include "srv_json.h"
+
+/* ---- health, metrics, openapi ---------------------------------------------------------------- */
+
+void srv_h_healthz(srv_app *app, srv_req *r, route_args *a)
+{
+    (void)app;
+    (void)a;
+    static const char ok[] = "{\"status\":\"ok\"}\n";
+    srv_req_reply(r, 200, "application/json", ok, sizeof ok - 1);
+}
+
+void srv_h_readyz(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t v = 0;
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_db_schema_version(a->db, &v, &e) != CM_OK) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL, "store not ready: %s", e.msg);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_printf(&b, "{\"status\":\"ready\",\"schema_version\":%lld}\n", (long long)v);
+    srv_reply_buf(app, r, 200, &b);
+}
+
+void srv_h_metrics(srv_app *app, srv_req *r, route_args *a)
+{
+    (void)a;
+    const char *names[SRV_METRIC_ROUTES];
+    size_t n_routes = srv_routes_count();
+    for (size_t i = 0; i <= n_routes; i++) {
+        names[i] = srv_routes_name(i); /* the last: "unmatched" */
+    }
+    const char *errs[E_COUNT];
+    for (size_t i = 0; i < E_COUNT; i++) {
+        errs[i] = srv_err_code((srv_err)i);
+    }
+    atomic_store(&app->metrics.in_flight, app->http != NULL ? srv_http_in_flight(app->http) : 0);
+    cm_buf b;
+    cm_buf_init(&b);
+    srv_metrics_write(&app->metrics, names, n_routes + 1, errs, E_COUNT, &b);
+    if (b.oom) {
+        cm_buf_fini(&b);
+        srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
+        return;
+    }
+    size_t len = b.len;
+    srv_req_reply_take(r, 200, "text/plain; version=0.0.4", cm_buf_take(&b), len);
+}
+
+void srv_h_openapi(srv_app *app, srv_req *r, route_args *a)
+{
+    (void)app;
+    (void)a;
+    srv_req_reply(r, 200, "application/json", srv_openapi_json, srv_openapi_json_len);
+}
+
+/* ---- graphs ------------------------------------------------------------------------------------ */
+
+/* Validates a graph body: decodes it with the planner. */
+static cm_status validate_graph(const char *body, size_t len, body_kind k, cm_error *err)
+{
+    if (k == BODY_JSON) {
+        sp_graph *g = NULL;
+        cm_status st = sp_graph_decode(body, len, NULL, &g, err);
+        sp_graph_destroy(g);
+        return st;
+    }
+    sp_module *m = NULL;
+    cm_status st = sp_mlir_read(body, len, 0, &m, err);
+    sp_module_destroy(m);
+    return st;
+}
+
+static void graph_json(cm_buf *b, const st_graph *g, bool with_body)
+{
+    cm_buf_putc(b, '{');
+    srv_put_kv_i64(b, "id", g->id, false);
+    srv_put_kv_str(b, "name", g->name, true);
+    srv_put_kv_str(b, "format", st_graph_format_name(g->format), true);
+    srv_put_kv_str(b, "hash", g->hash, true);
+    srv_put_kv_i64(b, "size", (int64_t)g->body_len, true);
+    srv_put_kv_i64(b, "created_at", g->created_at, true);
+    if (with_body && g->body != NULL) {
+        if (g->format == ST_GRAPH_JSON) {
+            cm_buf_puts(b, ",\"graph\":");
+            cm_buf_append(b, g->body, g->body_len);
+        } else {
+            cm_buf_puts(b, ",\"mlir\":");
+            srv_json_put_strn(b, g->body, g->body_len);
+        }
+    }
+    cm_buf_putc(b, '}');
+}
+
+void srv_h_graph_post(srv_app *app, srv_req *r, route_args *a)
+{
+    size_t len;
+    const char *body = srv_req_body(r, &len);
+    body_kind k;
+    if (!srv_body_kind_of(app, r, true, &k)) {
+        return;
+    }
+    if (len == 0) {
+        srv_reply_err(app, r, E_INVALID, "", "empty body: send a graph document or MLIR text");
+        return;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    if (validate_graph(body, len, k, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    const char *name = srv_req_query(r, "name");
+    if (name == NULL && k == BODY_JSON) {
+        name = srv_json_get_name(body, len, srv_req_arena(r));
+    }
+    st_graph_in in = {name != NULL ? name : (k == BODY_JSON ? "graph" : "module"),
+                      k == BODY_JSON ? ST_GRAPH_JSON : ST_GRAPH_MLIR, body, len, NULL};
+    int64_t id = 0;
+    bool existed = false;
+    if (st_graph_put(a->db, &in, &id, &existed, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    st_graph g;
+    memset(&g, 0, sizeof g);
+    if (st_graph_get(a->db, id, &g, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    graph_json(&b, &g, false);
+    cm_buf_putc(&b, '\n');
+    st_graph_fini(&g);
+    srv_set_location(r, "graphs", id);
+    srv_reply_buf(app, r, existed ? 200 : 201, &b);
+}
+
+static void graph_item(cm_buf *b, const void *item, const void *ctx)
+{
+    (void)ctx;
+    graph_json(b, item, false);
+}
+
+void srv_h_graph_list(srv_app *app, srv_req *r, route_args *a)
+{
+    st_graph_query q;
+    st_graph_query_init(&q);
+    if (!srv_query_paging(app, r, &q.limit, &q.after_id) ||
+        !srv_query_i64(app, r, "created_after", 0, &q.created_after) ||
+        !srv_query_i64(app, r, "created_before", 0, &q.created_before)) {
+        return;
+    }
+    q.name = srv_req_query(r, "name");
+    const char *fmt = srv_req_query(r, "format");
+    if (fmt != NULL) {
+        if (!st_graph_format_parse(fmt, &q.format)) {
+            srv_reply_err(app, r, E_INVALID, "/format", "format must be json or mlir");
+            return;
+        }
+        q.has_format = true;
+    }
+    st_graph_list l;
+    memset(&l, 0, sizeof l);
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_graph_list_query(a->db, &q, &l, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, graph_item, NULL);
+    st_graph_list_fini(&l);
+}
+
+void srv_h_graph_get(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id;
+    if (!srv_seg_id(app, r, a, &id)) {
+        return;
+    }
+    st_graph g;
+    memset(&g, 0, sizeof g);
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_graph_get(a->db, id, &g, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    const char *raw = srv_req_query(r, "raw");
+    cm_buf b;
+    cm_buf_init(&b);
+    if (raw != NULL && strcmp(raw, "0") != 0) {
+        cm_buf_append(&b, g.body, g.body_len);
+        size_t len = b.len;
+        st_graph_fini(&g);
+        srv_req_reply_take(r, 200, g.format == ST_GRAPH_JSON ? "application/json" : "text/plain",
+                           cm_buf_take(&b), len);
+        return;
+    }
+    graph_json(&b, &g, true);
+    cm_buf_putc(&b, '\n');
+    st_graph_fini(&g);
+    srv_reply_buf(app, r, 200, &b);
+}
+
+void srv_h_graph_delete(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id;
+    if (!srv_seg_id(app, r, a, &id)) {
+        return;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_graph_delete(a->db, id, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    /* its plans went by cascade: forget every cached plan */
+    srv_cache_clear(app);
+    srv_req_reply(r, 204, "application/json", "", 0);
+}
+
+/* ---- named documents: meshes, rules, profiles --------------------------------------------------- */
+
+/* Which collection a document route serves: its row's data (srv_routes.c). */
+static doc_kind doc_kind_of(const route_args *a)
+{
+    return *(const doc_kind *)a->data;
+}
+
+/* Validates a mesh, rule or profile body with the planner's own decoders;
+ * paths are made relative to the body. */
+static cm_status validate_doc(doc_kind k, const char *name, const char *body, size_t len,
+                              cm_error *err)
+{
+    cm_status st = srv_json_check(body, len, k != DOC_RULE, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (k == DOC_PROFILE) {
+        sp_profile p;
+        return sp_profile_decode(body, len, &p, err);
+    }
+    cm_buf doc;
+    cm_buf_init(&doc);
+    srv_named_doc rule = {name, body, len};
+    st = k == DOC_MESH ? srv_json_mesh_graph(name, body, len, &doc, err)
+                       : srv_json_rules_graph(&rule, 1, &doc, err);
+    if (st == CM_OK) {
+        cm_error e;
+        cm_error_clear(&e);
+        sp_graph *g = NULL;
+        st = sp_graph_decode(doc.data, doc.len, NULL, &g, &e);
+        sp_graph_destroy(g);
+        if (st != CM_OK) {
+            /* "/meshes/0/axes/1" -> "/axes/1"; "/custom_rules/NAME/x" -> "/x" */
+            const char *p = e.path;
+            size_t skip = 0;
+            if (k == DOC_MESH && strncmp(p, "/meshes/0", 9) == 0) {
+                skip = 9;
+            } else if (k == DOC_RULE && strncmp(p, "/custom_rules/", 14) == 0) {
+                const char *slash = strchr(p + 14, '/');
+                skip = slash != NULL ? (size_t)(slash - p) : strlen(p);
+            }
+            st = cm_error_set(err, e.code, p + skip, "%s", e.msg);
+        }
+    }
+    cm_buf_fini(&doc);
+    return st;
+}
+
+static void doc_json(cm_buf *b, const st_doc *d, doc_kind k, bool with_body)
+{
+    static const char *const body_key[] = {"mesh", "rule", "profile"};
+    cm_buf_putc(b, '{');
+    srv_put_kv_i64(b, "id", d->id, false);
+    srv_put_kv_str(b, "name", d->name, true);
+    srv_put_kv_i64(b, "created_at", d->created_at, true);
+    srv_put_kv_i64(b, "updated_at", d->updated_at, true);
+    if (with_body && d->body != NULL) {
+        cm_buf_printf(b, ",\"%s\":", body_key[k]);
+        cm_buf_append(b, d->body, d->body_len);
+    }
+    cm_buf_putc(b, '}');
+}
+
+void srv_h_doc_put(srv_app *app, srv_req *r, route_args *a)
+{
+    doc_kind k = doc_kind_of(a);
+    body_kind bk;
+    if (!srv_body_kind_of(app, r, false, &bk)) {
+        return;
+    }
+    size_t len;
+    const char *body = srv_req_body(r, &len);
+    cm_error e;
+    cm_error_clear(&e);
+    if (validate_doc(k, a->seg[0], body, len, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    int64_t id = 0;
+    bool existed = false;
+    /* If-None-Match: * asks for create-only: a different stored body is 409 */
+    const char *inm = srv_req_header(r, "If-None-Match");
+    bool replace = inm == NULL || strcmp(inm, "*") != 0;
+    cm_status st = k == DOC_MESH
+                       ? st_mesh_put(a->db, a->seg[0], body, len, replace, &id, &existed, &e)
+                   : k == DOC_RULE
+                       ? st_rule_put(a->db, a->seg[0], body, len, replace, &id, &existed, &e)
+                       : st_profile_put(a->db, a->seg[0], body, len, replace, &id, &existed, &e);
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    if (k != DOC_PROFILE) {
+        atomic_fetch_add(&app->generation, 1); /* plans of raw requests may change */
+    }
+    st_doc d;
+    memset(&d, 0, sizeof d);
+    st = k == DOC_MESH   ? st_mesh_get(a->db, a->seg[0], &d, &e)
+         : k == DOC_RULE ? st_rule_get(a->db, a->seg[0], &d, &e)
+                         : st_profile_get(a->db, a->seg[0], &d, &e);
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    doc_json(&b, &d, k, true);
+    cm_buf_putc(&b, '\n');
+    st_doc_fini(&d);
+    srv_reply_buf(app, r, existed ? 200 : 201, &b);
+}
+
+void srv_h_doc_get(srv_app *app, srv_req *r, route_args *a)
+{
+    doc_kind k = doc_kind_of(a);
+    st_doc d;
+    memset(&d, 0, sizeof d);
+    cm_error e;
+    cm_error_clear(&e);
+    cm_status st = k == DOC_MESH   ? st_mesh_get(a->db, a->seg[0], &d, &e)
+                   : k == DOC_RULE ? st_rule_get(a->db, a->seg[0], &d, &e)
+                                   : st_profile_get(a->db, a->seg[0], &d, &e);
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    doc_json(&b, &d, k, true);
+    cm_buf_putc(&b, '\n');
+    st_doc_fini(&d);
+    srv_reply_buf(app, r, 200, &b);
+}
+
+static void doc_item(cm_buf *b, const void *item, const void *ctx)
+{
+    doc_json(b, item, *(const doc_kind *)ctx, false);
+}
+
+void srv_h_doc_list(srv_app *app, srv_req *r, route_args *a)
+{
+    doc_kind k = doc_kind_of(a);
+    st_doc_query q;
+    st_doc_query_init(&q);
+    if (!srv_query_paging(app, r, &q.limit, &q.after_id)) {
+        return;
+    }
+    st_doc_list l;
+    memset(&l, 0, sizeof l);
+    cm_error e;
+    cm_error_clear(&e);
+    cm_status st = k == DOC_MESH   ? st_mesh_list(a->db, &q, &l, &e)
+                   : k == DOC_RULE ? st_rule_list(a->db, &q, &l, &e)
+                                   : st_profile_list(a->db, &q, &l, &e);
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, doc_item, &k);
+    st_doc_list_fini(&l);
+}
+
+void srv_h_doc_delete(srv_app *app, srv_req *r, route_args *a)
+{
+    doc_kind k = doc_kind_of(a);
+    cm_error e;
+    cm_error_clear(&e);
+    cm_status st = k == DOC_MESH   ? st_mesh_delete(a->db, a->seg[0], &e)
+                   : k == DOC_RULE ? st_rule_delete(a->db, a->seg[0], &e)
+                                   : st_profile_delete(a->db, a->seg[0], &e);
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    if (k != DOC_PROFILE) {
+        atomic_fetch_add(&app->generation, 1);
+    }
+    srv_req_reply(r, 204, "application/json", "", 0);
+}
+
+/* ---- benchmark runs ------------------------------------------------------------------------------------ */
+
+static void run_json(cm_buf *b, const st_bench *x, bool full)
+{
+    cm_buf_putc(b, '{');
+    srv_put_kv_i64(b, "id", x->id, false);
+    srv_put_kv_i64(b, "plan_id", x->plan_id, true);
+    srv_put_kv_str(b, "status", st_bench_status_name(x->status), true);
+    cm_buf_printf(b, ",\"progress\":%.4g", x->progress);
+    cm_buf_puts(b, ",\"spec\":");
+    if (x->spec != NULL) {
+        cm_buf_append(b, x->spec, x->spec_len);
+    } else {
+        cm_buf_puts(b, "{}");
+    }
+    if (full) {
+        cm_buf_puts(b, ",\"results\":");
+        if (x->results != NULL) {
+            cm_buf_append(b, x->results, x->results_len);
+        } else {
+            cm_buf_puts(b, "null");
+        }
+        cm_buf_puts(b, ",\"error\":");
+        if (x->error != NULL) {
+            srv_json_put_str(b, x->error);
+        } else {
+            cm_buf_puts(b, "null");
+        }
+    }
+    if (x->webhook_url != NULL) {
+        srv_put_kv_str(b, "webhook_url", x->webhook_url, true);
+    }
+    srv_put_kv_i64(b, "created_at", x->created_at, true);
+    srv_put_kv_i64(b, "updated_at", x->updated_at, true);
+    cm_buf_putc(b, '}');
+}
+
+/* Stores a decoded run request queued and answers it with the run. */
+static void run_create(srv_app *app, srv_req *r, route_args *a, const srv_run_req *rq,
+                       const char *coll, unsigned status)
+{
+    cm_error e;
+    cm_error_clear(&e);
+    if (rq->webhook_url != NULL &&
+        srv_bench_webhook_check(rq->webhook_url, "/webhook_url", &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    int64_t id = 0;
+    if (st_bench_create(a->db, rq->plan_id, rq->spec, rq->spec_len, rq->webhook_url, &id, &e) !=
+        CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    st_bench x;
+    memset(&x, 0, sizeof x);
+    cm_status st = st_bench_get(a->db, id, &x, &e);
+    srv_bench_kick(app); /* after the read: the answer shows the run queued */
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    run_json(&b, &x, true);
+    cm_buf_putc(&b, '\n');
+    st_bench_fini(&x);
+    srv_set_location(r, coll, id);
+    srv_reply_buf(app, r, status, &b);
+}
+
+void srv_h_run_post(srv_app *app, srv_req *r, route_args *a)
+{
+    body_kind bk;
+    if (!srv_body_kind_of(app, r, false, &bk)) {
+        return;
+    }
+    size_t len;
+    const char *body = srv_req_body(r, &len);
+    srv_run_req rq;
+    cm_error e;
+    cm_error_clear(&e);
+    if (srv_json_run_req_decode(body, len, srv_req_arena(r), &rq, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    run_create(app, r, a, &rq, "runs", 201);
+}
+
+/* POST /v1/benchmarks: the flat form, answered 202 (queued). */
+void srv_h_bench_post(srv_app *app, srv_req *r, route_args *a)
+{
+    body_kind bk;
+    if (!srv_body_kind_of(app, r, false, &bk)) {
+        return;
+    }
+    size_t len;
+    const char *body = srv_req_body(r, &len);
+    srv_run_req rq;
+    cm_error e;
+    cm_error_clear(&e);
+    if (srv_json_bench_req_decode(body, len, srv_req_arena(r), app->cfg.bench_test_faults, &rq,
+                                  &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    run_create(app, r, a, &rq, "benchmarks", 202);
+}
+
+static void run_item(cm_buf *b, const void *item, const void *ctx)
+{
+    (void)ctx;
+    run_json(b, item, false);
+}
+
+void srv_h_run_list(srv_app *app, srv_req *r, route_args *a)
+{
+    st_bench_query q;
+    st_bench_query_init(&q);
+    if (!srv_query_paging(app, r, &q.limit, &q.after_id) ||
+        !srv_query_i64(app, r, "plan_id", 1, &q.plan_id)) {
+        return;
+    }
+    const char *status = srv_req_query(r, "status");
+    if (status != NULL) {
+        if (strcmp(status, "done") == 0) {
+            q.status = ST_BENCH_SUCCEEDED; /* the store's name before schema 4 */
+        } else if (!st_bench_status_parse(status, &q.status)) {
+            srv_reply_err(app, r, E_INVALID, "/status",
+                          "status must be queued, running, succeeded, "
+                          "failed or canceled");
+            return;
+        }
+        q.has_status = true;
+    }
+    st_bench_list l;
+    memset(&l, 0, sizeof l);
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_bench_list_query(a->db, &q, &l, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, run_item, NULL);
+    st_bench_list_fini(&l);
+}
+
+void srv_h_run_get(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id;
+    if (!srv_seg_id(app, r, a, &id)) {
+        return;
+    }
+    st_bench x;
+    memset(&x, 0, sizeof x);
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_bench_get(a->db, id, &x, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    run_json(&b, &x, true);
+    cm_buf_putc(&b, '\n');
+    st_bench_fini(&x);
+    srv_reply_buf(app, r, 200, &b);
+}
+
+/* Kills the worker of run id if this server is executing it, and waits
+ * (bounded) until the supervisor has stored the run final. */
+static void run_stop(srv_app *app, int64_t id)
+{
+    srv_bench_cancel(app, id, 5.0);
+}
+
+/* POST /v1/benchmarks/{id}/cancel: the run is stored canceled, then its
+ * worker, if one is running, is killed; a final run is a conflict. */
+void srv_h_bench_cancel(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id;
+    if (!srv_seg_id(app, r, a, &id)) {
+        return;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    st_bench_update u = {ST_BENCH_CANCELED, 0, NULL, 0, "canceled by request"};
+    st_bench x;
+    memset(&x, 0, sizeof x);
+    cm_status st = st_bench_get(a->db, id, &x, &e);
+    if (st == CM_OK) {
+        u.progress = x.progress;
+        if (x.status != ST_BENCH_QUEUED && x.status != ST_BENCH_RUNNING) {
+            st = cm_error_set(&e, CM_ECONFLICT, "/status",
+                              "benchmark run %lld has %s; only queued or running runs can be "
+                              "canceled",
+                              (long long)id, st_bench_status_name(x.status));
+        }
+        st_bench_fini(&x);
+    }
+    if (st == CM_OK) {
+        st = st_bench_set(a->db, id, &u, &e);
+    }
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    run_stop(app, id);
+    srv_h_run_get(app, r, a);
+}
+
+void srv_h_run_delete(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id;
+    if (!srv_seg_id(app, r, a, &id)) {
+        return;
+    }
+    run_stop(app, id); /* a running run's worker is killed first */
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_bench_delete(a->db, id, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    srv_req_reply(r, 204, "application/json", "", 0);
+}
+
+/* ---- tokens ------------------------------------------------------------------------------------------- */
+
+static void token_json(cm_buf *b, const st_token *t)
+{
+    cm_buf_putc(b, '{');
+    srv_put_kv_i64(b, "id", t->id, false);
+    srv_put_kv_str(b, "prefix", t->prefix, true);
+    srv_put_kv_str(b, "scope", st_scope_name(t->scope), true);
+    srv_put_kv_str(b, "label", t->label != NULL ? t->label : "", true);
+    srv_put_kv_i64(b, "created_at", t->created_at, true);
+    cm_buf_putc(b, '}');
+}
+
+void srv_h_token_post(srv_app *app, srv_req *r, route_args *a)
+{
+    body_kind bk;
+    if (!srv_body_kind_of(app, r, false, &bk)) {
+        return;
+    }
+    size_t len;
+    const char *body = srv_req_body(r, &len);
+    srv_token_req tq;
+    cm_error e;
+    cm_error_clear(&e);
+    if (srv_json_token_req_decode(body, len, srv_req_arena(r), &tq, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    st_scope scope;
+    if (!st_scope_parse(tq.scope, &scope)) {
+        srv_reply_err(app, r, E_INVALID, "/scope", "scope must be read, write or admin");
+        return;
+    }
+    char tok[ST_TOKEN_LEN + 1];
+    int64_t id = 0;
+    if (st_token_create(a->db, scope, tq.label, tok, &id, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_putc(&b, '{');
+    srv_put_kv_i64(&b, "id", id, false);
+    srv_put_kv_str(&b, "token", tok, true);
+    srv_put_kv_str(&b, "scope", st_scope_name(scope), true);
+    srv_put_kv_str(&b, "label", tq.label != NULL ? tq.label : "", true);
+    cm_buf_puts(&b, "}\n");
+    srv_set_location(r, "tokens", id);
+    srv_reply_buf(app, r, 201, &b);
+}
+
+static void token_item(cm_buf *b, const void *item, const void *ctx)
+{
+    (void)ctx;
+    token_json(b, item);
+}
+
+void srv_h_token_list(srv_app *app, srv_req *r, route_args *a)
+{
+    st_token_query q;
+    st_token_query_init(&q);
+    if (!srv_query_paging(app, r, &q.limit, &q.after_id)) {
+        return;
+    }
+    st_token_list l;
+    memset(&l, 0, sizeof l);
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_token_list_query(a->db, &q, &l, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, token_item, NULL);
+    st_token_list_fini(&l);
+}
+
+void srv_h_token_delete(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id;
+    if (!srv_seg_id(app, r, a, &id)) {
+        return;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_token_delete(a->db, id, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    srv_req_reply(r, 204, "application/json", "", 0);
+}

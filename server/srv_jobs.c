@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * server: the planning jobs. A plan is computed on a detached thread of its
+ * own, at most cfg.plan_workers at once, so that the request can answer 503
+ * at its deadline while the planner finishes in the background; the job is
+ * reference-counted between the two. srv_app_stop waits for every job. */
+#include <pthread.h>
+#include <time.h>
+
+#include "srv_int.h"
+
+void srv_job_unref(plan_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left > 0) {
+        return;
+    }
+    sp_graph_destroy(j->g);
+    if (j->g == NULL) {
+        sp_module_destroy(j->m);
+    }
+    sp_graph_destroy(j->rules_g);
+    cm_buf_fini(&j->out);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    cm_free(j);
+}
+
+static void *job_main(void *arg)
+{
+    plan_job *j = arg;
+    srv_app *app = j->app;
+    double t0 = cm_now();
+    j->st = sp_plan_run(j->m, &j->o, &j->out, &j->err);
+    srv_histo_observe(&app->metrics.plan_time, cm_now() - t0);
+    pthread_mutex_lock(&j->mu);
+    j->done = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    srv_job_unref(j);
+    pthread_mutex_lock(&app->job_mu);
+    app->slots_busy--;
+    app->jobs_running--;
+    pthread_cond_broadcast(&app->job_cv);
+    pthread_mutex_unlock(&app->job_mu);
+    return NULL;
+}
+
+static void deadline_ts(double deadline, struct timespec *ts)
+{
+    /* deadline is on cm_now()'s monotonic clock; condvars here use CLOCK_REALTIME */
+    double left = deadline - cm_now();
+    if (left < 0) {
+        left = 0;
+    }
+    clock_gettime(CLOCK_REALTIME, ts);
+    double secs = (double)ts->tv_sec + (double)ts->tv_nsec * 1e-9 + left;
+    ts->tv_sec = (time_t)secs;
+    ts->tv_nsec = (long)((secs - (double)ts->tv_sec) * 1e9);
+}
+
+/* Runs the job with the request's deadline. On CM_OK *job_out holds a
+ * reference to a finished job. Replies itself on timeout/busy (returns false). */
+bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline)
+{
+    struct timespec ts;
+    deadline_ts(deadline, &ts);
+    pthread_mutex_lock(&app->job_mu);
+    int rc = 0;
+    while (app->slots_busy >= app->cfg.plan_workers && rc == 0) {
+        rc = pthread_cond_timedwait(&app->job_cv, &app->job_mu, &ts);
+    }
+    if (app->slots_busy >= app->cfg.plan_workers) {
+        pthread_mutex_unlock(&app->job_mu);
+        srv_reply_err(app, r, E_TIMEOUT, NULL, "every plan worker stayed busy for %.1f s",
+                      app->cfg.request_timeout_s);
+        return false;
+    }
+    app->slots_busy++;
+    app->jobs_running++;
+    pthread_mutex_unlock(&app->job_mu);
+    j->refs = 2;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int err = pthread_create(&t, &attr, job_main, j);
+    pthread_attr_destroy(&attr);
+    if (err != 0) {
+        pthread_mutex_lock(&app->job_mu);
+        app->slots_busy--;
+        app->jobs_running--;
+        pthread_cond_broadcast(&app->job_cv);
+        pthread_mutex_unlock(&app->job_mu);
+        j->refs = 1;
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL, "cannot start a plan worker");
+        return false;
+    }
+    pthread_mutex_lock(&j->mu);
+    rc = 0;
+    while (!j->done && rc == 0) {
+        rc = pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+    }
+    bool done = j->done;
+    pthread_mutex_unlock(&j->mu);
+    if (!done) {
+        srv_reply_err(
+            app, r, E_TIMEOUT, NULL,
+            "planning did not finish within the %.1f s request limit; it continues in the "
+            "background and a retry may find it stored",
+            app->cfg.request_timeout_s);
+        return false;
+    }
+    return true;
+}
