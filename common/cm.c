@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,12 +67,14 @@ const char *cm_status_name(cm_status code)
 /* ---- allocation ---------------------------------------------------------- */
 
 /* Test hook: the number of allocations left before one fails; <0 = never.
- * Documented exception to "no mutable globals": a test-only switch. */
-static long fail_countdown = -1;
+ * Documented exception to "no mutable globals": a test-only switch. Atomic
+ * because the executor's and the server's worker threads allocate while a
+ * test arms it; relaxed order is enough, as it orders nothing else. */
+static _Atomic long fail_countdown = -1;
 
 void cm_alloc_fail_after(long n)
 {
-    fail_countdown = n;
+    atomic_store_explicit(&fail_countdown, n, memory_order_relaxed);
 }
 
 bool cm_tune_malloc(void)
@@ -80,16 +83,18 @@ bool cm_tune_malloc(void)
     return mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1 && ok;
 }
 
+/* One step of the countdown: n > 0 becomes n - 1, 0 becomes -1 and fails
+ * this allocation, a negative value stays. The compare-exchange makes the
+ * step one transition, so two threads never both take the failure. */
 static bool should_fail(void)
 {
-    if (fail_countdown < 0) {
-        return false;
+    long n = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+    while (n >= 0) {
+        if (atomic_compare_exchange_weak_explicit(&fail_countdown, &n, n == 0 ? -1 : n - 1,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            return n == 0;
+        }
     }
-    if (fail_countdown == 0) {
-        fail_countdown = -1;
-        return true;
-    }
-    fail_countdown--;
     return false;
 }
 

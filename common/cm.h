@@ -50,7 +50,9 @@ const char *cm_status_name(cm_status code);
 
 /* malloc/realloc/free wrappers; they return NULL on failure and never abort.
  * cm_alloc_fail_after(n) makes the (n+1)th following allocation fail (n = 0:
- * the next one); a negative n disables the hook. Tests use it for OOM loops. */
+ * the next one); a negative n disables the hook. Tests use it for OOM loops.
+ * The countdown is atomic, so allocations on other threads may take the
+ * failure (exactly one allocation fails per arming) without a data race. */
 void *cm_alloc(size_t size);
 void *cm_calloc(size_t n, size_t size);
 void *cm_realloc(void *p, size_t size);
