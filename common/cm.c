@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
  * common: implementation of status/error reporting, the allocator hook,
- * arenas, buffers and small OS helpers. */
+ * array growth, arenas, buffers and small OS helpers. */
 #include "cm.h"
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,53 @@ cm_status cm_error_set(cm_error *err, cm_status code, const char *path, const ch
     return code;
 }
 
+cm_status cm_error_oom(cm_error *err)
+{
+    return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+}
+
+/* Appends s to the len bytes of text in buf (cap bytes), truncating so the
+ * NUL still fits; returns the new length. */
+static size_t append_trunc(char *buf, size_t cap, size_t len, const char *s)
+{
+    size_t n = strlen(s);
+    if (n > cap - 1 - len) {
+        n = cap - 1 - len;
+    }
+    memcpy(buf + len, s, n);
+    buf[len + n] = '\0';
+    return len + n;
+}
+
+cm_status cm_error_wrap(cm_error *err, const cm_error *inner, const char *fmt, ...)
+{
+    bool has_inner = inner != NULL && inner->code != CM_OK;
+    cm_status code = has_inner ? inner->code : CM_EINTERNAL;
+    if (err == NULL || err->code != CM_OK) {
+        return code;
+    }
+    /* built in a local buffer and copied at the end, so the arguments may
+     * point into inner (or into err itself) */
+    char msg[CM_ERROR_MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
+    msg[len] = '\0';
+    const char *tail = has_inner ? inner->msg : "unreported error";
+    if (tail[0] != '\0') {
+        if (len > 0) {
+            len = append_trunc(msg, sizeof msg, len, ": ");
+        }
+        append_trunc(msg, sizeof msg, len, tail);
+    }
+    err->code = code;
+    snprintf(err->path, sizeof err->path, "%s", has_inner ? inner->path : "");
+    memcpy(err->msg, msg, sizeof msg);
+    return code;
+}
+
 const char *cm_status_name(cm_status code)
 {
     switch (code) {
@@ -66,12 +114,14 @@ const char *cm_status_name(cm_status code)
 /* ---- allocation ---------------------------------------------------------- */
 
 /* Test hook: the number of allocations left before one fails; <0 = never.
- * Documented exception to "no mutable globals": a test-only switch. */
-static long fail_countdown = -1;
+ * Documented exception to "no mutable globals": a test-only switch. Atomic
+ * because the executor's and the server's worker threads allocate while a
+ * test arms it; relaxed order is enough, as it orders nothing else. */
+static _Atomic long fail_countdown = -1;
 
 void cm_alloc_fail_after(long n)
 {
-    fail_countdown = n;
+    atomic_store_explicit(&fail_countdown, n, memory_order_relaxed);
 }
 
 bool cm_tune_malloc(void)
@@ -80,16 +130,18 @@ bool cm_tune_malloc(void)
     return mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1 && ok;
 }
 
+/* One step of the countdown: n > 0 becomes n - 1, 0 becomes -1 and fails
+ * this allocation, a negative value stays. The compare-exchange makes the
+ * step one transition, so two threads never both take the failure. */
 static bool should_fail(void)
 {
-    if (fail_countdown < 0) {
-        return false;
+    long n = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+    while (n >= 0) {
+        if (atomic_compare_exchange_weak_explicit(&fail_countdown, &n, n == 0 ? -1 : n - 1,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            return n == 0;
+        }
     }
-    if (fail_countdown == 0) {
-        fail_countdown = -1;
-        return true;
-    }
-    fail_countdown--;
     return false;
 }
 
@@ -120,6 +172,76 @@ void *cm_realloc(void *p, size_t size)
 void cm_free(void *p)
 {
     free(p);
+}
+
+/* The capacity cm_grow moves to: doubling from 16 until need is reached, or
+ * need itself when doubling would pass limit. */
+static size_t grown_cap(size_t cap, size_t need, size_t limit)
+{
+    size_t ncap = cap < 16 ? 16 : cap;
+    while (ncap < need) {
+        if (ncap > limit / 2) {
+            return need;
+        }
+        ncap *= 2;
+    }
+    return ncap > limit ? need : ncap;
+}
+
+/* Reallocates the array whose pointer is at items to ncap elements. The
+ * pointer is read and written with memcpy: the caller's object has its own
+ * pointer type, not void *. */
+static cm_status realloc_items(void **items, size_t ncap, size_t elem, cm_error *err)
+{
+    size_t bytes;
+    if (!cm_mul_size(ncap, elem, &bytes)) {
+        return cm_error_oom(err);
+    }
+    void *old;
+    memcpy(&old, items, sizeof old);
+    void *p = cm_realloc(old, bytes);
+    if (p == NULL) {
+        return cm_error_oom(err);
+    }
+    memcpy(items, &p, sizeof p);
+    return CM_OK;
+}
+
+cm_status cm_grow(void **items, size_t *cap, size_t need, size_t elem, cm_error *err)
+{
+    if (need <= *cap) {
+        return CM_OK;
+    }
+    size_t limit = elem == 0 ? SIZE_MAX : SIZE_MAX / elem;
+    if (need > limit) {
+        return cm_error_oom(err);
+    }
+    size_t ncap = grown_cap(*cap, need, limit);
+    cm_status st = realloc_items(items, ncap, elem, err);
+    if (st == CM_OK) {
+        *cap = ncap;
+    }
+    return st;
+}
+
+cm_status cm_grow_u32(void **items, uint32_t *cap, uint32_t need, size_t elem, cm_error *err)
+{
+    if (need <= *cap) {
+        return CM_OK;
+    }
+    size_t limit = UINT32_MAX - 1u;
+    if (elem != 0 && SIZE_MAX / elem < limit) {
+        limit = SIZE_MAX / elem;
+    }
+    if (need > limit) {
+        return cm_error_oom(err);
+    }
+    size_t ncap = grown_cap(*cap, need, limit);
+    cm_status st = realloc_items(items, ncap, elem, err);
+    if (st == CM_OK) {
+        *cap = (uint32_t)ncap;
+    }
+    return st;
 }
 
 bool cm_mul_size(size_t a, size_t b, size_t *out)

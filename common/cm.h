@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * common: status codes, the fixed-size error record, the allocator with its
- * test hook, arenas and a growable byte buffer. Everything above common/ uses
+ * test hook, array growth, arenas and a growable byte buffer. Everything above common/ uses
  * these; nothing here allocates to report an error.
  * Thread contract: cm_error, cm_arena and cm_buf are single-owner; the
  * allocation hook is process-wide and meant for tests only. */
@@ -43,6 +43,24 @@ cm_status cm_error_set(cm_error *err, cm_status code, const char *path, const ch
 cm_status cm_error_setv(cm_error *err, cm_status code, const char *path, const char *fmt,
                         va_list ap);
 
+/* Records CM_ENOMEM with the message "out of memory" and no path (unless an
+ * error is already recorded) and returns CM_ENOMEM, so an allocation failure
+ * reads `return cm_error_oom(err);`. err may be NULL. This is the one place
+ * the out-of-memory message is spelled. */
+cm_status cm_error_oom(cm_error *err);
+
+/* Reports the error inner describes as seen from a caller: err gets inner's
+ * code and path, and the message fmt expands to, then ": ", then inner's
+ * message (only the prefix when inner's message is empty; truncated to
+ * CM_ERROR_MSG_LEN). As with cm_error_set the first error wins: nothing
+ * changes when err already holds one (so wrapping err into itself is a
+ * no-op). An inner that is NULL or holds no error is a bug of the caller (its
+ * callee failed without saying why): err then gets CM_EINTERNAL, an empty
+ * path and the prefix followed by ": unreported error". Returns the code
+ * recorded, or the one err would have got. err may be NULL. */
+cm_status cm_error_wrap(cm_error *err, const cm_error *inner, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Short lower-case name of a status ("invalid", "not found", ...). */
 const char *cm_status_name(cm_status code);
 
@@ -50,12 +68,41 @@ const char *cm_status_name(cm_status code);
 
 /* malloc/realloc/free wrappers; they return NULL on failure and never abort.
  * cm_alloc_fail_after(n) makes the (n+1)th following allocation fail (n = 0:
- * the next one); a negative n disables the hook. Tests use it for OOM loops. */
+ * the next one); a negative n disables the hook. Tests use it for OOM loops.
+ * The countdown is atomic, so allocations on other threads may take the
+ * failure (exactly one allocation fails per arming) without a data race. */
 void *cm_alloc(size_t size);
 void *cm_calloc(size_t n, size_t size);
 void *cm_realloc(void *p, size_t size);
 void cm_free(void *p);
 void cm_alloc_fail_after(long n);
+
+/* Grows the heap array *items (elem bytes per element, allocated with
+ * cm_alloc/cm_realloc or NULL) so that it holds at least need elements:
+ * nothing happens when need <= *cap; otherwise the capacity doubles from 16
+ * until it reaches need, *items is reallocated and *cap updated. Elements
+ * beyond the old capacity are uninitialised; the old ones are kept. On
+ * failure (need * elem overflows size_t, or the allocation fails) *items and
+ * *cap are unchanged, err gets cm_error_oom and CM_ENOMEM is returned.
+ * items points at the caller's typed pointer (pass it as (void **)&arr, or
+ * use CM_GROW, which also does the cheap need <= cap test inline). */
+cm_status cm_grow(void **items, size_t *cap, size_t need, size_t elem, cm_error *err);
+
+/* cm_grow for uint32_t counts, as the IR tables keep them: the same growth,
+ * with the capacity held below UINT32_MAX so that UINT32_MAX stays free as a
+ * "no index" marker; need == UINT32_MAX fails with CM_ENOMEM. */
+cm_status cm_grow_u32(void **items, uint32_t *cap, uint32_t need, size_t elem, cm_error *err);
+
+/* Typed fronts: CM_GROW(arr, cap, need, err) for a `T *arr` with a size_t
+ * cap, CM_GROW_U32 for a uint32_t cap; elem is sizeof *arr. They evaluate
+ * need and cap twice (pass plain expressions such as n + 1) and call the
+ * function only when the array must grow. */
+#define CM_GROW(items, cap, need, err)                                                             \
+    ((need) <= (cap) ? (cm_status)CM_OK                                                            \
+                     : cm_grow((void **)&(items), &(cap), (need), sizeof *(items), (err)))
+#define CM_GROW_U32(items, cap, need, err)                                                         \
+    ((need) <= (cap) ? (cm_status)CM_OK                                                            \
+                     : cm_grow_u32((void **)&(items), &(cap), (need), sizeof *(items), (err)))
 
 /* Process-wide malloc settings for programs that run the planner's passes
  * (call once at the start of main): freed memory up to 256 MiB stays in the
@@ -116,7 +163,9 @@ void cm_buf_putc(cm_buf *b, char c);
 void cm_buf_printf(cm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cm_buf_put_i64(cm_buf *b, int64_t v);
 /* The n bytes at s as a JSON string literal: quotes, backslashes escaped,
- * control characters as \u00XX; other bytes (UTF-8) as they are. */
+ * control characters as \u00XX; other bytes (UTF-8) as they are.
+ * Superseded by cm_json_put_str (common/cm_json.h), which defines the
+ * escaping for the whole tree; kept until its callers move over. */
 void cm_buf_json_string(cm_buf *b, const char *s, size_t n);
 /* Hands the data to the caller (free with cm_free) and resets b. */
 char *cm_buf_take(cm_buf *b);
