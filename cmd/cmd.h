@@ -10,10 +10,28 @@
 
 #include <stdio.h>
 
+#include "sp_input.h"
+
+/* The input options shared by the subcommands that read a model: `--pass
+ * NAME` (the propagation to plan with) and `--rules FILE` (a graph document
+ * whose custom_rules apply, for MLIR inputs), as a stored plan keeps them
+ * (cmd_input.c). */
+typedef struct cmd_input {
+    sp_input_opts io; /* for sp_input_read and the advisors */
+    char *rules_text; /* heap: the rules file */
+} cmd_input;
+
+void cmd_input_init(cmd_input *ci);
+void cmd_input_fini(cmd_input *ci);
+/* Takes argv[*i] (and its value, advancing *i) when it is an input option:
+ * 1 when taken, 0 when argv[*i] is not one, -1 after printing an error to
+ * errs as "shardplan CMD: ...". */
+int cmd_input_option(int argc, char **argv, int *i, cmd_input *ci, const char *cmd, FILE *errs);
+
 /* `shardplan opt`: a driver that mirrors Shardy's sdy_opt (cmd_opt.c). */
 int cmd_opt(int argc, char **argv, FILE *out, FILE *errs);
-/* `shardplan cost FILE [--profile NAME|FILE] [--overlap F] [--mode auto|explicit|implied]
- * [--format text|json]` (cmd_cost.c). */
+/* `shardplan cost FILE [--pass NAME] [--rules FILE] [--partition] [--profile NAME|FILE]
+ * [--overlap F] [--mode auto|explicit|implied] [--format text|json]` (cmd_cost.c). */
 int cmd_cost(int argc, char **argv, FILE *out, FILE *errs);
 
 /* `shardplan serve [--listen HOST:PORT] [--db PATH] [--config FILE] ...`

@@ -13,7 +13,8 @@
 
 static void cost_usage(FILE *f)
 {
-    fputs("usage: shardplan cost GRAPH.json|MODULE.mlir [--profile NAME|FILE] [--overlap F]\n"
+    fputs("usage: shardplan cost GRAPH.json|MODULE.mlir [--pass NAME] [--rules FILE] [--partition]\n"
+          "                      [--profile NAME|FILE] [--overlap F]\n"
           "                      [--mode auto|explicit|implied] [--format text|json]\n",
           f);
 }
@@ -22,8 +23,20 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *file = NULL, *format = "text", *prof = "cpu-local", *mode = "auto";
     double overlap = -1;
+    bool partition = false;
+    cmd_input ci;
+    cmd_input_init(&ci);
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int took = cmd_input_option(argc, argv, &i, &ci, "cost", errs);
+        if (took != 0) {
+            if (took < 0) {
+                cmd_input_fini(&ci);
+                return 2;
+            }
+            continue;
+        }
         const char **dst = strcmp(a, "--profile") == 0  ? &prof
                            : strcmp(a, "--format") == 0 ? &format
                            : strcmp(a, "--mode") == 0   ? &mode
@@ -37,17 +50,22 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
                 fprintf(errs, "shardplan cost: --overlap takes a fraction in [0, 1]\n");
                 return 2;
             }
+        } else if (strcmp(a, "--partition") == 0) {
+            partition = true;
         } else if (strcmp(a, "--help") == 0) {
             cost_usage(out);
+            cmd_input_fini(&ci);
             return 0;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(errs, "shardplan cost: unknown option '%s'\n", a);
             cost_usage(errs);
+            cmd_input_fini(&ci);
             return 2;
         } else if (file == NULL) {
             file = a;
         } else {
             fprintf(errs, "shardplan cost: more than one input file\n");
+            cmd_input_fini(&ci);
             return 2;
         }
     }
@@ -65,36 +83,40 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
     }
     if (file == NULL || (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)) {
         cost_usage(errs);
+        cmd_input_fini(&ci);
         return 2;
     }
     cm_error err;
     cm_error_clear(&err);
     sp_profile p;
+    sp_input in;
+    memset(&in, 0, sizeof in);
+    sp_cost *c = NULL;
+    cm_buf b;
+    cm_buf_init(&b);
     if (sp_profile_load(prof, &p, &err) != CM_OK) {
         fprintf(errs, "shardplan cost: profile: %s%s%s: %s\n", cm_status_name(err.code),
                 err.path[0] != '\0' ? " at " : "", err.path, err.msg);
-        return 1;
+        rc = 1;
+        goto out;
     }
     o.profile = &p;
-    sp_input in;
-    if (sp_input_load(file, NULL, &in, &err) != CM_OK) {
+    if (sp_input_load(file, &ci.io, &in, &err) != CM_OK ||
+        (partition && sp_input_partition(&in, &err) != CM_OK)) {
         fprintf(errs, "shardplan cost: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
                 err.path[0] != '\0' ? " at " : "", err.path, err.msg);
-        return 1;
+        rc = 1;
+        goto out;
     }
     if (in.g != NULL) {
         o.value_names = sp_graph_value_names(in.g, &o.n_value_names);
     }
     o.custom = in.custom;
-    sp_cost *c = NULL;
-    int rc = 0;
     if (sp_cost_compute(in.m, &o, &c, &err) != CM_OK) {
         fprintf(errs, "shardplan cost: %s: %s: %s\n", file, cm_status_name(err.code), err.msg);
-        sp_input_fini(&in);
-        return 1;
+        rc = 1;
+        goto out;
     }
-    cm_buf b;
-    cm_buf_init(&b);
     if (strcmp(format, "json") == 0) {
         sp_cost_write_json(c, in.m, &b);
         cm_buf_putc(&b, '\n');
@@ -108,8 +130,10 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
         fprintf(errs, "shardplan cost: write error\n");
         rc = 1;
     }
+out:
     cm_buf_fini(&b);
     sp_cost_destroy(c);
     sp_input_fini(&in);
+    cmd_input_fini(&ci);
     return rc;
 }

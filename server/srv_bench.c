@@ -228,8 +228,11 @@ static void take_lines(srv_app *app, int64_t id, cm_buf *buf, outcome *o)
     buf->len -= start;
 }
 
-static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const char *input,
-                       size_t input_len, outcome *o)
+/* Runs `shardplan exec-worker` on the plan input: stdin carries rules_len
+ * bytes of the rules document (if any), then the model text; the plan's
+ * pass is named on the command line. */
+static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const char *pass,
+                       size_t rules_len, const char *input, size_t input_len, outcome *o)
 {
     const srv_config *c = &app->cfg;
     const char *path = c->worker_path;
@@ -238,9 +241,19 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
     snprintf(a_warm, sizeof a_warm, "%u", s->warmup);
     snprintf(a_it, sizeof a_it, "%u", s->iters);
     snprintf(a_seed, sizeof a_seed, "%llu", (unsigned long long)s->seed);
-    const char *argv[14] = {path,  "exec-worker", "--devices", a_dev, "--warmup", a_warm,
+    char a_rules[24];
+    snprintf(a_rules, sizeof a_rules, "%zu", rules_len);
+    const char *argv[18] = {path,  "exec-worker", "--devices", a_dev, "--warmup", a_warm,
                             "--iters", a_it,    "--seed",    a_seed, NULL};
     size_t n_argv = 10;
+    if (pass != NULL && pass[0] != '\0') {
+        argv[n_argv++] = "--pass";
+        argv[n_argv++] = pass;
+    }
+    if (rules_len > 0) {
+        argv[n_argv++] = "--rules-bytes";
+        argv[n_argv++] = a_rules;
+    }
     if (s->affinity >= 0) {
         argv[n_argv++] = s->affinity > 0 ? "--affinity" : "--no-affinity";
     }
@@ -523,11 +536,7 @@ static void run_one(srv_app *app, int64_t id)
     outcome o;
     memset(&o, 0, sizeof o);
     st_bench run;
-    st_plan plan;
-    st_graph g;
     memset(&run, 0, sizeof run);
-    memset(&plan, 0, sizeof plan);
-    memset(&g, 0, sizeof g);
     cm_error e;
     cm_error_clear(&e);
     set_current(app, id); /* before the read: a cancel from now on is seen */
@@ -548,24 +557,34 @@ static void run_one(srv_app *app, int64_t id)
     } else if (run.plan_id == 0) {
         snprintf(o.error, sizeof o.error, "the run has no plan (deleted?)");
     } else {
+        /* the plan as it was made: its input, rules and pass */
+        srv_plan_input pi;
         db = srv_app_db_acquire(app);
-        st = st_plan_get(db, run.plan_id, &plan, &e);
-        if (st == CM_OK) {
-            st = st_graph_get(db, plan.graph_id, &g, &e);
-        }
+        st = srv_plan_input_load(db, run.plan_id, &pi, &e);
         srv_app_db_release(app, db);
+        cm_buf in;
+        cm_buf_init(&in);
+        if (st == CM_OK) {
+            if (pi.io.rules != NULL) {
+                cm_buf_append(&in, pi.io.rules, pi.io.rules_len);
+            }
+            cm_buf_append(&in, pi.text, pi.len);
+        }
         if (st != CM_OK) {
             snprintf(o.error, sizeof o.error, "cannot read plan %lld: %s", (long long)run.plan_id,
                      e.msg);
+        } else if (in.oom) {
+            snprintf(o.error, sizeof o.error, "out of memory for the plan's input");
         } else {
-            run_worker(app, id, &s, g.body, g.body_len, &o);
+            run_worker(app, id, &s, pi.pass, pi.io.rules != NULL ? pi.io.rules_len : 0, in.data,
+                       in.len, &o);
         }
+        cm_buf_fini(&in);
+        srv_plan_input_fini(&pi);
     }
     finish(app, &run, &o);
     set_current(app, 0); /* after the final status: a canceller waits for it */
     cm_free(o.result);
-    st_graph_fini(&g);
-    st_plan_fini(&plan);
     st_bench_fini(&run);
 }
 

@@ -6,10 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sp_advise.h"
 #include "sp_compare.h"
+#include "sp_cost.h"
+#include "sp_input.h"
 #include "sp_profile_json.h"
 #include "srv_int.h"
 
@@ -18,28 +19,8 @@
 static bool named_profile(srv_app *, srv_req *, route_args *, const char *, sp_profile *, bool *);
 static bool query_profile(srv_app *, srv_req *, route_args *, sp_profile *, bool *);
 
-/* The stored graph plan id was made from, into p and g (the caller finis
- * both, also on failure); false (reply sent) when the plan is missing or
- * its graph cannot be read. */
-static bool plan_graph(srv_app *app, srv_req *r, route_args *a, int64_t id, st_plan *p, st_graph *g)
-{
-    cm_error e;
-    cm_error_clear(&e);
-    memset(p, 0, sizeof *p);
-    memset(g, 0, sizeof *g);
-    if (st_plan_get(a->db, id, p, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return false;
-    }
-    if (st_graph_get(a->db, p->graph_id, g, &e) != CM_OK) {
-        srv_reply_err(app, r, E_INTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
-        return false;
-    }
-    return true;
-}
-
-/* GET /v1/plans/{id}/lint and /collectives (planner/sp_advise.h, docs/advisor.md):
- * the plan's stored graph is linted (or its collectives listed) with the
+/* GET /v1/plans/{id}/lint and /collectives (planner/advise/sp_lint.h, docs/advisor.md):
+ * the plan's input, loaded with its pass and rules (srv_plan_input_get), is linted (or its collectives listed) with the
  * query's profile (a stored profile by name, else a shipped one; default
  * cpu-local), mesh and min_bytes. */
 void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
@@ -67,12 +48,11 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     o.min_bytes = (double)min_bytes;
-    st_plan p;
-    st_graph g;
+    srv_plan_input pi;
     sp_advise *adv = NULL;
-    if (!plan_graph(app, r, a, id, &p, &g)) {
+    if (!srv_plan_input_get(app, r, a, id, &pi)) {
         /* replied */
-    } else if (sp_advise_run(g.body, g.body_len, &o, &adv, &e) != CM_OK) {
+    } else if (sp_advise_run(pi.text, pi.len, &pi.io, &o, &adv, &e) != CM_OK) {
         /* a bad mesh name is the client's; anything else about stored data is ours */
         if (e.code == CM_EINVAL && strcmp(e.path, "/mesh") == 0) {
             srv_reply_cm(app, r, &e);
@@ -91,13 +71,12 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
         srv_reply_buf(app, r, 200, &b);
     }
     sp_advise_destroy(adv);
-    st_plan_fini(&p);
-    st_graph_fini(&g);
+    srv_plan_input_fini(&pi);
 }
 
 /* GET /v1/plans/{id}/suggest?objective=time|memory&k=5&profile=&max_candidates=
  * (planner/sp_advise.h, docs/advisor.md "Suggest"): constraints for the
- * unannotated tensors of the plan's stored graph that cut the predicted step
+ * unannotated tensors of the plan's input (with its pass and rules) that cut the predicted step
  * time or peak memory, each scored by a full plan + partition + cost on the
  * machine's cores. max_candidates (default 48) is capped at 256 so that one
  * request stays in the seconds. */
@@ -135,12 +114,11 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
     o.profile = have_prof ? &prof : NULL;
     cm_error e;
     cm_error_clear(&e);
-    st_plan p;
-    st_graph g;
+    srv_plan_input pi;
     sp_suggest *sg = NULL;
-    if (!plan_graph(app, r, a, id, &p, &g)) {
+    if (!srv_plan_input_get(app, r, a, id, &pi)) {
         /* replied */
-    } else if (sp_suggest_run(g.body, g.body_len, &o, &sg, &e) != CM_OK) {
+    } else if (sp_suggest_run(pi.text, pi.len, &pi.io, &o, &sg, &e) != CM_OK) {
         /* the options were checked above: anything else is about stored data */
         srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
     } else {
@@ -151,14 +129,14 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
         srv_reply_buf(app, r, 200, &b);
     }
     sp_suggest_destroy(sg);
-    st_plan_fini(&p);
-    st_graph_fini(&g);
+    srv_plan_input_fini(&pi);
 }
 
 /* POST /v1/plans/{id}/whatif (planner/sp_advise.h, docs/advisor.md "What-if"):
- * the plan's stored graph with the body's edits, re-propagated incrementally
- * and diffed; with "save": true the edited module is planned and stored as
- * POST /v1/plans stores an MLIR body (201 + Location, "plan_id"). */
+ * the plan's input (with its pass and rules) with the body's edits,
+ * re-propagated incrementally and diffed; with "save": true the edited module
+ * is planned with the same pass and stored as POST /v1/plans stores an MLIR
+ * body (201 + Location, "plan_id"). */
 void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
 {
     double deadline = cm_now() + app->cfg.request_timeout_s;
@@ -179,10 +157,8 @@ void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
     bool save = false, have_prof = false;
     char pname[128];
     sp_profile prof;
-    st_plan p;
-    st_graph g;
-    memset(&p, 0, sizeof p);
-    memset(&g, 0, sizeof g);
+    srv_plan_input pi;
+    memset(&pi, 0, sizeof pi);
     sp_whatif *w = NULL;
     sp_whatif_opts o;
     sp_whatif_opts_init(&o);
@@ -195,15 +171,10 @@ void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
         goto out;
     }
     o.profile = have_prof ? &prof : NULL;
-    if (st_plan_get(a->db, id, &p, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
+    if (!srv_plan_input_get(app, r, a, id, &pi)) {
         goto out;
     }
-    if (st_graph_get(a->db, p.graph_id, &g, &e) != CM_OK) {
-        srv_reply_err(app, r, E_INTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
-        goto out;
-    }
-    if (sp_whatif_run(g.body, g.body_len, &l, &o, &w, &e) != CM_OK) {
+    if (sp_whatif_run(pi.text, pi.len, &pi.io, &l, &o, &w, &e) != CM_OK) {
         /* a bad edit is the client's; anything else about stored data is ours */
         if (e.code == CM_EINVAL && strncmp(e.path, "/edits", 6) == 0) {
             srv_reply_cm(app, r, &e);
@@ -224,6 +195,7 @@ void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
         pr.mlir = cm_arena_strndup(srv_req_arena(r), mlir, mlen);
         pr.mlir_len = mlen;
         pr.name = cm_arena_strdup(srv_req_arena(r), name);
+        pr.pass = pi.pass[0] != '\0' ? pi.pass : NULL;
         if (pr.mlir == NULL || pr.name == NULL) {
             srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
             goto out;
@@ -241,8 +213,62 @@ void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
 out:
     sp_whatif_destroy(w);
     sp_edit_list_fini(&l);
-    st_plan_fini(&p);
-    st_graph_fini(&g);
+    srv_plan_input_fini(&pi);
+}
+
+/* GET /v1/plans/{id}/cost?profile= (planner/cost/sp_cost.h, docs/cost-model.md):
+ * the per-device cost of the plan as it runs: its input loaded with its pass
+ * and rules, partitioned (explicit reshards and collectives) and costed; the
+ * same as `shardplan cost INPUT --pass P [--rules R] --partition --format
+ * json` on the plan's input. */
+void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t id;
+    if (!srv_seg_id(app, r, a, &id)) {
+        return;
+    }
+    sp_profile prof;
+    bool have_prof;
+    if (!query_profile(app, r, a, &prof, &have_prof)) {
+        return;
+    }
+    srv_plan_input pi;
+    if (!srv_plan_input_get(app, r, a, id, &pi)) {
+        srv_plan_input_fini(&pi);
+        return;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    sp_input in;
+    memset(&in, 0, sizeof in);
+    sp_cost *c = NULL;
+    sp_cost_opts co;
+    sp_cost_opts_init(&co);
+    co.profile = have_prof ? &prof : NULL;
+    cm_status st = sp_input_read(pi.text, pi.len, &pi.io, &in, &e);
+    if (st == CM_OK) {
+        st = sp_input_partition(&in, &e);
+    }
+    if (st == CM_OK) {
+        co.custom = in.custom;
+        if (in.g != NULL) {
+            co.value_names = sp_graph_value_names(in.g, &co.n_value_names);
+        }
+        st = sp_cost_compute(in.m, &co, &c, &e);
+    }
+    if (st != CM_OK) {
+        /* the input is our stored data: a failure to cost it is ours */
+        srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+    } else {
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_cost_write_json(c, in.m, &b);
+        cm_buf_putc(&b, '\n');
+        srv_reply_buf(app, r, 200, &b);
+    }
+    sp_cost_destroy(c);
+    sp_input_fini(&in);
+    srv_plan_input_fini(&pi);
 }
 
 /* A stored profile by name, else a shipped one; false (reply sent) when neither. */
@@ -396,139 +422,51 @@ void srv_h_compare(srv_app *app, srv_req *r, route_args *a)
         srv_reply_err(app, r, E_INVALID, "/plans", "give 2 to 4 plan ids separated by commas");
         return;
     }
-    /* the planner compares files: write each plan's graph to a temporary file */
-    const char *tmpdir = getenv("TMPDIR");
-    char paths[5][256];
-    int n_files = 0;
+    /* each plan as it was made: its input, pass and rules (srv_plan_input_get) */
+    srv_plan_input pi[4];
+    memset(pi, 0, sizeof pi);
+    sp_compare_input in[4];
+    char labels[4][32];
     cm_error e;
     cm_error_clear(&e);
     bool ok = true;
     for (size_t i = 0; i < n && ok; i++) {
-        st_plan p;
-        st_graph g;
-        memset(&p, 0, sizeof p);
-        memset(&g, 0, sizeof g);
-        if (st_plan_get(a->db, ids[i], &p, &e) != CM_OK) {
+        if (srv_plan_input_load(a->db, ids[i], &pi[i], &e) != CM_OK) {
             char path[32];
             snprintf(path, sizeof path, "/plans/%zu", i);
-            srv_reply_err(app, r, srv_err_of_status(e.code), path, "%s", e.msg);
+            srv_reply_err(app, r, srv_err_of_status(e.code), e.code == CM_ENOTFOUND ? path : NULL,
+                          "%s", e.msg);
             ok = false;
-        } else if (st_graph_get(a->db, p.graph_id, &g, &e) != CM_OK) {
-            srv_reply_err(app, r, E_INTERNAL, NULL, "graph of plan %lld: %s", (long long)ids[i],
-                          e.msg);
-            ok = false;
-        } else {
-            snprintf(paths[n_files], sizeof paths[n_files], "%s/shardplan-cmp-XXXXXX",
-                     tmpdir != NULL ? tmpdir : "/tmp");
-            int fd = mkstemp(paths[n_files]);
-            ok = fd >= 0 && write(fd, g.body, g.body_len) == (ssize_t)g.body_len;
-            if (fd >= 0) {
-                close(fd);
-                n_files++;
-            }
-            if (!ok) {
-                srv_reply_err(app, r, E_UNAVAILABLE, NULL, "cannot write a temporary file");
-            }
+            break;
         }
-        st_plan_fini(&p);
-        st_graph_fini(&g);
+        snprintf(labels[i], sizeof labels[i], "plans/%lld", (long long)ids[i]);
+        in[i].label = labels[i];
+        in[i].text = pi[i].text;
+        in[i].len = pi[i].len;
+        in[i].in_opts = &pi[i].io;
     }
-    /* a stored profile by that name is passed as a file */
-    const char *profile = srv_req_query(r, "profile");
-    char prof_path[256] = "";
-    if (ok && profile != NULL) {
-        st_doc d;
-        memset(&d, 0, sizeof d);
-        if (st_profile_get(a->db, profile, &d, &e) == CM_OK) {
-            snprintf(prof_path, sizeof prof_path, "%s/shardplan-prof-XXXXXX",
-                     tmpdir != NULL ? tmpdir : "/tmp");
-            int fd = mkstemp(prof_path);
-            ok = fd >= 0 && write(fd, d.body, d.body_len) == (ssize_t)d.body_len;
-            if (fd >= 0) {
-                close(fd);
-            } else {
-                prof_path[0] = '\0';
-            }
-            if (!ok) {
-                srv_reply_err(app, r, E_UNAVAILABLE, NULL, "cannot write a temporary file");
-            }
-        }
-        st_doc_fini(&d);
+    sp_profile prof;
+    bool have_prof = false;
+    sp_compare_opts o;
+    sp_compare_opts_init(&o);
+    if (ok && !query_profile(app, r, a, &prof, &have_prof)) {
+        ok = false;
+    }
+    o.profile = have_prof ? &prof : NULL;
+    sp_compare *c = NULL;
+    if (ok && sp_compare_run(in, (uint32_t)n, &o, &c, &e) != CM_OK) {
+        /* the inputs are our stored data: a failure to compare them is ours */
+        srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+        ok = false;
     }
     if (ok) {
-        char *argv[12];
-        int argc = 0;
-        char cmd[] = "compare", fmt_flag[] = "--format", fmt[] = "json", prof_flag[] = "--profile";
-        argv[argc++] = cmd;
-        for (int i = 0; i < n_files; i++) {
-            argv[argc++] = paths[i];
-        }
-        argv[argc++] = fmt_flag;
-        argv[argc++] = fmt;
-        char *prof_arg = cm_arena_strdup(srv_req_arena(r),
-                                         prof_path[0] != '\0' ? prof_path
-                                         : profile != NULL    ? profile
-                                                              : "");
-        if (profile != NULL && prof_arg != NULL) {
-            argv[argc++] = prof_flag;
-            argv[argc++] = prof_arg;
-        }
-        argv[argc] = NULL;
-        char *out_data = NULL, *err_data = NULL;
-        size_t out_len = 0, err_len = 0;
-        FILE *out = open_memstream(&out_data, &out_len);
-        FILE *errs = open_memstream(&err_data, &err_len);
-        int rc = out != NULL && errs != NULL ? sp_compare_main(argc, argv, out, errs) : -1;
-        if (out != NULL) {
-            fclose(out);
-        }
-        if (errs != NULL) {
-            fclose(errs);
-        }
-        if (rc == 0 && out_data != NULL) {
-            /* the report names its inputs by file: name them by plan instead,
-             * so no server path reaches the client */
-            cm_buf b;
-            cm_buf_init(&b);
-            const char *at = out_data, *end = out_data + out_len;
-            while (at < end) {
-                const char *next = end;
-                int which = -1;
-                size_t plen = 0;
-                for (int i = 0; i < n_files; i++) {
-                    size_t l = strlen(paths[i]);
-                    const char *q = strstr(at, paths[i]);
-                    if (q != NULL && q > at && q[-1] == '"' && q + l < end && q[l] == '"' &&
-                        q < next) {
-                        next = q;
-                        which = i;
-                        plen = l;
-                    }
-                }
-                cm_buf_append(&b, at, (size_t)(next - at));
-                if (which < 0) {
-                    break;
-                }
-                cm_buf_printf(&b, "plans/%lld", (long long)ids[which]);
-                at = next + plen;
-            }
-            srv_reply_buf(app, r, 200, &b);
-        } else {
-            size_t k = err_len;
-            while (k > 0 && err_data[k - 1] == '\n') {
-                k--;
-            }
-            srv_reply_err(app, r, rc == 2 ? E_INVALID : E_INTERNAL, "/plans",
-                          "compare failed: %.*s", (int)(k < 200 ? k : 200),
-                          err_data != NULL ? err_data : "");
-        }
-        free(out_data);
-        free(err_data);
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_compare_write_json(c, &b);
+        srv_reply_buf(app, r, 200, &b);
     }
-    for (int i = 0; i < n_files; i++) {
-        unlink(paths[i]);
-    }
-    if (prof_path[0] != '\0') {
-        unlink(prof_path);
+    sp_compare_destroy(c);
+    for (size_t i = 0; i < n; i++) {
+        srv_plan_input_fini(&pi[i]);
     }
 }

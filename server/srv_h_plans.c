@@ -206,10 +206,6 @@ static cm_status load_rules(st_db *db, cm_arena *arena, srv_named_doc **out, siz
     return st;
 }
 
-static const char *const pass_names[] = {"sdy-propagation-pipeline", "sdy-user-priority-propagate",
-                                         "sdy-op-priority-propagate", "sdy-aggressive-propagate",
-                                         "sdy-basic-propagate"};
-
 /* Hash of a raw request: everything that can change its answer. */
 static void raw_key(srv_app *app, srv_req *r, const char *body, size_t len,
                     uint8_t key[CM_SHA256_LEN])
@@ -303,11 +299,201 @@ void srv_h_plan_post(srv_app *app, srv_req *r, route_args *a)
     reply_plan(r, existed ? 200 : 201, blob, id);
 }
 
-/* Steps 3-8 of POST /v1/plans for a decoded request (also the what-if's
- * save): the source, mesh and stored rules, decoding, the request hash (an
- * equal stored plan is the answer, *existed set), planning within the
- * deadline, and storing graph and plan. True with *id set; false when a
- * reply (an error) has been sent. */
+/* ---- creating a plan: five named steps over sp_plan ------------------------------------ */
+
+/* What a plan is made from once the request is resolved: the input text as
+ * planned (the graph document with the mesh and stored rules merged in, or
+ * the MLIR text), a rules document for MLIR, and the bytes of the request
+ * that the module text does not show (the canonical rules). All in the
+ * request's arena or in the two buffers, freed by plan_src_fini. */
+typedef struct plan_src {
+    const char *text; /* the input as stored with the plan */
+    size_t len;
+    bool is_mlir;
+    cm_buf merged; /* backing store of text when merged */
+    cm_buf rules;  /* rules document (MLIR inputs with stored rules), or empty */
+    cm_buf extra;  /* canonical rules: part of the plan key */
+    srv_named_doc mesh;
+    int64_t mesh_id;
+    int64_t graph_id; /* the stored graph planned, 0 for inline input */
+} plan_src;
+
+static void plan_src_fini(plan_src *s)
+{
+    cm_buf_fini(&s->merged);
+    cm_buf_fini(&s->rules);
+    cm_buf_fini(&s->extra);
+}
+
+/* 1. the source: inline or a stored graph, into pr. False when replied. */
+static bool resolve_source(srv_app *app, srv_req *r, route_args *a, srv_plan_req *pr)
+{
+    if (pr->graph_id == 0) {
+        return true;
+    }
+    cm_arena *arena = srv_req_arena(r);
+    cm_error e;
+    cm_error_clear(&e);
+    st_graph sg;
+    memset(&sg, 0, sizeof sg);
+    if (st_graph_get(a->db, pr->graph_id, &sg, &e) != CM_OK) {
+        if (e.code == CM_ENOTFOUND) {
+            srv_reply_err(app, r, E_NOT_FOUND, "/graph_id", "no graph %lld",
+                          (long long)pr->graph_id);
+        } else {
+            srv_reply_cm(app, r, &e);
+        }
+        return false;
+    }
+    if (sg.format == ST_GRAPH_JSON) {
+        pr->graph = cm_arena_strndup(arena, sg.body, sg.body_len);
+        pr->graph_len = sg.body_len;
+    } else {
+        pr->mlir = cm_arena_strndup(arena, sg.body, sg.body_len);
+        pr->mlir_len = sg.body_len;
+    }
+    st_graph_fini(&sg);
+    if (pr->graph == NULL && pr->mlir == NULL) {
+        srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* 2. the mesh: inline or stored by name, into s. False when replied. */
+static bool resolve_mesh(srv_app *app, srv_req *r, route_args *a, const srv_plan_req *pr,
+                         plan_src *s)
+{
+    cm_arena *arena = srv_req_arena(r);
+    cm_error e;
+    cm_error_clear(&e);
+    if (pr->mesh != NULL) {
+        s->mesh.name = pr->mesh_name;
+        s->mesh.body = pr->mesh;
+        s->mesh.body_len = pr->mesh_len;
+    } else if (pr->mesh_name != NULL) {
+        st_doc d;
+        memset(&d, 0, sizeof d);
+        if (st_mesh_get(a->db, pr->mesh_name, &d, &e) != CM_OK) {
+            if (e.code == CM_ENOTFOUND) {
+                srv_reply_err(app, r, E_NOT_FOUND, "/mesh", "no stored mesh '%s'", pr->mesh_name);
+            } else {
+                srv_reply_cm(app, r, &e);
+            }
+            return false;
+        }
+        s->mesh.name = cm_arena_strdup(arena, d.name);
+        s->mesh.body = cm_arena_strndup(arena, d.body, d.body_len);
+        s->mesh.body_len = d.body_len;
+        s->mesh_id = d.id;
+        st_doc_fini(&d);
+    }
+    if (s->mesh.body != NULL && pr->mlir != NULL) {
+        srv_reply_err(app, r, E_INVALID, "/mesh",
+                      "a mesh can be applied to graph documents only; declare sdy.mesh in MLIR");
+        return false;
+    }
+    return true;
+}
+
+/* 3. the input as planned: the mesh and every stored rule merged into a
+ * graph document, or the rules as a separate document for MLIR; and the
+ * canonical rules for the key. */
+static cm_status merge_input(const srv_plan_req *pr, const srv_named_doc *rules, size_t n_rules,
+                             plan_src *s, cm_error *e)
+{
+    cm_status st = CM_OK;
+    if (pr->graph != NULL) {
+        s->text = pr->graph;
+        s->len = pr->graph_len;
+        if (s->mesh.body != NULL || n_rules > 0) {
+            st = srv_json_graph_merge(pr->graph, pr->graph_len,
+                                      s->mesh.body != NULL ? &s->mesh : NULL, rules, n_rules,
+                                      &s->merged, e);
+            s->text = s->merged.data;
+            s->len = s->merged.len;
+        }
+        if (st == CM_OK) {
+            st = srv_json_rules_canon(s->text, s->len, &s->extra, e);
+        }
+        return st;
+    }
+    s->text = pr->mlir;
+    s->len = pr->mlir_len;
+    s->is_mlir = true;
+    if (n_rules > 0) {
+        st = srv_json_rules_graph(rules, n_rules, &s->rules, e);
+        if (st == CM_OK) {
+            st = srv_json_rules_canon(s->rules.data, s->rules.len, &s->extra, e);
+        }
+    }
+    return st;
+}
+
+/* The errors of reading the input, as the client should see them. */
+static void reply_input_error(srv_app *app, srv_req *r, const plan_src *s, const cm_error *e)
+{
+    if (e->code == CM_EINVAL && s->mesh.body != NULL && strncmp(e->path, "/meshes", 7) == 0) {
+        srv_reply_err(app, r, E_INVALID, "/mesh", "mesh does not fit the graph: %s at %s", e->msg,
+                      e->path);
+    } else if (e->code == CM_EINVAL && strncmp(e->path, "/rules", 6) == 0) {
+        srv_reply_err(app, r, E_INTERNAL, NULL, "stored rules do not decode: %s", e->msg);
+    } else {
+        srv_reply_cm(app, r, e);
+    }
+}
+
+/* 5. store the graph (inline input) and the plan with the input it was made
+ * from and its options. */
+static cm_status store_plan(srv_app *app, srv_req *r, route_args *a, const srv_plan_req *pr,
+                            plan_src *s, const sp_plan *plan, const cm_buf *doc, int64_t *id_out,
+                            bool *existed, cm_error *e)
+{
+    cm_arena *arena = srv_req_arena(r);
+    (void)app;
+    if (s->graph_id == 0) {
+        bool is_json = pr->graph != NULL;
+        const char *gname = pr->name;
+        if (gname == NULL && is_json) {
+            gname = srv_json_get_name(pr->graph, pr->graph_len, arena);
+        }
+        st_graph_in gi = {gname != NULL ? gname : (is_json ? "graph" : "module"),
+                          is_json ? ST_GRAPH_JSON : ST_GRAPH_MLIR, is_json ? pr->graph : pr->mlir,
+                          is_json ? pr->graph_len : pr->mlir_len, NULL};
+        cm_status st = st_graph_put(a->db, &gi, &s->graph_id, NULL, e);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    cm_buf opts;
+    cm_buf_init(&opts);
+    cm_buf_puts(&opts, "{\"pass\":");
+    srv_json_put_str(&opts, sp_plan_pass_name(sp_plan_get_pass(plan)));
+    if (s->mesh.name != NULL) {
+        cm_buf_puts(&opts, ",\"mesh\":");
+        srv_json_put_str(&opts, s->mesh.name);
+    }
+    cm_buf_putc(&opts, '}');
+    st_plan_in in;
+    memset(&in, 0, sizeof in);
+    in.hash = sp_plan_key(plan);
+    in.graph_id = s->graph_id;
+    in.mesh_id = s->mesh_id;
+    in.options = opts.data;
+    in.options_len = opts.len;
+    in.body = doc->data;
+    in.body_len = doc->len;
+    in.input = s->text;
+    in.input_len = s->len;
+    in.input_is_mlir = s->is_mlir;
+    in.rules = s->rules.len > 0 ? s->rules.data : NULL;
+    in.rules_len = s->rules.len;
+    cm_status st = opts.oom ? cm_error_set(e, CM_ENOMEM, NULL, "out of memory")
+                            : st_plan_put(a->db, &in, id_out, existed, e);
+    cm_buf_fini(&opts);
+    return st;
+}
+
 bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req *pr_in,
                      double deadline, int64_t *id_out, bool *existed)
 {
@@ -316,245 +502,160 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
     cm_error e;
     cm_error_clear(&e);
     *existed = false;
-    sp_plan_pass pass = SP_PLAN_PIPELINE;
-    if (pr.pass != NULL && !sp_plan_pass_parse(pr.pass, &pass)) {
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    if (pr.pass != NULL && !sp_plan_pass_parse(pr.pass, &io.pass)) {
         srv_reply_err(app, r, E_INVALID, "/options/pass", "unknown pass '%s'", pr.pass);
         return false;
     }
-    /* 3. the source: inline or stored graph */
-    st_graph sg;
-    memset(&sg, 0, sizeof sg);
-    int64_t graph_id = pr.graph_id;
-    if (graph_id != 0) {
-        if (st_graph_get(a->db, graph_id, &sg, &e) != CM_OK) {
-            if (e.code == CM_ENOTFOUND) {
-                srv_reply_err(app, r, E_NOT_FOUND, "/graph_id", "no graph %lld",
-                              (long long)graph_id);
-            } else {
-                srv_reply_cm(app, r, &e);
-            }
-            return false;
-        }
-        if (sg.format == ST_GRAPH_JSON) {
-            pr.graph = cm_arena_strndup(arena, sg.body, sg.body_len);
-            pr.graph_len = sg.body_len;
-        } else {
-            pr.mlir = cm_arena_strndup(arena, sg.body, sg.body_len);
-            pr.mlir_len = sg.body_len;
-        }
-        st_graph_fini(&sg);
-        if (pr.graph == NULL && pr.mlir == NULL) {
-            srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
-            return false;
-        }
-    }
-    /* 4. mesh and stored rules */
-    srv_named_doc mesh = {NULL, NULL, 0};
-    int64_t mesh_id = 0;
-    if (pr.mesh != NULL) {
-        mesh.name = pr.mesh_name;
-        mesh.body = pr.mesh;
-        mesh.body_len = pr.mesh_len;
-    } else if (pr.mesh_name != NULL) {
-        st_doc d;
-        memset(&d, 0, sizeof d);
-        if (st_mesh_get(a->db, pr.mesh_name, &d, &e) != CM_OK) {
-            if (e.code == CM_ENOTFOUND) {
-                srv_reply_err(app, r, E_NOT_FOUND, "/mesh", "no stored mesh '%s'", pr.mesh_name);
-            } else {
-                srv_reply_cm(app, r, &e);
-            }
-            return false;
-        }
-        mesh.name = cm_arena_strdup(arena, d.name);
-        mesh.body = cm_arena_strndup(arena, d.body, d.body_len);
-        mesh.body_len = d.body_len;
-        mesh_id = d.id;
-        st_doc_fini(&d);
-    }
-    if (mesh.body != NULL && pr.mlir != NULL) {
-        srv_reply_err(app, r, E_INVALID, "/mesh",
-                      "a mesh can be applied to graph documents only; declare sdy.mesh in MLIR");
-        return false;
-    }
+    plan_src s;
+    memset(&s, 0, sizeof s);
+    cm_buf_init(&s.merged);
+    cm_buf_init(&s.rules);
+    cm_buf_init(&s.extra);
+    s.graph_id = pr.graph_id;
     srv_named_doc *rules = NULL;
     size_t n_rules = 0;
-    if (load_rules(a->db, arena, &rules, &n_rules, &e) != CM_OK) {
+    bool ok = resolve_source(app, r, a, &pr) && resolve_mesh(app, r, a, &pr, &s);
+    if (ok && load_rules(a->db, arena, &rules, &n_rules, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
+        ok = false;
+    }
+    if (ok && merge_input(&pr, rules, n_rules, &s, &e) != CM_OK) {
+        reply_input_error(app, r, &s, &e);
+        ok = false;
+    }
+    /* 4. read the input into a plan: its key finds an equal stored plan */
+    sp_plan *plan = NULL;
+    sp_graph_limits lim;
+    sp_graph_limits_init(&lim);
+    lim.max_bytes = app->cfg.max_body_bytes;
+    io.limits = &lim;
+    io.rules = s.rules.len > 0 ? s.rules.data : NULL;
+    io.rules_len = s.rules.len;
+    if (ok && sp_plan_create(s.text, s.len, &io, s.extra.data, s.extra.len, &plan, &e) != CM_OK) {
+        reply_input_error(app, r, &s, &e);
+        ok = false;
+    }
+    if (ok) {
+        st_plan sp;
+        memset(&sp, 0, sizeof sp);
+        if (st_plan_get_by_hash(a->db, sp_plan_key(plan), &sp, &e) == CM_OK) {
+            *id_out = sp.id;
+            st_plan_fini(&sp);
+            atomic_fetch_add(&app->metrics.plans_deduplicated, 1);
+            *existed = true;
+            sp_plan_destroy(plan);
+            plan_src_fini(&s);
+            return true;
+        }
+        if (e.code != CM_ENOTFOUND) {
+            srv_reply_cm(app, r, &e);
+            ok = false;
+        }
+        cm_error_clear(&e);
+    }
+    if (!ok) {
+        sp_plan_destroy(plan);
+        plan_src_fini(&s);
         return false;
     }
-    /* 5. decode */
-    plan_job *j = cm_calloc(1, sizeof *j);
+    /* planning, bounded by the request's deadline; the job owns the plan */
+    plan_job *j = srv_job_create(app, plan);
     if (j == NULL) {
+        sp_plan_destroy(plan);
+        plan_src_fini(&s);
         srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
         return false;
     }
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, NULL);
-    j->refs = 1;
-    j->app = app;
-    cm_buf_init(&j->out);
-    sp_plan_opts_init(&j->o);
-    j->o.pass = pass;
-    cm_buf doc, extra;
-    cm_buf_init(&doc);
-    cm_buf_init(&extra); /* what the module text does not show: the rules */
-    cm_status st = CM_OK;
-    if (pr.graph != NULL) {
-        const char *gtext = pr.graph;
-        size_t glen = pr.graph_len;
-        if (mesh.body != NULL || n_rules > 0) {
-            st = srv_json_graph_merge(pr.graph, pr.graph_len, mesh.body != NULL ? &mesh : NULL,
-                                      rules, n_rules, &doc, &e);
-            gtext = doc.data;
-            glen = doc.len;
-        }
-        if (st == CM_OK) {
-            sp_graph_limits lim;
-            sp_graph_limits_init(&lim);
-            lim.max_bytes = app->cfg.max_body_bytes;
-            st = sp_graph_decode(gtext, glen, &lim, &j->g, &e);
-        }
-        if (st == CM_OK) {
-            j->m = sp_graph_module(j->g);
-            j->o.graph = j->g;
-            j->o.custom = sp_graph_custom_rules(j->g);
-            j->o.functions_form = sp_graph_has_functions(j->g);
-        }
-        if (st == CM_OK) {
-            /* the rules (the document's and the stored ones) are part of the request */
-            st = srv_json_rules_canon(gtext, glen, &extra, &e);
-        }
-    } else {
-        st = sp_mlir_read(pr.mlir, pr.mlir_len, 0, &j->m, &e);
-        if (st == CM_OK && n_rules > 0) {
-            cm_buf rdoc;
-            cm_buf_init(&rdoc);
-            st = srv_json_rules_graph(rules, n_rules, &rdoc, &e);
-            if (st == CM_OK) {
-                st = sp_graph_decode(rdoc.data, rdoc.len, NULL, &j->rules_g, &e);
-                if (st != CM_OK) {
-                    cm_error_clear(&e);
-                    st = cm_error_set(&e, CM_EINTERNAL, NULL, "stored rules do not decode");
-                }
-            }
-            if (st == CM_OK) {
-                j->o.custom = sp_graph_custom_rules(j->rules_g);
-                st = srv_json_rules_canon(rdoc.data, rdoc.len, &extra, &e);
-            }
-            cm_buf_fini(&rdoc);
-        }
-        if (st == CM_OK) {
-            uint32_t n_funcs = 0;
-            const sp_block *top = &j->m->blocks[j->m->body];
-            for (uint32_t i = 0; i < top->n_ops; i++) {
-                n_funcs += j->m->ops[top->ops[i]].kind == SP_OP_FUNC_FUNC;
-            }
-            j->o.functions_form = n_funcs != 1;
-        }
-    }
-    cm_buf_fini(&doc);
-    if (st != CM_OK) {
-        cm_buf_fini(&extra);
-        srv_job_unref(j);
-        if (e.code == CM_EINVAL && mesh.body != NULL && strncmp(e.path, "/meshes", 7) == 0) {
-            srv_reply_err(app, r, E_INVALID, "/mesh", "mesh does not fit the graph: %s at %s",
-                          e.msg, e.path);
-            return false;
-        }
-        srv_reply_cm(app, r, &e);
-        return false;
-    }
-    /* 6. the request hash: the module as MLIR (the planner's input hash),
-     * the pass, and the rules the text does not show */
-    char hash[2 * CM_SHA256_LEN + 1];
-    {
-        cm_buf txt;
-        cm_buf_init(&txt);
-        sp_print_opts popts = {false, false};
-        sp_mlir_print(j->m, &popts, &txt);
-        cm_buf_puts(&txt, "\n// pass: ");
-        cm_buf_puts(&txt, pass_names[pass]);
-        if (extra.len > 0) {
-            uint8_t d[CM_SHA256_LEN];
-            char hx[2 * CM_SHA256_LEN + 1];
-            cm_sha256_hex(extra.data, extra.len, hx);
-            (void)d;
-            cm_buf_puts(&txt, "\n// document: ");
-            cm_buf_puts(&txt, hx);
-        }
-        bool oom = txt.oom;
-        if (!oom) {
-            cm_sha256_hex(txt.data, txt.len, hash);
-        }
-        cm_buf_fini(&txt);
-        cm_buf_fini(&extra);
-        if (oom) {
-            srv_job_unref(j);
-            srv_reply_err(app, r, E_NOMEM, NULL, "out of memory hashing the module");
-            return false;
-        }
-    }
-    st_plan sp;
-    memset(&sp, 0, sizeof sp);
-    if (st_plan_get_by_hash(a->db, hash, &sp, &e) == CM_OK) {
-        *id_out = sp.id;
-        st_plan_fini(&sp);
-        srv_job_unref(j);
-        atomic_fetch_add(&app->metrics.plans_deduplicated, 1);
-        *existed = true;
-        return true;
-    }
-    if (e.code != CM_ENOTFOUND) {
-        srv_job_unref(j);
-        srv_reply_cm(app, r, &e);
-        return false;
-    }
-    cm_error_clear(&e);
-    /* 7. plan, bounded by the request's deadline */
     if (!srv_job_run(app, r, j, deadline)) {
         srv_job_unref(j);
+        plan_src_fini(&s);
         return false;
     }
     if (j->st != CM_OK) {
         cm_error je = j->err;
         srv_job_unref(j);
+        plan_src_fini(&s);
         srv_reply_cm(app, r, &je);
         return false;
     }
     atomic_fetch_add(&app->metrics.plans_computed, 1);
-    /* 8. store the graph (inline input) and the plan */
-    if (graph_id == 0) {
-        bool is_json = pr.graph != NULL;
-        const char *gname = pr.name;
-        if (gname == NULL && is_json) {
-            gname = srv_json_get_name(pr.graph, pr.graph_len, arena);
-        }
-        st_graph_in gi = {gname != NULL ? gname : (is_json ? "graph" : "module"),
-                          is_json ? ST_GRAPH_JSON : ST_GRAPH_MLIR, is_json ? pr.graph : pr.mlir,
-                          is_json ? pr.graph_len : pr.mlir_len, NULL};
-        if (st_graph_put(a->db, &gi, &graph_id, NULL, &e) != CM_OK) {
-            srv_job_unref(j);
-            srv_reply_cm(app, r, &e);
-            return false;
-        }
-    }
-    cm_buf opts;
-    cm_buf_init(&opts);
-    cm_buf_puts(&opts, "{\"pass\":");
-    srv_json_put_str(&opts, pass_names[pass]);
-    if (mesh.name != NULL) {
-        cm_buf_puts(&opts, ",\"mesh\":");
-        srv_json_put_str(&opts, mesh.name);
-    }
-    cm_buf_putc(&opts, '}');
-    st_plan_in in = {hash, graph_id, mesh_id, opts.data, opts.len, j->out.data, j->out.len};
-    st = st_plan_put(a->db, &in, id_out, existed, &e);
-    cm_buf_fini(&opts);
+    cm_status st = store_plan(app, r, a, &pr, &s, j->plan, &j->out, id_out, existed, &e);
     srv_job_unref(j);
+    plan_src_fini(&s);
     if (st != CM_OK) {
         srv_reply_cm(app, r, &e);
         return false;
     }
     return true;
+}
+
+/* ---- a stored plan's input ----------------------------------------------------------------- */
+
+cm_status srv_plan_input_load(st_db *db, int64_t id, srv_plan_input *pi, cm_error *err)
+{
+    memset(pi, 0, sizeof *pi);
+    sp_input_opts_init(&pi->io);
+    cm_status st = st_plan_get(db, id, &pi->row, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (pi->row.options != NULL) {
+        cm_arena tmp;
+        cm_arena_init(&tmp, 256);
+        const char *pass = srv_json_get_string(pi->row.options, pi->row.options_len, "pass", &tmp);
+        bool ok = pass == NULL || sp_plan_pass_parse(pass, &pi->io.pass);
+        if (pass != NULL) {
+            snprintf(pi->pass, sizeof pi->pass, "%s", pass);
+        }
+        cm_arena_fini(&tmp);
+        if (!ok) {
+            return cm_error_set(err, CM_EINTERNAL, NULL, "plan %lld: stored pass '%s' is unknown",
+                                (long long)id, pi->pass);
+        }
+    }
+    if (pi->row.input != NULL) {
+        pi->text = pi->row.input;
+        pi->len = pi->row.input_len;
+        pi->io.rules = pi->row.rules;
+        pi->io.rules_len = pi->row.rules_len;
+        return CM_OK;
+    }
+    /* stored before plans kept their input: the graph, with the plan's pass */
+    st_graph g;
+    memset(&g, 0, sizeof g);
+    cm_error e;
+    cm_error_clear(&e);
+    st = st_graph_get(db, pi->row.graph_id, &g, &e);
+    if (st == CM_OK) {
+        pi->graph_body = g.body; /* taken over */
+        pi->text = g.body;
+        pi->len = g.body_len;
+        g.body = NULL;
+    } else if (st == CM_ENOMEM) {
+        cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    } else {
+        st = cm_error_set(err, CM_EINTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
+    }
+    st_graph_fini(&g);
+    return st;
+}
+
+bool srv_plan_input_get(srv_app *app, srv_req *r, route_args *a, int64_t id, srv_plan_input *pi)
+{
+    cm_error e;
+    cm_error_clear(&e);
+    if (srv_plan_input_load(a->db, id, pi, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return false;
+    }
+    return true;
+}
+
+void srv_plan_input_fini(srv_plan_input *pi)
+{
+    st_plan_fini(&pi->row);
+    cm_free(pi->graph_body);
+    memset(pi, 0, sizeof *pi);
 }

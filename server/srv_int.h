@@ -11,6 +11,7 @@
 #define SRV_INT_H
 
 #include "sp_graph_json.h"
+#include "sp_plan.h"
 #include "sp_plan_json.h"
 #include "srv_app.h"
 #include "srv_http.h"
@@ -285,6 +286,31 @@ void srv_h_plan_delete(srv_app *app, srv_req *r, route_args *a);
 bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req *pr_in,
                      double deadline, int64_t *id_out, bool *existed);
 
+/* A stored plan's input and options, as every plan-scoped route and the
+ * benchmark supervisor load it (planner/doc/sp_input.h): the input the plan
+ * was made from (for plans stored before the store kept it, the plan's
+ * graph), its rules document and its pass. text and io borrow from pi;
+ * srv_plan_input_fini releases it. */
+typedef struct srv_plan_input {
+    st_plan row;      /* the stored plan */
+    char *graph_body; /* heap: the graph's body, for plans stored without input */
+    char pass[64];    /* the pass name from the plan's options */
+    const char *text; /* the model text as planned */
+    size_t len;
+    sp_input_opts io; /* pass and rules */
+} srv_plan_input;
+
+/* Loads plan id's input into pi (fini it also on failure). Errors:
+ * CM_ENOTFOUND (at /id) for a missing plan, CM_EINTERNAL when stored data
+ * does not read, CM_ENOMEM. */
+cm_status srv_plan_input_load(st_db *db, int64_t id, srv_plan_input *pi, cm_error *err);
+/* The same for a request: false when a reply (the error) has been sent. */
+bool srv_plan_input_get(srv_app *app, srv_req *r, route_args *a, int64_t id, srv_plan_input *pi);
+void srv_plan_input_fini(srv_plan_input *pi);
+
+/* GET /v1/plans/{id}/cost (srv_h_advise.c) */
+void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a);
+
 /* lint, collectives, suggest, what-if, sweep, compare (srv_h_advise.c) */
 void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a);
 void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a);
@@ -303,14 +329,15 @@ typedef struct plan_job {
     int refs;
     bool done;
     srv_app *app;
-    sp_graph *g;       /* owned: the decoded document (module inside) */
-    sp_module *m;      /* owned when g is NULL (MLIR input) */
-    sp_graph *rules_g; /* owned: stored rules for MLIR input */
-    sp_plan_opts o;
-    cm_buf out;
+    sp_plan *plan; /* owned: the plan being written (planner/doc/sp_plan.h) */
+    cm_buf out;    /* the plan document */
     cm_error err;
     cm_status st;
 } plan_job;
+
+/* A job for plan (taken over: destroyed with the job), with one reference
+ * held by the caller; NULL when out of memory (plan is not taken then). */
+plan_job *srv_job_create(srv_app *app, sp_plan *plan);
 
 /* Drops one reference to j; the last frees it with what it owns. */
 void srv_job_unref(plan_job *j);

@@ -8,6 +8,21 @@
 
 #include "srv_int.h"
 
+plan_job *srv_job_create(srv_app *app, sp_plan *plan)
+{
+    plan_job *j = cm_calloc(1, sizeof *j);
+    if (j == NULL) {
+        return NULL;
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 1;
+    j->app = app;
+    j->plan = plan;
+    cm_buf_init(&j->out);
+    return j;
+}
+
 void srv_job_unref(plan_job *j)
 {
     pthread_mutex_lock(&j->mu);
@@ -16,11 +31,7 @@ void srv_job_unref(plan_job *j)
     if (left > 0) {
         return;
     }
-    sp_graph_destroy(j->g);
-    if (j->g == NULL) {
-        sp_module_destroy(j->m);
-    }
-    sp_graph_destroy(j->rules_g);
+    sp_plan_destroy(j->plan);
     cm_buf_fini(&j->out);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -32,7 +43,7 @@ static void *job_main(void *arg)
     plan_job *j = arg;
     srv_app *app = j->app;
     double t0 = cm_now();
-    j->st = sp_plan_run(j->m, &j->o, &j->out, &j->err);
+    j->st = sp_plan_write(j->plan, &j->out, NULL, &j->err);
     srv_histo_observe(&app->metrics.plan_time, cm_now() - t0);
     pthread_mutex_lock(&j->mu);
     j->done = true;

@@ -485,16 +485,21 @@ cm_status srv_json_check(const char *body, size_t len, bool is_object, cm_error 
     return st;
 }
 
-const char *srv_json_get_name(const char *body, size_t len, cm_arena *a)
+const char *srv_json_get_string(const char *body, size_t len, const char *key, cm_arena *a)
 {
     json_error_t je;
     json_t *j = json_loadb(body, len, 0, &je); /* new */
-    const char *name = NULL;
-    if (j != NULL && json_is_string(json_object_get(j, "name"))) {
-        name = cm_arena_strdup(a, json_string_value(json_object_get(j, "name")));
+    const char *value = NULL;
+    if (j != NULL && json_is_string(json_object_get(j, key))) {
+        value = cm_arena_strdup(a, json_string_value(json_object_get(j, key)));
     }
     json_decref(j);
-    return name;
+    return value;
+}
+
+const char *srv_json_get_name(const char *body, size_t len, cm_arena *a)
+{
+    return srv_json_get_string(body, len, "name", a);
 }
 
 cm_status srv_json_run_req_decode(const char *body, size_t len, cm_arena *a, srv_run_req *out,

@@ -75,6 +75,9 @@ cm_status srv_json_check(const char *body, size_t len, bool is_object, cm_error 
 
 /* The top-level "name" string of a JSON object, copied to a, or NULL. */
 const char *srv_json_get_name(const char *body, size_t len, cm_arena *a);
+/* The string member key of a JSON object, copied into a; NULL when the text
+ * is not an object or the member is absent or not a string. */
+const char *srv_json_get_string(const char *body, size_t len, const char *key, cm_arena *a);
 
 /* POST /v1/runs: {"plan_id": N, "spec": {...}, "webhook_url": "..."}. */
 typedef struct srv_run_req {

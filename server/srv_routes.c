@@ -62,6 +62,7 @@ static const route routes[] = {
     {"GET", "/v1/plans/{}/lint", srv_h_plan_advise, R_READ, true, "plans.lint", &advise_lint},
     {"GET", "/v1/plans/{}/collectives", srv_h_plan_advise, R_READ, true, "plans.collectives",
      &advise_colls},
+    {"GET", "/v1/plans/{}/cost", srv_h_plan_cost, R_READ, true, "plans.cost", NULL},
     {"POST", "/v1/plans/{}/whatif", srv_h_plan_whatif, R_WRITE, true, "plans.whatif", NULL},
     {"GET", "/v1/plans/{}/suggest", srv_h_plan_suggest, R_READ, true, "plans.suggest", NULL},
     {"GET", "/v1/compare", srv_h_compare, R_READ, true, "compare", NULL},

@@ -201,7 +201,7 @@ export async function planPage(main, ctx, id) {
     for (const c of charts.splice(0)) c.destroy();
     let c;
     try {
-      c = (await getJson(`/v1/compare?plans=${doc.id},${doc.id}&profile=${encodeURIComponent(profSel.value)}`)).plans[0].cost;
+      c = await getJson(`/v1/plans/${doc.id}/cost?profile=${encodeURIComponent(profSel.value)}`);
     } catch (err) {
       fill(costBox, errorBox(err));
       return;
