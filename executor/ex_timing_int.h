@@ -2,7 +2,7 @@
  * executor (internal): the per-op timers of a run (ex_exec_opts.op_s) beside
  * the cost model's per-op figures, written as the benchmark result's "ops"
  * and "collectives" (ex_worker.c) or as the tables of `shardplan run
- * --ops N` (ex_exec.c). Compute ops are ranked by their time summed over
+ * --ops N` (ex_check.c). Compute ops are ranked by their time summed over
  * the devices, the slowest first; collectives are the module's explicit
  * ones, in module order, with their kind, axes, group and bytes.
  * Thread contract: reentrant; nothing is kept between calls. */
