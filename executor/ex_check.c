@@ -99,7 +99,7 @@ cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, 
             double v = elem_float(ty->elem) ? (2.0 * u - 1.0) * scale
                        : ty->elem == SP_ELEM_I1 ? (double)(r >> 63)
                                                 : (double)(r >> 61);
-            st(t[i].data, ty->elem, j, v);
+            elem_store(t[i].data, ty->elem, j, v);
         }
     }
     *args_out = t;
@@ -153,7 +153,7 @@ void ex_tensors_compare(const ex_tensor *expected, const ex_tensor *got, uint32_
             abs_ = 1e-12 * sk;
         }
         for (size_t i = 0; i < e->n; i++) {
-            double a = ld(e->data, e->elem, i), b = ld(g->data, g->elem, i);
+            double a = elem_load(e->data, e->elem, i), b = elem_load(g->data, g->elem, i);
             double diff = fabs(a - b), tol = rel * fabs(a) + abs_;
             bool bad = isnan(a) != isnan(b) || diff > tol;
             if (isnan(a) && isnan(b)) {
@@ -227,12 +227,12 @@ cm_status ex_partition(sp_module *m, cm_error *err)
     }
     sp_diags d;
     sp_diags_init(&d);
-    cm_status st_ = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
+    cm_status st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
     sp_diags_fini(&d);
-    if (st_ == CM_OK) {
-        st_ = sp_pass_reshard_to_collectives(m, false, err);
+    if (st == CM_OK) {
+        st = sp_pass_reshard_to_collectives(m, false, err);
     }
-    return st_;
+    return st;
 }
 
 cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check_opts *o,
@@ -241,13 +241,13 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
     memset(r, 0, sizeof *r);
     ex_tensor *args = NULL, *want = NULL, *got = NULL;
     uint32_t n_args = 0, n_want = 0, n_got = 0;
-    cm_status st_ = ex_args_make(ref, o->seed, &args, &n_args, err);
-    if (st_ != CM_OK) {
-        return st_;
+    cm_status st = ex_args_make(ref, o->seed, &args, &n_args, err);
+    if (st != CM_OK) {
+        return st;
     }
     ex_exec_opts eo = {.replicated = true, .iters = 1, .iter_s = &r->ref_s};
-    st_ = ex_exec_run(ref, &eo, args, n_args, &want, &n_want, err);
-    if (st_ == CM_OK) {
+    st = ex_exec_run(ref, &eo, args, n_args, &want, &n_want, err);
+    if (st == CM_OK) {
         eo.replicated = false;
         eo.n_devices = o->n_devices > 0 ? o->n_devices : ex_module_devices(part);
         eo.iters = o->iters;
@@ -256,17 +256,17 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
         eo.op_s = o->op_s;
         eo.op_from = o->op_from;
         r->n_devices = eo.n_devices;
-        st_ = ex_exec_run(part, &eo, args, n_args, &got, &n_got, err);
+        st = ex_exec_run(part, &eo, args, n_args, &got, &n_got, err);
     }
-    if (st_ == CM_OK) {
+    if (st == CM_OK) {
         if (n_got != n_want) {
-            st_ = cm_error_set(err, CM_EINVAL, NULL, "%u results, the reference has %u", n_got,
-                               n_want);
+            st = cm_error_set(err, CM_EINVAL, NULL, "%u results, the reference has %u", n_got,
+                              n_want);
         } else {
             ex_tensors_compare(want, got, n_want, ex_module_contraction(ref), &r->mm);
         }
     }
-    if (st_ == CM_OK) {
+    if (st == CM_OK) {
         sp_cost_opts co;
         sp_cost_opts_init(&co);
         sp_cost *c = NULL;
@@ -280,26 +280,26 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
     ex_tensors_free(args, n_args);
     ex_tensors_free(want, n_want);
     ex_tensors_free(got, n_got);
-    return st_;
+    return st;
 }
 
 static cm_status read_planned(const char *text, size_t len, sp_module **out, cm_error *err)
 {
-    cm_status st_ = sp_mlir_read(text, len, 0, out, err);
-    if (st_ != CM_OK || has_collectives(*out)) {
-        return st_;
+    cm_status st = sp_mlir_read(text, len, 0, out, err);
+    if (st != CM_OK || has_collectives(*out)) {
+        return st;
     }
     sp_prop_opts po;
     sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
     sp_diags d;
     sp_diags_init(&d);
-    st_ = sp_pass_propagation_pipeline(*out, &po, &d, err);
+    st = sp_pass_propagation_pipeline(*out, &po, &d, err);
     sp_diags_fini(&d);
-    if (st_ != CM_OK) {
+    if (st != CM_OK) {
         sp_module_destroy(*out);
         *out = NULL;
     }
-    return st_;
+    return st;
 }
 
 cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
@@ -307,19 +307,19 @@ cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex
 {
     memset(r, 0, sizeof *r);
     sp_module *part = NULL, *ref = NULL;
-    cm_status st_ = read_planned(text, len, &part, err);
-    if (st_ == CM_OK) {
-        st_ = read_planned(text, len, &ref, err);
+    cm_status st = read_planned(text, len, &part, err);
+    if (st == CM_OK) {
+        st = read_planned(text, len, &ref, err);
     }
-    if (st_ == CM_OK) {
-        st_ = ex_partition(part, err);
+    if (st == CM_OK) {
+        st = ex_partition(part, err);
     }
-    if (st_ == CM_OK) {
-        st_ = ex_check_modules(part, ref, o, r, err);
+    if (st == CM_OK) {
+        st = ex_check_modules(part, ref, o, r, err);
     }
     sp_module_destroy(part);
     sp_module_destroy(ref);
-    return st_;
+    return st;
 }
 
 /* ---- `shardplan run` -------------------------------------------------------------- */

@@ -578,7 +578,7 @@ cm_status ex_coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_e
     uint32_t v = o->operands[0], r = o->first_result;
     const vinfo *O = &p->vi[r];
     bool stream = O->lcount * O->esz * p->n_dev >= COLL_STREAM;
-    cm_status st_ = CM_OK;
+    cm_status st = CM_OK;
     size_t i;
     if (x->kind == SP_OP_SDY_ALL_REDUCE) {
         if (p->vi[v].lcount != O->lcount) {
@@ -631,11 +631,11 @@ cm_status ex_coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_e
     }
     cut_block(O, COLL_ITEM, &c);
     size_t n_items = c.n_items * p->n_dev;
-    while (st_ == CM_OK && (i = atomic_fetch_add(&sh->next_item, 1)) < n_items) {
+    while (st == CM_OK && (i = atomic_fetch_add(&sh->next_item, 1)) < n_items) {
         uint32_t dev = (uint32_t)(i % p->n_dev);
         item_region(O, &c, i / p->n_dev, lo, hi, &start, &count);
-        st_ = redistribute_item(p, x, sh, me, dev, lo, hi, start, count, reduce, stream, err);
+        st = redistribute_item(p, x, sh, me, dev, lo, hi, start, count, reduce, stream, err);
     }
     ex_mem_fence();
-    return st_;
+    return st;
 }

@@ -57,7 +57,9 @@ static inline bool elem_float(sp_elem e)
     return e == SP_ELEM_F32 || e == SP_ELEM_F64;
 }
 
-static inline double ld(const void *p, sp_elem e, size_t i)
+/* Element i of the array p of type e as a double; elem_store writes one back
+ * (a C conversion, i1 as v != 0). */
+static inline double elem_load(const void *p, sp_elem e, size_t i)
 {
     switch (e) {
     case SP_ELEM_F32:
@@ -86,7 +88,7 @@ static inline double ld(const void *p, sp_elem e, size_t i)
     }
 }
 
-static inline void st(void *p, sp_elem e, size_t i, double v)
+static inline void elem_store(void *p, sp_elem e, size_t i, double v)
 {
     switch (e) {
     case SP_ELEM_F32:
@@ -182,7 +184,7 @@ static inline void elem_add(void *dst, size_t di, const void *src, size_t si, sp
         EX_ADD_BITS(uint64_t);
         return;
     default:
-        st(dst, e, di, ld(dst, e, di) + ld(src, e, si));
+        elem_store(dst, e, di, elem_load(dst, e, di) + elem_load(src, e, si));
         return;
     }
 }
@@ -346,7 +348,7 @@ static inline void **wbufs(shared *sh, uint32_t dev)
 /* A scalar index operand as int64 (saturating). */
 static inline int64_t scalar_index(const prog *p, void **bufs, uint32_t v)
 {
-    double d = ld(bufs[v], p->vi[v].elem, 0);
+    double d = elem_load(bufs[v], p->vi[v].elem, 0);
     return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
 }
 

@@ -2,7 +2,8 @@
  * executor: local ops on one device's blocks (ex_int.h): the buffers of a
  * worker, element-wise jobs spread over a worker's pool (ex_par), and every
  * non-collective op, through the kernels of ex_kern.c where there is one and
- * element by element through doubles where there is not. */
+ * element by element through doubles (elem_load, elem_store) where there is
+ * not. */
 #include "ex_int.h"
 
 #include <math.h>
@@ -407,16 +408,16 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     if (out == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    cm_status st_ =
+    cm_status st =
         elem_float(O->elem)
             ? ex_kern_dot(O->elem, bufs[lv], L->ldims, L->rank, bufs[rv], R->ldims, R->rank, x->a,
                           x->b, x->na, x->c, x->d, x->nc, out)
             : ex_kern_dot_int(L->elem, bufs[lv], L->ldims, L->rank, R->elem, bufs[rv], R->ldims,
                               R->rank, x->a, x->b, x->na, x->c, x->d, x->nc, O->elem, out);
-    if (st_ != CM_OK) {
+    if (st != CM_OK) {
         cm_free(out);
-        return st_ == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
-                                : ex_local_error(p, x, err, "no kernel for this element type");
+        return st == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
+                               : ex_local_error(p, x, err, "no kernel for this element type");
     }
     bufs[r] = out;
     return CM_OK;
@@ -465,7 +466,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
         cm_free(out);
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    double iv = ld(bufs[init], p->vi[init].elem, 0);
+    double iv = elem_load(bufs[init], p->vi[init].elem, 0);
     for (size_t i = 0; i < O->lcount; i++) {
         acc[i] = iv;
     }
@@ -480,12 +481,12 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
                     oi = oi * (size_t)O->ldims[q++] + (size_t)c[k];
                 }
             }
-            acc[oi] = reduce_fn(x->fn, acc[oi], ld(bufs[in], I->elem, i));
+            acc[oi] = reduce_fn(x->fn, acc[oi], elem_load(bufs[in], I->elem, i));
             i++;
         } while (next_coord(c, I->ldims, I->rank));
     }
     for (size_t i = 0; i < O->lcount; i++) {
-        st(out, O->elem, i, acc[i]);
+        elem_store(out, O->elem, i, acc[i]);
     }
     cm_free(acc);
     bufs[r] = out;
@@ -722,11 +723,11 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
                                "a convolution sharded on a spatial dimension (or with groups, "
                                "not in whole groups) cannot be executed yet");
         }
-        cm_status st_ = ex_kern_conv(O->elem, &cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
-                                     O->ldims, O->rank);
-        if (st_ != CM_OK) {
-            return st_ == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
-                                    : ex_local_error(p, x, err, "no kernel for this element type");
+        cm_status st = ex_kern_conv(O->elem, &cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
+                                    O->ldims, O->rank);
+        if (st != CM_OK) {
+            return st == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
+                                   : ex_local_error(p, x, err, "no kernel for this element type");
         }
         return CM_OK;
     }
@@ -760,18 +761,18 @@ static cm_status run_sort(const prog *p, const xop *x, void **bufs, uint32_t dev
     const void **in = cm_calloc(n, sizeof *in);
     void **out = cm_calloc(n, sizeof *out), **tmp = cm_calloc(n, sizeof *tmp);
     sp_elem *el = cm_calloc(n, sizeof *el);
-    cm_status st_ = in == NULL || out == NULL || tmp == NULL || el == NULL ? CM_ENOMEM : CM_OK;
-    for (uint32_t j = 0; st_ == CM_OK && j < n; j++) {
+    cm_status st = in == NULL || out == NULL || tmp == NULL || el == NULL ? CM_ENOMEM : CM_OK;
+    for (uint32_t j = 0; st == CM_OK && j < n; j++) {
         el[j] = p->vi[r0 + j].elem;
         in[j] = view_as(p, bufs, dev, o->operands[j], r0 + j, &tmp[j]);
         out[j] = ex_buf_alloc(p, bufs, r0 + j, false);
-        st_ = in[j] == NULL || out[j] == NULL ? CM_ENOMEM : CM_OK;
+        st = in[j] == NULL || out[j] == NULL ? CM_ENOMEM : CM_OK;
     }
-    if (st_ == CM_OK) {
-        st_ = ex_kern_sort(n, el, in, out, O->ldims, O->rank, dim, x->ext, (uint32_t)x->fn);
+    if (st == CM_OK) {
+        st = ex_kern_sort(n, el, in, out, O->ldims, O->rank, dim, x->ext, (uint32_t)x->fn);
     }
     for (uint32_t j = 0; out != NULL && j < n; j++) {
-        if (st_ == CM_OK) {
+        if (st == CM_OK) {
             bufs[r0 + j] = out[j];
         } else {
             cm_free(out[j]);
@@ -782,10 +783,10 @@ static cm_status run_sort(const prog *p, const xop *x, void **bufs, uint32_t dev
     cm_free(out);
     cm_free(tmp);
     cm_free(el);
-    if (st_ == CM_ENOMEM) {
+    if (st == CM_ENOMEM) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
     }
-    return st_ == CM_OK ? CM_OK : ex_local_error(p, x, err, "no kernel for these element types");
+    return st == CM_OK ? CM_OK : ex_local_error(p, x, err, "no kernel for these element types");
 }
 
 /* Runs one non-collective op on device dev. */
@@ -796,7 +797,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     const vinfo *O = &p->vi[r];
     void *tmp[3] = {NULL, NULL, NULL};
     void *out = NULL;
-    cm_status st_ = CM_OK;
+    cm_status st = CM_OK;
     switch (x->kind) {
     case SP_OP_DOT_GENERAL:
         return run_dot(p, x, bufs, r, err);
@@ -842,7 +843,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         const void *a = view_as(p, bufs, dev, o->operands[0], r, &tmp[0]);
         const void *b = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
         if (a == NULL || b == NULL) {
-            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             break;
         }
         elem_job j = {.what = EK_BINARY, .k = x->kind, .oe = O->elem, .a = a, .b = b,
@@ -851,7 +852,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             break;
         }
         if (x->kind == SP_OP_AND || x->kind == SP_OP_OR || x->kind == SP_OP_XOR) {
-            st_ = ex_local_error(p, x, err, "no kernel for this element type");
+            st = ex_local_error(p, x, err, "no kernel for this element type");
             break;
         }
         if (O->elem == SP_ELEM_F32 && x->kind != SP_OP_MAXIMUM && x->kind != SP_OP_MINIMUM) {
@@ -867,7 +868,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         }
         bool is_int = !elem_float(O->elem);
         for (size_t i = 0; i < O->lcount; i++) {
-            st(out, O->elem, i, binary(x->kind, ld(a, O->elem, i), ld(b, O->elem, i), is_int));
+            elem_store(out, O->elem, i,
+                       binary(x->kind, elem_load(a, O->elem, i), elem_load(b, O->elem, i), is_int));
         }
         break;
     }
@@ -884,7 +886,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         uint32_t v = o->operands[0];
         const void *a = view_as(p, bufs, dev, v, r, &tmp[0]);
         if (a == NULL) {
-            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             break;
         }
         sp_elem ie = p->vi[v].elem;
@@ -895,11 +897,11 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             break;
         }
         if (x->kind == SP_OP_NOT) {
-            st_ = ex_local_error(p, x, err, "no kernel for this element type");
+            st = ex_local_error(p, x, err, "no kernel for this element type");
             break;
         }
         for (size_t i = 0; i < O->lcount; i++) {
-            st(out, O->elem, i, unary(x->kind, ld(a, ie, i)));
+            elem_store(out, O->elem, i, unary(x->kind, elem_load(a, ie, i)));
         }
         break;
     }
@@ -908,13 +910,13 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         const void *a = view_as(p, bufs, dev, v0, r, &tmp[0]);
         const void *b = view_as(p, bufs, dev, v1, r, &tmp[1]);
         if (a == NULL || b == NULL) {
-            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             break;
         }
         sp_elem ie = p->vi[v0].elem;
         if (O->elem == SP_ELEM_I1 && x->nd == 1) { /* TOTALORDER */
             if (!ex_kern_compare_total(x->fn, ie, a, b, out, O->lcount)) {
-                st_ = ex_local_error(p, x, err, "no kernel for this element type");
+                st = ex_local_error(p, x, err, "no kernel for this element type");
             }
             break;
         }
@@ -925,14 +927,14 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             break;
         }
         for (size_t i = 0; i < O->lcount; i++) {
-            double u = ld(a, ie, i), w = ld(b, ie, i);
+            double u = elem_load(a, ie, i), w = elem_load(b, ie, i);
             bool c = x->fn == CMP_EQ   ? u == w
                      : x->fn == CMP_NE ? u != w
                      : x->fn == CMP_LT ? u < w
                      : x->fn == CMP_LE ? u <= w
                      : x->fn == CMP_GT ? u > w
                                        : u >= w;
-            st(out, O->elem, i, c ? 1 : 0);
+            elem_store(out, O->elem, i, c ? 1 : 0);
         }
         break;
     }
@@ -942,7 +944,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         const void *a = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
         const void *b = view_as(p, bufs, dev, o->operands[2], r, &tmp[2]);
         if (pr == NULL || a == NULL || b == NULL) {
-            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             break;
         }
         elem_job j = {.what = EK_SELECT, .a = pr, .b = a, .c = b, .out = out,
@@ -954,7 +956,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_CONSTANT: {
         if (x->n_cval == 1) {
             uint64_t one = 0;
-            st(&one, O->elem, 0, x->cval[0]);
+            elem_store(&one, O->elem, 0, x->cval[0]);
             ex_kern_fill(out, O->lcount, &one, O->esz);
             break;
         }
@@ -970,13 +972,13 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             /* the values are doubles: gather, then convert */
             double *d = cm_alloc(sizeof(double) * (O->lcount + 1u));
             if (d == NULL) {
-                st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
                 break;
             }
             gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, d, O->ldims, O->rank,
                           sizeof(double));
             for (size_t i = 0; i < O->lcount; i++) {
-                st(out, O->elem, i, d[i]);
+                elem_store(out, O->elem, i, d[i]);
             }
             cm_free(d);
         }
@@ -984,7 +986,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     }
     case SP_OP_IOTA: {
         if (x->dim < 0 || x->dim >= (int64_t)O->rank) {
-            st_ = ex_local_error(p, x, err, "bad iota dimension");
+            st = ex_local_error(p, x, err, "bad iota dimension");
             break;
         }
         int64_t off = voff(p, r, dev)[x->dim];
@@ -994,7 +996,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         int64_t c[EX_MAX_RANK] = {0};
         size_t i = 0;
         do {
-            st(out, O->elem, i++, (double)(off + c[x->dim]));
+            elem_store(out, O->elem, i++, (double)(off + c[x->dim]));
         } while (next_coord(c, O->ldims, O->rank));
         break;
     }
@@ -1002,7 +1004,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         uint32_t v = o->operands[0];
         const vinfo *I = &p->vi[v];
         if (x->na != I->rank) {
-            st_ = ex_local_error(p, x, err, "broadcast_dimensions do not match the operand");
+            st = ex_local_error(p, x, err, "broadcast_dimensions do not match the operand");
             break;
         }
         amap map[EX_MAX_RANK];
@@ -1034,7 +1036,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         uint32_t v = o->operands[0];
         const vinfo *I = &p->vi[v];
         if (x->na != I->rank || x->nc != I->rank) {
-            st_ = ex_local_error(p, x, err, "slice attributes do not match the operand");
+            st = ex_local_error(p, x, err, "slice attributes do not match the operand");
             break;
         }
         amap map[EX_MAX_RANK];
@@ -1049,7 +1051,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_RESHAPE: {
         uint32_t v = o->operands[0];
         if (p->vi[v].lcount != O->lcount) {
-            st_ = ex_local_error(p, x, err, "local shards of operand and result differ in size");
+            st = ex_local_error(p, x, err, "local shards of operand and result differ in size");
             break;
         }
         memcpy(out, bufs[v], O->lcount * O->esz);
@@ -1063,43 +1065,43 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_CONVOLUTION:
     case SP_OP_REDUCE_WINDOW:
     case SP_OP_SELECT_AND_SCATTER:
-        st_ = run_kern_op(p, x, bufs, dev, out, err);
+        st = run_kern_op(p, x, bufs, dev, out, err);
         break;
     case SP_OP_CONCATENATE: {
         int64_t at = 0, zero[EX_MAX_RANK] = {0}, dst[EX_MAX_RANK] = {0};
         if (x->dim < 0 || x->dim >= (int64_t)O->rank) {
-            st_ = ex_local_error(p, x, err, "bad concatenate dimension");
+            st = ex_local_error(p, x, err, "bad concatenate dimension");
             break;
         }
-        for (uint32_t j = 0; j < o->n_operands && st_ == CM_OK; j++) {
+        for (uint32_t j = 0; j < o->n_operands && st == CM_OK; j++) {
             const vinfo *I = &p->vi[o->operands[j]];
             for (uint32_t k = 0; k < O->rank; k++) {
                 if ((int64_t)k != x->dim && I->ldims[k] != O->ldims[k]) {
-                    st_ = ex_local_error(p, x, err, "operand shards do not line up");
+                    st = ex_local_error(p, x, err, "operand shards do not line up");
                 }
             }
             dst[x->dim] = at;
-            if (st_ == CM_OK && at + I->ldims[x->dim] <= O->ldims[x->dim]) {
+            if (st == CM_OK && at + I->ldims[x->dim] <= O->ldims[x->dim]) {
                 ex_box_copy(bufs[o->operands[j]], I->ldims, zero, out, O->ldims, dst, I->ldims,
                          O->rank, O->elem, O->esz, false);
             }
             at += I->ldims[x->dim];
         }
-        if (st_ == CM_OK && at != O->ldims[x->dim]) {
-            st_ = ex_local_error(p, x, err, "operand shards do not add up to the result");
+        if (st == CM_OK && at != O->ldims[x->dim]) {
+            st = ex_local_error(p, x, err, "operand shards do not add up to the result");
         }
         break;
     }
     default:
-        st_ = ex_op_error(p, x->op, err, "op %s cannot be executed yet", p->m->ops[x->op].name);
+        st = ex_op_error(p, x->op, err, "op %s cannot be executed yet", p->m->ops[x->op].name);
         break;
     }
     for (int i = 0; i < 3; i++) {
         cm_free(tmp[i]);
     }
-    if (st_ != CM_OK) {
+    if (st != CM_OK) {
         cm_free(out);
-        return st_;
+        return st;
     }
     bufs[r] = out;
     return CM_OK;
@@ -1116,7 +1118,7 @@ cm_status ex_local_run(const prog *p, const xop *x, void **bufs, uint32_t dev, c
     if (waited != NULL && g != NULL) {
         *waited += cm_now() - t0; /* not the op's own time (per-op timers) */
     }
-    cm_status st_ = compute_op(p, x, bufs, dev, err);
+    cm_status st = compute_op(p, x, bufs, dev, err);
     ex_gate_leave(g);
-    return st_;
+    return st;
 }

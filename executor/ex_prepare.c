@@ -26,9 +26,9 @@ cm_status ex_op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt
     }
     va_list ap;
     va_start(ap, fmt);
-    cm_status st_ = cm_error_setv(err, CM_EINVAL, path, fmt, ap);
+    cm_status st = cm_error_setv(err, CM_EINVAL, path, fmt, ap);
     va_end(ap);
-    return st_;
+    return st;
 }
 
 static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
@@ -494,10 +494,10 @@ static cm_status prepare_gather(prog *p, xop *x, cm_error *err)
         return ex_op_error(p, x->op, err, "op %s with these operands cannot be executed yet",
                            o->name);
     }
-    cm_status st_ = prepare_gather_dims(p, x, "dimension_numbers", names, o->operands[0],
-                                        o->operands[1], o->first_result, err);
-    if (st_ != CM_OK) {
-        return st_;
+    cm_status st = prepare_gather_dims(p, x, "dimension_numbers", names, o->operands[0],
+                                       o->operands[1], o->first_result, err);
+    if (st != CM_OK) {
+        return st;
     }
     ex_gather_dims *g = x->ext;
     uint32_t n = 0;
@@ -754,9 +754,9 @@ static cm_status prepare_reduce_window(prog *p, xop *x, cm_error *err)
     const sp_type *t = sp_value_type(m, o->operands[0]), *rt = sp_value_type(m, o->first_result);
     uint32_t rank = t->rank, n = 0;
     bool ok;
-    cm_status st_ = window_attrs(p, x, rank, &ok, err);
-    if (st_ != CM_OK) {
-        return st_;
+    cm_status st = window_attrs(p, x, rank, &ok, err);
+    if (st != CM_OK) {
+        return st;
     }
     ok = ok && rt->elem == t->elem && sp_value_type(m, o->operands[1])->elem == t->elem;
     static const char *const dil[2] = {"base_dilations", "window_dilations"};
@@ -976,9 +976,9 @@ static cm_status prepare_select_scatter(prog *p, xop *x, cm_error *err)
     const sp_type *t = sp_value_type(m, o->operands[0]), *srct = sp_value_type(m, o->operands[1]),
                   *rt = sp_value_type(m, o->first_result);
     bool ok;
-    cm_status st_ = window_attrs(p, x, t->rank, &ok, err);
-    if (st_ != CM_OK) {
-        return st_;
+    cm_status st = window_attrs(p, x, t->rank, &ok, err);
+    if (st != CM_OK) {
+        return st;
     }
     if (!ok || !window_count_ok(x, t, srct) || rt->rank != t->rank) {
         return ex_op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
@@ -1021,8 +1021,8 @@ static cm_status prepare_slicing(prog *p, xop *x, cm_error *err)
         uint32_t first = x->kind == SP_OP_DYNAMIC_SLICE ? 1u : 2u;
         ok = ok && o->n_operands == first + t->rank;
         for (uint32_t j = first; ok && j < o->n_operands; j++) {
-            const sp_type *st_ = sp_value_type(m, o->operands[j]);
-            ok = st_->rank == 0 && is_int_elem(st_->elem);
+            const sp_type *sit = sp_value_type(m, o->operands[j]);
+            ok = sit->rank == 0 && is_int_elem(sit->elem);
         }
         if (ok && x->kind == SP_OP_DYNAMIC_SLICE) {
             ok = ints_attr(p, x->op, "slice_sizes", &x->a, &x->na) && x->na == t->rank &&

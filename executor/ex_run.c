@@ -191,7 +191,7 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
     void **bufs = wbufs(sh, dev);
     bool failed = atomic_load(&sh->failed) != 0;
     bool moves = false;
-    cm_status st_ = CM_OK;
+    cm_status st = CM_OK;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t s = src[i], d = dst + i;
         if (at == NULL) {
@@ -217,7 +217,7 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
         }
         bufs[d] = ex_buf_alloc(p, bufs, d, false);
         if (bufs[d] == NULL) {
-            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             atomic_store(&sh->failed, 1);
             failed = true;
             continue;
@@ -225,13 +225,13 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
         memcpy(bufs[d], bufs[s], p->vi[d].lcount * p->vi[d].esz);
     }
     if (!moves) {
-        return st_;
+        return st;
     }
     for (uint32_t i = 0; !failed && i < n; i++) {
         if (!same_layout(p, src[i], dst + i)) {
             bufs[dst + i] = ex_buf_alloc(p, bufs, dst + i, true);
             if (bufs[dst + i] == NULL) {
-                st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
                 atomic_store(&sh->failed, 1);
                 failed = true;
             }
@@ -251,7 +251,7 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
         }
     }
     pthread_barrier_wait(&sh->bar);
-    return st_;
+    return st;
 }
 
 /* The failure of a vote, reported on device dev against op x. */
@@ -278,7 +278,7 @@ static cm_status flow_while(shared *sh, uint32_t dev, const xop *x, bool keep)
     const pblock *cp = &p->pbs[x->sub[0]], *bp = &p->pbs[x->sub[1]];
     const xop *cret = &cp->ops[cp->n_ops - 1], *bret = &bp->ops[bp->n_ops - 1];
     uint32_t n = o->n_results, res = o->first_result;
-    cm_status st_ = flow_pass(sh, dev, x, o->operands, res, n, keep, err);
+    cm_status st = flow_pass(sh, dev, x, o->operands, res, n, keep, err);
     for (;;) {
         for (uint32_t j = 0; j < n; j++) {
             bufs[cb->first_arg + j] = bufs[res + j];
@@ -294,7 +294,7 @@ static cm_status flow_while(shared *sh, uint32_t dev, const xop *x, bool keep)
         }
         int64_t go = flow_vote(sh, dev, mine);
         if (go == FLOW_DISAGREE) {
-            st_ = flow_disagree(sh, dev, x, "the loop predicate");
+            st = flow_disagree(sh, dev, x, "the loop predicate");
         }
         if (go != 1) {
             break;
@@ -308,10 +308,10 @@ static cm_status flow_while(shared *sh, uint32_t dev, const xop *x, bool keep)
         }
         run_block(sh, dev, x->sub[1], true);
         cm_status s2 = flow_pass(sh, dev, bret, m->ops[bret->op].operands, res, n, true, err);
-        st_ = st_ == CM_OK ? s2 : st_;
+        st = st == CM_OK ? s2 : st;
         release_dead(p, bufs, bret, true);
     }
-    return st_;
+    return st;
 }
 
 /* stablehlo.case and stablehlo.if: the voted branch runs and hands its
@@ -343,10 +343,10 @@ static cm_status flow_case(shared *sh, uint32_t dev, const xop *x, bool keep)
     const pblock *pb = &p->pbs[blk];
     const xop *ret = &pb->ops[pb->n_ops - 1];
     run_block(sh, dev, blk, keep);
-    cm_status st_ = flow_pass(sh, dev, ret, p->m->ops[ret->op].operands, o->first_result,
-                              o->n_results, keep, &sh->errs[dev]);
+    cm_status st = flow_pass(sh, dev, ret, p->m->ops[ret->op].operands, o->first_result,
+                             o->n_results, keep, &sh->errs[dev]);
     release_dead(p, bufs, ret, keep);
-    return st_;
+    return st;
 }
 
 /* func.call: the callee's arguments borrow the operands' buffers (the
@@ -361,8 +361,8 @@ static cm_status flow_call(shared *sh, uint32_t dev, const xop *x, bool keep)
     const pblock *pb = &p->pbs[x->sub[0]];
     const xop *ret = &pb->ops[pb->n_ops - 1];
     void **bufs = wbufs(sh, dev);
-    cm_status st_ = flow_pass(sh, dev, NULL, o->operands, b->first_arg, b->n_args, keep,
-                              &sh->errs[dev]);
+    cm_status st =
+        flow_pass(sh, dev, NULL, o->operands, b->first_arg, b->n_args, keep, &sh->errs[dev]);
     run_block(sh, dev, x->sub[0], keep);
     cm_status s2 = flow_pass(sh, dev, ret, p->m->ops[ret->op].operands, o->first_result,
                              o->n_results, keep, &sh->errs[dev]);
@@ -374,7 +374,7 @@ static cm_status flow_call(shared *sh, uint32_t dev, const xop *x, bool keep)
         }
         bufs[a] = NULL;
     }
-    return st_ == CM_OK ? s2 : st_;
+    return st == CM_OK ? s2 : st;
 }
 
 /* Gives every result (or, with args, every body argument) of manual
@@ -487,7 +487,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
     cm_error *err = &sh->errs[dev];
     const sp_op *o = &p->m->ops[x->op];
     bool failed = atomic_load(&sh->failed) != 0;
-    cm_status st_ = CM_OK;
+    cm_status st = CM_OK;
     switch (x->kind) {
     case SP_OP_WHILE:
         return flow_while(sh, dev, x, keep);
@@ -511,7 +511,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
                         !ex_is_unpadded(p, r, dev);
             bufs[r] = ex_buf_alloc(p, bufs, r, zero);
             if (bufs[r] == NULL) {
-                st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
                 atomic_store(&sh->failed, 1);
             }
         }
@@ -522,7 +522,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
         }
         pthread_barrier_wait(&sh->bar);
         if (atomic_load(&sh->failed) == 0) {
-            st_ = ex_coll_run(p, x, sh, dev, err);
+            st = ex_coll_run(p, x, sh, dev, err);
         }
         pthread_barrier_wait(&sh->bar);
     } else if (is_collective(x->kind)) {
@@ -530,16 +530,16 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
             uint32_t v = o->operands[0], r = o->first_result;
             void *out = ex_buf_zalloc(p, bufs, r);
             if (out == NULL) {
-                st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             } else {
                 memcpy(out, bufs[v], p->vi[r].lcount * p->vi[r].esz);
                 bufs[r] = out;
             }
         }
     } else if (!failed) {
-        st_ = ex_local_run(p, x, bufs, dev, err, sh->timing[dev] ? &sh->waited[dev] : NULL);
+        st = ex_local_run(p, x, bufs, dev, err, sh->timing[dev] ? &sh->waited[dev] : NULL);
     }
-    return st_;
+    return st;
 }
 
 /* Runs block blk on device dev up to its terminator, which the parent op
@@ -654,10 +654,10 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         return cm_error_set(err, CM_EINVAL, NULL, "too many devices (%u)", n_dev);
     }
     prog p;
-    cm_status st_ = ex_prog_init(&p, m, n_dev, o->replicated, err);
-    if (st_ != CM_OK) {
+    cm_status st = ex_prog_init(&p, m, n_dev, o->replicated, err);
+    if (st != CM_OK) {
         ex_prog_fini(&p);
-        return st_;
+        return st;
     }
     const sp_block *b = &m->blocks[p.block];
     if (n_args != b->n_args) {
@@ -712,7 +712,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         }
     }
     if (!ok) {
-        st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
         goto out;
     }
     /* OpenBLAS threads: the cores shared out over the workers (one device:
@@ -794,12 +794,12 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
                 if (err != NULL && err->code == CM_OK) {
                     *err = sh.errs[d];
                 }
-                st_ = sh.errs[d].code;
+                st = sh.errs[d].code;
                 break;
             }
         }
-        if (st_ == CM_OK) {
-            st_ = cm_error_set(err, CM_EINTERNAL, NULL, "a worker failed");
+        if (st == CM_OK) {
+            st = cm_error_set(err, CM_EINTERNAL, NULL, "a worker failed");
         }
         goto out;
     }
@@ -807,7 +807,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     const sp_op *ret = &m->ops[p.ret];
     ex_tensor *res = cm_calloc(ret->n_operands + 1u, sizeof(ex_tensor));
     if (res == NULL) {
-        st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
         goto out;
     }
     for (uint32_t j = 0; j < ret->n_operands; j++) {
@@ -820,7 +820,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         res[j].data = cm_calloc(res[j].n + 1u, vi->esz);
         if (res[j].data == NULL) {
             ex_tensors_free(res, ret->n_operands);
-            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             goto out;
         }
         /* Devices holding the same element must agree bit for bit: a
@@ -828,10 +828,10 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         uint8_t *seen = cm_calloc(res[j].n + 1u, 1);
         if (seen == NULL) {
             ex_tensors_free(res, ret->n_operands);
-            st_ = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
             goto out;
         }
-        for (uint32_t d = 0; d < n_dev && st_ == CM_OK; d++) {
+        for (uint32_t d = 0; d < n_dev && st == CM_OK; d++) {
             const int64_t *off = voff(&p, v, d);
             int64_t ext[EX_MAX_RANK], c[EX_MAX_RANK] = {0};
             bool empty = false;
@@ -853,9 +853,9 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
                 if (seen[gi] && memcmp(dst, src + si * vi->esz, vi->esz) != 0) {
                     char where[160];
                     ex_coords_text(&res[j], gi, where, sizeof where);
-                    st_ = cm_error_set(err, CM_EINTERNAL, NULL,
-                                       "result %u: replicas disagree at %s (device %u)", j,
-                                       where, d);
+                    st =
+                        cm_error_set(err, CM_EINTERNAL, NULL,
+                                     "result %u: replicas disagree at %s (device %u)", j, where, d);
                     break;
                 }
                 memcpy(dst, src + si * vi->esz, vi->esz);
@@ -863,7 +863,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
             } while (next_coord(c, ext, vi->rank));
         }
         cm_free(seen);
-        if (st_ != CM_OK) {
+        if (st != CM_OK) {
             ex_tensors_free(res, ret->n_operands);
             goto out;
         }
@@ -892,5 +892,5 @@ out:
     cm_free(ws);
     cm_free(th);
     ex_prog_fini(&p);
-    return st_;
+    return st;
 }
