@@ -2,9 +2,10 @@
  * executor: measurements of this machine as the executor uses it (sgemm per
  * device worker with one OpenBLAS thread each, memcpy bandwidth, barrier
  * latency), and the CPU device profile (docs/device-profiles.md) written
- * from them by `shardplan calibrate`. bench/bench_executor.c shares the
- * baselines. Thread contract: not reentrant (changes the OpenBLAS thread
- * count while it measures, then sets it back to 1). */
+ * from them by `shardplan calibrate` (cmd/cmd_calibrate.c).
+ * bench/bench_executor.c shares the baselines. Thread contract: not
+ * reentrant (changes the OpenBLAS thread count while it measures, then sets
+ * it back to 1). */
 #ifndef EX_CALIB_H
 #define EX_CALIB_H
 
@@ -94,10 +95,5 @@ void ex_calib_rank_score(ex_rank *r);
 /* Prints the predicted and measured times, both orders per model, tau and
  * PASS or FAIL. */
 void ex_calib_rank_print(const ex_rank *r, FILE *out);
-
-/* `shardplan calibrate [--out FILE] [--devices N]`: argv[0] is "calibrate".
- * Measures, checks the document with the profile reader and writes it to
- * FILE (default: stdout). Returns 0, 1 on failure, 2 for bad usage. */
-int ex_calib_main(int argc, char **argv, FILE *out, FILE *errs);
 
 #endif /* EX_CALIB_H */

@@ -164,10 +164,4 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
 cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
                         cm_error *err);
 
-/* `shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S]`:
- * argv[0] is "run". Prints per-iteration times, GFLOP/s and "numerics:
- * match" or the first mismatch. Returns 0 on a match, 1 on a mismatch or an
- * error, 2 on bad usage. */
-int ex_run_main(int argc, char **argv, FILE *out, FILE *errs);
-
 #endif /* EX_EXEC_H */
