@@ -12,6 +12,7 @@
 
 #include "ex_blas.h"
 #include "ex_exec.h"
+#include "ex_thread_int.h"
 #include "sp_example.h"
 #include "sp_input.h"
 
@@ -104,25 +105,21 @@ static void *job_main(void *arg)
 static cm_status run_jobs(job *js, uint32_t n, uint32_t reps, double *t_out, cm_error *err)
 {
     pthread_barrier_t bar;
-    pthread_t *th = cm_calloc(n, sizeof(pthread_t));
-    if (th == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    if (pthread_barrier_init(&bar, NULL, n) != 0) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory (barrier)");
     }
-    pthread_barrier_init(&bar, NULL, n);
-    uint32_t started = 0;
     for (uint32_t i = 0; i < n; i++) {
         js[i].bar = &bar;
         js[i].reps = reps;
-        if (pthread_create(&th[i], NULL, job_main, &js[i]) != 0) {
-            abort(); /* the others wait at the barrier forever otherwise */
-        }
-        started++;
     }
-    for (uint32_t i = 0; i < started; i++) {
-        pthread_join(th[i], NULL);
-    }
+    /* all or none: the others would wait at the barrier forever otherwise */
+    ex_threads *t = NULL;
+    cm_status st = ex_threads_start(n, job_main, js, sizeof *js, NULL, 0, &t, err);
+    ex_threads_join(t);
     pthread_barrier_destroy(&bar);
-    cm_free(th);
+    if (st != CM_OK) {
+        return st;
+    }
     for (uint32_t r = 0; r < reps; r++) {
         double a = js[0].t0[r], b = js[0].t1[r];
         for (uint32_t i = 1; i < n; i++) {
@@ -217,27 +214,26 @@ static void *barrier_main(void *arg)
     return NULL;
 }
 
-double ex_calib_barrier(uint32_t n_threads, uint32_t rounds)
+cm_status ex_calib_barrier(uint32_t n_threads, uint32_t rounds, double *secs_out, cm_error *err)
 {
     n_threads = n_threads < 2 ? 2 : (n_threads > MAX_THREADS ? MAX_THREADS : n_threads);
     rounds = rounds == 0 ? 1 : rounds;
     pthread_barrier_t bar;
-    pthread_barrier_init(&bar, NULL, n_threads);
-    pthread_t th[MAX_THREADS];
+    if (pthread_barrier_init(&bar, NULL, n_threads) != 0) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory (barrier)");
+    }
     bjob j = {&bar, rounds};
-    for (uint32_t i = 1; i < n_threads; i++) {
-        if (pthread_create(&th[i], NULL, barrier_main, &j) != 0) {
-            abort();
-        }
+    /* this thread is the last of the barrier's n_threads */
+    ex_threads *t = NULL;
+    cm_status st = ex_threads_start(n_threads - 1u, barrier_main, &j, 0, NULL, 0, &t, err);
+    if (st == CM_OK) {
+        double t0 = cm_now();
+        barrier_main(&j);
+        *secs_out = (cm_now() - t0) / rounds;
     }
-    double t0 = cm_now();
-    barrier_main(&j);
-    double secs = cm_now() - t0;
-    for (uint32_t i = 1; i < n_threads; i++) {
-        pthread_join(th[i], NULL);
-    }
+    ex_threads_join(t);
     pthread_barrier_destroy(&bar);
-    return secs / rounds;
+    return st;
 }
 
 /* ---- the profile ------------------------------------------------------------------ */
@@ -268,7 +264,9 @@ cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err)
          * memory-bound ops N/2 times too cheap next to the sgemm rate, which
          * is already the shared one. */
         c->mem_traffic = 2.0 * c->link_bandwidth;
-        c->link_latency = ex_calib_barrier(c->n_devices, 2000);
+        st = ex_calib_barrier(c->n_devices, 2000, &c->link_latency, err);
+    }
+    if (st == CM_OK) {
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         c->mem_bytes = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
     }

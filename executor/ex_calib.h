@@ -24,17 +24,22 @@ cm_status ex_calib_sgemm(int64_t n, int blas_threads, uint32_t reps, double *flo
 
 /* Median FLOP/s per worker when n_workers threads each run an n x n x n
  * sgemm with one OpenBLAS thread at the same time (how the device workers
- * run), over reps rounds. Errors: CM_ENOMEM. */
+ * run), over reps rounds. Errors: CM_ENOMEM, those of starting the threads
+ * (CM_ENOMEM when the system is out of threads, CM_EINTERNAL). */
 cm_status ex_calib_sgemm_workers(int64_t n, uint32_t n_workers, uint32_t reps, double *flops_out,
                                  cm_error *err);
 
 /* Median seconds to copy bytes between two pre-faulted buffers with
- * n_threads threads, each copying its contiguous share. Errors: CM_ENOMEM. */
+ * n_threads threads, each copying its contiguous share. Errors: CM_ENOMEM,
+ * those of starting the threads. */
 cm_status ex_calib_memcpy(size_t bytes, uint32_t n_threads, uint32_t reps, double *secs_out,
                           cm_error *err);
 
-/* Median seconds of one pthread barrier round among n_threads threads. */
-double ex_calib_barrier(uint32_t n_threads, uint32_t rounds);
+/* Seconds of one pthread barrier round among n_threads threads (2 to 256,
+ * this one among them), the mean over rounds, into *secs_out. Errors:
+ * CM_ENOMEM, those of starting the threads. */
+cm_status ex_calib_barrier(uint32_t n_threads, uint32_t rounds, double *secs_out,
+                           cm_error *err);
 
 typedef struct ex_calib {
     uint32_t n_devices;    /* device workers the profile is for */
@@ -48,7 +53,8 @@ typedef struct ex_calib {
     double mem_bytes;      /* physical memory, bytes (0: unknown) */
 } ex_calib;
 
-/* Measures into c for n_devices workers (a few seconds). Errors: CM_ENOMEM. */
+/* Measures into c for n_devices workers (a few seconds). Errors: CM_ENOMEM,
+ * those of starting the threads. */
 cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err);
 
 /* Appends the profile JSON (format shardplan.device-profile/v1, "calibrated":

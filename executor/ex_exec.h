@@ -89,8 +89,9 @@ typedef struct ex_exec_opts {
  * there are more workers than cores, and then only as many workers compute
  * at a time as there are cores). With o->affinity, worker d is pinned to the
  * (d mod n)-th of the n CPUs the process may run on (sched_getaffinity), and
- * the workers of a CPU compute one at a time; CM_EIO when a thread cannot be
- * pinned. */
+ * the workers of a CPU compute one at a time. The workers start together
+ * or not at all: CM_ENOMEM when the system is out of threads, CM_EIO when
+ * a thread cannot be pinned (no worker runs then). */
 cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor *args,
                       uint32_t n_args, ex_tensor **res_out, uint32_t *n_res_out, cm_error *err);
 

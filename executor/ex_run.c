@@ -3,15 +3,15 @@
  * one per device, pinned or not, and the control flow they walk together
  * (while, case/if, calls, manual computations), then the results assembled
  * from every device's blocks. */
-#define _GNU_SOURCE /* pthread_attr_setaffinity_np, sched_getaffinity (Linux) */
+#define _GNU_SOURCE /* sched_getaffinity, cpu_set_t (Linux) */
 #include "ex_int.h"
 
 #include <sched.h>
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "ex_blas.h"
+#include "ex_thread_int.h"
 
 /* Most CPUs workers are pinned to (ex_exec_opts.affinity); the rest of a
  * larger machine goes unused by a pinned run. */
@@ -700,10 +700,9 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     sh.waited = cm_calloc(n_dev, sizeof(double));
     sh.started = cm_calloc(n_dev, sizeof(double));
     worker *ws = cm_calloc(n_dev, sizeof(worker));
-    pthread_t *th = cm_calloc(n_dev, sizeof(pthread_t));
     bool ok = sh.bufs != NULL && sh.argbufs != NULL && sh.errs != NULL && sh.scratch != NULL &&
               sh.votes != NULL && sh.n_votes != NULL && sh.timing != NULL && sh.waited != NULL &&
-              sh.started != NULL && ws != NULL && th != NULL;
+              sh.started != NULL && ws != NULL;
     for (uint32_t d = 0; ok && d < n_dev; d++) {
         for (uint32_t i = 0; ok && i < n_args; i++) {
             void *a = take_block(&p, b->first_arg + i, d, args[i].data);
@@ -744,41 +743,23 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     for (uint32_t d = 0; p.par != NULL && d < n_dev; d++) {
         (void)ex_par_start(helpers, &p.par[d]);
     }
-    pthread_barrier_init(&sh.bar, NULL, n_dev);
-    uint32_t started = 0;
+    /* The workers start together or not at all (ex_thread_int.h): they
+     * meet at barriers that count every device, so when one cannot be
+     * created (the system is out of threads, or refuses a CPU the process
+     * was allowed a moment ago) none runs and the run fails. */
     for (uint32_t d = 0; d < n_dev; d++) {
         ws[d].sh = &sh;
         ws[d].dev = d;
-        pthread_attr_t attr;
-        if (pthread_attr_init(&attr) != 0) {
-            break;
-        }
-        if (pin) {
-            cpu_set_t one;
-            CPU_ZERO(&one);
-            CPU_SET(cpus[d % n_cpu], &one);
-            if (pthread_attr_setaffinity_np(&attr, sizeof one, &one) != 0) {
-                pthread_attr_destroy(&attr);
-                break;
-            }
-        }
-        int rc = pthread_create(&th[d], &attr, worker_main, &ws[d]);
-        pthread_attr_destroy(&attr);
-        if (rc != 0) {
-            break;
-        }
-        started++;
     }
-    if (started < n_dev) {
-        /* The started workers wait at the first barrier forever; this only
-         * happens when the system is out of threads or refuses a CPU the
-         * process was allowed a moment ago, so fail loudly. */
-        abort();
+    if (pthread_barrier_init(&sh.bar, NULL, n_dev) != 0) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory (the workers' barrier)");
+    } else {
+        ex_threads *team = NULL;
+        st = ex_threads_start(n_dev, worker_main, ws, sizeof *ws, pin ? cpus : NULL, n_cpu, &team,
+                              err);
+        ex_threads_join(team);
+        pthread_barrier_destroy(&sh.bar);
     }
-    for (uint32_t d = 0; d < n_dev; d++) {
-        pthread_join(th[d], NULL);
-    }
-    pthread_barrier_destroy(&sh.bar);
     p.gate = NULL;
     for (uint32_t g = 0; g < n_gates; g++) {
         ex_gate_fini(&gates[g]);
@@ -788,6 +769,9 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     }
     cm_free(p.par);
     p.par = NULL;
+    if (st != CM_OK) {
+        goto out;
+    }
     if (atomic_load(&sh.failed) != 0) {
         for (uint32_t d = 0; d < n_dev; d++) {
             if (sh.errs[d].code != CM_OK) {
@@ -890,7 +874,6 @@ out:
     cm_free(sh.argbufs);
     cm_free(sh.errs);
     cm_free(ws);
-    cm_free(th);
     ex_prog_fini(&p);
     return st;
 }
