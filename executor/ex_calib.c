@@ -82,7 +82,7 @@ typedef struct job {
     double t1[MAX_REPS];
 } job;
 
-static void *job_main(void *arg)
+static void *job_thread(void *arg)
 {
     job *j = arg;
     for (uint32_t r = 0; r < j->reps; r++) {
@@ -114,7 +114,7 @@ static cm_status run_jobs(job *js, uint32_t n, uint32_t reps, double *t_out, cm_
     }
     /* all or none: the others would wait at the barrier forever otherwise */
     ex_threads *t = NULL;
-    cm_status st = ex_threads_start(n, job_main, js, sizeof *js, NULL, 0, &t, err);
+    cm_status st = ex_threads_start(n, job_thread, js, sizeof *js, NULL, 0, &t, err);
     ex_threads_join(t);
     pthread_barrier_destroy(&bar);
     if (st != CM_OK) {
@@ -205,7 +205,7 @@ typedef struct bjob {
     uint32_t rounds;
 } bjob;
 
-static void *barrier_main(void *arg)
+static void *barrier_thread(void *arg)
 {
     bjob *j = arg;
     for (uint32_t r = 0; r < j->rounds; r++) {
@@ -225,10 +225,10 @@ cm_status ex_calib_barrier(uint32_t n_threads, uint32_t rounds, double *secs_out
     bjob j = {&bar, rounds};
     /* this thread is the last of the barrier's n_threads */
     ex_threads *t = NULL;
-    cm_status st = ex_threads_start(n_threads - 1u, barrier_main, &j, 0, NULL, 0, &t, err);
+    cm_status st = ex_threads_start(n_threads - 1u, barrier_thread, &j, 0, NULL, 0, &t, err);
     if (st == CM_OK) {
         double t0 = cm_now();
-        barrier_main(&j);
+        barrier_thread(&j);
         *secs_out = (cm_now() - t0) / rounds;
     }
     ex_threads_join(t);

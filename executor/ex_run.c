@@ -585,7 +585,7 @@ static void run_once(shared *sh, uint32_t dev, bool keep, bool timed)
     release_dead(p, bufs, &pb->ops[pb->n_ops - 1], keep);
 }
 
-static void *worker_main(void *arg)
+static void *worker_thread(void *arg)
 {
     worker *w = arg;
     shared *sh = w->sh;
@@ -755,7 +755,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory (the workers' barrier)");
     } else {
         ex_threads *team = NULL;
-        st = ex_threads_start(n_dev, worker_main, ws, sizeof *ws, pin ? cpus : NULL, n_cpu, &team,
+        st = ex_threads_start(n_dev, worker_thread, ws, sizeof *ws, pin ? cpus : NULL, n_cpu, &team,
                               err);
         ex_threads_join(team);
         pthread_barrier_destroy(&sh.bar);
