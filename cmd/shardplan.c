@@ -11,7 +11,6 @@
 #include "ex_calib.h"
 #include "ex_exec.h"
 #include "ex_measure.h"
-#include "ex_worker.h"
 #include "sp_compare.h"
 #include "sp_example.h"
 #include "cmd.h"
@@ -81,9 +80,9 @@ static const struct command {
     {"plan", sp_plan_main},
     {"example", sp_example_main},
     {"cost", cmd_cost},
-    {"run", ex_run_main},
-    {"exec-worker", ex_worker_main}, /* hidden: one benchmark run for srv_bench.c */
-    {"calibrate", ex_calib_main},
+    {"run", cmd_run},
+    {"exec-worker", cmd_worker}, /* hidden: one benchmark run for srv_bench.c */
+    {"calibrate", cmd_calibrate},
     {"compare", sp_compare_main},
     {"lint", sp_lint_main},
     {"collectives", sp_collectives_main},

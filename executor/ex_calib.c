@@ -12,8 +12,8 @@
 
 #include "ex_blas.h"
 #include "ex_exec.h"
+#include "ex_thread_int.h"
 #include "sp_example.h"
-#include "sp_profile_json.h"
 #include "sp_input.h"
 
 #define MAX_REPS    64
@@ -82,7 +82,7 @@ typedef struct job {
     double t1[MAX_REPS];
 } job;
 
-static void *job_main(void *arg)
+static void *job_thread(void *arg)
 {
     job *j = arg;
     for (uint32_t r = 0; r < j->reps; r++) {
@@ -105,25 +105,21 @@ static void *job_main(void *arg)
 static cm_status run_jobs(job *js, uint32_t n, uint32_t reps, double *t_out, cm_error *err)
 {
     pthread_barrier_t bar;
-    pthread_t *th = cm_calloc(n, sizeof(pthread_t));
-    if (th == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    if (pthread_barrier_init(&bar, NULL, n) != 0) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory (barrier)");
     }
-    pthread_barrier_init(&bar, NULL, n);
-    uint32_t started = 0;
     for (uint32_t i = 0; i < n; i++) {
         js[i].bar = &bar;
         js[i].reps = reps;
-        if (pthread_create(&th[i], NULL, job_main, &js[i]) != 0) {
-            abort(); /* the others wait at the barrier forever otherwise */
-        }
-        started++;
     }
-    for (uint32_t i = 0; i < started; i++) {
-        pthread_join(th[i], NULL);
-    }
+    /* all or none: the others would wait at the barrier forever otherwise */
+    ex_threads *t = NULL;
+    cm_status st = ex_threads_start(n, job_thread, js, sizeof *js, NULL, 0, &t, err);
+    ex_threads_join(t);
     pthread_barrier_destroy(&bar);
-    cm_free(th);
+    if (st != CM_OK) {
+        return st;
+    }
     for (uint32_t r = 0; r < reps; r++) {
         double a = js[0].t0[r], b = js[0].t1[r];
         for (uint32_t i = 1; i < n; i++) {
@@ -209,7 +205,7 @@ typedef struct bjob {
     uint32_t rounds;
 } bjob;
 
-static void *barrier_main(void *arg)
+static void *barrier_thread(void *arg)
 {
     bjob *j = arg;
     for (uint32_t r = 0; r < j->rounds; r++) {
@@ -218,27 +214,26 @@ static void *barrier_main(void *arg)
     return NULL;
 }
 
-double ex_calib_barrier(uint32_t n_threads, uint32_t rounds)
+cm_status ex_calib_barrier(uint32_t n_threads, uint32_t rounds, double *secs_out, cm_error *err)
 {
     n_threads = n_threads < 2 ? 2 : (n_threads > MAX_THREADS ? MAX_THREADS : n_threads);
     rounds = rounds == 0 ? 1 : rounds;
     pthread_barrier_t bar;
-    pthread_barrier_init(&bar, NULL, n_threads);
-    pthread_t th[MAX_THREADS];
+    if (pthread_barrier_init(&bar, NULL, n_threads) != 0) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory (barrier)");
+    }
     bjob j = {&bar, rounds};
-    for (uint32_t i = 1; i < n_threads; i++) {
-        if (pthread_create(&th[i], NULL, barrier_main, &j) != 0) {
-            abort();
-        }
+    /* this thread is the last of the barrier's n_threads */
+    ex_threads *t = NULL;
+    cm_status st = ex_threads_start(n_threads - 1u, barrier_thread, &j, 0, NULL, 0, &t, err);
+    if (st == CM_OK) {
+        double t0 = cm_now();
+        barrier_thread(&j);
+        *secs_out = (cm_now() - t0) / rounds;
     }
-    double t0 = cm_now();
-    barrier_main(&j);
-    double secs = cm_now() - t0;
-    for (uint32_t i = 1; i < n_threads; i++) {
-        pthread_join(th[i], NULL);
-    }
+    ex_threads_join(t);
     pthread_barrier_destroy(&bar);
-    return secs / rounds;
+    return st;
 }
 
 /* ---- the profile ------------------------------------------------------------------ */
@@ -269,7 +264,9 @@ cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err)
          * memory-bound ops N/2 times too cheap next to the sgemm rate, which
          * is already the shared one. */
         c->mem_traffic = 2.0 * c->link_bandwidth;
-        c->link_latency = ex_calib_barrier(c->n_devices, 2000);
+        st = ex_calib_barrier(c->n_devices, 2000, &c->link_latency, err);
+    }
+    if (st == CM_OK) {
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         c->mem_bytes = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
     }
@@ -493,87 +490,4 @@ void ex_calib_rank_print(const ex_rank *r, FILE *out)
             "  Kendall tau %.2f; %u pair(s) ordered differently, %u of them within %.0f%% "
             "(measured: run-to-run spread, or predicted: a tie): %s\n",
             r->tau, r->discordant, r->close, EX_RANK_NOISE * 100, r->pass ? "PASS" : "FAIL");
-}
-
-/* ---- `shardplan calibrate` ------------------------------------------------------- */
-
-static void calib_usage(FILE *f)
-{
-    fputs("usage: shardplan calibrate [--out FILE] [--devices N] [--rank]\n", f);
-}
-
-int ex_calib_main(int argc, char **argv, FILE *out, FILE *errs)
-{
-    const char *path = NULL;
-    unsigned long devices = 8;
-    bool rank = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--rank") == 0) {
-            rank = true;
-        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-            path = argv[++i];
-        } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
-            char *end = NULL;
-            const char *s = argv[++i];
-            devices = strtoul(s, &end, 10);
-            if (*s == '\0' || *s == '-' || *end != '\0' || devices == 0 || devices > 256) {
-                fprintf(errs, "shardplan calibrate: bad device count '%s'\n", s);
-                calib_usage(errs);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--help") == 0) {
-            calib_usage(out);
-            return 0;
-        } else {
-            fprintf(errs, "shardplan calibrate: bad argument '%s'\n", argv[i]);
-            calib_usage(errs);
-            return 2;
-        }
-    }
-    cm_error err;
-    cm_error_clear(&err);
-    ex_calib c;
-    if (ex_calib_measure((uint32_t)devices, &c, &err) != CM_OK) {
-        fprintf(errs, "shardplan calibrate: %s\n", err.msg);
-        return 1;
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    ex_calib_profile_json(&c, "cpu-calibrated", &b);
-    sp_profile prof;
-    int rc = 0;
-    if (b.oom) {
-        fprintf(errs, "shardplan calibrate: out of memory\n");
-        rc = 1;
-    } else if (sp_profile_decode(b.data, b.len, &prof, &err) != CM_OK) {
-        fprintf(errs, "shardplan calibrate: the written profile does not read back: %s %s\n",
-                err.path, err.msg);
-        rc = 1;
-    } else if (path == NULL) {
-        fputs(b.data, out);
-    } else {
-        FILE *f = fopen(path, "w");
-        if (f == NULL || fputs(b.data, f) == EOF || fclose(f) != 0) {
-            fprintf(errs, "shardplan calibrate: cannot write %s\n", path);
-            rc = 1;
-        } else {
-            fprintf(out,
-                    "%s: f32 %.1f GFLOP/s per worker (%u workers), memcpy %.2f GB/s, link "
-                    "%.2f GB/s per worker, latency %.1f us\n",
-                    path, c.f32_flops * 1e-9, c.n_devices, c.mem_bandwidth * 1e-9,
-                    c.link_bandwidth * 1e-9, c.link_latency * 1e6);
-        }
-    }
-    cm_buf_fini(&b);
-    if (rc == 0 && rank) {
-        /* The suite runs on 8 devices whatever --devices says. */
-        ex_rank r;
-        if (ex_calib_rank(&prof, 3, &r, &err) != CM_OK) {
-            fprintf(errs, "shardplan calibrate: ranking: %s %s\n", err.path, err.msg);
-            return 1;
-        }
-        ex_calib_rank_print(&r, path == NULL ? errs : out);
-        rc = r.pass ? 0 : 1;
-    }
-    return rc;
 }

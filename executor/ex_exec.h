@@ -89,8 +89,9 @@ typedef struct ex_exec_opts {
  * there are more workers than cores, and then only as many workers compute
  * at a time as there are cores). With o->affinity, worker d is pinned to the
  * (d mod n)-th of the n CPUs the process may run on (sched_getaffinity), and
- * the workers of a CPU compute one at a time; CM_EIO when a thread cannot be
- * pinned. */
+ * the workers of a CPU compute one at a time. The workers start together
+ * or not at all: CM_ENOMEM when the system is out of threads, CM_EIO when
+ * a thread cannot be pinned (no worker runs then). */
 cm_status ex_exec_run(const sp_module *m, const ex_exec_opts *o, const ex_tensor *args,
                       uint32_t n_args, ex_tensor **res_out, uint32_t *n_res_out, cm_error *err);
 
@@ -163,11 +164,5 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
  * checks it against the other (ex_check_modules). */
 cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
                         cm_error *err);
-
-/* `shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S]`:
- * argv[0] is "run". Prints per-iteration times, GFLOP/s and "numerics:
- * match" or the first mismatch. Returns 0 on a match, 1 on a mismatch or an
- * error, 2 on bad usage. */
-int ex_run_main(int argc, char **argv, FILE *out, FILE *errs);
 
 #endif /* EX_EXEC_H */

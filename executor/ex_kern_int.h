@@ -2,9 +2,9 @@
  * executor (internal): compute kernels on raw row-major typed arrays, with
  * native loops per element type (f32, f64, the integer types, i1 as one byte
  * 0/1) that the compiler vectorises, so no element goes through a double on
- * the way. ex_exec.c decodes ops and shards and calls these; they know
- * nothing about modules, shardings or workers.
- * Types are sp_elem values; the supported ones are those of ex_exec.c
+ * the way. ex_prepare.c decodes ops and shards and ex_ops.c calls these;
+ * they know nothing about modules, shardings or workers.
+ * Types are sp_elem values; the supported ones are those of ex_int.h
  * (F32, F64, I1, I8..I64, UI8..UI64). A function returning bool returns
  * false, writing nothing, for a type or op it has no kernel for.
  * Thread contract: every function is reentrant; an ex_gate is shared by the
@@ -21,7 +21,7 @@
 #include "sp_ir.h"
 #include "sp_ops.h"
 
-/* Comparison directions and reduce bodies, in ex_exec.c's order. */
+/* Comparison directions and reduce bodies, in ex_int.h's order. */
 enum { EX_CMP_EQ, EX_CMP_NE, EX_CMP_LT, EX_CMP_LE, EX_CMP_GT, EX_CMP_GE };
 enum { EX_RED_ADD, EX_RED_MAX, EX_RED_MIN, EX_RED_MUL, EX_RED_AND, EX_RED_OR };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * executor (internal): memory primitives of the shared-memory collectives
- * (ex_exec.c): large buffers that fault in as transparent huge pages, copies
+ * (ex_coll.c): large buffers that fault in as transparent huge pages, copies
  * that bypass the cache with streaming stores when the data written exceeds
  * it, and an f32 sum of several inputs written to several outputs in one
  * pass. They know nothing about modules, shardings or workers.

@@ -20,7 +20,7 @@ struct ex_par {
     } helpers[EX_PAR_MAX];
 };
 
-static void *helper_main(void *arg)
+static void *helper_thread(void *arg)
 {
     struct helper *h = arg;
     ex_par *p = h->p;
@@ -65,7 +65,7 @@ cm_status ex_par_start(uint32_t helpers, ex_par **out)
     for (uint32_t i = 0; i < helpers; i++) {
         p->helpers[i].p = p;
         p->helpers[i].part = i + 1u;
-        if (pthread_create(&p->helpers[i].th, NULL, helper_main, &p->helpers[i]) != 0) {
+        if (pthread_create(&p->helpers[i].th, NULL, helper_thread, &p->helpers[i]) != 0) {
             ex_par_stop(p);
             return CM_EIO;
         }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * executor: per-op timers beside the cost model (see ex_timing_int.h). */
-#include "ex_timing_int.h"
+ * executor: per-op timers beside the cost model (see ex_timing.h). */
+#include "ex_timing.h"
 
 #include <stdlib.h>
 #include <string.h>

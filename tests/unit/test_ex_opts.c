@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "cm.h"
+#include "cmd.h"
 #include "ex_exec.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
@@ -220,7 +221,7 @@ static int run_cli(int argc, char **argv, char **text)
     FILE *out = tmpfile(), *errs = tmpfile();
     assert_non_null(out);
     assert_non_null(errs);
-    int rc = ex_run_main(argc, argv, out, errs);
+    int rc = cmd_run(argc, argv, out, errs);
     long n = ftell(out);
     assert_true(n >= 0);
     *text = cm_alloc((size_t)n + 1u);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Tests of the benchmark service (server/srv_bench.c): the real server runs
  * in-process on 127.0.0.1, port 0, with a temporary database, and this very
- * binary is its worker (main dispatches `exec-worker` to ex_worker_main, as
+ * binary is its worker (main dispatches `exec-worker` to cmd_worker, as
  * shardplan's main does). Covers a Flax MLP run end to end with its webhook
  * caught by a listener on loopback, a worker crash and a runaway worker
  * (test faults), graceful stop with a run in flight, and bad requests.
@@ -27,7 +27,7 @@
 #include <jansson.h>
 
 #include "cm.h"
-#include "ex_worker.h"
+#include "cmd.h"
 #include "srv_app.h"
 #include "st_db.h"
 
@@ -621,7 +621,7 @@ static void test_srv_bench_bad_requests_name_the_member(void **state)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "exec-worker") == 0) {
-        return ex_worker_main(argc - 1, argv + 1, stdout, stderr);
+        return cmd_worker(argc - 1, argv + 1, stdout, stderr);
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
- * executor (internal): the per-op timers of a run (ex_exec_opts.op_s) beside
- * the cost model's per-op figures, written as the benchmark result's "ops"
- * and "collectives" (ex_worker.c) or as the tables of `shardplan run
- * --ops N` (ex_exec.c). Compute ops are ranked by their time summed over
+ * executor: the per-op timers of a run (ex_exec_opts.op_s) beside the cost
+ * model's per-op figures, written as the benchmark result's "ops" and
+ * "collectives" (cmd/cmd_worker.c) or as the tables of `shardplan run --ops
+ * N` (cmd/cmd_run.c). Compute ops are ranked by their time summed over
  * the devices, the slowest first; collectives are the module's explicit
  * ones, in module order, with their kind, axes, group and bytes.
  * Thread contract: reentrant; nothing is kept between calls. */
-#ifndef EX_TIMING_INT_H
-#define EX_TIMING_INT_H
+#ifndef EX_TIMING_H
+#define EX_TIMING_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -52,4 +52,4 @@ cm_status ex_timing_json(const ex_timing *t, cm_buf *b);
  * where, mean and max over devices, predicted, and GFLOP/s or GB/s. */
 cm_status ex_timing_text(const ex_timing *t, uint32_t top, FILE *out);
 
-#endif /* EX_TIMING_INT_H */
+#endif /* EX_TIMING_H */

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
- * executor: `shardplan exec-worker`, one benchmark run in a child process of
- * the server (ex_worker.h). Everything the run allocates dies with the
- * process, so a crash, a runaway loop or memory exhaustion here costs only
- * this run; the server (server/srv_bench.c) reads the line protocol. */
-#include "ex_worker.h"
+ * cmd: `shardplan exec-worker`, one benchmark run in a child process of the
+ * server (a hidden subcommand the server runs per benchmark run, see
+ * docs/executor.md "The benchmark service"). It reads a graph document or
+ * MLIR module from stdin, runs it like `shardplan run` and writes a line
+ * protocol to stdout: "progress F" lines (0..1), then exactly one of
+ * "result {JSON}" or "error MESSAGE". Everything the run allocates dies with
+ * the process, so a crash, a runaway loop or memory exhaustion here costs
+ * only this run; the server (server/srv_bench.c) reads the line protocol. */
+#include "cmd.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -14,33 +18,11 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "ex_exec.h"
+#include "ex_timing.h"
 #include "sp_cost.h"
-#include "sp_graph_json.h"
-#include "ex_timing_int.h"
-#include "sp_ir.h"
 #include "sp_input.h"
-
-
-static bool parse_u64(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    if (s[0] < '0' || s[0] > '9') {
-        return false;
-    }
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end != '\0') {
-        return false;
-    }
-    *out = (uint64_t)v;
-    return true;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* The test faults: a segmentation fault (default action, so the parent sees
  * the signal even under ASan), a loop that never ends, or allocation until
@@ -74,7 +56,29 @@ static int fault(const char *kind, FILE *out)
     }
 }
 
-int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
+/* The run's input: a graph document or MLIR module read once from stdin
+ * into two independent modules of the same text, part (the program to be
+ * partitioned) and ref (the reference). Errors: those of cm_file_read and
+ * sp_input_read; part may hold a module then (the caller releases what has
+ * one, as after a success). */
+static cm_status read_input(sp_input *part, sp_input *ref, cm_error *err)
+{
+    /* stdin is read once; the reference copy is re-read from the same text */
+    char *text = NULL;
+    size_t len = 0;
+    cm_status st = cm_file_read("-", &text, &len, err);
+    /* two independent modules: the partitioned program and the reference */
+    if (st == CM_OK) {
+        st = sp_input_read(text, len, NULL, part, err);
+    }
+    if (st == CM_OK) {
+        st = sp_input_read(text, len, NULL, ref, err);
+    }
+    cm_free(text);
+    return st;
+}
+
+int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
 {
     uint64_t devices = 0, warmup = 1, iters = 5, seed = 1;
     const char *fault_kind = NULL;
@@ -87,13 +91,13 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
         bool ok = i + 1 < argc;
         const char *v = ok ? argv[i + 1] : "";
         if (ok && strcmp(argv[i], "--devices") == 0) {
-            ok = parse_u64(v, &devices) && devices <= 4096;
+            ok = cmd_parse_u64(v, &devices) && devices <= 4096;
         } else if (ok && strcmp(argv[i], "--warmup") == 0) {
-            ok = parse_u64(v, &warmup) && warmup <= 1000;
+            ok = cmd_parse_u64(v, &warmup) && warmup <= 1000;
         } else if (ok && strcmp(argv[i], "--iters") == 0) {
-            ok = parse_u64(v, &iters) && iters > 0 && iters <= 100000;
+            ok = cmd_parse_u64(v, &iters) && iters > 0 && iters <= 100000;
         } else if (ok && strcmp(argv[i], "--seed") == 0) {
-            ok = parse_u64(v, &seed);
+            ok = cmd_parse_u64(v, &seed);
         } else if (ok && strcmp(argv[i], "--fault") == 0) {
             fault_kind = v;
             ok = strcmp(v, "crash") == 0 || strcmp(v, "hang") == 0 || strcmp(v, "oom") == 0;
@@ -121,18 +125,7 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
     cm_buf b;
     cm_buf_init(&b);
     int rc = 1;
-    /* stdin is read once; the reference copy is re-read from the same text */
-    char *text = NULL;
-    size_t len = 0;
-    if (cm_file_read("-", &text, &len, &err) != CM_OK) {
-        goto out;
-    }
-    /* two independent modules: the partitioned program and the reference */
-    cm_status st = sp_input_read(text, len, NULL, &part, &err);
-    if (st == CM_OK) {
-        st = sp_input_read(text, len, NULL, &ref, &err);
-    }
-    if (st != CM_OK || ex_partition(part.m, &err) != CM_OK) {
+    if (read_input(&part, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
         goto out;
     }
     fputs("progress 0.1\n", out);
@@ -170,7 +163,7 @@ int ex_worker_main(int argc, char **argv, FILE *out, FILE *errs)
     for (uint64_t i = 0; i < iters; i++) {
         cm_buf_printf(&b, "%s%.9g", i > 0 ? "," : "", meas[i]);
     }
-    qsort(ts + warmup, (size_t)iters, sizeof(double), cmp_double);
+    qsort(ts + warmup, (size_t)iters, sizeof(double), cmd_double_cmp);
     double med = iters % 2 == 1 ? meas[iters / 2] : (meas[iters / 2 - 1] + meas[iters / 2]) / 2;
     cm_buf_printf(&b, "],\"step_s\":%.9g,\"flops\":%.9g,\"flop_per_s\":%.9g", med, r.flops,
                   med > 0 ? r.flops / med : 0.0);
@@ -221,7 +214,6 @@ out:
     sp_cost_destroy(c);
     cm_free(op_s);
     cm_free(ts);
-    cm_free(text);
     if (part.m != NULL) {
         sp_input_fini(&part);
     }

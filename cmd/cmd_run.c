@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * cmd: `shardplan run`, a model partitioned and run for real on local
+ * devices by the executor, checked against a single-device run of it
+ * (executor/ex_exec.h ex_check_modules), with per-op timers beside the cost
+ * model for --ops (executor/ex_timing.h). */
+#include "cmd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm.h"
+#include "cmd_util.h"
+#include "ex_exec.h"
+#include "ex_timing.h"
+#include "sp_cost.h"
+#include "sp_input.h"
+
+static void run_usage(FILE *f)
+{
+    fputs("usage: shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] "
+          "[--affinity|--no-affinity] [--ops N]\n"
+          "  --ops N: after the runs, the N slowest ops and every collective, measured on each\n"
+          "  device (mean and max) beside the cost model's prediction (the first run is left\n"
+          "  out when there are several)\n",
+          f);
+}
+
+int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
+{
+    const char *file = NULL;
+    uint64_t devices = 0, iters = 3, seed = 1;
+    ex_affinity affinity = EX_AFFINITY_AUTO;
+    uint64_t top = 0;
+    for (int i = 1; i < argc; i++) {
+        bool ok = true;
+        if (strcmp(argv[i], "--affinity") == 0 || strcmp(argv[i], "--no-affinity") == 0) {
+            affinity = argv[i][2] == 'n' ? EX_AFFINITY_OFF : EX_AFFINITY_ON;
+        } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) {
+            ok = cmd_parse_u64(argv[++i], &top) && top > 0 && top <= 100000;
+        } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
+            ok = cmd_parse_u64(argv[++i], &devices) && devices > 0 && devices <= 4096;
+        } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
+            ok = cmd_parse_u64(argv[++i], &iters) && iters > 0 && iters <= 100000;
+        } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            ok = cmd_parse_u64(argv[++i], &seed);
+        } else if (strcmp(argv[i], "--help") == 0) {
+            run_usage(out);
+            return 0;
+        } else if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0) {
+            ok = file == NULL;
+            file = argv[i];
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            fprintf(errs, "shardplan run: bad argument '%s'\n", argv[i]);
+            run_usage(errs);
+            return 2;
+        }
+    }
+    if (file == NULL) {
+        run_usage(errs);
+        return 2;
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    sp_input part, ref;
+    memset(&ref, 0, sizeof ref);
+    if (sp_input_load(file, NULL, &part, &err) != CM_OK ||
+        sp_input_load(file, NULL, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
+        fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
+                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        if (part.m != NULL) {
+            sp_input_fini(&part);
+        }
+        if (ref.m != NULL) {
+            sp_input_fini(&ref);
+        }
+        return 1;
+    }
+    double *ts = cm_calloc((size_t)iters, sizeof(double)), *op_s = NULL;
+    sp_cost *cost = NULL;
+    uint32_t n_dev = 0;
+    if (top > 0) {
+        /* per-op timers, beside the cost model's per-op figures */
+        op_s = ex_timing_timers(part.m, devices, &n_dev);
+        cost = ex_timing_cost(&part);
+    }
+    ex_check_opts o = {.n_devices = (uint32_t)devices,
+                       .iters = (uint32_t)iters,
+                       .seed = seed,
+                       .iter_s = ts,
+                       .affinity = affinity,
+                       .op_s = op_s,
+                       .op_from = iters > 1 ? 1u : 0u};
+    ex_report r;
+    int rc = 0;
+    if (ts == NULL || (top > 0 && op_s == NULL)) {
+        cm_error_set(&err, CM_ENOMEM, NULL,
+                     ts == NULL ? "out of memory" : "out of memory (or too many ops for --ops)");
+    }
+    if (err.code != CM_OK || ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
+        fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
+                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        rc = 1;
+    } else {
+        fprintf(out, "%s: %u devices, %llu iterations, seed %llu\n", file, r.n_devices,
+                (unsigned long long)iters, (unsigned long long)seed);
+        for (uint64_t i = 0; i < iters; i++) {
+            fprintf(out, "iter %llu: %.3f ms", (unsigned long long)i + 1, ts[i] * 1e3);
+            if (r.flops > 0 && ts[i] > 0) {
+                fprintf(out, ", %.2f GFLOP/s", r.flops / ts[i] * 1e-9);
+            }
+            fputc('\n', out);
+        }
+        qsort(ts, (size_t)iters, sizeof(double), cmd_double_cmp);
+        double med = ts[iters / 2];
+        fprintf(out, "median: %.3f ms", med * 1e3);
+        if (r.flops > 0 && med > 0) {
+            fprintf(out, ", %.2f GFLOP/s (%.3g FLOP per run, cost model)", r.flops / med * 1e-9,
+                    r.flops);
+        }
+        fprintf(out, "; reference (1 device, unpartitioned): %.3f ms\n", r.ref_s * 1e3);
+        if (r.mm.match) {
+            fprintf(out, "numerics: match (max abs diff %.3g)\n", r.mm.max_abs_diff);
+        } else {
+            fprintf(out,
+                    "numerics: MISMATCH at result %u index %zu %s: expected %.9g, got %.9g "
+                    "(tolerance %.3g)\n",
+                    r.mm.result, r.mm.index, r.mm.where, r.mm.expected, r.mm.got, r.mm.tol);
+            rc = 1;
+        }
+        if (op_s != NULL && r.n_devices == n_dev) {
+            ex_timing t = {part.m, part.g, cost, op_s, n_dev, iters - o.op_from};
+            if (ex_timing_text(&t, (uint32_t)top, out) != CM_OK) {
+                fprintf(errs, "shardplan run: out of memory\n");
+                rc = 1;
+            }
+        }
+    }
+    sp_cost_destroy(cost);
+    cm_free(op_s);
+    cm_free(ts);
+    sp_input_fini(&part);
+    sp_input_fini(&ref);
+    return rc;
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor: around a run (ex_exec.h): seeded arguments, the comparison of
+ * two result lists, partitioning, and the check of a partitioned module
+ * against a single-device run of the unpartitioned one. */
+#include "ex_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "sp_cost.h"
+#include "sp_pipeline.h"
+#include "sp_prop.h"
+#include "sp_reshard.h"
+#include "sp_collectives.h"
+#include "sp_diag.h"
+#include "sp_mlir.h"
+
+/* ---- arguments, comparison ------------------------------------------------------ */
+
+void ex_tensors_free(ex_tensor *t, uint32_t n)
+{
+    if (t == NULL) {
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        cm_free(t[i].data);
+    }
+    cm_free(t);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, uint32_t *n_out,
+                       cm_error *err)
+{
+    *args_out = NULL;
+    *n_out = 0;
+    uint32_t f = sp_module_func(m, "main");
+    if (f == SP_NONE || m->ops[f].n_regions != 1 || m->ops[f].regions[0].n_blocks == 0) {
+        return cm_error_set(err, CM_EINVAL, NULL, "the module has no function @main");
+    }
+    const sp_block *b = &m->blocks[m->ops[f].regions[0].blocks[0]];
+    ex_tensor *t = cm_calloc(b->n_args + 1u, sizeof(ex_tensor));
+    if (t == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    char at[32] = ""; /* errors point at @main ("LINE:COL" when it came from text) */
+    if (m->ops[f].line > 0) {
+        snprintf(at, sizeof at, "%u:%u", m->ops[f].line, m->ops[f].col);
+    }
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        const sp_type *ty = sp_value_type(m, b->first_arg + i);
+        if (ty->kind != SP_TYPE_TENSOR || !elem_supported(ty->elem) || ty->rank > EX_MAX_RANK) {
+            ex_tensors_free(t, b->n_args);
+            return cm_error_set(err, CM_EINVAL, at, "argument %u: type %s cannot be executed yet",
+                                i, ty->text);
+        }
+        size_t bytes = sp_elem_bytes(ty->elem);
+        for (uint32_t k = 0; k < ty->rank; k++) {
+            if (ty->dims[k] < 0) {
+                ex_tensors_free(t, b->n_args);
+                return cm_error_set(err, CM_EINVAL, at, "argument %u: dynamic shape", i);
+            }
+            if (!cm_mul_size(bytes, (size_t)ty->dims[k], &bytes) || bytes > (SIZE_MAX >> 2)) {
+                ex_tensors_free(t, b->n_args);
+                return cm_error_set(err, CM_EINVAL, at, "argument %u: type %s is too large", i,
+                                    ty->text);
+            }
+        }
+        t[i].elem = ty->elem;
+        t[i].rank = ty->rank;
+        memcpy(t[i].dims, ty->dims, sizeof(int64_t) * ty->rank);
+        t[i].n = count_of(ty->dims, ty->rank);
+        t[i].data = cm_calloc(t[i].n + 1u, sp_elem_bytes(ty->elem));
+        if (t[i].data == NULL) {
+            ex_tensors_free(t, b->n_args);
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+        uint64_t s = (seed ^ 0x9E3779B97F4A7C15ULL) + 0xBF58476D1CE4E5B9ULL * (i + 1u);
+        if (s == 0) {
+            s = 1;
+        }
+        double fan = ty->rank > 0 && ty->dims[0] > 0 ? (double)ty->dims[0] : 1.0;
+        double scale = sqrt(3.0 / fan);
+        for (size_t j = 0; j < t[i].n; j++) {
+            uint64_t r = xorshift(&s);
+            double u = (double)(r >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
+            double v = elem_float(ty->elem) ? (2.0 * u - 1.0) * scale
+                       : ty->elem == SP_ELEM_I1 ? (double)(r >> 63)
+                                                : (double)(r >> 61);
+            elem_store(t[i].data, ty->elem, j, v);
+        }
+    }
+    *args_out = t;
+    *n_out = b->n_args;
+    return CM_OK;
+}
+
+void ex_coords_text(const ex_tensor *t, size_t idx, char *buf, size_t len)
+{
+    int64_t c[EX_MAX_RANK];
+    for (uint32_t k = t->rank; k-- > 0;) {
+        c[k] = t->dims[k] > 0 ? (int64_t)(idx % (size_t)t->dims[k]) : 0;
+        idx = t->dims[k] > 0 ? idx / (size_t)t->dims[k] : 0;
+    }
+    size_t at = 0;
+    at += (size_t)snprintf(buf, len, "[");
+    for (uint32_t k = 0; k < t->rank && at < len; k++) {
+        at += (size_t)snprintf(buf + at, len - at, "%s%lld", k > 0 ? ", " : "", (long long)c[k]);
+    }
+    if (at < len) {
+        snprintf(buf + at, len - at, "]");
+    }
+}
+
+void ex_tensors_compare(const ex_tensor *expected, const ex_tensor *got, uint32_t n, int64_t k,
+                        ex_mismatch *out)
+{
+    memset(out, 0, sizeof *out);
+    out->match = true;
+    double sk = sqrt((double)(k > 1 ? k : 1));
+    for (uint32_t r = 0; r < n; r++) {
+        const ex_tensor *e = &expected[r], *g = &got[r];
+        bool same = e->elem == g->elem && e->rank == g->rank && e->n == g->n;
+        for (uint32_t d = 0; same && d < e->rank; d++) {
+            same = e->dims[d] == g->dims[d];
+        }
+        if (!same) {
+            if (out->match) {
+                out->match = false;
+                out->result = r;
+                snprintf(out->where, sizeof out->where, "(shape or type differs)");
+            }
+            continue;
+        }
+        double rel = 0, abs_ = 0;
+        if (e->elem == SP_ELEM_F32) {
+            rel = 1e-4 * sk;
+            abs_ = 1e-5 * sk;
+        } else if (e->elem == SP_ELEM_F64) {
+            rel = 1e-10 * sk;
+            abs_ = 1e-12 * sk;
+        }
+        for (size_t i = 0; i < e->n; i++) {
+            double a = elem_load(e->data, e->elem, i), b = elem_load(g->data, g->elem, i);
+            double diff = fabs(a - b), tol = rel * fabs(a) + abs_;
+            bool bad = isnan(a) != isnan(b) || diff > tol;
+            if (isnan(a) && isnan(b)) {
+                bad = false;
+                diff = 0;
+            }
+            if (diff > out->max_abs_diff || (isnan(diff) && !isnan(out->max_abs_diff))) {
+                out->max_abs_diff = diff;
+            }
+            if (bad && out->match) {
+                out->match = false;
+                out->result = r;
+                out->index = i;
+                out->expected = a;
+                out->got = b;
+                out->tol = tol;
+                ex_coords_text(e, i, out->where, sizeof out->where);
+            }
+        }
+    }
+}
+
+int64_t ex_module_contraction(const sp_module *m)
+{
+    int64_t best = 1;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *o = &m->ops[i];
+        if (o->kind != SP_OP_DOT_GENERAL || o->n_operands < 1) {
+            continue;
+        }
+        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dot_dimension_numbers");
+        const int64_t *c = NULL;
+        uint32_t nc = 0;
+        if (!sp_attr_ints(params_item(dn, "lhs_contracting_dimensions"), &c, &nc, &a)) {
+            continue;
+        }
+        const sp_type *t = sp_value_type(m, o->operands[0]);
+        int64_t kk = 1;
+        for (uint32_t j = 0; j < nc; j++) {
+            if (c[j] >= 0 && c[j] < (int64_t)t->rank && t->dims[c[j]] > 0) {
+                kk *= t->dims[c[j]];
+            }
+        }
+        best = kk > best ? kk : best;
+    }
+    cm_arena_fini(&a);
+    return best;
+}
+
+/* ---- partition and check -------------------------------------------------------- */
+
+static bool has_collectives(const sp_module *m)
+{
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        sp_op_kind k = (sp_op_kind)m->ops[i].kind;
+        if (k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE || k == SP_OP_SDY_ALL_REDUCE ||
+            k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_COLLECTIVE_PERMUTE ||
+            k == SP_OP_SDY_REDUCE_SCATTER || k == SP_OP_SDY_RESHARD) {
+            return true;
+        }
+    }
+    return false;
+}
+
+cm_status ex_partition(sp_module *m, cm_error *err)
+{
+    if (has_collectives(m)) {
+        return CM_OK;
+    }
+    sp_diags d;
+    sp_diags_init(&d);
+    cm_status st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
+    sp_diags_fini(&d);
+    if (st == CM_OK) {
+        st = sp_pass_reshard_to_collectives(m, false, err);
+    }
+    return st;
+}
+
+cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check_opts *o,
+                           ex_report *r, cm_error *err)
+{
+    memset(r, 0, sizeof *r);
+    ex_tensor *args = NULL, *want = NULL, *got = NULL;
+    uint32_t n_args = 0, n_want = 0, n_got = 0;
+    cm_status st = ex_args_make(ref, o->seed, &args, &n_args, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    ex_exec_opts eo = {.replicated = true, .iters = 1, .iter_s = &r->ref_s};
+    st = ex_exec_run(ref, &eo, args, n_args, &want, &n_want, err);
+    if (st == CM_OK) {
+        eo.replicated = false;
+        eo.n_devices = o->n_devices > 0 ? o->n_devices : ex_module_devices(part);
+        eo.iters = o->iters;
+        eo.iter_s = o->iter_s;
+        eo.affinity = o->affinity;
+        eo.op_s = o->op_s;
+        eo.op_from = o->op_from;
+        r->n_devices = eo.n_devices;
+        st = ex_exec_run(part, &eo, args, n_args, &got, &n_got, err);
+    }
+    if (st == CM_OK) {
+        if (n_got != n_want) {
+            st = cm_error_set(err, CM_EINVAL, NULL, "%u results, the reference has %u", n_got,
+                              n_want);
+        } else {
+            ex_tensors_compare(want, got, n_want, ex_module_contraction(ref), &r->mm);
+        }
+    }
+    if (st == CM_OK) {
+        sp_cost_opts co;
+        sp_cost_opts_init(&co);
+        sp_cost *c = NULL;
+        cm_error ce;
+        cm_error_clear(&ce);
+        if (sp_cost_compute(part, &co, &c, &ce) == CM_OK) {
+            r->flops = sp_cost_get_summary(c)->flops * (double)r->n_devices;
+            sp_cost_destroy(c);
+        }
+    }
+    ex_tensors_free(args, n_args);
+    ex_tensors_free(want, n_want);
+    ex_tensors_free(got, n_got);
+    return st;
+}
+
+static cm_status read_planned(const char *text, size_t len, sp_module **out, cm_error *err)
+{
+    cm_status st = sp_mlir_read(text, len, 0, out, err);
+    if (st != CM_OK || has_collectives(*out)) {
+        return st;
+    }
+    sp_prop_opts po;
+    sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
+    sp_diags d;
+    sp_diags_init(&d);
+    st = sp_pass_propagation_pipeline(*out, &po, &d, err);
+    sp_diags_fini(&d);
+    if (st != CM_OK) {
+        sp_module_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
+                        cm_error *err)
+{
+    memset(r, 0, sizeof *r);
+    sp_module *part = NULL, *ref = NULL;
+    cm_status st = read_planned(text, len, &part, err);
+    if (st == CM_OK) {
+        st = read_planned(text, len, &ref, err);
+    }
+    if (st == CM_OK) {
+        st = ex_partition(part, err);
+    }
+    if (st == CM_OK) {
+        st = ex_check_modules(part, ref, o, r, err);
+    }
+    sp_module_destroy(part);
+    sp_module_destroy(ref);
+    return st;
+}

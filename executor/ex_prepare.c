@@ -1,0 +1,1838 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor: the compiler from IR to program (ex_int.h). One pass, before any
+ * worker starts, decodes every op of main and of the blocks it runs into an
+ * xop (attributes, device groups, constants, regions), every value into its
+ * per-device blocks (vinfo: local shape and offsets from its sharding), and
+ * each op's list of buffers to release after it. Whatever the executor cannot
+ * run is refused here, at its op. */
+#include "ex_int.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_collectives.h"
+
+/* ---- the prepared program ---------------------------------------------------------- */
+
+/* Reports an error located at op ("LINE:COL" when the op came from text). */
+cm_status ex_op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt, ...)
+{
+    char path[32];
+    path[0] = '\0';
+    const sp_op *o = &p->m->ops[op];
+    if (o->line > 0) {
+        snprintf(path, sizeof path, "%u:%u", o->line, o->col);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    cm_status st = cm_error_setv(err, CM_EINVAL, path, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
+{
+    return s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : s->mesh;
+}
+
+/* The sharding a value is held with: collectives carry out_sharding, reshards
+ * `sharding`, a while's condition and body arguments are sharded as its
+ * results; everything else as sp_value_sharding. NULL: replicated. */
+static const sp_sharding *held_sharding(const sp_module *m, uint32_t v)
+{
+    return sp_value_sharding_partitioned(m, v);
+}
+
+/* Mesh position of device dev (through the mesh's device_ids), or -1. */
+static int64_t mesh_position(const sp_mesh *mesh, int64_t dev)
+{
+    if (mesh->device_ids == NULL || mesh->n_device_ids == 0) {
+        return dev;
+    }
+    for (uint32_t i = 0; i < mesh->n_device_ids; i++) {
+        if (mesh->device_ids[i] == dev) {
+            return (int64_t)i;
+        }
+    }
+    return -1;
+}
+
+/* Fills the value's local dims and per-device offsets. */
+static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_error *err)
+{
+    const sp_module *m = p->m;
+    vinfo *vi = &p->vi[v];
+    const sp_type *t = sp_value_type(m, v);
+    if (t->kind != SP_TYPE_TENSOR || !elem_supported(t->elem) || t->rank > EX_MAX_RANK) {
+        return ex_op_error(p, op_for_err, err, "type %s cannot be executed yet", t->text);
+    }
+    for (uint32_t k = 0; k < t->rank; k++) {
+        if (t->dims[k] < 0) {
+            return ex_op_error(p, op_for_err, err, "dynamic type %s cannot be executed yet",
+                            t->text);
+        }
+    }
+    vi->live = true;
+    vi->last_use = UINT32_MAX;
+    vi->elem = t->elem;
+    vi->rank = t->rank;
+    vi->esz = sp_elem_bytes(t->elem);
+    vi->gdims = t->dims;
+    vi->ldims = cm_arena_alloc(&p->arena, sizeof(int64_t) * (t->rank + 1u));
+    vi->off = cm_arena_zalloc(&p->arena, sizeof(int64_t) * (t->rank * p->n_dev + 1u));
+    if (vi->ldims == NULL || vi->off == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    size_t bytes = sp_elem_bytes(t->elem);
+    for (uint32_t k = 0; k < t->rank; k++) {
+        if (!cm_mul_size(bytes, (size_t)t->dims[k], &bytes) || bytes > (SIZE_MAX >> 2)) {
+            return ex_op_error(p, op_for_err, err, "type %s is too large", t->text);
+        }
+    }
+    memcpy(vi->ldims, t->dims, sizeof(int64_t) * t->rank);
+    /* inside a manual computation's body every device holds its manual
+     * group's whole (local) tensors: the partitioner leaves bodies alone */
+    const sp_sharding *s = p->replicated || p->in_manual ? NULL : held_sharding(m, v);
+    if (s != NULL && s->rank == t->rank) {
+        const sp_mesh *mesh = sharding_mesh(m, s);
+        if (mesh == NULL) {
+            return ex_op_error(p, op_for_err, err, "sharding on unknown mesh %s",
+                            s->mesh_name != NULL ? s->mesh_name : "?");
+        }
+        if (sp_mesh_size(mesh) != (int64_t)p->n_dev) {
+            return ex_op_error(p, op_for_err, err,
+                            "a value on a mesh whose size is not the device count (%s) cannot "
+                            "be executed yet",
+                            s->mesh_name != NULL ? s->mesh_name : "inlined mesh");
+        }
+        cm_error e2;
+        cm_error_clear(&e2);
+        if (sp_local_shape(s, mesh, t->dims, t->rank, vi->ldims, &e2) != CM_OK) {
+            return ex_op_error(p, op_for_err, err, "bad sharding: %s", e2.msg);
+        }
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            int64_t pos = mesh_position(mesh, d);
+            if (pos < 0) {
+                return ex_op_error(p, op_for_err, err, "device missing from mesh %s",
+                                s->mesh_name != NULL ? s->mesh_name : "?");
+            }
+            int64_t coord[SP_MAX_RANK];
+            for (uint32_t a = mesh->n_axes; a-- > 0;) {
+                coord[a] = pos % mesh->axes[a].size;
+                pos /= mesh->axes[a].size;
+            }
+            for (uint32_t k = 0; k < t->rank; k++) {
+                int64_t idx = 0;
+                for (uint32_t j = 0; j < s->dims[k].n_axes; j++) {
+                    const sp_axis_ref *r = &s->dims[k].axes[j];
+                    int32_t ai = sp_mesh_axis_index(mesh, r->name);
+                    if (ai < 0) {
+                        return ex_op_error(p, op_for_err, err, "unknown mesh axis %s", r->name);
+                    }
+                    int64_t c = coord[ai], size = mesh->axes[ai].size;
+                    if (r->pre_size > 0) {
+                        /* Shardy's pre-size is the product of the sub-axes
+                         * major to this one (sp_collective_groups agrees) */
+                        c = (c / (size / (r->pre_size * r->size))) % r->size;
+                        size = r->size;
+                    }
+                    idx = idx * size + c;
+                }
+                vi->off[d * t->rank + k] = idx * vi->ldims[k];
+            }
+        }
+    }
+    vi->lcount = count_of(vi->ldims, t->rank);
+    return CM_OK;
+}
+
+/* True when every device's block of v and of r is the same region of the
+ * same shape: a reshard from v to r moves nothing between devices. */
+static bool same_blocks(const prog *p, uint32_t v, uint32_t r)
+{
+    const vinfo *a = &p->vi[v], *b = &p->vi[r];
+    if (p->replicated || a->rank != b->rank || a->elem != b->elem) {
+        return false;
+    }
+    for (uint32_t k = 0; k < a->rank; k++) {
+        if (a->ldims[k] != b->ldims[k]) {
+            return false;
+        }
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        if (memcmp(voff(p, v, d), voff(p, r, d), sizeof(int64_t) * a->rank) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool ints_attr(prog *p, uint32_t op, const char *name, const int64_t **v, uint32_t *n)
+{
+    return sp_attr_ints(sp_op_attr(p->m, op, name), v, n, &p->arena);
+}
+
+/* Parses a dense<...> body: a splat, a nested list, true/false or a hex splat. */
+static cm_status parse_constant(prog *p, xop *x, const sp_attr *a, sp_elem e, size_t count,
+                                cm_error *err)
+{
+    if (a == NULL || a->kind != SP_ATTR_DENSE || a->u.dense.body == NULL) {
+        return ex_op_error(p, x->op, err,
+                           "%s: constant without a dense value cannot be executed yet",
+                           p->m->ops[x->op].name);
+    }
+    const char *s = a->u.dense.body;
+    x->cval = cm_arena_alloc(&p->arena, sizeof(double) * (count + 1u));
+    if (x->cval == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    while (*s == ' ' || *s == '"') {
+        s++;
+    }
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        unsigned long long bits = strtoull(s + 2, NULL, 16);
+        if (strlen(s) > 2 + 16 + 1) {
+            return ex_op_error(p, x->op, err, "%s: hex constant lists cannot be executed yet",
+                            p->m->ops[x->op].name);
+        }
+        if (e == SP_ELEM_F32) {
+            uint32_t b32 = (uint32_t)bits;
+            float f;
+            memcpy(&f, &b32, sizeof f);
+            x->cval[0] = (double)f;
+        } else if (e == SP_ELEM_F64) {
+            uint64_t b64 = (uint64_t)bits;
+            double d;
+            memcpy(&d, &b64, sizeof d);
+            x->cval[0] = d;
+        } else {
+            x->cval[0] = (double)bits;
+        }
+        x->n_cval = 1;
+        return CM_OK;
+    }
+    size_t n = 0;
+    while (*s != '\0') {
+        if (*s == '[' || *s == ']' || *s == ',' || *s == ' ' || *s == '\n' || *s == '"') {
+            s++;
+            continue;
+        }
+        double v;
+        char *end = NULL;
+        if (strncmp(s, "true", 4) == 0) {
+            v = 1;
+            end = (char *)(uintptr_t)(s + 4);
+        } else if (strncmp(s, "false", 5) == 0) {
+            v = 0;
+            end = (char *)(uintptr_t)(s + 5);
+        } else {
+            v = strtod(s, &end);
+            if (end == s) {
+                return ex_op_error(p, x->op, err, "%s: constant literal cannot be executed yet",
+                                p->m->ops[x->op].name);
+            }
+        }
+        if (n >= count) {
+            return ex_op_error(p, x->op, err, "%s: constant has too many elements",
+                            p->m->ops[x->op].name);
+        }
+        x->cval[n++] = v;
+        s = end;
+    }
+    if (n != 1 && n != count) {
+        return ex_op_error(p, x->op, err, "%s: constant element count does not match its type",
+                        p->m->ops[x->op].name);
+    }
+    x->n_cval = n;
+    return CM_OK;
+}
+
+/* Collects the axes of a collective and computes its device groups. */
+static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
+{
+    const sp_module *m = p->m;
+    sp_axis_ref refs[4 * SP_MAX_RANK];
+    uint32_t n = 0;
+    const sp_attr *axes = key != NULL ? sp_op_attr(m, x->op, key) : NULL;
+    if (axes != NULL && axes->kind == SP_ATTR_AXIS_LIST) {
+        for (uint32_t j = 0; j < axes->u.axes.n && n < 4 * SP_MAX_RANK; j++) {
+            refs[n++] = axes->u.axes.axes[j];
+        }
+    } else if (axes != NULL && axes->kind == SP_ATTR_AXIS_LISTS) {
+        for (uint32_t i = 0; i < axes->u.axis_lists.n; i++) {
+            const sp_axis_list *l = &axes->u.axis_lists.items[i];
+            for (uint32_t j = 0; j < l->n && n < 4 * SP_MAX_RANK; j++) {
+                refs[n++] = l->axes[j];
+            }
+        }
+    } else if (axes != NULL && axes->kind == SP_ATTR_ALL_TO_ALL) {
+        for (uint32_t i = 0; i < axes->u.a2a.n; i++) {
+            const sp_axis_list *l = &axes->u.a2a.items[i].axes;
+            for (uint32_t j = 0; j < l->n && n < 4 * SP_MAX_RANK; j++) {
+                refs[n++] = l->axes[j];
+            }
+        }
+    }
+    x->grp_of = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
+    if (x->grp_of == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    const sp_sharding *s = held_sharding(m, m->ops[x->op].first_result);
+    const sp_mesh *mesh = s != NULL ? sharding_mesh(m, s) : NULL;
+    if (key == NULL || mesh == NULL) {
+        /* Reshards and permutes: any device may hold what another needs. */
+        x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
+        if (x->groups == NULL) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        }
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            x->groups[d] = d;
+            x->grp_of[d] = 0;
+        }
+        x->gsize = p->n_dev;
+        return CM_OK;
+    }
+    uint32_t ng = 0, gs = 0;
+    cm_error e2;
+    cm_error_clear(&e2);
+    if (sp_collective_groups(mesh, refs, n, &x->groups, &ng, &gs, &p->arena, &e2) != CM_OK) {
+        return ex_op_error(p, x->op, err, "device groups: %s", e2.msg);
+    }
+    x->gsize = gs;
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        x->grp_of[d] = -1;
+    }
+    for (uint32_t g = 0; g < ng; g++) {
+        for (uint32_t j = 0; j < gs; j++) {
+            int64_t dev = x->groups[(size_t)g * gs + j];
+            if (dev < 0 || dev >= (int64_t)p->n_dev) {
+                return ex_op_error(p, x->op, err, "%s: device id out of range",
+                                m->ops[x->op].name);
+            }
+            x->grp_of[dev] = g;
+        }
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        if (x->grp_of[d] < 0) {
+            return ex_op_error(p, x->op, err, "%s: a device is in no group", m->ops[x->op].name);
+        }
+    }
+    return CM_OK;
+}
+
+/* The one block of op's one region, or NULL. */
+static const sp_block *body_block(const sp_module *m, uint32_t op)
+{
+    const sp_op *o = &m->ops[op];
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        return NULL;
+    }
+    return &m->blocks[o->regions[0].blocks[0]];
+}
+
+/* The reduction of a body block of two ops (a binary op and the return), or -1. */
+static int block_reduce_fn(const sp_module *m, const sp_block *b)
+{
+    if (b == NULL || b->n_ops != 2) {
+        return -1;
+    }
+    switch ((sp_op_kind)m->ops[b->ops[0]].kind) {
+    case SP_OP_ADD:
+        return RED_ADD;
+    case SP_OP_MAXIMUM:
+        return RED_MAX;
+    case SP_OP_MINIMUM:
+        return RED_MIN;
+    case SP_OP_MULTIPLY:
+        return RED_MUL;
+    case SP_OP_AND:
+        return RED_AND;
+    case SP_OP_OR:
+        return RED_OR;
+    default:
+        return -1;
+    }
+}
+
+static int reduce_body(const sp_module *m, uint32_t op)
+{
+    return block_reduce_fn(m, body_block(m, op));
+}
+
+/* The comparison direction of a compare op (CMP_*, -1: none); *total is set
+ * when its compare_type is TOTALORDER. */
+static int compare_dir(const sp_module *m, uint32_t op, bool *total)
+{
+    static const char *const names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+    const sp_attr *a = sp_op_attr(m, op, "comparison_direction");
+    const sp_attr *t = sp_op_attr(m, op, "compare_type");
+    const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "";
+    *total = t != NULL && t->kind == SP_ATTR_ENUM && strcmp(t->u.enm.value, "TOTALORDER") == 0;
+    for (int i = 0; i < 6; i++) {
+        if (strcmp(v, names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* ---- ops with a kernel in ex_kern.c: attributes ------------------------------------ */
+
+/* The integer list item `name` of a PARAMS attribute (absent: empty). */
+static bool params_ints(prog *p, const sp_attr *a, const char *name, const int64_t **v, uint32_t *n)
+{
+    const sp_attr *it = params_item(a, name);
+    *v = NULL;
+    *n = 0;
+    return it == NULL || sp_attr_ints(it, v, n, &p->arena);
+}
+
+static bool dims_below(const int64_t *v, uint32_t n, uint32_t rank)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] >= (int64_t)rank) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A dot operand's batching and contracting dims: in range, none twice. */
+static bool dot_dims_ok(const sp_module *m, uint32_t v, const int64_t *b, uint32_t nb,
+                        const int64_t *c, uint32_t nc)
+{
+    uint32_t rank = sp_value_type(m, v)->rank;
+    bool seen[EX_MAX_RANK] = {false};
+    if (!dims_below(b, nb, rank) || !dims_below(c, nc, rank) || rank > EX_MAX_RANK) {
+        return false;
+    }
+    for (uint32_t i = 0; i < nb + nc; i++) {
+        int64_t d = i < nb ? b[i] : c[i - nb];
+        if (seen[d]) {
+            return false;
+        }
+        seen[d] = true;
+    }
+    return true;
+}
+
+static bool is_int_elem(sp_elem e)
+{
+    return elem_supported(e) && !elem_float(e) && e != SP_ELEM_I1;
+}
+
+/* gather / scatter dimension numbers: names[0..5] are the items for
+ * offset (update window) dims, collapsed (inserted) dims, operand (input)
+ * batching dims, indices batching dims, start index map and index vector
+ * dim; opv the operand, ixv the indices, wv the value holding the window
+ * dims (gather: the result, scatter: the updates). */
+static cm_status prepare_gather_dims(prog *p, xop *x, const char *attr, const char *const *names,
+                                     uint32_t opv, uint32_t ixv, uint32_t wv, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const char *nm = m->ops[x->op].name;
+    const sp_attr *a = sp_op_attr(m, x->op, attr);
+    ex_gather_dims *g = cm_arena_zalloc(&p->arena, sizeof *g);
+    if (g == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    const sp_attr *ivd = params_item(a, names[5]);
+    uint32_t orank = sp_value_type(m, opv)->rank, irank = sp_value_type(m, ixv)->rank,
+             wrank = sp_value_type(m, wv)->rank;
+    bool ok = a != NULL && a->kind == SP_ATTR_PARAMS && ivd != NULL && ivd->kind == SP_ATTR_INT &&
+              params_ints(p, a, names[0], &g->offset_dims, &g->n_offset) &&
+              params_ints(p, a, names[1], &g->collapsed, &g->n_collapsed) &&
+              params_ints(p, a, names[2], &g->obatch, &g->n_obatch) &&
+              params_ints(p, a, names[3], &g->ibatch, &g->n_ibatch) &&
+              params_ints(p, a, names[4], &g->start_map, &g->n_start_map);
+    if (!ok) {
+        return ex_op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
+    }
+    g->ivd = ivd->u.i.v;
+    uint32_t nw = 0;
+    for (uint32_t d = 0; d < orank; d++) {
+        bool c = false;
+        for (uint32_t i = 0; i < g->n_collapsed; i++) {
+            c = c || g->collapsed[i] == (int64_t)d;
+        }
+        for (uint32_t i = 0; i < g->n_obatch; i++) {
+            c = c || g->obatch[i] == (int64_t)d;
+        }
+        nw += c ? 0u : 1u;
+    }
+    const sp_type *it = sp_value_type(m, ixv);
+    bool has_ivd = g->ivd < (int64_t)irank;
+    int64_t vec = has_ivd && g->ivd >= 0 ? it->dims[g->ivd] : 1;
+    for (uint32_t i = 0; i < g->n_ibatch; i++) {
+        ok = ok && g->ibatch[i] != g->ivd;
+    }
+    ok = ok && g->ivd >= 0 && g->ivd <= (int64_t)irank &&
+         dims_below(g->offset_dims, g->n_offset, wrank) &&
+         dims_below(g->collapsed, g->n_collapsed, orank) &&
+         dims_below(g->obatch, g->n_obatch, orank) && dims_below(g->ibatch, g->n_ibatch, irank) &&
+         dims_below(g->start_map, g->n_start_map, orank) && g->n_obatch == g->n_ibatch &&
+         nw == g->n_offset && wrank - g->n_offset == irank - (has_ivd ? 1u : 0u) &&
+         (int64_t)g->n_start_map == vec && is_int_elem(it->elem) &&
+         sp_value_type(m, wv)->elem == sp_value_type(m, opv)->elem &&
+         sp_value_type(m, m->ops[x->op].first_result)->elem == sp_value_type(m, opv)->elem;
+    if (!ok) {
+        return ex_op_error(p, x->op, err, "op %s: dimension numbers do not fit the operand shapes",
+                        nm);
+    }
+    x->ext = g;
+    return CM_OK;
+}
+
+static cm_status prepare_gather(prog *p, xop *x, cm_error *err)
+{
+    static const char *const names[6] = {"offset_dims",           "collapsed_slice_dims",
+                                         "operand_batching_dims", "start_indices_batching_dims",
+                                         "start_index_map",       "index_vector_dim"};
+    const sp_op *o = &p->m->ops[x->op];
+    if (o->n_operands != 2 || o->n_results != 1) {
+        return ex_op_error(p, x->op, err, "op %s with these operands cannot be executed yet",
+                           o->name);
+    }
+    cm_status st = prepare_gather_dims(p, x, "dimension_numbers", names, o->operands[0],
+                                       o->operands[1], o->first_result, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    ex_gather_dims *g = x->ext;
+    uint32_t n = 0;
+    const int64_t *ss = NULL;
+    const sp_type *ot = sp_value_type(p->m, o->operands[0]);
+    bool ok = ints_attr(p, x->op, "slice_sizes", &ss, &n) && n == ot->rank;
+    for (uint32_t d = 0; ok && d < n; d++) {
+        ok = ss[d] >= 0 && ss[d] <= ot->dims[d];
+    }
+    if (!ok) {
+        return ex_op_error(p, x->op, err, "op %s: slice_sizes do not fit the operand", o->name);
+    }
+    g->slice_sizes = ss;
+    return CM_OK;
+}
+
+/* The combiner of a scatter's body: -1 replace (returns the update), else
+ * EX_RED_*; -2 for anything else. */
+static int scatter_body(const sp_module *m, uint32_t op)
+{
+    const sp_block *b = body_block(m, op);
+    if (b == NULL) {
+        return -2;
+    }
+    if (b->n_ops == 1 && b->n_args == 2) {
+        const sp_op *ret = &m->ops[b->ops[0]];
+        return ret->n_operands == 1 && ret->operands[0] == b->first_arg + 1 ? -1 : -2;
+    }
+    int fn = reduce_body(m, op);
+    return fn == RED_ADD || fn == RED_MUL || fn == RED_MAX || fn == RED_MIN ? fn : -2;
+}
+
+static cm_status prepare_scatter(prog *p, xop *x, cm_error *err)
+{
+    static const char *const names[6] = {
+        "update_window_dims",           "inserted_window_dims",
+        "input_batching_dims",          "scatter_indices_batching_dims",
+        "scatter_dims_to_operand_dims", "index_vector_dim"};
+    const sp_op *o = &p->m->ops[x->op];
+    if (o->n_operands != 3 || o->n_results != 1) {
+        return ex_op_error(p, x->op, err, "op %s with several inputs cannot be executed yet",
+                           o->name);
+    }
+    x->fn = scatter_body(p->m, x->op);
+    if (x->fn < -1) {
+        return ex_op_error(p, x->op, err, "%s with this body cannot be executed yet", o->name);
+    }
+    return prepare_gather_dims(p, x, "scatter_dimension_numbers", names, o->operands[0],
+                               o->operands[1], o->operands[2], err);
+}
+
+/* The extent of n elements d apart, (n - 1) * d + 1 (0 for none); -1 past
+ * 2^60. */
+static int64_t dilated(int64_t n, int64_t d)
+{
+    int64_t r;
+    if (n <= 0) {
+        return 0;
+    }
+    if (!cm_mul_i64(n - 1, d, &r) || r > ((int64_t)1 << 60)) {
+        return -1;
+    }
+    return r + 1;
+}
+
+static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
+{
+    static const char *const names[9] = {
+        "input_batch_dimension",           "input_feature_dimension",
+        "input_spatial_dimensions",        "kernel_input_feature_dimension",
+        "kernel_output_feature_dimension", "kernel_spatial_dimensions",
+        "output_batch_dimension",          "output_feature_dimension",
+        "output_spatial_dimensions"};
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    ex_conv_dims *cd = cm_arena_zalloc(&p->arena, sizeof *cd);
+    if (cd == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    if (o->n_operands != 2 || o->n_results != 1) {
+        return ex_op_error(p, x->op, err, "op %s with these operands cannot be executed yet", nm);
+    }
+    const sp_type *it = sp_value_type(m, o->operands[0]), *kt = sp_value_type(m, o->operands[1]),
+                  *ot = sp_value_type(m, o->first_result);
+    uint32_t rank = it->rank;
+    const sp_attr *dn = sp_op_attr(m, x->op, "dimension_numbers");
+    const int64_t *v[9];
+    uint32_t n[9];
+    bool ok = dn != NULL && dn->kind == SP_ATTR_PARAMS && kt->rank == rank && ot->rank == rank &&
+              rank >= 2 && rank <= EX_KERN_MAX_RANK;
+    for (int i = 0; ok && i < 9; i++) {
+        ok = params_ints(p, dn, names[i], &v[i], &n[i]) && n[i] == (i % 3 == 2 ? rank - 2 : 1) &&
+             dims_below(v[i], n[i], rank);
+    }
+    if (!ok) {
+        return ex_op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
+    }
+    cd->ns = rank - 2;
+    cd->ib = v[0][0];
+    cd->ifeat = v[1][0];
+    cd->ki = v[3][0];
+    cd->ko = v[4][0];
+    cd->ob = v[6][0];
+    cd->ofeat = v[7][0];
+    for (uint32_t j = 0; j < cd->ns; j++) {
+        cd->is[j] = v[2][j];
+        cd->ks[j] = v[5][j];
+        cd->os[j] = v[8][j];
+        cd->stride[j] = 1;
+        cd->rdil[j] = 1;
+    }
+    const int64_t *a;
+    uint32_t na;
+    const int64_t big = (int64_t)1 << 60; /* window parameters beyond this are refused */
+    if (ints_attr(p, x->op, "window_strides", &a, &na)) {
+        ok = ok && na == cd->ns;
+        for (uint32_t j = 0; ok && j < na; j++) {
+            ok = a[j] >= 1 && a[j] <= big;
+            cd->stride[j] = a[j];
+        }
+    }
+    static const char *const dil[2] = {"lhs_dilation", "rhs_dilation"};
+    for (int i = 0; i < 2; i++) {
+        int64_t *to = i == 0 ? cd->ldil : cd->rdil;
+        for (uint32_t j = 0; j < cd->ns; j++) {
+            to[j] = 1;
+        }
+        if (ints_attr(p, x->op, dil[i], &a, &na)) {
+            ok = ok && na == cd->ns;
+            for (uint32_t j = 0; ok && j < na; j++) {
+                ok = a[j] >= 1 && a[j] <= big;
+                to[j] = a[j];
+            }
+        }
+    }
+    int64_t pad_hi[EX_KERN_MAX_RANK] = {0};
+    if (ints_attr(p, x->op, "padding", &a, &na)) {
+        ok = ok && na == 2 * cd->ns;
+        for (uint32_t j = 0; ok && j < cd->ns; j++) {
+            cd->pad_lo[j] = a[2 * j];
+            pad_hi[j] = a[2 * j + 1];
+            ok = a[2 * j] >= -big && a[2 * j] <= big && a[2 * j + 1] >= -big && a[2 * j + 1] <= big;
+        }
+    }
+    if (ints_attr(p, x->op, "window_reversal", &a, &na)) {
+        ok = ok && na == cd->ns;
+        for (uint32_t j = 0; ok && j < na; j++) {
+            cd->rev[j] = a[j] != 0;
+        }
+    }
+    static const char *const gname[2] = {"feature_group_count", "batch_group_count"};
+    for (int i = 0; i < 2; i++) {
+        const sp_attr *g = sp_op_attr(m, x->op, gname[i]);
+        int64_t *to = i == 0 ? &cd->fgc : &cd->bgc;
+        *to = 1;
+        if (g != NULL) {
+            ok = ok && g->kind == SP_ATTR_INT && g->u.i.v >= 1;
+            *to = ok ? g->u.i.v : 1;
+        }
+    }
+    if (!ok) {
+        return ex_op_error(p, x->op, err, "op %s: window attributes the executor cannot read", nm);
+    }
+    /* the output shape must follow from the window and the groups (so no read
+     * goes astray) */
+    int64_t in_f = it->dims[cd->ifeat], in_b = it->dims[cd->ib], kout = kt->dims[cd->ko], kin;
+    ok = (cd->fgc == 1 || cd->bgc == 1) && cm_mul_i64(kt->dims[cd->ki], cd->fgc, &kin) &&
+         in_f == kin && kout % cd->fgc == 0 && kout % cd->bgc == 0 && in_b % cd->bgc == 0 &&
+         ot->dims[cd->ofeat] == kout && ot->dims[cd->ob] == in_b / cd->bgc;
+    for (uint32_t j = 0; ok && j < cd->ns; j++) {
+        int64_t in = dilated(it->dims[cd->is[j]], cd->ldil[j]);
+        int64_t span = dilated(kt->dims[cd->ks[j]], cd->rdil[j]);
+        int64_t w = in + cd->pad_lo[j] + pad_hi[j] - span;
+        ok = in >= 0 && span >= 0 && ot->dims[cd->os[j]] == (w < 0 ? 0 : w / cd->stride[j] + 1);
+    }
+    if (!ok || it->elem != ot->elem || kt->elem != ot->elem ||
+        (ot->elem != SP_ELEM_F32 && ot->elem != SP_ELEM_F64)) {
+        return ex_op_error(p, x->op, err, "op %s: shapes or types the executor cannot run", nm);
+    }
+    x->ext = cd;
+    return CM_OK;
+}
+
+/* window_dimensions, window_strides and padding of a windowed op of the given
+ * rank into x->a, x->b (default 1) and x->c (lo, hi per dim; absent: x->nc
+ * 0); *ok false when they are unreadable or not positive. CM_ENOMEM only. */
+static cm_status window_attrs(prog *p, xop *x, uint32_t rank, bool *ok, cm_error *err)
+{
+    const sp_module *m = p->m;
+    int64_t *ones = cm_arena_alloc(&p->arena, sizeof(int64_t) * (2u * rank + 1u));
+    if (ones == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t k = 0; k < 2 * rank; k++) {
+        ones[k] = k < rank ? 1 : 0;
+    }
+    x->b = ones;
+    x->nb = rank;
+    x->c = ones + rank;
+    x->nc = 0;
+    *ok = ints_attr(p, x->op, "window_dimensions", &x->a, &x->na) && x->na == rank;
+    if (*ok && sp_op_attr(m, x->op, "window_strides") != NULL) {
+        *ok = ints_attr(p, x->op, "window_strides", &x->b, &x->nb) && x->nb == rank;
+    }
+    if (*ok && sp_op_attr(m, x->op, "padding") != NULL) {
+        *ok = ints_attr(p, x->op, "padding", &x->c, &x->nc) && x->nc == 2 * rank;
+    }
+    const int64_t big = (int64_t)1 << 60; /* beyond this the window arithmetic could overflow */
+    size_t nwin = 1; /* elements of one window: at most 2^32 */
+    for (uint32_t k = 0; *ok && k < rank; k++) {
+        *ok = x->a[k] >= 1 && x->a[k] <= big && x->b[k] >= 1 && x->b[k] <= big &&
+              cm_mul_size(nwin, (size_t)x->a[k], &nwin) && nwin <= ((size_t)1 << 32);
+    }
+    for (uint32_t k = 0; *ok && k < x->nc; k++) {
+        *ok = x->c[k] >= -big && x->c[k] <= big;
+    }
+    return CM_OK;
+}
+
+/* Whether w (the windowed result, or select_and_scatter's source) has one
+ * element per window of the decoded window over t. */
+static bool window_count_ok(const xop *x, const sp_type *t, const sp_type *w)
+{
+    if (w->rank != t->rank) {
+        return false;
+    }
+    for (uint32_t k = 0; k < t->rank; k++) {
+        int64_t lo = x->nc ? x->c[2 * k] : 0, hi = x->nc ? x->c[2 * k + 1] : 0;
+        if (t->dims[k] > ((int64_t)1 << 60)) {
+            return false;
+        }
+        int64_t span = t->dims[k] + lo + hi - x->a[k];
+        if (w->dims[k] != (span < 0 ? 0 : span / x->b[k] + 1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* reduce_window: window dims in x->a, strides in x->b, padding (lo, hi per
+ * dim) in x->c; no dilations. */
+static cm_status prepare_reduce_window(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    if (o->n_operands != 2 || o->n_results != 1) {
+        return ex_op_error(p, x->op, err, "%s with several inputs cannot be executed yet", o->name);
+    }
+    x->fn = reduce_body(m, x->op);
+    if (x->fn < 0) {
+        return ex_op_error(p, x->op, err, "%s with this body cannot be executed yet", o->name);
+    }
+    const sp_type *t = sp_value_type(m, o->operands[0]), *rt = sp_value_type(m, o->first_result);
+    uint32_t rank = t->rank, n = 0;
+    bool ok;
+    cm_status st = window_attrs(p, x, rank, &ok, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    ok = ok && rt->elem == t->elem && sp_value_type(m, o->operands[1])->elem == t->elem;
+    static const char *const dil[2] = {"base_dilations", "window_dilations"};
+    for (int i = 0; ok && i < 2; i++) {
+        const int64_t *d;
+        if (ints_attr(p, x->op, dil[i], &d, &n)) {
+            for (uint32_t k = 0; k < n; k++) {
+                if (d[k] != 1) {
+                    return ex_op_error(p, x->op, err, "%s with dilations cannot be executed yet",
+                                    o->name);
+                }
+            }
+        }
+    }
+    if (!ok || !window_count_ok(x, t, rt)) {
+        return ex_op_error(p, x->op, err, "op %s: attributes the executor cannot read", o->name);
+    }
+    return CM_OK;
+}
+
+/* The block of region ri of op when that region has exactly one, or NULL. */
+static const sp_block *region_block(const sp_module *m, uint32_t op, uint32_t ri)
+{
+    const sp_op *o = &m->ops[op];
+    if (ri >= o->n_regions || o->regions[ri].n_blocks != 1) {
+        return NULL;
+    }
+    return &m->blocks[o->regions[ri].blocks[0]];
+}
+
+/* The op defining v in block bi, or SP_NONE (an argument, or a value from
+ * outside the block). */
+static uint32_t def_in(const sp_module *m, uint32_t bi, uint32_t v)
+{
+    uint32_t d = m->values[v].def;
+    return d != SP_NONE && m->ops[d].parent_block == bi ? d : SP_NONE;
+}
+
+/* Argument number of v when it is an argument of block bi, else -1. */
+static int64_t arg_of(const sp_module *m, uint32_t bi, uint32_t v)
+{
+    const sp_value *val = &m->values[v];
+    return val->def == SP_NONE && val->block == bi ? (int64_t)val->index : -1;
+}
+
+/* Whether op c (in block bi) compares arguments base and base + 1, and
+ * whether swapped (base + 1 first). */
+static bool compares_pair(const sp_module *m, uint32_t bi, uint32_t c, int64_t base, bool *swapped)
+{
+    const sp_op *o = &m->ops[c];
+    if (o->kind != SP_OP_COMPARE || o->n_operands != 2) {
+        return false;
+    }
+    int64_t a0 = arg_of(m, bi, o->operands[0]), a1 = arg_of(m, bi, o->operands[1]);
+    *swapped = a0 == base + 1 && a1 == base;
+    return *swapped || (a0 == base && a1 == base + 1);
+}
+
+/* The input index whose pair of arguments compare op c (in comparator block
+ * bi) compares, or -1. */
+static int64_t compare_input(const sp_module *m, uint32_t bi, uint32_t c, bool *swapped)
+{
+    const sp_op *o = &m->ops[c];
+    if (o->kind != SP_OP_COMPARE || o->n_operands != 2) {
+        return -1;
+    }
+    int64_t a0 = arg_of(m, bi, o->operands[0]);
+    int64_t base = a0 < 0 ? -1 : a0 - a0 % 2;
+    return base >= 0 && compares_pair(m, bi, c, base, swapped) ? base / 2 : -1;
+}
+
+/* Appends the keys of sort comparator value v (in block bi): a compare LT or
+ * GT of one input's pair of arguments, or `or(that, and(compare EQ of the
+ * same pair and type, rest))` with the operands of or and and in any order
+ * (JAX's lexicographic comparators). false for any other form. */
+static bool comparator_keys(const sp_module *m, uint32_t bi, uint32_t v, ex_sort_key *keys,
+                            uint32_t *nk, uint32_t depth)
+{
+    uint32_t d = def_in(m, bi, v);
+    if (d == SP_NONE || *nk >= EX_SORT_MAX_KEYS || depth > 2 * EX_SORT_MAX_KEYS) {
+        return false;
+    }
+    const sp_op *o = &m->ops[d];
+    if (o->kind == SP_OP_COMPARE) {
+        bool total, swapped;
+        int dir = compare_dir(m, d, &total);
+        int64_t in = compare_input(m, bi, d, &swapped);
+        if (in < 0 || (dir != CMP_LT && dir != CMP_GT)) {
+            return false;
+        }
+        keys[(*nk)++] = (ex_sort_key){(uint32_t)in, (dir == CMP_GT) != swapped, total};
+        return true;
+    }
+    if (o->kind != SP_OP_OR || o->n_operands != 2) {
+        return false;
+    }
+    for (uint32_t s = 0; s < 2; s++) {
+        uint32_t lt = def_in(m, bi, o->operands[s]), an = def_in(m, bi, o->operands[1 - s]);
+        if (lt == SP_NONE || an == SP_NONE || m->ops[an].kind != SP_OP_AND ||
+            m->ops[an].n_operands != 2) {
+            continue;
+        }
+        bool lt_total, lt_swapped;
+        compare_dir(m, lt, &lt_total);
+        int64_t in = compare_input(m, bi, lt, &lt_swapped);
+        for (uint32_t t = 0; in >= 0 && t < 2; t++) {
+            uint32_t eq = def_in(m, bi, m->ops[an].operands[t]);
+            bool eq_total, eq_swapped;
+            uint32_t mark = *nk;
+            if (eq != SP_NONE && compare_dir(m, eq, &eq_total) == CMP_EQ && eq_total == lt_total &&
+                compares_pair(m, bi, eq, 2 * in, &eq_swapped) &&
+                comparator_keys(m, bi, o->operands[s], keys, nk, depth + 1) &&
+                comparator_keys(m, bi, m->ops[an].operands[1 - t], keys, nk, depth + 1)) {
+                return true;
+            }
+            *nk = mark;
+        }
+    }
+    return false;
+}
+
+/* The value a one-block region returns (its last op a return of one value),
+ * or SP_NONE. */
+static uint32_t block_result(const sp_module *m, const sp_block *b)
+{
+    if (b == NULL || b->n_ops == 0) {
+        return SP_NONE;
+    }
+    const sp_op *r = &m->ops[b->ops[b->n_ops - 1]];
+    bool is_ret = r->kind == SP_OP_RETURN || r->kind == SP_OP_FUNC_RETURN;
+    return is_ret && r->n_operands == 1 ? r->operands[0] : SP_NONE;
+}
+
+/* sort: the sort dimension in x->dim, the comparator's keys in x->ext (x->fn
+ * of them). */
+static cm_status prepare_sort(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    bool ok = o->n_operands >= 1 && o->n_results == o->n_operands;
+    const sp_type *t0 = ok ? sp_value_type(m, o->operands[0]) : NULL;
+    for (uint32_t j = 0; ok && j < o->n_operands; j++) {
+        const sp_type *t = sp_value_type(m, o->operands[j]),
+                      *rt = sp_value_type(m, o->first_result + j);
+        ok = t->rank == t0->rank && rt->rank == t0->rank && rt->elem == t->elem;
+        for (uint32_t k = 0; ok && k < t0->rank; k++) {
+            ok = t->dims[k] == t0->dims[k] && rt->dims[k] == t0->dims[k];
+        }
+    }
+    const sp_attr *d = sp_op_attr(m, x->op, "dimension");
+    ok = ok && d != NULL && d->kind == SP_ATTR_INT;
+    int64_t dim = ok ? d->u.i.v : 0;
+    if (ok && dim < 0) {
+        dim += (int64_t)t0->rank; /* the spec allows -rank <= dimension < 0 */
+    }
+    if (!ok || dim < 0 || dim >= (int64_t)t0->rank) {
+        return ex_op_error(p, x->op, err,
+                        "op %s: operands, results or dimension the executor cannot read", nm);
+    }
+    x->dim = dim;
+    ex_sort_key *keys = cm_arena_alloc(&p->arena, sizeof *keys * EX_SORT_MAX_KEYS);
+    if (keys == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    const sp_block *b = body_block(m, x->op);
+    uint32_t nk = 0, v = block_result(m, b);
+    if (v == SP_NONE || b->n_args != 2 * o->n_operands ||
+        !comparator_keys(m, o->regions[0].blocks[0], v, keys, &nk, 0)) {
+        return ex_op_error(p, x->op, err,
+                        "%s with this comparator cannot be executed yet (it runs compare LT or "
+                        "GT of one input's pair, or such compares combined lexicographically "
+                        "as JAX emits them)",
+                        nm);
+    }
+    x->ext = keys;
+    x->fn = (int)nk;
+    return CM_OK;
+}
+
+/* select_and_scatter: the window as reduce_window's (x->a, x->b, x->c), the
+ * scatter body in x->fn, the select direction (CMP_GE/GT/LE/LT of the
+ * current pick against a candidate) in x->dim, x->nd 1 for TOTALORDER. */
+static cm_status prepare_select_scatter(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    if (o->n_operands != 3 || o->n_results != 1 || o->n_regions != 2) {
+        return ex_op_error(p, x->op, err, "op %s with these operands cannot be executed yet", nm);
+    }
+    const sp_block *sel = region_block(m, x->op, 0), *sc = region_block(m, x->op, 1);
+    uint32_t cv = block_result(m, sel),
+             c = cv == SP_NONE ? SP_NONE : def_in(m, o->regions[0].blocks[0], cv);
+    bool total = false, swapped = false;
+    int dir = c == SP_NONE ? -1 : compare_dir(m, c, &total);
+    if (c == SP_NONE || sel->n_args != 2 ||
+        !compares_pair(m, o->regions[0].blocks[0], c, 0, &swapped) ||
+        (dir != CMP_GE && dir != CMP_GT && dir != CMP_LE && dir != CMP_LT)) {
+        return ex_op_error(p, x->op, err,
+                        "%s with this select body cannot be executed yet (it runs compare GE, "
+                        "GT, LE or LT of the two arguments)",
+                        nm);
+    }
+    if (swapped) { /* b GE a is a LE b */
+        dir = dir == CMP_GE ? CMP_LE : dir == CMP_LE ? CMP_GE : dir == CMP_GT ? CMP_LT : CMP_GT;
+    }
+    x->fn = block_reduce_fn(m, sc);
+    if (x->fn != RED_ADD && x->fn != RED_MUL && x->fn != RED_MAX && x->fn != RED_MIN) {
+        return ex_op_error(p, x->op, err,
+                        "%s with this scatter body cannot be executed yet (add, multiply, "
+                        "maximum or minimum)",
+                        nm);
+    }
+    x->dim = dir;
+    x->nd = total ? 1u : 0u;
+    const sp_type *t = sp_value_type(m, o->operands[0]), *srct = sp_value_type(m, o->operands[1]),
+                  *rt = sp_value_type(m, o->first_result);
+    bool ok;
+    cm_status st = window_attrs(p, x, t->rank, &ok, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (!ok || !window_count_ok(x, t, srct) || rt->rank != t->rank) {
+        return ex_op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
+    }
+    for (uint32_t k = 0; k < t->rank; k++) {
+        ok = ok && rt->dims[k] == t->dims[k];
+    }
+    ok = ok && srct->elem == t->elem && rt->elem == t->elem &&
+         sp_value_type(m, o->operands[2])->elem == t->elem &&
+         sp_value_type(m, o->operands[2])->rank == 0;
+    if (!ok) {
+        return ex_op_error(p, x->op, err, "op %s: shapes or types the executor cannot run", nm);
+    }
+    if (t->elem != SP_ELEM_F32 && t->elem != SP_ELEM_F64) {
+        return ex_op_error(p, x->op, err, "%s on %s cannot be executed yet (f32 and f64 only)", nm,
+                        t->text);
+    }
+    return CM_OK;
+}
+
+/* pad, dynamic_slice, dynamic_update_slice: attribute and operand checks. */
+static cm_status prepare_slicing(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const sp_type *t = sp_value_type(m, o->operands[0]), *rt = sp_value_type(m, o->first_result);
+    bool ok = o->n_results == 1 && t->rank == rt->rank;
+    if (x->kind == SP_OP_PAD) {
+        ok = ok && o->n_operands == 2 && ints_attr(p, x->op, "edge_padding_low", &x->a, &x->na) &&
+             ints_attr(p, x->op, "edge_padding_high", &x->b, &x->nb) &&
+             ints_attr(p, x->op, "interior_padding", &x->c, &x->nc) && x->na == t->rank &&
+             x->nb == t->rank && x->nc == t->rank && sp_value_type(m, o->operands[1])->rank == 0 &&
+             sp_value_type(m, o->operands[1])->elem == t->elem && rt->elem == t->elem;
+        for (uint32_t k = 0; ok && k < t->rank; k++) {
+            int64_t n = t->dims[k];
+            ok = x->c[k] >= 0 &&
+                 rt->dims[k] == x->a[k] + x->b[k] + n + (n > 0 ? (n - 1) * x->c[k] : 0);
+        }
+    } else {
+        uint32_t first = x->kind == SP_OP_DYNAMIC_SLICE ? 1u : 2u;
+        ok = ok && o->n_operands == first + t->rank;
+        for (uint32_t j = first; ok && j < o->n_operands; j++) {
+            const sp_type *sit = sp_value_type(m, o->operands[j]);
+            ok = sit->rank == 0 && is_int_elem(sit->elem);
+        }
+        if (ok && x->kind == SP_OP_DYNAMIC_SLICE) {
+            ok = ints_attr(p, x->op, "slice_sizes", &x->a, &x->na) && x->na == t->rank &&
+                 rt->elem == t->elem;
+            for (uint32_t k = 0; ok && k < t->rank; k++) {
+                ok = x->a[k] >= 0 && x->a[k] <= t->dims[k] && rt->dims[k] == x->a[k];
+            }
+        } else if (ok) {
+            const sp_type *ut = sp_value_type(m, o->operands[1]);
+            ok = ut->rank == t->rank && ut->elem == t->elem && rt->elem == t->elem;
+            for (uint32_t k = 0; ok && k < t->rank; k++) {
+                ok = ut->dims[k] <= t->dims[k] && rt->dims[k] == t->dims[k];
+            }
+        }
+    }
+    if (!ok) {
+        return ex_op_error(p, x->op, err, "op %s: operands or attributes the executor cannot run",
+                        o->name);
+    }
+    return CM_OK;
+}
+
+static cm_status prepare_op(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    x->kind = (sp_op_kind)o->kind;
+    bool ok = true;
+    switch (x->kind) {
+    case SP_OP_ADD:
+    case SP_OP_SUBTRACT:
+    case SP_OP_MULTIPLY:
+    case SP_OP_DIVIDE:
+    case SP_OP_MAXIMUM:
+    case SP_OP_MINIMUM:
+    case SP_OP_AND:
+    case SP_OP_OR:
+    case SP_OP_XOR:
+    case SP_OP_NOT:
+    case SP_OP_NEGATE:
+    case SP_OP_EXPONENTIAL:
+    case SP_OP_TANH:
+    case SP_OP_ABS:
+    case SP_OP_SQRT:
+    case SP_OP_RSQRT:
+    case SP_OP_LOG:
+    case SP_OP_LOGISTIC:
+    case SP_OP_SELECT:
+    case SP_OP_CONVERT:
+    case SP_OP_RESHAPE:
+    case SP_OP_FUNC_RETURN:
+    case SP_OP_RETURN:
+    case SP_OP_SDY_RETURN:
+        break;
+    case SP_OP_COMPARE: {
+        bool total;
+        x->fn = compare_dir(m, x->op, &total);
+        ok = x->fn >= 0 && o->n_operands == 2;
+        x->nd = ok && total && elem_float(sp_value_type(m, o->operands[0])->elem) ? 1u : 0u;
+        break;
+    }
+    case SP_OP_CONSTANT:
+        return parse_constant(p, x, sp_op_attr(m, x->op, "value"),
+                              sp_value_type(m, o->first_result)->elem,
+                              count_of(sp_value_type(m, o->first_result)->dims,
+                                       sp_value_type(m, o->first_result)->rank),
+                              err);
+    case SP_OP_IOTA: {
+        const sp_attr *a = sp_op_attr(m, x->op, "iota_dimension");
+        ok = a != NULL && a->kind == SP_ATTR_INT;
+        x->dim = ok ? a->u.i.v : 0;
+        break;
+    }
+    case SP_OP_CONCATENATE: {
+        const sp_attr *a = sp_op_attr(m, x->op, "dimension");
+        ok = a != NULL && a->kind == SP_ATTR_INT;
+        x->dim = ok ? a->u.i.v : 0;
+        break;
+    }
+    case SP_OP_BROADCAST_IN_DIM:
+        ok = ints_attr(p, x->op, "broadcast_dimensions", &x->a, &x->na);
+        break;
+    case SP_OP_TRANSPOSE:
+        ok = ints_attr(p, x->op, "permutation", &x->a, &x->na);
+        break;
+    case SP_OP_SLICE:
+        ok = ints_attr(p, x->op, "start_indices", &x->a, &x->na) &&
+             ints_attr(p, x->op, "limit_indices", &x->b, &x->nb) &&
+             ints_attr(p, x->op, "strides", &x->c, &x->nc);
+        break;
+    case SP_OP_REDUCE:
+        ok = o->n_operands == 2 && o->n_results == 1 &&
+             ints_attr(p, x->op, "dimensions", &x->a, &x->na);
+        x->fn = reduce_body(m, x->op);
+        if (ok && x->fn < 0) {
+            return ex_op_error(p, x->op, err, "%s with this body cannot be executed yet", nm);
+        }
+        break;
+    case SP_OP_DOT_GENERAL: {
+        const sp_attr *dn = sp_op_attr(m, x->op, "dot_dimension_numbers");
+        x->na = x->nb = x->nc = x->nd = 0;
+        const sp_attr *lb = params_item(dn, "lhs_batching_dimensions");
+        const sp_attr *rb = params_item(dn, "rhs_batching_dimensions");
+        const sp_attr *lc = params_item(dn, "lhs_contracting_dimensions");
+        const sp_attr *rc = params_item(dn, "rhs_contracting_dimensions");
+        ok = dn != NULL && (lb == NULL || sp_attr_ints(lb, &x->a, &x->na, &p->arena)) &&
+             (rb == NULL || sp_attr_ints(rb, &x->b, &x->nb, &p->arena)) &&
+             (lc == NULL || sp_attr_ints(lc, &x->c, &x->nc, &p->arena)) &&
+             (rc == NULL || sp_attr_ints(rc, &x->d, &x->nd, &p->arena)) && x->na == x->nb &&
+             x->nc == x->nd && dot_dims_ok(m, o->operands[0], x->a, x->na, x->c, x->nc) &&
+             dot_dims_ok(m, o->operands[1], x->b, x->nb, x->d, x->nd);
+        sp_elem e = sp_value_type(m, o->first_result)->elem;
+        sp_elem le = sp_value_type(m, o->operands[0])->elem;
+        sp_elem re = sp_value_type(m, o->operands[1])->elem;
+        bool floats = (e == SP_ELEM_F32 || e == SP_ELEM_F64) && le == e && re == e;
+        bool ints = is_int_elem(e) && is_int_elem(le) && is_int_elem(re);
+        if (ok && !floats && !ints) {
+            return ex_op_error(p, x->op, err,
+                            "%s on these element types cannot be executed yet (f32 or f64 "
+                            "throughout, or integers)",
+                            nm);
+        }
+        break;
+    }
+    case SP_OP_PAD:
+    case SP_OP_DYNAMIC_SLICE:
+    case SP_OP_DYNAMIC_UPDATE_SLICE:
+        return prepare_slicing(p, x, err);
+    case SP_OP_GATHER:
+        return prepare_gather(p, x, err);
+    case SP_OP_SCATTER:
+        return prepare_scatter(p, x, err);
+    case SP_OP_CONVOLUTION:
+        return prepare_conv(p, x, err);
+    case SP_OP_REDUCE_WINDOW:
+        return prepare_reduce_window(p, x, err);
+    case SP_OP_SORT:
+        return prepare_sort(p, x, err);
+    case SP_OP_SELECT_AND_SCATTER:
+        return prepare_select_scatter(p, x, err);
+    case SP_OP_SDY_ALL_REDUCE:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "reduction_axes", err);
+    case SP_OP_SDY_ALL_GATHER:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "gathering_axes", err);
+    case SP_OP_SDY_ALL_SLICE:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "slicing_axes", err);
+    case SP_OP_SDY_ALL_TO_ALL:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "params", err);
+    case SP_OP_SDY_REDUCE_SCATTER:
+        return p->replicated ? CM_OK : prepare_groups(p, x, "reduce_scatter_axes", err);
+    case SP_OP_SDY_COLLECTIVE_PERMUTE:
+    case SP_OP_SDY_RESHARD:
+    case SP_OP_SDY_SHARDING_CONSTRAINT:
+        /* Constraints and reshards move data when the shardings differ. */
+        x->local = same_blocks(p, o->operands[0], o->first_result);
+        return p->replicated || x->local ? CM_OK : prepare_groups(p, x, NULL, err);
+    default:
+        return ex_op_error(p, x->op, err, "op %s cannot be executed yet", nm);
+    }
+    if (!ok) {
+        return ex_op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
+    }
+    return CM_OK;
+}
+
+void ex_prog_fini(prog *p)
+{
+    cm_free(p->vi);
+    cm_free(p->pbs);
+    cm_arena_fini(&p->arena);
+}
+
+uint32_t ex_module_devices(const sp_module *m)
+{
+    const sp_block *body = &m->blocks[m->body];
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        const sp_op *o = &m->ops[body->ops[i]];
+        if (o->kind == SP_OP_SDY_MESH) {
+            const sp_attr *a = sp_attrs_get(o->attrs, o->n_attrs, "mesh");
+            if (a != NULL && a->kind == SP_ATTR_MESH && a->u.mesh->n_axes > 0) {
+                return (uint32_t)sp_mesh_size(a->u.mesh);
+            }
+        }
+    }
+    return 1;
+}
+
+/* ---- control flow: preparation ---------------------------------------------------
+ * Every block the workers run (main, called functions, while conditions and
+ * bodies, case/if branches, manual computation bodies) is prepared once, in
+ * program order, into a
+ * pblock indexed by its block id; a function called from several places
+ * shares its pblock, and each call gets fresh buffers at run time. A value
+ * belongs to the block that defines it (its home), which frees it after its
+ * last use there: a use inside a nested region counts as a use by the
+ * enclosing op of the home block, so a value read by a loop body lives until
+ * the loop ends. */
+
+/* Records that the op at index idx of block blk uses v. */
+static cm_status note_use(prog *p, uint32_t v, uint32_t blk, uint32_t idx, uint32_t op,
+                          cm_error *err)
+{
+    vinfo *vi = &p->vi[v];
+    if (!vi->live) {
+        return ex_op_error(p, op, err, "%s: operand defined outside the blocks the executor runs",
+                        p->m->ops[op].name);
+    }
+    if (vi->home == blk) {
+        vi->last_use = idx;
+        vi->inner_last = false;
+        return CM_OK;
+    }
+    for (uint32_t k = p->n_nest; k-- > p->nest_base;) {
+        if (p->nest_blk[k] == vi->home) {
+            vi->last_use = p->nest_idx[k];
+            vi->inner_last = true;
+            return CM_OK;
+        }
+    }
+    return ex_op_error(p, op, err, "%s: operand from a block that does not enclose it",
+                    p->m->ops[op].name);
+}
+
+/* Prepares a block's arguments and sets their home. */
+static cm_status prepare_args(prog *p, uint32_t blk, uint32_t op_for_err, bool borrowed,
+                              cm_error *err)
+{
+    const sp_block *b = &p->m->blocks[blk];
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        uint32_t v = b->first_arg + i;
+        cm_status st = value_prepare(p, v, op_for_err, err);
+        if (st != CM_OK) {
+            return st;
+        }
+        p->vi[v].home = blk;
+        p->vi[v].def_idx = 0;
+        p->vi[v].borrowed = borrowed;
+    }
+    return CM_OK;
+}
+
+/* Whether values a[i] and first_b + i have the same types (types are
+ * interned). */
+static bool same_types(const sp_module *m, const uint32_t *a, uint32_t first_b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (m->values[a[i]].type != m->values[first_b + i].type) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The terminator of prepared block blk (*t_out), which must be a `kind`
+ * return of n values (owner: the op to blame otherwise). */
+static cm_status block_return(prog *p, uint32_t blk, uint32_t owner, sp_op_kind kind, uint32_t n,
+                              const sp_op **t_out, cm_error *err)
+{
+    const pblock *pb = &p->pbs[blk];
+    const sp_op *t = pb->n_ops > 0 ? &p->m->ops[pb->ops[pb->n_ops - 1].op] : NULL;
+    if (t == NULL || t->kind != (uint32_t)kind) {
+        return ex_op_error(p, owner, err, "%s: a region or function that does not end with %s",
+                        p->m->ops[owner].name, sp_op_kind_name(kind));
+    }
+    if (t->n_operands != n) {
+        return ex_op_error(p, pb->ops[pb->n_ops - 1].op, err, "%s: returns %u values, %u expected",
+                        t->name, t->n_operands, n);
+    }
+    *t_out = t;
+    return CM_OK;
+}
+
+static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *err);
+
+/* Block blk, run like a called function by op x (func.call, or
+ * sdy.named_computation with its region): arguments borrowed from x's
+ * operands and a scope of its own (functions and named computations are
+ * isolated from above), prepared once; ret: the kind of its return, whose
+ * values become x's results. owner (the function, or x) and what name the
+ * callee in errors. */
+static cm_status prepare_callee(prog *p, xop *x, uint32_t blk, uint32_t owner, uint32_t depth,
+                                sp_op_kind ret, const char *what, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const pblock *pb = &p->pbs[blk];
+    const sp_block *b = &m->blocks[blk];
+    if (b->n_args != o->n_operands || !same_types(m, o->operands, b->first_arg, b->n_args)) {
+        return ex_op_error(p, x->op, err, "%s: operands do not match the arguments of %s", o->name,
+                        what);
+    }
+    if (!pb->done) {
+        uint32_t base = p->nest_base;
+        p->nest_base = p->n_nest;
+        cm_status st = prepare_args(p, blk, owner, true, err);
+        if (st == CM_OK) {
+            st = prepare_block(p, blk, depth + 1u, err);
+        }
+        p->nest_base = base;
+        if (st != CM_OK) {
+            return st;
+        }
+    } else if (depth + 1u + pb->height > EX_MAX_NEST) {
+        return ex_op_error(p, x->op, err,
+                           "calls and regions nested deeper than %d cannot be executed",
+                           EX_MAX_NEST);
+    }
+    const sp_op *t = NULL;
+    cm_status st = block_return(p, blk, x->op, ret, o->n_results, &t, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (!same_types(m, t->operands, o->first_result, o->n_results)) {
+        return ex_op_error(p, x->op, err, "%s: results do not match what %s returns", o->name,
+                        what);
+    }
+    x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
+    if (x->sub == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    x->sub[0] = blk;
+    x->n_sub = 1;
+    return CM_OK;
+}
+
+/* func.call: the callee's body (prepare_callee). */
+static cm_status prepare_call(prog *p, xop *x, uint32_t depth, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_attr *c = sp_op_attr(m, x->op, "callee");
+    if (c == NULL || c->kind != SP_ATTR_SYMBOL) {
+        return ex_op_error(p, x->op, err, "func.call without a callee");
+    }
+    uint32_t f = sp_module_func(m, c->u.sym);
+    if (f == SP_NONE) {
+        return ex_op_error(p, x->op, err, "func.call: no function @%s in the module", c->u.sym);
+    }
+    if (m->ops[f].n_regions != 1 || m->ops[f].regions[0].n_blocks != 1) {
+        return ex_op_error(p, x->op, err,
+                        "func.call: @%s has several blocks or none; it cannot be executed yet",
+                        c->u.sym);
+    }
+    uint32_t blk = m->ops[f].regions[0].blocks[0];
+    const pblock *pb = &p->pbs[blk];
+    if (pb->busy) {
+        return ex_op_error(p, x->op, err, "func.call: recursive call to @%s cannot be executed",
+                        c->u.sym);
+    }
+    if (pb->done && pb->manual != p->in_manual) {
+        return ex_op_error(p, x->op, err,
+                        "func.call: @%s called both inside and outside sdy.manual_computation "
+                        "cannot be executed yet",
+                        c->u.sym);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "@%s", c->u.sym);
+    return prepare_callee(p, x, blk, f, depth, SP_OP_FUNC_RETURN, what, err);
+}
+
+/* sdy.named_computation: its region, run like a called function (its
+ * in/out shardings are not used: the partitioner holds the region's
+ * arguments replicated, as it sees them). */
+static cm_status prepare_named(prog *p, xop *x, uint32_t depth, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        return ex_op_error(p, x->op, err, "%s: a region with several blocks cannot be executed yet",
+                        o->name);
+    }
+    return prepare_callee(p, x, o->regions[0].blocks[0], x->op, depth, SP_OP_SDY_RETURN,
+                          "its region", err);
+}
+
+/* The regions of a while, case or if (op at index idx of block blk): each
+ * one block, prepared inside the op's scope. */
+static cm_status prepare_regions(prog *p, xop *x, uint32_t blk, uint32_t idx, uint32_t depth,
+                                 cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    bool is_while = x->kind == SP_OP_WHILE;
+    if ((is_while && (o->n_regions != 2 || o->n_operands != o->n_results)) ||
+        (x->kind == SP_OP_IF && (o->n_regions != 2 || o->n_operands != 1)) ||
+        (x->kind == SP_OP_CASE && (o->n_regions < 1 || o->n_operands != 1))) {
+        return ex_op_error(p, x->op, err, "%s: operands or regions the executor cannot run",
+                           o->name);
+    }
+    if (!is_while) {
+        const vinfo *ix = &p->vi[o->operands[0]];
+        bool ok = ix->rank == 0 &&
+                  (x->kind == SP_OP_IF ? ix->elem == SP_ELEM_I1
+                                       : is_int_elem(ix->elem) && ix->elem != SP_ELEM_I1);
+        if (!ok) {
+            return ex_op_error(p, x->op, err, "%s: the %s must be a 0-d %s tensor", o->name,
+                            x->kind == SP_OP_IF ? "predicate" : "index",
+                            x->kind == SP_OP_IF ? "i1" : "integer");
+        }
+    }
+    x->n_sub = o->n_regions;
+    x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t) * x->n_sub);
+    if (x->sub == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t r = 0; r < o->n_regions; r++) {
+        if (o->regions[r].n_blocks != 1) {
+            return ex_op_error(p, x->op, err,
+                               "%s: a region with several blocks cannot be executed yet", o->name);
+        }
+        x->sub[r] = o->regions[r].blocks[0];
+        const sp_block *b = &m->blocks[x->sub[r]];
+        bool args_ok = is_while ? b->n_args == o->n_operands &&
+                                      same_types(m, o->operands, b->first_arg, b->n_args)
+                                : b->n_args == 0;
+        if (!args_ok) {
+            return ex_op_error(p, x->op, err, "%s: region arguments do not match its operands",
+                            o->name);
+        }
+    }
+    p->nest_blk[p->n_nest] = blk;
+    p->nest_idx[p->n_nest] = idx;
+    p->n_nest++;
+    cm_status st = CM_OK;
+    for (uint32_t r = 0; r < x->n_sub && st == CM_OK; r++) {
+        /* a while's condition reads the loop's values; its body takes them */
+        st = prepare_args(p, x->sub[r], x->op, is_while && r == 0, err);
+        if (st == CM_OK) {
+            st = prepare_block(p, x->sub[r], depth + 1u, err);
+        }
+    }
+    p->n_nest--;
+    for (uint32_t r = 0; r < x->n_sub && st == CM_OK; r++) {
+        bool cond = is_while && r == 0;
+        const sp_op *t = NULL;
+        st = block_return(p, x->sub[r], x->op, SP_OP_RETURN, cond ? 1u : o->n_results, &t, err);
+        if (st != CM_OK) {
+            return st;
+        }
+        bool ok = cond ? p->vi[t->operands[0]].rank == 0 &&
+                             p->vi[t->operands[0]].elem == SP_ELEM_I1
+                       : same_types(m, t->operands, o->first_result, o->n_results);
+        if (!ok) {
+            return ex_op_error(p, x->op, err, "%s: %s", o->name,
+                            cond ? "the condition must return a 0-d i1 tensor"
+                                 : "a region returns values whose types differ from the results");
+        }
+    }
+    return st;
+}
+
+/* sdy collectives that move data between devices (reshards and constraints
+ * are copies when every value is held whole). */
+static bool moves_data(sp_op_kind k)
+{
+    return k == SP_OP_SDY_ALL_REDUCE || k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE ||
+           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_REDUCE_SCATTER ||
+           k == SP_OP_SDY_COLLECTIVE_PERMUTE;
+}
+
+#define EX_MAX_MANUAL_GROUPS 4096 /* manual groups of a reference run */
+
+/* Whether axis name is one of the manual axes. */
+static bool is_manual_axis(const sp_attr *axes, const char *name)
+{
+    for (uint32_t i = 0; i < axes->u.axes.n; i++) {
+        if (strcmp(axes->u.axes.axes[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Offsets (n_units * rank) of the manual groups' local tensors of value v
+ * (global type) in sharding s, for the mesh coordinates of each unit
+ * (coords: n_units * mesh axes). The manual axes must lead each dimension,
+ * divide it and give the local type of body value lv. */
+static cm_status manual_offsets(prog *p, const xop *x, const sp_attr *axes, const sp_mesh *mesh,
+                                const sp_sharding *s, uint32_t v, uint32_t lv,
+                                const int64_t *coords, uint32_t n_units, int64_t **off_out,
+                                cm_error *err)
+{
+    const sp_type *g = sp_value_type(p->m, v), *l = sp_value_type(p->m, lv);
+    const char *nm = p->m->ops[x->op].name;
+    if (s == NULL || s->rank != g->rank || g->rank != l->rank || g->elem != l->elem) {
+        return ex_op_error(p, x->op, err, "%s: a sharding or local type that does not match %s", nm,
+                        g->text);
+    }
+    int64_t *off = cm_arena_zalloc(&p->arena, sizeof(int64_t) * ((size_t)n_units * g->rank + 1u));
+    if (off == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t k = 0; k < g->rank; k++) {
+        int64_t count = 1;
+        uint32_t lead = 0;
+        for (uint32_t j = 0; j < s->dims[k].n_axes; j++) {
+            const sp_axis_ref *r = &s->dims[k].axes[j];
+            if (!is_manual_axis(axes, r->name)) {
+                continue;
+            }
+            int32_t ai = sp_mesh_axis_index(mesh, r->name);
+            if (ai < 0 || r->pre_size > 0 || lead != j) {
+                return ex_op_error(p, x->op, err,
+                                "%s: manual axis %s must be a whole mesh axis leading its "
+                                "dimension",
+                                nm, r->name);
+            }
+            lead++;
+            count *= mesh->axes[ai].size;
+        }
+        if (g->dims[k] % count != 0 || g->dims[k] / count != l->dims[k]) {
+            return ex_op_error(p, x->op, err,
+                               "%s: local type %s is not %s split over the manual axes", nm,
+                               l->text, g->text);
+        }
+        for (uint32_t u = 0; u < n_units; u++) {
+            int64_t idx = 0;
+            for (uint32_t j = 0; j < lead; j++) {
+                int32_t ai = sp_mesh_axis_index(mesh, s->dims[k].axes[j].name);
+                idx = idx * mesh->axes[ai].size + coords[(size_t)u * mesh->n_axes + (uint32_t)ai];
+            }
+            off[(size_t)u * g->rank + k] = idx * l->dims[k];
+        }
+    }
+    *off_out = off;
+    return CM_OK;
+}
+
+/* sdy.manual_computation: the units (every device, or every manual group
+ * in the reference run), the offsets of each operand and result, and the
+ * body, prepared with every value held whole. */
+static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const sp_attr *in = sp_op_attr(m, x->op, "in_shardings");
+    const sp_attr *out = sp_op_attr(m, x->op, "out_shardings");
+    const sp_attr *axes = sp_op_attr(m, x->op, "manual_axes");
+    if (p->in_manual) {
+        return ex_op_error(p, x->op, err, "nested %s cannot be executed yet", o->name);
+    }
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1 || in == NULL ||
+        in->kind != SP_ATTR_SHARDING_LIST || in->u.shardings.n != o->n_operands || out == NULL ||
+        out->kind != SP_ATTR_SHARDING_LIST || out->u.shardings.n != o->n_results ||
+        axes == NULL || axes->kind != SP_ATTR_AXIS_LIST ||
+        m->blocks[o->regions[0].blocks[0]].n_args != o->n_operands) {
+        return ex_op_error(p, x->op, err,
+                           "%s: operands, shardings or region the executor cannot run", o->name);
+    }
+    const sp_mesh *mesh = NULL;
+    for (uint32_t i = 0; i < o->n_operands + o->n_results; i++) {
+        const sp_sharding *s = i < o->n_operands ? in->u.shardings.items[i]
+                                                 : out->u.shardings.items[i - o->n_operands];
+        const sp_mesh *sm = s != NULL ? sharding_mesh(m, s) : NULL;
+        if (sm == NULL || (mesh != NULL && sm != mesh)) {
+            return ex_op_error(p, x->op, err, "%s: shardings on unknown or different meshes",
+                               o->name);
+        }
+        mesh = sm;
+    }
+    if (mesh == NULL) {
+        return ex_op_error(p, x->op, err, "%s without operands or results", o->name);
+    }
+    uint32_t blk = o->regions[0].blocks[0];
+    const sp_block *b = &m->blocks[blk];
+    manual *mc = cm_arena_zalloc(&p->arena, sizeof(manual));
+    if (mc == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    /* Units and their mesh coordinates: each device at its mesh position,
+     * or each combination of the manual axes (free axes at 0). */
+    int64_t groups = 1;
+    for (uint32_t a = 0; a < mesh->n_axes; a++) {
+        if (is_manual_axis(axes, mesh->axes[a].name)) {
+            groups *= mesh->axes[a].size;
+        }
+        if (groups > EX_MAX_MANUAL_GROUPS) {
+            return ex_op_error(p, x->op, err, "%s: more than %d manual groups cannot be executed",
+                            o->name, EX_MAX_MANUAL_GROUPS);
+        }
+    }
+    if (!p->replicated && sp_mesh_size(mesh) != (int64_t)p->n_dev) {
+        return ex_op_error(p, x->op, err,
+                        "%s on a mesh whose size is not the device count cannot be executed yet",
+                        o->name);
+    }
+    mc->n_units = p->replicated ? (uint32_t)groups : p->n_dev;
+    int64_t *coords = cm_arena_zalloc(&p->arena,
+                                      sizeof(int64_t) * ((size_t)mc->n_units * mesh->n_axes + 1u));
+    int64_t *gid = cm_arena_zalloc(&p->arena, sizeof(int64_t) * ((size_t)mc->n_units + 1u));
+    bool *seen = cm_arena_zalloc(&p->arena, (size_t)groups + 1u);
+    mc->first = cm_arena_zalloc(&p->arena, (size_t)mc->n_units + 1u);
+    mc->in_off = cm_arena_zalloc(&p->arena, sizeof(int64_t *) * (o->n_operands + 1u));
+    mc->out_off = cm_arena_zalloc(&p->arena, sizeof(int64_t *) * (o->n_results + 1u));
+    if (coords == NULL || gid == NULL || seen == NULL || mc->first == NULL ||
+        mc->in_off == NULL || mc->out_off == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    for (uint32_t u = 0; u < mc->n_units; u++) {
+        int64_t *c = &coords[(size_t)u * mesh->n_axes];
+        int64_t pos = p->replicated ? (int64_t)u : mesh_position(mesh, u);
+        if (pos < 0) {
+            return ex_op_error(p, x->op, err, "%s: device missing from its mesh", o->name);
+        }
+        for (uint32_t a = mesh->n_axes; a-- > 0;) {
+            bool man = is_manual_axis(axes, mesh->axes[a].name);
+            if (p->replicated && !man) {
+                continue; /* free axes at 0; pos counts the manual axes only */
+            }
+            c[a] = pos % mesh->axes[a].size;
+            pos /= mesh->axes[a].size;
+        }
+        for (uint32_t a = 0; a < mesh->n_axes; a++) {
+            if (is_manual_axis(axes, mesh->axes[a].name)) {
+                gid[u] = gid[u] * mesh->axes[a].size + c[a];
+            }
+        }
+        mc->first[u] = !seen[gid[u]];
+        seen[gid[u]] = true;
+    }
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < o->n_operands && st == CM_OK; i++) {
+        st = manual_offsets(p, x, axes, mesh, in->u.shardings.items[i], o->operands[i],
+                            b->first_arg + i, coords, mc->n_units, &mc->in_off[i], err);
+    }
+    x->ext = mc;
+    x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
+    if (st == CM_OK && x->sub == NULL) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    if (st != CM_OK) {
+        return st;
+    }
+    x->sub[0] = blk;
+    x->n_sub = 1;
+    uint32_t base = p->nest_base;
+    p->nest_base = p->n_nest; /* isolated from above */
+    p->in_manual = true;
+    st = prepare_args(p, blk, x->op, false, err);
+    if (st == CM_OK) {
+        st = prepare_block(p, blk, depth + 1u, err);
+    }
+    p->in_manual = false;
+    p->nest_base = base;
+    if (st != CM_OK) {
+        return st;
+    }
+    const sp_op *t = NULL;
+    st = block_return(p, blk, x->op, SP_OP_SDY_RETURN, o->n_results, &t, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
+        st = manual_offsets(p, x, axes, mesh, out->u.shardings.items[j], o->first_result + j,
+                            t->operands[j], coords, mc->n_units, &mc->out_off[j], err);
+    }
+    return st;
+}
+
+/* Prepares block blk's ops (its arguments are prepared by the caller). */
+static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_block *b = &m->blocks[blk];
+    pblock *pb = &p->pbs[blk];
+    uint32_t owner = b->parent_op;
+    if (depth > EX_MAX_NEST || p->n_nest >= EX_MAX_NEST) {
+        return ex_op_error(p, owner, err,
+                           "calls and regions nested deeper than %d cannot be executed",
+                           EX_MAX_NEST);
+    }
+    pb->busy = true;
+    pb->manual = p->in_manual;
+    pb->ops = cm_arena_zalloc(&p->arena, sizeof(xop) * (b->n_ops + 1u));
+    if (pb->ops == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    pb->n_ops = b->n_ops;
+    uint32_t height = 0;
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        /* pb stays valid: pbs is allocated once, for every block */
+        xop *x = &pb->ops[i];
+        x->op = b->ops[i];
+        const sp_op *o = &m->ops[x->op];
+        x->kind = (sp_op_kind)o->kind;
+        for (uint32_t j = 0; j < o->n_operands; j++) {
+            cm_status st = note_use(p, o->operands[j], blk, i, x->op, err);
+            if (st != CM_OK) {
+                return st;
+            }
+        }
+        cm_status st = CM_OK;
+        for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
+            st = value_prepare(p, o->first_result + j, x->op, err);
+            p->vi[o->first_result + j].home = blk;
+            p->vi[o->first_result + j].def_idx = i;
+        }
+        bool term = x->kind == SP_OP_FUNC_RETURN || x->kind == SP_OP_RETURN ||
+                    x->kind == SP_OP_SDY_RETURN;
+        if (st == CM_OK && term != (i + 1u == b->n_ops)) {
+            st = ex_op_error(p, x->op, err, "%s: %s", o->name,
+                          term ? "a return before the end of its block"
+                               : "a block that does not end with a return");
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+        if (x->kind == SP_OP_WHILE || x->kind == SP_OP_CASE || x->kind == SP_OP_IF) {
+            st = prepare_regions(p, x, blk, i, depth, err);
+        } else if (x->kind == SP_OP_FUNC_CALL) {
+            st = prepare_call(p, x, depth, err);
+        } else if (x->kind == SP_OP_SDY_NAMED_COMPUTATION) {
+            st = prepare_named(p, x, depth, err);
+        } else if (x->kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            st = prepare_manual(p, x, depth, err);
+        } else if (p->in_manual && moves_data(x->kind)) {
+            st = ex_op_error(p, x->op, err,
+                             "op %s inside sdy.manual_computation cannot be executed yet", o->name);
+        } else {
+            st = prepare_op(p, x, err);
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+        for (uint32_t k = 0; k < x->n_sub; k++) {
+            uint32_t h = 1u + p->pbs[x->sub[k]].height;
+            height = h > height ? h : height;
+        }
+    }
+    pb->height = height;
+    pb->busy = false;
+    pb->done = true;
+    return CM_OK;
+}
+
+/* Fills each op's list of values released after it: every value that is
+ * not main's argument or result, nor a while condition's argument, at its
+ * last use in its home block (right after its definition when unused). */
+static cm_status prepare_dead(prog *p, cm_error *err)
+{
+    const sp_module *m = p->m;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t v = 0; v < m->n_values; v++) {
+            const vinfo *vi = &p->vi[v];
+            if (!vi->live || vi->is_arg || vi->is_result || vi->borrowed) {
+                continue;
+            }
+            xop *x = &p->pbs[vi->home].ops[vi->last_use != UINT32_MAX ? vi->last_use
+                                                                       : vi->def_idx];
+            if (pass == 0) {
+                x->n_dead++;
+            } else {
+                x->dead[x->n_dead++] = v;
+            }
+        }
+        for (uint32_t blk = 0; blk < m->n_blocks; blk++) {
+            const pblock *pb = &p->pbs[blk];
+            for (uint32_t i = 0; pass == 0 && i < pb->n_ops; i++) {
+                xop *x = &pb->ops[i];
+                x->dead = cm_arena_alloc(&p->arena, sizeof(uint32_t) * (x->n_dead + 1u));
+                if (x->dead == NULL) {
+                    return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                }
+                x->n_dead = 0;
+            }
+        }
+    }
+    return CM_OK;
+}
+
+cm_status ex_prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replicated,
+                           cm_error *err)
+{
+    memset(p, 0, sizeof *p);
+    cm_arena_init(&p->arena, 0);
+    p->m = m;
+    p->n_dev = n_dev;
+    p->replicated = replicated;
+    uint32_t f = sp_module_func(m, "main");
+    if (f == SP_NONE) {
+        return cm_error_set(err, CM_EINVAL, NULL, "the module has no function @main");
+    }
+    if (m->ops[f].n_regions != 1 || m->ops[f].regions[0].n_blocks != 1) {
+        return ex_op_error(p, f, err, "%s: a main with several blocks cannot be executed yet",
+                        "func.func");
+    }
+    p->block = m->ops[f].regions[0].blocks[0];
+    const sp_block *b = &m->blocks[p->block];
+    p->vi = cm_calloc(m->n_values + 1u, sizeof(vinfo));
+    p->pbs = cm_calloc(m->n_blocks + 1u, sizeof(pblock));
+    if (p->vi == NULL || p->pbs == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    }
+    cm_status st = prepare_args(p, p->block, f, false, err);
+    if (st == CM_OK) {
+        st = prepare_block(p, p->block, 0, err);
+    }
+    if (st != CM_OK) {
+        return st;
+    }
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        p->vi[b->first_arg + i].is_arg = true;
+    }
+    const pblock *pb = &p->pbs[p->block];
+    if (pb->n_ops == 0 || pb->ops[pb->n_ops - 1].kind != SP_OP_FUNC_RETURN) {
+        return cm_error_set(err, CM_EINVAL, NULL, "main has no return");
+    }
+    p->ret = pb->ops[pb->n_ops - 1].op;
+    const sp_op *o = &m->ops[p->ret];
+    for (uint32_t j = 0; j < o->n_operands; j++) {
+        p->vi[o->operands[j]].is_result = true;
+    }
+    return prepare_dead(p, err);
+}
