@@ -80,6 +80,8 @@ SRC_server   := $(wildcard server/*.c) $(BUILD)/gen/srv_openapi.c
 SRC_cmd      := $(filter-out cmd/shardplan.c,$(wildcard cmd/*.c))
 MAIN_SRC     := cmd/shardplan.c
 UNIT_TESTS   := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
+# test helpers (tests/unit/tu_*.c), linked into every test binary
+TEST_HELPERS := $(wildcard tests/unit/tu_*.c)
 BENCH_SRC    := $(wildcard bench/bench_*.c)
 
 LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(OPENBLAS_LIBS)
@@ -114,7 +116,8 @@ $(1)_LIBS := $$(foreach m,cmd server executor store planner common,$$($(1)_DIR)/
 $$($(1)_DIR)/shardplan: $$($(1)_DIR)/$(MAIN_SRC:.c=.o) $$($(1)_LIBS)
 	$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$($(1)_LDFLAGS) $(LIBS)
 
-$$($(1)_DIR)/tests/%: $$($(1)_DIR)/tests/unit/%.o $$($(1)_LIBS)
+$$($(1)_DIR)/tests/%: $$($(1)_DIR)/tests/unit/%.o $$(patsubst %.c,$$($(1)_DIR)/%.o,$(TEST_HELPERS)) \
+    $$($(1)_LIBS)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$($(1)_CFLAGS) $$^ -o $$@ $$($(1)_LDFLAGS) -lcmocka $(LIBS)
 

@@ -39,9 +39,11 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs);
  * --rank, 1 unless it ranks the benchmark suite as measured (cmd_calibrate.c). */
 int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs);
 /* `shardplan exec-worker [--devices N] [--warmup W] [--iters K] [--seed S]
- * [--affinity|--no-affinity] [--fault crash|hang|oom]`, hidden: one benchmark
- * run for server/srv_bench.c, its input on stdin and its line protocol on
- * out (cmd_worker.c). --affinity pins the device workers, --no-affinity
+ * [--pass NAME] [--rules-bytes N] [--affinity|--no-affinity]
+ * [--fault crash|hang|oom]`, hidden: one benchmark run for
+ * server/srv_bench.c, the plan's input on stdin (N bytes of its rules
+ * document first, when it has one) planned with its pass, and the line
+ * protocol on out (cmd_worker.c). --affinity pins the device workers, --no-affinity
  * never does, the default pins them when they outnumber the CPUs
  * (ex_exec_opts.affinity). The result JSON holds devices, warmup, iters,
  * seed, affinity (whether the workers ran pinned), iter_s (wall seconds of

@@ -56,23 +56,37 @@ static int fault(const char *kind, FILE *out)
     }
 }
 
-/* The run's input: a graph document or MLIR module read once from stdin
- * into two independent modules of the same text, part (the program to be
- * partitioned) and ref (the reference). Errors: those of cm_file_read and
- * sp_input_read; part may hold a module then (the caller releases what has
- * one, as after a success). */
-static cm_status read_input(sp_input *part, sp_input *ref, cm_error *err)
+/* Reads the plan's input from stdin into part (to be partitioned) and ref
+ * (the reference): rules_len bytes of a rules document (srv_bench.c sends
+ * the plan's, if any), then the model text, both loaded with the plan's
+ * pass as every consumer of a stored plan loads it (planner/doc/sp_input.h).
+ * Errors: those of cm_file_read and sp_input_read, CM_EINVAL when stdin is
+ * shorter than rules_len; part may hold a module then (the caller releases
+ * what has one, as after a success). */
+static cm_status read_input(sp_plan_pass pass, uint64_t rules_len, sp_input *part, sp_input *ref,
+                            cm_error *err)
 {
     /* stdin is read once; the reference copy is re-read from the same text */
     char *text = NULL;
     size_t len = 0;
     cm_status st = cm_file_read("-", &text, &len, err);
+    if (st == CM_OK && rules_len > len) {
+        st = cm_error_set(err, CM_EINVAL, NULL, "the input is shorter than its %llu rule bytes",
+                          (unsigned long long)rules_len);
+    }
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    io.pass = pass;
+    if (rules_len > 0) {
+        io.rules = text;
+        io.rules_len = (size_t)rules_len;
+    }
     /* two independent modules: the partitioned program and the reference */
     if (st == CM_OK) {
-        st = sp_input_read(text, len, NULL, part, err);
+        st = sp_input_read(text + rules_len, len - rules_len, &io, part, err);
     }
     if (st == CM_OK) {
-        st = sp_input_read(text, len, NULL, ref, err);
+        st = sp_input_read(text + rules_len, len - rules_len, &io, ref, err);
     }
     cm_free(text);
     return st;
@@ -80,7 +94,8 @@ static cm_status read_input(sp_input *part, sp_input *ref, cm_error *err)
 
 int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
 {
-    uint64_t devices = 0, warmup = 1, iters = 5, seed = 1;
+    uint64_t devices = 0, warmup = 1, iters = 5, seed = 1, rules_len = 0;
+    sp_plan_pass pass = SP_PLAN_PIPELINE;
     const char *fault_kind = NULL;
     ex_affinity affinity = EX_AFFINITY_AUTO;
     for (int i = 1; i < argc; i++) {
@@ -98,6 +113,10 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
             ok = cmd_parse_u64(v, &iters) && iters > 0 && iters <= 100000;
         } else if (ok && strcmp(argv[i], "--seed") == 0) {
             ok = cmd_parse_u64(v, &seed);
+        } else if (ok && strcmp(argv[i], "--pass") == 0) {
+            ok = sp_plan_pass_parse(v, &pass);
+        } else if (ok && strcmp(argv[i], "--rules-bytes") == 0) {
+            ok = cmd_parse_u64(v, &rules_len) && rules_len <= ((uint64_t)1 << 40);
         } else if (ok && strcmp(argv[i], "--fault") == 0) {
             fault_kind = v;
             ok = strcmp(v, "crash") == 0 || strcmp(v, "hang") == 0 || strcmp(v, "oom") == 0;
@@ -125,7 +144,8 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
     cm_buf b;
     cm_buf_init(&b);
     int rc = 1;
-    if (read_input(&part, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
+    if (read_input(pass, rules_len, &part, &ref, &err) != CM_OK ||
+        sp_input_partition(&part, &err) != CM_OK) {
         goto out;
     }
     fputs("progress 0.1\n", out);

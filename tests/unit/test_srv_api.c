@@ -23,62 +23,27 @@
 #include <pthread.h>
 
 #include "cm.h"
+#include "tu_http.h"
 #include "srv_app.h"
 #include "sp_example.h"
 #include "cmd.h"
 #include "st_db.h"
 
-/* ---- fixture --------------------------------------------------------------------------- */
+/* ---- fixture (tests/unit/tu_http.h) ------------------------------------------------------- */
 
-typedef struct fixture {
-    char dir[256];
-    char db[300];
-    srv_app *app;
-    char base[64]; /* http://127.0.0.1:PORT */
-} fixture;
-
-static void cfg_default(const fixture *f, srv_config *c)
-{
-    srv_config_init(c);
-    snprintf(c->host, sizeof c->host, "127.0.0.1");
-    c->port = 0;
-    snprintf(c->db_path, sizeof c->db_path, "%s", f->db);
-    c->log_path[0] = '\0';
-    c->threads = 2;
-    c->plan_workers = 2;
-    c->max_body_bytes = 1 << 20;
-    c->request_timeout_s = 15;
-    c->drain_s = 5;
-}
-
-static void start_cfg(fixture *f, const srv_config *c)
-{
-    cm_error e;
-    cm_error_clear(&e);
-    assert_int_equal(srv_app_create(c, &f->app, &e), CM_OK);
-    assert_int_equal(srv_app_start(f->app, &e), CM_OK);
-    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%u", (unsigned)srv_app_port(f->app));
-}
-
-static void stop(fixture *f)
-{
-    srv_app_destroy(f->app);
-    f->app = NULL;
-}
+typedef tu_server fixture;
+typedef tu_resp resp;
 
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(f->dir, sizeof f->dir, "%s/test_srv_XXXXXX", tmp != NULL ? tmp : "/tmp");
-    if (mkdtemp(f->dir) == NULL) {
+    if (f == NULL || tu_server_init(f, "test_srv") != 0) {
         free(f);
         return -1;
     }
-    snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
     srv_config c;
-    cfg_default(f, &c);
-    start_cfg(f, &c);
+    tu_config_default(f, &c);
+    tu_server_start(f, &c);
     *state = f;
     return 0;
 }
@@ -86,155 +51,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    stop(f);
-    char p[400];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s%s", f->db, suffix[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
+    tu_server_fini(f);
     free(f);
     return 0;
-}
-
-/* ---- HTTP through libcurl ------------------------------------------------------------------ */
-
-typedef struct resp {
-    long status;
-    cm_buf body;
-    char location[128];
-    char allow[128];
-    char www_auth[128];
-    json_t *json; /* parsed body or NULL */
-} resp;
-
-static size_t on_body(char *p, size_t s, size_t n, void *ud)
-{
-    cm_buf_append(ud, p, s * n);
-    return s * n;
-}
-
-static size_t on_header(char *p, size_t s, size_t n, void *ud)
-{
-    resp *r = ud;
-    size_t len = s * n;
-    struct {
-        const char *name;
-        char *dst;
-    } hs[] = {{"Location: ", r->location}, {"Allow: ", r->allow},
-              {"WWW-Authenticate: ", r->www_auth}};
-    for (size_t i = 0; i < 3; i++) {
-        size_t k = strlen(hs[i].name);
-        if (len > k && strncasecmp(p, hs[i].name, k) == 0) {
-            size_t v = len - k;
-            while (v > 0 && (p[k + v - 1] == '\r' || p[k + v - 1] == '\n')) {
-                v--;
-            }
-            snprintf(hs[i].dst, 128, "%.*s", (int)v, p + k);
-        }
-    }
-    return len;
-}
-
-static void resp_fini(resp *r)
-{
-    cm_buf_fini(&r->body);
-    json_decref(r->json);
-    memset(r, 0, sizeof *r);
-}
-
-static void http_ex(const fixture *f, const char *method, const char *path, const char *ctype,
-                    const char *body, size_t len, const char *token, const char *extra_hdr,
-                    resp *out)
-{
-    memset(out, 0, sizeof *out);
-    cm_buf_init(&out->body);
-    CURL *h = curl_easy_init();
-    assert_non_null(h);
-    char url[512];
-    snprintf(url, sizeof url, "%s%s", f->base, path);
-    struct curl_slist *hdrs = NULL;
-    char line[600];
-    if (ctype != NULL) {
-        snprintf(line, sizeof line, "Content-Type: %s", ctype);
-        hdrs = curl_slist_append(hdrs, line);
-    }
-    if (token != NULL) {
-        snprintf(line, sizeof line, "Authorization: Bearer %s", token);
-        hdrs = curl_slist_append(hdrs, line);
-    }
-    if (extra_hdr != NULL) {
-        hdrs = curl_slist_append(hdrs, extra_hdr);
-    }
-    hdrs = curl_slist_append(hdrs, "Expect:");
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out->body);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
-    if (body != NULL) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    }
-    CURLcode rc = curl_easy_perform(h);
-    assert_int_equal(rc, CURLE_OK);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    json_error_t je;
-    if (out->body.len > 0) {
-        out->json = json_loadb(out->body.data, out->body.len, 0, &je);
-    }
-}
-
-static void http(const fixture *f, const char *method, const char *path, const char *ctype,
-                 const char *body, resp *out)
-{
-    http_ex(f, method, path, ctype, body, body != NULL ? strlen(body) : 0, NULL, NULL, out);
-}
-
-static json_int_t jint(const json_t *j, const char *key)
-{
-    const json_t *v = json_object_get(j, key);
-    assert_true(json_is_integer(v));
-    return json_integer_value(v);
-}
-
-static const char *jstr(const json_t *j, const char *key)
-{
-    const json_t *v = json_object_get(j, key);
-    assert_true(json_is_string(v));
-    return json_string_value(v);
-}
-
-/* Asserts an error reply: status, code and path. */
-static void expect_error(const resp *r, long status, const char *code, const char *path)
-{
-    if (r->status != status) {
-        fprintf(stderr, "expected %ld, got %ld: %.*s\n", status, r->status, (int)r->body.len,
-                r->body.data != NULL ? r->body.data : "");
-    }
-    assert_int_equal(r->status, status);
-    assert_non_null(r->json);
-    const json_t *e = json_object_get(r->json, "error");
-    assert_true(json_is_object(e));
-    assert_string_equal(jstr(e, "code"), code);
-    assert_true(json_is_string(json_object_get(e, "message")));
-    if (path != NULL) {
-        assert_string_equal(jstr(e, "path"), path);
-    }
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    char *data = NULL;
-    assert_int_equal(cm_file_read(path, &data, len, NULL), CM_OK);
-    return data;
 }
 
 /* ---- tests --------------------------------------------------------------------------------- */
@@ -243,17 +62,17 @@ static void test_srv_health_ready_openapi_metrics(void **state)
 {
     fixture *f = *state;
     resp r;
-    http(f, "GET", "/healthz", NULL, NULL, &r);
+    tu_http(f, "GET", "/healthz", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    assert_string_equal(jstr(r.json, "status"), "ok");
-    resp_fini(&r);
-    http(f, "GET", "/readyz", NULL, NULL, &r);
+    assert_string_equal(tu_jstr(r.json, "status"), "ok");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/readyz", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(jint(r.json, "schema_version"), ST_DB_SCHEMA_VERSION);
-    resp_fini(&r);
-    http(f, "GET", "/v1/openapi.json", NULL, NULL, &r);
+    assert_int_equal(tu_jint(r.json, "schema_version"), ST_DB_SCHEMA_VERSION);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/openapi.json", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    assert_string_equal(jstr(r.json, "openapi"), "3.0.3");
+    assert_string_equal(tu_jstr(r.json, "openapi"), "3.0.3");
     const json_t *paths = json_object_get(r.json, "paths");
     const char *const expect[] = {"/healthz",          "/readyz",           "/metrics",
                                   "/v1/graphs",        "/v1/graphs/{id}",   "/v1/meshes/{name}",
@@ -266,148 +85,148 @@ static void test_srv_health_ready_openapi_metrics(void **state)
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
         assert_non_null(json_object_get(paths, expect[i]));
     }
-    resp_fini(&r);
-    http(f, "GET", "/metrics", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/metrics", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body.data, "shardplan_http_requests_total{route=\"healthz\","
                                         "code=\"2xx\"} 1"));
     assert_non_null(strstr(r.body.data, "shardplan_http_request_duration_seconds_bucket"));
     assert_non_null(strstr(r.body.data, "shardplan_plan_duration_seconds_count"));
     assert_non_null(strstr(r.body.data, "shardplan_http_errors_total{code=\"not_found\"}"));
-    resp_fini(&r);
+    tu_resp_fini(&r);
 }
 
 static void test_srv_errors_have_status_code_and_path(void **state)
 {
     fixture *f = *state;
     resp r;
-    http(f, "GET", "/v1/nothing", NULL, NULL, &r);
-    expect_error(&r, 404, "not_found", "");
-    resp_fini(&r);
-    http(f, "PATCH", "/v1/plans", NULL, NULL, &r);
-    expect_error(&r, 405, "method_not_allowed", "");
+    tu_http(f, "GET", "/v1/nothing", NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", "");
+    tu_resp_fini(&r);
+    tu_http(f, "PATCH", "/v1/plans", NULL, NULL, &r);
+    tu_expect_error(&r, 405, "method_not_allowed", "");
     assert_string_equal(r.allow, "POST, GET");
-    resp_fini(&r);
-    http(f, "POST", "/v1/plans", "application/xml", "<graph/>", &r);
-    expect_error(&r, 415, "unsupported_media_type", "");
-    resp_fini(&r);
-    http(f, "POST", "/v1/plans", "application/json", "{\"graph\": [", &r);
-    expect_error(&r, 400, "invalid", "");
-    assert_non_null(strstr(jstr(json_object_get(r.json, "error"), "message"), "line 1"));
-    resp_fini(&r);
-    http(f, "POST", "/v1/plans", "application/json", "{\"graph_id\": 1, \"bogus\": 2}", &r);
-    expect_error(&r, 400, "invalid", "/bogus");
-    resp_fini(&r);
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/plans", "application/xml", "<graph/>", &r);
+    tu_expect_error(&r, 415, "unsupported_media_type", "");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/plans", "application/json", "{\"graph\": [", &r);
+    tu_expect_error(&r, 400, "invalid", "");
+    assert_non_null(strstr(tu_jstr(json_object_get(r.json, "error"), "message"), "line 1"));
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/plans", "application/json", "{\"graph_id\": 1, \"bogus\": 2}", &r);
+    tu_expect_error(&r, 400, "invalid", "/bogus");
+    tu_resp_fini(&r);
     /* a graph document that decodes wrong: the planner's JSON Pointer */
-    http(f, "POST", "/v1/graphs", "application/json",
+    tu_http(f, "POST", "/v1/graphs", "application/json",
          "{\"inputs\":[{\"name\":\"x\",\"type\":\"tensor<4xf32>\"}],"
          "\"ops\":[{\"op\":\"stablehlo.abs\",\"operands\":[\"%nope\"],"
          "\"results\":[\"tensor<4xf32>\"]}],\"outputs\":[\"%x\"]}",
          &r);
-    expect_error(&r, 400, "invalid", "/ops/0/operands/0");
-    resp_fini(&r);
+    tu_expect_error(&r, 400, "invalid", "/ops/0/operands/0");
+    tu_resp_fini(&r);
     /* MLIR errors give line:col */
-    http(f, "POST", "/v1/graphs", "text/plain", "func.func @main(%x: tensor<4xf32>) {\n  bad\n}",
+    tu_http(f, "POST", "/v1/graphs", "text/plain", "func.func @main(%x: tensor<4xf32>) {\n  bad\n}",
          &r);
-    expect_error(&r, 400, "invalid", NULL);
-    resp_fini(&r);
-    http(f, "GET", "/v1/plans/12345", NULL, NULL, &r);
-    expect_error(&r, 404, "not_found", "/id");
-    resp_fini(&r);
-    http(f, "GET", "/v1/plans/abc", NULL, NULL, &r);
-    expect_error(&r, 404, "not_found", "/id");
-    resp_fini(&r);
-    http(f, "GET", "/v1/plans?limit=5000", NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/limit");
-    resp_fini(&r);
-    http(f, "GET", "/v1/plans?after=-1", NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/after");
-    resp_fini(&r);
+    tu_expect_error(&r, 400, "invalid", NULL);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/plans/12345", NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", "/id");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/plans/abc", NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", "/id");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/plans?limit=5000", NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/limit");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/plans?after=-1", NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/after");
+    tu_resp_fini(&r);
     /* 413: the body limit is 1 MiB in this fixture */
     size_t big = (1 << 20) + 100;
     char *blob = malloc(big);
     memset(blob, ' ', big);
     blob[0] = '{';
     blob[big - 1] = '}';
-    http_ex(f, "POST", "/v1/graphs", "application/json", blob, big, NULL, NULL, &r);
-    expect_error(&r, 413, "too_large", "");
-    resp_fini(&r);
+    tu_http_ex(f, "POST", "/v1/graphs", "application/json", blob, big, NULL, NULL, &r);
+    tu_expect_error(&r, 413, "too_large", "");
+    tu_resp_fini(&r);
     free(blob);
     /* 409: create-only PUT of a different mesh under a taken name */
-    http(f, "PUT", "/v1/meshes/m409", "application/json", "{\"axes\":[[\"x\",2]]}", &r);
+    tu_http(f, "PUT", "/v1/meshes/m409", "application/json", "{\"axes\":[[\"x\",2]]}", &r);
     assert_int_equal(r.status, 201);
-    resp_fini(&r);
-    http_ex(f, "PUT", "/v1/meshes/m409", "application/json", "{\"axes\":[[\"x\",4]]}", strlen("{\"axes\":[[\"x\",4]]}"), NULL,
+    tu_resp_fini(&r);
+    tu_http_ex(f, "PUT", "/v1/meshes/m409", "application/json", "{\"axes\":[[\"x\",4]]}", strlen("{\"axes\":[[\"x\",4]]}"), NULL,
             "If-None-Match: *", &r);
-    expect_error(&r, 409, "conflict", "/name");
-    resp_fini(&r);
+    tu_expect_error(&r, 409, "conflict", "/name");
+    tu_resp_fini(&r);
 }
 
 static void test_srv_graphs_store_list_get_delete(void **state)
 {
     fixture *f = *state;
     size_t jl, ml;
-    char *js = read_file("examples/flax_mlp.json", &jl);
-    char *ms = read_file("examples/flax_mlp.mlir", &ml);
+    char *js = tu_read_file("examples/flax_mlp.json", &jl);
+    char *ms = tu_read_file("examples/flax_mlp.mlir", &ml);
     resp r;
-    http_ex(f, "POST", "/v1/graphs?name=mlp", "application/json", js, jl, NULL, NULL, &r);
+    tu_http_ex(f, "POST", "/v1/graphs?name=mlp", "application/json", js, jl, NULL, NULL, &r);
     assert_int_equal(r.status, 201);
-    json_int_t id1 = jint(r.json, "id");
-    assert_string_equal(jstr(r.json, "format"), "json");
-    assert_string_equal(jstr(r.json, "name"), "mlp");
+    json_int_t id1 = tu_jint(r.json, "id");
+    assert_string_equal(tu_jstr(r.json, "format"), "json");
+    assert_string_equal(tu_jstr(r.json, "name"), "mlp");
     char loc[64];
     snprintf(loc, sizeof loc, "/v1/graphs/%lld", (long long)id1);
     assert_string_equal(r.location, loc);
-    resp_fini(&r);
-    http_ex(f, "POST", "/v1/graphs", "application/json", js, jl, NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http_ex(f, "POST", "/v1/graphs", "application/json", js, jl, NULL, NULL, &r);
     assert_int_equal(r.status, 200); /* same content: the stored graph */
-    assert_int_equal(jint(r.json, "id"), id1);
-    resp_fini(&r);
-    http_ex(f, "POST", "/v1/graphs", "text/plain", ms, ml, NULL, NULL, &r);
+    assert_int_equal(tu_jint(r.json, "id"), id1);
+    tu_resp_fini(&r);
+    tu_http_ex(f, "POST", "/v1/graphs", "text/plain", ms, ml, NULL, NULL, &r);
     assert_int_equal(r.status, 201);
-    json_int_t id2 = jint(r.json, "id");
-    assert_string_equal(jstr(r.json, "format"), "mlir");
-    resp_fini(&r);
+    json_int_t id2 = tu_jint(r.json, "id");
+    assert_string_equal(tu_jstr(r.json, "format"), "mlir");
+    tu_resp_fini(&r);
     /* paging */
-    http(f, "GET", "/v1/graphs?limit=1", NULL, NULL, &r);
+    tu_http(f, "GET", "/v1/graphs?limit=1", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
-    json_int_t next = jint(r.json, "next_after");
+    json_int_t next = tu_jint(r.json, "next_after");
     assert_int_equal(next, id1);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     char path[128];
     snprintf(path, sizeof path, "/v1/graphs?limit=1&after=%lld", (long long)next);
-    http(f, "GET", path, NULL, NULL, &r);
-    assert_int_equal(jint(json_array_get(json_object_get(r.json, "items"), 0), "id"), id2);
-    assert_int_equal(jint(r.json, "next_after"), 0);
-    resp_fini(&r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(tu_jint(json_array_get(json_object_get(r.json, "items"), 0), "id"), id2);
+    assert_int_equal(tu_jint(r.json, "next_after"), 0);
+    tu_resp_fini(&r);
     /* filters */
-    http(f, "GET", "/v1/graphs?format=mlir", NULL, NULL, &r);
+    tu_http(f, "GET", "/v1/graphs?format=mlir", NULL, NULL, &r);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
-    resp_fini(&r);
-    http(f, "GET", "/v1/graphs?name=mlp", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/graphs?name=mlp", NULL, NULL, &r);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
-    resp_fini(&r);
-    http(f, "GET", "/v1/graphs?format=xml", NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/format");
-    resp_fini(&r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/graphs?format=xml", NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/format");
+    tu_resp_fini(&r);
     /* get, raw, delete */
-    http(f, "GET", loc, NULL, NULL, &r);
+    tu_http(f, "GET", loc, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_true(json_is_object(json_object_get(r.json, "graph")));
-    resp_fini(&r);
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/graphs/%lld?raw=1", (long long)id2);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.body.len, ml);
     assert_memory_equal(r.body.data, ms, ml);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/graphs/%lld", (long long)id2);
-    http(f, "DELETE", path, NULL, NULL, &r);
+    tu_http(f, "DELETE", path, NULL, NULL, &r);
     assert_int_equal(r.status, 204);
-    resp_fini(&r);
-    http(f, "GET", path, NULL, NULL, &r);
-    expect_error(&r, 404, "not_found", "/id");
-    resp_fini(&r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", "/id");
+    tu_resp_fini(&r);
     cm_free(js);
     cm_free(ms);
 }
@@ -417,87 +236,87 @@ static void test_srv_meshes_rules_profiles(void **state)
     fixture *f = *state;
     resp r;
     const char *mesh = "{\"axes\":[{\"name\":\"data\",\"size\":4},{\"name\":\"model\",\"size\":2}]}";
-    http(f, "PUT", "/v1/meshes/m42", "application/json", mesh, &r);
+    tu_http(f, "PUT", "/v1/meshes/m42", "application/json", mesh, &r);
     assert_int_equal(r.status, 201);
-    assert_string_equal(jstr(r.json, "name"), "m42");
-    resp_fini(&r);
-    http(f, "PUT", "/v1/meshes/m42", "application/json", mesh, &r);
+    assert_string_equal(tu_jstr(r.json, "name"), "m42");
+    tu_resp_fini(&r);
+    tu_http(f, "PUT", "/v1/meshes/m42", "application/json", mesh, &r);
     assert_int_equal(r.status, 200);
-    resp_fini(&r);
-    http(f, "GET", "/v1/meshes/m42", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/meshes/m42", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_true(json_is_array(json_object_get(json_object_get(r.json, "mesh"), "axes")));
-    resp_fini(&r);
-    http(f, "GET", "/v1/meshes", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/meshes", NULL, NULL, &r);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
-    resp_fini(&r);
-    http(f, "PUT", "/v1/meshes/bad", "application/json", "{\"axes\":[{\"name\":\"x\",\"size\":-2}]}",
+    tu_resp_fini(&r);
+    tu_http(f, "PUT", "/v1/meshes/bad", "application/json", "{\"axes\":[{\"name\":\"x\",\"size\":-2}]}",
          &r);
-    expect_error(&r, 400, "invalid", NULL);
-    assert_non_null(strstr(jstr(json_object_get(r.json, "error"), "path"), "/axes/0"));
-    resp_fini(&r);
-    http(f, "PUT", "/v1/meshes/bad", "application/json", "[1]", &r);
-    expect_error(&r, 400, "invalid", "");
-    resp_fini(&r);
-    http(f, "GET", "/v1/meshes/none", NULL, NULL, &r);
-    expect_error(&r, 404, "not_found", NULL);
-    resp_fini(&r);
+    tu_expect_error(&r, 400, "invalid", NULL);
+    assert_non_null(strstr(tu_jstr(json_object_get(r.json, "error"), "path"), "/axes/0"));
+    tu_resp_fini(&r);
+    tu_http(f, "PUT", "/v1/meshes/bad", "application/json", "[1]", &r);
+    tu_expect_error(&r, 400, "invalid", "");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/meshes/none", NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", NULL);
+    tu_resp_fini(&r);
     /* rules by call-target name */
-    http(f, "PUT", "/v1/rules/my_matmul", "application/json", "\"i j, j k -> i k\"", &r);
+    tu_http(f, "PUT", "/v1/rules/my_matmul", "application/json", "\"i j, j k -> i k\"", &r);
     assert_int_equal(r.status, 201);
-    resp_fini(&r);
-    http(f, "GET", "/v1/rules/my_matmul", NULL, NULL, &r);
-    assert_string_equal(jstr(r.json, "rule"), "i j, j k -> i k");
-    resp_fini(&r);
-    http(f, "PUT", "/v1/rules/broken", "application/json", "{\"sharding_rule\": 5}", &r);
-    expect_error(&r, 400, "invalid", NULL);
-    resp_fini(&r);
-    http(f, "GET", "/v1/rules", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/rules/my_matmul", NULL, NULL, &r);
+    assert_string_equal(tu_jstr(r.json, "rule"), "i j, j k -> i k");
+    tu_resp_fini(&r);
+    tu_http(f, "PUT", "/v1/rules/broken", "application/json", "{\"sharding_rule\": 5}", &r);
+    tu_expect_error(&r, 400, "invalid", NULL);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/rules", NULL, NULL, &r);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
-    resp_fini(&r);
-    http(f, "DELETE", "/v1/rules/my_matmul", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "DELETE", "/v1/rules/my_matmul", NULL, NULL, &r);
     assert_int_equal(r.status, 204);
-    resp_fini(&r);
-    http(f, "DELETE", "/v1/rules/my_matmul", NULL, NULL, &r);
-    expect_error(&r, 404, "not_found", NULL);
-    resp_fini(&r);
+    tu_resp_fini(&r);
+    tu_http(f, "DELETE", "/v1/rules/my_matmul", NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", NULL);
+    tu_resp_fini(&r);
     /* device profiles */
     size_t pl;
-    char *prof = read_file("profiles/a100-80gb.json", &pl);
-    http_ex(f, "PUT", "/v1/profiles/a100", "application/json", prof, pl, NULL, NULL, &r);
+    char *prof = tu_read_file("profiles/a100-80gb.json", &pl);
+    tu_http_ex(f, "PUT", "/v1/profiles/a100", "application/json", prof, pl, NULL, NULL, &r);
     assert_int_equal(r.status, 201);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     cm_free(prof);
-    http(f, "GET", "/v1/profiles/a100", NULL, NULL, &r);
+    tu_http(f, "GET", "/v1/profiles/a100", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_true(json_is_object(json_object_get(r.json, "profile")));
-    resp_fini(&r);
-    http(f, "GET", "/v1/profiles", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/profiles", NULL, NULL, &r);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
-    resp_fini(&r);
-    http(f, "PUT", "/v1/profiles/bad", "application/json", "{\"peak_flops\": \"fast\"}", &r);
-    expect_error(&r, 400, "invalid", NULL);
-    resp_fini(&r);
-    http(f, "DELETE", "/v1/profiles/a100", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "PUT", "/v1/profiles/bad", "application/json", "{\"peak_flops\": \"fast\"}", &r);
+    tu_expect_error(&r, 400, "invalid", NULL);
+    tu_resp_fini(&r);
+    tu_http(f, "DELETE", "/v1/profiles/a100", NULL, NULL, &r);
     assert_int_equal(r.status, 204);
-    resp_fini(&r);
-    http(f, "DELETE", "/v1/meshes/m42", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "DELETE", "/v1/meshes/m42", NULL, NULL, &r);
     assert_int_equal(r.status, 204);
-    resp_fini(&r);
+    tu_resp_fini(&r);
 }
 
 /* Posts the Flax MLP as a bare graph document; returns the plan id. */
 static json_int_t post_mlp(const fixture *f, long want_status)
 {
     size_t jl;
-    char *js = read_file("examples/flax_mlp.json", &jl);
+    char *js = tu_read_file("examples/flax_mlp.json", &jl);
     resp r;
-    http_ex(f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
+    tu_http_ex(f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
     cm_free(js);
     assert_int_equal(r.status, want_status);
-    json_int_t id = jint(r.json, "id");
+    json_int_t id = tu_jint(r.json, "id");
     assert_true(json_is_object(json_object_get(r.json, "plan")));
-    resp_fini(&r);
+    tu_resp_fini(&r);
     return id;
 }
 
@@ -509,106 +328,106 @@ static void test_srv_plans_dedup_options_and_lists(void **state)
     resp r;
     char path[128];
     snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    json_int_t graph_id = jint(r.json, "graph_id");
+    json_int_t graph_id = tu_jint(r.json, "graph_id");
     const json_t *plan = json_object_get(r.json, "plan");
-    assert_string_equal(jstr(plan, "format"), "shardplan.plan/v1");
-    assert_string_equal(jstr(plan, "input_sha256"), jstr(r.json, "hash"));
-    resp_fini(&r);
+    assert_string_equal(tu_jstr(plan, "format"), "shardplan.plan/v1");
+    assert_string_equal(tu_jstr(plan, "input_sha256"), tu_jstr(r.json, "hash"));
+    tu_resp_fini(&r);
     /* the same module as MLIR hashes alike: the stored plan again */
     size_t ml;
-    char *ms = read_file("examples/flax_mlp.mlir", &ml);
-    http_ex(f, "POST", "/v1/plans", "text/plain", ms, ml, NULL, NULL, &r);
+    char *ms = tu_read_file("examples/flax_mlp.mlir", &ml);
+    tu_http_ex(f, "POST", "/v1/plans", "text/plain", ms, ml, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(jint(r.json, "id"), id);
-    resp_fini(&r);
+    assert_int_equal(tu_jint(r.json, "id"), id);
+    tu_resp_fini(&r);
     cm_free(ms);
     /* by stored graph id */
     char body[256];
     snprintf(body, sizeof body, "{\"graph_id\":%lld}", (long long)graph_id);
-    http(f, "POST", "/v1/plans", "application/json", body, &r);
+    tu_http(f, "POST", "/v1/plans", "application/json", body, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(jint(r.json, "id"), id);
-    resp_fini(&r);
+    assert_int_equal(tu_jint(r.json, "id"), id);
+    tu_resp_fini(&r);
     /* another pass: another plan */
     snprintf(body, sizeof body,
              "{\"graph_id\":%lld,\"options\":{\"pass\":\"sdy-basic-propagate\"}}",
              (long long)graph_id);
-    http(f, "POST", "/v1/plans", "application/json", body, &r);
+    tu_http(f, "POST", "/v1/plans", "application/json", body, &r);
     assert_int_equal(r.status, 201);
-    json_int_t id_basic = jint(r.json, "id");
+    json_int_t id_basic = tu_jint(r.json, "id");
     assert_true(id_basic != id);
-    assert_string_equal(jstr(json_object_get(r.json, "options"), "pass"), "sdy-basic-propagate");
-    resp_fini(&r);
+    assert_string_equal(tu_jstr(json_object_get(r.json, "options"), "pass"), "sdy-basic-propagate");
+    tu_resp_fini(&r);
     /* a stored mesh of another shape: another plan, linked to the mesh */
-    http(f, "PUT", "/v1/meshes/wide", "application/json",
+    tu_http(f, "PUT", "/v1/meshes/wide", "application/json",
          "{\"axes\":[{\"name\":\"data\",\"size\":4},{\"name\":\"model\",\"size\":2}]}", &r);
-    json_int_t mesh_id = jint(r.json, "id");
-    resp_fini(&r);
+    json_int_t mesh_id = tu_jint(r.json, "id");
+    tu_resp_fini(&r);
     snprintf(body, sizeof body, "{\"graph_id\":%lld,\"mesh\":\"wide\"}", (long long)graph_id);
-    http(f, "POST", "/v1/plans", "application/json", body, &r);
+    tu_http(f, "POST", "/v1/plans", "application/json", body, &r);
     assert_int_equal(r.status, 201);
-    assert_int_equal(jint(r.json, "mesh_id"), mesh_id);
+    assert_int_equal(tu_jint(r.json, "mesh_id"), mesh_id);
     const json_t *m0 = json_array_get(json_object_get(json_object_get(r.json, "plan"), "meshes"), 0);
-    assert_int_equal(jint(json_array_get(json_object_get(m0, "axes"), 0), "size"), 4);
-    resp_fini(&r);
+    assert_int_equal(tu_jint(json_array_get(json_object_get(m0, "axes"), 0), "size"), 4);
+    tu_resp_fini(&r);
     /* an inline mesh, and the pass from the query */
     size_t jl;
-    char *js = read_file("examples/flax_mlp.json", &jl);
-    http_ex(f, "POST", "/v1/plans?pass=sdy-aggressive-propagate", "application/json", js, jl,
+    char *js = tu_read_file("examples/flax_mlp.json", &jl);
+    tu_http_ex(f, "POST", "/v1/plans?pass=sdy-aggressive-propagate", "application/json", js, jl,
             NULL, NULL, &r);
     assert_int_equal(r.status, 201);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     cm_free(js);
-    http(f, "POST", "/v1/plans", "application/json",
+    tu_http(f, "POST", "/v1/plans", "application/json",
          "{\"graph_id\":1,\"mesh\":{\"axes\":[[\"data\",8],[\"model\",1]]}}", &r);
     assert_true(r.status == 201 || r.status == 200);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     /* errors */
     snprintf(body, sizeof body, "{\"graph_id\":%lld,\"options\":{\"pass\":\"nope\"}}",
              (long long)graph_id);
-    http(f, "POST", "/v1/plans", "application/json", body, &r);
-    expect_error(&r, 400, "invalid", "/options/pass");
-    resp_fini(&r);
-    http(f, "POST", "/v1/plans", "application/json", "{\"graph_id\":999}", &r);
-    expect_error(&r, 404, "not_found", "/graph_id");
-    resp_fini(&r);
+    tu_http(f, "POST", "/v1/plans", "application/json", body, &r);
+    tu_expect_error(&r, 400, "invalid", "/options/pass");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/plans", "application/json", "{\"graph_id\":999}", &r);
+    tu_expect_error(&r, 404, "not_found", "/graph_id");
+    tu_resp_fini(&r);
     snprintf(body, sizeof body, "{\"graph_id\":%lld,\"mesh\":\"absent\"}", (long long)graph_id);
-    http(f, "POST", "/v1/plans", "application/json", body, &r);
-    expect_error(&r, 404, "not_found", "/mesh");
-    resp_fini(&r);
-    http(f, "POST", "/v1/plans", "application/json", "{\"graph\":{},\"mlir\":\"\"}", &r);
-    expect_error(&r, 400, "invalid", "");
-    resp_fini(&r);
-    http(f, "POST", "/v1/plans", "application/json", "", &r);
-    expect_error(&r, 400, "invalid", "");
-    resp_fini(&r);
+    tu_http(f, "POST", "/v1/plans", "application/json", body, &r);
+    tu_expect_error(&r, 404, "not_found", "/mesh");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/plans", "application/json", "{\"graph\":{},\"mlir\":\"\"}", &r);
+    tu_expect_error(&r, 400, "invalid", "");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/plans", "application/json", "", &r);
+    tu_expect_error(&r, 400, "invalid", "");
+    tu_resp_fini(&r);
     /* lists and filters */
-    http(f, "GET", "/v1/plans", NULL, NULL, &r);
+    tu_http(f, "GET", "/v1/plans", NULL, NULL, &r);
     assert_true(json_array_size(json_object_get(r.json, "items")) >= 4);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/plans?mesh_id=%lld", (long long)mesh_id);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/plans?graph_id=%lld&limit=2", (long long)graph_id);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 2);
-    assert_true(jint(r.json, "next_after") > 0);
-    resp_fini(&r);
+    assert_true(tu_jint(r.json, "next_after") > 0);
+    tu_resp_fini(&r);
     /* delete */
     snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id_basic);
-    http(f, "DELETE", path, NULL, NULL, &r);
+    tu_http(f, "DELETE", path, NULL, NULL, &r);
     assert_int_equal(r.status, 204);
-    resp_fini(&r);
-    http(f, "GET", path, NULL, NULL, &r);
-    expect_error(&r, 404, "not_found", NULL);
-    resp_fini(&r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", NULL);
+    tu_resp_fini(&r);
     /* metrics count computed and deduplicated plans */
-    http(f, "GET", "/metrics", NULL, NULL, &r);
+    tu_http(f, "GET", "/metrics", NULL, NULL, &r);
     assert_non_null(strstr(r.body.data, "shardplan_plans_total{outcome=\"deduplicated\"} 3"));
-    resp_fini(&r);
+    tu_resp_fini(&r);
 }
 
 /* GET /v1/plans/{id}/lint and /collectives run planner/sp_advise on the
@@ -621,22 +440,22 @@ static void test_srv_plan_lint_and_collectives(void **state)
     char path[160];
     resp r;
     snprintf(path, sizeof path, "/v1/plans/%lld/collectives", (long long)a);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     const json_t *cs = json_object_get(r.json, "collectives");
     assert_int_equal(json_array_size(cs), 4);
-    assert_string_equal(jstr(json_array_get(cs, 0), "kind"), "all_reduce");
-    assert_non_null(strstr(jstr(json_array_get(cs, 0), "cause"), "reduction"));
-    resp_fini(&r);
+    assert_string_equal(tu_jstr(json_array_get(cs, 0), "kind"), "all_reduce");
+    assert_non_null(strstr(tu_jstr(json_array_get(cs, 0), "cause"), "reduction"));
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/plans/%lld/lint", (long long)a);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_non_null(json_object_get(r.json, "findings"));
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r.json, "counts"),
                                                         "memory_over_capacity")),
                      0);
-    resp_fini(&r);
-    http(f, "PUT", "/v1/profiles/tiny", "application/json",
+    tu_resp_fini(&r);
+    tu_http(f, "PUT", "/v1/profiles/tiny", "application/json",
          "{\"format\":\"shardplan.device-profile/v1\",\"name\":\"tiny\",\"source\":\"test\","
          "\"peak_flops\":{\"f32\":1e9},\"memory\":{\"bytes\":1024,\"bandwidth\":1e9},"
          "\"links\":{\"default\":{\"bandwidth\":1e9,\"latency\":1e-6}}}",
@@ -645,67 +464,67 @@ static void test_srv_plan_lint_and_collectives(void **state)
         fprintf(stderr, "profile: %.*s\n", (int)r.body.len, r.body.data);
     }
     assert_int_equal(r.status, 201);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/plans/%lld/lint?profile=tiny", (long long)a);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r.json, "counts"),
                                                         "memory_over_capacity")),
                      1);
-    assert_string_equal(jstr(r.json, "profile"), "tiny");
-    resp_fini(&r);
+    assert_string_equal(tu_jstr(r.json, "profile"), "tiny");
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/plans/%lld/lint?mesh=nope", (long long)a);
-    http(f, "GET", path, NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/mesh");
-    resp_fini(&r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/mesh");
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/plans/%lld/lint?min_bytes=-1", (long long)a);
-    http(f, "GET", path, NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/min_bytes");
-    resp_fini(&r);
-    http(f, "GET", "/v1/plans/4242/lint", NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/min_bytes");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/plans/4242/lint", NULL, NULL, &r);
     assert_int_equal(r.status, 404);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     /* suggest (the advisor contract): the MLP's unannotated activations */
     snprintf(path, sizeof path, "/v1/plans/%lld/suggest?objective=memory&k=2&max_candidates=8",
              (long long)a);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    assert_string_equal(jstr(r.json, "objective"), "memory");
+    assert_string_equal(tu_jstr(r.json, "objective"), "memory");
     assert_true(json_array_size(json_object_get(r.json, "suggestions")) <= 2);
     assert_true(json_number_value(json_object_get(json_object_get(r.json, "baseline"), "step_s")) >
                 0);
-    assert_true(jint(r.json, "evaluated") >= 1);
-    resp_fini(&r);
+    assert_true(tu_jint(r.json, "evaluated") >= 1);
+    tu_resp_fini(&r);
     static const char *const bad_suggest[][2] = {{"objective=speed", "/objective"},
                                                  {"k=0", "/k"},
                                                  {"max_candidates=1000", "/max_candidates"}};
     for (size_t i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "/v1/plans/%lld/suggest?%s", (long long)a, bad_suggest[i][0]);
-        http(f, "GET", path, NULL, NULL, &r);
-        expect_error(&r, 400, "invalid", bad_suggest[i][1]);
-        resp_fini(&r);
+        tu_http(f, "GET", path, NULL, NULL, &r);
+        tu_expect_error(&r, 400, "invalid", bad_suggest[i][1]);
+        tu_resp_fini(&r);
     }
-    http(f, "GET", "/v1/plans/4242/suggest", NULL, NULL, &r);
+    tu_http(f, "GET", "/v1/plans/4242/suggest", NULL, NULL, &r);
     assert_int_equal(r.status, 404);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     /* the sweep: 2 devices (1x2, 2x1) x dp, tp */
-    http(f, "GET", "/v1/sweep?devices=2&layers=1&d_model=64&seq=8&strategies=dp,tp", NULL, NULL,
+    tu_http(f, "GET", "/v1/sweep?devices=2&layers=1&d_model=64&seq=8&strategies=dp,tp", NULL, NULL,
          &r);
     assert_int_equal(r.status, 200);
     const json_t *rows = json_object_get(r.json, "rows");
     assert_int_equal(json_array_size(rows), 4);
-    assert_int_equal(jint(json_array_get(rows, 0), "rank"), 1);
+    assert_int_equal(tu_jint(json_array_get(rows, 0), "rank"), 1);
     assert_true(json_is_true(json_object_get(json_array_get(rows, 0), "ok")));
     /* the profile and its capacity per device (the dashboard's capacity line) */
     assert_string_equal(json_string_value(json_object_get(r.json, "profile")), "cpu-local");
     assert_true(json_number_value(json_object_get(json_array_get(rows, 0), "capacity_bytes")) > 0);
-    resp_fini(&r);
-    http(f, "GET", "/v1/sweep?devices=0", NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/devices");
-    resp_fini(&r);
-    http(f, "GET", "/v1/sweep?strategies=dp,zz", NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/strategies");
-    resp_fini(&r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/sweep?devices=0", NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/devices");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/sweep?strategies=dp,zz", NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/strategies");
+    tu_resp_fini(&r);
 }
 
 /* POST /v1/plans/{id}/whatif (the advisor contract): the Flax MLP's first
@@ -722,31 +541,31 @@ static void test_srv_plan_whatif(void **state)
     "{\"edits\":[{\"kind\":\"constrain\",\"value\":{\"op\":\"/ops/0\"},"                              \
     "\"sharding\":\"<@mesh, [{}, {}]>\"}]"
     snprintf(path, sizeof path, "/v1/plans/%lld/whatif", (long long)a);
-    http(f, "POST", path, "application/json", WHATIF_EDITS "}", &r);
+    tu_http(f, "POST", path, "application/json", WHATIF_EDITS "}", &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(jint(r.json, "edits"), 1);
-    assert_int_equal(jint(r.json, "n_changed"), 1);
+    assert_int_equal(tu_jint(r.json, "edits"), 1);
+    assert_int_equal(tu_jint(r.json, "n_changed"), 1);
     const json_t *c = json_array_get(json_object_get(r.json, "changed"), 0);
-    assert_string_equal(jstr(c, "after"), "<@mesh, [{}, {}]>");
-    assert_string_equal(jstr(json_object_get(c, "value"), "op"), "/ops/0");
+    assert_string_equal(tu_jstr(c, "after"), "<@mesh, [{}, {}]>");
+    assert_string_equal(tu_jstr(json_object_get(c, "value"), "op"), "/ops/0");
     const json_t *region = json_object_get(r.json, "region");
-    assert_true(jint(region, "ops") < jint(region, "total_ops"));
+    assert_true(tu_jint(region, "ops") < tu_jint(region, "total_ops"));
     assert_true(json_number_value(json_object_get(
                     json_object_get(json_object_get(r.json, "cost"), "after"), "step_s")) > 0);
-    assert_non_null(strstr(jstr(r.json, "mlir"), "sdy.sharding_constraint"));
+    assert_non_null(strstr(tu_jstr(r.json, "mlir"), "sdy.sharding_constraint"));
     assert_null(json_object_get(r.json, "plan_id"));
-    resp_fini(&r);
+    tu_resp_fini(&r);
     /* save: a new graph and plan, as POST /v1/plans stores them */
     static const char req[] = WHATIF_EDITS ",\"save\":true,\"profile\":\"cpu-local\"}";
-    http(f, "POST", path, "application/json", req, &r);
+    tu_http(f, "POST", path, "application/json", req, &r);
     assert_int_equal(r.status, 201);
-    json_int_t b = jint(r.json, "plan_id");
+    json_int_t b = tu_jint(r.json, "plan_id");
     assert_true(b > 0 && b != a);
     char loc[64];
     snprintf(loc, sizeof loc, "/v1/plans/%lld", (long long)b);
     assert_string_equal(r.location, loc);
-    resp_fini(&r);
-    http(f, "GET", loc, NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", loc, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     const json_t *op0 = json_array_get(
         json_object_get(json_array_get(json_object_get(json_object_get(r.json, "plan"), "functions"),
@@ -754,27 +573,27 @@ static void test_srv_plan_whatif(void **state)
                         "ops"),
         0);
     const json_t *res0 = json_array_get(json_object_get(op0, "results"), 0);
-    assert_string_equal(jstr(json_object_get(res0, "sharding"), "text"), "<@mesh, [{}, {}]>");
-    resp_fini(&r);
+    assert_string_equal(tu_jstr(json_object_get(res0, "sharding"), "text"), "<@mesh, [{}, {}]>");
+    tu_resp_fini(&r);
     /* the same edit saved again: the same plan, 200 */
-    http(f, "POST", path, "application/json", req, &r);
+    tu_http(f, "POST", path, "application/json", req, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(jint(r.json, "plan_id"), b);
-    resp_fini(&r);
+    assert_int_equal(tu_jint(r.json, "plan_id"), b);
+    tu_resp_fini(&r);
     /* bad edits: 400 with the JSON path; unknown plan: 404 */
-    http(f, "POST", path, "application/json",
+    tu_http(f, "POST", path, "application/json",
          "{\"edits\":[{\"kind\":\"unconstrain\",\"op\":\"/ops/99\"}]}", &r);
-    expect_error(&r, 400, "invalid", "/edits/0/op");
-    resp_fini(&r);
-    http(f, "POST", path, "application/json", "{\"edits\":[],\"save\":\"yes\"}", &r);
-    expect_error(&r, 400, "invalid", "/save");
-    resp_fini(&r);
-    http(f, "POST", path, "application/json", "{\"edits\":[],\"profile\":\"nope\"}", &r);
-    expect_error(&r, 400, "invalid", "/profile");
-    resp_fini(&r);
-    http(f, "POST", "/v1/plans/4242/whatif", "application/json", "{\"edits\":[]}", &r);
+    tu_expect_error(&r, 400, "invalid", "/edits/0/op");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", path, "application/json", "{\"edits\":[],\"save\":\"yes\"}", &r);
+    tu_expect_error(&r, 400, "invalid", "/save");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", path, "application/json", "{\"edits\":[],\"profile\":\"nope\"}", &r);
+    tu_expect_error(&r, 400, "invalid", "/profile");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/plans/4242/whatif", "application/json", "{\"edits\":[]}", &r);
     assert_int_equal(r.status, 404);
-    resp_fini(&r);
+    tu_resp_fini(&r);
 }
 
 static void test_srv_compare_and_runs(void **state)
@@ -782,14 +601,14 @@ static void test_srv_compare_and_runs(void **state)
     fixture *f = *state;
     json_int_t a = post_mlp(f, 201);
     resp r;
-    http(f, "POST", "/v1/plans", "application/json",
+    tu_http(f, "POST", "/v1/plans", "application/json",
          "{\"graph_id\":1,\"options\":{\"pass\":\"sdy-basic-propagate\"}}", &r);
     assert_int_equal(r.status, 201);
-    json_int_t b = jint(r.json, "id");
-    resp_fini(&r);
+    json_int_t b = tu_jint(r.json, "id");
+    tu_resp_fini(&r);
     char path[128];
     snprintf(path, sizeof path, "/v1/compare?plans=%lld,%lld", (long long)a, (long long)b);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     if (r.status != 200) {
         fprintf(stderr, "compare: %.*s\n", (int)r.body.len, r.body.data);
     }
@@ -802,50 +621,50 @@ static void test_srv_compare_and_runs(void **state)
         snprintf(want, sizeof want, "plans/%lld", (long long)(k == 0 ? a : b));
         assert_string_equal(json_string_value(json_object_get(pl, "file")), want);
     }
-    resp_fini(&r);
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/compare?plans=%lld", (long long)a);
-    http(f, "GET", path, NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/plans");
-    resp_fini(&r);
-    http(f, "GET", "/v1/compare", NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/plans");
-    resp_fini(&r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/plans");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/compare", NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/plans");
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/compare?plans=%lld,777", (long long)a);
-    http(f, "GET", path, NULL, NULL, &r);
-    expect_error(&r, 404, "not_found", "/plans/1");
-    resp_fini(&r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", "/plans/1");
+    tu_resp_fini(&r);
     /* benchmark runs */
     char body[200];
     snprintf(body, sizeof body, "{\"plan_id\":%lld,\"spec\":{\"steps\":3}}", (long long)a);
-    http(f, "POST", "/v1/runs", "application/json", body, &r);
+    tu_http(f, "POST", "/v1/runs", "application/json", body, &r);
     assert_int_equal(r.status, 201);
-    assert_string_equal(jstr(r.json, "status"), "queued");
-    json_int_t run = jint(r.json, "id");
+    assert_string_equal(tu_jstr(r.json, "status"), "queued");
+    json_int_t run = tu_jint(r.json, "id");
     assert_non_null(strstr(r.location, "/v1/runs/"));
-    resp_fini(&r);
-    http(f, "POST", "/v1/runs", "application/json", "{\"plan_id\":4242}", &r);
-    expect_error(&r, 404, "not_found", "/plan_id");
-    resp_fini(&r);
-    http(f, "POST", "/v1/runs", "application/json", "{\"spec\":{}}", &r);
-    expect_error(&r, 400, "invalid", "/plan_id");
-    resp_fini(&r);
-    http(f, "GET", "/v1/runs?status=queued", NULL, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/runs", "application/json", "{\"plan_id\":4242}", &r);
+    tu_expect_error(&r, 404, "not_found", "/plan_id");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/runs", "application/json", "{\"spec\":{}}", &r);
+    tu_expect_error(&r, 400, "invalid", "/plan_id");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/runs?status=queued", NULL, NULL, &r);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
-    resp_fini(&r);
-    http(f, "GET", "/v1/runs?status=sleeping", NULL, NULL, &r);
-    expect_error(&r, 400, "invalid", "/status");
-    resp_fini(&r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/runs?status=sleeping", NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/status");
+    tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/runs/%lld", (long long)run);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(jint(json_object_get(r.json, "spec"), "steps"), 3);
-    resp_fini(&r);
-    http(f, "DELETE", path, NULL, NULL, &r);
+    assert_int_equal(tu_jint(json_object_get(r.json, "spec"), "steps"), 3);
+    tu_resp_fini(&r);
+    tu_http(f, "DELETE", path, NULL, NULL, &r);
     assert_int_equal(r.status, 204);
-    resp_fini(&r);
-    http(f, "GET", path, NULL, NULL, &r);
-    expect_error(&r, 404, "not_found", NULL);
-    resp_fini(&r);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", NULL);
+    tu_resp_fini(&r);
 }
 
 /* Our own stored data that does not plan is a 500 without a path. */
@@ -866,9 +685,9 @@ static void test_srv_corrupt_stored_graph_is_500(void **state)
     char path[128];
     snprintf(path, sizeof path, "/v1/compare?plans=%lld,%lld", (long long)p1, (long long)p2);
     resp r;
-    http(f, "GET", path, NULL, NULL, &r);
-    expect_error(&r, 500, "internal", "");
-    resp_fini(&r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 500, "internal", "");
+    tu_resp_fini(&r);
 }
 
 /* "example" in the envelope: the server generates the template (as
@@ -877,7 +696,7 @@ static void test_srv_plan_from_example(void **state)
 {
     fixture *f = *state;
     resp r;
-    http(f, "POST", "/v1/plans", "application/json",
+    tu_http(f, "POST", "/v1/plans", "application/json",
          "{\"example\":{\"model\":\"transformer\",\"layers\":1,\"train\":true,"
          "\"strategy\":\"fsdp\",\"mesh\":{\"data\":4,\"model\":2}},\"name\":\"sweep 4x2 fsdp\"}",
          &r);
@@ -885,12 +704,12 @@ static void test_srv_plan_from_example(void **state)
     const json_t *plan = json_object_get(r.json, "plan");
     const json_t *m0 = json_array_get(json_object_get(plan, "meshes"), 0);
     const json_t *ax = json_object_get(m0, "axes");
-    assert_string_equal(jstr(json_array_get(ax, 0), "name"), "data");
-    assert_int_equal(jint(json_array_get(ax, 0), "size"), 4);
-    assert_int_equal(jint(json_array_get(ax, 1), "size"), 2);
+    assert_string_equal(tu_jstr(json_array_get(ax, 0), "name"), "data");
+    assert_int_equal(tu_jint(json_array_get(ax, 0), "size"), 4);
+    assert_int_equal(tu_jint(json_array_get(ax, 1), "size"), 2);
     assert_true(json_array_size(json_object_get(json_array_get(json_object_get(plan, "functions"), 0),
                                                 "ops")) == 89); /* as `shardplan example` gives it */
-    resp_fini(&r);
+    tu_resp_fini(&r);
     static const struct {
         const char *body, *path;
     } bad[] = {
@@ -906,20 +725,20 @@ static void test_srv_plan_from_example(void **state)
         {"{\"example\":[]}", "/example"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        http(f, "POST", "/v1/plans", "application/json", bad[i].body, &r);
-        expect_error(&r, 400, "invalid", bad[i].path);
-        resp_fini(&r);
+        tu_http(f, "POST", "/v1/plans", "application/json", bad[i].body, &r);
+        tu_expect_error(&r, 400, "invalid", bad[i].path);
+        tu_resp_fini(&r);
     }
 }
 
 static void test_srv_plan_timeout_is_503(void **state)
 {
     fixture *f = *state;
-    stop(f);
+    tu_server_stop(f);
     srv_config c;
-    cfg_default(f, &c);
+    tu_config_default(f, &c);
     c.request_timeout_s = 1e-6;
-    start_cfg(f, &c);
+    tu_server_start(f, &c);
     /* A 48-layer training step: tens of milliseconds of planning, so the
        wait times out (the Flax MLP could finish before the handler waited,
        and a finished plan is answered whatever the deadline). */
@@ -932,16 +751,16 @@ static void test_srv_plan_timeout_is_503(void **state)
     cm_buf_init(&g);
     assert_int_equal(sp_example_graph_json(&eo, &g, NULL), CM_OK);
     resp r;
-    http_ex(f, "POST", "/v1/plans", "application/json", g.data, g.len, NULL, NULL, &r);
-    expect_error(&r, 503, "timeout", "");
-    resp_fini(&r);
+    tu_http_ex(f, "POST", "/v1/plans", "application/json", g.data, g.len, NULL, NULL, &r);
+    tu_expect_error(&r, 503, "timeout", "");
+    tu_resp_fini(&r);
     cm_buf_fini(&g);
 }
 
 static void test_srv_auth_tokens_and_scopes(void **state)
 {
     fixture *f = *state;
-    stop(f);
+    tu_server_stop(f);
     char admin[ST_TOKEN_LEN + 1], reader[ST_TOKEN_LEN + 1];
     st_db *db = NULL;
     assert_int_equal(st_db_open(f->db, &db, NULL), CM_OK);
@@ -949,63 +768,63 @@ static void test_srv_auth_tokens_and_scopes(void **state)
     assert_int_equal(st_token_create(db, ST_SCOPE_READ, "reader", reader, NULL, NULL), CM_OK);
     st_db_close(db);
     srv_config c;
-    cfg_default(f, &c);
+    tu_config_default(f, &c);
     c.auth = SRV_AUTH_ON;
-    start_cfg(f, &c);
+    tu_server_start(f, &c);
     assert_true(srv_app_auth_required(f->app));
     resp r;
-    http(f, "GET", "/healthz", NULL, NULL, &r); /* probes stay open */
+    tu_http(f, "GET", "/healthz", NULL, NULL, &r); /* probes stay open */
     assert_int_equal(r.status, 200);
-    resp_fini(&r);
-    http(f, "GET", "/v1/plans", NULL, NULL, &r);
-    expect_error(&r, 401, "unauthorized", "");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/plans", NULL, NULL, &r);
+    tu_expect_error(&r, 401, "unauthorized", "");
     assert_non_null(strstr(r.www_auth, "Bearer"));
-    resp_fini(&r);
-    http_ex(f, "GET", "/v1/plans", NULL, NULL, 0, "spt_0000000000000000000000000000000000000000",
+    tu_resp_fini(&r);
+    tu_http_ex(f, "GET", "/v1/plans", NULL, NULL, 0, "spt_0000000000000000000000000000000000000000",
             NULL, &r);
-    expect_error(&r, 401, "unauthorized", "");
-    resp_fini(&r);
-    http_ex(f, "GET", "/v1/plans", NULL, NULL, 0, reader, NULL, &r);
+    tu_expect_error(&r, 401, "unauthorized", "");
+    tu_resp_fini(&r);
+    tu_http_ex(f, "GET", "/v1/plans", NULL, NULL, 0, reader, NULL, &r);
     assert_int_equal(r.status, 200);
-    resp_fini(&r);
-    http_ex(f, "PUT", "/v1/meshes/m", "application/json", "{\"axes\":[[\"x\",2]]}", strlen("{\"axes\":[[\"x\",2]]}"), reader,
+    tu_resp_fini(&r);
+    tu_http_ex(f, "PUT", "/v1/meshes/m", "application/json", "{\"axes\":[[\"x\",2]]}", strlen("{\"axes\":[[\"x\",2]]}"), reader,
             NULL, &r);
-    expect_error(&r, 403, "forbidden", "");
-    resp_fini(&r);
-    http_ex(f, "GET", "/v1/tokens", NULL, NULL, 0, reader, NULL, &r);
-    expect_error(&r, 403, "forbidden", "");
-    resp_fini(&r);
+    tu_expect_error(&r, 403, "forbidden", "");
+    tu_resp_fini(&r);
+    tu_http_ex(f, "GET", "/v1/tokens", NULL, NULL, 0, reader, NULL, &r);
+    tu_expect_error(&r, 403, "forbidden", "");
+    tu_resp_fini(&r);
     /* admin: create a write token through the API, use it, revoke it */
-    http_ex(f, "POST", "/v1/tokens", "application/json", "{\"scope\":\"write\",\"label\":\"ci\"}",
+    tu_http_ex(f, "POST", "/v1/tokens", "application/json", "{\"scope\":\"write\",\"label\":\"ci\"}",
             strlen("{\"scope\":\"write\",\"label\":\"ci\"}"), admin, NULL, &r);
     assert_int_equal(r.status, 201);
     char writer[128];
-    snprintf(writer, sizeof writer, "%s", jstr(r.json, "token"));
-    json_int_t wid = jint(r.json, "id");
-    resp_fini(&r);
-    http_ex(f, "POST", "/v1/tokens", "application/json", "{\"scope\":\"root\"}", strlen("{\"scope\":\"root\"}"), admin, NULL,
+    snprintf(writer, sizeof writer, "%s", tu_jstr(r.json, "token"));
+    json_int_t wid = tu_jint(r.json, "id");
+    tu_resp_fini(&r);
+    tu_http_ex(f, "POST", "/v1/tokens", "application/json", "{\"scope\":\"root\"}", strlen("{\"scope\":\"root\"}"), admin, NULL,
             &r);
-    expect_error(&r, 400, "invalid", "/scope");
-    resp_fini(&r);
-    http_ex(f, "PUT", "/v1/meshes/m", "application/json", "{\"axes\":[[\"x\",2]]}", strlen("{\"axes\":[[\"x\",2]]}"), writer,
+    tu_expect_error(&r, 400, "invalid", "/scope");
+    tu_resp_fini(&r);
+    tu_http_ex(f, "PUT", "/v1/meshes/m", "application/json", "{\"axes\":[[\"x\",2]]}", strlen("{\"axes\":[[\"x\",2]]}"), writer,
             NULL, &r);
     assert_int_equal(r.status, 201);
-    resp_fini(&r);
-    http_ex(f, "GET", "/v1/tokens", NULL, NULL, 0, admin, NULL, &r);
+    tu_resp_fini(&r);
+    tu_http_ex(f, "GET", "/v1/tokens", NULL, NULL, 0, admin, NULL, &r);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 3);
     assert_null(strstr(r.body.data, writer)); /* only prefixes are listed */
-    resp_fini(&r);
+    tu_resp_fini(&r);
     char path[64];
     snprintf(path, sizeof path, "/v1/tokens/%lld", (long long)wid);
-    http_ex(f, "DELETE", path, NULL, NULL, 0, admin, NULL, &r);
+    tu_http_ex(f, "DELETE", path, NULL, NULL, 0, admin, NULL, &r);
     assert_int_equal(r.status, 204);
-    resp_fini(&r);
-    http_ex(f, "GET", "/v1/meshes", NULL, NULL, 0, writer, NULL, &r);
-    expect_error(&r, 401, "unauthorized", "");
-    resp_fini(&r);
-    http_ex(f, "GET", "/metrics", NULL, NULL, 0, NULL, NULL, &r);
-    expect_error(&r, 401, "unauthorized", "");
-    resp_fini(&r);
+    tu_resp_fini(&r);
+    tu_http_ex(f, "GET", "/v1/meshes", NULL, NULL, 0, writer, NULL, &r);
+    tu_expect_error(&r, 401, "unauthorized", "");
+    tu_resp_fini(&r);
+    tu_http_ex(f, "GET", "/metrics", NULL, NULL, 0, NULL, NULL, &r);
+    tu_expect_error(&r, 401, "unauthorized", "");
+    tu_resp_fini(&r);
 }
 
 static void test_srv_app_refuses_non_loopback_without_tokens(void **state)
@@ -1018,7 +837,7 @@ static void test_srv_app_refuses_non_loopback_without_tokens(void **state)
     assert_false(srv_host_is_loopback("192.0.2.1"));
     /* the policy is checked before anything binds: nothing listens here */
     srv_config c;
-    cfg_default(f, &c);
+    tu_config_default(f, &c);
     snprintf(c.host, sizeof c.host, "192.0.2.1"); /* TEST-NET-1, never bound */
     srv_app *app = NULL;
     cm_error e;
@@ -1067,28 +886,28 @@ static void test_srv_restart_keeps_everything(void **state)
     fixture *f = *state;
     json_int_t id = post_mlp(f, 201);
     resp r;
-    http(f, "PUT", "/v1/meshes/keep", "application/json", "{\"axes\":[[\"x\",2]]}", &r);
-    resp_fini(&r);
+    tu_http(f, "PUT", "/v1/meshes/keep", "application/json", "{\"axes\":[[\"x\",2]]}", &r);
+    tu_resp_fini(&r);
     char path[64];
     snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id);
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_http(f, "GET", path, NULL, NULL, &r);
     cm_buf before;
     cm_buf_init(&before);
     cm_buf_append(&before, r.body.data, r.body.len);
-    resp_fini(&r);
-    stop(f);
+    tu_resp_fini(&r);
+    tu_server_stop(f);
     srv_config c;
-    cfg_default(f, &c);
-    start_cfg(f, &c); /* same db file, fresh process state and cache */
-    http(f, "GET", path, NULL, NULL, &r);
+    tu_config_default(f, &c);
+    tu_server_start(f, &c); /* same db file, fresh process state and cache */
+    tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.body.len, before.len);
     assert_memory_equal(r.body.data, before.data, before.len);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     assert_int_equal(post_mlp(f, 200), id); /* dedup from the store, not the cache */
-    http(f, "GET", "/v1/meshes/keep", NULL, NULL, &r);
+    tu_http(f, "GET", "/v1/meshes/keep", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     cm_buf_fini(&before);
 }
 
@@ -1124,7 +943,7 @@ static void test_srv_client_commands(void **state)
     json_error_t je;
     json_t *j = json_loads(out, 0, &je);
     assert_non_null(j);
-    json_int_t id = jint(j, "id");
+    json_int_t id = tu_jint(j, "id");
     json_decref(j);
     free(out);
     free(errs);
@@ -1207,12 +1026,12 @@ static void *worker(void *p)
     for (int i = 0; i < w->n; i++) {
         resp r;
         if (i % 2 == 0) {
-            http_ex(w->f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
+            tu_http_ex(w->f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
         } else {
-            http(w->f, "GET", "/v1/plans/1", NULL, NULL, &r);
+            tu_http(w->f, "GET", "/v1/plans/1", NULL, NULL, &r);
         }
         w->ok += (r.status == 200 || r.status == 201) && r.json != NULL;
-        resp_fini(&r);
+        tu_resp_fini(&r);
     }
     cm_free(js);
     return NULL;

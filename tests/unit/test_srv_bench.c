@@ -27,54 +27,26 @@
 #include <jansson.h>
 
 #include "cm.h"
+#include "tu_http.h"
 #include "cmd.h"
 #include "srv_app.h"
 #include "st_db.h"
 
-/* ---- fixture --------------------------------------------------------------------------- */
+/* ---- fixture (tests/unit/tu_http.h) ------------------------------------------------------- */
 
-typedef struct fixture {
-    char dir[256];
-    char db[300];
-    srv_app *app;
-    char base[64]; /* http://127.0.0.1:PORT */
-    int64_t plan_id;
-} fixture;
-
-static void start(fixture *f, double time_limit_s, bool faults)
-{
-    srv_config c;
-    srv_config_init(&c);
-    snprintf(c.host, sizeof c.host, "127.0.0.1");
-    c.port = 0;
-    snprintf(c.db_path, sizeof c.db_path, "%s", f->db);
-    c.log_path[0] = '\0';
-    c.threads = 2;
-    c.drain_s = 5;
-    c.bench_time_limit_s = time_limit_s;
-    c.bench_memory_mb = 0; /* ASan reserves terabytes of address space: no RLIMIT_AS */
-    c.bench_test_faults = faults;
-    ssize_t n = readlink("/proc/self/exe", c.worker_path, sizeof c.worker_path - 1);
-    assert_true(n > 0);
-    c.worker_path[n] = '\0';
-    cm_error e;
-    cm_error_clear(&e);
-    assert_int_equal(srv_app_create(&c, &f->app, &e), CM_OK);
-    assert_int_equal(srv_app_start(f->app, &e), CM_OK);
-    snprintf(f->base, sizeof f->base, "http://127.0.0.1:%u", (unsigned)srv_app_port(f->app));
-}
+typedef tu_server fixture;
+typedef tu_resp resp;
 
 static int setup_with(void **state, double time_limit_s, bool faults)
 {
     fixture *f = calloc(1, sizeof *f);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(f->dir, sizeof f->dir, "%s/test_bench_XXXXXX", tmp != NULL ? tmp : "/tmp");
-    if (mkdtemp(f->dir) == NULL) {
+    if (f == NULL || tu_server_init(f, "test_bench") != 0) {
         free(f);
         return -1;
     }
-    snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
-    start(f, time_limit_s, faults);
+    srv_config c;
+    tu_config_worker(f, &c, time_limit_s, faults);
+    tu_server_start(f, &c);
     *state = f;
     return 0;
 }
@@ -97,62 +69,16 @@ static int setup_no_faults(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    srv_app_destroy(f->app);
-    char p[400];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s%s", f->db, suffix[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
+    tu_server_fini(f);
     free(f);
     return 0;
 }
 
-/* ---- HTTP through libcurl ------------------------------------------------------------------ */
-
-typedef struct resp {
-    long status;
-    cm_buf body;
-    json_t *json; /* parsed body or NULL */
-} resp;
-
-static size_t on_body(char *p, size_t s, size_t n, void *ud)
-{
-    cm_buf_append(ud, p, s * n);
-    return s * n;
-}
-
+/* A JSON request of len bytes (body NULL: none). */
 static void http(const fixture *f, const char *method, const char *path, const char *body,
                  size_t len, resp *out)
 {
-    memset(out, 0, sizeof *out);
-    cm_buf_init(&out->body);
-    CURL *h = curl_easy_init();
-    assert_non_null(h);
-    char url[512];
-    snprintf(url, sizeof url, "%s%s", f->base, path);
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-    hdrs = curl_slist_append(hdrs, "Expect:");
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out->body);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-    if (body != NULL) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    }
-    assert_int_equal(curl_easy_perform(h), CURLE_OK);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    json_error_t je;
-    if (out->body.len > 0) {
-        out->json = json_loadb(out->body.data, out->body.len, 0, &je);
-    }
+    tu_http_ex(f, method, path, "application/json", body, len, NULL, NULL, out);
 }
 
 static void post(const fixture *f, const char *path, const char *body, resp *out)
@@ -160,12 +86,6 @@ static void post(const fixture *f, const char *path, const char *body, resp *out
     http(f, "POST", path, body, strlen(body), out);
 }
 
-static void resp_fini(resp *r)
-{
-    cm_buf_fini(&r->body);
-    json_decref(r->json);
-    memset(r, 0, sizeof *r);
-}
 
 static double now_s(void)
 {
@@ -194,7 +114,7 @@ static void make_plan(fixture *f)
     assert_true(r.status == 201 || r.status == 200);
     f->plan_id = json_integer_value(json_object_get(r.json, "id"));
     assert_true(f->plan_id > 0);
-    resp_fini(&r);
+    tu_resp_fini(&r);
 }
 
 /* Queues a benchmark from body (a printf format taking the plan id); returns its id. */
@@ -212,7 +132,7 @@ static int64_t queue_run(fixture *f, const char *fmt, ...)
     assert_string_equal(json_string_value(json_object_get(r.json, "status")), "queued");
     int64_t id = json_integer_value(json_object_get(r.json, "id"));
     assert_true(id > 0);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     return id;
 }
 
@@ -234,7 +154,7 @@ static json_t *wait_run(const fixture *f, int64_t id, const char *want, double l
                                        strcmp(st, "canceled") == 0;
         if (done || now_s() > until) {
             json_t *j = json_incref(r.json);
-            resp_fini(&r);
+            tu_resp_fini(&r);
             if (!done) {
                 fprintf(stderr, "run %lld still %s after %.0f s\n", (long long)id, st, limit_s);
                 json_decref(j);
@@ -242,7 +162,7 @@ static json_t *wait_run(const fixture *f, int64_t id, const char *want, double l
             }
             return j;
         }
-        resp_fini(&r);
+        tu_resp_fini(&r);
         nap_ms(100);
     }
 }
@@ -452,11 +372,11 @@ static void test_srv_bench_flax_mlp_succeeds_with_webhook(void **state)
     snprintf(path, sizeof path, "/v1/runs/%lld", (long long)id);
     http(f, "GET", path, NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     http(f, "GET", "/v1/benchmarks?status=succeeded", NULL, 0, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
-    resp_fini(&r);
+    tu_resp_fini(&r);
 }
 
 static void test_srv_bench_worker_crash_fails_run_and_server_goes_on(void **state)
@@ -475,7 +395,7 @@ static void test_srv_bench_worker_crash_fails_run_and_server_goes_on(void **stat
     resp r;
     http(f, "GET", "/healthz", NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     run = wait_run(f, good, NULL, 120);
     assert_string_equal(json_string_value(json_object_get(run, "status")), "succeeded");
     json_decref(run);
@@ -494,7 +414,7 @@ static void test_srv_bench_time_limit_kills_runaway_worker(void **state)
     resp r;
     http(f, "GET", "/healthz", NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    resp_fini(&r);
+    tu_resp_fini(&r);
 }
 
 static void test_srv_bench_stop_fails_running_run(void **state)
@@ -518,7 +438,9 @@ static void test_srv_bench_stop_fails_running_run(void **state)
     assert_string_equal(b.error, "server stopped");
     st_bench_fini(&b);
     st_db_close(db);
-    start(f, 120, true); /* for teardown */
+    srv_config c;
+    tu_config_worker(f, &c, 120, true);
+    tu_server_start(f, &c); /* for teardown */
 }
 
 static void test_srv_bench_cancel_queued_and_running(void **state)
@@ -536,7 +458,7 @@ static void test_srv_bench_cancel_queued_and_running(void **state)
     assert_int_equal(r.status, 200);
     assert_string_equal(json_string_value(json_object_get(r.json, "status")), "canceled");
     assert_string_equal(json_string_value(json_object_get(r.json, "error")), "canceled by request");
-    resp_fini(&r);
+    tu_resp_fini(&r);
     /* the running one: its worker is killed before the answer */
     snprintf(path, sizeof path, "/v1/benchmarks/%lld/cancel", (long long)first);
     double t0 = now_s();
@@ -544,26 +466,26 @@ static void test_srv_bench_cancel_queued_and_running(void **state)
     assert_int_equal(r.status, 200);
     assert_string_equal(json_string_value(json_object_get(r.json, "status")), "canceled");
     assert_true(now_s() - t0 < 10);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     post(f, path, "", &r); /* final now */
     assert_int_equal(r.status, 409);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(r.json, "error"), "path")), "/status");
-    resp_fini(&r);
+    tu_resp_fini(&r);
     http(f, "GET", "/v1/benchmarks?status=canceled", NULL, 0, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 2);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     post(f, "/v1/benchmarks/999/cancel", "", &r);
     assert_int_equal(r.status, 404);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     /* the supervisor goes on with the next run; deleting a running run stops it */
     int64_t third = queue_run(f, "{\"plan_id\":%lld,\"fault\":\"hang\"}", (long long)f->plan_id);
     json_decref(wait_run(f, third, "running", 30));
     snprintf(path, sizeof path, "/v1/benchmarks/%lld", (long long)third);
     http(f, "DELETE", path, NULL, 0, &r);
     assert_int_equal(r.status, 204);
-    resp_fini(&r);
+    tu_resp_fini(&r);
     int64_t fourth =
         queue_run(f, "{\"plan_id\":%lld,\"warmup\":0,\"iters\":1}", (long long)f->plan_id);
     json_t *run = wait_run(f, fourth, NULL, 120);
@@ -583,7 +505,7 @@ static void expect_error(fixture *f, const char *body, long status, const char *
     assert_non_null(err);
     assert_string_equal(json_string_value(json_object_get(err, "path")), path);
     assert_non_null(json_string_value(json_object_get(err, "message")));
-    resp_fini(&r);
+    tu_resp_fini(&r);
 }
 
 static void test_srv_bench_bad_requests_name_the_member(void **state)
@@ -615,7 +537,7 @@ static void test_srv_bench_bad_requests_name_the_member(void **state)
     resp r;
     http(f, "GET", "/v1/benchmarks/12345", NULL, 0, &r);
     assert_int_equal(r.status, 404);
-    resp_fini(&r);
+    tu_resp_fini(&r);
 }
 
 int main(int argc, char **argv)
