@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `make bench-whatif`: one "constrain" edit of the advisor's what-if
- * (planner/sp_advise.h, sp_whatif_run) on the transformer training step of
+ * (planner/advise/sp_whatif.h, sp_whatif_run) on the transformer training step of
  * sp_gen (the generator of bench-propagation: attention + MLP blocks, backward
  * pass, SGD update, constraints; 16 layers per function) of ~100k ops,
  * re-propagated incrementally (only the region the edit reaches) and in
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_whatif.h"
 #include "sp_gen.h"
 #include "sp_ir.h"
 #include "sp_ops.h"

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sp_advise.h"
 #include "ex_calib.h"
 #include "ex_exec.h"
 #include "ex_measure.h"
@@ -17,7 +16,11 @@
 #include "sp_compare.h"
 #include "sp_example.h"
 #include "cmd.h"
+#include "sp_lint.h"
 #include "sp_plan_json.h"
+#include "sp_suggest.h"
+#include "sp_sweep.h"
+#include "sp_whatif.h"
 #include "srv_app.h"
 #include "srv_client.h"
 #include "st_db.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: `shardplan suggest` (sp_advise.h, docs/advisor.md "Suggest"). The
+ * planner: `shardplan suggest` (sp_suggest.h, docs/advisor.md "Suggest"). The
  * input is read once and its unannotated values listed, largest first, each
  * by position (function number, top-level op position, result) so that a
  * value is found again in every fresh read. Every candidate constraint is
@@ -17,6 +17,8 @@
  * TODO(#10): one IR-level edit application for both once what-if exports
  * one (sp_whatif_edit_text reads and prints the module: twice the reading
  * per candidate). */
+#include "sp_suggest.h"
+
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,8 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sp_advise.h"
 #include "sp_advise_int.h"
+#include "sp_whatif.h"
 #include "sp_collectives.h"
 #include "sp_graph_json.h"
 #include "sp_ops.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: `shardplan sweep` (sp_advise.h, docs/advisor.md). The transformer
+ * planner: `shardplan sweep` (sp_sweep.h, docs/advisor.md). The transformer
  * template of sp_example over every 2-D factorisation data x model of a
  * device count and every strategy: each variant is generated, decoded,
  * propagated (-sdy-propagation-pipeline) and costed (implied mode) on its own
@@ -9,6 +9,8 @@
  * (logical names resolve to axis names, not sizes), read by the MLIR reader,
  * which is several times faster than the JSON decoder; the texts are kept for
  * repeated jobs and the profile is shared read-only. */
+#include "sp_sweep.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sp_advise.h"
 #include "sp_advise_int.h"
 #include "sp_example.h"
 #include "sp_graph_json.h"
@@ -167,21 +168,6 @@ static void *worker(void *arg)
             return NULL;
         }
         run_variant(p, &p->v[j % p->n_v], j < p->n_v);
-    }
-}
-
-void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads)
-{
-    pthread_t th[64];
-    uint32_t started = 0;
-    for (uint32_t i = 1; i < n_threads && started < 64; i++) {
-        if (pthread_create(&th[started], NULL, fn, arg) == 0) {
-            started++;
-        }
-    }
-    fn(arg);
-    for (uint32_t i = 0; i < started; i++) {
-        pthread_join(th[i], NULL);
     }
 }
 

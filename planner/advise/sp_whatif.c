@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: the advisor's what-if (sp_advise.h, docs/advisor.md "What-if").
+ * planner: the advisor's what-if (sp_whatif.h, docs/advisor.md "What-if").
  * Edits are resolved against the input as given (op paths of the plan
  * document), then applied to the module. The run propagates the original
  * (import passes, propagation, export passes), applies the edits to a second
@@ -23,13 +23,14 @@
  * manual and named computations, sharding groups) or whose structure after
  * the import passes cannot be matched to the original are re-propagated in
  * full. */
+#include "sp_whatif.h"
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sp_advise.h"
 #include "sp_advise_int.h"
 #include "sp_collectives.h"
 #include "sp_graph_json.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for planner/sp_advise (lint, collective inventory) and
- * planner/sp_sweep: each lint fires on a module built to trigger it and stays
+ * Unit tests for planner/advise/sp_lint (lint, collective inventory) and
+ * planner/advise/sp_sweep: each lint fires on a module built to trigger it and stays
  * quiet on a near copy built not to; the collective inventory agrees with the
  * cost model and names causes; the sweep covers every factorisation and
  * strategy, ranks and marks a correct Pareto front; JSON output parses; OOM. */
@@ -17,7 +17,8 @@
 #include <jansson.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_lint.h"
+#include "sp_sweep.h"
 #include "sp_cost.h"
 #include "sp_example.h"
 #include "sp_graph_json.h"

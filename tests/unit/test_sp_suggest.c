@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for planner/sp_suggest (sp_advise.h "suggest"): on an MLP whose
+ * Unit tests for planner/advise/sp_suggest (sp_suggest.h): on an MLP whose
  * big weights are left unannotated on a data x model mesh, suggestions
  * exist and every suggestion's predicted figures are those of an
  * independent lint run (sp_advise_run: read, propagate, partition, cost) of
@@ -24,7 +24,8 @@
 
 #include "cm.h"
 #include "ex_measure.h"
-#include "sp_advise.h"
+#include "sp_lint.h"
+#include "sp_suggest.h"
 #include "sp_example.h"
 #include "sp_plan_json.h"
 

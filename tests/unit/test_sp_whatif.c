@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_whatif.h"
 #include "sp_example.h"
 #include "sp_gen.h"
 #include "sp_ir.h"
