@@ -11,16 +11,9 @@
 
 #include "ex_calib.h"
 #include "ex_exec.h"
-#include "ex_measure.h"
 #include "ex_worker.h"
 #include "sp_compare.h"
-#include "sp_example.h"
 #include "cmd.h"
-#include "sp_lint.h"
-#include "sp_plan_json.h"
-#include "sp_suggest.h"
-#include "sp_sweep.h"
-#include "sp_whatif.h"
 #include "srv_app.h"
 #include "srv_client.h"
 #include "st_db.h"
@@ -169,12 +162,6 @@ static int client_main(int argc, char **argv, FILE *out, FILE *errs)
     return srv_client_main(argc, argv, out, errs);
 }
 
-/* --check measures with the executor, which the planner cannot call */
-static int suggest_main(int argc, char **argv, FILE *out, FILE *errs)
-{
-    return sp_suggest_main(argc, argv, out, errs, ex_measure_text);
-}
-
 typedef int (*command_fn)(int argc, char **argv, FILE *out, FILE *errs);
 
 static const struct command {
@@ -182,18 +169,18 @@ static const struct command {
     command_fn fn;
 } commands[] = {
     {"opt", cmd_opt},
-    {"plan", sp_plan_main},
-    {"example", sp_example_main},
+    {"plan", cmd_plan},
+    {"example", cmd_example},
     {"cost", cmd_cost},
     {"run", ex_run_main},
     {"exec-worker", ex_worker_main}, /* hidden: one benchmark run for srv_bench.c */
     {"calibrate", ex_calib_main},
     {"compare", sp_compare_main},
-    {"lint", sp_lint_main},
-    {"collectives", sp_collectives_main},
-    {"sweep", sp_sweep_main},
-    {"suggest", suggest_main},
-    {"whatif", sp_whatif_main},
+    {"lint", cmd_lint},
+    {"collectives", cmd_collectives},
+    {"sweep", cmd_sweep},
+    {"suggest", cmd_suggest},
+    {"whatif", cmd_whatif},
     {"serve", serve_main},
     {"token", token_main},
     {"backup", backup_cmd},

@@ -11,7 +11,7 @@
  * PartitionSpec. The same run lists every collective the partitioner
  * inserted with its cost (from sp_cost) and its cause. The other advisor
  * modules have their own headers: sp_sweep.h, sp_suggest.h, sp_whatif.h,
- * sp_compare.h.
+ * sp_compare.h. The commands are cmd/cmd_lint.c.
  * Ownership: sp_advise_run returns a heap object freed by sp_advise_destroy;
  * its strings live inside it. Thread contract: an sp_advise is read-only once
  * built; runs on different inputs may proceed in parallel. */
@@ -21,7 +21,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "cm.h"
 #include "sp_cost.h"
@@ -103,11 +102,5 @@ void sp_advise_write_lint_text(const sp_advise *a, cm_buf *b);
 /* Appends `{"collectives":[...],"bytes":...,"seconds":...}` / a table. */
 void sp_advise_write_colls_json(const sp_advise *a, cm_buf *b);
 void sp_advise_write_colls_text(const sp_advise *a, cm_buf *b);
-
-/* `shardplan lint FILE [--mesh NAME] [--profile NAME|FILE] [--min-bytes N] [--json]`,
- * `shardplan collectives FILE [--profile NAME|FILE] [--json]`; argv[0] is the
- * command. Return an exit status: lint returns 1 when a finding has severity error. */
-int sp_lint_main(int argc, char **argv, FILE *out, FILE *errs);
-int sp_collectives_main(int argc, char **argv, FILE *out, FILE *errs);
 
 #endif /* SP_LINT_H */

@@ -37,9 +37,9 @@
 #include "sp_diag.h"
 #include "sp_mlir.h"
 
-#define MAX_EDITS 8 /* constraints in one combination */
+#define MAX_EDITS SP_SUGGEST_MAX_EDITS /* constraints in one combination */
 #define NEXT_POOL 8 /* further constraints tried at each greedy step */
-#define MAX_K     100
+#define MAX_K     SP_SUGGEST_MAX_K
 
 bool sp_suggest_objective_parse(const char *name, sp_suggest_objective *out)
 {
@@ -1144,16 +1144,7 @@ static void put_figures(cm_buf *b, const sp_suggest_figures *f)
                   f->peak_bytes, f->comm_bytes);
 }
 
-/* The check of `suggest --check`: measured and predicted step of the input
- * and of the top suggestion. */
-typedef struct check_out {
-    bool done[2];
-    sp_suggest_measure ms[2];
-    char error[2][CM_ERROR_PATH_LEN + CM_ERROR_MSG_LEN + 4];
-    uint32_t iters;
-} check_out;
-
-static void put_check(cm_buf *b, const char *key, const check_out *c, uint32_t i, double pred)
+static void put_check(cm_buf *b, const char *key, const sp_suggest_check *c, uint32_t i, double pred)
 {
     cm_buf_printf(b, "\"%s\":{\"predicted_s\":%.12g", key, pred);
     if (c->done[i]) {
@@ -1167,7 +1158,7 @@ static void put_check(cm_buf *b, const char *key, const check_out *c, uint32_t i
     cm_buf_putc(b, '}');
 }
 
-static void write_json(const sp_suggest *S, const check_out *chk, cm_buf *b)
+static void write_json(const sp_suggest *S, const sp_suggest_check *chk, cm_buf *b)
 {
     cm_buf_puts(b, "{\"objective\":");
     sp_advise_put_jstr(b, sp_suggest_objective_name(S->o.objective));
@@ -1218,6 +1209,11 @@ static void write_json(const sp_suggest *S, const check_out *chk, cm_buf *b)
 void sp_suggest_write_json(const sp_suggest *S, cm_buf *b)
 {
     write_json(S, NULL, b);
+}
+
+void sp_suggest_check_write_json(const sp_suggest *S, const sp_suggest_check *c, cm_buf *b)
+{
+    write_json(S, c, b);
 }
 
 static void put_mib(cm_buf *b, double bytes)
@@ -1294,29 +1290,11 @@ void sp_suggest_write_text(const sp_suggest *S, cm_buf *b)
                   S->stats.evaluated, S->stats.failed, S->stats.seconds, S->stats.n_ops);
 }
 
-/* ---- command -------------------------------------------------------------------------------- */
-
-static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*s == '\0' || *s == '-' || *end != '\0' || v < lo || v > hi) {
-        return false;
-    }
-    *out = (uint32_t)v;
-    return true;
-}
-
-static void usage(FILE *f)
-{
-    fputs("usage: shardplan suggest FILE [--objective time|memory] [-k N] [--profile NAME|FILE]\n"
-          "        [--threads T] [--max-candidates N] [--max-edits N] [--check [--iters K]]\n"
-          "        [--json]\n",
-          f);
-}
+/* ---- the check of `suggest --check` ------------------------------------------------------ */
 
 /* Measures the input (i = 0) or the top suggestion (i = 1) into c. */
-static void check_one(const sp_suggest *S, sp_suggest_bench_fn bench, check_out *c, uint32_t i)
+static void check_one(const sp_suggest *S, sp_suggest_bench_fn bench, sp_suggest_check *c,
+                      uint32_t i)
 {
     cm_error err;
     cm_error_clear(&err);
@@ -1334,7 +1312,7 @@ static void check_one(const sp_suggest *S, sp_suggest_bench_fn bench, check_out 
     cm_buf_fini(&b);
 }
 
-static void check_text(const sp_suggest *S, const check_out *c, cm_buf *b)
+void sp_suggest_check_write_text(const sp_suggest *S, const sp_suggest_check *c, cm_buf *b)
 {
     cm_buf_printf(b, "check: %u runs of each module on this machine\n", c->iters);
     for (uint32_t i = 0; i < 2 && (i == 0 || S->n_items > 0); i++) {
@@ -1358,115 +1336,13 @@ static void check_text(const sp_suggest *S, const check_out *c, cm_buf *b)
     }
 }
 
-int sp_suggest_main(int argc, char **argv, FILE *out, FILE *errs, sp_suggest_bench_fn bench)
+void sp_suggest_check_run(const sp_suggest *S, sp_suggest_bench_fn bench, uint32_t iters,
+                          sp_suggest_check *c)
 {
-    const char *file = NULL, *prof = "cpu-local";
-    bool json = false, check = false;
-    uint32_t iters = 5;
-    sp_suggest_opts o;
-    sp_suggest_opts_init(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        bool ok = true, takes = true;
-        if (strcmp(a, "--json") == 0) {
-            json = true;
-            takes = false;
-        } else if (strcmp(a, "--check") == 0) {
-            check = true;
-            takes = false;
-        } else if (strcmp(a, "--help") == 0) {
-            usage(out);
-            return 0;
-        } else if (val == NULL && a[0] == '-' && a[1] != '\0') {
-            ok = false;
-        } else if (strcmp(a, "--objective") == 0) {
-            ok = sp_suggest_objective_parse(val, &o.objective);
-        } else if (strcmp(a, "-k") == 0 || strcmp(a, "--k") == 0) {
-            ok = parse_u32(val, 1, MAX_K, &o.k);
-        } else if (strcmp(a, "--profile") == 0) {
-            prof = val;
-        } else if (strcmp(a, "--threads") == 0) {
-            ok = parse_u32(val, 1, 64, &o.threads);
-        } else if (strcmp(a, "--max-candidates") == 0) {
-            ok = parse_u32(val, 1, 4096, &o.max_candidates);
-        } else if (strcmp(a, "--max-edits") == 0) {
-            ok = parse_u32(val, 1, MAX_EDITS, &o.max_edits);
-        } else if (strcmp(a, "--iters") == 0) {
-            ok = parse_u32(val, 1, 1000, &iters);
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(errs, "shardplan suggest: unknown option '%s'\n", a);
-            usage(errs);
-            return 2;
-        } else if (file == NULL) {
-            file = a;
-            takes = false;
-        } else {
-            fprintf(errs, "shardplan suggest: more than one input file\n");
-            return 2;
-        }
-        if (!ok) {
-            fprintf(errs, "shardplan suggest: bad value for %s\n", a);
-            usage(errs);
-            return 2;
-        }
-        i += takes ? 1 : 0;
+    memset(c, 0, sizeof *c);
+    c->iters = iters;
+    check_one(S, bench, c, 0);
+    if (S->n_items > 0) {
+        check_one(S, bench, c, 1);
     }
-    if (file == NULL) {
-        usage(errs);
-        return 2;
-    }
-    if (check && bench == NULL) {
-        fprintf(errs, "shardplan suggest: --check needs the executor (the shardplan binary)\n");
-        return 2;
-    }
-    cm_error err;
-    cm_error_clear(&err);
-    sp_profile p;
-    if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan suggest: profile: %s: %s\n", cm_status_name(err.code), err.msg);
-        return 1;
-    }
-    o.profile = &p;
-    char *text = NULL;
-    size_t len = 0;
-    sp_suggest *S = NULL;
-    if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-        sp_suggest_run(text, len, &o, &S, &err) != CM_OK) {
-        fprintf(errs, "shardplan suggest: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
-        cm_free(text);
-        return 1;
-    }
-    cm_free(text);
-    check_out chk;
-    memset(&chk, 0, sizeof chk);
-    chk.iters = iters;
-    if (check) {
-        check_one(S, bench, &chk, 0);
-        if (S->n_items > 0) {
-            check_one(S, bench, &chk, 1);
-        }
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    if (json) {
-        write_json(S, check ? &chk : NULL, &b);
-        cm_buf_putc(&b, '\n');
-    } else {
-        sp_suggest_write_text(S, &b);
-        if (check) {
-            check_text(S, &chk, &b);
-        }
-    }
-    int rc = 0;
-    if (b.oom || fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan suggest: %s\n", b.oom ? "out of memory" : "write error");
-        rc = 1;
-    }
-    if (check && (!chk.done[0] || (S->n_items > 0 && !chk.done[1]))) {
-        rc = 1;
-    }
-    cm_buf_fini(&b);
-    sp_suggest_destroy(S);
-    return rc;
 }

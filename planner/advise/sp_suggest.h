@@ -11,6 +11,7 @@
  * further, up to o->max_edits constraints. Suggestions are the combination
  * and the single constraints (best per value) that reduce the objective,
  * best first (docs/advisor.md "Suggest"; the JSON is the advisor contract's).
+ * The command is cmd/cmd_suggest.c.
  * Ownership: sp_suggest_run returns a heap object freed by sp_suggest_destroy;
  * its strings live inside it. Thread contract: sp_suggest_run starts and
  * joins its own threads and is reentrant; a built sp_suggest is read-only. */
@@ -20,7 +21,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "cm.h"
 #include "sp_cost.h"
@@ -33,6 +33,9 @@ typedef enum sp_suggest_objective {
 /* "time", "memory"; false for another name. */
 bool sp_suggest_objective_parse(const char *name, sp_suggest_objective *out);
 const char *sp_suggest_objective_name(sp_suggest_objective o);
+
+#define SP_SUGGEST_MAX_K     100 /* suggestions at most */
+#define SP_SUGGEST_MAX_EDITS 8   /* constraints in one combination at most */
 
 typedef struct sp_suggest_opts {
     sp_suggest_objective objective;
@@ -130,11 +133,24 @@ typedef struct sp_suggest_measure {
 typedef cm_status (*sp_suggest_bench_fn)(const char *mlir, size_t len, uint32_t iters,
                                          sp_suggest_measure *out, cm_error *err);
 
-/* `shardplan suggest FILE [--objective time|memory] [-k N] [--profile NAME|FILE]
- * [--threads T] [--max-candidates N] [--max-edits N] [--check [--iters K]] [--json]`;
- * argv[0] is the command. --check measures the input and the top suggestion
- * with bench (NULL: --check is refused) and prints measured against predicted
- * step times. Returns an exit status (2 for bad usage). */
-int sp_suggest_main(int argc, char **argv, FILE *out, FILE *errs, sp_suggest_bench_fn bench);
+/* The check of `suggest --check`: the input ([0]) and the top suggestion
+ * ([1]) measured on this machine, against their predicted step times. */
+typedef struct sp_suggest_check {
+    uint32_t iters;           /* runs of each module */
+    bool done[2];             /* measured */
+    sp_suggest_measure ms[2]; /* when done */
+    char error[2][CM_ERROR_PATH_LEN + CM_ERROR_MSG_LEN + 4]; /* why not, when !done */
+} sp_suggest_check;
+
+/* Measures the input and, when there is a suggestion, the top one with
+ * bench, each as sp_suggest_apply gives its module, iters runs each, into c.
+ * A failed measurement is recorded in c (done false, error), not returned.
+ * Thread contract: as bench's. */
+void sp_suggest_check_run(const sp_suggest *s, sp_suggest_bench_fn bench, uint32_t iters,
+                          sp_suggest_check *c);
+/* Appends the contract's JSON object with a "check" member / the check's
+ * lines, to follow sp_suggest_write_text. */
+void sp_suggest_check_write_json(const sp_suggest *s, const sp_suggest_check *c, cm_buf *b);
+void sp_suggest_check_write_text(const sp_suggest *s, const sp_suggest_check *c, cm_buf *b);
 
 #endif /* SP_SUGGEST_H */

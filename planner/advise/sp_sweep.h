@@ -3,7 +3,7 @@
  * transformer template of sp_example over the 2-D factorisations data x model
  * of a device count and the strategies, in parallel, ranks the variants by
  * predicted step time under the memory limit and marks the memory/time
- * Pareto front.
+ * Pareto front. The command is cmd/cmd_sweep.c.
  * Ownership: sp_sweep_run fills caller storage released by
  * sp_sweep_result_fini. Thread contract: sp_sweep_run starts and joins its
  * own threads and is reentrant. */
@@ -12,7 +12,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "cm.h"
 #include "sp_cost.h"
@@ -62,9 +61,5 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
 void sp_sweep_result_fini(sp_sweep_result *res);
 void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b);
 void sp_sweep_write_text(const sp_sweep_result *res, cm_buf *b);
-
-/* `shardplan sweep [--devices N] [--layers N ...] [--json]`; argv[0] is the
- * command. Returns an exit status. */
-int sp_sweep_main(int argc, char **argv, FILE *out, FILE *errs);
 
 #endif /* SP_SWEEP_H */

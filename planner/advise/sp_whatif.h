@@ -21,7 +21,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "cm.h"
 #include "sp_cost.h"
@@ -158,10 +157,5 @@ const char *sp_whatif_propagated(const sp_whatif *w, size_t *len_out);
 /* Appends the contract's JSON answer (plan_id > 0 adds "plan_id") / a text report. */
 void sp_whatif_write_json(const sp_whatif *w, int64_t plan_id, cm_buf *b);
 void sp_whatif_write_text(const sp_whatif *w, cm_buf *b);
-
-/* `shardplan whatif FILE --edit JSON [--edit JSON...] [--edits FILE] [--profile P]
- * [--full] [--json] [--mlir]`; argv[0] is the command. --mlir prints the edited
- * module instead of the report. Returns an exit status (2 for bad usage). */
-int sp_whatif_main(int argc, char **argv, FILE *out, FILE *errs);
 
 #endif /* SP_WHATIF_H */

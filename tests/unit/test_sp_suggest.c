@@ -23,7 +23,7 @@
 #include <jansson.h>
 
 #include "cm.h"
-#include "ex_measure.h"
+#include "cmd.h"
 #include "sp_lint.h"
 #include "sp_suggest.h"
 #include "sp_example.h"
@@ -598,10 +598,9 @@ static void test_sp_suggest_run_rejects_bad_input(void **state)
     sp_suggest_destroy(s);
 }
 
-/* Runs sp_suggest_main on a copy of text in a temporary file; returns the
+/* Runs cmd_suggest on a copy of text in a temporary file; returns the
  * exit status and the output in out (heap, freed by the caller). */
-static int run_main(const char *text, const char *const *args, int n_args, char **out,
-                    sp_suggest_bench_fn bench)
+static int run_main(const char *text, const char *const *args, int n_args, char **out)
 {
     char path[] = "/tmp/test_sp_suggest_XXXXXX";
     int fd = mkstemp(path);
@@ -620,7 +619,7 @@ static int run_main(const char *text, const char *const *args, int n_args, char 
     char *buf = NULL, *ebuf = NULL;
     size_t len = 0, elen = 0;
     FILE *o = open_memstream(&buf, &len), *e = open_memstream(&ebuf, &elen);
-    int rc = sp_suggest_main(2 + n_args, argv, o, e, bench);
+    int rc = cmd_suggest(2 + n_args, argv, o, e);
     fclose(o);
     fclose(e);
     unlink(path);
@@ -629,20 +628,18 @@ static int run_main(const char *text, const char *const *args, int n_args, char 
     return rc;
 }
 
-static void test_sp_suggest_main_options_and_check(void **state)
+static void test_cmd_suggest_options_and_check(void **state)
 {
     (void)state;
     char *out = NULL;
     const char *bad_k[] = {"-k", "0"};
-    assert_int_equal(run_main(mlp, bad_k, 2, &out, NULL), 2);
+    assert_int_equal(run_main(mlp, bad_k, 2, &out), 2);
     free(out);
     const char *bad_obj[] = {"--objective", "speed"};
-    assert_int_equal(run_main(mlp, bad_obj, 2, &out, NULL), 2);
+    assert_int_equal(run_main(mlp, bad_obj, 2, &out), 2);
     free(out);
     const char *check[] = {"--check", "--iters", "1", "-k", "1", "--max-candidates", "8"};
-    assert_int_equal(run_main(mlp, check, 7, &out, NULL), 2); /* no executor given */
-    free(out);
-    assert_int_equal(run_main(mlp, check, 7, &out, ex_measure_text), 0);
+    assert_int_equal(run_main(mlp, check, 7, &out), 0);
     assert_non_null(strstr(out, "1. constrain"));
     assert_non_null(strstr(out, "baseline: predicted"));
     assert_non_null(strstr(out, "rank 1:"));
@@ -650,7 +647,7 @@ static void test_sp_suggest_main_options_and_check(void **state)
     assert_non_null(strstr(out, "numerics: match"));
     free(out);
     const char *json[] = {"--json", "--objective", "memory", "--check", "--iters", "1"};
-    assert_int_equal(run_main(mlp, json, 6, &out, ex_measure_text), 0);
+    assert_int_equal(run_main(mlp, json, 6, &out), 0);
     json_error_t je;
     json_t *j = json_loads(out, 0, &je);
     assert_non_null(j);
@@ -702,7 +699,7 @@ int main(void)
         cmocka_unit_test(test_sp_suggest_run_several_functions),
         cmocka_unit_test(test_sp_suggest_run_rejects_bad_options),
         cmocka_unit_test(test_sp_suggest_run_rejects_bad_input),
-        cmocka_unit_test(test_sp_suggest_main_options_and_check),
+        cmocka_unit_test(test_cmd_suggest_options_and_check),
         cmocka_unit_test(test_sp_suggest_run_oom),
     };
     return cmocka_run_group_tests_name("sp_suggest", tests, NULL, NULL);
