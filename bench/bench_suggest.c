@@ -41,7 +41,7 @@ static double one(const char *what, const sp_example_opts *eo, const sp_suggest_
     cm_status st = sp_example_graph_json(eo, &g, &err);
     if (st == CM_OK) {
         c0 = cpu_now();
-        st = sp_suggest_run(g.data, g.len, o, &s, &err);
+        st = sp_suggest_run(g.data, g.len, NULL, o, &s, &err);
     }
     if (st != CM_OK) {
         fprintf(stderr, "bench_suggest: %s: %s %s\n", what, err.path, err.msg);

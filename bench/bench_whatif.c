@@ -37,7 +37,7 @@ static int once(const char *text, size_t len, const sp_edit_list *l, bool full, 
     sp_whatif *w = NULL;
     cm_error err;
     cm_error_clear(&err);
-    if (sp_whatif_run(text, len, l, &o, &w, &err) != CM_OK) {
+    if (sp_whatif_run(text, len, NULL, l, &o, &w, &err) != CM_OK) {
         fprintf(stderr, "bench_whatif: %s %s\n", err.path, err.msg);
         return 1;
     }

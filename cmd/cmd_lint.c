@@ -65,7 +65,7 @@ static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint)
     size_t len = 0;
     sp_advise *adv = NULL;
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-        sp_advise_run(text, len, &o, &adv, &err) != CM_OK) {
+        sp_advise_run(text, len, NULL, &o, &adv, &err) != CM_OK) {
         fprintf(errs, "shardplan %s: %s: %s%s%s: %s\n", cmd, file, cm_status_name(err.code),
                 err.path[0] != '\0' ? " at " : "", err.path, err.msg);
         cm_free(text);

@@ -102,7 +102,7 @@ int cmd_suggest(int argc, char **argv, FILE *out, FILE *errs)
     size_t len = 0;
     sp_suggest *S = NULL;
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-        sp_suggest_run(text, len, &o, &S, &err) != CM_OK) {
+        sp_suggest_run(text, len, NULL, &o, &S, &err) != CM_OK) {
         fprintf(errs, "shardplan suggest: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
                 err.path[0] != '\0' ? " at " : "", err.path, err.msg);
         cm_free(text);

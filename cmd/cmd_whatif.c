@@ -87,7 +87,7 @@ int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs)
     cm_buf b;
     cm_buf_init(&b);
     if (rc == 0 && mlir) {
-        if (sp_whatif_edit_text(text, len, &l, &b, &err) != CM_OK) {
+        if (sp_whatif_edit_text(text, len, NULL, &l, &b, &err) != CM_OK) {
             rc = 1;
         }
     } else if (rc == 0) {
@@ -96,7 +96,7 @@ int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs)
         o.profile = &p;
         o.full = full;
         sp_whatif *w = NULL;
-        if (sp_whatif_run(text, len, &l, &o, &w, &err) != CM_OK) {
+        if (sp_whatif_run(text, len, NULL, &l, &o, &w, &err) != CM_OK) {
             rc = 1;
         } else {
             json ? sp_whatif_write_json(w, 0, &b) : sp_whatif_write_text(w, &b);

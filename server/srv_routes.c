@@ -1564,7 +1564,7 @@ static void h_plan_advise(srv_app *app, srv_req *r, route_args *a)
     sp_advise *adv = NULL;
     if (!plan_graph(app, r, a, id, &p, &g)) {
         /* replied */
-    } else if (sp_advise_run(g.body, g.body_len, &o, &adv, &e) != CM_OK) {
+    } else if (sp_advise_run(g.body, g.body_len, NULL, &o, &adv, &e) != CM_OK) {
         /* a bad mesh name is the client's; anything else about stored data is ours */
         if (e.code == CM_EINVAL && strcmp(e.path, "/mesh") == 0) {
             reply_cm(app, r, &e);
@@ -1632,7 +1632,7 @@ static void h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
     sp_suggest *sg = NULL;
     if (!plan_graph(app, r, a, id, &p, &g)) {
         /* replied */
-    } else if (sp_suggest_run(g.body, g.body_len, &o, &sg, &e) != CM_OK) {
+    } else if (sp_suggest_run(g.body, g.body_len, NULL, &o, &sg, &e) != CM_OK) {
         /* the options were checked above: anything else is about stored data */
         reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
     } else {
@@ -1695,7 +1695,7 @@ static void h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
         reply_err(app, r, E_INTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
         goto out;
     }
-    if (sp_whatif_run(g.body, g.body_len, &l, &o, &w, &e) != CM_OK) {
+    if (sp_whatif_run(g.body, g.body_len, NULL, &l, &o, &w, &e) != CM_OK) {
         /* a bad edit is the client's; anything else about stored data is ours */
         if (e.code == CM_EINVAL && strncmp(e.path, "/edits", 6) == 0) {
             reply_cm(app, r, &e);

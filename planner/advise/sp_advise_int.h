@@ -31,8 +31,6 @@ cm_status sp_advise_logical_scan(const char *text, size_t len, cm_arena *a, sp_l
 
 /* ---- shared by lint, sweep, suggest, what-if and compare (sp_advise_common.c) ---- */
 
-/* True when the first non-blank byte of s[0..n) is '{' (a graph document). */
-bool sp_advise_looks_json(const char *s, size_t n);
 /* Appends s as a JSON string (NULL as ""). */
 void sp_advise_put_jstr(cm_buf *b, const char *s);
 /* Appends the fix for a value named token: `sdy.sharding_constraint TOKEN

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: the plan advisor's lint and collective inventory (sp_lint.h,
- * docs/advisor.md). One run: read, check the user's shardings, propagate
- * (origins recorded), check I/O meshes and custom calls, partition, cost the
- * partitioned module, then look for gathers that are sliced again, memory
- * over capacity, and explain every collective. The cost figures are
+ * docs/advisor.md). One run: read (planner/doc/sp_input.h), check the user's
+ * shardings, propagate with the plan's pass and rules (origins recorded),
+ * check I/O meshes and custom calls, partition, cost the partitioned module,
+ * then look for gathers that are sliced again, memory over capacity, and
+ * explain every collective. The cost figures are
  * sp_cost's; nothing here recomputes them. */
 #include "sp_lint.h"
 
@@ -41,8 +42,9 @@ const char *sp_lint_sev_name(sp_lint_sev s)
 
 struct sp_advise {
     cm_arena arena; /* every string of findings and collectives */
-    sp_module *m;   /* owned through g when g is set */
-    sp_graph *g;
+    sp_input in;    /* the input as read; owns m and g */
+    sp_module *m;   /* in.m */
+    sp_graph *g;    /* in.g: names of a graph document, or NULL */
     sp_cost *cost;
     sp_finding *f; /* heap */
     uint32_t n_f, cap_f;
@@ -155,13 +157,6 @@ static double local_bytes(const sp_module *m, const sp_type *t, const sp_shardin
         e *= n;
     }
     return e;
-}
-
-static bool is_collective(sp_op_kind k)
-{
-    return k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE || k == SP_OP_SDY_ALL_REDUCE ||
-           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_COLLECTIVE_PERMUTE ||
-           k == SP_OP_SDY_REDUCE_SCATTER || k == SP_OP_SDY_RESHARD;
 }
 
 /* How a user names v: the graph name, %argN of a function, else "result N of OP". */
@@ -893,7 +888,7 @@ static uint32_t source_of(const sp_module *m, uint32_t v)
 {
     for (int guard = 0; guard < 64; guard++) {
         uint32_t d = m->values[v].def;
-        if (d == SP_NONE || !is_collective((sp_op_kind)m->ops[d].kind) ||
+        if (d == SP_NONE || !sp_op_is_sdy_collective((sp_op_kind)m->ops[d].kind) ||
             m->ops[d].n_operands == 0) {
             break;
         }
@@ -912,7 +907,7 @@ static uint32_t consumer_of(const sp_advise *a, uint32_t v, uint32_t *moved_out)
             return SP_NONE;
         }
         uint32_t u = a->use_op[a->use_start[v]];
-        if (!is_collective((sp_op_kind)m->ops[u].kind) || m->ops[u].n_results == 0) {
+        if (!sp_op_is_sdy_collective((sp_op_kind)m->ops[u].kind) || m->ops[u].n_results == 0) {
             *moved_out = v;
             return u;
         }
@@ -951,7 +946,7 @@ static void lint_remat(sp_advise *a)
                     break;
                 }
                 if ((uo->kind == SP_OP_SDY_SHARDING_CONSTRAINT ||
-                     is_collective((sp_op_kind)uo->kind)) &&
+                     sp_op_is_sdy_collective((sp_op_kind)uo->kind)) &&
                     nq < 32) {
                     queue[nq++] = uo->first_result;
                 }
@@ -1175,7 +1170,7 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
             /* a reshard back: the op's result was propagated as the sharding the
              * chain ends in, and the partitioner computed it otherwise */
             bool back = x != SP_NONE && op->operands[0] == src && src < a->n_pre &&
-                        !is_collective((sp_op_kind)m->ops[x].kind) &&
+                        !sp_op_is_sdy_collective((sp_op_kind)m->ops[x].kind) &&
                         m->ops[x].kind != SP_OP_SDY_SHARDING_CONSTRAINT &&
                         same_axes(a->pre[src], sp_value_sharding_partitioned(m, moved)) &&
                         !same_axes(sp_value_sharding_partitioned(m, src), sp_value_sharding_partitioned(m, moved));
@@ -1249,28 +1244,8 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
 
 /* ---- the run ---------------------------------------------------------------------------- */
 
-bool sp_advise_looks_json(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') {
-            return s[i] == '{';
-        }
-    }
-    return false;
-}
-
-static bool module_partitioned(const sp_module *m)
-{
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        if (is_collective((sp_op_kind)m->ops[i].kind)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, sp_advise **out,
-                        cm_error *err)
+cm_status sp_advise_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                        const sp_advise_opts *o, sp_advise **out, cm_error *err)
 {
     *out = NULL;
     sp_advise_opts defo;
@@ -1284,23 +1259,30 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
     }
     cm_arena_init(&a->arena, 16384);
     a->min_bytes = o->min_bytes;
-    const sp_custom_rules *custom = NULL;
     sp_logical_miss *miss = NULL;
     uint32_t n_miss = 0, *calls = NULL, n_calls = 0;
-    cm_status st;
-    if (sp_advise_looks_json(text, len)) {
-        st = sp_graph_decode(text, len, NULL, &a->g, err);
-        if (st == CM_OK) {
-            a->m = sp_graph_module(a->g);
-            custom = sp_graph_custom_rules(a->g);
+    /* read only: the user's shardings and custom calls are checked before
+     * the plan's pass runs */
+    sp_input_opts io;
+    if (in_opts != NULL) {
+        io = *in_opts;
+    } else {
+        sp_input_opts_init(&io);
+    }
+    io.propagate = false;
+    io.record_edges = false;
+    cm_status st = sp_input_read(text, len, &io, &a->in, err);
+    if (st == CM_OK) {
+        a->m = a->in.m;
+        a->g = a->in.g;
+        if (a->g != NULL) {
             st = sp_advise_logical_scan(text, len, &a->arena, &miss, &n_miss, err);
         }
-    } else {
-        st = sp_mlir_read(text, len, 0, &a->m, err);
     }
     if (st != CM_OK) {
         goto fail;
     }
+    const sp_custom_rules *custom = a->in.custom;
     if (o->mesh != NULL) {
         if (sp_module_mesh(a->m, o->mesh) == NULL) {
             st = cm_error_set(err, CM_EINVAL, "/mesh", "no mesh named \"%s\" in the module",
@@ -1309,21 +1291,16 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
         }
         a->mesh = cm_arena_strdup(&a->arena, o->mesh);
     }
-    bool was_partitioned = module_partitioned(a->m);
+    bool was_partitioned = a->in.partitioned;
     if (!was_partitioned) {
         lint_user_shardings(a);
         st = find_ruleless_calls(a, custom, &calls, &n_calls, err);
         if (st != CM_OK) {
             goto fail;
         }
-        sp_prop_opts po;
-        sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
-        po.keep_sharding_rules = true;
-        po.debug_sharding_origins = true;
-        po.custom = custom;
         sp_diags d;
         sp_diags_init(&d);
-        st = sp_pass_propagation_pipeline(a->m, &po, &d, err);
+        st = sp_input_propagate(a->m, io.pass, custom, false, &d, err);
         sp_diags_fini(&d);
         if (st != CM_OK) {
             goto fail;
@@ -1384,11 +1361,7 @@ void sp_advise_destroy(sp_advise *a)
         return;
     }
     sp_cost_destroy(a->cost);
-    if (a->g != NULL) {
-        sp_graph_destroy(a->g);
-    } else {
-        sp_module_destroy(a->m);
-    }
+    sp_input_fini(&a->in);
     cm_free(a->f);
     cm_free(a->colls);
     cm_free(a->use_start);

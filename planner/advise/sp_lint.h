@@ -24,6 +24,7 @@
 
 #include "cm.h"
 #include "sp_cost.h"
+#include "sp_input.h"
 
 typedef enum sp_lint_kind {
     SP_LINT_NON_DIVISIBLE = 0, /* a dimension not divisible by the product of its axes */
@@ -77,14 +78,20 @@ typedef struct sp_advise_opts {
 void sp_advise_opts_init(sp_advise_opts *o);
 
 /* Lints len bytes of MLIR text or graph document (told apart by a leading
- * '{'): checks the user's shardings, runs -sdy-propagation-pipeline (origins
- * recorded), -sdy-insert-explicit-reshards and -sdy-reshard-to-collectives,
+ * '{'), read through the input loader (planner/doc/sp_input.h) with in_opts'
+ * pass, rules document and limits (NULL: sp_input_opts_init's defaults; its
+ * propagate and record_edges are not used): checks the user's shardings,
+ * runs the pass (origins recorded) unless the module is already
+ * partitioned, -sdy-insert-explicit-reshards and -sdy-reshard-to-collectives,
  * costs the result (explicit mode) and collects findings and collectives.
+ * So a plan is linted under the pass and custom rules it was made with.
  * On success *out is a new object freed with sp_advise_destroy. Errors: those
- * of reading and propagation (CM_EINVAL with a JSON Pointer or LINE:COL),
- * CM_ENOMEM; *out is NULL then. */
-cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, sp_advise **out,
-                        cm_error *err);
+ * of reading and propagation (CM_EINVAL with a JSON Pointer or LINE:COL, at
+ * /rules... for the rules document), CM_EINVAL at /mesh for an unknown
+ * o->mesh, CM_ENOMEM; *out is NULL then. in_opts and text are only read
+ * during the call. */
+cm_status sp_advise_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                        const sp_advise_opts *o, sp_advise **out, cm_error *err);
 void sp_advise_destroy(sp_advise *a);
 
 uint32_t sp_advise_n_findings(const sp_advise *a);

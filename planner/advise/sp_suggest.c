@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: `shardplan suggest` (sp_suggest.h, docs/advisor.md "Suggest"). The
- * input is read once and its unannotated values listed, largest first, each
- * by position (function number, top-level op position, result) so that a
- * value is found again in every fresh read. Every candidate constraint is
- * scored by a full run on its own module: the input's MLIR text read again,
- * the constraint inserted as an sdy.sharding_constraint op after the value's
- * definition, -sdy-propagation-pipeline, -sdy-insert-explicit-reshards,
+ * input is read once (planner/doc/sp_input.h) and its unannotated values
+ * listed, largest first, each by position (function number, top-level op
+ * position, result) so that a value is found again in every fresh read.
+ * Every candidate constraint is scored by a full run on its own module: the
+ * input's MLIR text read again through the loader with the same options, the
+ * constraint inserted as an sdy.sharding_constraint op after the value's
+ * definition, the input's pass with its rules, -sdy-insert-explicit-reshards,
  * -sdy-reshard-to-collectives and sp_cost (explicit mode), exactly as lint
  * costs a module, on a pool of threads pulling jobs from an atomic counter.
  * A greedy search then adds, one at a time, the best further constraint on
@@ -122,8 +123,13 @@ struct sp_suggest {
     cm_arena arena;
     sp_suggest_opts o;
     sp_profile profile;
-    sp_graph *g;                   /* graph input (names, custom rules), or NULL */
-    const sp_custom_rules *custom; /* of g */
+    sp_input in;                   /* the input as read (owns g, the rules document) */
+    sp_graph *g;                   /* in.g: graph input (names, custom rules), or NULL */
+    const sp_custom_rules *custom; /* in.custom: the rules in force, may be NULL */
+    sp_input_opts in_opts;         /* the caller's, rules and limits copied below */
+    char *rules;                   /* copy of in_opts.rules (heap), or NULL */
+    sp_graph_limits limits;        /* copy of *in_opts.limits */
+    sp_input_opts run_opts;        /* every run's read: MLIR, no propagation, no rules */
     char *text;                    /* MLIR every run reads (heap) */
     size_t text_len;
     char *input; /* the input as given (heap; text for MLIR) */
@@ -676,21 +682,18 @@ static cm_status gen_candidates(sp_suggest *S, const sp_module *m, cm_error *err
 
 /* ---- runs --------------------------------------------------------------------------------- */
 
-/* Propagates, partitions and costs m into *f (the candidates are generated
- * after propagation for the baseline run). */
+/* Propagates (the input's pass and rules), partitions and costs m into *f
+ * (the candidates are generated after propagation for the baseline run). */
 static cm_status run_module(sp_suggest *S, sp_module *m, bool baseline, sp_suggest_figures *f,
                             cm_error *err)
 {
-    sp_prop_opts po;
-    sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
-    po.keep_sharding_rules = true;
-    po.custom = S->custom;
     for (uint32_t i = 0; baseline && i < S->n_vals; i++) {
         S->vals[i].vid = resolve(m, &S->vals[i].pos);
     }
+    /* the input's pass and rules, as its plan propagates (planner/doc/sp_input.h) */
     sp_diags d;
     sp_diags_init(&d);
-    cm_status st = sp_pass_propagation_pipeline(m, &po, &d, err);
+    cm_status st = sp_input_propagate(m, S->in_opts.pass, S->custom, false, &d, err);
     sp_diags_fini(&d);
     if (st == CM_OK && baseline) {
         st = gen_candidates(S, m, err);
@@ -727,17 +730,17 @@ static void *worker(void *arg)
         job *jb = &p->jobs[j];
         cm_error err;
         cm_error_clear(&err);
-        sp_module *m = NULL;
-        cm_status st = sp_mlir_read(p->S->text, p->S->text_len, 0, &m, &err);
+        sp_input in;
+        cm_status st = sp_input_read(p->S->text, p->S->text_len, &p->S->run_opts, &in, &err);
         if (st == CM_OK) {
-            st = apply_edits(p->S, m, jb->edits, jb->n, &err);
+            st = apply_edits(p->S, in.m, jb->edits, jb->n, &err);
         }
         if (st == CM_OK) {
-            st = run_module(p->S, m, false, &jb->f, &err);
+            st = run_module(p->S, in.m, false, &jb->f, &err);
         }
         jb->ok = st == CM_OK;
         jb->oom = st == CM_ENOMEM;
-        sp_module_destroy(m);
+        sp_input_fini(&in); /* zeroed by a failed read */
     }
 }
 
@@ -976,8 +979,40 @@ static cm_status check_opts(const sp_suggest_opts *o, cm_error *err)
     return CM_OK;
 }
 
-cm_status sp_suggest_run(const char *text, size_t len, const sp_suggest_opts *o, sp_suggest **out,
-                         cm_error *err)
+/* Keeps the caller's input options in S: the pass for every run, the
+ * rules document and limits (copied) for sp_suggest_apply's edit texts. */
+static cm_status keep_in_opts(sp_suggest *S, const sp_input_opts *in_opts, cm_error *err)
+{
+    if (in_opts != NULL) {
+        S->in_opts = *in_opts;
+    } else {
+        sp_input_opts_init(&S->in_opts);
+    }
+    S->in_opts.propagate = false; /* the runs propagate themselves */
+    S->in_opts.record_edges = false;
+    if (S->in_opts.rules != NULL && S->in_opts.rules_len > 0) {
+        S->rules = cm_alloc(S->in_opts.rules_len);
+        if (S->rules == NULL) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in suggest");
+        }
+        memcpy(S->rules, S->in_opts.rules, S->in_opts.rules_len);
+        S->in_opts.rules = S->rules;
+    }
+    if (S->in_opts.limits != NULL) {
+        S->limits = *S->in_opts.limits;
+        S->in_opts.limits = &S->limits;
+    }
+    /* every run reads MLIR text (no limits) under the same pass; the rules
+       are the input's, decoded once (S->custom) */
+    S->run_opts = S->in_opts;
+    S->run_opts.rules = NULL;
+    S->run_opts.rules_len = 0;
+    S->run_opts.limits = NULL;
+    return CM_OK;
+}
+
+cm_status sp_suggest_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                         const sp_suggest_opts *o, sp_suggest **out, cm_error *err)
 {
     *out = NULL;
     sp_suggest_opts defo;
@@ -1009,26 +1044,29 @@ cm_status sp_suggest_run(const char *text, size_t len, const sp_suggest_opts *o,
     memcpy(S->input, text, len);
     S->input[len] = '\0';
     S->input_len = len;
-    sp_module *m = NULL;   /* the input as read (MLIR), or the graph's module */
-    sp_module *own = NULL; /* the baseline's module */
-    if (sp_advise_looks_json(text, len)) {
-        st = sp_graph_decode(text, len, NULL, &S->g, err);
-        if (st == CM_OK) {
-            m = sp_graph_module(S->g);
-            S->custom = sp_graph_custom_rules(S->g);
-            S->functions_form = sp_graph_has_functions(S->g);
-            cm_buf b;
-            cm_buf_init(&b);
-            sp_print_opts po = {false, false};
-            sp_mlir_print(m, &po, &b);
-            S->text_len = b.len;
-            S->text = b.oom ? NULL : cm_buf_take(&b);
-            cm_buf_fini(&b);
-            if (S->text == NULL) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in suggest");
-            }
+    st = keep_in_opts(S, in_opts, err);
+    /* the input as read, before propagation: the unannotated values */
+    if (st == CM_OK) {
+        st = sp_input_read(text, len, &S->in_opts, &S->in, err);
+    }
+    sp_module *m = S->in.m; /* the input as read (MLIR), or the graph's module */
+    if (st == CM_OK) {
+        S->g = S->in.g;
+        S->custom = S->in.custom;
+    }
+    if (st == CM_OK && S->g != NULL) {
+        S->functions_form = S->in.functions_form;
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_print_opts po = {false, false};
+        sp_mlir_print(m, &po, &b);
+        S->text_len = b.len;
+        S->text = b.oom ? NULL : cm_buf_take(&b);
+        cm_buf_fini(&b);
+        if (S->text == NULL) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in suggest");
         }
-    } else {
+    } else if (st == CM_OK) {
         S->text = cm_alloc(len + 1);
         if (S->text == NULL) {
             st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in suggest");
@@ -1036,8 +1074,6 @@ cm_status sp_suggest_run(const char *text, size_t len, const sp_suggest_opts *o,
             memcpy(S->text, text, len);
             S->text[len] = '\0';
             S->text_len = len;
-            st = sp_mlir_read(text, len, 0, &own, err);
-            m = own;
         }
     }
     if (st == CM_OK) {
@@ -1050,13 +1086,21 @@ cm_status sp_suggest_run(const char *text, size_t len, const sp_suggest_opts *o,
     }
     /* the baseline: the graph's module is printed and read again, as every
      * candidate is; an MLIR input's own read is that read */
+    sp_input own;
+    memset(&own, 0, sizeof own);
     if (st == CM_OK && S->g != NULL) {
-        st = sp_mlir_read(S->text, S->text_len, 0, &own, err);
+        st = sp_input_read(S->text, S->text_len, &S->run_opts, &own, err);
+        m = own.m;
     }
     if (st == CM_OK) {
-        st = run_module(S, own, true, &S->base, err);
+        st = run_module(S, m, true, &S->base, err);
     }
-    sp_module_destroy(own);
+    sp_input_fini(&own);
+    if (S->g == NULL) {
+        /* an MLIR input's module is spent; its rules document stays */
+        sp_module_destroy(S->in.m);
+        S->in.m = NULL;
+    }
     if (st == CM_OK) {
         st = search(S, err);
     }
@@ -1074,7 +1118,8 @@ void sp_suggest_destroy(sp_suggest *S)
     if (S == NULL) {
         return;
     }
-    sp_graph_destroy(S->g);
+    sp_input_fini(&S->in);
+    cm_free(S->rules);
     cm_free(S->text);
     cm_free(S->input);
     cm_free(S->vals);
@@ -1129,7 +1174,7 @@ cm_status sp_suggest_apply(const sp_suggest *S, uint32_t i, cm_buf *mlir, cm_err
         st = sp_edit_list_add(&l, &e, err);
     }
     if (st == CM_OK) {
-        st = sp_whatif_edit_text(S->input, S->input_len, &l, mlir, err);
+        st = sp_whatif_edit_text(S->input, S->input_len, &S->in_opts, &l, mlir, err);
     }
     sp_edit_list_fini(&l);
     return st;
@@ -1144,7 +1189,8 @@ static void put_figures(cm_buf *b, const sp_suggest_figures *f)
                   f->peak_bytes, f->comm_bytes);
 }
 
-static void put_check(cm_buf *b, const char *key, const sp_suggest_check *c, uint32_t i, double pred)
+static void put_check(cm_buf *b, const char *key, const sp_suggest_check *c, uint32_t i,
+                      double pred)
 {
     cm_buf_printf(b, "\"%s\":{\"predicted_s\":%.12g", key, pred);
     if (c->done[i]) {

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: the advisor's suggest. For the tensors of a module without a user
  * sharding (function inputs without `sdy.sharding`, op results without one
- * that no sharding_constraint reads), searches the sharding constraint to add: every dimension x every
- * mesh axis that divides it, all axes on one dimension, two dimensions on two
- * axes, for the largest values first (o->max_candidates constraints), each
- * scored by a full run (-sdy-propagation-pipeline, -sdy-insert-explicit-reshards,
- * -sdy-reshard-to-collectives, sp_cost in explicit mode) of the input with
- * the constraint inserted, in parallel; then greedily adds the constraint
- * (among the best ones on other values) that improves the best combination
- * further, up to o->max_edits constraints. Suggestions are the combination
- * and the single constraints (best per value) that reduce the objective,
- * best first (docs/advisor.md "Suggest"; the JSON is the advisor contract's).
- * The command is cmd/cmd_suggest.c.
+ * that no sharding_constraint reads), searches the sharding constraint to
+ * add: every dimension x every mesh axis that divides it, all axes on one
+ * dimension, two dimensions on two axes, for the largest values first
+ * (o->max_candidates constraints), each scored by a full run (the plan's
+ * pass, -sdy-insert-explicit-reshards, -sdy-reshard-to-collectives, sp_cost
+ * in explicit mode) of the input with the constraint inserted, in parallel;
+ * then greedily adds the constraint (among the best ones on other values)
+ * that improves the best combination further, up to o->max_edits
+ * constraints. Suggestions are the combination and the single constraints
+ * (best per value) that reduce the objective, best first (docs/advisor.md
+ * "Suggest"; the JSON is the advisor contract's). The command is
+ * cmd/cmd_suggest.c.
  * Ownership: sp_suggest_run returns a heap object freed by sp_suggest_destroy;
  * its strings live inside it. Thread contract: sp_suggest_run starts and
  * joins its own threads and is reentrant; a built sp_suggest is read-only. */
@@ -24,6 +25,7 @@
 
 #include "cm.h"
 #include "sp_cost.h"
+#include "sp_input.h"
 
 typedef enum sp_suggest_objective {
     SP_SUGGEST_TIME = 0, /* predicted step time */
@@ -81,15 +83,21 @@ typedef struct sp_suggestion {
 typedef struct sp_suggest sp_suggest;
 
 /* Suggests constraints for len bytes of MLIR text or graph document (told
- * apart by a leading '{'). On success *out is a new object freed with
- * sp_suggest_destroy (it may hold no suggestion). Errors: CM_EINVAL for bad
- * options (err->path "/k", "/max_candidates", "/max_edits", "/objective",
- * "/threads"), those of reading and planning the input itself (LINE:COL or a
- * JSON Pointer), CM_ENOMEM; *out is NULL then. A candidate whose run fails
- * is skipped and counted. Thread contract: starts and joins its own threads;
- * reentrant. */
-cm_status sp_suggest_run(const char *text, size_t len, const sp_suggest_opts *o, sp_suggest **out,
-                         cm_error *err);
+ * apart by a leading '{'), read through the input loader
+ * (planner/doc/sp_input.h) with in_opts' pass, rules document and limits
+ * (NULL: sp_input_opts_init's defaults; propagate and record_edges are not
+ * used). The baseline and every candidate run propagate with that pass and
+ * those rules, so a plan's suggestions are scored as the plan was made; the
+ * options are copied, text and in_opts need not outlive the call. On
+ * success *out is a new object freed with sp_suggest_destroy (it may hold no
+ * suggestion). Errors: CM_EINVAL for bad options (err->path "/k",
+ * "/max_candidates", "/max_edits", "/objective", "/threads"), those of
+ * reading and planning the input itself (LINE:COL or a JSON Pointer, /rules...
+ * for the rules document), CM_ENOMEM; *out is NULL then. A candidate whose
+ * run fails is skipped and counted. Thread contract: starts and joins its
+ * own threads; reentrant. */
+cm_status sp_suggest_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                         const sp_suggest_opts *o, sp_suggest **out, cm_error *err);
 void sp_suggest_destroy(sp_suggest *s);
 
 uint32_t sp_suggest_n(const sp_suggest *s);
@@ -111,8 +119,10 @@ const sp_suggest_stats *sp_suggest_get_stats(const sp_suggest *s);
 /* Appends the input module with suggestion i's edits applied, as MLIR
  * before propagation (i = UINT32_MAX: no edit): what-if's edit application
  * (sp_whatif_edit_text) of the contract's "constrain" edits to the input as
- * given, i.e. the module a client gets by sending the edits to what-if.
- * Errors: CM_EINVAL for a bad i, those of sp_whatif_edit_text, CM_ENOMEM. */
+ * given, i.e. the module a client gets by sending the edits to what-if
+ * (under the run's input options: a rules document's rules are written
+ * into the text). Errors: CM_EINVAL for a bad i, those of
+ * sp_whatif_edit_text, CM_ENOMEM. */
 cm_status sp_suggest_apply(const sp_suggest *s, uint32_t i, cm_buf *mlir, cm_error *err);
 
 /* Appends the contract's JSON object / a text report. */

@@ -379,7 +379,8 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
                       "%s\n{\"mesh\":{\"data\":%lld,\"model\":%lld},\"strategy\":\"%s\","
                       "\"ok\":%s",
                       i > 0 ? "," : "", (long long)r->data, (long long)r->model,
-                      sp_example_strategy_name((sp_example_strategy)r->strategy), r->ok ? "true" : "false");
+                      sp_example_strategy_name((sp_example_strategy)r->strategy),
+                      r->ok ? "true" : "false");
         if (r->ok) {
             cm_buf_printf(b,
                           ",\"rank\":%u,\"step_s\":%.6g,\"peak_bytes\":%.17g,\"comm_bytes\":%.17g,"
@@ -404,15 +405,15 @@ void sp_sweep_write_text(const sp_sweep_result *res, cm_buf *b)
         const sp_sweep_row *r = &res->rows[i];
         char mesh[32];
         snprintf(mesh, sizeof mesh, "%lldx%lld", (long long)r->data, (long long)r->model);
+        const char *strat = sp_example_strategy_name((sp_example_strategy)r->strategy);
         if (!r->ok) {
-            cm_buf_printf(b, "%-5s %-12s %-6s failed: %s\n", "-", mesh, sp_example_strategy_name((sp_example_strategy)r->strategy),
-                          r->error);
+            cm_buf_printf(b, "%-5s %-12s %-6s failed: %s\n", "-", mesh, strat, r->error);
             continue;
         }
         char rk[16];
         snprintf(rk, sizeof rk, "%u", r->rank);
         cm_buf_printf(b, "%-5s %-12s %-6s %10.4g s %12.4g MiB %12.4g MiB %-5s %s\n",
-                      r->rank > 0 ? rk : "-", mesh, sp_example_strategy_name((sp_example_strategy)r->strategy), r->step_s,
+                      r->rank > 0 ? rk : "-", mesh, strat, r->step_s,
                       r->peak_bytes / 1048576.0, r->comm_bytes / 1048576.0, r->fits ? "yes" : "NO",
                       r->pareto ? "*" : "");
     }

@@ -285,9 +285,10 @@ static void u32v_push(u32v *x, uint32_t id)
 /* ---- a decoded input ------------------------------------------------------------------- */
 
 typedef struct src {
-    sp_module *m; /* owned through g when g is set */
-    sp_graph *g;
-    const sp_custom_rules *custom;
+    sp_input in;  /* the input as read (owns m, g and a rules document) */
+    sp_module *m; /* in.m */
+    sp_graph *g;  /* in.g, or NULL */
+    const sp_custom_rules *custom; /* in.custom: the rules in force, may be NULL */
     bool functions_form; /* op paths /functions/F/ops/I */
     uint32_t *funcs;     /* func.func op ids in module order (heap) */
     uint32_t n_funcs;
@@ -305,11 +306,7 @@ static void src_destroy(src *s)
     if (s == NULL) {
         return;
     }
-    if (s->g != NULL) {
-        sp_graph_destroy(s->g);
-    } else {
-        sp_module_destroy(s->m);
-    }
+    sp_input_fini(&s->in);
     cm_free(s->funcs);
     cm_free(s->pos);
     cm_free(s->walk.v);
@@ -336,23 +333,32 @@ static void walk_block(src *s, uint32_t blk)
     }
 }
 
-static cm_status src_load(const char *text, size_t len, src **out, cm_error *err)
+/* Reads the input through the loader with in_opts' rules and limits, before
+ * propagation (NULL: the defaults). */
+static cm_status src_load(const char *text, size_t len, const sp_input_opts *in_opts, src **out,
+                          cm_error *err)
 {
     *out = NULL;
     src *s = cm_calloc(1, sizeof *s);
     if (s == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory reading the module");
     }
-    cm_status st;
-    if (sp_advise_looks_json(text, len)) {
-        st = sp_graph_decode(text, len, NULL, &s->g, err);
-        if (st == CM_OK) {
-            s->m = sp_graph_module(s->g);
-            s->custom = sp_graph_custom_rules(s->g);
-            s->functions_form = sp_graph_has_functions(s->g);
-        }
+    sp_input_opts io;
+    if (in_opts != NULL) {
+        io = *in_opts;
     } else {
-        st = sp_mlir_read(text, len, 0, &s->m, err);
+        sp_input_opts_init(&io);
+    }
+    io.propagate = false; /* edits resolve against the input as given */
+    io.record_edges = false;
+    cm_status st = sp_input_read(text, len, &io, &s->in, err);
+    if (st == CM_OK) {
+        s->m = s->in.m;
+        s->g = s->in.g;
+        s->custom = s->in.custom;
+        if (s->g != NULL) {
+            s->functions_form = s->in.functions_form;
+        }
     }
     if (st != CM_OK) {
         src_destroy(s);
@@ -1177,11 +1183,11 @@ static cm_status apply_edits(src *s, const sp_edit_list *l, cm_error *err)
     return st;
 }
 
-cm_status sp_whatif_edit_text(const char *text, size_t len, const sp_edit_list *edits, cm_buf *mlir,
-                              cm_error *err)
+cm_status sp_whatif_edit_text(const char *text, size_t len, const sp_input_opts *in_opts,
+                              const sp_edit_list *edits, cm_buf *mlir, cm_error *err)
 {
     src *s;
-    cm_status st = src_load(text, len, &s, err);
+    cm_status st = src_load(text, len, in_opts, &s, err);
     if (st != CM_OK) {
         return st;
     }
@@ -1217,9 +1223,17 @@ void sp_whatif_opts_init(sp_whatif_opts *o)
     memset(o, 0, sizeof *o);
 }
 
-static void prop_opts(sp_prop_opts *po, const src *s)
+/* The propagation of the plan's pass: -sdy-propagation-pipeline is its
+ * import passes, user-priority propagation and its export passes (run apart
+ * here, the region found between them); the other passes are propagation
+ * alone at their level (planner/doc/sp_input.c sp_input_propagate). */
+static void prop_opts(sp_prop_opts *po, const src *s, sp_plan_pass pass)
 {
-    sp_prop_opts_init(po, SP_PROP_USER_PRIORITY);
+    sp_prop_level level = pass == SP_PLAN_OP_PRIORITY  ? SP_PROP_OP_PRIORITY
+                          : pass == SP_PLAN_AGGRESSIVE ? SP_PROP_AGGRESSIVE
+                          : pass == SP_PLAN_BASIC      ? SP_PROP_BASIC
+                                                       : SP_PROP_USER_PRIORITY;
+    sp_prop_opts_init(po, level);
     po->custom = s != NULL ? s->custom : NULL;
 }
 
@@ -2129,10 +2143,16 @@ static cm_status diff(sp_whatif *w, const src *s0, const src *s1, const snap *f0
     return oom ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory in the what-if") : CM_OK;
 }
 
-cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
-                        const sp_whatif_opts *o, sp_whatif **out, cm_error *err)
+cm_status sp_whatif_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                        const sp_edit_list *edits, const sp_whatif_opts *o, sp_whatif **out,
+                        cm_error *err)
 {
     *out = NULL;
+    sp_plan_pass pass = in_opts != NULL ? in_opts->pass : SP_PLAN_PIPELINE;
+    if ((unsigned)pass >= SP_PLAN_N_PASSES) {
+        return cm_error_set(err, CM_EINVAL, "/options/pass", "unknown pass %d", (int)pass);
+    }
+    bool pipeline = pass == SP_PLAN_PIPELINE;
     sp_whatif_opts defo;
     if (o == NULL) {
         sp_whatif_opts_init(&defo);
@@ -2153,9 +2173,9 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
     memset(&c, 0, sizeof c);
     sp_diags d;
     sp_diags_init(&d);
-    cm_status st = src_load(text, len, &s0, err);
+    cm_status st = src_load(text, len, in_opts, &s0, err);
     if (st == CM_OK) {
-        st = src_load(text, len, &s1, err);
+        st = src_load(text, len, in_opts, &s1, err);
     }
     /* the edited module */
     if (st == CM_OK) {
@@ -2171,14 +2191,15 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
             st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory printing the module");
         }
     }
-    /* both through the import passes; the region is found before propagation */
+    /* both through the import passes (the pipeline's); the region is found
+     * before propagation */
     sp_prop_opts po;
-    prop_opts(&po, s0 != NULL ? s0 : s1);
-    if (st == CM_OK) {
+    prop_opts(&po, s0 != NULL ? s0 : s1, pass);
+    if (st == CM_OK && pipeline) {
         st = sp_pass_propagation_import(s0->m, &po, &d, err);
     }
     double t0 = cm_now();
-    if (st == CM_OK) {
+    if (st == CM_OK && pipeline) {
         st = sp_pass_propagation_import(s1->m, &po, &d, err);
     }
     w->stats.import_s = cm_now() - t0;
@@ -2199,7 +2220,7 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
     if (st == CM_OK) {
         st = snap_take(s0->m, &p0, err);
     }
-    if (st == CM_OK) {
+    if (st == CM_OK && pipeline) {
         st = sp_pass_propagation_export(s0->m, &po, err);
     }
     if (st == CM_OK) {
@@ -2216,7 +2237,7 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
         w->stats.why_full = o->full ? "asked for a full re-propagation" : c.why;
     }
     double t2 = cm_now();
-    if (st == CM_OK) {
+    if (st == CM_OK && pipeline) {
         st = sp_pass_propagation_export(s1->m, &po, err);
     }
     w->stats.export_s = cm_now() - t2;

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: the advisor's what-if. Edits of a module in the advisor contract's
- * terms (docs/advisor.md "What-if"): value references (VREF) name a function input, output or op
- * result by the plan document's op path; edits add or remove a sharding
- * constraint or propagation barrier, set or clear a user sharding (with
- * priorities), or set an op's or a custom call target's sharding rule.
- * sp_whatif_run propagates the original, applies the edits, re-propagates
- * only the region the edits can reach (bounded by tensors whose sharding
- * cannot change: every dimension closed) with the rest held at the original
- * fixed point, and diffs every value's sharding and the cost before/after.
- * The incremental result equals a full re-propagation of the edited module;
- * modules where the region argument does not hold (while/case/if, manual or
- * named computations, sharding groups, edits that change the set of user
- * priorities) are re-propagated in full and say so (region.ops = total_ops).
+ * terms (docs/advisor.md "What-if"): value references (VREF) name a function
+ * input, output or op result by the plan document's op path; edits add or
+ * remove a sharding constraint or propagation barrier, set or clear a user
+ * sharding (with priorities), or set an op's or a custom call target's
+ * sharding rule. sp_whatif_run propagates the original, applies the edits,
+ * re-propagates only the region the edits can reach (bounded by tensors
+ * whose sharding cannot change: every dimension closed) with the rest held
+ * at the original fixed point, and diffs every value's sharding and the cost
+ * before/after. The incremental result equals a full re-propagation of the
+ * edited module; modules where the region argument does not hold
+ * (while/case/if, manual or named computations, sharding groups, edits that
+ * change the set of user priorities) are re-propagated in full and say so
+ * (region.ops = total_ops). The command is cmd/cmd_whatif.c.
  * Ownership: sp_whatif_run returns a heap object freed by sp_whatif_destroy;
  * an sp_edit_list owns its edits' strings. Thread contract: objects are used
  * by one thread at a time; runs on different inputs may proceed in parallel. */
@@ -24,6 +25,7 @@
 
 #include "cm.h"
 #include "sp_cost.h"
+#include "sp_input.h"
 
 typedef enum sp_vref_kind { SP_VREF_INPUT = 0, SP_VREF_OUTPUT, SP_VREF_OP } sp_vref_kind;
 
@@ -95,14 +97,17 @@ cm_status sp_vref_parse_text(const char *text, cm_arena *a, sp_vref *out, cm_err
 void sp_vref_write_json(const sp_vref *v, cm_buf *b);
 void sp_edit_write_json(const sp_edit *e, cm_buf *b);
 
-/* Reads len bytes of MLIR text or graph document (a leading '{'), applies the
- * edits (all paths resolve against the input as given) and appends the
- * edited module, before propagation, as MLIR to mlir. A graph document's
- * custom-call rules become `sdy.sharding_rule` attributes so that the text
- * stands alone. Errors: reading (LINE:COL or JSON Pointer), CM_EINVAL with
- * the edit's path for a bad edit, CM_ENOMEM. */
-cm_status sp_whatif_edit_text(const char *text, size_t len, const sp_edit_list *edits,
-                              cm_buf *mlir, cm_error *err);
+/* Reads len bytes of MLIR text or graph document (a leading '{') through the
+ * input loader (planner/doc/sp_input.h) with in_opts' rules document and
+ * limits (NULL: the defaults; nothing is propagated), applies the edits (all
+ * paths resolve against the input as given) and appends the edited module,
+ * before propagation, as MLIR to mlir. The custom-call rules in force (a
+ * graph document's, or the rules document's for MLIR) become
+ * `sdy.sharding_rule` attributes so that the text stands alone. Errors:
+ * reading (LINE:COL or JSON Pointer, /rules... for the rules document),
+ * CM_EINVAL with the edit's path for a bad edit, CM_ENOMEM. */
+cm_status sp_whatif_edit_text(const char *text, size_t len, const sp_input_opts *in_opts,
+                              const sp_edit_list *edits, cm_buf *mlir, cm_error *err);
 
 typedef struct sp_whatif_opts {
     const sp_profile *profile; /* NULL: sp_profile_default */
@@ -136,11 +141,18 @@ typedef struct sp_whatif_stats {
 
 typedef struct sp_whatif sp_whatif;
 
-/* Runs the what-if on len bytes of MLIR text or graph document. On success
- * *out is freed with sp_whatif_destroy. Errors: reading, a bad edit
+/* Runs the what-if on len bytes of MLIR text or graph document, read as
+ * sp_whatif_edit_text reads it, both the original and the edited module
+ * propagated with in_opts' pass and rules (NULL: sp_input_opts_init's
+ * defaults, -sdy-propagation-pipeline; propagate and record_edges are not
+ * used): the pipeline as its import passes, the (regional) propagation and
+ * its export passes, another pass as propagation alone at its level, as the
+ * plan was made. On success *out is freed with sp_whatif_destroy. Errors:
+ * CM_EINVAL at /options/pass for an unknown pass, reading, a bad edit
  * (CM_EINVAL with "/edits/N/..."), propagation, CM_ENOMEM; *out is NULL then. */
-cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
-                        const sp_whatif_opts *o, sp_whatif **out, cm_error *err);
+cm_status sp_whatif_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                        const sp_edit_list *edits, const sp_whatif_opts *o, sp_whatif **out,
+                        cm_error *err);
 void sp_whatif_destroy(sp_whatif *w);
 
 uint32_t sp_whatif_n_changed(const sp_whatif *w);

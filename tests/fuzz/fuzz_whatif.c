@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sp_whatif_opts_init(&o);
         o.no_cost = true;
         sp_whatif *w = NULL;
-        st = sp_whatif_run(module, sizeof module - 1, &l, &o, &w, &err);
+        st = sp_whatif_run(module, sizeof module - 1, NULL, &l, &o, &w, &err);
         if ((st == CM_OK) != (w != NULL)) {
             abort();
         }
