@@ -35,6 +35,9 @@ int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs);
  * --check measures the input and the top suggestion with the executor and
  * prints measured against predicted step times (cmd_suggest.c). */
 int cmd_suggest(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan compare A B [C D] [--profile NAME|FILE] [--overlap F] [--format text|json]`
+ * (cmd_compare.c). */
+int cmd_compare(int argc, char **argv, FILE *out, FILE *errs);
 /* `shardplan whatif FILE --edit JSON [--edit JSON...] [--edits FILE] [--profile P]
  * [--full] [--json] [--mlir]`: --mlir prints the edited module instead of the
  * report (cmd_whatif.c). */

@@ -12,7 +12,6 @@
 #include "ex_calib.h"
 #include "ex_exec.h"
 #include "ex_worker.h"
-#include "sp_compare.h"
 #include "cmd.h"
 #include "srv_app.h"
 #include "srv_client.h"
@@ -175,7 +174,7 @@ static const struct command {
     {"run", ex_run_main},
     {"exec-worker", ex_worker_main}, /* hidden: one benchmark run for srv_bench.c */
     {"calibrate", ex_calib_main},
-    {"compare", sp_compare_main},
+    {"compare", cmd_compare},
     {"lint", cmd_lint},
     {"collectives", cmd_collectives},
     {"sweep", cmd_sweep},

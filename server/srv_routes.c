@@ -1886,139 +1886,56 @@ static void h_compare(srv_app *app, srv_req *r, route_args *a)
         reply_err(app, r, E_INVALID, "/plans", "give 2 to 4 plan ids separated by commas");
         return;
     }
-    /* the planner compares files: write each plan's graph to a temporary file */
-    const char *tmpdir = getenv("TMPDIR");
-    char paths[5][256];
-    int n_files = 0;
+    /* each plan's stored graph, named by plan (planner/advise/sp_compare.h) */
     cm_error e;
     cm_error_clear(&e);
+    st_plan p[4];
+    st_graph g[4];
+    memset(p, 0, sizeof p);
+    memset(g, 0, sizeof g);
+    sp_compare_input in[4];
+    char labels[4][32];
     bool ok = true;
     for (size_t i = 0; i < n && ok; i++) {
-        st_plan p;
-        st_graph g;
-        memset(&p, 0, sizeof p);
-        memset(&g, 0, sizeof g);
-        if (st_plan_get(a->db, ids[i], &p, &e) != CM_OK) {
+        if (st_plan_get(a->db, ids[i], &p[i], &e) != CM_OK) {
             char path[32];
             snprintf(path, sizeof path, "/plans/%zu", i);
             reply_err(app, r, err_of_status(e.code), path, "%s", e.msg);
             ok = false;
-        } else if (st_graph_get(a->db, p.graph_id, &g, &e) != CM_OK) {
+        } else if (st_graph_get(a->db, p[i].graph_id, &g[i], &e) != CM_OK) {
             reply_err(app, r, E_INTERNAL, NULL, "graph of plan %lld: %s", (long long)ids[i],
                       e.msg);
             ok = false;
         } else {
-            snprintf(paths[n_files], sizeof paths[n_files], "%s/shardplan-cmp-XXXXXX",
-                     tmpdir != NULL ? tmpdir : "/tmp");
-            int fd = mkstemp(paths[n_files]);
-            ok = fd >= 0 && write(fd, g.body, g.body_len) == (ssize_t)g.body_len;
-            if (fd >= 0) {
-                close(fd);
-                n_files++;
-            }
-            if (!ok) {
-                reply_err(app, r, E_UNAVAILABLE, NULL, "cannot write a temporary file");
-            }
+            snprintf(labels[i], sizeof labels[i], "plans/%lld", (long long)ids[i]);
+            in[i] = (sp_compare_input){labels[i], g[i].body, g[i].body_len, NULL};
         }
-        st_plan_fini(&p);
-        st_graph_fini(&g);
     }
-    /* a stored profile by that name is passed as a file */
-    const char *profile = srv_req_query(r, "profile");
-    char prof_path[256] = "";
-    if (ok && profile != NULL) {
-        st_doc d;
-        memset(&d, 0, sizeof d);
-        if (st_profile_get(a->db, profile, &d, &e) == CM_OK) {
-            snprintf(prof_path, sizeof prof_path, "%s/shardplan-prof-XXXXXX",
-                     tmpdir != NULL ? tmpdir : "/tmp");
-            int fd = mkstemp(prof_path);
-            ok = fd >= 0 && write(fd, d.body, d.body_len) == (ssize_t)d.body_len;
-            if (fd >= 0) {
-                close(fd);
-            } else {
-                prof_path[0] = '\0';
-            }
-            if (!ok) {
-                reply_err(app, r, E_UNAVAILABLE, NULL, "cannot write a temporary file");
-            }
-        }
-        st_doc_fini(&d);
+    /* a stored profile by that name, else a shipped one; cpu-local by default */
+    sp_profile prof;
+    bool have_prof = false;
+    ok = ok && named_profile(app, r, a, srv_req_query(r, "profile"), &prof, &have_prof);
+    if (ok && !have_prof && sp_profile_load("cpu-local", &prof, &e) != CM_OK) {
+        reply_err(app, r, E_INTERNAL, NULL, "profile cpu-local: %s", e.msg);
+        ok = false;
     }
-    if (ok) {
-        char *argv[12];
-        int argc = 0;
-        char cmd[] = "compare", fmt_flag[] = "--format", fmt[] = "json", prof_flag[] = "--profile";
-        argv[argc++] = cmd;
-        for (int i = 0; i < n_files; i++) {
-            argv[argc++] = paths[i];
-        }
-        argv[argc++] = fmt_flag;
-        argv[argc++] = fmt;
-        char *prof_arg = cm_arena_strdup(srv_req_arena(r),
-                                         prof_path[0] != '\0' ? prof_path
-                                         : profile != NULL    ? profile
-                                                              : "");
-        if (profile != NULL && prof_arg != NULL) {
-            argv[argc++] = prof_flag;
-            argv[argc++] = prof_arg;
-        }
-        argv[argc] = NULL;
-        char *out_data = NULL, *err_data = NULL;
-        size_t out_len = 0, err_len = 0;
-        FILE *out = open_memstream(&out_data, &out_len);
-        FILE *errs = open_memstream(&err_data, &err_len);
-        int rc = out != NULL && errs != NULL ? sp_compare_main(argc, argv, out, errs) : -1;
-        if (out != NULL) {
-            fclose(out);
-        }
-        if (errs != NULL) {
-            fclose(errs);
-        }
-        if (rc == 0 && out_data != NULL) {
-            /* the report names its inputs by file: name them by plan instead,
-             * so no server path reaches the client */
-            cm_buf b;
-            cm_buf_init(&b);
-            const char *at = out_data, *end = out_data + out_len;
-            while (at < end) {
-                const char *next = end;
-                int which = -1;
-                size_t plen = 0;
-                for (int i = 0; i < n_files; i++) {
-                    size_t l = strlen(paths[i]);
-                    const char *q = strstr(at, paths[i]);
-                    if (q != NULL && q > at && q[-1] == '"' && q + l < end && q[l] == '"' &&
-                        q < next) {
-                        next = q;
-                        which = i;
-                        plen = l;
-                    }
-                }
-                cm_buf_append(&b, at, (size_t)(next - at));
-                if (which < 0) {
-                    break;
-                }
-                cm_buf_printf(&b, "plans/%lld", (long long)ids[which]);
-                at = next + plen;
-            }
-            reply_buf(app, r, 200, &b);
-        } else {
-            size_t k = err_len;
-            while (k > 0 && err_data[k - 1] == '\n') {
-                k--;
-            }
-            reply_err(app, r, rc == 2 ? E_INVALID : E_INTERNAL, "/plans", "compare failed: %.*s",
-                      (int)(k < 200 ? k : 200), err_data != NULL ? err_data : "");
-        }
-        free(out_data);
-        free(err_data);
+    sp_compare_opts o;
+    sp_compare_opts_init(&o);
+    o.profile = &prof;
+    sp_compare *c = NULL;
+    if (ok && sp_compare_run(in, (uint32_t)n, &o, &c, &e) != CM_OK) {
+        /* the ids were checked above: anything else is about stored data */
+        reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+    } else if (ok) {
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_compare_write_json(c, &b);
+        reply_buf(app, r, 200, &b);
     }
-    for (int i = 0; i < n_files; i++) {
-        unlink(paths[i]);
-    }
-    if (prof_path[0] != '\0') {
-        unlink(prof_path);
+    sp_compare_destroy(c);
+    for (size_t i = 0; i < n; i++) {
+        st_plan_fini(&p[i]);
+        st_graph_fini(&g[i]);
     }
 }
 
