@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * `make bench-suggest`: `shardplan suggest` (planner/sp_advise.h,
+ * `make bench-suggest`: `shardplan suggest` (planner/advise/sp_suggest.h,
  * sp_suggest_run) on the MLP template of `shardplan example mlp` and on the
  * training step of `shardplan example transformer --train` (115 layers,
  * ~10k ops), with the default options (48 first-round candidates, greedy
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_suggest.h"
 #include "sp_example.h"
 
 #define TARGET_SECS 10.0
@@ -41,7 +41,7 @@ static double one(const char *what, const sp_example_opts *eo, const sp_suggest_
     cm_status st = sp_example_graph_json(eo, &g, &err);
     if (st == CM_OK) {
         c0 = cpu_now();
-        st = sp_suggest_run(g.data, g.len, o, &s, &err);
+        st = sp_suggest_run(g.data, g.len, NULL, o, &s, &err);
     }
     if (st != CM_OK) {
         fprintf(stderr, "bench_suggest: %s: %s %s\n", what, err.path, err.msg);

@@ -3,7 +3,7 @@
  * `shardplan example transformer --train` (125 layers, ~12k ops per module)
  * over the 2-D factorisations of 8 devices (1x8, 2x4, 4x2, 8x1) and the
  * strategies dp, fsdp, tp, dp+tp, cycling over those 16 variants, each
- * generated, decoded, propagated and costed (planner/sp_advise.h,
+ * generated, decoded, propagated and costed (planner/advise/sp_sweep.h,
  * sp_sweep_run) on every online core. Prints wall and CPU time, variants/s
  * and the issue's target (100 variants in under 10 s).
  * Usage: bench_sweep [JOBS] [--layers N] [--threads T] */
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_sweep.h"
 
 #define TARGET_SECS 10.0
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `make bench-whatif`: one "constrain" edit of the advisor's what-if
- * (planner/sp_advise.h, sp_whatif_run) on the transformer training step of
+ * (planner/advise/sp_whatif.h, sp_whatif_run) on the transformer training step of
  * sp_gen (the generator of bench-propagation: attention + MLP blocks, backward
  * pass, SGD update, constraints; 16 layers per function) of ~100k ops,
  * re-propagated incrementally (only the region the edit reaches) and in
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_whatif.h"
 #include "sp_gen.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
@@ -37,7 +37,7 @@ static int once(const char *text, size_t len, const sp_edit_list *l, bool full, 
     sp_whatif *w = NULL;
     cm_error err;
     cm_error_clear(&err);
-    if (sp_whatif_run(text, len, l, &o, &w, &err) != CM_OK) {
+    if (sp_whatif_run(text, len, NULL, l, &o, &w, &err) != CM_OK) {
         fprintf(stderr, "bench_whatif: %s %s\n", err.path, err.msg);
         return 1;
     }

@@ -59,6 +59,33 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs);
 /* `shardplan cost FILE [--pass NAME] [--rules FILE] [--partition] [--profile NAME|FILE]
  * [--overlap F] [--mode auto|explicit|implied] [--format text|json]` (cmd_cost.c). */
 int cmd_cost(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] [--format json|mlir]` (cmd_plan.c). */
+int cmd_plan(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan example mlp|transformer [--layers N --d-model D --heads H --seq S
+ * --batch B --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] [--train]
+ * [--format json|mlir]`: 2 and the usage on errs for bad options (cmd_example.c). */
+int cmd_example(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan lint FILE [--mesh NAME] [--profile NAME|FILE] [--min-bytes N] [--json]`:
+ * 1 also when a finding has severity error; `shardplan collectives FILE
+ * [--profile NAME|FILE] [--json]` (cmd_lint.c). */
+int cmd_lint(int argc, char **argv, FILE *out, FILE *errs);
+int cmd_collectives(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan sweep [--devices N] [--layers N] [--d-model D] [--heads H] [--seq S]
+ * [--batch B] [--inference] [--strategies dp,fsdp,tp,dp+tp] [--threads T] [--jobs N]
+ * [--profile NAME|FILE] [--json]` (cmd_sweep.c). */
+int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan suggest FILE [--objective time|memory] [-k N] [--profile NAME|FILE]
+ * [--threads T] [--max-candidates N] [--max-edits N] [--check [--iters K]] [--json]`:
+ * --check measures the input and the top suggestion with the executor and
+ * prints measured against predicted step times (cmd_suggest.c). */
+int cmd_suggest(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan compare A B [C D] [--profile NAME|FILE] [--overlap F] [--format text|json]`
+ * (cmd_compare.c). */
+int cmd_compare(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan whatif FILE --edit JSON [--edit JSON...] [--edits FILE] [--profile P]
+ * [--full] [--json] [--mlir]`: --mlir prints the edited module instead of the
+ * report (cmd_whatif.c). */
+int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs);
 
 /* `shardplan serve [--listen HOST:PORT] [--db PATH] [--config FILE] ...`
  * (cmd_serve.c): installs the SIGTERM/SIGINT handlers (and ignores

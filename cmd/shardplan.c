@@ -7,14 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sp_advise.h"
-#include "ex_calib.h"
-#include "ex_exec.h"
-#include "ex_measure.h"
-#include "sp_compare.h"
-#include "sp_example.h"
 #include "cmd.h"
-#include "sp_plan_json.h"
 
 static void usage(FILE *f)
 {
@@ -64,12 +57,6 @@ static int client_main(int argc, char **argv, FILE *out, FILE *errs)
     return cmd_client(argc, argv, out, errs);
 }
 
-/* --check measures with the executor, which the planner cannot call */
-static int suggest_main(int argc, char **argv, FILE *out, FILE *errs)
-{
-    return sp_suggest_main(argc, argv, out, errs, ex_measure_text);
-}
-
 typedef int (*command_fn)(int argc, char **argv, FILE *out, FILE *errs);
 
 static const struct command {
@@ -77,18 +64,18 @@ static const struct command {
     command_fn fn;
 } commands[] = {
     {"opt", cmd_opt},
-    {"plan", sp_plan_main},
-    {"example", sp_example_main},
+    {"plan", cmd_plan},
+    {"example", cmd_example},
     {"cost", cmd_cost},
     {"run", cmd_run},
     {"exec-worker", cmd_worker}, /* hidden: one benchmark run for srv_bench.c */
     {"calibrate", cmd_calibrate},
-    {"compare", sp_compare_main},
-    {"lint", sp_lint_main},
-    {"collectives", sp_collectives_main},
-    {"sweep", sp_sweep_main},
-    {"suggest", suggest_main},
-    {"whatif", sp_whatif_main},
+    {"compare", cmd_compare},
+    {"lint", cmd_lint},
+    {"collectives", cmd_collectives},
+    {"sweep", cmd_sweep},
+    {"suggest", cmd_suggest},
+    {"whatif", cmd_whatif},
     {"serve", cmd_serve},
     {"token", cmd_token},
     {"backup", cmd_backup},

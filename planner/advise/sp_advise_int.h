@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner, private to the advisor: the scan of a graph document for Flax
- * logical axis names that no logical_axis_rules entry maps (sp_advise_json.c,
- * the only advisor file that sees jansson). */
+ * planner, private to the advisor room: the scan of a graph document for Flax
+ * logical axis names that no logical_axis_rules entry maps (sp_lint_json.c,
+ * the only lint file that sees jansson), and the helpers the advisor's
+ * modules share (sp_advise_common.c). */
 #ifndef SP_ADVISE_INT_H
 #define SP_ADVISE_INT_H
 
@@ -28,10 +29,8 @@ typedef struct sp_logical_miss {
 cm_status sp_advise_logical_scan(const char *text, size_t len, cm_arena *a, sp_logical_miss **out,
                                  uint32_t *n_out, cm_error *err);
 
-/* ---- shared by lint (sp_advise.c), sweep (sp_sweep.c) and suggest (sp_suggest.c) ---- */
+/* ---- shared by lint, sweep, suggest, what-if and compare (sp_advise_common.c) ---- */
 
-/* True when the first non-blank byte of s[0..n) is '{' (a graph document). */
-bool sp_advise_looks_json(const char *s, size_t n);
 /* Appends s as a JSON string (NULL as ""). */
 void sp_advise_put_jstr(cm_buf *b, const char *s);
 /* Appends the fix for a value named token: `sdy.sharding_constraint TOKEN

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: `shardplan compare` (see sp_compare.h). Each plan's tensors are
+ * planner: plans side by side (see sp_compare.h). Each plan's tensors are
  * listed in one order — per function its inputs, the results of its ops in
  * program order (nested regions included) and its outputs — and aligned by
  * position while the ops agree; plans of structurally different modules are
@@ -17,7 +17,7 @@
 #include "sp_shard.h"
 #include "sp_input.h"
 
-#define MAX_PLANS     4
+#define MAX_PLANS     SP_COMPARE_MAX_PLANS
 #define TEXT_MAX_DIFF 30u
 
 typedef enum slot_kind { SLOT_INPUT, SLOT_RESULT, SLOT_OUTPUT } slot_kind;
@@ -33,7 +33,7 @@ typedef struct slot {
 } slot;
 
 typedef struct plan {
-    const char *file;
+    char *name; /* the input's label (heap) */
     sp_input in;
     sp_cost *cost;
     slot *slots;
@@ -424,8 +424,9 @@ static void text_report(const cmp *c, cm_buf *b)
     const char *hdr[MAX_PLANS] = {NULL};
     char hbuf[MAX_PLANS][24];
     for (uint32_t k = 0; k < c->n; k++) {
-        const char *base = strrchr(c->p[k].file, '/');
-        snprintf(hbuf[k], sizeof hbuf[k], "%c: %.19s", 'A' + k, base != NULL ? base + 1 : c->p[k].file);
+        const char *base = strrchr(c->p[k].name, '/');
+        snprintf(hbuf[k], sizeof hbuf[k], "%c: %.19s", 'A' + k,
+                 base != NULL ? base + 1 : c->p[k].name);
         hdr[k] = hbuf[k];
     }
     row(b, c, "", F_TEXT, NULL, hdr);
@@ -521,7 +522,7 @@ static void json_report(const cmp *c, cm_buf *b)
     cm_buf_puts(b, "{\"format\":\"shardplan.compare/v1\",\"plans\":[");
     for (uint32_t k = 0; k < c->n; k++) {
         cm_buf_puts(b, k > 0 ? ",\n {\"file\":" : "\n {\"file\":");
-        jstr(b, c->p[k].file, strlen(c->p[k].file));
+        jstr(b, c->p[k].name, strlen(c->p[k].name));
         cm_buf_puts(b, ",\"cost\":");
         sp_cost_write_json(c->p[k].cost, c->p[k].in.m, b);
         cm_buf_putc(b, '}');
@@ -562,112 +563,146 @@ static void json_report(const cmp *c, cm_buf *b)
     cm_buf_puts(b, "]}\n");
 }
 
-static void usage(FILE *f)
+/* ---- the run ---------------------------------------------------------------------------- */
+
+struct sp_compare {
+    plan p[MAX_PLANS];
+    cmp c; /* c.p is p */
+};
+
+void sp_compare_opts_init(sp_compare_opts *o)
 {
-    fputs("usage: shardplan compare A B [C D] [--profile NAME|FILE] [--overlap F] "
-          "[--format text|json]\n",
-          f);
+    memset(o, 0, sizeof *o);
+    o->overlap = -1;
 }
 
-int sp_compare_main(int argc, char **argv, FILE *out, FILE *errs)
+/* Loads, lists and costs input k into x->p[k]; errors name the input by its label. */
+static cm_status load_plan(sp_compare *x, uint32_t k, const sp_compare_input *in,
+                           const sp_compare_opts *o, cm_error *err)
 {
-    const char *files[MAX_PLANS], *format = "text", *prof = "cpu-local";
-    uint32_t n = 0;
-    double overlap = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((strcmp(a, "--profile") == 0 || strcmp(a, "--format") == 0) && i + 1 < argc) {
-            *(strcmp(a, "--profile") == 0 ? &prof : &format) = argv[++i];
-        } else if (strcmp(a, "--overlap") == 0 && i + 1 < argc) {
-            char *end;
-            overlap = strtod(argv[++i], &end);
-            if (*end != '\0' || !(overlap >= 0 && overlap <= 1)) {
-                fprintf(errs, "shardplan compare: --overlap takes a fraction in [0, 1]\n");
-                return 2;
-            }
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(errs, "shardplan compare: unknown option '%s'\n", a);
-            usage(errs);
-            return 2;
-        } else if (n < MAX_PLANS) {
-            files[n++] = a;
-        } else {
-            fprintf(errs, "shardplan compare: at most %d plans\n", MAX_PLANS);
-            return 2;
-        }
+    plan *p = &x->p[k];
+    const char *lab = in->label != NULL ? in->label : "";
+    size_t n = strlen(lab);
+    p->name = cm_alloc(n + 1);
+    if (p->name == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");
     }
-    if (n < 2 || (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)) {
-        usage(errs);
-        return 2;
+    memcpy(p->name, lab, n + 1);
+    /* the plan's own pass and rules; always planned: the propagated
+       shardings are what is compared */
+    sp_input_opts io;
+    if (in->in_opts != NULL) {
+        io = *in->in_opts;
+    } else {
+        sp_input_opts_init(&io);
     }
-    cm_error err;
-    cm_error_clear(&err);
-    sp_profile prof_v;
-    if (sp_profile_load(prof, &prof_v, &err) != CM_OK) {
-        fprintf(errs, "shardplan compare: profile: %s%s%s: %s\n", cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
-        return 1;
-    }
-    plan p[MAX_PLANS];
-    memset(p, 0, sizeof p);
-    cmp c;
-    memset(&c, 0, sizeof c);
-    c.p = p;
-    int rc = 0;
-    for (uint32_t k = 0; k < n; k++) {
-        p[k].file = files[k];
-        if (sp_input_load(files[k], NULL, &p[k].in, &err) != CM_OK) {
-            fprintf(errs, "shardplan compare: %s: %s%s%s: %s\n", files[k], cm_status_name(err.code),
-                    err.path[0] != '\0' ? " at " : "", err.path, err.msg);
-            rc = 1;
-            goto out;
-        }
-        c.n = k + 1;
+    io.propagate = true;
+    io.record_edges = false;
+    cm_error e;
+    cm_error_clear(&e);
+    cm_status st = sp_input_read(in->text, in->len, &io, &p->in, &e);
+    x->c.n = k + 1;
+    if (st == CM_OK) {
         /* the propagated shardings are compared; the cost is the partitioned
            program's, as lint, suggest and what-if give it */
-        collect(&p[k]);
-        if (p[k].oom) {
-            fprintf(errs, "shardplan compare: out of memory\n");
-            rc = 1;
-            goto out;
+        collect(p);
+        if (p->oom) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");
         }
-        cm_status st = sp_advise_partition_cost(
-            p[k].in.m, !p[k].in.propagated, &prof_v, overlap,
-            p[k].in.g != NULL ? sp_graph_custom_rules(p[k].in.g) : NULL, p[k].in.g, &p[k].cost,
-            &err);
-        if (st != CM_OK) {
-            fprintf(errs, "shardplan compare: %s: %s: %s\n", files[k], cm_status_name(err.code),
-                    err.msg);
-            rc = 1;
-            goto out;
-        }
+        st = sp_advise_partition_cost(p->in.m, !p->in.propagated, o->profile, o->overlap,
+                                      p->in.custom, p->in.g, &p->cost, &e);
     }
-    if (!align(&c)) {
-        fprintf(errs, "shardplan compare: out of memory\n");
-        rc = 1;
-        goto out;
+    if (st == CM_ENOMEM) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");
     }
-    cm_buf b;
-    cm_buf_init(&b);
-    if (strcmp(format, "json") == 0) {
-        json_report(&c, &b);
-    } else {
-        text_report(&c, &b);
+    if (st != CM_OK) {
+        return cm_error_set(err, st, e.path, "%s: %s", lab, e.msg);
     }
-    if (b.oom) {
-        fprintf(errs, "shardplan compare: out of memory\n");
-        rc = 1;
-    } else if (b.len > 0 && fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan compare: write error\n");
-        rc = 1;
+    return CM_OK;
+}
+
+cm_status sp_compare_run(const sp_compare_input *plans, uint32_t n, const sp_compare_opts *o,
+                         sp_compare **out, cm_error *err)
+{
+    *out = NULL;
+    sp_compare_opts defo;
+    if (o == NULL) {
+        sp_compare_opts_init(&defo);
+        o = &defo;
     }
-    cm_buf_fini(&b);
-out:
-    for (uint32_t k = 0; k < c.n; k++) {
-        sp_cost_destroy(p[k].cost);
-        cm_free(p[k].slots);
-        sp_input_fini(&p[k].in);
+    if (n < 2 || n > MAX_PLANS) {
+        return cm_error_set(err, CM_EINVAL, "/plans", "give 2 to %d plans, not %u", MAX_PLANS,
+                            n);
     }
-    cm_free(c.diffs);
-    return rc;
+    if (!(o->overlap <= 1)) {
+        return cm_error_set(err, CM_EINVAL, "/overlap", "overlap is a fraction in [0, 1]");
+    }
+    sp_compare *x = cm_calloc(1, sizeof *x);
+    if (x == NULL) {
+        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");
+    }
+    x->c.p = x->p;
+    cm_status st = CM_OK;
+    for (uint32_t k = 0; k < n && st == CM_OK; k++) {
+        st = load_plan(x, k, &plans[k], o, err);
+    }
+    if (st == CM_OK && !align(&x->c)) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");
+    }
+    if (st != CM_OK) {
+        sp_compare_destroy(x);
+        return st;
+    }
+    *out = x;
+    return CM_OK;
+}
+
+void sp_compare_destroy(sp_compare *x)
+{
+    if (x == NULL) {
+        return;
+    }
+    for (uint32_t k = 0; k < x->c.n; k++) {
+        sp_cost_destroy(x->p[k].cost);
+        cm_free(x->p[k].slots);
+        sp_input_fini(&x->p[k].in);
+        cm_free(x->p[k].name);
+    }
+    cm_free(x->c.diffs);
+    cm_free(x);
+}
+
+uint32_t sp_compare_n_plans(const sp_compare *x)
+{
+    return x->c.n;
+}
+
+uint32_t sp_compare_n_tensors(const sp_compare *x)
+{
+    return x->c.n_aligned;
+}
+
+uint32_t sp_compare_n_differences(const sp_compare *x)
+{
+    return x->c.n_diffs;
+}
+
+bool sp_compare_structure_differs(const sp_compare *x)
+{
+    return x->c.structure_differs;
+}
+
+const sp_cost_summary *sp_compare_summary(const sp_compare *x, uint32_t k)
+{
+    return k < x->c.n ? sp_cost_get_summary(x->p[k].cost) : NULL;
+}
+
+void sp_compare_write_json(const sp_compare *x, cm_buf *b)
+{
+    json_report(&x->c, b);
+}
+
+void sp_compare_write_text(const sp_compare *x, cm_buf *b)
+{
+    text_report(&x->c, b);
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: `shardplan suggest` (sp_advise.h, docs/advisor.md "Suggest"). The
- * input is read once and its unannotated values listed, largest first, each
- * by position (function number, top-level op position, result) so that a
- * value is found again in every fresh read. Every candidate constraint is
- * scored by a full run on its own module: the input's MLIR text read again,
- * the constraint inserted as an sdy.sharding_constraint op after the value's
- * definition, -sdy-propagation-pipeline, -sdy-insert-explicit-reshards,
+ * planner: `shardplan suggest` (sp_suggest.h, docs/advisor.md "Suggest"). The
+ * input is read once (planner/doc/sp_input.h) and its unannotated values
+ * listed, largest first, each by position (function number, top-level op
+ * position, result) so that a value is found again in every fresh read.
+ * Every candidate constraint is scored by a full run on its own module: the
+ * input's MLIR text read again through the loader with the same options, the
+ * constraint inserted as an sdy.sharding_constraint op after the value's
+ * definition, the input's pass with its rules, -sdy-insert-explicit-reshards,
  * -sdy-reshard-to-collectives and sp_cost (explicit mode), exactly as lint
  * costs a module, on a pool of threads pulling jobs from an atomic counter.
  * A greedy search then adds, one at a time, the best further constraint on
@@ -17,6 +18,8 @@
  * TODO(#10): one IR-level edit application for both once what-if exports
  * one (sp_whatif_edit_text reads and prints the module: twice the reading
  * per candidate). */
+#include "sp_suggest.h"
+
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,8 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sp_advise.h"
 #include "sp_advise_int.h"
+#include "sp_whatif.h"
 #include "sp_collectives.h"
 #include "sp_graph_json.h"
 #include "sp_ops.h"
@@ -35,9 +38,9 @@
 #include "sp_diag.h"
 #include "sp_mlir.h"
 
-#define MAX_EDITS 8 /* constraints in one combination */
+#define MAX_EDITS SP_SUGGEST_MAX_EDITS /* constraints in one combination */
 #define NEXT_POOL 8 /* further constraints tried at each greedy step */
-#define MAX_K     100
+#define MAX_K     SP_SUGGEST_MAX_K
 
 bool sp_suggest_objective_parse(const char *name, sp_suggest_objective *out)
 {
@@ -120,8 +123,13 @@ struct sp_suggest {
     cm_arena arena;
     sp_suggest_opts o;
     sp_profile profile;
-    sp_graph *g;                   /* graph input (names, custom rules), or NULL */
-    const sp_custom_rules *custom; /* of g */
+    sp_input in;                   /* the input as read (owns g, the rules document) */
+    sp_graph *g;                   /* in.g: graph input (names, custom rules), or NULL */
+    const sp_custom_rules *custom; /* in.custom: the rules in force, may be NULL */
+    sp_input_opts in_opts;         /* the caller's, rules and limits copied below */
+    char *rules;                   /* copy of in_opts.rules (heap), or NULL */
+    sp_graph_limits limits;        /* copy of *in_opts.limits */
+    sp_input_opts run_opts;        /* every run's read: MLIR, no propagation, no rules */
     char *text;                    /* MLIR every run reads (heap) */
     size_t text_len;
     char *input; /* the input as given (heap; text for MLIR) */
@@ -674,21 +682,18 @@ static cm_status gen_candidates(sp_suggest *S, const sp_module *m, cm_error *err
 
 /* ---- runs --------------------------------------------------------------------------------- */
 
-/* Propagates, partitions and costs m into *f (the candidates are generated
- * after propagation for the baseline run). */
+/* Propagates (the input's pass and rules), partitions and costs m into *f
+ * (the candidates are generated after propagation for the baseline run). */
 static cm_status run_module(sp_suggest *S, sp_module *m, bool baseline, sp_suggest_figures *f,
                             cm_error *err)
 {
-    sp_prop_opts po;
-    sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
-    po.keep_sharding_rules = true;
-    po.custom = S->custom;
     for (uint32_t i = 0; baseline && i < S->n_vals; i++) {
         S->vals[i].vid = resolve(m, &S->vals[i].pos);
     }
+    /* the input's pass and rules, as its plan propagates (planner/doc/sp_input.h) */
     sp_diags d;
     sp_diags_init(&d);
-    cm_status st = sp_pass_propagation_pipeline(m, &po, &d, err);
+    cm_status st = sp_input_propagate(m, S->in_opts.pass, S->custom, false, &d, err);
     sp_diags_fini(&d);
     if (st == CM_OK && baseline) {
         st = gen_candidates(S, m, err);
@@ -725,17 +730,17 @@ static void *worker(void *arg)
         job *jb = &p->jobs[j];
         cm_error err;
         cm_error_clear(&err);
-        sp_module *m = NULL;
-        cm_status st = sp_mlir_read(p->S->text, p->S->text_len, 0, &m, &err);
+        sp_input in;
+        cm_status st = sp_input_read(p->S->text, p->S->text_len, &p->S->run_opts, &in, &err);
         if (st == CM_OK) {
-            st = apply_edits(p->S, m, jb->edits, jb->n, &err);
+            st = apply_edits(p->S, in.m, jb->edits, jb->n, &err);
         }
         if (st == CM_OK) {
-            st = run_module(p->S, m, false, &jb->f, &err);
+            st = run_module(p->S, in.m, false, &jb->f, &err);
         }
         jb->ok = st == CM_OK;
         jb->oom = st == CM_ENOMEM;
-        sp_module_destroy(m);
+        sp_input_fini(&in); /* zeroed by a failed read */
     }
 }
 
@@ -974,8 +979,40 @@ static cm_status check_opts(const sp_suggest_opts *o, cm_error *err)
     return CM_OK;
 }
 
-cm_status sp_suggest_run(const char *text, size_t len, const sp_suggest_opts *o, sp_suggest **out,
-                         cm_error *err)
+/* Keeps the caller's input options in S: the pass for every run, the
+ * rules document and limits (copied) for sp_suggest_apply's edit texts. */
+static cm_status keep_in_opts(sp_suggest *S, const sp_input_opts *in_opts, cm_error *err)
+{
+    if (in_opts != NULL) {
+        S->in_opts = *in_opts;
+    } else {
+        sp_input_opts_init(&S->in_opts);
+    }
+    S->in_opts.propagate = false; /* the runs propagate themselves */
+    S->in_opts.record_edges = false;
+    if (S->in_opts.rules != NULL && S->in_opts.rules_len > 0) {
+        S->rules = cm_alloc(S->in_opts.rules_len);
+        if (S->rules == NULL) {
+            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in suggest");
+        }
+        memcpy(S->rules, S->in_opts.rules, S->in_opts.rules_len);
+        S->in_opts.rules = S->rules;
+    }
+    if (S->in_opts.limits != NULL) {
+        S->limits = *S->in_opts.limits;
+        S->in_opts.limits = &S->limits;
+    }
+    /* every run reads MLIR text (no limits) under the same pass; the rules
+       are the input's, decoded once (S->custom) */
+    S->run_opts = S->in_opts;
+    S->run_opts.rules = NULL;
+    S->run_opts.rules_len = 0;
+    S->run_opts.limits = NULL;
+    return CM_OK;
+}
+
+cm_status sp_suggest_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                         const sp_suggest_opts *o, sp_suggest **out, cm_error *err)
 {
     *out = NULL;
     sp_suggest_opts defo;
@@ -1007,26 +1044,29 @@ cm_status sp_suggest_run(const char *text, size_t len, const sp_suggest_opts *o,
     memcpy(S->input, text, len);
     S->input[len] = '\0';
     S->input_len = len;
-    sp_module *m = NULL;   /* the input as read (MLIR), or the graph's module */
-    sp_module *own = NULL; /* the baseline's module */
-    if (sp_advise_looks_json(text, len)) {
-        st = sp_graph_decode(text, len, NULL, &S->g, err);
-        if (st == CM_OK) {
-            m = sp_graph_module(S->g);
-            S->custom = sp_graph_custom_rules(S->g);
-            S->functions_form = sp_graph_has_functions(S->g);
-            cm_buf b;
-            cm_buf_init(&b);
-            sp_print_opts po = {false, false};
-            sp_mlir_print(m, &po, &b);
-            S->text_len = b.len;
-            S->text = b.oom ? NULL : cm_buf_take(&b);
-            cm_buf_fini(&b);
-            if (S->text == NULL) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in suggest");
-            }
+    st = keep_in_opts(S, in_opts, err);
+    /* the input as read, before propagation: the unannotated values */
+    if (st == CM_OK) {
+        st = sp_input_read(text, len, &S->in_opts, &S->in, err);
+    }
+    sp_module *m = S->in.m; /* the input as read (MLIR), or the graph's module */
+    if (st == CM_OK) {
+        S->g = S->in.g;
+        S->custom = S->in.custom;
+    }
+    if (st == CM_OK && S->g != NULL) {
+        S->functions_form = S->in.functions_form;
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_print_opts po = {false, false};
+        sp_mlir_print(m, &po, &b);
+        S->text_len = b.len;
+        S->text = b.oom ? NULL : cm_buf_take(&b);
+        cm_buf_fini(&b);
+        if (S->text == NULL) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in suggest");
         }
-    } else {
+    } else if (st == CM_OK) {
         S->text = cm_alloc(len + 1);
         if (S->text == NULL) {
             st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in suggest");
@@ -1034,8 +1074,6 @@ cm_status sp_suggest_run(const char *text, size_t len, const sp_suggest_opts *o,
             memcpy(S->text, text, len);
             S->text[len] = '\0';
             S->text_len = len;
-            st = sp_mlir_read(text, len, 0, &own, err);
-            m = own;
         }
     }
     if (st == CM_OK) {
@@ -1048,13 +1086,21 @@ cm_status sp_suggest_run(const char *text, size_t len, const sp_suggest_opts *o,
     }
     /* the baseline: the graph's module is printed and read again, as every
      * candidate is; an MLIR input's own read is that read */
+    sp_input own;
+    memset(&own, 0, sizeof own);
     if (st == CM_OK && S->g != NULL) {
-        st = sp_mlir_read(S->text, S->text_len, 0, &own, err);
+        st = sp_input_read(S->text, S->text_len, &S->run_opts, &own, err);
+        m = own.m;
     }
     if (st == CM_OK) {
-        st = run_module(S, own, true, &S->base, err);
+        st = run_module(S, m, true, &S->base, err);
     }
-    sp_module_destroy(own);
+    sp_input_fini(&own);
+    if (S->g == NULL) {
+        /* an MLIR input's module is spent; its rules document stays */
+        sp_module_destroy(S->in.m);
+        S->in.m = NULL;
+    }
     if (st == CM_OK) {
         st = search(S, err);
     }
@@ -1072,7 +1118,8 @@ void sp_suggest_destroy(sp_suggest *S)
     if (S == NULL) {
         return;
     }
-    sp_graph_destroy(S->g);
+    sp_input_fini(&S->in);
+    cm_free(S->rules);
     cm_free(S->text);
     cm_free(S->input);
     cm_free(S->vals);
@@ -1127,7 +1174,7 @@ cm_status sp_suggest_apply(const sp_suggest *S, uint32_t i, cm_buf *mlir, cm_err
         st = sp_edit_list_add(&l, &e, err);
     }
     if (st == CM_OK) {
-        st = sp_whatif_edit_text(S->input, S->input_len, &l, mlir, err);
+        st = sp_whatif_edit_text(S->input, S->input_len, &S->in_opts, &l, mlir, err);
     }
     sp_edit_list_fini(&l);
     return st;
@@ -1142,16 +1189,8 @@ static void put_figures(cm_buf *b, const sp_suggest_figures *f)
                   f->peak_bytes, f->comm_bytes);
 }
 
-/* The check of `suggest --check`: measured and predicted step of the input
- * and of the top suggestion. */
-typedef struct check_out {
-    bool done[2];
-    sp_suggest_measure ms[2];
-    char error[2][CM_ERROR_PATH_LEN + CM_ERROR_MSG_LEN + 4];
-    uint32_t iters;
-} check_out;
-
-static void put_check(cm_buf *b, const char *key, const check_out *c, uint32_t i, double pred)
+static void put_check(cm_buf *b, const char *key, const sp_suggest_check *c, uint32_t i,
+                      double pred)
 {
     cm_buf_printf(b, "\"%s\":{\"predicted_s\":%.12g", key, pred);
     if (c->done[i]) {
@@ -1165,7 +1204,7 @@ static void put_check(cm_buf *b, const char *key, const check_out *c, uint32_t i
     cm_buf_putc(b, '}');
 }
 
-static void write_json(const sp_suggest *S, const check_out *chk, cm_buf *b)
+static void write_json(const sp_suggest *S, const sp_suggest_check *chk, cm_buf *b)
 {
     cm_buf_puts(b, "{\"objective\":");
     sp_advise_put_jstr(b, sp_suggest_objective_name(S->o.objective));
@@ -1216,6 +1255,11 @@ static void write_json(const sp_suggest *S, const check_out *chk, cm_buf *b)
 void sp_suggest_write_json(const sp_suggest *S, cm_buf *b)
 {
     write_json(S, NULL, b);
+}
+
+void sp_suggest_check_write_json(const sp_suggest *S, const sp_suggest_check *c, cm_buf *b)
+{
+    write_json(S, c, b);
 }
 
 static void put_mib(cm_buf *b, double bytes)
@@ -1292,29 +1336,11 @@ void sp_suggest_write_text(const sp_suggest *S, cm_buf *b)
                   S->stats.evaluated, S->stats.failed, S->stats.seconds, S->stats.n_ops);
 }
 
-/* ---- command -------------------------------------------------------------------------------- */
-
-static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*s == '\0' || *s == '-' || *end != '\0' || v < lo || v > hi) {
-        return false;
-    }
-    *out = (uint32_t)v;
-    return true;
-}
-
-static void usage(FILE *f)
-{
-    fputs("usage: shardplan suggest FILE [--objective time|memory] [-k N] [--profile NAME|FILE]\n"
-          "        [--threads T] [--max-candidates N] [--max-edits N] [--check [--iters K]]\n"
-          "        [--json]\n",
-          f);
-}
+/* ---- the check of `suggest --check` ------------------------------------------------------ */
 
 /* Measures the input (i = 0) or the top suggestion (i = 1) into c. */
-static void check_one(const sp_suggest *S, sp_suggest_bench_fn bench, check_out *c, uint32_t i)
+static void check_one(const sp_suggest *S, sp_suggest_bench_fn bench, sp_suggest_check *c,
+                      uint32_t i)
 {
     cm_error err;
     cm_error_clear(&err);
@@ -1332,7 +1358,7 @@ static void check_one(const sp_suggest *S, sp_suggest_bench_fn bench, check_out 
     cm_buf_fini(&b);
 }
 
-static void check_text(const sp_suggest *S, const check_out *c, cm_buf *b)
+void sp_suggest_check_write_text(const sp_suggest *S, const sp_suggest_check *c, cm_buf *b)
 {
     cm_buf_printf(b, "check: %u runs of each module on this machine\n", c->iters);
     for (uint32_t i = 0; i < 2 && (i == 0 || S->n_items > 0); i++) {
@@ -1356,115 +1382,13 @@ static void check_text(const sp_suggest *S, const check_out *c, cm_buf *b)
     }
 }
 
-int sp_suggest_main(int argc, char **argv, FILE *out, FILE *errs, sp_suggest_bench_fn bench)
+void sp_suggest_check_run(const sp_suggest *S, sp_suggest_bench_fn bench, uint32_t iters,
+                          sp_suggest_check *c)
 {
-    const char *file = NULL, *prof = "cpu-local";
-    bool json = false, check = false;
-    uint32_t iters = 5;
-    sp_suggest_opts o;
-    sp_suggest_opts_init(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        bool ok = true, takes = true;
-        if (strcmp(a, "--json") == 0) {
-            json = true;
-            takes = false;
-        } else if (strcmp(a, "--check") == 0) {
-            check = true;
-            takes = false;
-        } else if (strcmp(a, "--help") == 0) {
-            usage(out);
-            return 0;
-        } else if (val == NULL && a[0] == '-' && a[1] != '\0') {
-            ok = false;
-        } else if (strcmp(a, "--objective") == 0) {
-            ok = sp_suggest_objective_parse(val, &o.objective);
-        } else if (strcmp(a, "-k") == 0 || strcmp(a, "--k") == 0) {
-            ok = parse_u32(val, 1, MAX_K, &o.k);
-        } else if (strcmp(a, "--profile") == 0) {
-            prof = val;
-        } else if (strcmp(a, "--threads") == 0) {
-            ok = parse_u32(val, 1, 64, &o.threads);
-        } else if (strcmp(a, "--max-candidates") == 0) {
-            ok = parse_u32(val, 1, 4096, &o.max_candidates);
-        } else if (strcmp(a, "--max-edits") == 0) {
-            ok = parse_u32(val, 1, MAX_EDITS, &o.max_edits);
-        } else if (strcmp(a, "--iters") == 0) {
-            ok = parse_u32(val, 1, 1000, &iters);
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(errs, "shardplan suggest: unknown option '%s'\n", a);
-            usage(errs);
-            return 2;
-        } else if (file == NULL) {
-            file = a;
-            takes = false;
-        } else {
-            fprintf(errs, "shardplan suggest: more than one input file\n");
-            return 2;
-        }
-        if (!ok) {
-            fprintf(errs, "shardplan suggest: bad value for %s\n", a);
-            usage(errs);
-            return 2;
-        }
-        i += takes ? 1 : 0;
+    memset(c, 0, sizeof *c);
+    c->iters = iters;
+    check_one(S, bench, c, 0);
+    if (S->n_items > 0) {
+        check_one(S, bench, c, 1);
     }
-    if (file == NULL) {
-        usage(errs);
-        return 2;
-    }
-    if (check && bench == NULL) {
-        fprintf(errs, "shardplan suggest: --check needs the executor (the shardplan binary)\n");
-        return 2;
-    }
-    cm_error err;
-    cm_error_clear(&err);
-    sp_profile p;
-    if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan suggest: profile: %s: %s\n", cm_status_name(err.code), err.msg);
-        return 1;
-    }
-    o.profile = &p;
-    char *text = NULL;
-    size_t len = 0;
-    sp_suggest *S = NULL;
-    if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-        sp_suggest_run(text, len, &o, &S, &err) != CM_OK) {
-        fprintf(errs, "shardplan suggest: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
-        cm_free(text);
-        return 1;
-    }
-    cm_free(text);
-    check_out chk;
-    memset(&chk, 0, sizeof chk);
-    chk.iters = iters;
-    if (check) {
-        check_one(S, bench, &chk, 0);
-        if (S->n_items > 0) {
-            check_one(S, bench, &chk, 1);
-        }
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    if (json) {
-        write_json(S, check ? &chk : NULL, &b);
-        cm_buf_putc(&b, '\n');
-    } else {
-        sp_suggest_write_text(S, &b);
-        if (check) {
-            check_text(S, &chk, &b);
-        }
-    }
-    int rc = 0;
-    if (b.oom || fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan suggest: %s\n", b.oom ? "out of memory" : "write error");
-        rc = 1;
-    }
-    if (check && (!chk.done[0] || (S->n_items > 0 && !chk.done[1]))) {
-        rc = 1;
-    }
-    cm_buf_fini(&b);
-    sp_suggest_destroy(S);
-    return rc;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: `shardplan sweep` (sp_advise.h, docs/advisor.md). The transformer
+ * planner: `shardplan sweep` (sp_sweep.h, docs/advisor.md). The transformer
  * template of sp_example over every 2-D factorisation data x model of a
  * device count and every strategy: each variant is generated, decoded,
  * propagated (-sdy-propagation-pipeline) and costed (implied mode) on its own
@@ -9,6 +9,8 @@
  * (logical names resolve to axis names, not sizes), read by the MLIR reader,
  * which is several times faster than the JSON decoder; the texts are kept for
  * repeated jobs and the profile is shared read-only. */
+#include "sp_sweep.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sp_advise.h"
 #include "sp_advise_int.h"
 #include "sp_example.h"
 #include "sp_graph_json.h"
@@ -25,8 +26,6 @@
 #include "sp_profile_json.h"
 #include "sp_diag.h"
 #include "sp_mlir.h"
-
-static const char *const strat_names[] = {"dp", "fsdp", "tp", "dp+tp"};
 
 void sp_sweep_opts_init(sp_sweep_opts *o)
 {
@@ -167,21 +166,6 @@ static void *worker(void *arg)
             return NULL;
         }
         run_variant(p, &p->v[j % p->n_v], j < p->n_v);
-    }
-}
-
-void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads)
-{
-    pthread_t th[64];
-    uint32_t started = 0;
-    for (uint32_t i = 1; i < n_threads && started < 64; i++) {
-        if (pthread_create(&th[started], NULL, fn, arg) == 0) {
-            started++;
-        }
-    }
-    fn(arg);
-    for (uint32_t i = 0; i < started; i++) {
-        pthread_join(th[i], NULL);
     }
 }
 
@@ -395,7 +379,8 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
                       "%s\n{\"mesh\":{\"data\":%lld,\"model\":%lld},\"strategy\":\"%s\","
                       "\"ok\":%s",
                       i > 0 ? "," : "", (long long)r->data, (long long)r->model,
-                      strat_names[r->strategy], r->ok ? "true" : "false");
+                      sp_example_strategy_name((sp_example_strategy)r->strategy),
+                      r->ok ? "true" : "false");
         if (r->ok) {
             cm_buf_printf(b,
                           ",\"rank\":%u,\"step_s\":%.6g,\"peak_bytes\":%.17g,\"comm_bytes\":%.17g,"
@@ -420,133 +405,19 @@ void sp_sweep_write_text(const sp_sweep_result *res, cm_buf *b)
         const sp_sweep_row *r = &res->rows[i];
         char mesh[32];
         snprintf(mesh, sizeof mesh, "%lldx%lld", (long long)r->data, (long long)r->model);
+        const char *strat = sp_example_strategy_name((sp_example_strategy)r->strategy);
         if (!r->ok) {
-            cm_buf_printf(b, "%-5s %-12s %-6s failed: %s\n", "-", mesh, strat_names[r->strategy],
-                          r->error);
+            cm_buf_printf(b, "%-5s %-12s %-6s failed: %s\n", "-", mesh, strat, r->error);
             continue;
         }
         char rk[16];
         snprintf(rk, sizeof rk, "%u", r->rank);
         cm_buf_printf(b, "%-5s %-12s %-6s %10.4g s %12.4g MiB %12.4g MiB %-5s %s\n",
-                      r->rank > 0 ? rk : "-", mesh, strat_names[r->strategy], r->step_s,
+                      r->rank > 0 ? rk : "-", mesh, strat, r->step_s,
                       r->peak_bytes / 1048576.0, r->comm_bytes / 1048576.0, r->fits ? "yes" : "NO",
                       r->pareto ? "*" : "");
     }
     cm_buf_printf(
         b, "%u variants (data x model x strategy), %u ops each, %u plans in %.3f s (%.3f s CPU)\n",
         res->n_rows, res->n_ops, res->n_jobs, res->seconds, res->cpu_seconds);
-}
-
-static bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-int sp_sweep_main(int argc, char **argv, FILE *out, FILE *errs)
-{
-    sp_sweep_opts o;
-    sp_sweep_opts_init(&o);
-    const char *prof = "cpu-local";
-    bool json = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t n = 0;
-        bool ok = true;
-        if (strcmp(a, "--json") == 0) {
-            json = true;
-            continue;
-        }
-        if (strcmp(a, "--inference") == 0) {
-            o.train = false;
-            continue;
-        }
-        if (strcmp(a, "--help") == 0) {
-            fputs("usage: shardplan sweep [--devices N] [--layers N] [--d-model D] [--heads H]\n"
-                  "        [--seq S] [--batch B] [--inference] [--strategies dp,fsdp,tp,dp+tp]\n"
-                  "        [--threads T] [--jobs N] [--profile NAME|FILE] [--json]\n",
-                  out);
-            return 0;
-        }
-        if (val == NULL) {
-            ok = false;
-        } else if (strcmp(a, "--devices") == 0) {
-            ok = parse_i64(val, 1, 65536, &o.devices);
-        } else if (strcmp(a, "--layers") == 0) {
-            ok = parse_i64(val, 1, 100000, &n);
-            o.layers = (uint32_t)n;
-        } else if (strcmp(a, "--d-model") == 0) {
-            ok = parse_i64(val, 1, 1 << 20, &o.d_model);
-        } else if (strcmp(a, "--heads") == 0) {
-            ok = parse_i64(val, 1, 1 << 20, &o.heads);
-        } else if (strcmp(a, "--seq") == 0) {
-            ok = parse_i64(val, 1, 1 << 20, &o.seq);
-        } else if (strcmp(a, "--batch") == 0) {
-            ok = parse_i64(val, 1, 1 << 20, &o.batch);
-        } else if (strcmp(a, "--threads") == 0) {
-            ok = parse_i64(val, 1, 64, &n);
-            o.threads = (uint32_t)n;
-        } else if (strcmp(a, "--jobs") == 0) {
-            ok = parse_i64(val, 1, 1000000, &n);
-            o.jobs = (uint32_t)n;
-        } else if (strcmp(a, "--profile") == 0) {
-            prof = val;
-        } else if (strcmp(a, "--strategies") == 0) {
-            o.strategies = 0;
-            char buf[64];
-            snprintf(buf, sizeof buf, "%s", val);
-            char *save = NULL;
-            for (char *t = strtok_r(buf, ",", &save); t != NULL && ok;
-                 t = strtok_r(NULL, ",", &save)) {
-                int k = 0;
-                while (k < 4 && strcmp(t, strat_names[k]) != 0) {
-                    k++;
-                }
-                ok = k < 4;
-                o.strategies |= 1u << (k & 3);
-            }
-        } else {
-            fprintf(errs, "shardplan sweep: unknown option '%s'\n", a);
-            return 2;
-        }
-        if (!ok) {
-            fprintf(errs, "shardplan sweep: bad value for %s\n", a);
-            return 2;
-        }
-        i++;
-    }
-    cm_error err;
-    cm_error_clear(&err);
-    sp_profile p;
-    if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan sweep: profile: %s: %s\n", cm_status_name(err.code), err.msg);
-        return 1;
-    }
-    o.profile = &p;
-    sp_sweep_result res;
-    if (sp_sweep_run(&o, &res, &err) != CM_OK) {
-        fprintf(errs, "shardplan sweep: %s%s%s\n", err.path, err.path[0] ? ": " : "", err.msg);
-        return 1;
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    if (json) {
-        sp_sweep_write_json(&res, &b);
-        cm_buf_putc(&b, '\n');
-    } else {
-        sp_sweep_write_text(&res, &b);
-    }
-    int rc = 0;
-    if (b.oom || fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan sweep: %s\n", b.oom ? "out of memory" : "write error");
-        rc = 1;
-    }
-    cm_buf_fini(&b);
-    sp_sweep_result_fini(&res);
-    return rc;
 }

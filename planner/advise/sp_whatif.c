@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: the advisor's what-if (sp_advise.h, docs/advisor.md "What-if").
+ * planner: the advisor's what-if (sp_whatif.h, docs/advisor.md "What-if").
  * Edits are resolved against the input as given (op paths of the plan
  * document), then applied to the module. The run propagates the original
  * (import passes, propagation, export passes), applies the edits to a second
@@ -23,13 +23,14 @@
  * manual and named computations, sharding groups) or whose structure after
  * the import passes cannot be matched to the original are re-propagated in
  * full. */
+#include "sp_whatif.h"
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sp_advise.h"
 #include "sp_advise_int.h"
 #include "sp_collectives.h"
 #include "sp_graph_json.h"
@@ -284,9 +285,10 @@ static void u32v_push(u32v *x, uint32_t id)
 /* ---- a decoded input ------------------------------------------------------------------- */
 
 typedef struct src {
-    sp_module *m; /* owned through g when g is set */
-    sp_graph *g;
-    const sp_custom_rules *custom;
+    sp_input in;  /* the input as read (owns m, g and a rules document) */
+    sp_module *m; /* in.m */
+    sp_graph *g;  /* in.g, or NULL */
+    const sp_custom_rules *custom; /* in.custom: the rules in force, may be NULL */
     bool functions_form; /* op paths /functions/F/ops/I */
     uint32_t *funcs;     /* func.func op ids in module order (heap) */
     uint32_t n_funcs;
@@ -304,11 +306,7 @@ static void src_destroy(src *s)
     if (s == NULL) {
         return;
     }
-    if (s->g != NULL) {
-        sp_graph_destroy(s->g);
-    } else {
-        sp_module_destroy(s->m);
-    }
+    sp_input_fini(&s->in);
     cm_free(s->funcs);
     cm_free(s->pos);
     cm_free(s->walk.v);
@@ -335,23 +333,32 @@ static void walk_block(src *s, uint32_t blk)
     }
 }
 
-static cm_status src_load(const char *text, size_t len, src **out, cm_error *err)
+/* Reads the input through the loader with in_opts' rules and limits, before
+ * propagation (NULL: the defaults). */
+static cm_status src_load(const char *text, size_t len, const sp_input_opts *in_opts, src **out,
+                          cm_error *err)
 {
     *out = NULL;
     src *s = cm_calloc(1, sizeof *s);
     if (s == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory reading the module");
     }
-    cm_status st;
-    if (sp_advise_looks_json(text, len)) {
-        st = sp_graph_decode(text, len, NULL, &s->g, err);
-        if (st == CM_OK) {
-            s->m = sp_graph_module(s->g);
-            s->custom = sp_graph_custom_rules(s->g);
-            s->functions_form = sp_graph_has_functions(s->g);
-        }
+    sp_input_opts io;
+    if (in_opts != NULL) {
+        io = *in_opts;
     } else {
-        st = sp_mlir_read(text, len, 0, &s->m, err);
+        sp_input_opts_init(&io);
+    }
+    io.propagate = false; /* edits resolve against the input as given */
+    io.record_edges = false;
+    cm_status st = sp_input_read(text, len, &io, &s->in, err);
+    if (st == CM_OK) {
+        s->m = s->in.m;
+        s->g = s->in.g;
+        s->custom = s->in.custom;
+        if (s->g != NULL) {
+            s->functions_form = s->in.functions_form;
+        }
     }
     if (st != CM_OK) {
         src_destroy(s);
@@ -1176,11 +1183,11 @@ static cm_status apply_edits(src *s, const sp_edit_list *l, cm_error *err)
     return st;
 }
 
-cm_status sp_whatif_edit_text(const char *text, size_t len, const sp_edit_list *edits, cm_buf *mlir,
-                              cm_error *err)
+cm_status sp_whatif_edit_text(const char *text, size_t len, const sp_input_opts *in_opts,
+                              const sp_edit_list *edits, cm_buf *mlir, cm_error *err)
 {
     src *s;
-    cm_status st = src_load(text, len, &s, err);
+    cm_status st = src_load(text, len, in_opts, &s, err);
     if (st != CM_OK) {
         return st;
     }
@@ -1216,9 +1223,17 @@ void sp_whatif_opts_init(sp_whatif_opts *o)
     memset(o, 0, sizeof *o);
 }
 
-static void prop_opts(sp_prop_opts *po, const src *s)
+/* The propagation of the plan's pass: -sdy-propagation-pipeline is its
+ * import passes, user-priority propagation and its export passes (run apart
+ * here, the region found between them); the other passes are propagation
+ * alone at their level (planner/doc/sp_input.c sp_input_propagate). */
+static void prop_opts(sp_prop_opts *po, const src *s, sp_plan_pass pass)
 {
-    sp_prop_opts_init(po, SP_PROP_USER_PRIORITY);
+    sp_prop_level level = pass == SP_PLAN_OP_PRIORITY  ? SP_PROP_OP_PRIORITY
+                          : pass == SP_PLAN_AGGRESSIVE ? SP_PROP_AGGRESSIVE
+                          : pass == SP_PLAN_BASIC      ? SP_PROP_BASIC
+                                                       : SP_PROP_USER_PRIORITY;
+    sp_prop_opts_init(po, level);
     po->custom = s != NULL ? s->custom : NULL;
 }
 
@@ -2128,10 +2143,16 @@ static cm_status diff(sp_whatif *w, const src *s0, const src *s1, const snap *f0
     return oom ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory in the what-if") : CM_OK;
 }
 
-cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
-                        const sp_whatif_opts *o, sp_whatif **out, cm_error *err)
+cm_status sp_whatif_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                        const sp_edit_list *edits, const sp_whatif_opts *o, sp_whatif **out,
+                        cm_error *err)
 {
     *out = NULL;
+    sp_plan_pass pass = in_opts != NULL ? in_opts->pass : SP_PLAN_PIPELINE;
+    if ((unsigned)pass >= SP_PLAN_N_PASSES) {
+        return cm_error_set(err, CM_EINVAL, "/options/pass", "unknown pass %d", (int)pass);
+    }
+    bool pipeline = pass == SP_PLAN_PIPELINE;
     sp_whatif_opts defo;
     if (o == NULL) {
         sp_whatif_opts_init(&defo);
@@ -2152,9 +2173,9 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
     memset(&c, 0, sizeof c);
     sp_diags d;
     sp_diags_init(&d);
-    cm_status st = src_load(text, len, &s0, err);
+    cm_status st = src_load(text, len, in_opts, &s0, err);
     if (st == CM_OK) {
-        st = src_load(text, len, &s1, err);
+        st = src_load(text, len, in_opts, &s1, err);
     }
     /* the edited module */
     if (st == CM_OK) {
@@ -2170,14 +2191,15 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
             st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory printing the module");
         }
     }
-    /* both through the import passes; the region is found before propagation */
+    /* both through the import passes (the pipeline's); the region is found
+     * before propagation */
     sp_prop_opts po;
-    prop_opts(&po, s0 != NULL ? s0 : s1);
-    if (st == CM_OK) {
+    prop_opts(&po, s0 != NULL ? s0 : s1, pass);
+    if (st == CM_OK && pipeline) {
         st = sp_pass_propagation_import(s0->m, &po, &d, err);
     }
     double t0 = cm_now();
-    if (st == CM_OK) {
+    if (st == CM_OK && pipeline) {
         st = sp_pass_propagation_import(s1->m, &po, &d, err);
     }
     w->stats.import_s = cm_now() - t0;
@@ -2198,7 +2220,7 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
     if (st == CM_OK) {
         st = snap_take(s0->m, &p0, err);
     }
-    if (st == CM_OK) {
+    if (st == CM_OK && pipeline) {
         st = sp_pass_propagation_export(s0->m, &po, err);
     }
     if (st == CM_OK) {
@@ -2215,7 +2237,7 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_edit_list *edits,
         w->stats.why_full = o->full ? "asked for a full re-propagation" : c.why;
     }
     double t2 = cm_now();
-    if (st == CM_OK) {
+    if (st == CM_OK && pipeline) {
         st = sp_pass_propagation_export(s1->m, &po, err);
     }
     w->stats.export_s = cm_now() - t2;
@@ -2410,115 +2432,4 @@ void sp_whatif_write_text(const sp_whatif *w, cm_buf *b)
                       w->before.step_s, w->after.step_s, w->before.peak_bytes, w->after.peak_bytes,
                       w->before.comm_bytes, w->after.comm_bytes);
     }
-}
-
-/* ---- CLI ---------------------------------------------------------------------------------- */
-
-static int usage(FILE *f, int rc)
-{
-    fprintf(f, "usage: shardplan whatif FILE --edit JSON [--edit JSON...] [--edits FILE]\n"
-               "                        [--profile NAME|FILE] [--full] [--json] [--mlir]\n"
-               "  EDIT: {\"kind\":\"constrain\",\"value\":{\"op\":\"/ops/5\"},"
-               "\"sharding\":\"<@mesh, [{\\\"data\\\"}, {}]>\"}, ... (docs/advisor.md)\n");
-    return rc;
-}
-
-int sp_whatif_main(int argc, char **argv, FILE *out, FILE *errs)
-{
-    const char *file = NULL, *prof = "cpu-local";
-    bool json = false, mlir = false, full = false;
-    sp_edit_list l;
-    sp_edit_list_init(&l);
-    cm_error err;
-    cm_error_clear(&err);
-    int rc = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i];
-        if ((strcmp(a, "--edit") == 0 || strcmp(a, "--edits") == 0) && i + 1 < argc) {
-            const char *arg = argv[++i];
-            char *text = NULL;
-            size_t len = 0;
-            if (strcmp(a, "--edits") == 0) {
-                if (cm_file_read(arg, &text, &len, &err) != CM_OK) {
-                    fprintf(errs, "shardplan whatif: %s: %s\n", arg, err.msg);
-                    rc = 1;
-                    break;
-                }
-            }
-            cm_status st = sp_edit_list_decode(&l, text != NULL ? text : arg,
-                                               text != NULL ? len : strlen(arg), &err);
-            cm_free(text);
-            if (st != CM_OK) {
-                fprintf(errs, "shardplan whatif: %s%s%s\n", err.path,
-                        err.path[0] != '\0' ? ": " : "", err.msg);
-                rc = 2;
-            }
-        } else if (strcmp(a, "--profile") == 0 && i + 1 < argc) {
-            prof = argv[++i];
-        } else if (strcmp(a, "--json") == 0) {
-            json = true;
-        } else if (strcmp(a, "--mlir") == 0) {
-            mlir = true;
-        } else if (strcmp(a, "--full") == 0) {
-            full = true;
-        } else if (strcmp(a, "--help") == 0) {
-            sp_edit_list_fini(&l);
-            return usage(out, 0);
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(errs, "shardplan whatif: unknown option '%s'\n", a);
-            rc = usage(errs, 2);
-        } else if (file == NULL) {
-            file = a;
-        } else {
-            fprintf(errs, "shardplan whatif: more than one input file\n");
-            rc = 2;
-        }
-    }
-    if (rc == 0 && (file == NULL || l.n == 0)) {
-        rc = usage(errs, 2);
-    }
-    char *text = NULL;
-    size_t len = 0;
-    sp_profile p;
-    if (rc == 0 && sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan whatif: profile: %s: %s\n", cm_status_name(err.code), err.msg);
-        rc = 1;
-    }
-    if (rc == 0 && cm_file_read(file, &text, &len, &err) != CM_OK) {
-        fprintf(errs, "shardplan whatif: %s: %s\n", file, err.msg);
-        rc = 1;
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    if (rc == 0 && mlir) {
-        if (sp_whatif_edit_text(text, len, &l, &b, &err) != CM_OK) {
-            rc = 1;
-        }
-    } else if (rc == 0) {
-        sp_whatif_opts o;
-        sp_whatif_opts_init(&o);
-        o.profile = &p;
-        o.full = full;
-        sp_whatif *w = NULL;
-        if (sp_whatif_run(text, len, &l, &o, &w, &err) != CM_OK) {
-            rc = 1;
-        } else {
-            json ? sp_whatif_write_json(w, 0, &b) : sp_whatif_write_text(w, &b);
-            if (json) {
-                cm_buf_putc(&b, '\n');
-            }
-        }
-        sp_whatif_destroy(w);
-    }
-    if (rc == 1 && text != NULL) {
-        fprintf(errs, "shardplan whatif: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
-    } else if (rc == 0 && (b.oom || fwrite(b.data, 1, b.len, out) != b.len)) {
-        fprintf(errs, "shardplan whatif: %s\n", b.oom ? "out of memory" : "write error");
-        rc = 1;
-    }
-    cm_buf_fini(&b);
-    cm_free(text);
-    sp_edit_list_fini(&l);
-    return rc;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: the what-if's JSON codecs (sp_advise.h "what-if", docs/advisor.md):
+ * planner: the what-if's JSON codecs (sp_whatif.h, docs/advisor.md "What-if"):
  * edits and value references of the advisor contract, and the what-if
  * request body. The only what-if file that sees jansson; every error names
  * the JSON Pointer of the offending member. */
+#include "sp_whatif.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +12,6 @@
 
 #include <jansson.h>
 
-#include "sp_advise.h"
 #include "sp_advise_int.h"
 
 typedef struct dec {

@@ -7,7 +7,8 @@
  * resolved by resharding, custom calls without a rule, inputs and outputs on
  * different meshes); and a SHA-256 of the module as printed in MLIR before
  * propagation, so identical requests (in either syntax) hash alike.
- * Also the `shardplan plan` command. Thread contract: one module per call. */
+ * The `shardplan plan` command is cmd/cmd_plan.c. Thread contract: one module
+ * per call. */
 #ifndef SP_PLAN_JSON_H
 #define SP_PLAN_JSON_H
 
@@ -18,7 +19,7 @@
 #include "sp_rules.h"
 
 #include <stdbool.h>
-#include <stdio.h>
+#include <stddef.h>
 
 
 
@@ -53,9 +54,5 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
  * the graph's rules, names and path form. */
 cm_status sp_plan_graph_json(const char *text, size_t len, sp_plan_pass pass, cm_buf *out,
                              cm_error *err);
-
-/* `shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] [--format json|mlir]`:
- * argv[0] is "plan". Output to out, errors to errs; returns an exit status. */
-int sp_plan_main(int argc, char **argv, FILE *out, FILE *errs);
 
 #endif /* SP_PLAN_JSON_H */

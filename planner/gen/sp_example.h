@@ -7,7 +7,7 @@
  * the forward pass, the loss sum(y*y)/2, the backward pass through every layer
  * and an SGD update of every parameter, whose results are the outputs (loss
  * first, then the parameters in input order, with the parameters' logical
- * names).
+ * names). The `shardplan example` command is cmd/cmd_example.c.
  * Thread contract: reentrant. */
 #ifndef SP_EXAMPLE_H
 #define SP_EXAMPLE_H
@@ -16,7 +16,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 typedef enum sp_example_model { SP_EXAMPLE_MLP = 0, SP_EXAMPLE_TRANSFORMER } sp_example_model;
 
@@ -51,10 +50,14 @@ void sp_example_opts_init(sp_example_opts *o);
  * option ("/d_model"), CM_ENOMEM. */
 cm_status sp_example_graph_json(const sp_example_opts *o, cm_buf *out, cm_error *err);
 
-/* `shardplan example mlp|transformer [--layers N --d-model D --heads H --seq S
- * --batch B --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] [--train]
- * [--format json|mlir]`; argv[0] is "example". Returns an exit status (2 and
- * the usage on stderr for bad options). */
-int sp_example_main(int argc, char **argv, FILE *out, FILE *errs);
+/* Appends the same model as MLIR: the graph document decoded by the graph
+ * reader and printed (`shardplan example --format mlir`). Errors: those of
+ * sp_example_graph_json, CM_ENOMEM. */
+cm_status sp_example_mlir(const sp_example_opts *o, cm_buf *out, cm_error *err);
+
+/* "dp", "fsdp", "tp", "dp+tp" ("?" for another value); the parse is false
+ * for another name. */
+const char *sp_example_strategy_name(sp_example_strategy s);
+bool sp_example_strategy_parse(const char *name, sp_example_strategy *out);
 
 #endif /* SP_EXAMPLE_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * libFuzzer target for the what-if's edit decoder and edit application
- * (planner/sp_whatif_json.c, sp_whatif.c): decodes the input as edits; when
+ * (planner/advise/sp_whatif_json.c, sp_whatif.c): decodes the input as edits; when
  * that succeeds, runs the what-if (costs skipped) on a small fixed module
  * with a constraint, a custom call and two inputs. Errors are expected and
  * must carry a JSON Pointer under /edits (or be JSON syntax errors, "L:C");
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_whatif.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sp_whatif_opts_init(&o);
         o.no_cost = true;
         sp_whatif *w = NULL;
-        st = sp_whatif_run(module, sizeof module - 1, &l, &o, &w, &err);
+        st = sp_whatif_run(module, sizeof module - 1, NULL, &l, &o, &w, &err);
         if ((st == CM_OK) != (w != NULL)) {
             abort();
         }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for planner/sp_advise (lint, collective inventory) and
- * planner/sp_sweep: each lint fires on a module built to trigger it and stays
+ * Unit tests for planner/advise/sp_lint (lint, collective inventory) and
+ * planner/advise/sp_sweep: each lint fires on a module built to trigger it and stays
  * quiet on a near copy built not to; the collective inventory agrees with the
  * cost model and names causes; the sweep covers every factorisation and
  * strategy, ranks and marks a correct Pareto front; JSON output parses; OOM. */
@@ -17,19 +17,21 @@
 #include <jansson.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_lint.h"
+#include "sp_sweep.h"
 #include "sp_cost.h"
 #include "sp_example.h"
 #include "sp_graph_json.h"
 #include "sp_pipeline.h"
 #include "sp_diag.h"
+#include "sp_input.h"
 
 static sp_advise *lint_opts(const char *text, const sp_advise_opts *o)
 {
     sp_advise *a = NULL;
     cm_error err;
     cm_error_clear(&err);
-    cm_status st = sp_advise_run(text, strlen(text), o, &a, &err);
+    cm_status st = sp_advise_run(text, strlen(text), NULL, o, &a, &err);
     if (st != CM_OK) {
         fprintf(stderr, "advise: %s %s\n", err.path, err.msg);
     }
@@ -270,7 +272,7 @@ static void test_sp_advise_mesh_option(void **state)
     cm_error err;
     cm_error_clear(&err);
     const char *t = MESH_MODULE("other");
-    assert_int_equal(sp_advise_run(t, strlen(t), &o, &a, &err), CM_EINVAL);
+    assert_int_equal(sp_advise_run(t, strlen(t), NULL, &o, &a, &err), CM_EINVAL);
     assert_string_equal(err.path, "/mesh");
     assert_null(a);
 }
@@ -426,7 +428,7 @@ static void test_sp_advise_collectives_flax_mlp(void **state)
     cm_error_clear(&err);
     assert_int_equal(cm_file_read("examples/flax_mlp.mlir", &text, &len, &err), CM_OK);
     sp_advise *a = NULL;
-    assert_int_equal(sp_advise_run(text, len, NULL, &a, &err), CM_OK);
+    assert_int_equal(sp_advise_run(text, len, NULL, NULL, &a, &err), CM_OK);
     cm_free(text);
     assert_int_equal(sp_advise_n_colls(a), 4);
     for (uint32_t i = 0; i < 4; i++) {
@@ -507,7 +509,7 @@ static void test_sp_advise_run_rejects_bad_input(void **state)
     cm_error err;
     cm_error_clear(&err);
     const char *t = "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  return %nope";
-    assert_int_equal(sp_advise_run(t, strlen(t), NULL, &a, &err), CM_EINVAL);
+    assert_int_equal(sp_advise_run(t, strlen(t), NULL, NULL, &a, &err), CM_EINVAL);
     assert_null(a);
     assert_true(err.path[0] != '\0');
 }
@@ -521,7 +523,7 @@ static void test_sp_advise_run_oom(void **state)
         cm_error err;
         cm_error_clear(&err);
         cm_alloc_fail_after(n);
-        cm_status st = sp_advise_run(t, strlen(t), NULL, &a, &err);
+        cm_status st = sp_advise_run(t, strlen(t), NULL, NULL, &a, &err);
         cm_alloc_fail_after(-1);
         if (st == CM_OK) {
             assert_int_equal(sp_advise_n_colls(a), 3);
@@ -532,6 +534,103 @@ static void test_sp_advise_run_oom(void **state)
         assert_null(a);
         assert_true(n < 100000);
     }
+}
+
+/* ---- the plan's input options ------------------------------------------------------------ */
+
+/* An input sharded on an axis that does not divide its dimension: the
+ * pipeline's export passes drop the axis from the function's input and
+ * output (-sdy-update-non-divisible-input-output-shardings), so the output
+ * is gathered; -sdy-basic-propagate keeps the padded sharding throughout. */
+#define PASS_MODULE                                                                                \
+    "sdy.mesh @mesh = <[\"x\"=4]>\n"                                                               \
+    "func.func @main(%arg0: tensor<6x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "      \
+    "{}]>}, %arg1: tensor<6x16xf32>) -> tensor<6x16xf32> {\n"                                      \
+    "  %0 = stablehlo.add %arg0, %arg1 : tensor<6x16xf32>\n"                                       \
+    "  return %0 : tensor<6x16xf32>\n"                                                             \
+    "}\n"
+
+static sp_advise *lint_in(const char *text, const sp_input_opts *io)
+{
+    sp_advise *a = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_status st = sp_advise_run(text, strlen(text), io, NULL, &a, &err);
+    if (st != CM_OK) {
+        fprintf(stderr, "advise: %s %s\n", err.path, err.msg);
+    }
+    assert_int_equal(st, CM_OK);
+    return a;
+}
+
+static char *colls_json(const sp_advise *a)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_advise_write_colls_json(a, &b);
+    return cm_buf_take(&b);
+}
+
+static void test_sp_advise_run_honours_the_pass(void **state)
+{
+    (void)state;
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    sp_advise *pipe = lint_in(PASS_MODULE, NULL);
+    io.pass = SP_PLAN_PIPELINE;
+    sp_advise *pipe2 = lint_in(PASS_MODULE, &io);
+    io.pass = SP_PLAN_BASIC;
+    sp_advise *basic = lint_in(PASS_MODULE, &io);
+    char *jp = colls_json(pipe), *jp2 = colls_json(pipe2), *jb = colls_json(basic);
+    assert_string_equal(jp, jp2); /* NULL is the defaults: the pipeline */
+    assert_int_equal(sp_advise_n_colls(pipe), 3);
+    assert_int_equal(sp_advise_coll_at(pipe, 2)->cost.kind, SP_COLL_ALL_GATHER);
+    assert_string_equal(sp_advise_coll_at(pipe, 2)->for_op, "func.return");
+    assert_int_equal(sp_advise_n_colls(basic), 0);
+    /* the user's sharding is linted before either pass */
+    assert_int_equal(sp_advise_count(pipe, SP_LINT_NON_DIVISIBLE), 1);
+    assert_int_equal(sp_advise_count(basic, SP_LINT_NON_DIVISIBLE), 1);
+    cm_free(jp);
+    cm_free(jp2);
+    cm_free(jb);
+    sp_advise_destroy(pipe);
+    sp_advise_destroy(pipe2);
+    sp_advise_destroy(basic);
+}
+
+/* A rules document (a graph document's custom_rules) for an MLIR input: the
+ * custom call has a rule, so it is neither reported nor a propagation stop. */
+#define RULES_DOC                                                                                  \
+    "{\"custom_rules\": {\"my_kernel\": \"i j -> i j\"}, "                                         \
+    "\"inputs\": [], \"ops\": [], \"outputs\": []}"
+
+static void test_sp_advise_run_honours_the_rules_document(void **state)
+{
+    (void)state;
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    io.rules = RULES_DOC;
+    io.rules_len = strlen(RULES_DOC);
+    sp_advise *without = lint_in(CC_MODULE(""), NULL);
+    sp_advise *with = lint_in(CC_MODULE(""), &io);
+    assert_int_equal(sp_advise_count(without, SP_LINT_CUSTOM_CALL), 1);
+    assert_int_equal(sp_advise_count(with, SP_LINT_CUSTOM_CALL), 0);
+    /* propagation went through the call: its result keeps "data", the output
+     * needs no gather */
+    assert_true(sp_advise_n_colls(without) > 0);
+    assert_int_equal(sp_advise_n_colls(with), 0);
+    sp_advise_destroy(without);
+    sp_advise_destroy(with);
+    /* a bad rules document is an error at /rules */
+    io.rules = "{\"custom_rules\": 3}";
+    io.rules_len = strlen(io.rules);
+    sp_advise *a = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    const char *t = CC_MODULE("");
+    assert_int_equal(sp_advise_run(t, strlen(t), &io, NULL, &a, &err), CM_EINVAL);
+    assert_null(a);
+    assert_string_equal(err.path, "/rules");
 }
 
 /* ---- sweep -------------------------------------------------------------------------------- */
@@ -758,6 +857,8 @@ int main(void)
         cmocka_unit_test(test_sp_advise_json_parses),
         cmocka_unit_test(test_sp_advise_run_rejects_bad_input),
         cmocka_unit_test(test_sp_advise_run_oom),
+        cmocka_unit_test(test_sp_advise_run_honours_the_pass),
+        cmocka_unit_test(test_sp_advise_run_honours_the_rules_document),
         cmocka_unit_test(test_sp_sweep_run_covers_factorisations),
         cmocka_unit_test(test_sp_sweep_run_ranks_under_memory_limit),
         cmocka_unit_test(test_sp_sweep_run_matches_cost_of_graph),

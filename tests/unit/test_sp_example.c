@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cm.h"
+#include "cmd.h"
 #include "sp_example.h"
 #include "sp_graph_json.h"
 #include "sp_ir.h"
@@ -481,7 +482,7 @@ static void test_sp_example_transformer_train_doubles_ops(void **state)
 }
 
 /* `shardplan example transformer --train --format mlir` succeeds. */
-static void test_sp_example_main_transformer_train(void **state)
+static void test_cmd_example_transformer_train(void **state)
 {
     (void)state;
     FILE *out = tmpfile(), *errs = tmpfile();
@@ -490,7 +491,7 @@ static void test_sp_example_main_transformer_train(void **state)
     char a0[] = "example", a1[] = "transformer", a2[] = "--train", a3[] = "--format", a4[] = "mlir",
          a5[] = "--layers", a6[] = "1", a7[] = "--d-model", a8[] = "64";
     char *argv[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, NULL};
-    assert_int_equal(sp_example_main(9, argv, out, errs), 0);
+    assert_int_equal(cmd_example(9, argv, out, errs), 0);
     assert_true(ftell(out) > 0);
     fclose(out);
     fclose(errs);
@@ -523,7 +524,7 @@ int main(void)
         cmocka_unit_test(test_sp_example_transformer_train_reads_back_and_plans),
         cmocka_unit_test(test_sp_example_transformer_train_shards_grads_like_params),
         cmocka_unit_test(test_sp_example_transformer_train_doubles_ops),
-        cmocka_unit_test(test_sp_example_main_transformer_train),
+        cmocka_unit_test(test_cmd_example_transformer_train),
         cmocka_unit_test(test_sp_example_graph_json_oom),
     };
     return cmocka_run_group_tests_name("sp_example", tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cm.h"
+#include "cmd.h"
 #include "sp_example.h"
 #include "sp_graph_json.h"
 #include "sp_ir.h"
@@ -276,7 +277,7 @@ static void test_sp_plan_pass_parse_accepts_dashes(void **state)
     assert_false(sp_plan_pass_parse("sdy-nope", &p));
 }
 
-static void test_sp_plan_main_runs_json_and_mlir(void **state)
+static void test_cmd_plan_runs_json_and_mlir(void **state)
 {
     (void)state;
     FILE *out = tmpfile(), *errs = tmpfile();
@@ -286,15 +287,15 @@ static void test_sp_plan_main_runs_json_and_mlir(void **state)
     char fmt[] = "--format", mlir[] = "mlir", pass[] = "--pass", agg[] = "sdy-aggressive-propagate";
     char nope[] = "nope", missing[] = "/nonexistent.json";
     char *a1[] = {plan, fj, NULL};
-    assert_int_equal(sp_plan_main(2, a1, out, errs), 0);
+    assert_int_equal(cmd_plan(2, a1, out, errs), 0);
     char *a2[] = {plan, fm, fmt, mlir, pass, agg, NULL};
-    assert_int_equal(sp_plan_main(6, a2, out, errs), 0);
+    assert_int_equal(cmd_plan(6, a2, out, errs), 0);
     char *a3[] = {plan, fj, pass, nope, NULL};
-    assert_int_equal(sp_plan_main(4, a3, out, errs), 2);
+    assert_int_equal(cmd_plan(4, a3, out, errs), 2);
     char *a4[] = {plan, missing, NULL};
-    assert_int_equal(sp_plan_main(2, a4, out, errs), 1);
+    assert_int_equal(cmd_plan(2, a4, out, errs), 1);
     char *a5[] = {plan, NULL};
-    assert_int_equal(sp_plan_main(1, a5, out, errs), 2);
+    assert_int_equal(cmd_plan(1, a5, out, errs), 2);
     fclose(out);
     fclose(errs);
 }
@@ -396,7 +397,7 @@ int main(void)
         cmocka_unit_test(test_sp_plan_run_diagnoses_conflicts_and_meshes),
         cmocka_unit_test(test_sp_plan_hash_ignores_layout_not_pass),
         cmocka_unit_test(test_sp_plan_pass_parse_accepts_dashes),
-        cmocka_unit_test(test_sp_plan_main_runs_json_and_mlir),
+        cmocka_unit_test(test_cmd_plan_runs_json_and_mlir),
         cmocka_unit_test(test_sp_plan_graph_json_reports_decode_errors),
         cmocka_unit_test(test_sp_plan_graph_json_oom),
         cmocka_unit_test(test_sp_example_templates_plan),

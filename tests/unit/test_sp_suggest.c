@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Unit tests for planner/sp_suggest (sp_advise.h "suggest"): on an MLP whose
+ * Unit tests for planner/advise/sp_suggest (sp_suggest.h): on an MLP whose
  * big weights are left unannotated on a data x model mesh, suggestions
  * exist and every suggestion's predicted figures are those of an
  * independent lint run (sp_advise_run: read, propagate, partition, cost) of
@@ -23,9 +23,11 @@
 #include <jansson.h>
 
 #include "cm.h"
-#include "ex_measure.h"
-#include "sp_advise.h"
+#include "cmd.h"
+#include "sp_lint.h"
+#include "sp_suggest.h"
 #include "sp_example.h"
+#include "sp_input.h"
 #include "sp_plan_json.h"
 
 /* Two layers, weights without a sharding, x sharded on data. */
@@ -56,18 +58,23 @@ static const char sharded[] =
     "  }\n"
     "}\n";
 
-static sp_suggest *suggest(const char *text, const sp_suggest_opts *o)
+static sp_suggest *suggest_in(const char *text, const sp_input_opts *io, const sp_suggest_opts *o)
 {
     sp_suggest *s = NULL;
     cm_error err;
     cm_error_clear(&err);
-    cm_status st = sp_suggest_run(text, strlen(text), o, &s, &err);
+    cm_status st = sp_suggest_run(text, strlen(text), io, o, &s, &err);
     if (st != CM_OK) {
         fprintf(stderr, "suggest: %s %s\n", err.path, err.msg);
     }
     assert_int_equal(st, CM_OK);
     assert_non_null(s);
     return s;
+}
+
+static sp_suggest *suggest(const char *text, const sp_suggest_opts *o)
+{
+    return suggest_in(text, NULL, o);
 }
 
 /* ---- the constraints written into the text, independently of sp_suggest ---- */
@@ -207,13 +214,15 @@ static void assert_close(double a, double b)
     assert_true(fabs(a - b) <= 1e-9 * scale);
 }
 
-/* Lints text (an independent full run) and compares its cost with f. */
-static void assert_figures_of(const char *text, const sp_suggest_figures *f)
+/* Lints text under the input options io (an independent full run) and
+ * compares its cost with f. */
+static void assert_figures_in(const char *text, const sp_input_opts *io,
+                              const sp_suggest_figures *f)
 {
     sp_advise *a = NULL;
     cm_error err;
     cm_error_clear(&err);
-    cm_status st = sp_advise_run(text, strlen(text), NULL, &a, &err);
+    cm_status st = sp_advise_run(text, strlen(text), io, NULL, &a, &err);
     if (st != CM_OK) {
         fprintf(stderr, "advise: %s %s\n%s", err.path, err.msg, text);
     }
@@ -225,16 +234,22 @@ static void assert_figures_of(const char *text, const sp_suggest_figures *f)
     sp_advise_destroy(a);
 }
 
-/* Every suggestion's predicted figures are those of the edited text. */
-static void assert_all_real(const sp_suggest *s, const char *text)
+static void assert_figures_of(const char *text, const sp_suggest_figures *f)
 {
-    assert_figures_of(text, sp_suggest_baseline(s));
+    assert_figures_in(text, NULL, f);
+}
+
+/* Every suggestion's predicted figures are those of the edited text, linted
+ * under the same input options io. */
+static void assert_all_real_in(const sp_suggest *s, const char *text, const sp_input_opts *io)
+{
+    assert_figures_in(text, io, sp_suggest_baseline(s));
     for (uint32_t i = 0; i < sp_suggest_n(s); i++) {
         const sp_suggestion *g = sp_suggest_at(s, i);
         cm_buf b;
         cm_buf_init(&b);
         apply_text(text, g, &b);
-        assert_figures_of(b.data, &g->predicted);
+        assert_figures_in(b.data, io, &g->predicted);
         cm_buf_fini(&b);
         /* what-if's application of the contract's edits gives the same module */
         cm_buf w;
@@ -242,12 +257,17 @@ static void assert_all_real(const sp_suggest *s, const char *text)
         cm_error err;
         cm_error_clear(&err);
         assert_int_equal(sp_suggest_apply(s, i, &w, &err), CM_OK);
-        assert_figures_of(w.data, &g->predicted);
+        assert_figures_in(w.data, io, &g->predicted);
         cm_buf_fini(&w);
         assert_close(g->gain_step_s, sp_suggest_baseline(s)->step_s - g->predicted.step_s);
         assert_close(g->gain_peak_bytes,
                      sp_suggest_baseline(s)->peak_bytes - g->predicted.peak_bytes);
     }
+}
+
+static void assert_all_real(const sp_suggest *s, const char *text)
+{
+    assert_all_real_in(s, text, NULL);
 }
 
 /* ---- tests ------------------------------------------------------------------------------ */
@@ -560,7 +580,7 @@ static void test_sp_suggest_run_rejects_bad_options(void **state)
         sp_suggest *s = NULL;
         cm_error err;
         cm_error_clear(&err);
-        assert_int_equal(sp_suggest_run(mlp, strlen(mlp), &o, &s, &err), CM_EINVAL);
+        assert_int_equal(sp_suggest_run(mlp, strlen(mlp), NULL, &o, &s, &err), CM_EINVAL);
         assert_null(s);
         assert_string_equal(err.path, bad[i].path);
     }
@@ -578,11 +598,11 @@ static void test_sp_suggest_run_rejects_bad_input(void **state)
     sp_suggest *s = NULL;
     cm_error err;
     cm_error_clear(&err);
-    assert_int_equal(sp_suggest_run(t, strlen(t), NULL, &s, &err), CM_EINVAL);
+    assert_int_equal(sp_suggest_run(t, strlen(t), NULL, NULL, &s, &err), CM_EINVAL);
     assert_null(s);
     assert_string_equal(err.path, "2:29");
     cm_error_clear(&err);
-    assert_int_equal(sp_suggest_run("{\"ops\": 3}", 10, NULL, &s, &err), CM_EINVAL);
+    assert_int_equal(sp_suggest_run("{\"ops\": 3}", 10, NULL, NULL, &s, &err), CM_EINVAL);
     assert_null(s);
     assert_true(err.path[0] == '/');
     /* a suggestion number out of range */
@@ -597,10 +617,9 @@ static void test_sp_suggest_run_rejects_bad_input(void **state)
     sp_suggest_destroy(s);
 }
 
-/* Runs sp_suggest_main on a copy of text in a temporary file; returns the
+/* Runs cmd_suggest on a copy of text in a temporary file; returns the
  * exit status and the output in out (heap, freed by the caller). */
-static int run_main(const char *text, const char *const *args, int n_args, char **out,
-                    sp_suggest_bench_fn bench)
+static int run_main(const char *text, const char *const *args, int n_args, char **out)
 {
     char path[] = "/tmp/test_sp_suggest_XXXXXX";
     int fd = mkstemp(path);
@@ -619,7 +638,7 @@ static int run_main(const char *text, const char *const *args, int n_args, char 
     char *buf = NULL, *ebuf = NULL;
     size_t len = 0, elen = 0;
     FILE *o = open_memstream(&buf, &len), *e = open_memstream(&ebuf, &elen);
-    int rc = sp_suggest_main(2 + n_args, argv, o, e, bench);
+    int rc = cmd_suggest(2 + n_args, argv, o, e);
     fclose(o);
     fclose(e);
     unlink(path);
@@ -628,20 +647,18 @@ static int run_main(const char *text, const char *const *args, int n_args, char 
     return rc;
 }
 
-static void test_sp_suggest_main_options_and_check(void **state)
+static void test_cmd_suggest_options_and_check(void **state)
 {
     (void)state;
     char *out = NULL;
     const char *bad_k[] = {"-k", "0"};
-    assert_int_equal(run_main(mlp, bad_k, 2, &out, NULL), 2);
+    assert_int_equal(run_main(mlp, bad_k, 2, &out), 2);
     free(out);
     const char *bad_obj[] = {"--objective", "speed"};
-    assert_int_equal(run_main(mlp, bad_obj, 2, &out, NULL), 2);
+    assert_int_equal(run_main(mlp, bad_obj, 2, &out), 2);
     free(out);
     const char *check[] = {"--check", "--iters", "1", "-k", "1", "--max-candidates", "8"};
-    assert_int_equal(run_main(mlp, check, 7, &out, NULL), 2); /* no executor given */
-    free(out);
-    assert_int_equal(run_main(mlp, check, 7, &out, ex_measure_text), 0);
+    assert_int_equal(run_main(mlp, check, 7, &out), 0);
     assert_non_null(strstr(out, "1. constrain"));
     assert_non_null(strstr(out, "baseline: predicted"));
     assert_non_null(strstr(out, "rank 1:"));
@@ -649,7 +666,7 @@ static void test_sp_suggest_main_options_and_check(void **state)
     assert_non_null(strstr(out, "numerics: match"));
     free(out);
     const char *json[] = {"--json", "--objective", "memory", "--check", "--iters", "1"};
-    assert_int_equal(run_main(mlp, json, 6, &out, ex_measure_text), 0);
+    assert_int_equal(run_main(mlp, json, 6, &out), 0);
     json_error_t je;
     json_t *j = json_loads(out, 0, &je);
     assert_non_null(j);
@@ -659,6 +676,91 @@ static void test_sp_suggest_main_options_and_check(void **state)
     assert_true(json_number_value(json_object_get(json_object_get(chk, "top"), "measured_s")) > 0);
     json_decref(j);
     free(out);
+}
+
+/* ---- the plan's input options ------------------------------------------------------------ */
+
+/* An input on an axis that does not divide it, next to an unannotated one:
+ * the pipeline's export passes drop the axis at the function boundary, so
+ * the output is gathered; -sdy-basic-propagate keeps the padded sharding. */
+static const char nondiv[] =
+    "sdy.mesh @mesh = <[\"x\"=4]>\n"
+    "func.func @main(%arg0: tensor<6x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+    "[{\"x\"}, {}]>}, %arg1: tensor<6x16xf32>) -> tensor<6x16xf32> {\n"
+    "  %0 = stablehlo.add %arg0, %arg1 : tensor<6x16xf32>\n"
+    "  %1 = stablehlo.tanh %0 : tensor<6x16xf32>\n"
+    "  return %1 : tensor<6x16xf32>\n"
+    "}\n";
+
+static void test_sp_suggest_run_honours_the_pass(void **state)
+{
+    (void)state;
+    sp_suggest_opts o;
+    sp_suggest_opts_init(&o);
+    o.objective = SP_SUGGEST_MEMORY;
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    io.pass = SP_PLAN_BASIC;
+    sp_suggest *pipe = suggest(nondiv, &o), *basic = suggest_in(nondiv, &io, &o);
+    /* the baseline and every candidate are scored under the input's pass */
+    assert_all_real(pipe, nondiv);
+    assert_all_real_in(basic, nondiv, &io);
+    assert_true(sp_suggest_baseline(pipe)->comm_bytes > 0);
+    assert_true(sp_suggest_baseline(basic)->comm_bytes == 0);
+    sp_suggest_destroy(pipe);
+    sp_suggest_destroy(basic);
+    /* the MLP under basic propagation: every suggestion is real too */
+    o.objective = SP_SUGGEST_TIME;
+    o.max_candidates = 12;
+    sp_suggest *m = suggest_in(mlp, &io, &o);
+    assert_true(sp_suggest_n(m) > 0);
+    assert_all_real_in(m, mlp, &io);
+    sp_suggest_destroy(m);
+}
+
+/* A custom call whose rule only a rules document gives (an MLIR input): the
+ * runs propagate through it, and sp_suggest_apply writes the rule into the
+ * text so that it stands alone. */
+static const char kernel[] =
+    "sdy.mesh @mesh = <[\"data\"=2, \"model\"=4]>\n"
+    "func.func @main(%arg0: tensor<64x1024xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+    "[{\"data\"}, {}]>}, %arg1: tensor<1024x1024xf32>) -> tensor<64x1024xf32> {\n"
+    "  %0 = stablehlo.custom_call @my_kernel(%arg0) : (tensor<64x1024xf32>) -> "
+    "tensor<64x1024xf32>\n"
+    "  %1 = stablehlo.dot_general %0, %arg1, contracting_dims = [1] x [0] : "
+    "(tensor<64x1024xf32>, tensor<1024x1024xf32>) -> tensor<64x1024xf32>\n"
+    "  return %1 : tensor<64x1024xf32>\n"
+    "}\n";
+
+#define RULES_DOC                                                                                  \
+    "{\"custom_rules\": {\"my_kernel\": \"i j -> i j\"}, "                                         \
+    "\"inputs\": [], \"ops\": [], \"outputs\": []}"
+
+static void test_sp_suggest_run_honours_the_rules_document(void **state)
+{
+    (void)state;
+    sp_suggest_opts o;
+    sp_suggest_opts_init(&o);
+    o.max_candidates = 12;
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    io.rules = RULES_DOC;
+    io.rules_len = strlen(RULES_DOC);
+    sp_suggest *without = suggest(kernel, &o), *with = suggest_in(kernel, &io, &o);
+    assert_all_real_in(with, kernel, &io);
+    assert_figures_of(kernel, sp_suggest_baseline(without));
+    /* through the rule, the call's result keeps "data": less to hold */
+    assert_true(sp_suggest_baseline(with)->peak_bytes < sp_suggest_baseline(without)->peak_bytes);
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_suggest_apply(with, UINT32_MAX, &b, &err), CM_OK);
+    assert_non_null(strstr(b.data, "sdy.sharding_rule"));
+    assert_figures_of(b.data, sp_suggest_baseline(with)); /* no rules document needed now */
+    cm_buf_fini(&b);
+    sp_suggest_destroy(without);
+    sp_suggest_destroy(with);
 }
 
 static void test_sp_suggest_run_oom(void **state)
@@ -675,7 +777,7 @@ static void test_sp_suggest_run_oom(void **state)
         cm_error err;
         cm_error_clear(&err);
         cm_alloc_fail_after(n);
-        cm_status st = sp_suggest_run(mlp, strlen(mlp), &o, &s, &err);
+        cm_status st = sp_suggest_run(mlp, strlen(mlp), NULL, &o, &s, &err);
         cm_alloc_fail_after(-1);
         if (st == CM_OK) {
             assert_true(sp_suggest_n(s) > 0);
@@ -701,7 +803,9 @@ int main(void)
         cmocka_unit_test(test_sp_suggest_run_several_functions),
         cmocka_unit_test(test_sp_suggest_run_rejects_bad_options),
         cmocka_unit_test(test_sp_suggest_run_rejects_bad_input),
-        cmocka_unit_test(test_sp_suggest_main_options_and_check),
+        cmocka_unit_test(test_cmd_suggest_options_and_check),
+        cmocka_unit_test(test_sp_suggest_run_honours_the_pass),
+        cmocka_unit_test(test_sp_suggest_run_honours_the_rules_document),
         cmocka_unit_test(test_sp_suggest_run_oom),
     };
     return cmocka_run_group_tests_name("sp_suggest", tests, NULL, NULL);

@@ -17,9 +17,10 @@
 #include <cmocka.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_whatif.h"
 #include "sp_example.h"
 #include "sp_gen.h"
+#include "sp_input.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
 #include "sp_mlir.h"
@@ -46,6 +47,9 @@ static void add_edits(sp_edit_list *l, const char *json)
     assert_int_equal(st, CM_OK);
 }
 
+/* The input options every run() uses (the tests of the plan's pass set it). */
+static const sp_input_opts *run_io = NULL;
+
 static sp_whatif *run(const char *text, const char *edits, bool full, bool keep, cm_error *err)
 {
     sp_edit_list l;
@@ -58,7 +62,7 @@ static sp_whatif *run(const char *text, const char *edits, bool full, bool keep,
     o.no_cost = keep;
     sp_whatif *w = NULL;
     cm_error_clear(err);
-    cm_status st = sp_whatif_run(text, strlen(text), &l, &o, &w, err);
+    cm_status st = sp_whatif_run(text, strlen(text), run_io, &l, &o, &w, err);
     sp_edit_list_fini(&l);
     if (st != CM_OK) {
         assert_null(w);
@@ -214,7 +218,7 @@ static void test_sp_whatif_edit_text_prints_edited_module(void **state)
     cm_buf_init(&b);
     cm_error err;
     cm_error_clear(&err);
-    assert_int_equal(sp_whatif_edit_text(SMALL, strlen(SMALL), &l, &b, &err), CM_OK);
+    assert_int_equal(sp_whatif_edit_text(SMALL, strlen(SMALL), NULL, &l, &b, &err), CM_OK);
     assert_non_null(strstr(b.data, "sdy.sharding_constraint %1 <@mesh, [{}, {}]>"));
     assert_null(strstr(b.data, "[{}, {\"model\"}]> :"));
     /* the edits round-trip through their JSON */
@@ -288,7 +292,7 @@ static char *example(sp_example_model model, uint32_t layers, bool train, bool m
     sp_edit_list_init(&l);
     cm_buf m;
     cm_buf_init(&m);
-    assert_int_equal(sp_whatif_edit_text(b.data, b.len, &l, &m, &err), CM_OK);
+    assert_int_equal(sp_whatif_edit_text(b.data, b.len, NULL, &l, &m, &err), CM_OK);
     sp_edit_list_fini(&l);
     cm_buf_fini(&b);
     return cm_buf_take(&m);
@@ -318,7 +322,7 @@ static void sweep_func(const char *text, uint32_t fi, uint32_t stride, uint32_t 
         sp_edit_list_init(&l);
         cm_buf b;
         cm_buf_init(&b);
-        assert_int_equal(sp_whatif_edit_text(text, strlen(text), &l, &b, &err), CM_OK);
+        assert_int_equal(sp_whatif_edit_text(text, strlen(text), NULL, &l, &b, &err), CM_OK);
         sp_edit_list_fini(&l);
         mlir = cm_buf_take(&b);
     }
@@ -526,7 +530,7 @@ static void expect_err(const char *text, const char *edits, const char *path)
     cm_status st = sp_edit_list_decode(&l, edits, strlen(edits), &err);
     if (st == CM_OK) {
         sp_whatif *w = NULL;
-        st = sp_whatif_run(text, strlen(text), &l, NULL, &w, &err);
+        st = sp_whatif_run(text, strlen(text), NULL, &l, NULL, &w, &err);
         if (w != NULL) {
             fprintf(stderr, "accepted: %s\n", edits);
         }
@@ -554,7 +558,7 @@ static void test_sp_whatif_rejects_bad_edits_with_paths(void **state)
                   "[{}, {}]>\"}");
     cm_error_clear(&err);
     sp_whatif *w = NULL;
-    assert_int_equal(sp_whatif_run(SMALL, strlen(SMALL), &l, NULL, &w, &err), CM_EINVAL);
+    assert_int_equal(sp_whatif_run(SMALL, strlen(SMALL), NULL, &l, NULL, &w, &err), CM_EINVAL);
     assert_string_equal(err.msg, "no op at /ops/99");
     sp_edit_list_fini(&l);
     expect_err(SMALL, "[{\"kind\":\"unconstrain\",\"op\":\"/ops/2\"}, {\"kind\":\"frobnicate\"}]",
@@ -669,6 +673,117 @@ static void test_sp_whatif_request_decode(void **state)
     sp_edit_list_fini(&l);
 }
 
+/* ---- the plan's input options ------------------------------------------------------------ */
+
+/* An unannotated input whose dimension 0 the "x" axis does not divide. */
+#define NONDIV                                                                                     \
+    "sdy.mesh @mesh = <[\"x\"=4]>\n"                                                               \
+    "func.func @main(%arg0: tensor<6x16xf32>, %arg1: tensor<6x16xf32>) -> tensor<6x16xf32> {\n"    \
+    "  %0 = stablehlo.add %arg0, %arg1 : tensor<6x16xf32>\n"                                       \
+    "  return %0 : tensor<6x16xf32>\n"                                                             \
+    "}\n"
+
+static void test_sp_whatif_run_honours_the_pass(void **state)
+{
+    (void)state;
+    const char *edit = "{\"kind\":\"set_sharding\",\"value\":\"in:0\","
+                       "\"sharding\":\"<@mesh, [{\\\"x\\\"}, {}]>\"}";
+    /* the pipeline's export passes drop the axis that does not divide the
+     * input; -sdy-basic-propagate keeps the padded sharding */
+    sp_whatif *pipe = run_ok(NONDIV, edit);
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    io.pass = SP_PLAN_BASIC;
+    run_io = &io;
+    sp_whatif *basic = run_ok(NONDIV, edit);
+    const sp_whatif_change *cb = change_of(basic, "%arg0");
+    assert_non_null(cb);
+    assert_non_null(strstr(cb->after, "\"x\""));
+    assert_non_null(change_of(basic, "result 0 of /ops/0 (stablehlo.add)"));
+    const sp_whatif_change *cp = change_of(pipe, "%arg0");
+    assert_true(cp == NULL || strstr(cp->after, "\"x\"}") == NULL);
+    sp_whatif_destroy(pipe);
+    sp_whatif_destroy(basic);
+    /* under every other pass too, the region's re-propagation prints what a
+     * full one prints */
+    char *mlp = example(SP_EXAMPLE_MLP, 2, false, true);
+    for (int p = SP_PLAN_USER_PRIORITY; p < SP_PLAN_N_PASSES; p++) {
+        io.pass = (sp_plan_pass)p;
+        uint32_t n = 0;
+        bool smaller = false;
+        sweep_edits(mlp, 1, &n, &smaller);
+        assert_true(n >= 30);
+        assert_true(smaller);
+    }
+    cm_free(mlp);
+    run_io = NULL;
+    io.pass = (sp_plan_pass)99;
+    sp_edit_list l;
+    sp_edit_list_init(&l);
+    add_edits(&l, edit);
+    cm_error err;
+    cm_error_clear(&err);
+    sp_whatif *w = NULL;
+    assert_int_equal(sp_whatif_run(NONDIV, strlen(NONDIV), &io, &l, NULL, &w, &err), CM_EINVAL);
+    assert_string_equal(err.path, "/options/pass");
+    assert_null(w);
+    sp_edit_list_fini(&l);
+}
+
+/* A custom call whose rule only a rules document gives (an MLIR input). */
+#define KERNEL                                                                                     \
+    "sdy.mesh @mesh = <[\"data\"=4]>\n"                                                            \
+    "func.func @main(%arg0: tensor<8x1024xf32>, %arg1: tensor<8x1024xf32>) -> "                    \
+    "tensor<8x1024xf32> {\n"                                                                       \
+    "  %0 = stablehlo.custom_call @my_kernel(%arg0) : (tensor<8x1024xf32>) -> "                    \
+    "tensor<8x1024xf32>\n"                                                                         \
+    "  %1 = stablehlo.add %0, %arg1 : tensor<8x1024xf32>\n"                                        \
+    "  return %1 : tensor<8x1024xf32>\n"                                                           \
+    "}\n"
+
+#define RULES_DOC                                                                                  \
+    "{\"custom_rules\": {\"my_kernel\": \"i j -> i j\"}, "                                         \
+    "\"inputs\": [], \"ops\": [], \"outputs\": []}"
+
+static void test_sp_whatif_honours_the_rules_document(void **state)
+{
+    (void)state;
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    io.rules = RULES_DOC;
+    io.rules_len = strlen(RULES_DOC);
+    const char *edit = "{\"kind\":\"set_sharding\",\"value\":\"in:0\","
+                       "\"sharding\":\"<@mesh, [{\\\"data\\\"}, {}]>\"}";
+    /* the edited text carries the rule, so it stands alone */
+    sp_edit_list l;
+    sp_edit_list_init(&l);
+    add_edits(&l, edit);
+    cm_buf with, without;
+    cm_buf_init(&with);
+    cm_buf_init(&without);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_whatif_edit_text(KERNEL, strlen(KERNEL), &io, &l, &with, &err), CM_OK);
+    assert_int_equal(sp_whatif_edit_text(KERNEL, strlen(KERNEL), NULL, &l, &without, &err),
+                     CM_OK);
+    assert_non_null(strstr(with.data, "sdy.sharding_rule"));
+    assert_null(strstr(without.data, "sdy.sharding_rule"));
+    cm_buf_fini(&with);
+    cm_buf_fini(&without);
+    sp_edit_list_fini(&l);
+    /* the new input sharding goes through the call only with the rule */
+    sp_whatif *a = run_ok(KERNEL, edit);
+    run_io = &io;
+    sp_whatif *b = run_ok(KERNEL, edit);
+    run_io = NULL;
+    assert_null(change_of(a, "result 0 of /ops/1 (stablehlo.add)"));
+    const sp_whatif_change *c = change_of(b, "result 0 of /ops/1 (stablehlo.add)");
+    assert_non_null(c);
+    assert_non_null(strstr(c->after, "\"data\""));
+    sp_whatif_destroy(a);
+    sp_whatif_destroy(b);
+}
+
 static void test_sp_whatif_run_oom(void **state)
 {
     (void)state;
@@ -684,7 +799,7 @@ static void test_sp_whatif_run_oom(void **state)
         cm_error_clear(&err);
         sp_whatif *w = NULL;
         cm_alloc_fail_after(n);
-        cm_status st = sp_whatif_run(SMALL, strlen(SMALL), &l, &o, &w, &err);
+        cm_status st = sp_whatif_run(SMALL, strlen(SMALL), NULL, &l, &o, &w, &err);
         cm_alloc_fail_after(-1);
         if (st == CM_OK) {
             assert_non_null(w);
@@ -713,6 +828,8 @@ int main(void)
         cmocka_unit_test(test_sp_whatif_rejects_bad_edits_with_paths),
         cmocka_unit_test(test_sp_vref_parse_text_forms),
         cmocka_unit_test(test_sp_whatif_request_decode),
+        cmocka_unit_test(test_sp_whatif_run_honours_the_pass),
+        cmocka_unit_test(test_sp_whatif_honours_the_rules_document),
         cmocka_unit_test(test_sp_whatif_run_oom),
     };
     return cmocka_run_group_tests_name("sp_whatif", tests, NULL, NULL);

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: the plan advisor's lint and collective inventory (sp_advise.h,
- * docs/advisor.md). One run: read, check the user's shardings, propagate
- * (origins recorded), check I/O meshes and custom calls, partition, cost the
- * partitioned module, then look for gathers that are sliced again, memory
- * over capacity, and explain every collective. The cost figures are
+ * planner: the plan advisor's lint and collective inventory (sp_lint.h,
+ * docs/advisor.md). One run: read (planner/doc/sp_input.h), check the user's
+ * shardings, propagate with the plan's pass and rules (origins recorded),
+ * check I/O meshes and custom calls, partition, cost the partitioned module,
+ * then look for gathers that are sliced again, memory over capacity, and
+ * explain every collective. The cost figures are
  * sp_cost's; nothing here recomputes them. */
-#include "sp_advise.h"
+#include "sp_lint.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,8 +42,9 @@ const char *sp_lint_sev_name(sp_lint_sev s)
 
 struct sp_advise {
     cm_arena arena; /* every string of findings and collectives */
-    sp_module *m;   /* owned through g when g is set */
-    sp_graph *g;
+    sp_input in;    /* the input as read; owns m and g */
+    sp_module *m;   /* in.m */
+    sp_graph *g;    /* in.g: names of a graph document, or NULL */
     sp_cost *cost;
     sp_finding *f; /* heap */
     uint32_t n_f, cap_f;
@@ -157,13 +159,6 @@ static double local_bytes(const sp_module *m, const sp_type *t, const sp_shardin
     return e;
 }
 
-static bool is_collective(sp_op_kind k)
-{
-    return k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE || k == SP_OP_SDY_ALL_REDUCE ||
-           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_COLLECTIVE_PERMUTE ||
-           k == SP_OP_SDY_REDUCE_SCATTER || k == SP_OP_SDY_RESHARD;
-}
-
 /* How a user names v: the graph name, %argN of a function, else "result N of OP". */
 static const char *vname(sp_advise *a, uint32_t v)
 {
@@ -191,38 +186,6 @@ static const char *vtoken(sp_advise *a, uint32_t v)
     }
     const sp_value *val = &a->m->values[v];
     return val->def == SP_NONE ? astr(a, "%%arg%u", val->index) : "%v";
-}
-
-void sp_advise_fix_write(const sp_sharding *s, const char *mesh_name, uint32_t rank, uint32_t d,
-                         const char *const *axes, uint32_t n, const char *token, cm_buf *shardy,
-                         cm_buf *jax)
-{
-    cm_buf_printf(shardy, "sdy.sharding_constraint %s <@%s, [", token,
-                  s != NULL && s->mesh_name != NULL ? s->mesh_name
-                  : mesh_name != NULL               ? mesh_name
-                                                    : "mesh");
-    cm_buf_puts(jax, "jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P(");
-    for (uint32_t i = 0; i < rank; i++) {
-        cm_buf_puts(shardy, i > 0 ? ", {" : "{");
-        cm_buf_puts(jax, i > 0 ? ", " : "");
-        uint32_t k_n = i == d ? n : s != NULL && i < s->rank ? s->dims[i].n_axes : 0;
-        if (k_n > 1) {
-            cm_buf_putc(jax, '(');
-        }
-        for (uint32_t k = 0; k < k_n; k++) {
-            const char *nm = i == d ? axes[k] : s->dims[i].axes[k].name;
-            cm_buf_printf(shardy, "%s\"%s\"", k > 0 ? ", " : "", nm);
-            cm_buf_printf(jax, "%s'%s'", k > 0 ? ", " : "", nm);
-        }
-        if (k_n == 0) {
-            cm_buf_puts(jax, "None");
-        } else if (k_n > 1) {
-            cm_buf_putc(jax, ')');
-        }
-        cm_buf_putc(shardy, '}');
-    }
-    cm_buf_puts(shardy, "]>");
-    cm_buf_puts(jax, ")))");
 }
 
 /* Shardy text of s with dimension d replaced by axes[0..n) (d = SP_NONE: as is),
@@ -925,7 +888,7 @@ static uint32_t source_of(const sp_module *m, uint32_t v)
 {
     for (int guard = 0; guard < 64; guard++) {
         uint32_t d = m->values[v].def;
-        if (d == SP_NONE || !is_collective((sp_op_kind)m->ops[d].kind) ||
+        if (d == SP_NONE || !sp_op_is_sdy_collective((sp_op_kind)m->ops[d].kind) ||
             m->ops[d].n_operands == 0) {
             break;
         }
@@ -944,7 +907,7 @@ static uint32_t consumer_of(const sp_advise *a, uint32_t v, uint32_t *moved_out)
             return SP_NONE;
         }
         uint32_t u = a->use_op[a->use_start[v]];
-        if (!is_collective((sp_op_kind)m->ops[u].kind) || m->ops[u].n_results == 0) {
+        if (!sp_op_is_sdy_collective((sp_op_kind)m->ops[u].kind) || m->ops[u].n_results == 0) {
             *moved_out = v;
             return u;
         }
@@ -983,7 +946,7 @@ static void lint_remat(sp_advise *a)
                     break;
                 }
                 if ((uo->kind == SP_OP_SDY_SHARDING_CONSTRAINT ||
-                     is_collective((sp_op_kind)uo->kind)) &&
+                     sp_op_is_sdy_collective((sp_op_kind)uo->kind)) &&
                     nq < 32) {
                     queue[nq++] = uo->first_result;
                 }
@@ -1207,7 +1170,7 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
             /* a reshard back: the op's result was propagated as the sharding the
              * chain ends in, and the partitioner computed it otherwise */
             bool back = x != SP_NONE && op->operands[0] == src && src < a->n_pre &&
-                        !is_collective((sp_op_kind)m->ops[x].kind) &&
+                        !sp_op_is_sdy_collective((sp_op_kind)m->ops[x].kind) &&
                         m->ops[x].kind != SP_OP_SDY_SHARDING_CONSTRAINT &&
                         same_axes(a->pre[src], sp_value_sharding_partitioned(m, moved)) &&
                         !same_axes(sp_value_sharding_partitioned(m, src), sp_value_sharding_partitioned(m, moved));
@@ -1281,28 +1244,8 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
 
 /* ---- the run ---------------------------------------------------------------------------- */
 
-bool sp_advise_looks_json(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') {
-            return s[i] == '{';
-        }
-    }
-    return false;
-}
-
-static bool module_partitioned(const sp_module *m)
-{
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        if (is_collective((sp_op_kind)m->ops[i].kind)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, sp_advise **out,
-                        cm_error *err)
+cm_status sp_advise_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                        const sp_advise_opts *o, sp_advise **out, cm_error *err)
 {
     *out = NULL;
     sp_advise_opts defo;
@@ -1316,23 +1259,30 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
     }
     cm_arena_init(&a->arena, 16384);
     a->min_bytes = o->min_bytes;
-    const sp_custom_rules *custom = NULL;
     sp_logical_miss *miss = NULL;
     uint32_t n_miss = 0, *calls = NULL, n_calls = 0;
-    cm_status st;
-    if (sp_advise_looks_json(text, len)) {
-        st = sp_graph_decode(text, len, NULL, &a->g, err);
-        if (st == CM_OK) {
-            a->m = sp_graph_module(a->g);
-            custom = sp_graph_custom_rules(a->g);
+    /* read only: the user's shardings and custom calls are checked before
+     * the plan's pass runs */
+    sp_input_opts io;
+    if (in_opts != NULL) {
+        io = *in_opts;
+    } else {
+        sp_input_opts_init(&io);
+    }
+    io.propagate = false;
+    io.record_edges = false;
+    cm_status st = sp_input_read(text, len, &io, &a->in, err);
+    if (st == CM_OK) {
+        a->m = a->in.m;
+        a->g = a->in.g;
+        if (a->g != NULL) {
             st = sp_advise_logical_scan(text, len, &a->arena, &miss, &n_miss, err);
         }
-    } else {
-        st = sp_mlir_read(text, len, 0, &a->m, err);
     }
     if (st != CM_OK) {
         goto fail;
     }
+    const sp_custom_rules *custom = a->in.custom;
     if (o->mesh != NULL) {
         if (sp_module_mesh(a->m, o->mesh) == NULL) {
             st = cm_error_set(err, CM_EINVAL, "/mesh", "no mesh named \"%s\" in the module",
@@ -1341,21 +1291,16 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_advise_opts *o, s
         }
         a->mesh = cm_arena_strdup(&a->arena, o->mesh);
     }
-    bool was_partitioned = module_partitioned(a->m);
+    bool was_partitioned = a->in.partitioned;
     if (!was_partitioned) {
         lint_user_shardings(a);
         st = find_ruleless_calls(a, custom, &calls, &n_calls, err);
         if (st != CM_OK) {
             goto fail;
         }
-        sp_prop_opts po;
-        sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
-        po.keep_sharding_rules = true;
-        po.debug_sharding_origins = true;
-        po.custom = custom;
         sp_diags d;
         sp_diags_init(&d);
-        st = sp_pass_propagation_pipeline(a->m, &po, &d, err);
+        st = sp_input_propagate(a->m, io.pass, custom, false, &d, err);
         sp_diags_fini(&d);
         if (st != CM_OK) {
             goto fail;
@@ -1410,47 +1355,13 @@ fail:
     return st;
 }
 
-cm_status sp_advise_partition_cost(sp_module *m, bool partitioned, const sp_profile *profile,
-                                   double overlap, const sp_custom_rules *custom,
-                                   const sp_graph *g, sp_cost **out, cm_error *err)
-{
-    *out = NULL;
-    cm_status st = CM_OK;
-    if (!partitioned) {
-        sp_diags d;
-        sp_diags_init(&d);
-        st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
-        sp_diags_fini(&d);
-        if (st == CM_OK) {
-            st = sp_pass_reshard_to_collectives(m, false, err);
-        }
-    }
-    if (st == CM_OK) {
-        sp_cost_opts co;
-        sp_cost_opts_init(&co);
-        co.profile = profile;
-        co.overlap = overlap;
-        co.mode = SP_COST_EXPLICIT;
-        co.custom = custom;
-        if (g != NULL) {
-        co.value_names = sp_graph_value_names(g, &co.n_value_names);
-    }
-        st = sp_cost_compute(m, &co, out, err);
-    }
-    return st;
-}
-
 void sp_advise_destroy(sp_advise *a)
 {
     if (a == NULL) {
         return;
     }
     sp_cost_destroy(a->cost);
-    if (a->g != NULL) {
-        sp_graph_destroy(a->g);
-    } else {
-        sp_module_destroy(a->m);
-    }
+    sp_input_fini(&a->in);
     cm_free(a->f);
     cm_free(a->colls);
     cm_free(a->use_start);
@@ -1495,11 +1406,6 @@ const sp_cost_summary *sp_advise_summary(const sp_advise *a)
 }
 
 /* ---- writers ------------------------------------------------------------------------------ */
-
-void sp_advise_put_jstr(cm_buf *b, const char *s)
-{
-    cm_buf_json_string(b, s, s != NULL ? strlen(s) : 0);
-}
 
 static void put_num(cm_buf *b, double v)
 {
@@ -1640,100 +1546,4 @@ void sp_advise_write_colls_text(const sp_advise *a, cm_buf *b)
         cm_buf_printf(b, "\n    cause: %s\n", c->cause);
     }
     cm_buf_printf(b, "%u collectives, %.0f bytes per device, %.3g s\n", a->n_colls, bytes, secs);
-}
-
-/* ---- commands --------------------------------------------------------------------------- */
-
-static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint)
-{
-    const char *cmd = argv[0], *file = NULL, *prof = "cpu-local";
-    bool json = false;
-    sp_advise_opts o;
-    sp_advise_opts_init(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--profile") == 0 && i + 1 < argc) {
-            prof = argv[++i];
-        } else if (lint && strcmp(a, "--mesh") == 0 && i + 1 < argc) {
-            o.mesh = argv[++i];
-        } else if (lint && strcmp(a, "--min-bytes") == 0 && i + 1 < argc) {
-            char *end;
-            o.min_bytes = strtod(argv[++i], &end);
-            if (*end != '\0' || !(o.min_bytes >= 0)) {
-                fprintf(errs, "shardplan %s: --min-bytes takes a byte count\n", cmd);
-                return 2;
-            }
-        } else if (strcmp(a, "--json") == 0) {
-            json = true;
-        } else if (strcmp(a, "--format") == 0 && i + 1 < argc) {
-            json = strcmp(argv[++i], "json") == 0;
-        } else if (strcmp(a, "--help") == 0) {
-            fprintf(out, "usage: shardplan %s FILE %s[--profile NAME|FILE] [--json]\n", cmd,
-                    lint ? "[--mesh NAME] [--min-bytes N] " : "");
-            return 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(errs, "shardplan %s: unknown option '%s'\n", cmd, a);
-            return 2;
-        } else if (file == NULL) {
-            file = a;
-        } else {
-            fprintf(errs, "shardplan %s: more than one input file\n", cmd);
-            return 2;
-        }
-    }
-    if (file == NULL) {
-        fprintf(errs, "usage: shardplan %s FILE %s[--profile NAME|FILE] [--json]\n", cmd,
-                lint ? "[--mesh NAME] [--min-bytes N] " : "");
-        return 2;
-    }
-    cm_error err;
-    cm_error_clear(&err);
-    sp_profile p;
-    if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan %s: profile: %s: %s\n", cmd, cm_status_name(err.code), err.msg);
-        return 1;
-    }
-    o.profile = &p;
-    char *text = NULL;
-    size_t len = 0;
-    sp_advise *adv = NULL;
-    if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-        sp_advise_run(text, len, &o, &adv, &err) != CM_OK) {
-        fprintf(errs, "shardplan %s: %s: %s%s%s: %s\n", cmd, file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
-        cm_free(text);
-        return 1;
-    }
-    cm_free(text);
-    cm_buf b;
-    cm_buf_init(&b);
-    if (lint) {
-        json ? sp_advise_write_lint_json(adv, &b) : sp_advise_write_lint_text(adv, &b);
-    } else {
-        json ? sp_advise_write_colls_json(adv, &b) : sp_advise_write_colls_text(adv, &b);
-    }
-    if (json) {
-        cm_buf_putc(&b, '\n');
-    }
-    int rc = 0;
-    if (b.oom || fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan %s: %s\n", cmd, b.oom ? "out of memory" : "write error");
-        rc = 1;
-    }
-    for (uint32_t i = 0; lint && rc == 0 && i < adv->n_f; i++) {
-        rc = adv->f[i].sev == SP_LINT_ERROR ? 1 : 0;
-    }
-    cm_buf_fini(&b);
-    sp_advise_destroy(adv);
-    return rc;
-}
-
-int sp_lint_main(int argc, char **argv, FILE *out, FILE *errs)
-{
-    return run_common(argc, argv, out, errs, true);
-}
-
-int sp_collectives_main(int argc, char **argv, FILE *out, FILE *errs)
-{
-    return run_common(argc, argv, out, errs, false);
 }
