@@ -14,7 +14,7 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: shardplan compare A B [C D] [--profile NAME|FILE] [--overlap F] "
+    fputs("usage: shardplan compare A B [C D] [--pass NAME] [--rules FILE] [--profile NAME|FILE] [--overlap F] "
           "[--format text|json]\n",
           f);
 }
@@ -37,13 +37,20 @@ static void report(FILE *errs, const char *const *files, uint32_t n, const cm_er
             e->path, msg);
 }
 
-int cmd_compare(int argc, char **argv, FILE *out, FILE *errs)
+static int run_compare(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
 {
     const char *files[SP_COMPARE_MAX_PLANS], *format = "text", *prof = "cpu-local";
     uint32_t n = 0;
     double overlap = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int took_ = cmd_input_option(argc, argv, &i, ci, "compare", errs);
+        if (took_ != 0) {
+            if (took_ < 0) {
+                return 2;
+            }
+            continue;
+        }
         if ((strcmp(a, "--profile") == 0 || strcmp(a, "--format") == 0) && i + 1 < argc) {
             *(strcmp(a, "--profile") == 0 ? &prof : &format) = argv[++i];
         } else if (strcmp(a, "--overlap") == 0 && i + 1 < argc) {
@@ -87,7 +94,7 @@ int cmd_compare(int argc, char **argv, FILE *out, FILE *errs)
                     err.msg);
             rc = 1;
         }
-        in[k] = (sp_compare_input){files[k], texts[k], len, NULL};
+        in[k] = (sp_compare_input){files[k], texts[k], len, &ci->io};
     }
     sp_compare_opts o;
     sp_compare_opts_init(&o);
@@ -120,5 +127,14 @@ int cmd_compare(int argc, char **argv, FILE *out, FILE *errs)
     }
     cm_buf_fini(&b);
     sp_compare_destroy(c);
+    return rc;
+}
+
+int cmd_compare(int argc, char **argv, FILE *out, FILE *errs)
+{
+    cmd_input ci;
+    cmd_input_init(&ci);
+    int rc = run_compare(argc, argv, out, errs, &ci);
+    cmd_input_fini(&ci);
     return rc;
 }

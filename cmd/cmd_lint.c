@@ -11,7 +11,7 @@
 #include "sp_lint.h"
 #include "sp_profile_json.h"
 
-static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint)
+static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint, cmd_input *ci)
 {
     const char *cmd = argv[0], *file = NULL, *prof = "cpu-local";
     bool json = false;
@@ -19,6 +19,13 @@ static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint)
     sp_advise_opts_init(&o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int took = cmd_input_option(argc, argv, &i, ci, cmd, errs);
+        if (took != 0) {
+            if (took < 0) {
+                return 2;
+            }
+            continue;
+        }
         if (strcmp(a, "--profile") == 0 && i + 1 < argc) {
             prof = argv[++i];
         } else if (lint && strcmp(a, "--mesh") == 0 && i + 1 < argc) {
@@ -35,7 +42,7 @@ static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint)
         } else if (strcmp(a, "--format") == 0 && i + 1 < argc) {
             json = strcmp(argv[++i], "json") == 0;
         } else if (strcmp(a, "--help") == 0) {
-            fprintf(out, "usage: shardplan %s FILE %s[--profile NAME|FILE] [--json]\n", cmd,
+            fprintf(out, "usage: shardplan %s FILE [--pass NAME] [--rules FILE] %s[--profile NAME|FILE] [--json]\n", cmd,
                     lint ? "[--mesh NAME] [--min-bytes N] " : "");
             return 0;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -49,7 +56,7 @@ static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint)
         }
     }
     if (file == NULL) {
-        fprintf(errs, "usage: shardplan %s FILE %s[--profile NAME|FILE] [--json]\n", cmd,
+        fprintf(errs, "usage: shardplan %s FILE [--pass NAME] [--rules FILE] %s[--profile NAME|FILE] [--json]\n", cmd,
                 lint ? "[--mesh NAME] [--min-bytes N] " : "");
         return 2;
     }
@@ -65,7 +72,7 @@ static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint)
     size_t len = 0;
     sp_advise *adv = NULL;
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-        sp_advise_run(text, len, NULL, &o, &adv, &err) != CM_OK) {
+        sp_advise_run(text, len, &ci->io, &o, &adv, &err) != CM_OK) {
         fprintf(errs, "shardplan %s: %s: %s%s%s: %s\n", cmd, file, cm_status_name(err.code),
                 err.path[0] != '\0' ? " at " : "", err.path, err.msg);
         cm_free(text);
@@ -95,12 +102,21 @@ static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint)
     return rc;
 }
 
+static int run(int argc, char **argv, FILE *out, FILE *errs, bool lint)
+{
+    cmd_input ci;
+    cmd_input_init(&ci);
+    int rc = run_common(argc, argv, out, errs, lint, &ci);
+    cmd_input_fini(&ci);
+    return rc;
+}
+
 int cmd_lint(int argc, char **argv, FILE *out, FILE *errs)
 {
-    return run_common(argc, argv, out, errs, true);
+    return run(argc, argv, out, errs, true);
 }
 
 int cmd_collectives(int argc, char **argv, FILE *out, FILE *errs)
 {
-    return run_common(argc, argv, out, errs, false);
+    return run(argc, argv, out, errs, false);
 }

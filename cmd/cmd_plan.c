@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * cmd: `shardplan plan`, the plan document of a model (planner/doc/sp_plan_json.h).
- * The input is read through the input loader (planner/doc/sp_input.h) without
- * propagating: sp_plan_run hashes the module as given, then runs the pass. */
+ * cmd: `shardplan plan`, the plan document of a model (planner/doc/sp_plan_json.h)
+ * through the plan object (planner/doc/sp_plan.h), as POST /v1/plans makes it:
+ * the input read with its pass and rules, hashed, then propagated once. */
 #include "cmd.h"
 
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "cm.h"
 #include "sp_input.h"
 #include "sp_mlir.h"
-#include "sp_plan_json.h"
+#include "sp_plan.h"
 
 static void report(FILE *errs, const char *file, const cm_error *e)
 {
@@ -17,27 +17,20 @@ static void report(FILE *errs, const char *file, const cm_error *e)
             e->path[0] != '\0' ? " at " : "", e->path, e->msg);
 }
 
-int cmd_plan(int argc, char **argv, FILE *out, FILE *errs)
+static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
 {
     const char *file = NULL, *format = "json";
-    sp_plan_opts o;
-    sp_plan_opts_init(&o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((strcmp(a, "--pass") == 0 || strcmp(a, "--format") == 0) && i + 1 < argc) {
-            if (strcmp(a, "--pass") == 0 && !sp_plan_pass_parse(argv[i + 1], &o.pass)) {
-                fprintf(errs, "shardplan plan: unknown pass '%s'\n", argv[i + 1]);
+        int took = cmd_input_option(argc, argv, &i, ci, "plan", errs);
+        if (took != 0) {
+            if (took < 0) {
                 return 2;
             }
-            if (strcmp(a, "--format") == 0) {
-                format = argv[i + 1];
-            }
-            i++;
-        } else if (strncmp(a, "--pass=", 7) == 0) {
-            if (!sp_plan_pass_parse(a + 7, &o.pass)) {
-                fprintf(errs, "shardplan plan: unknown pass '%s'\n", a + 7);
-                return 2;
-            }
+            continue;
+        }
+        if (strcmp(a, "--format") == 0 && i + 1 < argc) {
+            format = argv[++i];
         } else if (strncmp(a, "--format=", 9) == 0) {
             format = a + 9;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -51,32 +44,30 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errs)
         }
     }
     if (file == NULL || (strcmp(format, "json") != 0 && strcmp(format, "mlir") != 0)) {
-        fprintf(errs, "usage: shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] "
+        fprintf(errs, "usage: shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] [--rules FILE] "
                       "[--format json|mlir]\n");
         return 2;
     }
     cm_error err;
     cm_error_clear(&err);
-    sp_input_opts io;
-    sp_input_opts_init(&io);
-    io.pass = o.pass;
-    io.propagate = false; /* sp_plan_run hashes the input first, then propagates */
-    sp_input in;
-    if (sp_input_load(file, &io, &in, &err) != CM_OK) {
+    char *text = NULL;
+    size_t len = 0;
+    sp_plan *plan = NULL;
+    if (cm_file_read(file, &text, &len, &err) != CM_OK ||
+        sp_plan_create(text, len, &ci->io, NULL, 0, &plan, &err) != CM_OK) {
+        cm_free(text);
         report(errs, file, &err);
         return 1;
     }
-    o.graph = in.g;
-    o.custom = in.custom;
-    o.functions_form = in.functions_form;
+    cm_free(text);
     int rc = 0;
     cm_buf b;
     cm_buf_init(&b);
-    cm_status st = sp_plan_run(in.m, &o, &b, &err);
+    cm_status st = sp_plan_write(plan, &b, NULL, &err);
     if (st == CM_OK && strcmp(format, "mlir") == 0) {
         cm_buf_reset(&b);
         sp_print_opts popts = {false, false};
-        sp_mlir_print(in.m, &popts, &b);
+        sp_mlir_print(sp_plan_input(plan)->m, &popts, &b);
         if (b.oom) {
             st = cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
         }
@@ -89,6 +80,15 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errs)
         rc = 1;
     }
     cm_buf_fini(&b);
-    sp_input_fini(&in);
+    sp_plan_destroy(plan);
+    return rc;
+}
+
+int cmd_plan(int argc, char **argv, FILE *out, FILE *errs)
+{
+    cmd_input ci;
+    cmd_input_init(&ci);
+    int rc = run_plan(argc, argv, out, errs, &ci);
+    cmd_input_fini(&ci);
     return rc;
 }

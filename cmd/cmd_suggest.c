@@ -27,13 +27,13 @@ static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 
 static void usage(FILE *f)
 {
-    fputs("usage: shardplan suggest FILE [--objective time|memory] [-k N] [--profile NAME|FILE]\n"
+    fputs("usage: shardplan suggest FILE [--pass NAME] [--rules FILE] [--objective time|memory] [-k N] [--profile NAME|FILE]\n"
           "        [--threads T] [--max-candidates N] [--max-edits N] [--check [--iters K]]\n"
           "        [--json]\n",
           f);
 }
 
-int cmd_suggest(int argc, char **argv, FILE *out, FILE *errs)
+static int run_suggest(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
 {
     const char *file = NULL, *prof = "cpu-local";
     bool json = false, check = false;
@@ -43,6 +43,13 @@ int cmd_suggest(int argc, char **argv, FILE *out, FILE *errs)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true, takes = true;
+        int took_ = cmd_input_option(argc, argv, &i, ci, "suggest", errs);
+        if (took_ != 0) {
+            if (took_ < 0) {
+                return 2;
+            }
+            continue;
+        }
         if (strcmp(a, "--json") == 0) {
             json = true;
             takes = false;
@@ -102,7 +109,7 @@ int cmd_suggest(int argc, char **argv, FILE *out, FILE *errs)
     size_t len = 0;
     sp_suggest *S = NULL;
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-        sp_suggest_run(text, len, NULL, &o, &S, &err) != CM_OK) {
+        sp_suggest_run(text, len, &ci->io, &o, &S, &err) != CM_OK) {
         fprintf(errs, "shardplan suggest: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
                 err.path[0] != '\0' ? " at " : "", err.path, err.msg);
         cm_free(text);
@@ -136,5 +143,14 @@ int cmd_suggest(int argc, char **argv, FILE *out, FILE *errs)
     }
     cm_buf_fini(&b);
     sp_suggest_destroy(S);
+    return rc;
+}
+
+int cmd_suggest(int argc, char **argv, FILE *out, FILE *errs)
+{
+    cmd_input ci;
+    cmd_input_init(&ci);
+    int rc = run_suggest(argc, argv, out, errs, &ci);
+    cmd_input_fini(&ci);
     return rc;
 }

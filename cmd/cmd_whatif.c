@@ -13,13 +13,14 @@
 static int usage(FILE *f, int rc)
 {
     fprintf(f, "usage: shardplan whatif FILE --edit JSON [--edit JSON...] [--edits FILE]\n"
-               "                        [--profile NAME|FILE] [--full] [--json] [--mlir]\n"
+               "                        [--pass NAME] [--rules FILE] [--profile NAME|FILE] [--full]\n"
+               "                        [--json] [--mlir]\n"
                "  EDIT: {\"kind\":\"constrain\",\"value\":{\"op\":\"/ops/5\"},"
                "\"sharding\":\"<@mesh, [{\\\"data\\\"}, {}]>\"}, ... (docs/advisor.md)\n");
     return rc;
 }
 
-int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs)
+static int run_whatif(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
 {
     const char *file = NULL, *prof = "cpu-local";
     bool json = false, mlir = false, full = false;
@@ -30,6 +31,14 @@ int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs)
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
         const char *a = argv[i];
+        int took_ = cmd_input_option(argc, argv, &i, ci, "whatif", errs);
+        if (took_ != 0) {
+            if (took_ < 0) {
+                rc = 2;
+                break;
+            }
+            continue;
+        }
         if ((strcmp(a, "--edit") == 0 || strcmp(a, "--edits") == 0) && i + 1 < argc) {
             const char *arg = argv[++i];
             char *text = NULL;
@@ -96,7 +105,7 @@ int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs)
         o.profile = &p;
         o.full = full;
         sp_whatif *w = NULL;
-        if (sp_whatif_run(text, len, NULL, &l, &o, &w, &err) != CM_OK) {
+        if (sp_whatif_run(text, len, &ci->io, &l, &o, &w, &err) != CM_OK) {
             rc = 1;
         } else {
             json ? sp_whatif_write_json(w, 0, &b) : sp_whatif_write_text(w, &b);
@@ -116,5 +125,14 @@ int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs)
     cm_buf_fini(&b);
     cm_free(text);
     sp_edit_list_fini(&l);
+    return rc;
+}
+
+int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs)
+{
+    cmd_input ci;
+    cmd_input_init(&ci);
+    int rc = run_whatif(argc, argv, out, errs, &ci);
+    cmd_input_fini(&ci);
     return rc;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * executor: measures a module on this machine for the plan advisor
- * (`shardplan suggest --check`, planner/sp_advise.h sp_suggest_bench_fn):
+ * (`shardplan suggest --check`, planner/advise/sp_suggest.h sp_suggest_bench_fn):
  * the module is propagated, partitioned and run on the local devices, and
  * checked against a single-device run (ex_check_text).
  * Thread contract: as ex_check_text (one call at a time per module text). */
@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "cm.h"
-#include "sp_advise.h"
+#include "sp_suggest.h"
 
 /* Runs len bytes of MLIR text iters times (seed 1, devices: the mesh size)
  * and fills out: the median wall time of one partitioned run, the devices

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sp_advise.h"
+#include "sp_lint.h"
+#include "sp_suggest.h"
+#include "sp_sweep.h"
+#include "sp_whatif.h"
 #include "sp_compare.h"
 #include "sp_cost.h"
 #include "sp_input.h"
@@ -75,7 +78,7 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
 }
 
 /* GET /v1/plans/{id}/suggest?objective=time|memory&k=5&profile=&max_candidates=
- * (planner/sp_advise.h, docs/advisor.md "Suggest"): constraints for the
+ * (planner/advise/sp_suggest.h, docs/advisor.md "Suggest"): constraints for the
  * unannotated tensors of the plan's input (with its pass and rules) that cut the predicted step
  * time or peak memory, each scored by a full plan + partition + cost on the
  * machine's cores. max_candidates (default 48) is capped at 256 so that one
@@ -132,7 +135,7 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
     srv_plan_input_fini(&pi);
 }
 
-/* POST /v1/plans/{id}/whatif (planner/sp_advise.h, docs/advisor.md "What-if"):
+/* POST /v1/plans/{id}/whatif (planner/advise/sp_whatif.h, docs/advisor.md "What-if"):
  * the plan's input (with its pass and rules) with the body's edits,
  * re-propagated incrementally and diffed; with "save": true the edited module
  * is planned with the same pass and stored as POST /v1/plans stores an MLIR
