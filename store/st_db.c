@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -236,30 +237,80 @@ static cm_status finish(st_db *db, cm_status st, cm_error *err)
     return st;
 }
 
-static cm_status bind_rc(st_db *db, int rc, cm_error *err)
+/* Binds the parameters ?1, ?2, ... of s in order, one per letter of types,
+ * taking each value's arguments from the variable arguments:
+ *
+ *   i  int64_t v                 an integer
+ *   I  int64_t v                 an optional id: 0 binds SQL NULL
+ *   d  double v                  a real
+ *   t  const char *t             NUL-terminated text, not NULL
+ *   T  const char *t             NUL-terminated text, or NULL for SQL NULL
+ *   s  const char *t, size_t n   text of n bytes (need not be NUL-terminated)
+ *   b  const void *p, size_t n   a blob of n bytes (n = 0: an empty blob, not NULL)
+ *   B  const void *p, size_t n   a blob as for b, or p = NULL for SQL NULL
+ *
+ * The arguments must have exactly these types (variable arguments are not
+ * converted): pass int64_t and size_t variables, or cast literals, e.g.
+ * (int64_t)0. Values are bound SQLITE_STATIC: they must stay valid until the
+ * statement is stepped for the last time. err comes before types because
+ * the values follow it. Stops at the first failure and returns it (reported
+ * as "bind"); CM_OK when every parameter is bound. An unknown letter is a
+ * bug (assert). */
+static cm_status bind_values(st_db *db, sqlite3_stmt *s, cm_error *err, const char *types, ...)
 {
-    return rc == SQLITE_OK ? CM_OK : db_fail(db, rc, "bind", err);
-}
-
-static cm_status bind_blob(st_db *db, sqlite3_stmt *s, int i, const void *p, size_t n,
-                           cm_error *err)
-{
-    /* A zero-length blob with a NULL pointer would bind SQL NULL. */
-    return bind_rc(db, sqlite3_bind_blob64(s, i, n > 0 ? p : "", (sqlite3_uint64)n, SQLITE_STATIC),
-                   err);
-}
-
-static cm_status bind_text(st_db *db, sqlite3_stmt *s, int i, const char *t, cm_error *err)
-{
-    if (t == NULL) {
-        return bind_rc(db, sqlite3_bind_null(s, i), err);
+    va_list ap;
+    va_start(ap, types);
+    int rc = SQLITE_OK;
+    for (int i = 0; rc == SQLITE_OK && types[i] != '\0'; i++) {
+        int at = i + 1; /* SQLite numbers parameters from 1 */
+        char type = types[i];
+        switch (type) {
+        case 'i':
+            rc = sqlite3_bind_int64(s, at, (sqlite3_int64)va_arg(ap, int64_t));
+            break;
+        case 'I': {
+            int64_t v = va_arg(ap, int64_t);
+            rc = v != 0 ? sqlite3_bind_int64(s, at, (sqlite3_int64)v) : sqlite3_bind_null(s, at);
+            break;
+        }
+        case 'd':
+            rc = sqlite3_bind_double(s, at, va_arg(ap, double));
+            break;
+        case 't':
+        case 'T': {
+            const char *t = va_arg(ap, const char *);
+            assert(t != NULL || type == 'T');
+            rc = t != NULL ? sqlite3_bind_text(s, at, t, -1, SQLITE_STATIC)
+                           : sqlite3_bind_null(s, at);
+            break;
+        }
+        case 's': {
+            const char *t = va_arg(ap, const char *);
+            size_t n = va_arg(ap, size_t);
+            rc = sqlite3_bind_text64(s, at, t, (sqlite3_uint64)n, SQLITE_STATIC, SQLITE_UTF8);
+            break;
+        }
+        case 'b':
+        case 'B': {
+            const void *p = va_arg(ap, const void *);
+            size_t n = va_arg(ap, size_t);
+            assert(p != NULL || n == 0 || type == 'B');
+            if (p == NULL && type == 'B') {
+                rc = sqlite3_bind_null(s, at);
+            } else {
+                /* A zero-length blob with a NULL pointer would bind SQL NULL. */
+                rc = sqlite3_bind_blob64(s, at, n > 0 ? p : "", (sqlite3_uint64)n, SQLITE_STATIC);
+            }
+            break;
+        }
+        default:
+            assert(0 && "bind_values: unknown type letter");
+            rc = SQLITE_MISUSE;
+            break;
+        }
     }
-    return bind_rc(db, sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC), err);
-}
-
-static cm_status bind_i64(st_db *db, sqlite3_stmt *s, int i, int64_t v, cm_error *err)
-{
-    return bind_rc(db, sqlite3_bind_int64(s, i, (sqlite3_int64)v), err);
+    va_end(ap);
+    return rc == SQLITE_OK ? CM_OK : db_fail(db, rc, "bind", err);
 }
 
 /* Steps s once: CM_OK with *row telling whether a row came back. */
@@ -439,9 +490,7 @@ static cm_status check_json(st_db *db, const char *text, size_t len, const char 
     sqlite3_stmt *s = NULL;
     st = prepare(db, "SELECT json_valid(?1)", &s, err);
     if (st == CM_OK) {
-        st = bind_rc(
-            db, sqlite3_bind_text64(s, 1, text, (sqlite3_uint64)len, SQLITE_STATIC, SQLITE_UTF8),
-            err);
+        st = bind_values(db, s, err, "s", text, len);
     }
     bool row = false;
     unsigned long failures = st_alloc_failures();
@@ -621,13 +670,7 @@ static cm_status migrate(st_db *db, cm_error *err)
                          &s, err);
         }
         if (st == CM_OK) {
-            st = bind_i64(db, s, 1, m->version, err);
-        }
-        if (st == CM_OK) {
-            st = bind_text(db, s, 2, m->name, err);
-        }
-        if (st == CM_OK) {
-            st = bind_i64(db, s, 3, db_now(db), err);
+            st = bind_values(db, s, err, "iti", m->version, m->name, db_now(db));
         }
         if (st == CM_OK) {
             st = step_done(db, s, err);
@@ -843,7 +886,7 @@ static cm_status graph_lookup(st_db *db, const char *sql_where, int64_t id, cons
     sqlite3_stmt *s = NULL;
     cm_status st = prepare(db, sql, &s, err);
     if (st == CM_OK) {
-        st = hash != NULL ? bind_text(db, s, 1, hash, err) : bind_i64(db, s, 1, id, err);
+        st = hash != NULL ? bind_values(db, s, err, "t", hash) : bind_values(db, s, err, "i", id);
     }
     *found = false;
     if (st == CM_OK) {
@@ -913,19 +956,8 @@ cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *
                      "VALUES (?1, ?2, ?3, ?4, ?5)",
                      &s, err);
         if (st == CM_OK) {
-            st = bind_text(db, s, 1, in->name, err);
-        }
-        if (st == CM_OK) {
-            st = bind_text(db, s, 2, st_graph_format_name(in->format), err);
-        }
-        if (st == CM_OK) {
-            st = bind_text(db, s, 3, hash, err);
-        }
-        if (st == CM_OK) {
-            st = bind_blob(db, s, 4, in->body, in->body_len, err);
-        }
-        if (st == CM_OK) {
-            st = bind_i64(db, s, 5, db_now(db), err);
+            st = bind_values(db, s, err, "tttbi", in->name, st_graph_format_name(in->format), hash,
+                             in->body, in->body_len, db_now(db));
         }
         if (st == CM_OK) {
             st = step_done(db, s, err);
@@ -1004,22 +1036,9 @@ cm_status st_graph_list_query(st_db *db, const st_graph_query *q, st_graph_list 
                  " ORDER BY id LIMIT ?6",
                  &s, err);
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, q->after_id, err);
-    }
-    if (st == CM_OK) {
-        st = bind_text(db, s, 2, q->name, err);
-    }
-    if (st == CM_OK) {
-        st = bind_text(db, s, 3, q->has_format ? st_graph_format_name(q->format) : NULL, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 4, q->created_after, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 5, q->created_before, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 6, (int64_t)limit + 1, err);
+        st = bind_values(db, s, err, "iTTiii", q->after_id, q->name,
+                         q->has_format ? st_graph_format_name(q->format) : NULL, q->created_after,
+                         q->created_before, (int64_t)limit + 1);
     }
     if (st == CM_OK) {
         void *items;
@@ -1044,7 +1063,7 @@ static cm_status delete_id(st_db *db, const char *table, const char *what, int64
         st = prepare(db, sql, &s, err);
     }
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, id, err);
+        st = bind_values(db, s, err, "i", id);
     }
     if (st == CM_OK) {
         st = step_done(db, s, err);
@@ -1163,10 +1182,7 @@ static cm_status doc_put(st_db *db, const doc_kind *k, const char *name, const c
         st = prepare(db, sql, &s, err);
     }
     if (st == CM_OK) {
-        st = bind_text(db, s, 1, name, err);
-    }
-    if (st == CM_OK) {
-        st = bind_blob(db, s, 2, body, body_len, err);
+        st = bind_values(db, s, err, "tb", name, body, body_len);
     }
     if (st == CM_OK) {
         st = step(db, s, &existed, err);
@@ -1192,13 +1208,9 @@ static cm_status doc_put(st_db *db, const doc_kind *k, const char *name, const c
         }
         st = prepare(db, sql, &s, err);
         if (st == CM_OK) {
-            st = existed ? bind_i64(db, s, 1, id, err) : bind_text(db, s, 1, name, err);
-        }
-        if (st == CM_OK) {
-            st = bind_blob(db, s, 2, body, body_len, err);
-        }
-        if (st == CM_OK) {
-            st = bind_i64(db, s, 3, db_now(db), err);
+            int64_t now = db_now(db);
+            st = existed ? bind_values(db, s, err, "ibi", id, body, body_len, now)
+                         : bind_values(db, s, err, "tbi", name, body, body_len, now);
         }
         if (st == CM_OK) {
             st = step_done(db, s, err);
@@ -1237,7 +1249,7 @@ static cm_status doc_get(st_db *db, const doc_kind *k, const char *name, int64_t
     sqlite3_stmt *s = NULL;
     st = prepare(db, sql, &s, err);
     if (st == CM_OK) {
-        st = name != NULL ? bind_text(db, s, 1, name, err) : bind_i64(db, s, 1, id, err);
+        st = name != NULL ? bind_values(db, s, err, "t", name) : bind_values(db, s, err, "i", id);
     }
     bool found = false;
     if (st == CM_OK) {
@@ -1277,10 +1289,7 @@ static cm_status doc_list(st_db *db, const doc_kind *k, const st_doc_query *q, s
     sqlite3_stmt *s = NULL;
     st = prepare(db, sql, &s, err);
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, q->after_id, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 2, (int64_t)limit + 1, err);
+        st = bind_values(db, s, err, "ii", q->after_id, (int64_t)limit + 1);
     }
     if (st == CM_OK) {
         void *items;
@@ -1308,7 +1317,7 @@ static cm_status doc_delete(st_db *db, const doc_kind *k, const char *name, cm_e
         st = prepare(db, sql, &s, err);
     }
     if (st == CM_OK) {
-        st = bind_text(db, s, 1, name, err);
+        st = bind_values(db, s, err, "t", name);
     }
     if (st == CM_OK) {
         st = step_done(db, s, err);
@@ -1467,7 +1476,7 @@ static cm_status plan_lookup(st_db *db, const char *where, int64_t id, const cha
     sqlite3_stmt *s = NULL;
     cm_status st = prepare(db, sql, &s, err);
     if (st == CM_OK) {
-        st = hash != NULL ? bind_text(db, s, 1, hash, err) : bind_i64(db, s, 1, id, err);
+        st = hash != NULL ? bind_values(db, s, err, "t", hash) : bind_values(db, s, err, "i", id);
     }
     *found = false;
     if (st == CM_OK) {
@@ -1491,7 +1500,7 @@ static cm_status row_exists(st_db *db, const char *table, int64_t id, bool *foun
     sqlite3_stmt *s = NULL;
     cm_status st = prepare(db, sql, &s, err);
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, id, err);
+        st = bind_values(db, s, err, "i", id);
     }
     if (st == CM_OK) {
         st = step(db, s, found, err);
@@ -1536,7 +1545,7 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
         sqlite3_stmt *s = NULL;
         st = prepare(db, "SELECT id FROM plans WHERE hash = ?1", &s, err);
         if (st == CM_OK) {
-            st = bind_text(db, s, 1, hash, err);
+            st = bind_values(db, s, err, "t", hash);
         }
         if (st == CM_OK) {
             st = step(db, s, &existed, err);
@@ -1568,23 +1577,8 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
                          &s, err);
         }
         if (st == CM_OK) {
-            st = bind_text(db, s, 1, hash, err);
-        }
-        if (st == CM_OK) {
-            st = bind_i64(db, s, 2, in->graph_id, err);
-        }
-        if (st == CM_OK) {
-            st = in->mesh_id != 0 ? bind_i64(db, s, 3, in->mesh_id, err)
-                                  : bind_rc(db, sqlite3_bind_null(s, 3), err);
-        }
-        if (st == CM_OK) {
-            st = bind_blob(db, s, 4, opts, opts_len, err);
-        }
-        if (st == CM_OK) {
-            st = bind_blob(db, s, 5, in->body, in->body_len, err);
-        }
-        if (st == CM_OK) {
-            st = bind_i64(db, s, 6, db_now(db), err);
+            st = bind_values(db, s, err, "tiIbbi", hash, in->graph_id, in->mesh_id, opts, opts_len,
+                             in->body, in->body_len, db_now(db));
         }
         if (st == CM_OK) {
             st = step_done(db, s, err);
@@ -1665,10 +1659,9 @@ cm_status st_plan_list_query(st_db *db, const st_plan_query *q, st_plan_list *ou
                  " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR created_at < ?5)"
                  " ORDER BY id LIMIT ?6",
                  &s, err);
-    int64_t v[6] = {q->after_id,      q->graph_id,       q->mesh_id,
-                    q->created_after, q->created_before, (int64_t)limit + 1};
-    for (int i = 0; st == CM_OK && i < 6; i++) {
-        st = bind_i64(db, s, i + 1, v[i], err);
+    if (st == CM_OK) {
+        st = bind_values(db, s, err, "iiiiii", q->after_id, q->graph_id, q->mesh_id,
+                         q->created_after, q->created_before, (int64_t)limit + 1);
     }
     if (st == CM_OK) {
         void *items;
@@ -1828,17 +1821,7 @@ cm_status st_bench_create(st_db *db, int64_t plan_id, const char *spec, size_t s
                      &s, err);
     }
     if (st == CM_OK) {
-        st = plan_id != 0 ? bind_i64(db, s, 1, plan_id, err)
-                          : bind_rc(db, sqlite3_bind_null(s, 1), err);
-    }
-    if (st == CM_OK) {
-        st = bind_blob(db, s, 2, spec, spec_len, err);
-    }
-    if (st == CM_OK) {
-        st = bind_text(db, s, 3, webhook_url, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 4, db_now(db), err);
+        st = bind_values(db, s, err, "IbTi", plan_id, spec, spec_len, webhook_url, db_now(db));
     }
     if (st == CM_OK) {
         st = step_done(db, s, err);
@@ -1864,7 +1847,7 @@ cm_status st_bench_get(st_db *db, int64_t id, st_bench *out, cm_error *err)
     sqlite3_stmt *s = NULL;
     st = prepare(db, "SELECT " BENCH_COLS ", results FROM bench_runs WHERE id = ?1", &s, err);
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, id, err);
+        st = bind_values(db, s, err, "i", id);
     }
     bool found = false;
     if (st == CM_OK) {
@@ -1906,16 +1889,9 @@ cm_status st_bench_list_query(st_db *db, const st_bench_query *q, st_bench_list 
                  " ORDER BY id LIMIT ?4",
                  &s, err);
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, q->after_id, err);
-    }
-    if (st == CM_OK) {
-        st = bind_text(db, s, 2, q->has_status ? st_bench_status_name(q->status) : NULL, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 3, q->plan_id, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 4, (int64_t)limit + 1, err);
+        st = bind_values(db, s, err, "iTii", q->after_id,
+                         q->has_status ? st_bench_status_name(q->status) : NULL, q->plan_id,
+                         (int64_t)limit + 1);
     }
     if (st == CM_OK) {
         void *items;
@@ -1967,7 +1943,7 @@ cm_status st_bench_set(st_db *db, int64_t id, const st_bench_update *u, cm_error
         st = prepare(db, "SELECT status FROM bench_runs WHERE id = ?1", &s, err);
     }
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, id, err);
+        st = bind_values(db, s, err, "i", id);
     }
     bool found = false;
     if (st == CM_OK) {
@@ -1999,23 +1975,8 @@ cm_status st_bench_set(st_db *db, int64_t id, const st_bench_update *u, cm_error
                      &s, err);
     }
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, id, err);
-    }
-    if (st == CM_OK) {
-        st = bind_text(db, s, 2, st_bench_status_name(u->status), err);
-    }
-    if (st == CM_OK) {
-        st = bind_rc(db, sqlite3_bind_double(s, 3, u->progress), err);
-    }
-    if (st == CM_OK) {
-        st = u->results != NULL ? bind_blob(db, s, 4, u->results, u->results_len, err)
-                                : bind_rc(db, sqlite3_bind_null(s, 4), err);
-    }
-    if (st == CM_OK) {
-        st = bind_text(db, s, 5, u->error, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 6, db_now(db), err);
+        st = bind_values(db, s, err, "itdBTi", id, st_bench_status_name(u->status), u->progress,
+                         u->results, u->results_len, u->error, db_now(db));
     }
     if (st == CM_OK) {
         st = step_done(db, s, err);
@@ -2054,10 +2015,7 @@ cm_status st_bench_claim(st_db *db, int64_t *id_out, cm_error *err)
                      &s, err);
     }
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, id, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 2, db_now(db), err);
+        st = bind_values(db, s, err, "ii", id, db_now(db));
     }
     if (st == CM_OK) {
         st = step_done(db, s, err);
@@ -2198,7 +2156,7 @@ static cm_status token_insert(st_db *db, const char *token, st_scope scope, cons
         st = prepare(db, "SELECT 1 FROM tokens WHERE hash = ?1", &s, err);
     }
     if (st == CM_OK) {
-        st = bind_text(db, s, 1, hex, err);
+        st = bind_values(db, s, err, "t", hex);
     }
     if (st == CM_OK) {
         st = step(db, s, &found, err);
@@ -2215,19 +2173,8 @@ static cm_status token_insert(st_db *db, const char *token, st_scope scope, cons
                      &s, err);
     }
     if (st == CM_OK) {
-        st = bind_text(db, s, 1, prefix, err);
-    }
-    if (st == CM_OK) {
-        st = bind_text(db, s, 2, hex, err);
-    }
-    if (st == CM_OK) {
-        st = bind_text(db, s, 3, st_scope_name(scope), err);
-    }
-    if (st == CM_OK) {
-        st = bind_text(db, s, 4, label != NULL ? label : "", err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 5, db_now(db), err);
+        st = bind_values(db, s, err, "tttti", prefix, hex, st_scope_name(scope),
+                         label != NULL ? label : "", db_now(db));
     }
     if (st == CM_OK) {
         st = step_done(db, s, err);
@@ -2346,7 +2293,7 @@ cm_status st_token_check(st_db *db, const char *presented, st_scope *scope_out, 
     sqlite3_stmt *s = NULL;
     cm_status st = prepare(db, "SELECT id, hash, scope FROM tokens WHERE prefix = ?1", &s, err);
     if (st == CM_OK) {
-        st = bind_text(db, s, 1, prefix, err);
+        st = bind_values(db, s, err, "t", prefix);
     }
     bool matched = false;
     int64_t id = 0;
@@ -2397,7 +2344,7 @@ cm_status st_token_get(st_db *db, int64_t id, st_token *out, cm_error *err)
     st = prepare(db, "SELECT id, prefix, scope, label, created_at FROM tokens WHERE id = ?1", &s,
                  err);
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, id, err);
+        st = bind_values(db, s, err, "i", id);
     }
     bool found = false;
     if (st == CM_OK) {
@@ -2432,10 +2379,7 @@ cm_status st_token_list_query(st_db *db, const st_token_query *q, st_token_list 
                  "ORDER BY id LIMIT ?2",
                  &s, err);
     if (st == CM_OK) {
-        st = bind_i64(db, s, 1, q->after_id, err);
-    }
-    if (st == CM_OK) {
-        st = bind_i64(db, s, 2, (int64_t)limit + 1, err);
+        st = bind_values(db, s, err, "ii", q->after_id, (int64_t)limit + 1);
     }
     if (st == CM_OK) {
         void *items;
