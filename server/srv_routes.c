@@ -1497,7 +1497,8 @@ static bool plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_
         srv_json_put_str(&opts, mesh.name);
     }
     cm_buf_putc(&opts, '}');
-    st_plan_in in = {hash, graph_id, mesh_id, opts.data, opts.len, j->out.data, j->out.len};
+    st_plan_in in = {hash, graph_id, mesh_id, opts.data, opts.len, j->out.data, j->out.len,
+                     NULL, 0, false, NULL, 0};
     st = st_plan_put(a->db, &in, id_out, existed, &e);
     cm_buf_fini(&opts);
     job_unref(j);

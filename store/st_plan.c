@@ -23,6 +23,8 @@ void st_plan_fini(st_plan *p)
     }
     cm_free(p->options);
     cm_free(p->body);
+    cm_free(p->input);
+    cm_free(p->rules);
     memset(p, 0, sizeof *p);
 }
 
@@ -38,9 +40,13 @@ void st_plan_list_fini(st_plan_list *l)
     memset(l, 0, sizeof *l);
 }
 
-#define PLAN_COLS "id, hash, graph_id, COALESCE(mesh_id, 0), options, created_at, length(body)"
+#define PLAN_COLS                                                                                  \
+    "id, hash, graph_id, COALESCE(mesh_id, 0), options, created_at, length(body), input_format, "  \
+    "length(input), length(rules)"
 
-/* Row: PLAN_COLS [, body]. */
+/* Row: PLAN_COLS [, body, input, rules]. input_format, input and rules are
+ * NULL for plans stored without an input (and before schema 5), so lengths
+ * read 0 and the format json. */
 static cm_status plan_row(sqlite3_stmt *s, st_plan *p, bool with_body, cm_error *err)
 {
     p->id = (int64_t)sqlite3_column_int64(s, 0);
@@ -50,8 +56,18 @@ static cm_status plan_row(sqlite3_stmt *s, st_plan *p, bool with_body, cm_error 
     cm_status st = st_sql_col_dup(s, 4, &p->options, &p->options_len, err);
     p->created_at = (int64_t)sqlite3_column_int64(s, 5);
     p->body_len = (size_t)sqlite3_column_int64(s, 6);
+    const unsigned char *f = sqlite3_column_text(s, 7);
+    p->input_is_mlir = f != NULL && strcmp((const char *)f, "mlir") == 0;
+    p->input_len = (size_t)sqlite3_column_int64(s, 8);
+    p->rules_len = (size_t)sqlite3_column_int64(s, 9);
     if (st == CM_OK && with_body) {
-        st = st_sql_col_dup(s, 7, &p->body, &p->body_len, err);
+        st = st_sql_col_dup(s, 10, &p->body, &p->body_len, err);
+    }
+    if (st == CM_OK && with_body) {
+        st = st_sql_col_dup(s, 11, &p->input, &p->input_len, err);
+    }
+    if (st == CM_OK && with_body) {
+        st = st_sql_col_dup(s, 12, &p->rules, &p->rules_len, err);
     }
     return st;
 }
@@ -69,8 +85,9 @@ static void plan_fini_v(void *item)
 static cm_status plan_lookup(st_db *db, const char *where, int64_t id, const char *hash,
                              st_plan *out, bool *found, cm_error *err)
 {
-    char sql[192];
-    snprintf(sql, sizeof sql, "SELECT " PLAN_COLS ", body FROM plans WHERE %s", where);
+    char sql[320];
+    snprintf(sql, sizeof sql, "SELECT " PLAN_COLS ", body, input, rules FROM plans WHERE %s",
+             where);
     sqlite3_stmt *s = NULL;
     cm_status st = st_sql_prepare(db, sql, &s, err);
     if (st == CM_OK) {
@@ -110,15 +127,29 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
     if (st == CM_OK) {
         st = st_check_body(in->body, in->body_len, "/body", err);
     }
+    if (st == CM_OK && in->input != NULL) {
+        st = st_check_body(in->input, in->input_len, "/input", err);
+    }
+    if (st == CM_OK && in->rules != NULL && in->input == NULL) {
+        st = cm_error_set(err, CM_EINVAL, "/rules", "needs an input");
+    }
+    if (st == CM_OK && in->rules != NULL && !in->input_is_mlir) {
+        st = cm_error_set(err, CM_EINVAL, "/rules",
+                          "only for an MLIR input (a graph document has its rules merged in)");
+    }
     if (st != CM_OK) {
         return st;
     }
+    const char *input_format = in->input == NULL ? NULL : (in->input_is_mlir ? "mlir" : "json");
     const char *opts = in->options != NULL ? in->options : "{}";
     size_t opts_len = in->options != NULL ? in->options_len : 2;
     int64_t id = 0;
     bool existed = false;
     st_db_lock(db);
     st = st_check_json(db, opts, opts_len, "/options", err);
+    if (st == CM_OK && in->rules != NULL) {
+        st = st_check_json(db, in->rules, in->rules_len, "/rules", err);
+    }
     if (st == CM_OK) {
         st = st_sql_begin(db, err);
     }
@@ -152,15 +183,16 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
         }
         sqlite3_stmt *s = NULL;
         if (st == CM_OK) {
-            st = st_sql_prepare(
-                db,
-                "INSERT INTO plans (hash, graph_id, mesh_id, options, body, created_at) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                &s, err);
+            st = st_sql_prepare(db,
+                                "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
+                                "created_at, input, input_format, rules) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                &s, err);
         }
         if (st == CM_OK) {
-            st = st_sql_bind(db, s, err, "tiIbbi", hash, in->graph_id, in->mesh_id, opts, opts_len,
-                             in->body, in->body_len, st_db_now(db));
+            st = st_sql_bind(db, s, err, "tiIbbiBTB", hash, in->graph_id, in->mesh_id, opts,
+                             opts_len, in->body, in->body_len, st_db_now(db), in->input,
+                             in->input_len, input_format, in->rules, in->rules_len);
         }
         if (st == CM_OK) {
             st = st_sql_step_done(db, s, err);
