@@ -46,7 +46,7 @@
 
 typedef struct st_db st_db;
 
-#define ST_DB_SCHEMA_VERSION  4    /* schema version this build migrates to */
+#define ST_DB_SCHEMA_VERSION  5    /* schema version this build migrates to */
 #define ST_DB_BUSY_TIMEOUT_MS 5000 /* how long a write waits for the lock, ms */
 #define ST_LIST_DEFAULT_LIMIT 50   /* page size when a query says limit = 0 */
 #define ST_LIST_MAX_LIMIT     1000 /* largest page size accepted */
@@ -207,7 +207,16 @@ cm_status st_profile_delete(st_db *db, const char *name, cm_error *err);
  * hash of the request that the caller computes (e.g. SHA-256 over the
  * planner's module hash, the mesh body and the canonical options). The same
  * request twice: look it up with st_plan_get_by_hash before planning; a put
- * with a stored hash returns the stored plan's id with existed = true. */
+ * with a stored hash returns the stored plan's id with existed = true (and
+ * stores nothing of the second put, its input included).
+ *
+ * A plan also keeps what it was planned from, so later consumers load that
+ * rather than re-planning the graph: input is the model text exactly as
+ * planned (a graph document with the mesh and stored rules merged in, or
+ * MLIR text), and rules, for an MLIR input planned with stored rules, a graph
+ * document holding only custom_rules. Plans stored without an input (by a
+ * caller that has none, or before schema 5) read back with input and rules
+ * NULL. */
 
 typedef struct st_plan {
     int64_t id;
@@ -219,6 +228,14 @@ typedef struct st_plan {
     char *body; /* heap plan JSON; NULL in list results */
     size_t body_len;
     int64_t created_at;
+    char *input;        /* heap, NUL-terminated: the model text as planned; NULL in list
+                         * results and when the plan was stored without one */
+    size_t input_len;   /* bytes, also set in list results; 0 when no input */
+    bool input_is_mlir; /* input is MLIR text, else a graph document (JSON); false when none */
+    char *rules;        /* heap, NUL-terminated graph document with only custom_rules (an
+                         * MLIR input planned with stored rules); NULL otherwise and in
+                         * list results */
+    size_t rules_len;   /* bytes, also set in list results; 0 when no rules */
 } st_plan;
 
 typedef struct st_plan_in {
@@ -229,6 +246,16 @@ typedef struct st_plan_in {
     size_t options_len;
     const char *body; /* the plan JSON, body_len > 0 bytes */
     size_t body_len;
+    /* What the plan was planned from (see above; schema 5). All zero = no
+     * input. Appended so the fields above keep their positions. */
+    const char *input; /* the model text exactly as planned, input_len > 0 bytes
+                        * (CM_EINVAL at /input), or NULL when the caller has none */
+    size_t input_len;
+    bool input_is_mlir; /* input is MLIR text, else a graph document */
+    const char *rules;  /* JSON graph document with only custom_rules, rules_len > 0 bytes,
+                         * for an MLIR input planned with stored rules; NULL otherwise.
+                         * CM_EINVAL at /rules without an MLIR input or when not JSON */
+    size_t rules_len;
 } st_plan_in;
 
 typedef struct st_plan_query {
@@ -241,7 +268,7 @@ typedef struct st_plan_query {
 } st_plan_query;
 
 typedef struct st_plan_list {
-    st_plan *items; /* bodies NULL, options set */
+    st_plan *items; /* bodies, inputs and rules NULL, options set */
     size_t n_items;
     int64_t next_after;
 } st_plan_list;
@@ -250,10 +277,12 @@ void st_plan_query_init(st_plan_query *q);
 void st_plan_fini(st_plan *p);
 void st_plan_list_fini(st_plan_list *l);
 
-/* The plan body is not re-validated as JSON (it can be large and comes from
- * our own planner); options are. */
+/* The plan body and input are not re-validated (they can be large and come
+ * from our own planner and decoder); options and rules are checked as JSON. */
 cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *existed_out,
                       cm_error *err);
+/* Both fill *out with the body, input and rules as stored (heap, freed by
+ * st_plan_fini). Errors: CM_ENOTFOUND at /id or /hash; CM_EINVAL at /hash. */
 cm_status st_plan_get(st_db *db, int64_t id, st_plan *out, cm_error *err);
 cm_status st_plan_get_by_hash(st_db *db, const char *hash, st_plan *out, cm_error *err);
 cm_status st_plan_list_query(st_db *db, const st_plan_query *q, st_plan_list *out, cm_error *err);

@@ -103,6 +103,15 @@ const st_migration st_migrations[] = {
      "ALTER TABLE bench_runs_v4 RENAME TO bench_runs;"
      "CREATE INDEX bench_runs_status ON bench_runs (status, id);"
      "CREATE INDEX bench_runs_plan ON bench_runs (plan_id);"},
+    /* Additive: plans stored before it keep NULL in all three (no input
+       known). A column CHECK may name other columns; SQLite tests it on the
+       existing rows when the column is added. */
+    {5, "plans keep their input: input, input_format, rules",
+     "ALTER TABLE plans ADD COLUMN input BLOB;"
+     "ALTER TABLE plans ADD COLUMN input_format TEXT"
+     "  CHECK (input_format IN ('json', 'mlir') AND (input IS NULL) = (input_format IS NULL));"
+     "ALTER TABLE plans ADD COLUMN rules BLOB"
+     "  CHECK (rules IS NULL OR input_format IS 'mlir');"},
 };
 
 const size_t st_n_migrations = sizeof st_migrations / sizeof st_migrations[0];

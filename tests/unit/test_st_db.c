@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for store/st_db: every resource's put/get/list/delete, paging,
- * filters, content-hash dedup, migrations of a hand-made older file, errors
+ * filters, content-hash dedup, migrations of hand-made older files, errors
  * with code and path, OOM loops (SQLite's allocations included) and a crash
  * test: a child writing in a loop is killed with SIGKILL, and every write it
  * saw acknowledged must be in the reopened, intact database. SQLite is used
@@ -202,7 +202,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     raw_text(f->path, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "4");
+    assert_string_equal(t, "5");
     /* A second handle on the same file sees the same schema, nothing re-applied. */
     st_db *db2 = NULL;
     OK(st_db_open(f->path, &db2, &e_));
@@ -210,7 +210,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     assert_int_equal(v, ST_DB_SCHEMA_VERSION);
     st_db_close(db2);
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "4");
+    assert_string_equal(t, "5");
     st_db_close(NULL);
 }
 
@@ -276,6 +276,33 @@ static const char V1_SQL[] =
     "'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb',"
     " 7, 3, CAST('{}' AS BLOB), CAST('{\"p\":1}' AS BLOB), 1700000000);";
 
+/* Builds at path the file an older build left at schema version: V1_SQL,
+ * then migrations 2..version as released (they are never edited), each
+ * recorded in schema_version, without st_db_open. */
+static void make_old_file(const char *path, int64_t version)
+{
+    assert_true(version >= 1 && version < ST_DB_SCHEMA_VERSION);
+    raw_exec(path, V1_SQL);
+    for (int64_t v = 2; v <= version; v++) {
+        const st_migration *m = &st_migrations[v - 1];
+        raw_exec(path, m->sql);
+        char sql[256];
+        snprintf(sql, sizeof sql, "INSERT INTO schema_version VALUES (%lld, '%s', 1700000000);",
+                 (long long)m->version, m->name);
+        raw_exec(path, sql);
+    }
+}
+
+/* The status of running sql on a file with SQLite directly (fixtures only). */
+static int raw_exec_rc(const char *path, const char *sql)
+{
+    sqlite3 *c = NULL;
+    assert_int_equal(sqlite3_open(path, &c), SQLITE_OK);
+    int rc = sqlite3_exec(c, sql, NULL, NULL, NULL);
+    assert_int_equal(sqlite3_close(c), SQLITE_OK);
+    return rc;
+}
+
 static void test_st_db_open_migrates_v1_file(void **state)
 {
     fx *f = *state;
@@ -301,6 +328,8 @@ static void test_st_db_open_migrates_v1_file(void **state)
     assert_int_equal(pl.graph_id, 7);
     assert_int_equal(pl.mesh_id, 3);
     assert_string_equal(pl.body, "{\"p\":1}");
+    assert_null(pl.input); /* stored before plans kept their input */
+    assert_null(pl.rules);
     st_plan_fini(&pl);
     /* Tables of v2 and v3 exist and work. */
     const char *rule = "{\"rule\":\"i,j->i\"}";
@@ -316,7 +345,7 @@ static void test_st_db_open_migrates_v1_file(void **state)
     st_db_close(db);
     char t[64];
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3,4");
+    assert_string_equal(t, "1,2,3,4,5");
     raw_text(p, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
 }
@@ -328,26 +357,14 @@ static void test_st_db_migrates_v3_bench_status(void **state)
     fx *f = *state;
     char p[256];
     fx_path(f, "v3.db", p, sizeof p);
-    raw_exec(p, V1_SQL);
-    {
-        st_db *db = NULL;
-        OK(st_db_open(p, &db, &e_)); /* to v4, then turned back into v3 below */
-        st_db_close(db);
-    }
-    raw_exec(p, "DROP TABLE bench_runs;"
-                "CREATE TABLE bench_runs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
-                " plan_id INTEGER REFERENCES plans (id) ON DELETE SET NULL, spec BLOB NOT NULL,"
-                " status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),"
-                " progress REAL NOT NULL DEFAULT 0 CHECK (progress >= 0 AND progress <= 1),"
-                " results BLOB, error TEXT, webhook_url TEXT, created_at INTEGER NOT NULL,"
-                " updated_at INTEGER NOT NULL);"
-                "CREATE INDEX bench_runs_status ON bench_runs (status, id);"
-                "CREATE INDEX bench_runs_plan ON bench_runs (plan_id);"
-                "INSERT INTO bench_runs VALUES (11, 5, CAST('{}' AS BLOB), 'done', 1,"
+    make_old_file(p, 3);
+    char t[1024];
+    raw_text(p, "SELECT sql FROM sqlite_master WHERE name = 'bench_runs'", t, sizeof t);
+    assert_non_null(strstr(t, "'done'")); /* the v3 CHECK */
+    raw_exec(p, "INSERT INTO bench_runs VALUES (11, 5, CAST('{}' AS BLOB), 'done', 1,"
                 " CAST('{\"x\":1}' AS BLOB), NULL, NULL, 1700000000, 1700000000);"
                 "INSERT INTO bench_runs VALUES (12, 5, CAST('{}' AS BLOB), 'queued', 0,"
-                " NULL, NULL, 'http://127.0.0.1:9/h', 1700000000, 1700000000);"
-                "DELETE FROM schema_version WHERE version = 4;");
+                " NULL, NULL, 'http://127.0.0.1:9/h', 1700000000, 1700000000);");
     st_db *db = NULL;
     OK(st_db_open(p, &db, &e_));
     OK(st_db_integrity_check(db, &e_));
@@ -367,7 +384,6 @@ static void test_st_db_migrates_v3_bench_status(void **state)
     OK(st_bench_create(db, 5, "{}", 2, NULL, &id, &e_));
     assert_true(id > 12);
     st_db_close(db);
-    char t[64];
     raw_text(p, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'bench_runs%'", t, sizeof t);
     assert_string_equal(t, "3"); /* the table and its two indexes */
 }
@@ -379,9 +395,92 @@ static void test_st_db_migration_list_is_ordered(void **state)
     assert_int_equal(st_n_migrations, ST_DB_SCHEMA_VERSION);
     for (size_t i = 0; i < st_n_migrations; i++) {
         assert_int_equal(st_migrations[i].version, (int64_t)i + 1);
-        assert_non_null(strstr(st_migrations[i].sql, "CREATE TABLE"));
+        assert_true(st_migrations[i].name[0] != '\0');
+        assert_true(strstr(st_migrations[i].sql, "CREATE TABLE") != NULL ||
+                    strstr(st_migrations[i].sql, "ALTER TABLE") != NULL);
     }
     assert_non_null(strstr(st_migrations[0].sql, "CREATE TABLE plans"));
+    assert_non_null(strstr(st_migrations[4].sql, "ALTER TABLE plans ADD COLUMN input BLOB"));
+}
+
+/* A v4 file (made before plans kept their input): version 5 adds input,
+ * input_format and rules to plans. Old rows and what references them stay;
+ * old plans read back without input; new ones keep theirs; the new columns'
+ * CHECKs hold on the migrated table. */
+static void test_st_db_migrates_v4_plan_input(void **state)
+{
+    fx *f = *state;
+    char p[256];
+    fx_path(f, "v4.db", p, sizeof p);
+    make_old_file(p, 4);
+    char t[1024];
+    raw_text(p, "SELECT count(*) FROM pragma_table_info('plans') WHERE name = 'input'", t,
+             sizeof t);
+    assert_string_equal(t, "0");
+    raw_exec(p, "INSERT INTO bench_runs VALUES (11, 5, CAST('{}' AS BLOB), 'succeeded', 1,"
+                " NULL, NULL, NULL, 1700000000, 1700000000);");
+    st_db *db = NULL;
+    OK(st_db_open(p, &db, &e_));
+    int64_t v = 0;
+    OK(st_db_schema_version(db, &v, &e_));
+    assert_int_equal(v, ST_DB_SCHEMA_VERSION);
+    OK(st_db_integrity_check(db, &e_));
+    st_plan pl;
+    OK(st_plan_get(db, 5, &pl, &e_));
+    assert_int_equal(pl.graph_id, 7);
+    assert_int_equal(pl.mesh_id, 3);
+    assert_string_equal(pl.body, "{\"p\":1}");
+    assert_null(pl.input);
+    assert_int_equal(pl.input_len, 0);
+    assert_false(pl.input_is_mlir);
+    assert_null(pl.rules);
+    assert_int_equal(pl.rules_len, 0);
+    st_plan_fini(&pl);
+    st_bench b;
+    OK(st_bench_get(db, 11, &b, &e_));
+    assert_int_equal(b.plan_id, 5);
+    st_bench_fini(&b);
+    /* A plan stored after the migration keeps its input and rules. */
+    char h[ST_HASH_HEX_LEN + 1];
+    hash_of("after-v5", h);
+    st_plan_in in;
+    memset(&in, 0, sizeof in);
+    in.hash = h;
+    in.graph_id = 7;
+    in.body = "{}";
+    in.body_len = 2;
+    in.input = "module {}";
+    in.input_len = 9;
+    in.input_is_mlir = true;
+    in.rules = "{\"custom_rules\":{}}";
+    in.rules_len = strlen(in.rules);
+    int64_t id = 0;
+    OK(st_plan_put(db, &in, &id, NULL, &e_));
+    assert_true(id > 5);
+    OK(st_plan_get(db, id, &pl, &e_));
+    assert_string_equal(pl.input, "module {}");
+    assert_true(pl.input_is_mlir);
+    assert_string_equal(pl.rules, "{\"custom_rules\":{}}");
+    st_plan_fini(&pl);
+    st_db_close(db);
+    raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
+    assert_string_equal(t, "1,2,3,4,5");
+    /* A format without an input, an input without a format, an unknown
+     * format, rules with a JSON input: each breaks a CHECK. */
+    assert_int_equal(raw_exec_rc(p, "UPDATE plans SET input_format = 'json' WHERE id = 5"),
+                     SQLITE_CONSTRAINT);
+    assert_int_equal(raw_exec_rc(p, "UPDATE plans SET input = CAST('x' AS BLOB) WHERE id = 5"),
+                     SQLITE_CONSTRAINT);
+    assert_int_equal(raw_exec_rc(p, "UPDATE plans SET input = CAST('x' AS BLOB),"
+                                    " input_format = 'xml' WHERE id = 5"),
+                     SQLITE_CONSTRAINT);
+    assert_int_equal(raw_exec_rc(p, "UPDATE plans SET input = CAST('{}' AS BLOB),"
+                                    " input_format = 'json', rules = CAST('{}' AS BLOB)"
+                                    " WHERE id = 5"),
+                     SQLITE_CONSTRAINT);
+    assert_int_equal(raw_exec_rc(p, "UPDATE plans SET input = CAST('{}' AS BLOB),"
+                                    " input_format = 'json' WHERE id = 5"),
+                     SQLITE_OK);
 }
 
 /* ---- graphs ---------------------------------------------------------------------------------- */
@@ -840,6 +939,122 @@ static void test_st_plan_list_filters(void **state)
     FAILS(CM_EINVAL, "/graph_id", st_plan_list_query(f->db, &q, &l, &e_));
 }
 
+/* A plan keeps what it was planned from: a merged graph document, or MLIR
+ * text with a rules document; one stored without an input reads back NULL;
+ * lists give lengths but no text; a second put of a stored hash stores
+ * nothing; bad inputs and rules fail at their paths and write nothing. */
+static void test_st_plan_put_keeps_input(void **state)
+{
+    fx *f = *state;
+    int64_t g = put_graph(f->db, "g", ST_GRAPH_JSON, "{}");
+    const char *merged = "{\"ops\":[],\"meshes\":{\"m\":[[\"x\",8]]},\"custom_rules\":{}}";
+    const char *mlir = "module {\n  func.func @main() {\n    return\n  }\n}\n";
+    const char *rules = "{\"custom_rules\":{\"my_call\":{\"rule\":\"i,j->i\"}}}";
+    char h1[ST_HASH_HEX_LEN + 1], h2[ST_HASH_HEX_LEN + 1], h3[ST_HASH_HEX_LEN + 1];
+    hash_of("json-input", h1);
+    hash_of("mlir-input", h2);
+    hash_of("bad-input", h3);
+    st_plan_in in;
+    memset(&in, 0, sizeof in);
+    in.hash = h1;
+    in.graph_id = g;
+    in.body = "{\"plan\":1}";
+    in.body_len = strlen(in.body);
+    in.input = merged;
+    in.input_len = strlen(merged);
+    int64_t id1 = 0, id2 = 0, again = 0;
+    bool existed = true;
+    OK(st_plan_put(f->db, &in, &id1, &existed, &e_));
+    assert_false(existed);
+    in.hash = h2;
+    in.input = mlir;
+    in.input_len = strlen(mlir);
+    in.input_is_mlir = true;
+    in.rules = rules;
+    in.rules_len = strlen(rules);
+    OK(st_plan_put(f->db, &in, &id2, NULL, &e_));
+    int64_t id3 = put_plan(f->db, "no-input", g, 0);
+
+    st_plan p;
+    OK(st_plan_get(f->db, id1, &p, &e_));
+    assert_string_equal(p.body, "{\"plan\":1}");
+    assert_string_equal(p.input, merged);
+    assert_int_equal(p.input_len, strlen(merged));
+    assert_false(p.input_is_mlir);
+    assert_null(p.rules);
+    assert_int_equal(p.rules_len, 0);
+    st_plan_fini(&p);
+    OK(st_plan_get_by_hash(f->db, h2, &p, &e_));
+    assert_int_equal(p.id, id2);
+    assert_string_equal(p.input, mlir);
+    assert_int_equal(p.input_len, strlen(mlir));
+    assert_true(p.input_is_mlir);
+    assert_string_equal(p.rules, rules);
+    assert_int_equal(p.rules_len, strlen(rules));
+    st_plan_fini(&p);
+    assert_null(p.input); /* fini leaves it zeroed */
+    OK(st_plan_get(f->db, id3, &p, &e_));
+    assert_string_equal(p.body, "{\"plan\":1}");
+    assert_null(p.input);
+    assert_int_equal(p.input_len, 0);
+    assert_false(p.input_is_mlir);
+    assert_null(p.rules);
+    st_plan_fini(&p);
+
+    st_plan_query q;
+    st_plan_query_init(&q);
+    st_plan_list l;
+    OK(st_plan_list_query(f->db, &q, &l, &e_));
+    assert_int_equal(l.n_items, 3);
+    for (size_t i = 0; i < l.n_items; i++) {
+        assert_null(l.items[i].body);
+        assert_null(l.items[i].input);
+        assert_null(l.items[i].rules);
+    }
+    assert_int_equal(l.items[0].input_len, strlen(merged));
+    assert_false(l.items[0].input_is_mlir);
+    assert_int_equal(l.items[1].input_len, strlen(mlir));
+    assert_true(l.items[1].input_is_mlir);
+    assert_int_equal(l.items[1].rules_len, strlen(rules));
+    assert_int_equal(l.items[2].input_len, 0);
+    st_plan_list_fini(&l);
+
+    /* The stored plan wins over a second put of its hash. */
+    in.hash = h1;
+    OK(st_plan_put(f->db, &in, &again, &existed, &e_));
+    assert_true(existed);
+    assert_int_equal(again, id1);
+    OK(st_plan_get(f->db, id1, &p, &e_));
+    assert_string_equal(p.input, merged);
+    assert_null(p.rules);
+    st_plan_fini(&p);
+
+    /* Errors. */
+    in.hash = h3;
+    in.input = NULL;
+    FAILS(CM_EINVAL, "/rules", st_plan_put(f->db, &in, NULL, NULL, &e_));
+    in.input = merged;
+    in.input_len = strlen(merged);
+    in.input_is_mlir = false;
+    FAILS(CM_EINVAL, "/rules", st_plan_put(f->db, &in, NULL, NULL, &e_));
+    in.input = mlir;
+    in.input_len = strlen(mlir);
+    in.input_is_mlir = true;
+    in.rules = "{bad";
+    in.rules_len = 4;
+    FAILS(CM_EINVAL, "/rules", st_plan_put(f->db, &in, NULL, NULL, &e_));
+    in.rules_len = 0;
+    FAILS(CM_EINVAL, "/rules", st_plan_put(f->db, &in, NULL, NULL, &e_));
+    in.rules = NULL;
+    in.input_len = 0;
+    FAILS(CM_EINVAL, "/input", st_plan_put(f->db, &in, NULL, NULL, &e_));
+    FAILS(CM_ENOTFOUND, "/hash", st_plan_get_by_hash(f->db, h3, &p, &e_));
+    assert_null(p.input);
+    OK(st_plan_list_query(f->db, &q, &l, &e_));
+    assert_int_equal(l.n_items, 3);
+    st_plan_list_fini(&l);
+}
+
 /* ---- benchmark runs -------------------------------------------------------------------------- */
 
 static void test_st_bench_lifecycle(void **state)
@@ -1223,6 +1438,44 @@ static cm_status oom_plan_put(fx *f, long n, cm_error *err)
     return st_plan_put(f->db, &in, NULL, NULL, err);
 }
 
+/* A plan with an MLIR input and rules, stored and read back whole. */
+static cm_status oom_plan_input(fx *f, long n, cm_error *err)
+{
+    char h[ST_HASH_HEX_LEN + 1];
+    char key[32];
+    snprintf(key, sizeof key, "oom-input-%ld", n);
+    hash_of(key, h);
+    const char *rules = "{\"custom_rules\":{\"c\":{\"rule\":\"i->i\"}}}";
+    st_plan_in in;
+    memset(&in, 0, sizeof in);
+    in.hash = h;
+    in.graph_id = 1;
+    in.body = "{}";
+    in.body_len = 2;
+    in.input = "module {}";
+    in.input_len = 9;
+    in.input_is_mlir = true;
+    in.rules = rules;
+    in.rules_len = strlen(rules);
+    int64_t id = 0;
+    cm_status st = st_plan_put(f->db, &in, &id, NULL, err);
+    st_plan p;
+    memset(&p, 0, sizeof p);
+    if (st == CM_OK) {
+        st = st_plan_get(f->db, id, &p, err);
+    }
+    if (st == CM_OK) {
+        assert_string_equal(p.input, "module {}");
+        assert_true(p.input_is_mlir);
+        assert_string_equal(p.rules, rules);
+    } else {
+        assert_null(p.input);
+        assert_null(p.rules);
+    }
+    st_plan_fini(&p);
+    return st;
+}
+
 static cm_status oom_token(fx *f, long n, cm_error *err)
 {
     (void)n;
@@ -1296,6 +1549,8 @@ static void test_st_db_oom_loops(void **state)
     print_message("st_mesh_put: %ld\n", n);
     n = oom_loop(f, oom_plan_put);
     print_message("st_plan_put: %ld\n", n);
+    n = oom_loop(f, oom_plan_input);
+    print_message("st_plan_put + get with input and rules: %ld\n", n);
     n = oom_loop(f, oom_token);
     print_message("st_token_create + check: %ld\n", n);
     n = oom_loop(f, oom_bench);
@@ -1479,6 +1734,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_db_open_rejects_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_migrates_v3_bench_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_open_migrates_v1_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_db_migrates_v4_plan_input, setup, teardown),
         cmocka_unit_test(test_st_db_migration_list_is_ordered),
         cmocka_unit_test_setup_teardown(test_st_graph_put_dedups_by_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_graph_put_rejects_bad_input, setup, teardown),
@@ -1490,6 +1746,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_profile_put_get_list_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_put_dedups_by_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_list_filters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_plan_put_keeps_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_bench_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_token_create_and_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_handles_in_parallel_threads, setup, teardown),

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * store: statement, transaction and column helpers, argument validation and
+ * the generic list and delete used by every table file (declared in
+ * st_int.h). Every write runs in one BEGIN IMMEDIATE transaction: in WAL
+ * mode a deferred transaction that upgrades to a writer can fail with BUSY
+ * without waiting, an immediate one waits for busy_timeout instead. */
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "st_db.h"
+#include "st_int.h"
+
+/* ---- statements and transactions ----------------------------------------- */
+
+cm_status st_sql_prepare(st_db *db, const char *sql, sqlite3_stmt **out, cm_error *err)
+{
+    int rc = sqlite3_prepare_v2(db->conn, sql, -1, out, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_finalize(*out);
+        *out = NULL;
+        return st_db_fail(db, rc, "prepare", err);
+    }
+    return CM_OK;
+}
+
+cm_status st_sql_exec(st_db *db, const char *sql, cm_error *err)
+{
+    int rc = sqlite3_exec(db->conn, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? CM_OK : st_db_fail(db, rc, sql, err);
+}
+
+cm_status st_sql_begin(st_db *db, cm_error *err)
+{
+    return st_sql_exec(db, "BEGIN IMMEDIATE", err);
+}
+
+/* Commits when st is CM_OK, else (or when the commit fails) rolls back
+ * whatever is still open. Returns the final status. */
+cm_status st_sql_finish(st_db *db, cm_status st, cm_error *err)
+{
+    if (st == CM_OK) {
+        st = st_sql_exec(db, "COMMIT", err);
+    }
+    if (st != CM_OK && !sqlite3_get_autocommit(db->conn)) {
+        (void)sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+    }
+    return st;
+}
+
+/* Binds ?1, ?2, ... in order, one parameter per letter of types; the
+ * letters and the argument contract are documented in st_int.h. */
+cm_status st_sql_bind(st_db *db, sqlite3_stmt *s, cm_error *err, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int rc = SQLITE_OK;
+    for (int i = 0; rc == SQLITE_OK && types[i] != '\0'; i++) {
+        int at = i + 1; /* SQLite numbers parameters from 1 */
+        char type = types[i];
+        switch (type) {
+        case 'i':
+            rc = sqlite3_bind_int64(s, at, (sqlite3_int64)va_arg(ap, int64_t));
+            break;
+        case 'I': {
+            int64_t v = va_arg(ap, int64_t);
+            rc = v != 0 ? sqlite3_bind_int64(s, at, (sqlite3_int64)v) : sqlite3_bind_null(s, at);
+            break;
+        }
+        case 'd':
+            rc = sqlite3_bind_double(s, at, va_arg(ap, double));
+            break;
+        case 't':
+        case 'T': {
+            const char *t = va_arg(ap, const char *);
+            assert(t != NULL || type == 'T');
+            rc = t != NULL ? sqlite3_bind_text(s, at, t, -1, SQLITE_STATIC)
+                           : sqlite3_bind_null(s, at);
+            break;
+        }
+        case 's': {
+            const char *t = va_arg(ap, const char *);
+            size_t n = va_arg(ap, size_t);
+            rc = sqlite3_bind_text64(s, at, t, (sqlite3_uint64)n, SQLITE_STATIC, SQLITE_UTF8);
+            break;
+        }
+        case 'b':
+        case 'B': {
+            const void *p = va_arg(ap, const void *);
+            size_t n = va_arg(ap, size_t);
+            assert(p != NULL || n == 0 || type == 'B');
+            if (p == NULL && type == 'B') {
+                rc = sqlite3_bind_null(s, at);
+            } else {
+                /* A zero-length blob with a NULL pointer would bind SQL NULL. */
+                rc = sqlite3_bind_blob64(s, at, n > 0 ? p : "", (sqlite3_uint64)n, SQLITE_STATIC);
+            }
+            break;
+        }
+        default:
+            assert(0 && "st_sql_bind: unknown type letter");
+            rc = SQLITE_MISUSE;
+            break;
+        }
+    }
+    va_end(ap);
+    return rc == SQLITE_OK ? CM_OK : st_db_fail(db, rc, "bind", err);
+}
+
+/* Steps s once: CM_OK with *row telling whether a row came back. */
+cm_status st_sql_step(st_db *db, sqlite3_stmt *s, bool *row, cm_error *err)
+{
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *row = true;
+        return CM_OK;
+    }
+    *row = false;
+    return rc == SQLITE_DONE ? CM_OK : st_db_fail(db, rc, "step", err);
+}
+
+/* Steps a statement that returns no row. */
+cm_status st_sql_step_done(st_db *db, sqlite3_stmt *s, cm_error *err)
+{
+    bool row;
+    return st_sql_step(db, s, &row, err);
+}
+
+/* Copies column i into a new NUL-terminated heap string (NULL for SQL NULL). */
+cm_status st_sql_col_dup(sqlite3_stmt *s, int i, char **out, size_t *len_out, cm_error *err)
+{
+    *out = NULL;
+    if (len_out != NULL) {
+        *len_out = 0;
+    }
+    if (sqlite3_column_type(s, i) == SQLITE_NULL) {
+        return CM_OK;
+    }
+    const void *p = sqlite3_column_blob(s, i);
+    int n = sqlite3_column_bytes(s, i);
+    if (p == NULL && n > 0) {
+        return st_oom(err); /* SQLite could not materialise the value */
+    }
+    char *c = st_alloc((size_t)n + 1);
+    if (c == NULL) {
+        return st_oom(err);
+    }
+    if (n > 0) {
+        memcpy(c, p, (size_t)n);
+    }
+    c[n] = '\0';
+    *out = c;
+    if (len_out != NULL) {
+        *len_out = (size_t)n;
+    }
+    return CM_OK;
+}
+
+/* Copies a text column into fixed storage of cap bytes (truncating). */
+void st_sql_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    int n = sqlite3_column_bytes(s, i);
+    size_t k = t != NULL && n > 0 ? (size_t)n : 0;
+    if (k >= cap) {
+        k = cap - 1;
+    }
+    if (k > 0) {
+        memcpy(dst, t, k);
+    }
+    dst[k] = '\0';
+}
+
+/* ---- validation ---------------------------------------------------------------- */
+
+/* True when s[0..n) is valid UTF-8 without control characters. */
+bool st_clean_utf8(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c < 0x20 || c == 0x7f) {
+            return false;
+        }
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k;
+        unsigned min;
+        unsigned cp;
+        if ((c & 0xe0) == 0xc0) {
+            k = 1, min = 0x80, cp = c & 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            k = 2, min = 0x800, cp = c & 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            k = 3, min = 0x10000, cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (n - i <= k) {
+            return false;
+        }
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80) {
+                return false;
+            }
+            cp = (cp << 6) | (s[i + j] & 0x3fu);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+            return false;
+        }
+        i += k + 1;
+    }
+    return true;
+}
+
+cm_status st_check_name(const char *name, const char *path, cm_error *err)
+{
+    if (name == NULL || name[0] == '\0') {
+        return cm_error_set(err, CM_EINVAL, path, "must be a non-empty string");
+    }
+    size_t n = strlen(name);
+    if (n > ST_NAME_MAX_LEN) {
+        return cm_error_set(err, CM_EINVAL, path, "longer than %d bytes", ST_NAME_MAX_LEN);
+    }
+    if (!st_clean_utf8((const unsigned char *)name, n)) {
+        return cm_error_set(err, CM_EINVAL, path, "must be UTF-8 without control characters");
+    }
+    return CM_OK;
+}
+
+/* Checks a 64-hex-digit hash and copies it lower-cased into out. */
+cm_status st_check_hash(const char *h, char out[ST_HASH_HEX_LEN + 1], cm_error *err)
+{
+    size_t n = h != NULL ? strlen(h) : 0;
+    if (n != ST_HASH_HEX_LEN) {
+        return cm_error_set(err, CM_EINVAL, "/hash", "must be %d hex digits", ST_HASH_HEX_LEN);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = h[i];
+        if (c >= 'A' && c <= 'F') {
+            c = (char)(c - 'A' + 'a');
+        }
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            return cm_error_set(err, CM_EINVAL, "/hash", "must be %d hex digits", ST_HASH_HEX_LEN);
+        }
+        out[i] = c;
+    }
+    out[n] = '\0';
+    return CM_OK;
+}
+
+cm_status st_check_id(int64_t id, const char *path, cm_error *err)
+{
+    if (id <= 0) {
+        return cm_error_set(err, CM_EINVAL, path, "must be a positive id");
+    }
+    return CM_OK;
+}
+
+cm_status st_check_body(const char *body, size_t len, const char *path, cm_error *err)
+{
+    if (body == NULL || len == 0) {
+        return cm_error_set(err, CM_EINVAL, path, "must not be empty");
+    }
+    if (len > 1000000000u) { /* SQLITE_MAX_LENGTH */
+        return cm_error_set(err, CM_EINVAL, path, "larger than 10^9 bytes");
+    }
+    return CM_OK;
+}
+
+/* Checks that text[0..len) is JSON, using SQLite's json_valid. Call locked. */
+cm_status st_check_json(st_db *db, const char *text, size_t len, const char *path, cm_error *err)
+{
+    cm_status st = st_check_body(text, len, path, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (memchr(text, '\0', len) != NULL) {
+        return cm_error_set(err, CM_EINVAL, path, "is not valid JSON (contains a NUL byte)");
+    }
+    sqlite3_stmt *s = NULL;
+    st = st_sql_prepare(db, "SELECT json_valid(?1)", &s, err);
+    if (st == CM_OK) {
+        st = st_sql_bind(db, s, err, "s", text, len);
+    }
+    bool row = false;
+    unsigned long failures = st_alloc_failures();
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, &row, err);
+    }
+    if (st == CM_OK && (!row || sqlite3_column_int(s, 0) != 1)) {
+        /* SQLite 3.40's json_valid answers 0, not an error, when its parser
+         * runs out of memory: an allocation failure meanwhile means OOM. */
+        st = st_alloc_failures() != failures
+                 ? st_oom(err)
+                 : cm_error_set(err, CM_EINVAL, path, "is not valid JSON");
+    }
+    sqlite3_finalize(s);
+    return st;
+}
+
+cm_status st_check_limit(size_t limit, int64_t after_id, size_t *limit_out, cm_error *err)
+{
+    if (limit > ST_LIST_MAX_LIMIT) {
+        return cm_error_set(err, CM_EINVAL, "/limit", "must be at most %d", ST_LIST_MAX_LIMIT);
+    }
+    if (after_id < 0) {
+        return cm_error_set(err, CM_EINVAL, "/after", "must not be negative");
+    }
+    *limit_out = limit == 0 ? ST_LIST_DEFAULT_LIMIT : limit;
+    return CM_OK;
+}
+
+cm_status st_check_time_range(int64_t after, int64_t before, cm_error *err)
+{
+    if (after < 0) {
+        return cm_error_set(err, CM_EINVAL, "/created_after", "must not be negative");
+    }
+    if (before < 0) {
+        return cm_error_set(err, CM_EINVAL, "/created_before", "must not be negative");
+    }
+    return CM_OK;
+}
+
+/* ---- generic lists ---------------------------------------------------------------- */
+
+/* Runs a bound query whose first column is the id and which was asked for
+ * limit + 1 rows; fills a heap array of up to limit items of item_size
+ * bytes and the next-page cursor. On error everything read is freed. */
+cm_status st_sql_run_list(st_db *db, sqlite3_stmt *s, size_t limit, size_t item_size, st_row_fn row,
+                          st_fini_fn fini, void **items_out, size_t *n_out, int64_t *next_out,
+                          cm_error *err)
+{
+    *items_out = NULL;
+    *n_out = 0;
+    *next_out = 0;
+    unsigned char *items = NULL;
+    size_t n = 0;
+    size_t cap = 0;
+    int64_t last_id = 0;
+    cm_status st = CM_OK;
+    for (;;) {
+        bool has = false;
+        st = st_sql_step(db, s, &has, err);
+        if (st != CM_OK || !has) {
+            break;
+        }
+        if (n == limit) {
+            *next_out = last_id;
+            break;
+        }
+        if (n == cap) {
+            size_t ncap = cap == 0 ? 8 : cap * 2;
+            if (ncap > limit) {
+                ncap = limit;
+            }
+            unsigned char *grown = st_realloc(items, ncap * item_size);
+            if (grown == NULL) {
+                st = st_oom(err);
+                break;
+            }
+            items = grown;
+            cap = ncap;
+        }
+        void *it = items + n * item_size;
+        memset(it, 0, item_size);
+        last_id = (int64_t)sqlite3_column_int64(s, 0);
+        st = row(s, it, err);
+        n++; /* counted even on failure: row leaves it finalisable */
+        if (st != CM_OK) {
+            break;
+        }
+    }
+    if (st != CM_OK) {
+        for (size_t i = 0; i < n; i++) {
+            fini(items + i * item_size);
+        }
+        cm_free(items);
+        *next_out = 0;
+        return st;
+    }
+    *items_out = items;
+    *n_out = n;
+    return CM_OK;
+}
+
+/* Deletes row id from table; CM_ENOTFOUND at /id when absent. Call locked. */
+cm_status st_sql_delete_id(st_db *db, const char *table, const char *what, int64_t id,
+                           cm_error *err)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "DELETE FROM %s WHERE id = ?1", table);
+    cm_status st = st_sql_begin(db, err);
+    sqlite3_stmt *s = NULL;
+    if (st == CM_OK) {
+        st = st_sql_prepare(db, sql, &s, err);
+    }
+    if (st == CM_OK) {
+        st = st_sql_bind(db, s, err, "i", id);
+    }
+    if (st == CM_OK) {
+        st = st_sql_step_done(db, s, err);
+    }
+    if (st == CM_OK && sqlite3_changes(db->conn) == 0) {
+        st = cm_error_set(err, CM_ENOTFOUND, "/id", "no %s %lld", what, (long long)id);
+    }
+    sqlite3_finalize(s);
+    return st_sql_finish(db, st, err);
+}
+
+/* Whether row id exists in table. Call locked. */
+cm_status st_sql_row_exists(st_db *db, const char *table, int64_t id, bool *found, cm_error *err)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s WHERE id = ?1", table);
+    sqlite3_stmt *s = NULL;
+    cm_status st = st_sql_prepare(db, sql, &s, err);
+    if (st == CM_OK) {
+        st = st_sql_bind(db, s, err, "i", id);
+    }
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, found, err);
+    }
+    sqlite3_finalize(s);
+    return st;
+}
