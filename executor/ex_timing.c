@@ -15,7 +15,7 @@ sp_cost *ex_timing_cost(const sp_input *part)
     if (part->g != NULL) {
         co.value_names = sp_graph_value_names(part->g, &co.n_value_names);
     }
-    co.custom = part->g != NULL ? sp_graph_custom_rules(part->g) : NULL;
+    co.custom = part->custom;
     co.per_op = true;
     sp_cost *c = NULL;
     cm_error err;

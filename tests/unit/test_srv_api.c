@@ -1104,7 +1104,7 @@ static void *slow_client(void *p)
     curl_easy_setopt(h, CURLOPT_READFUNCTION, slow_read);
     curl_easy_setopt(h, CURLOPT_READDATA, &u);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)jl);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tu_on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 15L);

@@ -270,8 +270,8 @@ static void test_srv_plan_with_stored_mesh_routes_match_cli(void **state)
     snprintf(path, sizeof path, "/v1/plans/%lld/suggest?k=2&max_candidates=4", (long long)id);
     json_t *got = get_json(s, path);
     /* timings differ run to run */
-    json_object_del(json_object_get(got, "stats"), "seconds");
-    json_object_del(json_object_get(want, "stats"), "seconds");
+    json_object_del(got, "seconds");
+    json_object_del(want, "seconds");
     assert_json_equal(got, want, path);
     json_decref(got);
     json_decref(want);
@@ -370,8 +370,8 @@ static void test_srv_plan_with_stored_rules_routes_match_cli(void **state)
     json_t *got = get_json(s, path);
     const char *args[] = {"lint", mfile, "--json", NULL};
     json_t *bare = cli_json(cmd_lint, args);
-    assert_int_equal(count_kind(got, "custom_call_without_rule"), 0);
-    assert_true(count_kind(bare, "custom_call_without_rule") > 0);
+    assert_int_equal(count_kind(got, "custom_call_no_rule"), 0);
+    assert_true(count_kind(bare, "custom_call_no_rule") > 0);
     json_decref(got);
     json_decref(bare);
     static const char *const names[] = {"call.mlir", "rules.json", NULL};
@@ -446,7 +446,12 @@ static void check_bench(const tu_server *s, int64_t id)
                 json_string_value(json_object_get(run, "error")));
     }
     assert_string_equal(st, "succeeded");
-    const json_t *res = json_object_get(run, "result");
+    const json_t *res = json_object_get(run, "results");
+    if (!json_is_true(json_object_get(json_object_get(res, "numerics"), "match"))) {
+        char *t = json_dumps(res, JSON_COMPACT);
+        fprintf(stderr, "benchmark of plan %lld: %.600s\n", (long long)id, t);
+        free(t);
+    }
     assert_true(json_is_true(json_object_get(json_object_get(res, "numerics"), "match")));
     /* the worker's predicted step is the cost of the plan as stored */
     char path[64];
@@ -454,8 +459,12 @@ static void check_bench(const tu_server *s, int64_t id)
     json_t *cost = get_json(s, path);
     double want = json_number_value(json_object_get(json_object_get(cost, "time"), "step_s"));
     double got = json_number_value(json_object_get(res, "predicted_step_s"));
-    assert_true(want > 0);
-    assert_true(got >= want * (1 - 1e-9) && got <= want * (1 + 1e-9));
+    /* the cost document rounds to 6 significant digits */
+    if (!(want > 0 && got >= want * (1 - 1e-5) && got <= want * (1 + 1e-5))) {
+        fprintf(stderr, "plan %lld: predicted step %.9g s, its cost %.9g s\n", (long long)id, got,
+                want);
+        fail();
+    }
     json_decref(cost);
     json_decref(run);
 }
@@ -469,7 +478,7 @@ static void test_srv_bench_of_mesh_and_pass_plans(void **state)
     int64_t a = post_plan(s, "?mesh=mesh", "application/json", doc, strlen(doc));
     check_bench(s, a);
     size_t len;
-    char *mlir = tu_read_file("examples/lint_demo.mlir", &len);
+    char *mlir = tu_read_file("examples/flax_mlp.mlir", &len);
     int64_t b = post_plan(s, "?pass=sdy-basic-propagate", "text/plain", mlir, len);
     check_bench(s, b);
     cm_free(mlir);

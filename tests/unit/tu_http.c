@@ -80,7 +80,7 @@ void tu_server_fini(tu_server *s)
 
 
 
-static size_t on_body(char *p, size_t s, size_t n, void *ud)
+size_t tu_on_body(char *p, size_t s, size_t n, void *ud)
 {
     cm_buf_append(ud, p, s * n);
     return s * n;
@@ -142,7 +142,7 @@ void tu_http_ex(const tu_server *f, const char *method, const char *path, const 
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tu_on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out->body);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, out);

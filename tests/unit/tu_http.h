@@ -53,6 +53,8 @@ void tu_http_ex(const tu_server *s, const char *method, const char *path, const 
 void tu_http(const tu_server *s, const char *method, const char *path, const char *ctype,
              const char *body, tu_resp *out);
 void tu_resp_fini(tu_resp *r);
+/* A libcurl write callback appending to the cm_buf ud. */
+size_t tu_on_body(char *p, size_t s, size_t n, void *ud);
 
 json_int_t tu_jint(const json_t *j, const char *key);
 const char *tu_jstr(const json_t *j, const char *key);
