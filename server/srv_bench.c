@@ -588,7 +588,7 @@ static void run_one(srv_app *app, int64_t id)
     st_bench_fini(&run);
 }
 
-static void *bench_main(void *arg)
+static void *bench_thread(void *arg)
 {
     srv_app *app = arg;
     /* a worker that dies before reading its input must give EPIPE here, not
@@ -624,7 +624,7 @@ cm_status srv_bench_start(srv_app *app, cm_error *err)
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     app->bench = b;
-    if (pthread_create(&b->thread, NULL, bench_main, app) != 0) {
+    if (pthread_create(&b->thread, NULL, bench_thread, app) != 0) {
         app->bench = NULL;
         pthread_cond_destroy(&b->cv);
         pthread_mutex_destroy(&b->mu);

@@ -38,7 +38,7 @@ void srv_job_unref(plan_job *j)
     cm_free(j);
 }
 
-static void *job_main(void *arg)
+static void *job_thread(void *arg)
 {
     plan_job *j = arg;
     srv_app *app = j->app;
@@ -96,7 +96,7 @@ bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int err = pthread_create(&t, &attr, job_main, j);
+    int err = pthread_create(&t, &attr, job_thread, j);
     pthread_attr_destroy(&attr);
     if (err != 0) {
         pthread_mutex_lock(&app->job_mu);
