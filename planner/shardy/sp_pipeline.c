@@ -41,24 +41,6 @@ static cm_status walk(sp_module *m, uint32_t block, op_fn fn, void *ctx)
 
 /* ---- -sdy-lift-inlined-meshes ---------------------------------------------------- */
 
-static bool mesh_eq(const sp_mesh *a, const sp_mesh *b)
-{
-    if (a->n_axes != b->n_axes || a->n_device_ids != b->n_device_ids) {
-        return false;
-    }
-    for (uint32_t i = 0; i < a->n_axes; i++) {
-        if (a->axes[i].size != b->axes[i].size || strcmp(a->axes[i].name, b->axes[i].name) != 0) {
-            return false;
-        }
-    }
-    for (uint32_t i = 0; i < a->n_device_ids; i++) {
-        if (a->device_ids[i] != b->device_ids[i]) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* The name of an sdy.mesh equal to mesh, creating one when needed. */
 static const char *mesh_symbol(sp_module *m, const sp_mesh *mesh, cm_error *err)
 {
@@ -72,7 +54,8 @@ static const char *mesh_symbol(sp_module *m, const sp_mesh *mesh, cm_error *err)
         last_mesh = i + 1;
         const sp_attr *n = sp_attrs_get(op->attrs, op->n_attrs, "sym_name");
         const sp_attr *ms = sp_attrs_get(op->attrs, op->n_attrs, "mesh");
-        if (n != NULL && ms != NULL && ms->kind == SP_ATTR_MESH && mesh_eq(ms->u.mesh, mesh)) {
+        if (n != NULL && ms != NULL && ms->kind == SP_ATTR_MESH &&
+            sp_mesh_equal(ms->u.mesh, mesh)) {
             return n->u.str.s;
         }
     }

@@ -181,24 +181,6 @@ static const meshent *mesh_of(const prop *p, const sp_sharding *s)
     return NULL;
 }
 
-static bool mesh_equal(const sp_mesh *a, const sp_mesh *b)
-{
-    if (a->n_axes != b->n_axes || a->n_device_ids != b->n_device_ids) {
-        return false;
-    }
-    for (uint32_t i = 0; i < a->n_axes; i++) {
-        if (a->axes[i].size != b->axes[i].size || strcmp(a->axes[i].name, b->axes[i].name) != 0) {
-            return false;
-        }
-    }
-    for (uint32_t i = 0; i < a->n_device_ids; i++) {
-        if (a->device_ids[i] != b->device_ids[i]) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* ---- slots and attributes --------------------------------------------------------- */
 
 
@@ -1412,7 +1394,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         if (me == NULL) {
             me = e;
         } else if (p->meshes[me->canon].mesh != p->meshes[e->canon].mesh &&
-                   !mesh_equal(me->mesh, e->mesh)) {
+                   !sp_mesh_equal(me->mesh, e->mesh)) {
             return;
         }
     }
@@ -2323,7 +2305,7 @@ static cm_status setup(prop *p)
         e->is_maximal = e->mesh->n_axes == 0 && e->mesh->n_device_ids > 0;
         e->canon = p->n_meshes;
         for (uint32_t k = 0; k < p->n_meshes; k++) {
-            if (mesh_equal(p->meshes[k].mesh, e->mesh)) {
+            if (sp_mesh_equal(p->meshes[k].mesh, e->mesh)) {
                 e->canon = p->meshes[k].canon;
                 break;
             }
