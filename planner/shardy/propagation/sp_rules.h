@@ -4,7 +4,8 @@
  * factor order and special factor kinds; custom calls take their rule from an
  * `sdy.sharding_rule` attribute, from a user rule registered by call-target
  * name (Shardy text or JAX's einsum-like form), or get a rule that blocks
- * propagation plus a diagnostic.
+ * propagation plus a diagnostic. The registry is
+ * sp_op_sharding_rule_registry.c (Shardy's op_sharding_rule_registry.cc).
  * Ownership: rules are allocated in the module arena. Thread contract: a
  * sp_custom_rules table may be read by many threads once built. */
 #ifndef SP_RULES_H

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: the op sharding-rule registry (Shardy's op_sharding_rule_registry).
+ * planner: the op sharding-rule registry (Shardy's
+ * propagation/op_sharding_rule_registry.cc; declared in sp_rules.h).
  * A small builder (rb_*) mirrors Shardy's OpShardingRuleBuilder: factors are
  * numbered in the order they are added, each tensor dimension lists the
  * factors mapped to it in that order, and build() drops size-one factors from

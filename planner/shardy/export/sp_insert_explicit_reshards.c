@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: -sdy-insert-explicit-reshards. Each op's tensor shardings are
- * projected onto the factors of its sharding rule (as propagation does, with
- * sub-axes where an axis spans two factors of a dimension); when they are
- * not compatible one axis list per factor is chosen and sdy.reshard /
- * sdy.all_reduce ops are inserted around the op. Uses of a rewritten result
- * are redirected lazily: ops are visited in program order and their operands
- * are looked up in a replacement table first, so no use lists are needed.
+ * planner: -sdy-insert-explicit-reshards (Shardy's
+ * export/insert_explicit_reshards.cc; declared in sp_reshard.h). Each op's
+ * tensor shardings are projected onto the factors of its sharding rule (as
+ * propagation does, with sub-axes where an axis spans two factors of a
+ * dimension); when they are not compatible one axis list per factor is
+ * chosen and sdy.reshard / sdy.all_reduce ops are inserted around the op.
+ * Uses of a rewritten result are redirected lazily: ops are visited in
+ * program order and their operands are looked up in a replacement table
+ * first, so no use lists are needed.
  * Ownership: everything created lives in the module arena; per-op scratch is
  * heap memory freed before the next op. */
 #include "sp_reshard.h"
