@@ -13,6 +13,7 @@
 
 #include "cm.h"
 #include "sp_ir.h"
+#include "sp_ops.h"
 #include "sp_shard.h"
 #include "sp_diag.h"
 
@@ -44,8 +45,14 @@ typedef struct sp_rule_opts {
 cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp_rule **rule_out,
                          sp_diags *diags, cm_error *err);
 
-/* -sdy-populate-op-sharding-rules: sets `sdy.sharding_rule` on every op that
- * has a rule and does not carry one already. */
+/* Whether the registry derives a rule for some ops of kind k; when false,
+ * sp_rule_for_op gives no rule for any op of that kind (without an
+ * sdy.sharding_rule attribute). */
+bool sp_rules_cover_kind(sp_op_kind k);
+
+/* -sdy-populate-op-sharding-rules (sp_populate_op_sharding_rules.c): sets
+ * `sdy.sharding_rule` on every op that has a rule and does not carry one
+ * already. */
 cm_status sp_pass_populate_rules(sp_module *m, const sp_rule_opts *opts, sp_diags *diags,
                                  cm_error *err);
 
