@@ -20,8 +20,9 @@
 #include "sp_rules.h"
 #include "sp_ax.h"
 #include "sp_diag.h"
+#include "sp_sharding_projection.h"
 
-#define MAXAX 16 /* axes of one factor or one dimension */
+#define MAXAX SP_PROJ_MAX_AXES /* axes of one factor or one dimension */
 
 /* ---- axes ------------------------------------------------------------------------ */
 
@@ -187,6 +188,8 @@ typedef struct pass {
     } before, after;
     struct fsh *row_buf; /* reused factor rows (project() initialises them) */
     size_t row_cap;
+    sp_factor_axes *proj_buf; /* one tensor's projection (proj_cap factors) */
+    size_t proj_cap;
 } pass;
 
 static cm_status oplist_push(struct oplist *l, uint32_t op)
@@ -240,94 +243,19 @@ static cm_status oom(pass *g)
 
 /* Projects tensor t's dimension shardings onto its factors, splitting an
  * axis into sub-axes where it spans two factors of a dimension; axes that
- * do not divide a non-minor factor overflow it. False when the sharding
- * cannot be handled (unknown axis, too many axes). */
+ * do not divide a non-minor factor overflow it (sp_sharding_project). False
+ * when the sharding cannot be handled (unknown axis, too many axes). */
 static bool project(const opctx *c, const tinfo *t, fsh *row)
 {
-    const sp_rule *r = c->r;
-    for (uint32_t f = 0; f < c->nf; f++) {
-        row[f].present = false;
-        row[f].over = false;
-        row[f].axes.n = 0;
+    sp_factor_axes *proj = c->g->proj_buf;
+    if (!sp_sharding_project(c->r, t->map, t->cur, c->mesh, proj, NULL, NULL)) {
+        return false;
     }
-    const sp_sharding *s = t->cur;
-    for (uint32_t d = 0; d < t->rank; d++) {
-        const sp_dim_mapping *dm = &t->map->dims[d];
-        ax axes[MAXAX];
-        uint32_t na = 0;
-        if (s != NULL) {
-            const sp_dim_sharding *ds = &s->dims[d];
-            if (ds->n_axes > MAXAX) {
-                return false;
-            }
-            for (uint32_t i = 0; i < ds->n_axes; i++) {
-                if (!ax_from_ref(c->mesh, &ds->axes[i], &axes[na++])) {
-                    return false;
-                }
-            }
-        }
-        uint32_t ai = 0;
-        bool have_rem = false, overflowed = false;
-        ax rem = {0, 0, 0};
-        for (uint32_t k = 0; k < dm->n_factors; k++) {
-            uint32_t f = dm->factors[k];
-            fsh *x = &row[f];
-            x->present = true;
-            if (overflowed) {
-                continue;
-            }
-            if (k + 1 == dm->n_factors) {
-                if (have_rem) {
-                    x->axes.a[x->axes.n++] = rem;
-                    have_rem = false;
-                }
-                while (ai < na) {
-                    x->axes.a[x->axes.n++] = axes[ai++];
-                }
-                break;
-            }
-            int64_t left = r->factor_sizes[f];
-            for (;;) {
-                ax cur;
-                if (have_rem) {
-                    cur = rem;
-                } else if (ai < na) {
-                    cur = axes[ai];
-                } else {
-                    break;
-                }
-                int64_t sz = cur.size;
-                if (sz == 1 || (left > 0 && left % sz == 0)) {
-                    x->axes.a[x->axes.n++] = cur;
-                    if (sz > 1) {
-                        left /= sz;
-                    }
-                    if (have_rem) {
-                        have_rem = false;
-                    } else {
-                        ai++;
-                    }
-                    continue;
-                }
-                if (left <= 1) {
-                    break;
-                }
-                int64_t gg = gcd64(left, sz);
-                if (gg > 1) {
-                    x->axes.a[x->axes.n++] = (ax){cur.axis, cur.pre, gg};
-                    rem = (ax){cur.axis, cur.pre * gg, sz / gg};
-                    if (!have_rem) {
-                        ai++;
-                    }
-                    have_rem = true;
-                    left /= gg;
-                    continue;
-                }
-                x->over = true; /* the rest of the dimension does not fit */
-                overflowed = true;
-                break;
-            }
-        }
+    for (uint32_t f = 0; f < c->nf; f++) {
+        row[f].present = proj[f].present;
+        row[f].over = proj[f].n_over > 0;
+        row[f].axes.n = proj[f].n;
+        memcpy(row[f].axes.a, proj[f].axes, sizeof(ax) * proj[f].n);
     }
     return true;
 }
@@ -931,8 +859,15 @@ static cm_status visit_op(pass *g, uint32_t opid)
         }
     }
     c.row = need <= g->row_cap ? g->row_buf : NULL;
+    if (c.nf + 1u > g->proj_cap) {
+        sp_factor_axes *pb = cm_realloc(g->proj_buf, sizeof *pb * (c.nf + 1u));
+        if (pb != NULL) {
+            g->proj_buf = pb;
+            g->proj_cap = c.nf + 1u;
+        }
+    }
     c.common = cm_calloc((size_t)c.nf + 1u, sizeof *c.common);
-    if (c.t == NULL || c.row == NULL || c.common == NULL) {
+    if (c.t == NULL || c.row == NULL || c.common == NULL || c.nf + 1u > g->proj_cap) {
         st = oom(g);
     } else if (setup_tensors(&c)) {
         st = rewrite_op(&c);
@@ -1183,5 +1118,6 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
     cm_free(g.before.v);
     cm_free(g.after.v);
     cm_free(g.row_buf);
+    cm_free(g.proj_buf);
     return st;
 }

@@ -21,21 +21,16 @@
 #include "sp_ops.h"
 #include "sp_ax.h"
 #include "sp_diag.h"
+#include "sp_sharding_projection.h"
 
-#define MAXAX   16  /* axes of one factor or dim in an op step */
+#define MAXAX   SP_PROJ_MAX_AXES /* axes of one factor or dim in an op step */
 #define MAXMESH 64  /* distinct meshes in a module */
 #define ID_CACHE 256 /* identity-rule cache slots */
 
 /* ---- per-op scratch ----------------------------------------------------------- */
 
-typedef struct fsh {
-    uint8_t present;    /* the tensor has this factor */
-    uint8_t closed;     /* its dim is closed */
-    uint8_t minor_most; /* last factor of its dim */
-    uint8_t n, n_over;
-    ax axes[MAXAX];
-    ax over[MAXAX];
-} fsh;
+/* a factor's axes in one tensor of the step (sp_sharding_projection.h) */
+typedef sp_factor_axes fsh;
 
 typedef struct tens {
     uint32_t slot;
@@ -614,122 +609,7 @@ static int64_t prod(const ax *a, uint32_t n)
  * the sharding cannot be handled (too many axes, unknown axis). */
 static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
 {
-    for (uint32_t f = 0; f < r->n_factors; f++) {
-        memset(&row[f], 0, offsetof(fsh, axes));
-    }
-    t->n_repl = 0;
-    const sp_sharding *s = t->cur;
-    for (uint32_t d = 0; d < t->rank; d++) {
-        const sp_dim_mapping *dm = &t->map->dims[d];
-        bool closed = s != NULL && d < s->rank && s->dims[d].is_closed;
-        ax axes[MAXAX];
-        uint32_t na = 0;
-        if (s != NULL && d < s->rank && mesh != NULL) {
-            const sp_dim_sharding *ds = &s->dims[d];
-            if (ds->n_axes > MAXAX) {
-                return false;
-            }
-            for (uint32_t i = 0; i < ds->n_axes; i++) {
-                if (!ax_from_ref(mesh, &ds->axes[i], &axes[na++])) {
-                    return false;
-                }
-            }
-        }
-        uint32_t ai = 0;
-        bool have_rem = false;
-        ax rem = {0, 0, 0};
-        bool overflowed = false;
-        for (uint32_t k = 0; k < dm->n_factors; k++) {
-            uint32_t f = dm->factors[k];
-            fsh *x = &row[f];
-            x->present = 1;
-            x->closed = closed;
-            x->minor_most = k + 1 == dm->n_factors;
-            x->n = 0;
-            x->n_over = 0;
-            if (overflowed) {
-                continue;
-            }
-            if (x->minor_most) {
-                if (na - ai + (have_rem ? 1u : 0u) > MAXAX) {
-                    return false;
-                }
-                if (have_rem) {
-                    x->axes[x->n++] = rem;
-                    have_rem = false;
-                }
-                while (ai < na) {
-                    x->axes[x->n++] = axes[ai++];
-                }
-                break;
-            }
-            int64_t R = r->factor_sizes[f];
-            for (;;) {
-                ax cur;
-                if (have_rem) {
-                    cur = rem;
-                } else if (ai < na) {
-                    cur = axes[ai];
-                } else {
-                    break;
-                }
-                int64_t sz = cur.size;
-                if (x->n >= MAXAX) {
-                    return false;
-                }
-                if (sz == 1 || (R > 0 && R % sz == 0)) {
-                    x->axes[x->n++] = cur;
-                    if (sz > 1) {
-                        R /= sz;
-                    }
-                    if (have_rem) {
-                        have_rem = false;
-                    } else {
-                        ai++;
-                    }
-                    continue;
-                }
-                if (R <= 1) {
-                    break;
-                }
-                int64_t g = gcd64(R, sz);
-                if (g > 1) {
-                    x->axes[x->n++] = (ax){cur.axis, cur.pre, g};
-                    rem = (ax){cur.axis, cur.pre * g, sz / g};
-                    if (!have_rem) {
-                        ai++;
-                    }
-                    have_rem = true;
-                    R /= g;
-                    continue;
-                }
-                /* does not fit: the rest of the dim overflows this factor */
-                if (na - ai + (have_rem ? 1u : 0u) > MAXAX) {
-                    return false;
-                }
-                if (have_rem) {
-                    x->over[x->n_over++] = rem;
-                    have_rem = false;
-                }
-                while (ai < na) {
-                    x->over[x->n_over++] = axes[ai++];
-                }
-                overflowed = true;
-                break;
-            }
-        }
-    }
-    if (s != NULL && mesh != NULL) {
-        if (s->n_replicated > MAXAX) {
-            return false;
-        }
-        for (uint32_t i = 0; i < s->n_replicated; i++) {
-            if (!ax_from_ref(mesh, &s->replicated[i], &t->repl[t->n_repl++])) {
-                return false;
-            }
-        }
-    }
-    return true;
+    return sp_sharding_project(r, t->map, t->cur, mesh, row, t->repl, &t->n_repl);
 }
 
 /* ---- projection cache ---------------------------------------------------------------------
