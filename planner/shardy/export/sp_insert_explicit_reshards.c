@@ -916,8 +916,10 @@ static cm_status visit_data_flow(pass *g, uint32_t op)
     if (o->n_operands != o->n_results) {
         return CM_OK;
     }
-    for (uint32_t i = 0; i < o->n_operands; i++) {
-        cm_status st = match_owner(g, op, i, sp_value_sharding(m, o->first_result + i));
+    /* match_owner adds ops, which may move m->ops: o is not used after it */
+    uint32_t n = o->n_operands, first = o->first_result;
+    for (uint32_t i = 0; i < n; i++) {
+        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i));
         if (st != CM_OK) {
             return st;
         }
@@ -936,7 +938,9 @@ static cm_status visit_manual(pass *g, uint32_t op)
     if (in == NULL || in->kind != SP_ATTR_SHARDING_LIST || in->u.shardings.n != o->n_operands) {
         return CM_OK;
     }
-    for (uint32_t i = 0; i < o->n_operands; i++) {
+    /* match_owner adds ops, which may move m->ops: o is not used after it */
+    uint32_t n = o->n_operands;
+    for (uint32_t i = 0; i < n; i++) {
         cm_status st = match_owner(g, op, i, in->u.shardings.items[i]);
         if (st != CM_OK) {
             return st;
@@ -964,8 +968,10 @@ static cm_status visit_terminator(pass *g, uint32_t op)
     if (m->ops[op].n_operands != p->n_results) {
         return CM_OK;
     }
+    /* match_owner adds ops, which may move m->ops: p is not used after it */
+    uint32_t first = p->first_result;
     for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
-        cm_status st = match_owner(g, op, i, sp_value_sharding(m, p->first_result + i));
+        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i));
         if (st != CM_OK) {
             return st;
         }
