@@ -252,10 +252,13 @@ static bool project(const opctx *c, const tinfo *t, fsh *row)
         return false;
     }
     for (uint32_t f = 0; f < c->nf; f++) {
-        row[f].present = proj[f].present;
-        row[f].over = proj[f].n_over > 0;
-        row[f].axes.n = proj[f].n;
-        memcpy(row[f].axes.a, proj[f].axes, sizeof(ax) * proj[f].n);
+        const sp_factor_axes *x = &proj[f];
+        row[f].present = x->present;
+        row[f].over = x->n_over > 0;
+        row[f].axes.n = x->n;
+        for (uint32_t i = 0; i < x->n; i++) {
+            row[f].axes.a[i] = x->axes[i];
+        }
     }
     return true;
 }
