@@ -1102,7 +1102,7 @@ static bool refs_equal(const sp_axis_ref *a, const sp_axis_ref *b, uint32_t n)
     return true;
 }
 
-static bool mesh_equal(const sp_mesh *a, const sp_mesh *b)
+bool sp_mesh_equal(const sp_mesh *a, const sp_mesh *b)
 {
     if (a == NULL || b == NULL) {
         return a == b;
@@ -1132,7 +1132,7 @@ bool sp_sharding_equal(const sp_sharding *a, const sp_sharding *b)
         return false;
     }
     if (!str_eq(a->mesh_name, b->mesh_name) ||
-        (a->mesh_name == NULL && !mesh_equal(a->mesh, b->mesh))) {
+        (a->mesh_name == NULL && !sp_mesh_equal(a->mesh, b->mesh))) {
         return false;
     }
     if (a->rank != b->rank || a->n_replicated != b->n_replicated ||

@@ -126,6 +126,11 @@ cm_status sp_mesh_verify(const sp_mesh *m, cm_error *err);
 int64_t sp_mesh_size(const sp_mesh *m);
 /* Index of the axis named name, or -1. */
 int32_t sp_mesh_axis_index(const sp_mesh *m, const char *name);
+/* Structural equality of meshes: the same axes (names and sizes, in order)
+ * and the same explicit device_ids (a mesh without device_ids differs from
+ * one that lists the iota order). Either may be NULL: two NULLs are equal, a
+ * NULL and a mesh are not. Pure; safe from any thread. */
+bool sp_mesh_equal(const sp_mesh *a, const sp_mesh *b);
 
 /* Deep equality of shardings (same mesh name, dims, replicated, unreduced). */
 bool sp_sharding_equal(const sp_sharding *a, const sp_sharding *b);

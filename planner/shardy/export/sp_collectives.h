@@ -5,6 +5,7 @@
  * of a collective over mesh axes as XLA forms them; per-device local shapes;
  * and -shardplan-annotate-device-groups, which attaches the groups to each
  * collective op as `sdy.device_groups` (an attribute of ours, not Shardy's).
+ * All of it is in sp_reshard_to_collectives.c.
  * Ownership: results live in the arena or module the caller passes.
  * Thread contract: functions are reentrant; a module is used by one thread. */
 #ifndef SP_COLLECTIVES_H

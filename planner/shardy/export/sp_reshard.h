@@ -4,7 +4,8 @@
  * sharding rule cannot reconcile; this pass picks one sharding per factor,
  * reshards the operands to it with `sdy.reshard`, computes the op with it,
  * all-reduces the axes of sharded reduction factors with `sdy.all_reduce`
- * and reshards each result back to the sharding it had.
+ * and reshards each result back to the sharding it had. The pass is in
+ * sp_insert_explicit_reshards.c (Shardy's insert_explicit_reshards.cc).
  * Ownership: new ops, values and shardings live in the module's arena.
  * Thread contract: one module per call. */
 #ifndef SP_RESHARD_H

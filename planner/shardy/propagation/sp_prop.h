@@ -4,7 +4,9 @@
  * sharding of every other tensor by propagating along the factors of each op's
  * sharding rule (propagation.md), forward and backward to a fixed point, with
  * Shardy's hierarchy: basic, aggressive (conflict resolution), op-priority and
- * user-priority propagation.
+ * user-priority propagation. The entry (sp_propagate) and basic propagation
+ * are in sp_basic_propagation.c; each level above has its Shardy-named file
+ * (sp_prop_int.h lists them).
  * Ownership: results are written into the module (attributes allocated in its
  * arena). Thread contract: one module per call; calls on different modules
  * may run in parallel. */

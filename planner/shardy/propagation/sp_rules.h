@@ -4,7 +4,8 @@
  * factor order and special factor kinds; custom calls take their rule from an
  * `sdy.sharding_rule` attribute, from a user rule registered by call-target
  * name (Shardy text or JAX's einsum-like form), or get a rule that blocks
- * propagation plus a diagnostic.
+ * propagation plus a diagnostic. The registry is
+ * sp_op_sharding_rule_registry.c (Shardy's op_sharding_rule_registry.cc).
  * Ownership: rules are allocated in the module arena. Thread contract: a
  * sp_custom_rules table may be read by many threads once built. */
 #ifndef SP_RULES_H
@@ -12,6 +13,7 @@
 
 #include "cm.h"
 #include "sp_ir.h"
+#include "sp_ops.h"
 #include "sp_shard.h"
 #include "sp_diag.h"
 
@@ -43,8 +45,14 @@ typedef struct sp_rule_opts {
 cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp_rule **rule_out,
                          sp_diags *diags, cm_error *err);
 
-/* -sdy-populate-op-sharding-rules: sets `sdy.sharding_rule` on every op that
- * has a rule and does not carry one already. */
+/* Whether the registry derives a rule for some ops of kind k; when false,
+ * sp_rule_for_op gives no rule for any op of that kind (without an
+ * sdy.sharding_rule attribute). */
+bool sp_rules_cover_kind(sp_op_kind k);
+
+/* -sdy-populate-op-sharding-rules (sp_populate_op_sharding_rules.c): sets
+ * `sdy.sharding_rule` on every op that has a rule and does not carry one
+ * already. */
 cm_status sp_pass_populate_rules(sp_module *m, const sp_rule_opts *opts, sp_diags *diags,
                                  cm_error *err);
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: -sdy-insert-explicit-reshards. Each op's tensor shardings are
- * projected onto the factors of its sharding rule (as propagation does, with
- * sub-axes where an axis spans two factors of a dimension); when they are
- * not compatible one axis list per factor is chosen and sdy.reshard /
- * sdy.all_reduce ops are inserted around the op. Uses of a rewritten result
- * are redirected lazily: ops are visited in program order and their operands
- * are looked up in a replacement table first, so no use lists are needed.
+ * planner: -sdy-insert-explicit-reshards (Shardy's
+ * export/insert_explicit_reshards.cc; declared in sp_reshard.h). Each op's
+ * tensor shardings are projected onto the factors of its sharding rule (as
+ * propagation does, with sub-axes where an axis spans two factors of a
+ * dimension); when they are not compatible one axis list per factor is
+ * chosen and sdy.reshard / sdy.all_reduce ops are inserted around the op.
+ * Uses of a rewritten result are redirected lazily: ops are visited in
+ * program order and their operands are looked up in a replacement table
+ * first, so no use lists are needed.
  * Ownership: everything created lives in the module arena; per-op scratch is
  * heap memory freed before the next op. */
 #include "sp_reshard.h"
@@ -18,8 +20,9 @@
 #include "sp_rules.h"
 #include "sp_ax.h"
 #include "sp_diag.h"
+#include "sp_sharding_projection.h"
 
-#define MAXAX 16 /* axes of one factor or one dimension */
+#define MAXAX SP_PROJ_MAX_AXES /* axes of one factor or one dimension */
 
 /* ---- axes ------------------------------------------------------------------------ */
 
@@ -185,6 +188,8 @@ typedef struct pass {
     } before, after;
     struct fsh *row_buf; /* reused factor rows (project() initialises them) */
     size_t row_cap;
+    sp_factor_axes *proj_buf; /* one tensor's projection (proj_cap factors) */
+    size_t proj_cap;
 } pass;
 
 static cm_status oplist_push(struct oplist *l, uint32_t op)
@@ -238,93 +243,21 @@ static cm_status oom(pass *g)
 
 /* Projects tensor t's dimension shardings onto its factors, splitting an
  * axis into sub-axes where it spans two factors of a dimension; axes that
- * do not divide a non-minor factor overflow it. False when the sharding
- * cannot be handled (unknown axis, too many axes). */
+ * do not divide a non-minor factor overflow it (sp_sharding_project). False
+ * when the sharding cannot be handled (unknown axis, too many axes). */
 static bool project(const opctx *c, const tinfo *t, fsh *row)
 {
-    const sp_rule *r = c->r;
-    for (uint32_t f = 0; f < c->nf; f++) {
-        row[f].present = false;
-        row[f].over = false;
-        row[f].axes.n = 0;
+    sp_factor_axes *proj = c->g->proj_buf;
+    if (!sp_sharding_project(c->r, t->map, t->cur, c->mesh, proj, NULL, NULL)) {
+        return false;
     }
-    const sp_sharding *s = t->cur;
-    for (uint32_t d = 0; d < t->rank; d++) {
-        const sp_dim_mapping *dm = &t->map->dims[d];
-        ax axes[MAXAX];
-        uint32_t na = 0;
-        if (s != NULL) {
-            const sp_dim_sharding *ds = &s->dims[d];
-            if (ds->n_axes > MAXAX) {
-                return false;
-            }
-            for (uint32_t i = 0; i < ds->n_axes; i++) {
-                if (!ax_from_ref(c->mesh, &ds->axes[i], &axes[na++])) {
-                    return false;
-                }
-            }
-        }
-        uint32_t ai = 0;
-        bool have_rem = false, overflowed = false;
-        ax rem = {0, 0, 0};
-        for (uint32_t k = 0; k < dm->n_factors; k++) {
-            uint32_t f = dm->factors[k];
-            fsh *x = &row[f];
-            x->present = true;
-            if (overflowed) {
-                continue;
-            }
-            if (k + 1 == dm->n_factors) {
-                if (have_rem) {
-                    x->axes.a[x->axes.n++] = rem;
-                    have_rem = false;
-                }
-                while (ai < na) {
-                    x->axes.a[x->axes.n++] = axes[ai++];
-                }
-                break;
-            }
-            int64_t left = r->factor_sizes[f];
-            for (;;) {
-                ax cur;
-                if (have_rem) {
-                    cur = rem;
-                } else if (ai < na) {
-                    cur = axes[ai];
-                } else {
-                    break;
-                }
-                int64_t sz = cur.size;
-                if (sz == 1 || (left > 0 && left % sz == 0)) {
-                    x->axes.a[x->axes.n++] = cur;
-                    if (sz > 1) {
-                        left /= sz;
-                    }
-                    if (have_rem) {
-                        have_rem = false;
-                    } else {
-                        ai++;
-                    }
-                    continue;
-                }
-                if (left <= 1) {
-                    break;
-                }
-                int64_t gg = gcd64(left, sz);
-                if (gg > 1) {
-                    x->axes.a[x->axes.n++] = (ax){cur.axis, cur.pre, gg};
-                    rem = (ax){cur.axis, cur.pre * gg, sz / gg};
-                    if (!have_rem) {
-                        ai++;
-                    }
-                    have_rem = true;
-                    left /= gg;
-                    continue;
-                }
-                x->over = true; /* the rest of the dimension does not fit */
-                overflowed = true;
-                break;
-            }
+    for (uint32_t f = 0; f < c->nf; f++) {
+        const sp_factor_axes *x = &proj[f];
+        row[f].present = x->present;
+        row[f].over = x->n_over > 0;
+        row[f].axes.n = x->n;
+        for (uint32_t i = 0; i < x->n; i++) {
+            row[f].axes.a[i] = x->axes[i];
         }
     }
     return true;
@@ -929,8 +862,15 @@ static cm_status visit_op(pass *g, uint32_t opid)
         }
     }
     c.row = need <= g->row_cap ? g->row_buf : NULL;
+    if (c.nf + 1u > g->proj_cap) {
+        sp_factor_axes *pb = cm_realloc(g->proj_buf, sizeof *pb * (c.nf + 1u));
+        if (pb != NULL) {
+            g->proj_buf = pb;
+            g->proj_cap = c.nf + 1u;
+        }
+    }
     c.common = cm_calloc((size_t)c.nf + 1u, sizeof *c.common);
-    if (c.t == NULL || c.row == NULL || c.common == NULL) {
+    if (c.t == NULL || c.row == NULL || c.common == NULL || c.nf + 1u > g->proj_cap) {
         st = oom(g);
     } else if (setup_tensors(&c)) {
         st = rewrite_op(&c);
@@ -979,8 +919,10 @@ static cm_status visit_data_flow(pass *g, uint32_t op)
     if (o->n_operands != o->n_results) {
         return CM_OK;
     }
-    for (uint32_t i = 0; i < o->n_operands; i++) {
-        cm_status st = match_owner(g, op, i, sp_value_sharding(m, o->first_result + i));
+    /* match_owner adds ops, which may move m->ops: o is not used after it */
+    uint32_t n = o->n_operands, first = o->first_result;
+    for (uint32_t i = 0; i < n; i++) {
+        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i));
         if (st != CM_OK) {
             return st;
         }
@@ -999,7 +941,9 @@ static cm_status visit_manual(pass *g, uint32_t op)
     if (in == NULL || in->kind != SP_ATTR_SHARDING_LIST || in->u.shardings.n != o->n_operands) {
         return CM_OK;
     }
-    for (uint32_t i = 0; i < o->n_operands; i++) {
+    /* match_owner adds ops, which may move m->ops: o is not used after it */
+    uint32_t n = o->n_operands;
+    for (uint32_t i = 0; i < n; i++) {
         cm_status st = match_owner(g, op, i, in->u.shardings.items[i]);
         if (st != CM_OK) {
             return st;
@@ -1027,8 +971,10 @@ static cm_status visit_terminator(pass *g, uint32_t op)
     if (m->ops[op].n_operands != p->n_results) {
         return CM_OK;
     }
+    /* match_owner adds ops, which may move m->ops: p is not used after it */
+    uint32_t first = p->first_result;
     for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
-        cm_status st = match_owner(g, op, i, sp_value_sharding(m, p->first_result + i));
+        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i));
         if (st != CM_OK) {
             return st;
         }
@@ -1181,5 +1127,6 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
     cm_free(g.before.v);
     cm_free(g.after.v);
     cm_free(g.row_buf);
+    cm_free(g.proj_buf);
     return st;
 }

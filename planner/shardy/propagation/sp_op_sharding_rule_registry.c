@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: the op sharding-rule registry (Shardy's op_sharding_rule_registry).
+ * planner: the op sharding-rule registry (Shardy's
+ * propagation/op_sharding_rule_registry.cc; declared in sp_rules.h).
  * A small builder (rb_*) mirrors Shardy's OpShardingRuleBuilder: factors are
  * numbered in the order they are added, each tensor dimension lists the
  * factors mapped to it in that order, and build() drops size-one factors from
@@ -2660,7 +2661,7 @@ static cm_status dispatch(rctx *c, sp_rule **direct)
 
 /* Whether the op kind can have a rule at all (avoids setting up a builder
  * for the many ops that never do). */
-static bool may_have_rule(sp_op_kind k)
+bool sp_rules_cover_kind(sp_op_kind k)
 {
     if (sp_op_is_elementwise(k)) {
         return true;
@@ -2740,7 +2741,7 @@ cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp
         return CM_OK;
     }
     const sp_op *o = &m->ops[op];
-    if (!may_have_rule((sp_op_kind)o->kind)) {
+    if (!sp_rules_cover_kind((sp_op_kind)o->kind)) {
         return CM_OK;
     }
     rctx c;
@@ -2798,55 +2799,4 @@ cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp
     }
     rb_fini(&c.b);
     return st;
-}
-
-/* Whether op is reachable from the module body (not a detached op). */
-static bool is_attached(const sp_module *m, uint32_t op)
-{
-    for (uint32_t depth = 0; depth <= m->n_ops; depth++) {
-        uint32_t blk = m->ops[op].parent_block;
-        if (blk == SP_NONE || blk >= m->n_blocks) {
-            return false;
-        }
-        if (blk == m->body) {
-            return true;
-        }
-        op = m->blocks[blk].parent_op;
-        if (op == SP_NONE || op >= m->n_ops) {
-            return false;
-        }
-    }
-    return false;
-}
-
-cm_status sp_pass_populate_rules(sp_module *m, const sp_rule_opts *opts, sp_diags *diags,
-                                 cm_error *err)
-{
-    if (m == NULL) {
-        return cm_error_set(err, CM_EINVAL, "", "no module");
-    }
-    uint32_t n = m->n_ops; /* ops added meanwhile (none expected) are not visited */
-    for (uint32_t op = 0; op < n; op++) {
-        if (sp_op_attr(m, op, RULE_ATTR) != NULL || !may_have_rule((sp_op_kind)m->ops[op].kind) ||
-            !is_attached(m, op)) {
-            continue;
-        }
-        sp_rule *rule = NULL;
-        cm_status st = sp_rule_for_op(m, op, opts, &rule, diags, err);
-        if (st != CM_OK) {
-            return st;
-        }
-        if (rule == NULL) {
-            continue;
-        }
-        sp_attr *a = sp_attr_new(m, SP_ATTR_RULE);
-        if (a == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
-        }
-        a->u.rule = rule;
-        if ((st = sp_op_set_attr(m, op, RULE_ATTR, a)) != CM_OK) {
-            return cm_error_set(err, st, NULL, "cannot set %s", RULE_ATTR);
-        }
-    }
-    return CM_OK;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: -sdy-reshard-to-collectives (sdy.reshard -> all_slice,
+ * planner: -sdy-reshard-to-collectives (Shardy's
+ * export/reshard_to_collectives.cc: sdy.reshard -> all_slice,
  * collective_permute, all_to_all, all_gather), device groups of collectives,
- * local shapes, and -shardplan-annotate-device-groups.
+ * local shapes, and -shardplan-annotate-device-groups (ours, not Shardy's;
+ * it shares this file's mesh helpers). Declared in sp_collectives.h.
  *
  * The lowering works on "atoms": the axes and sub-axes of the input and
  * output shardings split at every sub-axis boundary either side uses, so two

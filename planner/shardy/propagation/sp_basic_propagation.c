@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: sharding propagation (see sp_prop.h and Shardy's propagation.md).
+ * planner: sharding propagation (see sp_prop.h and Shardy's propagation.md):
+ * -sdy-basic-propagate, as Shardy's propagation/basic_propagation.cc, and
+ * sp_propagate, the entry of every level. The levels above basic live in
+ * their Shardy-named files (sp_aggressive_factor_propagation.c,
+ * sp_op_priority_propagation.c, sp_user_priority_propagation.c); the state
+ * they share is sp_prop_int.h.
  *
  * Every tensor that can carry a sharding is a "slot": values (op results,
  * block arguments) and function results. An op step gathers the slots of an
@@ -12,147 +17,17 @@
  * being (i, 1, n); so prefix, overlap and coexistence of sub-axes are simple
  * arithmetic. New shardings are allocated in the module arena only when a
  * slot changes. */
-#include "sp_prop.h"
+#include "sp_prop_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sp_ops.h"
-#include "sp_ax.h"
-#include "sp_diag.h"
 
-#define MAXAX   16  /* axes of one factor or dim in an op step */
-#define MAXMESH 64  /* distinct meshes in a module */
-#define ID_CACHE 256 /* identity-rule cache slots */
+/* ---- errors ------------------------------------------------------------------- */
 
-/* ---- per-op scratch ----------------------------------------------------------- */
-
-typedef struct fsh {
-    uint8_t present;    /* the tensor has this factor */
-    uint8_t closed;     /* its dim is closed */
-    uint8_t minor_most; /* last factor of its dim */
-    uint8_t n, n_over;
-    ax axes[MAXAX];
-    ax over[MAXAX];
-} fsh;
-
-typedef struct tens {
-    uint32_t slot;
-    uint32_t rank;
-    const int64_t *dims;
-    const sp_tensor_mapping *map;
-    bool is_result;      /* a result of the op (receives forward propagation) */
-    bool updatable;      /* may be changed by this step */
-    bool changed;
-    uint32_t pos;        /* operand or result number within the step's op */
-    const sp_sharding *cur; /* current sharding (may be NULL or on the empty mesh) */
-    const struct meshent *me; /* mesh_of(cur) */
-    uint32_t n_gained;   /* axes this step adds, for debug origins and edges */
-    struct {
-        uint32_t axis;   /* mesh axis index */
-        uint32_t src;    /* tensor index the axis came from */
-    } gained[MAXAX];
-    ax repl[MAXAX];
-    uint32_t n_repl;
-} tens;
-
-/* ---- propagation state -------------------------------------------------------- */
-
-typedef struct meshent meshent;
-struct meshent {
-    const char *name;
-    const sp_mesh *mesh;
-    bool is_empty;   /* no axes and no device ids */
-    bool is_maximal; /* no axes, one device id */
-    uint32_t canon;  /* index of the first equal mesh */
-};
-
-typedef struct prop {
-    sp_module *m;
-    const sp_prop_opts *o;
-    sp_diags *diags;
-    cm_error *err;
-    cm_status st;
-    uint32_t n_slots;       /* values + function results */
-    sp_sharding **sh;       /* per slot, current sharding (NULL: none) */
-    sp_sharding **orig;     /* per slot, sharding before propagation */
-    uint32_t *mc_first;     /* per op: first in-sharding slot of a manual computation, or SP_NONE */
-    uint32_t *fres_func;    /* per function-result slot: func op (or manual computation) */
-    uint32_t *fres_index;   /* per function-result slot: result number */
-    uint32_t *func_first;   /* per op: first function-result slot of a func op (or SP_NONE) */
-    /* users: CSR over slots */
-    uint32_t *use_start, *uses;
-    /* data-flow aliases: a block argument of a while body/cond shares the
-     * slot of the while result it is a target with (alias[v] = slot) */
-    uint32_t *alias;
-    /* sharding groups: members are kept identical (next member in ring) */
-    uint32_t *group_next;
-    /* rules */
-    sp_rule **rules;
-    uint8_t *rule_done;
-    /* worklist */
-    uint32_t *queue;
-    uint32_t q_head, q_len, q_cap;
-    uint8_t *queued;
-    /* meshes */
-    meshent meshes[MAXMESH];
-    uint32_t n_meshes;
-    /* scratch for one step */
-    fsh *fs;
-    size_t fs_cap;
-    tens *ts;
-    size_t ts_cap;
-    /* level state */
-    int op_priority;     /* -1: all ops, both directions */
-    int user_priority;   /* -1: no user priorities */
-    bool aggressive;
-    uint64_t steps;
-    /* debug-sharding-origins: per slot a list of (axis, origin) */
-    uint32_t *org_head;
-    struct org {
-        uint32_t axis, origin, next;
-    } *orgs;
-    uint32_t n_orgs, cap_orgs;
-    const char **origin_names;
-    uint32_t n_origin_names, cap_origin_names;
-    uint32_t *origin_self; /* per slot: its own origin id (annotated slots), SP_NONE otherwise */
-    /* debug-edge-source-sharding: per op a list of edges */
-    uint32_t *edge_head;
-    struct edge {
-        uint32_t step, axis, src, dst, next; /* src/dst: pos | (is_result << 31) */
-    } *edges;
-    uint32_t n_edges, cap_edges;
-    uint32_t n_virtual_ops; /* step counter for edges */
-    struct idc {
-        const int64_t *dims;
-        uint32_t rank, n;
-        sp_rule *rule;
-    } id_cache[ID_CACHE];
-    /* rule cache: ops with equal kind, types and rule-relevant attributes share a rule */
-    struct rc {
-        uint64_t key;
-        uint32_t op; /* representative op */
-        sp_rule *rule;
-    } *rule_cache;
-    uint32_t rule_cache_cap, rule_cache_n;
-    /* interned shardings */
-    sp_sharding **sh_tab;
-    uint32_t sh_tab_cap, sh_tab_n;
-    cm_arena scratch; /* one sharding under construction */
-    uint8_t *type_ok; /* per type id: 1 static ranked tensor, 2 not */
-    struct pc_entry **pc_tab; /* projection cache */
-    uint32_t pc_cap, pc_n;
-    struct cand {
-        ax axes[MAXAX];
-        uint32_t n;
-        uint32_t src;      /* tensor the axes came from */
-        int64_t order_key; /* elements of the source tensor (aggressive order) */
-    } *cands;
-    uint32_t cand_cap;
-} prop;
-
-static cm_status fail_oom(prop *p)
+cm_status sp_prop_oom(prop *p)
 {
     if (p->st == CM_OK) {
         p->st = cm_error_set(p->err, CM_ENOMEM, NULL, "out of memory during propagation");
@@ -160,48 +35,7 @@ static cm_status fail_oom(prop *p)
     return p->st;
 }
 
-static const meshent *mesh_of(const prop *p, const sp_sharding *s)
-{
-    if (s == NULL) {
-        return NULL;
-    }
-    if (s->mesh_name == NULL) {
-        return NULL; /* inlined meshes are lifted by the import passes */
-    }
-    for (uint32_t i = 0; i < p->n_meshes; i++) {
-        if (p->meshes[i].name == s->mesh_name) {
-            return &p->meshes[i];
-        }
-    }
-    for (uint32_t i = 0; i < p->n_meshes; i++) {
-        if (strcmp(p->meshes[i].name, s->mesh_name) == 0) {
-            return &p->meshes[i];
-        }
-    }
-    return NULL;
-}
-
-static bool mesh_equal(const sp_mesh *a, const sp_mesh *b)
-{
-    if (a->n_axes != b->n_axes || a->n_device_ids != b->n_device_ids) {
-        return false;
-    }
-    for (uint32_t i = 0; i < a->n_axes; i++) {
-        if (a->axes[i].size != b->axes[i].size || strcmp(a->axes[i].name, b->axes[i].name) != 0) {
-            return false;
-        }
-    }
-    for (uint32_t i = 0; i < a->n_device_ids; i++) {
-        if (a->device_ids[i] != b->device_ids[i]) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* ---- slots and attributes --------------------------------------------------------- */
-
-
 
 static bool is_func(const sp_op *op)
 {
@@ -213,7 +47,6 @@ static bool func_is_public(const sp_module *m, uint32_t f)
     const sp_attr *v = sp_op_attr(m, f, "sym_visibility");
     return v == NULL || (v->kind == SP_ATTR_STRING && strcmp(v->u.str.s, "public") == 0);
 }
-
 
 /* Is this slot a ranked static-shape tensor that can carry a sharding? */
 static bool slot_type(const prop *p, uint32_t slot, uint32_t *rank, const int64_t **dims)
@@ -543,7 +376,7 @@ static sp_rule *op_rule(prop *p, uint32_t op)
         uint32_t cap = p->rule_cache_cap < 1024 ? 1024 : p->rule_cache_cap * 2;
         struct rc *t = cm_calloc(cap, sizeof *t);
         if (t == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return NULL;
         }
         for (uint32_t i = 0; i < p->rule_cache_cap; i++) {
@@ -569,7 +402,7 @@ static sp_rule *op_rule(prop *p, uint32_t op)
             if (c->rule != NULL && p->o->keep_sharding_rules) {
                 sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
                 if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
-                    fail_oom(p);
+                    sp_prop_oom(p);
                     return NULL;
                 }
                 ra->u.rule = c->rule;
@@ -597,7 +430,7 @@ static sp_rule *derive_rule(prop *p, uint32_t op)
     cm_error_clear(&e);
     cm_status st = sp_rule_for_op(p->m, op, &ro, &r, p->diags, &e);
     if (st == CM_ENOMEM) {
-        fail_oom(p);
+        sp_prop_oom(p);
         return NULL;
     }
     if (st != CM_OK) {
@@ -607,7 +440,7 @@ static sp_rule *derive_rule(prop *p, uint32_t op)
     if (r != NULL && p->o->keep_sharding_rules) {
         sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
         if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return NULL;
         }
         ra->u.rule = r;
@@ -632,122 +465,7 @@ static int64_t prod(const ax *a, uint32_t n)
  * the sharding cannot be handled (too many axes, unknown axis). */
 static bool project(const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
 {
-    for (uint32_t f = 0; f < r->n_factors; f++) {
-        memset(&row[f], 0, offsetof(fsh, axes));
-    }
-    t->n_repl = 0;
-    const sp_sharding *s = t->cur;
-    for (uint32_t d = 0; d < t->rank; d++) {
-        const sp_dim_mapping *dm = &t->map->dims[d];
-        bool closed = s != NULL && d < s->rank && s->dims[d].is_closed;
-        ax axes[MAXAX];
-        uint32_t na = 0;
-        if (s != NULL && d < s->rank && mesh != NULL) {
-            const sp_dim_sharding *ds = &s->dims[d];
-            if (ds->n_axes > MAXAX) {
-                return false;
-            }
-            for (uint32_t i = 0; i < ds->n_axes; i++) {
-                if (!ax_from_ref(mesh, &ds->axes[i], &axes[na++])) {
-                    return false;
-                }
-            }
-        }
-        uint32_t ai = 0;
-        bool have_rem = false;
-        ax rem = {0, 0, 0};
-        bool overflowed = false;
-        for (uint32_t k = 0; k < dm->n_factors; k++) {
-            uint32_t f = dm->factors[k];
-            fsh *x = &row[f];
-            x->present = 1;
-            x->closed = closed;
-            x->minor_most = k + 1 == dm->n_factors;
-            x->n = 0;
-            x->n_over = 0;
-            if (overflowed) {
-                continue;
-            }
-            if (x->minor_most) {
-                if (na - ai + (have_rem ? 1u : 0u) > MAXAX) {
-                    return false;
-                }
-                if (have_rem) {
-                    x->axes[x->n++] = rem;
-                    have_rem = false;
-                }
-                while (ai < na) {
-                    x->axes[x->n++] = axes[ai++];
-                }
-                break;
-            }
-            int64_t R = r->factor_sizes[f];
-            for (;;) {
-                ax cur;
-                if (have_rem) {
-                    cur = rem;
-                } else if (ai < na) {
-                    cur = axes[ai];
-                } else {
-                    break;
-                }
-                int64_t sz = cur.size;
-                if (x->n >= MAXAX) {
-                    return false;
-                }
-                if (sz == 1 || (R > 0 && R % sz == 0)) {
-                    x->axes[x->n++] = cur;
-                    if (sz > 1) {
-                        R /= sz;
-                    }
-                    if (have_rem) {
-                        have_rem = false;
-                    } else {
-                        ai++;
-                    }
-                    continue;
-                }
-                if (R <= 1) {
-                    break;
-                }
-                int64_t g = gcd64(R, sz);
-                if (g > 1) {
-                    x->axes[x->n++] = (ax){cur.axis, cur.pre, g};
-                    rem = (ax){cur.axis, cur.pre * g, sz / g};
-                    if (!have_rem) {
-                        ai++;
-                    }
-                    have_rem = true;
-                    R /= g;
-                    continue;
-                }
-                /* does not fit: the rest of the dim overflows this factor */
-                if (na - ai + (have_rem ? 1u : 0u) > MAXAX) {
-                    return false;
-                }
-                if (have_rem) {
-                    x->over[x->n_over++] = rem;
-                    have_rem = false;
-                }
-                while (ai < na) {
-                    x->over[x->n_over++] = axes[ai++];
-                }
-                overflowed = true;
-                break;
-            }
-        }
-    }
-    if (s != NULL && mesh != NULL) {
-        if (s->n_replicated > MAXAX) {
-            return false;
-        }
-        for (uint32_t i = 0; i < s->n_replicated; i++) {
-            if (!ax_from_ref(mesh, &s->replicated[i], &t->repl[t->n_repl++])) {
-                return false;
-            }
-        }
-    }
-    return true;
+    return sp_sharding_project(r, t->map, t->cur, mesh, row, t->repl, &t->n_repl);
 }
 
 /* ---- projection cache ---------------------------------------------------------------------
@@ -865,187 +583,6 @@ static bool project_cached(prop *p, const sp_mesh *mesh, const sp_rule *r, tens 
     p->pc_tab[j] = e;
     p->pc_n++;
     return true;
-}
-
-/* ---- finding the axes of a factor ------------------------------------------------------ */
-
-static bool list_prefix(const ax *a, uint32_t na, const ax *b, uint32_t nb)
-{
-    if (na > nb) {
-        return false;
-    }
-    for (uint32_t i = 0; i < na; i++) {
-        if (i + 1 < na ? !ax_eq(a[i], b[i]) : !ax_prefix(a[i], b[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Longest common prefix of a and b into a (a sub-axis prefix counts). */
-static void common_prefix(ax *a, uint32_t *na, const ax *b, uint32_t nb)
-{
-    uint32_t i = 0;
-    while (i < *na && i < nb && ax_eq(a[i], b[i])) {
-        i++;
-    }
-    if (i < *na && i < nb) {
-        if (ax_prefix(a[i], b[i])) {
-            *na = i + 1;
-            return;
-        }
-        if (ax_prefix(b[i], a[i])) {
-            a[i] = b[i];
-            *na = i + 1;
-            return;
-        }
-    }
-    *na = i;
-}
-
-/* Can tensor row take axis c as a new axis of factor f (no overlap with its
- * other factors, overflow axes or replicated axes)? Shrinks c to a prefix
- * when only part of it fits; false when nothing does. */
-static bool fits_across(const prop *p, const sp_rule *r, const fsh *row, const tens *t, uint32_t f,
-                        ax *c)
-{
-    (void)p;
-    for (uint32_t i = 0; i < t->n_repl; i++) {
-        if (!ax_prefix_without(c, t->repl[i])) {
-            return false;
-        }
-    }
-    for (uint32_t g = 0; g < r->n_factors; g++) {
-        const fsh *x = &row[g];
-        for (uint32_t i = 0; i < x->n; i++) {
-            if (g == f) {
-                continue;
-            }
-            if (!ax_prefix_without(c, x->axes[i])) {
-                return false;
-            }
-        }
-        for (uint32_t i = 0; i < x->n_over; i++) {
-            if (!ax_prefix_without(c, x->over[i])) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-/* Truncates cand (the axes proposed for factor f) so that tensor t can hold
- * them: its current axes must be a prefix (the last one may grow), new axes
- * need an open factor, no conflict with its other axes, and room in a factor
- * that is not the minor-most of its dim. */
-static void truncate_for(const prop *p, const sp_rule *r, const fsh *row, const tens *t, uint32_t f,
-                         ax *cand, uint32_t *nc)
-{
-    const fsh *x = &row[f];
-    if (!x->present) {
-        /* the factor is not in t: its axes must not collide with t's axes */
-        for (uint32_t i = 0; i < *nc; i++) {
-            ax c = cand[i];
-            if (!fits_across(p, r, row, t, f, &c)) {
-                *nc = i;
-                return;
-            }
-            if (!ax_eq(c, cand[i])) {
-                cand[i] = c;
-                *nc = i + 1;
-                return;
-            }
-        }
-        return;
-    }
-    int64_t fsize = r->factor_sizes[f];
-    int64_t used = 1;
-    for (uint32_t i = 0; i < *nc; i++) {
-        ax c = cand[i];
-        if (i < x->n) {
-            ax have = x->axes[i];
-            if (ax_eq(c, have)) {
-                used *= have.size;
-                continue;
-            }
-            if (ax_prefix(c, have)) {
-                *nc = i + 1; /* t already has more: fine, but nothing beyond */
-                return;
-            }
-            if (i + 1 == x->n && ax_prefix(have, c) && !x->closed && x->n_over == 0) {
-                /* t's last axis would grow to c: check the added part */
-                ax extra = {c.axis, have.pre * have.size, c.size / have.size};
-                ax e2 = extra;
-                if (!fits_across(p, r, row, t, f, &e2)) {
-                    cand[i] = have;
-                    *nc = i + 1;
-                    return;
-                }
-                if (!ax_eq(e2, extra)) {
-                    cand[i].size = have.size * e2.size;
-                    *nc = i + 1;
-                    c = cand[i];
-                }
-                if (!x->minor_most || p->o->conservative) {
-                    int64_t room = fsize / used;
-                    if (room % c.size != 0) {
-                        int64_t g = gcd64(room, c.size);
-                        if (g % have.size != 0 || g == have.size || p->o->conservative) {
-                            cand[i] = have;
-                        } else {
-                            cand[i].size = g;
-                        }
-                        *nc = i + 1;
-                        return;
-                    }
-                }
-                used *= c.size;
-                continue;
-            }
-            *nc = i; /* conflict */
-            return;
-        }
-        /* a new axis for t */
-        if (x->closed || x->n_over > 0) {
-            *nc = i;
-            return;
-        }
-        ax c2 = c;
-        if (!fits_across(p, r, row, t, f, &c2)) {
-            *nc = i;
-            return;
-        }
-        /* the same axis must not already be used within this factor */
-        for (uint32_t k = 0; k < x->n; k++) {
-            if (!ax_prefix_without(&c2, x->axes[k])) {
-                *nc = i;
-                return;
-            }
-        }
-        if (!ax_eq(c2, c)) {
-            if (p->o->conservative) {
-                *nc = i;
-                return;
-            }
-            cand[i] = c2;
-            *nc = i + 1;
-            c = c2;
-        }
-        if (!x->minor_most || p->o->conservative) {
-            int64_t room = fsize / used;
-            if (room % c.size != 0) {
-                int64_t g = gcd64(room, c.size);
-                if (g <= 1 || p->o->conservative) {
-                    *nc = i;
-                } else {
-                    cand[i].size = g;
-                    *nc = i + 1;
-                }
-                return;
-            }
-        }
-        used *= c.size;
-    }
 }
 
 /* ---- back-projection ------------------------------------------------------------------- */
@@ -1193,8 +730,8 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
         return NULL;
     }
     const sp_sharding *c = t->cur;
-    bool keep_name = c != NULL && c->mesh_name != NULL && mesh_of(p, c) != NULL &&
-                     !mesh_of(p, c)->is_empty;
+    bool keep_name = c != NULL && c->mesh_name != NULL && sp_prop_mesh_of(p, c) != NULL &&
+                     !sp_prop_mesh_of(p, c)->is_empty;
     s->mesh_name = keep_name ? c->mesh_name : mesh_name;
     s->rank = t->rank;
     s->dims = cm_arena_zalloc(a, sizeof(sp_dim_sharding) * (t->rank + 1u));
@@ -1227,14 +764,7 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
         }
     }
     /* dims hidden by the current user priority keep their real sharding */
-    const sp_sharding *real = p->sh[t->slot];
-    if (real != NULL && real != c && p->user_priority >= 0) {
-        for (uint32_t d = 0; d < t->rank && d < real->rank; d++) {
-            if (real->dims[d].priority > p->user_priority) {
-                s->dims[d] = real->dims[d];
-            }
-        }
-    }
+    sp_prop_hidden_dims_restore(p, t->slot, c, s);
     if (c != NULL) {
         s->replicated = c->replicated;
         s->n_replicated = c->n_replicated;
@@ -1255,7 +785,7 @@ static void enqueue(prop *p, uint32_t op)
         uint32_t cap = p->q_cap < 1024 ? 1024 : p->q_cap * 2;
         uint32_t *q = cm_alloc(sizeof(uint32_t) * cap);
         if (q == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return;
         }
         for (uint32_t i = 0; i < p->q_len; i++) {
@@ -1284,19 +814,6 @@ static void notify(prop *p, uint32_t slot)
     }
 }
 
-static void add_origin(prop *p, uint32_t slot, uint32_t axis, uint32_t origin);
-
-/* Sharding-group members share origins too. */
-static void copy_origins(prop *p, uint32_t from, uint32_t to)
-{
-    if (p->org_head == NULL) {
-        return;
-    }
-    for (uint32_t i = p->org_head[from]; i != SP_NONE; i = p->orgs[i].next) {
-        add_origin(p, to, p->orgs[i].axis, p->orgs[i].origin);
-    }
-}
-
 /* A slot got a new sharding: wake its def and users, and give every member
  * of its sharding group the same sharding. */
 static void slot_changed(prop *p, uint32_t slot)
@@ -1308,86 +825,13 @@ static void slot_changed(prop *p, uint32_t slot)
     for (uint32_t s = p->group_next[slot]; s != slot; s = p->group_next[s]) {
         if (p->sh[s] != p->sh[slot]) {
             p->sh[s] = p->sh[slot];
-            copy_origins(p, slot, s);
+            sp_prop_origins_copy(p, slot, s);
             notify(p, s);
         }
     }
 }
 
-static uint32_t canon_slot(const prop *p, uint32_t v)
-{
-    return v < p->m->n_values && p->alias[v] != SP_NONE ? p->alias[v] : v;
-}
-
 /* ---- one step over a set of tensors -------------------------------------------------------- */
-
-typedef enum dir { DIR_NONE = 0, DIR_FORWARD = 1, DIR_BACKWARD = 2, DIR_BOTH = 3 } dir;
-
-/* Remembers which axes tensor t gains (beyond x's current axes) and from which tensor. */
-static void note_gain(tens *t, const fsh *x, const ax *cand, uint32_t nc, uint32_t src)
-{
-    for (uint32_t k = 0; k < nc; k++) {
-        bool had = false;
-        for (uint32_t j = 0; j < x->n && !had; j++) {
-            had = x->axes[j].axis == cand[k].axis;
-        }
-        if (!had && t->n_gained < MAXAX) {
-            t->gained[t->n_gained].axis = cand[k].axis;
-            t->gained[t->n_gained].src = src;
-            t->n_gained++;
-        }
-    }
-}
-
-static uint32_t origin_of(const prop *p, uint32_t slot, uint32_t axis)
-{
-    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
-        if (p->orgs[i].axis == axis) {
-            return p->orgs[i].origin;
-        }
-    }
-    return SP_NONE;
-}
-
-static void add_origin(prop *p, uint32_t slot, uint32_t axis, uint32_t origin)
-{
-    if (origin == SP_NONE || origin_of(p, slot, axis) != SP_NONE) {
-        return;
-    }
-    if (p->n_orgs == p->cap_orgs) {
-        uint32_t cap = p->cap_orgs < 256 ? 256 : p->cap_orgs * 2;
-        struct org *o = cm_realloc(p->orgs, sizeof *o * cap);
-        if (o == NULL) {
-            fail_oom(p);
-            return;
-        }
-        p->orgs = o;
-        p->cap_orgs = cap;
-    }
-    p->orgs[p->n_orgs] = (struct org){axis, origin, p->org_head[slot]};
-    p->org_head[slot] = p->n_orgs++;
-}
-
-static void add_edge(prop *p, uint32_t op, uint32_t axis, const tens *src, const tens *dst)
-{
-    if (op == SP_NONE) {
-        return;
-    }
-    if (p->n_edges == p->cap_edges) {
-        uint32_t cap = p->cap_edges < 256 ? 256 : p->cap_edges * 2;
-        struct edge *e = cm_realloc(p->edges, sizeof *e * cap);
-        if (e == NULL) {
-            fail_oom(p);
-            return;
-        }
-        p->edges = e;
-        p->cap_edges = cap;
-    }
-    uint32_t sref = src->pos | (src->is_result ? 1u << 31 : 0);
-    uint32_t dref = dst->pos | (dst->is_result ? 1u << 31 : 0);
-    p->edges[p->n_edges] = (struct edge){(uint32_t)p->steps, axis, sref, dref, p->edge_head[op]};
-    p->edge_head[op] = p->n_edges++;
-}
 
 /* Propagates among the n tensors in p->ts along rule r. */
 static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir d)
@@ -1412,7 +856,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         if (me == NULL) {
             me = e;
         } else if (p->meshes[me->canon].mesh != p->meshes[e->canon].mesh &&
-                   !mesh_equal(me->mesh, e->mesh)) {
+                   !sp_mesh_equal(me->mesh, e->mesh)) {
             return;
         }
     }
@@ -1424,7 +868,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
     if (need > p->fs_cap) {
         fsh *f = cm_realloc(p->fs, sizeof(fsh) * need);
         if (f == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return;
         }
         p->fs = f;
@@ -1441,163 +885,17 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         ts[i].n_gained = 0;
     }
     /* user priorities: hide dims whose priority is above the current one */
-    /* (handled when loading shardings: see visible_sharding) */
-    /* per factor: the compatible major axes over the source tensors (the
-     * longest common prefix when they conflict), and the tensor they came from */
-    if (r->n_factors > p->cand_cap) {
-        struct cand *c = cm_realloc(p->cands, sizeof *c * r->n_factors);
-        if (c == NULL) {
-            fail_oom(p);
-            return;
-        }
-        p->cands = c;
-        p->cand_cap = r->n_factors;
-    }
-    struct cand *cands = p->cands;
-    for (uint32_t f = 0; f < r->n_factors; f++) {
-        struct cand *c = &cands[f];
-        c->n = 0;
-        c->src = 0;
-        c->order_key = -1;
-        if (r->factor_blocked != NULL && r->factor_blocked[f]) {
-            continue;
-        }
-        if (p->op_priority == 1 && r->factor_kind != NULL &&
-            r->factor_kind[f] != SP_FACTOR_PASS_THROUGH) {
-            continue;
-        }
-        /* tensors are in order: operands (sources forward) before results */
-        bool first = true;
-        for (uint32_t i = 0; i < n; i++) {
-            if (!(ts[i].is_result ? (d & DIR_BACKWARD) : (d & DIR_FORWARD))) {
-                continue;
-            }
-            const fsh *x = &fs[(size_t)i * r->n_factors + f];
-            if (!x->present) {
-                continue;
-            }
-            if (first) {
-                memcpy(c->axes, x->axes, sizeof(ax) * x->n);
-                c->n = x->n;
-                c->src = i;
-                first = false;
-            } else if (list_prefix(c->axes, c->n, x->axes, x->n)) {
-                if (x->n > c->n || (x->n > 0 && !ax_eq(c->axes[x->n - 1], x->axes[x->n - 1]))) {
-                    c->src = i;
-                    memcpy(c->axes, x->axes, sizeof(ax) * x->n);
-                    c->n = x->n;
-                }
-            } else if (!list_prefix(x->axes, x->n, c->axes, c->n)) {
-                common_prefix(c->axes, &c->n, x->axes, x->n);
-            }
-        }
-        if (c->n > 0 && p->aggressive) {
-            /* aggressive order: factors whose source tensor is larger go first */
-            int64_t elems = 1;
-            for (uint32_t k = 0; k < ts[c->src].rank; k++) {
-                if (!cm_mul_i64(elems, ts[c->src].dims[k], &elems)) {
-                    elems = INT64_MAX;
-                    break;
-                }
-            }
-            c->order_key = elems;
-        }
+    /* (handled when loading shardings: see sp_prop_visible) */
+    /* per factor: the compatible major axes over the source tensors, then
+     * the axes each destination takes, by the basic or the aggressive
+     * strategy */
+    if (!sp_prop_candidates_find(p, r, n, d)) {
+        return;
     }
     if (!p->aggressive) {
-        /* basic: an axis moves only if every tensor can take it */
-        for (uint32_t f = 0; f < r->n_factors; f++) {
-            struct cand *c = &cands[f];
-            for (uint32_t i = 0; i < n && c->n > 0; i++) {
-                truncate_for(p, r, fs + (size_t)i * r->n_factors, &ts[i], f, c->axes, &c->n);
-            }
-            if (c->n == 0) {
-                continue;
-            }
-            for (uint32_t i = 0; i < n; i++) {
-                bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
-                fsh *x = &fs[(size_t)i * r->n_factors + f];
-                uint32_t nc = c->n;
-                if (!dst || !ts[i].updatable || !x->present || x->closed) {
-                    continue;
-                }
-                if (x->n < nc || (x->n == nc && !ax_eq(x->axes[nc - 1], c->axes[nc - 1]))) {
-                    if (list_prefix(x->axes, x->n, c->axes, nc)) {
-                        note_gain(&ts[i], x, c->axes, nc, c->src);
-                        memcpy(x->axes, c->axes, sizeof(ax) * nc);
-                        x->n = (uint8_t)nc;
-                        ts[i].changed = true;
-                    }
-                }
-            }
-        }
+        sp_prop_basic_factor_propagate(p, r, n, d);
     } else {
-        /* aggressive: resolve conflicts between factors by giving an axis to
-         * the factor whose source tensor is larger; each destination then
-         * takes the longest prefix it can hold, so one tensor's conflict does
-         * not stop the others */
-        uint32_t order[256];
-        uint32_t no = 0;
-        for (uint32_t f = 0; f < r->n_factors && no < 256; f++) {
-            if (cands[f].n > 0) {
-                uint32_t k = no++;
-                while (k > 0 && cands[order[k - 1]].order_key < cands[f].order_key) {
-                    order[k] = order[k - 1];
-                    k--;
-                }
-                order[k] = f;
-            }
-        }
-        ax chosen[4 * MAXAX];
-        uint32_t n_chosen = 0;
-        for (uint32_t oi = 0; oi < no; oi++) {
-            struct cand *c = &cands[order[oi]];
-            for (uint32_t k = 0; k < c->n; k++) {
-                ax a = c->axes[k];
-                bool ok = true;
-                for (uint32_t q = 0; q < n_chosen && ok; q++) {
-                    ok = ax_prefix_without(&a, chosen[q]);
-                }
-                if (!ok) {
-                    c->n = k;
-                    break;
-                }
-                if (!ax_eq(a, c->axes[k])) {
-                    c->axes[k] = a;
-                    c->n = k + 1;
-                    break;
-                }
-            }
-            for (uint32_t k = 0; k < c->n && n_chosen < 4 * MAXAX; k++) {
-                chosen[n_chosen++] = c->axes[k];
-            }
-        }
-        for (uint32_t oi = 0; oi < no; oi++) {
-            uint32_t f = order[oi];
-            struct cand *c = &cands[f];
-            if (c->n == 0) {
-                continue;
-            }
-            for (uint32_t i = 0; i < n; i++) {
-                bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
-                fsh *row = fs + (size_t)i * r->n_factors;
-                fsh *x = &row[f];
-                if (!dst || !ts[i].updatable || !x->present || x->closed) {
-                    continue;
-                }
-                ax mine[MAXAX];
-                uint32_t nm = c->n;
-                memcpy(mine, c->axes, sizeof(ax) * nm);
-                truncate_for(p, r, row, &ts[i], f, mine, &nm);
-                if (nm > x->n || (nm == x->n && nm > 0 && !ax_eq(x->axes[nm - 1], mine[nm - 1]))) {
-                    if (list_prefix(x->axes, x->n, mine, nm)) {
-                        note_gain(&ts[i], x, mine, nm, c->src);
-                        memcpy(x->axes, mine, sizeof(ax) * nm);
-                        x->n = (uint8_t)nm;
-                        ts[i].changed = true;
-                    }
-                }
-            }
-        }
+        sp_prop_aggressive_factor_propagate(p, r, n, d);
     }
     /* write back changed tensors */
     for (uint32_t i = 0; i < n; i++) {
@@ -1627,53 +925,22 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
             ns = intern_sharding(p, ns);
         }
         if (ns == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return;
         }
         p->sh[ts[i].slot] = ns;
         for (uint32_t k = 0; k < ts[i].n_gained; k++) {
             const tens *src = &ts[ts[i].gained[k].src];
             if (p->org_head != NULL) {
-                add_origin(p, ts[i].slot, ts[i].gained[k].axis,
-                           origin_of(p, src->slot, ts[i].gained[k].axis));
+                sp_prop_origin_add(p, ts[i].slot, ts[i].gained[k].axis,
+                                   sp_prop_origin_of(p, src->slot, ts[i].gained[k].axis));
             }
             if (p->edge_head != NULL) {
-                add_edge(p, op, ts[i].gained[k].axis, src, &ts[i]);
+                sp_prop_edge_add(p, op, ts[i].gained[k].axis, src, &ts[i]);
             }
         }
         slot_changed(p, ts[i].slot);
     }
-}
-
-/* The sharding of a slot as the current user priority sees it: dims with a
- * higher priority number are hidden (closed and empty). */
-static const sp_sharding *visible(prop *p, uint32_t slot)
-{
-    sp_sharding *s = p->sh[slot];
-    if (s == NULL || p->user_priority < 0) {
-        return s;
-    }
-    bool hide = false;
-    for (uint32_t d = 0; d < s->rank; d++) {
-        if (s->dims[d].priority > p->user_priority) {
-            hide = true;
-        }
-    }
-    if (!hide) {
-        return s;
-    }
-    sp_sharding *c = sp_sharding_clone(&p->m->arena, s);
-    if (c == NULL) {
-        fail_oom(p);
-        return s;
-    }
-    for (uint32_t d = 0; d < c->rank; d++) {
-        if (c->dims[d].priority > p->user_priority) {
-            c->dims[d].n_axes = 0;
-            c->dims[d].is_closed = true;
-        }
-    }
-    return c;
 }
 
 static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapping *map,
@@ -1683,7 +950,7 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
         size_t cap = p->ts_cap < 16 ? 16 : p->ts_cap * 2;
         tens *t = cm_realloc(p->ts, sizeof(tens) * cap);
         if (t == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return false;
         }
         p->ts = t;
@@ -1691,7 +958,7 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
     }
     tens *t = &p->ts[*n];
     uint32_t value = slot;
-    slot = canon_slot(p, slot);
+    slot = sp_prop_canon_slot(p, slot);
     t->slot = slot;
     t->map = map;
     t->is_result = is_result;
@@ -1706,43 +973,10 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
     if (!slot_type(p, value, &t->rank, &t->dims) || map->rank != t->rank) {
         return false;
     }
-    t->cur = visible(p, slot);
-    t->me = mesh_of(p, t->cur);
+    t->cur = sp_prop_visible(p, slot);
+    t->me = sp_prop_mesh_of(p, t->cur);
     (*n)++;
     return true;
-}
-
-static bool pass_through_op(const sp_op *op)
-{
-    return sp_op_is_elementwise((sp_op_kind)op->kind) ||
-           op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_FUNC_RETURN ||
-           op->kind == SP_OP_RESHAPE || op->kind == SP_OP_TRANSPOSE || op->kind == SP_OP_WHILE ||
-           op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
-           op->kind == SP_OP_OPTIMIZATION_BARRIER || op->kind == SP_OP_SDY_PROPAGATION_BARRIER ||
-           op->kind == SP_OP_SDY_MANUAL_COMPUTATION;
-}
-
-/* Op-priority schedule: which direction this op propagates at the current level. */
-static dir op_direction(const prop *p, const sp_op *op)
-{
-    if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
-        /* handled by the caller */
-        return DIR_BOTH;
-    }
-    if (p->op_priority < 0) {
-        return DIR_BOTH;
-    }
-    bool pass_through = pass_through_op(op);
-    if (p->op_priority == 0) {
-        return pass_through ? DIR_BOTH : DIR_NONE;
-    }
-    if (p->op_priority == 1) {
-        if (op->kind == SP_OP_BROADCAST_IN_DIM) {
-            return DIR_BACKWARD;
-        }
-        return DIR_BOTH;
-    }
-    return DIR_BOTH;
 }
 
 /* The terminator of the single block of region r of op, or SP_NONE. */
@@ -1785,7 +1019,7 @@ static void step_data_flow(prop *p, uint32_t opid)
         }
         sp_rule *rule = identity_rule(p, dims, rank, ns + 1);
         if (rule == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return;
         }
         uint32_t n = 0;
@@ -1796,7 +1030,7 @@ static void step_data_flow(prop *p, uint32_t opid)
         if (!ok || !add_tensor(p, &n, op->first_result + i, &rule->results[0], true)) {
             continue;
         }
-        step_tensors(p, opid, rule, n, op_direction(p, op));
+        step_tensors(p, opid, rule, n, sp_prop_op_direction(p, op));
     }
 }
 
@@ -1923,7 +1157,7 @@ static void sync_boundary(prop *p, uint32_t global_slot, uint32_t local_slot, co
     if (g != NULL && extends(g, 1, l, 0, manual)) {
         sp_sharding *n = merge_manual(p, NULL, g, l != NULL ? l : g, manual, mesh);
         if (n == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return;
         }
         p->sh[local_slot] = n;
@@ -1931,7 +1165,7 @@ static void sync_boundary(prop *p, uint32_t global_slot, uint32_t local_slot, co
     } else if (l != NULL && extends(l, 0, g, 1, manual)) {
         sp_sharding *n = merge_manual(p, g, l, g != NULL ? g : l, manual, mesh);
         if (n == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return;
         }
         p->sh[global_slot] = n;
@@ -1955,12 +1189,12 @@ static void step_manual(prop *p, uint32_t opid)
         sp_rule *r = identity_rule(p, dims, rank, 2);
         uint32_t n = 0;
         if (r == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return;
         }
         if (add_tensor(p, &n, op->operands[i], &r->operands[0], false) &&
             add_tensor(p, &n, v, &r->results[0], true)) {
-            step_tensors(p, opid, r, n, op_direction(p, op));
+            step_tensors(p, opid, r, n, sp_prop_op_direction(p, op));
         }
         if (i < body->n_args) {
             sync_boundary(p, v, body->first_arg + i, manual);
@@ -1969,7 +1203,8 @@ static void step_manual(prop *p, uint32_t opid)
     /* the body's returned values <-> out_shardings (the results') */
     uint32_t t = region_terminator(p->m, op, 0);
     for (uint32_t j = 0; t != SP_NONE && j < op->n_results && j < p->m->ops[t].n_operands; j++) {
-        sync_boundary(p, op->first_result + j, canon_slot(p, p->m->ops[t].operands[j]), manual);
+        sync_boundary(p, op->first_result + j, sp_prop_canon_slot(p, p->m->ops[t].operands[j]),
+                      manual);
     }
 }
 
@@ -1994,7 +1229,7 @@ static void step_op(prop *p, uint32_t opid)
             }
             sp_rule *r = identity_rule(p, dims, rank, 2);
             if (r == NULL) {
-                fail_oom(p);
+                sp_prop_oom(p);
                 return;
             }
             n = 0;
@@ -2002,7 +1237,7 @@ static void step_op(prop *p, uint32_t opid)
                 !add_tensor(p, &n, fslot, &r->results[0], true)) {
                 continue;
             }
-            step_tensors(p, opid, r, n, op_direction(p, op));
+            step_tensors(p, opid, r, n, sp_prop_op_direction(p, op));
         }
         return;
     }
@@ -2017,14 +1252,14 @@ static void step_op(prop *p, uint32_t opid)
         }
         sp_rule *r = identity_rule(p, dims, rank, 2);
         if (r == NULL) {
-            fail_oom(p);
+            sp_prop_oom(p);
             return;
         }
         if (!add_tensor(p, &n, op->operands[0], &r->operands[0], false) ||
             !add_tensor(p, &n, op->first_result, &r->results[0], true)) {
             return;
         }
-        dir d = op_direction(p, op);
+        dir d = sp_prop_op_direction(p, op);
         if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
             const sp_attr *a = sp_op_attr(p->m, opid, "allowed_direction");
             const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "NONE";
@@ -2054,17 +1289,17 @@ static void step_op(prop *p, uint32_t opid)
         op->kind != SP_OP_ALL_REDUCE && op->kind != SP_OP_REDUCE_SCATTER) {
         return; /* data-flow ops: handled by the import edges (TODO #3 follow-up) */
     }
-    dir d = op_direction(p, op);
+    dir d = sp_prop_op_direction(p, op);
     if (d == DIR_NONE) {
         return;
     }
     /* an op none of whose tensors is sharded has nothing to propagate */
     bool any = false;
     for (uint32_t i = 0; i < op->n_operands && !any; i++) {
-        any = p->sh[canon_slot(p, op->operands[i])] != NULL;
+        any = p->sh[sp_prop_canon_slot(p, op->operands[i])] != NULL;
     }
     for (uint32_t i = 0; i < op->n_results && !any; i++) {
-        any = p->sh[canon_slot(p, op->first_result + i)] != NULL;
+        any = p->sh[sp_prop_canon_slot(p, op->first_result + i)] != NULL;
     }
     if (!any) {
         return;
@@ -2073,11 +1308,11 @@ static void step_op(prop *p, uint32_t opid)
      * is at its fixed point (identity mapping, same axes, same closedness) */
     if (sp_op_is_elementwise((sp_op_kind)op->kind) && op->n_results == 1 &&
         p->user_priority < 0) {
-        const sp_sharding *rs = p->sh[canon_slot(p, op->first_result)];
+        const sp_sharding *rs = p->sh[sp_prop_canon_slot(p, op->first_result)];
         uint32_t rt = p->m->values[op->first_result].type;
         bool same = rs != NULL;
         for (uint32_t i = 0; i < op->n_operands && same; i++) {
-            same = p->sh[canon_slot(p, op->operands[i])] == rs &&
+            same = p->sh[sp_prop_canon_slot(p, op->operands[i])] == rs &&
                    p->m->values[op->operands[i]].type == rt;
         }
         if (same) {
@@ -2149,158 +1384,6 @@ static uint32_t data_flow_owner(const sp_module *m, const sp_op *op)
     return parent;
 }
 
-/* Sharding groups: union the values of sdy.sharding_group ops by group id
- * (a value in two groups merges them) and link each group as a ring. */
-static cm_status setup_groups(prop *p)
-{
-    sp_module *m = p->m;
-    uint32_t n_groups = 0;
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        if (m->ops[i].kind == SP_OP_SDY_SHARDING_GROUP && m->ops[i].parent_block != SP_NONE) {
-            n_groups++;
-        }
-    }
-    if (n_groups == 0) {
-        return CM_OK;
-    }
-    p->group_next = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
-    uint32_t *parent = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
-    if (p->group_next == NULL || parent == NULL) {
-        cm_free(parent);
-        return fail_oom(p);
-    }
-    for (uint32_t s = 0; s < p->n_slots; s++) {
-        parent[s] = s;
-        p->group_next[s] = SP_NONE;
-    }
-    /* first member seen per group id (ids are small in practice; linear map) */
-    typedef struct gid {
-        int64_t id;
-        uint32_t slot;
-    } gid;
-    gid *firsts = cm_alloc(sizeof(gid) * n_groups);
-    uint32_t n_firsts = 0;
-    if (firsts == NULL) {
-        cm_free(parent);
-        return fail_oom(p);
-    }
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        const sp_op *op = &m->ops[i];
-        if (op->kind != SP_OP_SDY_SHARDING_GROUP || op->parent_block == SP_NONE ||
-            op->n_operands != 1) {
-            continue;
-        }
-        const sp_attr *g = sp_op_attr(m, i, "group_id");
-        int64_t id = g != NULL && g->kind == SP_ATTR_INT ? g->u.i.v : -1;
-        uint32_t s = canon_slot(p, op->operands[0]);
-        uint32_t k = 0;
-        while (k < n_firsts && firsts[k].id != id) {
-            k++;
-        }
-        if (k == n_firsts) {
-            firsts[n_firsts++] = (gid){id, s};
-            continue;
-        }
-        /* union */
-        uint32_t a = firsts[k].slot, b = s;
-        while (parent[a] != a) {
-            a = parent[a];
-        }
-        while (parent[b] != b) {
-            b = parent[b];
-        }
-        if (a != b) {
-            parent[b] = a;
-        }
-    }
-    cm_free(firsts);
-    /* rings: members of one root, linked in slot order */
-    uint32_t *last = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
-    uint32_t *first = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
-    if (last == NULL || first == NULL) {
-        cm_free(parent);
-        cm_free(last);
-        cm_free(first);
-        return fail_oom(p);
-    }
-    memset(last, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
-    memset(first, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        const sp_op *op = &m->ops[i];
-        if (op->kind != SP_OP_SDY_SHARDING_GROUP || op->parent_block == SP_NONE ||
-            op->n_operands != 1) {
-            continue;
-        }
-        uint32_t s = canon_slot(p, op->operands[0]);
-        if (p->group_next[s] != SP_NONE || (first[s] == s)) {
-            continue; /* already linked */
-        }
-        uint32_t r = s;
-        while (parent[r] != r) {
-            r = parent[r];
-        }
-        if (first[r] == SP_NONE) {
-            first[r] = s;
-            last[r] = s;
-            p->group_next[s] = s;
-        } else {
-            p->group_next[s] = first[r];
-            p->group_next[last[r]] = s;
-            last[r] = s;
-        }
-    }
-    /* members must agree before propagation; an annotated member seeds the rest */
-    cm_status st = CM_OK;
-    for (uint32_t s = 0; s < p->n_slots && st == CM_OK; s++) {
-        if (first[s] == SP_NONE) {
-            continue;
-        }
-        const sp_sharding *seed = NULL;
-        uint32_t r = first[s];
-        do {
-            if (p->sh[r] != NULL) {
-                if (seed != NULL && !sp_sharding_equal(seed, p->sh[r])) {
-                    /* report at the group op of the disagreeing member */
-                    uint32_t at = SP_NONE;
-                    int64_t group = -1;
-                    for (uint32_t i = 0; i < m->n_ops && at == SP_NONE; i++) {
-                        const sp_op *op = &m->ops[i];
-                        if (op->kind == SP_OP_SDY_SHARDING_GROUP && op->parent_block != SP_NONE &&
-                            op->n_operands == 1 && canon_slot(p, op->operands[0]) == r) {
-                            const sp_attr *g = sp_op_attr(m, i, "group_id");
-                            group = g != NULL && g->kind == SP_ATTR_INT ? g->u.i.v : -1;
-                            at = i;
-                        }
-                    }
-                    sp_diags_add(p->diags, m, at, SP_DIAG_ERROR,
-                                 "Inconsistent shardings prior to propagation for ShardingGroupOps "
-                                 "with canonicalized groupId: %lld",
-                                 (long long)group);
-                    st = cm_error_set(p->err, CM_EINVAL, NULL,
-                                      "sharding group %lld has members with different shardings "
-                                      "before propagation",
-                                      (long long)group);
-                    p->st = st;
-                    break;
-                }
-                seed = p->sh[r];
-            }
-            r = p->group_next[r];
-        } while (r != first[s]);
-        if (seed != NULL && st == CM_OK) {
-            r = first[s];
-            do {
-                p->sh[r] = (sp_sharding *)(uintptr_t)seed;
-                r = p->group_next[r];
-            } while (r != first[s]);
-        }
-    }
-    cm_free(parent);
-    cm_free(last);
-    cm_free(first);
-    return st;
-}
-
 static cm_status setup(prop *p)
 {
     sp_module *m = p->m;
@@ -2323,7 +1406,7 @@ static cm_status setup(prop *p)
         e->is_maximal = e->mesh->n_axes == 0 && e->mesh->n_device_ids > 0;
         e->canon = p->n_meshes;
         for (uint32_t k = 0; k < p->n_meshes; k++) {
-            if (mesh_equal(p->meshes[k].mesh, e->mesh)) {
+            if (sp_mesh_equal(p->meshes[k].mesh, e->mesh)) {
                 e->canon = p->meshes[k].canon;
                 break;
             }
@@ -2334,7 +1417,7 @@ static cm_status setup(prop *p)
     uint32_t n_fres = 0;
     p->func_first = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
     if (p->func_first == NULL) {
-        return fail_oom(p);
+        return sp_prop_oom(p);
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
         p->func_first[i] = SP_NONE;
@@ -2348,7 +1431,7 @@ static cm_status setup(prop *p)
     }
     p->mc_first = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
     if (p->mc_first == NULL) {
-        return fail_oom(p);
+        return sp_prop_oom(p);
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
         p->mc_first[i] = SP_NONE;
@@ -2370,7 +1453,7 @@ static cm_status setup(prop *p)
     p->use_start = cm_calloc(p->n_slots + 2u, sizeof(uint32_t));
     if (p->sh == NULL || p->orig == NULL || p->fres_func == NULL || p->fres_index == NULL ||
         p->rules == NULL || p->rule_done == NULL || p->queued == NULL || p->use_start == NULL) {
-        return fail_oom(p);
+        return sp_prop_oom(p);
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
         if (p->func_first[i] == SP_NONE) {
@@ -2432,7 +1515,7 @@ static cm_status setup(prop *p)
     /* data-flow block arguments alias the owner's result slot */
     p->alias = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
     if (p->alias == NULL) {
-        return fail_oom(p);
+        return sp_prop_oom(p);
     }
     memset(p->alias, 0xff, sizeof(uint32_t) * (m->n_values + 1u));
     for (uint32_t i = 0; i < m->n_ops; i++) {
@@ -2455,11 +1538,11 @@ static cm_status setup(prop *p)
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         for (uint32_t k = 0; k < op->n_operands; k++) {
-            p->use_start[canon_slot(p, op->operands[k]) + 1]++;
+            p->use_start[sp_prop_canon_slot(p, op->operands[k]) + 1]++;
         }
         if (data_flow_owner(m, op) != SP_NONE) {
             for (uint32_t k = 0; k < op->n_operands; k++) {
-                p->use_start[canon_slot(p, op->operands[k]) + 1]++;
+                p->use_start[sp_prop_canon_slot(p, op->operands[k]) + 1]++;
             }
         }
         if (p->mc_first[i] != SP_NONE) {
@@ -2487,18 +1570,18 @@ static cm_status setup(prop *p)
     uint32_t *fill = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
     if (p->uses == NULL || fill == NULL) {
         cm_free(fill);
-        return fail_oom(p);
+        return sp_prop_oom(p);
     }
     memcpy(fill, p->use_start, sizeof(uint32_t) * p->n_slots);
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         for (uint32_t k = 0; k < op->n_operands; k++) {
-            p->uses[fill[canon_slot(p, op->operands[k])]++] = i;
+            p->uses[fill[sp_prop_canon_slot(p, op->operands[k])]++] = i;
         }
         uint32_t owner = data_flow_owner(m, op);
         if (owner != SP_NONE) {
             for (uint32_t k = 0; k < op->n_operands; k++) {
-                p->uses[fill[canon_slot(p, op->operands[k])]++] = owner;
+                p->uses[fill[sp_prop_canon_slot(p, op->operands[k])]++] = owner;
             }
         }
         if (p->mc_first[i] != SP_NONE) {
@@ -2520,303 +1603,7 @@ static cm_status setup(prop *p)
         }
     }
     cm_free(fill);
-    return setup_groups(p);
-}
-
-
-
-
-/* ---- debug information ---------------------------------------------------------- */
-
-static uint32_t origin_name(prop *p, const char *prefix, uint32_t k)
-{
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s%u", prefix, k);
-    if (p->n_origin_names == p->cap_origin_names) {
-        uint32_t cap = p->cap_origin_names < 16 ? 16 : p->cap_origin_names * 2;
-        const char **n = cm_realloc(p->origin_names, sizeof(char *) * cap);
-        if (n == NULL) {
-            fail_oom(p);
-            return SP_NONE;
-        }
-        p->origin_names = n;
-        p->cap_origin_names = cap;
-    }
-    const char *s = sp_module_str(p->m, buf, strlen(buf));
-    if (s == NULL) {
-        fail_oom(p);
-        return SP_NONE;
-    }
-    p->origin_names[p->n_origin_names] = s;
-    return p->n_origin_names++;
-}
-
-/* Marks every axis of slot's sharding as coming from origin. */
-static void seed_origin(prop *p, uint32_t slot, uint32_t origin)
-{
-    const sp_sharding *s = p->sh[slot];
-    const meshent *e = mesh_of(p, s);
-    if (s == NULL || e == NULL || e->is_empty || origin == SP_NONE) {
-        return;
-    }
-    p->origin_self[slot] = origin;
-    for (uint32_t d = 0; d < s->rank; d++) {
-        for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
-            ax a;
-            if (ax_from_ref(e->mesh, &s->dims[d].axes[i], &a)) {
-                add_origin(p, slot, a.axis, origin);
-            }
-        }
-    }
-}
-
-static cm_status setup_debug(prop *p)
-{
-    sp_module *m = p->m;
-    if (p->o->debug_edge_source_sharding) {
-        p->edge_head = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
-        if (p->edge_head == NULL) {
-            return fail_oom(p);
-        }
-        memset(p->edge_head, 0xff, sizeof(uint32_t) * (m->n_ops + 1u));
-    }
-    if (!p->o->debug_sharding_origins) {
-        return CM_OK;
-    }
-    p->org_head = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
-    p->origin_self = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
-    if (p->org_head == NULL || p->origin_self == NULL) {
-        return fail_oom(p);
-    }
-    memset(p->org_head, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
-    memset(p->origin_self, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
-    uint32_t n_constraints = 0;
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        const sp_op *op = &m->ops[i];
-        if (p->func_first[i] != SP_NONE) {
-            const sp_type *ft = sp_func_type(m, i);
-            if (op->n_regions == 1 && op->regions[0].n_blocks > 0) {
-                const sp_block *entry = &m->blocks[op->regions[0].blocks[0]];
-                for (uint32_t k = 0; k < entry->n_args; k++) {
-                    if (p->sh[entry->first_arg + k] != NULL) {
-                        seed_origin(p, entry->first_arg + k, origin_name(p, "input: ", k));
-                    }
-                }
-            }
-            for (uint32_t k = 0; k < ft->n_results; k++) {
-                if (p->sh[p->func_first[i] + k] != NULL) {
-                    seed_origin(p, p->func_first[i] + k, origin_name(p, "output: ", k));
-                }
-            }
-        } else if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT && op->n_results == 1) {
-            uint32_t o = origin_name(p, "constraint_", n_constraints++);
-            seed_origin(p, op->first_result, o);
-            /* a constraint applied to its input at import (same sharding
-             * object) makes the input come from the constraint too */
-            uint32_t in = canon_slot(p, op->operands[0]);
-            if (op->n_operands == 1 && p->sh[in] != NULL && p->sh[in] == p->sh[op->first_result] &&
-                p->org_head[in] == SP_NONE) {
-                seed_origin(p, in, o);
-                p->origin_self[in] = SP_NONE; /* it is not the constraint itself */
-            }
-        }
-    }
-    /* sharding-group members were seeded from one annotated member */
-    for (uint32_t s = 0; p->group_next != NULL && s < p->n_slots; s++) {
-        if (p->group_next[s] == SP_NONE || p->org_head[s] == SP_NONE) {
-            continue;
-        }
-        for (uint32_t t = p->group_next[s]; t != s; t = p->group_next[t]) {
-            copy_origins(p, s, t);
-        }
-    }
-    return p->st;
-}
-
-/* {axis = "origin", ...} for a slot, or NULL when it has no origins. */
-static sp_attr *origins_dict(prop *p, uint32_t slot, const sp_mesh *mesh)
-{
-    uint32_t n = 0;
-    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
-        n++;
-    }
-    if (n == 0 || mesh == NULL) {
-        return NULL;
-    }
-    sp_attr *d = sp_attr_new(p->m, SP_ATTR_DICT);
-    if (d == NULL) {
-        return NULL;
-    }
-    d->u.dict.items = cm_arena_alloc(&p->m->arena, sizeof(sp_named_attr) * n);
-    if (d->u.dict.items == NULL) {
-        return NULL;
-    }
-    uint32_t k = n;
-    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
-        sp_attr *v = sp_attr_new(p->m, SP_ATTR_STRING);
-        if (v == NULL || p->orgs[i].axis >= mesh->n_axes) {
-            return NULL;
-        }
-        const char *o = p->orgs[i].origin == p->origin_self[slot] ? "self"
-                                                                  : p->origin_names[p->orgs[i].origin];
-        v->u.str.s = o;
-        v->u.str.len = strlen(o);
-        d->u.dict.items[--k] = (sp_named_attr){mesh->axes[p->orgs[i].axis].name, v};
-    }
-    d->u.dict.n = n;
-    return d;
-}
-
-static const sp_mesh *slot_mesh(const prop *p, uint32_t slot)
-{
-    const meshent *e = mesh_of(p, p->sh[slot]);
-    return e != NULL ? e->mesh : NULL;
-}
-
-static void edge_ref(cm_buf *b, uint32_t ref)
-{
-    cm_buf_puts(b, (ref >> 31) ? "result-" : "operand-");
-    cm_buf_put_i64(b, ref & 0x7fffffffu);
-}
-
-/* `#sdy.propagation_edges<[{step_index = N, axis_entries = [{axis_name = "a",
- * source = operand-0, targets = [result-0]}]}]>` for one op. */
-static sp_attr *edges_attr(prop *p, uint32_t op, const sp_mesh *mesh)
-{
-    if (p->edge_head[op] == SP_NONE || mesh == NULL) {
-        return NULL;
-    }
-    /* the list is newest first: collect and walk it backwards */
-    uint32_t n = 0;
-    for (uint32_t i = p->edge_head[op]; i != SP_NONE; i = p->edges[i].next) {
-        n++;
-    }
-    uint32_t *idx = cm_alloc(sizeof(uint32_t) * n);
-    if (idx == NULL) {
-        return NULL;
-    }
-    uint32_t k = n;
-    for (uint32_t i = p->edge_head[op]; i != SP_NONE; i = p->edges[i].next) {
-        idx[--k] = i;
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    cm_buf_puts(&b, "#sdy.propagation_edges<[");
-    for (uint32_t a = 0; a < n;) {
-        uint32_t step = p->edges[idx[a]].step;
-        cm_buf_puts(&b, a > 0 ? ", {step_index = " : "{step_index = ");
-        cm_buf_put_i64(&b, step);
-        cm_buf_puts(&b, ", axis_entries = [");
-        uint32_t first = a;
-        while (a < n && p->edges[idx[a]].step == step) {
-            const struct edge *e = &p->edges[idx[a]];
-            /* merge the targets of the same axis and source */
-            if (a > first && p->edges[idx[a - 1]].axis == e->axis &&
-                p->edges[idx[a - 1]].src == e->src) {
-                b.len -= 2; /* reopen the targets list: drop "]}" */
-                cm_buf_puts(&b, ", ");
-            } else {
-                cm_buf_puts(&b, a > first ? ", {axis_name = \"" : "{axis_name = \"");
-                cm_buf_puts(&b, e->axis < mesh->n_axes ? mesh->axes[e->axis].name : "?");
-                cm_buf_puts(&b, "\", source = ");
-                edge_ref(&b, e->src);
-                cm_buf_puts(&b, ", targets = [");
-            }
-            edge_ref(&b, e->dst);
-            cm_buf_puts(&b, "]}");
-            a++;
-        }
-        cm_buf_puts(&b, "]}");
-    }
-    cm_buf_puts(&b, "]>");
-    cm_free(idx);
-    sp_attr *at = b.oom ? NULL : sp_attr_new(p->m, SP_ATTR_OPAQUE);
-    if (at != NULL) {
-        at->u.opaque.text = sp_module_str(p->m, b.data, b.len);
-    }
-    cm_buf_fini(&b);
-    return at;
-}
-
-static cm_status write_debug(prop *p)
-{
-    sp_module *m = p->m;
-    uint32_t n_constraints = 0;
-    for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
-        const sp_op *op = &m->ops[i];
-        if (p->edge_head != NULL && op->n_results > 0) {
-            sp_attr *e = edges_attr(p, i, slot_mesh(p, op->first_result));
-            if (e != NULL && sp_op_set_attr(m, i, "sdy.propagation_edges", e) != CM_OK) {
-                return fail_oom(p);
-            }
-        }
-        if (p->org_head == NULL) {
-            continue;
-        }
-        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
-            char buf[32];
-            snprintf(buf, sizeof buf, "constraint_%u", n_constraints++);
-            sp_attr *nm = sp_attr_new(m, SP_ATTR_STRING);
-            if (nm == NULL) {
-                return fail_oom(p);
-            }
-            nm->u.str.s = sp_module_str(m, buf, strlen(buf));
-            nm->u.str.len = strlen(buf);
-            if (nm->u.str.s == NULL || sp_op_set_attr(m, i, "sdy.sharding_origin_name", nm) != CM_OK) {
-                return fail_oom(p);
-            }
-        }
-        if (p->func_first[i] != SP_NONE) {
-            const sp_type *ft = sp_func_type(m, i);
-            if (op->n_regions == 1 && op->regions[0].n_blocks > 0) {
-                const sp_block *entry = &m->blocks[op->regions[0].blocks[0]];
-                uint32_t n_args = entry->n_args, first = entry->first_arg;
-                for (uint32_t k = 0; k < n_args; k++) {
-                    sp_attr *d = origins_dict(p, first + k, slot_mesh(p, first + k));
-                    if (d != NULL && sp_func_set_arg_attr(m, i, k, "sdy.sharding_origins", d) != CM_OK) {
-                        return fail_oom(p);
-                    }
-                }
-            }
-            for (uint32_t k = 0; k < ft->n_results; k++) {
-                uint32_t s = p->func_first[i] + k;
-                sp_attr *d = origins_dict(p, s, slot_mesh(p, s));
-                if (d != NULL && sp_func_set_result_attr(m, i, k, "sdy.sharding_origins", d) != CM_OK) {
-                    return fail_oom(p);
-                }
-            }
-            continue;
-        }
-        if (op->n_results == 0) {
-            continue;
-        }
-        bool any = false;
-        sp_attr *arr = sp_attr_new(m, SP_ATTR_ARRAY);
-        if (arr == NULL) {
-            return fail_oom(p);
-        }
-        arr->u.arr.n = op->n_results;
-        arr->u.arr.items = cm_arena_alloc(&m->arena, sizeof(sp_attr *) * op->n_results);
-        if (arr->u.arr.items == NULL) {
-            return fail_oom(p);
-        }
-        for (uint32_t k = 0; k < op->n_results; k++) {
-            uint32_t v = canon_slot(p, op->first_result + k);
-            sp_attr *d = origins_dict(p, v, slot_mesh(p, v));
-            any = any || d != NULL;
-            arr->u.arr.items[k] = d != NULL ? d : sp_attr_new(m, SP_ATTR_DICT);
-            if (arr->u.arr.items[k] == NULL) {
-                return fail_oom(p);
-            }
-        }
-        if (any) {
-            sp_attr *val = op->n_results == 1 ? arr->u.arr.items[0] : arr;
-            if (sp_op_set_attr(m, i, "sdy.sharding_origins", val) != CM_OK) {
-                return fail_oom(p);
-            }
-        }
-    }
-    return p->st;
+    return sp_prop_groups_setup(p);
 }
 
 /* One result-sharding list attribute per distinct sharding of single-result
@@ -2891,7 +1678,7 @@ static cm_status write_back_results(prop *p, attr_share *share)
         }
         if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
             if (sp_value_set_sharding(m, op->first_result, p->sh[op->first_result]) != CM_OK) {
-                return fail_oom(p);
+                return sp_prop_oom(p);
             }
             continue;
         }
@@ -2902,23 +1689,23 @@ static cm_status write_back_results(prop *p, attr_share *share)
         if (op->n_results == 1 && p->sh[op->first_result] != NULL) {
             shared = attr_share_slot(share, p->sh[op->first_result]);
             if (shared == NULL) {
-                return fail_oom(p);
+                return sp_prop_oom(p);
             }
             if (*shared != NULL) {
                 if (sp_op_set_attr(m, i, "sdy.sharding", *shared) != CM_OK) {
-                    return fail_oom(p);
+                    return sp_prop_oom(p);
                 }
                 continue;
             }
         }
         sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
         if (a == NULL) {
-            return fail_oom(p);
+            return sp_prop_oom(p);
         }
         a->u.shardings.n = op->n_results;
         a->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * op->n_results);
         if (a->u.shardings.items == NULL) {
-            return fail_oom(p);
+            return sp_prop_oom(p);
         }
         if (shared != NULL) {
             *shared = a;
@@ -2930,13 +1717,13 @@ static cm_status write_back_results(prop *p, attr_share *share)
                 const sp_type *t = &m->types[m->values[v].type];
                 s = sp_sharding_open(&m->arena, mesh_name, t->kind == SP_TYPE_TENSOR ? t->rank : 0);
                 if (s == NULL) {
-                    return fail_oom(p);
+                    return sp_prop_oom(p);
                 }
             }
             a->u.shardings.items[k] = s;
         }
         if (sp_op_set_attr(m, i, "sdy.sharding", a) != CM_OK) {
-            return fail_oom(p);
+            return sp_prop_oom(p);
         }
     }
     return p->st;
@@ -2967,12 +1754,12 @@ static cm_status write_back(prop *p)
             }
             sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
             if (a == NULL) {
-                return fail_oom(p);
+                return sp_prop_oom(p);
             }
             a->u.shardings.n = n;
             a->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * (n + 1u));
             if (a->u.shardings.items == NULL) {
-                return fail_oom(p);
+                return sp_prop_oom(p);
             }
             const char *mesh = NULL;
             for (uint32_t k = 0; k < n && mesh == NULL; k++) {
@@ -2989,13 +1776,13 @@ static cm_status write_back(prop *p)
                                              ? rank
                                              : 0);
                     if (x == NULL) {
-                        return fail_oom(p);
+                        return sp_prop_oom(p);
                     }
                 }
                 a->u.shardings.items[k] = x;
             }
             if (sp_op_set_attr(m, i, which == 0 ? "in_shardings" : "out_shardings", a) != CM_OK) {
-                return fail_oom(p);
+                return sp_prop_oom(p);
             }
         }
     }
@@ -3011,7 +1798,7 @@ static cm_status write_back(prop *p)
             for (uint32_t k = 0; k < entry->n_args; k++) {
                 uint32_t v = entry->first_arg + k;
                 if (p->sh[v] != p->orig[v] && sp_value_set_sharding(m, v, p->sh[v]) != CM_OK) {
-                    return fail_oom(p);
+                    return sp_prop_oom(p);
                 }
             }
         }
@@ -3019,22 +1806,21 @@ static cm_status write_back(prop *p)
             uint32_t s = p->func_first[i] + k;
             if (p->sh[s] != p->orig[s] &&
                 sp_func_set_result_sharding(m, i, k, p->sh[s]) != CM_OK) {
-                return fail_oom(p);
+                return sp_prop_oom(p);
             }
         }
     }
     return p->st;
 }
 
-/* Runs the worklist to a fixed point over ops (in program order first). */
-/* Runs the worklist to a fixed point. In op-priority rounds after the first,
- * pass-through ops start at their fixed point (they do the same work in
- * every round), so only the others are pushed; any op whose tensors change
- * is pushed again as usual. */
-static void run_fixed_point(prop *p, const uint32_t *order, uint32_t n_order, bool only_others)
+/* Runs the worklist to a fixed point over ops (in program order first). In
+ * op-priority rounds after the first, pass-through ops start at their fixed
+ * point (they do the same work in every round), so only the others are
+ * pushed; any op whose tensors change is pushed again as usual. */
+void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, bool only_others)
 {
     for (uint32_t i = 0; i < n_order; i++) {
-        if (!only_others || !pass_through_op(&p->m->ops[order[i]])) {
+        if (!only_others || !sp_prop_is_pass_through(&p->m->ops[order[i]])) {
             enqueue(p, order[i]);
         }
     }
@@ -3066,20 +1852,6 @@ void sp_prop_opts_init(sp_prop_opts *o, sp_prop_level level)
     o->run_op_priority = true;
 }
 
-static int max_user_priority(const prop *p)
-{
-    int mx = -1;
-    for (uint32_t s = 0; s < p->n_slots; s++) {
-        const sp_sharding *sh = p->sh[s];
-        for (uint32_t d = 0; sh != NULL && d < sh->rank; d++) {
-            if (sh->dims[d].priority > mx) {
-                mx = sh->dims[d].priority;
-            }
-        }
-    }
-    return mx;
-}
-
 cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_error *err)
 {
     prop p;
@@ -3094,7 +1866,7 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     uint32_t *order = NULL;
     p.type_ok = cm_calloc(m->n_types + 1u, 1);
     if (p.type_ok == NULL) {
-        fail_oom(&p);
+        sp_prop_oom(&p);
         goto out;
     }
     for (uint32_t t = 0; t < m->n_types; t++) {
@@ -3110,7 +1882,7 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     }
     order = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
     if (order == NULL) {
-        fail_oom(&p);
+        sp_prop_oom(&p);
         goto out;
     }
     uint32_t n_order = 0;
@@ -3124,33 +1896,23 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
         }
         n_order = k;
     }
-    if (setup_debug(&p) != CM_OK) {
+    if (sp_prop_debug_setup(&p) != CM_OK) {
         goto out;
     }
-    bool aggressive = o->level >= SP_PROP_AGGRESSIVE && o->aggressive_strategy;
-    int max_prio = o->level >= SP_PROP_USER_PRIORITY ? max_user_priority(&p) : -1;
-    for (int up = max_prio >= 0 ? 0 : -1; up <= max_prio && p.st == CM_OK; up++) {
-        p.user_priority = up;
-        if (o->level >= SP_PROP_OP_PRIORITY && o->run_op_priority) {
-            for (int lvl = 0; lvl < 3 && p.st == CM_OK; lvl++) {
-                p.op_priority = lvl < 2 ? lvl : -1;
-                p.aggressive = aggressive;
-                run_fixed_point(&p, order, n_order, lvl > 0);
-            }
-        } else {
-            p.op_priority = -1;
-            p.aggressive = aggressive;
-            run_fixed_point(&p, order, n_order, false);
-        }
-        if (up < 0) {
-            break;
-        }
+    /* the strategy of -sdy-aggressive-propagate and the levels above it */
+    p.aggressive = o->level >= SP_PROP_AGGRESSIVE && o->aggressive_strategy;
+    if (o->level >= SP_PROP_USER_PRIORITY) {
+        sp_prop_user_priority_run(&p, order, n_order);
+    } else if (o->level >= SP_PROP_OP_PRIORITY) {
+        sp_prop_op_priority_run(&p, order, n_order);
+    } else {
+        sp_prop_fixed_point_run(&p, order, n_order, false);
     }
     if (p.st == CM_OK) {
         write_back(&p);
     }
     if (p.st == CM_OK && (o->debug_sharding_origins || o->debug_edge_source_sharding)) {
-        write_debug(&p);
+        sp_prop_debug_write(&p);
     }
 out:
     cm_free(order);

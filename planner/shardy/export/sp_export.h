@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: Shardy's export passes that close -sdy-propagation-pipeline
+ * (shardy/dialect/sdy/transforms/export/, sdy_export_passes.md), and the
+ * export part of the pipeline. One pass per file, named after Shardy's:
+ * sp_remove_sharding_groups.c, sp_constant_or_scalar_merger.c,
+ * sp_update_non_divisible_input_output_shardings.c, sp_close_shardings.c,
+ * sp_drop_sharding_rules.c, sp_export_pipeline.c. The partitioning passes of
+ * this folder have their own headers (sp_reshard.h, sp_collectives.h). Each
+ * pass edits the module in place; new attributes live in its arena. Thread
+ * contract: one module per call. */
+#ifndef SP_EXPORT_H
+#define SP_EXPORT_H
+
+#include "cm.h"
+#include "sp_ir.h"
+#include "sp_prop.h"
+
+/* -sdy-remove-sharding-groups: removes every sdy.sharding_group op. Cannot
+ * fail (err is unused). */
+cm_status sp_pass_remove_sharding_groups(sp_module *m, cm_error *err);
+/* -sdy-constant-or-scalar-merger: merges identical constant sub-computations
+ * whose shardings are equal. Errors: CM_ENOMEM. */
+cm_status sp_pass_constant_merger(sp_module *m, cm_error *err);
+/* -sdy-update-non-divisible-input-output-shardings: each dimension of a
+ * function input or output sharding keeps the axes that divide it, plus the
+ * largest dividing major sub-axis of the first one that does not.
+ * Errors: CM_ENOMEM. */
+cm_status sp_pass_update_non_divisible_io(sp_module *m, cm_error *err);
+/* -sdy-close-shardings: function input and output shardings become closed and
+ * lose their replicated axes. Errors: CM_ENOMEM. */
+cm_status sp_pass_close_shardings(sp_module *m, cm_error *err);
+/* -sdy-drop-sharding-rules: removes every sdy.sharding_rule attribute. Cannot
+ * fail (err is unused). */
+cm_status sp_pass_drop_sharding_rules(sp_module *m, cm_error *err);
+
+/* The pipeline's export passes in order (remove sharding groups, constant
+ * merger, non-divisible I/O, close shardings), for callers that propagate
+ * before them themselves (what-if). o->timing prints each pass's time to
+ * stderr. Errors: those of the passes; the first failing pass stops the
+ * rest. */
+cm_status sp_pass_propagation_export(sp_module *m, const sp_prop_opts *o, cm_error *err);
+
+#endif /* SP_EXPORT_H */

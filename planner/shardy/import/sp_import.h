@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: Shardy's import passes (shardy/dialect/sdy/transforms/import/),
+ * which prepare a module for propagation (sdy_import_passes.md), and the
+ * import part of -sdy-propagation-pipeline. One pass per file, named after
+ * Shardy's: sp_lift_inlined_meshes.c, sp_apply_sharding_constraints.c,
+ * sp_constant_or_scalar_splitter.c, sp_sharding_group_import.c,
+ * sp_import_pipeline.c. Each pass edits the module in place; new ops and
+ * attributes live in its arena. Thread contract: one module per call. */
+#ifndef SP_IMPORT_H
+#define SP_IMPORT_H
+
+#include "cm.h"
+#include "sp_diag.h"
+#include "sp_ir.h"
+#include "sp_prop.h"
+
+/* -sdy-lift-inlined-meshes: inlined meshes in shardings become sdy.mesh
+ * symbols (`mesh`, `mesh_0`, ... or `maximal_mesh_N`), reusing equal ones.
+ * Errors: CM_ENOMEM. */
+cm_status sp_pass_lift_inlined_meshes(sp_module *m, cm_error *err);
+/* -sdy-apply-sharding-constraints: a fully closed constraint on an unsharded
+ * value dictates the value's sharding; uses after the last constraint of a
+ * chain are redirected to it. Errors: CM_ENOMEM. */
+cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err);
+/* -sdy-constant-or-scalar-splitter: constant sub-computations and scalar
+ * broadcasts get one copy per use. Errors: CM_ENOMEM. */
+cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err);
+/* -sdy-sharding-group-import: merges groups that share a value and renumbers
+ * group ids 0..N-1. Members with different shardings are an error, which
+ * propagation reports (sp_propagate); diags is unused here. Errors:
+ * CM_ENOMEM. */
+cm_status sp_pass_sharding_group_import(sp_module *m, sp_diags *diags, cm_error *err);
+
+/* The pipeline's import passes in order (lift inlined meshes, sharding-group
+ * import, apply sharding constraints, constant splitter), for callers that
+ * propagate after them themselves (what-if). o->timing prints each pass's
+ * time to stderr. Errors: those of the passes; the first failing pass stops
+ * the rest. */
+cm_status sp_pass_propagation_import(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
+                                     cm_error *err);
+
+#endif /* SP_IMPORT_H */

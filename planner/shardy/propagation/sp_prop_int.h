@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner, private to planner/shardy/propagation/: the state of one
+ * propagation run (sp_propagate), shared by the files that mirror Shardy's
+ * propagation/ folder:
+ *   sp_basic_propagation.c       the run: slots, rules, op steps, the
+ *                                worklist to a fixed point, write-back;
+ *   sp_basic_factor_propagation.c, sp_aggressive_factor_propagation.c
+ *                                the two strategies that choose the axes
+ *                                of each factor in an op step;
+ *   sp_op_priority_propagation.c, sp_user_priority_propagation.c
+ *                                the two levels above (rounds of the fixed
+ *                                point, and what each round may see);
+ *   sp_sharding_group_map.c      sharding groups;
+ *   sp_source_sharding.c         debug-sharding-origins and
+ *                                debug-edge-source-sharding.
+ * Thread contract: a prop belongs to one call of sp_propagate. */
+#ifndef SP_PROP_INT_H
+#define SP_PROP_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sp_ax.h"
+#include "sp_diag.h"
+#include "sp_ops.h"
+#include "sp_prop.h"
+#include "sp_sharding_projection.h"
+
+#define MAXAX    SP_PROJ_MAX_AXES /* axes of one factor or dim in an op step */
+#define MAXMESH  64               /* distinct meshes in a module */
+#define ID_CACHE 256              /* identity-rule cache slots */
+
+/* ---- per-op scratch ----------------------------------------------------------- */
+
+/* a factor's axes in one tensor of the step (sp_sharding_projection.h) */
+typedef sp_factor_axes fsh;
+
+typedef struct tens {
+    uint32_t slot;
+    uint32_t rank;
+    const int64_t *dims;
+    const sp_tensor_mapping *map;
+    bool is_result; /* a result of the op (receives forward propagation) */
+    bool updatable; /* may be changed by this step */
+    bool changed;
+    uint32_t pos;             /* operand or result number within the step's op */
+    const sp_sharding *cur;   /* current sharding (may be NULL or on the empty mesh) */
+    const struct meshent *me; /* sp_prop_mesh_of(cur) */
+    uint32_t n_gained;        /* axes this step adds, for debug origins and edges */
+    struct {
+        uint32_t axis; /* mesh axis index */
+        uint32_t src;  /* tensor index the axis came from */
+    } gained[MAXAX];
+    ax repl[MAXAX];
+    uint32_t n_repl;
+} tens;
+
+/* ---- propagation state -------------------------------------------------------- */
+
+typedef struct meshent meshent;
+struct meshent {
+    const char *name;
+    const sp_mesh *mesh;
+    bool is_empty;   /* no axes and no device ids */
+    bool is_maximal; /* no axes, one device id */
+    uint32_t canon;  /* index of the first equal mesh */
+};
+
+typedef struct prop {
+    sp_module *m;
+    const sp_prop_opts *o;
+    sp_diags *diags;
+    cm_error *err;
+    cm_status st;
+    uint32_t n_slots;     /* values + function results */
+    sp_sharding **sh;     /* per slot, current sharding (NULL: none) */
+    sp_sharding **orig;   /* per slot, sharding before propagation */
+    uint32_t *mc_first;   /* per op: first in-sharding slot of a manual computation, or SP_NONE */
+    uint32_t *fres_func;  /* per function-result slot: func op (or manual computation) */
+    uint32_t *fres_index; /* per function-result slot: result number */
+    uint32_t *func_first; /* per op: first function-result slot of a func op (or SP_NONE) */
+    /* users: CSR over slots */
+    uint32_t *use_start, *uses;
+    /* data-flow aliases: a block argument of a while body/cond shares the
+     * slot of the while result it is a target with (alias[v] = slot) */
+    uint32_t *alias;
+    /* sharding groups: members are kept identical (next member in ring) */
+    uint32_t *group_next;
+    /* rules */
+    sp_rule **rules;
+    uint8_t *rule_done;
+    /* worklist */
+    uint32_t *queue;
+    uint32_t q_head, q_len, q_cap;
+    uint8_t *queued;
+    /* meshes */
+    meshent meshes[MAXMESH];
+    uint32_t n_meshes;
+    /* scratch for one step */
+    fsh *fs;
+    size_t fs_cap;
+    tens *ts;
+    size_t ts_cap;
+    /* level state */
+    int op_priority;   /* -1: all ops, both directions */
+    int user_priority; /* -1: no user priorities */
+    bool aggressive;
+    uint64_t steps;
+    /* debug-sharding-origins: per slot a list of (axis, origin) */
+    uint32_t *org_head;
+    struct org {
+        uint32_t axis, origin, next;
+    } * orgs;
+    uint32_t n_orgs, cap_orgs;
+    const char **origin_names;
+    uint32_t n_origin_names, cap_origin_names;
+    uint32_t *origin_self; /* per slot: its own origin id (annotated slots), SP_NONE otherwise */
+    /* debug-edge-source-sharding: per op a list of edges */
+    uint32_t *edge_head;
+    struct edge {
+        uint32_t step, axis, src, dst, next; /* src/dst: pos | (is_result << 31) */
+    } * edges;
+    uint32_t n_edges, cap_edges;
+    uint32_t n_virtual_ops; /* step counter for edges */
+    struct idc {
+        const int64_t *dims;
+        uint32_t rank, n;
+        sp_rule *rule;
+    } id_cache[ID_CACHE];
+    /* rule cache: ops with equal kind, types and rule-relevant attributes share a rule */
+    struct rc {
+        uint64_t key;
+        uint32_t op; /* representative op */
+        sp_rule *rule;
+    } * rule_cache;
+    uint32_t rule_cache_cap, rule_cache_n;
+    /* interned shardings */
+    sp_sharding **sh_tab;
+    uint32_t sh_tab_cap, sh_tab_n;
+    cm_arena scratch;         /* one sharding under construction */
+    uint8_t *type_ok;         /* per type id: 1 static ranked tensor, 2 not */
+    struct pc_entry **pc_tab; /* projection cache */
+    uint32_t pc_cap, pc_n;
+    struct cand {
+        ax axes[MAXAX];
+        uint32_t n;
+        uint32_t src;      /* tensor the axes came from */
+        int64_t order_key; /* elements of the source tensor (aggressive order) */
+    } * cands;
+    uint32_t cand_cap;
+} prop;
+
+typedef enum dir { DIR_NONE = 0, DIR_FORWARD = 1, DIR_BACKWARD = 2, DIR_BOTH = 3 } dir;
+
+/* ---- small helpers (inline: they sit on the step's hot path) ---------------- */
+
+/* The mesh entry of s's mesh name: NULL for no sharding, an inlined mesh or
+ * an unknown name. */
+static inline const meshent *sp_prop_mesh_of(const prop *p, const sp_sharding *s)
+{
+    if (s == NULL) {
+        return NULL;
+    }
+    if (s->mesh_name == NULL) {
+        return NULL; /* inlined meshes are lifted by the import passes */
+    }
+    for (uint32_t i = 0; i < p->n_meshes; i++) {
+        if (p->meshes[i].name == s->mesh_name) {
+            return &p->meshes[i];
+        }
+    }
+    for (uint32_t i = 0; i < p->n_meshes; i++) {
+        if (strcmp(p->meshes[i].name, s->mesh_name) == 0) {
+            return &p->meshes[i];
+        }
+    }
+    return NULL;
+}
+
+/* The slot of value v: a while block argument shares the while result's. */
+static inline uint32_t sp_prop_canon_slot(const prop *p, uint32_t v)
+{
+    return v < p->m->n_values && p->alias[v] != SP_NONE ? p->alias[v] : v;
+}
+
+/* a[0..na) is a (possibly equal) prefix of b[0..nb); its last element may be
+ * a sub-axis prefix of b's element at that position. */
+static inline bool ax_list_prefix(const ax *a, uint32_t na, const ax *b, uint32_t nb)
+{
+    if (na > nb) {
+        return false;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        if (i + 1 < na ? !ax_eq(a[i], b[i]) : !ax_prefix(a[i], b[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- sp_basic_propagation.c ------------------------------------------------- */
+
+/* Records CM_ENOMEM as the run's status (the first error wins) and returns it. */
+cm_status sp_prop_oom(prop *p);
+/* Runs the worklist to a fixed point: the ops order[0..n_order) are pushed
+ * (all but the pass-through ones when only_others), then stepped until no
+ * sharding changes, at the current op and user priority. */
+void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, bool only_others);
+
+/* ---- sp_basic_factor_propagation.c ------------------------------------------ */
+
+/* Per factor of rule r, the compatible major axes over the source tensors
+ * (in direction d) of the n tensors p->ts, whose projections are the rows of
+ * p->fs: the longest axes when one tensor's are a prefix of another's, the
+ * longest common prefix when they conflict, and the tensor they came from;
+ * into p->cands. Factors that are blocked, or not pass-through at op
+ * priority 1, get none. False when out of memory (p->st is then set). */
+bool sp_prop_candidates_find(prop *p, const sp_rule *r, uint32_t n, dir d);
+/* The basic strategy: a factor's candidate axes move only as far as every
+ * one of the n tensors can take them; each destination tensor whose axes are
+ * a prefix of them takes them (its row in p->fs changes, changed is set). */
+void sp_prop_basic_factor_propagate(prop *p, const sp_rule *r, uint32_t n, dir d);
+/* Truncates cand[0..*nc) (the axes proposed for factor f) so that tensor t,
+ * projected as row, can hold them. */
+void sp_prop_axes_truncate(const prop *p, const sp_rule *r, const fsh *row, const tens *t,
+                           uint32_t f, ax *cand, uint32_t *nc);
+/* Remembers which of cand[0..nc) tensor t gains beyond x's axes, and from
+ * which tensor (src), for debug origins and edges. */
+void sp_prop_gain_note(tens *t, const fsh *x, const ax *cand, uint32_t nc, uint32_t src);
+
+/* ---- sp_aggressive_factor_propagation.c ------------------------------------- */
+
+/* The aggressive strategy: conflicts between factors over an axis go to the
+ * factor whose source tensor is larger, and each destination takes the
+ * longest prefix of its factor's axes it can hold. */
+void sp_prop_aggressive_factor_propagate(prop *p, const sp_rule *r, uint32_t n, dir d);
+
+/* ---- sp_op_priority_propagation.c ------------------------------------------- */
+
+/* Ops whose rule passes every factor through (element-wise, reshape,
+ * transpose, data flow, constraints, barriers, manual computations, return). */
+bool sp_prop_is_pass_through(const sp_op *op);
+/* The directions op propagates in at op priority p->op_priority >= 0. */
+dir sp_prop_op_priority_direction(const prop *p, const sp_op *op);
+/* -sdy-op-priority-propagate at the current user priority: three rounds of
+ * the fixed point (pass-through ops only, then every op with pass-through
+ * factors only and broadcasts backward only, then everything), or one plain
+ * round when run-op-priority-propagation is off. */
+void sp_prop_op_priority_run(prop *p, const uint32_t *order, uint32_t n_order);
+
+/* ---- sp_user_priority_propagation.c ----------------------------------------- */
+
+/* sp_prop_visible at user priority p->user_priority >= 0. */
+const sp_sharding *sp_prop_priority_visible(prop *p, uint32_t slot);
+/* In s, a new sharding built for slot from the view seen (sp_prop_visible),
+ * puts back the real sharding of every dim the current user priority hid. */
+void sp_prop_hidden_dims_restore(const prop *p, uint32_t slot, const sp_sharding *seen,
+                                 sp_sharding *s);
+/* -sdy-user-priority-propagate: op-priority propagation once per user
+ * priority present in the module, lowest number first (once when there are
+ * none). */
+void sp_prop_user_priority_run(prop *p, const uint32_t *order, uint32_t n_order);
+
+/* ---- sp_sharding_group_map.c ------------------------------------------------ */
+
+/* Links the members of each sharding group as a ring (p->group_next) and
+ * gives them the sharding of the annotated member. Errors: CM_EINVAL (and an
+ * error diagnostic) when members disagree before propagation; CM_ENOMEM. */
+cm_status sp_prop_groups_setup(prop *p);
+
+/* ---- sp_source_sharding.c --------------------------------------------------- */
+
+/* Allocates the origin and edge lists the debug options ask for and seeds
+ * the origins of annotated inputs, outputs and constraints. Errors: CM_ENOMEM. */
+cm_status sp_prop_debug_setup(prop *p);
+/* The origin of mesh axis `axis` in slot's sharding, or SP_NONE. */
+uint32_t sp_prop_origin_of(const prop *p, uint32_t slot, uint32_t axis);
+/* Records that axis of slot's sharding came from origin (kept: the first). */
+void sp_prop_origin_add(prop *p, uint32_t slot, uint32_t axis, uint32_t origin);
+/* Gives slot `to` the origins of slot `from` (sharding-group members). */
+void sp_prop_origins_copy(prop *p, uint32_t from, uint32_t to);
+/* Records that op's current step moved axis from tensor src to dst. */
+void sp_prop_edge_add(prop *p, uint32_t op, uint32_t axis, const tens *src, const tens *dst);
+/* Writes sdy.sharding_origins, sdy.sharding_origin_name and
+ * sdy.propagation_edges. Errors: CM_ENOMEM. */
+cm_status sp_prop_debug_write(prop *p);
+
+/* ---- the levels' hooks in an op step (inline: the common case is cheap) --- */
+
+/* The directions op propagates in at the current op priority
+ * (sp_op_priority_propagation.c); both when op priorities are off. */
+static inline dir sp_prop_op_direction(const prop *p, const sp_op *op)
+{
+    if (p->op_priority < 0 || op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+        return DIR_BOTH; /* a barrier's direction: handled by the caller */
+    }
+    return sp_prop_op_priority_direction(p, op);
+}
+
+/* The sharding of a slot as the current user priority sees it
+ * (sp_user_priority_propagation.c): dims with a higher priority number are
+ * hidden (closed and empty). May be a copy in the module arena; on OOM p->st
+ * is set and the real sharding returned. */
+static inline const sp_sharding *sp_prop_visible(prop *p, uint32_t slot)
+{
+    return p->user_priority < 0 ? p->sh[slot] : sp_prop_priority_visible(p, slot);
+}
+
+#endif /* SP_PROP_INT_H */

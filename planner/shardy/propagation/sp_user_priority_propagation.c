@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: -sdy-user-priority-propagate (Shardy's
+ * propagation/user_priority_propagation.cc): shardings annotated with a
+ * priority (`{"a"}p1`) take part from the round of their priority on, lowest
+ * number first; until then their dims are hidden. See sp_prop_int.h. */
+#include "sp_prop_int.h"
+
+/* The sharding of a slot as the current user priority sees it: dims with a
+ * higher priority number are hidden (closed and empty). */
+const sp_sharding *sp_prop_priority_visible(prop *p, uint32_t slot)
+{
+    sp_sharding *s = p->sh[slot];
+    if (s == NULL || p->user_priority < 0) {
+        return s;
+    }
+    bool hide = false;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        if (s->dims[d].priority > p->user_priority) {
+            hide = true;
+        }
+    }
+    if (!hide) {
+        return s;
+    }
+    sp_sharding *c = sp_sharding_clone(&p->m->arena, s);
+    if (c == NULL) {
+        sp_prop_oom(p);
+        return s;
+    }
+    for (uint32_t d = 0; d < c->rank; d++) {
+        if (c->dims[d].priority > p->user_priority) {
+            c->dims[d].n_axes = 0;
+            c->dims[d].is_closed = true;
+        }
+    }
+    return c;
+}
+
+void sp_prop_hidden_dims_restore(const prop *p, uint32_t slot, const sp_sharding *seen,
+                                 sp_sharding *s)
+{
+    const sp_sharding *real = p->sh[slot];
+    if (real != NULL && real != seen && p->user_priority >= 0) {
+        for (uint32_t d = 0; d < s->rank && d < real->rank; d++) {
+            if (real->dims[d].priority > p->user_priority) {
+                s->dims[d] = real->dims[d];
+            }
+        }
+    }
+}
+
+static int max_user_priority(const prop *p)
+{
+    int mx = -1;
+    for (uint32_t s = 0; s < p->n_slots; s++) {
+        const sp_sharding *sh = p->sh[s];
+        for (uint32_t d = 0; sh != NULL && d < sh->rank; d++) {
+            if (sh->dims[d].priority > mx) {
+                mx = sh->dims[d].priority;
+            }
+        }
+    }
+    return mx;
+}
+
+void sp_prop_user_priority_run(prop *p, const uint32_t *order, uint32_t n_order)
+{
+    int max_prio = max_user_priority(p);
+    for (int up = max_prio >= 0 ? 0 : -1; up <= max_prio && p->st == CM_OK; up++) {
+        p->user_priority = up;
+        sp_prop_op_priority_run(p, order, n_order);
+        if (up < 0) {
+            break;
+        }
+    }
+}

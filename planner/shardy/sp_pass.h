@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: what the Shardy passes of planner/shardy/{import,propagation,export}
+ * share: an op walk, per-value use lists, op positions, the constant-expression
+ * test of the splitter and the merger, a rewrite of function input and output
+ * shardings, and the timed pipeline step. Ownership: use lists and position
+ * arrays are heap memory the caller frees as stated. Thread contract: one
+ * module per call. */
+#ifndef SP_PASS_H
+#define SP_PASS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cm.h"
+#include "sp_ir.h"
+
+/* Sets err to CM_ENOMEM "out of memory" and returns CM_ENOMEM. */
+cm_status sp_pass_oom(cm_error *err);
+
+/* Called on one op by sp_pass_walk; a status other than CM_OK stops the walk. */
+typedef cm_status (*sp_pass_op_fn)(sp_module *m, uint32_t op, void *ctx);
+
+/* Calls fn on every op of block and of every block nested in it, in program
+ * order (an op before the ops of its regions). fn may insert ops into the
+ * block being walked: the walk indexes blocks by position. Returns the first
+ * status other than CM_OK that fn returns, else CM_OK. */
+cm_status sp_pass_walk(sp_module *m, uint32_t block, sp_pass_op_fn fn, void *ctx);
+
+/* One use of a value: operand idx of op; next is the pool index of the
+ * value's next use (SP_NONE ends the list). */
+typedef struct sp_use {
+    uint32_t op, idx, next;
+} sp_use;
+
+/* Per-value uses as linked lists in a pool, so passes can add uses. A list is
+ * in reverse program order: its head is the last use. */
+typedef struct sp_uses {
+    uint32_t *head; /* per value: pool index of its first list node, or SP_NONE */
+    sp_use *pool;
+    uint32_t n, cap;
+    uint32_t n_values;   /* entries of head (values the lists have room for) */
+    const uint8_t *want; /* per value: track its uses (NULL: all) */
+} sp_uses;
+
+/* Builds use lists with room for values created later (up to cap_values,
+ * which must be at least m->n_values), only for the values flagged in want
+ * (NULL: every value; want is borrowed for the lists' lifetime). Release
+ * with sp_uses_free, also after a failure. Errors: CM_ENOMEM (err is not
+ * set: the caller reports it). */
+cm_status sp_uses_build(sp_module *m, sp_uses *u, uint32_t cap_values, const uint8_t *want);
+/* Records that operand idx of op uses value v (v < u->n_values); a value
+ * want leaves out is skipped. Errors: CM_ENOMEM. */
+cm_status sp_uses_add(sp_uses *u, uint32_t v, uint32_t op, uint32_t idx);
+/* The number of recorded uses of v. */
+uint32_t sp_uses_count(const sp_uses *u, uint32_t v);
+/* Frees the lists (a zeroed sp_uses is fine). */
+void sp_uses_free(sp_uses *u);
+
+/* Position of every op within its block (SP_NONE when detached): an array of
+ * m->n_ops + 1 entries the caller frees with cm_free; NULL when out of
+ * memory. */
+uint32_t *sp_pass_op_positions(const sp_module *m);
+
+/* Is op opid a constant expression: a constant or iota without operands, or
+ * a broadcast, reshape, slice or element-wise op without regions whose
+ * operands all are? memo (m->n_ops entries, zeroed at first) caches the
+ * answers: 1 yes, 2 no. */
+bool sp_pass_is_const_expr(const sp_module *m, uint32_t opid, uint8_t *memo);
+/* Is op a broadcast_in_dim of a scalar? */
+bool sp_pass_is_scalar_expansion(const sp_module *m, const sp_op *op);
+
+/* A rewrite of one function input or output sharding s of a value of type t:
+ * returns s itself when it stays, a new sharding (in m's arena) to set, or
+ * NULL when out of memory. */
+typedef sp_sharding *(*sp_pass_sharding_fix)(sp_module *m, const sp_sharding *s, const sp_type *t);
+
+/* Applies fix to the sharding of every function argument and result that
+ * has one. Errors: CM_ENOMEM (the module may then be partly rewritten). */
+cm_status sp_pass_io_shardings_fix(sp_module *m, sp_pass_sharding_fix fix, cm_error *err);
+
+/* One step of a pass pipeline: when st is CM_OK, runs call and stores its
+ * status in st; when timing, prints the step's time under name to stderr. */
+#define SP_PASS_STEP(st, timing, name, call)                                                       \
+    do {                                                                                           \
+        if ((st) == CM_OK) {                                                                       \
+            double t0_ = (timing) ? cm_now() : 0.0;                                                \
+            (st) = (call);                                                                         \
+            if (timing) {                                                                          \
+                fprintf(stderr, "  %-44s %8.3f s\n", (name), cm_now() - t0_);                      \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+#endif /* SP_PASS_H */
