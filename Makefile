@@ -250,17 +250,17 @@ bench-json: $(BUILD)/rel/bench/bench_json
 	$(BUILD)/rel/bench/bench_json
 
 # The 1M-op module of bench-propagation, propagated, then partitioned
-# (-sdy-insert-explicit-reshards, -sdy-reshard-to-collectives) and costed (planner/sp_cost.h); target: partition + cost under 1 s.
+# (-sdy-insert-explicit-reshards, -sdy-reshard-to-collectives) and costed (planner/cost/sp_cost.h); target: partition + cost under 1 s.
 bench-partition: $(BUILD)/rel/bench/bench_partition
 	$(BUILD)/rel/bench/bench_partition
 
 # 100 plans of a ~12k-op transformer training step over the data x model
-# factorisations of 8 devices and four strategies, on every core (planner/sp_sweep.c):
+# factorisations of 8 devices and four strategies, on every core (planner/advise/sp_sweep.c):
 # wall and CPU time, variants/s; target: 100 variants in under 10 s.
 bench-sweep: $(BUILD)/rel/bench/bench_sweep
 	$(BUILD)/rel/bench/bench_sweep
 
-# shardplan suggest (planner/sp_suggest.c) on the MLP template and on a ~10k-op
+# shardplan suggest (planner/advise/sp_suggest.c) on the MLP template and on a ~10k-op
 # transformer training step, on every core: wall seconds and full runs
 # (plan + partition + cost per candidate) per second; target: the 10k-op
 # module in under 10 s.
@@ -268,7 +268,7 @@ bench-suggest: $(BUILD)/rel/bench/bench_suggest
 	$(BUILD)/rel/bench/bench_suggest
 
 # One what-if "constrain" edit on a ~100k-op transformer training step,
-# re-propagated incrementally and in full (planner/sp_whatif.c): both times,
+# re-propagated incrementally and in full (planner/advise/sp_whatif.c): both times,
 # their ratio, the region size, and that both propagated modules are identical.
 bench-whatif: $(BUILD)/rel/bench/bench_whatif
 	$(BUILD)/rel/bench/bench_whatif
