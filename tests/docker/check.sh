@@ -4,7 +4,7 @@
 #  1. static: the Dockerfile's COPY/ADD sources and the scripts and lists its
 #     RUN lines name exist; compose's build context, Dockerfile and secrets
 #     directory exist; every SHARDPLAN_* variable in Dockerfile, compose.yml
-#     and entrypoint.sh is one the server reads (server/*.c: option_names and
+#     and entrypoint.sh is one the server reads (server/*.c, cmd/*.c: option_names and
 #     getenv) or one the entrypoint declares in ENTRYPOINT_VARS; the build
 #     package list is a subset of the Makefile's DEB_PKGS.
 #  2. docker/build.sh into a temporary prefix (apt skipped when the packages
@@ -107,7 +107,7 @@ names=$(sed -n '/option_names\[\] *=/,/};/p' server/srv_app.c | grep -oE '"[a-z-
 [ -n "$names" ] || die "cannot find option_names in server/srv_app.c"
 server_vars=$( {
     for n in $names; do echo "SHARDPLAN_$(tr 'a-z-' 'A-Z_' <<<"$n")"; done
-    grep -ohE 'getenv\("SHARDPLAN_[A-Z0-9_]+"\)' server/*.c | grep -oE 'SHARDPLAN_[A-Z0-9_]+'
+    grep -ohE 'getenv\("SHARDPLAN_[A-Z0-9_]+"\)' server/*.c cmd/*.c | grep -oE 'SHARDPLAN_[A-Z0-9_]+'
 } | sort -u)
 ep_vars=$(sed -n 's/^ENTRYPOINT_VARS="\(.*\)"/\1/p' docker/entrypoint.sh)
 for v in $ep_vars; do
