@@ -171,12 +171,13 @@ static void put_doc(const tu_server *s, const char *path, const char *body)
 }
 
 /* The plan-scoped routes against the CLI on file with extra (NULL-terminated
- * input options, e.g. {"--pass", P, NULL}): lint, collectives, cost. */
+ * input options, e.g. {"--pass", P, NULL}): lint, collectives, cost,
+ * suggest, what-if and compare. */
 static void check_routes(const tu_server *s, int64_t id, const char *file,
                          const char *const *extra)
 {
     char path[128];
-    const char *args[16];
+    const char *args[20];
     size_t n;
 #define ARGS(...)                                                                                  \
     do {                                                                                           \
@@ -208,6 +209,48 @@ static void check_routes(const tu_server *s, int64_t id, const char *file,
     want = cli_json(cmd_cost, args);
     snprintf(path, sizeof path, "/v1/plans/%lld/cost", (long long)id);
     got = get_json(s, path);
+    assert_json_equal(got, want, path);
+    json_decref(got);
+    json_decref(want);
+    ARGS("suggest", file, "--json", "-k", "2", "--max-candidates", "4");
+    want = cli_json(cmd_suggest, args);
+    snprintf(path, sizeof path, "/v1/plans/%lld/suggest?k=2&max_candidates=4", (long long)id);
+    got = get_json(s, path);
+    json_object_del(got, "seconds"); /* wall time, run to run */
+    json_object_del(want, "seconds");
+    assert_json_equal(got, want, path);
+    json_decref(got);
+    json_decref(want);
+    /* what-if: clear the first input's sharding */
+    static const char edit[] = "{\"kind\":\"set_sharding\",\"value\":{\"input\":0},"
+                               "\"sharding\":null}";
+    ARGS("whatif", file, "--json", "--edit", edit);
+    want = cli_json(cmd_whatif, args);
+    snprintf(path, sizeof path, "/v1/plans/%lld/whatif", (long long)id);
+    char body[160];
+    snprintf(body, sizeof body, "{\"edits\":[%s]}", edit);
+    tu_resp r;
+    tu_http(s, "POST", path, "application/json", body, &r);
+    if (r.status != 200) {
+        fprintf(stderr, "POST %s: %ld %.*s\n", path, r.status, (int)r.body.len, r.body.data);
+    }
+    assert_int_equal(r.status, 200);
+    json_object_del(r.json, "seconds");
+    json_object_del(want, "seconds");
+    assert_json_equal(r.json, want, path);
+    tu_resp_fini(&r);
+    json_decref(want);
+    /* compare of the plan with itself: the CLI's report with files as labels */
+    ARGS("compare", file, file, "--format", "json");
+    want = cli_json(cmd_compare, args);
+    snprintf(path, sizeof path, "/v1/compare?plans=%lld,%lld", (long long)id, (long long)id);
+    got = get_json(s, path);
+    char label[32];
+    snprintf(label, sizeof label, "plans/%lld", (long long)id);
+    json_t *plans = json_object_get(want, "plans");
+    for (size_t i = 0; i < json_array_size(plans); i++) {
+        json_object_set_new(json_array_get(plans, i), "file", json_string(label));
+    }
     assert_json_equal(got, want, path);
     json_decref(got);
     json_decref(want);
@@ -262,46 +305,6 @@ static void test_srv_plan_with_stored_mesh_routes_match_cli(void **state)
     static const char *const none[] = {NULL};
     check_plan_document(s, id, "examples/flax_mlp.json", none);
     check_routes(s, id, "examples/flax_mlp.json", none);
-    /* suggest, small, as the CLI gives it */
-    const char *sargs[] = {"suggest", "examples/flax_mlp.json", "--json", "-k", "2",
-                           "--max-candidates", "4", NULL};
-    json_t *want = cli_json(cmd_suggest, sargs);
-    char path[128];
-    snprintf(path, sizeof path, "/v1/plans/%lld/suggest?k=2&max_candidates=4", (long long)id);
-    json_t *got = get_json(s, path);
-    /* timings differ run to run */
-    json_object_del(got, "seconds");
-    json_object_del(want, "seconds");
-    assert_json_equal(got, want, path);
-    json_decref(got);
-    json_decref(want);
-    /* compare of the plan with itself: the CLI's report with files as labels */
-    snprintf(path, sizeof path, "/v1/compare?plans=%lld,%lld", (long long)id, (long long)id);
-    got = get_json(s, path);
-    const char *cargs[] = {"compare", "examples/flax_mlp.json", "examples/flax_mlp.json",
-                           "--format", "json", NULL};
-    want = cli_json(cmd_compare, cargs);
-    char label[32];
-    snprintf(label, sizeof label, "plans/%lld", (long long)id);
-    json_t *plans = json_object_get(want, "plans");
-    for (size_t i = 0; i < json_array_size(plans); i++) {
-        json_object_set_new(json_array_get(plans, i), "file", json_string(label));
-    }
-    assert_json_equal(got, want, path);
-    json_decref(got);
-    json_decref(want);
-    /* what-if with no effective edit but a constraint that is already there */
-    snprintf(path, sizeof path, "/v1/plans/%lld/whatif", (long long)id);
-    tu_resp r;
-    tu_http(s, "POST", path, "application/json",
-            "{\"edits\":[{\"kind\":\"constrain\",\"value\":{\"input\":8},"
-            "\"sharding\":\"<@mesh, [{\\\"data\\\"}, {}]>\"}]}",
-            &r);
-    if (r.status != 200) {
-        fprintf(stderr, "whatif: %ld %.*s\n", r.status, (int)r.body.len, r.body.data);
-    }
-    assert_int_equal(r.status, 200);
-    tu_resp_fini(&r);
     free(doc);
     free(mesh);
 }
