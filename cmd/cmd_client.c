@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cm_json.h"
 #include "srv_client.h"
 #include "srv_json.h"
 
@@ -214,14 +215,15 @@ static int client_plan(const client *c, int argc, char **argv)
             fprintf(c->errs, "shardplan client: --graph-id takes a positive integer\n");
             return 2;
         }
-        cm_buf_printf(&env, "{\"graph_id\":%lld", id);
+        cm_buf_putc(&env, '{');
+        cm_json_put_kv_i64(&env, "graph_id", id);
         if (mesh != NULL) {
-            cm_buf_puts(&env, ",\"mesh\":");
-            srv_json_put_str(&env, mesh);
+            cm_json_put_kv_str(&env, "mesh", mesh);
         }
         if (pass != NULL) {
-            cm_buf_puts(&env, ",\"options\":{\"pass\":");
-            srv_json_put_str(&env, pass);
+            cm_json_put_key(&env, "options");
+            cm_buf_putc(&env, '{');
+            cm_json_put_kv_str(&env, "pass", pass);
             cm_buf_putc(&env, '}');
         }
         cm_buf_putc(&env, '}');
@@ -353,14 +355,14 @@ static int client_bench(const client *c, int argc, char **argv)
     const char *hook = opt_value(argc, argv, "--webhook");
     cm_buf b;
     cm_buf_init(&b);
-    cm_buf_printf(&b, "{\"plan_id\":%lld", id);
+    cm_buf_putc(&b, '{');
+    cm_json_put_kv_i64(&b, "plan_id", id);
     if (spec != NULL) {
-        cm_buf_puts(&b, ",\"spec\":");
+        cm_json_put_key(&b, "spec");
         cm_buf_puts(&b, spec);
     }
     if (hook != NULL) {
-        cm_buf_puts(&b, ",\"webhook_url\":");
-        srv_json_put_str(&b, hook);
+        cm_json_put_kv_str(&b, "webhook_url", hook);
     }
     cm_buf_putc(&b, '}');
     int rc = request(c, "POST", "/v1/runs", "application/json", b.data, b.len);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_graph_json.h"
 #include "sp_ir.h"
 #include "sp_mlir.h"
@@ -16,24 +17,31 @@
 
 /* ---- plans -------------------------------------------------------------------------------------- */
 
+/* The members a plan's response and its list item begin with: id, hash,
+ * graph_id, mesh_id and the options object, after an opening '{'. */
+static void plan_head(cm_buf *b, const st_plan *p)
+{
+    cm_buf_putc(b, '{');
+    cm_json_put_kv_i64(b, "id", p->id);
+    cm_json_put_kv_str(b, "hash", p->hash);
+    cm_json_put_kv_i64(b, "graph_id", p->graph_id);
+    cm_json_put_kv_i64(b, "mesh_id", p->mesh_id);
+    cm_json_put_key(b, "options");
+    if (p->options != NULL) {
+        cm_buf_append(b, p->options, p->options_len);
+    } else {
+        cm_buf_puts(b, "{}");
+    }
+}
+
 /* The response for a stored plan: an envelope around the plan document. */
 static srv_blob *plan_blob(const st_plan *p)
 {
     cm_buf b;
     cm_buf_init(&b);
-    cm_buf_putc(&b, '{');
-    srv_put_kv_i64(&b, "id", p->id, false);
-    srv_put_kv_str(&b, "hash", p->hash, true);
-    srv_put_kv_i64(&b, "graph_id", p->graph_id, true);
-    srv_put_kv_i64(&b, "mesh_id", p->mesh_id, true);
-    cm_buf_puts(&b, ",\"options\":");
-    if (p->options != NULL) {
-        cm_buf_append(&b, p->options, p->options_len);
-    } else {
-        cm_buf_puts(&b, "{}");
-    }
-    srv_put_kv_i64(&b, "created_at", p->created_at, true);
-    cm_buf_puts(&b, ",\"plan\":");
+    plan_head(&b, p);
+    cm_json_put_kv_i64(&b, "created_at", p->created_at);
+    cm_json_put_key(&b, "plan");
     if (p->body != NULL) {
         size_t n = p->body_len;
         while (n > 0 && (p->body[n - 1] == '\n' || p->body[n - 1] == ' ')) {
@@ -41,7 +49,7 @@ static srv_blob *plan_blob(const st_plan *p)
         }
         cm_buf_append(&b, p->body, n);
     } else {
-        cm_buf_puts(&b, "null");
+        cm_json_put_null(&b);
     }
     cm_buf_puts(&b, "}\n");
     srv_blob *blob = b.oom ? NULL : srv_blob_create(b.data, b.len);
@@ -51,19 +59,9 @@ static srv_blob *plan_blob(const st_plan *p)
 
 static void plan_list_item(cm_buf *b, const st_plan *p)
 {
-    cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", p->id, false);
-    srv_put_kv_str(b, "hash", p->hash, true);
-    srv_put_kv_i64(b, "graph_id", p->graph_id, true);
-    srv_put_kv_i64(b, "mesh_id", p->mesh_id, true);
-    cm_buf_puts(b, ",\"options\":");
-    if (p->options != NULL) {
-        cm_buf_append(b, p->options, p->options_len);
-    } else {
-        cm_buf_puts(b, "{}");
-    }
-    srv_put_kv_i64(b, "size", (int64_t)p->body_len, true);
-    srv_put_kv_i64(b, "created_at", p->created_at, true);
+    plan_head(b, p);
+    cm_json_put_kv_i64(b, "size", (int64_t)p->body_len);
+    cm_json_put_kv_i64(b, "created_at", p->created_at);
     cm_buf_putc(b, '}');
 }
 
@@ -467,11 +465,10 @@ static cm_status store_plan(srv_app *app, srv_req *r, route_args *a, const srv_p
     }
     cm_buf opts;
     cm_buf_init(&opts);
-    cm_buf_puts(&opts, "{\"pass\":");
-    srv_json_put_str(&opts, sp_plan_pass_name(sp_plan_get_pass(plan)));
+    cm_buf_putc(&opts, '{');
+    cm_json_put_kv_str(&opts, "pass", sp_plan_pass_name(sp_plan_get_pass(plan)));
     if (s->mesh.name != NULL) {
-        cm_buf_puts(&opts, ",\"mesh\":");
-        srv_json_put_str(&opts, s->mesh.name);
+        cm_json_put_kv_str(&opts, "mesh", s->mesh.name);
     }
     cm_buf_putc(&opts, '}');
     st_plan_in in;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_graph_json.h"
 #include "sp_ir.h"
 #include "sp_mlir.h"
@@ -36,7 +37,10 @@ void srv_h_readyz(srv_app *app, srv_req *r, route_args *a)
     }
     cm_buf b;
     cm_buf_init(&b);
-    cm_buf_printf(&b, "{\"status\":\"ready\",\"schema_version\":%lld}\n", (long long)v);
+    cm_buf_putc(&b, '{');
+    cm_json_put_kv_str(&b, "status", "ready");
+    cm_json_put_kv_i64(&b, "schema_version", v);
+    cm_buf_puts(&b, "}\n");
     srv_reply_buf(app, r, 200, &b);
 }
 
@@ -92,19 +96,19 @@ static cm_status validate_graph(const char *body, size_t len, body_kind k, cm_er
 static void graph_json(cm_buf *b, const st_graph *g, bool with_body)
 {
     cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", g->id, false);
-    srv_put_kv_str(b, "name", g->name, true);
-    srv_put_kv_str(b, "format", st_graph_format_name(g->format), true);
-    srv_put_kv_str(b, "hash", g->hash, true);
-    srv_put_kv_i64(b, "size", (int64_t)g->body_len, true);
-    srv_put_kv_i64(b, "created_at", g->created_at, true);
+    cm_json_put_kv_i64(b, "id", g->id);
+    cm_json_put_kv_str(b, "name", g->name);
+    cm_json_put_kv_str(b, "format", st_graph_format_name(g->format));
+    cm_json_put_kv_str(b, "hash", g->hash);
+    cm_json_put_kv_i64(b, "size", (int64_t)g->body_len);
+    cm_json_put_kv_i64(b, "created_at", g->created_at);
     if (with_body && g->body != NULL) {
         if (g->format == ST_GRAPH_JSON) {
-            cm_buf_puts(b, ",\"graph\":");
+            cm_json_put_key(b, "graph");
             cm_buf_append(b, g->body, g->body_len);
         } else {
-            cm_buf_puts(b, ",\"mlir\":");
-            srv_json_put_strn(b, g->body, g->body_len);
+            cm_json_put_key(b, "mlir");
+            cm_json_put_str(b, g->body, g->body_len);
         }
     }
     cm_buf_putc(b, '}');
@@ -292,12 +296,12 @@ static void doc_json(cm_buf *b, const st_doc *d, doc_kind k, bool with_body)
 {
     static const char *const body_key[] = {"mesh", "rule", "profile"};
     cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", d->id, false);
-    srv_put_kv_str(b, "name", d->name, true);
-    srv_put_kv_i64(b, "created_at", d->created_at, true);
-    srv_put_kv_i64(b, "updated_at", d->updated_at, true);
+    cm_json_put_kv_i64(b, "id", d->id);
+    cm_json_put_kv_str(b, "name", d->name);
+    cm_json_put_kv_i64(b, "created_at", d->created_at);
+    cm_json_put_kv_i64(b, "updated_at", d->updated_at);
     if (with_body && d->body != NULL) {
-        cm_buf_printf(b, ",\"%s\":", body_key[k]);
+        cm_json_put_key(b, body_key[k]);
         cm_buf_append(b, d->body, d->body_len);
     }
     cm_buf_putc(b, '}');
@@ -425,35 +429,31 @@ void srv_h_doc_delete(srv_app *app, srv_req *r, route_args *a)
 static void run_json(cm_buf *b, const st_bench *x, bool full)
 {
     cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", x->id, false);
-    srv_put_kv_i64(b, "plan_id", x->plan_id, true);
-    srv_put_kv_str(b, "status", st_bench_status_name(x->status), true);
-    cm_buf_printf(b, ",\"progress\":%.4g", x->progress);
-    cm_buf_puts(b, ",\"spec\":");
+    cm_json_put_kv_i64(b, "id", x->id);
+    cm_json_put_kv_i64(b, "plan_id", x->plan_id);
+    cm_json_put_kv_str(b, "status", st_bench_status_name(x->status));
+    cm_json_put_key(b, "progress");
+    cm_json_put_g(b, x->progress, 4);
+    cm_json_put_key(b, "spec");
     if (x->spec != NULL) {
         cm_buf_append(b, x->spec, x->spec_len);
     } else {
         cm_buf_puts(b, "{}");
     }
     if (full) {
-        cm_buf_puts(b, ",\"results\":");
+        cm_json_put_key(b, "results");
         if (x->results != NULL) {
             cm_buf_append(b, x->results, x->results_len);
         } else {
-            cm_buf_puts(b, "null");
+            cm_json_put_null(b);
         }
-        cm_buf_puts(b, ",\"error\":");
-        if (x->error != NULL) {
-            srv_json_put_str(b, x->error);
-        } else {
-            cm_buf_puts(b, "null");
-        }
+        cm_json_put_kv_str(b, "error", x->error);
     }
     if (x->webhook_url != NULL) {
-        srv_put_kv_str(b, "webhook_url", x->webhook_url, true);
+        cm_json_put_kv_str(b, "webhook_url", x->webhook_url);
     }
-    srv_put_kv_i64(b, "created_at", x->created_at, true);
-    srv_put_kv_i64(b, "updated_at", x->updated_at, true);
+    cm_json_put_kv_i64(b, "created_at", x->created_at);
+    cm_json_put_kv_i64(b, "updated_at", x->updated_at);
     cm_buf_putc(b, '}');
 }
 
@@ -652,11 +652,11 @@ void srv_h_run_delete(srv_app *app, srv_req *r, route_args *a)
 static void token_json(cm_buf *b, const st_token *t)
 {
     cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", t->id, false);
-    srv_put_kv_str(b, "prefix", t->prefix, true);
-    srv_put_kv_str(b, "scope", st_scope_name(t->scope), true);
-    srv_put_kv_str(b, "label", t->label != NULL ? t->label : "", true);
-    srv_put_kv_i64(b, "created_at", t->created_at, true);
+    cm_json_put_kv_i64(b, "id", t->id);
+    cm_json_put_kv_str(b, "prefix", t->prefix);
+    cm_json_put_kv_str(b, "scope", st_scope_name(t->scope));
+    cm_json_put_kv_str(b, "label", t->label != NULL ? t->label : "");
+    cm_json_put_kv_i64(b, "created_at", t->created_at);
     cm_buf_putc(b, '}');
 }
 
@@ -689,10 +689,10 @@ void srv_h_token_post(srv_app *app, srv_req *r, route_args *a)
     cm_buf b;
     cm_buf_init(&b);
     cm_buf_putc(&b, '{');
-    srv_put_kv_i64(&b, "id", id, false);
-    srv_put_kv_str(&b, "token", tok, true);
-    srv_put_kv_str(&b, "scope", st_scope_name(scope), true);
-    srv_put_kv_str(&b, "label", tq.label != NULL ? tq.label : "", true);
+    cm_json_put_kv_i64(&b, "id", id);
+    cm_json_put_kv_str(&b, "token", tok);
+    cm_json_put_kv_str(&b, "scope", st_scope_name(scope));
+    cm_json_put_kv_str(&b, "label", tq.label != NULL ? tq.label : "");
     cm_buf_puts(&b, "}\n");
     srv_set_location(r, "tokens", id);
     srv_reply_buf(app, r, 201, &b);

@@ -191,9 +191,6 @@ typedef void (*srv_item_fn)(cm_buf *b, const void *item, const void *ctx);
 void srv_reply_items(srv_app *app, srv_req *r, const void *items, size_t n, size_t size,
                      int64_t next_after, srv_item_fn fn, const void *ctx);
 
-/* `,"k":v` (no comma when !comma) into b; the string is JSON-escaped. */
-void srv_put_kv_i64(cm_buf *b, const char *k, int64_t v, bool comma);
-void srv_put_kv_str(cm_buf *b, const char *k, const char *v, bool comma);
 /* Location: /v1/COLLECTION/ID. */
 void srv_set_location(srv_req *r, const char *collection, int64_t id);
 

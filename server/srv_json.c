@@ -741,49 +741,6 @@ cm_status srv_json_token_req_decode(const char *body, size_t len, cm_arena *a,
     return st;
 }
 
-void srv_json_put_strn(cm_buf *b, const char *s, size_t n)
-{
-    static const char hexd[] = "0123456789abcdef";
-    cm_buf_putc(b, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
-            continue;
-        }
-        cm_buf_append(b, s + run, i - run);
-        run = i + 1;
-        char esc[7] = {'\\', 'u', '0', '0', hexd[c >> 4], hexd[c & 15], 0};
-        switch (c) {
-        case '"':
-            cm_buf_puts(b, "\\\"");
-            break;
-        case '\\':
-            cm_buf_puts(b, "\\\\");
-            break;
-        case '\n':
-            cm_buf_puts(b, "\\n");
-            break;
-        case '\t':
-            cm_buf_puts(b, "\\t");
-            break;
-        case '\r':
-            cm_buf_puts(b, "\\r");
-            break;
-        default:
-            cm_buf_puts(b, esc);
-            break;
-        }
-    }
-    cm_buf_append(b, s + run, n - run);
-    cm_buf_putc(b, '"');
-}
-
-void srv_json_put_str(cm_buf *b, const char *s)
-{
-    srv_json_put_strn(b, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
-}
-
 /* ---- client side ---------------------------------------------------------------------- */
 
 bool srv_json_error_text(const char *body, size_t len, char *buf, size_t cap)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cm_json.h"
 #include "srv_int.h"
 #include "srv_json.h"
 
@@ -68,12 +69,10 @@ void srv_reply_err(srv_app *app, srv_req *r, srv_err e, const char *path, const 
     va_end(ap);
     cm_buf b;
     cm_buf_init(&b);
-    cm_buf_puts(&b, "{\"error\":{\"code\":\"");
-    cm_buf_puts(&b, err_table[e].code);
-    cm_buf_puts(&b, "\",\"message\":");
-    srv_json_put_str(&b, msg);
-    cm_buf_puts(&b, ",\"path\":");
-    srv_json_put_str(&b, e == E_INTERNAL || path == NULL ? "" : path);
+    cm_buf_puts(&b, "{\"error\":{");
+    cm_json_put_kv_str(&b, "code", err_table[e].code);
+    cm_json_put_kv_str(&b, "message", msg);
+    cm_json_put_kv_str(&b, "path", e == E_INTERNAL || path == NULL ? "" : path);
     cm_buf_puts(&b, "}}\n");
     srv_req_set_error_code(r, err_table[e].code);
     atomic_fetch_add(&app->metrics.errors[e], 1);
@@ -220,17 +219,6 @@ bool srv_body_kind_of(srv_app *app, srv_req *r, bool allow_mlir, body_kind *out)
     return false;
 }
 
-void srv_put_kv_i64(cm_buf *b, const char *k, int64_t v, bool comma)
-{
-    cm_buf_printf(b, "%s\"%s\":%lld", comma ? "," : "", k, (long long)v);
-}
-
-void srv_put_kv_str(cm_buf *b, const char *k, const char *v, bool comma)
-{
-    cm_buf_printf(b, "%s\"%s\":", comma ? "," : "", k);
-    srv_json_put_str(b, v);
-}
-
 void srv_set_location(srv_req *r, const char *collection, int64_t id)
 {
     char loc[96];
@@ -247,11 +235,11 @@ void srv_reply_items(srv_app *app, srv_req *r, const void *items, size_t n, size
     cm_buf_init(&b);
     cm_buf_puts(&b, "{\"items\":[");
     for (size_t i = 0; i < n; i++) {
-        if (i > 0) {
-            cm_buf_putc(&b, ',');
-        }
+        cm_json_put_sep(&b);
         fn(&b, (const char *)items + i * size, ctx);
     }
-    cm_buf_printf(&b, "],\"next_after\":%lld}\n", (long long)next_after);
+    cm_buf_putc(&b, ']');
+    cm_json_put_kv_i64(&b, "next_after", next_after);
+    cm_buf_puts(&b, "}\n");
     srv_reply_buf(app, r, 200, &b);
 }
