@@ -69,7 +69,7 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
         sp_print_opts popts = {false, false};
         sp_mlir_print(sp_plan_input(plan)->m, &popts, &b);
         if (b.oom) {
-            st = cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(&err);
         }
     }
     if (st != CM_OK) {

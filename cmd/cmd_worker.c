@@ -164,7 +164,7 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
     uint64_t total = warmup + iters;
     ts = cm_calloc((size_t)total, sizeof(double));
     if (ts == NULL) {
-        cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+        cm_error_oom(&err);
         goto out;
     }
     /* per-op timers of the measured runs, when they fit */
@@ -225,13 +225,13 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
     if (op_s != NULL && r.n_devices == n_dev && c != NULL) {
         ex_timing t = {part.m, part.g, c, op_s, n_dev, iters};
         if (ex_timing_json(&t, &b) != CM_OK) {
-            cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+            cm_error_oom(&err);
             goto out;
         }
     }
     cm_buf_putc(&b, '}');
     if (b.oom) {
-        cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+        cm_error_oom(&err);
         goto out;
     }
     fprintf(out, "progress 1\nresult %s\n", b.data);

@@ -620,7 +620,7 @@ cm_status srv_bench_start(srv_app *app, cm_error *err)
     }
     srv_bench *b = cm_calloc(1, sizeof *b);
     if (b == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);

@@ -81,7 +81,7 @@ static srv_blob *plan_load(srv_app *app, st_db *db, int64_t id, cm_error *e)
     if (st_plan_get(db, id, &p, e) == CM_OK) {
         blob = plan_blob(&p);
         if (blob == NULL) {
-            cm_error_set(e, CM_ENOMEM, NULL, "out of memory");
+            cm_error_oom(e);
         } else {
             srv_cache_put(app, id, blob);
         }
@@ -197,7 +197,7 @@ static cm_status load_rules(st_db *db, cm_arena *arena, srv_named_doc **out, siz
     }
     st_doc_list_fini(&l);
     if (docs == NULL) {
-        return cm_error_set(e, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(e);
     }
     *out = docs;
     *n_out = n;
@@ -485,8 +485,7 @@ static cm_status store_plan(srv_app *app, srv_req *r, route_args *a, const srv_p
     in.input_is_mlir = s->is_mlir;
     in.rules = s->rules.len > 0 ? s->rules.data : NULL;
     in.rules_len = s->rules.len;
-    cm_status st = opts.oom ? cm_error_set(e, CM_ENOMEM, NULL, "out of memory")
-                            : st_plan_put(a->db, &in, id_out, existed, e);
+    cm_status st = opts.oom ? cm_error_oom(e) : st_plan_put(a->db, &in, id_out, existed, e);
     cm_buf_fini(&opts);
     return st;
 }
@@ -631,7 +630,7 @@ cm_status srv_plan_input_load(st_db *db, int64_t id, srv_plan_input *pi, cm_erro
         pi->len = g.body_len;
         g.body = NULL;
     } else if (st == CM_ENOMEM) {
-        cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        cm_error_oom(err);
     } else {
         st = cm_error_set(err, CM_EINTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
     }

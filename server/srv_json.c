@@ -165,7 +165,7 @@ static cm_status example_graph(const json_t *ex, cm_arena *a, srv_plan_req *out,
         out->graph = cm_arena_strndup(a, b.data, b.len);
         out->graph_len = b.len;
         if (out->graph == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
         }
     }
     cm_buf_fini(&b);
@@ -201,7 +201,7 @@ cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, sr
             out->graph = dump_to_arena(v, a, &out->graph_len);
             n_sources++;
             if (out->graph == NULL) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_oom(err);
                 goto out;
             }
         } else if (strcmp(key, "example") == 0) {
@@ -300,7 +300,7 @@ static cm_status apply_mesh(json_t *doc, const srv_named_doc *mesh, cm_error *er
     if (meshes == NULL) {
         meshes = json_array();
         if (meshes == NULL || json_object_set_new(doc, "meshes", meshes) != 0) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
             goto out;
         }
     }
@@ -327,7 +327,7 @@ static cm_status apply_mesh(json_t *doc, const srv_named_doc *mesh, cm_error *er
     }
     json_t *copy = json_deep_copy(m); /* new */
     if (copy == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     json_t *nm = NULL; /* new: the name the document's shardings use */
@@ -389,7 +389,7 @@ cm_status srv_json_graph_merge(const char *graph, size_t len, const srv_named_do
         }
     }
     if (!dump_to_buf(doc, out)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(doc);
@@ -413,7 +413,7 @@ cm_status srv_json_mesh_graph(const char *name, const char *body, size_t len, cm
     json_object_set_new(m, "name", json_string(name));
     doc = json_pack("{s:[O],s:[]}", "meshes", m, "ops");
     if (doc == NULL || !dump_to_buf(doc, out)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(doc);
@@ -427,7 +427,7 @@ cm_status srv_json_rules_graph(const srv_named_doc *rules, size_t n, cm_buf *out
     json_t *cr = json_object();                        /* new */
     json_t *doc = json_pack("{s:O,s:[]}", "custom_rules", cr, "ops"); /* new */
     if (cr == NULL || doc == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
@@ -440,7 +440,7 @@ cm_status srv_json_rules_graph(const srv_named_doc *rules, size_t n, cm_buf *out
         json_object_set_new(cr, rules[i].name, r);
     }
     if (!dump_to_buf(doc, out)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(doc);
@@ -460,7 +460,7 @@ cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_erro
     if (json_is_object(cr) && json_object_size(cr) > 0) {
         char *s = json_dumps(cr, JSON_COMPACT | JSON_SORT_KEYS);
         if (s == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
         } else {
             cm_buf_puts(out, s);
             free(s);
@@ -631,7 +631,7 @@ cm_status srv_json_bench_req_decode(const char *body, size_t len, cm_arena *a, b
     json_t *spec = json_object(); /* new */
     cm_status st = CM_OK;
     if (spec == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     if (!json_is_object(j)) {
@@ -672,7 +672,7 @@ cm_status srv_json_bench_req_decode(const char *body, size_t len, cm_arena *a, b
                 goto out;
             }
             if (json_object_set(spec, key, v) != 0) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_oom(err);
                 goto out;
             }
         }
@@ -683,7 +683,7 @@ cm_status srv_json_bench_req_decode(const char *body, size_t len, cm_arena *a, b
     }
     out->spec = dump_to_arena(spec, a, &out->spec_len);
     if (out->spec == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(spec);
@@ -852,7 +852,7 @@ cm_status srv_json_plan_envelope(const char *doc, size_t len, bool is_mlir, cons
     cm_status st = CM_OK;
     json_t *env = json_object(); /* new */
     if (env == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     if (is_mlir) {
         json_object_set_new(env, "mlir", json_stringn(doc, len));
@@ -872,7 +872,7 @@ cm_status srv_json_plan_envelope(const char *doc, size_t len, bool is_mlir, cons
         json_object_set_new(env, "options", json_pack("{s:s}", "pass", pass));
     }
     if (!dump_to_buf(env, out)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(env);

@@ -54,8 +54,6 @@ cm_status st_map_rc(int rc);
 /* Reports a failed SQLite call rc, doing what, with SQLite's message (db may
  * be NULL). Never returns CM_OK. */
 cm_status st_db_fail(const st_db *db, int rc, const char *what, cm_error *err);
-/* CM_ENOMEM with "out of memory". */
-cm_status st_oom(cm_error *err);
 
 /* The handle's clock: the test time if set, else the wall clock. */
 int64_t st_db_now(const st_db *db);

@@ -142,11 +142,11 @@ cm_status st_sql_col_dup(sqlite3_stmt *s, int i, char **out, size_t *len_out, cm
     const void *p = sqlite3_column_blob(s, i);
     int n = sqlite3_column_bytes(s, i);
     if (p == NULL && n > 0) {
-        return st_oom(err); /* SQLite could not materialise the value */
+        return cm_error_oom(err); /* SQLite could not materialise the value */
     }
     char *c = st_alloc((size_t)n + 1);
     if (c == NULL) {
-        return st_oom(err);
+        return cm_error_oom(err);
     }
     if (n > 0) {
         memcpy(c, p, (size_t)n);
@@ -297,7 +297,7 @@ cm_status st_check_json(st_db *db, const char *text, size_t len, const char *pat
         /* SQLite 3.40's json_valid answers 0, not an error, when its parser
          * runs out of memory: an allocation failure meanwhile means OOM. */
         st = st_alloc_failures() != failures
-                 ? st_oom(err)
+                 ? cm_error_oom(err)
                  : cm_error_set(err, CM_EINVAL, path, "is not valid JSON");
     }
     sqlite3_finalize(s);
@@ -361,7 +361,7 @@ cm_status st_sql_run_list(st_db *db, sqlite3_stmt *s, size_t limit, size_t item_
             }
             unsigned char *grown = st_realloc(items, ncap * item_size);
             if (grown == NULL) {
-                st = st_oom(err);
+                st = cm_error_oom(err);
                 break;
             }
             items = grown;
