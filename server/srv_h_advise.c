@@ -28,10 +28,7 @@ static bool query_profile(srv_app *, srv_req *, route_args *, sp_profile *, bool
  * cpu-local), mesh and min_bytes. */
 void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
+    int64_t id = a->id;
     bool lint = *(const advise_kind *)a->data == ADVISE_LINT; /* the route's data */
     cm_error e;
     cm_error_clear(&e);
@@ -85,10 +82,7 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
  * request stays in the seconds. */
 void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id, k = 5, maxc = 48;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
+    int64_t id = a->id, k = 5, maxc = 48;
     sp_suggest_opts o;
     sp_suggest_opts_init(&o);
     const char *obj = srv_req_query(r, "objective");
@@ -143,10 +137,7 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
 void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
 {
     double deadline = cm_now() + app->cfg.request_timeout_s;
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
+    int64_t id = a->id;
     size_t len;
     const char *body = srv_req_body(r, &len);
     if (len == 0) {
@@ -226,10 +217,7 @@ out:
  * json` on the plan's input. */
 void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
+    int64_t id = a->id;
     sp_profile prof;
     bool have_prof;
     if (!query_profile(app, r, a, &prof, &have_prof)) {

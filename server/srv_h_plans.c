@@ -104,18 +104,14 @@ static void reply_plan(srv_req *r, unsigned status, srv_blob *blob, int64_t id)
 
 void srv_h_plan_get(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
     cm_error e;
     cm_error_clear(&e);
-    srv_blob *blob = plan_load(app, NULL, id, &e);
+    srv_blob *blob = plan_load(app, NULL, a->id, &e);
     if (blob == NULL) {
         srv_reply_cm(app, r, &e);
         return;
     }
-    reply_plan(r, 200, blob, id);
+    reply_plan(r, 200, blob, a->id);
 }
 
 static void plan_item(cm_buf *b, const void *item, const void *ctx)
@@ -136,32 +132,24 @@ void srv_h_plan_list(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     st_plan_list l;
-    memset(&l, 0, sizeof l);
     cm_error e;
     cm_error_clear(&e);
-    if (st_plan_list_query(a->db, &q, &l, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, plan_item, NULL);
+    cm_status st = st_plan_list_query(a->db, &q, &l, &e);
+    SRV_REPLY_LIST(app, r, st, &e, l, plan_item, NULL);
     st_plan_list_fini(&l);
 }
 
 void srv_h_plan_delete(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
     cm_error e;
     cm_error_clear(&e);
-    if (st_plan_delete(a->db, id, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
+    cm_status st = st_plan_delete(a->db, a->id, &e);
+    if (st == CM_OK) {
+        srv_cache_drop(app, a->id);
     }
-    srv_cache_drop(app, id);
-    srv_req_reply(r, 204, "application/json", "", 0);
+    srv_reply_empty(app, r, st, &e);
 }
+
 /* Reads every stored custom rule (name and body) into the arena. */
 static cm_status load_rules(st_db *db, cm_arena *arena, srv_named_doc **out, size_t *n_out,
                             cm_error *e)

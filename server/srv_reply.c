@@ -165,17 +165,6 @@ bool srv_query_paging(srv_app *app, srv_req *r, size_t *limit, int64_t *after)
     return true;
 }
 
-/* The id segment; false after replying 404 (an id that is not a number
- * cannot exist). */
-bool srv_seg_id(srv_app *app, srv_req *r, const route_args *a, int64_t *id)
-{
-    if (!srv_parse_i64(a->seg[0], 1, id)) {
-        srv_reply_err(app, r, E_NOT_FOUND, "/id", "no such id '%s'", a->seg[0]);
-        return false;
-    }
-    return true;
-}
-
 static bool looks_json(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -219,6 +208,15 @@ bool srv_body_kind_of(srv_app *app, srv_req *r, bool allow_mlir, body_kind *out)
     return false;
 }
 
+const char *srv_body_json(srv_app *app, srv_req *r, size_t *len)
+{
+    body_kind k;
+    if (!srv_body_kind_of(app, r, false, &k)) {
+        return NULL;
+    }
+    return srv_req_body(r, len);
+}
+
 void srv_set_location(srv_req *r, const char *collection, int64_t id)
 {
     char loc[96];
@@ -226,11 +224,23 @@ void srv_set_location(srv_req *r, const char *collection, int64_t id)
     srv_req_add_header(r, "Location", loc);
 }
 
-/* 200 {"items": [...], "next_after": N}: the n items of size bytes at items,
- * each written by fn, as every list route answers. */
-void srv_reply_items(srv_app *app, srv_req *r, const void *items, size_t n, size_t size,
-                     int64_t next_after, srv_item_fn fn, const void *ctx)
+void srv_reply_empty(srv_app *app, srv_req *r, cm_status st, const cm_error *e)
 {
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, e);
+        return;
+    }
+    srv_req_reply(r, 204, "application/json", "", 0);
+}
+
+/* The answer of a list route (srv_int.h). */
+void srv_reply_list(srv_app *app, srv_req *r, cm_status st, const cm_error *e, const void *items,
+                    size_t n, size_t size, int64_t next_after, srv_item_fn fn, const void *ctx)
+{
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, e);
+        return;
+    }
     cm_buf b;
     cm_buf_init(&b);
     cm_buf_puts(&b, "{\"items\":[");
