@@ -163,8 +163,14 @@ static const char *positional(int argc, char **argv, int from, int nth)
     return NULL;
 }
 
+/* Reads the input FILE ("-": stdin) into *data: 0; 1 after an error; 2 after
+ * the usage when the command line named no file. */
 static int read_input(const client *c, const char *file, char **data, size_t *len)
 {
+    if (file == NULL) {
+        usage(c->errs);
+        return 2;
+    }
     cm_error e;
     cm_error_clear(&e);
     if (cm_file_read(file, data, len, &e) != CM_OK) {
@@ -177,14 +183,11 @@ static int read_input(const client *c, const char *file, char **data, size_t *le
 static int client_submit(const client *c, int argc, char **argv)
 {
     const char *file = positional(argc, argv, 1, 0);
-    if (file == NULL) {
-        usage(c->errs);
-        return 2;
-    }
     char *data = NULL;
     size_t len = 0;
-    if (read_input(c, file, &data, &len) != 0) {
-        return 1;
+    int rc = read_input(c, file, &data, &len);
+    if (rc != 0) {
+        return rc;
     }
     char path[600] = "/v1/graphs";
     const char *name = opt_value(argc, argv, "--name");
@@ -193,8 +196,8 @@ static int client_submit(const client *c, int argc, char **argv)
         url_escape(name, esc, sizeof esc);
         snprintf(path, sizeof path, "/v1/graphs?name=%s", esc);
     }
-    int rc = request(c, "POST", path, looks_json(data, len) ? "application/json" : "text/plain",
-                     data, len);
+    rc = request(c, "POST", path, looks_json(data, len) ? "application/json" : "text/plain", data,
+                 len);
     cm_free(data);
     return rc;
 }
@@ -229,14 +232,11 @@ static int client_plan(const client *c, int argc, char **argv)
         cm_buf_putc(&env, '}');
     } else {
         const char *file = positional(argc, argv, 1, 0);
-        if (file == NULL) {
-            usage(c->errs);
-            return 2;
-        }
         char *data = NULL;
         size_t len = 0;
-        if (read_input(c, file, &data, &len) != 0) {
-            return 1;
+        int got = read_input(c, file, &data, &len);
+        if (got != 0) {
+            return got;
         }
         cm_error e;
         cm_error_clear(&e);

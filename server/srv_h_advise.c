@@ -57,7 +57,7 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
         if (e.code == CM_EINVAL && strcmp(e.path, "/mesh") == 0) {
             srv_reply_cm(app, r, &e);
         } else {
-            srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+            srv_reply_ours(app, r, &e);
         }
     } else {
         cm_buf b;
@@ -117,7 +117,7 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
         /* replied */
     } else if (sp_suggest_run(pi.text, pi.len, &pi.io, &o, &sg, &e) != CM_OK) {
         /* the options were checked above: anything else is about stored data */
-        srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+        srv_reply_ours(app, r, &e);
     } else {
         cm_buf b;
         cm_buf_init(&b);
@@ -173,7 +173,7 @@ void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
         if (e.code == CM_EINVAL && strncmp(e.path, "/edits", 6) == 0) {
             srv_reply_cm(app, r, &e);
         } else {
-            srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+            srv_reply_ours(app, r, &e);
         }
         goto out;
     }
@@ -249,7 +249,7 @@ void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a)
     }
     if (st != CM_OK) {
         /* the input is our stored data: a failure to cost it is ours */
-        srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+        srv_reply_ours(app, r, &e);
     } else {
         cm_buf b;
         cm_buf_init(&b);
@@ -447,7 +447,7 @@ void srv_h_compare(srv_app *app, srv_req *r, route_args *a)
     sp_compare *c = NULL;
     if (ok && sp_compare_run(in, (uint32_t)n, &o, &c, &e) != CM_OK) {
         /* the inputs are our stored data: a failure to compare them is ours */
-        srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+        srv_reply_ours(app, r, &e);
         ok = false;
     }
     if (ok) {

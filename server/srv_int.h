@@ -180,6 +180,9 @@ void srv_reply_err(srv_app *app, srv_req *r, srv_err e, const char *path, const 
     __attribute__((format(printf, 5, 6)));
 /* srv_reply_err for a cm_error (its status, path and message). */
 void srv_reply_cm(srv_app *app, srv_req *r, const cm_error *e);
+/* srv_reply_err for an error about our own (stored) data: 503 out_of_memory
+ * for CM_ENOMEM, else 500 internal; e's message, no path. */
+void srv_reply_ours(srv_app *app, srv_req *r, const cm_error *e);
 /* Replies with buffer b (taken) as JSON; 503 when b ran out of memory. */
 void srv_reply_buf(srv_app *app, srv_req *r, unsigned status, cm_buf *b);
 

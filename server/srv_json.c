@@ -17,6 +17,19 @@ static cm_status syntax_error(const json_error_t *je, cm_error *err)
                         je->column, je->text);
 }
 
+/* The len bytes at text parsed (flags as json_loadb's: JSON_DECODE_ANY for a
+ * bare value): a new reference, or NULL after reporting the syntax error
+ * (CM_EINVAL, line and column) in err. */
+static json_t *parse(const char *text, size_t len, size_t flags, cm_error *err)
+{
+    json_error_t je;
+    json_t *j = json_loadb(text, len, flags, &je);
+    if (j == NULL) {
+        syntax_error(&je, err);
+    }
+    return j;
+}
+
 /* A compact dump of j copied into arena a. */
 static const char *dump_to_arena(const json_t *j, cm_arena *a, size_t *len_out)
 {
@@ -176,11 +189,10 @@ cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, sr
                                    cm_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_error_t je;
     cm_status st = CM_OK;
-    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    json_t *j = parse(body, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     if (!json_is_object(j)) {
         st = cm_error_set(err, CM_EINVAL, "", "expected a JSON object");
@@ -286,10 +298,9 @@ out:
 /* Replaces (or adds) the axes etc. of the mesh in meshes. */
 static cm_status apply_mesh(json_t *doc, const srv_named_doc *mesh, cm_error *err)
 {
-    json_error_t je;
-    json_t *m = json_loadb(mesh->body, mesh->body_len, 0, &je); /* new */
+    json_t *m = parse(mesh->body, mesh->body_len, 0, err); /* new */
     if (m == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     if (!json_is_object(m)) {
@@ -349,10 +360,9 @@ cm_status srv_json_graph_merge(const char *graph, size_t len, const srv_named_do
                                const srv_named_doc *rules, size_t n_rules, cm_buf *out,
                                cm_error *err)
 {
-    json_error_t je;
-    json_t *doc = json_loadb(graph, len, 0, &je); /* new */
+    json_t *doc = parse(graph, len, 0, err); /* new */
     if (doc == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     if (!json_is_object(doc)) {
@@ -379,7 +389,7 @@ cm_status srv_json_graph_merge(const char *graph, size_t len, const srv_named_do
             if (json_object_get(cr, rules[i].name) != NULL) {
                 continue; /* the document's own rule wins */
             }
-            json_t *r = json_loadb(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, &je);
+            json_t *r = json_loadb(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, NULL);
             if (r == NULL) {
                 st = cm_error_set(err, CM_EINTERNAL, NULL, "stored rule '%s' is not JSON",
                                   rules[i].name);
@@ -399,10 +409,9 @@ out:
 cm_status srv_json_mesh_graph(const char *name, const char *body, size_t len, cm_buf *out,
                               cm_error *err)
 {
-    json_error_t je;
-    json_t *m = json_loadb(body, len, 0, &je); /* new */
+    json_t *m = parse(body, len, 0, err); /* new */
     if (m == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     json_t *doc = NULL; /* new */
@@ -431,10 +440,9 @@ cm_status srv_json_rules_graph(const srv_named_doc *rules, size_t n, cm_buf *out
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        json_error_t je;
-        json_t *r = json_loadb(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, &je); /* new */
+        json_t *r = parse(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, err); /* new */
         if (r == NULL) {
-            st = syntax_error(&je, err);
+            st = CM_EINVAL;
             goto out;
         }
         json_object_set_new(cr, rules[i].name, r);
@@ -450,10 +458,9 @@ out:
 
 cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_error *err)
 {
-    json_error_t je;
-    json_t *j = json_loadb(doc, len, 0, &je); /* new */
+    json_t *j = parse(doc, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     json_t *cr = json_object_get(j, "custom_rules"); /* borrowed */
@@ -472,10 +479,9 @@ cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_erro
 
 cm_status srv_json_check(const char *body, size_t len, bool is_object, cm_error *err)
 {
-    json_error_t je;
-    json_t *j = json_loadb(body, len, JSON_DECODE_ANY, &je); /* new */
+    json_t *j = parse(body, len, JSON_DECODE_ANY, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     if (is_object && !json_is_object(j)) {
@@ -506,10 +512,9 @@ cm_status srv_json_run_req_decode(const char *body, size_t len, cm_arena *a, srv
                                   cm_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    json_t *j = parse(body, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     if (!json_is_object(j)) {
@@ -623,10 +628,9 @@ cm_status srv_json_bench_req_decode(const char *body, size_t len, cm_arena *a, b
                                     srv_run_req *out, cm_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    json_t *j = parse(body, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     json_t *spec = json_object(); /* new */
     cm_status st = CM_OK;
@@ -695,10 +699,9 @@ cm_status srv_json_bench_spec_decode(const char *spec, size_t len, srv_bench_spe
                                      cm_error *err)
 {
     srv_bench_spec_init(out);
-    json_error_t je;
-    json_t *j = json_loadb(spec, len, 0, &je); /* new */
+    json_t *j = parse(spec, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     const char *key;
@@ -721,10 +724,9 @@ cm_status srv_json_token_req_decode(const char *body, size_t len, cm_arena *a,
                                     srv_token_req *out, cm_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    json_t *j = parse(body, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     json_t *scope = json_object_get(j, "scope"); /* borrowed */
@@ -857,10 +859,9 @@ cm_status srv_json_plan_envelope(const char *doc, size_t len, bool is_mlir, cons
     if (is_mlir) {
         json_object_set_new(env, "mlir", json_stringn(doc, len));
     } else {
-        json_error_t je;
-        json_t *g = json_loadb(doc, len, 0, &je); /* new */
+        json_t *g = parse(doc, len, 0, err); /* new */
         if (g == NULL) {
-            st = syntax_error(&je, err);
+            st = CM_EINVAL;
             goto out;
         }
         json_object_set_new(env, "graph", g);

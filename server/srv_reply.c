@@ -99,6 +99,11 @@ void srv_reply_cm(srv_app *app, srv_req *r, const cm_error *e)
     srv_reply_err(app, r, x, e->path, "%s", e->msg[0] != '\0' ? e->msg : cm_status_name(e->code));
 }
 
+void srv_reply_ours(srv_app *app, srv_req *r, const cm_error *e)
+{
+    srv_reply_err(app, r, e->code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e->msg);
+}
+
 /* Replies with buffer b (taken) as JSON. */
 void srv_reply_buf(srv_app *app, srv_req *r, unsigned status, cm_buf *b)
 {
