@@ -32,7 +32,7 @@ OPENBLAS_LIBS := $(or $(shell pkg-config --libs openblas 2>/dev/null),-lopenblas
 # jansson (the *_json.c codecs): headers as -isystem, linked into every binary.
 JANSSON_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags jansson 2>/dev/null))
 JANSSON_LIBS := $(or $(shell pkg-config --libs jansson 2>/dev/null),-ljansson)
-# SQLite (store/st_db.c only): linked into every binary.
+# SQLite (store/ only: st_db.c, st_sql.c and the table files): linked into every binary.
 SQLITE_LIBS := $(or $(shell pkg-config --libs sqlite3 2>/dev/null),-lsqlite3)
 # libmicrohttpd (server/srv_http.c) and libcurl (server/srv_client.c, tests) likewise.
 MHD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libmicrohttpd 2>/dev/null))

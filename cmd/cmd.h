@@ -27,6 +27,11 @@ void cmd_input_fini(cmd_input *ci);
  * 1 when taken, 0 when argv[*i] is not one, -1 after printing an error to
  * errs as "shardplan CMD: ...". */
 int cmd_input_option(int argc, char **argv, int *i, cmd_input *ci, const char *cmd, FILE *errs);
+/* A subcommand's body that takes the input options into ci. */
+typedef int (*cmd_input_main)(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci);
+/* Runs body with a fresh cmd_input, finalised after it, and returns its
+ * exit status: the whole of a subcommand that reads a model. */
+int cmd_input_run(int argc, char **argv, FILE *out, FILE *errs, cmd_input_main body);
 
 /* `shardplan opt`: a driver that mirrors Shardy's sdy_opt (cmd_opt.c). */
 int cmd_opt(int argc, char **argv, FILE *out, FILE *errs);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cm_json.h"
 #include "srv_client.h"
 #include "srv_json.h"
 
@@ -162,8 +163,14 @@ static const char *positional(int argc, char **argv, int from, int nth)
     return NULL;
 }
 
+/* Reads the input FILE ("-": stdin) into *data: 0; 1 after an error; 2 after
+ * the usage when the command line named no file. */
 static int read_input(const client *c, const char *file, char **data, size_t *len)
 {
+    if (file == NULL) {
+        usage(c->errs);
+        return 2;
+    }
     cm_error e;
     cm_error_clear(&e);
     if (cm_file_read(file, data, len, &e) != CM_OK) {
@@ -176,14 +183,11 @@ static int read_input(const client *c, const char *file, char **data, size_t *le
 static int client_submit(const client *c, int argc, char **argv)
 {
     const char *file = positional(argc, argv, 1, 0);
-    if (file == NULL) {
-        usage(c->errs);
-        return 2;
-    }
     char *data = NULL;
     size_t len = 0;
-    if (read_input(c, file, &data, &len) != 0) {
-        return 1;
+    int rc = read_input(c, file, &data, &len);
+    if (rc != 0) {
+        return rc;
     }
     char path[600] = "/v1/graphs";
     const char *name = opt_value(argc, argv, "--name");
@@ -192,8 +196,8 @@ static int client_submit(const client *c, int argc, char **argv)
         url_escape(name, esc, sizeof esc);
         snprintf(path, sizeof path, "/v1/graphs?name=%s", esc);
     }
-    int rc = request(c, "POST", path, looks_json(data, len) ? "application/json" : "text/plain",
-                     data, len);
+    rc = request(c, "POST", path, looks_json(data, len) ? "application/json" : "text/plain", data,
+                 len);
     cm_free(data);
     return rc;
 }
@@ -214,27 +218,25 @@ static int client_plan(const client *c, int argc, char **argv)
             fprintf(c->errs, "shardplan client: --graph-id takes a positive integer\n");
             return 2;
         }
-        cm_buf_printf(&env, "{\"graph_id\":%lld", id);
+        cm_buf_putc(&env, '{');
+        cm_json_put_kv_i64(&env, "graph_id", id);
         if (mesh != NULL) {
-            cm_buf_puts(&env, ",\"mesh\":");
-            srv_json_put_str(&env, mesh);
+            cm_json_put_kv_str(&env, "mesh", mesh);
         }
         if (pass != NULL) {
-            cm_buf_puts(&env, ",\"options\":{\"pass\":");
-            srv_json_put_str(&env, pass);
+            cm_json_put_key(&env, "options");
+            cm_buf_putc(&env, '{');
+            cm_json_put_kv_str(&env, "pass", pass);
             cm_buf_putc(&env, '}');
         }
         cm_buf_putc(&env, '}');
     } else {
         const char *file = positional(argc, argv, 1, 0);
-        if (file == NULL) {
-            usage(c->errs);
-            return 2;
-        }
         char *data = NULL;
         size_t len = 0;
-        if (read_input(c, file, &data, &len) != 0) {
-            return 1;
+        int got = read_input(c, file, &data, &len);
+        if (got != 0) {
+            return got;
         }
         cm_error e;
         cm_error_clear(&e);
@@ -353,14 +355,14 @@ static int client_bench(const client *c, int argc, char **argv)
     const char *hook = opt_value(argc, argv, "--webhook");
     cm_buf b;
     cm_buf_init(&b);
-    cm_buf_printf(&b, "{\"plan_id\":%lld", id);
+    cm_buf_putc(&b, '{');
+    cm_json_put_kv_i64(&b, "plan_id", id);
     if (spec != NULL) {
-        cm_buf_puts(&b, ",\"spec\":");
+        cm_json_put_key(&b, "spec");
         cm_buf_puts(&b, spec);
     }
     if (hook != NULL) {
-        cm_buf_puts(&b, ",\"webhook_url\":");
-        srv_json_put_str(&b, hook);
+        cm_json_put_kv_str(&b, "webhook_url", hook);
     }
     cm_buf_putc(&b, '}');
     int rc = request(c, "POST", "/v1/runs", "application/json", b.data, b.len);

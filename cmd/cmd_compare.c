@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "sp_compare.h"
 #include "sp_profile_json.h"
 
@@ -118,13 +119,7 @@ static int run_compare(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
     } else {
         sp_compare_write_text(c, &b);
     }
-    if (b.oom) {
-        fprintf(errs, "shardplan compare: out of memory\n");
-        rc = 1;
-    } else if (b.len > 0 && fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan compare: write error\n");
-        rc = 1;
-    }
+    rc = cmd_write_out(&b, "compare", out, errs);
     cm_buf_fini(&b);
     sp_compare_destroy(c);
     return rc;
@@ -132,9 +127,5 @@ static int run_compare(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
 
 int cmd_compare(int argc, char **argv, FILE *out, FILE *errs)
 {
-    cmd_input ci;
-    cmd_input_init(&ci);
-    int rc = run_compare(argc, argv, out, errs, &ci);
-    cmd_input_fini(&ci);
-    return rc;
+    return cmd_input_run(argc, argv, out, errs, run_compare);
 }

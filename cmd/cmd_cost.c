@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "sp_cost.h"
 #include "sp_input.h"
 #include "sp_profile_json.h"
@@ -123,13 +124,7 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
     } else {
         sp_cost_write_text(c, in.m, &b);
     }
-    if (b.oom) {
-        fprintf(errs, "shardplan cost: out of memory\n");
-        rc = 1;
-    } else if (b.len > 0 && fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan cost: write error\n");
-        rc = 1;
-    }
+    rc = cmd_write_out(&b, "cost", out, errs);
 out:
     cm_buf_fini(&b);
     sp_cost_destroy(c);

@@ -21,6 +21,15 @@ void cmd_input_fini(cmd_input *ci)
     memset(ci, 0, sizeof *ci);
 }
 
+int cmd_input_run(int argc, char **argv, FILE *out, FILE *errs, cmd_input_main body)
+{
+    cmd_input ci;
+    cmd_input_init(&ci);
+    int rc = body(argc, argv, out, errs, &ci);
+    cmd_input_fini(&ci);
+    return rc;
+}
+
 int cmd_input_option(int argc, char **argv, int *i, cmd_input *ci, const char *cmd, FILE *errs)
 {
     const char *a = argv[*i];

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "sp_lint.h"
 #include "sp_profile_json.h"
 
@@ -89,11 +90,7 @@ static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint, c
     if (json) {
         cm_buf_putc(&b, '\n');
     }
-    int rc = 0;
-    if (b.oom || fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan %s: %s\n", cmd, b.oom ? "out of memory" : "write error");
-        rc = 1;
-    }
+    int rc = cmd_write_out(&b, cmd, out, errs);
     for (uint32_t i = 0; lint && rc == 0 && i < sp_advise_n_findings(adv); i++) {
         rc = sp_advise_finding_at(adv, i)->sev == SP_LINT_ERROR ? 1 : 0;
     }

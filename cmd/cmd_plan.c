@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "sp_input.h"
 #include "sp_mlir.h"
 #include "sp_plan.h"
@@ -69,15 +70,14 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
         sp_print_opts popts = {false, false};
         sp_mlir_print(sp_plan_input(plan)->m, &popts, &b);
         if (b.oom) {
-            st = cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(&err);
         }
     }
     if (st != CM_OK) {
         report(errs, file, &err);
         rc = 1;
-    } else if (b.len > 0 && fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan plan: write error\n");
-        rc = 1;
+    } else {
+        rc = cmd_write_out(&b, "plan", out, errs);
     }
     cm_buf_fini(&b);
     sp_plan_destroy(plan);
@@ -86,9 +86,5 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
 
 int cmd_plan(int argc, char **argv, FILE *out, FILE *errs)
 {
-    cmd_input ci;
-    cmd_input_init(&ci);
-    int rc = run_plan(argc, argv, out, errs, &ci);
-    cmd_input_fini(&ci);
-    return rc;
+    return cmd_input_run(argc, argv, out, errs, run_plan);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "ex_measure.h"
 #include "sp_profile_json.h"
 #include "sp_suggest.h"
@@ -133,11 +134,7 @@ static int run_suggest(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
             sp_suggest_check_write_text(S, &chk, &b);
         }
     }
-    int rc = 0;
-    if (b.oom || fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan suggest: %s\n", b.oom ? "out of memory" : "write error");
-        rc = 1;
-    }
+    int rc = cmd_write_out(&b, "suggest", out, errs);
     if (check && (!chk.done[0] || (sp_suggest_n(S) > 0 && !chk.done[1]))) {
         rc = 1;
     }
@@ -148,9 +145,5 @@ static int run_suggest(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
 
 int cmd_suggest(int argc, char **argv, FILE *out, FILE *errs)
 {
-    cmd_input ci;
-    cmd_input_init(&ci);
-    int rc = run_suggest(argc, argv, out, errs, &ci);
-    cmd_input_fini(&ci);
-    return rc;
+    return cmd_input_run(argc, argv, out, errs, run_suggest);
 }

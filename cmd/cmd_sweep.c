@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "sp_example.h"
 #include "sp_profile_json.h"
 #include "sp_sweep.h"
@@ -114,11 +115,7 @@ int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs)
     } else {
         sp_sweep_write_text(&res, &b);
     }
-    int rc = 0;
-    if (b.oom || fwrite(b.data, 1, b.len, out) != b.len) {
-        fprintf(errs, "shardplan sweep: %s\n", b.oom ? "out of memory" : "write error");
-        rc = 1;
-    }
+    int rc = cmd_write_out(&b, "sweep", out, errs);
     cm_buf_fini(&b);
     sp_sweep_result_fini(&res);
     return rc;

@@ -23,3 +23,16 @@ int cmd_double_cmp(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
+
+int cmd_write_out(const cm_buf *b, const char *cmd, FILE *out, FILE *errs)
+{
+    if (b->oom) {
+        fprintf(errs, "shardplan %s: out of memory\n", cmd);
+        return 1;
+    }
+    if (b->len > 0 && fwrite(b->data, 1, b->len, out) != b->len) {
+        fprintf(errs, "shardplan %s: write error\n", cmd);
+        return 1;
+    }
+    return 0;
+}

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  * cmd: small helpers the subcommands share (their number arguments, the
- * medians of their timings). Thread contract: reentrant. */
+ * medians of their timings, writing their result). Thread contract:
+ * reentrant. */
 #ifndef CMD_UTIL_H
 #define CMD_UTIL_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "cm.h"
 
 /* Parses s, decimal digits only (no sign, no blanks), into *out; false
  * otherwise (*out untouched). Values past UINT64_MAX read as UINT64_MAX, so
@@ -14,5 +18,10 @@ bool cmd_parse_u64(const char *s, uint64_t *out);
 
 /* qsort comparator of doubles, ascending. */
 int cmd_double_cmp(const void *a, const void *b);
+
+/* Writes a subcommand's result b to out: 0 when written (or empty), 1 after
+ * printing "shardplan CMD: out of memory" (b ran out of memory) or "...:
+ * write error" to errs. */
+int cmd_write_out(const cm_buf *b, const char *cmd, FILE *out, FILE *errs);
 
 #endif /* CMD_UTIL_H */

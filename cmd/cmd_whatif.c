@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "sp_profile_json.h"
 #include "sp_whatif.h"
 
@@ -118,9 +119,8 @@ static int run_whatif(int argc, char **argv, FILE *out, FILE *errs, cmd_input *c
     if (rc == 1 && text != NULL) {
         fprintf(errs, "shardplan whatif: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
                 err.path[0] != '\0' ? " at " : "", err.path, err.msg);
-    } else if (rc == 0 && (b.oom || fwrite(b.data, 1, b.len, out) != b.len)) {
-        fprintf(errs, "shardplan whatif: %s\n", b.oom ? "out of memory" : "write error");
-        rc = 1;
+    } else if (rc == 0) {
+        rc = cmd_write_out(&b, "whatif", out, errs);
     }
     cm_buf_fini(&b);
     cm_free(text);
@@ -130,9 +130,5 @@ static int run_whatif(int argc, char **argv, FILE *out, FILE *errs, cmd_input *c
 
 int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs)
 {
-    cmd_input ci;
-    cmd_input_init(&ci);
-    int rc = run_whatif(argc, argv, out, errs, &ci);
-    cmd_input_fini(&ci);
-    return rc;
+    return cmd_input_run(argc, argv, out, errs, run_whatif);
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "cm_json.h"
 #include "cmd_util.h"
 #include "ex_exec.h"
 #include "ex_timing.h"
@@ -92,6 +93,13 @@ static cm_status read_input(sp_plan_pass pass, uint64_t rules_len, sp_input *par
     return st;
 }
 
+/* "key":v with 9 significant digits, as the result document has them. */
+static void put_kv_g9(cm_buf *b, const char *key, double v)
+{
+    cm_json_put_key(b, key);
+    cm_json_put_g(b, v, 9);
+}
+
 int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
 {
     uint64_t devices = 0, warmup = 1, iters = 5, seed = 1, rules_len = 0;
@@ -156,7 +164,7 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
     uint64_t total = warmup + iters;
     ts = cm_calloc((size_t)total, sizeof(double));
     if (ts == NULL) {
-        cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+        cm_error_oom(&err);
         goto out;
     }
     /* per-op timers of the measured runs, when they fit */
@@ -174,43 +182,56 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
         goto out;
     }
     const double *meas = ts + warmup;
-    cm_buf_printf(&b,
-                  "{\"devices\":%u,\"warmup\":%llu,\"iters\":%llu,\"seed\":%llu,\"affinity\":%s,"
-                  "\"iter_s\":[",
-                  r.n_devices, (unsigned long long)warmup, (unsigned long long)iters,
-                  (unsigned long long)seed,
-                  ex_affinity_pins(affinity, r.n_devices) ? "true" : "false");
+    cm_buf_putc(&b, '{');
+    cm_json_put_kv_u64(&b, "devices", r.n_devices);
+    cm_json_put_kv_u64(&b, "warmup", warmup);
+    cm_json_put_kv_u64(&b, "iters", iters);
+    cm_json_put_kv_u64(&b, "seed", seed);
+    cm_json_put_kv_bool(&b, "affinity", ex_affinity_pins(affinity, r.n_devices));
+    cm_json_put_key(&b, "iter_s");
+    cm_buf_putc(&b, '[');
     for (uint64_t i = 0; i < iters; i++) {
-        cm_buf_printf(&b, "%s%.9g", i > 0 ? "," : "", meas[i]);
+        cm_json_put_sep(&b);
+        cm_json_put_g(&b, meas[i], 9);
     }
+    cm_buf_putc(&b, ']');
     qsort(ts + warmup, (size_t)iters, sizeof(double), cmd_double_cmp);
     double med = iters % 2 == 1 ? meas[iters / 2] : (meas[iters / 2 - 1] + meas[iters / 2]) / 2;
-    cm_buf_printf(&b, "],\"step_s\":%.9g,\"flops\":%.9g,\"flop_per_s\":%.9g", med, r.flops,
-                  med > 0 ? r.flops / med : 0.0);
+    put_kv_g9(&b, "step_s", med);
+    put_kv_g9(&b, "flops", r.flops);
+    put_kv_g9(&b, "flop_per_s", med > 0 ? r.flops / med : 0.0);
     if (predicted >= 0) {
-        cm_buf_printf(&b, ",\"predicted_step_s\":%.9g", predicted);
+        put_kv_g9(&b, "predicted_step_s", predicted);
     } else {
-        cm_buf_puts(&b, ",\"predicted_step_s\":null");
+        cm_json_put_key(&b, "predicted_step_s");
+        cm_json_put_null(&b);
     }
-    cm_buf_printf(&b, ",\"reference_s\":%.9g,\"numerics\":{\"match\":%s,\"max_abs_diff\":%.9g",
-                  r.ref_s, r.mm.match ? "true" : "false", r.mm.max_abs_diff);
+    put_kv_g9(&b, "reference_s", r.ref_s);
+    cm_json_put_key(&b, "numerics");
+    cm_buf_putc(&b, '{');
+    cm_json_put_kv_bool(&b, "match", r.mm.match);
+    put_kv_g9(&b, "max_abs_diff", r.mm.max_abs_diff);
     if (!r.mm.match) {
-        cm_buf_printf(&b,
-                      ",\"mismatch\":{\"result\":%u,\"index\":%zu,\"expected\":%.9g,\"got\":%.9g,"
-                      "\"tol\":%.9g}",
-                      r.mm.result, r.mm.index, r.mm.expected, r.mm.got, r.mm.tol);
+        cm_json_put_key(&b, "mismatch");
+        cm_buf_putc(&b, '{');
+        cm_json_put_kv_u64(&b, "result", r.mm.result);
+        cm_json_put_kv_u64(&b, "index", r.mm.index);
+        put_kv_g9(&b, "expected", r.mm.expected);
+        put_kv_g9(&b, "got", r.mm.got);
+        put_kv_g9(&b, "tol", r.mm.tol);
+        cm_buf_putc(&b, '}');
     }
     cm_buf_putc(&b, '}');
     if (op_s != NULL && r.n_devices == n_dev && c != NULL) {
         ex_timing t = {part.m, part.g, c, op_s, n_dev, iters};
         if (ex_timing_json(&t, &b) != CM_OK) {
-            cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+            cm_error_oom(&err);
             goto out;
         }
     }
     cm_buf_putc(&b, '}');
     if (b.oom) {
-        cm_error_set(&err, CM_ENOMEM, NULL, "out of memory");
+        cm_error_oom(&err);
         goto out;
     }
     fprintf(out, "progress 1\nresult %s\n", b.data);

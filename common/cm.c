@@ -12,6 +12,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "cm_json.h"
+
 void cm_error_clear(cm_error *err)
 {
     if (err == NULL) {
@@ -511,21 +513,10 @@ void cm_buf_printf(cm_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+/* The one escaper's spelling for the callers that still use this name. */
 void cm_buf_json_string(cm_buf *b, const char *s, size_t n)
 {
-    cm_buf_putc(b, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            cm_buf_putc(b, '\\');
-            cm_buf_putc(b, (char)c);
-        } else if (c < 0x20) {
-            cm_buf_printf(b, "\\u%04x", c);
-        } else {
-            cm_buf_putc(b, (char)c);
-        }
-    }
-    cm_buf_putc(b, '"');
+    cm_json_put_str(b, s, n);
 }
 
 void cm_buf_put_i64(cm_buf *b, int64_t v)

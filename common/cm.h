@@ -162,10 +162,10 @@ void cm_buf_puts(cm_buf *b, const char *s);
 void cm_buf_putc(cm_buf *b, char c);
 void cm_buf_printf(cm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cm_buf_put_i64(cm_buf *b, int64_t v);
-/* The n bytes at s as a JSON string literal: quotes, backslashes escaped,
- * control characters as \u00XX; other bytes (UTF-8) as they are.
- * Superseded by cm_json_put_str (common/cm_json.h), which defines the
- * escaping for the whole tree; kept until its callers move over. */
+/* The n bytes at s as a JSON string literal: exactly cm_json_put_str
+ * (common/cm_json.h), which defines the escaping for the whole tree. Kept as
+ * a name for the callers that have not moved to cm_json.h yet; new code
+ * calls cm_json_put_str. */
 void cm_buf_json_string(cm_buf *b, const char *s, size_t n);
 /* Hands the data to the caller (free with cm_free) and resets b. */
 char *cm_buf_take(cm_buf *b);

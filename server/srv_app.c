@@ -357,7 +357,7 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     *out = NULL;
     srv_app *app = cm_calloc(1, sizeof *app);
     if (app == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     app->cfg = *c;
     app->log_fd = -1;
@@ -374,7 +374,7 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     app->dbs = cm_calloc(n, sizeof *app->dbs);
     app->free_dbs = cm_calloc(n, sizeof *app->free_dbs);
     if (st == CM_OK && (app->dbs == NULL || app->free_dbs == NULL)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
     for (size_t i = 0; st == CM_OK && i < n; i++) {
         st = st_db_open(c->db_path, &app->dbs[i], err);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cm_json.h"
 #include "srv_client.h"
 #include "srv_int.h"
 #include "srv_json.h"
@@ -439,13 +440,13 @@ static void deliver(srv_app *app, const char *url, const cm_buf *body, cm_buf *r
             backoff *= 2;
         }
     }
-    cm_buf_printf(rec, "{\"url\":");
-    srv_json_put_str(rec, url);
-    cm_buf_printf(rec, ",\"delivered\":%s,\"attempts\":%d,\"http_status\":%ld",
-                  ok ? "true" : "false", attempt, status);
+    cm_buf_putc(rec, '{');
+    cm_json_put_kv_str(rec, "url", url);
+    cm_json_put_kv_bool(rec, "delivered", ok);
+    cm_json_put_kv_i64(rec, "attempts", attempt);
+    cm_json_put_kv_i64(rec, "http_status", status);
     if (!ok) {
-        cm_buf_puts(rec, ",\"error\":");
-        srv_json_put_str(rec, e.msg[0] != '\0' ? e.msg : "non-2xx answer");
+        cm_json_put_kv_str(rec, "error", e.msg[0] != '\0' ? e.msg : "non-2xx answer");
     }
     cm_buf_putc(rec, '}');
 }
@@ -496,16 +497,16 @@ static void finish(srv_app *app, const st_bench *run, outcome *o)
     if (run->webhook_url != NULL && !stopped) {
         cm_buf body;
         cm_buf_init(&body);
-        cm_buf_printf(&body, "{\"id\":%lld,\"plan_id\":%lld,\"status\":\"%s\",\"spec\":%s",
-                      (long long)run->id, (long long)run->plan_id, st_bench_status_name(fin),
-                      run->spec != NULL ? run->spec : "{}");
-        cm_buf_printf(&body, ",\"results\":%s,\"error\":",
-                      results.len > 0 ? o->result : "null");
-        if (fin == ST_BENCH_SUCCEEDED) {
-            cm_buf_puts(&body, "null");
-        } else {
-            srv_json_put_str(&body, u.error != NULL ? u.error : o->error);
-        }
+        cm_buf_putc(&body, '{');
+        cm_json_put_kv_i64(&body, "id", run->id);
+        cm_json_put_kv_i64(&body, "plan_id", run->plan_id);
+        cm_json_put_kv_str(&body, "status", st_bench_status_name(fin));
+        cm_json_put_key(&body, "spec");
+        cm_buf_puts(&body, run->spec != NULL ? run->spec : "{}");
+        cm_json_put_key(&body, "results");
+        cm_buf_puts(&body, results.len > 0 ? o->result : "null");
+        const char *why = u.error != NULL ? u.error : o->error;
+        cm_json_put_kv_str(&body, "error", fin == ST_BENCH_SUCCEEDED ? NULL : why);
         cm_buf_putc(&body, '}');
         /* the delivery record goes into the stored results */
         if (results.len > 0) {
@@ -619,7 +620,7 @@ cm_status srv_bench_start(srv_app *app, cm_error *err)
     }
     srv_bench *b = cm_calloc(1, sizeof *b);
     if (b == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);

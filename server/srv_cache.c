@@ -25,7 +25,7 @@ cm_status srv_cache_alloc(srv_app *app, size_t entries, cm_error *err)
     app->cache = cm_calloc(app->n_slots, sizeof *app->cache);
     app->keys = cm_calloc(app->n_slots, sizeof *app->keys);
     if (app->cache == NULL || app->keys == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     return CM_OK;
 }

@@ -25,6 +25,20 @@ static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
     return size * nmemb;
 }
 
+/* Runs the transfer h is set up for, stores the HTTP status (0 when none came
+ * back), then frees h and hdrs. Errors: CM_EIO with libcurl's message. */
+static cm_status perform(CURL *h, struct curl_slist *hdrs, long *status_out, cm_error *err)
+{
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status_out);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    if (rc != CURLE_OK) {
+        return cm_error_set(err, CM_EIO, NULL, "%s", curl_easy_strerror(rc));
+    }
+    return CM_OK;
+}
+
 cm_status srv_client_post_json(const char *url, const char *body, size_t body_len, double timeout_s,
                                long *status_out, cm_error *err)
 {
@@ -47,14 +61,7 @@ cm_status srv_client_post_json(const char *url, const char *body, size_t body_le
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status_out);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    if (rc != CURLE_OK) {
-        return cm_error_set(err, CM_EIO, NULL, "%s", curl_easy_strerror(rc));
-    }
-    return CM_OK;
+    return perform(h, hdrs, status_out, err);
 }
 
 
@@ -106,12 +113,5 @@ cm_status srv_client_request(const srv_client_req *rq, long *status_out, cm_buf 
     if (strcmp(rq->method, "HEAD") == 0) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     }
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status_out);
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
-    if (rc != CURLE_OK) {
-        return cm_error_set(err, CM_EIO, NULL, "%s", curl_easy_strerror(rc));
-    }
-    return CM_OK;
+    return perform(h, hdrs, status_out, err);
 }

@@ -28,10 +28,7 @@ static bool query_profile(srv_app *, srv_req *, route_args *, sp_profile *, bool
  * cpu-local), mesh and min_bytes. */
 void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
+    int64_t id = a->id;
     bool lint = *(const advise_kind *)a->data == ADVISE_LINT; /* the route's data */
     cm_error e;
     cm_error_clear(&e);
@@ -60,7 +57,7 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
         if (e.code == CM_EINVAL && strcmp(e.path, "/mesh") == 0) {
             srv_reply_cm(app, r, &e);
         } else {
-            srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+            srv_reply_ours(app, r, &e);
         }
     } else {
         cm_buf b;
@@ -85,10 +82,7 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
  * request stays in the seconds. */
 void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id, k = 5, maxc = 48;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
+    int64_t id = a->id, k = 5, maxc = 48;
     sp_suggest_opts o;
     sp_suggest_opts_init(&o);
     const char *obj = srv_req_query(r, "objective");
@@ -123,7 +117,7 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
         /* replied */
     } else if (sp_suggest_run(pi.text, pi.len, &pi.io, &o, &sg, &e) != CM_OK) {
         /* the options were checked above: anything else is about stored data */
-        srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+        srv_reply_ours(app, r, &e);
     } else {
         cm_buf b;
         cm_buf_init(&b);
@@ -143,10 +137,7 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
 void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
 {
     double deadline = cm_now() + app->cfg.request_timeout_s;
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
+    int64_t id = a->id;
     size_t len;
     const char *body = srv_req_body(r, &len);
     if (len == 0) {
@@ -182,7 +173,7 @@ void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
         if (e.code == CM_EINVAL && strncmp(e.path, "/edits", 6) == 0) {
             srv_reply_cm(app, r, &e);
         } else {
-            srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+            srv_reply_ours(app, r, &e);
         }
         goto out;
     }
@@ -226,10 +217,7 @@ out:
  * json` on the plan's input. */
 void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
+    int64_t id = a->id;
     sp_profile prof;
     bool have_prof;
     if (!query_profile(app, r, a, &prof, &have_prof)) {
@@ -261,7 +249,7 @@ void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a)
     }
     if (st != CM_OK) {
         /* the input is our stored data: a failure to cost it is ours */
-        srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+        srv_reply_ours(app, r, &e);
     } else {
         cm_buf b;
         cm_buf_init(&b);
@@ -459,7 +447,7 @@ void srv_h_compare(srv_app *app, srv_req *r, route_args *a)
     sp_compare *c = NULL;
     if (ok && sp_compare_run(in, (uint32_t)n, &o, &c, &e) != CM_OK) {
         /* the inputs are our stored data: a failure to compare them is ours */
-        srv_reply_err(app, r, e.code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e.msg);
+        srv_reply_ours(app, r, &e);
         ok = false;
     }
     if (ok) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_graph_json.h"
 #include "sp_ir.h"
 #include "sp_mlir.h"
@@ -16,24 +17,31 @@
 
 /* ---- plans -------------------------------------------------------------------------------------- */
 
+/* The members a plan's response and its list item begin with: id, hash,
+ * graph_id, mesh_id and the options object, after an opening '{'. */
+static void plan_head(cm_buf *b, const st_plan *p)
+{
+    cm_buf_putc(b, '{');
+    cm_json_put_kv_i64(b, "id", p->id);
+    cm_json_put_kv_str(b, "hash", p->hash);
+    cm_json_put_kv_i64(b, "graph_id", p->graph_id);
+    cm_json_put_kv_i64(b, "mesh_id", p->mesh_id);
+    cm_json_put_key(b, "options");
+    if (p->options != NULL) {
+        cm_buf_append(b, p->options, p->options_len);
+    } else {
+        cm_buf_puts(b, "{}");
+    }
+}
+
 /* The response for a stored plan: an envelope around the plan document. */
 static srv_blob *plan_blob(const st_plan *p)
 {
     cm_buf b;
     cm_buf_init(&b);
-    cm_buf_putc(&b, '{');
-    srv_put_kv_i64(&b, "id", p->id, false);
-    srv_put_kv_str(&b, "hash", p->hash, true);
-    srv_put_kv_i64(&b, "graph_id", p->graph_id, true);
-    srv_put_kv_i64(&b, "mesh_id", p->mesh_id, true);
-    cm_buf_puts(&b, ",\"options\":");
-    if (p->options != NULL) {
-        cm_buf_append(&b, p->options, p->options_len);
-    } else {
-        cm_buf_puts(&b, "{}");
-    }
-    srv_put_kv_i64(&b, "created_at", p->created_at, true);
-    cm_buf_puts(&b, ",\"plan\":");
+    plan_head(&b, p);
+    cm_json_put_kv_i64(&b, "created_at", p->created_at);
+    cm_json_put_key(&b, "plan");
     if (p->body != NULL) {
         size_t n = p->body_len;
         while (n > 0 && (p->body[n - 1] == '\n' || p->body[n - 1] == ' ')) {
@@ -41,7 +49,7 @@ static srv_blob *plan_blob(const st_plan *p)
         }
         cm_buf_append(&b, p->body, n);
     } else {
-        cm_buf_puts(&b, "null");
+        cm_json_put_null(&b);
     }
     cm_buf_puts(&b, "}\n");
     srv_blob *blob = b.oom ? NULL : srv_blob_create(b.data, b.len);
@@ -51,19 +59,9 @@ static srv_blob *plan_blob(const st_plan *p)
 
 static void plan_list_item(cm_buf *b, const st_plan *p)
 {
-    cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", p->id, false);
-    srv_put_kv_str(b, "hash", p->hash, true);
-    srv_put_kv_i64(b, "graph_id", p->graph_id, true);
-    srv_put_kv_i64(b, "mesh_id", p->mesh_id, true);
-    cm_buf_puts(b, ",\"options\":");
-    if (p->options != NULL) {
-        cm_buf_append(b, p->options, p->options_len);
-    } else {
-        cm_buf_puts(b, "{}");
-    }
-    srv_put_kv_i64(b, "size", (int64_t)p->body_len, true);
-    srv_put_kv_i64(b, "created_at", p->created_at, true);
+    plan_head(b, p);
+    cm_json_put_kv_i64(b, "size", (int64_t)p->body_len);
+    cm_json_put_kv_i64(b, "created_at", p->created_at);
     cm_buf_putc(b, '}');
 }
 
@@ -83,7 +81,7 @@ static srv_blob *plan_load(srv_app *app, st_db *db, int64_t id, cm_error *e)
     if (st_plan_get(db, id, &p, e) == CM_OK) {
         blob = plan_blob(&p);
         if (blob == NULL) {
-            cm_error_set(e, CM_ENOMEM, NULL, "out of memory");
+            cm_error_oom(e);
         } else {
             srv_cache_put(app, id, blob);
         }
@@ -106,18 +104,14 @@ static void reply_plan(srv_req *r, unsigned status, srv_blob *blob, int64_t id)
 
 void srv_h_plan_get(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
     cm_error e;
     cm_error_clear(&e);
-    srv_blob *blob = plan_load(app, NULL, id, &e);
+    srv_blob *blob = plan_load(app, NULL, a->id, &e);
     if (blob == NULL) {
         srv_reply_cm(app, r, &e);
         return;
     }
-    reply_plan(r, 200, blob, id);
+    reply_plan(r, 200, blob, a->id);
 }
 
 static void plan_item(cm_buf *b, const void *item, const void *ctx)
@@ -138,32 +132,24 @@ void srv_h_plan_list(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     st_plan_list l;
-    memset(&l, 0, sizeof l);
     cm_error e;
     cm_error_clear(&e);
-    if (st_plan_list_query(a->db, &q, &l, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, plan_item, NULL);
+    cm_status st = st_plan_list_query(a->db, &q, &l, &e);
+    SRV_REPLY_LIST(app, r, st, &e, l, plan_item, NULL);
     st_plan_list_fini(&l);
 }
 
 void srv_h_plan_delete(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
     cm_error e;
     cm_error_clear(&e);
-    if (st_plan_delete(a->db, id, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
+    cm_status st = st_plan_delete(a->db, a->id, &e);
+    if (st == CM_OK) {
+        srv_cache_drop(app, a->id);
     }
-    srv_cache_drop(app, id);
-    srv_req_reply(r, 204, "application/json", "", 0);
+    srv_reply_empty(app, r, st, &e);
 }
+
 /* Reads every stored custom rule (name and body) into the arena. */
 static cm_status load_rules(st_db *db, cm_arena *arena, srv_named_doc **out, size_t *n_out,
                             cm_error *e)
@@ -199,7 +185,7 @@ static cm_status load_rules(st_db *db, cm_arena *arena, srv_named_doc **out, siz
     }
     st_doc_list_fini(&l);
     if (docs == NULL) {
-        return cm_error_set(e, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(e);
     }
     *out = docs;
     *n_out = n;
@@ -467,11 +453,10 @@ static cm_status store_plan(srv_app *app, srv_req *r, route_args *a, const srv_p
     }
     cm_buf opts;
     cm_buf_init(&opts);
-    cm_buf_puts(&opts, "{\"pass\":");
-    srv_json_put_str(&opts, sp_plan_pass_name(sp_plan_get_pass(plan)));
+    cm_buf_putc(&opts, '{');
+    cm_json_put_kv_str(&opts, "pass", sp_plan_pass_name(sp_plan_get_pass(plan)));
     if (s->mesh.name != NULL) {
-        cm_buf_puts(&opts, ",\"mesh\":");
-        srv_json_put_str(&opts, s->mesh.name);
+        cm_json_put_kv_str(&opts, "mesh", s->mesh.name);
     }
     cm_buf_putc(&opts, '}');
     st_plan_in in;
@@ -488,8 +473,7 @@ static cm_status store_plan(srv_app *app, srv_req *r, route_args *a, const srv_p
     in.input_is_mlir = s->is_mlir;
     in.rules = s->rules.len > 0 ? s->rules.data : NULL;
     in.rules_len = s->rules.len;
-    cm_status st = opts.oom ? cm_error_set(e, CM_ENOMEM, NULL, "out of memory")
-                            : st_plan_put(a->db, &in, id_out, existed, e);
+    cm_status st = opts.oom ? cm_error_oom(e) : st_plan_put(a->db, &in, id_out, existed, e);
     cm_buf_fini(&opts);
     return st;
 }
@@ -634,7 +618,7 @@ cm_status srv_plan_input_load(st_db *db, int64_t id, srv_plan_input *pi, cm_erro
         pi->len = g.body_len;
         g.body = NULL;
     } else if (st == CM_ENOMEM) {
-        cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        cm_error_oom(err);
     } else {
         st = cm_error_set(err, CM_EINTERNAL, NULL, "graph of plan %lld: %s", (long long)id, e.msg);
     }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_graph_json.h"
 #include "sp_ir.h"
 #include "sp_mlir.h"
@@ -36,7 +37,10 @@ void srv_h_readyz(srv_app *app, srv_req *r, route_args *a)
     }
     cm_buf b;
     cm_buf_init(&b);
-    cm_buf_printf(&b, "{\"status\":\"ready\",\"schema_version\":%lld}\n", (long long)v);
+    cm_buf_putc(&b, '{');
+    cm_json_put_kv_str(&b, "status", "ready");
+    cm_json_put_kv_i64(&b, "schema_version", v);
+    cm_buf_puts(&b, "}\n");
     srv_reply_buf(app, r, 200, &b);
 }
 
@@ -92,19 +96,19 @@ static cm_status validate_graph(const char *body, size_t len, body_kind k, cm_er
 static void graph_json(cm_buf *b, const st_graph *g, bool with_body)
 {
     cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", g->id, false);
-    srv_put_kv_str(b, "name", g->name, true);
-    srv_put_kv_str(b, "format", st_graph_format_name(g->format), true);
-    srv_put_kv_str(b, "hash", g->hash, true);
-    srv_put_kv_i64(b, "size", (int64_t)g->body_len, true);
-    srv_put_kv_i64(b, "created_at", g->created_at, true);
+    cm_json_put_kv_i64(b, "id", g->id);
+    cm_json_put_kv_str(b, "name", g->name);
+    cm_json_put_kv_str(b, "format", st_graph_format_name(g->format));
+    cm_json_put_kv_str(b, "hash", g->hash);
+    cm_json_put_kv_i64(b, "size", (int64_t)g->body_len);
+    cm_json_put_kv_i64(b, "created_at", g->created_at);
     if (with_body && g->body != NULL) {
         if (g->format == ST_GRAPH_JSON) {
-            cm_buf_puts(b, ",\"graph\":");
+            cm_json_put_key(b, "graph");
             cm_buf_append(b, g->body, g->body_len);
         } else {
-            cm_buf_puts(b, ",\"mlir\":");
-            srv_json_put_strn(b, g->body, g->body_len);
+            cm_json_put_key(b, "mlir");
+            cm_json_put_str(b, g->body, g->body_len);
         }
     }
     cm_buf_putc(b, '}');
@@ -180,28 +184,20 @@ void srv_h_graph_list(srv_app *app, srv_req *r, route_args *a)
         q.has_format = true;
     }
     st_graph_list l;
-    memset(&l, 0, sizeof l);
     cm_error e;
     cm_error_clear(&e);
-    if (st_graph_list_query(a->db, &q, &l, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, graph_item, NULL);
+    cm_status st = st_graph_list_query(a->db, &q, &l, &e);
+    SRV_REPLY_LIST(app, r, st, &e, l, graph_item, NULL);
     st_graph_list_fini(&l);
 }
 
 void srv_h_graph_get(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
     st_graph g;
     memset(&g, 0, sizeof g);
     cm_error e;
     cm_error_clear(&e);
-    if (st_graph_get(a->db, id, &g, &e) != CM_OK) {
+    if (st_graph_get(a->db, a->id, &g, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
         return;
     }
@@ -224,19 +220,13 @@ void srv_h_graph_get(srv_app *app, srv_req *r, route_args *a)
 
 void srv_h_graph_delete(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
     cm_error e;
     cm_error_clear(&e);
-    if (st_graph_delete(a->db, id, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
+    cm_status st = st_graph_delete(a->db, a->id, &e);
+    if (st == CM_OK) {
+        srv_cache_clear(app); /* its plans went by cascade: forget every cached plan */
     }
-    /* its plans went by cascade: forget every cached plan */
-    srv_cache_clear(app);
-    srv_req_reply(r, 204, "application/json", "", 0);
+    srv_reply_empty(app, r, st, &e);
 }
 
 /* ---- named documents: meshes, rules, profiles --------------------------------------------------- */
@@ -246,6 +236,19 @@ static doc_kind doc_kind_of(const route_args *a)
 {
     return *(const doc_kind *)a->data;
 }
+
+/* The store's calls for each collection (st_db.h, "named documents"). */
+static const struct {
+    cm_status (*put)(st_db *db, const char *name, const char *body, size_t body_len, bool replace,
+                     int64_t *id_out, bool *existed_out, cm_error *err);
+    cm_status (*get)(st_db *db, const char *name, st_doc *out, cm_error *err);
+    cm_status (*list)(st_db *db, const st_doc_query *q, st_doc_list *out, cm_error *err);
+    cm_status (*del)(st_db *db, const char *name, cm_error *err);
+} doc_store[] = {
+    [DOC_MESH] = {st_mesh_put, st_mesh_get, st_mesh_list, st_mesh_delete},
+    [DOC_RULE] = {st_rule_put, st_rule_get, st_rule_list, st_rule_delete},
+    [DOC_PROFILE] = {st_profile_put, st_profile_get, st_profile_list, st_profile_delete},
+};
 
 /* Validates a mesh, rule or profile body with the planner's own decoders;
  * paths are made relative to the body. */
@@ -292,26 +295,44 @@ static void doc_json(cm_buf *b, const st_doc *d, doc_kind k, bool with_body)
 {
     static const char *const body_key[] = {"mesh", "rule", "profile"};
     cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", d->id, false);
-    srv_put_kv_str(b, "name", d->name, true);
-    srv_put_kv_i64(b, "created_at", d->created_at, true);
-    srv_put_kv_i64(b, "updated_at", d->updated_at, true);
+    cm_json_put_kv_i64(b, "id", d->id);
+    cm_json_put_kv_str(b, "name", d->name);
+    cm_json_put_kv_i64(b, "created_at", d->created_at);
+    cm_json_put_kv_i64(b, "updated_at", d->updated_at);
     if (with_body && d->body != NULL) {
-        cm_buf_printf(b, ",\"%s\":", body_key[k]);
+        cm_json_put_key(b, body_key[k]);
         cm_buf_append(b, d->body, d->body_len);
     }
     cm_buf_putc(b, '}');
 }
 
+/* Replies status with the stored document the route names, body included. */
+static void reply_doc(srv_app *app, srv_req *r, const route_args *a, unsigned status)
+{
+    doc_kind k = doc_kind_of(a);
+    st_doc d;
+    cm_error e;
+    cm_error_clear(&e);
+    if (doc_store[k].get(a->db, a->seg[0], &d, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    doc_json(&b, &d, k, true);
+    cm_buf_putc(&b, '\n');
+    st_doc_fini(&d);
+    srv_reply_buf(app, r, status, &b);
+}
+
 void srv_h_doc_put(srv_app *app, srv_req *r, route_args *a)
 {
     doc_kind k = doc_kind_of(a);
-    body_kind bk;
-    if (!srv_body_kind_of(app, r, false, &bk)) {
+    size_t len;
+    const char *body = srv_body_json(app, r, &len);
+    if (body == NULL) {
         return;
     }
-    size_t len;
-    const char *body = srv_req_body(r, &len);
     cm_error e;
     cm_error_clear(&e);
     if (validate_doc(k, a->seg[0], body, len, &e) != CM_OK) {
@@ -323,55 +344,19 @@ void srv_h_doc_put(srv_app *app, srv_req *r, route_args *a)
     /* If-None-Match: * asks for create-only: a different stored body is 409 */
     const char *inm = srv_req_header(r, "If-None-Match");
     bool replace = inm == NULL || strcmp(inm, "*") != 0;
-    cm_status st = k == DOC_MESH
-                       ? st_mesh_put(a->db, a->seg[0], body, len, replace, &id, &existed, &e)
-                   : k == DOC_RULE
-                       ? st_rule_put(a->db, a->seg[0], body, len, replace, &id, &existed, &e)
-                       : st_profile_put(a->db, a->seg[0], body, len, replace, &id, &existed, &e);
-    if (st != CM_OK) {
+    if (doc_store[k].put(a->db, a->seg[0], body, len, replace, &id, &existed, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
         return;
     }
     if (k != DOC_PROFILE) {
         atomic_fetch_add(&app->generation, 1); /* plans of raw requests may change */
     }
-    st_doc d;
-    memset(&d, 0, sizeof d);
-    st = k == DOC_MESH   ? st_mesh_get(a->db, a->seg[0], &d, &e)
-         : k == DOC_RULE ? st_rule_get(a->db, a->seg[0], &d, &e)
-                         : st_profile_get(a->db, a->seg[0], &d, &e);
-    if (st != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    doc_json(&b, &d, k, true);
-    cm_buf_putc(&b, '\n');
-    st_doc_fini(&d);
-    srv_reply_buf(app, r, existed ? 200 : 201, &b);
+    reply_doc(app, r, a, existed ? 200 : 201);
 }
 
 void srv_h_doc_get(srv_app *app, srv_req *r, route_args *a)
 {
-    doc_kind k = doc_kind_of(a);
-    st_doc d;
-    memset(&d, 0, sizeof d);
-    cm_error e;
-    cm_error_clear(&e);
-    cm_status st = k == DOC_MESH   ? st_mesh_get(a->db, a->seg[0], &d, &e)
-                   : k == DOC_RULE ? st_rule_get(a->db, a->seg[0], &d, &e)
-                                   : st_profile_get(a->db, a->seg[0], &d, &e);
-    if (st != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    doc_json(&b, &d, k, true);
-    cm_buf_putc(&b, '\n');
-    st_doc_fini(&d);
-    srv_reply_buf(app, r, 200, &b);
+    reply_doc(app, r, a, 200);
 }
 
 static void doc_item(cm_buf *b, const void *item, const void *ctx)
@@ -388,17 +373,10 @@ void srv_h_doc_list(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     st_doc_list l;
-    memset(&l, 0, sizeof l);
     cm_error e;
     cm_error_clear(&e);
-    cm_status st = k == DOC_MESH   ? st_mesh_list(a->db, &q, &l, &e)
-                   : k == DOC_RULE ? st_rule_list(a->db, &q, &l, &e)
-                                   : st_profile_list(a->db, &q, &l, &e);
-    if (st != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, doc_item, &k);
+    cm_status st = doc_store[k].list(a->db, &q, &l, &e);
+    SRV_REPLY_LIST(app, r, st, &e, l, doc_item, &k);
     st_doc_list_fini(&l);
 }
 
@@ -407,17 +385,11 @@ void srv_h_doc_delete(srv_app *app, srv_req *r, route_args *a)
     doc_kind k = doc_kind_of(a);
     cm_error e;
     cm_error_clear(&e);
-    cm_status st = k == DOC_MESH   ? st_mesh_delete(a->db, a->seg[0], &e)
-                   : k == DOC_RULE ? st_rule_delete(a->db, a->seg[0], &e)
-                                   : st_profile_delete(a->db, a->seg[0], &e);
-    if (st != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    if (k != DOC_PROFILE) {
+    cm_status st = doc_store[k].del(a->db, a->seg[0], &e);
+    if (st == CM_OK && k != DOC_PROFILE) {
         atomic_fetch_add(&app->generation, 1);
     }
-    srv_req_reply(r, 204, "application/json", "", 0);
+    srv_reply_empty(app, r, st, &e);
 }
 
 /* ---- benchmark runs ------------------------------------------------------------------------------------ */
@@ -425,36 +397,55 @@ void srv_h_doc_delete(srv_app *app, srv_req *r, route_args *a)
 static void run_json(cm_buf *b, const st_bench *x, bool full)
 {
     cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", x->id, false);
-    srv_put_kv_i64(b, "plan_id", x->plan_id, true);
-    srv_put_kv_str(b, "status", st_bench_status_name(x->status), true);
-    cm_buf_printf(b, ",\"progress\":%.4g", x->progress);
-    cm_buf_puts(b, ",\"spec\":");
+    cm_json_put_kv_i64(b, "id", x->id);
+    cm_json_put_kv_i64(b, "plan_id", x->plan_id);
+    cm_json_put_kv_str(b, "status", st_bench_status_name(x->status));
+    cm_json_put_key(b, "progress");
+    cm_json_put_g(b, x->progress, 4);
+    cm_json_put_key(b, "spec");
     if (x->spec != NULL) {
         cm_buf_append(b, x->spec, x->spec_len);
     } else {
         cm_buf_puts(b, "{}");
     }
     if (full) {
-        cm_buf_puts(b, ",\"results\":");
+        cm_json_put_key(b, "results");
         if (x->results != NULL) {
             cm_buf_append(b, x->results, x->results_len);
         } else {
-            cm_buf_puts(b, "null");
+            cm_json_put_null(b);
         }
-        cm_buf_puts(b, ",\"error\":");
-        if (x->error != NULL) {
-            srv_json_put_str(b, x->error);
-        } else {
-            cm_buf_puts(b, "null");
-        }
+        cm_json_put_kv_str(b, "error", x->error);
     }
     if (x->webhook_url != NULL) {
-        srv_put_kv_str(b, "webhook_url", x->webhook_url, true);
+        cm_json_put_kv_str(b, "webhook_url", x->webhook_url);
     }
-    srv_put_kv_i64(b, "created_at", x->created_at, true);
-    srv_put_kv_i64(b, "updated_at", x->updated_at, true);
+    cm_json_put_kv_i64(b, "created_at", x->created_at);
+    cm_json_put_kv_i64(b, "updated_at", x->updated_at);
     cm_buf_putc(b, '}');
+}
+
+/* Replies status with stored run id in full; with a Location in collection
+ * coll unless coll is NULL. */
+static void reply_run(srv_app *app, srv_req *r, st_db *db, int64_t id, unsigned status,
+                      const char *coll)
+{
+    st_bench x;
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_bench_get(db, id, &x, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    run_json(&b, &x, true);
+    cm_buf_putc(&b, '\n');
+    st_bench_fini(&x);
+    if (coll != NULL) {
+        srv_set_location(r, coll, id);
+    }
+    srv_reply_buf(app, r, status, &b);
 }
 
 /* Stores a decoded run request queued and answers it with the run. */
@@ -474,31 +465,17 @@ static void run_create(srv_app *app, srv_req *r, route_args *a, const srv_run_re
         srv_reply_cm(app, r, &e);
         return;
     }
-    st_bench x;
-    memset(&x, 0, sizeof x);
-    cm_status st = st_bench_get(a->db, id, &x, &e);
+    reply_run(app, r, a->db, id, status, coll);
     srv_bench_kick(app); /* after the read: the answer shows the run queued */
-    if (st != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    run_json(&b, &x, true);
-    cm_buf_putc(&b, '\n');
-    st_bench_fini(&x);
-    srv_set_location(r, coll, id);
-    srv_reply_buf(app, r, status, &b);
 }
 
 void srv_h_run_post(srv_app *app, srv_req *r, route_args *a)
 {
-    body_kind bk;
-    if (!srv_body_kind_of(app, r, false, &bk)) {
+    size_t len;
+    const char *body = srv_body_json(app, r, &len);
+    if (body == NULL) {
         return;
     }
-    size_t len;
-    const char *body = srv_req_body(r, &len);
     srv_run_req rq;
     cm_error e;
     cm_error_clear(&e);
@@ -512,12 +489,11 @@ void srv_h_run_post(srv_app *app, srv_req *r, route_args *a)
 /* POST /v1/benchmarks: the flat form, answered 202 (queued). */
 void srv_h_bench_post(srv_app *app, srv_req *r, route_args *a)
 {
-    body_kind bk;
-    if (!srv_body_kind_of(app, r, false, &bk)) {
+    size_t len;
+    const char *body = srv_body_json(app, r, &len);
+    if (body == NULL) {
         return;
     }
-    size_t len;
-    const char *body = srv_req_body(r, &len);
     srv_run_req rq;
     cm_error e;
     cm_error_clear(&e);
@@ -556,37 +532,16 @@ void srv_h_run_list(srv_app *app, srv_req *r, route_args *a)
         q.has_status = true;
     }
     st_bench_list l;
-    memset(&l, 0, sizeof l);
     cm_error e;
     cm_error_clear(&e);
-    if (st_bench_list_query(a->db, &q, &l, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, run_item, NULL);
+    cm_status st = st_bench_list_query(a->db, &q, &l, &e);
+    SRV_REPLY_LIST(app, r, st, &e, l, run_item, NULL);
     st_bench_list_fini(&l);
 }
 
 void srv_h_run_get(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
-    st_bench x;
-    memset(&x, 0, sizeof x);
-    cm_error e;
-    cm_error_clear(&e);
-    if (st_bench_get(a->db, id, &x, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    cm_buf b;
-    cm_buf_init(&b);
-    run_json(&b, &x, true);
-    cm_buf_putc(&b, '\n');
-    st_bench_fini(&x);
-    srv_reply_buf(app, r, 200, &b);
+    reply_run(app, r, a->db, a->id, 200, NULL);
 }
 
 /* Kills the worker of run id if this server is executing it, and waits
@@ -600,10 +555,7 @@ static void run_stop(srv_app *app, int64_t id)
  * worker, if one is running, is killed; a final run is a conflict. */
 void srv_h_bench_cancel(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
+    int64_t id = a->id;
     cm_error e;
     cm_error_clear(&e);
     st_bench_update u = {ST_BENCH_CANCELED, 0, NULL, 0, "canceled by request"};
@@ -628,23 +580,15 @@ void srv_h_bench_cancel(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     run_stop(app, id);
-    srv_h_run_get(app, r, a);
+    reply_run(app, r, a->db, id, 200, NULL);
 }
 
 void srv_h_run_delete(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
-    run_stop(app, id); /* a running run's worker is killed first */
+    run_stop(app, a->id); /* a running run's worker is killed first */
     cm_error e;
     cm_error_clear(&e);
-    if (st_bench_delete(a->db, id, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    srv_req_reply(r, 204, "application/json", "", 0);
+    srv_reply_empty(app, r, st_bench_delete(a->db, a->id, &e), &e);
 }
 
 /* ---- tokens ------------------------------------------------------------------------------------------- */
@@ -652,22 +596,21 @@ void srv_h_run_delete(srv_app *app, srv_req *r, route_args *a)
 static void token_json(cm_buf *b, const st_token *t)
 {
     cm_buf_putc(b, '{');
-    srv_put_kv_i64(b, "id", t->id, false);
-    srv_put_kv_str(b, "prefix", t->prefix, true);
-    srv_put_kv_str(b, "scope", st_scope_name(t->scope), true);
-    srv_put_kv_str(b, "label", t->label != NULL ? t->label : "", true);
-    srv_put_kv_i64(b, "created_at", t->created_at, true);
+    cm_json_put_kv_i64(b, "id", t->id);
+    cm_json_put_kv_str(b, "prefix", t->prefix);
+    cm_json_put_kv_str(b, "scope", st_scope_name(t->scope));
+    cm_json_put_kv_str(b, "label", t->label != NULL ? t->label : "");
+    cm_json_put_kv_i64(b, "created_at", t->created_at);
     cm_buf_putc(b, '}');
 }
 
 void srv_h_token_post(srv_app *app, srv_req *r, route_args *a)
 {
-    body_kind bk;
-    if (!srv_body_kind_of(app, r, false, &bk)) {
+    size_t len;
+    const char *body = srv_body_json(app, r, &len);
+    if (body == NULL) {
         return;
     }
-    size_t len;
-    const char *body = srv_req_body(r, &len);
     srv_token_req tq;
     cm_error e;
     cm_error_clear(&e);
@@ -689,10 +632,10 @@ void srv_h_token_post(srv_app *app, srv_req *r, route_args *a)
     cm_buf b;
     cm_buf_init(&b);
     cm_buf_putc(&b, '{');
-    srv_put_kv_i64(&b, "id", id, false);
-    srv_put_kv_str(&b, "token", tok, true);
-    srv_put_kv_str(&b, "scope", st_scope_name(scope), true);
-    srv_put_kv_str(&b, "label", tq.label != NULL ? tq.label : "", true);
+    cm_json_put_kv_i64(&b, "id", id);
+    cm_json_put_kv_str(&b, "token", tok);
+    cm_json_put_kv_str(&b, "scope", st_scope_name(scope));
+    cm_json_put_kv_str(&b, "label", tq.label != NULL ? tq.label : "");
     cm_buf_puts(&b, "}\n");
     srv_set_location(r, "tokens", id);
     srv_reply_buf(app, r, 201, &b);
@@ -712,28 +655,16 @@ void srv_h_token_list(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     st_token_list l;
-    memset(&l, 0, sizeof l);
     cm_error e;
     cm_error_clear(&e);
-    if (st_token_list_query(a->db, &q, &l, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    srv_reply_items(app, r, l.items, l.n_items, sizeof l.items[0], l.next_after, token_item, NULL);
+    cm_status st = st_token_list_query(a->db, &q, &l, &e);
+    SRV_REPLY_LIST(app, r, st, &e, l, token_item, NULL);
     st_token_list_fini(&l);
 }
 
 void srv_h_token_delete(srv_app *app, srv_req *r, route_args *a)
 {
-    int64_t id;
-    if (!srv_seg_id(app, r, a, &id)) {
-        return;
-    }
     cm_error e;
     cm_error_clear(&e);
-    if (st_token_delete(a->db, id, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
-        return;
-    }
-    srv_req_reply(r, 204, "application/json", "", 0);
+    srv_reply_empty(app, r, st_token_delete(a->db, a->id, &e), &e);
 }

@@ -294,7 +294,7 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     }
     srv_http *h = cm_calloc(1, sizeof *h);
     if (h == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     h->o = *o;
     atomic_init(&h->in_flight, 0);

@@ -180,20 +180,30 @@ void srv_reply_err(srv_app *app, srv_req *r, srv_err e, const char *path, const 
     __attribute__((format(printf, 5, 6)));
 /* srv_reply_err for a cm_error (its status, path and message). */
 void srv_reply_cm(srv_app *app, srv_req *r, const cm_error *e);
+/* srv_reply_err for an error about our own (stored) data: 503 out_of_memory
+ * for CM_ENOMEM, else 500 internal; e's message, no path. */
+void srv_reply_ours(srv_app *app, srv_req *r, const cm_error *e);
 /* Replies with buffer b (taken) as JSON; 503 when b ran out of memory. */
 void srv_reply_buf(srv_app *app, srv_req *r, unsigned status, cm_buf *b);
 
-/* Writes one element of a list reply (srv_reply_items); ctx as given. */
+/* The answer of a route that returns nothing (a delete): the error e when st
+ * is not CM_OK, else 204 with an empty body. */
+void srv_reply_empty(srv_app *app, srv_req *r, cm_status st, const cm_error *e);
+
+/* Writes one element of a list reply (srv_reply_list); ctx as given. */
 typedef void (*srv_item_fn)(cm_buf *b, const void *item, const void *ctx);
 
-/* 200 {"items": [...], "next_after": N}: the n items of size bytes at items,
- * each written by fn, as every list route answers. */
-void srv_reply_items(srv_app *app, srv_req *r, const void *items, size_t n, size_t size,
-                     int64_t next_after, srv_item_fn fn, const void *ctx);
+/* The answer of every list route, given what its store call returned: the
+ * error e when st is not CM_OK, else 200 {"items": [...], "next_after": N}
+ * with the n items of size bytes at items, each written by fn with ctx. */
+void srv_reply_list(srv_app *app, srv_req *r, cm_status st, const cm_error *e, const void *items,
+                    size_t n, size_t size, int64_t next_after, srv_item_fn fn, const void *ctx);
+/* srv_reply_list for a store list l (an st_*_list: items, n_items,
+ * next_after), as its list call st filled it. */
+#define SRV_REPLY_LIST(app, r, st, e, l, fn, ctx)                                                  \
+    srv_reply_list((app), (r), (st), (e), (l).items, (l).n_items, sizeof(l).items[0],              \
+                   (l).next_after, (fn), (ctx))
 
-/* `,"k":v` (no comma when !comma) into b; the string is JSON-escaped. */
-void srv_put_kv_i64(cm_buf *b, const char *k, int64_t v, bool comma);
-void srv_put_kv_str(cm_buf *b, const char *k, const char *v, bool comma);
 /* Location: /v1/COLLECTION/ID. */
 void srv_set_location(srv_req *r, const char *collection, int64_t id);
 
@@ -203,7 +213,8 @@ void srv_set_location(srv_req *r, const char *collection, int64_t id);
 
 /* What a handler gets besides the app and the request. */
 typedef struct route_args {
-    const char *seg[SRV_ROUTE_ARGS]; /* path segments matched by {} (arena copies) */
+    const char *seg[SRV_ROUTE_ARGS]; /* path segments matched by {} or {id} (arena copies) */
+    int64_t id;                      /* the {id} segment as a number (> 0), else 0 */
     st_db *db;                       /* borrowed from the pool for the request */
     const void *data;                /* the route row's data (static): what it serves */
 } route_args;
@@ -232,9 +243,6 @@ bool srv_parse_i64(const char *s, int64_t lo, int64_t *out);
 bool srv_query_i64(srv_app *app, srv_req *r, const char *key, int64_t lo, int64_t *out);
 /* ?limit= (at most ST_LIST_MAX_LIMIT) and ?after=; false after replying 400. */
 bool srv_query_paging(srv_app *app, srv_req *r, size_t *limit, int64_t *after);
-/* The id segment; false after replying 404 (an id that is not a number
- * cannot exist). */
-bool srv_seg_id(srv_app *app, srv_req *r, const route_args *a, int64_t *id);
 
 typedef enum body_kind { BODY_JSON, BODY_MLIR } body_kind;
 
@@ -242,11 +250,16 @@ typedef enum body_kind { BODY_JSON, BODY_MLIR } body_kind;
  * default form type). allow_mlir: MLIR text is acceptable. False after
  * replying 415. */
 bool srv_body_kind_of(srv_app *app, srv_req *r, bool allow_mlir, body_kind *out);
+/* The body of a route that takes JSON only (srv_body_kind_of without MLIR),
+ * its length in *len; NULL after replying 415. */
+const char *srv_body_json(srv_app *app, srv_req *r, size_t *len);
 
 /* ---- handlers --------------------------------------------------------------------------------
  * Each replies exactly once (srv_http.h) and returns; a->db is set when the
  * route needs the store, a->data is the route row's data (doc_kind for the
- * document routes, advise_kind for lint/collectives, else NULL). */
+ * document routes, advise_kind for lint/collectives, else NULL), a->id the
+ * {id} segment of the routes that have one (the router answers 404 for an id
+ * that is not a positive number, so a handler sees a->id > 0). */
 
 /* health, metrics, openapi, graphs, meshes/rules/profiles, runs and
  * benchmarks, tokens (srv_h_store.c) */

@@ -17,6 +17,19 @@ static cm_status syntax_error(const json_error_t *je, cm_error *err)
                         je->column, je->text);
 }
 
+/* The len bytes at text parsed (flags as json_loadb's: JSON_DECODE_ANY for a
+ * bare value): a new reference, or NULL after reporting the syntax error
+ * (CM_EINVAL, line and column) in err. */
+static json_t *parse(const char *text, size_t len, size_t flags, cm_error *err)
+{
+    json_error_t je;
+    json_t *j = json_loadb(text, len, flags, &je);
+    if (j == NULL) {
+        syntax_error(&je, err);
+    }
+    return j;
+}
+
 /* A compact dump of j copied into arena a. */
 static const char *dump_to_arena(const json_t *j, cm_arena *a, size_t *len_out)
 {
@@ -165,7 +178,7 @@ static cm_status example_graph(const json_t *ex, cm_arena *a, srv_plan_req *out,
         out->graph = cm_arena_strndup(a, b.data, b.len);
         out->graph_len = b.len;
         if (out->graph == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
         }
     }
     cm_buf_fini(&b);
@@ -176,11 +189,10 @@ cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, sr
                                    cm_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_error_t je;
     cm_status st = CM_OK;
-    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    json_t *j = parse(body, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     if (!json_is_object(j)) {
         st = cm_error_set(err, CM_EINVAL, "", "expected a JSON object");
@@ -201,7 +213,7 @@ cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, sr
             out->graph = dump_to_arena(v, a, &out->graph_len);
             n_sources++;
             if (out->graph == NULL) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_oom(err);
                 goto out;
             }
         } else if (strcmp(key, "example") == 0) {
@@ -286,10 +298,9 @@ out:
 /* Replaces (or adds) the axes etc. of the mesh in meshes. */
 static cm_status apply_mesh(json_t *doc, const srv_named_doc *mesh, cm_error *err)
 {
-    json_error_t je;
-    json_t *m = json_loadb(mesh->body, mesh->body_len, 0, &je); /* new */
+    json_t *m = parse(mesh->body, mesh->body_len, 0, err); /* new */
     if (m == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     if (!json_is_object(m)) {
@@ -300,7 +311,7 @@ static cm_status apply_mesh(json_t *doc, const srv_named_doc *mesh, cm_error *er
     if (meshes == NULL) {
         meshes = json_array();
         if (meshes == NULL || json_object_set_new(doc, "meshes", meshes) != 0) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
             goto out;
         }
     }
@@ -327,7 +338,7 @@ static cm_status apply_mesh(json_t *doc, const srv_named_doc *mesh, cm_error *er
     }
     json_t *copy = json_deep_copy(m); /* new */
     if (copy == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     json_t *nm = NULL; /* new: the name the document's shardings use */
@@ -349,10 +360,9 @@ cm_status srv_json_graph_merge(const char *graph, size_t len, const srv_named_do
                                const srv_named_doc *rules, size_t n_rules, cm_buf *out,
                                cm_error *err)
 {
-    json_error_t je;
-    json_t *doc = json_loadb(graph, len, 0, &je); /* new */
+    json_t *doc = parse(graph, len, 0, err); /* new */
     if (doc == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     if (!json_is_object(doc)) {
@@ -379,7 +389,7 @@ cm_status srv_json_graph_merge(const char *graph, size_t len, const srv_named_do
             if (json_object_get(cr, rules[i].name) != NULL) {
                 continue; /* the document's own rule wins */
             }
-            json_t *r = json_loadb(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, &je);
+            json_t *r = json_loadb(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, NULL);
             if (r == NULL) {
                 st = cm_error_set(err, CM_EINTERNAL, NULL, "stored rule '%s' is not JSON",
                                   rules[i].name);
@@ -389,7 +399,7 @@ cm_status srv_json_graph_merge(const char *graph, size_t len, const srv_named_do
         }
     }
     if (!dump_to_buf(doc, out)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(doc);
@@ -399,10 +409,9 @@ out:
 cm_status srv_json_mesh_graph(const char *name, const char *body, size_t len, cm_buf *out,
                               cm_error *err)
 {
-    json_error_t je;
-    json_t *m = json_loadb(body, len, 0, &je); /* new */
+    json_t *m = parse(body, len, 0, err); /* new */
     if (m == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     json_t *doc = NULL; /* new */
@@ -413,7 +422,7 @@ cm_status srv_json_mesh_graph(const char *name, const char *body, size_t len, cm
     json_object_set_new(m, "name", json_string(name));
     doc = json_pack("{s:[O],s:[]}", "meshes", m, "ops");
     if (doc == NULL || !dump_to_buf(doc, out)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(doc);
@@ -427,20 +436,19 @@ cm_status srv_json_rules_graph(const srv_named_doc *rules, size_t n, cm_buf *out
     json_t *cr = json_object();                        /* new */
     json_t *doc = json_pack("{s:O,s:[]}", "custom_rules", cr, "ops"); /* new */
     if (cr == NULL || doc == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        json_error_t je;
-        json_t *r = json_loadb(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, &je); /* new */
+        json_t *r = parse(rules[i].body, rules[i].body_len, JSON_DECODE_ANY, err); /* new */
         if (r == NULL) {
-            st = syntax_error(&je, err);
+            st = CM_EINVAL;
             goto out;
         }
         json_object_set_new(cr, rules[i].name, r);
     }
     if (!dump_to_buf(doc, out)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(doc);
@@ -450,17 +458,16 @@ out:
 
 cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_error *err)
 {
-    json_error_t je;
-    json_t *j = json_loadb(doc, len, 0, &je); /* new */
+    json_t *j = parse(doc, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     json_t *cr = json_object_get(j, "custom_rules"); /* borrowed */
     if (json_is_object(cr) && json_object_size(cr) > 0) {
         char *s = json_dumps(cr, JSON_COMPACT | JSON_SORT_KEYS);
         if (s == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
         } else {
             cm_buf_puts(out, s);
             free(s);
@@ -472,10 +479,9 @@ cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_erro
 
 cm_status srv_json_check(const char *body, size_t len, bool is_object, cm_error *err)
 {
-    json_error_t je;
-    json_t *j = json_loadb(body, len, JSON_DECODE_ANY, &je); /* new */
+    json_t *j = parse(body, len, JSON_DECODE_ANY, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     if (is_object && !json_is_object(j)) {
@@ -506,10 +512,9 @@ cm_status srv_json_run_req_decode(const char *body, size_t len, cm_arena *a, srv
                                   cm_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    json_t *j = parse(body, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     if (!json_is_object(j)) {
@@ -623,15 +628,14 @@ cm_status srv_json_bench_req_decode(const char *body, size_t len, cm_arena *a, b
                                     srv_run_req *out, cm_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    json_t *j = parse(body, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     json_t *spec = json_object(); /* new */
     cm_status st = CM_OK;
     if (spec == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     if (!json_is_object(j)) {
@@ -672,7 +676,7 @@ cm_status srv_json_bench_req_decode(const char *body, size_t len, cm_arena *a, b
                 goto out;
             }
             if (json_object_set(spec, key, v) != 0) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_oom(err);
                 goto out;
             }
         }
@@ -683,7 +687,7 @@ cm_status srv_json_bench_req_decode(const char *body, size_t len, cm_arena *a, b
     }
     out->spec = dump_to_arena(spec, a, &out->spec_len);
     if (out->spec == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(spec);
@@ -695,10 +699,9 @@ cm_status srv_json_bench_spec_decode(const char *spec, size_t len, srv_bench_spe
                                      cm_error *err)
 {
     srv_bench_spec_init(out);
-    json_error_t je;
-    json_t *j = json_loadb(spec, len, 0, &je); /* new */
+    json_t *j = parse(spec, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     const char *key;
@@ -721,10 +724,9 @@ cm_status srv_json_token_req_decode(const char *body, size_t len, cm_arena *a,
                                     srv_token_req *out, cm_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je); /* new */
+    json_t *j = parse(body, len, 0, err); /* new */
     if (j == NULL) {
-        return syntax_error(&je, err);
+        return CM_EINVAL;
     }
     cm_status st = CM_OK;
     json_t *scope = json_object_get(j, "scope"); /* borrowed */
@@ -739,49 +741,6 @@ cm_status srv_json_token_req_decode(const char *body, size_t len, cm_arena *a,
     }
     json_decref(j);
     return st;
-}
-
-void srv_json_put_strn(cm_buf *b, const char *s, size_t n)
-{
-    static const char hexd[] = "0123456789abcdef";
-    cm_buf_putc(b, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
-            continue;
-        }
-        cm_buf_append(b, s + run, i - run);
-        run = i + 1;
-        char esc[7] = {'\\', 'u', '0', '0', hexd[c >> 4], hexd[c & 15], 0};
-        switch (c) {
-        case '"':
-            cm_buf_puts(b, "\\\"");
-            break;
-        case '\\':
-            cm_buf_puts(b, "\\\\");
-            break;
-        case '\n':
-            cm_buf_puts(b, "\\n");
-            break;
-        case '\t':
-            cm_buf_puts(b, "\\t");
-            break;
-        case '\r':
-            cm_buf_puts(b, "\\r");
-            break;
-        default:
-            cm_buf_puts(b, esc);
-            break;
-        }
-    }
-    cm_buf_append(b, s + run, n - run);
-    cm_buf_putc(b, '"');
-}
-
-void srv_json_put_str(cm_buf *b, const char *s)
-{
-    srv_json_put_strn(b, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
 }
 
 /* ---- client side ---------------------------------------------------------------------- */
@@ -895,15 +854,14 @@ cm_status srv_json_plan_envelope(const char *doc, size_t len, bool is_mlir, cons
     cm_status st = CM_OK;
     json_t *env = json_object(); /* new */
     if (env == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     if (is_mlir) {
         json_object_set_new(env, "mlir", json_stringn(doc, len));
     } else {
-        json_error_t je;
-        json_t *g = json_loadb(doc, len, 0, &je); /* new */
+        json_t *g = parse(doc, len, 0, err); /* new */
         if (g == NULL) {
-            st = syntax_error(&je, err);
+            st = CM_EINVAL;
             goto out;
         }
         json_object_set_new(env, "graph", g);
@@ -915,7 +873,7 @@ cm_status srv_json_plan_envelope(const char *doc, size_t len, bool is_mlir, cons
         json_object_set_new(env, "options", json_pack("{s:s}", "pass", pass));
     }
     if (!dump_to_buf(env, out)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
 out:
     json_decref(env);

@@ -126,10 +126,6 @@ typedef struct srv_token_req {
 cm_status srv_json_token_req_decode(const char *body, size_t len, cm_arena *a,
                                     srv_token_req *out, cm_error *err);
 
-/* Appends s as a JSON string literal. */
-void srv_json_put_str(cm_buf *b, const char *s);
-void srv_json_put_strn(cm_buf *b, const char *s, size_t n);
-
 /* ---- client side ------------------------------------------------------------------ */
 
 /* The message of an {"error":{...}} body ("code: message at path"), written

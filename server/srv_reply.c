@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cm_json.h"
 #include "srv_int.h"
 #include "srv_json.h"
 
@@ -68,12 +69,10 @@ void srv_reply_err(srv_app *app, srv_req *r, srv_err e, const char *path, const 
     va_end(ap);
     cm_buf b;
     cm_buf_init(&b);
-    cm_buf_puts(&b, "{\"error\":{\"code\":\"");
-    cm_buf_puts(&b, err_table[e].code);
-    cm_buf_puts(&b, "\",\"message\":");
-    srv_json_put_str(&b, msg);
-    cm_buf_puts(&b, ",\"path\":");
-    srv_json_put_str(&b, e == E_INTERNAL || path == NULL ? "" : path);
+    cm_buf_puts(&b, "{\"error\":{");
+    cm_json_put_kv_str(&b, "code", err_table[e].code);
+    cm_json_put_kv_str(&b, "message", msg);
+    cm_json_put_kv_str(&b, "path", e == E_INTERNAL || path == NULL ? "" : path);
     cm_buf_puts(&b, "}}\n");
     srv_req_set_error_code(r, err_table[e].code);
     atomic_fetch_add(&app->metrics.errors[e], 1);
@@ -98,6 +97,11 @@ void srv_reply_cm(srv_app *app, srv_req *r, const cm_error *e)
 {
     srv_err x = srv_err_of_status(e->code);
     srv_reply_err(app, r, x, e->path, "%s", e->msg[0] != '\0' ? e->msg : cm_status_name(e->code));
+}
+
+void srv_reply_ours(srv_app *app, srv_req *r, const cm_error *e)
+{
+    srv_reply_err(app, r, e->code == CM_ENOMEM ? E_NOMEM : E_INTERNAL, NULL, "%s", e->msg);
 }
 
 /* Replies with buffer b (taken) as JSON. */
@@ -166,17 +170,6 @@ bool srv_query_paging(srv_app *app, srv_req *r, size_t *limit, int64_t *after)
     return true;
 }
 
-/* The id segment; false after replying 404 (an id that is not a number
- * cannot exist). */
-bool srv_seg_id(srv_app *app, srv_req *r, const route_args *a, int64_t *id)
-{
-    if (!srv_parse_i64(a->seg[0], 1, id)) {
-        srv_reply_err(app, r, E_NOT_FOUND, "/id", "no such id '%s'", a->seg[0]);
-        return false;
-    }
-    return true;
-}
-
 static bool looks_json(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -220,15 +213,13 @@ bool srv_body_kind_of(srv_app *app, srv_req *r, bool allow_mlir, body_kind *out)
     return false;
 }
 
-void srv_put_kv_i64(cm_buf *b, const char *k, int64_t v, bool comma)
+const char *srv_body_json(srv_app *app, srv_req *r, size_t *len)
 {
-    cm_buf_printf(b, "%s\"%s\":%lld", comma ? "," : "", k, (long long)v);
-}
-
-void srv_put_kv_str(cm_buf *b, const char *k, const char *v, bool comma)
-{
-    cm_buf_printf(b, "%s\"%s\":", comma ? "," : "", k);
-    srv_json_put_str(b, v);
+    body_kind k;
+    if (!srv_body_kind_of(app, r, false, &k)) {
+        return NULL;
+    }
+    return srv_req_body(r, len);
 }
 
 void srv_set_location(srv_req *r, const char *collection, int64_t id)
@@ -238,20 +229,32 @@ void srv_set_location(srv_req *r, const char *collection, int64_t id)
     srv_req_add_header(r, "Location", loc);
 }
 
-/* 200 {"items": [...], "next_after": N}: the n items of size bytes at items,
- * each written by fn, as every list route answers. */
-void srv_reply_items(srv_app *app, srv_req *r, const void *items, size_t n, size_t size,
-                     int64_t next_after, srv_item_fn fn, const void *ctx)
+void srv_reply_empty(srv_app *app, srv_req *r, cm_status st, const cm_error *e)
 {
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, e);
+        return;
+    }
+    srv_req_reply(r, 204, "application/json", "", 0);
+}
+
+/* The answer of a list route (srv_int.h). */
+void srv_reply_list(srv_app *app, srv_req *r, cm_status st, const cm_error *e, const void *items,
+                    size_t n, size_t size, int64_t next_after, srv_item_fn fn, const void *ctx)
+{
+    if (st != CM_OK) {
+        srv_reply_cm(app, r, e);
+        return;
+    }
     cm_buf b;
     cm_buf_init(&b);
     cm_buf_puts(&b, "{\"items\":[");
     for (size_t i = 0; i < n; i++) {
-        if (i > 0) {
-            cm_buf_putc(&b, ',');
-        }
+        cm_json_put_sep(&b);
         fn(&b, (const char *)items + i * size, ctx);
     }
-    cm_buf_printf(&b, "],\"next_after\":%lld}\n", (long long)next_after);
+    cm_buf_putc(&b, ']');
+    cm_json_put_kv_i64(&b, "next_after", next_after);
+    cm_buf_puts(&b, "}\n");
     srv_reply_buf(app, r, 200, &b);
 }

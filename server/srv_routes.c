@@ -17,7 +17,7 @@ typedef void (*route_fn)(srv_app *app, srv_req *r, route_args *a);
 
 typedef struct route {
     const char *method;
-    const char *pattern; /* segments; "{}" matches one */
+    const char *pattern; /* segments; "{}" matches one, "{id}" one that must be an id */
     route_fn fn;
     int scope; /* 0: open, else the st_scope needed when auth is on */
     bool needs_db;
@@ -41,8 +41,8 @@ static const route routes[] = {
     {"GET", "/v1/openapi.json", srv_h_openapi, R_OPEN, false, "openapi", NULL},
     {"POST", "/v1/graphs", srv_h_graph_post, R_WRITE, true, "graphs.create", NULL},
     {"GET", "/v1/graphs", srv_h_graph_list, R_READ, true, "graphs.list", NULL},
-    {"GET", "/v1/graphs/{}", srv_h_graph_get, R_READ, true, "graphs.get", NULL},
-    {"DELETE", "/v1/graphs/{}", srv_h_graph_delete, R_WRITE, true, "graphs.delete", NULL},
+    {"GET", "/v1/graphs/{id}", srv_h_graph_get, R_READ, true, "graphs.get", NULL},
+    {"DELETE", "/v1/graphs/{id}", srv_h_graph_delete, R_WRITE, true, "graphs.delete", NULL},
     {"PUT", "/v1/meshes/{}", srv_h_doc_put, R_WRITE, true, "meshes.put", &doc_mesh},
     {"GET", "/v1/meshes", srv_h_doc_list, R_READ, true, "meshes.list", &doc_mesh},
     {"GET", "/v1/meshes/{}", srv_h_doc_get, R_READ, true, "meshes.get", &doc_mesh},
@@ -57,29 +57,29 @@ static const route routes[] = {
     {"DELETE", "/v1/profiles/{}", srv_h_doc_delete, R_WRITE, true, "profiles.delete", &doc_profile},
     {"POST", "/v1/plans", srv_h_plan_post, R_WRITE, true, "plans.create", NULL},
     {"GET", "/v1/plans", srv_h_plan_list, R_READ, true, "plans.list", NULL},
-    {"GET", "/v1/plans/{}", srv_h_plan_get, R_READ, false, "plans.get", NULL},
-    {"DELETE", "/v1/plans/{}", srv_h_plan_delete, R_WRITE, true, "plans.delete", NULL},
-    {"GET", "/v1/plans/{}/lint", srv_h_plan_advise, R_READ, true, "plans.lint", &advise_lint},
-    {"GET", "/v1/plans/{}/collectives", srv_h_plan_advise, R_READ, true, "plans.collectives",
+    {"GET", "/v1/plans/{id}", srv_h_plan_get, R_READ, false, "plans.get", NULL},
+    {"DELETE", "/v1/plans/{id}", srv_h_plan_delete, R_WRITE, true, "plans.delete", NULL},
+    {"GET", "/v1/plans/{id}/lint", srv_h_plan_advise, R_READ, true, "plans.lint", &advise_lint},
+    {"GET", "/v1/plans/{id}/collectives", srv_h_plan_advise, R_READ, true, "plans.collectives",
      &advise_colls},
-    {"GET", "/v1/plans/{}/cost", srv_h_plan_cost, R_READ, true, "plans.cost", NULL},
-    {"POST", "/v1/plans/{}/whatif", srv_h_plan_whatif, R_WRITE, true, "plans.whatif", NULL},
-    {"GET", "/v1/plans/{}/suggest", srv_h_plan_suggest, R_READ, true, "plans.suggest", NULL},
+    {"GET", "/v1/plans/{id}/cost", srv_h_plan_cost, R_READ, true, "plans.cost", NULL},
+    {"POST", "/v1/plans/{id}/whatif", srv_h_plan_whatif, R_WRITE, true, "plans.whatif", NULL},
+    {"GET", "/v1/plans/{id}/suggest", srv_h_plan_suggest, R_READ, true, "plans.suggest", NULL},
     {"GET", "/v1/compare", srv_h_compare, R_READ, true, "compare", NULL},
     {"GET", "/v1/sweep", srv_h_sweep, R_READ, true, "sweep", NULL},
     {"POST", "/v1/runs", srv_h_run_post, R_WRITE, true, "runs.create", NULL},
     {"GET", "/v1/runs", srv_h_run_list, R_READ, true, "runs.list", NULL},
-    {"GET", "/v1/runs/{}", srv_h_run_get, R_READ, true, "runs.get", NULL},
-    {"DELETE", "/v1/runs/{}", srv_h_run_delete, R_WRITE, true, "runs.delete", NULL},
+    {"GET", "/v1/runs/{id}", srv_h_run_get, R_READ, true, "runs.get", NULL},
+    {"DELETE", "/v1/runs/{id}", srv_h_run_delete, R_WRITE, true, "runs.delete", NULL},
     {"POST", "/v1/benchmarks", srv_h_bench_post, R_WRITE, true, "benchmarks.create", NULL},
     {"GET", "/v1/benchmarks", srv_h_run_list, R_READ, true, "benchmarks.list", NULL},
-    {"GET", "/v1/benchmarks/{}", srv_h_run_get, R_READ, true, "benchmarks.get", NULL},
-    {"DELETE", "/v1/benchmarks/{}", srv_h_run_delete, R_WRITE, true, "benchmarks.delete", NULL},
-    {"POST", "/v1/benchmarks/{}/cancel", srv_h_bench_cancel, R_WRITE, true, "benchmarks.cancel",
+    {"GET", "/v1/benchmarks/{id}", srv_h_run_get, R_READ, true, "benchmarks.get", NULL},
+    {"DELETE", "/v1/benchmarks/{id}", srv_h_run_delete, R_WRITE, true, "benchmarks.delete", NULL},
+    {"POST", "/v1/benchmarks/{id}/cancel", srv_h_bench_cancel, R_WRITE, true, "benchmarks.cancel",
      NULL},
     {"POST", "/v1/tokens", srv_h_token_post, R_ADMIN, true, "tokens.create", NULL},
     {"GET", "/v1/tokens", srv_h_token_list, R_ADMIN, true, "tokens.list", NULL},
-    {"DELETE", "/v1/tokens/{}", srv_h_token_delete, R_ADMIN, true, "tokens.delete", NULL},
+    {"DELETE", "/v1/tokens/{id}", srv_h_token_delete, R_ADMIN, true, "tokens.delete", NULL},
 };
 
 #define N_ROUTES (sizeof routes / sizeof routes[0])
@@ -104,7 +104,7 @@ static bool match(const char *pattern, const char *path, cm_arena *arena, route_
     size_t k = 0;
     const char *p = pattern, *s = path;
     while (*p != '\0') {
-        if (p[0] == '{' && p[1] == '}') {
+        if (p[0] == '{') {
             const char *end = strchr(s, '/');
             size_t n = end != NULL ? (size_t)(end - s) : strlen(s);
             if (n == 0 || k >= SRV_ROUTE_ARGS) {
@@ -115,7 +115,7 @@ static bool match(const char *pattern, const char *path, cm_arena *arena, route_
             }
             k++;
             s += n;
-            p += 2;
+            p = strchr(p, '}') + 1;
             continue;
         }
         if (*p != *s) {
@@ -220,11 +220,9 @@ void srv_routes_handle(void *cls, srv_req *r)
         }
         return;
     }
-    for (size_t k = 0; k < SRV_ROUTE_ARGS; k++) {
-        if (a.seg[k] == NULL && strstr(rt->pattern, "{}") != NULL && k == 0) {
-            srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
-            return;
-        }
+    if (strchr(rt->pattern, '{') != NULL && a.seg[0] == NULL) {
+        srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
+        return;
     }
     st_db *db = NULL;
     if (authorize(app, r, rt, &db)) {
@@ -233,7 +231,12 @@ void srv_routes_handle(void *cls, srv_req *r)
         }
         a.db = db;
         a.data = rt->data;
-        rt->fn(app, r, &a);
+        /* an id that is not a number cannot exist: 404 before the handler */
+        if (strstr(rt->pattern, "{id}") != NULL && !srv_parse_i64(a.seg[0], 1, &a.id)) {
+            srv_reply_err(app, r, E_NOT_FOUND, "/id", "no such id '%s'", a.seg[0]);
+        } else {
+            rt->fn(app, r, &a);
+        }
     }
     srv_app_db_release(app, db);
 }

@@ -131,7 +131,7 @@ cm_status srv_web_reply(const char *root, srv_req *r, cm_error *err)
     char *data = cm_alloc(len + 1);
     if (data == NULL) {
         close(fd);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     size_t got = 0;
     while (got < len) {

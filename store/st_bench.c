@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * store: the bench_runs table (st_db.h, "benchmark runs"): benchmark runs
  * and their status transitions. */
+#include <stddef.h>
 #include <string.h>
 
 #include <sqlite3.h>
@@ -35,37 +36,14 @@ void st_bench_query_init(st_bench_query *q)
     memset(q, 0, sizeof *q);
 }
 
-void st_bench_fini(st_bench *b)
-{
-    if (b == NULL) {
-        return;
-    }
-    cm_free(b->spec);
-    cm_free(b->results);
-    cm_free(b->error);
-    cm_free(b->webhook_url);
-    memset(b, 0, sizeof *b);
-}
-
-void st_bench_list_fini(st_bench_list *l)
-{
-    if (l == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < l->n_items; i++) {
-        st_bench_fini(&l->items[i]);
-    }
-    cm_free(l->items);
-    memset(l, 0, sizeof *l);
-}
-
 #define BENCH_COLS                                                                                 \
     "id, COALESCE(plan_id, 0), spec, status, progress, error, webhook_url, created_at, "           \
     "updated_at, length(results)"
 
 /* Row: BENCH_COLS [, results]. */
-static cm_status bench_row(sqlite3_stmt *s, st_bench *b, bool with_results, cm_error *err)
+static cm_status bench_row(sqlite3_stmt *s, void *item, bool with_results, cm_error *err)
 {
+    st_bench *b = item;
     b->id = (int64_t)sqlite3_column_int64(s, 0);
     b->plan_id = (int64_t)sqlite3_column_int64(s, 1);
     cm_status st = st_sql_col_dup(s, 2, &b->spec, &b->spec_len, err);
@@ -90,14 +68,23 @@ static cm_status bench_row(sqlite3_stmt *s, st_bench *b, bool with_results, cm_e
     return st;
 }
 
-static cm_status bench_list_row(sqlite3_stmt *s, void *item, cm_error *err)
+static const st_rows bench_rows = {sizeof(st_bench),
+                                   bench_row,
+                                   {offsetof(st_bench, spec), offsetof(st_bench, results),
+                                    offsetof(st_bench, error), offsetof(st_bench, webhook_url)},
+                                   4};
+
+void st_bench_fini(st_bench *b)
 {
-    return bench_row(s, item, false, err);
+    st_rows_fini(&bench_rows, b);
 }
 
-static void bench_fini_v(void *item)
+void st_bench_list_fini(st_bench_list *l)
 {
-    st_bench_fini(item);
+    if (l != NULL) {
+        st_rows_free(&bench_rows, l->items, l->n_items);
+        memset(l, 0, sizeof *l);
+    }
 }
 
 static bool is_web_url(const char *u)
@@ -134,59 +121,20 @@ cm_status st_bench_create(st_db *db, int64_t plan_id, const char *spec, size_t s
             st = cm_error_set(err, CM_ENOTFOUND, "/plan_id", "no plan %lld", (long long)plan_id);
         }
     }
-    sqlite3_stmt *s = NULL;
     if (st == CM_OK) {
-        st = st_sql_prepare(db,
-                            "INSERT INTO bench_runs (plan_id, spec, status, progress, webhook_url, "
-                            "created_at, updated_at) VALUES (?1, ?2, 'queued', 0, ?3, ?4, ?4)",
-                            &s, err);
+        st = st_sql_write(db, &id, err,
+                          "INSERT INTO bench_runs (plan_id, spec, status, progress, webhook_url, "
+                          "created_at, updated_at) VALUES (?1, ?2, 'queued', 0, ?3, ?4, ?4)",
+                          "IbTi", plan_id, spec, spec_len, webhook_url, st_db_now(db));
     }
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "IbTi", plan_id, spec, spec_len, webhook_url, st_db_now(db));
-    }
-    if (st == CM_OK) {
-        st = st_sql_step_done(db, s, err);
-        id = (int64_t)sqlite3_last_insert_rowid(db->conn);
-    }
-    sqlite3_finalize(s);
-    st = st_sql_finish(db, st, err);
-    st_db_unlock(db);
-    if (st == CM_OK && id_out != NULL) {
-        *id_out = id;
-    }
-    return st;
+    return st_sql_put_done(db, st, id, false, id_out, NULL, err);
 }
 
 cm_status st_bench_get(st_db *db, int64_t id, st_bench *out, cm_error *err)
 {
-    memset(out, 0, sizeof *out);
-    cm_status st = st_check_id(id, "/id", err);
-    if (st != CM_OK) {
-        return st;
-    }
-    st_db_lock(db);
-    sqlite3_stmt *s = NULL;
-    st =
-        st_sql_prepare(db, "SELECT " BENCH_COLS ", results FROM bench_runs WHERE id = ?1", &s, err);
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "i", id);
-    }
-    bool found = false;
-    if (st == CM_OK) {
-        st = st_sql_step(db, s, &found, err);
-    }
-    if (st == CM_OK && found) {
-        st = bench_row(s, out, true, err);
-        if (st != CM_OK) {
-            st_bench_fini(out);
-        }
-    }
-    sqlite3_finalize(s);
-    st_db_unlock(db);
-    if (st == CM_OK && !found) {
-        st = cm_error_set(err, CM_ENOTFOUND, "/id", "no benchmark run %lld", (long long)id);
-    }
-    return st;
+    return st_sql_get_id(db, &bench_rows, "benchmark run",
+                         "SELECT " BENCH_COLS ", results FROM bench_runs WHERE id = ?1", id, out,
+                         err);
 }
 
 cm_status st_bench_list_query(st_db *db, const st_bench_query *q, st_bench_list *out, cm_error *err)
@@ -203,26 +151,16 @@ cm_status st_bench_list_query(st_db *db, const st_bench_query *q, st_bench_list 
     if (st != CM_OK) {
         return st;
     }
+    void *items = NULL;
     st_db_lock(db);
-    sqlite3_stmt *s = NULL;
-    st = st_sql_prepare(db,
-                        "SELECT " BENCH_COLS " FROM bench_runs WHERE id > ?1"
-                        " AND (?2 IS NULL OR status = ?2) AND (?3 = 0 OR plan_id = ?3)"
-                        " ORDER BY id LIMIT ?4",
-                        &s, err);
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "iTii", q->after_id,
-                         q->has_status ? st_bench_status_name(q->status) : NULL, q->plan_id,
-                         (int64_t)limit + 1);
-    }
-    if (st == CM_OK) {
-        void *items;
-        st = st_sql_run_list(db, s, limit, sizeof(st_bench), bench_list_row, bench_fini_v, &items,
-                             &out->n_items, &out->next_after, err);
-        out->items = items;
-    }
-    sqlite3_finalize(s);
+    st = st_sql_list(db, &bench_rows, limit, &items, &out->n_items, &out->next_after, err,
+                     "SELECT " BENCH_COLS " FROM bench_runs WHERE id > ?1"
+                     " AND (?2 IS NULL OR status = ?2) AND (?3 = 0 OR plan_id = ?3)"
+                     " ORDER BY id LIMIT ?4",
+                     "iTi", q->after_id, q->has_status ? st_bench_status_name(q->status) : NULL,
+                     q->plan_id);
     st_db_unlock(db);
+    out->items = items;
     return st;
 }
 
@@ -288,22 +226,14 @@ cm_status st_bench_set(st_db *db, int64_t id, const st_bench_update *u, cm_error
                          (long long)id, st_bench_status_name(cur), st_bench_status_name(u->status));
     }
     sqlite3_finalize(s);
-    s = NULL;
     if (st == CM_OK) {
-        st = st_sql_prepare(db,
-                            "UPDATE bench_runs SET status = ?2, progress = ?3,"
-                            " results = CASE WHEN ?4 IS NULL THEN results ELSE ?4 END,"
-                            " error = COALESCE(?5, error), updated_at = ?6 WHERE id = ?1",
-                            &s, err);
+        st = st_sql_write(db, NULL, err,
+                          "UPDATE bench_runs SET status = ?2, progress = ?3,"
+                          " results = CASE WHEN ?4 IS NULL THEN results ELSE ?4 END,"
+                          " error = COALESCE(?5, error), updated_at = ?6 WHERE id = ?1",
+                          "itdBTi", id, st_bench_status_name(u->status), u->progress, u->results,
+                          u->results_len, u->error, st_db_now(db));
     }
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "itdBTi", id, st_bench_status_name(u->status), u->progress,
-                         u->results, u->results_len, u->error, st_db_now(db));
-    }
-    if (st == CM_OK) {
-        st = st_sql_step_done(db, s, err);
-    }
-    sqlite3_finalize(s);
     st = st_sql_finish(db, st, err);
     st_db_unlock(db);
     return st;
@@ -331,18 +261,11 @@ cm_status st_bench_claim(st_db *db, int64_t *id_out, cm_error *err)
         id = (int64_t)sqlite3_column_int64(s, 0);
     }
     sqlite3_finalize(s);
-    s = NULL;
     if (st == CM_OK) {
-        st = st_sql_prepare(
-            db, "UPDATE bench_runs SET status = 'running', updated_at = ?2 WHERE id = ?1", &s, err);
+        st = st_sql_write(db, NULL, err,
+                          "UPDATE bench_runs SET status = 'running', updated_at = ?2 WHERE id = ?1",
+                          "ii", id, st_db_now(db));
     }
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "ii", id, st_db_now(db));
-    }
-    if (st == CM_OK) {
-        st = st_sql_step_done(db, s, err);
-    }
-    sqlite3_finalize(s);
     st = st_sql_finish(db, st, err);
     st_db_unlock(db);
     if (st == CM_OK) {
@@ -353,12 +276,5 @@ cm_status st_bench_claim(st_db *db, int64_t *id_out, cm_error *err)
 
 cm_status st_bench_delete(st_db *db, int64_t id, cm_error *err)
 {
-    cm_status st = st_check_id(id, "/id", err);
-    if (st != CM_OK) {
-        return st;
-    }
-    st_db_lock(db);
-    st = st_sql_delete_id(db, "bench_runs", "benchmark run", id, err);
-    st_db_unlock(db);
-    return st;
+    return st_sql_delete_id(db, "bench_runs", "benchmark run", id, err);
 }

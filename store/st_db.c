@@ -173,11 +173,6 @@ cm_status st_db_fail(const st_db *db, int rc, const char *what, cm_error *err)
     return cm_error_set(err, st, NULL, "%s: %s", what, m);
 }
 
-cm_status st_oom(cm_error *err)
-{
-    return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
-}
-
 /* ---- small helpers ---------------------------------------------------------- */
 
 int64_t st_db_now(const st_db *db)
@@ -212,7 +207,7 @@ static cm_status pragma_expect(st_db *db, const char *sql, const char *want, cm_
     if (st == CM_OK && want != NULL) {
         const unsigned char *t = row ? sqlite3_column_text(s, 0) : NULL;
         if (row && t == NULL) {
-            st = st_oom(err); /* the integer-to-text conversion failed */
+            st = cm_error_oom(err); /* the integer-to-text conversion failed */
         } else if (t == NULL || strcmp((const char *)t, want) != 0) {
             st = cm_error_set(err, CM_EIO, NULL, "%s: got '%s', need '%s'", sql,
                               t != NULL ? (const char *)t : "", want);
@@ -298,7 +293,7 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
     st_db *db = cm_calloc(1, sizeof *db);
     if (db == NULL) {
         atomic_fetch_add(&alloc_failures, 1);
-        return st_oom(err);
+        return cm_error_oom(err);
     }
     if (pthread_mutex_init(&db->mu, NULL) != 0) {
         cm_free(db);

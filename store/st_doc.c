@@ -2,6 +2,7 @@
  * store: the named JSON documents (st_db.h, "named documents"): meshes,
  * custom rules and device profiles, one table each with the same columns,
  * served by one set of functions parameterised by a doc_kind. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,31 +27,12 @@ void st_doc_query_init(st_doc_query *q)
     memset(q, 0, sizeof *q);
 }
 
-void st_doc_fini(st_doc *d)
-{
-    if (d == NULL) {
-        return;
-    }
-    cm_free(d->name);
-    cm_free(d->body);
-    memset(d, 0, sizeof *d);
-}
+#define DOC_COLS "id, name, created_at, updated_at, length(body)"
 
-void st_doc_list_fini(st_doc_list *l)
+/* Row: DOC_COLS [, body]. */
+static cm_status doc_row(sqlite3_stmt *s, void *item, bool with_body, cm_error *err)
 {
-    if (l == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < l->n_items; i++) {
-        st_doc_fini(&l->items[i]);
-    }
-    cm_free(l->items);
-    memset(l, 0, sizeof *l);
-}
-
-/* Row: id, name, created_at, updated_at, length(body) [, body]. */
-static cm_status doc_row(sqlite3_stmt *s, st_doc *d, bool with_body, cm_error *err)
-{
+    st_doc *d = item;
     d->id = (int64_t)sqlite3_column_int64(s, 0);
     cm_status st = st_sql_col_dup(s, 1, &d->name, NULL, err);
     d->created_at = (int64_t)sqlite3_column_int64(s, 2);
@@ -62,14 +44,20 @@ static cm_status doc_row(sqlite3_stmt *s, st_doc *d, bool with_body, cm_error *e
     return st;
 }
 
-static cm_status doc_list_row(sqlite3_stmt *s, void *item, cm_error *err)
+static const st_rows doc_rows = {
+    sizeof(st_doc), doc_row, {offsetof(st_doc, name), offsetof(st_doc, body)}, 2};
+
+void st_doc_fini(st_doc *d)
 {
-    return doc_row(s, item, false, err);
+    st_rows_fini(&doc_rows, d);
 }
 
-static void doc_fini_v(void *item)
+void st_doc_list_fini(st_doc_list *l)
 {
-    st_doc_fini(item);
+    if (l != NULL) {
+        st_rows_free(&doc_rows, l->items, l->n_items);
+        memset(l, 0, sizeof *l);
+    }
 }
 
 static cm_status doc_put(st_db *db, const doc_kind *k, const char *name, const char *body,
@@ -115,81 +103,43 @@ static cm_status doc_put(st_db *db, const doc_kind *k, const char *name, const c
         same = sqlite3_column_int(s, 1) == 1;
     }
     sqlite3_finalize(s);
-    s = NULL;
     if (st == CM_OK && existed && !same && !replace) {
         st = cm_error_set(err, CM_ECONFLICT, "/name", "a %s named '%s' already exists", k->what,
                           name);
     }
-    if (st == CM_OK && (!existed || !same)) {
-        if (existed) {
-            snprintf(sql, sizeof sql, "UPDATE %s SET body = ?2, updated_at = ?3 WHERE id = ?1",
-                     k->table);
-        } else {
-            snprintf(sql, sizeof sql,
-                     "INSERT INTO %s (name, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
-                     k->table);
-        }
-        st = st_sql_prepare(db, sql, &s, err);
-        if (st == CM_OK) {
-            int64_t now = st_db_now(db);
-            st = existed ? st_sql_bind(db, s, err, "ibi", id, body, body_len, now)
-                         : st_sql_bind(db, s, err, "tbi", name, body, body_len, now);
-        }
-        if (st == CM_OK) {
-            st = st_sql_step_done(db, s, err);
-        }
-        sqlite3_finalize(s);
-        if (!existed) {
-            id = (int64_t)sqlite3_last_insert_rowid(db->conn);
-        }
+    if (st == CM_OK && existed && !same) {
+        snprintf(sql, sizeof sql, "UPDATE %s SET body = ?2, updated_at = ?3 WHERE id = ?1",
+                 k->table);
+        st = st_sql_write(db, NULL, err, sql, "ibi", id, body, body_len, st_db_now(db));
+    } else if (st == CM_OK && !existed) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO %s (name, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
+                 k->table);
+        st = st_sql_write(db, &id, err, sql, "tbi", name, body, body_len, st_db_now(db));
     }
-    st = st_sql_finish(db, st, err);
-    st_db_unlock(db);
-    if (st == CM_OK) {
-        if (id_out != NULL) {
-            *id_out = id;
-        }
-        if (existed_out != NULL) {
-            *existed_out = existed;
-        }
-    }
-    return st;
+    return st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
 }
 
 static cm_status doc_get(st_db *db, const doc_kind *k, const char *name, int64_t id, st_doc *out,
                          cm_error *err)
 {
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT " DOC_COLS ", body FROM %s WHERE %s = ?1", k->table,
+             name != NULL ? "name" : "id");
+    if (name == NULL) {
+        return st_sql_get_id(db, &doc_rows, k->what, sql, id, out, err);
+    }
     memset(out, 0, sizeof *out);
-    cm_status st = name != NULL ? st_check_name(name, "/name", err) : st_check_id(id, "/id", err);
+    cm_status st = st_check_name(name, "/name", err);
     if (st != CM_OK) {
         return st;
     }
-    char sql[160];
-    snprintf(sql, sizeof sql,
-             "SELECT id, name, created_at, updated_at, length(body), body FROM %s WHERE %s = ?1",
-             k->table, name != NULL ? "name" : "id");
-    st_db_lock(db);
-    sqlite3_stmt *s = NULL;
-    st = st_sql_prepare(db, sql, &s, err);
-    if (st == CM_OK) {
-        st = name != NULL ? st_sql_bind(db, s, err, "t", name) : st_sql_bind(db, s, err, "i", id);
-    }
     bool found = false;
-    if (st == CM_OK) {
-        st = st_sql_step(db, s, &found, err);
-    }
-    if (st == CM_OK && found) {
-        st = doc_row(s, out, true, err);
-        if (st != CM_OK) {
-            st_doc_fini(out);
-        }
-    }
-    sqlite3_finalize(s);
+    st_db_lock(db);
+    st = st_sql_get(db, &doc_rows, out, &found, err, sql, "t", name);
     st_db_unlock(db);
     if (st == CM_OK && !found) {
-        st = name != NULL
-                 ? cm_error_set(err, CM_ENOTFOUND, "/name", "no %s named '%s'", k->what, name)
-                 : cm_error_set(err, CM_ENOTFOUND, "/id", "no %s %lld", k->what, (long long)id);
+        st = cm_error_set(err, CM_ENOTFOUND, "/name", "no %s named '%s'", k->what, name);
     }
     return st;
 }
@@ -204,24 +154,14 @@ static cm_status doc_list(st_db *db, const doc_kind *k, const st_doc_query *q, s
         return st;
     }
     char sql[192];
-    snprintf(sql, sizeof sql,
-             "SELECT id, name, created_at, updated_at, length(body) FROM %s WHERE id > ?1 "
-             "ORDER BY id LIMIT ?2",
+    snprintf(sql, sizeof sql, "SELECT " DOC_COLS " FROM %s WHERE id > ?1 ORDER BY id LIMIT ?2",
              k->table);
+    void *items = NULL;
     st_db_lock(db);
-    sqlite3_stmt *s = NULL;
-    st = st_sql_prepare(db, sql, &s, err);
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "ii", q->after_id, (int64_t)limit + 1);
-    }
-    if (st == CM_OK) {
-        void *items;
-        st = st_sql_run_list(db, s, limit, sizeof(st_doc), doc_list_row, doc_fini_v, &items,
-                             &out->n_items, &out->next_after, err);
-        out->items = items;
-    }
-    sqlite3_finalize(s);
+    st = st_sql_list(db, &doc_rows, limit, &items, &out->n_items, &out->next_after, err, sql, "i",
+                     q->after_id);
     st_db_unlock(db);
+    out->items = items;
     return st;
 }
 
@@ -235,20 +175,12 @@ static cm_status doc_delete(st_db *db, const doc_kind *k, const char *name, cm_e
     snprintf(sql, sizeof sql, "DELETE FROM %s WHERE name = ?1", k->table);
     st_db_lock(db);
     st = st_sql_begin(db, err);
-    sqlite3_stmt *s = NULL;
     if (st == CM_OK) {
-        st = st_sql_prepare(db, sql, &s, err);
-    }
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "t", name);
-    }
-    if (st == CM_OK) {
-        st = st_sql_step_done(db, s, err);
+        st = st_sql_write(db, NULL, err, sql, "t", name);
     }
     if (st == CM_OK && sqlite3_changes(db->conn) == 0) {
         st = cm_error_set(err, CM_ENOTFOUND, "/name", "no %s named '%s'", k->what, name);
     }
-    sqlite3_finalize(s);
     st = st_sql_finish(db, st, err);
     st_db_unlock(db);
     return st;

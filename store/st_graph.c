@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * store: the graphs table (st_db.h, "graphs"): graph documents as posted,
  * JSON or MLIR, deduplicated by content hash. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,33 +35,12 @@ void st_graph_query_init(st_graph_query *q)
     memset(q, 0, sizeof *q);
 }
 
-void st_graph_fini(st_graph *g)
-{
-    if (g == NULL) {
-        return;
-    }
-    cm_free(g->name);
-    cm_free(g->body);
-    memset(g, 0, sizeof *g);
-}
-
-void st_graph_list_fini(st_graph_list *l)
-{
-    if (l == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < l->n_items; i++) {
-        st_graph_fini(&l->items[i]);
-    }
-    cm_free(l->items);
-    memset(l, 0, sizeof *l);
-}
-
 #define GRAPH_COLS "id, name, format, hash, created_at, length(body)"
 
 /* Row: GRAPH_COLS [, body]. */
-static cm_status graph_row(sqlite3_stmt *s, st_graph *g, bool with_body, cm_error *err)
+static cm_status graph_row(sqlite3_stmt *s, void *item, bool with_body, cm_error *err)
 {
+    st_graph *g = item;
     g->id = (int64_t)sqlite3_column_int64(s, 0);
     cm_status st = st_sql_col_dup(s, 1, &g->name, NULL, err);
     const unsigned char *f = sqlite3_column_text(s, 2);
@@ -74,39 +54,22 @@ static cm_status graph_row(sqlite3_stmt *s, st_graph *g, bool with_body, cm_erro
     return st;
 }
 
-static cm_status graph_list_row(sqlite3_stmt *s, void *item, cm_error *err)
+static const st_rows graph_rows = {
+    sizeof(st_graph), graph_row, {offsetof(st_graph, name), offsetof(st_graph, body)}, 2};
+
+void st_graph_fini(st_graph *g)
 {
-    return graph_row(s, item, false, err);
+    st_rows_fini(&graph_rows, g);
 }
 
-static void graph_fini_v(void *item)
-{
-    st_graph_fini(item);
-}
+#define GRAPH_GET "SELECT " GRAPH_COLS ", body FROM graphs WHERE "
 
-static cm_status graph_lookup(st_db *db, const char *sql_where, int64_t id, const char *hash,
-                              st_graph *out, bool with_body, bool *found, cm_error *err)
+void st_graph_list_fini(st_graph_list *l)
 {
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT " GRAPH_COLS "%s FROM graphs WHERE %s",
-             with_body ? ", body" : "", sql_where);
-    sqlite3_stmt *s = NULL;
-    cm_status st = st_sql_prepare(db, sql, &s, err);
-    if (st == CM_OK) {
-        st = hash != NULL ? st_sql_bind(db, s, err, "t", hash) : st_sql_bind(db, s, err, "i", id);
+    if (l != NULL) {
+        st_rows_free(&graph_rows, l->items, l->n_items);
+        memset(l, 0, sizeof *l);
     }
-    *found = false;
-    if (st == CM_OK) {
-        st = st_sql_step(db, s, found, err);
-    }
-    if (st == CM_OK && *found && out != NULL) {
-        st = graph_row(s, out, with_body, err);
-        if (st != CM_OK) {
-            st_graph_fini(out);
-        }
-    }
-    sqlite3_finalize(s);
-    return st;
 }
 
 cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *existed_out,
@@ -150,74 +113,27 @@ cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *
     st_db_lock(db);
     st = st_sql_begin(db, err);
     if (st == CM_OK) {
-        st_graph g;
-        memset(&g, 0, sizeof g);
-        st = graph_lookup(db, "hash = ?1", 0, hash, &g, false, &existed, err);
-        id = g.id;
-        st_graph_fini(&g);
+        st = st_sql_id_by_hash(db, "graphs", hash, &id, err);
+        existed = id != 0;
     }
     if (st == CM_OK && !existed) {
-        sqlite3_stmt *s = NULL;
-        st = st_sql_prepare(db,
-                            "INSERT INTO graphs (name, format, hash, body, created_at) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5)",
-                            &s, err);
-        if (st == CM_OK) {
-            st = st_sql_bind(db, s, err, "tttbi", in->name, st_graph_format_name(in->format), hash,
-                             in->body, in->body_len, st_db_now(db));
-        }
-        if (st == CM_OK) {
-            st = st_sql_step_done(db, s, err);
-        }
-        sqlite3_finalize(s);
-        id = (int64_t)sqlite3_last_insert_rowid(db->conn);
+        st = st_sql_write(db, &id, err,
+                          "INSERT INTO graphs (name, format, hash, body, created_at) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5)",
+                          "tttbi", in->name, st_graph_format_name(in->format), hash, in->body,
+                          in->body_len, st_db_now(db));
     }
-    st = st_sql_finish(db, st, err);
-    st_db_unlock(db);
-    if (st == CM_OK) {
-        if (id_out != NULL) {
-            *id_out = id;
-        }
-        if (existed_out != NULL) {
-            *existed_out = existed;
-        }
-    }
-    return st;
+    return st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
 }
 
 cm_status st_graph_get(st_db *db, int64_t id, st_graph *out, cm_error *err)
 {
-    memset(out, 0, sizeof *out);
-    cm_status st = st_check_id(id, "/id", err);
-    if (st != CM_OK) {
-        return st;
-    }
-    bool found = false;
-    st_db_lock(db);
-    st = graph_lookup(db, "id = ?1", id, NULL, out, true, &found, err);
-    st_db_unlock(db);
-    if (st == CM_OK && !found) {
-        st = cm_error_set(err, CM_ENOTFOUND, "/id", "no graph %lld", (long long)id);
-    }
-    return st;
+    return st_sql_get_id(db, &graph_rows, "graph", GRAPH_GET "id = ?1", id, out, err);
 }
 
 cm_status st_graph_get_by_hash(st_db *db, const char *hash, st_graph *out, cm_error *err)
 {
-    memset(out, 0, sizeof *out);
-    char h[ST_HASH_HEX_LEN + 1];
-    cm_status st = st_check_hash(hash, h, err);
-    if (st != CM_OK) {
-        return st;
-    }
-    bool found = false;
-    st_db_lock(db);
-    st = graph_lookup(db, "hash = ?1", 0, h, out, true, &found, err);
-    st_db_unlock(db);
-    if (st == CM_OK && !found) {
-        st = cm_error_set(err, CM_ENOTFOUND, "/hash", "no graph with that hash");
-    }
-    return st;
+    return st_sql_get_hash(db, &graph_rows, "graph", GRAPH_GET "hash = ?1", hash, out, err);
 }
 
 cm_status st_graph_list_query(st_db *db, const st_graph_query *q, st_graph_list *out, cm_error *err)
@@ -234,38 +150,22 @@ cm_status st_graph_list_query(st_db *db, const st_graph_query *q, st_graph_list 
     if (st != CM_OK) {
         return st;
     }
+    void *items = NULL;
     st_db_lock(db);
-    sqlite3_stmt *s = NULL;
-    st = st_sql_prepare(db,
-                        "SELECT " GRAPH_COLS " FROM graphs WHERE id > ?1"
-                        " AND (?2 IS NULL OR name = ?2) AND (?3 IS NULL OR format = ?3)"
-                        " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR created_at < ?5)"
-                        " ORDER BY id LIMIT ?6",
-                        &s, err);
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "iTTiii", q->after_id, q->name,
-                         q->has_format ? st_graph_format_name(q->format) : NULL, q->created_after,
-                         q->created_before, (int64_t)limit + 1);
-    }
-    if (st == CM_OK) {
-        void *items;
-        st = st_sql_run_list(db, s, limit, sizeof(st_graph), graph_list_row, graph_fini_v, &items,
-                             &out->n_items, &out->next_after, err);
-        out->items = items;
-    }
-    sqlite3_finalize(s);
+    st = st_sql_list(db, &graph_rows, limit, &items, &out->n_items, &out->next_after, err,
+                     "SELECT " GRAPH_COLS " FROM graphs WHERE id > ?1"
+                     " AND (?2 IS NULL OR name = ?2) AND (?3 IS NULL OR format = ?3)"
+                     " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR created_at < ?5)"
+                     " ORDER BY id LIMIT ?6",
+                     "iTTii", q->after_id, q->name,
+                     q->has_format ? st_graph_format_name(q->format) : NULL, q->created_after,
+                     q->created_before);
     st_db_unlock(db);
+    out->items = items;
     return st;
 }
 
 cm_status st_graph_delete(st_db *db, int64_t id, cm_error *err)
 {
-    cm_status st = st_check_id(id, "/id", err);
-    if (st != CM_OK) {
-        return st;
-    }
-    st_db_lock(db);
-    st = st_sql_delete_id(db, "graphs", "graph", id, err);
-    st_db_unlock(db);
-    return st;
+    return st_sql_delete_id(db, "graphs", "graph", id, err);
 }

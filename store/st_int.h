@@ -4,7 +4,9 @@
  * this header, and with it sqlite3.h: SQLite types and codes stop here.
  *
  * Locking: every helper below that takes an st_db and talks to SQLite must be
- * called with db->mu held (st_db_lock); the table files take the lock in
+ * called with db->mu held (st_db_lock), except st_sql_get_id, _get_hash and
+ * st_sql_delete_id, which are whole operations and take it themselves, and
+ * st_sql_put_done, which releases it; the table files take the lock in
  * their exported functions and release it before returning. */
 #ifndef ST_INT_H
 #define ST_INT_H
@@ -54,8 +56,6 @@ cm_status st_map_rc(int rc);
 /* Reports a failed SQLite call rc, doing what, with SQLite's message (db may
  * be NULL). Never returns CM_OK. */
 cm_status st_db_fail(const st_db *db, int rc, const char *what, cm_error *err);
-/* CM_ENOMEM with "out of memory". */
-cm_status st_oom(cm_error *err);
 
 /* The handle's clock: the test time if set, else the wall clock. */
 int64_t st_db_now(const st_db *db);
@@ -73,6 +73,13 @@ cm_status st_sql_begin(st_db *db, cm_error *err);
 /* Commits when st is CM_OK, else (or when the commit fails) rolls back
  * whatever is still open. Returns the final status. */
 cm_status st_sql_finish(st_db *db, cm_status st, cm_error *err);
+
+/* The end of every put (a write that stores a row, then answers with its id
+ * and whether it was there already): st_sql_finish with st, then releases
+ * the lock the put took; on success *id_out and *existed_out (either may be
+ * NULL) get id and existed. Returns the final status. */
+cm_status st_sql_put_done(st_db *db, cm_status st, int64_t id, bool existed, int64_t *id_out,
+                          bool *existed_out, cm_error *err);
 
 /* Binds the parameters ?1, ?2, ... of s in order, one per letter of types,
  * taking each value's arguments from the variable arguments:
@@ -95,6 +102,13 @@ cm_status st_sql_finish(st_db *db, cm_status st, cm_error *err);
  * bug (assert). */
 cm_status st_sql_bind(st_db *db, sqlite3_stmt *s, cm_error *err, const char *types, ...);
 
+/* Runs one statement that returns no rows (INSERT, UPDATE, DELETE): sql,
+ * its parameters bound from types and the variable arguments as st_sql_bind
+ * binds them. On success *rowid_out (may be NULL) gets the rowid of the row
+ * an INSERT made. */
+cm_status st_sql_write(st_db *db, int64_t *rowid_out, cm_error *err, const char *sql,
+                       const char *types, ...);
+
 /* Steps s once: CM_OK with *row telling whether a row came back. */
 cm_status st_sql_step(st_db *db, sqlite3_stmt *s, bool *row, cm_error *err);
 /* Steps a statement that returns no row. */
@@ -105,20 +119,67 @@ cm_status st_sql_col_dup(sqlite3_stmt *s, int i, char **out, size_t *len_out, cm
 /* Copies a text column into fixed storage of cap bytes (truncating). */
 void st_sql_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap);
 
-/* Reads one row of a list query into item (caller storage, zeroed). */
-typedef cm_status (*st_row_fn)(sqlite3_stmt *s, void *item, cm_error *err);
-typedef void (*st_fini_fn)(void *item);
+/* Reads one result row into item (caller storage, zeroed): full, a get's
+ * columns (bodies too), else a list query's (lengths, not bodies). On
+ * failure the item may be half read; st_rows_fini still frees it. */
+typedef cm_status (*st_row_fn)(sqlite3_stmt *s, void *item, bool full, cm_error *err);
 
-/* Runs a bound query whose first column is the id and which was asked for
- * limit + 1 rows; fills a heap array of up to limit items of item_size
- * bytes and the next-page cursor. On error everything read is freed. */
-cm_status st_sql_run_list(st_db *db, sqlite3_stmt *s, size_t limit, size_t item_size, st_row_fn row,
-                          st_fini_fn fini, void **items_out, size_t *n_out, int64_t *next_out,
-                          cm_error *err);
-/* Deletes row id from table in its own transaction; CM_ENOTFOUND at /id
- * ("no <what> <id>") when absent. */
+#define ST_ROWS_MAX_OWNED 4 /* heap strings an item owns, at most */
+
+/* How a table's rows read into its item struct (st_graph, st_plan, ...), for
+ * the generic get, list and fini below. Each table file has one, static
+ * const. */
+typedef struct st_rows {
+    size_t size;                     /* bytes of one item */
+    st_row_fn row;                   /* reads one row */
+    size_t owned[ST_ROWS_MAX_OWNED]; /* offsetof each char * the item owns (heap) */
+    size_t n_owned;
+} st_rows;
+
+/* Frees the strings item owns and zeroes it (the table's st_*_fini); NULL is
+ * a no-op. */
+void st_rows_fini(const st_rows *rows, void *item);
+/* Finalises the n items of rows at items and frees the array (NULL and 0:
+ * nothing). */
+void st_rows_free(const st_rows *rows, void *items, size_t n);
+
+/* Runs the query sql, its parameters bound from types and the variable
+ * arguments as st_sql_bind binds them, and reads its first row, if any,
+ * into item (zeroed caller storage) with rows->row (full); *found tells
+ * whether there was one. On error item is finalised. Call locked. */
+cm_status st_sql_get(st_db *db, const st_rows *rows, void *item, bool *found, cm_error *err,
+                     const char *sql, const char *types, ...);
+
+/* Reads the row of id into item with sql, whose one parameter (?1) is the
+ * id. item is zeroed first. Checks the id (CM_EINVAL at /id) and takes the
+ * lock itself; CM_ENOTFOUND at /id ("no <what> <id>") when there is no such
+ * row. */
+cm_status st_sql_get_id(st_db *db, const st_rows *rows, const char *what, const char *sql,
+                        int64_t id, void *item, cm_error *err);
+/* The same for the row whose hash column matches hash (any case; CM_EINVAL
+ * at /hash unless 64 hex digits), ?1 being the lower-cased hash;
+ * CM_ENOTFOUND at /hash ("no <what> with that hash"). */
+cm_status st_sql_get_hash(st_db *db, const st_rows *rows, const char *what, const char *sql,
+                          const char *hash, void *item, cm_error *err);
+
+/* Runs the list query sql: its parameters ?1.. are bound from types and the
+ * variable arguments (as st_sql_bind), and the one after them, its LIMIT, to
+ * limit + 1; its first column must be the id. Fills a heap array of up to
+ * limit items read with rows->row (not full; free with st_rows_free), their
+ * number and the next-page cursor (st_db.h, "Paging"). On error everything
+ * read is freed and the outputs are zero. Call locked. */
+cm_status st_sql_list(st_db *db, const st_rows *rows, size_t limit, void **items_out, size_t *n_out,
+                      int64_t *next_out, cm_error *err, const char *sql, const char *types, ...);
+
+/* Deletes row id from table in its own transaction. Checks the id (CM_EINVAL
+ * at /id) and takes the lock itself; CM_ENOTFOUND at /id ("no <what> <id>")
+ * when absent. */
 cm_status st_sql_delete_id(st_db *db, const char *table, const char *what, int64_t id,
                            cm_error *err);
+/* The id of the row of table (graphs, plans or tokens) with that hash, 0
+ * when there is none. */
+cm_status st_sql_id_by_hash(st_db *db, const char *table, const char *hash, int64_t *id_out,
+                            cm_error *err);
 /* Whether row id exists in table. */
 cm_status st_sql_row_exists(st_db *db, const char *table, int64_t id, bool *found, cm_error *err);
 

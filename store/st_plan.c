@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * store: the plans table (st_db.h, "plans"): plan documents keyed by the
  * caller's request hash. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,30 +17,6 @@ void st_plan_query_init(st_plan_query *q)
     memset(q, 0, sizeof *q);
 }
 
-void st_plan_fini(st_plan *p)
-{
-    if (p == NULL) {
-        return;
-    }
-    cm_free(p->options);
-    cm_free(p->body);
-    cm_free(p->input);
-    cm_free(p->rules);
-    memset(p, 0, sizeof *p);
-}
-
-void st_plan_list_fini(st_plan_list *l)
-{
-    if (l == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < l->n_items; i++) {
-        st_plan_fini(&l->items[i]);
-    }
-    cm_free(l->items);
-    memset(l, 0, sizeof *l);
-}
-
 #define PLAN_COLS                                                                                  \
     "id, hash, graph_id, COALESCE(mesh_id, 0), options, created_at, length(body), input_format, "  \
     "length(input), length(rules)"
@@ -47,8 +24,9 @@ void st_plan_list_fini(st_plan_list *l)
 /* Row: PLAN_COLS [, body, input, rules]. input_format, input and rules are
  * NULL for plans stored without an input (and before schema 5), so lengths
  * read 0 and the format json. */
-static cm_status plan_row(sqlite3_stmt *s, st_plan *p, bool with_body, cm_error *err)
+static cm_status plan_row(sqlite3_stmt *s, void *item, bool with_body, cm_error *err)
 {
+    st_plan *p = item;
     p->id = (int64_t)sqlite3_column_int64(s, 0);
     st_sql_col_copy(s, 1, p->hash, sizeof p->hash);
     p->graph_id = (int64_t)sqlite3_column_int64(s, 2);
@@ -72,39 +50,25 @@ static cm_status plan_row(sqlite3_stmt *s, st_plan *p, bool with_body, cm_error 
     return st;
 }
 
-static cm_status plan_list_row(sqlite3_stmt *s, void *item, cm_error *err)
+static const st_rows plan_rows = {sizeof(st_plan),
+                                  plan_row,
+                                  {offsetof(st_plan, options), offsetof(st_plan, body),
+                                   offsetof(st_plan, input), offsetof(st_plan, rules)},
+                                  4};
+
+void st_plan_fini(st_plan *p)
 {
-    return plan_row(s, item, false, err);
+    st_rows_fini(&plan_rows, p);
 }
 
-static void plan_fini_v(void *item)
-{
-    st_plan_fini(item);
-}
+#define PLAN_GET "SELECT " PLAN_COLS ", body, input, rules FROM plans WHERE "
 
-static cm_status plan_lookup(st_db *db, const char *where, int64_t id, const char *hash,
-                             st_plan *out, bool *found, cm_error *err)
+void st_plan_list_fini(st_plan_list *l)
 {
-    char sql[320];
-    snprintf(sql, sizeof sql, "SELECT " PLAN_COLS ", body, input, rules FROM plans WHERE %s",
-             where);
-    sqlite3_stmt *s = NULL;
-    cm_status st = st_sql_prepare(db, sql, &s, err);
-    if (st == CM_OK) {
-        st = hash != NULL ? st_sql_bind(db, s, err, "t", hash) : st_sql_bind(db, s, err, "i", id);
+    if (l != NULL) {
+        st_rows_free(&plan_rows, l->items, l->n_items);
+        memset(l, 0, sizeof *l);
     }
-    *found = false;
-    if (st == CM_OK) {
-        st = st_sql_step(db, s, found, err);
-    }
-    if (st == CM_OK && *found && out != NULL) {
-        st = plan_row(s, out, true, err);
-        if (st != CM_OK) {
-            st_plan_fini(out);
-        }
-    }
-    sqlite3_finalize(s);
-    return st;
 }
 
 cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *existed_out,
@@ -154,18 +118,8 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
         st = st_sql_begin(db, err);
     }
     if (st == CM_OK) {
-        sqlite3_stmt *s = NULL;
-        st = st_sql_prepare(db, "SELECT id FROM plans WHERE hash = ?1", &s, err);
-        if (st == CM_OK) {
-            st = st_sql_bind(db, s, err, "t", hash);
-        }
-        if (st == CM_OK) {
-            st = st_sql_step(db, s, &existed, err);
-        }
-        if (st == CM_OK && existed) {
-            id = (int64_t)sqlite3_column_int64(s, 0);
-        }
-        sqlite3_finalize(s);
+        st = st_sql_id_by_hash(db, "plans", hash, &id, err);
+        existed = id != 0;
     }
     if (st == CM_OK && !existed) {
         bool found = false;
@@ -181,71 +135,27 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
                                   (long long)in->mesh_id);
             }
         }
-        sqlite3_stmt *s = NULL;
         if (st == CM_OK) {
-            st = st_sql_prepare(db,
-                                "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
-                                "created_at, input, input_format, rules) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                                &s, err);
-        }
-        if (st == CM_OK) {
-            st = st_sql_bind(db, s, err, "tiIbbiBTB", hash, in->graph_id, in->mesh_id, opts,
-                             opts_len, in->body, in->body_len, st_db_now(db), in->input,
-                             in->input_len, input_format, in->rules, in->rules_len);
-        }
-        if (st == CM_OK) {
-            st = st_sql_step_done(db, s, err);
-        }
-        sqlite3_finalize(s);
-        id = (int64_t)sqlite3_last_insert_rowid(db->conn);
-    }
-    st = st_sql_finish(db, st, err);
-    st_db_unlock(db);
-    if (st == CM_OK) {
-        if (id_out != NULL) {
-            *id_out = id;
-        }
-        if (existed_out != NULL) {
-            *existed_out = existed;
+            st = st_sql_write(db, &id, err,
+                              "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
+                              "created_at, input, input_format, rules) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                              "tiIbbiBTB", hash, in->graph_id, in->mesh_id, opts, opts_len,
+                              in->body, in->body_len, st_db_now(db), in->input, in->input_len,
+                              input_format, in->rules, in->rules_len);
         }
     }
-    return st;
+    return st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
 }
 
 cm_status st_plan_get(st_db *db, int64_t id, st_plan *out, cm_error *err)
 {
-    memset(out, 0, sizeof *out);
-    cm_status st = st_check_id(id, "/id", err);
-    if (st != CM_OK) {
-        return st;
-    }
-    bool found = false;
-    st_db_lock(db);
-    st = plan_lookup(db, "id = ?1", id, NULL, out, &found, err);
-    st_db_unlock(db);
-    if (st == CM_OK && !found) {
-        st = cm_error_set(err, CM_ENOTFOUND, "/id", "no plan %lld", (long long)id);
-    }
-    return st;
+    return st_sql_get_id(db, &plan_rows, "plan", PLAN_GET "id = ?1", id, out, err);
 }
 
 cm_status st_plan_get_by_hash(st_db *db, const char *hash, st_plan *out, cm_error *err)
 {
-    memset(out, 0, sizeof *out);
-    char h[ST_HASH_HEX_LEN + 1];
-    cm_status st = st_check_hash(hash, h, err);
-    if (st != CM_OK) {
-        return st;
-    }
-    bool found = false;
-    st_db_lock(db);
-    st = plan_lookup(db, "hash = ?1", 0, h, out, &found, err);
-    st_db_unlock(db);
-    if (st == CM_OK && !found) {
-        st = cm_error_set(err, CM_ENOTFOUND, "/hash", "no plan with that hash");
-    }
-    return st;
+    return st_sql_get_hash(db, &plan_rows, "plan", PLAN_GET "hash = ?1", hash, out, err);
 }
 
 cm_status st_plan_list_query(st_db *db, const st_plan_query *q, st_plan_list *out, cm_error *err)
@@ -265,37 +175,21 @@ cm_status st_plan_list_query(st_db *db, const st_plan_query *q, st_plan_list *ou
     if (st != CM_OK) {
         return st;
     }
+    void *items = NULL;
     st_db_lock(db);
-    sqlite3_stmt *s = NULL;
-    st = st_sql_prepare(db,
-                        "SELECT " PLAN_COLS " FROM plans WHERE id > ?1"
-                        " AND (?2 = 0 OR graph_id = ?2) AND (?3 = 0 OR mesh_id = ?3)"
-                        " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR created_at < ?5)"
-                        " ORDER BY id LIMIT ?6",
-                        &s, err);
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "iiiiii", q->after_id, q->graph_id, q->mesh_id,
-                         q->created_after, q->created_before, (int64_t)limit + 1);
-    }
-    if (st == CM_OK) {
-        void *items;
-        st = st_sql_run_list(db, s, limit, sizeof(st_plan), plan_list_row, plan_fini_v, &items,
-                             &out->n_items, &out->next_after, err);
-        out->items = items;
-    }
-    sqlite3_finalize(s);
+    st = st_sql_list(db, &plan_rows, limit, &items, &out->n_items, &out->next_after, err,
+                     "SELECT " PLAN_COLS " FROM plans WHERE id > ?1"
+                     " AND (?2 = 0 OR graph_id = ?2) AND (?3 = 0 OR mesh_id = ?3)"
+                     " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR created_at < ?5)"
+                     " ORDER BY id LIMIT ?6",
+                     "iiiii", q->after_id, q->graph_id, q->mesh_id, q->created_after,
+                     q->created_before);
     st_db_unlock(db);
+    out->items = items;
     return st;
 }
 
 cm_status st_plan_delete(st_db *db, int64_t id, cm_error *err)
 {
-    cm_status st = st_check_id(id, "/id", err);
-    if (st != CM_OK) {
-        return st;
-    }
-    st_db_lock(db);
-    st = st_sql_delete_id(db, "plans", "plan", id, err);
-    st_db_unlock(db);
-    return st;
+    return st_sql_delete_id(db, "plans", "plan", id, err);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * store: statement, transaction and column helpers, argument validation and
- * the generic list and delete used by every table file (declared in
+ * the generic get, list and delete used by every table file (declared in
  * st_int.h). Every write runs in one BEGIN IMMEDIATE transaction: in WAL
  * mode a deferred transaction that upgrades to a writer can fail with BUSY
  * without waiting, an immediate one waits for busy_timeout instead. */
@@ -51,12 +51,9 @@ cm_status st_sql_finish(st_db *db, cm_status st, cm_error *err)
     return st;
 }
 
-/* Binds ?1, ?2, ... in order, one parameter per letter of types; the
- * letters and the argument contract are documented in st_int.h. */
-cm_status st_sql_bind(st_db *db, sqlite3_stmt *s, cm_error *err, const char *types, ...)
+/* st_sql_bind with the values in ap (consumed). */
+static cm_status sql_vbind(st_db *db, sqlite3_stmt *s, cm_error *err, const char *types, va_list ap)
 {
-    va_list ap;
-    va_start(ap, types);
     int rc = SQLITE_OK;
     for (int i = 0; rc == SQLITE_OK && types[i] != '\0'; i++) {
         int at = i + 1; /* SQLite numbers parameters from 1 */
@@ -106,8 +103,67 @@ cm_status st_sql_bind(st_db *db, sqlite3_stmt *s, cm_error *err, const char *typ
             break;
         }
     }
-    va_end(ap);
     return rc == SQLITE_OK ? CM_OK : st_db_fail(db, rc, "bind", err);
+}
+
+/* Binds ?1, ?2, ... in order, one parameter per letter of types; the
+ * letters and the argument contract are documented in st_int.h. */
+cm_status st_sql_bind(st_db *db, sqlite3_stmt *s, cm_error *err, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    cm_status st = sql_vbind(db, s, err, types, ap);
+    va_end(ap);
+    return st;
+}
+
+/* Prepares sql and binds types from ap; on error *out is NULL. */
+static cm_status sql_vprepare(st_db *db, const char *sql, sqlite3_stmt **out, cm_error *err,
+                              const char *types, va_list ap)
+{
+    cm_status st = st_sql_prepare(db, sql, out, err);
+    if (st == CM_OK) {
+        st = sql_vbind(db, *out, err, types, ap);
+    }
+    if (st != CM_OK) {
+        sqlite3_finalize(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* The end of a write that stores a row (st_int.h). */
+cm_status st_sql_put_done(st_db *db, cm_status st, int64_t id, bool existed, int64_t *id_out,
+                          bool *existed_out, cm_error *err)
+{
+    st = st_sql_finish(db, st, err);
+    st_db_unlock(db);
+    if (st == CM_OK && id_out != NULL) {
+        *id_out = id;
+    }
+    if (st == CM_OK && existed_out != NULL) {
+        *existed_out = existed;
+    }
+    return st;
+}
+
+/* Runs one statement that returns no rows (st_int.h). */
+cm_status st_sql_write(st_db *db, int64_t *rowid_out, cm_error *err, const char *sql,
+                       const char *types, ...)
+{
+    sqlite3_stmt *s = NULL;
+    va_list ap;
+    va_start(ap, types);
+    cm_status st = sql_vprepare(db, sql, &s, err, types, ap);
+    va_end(ap);
+    if (st == CM_OK) {
+        st = st_sql_step_done(db, s, err);
+    }
+    sqlite3_finalize(s);
+    if (st == CM_OK && rowid_out != NULL) {
+        *rowid_out = (int64_t)sqlite3_last_insert_rowid(db->conn);
+    }
+    return st;
 }
 
 /* Steps s once: CM_OK with *row telling whether a row came back. */
@@ -142,11 +198,11 @@ cm_status st_sql_col_dup(sqlite3_stmt *s, int i, char **out, size_t *len_out, cm
     const void *p = sqlite3_column_blob(s, i);
     int n = sqlite3_column_bytes(s, i);
     if (p == NULL && n > 0) {
-        return st_oom(err); /* SQLite could not materialise the value */
+        return cm_error_oom(err); /* SQLite could not materialise the value */
     }
     char *c = st_alloc((size_t)n + 1);
     if (c == NULL) {
-        return st_oom(err);
+        return cm_error_oom(err);
     }
     if (n > 0) {
         memcpy(c, p, (size_t)n);
@@ -297,7 +353,7 @@ cm_status st_check_json(st_db *db, const char *text, size_t len, const char *pat
         /* SQLite 3.40's json_valid answers 0, not an error, when its parser
          * runs out of memory: an allocation failure meanwhile means OOM. */
         st = st_alloc_failures() != failures
-                 ? st_oom(err)
+                 ? cm_error_oom(err)
                  : cm_error_set(err, CM_EINVAL, path, "is not valid JSON");
     }
     sqlite3_finalize(s);
@@ -327,18 +383,93 @@ cm_status st_check_time_range(int64_t after, int64_t before, cm_error *err)
     return CM_OK;
 }
 
-/* ---- generic lists ---------------------------------------------------------------- */
+/* ---- generic rows: get, list, delete ------------------------------------------ */
 
-/* Runs a bound query whose first column is the id and which was asked for
- * limit + 1 rows; fills a heap array of up to limit items of item_size
- * bytes and the next-page cursor. On error everything read is freed. */
-cm_status st_sql_run_list(st_db *db, sqlite3_stmt *s, size_t limit, size_t item_size, st_row_fn row,
-                          st_fini_fn fini, void **items_out, size_t *n_out, int64_t *next_out,
-                          cm_error *err)
+void st_rows_fini(const st_rows *rows, void *item)
 {
-    *items_out = NULL;
-    *n_out = 0;
-    *next_out = 0;
+    if (item == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < rows->n_owned; i++) {
+        char **p = (char **)(void *)((unsigned char *)item + rows->owned[i]);
+        cm_free(*p);
+    }
+    memset(item, 0, rows->size);
+}
+
+void st_rows_free(const st_rows *rows, void *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        st_rows_fini(rows, (unsigned char *)items + i * rows->size);
+    }
+    cm_free(items);
+}
+
+cm_status st_sql_get(st_db *db, const st_rows *rows, void *item, bool *found, cm_error *err,
+                     const char *sql, const char *types, ...)
+{
+    *found = false;
+    sqlite3_stmt *s = NULL;
+    va_list ap;
+    va_start(ap, types);
+    cm_status st = sql_vprepare(db, sql, &s, err, types, ap);
+    va_end(ap);
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, found, err);
+    }
+    if (st == CM_OK && *found) {
+        st = rows->row(s, item, true, err);
+        if (st != CM_OK) {
+            st_rows_fini(rows, item);
+        }
+    }
+    sqlite3_finalize(s);
+    return st;
+}
+
+cm_status st_sql_get_id(st_db *db, const st_rows *rows, const char *what, const char *sql,
+                        int64_t id, void *item, cm_error *err)
+{
+    memset(item, 0, rows->size);
+    cm_status st = st_check_id(id, "/id", err);
+    if (st != CM_OK) {
+        return st;
+    }
+    bool found = false;
+    st_db_lock(db);
+    st = st_sql_get(db, rows, item, &found, err, sql, "i", id);
+    st_db_unlock(db);
+    if (st == CM_OK && !found) {
+        st = cm_error_set(err, CM_ENOTFOUND, "/id", "no %s %lld", what, (long long)id);
+    }
+    return st;
+}
+
+cm_status st_sql_get_hash(st_db *db, const st_rows *rows, const char *what, const char *sql,
+                          const char *hash, void *item, cm_error *err)
+{
+    memset(item, 0, rows->size);
+    char h[ST_HASH_HEX_LEN + 1];
+    cm_status st = st_check_hash(hash, h, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    bool found = false;
+    st_db_lock(db);
+    st = st_sql_get(db, rows, item, &found, err, sql, "t", h);
+    st_db_unlock(db);
+    if (st == CM_OK && !found) {
+        st = cm_error_set(err, CM_ENOTFOUND, "/hash", "no %s with that hash", what);
+    }
+    return st;
+}
+
+/* Steps s, a query whose first column is the id and which was asked for
+ * limit + 1 rows, into a heap array of up to limit items and the next-page
+ * cursor. On error everything read is freed. */
+static cm_status run_list(st_db *db, sqlite3_stmt *s, const st_rows *rows, size_t limit,
+                          void **items_out, size_t *n_out, int64_t *next_out, cm_error *err)
+{
     unsigned char *items = NULL;
     size_t n = 0;
     size_t cap = 0;
@@ -359,28 +490,25 @@ cm_status st_sql_run_list(st_db *db, sqlite3_stmt *s, size_t limit, size_t item_
             if (ncap > limit) {
                 ncap = limit;
             }
-            unsigned char *grown = st_realloc(items, ncap * item_size);
+            unsigned char *grown = st_realloc(items, ncap * rows->size);
             if (grown == NULL) {
-                st = st_oom(err);
+                st = cm_error_oom(err);
                 break;
             }
             items = grown;
             cap = ncap;
         }
-        void *it = items + n * item_size;
-        memset(it, 0, item_size);
+        void *it = items + n * rows->size;
+        memset(it, 0, rows->size);
         last_id = (int64_t)sqlite3_column_int64(s, 0);
-        st = row(s, it, err);
+        st = rows->row(s, it, false, err);
         n++; /* counted even on failure: row leaves it finalisable */
         if (st != CM_OK) {
             break;
         }
     }
     if (st != CM_OK) {
-        for (size_t i = 0; i < n; i++) {
-            fini(items + i * item_size);
-        }
-        cm_free(items);
+        st_rows_free(rows, items, n);
         *next_out = 0;
         return st;
     }
@@ -389,28 +517,73 @@ cm_status st_sql_run_list(st_db *db, sqlite3_stmt *s, size_t limit, size_t item_
     return CM_OK;
 }
 
-/* Deletes row id from table; CM_ENOTFOUND at /id when absent. Call locked. */
+cm_status st_sql_list(st_db *db, const st_rows *rows, size_t limit, void **items_out, size_t *n_out,
+                      int64_t *next_out, cm_error *err, const char *sql, const char *types, ...)
+{
+    *items_out = NULL;
+    *n_out = 0;
+    *next_out = 0;
+    sqlite3_stmt *s = NULL;
+    va_list ap;
+    va_start(ap, types);
+    cm_status st = sql_vprepare(db, sql, &s, err, types, ap);
+    va_end(ap);
+    if (st == CM_OK) {
+        /* the parameter after the caller's: LIMIT, one more row than a page */
+        int rc = sqlite3_bind_int64(s, (int)strlen(types) + 1, (sqlite3_int64)limit + 1);
+        st = rc == SQLITE_OK ? CM_OK : st_db_fail(db, rc, "bind", err);
+    }
+    if (st == CM_OK) {
+        st = run_list(db, s, rows, limit, items_out, n_out, next_out, err);
+    }
+    sqlite3_finalize(s);
+    return st;
+}
+
+/* Deletes row id from table in its own transaction (st_int.h). */
 cm_status st_sql_delete_id(st_db *db, const char *table, const char *what, int64_t id,
                            cm_error *err)
 {
+    cm_status st = st_check_id(id, "/id", err);
+    if (st != CM_OK) {
+        return st;
+    }
     char sql[96];
     snprintf(sql, sizeof sql, "DELETE FROM %s WHERE id = ?1", table);
-    cm_status st = st_sql_begin(db, err);
-    sqlite3_stmt *s = NULL;
+    st_db_lock(db);
+    st = st_sql_begin(db, err);
     if (st == CM_OK) {
-        st = st_sql_prepare(db, sql, &s, err);
-    }
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "i", id);
-    }
-    if (st == CM_OK) {
-        st = st_sql_step_done(db, s, err);
+        st = st_sql_write(db, NULL, err, sql, "i", id);
     }
     if (st == CM_OK && sqlite3_changes(db->conn) == 0) {
         st = cm_error_set(err, CM_ENOTFOUND, "/id", "no %s %lld", what, (long long)id);
     }
+    st = st_sql_finish(db, st, err);
+    st_db_unlock(db);
+    return st;
+}
+
+/* The id of table's row with that hash, 0 when none. Call locked. */
+cm_status st_sql_id_by_hash(st_db *db, const char *table, const char *hash, int64_t *id_out,
+                            cm_error *err)
+{
+    *id_out = 0;
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT id FROM %s WHERE hash = ?1", table);
+    sqlite3_stmt *s = NULL;
+    cm_status st = st_sql_prepare(db, sql, &s, err);
+    if (st == CM_OK) {
+        st = st_sql_bind(db, s, err, "t", hash);
+    }
+    bool found = false;
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, &found, err);
+    }
+    if (st == CM_OK && found) {
+        *id_out = (int64_t)sqlite3_column_int64(s, 0);
+    }
     sqlite3_finalize(s);
-    return st_sql_finish(db, st, err);
+    return st;
 }
 
 /* Whether row id exists in table. Call locked. */

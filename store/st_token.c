@@ -3,6 +3,7 @@
  * display prefix are stored; checks compare hashes in constant time. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,30 +38,12 @@ void st_token_query_init(st_token_query *q)
     memset(q, 0, sizeof *q);
 }
 
-void st_token_fini(st_token *t)
-{
-    if (t == NULL) {
-        return;
-    }
-    cm_free(t->label);
-    memset(t, 0, sizeof *t);
-}
+#define TOKEN_COLS "id, prefix, scope, label, created_at"
 
-void st_token_list_fini(st_token_list *l)
+/* Row: TOKEN_COLS, for gets and lists alike (a token has no body). */
+static cm_status token_row(sqlite3_stmt *s, void *item, bool full, cm_error *err)
 {
-    if (l == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < l->n_items; i++) {
-        st_token_fini(&l->items[i]);
-    }
-    cm_free(l->items);
-    memset(l, 0, sizeof *l);
-}
-
-/* Row: id, prefix, scope, label, created_at. */
-static cm_status token_row(sqlite3_stmt *s, void *item, cm_error *err)
-{
+    (void)full;
     st_token *t = item;
     t->id = (int64_t)sqlite3_column_int64(s, 0);
     st_sql_col_copy(s, 1, t->prefix, sizeof t->prefix);
@@ -76,9 +59,19 @@ static cm_status token_row(sqlite3_stmt *s, void *item, cm_error *err)
     return st;
 }
 
-static void token_fini_v(void *item)
+static const st_rows token_rows = {sizeof(st_token), token_row, {offsetof(st_token, label)}, 1};
+
+void st_token_fini(st_token *t)
 {
-    st_token_fini(item);
+    st_rows_fini(&token_rows, t);
+}
+
+void st_token_list_fini(st_token_list *l)
+{
+    if (l != NULL) {
+        st_rows_free(&token_rows, l->items, l->n_items);
+        memset(l, 0, sizeof *l);
+    }
 }
 
 /* Constant-time comparison of n bytes. */
@@ -121,43 +114,20 @@ static cm_status token_insert(st_db *db, const char *token, st_scope scope, cons
     int64_t id = 0;
     st_db_lock(db);
     cm_status st = st_sql_begin(db, err);
-    bool found = false;
-    sqlite3_stmt *s = NULL;
     if (st == CM_OK) {
-        st = st_sql_prepare(db, "SELECT 1 FROM tokens WHERE hash = ?1", &s, err);
+        st = st_sql_id_by_hash(db, "tokens", hex, &id, err);
     }
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "t", hex);
-    }
-    if (st == CM_OK) {
-        st = st_sql_step(db, s, &found, err);
-    }
-    if (st == CM_OK && found) {
+    if (st == CM_OK && id != 0) {
         st = cm_error_set(err, CM_ECONFLICT, "/token", "token already stored");
     }
-    sqlite3_finalize(s);
-    s = NULL;
     if (st == CM_OK) {
-        st = st_sql_prepare(db,
-                            "INSERT INTO tokens (prefix, hash, scope, label, created_at) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5)",
-                            &s, err);
+        st = st_sql_write(db, &id, err,
+                          "INSERT INTO tokens (prefix, hash, scope, label, created_at) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5)",
+                          "tttti", prefix, hex, st_scope_name(scope), label != NULL ? label : "",
+                          st_db_now(db));
     }
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "tttti", prefix, hex, st_scope_name(scope),
-                         label != NULL ? label : "", st_db_now(db));
-    }
-    if (st == CM_OK) {
-        st = st_sql_step_done(db, s, err);
-        id = (int64_t)sqlite3_last_insert_rowid(db->conn);
-    }
-    sqlite3_finalize(s);
-    st = st_sql_finish(db, st, err);
-    st_db_unlock(db);
-    if (st == CM_OK && id_out != NULL) {
-        *id_out = id;
-    }
-    return st;
+    return st_sql_put_done(db, st, id, false, id_out, NULL, err);
 }
 
 static cm_status check_scope_label(st_scope scope, const char *label, cm_error *err)
@@ -306,34 +276,8 @@ cm_status st_token_check(st_db *db, const char *presented, st_scope *scope_out, 
 
 cm_status st_token_get(st_db *db, int64_t id, st_token *out, cm_error *err)
 {
-    memset(out, 0, sizeof *out);
-    cm_status st = st_check_id(id, "/id", err);
-    if (st != CM_OK) {
-        return st;
-    }
-    st_db_lock(db);
-    sqlite3_stmt *s = NULL;
-    st = st_sql_prepare(db, "SELECT id, prefix, scope, label, created_at FROM tokens WHERE id = ?1",
-                        &s, err);
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "i", id);
-    }
-    bool found = false;
-    if (st == CM_OK) {
-        st = st_sql_step(db, s, &found, err);
-    }
-    if (st == CM_OK && found) {
-        st = token_row(s, out, err);
-        if (st != CM_OK) {
-            st_token_fini(out);
-        }
-    }
-    sqlite3_finalize(s);
-    st_db_unlock(db);
-    if (st == CM_OK && !found) {
-        st = cm_error_set(err, CM_ENOTFOUND, "/id", "no token %lld", (long long)id);
-    }
-    return st;
+    return st_sql_get_id(db, &token_rows, "token",
+                         "SELECT " TOKEN_COLS " FROM tokens WHERE id = ?1", id, out, err);
 }
 
 cm_status st_token_list_query(st_db *db, const st_token_query *q, st_token_list *out, cm_error *err)
@@ -344,34 +288,17 @@ cm_status st_token_list_query(st_db *db, const st_token_query *q, st_token_list 
     if (st != CM_OK) {
         return st;
     }
+    void *items = NULL;
     st_db_lock(db);
-    sqlite3_stmt *s = NULL;
-    st = st_sql_prepare(db,
-                        "SELECT id, prefix, scope, label, created_at FROM tokens WHERE id > ?1 "
-                        "ORDER BY id LIMIT ?2",
-                        &s, err);
-    if (st == CM_OK) {
-        st = st_sql_bind(db, s, err, "ii", q->after_id, (int64_t)limit + 1);
-    }
-    if (st == CM_OK) {
-        void *items;
-        st = st_sql_run_list(db, s, limit, sizeof(st_token), token_row, token_fini_v, &items,
-                             &out->n_items, &out->next_after, err);
-        out->items = items;
-    }
-    sqlite3_finalize(s);
+    st = st_sql_list(db, &token_rows, limit, &items, &out->n_items, &out->next_after, err,
+                     "SELECT " TOKEN_COLS " FROM tokens WHERE id > ?1 ORDER BY id LIMIT ?2", "i",
+                     q->after_id);
     st_db_unlock(db);
+    out->items = items;
     return st;
 }
 
 cm_status st_token_delete(st_db *db, int64_t id, cm_error *err)
 {
-    cm_status st = st_check_id(id, "/id", err);
-    if (st != CM_OK) {
-        return st;
-    }
-    st_db_lock(db);
-    st = st_sql_delete_id(db, "tokens", "token", id, err);
-    st_db_unlock(db);
-    return st;
+    return st_sql_delete_id(db, "tokens", "token", id, err);
 }

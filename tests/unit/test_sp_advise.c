@@ -55,6 +55,22 @@ static const sp_finding *first_of(const sp_advise *a, sp_lint_kind k)
     return NULL;
 }
 
+/* The one finding of kind k (there must be exactly one). */
+static const sp_finding *only_of(const sp_advise *a, sp_lint_kind k)
+{
+    assert_int_equal(sp_advise_count(a, k), 1);
+    return first_of(a, k);
+}
+
+/* only_of, on op at line (1-based) of the module text. */
+static const sp_finding *only_at(const sp_advise *a, sp_lint_kind k, const char *op, uint32_t line)
+{
+    const sp_finding *f = only_of(a, k);
+    assert_string_equal(f->op, op);
+    assert_int_equal(f->line, line);
+    return f;
+}
+
 /* ---- (a) non-divisible dimensions ------------------------------------------------------ */
 
 #define ND_MODULE(ROWS)                                                                            \
@@ -122,8 +138,7 @@ static void test_sp_advise_custom_call_fires(void **state)
 {
     (void)state;
     sp_advise *a = lint(CC_MODULE(""));
-    assert_int_equal(sp_advise_count(a, SP_LINT_CUSTOM_CALL), 1);
-    const sp_finding *f = first_of(a, SP_LINT_CUSTOM_CALL);
+    const sp_finding *f = only_of(a, SP_LINT_CUSTOM_CALL);
     assert_string_equal(f->op, "stablehlo.custom_call");
     assert_string_equal(f->loc, "\"kernel\"");
     assert_int_equal(f->line, 3);
@@ -162,8 +177,7 @@ static void test_sp_advise_logical_axis_fires(void **state)
     (void)state;
     sp_advise *a = lint(LOGICAL_DOC("[[\"batch\", \"data\"], [\"mlp\", \"model\"]]"));
     /* "embed" is named twice (x and w) but reported once */
-    assert_int_equal(sp_advise_count(a, SP_LINT_LOGICAL_AXIS), 1);
-    const sp_finding *f = first_of(a, SP_LINT_LOGICAL_AXIS);
+    const sp_finding *f = only_of(a, SP_LINT_LOGICAL_AXIS);
     assert_string_equal(f->value, "%x");
     assert_non_null(strstr(f->message, "\"embed\""));
     assert_non_null(strstr(f->message, "2 tensor dimensions"));
@@ -202,10 +216,7 @@ static void test_sp_advise_remat_fires(void **state)
 {
     (void)state;
     sp_advise *a = lint(REMAT_MODULE("[{}, {}]"));
-    assert_int_equal(sp_advise_count(a, SP_LINT_REMAT), 1);
-    const sp_finding *f = first_of(a, SP_LINT_REMAT);
-    assert_string_equal(f->op, "stablehlo.add");
-    assert_int_equal(f->line, 3);
+    const sp_finding *f = only_at(a, SP_LINT_REMAT, "stablehlo.add", 3);
     assert_true(f->bytes == 64.0 * 64 * 4);
     assert_non_null(strstr(f->message, "sdy.sharding_constraint at line 4"));
     assert_string_equal(f->fix_shardy, "sdy.sharding_constraint %v <@mesh, [{}, {\"x\"}]>");
@@ -299,8 +310,7 @@ static void test_sp_advise_memory_fires_over_capacity(void **state)
     sp_advise_opts_init(&o);
     o.profile = &p;
     sp_advise *a = lint_opts(MEM_MODULE, &o);
-    assert_int_equal(sp_advise_count(a, SP_LINT_MEMORY), 1);
-    const sp_finding *f = first_of(a, SP_LINT_MEMORY);
+    const sp_finding *f = only_of(a, SP_LINT_MEMORY);
     const sp_cost_summary *s = sp_advise_summary(a);
     assert_false(s->fits);
     assert_true(f->bytes == s->peak_bytes - s->capacity_bytes);
@@ -343,10 +353,7 @@ static void test_sp_advise_sub_axis_output_fires(void **state)
 {
     (void)state;
     sp_advise *a = lint(SUB_SPLIT(""));
-    assert_int_equal(sp_advise_count(a, SP_LINT_SUB_AXIS), 1);
-    const sp_finding *f = first_of(a, SP_LINT_SUB_AXIS);
-    assert_string_equal(f->op, "stablehlo.reshape");
-    assert_int_equal(f->line, 3);
+    const sp_finding *f = only_at(a, SP_LINT_SUB_AXIS, "stablehlo.reshape", 3);
     assert_string_equal(f->loc, "\"split\"");
     assert_non_null(strstr(f->message, "output 0 of @main"));
     assert_non_null(strstr(f->message, "\"x\":(1)2"));
@@ -377,8 +384,7 @@ static void test_sp_advise_sub_axis_input_fires_with_arg_loc(void **state)
         "  %1 = stablehlo.negate %0 : tensor<8x16xf32>\n"
         "  return %1 : tensor<8x16xf32>\n"
         "}\n");
-    assert_int_equal(sp_advise_count(a, SP_LINT_SUB_AXIS), 1);
-    const sp_finding *f = first_of(a, SP_LINT_SUB_AXIS);
+    const sp_finding *f = only_of(a, SP_LINT_SUB_AXIS);
     assert_string_equal(f->value, "%arg0");
     assert_string_equal(f->loc, "\"params['w']\"");
     assert_int_equal(f->line, 3); /* the reshape */

@@ -20,6 +20,7 @@
 #include "sp_shard.h"
 #include "sp_diag.h"
 #include "sp_mlir.h"
+#include "tu_oom.h"
 
 static sp_module *read_module(const char *text)
 {
@@ -490,56 +491,75 @@ static void test_sp_rule_for_op_nested_and_windowed_ops(void **state)
     check_rule(many_ops_mlir, "stablehlo.add", "<([], [])->([])>");
 }
 
+/* The OOM loops' attempts (tests/unit/tu_oom.h): the rule pass on a module
+ * read afresh each time, with a custom rule (cr) or without. */
+typedef struct rules_oom {
+    const char *mlir;
+    sp_module *m;
+    sp_custom_rules *cr;
+    sp_diags d;
+} rules_oom;
+
+static void rules_oom_setup(void *ctx)
+{
+    rules_oom *t = ctx;
+    t->m = read_module(t->mlir);
+    sp_diags_init(&t->d);
+}
+
+static void rules_oom_done(void *ctx, cm_status st)
+{
+    rules_oom *t = ctx;
+    if (st == CM_OK && t->cr == NULL) {
+        assert_non_null(
+            sp_op_attr(t->m, find_op(t->m, "stablehlo.scatter", 0), "sdy.sharding_rule"));
+    }
+    sp_diags_fini(&t->d);
+    sp_custom_rules_destroy(t->cr);
+    t->cr = NULL;
+    sp_module_destroy(t->m);
+}
+
+static cm_status rules_oom_run_plain(void *ctx)
+{
+    rules_oom *t = ctx;
+    cm_error err;
+    cm_error_clear(&err);
+    return sp_pass_populate_rules(t->m, NULL, NULL, &err);
+}
+
 static void test_sp_pass_populate_rules_survives_oom_many_ops(void **state)
 {
     (void)state;
-    for (long n = 0;; n++) {
-        sp_module *m = read_module(many_ops_mlir);
-        cm_error err;
-        cm_error_clear(&err);
-        cm_alloc_fail_after(n);
-        cm_status st = sp_pass_populate_rules(m, NULL, NULL, &err);
-        cm_alloc_fail_after(-1);
-        if (st == CM_OK) {
-            assert_non_null(sp_op_attr(m, find_op(m, "stablehlo.scatter", 0), "sdy.sharding_rule"));
-        }
-        sp_module_destroy(m);
-        if (st == CM_OK) {
-            break;
-        }
-        assert_int_equal(st, CM_ENOMEM);
-        assert_true(n < 10000);
-    }
+    rules_oom t = {.mlir = many_ops_mlir};
+    static const tu_oom loop = {rules_oom_setup, rules_oom_run_plain, rules_oom_done};
+    tu_oom_loop(&loop, &t, 10000);
+}
+
+static void rules_oom_setup_custom(void *ctx)
+{
+    rules_oom *t = ctx;
+    rules_oom_setup(t);
+    t->cr = sp_custom_rules_create();
+    assert_non_null(t->cr);
+}
+
+static cm_status rules_oom_run_custom(void *ctx)
+{
+    rules_oom *t = ctx;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_status st = sp_custom_rules_put_einsum(t->cr, "unknown", "i -> i", NULL, &err);
+    sp_rule_opts o = {false, t->cr};
+    return st == CM_OK ? sp_pass_populate_rules(t->m, &o, &t->d, &err) : st;
 }
 
 static void test_sp_pass_populate_rules_survives_oom(void **state)
 {
     (void)state;
-    for (long n = 0;; n++) {
-        sp_module *m = read_module(pass_mlir);
-        sp_custom_rules *cr = sp_custom_rules_create();
-        assert_non_null(cr);
-        sp_diags d;
-        sp_diags_init(&d);
-        cm_error err;
-        cm_error_clear(&err);
-        cm_alloc_fail_after(n);
-        cm_status st = sp_custom_rules_put_einsum(cr, "unknown", "i -> i", NULL, &err);
-        sp_rule_opts o = {false, cr};
-        if (st == CM_OK) {
-            st = sp_pass_populate_rules(m, &o, &d, &err);
-        }
-        cm_alloc_fail_after(-1);
-        sp_diags_fini(&d);
-        sp_custom_rules_destroy(cr);
-        sp_module_destroy(m);
-        if (st == CM_OK) {
-            assert_true(n > 0);
-            break;
-        }
-        assert_int_equal(st, CM_ENOMEM);
-        assert_true(n < 10000);
-    }
+    rules_oom t = {.mlir = pass_mlir};
+    static const tu_oom loop = {rules_oom_setup_custom, rules_oom_run_custom, rules_oom_done};
+    assert_true(tu_oom_loop(&loop, &t, 10000) > 0);
 }
 
 int main(void)

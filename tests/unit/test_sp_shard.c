@@ -14,6 +14,7 @@
 
 #include "cm.h"
 #include "sp_shard.h"
+#include "tu_oom.h"
 
 #define N_OF(x) (sizeof(x) / sizeof((x)[0]))
 
@@ -999,39 +1000,91 @@ static void test_sp_rule_parse_fields(void **state)
 
 /* ---- parse errors ------------------------------------------------------------ */
 
+/* Malformed texts and what their errors say: the column the error points at
+ * and words its message must contain. */
+static const struct {
+    kind k;
+    const char *text, *col, *what;
+} parse_errs[] = {
+    {K_SHARDING, "", "col 1", "expected '<'"},
+    {K_SHARDING, "@mesh, []>", "col 1", "expected '<'"},
+    {K_SHARDING, "<mesh_a, []>", "col 2", "'@mesh_name'"},
+    {K_SHARDING, "<@, []>", "col 3", "mesh name"},
+    {K_SHARDING, "<@m [{}]>", "col 5", "expected ','"},
+    {K_SHARDING, "<@m, {}>", "col 6", "'['"},
+    {K_SHARDING, "<@m, [{\"a}]>", "col 8", "not terminated"},
+    {K_SHARDING, "<@m, [{\"a\n\"}]>", "col 8", "end of the line"},
+    {K_SHARDING, "<@m, [{\"a\",}]>", "col 12", "axis name"},
+    {K_SHARDING, "<@m, [{\"a\" ?}]>", "col 12", "',' or '}'"},
+    {K_SHARDING, "<@m, [{?, \"a\"}]>", "col 9", "'}' after '?'"},
+    {K_SHARDING, "<@m, [{a}]>", "col 8", "axis name"},
+    {K_SHARDING, "<@m, [{\"a\":(0)2}]>", "col 13", "pre-size must be at least 1"},
+    {K_SHARDING, "<@m, [{\"a\":(1 2}]>", "col 15", "')'"},
+    {K_SHARDING, "<@m, [{\"a\":(1)}]>", "col 15", "sub-axis size"},
+    {K_SHARDING, "<@m, [{\"a\":(99999999999999999999)2}]>", "col 13", "out of range"},
+    {K_SHARDING, "<@m, [{\"a\"}p99999999999]>", "col 12", "too large"},
+    {K_SHARDING, "<@m, [{\"a\\00\"}]>", "col 10", "NUL"},
+    {K_SHARDING, "<@m, [{\"a\\q\"}]>", "col 10", "escape"},
+    {K_SHARDING, "<@m, [{}] x", "col 11", "',' or '>'"},
+    {K_SHARDING, "<@m, [{}}]>", "col 9", "',' or ']'"},
+    {K_SHARDING, "<@m, [{}], foo={}>", "col 12", "'replicated' or 'unreduced'"},
+    {K_SHARDING, "<@m, [{}], replicated={}, replicated={}>", "col 27", "twice"},
+    {K_SHARDING, "<@m, [{}], unreduced={}, replicated={}>", "col 26", "before unreduced"},
+    {K_SHARDING, "<@m, [{}], unreduced={}, unreduced={}>", "col 26", "twice"},
+    {K_SHARDING, "<@m, [{}], replicated {}>", "col 23", "'='"},
+    {K_SHARDING, "<mesh<[\"a\"=2]> [{}]>", "col 16", "','"},
+    {K_SHARDING, "<mesh[\"a\"=2], [{}]>", "col 6", "'<'"},
+    {K_MESH, "[\"a\"=2]>", "col 1", "'<'"},
+    {K_MESH, "<\"a\"=2>", "col 2", "'['"},
+    {K_MESH, "<[\"a\"=2]", "col 9", "'>'"},
+    {K_MESH, "<[\"a\" 2]>", "col 7", "'='"},
+    {K_MESH, "<[\"a\"=x]>", "col 7", "integer axis size"},
+    {K_MESH, "<[a=2]>", "col 3", "quoted axis name"},
+    {K_MESH, "<[\"a\"=2 \"b\"=2]>", "col 9", "',' or ']'"},
+    {K_MESH, "<[\"a\"=2], ids=[0]>", "col 11", "'device_ids'"},
+    {K_MESH, "<[\"a\"=2], device_ids=[]>", "col 23", "device id"},
+    {K_MESH, "<[\"a\"=2], device_ids=[1 0]>", "col 25", "',' or ']'"},
+    {K_MESH, "<[\"a\"=9223372036854775808]>", "col 7", "out of range"},
+    {K_RULE, "([i])->([i]) {i=2}>", "col 1", "'<'"},
+    {K_RULE, "<([i]) ([i]) {i=2}>", "col 8", "'->'"},
+    {K_RULE, "<([a])->([a]) {a=2}>", "col 4", "factor symbol"},
+    {K_RULE, "<([i, ])->([i]) {i=2}>", "col 7", "factor symbols or '*'"},
+    {K_RULE, "<([i] [j])->([i]) {i=2}>", "col 7", "',' or ')'"},
+    {K_RULE, "<([i, j])->([i]) {i=2}>", "col 7", "factor j has no size"},
+    {K_RULE, "<([i])->([i])>", "col 4", "missing"},
+    {K_RULE, "<([i, i])->([i]) {i=2}>", "col 7", "used twice"},
+    {K_RULE, "<([ii])->([i]) {i=2}>", "col 4", "used twice"},
+    {K_RULE, "<([i])->([i]) {j=2}>", "col 16", "out of range"},
+    {K_RULE, "<([i])->([i]) {i=2, i=3}>", "col 21", "two sizes"},
+    {K_RULE, "<([i])->([i]) {ij=2}>", "col 16", "single factor symbol"},
+    {K_RULE, "<([i])->([i]) {i=-2}>", "col 18", "non-negative"},
+    {K_RULE, "<([i])->([i]) {i=2} reduction={j}>", "col 21", "no size"},
+    {K_RULE, "<([i])->([i]) {i=2} reduction={i} permutation={i}>", "col 35",
+     "more than one factor type"},
+    {K_RULE, "<([i])->([i]) {i=2} blocked_propagation={i, i}>", "col 21", "listed twice"},
+    {K_RULE, "<([i])->([i]) {i=2} reduction={i} reduction={i}>", "col 35", "twice"},
+    {K_RULE, "<([i])->([i]) {i=2} foo={i}>", "col 21", "'reduction'"},
+    {K_RULE, "<([i])->([i]) {i=2}, custom, custom>", "col 28", "'>'"},
+    {K_RULE, "<([i])->([i]) {i=2}, bespoke>", "col 22", "'custom'"},
+    {K_RULE, "<([z_0])->([i]) {i=2}>", "col 4", "positive number"},
+    {K_RULE, "<([z_99999999])->([i]) {i=2}>", "col 4", "too large"},
+    {K_RULE, "<([i])->([i]) {i=2} reduction={i}", "col 34", "'>'"},
+};
+
+/* Every row of parse_errs of kind k fails as it says. */
+static void check_parse_errs(kind k)
+{
+    for (size_t i = 0; i < N_OF(parse_errs); i++) {
+        if (parse_errs[i].k == k) {
+            check_parse_err(k, parse_errs[i].text, parse_errs[i].col, parse_errs[i].what);
+        }
+    }
+}
+
 static void test_sp_sharding_parse_rejects_malformed(void **state)
 {
     (void)state;
-    check_parse_err(K_SHARDING, "", "col 1", "expected '<'");
-    check_parse_err(K_SHARDING, "@mesh, []>", "col 1", "expected '<'");
-    check_parse_err(K_SHARDING, "<mesh_a, []>", "col 2", "'@mesh_name'");
-    check_parse_err(K_SHARDING, "<@, []>", "col 3", "mesh name");
-    check_parse_err(K_SHARDING, "<@m [{}]>", "col 5", "expected ','");
-    check_parse_err(K_SHARDING, "<@m, {}>", "col 6", "'['");
-    check_parse_err(K_SHARDING, "<@m, [{\"a}]>", "col 8", "not terminated");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\n\"}]>", "col 8", "end of the line");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\",}]>", "col 12", "axis name");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\" ?}]>", "col 12", "',' or '}'");
-    check_parse_err(K_SHARDING, "<@m, [{?, \"a\"}]>", "col 9", "'}' after '?'");
-    check_parse_err(K_SHARDING, "<@m, [{a}]>", "col 8", "axis name");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\":(0)2}]>", "col 13", "pre-size must be at least 1");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\":(1 2}]>", "col 15", "')'");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\":(1)}]>", "col 15", "sub-axis size");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\":(99999999999999999999)2}]>", "col 13",
-                    "out of range");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\"}p99999999999]>", "col 12", "too large");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\\00\"}]>", "col 10", "NUL");
-    check_parse_err(K_SHARDING, "<@m, [{\"a\\q\"}]>", "col 10", "escape");
-    check_parse_err(K_SHARDING, "<@m, [{}] x", "col 11", "',' or '>'");
-    check_parse_err(K_SHARDING, "<@m, [{}}]>", "col 9", "',' or ']'");
-    check_parse_err(K_SHARDING, "<@m, [{}], foo={}>", "col 12", "'replicated' or 'unreduced'");
-    check_parse_err(K_SHARDING, "<@m, [{}], replicated={}, replicated={}>", "col 27", "twice");
-    check_parse_err(K_SHARDING, "<@m, [{}], unreduced={}, replicated={}>", "col 26",
-                    "before unreduced");
-    check_parse_err(K_SHARDING, "<@m, [{}], unreduced={}, unreduced={}>", "col 26", "twice");
-    check_parse_err(K_SHARDING, "<@m, [{}], replicated {}>", "col 23", "'='");
-    check_parse_err(K_SHARDING, "<mesh<[\"a\"=2]> [{}]>", "col 16", "','");
-    check_parse_err(K_SHARDING, "<mesh[\"a\"=2], [{}]>", "col 6", "'<'");
+    check_parse_errs(K_SHARDING);
 }
 
 static void test_sp_sharding_parse_rejects_too_many_dims(void **state)
@@ -1073,47 +1126,13 @@ static void test_sp_sharding_parse_rejects_too_many_axes(void **state)
 static void test_sp_mesh_parse_rejects_malformed(void **state)
 {
     (void)state;
-    check_parse_err(K_MESH, "[\"a\"=2]>", "col 1", "'<'");
-    check_parse_err(K_MESH, "<\"a\"=2>", "col 2", "'['");
-    check_parse_err(K_MESH, "<[\"a\"=2]", "col 9", "'>'");
-    check_parse_err(K_MESH, "<[\"a\" 2]>", "col 7", "'='");
-    check_parse_err(K_MESH, "<[\"a\"=x]>", "col 7", "integer axis size");
-    check_parse_err(K_MESH, "<[a=2]>", "col 3", "quoted axis name");
-    check_parse_err(K_MESH, "<[\"a\"=2 \"b\"=2]>", "col 9", "',' or ']'");
-    check_parse_err(K_MESH, "<[\"a\"=2], ids=[0]>", "col 11", "'device_ids'");
-    check_parse_err(K_MESH, "<[\"a\"=2], device_ids=[]>", "col 23", "device id");
-    check_parse_err(K_MESH, "<[\"a\"=2], device_ids=[1 0]>", "col 25", "',' or ']'");
-    check_parse_err(K_MESH, "<[\"a\"=9223372036854775808]>", "col 7", "out of range");
+    check_parse_errs(K_MESH);
 }
 
 static void test_sp_rule_parse_rejects_malformed(void **state)
 {
     (void)state;
-    check_parse_err(K_RULE, "([i])->([i]) {i=2}>", "col 1", "'<'");
-    check_parse_err(K_RULE, "<([i]) ([i]) {i=2}>", "col 8", "'->'");
-    check_parse_err(K_RULE, "<([a])->([a]) {a=2}>", "col 4", "factor symbol");
-    check_parse_err(K_RULE, "<([i, ])->([i]) {i=2}>", "col 7", "factor symbols or '*'");
-    check_parse_err(K_RULE, "<([i] [j])->([i]) {i=2}>", "col 7", "',' or ')'");
-    check_parse_err(K_RULE, "<([i, j])->([i]) {i=2}>", "col 7", "factor j has no size");
-    check_parse_err(K_RULE, "<([i])->([i])>", "col 4", "missing");
-    check_parse_err(K_RULE, "<([i, i])->([i]) {i=2}>", "col 7", "used twice");
-    check_parse_err(K_RULE, "<([ii])->([i]) {i=2}>", "col 4", "used twice");
-    check_parse_err(K_RULE, "<([i])->([i]) {j=2}>", "col 16", "out of range");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=2, i=3}>", "col 21", "two sizes");
-    check_parse_err(K_RULE, "<([i])->([i]) {ij=2}>", "col 16", "single factor symbol");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=-2}>", "col 18", "non-negative");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=2} reduction={j}>", "col 21", "no size");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=2} reduction={i} permutation={i}>", "col 35",
-                    "more than one factor type");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=2} blocked_propagation={i, i}>", "col 21",
-                    "listed twice");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=2} reduction={i} reduction={i}>", "col 35", "twice");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=2} foo={i}>", "col 21", "'reduction'");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=2}, custom, custom>", "col 28", "'>'");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=2}, bespoke>", "col 22", "'custom'");
-    check_parse_err(K_RULE, "<([z_0])->([i]) {i=2}>", "col 4", "positive number");
-    check_parse_err(K_RULE, "<([z_99999999])->([i]) {i=2}>", "col 4", "too large");
-    check_parse_err(K_RULE, "<([i])->([i]) {i=2} reduction={i}", "col 34", "'>'");
+    check_parse_errs(K_RULE);
 }
 
 /* Every prefix and many one-byte corruptions of valid text either parse or
@@ -1643,25 +1662,40 @@ static void test_sp_rule_from_einsum_rejects_bad_shapes(void **state)
  * failure must be CM_ENOMEM (or a failed buffer), and ASan checks leaks. */
 typedef cm_status (*oom_fn)(cm_arena *a, cm_error *err);
 
+/* One attempt (tests/unit/tu_oom.h): f on a fresh arena. */
+typedef struct shard_oom {
+    oom_fn f;
+    cm_arena a;
+    cm_error err;
+} shard_oom;
+
+static void shard_oom_setup(void *ctx)
+{
+    shard_oom *t = ctx;
+    cm_arena_init(&t->a, 1024);
+    cm_error_clear(&t->err);
+}
+
+static cm_status shard_oom_run(void *ctx)
+{
+    shard_oom *t = ctx;
+    return t->f(&t->a, &t->err);
+}
+
+static void shard_oom_done(void *ctx, cm_status st)
+{
+    shard_oom *t = ctx;
+    cm_arena_fini(&t->a);
+    if (st != CM_OK) {
+        assert_int_equal(t->err.code, CM_ENOMEM);
+    }
+}
+
 static void oom_loop(oom_fn f)
 {
-    for (long n = 0;; n++) {
-        cm_arena a;
-        cm_arena_init(&a, 1024);
-        cm_error err;
-        cm_error_clear(&err);
-        cm_alloc_fail_after(n);
-        cm_status st = f(&a, &err);
-        cm_alloc_fail_after(-1);
-        cm_arena_fini(&a);
-        if (st == CM_OK) {
-            assert_true(n > 0);
-            return;
-        }
-        assert_int_equal(st, CM_ENOMEM);
-        assert_int_equal(err.code, CM_ENOMEM);
-        assert_true(n < 100000);
-    }
+    shard_oom t = {.f = f};
+    static const tu_oom loop = {shard_oom_setup, shard_oom_run, shard_oom_done};
+    assert_true(tu_oom_loop(&loop, &t, 100000) > 0);
 }
 
 static const char *const OOM_SHARDING =
@@ -1749,28 +1783,14 @@ static cm_status oom_einsum(cm_arena *a, cm_error *err)
                                &r, err);
 }
 
-static void test_sp_sharding_parse_oom(void **state)
+/* sp_sharding_parse, sp_mesh_parse, sp_rule_parse and sp_rule_from_einsum. */
+static void test_sp_parsers_survive_oom(void **state)
 {
     (void)state;
-    oom_loop(oom_sharding);
-}
-
-static void test_sp_mesh_parse_oom(void **state)
-{
-    (void)state;
-    oom_loop(oom_mesh);
-}
-
-static void test_sp_rule_parse_oom(void **state)
-{
-    (void)state;
-    oom_loop(oom_rule);
-}
-
-static void test_sp_rule_from_einsum_oom(void **state)
-{
-    (void)state;
-    oom_loop(oom_einsum);
+    static const oom_fn parsers[] = {oom_sharding, oom_mesh, oom_rule, oom_einsum};
+    for (size_t i = 0; i < N_OF(parsers); i++) {
+        oom_loop(parsers[i]);
+    }
 }
 
 int main(void)
@@ -1810,10 +1830,7 @@ int main(void)
         cmocka_unit_test(test_sp_rule_from_einsum_rejects_bad_specs),
         cmocka_unit_test(test_sp_rule_from_einsum_rejects_bad_opts),
         cmocka_unit_test(test_sp_rule_from_einsum_rejects_bad_shapes),
-        cmocka_unit_test(test_sp_sharding_parse_oom),
-        cmocka_unit_test(test_sp_mesh_parse_oom),
-        cmocka_unit_test(test_sp_rule_parse_oom),
-        cmocka_unit_test(test_sp_rule_from_einsum_oom),
+        cmocka_unit_test(test_sp_parsers_survive_oom),
     };
     return cmocka_run_group_tests_name("sp_shard", tests, NULL, NULL);
 }

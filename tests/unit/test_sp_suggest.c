@@ -29,6 +29,7 @@
 #include "sp_example.h"
 #include "sp_input.h"
 #include "sp_plan_json.h"
+#include "tu_oom.h"
 
 /* Two layers, weights without a sharding, x sharded on data. */
 static const char mlp[] =
@@ -763,31 +764,43 @@ static void test_sp_suggest_run_honours_the_rules_document(void **state)
     sp_suggest_destroy(with);
 }
 
+/* The OOM loop's attempt (tests/unit/tu_oom.h): one memory-objective run. */
+typedef struct suggest_oom {
+    sp_suggest_opts o;
+    sp_suggest *s;
+} suggest_oom;
+
+static cm_status suggest_oom_run(void *ctx)
+{
+    suggest_oom *t = ctx;
+    t->s = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    return sp_suggest_run(mlp, strlen(mlp), NULL, &t->o, &t->s, &err);
+}
+
+static void suggest_oom_done(void *ctx, cm_status st)
+{
+    suggest_oom *t = ctx;
+    if (st == CM_OK) {
+        assert_true(sp_suggest_n(t->s) > 0);
+    } else {
+        assert_null(t->s);
+    }
+    sp_suggest_destroy(t->s);
+}
+
 static void test_sp_suggest_run_oom(void **state)
 {
     (void)state;
-    sp_suggest_opts o;
-    sp_suggest_opts_init(&o);
-    o.threads = 1;
-    o.max_candidates = 3;
-    o.max_edits = 2;
-    o.objective = SP_SUGGEST_MEMORY;
-    for (long n = 0;; n++) {
-        sp_suggest *s = NULL;
-        cm_error err;
-        cm_error_clear(&err);
-        cm_alloc_fail_after(n);
-        cm_status st = sp_suggest_run(mlp, strlen(mlp), NULL, &o, &s, &err);
-        cm_alloc_fail_after(-1);
-        if (st == CM_OK) {
-            assert_true(sp_suggest_n(s) > 0);
-            sp_suggest_destroy(s);
-            break;
-        }
-        assert_int_equal(st, CM_ENOMEM);
-        assert_null(s);
-        assert_true(n < 200000);
-    }
+    suggest_oom t;
+    sp_suggest_opts_init(&t.o);
+    t.o.threads = 1;
+    t.o.max_candidates = 3;
+    t.o.max_edits = 2;
+    t.o.objective = SP_SUGGEST_MEMORY;
+    static const tu_oom loop = {NULL, suggest_oom_run, suggest_oom_done};
+    tu_oom_loop(&loop, &t, 200000);
 }
 
 int main(void)

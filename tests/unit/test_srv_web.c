@@ -21,6 +21,7 @@
 #include "cm.h"
 #include "srv_app.h"
 #include "srv_web.h"
+#include "tu_http.h"
 
 typedef struct fixture {
     char dir[256]; /* temporary root: t.db, web/, secret.txt */
@@ -138,20 +139,8 @@ static size_t on_header(char *p, size_t s, size_t n, void *ud)
 {
     resp *r = ud;
     size_t len = s * n;
-    struct {
-        const char *name;
-        char *dst;
-    } hs[] = {{"Content-Type: ", r->type}, {"Cache-Control: ", r->cache}};
-    for (size_t i = 0; i < 2; i++) {
-        size_t k = strlen(hs[i].name);
-        if (len > k && strncasecmp(p, hs[i].name, k) == 0) {
-            size_t v = len - k;
-            while (v > 0 && (p[k + v - 1] == '\r' || p[k + v - 1] == '\n')) {
-                v--;
-            }
-            snprintf(hs[i].dst, 128, "%.*s", (int)v, p + k);
-        }
-    }
+    tu_header_copy(p, len, "Content-Type: ", r->type, sizeof r->type);
+    tu_header_copy(p, len, "Cache-Control: ", r->cache, sizeof r->cache);
     return len;
 }
 

@@ -3,7 +3,6 @@
  * database while another handle writes to it, restore by opening the copy,
  * errors with code and path, and an OOM loop. Files live in a mkdtemp
  * directory under /tmp that each test removes. */
-#include <dirent.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +22,7 @@
 #include "cm.h"
 #include "st_db.h"
 #include "st_int.h"
+#include "tu_fs.h"
 
 /* ---- fixture ------------------------------------------------------------------------------ */
 
@@ -32,24 +32,6 @@ typedef struct fx {
     char backup[128]; /* dir/backup.db */
     st_db *db;
 } fx;
-
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        return;
-    }
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-    }
-    closedir(d);
-    rmdir(dir);
-}
 
 static int setup(void **state)
 {
@@ -68,7 +50,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     st_db_close(f->db);
-    remove_dir(f->dir);
+    tu_dir_remove(f->dir);
     free(f);
     return 0;
 }

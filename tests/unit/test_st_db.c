@@ -6,7 +6,6 @@
  * saw acknowledged must be in the reopened, intact database. SQLite is used
  * directly here only to build and inspect fixture files. Files live in a
  * mkdtemp directory under /tmp that each test removes. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -30,6 +29,7 @@
 #include "cm.h"
 #include "st_db.h"
 #include "st_int.h"
+#include "tu_fs.h"
 
 /* ---- fixture ------------------------------------------------------------------------------ */
 
@@ -42,25 +42,6 @@ typedef struct fx {
 static void fx_path(const fx *f, const char *name, char *out, size_t cap)
 {
     snprintf(out, cap, "%s/%s", f->dir, name);
-}
-
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        return;
-    }
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-            continue;
-        }
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 static int setup(void **state)
@@ -85,7 +66,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     st_db_close(f->db);
-    remove_dir(f->dir);
+    tu_dir_remove(f->dir);
     free(f);
     return 0;
 }
@@ -1726,7 +1707,7 @@ int main(void)
         return 1;
     }
     st_db_close(db);
-    remove_dir(dir);
+    tu_dir_remove(dir);
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_st_db_open_sets_wal_and_schema, setup, teardown),

@@ -86,25 +86,27 @@ size_t tu_on_body(char *p, size_t s, size_t n, void *ud)
     return s * n;
 }
 
+bool tu_header_copy(const char *p, size_t len, const char *name, char *dst, size_t cap)
+{
+    size_t k = strlen(name);
+    if (len <= k || strncasecmp(p, name, k) != 0) {
+        return false;
+    }
+    size_t v = len - k;
+    while (v > 0 && (p[k + v - 1] == '\r' || p[k + v - 1] == '\n')) {
+        v--;
+    }
+    snprintf(dst, cap, "%.*s", (int)v, p + k);
+    return true;
+}
+
 static size_t on_header(char *p, size_t s, size_t n, void *ud)
 {
     tu_resp *r = ud;
     size_t len = s * n;
-    struct {
-        const char *name;
-        char *dst;
-    } hs[] = {{"Location: ", r->location}, {"Allow: ", r->allow},
-              {"WWW-Authenticate: ", r->www_auth}};
-    for (size_t i = 0; i < 3; i++) {
-        size_t k = strlen(hs[i].name);
-        if (len > k && strncasecmp(p, hs[i].name, k) == 0) {
-            size_t v = len - k;
-            while (v > 0 && (p[k + v - 1] == '\r' || p[k + v - 1] == '\n')) {
-                v--;
-            }
-            snprintf(hs[i].dst, 128, "%.*s", (int)v, p + k);
-        }
-    }
+    tu_header_copy(p, len, "Location: ", r->location, sizeof r->location);
+    tu_header_copy(p, len, "Allow: ", r->allow, sizeof r->allow);
+    tu_header_copy(p, len, "WWW-Authenticate: ", r->www_auth, sizeof r->www_auth);
     return len;
 }
 

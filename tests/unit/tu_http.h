@@ -55,6 +55,10 @@ void tu_http(const tu_server *s, const char *method, const char *path, const cha
 void tu_resp_fini(tu_resp *r);
 /* A libcurl write callback appending to the cm_buf ud. */
 size_t tu_on_body(char *p, size_t s, size_t n, void *ud);
+/* For a libcurl header callback: when the header line p (len bytes) is
+ * name (e.g. "Location: ", matched case-insensitively) and a value, copies
+ * the value without its line end into dst (cap bytes) and returns true. */
+bool tu_header_copy(const char *p, size_t len, const char *name, char *dst, size_t cap);
 
 json_int_t tu_jint(const json_t *j, const char *key);
 const char *tu_jstr(const json_t *j, const char *key);
