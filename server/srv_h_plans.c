@@ -417,13 +417,19 @@ static cm_status merge_input(const srv_plan_req *pr, const srv_named_doc *rules,
 }
 
 /* The errors of reading the input, as the client should see them. */
-static void reply_input_error(srv_app *app, srv_req *r, const plan_src *s, const cm_error *e)
+static void reply_input_error(srv_app *app, srv_req *r, const srv_plan_req *pr,
+                              const plan_src *s, const cm_error *e)
 {
     if (e->code == CM_EINVAL && s->mesh.body != NULL && strncmp(e->path, "/meshes", 7) == 0) {
         srv_reply_err(app, r, E_INVALID, "/mesh", "mesh does not fit the graph: %s at %s", e->msg,
                       e->path);
     } else if (e->code == CM_EINVAL && strncmp(e->path, "/rules", 6) == 0) {
         srv_reply_err(app, r, E_INTERNAL, NULL, "stored rules do not decode: %s", e->msg);
+    } else if (e->code == CM_EINVAL && pr->graph_at != NULL && e->path[0] == '/') {
+        /* a pointer into the envelope's graph: from the request body's root */
+        char path[CM_ERROR_PATH_LEN];
+        snprintf(path, sizeof path, "%s%s", pr->graph_at, e->path);
+        srv_reply_err(app, r, E_INVALID, path, "%s", e->msg);
     } else {
         srv_reply_cm(app, r, e);
     }
@@ -506,7 +512,7 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         ok = false;
     }
     if (ok && merge_input(&pr, rules, n_rules, &s, &e) != CM_OK) {
-        reply_input_error(app, r, &s, &e);
+        reply_input_error(app, r, &pr, &s, &e);
         ok = false;
     }
     /* 4. read the input into a plan: its key finds an equal stored plan */
@@ -518,7 +524,7 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
     io.rules = s.rules.len > 0 ? s.rules.data : NULL;
     io.rules_len = s.rules.len;
     if (ok && sp_plan_create(s.text, s.len, &io, s.extra.data, s.extra.len, &plan, &e) != CM_OK) {
-        reply_input_error(app, r, &s, &e);
+        reply_input_error(app, r, &pr, &s, &e);
         ok = false;
     }
     if (ok) {

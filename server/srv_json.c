@@ -211,6 +211,7 @@ cm_status srv_json_plan_req_decode(const char *body, size_t len, cm_arena *a, sr
                 goto out;
             }
             out->graph = dump_to_arena(v, a, &out->graph_len);
+            out->graph_at = "/graph";
             n_sources++;
             if (out->graph == NULL) {
                 st = cm_error_oom(err);

@@ -20,6 +20,8 @@
 typedef struct srv_plan_req {
     const char *graph; /* the graph document re-serialized, or NULL */
     size_t graph_len;
+    const char *graph_at; /* where graph sits in the request ("/graph" in an envelope,
+                           * NULL for a bare document): the prefix of its error paths */
     const char *mlir; /* MLIR text, or NULL */
     size_t mlir_len;
     int64_t graph_id;      /* stored graph, or 0 */

@@ -403,6 +403,25 @@ static void test_srv_plan_from_example_routes_match_cli(void **state)
     rm_files(s, names);
 }
 
+/* ---- errors point into the request -------------------------------------------------------- */
+
+static void test_srv_plan_envelope_errors_point_into_the_body(void **state)
+{
+    tu_server *s = *state;
+    const char *bare = "{\"inputs\":[{\"name\":\"x\",\"type\":\"tensor<4xf32>\"}],"
+                       "\"ops\":[{\"op\":\"stablehlo.abs\",\"operands\":[\"%nope\"],"
+                       "\"result\":\"y\",\"type\":\"tensor<4xf32>\"}],\"outputs\":[\"y\"]}";
+    tu_resp r;
+    tu_http(s, "POST", "/v1/plans", "application/json", bare, &r);
+    tu_expect_error(&r, 400, "invalid", "/ops/0/operands/0");
+    tu_resp_fini(&r);
+    char env[512];
+    snprintf(env, sizeof env, "{\"graph\":%s,\"name\":\"bad\"}", bare);
+    tu_http(s, "POST", "/v1/plans", "application/json", env, &r);
+    tu_expect_error(&r, 400, "invalid", "/graph/ops/0/operands/0");
+    tu_resp_fini(&r);
+}
+
 /* ---- benchmarks ----------------------------------------------------------------------------- */
 
 static double now_s(void)
@@ -501,6 +520,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_srv_plan_with_stored_rules_routes_match_cli, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_from_example_routes_match_cli, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_srv_plan_envelope_errors_point_into_the_body, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_srv_bench_of_mesh_and_pass_plans, setup, teardown),
     };
