@@ -204,22 +204,9 @@ int64_t ex_module_contraction(const sp_module *m)
 
 /* ---- partition and check -------------------------------------------------------- */
 
-static bool has_collectives(const sp_module *m)
-{
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        sp_op_kind k = (sp_op_kind)m->ops[i].kind;
-        if (k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE || k == SP_OP_SDY_ALL_REDUCE ||
-            k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_COLLECTIVE_PERMUTE ||
-            k == SP_OP_SDY_REDUCE_SCATTER || k == SP_OP_SDY_RESHARD) {
-            return true;
-        }
-    }
-    return false;
-}
-
 cm_status ex_partition(sp_module *m, cm_error *err)
 {
-    if (has_collectives(m)) {
+    if (sp_module_is_partitioned(m)) {
         return CM_OK;
     }
     sp_diags d;
@@ -283,7 +270,7 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
 static cm_status read_planned(const char *text, size_t len, sp_module **out, cm_error *err)
 {
     cm_status st = sp_mlir_read(text, len, 0, out, err);
-    if (st != CM_OK || has_collectives(*out)) {
+    if (st != CM_OK || sp_module_is_partitioned(*out)) {
         return st;
     }
     sp_prop_opts po;

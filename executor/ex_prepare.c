@@ -1477,9 +1477,7 @@ static cm_status prepare_regions(prog *p, xop *x, uint32_t blk, uint32_t idx, ui
  * are copies when every value is held whole). */
 static bool moves_data(sp_op_kind k)
 {
-    return k == SP_OP_SDY_ALL_REDUCE || k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE ||
-           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_REDUCE_SCATTER ||
-           k == SP_OP_SDY_COLLECTIVE_PERMUTE;
+    return sp_op_is_sdy_collective(k) && k != SP_OP_SDY_RESHARD;
 }
 
 #define EX_MAX_MANUAL_GROUPS 4096 /* manual groups of a reference run */

@@ -56,12 +56,12 @@ typedef struct worker {
     uint32_t dev;
 } worker;
 
-static bool is_collective(sp_op_kind k)
+/* Ops the workers run together (ex_coll_run), or as a local copy when the
+ * value does not move: Shardy's collectives and reshards, and
+ * sharding constraints, which move data when the shardings differ. */
+static bool runs_as_collective(sp_op_kind k)
 {
-    return k == SP_OP_SDY_ALL_REDUCE || k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE ||
-           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_REDUCE_SCATTER ||
-           k == SP_OP_SDY_COLLECTIVE_PERMUTE || k == SP_OP_SDY_RESHARD ||
-           k == SP_OP_SDY_SHARDING_CONSTRAINT;
+    return sp_op_is_sdy_collective(k) || k == SP_OP_SDY_SHARDING_CONSTRAINT;
 }
 
 /* Drops every buffer of device dev: keep moves them to the spares for the
@@ -502,7 +502,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
     default:
         break;
     }
-    if (is_collective(x->kind) && !p->replicated && !x->local) {
+    if (runs_as_collective(x->kind) && !p->replicated && !x->local) {
         if (!failed) {
             /* Any worker writes any device's result (ex_coll_run). Sums
              * and unpadded copies write every element of it. */
@@ -525,7 +525,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
             st = ex_coll_run(p, x, sh, dev, err);
         }
         pthread_barrier_wait(&sh->bar);
-    } else if (is_collective(x->kind)) {
+    } else if (runs_as_collective(x->kind)) {
         if (!failed) {
             uint32_t v = o->operands[0], r = o->first_result;
             void *out = ex_buf_zalloc(p, bufs, r);

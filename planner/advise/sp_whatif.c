@@ -1393,15 +1393,13 @@ static const char *not_local(const sp_module *m)
         if (op->parent_block == SP_NONE) {
             continue;
         }
+        if (sp_op_is_data_flow((sp_op_kind)op->kind)) {
+            return "the module has data-flow ops (while, case, if, optimization_barrier)";
+        }
         switch ((sp_op_kind)op->kind) {
         case SP_OP_FUNC_FUNC:
         case SP_OP_FUNC_CALL: /* an op like any other: propagation knows no rule for it */
             continue;
-        case SP_OP_WHILE:
-        case SP_OP_CASE:
-        case SP_OP_IF:
-        case SP_OP_OPTIMIZATION_BARRIER:
-            return "the module has data-flow ops (while, case, if, optimization_barrier)";
         case SP_OP_SDY_MANUAL_COMPUTATION:
         case SP_OP_SDY_NAMED_COMPUTATION:
             return "the module has manual or named computations";

@@ -1074,25 +1074,13 @@ static bool is_free_op(sp_op_kind k)
     }
 }
 
-static bool is_collective(sp_op_kind k)
+/* Ops costed as explicit collectives (explicit_coll): Shardy's collectives
+ * and reshards, and the StableHLO collectives the model has a formula for
+ * (all but collective_broadcast, which is costed like any other op). */
+static bool costs_as_collective(sp_op_kind k)
 {
-    switch (k) {
-    case SP_OP_SDY_ALL_GATHER:
-    case SP_OP_SDY_ALL_SLICE:
-    case SP_OP_SDY_ALL_REDUCE:
-    case SP_OP_SDY_ALL_TO_ALL:
-    case SP_OP_SDY_COLLECTIVE_PERMUTE:
-    case SP_OP_SDY_REDUCE_SCATTER:
-    case SP_OP_SDY_RESHARD:
-    case SP_OP_ALL_REDUCE:
-    case SP_OP_ALL_GATHER:
-    case SP_OP_REDUCE_SCATTER:
-    case SP_OP_ALL_TO_ALL:
-    case SP_OP_COLLECTIVE_PERMUTE:
-        return true;
-    default:
-        return false;
-    }
+    return sp_op_is_sdy_collective(k) ||
+           (sp_op_is_collective(k) && k != SP_OP_COLLECTIVE_BROADCAST);
 }
 
 /* Ops with regions whose bodies run as part of the op (every branch is
@@ -1235,7 +1223,7 @@ static double cost_op(cctx *x, uint32_t id, double mult)
     sp_cost_summary *s = &x->c->s;
     double inner = 0;
     s->n_ops++;
-    if (is_collective(k)) {
+    if (costs_as_collective(k)) {
         explicit_coll(x, id, mult);
     } else if (x->implied) {
         implied_op(x, id, mult);
