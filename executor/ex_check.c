@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sp_attrs.h"
 #include "sp_cost.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
@@ -176,29 +177,21 @@ void ex_tensors_compare(const ex_tensor *expected, const ex_tensor *got, uint32_
 int64_t ex_module_contraction(const sp_module *m)
 {
     int64_t best = 1;
-    cm_arena a;
-    cm_arena_init(&a, 0);
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *o = &m->ops[i];
-        if (o->kind != SP_OP_DOT_GENERAL || o->n_operands < 1) {
-            continue;
-        }
-        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dot_dimension_numbers");
-        const int64_t *c = NULL;
-        uint32_t nc = 0;
-        if (!sp_attr_ints(params_item(dn, "lhs_contracting_dimensions"), &c, &nc, &a)) {
+        sp_dot_dims dd;
+        if (o->kind != SP_OP_DOT_GENERAL || sp_dot_dims_get(m, i, &dd, NULL) != CM_OK) {
             continue;
         }
         const sp_type *t = sp_value_type(m, o->operands[0]);
         int64_t kk = 1;
-        for (uint32_t j = 0; j < nc; j++) {
-            if (c[j] >= 0 && c[j] < (int64_t)t->rank && t->dims[c[j]] > 0) {
-                kk *= t->dims[c[j]];
+        for (uint32_t j = 0; j < dd.n_contract; j++) {
+            if (t->dims[dd.lhs_contract[j]] > 0) {
+                kk *= t->dims[dd.lhs_contract[j]];
             }
         }
         best = kk > best ? kk : best;
     }
-    cm_arena_fini(&a);
     return best;
 }
 

@@ -284,14 +284,6 @@ static inline int64_t valid_len(const vinfo *vi, uint32_t k, int64_t off)
     return n < 0 ? 0 : (n < vi->ldims[k] ? n : vi->ldims[k]);
 }
 
-static inline const sp_attr *params_item(const sp_attr *a, const char *name)
-{
-    if (a == NULL || a->kind != SP_ATTR_PARAMS) {
-        return NULL;
-    }
-    return sp_attrs_get(a->u.params.items, a->u.params.n, name);
-}
-
 /* A prepared sdy.manual_computation (xop.ext). The body runs once per unit:
  * on every device for its own manual group, or, in the reference run, on
  * the one worker for every manual group in turn. Each operand's and

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_attrs.h"
 #include "sp_ops.h"
 #include "sp_profile_json.h"
 #include "sp_diag.h"
@@ -883,40 +884,6 @@ static void implied_op(cctx *x, uint32_t id, double mult)
 
 /* ---- FLOPs and traffic -------------------------------------------------------------- */
 
-/* Integers of parameter key of a #dialect<...> attribute into buf (at most
- * SP_MAX_RANK); an absent key reads as an empty list. */
-static bool attr_i64s(const sp_attr *a, const char *key, int64_t *buf, uint32_t *n)
-{
-    *n = 0;
-    if (a == NULL || a->kind != SP_ATTR_PARAMS) {
-        return false;
-    }
-    const sp_attr *x = sp_attrs_get(a->u.params.items, a->u.params.n, key);
-    if (x == NULL) {
-        return true;
-    }
-    if (x->kind == SP_ATTR_DENSE_ARRAY) {
-        for (uint32_t i = 0; i < x->u.darr.n && i < SP_MAX_RANK; i++) {
-            buf[(*n)++] = x->u.darr.v[i];
-        }
-        return true;
-    }
-    if (x->kind == SP_ATTR_INT) {
-        buf[(*n)++] = x->u.i.v;
-        return true;
-    }
-    if (x->kind == SP_ATTR_ARRAY) {
-        for (uint32_t i = 0; i < x->u.arr.n && i < SP_MAX_RANK; i++) {
-            if (x->u.arr.items[i]->kind != SP_ATTR_INT) {
-                return false;
-            }
-            buf[(*n)++] = x->u.arr.items[i]->u.i.v;
-        }
-        return true;
-    }
-    return false;
-}
-
 static double sum_elems(cctx *x, const uint32_t *vals, uint32_t n)
 {
     double s = 0;
@@ -928,8 +895,9 @@ static double sum_elems(cctx *x, const uint32_t *vals, uint32_t n)
 
 /* FLOPs of one op from local shapes (docs/cost-model.md lists them):
  * class 0 dot/convolution, 1 element-wise, 2 reduction, 3 other. */
-static double op_flops(cctx *x, const sp_op *o, int *cls)
+static double op_flops(cctx *x, uint32_t id, int *cls)
 {
+    const sp_op *o = &x->m->ops[id];
     sp_op_kind k = (sp_op_kind)o->kind;
     *cls = 3;
     if (o->n_results == 0) {
@@ -937,49 +905,35 @@ static double op_flops(cctx *x, const sp_op *o, int *cls)
     }
     uint32_t res = o->first_result;
     switch (k) {
-    case SP_OP_DOT_GENERAL: {
+    case SP_OP_DOT_GENERAL:
+    case SP_OP_DOT: {
+        /* the local contracted size (1 when the dimension numbers are bad) */
         *cls = 0;
         if (o->n_operands != 2) {
             return 0;
         }
-        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dot_dimension_numbers");
-        int64_t lc[SP_MAX_RANK], rc[SP_MAX_RANK];
-        uint32_t nlc = 0, nrc = 0;
+        sp_dot_dims dd;
         double kk = 1;
-        if (attr_i64s(dn, "lhs_contracting_dimensions", lc, &nlc) &&
-            attr_i64s(dn, "rhs_contracting_dimensions", rc, &nrc) && nlc == nrc) {
-            for (uint32_t i = 0; i < nlc; i++) {
-                if (lc[i] < 0 || rc[i] < 0) {
-                    continue;
-                }
-                double a = local_dim(x, o->operands[0], (uint32_t)lc[i]);
-                double b = local_dim(x, o->operands[1], (uint32_t)rc[i]);
+        if (sp_dot_dims_get(x->m, id, &dd, NULL) == CM_OK) {
+            for (uint32_t i = 0; i < dd.n_contract; i++) {
+                double a = local_dim(x, o->operands[0], (uint32_t)dd.lhs_contract[i]);
+                double b = local_dim(x, o->operands[1], (uint32_t)dd.rhs_contract[i]);
                 kk *= a < b ? a : b;
             }
         }
         return 2.0 * val_elems(x, res) * kk;
     }
-    case SP_OP_DOT: {
-        *cls = 0;
-        if (o->n_operands != 2) {
-            return 0;
-        }
-        const sp_type *lt = sp_value_type(x->m, o->operands[0]);
-        double a = lt->rank > 0 ? local_dim(x, o->operands[0], lt->rank - 1) : 1;
-        double b = local_dim(x, o->operands[1], 0);
-        return 2.0 * val_elems(x, res) * (a < b ? a : b);
-    }
     case SP_OP_CONVOLUTION: {
+        /* the local kernel per output feature (the whole kernel when the
+         * dimension numbers are bad) */
         *cls = 0;
         if (o->n_operands != 2) {
             return 0;
         }
-        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dimension_numbers");
-        int64_t kof[SP_MAX_RANK];
-        uint32_t n = 0;
+        sp_conv_dims cd;
         double ker = val_elems(x, o->operands[1]);
-        if (attr_i64s(dn, "kernel_output_feature_dimension", kof, &n) && n == 1 && kof[0] >= 0) {
-            double of = local_dim(x, o->operands[1], (uint32_t)kof[0]);
+        if (sp_conv_dims_get(x->m, id, &cd, NULL) == CM_OK) {
+            double of = local_dim(x, o->operands[1], (uint32_t)cd.kernel_output_feature);
             ker = of > 0 ? ker / of : ker;
         }
         return 2.0 * val_elems(x, res) * ker;
@@ -989,10 +943,12 @@ static double op_flops(cctx *x, const sp_op *o, int *cls)
         return sum_elems(x, o->operands, o->n_operands / 2);
     case SP_OP_REDUCE_WINDOW: {
         *cls = 2;
-        const sp_attr *w = sp_attrs_get(o->attrs, o->n_attrs, "window_dimensions");
+        sp_window w;
         double win = 1;
-        for (uint32_t i = 0; w != NULL && w->kind == SP_ATTR_DENSE_ARRAY && i < w->u.darr.n; i++) {
-            win *= (double)w->u.darr.v[i];
+        if (sp_window_get(x->m, id, &w, NULL) == CM_OK) {
+            for (uint32_t i = 0; i < w.n_dims; i++) {
+                win *= (double)w.dims[i];
+            }
         }
         return sum_elems(x, &o->first_result, 1) * win * (double)(o->n_results > 0 ? 1 : 0) *
                (double)(o->n_operands / 2 > 0 ? o->n_operands / 2 : 1);
@@ -1230,7 +1186,7 @@ static double cost_op(cctx *x, uint32_t id, double mult)
     }
     if (!is_free_op(k)) {
         int cls;
-        double f = op_flops(x, o, &cls);
+        double f = op_flops(x, id, &cls);
         double traffic = 0;
         for (uint32_t i = 0; i < o->n_operands; i++) {
             traffic += val_bytes(x, o->operands[i]);
