@@ -9,12 +9,7 @@
 
 #include "sp_attrs.h"
 #include "sp_cost.h"
-#include "sp_pipeline.h"
-#include "sp_prop.h"
-#include "sp_reshard.h"
-#include "sp_collectives.h"
-#include "sp_diag.h"
-#include "sp_mlir.h"
+#include "sp_input.h"
 
 /* ---- arguments, comparison ------------------------------------------------------ */
 
@@ -199,17 +194,7 @@ int64_t ex_module_contraction(const sp_module *m)
 
 cm_status ex_partition(sp_module *m, cm_error *err)
 {
-    if (sp_module_is_partitioned(m)) {
-        return CM_OK;
-    }
-    sp_diags d;
-    sp_diags_init(&d);
-    cm_status st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
-    sp_diags_fini(&d);
-    if (st == CM_OK) {
-        st = sp_pass_reshard_to_collectives(m, false, err);
-    }
-    return st;
+    return sp_module_is_partitioned(m) ? CM_OK : sp_module_partition(m, err);
 }
 
 cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check_opts *o,
@@ -260,41 +245,23 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
     return st;
 }
 
-static cm_status read_planned(const char *text, size_t len, sp_module **out, cm_error *err)
-{
-    cm_status st = sp_mlir_read(text, len, 0, out, err);
-    if (st != CM_OK || sp_module_is_partitioned(*out)) {
-        return st;
-    }
-    sp_prop_opts po;
-    sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
-    sp_diags d;
-    sp_diags_init(&d);
-    st = sp_pass_propagation_pipeline(*out, &po, &d, err);
-    sp_diags_fini(&d);
-    if (st != CM_OK) {
-        sp_module_destroy(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
 cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
                         cm_error *err)
 {
     memset(r, 0, sizeof *r);
-    sp_module *part = NULL, *ref = NULL;
-    cm_status st = read_planned(text, len, &part, err);
+    sp_input part, ref;
+    memset(&ref, 0, sizeof ref);
+    cm_status st = sp_input_read(text, len, NULL, &part, err);
     if (st == CM_OK) {
-        st = read_planned(text, len, &ref, err);
+        st = sp_input_read(text, len, NULL, &ref, err);
     }
     if (st == CM_OK) {
-        st = ex_partition(part, err);
+        st = sp_input_partition(&part, err);
     }
     if (st == CM_OK) {
-        st = ex_check_modules(part, ref, o, r, err);
+        st = ex_check_modules(part.m, ref.m, o, r, err);
     }
-    sp_module_destroy(part);
-    sp_module_destroy(ref);
+    sp_input_fini(&part);
+    sp_input_fini(&ref);
     return st;
 }

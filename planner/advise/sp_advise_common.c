@@ -6,25 +6,14 @@
 #include <string.h>
 
 #include "sp_advise_int.h"
-#include "sp_collectives.h"
-#include "sp_diag.h"
-#include "sp_reshard.h"
+#include "sp_input.h"
 
 cm_status sp_advise_partition_cost(sp_module *m, bool partitioned, const sp_profile *profile,
                                    double overlap, const sp_custom_rules *custom,
                                    const sp_graph *g, sp_cost **out, cm_error *err)
 {
     *out = NULL;
-    cm_status st = CM_OK;
-    if (!partitioned) {
-        sp_diags d;
-        sp_diags_init(&d);
-        st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
-        sp_diags_fini(&d);
-        if (st == CM_OK) {
-            st = sp_pass_reshard_to_collectives(m, false, err);
-        }
-    }
+    cm_status st = partitioned ? CM_OK : sp_module_partition(m, err);
     if (st == CM_OK) {
         sp_cost_opts co;
         sp_cost_opts_init(&co);
