@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cm_json.h"
 #include "ex_blas.h"
 #include "ex_exec.h"
 #include "ex_thread_int.h"
@@ -276,14 +277,16 @@ cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err)
 void ex_calib_profile_json(const ex_calib *c, const char *name, cm_buf *out)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cm_buf_puts(out, "{\n \"format\": \"shardplan.device-profile/v1\",\n \"name\": ");
+    cm_json_put_cstr(out, name);
     cm_buf_printf(out,
-                  "{\n \"format\": \"shardplan.device-profile/v1\",\n \"name\": \"%s\",\n"
+                  ",\n"
                   " \"description\": \"This machine's CPU device workers as the executor runs "
                   "them: %u workers on %ld cores, one OpenBLAS thread each.\",\n"
                   " \"source\": \"measured by shardplan calibrate: sgemm 1024 on %u concurrent "
                   "workers, memcpy of 64 MiB on 1 and on %u threads, pthread barrier rounds\",\n"
                   " \"calibrated\": true,\n",
-                  name, c->n_devices, cores, c->n_devices, c->n_devices);
+                  c->n_devices, cores, c->n_devices, c->n_devices);
     cm_buf_printf(out, " \"peak_flops\": {\n  \"f64\": %.6g,\n  \"f32\": %.6g\n },\n", c->f64_flops,
                   c->f32_flops);
     cm_buf_printf(out, " \"memory\": {\n");

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_advise_int.h"
 #include "sp_input.h"
 
@@ -63,7 +64,7 @@ void sp_advise_fix_write(const sp_sharding *s, const char *mesh_name, uint32_t r
 
 void sp_advise_put_jstr(cm_buf *b, const char *s)
 {
-    cm_buf_json_string(b, s, s != NULL ? strlen(s) : 0);
+    cm_json_put_cstr(b, s != NULL ? s : "");
 }
 
 void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads)

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_advise_int.h"
 #include "sp_collectives.h"
 #include "sp_graph_json.h"
@@ -2344,23 +2345,14 @@ const char *sp_whatif_propagated(const sp_whatif *w, size_t *len_out)
 
 /* ---- reports ------------------------------------------------------------------------------ */
 
-static void put_num(cm_buf *b, double v)
-{
-    if (v != v || v > 1e300 || v < -1e300) {
-        cm_buf_puts(b, "null");
-        return;
-    }
-    cm_buf_printf(b, "%.6g", v);
-}
-
 static void put_cost(cm_buf *b, const sp_cost_summary *c, uint32_t n_colls)
 {
     cm_buf_puts(b, "{\"step_s\":");
-    put_num(b, c->step_s);
-    cm_buf_puts(b, ",\"peak_bytes\":");
-    put_num(b, c->peak_bytes);
-    cm_buf_puts(b, ",\"comm_bytes\":");
-    put_num(b, c->comm_bytes);
+    cm_json_put_g(b, c->step_s, 6);
+    cm_json_put_key(b, "peak_bytes");
+    cm_json_put_g(b, c->peak_bytes, 6);
+    cm_json_put_key(b, "comm_bytes");
+    cm_json_put_g(b, c->comm_bytes, 6);
     cm_buf_puts(b, ",\"collectives\":");
     cm_buf_put_i64(b, n_colls);
     cm_buf_putc(b, '}');
@@ -2376,9 +2368,9 @@ void sp_whatif_write_json(const sp_whatif *w, int64_t plan_id, cm_buf *b)
         cm_buf_puts(b, ",\"label\":");
         sp_advise_put_jstr(b, c->label);
         cm_buf_puts(b, ",\"before\":");
-        c->before != NULL ? sp_advise_put_jstr(b, c->before) : cm_buf_puts(b, "null");
+        cm_json_put_cstr(b, c->before);
         cm_buf_puts(b, ",\"after\":");
-        c->after != NULL ? sp_advise_put_jstr(b, c->after) : cm_buf_puts(b, "null");
+        cm_json_put_cstr(b, c->after);
         cm_buf_putc(b, '}');
     }
     cm_buf_printf(b,
@@ -2388,9 +2380,9 @@ void sp_whatif_write_json(const sp_whatif *w, int64_t plan_id, cm_buf *b)
                   w->stats.incremental ? "true" : "false");
     sp_advise_put_jstr(b, w->stats.why_full);
     cm_buf_puts(b, "},\n \"seconds\":{\"incremental\":");
-    put_num(b, w->stats.incremental_s);
-    cm_buf_puts(b, ",\"propagation\":");
-    put_num(b, w->stats.propagate_s);
+    cm_json_put_g(b, w->stats.incremental_s, 6);
+    cm_json_put_key(b, "propagation");
+    cm_json_put_g(b, w->stats.propagate_s, 6);
     cm_buf_puts(b, "},\n \"cost\":");
     if (w->costed) {
         cm_buf_puts(b, "{\"before\":");

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_attrs.h"
 #include "sp_ops.h"
 #include "sp_profile_json.h"
@@ -1633,23 +1634,6 @@ const sp_cost_axis *sp_cost_axis_at(const sp_cost *c, uint32_t i)
 
 /* ---- output ------------------------------------------------------------------------------------ */
 
-static void put_jstr(cm_buf *b, const char *s)
-{
-    cm_buf_json_string(b, s, strlen(s));
-}
-
-/* A JSON number: integers exactly, others with 6 significant digits. */
-static void put_num(cm_buf *b, double v)
-{
-    if (!isfinite(v)) {
-        cm_buf_puts(b, "null");
-    } else if (v == floor(v) && fabs(v) < 9e15) {
-        cm_buf_put_i64(b, (int64_t)v);
-    } else {
-        cm_buf_printf(b, "%.6g", v);
-    }
-}
-
 static void human_bytes(char *buf, size_t len, double v)
 {
     static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -1721,52 +1705,37 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
     char oom[128];
     sp_cost_oom_message(c, oom, sizeof oom);
     cm_buf_puts(b, "{\"mode\":");
-    put_jstr(b, s->partitioned ? "explicit" : "implied");
-    cm_buf_puts(b, ",\"note\":");
-    put_jstr(b, mode_note(s));
-    cm_buf_puts(b, ",\"profile\":");
-    put_jstr(b, s->profile);
+    cm_json_put_cstr(b, s->partitioned ? "explicit" : "implied");
+    cm_json_put_kv_str(b, "note", mode_note(s));
+    cm_json_put_kv_str(b, "profile", s->profile);
     cm_buf_printf(b, ",\"devices\":%lld,\"ops\":%u,\n \"memory\":{\"parameter_bytes\":",
                   (long long)s->devices, s->n_ops);
-    put_num(b, s->param_bytes);
-    cm_buf_puts(b, ",\"input_bytes\":");
-    put_num(b, s->input_bytes);
-    cm_buf_puts(b, ",\"output_bytes\":");
-    put_num(b, s->output_bytes);
-    cm_buf_puts(b, ",\"peak_activation_bytes\":");
-    put_num(b, s->peak_activation_bytes);
-    cm_buf_puts(b, ",\"peak_bytes\":");
-    put_num(b, s->peak_bytes);
-    cm_buf_puts(b, ",\"capacity_bytes\":");
-    put_num(b, s->capacity_bytes);
+    cm_json_put_num(b, s->param_bytes, 6);
+    cm_json_put_kv_num(b, "input_bytes", s->input_bytes, 6);
+    cm_json_put_kv_num(b, "output_bytes", s->output_bytes, 6);
+    cm_json_put_kv_num(b, "peak_activation_bytes", s->peak_activation_bytes, 6);
+    cm_json_put_kv_num(b, "peak_bytes", s->peak_bytes, 6);
+    cm_json_put_kv_num(b, "capacity_bytes", s->capacity_bytes, 6);
     cm_buf_puts(b, s->fits ? ",\"fits\":true" : ",\"fits\":false");
-    cm_buf_puts(b, ",\"message\":");
-    put_jstr(b, oom);
+    cm_json_put_kv_str(b, "message", oom);
     cm_buf_puts(b, "},\n \"flops\":{\"total\":");
-    put_num(b, s->flops);
-    cm_buf_puts(b, ",\"dot\":");
-    put_num(b, s->flops_dot);
-    cm_buf_puts(b, ",\"elementwise\":");
-    put_num(b, s->flops_elementwise);
-    cm_buf_puts(b, ",\"reduce\":");
-    put_num(b, s->flops_reduce);
-    cm_buf_puts(b, ",\"other\":");
-    put_num(b, s->flops_other);
+    cm_json_put_num(b, s->flops, 6);
+    cm_json_put_kv_num(b, "dot", s->flops_dot, 6);
+    cm_json_put_kv_num(b, "elementwise", s->flops_elementwise, 6);
+    cm_json_put_kv_num(b, "reduce", s->flops_reduce, 6);
+    cm_json_put_kv_num(b, "other", s->flops_other, 6);
     cm_buf_puts(b, "},\"memory_traffic_bytes\":");
-    put_num(b, s->mem_traffic_bytes);
+    cm_json_put_num(b, s->mem_traffic_bytes, 6);
     cm_buf_puts(b, ",\n \"communication\":{\"bytes\":");
-    put_num(b, s->comm_bytes);
-    cm_buf_puts(b, ",\"seconds\":");
-    put_num(b, s->comm_s);
+    cm_json_put_num(b, s->comm_bytes, 6);
+    cm_json_put_kv_num(b, "seconds", s->comm_s, 6);
     cm_buf_puts(b, ",\"per_axis\":[");
     for (uint32_t i = 0; i < c->n_axes; i++) {
         const sp_cost_axis *a = &c->axes[i];
         cm_buf_puts(b, i > 0 ? ",{\"axes\":" : "{\"axes\":");
-        put_jstr(b, a->axes);
-        cm_buf_puts(b, ",\"bytes\":");
-        put_num(b, a->bytes);
-        cm_buf_puts(b, ",\"seconds\":");
-        put_num(b, a->time_s);
+        cm_json_put_cstr(b, a->axes);
+        cm_json_put_kv_num(b, "bytes", a->bytes, 6);
+        cm_json_put_kv_num(b, "seconds", a->time_s, 6);
         cm_buf_printf(b, ",\"collectives\":%u}", a->n_colls);
     }
     cm_buf_printf(b, "],\"n_collectives\":%u,\"collectives\":[", c->n_colls);
@@ -1774,7 +1743,7 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
         const sp_cost_coll *k = &c->colls[i];
         const sp_op *o = &m->ops[k->op];
         cm_buf_puts(b, i > 0 ? ",\n  {\"op\":" : "\n  {\"op\":");
-        put_jstr(b, o->name);
+        cm_json_put_cstr(b, o->name);
         if (with_lines && o->line > 0) {
             cm_buf_printf(b, ",\"line\":%u", o->line);
         }
@@ -1784,33 +1753,24 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
         cm_buf_printf(b, ",\"kind\":\"%s\",\"implied\":%s,\"axes\":[", sp_coll_kind_name(k->kind),
                       k->implied ? "true" : "false");
         for (uint32_t j = 0; j < k->n_axes; j++) {
-            if (j > 0) {
-                cm_buf_putc(b, ',');
-            }
-            put_jstr(b, k->axes[j]);
+            cm_json_put_sep(b);
+            cm_json_put_cstr(b, k->axes[j]);
         }
         cm_buf_printf(b, "],\"group\":%lld,\"tensor_bytes\":", (long long)k->group);
-        put_num(b, k->tensor_bytes);
-        cm_buf_puts(b, ",\"bytes\":");
-        put_num(b, k->bytes);
-        cm_buf_puts(b, ",\"seconds\":");
-        put_num(b, k->time_s);
+        cm_json_put_num(b, k->tensor_bytes, 6);
+        cm_json_put_kv_num(b, "bytes", k->bytes, 6);
+        cm_json_put_kv_num(b, "seconds", k->time_s, 6);
         if (k->count != 1) {
-            cm_buf_puts(b, ",\"count\":");
-            put_num(b, k->count);
+            cm_json_put_kv_num(b, "count", k->count, 6);
         }
         cm_buf_putc(b, '}');
     }
     cm_buf_puts(b, "]},\n \"time\":{\"compute_s\":");
-    put_num(b, s->compute_s);
-    cm_buf_puts(b, ",\"communication_s\":");
-    put_num(b, s->comm_s);
-    cm_buf_puts(b, ",\"overlap\":");
-    put_num(b, s->overlap);
-    cm_buf_puts(b, ",\"hidden_s\":");
-    put_num(b, s->hidden_s);
-    cm_buf_puts(b, ",\"step_s\":");
-    put_num(b, s->step_s);
+    cm_json_put_num(b, s->compute_s, 6);
+    cm_json_put_kv_num(b, "communication_s", s->comm_s, 6);
+    cm_json_put_kv_num(b, "overlap", s->overlap, 6);
+    cm_json_put_kv_num(b, "hidden_s", s->hidden_s, 6);
+    cm_json_put_kv_num(b, "step_s", s->step_s, 6);
     cm_buf_puts(b, "}}");
 }
 
