@@ -46,7 +46,7 @@ cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, 
     const sp_block *b = &m->blocks[m->ops[f].regions[0].blocks[0]];
     ex_tensor *t = cm_calloc(b->n_args + 1u, sizeof(ex_tensor));
     if (t == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     char at[32] = ""; /* errors point at @main ("LINE:COL" when it came from text) */
     if (m->ops[f].line > 0) {
@@ -78,7 +78,7 @@ cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, 
         t[i].data = cm_calloc(t[i].n + 1u, sp_elem_bytes(ty->elem));
         if (t[i].data == NULL) {
             ex_tensors_free(t, b->n_args);
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         uint64_t s = (seed ^ 0x9E3779B97F4A7C15ULL) + 0xBF58476D1CE4E5B9ULL * (i + 1u);
         if (s == 0) {

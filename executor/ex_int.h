@@ -350,6 +350,12 @@ static inline int64_t scalar_index(const prog *p, void **bufs, uint32_t v)
  * from text); returns CM_EINVAL. */
 cm_status ex_op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* ex_prepare.c: reports the error inner describes as a failure at op: inner's
+ * code, the op's location as path, the message what ": " inner's message and,
+ * when inner has a path, " at " that path. An out-of-memory inner stays
+ * CM_ENOMEM without a path (cm_error_wrap). Returns the code recorded. */
+cm_status ex_op_wrap(const prog *p, uint32_t op, cm_error *err, const cm_error *inner,
+                     const char *what);
 
 /* ex_prepare.c: prepares main of m for n_dev workers (replicated: one worker
  * holding every value whole) into p. Errors: CM_EINVAL (what cannot be

@@ -32,6 +32,22 @@ cm_status ex_op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt
     return st;
 }
 
+cm_status ex_op_wrap(const prog *p, uint32_t op, cm_error *err, const cm_error *inner,
+                     const char *what)
+{
+    if (inner->code == CM_ENOMEM || inner->code == CM_OK) {
+        return cm_error_wrap(err, inner, "%s", what);
+    }
+    char path[32];
+    path[0] = '\0';
+    const sp_op *o = &p->m->ops[op];
+    if (o->line > 0) {
+        snprintf(path, sizeof path, "%u:%u", o->line, o->col);
+    }
+    return cm_error_set(err, inner->code, path, "%s: %s%s%s", what, inner->msg,
+                        inner->path[0] != '\0' ? " at " : "", inner->path);
+}
+
 static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
 {
     return s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : s->mesh;
@@ -83,7 +99,7 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
     vi->ldims = cm_arena_alloc(&p->arena, sizeof(int64_t) * (t->rank + 1u));
     vi->off = cm_arena_zalloc(&p->arena, sizeof(int64_t) * (t->rank * p->n_dev + 1u));
     if (vi->ldims == NULL || vi->off == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     size_t bytes = sp_elem_bytes(t->elem);
     for (uint32_t k = 0; k < t->rank; k++) {
@@ -110,7 +126,7 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
         cm_error e2;
         cm_error_clear(&e2);
         if (sp_local_shape(s, mesh, t->dims, t->rank, vi->ldims, &e2) != CM_OK) {
-            return ex_op_error(p, op_for_err, err, "bad sharding: %s", e2.msg);
+            return ex_op_wrap(p, op_for_err, err, &e2, "bad sharding");
         }
         for (uint32_t d = 0; d < p->n_dev; d++) {
             int64_t pos = mesh_position(mesh, d);
@@ -186,7 +202,7 @@ static cm_status parse_constant(prog *p, xop *x, const sp_attr *a, sp_elem e, si
     const char *s = a->u.dense.body;
     x->cval = cm_arena_alloc(&p->arena, sizeof(double) * (count + 1u));
     if (x->cval == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     while (*s == ' ' || *s == '"') {
         s++;
@@ -277,7 +293,7 @@ static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
     }
     x->grp_of = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
     if (x->grp_of == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     const sp_sharding *s = held_sharding(m, m->ops[x->op].first_result);
     const sp_mesh *mesh = s != NULL ? sharding_mesh(m, s) : NULL;
@@ -285,7 +301,7 @@ static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
         /* Reshards and permutes: any device may hold what another needs. */
         x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
         if (x->groups == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         for (uint32_t d = 0; d < p->n_dev; d++) {
             x->groups[d] = d;
@@ -298,7 +314,7 @@ static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
     cm_error e2;
     cm_error_clear(&e2);
     if (sp_collective_groups(mesh, refs, n, &x->groups, &ng, &gs, &p->arena, &e2) != CM_OK) {
-        return ex_op_error(p, x->op, err, "device groups: %s", e2.msg);
+        return ex_op_wrap(p, x->op, err, &e2, "device groups");
     }
     x->gsize = gs;
     for (uint32_t d = 0; d < p->n_dev; d++) {
@@ -513,7 +529,7 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
     const char *nm = o->name;
     ex_conv_dims *cd = cm_arena_zalloc(&p->arena, sizeof *cd);
     if (cd == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     if (o->n_operands != 2 || o->n_results != 1) {
         return ex_op_error(p, x->op, err, "op %s with these operands cannot be executed yet", nm);
@@ -841,7 +857,7 @@ static cm_status prepare_sort(prog *p, xop *x, cm_error *err)
     x->dim = dim;
     ex_sort_key *keys = cm_arena_alloc(&p->arena, sizeof *keys * EX_SORT_MAX_KEYS);
     if (keys == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     const sp_block *b = body_block(m, x->op);
     uint32_t nk = 0, v = block_result(m, b);
@@ -1268,7 +1284,7 @@ static cm_status prepare_callee(prog *p, xop *x, uint32_t blk, uint32_t owner, u
     }
     x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
     if (x->sub == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     x->sub[0] = blk;
     x->n_sub = 1;
@@ -1351,7 +1367,7 @@ static cm_status prepare_regions(prog *p, xop *x, uint32_t blk, uint32_t idx, ui
     x->n_sub = o->n_regions;
     x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t) * x->n_sub);
     if (x->sub == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t r = 0; r < o->n_regions; r++) {
         if (o->regions[r].n_blocks != 1) {
@@ -1436,7 +1452,7 @@ static cm_status manual_offsets(prog *p, const xop *x, const sp_attr *axes, cons
     }
     int64_t *off = cm_arena_zalloc(&p->arena, sizeof(int64_t) * ((size_t)n_units * g->rank + 1u));
     if (off == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t k = 0; k < g->rank; k++) {
         int64_t count = 1;
@@ -1513,7 +1529,7 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
     const sp_block *b = &m->blocks[blk];
     manual *mc = cm_arena_zalloc(&p->arena, sizeof(manual));
     if (mc == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     /* Units and their mesh coordinates: each device at its mesh position,
      * or each combination of the manual axes (free axes at 0). */
@@ -1542,7 +1558,7 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
     mc->out_off = cm_arena_zalloc(&p->arena, sizeof(int64_t *) * (o->n_results + 1u));
     if (coords == NULL || gid == NULL || seen == NULL || mc->first == NULL ||
         mc->in_off == NULL || mc->out_off == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t u = 0; u < mc->n_units; u++) {
         int64_t *c = &coords[(size_t)u * mesh->n_axes];
@@ -1574,7 +1590,7 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
     x->ext = mc;
     x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
     if (st == CM_OK && x->sub == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
     if (st != CM_OK) {
         return st;
@@ -1621,7 +1637,7 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
     pb->manual = p->in_manual;
     pb->ops = cm_arena_zalloc(&p->arena, sizeof(xop) * (b->n_ops + 1u));
     if (pb->ops == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     pb->n_ops = b->n_ops;
     uint32_t height = 0;
@@ -1707,7 +1723,7 @@ static cm_status prepare_dead(prog *p, cm_error *err)
                 xop *x = &pb->ops[i];
                 x->dead = cm_arena_alloc(&p->arena, sizeof(uint32_t) * (x->n_dead + 1u));
                 if (x->dead == NULL) {
-                    return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                    return cm_error_oom(err);
                 }
                 x->n_dead = 0;
             }
@@ -1737,7 +1753,7 @@ cm_status ex_prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replica
     p->vi = cm_calloc(m->n_values + 1u, sizeof(vinfo));
     p->pbs = cm_calloc(m->n_blocks + 1u, sizeof(pblock));
     if (p->vi == NULL || p->pbs == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     cm_status st = prepare_args(p, p->block, f, false, err);
     if (st == CM_OK) {

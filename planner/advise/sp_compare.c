@@ -612,7 +612,7 @@ static cm_status load_plan(sp_compare *x, uint32_t k, const sp_compare_input *in
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");
     }
     if (st != CM_OK) {
-        return cm_error_set(err, st, e.path, "%s: %s", lab, e.msg);
+        return cm_error_wrap(err, &e, "%s", lab);
     }
     return CM_OK;
 }

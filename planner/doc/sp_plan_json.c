@@ -660,7 +660,7 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     }
     snapshot(&p);
     if (p.oom) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     t1 = cm_now();

@@ -345,7 +345,7 @@ static cm_status ints_of(rctx *c, const sp_attr *a, const char *name, bool requi
             ints = a->u.arr.items[i]->kind == SP_ATTR_INT;
         }
         if (ints) { /* only the scratch copy failed */
-            return cm_error_set(c->err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(c->err);
         }
         return bad(c, "attribute %s is not a list of integers", name);
     }
@@ -2084,13 +2084,13 @@ static cm_status slot_for(sp_custom_rules *r, const char *target, custom_entry *
     custom_entry *e = find_entry(r, target);
     if (e == NULL) {
         if (!grow((void **)&r->items, &r->cap, r->n + 1u, sizeof *r->items)) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         e = &r->items[r->n];
         memset(e, 0, sizeof *e);
         e->target = cm_arena_strdup(&r->arena, target);
         if (e->target == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         r->n++;
     }
@@ -2175,7 +2175,7 @@ cm_status sp_custom_rules_put_einsum(sp_custom_rules *r, const char *target, con
     memset(&o, 0, sizeof o);
     const char *s = cm_arena_strdup(&r->arena, spec);
     if (s == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     if (opts != NULL) {
         o.n_reduction = opts->n_reduction;
@@ -2193,7 +2193,7 @@ cm_status sp_custom_rules_put_einsum(sp_custom_rules *r, const char *target, con
             !copy_names(&r->arena, opts->permutation, opts->n_permutation, &o.permutation) ||
             !copy_names(&r->arena, opts->size_names, opts->n_sizes, &o.size_names) ||
             (opts->n_sizes > 0 && sizes == NULL)) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
     }
     custom_entry *e;
@@ -2349,12 +2349,12 @@ static cm_status user_rule(rctx *c, const char *target, sp_rule **out)
             return CM_OK;
         }
         *out = clone_rule(&c->m->arena, e->rule);
-        return *out ? CM_OK : cm_error_set(c->err, CM_ENOMEM, NULL, "out of memory");
+        return *out ? CM_OK : cm_error_oom(c->err);
     }
     uint32_t nt = c->b.n_tensors, no = c->op->n_operands;
     const int64_t **dims = cm_calloc((size_t)nt + 1u, sizeof *dims);
     if (dims == NULL) {
-        return cm_error_set(c->err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(c->err);
     }
     for (uint32_t t = 0; t < nt; t++) {
         const sp_type *ty = ttype(c, t);
@@ -2552,7 +2552,7 @@ cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp
     uint32_t nt = o->n_operands + o->n_results;
     uint32_t *ranks = cm_calloc((size_t)nt + 1u, sizeof *ranks);
     if (ranks == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     bool static_shapes = true;
     for (uint32_t t = 0; t < nt; t++) {
@@ -2576,7 +2576,7 @@ cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp
         return CM_OK;
     }
     if (st != CM_OK) {
-        return cm_error_set(err, st, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     sp_rule *direct = NULL;
     st = dispatch(&c, &direct);
@@ -2588,7 +2588,7 @@ cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp
     } else if (st == CM_OK && !c.none) {
         st = rb_build(&c.b, &m->arena, rule_out);
         if (st != CM_OK) {
-            cm_error_set(err, st, NULL, "out of memory");
+            cm_error_oom(err);
         }
     }
     rb_fini(&c.b);
