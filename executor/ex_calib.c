@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cm_json.h"
 #include "ex_blas.h"
 #include "ex_exec.h"
 #include "ex_thread_int.h"
@@ -51,7 +52,7 @@ cm_status ex_calib_sgemm(int64_t n, int blas_threads, uint32_t reps, double *flo
         cm_free(a);
         cm_free(b);
         cm_free(c);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     ex_blas_set_threads(blas_threads);
     ex_blas_sgemm(n, n, n, a, b, c); /* warm-up: thread pool, packing buffers */
@@ -137,7 +138,7 @@ cm_status ex_calib_sgemm_workers(int64_t n, uint32_t n_workers, uint32_t reps, d
     n_workers = n_workers == 0 ? 1 : (n_workers > MAX_THREADS ? MAX_THREADS : n_workers);
     reps = reps == 0 ? 1 : (reps > MAX_REPS - 1 ? MAX_REPS - 1 : reps);
     job *js = cm_calloc(n_workers, sizeof(job));
-    cm_status st = js == NULL ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory") : CM_OK;
+    cm_status st = js == NULL ? cm_error_oom(err) : CM_OK;
     size_t nn = (size_t)(n * n);
     for (uint32_t i = 0; st == CM_OK && i < n_workers; i++) {
         js[i].n = n;
@@ -145,7 +146,7 @@ cm_status ex_calib_sgemm_workers(int64_t n, uint32_t n_workers, uint32_t reps, d
         js[i].b = filled(nn);
         js[i].c = filled(nn);
         if (js[i].a == NULL || js[i].b == NULL || js[i].c == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
         }
     }
     double t[MAX_REPS];
@@ -177,7 +178,7 @@ cm_status ex_calib_memcpy(size_t bytes, uint32_t n_threads, uint32_t reps, doubl
         cm_free(src);
         cm_free(dst);
         cm_free(js);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     memset(src, 1, bytes);
     memset(dst, 2, bytes); /* fault every page in before timing */
@@ -276,14 +277,16 @@ cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err)
 void ex_calib_profile_json(const ex_calib *c, const char *name, cm_buf *out)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cm_buf_puts(out, "{\n \"format\": \"shardplan.device-profile/v1\",\n \"name\": ");
+    cm_json_put_cstr(out, name);
     cm_buf_printf(out,
-                  "{\n \"format\": \"shardplan.device-profile/v1\",\n \"name\": \"%s\",\n"
+                  ",\n"
                   " \"description\": \"This machine's CPU device workers as the executor runs "
                   "them: %u workers on %ld cores, one OpenBLAS thread each.\",\n"
                   " \"source\": \"measured by shardplan calibrate: sgemm 1024 on %u concurrent "
                   "workers, memcpy of 64 MiB on 1 and on %u threads, pthread barrier rounds\",\n"
                   " \"calibrated\": true,\n",
-                  name, c->n_devices, cores, c->n_devices, c->n_devices);
+                  c->n_devices, cores, c->n_devices, c->n_devices);
     cm_buf_printf(out, " \"peak_flops\": {\n  \"f64\": %.6g,\n  \"f32\": %.6g\n },\n", c->f64_flops,
                   c->f32_flops);
     cm_buf_printf(out, " \"memory\": {\n");
@@ -317,7 +320,7 @@ static cm_status rank_plan(const sp_example_opts *eo, const sp_profile *prof, ui
     cm_buf_init(&doc);
     cm_status st = sp_example_graph_json(eo, &doc, err);
     if (st == CM_OK && doc.oom) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
     sp_input in;
     memset(&in, 0, sizeof in);

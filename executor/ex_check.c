@@ -7,13 +7,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "sp_attrs.h"
 #include "sp_cost.h"
-#include "sp_pipeline.h"
-#include "sp_prop.h"
-#include "sp_reshard.h"
-#include "sp_collectives.h"
-#include "sp_diag.h"
-#include "sp_mlir.h"
+#include "sp_input.h"
 
 /* ---- arguments, comparison ------------------------------------------------------ */
 
@@ -50,7 +46,7 @@ cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, 
     const sp_block *b = &m->blocks[m->ops[f].regions[0].blocks[0]];
     ex_tensor *t = cm_calloc(b->n_args + 1u, sizeof(ex_tensor));
     if (t == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     char at[32] = ""; /* errors point at @main ("LINE:COL" when it came from text) */
     if (m->ops[f].line > 0) {
@@ -82,7 +78,7 @@ cm_status ex_args_make(const sp_module *m, uint64_t seed, ex_tensor **args_out, 
         t[i].data = cm_calloc(t[i].n + 1u, sp_elem_bytes(ty->elem));
         if (t[i].data == NULL) {
             ex_tensors_free(t, b->n_args);
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         uint64_t s = (seed ^ 0x9E3779B97F4A7C15ULL) + 0xBF58476D1CE4E5B9ULL * (i + 1u);
         if (s == 0) {
@@ -176,60 +172,29 @@ void ex_tensors_compare(const ex_tensor *expected, const ex_tensor *got, uint32_
 int64_t ex_module_contraction(const sp_module *m)
 {
     int64_t best = 1;
-    cm_arena a;
-    cm_arena_init(&a, 0);
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *o = &m->ops[i];
-        if (o->kind != SP_OP_DOT_GENERAL || o->n_operands < 1) {
-            continue;
-        }
-        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dot_dimension_numbers");
-        const int64_t *c = NULL;
-        uint32_t nc = 0;
-        if (!sp_attr_ints(params_item(dn, "lhs_contracting_dimensions"), &c, &nc, &a)) {
+        sp_dot_dims dd;
+        if (o->kind != SP_OP_DOT_GENERAL || sp_dot_dims_get(m, i, &dd, NULL) != CM_OK) {
             continue;
         }
         const sp_type *t = sp_value_type(m, o->operands[0]);
         int64_t kk = 1;
-        for (uint32_t j = 0; j < nc; j++) {
-            if (c[j] >= 0 && c[j] < (int64_t)t->rank && t->dims[c[j]] > 0) {
-                kk *= t->dims[c[j]];
+        for (uint32_t j = 0; j < dd.n_contract; j++) {
+            if (t->dims[dd.lhs_contract[j]] > 0) {
+                kk *= t->dims[dd.lhs_contract[j]];
             }
         }
         best = kk > best ? kk : best;
     }
-    cm_arena_fini(&a);
     return best;
 }
 
 /* ---- partition and check -------------------------------------------------------- */
 
-static bool has_collectives(const sp_module *m)
-{
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        sp_op_kind k = (sp_op_kind)m->ops[i].kind;
-        if (k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE || k == SP_OP_SDY_ALL_REDUCE ||
-            k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_COLLECTIVE_PERMUTE ||
-            k == SP_OP_SDY_REDUCE_SCATTER || k == SP_OP_SDY_RESHARD) {
-            return true;
-        }
-    }
-    return false;
-}
-
 cm_status ex_partition(sp_module *m, cm_error *err)
 {
-    if (has_collectives(m)) {
-        return CM_OK;
-    }
-    sp_diags d;
-    sp_diags_init(&d);
-    cm_status st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
-    sp_diags_fini(&d);
-    if (st == CM_OK) {
-        st = sp_pass_reshard_to_collectives(m, false, err);
-    }
-    return st;
+    return sp_module_is_partitioned(m) ? CM_OK : sp_module_partition(m, err);
 }
 
 cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check_opts *o,
@@ -280,41 +245,23 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
     return st;
 }
 
-static cm_status read_planned(const char *text, size_t len, sp_module **out, cm_error *err)
-{
-    cm_status st = sp_mlir_read(text, len, 0, out, err);
-    if (st != CM_OK || has_collectives(*out)) {
-        return st;
-    }
-    sp_prop_opts po;
-    sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
-    sp_diags d;
-    sp_diags_init(&d);
-    st = sp_pass_propagation_pipeline(*out, &po, &d, err);
-    sp_diags_fini(&d);
-    if (st != CM_OK) {
-        sp_module_destroy(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
 cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
                         cm_error *err)
 {
     memset(r, 0, sizeof *r);
-    sp_module *part = NULL, *ref = NULL;
-    cm_status st = read_planned(text, len, &part, err);
+    sp_input part, ref;
+    memset(&ref, 0, sizeof ref);
+    cm_status st = sp_input_read(text, len, NULL, &part, err);
     if (st == CM_OK) {
-        st = read_planned(text, len, &ref, err);
+        st = sp_input_read(text, len, NULL, &ref, err);
     }
     if (st == CM_OK) {
-        st = ex_partition(part, err);
+        st = sp_input_partition(&part, err);
     }
     if (st == CM_OK) {
-        st = ex_check_modules(part, ref, o, r, err);
+        st = ex_check_modules(part.m, ref.m, o, r, err);
     }
-    sp_module_destroy(part);
-    sp_module_destroy(ref);
+    sp_input_fini(&part);
+    sp_input_fini(&ref);
     return st;
 }

@@ -258,7 +258,7 @@ static cm_status redistribute_item(const prog *p, const xop *x, shared *sh, uint
     if (sh->scratch[me] == NULL) {
         sh->scratch[me] = cm_alloc(COLL_ITEM + 16u);
         if (sh->scratch[me] == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
     }
     char *t = sh->scratch[me];

@@ -131,9 +131,10 @@ uint32_t ex_module_devices(const sp_module *m);
  * of any dot_general in m; 1 when there is none. */
 int64_t ex_module_contraction(const sp_module *m);
 
-/* Partitions m in place when it has no sdy collectives yet:
- * -sdy-insert-explicit-reshards then -sdy-reshard-to-collectives. m must have
- * been through -sdy-propagation-pipeline. Errors: those of the passes. */
+/* Partitions m in place when it has no sdy collectives yet
+ * (sp_module_partition: -sdy-insert-explicit-reshards then
+ * -sdy-reshard-to-collectives). m must have been through
+ * -sdy-propagation-pipeline. Errors: those of the passes. */
 cm_status ex_partition(sp_module *m, cm_error *err);
 
 typedef struct ex_check_opts {
@@ -159,9 +160,10 @@ typedef struct ex_report {
 cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check_opts *o,
                            ex_report *r, cm_error *err);
 
-/* Reads MLIR text twice, runs -sdy-propagation-pipeline on both copies unless
- * the module already has collectives, partitions one (ex_partition) and
- * checks it against the other (ex_check_modules). */
+/* Reads the text (MLIR or a graph document) twice through the input loader
+ * (sp_input_read: -sdy-propagation-pipeline unless the module already has
+ * collectives), partitions one copy (sp_input_partition) and checks it
+ * against the other (ex_check_modules). */
 cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
                         cm_error *err);
 

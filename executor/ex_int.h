@@ -35,17 +35,10 @@
 static inline bool elem_supported(sp_elem e)
 {
     switch (e) {
-    case SP_ELEM_F32:
-    case SP_ELEM_F64:
+#define EX_SUPPORTED_CASE(E, T, S) case E:
+        EX_ELEM_TYPES(EX_SUPPORTED_CASE)
+#undef EX_SUPPORTED_CASE
     case SP_ELEM_I1:
-    case SP_ELEM_I8:
-    case SP_ELEM_I16:
-    case SP_ELEM_I32:
-    case SP_ELEM_I64:
-    case SP_ELEM_UI8:
-    case SP_ELEM_UI16:
-    case SP_ELEM_UI32:
-    case SP_ELEM_UI64:
         return true;
     default:
         return false;
@@ -62,27 +55,13 @@ static inline bool elem_float(sp_elem e)
 static inline double elem_load(const void *p, sp_elem e, size_t i)
 {
     switch (e) {
-    case SP_ELEM_F32:
-        return (double)((const float *)p)[i];
-    case SP_ELEM_F64:
-        return ((const double *)p)[i];
+#define EX_LOAD_CASE(E, T, S)                                                                      \
+    case E:                                                                                        \
+        return (double)((const T *)p)[i];
+        EX_ELEM_TYPES(EX_LOAD_CASE)
+#undef EX_LOAD_CASE
     case SP_ELEM_I1:
-    case SP_ELEM_UI8:
         return (double)((const uint8_t *)p)[i];
-    case SP_ELEM_I8:
-        return (double)((const int8_t *)p)[i];
-    case SP_ELEM_I16:
-        return (double)((const int16_t *)p)[i];
-    case SP_ELEM_UI16:
-        return (double)((const uint16_t *)p)[i];
-    case SP_ELEM_I32:
-        return (double)((const int32_t *)p)[i];
-    case SP_ELEM_UI32:
-        return (double)((const uint32_t *)p)[i];
-    case SP_ELEM_I64:
-        return (double)((const int64_t *)p)[i];
-    case SP_ELEM_UI64:
-        return (double)((const uint64_t *)p)[i];
     default:
         return 0;
     }
@@ -91,38 +70,14 @@ static inline double elem_load(const void *p, sp_elem e, size_t i)
 static inline void elem_store(void *p, sp_elem e, size_t i, double v)
 {
     switch (e) {
-    case SP_ELEM_F32:
-        ((float *)p)[i] = (float)v;
+#define EX_STORE_CASE(E, T, S)                                                                     \
+    case E:                                                                                        \
+        ((T *)p)[i] = (T)v;                                                                        \
         break;
-    case SP_ELEM_F64:
-        ((double *)p)[i] = v;
-        break;
+        EX_ELEM_TYPES(EX_STORE_CASE)
+#undef EX_STORE_CASE
     case SP_ELEM_I1:
         ((uint8_t *)p)[i] = v != 0;
-        break;
-    case SP_ELEM_UI8:
-        ((uint8_t *)p)[i] = (uint8_t)v;
-        break;
-    case SP_ELEM_I8:
-        ((int8_t *)p)[i] = (int8_t)v;
-        break;
-    case SP_ELEM_I16:
-        ((int16_t *)p)[i] = (int16_t)v;
-        break;
-    case SP_ELEM_UI16:
-        ((uint16_t *)p)[i] = (uint16_t)v;
-        break;
-    case SP_ELEM_I32:
-        ((int32_t *)p)[i] = (int32_t)v;
-        break;
-    case SP_ELEM_UI32:
-        ((uint32_t *)p)[i] = (uint32_t)v;
-        break;
-    case SP_ELEM_I64:
-        ((int64_t *)p)[i] = (int64_t)v;
-        break;
-    case SP_ELEM_UI64:
-        ((uint64_t *)p)[i] = (uint64_t)v;
         break;
     default:
         break;
@@ -284,14 +239,6 @@ static inline int64_t valid_len(const vinfo *vi, uint32_t k, int64_t off)
     return n < 0 ? 0 : (n < vi->ldims[k] ? n : vi->ldims[k]);
 }
 
-static inline const sp_attr *params_item(const sp_attr *a, const char *name)
-{
-    if (a == NULL || a->kind != SP_ATTR_PARAMS) {
-        return NULL;
-    }
-    return sp_attrs_get(a->u.params.items, a->u.params.n, name);
-}
-
 /* A prepared sdy.manual_computation (xop.ext). The body runs once per unit:
  * on every device for its own manual group, or, in the reference run, on
  * the one worker for every manual group in turn. Each operand's and
@@ -358,6 +305,12 @@ static inline int64_t scalar_index(const prog *p, void **bufs, uint32_t v)
  * from text); returns CM_EINVAL. */
 cm_status ex_op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* ex_prepare.c: reports the error inner describes as a failure at op: inner's
+ * code, the op's location as path, the message what ": " inner's message and,
+ * when inner has a path, " at " that path. An out-of-memory inner stays
+ * CM_ENOMEM without a path (cm_error_wrap). Returns the code recorded. */
+cm_status ex_op_wrap(const prog *p, uint32_t op, cm_error *err, const cm_error *inner,
+                     const char *what);
 
 /* ex_prepare.c: prepares main of m for n_dev workers (replicated: one worker
  * holding every value whole) into p. Errors: CM_EINVAL (what cannot be

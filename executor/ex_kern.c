@@ -118,26 +118,11 @@ INT_BINARY(binary_u64, uint64_t, uint64_t, 0)
 bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void *out, size_t n)
 {
     switch (e) {
-    case SP_ELEM_F32:
-        return binary_f32(k, a, b, out, n);
-    case SP_ELEM_F64:
-        return binary_f64(k, a, b, out, n);
-    case SP_ELEM_I8:
-        return binary_i8(k, a, b, out, n);
-    case SP_ELEM_I16:
-        return binary_i16(k, a, b, out, n);
-    case SP_ELEM_I32:
-        return binary_i32(k, a, b, out, n);
-    case SP_ELEM_I64:
-        return binary_i64(k, a, b, out, n);
-    case SP_ELEM_UI8:
-        return binary_u8(k, a, b, out, n);
-    case SP_ELEM_UI16:
-        return binary_u16(k, a, b, out, n);
-    case SP_ELEM_UI32:
-        return binary_u32(k, a, b, out, n);
-    case SP_ELEM_UI64:
-        return binary_u64(k, a, b, out, n);
+#define BINARY_CASE(E, T, S)                                                                       \
+    case E:                                                                                        \
+        return binary_##S(k, a, b, out, n);
+        EX_ELEM_TYPES(BINARY_CASE)
+#undef BINARY_CASE
     case SP_ELEM_I1: /* 0/1 bytes: only the ops that keep them 0/1 */
         if (k == SP_OP_MAXIMUM || k == SP_OP_MINIMUM || k == SP_OP_AND || k == SP_OP_OR ||
             k == SP_OP_XOR) {
@@ -233,26 +218,11 @@ INT_UNARY(unary_u64, uint64_t, uint64_t, ABS_U)
 bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n)
 {
     switch (e) {
-    case SP_ELEM_F32:
-        return unary_f32(k, a, out, n);
-    case SP_ELEM_F64:
-        return unary_f64(k, a, out, n);
-    case SP_ELEM_I8:
-        return unary_i8(k, a, out, n);
-    case SP_ELEM_I16:
-        return unary_i16(k, a, out, n);
-    case SP_ELEM_I32:
-        return unary_i32(k, a, out, n);
-    case SP_ELEM_I64:
-        return unary_i64(k, a, out, n);
-    case SP_ELEM_UI8:
-        return unary_u8(k, a, out, n);
-    case SP_ELEM_UI16:
-        return unary_u16(k, a, out, n);
-    case SP_ELEM_UI32:
-        return unary_u32(k, a, out, n);
-    case SP_ELEM_UI64:
-        return unary_u64(k, a, out, n);
+#define UNARY_CASE(E, T, S)                                                                        \
+    case E:                                                                                        \
+        return unary_##S(k, a, out, n);
+        EX_ELEM_TYPES(UNARY_CASE)
+#undef UNARY_CASE
     case SP_ELEM_I1:
         if (k == SP_OP_NOT) {
             const uint8_t *s = a;
@@ -360,28 +330,13 @@ static bool cv_i1(sp_elem from, const void *a, uint8_t *o, size_t n)
 bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t n)
 {
     switch (to) {
-    case SP_ELEM_F32:
-        return cv_f32(from, a, out, n);
-    case SP_ELEM_F64:
-        return cv_f64(from, a, out, n);
+#define CONVERT_CASE(E, T, S)                                                                      \
+    case E:                                                                                        \
+        return cv_##S(from, a, out, n);
+        EX_ELEM_TYPES(CONVERT_CASE)
+#undef CONVERT_CASE
     case SP_ELEM_I1:
         return cv_i1(from, a, out, n);
-    case SP_ELEM_I8:
-        return cv_i8(from, a, out, n);
-    case SP_ELEM_I16:
-        return cv_i16(from, a, out, n);
-    case SP_ELEM_I32:
-        return cv_i32(from, a, out, n);
-    case SP_ELEM_I64:
-        return cv_i64(from, a, out, n);
-    case SP_ELEM_UI8:
-        return cv_u8(from, a, out, n);
-    case SP_ELEM_UI16:
-        return cv_u16(from, a, out, n);
-    case SP_ELEM_UI32:
-        return cv_u32(from, a, out, n);
-    case SP_ELEM_UI64:
-        return cv_u64(from, a, out, n);
     default:
         return false;
     }
@@ -421,16 +376,9 @@ bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t 
         }                                                                                          \
     }
 
-CMP_FN(cmp_f32, float)
-CMP_FN(cmp_f64, double)
-CMP_FN(cmp_i8, int8_t)
-CMP_FN(cmp_i16, int16_t)
-CMP_FN(cmp_i32, int32_t)
-CMP_FN(cmp_i64, int64_t)
-CMP_FN(cmp_u8, uint8_t)
-CMP_FN(cmp_u16, uint16_t)
-CMP_FN(cmp_u32, uint32_t)
-CMP_FN(cmp_u64, uint64_t)
+#define CMP_DEF(E, T, S) CMP_FN(cmp_##S, T)
+EX_ELEM_TYPES(CMP_DEF)
+#undef CMP_DEF
 
 bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n)
 {
@@ -438,36 +386,14 @@ bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *
         return false;
     }
     switch (e) {
-    case SP_ELEM_F32:
-        cmp_f32(dir, a, b, out, n);
+#define COMPARE_CASE(E, T, S)                                                                      \
+    case E:                                                                                        \
+        cmp_##S(dir, a, b, out, n);                                                                \
         return true;
-    case SP_ELEM_F64:
-        cmp_f64(dir, a, b, out, n);
-        return true;
-    case SP_ELEM_I8:
-        cmp_i8(dir, a, b, out, n);
-        return true;
-    case SP_ELEM_I16:
-        cmp_i16(dir, a, b, out, n);
-        return true;
-    case SP_ELEM_I32:
-        cmp_i32(dir, a, b, out, n);
-        return true;
-    case SP_ELEM_I64:
-        cmp_i64(dir, a, b, out, n);
-        return true;
+        EX_ELEM_TYPES(COMPARE_CASE)
+#undef COMPARE_CASE
     case SP_ELEM_I1:
-    case SP_ELEM_UI8:
         cmp_u8(dir, a, b, out, n);
-        return true;
-    case SP_ELEM_UI16:
-        cmp_u16(dir, a, b, out, n);
-        return true;
-    case SP_ELEM_UI32:
-        cmp_u32(dir, a, b, out, n);
-        return true;
-    case SP_ELEM_UI64:
-        cmp_u64(dir, a, b, out, n);
         return true;
     default:
         return false;
@@ -495,14 +421,7 @@ void ex_kern_select(const uint8_t *pred, bool scalar, const void *a, const void 
         return;
     }
     switch (esz) {
-    case 1:
-        SELECT_LOOP(uint8_t)
-    case 2:
-        SELECT_LOOP(uint16_t)
-    case 4:
-        SELECT_LOOP(uint32_t)
-    case 8:
-        SELECT_LOOP(uint64_t)
+        EX_WIDTH_CASES(SELECT_LOOP)
     default:
         for (size_t i = 0; i < n; i++) {
             memcpy((char *)out + i * esz, (const char *)(pred[i] ? a : b) + i * esz, esz);
@@ -523,15 +442,7 @@ void ex_kern_select(const uint8_t *pred, bool scalar, const void *a, const void 
 void ex_kern_fill(void *out, size_t n, const void *val, size_t esz)
 {
     switch (esz) {
-    case 1:
-        memset(out, *(const uint8_t *)val, n);
-        return;
-    case 2:
-        FILL_LOOP(uint16_t)
-    case 4:
-        FILL_LOOP(uint32_t)
-    case 8:
-        FILL_LOOP(uint64_t)
+        EX_WIDTH_CASES(FILL_LOOP)
     default:
         for (size_t i = 0; i < n; i++) {
             memcpy((char *)out + i * esz, val, esz);
@@ -567,14 +478,7 @@ static void copy_row(char *d, int64_t ds, const char *src, int64_t ss, int64_t n
         return;
     }
     switch (esz) {
-    case 1:
-        ROW_LOOP(uint8_t)
-    case 2:
-        ROW_LOOP(uint16_t)
-    case 4:
-        ROW_LOOP(uint32_t)
-    case 8:
-        ROW_LOOP(uint64_t)
+        EX_WIDTH_CASES(ROW_LOOP)
     default:
         for (int64_t i = 0; i < n; i++) {
             memcpy(d + i * ds * (int64_t)esz, src + i * ss * (int64_t)esz, esz);
@@ -987,37 +891,15 @@ cm_status ex_kern_reduce(int fn, sp_elem e, const void *in, const int64_t *dims,
         }
     }
     bool ok;
-    switch (e) {
-    case SP_ELEM_F32:
-        ok = red_f32(fn, &rs, in, init, acc);
+    switch (e) { /* red_acc_size let only these through */
+#define REDUCE_CASE(E, T, S)                                                                       \
+    case E:                                                                                        \
+        ok = red_##S(fn, &rs, in, init, acc);                                                      \
         break;
-    case SP_ELEM_F64:
-        ok = red_f64(fn, &rs, in, init, acc);
-        break;
-    case SP_ELEM_I8:
-        ok = red_i8(fn, &rs, in, init, acc);
-        break;
-    case SP_ELEM_I16:
-        ok = red_i16(fn, &rs, in, init, acc);
-        break;
-    case SP_ELEM_I32:
-        ok = red_i32(fn, &rs, in, init, acc);
-        break;
-    case SP_ELEM_I64:
-        ok = red_i64(fn, &rs, in, init, acc);
-        break;
-    case SP_ELEM_I1:
-    case SP_ELEM_UI8:
+        EX_ELEM_TYPES(REDUCE_CASE)
+#undef REDUCE_CASE
+    default: /* i1 */
         ok = red_u8(fn, &rs, in, init, acc);
-        break;
-    case SP_ELEM_UI16:
-        ok = red_u16(fn, &rs, in, init, acc);
-        break;
-    case SP_ELEM_UI32:
-        ok = red_u32(fn, &rs, in, init, acc);
-        break;
-    default:
-        ok = red_u64(fn, &rs, in, init, acc);
         break;
     }
     if (acc != out) {

@@ -59,6 +59,35 @@ void ex_kern_select(const uint8_t *pred, bool scalar, const void *a, const void 
 /* Fills n elements of esz bytes with the element at val. */
 void ex_kern_fill(void *out, size_t n, const void *val, size_t esz);
 
+/* ---- element types ---------------------------------------------------------------
+ * The numeric element types the executor runs, as X(SP_ELEM_*, C type,
+ * suffix): each kernel family defines one function per type (binary_f32,
+ * cmp_u8, ...) and dispatches on the element type with a switch built from
+ * this list. i1 (bytes 0 or 1) is not in it: each family says what it does
+ * with it. EX_WIDTH_CASES(LOOP) is the same for byte widths: case 1, 2, 4, 8
+ * with LOOP(the unsigned type of that width), each LOOP ending in a return. */
+#define EX_ELEM_TYPES(X)                                                                           \
+    X(SP_ELEM_F32, float, f32)                                                                     \
+    X(SP_ELEM_F64, double, f64)                                                                    \
+    X(SP_ELEM_I8, int8_t, i8)                                                                      \
+    X(SP_ELEM_I16, int16_t, i16)                                                                   \
+    X(SP_ELEM_I32, int32_t, i32)                                                                   \
+    X(SP_ELEM_I64, int64_t, i64)                                                                   \
+    X(SP_ELEM_UI8, uint8_t, u8)                                                                    \
+    X(SP_ELEM_UI16, uint16_t, u16)                                                                 \
+    X(SP_ELEM_UI32, uint32_t, u32)                                                                 \
+    X(SP_ELEM_UI64, uint64_t, u64)
+
+#define EX_WIDTH_CASES(LOOP)                                                                       \
+    case 1:                                                                                        \
+        LOOP(uint8_t)                                                                              \
+    case 2:                                                                                        \
+        LOOP(uint16_t)                                                                             \
+    case 4:                                                                                        \
+        LOOP(uint32_t)                                                                             \
+    case 8:                                                                                        \
+        LOOP(uint64_t)
+
 /* ---- data movement ---------------------------------------------------------------- */
 
 /* One source dimension of an affine gather: source index = bias + scale *

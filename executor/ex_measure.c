@@ -22,7 +22,7 @@ cm_status ex_measure_text(const char *mlir, size_t len, uint32_t iters, sp_sugge
     iters = iters > 0 ? iters : 1;
     double *ts = cm_calloc(iters, sizeof *ts);
     if (ts == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     ex_check_opts o = {.iters = iters, .seed = 1, .iter_s = ts};
     ex_report r;

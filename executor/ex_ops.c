@@ -406,7 +406,7 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
      * element of the result is written. */
     void *out = ex_buf_alloc(p, bufs, r, false);
     if (out == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     cm_status st =
         elem_float(O->elem)
@@ -416,7 +416,7 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
                               R->rank, x->a, x->b, x->na, x->c, x->d, x->nc, O->elem, out);
     if (st != CM_OK) {
         cm_free(out);
-        return st == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
+        return st == CM_ENOMEM ? cm_error_oom(err)
                                : ex_local_error(p, x, err, "no kernel for this element type");
     }
     bufs[r] = out;
@@ -446,7 +446,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
          * generic one below. */
         void *kout = ex_buf_alloc(p, bufs, r, false);
         if (kout == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         cm_status kst =
             ex_kern_reduce(x->fn, I->elem, bufs[in], I->ldims, I->rank, red, bufs[init], kout);
@@ -456,7 +456,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
         }
         cm_free(kout);
         if (kst == CM_ENOMEM) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
     }
     double *acc = cm_alloc(sizeof(double) * (O->lcount + 1u));
@@ -464,7 +464,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
     if (acc == NULL || out == NULL) {
         cm_free(acc);
         cm_free(out);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     double iv = elem_load(bufs[init], p->vi[init].elem, 0);
     for (size_t i = 0; i < O->lcount; i++) {
@@ -612,7 +612,7 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
         uint32_t u = o->operands[1];
         const vinfo *U = &p->vi[u];
         if (copy_view(p, bufs, dev, v, r, out) != CM_OK) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         int64_t start[EX_MAX_RANK];
         for (uint32_t k = 0; k < O->rank; k++) {
@@ -642,7 +642,7 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
     }
     case SP_OP_SCATTER: {
         if (copy_view(p, bufs, dev, v, r, out) != CM_OK) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         ex_block ixb = block_of(p, dev, o->operands[1], bufs[o->operands[1]]);
         ex_block ub = block_of(p, dev, o->operands[2], bufs[o->operands[2]]);
@@ -726,7 +726,7 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
         cm_status st = ex_kern_conv(O->elem, &cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
                                     O->ldims, O->rank);
         if (st != CM_OK) {
-            return st == CM_ENOMEM ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory")
+            return st == CM_ENOMEM ? cm_error_oom(err)
                                    : ex_local_error(p, x, err, "no kernel for this element type");
         }
         return CM_OK;
@@ -784,7 +784,7 @@ static cm_status run_sort(const prog *p, const xop *x, void **bufs, uint32_t dev
     cm_free(tmp);
     cm_free(el);
     if (st == CM_ENOMEM) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     return st == CM_OK ? CM_OK : ex_local_error(p, x, err, "no kernel for these element types");
 }
@@ -828,7 +828,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     /* Every kernel below writes every element of the result. */
     out = ex_buf_alloc(p, bufs, r, false);
     if (out == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     switch (x->kind) {
     case SP_OP_ADD:
@@ -843,7 +843,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         const void *a = view_as(p, bufs, dev, o->operands[0], r, &tmp[0]);
         const void *b = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
         if (a == NULL || b == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
             break;
         }
         elem_job j = {.what = EK_BINARY, .k = x->kind, .oe = O->elem, .a = a, .b = b,
@@ -886,7 +886,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         uint32_t v = o->operands[0];
         const void *a = view_as(p, bufs, dev, v, r, &tmp[0]);
         if (a == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
             break;
         }
         sp_elem ie = p->vi[v].elem;
@@ -910,7 +910,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         const void *a = view_as(p, bufs, dev, v0, r, &tmp[0]);
         const void *b = view_as(p, bufs, dev, v1, r, &tmp[1]);
         if (a == NULL || b == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
             break;
         }
         sp_elem ie = p->vi[v0].elem;
@@ -944,7 +944,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         const void *a = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
         const void *b = view_as(p, bufs, dev, o->operands[2], r, &tmp[2]);
         if (pr == NULL || a == NULL || b == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
             break;
         }
         elem_job j = {.what = EK_SELECT, .a = pr, .b = a, .c = b, .out = out,
@@ -972,7 +972,7 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
             /* the values are doubles: gather, then convert */
             double *d = cm_alloc(sizeof(double) * (O->lcount + 1u));
             if (d == NULL) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_oom(err);
                 break;
             }
             gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, d, O->ldims, O->rank,

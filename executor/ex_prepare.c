@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_attrs.h"
 #include "sp_collectives.h"
 
 /* ---- the prepared program ---------------------------------------------------------- */
@@ -29,6 +30,22 @@ cm_status ex_op_error(const prog *p, uint32_t op, cm_error *err, const char *fmt
     cm_status st = cm_error_setv(err, CM_EINVAL, path, fmt, ap);
     va_end(ap);
     return st;
+}
+
+cm_status ex_op_wrap(const prog *p, uint32_t op, cm_error *err, const cm_error *inner,
+                     const char *what)
+{
+    if (inner->code == CM_ENOMEM || inner->code == CM_OK) {
+        return cm_error_wrap(err, inner, "%s", what);
+    }
+    char path[32];
+    path[0] = '\0';
+    const sp_op *o = &p->m->ops[op];
+    if (o->line > 0) {
+        snprintf(path, sizeof path, "%u:%u", o->line, o->col);
+    }
+    return cm_error_set(err, inner->code, path, "%s: %s%s%s", what, inner->msg,
+                        inner->path[0] != '\0' ? " at " : "", inner->path);
 }
 
 static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
@@ -82,7 +99,7 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
     vi->ldims = cm_arena_alloc(&p->arena, sizeof(int64_t) * (t->rank + 1u));
     vi->off = cm_arena_zalloc(&p->arena, sizeof(int64_t) * (t->rank * p->n_dev + 1u));
     if (vi->ldims == NULL || vi->off == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     size_t bytes = sp_elem_bytes(t->elem);
     for (uint32_t k = 0; k < t->rank; k++) {
@@ -109,7 +126,7 @@ static cm_status value_prepare(prog *p, uint32_t v, uint32_t op_for_err, cm_erro
         cm_error e2;
         cm_error_clear(&e2);
         if (sp_local_shape(s, mesh, t->dims, t->rank, vi->ldims, &e2) != CM_OK) {
-            return ex_op_error(p, op_for_err, err, "bad sharding: %s", e2.msg);
+            return ex_op_wrap(p, op_for_err, err, &e2, "bad sharding");
         }
         for (uint32_t d = 0; d < p->n_dev; d++) {
             int64_t pos = mesh_position(mesh, d);
@@ -185,7 +202,7 @@ static cm_status parse_constant(prog *p, xop *x, const sp_attr *a, sp_elem e, si
     const char *s = a->u.dense.body;
     x->cval = cm_arena_alloc(&p->arena, sizeof(double) * (count + 1u));
     if (x->cval == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     while (*s == ' ' || *s == '"') {
         s++;
@@ -276,7 +293,7 @@ static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
     }
     x->grp_of = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
     if (x->grp_of == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     const sp_sharding *s = held_sharding(m, m->ops[x->op].first_result);
     const sp_mesh *mesh = s != NULL ? sharding_mesh(m, s) : NULL;
@@ -284,7 +301,7 @@ static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
         /* Reshards and permutes: any device may hold what another needs. */
         x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
         if (x->groups == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         for (uint32_t d = 0; d < p->n_dev; d++) {
             x->groups[d] = d;
@@ -297,7 +314,7 @@ static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
     cm_error e2;
     cm_error_clear(&e2);
     if (sp_collective_groups(mesh, refs, n, &x->groups, &ng, &gs, &p->arena, &e2) != CM_OK) {
-        return ex_op_error(p, x->op, err, "device groups: %s", e2.msg);
+        return ex_op_wrap(p, x->op, err, &e2, "device groups");
     }
     x->gsize = gs;
     for (uint32_t d = 0; d < p->n_dev; d++) {
@@ -379,42 +396,15 @@ static int compare_dir(const sp_module *m, uint32_t op, bool *total)
 
 /* ---- ops with a kernel in ex_kern.c: attributes ------------------------------------ */
 
-/* The integer list item `name` of a PARAMS attribute (absent: empty). */
-static bool params_ints(prog *p, const sp_attr *a, const char *name, const int64_t **v, uint32_t *n)
+/* A copy of the n integers at v in the program's arena (NULL when out of
+ * memory): decoded attributes outlive the accessor's value. */
+static const int64_t *ints_keep(prog *p, const int64_t *v, uint32_t n)
 {
-    const sp_attr *it = params_item(a, name);
-    *v = NULL;
-    *n = 0;
-    return it == NULL || sp_attr_ints(it, v, n, &p->arena);
-}
-
-static bool dims_below(const int64_t *v, uint32_t n, uint32_t rank)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        if (v[i] < 0 || v[i] >= (int64_t)rank) {
-            return false;
-        }
+    int64_t *c = cm_arena_alloc(&p->arena, sizeof(int64_t) * (n + 1u));
+    if (c != NULL && n > 0) {
+        memcpy(c, v, sizeof(int64_t) * n);
     }
-    return true;
-}
-
-/* A dot operand's batching and contracting dims: in range, none twice. */
-static bool dot_dims_ok(const sp_module *m, uint32_t v, const int64_t *b, uint32_t nb,
-                        const int64_t *c, uint32_t nc)
-{
-    uint32_t rank = sp_value_type(m, v)->rank;
-    bool seen[EX_MAX_RANK] = {false};
-    if (!dims_below(b, nb, rank) || !dims_below(c, nc, rank) || rank > EX_MAX_RANK) {
-        return false;
-    }
-    for (uint32_t i = 0; i < nb + nc; i++) {
-        int64_t d = i < nb ? b[i] : c[i - nb];
-        if (seen[d]) {
-            return false;
-        }
-        seen[d] = true;
-    }
-    return true;
+    return c;
 }
 
 static bool is_int_elem(sp_elem e)
@@ -422,63 +412,46 @@ static bool is_int_elem(sp_elem e)
     return elem_supported(e) && !elem_float(e) && e != SP_ELEM_I1;
 }
 
-/* gather / scatter dimension numbers: names[0..5] are the items for
- * offset (update window) dims, collapsed (inserted) dims, operand (input)
- * batching dims, indices batching dims, start index map and index vector
- * dim; opv the operand, ixv the indices, wv the value holding the window
- * dims (gather: the result, scatter: the updates). */
-static cm_status prepare_gather_dims(prog *p, xop *x, const char *attr, const char *const *names,
-                                     uint32_t opv, uint32_t ixv, uint32_t wv, cm_error *err)
+/* gather / scatter dimension numbers (sp_gather_dims_get) into x->ext; ixv
+ * the indices, wv the value holding the window dims (gather: the result,
+ * scatter: the updates). The executor adds integer indices and one element
+ * type throughout. */
+static cm_status prepare_gather_dims(prog *p, xop *x, uint32_t ixv, uint32_t wv, cm_error *err)
 {
     const sp_module *m = p->m;
     const char *nm = m->ops[x->op].name;
-    const sp_attr *a = sp_op_attr(m, x->op, attr);
+    uint32_t opv = m->ops[x->op].operands[0];
     ex_gather_dims *g = cm_arena_zalloc(&p->arena, sizeof *g);
     if (g == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
-    const sp_attr *ivd = params_item(a, names[5]);
-    uint32_t orank = sp_value_type(m, opv)->rank, irank = sp_value_type(m, ixv)->rank,
-             wrank = sp_value_type(m, wv)->rank;
-    bool ok = a != NULL && a->kind == SP_ATTR_PARAMS && ivd != NULL && ivd->kind == SP_ATTR_INT &&
-              params_ints(p, a, names[0], &g->offset_dims, &g->n_offset) &&
-              params_ints(p, a, names[1], &g->collapsed, &g->n_collapsed) &&
-              params_ints(p, a, names[2], &g->obatch, &g->n_obatch) &&
-              params_ints(p, a, names[3], &g->ibatch, &g->n_ibatch) &&
-              params_ints(p, a, names[4], &g->start_map, &g->n_start_map);
-    if (!ok) {
-        return ex_op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
-    }
-    g->ivd = ivd->u.i.v;
-    uint32_t nw = 0;
-    for (uint32_t d = 0; d < orank; d++) {
-        bool c = false;
-        for (uint32_t i = 0; i < g->n_collapsed; i++) {
-            c = c || g->collapsed[i] == (int64_t)d;
-        }
-        for (uint32_t i = 0; i < g->n_obatch; i++) {
-            c = c || g->obatch[i] == (int64_t)d;
-        }
-        nw += c ? 0u : 1u;
+    sp_gather_dims d;
+    if (sp_gather_dims_get(m, x->op, &d, NULL) != CM_OK) {
+        return ex_op_error(p, x->op, err,
+                           d.decoded ? "op %s: dimension numbers do not fit the operand shapes"
+                                     : "op %s: attributes the executor cannot read",
+                           nm);
     }
     const sp_type *it = sp_value_type(m, ixv);
-    bool has_ivd = g->ivd < (int64_t)irank;
-    int64_t vec = has_ivd && g->ivd >= 0 ? it->dims[g->ivd] : 1;
-    for (uint32_t i = 0; i < g->n_ibatch; i++) {
-        ok = ok && g->ibatch[i] != g->ivd;
-    }
-    ok = ok && g->ivd >= 0 && g->ivd <= (int64_t)irank &&
-         dims_below(g->offset_dims, g->n_offset, wrank) &&
-         dims_below(g->collapsed, g->n_collapsed, orank) &&
-         dims_below(g->obatch, g->n_obatch, orank) && dims_below(g->ibatch, g->n_ibatch, irank) &&
-         dims_below(g->start_map, g->n_start_map, orank) && g->n_obatch == g->n_ibatch &&
-         nw == g->n_offset && wrank - g->n_offset == irank - (has_ivd ? 1u : 0u) &&
-         (int64_t)g->n_start_map == vec && is_int_elem(it->elem) &&
-         sp_value_type(m, wv)->elem == sp_value_type(m, opv)->elem &&
-         sp_value_type(m, m->ops[x->op].first_result)->elem == sp_value_type(m, opv)->elem;
-    if (!ok) {
+    if (!is_int_elem(it->elem) || sp_value_type(m, wv)->elem != sp_value_type(m, opv)->elem ||
+        sp_value_type(m, m->ops[x->op].first_result)->elem != sp_value_type(m, opv)->elem) {
         return ex_op_error(p, x->op, err, "op %s: dimension numbers do not fit the operand shapes",
-                        nm);
+                           nm);
+    }
+    g->n_offset = d.n_offset;
+    g->n_collapsed = d.n_collapsed;
+    g->n_obatch = d.n_operand_batch;
+    g->n_ibatch = d.n_indices_batch;
+    g->n_start_map = d.n_index_map;
+    g->ivd = d.index_vector_dim;
+    g->offset_dims = ints_keep(p, d.offset, d.n_offset);
+    g->collapsed = ints_keep(p, d.collapsed, d.n_collapsed);
+    g->obatch = ints_keep(p, d.operand_batch, d.n_operand_batch);
+    g->ibatch = ints_keep(p, d.indices_batch, d.n_indices_batch);
+    g->start_map = ints_keep(p, d.index_map, d.n_index_map);
+    if (g->offset_dims == NULL || g->collapsed == NULL || g->obatch == NULL || g->ibatch == NULL ||
+        g->start_map == NULL) {
+        return cm_error_oom(err);
     }
     x->ext = g;
     return CM_OK;
@@ -486,32 +459,23 @@ static cm_status prepare_gather_dims(prog *p, xop *x, const char *attr, const ch
 
 static cm_status prepare_gather(prog *p, xop *x, cm_error *err)
 {
-    static const char *const names[6] = {"offset_dims",           "collapsed_slice_dims",
-                                         "operand_batching_dims", "start_indices_batching_dims",
-                                         "start_index_map",       "index_vector_dim"};
     const sp_op *o = &p->m->ops[x->op];
     if (o->n_operands != 2 || o->n_results != 1) {
         return ex_op_error(p, x->op, err, "op %s with these operands cannot be executed yet",
                            o->name);
     }
-    cm_status st = prepare_gather_dims(p, x, "dimension_numbers", names, o->operands[0],
-                                       o->operands[1], o->first_result, err);
+    cm_status st = prepare_gather_dims(p, x, o->operands[1], o->first_result, err);
     if (st != CM_OK) {
         return st;
     }
     ex_gather_dims *g = x->ext;
     uint32_t n = 0;
-    const int64_t *ss = NULL;
-    const sp_type *ot = sp_value_type(p->m, o->operands[0]);
-    bool ok = ints_attr(p, x->op, "slice_sizes", &ss, &n) && n == ot->rank;
-    for (uint32_t d = 0; ok && d < n; d++) {
-        ok = ss[d] >= 0 && ss[d] <= ot->dims[d];
-    }
-    if (!ok) {
+    int64_t ss[SP_MAX_RANK];
+    if (sp_gather_slice_sizes_get(p->m, x->op, ss, &n, NULL) != CM_OK) {
         return ex_op_error(p, x->op, err, "op %s: slice_sizes do not fit the operand", o->name);
     }
-    g->slice_sizes = ss;
-    return CM_OK;
+    g->slice_sizes = ints_keep(p, ss, n);
+    return g->slice_sizes != NULL ? CM_OK : cm_error_oom(err);
 }
 
 /* The combiner of a scatter's body: -1 replace (returns the update), else
@@ -532,10 +496,6 @@ static int scatter_body(const sp_module *m, uint32_t op)
 
 static cm_status prepare_scatter(prog *p, xop *x, cm_error *err)
 {
-    static const char *const names[6] = {
-        "update_window_dims",           "inserted_window_dims",
-        "input_batching_dims",          "scatter_indices_batching_dims",
-        "scatter_dims_to_operand_dims", "index_vector_dim"};
     const sp_op *o = &p->m->ops[x->op];
     if (o->n_operands != 3 || o->n_results != 1) {
         return ex_op_error(p, x->op, err, "op %s with several inputs cannot be executed yet",
@@ -545,8 +505,7 @@ static cm_status prepare_scatter(prog *p, xop *x, cm_error *err)
     if (x->fn < -1) {
         return ex_op_error(p, x->op, err, "%s with this body cannot be executed yet", o->name);
     }
-    return prepare_gather_dims(p, x, "scatter_dimension_numbers", names, o->operands[0],
-                               o->operands[1], o->operands[2], err);
+    return prepare_gather_dims(p, x, o->operands[1], o->operands[2], err);
 }
 
 /* The extent of n elements d apart, (n - 1) * d + 1 (0 for none); -1 past
@@ -565,48 +524,36 @@ static int64_t dilated(int64_t n, int64_t d)
 
 static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
 {
-    static const char *const names[9] = {
-        "input_batch_dimension",           "input_feature_dimension",
-        "input_spatial_dimensions",        "kernel_input_feature_dimension",
-        "kernel_output_feature_dimension", "kernel_spatial_dimensions",
-        "output_batch_dimension",          "output_feature_dimension",
-        "output_spatial_dimensions"};
     const sp_module *m = p->m;
     const sp_op *o = &m->ops[x->op];
     const char *nm = o->name;
     ex_conv_dims *cd = cm_arena_zalloc(&p->arena, sizeof *cd);
     if (cd == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     if (o->n_operands != 2 || o->n_results != 1) {
         return ex_op_error(p, x->op, err, "op %s with these operands cannot be executed yet", nm);
     }
     const sp_type *it = sp_value_type(m, o->operands[0]), *kt = sp_value_type(m, o->operands[1]),
                   *ot = sp_value_type(m, o->first_result);
-    uint32_t rank = it->rank;
-    const sp_attr *dn = sp_op_attr(m, x->op, "dimension_numbers");
-    const int64_t *v[9];
-    uint32_t n[9];
-    bool ok = dn != NULL && dn->kind == SP_ATTR_PARAMS && kt->rank == rank && ot->rank == rank &&
-              rank >= 2 && rank <= EX_KERN_MAX_RANK;
-    for (int i = 0; ok && i < 9; i++) {
-        ok = params_ints(p, dn, names[i], &v[i], &n[i]) && n[i] == (i % 3 == 2 ? rank - 2 : 1) &&
-             dims_below(v[i], n[i], rank);
-    }
+    sp_conv_dims dims;
+    bool ok = sp_conv_dims_get(m, x->op, &dims, NULL) == CM_OK && it->rank <= EX_KERN_MAX_RANK;
     if (!ok) {
         return ex_op_error(p, x->op, err, "op %s: attributes the executor cannot read", nm);
     }
-    cd->ns = rank - 2;
-    cd->ib = v[0][0];
-    cd->ifeat = v[1][0];
-    cd->ki = v[3][0];
-    cd->ko = v[4][0];
-    cd->ob = v[6][0];
-    cd->ofeat = v[7][0];
+    cd->ns = dims.n_spatial;
+    cd->ib = dims.input_batch;
+    cd->ifeat = dims.input_feature;
+    cd->ki = dims.kernel_input_feature;
+    cd->ko = dims.kernel_output_feature;
+    cd->ob = dims.output_batch;
+    cd->ofeat = dims.output_feature;
+    cd->fgc = dims.feature_group_count;
+    cd->bgc = dims.batch_group_count;
     for (uint32_t j = 0; j < cd->ns; j++) {
-        cd->is[j] = v[2][j];
-        cd->ks[j] = v[5][j];
-        cd->os[j] = v[8][j];
+        cd->is[j] = dims.input_spatial[j];
+        cd->ks[j] = dims.kernel_spatial[j];
+        cd->os[j] = dims.output_spatial[j];
         cd->stride[j] = 1;
         cd->rdil[j] = 1;
     }
@@ -649,16 +596,6 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
             cd->rev[j] = a[j] != 0;
         }
     }
-    static const char *const gname[2] = {"feature_group_count", "batch_group_count"};
-    for (int i = 0; i < 2; i++) {
-        const sp_attr *g = sp_op_attr(m, x->op, gname[i]);
-        int64_t *to = i == 0 ? &cd->fgc : &cd->bgc;
-        *to = 1;
-        if (g != NULL) {
-            ok = ok && g->kind == SP_ATTR_INT && g->u.i.v >= 1;
-            *to = ok ? g->u.i.v : 1;
-        }
-    }
     if (!ok) {
         return ex_op_error(p, x->op, err, "op %s: window attributes the executor cannot read", nm);
     }
@@ -682,30 +619,33 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
     return CM_OK;
 }
 
-/* window_dimensions, window_strides and padding of a windowed op of the given
- * rank into x->a, x->b (default 1) and x->c (lo, hi per dim; absent: x->nc
- * 0); *ok false when they are unreadable or not positive. CM_ENOMEM only. */
-static cm_status window_attrs(prog *p, xop *x, uint32_t rank, bool *ok, cm_error *err)
+/* The window (sp_window_get, into *w) of a windowed op of the given rank:
+ * window_dimensions (required here), window_strides (default 1) and padding
+ * into x->a, x->b and x->c (lo, hi per dim; absent: x->nc 0); *ok false when
+ * they are unreadable or too large for the kernels. CM_ENOMEM only. */
+static cm_status window_attrs(prog *p, xop *x, uint32_t rank, sp_window *w, bool *ok,
+                              cm_error *err)
 {
-    const sp_module *m = p->m;
-    int64_t *ones = cm_arena_alloc(&p->arena, sizeof(int64_t) * (2u * rank + 1u));
-    if (ones == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    *ok = sp_window_get(p->m, x->op, w, NULL) == CM_OK && w->n_dims == rank;
+    if (!*ok) {
+        return CM_OK;
     }
-    for (uint32_t k = 0; k < 2 * rank; k++) {
-        ones[k] = k < rank ? 1 : 0;
+    int64_t *keep = cm_arena_alloc(&p->arena, sizeof(int64_t) * (4u * rank + 1u));
+    if (keep == NULL) {
+        return cm_error_oom(err);
     }
-    x->b = ones;
+    for (uint32_t k = 0; k < rank; k++) {
+        keep[k] = w->dims[k];
+        keep[rank + k] = w->n_strides != 0 ? w->strides[k] : 1;
+        keep[2 * rank + 2 * k] = w->n_padding != 0 ? w->padding[2 * k] : 0;
+        keep[2 * rank + 2 * k + 1] = w->n_padding != 0 ? w->padding[2 * k + 1] : 0;
+    }
+    x->a = keep;
+    x->na = rank;
+    x->b = keep + rank;
     x->nb = rank;
-    x->c = ones + rank;
-    x->nc = 0;
-    *ok = ints_attr(p, x->op, "window_dimensions", &x->a, &x->na) && x->na == rank;
-    if (*ok && sp_op_attr(m, x->op, "window_strides") != NULL) {
-        *ok = ints_attr(p, x->op, "window_strides", &x->b, &x->nb) && x->nb == rank;
-    }
-    if (*ok && sp_op_attr(m, x->op, "padding") != NULL) {
-        *ok = ints_attr(p, x->op, "padding", &x->c, &x->nc) && x->nc == 2 * rank;
-    }
+    x->c = keep + 2 * rank;
+    x->nc = w->n_padding;
     const int64_t big = (int64_t)1 << 60; /* beyond this the window arithmetic could overflow */
     size_t nwin = 1; /* elements of one window: at most 2^32 */
     for (uint32_t k = 0; *ok && k < rank; k++) {
@@ -752,23 +692,20 @@ static cm_status prepare_reduce_window(prog *p, xop *x, cm_error *err)
         return ex_op_error(p, x->op, err, "%s with this body cannot be executed yet", o->name);
     }
     const sp_type *t = sp_value_type(m, o->operands[0]), *rt = sp_value_type(m, o->first_result);
-    uint32_t rank = t->rank, n = 0;
+    uint32_t rank = t->rank;
     bool ok;
-    cm_status st = window_attrs(p, x, rank, &ok, err);
+    sp_window w;
+    cm_status st = window_attrs(p, x, rank, &w, &ok, err);
     if (st != CM_OK) {
         return st;
     }
     ok = ok && rt->elem == t->elem && sp_value_type(m, o->operands[1])->elem == t->elem;
-    static const char *const dil[2] = {"base_dilations", "window_dilations"};
-    for (int i = 0; ok && i < 2; i++) {
-        const int64_t *d;
-        if (ints_attr(p, x->op, dil[i], &d, &n)) {
-            for (uint32_t k = 0; k < n; k++) {
-                if (d[k] != 1) {
-                    return ex_op_error(p, x->op, err, "%s with dilations cannot be executed yet",
-                                    o->name);
-                }
-            }
+    for (uint32_t k = 0; ok && k < w.n_base_dilations + w.n_window_dilations; k++) {
+        int64_t d = k < w.n_base_dilations ? w.base_dilations[k]
+                                           : w.window_dilations[k - w.n_base_dilations];
+        if (d != 1) {
+            return ex_op_error(p, x->op, err, "%s with dilations cannot be executed yet",
+                               o->name);
         }
     }
     if (!ok || !window_count_ok(x, t, rt)) {
@@ -920,7 +857,7 @@ static cm_status prepare_sort(prog *p, xop *x, cm_error *err)
     x->dim = dim;
     ex_sort_key *keys = cm_arena_alloc(&p->arena, sizeof *keys * EX_SORT_MAX_KEYS);
     if (keys == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     const sp_block *b = body_block(m, x->op);
     uint32_t nk = 0, v = block_result(m, b);
@@ -976,7 +913,8 @@ static cm_status prepare_select_scatter(prog *p, xop *x, cm_error *err)
     const sp_type *t = sp_value_type(m, o->operands[0]), *srct = sp_value_type(m, o->operands[1]),
                   *rt = sp_value_type(m, o->first_result);
     bool ok;
-    cm_status st = window_attrs(p, x, t->rank, &ok, err);
+    sp_window w;
+    cm_status st = window_attrs(p, x, t->rank, &w, &ok, err);
     if (st != CM_OK) {
         return st;
     }
@@ -1123,18 +1061,22 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
         }
         break;
     case SP_OP_DOT_GENERAL: {
-        const sp_attr *dn = sp_op_attr(m, x->op, "dot_dimension_numbers");
-        x->na = x->nb = x->nc = x->nd = 0;
-        const sp_attr *lb = params_item(dn, "lhs_batching_dimensions");
-        const sp_attr *rb = params_item(dn, "rhs_batching_dimensions");
-        const sp_attr *lc = params_item(dn, "lhs_contracting_dimensions");
-        const sp_attr *rc = params_item(dn, "rhs_contracting_dimensions");
-        ok = dn != NULL && (lb == NULL || sp_attr_ints(lb, &x->a, &x->na, &p->arena)) &&
-             (rb == NULL || sp_attr_ints(rb, &x->b, &x->nb, &p->arena)) &&
-             (lc == NULL || sp_attr_ints(lc, &x->c, &x->nc, &p->arena)) &&
-             (rc == NULL || sp_attr_ints(rc, &x->d, &x->nd, &p->arena)) && x->na == x->nb &&
-             x->nc == x->nd && dot_dims_ok(m, o->operands[0], x->a, x->na, x->c, x->nc) &&
-             dot_dims_ok(m, o->operands[1], x->b, x->nb, x->d, x->nd);
+        /* batching dims in x->a (lhs), x->b (rhs), contracting in x->c, x->d */
+        sp_dot_dims dd;
+        ok = sp_dot_dims_get(m, x->op, &dd, NULL) == CM_OK &&
+             sp_value_type(m, o->operands[0])->rank <= EX_MAX_RANK &&
+             sp_value_type(m, o->operands[1])->rank <= EX_MAX_RANK;
+        if (ok) {
+            x->na = x->nb = dd.n_batch;
+            x->nc = x->nd = dd.n_contract;
+            x->a = ints_keep(p, dd.lhs_batch, dd.n_batch);
+            x->b = ints_keep(p, dd.rhs_batch, dd.n_batch);
+            x->c = ints_keep(p, dd.lhs_contract, dd.n_contract);
+            x->d = ints_keep(p, dd.rhs_contract, dd.n_contract);
+            if (x->a == NULL || x->b == NULL || x->c == NULL || x->d == NULL) {
+                return cm_error_oom(err);
+            }
+        }
         sp_elem e = sp_value_type(m, o->first_result)->elem;
         sp_elem le = sp_value_type(m, o->operands[0])->elem;
         sp_elem re = sp_value_type(m, o->operands[1])->elem;
@@ -1342,7 +1284,7 @@ static cm_status prepare_callee(prog *p, xop *x, uint32_t blk, uint32_t owner, u
     }
     x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
     if (x->sub == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     x->sub[0] = blk;
     x->n_sub = 1;
@@ -1425,7 +1367,7 @@ static cm_status prepare_regions(prog *p, xop *x, uint32_t blk, uint32_t idx, ui
     x->n_sub = o->n_regions;
     x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t) * x->n_sub);
     if (x->sub == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t r = 0; r < o->n_regions; r++) {
         if (o->regions[r].n_blocks != 1) {
@@ -1477,9 +1419,7 @@ static cm_status prepare_regions(prog *p, xop *x, uint32_t blk, uint32_t idx, ui
  * are copies when every value is held whole). */
 static bool moves_data(sp_op_kind k)
 {
-    return k == SP_OP_SDY_ALL_REDUCE || k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE ||
-           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_REDUCE_SCATTER ||
-           k == SP_OP_SDY_COLLECTIVE_PERMUTE;
+    return sp_op_is_sdy_collective(k) && k != SP_OP_SDY_RESHARD;
 }
 
 #define EX_MAX_MANUAL_GROUPS 4096 /* manual groups of a reference run */
@@ -1512,7 +1452,7 @@ static cm_status manual_offsets(prog *p, const xop *x, const sp_attr *axes, cons
     }
     int64_t *off = cm_arena_zalloc(&p->arena, sizeof(int64_t) * ((size_t)n_units * g->rank + 1u));
     if (off == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t k = 0; k < g->rank; k++) {
         int64_t count = 1;
@@ -1589,7 +1529,7 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
     const sp_block *b = &m->blocks[blk];
     manual *mc = cm_arena_zalloc(&p->arena, sizeof(manual));
     if (mc == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     /* Units and their mesh coordinates: each device at its mesh position,
      * or each combination of the manual axes (free axes at 0). */
@@ -1618,7 +1558,7 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
     mc->out_off = cm_arena_zalloc(&p->arena, sizeof(int64_t *) * (o->n_results + 1u));
     if (coords == NULL || gid == NULL || seen == NULL || mc->first == NULL ||
         mc->in_off == NULL || mc->out_off == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t u = 0; u < mc->n_units; u++) {
         int64_t *c = &coords[(size_t)u * mesh->n_axes];
@@ -1650,7 +1590,7 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
     x->ext = mc;
     x->sub = cm_arena_alloc(&p->arena, sizeof(uint32_t));
     if (st == CM_OK && x->sub == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
     if (st != CM_OK) {
         return st;
@@ -1697,7 +1637,7 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
     pb->manual = p->in_manual;
     pb->ops = cm_arena_zalloc(&p->arena, sizeof(xop) * (b->n_ops + 1u));
     if (pb->ops == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     pb->n_ops = b->n_ops;
     uint32_t height = 0;
@@ -1783,7 +1723,7 @@ static cm_status prepare_dead(prog *p, cm_error *err)
                 xop *x = &pb->ops[i];
                 x->dead = cm_arena_alloc(&p->arena, sizeof(uint32_t) * (x->n_dead + 1u));
                 if (x->dead == NULL) {
-                    return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                    return cm_error_oom(err);
                 }
                 x->n_dead = 0;
             }
@@ -1813,7 +1753,7 @@ cm_status ex_prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replica
     p->vi = cm_calloc(m->n_values + 1u, sizeof(vinfo));
     p->pbs = cm_calloc(m->n_blocks + 1u, sizeof(pblock));
     if (p->vi == NULL || p->pbs == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     cm_status st = prepare_args(p, p->block, f, false, err);
     if (st == CM_OK) {

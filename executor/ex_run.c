@@ -56,12 +56,12 @@ typedef struct worker {
     uint32_t dev;
 } worker;
 
-static bool is_collective(sp_op_kind k)
+/* Ops the workers run together (ex_coll_run), or as a local copy when the
+ * value does not move: Shardy's collectives and reshards, and
+ * sharding constraints, which move data when the shardings differ. */
+static bool runs_as_collective(sp_op_kind k)
 {
-    return k == SP_OP_SDY_ALL_REDUCE || k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE ||
-           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_REDUCE_SCATTER ||
-           k == SP_OP_SDY_COLLECTIVE_PERMUTE || k == SP_OP_SDY_RESHARD ||
-           k == SP_OP_SDY_SHARDING_CONSTRAINT;
+    return sp_op_is_sdy_collective(k) || k == SP_OP_SDY_SHARDING_CONSTRAINT;
 }
 
 /* Drops every buffer of device dev: keep moves them to the spares for the
@@ -217,7 +217,7 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
         }
         bufs[d] = ex_buf_alloc(p, bufs, d, false);
         if (bufs[d] == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
             atomic_store(&sh->failed, 1);
             failed = true;
             continue;
@@ -231,7 +231,7 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
         if (!same_layout(p, src[i], dst + i)) {
             bufs[dst + i] = ex_buf_alloc(p, bufs, dst + i, true);
             if (bufs[dst + i] == NULL) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_oom(err);
                 atomic_store(&sh->failed, 1);
                 failed = true;
             }
@@ -440,7 +440,7 @@ static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
         }
         if (!ok) {
             atomic_store(&sh->failed, 1);
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         return CM_OK;
     }
@@ -475,7 +475,7 @@ static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
     }
     pthread_barrier_wait(&sh->bar);
     release_dead(p, bufs, ret, keep);
-    return ok ? CM_OK : cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    return ok ? CM_OK : cm_error_oom(err);
 }
 
 /* Runs op x of a block on device dev: a collective (every device between
@@ -502,7 +502,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
     default:
         break;
     }
-    if (is_collective(x->kind) && !p->replicated && !x->local) {
+    if (runs_as_collective(x->kind) && !p->replicated && !x->local) {
         if (!failed) {
             /* Any worker writes any device's result (ex_coll_run). Sums
              * and unpadded copies write every element of it. */
@@ -511,7 +511,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
                         !ex_is_unpadded(p, r, dev);
             bufs[r] = ex_buf_alloc(p, bufs, r, zero);
             if (bufs[r] == NULL) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_oom(err);
                 atomic_store(&sh->failed, 1);
             }
         }
@@ -525,12 +525,12 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
             st = ex_coll_run(p, x, sh, dev, err);
         }
         pthread_barrier_wait(&sh->bar);
-    } else if (is_collective(x->kind)) {
+    } else if (runs_as_collective(x->kind)) {
         if (!failed) {
             uint32_t v = o->operands[0], r = o->first_result;
             void *out = ex_buf_zalloc(p, bufs, r);
             if (out == NULL) {
-                st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                st = cm_error_oom(err);
             } else {
                 memcpy(out, bufs[v], p->vi[r].lcount * p->vi[r].esz);
                 bufs[r] = out;
@@ -711,7 +711,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         }
     }
     if (!ok) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     /* OpenBLAS threads: the cores shared out over the workers (one device:
@@ -791,7 +791,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     const sp_op *ret = &m->ops[p.ret];
     ex_tensor *res = cm_calloc(ret->n_operands + 1u, sizeof(ex_tensor));
     if (res == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     for (uint32_t j = 0; j < ret->n_operands; j++) {
@@ -804,7 +804,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         res[j].data = cm_calloc(res[j].n + 1u, vi->esz);
         if (res[j].data == NULL) {
             ex_tensors_free(res, ret->n_operands);
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
             goto out;
         }
         /* Devices holding the same element must agree bit for bit: a
@@ -812,7 +812,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         uint8_t *seen = cm_calloc(res[j].n + 1u, 1);
         if (seen == NULL) {
             ex_tensors_free(res, ret->n_operands);
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
             goto out;
         }
         for (uint32_t d = 0; d < n_dev && st == CM_OK; d++) {

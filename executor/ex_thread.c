@@ -99,7 +99,7 @@ cm_status ex_threads_start(uint32_t n, void *(*fn)(void *arg), void *args, size_
     *out = NULL;
     ex_threads *t = cm_calloc(1, sizeof *t);
     if (t == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     t->fn = fn;
     t->th = cm_calloc(n + 1u, sizeof(pthread_t));
@@ -113,7 +113,7 @@ cm_status ex_threads_start(uint32_t n, void *(*fn)(void *arg), void *args, size_
         cm_free(t->th);
         cm_free(t->slots);
         cm_free(t);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     cm_status st = CM_OK;
     for (uint32_t i = 0; i < n && st == CM_OK; i++) {

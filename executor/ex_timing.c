@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "ex_exec.h"
 #include "sp_input.h"
 
@@ -143,8 +144,7 @@ static const char *value_name(const ex_timing *t, const sp_op *o, bool *operand)
 static void put_named(cm_buf *b, const char *key, const char *s)
 {
     if (s != NULL) {
-        cm_buf_printf(b, ",\"%s\":", key);
-        cm_buf_json_string(b, s, strlen(s));
+        cm_json_put_kv_str(b, key, s);
     }
 }
 
@@ -154,7 +154,7 @@ static void put_head(cm_buf *b, const ex_timing *t, uint32_t op)
 {
     const sp_op *o = &t->m->ops[op];
     cm_buf_puts(b, "{\"op\":");
-    cm_buf_json_string(b, o->name, strlen(o->name));
+    cm_json_put_cstr(b, o->name);
     if (o->line > 0) {
         cm_buf_printf(b, ",\"line\":%u,\"col\":%u", o->line, o->col);
     }
@@ -164,7 +164,8 @@ static void put_head(cm_buf *b, const ex_timing *t, uint32_t op)
     put_named(b, operand ? "operand" : "result", name);
     cm_buf_puts(b, ",\"measured_s\":[");
     for (uint32_t d = 0; d < t->n_dev; d++) {
-        cm_buf_printf(b, "%s%.6g", d > 0 ? "," : "", per_run(t, op, d));
+        cm_json_put_sep(b);
+        cm_json_put_g(b, per_run(t, op, d), 6);
     }
     cm_buf_putc(b, ']');
 }
@@ -181,7 +182,11 @@ cm_status ex_timing_json(const ex_timing *t, cm_buf *b)
         sp_cost_op p = t->c != NULL ? sp_cost_op_at(t->c, op) : (sp_cost_op){0, 0};
         cm_buf_puts(b, i > 0 ? "," : "");
         put_head(b, t, op);
-        cm_buf_printf(b, ",\"predicted_s\":%.6g,\"flops\":%.6g}", p.time_s, p.flops);
+        cm_json_put_key(b, "predicted_s");
+        cm_json_put_g(b, p.time_s, 6);
+        cm_json_put_key(b, "flops");
+        cm_json_put_g(b, p.flops, 6);
+        cm_buf_putc(b, '}');
     }
     cm_buf_puts(b, "],\"collectives\":[");
     uint32_t listed = 0;
@@ -194,16 +199,18 @@ cm_status ex_timing_json(const ex_timing *t, cm_buf *b)
         coll_figures(t, &tb, op, &bytes, &pred);
         cm_buf_puts(b, listed++ > 0 ? "," : "");
         put_head(b, t, op);
-        const char *kn = sp_coll_kind_name(k->kind);
-        cm_buf_puts(b, ",\"kind\":");
-        cm_buf_json_string(b, kn, strlen(kn));
+        cm_json_put_kv_str(b, "kind", sp_coll_kind_name(k->kind));
         cm_buf_puts(b, ",\"axes\":[");
         for (uint32_t a = 0; a < k->n_axes; a++) {
-            cm_buf_puts(b, a > 0 ? "," : "");
-            cm_buf_json_string(b, k->axes[a], strlen(k->axes[a]));
+            cm_json_put_sep(b);
+            cm_json_put_cstr(b, k->axes[a]);
         }
-        cm_buf_printf(b, "],\"group\":%lld,\"bytes\":%.6g,\"predicted_s\":%.6g}",
-                      (long long)k->group, bytes, pred);
+        cm_buf_printf(b, "],\"group\":%lld", (long long)k->group);
+        cm_json_put_key(b, "bytes");
+        cm_json_put_g(b, bytes, 6);
+        cm_json_put_key(b, "predicted_s");
+        cm_json_put_g(b, pred, 6);
+        cm_buf_putc(b, '}');
     }
     cm_buf_putc(b, ']');
     table_fini(&tb);

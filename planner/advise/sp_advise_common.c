@@ -5,26 +5,16 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_advise_int.h"
-#include "sp_collectives.h"
-#include "sp_diag.h"
-#include "sp_reshard.h"
+#include "sp_input.h"
 
 cm_status sp_advise_partition_cost(sp_module *m, bool partitioned, const sp_profile *profile,
                                    double overlap, const sp_custom_rules *custom,
                                    const sp_graph *g, sp_cost **out, cm_error *err)
 {
     *out = NULL;
-    cm_status st = CM_OK;
-    if (!partitioned) {
-        sp_diags d;
-        sp_diags_init(&d);
-        st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
-        sp_diags_fini(&d);
-        if (st == CM_OK) {
-            st = sp_pass_reshard_to_collectives(m, false, err);
-        }
-    }
+    cm_status st = partitioned ? CM_OK : sp_module_partition(m, err);
     if (st == CM_OK) {
         sp_cost_opts co;
         sp_cost_opts_init(&co);
@@ -74,7 +64,7 @@ void sp_advise_fix_write(const sp_sharding *s, const char *mesh_name, uint32_t r
 
 void sp_advise_put_jstr(cm_buf *b, const char *s)
 {
-    cm_buf_json_string(b, s, s != NULL ? strlen(s) : 0);
+    cm_json_put_cstr(b, s != NULL ? s : "");
 }
 
 void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads)

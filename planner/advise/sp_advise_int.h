@@ -31,7 +31,8 @@ cm_status sp_advise_logical_scan(const char *text, size_t len, cm_arena *a, sp_l
 
 /* ---- shared by lint, sweep, suggest, what-if and compare (sp_advise_common.c) ---- */
 
-/* Appends s as a JSON string (NULL as ""). */
+/* Appends s as a JSON string (cm_json_put_str), NULL as "" where
+ * cm_json_put_cstr writes null. */
 void sp_advise_put_jstr(cm_buf *b, const char *s);
 /* Appends the fix for a value named token: `sdy.sharding_constraint TOKEN
  * <@mesh, [{"a"}, {}]>` to shardy and `jax.lax.with_sharding_constraint(x,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cm_json.h"
 #include "sp_advise_int.h"
 #include "sp_cost.h"
 #include "sp_ops.h"
@@ -310,11 +311,6 @@ static bool align(cmp *c)
     return true;
 }
 
-static void jstr(cm_buf *b, const char *s, size_t n)
-{
-    cm_buf_json_string(b, s, n);
-}
-
 /* Appends what fn writes for (plan, slot) as a JSON string. */
 static void jfn(cm_buf *b, void (*fn)(const plan *, const slot *, cm_buf *), const plan *p,
                 const slot *s)
@@ -322,7 +318,7 @@ static void jfn(cm_buf *b, void (*fn)(const plan *, const slot *, cm_buf *), con
     cm_buf t;
     cm_buf_init(&t);
     fn(p, s, &t);
-    jstr(b, t.data != NULL ? t.data : "", t.len);
+    cm_json_put_str(b, t.data != NULL ? t.data : "", t.len);
     cm_buf_fini(&t);
 }
 
@@ -522,7 +518,7 @@ static void json_report(const cmp *c, cm_buf *b)
     cm_buf_puts(b, "{\"format\":\"shardplan.compare/v1\",\"plans\":[");
     for (uint32_t k = 0; k < c->n; k++) {
         cm_buf_puts(b, k > 0 ? ",\n {\"file\":" : "\n {\"file\":");
-        jstr(b, c->p[k].name, strlen(c->p[k].name));
+        cm_json_put_cstr(b, c->p[k].name);
         cm_buf_puts(b, ",\"cost\":");
         sp_cost_write_json(c->p[k].cost, c->p[k].in.m, b);
         cm_buf_putc(b, '}');
@@ -616,7 +612,7 @@ static cm_status load_plan(sp_compare *x, uint32_t k, const sp_compare_input *in
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");
     }
     if (st != CM_OK) {
-        return cm_error_set(err, st, e.path, "%s: %s", lab, e.msg);
+        return cm_error_wrap(err, &e, "%s", lab);
     }
     return CM_OK;
 }

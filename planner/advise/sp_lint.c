@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_advise_int.h"
 #include "sp_collectives.h"
 #include "sp_graph_json.h"
@@ -1407,15 +1408,6 @@ const sp_cost_summary *sp_advise_summary(const sp_advise *a)
 
 /* ---- writers ------------------------------------------------------------------------------ */
 
-static void put_num(cm_buf *b, double v)
-{
-    if (v == (double)(int64_t)v && v < 9e15 && v > -9e15) {
-        cm_buf_printf(b, "%lld", (long long)v);
-    } else {
-        cm_buf_printf(b, "%.6g", v);
-    }
-}
-
 void sp_advise_write_lint_json(const sp_advise *a, cm_buf *b)
 {
     const sp_cost_summary *s = sp_advise_summary(a);
@@ -1432,8 +1424,7 @@ void sp_advise_write_lint_json(const sp_advise *a, cm_buf *b)
         sp_advise_put_jstr(b, f->loc);
         cm_buf_puts(b, ",\"value\":");
         sp_advise_put_jstr(b, f->value);
-        cm_buf_puts(b, ",\"bytes\":");
-        put_num(b, f->bytes);
+        cm_json_put_kv_num(b, "bytes", f->bytes, 6);
         cm_buf_puts(b, ",\"message\":");
         sp_advise_put_jstr(b, f->message);
         cm_buf_puts(b, ",\"fix\":{\"shardy\":");
@@ -1448,9 +1439,8 @@ void sp_advise_write_lint_json(const sp_advise *a, cm_buf *b)
                       sp_advise_count(a, (sp_lint_kind)k));
     }
     cm_buf_puts(b, "},\"peak_bytes\":");
-    put_num(b, s->peak_bytes);
-    cm_buf_puts(b, ",\"capacity_bytes\":");
-    put_num(b, s->capacity_bytes);
+    cm_json_put_num(b, s->peak_bytes, 6);
+    cm_json_put_kv_num(b, "capacity_bytes", s->capacity_bytes, 6);
     cm_buf_puts(b, ",\"profile\":");
     sp_advise_put_jstr(b, s->profile);
     cm_buf_puts(b, "}");
@@ -1502,13 +1492,10 @@ void sp_advise_write_colls_json(const sp_advise *a, cm_buf *b)
             sp_advise_put_jstr(b, c->cost.axes[k]);
         }
         cm_buf_printf(b, "],\"group\":%lld,\"tensor_bytes\":", (long long)c->cost.group);
-        put_num(b, c->cost.tensor_bytes);
-        cm_buf_puts(b, ",\"bytes\":");
-        put_num(b, c->cost.bytes);
-        cm_buf_puts(b, ",\"seconds\":");
-        put_num(b, c->cost.time_s);
-        cm_buf_puts(b, ",\"count\":");
-        put_num(b, c->cost.count);
+        cm_json_put_num(b, c->cost.tensor_bytes, 6);
+        cm_json_put_kv_num(b, "bytes", c->cost.bytes, 6);
+        cm_json_put_kv_num(b, "seconds", c->cost.time_s, 6);
+        cm_json_put_kv_num(b, "count", c->cost.count, 6);
         cm_buf_puts(b, ",\"for_op\":");
         sp_advise_put_jstr(b, c->for_op);
         cm_buf_printf(b, ",\"line\":%u,\"loc\":", c->line);
@@ -1519,9 +1506,8 @@ void sp_advise_write_colls_json(const sp_advise *a, cm_buf *b)
     }
     cm_buf_puts(b, "],\n\"n_collectives\":");
     cm_buf_printf(b, "%u,\"bytes\":", a->n_colls);
-    put_num(b, bytes);
-    cm_buf_puts(b, ",\"seconds\":");
-    put_num(b, secs);
+    cm_json_put_num(b, bytes, 6);
+    cm_json_put_kv_num(b, "seconds", secs, 6);
     cm_buf_puts(b, ",\"profile\":");
     sp_advise_put_jstr(b, sp_advise_summary(a)->profile);
     cm_buf_puts(b, "}");

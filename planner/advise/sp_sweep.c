@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cm_json.h"
 #include "sp_advise_int.h"
 #include "sp_example.h"
 #include "sp_graph_json.h"
@@ -354,25 +355,16 @@ void sp_sweep_result_fini(sp_sweep_result *res)
     memset(res, 0, sizeof *res);
 }
 
-/* The body of a JSON string: quotes and backslashes escaped, controls as spaces. */
-static void put_text(cm_buf *b, const char *s)
-{
-    for (; *s != '\0'; s++) {
-        if (*s == '"' || *s == '\\') {
-            cm_buf_putc(b, '\\');
-        }
-        cm_buf_putc(b, (unsigned char)*s < 0x20 ? ' ' : *s);
-    }
-}
-
 void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
 {
-    cm_buf_printf(b,
-                  "{\"variants\":%u,\"ops_per_variant\":%u,\"plans\":%u,\"seconds\":%.6g,"
-                  "\"cpu_seconds\":%.6g,\"profile\":\"",
-                  res->n_rows, res->n_ops, res->n_jobs, res->seconds, res->cpu_seconds);
-    put_text(b, res->profile);
-    cm_buf_puts(b, "\",\"rows\":[");
+    cm_buf_printf(b, "{\"variants\":%u,\"ops_per_variant\":%u,\"plans\":%u", res->n_rows,
+                  res->n_ops, res->n_jobs);
+    cm_json_put_key(b, "seconds");
+    cm_json_put_g(b, res->seconds, 6);
+    cm_json_put_key(b, "cpu_seconds");
+    cm_json_put_g(b, res->cpu_seconds, 6);
+    cm_json_put_kv_str(b, "profile", res->profile);
+    cm_buf_puts(b, ",\"rows\":[");
     for (uint32_t i = 0; i < res->n_rows; i++) {
         const sp_sweep_row *r = &res->rows[i];
         cm_buf_printf(b,
@@ -382,17 +374,23 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
                       sp_example_strategy_name((sp_example_strategy)r->strategy),
                       r->ok ? "true" : "false");
         if (r->ok) {
-            cm_buf_printf(b,
-                          ",\"rank\":%u,\"step_s\":%.6g,\"peak_bytes\":%.17g,\"comm_bytes\":%.17g,"
-                          "\"flops\":%.17g,\"fits\":%s,\"capacity_bytes\":%.17g,\"pareto\":%s}",
-                          r->rank, r->step_s, r->peak_bytes, r->comm_bytes, r->flops,
-                          r->fits ? "true" : "false", r->capacity_bytes,
-                          r->pareto ? "true" : "false");
+            cm_buf_printf(b, ",\"rank\":%u", r->rank);
+            cm_json_put_key(b, "step_s");
+            cm_json_put_g(b, r->step_s, 6);
+            cm_json_put_key(b, "peak_bytes");
+            cm_json_put_g(b, r->peak_bytes, 17);
+            cm_json_put_key(b, "comm_bytes");
+            cm_json_put_g(b, r->comm_bytes, 17);
+            cm_json_put_key(b, "flops");
+            cm_json_put_g(b, r->flops, 17);
+            cm_json_put_kv_bool(b, "fits", r->fits);
+            cm_json_put_key(b, "capacity_bytes");
+            cm_json_put_g(b, r->capacity_bytes, 17);
+            cm_json_put_kv_bool(b, "pareto", r->pareto);
         } else {
-            cm_buf_puts(b, ",\"error\":\"");
-            put_text(b, r->error);
-            cm_buf_puts(b, "\"}");
+            cm_json_put_kv_str(b, "error", r->error);
         }
+        cm_buf_putc(b, '}');
     }
     cm_buf_puts(b, "]}");
 }

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_advise_int.h"
 #include "sp_collectives.h"
 #include "sp_graph_json.h"
@@ -158,7 +159,7 @@ cm_status sp_vref_parse_text(const char *text, cm_arena *a, sp_vref *out, cm_err
         }
         out->function = cm_arena_strndup(a, s + 1, (size_t)(colon - s - 1));
         if (out->function == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         s = colon + 1;
     }
@@ -182,7 +183,7 @@ cm_status sp_vref_parse_text(const char *text, cm_arena *a, sp_vref *out, cm_err
         return cm_error_set(err, CM_EINVAL, "", "'%s': expected a result number after '#'", text);
     }
     out->op = cm_arena_strndup(a, s, plen);
-    return out->op == NULL ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory") : CM_OK;
+    return out->op == NULL ? cm_error_oom(err) : CM_OK;
 }
 
 void sp_vref_write_json(const sp_vref *v, cm_buf *b)
@@ -587,7 +588,7 @@ static cm_status edit_sharding(sp_module *m, const char *text, const sp_type *t,
     cm_buf_puts(&b, text);
     if (b.oom) {
         cm_buf_fini(&b);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     sp_attr *a = NULL;
     cm_error e;
@@ -595,7 +596,7 @@ static cm_status edit_sharding(sp_module *m, const char *text, const sp_type *t,
     cm_status st = sp_mlir_parse_attr(m, b.data, b.len, &a, &e);
     cm_buf_fini(&b);
     if (st == CM_ENOMEM) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     if (st != CM_OK || a->kind != SP_ATTR_SHARDING) {
         return cm_error_set(err, CM_EINVAL, where,
@@ -848,7 +849,7 @@ static cm_status edit_rule(sp_module *m, uint32_t op, const sp_edit *e, sp_rule 
         cm_status st = b.oom ? CM_ENOMEM : sp_mlir_parse_attr(m, b.data, b.len, &a, &ie);
         cm_buf_fini(&b);
         if (st == CM_ENOMEM) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         if (st != CM_OK || a->kind != SP_ATTR_RULE) {
             return cm_error_set(err, CM_EINVAL, where, "not a sharding rule: %s",
@@ -874,7 +875,7 @@ static cm_status edit_rule(sp_module *m, uint32_t op, const sp_edit *e, sp_rule 
     }
     if (spec.oom || spec.data == NULL) {
         cm_buf_fini(&spec);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     const sp_op *o = &m->ops[op];
     uint32_t n = o->n_operands + o->n_results;
@@ -882,7 +883,7 @@ static cm_status edit_rule(sp_module *m, uint32_t op, const sp_edit *e, sp_rule 
     uint32_t *ranks = cm_arena_alloc(&m->arena, sizeof(uint32_t) * (n + 1u));
     if (dims == NULL || ranks == NULL) {
         cm_buf_fini(&spec);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t i = 0; i < n; i++) {
         bool res = i >= o->n_operands;
@@ -911,7 +912,7 @@ static cm_status edit_rule(sp_module *m, uint32_t op, const sp_edit *e, sp_rule 
                             ranks + o->n_operands, o->n_results, &m->arena, out, &ie);
     cm_buf_fini(&spec);
     if (st == CM_ENOMEM) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     if (st != CM_OK) {
         return cm_error_set(err, CM_EINVAL, where, "%s%s%s", ie.path, ie.path[0] ? ": " : "",
@@ -924,12 +925,12 @@ static cm_status set_rule(sp_module *m, uint32_t op, sp_rule *r, cm_error *err)
 {
     sp_attr *a = sp_attr_new(m, SP_ATTR_RULE);
     if (a == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     a->u.rule = r;
     return sp_op_set_attr(m, op, "sdy.sharding_rule", a) == CM_OK
                ? CM_OK
-               : cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+               : cm_error_oom(err);
 }
 
 static const char *call_target(const sp_module *m, uint32_t op)
@@ -956,7 +957,7 @@ static cm_status materialise_custom(src *s, cm_error *err)
         cm_error_clear(&e);
         cm_status st = sp_rule_for_op(m, i, &ro, &r, NULL, &e);
         if (st == CM_ENOMEM) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         if (st == CM_OK && r != NULL && r->is_custom) {
             st = set_rule(m, i, r, err);
@@ -1050,7 +1051,7 @@ static cm_status apply_one(src *s, const sp_edit *e, const resolved *r, cm_error
             }
         }
         if (a == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         uint32_t op = SP_NONE;
         const char *name =
@@ -1061,7 +1062,7 @@ static cm_status apply_one(src *s, const sp_edit *e, const resolved *r, cm_error
         }
         if (sp_op_set_attr(m, op, e->kind == SP_EDIT_CONSTRAIN ? "sharding" : "allowed_direction",
                            a) != CM_OK) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         u32v_push(&s->seed_ops, op);
         return CM_OK;
@@ -1115,7 +1116,7 @@ static cm_status apply_one(src *s, const sp_edit *e, const resolved *r, cm_error
             }
             u32v_push(&s->seed_vals, v);
         }
-        return st == CM_OK ? CM_OK : cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return st == CM_OK ? CM_OK : cm_error_oom(err);
     }
     case SP_EDIT_RULE: {
         sp_rule *rule;
@@ -1166,7 +1167,7 @@ static cm_status apply_edits(src *s, const sp_edit_list *l, cm_error *err)
     }
     resolved *rs = cm_calloc(l->n + 1u, sizeof *rs);
     if (rs == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t i = 0; i < l->n && st == CM_OK; i++) {
         st = resolve_edit(s, &l->items[i], &rs[i], err);
@@ -1178,7 +1179,7 @@ static cm_status apply_edits(src *s, const sp_edit_list *l, cm_error *err)
     s->end_new_op = s->m->n_ops;
     cm_free(rs);
     if (st == CM_OK && (s->seed_ops.oom || s->seed_vals.oom || s->seed_outs.oom)) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
     return st;
 }
@@ -1263,7 +1264,7 @@ static cm_status fres_init(const sp_module *m, fres *f, cm_error *err)
     f->base = cm_alloc(sizeof(uint32_t) * (body->n_ops + 1u));
     if (f->func == NULL || f->base == NULL) {
         fres_fini(f);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t i = 0; i < body->n_ops; i++) {
         uint32_t op = body->ops[i];
@@ -1278,7 +1279,7 @@ static cm_status fres_init(const sp_module *m, fres *f, cm_error *err)
     f->owner = cm_alloc(sizeof(uint32_t) * (f->n + 1u));
     if (f->owner == NULL) {
         fres_fini(f);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t fi = 0; fi < f->n_funcs; fi++) {
         uint32_t end = fi + 1 < f->n_funcs ? f->base[fi + 1] : f->n;
@@ -1342,7 +1343,7 @@ static cm_status snap_take(const sp_module *m, snap *x, cm_error *err)
     if (x->v == NULL || x->out == NULL) {
         snap_fini(x);
         fres_fini(&f);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t v = 0; v < x->n_values; v++) {
         x->v[v] = sp_value_sharding(m, v);
@@ -1393,15 +1394,13 @@ static const char *not_local(const sp_module *m)
         if (op->parent_block == SP_NONE) {
             continue;
         }
+        if (sp_op_is_data_flow((sp_op_kind)op->kind)) {
+            return "the module has data-flow ops (while, case, if, optimization_barrier)";
+        }
         switch ((sp_op_kind)op->kind) {
         case SP_OP_FUNC_FUNC:
         case SP_OP_FUNC_CALL: /* an op like any other: propagation knows no rule for it */
             continue;
-        case SP_OP_WHILE:
-        case SP_OP_CASE:
-        case SP_OP_IF:
-        case SP_OP_OPTIMIZATION_BARRIER:
-            return "the module has data-flow ops (while, case, if, optimization_barrier)";
         case SP_OP_SDY_MANUAL_COMPUTATION:
         case SP_OP_SDY_NAMED_COMPUTATION:
             return "the module has manual or named computations";
@@ -1663,7 +1662,7 @@ static cm_status grow_region(inc *c, uint32_t *n_region, cm_error *err)
     u32v stack = {0};
     cm_status st = CM_OK;
     if (start == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
@@ -1684,7 +1683,7 @@ static cm_status grow_region(inc *c, uint32_t *n_region, cm_error *err)
     fill = cm_alloc(sizeof(uint32_t) * (n_slots + 1u));
     uses = cm_alloc(sizeof(uint32_t) * (start[n_slots] + 1u));
     if (fill == NULL || uses == NULL) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     memcpy(fill, start, sizeof(uint32_t) * n_slots);
@@ -1724,7 +1723,7 @@ static cm_status grow_region(inc *c, uint32_t *n_region, cm_error *err)
         }
     }
     if (stack.oom) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
     }
     *n_region = 0;
     for (uint32_t i = 0; i < m->n_ops; i++) {
@@ -1891,7 +1890,7 @@ static cm_status copy_outside(inc *c, const snap *p0, cm_error *err)
                                               clone_into(m, s0)) != CM_OK;
         }
     }
-    return oom ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory") : CM_OK;
+    return oom ? cm_error_oom(err) : CM_OK;
 }
 
 /* Finds the edits' region in m1, both modules after their import passes
@@ -1933,7 +1932,7 @@ static cm_status prepare_region(inc *c, bool *ok, cm_error *err)
     c->region = cm_calloc(m1->n_ops + 1u, 1);
     c->seen = cm_calloc(n_slots + 1u, 1);
     if (c->map == NULL || c->op_map == NULL || c->region == NULL || c->seen == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     memset(c->map, 0xff, sizeof(uint32_t) * (m1->n_values + 1u));
     memset(c->op_map, 0xff, sizeof(uint32_t) * (m1->n_ops + 1u));
@@ -1954,10 +1953,10 @@ static cm_status prepare_region(inc *c, bool *ok, cm_error *err)
         }
     }
     if (!pair_modules(c)) {
-        return c->oom ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory") : CM_OK;
+        return c->oom ? cm_error_oom(err) : CM_OK;
     }
     if (c->seeds.oom || c->seed_ops.oom) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     uint32_t n_region = 0;
     cm_status st = grow_region(c, &n_region, err);
@@ -2346,23 +2345,14 @@ const char *sp_whatif_propagated(const sp_whatif *w, size_t *len_out)
 
 /* ---- reports ------------------------------------------------------------------------------ */
 
-static void put_num(cm_buf *b, double v)
-{
-    if (v != v || v > 1e300 || v < -1e300) {
-        cm_buf_puts(b, "null");
-        return;
-    }
-    cm_buf_printf(b, "%.6g", v);
-}
-
 static void put_cost(cm_buf *b, const sp_cost_summary *c, uint32_t n_colls)
 {
     cm_buf_puts(b, "{\"step_s\":");
-    put_num(b, c->step_s);
-    cm_buf_puts(b, ",\"peak_bytes\":");
-    put_num(b, c->peak_bytes);
-    cm_buf_puts(b, ",\"comm_bytes\":");
-    put_num(b, c->comm_bytes);
+    cm_json_put_g(b, c->step_s, 6);
+    cm_json_put_key(b, "peak_bytes");
+    cm_json_put_g(b, c->peak_bytes, 6);
+    cm_json_put_key(b, "comm_bytes");
+    cm_json_put_g(b, c->comm_bytes, 6);
     cm_buf_puts(b, ",\"collectives\":");
     cm_buf_put_i64(b, n_colls);
     cm_buf_putc(b, '}');
@@ -2378,9 +2368,9 @@ void sp_whatif_write_json(const sp_whatif *w, int64_t plan_id, cm_buf *b)
         cm_buf_puts(b, ",\"label\":");
         sp_advise_put_jstr(b, c->label);
         cm_buf_puts(b, ",\"before\":");
-        c->before != NULL ? sp_advise_put_jstr(b, c->before) : cm_buf_puts(b, "null");
+        cm_json_put_cstr(b, c->before);
         cm_buf_puts(b, ",\"after\":");
-        c->after != NULL ? sp_advise_put_jstr(b, c->after) : cm_buf_puts(b, "null");
+        cm_json_put_cstr(b, c->after);
         cm_buf_putc(b, '}');
     }
     cm_buf_printf(b,
@@ -2390,9 +2380,9 @@ void sp_whatif_write_json(const sp_whatif *w, int64_t plan_id, cm_buf *b)
                   w->stats.incremental ? "true" : "false");
     sp_advise_put_jstr(b, w->stats.why_full);
     cm_buf_puts(b, "},\n \"seconds\":{\"incremental\":");
-    put_num(b, w->stats.incremental_s);
-    cm_buf_puts(b, ",\"propagation\":");
-    put_num(b, w->stats.propagate_s);
+    cm_json_put_g(b, w->stats.incremental_s, 6);
+    cm_json_put_key(b, "propagation");
+    cm_json_put_g(b, w->stats.propagate_s, 6);
     cm_buf_puts(b, "},\n \"cost\":");
     if (w->costed) {
         cm_buf_puts(b, "{\"before\":");

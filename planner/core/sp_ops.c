@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: op-name table; generated once from sp_ops.h, kept sorted by name
- * so lookups are a binary search. */
+ * planner: the op-name table, generated once from sp_ops.h and kept sorted by
+ * name so lookups are a binary search, and the name and trait columns of
+ * SP_OP_LIST indexed by kind. */
 #include "sp_ops.h"
 
 #include <string.h>
@@ -153,7 +154,7 @@ static const op_entry by_name[] = {
 
 static const char *const names[SP_OP_COUNT_] = {
     [SP_OP_UNKNOWN] = NULL,
-#define SP_OP_NAME_(e, n) [e] = n,
+#define SP_OP_NAME_(e, n, t) [e] = n,
     SP_OP_LIST(SP_OP_NAME_)
 #undef SP_OP_NAME_
 };
@@ -188,64 +189,45 @@ const char *sp_op_kind_name(sp_op_kind kind)
     return names[kind];
 }
 
-int sp_op_is_elementwise(sp_op_kind kind)
+/* The trait column of SP_OP_LIST, indexed by kind. */
+static const uint8_t traits[SP_OP_COUNT_] = {
+    [SP_OP_UNKNOWN] = 0,
+#define SP_OP_TRAITS_(e, n, t) [e] = (uint8_t)(t),
+    SP_OP_LIST(SP_OP_TRAITS_)
+#undef SP_OP_TRAITS_
+};
+
+unsigned sp_op_traits(sp_op_kind kind)
 {
-    switch (kind) {
-    case SP_OP_ABS:
-    case SP_OP_ADD:
-    case SP_OP_AND:
-    case SP_OP_ATAN2:
-    case SP_OP_CBRT:
-    case SP_OP_CEIL:
-    case SP_OP_CLAMP:
-    case SP_OP_COMPARE:
-    case SP_OP_COMPLEX:
-    case SP_OP_CONVERT:
-    case SP_OP_COSINE:
-    case SP_OP_COUNT_LEADING_ZEROS:
-    case SP_OP_DIVIDE:
-    case SP_OP_EXPONENTIAL:
-    case SP_OP_EXPONENTIAL_MINUS_ONE:
-    case SP_OP_FLOOR:
-    case SP_OP_IMAG:
-    case SP_OP_IS_FINITE:
-    case SP_OP_LOG:
-    case SP_OP_LOG_PLUS_ONE:
-    case SP_OP_LOGISTIC:
-    case SP_OP_MAXIMUM:
-    case SP_OP_MINIMUM:
-    case SP_OP_MULTIPLY:
-    case SP_OP_NEGATE:
-    case SP_OP_NOT:
-    case SP_OP_OR:
-    case SP_OP_POPCNT:
-    case SP_OP_POWER:
-    case SP_OP_REAL:
-    case SP_OP_REDUCE_PRECISION:
-    case SP_OP_REMAINDER:
-    case SP_OP_ROUND_NEAREST_AFZ:
-    case SP_OP_ROUND_NEAREST_EVEN:
-    case SP_OP_RSQRT:
-    case SP_OP_SELECT:
-    case SP_OP_SHIFT_LEFT:
-    case SP_OP_SHIFT_RIGHT_ARITHMETIC:
-    case SP_OP_SHIFT_RIGHT_LOGICAL:
-    case SP_OP_SIGN:
-    case SP_OP_SINE:
-    case SP_OP_SQRT:
-    case SP_OP_SUBTRACT:
-    case SP_OP_TAN:
-    case SP_OP_TANH:
-    case SP_OP_XOR:
-        return 1;
-    default:
-        return 0;
-    }
+    return (unsigned)kind < (unsigned)SP_OP_COUNT_ ? traits[kind] : 0u;
 }
 
-int sp_op_is_sdy_collective(sp_op_kind k)
+bool sp_op_is_elementwise(sp_op_kind kind)
 {
-    return k == SP_OP_SDY_ALL_GATHER || k == SP_OP_SDY_ALL_SLICE || k == SP_OP_SDY_ALL_REDUCE ||
-           k == SP_OP_SDY_ALL_TO_ALL || k == SP_OP_SDY_COLLECTIVE_PERMUTE ||
-           k == SP_OP_SDY_REDUCE_SCATTER || k == SP_OP_SDY_RESHARD;
+    return (sp_op_traits(kind) & SP_OPT_EW) != 0;
+}
+
+bool sp_op_is_collective(sp_op_kind kind)
+{
+    return (sp_op_traits(kind) & SP_OPT_COLL) != 0;
+}
+
+bool sp_op_is_sdy_collective(sp_op_kind kind)
+{
+    return (sp_op_traits(kind) & SP_OPT_SDY_COLL) != 0;
+}
+
+bool sp_op_is_data_flow(sp_op_kind kind)
+{
+    return (sp_op_traits(kind) & SP_OPT_DATA_FLOW) != 0;
+}
+
+bool sp_op_has_sharding_attr(sp_op_kind kind)
+{
+    return (sp_op_traits(kind) & SP_OPT_SHARDING_ATTR) != 0;
+}
+
+bool sp_op_constrains_operands(sp_op_kind kind)
+{
+    return (sp_op_traits(kind) & SP_OPT_CONSTRAINS) != 0;
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_json.h"
+#include "sp_attrs.h"
 #include "sp_ops.h"
 #include "sp_profile_json.h"
 #include "sp_diag.h"
@@ -883,40 +885,6 @@ static void implied_op(cctx *x, uint32_t id, double mult)
 
 /* ---- FLOPs and traffic -------------------------------------------------------------- */
 
-/* Integers of parameter key of a #dialect<...> attribute into buf (at most
- * SP_MAX_RANK); an absent key reads as an empty list. */
-static bool attr_i64s(const sp_attr *a, const char *key, int64_t *buf, uint32_t *n)
-{
-    *n = 0;
-    if (a == NULL || a->kind != SP_ATTR_PARAMS) {
-        return false;
-    }
-    const sp_attr *x = sp_attrs_get(a->u.params.items, a->u.params.n, key);
-    if (x == NULL) {
-        return true;
-    }
-    if (x->kind == SP_ATTR_DENSE_ARRAY) {
-        for (uint32_t i = 0; i < x->u.darr.n && i < SP_MAX_RANK; i++) {
-            buf[(*n)++] = x->u.darr.v[i];
-        }
-        return true;
-    }
-    if (x->kind == SP_ATTR_INT) {
-        buf[(*n)++] = x->u.i.v;
-        return true;
-    }
-    if (x->kind == SP_ATTR_ARRAY) {
-        for (uint32_t i = 0; i < x->u.arr.n && i < SP_MAX_RANK; i++) {
-            if (x->u.arr.items[i]->kind != SP_ATTR_INT) {
-                return false;
-            }
-            buf[(*n)++] = x->u.arr.items[i]->u.i.v;
-        }
-        return true;
-    }
-    return false;
-}
-
 static double sum_elems(cctx *x, const uint32_t *vals, uint32_t n)
 {
     double s = 0;
@@ -928,8 +896,9 @@ static double sum_elems(cctx *x, const uint32_t *vals, uint32_t n)
 
 /* FLOPs of one op from local shapes (docs/cost-model.md lists them):
  * class 0 dot/convolution, 1 element-wise, 2 reduction, 3 other. */
-static double op_flops(cctx *x, const sp_op *o, int *cls)
+static double op_flops(cctx *x, uint32_t id, int *cls)
 {
+    const sp_op *o = &x->m->ops[id];
     sp_op_kind k = (sp_op_kind)o->kind;
     *cls = 3;
     if (o->n_results == 0) {
@@ -937,49 +906,35 @@ static double op_flops(cctx *x, const sp_op *o, int *cls)
     }
     uint32_t res = o->first_result;
     switch (k) {
-    case SP_OP_DOT_GENERAL: {
+    case SP_OP_DOT_GENERAL:
+    case SP_OP_DOT: {
+        /* the local contracted size (1 when the dimension numbers are bad) */
         *cls = 0;
         if (o->n_operands != 2) {
             return 0;
         }
-        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dot_dimension_numbers");
-        int64_t lc[SP_MAX_RANK], rc[SP_MAX_RANK];
-        uint32_t nlc = 0, nrc = 0;
+        sp_dot_dims dd;
         double kk = 1;
-        if (attr_i64s(dn, "lhs_contracting_dimensions", lc, &nlc) &&
-            attr_i64s(dn, "rhs_contracting_dimensions", rc, &nrc) && nlc == nrc) {
-            for (uint32_t i = 0; i < nlc; i++) {
-                if (lc[i] < 0 || rc[i] < 0) {
-                    continue;
-                }
-                double a = local_dim(x, o->operands[0], (uint32_t)lc[i]);
-                double b = local_dim(x, o->operands[1], (uint32_t)rc[i]);
+        if (sp_dot_dims_get(x->m, id, &dd, NULL) == CM_OK) {
+            for (uint32_t i = 0; i < dd.n_contract; i++) {
+                double a = local_dim(x, o->operands[0], (uint32_t)dd.lhs_contract[i]);
+                double b = local_dim(x, o->operands[1], (uint32_t)dd.rhs_contract[i]);
                 kk *= a < b ? a : b;
             }
         }
         return 2.0 * val_elems(x, res) * kk;
     }
-    case SP_OP_DOT: {
-        *cls = 0;
-        if (o->n_operands != 2) {
-            return 0;
-        }
-        const sp_type *lt = sp_value_type(x->m, o->operands[0]);
-        double a = lt->rank > 0 ? local_dim(x, o->operands[0], lt->rank - 1) : 1;
-        double b = local_dim(x, o->operands[1], 0);
-        return 2.0 * val_elems(x, res) * (a < b ? a : b);
-    }
     case SP_OP_CONVOLUTION: {
+        /* the local kernel per output feature (the whole kernel when the
+         * dimension numbers are bad) */
         *cls = 0;
         if (o->n_operands != 2) {
             return 0;
         }
-        const sp_attr *dn = sp_attrs_get(o->attrs, o->n_attrs, "dimension_numbers");
-        int64_t kof[SP_MAX_RANK];
-        uint32_t n = 0;
+        sp_conv_dims cd;
         double ker = val_elems(x, o->operands[1]);
-        if (attr_i64s(dn, "kernel_output_feature_dimension", kof, &n) && n == 1 && kof[0] >= 0) {
-            double of = local_dim(x, o->operands[1], (uint32_t)kof[0]);
+        if (sp_conv_dims_get(x->m, id, &cd, NULL) == CM_OK) {
+            double of = local_dim(x, o->operands[1], (uint32_t)cd.kernel_output_feature);
             ker = of > 0 ? ker / of : ker;
         }
         return 2.0 * val_elems(x, res) * ker;
@@ -989,10 +944,12 @@ static double op_flops(cctx *x, const sp_op *o, int *cls)
         return sum_elems(x, o->operands, o->n_operands / 2);
     case SP_OP_REDUCE_WINDOW: {
         *cls = 2;
-        const sp_attr *w = sp_attrs_get(o->attrs, o->n_attrs, "window_dimensions");
+        sp_window w;
         double win = 1;
-        for (uint32_t i = 0; w != NULL && w->kind == SP_ATTR_DENSE_ARRAY && i < w->u.darr.n; i++) {
-            win *= (double)w->u.darr.v[i];
+        if (sp_window_get(x->m, id, &w, NULL) == CM_OK) {
+            for (uint32_t i = 0; i < w.n_dims; i++) {
+                win *= (double)w.dims[i];
+            }
         }
         return sum_elems(x, &o->first_result, 1) * win * (double)(o->n_results > 0 ? 1 : 0) *
                (double)(o->n_operands / 2 > 0 ? o->n_operands / 2 : 1);
@@ -1074,25 +1031,13 @@ static bool is_free_op(sp_op_kind k)
     }
 }
 
-static bool is_collective(sp_op_kind k)
+/* Ops costed as explicit collectives (explicit_coll): Shardy's collectives
+ * and reshards, and the StableHLO collectives the model has a formula for
+ * (all but collective_broadcast, which is costed like any other op). */
+static bool costs_as_collective(sp_op_kind k)
 {
-    switch (k) {
-    case SP_OP_SDY_ALL_GATHER:
-    case SP_OP_SDY_ALL_SLICE:
-    case SP_OP_SDY_ALL_REDUCE:
-    case SP_OP_SDY_ALL_TO_ALL:
-    case SP_OP_SDY_COLLECTIVE_PERMUTE:
-    case SP_OP_SDY_REDUCE_SCATTER:
-    case SP_OP_SDY_RESHARD:
-    case SP_OP_ALL_REDUCE:
-    case SP_OP_ALL_GATHER:
-    case SP_OP_REDUCE_SCATTER:
-    case SP_OP_ALL_TO_ALL:
-    case SP_OP_COLLECTIVE_PERMUTE:
-        return true;
-    default:
-        return false;
-    }
+    return sp_op_is_sdy_collective(k) ||
+           (sp_op_is_collective(k) && k != SP_OP_COLLECTIVE_BROADCAST);
 }
 
 /* Ops with regions whose bodies run as part of the op (every branch is
@@ -1235,14 +1180,14 @@ static double cost_op(cctx *x, uint32_t id, double mult)
     sp_cost_summary *s = &x->c->s;
     double inner = 0;
     s->n_ops++;
-    if (is_collective(k)) {
+    if (costs_as_collective(k)) {
         explicit_coll(x, id, mult);
     } else if (x->implied) {
         implied_op(x, id, mult);
     }
     if (!is_free_op(k)) {
         int cls;
-        double f = op_flops(x, o, &cls);
+        double f = op_flops(x, id, &cls);
         double traffic = 0;
         for (uint32_t i = 0; i < o->n_operands; i++) {
             traffic += val_bytes(x, o->operands[i]);
@@ -1689,23 +1634,6 @@ const sp_cost_axis *sp_cost_axis_at(const sp_cost *c, uint32_t i)
 
 /* ---- output ------------------------------------------------------------------------------------ */
 
-static void put_jstr(cm_buf *b, const char *s)
-{
-    cm_buf_json_string(b, s, strlen(s));
-}
-
-/* A JSON number: integers exactly, others with 6 significant digits. */
-static void put_num(cm_buf *b, double v)
-{
-    if (!isfinite(v)) {
-        cm_buf_puts(b, "null");
-    } else if (v == floor(v) && fabs(v) < 9e15) {
-        cm_buf_put_i64(b, (int64_t)v);
-    } else {
-        cm_buf_printf(b, "%.6g", v);
-    }
-}
-
 static void human_bytes(char *buf, size_t len, double v)
 {
     static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -1777,52 +1705,37 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
     char oom[128];
     sp_cost_oom_message(c, oom, sizeof oom);
     cm_buf_puts(b, "{\"mode\":");
-    put_jstr(b, s->partitioned ? "explicit" : "implied");
-    cm_buf_puts(b, ",\"note\":");
-    put_jstr(b, mode_note(s));
-    cm_buf_puts(b, ",\"profile\":");
-    put_jstr(b, s->profile);
+    cm_json_put_cstr(b, s->partitioned ? "explicit" : "implied");
+    cm_json_put_kv_str(b, "note", mode_note(s));
+    cm_json_put_kv_str(b, "profile", s->profile);
     cm_buf_printf(b, ",\"devices\":%lld,\"ops\":%u,\n \"memory\":{\"parameter_bytes\":",
                   (long long)s->devices, s->n_ops);
-    put_num(b, s->param_bytes);
-    cm_buf_puts(b, ",\"input_bytes\":");
-    put_num(b, s->input_bytes);
-    cm_buf_puts(b, ",\"output_bytes\":");
-    put_num(b, s->output_bytes);
-    cm_buf_puts(b, ",\"peak_activation_bytes\":");
-    put_num(b, s->peak_activation_bytes);
-    cm_buf_puts(b, ",\"peak_bytes\":");
-    put_num(b, s->peak_bytes);
-    cm_buf_puts(b, ",\"capacity_bytes\":");
-    put_num(b, s->capacity_bytes);
+    cm_json_put_num(b, s->param_bytes, 6);
+    cm_json_put_kv_num(b, "input_bytes", s->input_bytes, 6);
+    cm_json_put_kv_num(b, "output_bytes", s->output_bytes, 6);
+    cm_json_put_kv_num(b, "peak_activation_bytes", s->peak_activation_bytes, 6);
+    cm_json_put_kv_num(b, "peak_bytes", s->peak_bytes, 6);
+    cm_json_put_kv_num(b, "capacity_bytes", s->capacity_bytes, 6);
     cm_buf_puts(b, s->fits ? ",\"fits\":true" : ",\"fits\":false");
-    cm_buf_puts(b, ",\"message\":");
-    put_jstr(b, oom);
+    cm_json_put_kv_str(b, "message", oom);
     cm_buf_puts(b, "},\n \"flops\":{\"total\":");
-    put_num(b, s->flops);
-    cm_buf_puts(b, ",\"dot\":");
-    put_num(b, s->flops_dot);
-    cm_buf_puts(b, ",\"elementwise\":");
-    put_num(b, s->flops_elementwise);
-    cm_buf_puts(b, ",\"reduce\":");
-    put_num(b, s->flops_reduce);
-    cm_buf_puts(b, ",\"other\":");
-    put_num(b, s->flops_other);
+    cm_json_put_num(b, s->flops, 6);
+    cm_json_put_kv_num(b, "dot", s->flops_dot, 6);
+    cm_json_put_kv_num(b, "elementwise", s->flops_elementwise, 6);
+    cm_json_put_kv_num(b, "reduce", s->flops_reduce, 6);
+    cm_json_put_kv_num(b, "other", s->flops_other, 6);
     cm_buf_puts(b, "},\"memory_traffic_bytes\":");
-    put_num(b, s->mem_traffic_bytes);
+    cm_json_put_num(b, s->mem_traffic_bytes, 6);
     cm_buf_puts(b, ",\n \"communication\":{\"bytes\":");
-    put_num(b, s->comm_bytes);
-    cm_buf_puts(b, ",\"seconds\":");
-    put_num(b, s->comm_s);
+    cm_json_put_num(b, s->comm_bytes, 6);
+    cm_json_put_kv_num(b, "seconds", s->comm_s, 6);
     cm_buf_puts(b, ",\"per_axis\":[");
     for (uint32_t i = 0; i < c->n_axes; i++) {
         const sp_cost_axis *a = &c->axes[i];
         cm_buf_puts(b, i > 0 ? ",{\"axes\":" : "{\"axes\":");
-        put_jstr(b, a->axes);
-        cm_buf_puts(b, ",\"bytes\":");
-        put_num(b, a->bytes);
-        cm_buf_puts(b, ",\"seconds\":");
-        put_num(b, a->time_s);
+        cm_json_put_cstr(b, a->axes);
+        cm_json_put_kv_num(b, "bytes", a->bytes, 6);
+        cm_json_put_kv_num(b, "seconds", a->time_s, 6);
         cm_buf_printf(b, ",\"collectives\":%u}", a->n_colls);
     }
     cm_buf_printf(b, "],\"n_collectives\":%u,\"collectives\":[", c->n_colls);
@@ -1830,7 +1743,7 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
         const sp_cost_coll *k = &c->colls[i];
         const sp_op *o = &m->ops[k->op];
         cm_buf_puts(b, i > 0 ? ",\n  {\"op\":" : "\n  {\"op\":");
-        put_jstr(b, o->name);
+        cm_json_put_cstr(b, o->name);
         if (with_lines && o->line > 0) {
             cm_buf_printf(b, ",\"line\":%u", o->line);
         }
@@ -1840,33 +1753,24 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
         cm_buf_printf(b, ",\"kind\":\"%s\",\"implied\":%s,\"axes\":[", sp_coll_kind_name(k->kind),
                       k->implied ? "true" : "false");
         for (uint32_t j = 0; j < k->n_axes; j++) {
-            if (j > 0) {
-                cm_buf_putc(b, ',');
-            }
-            put_jstr(b, k->axes[j]);
+            cm_json_put_sep(b);
+            cm_json_put_cstr(b, k->axes[j]);
         }
         cm_buf_printf(b, "],\"group\":%lld,\"tensor_bytes\":", (long long)k->group);
-        put_num(b, k->tensor_bytes);
-        cm_buf_puts(b, ",\"bytes\":");
-        put_num(b, k->bytes);
-        cm_buf_puts(b, ",\"seconds\":");
-        put_num(b, k->time_s);
+        cm_json_put_num(b, k->tensor_bytes, 6);
+        cm_json_put_kv_num(b, "bytes", k->bytes, 6);
+        cm_json_put_kv_num(b, "seconds", k->time_s, 6);
         if (k->count != 1) {
-            cm_buf_puts(b, ",\"count\":");
-            put_num(b, k->count);
+            cm_json_put_kv_num(b, "count", k->count, 6);
         }
         cm_buf_putc(b, '}');
     }
     cm_buf_puts(b, "]},\n \"time\":{\"compute_s\":");
-    put_num(b, s->compute_s);
-    cm_buf_puts(b, ",\"communication_s\":");
-    put_num(b, s->comm_s);
-    cm_buf_puts(b, ",\"overlap\":");
-    put_num(b, s->overlap);
-    cm_buf_puts(b, ",\"hidden_s\":");
-    put_num(b, s->hidden_s);
-    cm_buf_puts(b, ",\"step_s\":");
-    put_num(b, s->step_s);
+    cm_json_put_num(b, s->compute_s, 6);
+    cm_json_put_kv_num(b, "communication_s", s->comm_s, 6);
+    cm_json_put_kv_num(b, "overlap", s->overlap, 6);
+    cm_json_put_kv_num(b, "hidden_s", s->hidden_s, 6);
+    cm_json_put_kv_num(b, "step_s", s->step_s, 6);
     cm_buf_puts(b, "}}");
 }
 

@@ -314,7 +314,7 @@ cm_status sp_profile_load(const char *name, sp_profile *out, cm_error *err)
     st = sp_profile_decode(data, len, out, &e2);
     cm_free(data);
     if (st != CM_OK) {
-        return cm_error_set(err, st, e2.path, "%s: %s", path, e2.msg);
+        return cm_error_wrap(err, &e2, "%s", path);
     }
     return CM_OK;
 }

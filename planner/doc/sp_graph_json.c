@@ -1306,11 +1306,6 @@ typedef struct res_info {
     json_t *logical;  /* or NULL */
 } res_info;
 
-static bool is_constraint_like(sp_op_kind k)
-{
-    return k == SP_OP_SDY_SHARDING_CONSTRAINT || k == SP_OP_SDY_RESHARD;
-}
-
 static cm_status decode_regions(dec *d, json_t *jr, u32v *blocks, uint32_t *sizes,
                                 uint32_t *n_regions)
 {
@@ -1473,7 +1468,7 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
     res_info one = {jone, NULL, NULL};
     res_info *ri = &one;
     size_t n_res = 0;
-    bool constraint = is_constraint_like(kind);
+    bool constraint = sp_op_has_sharding_attr(kind); /* "sharding" is the op's, not a result's */
     if (jres != NULL && (jone != NULL || jtype != NULL)) {
         return bad(d, "give either \"results\" or \"result\"/\"type\", not both");
     }

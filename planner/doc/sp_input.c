@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: the one input loader (sp_input.h). Reading, the rules document and
- * the propagation pass are done here and nowhere else, so that a plan, its
- * cost, its lint and its benchmark see one module for one (input, options). */
+ * planner: the one input loader (sp_input.h). Reading, the rules document,
+ * the propagation pass and partitioning are done here and nowhere else, so
+ * that a plan, its cost, its lint and its benchmark see one module for one
+ * (input, options). */
 #include "sp_input.h"
 
 #include <string.h>
@@ -155,18 +156,24 @@ cm_status sp_input_load(const char *path, const sp_input_opts *o, sp_input *in, 
     return st;
 }
 
+cm_status sp_module_partition(sp_module *m, cm_error *err)
+{
+    sp_diags d;
+    sp_diags_init(&d);
+    cm_status st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
+    sp_diags_fini(&d);
+    if (st == CM_OK) {
+        st = sp_pass_reshard_to_collectives(m, false, err);
+    }
+    return st;
+}
+
 cm_status sp_input_partition(sp_input *in, cm_error *err)
 {
     if (in->partitioned) {
         return CM_OK;
     }
-    sp_diags d;
-    sp_diags_init(&d);
-    cm_status st = sp_pass_insert_explicit_reshards(in->m, NULL, &d, err);
-    sp_diags_fini(&d);
-    if (st == CM_OK) {
-        st = sp_pass_reshard_to_collectives(in->m, false, err);
-    }
+    cm_status st = sp_module_partition(in->m, err);
     in->partitioned = st == CM_OK;
     return st;
 }

@@ -78,10 +78,16 @@ cm_status sp_input_load(const char *path, const sp_input_opts *o, sp_input *in, 
  * edge sources with record_edges), adding Shardy's diagnostics to d. */
 cm_status sp_input_propagate(sp_module *m, sp_plan_pass pass, const sp_custom_rules *custom,
                              bool record_edges, sp_diags *d, cm_error *err);
-/* Partitions in's module as Shardy's export does before SPMD lowering
- * (-sdy-insert-explicit-reshards, then -sdy-reshard-to-collectives), unless
- * it is already partitioned; in->partitioned is then true. Errors: those of
- * the two passes, CM_ENOMEM. */
+/* Partitions m in place as Shardy's export does before SPMD lowering:
+ * -sdy-insert-explicit-reshards, then -sdy-reshard-to-collectives, whatever m
+ * holds (whether it is partitioned already is the caller's question; see
+ * sp_module_is_partitioned). The one partitioning of the tree: the input
+ * loader, the advisors and the executor all call it. Errors: those of the
+ * two passes, CM_ENOMEM. */
+cm_status sp_module_partition(sp_module *m, cm_error *err);
+/* Partitions in's module (sp_module_partition) unless it is already
+ * partitioned; in->partitioned is then true. Errors: those of
+ * sp_module_partition. */
 cm_status sp_input_partition(sp_input *in, cm_error *err);
 void sp_input_fini(sp_input *in);
 

@@ -29,7 +29,7 @@ cm_status sp_plan_create(const char *text, size_t len, const sp_input_opts *o,
     io.propagate = false;
     sp_plan *p = cm_calloc(1, sizeof *p);
     if (p == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     p->pass = io.pass;
     cm_status st = sp_input_read(text, len, &io, &p->in, err);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_json.h"
 #include "sp_cost.h"
 #include "sp_ops.h"
 #include "sp_pipeline.h"
@@ -23,39 +24,6 @@ void sp_plan_opts_init(sp_plan_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->pass = SP_PLAN_PIPELINE;
-}
-
-/* ---- JSON output helpers ---------------------------------------------------------- */
-
-static void jstr(cm_buf *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    cm_buf_putc(b, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            continue;
-        }
-        cm_buf_append(b, s + run, i - run);
-        run = i + 1;
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            cm_buf_append(b, e, 2);
-        } else if (c == '\n') {
-            cm_buf_append(b, "\\n", 2);
-        } else {
-            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            cm_buf_append(b, e, 6);
-        }
-    }
-    cm_buf_append(b, s + run, n - run);
-    cm_buf_putc(b, '"');
-}
-
-static void jcstr(cm_buf *b, const char *s)
-{
-    jstr(b, s, strlen(s));
 }
 
 /* ---- the walk before propagation ---------------------------------------------------- */
@@ -182,11 +150,11 @@ static void axis_json(cm_buf *b, const sp_axis_ref *r)
 {
     if (r->pre_size > 0) {
         cm_buf_puts(b, "{\"name\":");
-        jcstr(b, r->name);
+        cm_json_put_cstr(b, r->name);
         cm_buf_printf(b, ",\"pre_size\":%lld,\"size\":%lld}", (long long)r->pre_size,
                       (long long)r->size);
     } else {
-        jcstr(b, r->name);
+        cm_json_put_cstr(b, r->name);
     }
 }
 
@@ -235,11 +203,11 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
     cm_buf_init(&txt);
     sp_sharding_print(s, &txt);
     cm_buf_puts(b, ",\"sharding\":{\"text\":");
-    jstr(b, txt.data != NULL ? txt.data : "", txt.len);
+    cm_json_put_str(b, txt.data != NULL ? txt.data : "", txt.len);
     cm_buf_fini(&txt);
     cm_buf_puts(b, ",\"mesh\":");
     if (s->mesh_name != NULL) {
-        jcstr(b, s->mesh_name);
+        cm_json_put_cstr(b, s->mesh_name);
     } else {
         cm_buf_puts(b, "null");
     }
@@ -302,10 +270,10 @@ static bool string_dict_json(cm_buf *b, const sp_attr *a)
         if (i > 0) {
             cm_buf_putc(b, ',');
         }
-        jcstr(b, e->name);
+        cm_json_put_cstr(b, e->name);
         cm_buf_putc(b, ':');
         if (e->value->kind == SP_ATTR_STRING) {
-            jstr(b, e->value->u.str.s, e->value->u.str.len);
+            cm_json_put_str(b, e->value->u.str.s, e->value->u.str.len);
         } else {
             cm_buf_puts(b, "null");
         }
@@ -340,10 +308,10 @@ static void value_head(const plan *p, uint32_t index, uint32_t v, const sp_type 
                                                           : NULL;
     if (name != NULL) {
         cm_buf_puts(b, ",\"name\":");
-        jcstr(b, name);
+        cm_json_put_cstr(b, name);
     }
     cm_buf_puts(b, ",\"type\":");
-    jstr(b, t->text, t->text_len);
+    cm_json_put_str(b, t->text, t->text_len);
     if (t->kind == SP_TYPE_TENSOR) {
         cm_buf_puts(b, ",\"shape\":");
         shape_json(b, t);
@@ -360,9 +328,9 @@ typedef struct diag_out {
 static void diag_begin(diag_out *d, const char *severity, const char *kind)
 {
     cm_buf_puts(d->b, d->n++ > 0 ? ",\n  {\"severity\":" : "\n  {\"severity\":");
-    jcstr(d->b, severity);
+    cm_json_put_cstr(d->b, severity);
     cm_buf_puts(d->b, ",\"kind\":");
-    jcstr(d->b, kind);
+    cm_json_put_cstr(d->b, kind);
 }
 
 static void diag_path(const plan *p, diag_out *d, uint32_t op)
@@ -375,7 +343,7 @@ static void diag_path(const plan *p, diag_out *d, uint32_t op)
     cm_buf_init(&path);
     rec_path(p, r, &path);
     cm_buf_puts(d->b, ",\"path\":");
-    jstr(d->b, path.data != NULL ? path.data : "", path.len);
+    cm_json_put_str(d->b, path.data != NULL ? path.data : "", path.len);
     cm_buf_fini(&path);
 }
 
@@ -471,7 +439,7 @@ static void conflict_diags(const plan *p, diag_out *d, uint32_t op, const sp_rul
             cm_buf_printf(&msg, " in %s %u; resolved by resharding", is_res ? "result" : "operand",
                           i);
             cm_buf_puts(d->b, ",\"message\":");
-            jstr(d->b, msg.data != NULL ? msg.data : "", msg.len);
+            cm_json_put_str(d->b, msg.data != NULL ? msg.data : "", msg.len);
             cm_buf_fini(&msg);
             cm_buf_putc(d->b, '}');
             break;
@@ -515,7 +483,7 @@ static void mesh_diags(const plan *p, diag_out *d, uint32_t fi)
                   "requires them on one mesh",
                   nm != NULL && nm->kind == SP_ATTR_STRING ? nm->u.str.s : "?", first, other);
     cm_buf_puts(d->b, ",\"message\":");
-    jstr(d->b, msg.data != NULL ? msg.data : "", msg.len);
+    cm_json_put_str(d->b, msg.data != NULL ? msg.data : "", msg.len);
     cm_buf_fini(&msg);
     cm_buf_putc(d->b, '}');
 }
@@ -538,11 +506,11 @@ static void write_meshes(const plan *p)
         const sp_mesh *mesh = ma->u.mesh;
         cm_buf_puts(b, first ? "\n  {\"name\":" : ",\n  {\"name\":");
         first = false;
-        jstr(b, nm->u.str.s, nm->u.str.len);
+        cm_json_put_str(b, nm->u.str.s, nm->u.str.len);
         cm_buf_puts(b, ",\"axes\":[");
         for (uint32_t a = 0; a < mesh->n_axes; a++) {
             cm_buf_puts(b, a > 0 ? ",{\"name\":" : "{\"name\":");
-            jcstr(b, mesh->axes[a].name);
+            cm_json_put_cstr(b, mesh->axes[a].name);
             cm_buf_printf(b, ",\"size\":%lld}", (long long)mesh->axes[a].size);
         }
         cm_buf_printf(b, "],\"devices\":%lld", (long long)sp_mesh_size(mesh));
@@ -569,7 +537,7 @@ static void write_op(const plan *p, uint32_t r)
     cm_buf_puts(b, "{\"path\":\"");
     rec_path(p, r, b);
     cm_buf_puts(b, "\",\"op\":");
-    jcstr(b, o->name);
+    cm_json_put_cstr(b, o->name);
     const sp_attr *rule = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_rule");
     if (rule != NULL && rule->kind == SP_ATTR_RULE) {
         cm_buf_puts(b, ",\"rule\":\"#sdy.op_sharding_rule");
@@ -580,7 +548,7 @@ static void write_op(const plan *p, uint32_t r)
             /* rule text has quotes only inside factor names, which are plain letters */
             cm_buf txt2;
             cm_buf_init(&txt2);
-            jstr(&txt2, txt.data, txt.len);
+            cm_json_put_str(&txt2, txt.data, txt.len);
             if (txt2.data != NULL) {
                 cm_buf_append(b, txt2.data + 1, txt2.len - 2);
             }
@@ -592,7 +560,7 @@ static void write_op(const plan *p, uint32_t r)
     const sp_attr *edges = sp_attrs_get(o->attrs, o->n_attrs, "sdy.propagation_edges");
     if (edges != NULL && edges->kind == SP_ATTR_OPAQUE) {
         cm_buf_puts(b, ",\"edges\":");
-        jcstr(b, edges->u.opaque.text);
+        cm_json_put_cstr(b, edges->u.opaque.text);
     }
     const sp_attr *origins = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_origins");
     cm_buf_puts(b, ",\"results\":[");
@@ -626,7 +594,7 @@ static void write_function(const plan *p, uint32_t fi, uint32_t *next_rec)
     const sp_attr *res_attrs = sp_op_attr(m, f, "res_attrs");
     cm_buf_puts(b, fi > 0 ? ",\n  {\"name\":" : "\n  {\"name\":");
     if (nm != NULL && nm->kind == SP_ATTR_STRING) {
-        jstr(b, nm->u.str.s, nm->u.str.len);
+        cm_json_put_str(b, nm->u.str.s, nm->u.str.len);
     } else {
         cm_buf_puts(b, "null");
     }
@@ -692,7 +660,7 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     }
     snapshot(&p);
     if (p.oom) {
-        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        st = cm_error_oom(err);
         goto out;
     }
     t1 = cm_now();
@@ -720,7 +688,7 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
         diag_begin(&d, sev_name(x->sev), cc ? "custom_call_without_rule" : "propagation");
         diag_path(&p, &d, x->op);
         cm_buf_puts(out, ",\"message\":");
-        jcstr(out, x->msg != NULL ? x->msg : "");
+        cm_json_put_cstr(out, x->msg != NULL ? x->msg : "");
         cm_buf_putc(out, '}');
     }
     for (uint32_t r = 0; r < p.n_recs; r++) {

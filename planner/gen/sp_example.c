@@ -617,7 +617,7 @@ cm_status sp_example_graph_json(const sp_example_opts *o, cm_buf *out, cm_error 
     } else {
         transformer(&e);
     }
-    return out->oom ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory") : CM_OK;
+    return out->oom ? cm_error_oom(err) : CM_OK;
 }
 
 const char *sp_example_strategy_name(sp_example_strategy s)
@@ -649,7 +649,7 @@ cm_status sp_example_mlir(const sp_example_opts *o, cm_buf *out, cm_error *err)
         sp_print_opts po = {false, false};
         sp_mlir_print(sp_graph_module(g), &po, out);
         if (out->oom) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            st = cm_error_oom(err);
         }
     }
     sp_graph_destroy(g);

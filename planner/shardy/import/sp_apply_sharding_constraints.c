@@ -19,11 +19,6 @@ static bool fully_closed(const sp_sharding *s)
     return true;
 }
 
-static bool is_constraint_like(const sp_op *op)
-{
-    return op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_SDY_MANUAL_COMPUTATION;
-}
-
 cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
 {
     uint8_t *want = cm_calloc(m->n_values + 1u, 1);
@@ -70,7 +65,7 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
         bool other = false;
         for (uint32_t i = u.head[v]; i != SP_NONE; i = u.pool[i].next) {
             const sp_op *user = &m->ops[u.pool[i].op];
-            if (u.pool[i].op == c || !is_constraint_like(user)) {
+            if (u.pool[i].op == c || !sp_op_constrains_operands((sp_op_kind)user->kind)) {
                 continue;
             }
             const sp_attr *b = sp_op_attr(m, u.pool[i].op, "sharding");
@@ -84,9 +79,7 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
             def == SP_NONE
                 ? m->blocks[m->values[v].block].parent_op != SP_NONE &&
                       m->ops[m->blocks[m->values[v].block].parent_op].kind != SP_OP_FUNC_FUNC
-                : m->ops[def].kind == SP_OP_WHILE || m->ops[def].kind == SP_OP_CASE ||
-                      m->ops[def].kind == SP_OP_IF ||
-                      m->ops[def].kind == SP_OP_OPTIMIZATION_BARRIER;
+                : sp_op_is_data_flow((sp_op_kind)m->ops[def].kind);
         if (!other && fully_closed(a->u.sharding) && sp_value_sharding(m, v) == NULL &&
             (def == SP_NONE || m->ops[def].kind != SP_OP_SDY_SHARDING_CONSTRAINT)) {
             if (is_edge_target) {
@@ -117,7 +110,7 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
         uint32_t r = op->first_result;
         bool r_constrained = false;
         for (uint32_t i = u.head[r]; i != SP_NONE; i = u.pool[i].next) {
-            r_constrained = r_constrained || is_constraint_like(&m->ops[u.pool[i].op]);
+            r_constrained = r_constrained || sp_op_constrains_operands((sp_op_kind)m->ops[u.pool[i].op].kind);
         }
         if (r_constrained) {
             continue;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "sp_ops.h"
+#include "sp_attrs.h"
 #include "sp_ax.h"
 #include "sp_diag.h"
 
@@ -275,16 +276,11 @@ static cm_status bad(rctx *c, const char *fmt, ...) __attribute__((format(printf
 
 static cm_status bad(rctx *c, const char *fmt, ...)
 {
-    char msg[200];
-    char path[48] = "";
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    cm_status st = sp_op_errorv(c->m, c->opid, c->err, fmt, ap);
     va_end(ap);
-    if (c->op->line > 0) {
-        snprintf(path, sizeof path, "%u:%u", c->op->line, c->op->col);
-    }
-    return cm_error_set(c->err, CM_EINVAL, path, "%s: %s", c->op->name, msg);
+    return st;
 }
 
 static cm_status no_rule(rctx *c)
@@ -331,14 +327,6 @@ static const sp_attr *op_attr(const rctx *c, const char *name)
     return sp_op_attr(c->m, c->opid, name);
 }
 
-static const sp_attr *param(const sp_attr *p, const char *name)
-{
-    if (p == NULL || p->kind != SP_ATTR_PARAMS) {
-        return NULL;
-    }
-    return sp_attrs_get(p->u.params.items, p->u.params.n, name);
-}
-
 /* Reads an integer list; an absent attribute reads as empty unless required. */
 static cm_status ints_of(rctx *c, const sp_attr *a, const char *name, bool required,
                          const int64_t **v, uint32_t *n)
@@ -357,7 +345,7 @@ static cm_status ints_of(rctx *c, const sp_attr *a, const char *name, bool requi
             ints = a->u.arr.items[i]->kind == SP_ATTR_INT;
         }
         if (ints) { /* only the scratch copy failed */
-            return cm_error_set(c->err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(c->err);
         }
         return bad(c, "attribute %s is not a list of integers", name);
     }
@@ -940,28 +928,24 @@ static cm_status rule_transpose(rctx *c)
     return CM_OK;
 }
 
-/* dot and dot_general: batch factors, lhs free, rhs free, then contracting
- * (reduction) factors. */
-static cm_status dot_rule(rctx *c, const int64_t *lb, const int64_t *rbd, uint32_t nb,
-                          const int64_t *lc, const int64_t *rc, uint32_t nc)
+/* dot and dot_general (dimension numbers from sp_dot_dims_get, which checked
+ * them): batch factors, lhs free, rhs free, then contracting (reduction)
+ * factors. */
+static cm_status rule_dot(rctx *c)
 {
-    uint32_t lhs = 0, rhs = 1, out = RES(c, 0);
-    uint32_t lr = trank(c, lhs), rr = trank(c, rhs);
-    cm_status st;
-    if ((st = dims_ok(c, lb, nb, lr, "lhs batching dimension")) != CM_OK ||
-        (st = dims_ok(c, rbd, nb, rr, "rhs batching dimension")) != CM_OK ||
-        (st = dims_ok(c, lc, nc, lr, "lhs contracting dimension")) != CM_OK ||
-        (st = dims_ok(c, rc, nc, rr, "rhs contracting dimension")) != CM_OK) {
+    if (c->op->n_operands != 2 || c->op->n_results != 1) {
+        return no_rule(c);
+    }
+    sp_dot_dims dd;
+    cm_status st = sp_dot_dims_get(c->m, c->opid, &dd, c->err);
+    if (st != CM_OK) {
         return st;
     }
-    for (uint32_t i = 0; i < nb; i++) {
-        if (in_list(lc, nc, lb[i]) || in_list(rc, nc, rbd[i])) {
-            return bad(c, "a dimension is both batching and contracting");
-        }
-    }
-    if (trank(c, out) + 2u * nc + nb != lr + rr) {
-        return bad(c, "result rank %u does not match the dimension numbers", trank(c, out));
-    }
+    const int64_t *lb = dd.lhs_batch, *rbd = dd.rhs_batch, *lc = dd.lhs_contract,
+                  *rc = dd.rhs_contract;
+    uint32_t nb = dd.n_batch, nc = dd.n_contract;
+    uint32_t lhs = 0, rhs = 1, out = RES(c, 0);
+    uint32_t lr = trank(c, lhs), rr = trank(c, rhs);
     uint32_t od = 0;
     for (uint32_t i = 0; i < nb; i++) {
         uint32_t f = rb_factor(&c->b, tdim(c, lhs, (uint32_t)lb[i]), SP_FACTOR_PASS_THROUGH, false);
@@ -991,54 +975,6 @@ static cm_status dot_rule(rctx *c, const int64_t *lb, const int64_t *rbd, uint32
         rb_map(&c->b, rhs, (uint32_t)rc[i], f);
     }
     return CM_OK;
-}
-
-static cm_status rule_dot(rctx *c)
-{
-    if (c->op->n_operands != 2 || c->op->n_results != 1) {
-        return no_rule(c);
-    }
-    uint32_t lr = trank(c, 0), rr = trank(c, 1);
-    if (lr < 1 || lr > 2 || rr < 1 || rr > 2) {
-        return bad(c, "operands must be vectors or matrices");
-    }
-    int64_t lc = (int64_t)lr - 1, rc = 0;
-    return dot_rule(c, NULL, NULL, 0, &lc, &rc, 1);
-}
-
-static cm_status rule_dot_general(rctx *c)
-{
-    if (c->op->n_operands != 2 || c->op->n_results != 1) {
-        return no_rule(c);
-    }
-    const sp_attr *dn = op_attr(c, "dot_dimension_numbers");
-    if (dn == NULL || dn->kind != SP_ATTR_PARAMS) {
-        return bad(c, "missing dot_dimension_numbers");
-    }
-    const int64_t *lb, *rbd, *lc, *rc;
-    uint32_t nlb, nrb, nlc, nrc;
-    cm_status st;
-    if ((st = ints_of(c, param(dn, "lhs_batching_dimensions"), "lhs_batching_dimensions", false,
-                      &lb, &nlb)) != CM_OK ||
-        (st = ints_of(c, param(dn, "rhs_batching_dimensions"), "rhs_batching_dimensions", false,
-                      &rbd, &nrb)) != CM_OK ||
-        (st = ints_of(c, param(dn, "lhs_contracting_dimensions"), "lhs_contracting_dimensions",
-                      false, &lc, &nlc)) != CM_OK ||
-        (st = ints_of(c, param(dn, "rhs_contracting_dimensions"), "rhs_contracting_dimensions",
-                      false, &rc, &nrc)) != CM_OK) {
-        return st;
-    }
-    if (nlb != nrb || nlc != nrc) {
-        return bad(c, "lhs and rhs dimension lists differ in length");
-    }
-    for (uint32_t i = 0; i < nlb; i++) {
-        if (lb[i] >= 0 && rbd[i] >= 0 && lb[i] < (int64_t)trank(c, 0) &&
-            rbd[i] < (int64_t)trank(c, 1) &&
-            tdim(c, 0, (uint32_t)lb[i]) != tdim(c, 1, (uint32_t)rbd[i])) {
-            return bad(c, "batching dimensions differ in size");
-        }
-    }
-    return dot_rule(c, lb, rbd, nlb, lc, rc, nlc);
 }
 
 /* A convolution spatial dimension: lhs size L, kernel size R, result size O.
@@ -1082,61 +1018,25 @@ static void conv_spatial(rctx *c, uint32_t ld, uint32_t kd, uint32_t od, int64_t
     rb_map(&c->b, rhs, kd, rb_factor(&c->b, R, SP_FACTOR_NEED_REPLICATION, false));
 }
 
-static cm_status conv_dim(rctx *c, const sp_attr *dn, const char *name, uint32_t rank,
-                          uint32_t *out)
-{
-    int64_t v;
-    cm_status st = int_of(c, param(dn, name), name, true, 0, &v);
-    if (st != CM_OK) {
-        return st;
-    }
-    return dim_of(c, v, rank, name, out);
-}
-
 static cm_status rule_convolution(rctx *c)
 {
     if (c->op->n_operands != 2 || c->op->n_results != 1) {
         return no_rule(c);
     }
     uint32_t lhs = 0, rhs = 1, out = RES(c, 0);
-    uint32_t lr = trank(c, lhs), kr = trank(c, rhs), orr = trank(c, out);
-    const sp_attr *dn = op_attr(c, "dimension_numbers");
-    if (dn == NULL || dn->kind != SP_ATTR_PARAMS) {
-        return bad(c, "missing dimension_numbers");
-    }
-    uint32_t ib = 0, ifd = 0, kif = 0, kof = 0, ob = 0, of = 0;
-    const int64_t *is, *ks, *os;
-    uint32_t nis, nks, nos;
-    int64_t bgc, fgc;
-    cm_status st;
-    if ((st = conv_dim(c, dn, "input_batch_dimension", lr, &ib)) != CM_OK ||
-        (st = conv_dim(c, dn, "input_feature_dimension", lr, &ifd)) != CM_OK ||
-        (st = conv_dim(c, dn, "kernel_input_feature_dimension", kr, &kif)) != CM_OK ||
-        (st = conv_dim(c, dn, "kernel_output_feature_dimension", kr, &kof)) != CM_OK ||
-        (st = conv_dim(c, dn, "output_batch_dimension", orr, &ob)) != CM_OK ||
-        (st = conv_dim(c, dn, "output_feature_dimension", orr, &of)) != CM_OK ||
-        (st = ints_of(c, param(dn, "input_spatial_dimensions"), "input_spatial_dimensions", false,
-                      &is, &nis)) != CM_OK ||
-        (st = ints_of(c, param(dn, "kernel_spatial_dimensions"), "kernel_spatial_dimensions", false,
-                      &ks, &nks)) != CM_OK ||
-        (st = ints_of(c, param(dn, "output_spatial_dimensions"), "output_spatial_dimensions", false,
-                      &os, &nos)) != CM_OK ||
-        (st = int_of(c, op_attr(c, "batch_group_count"), "batch_group_count", false, 1, &bgc)) !=
-            CM_OK ||
-        (st = int_of(c, op_attr(c, "feature_group_count"), "feature_group_count", false, 1,
-                     &fgc)) != CM_OK) {
+    sp_conv_dims cd;
+    cm_status st = sp_conv_dims_get(c->m, c->opid, &cd, c->err);
+    if (st != CM_OK) {
         return st;
     }
-    if (nis != nks || nis != nos || lr != nis + 2u || kr != nis + 2u || orr != nis + 2u) {
-        return bad(c, "spatial dimension lists do not match the ranks");
-    }
-    if ((st = dims_ok(c, is, nis, lr, "input spatial dimension")) != CM_OK ||
-        (st = dims_ok(c, ks, nks, kr, "kernel spatial dimension")) != CM_OK ||
-        (st = dims_ok(c, os, nos, orr, "output spatial dimension")) != CM_OK) {
-        return st;
-    }
+    uint32_t ib = (uint32_t)cd.input_batch, ifd = (uint32_t)cd.input_feature,
+             kif = (uint32_t)cd.kernel_input_feature, kof = (uint32_t)cd.kernel_output_feature,
+             ob = (uint32_t)cd.output_batch, of = (uint32_t)cd.output_feature;
+    const int64_t *is = cd.input_spatial, *ks = cd.kernel_spatial, *os = cd.output_spatial;
+    uint32_t nis = cd.n_spatial;
+    int64_t bgc = cd.batch_group_count, fgc = cd.feature_group_count;
     int64_t groups = 0;
-    if (bgc < 1 || fgc < 1 || !cm_mul_i64(bgc, fgc, &groups) || tdim(c, lhs, ib) % bgc != 0 ||
+    if (!cm_mul_i64(bgc, fgc, &groups) || tdim(c, lhs, ib) % bgc != 0 ||
         tdim(c, lhs, ifd) % fgc != 0 || tdim(c, rhs, kof) % groups != 0) {
         return bad(c, "group counts do not divide the batch and feature sizes");
     }
@@ -1280,97 +1180,26 @@ static cm_status rule_fft(rctx *c)
 
 /* ---- gather and scatter ----------------------------------------------------- */
 
-typedef struct idx_nums {
-    const int64_t *window; /* offset_dims / update_window_dims */
-    uint32_t n_window;
-    const int64_t *collapsed; /* collapsed_slice_dims / inserted_window_dims */
-    uint32_t n_collapsed;
-    const int64_t *obatch; /* operand_batching_dims / input_batching_dims */
-    uint32_t n_obatch;
-    const int64_t *ibatch; /* start_indices_batching_dims / scatter_indices_batching_dims */
-    uint32_t n_ibatch;
-    const int64_t *index_map; /* start_index_map / scatter_dims_to_operand_dims */
-    uint32_t n_index_map;
-    int64_t ivd; /* index_vector_dim */
-} idx_nums;
-
-static cm_status read_idx_nums(rctx *c, const sp_attr *dn, const char *const names[6], idx_nums *x)
-{
-    cm_status st;
-    if (dn == NULL || dn->kind != SP_ATTR_PARAMS) {
-        return bad(c, "missing dimension numbers");
-    }
-    if ((st = ints_of(c, param(dn, names[0]), names[0], false, &x->window, &x->n_window)) !=
-            CM_OK ||
-        (st = ints_of(c, param(dn, names[1]), names[1], false, &x->collapsed, &x->n_collapsed)) !=
-            CM_OK ||
-        (st = ints_of(c, param(dn, names[2]), names[2], false, &x->obatch, &x->n_obatch)) !=
-            CM_OK ||
-        (st = ints_of(c, param(dn, names[3]), names[3], false, &x->ibatch, &x->n_ibatch)) !=
-            CM_OK ||
-        (st = ints_of(c, param(dn, names[4]), names[4], false, &x->index_map, &x->n_index_map)) !=
-            CM_OK ||
-        (st = int_of(c, param(dn, names[5]), names[5], false, 0, &x->ivd)) != CM_OK) {
-        return st;
-    }
-    if (x->n_obatch != x->n_ibatch) {
-        return bad(c, "%s and %s differ in length", names[2], names[3]);
-    }
-    return CM_OK;
-}
-
-/* Checks the index dims against operand rank or, indices rank and the rank
- * of the gather result / scatter updates (`slices`). */
-static cm_status check_idx_nums(rctx *c, const idx_nums *x, uint32_t orank, uint32_t irank,
-                                uint32_t srank)
-{
-    cm_status st;
-    if ((st = dims_ok(c, x->window, x->n_window, srank, "window dimension")) != CM_OK ||
-        (st = dims_ok(c, x->collapsed, x->n_collapsed, orank, "collapsed dimension")) != CM_OK ||
-        (st = dims_ok(c, x->obatch, x->n_obatch, orank, "operand batching dimension")) != CM_OK ||
-        (st = dims_ok(c, x->ibatch, x->n_ibatch, irank, "indices batching dimension")) != CM_OK ||
-        (st = dims_ok(c, x->index_map, x->n_index_map, orank, "index map dimension")) != CM_OK) {
-        return st;
-    }
-    if (x->ivd < 0 || x->ivd > (int64_t)irank) {
-        return bad(c, "index_vector_dim %lld is out of range", (long long)x->ivd);
-    }
-    if (in_list(x->ibatch, x->n_ibatch, x->ivd)) {
-        return bad(c, "index_vector_dim is a batching dimension");
-    }
-    for (uint32_t i = 0; i < x->n_collapsed; i++) {
-        if (in_list(x->obatch, x->n_obatch, x->collapsed[i])) {
-            return bad(c, "a dimension is both collapsed and batching");
-        }
-    }
-    uint32_t n_batch_dims = irank - (x->ivd < (int64_t)irank ? 1u : 0u);
-    if (x->n_window + x->n_collapsed + x->n_obatch != orank ||
-        srank != x->n_window + n_batch_dims) {
-        return bad(c, "dimension numbers do not match the operand, indices and result ranks");
-    }
-    return CM_OK;
-}
-
 /* The operand dimension of the k-th window dimension. */
-static uint32_t window_operand_dim(const idx_nums *x, uint32_t k, uint32_t orank)
+static uint32_t window_operand_dim(const sp_gather_dims *x, uint32_t k, uint32_t orank)
 {
     uint32_t seen = 0;
     for (uint32_t d = 0; d < orank; d++) {
         if (in_list(x->collapsed, x->n_collapsed, (int64_t)d) ||
-            in_list(x->obatch, x->n_obatch, (int64_t)d)) {
+            in_list(x->operand_batch, x->n_operand_batch, (int64_t)d)) {
             continue;
         }
         if (seen++ == k) {
             return d;
         }
     }
-    return 0; /* unreachable after check_idx_nums */
+    return 0; /* unreachable after sp_gather_dims_get */
 }
 
 /* The indices dimension of the j-th batch dimension (skipping index_vector_dim). */
-static uint32_t batch_indices_dim(const idx_nums *x, uint32_t j)
+static uint32_t batch_indices_dim(const sp_gather_dims *x, uint32_t j)
 {
-    return (int64_t)j < x->ivd ? j : j + 1u;
+    return (int64_t)j < x->index_vector_dim ? j : j + 1u;
 }
 
 static cm_status rule_gather(rctx *c)
@@ -1378,37 +1207,28 @@ static cm_status rule_gather(rctx *c)
     if (c->op->n_operands != 2 || c->op->n_results != 1) {
         return no_rule(c);
     }
-    static const char *const names[6] = {"offset_dims",           "collapsed_slice_dims",
-                                         "operand_batching_dims", "start_indices_batching_dims",
-                                         "start_index_map",       "index_vector_dim"};
-    idx_nums x;
-    const int64_t *ss;
+    sp_gather_dims x;
+    int64_t ss[SP_MAX_RANK];
     uint32_t nss;
     uint32_t opd = 0, idx = 1, out = RES(c, 0);
     uint32_t orank = trank(c, opd), irank = trank(c, idx), rrank = trank(c, out);
-    cm_status st = read_idx_nums(c, op_attr(c, "dimension_numbers"), names, &x);
+    cm_status st = sp_gather_dims_get(c->m, c->opid, &x, c->err);
     if (st == CM_OK) {
-        st = check_idx_nums(c, &x, orank, irank, rrank);
-    }
-    if (st == CM_OK) {
-        st = ints_of(c, op_attr(c, "slice_sizes"), "slice_sizes", true, &ss, &nss);
+        st = sp_gather_slice_sizes_get(c->m, c->opid, ss, &nss, c->err);
     }
     if (st != CM_OK) {
         return st;
     }
-    if (nss != orank) {
-        return bad(c, "slice_sizes has %u entries, operand rank is %u", nss, orank);
-    }
     uint32_t nbatch = 0;
     for (uint32_t r = 0; r < rrank; r++) {
-        int64_t k = index_in(x.window, x.n_window, (int64_t)r);
+        int64_t k = index_in(x.offset, x.n_offset, (int64_t)r);
         int64_t rs = tdim(c, out, r);
         if (k < 0) {
             uint32_t id = batch_indices_dim(&x, nbatch++);
             uint32_t f = rb_factor(&c->b, rs, SP_FACTOR_PASS_THROUGH, false);
-            int64_t p = index_in(x.ibatch, x.n_ibatch, (int64_t)id);
+            int64_t p = index_in(x.indices_batch, x.n_indices_batch, (int64_t)id);
             if (p >= 0) {
-                rb_map(&c->b, opd, (uint32_t)x.obatch[p], f);
+                rb_map(&c->b, opd, (uint32_t)x.operand_batch[p], f);
             }
             rb_map(&c->b, idx, id, f);
             rb_map(&c->b, out, r, f);
@@ -1436,8 +1256,8 @@ static cm_status rule_gather(rctx *c)
             &c->b, opd, d,
             rb_factor(&c->b, D, D == 1 ? SP_FACTOR_NEED_REPLICATION : SP_FACTOR_REDUCTION, false));
     }
-    if (x.ivd < (int64_t)irank) {
-        uint32_t id = (uint32_t)x.ivd;
+    if (x.index_vector_dim < (int64_t)irank) {
+        uint32_t id = (uint32_t)x.index_vector_dim;
         rb_map(&c->b, idx, id,
                rb_factor(&c->b, tdim(c, idx, id), SP_FACTOR_NEED_REPLICATION, false));
     }
@@ -1491,16 +1311,9 @@ static cm_status rule_scatter(rctx *c)
     }
     uint32_t n = (nops - 1u) / 2u; /* inputs, indices, updates */
     uint32_t idx = n, upd0 = n + 1u;
-    static const char *const names[6] = {
-        "update_window_dims",           "inserted_window_dims",
-        "input_batching_dims",          "scatter_indices_batching_dims",
-        "scatter_dims_to_operand_dims", "index_vector_dim"};
-    idx_nums x;
+    sp_gather_dims x;
     uint32_t orank = trank(c, 0), irank = trank(c, idx), urank = trank(c, upd0);
-    cm_status st = read_idx_nums(c, op_attr(c, "scatter_dimension_numbers"), names, &x);
-    if (st == CM_OK) {
-        st = check_idx_nums(c, &x, orank, irank, urank);
-    }
+    cm_status st = sp_gather_dims_get(c->m, c->opid, &x, c->err);
     if (st != CM_OK) {
         return st;
     }
@@ -1513,22 +1326,22 @@ static cm_status rule_scatter(rctx *c)
         scatter_body_reduces(c) ? SP_FACTOR_REDUCTION : SP_FACTOR_NEED_REPLICATION;
     uint32_t nbatch = 0;
     for (uint32_t u = 0; u < urank; u++) {
-        int64_t k = index_in(x.window, x.n_window, (int64_t)u);
+        int64_t k = index_in(x.offset, x.n_offset, (int64_t)u);
         int64_t us = tdim(c, upd0, u);
         if (k < 0) {
             uint32_t id = batch_indices_dim(&x, nbatch++);
-            int64_t p = index_in(x.ibatch, x.n_ibatch, (int64_t)id);
+            int64_t p = index_in(x.indices_batch, x.n_indices_batch, (int64_t)id);
             uint32_t f =
                 rb_factor(&c->b, us, p >= 0 ? SP_FACTOR_PASS_THROUGH : scatter_kind, false);
             for (uint32_t i = 0; i < n && p >= 0; i++) {
-                rb_map(&c->b, i, (uint32_t)x.obatch[p], f);
+                rb_map(&c->b, i, (uint32_t)x.operand_batch[p], f);
             }
             rb_map(&c->b, idx, id, f);
             for (uint32_t i = 0; i < n; i++) {
                 rb_map(&c->b, upd0 + i, u, f);
             }
             for (uint32_t i = 0; i < n && p >= 0; i++) {
-                rb_map(&c->b, RES(c, i), (uint32_t)x.obatch[p], f);
+                rb_map(&c->b, RES(c, i), (uint32_t)x.operand_batch[p], f);
             }
             continue;
         }
@@ -1561,8 +1374,8 @@ static cm_status rule_scatter(rctx *c)
             rb_map(&c->b, RES(c, i), d, f);
         }
     }
-    if (x.ivd < (int64_t)irank) {
-        uint32_t id = (uint32_t)x.ivd;
+    if (x.index_vector_dim < (int64_t)irank) {
+        uint32_t id = (uint32_t)x.index_vector_dim;
         rb_map(&c->b, idx, id,
                rb_factor(&c->b, tdim(c, idx, id), SP_FACTOR_NEED_REPLICATION, false));
     }
@@ -1614,24 +1427,14 @@ static cm_status rule_reduce(rctx *c)
     return CM_OK;
 }
 
-/* Reads an optional per-dimension list that must have r entries (or
- * 2r for padding) when present. */
-static cm_status window_list(rctx *c, const char *name, uint32_t want, const int64_t **v,
-                             uint32_t *n)
+/* Whether the window leaves dimension d as it is (dilations: whether they
+ * count, as they do for reduce_window). */
+static bool window_trivial(const sp_window *w, bool dilations, uint32_t d)
 {
-    cm_status st = ints_of(c, op_attr(c, name), name, false, v, n);
-    if (st == CM_OK && *n != 0 && *n != want) {
-        return bad(c, "%s has %u entries, expected %u", name, *n, want);
-    }
-    return st;
-}
-
-static bool window_trivial(const int64_t *wd, uint32_t nwd, const int64_t *ws, uint32_t nws,
-                           const int64_t *bd, uint32_t nbd, const int64_t *wdl, uint32_t nwdl,
-                           const int64_t *pad, uint32_t npad, uint32_t d)
-{
-    return (nwd == 0 || wd[d] == 1) && (nws == 0 || ws[d] == 1) && (nbd == 0 || bd[d] == 1) &&
-           (nwdl == 0 || wdl[d] == 1) && (npad == 0 || (pad[2u * d] == 0 && pad[2u * d + 1u] == 0));
+    return (w->n_dims == 0 || w->dims[d] == 1) && (w->n_strides == 0 || w->strides[d] == 1) &&
+           (!dilations || w->n_base_dilations == 0 || w->base_dilations[d] == 1) &&
+           (!dilations || w->n_window_dilations == 0 || w->window_dilations[d] == 1) &&
+           (w->n_padding == 0 || (w->padding[2u * d] == 0 && w->padding[2u * d + 1u] == 0));
 }
 
 static cm_status rule_reduce_window(rctx *c)
@@ -1641,14 +1444,9 @@ static cm_status rule_reduce_window(rctx *c)
         return no_rule(c);
     }
     uint32_t n = nops / 2u, r = trank(c, 0);
-    const int64_t *wd, *ws, *bd, *wdl, *pad;
-    uint32_t nwd, nws, nbd, nwdl, npad;
-    cm_status st;
-    if ((st = window_list(c, "window_dimensions", r, &wd, &nwd)) != CM_OK ||
-        (st = window_list(c, "window_strides", r, &ws, &nws)) != CM_OK ||
-        (st = window_list(c, "base_dilations", r, &bd, &nbd)) != CM_OK ||
-        (st = window_list(c, "window_dilations", r, &wdl, &nwdl)) != CM_OK ||
-        (st = window_list(c, "padding", 2u * r, &pad, &npad)) != CM_OK) {
+    sp_window w;
+    cm_status st = sp_window_get(c->m, c->opid, &w, c->err);
+    if (st != CM_OK) {
         return st;
     }
     uint32_t ins[SP_MAX_RANK], outs[SP_MAX_RANK];
@@ -1665,7 +1463,7 @@ static cm_status rule_reduce_window(rctx *c)
     }
     for (uint32_t d = 0; d < r; d++) {
         int64_t is = tdim(c, 0, d), os = tdim(c, RES(c, 0), d);
-        if (window_trivial(wd, nwd, ws, nws, bd, nbd, wdl, nwdl, pad, npad, d)) {
+        if (window_trivial(&w, true, d)) {
             uint32_t f = rb_factor(&c->b, os, SP_FACTOR_PASS_THROUGH, false);
             for (uint32_t i = 0; i < n; i++) {
                 rb_map(&c->b, ins[i], d, f);
@@ -1684,12 +1482,9 @@ static cm_status rule_select_and_scatter(rctx *c)
         return no_rule(c);
     }
     uint32_t opd = 0, src = 1, out = RES(c, 0), r = trank(c, opd);
-    const int64_t *wd, *ws, *pad;
-    uint32_t nwd, nws, npad;
-    cm_status st;
-    if ((st = window_list(c, "window_dimensions", r, &wd, &nwd)) != CM_OK ||
-        (st = window_list(c, "window_strides", r, &ws, &nws)) != CM_OK ||
-        (st = window_list(c, "padding", 2u * r, &pad, &npad)) != CM_OK) {
+    sp_window w;
+    cm_status st = sp_window_get(c->m, c->opid, &w, c->err);
+    if (st != CM_OK) {
         return st;
     }
     if (trank(c, src) != r || !same_dims(c, opd, out)) {
@@ -1697,7 +1492,7 @@ static cm_status rule_select_and_scatter(rctx *c)
     }
     for (uint32_t d = 0; d < r; d++) {
         int64_t os = tdim(c, opd, d), ss = tdim(c, src, d);
-        if (window_trivial(wd, nwd, ws, nws, NULL, 0, NULL, 0, pad, npad, d)) {
+        if (window_trivial(&w, false, d)) {
             uint32_t f = rb_factor(&c->b, os, SP_FACTOR_PASS_THROUGH, false);
             rb_map(&c->b, opd, d, f);
             rb_map(&c->b, src, d, f);
@@ -2289,13 +2084,13 @@ static cm_status slot_for(sp_custom_rules *r, const char *target, custom_entry *
     custom_entry *e = find_entry(r, target);
     if (e == NULL) {
         if (!grow((void **)&r->items, &r->cap, r->n + 1u, sizeof *r->items)) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         e = &r->items[r->n];
         memset(e, 0, sizeof *e);
         e->target = cm_arena_strdup(&r->arena, target);
         if (e->target == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         r->n++;
     }
@@ -2380,7 +2175,7 @@ cm_status sp_custom_rules_put_einsum(sp_custom_rules *r, const char *target, con
     memset(&o, 0, sizeof o);
     const char *s = cm_arena_strdup(&r->arena, spec);
     if (s == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     if (opts != NULL) {
         o.n_reduction = opts->n_reduction;
@@ -2398,7 +2193,7 @@ cm_status sp_custom_rules_put_einsum(sp_custom_rules *r, const char *target, con
             !copy_names(&r->arena, opts->permutation, opts->n_permutation, &o.permutation) ||
             !copy_names(&r->arena, opts->size_names, opts->n_sizes, &o.size_names) ||
             (opts->n_sizes > 0 && sizes == NULL)) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
     }
     custom_entry *e;
@@ -2554,12 +2349,12 @@ static cm_status user_rule(rctx *c, const char *target, sp_rule **out)
             return CM_OK;
         }
         *out = clone_rule(&c->m->arena, e->rule);
-        return *out ? CM_OK : cm_error_set(c->err, CM_ENOMEM, NULL, "out of memory");
+        return *out ? CM_OK : cm_error_oom(c->err);
     }
     uint32_t nt = c->b.n_tensors, no = c->op->n_operands;
     const int64_t **dims = cm_calloc((size_t)nt + 1u, sizeof *dims);
     if (dims == NULL) {
-        return cm_error_set(c->err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(c->err);
     }
     for (uint32_t t = 0; t < nt; t++) {
         const sp_type *ty = ttype(c, t);
@@ -2615,9 +2410,8 @@ static cm_status dispatch(rctx *c, sp_rule **direct)
     case SP_OP_CUSTOM_CALL:
         return rule_custom_call(c, direct);
     case SP_OP_DOT:
-        return rule_dot(c);
     case SP_OP_DOT_GENERAL:
-        return rule_dot_general(c);
+        return rule_dot(c);
     case SP_OP_DYNAMIC_SLICE:
         return rule_dynamic_slice(c);
     case SP_OP_DYNAMIC_UPDATE_SLICE:
@@ -2758,7 +2552,7 @@ cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp
     uint32_t nt = o->n_operands + o->n_results;
     uint32_t *ranks = cm_calloc((size_t)nt + 1u, sizeof *ranks);
     if (ranks == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     bool static_shapes = true;
     for (uint32_t t = 0; t < nt; t++) {
@@ -2782,7 +2576,7 @@ cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp
         return CM_OK;
     }
     if (st != CM_OK) {
-        return cm_error_set(err, st, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     sp_rule *direct = NULL;
     st = dispatch(&c, &direct);
@@ -2794,7 +2588,7 @@ cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp
     } else if (st == CM_OK && !c.none) {
         st = rb_build(&c.b, &m->arena, rule_out);
         if (st != CM_OK) {
-            cm_error_set(err, st, NULL, "out of memory");
+            cm_error_oom(err);
         }
     }
     rb_fini(&c.b);
