@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_map.h"
 #include "sp_mlir_int.h"
 #include "sp_ops.h"
 #include "sp_shard.h"
@@ -33,8 +34,10 @@ typedef struct pr {
     int indent;
     cm_arena scratch; /* conflict-suffixed names */
     /* used-name set for named values, scoped like MLIR's (a list with marks) */
-    const char **used;
-    uint32_t *used_len;
+    struct used_name {
+        const char *s;
+        uint32_t len;
+    } *used;
     uint32_t n_used, cap_used;
     const char *sole_prop; /* generic form: the op's only inherent attribute, or NULL */
     uint32_t *slots;       /* hash of used[] positions, USED_EMPTY / USED_TOMB */
@@ -56,12 +59,7 @@ typedef struct ctx {
 
 static uint32_t used_hash(const char *s, uint32_t n)
 {
-    uint32_t h = 2166136261u;
-    for (uint32_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
+    return (uint32_t)cm_hash_bytes(s, n);
 }
 
 /* Slot holding name s, or USED_EMPTY when absent. */
@@ -75,7 +73,7 @@ static uint32_t used_find(const pr *p, const char *s, uint32_t n)
         if (e == USED_EMPTY) {
             return USED_EMPTY;
         }
-        if (e != USED_TOMB && p->used_len[e] == n && memcmp(p->used[e], s, n) == 0) {
+        if (e != USED_TOMB && p->used[e].len == n && memcmp(p->used[e].s, s, n) == 0) {
             return j;
         }
     }
@@ -91,7 +89,7 @@ static void used_truncate(pr *p, uint32_t mark)
 {
     while (p->n_used > mark) {
         p->n_used--;
-        uint32_t j = used_find(p, p->used[p->n_used], p->used_len[p->n_used]);
+        uint32_t j = used_find(p, p->used[p->n_used].s, p->used[p->n_used].len);
         if (j != USED_EMPTY) {
             p->slots[j] = USED_TOMB;
         }
@@ -106,7 +104,7 @@ static bool used_rehash(pr *p, uint32_t cap)
     }
     memset(s, 0xff, sizeof(uint32_t) * cap);
     for (uint32_t i = 0; i < p->n_used; i++) {
-        uint32_t j = used_hash(p->used[i], p->used_len[i]) & (cap - 1);
+        uint32_t j = used_hash(p->used[i].s, p->used[i].len) & (cap - 1);
         while (s[j] != USED_EMPTY) {
             j = (j + 1) & (cap - 1);
         }
@@ -121,21 +119,9 @@ static bool used_rehash(pr *p, uint32_t cap)
 
 static void used_add(pr *p, const char *s, uint32_t n)
 {
-    if (p->n_used == p->cap_used) {
-        uint32_t cap = p->cap_used < 16 ? 16 : p->cap_used * 2;
-        const char **u = cm_realloc(p->used, sizeof(char *) * cap);
-        if (u == NULL) {
-            p->b->oom = true;
-            return;
-        }
-        p->used = u;
-        uint32_t *l = cm_realloc(p->used_len, sizeof(uint32_t) * cap);
-        if (l == NULL) {
-            p->b->oom = true;
-            return;
-        }
-        p->used_len = l;
-        p->cap_used = cap;
+    if (CM_GROW_U32(p->used, p->cap_used, p->n_used + 1, NULL) != CM_OK) {
+        p->b->oom = true;
+        return;
     }
     /* tombstones count as filled until the next rehash */
     if ((p->n_filled + 1) * 2 > p->cap_slots) {
@@ -148,8 +134,7 @@ static void used_add(pr *p, const char *s, uint32_t n)
             return;
         }
     }
-    p->used[p->n_used] = s;
-    p->used_len[p->n_used] = n;
+    p->used[p->n_used] = (struct used_name){s, n};
     uint32_t j = used_hash(s, n) & (p->cap_slots - 1);
     while (p->slots[j] != USED_EMPTY && p->slots[j] != USED_TOMB) {
         j = (j + 1) & (p->cap_slots - 1);
@@ -286,15 +271,10 @@ static void number_regions(pr *p, const sp_op *op, ctx start)
     item *stk = NULL;
     uint32_t n = 0, cap = 0;
     for (uint32_t r = 0; r < op->n_regions; r++) {
-        if (n == cap) {
-            cap = cap < 16 ? 16 : cap * 2;
-            item *s = cm_realloc(stk, sizeof(item) * cap);
-            if (s == NULL) {
-                p->b->oom = true;
-                cm_free(stk);
-                return;
-            }
-            stk = s;
+        if (CM_GROW_U32(stk, cap, n + 1, NULL) != CM_OK) {
+            p->b->oom = true;
+            cm_free(stk);
+            return;
         }
         stk[n++] = (item){op, r, start};
     }
@@ -313,15 +293,10 @@ static void number_regions(pr *p, const sp_op *op, ctx start)
             for (uint32_t i = 0; i < bl->n_ops; i++) {
                 const sp_op *child = &p->m->ops[bl->ops[i]];
                 for (uint32_t r = 0; r < child->n_regions; r++) {
-                    if (n == cap) {
-                        cap = cap < 16 ? 16 : cap * 2;
-                        item *s = cm_realloc(stk, sizeof(item) * cap);
-                        if (s == NULL) {
-                            p->b->oom = true;
-                            cm_free(stk);
-                            return;
-                        }
-                        stk = s;
+                    if (CM_GROW_U32(stk, cap, n + 1, NULL) != CM_OK) {
+                        p->b->oom = true;
+                        cm_free(stk);
+                        return;
                     }
                     stk[n++] = (item){child, r, c};
                 }
@@ -2180,6 +2155,5 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
     cm_arena_fini(&p.scratch);
     cm_free(p.names);
     cm_free(p.used);
-    cm_free(p.used_len);
     cm_free(p.slots);
 }
