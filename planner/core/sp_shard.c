@@ -52,7 +52,7 @@ static bool fail(parser *p, size_t at, const char *fmt, ...)
 
 static bool oom(parser *p)
 {
-    cm_error_set(p->err, CM_ENOMEM, NULL, "out of memory");
+    cm_error_oom(p->err);
     if (p->st == CM_OK) {
         p->st = CM_ENOMEM;
     }
@@ -511,7 +511,7 @@ cm_status sp_mesh_verify(const sp_mesh *m, cm_error *err)
     size_t words = ((size_t)total + 63u) / 64u;
     uint64_t *seen = cm_calloc(words, sizeof *seen);
     if (seen == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     bool iota = true;
     for (uint32_t i = 0; i < m->n_device_ids; i++) {
@@ -2008,7 +2008,7 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
     e.dims = arr_alloc(a, e.len + 1, sizeof *e.dims);
     e.specs = arr_alloc(a, e.len + 2, sizeof *e.specs);
     if (e.toks == NULL || e.dims == NULL || e.specs == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     cm_status st = lex_side(&e, 0, arrow, n_operands);
     if (st != CM_OK) {
@@ -2059,7 +2059,7 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
     /* batch factors are shared by position, so at most max_batch of them */
     e.facs = arr_alloc(a, (size_t)e.n_toks + max_batch + 1, sizeof *e.facs);
     if (e.facs == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     /* user factor sizes: names must be distinct */
     for (uint32_t i = 0; i < opts->n_sizes; i++) {
@@ -2234,7 +2234,7 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
     /* build the rule */
     sp_rule *r = cm_arena_zalloc(a, sizeof *r);
     if (r == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     r->n_factors = e.n_facs;
     r->factor_sizes = arr_alloc(a, e.n_facs, sizeof *r->factor_sizes);
@@ -2244,7 +2244,7 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
     r->results = arr_alloc(a, n_results, sizeof *r->results);
     if (r->factor_sizes == NULL || r->factor_kind == NULL || r->factor_blocked == NULL ||
         r->operands == NULL || r->results == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     r->n_operands = n_operands;
     r->n_results = n_results;
@@ -2259,13 +2259,13 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
         tm->rank = sp->batch + sp->n;
         tm->dims = arr_alloc(a, tm->rank, sizeof *tm->dims);
         if (tm->dims == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         for (uint32_t j = 0; j < tm->rank; j++) {
             uint32_t nf = j < sp->batch ? 1u : e.dims[sp->first + j - sp->batch].n;
             tm->dims[j].factors = arr_alloc(a, nf, sizeof(uint32_t));
             if (tm->dims[j].factors == NULL) {
-                return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                return cm_error_oom(err);
             }
             tm->dims[j].n_factors = nf;
             if (j < sp->batch) {

@@ -194,14 +194,8 @@ typedef struct pass {
 
 static cm_status oplist_push(struct oplist *l, uint32_t op)
 {
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap < 16 ? 16 : l->cap * 2;
-        uint32_t *v = cm_realloc(l->v, sizeof(uint32_t) * cap);
-        if (v == NULL) {
-            return CM_ENOMEM;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (CM_GROW_U32(l->v, l->cap, l->n + 1, NULL) != CM_OK) {
+        return CM_ENOMEM;
     }
     l->v[l->n++] = op;
     return CM_OK;
@@ -236,7 +230,7 @@ static fsh *row_of(const opctx *c, uint32_t t)
 
 static cm_status oom(pass *g)
 {
-    return cm_error_set(g->err, CM_ENOMEM, NULL, "out of memory");
+    return cm_error_oom(g->err);
 }
 
 /* ---- projection ------------------------------------------------------------------ */
@@ -339,14 +333,8 @@ static bool cand_add(opctx *c, uint32_t f, const axl *axes)
             return true;
         }
     }
-    if (c->n_cands == c->cap_cands) {
-        uint32_t cap = c->cap_cands < 16 ? 16 : c->cap_cands * 2;
-        cand *n = cm_realloc(c->cands, sizeof(cand) * cap);
-        if (n == NULL) {
-            return false;
-        }
-        c->cands = n;
-        c->cap_cands = cap;
+    if (CM_GROW_U32(c->cands, c->cap_cands, c->n_cands + 1, NULL) != CM_OK) {
+        return false;
     }
     cand *k = &c->cands[c->n_cands++];
     k->f = f;
@@ -853,24 +841,11 @@ static cm_status visit_op(pass *g, uint32_t opid)
     c.nt = o->n_operands + o->n_results;
     c.nf = r->n_factors;
     c.t = cm_calloc((size_t)c.nt + 1u, sizeof *c.t);
-    size_t need = (size_t)c.nt * c.nf + 1u;
-    if (need > g->row_cap) {
-        fsh *rb = cm_realloc(g->row_buf, sizeof *rb * need);
-        if (rb != NULL) {
-            g->row_buf = rb;
-            g->row_cap = need;
-        }
-    }
-    c.row = need <= g->row_cap ? g->row_buf : NULL;
-    if (c.nf + 1u > g->proj_cap) {
-        sp_factor_axes *pb = cm_realloc(g->proj_buf, sizeof *pb * (c.nf + 1u));
-        if (pb != NULL) {
-            g->proj_buf = pb;
-            g->proj_cap = c.nf + 1u;
-        }
-    }
+    bool bufs = CM_GROW(g->row_buf, g->row_cap, (size_t)c.nt * c.nf + 1u, NULL) == CM_OK &&
+                CM_GROW(g->proj_buf, g->proj_cap, (size_t)c.nf + 1u, NULL) == CM_OK;
+    c.row = g->row_buf;
     c.common = cm_calloc((size_t)c.nf + 1u, sizeof *c.common);
-    if (c.t == NULL || c.row == NULL || c.common == NULL || c.nf + 1u > g->proj_cap) {
+    if (c.t == NULL || !bufs || c.common == NULL) {
         st = oom(g);
     } else if (setup_tensors(&c)) {
         st = rewrite_op(&c);

@@ -38,13 +38,13 @@ static const char *mesh_symbol(sp_module *m, const sp_mesh *mesh, cm_error *err)
     }
     uint32_t op;
     if (sp_module_new_op(m, SP_NONE, "sdy.mesh", NULL, 0, NULL, 0, &op) != CM_OK) {
-        sp_pass_oom(err);
+        cm_error_oom(err);
         return NULL;
     }
     sp_attr *n = sp_attr_new(m, SP_ATTR_STRING), *ms = sp_attr_new(m, SP_ATTR_MESH);
     const char *s = sp_module_str(m, name, strlen(name));
     if (n == NULL || ms == NULL || s == NULL) {
-        sp_pass_oom(err);
+        cm_error_oom(err);
         return NULL;
     }
     n->u.str.s = s;
@@ -53,7 +53,7 @@ static const char *mesh_symbol(sp_module *m, const sp_mesh *mesh, cm_error *err)
     if (sp_op_set_attr(m, op, "sym_name", n) != CM_OK ||
         sp_op_set_attr(m, op, "mesh", ms) != CM_OK ||
         sp_block_insert_op(m, m->body, last_mesh, op) != CM_OK) {
-        sp_pass_oom(err);
+        cm_error_oom(err);
         return NULL;
     }
     return s;
