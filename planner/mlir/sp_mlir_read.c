@@ -2600,28 +2600,50 @@ static cm_status slice_op(rd *r, opb *b)
     return functional_type(r, b, &k);
 }
 
-/* stablehlo.custom_call @target(%a, ...) attr-dict : (Ts) -> Rs */
-static cm_status custom_call_op(rd *r, opb *b)
+/* `@name` or `@"name"` into a new string attribute; what names the symbol
+ * in the error when the name is missing ("expected a <what> name"). */
+static cm_status symbol_attr(rd *r, const char *what, sp_attr **out)
 {
     if (expect(r, '@') != CM_OK) {
         return r->st;
     }
-    sp_attr *t = new_attr(r, SP_ATTR_STRING);
-    if (t == NULL) {
+    sp_attr *a = new_attr(r, SP_ATTR_STRING);
+    if (a == NULL) {
         return r->st;
     }
     if (peek(r) == '"') {
-        if (string_lit(r, &t->u.str.s, &t->u.str.len) != CM_OK) {
+        if (string_lit(r, &a->u.str.s, &a->u.str.len) != CM_OK) {
             return r->st;
         }
     } else {
         const char *s;
         uint32_t n = ident(r, &s);
         if (n == 0) {
-            return fail(r, "expected a call target name");
+            return fail(r, "expected a %s name", what);
         }
-        t->u.str.s = astr(r, s, n);
-        t->u.str.len = n;
+        a->u.str.s = astr(r, s, n);
+        a->u.str.len = n;
+    }
+    *out = a;
+    return CM_OK;
+}
+
+/* `@name`, bare only: the name's bytes in the input. */
+static cm_status bare_symbol(rd *r, const char *what, const char **s_out, uint32_t *n_out)
+{
+    if (expect(r, '@') != CM_OK) {
+        return r->st;
+    }
+    *n_out = ident(r, s_out);
+    return *n_out == 0 ? fail(r, "expected a %s name", what) : CM_OK;
+}
+
+/* stablehlo.custom_call @target(%a, ...) attr-dict : (Ts) -> Rs */
+static cm_status custom_call_op(rd *r, opb *b)
+{
+    sp_attr *t;
+    if (symbol_attr(r, "call target", &t) != CM_OK) {
+        return r->st;
     }
     if (attr_push(r, "call_target_name", t) != CM_OK || expect(r, '(') != CM_OK) {
         return r->st;
@@ -3377,13 +3399,10 @@ static cm_status sdy_op(rd *r, opb *b, sp_op_kind kind)
 /* sdy.mesh @name = <...> */
 static cm_status mesh_op(rd *r, opb *b)
 {
-    if (expect(r, '@') != CM_OK) {
-        return r->st;
-    }
     const char *s;
-    uint32_t n = ident(r, &s);
-    if (n == 0) {
-        return fail(r, "expected a mesh name");
+    uint32_t n;
+    if (bare_symbol(r, "mesh", &s, &n) != CM_OK) {
+        return r->st;
     }
     sp_attr *name = new_attr(r, SP_ATTR_STRING);
     if (name == NULL) {
@@ -3427,25 +3446,9 @@ static cm_status func_op(rd *r, opb *b)
     } else if (kw(r, "nested")) {
         vis = "nested";
     }
-    if (expect(r, '@') != CM_OK) {
+    sp_attr *name;
+    if (symbol_attr(r, "function", &name) != CM_OK) {
         return r->st;
-    }
-    sp_attr *name = new_attr(r, SP_ATTR_STRING);
-    if (name == NULL) {
-        return r->st;
-    }
-    if (peek(r) == '"') {
-        if (string_lit(r, &name->u.str.s, &name->u.str.len) != CM_OK) {
-            return r->st;
-        }
-    } else {
-        const char *s;
-        uint32_t n = ident(r, &s);
-        if (n == 0) {
-            return fail(r, "expected a function name");
-        }
-        name->u.str.s = astr(r, s, n);
-        name->u.str.len = n;
     }
     enum { MAXA = 1 << 16 };
     const char **arg_locs = NULL; /* heap; per argument, NULL where it has no loc */
@@ -3665,13 +3668,10 @@ out:
 /* func.call @f(%a) : (Ts) -> Rs */
 static cm_status call_op(rd *r, opb *b)
 {
-    if (expect(r, '@') != CM_OK) {
-        return r->st;
-    }
     const char *s;
-    uint32_t n = ident(r, &s);
-    if (n == 0) {
-        return fail(r, "expected a callee name");
+    uint32_t n;
+    if (bare_symbol(r, "callee", &s, &n) != CM_OK) {
+        return r->st;
     }
     sp_attr *c = new_attr(r, SP_ATTR_SYMBOL);
     if (c == NULL) {
@@ -3919,6 +3919,20 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
     return CM_OK;
 }
 
+/* `return %a, %b : A, B` (func.return and sdy.return read alike). */
+static cm_status func_return_op(rd *r, opb *b)
+{
+    static const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
+    return keyword_op(r, b, &ret);
+}
+
+/* The readers of the custom forms the keyword table (sp_mlir_pretty) does
+ * not describe, by op kind; sdy ops without an entry go to sdy_op. */
+typedef cm_status custom_reader(rd *r, opb *b);
+#define CUSTOM_READER_(kind, fn) [kind] = fn,
+static custom_reader *const custom_readers[SP_OP_COUNT_] = {SP_MLIR_CUSTOM_FORMS(CUSTOM_READER_)};
+#undef CUSTOM_READER_
+
 static cm_status parse_op(rd *r, uint32_t block)
 {
     ws(r);
@@ -4005,62 +4019,15 @@ static cm_status parse_op(rd *r, uint32_t block)
     const sp_pretty *pd = sp_mlir_pretty(kind);
     if (pd != NULL) {
         st = keyword_op(r, &b, pd);
+    } else if (custom_readers[kind] != NULL) {
+        st = custom_readers[kind](r, &b);
+    } else if (strncmp(name, "sdy.", 4) == 0) {
+        st = sdy_op(r, &b, kind);
     } else {
-        switch (kind) {
-        case SP_OP_FUNC_FUNC:
-            st = func_op(r, &b);
-            break;
-        case SP_OP_FUNC_RETURN: {
-            const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
-            st = keyword_op(r, &b, &ret);
-            break;
-        }
-        case SP_OP_FUNC_CALL:
-            st = call_op(r, &b);
-            break;
-        case SP_OP_CONSTANT:
-            st = constant_op(r, &b);
-            break;
-        case SP_OP_COMPARE:
-            st = compare_op(r, &b);
-            break;
-        case SP_OP_SLICE:
-            st = slice_op(r, &b);
-            break;
-        case SP_OP_CUSTOM_CALL:
-            st = custom_call_op(r, &b);
-            break;
-        case SP_OP_CONVOLUTION:
-            st = convolution_op(r, &b);
-            break;
-        case SP_OP_REDUCE:
-            st = reduce_op(r, &b);
-            break;
-        case SP_OP_WHILE:
-            st = while_op(r, &b);
-            break;
-        case SP_OP_SDY_MESH:
-            st = mesh_op(r, &b);
-            break;
-        case SP_OP_TUPLE:
-            st = tuple_op(r, &b);
-            break;
-        case SP_OP_GET_TUPLE_ELEMENT:
-            st = get_tuple_element_op(r, &b);
-            break;
-        case SP_OP_COMPOSITE:
-            st = composite_op(r, &b);
-            break;
-        default:
-            if (strncmp(name, "sdy.", 4) == 0) {
-                st = sdy_op(r, &b, kind);
-            } else {
-                st = fail_at(r, s,
-                             "the custom form of '%s' is not supported; write it in the "
-                             "generic form \"%s\"(...)",
-                             name, name);
-            }
-        }
+        st = fail_at(r, s,
+                     "the custom form of '%s' is not supported; write it in the generic form "
+                     "\"%s\"(...)",
+                     name, name);
     }
     if (st != CM_OK) {
         return r->st;
