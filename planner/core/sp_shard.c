@@ -291,17 +291,37 @@ static void *arr_alloc(cm_arena *a, size_t n, size_t elem)
     return cm_arena_zalloc(a, bytes == 0 ? 1 : bytes);
 }
 
-static void finish(parser *p, size_t *consumed_out)
+/* The body parsers the sp_*_parse entry points run: they fill obj (an
+ * sp_mesh, sp_sharding or sp_rule) from the text at the cursor. */
+typedef bool parse_body_fn(parser *p, void *obj);
+
+/* What every sp_*_parse does: a parser over text, an object of size bytes
+ * in a for body to fill, and the bytes consumed. *out is set on success
+ * only. */
+static cm_status parse_entry(const char *text, size_t len, cm_arena *a, size_t size,
+                             parse_body_fn *body, void **out, size_t *consumed_out, cm_error *err)
 {
-    if (consumed_out != NULL) {
-        *consumed_out = p->pos;
+    parser p = {text, len, 0, a, err, CM_OK};
+    void *obj = cm_arena_alloc(a, size);
+    if (obj == NULL) {
+        oom(&p);
+        return p.st;
     }
+    if (!body(&p, obj)) {
+        return p.st;
+    }
+    if (consumed_out != NULL) {
+        *consumed_out = p.pos;
+    }
+    *out = obj;
+    return CM_OK;
 }
 
 /* ==== meshes ============================================================== */
 
-static bool parse_mesh_body(parser *p, sp_mesh *m)
+static bool parse_mesh_body(parser *p, void *obj)
 {
+    sp_mesh *m = obj;
     memset(m, 0, sizeof *m);
     uint32_t cap = 0;
     if (!expect(p, '<', "'<' to start a mesh") || !expect(p, '[', "'[' to start the mesh axes")) {
@@ -371,18 +391,13 @@ static bool parse_mesh_body(parser *p, sp_mesh *m)
 cm_status sp_mesh_parse(const char *text, size_t len, cm_arena *a, sp_mesh **out,
                         size_t *consumed_out, cm_error *err)
 {
-    parser p = {text, len, 0, a, err, CM_OK};
-    sp_mesh *m = cm_arena_alloc(a, sizeof *m);
-    if (m == NULL) {
-        oom(&p);
-        return p.st;
+    void *obj = NULL;
+    cm_status st =
+        parse_entry(text, len, a, sizeof(sp_mesh), parse_mesh_body, &obj, consumed_out, err);
+    if (st == CM_OK) {
+        *out = obj;
     }
-    if (!parse_mesh_body(&p, m)) {
-        return p.st;
-    }
-    finish(&p, consumed_out);
-    *out = m;
-    return CM_OK;
+    return st;
 }
 
 /* MLIR's printEscapedString inside double quotes. */
@@ -681,8 +696,9 @@ static bool parse_symbol(parser *p, const char **out)
     return true;
 }
 
-static bool parse_sharding_body(parser *p, sp_sharding *s)
+static bool parse_sharding_body(parser *p, void *obj)
 {
+    sp_sharding *s = obj;
     memset(s, 0, sizeof *s);
     if (!expect(p, '<', "'<' to start a sharding")) {
         return false;
@@ -765,18 +781,13 @@ static bool parse_sharding_body(parser *p, sp_sharding *s)
 cm_status sp_sharding_parse(const char *text, size_t len, cm_arena *a, sp_sharding **out,
                             size_t *consumed_out, cm_error *err)
 {
-    parser p = {text, len, 0, a, err, CM_OK};
-    sp_sharding *s = cm_arena_alloc(a, sizeof *s);
-    if (s == NULL) {
-        oom(&p);
-        return p.st;
+    void *obj = NULL;
+    cm_status st = parse_entry(text, len, a, sizeof(sp_sharding), parse_sharding_body, &obj,
+                               consumed_out, err);
+    if (st == CM_OK) {
+        *out = obj;
     }
-    if (!parse_sharding_body(&p, s)) {
-        return p.st;
-    }
-    finish(&p, consumed_out);
-    *out = s;
-    return CM_OK;
+    return st;
 }
 
 void sp_axis_ref_print(const sp_axis_ref *r, cm_buf *b)
@@ -1465,8 +1476,9 @@ typedef struct size_entry {
 static const char *const special_names[4] = {"reduction", "need_replication", "permutation",
                                              "blocked_propagation"};
 
-static bool parse_rule_body(parser *p, sp_rule *r)
+static bool parse_rule_body(parser *p, void *obj)
 {
+    sp_rule *r = obj;
     rule_parse rp = {NULL, 0, 0, 0};
     memset(r, 0, sizeof *r);
     if (!expect(p, '<', "'<' to start a sharding rule") ||
@@ -1642,18 +1654,13 @@ static bool parse_rule_body(parser *p, sp_rule *r)
 cm_status sp_rule_parse(const char *text, size_t len, cm_arena *a, sp_rule **out,
                         size_t *consumed_out, cm_error *err)
 {
-    parser p = {text, len, 0, a, err, CM_OK};
-    sp_rule *r = cm_arena_alloc(a, sizeof *r);
-    if (r == NULL) {
-        oom(&p);
-        return p.st;
+    void *obj = NULL;
+    cm_status st =
+        parse_entry(text, len, a, sizeof(sp_rule), parse_rule_body, &obj, consumed_out, err);
+    if (st == CM_OK) {
+        *out = obj;
     }
-    if (!parse_rule_body(&p, r)) {
-        return p.st;
-    }
-    finish(&p, consumed_out);
-    *out = r;
-    return CM_OK;
+    return st;
 }
 
 static void put_tensors(cm_buf *b, const sp_tensor_mapping *t, uint32_t n)
