@@ -1031,7 +1031,9 @@ static sp_sharding *dict_sharding(const sp_attr *dict)
     return s != NULL && s->kind == SP_ATTR_SHARDING ? s->u.sharding : NULL;
 }
 
-static const sp_attr *list_item(const sp_attr *arr, uint32_t i)
+/* Item i of an array attribute, or NULL (the items are the module's, not
+ * the array's: reading through a const array does not make them const). */
+static sp_attr *list_item(const sp_attr *arr, uint32_t i)
 {
     if (arr == NULL || arr->kind != SP_ATTR_ARRAY || i >= arr->u.arr.n) {
         return NULL;
@@ -1076,7 +1078,7 @@ sp_sharding *sp_value_sharding(const sp_module *m, uint32_t v)
     return a->u.shardings.items[val->index];
 }
 
-const sp_sharding *sp_value_sharding_partitioned(const sp_module *m, uint32_t v)
+sp_sharding *sp_value_sharding_partitioned(const sp_module *m, uint32_t v)
 {
     uint32_t def = m->values[v].def;
     if (def == SP_NONE) {
@@ -1183,11 +1185,11 @@ static cm_status set_list_item(sp_module *m, uint32_t op, const char *list_name,
         return CM_ENOMEM;
     }
     for (uint32_t i = 0; i < count; i++) {
-        const sp_attr *it = list_item(old, i);
+        sp_attr *it = list_item(old, i);
         if (i == idx) {
             arr->u.arr.items[i] = dict_with(m, it, key, value);
         } else if (it != NULL) {
-            arr->u.arr.items[i] = (sp_attr *)(uintptr_t)it;
+            arr->u.arr.items[i] = it;
         } else {
             arr->u.arr.items[i] = sp_attr_new(m, SP_ATTR_DICT);
         }

@@ -332,14 +332,16 @@ static inline const sp_type *sp_value_type(const sp_module *m, uint32_t v)
 /* ---- shardings attached to values ----------------------------------------------
  * A function argument carries its sharding in the function's arg_attrs, an op
  * result in the op's `sdy.sharding` list, a sharding constraint's result in
- * the op's `sharding`; function results in res_attrs. NULL: no sharding. */
+ * the op's `sharding`; function results in res_attrs. NULL: no sharding. The
+ * getters return the module's own sharding, which other values and
+ * attributes may share: set a new one rather than change it. */
 sp_sharding *sp_value_sharding(const sp_module *m, uint32_t v);
 /* The sharding of v in a partitioned module: like sp_value_sharding, but the
  * result of an sdy collective is its `out_sharding`, of sdy.reshard its
  * `sharding`, of a manual or named computation its `out_shardings` entry
  * (when given), and a while body's argument is sharded as the while's
  * result. */
-const sp_sharding *sp_value_sharding_partitioned(const sp_module *m, uint32_t v);
+sp_sharding *sp_value_sharding_partitioned(const sp_module *m, uint32_t v);
 /* Sets the sharding of v (an op result or a function entry argument); for an
  * op result whose siblings have no sharding yet they become fully open. */
 cm_status sp_value_set_sharding(sp_module *m, uint32_t v, sp_sharding *s);

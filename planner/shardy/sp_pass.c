@@ -205,11 +205,9 @@ cm_status sp_pass_io_shardings_fix(sp_module *m, sp_pass_sharding_fix fix, cm_er
                 if (s == NULL) {
                     continue;
                 }
-                sp_sharding *n = fix(m, s, &m->types[m->values[v].type]);
-                if (n == NULL) {
-                    return cm_error_oom(err);
-                }
-                if (n != s && sp_value_set_sharding(m, v, n) != CM_OK) {
+                sp_sharding *n;
+                if (fix(m, s, &m->types[m->values[v].type], &n) != CM_OK ||
+                    (n != NULL && sp_value_set_sharding(m, v, n) != CM_OK)) {
                     return cm_error_oom(err);
                 }
                 entry = &m->blocks[m->ops[f].regions[0].blocks[0]];
@@ -220,11 +218,9 @@ cm_status sp_pass_io_shardings_fix(sp_module *m, sp_pass_sharding_fix fix, cm_er
             if (s == NULL) {
                 continue;
             }
-            sp_sharding *n = fix(m, s, &m->types[ft->results[k]]);
-            if (n == NULL) {
-                return cm_error_oom(err);
-            }
-            if (n != s && sp_func_set_result_sharding(m, f, k, n) != CM_OK) {
+            sp_sharding *n;
+            if (fix(m, s, &m->types[ft->results[k]], &n) != CM_OK ||
+                (n != NULL && sp_func_set_result_sharding(m, f, k, n) != CM_OK)) {
                 return cm_error_oom(err);
             }
         }

@@ -107,9 +107,10 @@ bool sp_pass_is_const_expr(const sp_module *m, uint32_t opid, uint8_t *memo);
 bool sp_pass_is_scalar_expansion(const sp_module *m, const sp_op *op);
 
 /* A rewrite of one function input or output sharding s of a value of type t:
- * returns s itself when it stays, a new sharding (in m's arena) to set, or
- * NULL when out of memory. */
-typedef sp_sharding *(*sp_pass_sharding_fix)(sp_module *m, const sp_sharding *s, const sp_type *t);
+ * *out is a new sharding (in m's arena) to set, or NULL when s stays.
+ * Errors: CM_ENOMEM. */
+typedef cm_status (*sp_pass_sharding_fix)(sp_module *m, const sp_sharding *s, const sp_type *t,
+                                          sp_sharding **out);
 
 /* Applies fix to the sharding of every function argument and result that
  * has one. Errors: CM_ENOMEM (the module may then be partly rewritten). */

@@ -162,7 +162,7 @@ typedef struct tinfo {
     const sp_tensor_mapping *map; /* the rule's mapping of this tensor */
     uint32_t rank;
     const int64_t *dims;
-    const sp_sharding *cur; /* NULL: replicated */
+    sp_sharding *cur; /* NULL: replicated (the module's, shared: never written) */
     int64_t size;           /* elements */
 } tinfo;
 
@@ -684,7 +684,7 @@ static bool setup_tensors(opctx *c)
                 return false; /* an argument whose sharding we cannot tell */
             }
         }
-        const sp_sharding *s = sp_value_sharding_partitioned(m, v);
+        sp_sharding *s = sp_value_sharding_partitioned(m, v);
         if (s != NULL && s->mesh_name == NULL) {
             return false; /* inlined meshes: lifted by an import pass first */
         }
@@ -743,8 +743,7 @@ static cm_status rewrite_op(opctx *c)
         }
         for (uint32_t i = 0; i < n_res; i++) {
             const tinfo *ti = &c->t[n_opd + i];
-            computed[i] = ti->cur != NULL ? (sp_sharding *)(uintptr_t)ti->cur
-                                          : replicated(m, c->mesh_name, ti->rank);
+            computed[i] = ti->cur != NULL ? ti->cur : replicated(m, c->mesh_name, ti->rank);
             if (computed[i] == NULL) {
                 st = oom(g);
                 goto out;
@@ -789,7 +788,7 @@ static cm_status rewrite_op(opctx *c)
         }
         computed[i] = now;
         if (same_dim_axes(c->mesh, ti->cur, now, ti->rank)) {
-            computed[i] = ti->cur != NULL ? (sp_sharding *)(uintptr_t)ti->cur : now;
+            computed[i] = ti->cur != NULL ? ti->cur : now;
             if (ti->cur == NULL && red.n > 0 &&
                 (st = sp_value_set_sharding(m, ti->value, now)) != CM_OK) {
                 st = oom(g);
@@ -801,8 +800,7 @@ static cm_status rewrite_op(opctx *c)
             st = oom(g);
             goto out;
         }
-        target[i] = ti->cur != NULL ? (sp_sharding *)(uintptr_t)ti->cur
-                                    : replicated(m, c->mesh_name, ti->rank);
+        target[i] = ti->cur != NULL ? ti->cur : replicated(m, c->mesh_name, ti->rank);
         if (target[i] == NULL) {
             st = oom(g);
             goto out;
@@ -858,7 +856,7 @@ static cm_status visit_op(pass *g, uint32_t opid)
 
 /* Reshards value number i of op (an operand, inserted before op) to want
  * unless it is already sharded that way. want NULL: no constraint. */
-static cm_status match_owner(pass *g, uint32_t op, uint32_t i, const sp_sharding *want)
+static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want)
 {
     sp_module *m = g->m;
     uint32_t v = m->ops[op].operands[i];
@@ -878,7 +876,7 @@ static cm_status match_owner(pass *g, uint32_t op, uint32_t i, const sp_sharding
     }
     uint32_t nv;
     cm_status st =
-        insert_reshard(g, m->ops[op].parent_block, g->at++, v, (sp_sharding *)(uintptr_t)want, &nv);
+        insert_reshard(g, m->ops[op].parent_block, g->at++, v, want, &nv);
     if (st == CM_OK) {
         m->ops[op].operands[i] = nv;
     }

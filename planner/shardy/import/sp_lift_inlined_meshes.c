@@ -9,8 +9,9 @@
 #include "sp_ops.h"
 #include "sp_pass.h"
 
-/* The name of an sdy.mesh equal to mesh, creating one when needed. */
-static const char *mesh_symbol(sp_module *m, const sp_mesh *mesh, cm_error *err)
+/* The name of an sdy.mesh equal to mesh, creating one (that holds mesh
+ * itself) when needed. */
+static const char *mesh_symbol(sp_module *m, sp_mesh *mesh, cm_error *err)
 {
     const sp_block *body = &m->blocks[m->body];
     uint32_t last_mesh = 0;
@@ -49,7 +50,7 @@ static const char *mesh_symbol(sp_module *m, const sp_mesh *mesh, cm_error *err)
     }
     n->u.str.s = s;
     n->u.str.len = strlen(s);
-    ms->u.mesh = (sp_mesh *)(uintptr_t)mesh;
+    ms->u.mesh = mesh;
     if (sp_op_set_attr(m, op, "sym_name", n) != CM_OK ||
         sp_op_set_attr(m, op, "mesh", ms) != CM_OK ||
         sp_block_insert_op(m, m->body, last_mesh, op) != CM_OK) {
