@@ -144,6 +144,25 @@ static cm_status oom(rd *r)
 
 /* ---- vectors --------------------------------------------------------------------- */
 
+/* A copy of the n entries at items (elem bytes each) in an arena block of
+ * twice *cap entries, *cap doubled: for arrays that start in a stack
+ * buffer and outgrow it (the old block is left as it is). NULL when out of
+ * memory. */
+static void *arena_double(cm_arena *a, const void *items, uint32_t *cap, uint32_t n, size_t elem)
+{
+    size_t bytes;
+    if (*cap > UINT32_MAX / 2 || !cm_mul_size((size_t)*cap * 2, elem, &bytes)) {
+        return NULL;
+    }
+    void *p = cm_arena_alloc(a, bytes);
+    if (p == NULL) {
+        return NULL;
+    }
+    memcpy(p, items, (size_t)n * elem);
+    *cap *= 2;
+    return p;
+}
+
 static cm_status u32_push(rd *r, u32vec *s, uint32_t x)
 {
     if (CM_GROW_U32(s->v, s->cap, s->n + 1, NULL) != CM_OK) {
@@ -1068,14 +1087,11 @@ static cm_status array_attr(rd *r, sp_attr **out)
     if (!eat(r, ']')) {
         do {
             if (n == cap) {
-                uint32_t ncap = cap * 2;
-                sp_attr **p = cm_arena_alloc(&r->m->arena, sizeof(sp_attr *) * ncap);
+                sp_attr **p = arena_double(&r->m->arena, items, &cap, n, sizeof *items);
                 if (p == NULL) {
                     return oom(r);
                 }
-                memcpy(p, items, sizeof(sp_attr *) * n);
                 items = p;
-                cap = ncap;
             }
             st = attr_value(r, &items[n]);
             if (st != CM_OK) {
@@ -1124,13 +1140,11 @@ static cm_status dense_array_attr(rd *r, sp_attr **out)
     if (eat(r, ':')) {
         do {
             if (cnt == cap) {
-                int64_t *p = cm_arena_alloc(&r->m->arena, sizeof(int64_t) * cap * 2);
+                int64_t *p = arena_double(&r->m->arena, v, &cap, cnt, sizeof *v);
                 if (p == NULL) {
                     return oom(r);
                 }
-                memcpy(p, v, sizeof(int64_t) * cnt);
                 v = p;
-                cap *= 2;
             }
             if (kw(r, "true")) {
                 v[cnt] = 1;
@@ -1205,13 +1219,11 @@ static bool dense_ints(rd *r, const char *s, const char *e, sp_attr *a, const sp
             if (cap > (1u << 24)) {
                 return false;
             }
-            int64_t *q = cm_arena_alloc(&r->m->arena, sizeof(int64_t) * cap * 2);
+            int64_t *q = arena_double(&r->m->arena, v, &cap, cnt, sizeof *v);
             if (q == NULL) {
                 return false;
             }
-            memcpy(q, v, sizeof(int64_t) * cnt);
             v = q;
-            cap *= 2;
         }
         v[cnt++] = x;
     }
@@ -1534,13 +1546,11 @@ static cm_status sharding_items(rd *r, sp_attr **out)
     if (!eat(r, ']')) {
         do {
             if (n == cap) {
-                sp_sharding **p = cm_arena_alloc(&r->m->arena, sizeof(*p) * cap * 2);
+                sp_sharding **p = arena_double(&r->m->arena, items, &cap, n, sizeof *items);
                 if (p == NULL) {
                     return oom(r);
                 }
-                memcpy(p, items, sizeof(*p) * n);
                 items = p;
-                cap *= 2;
             }
             if (sdy_codec(r, 0, (void **)&items[n]) != CM_OK) {
                 return r->st;
