@@ -342,14 +342,8 @@ static bool collect_expects(const char *text, size_t len, uint32_t line_base, ex
                 e = q;
                 continue;
             }
-            if (out->n == out->cap) {
-                uint32_t cap = out->cap < 8 ? 8 : out->cap * 2;
-                expect *nv = cm_realloc(out->v, sizeof(expect) * cap);
-                if (nv == NULL) {
-                    return false;
-                }
-                out->v = nv;
-                out->cap = cap;
+            if (CM_GROW_U32(out->v, out->cap, out->n + 1, NULL) != CM_OK) {
+                return false;
             }
             expect *x = &out->v[out->n++];
             x->sev = (sp_diag_sev)kind;

@@ -17,6 +17,7 @@
 #define SP_IR_H
 
 #include "cm.h"
+#include "cm_map.h"
 #include "sp_shard.h"
 
 #include <stdbool.h>
@@ -202,6 +203,17 @@ const sp_attr *sp_attrs_get(const sp_named_attr *attrs, uint32_t n, const char *
 /* Reads integers from an attribute that is an int, a dense array, an array
  * of ints or an integer dense<>; returns false when it is none of these. */
 bool sp_attr_ints(const sp_attr *a, const int64_t **v_out, uint32_t *n_out, cm_arena *scratch);
+/* Structural equality of two attributes as written: same kind and same
+ * value, element by element (dictionaries and parameters in order, names
+ * compared). Mesh, sharding, rule and the other sdy kinds compare equal
+ * only when they are the same object, and nesting deeper than 8 levels
+ * compares unequal, so callers that cache by attribute (rule caches) never
+ * share a result they should not. */
+bool sp_attr_equal(const sp_attr *a, const sp_attr *b);
+/* A hash consistent with sp_attr_equal: equal attributes hash equally (the
+ * sdy kinds hash by kind only; levels below the 8th are not looked at).
+ * Deterministic within a process, for hash maps, not for storage. */
+uint64_t sp_attr_hash(const sp_attr *a);
 
 /* ---- values, ops, blocks, regions ------------------------------------------ */
 
@@ -235,9 +247,8 @@ typedef struct sp_op {
     uint32_t n_operands;
     uint32_t first_result;  /* value id of result 0 */
     uint32_t n_results;
-    sp_named_attr *attrs;   /* in order of appearance (canonical names) */
+    sp_named_attr *attrs;   /* in order of appearance (canonical names), module arena */
     uint32_t n_attrs;
-    uint32_t cap_attrs;
     sp_region *regions;
     uint32_t n_regions;
     uint32_t parent_block;  /* block id */
@@ -265,8 +276,7 @@ struct sp_module {
     uint32_t n_blocks, cap_blocks;
     sp_type *types;
     uint32_t n_types, cap_types;
-    uint32_t *type_hash; /* open addressing table of type ids, SP_NONE = empty */
-    uint32_t type_hash_cap;
+    cm_map type_ids;       /* uint32_t type ids, by the hash of their canonical text */
     uint32_t body;         /* block id of the module body */
     const char *sym_name;  /* `module @name`, or NULL */
     sp_named_attr *attrs;  /* `module attributes {...}` */
@@ -322,14 +332,16 @@ static inline const sp_type *sp_value_type(const sp_module *m, uint32_t v)
 /* ---- shardings attached to values ----------------------------------------------
  * A function argument carries its sharding in the function's arg_attrs, an op
  * result in the op's `sdy.sharding` list, a sharding constraint's result in
- * the op's `sharding`; function results in res_attrs. NULL: no sharding. */
+ * the op's `sharding`; function results in res_attrs. NULL: no sharding. The
+ * getters return the module's own sharding, which other values and
+ * attributes may share: set a new one rather than change it. */
 sp_sharding *sp_value_sharding(const sp_module *m, uint32_t v);
 /* The sharding of v in a partitioned module: like sp_value_sharding, but the
  * result of an sdy collective is its `out_sharding`, of sdy.reshard its
  * `sharding`, of a manual or named computation its `out_shardings` entry
  * (when given), and a while body's argument is sharded as the while's
  * result. */
-const sp_sharding *sp_value_sharding_partitioned(const sp_module *m, uint32_t v);
+sp_sharding *sp_value_sharding_partitioned(const sp_module *m, uint32_t v);
 /* Sets the sharding of v (an op result or a function entry argument); for an
  * op result whose siblings have no sharding yet they become fully open. */
 cm_status sp_value_set_sharding(sp_module *m, uint32_t v, sp_sharding *s);

@@ -52,7 +52,7 @@ static bool fail(parser *p, size_t at, const char *fmt, ...)
 
 static bool oom(parser *p)
 {
-    cm_error_set(p->err, CM_ENOMEM, NULL, "out of memory");
+    cm_error_oom(p->err);
     if (p->st == CM_OK) {
         p->st = CM_ENOMEM;
     }
@@ -291,17 +291,37 @@ static void *arr_alloc(cm_arena *a, size_t n, size_t elem)
     return cm_arena_zalloc(a, bytes == 0 ? 1 : bytes);
 }
 
-static void finish(parser *p, size_t *consumed_out)
+/* The body parsers the sp_*_parse entry points run: they fill obj (an
+ * sp_mesh, sp_sharding or sp_rule) from the text at the cursor. */
+typedef bool parse_body_fn(parser *p, void *obj);
+
+/* What every sp_*_parse does: a parser over text, an object of size bytes
+ * in a for body to fill, and the bytes consumed. *out is set on success
+ * only. */
+static cm_status parse_entry(const char *text, size_t len, cm_arena *a, size_t size,
+                             parse_body_fn *body, void **out, size_t *consumed_out, cm_error *err)
 {
-    if (consumed_out != NULL) {
-        *consumed_out = p->pos;
+    parser p = {text, len, 0, a, err, CM_OK};
+    void *obj = cm_arena_alloc(a, size);
+    if (obj == NULL) {
+        oom(&p);
+        return p.st;
     }
+    if (!body(&p, obj)) {
+        return p.st;
+    }
+    if (consumed_out != NULL) {
+        *consumed_out = p.pos;
+    }
+    *out = obj;
+    return CM_OK;
 }
 
 /* ==== meshes ============================================================== */
 
-static bool parse_mesh_body(parser *p, sp_mesh *m)
+static bool parse_mesh_body(parser *p, void *obj)
 {
+    sp_mesh *m = obj;
     memset(m, 0, sizeof *m);
     uint32_t cap = 0;
     if (!expect(p, '<', "'<' to start a mesh") || !expect(p, '[', "'[' to start the mesh axes")) {
@@ -371,18 +391,13 @@ static bool parse_mesh_body(parser *p, sp_mesh *m)
 cm_status sp_mesh_parse(const char *text, size_t len, cm_arena *a, sp_mesh **out,
                         size_t *consumed_out, cm_error *err)
 {
-    parser p = {text, len, 0, a, err, CM_OK};
-    sp_mesh *m = cm_arena_alloc(a, sizeof *m);
-    if (m == NULL) {
-        oom(&p);
-        return p.st;
+    void *obj = NULL;
+    cm_status st =
+        parse_entry(text, len, a, sizeof(sp_mesh), parse_mesh_body, &obj, consumed_out, err);
+    if (st == CM_OK) {
+        *out = obj;
     }
-    if (!parse_mesh_body(&p, m)) {
-        return p.st;
-    }
-    finish(&p, consumed_out);
-    *out = m;
-    return CM_OK;
+    return st;
 }
 
 /* MLIR's printEscapedString inside double quotes. */
@@ -511,7 +526,7 @@ cm_status sp_mesh_verify(const sp_mesh *m, cm_error *err)
     size_t words = ((size_t)total + 63u) / 64u;
     uint64_t *seen = cm_calloc(words, sizeof *seen);
     if (seen == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     bool iota = true;
     for (uint32_t i = 0; i < m->n_device_ids; i++) {
@@ -681,8 +696,9 @@ static bool parse_symbol(parser *p, const char **out)
     return true;
 }
 
-static bool parse_sharding_body(parser *p, sp_sharding *s)
+static bool parse_sharding_body(parser *p, void *obj)
 {
+    sp_sharding *s = obj;
     memset(s, 0, sizeof *s);
     if (!expect(p, '<', "'<' to start a sharding")) {
         return false;
@@ -765,18 +781,13 @@ static bool parse_sharding_body(parser *p, sp_sharding *s)
 cm_status sp_sharding_parse(const char *text, size_t len, cm_arena *a, sp_sharding **out,
                             size_t *consumed_out, cm_error *err)
 {
-    parser p = {text, len, 0, a, err, CM_OK};
-    sp_sharding *s = cm_arena_alloc(a, sizeof *s);
-    if (s == NULL) {
-        oom(&p);
-        return p.st;
+    void *obj = NULL;
+    cm_status st = parse_entry(text, len, a, sizeof(sp_sharding), parse_sharding_body, &obj,
+                               consumed_out, err);
+    if (st == CM_OK) {
+        *out = obj;
     }
-    if (!parse_sharding_body(&p, s)) {
-        return p.st;
-    }
-    finish(&p, consumed_out);
-    *out = s;
-    return CM_OK;
+    return st;
 }
 
 void sp_axis_ref_print(const sp_axis_ref *r, cm_buf *b)
@@ -1465,8 +1476,9 @@ typedef struct size_entry {
 static const char *const special_names[4] = {"reduction", "need_replication", "permutation",
                                              "blocked_propagation"};
 
-static bool parse_rule_body(parser *p, sp_rule *r)
+static bool parse_rule_body(parser *p, void *obj)
 {
+    sp_rule *r = obj;
     rule_parse rp = {NULL, 0, 0, 0};
     memset(r, 0, sizeof *r);
     if (!expect(p, '<', "'<' to start a sharding rule") ||
@@ -1642,18 +1654,13 @@ static bool parse_rule_body(parser *p, sp_rule *r)
 cm_status sp_rule_parse(const char *text, size_t len, cm_arena *a, sp_rule **out,
                         size_t *consumed_out, cm_error *err)
 {
-    parser p = {text, len, 0, a, err, CM_OK};
-    sp_rule *r = cm_arena_alloc(a, sizeof *r);
-    if (r == NULL) {
-        oom(&p);
-        return p.st;
+    void *obj = NULL;
+    cm_status st =
+        parse_entry(text, len, a, sizeof(sp_rule), parse_rule_body, &obj, consumed_out, err);
+    if (st == CM_OK) {
+        *out = obj;
     }
-    if (!parse_rule_body(&p, r)) {
-        return p.st;
-    }
-    finish(&p, consumed_out);
-    *out = r;
-    return CM_OK;
+    return st;
 }
 
 static void put_tensors(cm_buf *b, const sp_tensor_mapping *t, uint32_t n)
@@ -2008,7 +2015,7 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
     e.dims = arr_alloc(a, e.len + 1, sizeof *e.dims);
     e.specs = arr_alloc(a, e.len + 2, sizeof *e.specs);
     if (e.toks == NULL || e.dims == NULL || e.specs == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     cm_status st = lex_side(&e, 0, arrow, n_operands);
     if (st != CM_OK) {
@@ -2059,7 +2066,7 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
     /* batch factors are shared by position, so at most max_batch of them */
     e.facs = arr_alloc(a, (size_t)e.n_toks + max_batch + 1, sizeof *e.facs);
     if (e.facs == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     /* user factor sizes: names must be distinct */
     for (uint32_t i = 0; i < opts->n_sizes; i++) {
@@ -2234,7 +2241,7 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
     /* build the rule */
     sp_rule *r = cm_arena_zalloc(a, sizeof *r);
     if (r == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     r->n_factors = e.n_facs;
     r->factor_sizes = arr_alloc(a, e.n_facs, sizeof *r->factor_sizes);
@@ -2244,7 +2251,7 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
     r->results = arr_alloc(a, n_results, sizeof *r->results);
     if (r->factor_sizes == NULL || r->factor_kind == NULL || r->factor_blocked == NULL ||
         r->operands == NULL || r->results == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     r->n_operands = n_operands;
     r->n_results = n_results;
@@ -2259,13 +2266,13 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
         tm->rank = sp->batch + sp->n;
         tm->dims = arr_alloc(a, tm->rank, sizeof *tm->dims);
         if (tm->dims == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         for (uint32_t j = 0; j < tm->rank; j++) {
             uint32_t nf = j < sp->batch ? 1u : e.dims[sp->first + j - sp->batch].n;
             tm->dims[j].factors = arr_alloc(a, nf, sizeof(uint32_t));
             if (tm->dims[j].factors == NULL) {
-                return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+                return cm_error_oom(err);
             }
             tm->dims[j].n_factors = nf;
             if (j < sp->batch) {

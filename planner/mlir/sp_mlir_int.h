@@ -3,7 +3,8 @@
  * syntax, shared by the MLIR reader and printer so that both agree on it:
  *   stablehlo.NAME %a, %b, key = value, key = value attr-dict : types
  * Ops outside this table either have hand-written syntax in sp_mlir_read.c /
- * sp_mlir_print.c or are read and written in the generic form. */
+ * sp_mlir_print.c (SP_MLIR_CUSTOM_FORMS) or are read and written in the
+ * generic form. */
 #ifndef SP_MLIR_INT_H
 #define SP_MLIR_INT_H
 
@@ -48,6 +49,27 @@ typedef struct sp_pretty {
 
 /* The table entry for kind, or NULL when the op has no keyword-style syntax. */
 const sp_pretty *sp_mlir_pretty(sp_op_kind kind);
+
+/* The ops with a hand-written custom syntax, by kind, and the name of the
+ * function that reads it (sp_mlir_read.c) and prints it (sp_mlir_print.c),
+ * so that the reader and the printer agree on which forms exist. Other sdy
+ * ops have theirs in the files' sdy_op; everything else is generic. */
+#define SP_MLIR_CUSTOM_FORMS(X)                                                                    \
+    X(SP_OP_FUNC_FUNC, func_op)                                                                    \
+    X(SP_OP_FUNC_RETURN, func_return_op)                                                           \
+    X(SP_OP_SDY_RETURN, func_return_op)                                                            \
+    X(SP_OP_FUNC_CALL, call_op)                                                                    \
+    X(SP_OP_CONSTANT, constant_op)                                                                 \
+    X(SP_OP_COMPARE, compare_op)                                                                   \
+    X(SP_OP_SLICE, slice_op)                                                                       \
+    X(SP_OP_CUSTOM_CALL, custom_call_op)                                                           \
+    X(SP_OP_CONVOLUTION, convolution_op)                                                           \
+    X(SP_OP_REDUCE, reduce_op)                                                                     \
+    X(SP_OP_WHILE, while_op)                                                                       \
+    X(SP_OP_SDY_MESH, mesh_op)                                                                     \
+    X(SP_OP_TUPLE, tuple_op)                                                                       \
+    X(SP_OP_GET_TUPLE_ELEMENT, get_tuple_element_op)                                               \
+    X(SP_OP_COMPOSITE, composite_op)
 
 /* Decodes a string literal body escape sequence set; shared by reader and printer. */
 void sp_mlir_print_string(cm_buf *b, const char *s, size_t len);

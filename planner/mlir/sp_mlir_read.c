@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_map.h"
 #include "sp_mlir_int.h"
 #include "sp_ops.h"
 #include "sp_shard.h"
@@ -135,7 +136,7 @@ __attribute__((format(printf, 3, 4))) static cm_status fail_at(rd *r, const char
 static cm_status oom(rd *r)
 {
     if (r->st == CM_OK) {
-        cm_error_set(r->err, CM_ENOMEM, NULL, "out of memory while reading MLIR");
+        cm_error_oom(r->err);
         r->st = CM_ENOMEM;
     }
     return r->st;
@@ -143,30 +144,28 @@ static cm_status oom(rd *r)
 
 /* ---- vectors --------------------------------------------------------------------- */
 
-static bool vgrow(void **v, uint32_t *cap, uint32_t need, size_t elem)
+/* A copy of the n entries at items (elem bytes each) in an arena block of
+ * twice *cap entries, *cap doubled: for arrays that start in a stack
+ * buffer and outgrow it (the old block is left as it is). NULL when out of
+ * memory. */
+static void *arena_double(cm_arena *a, const void *items, uint32_t *cap, uint32_t n, size_t elem)
 {
-    if (need <= *cap) {
-        return true;
+    size_t bytes;
+    if (*cap > UINT32_MAX / 2 || !cm_mul_size((size_t)*cap * 2, elem, &bytes)) {
+        return NULL;
     }
-    uint64_t n = *cap < 16 ? 16 : (uint64_t)*cap * 2;
-    while (n < need) {
-        n *= 2;
-    }
-    if (n > UINT32_MAX / 2) {
-        return false;
-    }
-    void *p = cm_realloc(*v, (size_t)n * elem);
+    void *p = cm_arena_alloc(a, bytes);
     if (p == NULL) {
-        return false;
+        return NULL;
     }
-    *v = p;
-    *cap = (uint32_t)n;
-    return true;
+    memcpy(p, items, (size_t)n * elem);
+    *cap *= 2;
+    return p;
 }
 
 static cm_status u32_push(rd *r, u32vec *s, uint32_t x)
 {
-    if (!vgrow((void **)&s->v, &s->cap, s->n + 1, sizeof(uint32_t))) {
+    if (CM_GROW_U32(s->v, s->cap, s->n + 1, NULL) != CM_OK) {
         return oom(r);
     }
     s->v[s->n++] = x;
@@ -175,7 +174,7 @@ static cm_status u32_push(rd *r, u32vec *s, uint32_t x)
 
 static cm_status attr_push(rd *r, const char *name, sp_attr *a)
 {
-    if (!vgrow((void **)&r->attrs.v, &r->attrs.cap, r->attrs.n + 1, sizeof(sp_named_attr))) {
+    if (CM_GROW_U32(r->attrs.v, r->attrs.cap, r->attrs.n + 1, NULL) != CM_OK) {
         return oom(r);
     }
     r->attrs.v[r->attrs.n].name = name;
@@ -511,14 +510,15 @@ static cm_status skip_group(rd *r)
 
 /* ---- SSA names ------------------------------------------------------------------------ */
 
+/* The hash the name table and the type cache index by (their low bits).
+ * Both stay specialised tables rather than cm_maps: the name table's
+ * scopes shadow and restore entries in place (tombstones, prev chains),
+ * and the type cache as a cm_map cost the reader 1.4% more instructions
+ * in bench_reader (an out-of-line probe and equality call per type
+ * spelling read). */
 static uint32_t name_hash(const char *s, uint32_t n)
 {
-    uint32_t h = 2166136261u;
-    for (uint32_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
+    return (uint32_t)cm_hash_bytes(s, n);
 }
 
 static cm_status names_rehash(rd *r)
@@ -577,7 +577,7 @@ static cm_status define_name(rd *r, const char *s, uint32_t n, uint32_t first, u
             return r->st;
         }
     }
-    if (!vgrow((void **)&r->names, &r->cap_names, r->n_names + 1, sizeof(name_entry))) {
+    if (CM_GROW_U32(r->names, r->cap_names, r->n_names + 1, NULL) != CM_OK) {
         return oom(r);
     }
     bool found;
@@ -598,7 +598,7 @@ static cm_status define_name(rd *r, const char *s, uint32_t n, uint32_t first, u
 
 static cm_status push_scope(rd *r)
 {
-    if (!vgrow((void **)&r->scopes, &r->cap_scopes, r->n_scopes + 1, sizeof(uint32_t))) {
+    if (CM_GROW_U32(r->scopes, r->cap_scopes, r->n_scopes + 1, NULL) != CM_OK) {
         return oom(r);
     }
     r->scopes[r->n_scopes++] = r->n_names;
@@ -1087,14 +1087,11 @@ static cm_status array_attr(rd *r, sp_attr **out)
     if (!eat(r, ']')) {
         do {
             if (n == cap) {
-                uint32_t ncap = cap * 2;
-                sp_attr **p = cm_arena_alloc(&r->m->arena, sizeof(sp_attr *) * ncap);
+                sp_attr **p = arena_double(&r->m->arena, items, &cap, n, sizeof *items);
                 if (p == NULL) {
                     return oom(r);
                 }
-                memcpy(p, items, sizeof(sp_attr *) * n);
                 items = p;
-                cap = ncap;
             }
             st = attr_value(r, &items[n]);
             if (st != CM_OK) {
@@ -1143,13 +1140,11 @@ static cm_status dense_array_attr(rd *r, sp_attr **out)
     if (eat(r, ':')) {
         do {
             if (cnt == cap) {
-                int64_t *p = cm_arena_alloc(&r->m->arena, sizeof(int64_t) * cap * 2);
+                int64_t *p = arena_double(&r->m->arena, v, &cap, cnt, sizeof *v);
                 if (p == NULL) {
                     return oom(r);
                 }
-                memcpy(p, v, sizeof(int64_t) * cnt);
                 v = p;
-                cap *= 2;
             }
             if (kw(r, "true")) {
                 v[cnt] = 1;
@@ -1224,13 +1219,11 @@ static bool dense_ints(rd *r, const char *s, const char *e, sp_attr *a, const sp
             if (cap > (1u << 24)) {
                 return false;
             }
-            int64_t *q = cm_arena_alloc(&r->m->arena, sizeof(int64_t) * cap * 2);
+            int64_t *q = arena_double(&r->m->arena, v, &cap, cnt, sizeof *v);
             if (q == NULL) {
                 return false;
             }
-            memcpy(q, v, sizeof(int64_t) * cnt);
             v = q;
-            cap *= 2;
         }
         v[cnt++] = x;
     }
@@ -1553,13 +1546,11 @@ static cm_status sharding_items(rd *r, sp_attr **out)
     if (!eat(r, ']')) {
         do {
             if (n == cap) {
-                sp_sharding **p = cm_arena_alloc(&r->m->arena, sizeof(*p) * cap * 2);
+                sp_sharding **p = arena_double(&r->m->arena, items, &cap, n, sizeof *items);
                 if (p == NULL) {
                     return oom(r);
                 }
-                memcpy(p, items, sizeof(*p) * n);
                 items = p;
-                cap *= 2;
             }
             if (sdy_codec(r, 0, (void **)&items[n]) != CM_OK) {
                 return r->st;
@@ -2619,28 +2610,50 @@ static cm_status slice_op(rd *r, opb *b)
     return functional_type(r, b, &k);
 }
 
-/* stablehlo.custom_call @target(%a, ...) attr-dict : (Ts) -> Rs */
-static cm_status custom_call_op(rd *r, opb *b)
+/* `@name` or `@"name"` into a new string attribute; what names the symbol
+ * in the error when the name is missing ("expected a <what> name"). */
+static cm_status symbol_attr(rd *r, const char *what, sp_attr **out)
 {
     if (expect(r, '@') != CM_OK) {
         return r->st;
     }
-    sp_attr *t = new_attr(r, SP_ATTR_STRING);
-    if (t == NULL) {
+    sp_attr *a = new_attr(r, SP_ATTR_STRING);
+    if (a == NULL) {
         return r->st;
     }
     if (peek(r) == '"') {
-        if (string_lit(r, &t->u.str.s, &t->u.str.len) != CM_OK) {
+        if (string_lit(r, &a->u.str.s, &a->u.str.len) != CM_OK) {
             return r->st;
         }
     } else {
         const char *s;
         uint32_t n = ident(r, &s);
         if (n == 0) {
-            return fail(r, "expected a call target name");
+            return fail(r, "expected a %s name", what);
         }
-        t->u.str.s = astr(r, s, n);
-        t->u.str.len = n;
+        a->u.str.s = astr(r, s, n);
+        a->u.str.len = n;
+    }
+    *out = a;
+    return CM_OK;
+}
+
+/* `@name`, bare only: the name's bytes in the input. */
+static cm_status bare_symbol(rd *r, const char *what, const char **s_out, uint32_t *n_out)
+{
+    if (expect(r, '@') != CM_OK) {
+        return r->st;
+    }
+    *n_out = ident(r, s_out);
+    return *n_out == 0 ? fail(r, "expected a %s name", what) : CM_OK;
+}
+
+/* stablehlo.custom_call @target(%a, ...) attr-dict : (Ts) -> Rs */
+static cm_status custom_call_op(rd *r, opb *b)
+{
+    sp_attr *t;
+    if (symbol_attr(r, "call target", &t) != CM_OK) {
+        return r->st;
     }
     if (attr_push(r, "call_target_name", t) != CM_OK || expect(r, '(') != CM_OK) {
         return r->st;
@@ -3236,9 +3249,9 @@ static cm_status region_args(rd *r, arglist *a)
     do {
         if (a->n == a->cap) {
             uint32_t c1 = a->cap, c2 = a->cap, c3 = a->cap;
-            if (!vgrow((void **)&a->names, &c1, a->n + 1, sizeof(char *)) ||
-                !vgrow((void **)&a->lens, &c2, a->n + 1, sizeof(uint32_t)) ||
-                !vgrow((void **)&a->tys, &c3, a->n + 1, sizeof(uint32_t))) {
+            if (CM_GROW_U32(a->names, c1, a->n + 1, NULL) != CM_OK ||
+                CM_GROW_U32(a->lens, c2, a->n + 1, NULL) != CM_OK ||
+                CM_GROW_U32(a->tys, c3, a->n + 1, NULL) != CM_OK) {
                 return oom(r);
             }
             a->cap = c1;
@@ -3396,13 +3409,10 @@ static cm_status sdy_op(rd *r, opb *b, sp_op_kind kind)
 /* sdy.mesh @name = <...> */
 static cm_status mesh_op(rd *r, opb *b)
 {
-    if (expect(r, '@') != CM_OK) {
-        return r->st;
-    }
     const char *s;
-    uint32_t n = ident(r, &s);
-    if (n == 0) {
-        return fail(r, "expected a mesh name");
+    uint32_t n;
+    if (bare_symbol(r, "mesh", &s, &n) != CM_OK) {
+        return r->st;
     }
     sp_attr *name = new_attr(r, SP_ATTR_STRING);
     if (name == NULL) {
@@ -3446,25 +3456,9 @@ static cm_status func_op(rd *r, opb *b)
     } else if (kw(r, "nested")) {
         vis = "nested";
     }
-    if (expect(r, '@') != CM_OK) {
+    sp_attr *name;
+    if (symbol_attr(r, "function", &name) != CM_OK) {
         return r->st;
-    }
-    sp_attr *name = new_attr(r, SP_ATTR_STRING);
-    if (name == NULL) {
-        return r->st;
-    }
-    if (peek(r) == '"') {
-        if (string_lit(r, &name->u.str.s, &name->u.str.len) != CM_OK) {
-            return r->st;
-        }
-    } else {
-        const char *s;
-        uint32_t n = ident(r, &s);
-        if (n == 0) {
-            return fail(r, "expected a function name");
-        }
-        name->u.str.s = astr(r, s, n);
-        name->u.str.len = n;
     }
     enum { MAXA = 1 << 16 };
     const char **arg_locs = NULL; /* heap; per argument, NULL where it has no loc */
@@ -3684,13 +3678,10 @@ out:
 /* func.call @f(%a) : (Ts) -> Rs */
 static cm_status call_op(rd *r, opb *b)
 {
-    if (expect(r, '@') != CM_OK) {
-        return r->st;
-    }
     const char *s;
-    uint32_t n = ident(r, &s);
-    if (n == 0) {
-        return fail(r, "expected a callee name");
+    uint32_t n;
+    if (bare_symbol(r, "callee", &s, &n) != CM_OK) {
+        return r->st;
     }
     sp_attr *c = new_attr(r, SP_ATTR_SYMBOL);
     if (c == NULL) {
@@ -3746,8 +3737,8 @@ static cm_status alias_def(rd *r)
         if (type(r, &t) != CM_OK) {
             return r->st;
         }
-        if (!vgrow((void **)&r->type_aliases, &r->cap_type_aliases, r->n_type_aliases + 1,
-                   sizeof(type_alias))) {
+        if (CM_GROW_U32(r->type_aliases, r->cap_type_aliases, r->n_type_aliases + 1, NULL) !=
+            CM_OK) {
             return oom(r);
         }
         r->type_aliases[r->n_type_aliases++] = (type_alias){s, n, t};
@@ -3798,7 +3789,7 @@ static cm_status alias_def(rd *r)
         }
     }
     text[o] = '\0';
-    if (!vgrow((void **)&r->aliases, &r->cap_aliases, r->n_aliases + 1, sizeof(sp_alias))) {
+    if (CM_GROW_U32(r->aliases, r->cap_aliases, r->n_aliases + 1, NULL) != CM_OK) {
         return oom(r);
     }
     sp_alias *al = &r->aliases[r->n_aliases++];
@@ -3938,6 +3929,20 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
     return CM_OK;
 }
 
+/* `return %a, %b : A, B` (func.return and sdy.return read alike). */
+static cm_status func_return_op(rd *r, opb *b)
+{
+    static const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
+    return keyword_op(r, b, &ret);
+}
+
+/* The readers of the custom forms the keyword table (sp_mlir_pretty) does
+ * not describe, by op kind; sdy ops without an entry go to sdy_op. */
+typedef cm_status custom_reader(rd *r, opb *b);
+#define CUSTOM_READER_(kind, fn) [kind] = fn,
+static custom_reader *const custom_readers[SP_OP_COUNT_] = {SP_MLIR_CUSTOM_FORMS(CUSTOM_READER_)};
+#undef CUSTOM_READER_
+
 static cm_status parse_op(rd *r, uint32_t block)
 {
     ws(r);
@@ -4024,62 +4029,15 @@ static cm_status parse_op(rd *r, uint32_t block)
     const sp_pretty *pd = sp_mlir_pretty(kind);
     if (pd != NULL) {
         st = keyword_op(r, &b, pd);
+    } else if (custom_readers[kind] != NULL) {
+        st = custom_readers[kind](r, &b);
+    } else if (strncmp(name, "sdy.", 4) == 0) {
+        st = sdy_op(r, &b, kind);
     } else {
-        switch (kind) {
-        case SP_OP_FUNC_FUNC:
-            st = func_op(r, &b);
-            break;
-        case SP_OP_FUNC_RETURN: {
-            const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
-            st = keyword_op(r, &b, &ret);
-            break;
-        }
-        case SP_OP_FUNC_CALL:
-            st = call_op(r, &b);
-            break;
-        case SP_OP_CONSTANT:
-            st = constant_op(r, &b);
-            break;
-        case SP_OP_COMPARE:
-            st = compare_op(r, &b);
-            break;
-        case SP_OP_SLICE:
-            st = slice_op(r, &b);
-            break;
-        case SP_OP_CUSTOM_CALL:
-            st = custom_call_op(r, &b);
-            break;
-        case SP_OP_CONVOLUTION:
-            st = convolution_op(r, &b);
-            break;
-        case SP_OP_REDUCE:
-            st = reduce_op(r, &b);
-            break;
-        case SP_OP_WHILE:
-            st = while_op(r, &b);
-            break;
-        case SP_OP_SDY_MESH:
-            st = mesh_op(r, &b);
-            break;
-        case SP_OP_TUPLE:
-            st = tuple_op(r, &b);
-            break;
-        case SP_OP_GET_TUPLE_ELEMENT:
-            st = get_tuple_element_op(r, &b);
-            break;
-        case SP_OP_COMPOSITE:
-            st = composite_op(r, &b);
-            break;
-        default:
-            if (strncmp(name, "sdy.", 4) == 0) {
-                st = sdy_op(r, &b, kind);
-            } else {
-                st = fail_at(r, s,
-                             "the custom form of '%s' is not supported; write it in the "
-                             "generic form \"%s\"(...)",
-                             name, name);
-            }
-        }
+        st = fail_at(r, s,
+                     "the custom form of '%s' is not supported; write it in the generic form "
+                     "\"%s\"(...)",
+                     name, name);
     }
     if (st != CM_OK) {
         return r->st;
@@ -4170,7 +4128,7 @@ cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_modu
     r.err = err;
     r.m = sp_module_create();
     if (r.m == NULL) {
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     /* a raw NUL byte would cut the text kept verbatim (types, opaque
      * attributes); MLIR's lexer rejects it too */
@@ -4180,7 +4138,7 @@ cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_modu
         r.m->aliases = cm_arena_memdup(&r.m->arena, r.aliases, r.n_aliases, sizeof(sp_alias));
         r.m->n_aliases = r.n_aliases;
         if (r.m->aliases == NULL) {
-            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory while reading MLIR");
+            st = cm_error_oom(err);
         }
     }
     cm_free(r.aliases);

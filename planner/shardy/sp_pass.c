@@ -10,7 +10,7 @@
 
 cm_status sp_pass_oom(cm_error *err)
 {
-    return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+    return cm_error_oom(err);
 }
 
 cm_status sp_pass_walk(sp_module *m, uint32_t block, sp_pass_op_fn fn, void *ctx)
@@ -35,22 +35,15 @@ cm_status sp_pass_walk(sp_module *m, uint32_t block, sp_pass_op_fn fn, void *ctx
     return CM_OK;
 }
 
-/* ---- use lists and op positions
- * ---------------------------------------------------------------------- */
+/* ---- use lists and op positions ------------------------------------------------------ */
 
 cm_status sp_uses_add(sp_uses *u, uint32_t v, uint32_t op, uint32_t idx)
 {
     if (u->want != NULL && !u->want[v]) {
         return CM_OK;
     }
-    if (u->n == u->cap) {
-        uint32_t cap = u->cap < 1024 ? 1024 : u->cap * 2;
-        sp_use *p = cm_realloc(u->pool, sizeof(sp_use) * cap);
-        if (p == NULL) {
-            return CM_ENOMEM;
-        }
-        u->pool = p;
-        u->cap = cap;
+    if (CM_GROW_U32(u->pool, u->cap, u->n + 1, NULL) != CM_OK) {
+        return CM_ENOMEM;
     }
     u->pool[u->n] = (sp_use){op, idx, u->head[v]};
     u->head[v] = u->n++;
@@ -94,6 +87,41 @@ uint32_t sp_uses_count(const sp_uses *u, uint32_t v)
         n++;
     }
     return n;
+}
+
+cm_status sp_csr_build(sp_csr *c, uint32_t n_keys, sp_csr_edges_fn edges, void *ctx,
+                       cm_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->n_keys = n_keys;
+    /* count: start[k + 1] = the items of key k; then prefix sums */
+    c->start = cm_calloc((size_t)n_keys + 2u, sizeof(uint32_t));
+    if (c->start == NULL) {
+        return cm_error_oom(err);
+    }
+    edges(c, ctx);
+    for (uint32_t k = 0; k < n_keys; k++) {
+        c->start[k + 1] += c->start[k];
+    }
+    /* fill, each key from its start */
+    c->items = cm_alloc(sizeof(uint32_t) * ((size_t)c->start[n_keys] + 1u));
+    c->fill = cm_alloc(sizeof(uint32_t) * ((size_t)n_keys + 1u));
+    if (c->items == NULL || c->fill == NULL) {
+        return cm_error_oom(err);
+    }
+    memcpy(c->fill, c->start, sizeof(uint32_t) * n_keys);
+    edges(c, ctx);
+    cm_free(c->fill);
+    c->fill = NULL;
+    return CM_OK;
+}
+
+void sp_csr_fini(sp_csr *c)
+{
+    cm_free(c->start);
+    cm_free(c->items);
+    cm_free(c->fill);
+    memset(c, 0, sizeof *c);
 }
 
 uint32_t *sp_pass_op_positions(const sp_module *m)
@@ -177,12 +205,10 @@ cm_status sp_pass_io_shardings_fix(sp_module *m, sp_pass_sharding_fix fix, cm_er
                 if (s == NULL) {
                     continue;
                 }
-                sp_sharding *n = fix(m, s, &m->types[m->values[v].type]);
-                if (n == NULL) {
-                    return sp_pass_oom(err);
-                }
-                if (n != s && sp_value_set_sharding(m, v, n) != CM_OK) {
-                    return sp_pass_oom(err);
+                sp_sharding *n;
+                if (fix(m, s, &m->types[m->values[v].type], &n) != CM_OK ||
+                    (n != NULL && sp_value_set_sharding(m, v, n) != CM_OK)) {
+                    return cm_error_oom(err);
                 }
                 entry = &m->blocks[m->ops[f].regions[0].blocks[0]];
             }
@@ -192,12 +218,10 @@ cm_status sp_pass_io_shardings_fix(sp_module *m, sp_pass_sharding_fix fix, cm_er
             if (s == NULL) {
                 continue;
             }
-            sp_sharding *n = fix(m, s, &m->types[ft->results[k]]);
-            if (n == NULL) {
-                return sp_pass_oom(err);
-            }
-            if (n != s && sp_func_set_result_sharding(m, f, k, n) != CM_OK) {
-                return sp_pass_oom(err);
+            sp_sharding *n;
+            if (fix(m, s, &m->types[ft->results[k]], &n) != CM_OK ||
+                (n != NULL && sp_func_set_result_sharding(m, f, k, n) != CM_OK)) {
+                return cm_error_oom(err);
             }
         }
     }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: what the Shardy passes of planner/shardy/{import,propagation,export}
- * share: an op walk, per-value use lists, op positions, the constant-expression
+ * share: an op walk, per-value use lists (extensible linked lists, and
+ * fixed CSR lists), op positions, the constant-expression
  * test of the splitter and the merger, a rewrite of function input and output
  * shardings, and the timed pipeline step. Ownership: use lists and position
  * arrays are heap memory the caller frees as stated. Thread contract: one
@@ -15,7 +16,8 @@
 #include "cm.h"
 #include "sp_ir.h"
 
-/* Sets err to CM_ENOMEM "out of memory" and returns CM_ENOMEM. */
+/* cm_error_oom(err). Passes call cm_error_oom directly; this name stays
+ * until planner/shardy/import/sp_apply_sharding_constraints.c does too. */
 cm_status sp_pass_oom(cm_error *err);
 
 /* Called on one op by sp_pass_walk; a status other than CM_OK stops the walk. */
@@ -57,6 +59,40 @@ uint32_t sp_uses_count(const sp_uses *u, uint32_t v);
 /* Frees the lists (a zeroed sp_uses is fine). */
 void sp_uses_free(sp_uses *u);
 
+/* Per-key lists of uint32_t items in two flat arrays (compressed sparse
+ * rows): the items of key k are items[start[k] .. start[k + 1]), in the
+ * order they were added. For lists fixed once built, such as the ops to
+ * wake when a value's sharding changes; sp_uses is the one passes can
+ * extend. */
+typedef struct sp_csr {
+    uint32_t *start; /* n_keys + 1 entries */
+    uint32_t *items; /* start[n_keys] entries */
+    uint32_t n_keys;
+    uint32_t *fill; /* while filling: per key, the next free index; NULL while counting */
+} sp_csr;
+
+/* Lists every (key, item) pair with sp_csr_add. sp_csr_build calls it
+ * twice, to count and to fill, so it must add the same pairs both times. */
+typedef void (*sp_csr_edges_fn)(sp_csr *c, void *ctx);
+
+/* Builds c over n_keys keys from the pairs edges(c, ctx) adds. Release with
+ * sp_csr_fini, also after a failure. Errors: CM_ENOMEM (through
+ * cm_error_oom; err may be NULL). */
+cm_status sp_csr_build(sp_csr *c, uint32_t n_keys, sp_csr_edges_fn edges, void *ctx,
+                       cm_error *err);
+/* Frees the lists (a zeroed sp_csr is fine) and leaves c zeroed. */
+void sp_csr_fini(sp_csr *c);
+
+/* Adds item to key's list (key < c->n_keys); only within an edges function. */
+static inline void sp_csr_add(sp_csr *c, uint32_t key, uint32_t item)
+{
+    if (c->fill == NULL) {
+        c->start[key + 1]++;
+    } else {
+        c->items[c->fill[key]++] = item;
+    }
+}
+
 /* Position of every op within its block (SP_NONE when detached): an array of
  * m->n_ops + 1 entries the caller frees with cm_free; NULL when out of
  * memory. */
@@ -71,9 +107,10 @@ bool sp_pass_is_const_expr(const sp_module *m, uint32_t opid, uint8_t *memo);
 bool sp_pass_is_scalar_expansion(const sp_module *m, const sp_op *op);
 
 /* A rewrite of one function input or output sharding s of a value of type t:
- * returns s itself when it stays, a new sharding (in m's arena) to set, or
- * NULL when out of memory. */
-typedef sp_sharding *(*sp_pass_sharding_fix)(sp_module *m, const sp_sharding *s, const sp_type *t);
+ * *out is a new sharding (in m's arena) to set, or NULL when s stays.
+ * Errors: CM_ENOMEM. */
+typedef cm_status (*sp_pass_sharding_fix)(sp_module *m, const sp_sharding *s, const sp_type *t,
+                                          sp_sharding **out);
 
 /* Applies fix to the sharding of every function argument and result that
  * has one. Errors: CM_ENOMEM (the module may then be partly rewritten). */

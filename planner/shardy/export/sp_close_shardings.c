@@ -5,19 +5,21 @@
 
 #include "sp_pass.h"
 
-static sp_sharding *close_one(sp_module *m, const sp_sharding *s, const sp_type *t)
+static cm_status close_one(sp_module *m, const sp_sharding *s, const sp_type *t,
+                           sp_sharding **out)
 {
     (void)t;
+    *out = NULL;
     bool need = s->n_replicated > 0;
     for (uint32_t d = 0; d < s->rank; d++) {
         need = need || !s->dims[d].is_closed;
     }
     if (!need) {
-        return (sp_sharding *)(uintptr_t)s;
+        return CM_OK;
     }
     sp_sharding *c = sp_sharding_clone(&m->arena, s);
     if (c == NULL) {
-        return NULL;
+        return CM_ENOMEM;
     }
     for (uint32_t d = 0; d < c->rank; d++) {
         c->dims[d].is_closed = true;
@@ -27,7 +29,8 @@ static sp_sharding *close_one(sp_module *m, const sp_sharding *s, const sp_type 
     }
     c->n_replicated = 0;
     c->replicated = NULL;
-    return c;
+    *out = c;
+    return CM_OK;
 }
 
 cm_status sp_pass_close_shardings(sp_module *m, cm_error *err)

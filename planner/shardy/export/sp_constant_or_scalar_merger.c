@@ -10,8 +10,10 @@
 
 typedef struct merge_ctx {
     uint32_t *repl; /* per value: the value that replaces it */
-    uint32_t *seen; /* candidate ops kept so far in the enclosing blocks */
-    uint32_t *next; /* per seen entry: next entry of its hash bucket */
+    struct seen {
+        uint32_t op;   /* a candidate op kept so far in the enclosing blocks */
+        uint32_t next; /* the next entry of its hash bucket */
+    } *seen;
     uint32_t n_seen, cap_seen;
     uint32_t heads[4096]; /* hash buckets of seen entries (SP_NONE: empty) */
 } merge_ctx;
@@ -82,8 +84,8 @@ static cm_status merge_block(sp_module *m, uint32_t block, merge_ctx *c, uint8_t
         if (op->n_results == 1 && op->n_regions == 0 &&
             (sp_pass_is_const_expr(m, opid, memo) || sp_pass_is_scalar_expansion(m, op))) {
             uint32_t h = merge_hash(m, op);
-            for (uint32_t s = c->heads[h]; s != SP_NONE; s = c->next[s]) {
-                const sp_op *o = &m->ops[c->seen[s]];
+            for (uint32_t s = c->heads[h]; s != SP_NONE; s = c->seen[s].next) {
+                const sp_op *o = &m->ops[c->seen[s].op];
                 if (o->kind != op->kind || o->n_operands != op->n_operands ||
                     m->values[o->first_result].type != m->values[op->first_result].type) {
                     continue;
@@ -98,22 +100,10 @@ static cm_status merge_block(sp_module *m, uint32_t block, merge_ctx *c, uint8_t
                 }
             }
             if (!removed) {
-                if (c->n_seen == c->cap_seen) {
-                    uint32_t cap = c->cap_seen < 64 ? 64 : c->cap_seen * 2;
-                    uint32_t *p = cm_realloc(c->seen, sizeof(uint32_t) * cap);
-                    uint32_t *q = p != NULL ? cm_realloc(c->next, sizeof(uint32_t) * cap) : NULL;
-                    if (p == NULL || q == NULL) {
-                        if (p != NULL) {
-                            c->seen = p;
-                        }
-                        return CM_ENOMEM;
-                    }
-                    c->seen = p;
-                    c->next = q;
-                    c->cap_seen = cap;
+                if (CM_GROW_U32(c->seen, c->cap_seen, c->n_seen + 1, NULL) != CM_OK) {
+                    return CM_ENOMEM;
                 }
-                c->seen[c->n_seen] = opid;
-                c->next[c->n_seen] = c->heads[h];
+                c->seen[c->n_seen] = (struct seen){opid, c->heads[h]};
                 c->heads[h] = c->n_seen++;
             }
         }
@@ -135,8 +125,8 @@ static cm_status merge_block(sp_module *m, uint32_t block, merge_ctx *c, uint8_t
     /* leave this block's scope: pop its entries from their buckets */
     while (c->n_seen > seen0) {
         uint32_t s = --c->n_seen;
-        uint32_t h = merge_hash(m, &m->ops[c->seen[s]]);
-        c->heads[h] = c->next[s];
+        uint32_t h = merge_hash(m, &m->ops[c->seen[s].op]);
+        c->heads[h] = c->seen[s].next;
     }
     return CM_OK;
 }
@@ -148,7 +138,7 @@ cm_status sp_pass_constant_merger(sp_module *m, cm_error *err)
     if (c == NULL || memo == NULL) {
         cm_free(c);
         cm_free(memo);
-        return sp_pass_oom(err);
+        return cm_error_oom(err);
     }
     memset(c->heads, 0xff, sizeof c->heads);
     c->repl = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
@@ -168,7 +158,6 @@ cm_status sp_pass_constant_merger(sp_module *m, cm_error *err)
     cm_free(memo);
     cm_free(c->repl);
     cm_free(c->seen);
-    cm_free(c->next);
     cm_free(c);
-    return st == CM_OK ? CM_OK : sp_pass_oom(err);
+    return st == CM_OK ? CM_OK : cm_error_oom(err);
 }

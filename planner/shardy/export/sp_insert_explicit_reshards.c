@@ -162,7 +162,7 @@ typedef struct tinfo {
     const sp_tensor_mapping *map; /* the rule's mapping of this tensor */
     uint32_t rank;
     const int64_t *dims;
-    const sp_sharding *cur; /* NULL: replicated */
+    sp_sharding *cur; /* NULL: replicated (the module's, shared: never written) */
     int64_t size;           /* elements */
 } tinfo;
 
@@ -194,14 +194,8 @@ typedef struct pass {
 
 static cm_status oplist_push(struct oplist *l, uint32_t op)
 {
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap < 16 ? 16 : l->cap * 2;
-        uint32_t *v = cm_realloc(l->v, sizeof(uint32_t) * cap);
-        if (v == NULL) {
-            return CM_ENOMEM;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (CM_GROW_U32(l->v, l->cap, l->n + 1, NULL) != CM_OK) {
+        return CM_ENOMEM;
     }
     l->v[l->n++] = op;
     return CM_OK;
@@ -236,7 +230,7 @@ static fsh *row_of(const opctx *c, uint32_t t)
 
 static cm_status oom(pass *g)
 {
-    return cm_error_set(g->err, CM_ENOMEM, NULL, "out of memory");
+    return cm_error_oom(g->err);
 }
 
 /* ---- projection ------------------------------------------------------------------ */
@@ -339,14 +333,8 @@ static bool cand_add(opctx *c, uint32_t f, const axl *axes)
             return true;
         }
     }
-    if (c->n_cands == c->cap_cands) {
-        uint32_t cap = c->cap_cands < 16 ? 16 : c->cap_cands * 2;
-        cand *n = cm_realloc(c->cands, sizeof(cand) * cap);
-        if (n == NULL) {
-            return false;
-        }
-        c->cands = n;
-        c->cap_cands = cap;
+    if (CM_GROW_U32(c->cands, c->cap_cands, c->n_cands + 1, NULL) != CM_OK) {
+        return false;
     }
     cand *k = &c->cands[c->n_cands++];
     k->f = f;
@@ -696,7 +684,7 @@ static bool setup_tensors(opctx *c)
                 return false; /* an argument whose sharding we cannot tell */
             }
         }
-        const sp_sharding *s = sp_value_sharding_partitioned(m, v);
+        sp_sharding *s = sp_value_sharding_partitioned(m, v);
         if (s != NULL && s->mesh_name == NULL) {
             return false; /* inlined meshes: lifted by an import pass first */
         }
@@ -755,8 +743,7 @@ static cm_status rewrite_op(opctx *c)
         }
         for (uint32_t i = 0; i < n_res; i++) {
             const tinfo *ti = &c->t[n_opd + i];
-            computed[i] = ti->cur != NULL ? (sp_sharding *)(uintptr_t)ti->cur
-                                          : replicated(m, c->mesh_name, ti->rank);
+            computed[i] = ti->cur != NULL ? ti->cur : replicated(m, c->mesh_name, ti->rank);
             if (computed[i] == NULL) {
                 st = oom(g);
                 goto out;
@@ -801,7 +788,7 @@ static cm_status rewrite_op(opctx *c)
         }
         computed[i] = now;
         if (same_dim_axes(c->mesh, ti->cur, now, ti->rank)) {
-            computed[i] = ti->cur != NULL ? (sp_sharding *)(uintptr_t)ti->cur : now;
+            computed[i] = ti->cur != NULL ? ti->cur : now;
             if (ti->cur == NULL && red.n > 0 &&
                 (st = sp_value_set_sharding(m, ti->value, now)) != CM_OK) {
                 st = oom(g);
@@ -813,8 +800,7 @@ static cm_status rewrite_op(opctx *c)
             st = oom(g);
             goto out;
         }
-        target[i] = ti->cur != NULL ? (sp_sharding *)(uintptr_t)ti->cur
-                                    : replicated(m, c->mesh_name, ti->rank);
+        target[i] = ti->cur != NULL ? ti->cur : replicated(m, c->mesh_name, ti->rank);
         if (target[i] == NULL) {
             st = oom(g);
             goto out;
@@ -853,24 +839,11 @@ static cm_status visit_op(pass *g, uint32_t opid)
     c.nt = o->n_operands + o->n_results;
     c.nf = r->n_factors;
     c.t = cm_calloc((size_t)c.nt + 1u, sizeof *c.t);
-    size_t need = (size_t)c.nt * c.nf + 1u;
-    if (need > g->row_cap) {
-        fsh *rb = cm_realloc(g->row_buf, sizeof *rb * need);
-        if (rb != NULL) {
-            g->row_buf = rb;
-            g->row_cap = need;
-        }
-    }
-    c.row = need <= g->row_cap ? g->row_buf : NULL;
-    if (c.nf + 1u > g->proj_cap) {
-        sp_factor_axes *pb = cm_realloc(g->proj_buf, sizeof *pb * (c.nf + 1u));
-        if (pb != NULL) {
-            g->proj_buf = pb;
-            g->proj_cap = c.nf + 1u;
-        }
-    }
+    bool bufs = CM_GROW(g->row_buf, g->row_cap, (size_t)c.nt * c.nf + 1u, NULL) == CM_OK &&
+                CM_GROW(g->proj_buf, g->proj_cap, (size_t)c.nf + 1u, NULL) == CM_OK;
+    c.row = g->row_buf;
     c.common = cm_calloc((size_t)c.nf + 1u, sizeof *c.common);
-    if (c.t == NULL || c.row == NULL || c.common == NULL || c.nf + 1u > g->proj_cap) {
+    if (c.t == NULL || !bufs || c.common == NULL) {
         st = oom(g);
     } else if (setup_tensors(&c)) {
         st = rewrite_op(&c);
@@ -883,7 +856,7 @@ static cm_status visit_op(pass *g, uint32_t opid)
 
 /* Reshards value number i of op (an operand, inserted before op) to want
  * unless it is already sharded that way. want NULL: no constraint. */
-static cm_status match_owner(pass *g, uint32_t op, uint32_t i, const sp_sharding *want)
+static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want)
 {
     sp_module *m = g->m;
     uint32_t v = m->ops[op].operands[i];
@@ -903,7 +876,7 @@ static cm_status match_owner(pass *g, uint32_t op, uint32_t i, const sp_sharding
     }
     uint32_t nv;
     cm_status st =
-        insert_reshard(g, m->ops[op].parent_block, g->at++, v, (sp_sharding *)(uintptr_t)want, &nv);
+        insert_reshard(g, m->ops[op].parent_block, g->at++, v, want, &nv);
     if (st == CM_OK) {
         m->ops[op].operands[i] = nv;
     }

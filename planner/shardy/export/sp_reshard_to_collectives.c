@@ -1196,7 +1196,7 @@ cm_status sp_pass_reshard_to_collectives(sp_module *m, bool keep_redundant, cm_e
         }
     }
     if (c.st != CM_OK) {
-        return cm_error_set(err, c.st, NULL, "out of memory lowering reshards");
+        return cm_error_oom(err); /* c.st is only ever CM_ENOMEM */
     }
     return CM_OK;
 }
@@ -1213,7 +1213,7 @@ cm_status sp_collective_groups(const sp_mesh *mesh, const sp_axis_ref *axes, uin
     if (n > 0) {
         coll = cm_alloc(sizeof(ax) * n);
         if (coll == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -1243,7 +1243,7 @@ cm_status sp_collective_groups(const sp_mesh *mesh, const sp_axis_ref *axes, uin
         cm_free(coll);
         cm_free(stride);
         cm_free(rest_of);
-        return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+        return cm_error_oom(err);
     }
     /* stride of each mesh axis in the row-major device position */
     int64_t st = 1;

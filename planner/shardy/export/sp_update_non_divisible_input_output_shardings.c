@@ -30,10 +30,12 @@ static int64_t gcd(int64_t a, int64_t b)
     return a;
 }
 
-static sp_sharding *divisible_one(sp_module *m, const sp_sharding *s, const sp_type *t)
+static cm_status divisible_one(sp_module *m, const sp_sharding *s, const sp_type *t,
+                               sp_sharding **out)
 {
+    *out = NULL;
     if (t->kind != SP_TYPE_TENSOR || t->rank != s->rank) {
-        return (sp_sharding *)(uintptr_t)s;
+        return CM_OK;
     }
     sp_sharding *c = NULL;
     for (uint32_t d = 0; d < s->rank; d++) {
@@ -55,7 +57,7 @@ static sp_sharding *divisible_one(sp_module *m, const sp_sharding *s, const sp_t
         if (c == NULL) {
             c = sp_sharding_clone(&m->arena, s);
             if (c == NULL) {
-                return NULL;
+                return CM_ENOMEM;
             }
         }
         sp_dim_sharding *ds = &c->dims[d];
@@ -70,7 +72,8 @@ static sp_sharding *divisible_one(sp_module *m, const sp_sharding *s, const sp_t
             ds->n_axes = keep + 1;
         }
     }
-    return c != NULL ? c : (sp_sharding *)(uintptr_t)s;
+    *out = c;
+    return CM_OK;
 }
 
 cm_status sp_pass_update_non_divisible_io(sp_module *m, cm_error *err)

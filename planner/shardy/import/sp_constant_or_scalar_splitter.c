@@ -20,7 +20,7 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
     if (memo == NULL || want == NULL) {
         cm_free(memo);
         cm_free(want);
-        return sp_pass_oom(err);
+        return cm_error_oom(err);
     }
     /* the candidates in program order: the split below walks them backwards,
      * and a backward walk over the whole op array is many times slower than
@@ -29,7 +29,7 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
     if (cands == NULL) {
         cm_free(memo);
         cm_free(want);
-        return sp_pass_oom(err);
+        return cm_error_oom(err);
     }
     uint32_t n_cands = 0;
     for (uint32_t opid = 0; opid < n_ops0; opid++) {
@@ -52,7 +52,7 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
         cm_free(after_head);
         cm_free(dirty);
         sp_uses_free(&u);
-        return any ? sp_pass_oom(err) : CM_OK;
+        return any ? cm_error_oom(err) : CM_OK;
     }
     uint32_t *after_tail = after_head + cap_ops, *after_next = after_head + 2 * cap_ops;
     memset(after_head, 0xff, sizeof(uint32_t) * cap_ops);
@@ -151,5 +151,5 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
     cm_free(after_head);
     cm_free(dirty);
     sp_uses_free(&u);
-    return st == CM_OK ? CM_OK : sp_pass_oom(err);
+    return st == CM_OK ? CM_OK : cm_error_oom(err);
 }

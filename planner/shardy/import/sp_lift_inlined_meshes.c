@@ -9,8 +9,9 @@
 #include "sp_ops.h"
 #include "sp_pass.h"
 
-/* The name of an sdy.mesh equal to mesh, creating one when needed. */
-static const char *mesh_symbol(sp_module *m, const sp_mesh *mesh, cm_error *err)
+/* The name of an sdy.mesh equal to mesh, creating one (that holds mesh
+ * itself) when needed. */
+static const char *mesh_symbol(sp_module *m, sp_mesh *mesh, cm_error *err)
 {
     const sp_block *body = &m->blocks[m->body];
     uint32_t last_mesh = 0;
@@ -38,22 +39,22 @@ static const char *mesh_symbol(sp_module *m, const sp_mesh *mesh, cm_error *err)
     }
     uint32_t op;
     if (sp_module_new_op(m, SP_NONE, "sdy.mesh", NULL, 0, NULL, 0, &op) != CM_OK) {
-        sp_pass_oom(err);
+        cm_error_oom(err);
         return NULL;
     }
     sp_attr *n = sp_attr_new(m, SP_ATTR_STRING), *ms = sp_attr_new(m, SP_ATTR_MESH);
     const char *s = sp_module_str(m, name, strlen(name));
     if (n == NULL || ms == NULL || s == NULL) {
-        sp_pass_oom(err);
+        cm_error_oom(err);
         return NULL;
     }
     n->u.str.s = s;
     n->u.str.len = strlen(s);
-    ms->u.mesh = (sp_mesh *)(uintptr_t)mesh;
+    ms->u.mesh = mesh;
     if (sp_op_set_attr(m, op, "sym_name", n) != CM_OK ||
         sp_op_set_attr(m, op, "mesh", ms) != CM_OK ||
         sp_block_insert_op(m, m->body, last_mesh, op) != CM_OK) {
-        sp_pass_oom(err);
+        cm_error_oom(err);
         return NULL;
     }
     return s;

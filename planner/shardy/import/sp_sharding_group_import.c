@@ -25,7 +25,7 @@ cm_status sp_pass_sharding_group_import(sp_module *m, sp_diags *diags, cm_error 
     uint32_t *ops = cm_alloc(sizeof(uint32_t) * n);
     cm_status st = CM_OK;
     if (ids == NULL || parent == NULL || value_group == NULL || ops == NULL) {
-        st = sp_pass_oom(err);
+        st = cm_error_oom(err);
         goto out;
     }
     memset(value_group, 0xff, sizeof(uint32_t) * (m->n_values + 1u));
@@ -69,7 +69,7 @@ cm_status sp_pass_sharding_group_import(sp_module *m, sp_diags *diags, cm_error 
     int64_t next = 0;
     int64_t *canon = cm_alloc(sizeof(int64_t) * n);
     if (canon == NULL) {
-        st = sp_pass_oom(err);
+        st = cm_error_oom(err);
         goto out;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -82,12 +82,12 @@ cm_status sp_pass_sharding_group_import(sp_module *m, sp_diags *diags, cm_error 
     for (uint32_t i = 0; i < n && st == CM_OK; i++) {
         sp_attr *a = sp_attr_new(m, SP_ATTR_INT);
         if (a == NULL) {
-            st = sp_pass_oom(err);
+            st = cm_error_oom(err);
             break;
         }
         a->u.i.v = canon[i];
         a->u.i.type = "i64";
-        st = sp_op_set_attr(m, ops[i], "group_id", a) == CM_OK ? CM_OK : sp_pass_oom(err);
+        st = sp_op_set_attr(m, ops[i], "group_id", a) == CM_OK ? CM_OK : cm_error_oom(err);
     }
     cm_free(canon);
     (void)diags;

@@ -36,14 +36,9 @@ bool sp_prop_candidates_find(prop *p, const sp_rule *r, uint32_t n, dir d)
     const fsh *fs = p->fs;
     /* per factor: the compatible major axes over the source tensors (the
      * longest common prefix when they conflict), and the tensor they came from */
-    if (r->n_factors > p->cand_cap) {
-        struct cand *c = cm_realloc(p->cands, sizeof *c * r->n_factors);
-        if (c == NULL) {
-            sp_prop_oom(p);
-            return false;
-        }
-        p->cands = c;
-        p->cand_cap = r->n_factors;
+    if (CM_GROW_U32(p->cands, p->cand_cap, r->n_factors, NULL) != CM_OK) {
+        sp_prop_oom(p);
+        return false;
     }
     struct cand *cands = p->cands;
     for (uint32_t f = 0; f < r->n_factors; f++) {
@@ -90,10 +85,8 @@ bool sp_prop_candidates_find(prop *p, const sp_rule *r, uint32_t n, dir d)
 /* Can tensor row take axis c as a new axis of factor f (no overlap with its
  * other factors, overflow axes or replicated axes)? Shrinks c to a prefix
  * when only part of it fits; false when nothing does. */
-static bool fits_across(const prop *p, const sp_rule *r, const fsh *row, const tens *t, uint32_t f,
-                        ax *c)
+static bool fits_across(const sp_rule *r, const fsh *row, const tens *t, uint32_t f, ax *c)
 {
-    (void)p;
     for (uint32_t i = 0; i < t->n_repl; i++) {
         if (!ax_prefix_without(c, t->repl[i])) {
             return false;
@@ -130,7 +123,7 @@ void sp_prop_axes_truncate(const prop *p, const sp_rule *r, const fsh *row, cons
         /* the factor is not in t: its axes must not collide with t's axes */
         for (uint32_t i = 0; i < *nc; i++) {
             ax c = cand[i];
-            if (!fits_across(p, r, row, t, f, &c)) {
+            if (!fits_across(r, row, t, f, &c)) {
                 *nc = i;
                 return;
             }
@@ -160,7 +153,7 @@ void sp_prop_axes_truncate(const prop *p, const sp_rule *r, const fsh *row, cons
                 /* t's last axis would grow to c: check the added part */
                 ax extra = {c.axis, have.pre * have.size, c.size / have.size};
                 ax e2 = extra;
-                if (!fits_across(p, r, row, t, f, &e2)) {
+                if (!fits_across(r, row, t, f, &e2)) {
                     cand[i] = have;
                     *nc = i + 1;
                     return;
@@ -195,7 +188,7 @@ void sp_prop_axes_truncate(const prop *p, const sp_rule *r, const fsh *row, cons
             return;
         }
         ax c2 = c;
-        if (!fits_across(p, r, row, t, f, &c2)) {
+        if (!fits_across(r, row, t, f, &c2)) {
             *nc = i;
             return;
         }

@@ -30,7 +30,7 @@
 cm_status sp_prop_oom(prop *p)
 {
     if (p->st == CM_OK) {
-        p->st = cm_error_set(p->err, CM_ENOMEM, NULL, "out of memory during propagation");
+        p->st = cm_error_oom(p->err);
     }
     return p->st;
 }
@@ -147,147 +147,6 @@ static sp_rule *identity_rule_new(prop *p, const int64_t *dims, uint32_t rank, u
 
 /* ---- rule cache ---------------------------------------------------------------- */
 
-static uint64_t mix(uint64_t h, uint64_t x)
-{
-    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h;
-}
-
-static uint64_t str_hash(uint64_t h, const char *s)
-{
-    for (; s != NULL && *s; s++) {
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    }
-    return mix(h, 0xff);
-}
-
-static uint64_t attr_hash(const sp_attr *a, int depth)
-{
-    uint64_t h = mix(0x1234, (uint64_t)a->kind);
-    if (depth > 8) {
-        return h;
-    }
-    switch (a->kind) {
-    case SP_ATTR_BOOL:
-        return mix(h, a->u.b);
-    case SP_ATTR_INT:
-        return mix(h, (uint64_t)a->u.i.v);
-    case SP_ATTR_FLOAT:
-        return str_hash(h, a->u.f.lit);
-    case SP_ATTR_STRING:
-        return str_hash(h, a->u.str.s);
-    case SP_ATTR_SYMBOL:
-        return str_hash(h, a->u.sym);
-    case SP_ATTR_TYPE:
-        return mix(h, a->u.type);
-    case SP_ATTR_ARRAY:
-        for (uint32_t i = 0; i < a->u.arr.n; i++) {
-            h = mix(h, attr_hash(a->u.arr.items[i], depth + 1));
-        }
-        return h;
-    case SP_ATTR_DENSE_ARRAY:
-        for (uint32_t i = 0; i < a->u.darr.n; i++) {
-            h = mix(h, (uint64_t)a->u.darr.v[i]);
-        }
-        return h;
-    case SP_ATTR_DICT:
-        for (uint32_t i = 0; i < a->u.dict.n; i++) {
-            h = str_hash(h, a->u.dict.items[i].name);
-            h = mix(h, attr_hash(a->u.dict.items[i].value, depth + 1));
-        }
-        return h;
-    case SP_ATTR_PARAMS:
-        h = str_hash(h, a->u.params.name);
-        for (uint32_t i = 0; i < a->u.params.n; i++) {
-            h = str_hash(h, a->u.params.items[i].name);
-            h = mix(h, attr_hash(a->u.params.items[i].value, depth + 1));
-        }
-        return h;
-    case SP_ATTR_DENSE:
-        return mix(str_hash(h, a->u.dense.body), a->u.dense.type);
-    case SP_ATTR_ENUM:
-        return str_hash(str_hash(h, a->u.enm.kind), a->u.enm.value);
-    case SP_ATTR_OPAQUE:
-        return str_hash(h, a->u.opaque.text);
-    default:
-        return h;
-    }
-}
-
-static bool attr_eq(const sp_attr *a, const sp_attr *b, int depth);
-
-static bool named_eq(const sp_named_attr *x, uint32_t nx, const sp_named_attr *y, uint32_t ny,
-                     int depth)
-{
-    if (nx != ny) {
-        return false;
-    }
-    for (uint32_t i = 0; i < nx; i++) {
-        if (strcmp(x[i].name, y[i].name) != 0 || !attr_eq(x[i].value, y[i].value, depth + 1)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool str_eq(const char *a, const char *b)
-{
-    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
-
-static bool attr_eq(const sp_attr *a, const sp_attr *b, int depth)
-{
-    if (a == b) {
-        return true;
-    }
-    if (a->kind != b->kind || depth > 8) {
-        return false;
-    }
-    switch (a->kind) {
-    case SP_ATTR_UNIT:
-        return true;
-    case SP_ATTR_BOOL:
-        return a->u.b == b->u.b;
-    case SP_ATTR_INT:
-        return a->u.i.v == b->u.i.v && str_eq(a->u.i.type, b->u.i.type);
-    case SP_ATTR_FLOAT:
-        return str_eq(a->u.f.lit, b->u.f.lit) && str_eq(a->u.f.type, b->u.f.type);
-    case SP_ATTR_STRING:
-        return a->u.str.len == b->u.str.len && memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
-    case SP_ATTR_SYMBOL:
-        return str_eq(a->u.sym, b->u.sym);
-    case SP_ATTR_TYPE:
-        return a->u.type == b->u.type;
-    case SP_ATTR_ARRAY:
-        if (a->u.arr.n != b->u.arr.n) {
-            return false;
-        }
-        for (uint32_t i = 0; i < a->u.arr.n; i++) {
-            if (!attr_eq(a->u.arr.items[i], b->u.arr.items[i], depth + 1)) {
-                return false;
-            }
-        }
-        return true;
-    case SP_ATTR_DENSE_ARRAY:
-        return a->u.darr.n == b->u.darr.n && str_eq(a->u.darr.elem, b->u.darr.elem) &&
-               (a->u.darr.n == 0 ||
-                memcmp(a->u.darr.v, b->u.darr.v, sizeof(int64_t) * a->u.darr.n) == 0);
-    case SP_ATTR_DICT:
-        return named_eq(a->u.dict.items, a->u.dict.n, b->u.dict.items, b->u.dict.n, depth);
-    case SP_ATTR_PARAMS:
-        return str_eq(a->u.params.name, b->u.params.name) &&
-               named_eq(a->u.params.items, a->u.params.n, b->u.params.items, b->u.params.n, depth);
-    case SP_ATTR_DENSE:
-        return a->u.dense.type == b->u.dense.type && str_eq(a->u.dense.body, b->u.dense.body);
-    case SP_ATTR_ENUM:
-        return str_eq(a->u.enm.kind, b->u.enm.kind) && str_eq(a->u.enm.value, b->u.enm.value);
-    case SP_ATTR_OPAQUE:
-        return str_eq(a->u.opaque.text, b->u.opaque.text);
-    default:
-        return false; /* sdy attributes never decide a rule */
-    }
-}
-
 static bool rule_relevant(const char *name)
 {
     if (name[0] != 's' && name[0] != 'm' && name[0] != 'j') {
@@ -308,22 +167,30 @@ static bool rule_cacheable(const sp_op *op)
     return op->n_regions == 0 || op->kind == SP_OP_REDUCE;
 }
 
+/* One step of FNV-1a over 64-bit words: inline, as rule_key folds a dozen
+ * fields per op; cm_hash_u64 spreads the result once at the end. */
+static uint64_t fold(uint64_t h, uint64_t x)
+{
+    return (h ^ x) * 1099511628211ull;
+}
+
 static uint64_t rule_key(const prop *p, const sp_op *op)
 {
-    uint64_t h = mix(0xabcdef, op->kind);
+    uint64_t h = fold(14695981039346656037ull, op->kind);
     for (uint32_t i = 0; i < op->n_operands; i++) {
-        h = mix(h, p->m->values[op->operands[i]].type);
+        h = fold(h, p->m->values[op->operands[i]].type);
     }
-    h = mix(h, 0x77);
+    h = fold(h, 0x77);
     for (uint32_t i = 0; i < op->n_results; i++) {
-        h = mix(h, p->m->values[op->first_result + i].type);
+        h = fold(h, p->m->values[op->first_result + i].type);
     }
     for (uint32_t i = 0; i < op->n_attrs; i++) {
         if (rule_relevant(op->attrs[i].name)) {
-            h = mix(h, attr_hash(op->attrs[i].value, 0)); /* names are compared on a hit */
+            /* names are compared on a hit */
+            h = fold(h, sp_attr_hash(op->attrs[i].value));
         }
     }
-    return h;
+    return cm_hash_u64(h);
 }
 
 static bool same_rule_inputs(const prop *p, const sp_op *a, const sp_op *b)
@@ -349,7 +216,7 @@ static bool same_rule_inputs(const prop *p, const sp_op *a, const sp_op *b)
         }
         na++;
         const sp_attr *x = sp_attrs_get(b->attrs, b->n_attrs, a->attrs[i].name);
-        if (x == NULL || !attr_eq(a->attrs[i].value, x, 0)) {
+        if (x == NULL || !sp_attr_equal(a->attrs[i].value, x)) {
             return false;
         }
     }
@@ -357,6 +224,25 @@ static bool same_rule_inputs(const prop *p, const sp_op *a, const sp_op *b)
         nb += rule_relevant(b->attrs[i].name);
     }
     return na == nb;
+}
+
+/* A rule-cache entry: the representative op whose rule was derived. */
+struct rc {
+    uint32_t op;
+    sp_rule *rule;
+};
+
+/* What a rule-cache lookup compares entries with. */
+typedef struct rc_key {
+    const prop *p;
+    const sp_op *op;
+} rc_key;
+
+static bool rc_eq(const void *entry, const void *key)
+{
+    const struct rc *c = entry;
+    const rc_key *k = key;
+    return same_rule_inputs(k->p, &k->p->m->ops[c->op], k->op);
 }
 
 static sp_rule *derive_rule(prop *p, uint32_t op);
@@ -372,49 +258,29 @@ static sp_rule *op_rule(prop *p, uint32_t op)
         p->rules[op] = derive_rule(p, op);
         return p->rules[op];
     }
-    if ((p->rule_cache_n + 1) * 2 > p->rule_cache_cap) {
-        uint32_t cap = p->rule_cache_cap < 1024 ? 1024 : p->rule_cache_cap * 2;
-        struct rc *t = cm_calloc(cap, sizeof *t);
-        if (t == NULL) {
-            sp_prop_oom(p);
-            return NULL;
-        }
-        for (uint32_t i = 0; i < p->rule_cache_cap; i++) {
-            if (p->rule_cache[i].op == 0 && p->rule_cache[i].key == 0) {
-                continue;
+    uint64_t key = rule_key(p, o);
+    rc_key k = {p, o};
+    const struct rc *c = cm_map_find(&p->rule_cache, key, rc_eq, &k);
+    if (c != NULL) {
+        p->rules[op] = c->rule;
+        if (c->rule != NULL && p->o->keep_sharding_rules) {
+            sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
+            if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
+                sp_prop_oom(p);
+                return NULL;
             }
-            uint32_t j = (uint32_t)p->rule_cache[i].key & (cap - 1);
-            while (t[j].op != 0 || t[j].key != 0) {
-                j = (j + 1) & (cap - 1);
-            }
-            t[j] = p->rule_cache[i];
+            ra->u.rule = c->rule;
         }
-        cm_free(p->rule_cache);
-        p->rule_cache = t;
-        p->rule_cache_cap = cap;
-    }
-    uint64_t key = rule_key(p, o) | 1u; /* never 0: 0/0 marks an empty slot */
-    uint32_t j = (uint32_t)key & (p->rule_cache_cap - 1);
-    while (p->rule_cache[j].op != 0 || p->rule_cache[j].key != 0) {
-        struct rc *c = &p->rule_cache[j];
-        if (c->key == key && same_rule_inputs(p, &p->m->ops[c->op], o)) {
-            p->rules[op] = c->rule;
-            if (c->rule != NULL && p->o->keep_sharding_rules) {
-                sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
-                if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
-                    sp_prop_oom(p);
-                    return NULL;
-                }
-                ra->u.rule = c->rule;
-            }
-            return c->rule;
-        }
-        j = (j + 1) & (p->rule_cache_cap - 1);
+        return c->rule;
     }
     sp_rule *r = derive_rule(p, op);
     p->rules[op] = r;
-    p->rule_cache[j] = (struct rc){key, op, r};
-    p->rule_cache_n++;
+    struct rc *e;
+    if (cm_map_insert(&p->rule_cache, key, (void **)&e, NULL) != CM_OK) {
+        sp_prop_oom(p);
+        return NULL;
+    }
+    *e = (struct rc){op, r};
     return r;
 }
 
@@ -487,11 +353,23 @@ typedef struct pc_entry {
     ax *repl;
 } pc_entry;
 
-static uint32_t pc_hash(const sp_sharding *sh, const sp_tensor_mapping *map, const sp_mesh *mesh)
+/* The hash of a projection-cache key: by identity, as shardings are
+ * interned and tensor mappings belong to shared rules. A multiply-xor of
+ * the three addresses, cheap on a path every tensor of every step takes;
+ * the rule's factor sizes only decide between entries of equal hash. */
+static uint64_t pc_hash(const sp_sharding *sh, const sp_tensor_mapping *map, const sp_mesh *mesh)
 {
     uint64_t h = (uint64_t)(uintptr_t)sh * 0x9e3779b97f4a7c15ull ^
                  (uint64_t)(uintptr_t)map * 0xc2b2ae3d27d4eb4full ^ (uint64_t)(uintptr_t)mesh;
-    return (uint32_t)(h ^ (h >> 31));
+    return h ^ (h >> 31);
+}
+
+static bool pc_eq(const void *entry, const void *key)
+{
+    const pc_entry *e = *(const pc_entry *const *)entry;
+    const pc_entry *k = key;
+    return e->sh == k->sh && e->map == k->map && e->mesh == k->mesh &&
+           e->n_factors == k->n_factors && e->sizes == k->sizes;
 }
 
 static bool project_cached(prop *p, const sp_mesh *mesh, const sp_rule *r, tens *t, fsh *row)
@@ -500,33 +378,12 @@ static bool project_cached(prop *p, const sp_mesh *mesh, const sp_rule *r, tens 
         /* no axes (cheap), or a one-off view hiding lower-priority dims */
         return project(mesh, r, t, row);
     }
-    if (p->pc_cap == 0 || (p->pc_n + 1) * 2 > p->pc_cap) {
-        uint32_t cap = p->pc_cap < 1024 ? 1024 : p->pc_cap * 2;
-        pc_entry **tab = cm_calloc(cap, sizeof *tab);
-        if (tab == NULL) {
-            return project(mesh, r, t, row);
-        }
-        for (uint32_t i = 0; i < p->pc_cap; i++) {
-            if (p->pc_tab[i] != NULL) {
-                uint32_t j = pc_hash(p->pc_tab[i]->sh, p->pc_tab[i]->map, p->pc_tab[i]->mesh) &
-                             (cap - 1);
-                while (tab[j] != NULL) {
-                    j = (j + 1) & (cap - 1);
-                }
-                tab[j] = p->pc_tab[i];
-            }
-        }
-        cm_free(p->pc_tab);
-        p->pc_tab = tab;
-        p->pc_cap = cap;
-    }
-    uint32_t j = pc_hash(t->cur, t->map, mesh) & (p->pc_cap - 1);
-    for (; p->pc_tab[j] != NULL; j = (j + 1) & (p->pc_cap - 1)) {
-        const pc_entry *e = p->pc_tab[j];
-        if (e->sh != t->cur || e->map != t->map || e->mesh != mesh ||
-            e->n_factors != r->n_factors || e->sizes != r->factor_sizes) {
-            continue;
-        }
+    uint64_t h = pc_hash(t->cur, t->map, mesh);
+    pc_entry key = {.sh = t->cur, .map = t->map, .mesh = mesh, .sizes = r->factor_sizes,
+                    .n_factors = r->n_factors};
+    pc_entry *const *found = cm_map_find(&p->pc_tab, h, pc_eq, &key);
+    if (found != NULL) {
+        const pc_entry *e = *found;
         const ax *a = e->axes;
         for (uint32_t f = 0; f < e->n_factors; f++) {
             fsh *x = &row[f];
@@ -580,8 +437,10 @@ static bool project_cached(prop *p, const sp_mesh *mesh, const sp_rule *r, tens 
     for (uint32_t k = 0; k < t->n_repl; k++) {
         e->repl[k] = t->repl[k];
     }
-    p->pc_tab[j] = e;
-    p->pc_n++;
+    pc_entry **slot;
+    if (cm_map_insert(&p->pc_tab, h, (void **)&slot, NULL) == CM_OK) {
+        *slot = e;
+    }
     return true;
 }
 
@@ -659,39 +518,26 @@ static uint64_t sharding_hash(const sp_sharding *s)
            (uint64_t)(uintptr_t)s->replicated ^ (uint64_t)(uintptr_t)s->unreduced;
 }
 
+/* An interned sharding equal to key (sharding_hash compares names by
+ * address, so equal shardings also share their mesh-owned name pointers). */
+static bool sh_tab_eq(const void *entry, const void *key)
+{
+    const sp_sharding *c = *(sp_sharding *const *)entry;
+    const sp_sharding *s = key;
+    return c->mesh_name == s->mesh_name && c->replicated == s->replicated &&
+           c->unreduced == s->unreduced && c->n_replicated == s->n_replicated &&
+           c->n_unreduced == s->n_unreduced && sp_sharding_equal(c, s);
+}
+
 /* The module-owned sharding equal to s (built in the scratch arena):
  * propagation creates few distinct shardings, so values share them. */
 static sp_sharding *intern_sharding(prop *p, sp_sharding *s)
 {
-    if ((p->sh_tab_n + 1) * 2 > p->sh_tab_cap) {
-        uint32_t cap = p->sh_tab_cap < 1024 ? 1024 : p->sh_tab_cap * 2;
-        sp_sharding **t = cm_calloc(cap, sizeof *t);
-        if (t == NULL) {
-            return NULL;
-        }
-        for (uint32_t i = 0; i < p->sh_tab_cap; i++) {
-            if (p->sh_tab[i] != NULL) {
-                uint32_t j = (uint32_t)sharding_hash(p->sh_tab[i]) & (cap - 1);
-                while (t[j] != NULL) {
-                    j = (j + 1) & (cap - 1);
-                }
-                t[j] = p->sh_tab[i];
-            }
-        }
-        cm_free(p->sh_tab);
-        p->sh_tab = t;
-        p->sh_tab_cap = cap;
-    }
-    uint32_t j = (uint32_t)sharding_hash(s) & (p->sh_tab_cap - 1);
-    while (p->sh_tab[j] != NULL) {
-        const sp_sharding *c = p->sh_tab[j];
-        if (c->mesh_name == s->mesh_name && c->replicated == s->replicated &&
-            c->unreduced == s->unreduced && c->n_replicated == s->n_replicated &&
-            c->n_unreduced == s->n_unreduced && sp_sharding_equal(c, s)) {
-            cm_arena_reset(&p->scratch);
-            return p->sh_tab[j];
-        }
-        j = (j + 1) & (p->sh_tab_cap - 1);
+    uint64_t h = sharding_hash(s);
+    sp_sharding *const *found = cm_map_find(&p->sh_tab, h, sh_tab_eq, s);
+    if (found != NULL) {
+        cm_arena_reset(&p->scratch);
+        return *found;
     }
     /* copy into the module arena, keeping the (mesh-owned) name pointers */
     cm_arena *a = &p->m->arena;
@@ -713,11 +559,11 @@ static sp_sharding *intern_sharding(prop *p, sp_sharding *s)
         }
     }
     cm_arena_reset(&p->scratch);
-    if (k == NULL) {
+    sp_sharding **slot;
+    if (k == NULL || cm_map_insert(&p->sh_tab, h, (void **)&slot, NULL) != CM_OK) {
         return NULL;
     }
-    p->sh_tab[j] = k;
-    p->sh_tab_n++;
+    *slot = k;
     return k;
 }
 
@@ -781,23 +627,11 @@ static void enqueue(prop *p, uint32_t op)
     if (op == SP_NONE || p->queued[op]) {
         return;
     }
-    if (p->q_len == p->q_cap) {
-        uint32_t cap = p->q_cap < 1024 ? 1024 : p->q_cap * 2;
-        uint32_t *q = cm_alloc(sizeof(uint32_t) * cap);
-        if (q == NULL) {
-            sp_prop_oom(p);
-            return;
-        }
-        for (uint32_t i = 0; i < p->q_len; i++) {
-            q[i] = p->queue[(p->q_head + i) % p->q_cap];
-        }
-        cm_free(p->queue);
-        p->queue = q;
-        p->q_head = 0;
-        p->q_cap = cap;
+    if (CM_GROW_U32(p->queue, p->q_cap, p->q_len + 1, NULL) != CM_OK) {
+        sp_prop_oom(p);
+        return;
     }
-    p->queue[(p->q_head + p->q_len) % p->q_cap] = op;
-    p->q_len++;
+    p->queue[p->q_len++] = op;
     p->queued[op] = 1;
 }
 
@@ -809,8 +643,8 @@ static void notify(prop *p, uint32_t slot)
             enqueue(p, v->def);
         }
     }
-    for (uint32_t i = p->use_start[slot]; i < p->use_start[slot + 1]; i++) {
-        enqueue(p, p->uses[i]);
+    for (uint32_t i = p->users.start[slot]; i < p->users.start[slot + 1]; i++) {
+        enqueue(p, p->users.items[i]);
     }
 }
 
@@ -864,15 +698,9 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         return;
     }
     const sp_mesh *mesh = me->mesh;
-    size_t need = (size_t)n * r->n_factors;
-    if (need > p->fs_cap) {
-        fsh *f = cm_realloc(p->fs, sizeof(fsh) * need);
-        if (f == NULL) {
-            sp_prop_oom(p);
-            return;
-        }
-        p->fs = f;
-        p->fs_cap = need;
+    if (CM_GROW(p->fs, p->fs_cap, (size_t)n * r->n_factors, NULL) != CM_OK) {
+        sp_prop_oom(p);
+        return;
     }
     fsh *fs = p->fs;
     for (uint32_t i = 0; i < n; i++) {
@@ -946,15 +774,9 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
 static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapping *map,
                        bool is_result)
 {
-    if (*n >= p->ts_cap) {
-        size_t cap = p->ts_cap < 16 ? 16 : p->ts_cap * 2;
-        tens *t = cm_realloc(p->ts, sizeof(tens) * cap);
-        if (t == NULL) {
-            sp_prop_oom(p);
-            return false;
-        }
-        p->ts = t;
-        p->ts_cap = cap;
+    if (CM_GROW(p->ts, p->ts_cap, (size_t)*n + 1, NULL) != CM_OK) {
+        sp_prop_oom(p);
+        return false;
     }
     tens *t = &p->ts[*n];
     uint32_t value = slot;
@@ -1384,6 +1206,45 @@ static uint32_t data_flow_owner(const sp_module *m, const sp_op *op)
     return parent;
 }
 
+/* The users of each slot (sp_csr_edges_fn over a prop): the ops using it as
+ * an operand, the data-flow op owning the edge a region terminator's operand
+ * feeds, a manual computation for its in-sharding slots and body arguments,
+ * and a return op for its function's result slots. */
+static void users_add(sp_csr *c, void *ctx)
+{
+    const prop *p = ctx;
+    const sp_module *m = p->m;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        for (uint32_t k = 0; k < op->n_operands; k++) {
+            sp_csr_add(c, sp_prop_canon_slot(p, op->operands[k]), i);
+        }
+        uint32_t owner = data_flow_owner(m, op);
+        if (owner != SP_NONE) {
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                sp_csr_add(c, sp_prop_canon_slot(p, op->operands[k]), owner);
+            }
+        }
+        if (p->mc_first[i] != SP_NONE) {
+            const sp_block *mcb = &m->blocks[op->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < op->n_operands; k++) {
+                sp_csr_add(c, p->mc_first[i] + k, i);
+            }
+            for (uint32_t k = 0; k < mcb->n_args; k++) {
+                sp_csr_add(c, mcb->first_arg + k, i);
+            }
+        }
+        if (op->kind == SP_OP_FUNC_RETURN) {
+            uint32_t f = m->blocks[op->parent_block].parent_op;
+            if (f != SP_NONE && p->func_first[f] != SP_NONE) {
+                for (uint32_t k = 0; k < op->n_operands && p->func_first[f] + k < p->n_slots; k++) {
+                    sp_csr_add(c, p->func_first[f] + k, i);
+                }
+            }
+        }
+    }
+}
+
 static cm_status setup(prop *p)
 {
     sp_module *m = p->m;
@@ -1450,9 +1311,8 @@ static cm_status setup(prop *p)
     p->rules = cm_calloc(m->n_ops + 1u, sizeof(sp_rule *));
     p->rule_done = cm_calloc(m->n_ops + 1u, 1);
     p->queued = cm_calloc(m->n_ops + 1u, 1);
-    p->use_start = cm_calloc(p->n_slots + 2u, sizeof(uint32_t));
     if (p->sh == NULL || p->orig == NULL || p->fres_func == NULL || p->fres_index == NULL ||
-        p->rules == NULL || p->rule_done == NULL || p->queued == NULL || p->use_start == NULL) {
+        p->rules == NULL || p->rule_done == NULL || p->queued == NULL) {
         return sp_prop_oom(p);
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
@@ -1534,75 +1394,10 @@ static cm_status setup(prop *p)
         }
     }
     memcpy(p->orig, p->sh, sizeof(sp_sharding *) * p->n_slots);
-    /* users (CSR): operands, plus return ops as users of function-result slots */
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        const sp_op *op = &m->ops[i];
-        for (uint32_t k = 0; k < op->n_operands; k++) {
-            p->use_start[sp_prop_canon_slot(p, op->operands[k]) + 1]++;
-        }
-        if (data_flow_owner(m, op) != SP_NONE) {
-            for (uint32_t k = 0; k < op->n_operands; k++) {
-                p->use_start[sp_prop_canon_slot(p, op->operands[k]) + 1]++;
-            }
-        }
-        if (p->mc_first[i] != SP_NONE) {
-            const sp_block *mcb = &m->blocks[op->regions[0].blocks[0]];
-            for (uint32_t k = 0; k < op->n_operands; k++) {
-                p->use_start[p->mc_first[i] + k + 1]++;
-            }
-            for (uint32_t k = 0; k < mcb->n_args; k++) {
-                p->use_start[mcb->first_arg + k + 1]++;
-            }
-        }
-        if (op->kind == SP_OP_FUNC_RETURN) {
-            uint32_t f = m->blocks[op->parent_block].parent_op;
-            if (f != SP_NONE && p->func_first[f] != SP_NONE) {
-                for (uint32_t k = 0; k < op->n_operands && p->func_first[f] + k < p->n_slots; k++) {
-                    p->use_start[p->func_first[f] + k + 1]++;
-                }
-            }
-        }
-    }
-    for (uint32_t s = 0; s < p->n_slots; s++) {
-        p->use_start[s + 1] += p->use_start[s];
-    }
-    p->uses = cm_alloc(sizeof(uint32_t) * (p->use_start[p->n_slots] + 1u));
-    uint32_t *fill = cm_alloc(sizeof(uint32_t) * (p->n_slots + 1u));
-    if (p->uses == NULL || fill == NULL) {
-        cm_free(fill);
+    /* the ops to wake per slot */
+    if (sp_csr_build(&p->users, p->n_slots, users_add, p, NULL) != CM_OK) {
         return sp_prop_oom(p);
     }
-    memcpy(fill, p->use_start, sizeof(uint32_t) * p->n_slots);
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        const sp_op *op = &m->ops[i];
-        for (uint32_t k = 0; k < op->n_operands; k++) {
-            p->uses[fill[sp_prop_canon_slot(p, op->operands[k])]++] = i;
-        }
-        uint32_t owner = data_flow_owner(m, op);
-        if (owner != SP_NONE) {
-            for (uint32_t k = 0; k < op->n_operands; k++) {
-                p->uses[fill[sp_prop_canon_slot(p, op->operands[k])]++] = owner;
-            }
-        }
-        if (p->mc_first[i] != SP_NONE) {
-            const sp_block *mcb = &m->blocks[op->regions[0].blocks[0]];
-            for (uint32_t k = 0; k < op->n_operands; k++) {
-                p->uses[fill[p->mc_first[i] + k]++] = i;
-            }
-            for (uint32_t k = 0; k < mcb->n_args; k++) {
-                p->uses[fill[mcb->first_arg + k]++] = i;
-            }
-        }
-        if (op->kind == SP_OP_FUNC_RETURN) {
-            uint32_t f = m->blocks[op->parent_block].parent_op;
-            if (f != SP_NONE && p->func_first[f] != SP_NONE) {
-                for (uint32_t k = 0; k < op->n_operands && p->func_first[f] + k < p->n_slots; k++) {
-                    p->uses[fill[p->func_first[f] + k]++] = i;
-                }
-            }
-        }
-    }
-    cm_free(fill);
     return sp_prop_groups_setup(p);
 }
 
@@ -1611,51 +1406,30 @@ static cm_status setup(prop *p)
  * ops with equal shardings can share one (a 1M-op module needs a few
  * thousand instead of a million). */
 typedef struct attr_share {
-    const sp_sharding **key;
-    sp_attr **val;
-    uint32_t cap, n;
+    const sp_sharding *key;
+    sp_attr *val;
 } attr_share;
 
-static sp_attr **attr_share_slot(attr_share *t, const sp_sharding *s)
+/* The shared attribute of sharding s in share (a map of attr_share entries
+ * keyed by address), NULL when it has none yet; the pointer is valid until
+ * the next call. NULL with p->st set when out of memory. */
+static sp_attr **attr_share_slot(prop *p, cm_map *share, const sp_sharding *s)
 {
-    if ((t->n + 1u) * 2u > t->cap) {
-        uint32_t cap = t->cap == 0 ? 256u : t->cap * 2u;
-        const sp_sharding **k = cm_calloc(cap, sizeof *k);
-        sp_attr **v = cm_calloc(cap, sizeof *v);
-        if (k == NULL || v == NULL) {
-            cm_free(k);
-            cm_free(v);
-            return NULL;
-        }
-        for (uint32_t i = 0; i < t->cap; i++) {
-            if (t->key[i] != NULL) {
-                uint32_t j = (uint32_t)(((uintptr_t)t->key[i] >> 4) * 2654435761u) & (cap - 1u);
-                while (k[j] != NULL) {
-                    j = (j + 1u) & (cap - 1u);
-                }
-                k[j] = t->key[i];
-                v[j] = t->val[i];
-            }
-        }
-        cm_free(t->key);
-        cm_free(t->val);
-        t->key = k;
-        t->val = v;
-        t->cap = cap;
+    attr_share *e;
+    bool found;
+    if (cm_map_find_or_insert(share, cm_hash_ptr(s), NULL, NULL, (void **)&e, &found, NULL) !=
+        CM_OK) {
+        sp_prop_oom(p);
+        return NULL;
     }
-    uint32_t j = (uint32_t)(((uintptr_t)s >> 4) * 2654435761u) & (t->cap - 1u);
-    while (t->key[j] != NULL && t->key[j] != s) {
-        j = (j + 1u) & (t->cap - 1u);
+    if (!found) {
+        e->key = s;
     }
-    if (t->key[j] == NULL) {
-        t->key[j] = s;
-        t->n++;
-    }
-    return &t->val[j];
+    return &e->val;
 }
 
 /* Op results' shardings into their ops' sdy.sharding attributes. */
-static cm_status write_back_results(prop *p, attr_share *share)
+static cm_status write_back_results(prop *p, cm_map *share)
 {
     sp_module *m = p->m;
     /* op results */
@@ -1687,9 +1461,9 @@ static cm_status write_back_results(prop *p, attr_share *share)
         }
         sp_attr **shared = NULL;
         if (op->n_results == 1 && p->sh[op->first_result] != NULL) {
-            shared = attr_share_slot(share, p->sh[op->first_result]);
+            shared = attr_share_slot(p, share, p->sh[op->first_result]);
             if (shared == NULL) {
-                return sp_prop_oom(p);
+                return p->st;
             }
             if (*shared != NULL) {
                 if (sp_op_set_attr(m, i, "sdy.sharding", *shared) != CM_OK) {
@@ -1732,10 +1506,10 @@ static cm_status write_back_results(prop *p, attr_share *share)
 static cm_status write_back(prop *p)
 {
     sp_module *m = p->m;
-    attr_share share = {0};
+    cm_map share;
+    cm_map_init(&share, sizeof(attr_share));
     write_back_results(p, &share);
-    cm_free(share.key);
-    cm_free(share.val);
+    cm_map_fini(&share);
     /* manual computations: in_shardings and out_shardings */
     for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
         if (p->mc_first[i] == SP_NONE) {
@@ -1828,8 +1602,7 @@ void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, b
     uint64_t count = 0;
     while (p->q_len > 0 && p->st == CM_OK) {
         /* LIFO, like MLIR's greedy driver: the last op pushed runs first */
-        p->q_len--;
-        uint32_t op = p->queue[(p->q_head + p->q_len) % p->q_cap];
+        uint32_t op = p->queue[--p->q_len];
         p->queued[op] = 0;
         step_op(p, op);
         if (++count > limit) {
@@ -1840,7 +1613,6 @@ void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, b
         }
     }
     p->q_len = 0;
-    p->q_head = 0;
     memset(p->queued, 0, p->m->n_ops);
 }
 
@@ -1863,6 +1635,9 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     p.op_priority = -1;
     p.user_priority = -1;
     cm_arena_init(&p.scratch, 4096);
+    cm_map_init(&p.rule_cache, sizeof(struct rc));
+    cm_map_init(&p.sh_tab, sizeof(sp_sharding *));
+    cm_map_init(&p.pc_tab, sizeof(pc_entry *));
     uint32_t *order = NULL;
     p.type_ok = cm_calloc(m->n_types + 1u, 1);
     if (p.type_ok == NULL) {
@@ -1922,8 +1697,7 @@ out:
     cm_free(p.fres_index);
     cm_free(p.func_first);
     cm_free(p.mc_first);
-    cm_free(p.use_start);
-    cm_free(p.uses);
+    sp_csr_fini(&p.users);
     cm_free(p.alias);
     cm_free(p.org_head);
     cm_free(p.orgs);
@@ -1931,12 +1705,12 @@ out:
     cm_free(p.origin_self);
     cm_free(p.edge_head);
     cm_free(p.edges);
-    cm_free(p.rule_cache);
-    cm_free(p.sh_tab);
+    cm_map_fini(&p.rule_cache);
+    cm_map_fini(&p.sh_tab);
     cm_arena_fini(&p.scratch);
     cm_free(p.cands);
     cm_free(p.type_ok);
-    cm_free(p.pc_tab);
+    cm_map_fini(&p.pc_tab);
     cm_free(p.group_next);
     cm_free(p.rules);
     cm_free(p.rule_done);

@@ -48,7 +48,7 @@ cm_status sp_pass_populate_rules(sp_module *m, const sp_rule_opts *opts, sp_diag
         }
         sp_attr *a = sp_attr_new(m, SP_ATTR_RULE);
         if (a == NULL) {
-            return cm_error_set(err, CM_ENOMEM, NULL, "out of memory");
+            return cm_error_oom(err);
         }
         a->u.rule = rule;
         if ((st = sp_op_set_attr(m, op, RULE_ATTR, a)) != CM_OK) {

@@ -24,6 +24,8 @@
 #include "sp_ax.h"
 #include "sp_diag.h"
 #include "sp_ops.h"
+#include "cm_map.h"
+#include "sp_pass.h"
 #include "sp_prop.h"
 #include "sp_sharding_projection.h"
 
@@ -80,8 +82,7 @@ typedef struct prop {
     uint32_t *fres_func;  /* per function-result slot: func op (or manual computation) */
     uint32_t *fres_index; /* per function-result slot: result number */
     uint32_t *func_first; /* per op: first function-result slot of a func op (or SP_NONE) */
-    /* users: CSR over slots */
-    uint32_t *use_start, *uses;
+    sp_csr users; /* per slot: the ops to wake when its sharding changes */
     /* data-flow aliases: a block argument of a while body/cond shares the
      * slot of the while result it is a target with (alias[v] = slot) */
     uint32_t *alias;
@@ -90,9 +91,9 @@ typedef struct prop {
     /* rules */
     sp_rule **rules;
     uint8_t *rule_done;
-    /* worklist */
+    /* worklist: a stack (the last op pushed runs first) */
     uint32_t *queue;
-    uint32_t q_head, q_len, q_cap;
+    uint32_t q_len, q_cap;
     uint8_t *queued;
     /* meshes */
     meshent meshes[MAXMESH];
@@ -123,25 +124,21 @@ typedef struct prop {
     } * edges;
     uint32_t n_edges, cap_edges;
     uint32_t n_virtual_ops; /* step counter for edges */
+    /* identity rules by (interned dims, rank, tensor count): a direct-mapped
+     * cache (a colliding entry replaces the older one), cheaper than a map
+     * on a path every constraint, data-flow and return step takes */
     struct idc {
         const int64_t *dims;
         uint32_t rank, n;
         sp_rule *rule;
     } id_cache[ID_CACHE];
-    /* rule cache: ops with equal kind, types and rule-relevant attributes share a rule */
-    struct rc {
-        uint64_t key;
-        uint32_t op; /* representative op */
-        sp_rule *rule;
-    } * rule_cache;
-    uint32_t rule_cache_cap, rule_cache_n;
-    /* interned shardings */
-    sp_sharding **sh_tab;
-    uint32_t sh_tab_cap, sh_tab_n;
-    cm_arena scratch;         /* one sharding under construction */
-    uint8_t *type_ok;         /* per type id: 1 static ranked tensor, 2 not */
-    struct pc_entry **pc_tab; /* projection cache */
-    uint32_t pc_cap, pc_n;
+    /* rule cache: ops with equal kind, types and rule-relevant attributes
+     * share a rule (struct rc entries, sp_basic_propagation.c) */
+    cm_map rule_cache;
+    cm_map sh_tab;    /* interned shardings: sp_sharding * entries */
+    cm_arena scratch; /* one sharding under construction */
+    uint8_t *type_ok; /* per type id: 1 static ranked tensor, 2 not */
+    cm_map pc_tab;    /* projection cache: struct pc_entry * entries */
     struct cand {
         ax axes[MAXAX];
         uint32_t n;

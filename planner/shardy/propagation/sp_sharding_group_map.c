@@ -111,7 +111,7 @@ cm_status sp_prop_groups_setup(prop *p)
         if (first[s] == SP_NONE) {
             continue;
         }
-        const sp_sharding *seed = NULL;
+        sp_sharding *seed = NULL;
         uint32_t r = first[s];
         do {
             if (p->sh[r] != NULL) {
@@ -146,7 +146,7 @@ cm_status sp_prop_groups_setup(prop *p)
         if (seed != NULL && st == CM_OK) {
             r = first[s];
             do {
-                p->sh[r] = (sp_sharding *)(uintptr_t)seed;
+                p->sh[r] = seed;
                 r = p->group_next[r];
             } while (r != first[s]);
         }

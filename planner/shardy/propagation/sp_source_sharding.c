@@ -34,15 +34,9 @@ void sp_prop_origin_add(prop *p, uint32_t slot, uint32_t axis, uint32_t origin)
     if (origin == SP_NONE || sp_prop_origin_of(p, slot, axis) != SP_NONE) {
         return;
     }
-    if (p->n_orgs == p->cap_orgs) {
-        uint32_t cap = p->cap_orgs < 256 ? 256 : p->cap_orgs * 2;
-        struct org *o = cm_realloc(p->orgs, sizeof *o * cap);
-        if (o == NULL) {
-            sp_prop_oom(p);
-            return;
-        }
-        p->orgs = o;
-        p->cap_orgs = cap;
+    if (CM_GROW_U32(p->orgs, p->cap_orgs, p->n_orgs + 1, NULL) != CM_OK) {
+        sp_prop_oom(p);
+        return;
     }
     p->orgs[p->n_orgs] = (struct org){axis, origin, p->org_head[slot]};
     p->org_head[slot] = p->n_orgs++;
@@ -53,15 +47,9 @@ void sp_prop_edge_add(prop *p, uint32_t op, uint32_t axis, const tens *src, cons
     if (op == SP_NONE) {
         return;
     }
-    if (p->n_edges == p->cap_edges) {
-        uint32_t cap = p->cap_edges < 256 ? 256 : p->cap_edges * 2;
-        struct edge *e = cm_realloc(p->edges, sizeof *e * cap);
-        if (e == NULL) {
-            sp_prop_oom(p);
-            return;
-        }
-        p->edges = e;
-        p->cap_edges = cap;
+    if (CM_GROW_U32(p->edges, p->cap_edges, p->n_edges + 1, NULL) != CM_OK) {
+        sp_prop_oom(p);
+        return;
     }
     uint32_t sref = src->pos | (src->is_result ? 1u << 31 : 0);
     uint32_t dref = dst->pos | (dst->is_result ? 1u << 31 : 0);
@@ -73,15 +61,9 @@ static uint32_t origin_name(prop *p, const char *prefix, uint32_t k)
 {
     char buf[64];
     snprintf(buf, sizeof buf, "%s%u", prefix, k);
-    if (p->n_origin_names == p->cap_origin_names) {
-        uint32_t cap = p->cap_origin_names < 16 ? 16 : p->cap_origin_names * 2;
-        const char **n = cm_realloc(p->origin_names, sizeof(char *) * cap);
-        if (n == NULL) {
-            sp_prop_oom(p);
-            return SP_NONE;
-        }
-        p->origin_names = n;
-        p->cap_origin_names = cap;
+    if (CM_GROW_U32(p->origin_names, p->cap_origin_names, p->n_origin_names + 1, NULL) != CM_OK) {
+        sp_prop_oom(p);
+        return SP_NONE;
     }
     const char *s = sp_module_str(p->m, buf, strlen(buf));
     if (s == NULL) {
