@@ -256,21 +256,6 @@ typedef struct expects {
     uint32_t n, cap;
 } expects;
 
-static const char *sev_name(sp_diag_sev s)
-{
-    switch (s) {
-    case SP_DIAG_ERROR:
-        return "error";
-    case SP_DIAG_WARNING:
-        return "warning";
-    case SP_DIAG_REMARK:
-        return "remark";
-    case SP_DIAG_NOTE:
-        return "note";
-    }
-    return "error";
-}
-
 /* Scans `// expected-error @+1 {{msg}}` comments in text (first line = line_base + 1). */
 static bool collect_expects(const char *text, size_t len, uint32_t line_base, expects *out)
 {
@@ -380,14 +365,14 @@ static bool verify(const char *file, const sp_diags *d, expects *ex, FILE *errs)
         }
         if (!found) {
             fprintf(errs, "%s:%u:%u: error: unexpected %s: %s\n", file, g->line, g->col,
-                    sev_name(g->sev), g->msg);
+                    sp_diag_sev_name(g->sev), g->msg);
             ok = false;
         }
     }
     for (uint32_t k = 0; k < ex->n; k++) {
         if (!ex->v[k].matched) {
             fprintf(errs, "%s:%u: error: expected %s \"%s\" was not produced\n", file,
-                    ex->v[k].line, sev_name(ex->v[k].sev), ex->v[k].msg);
+                    ex->v[k].line, sp_diag_sev_name(ex->v[k].sev), ex->v[k].msg);
             ok = false;
         }
     }
@@ -484,8 +469,8 @@ static bool run_chunk(const run_cfg *cfg, const char *text, size_t len, uint32_t
     } else {
         for (uint32_t k = 0; k < diags.n; k++) {
             const sp_diag *g = &diags.items[k];
-            fprintf(cfg->errs, "%s:%u:%u: %s: %s\n", cfg->file, g->line, g->col, sev_name(g->sev),
-                    g->msg);
+            fprintf(cfg->errs, "%s:%u:%u: %s: %s\n", cfg->file, g->line, g->col,
+                    sp_diag_sev_name(g->sev), g->msg);
         }
         ok = !failed;
     }

@@ -31,6 +31,10 @@ typedef struct sp_diags {
     bool oom;          /* a diagnostic was dropped for lack of memory */
 } sp_diags;
 
+/* "error", "warning", "remark" or "note", as MLIR spells the severity
+ * (a static string; "error" for a value outside the enum). */
+const char *sp_diag_sev_name(sp_diag_sev sev);
+
 void sp_diags_init(sp_diags *d);
 void sp_diags_fini(sp_diags *d);
 /* Adds a diagnostic located at op (SP_NONE: no location). */

@@ -969,6 +969,21 @@ uint32_t sp_module_func(const sp_module *m, const char *name)
 
 /* ---- diagnostics --------------------------------------------------------------------- */
 
+const char *sp_diag_sev_name(sp_diag_sev sev)
+{
+    switch (sev) {
+    case SP_DIAG_ERROR:
+        return "error";
+    case SP_DIAG_WARNING:
+        return "warning";
+    case SP_DIAG_REMARK:
+        return "remark";
+    case SP_DIAG_NOTE:
+        return "note";
+    }
+    return "error";
+}
+
 void sp_diags_init(sp_diags *d)
 {
     d->items = NULL;

@@ -3370,10 +3370,6 @@ static cm_status sdy_op(rd *r, opb *b, sp_op_kind kind)
     }
     case SP_OP_SDY_CONSTANT:
         return constant_op(r, b);
-    case SP_OP_SDY_RETURN: {
-        const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
-        return keyword_op(r, b, &ret);
-    }
     case SP_OP_SDY_ALL_GATHER:
     case SP_OP_SDY_ALL_SLICE:
     case SP_OP_SDY_ALL_REDUCE:

@@ -2,7 +2,9 @@
  * Unit tests for the MLIR reader and printer (planner/sp_mlir_*.c): round
  * trips of every custom form in pretty and generic input, SSA naming as MLIR
  * does it, canonical float printing, every reader error with its "LINE:COL",
- * and an OOM loop over sp_mlir_read and sp_mlir_print. */
+ * an OOM loop over sp_mlir_read and sp_mlir_print, and the IR helpers the
+ * reader builds on (attribute equality and hashing, type interning, element
+ * sizes). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -798,6 +800,126 @@ static void test_sp_mlir_print_oom(void **state)
     }
 }
 
+/* ---- IR helpers the reader relies on (planner/core/sp_ir.c) ------------------ */
+
+static sp_attr *attr_of(sp_module *m, const char *text)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    sp_attr *a = NULL;
+    cm_status st = sp_mlir_parse_attr(m, text, strlen(text), &a, &err);
+    if (st != CM_OK) {
+        print_error("%s: %s at %s\n", text, err.msg, err.path);
+    }
+    assert_int_equal(st, CM_OK);
+    return a;
+}
+
+static void test_sp_attr_equal_agrees_with_hash(void **state)
+{
+    (void)state;
+    static const char *const same[] = {
+        "1 : i64",
+        "\"ab\"",
+        "array<i64: 1, 2, 3>",
+        "[1, \"x\", [true, unit]]",
+        "{a = 1 : i64, b = \"x\"}",
+        "#stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0]>",
+        "#stablehlo<comparison_direction GT>",
+        "dense<[1, 2]> : tensor<2xi32>",
+        "@f",
+        "1.5 : f32",
+    };
+    static const char *const differ[][2] = {
+        {"1 : i64", "1 : i32"},
+        {"\"ab\"", "\"ac\""},
+        {"array<i64: 1, 2>", "array<i64: 2, 1>"},
+        {"[1, 2]", "[1, 2, 3]"},
+        {"{a = 1 : i64, b = 2 : i64}", "{b = 2 : i64, a = 1 : i64}"},
+        {"#stablehlo<comparison_direction GT>", "#stablehlo<comparison_direction LT>"},
+        {"dense<[1, 2]> : tensor<2xi32>", "dense<[1, 2]> : tensor<2xi64>"},
+        {"@f", "@g"},
+        {"true", "false"},
+    };
+    sp_module *m = sp_module_create();
+    assert_non_null(m);
+    for (size_t i = 0; i < N_OF(same); i++) {
+        sp_attr *a = attr_of(m, same[i]), *b = attr_of(m, same[i]);
+        assert_ptr_not_equal(a, b);
+        assert_true(sp_attr_equal(a, b));
+        assert_true(sp_attr_hash(a) == sp_attr_hash(b));
+    }
+    for (size_t i = 0; i < N_OF(differ); i++) {
+        sp_attr *a = attr_of(m, differ[i][0]), *b = attr_of(m, differ[i][1]);
+        assert_false(sp_attr_equal(a, b));
+        assert_false(sp_attr_equal(b, a));
+    }
+    /* sdy attributes compare by identity */
+    sp_attr *s1 = attr_of(m, "#sdy.sharding<@mesh, [{\"a\"}]>");
+    sp_attr *s2 = attr_of(m, "#sdy.sharding<@mesh, [{\"a\"}]>");
+    assert_true(sp_attr_equal(s1, s1));
+    assert_false(sp_attr_equal(s1, s2));
+    assert_true(sp_attr_hash(s1) == sp_attr_hash(s2));
+    sp_module_destroy(m);
+}
+
+static void test_sp_module_intern_type_shares_ids(void **state)
+{
+    (void)state;
+    sp_module *m = sp_module_create();
+    assert_non_null(m);
+    cm_error err;
+    cm_error_clear(&err);
+    uint32_t a, b, c;
+    assert_int_equal(sp_module_intern_type(m, "tensor<4x8xf32>", 15, &a, &err), CM_OK);
+    assert_int_equal(sp_module_intern_type(m, "tensor< 4x8xf32 >", 17, &b, &err), CM_OK);
+    assert_int_equal(a, b);
+    assert_int_equal(m->types[a].kind, SP_TYPE_TENSOR);
+    assert_int_equal(m->types[a].elem, SP_ELEM_F32);
+    /* a function type interns its parts: the same ids come back */
+    const char *ft = "(tensor<4x8xf32>, tensor<2xbf16>) -> tensor<4x8xf32>";
+    assert_int_equal(sp_module_intern_type(m, ft, strlen(ft), &c, &err), CM_OK);
+    assert_int_equal(m->types[c].kind, SP_TYPE_FUNC);
+    assert_int_equal(m->types[c].inputs[0], a);
+    assert_int_equal(m->types[c].results[0], a);
+    uint32_t bf;
+    assert_int_equal(sp_module_intern_type(m, "tensor<2xbf16>", 14, &bf, &err), CM_OK);
+    assert_int_equal(m->types[c].inputs[1], bf);
+    /* enough distinct types to grow the table several times */
+    uint32_t ids[3000];
+    char text[64];
+    for (int i = 0; i < 3000; i++) {
+        int n = snprintf(text, sizeof text, "tensor<%dxi8>", i + 1);
+        assert_int_equal(sp_module_intern_type(m, text, (size_t)n, &ids[i], &err), CM_OK);
+    }
+    for (int i = 0; i < 3000; i++) {
+        uint32_t again;
+        int n = snprintf(text, sizeof text, "tensor<%dxi8>", i + 1);
+        assert_int_equal(sp_module_intern_type(m, text, (size_t)n, &again, &err), CM_OK);
+        assert_int_equal(again, ids[i]);
+        assert_int_equal(m->types[again].dims[0], i + 1);
+    }
+    assert_int_equal(sp_module_intern_type(m, "", 0, &a, &err), CM_EINVAL);
+    sp_module_destroy(m);
+}
+
+static void test_sp_elem_bytes_and_names(void **state)
+{
+    (void)state;
+    assert_int_equal(sp_elem_bytes(SP_ELEM_I1), 1);
+    assert_int_equal(sp_elem_bytes(SP_ELEM_UI4), 1);
+    assert_int_equal(sp_elem_bytes(SP_ELEM_BF16), 2);
+    assert_int_equal(sp_elem_bytes(SP_ELEM_UI32), 4);
+    assert_int_equal(sp_elem_bytes(SP_ELEM_INDEX), 8);
+    assert_int_equal(sp_elem_bytes(SP_ELEM_C64), 8);
+    assert_int_equal(sp_elem_bytes(SP_ELEM_C128), 16);
+    assert_int_equal(sp_elem_bytes(SP_ELEM_F8E5M2), 1);
+    assert_int_equal(sp_elem_bytes(SP_ELEM_OTHER), 0);
+    assert_string_equal(sp_elem_name(SP_ELEM_F8E4M3FN), "f8E4M3FN");
+    assert_string_equal(sp_elem_name(SP_ELEM_C128), "complex<f64>");
+    assert_string_equal(sp_elem_name(SP_ELEM_OTHER), "?");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -831,6 +953,9 @@ int main(void)
         cmocka_unit_test(test_sp_mlir_read_reports_lines_after_line_base),
         cmocka_unit_test(test_sp_mlir_read_oom),
         cmocka_unit_test(test_sp_mlir_print_oom),
+        cmocka_unit_test(test_sp_attr_equal_agrees_with_hash),
+        cmocka_unit_test(test_sp_module_intern_type_shares_ids),
+        cmocka_unit_test(test_sp_elem_bytes_and_names),
     };
     return cmocka_run_group_tests_name("sp_mlir", tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for planner/sp_reshard (-sdy-insert-explicit-reshards): the ops
  * it inserts for a dot, compatible ops left untouched, ops on two meshes
- * skipped, and an OOM loop that must end with the same module as a clean run. */
+ * skipped, and an OOM loop that must end with the same module as a clean run;
+ * and the CSR lists the Shardy passes share (sp_csr_build). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 
 #include "cm.h"
 #include "sp_ir.h"
+#include "sp_pass.h"
 #include "sp_reshard.h"
 #include "sp_mlir.h"
 
@@ -194,6 +196,66 @@ static void test_sp_pass_insert_explicit_reshards_survives_oom(void **state)
     cm_free(want);
 }
 
+/* ---- the CSR lists the passes share (planner/shardy/sp_pass.c) --------------- */
+
+static const uint32_t csr_pairs[][2] = {{3, 10}, {0, 11}, {3, 12}, {1, 13}, {3, 14}, {0, 15}};
+
+static void csr_edges(sp_csr *c, void *ctx)
+{
+    (void)ctx;
+    for (size_t i = 0; i < sizeof csr_pairs / sizeof csr_pairs[0]; i++) {
+        sp_csr_add(c, csr_pairs[i][0], csr_pairs[i][1]);
+    }
+}
+
+static void csr_edges_none(sp_csr *c, void *ctx)
+{
+    (void)c;
+    (void)ctx;
+}
+
+static void test_sp_csr_build_keeps_items_in_order(void **state)
+{
+    (void)state;
+    sp_csr c;
+    assert_int_equal(sp_csr_build(&c, 5, csr_edges, NULL, NULL), CM_OK);
+    static const uint32_t start[] = {0, 2, 3, 3, 6, 6};
+    static const uint32_t items[] = {11, 15, 13, 10, 12, 14};
+    assert_int_equal(c.n_keys, 5);
+    assert_memory_equal(c.start, start, sizeof start);
+    assert_memory_equal(c.items, items, sizeof items);
+    assert_null(c.fill);
+    sp_csr_fini(&c);
+    assert_null(c.start);
+    /* no keys, no items */
+    assert_int_equal(sp_csr_build(&c, 0, csr_edges_none, NULL, NULL), CM_OK);
+    assert_int_equal(c.start[0], 0);
+    sp_csr_fini(&c);
+}
+
+static void test_sp_csr_build_reports_oom(void **state)
+{
+    (void)state;
+    bool done = false;
+    for (long n = 0; n < 100 && !done; n++) {
+        sp_csr c;
+        cm_error err;
+        cm_error_clear(&err);
+        cm_alloc_fail_after(n);
+        cm_status st = sp_csr_build(&c, 5, csr_edges, NULL, &err);
+        cm_alloc_fail_after(-1);
+        if (st == CM_OK) {
+            assert_int_equal(c.start[5], 6);
+            done = true;
+        } else {
+            assert_int_equal(st, CM_ENOMEM);
+            assert_int_equal(err.code, CM_ENOMEM);
+        }
+        sp_csr_fini(&c);
+    }
+    assert_true(done);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +264,8 @@ int main(void)
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_manual_computation),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_skips_two_meshes),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_survives_oom),
+        cmocka_unit_test(test_sp_csr_build_keeps_items_in_order),
+        cmocka_unit_test(test_sp_csr_build_reports_oom),
     };
     return cmocka_run_group_tests_name("sp_reshard", tests, NULL, NULL);
 }

@@ -12,24 +12,21 @@
 cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
 {
     uint32_t n_ops0 = m->n_ops;
+    uint32_t *after_head = NULL;
+    uint8_t *dirty = NULL;
+    sp_uses u;
+    memset(&u, 0, sizeof u);
+    cm_status st = CM_OK;
     uint8_t *memo = cm_calloc(n_ops0 * 2u + 16u, 1);
     /* every clone adds at most one value per result; reserve generously */
     uint8_t *want = cm_calloc(m->n_values * 2u + 16u, 1);
-    sp_uses u;
-    memset(&u, 0, sizeof u);
-    if (memo == NULL || want == NULL) {
-        cm_free(memo);
-        cm_free(want);
-        return cm_error_oom(err);
-    }
     /* the candidates in program order: the split below walks them backwards,
      * and a backward walk over the whole op array is many times slower than
      * a forward one (cache misses on every op) */
     uint32_t *cands = cm_alloc(sizeof(uint32_t) * (n_ops0 + 1u));
-    if (cands == NULL) {
-        cm_free(memo);
-        cm_free(want);
-        return cm_error_oom(err);
+    if (memo == NULL || want == NULL || cands == NULL) {
+        st = CM_ENOMEM;
+        goto out;
     }
     uint32_t n_cands = 0;
     for (uint32_t opid = 0; opid < n_ops0; opid++) {
@@ -40,23 +37,19 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
             cands[n_cands++] = opid;
         }
     }
-    bool any = n_cands > 0;
+    if (n_cands == 0) {
+        goto out;
+    }
     size_t cap_ops = (size_t)n_ops0 * 2u + 16u;
-    uint32_t *after_head = any ? cm_alloc(sizeof(uint32_t) * cap_ops * 3u) : NULL;
-    uint8_t *dirty = any ? cm_calloc(m->n_blocks + 1u, 1) : NULL;
-    if (!any || after_head == NULL || dirty == NULL ||
+    after_head = cm_alloc(sizeof(uint32_t) * cap_ops * 3u);
+    dirty = cm_calloc(m->n_blocks + 1u, 1);
+    if (after_head == NULL || dirty == NULL ||
         sp_uses_build(m, &u, m->n_values * 2u + 16u, want) != CM_OK) {
-        cm_free(memo);
-        cm_free(want);
-        cm_free(cands);
-        cm_free(after_head);
-        cm_free(dirty);
-        sp_uses_free(&u);
-        return any ? cm_error_oom(err) : CM_OK;
+        st = CM_ENOMEM;
+        goto out;
     }
     uint32_t *after_tail = after_head + cap_ops, *after_next = after_head + 2 * cap_ops;
     memset(after_head, 0xff, sizeof(uint32_t) * cap_ops);
-    cm_status st = CM_OK;
     /* reverse program order: users are split before the values they use */
     for (uint32_t ci = n_cands; ci-- > 0 && st == CM_OK;) {
         uint32_t opid = cands[ci];
@@ -145,6 +138,7 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
         bl->n_ops = n;
         bl->cap_ops = n + 1u;
     }
+out:
     cm_free(memo);
     cm_free(want);
     cm_free(cands);

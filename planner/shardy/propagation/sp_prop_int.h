@@ -21,10 +21,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cm_map.h"
 #include "sp_ax.h"
 #include "sp_diag.h"
 #include "sp_ops.h"
-#include "cm_map.h"
 #include "sp_pass.h"
 #include "sp_prop.h"
 #include "sp_sharding_projection.h"
@@ -125,8 +125,10 @@ typedef struct prop {
     uint32_t n_edges, cap_edges;
     uint32_t n_virtual_ops; /* step counter for edges */
     /* identity rules by (interned dims, rank, tensor count): a direct-mapped
-     * cache (a colliding entry replaces the older one), cheaper than a map
-     * on a path every constraint, data-flow and return step takes */
+     * cache (a colliding entry replaces the older one). Every constraint,
+     * data-flow and return step asks it (the 100k-op benchmark: 19k
+     * lookups, 6 misses, ~25 instructions each, where a cm_map probe costs
+     * about 70), and it needs no growth. */
     struct idc {
         const int64_t *dims;
         uint32_t rank, n;
