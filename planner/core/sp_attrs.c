@@ -126,29 +126,41 @@ static cm_status int_of(actx *c, const sp_attr *a, const char *name, bool requir
     return CM_OK;
 }
 
-static cm_status dim_ok(actx *c, int64_t v, uint32_t rank, const char *what)
+cm_status sp_op_dim_check(const sp_module *m, uint32_t op, int64_t v, uint32_t rank,
+                          const char *what, cm_error *err)
 {
     if (v < 0 || v >= (int64_t)rank) {
-        return bad(c, "%s %lld is out of range for rank %u", what, (long long)v, rank);
+        return sp_op_error(m, op, err, "%s %lld is out of range for rank %u", what, (long long)v,
+                           rank);
     }
     return CM_OK;
 }
 
-/* Checks that the n dims of v are in range for rank and pairwise distinct. */
-static cm_status dims_ok(actx *c, const int64_t *v, uint32_t n, uint32_t rank, const char *what)
+cm_status sp_op_dims_check(const sp_module *m, uint32_t op, const int64_t *v, uint32_t n,
+                           uint32_t rank, const char *what, cm_error *err)
 {
     for (uint32_t i = 0; i < n; i++) {
-        cm_status st = dim_ok(c, v[i], rank, what);
+        cm_status st = sp_op_dim_check(m, op, v[i], rank, what, err);
         if (st != CM_OK) {
             return st;
         }
         for (uint32_t j = 0; j < i; j++) {
             if (v[j] == v[i]) {
-                return bad(c, "%s %lld is repeated", what, (long long)v[i]);
+                return sp_op_error(m, op, err, "%s %lld is repeated", what, (long long)v[i]);
             }
         }
     }
     return CM_OK;
+}
+
+static cm_status dim_ok(actx *c, int64_t v, uint32_t rank, const char *what)
+{
+    return sp_op_dim_check(c->m, c->op, v, rank, what, c->err);
+}
+
+static cm_status dims_ok(actx *c, const int64_t *v, uint32_t n, uint32_t rank, const char *what)
+{
+    return sp_op_dims_check(c->m, c->op, v, n, rank, what, c->err);
 }
 
 static bool in_list(const int64_t *v, uint32_t n, int64_t x)

@@ -27,6 +27,15 @@ cm_status sp_op_error(const sp_module *m, uint32_t op, cm_error *err, const char
 cm_status sp_op_errorv(const sp_module *m, uint32_t op, cm_error *err, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
 
+/* Checks that the dimension index v of op is in [0, rank) (sp_op_dim_check),
+ * or that each of the n indices at v is and none is listed twice
+ * (sp_op_dims_check); what names them in the message ("lhs batching
+ * dimension 3 is out of range for rank 2", "... 1 is repeated"). */
+cm_status sp_op_dim_check(const sp_module *m, uint32_t op, int64_t v, uint32_t rank,
+                          const char *what, cm_error *err);
+cm_status sp_op_dims_check(const sp_module *m, uint32_t op, const int64_t *v, uint32_t n,
+                           uint32_t rank, const char *what, cm_error *err);
+
 /* ---- dot ------------------------------------------------------------------ */
 
 typedef struct sp_dot_dims {

@@ -2,7 +2,8 @@
  * Unit tests for planner/sp_rules: rules derived for small MLIR modules and
  * compared as Shardy text, custom-call rules (existing attribute, user rules
  * in einsum and text form, the blocking fallback with its warning), bad
- * attributes, the populate pass and an OOM loop. */
+ * attributes, the populate pass and an OOM loop; the op traits (sp_ops.h)
+ * and the typed attribute accessors (sp_attrs.h) the rules read through. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cm.h"
+#include "sp_attrs.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
 #include "sp_rules.h"
@@ -528,6 +530,101 @@ static cm_status rules_oom_run_plain(void *ctx)
     return sp_pass_populate_rules(t->m, NULL, NULL, &err);
 }
 
+/* ---- op traits and attribute accessors (sp_ops.h, sp_attrs.h) ---------------------------- */
+
+static void test_sp_op_traits_answer_each_question(void **state)
+{
+    (void)state;
+    assert_true(sp_op_is_elementwise(SP_OP_ADD));
+    assert_false(sp_op_is_elementwise(SP_OP_BITCAST_CONVERT));
+    assert_true(sp_op_is_collective(SP_OP_ALL_REDUCE));
+    assert_false(sp_op_is_collective(SP_OP_SDY_ALL_REDUCE));
+    assert_true(sp_op_is_sdy_collective(SP_OP_SDY_RESHARD));
+    assert_false(sp_op_is_sdy_collective(SP_OP_SDY_SHARDING_CONSTRAINT));
+    assert_true(sp_op_is_data_flow(SP_OP_WHILE));
+    assert_true(sp_op_is_data_flow(SP_OP_OPTIMIZATION_BARRIER));
+    assert_false(sp_op_is_data_flow(SP_OP_SDY_DATA_FLOW_EDGE));
+    assert_true(sp_op_has_sharding_attr(SP_OP_SDY_RESHARD));
+    assert_false(sp_op_has_sharding_attr(SP_OP_SDY_MANUAL_COMPUTATION));
+    assert_true(sp_op_constrains_operands(SP_OP_SDY_MANUAL_COMPUTATION));
+    assert_false(sp_op_constrains_operands(SP_OP_SDY_RESHARD));
+    assert_int_equal(sp_op_traits(SP_OP_UNKNOWN), 0);
+    assert_int_equal(sp_op_traits(SP_OP_COUNT_), 0);
+}
+
+static void test_sp_dot_dims_get_decodes_and_checks(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "func.func @f(%a: tensor<4x8x16xf32>, %b: tensor<4x16x2xf32>) -> tensor<4x8x2xf32> {\n"
+        "  %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = "
+        "[2] x [1] : (tensor<4x8x16xf32>, tensor<4x16x2xf32>) -> tensor<4x8x2xf32>\n"
+        "  %1 = stablehlo.dot_general %a, %b, contracting_dims = [3] x [1] : "
+        "(tensor<4x8x16xf32>, tensor<4x16x2xf32>) -> tensor<4x8x2xf32>\n"
+        "  return %0 : tensor<4x8x2xf32>\n}\n");
+    sp_dot_dims dd;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_dot_dims_get(m, find_op(m, "stablehlo.dot_general", 0), &dd, &err), CM_OK);
+    assert_int_equal(dd.n_batch, 1);
+    assert_int_equal(dd.n_contract, 1);
+    assert_int_equal(dd.lhs_contract[0], 2);
+    assert_int_equal(dd.rhs_contract[0], 1);
+    uint32_t bad_op = find_op(m, "stablehlo.dot_general", 1);
+    assert_int_equal(sp_dot_dims_get(m, bad_op, &dd, &err), CM_EINVAL);
+    assert_string_equal(err.path, "3:3");
+    assert_non_null(strstr(err.msg, "stablehlo.dot_general: lhs contracting dimension 3"));
+    sp_module_destroy(m);
+}
+
+static void test_sp_gather_dims_get_needs_index_vector_dim(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "func.func @f(%a: tensor<10x6xf32>, %i: tensor<4x1xi32>) -> tensor<4x6xf32> {\n"
+        "  %0 = \"stablehlo.gather\"(%a, %i) {dimension_numbers = #stablehlo.gather<"
+        "offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0]>, "
+        "slice_sizes = array<i64: 1, 6>} : (tensor<10x6xf32>, tensor<4x1xi32>) -> "
+        "tensor<4x6xf32>\n"
+        "  return %0 : tensor<4x6xf32>\n}\n");
+    sp_gather_dims g;
+    cm_error err;
+    cm_error_clear(&err);
+    uint32_t op = find_op(m, "stablehlo.gather", 0);
+    assert_int_equal(sp_gather_dims_get(m, op, &g, &err), CM_EINVAL);
+    assert_false(g.decoded);
+    assert_non_null(strstr(err.msg, "index_vector_dim"));
+    int64_t ss[SP_MAX_RANK];
+    uint32_t n = 0;
+    assert_int_equal(sp_gather_slice_sizes_get(m, op, ss, &n, NULL), CM_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ss[1], 6);
+    sp_module_destroy(m);
+}
+
+static void test_sp_window_get_checks_lengths(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "func.func @f(%a: tensor<4x4xf32>) -> tensor<2x4xf32> {\n"
+        "  %c = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        "  %0 = \"stablehlo.reduce_window\"(%a, %c) ({\n"
+        "  ^bb0(%x: tensor<f32>, %y: tensor<f32>):\n"
+        "    %s = stablehlo.add %x, %y : tensor<f32>\n"
+        "    stablehlo.return %s : tensor<f32>\n"
+        "  }) {window_dimensions = array<i64: 2, 1>, window_strides = array<i64: 2>} : "
+        "(tensor<4x4xf32>, tensor<f32>) -> tensor<2x4xf32>\n"
+        "  return %0 : tensor<2x4xf32>\n}\n");
+    sp_window w;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_window_get(m, find_op(m, "stablehlo.reduce_window", 0), &w, &err),
+                     CM_EINVAL);
+    assert_string_equal(err.path, "3:3");
+    assert_non_null(strstr(err.msg, "window_strides has 1 entries, expected 2"));
+    sp_module_destroy(m);
+}
+
 static void test_sp_pass_populate_rules_survives_oom_many_ops(void **state)
 {
     (void)state;
@@ -565,6 +662,10 @@ static void test_sp_pass_populate_rules_survives_oom(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sp_op_traits_answer_each_question),
+        cmocka_unit_test(test_sp_dot_dims_get_decodes_and_checks),
+        cmocka_unit_test(test_sp_gather_dims_get_needs_index_vector_dim),
+        cmocka_unit_test(test_sp_window_get_checks_lengths),
         cmocka_unit_test(test_sp_rule_for_op_pointwise_and_scalar),
         cmocka_unit_test(test_sp_rule_for_op_dot_general_mixed_dims),
         cmocka_unit_test(test_sp_rule_for_op_reshape_compound_factors),

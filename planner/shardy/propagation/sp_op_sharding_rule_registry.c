@@ -376,29 +376,14 @@ static cm_status int_of(rctx *c, const sp_attr *a, const char *name, bool requir
 /* A dimension index read from an attribute, checked against rank. */
 static cm_status dim_of(rctx *c, int64_t v, uint32_t rank, const char *what, uint32_t *out)
 {
-    if (v < 0 || v >= (int64_t)rank) {
-        return bad(c, "%s %lld is out of range for rank %u", what, (long long)v, rank);
-    }
     *out = (uint32_t)v;
-    return CM_OK;
+    return sp_op_dim_check(c->m, c->opid, v, rank, what, c->err);
 }
 
 /* Checks that list v of n dims are in range for rank and pairwise distinct. */
 static cm_status dims_ok(rctx *c, const int64_t *v, uint32_t n, uint32_t rank, const char *what)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t d;
-        cm_status st = dim_of(c, v[i], rank, what, &d);
-        if (st != CM_OK) {
-            return st;
-        }
-        for (uint32_t j = 0; j < i; j++) {
-            if (v[j] == v[i]) {
-                return bad(c, "%s %lld is repeated", what, (long long)v[i]);
-            }
-        }
-    }
-    return CM_OK;
+    return sp_op_dims_check(c->m, c->opid, v, n, rank, what, c->err);
 }
 
 static bool in_list(const int64_t *v, uint32_t n, int64_t x)
