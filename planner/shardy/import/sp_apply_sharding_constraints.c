@@ -110,7 +110,8 @@ cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
         uint32_t r = op->first_result;
         bool r_constrained = false;
         for (uint32_t i = u.head[r]; i != SP_NONE; i = u.pool[i].next) {
-            r_constrained = r_constrained || sp_op_constrains_operands((sp_op_kind)m->ops[u.pool[i].op].kind);
+            r_constrained = r_constrained ||
+                            sp_op_constrains_operands((sp_op_kind)m->ops[u.pool[i].op].kind);
         }
         if (r_constrained) {
             continue;
