@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "cm_map.h"
 #include "sp_ops.h"
 #include "sp_shard.h"
 #include "sp_mlir.h"
@@ -337,11 +338,7 @@ static const char *get_str(dec *d, json_t *j, size_t *len_out)
 
 static uint32_t hash_name(const char *s, uint32_t n)
 {
-    uint32_t h = 2166136261u;
-    for (uint32_t i = 0; i < n; i++) {
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    }
-    return h;
+    return (uint32_t)cm_hash_bytes(s, n);
 }
 
 /* Strips one leading '%'. */
@@ -538,11 +535,7 @@ static bool dtype_of(const char *s, sp_elem *out)
 
 static uint32_t hash_bytes(const char *s, size_t n)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    }
-    return h;
+    return (uint32_t)cm_hash_bytes(s, n);
 }
 
 static bool tcache_get(const dec *d, const char *s, size_t n, uint32_t *out)

@@ -347,21 +347,6 @@ static void diag_path(const plan *p, diag_out *d, uint32_t op)
     cm_buf_fini(&path);
 }
 
-static const char *sev_name(sp_diag_sev s)
-{
-    switch (s) {
-    case SP_DIAG_ERROR:
-        return "error";
-    case SP_DIAG_WARNING:
-        return "warning";
-    case SP_DIAG_REMARK:
-        return "remark";
-    case SP_DIAG_NOTE:
-        return "note";
-    }
-    return "error";
-}
-
 /* Axes of factor f in tensor mapping tm under sharding s: the dim holding f
  * alone; NULL/0 when f is absent, compound or the tensor is unsharded. */
 static bool factor_axes(const sp_tensor_mapping *tm, const sp_sharding *s, uint32_t f,
@@ -685,7 +670,7 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     for (uint32_t i = 0; i < diags.n; i++) {
         const sp_diag *x = &diags.items[i];
         bool cc = x->op != SP_NONE && x->op < m->n_ops && m->ops[x->op].kind == SP_OP_CUSTOM_CALL;
-        diag_begin(&d, sev_name(x->sev), cc ? "custom_call_without_rule" : "propagation");
+        diag_begin(&d, sp_diag_sev_name(x->sev), cc ? "custom_call_without_rule" : "propagation");
         diag_path(&p, &d, x->op);
         cm_buf_puts(out, ",\"message\":");
         cm_json_put_cstr(out, x->msg != NULL ? x->msg : "");
