@@ -437,12 +437,11 @@ static void reply_input_error(srv_app *app, srv_req *r, const srv_plan_req *pr,
 
 /* 5. store the graph (inline input) and the plan with the input it was made
  * from and its options. */
-static cm_status store_plan(srv_app *app, srv_req *r, route_args *a, const srv_plan_req *pr,
+static cm_status store_plan(srv_req *r, route_args *a, const srv_plan_req *pr,
                             plan_src *s, const sp_plan *plan, const cm_buf *doc, int64_t *id_out,
                             bool *existed, cm_error *e)
 {
     cm_arena *arena = srv_req_arena(r);
-    (void)app;
     if (s->graph_id == 0) {
         bool is_json = pr->graph != NULL;
         const char *gname = pr->name;
@@ -571,7 +570,7 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         return false;
     }
     atomic_fetch_add(&app->metrics.plans_computed, 1);
-    cm_status st = store_plan(app, r, a, &pr, &s, j->plan, &j->out, id_out, existed, &e);
+    cm_status st = store_plan(r, a, &pr, &s, j->plan, &j->out, id_out, existed, &e);
     srv_job_unref(j);
     plan_src_fini(&s);
     if (st != CM_OK) {
