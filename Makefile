@@ -11,7 +11,7 @@ SHELL := /bin/bash
 # missing ones (root on Debian 12); it is a prerequisite of run and test.
 DEB_PKGS := build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
   libopenblas-dev libcurl4-openssl-dev libcmocka-dev llvm-14-tools clang-14 \
-  libclang-rt-14-dev wrk chromium curl sqlite3
+  libclang-rt-14-dev wrk chromium curl sqlite3 python3
 FILECHECK ?= FileCheck-14
 SHARED ?= ../shared
 SHARDY_TESTS ?= $(SHARED)/reference/shardy/tests
@@ -137,7 +137,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit docker-check web web-test san fuzz bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit lit-cases docker-check web web-test san fuzz bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan web
 
@@ -206,6 +206,13 @@ unit: san header-check
 lit: $(BUILD)/san/shardplan
 	@$(SAN_ENV) SHARDPLAN=$(CURDIR)/$(BUILD)/san/shardplan FILECHECK=$(FILECHECK) \
 	  SHARDY_TESTS=$(SHARDY_TESTS) bash tests/lit/run.sh
+
+# Case-by-case conformance (tests/lit/cases.py): every Shardy lit file, each
+# `// -----` chunk or CHECK-LABEL section alone, with a per-folder table.
+# A measurement, not a gate: claimed files are gated by `make lit`.
+lit-cases: $(BUILD)/rel/shardplan
+	@FILECHECK=$(FILECHECK) python3 tests/lit/cases.py $(BUILD)/rel/shardplan \
+	  --tests $(SHARDY_TESTS) $(CASES_ARGS)
 
 # deps first and alone (the build needs its packages), then unit, lit,
 # docker-check and web-test; all run even when one fails, and test fails if any did.

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Case-by-case conformance measurement against Shardy's lit files.
+
+run.sh says whether a whole file passes; this says how many of its cases do,
+which is the figure the conformance issues are measured in. A case is:
+  - in a file whose RUN line splits its input (-split-input-file), each
+    `// -----` chunk alone, run through the file's RUN lines (the chunk is
+    both the tool's input and FileCheck's check file);
+  - in any other file, each CHECK-LABEL section: the tool runs on the whole
+    file once per RUN line, and FileCheck checks that output against a check
+    file holding only the section's check lines (plus check lines that come
+    before the first label). A file with no label is one case.
+RUN lines are rewritten as run.sh does (sdy_opt -> shardplan opt, FileCheck ->
+FileCheck-14, `not`, %s, %S, %t).
+
+Usage: cases.py SHARDPLAN [--tests DIR] [--folder SUBSTR] [--files F...]
+                [--failures] [--jobs N]
+Prints one line per file (passed/cases) and a per-folder table (folder from
+MANIFEST.txt). --failures lists each failing case as FILE#N.
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+
+SPLIT = re.compile(r"^// -----\s*$", re.M)
+RUN = re.compile(r"^\s*//\s*RUN:(.*)$")
+
+
+def run_lines(text):
+    out, cur = [], ""
+    for line in text.split("\n"):
+        m = RUN.match(line)
+        if not m:
+            continue
+        body = m.group(1).rstrip()
+        if body.endswith("\\"):
+            cur += body[:-1] + " "
+            continue
+        out.append(cur + body)
+        cur = ""
+    if cur:
+        out.append(cur)
+    return out
+
+
+def check_prefixes(cmd):
+    m = re.search(r"--?check-prefix(?:es)?[= ]([\w,-]+)", cmd)
+    return m.group(1).split(",") if m else ["CHECK"]
+
+
+def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp):
+    """One RUN pipeline as a bash command: the tool reads tool_input,
+    FileCheck reads check_file as its check file."""
+    parts = cmd.split("|")
+    out = []
+    for part in parts:
+        is_fc = re.search(r"(^|\s)FileCheck(\s|$)", part) is not None
+        p = re.sub(r"(^|[^\w.-])sdy_opt($|[^\w.-])",
+                   lambda m: m.group(1) + shlex.quote(shardplan) + " opt" + m.group(2), part)
+        p = re.sub(r"(^|\s)FileCheck(\s|$)",
+                   lambda m: m.group(1) + filecheck + m.group(2), p)
+        p = p.replace("%s", shlex.quote(check_file if is_fc else tool_input))
+        p = p.replace("%S", shlex.quote(os.path.dirname(tool_input)))
+        p = p.replace("%t", shlex.quote(tmp))
+        out.append(p)
+    return "|".join(out)
+
+
+def sh(cmd, timeout):
+    script = ("not() { if \"$@\"; then return 1; else return 0; fi; }\n"
+              "export -f not\n" + cmd)
+    try:
+        r = subprocess.run(["bash", "-o", "pipefail", "-c", script],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout)
+        return r.returncode, r.stdout
+    except subprocess.TimeoutExpired:
+        return 124, b"timeout"
+
+
+def label_sections(text, prefixes):
+    """Splits the check lines of text into CHECK-LABEL sections."""
+    pat = re.compile(r"//\s*(%s)(-LABEL|-NEXT|-SAME|-DAG|-NOT|-EMPTY)?:"
+                     % "|".join(re.escape(p) for p in prefixes))
+    head, sections = [], []
+    for line in text.split("\n"):
+        m = pat.search(line)
+        if not m:
+            continue
+        if m.group(2) == "-LABEL":
+            sections.append([line])
+        elif sections:
+            sections[-1].append(line)
+        else:
+            head.append(line)
+    return [head + s for s in sections] or [head]
+
+
+def measure_file(path, args, work):
+    text = open(path, encoding="utf-8", errors="replace").read()
+    cmds = run_lines(text)
+    if not cmds:
+        return [(1, False)]
+    split = any("-split-input-file" in c for c in cmds)
+    results = []
+    if split:
+        for i, chunk in enumerate(SPLIT.split(text)):
+            f = os.path.join(work, "chunk%d.mlir" % i)
+            with open(f, "w") as fh:
+                fh.write(chunk)
+            ok = True
+            for j, c in enumerate(cmds):
+                rc, _ = sh(rewrite(c, args.shardplan, args.filecheck, f, f,
+                                   os.path.join(work, "t%d_%d" % (i, j))),
+                           args.timeout)
+                if rc != 0:
+                    ok = False
+                    break
+            results.append((i + 1, ok))
+        return results
+    # Label sections: each RUN line once, FileCheck per section.
+    prefixes = set()
+    for c in cmds:
+        prefixes.update(check_prefixes(c))
+    sections = label_sections(text, sorted(prefixes))
+    ok = [True] * len(sections)
+    for j, c in enumerate(cmds):
+        for k, sec in enumerate(sections):
+            if not ok[k]:
+                continue
+            cf = os.path.join(work, "sec%d.mlir" % k)
+            with open(cf, "w") as fh:
+                fh.write("\n".join(sec) + "\n")
+            rc, _ = sh(rewrite(c, args.shardplan, args.filecheck, path, cf,
+                               os.path.join(work, "t%d_%d" % (j, k))),
+                       args.timeout)
+            if rc != 0:
+                ok[k] = False
+    return [(k + 1, v) for k, v in enumerate(ok)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("shardplan")
+    ap.add_argument("--tests", default=os.environ.get(
+        "SHARDY_TESTS", "../shared/reference/shardy/tests"))
+    ap.add_argument("--filecheck", default=os.environ.get("FILECHECK", "FileCheck-14"))
+    ap.add_argument("--folder", action="append", default=[])
+    ap.add_argument("--files", nargs="*", default=[])
+    ap.add_argument("--failures", action="store_true")
+    ap.add_argument("--timeout", type=int, default=60)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    args.shardplan = os.path.abspath(args.shardplan)
+    manifest = {}
+    mpath = os.path.join(args.tests, "MANIFEST.txt")
+    if os.path.exists(mpath):
+        for line in open(mpath):
+            p = line.split()
+            if len(p) >= 2:
+                manifest[p[0]] = os.path.dirname(p[1]).replace("shardy/dialect/sdy/", "")
+    names = sorted(n for n in os.listdir(args.tests) if n.endswith(".mlir"))
+    if args.files:
+        want = {os.path.basename(f) for f in args.files}
+        names = [n for n in names if n in want]
+    if args.folder:
+        names = [n for n in names
+                 if any(s in manifest.get(n, "") for s in args.folder)]
+    per_file = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        def one(n):
+            work = os.path.join(tmp, n)
+            os.makedirs(work)
+            return n, measure_file(os.path.join(args.tests, n), args, work)
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
+            for n, res in ex.map(one, names):
+                per_file[n] = res
+    table = collections.OrderedDict()
+    for n in names:
+        res = per_file[n]
+        good = sum(1 for _, ok in res if ok)
+        print("%-70s %4d/%-4d" % (n, good, len(res)))
+        if args.failures:
+            for i, ok in res:
+                if not ok:
+                    print("    FAIL %s#%d" % (n, i))
+        folder = manifest.get(n, "?")
+        f, c, p = table.get(folder, (0, 0, 0))
+        table[folder] = (f + 1, c + len(res), p + good)
+    print()
+    print("| folder | files | cases | pass |")
+    print("|---|---|---|---|")
+    tf = tc = tp = 0
+    for folder in sorted(table):
+        f, c, p = table[folder]
+        tf, tc, tp = tf + f, tc + c, tp + p
+        print("| %s | %d | %d | %d |" % (folder, f, c, p))
+    print("| all | %d | %d | %d |" % (tf, tc, tp))
+
+
+if __name__ == "__main__":
+    main()
