@@ -33,6 +33,11 @@ void srv_config_init(srv_config *c)
     c->request_timeout_s = 30;
     c->idle_timeout_s = 60;
     c->drain_s = 10;
+    c->max_inflight_body_bytes = (size_t)256 << 20;
+    c->max_connections = 1000;
+    c->max_per_ip = 128;
+    c->head_timeout_s = 10;
+    c->compute_timeout_s = 30;
     c->cache_entries = 4096;
     c->auth = SRV_AUTH_AUTO;
     c->bench_time_limit_s = 600;
@@ -176,6 +181,19 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
         c->idle_timeout_s = ok ? (unsigned)u : c->idle_timeout_s;
     } else if (strcmp(name, "drain") == 0) {
         ok = parse_seconds(value, &c->drain_s);
+    } else if (strcmp(name, "max-inflight-body") == 0) {
+        ok = parse_u64(value, 1, (unsigned long long)1 << 36, &u);
+        c->max_inflight_body_bytes = ok ? (size_t)u : c->max_inflight_body_bytes;
+    } else if (strcmp(name, "max-connections") == 0) {
+        ok = parse_u64(value, 1, 1u << 20, &u);
+        c->max_connections = ok ? (unsigned)u : c->max_connections;
+    } else if (strcmp(name, "max-per-ip") == 0) {
+        ok = parse_u64(value, 0, 1u << 20, &u);
+        c->max_per_ip = ok ? (unsigned)u : c->max_per_ip;
+    } else if (strcmp(name, "head-timeout") == 0) {
+        ok = parse_seconds(value, &c->head_timeout_s);
+    } else if (strcmp(name, "compute-timeout") == 0) {
+        ok = parse_seconds(value, &c->compute_timeout_s) && c->compute_timeout_s > 0;
     } else if (strcmp(name, "bench-time-limit") == 0) {
         ok = parse_seconds(value, &c->bench_time_limit_s) && c->bench_time_limit_s > 0;
     } else if (strcmp(name, "bench-memory") == 0) {
@@ -215,7 +233,8 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
 static const char *const option_names[] = {
     "listen",       "db",    "log",   "threads", "plan-workers", "max-body", "timeout",
     "idle-timeout", "drain", "cache", "auth",    "insecure",     "web",
-    "bench-time-limit", "bench-memory"};
+    "bench-time-limit", "bench-memory", "max-inflight-body", "max-connections", "max-per-ip",
+    "head-timeout", "compute-timeout"};
 
 cm_status srv_config_from_env(srv_config *c, cm_error *err)
 {
@@ -429,9 +448,14 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
     o.threads = app->cfg.threads;
     o.max_body_bytes = app->cfg.max_body_bytes;
     o.idle_timeout_s = app->cfg.idle_timeout_s;
+    o.max_inflight_body_bytes = app->cfg.max_inflight_body_bytes;
+    o.max_connections = app->cfg.max_connections;
+    o.max_per_ip = app->cfg.max_per_ip;
+    o.head_timeout_s = app->cfg.head_timeout_s;
     o.log_fd = app->log_fd;
     o.handler = srv_routes_handle;
     o.done = srv_routes_done;
+    o.early = srv_routes_early;
     o.cls = app;
     cm_status st = srv_http_start(&o, &app->http, err);
     app->running = st == CM_OK;

@@ -35,6 +35,11 @@ typedef struct srv_config {
     double request_timeout_s;  /* a plan not done by then answers 503 "timeout" */
     unsigned idle_timeout_s;   /* idle connections closed after, seconds */
     double drain_s;            /* graceful shutdown: wait for in-flight requests, seconds */
+    size_t max_inflight_body_bytes; /* all request bodies held at once; past it 503 */
+    unsigned max_connections;  /* open connections in total */
+    unsigned max_per_ip;       /* open connections per client address */
+    double head_timeout_s;     /* a request head must be complete within, seconds (0: none) */
+    double compute_timeout_s;  /* suggest, what-if, sweep, compare stop after, seconds */
     size_t cache_entries;      /* plans kept in memory */
     srv_auth_mode auth;
     bool insecure;             /* allow a non-loopback address without tokens */
@@ -48,13 +53,16 @@ typedef struct srv_config {
 } srv_config;
 
 /* Fills c with the defaults: 127.0.0.1:8080, var/shardplan.db, log to
- * stderr, 4 threads, 2 plan workers, 16 MiB bodies, 30 s plan time limit,
- * 60 s idle timeout, 10 s drain, 4096 cached plans, auth auto. */
+ * stderr, 4 threads, 2 plan workers, 16 MiB bodies, 256 MiB of bodies in
+ * flight, 1000 connections, 128 per client address, 10 s request heads, 30 s
+ * plan time limit, 30 s plan-scoped computations, 60 s idle timeout, 10 s
+ * drain, 4096 cached plans, auth auto. */
 void srv_config_init(srv_config *c);
 
 /* Sets one option by name (the long flag without dashes: "listen", "db",
  * "log", "threads", "plan-workers", "max-body", "timeout", "idle-timeout",
- * "drain", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR,
+ * "drain", "max-inflight-body", "max-connections", "max-per-ip",
+ * "head-timeout", "compute-timeout", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR,
  * "bench-time-limit" = seconds, "bench-memory" = MiB (0: no limit)).
  * Errors: CM_EINVAL with err->path "/<name>" for an unknown name or a bad
  * value. */

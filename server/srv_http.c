@@ -4,12 +4,22 @@
  * accumulates into a cm_buf; the handler runs on the final call, so the
  * response is always queued on a later call than the first (MHD 0.9.75 keeps
  * the connection alive then). The request-completed callback logs, reports to
- * the done hook and frees the request with its arena. */
+ * the done hook and frees the request with its arena.
+ * Limits (docs/operations.md): the early hook checks the token once the head
+ * is complete, before any body byte is kept; every body reserves its bytes
+ * against one server-wide cap (503 past it); connections are bounded in total
+ * and per client address; a watchdog thread cuts connections whose request
+ * head is not complete by its deadline, however slowly bytes keep coming;
+ * memory is given back to the system after a burst of bodies. */
+#define _GNU_SOURCE /* POLLRDHUP, malloc_trim (Linux, glibc) */
 #include "srv_http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,11 +31,29 @@
 
 #include <microhttpd.h>
 
+/* One open connection, for the head deadline (the watchdog). */
+typedef struct conn_track {
+    int fd;
+    double t0;      /* cm_now() when the connection opened or its last reply completed */
+    bool head_done; /* the current request's head is complete */
+    bool cut;       /* the watchdog has shut it down */
+    struct conn_track *prev, *next;
+} conn_track;
+
 struct srv_http {
     struct MHD_Daemon *d;
     srv_http_opts o;
     uint16_t port;
     atomic_uint in_flight; /* requests between first call and completion */
+    atomic_size_t body_bytes;  /* bytes reserved by the bodies in flight */
+    atomic_size_t freed_bytes; /* body bytes freed since the last malloc_trim */
+
+    pthread_mutex_t conn_mu; /* guards conns and the watchdog's flags */
+    pthread_cond_t conn_cv;
+    conn_track *conns;
+    bool watch_stop;
+    bool watch_running;
+    pthread_t watch;
 };
 
 typedef struct hdr {
@@ -42,6 +70,10 @@ struct srv_req {
     double t0;                 /* cm_now() at arrival */
     bool too_large;            /* body over the limit: the handler answers 413 */
     bool oom;                  /* body growth failed: the handler answers 503 */
+    bool busy;                 /* the in-flight body cap refused it: 503 */
+    bool authorized;           /* the early hook checked the token */
+    size_t reserved;           /* bytes counted in h->body_bytes */
+    int fd;                    /* the connection's socket */
     bool handled;              /* the handler ran */
     bool queued;               /* a response was queued */
     const char *route;
@@ -156,6 +188,10 @@ static void req_free(srv_req *r)
     if (r->resp != NULL) {
         MHD_destroy_response(r->resp);
     }
+    if (r->reserved > 0) {
+        atomic_fetch_sub(&r->h->body_bytes, r->reserved);
+    }
+    atomic_fetch_add(&r->h->freed_bytes, r->body.cap);
     cm_buf_fini(&r->body);
     cm_arena_fini(&r->arena);
     cm_free(r);
@@ -178,7 +214,124 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
     log_line(r, status, dur, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
     req_free(r);
-    atomic_fetch_sub(&h->in_flight, 1);
+    /* the next request on this connection gets its own head deadline */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci != NULL && ci->socket_context != NULL) {
+        conn_track *t = ci->socket_context;
+        pthread_mutex_lock(&h->conn_mu);
+        t->head_done = false;
+        t->t0 = cm_now();
+        pthread_mutex_unlock(&h->conn_mu);
+    }
+    /* After a burst, give the freed body memory back: glibc keeps freed
+     * large chunks of the heap mapped otherwise. */
+    if (atomic_fetch_sub(&h->in_flight, 1) == 1 &&
+        atomic_load(&h->freed_bytes) >= ((size_t)8 << 20)) {
+        atomic_store(&h->freed_bytes, 0);
+        malloc_trim(0);
+    }
+}
+
+/* ---- connections: limits and the head deadline ---------------------------------------- */
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    srv_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_track *t = cm_calloc(1, sizeof *t);
+        if (t == NULL || ci == NULL) {
+            cm_free(t); /* untracked: only the idle timeout applies */
+            *socket_context = NULL;
+            return;
+        }
+        t->fd = ci->connect_fd;
+        t->t0 = cm_now();
+        pthread_mutex_lock(&h->conn_mu);
+        t->next = h->conns;
+        if (h->conns != NULL) {
+            h->conns->prev = t;
+        }
+        h->conns = t;
+        pthread_mutex_unlock(&h->conn_mu);
+        *socket_context = t;
+        return;
+    }
+    conn_track *t = *socket_context;
+    if (t == NULL) {
+        return;
+    }
+    /* the fd is still open here: libmicrohttpd closes it after this call */
+    pthread_mutex_lock(&h->conn_mu);
+    if (t->prev != NULL) {
+        t->prev->next = t->next;
+    } else {
+        h->conns = t->next;
+    }
+    if (t->next != NULL) {
+        t->next->prev = t->prev;
+    }
+    pthread_mutex_unlock(&h->conn_mu);
+    cm_free(t);
+    *socket_context = NULL;
+}
+
+static void mark_head_done(srv_http *h, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci != NULL && ci->socket_context != NULL) {
+        conn_track *t = ci->socket_context;
+        pthread_mutex_lock(&h->conn_mu);
+        t->head_done = true;
+        pthread_mutex_unlock(&h->conn_mu);
+    }
+}
+
+/* The watchdog: four times a second, shuts down every connection whose
+ * request head is overdue. shutdown(2) wakes libmicrohttpd's poll on the
+ * socket, which then closes the connection as the client's. */
+static void *watchdog(void *arg)
+{
+    srv_http *h = arg;
+    pthread_mutex_lock(&h->conn_mu);
+    while (!h->watch_stop) {
+        double now = cm_now();
+        for (conn_track *t = h->conns; t != NULL; t = t->next) {
+            if (!t->head_done && !t->cut && now - t->t0 > h->o.head_timeout_s) {
+                shutdown(t->fd, SHUT_RDWR);
+                t->cut = true;
+            }
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 250 * 1000 * 1000;
+        if (until.tv_nsec >= 1000 * 1000 * 1000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000 * 1000 * 1000;
+        }
+        pthread_cond_timedwait(&h->conn_cv, &h->conn_mu, &until);
+    }
+    pthread_mutex_unlock(&h->conn_mu);
+    return NULL;
+}
+
+/* Counts n more body bytes for r against the server-wide cap; false (and
+ * nothing counted) when they do not fit. */
+static bool reserve(srv_req *r, size_t n)
+{
+    srv_http *h = r->h;
+    size_t cap = h->o.max_inflight_body_bytes;
+    size_t now = atomic_fetch_add(&h->body_bytes, n) + n;
+    if (cap > 0 && now > cap) {
+        atomic_fetch_sub(&h->body_bytes, n);
+        return false;
+    }
+    r->reserved += n;
+    return true;
 }
 
 static enum MHD_Result queue(srv_req *r)
@@ -219,24 +372,42 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->path = url;
         r->t0 = cm_now();
         r->route_index = -1;
+        r->fd = -1;
+        const union MHD_ConnectionInfo *fi =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (fi != NULL) {
+            r->fd = fi->connect_fd;
+        }
         cm_arena_init(&r->arena, 4096);
         cm_buf_init(&r->body);
         *con_cls = r;
         atomic_fetch_add(&h->in_flight, 1);
+        mark_head_done(h, c);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl != NULL) {
-            unsigned long long n = strtoull(cl, NULL, 10);
-            if (n > h->o.max_body_bytes) {
-                /* answer now: MHD closes the connection after this reply */
-                r->too_large = true;
-                r->handled = true;
-                h->o.handler(h->o.cls, r);
-                return queue(r);
-            }
-            if (n > 0 && !cm_buf_reserve(&r->body, (size_t)n)) {
-                r->oom = true;
-            }
+        const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        unsigned long long n = cl != NULL ? strtoull(cl, NULL, 10) : 0;
+        /* Every early answer below is queued now: MHD closes the
+         * connection after it rather than read the body. */
+        if ((n > 0 || te != NULL) && h->o.early != NULL && !h->o.early(h->o.cls, r)) {
+            r->handled = true;
+            return queue(r);
+        }
+        if (n > h->o.max_body_bytes) {
+            r->too_large = true;
+            r->handled = true;
+            h->o.handler(h->o.cls, r);
+            return queue(r);
+        }
+        if (n > 0 && !reserve(r, (size_t)n)) {
+            r->busy = true;
+            r->handled = true;
+            h->o.handler(h->o.cls, r);
+            return queue(r);
+        }
+        if (n > 0 && !cm_buf_reserve(&r->body, (size_t)n)) {
+            r->oom = true;
         }
         return MHD_YES;
     }
@@ -248,6 +419,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         if (r->body.len + n > h->o.max_body_bytes) {
             r->too_large = true;
+            r->handled = true;
+            h->o.handler(h->o.cls, r);
+            return queue(r);
+        }
+        if (r->body.len + n > r->reserved && !reserve(r, r->body.len + n - r->reserved)) {
+            r->busy = true; /* a chunked body grew past the server-wide cap */
             r->handled = true;
             h->o.handler(h->o.cls, r);
             return queue(r);
@@ -298,20 +475,41 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     }
     h->o = *o;
     atomic_init(&h->in_flight, 0);
+    atomic_init(&h->body_bytes, 0);
+    atomic_init(&h->freed_bytes, 0);
+    pthread_mutex_init(&h->conn_mu, NULL);
+    pthread_cond_init(&h->conn_cv, NULL);
     unsigned threads = o->threads > 0 ? o->threads : 1;
+    /* the total limit is shared out among the pool's threads by MHD */
+    unsigned max_conn = o->max_connections > 0 ? o->max_connections : 1000u;
+    if (max_conn < threads) {
+        max_conn = threads;
+    }
+    struct MHD_OptionItem extra[] = {
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)max_conn, NULL},
+        {o->max_per_ip > 0 ? MHD_OPTION_PER_IP_CONNECTION_LIMIT : MHD_OPTION_END,
+         (intptr_t)o->max_per_ip, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
     h->d = MHD_start_daemon(
         flags, o->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
         (const struct sockaddr *)(const void *)&ss, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
-        o->idle_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_ARRAY, extra, MHD_OPTION_END);
     if (h->d == NULL) {
         int e = errno;
+        pthread_mutex_destroy(&h->conn_mu);
+        pthread_cond_destroy(&h->conn_cv);
         cm_free(h);
         return cm_error_set(err, CM_EIO, NULL, "cannot listen on %s:%u: %s", o->host,
                             (unsigned)o->port, e != 0 ? strerror(e) : "libmicrohttpd failed");
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = di != NULL ? di->port : o->port;
+    if (o->head_timeout_s > 0) {
+        h->watch_running = pthread_create(&h->watch, NULL, watchdog, h) == 0;
+    }
     *out = h;
     return CM_OK;
 }
@@ -342,10 +540,19 @@ void srv_http_stop(srv_http *h, double drain_s)
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    if (h->watch_running) {
+        pthread_mutex_lock(&h->conn_mu);
+        h->watch_stop = true;
+        pthread_cond_signal(&h->conn_cv);
+        pthread_mutex_unlock(&h->conn_mu);
+        pthread_join(h->watch, NULL);
+    }
     MHD_stop_daemon(h->d);
     if (ls != MHD_INVALID_SOCKET) {
         close(ls);
     }
+    pthread_mutex_destroy(&h->conn_mu);
+    pthread_cond_destroy(&h->conn_cv);
     cm_free(h);
 }
 
@@ -385,6 +592,30 @@ bool srv_req_body_too_large(const srv_req *r)
 bool srv_req_body_oom(const srv_req *r)
 {
     return r->oom;
+}
+
+bool srv_req_body_busy(const srv_req *r)
+{
+    return r->busy;
+}
+
+void srv_req_set_authorized(srv_req *r)
+{
+    r->authorized = true;
+}
+
+bool srv_req_authorized(const srv_req *r)
+{
+    return r->authorized;
+}
+
+bool srv_req_client_gone(const srv_req *r)
+{
+    if (r->fd < 0) {
+        return false;
+    }
+    struct pollfd p = {.fd = r->fd, .events = POLLRDHUP, .revents = 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 size_t srv_req_max_body(const srv_req *r)

@@ -30,6 +30,12 @@ typedef void (*srv_http_handler)(void *cls, srv_req *r);
  * seconds since the request arrived. For metrics. */
 typedef void (*srv_http_done)(void *cls, const srv_req *r, unsigned status, double dur_s);
 
+/* Called once the head of a request that announces a body (Content-Length
+ * above 0, or Transfer-Encoding) is complete, before any body byte is kept:
+ * true lets the body in; false means it has replied (a 401, say), and the
+ * body is then discarded and the connection closed after the reply. */
+typedef bool (*srv_http_early)(void *cls, srv_req *r);
+
 typedef struct srv_http_opts {
     const char *host;          /* numeric IPv4 or IPv6 address to bind */
     uint16_t port;             /* 0: a free port (srv_http_port tells which) */
@@ -39,6 +45,13 @@ typedef struct srv_http_opts {
     int log_fd;                /* one JSON line per request; -1: no log */
     srv_http_handler handler;
     srv_http_done done;        /* may be NULL */
+    srv_http_early early;      /* may be NULL */
+    size_t max_inflight_body_bytes; /* all bodies held at once; past it 503 (0: no cap) */
+    unsigned max_connections;  /* open connections in total (0: libmicrohttpd's default) */
+    unsigned max_per_ip;       /* open connections per client address (0: no limit) */
+    double head_timeout_s;     /* a request head (line and headers) must be complete this
+                                  long after the connection opened or its previous reply;
+                                  bytes do not extend it (0: no deadline) */
     void *cls;                 /* passed to handler and done */
 } srv_http_opts;
 
@@ -73,6 +86,9 @@ const char *srv_req_body(const srv_req *r, size_t *len_out);
  * or could not be stored (answer 503); the body is incomplete then. */
 bool srv_req_body_too_large(const srv_req *r);
 bool srv_req_body_oom(const srv_req *r);
+/* True when the body was refused because all in-flight bodies together
+ * would pass max_inflight_body_bytes (the handler answers 503). */
+bool srv_req_body_busy(const srv_req *r);
 size_t srv_req_max_body(const srv_req *r);
 /* The request's arena, freed when the request completes. */
 cm_arena *srv_req_arena(srv_req *r);
@@ -90,6 +106,14 @@ int srv_req_route_index(const srv_req *r);
 void srv_req_set_error_code(srv_req *r, const char *code);
 const char *srv_req_error_code(const srv_req *r);
 void srv_req_set_principal(srv_req *r, const char *who);
+/* Marks the request's token as checked (by the early hook), so the handler
+ * need not check it again. */
+void srv_req_set_authorized(srv_req *r);
+bool srv_req_authorized(const srv_req *r);
+/* True when the client has gone (its connection closed or failed) while the
+ * request is still being handled: long computations poll it to stop. Any
+ * thread. */
+bool srv_req_client_gone(const srv_req *r);
 /* An opaque per-request slot for the handler's use. */
 void srv_req_set_user(srv_req *r, void *p);
 void *srv_req_user(const srv_req *r);

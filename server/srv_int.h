@@ -228,6 +228,9 @@ typedef enum advise_kind { ADVISE_LINT, ADVISE_COLLECTIVES } advise_kind;
 /* The request handler and completion hook given to srv_http (cls = app). */
 void srv_routes_handle(void *app, srv_req *r);
 void srv_routes_done(void *app, const srv_req *r, unsigned status, double dur_s);
+/* The early hook (srv_http.h): checks the token of a request with a body
+ * before the body is read; false after replying 401/403. */
+bool srv_routes_early(void *app, srv_req *r);
 
 /* The routes' metrics labels: srv_routes_count() of them, slot i named
  * srv_routes_name(i) (static strings); slot srv_routes_count() counts the

