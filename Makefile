@@ -76,7 +76,7 @@ SRC_common   := $(wildcard common/*.c)
 SRC_planner  := $(sort $(shell find planner -name '*.c'))
 SRC_store    := $(wildcard store/*.c)
 SRC_executor := $(wildcard executor/*.c)
-SRC_server   := $(wildcard server/*.c) $(BUILD)/gen/srv_openapi.c
+SRC_server   := $(wildcard server/*.c) $(BUILD)/gen/srv_openapi.c $(BUILD)/gen/srv_profiles.c
 SRC_cmd      := $(filter-out cmd/shardplan.c,$(wildcard cmd/*.c))
 MAIN_SRC     := cmd/shardplan.c
 UNIT_TESTS   := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
@@ -94,6 +94,22 @@ $(BUILD)/gen/srv_openapi.c: server/openapi.json
 	  printf 'const char srv_openapi_json[] = {\n'; \
 	  od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  printf '0};\nconst size_t srv_openapi_json_len = sizeof srv_openapi_json - 1;\n'; } > $@
+
+# profiles/*.json, embedded as the server's built-in profiles (srv_int.h):
+# the server reads no profile file at run time.
+PROFILE_JSON := $(sort $(wildcard profiles/*.json))
+$(BUILD)/gen/srv_profiles.c: $(PROFILE_JSON)
+	@mkdir -p $(dir $@)
+	@{ printf '/* generated from the JSON files of profiles/ by the Makefile */\n#include <stddef.h>\n'; \
+	  printf 'typedef struct srv_builtin_profile { const char *name; const char *json; size_t len; } srv_builtin_profile;\n'; \
+	  printf 'extern const srv_builtin_profile srv_builtin_profiles[];\nextern const size_t srv_n_builtin_profiles;\n'; \
+	  i=0; for f in $^; do \
+	    printf 'static const char p%d[] = {\n' $$i; \
+	    od -An -v -tx1 $$f | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; printf '0};\n'; i=$$((i+1)); \
+	  done; \
+	  printf 'const srv_builtin_profile srv_builtin_profiles[] = {\n'; \
+	  i=0; for f in $^; do n=$$(basename $$f .json); printf '{"%s", p%d, sizeof p%d - 1},\n' $$n $$i $$i; i=$$((i+1)); done; \
+	  printf '{NULL, NULL, 0}};\nconst size_t srv_n_builtin_profiles = %d;\n' $$i; } > $@
 
 # ---- build rules, instantiated per flavour (rel, san) -------------------------
 define FLAVOUR

@@ -271,8 +271,8 @@ static bool query_profile(srv_app *app, srv_req *r, route_args *a, sp_profile *p
     return named_profile(app, r, a, srv_req_query(r, "profile"), prof, set);
 }
 
-/* Profile pname (NULL: none, *set false): a stored one, else a shipped one;
- * false (reply sent) when neither. */
+/* Profile pname (NULL: none, *set false): a stored one, else a built-in one
+ * (srv_builtin_profiles); never a file. False (reply sent) when neither. */
 static bool named_profile(srv_app *app, srv_req *r, route_args *a, const char *pname,
                           sp_profile *prof, bool *set)
 {
@@ -287,9 +287,26 @@ static bool named_profile(srv_app *app, srv_req *r, route_args *a, const char *p
     cm_status st = st_profile_get(a->db, pname, &d, &e);
     if (st == CM_OK) {
         st = sp_profile_decode(d.body, d.body_len, prof, &e);
-    } else if (st == CM_ENOTFOUND && strchr(pname, '/') == NULL) {
-        cm_error_clear(&e);
-        st = sp_profile_load(pname, prof, &e);
+    } else if (st == CM_ENOTFOUND) {
+        const srv_builtin_profile *b = srv_builtin_profiles;
+        while (b->name != NULL && strcmp(b->name, pname) != 0) {
+            b++;
+        }
+        if (b->name != NULL) {
+            cm_error_clear(&e);
+            st = sp_profile_decode(b->json, b->len, prof, &e);
+        } else {
+            char names[256] = "";
+            for (b = srv_builtin_profiles; b->name != NULL; b++) {
+                size_t n = strlen(names);
+                snprintf(names + n, sizeof names - n, "%s%s", n > 0 ? ", " : "", b->name);
+            }
+            st_doc_fini(&d);
+            srv_reply_err(app, r, E_INVALID, "/profile",
+                          "no profile '%s': none stored by that name and none built in (%s)",
+                          pname, names);
+            return false;
+        }
     }
     st_doc_fini(&d);
     if (st != CM_OK) {

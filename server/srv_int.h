@@ -144,6 +144,18 @@ int64_t srv_cache_key_get(srv_app *app, const uint8_t key[CM_SHA256_LEN]);
 void srv_cache_key_put(srv_app *app, const uint8_t key[CM_SHA256_LEN], int64_t id);
 void srv_cache_keys_clear(srv_app *app);
 
+/* The built-in device profiles: the JSON files of profiles/, embedded by the Makefile
+ * (build/gen/srv_profiles.c), NULL-terminated. The server reads no profile
+ * file at run time: a profile is stored (PUT /v1/profiles/{name}) or one of
+ * these. */
+typedef struct srv_builtin_profile {
+    const char *name; /* the file name without .json */
+    const char *json;
+    size_t len;
+} srv_builtin_profile;
+extern const srv_builtin_profile srv_builtin_profiles[];
+extern const size_t srv_n_builtin_profiles;
+
 /* The OpenAPI document, server/openapi.json embedded by the Makefile. */
 extern const char srv_openapi_json[];
 extern const size_t srv_openapi_json_len;

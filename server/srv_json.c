@@ -732,6 +732,23 @@ cm_status srv_json_token_req_decode(const char *body, size_t len, cm_arena *a,
     cm_status st = CM_OK;
     json_t *scope = json_object_get(j, "scope"); /* borrowed */
     json_t *label = json_object_get(j, "label"); /* borrowed */
+    const char *key;
+    json_t *v; /* borrowed */
+    if (!json_is_object(j)) {
+        st = cm_error_set(err, CM_EINVAL, "", "expected an object {\"scope\": ..., \"label\": ...}");
+        json_decref(j);
+        return st;
+    }
+    json_object_foreach(j, key, v)
+    {
+        if (strcmp(key, "scope") != 0 && strcmp(key, "label") != 0) {
+            char path[CM_ERROR_PATH_LEN];
+            snprintf(path, sizeof path, "/%.200s", key);
+            st = cm_error_set(err, CM_EINVAL, path, "unknown member '%.200s'", key);
+            json_decref(j);
+            return st;
+        }
+    }
     if (!json_is_string(scope)) {
         st = cm_error_set(err, CM_EINVAL, "/scope", "expected \"read\", \"write\" or \"admin\"");
     } else if (label != NULL && !json_is_string(label)) {

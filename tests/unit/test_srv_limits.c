@@ -293,6 +293,107 @@ static void test_lim_slow_heads_cut_healthz_answers(void **state)
     assert_int_equal(get_from(f, "127.0.0.1", "/healthz", 2), 200);
 }
 
+/* ---- helpers for the API tests ------------------------------------------------------------- */
+
+static void start_default(fixture *f)
+{
+    srv_config c;
+    tu_config_default(f, &c);
+    tu_server_start(f, &c);
+}
+
+/* Posts the Flax MLP graph; returns the plan id. */
+static int64_t post_mlp(const fixture *f)
+{
+    size_t jl;
+    char *js = tu_read_file("examples/flax_mlp.json", &jl);
+    tu_resp r;
+    tu_http_ex(f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
+    cm_free(js);
+    assert_true(r.status == 201 || r.status == 200);
+    int64_t id = (int64_t)tu_jint(r.json, "id");
+    tu_resp_fini(&r);
+    return id;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* ---- 5: profiles only from the built-in set and the store --------------------------------- */
+
+/* Profile files planted in the server's working directory are never read:
+ * by file name, by bare name (./profiles/NAME.json) or as a non-JSON file;
+ * the built-in profiles answer whatever the working directory. */
+static void test_lim_profiles_never_from_files(void **state)
+{
+    fixture *f = *state;
+    start_default(f);
+    int64_t id = post_mlp(f);
+    char cwd[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(f->dir), 0);
+    mkdir("profiles", 0755);
+    const char planted[] =
+        "{\"format\":\"shardplan.device-profile/v1\",\"name\":\"PLANTED\",\"source\":\"x\","
+        "\"peak_flops\":{\"f32\":1e12},\"memory\":{\"capacity_bytes\":1e9,"
+        "\"bandwidth_bytes_per_s\":1e11},\"links\":{\"default\":{\"bandwidth_bytes_per_s\":1e10,"
+        "\"latency_s\":1e-6}}}";
+    write_file("planted.json", planted);
+    write_file("profiles/planted.json", planted);
+    write_file("secret.json", "SECRET-TOKEN-abc");
+    const char *const names[] = {"planted.json", "planted", "secret.json", "./planted.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "/v1/plans/%lld/cost?profile=%s", (long long)id, names[i]);
+        tu_resp r;
+        tu_http(f, "GET", path, NULL, NULL, &r);
+        tu_expect_error(&r, 400, "invalid", "/profile");
+        assert_null(strstr(r.body.data, "PLANTED"));
+        assert_null(strstr(r.body.data, "SECRET"));
+        tu_resp_fini(&r);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "/v1/plans/%lld/cost?profile=a100-80gb", (long long)id);
+    tu_resp r;
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    tu_resp_fini(&r);
+    unlink("planted.json");
+    unlink("profiles/planted.json");
+    unlink("secret.json");
+    rmdir("profiles");
+    assert_int_equal(chdir(cwd), 0);
+}
+
+/* ---- 6: errors are always the documented JSON ------------------------------------------------ */
+
+/* Invalid UTF-8 in the path comes back as valid JSON; POST /v1/tokens
+ * rejects unknown members like every other body. */
+static void test_lim_errors_are_json(void **state)
+{
+    fixture *f = *state;
+    start_default(f);
+    tu_resp r;
+    tu_http(f, "GET", "/v1/meshes/%FF%FEbad%C3", NULL, NULL, &r);
+    tu_expect_error(&r, 400, "invalid", "/name");
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/nothing/%FF%80", NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", NULL);
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/tokens", "application/json",
+            "{\"scope\": \"read\", \"label\": \"x\", \"admin\": true}", &r);
+    tu_expect_error(&r, 400, "invalid", "/admin");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/tokens", "application/json", "[1]", &r);
+    tu_expect_error(&r, 400, "invalid", NULL);
+    tu_resp_fini(&r);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -301,6 +402,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_inflight_bodies_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_slow_heads_cut_healthz_answers, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_lim_profiles_never_from_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_errors_are_json, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("srv_limits", tests, NULL, NULL);
     curl_global_cleanup();
