@@ -38,6 +38,7 @@ void srv_config_init(srv_config *c)
     c->max_per_ip = 128;
     c->head_timeout_s = 10;
     c->compute_timeout_s = 30;
+    c->integrity_interval_s = 300;
     c->cache_entries = 4096;
     c->auth = SRV_AUTH_AUTO;
     c->bench_time_limit_s = 600;
@@ -192,6 +193,8 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
         c->max_per_ip = ok ? (unsigned)u : c->max_per_ip;
     } else if (strcmp(name, "head-timeout") == 0) {
         ok = parse_seconds(value, &c->head_timeout_s);
+    } else if (strcmp(name, "integrity-interval") == 0) {
+        ok = parse_seconds(value, &c->integrity_interval_s);
     } else if (strcmp(name, "compute-timeout") == 0) {
         ok = parse_seconds(value, &c->compute_timeout_s) && c->compute_timeout_s > 0;
     } else if (strcmp(name, "bench-time-limit") == 0) {
@@ -234,7 +237,7 @@ static const char *const option_names[] = {
     "listen",       "db",    "log",   "threads", "plan-workers", "max-body", "timeout",
     "idle-timeout", "drain", "cache", "auth",    "insecure",     "web",
     "bench-time-limit", "bench-memory", "max-inflight-body", "max-connections", "max-per-ip",
-    "head-timeout", "compute-timeout"};
+    "head-timeout", "compute-timeout", "integrity-interval"};
 
 cm_status srv_config_from_env(srv_config *c, cm_error *err)
 {
@@ -383,6 +386,7 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     pthread_mutex_init(&app->db_mu, NULL);
     pthread_cond_init(&app->db_cv, NULL);
     srv_cache_init(app);
+    pthread_mutex_init(&app->ready_mu, NULL);
     pthread_mutex_init(&app->job_mu, NULL);
     pthread_cond_init(&app->job_cv, NULL);
     srv_metrics_init(&app->metrics);
@@ -401,6 +405,25 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
             app->free_dbs[app->n_free++] = app->dbs[i];
             app->n_dbs++;
         }
+    }
+    if (st == CM_OK) {
+        /* refuse a damaged file at start, clearly, rather than fail requests */
+        cm_error qe;
+        cm_error_clear(&qe);
+        if (st_db_quick_check(app->dbs[0], &qe) != CM_OK) {
+            st = cm_error_set(err, CM_EINTERNAL, NULL,
+                              "database %s fails its integrity check (%s): restore it from a "
+                              "backup (shardplan restore, docs/operations.md)",
+                              c->db_path, qe.msg);
+        }
+    }
+    if (st == CM_OK) {
+        st = st_db_open(c->db_path, &app->watch_db, err);
+    }
+    if (st == CM_OK) {
+        int64_t v = 0;
+        st = st_db_data_version(app->watch_db, &v, err);
+        app->data_version = v;
     }
     if (st == CM_OK) {
         st = srv_cache_alloc(app, c->cache_entries, err);
@@ -510,6 +533,9 @@ void srv_app_destroy(srv_app *app)
     for (size_t i = 0; i < app->n_dbs; i++) {
         st_db_close(app->dbs[i]);
     }
+    st_db_close(app->watch_db);
+    app->watch_db = NULL;
+    pthread_mutex_destroy(&app->ready_mu);
     srv_cache_fini(app);
     cm_free(app->dbs);
     cm_free(app->free_dbs);

@@ -40,6 +40,7 @@ typedef struct srv_config {
     unsigned max_per_ip;       /* open connections per client address */
     double head_timeout_s;     /* a request head must be complete within, seconds (0: none) */
     double compute_timeout_s;  /* suggest, what-if, sweep, compare stop after, seconds */
+    double integrity_interval_s; /* /readyz runs quick_check at most this often (0: always) */
     size_t cache_entries;      /* plans kept in memory */
     srv_auth_mode auth;
     bool insecure;             /* allow a non-loopback address without tokens */
@@ -62,7 +63,7 @@ void srv_config_init(srv_config *c);
 /* Sets one option by name (the long flag without dashes: "listen", "db",
  * "log", "threads", "plan-workers", "max-body", "timeout", "idle-timeout",
  * "drain", "max-inflight-body", "max-connections", "max-per-ip",
- * "head-timeout", "compute-timeout", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR,
+ * "head-timeout", "compute-timeout", "integrity-interval", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR,
  * "bench-time-limit" = seconds, "bench-memory" = MiB (0: no limit)).
  * Errors: CM_EINVAL with err->path "/<name>" for an unknown name or a bad
  * value. */
@@ -81,7 +82,8 @@ bool srv_host_is_loopback(const char *host);
 
 typedef struct srv_app srv_app;
 
-/* Opens the store and checks the access policy: on a non-loopback address
+/* Opens the store, refuses a file that fails PRAGMA quick_check
+ * (CM_EINTERNAL, the message says what to do) and checks the access policy: on a non-loopback address
  * without any stored token the app is refused (CM_ECONFLICT) unless
  * insecure. Errors: those of st_db_open, CM_ENOMEM. */
 cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err);

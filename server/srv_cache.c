@@ -3,7 +3,12 @@
  * mutex, plan id -> the plan's response body (a reference-counted srv_blob
  * shared with the responses that send it) and the hash of a raw request ->
  * the plan id it was answered with. A collision overwrites: the store is
- * the truth, the cache only saves work. */
+ * the truth, the cache only saves work. Every lookup first asks the store
+ * for its data version (a dedicated handle, PRAGMA data_version): when any
+ * connection has committed since, another server on the same file
+ * included, the cache epoch moves on and every entry stored before is
+ * stale. A deleted plan is thus never served from memory after the delete
+ * commits, whichever server deleted it. */
 #include <string.h>
 
 #include "srv_int.h"
@@ -11,6 +16,9 @@
 void srv_cache_init(srv_app *app)
 {
     pthread_mutex_init(&app->cache_mu, NULL);
+    pthread_mutex_init(&app->watch_mu, NULL);
+    atomic_init(&app->cache_epoch, 1);
+    app->data_version = 0;
     app->cache = NULL;
     app->keys = NULL;
     app->n_slots = 0;
@@ -41,6 +49,26 @@ void srv_cache_fini(srv_app *app)
     app->keys = NULL;
     app->n_slots = 0;
     pthread_mutex_destroy(&app->cache_mu);
+    pthread_mutex_destroy(&app->watch_mu);
+}
+
+/* The current epoch, moved on first when the store changed since the last
+ * look (or cannot tell: then nothing cached is trusted). */
+static uint64_t epoch_now(srv_app *app)
+{
+    if (app->watch_db == NULL) {
+        return atomic_load(&app->cache_epoch);
+    }
+    int64_t v = 0;
+    cm_status st = st_db_data_version(app->watch_db, &v, NULL);
+    pthread_mutex_lock(&app->watch_mu);
+    if (st != CM_OK || v != app->data_version) {
+        app->data_version = v;
+        atomic_fetch_add(&app->cache_epoch, 1);
+    }
+    uint64_t e = atomic_load(&app->cache_epoch);
+    pthread_mutex_unlock(&app->watch_mu);
+    return e;
 }
 
 srv_blob *srv_blob_create(const char *data, size_t len)
@@ -75,9 +103,10 @@ srv_blob *srv_cache_get(srv_app *app, int64_t id)
         return NULL;
     }
     srv_blob *b = NULL;
+    uint64_t epoch = epoch_now(app);
     pthread_mutex_lock(&app->cache_mu);
     srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
-    if (s->id == id && s->blob != NULL) {
+    if (s->id == id && s->blob != NULL && s->epoch == epoch) {
         b = s->blob;
         atomic_fetch_add(&b->refs, 1);
     }
@@ -91,10 +120,12 @@ void srv_cache_put(srv_app *app, int64_t id, srv_blob *blob)
         return;
     }
     atomic_fetch_add(&blob->refs, 1);
+    uint64_t epoch = epoch_now(app);
     pthread_mutex_lock(&app->cache_mu);
     srv_cache_slot *s = &app->cache[slot_of(app, (uint64_t)id)];
     srv_blob *old = s->blob;
     s->id = id;
+    s->epoch = epoch;
     s->blob = blob;
     pthread_mutex_unlock(&app->cache_mu);
     srv_blob_release(old);
@@ -135,9 +166,10 @@ int64_t srv_cache_key_get(srv_app *app, const uint8_t key[CM_SHA256_LEN])
         return 0;
     }
     int64_t id = 0;
+    uint64_t epoch = epoch_now(app);
     pthread_mutex_lock(&app->cache_mu);
     const srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
-    if (s->id != 0 && memcmp(s->key, key, CM_SHA256_LEN) == 0) {
+    if (s->id != 0 && s->epoch == epoch && memcmp(s->key, key, CM_SHA256_LEN) == 0) {
         id = s->id;
     }
     pthread_mutex_unlock(&app->cache_mu);
@@ -149,10 +181,12 @@ void srv_cache_key_put(srv_app *app, const uint8_t key[CM_SHA256_LEN], int64_t i
     if (app->n_slots == 0) {
         return;
     }
+    uint64_t epoch = epoch_now(app);
     pthread_mutex_lock(&app->cache_mu);
     srv_key_slot *s = &app->keys[slot_of(app, key_u64(key))];
     memcpy(s->key, key, CM_SHA256_LEN);
     s->id = id;
+    s->epoch = epoch;
     pthread_mutex_unlock(&app->cache_mu);
 }
 

@@ -35,6 +35,31 @@ void srv_h_readyz(srv_app *app, srv_req *r, route_args *a)
         srv_reply_err(app, r, E_UNAVAILABLE, NULL, "store not ready: %s", e.msg);
         return;
     }
+    /* can we still write (read-only file, full disk)? */
+    if (st_db_probe_write(a->db, &e) != CM_OK) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL, "store not writable: %s", e.msg);
+        return;
+    }
+    /* is the file sound? quick_check on a fresh handle (no cached pages), at
+     * most every integrity_interval_s; the verdict is kept in between */
+    pthread_mutex_lock(&app->ready_mu);
+    double now = cm_now();
+    if (app->checked_at == 0 || now - app->checked_at >= app->cfg.integrity_interval_s) {
+        cm_error_clear(&app->check_err);
+        st_db *fresh = NULL;
+        if (st_db_open(app->cfg.db_path, &fresh, &app->check_err) == CM_OK) {
+            (void)st_db_quick_check(fresh, &app->check_err);
+        }
+        st_db_close(fresh);
+        app->checked_at = now;
+    }
+    cm_error ce = app->check_err;
+    pthread_mutex_unlock(&app->ready_mu);
+    if (ce.code != CM_OK) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL, "store %s: %s",
+                      ce.code == CM_EINTERNAL ? "damaged" : "not writable", ce.msg);
+        return;
+    }
     cm_buf b;
     cm_buf_init(&b);
     cm_buf_putc(&b, '{');

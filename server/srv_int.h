@@ -68,12 +68,14 @@ void srv_blob_release(void *blob); /* drops one reference; frees at zero */
 
 typedef struct srv_cache_slot {
     int64_t id;     /* plan id, 0 = empty */
+    uint64_t epoch; /* the cache epoch it was stored in: older ones are stale */
     srv_blob *blob; /* the plan response */
 } srv_cache_slot;
 
 typedef struct srv_key_slot {
     uint8_t key[CM_SHA256_LEN]; /* hash of the raw request */
     int64_t id;                 /* plan id, 0 = empty */
+    uint64_t epoch;
 } srv_key_slot;
 
 /* ---- the application ----------------------------------------------------------- */
@@ -100,6 +102,18 @@ struct srv_app {
     srv_key_slot *keys;
     size_t n_slots;
     atomic_ullong generation; /* bumped when meshes or rules change */
+    /* the store's PRAGMA data_version as last seen on watch_db: when any
+     * connection (another server on the file included) commits, it changes,
+     * the epoch moves on and every cached entry is stale */
+    st_db *watch_db;
+    pthread_mutex_t watch_mu;
+    int64_t data_version;
+    atomic_ullong cache_epoch;
+
+    /* readiness (GET /readyz): the last quick_check and when it ran */
+    pthread_mutex_t ready_mu;
+    double checked_at; /* cm_now(), 0: never */
+    cm_error check_err; /* code CM_OK when the file passed */
 
     /* plan jobs */
     pthread_mutex_t job_mu;

@@ -366,6 +366,57 @@ cm_status st_db_schema_version(st_db *db, int64_t *version_out, cm_error *err)
     return st;
 }
 
+cm_status st_db_quick_check(st_db *db, cm_error *err)
+{
+    st_db_lock(db);
+    sqlite3_stmt *s = NULL;
+    cm_status st = st_sql_prepare(db, "PRAGMA quick_check", &s, err);
+    bool row = false;
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, &row, err);
+    }
+    if (st == CM_OK) {
+        const unsigned char *t = row ? sqlite3_column_text(s, 0) : NULL;
+        if (t == NULL || strcmp((const char *)t, "ok") != 0) {
+            st = cm_error_set(err, CM_EINTERNAL, NULL, "quick_check: %s",
+                              t != NULL ? (const char *)t : "no result");
+        }
+    }
+    sqlite3_finalize(s);
+    st_db_unlock(db);
+    return st;
+}
+
+cm_status st_db_probe_write(st_db *db, cm_error *err)
+{
+    st_db_lock(db);
+    cm_status st = st_sql_begin(db, err);
+    if (st == CM_OK) {
+        st = st_sql_exec(db,
+                         "UPDATE schema_version SET applied_at = applied_at "
+                         "WHERE version = (SELECT MAX(version) FROM schema_version)",
+                         err);
+    }
+    st = st_sql_finish(db, st, err);
+    st_db_unlock(db);
+    return st;
+}
+
+cm_status st_db_data_version(st_db *db, int64_t *out, cm_error *err)
+{
+    st_db_lock(db);
+    sqlite3_stmt *s = NULL;
+    cm_status st = st_sql_prepare(db, "PRAGMA data_version", &s, err);
+    bool row = false;
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, &row, err);
+    }
+    *out = st == CM_OK && row ? (int64_t)sqlite3_column_int64(s, 0) : 0;
+    sqlite3_finalize(s);
+    st_db_unlock(db);
+    return st;
+}
+
 cm_status st_db_integrity_check(st_db *db, cm_error *err)
 {
     st_db_lock(db);

@@ -76,6 +76,25 @@ cm_status st_db_schema_version(st_db *db, int64_t *version_out, cm_error *err);
  * is sound; CM_EINTERNAL with the first problem in err->msg otherwise. */
 cm_status st_db_integrity_check(st_db *db, cm_error *err);
 
+/* Runs PRAGMA quick_check (the b-trees' structure, not the index contents):
+ * cheaper than st_db_integrity_check, for a check at start. CM_OK when the
+ * file is sound; CM_EINTERNAL with the first problem in err->msg otherwise;
+ * CM_EIO when the file cannot be read. */
+cm_status st_db_quick_check(st_db *db, cm_error *err);
+
+/* Readiness: commits one write that changes nothing (the schema version's
+ * row rewritten as it is), so that a file that has become read-only, a full
+ * disk or a corrupt page on the write path shows now rather than on a
+ * client's write. Errors: CM_EIO with SQLite's reason ("attempt to write a
+ * readonly database", "database or disk is full", ...); CM_EINTERNAL for a
+ * corrupt file. */
+cm_status st_db_probe_write(st_db *db, cm_error *err);
+
+/* PRAGMA data_version of this handle: a number that changes whenever another
+ * connection (in this process or another) has committed to the file since
+ * the handle last asked. Cheap: no I/O when nothing changed. */
+cm_status st_db_data_version(st_db *db, int64_t *out, cm_error *err);
+
 /* Tests only: from now on this handle stamps created/updated times with
  * unix_s instead of the wall clock; 0 restores the wall clock. */
 void st_db_set_time(st_db *db, int64_t unix_s);

@@ -394,6 +394,120 @@ static void test_lim_errors_are_json(void **state)
     tu_resp_fini(&r);
 }
 
+/* ---- 7: honest health ------------------------------------------------------------------------ */
+
+/* Overwrites page `page` (4 KiB pages) of the file at path with garbage. */
+static void corrupt_page(const char *path, long page)
+{
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    char junk[4096];
+    memset(junk, 0xA5, sizeof junk);
+    assert_int_equal(pwrite(fd, junk, sizeof junk, page * 4096), (ssize_t)sizeof junk);
+    close(fd);
+}
+
+static long status_of(const fixture *f, const char *method, const char *path, char *msg,
+                      size_t cap)
+{
+    tu_resp r;
+    tu_http(f, method, path, NULL, NULL, &r);
+    long st = r.status;
+    if (msg != NULL) {
+        snprintf(msg, cap, "%.*s", (int)r.body.len, r.body.data != NULL ? r.body.data : "");
+    }
+    tu_resp_fini(&r);
+    return st;
+}
+
+/* A file that has become unwritable makes /readyz say 503 and why; a file
+ * damaged under a running server makes it say so; serve refuses a damaged
+ * file at start with a clear message. */
+static void test_lim_readyz_and_quick_check(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.integrity_interval_s = 0;
+    tu_server_start(f, &c);
+    (void)post_mlp(f);
+    char msg[1024];
+    assert_int_equal(status_of(f, "GET", "/readyz", msg, sizeof msg), 200);
+    /* read-only: the file made immutable (root ignores permission bits) */
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "chattr +i '%s' '%s-wal' 2>/dev/null", f->db, f->db);
+    if (system(cmd) == 0) {
+        long st = status_of(f, "GET", "/readyz", msg, sizeof msg);
+        snprintf(cmd, sizeof cmd, "chattr -i '%s' '%s-wal' 2>/dev/null", f->db, f->db);
+        assert_int_equal(system(cmd), 0);
+        if (st != 503) {
+            fprintf(stderr, "readyz on an immutable file: %ld %s\n", st, msg);
+        }
+        assert_int_equal(st, 503);
+        if (strstr(msg, "not writable") == NULL) {
+            fprintf(stderr, "readyz: %s\n", msg);
+        }
+        assert_non_null(strstr(msg, "not writable"));
+        assert_int_equal(status_of(f, "GET", "/readyz", NULL, 0), 200);
+    } else {
+        fprintf(stderr, "chattr unavailable: read-only case not exercised\n");
+    }
+    tu_server_stop(f); /* the last close checkpoints the WAL into the file */
+    struct stat sb;
+    assert_int_equal(stat(f->db, &sb), 0);
+    assert_true(sb.st_size >= 3 * 4096);
+    /* damaged under a running server */
+    tu_server_start(f, &c);
+    corrupt_page(f->db, sb.st_size / 4096 - 1);
+    long st = status_of(f, "GET", "/readyz", msg, sizeof msg);
+    if (st != 503) {
+        fprintf(stderr, "readyz on a damaged file: %ld %s\n", st, msg);
+    }
+    assert_int_equal(st, 503);
+    assert_non_null(strstr(msg, "damaged"));
+    tu_server_stop(f);
+    /* and refused at start */
+    cm_error e;
+    cm_error_clear(&e);
+    srv_app *app = NULL;
+    assert_int_not_equal(srv_app_create(&c, &app, &e), CM_OK);
+    assert_null(app);
+    assert_non_null(strstr(e.msg, "integrity check"));
+}
+
+/* ---- 8: two servers on one file ---------------------------------------------------------------- */
+
+/* A plan deleted through one server is not served by the other from its
+ * cache; one posted through the other is found. */
+static void test_lim_two_servers_one_file(void **state)
+{
+    fixture *f = *state;
+    start_default(f);
+    fixture g = *f;
+    g.app = NULL;
+    srv_config c;
+    tu_config_default(f, &c);
+    tu_server_start(&g, &c);
+    int64_t id = post_mlp(f);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id);
+    assert_int_equal(status_of(&g, "GET", path, NULL, 0), 200); /* now in g's cache */
+    assert_int_equal(status_of(&g, "GET", path, NULL, 0), 200);
+    assert_int_equal(status_of(f, "DELETE", path, NULL, 0), 204);
+    assert_int_equal(status_of(&g, "GET", path, NULL, 0), 404);
+    /* the other way round: g plans, f deletes, g forgets it */
+    int64_t id2 = post_mlp(&g);
+    snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id2);
+    assert_int_equal(status_of(&g, "GET", path, NULL, 0), 200);
+    assert_int_equal(status_of(f, "DELETE", path, NULL, 0), 204);
+    assert_int_equal(status_of(&g, "GET", path, NULL, 0), 404);
+    /* a re-post through g of the deleted request plans it again */
+    int64_t id3 = post_mlp(&g);
+    snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id3);
+    assert_int_equal(status_of(f, "GET", path, NULL, 0), 200);
+    tu_server_stop(&g);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -404,6 +518,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lim_profiles_never_from_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_errors_are_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_readyz_and_quick_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_two_servers_one_file, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("srv_limits", tests, NULL, NULL);
     curl_global_cleanup();
