@@ -280,6 +280,12 @@ static const struct {
 static cm_status validate_doc(doc_kind k, const char *name, const char *body, size_t len,
                               cm_error *err)
 {
+    if (k == DOC_MESH && !srv_json_mesh_name_ok(name)) {
+        return cm_error_set(err, CM_EINVAL, "/name",
+                            "mesh name '%.100s' is not an MLIR identifier "
+                            "([A-Za-z_][A-Za-z0-9_$.]*): plans on it would not read back",
+                            name);
+    }
     cm_status st = srv_json_check(body, len, k != DOC_RULE, err);
     if (st != CM_OK) {
         return st;

@@ -457,6 +457,22 @@ out:
     return st;
 }
 
+bool srv_json_mesh_name_ok(const char *name)
+{
+    const char *s = name;
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) {
+        return false;
+    }
+    for (; *s != '\0'; s++) {
+        char c = *s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '$' || c == '.')) {
+            return false;
+        }
+    }
+    return s - name < 256;
+}
+
 cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_error *err)
 {
     json_t *j = parse(doc, len, 0, err); /* new */
@@ -464,6 +480,22 @@ cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_erro
         return CM_EINVAL;
     }
     cm_status st = CM_OK;
+    size_t i;
+    json_t *m; /* borrowed */
+    json_array_foreach(json_object_get(j, "meshes"), i, m)
+    {
+        const char *nm = json_string_value(json_object_get(m, "name"));
+        if (nm != NULL && !srv_json_mesh_name_ok(nm)) {
+            char path[64];
+            snprintf(path, sizeof path, "/meshes/%zu/name", i);
+            st = cm_error_set(err, CM_EINVAL, path,
+                              "mesh name '%.100s' is not an MLIR identifier "
+                              "([A-Za-z_][A-Za-z0-9_$.]*): the stored plan would not read back",
+                              nm);
+            json_decref(j);
+            return st;
+        }
+    }
     json_t *cr = json_object_get(j, "custom_rules"); /* borrowed */
     if (json_is_object(cr) && json_object_size(cr) > 0) {
         char *s = json_dumps(cr, JSON_COMPACT | JSON_SORT_KEYS);

@@ -66,9 +66,17 @@ cm_status srv_json_mesh_graph(const char *name, const char *body, size_t len, cm
                               cm_error *err);
 cm_status srv_json_rules_graph(const srv_named_doc *rules, size_t n, cm_buf *out, cm_error *err);
 
+/* True when name is a mesh name the server accepts: an MLIR bare identifier
+ * [A-Za-z_][A-Za-z0-9_$.]*, 1 to 255 bytes, so that the module printed from a
+ * stored plan reads back (the printer quotes other names, @"a-b", which
+ * the reader does not read) and every plan-scoped route can use it. */
+bool srv_json_mesh_name_ok(const char *name);
+
 /* Appends the document's "custom_rules" member as compact JSON with sorted
  * keys (nothing when absent or empty): the part of a request that the
- * module's MLIR text does not show. Errors: CM_EINVAL (syntax), CM_ENOMEM. */
+ * module's MLIR text does not show. It also checks that every mesh of the
+ * document has a name srv_json_mesh_name_ok accepts (CM_EINVAL at
+ * /meshes/N/name). Errors: CM_EINVAL (syntax, names), CM_ENOMEM. */
 cm_status srv_json_rules_canon(const char *doc, size_t len, cm_buf *out, cm_error *err);
 
 /* Checks that body is one JSON value (is_object: an object). Errors:

@@ -508,6 +508,78 @@ static void test_lim_two_servers_one_file(void **state)
     tu_server_stop(&g);
 }
 
+/* ---- 9: mesh names round-trip ---------------------------------------------------------------------- */
+
+/* Posts the Flax MLP with its mesh renamed to name (a JSON string literal);
+ * returns the status and the id in *id. */
+static long post_mlp_mesh_named(const fixture *f, const char *name, int64_t *id, char *msg,
+                                size_t cap)
+{
+    json_error_t je;
+    json_t *g = json_load_file("examples/flax_mlp.json", 0, &je);
+    assert_non_null(g);
+    json_t *m = json_array_get(json_object_get(g, "meshes"), 0);
+    json_object_set_new(m, "name", json_string(name));
+    char *body = json_dumps(g, JSON_COMPACT);
+    json_decref(g);
+    tu_resp r;
+    tu_http(f, "POST", "/v1/plans", "application/json", body, &r);
+    free(body);
+    long st = r.status;
+    *id = st == 201 || st == 200 ? (int64_t)tu_jint(r.json, "id") : 0;
+    snprintf(msg, cap, "%.*s", (int)r.body.len, r.body.data != NULL ? r.body.data : "");
+    tu_resp_fini(&r);
+    return st;
+}
+
+/* Every mesh name the server accepts survives the stored plan's round trip
+ * through MLIR: what-if on the plan works. A name that would not is
+ * refused when the plan is posted, with the rule. */
+static void test_lim_mesh_names_round_trip(void **state)
+{
+    fixture *f = *state;
+    start_default(f);
+    const char *const names[] = {"mesh", "m_2", "a-b", "pod.v4", "x y", "9lives", "_$x"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int64_t id = 0;
+        char msg[2048];
+        long st = post_mlp_mesh_named(f, names[i], &id, msg, sizeof msg);
+        if (st != 201) {
+            /* refused: a 400 that names the mesh */
+            if (st != 400 || strstr(msg, "/meshes/0/name") == NULL) {
+                fprintf(stderr, "mesh '%s': %ld %s\n", names[i], st, msg);
+            }
+            assert_int_equal(st, 400);
+            assert_non_null(strstr(msg, "/meshes/0/name"));
+            continue;
+        }
+        char path[128], edit[512];
+        snprintf(path, sizeof path, "/v1/plans/%lld/whatif", (long long)id);
+        snprintf(edit, sizeof edit,
+                 "{\"edits\":[{\"kind\":\"constrain\",\"value\":{\"op\":\"/ops/0\"},"
+                 "\"sharding\":\"<@%s, [{}, {}]>\"}]}",
+                 names[i]);
+        tu_resp r;
+        tu_http(f, "POST", path, "application/json", edit, &r);
+        if (r.status != 200) {
+            fprintf(stderr, "what-if on mesh '%s': %ld %.*s\n", names[i], r.status,
+                    (int)r.body.len, r.body.data);
+        }
+        assert_int_equal(r.status, 200);
+        tu_resp_fini(&r);
+    }
+    /* a stored mesh takes the same names */
+    tu_resp r;
+    tu_http(f, "PUT", "/v1/meshes/a-b", "application/json",
+            "{\"axes\":[{\"name\":\"x\",\"size\":2}]}", &r);
+    tu_expect_error(&r, 400, "invalid", "/name");
+    tu_resp_fini(&r);
+    tu_http(f, "PUT", "/v1/meshes/a_b", "application/json",
+            "{\"axes\":[{\"name\":\"x\",\"size\":2}]}", &r);
+    assert_int_equal(r.status, 201);
+    tu_resp_fini(&r);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -520,6 +592,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_errors_are_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_readyz_and_quick_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_two_servers_one_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_mesh_names_round_trip, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("srv_limits", tests, NULL, NULL);
     curl_global_cleanup();
