@@ -74,6 +74,74 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
     srv_plan_input_fini(&pi);
 }
 
+/* ---- stopping long computations ------------------------------------------------------------ */
+
+/* Why a computation was told to stop. */
+enum { STOP_NO = 0, STOP_DEADLINE, STOP_GONE, STOP_SHUTDOWN };
+
+/* The cancel hook of suggest and sweep (their opts' cancel): the request's
+ * compute deadline (--compute-timeout), its client gone, or the server past
+ * its drain. Polled from the computation's worker threads. */
+typedef struct compute_stop {
+    srv_app *app;
+    srv_req *r;
+    double deadline; /* cm_now() seconds */
+    atomic_int why;
+} compute_stop;
+
+static void compute_stop_init(compute_stop *cs, srv_app *app, srv_req *r)
+{
+    cs->app = app;
+    cs->r = r;
+    cs->deadline = cm_now() + app->cfg.compute_timeout_s;
+    atomic_init(&cs->why, STOP_NO);
+}
+
+static bool compute_should_stop(void *ctx)
+{
+    compute_stop *cs = ctx;
+    int why = atomic_load(&cs->why);
+    if (why == STOP_NO) {
+        why = cm_now() > cs->deadline               ? STOP_DEADLINE
+              : srv_req_server_stopping(cs->r)      ? STOP_SHUTDOWN
+              : srv_req_client_gone(cs->r)          ? STOP_GONE
+                                                    : STOP_NO;
+        if (why != STOP_NO) {
+            atomic_store(&cs->why, why);
+        }
+    }
+    return why != STOP_NO;
+}
+
+/* The reply of a computation that failed with e: why it was stopped when
+ * it was, else e as ours (is_ours) or the client's. */
+static void reply_stopped_or(srv_app *app, srv_req *r, compute_stop *cs, const char *what,
+                             const cm_error *e, bool is_ours)
+{
+    switch (atomic_load(&cs->why)) {
+    case STOP_DEADLINE:
+        srv_reply_err(app, r, E_TIMEOUT, NULL,
+                      "%s stopped at its %g s limit (compute-timeout); ask for less "
+                      "(max_candidates, k) or raise the limit",
+                      what, app->cfg.compute_timeout_s);
+        return;
+    case STOP_SHUTDOWN:
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL, "%s stopped: the server is shutting down",
+                      what);
+        return;
+    case STOP_GONE:
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL, "%s stopped: the client has gone", what);
+        return;
+    default:
+        break;
+    }
+    if (is_ours) {
+        srv_reply_ours(app, r, e);
+    } else {
+        srv_reply_cm(app, r, e);
+    }
+}
+
 /* GET /v1/plans/{id}/suggest?objective=time|memory&k=5&profile=&max_candidates=
  * (planner/advise/sp_suggest.h, docs/advisor.md "Suggest"): constraints for the
  * unannotated tensors of the plan's input (with its pass and rules) that cut the predicted step
@@ -109,6 +177,10 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     o.profile = have_prof ? &prof : NULL;
+    compute_stop cs;
+    compute_stop_init(&cs, app, r);
+    o.cancel = compute_should_stop;
+    o.cancel_ctx = &cs;
     cm_error e;
     cm_error_clear(&e);
     srv_plan_input pi;
@@ -117,7 +189,7 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
         /* replied */
     } else if (sp_suggest_run(pi.text, pi.len, &pi.io, &o, &sg, &e) != CM_OK) {
         /* the options were checked above: anything else is about stored data */
-        srv_reply_ours(app, r, &e);
+        reply_stopped_or(app, r, &cs, "suggest", &e, true);
     } else {
         cm_buf b;
         cm_buf_init(&b);
@@ -382,11 +454,15 @@ void srv_h_sweep(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     o.profile = have_prof ? &prof : NULL;
+    compute_stop cs;
+    compute_stop_init(&cs, app, r);
+    o.cancel = compute_should_stop;
+    o.cancel_ctx = &cs;
     cm_error e;
     cm_error_clear(&e);
     sp_sweep_result res;
     if (sp_sweep_run(&o, &res, &e) != CM_OK) {
-        srv_reply_cm(app, r, &e);
+        reply_stopped_or(app, r, &cs, "sweep", &e, false);
         return;
     }
     cm_buf b;

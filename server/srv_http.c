@@ -47,6 +47,7 @@ struct srv_http {
     atomic_uint in_flight; /* requests between first call and completion */
     atomic_size_t body_bytes;  /* bytes reserved by the bodies in flight */
     atomic_size_t freed_bytes; /* body bytes freed since the last malloc_trim */
+    atomic_bool stopping;      /* the drain time is over */
 
     pthread_mutex_t conn_mu; /* guards conns and the watchdog's flags */
     pthread_cond_t conn_cv;
@@ -477,6 +478,7 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     atomic_init(&h->in_flight, 0);
     atomic_init(&h->body_bytes, 0);
     atomic_init(&h->freed_bytes, 0);
+    atomic_init(&h->stopping, false);
     pthread_mutex_init(&h->conn_mu, NULL);
     pthread_cond_init(&h->conn_cv, NULL);
     unsigned threads = o->threads > 0 ? o->threads : 1;
@@ -540,6 +542,7 @@ void srv_http_stop(srv_http *h, double drain_s)
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    atomic_store(&h->stopping, true); /* long computations poll it and stop */
     if (h->watch_running) {
         pthread_mutex_lock(&h->conn_mu);
         h->watch_stop = true;
@@ -616,6 +619,11 @@ bool srv_req_client_gone(const srv_req *r)
     }
     struct pollfd p = {.fd = r->fd, .events = POLLRDHUP, .revents = 0};
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+bool srv_req_server_stopping(const srv_req *r)
+{
+    return atomic_load(&r->h->stopping);
 }
 
 size_t srv_req_max_body(const srv_req *r)

@@ -114,6 +114,9 @@ bool srv_req_authorized(const srv_req *r);
  * request is still being handled: long computations poll it to stop. Any
  * thread. */
 bool srv_req_client_gone(const srv_req *r);
+/* True once srv_http_stop has waited its drain time out: whatever still
+ * runs should stop now. Any thread. */
+bool srv_req_server_stopping(const srv_req *r);
 /* An opaque per-request slot for the handler's use. */
 void srv_req_set_user(srv_req *r, void *p);
 void *srv_req_user(const srv_req *r);

@@ -717,6 +717,7 @@ typedef struct pool {
     job *jobs;
     uint32_t n;
     atomic_uint next;
+    atomic_bool stopped; /* the caller's cancel hook said stop */
 } pool;
 
 static void *worker(void *arg)
@@ -725,6 +726,11 @@ static void *worker(void *arg)
     for (;;) {
         unsigned j = atomic_fetch_add(&p->next, 1u);
         if (j >= p->n) {
+            return NULL;
+        }
+        const sp_suggest_opts *o = &p->S->o;
+        if (atomic_load(&p->stopped) || (o->cancel != NULL && o->cancel(o->cancel_ctx))) {
+            atomic_store(&p->stopped, true);
             return NULL;
         }
         job *jb = &p->jobs[j];
@@ -751,10 +757,14 @@ static cm_status run_jobs(sp_suggest *S, job *jobs, uint32_t n, cm_error *err)
     p.jobs = jobs;
     p.n = n;
     atomic_init(&p.next, 0u);
+    atomic_init(&p.stopped, false);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t nt = S->o.threads > 0 ? S->o.threads : cores > 0 ? (uint32_t)cores : 1;
     nt = nt > 64 ? 64 : nt;
     sp_advise_threads_run(worker, &p, nt < n ? nt : n);
+    if (atomic_load(&p.stopped)) {
+        return cm_error_set(err, CM_EIO, NULL, "suggest stopped before its end (cancelled)");
+    }
     bool oom = false;
     for (uint32_t i = 0; i < n; i++) {
         S->stats.evaluated++;
@@ -847,10 +857,11 @@ static cm_status search(sp_suggest *S, cm_error *err)
         jobs[i].edits[0] = i;
         jobs[i].n = 1;
     }
-    if (run_jobs(S, jobs, n, err) != CM_OK) {
+    cm_status rs = run_jobs(S, jobs, n, err);
+    if (rs != CM_OK) {
         cm_free(jobs);
         cm_free(order);
-        return CM_ENOMEM;
+        return rs;
     }
     /* the gaining candidates, best first, one per value */
     uint32_t n_ord = 0;
@@ -905,10 +916,11 @@ static cm_status search(sp_suggest *S, cm_error *err)
         if (nj == 0) {
             break;
         }
-        if (run_jobs(S, jobs, nj, err) != CM_OK) {
+        rs = run_jobs(S, jobs, nj, err);
+        if (rs != CM_OK) {
             cm_free(jobs);
             cm_free(order);
-            return CM_ENOMEM;
+            return rs;
         }
         int32_t best = -1;
         for (uint32_t j = 0; j < nj; j++) {

@@ -46,6 +46,11 @@ typedef struct sp_suggest_opts {
     uint32_t threads;          /* 0: online cores (at most 64) */
     uint32_t max_candidates;   /* constraints scored in the first round, 1..4096 (default 48) */
     uint32_t max_edits;        /* constraints in the greedy combination, 1..8 (default 3) */
+    /* Polled before each candidate run, from the worker threads: returning
+     * true stops the search, and sp_suggest_run fails with CM_EIO ("stopped")
+     * once the runs under way finish. NULL: never stops. */
+    bool (*cancel)(void *ctx);
+    void *cancel_ctx;
 } sp_suggest_opts;
 
 void sp_suggest_opts_init(sp_suggest_opts *o);

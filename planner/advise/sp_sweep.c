@@ -66,6 +66,9 @@ typedef struct pool {
     sp_sweep_row *rows;
     atomic_uint n_ops;
     bool generate; /* phase 1: generate texts; phase 2: plan and cost */
+    bool (*cancel)(void *ctx); /* the caller's stop hook, or NULL */
+    void *cancel_ctx;
+    atomic_bool stopped;
 } pool;
 
 /* Phase 1: a strategy's graph document, decoded and printed as MLIR (the
@@ -156,6 +159,10 @@ static void *worker(void *arg)
     pool *p = arg;
     for (;;) {
         unsigned j = atomic_fetch_add(&p->next, 1u);
+        if (atomic_load(&p->stopped) || (p->cancel != NULL && p->cancel(p->cancel_ctx))) {
+            atomic_store(&p->stopped, true);
+            return NULL;
+        }
         if (p->generate) {
             if (j >= p->n_tpl) {
                 return NULL;
@@ -279,6 +286,9 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
     p.n_jobs = o->jobs > 0 ? o->jobs : n_v;
     atomic_init(&p.next, 0u);
     atomic_init(&p.n_ops, 0u);
+    atomic_init(&p.stopped, false);
+    p.cancel = o->cancel;
+    p.cancel_ctx = o->cancel_ctx;
     p.profile = o->profile != NULL ? o->profile : &defp;
     snprintf(res->profile, sizeof res->profile, "%s", p.profile->name);
     p.rows = res->rows;
@@ -326,6 +336,10 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
     if (oom) {
         sp_sweep_result_fini(res);
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
+    }
+    if (atomic_load(&p.stopped)) {
+        sp_sweep_result_fini(res);
+        return cm_error_set(err, CM_EIO, NULL, "sweep stopped before its end (cancelled)");
     }
     res->n_rows = n_v;
     /* Pareto front over (peak_bytes, step_s): no other row is at least as good

@@ -25,6 +25,10 @@ typedef struct sp_sweep_opts {
     uint32_t threads;    /* 0: online cores */
     uint32_t jobs;       /* plans to run, cycling over the variants (benchmarks); 0: one each */
     const sp_profile *profile; /* NULL: sp_profile_default */
+    /* Polled before each variant, from the worker threads: true stops the
+     * sweep, which then fails with CM_EIO ("stopped"). NULL: never stops. */
+    bool (*cancel)(void *ctx);
+    void *cancel_ctx;
 } sp_sweep_opts;
 
 void sp_sweep_opts_init(sp_sweep_opts *o);

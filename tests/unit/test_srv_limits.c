@@ -30,6 +30,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include <jansson.h>
+#include <pthread.h>
 
 #include "cm.h"
 #include "srv_app.h"
@@ -580,6 +581,143 @@ static void test_lim_mesh_names_round_trip(void **state)
     tu_resp_fini(&r);
 }
 
+/* ---- 3: bounded work ------------------------------------------------------------------------------ */
+
+/* A transformer training step big enough that suggest over 256 candidates
+ * takes many seconds here; returns its plan id. */
+static int64_t post_big(const fixture *f)
+{
+    tu_resp r;
+    tu_http(f, "POST", "/v1/plans", "application/json",
+            "{\"example\":{\"model\":\"transformer\",\"layers\":32,\"train\":true,"
+            "\"strategy\":\"dp\",\"mesh\":{\"data\":4,\"model\":2}}}",
+            &r);
+    assert_int_equal(r.status, 201);
+    int64_t id = (int64_t)tu_jint(r.json, "id");
+    tu_resp_fini(&r);
+    return id;
+}
+
+/* suggest and sweep stop at the compute deadline with 503 "timeout". */
+static void test_lim_suggest_and_sweep_deadline(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.compute_timeout_s = 0.5;
+    tu_server_start(f, &c);
+    int64_t id = post_big(f);
+    char path[160];
+    snprintf(path, sizeof path, "/v1/plans/%lld/suggest?max_candidates=256&k=100",
+             (long long)id);
+    double t0 = cm_now();
+    tu_resp r;
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    double dt = cm_now() - t0;
+    tu_expect_error(&r, 503, "timeout", NULL);
+    tu_resp_fini(&r);
+    assert_true(dt < 8.0);
+    t0 = cm_now();
+    tu_http(f, "GET", "/v1/sweep?devices=4096&layers=64&train=true", NULL, NULL, &r);
+    dt = cm_now() - t0;
+    tu_expect_error(&r, 503, "timeout", NULL);
+    tu_resp_fini(&r);
+    assert_true(dt < 8.0);
+}
+
+/* A suggest whose client has gone stops: the request completes soon after. */
+static void test_lim_suggest_stops_when_client_leaves(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.compute_timeout_s = 120;
+    tu_server_start(f, &c);
+    int64_t id = post_big(f);
+    int fd = raw_connect(f, "127.0.0.1", 200);
+    char req[256];
+    int n = snprintf(req, sizeof req,
+                     "GET /v1/plans/%lld/suggest?max_candidates=256&k=100 HTTP/1.1\r\n"
+                     "Host: x\r\n\r\n",
+                     (long long)id);
+    assert_true(raw_send(fd, req, (size_t)n));
+    double until = cm_now() + 5;
+    while (srv_app_in_flight(f->app) == 0 && cm_now() < until) {
+        sleep_ms(5);
+    }
+    assert_true(srv_app_in_flight(f->app) > 0);
+    sleep_ms(300);
+    close(fd);
+    double t0 = cm_now();
+    while (srv_app_in_flight(f->app) > 0 && cm_now() - t0 < 20) {
+        sleep_ms(20);
+    }
+    assert_int_equal(srv_app_in_flight(f->app), 0);
+    if (cm_now() - t0 >= 4.0) {
+        fprintf(stderr, "suggest ran %.1f s after its client left\n", cm_now() - t0);
+    }
+    assert_true(cm_now() - t0 < 4.0);
+}
+
+typedef struct bg_get {
+    const fixture *f;
+    char path[160];
+    long status;
+} bg_get;
+
+static void *bg_get_run(void *arg)
+{
+    bg_get *g = arg;
+    CURL *h = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", g->f->base, g->path);
+    cm_buf b;
+    cm_buf_init(&b);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tu_on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    if (curl_easy_perform(h) == CURLE_OK) {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &g->status);
+    }
+    curl_easy_cleanup(h);
+    cm_buf_fini(&b);
+    return NULL;
+}
+
+/* Shutdown honours the drain time although a suggest is still running. */
+static void test_lim_stop_honours_drain(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.compute_timeout_s = 120;
+    c.drain_s = 0.5;
+    tu_server_start(f, &c);
+    int64_t id = post_big(f);
+    bg_get g;
+    memset(&g, 0, sizeof g);
+    g.f = f;
+    snprintf(g.path, sizeof g.path, "/v1/plans/%lld/suggest?max_candidates=256&k=100",
+             (long long)id);
+    pthread_t t;
+    pthread_create(&t, NULL, bg_get_run, &g);
+    double until = cm_now() + 5;
+    while (srv_app_in_flight(f->app) == 0 && cm_now() < until) {
+        sleep_ms(5);
+    }
+    sleep_ms(200);
+    double t0 = cm_now();
+    srv_app_stop(f->app);
+    double dt = cm_now() - t0;
+    pthread_join(t, NULL);
+    if (dt >= 4.0) {
+        fprintf(stderr, "stop took %.1f s with a 0.5 s drain\n", dt);
+    }
+    assert_true(dt < 4.0);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -593,6 +731,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_readyz_and_quick_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_two_servers_one_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_mesh_names_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_suggest_and_sweep_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_suggest_stops_when_client_leaves, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lim_stop_honours_drain, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("srv_limits", tests, NULL, NULL);
     curl_global_cleanup();
