@@ -247,9 +247,13 @@ void srv_h_plan_post(srv_app *app, srv_req *r, route_args *a)
         }
         cm_error_clear(&e);
     }
-    /* 2. the request */
+    /* 2. the request: meshes are bounded before any tree is built */
     srv_plan_req pr;
     memset(&pr, 0, sizeof pr);
+    if (bk == BODY_JSON && srv_json_mesh_sizes_check(body, len, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
     if (bk == BODY_JSON && srv_json_is_plan_envelope(body, len)) {
         if (srv_json_plan_req_decode(body, len, arena, &pr, &e) != CM_OK) {
             srv_reply_cm(app, r, &e);

@@ -153,7 +153,8 @@ void srv_h_graph_post(srv_app *app, srv_req *r, route_args *a)
     }
     cm_error e;
     cm_error_clear(&e);
-    if (validate_graph(body, len, k, &e) != CM_OK) {
+    if ((k == BODY_JSON && srv_json_mesh_sizes_check(body, len, &e) != CM_OK) ||
+        validate_graph(body, len, k, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
         return;
     }
@@ -366,6 +367,12 @@ void srv_h_doc_put(srv_app *app, srv_req *r, route_args *a)
     }
     cm_error e;
     cm_error_clear(&e);
+    if (k == DOC_MESH && len > SRV_MESH_MAX_BYTES) {
+        srv_reply_err(app, r, E_TOO_LARGE, NULL,
+                      "a mesh is at most %zu bytes (64 axes); this one is %zu", SRV_MESH_MAX_BYTES,
+                      len);
+        return;
+    }
     if (validate_doc(k, a->seg[0], body, len, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
         return;

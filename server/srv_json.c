@@ -55,15 +55,185 @@ static bool dump_to_buf(const json_t *j, cm_buf *out)
     return !out->oom;
 }
 
+/* ---- scanning without a tree ------------------------------------------------------------- */
+
+static const char *scan_ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) {
+        p++;
+    }
+    return p;
+}
+
+/* p at '"': the byte after the closing quote, or NULL when unterminated. */
+static const char *scan_string(const char *p, const char *e)
+{
+    for (p++; p < e; p++) {
+        if (*p == '\\') {
+            p++;
+        } else if (*p == '"') {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* p at a value: the byte after it, or NULL when the text ends first. Only
+ * strings and brackets are followed: the parser validates later. */
+static const char *scan_value(const char *p, const char *e)
+{
+    if (p >= e) {
+        return NULL;
+    }
+    if (*p == '"') {
+        return scan_string(p, e);
+    }
+    if (*p != '{' && *p != '[') {
+        while (p < e && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
+               *p != '\r' && *p != '\t') {
+            p++;
+        }
+        return p;
+    }
+    size_t depth = 0;
+    for (; p < e; p++) {
+        if (*p == '"') {
+            p = scan_string(p, e);
+            if (p == NULL) {
+                return NULL;
+            }
+            p--;
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if (*p == '}' || *p == ']') {
+            if (--depth == 0) {
+                return p + 1;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Calls visit for each member of the object at p..e (key without quotes,
+ * value span); false when the text is not an object of that shape or visit
+ * returned false. */
+typedef bool (*scan_member_fn)(const char *key, size_t key_len, const char *v, const char *v_end,
+                               void *ctx);
+
+static bool scan_object(const char *p, const char *e, scan_member_fn visit, void *ctx)
+{
+    p = scan_ws(p, e);
+    if (p >= e || *p != '{') {
+        return false;
+    }
+    p = scan_ws(p + 1, e);
+    if (p < e && *p == '}') {
+        return true;
+    }
+    while (p < e && *p == '"') {
+        const char *k = p + 1, *ke = scan_string(p, e);
+        if (ke == NULL) {
+            return false;
+        }
+        p = scan_ws(ke, e);
+        if (p >= e || *p != ':') {
+            return false;
+        }
+        const char *v = scan_ws(p + 1, e), *ve = scan_value(v, e);
+        if (ve == NULL || !visit(k, (size_t)(ke - 1 - k), v, ve, ctx)) {
+            return false;
+        }
+        p = scan_ws(ve, e);
+        if (p < e && *p == ',') {
+            p = scan_ws(p + 1, e);
+            continue;
+        }
+        return p < e && *p == '}';
+    }
+    return false;
+}
+
+static bool key_is(const char *k, size_t n, const char *want)
+{
+    return strlen(want) == n && memcmp(k, want, n) == 0;
+}
+
+static bool envelope_key(const char *k, size_t n, const char *v, const char *ve, void *ctx)
+{
+    (void)v;
+    (void)ve;
+    if (key_is(k, n, "graph") || key_is(k, n, "mlir") || key_is(k, n, "graph_id") ||
+        key_is(k, n, "example")) {
+        *(bool *)ctx = true;
+    }
+    return true;
+}
+
 bool srv_json_is_plan_envelope(const char *body, size_t len)
 {
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je); /* new */
-    bool env = j != NULL && json_is_object(j) &&
-               (json_object_get(j, "graph") != NULL || json_object_get(j, "mlir") != NULL ||
-                json_object_get(j, "graph_id") != NULL || json_object_get(j, "example") != NULL);
-    json_decref(j);
-    return env;
+    bool env = false;
+    return scan_object(body, body + len, envelope_key, &env) && env;
+}
+
+typedef struct mesh_scan {
+    const char *at; /* the JSON Pointer of the object scanned: "" or "/graph" */
+    cm_error *err;
+    cm_status st;
+} mesh_scan;
+
+static bool mesh_too_big(mesh_scan *ms, const char *path, size_t n)
+{
+    ms->st = cm_error_set(ms->err, CM_EINVAL, path,
+                          "mesh of %zu bytes: a mesh's text is at most %zu bytes (64 axes)", n,
+                          SRV_MESH_MAX_BYTES);
+    return false;
+}
+
+/* The members of a graph document: each element of "meshes". */
+static bool graph_member(const char *k, size_t n, const char *v, const char *ve, void *ctx)
+{
+    mesh_scan *ms = ctx;
+    if (!key_is(k, n, "meshes") || *v != '[') {
+        return true;
+    }
+    const char *e = ve - 1, *p = scan_ws(v + 1, e);
+    for (size_t i = 0; p < e; i++) {
+        const char *x = scan_value(p, e);
+        if (x == NULL) {
+            return true; /* malformed: the parser says so */
+        }
+        if ((size_t)(x - p) > SRV_MESH_MAX_BYTES) {
+            char path[64];
+            snprintf(path, sizeof path, "%s/meshes/%zu", ms->at, i);
+            return mesh_too_big(ms, path, (size_t)(x - p));
+        }
+        p = scan_ws(x, e);
+        p = p < e && *p == ',' ? scan_ws(p + 1, e) : e;
+    }
+    return true;
+}
+
+static bool envelope_member(const char *k, size_t n, const char *v, const char *ve, void *ctx)
+{
+    mesh_scan *ms = ctx;
+    if (key_is(k, n, "mesh") && (size_t)(ve - v) > SRV_MESH_MAX_BYTES) {
+        return mesh_too_big(ms, "/mesh", (size_t)(ve - v));
+    }
+    if (key_is(k, n, "graph")) {
+        ms->at = "/graph";
+        (void)scan_object(v, ve, graph_member, ms);
+        ms->at = "";
+        return ms->st == CM_OK;
+    }
+    return true;
+}
+
+cm_status srv_json_mesh_sizes_check(const char *body, size_t len, cm_error *err)
+{
+    mesh_scan ms = {"", err, CM_OK};
+    bool env = srv_json_is_plan_envelope(body, len);
+    (void)scan_object(body, body + len, env ? envelope_member : graph_member, &ms);
+    return ms.st;
 }
 
 /* An integer member (at path) of an "example" object in [lo, hi]. */

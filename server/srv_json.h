@@ -32,9 +32,21 @@ typedef struct srv_plan_req {
     const char *name; /* name for the stored graph, or NULL */
 } srv_plan_req;
 
-/* True when a JSON body is a plan envelope (has "graph", "mlir" or
- * "graph_id" at top level) rather than a bare graph document. */
+/* True when a JSON body is a plan envelope (has "graph", "mlir", "graph_id"
+ * or "example" at top level) rather than a bare graph document. It scans
+ * the top level's keys without building a tree (a 144 MB graph document
+ * costs no memory here); malformed JSON is not an envelope. */
 bool srv_json_is_plan_envelope(const char *body, size_t len);
+
+#define SRV_MESH_MAX_BYTES ((size_t)1 << 20) /* a mesh object's text, at most */
+
+/* Checks, before anything parses the body into a tree, that no mesh object
+ * in it is longer than SRV_MESH_MAX_BYTES of text: the envelope's "mesh",
+ * the elements of "meshes" of the envelope's "graph" or of a bare graph
+ * document (64 axes with their device ids fit many times over; a 14 MiB
+ * mesh of 600,000 axes would cost hundreds of MiB as a tree). A scan of the
+ * bytes, no allocation. Errors: CM_EINVAL at the mesh's JSON Pointer. */
+cm_status srv_json_mesh_sizes_check(const char *body, size_t len, cm_error *err);
 
 /* Decodes an envelope. Strings go to arena a. Errors: CM_EINVAL with the
  * member's path, CM_ENOMEM. */

@@ -5,6 +5,7 @@
  * request, keeps request-lived data in the request arena and always replies
  * (srv_reply.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -251,11 +252,19 @@ void srv_routes_handle(void *cls, srv_req *r)
 bool srv_routes_early(void *cls, srv_req *r)
 {
     srv_app *app = cls;
+    const char *method = srv_req_method(r);
+    const char *path = srv_req_path(r);
+    const char *cl = srv_req_header(r, "Content-Length");
+    if (strcmp(method, "PUT") == 0 && strncmp(path, "/v1/meshes/", 11) == 0 && cl != NULL &&
+        strtoull(cl, NULL, 10) > SRV_MESH_MAX_BYTES) {
+        srv_req_set_route(r, "meshes.put", ROUTE_NONE);
+        srv_reply_err(app, r, E_TOO_LARGE, NULL, "a mesh is at most %zu bytes (64 axes)",
+                      SRV_MESH_MAX_BYTES);
+        return false;
+    }
     if (!app->auth) {
         return true;
     }
-    const char *method = srv_req_method(r);
-    const char *path = srv_req_path(r);
     for (size_t i = 0; i < N_ROUTES; i++) {
         if (strcmp(routes[i].method, method) != 0 || !match(routes[i].pattern, path, NULL, NULL)) {
             continue;

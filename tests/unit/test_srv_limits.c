@@ -718,6 +718,94 @@ static void test_lim_stop_honours_drain(void **state)
     assert_true(dt < 4.0);
 }
 
+/* ---- 4: memory of big documents --------------------------------------------------------------- */
+
+/* The process's peak resident set (VmHWM), bytes. */
+static size_t peak_rss(void)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0;
+    while (fp != NULL && fgets(line, sizeof line, fp) != NULL) {
+        if (strncmp(line, "VmHWM:", 6) == 0) {
+            kb = strtoul(line + 6, NULL, 10);
+        }
+    }
+    if (fp != NULL) {
+        fclose(fp);
+    }
+    return kb * 1024;
+}
+
+/* A mesh object of n axes. */
+static void big_mesh(cm_buf *b, size_t n)
+{
+    cm_buf_puts(b, "{\"name\":\"mesh\",\"axes\":[");
+    for (size_t i = 0; i < n; i++) {
+        cm_buf_printf(b, "%s{\"name\":\"a%zu\",\"size\":1}", i > 0 ? "," : "", i);
+    }
+    cm_buf_puts(b, "]}");
+}
+
+/* A 14 MiB mesh of 600,000 axes is refused, wherever it comes, before the
+ * body is parsed: at its JSON Pointer, with no tree built (the peak RSS
+ * does not move by the hundreds of MiB a tree costs). */
+static void test_lim_huge_mesh_refused_before_parse(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.max_body_bytes = (size_t)32 << 20;
+    c.max_inflight_body_bytes = (size_t)64 << 20;
+    tu_server_start(f, &c);
+    cm_buf mesh;
+    cm_buf_init(&mesh);
+    big_mesh(&mesh, 600000);
+    assert_true(mesh.len > ((size_t)13 << 20));
+    cm_buf doc, env, env2;
+    cm_buf_init(&doc);
+    cm_buf_init(&env);
+    cm_buf_init(&env2);
+    cm_buf_puts(&doc, "{\"format\":\"shardplan.graph/v1\",\"meshes\":[");
+    cm_buf_append(&doc, mesh.data, mesh.len);
+    cm_buf_puts(&doc, "],\"ops\":[]}");
+    cm_buf_puts(&env, "{\"graph\":");
+    cm_buf_append(&env, doc.data, doc.len);
+    cm_buf_puts(&env, "}");
+    cm_buf_puts(&env2, "{\"graph_id\":1,\"mesh\":");
+    cm_buf_append(&env2, mesh.data, mesh.len);
+    cm_buf_puts(&env2, "}");
+    size_t hwm0 = peak_rss();
+    const struct {
+        const cm_buf *body;
+        const char *method, *path, *where;
+        long status;
+    } cases[] = {
+        {&doc, "POST", "/v1/plans", "/meshes/0", 400},
+        {&env, "POST", "/v1/plans", "/graph/meshes/0", 400},
+        {&env2, "POST", "/v1/plans", "/mesh", 400},
+        {&doc, "POST", "/v1/graphs", "/meshes/0", 400},
+        {&mesh, "PUT", "/v1/meshes/big", NULL, 413},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_resp r;
+        tu_http_ex(f, cases[i].method, cases[i].path, "application/json", cases[i].body->data,
+                   cases[i].body->len, NULL, NULL, &r);
+        tu_expect_error(&r, cases[i].status, cases[i].status == 400 ? "invalid" : "too_large",
+                        cases[i].where);
+        tu_resp_fini(&r);
+    }
+    size_t grown = peak_rss() - hwm0;
+    if (grown > ((size_t)120 << 20)) {
+        fprintf(stderr, "peak RSS grew by %zu MiB\n", grown >> 20);
+    }
+    assert_true(grown <= ((size_t)120 << 20));
+    cm_buf_fini(&mesh);
+    cm_buf_fini(&doc);
+    cm_buf_fini(&env);
+    cm_buf_fini(&env2);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -735,6 +823,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_suggest_stops_when_client_leaves, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lim_stop_honours_drain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_huge_mesh_refused_before_parse, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("srv_limits", tests, NULL, NULL);
     curl_global_cleanup();
