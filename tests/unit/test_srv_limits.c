@@ -327,6 +327,30 @@ static void write_file(const char *path, const char *text)
     fclose(fp);
 }
 
+/* A binary request line without an end does not hold its connection past
+ * the head deadline (before: until the idle timeout, a minute). */
+static void test_lim_binary_request_line_cut(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.head_timeout_s = 1;
+    c.idle_timeout_s = 60;
+    tu_server_start(f, &c);
+    int fd = raw_connect(f, "127.0.0.1", 200);
+    static const char junk[] = {'\x01', '\x02', '\xff', '\xfe', 'G', '\x00', '\x7f'};
+    assert_true(raw_send(fd, junk, sizeof junk));
+    double t0 = cm_now();
+    bool closed = false;
+    char buf[512];
+    while (!closed && cm_now() - t0 < 4.0) {
+        raw_recv(fd, buf, sizeof buf, &closed);
+    }
+    close(fd);
+    assert_true(closed);
+    assert_true(cm_now() - t0 < 3.0);
+}
+
 /* ---- 5: profiles only from the built-in set and the store --------------------------------- */
 
 /* Profile files planted in the server's working directory are never read:
@@ -955,6 +979,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_inflight_bodies_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_slow_heads_cut_healthz_answers, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_lim_binary_request_line_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_profiles_never_from_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_errors_are_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_readyz_and_quick_check, setup, teardown),
