@@ -7,8 +7,9 @@
  * for its data version (a dedicated handle, PRAGMA data_version): when any
  * connection has committed since, another server on the same file
  * included, the cache epoch moves on and every entry stored before is
- * stale. A deleted plan is thus never served from memory after the delete
- * commits, whichever server deleted it. */
+ * stale. The store is asked at most every SRV_CACHE_CHECK_US: a plan deleted
+ * through another server is not served from memory later than that after
+ * the delete commits (deletes through this server drop their entry at once). */
 #include <string.h>
 
 #include "srv_int.h"
@@ -18,6 +19,7 @@ void srv_cache_init(srv_app *app)
     pthread_mutex_init(&app->cache_mu, NULL);
     pthread_mutex_init(&app->watch_mu, NULL);
     atomic_init(&app->cache_epoch, 1);
+    atomic_init(&app->dv_checked_us, 0);
     app->data_version = 0;
     app->cache = NULL;
     app->keys = NULL;
@@ -53,19 +55,23 @@ void srv_cache_fini(srv_app *app)
 }
 
 /* The current epoch, moved on first when the store changed since the last
- * look (or cannot tell: then nothing cached is trusted). */
+ * look (or cannot tell: then nothing cached is trusted). The store is asked
+ * at most every SRV_CACHE_CHECK_US microseconds, by one thread at a time:
+ * the others use the epoch as it stands, so a hit costs no store call. */
 static uint64_t epoch_now(srv_app *app)
 {
-    if (app->watch_db == NULL) {
+    uint64_t now = (uint64_t)(cm_now() * 1e6);
+    if (app->watch_db == NULL || now - atomic_load(&app->dv_checked_us) < SRV_CACHE_CHECK_US ||
+        pthread_mutex_trylock(&app->watch_mu) != 0) {
         return atomic_load(&app->cache_epoch);
     }
     int64_t v = 0;
     cm_status st = st_db_data_version(app->watch_db, &v, NULL);
-    pthread_mutex_lock(&app->watch_mu);
     if (st != CM_OK || v != app->data_version) {
         app->data_version = v;
         atomic_fetch_add(&app->cache_epoch, 1);
     }
+    atomic_store(&app->dv_checked_us, now);
     uint64_t e = atomic_load(&app->cache_epoch);
     pthread_mutex_unlock(&app->watch_mu);
     return e;

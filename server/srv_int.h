@@ -65,6 +65,7 @@ srv_blob *srv_blob_create(const char *data, size_t len);
 void srv_blob_release(void *blob); /* drops one reference; frees at zero */
 
 #define SRV_CACHE_SLOTS_MIN 64
+#define SRV_CACHE_CHECK_US  20000 /* the store's data version is asked at most this often */
 
 typedef struct srv_cache_slot {
     int64_t id;     /* plan id, 0 = empty */
@@ -109,6 +110,7 @@ struct srv_app {
     pthread_mutex_t watch_mu;
     int64_t data_version;
     atomic_ullong cache_epoch;
+    atomic_ullong dv_checked_us; /* cm_now() of the last look, microseconds */
 
     /* readiness (GET /readyz): the last quick_check and when it ran */
     pthread_mutex_t ready_mu;
