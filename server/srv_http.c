@@ -90,6 +90,40 @@ struct srv_req {
 
 /* ---- logging ------------------------------------------------------------------ */
 
+/* The length of the well-formed UTF-8 sequence at p (2 to 4 bytes), 0 when
+ * the bytes there are not one (Unicode 15, table 3-7). */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    unsigned char lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (p[1] < lo || p[1] > hi) {
+        return 0;
+    }
+    for (size_t i = 2; i < n; i++) {
+        if (p[i] < 0x80 || p[i] > 0xBF) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+/* s as a JSON string at buf + at (cap bytes in all): controls escaped,
+ * bytes that are not well-formed UTF-8 (a percent-decoded path may hold any)
+ * written as U+FFFD, so the line is always valid JSON. */
 static size_t put_json_str(char *buf, size_t cap, size_t at, const char *s)
 {
     static const char hexd[] = "0123456789abcdef";
@@ -109,6 +143,16 @@ static size_t put_json_str(char *buf, size_t cap, size_t at, const char *s)
             buf[at++] = '0';
             buf[at++] = hexd[ch >> 4];
             buf[at++] = hexd[ch & 15];
+        } else if (ch >= 0x80) {
+            size_t n = utf8_len(p);
+            if (n == 0) {
+                memcpy(buf + at, "\\ufffd", 6);
+                at += 6;
+            } else {
+                memcpy(buf + at, p, n);
+                at += n;
+                p += n - 1;
+            }
         } else {
             buf[at++] = (char)ch;
         }

@@ -404,7 +404,12 @@ static void test_lim_profiles_never_from_files(void **state)
 static void test_lim_errors_are_json(void **state)
 {
     fixture *f = *state;
-    start_default(f);
+    srv_config c;
+    tu_config_default(f, &c);
+    char logp[400];
+    snprintf(logp, sizeof logp, "%s/requests.log", f->dir);
+    snprintf(c.log_path, sizeof c.log_path, "%s", logp);
+    tu_server_start(f, &c);
     tu_resp r;
     tu_http(f, "GET", "/v1/meshes/%FF%FEbad%C3", NULL, NULL, &r);
     tu_expect_error(&r, 400, "invalid", "/name");
@@ -419,6 +424,24 @@ static void test_lim_errors_are_json(void **state)
     tu_http(f, "POST", "/v1/tokens", "application/json", "[1]", &r);
     tu_expect_error(&r, 400, "invalid", NULL);
     tu_resp_fini(&r);
+    /* the request log stays JSON too, a line per request */
+    tu_server_stop(f);
+    size_t len = 0;
+    char *log = tu_read_file(logp, &len);
+    int lines = 0;
+    for (char *line = strtok(log, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        json_error_t je;
+        json_t *j = json_loads(line, 0, &je);
+        if (j == NULL) {
+            fprintf(stderr, "log line is not JSON (%s): %s\n", je.text, line);
+        }
+        assert_non_null(j);
+        json_decref(j);
+        lines++;
+    }
+    assert_int_equal(lines, 4);
+    cm_free(log);
+    unlink(logp);
 }
 
 /* ---- 7: honest health ------------------------------------------------------------------------ */
