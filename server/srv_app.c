@@ -37,6 +37,7 @@ void srv_config_init(srv_config *c)
     c->max_connections = 1000;
     c->max_per_ip = 128;
     c->head_timeout_s = 10;
+    c->min_body_rate = 16 << 10;
     c->compute_timeout_s = 30;
     c->integrity_interval_s = 300;
     c->cache_entries = 4096;
@@ -191,6 +192,9 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
     } else if (strcmp(name, "max-per-ip") == 0) {
         ok = parse_u64(value, 0, 1u << 20, &u);
         c->max_per_ip = ok ? (unsigned)u : c->max_per_ip;
+    } else if (strcmp(name, "min-body-rate") == 0) {
+        ok = parse_u64(value, 0, (unsigned long long)1 << 34, &u);
+        c->min_body_rate = ok ? (size_t)u : c->min_body_rate;
     } else if (strcmp(name, "head-timeout") == 0) {
         ok = parse_seconds(value, &c->head_timeout_s);
     } else if (strcmp(name, "integrity-interval") == 0) {
@@ -237,7 +241,7 @@ static const char *const option_names[] = {
     "listen",       "db",    "log",   "threads", "plan-workers", "max-body", "timeout",
     "idle-timeout", "drain", "cache", "auth",    "insecure",     "web",
     "bench-time-limit", "bench-memory", "max-inflight-body", "max-connections", "max-per-ip",
-    "head-timeout", "compute-timeout", "integrity-interval"};
+    "head-timeout", "compute-timeout", "integrity-interval", "min-body-rate"};
 
 cm_status srv_config_from_env(srv_config *c, cm_error *err)
 {
@@ -475,6 +479,7 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
     o.max_connections = app->cfg.max_connections;
     o.max_per_ip = app->cfg.max_per_ip;
     o.head_timeout_s = app->cfg.head_timeout_s;
+    o.min_body_rate = app->cfg.min_body_rate;
     o.log_fd = app->log_fd;
     o.handler = srv_routes_handle;
     o.done = srv_routes_done;

@@ -39,6 +39,7 @@ typedef struct srv_config {
     unsigned max_connections;  /* open connections in total */
     unsigned max_per_ip;       /* open connections per client address */
     double head_timeout_s;     /* a request head must be complete within, seconds (0: none) */
+    size_t min_body_rate;      /* bytes/s a body must average after head_timeout_s (0: any) */
     double compute_timeout_s;  /* suggest, what-if, sweep, compare stop after, seconds */
     double integrity_interval_s; /* /readyz runs quick_check at most this often (0: always) */
     size_t cache_entries;      /* plans kept in memory */
@@ -55,15 +56,16 @@ typedef struct srv_config {
 
 /* Fills c with the defaults: 127.0.0.1:8080, var/shardplan.db, log to
  * stderr, 4 threads, 2 plan workers, 16 MiB bodies, 256 MiB of bodies in
- * flight, 1000 connections, 128 per client address, 10 s request heads, 30 s
- * plan time limit, 30 s plan-scoped computations, 60 s idle timeout, 10 s
- * drain, 4096 cached plans, auth auto. */
+ * flight, 1000 connections, 128 per client address, 10 s request heads
+ * (then 16 KiB/s bodies), 30 s plan time limit, 30 s plan-scoped
+ * computations, 60 s idle timeout, 10 s drain, 4096 cached plans, auth
+ * auto. */
 void srv_config_init(srv_config *c);
 
 /* Sets one option by name (the long flag without dashes: "listen", "db",
  * "log", "threads", "plan-workers", "max-body", "timeout", "idle-timeout",
  * "drain", "max-inflight-body", "max-connections", "max-per-ip",
- * "head-timeout", "compute-timeout", "integrity-interval", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR,
+ * "head-timeout", "min-body-rate", "compute-timeout", "integrity-interval", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR,
  * "bench-time-limit" = seconds, "bench-memory" = MiB (0: no limit)).
  * Errors: CM_EINVAL with err->path "/<name>" for an unknown name or a bad
  * value. */

@@ -36,6 +36,9 @@ typedef struct conn_track {
     int fd;
     double t0;      /* cm_now() when the connection opened or its last reply completed */
     bool head_done; /* the current request's head is complete */
+    bool body_done; /* ... and its body (the handler runs or has run) */
+    double t_head;  /* cm_now() when the head completed */
+    size_t got;     /* body bytes received so far */
     bool cut;       /* the watchdog has shut it down */
     struct conn_track *prev, *next;
 } conn_track;
@@ -266,6 +269,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         conn_track *t = ci->socket_context;
         pthread_mutex_lock(&h->conn_mu);
         t->head_done = false;
+        t->body_done = false;
+        t->got = 0;
         t->t0 = cm_now();
         pthread_mutex_unlock(&h->conn_mu);
     }
@@ -324,16 +329,49 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     *socket_context = NULL;
 }
 
-static void mark_head_done(srv_http *h, struct MHD_Connection *c)
+/* The connection's tracking record (NULL when untracked). */
+static conn_track *track_of(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    if (ci != NULL && ci->socket_context != NULL) {
-        conn_track *t = ci->socket_context;
+    return ci != NULL ? ci->socket_context : NULL;
+}
+
+static void mark_head_done(srv_http *h, struct MHD_Connection *c)
+{
+    conn_track *t = track_of(c);
+    if (t != NULL) {
         pthread_mutex_lock(&h->conn_mu);
         t->head_done = true;
+        t->t_head = cm_now();
         pthread_mutex_unlock(&h->conn_mu);
     }
+}
+
+/* Body progress for the watchdog: n more bytes, or done. */
+static void mark_body(srv_http *h, struct MHD_Connection *c, size_t n, bool done)
+{
+    conn_track *t = track_of(c);
+    if (t != NULL) {
+        pthread_mutex_lock(&h->conn_mu);
+        t->got += n;
+        t->body_done = t->body_done || done;
+        pthread_mutex_unlock(&h->conn_mu);
+    }
+}
+
+/* Whether t is overdue: its head not complete head_timeout_s after it
+ * started, or its body arriving slower, on average after that grace, than
+ * min_body_rate bytes a second. */
+static bool overdue(const srv_http *h, const conn_track *t, double now)
+{
+    if (!t->head_done) {
+        return now - t->t0 > h->o.head_timeout_s;
+    }
+    if (t->body_done || h->o.min_body_rate == 0) {
+        return false;
+    }
+    return now - t->t_head > h->o.head_timeout_s + (double)t->got / (double)h->o.min_body_rate;
 }
 
 /* The watchdog: four times a second, shuts down every connection whose
@@ -346,7 +384,7 @@ static void *watchdog(void *arg)
     while (!h->watch_stop) {
         double now = cm_now();
         for (conn_track *t = h->conns; t != NULL; t = t->next) {
-            if (!t->head_done && !t->cut && now - t->t0 > h->o.head_timeout_s) {
+            if (!t->cut && overdue(h, t, now)) {
                 shutdown(t->fd, SHUT_RDWR);
                 t->cut = true;
             }
@@ -459,6 +497,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        mark_body(h, c, n, false);
         if (r->handled) {
             return MHD_YES; /* already answered; discard */
         }
@@ -480,6 +519,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         return MHD_YES;
     }
+    mark_body(h, c, 0, true);
     if (r->handled) {
         return r->queued ? MHD_YES : queue(r);
     }

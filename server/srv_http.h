@@ -52,6 +52,9 @@ typedef struct srv_http_opts {
     double head_timeout_s;     /* a request head (line and headers) must be complete this
                                   long after the connection opened or its previous reply;
                                   bytes do not extend it (0: no deadline) */
+    size_t min_body_rate;      /* after that grace, a body must arrive at this many bytes a
+                                  second on average, or the connection is cut (0: any rate);
+                                  needs head_timeout_s > 0 */
     void *cls;                 /* passed to handler and done */
 } srv_http_opts;
 

@@ -351,6 +351,43 @@ static void test_lim_binary_request_line_cut(void **state)
     assert_true(cm_now() - t0 < 3.0);
 }
 
+/* A body trickled a byte every 100 ms is cut once its average rate, after
+ * the head deadline's grace, falls below the minimum (before: held until
+ * the idle timeout, which every byte resets). */
+static void test_lim_slow_body_cut(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.head_timeout_s = 1;
+    c.min_body_rate = 1024;
+    c.idle_timeout_s = 60;
+    tu_server_start(f, &c);
+    int fd = raw_connect(f, "127.0.0.1", 20);
+    const char head[] = "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        "Content-Length: 100000\r\n\r\n";
+    assert_true(raw_send(fd, head, sizeof head - 1));
+    double t0 = cm_now();
+    bool closed = false;
+    while (!closed && cm_now() - t0 < 5.0) {
+        char buf[512];
+        if (!raw_send(fd, " ", 1)) {
+            closed = true;
+            break;
+        }
+        raw_recv(fd, buf, sizeof buf, &closed);
+        sleep_ms(100);
+    }
+    close(fd);
+    assert_true(closed);
+    assert_true(cm_now() - t0 < 4.0);
+    /* a body at a healthy rate is not cut */
+    tu_resp r;
+    tu_http(f, "POST", "/v1/graphs", "application/json", "{\"nodes\": 1}", &r);
+    assert_int_equal(r.status, 400);
+    tu_resp_fini(&r);
+}
+
 /* ---- 5: profiles only from the built-in set and the store --------------------------------- */
 
 /* Profile files planted in the server's working directory are never read:
@@ -1005,6 +1042,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_slow_heads_cut_healthz_answers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lim_binary_request_line_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_slow_body_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_profiles_never_from_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_errors_are_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_readyz_and_quick_check, setup, teardown),
