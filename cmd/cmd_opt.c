@@ -141,6 +141,11 @@ static cm_status run_reshard_to_collectives(sp_module *m, const pass_inv *inv, s
     (void)d;
     return sp_pass_reshard_to_collectives(m, opt_bool(inv, "keep-redundant-reshards"), err);
 }
+static cm_status run_unflatten(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    (void)d;
+    return sp_pass_unflatten_call_graph(m, opt_bool(inv, "dedup-functions-fully"), err);
+}
 SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
 
 typedef struct pass_def {
@@ -178,6 +183,7 @@ static const char *const pipeline_opts[] = {"keep-sharding-rules",
 static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL};
 
 static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
+static const char *const unflatten_opts[] = {"dedup-functions-fully", NULL};
 
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
@@ -197,6 +203,7 @@ static const pass_def passes[] = {
     {"sdy-drop-sharding-rules", run_drop_rules, NULL},
     {"sdy-insert-explicit-reshards", run_explicit_reshards, explicit_reshards_opts},
     {"sdy-reshard-to-collectives", run_reshard_to_collectives, reshard_to_collectives_opts},
+    {"sdy-unflatten-call-graph", run_unflatten, unflatten_opts},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 

@@ -1635,7 +1635,12 @@ static bool call_op(pr *p, const sp_op *op)
         return false;
     }
     results_prefix(p, op);
-    put(p, "call ");
+    /* MLIR drops the func dialect prefix only where func is the default
+     * dialect: directly in a func.func body. */
+    uint32_t owner =
+        op->parent_block == SP_NONE ? SP_NONE : p->m->blocks[op->parent_block].parent_op;
+    bool in_func = owner == SP_NONE || p->m->ops[owner].kind == SP_OP_FUNC_FUNC;
+    put(p, in_func ? "call " : "func.call ");
     symbol(p, c->u.sym);
     putc_(p, '(');
     operands(p, op, 0);

@@ -33,6 +33,15 @@ cm_status sp_pass_close_shardings(sp_module *m, cm_error *err);
  * fail (err is unused). */
 cm_status sp_pass_drop_sharding_rules(sp_module *m, cm_error *err);
 
+/* -sdy-unflatten-call-graph: retargets every func.call at one function per
+ * computation: callees with the same original name (sdy.original_func_name,
+ * else their own), manual axes and, unless dedup_fully, argument and result
+ * shardings share the first such callee (dedup_fully: the callee called most
+ * often). Drops sdy.original_func_name and sdy.func_manual_axes from every
+ * function; functions left without calls stay. Errors: CM_EINVAL when a call
+ * names no function, CM_ENOMEM. */
+cm_status sp_pass_unflatten_call_graph(sp_module *m, bool dedup_fully, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to
