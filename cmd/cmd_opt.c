@@ -126,6 +126,7 @@ SIMPLE_PASS(run_merger, sp_pass_constant_merger(m, err))
 SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
 SIMPLE_PASS(run_close, sp_pass_close_shardings(m, err))
 SIMPLE_PASS(run_drop_rules, sp_pass_drop_sharding_rules(m, err))
+SIMPLE_PASS(run_func_call_reshards, sp_pass_insert_func_call_reshards(m, err))
 
 static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
                                        cm_error *err)
@@ -204,6 +205,7 @@ static const pass_def passes[] = {
     {"sdy-insert-explicit-reshards", run_explicit_reshards, explicit_reshards_opts},
     {"sdy-reshard-to-collectives", run_reshard_to_collectives, reshard_to_collectives_opts},
     {"sdy-unflatten-call-graph", run_unflatten, unflatten_opts},
+    {"sdy-insert-func-call-reshards", run_func_call_reshards, NULL},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 

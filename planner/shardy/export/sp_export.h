@@ -42,6 +42,15 @@ cm_status sp_pass_drop_sharding_rules(sp_module *m, cm_error *err);
  * names no function, CM_ENOMEM. */
 cm_status sp_pass_unflatten_call_graph(sp_module *m, bool dedup_fully, cm_error *err);
 
+/* -sdy-insert-func-call-reshards: every func.call's results take its
+ * callee's result shardings (missing ones fully open on the mesh of the
+ * others; without any, fully closed copies of the call's own); a result
+ * whose sharding was not equivalent gets an sdy.reshard right after the call
+ * back to the sharding it had (fully closed when it had none), which its
+ * users then read. Errors: CM_EINVAL when a call names no function,
+ * CM_ENOMEM. */
+cm_status sp_pass_insert_func_call_reshards(sp_module *m, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to

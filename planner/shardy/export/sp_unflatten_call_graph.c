@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_export_int.h"
 #include "sp_pass.h"
 
 /* The original name of function f: sdy.original_func_name, else its own. */
@@ -52,62 +53,6 @@ static bool axis_lists_equal(const sp_attr *a, const sp_attr *b)
     return true;
 }
 
-/* The sharding of argument (is_arg) or result i of f, or NULL. */
-static const sp_sharding *io_sharding(const sp_module *m, uint32_t f, bool is_arg, uint32_t i)
-{
-    if (!is_arg) {
-        return sp_func_result_sharding(m, f, i);
-    }
-    const sp_op *op = &m->ops[f];
-    if (op->n_regions == 0 || op->regions[0].n_blocks == 0) {
-        return NULL;
-    }
-    const sp_block *b = &m->blocks[op->regions[0].blocks[0]];
-    return i < b->n_args ? sp_value_sharding(m, b->first_arg + i) : NULL;
-}
-
-static bool is_maximal(const sp_module *m, const sp_sharding *s)
-{
-    const sp_mesh *mesh = s->mesh != NULL ? s->mesh : sp_module_mesh(m, s->mesh_name);
-    return mesh != NULL && mesh->n_axes == 0 && mesh->n_device_ids == 1;
-}
-
-/* The first sharding among f's arguments (or results) whose mesh is not
- * maximal: Shardy's list of them is empty without one, and a missing
- * sharding elsewhere in the list stands for a fully open one on its mesh. */
-static const sp_sharding *mesh_source(const sp_module *m, uint32_t f, bool is_arg, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        const sp_sharding *s = io_sharding(m, f, is_arg, i);
-        if (s != NULL && !is_maximal(m, s)) {
-            return s;
-        }
-    }
-    return NULL;
-}
-
-static bool same_mesh_ref(const sp_sharding *a, const sp_sharding *b)
-{
-    if (a->mesh_name != NULL || b->mesh_name != NULL) {
-        return a->mesh_name != NULL && b->mesh_name != NULL &&
-               strcmp(a->mesh_name, b->mesh_name) == 0;
-    }
-    return sp_mesh_equal(a->mesh, b->mesh);
-}
-
-static bool is_fully_open(const sp_sharding *s)
-{
-    if (s->n_replicated > 0 || s->n_unreduced > 0) {
-        return false;
-    }
-    for (uint32_t d = 0; d < s->rank; d++) {
-        if (s->dims[d].is_closed || s->dims[d].n_axes > 0 || s->dims[d].priority >= 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* A sharding of the list, or the fully open one on src's mesh when absent. */
 static bool entry_equal(const sp_sharding *a, const sp_sharding *src_a, const sp_sharding *b,
                         const sp_sharding *src_b)
@@ -116,21 +61,19 @@ static bool entry_equal(const sp_sharding *a, const sp_sharding *src_a, const sp
         return sp_sharding_equal(a, b);
     }
     if (a == NULL && b == NULL) {
-        return same_mesh_ref(src_a, src_b);
+        return sp_exp_same_mesh_ref(src_a, src_b);
     }
     if (a == NULL) {
-        return same_mesh_ref(src_a, b) && is_fully_open(b);
+        return sp_exp_same_mesh_ref(src_a, b) && sp_exp_is_fully_open(b);
     }
-    return same_mesh_ref(a, src_b) && is_fully_open(a);
+    return sp_exp_same_mesh_ref(a, src_b) && sp_exp_is_fully_open(a);
 }
 
 static bool io_equal(const sp_module *m, uint32_t f, uint32_t g, bool is_arg)
 {
-    const sp_type *tf = sp_func_type(m, f), *tg = sp_func_type(m, g);
-    uint32_t nf = tf == NULL ? 0 : (is_arg ? tf->n_inputs : tf->n_results);
-    uint32_t ng = tg == NULL ? 0 : (is_arg ? tg->n_inputs : tg->n_results);
-    const sp_sharding *sf = mesh_source(m, f, is_arg, nf);
-    const sp_sharding *sg = mesh_source(m, g, is_arg, ng);
+    uint32_t nf = sp_exp_io_count(m, f, is_arg), ng = sp_exp_io_count(m, g, is_arg);
+    const sp_sharding *sf = sp_exp_mesh_source(m, f, is_arg);
+    const sp_sharding *sg = sp_exp_mesh_source(m, g, is_arg);
     if (sf == NULL || sg == NULL) {
         return sf == sg;
     }
@@ -138,7 +81,8 @@ static bool io_equal(const sp_module *m, uint32_t f, uint32_t g, bool is_arg)
         return false;
     }
     for (uint32_t i = 0; i < nf; i++) {
-        if (!entry_equal(io_sharding(m, f, is_arg, i), sf, io_sharding(m, g, is_arg, i), sg)) {
+        if (!entry_equal(sp_exp_io_sharding(m, f, is_arg, i), sf,
+                         sp_exp_io_sharding(m, g, is_arg, i), sg)) {
             return false;
         }
     }
@@ -172,9 +116,9 @@ static cm_status collect_call(sp_module *m, uint32_t op, void *vctx)
     if (m->ops[op].kind != SP_OP_FUNC_CALL) {
         return CM_OK;
     }
-    const sp_attr *a = sp_op_attr(m, op, "callee");
-    uint32_t f = a != NULL && a->kind == SP_ATTR_SYMBOL ? sp_module_func(m, a->u.sym) : SP_NONE;
+    uint32_t f = sp_exp_callee(m, op);
     if (f == SP_NONE) {
+        const sp_attr *a = sp_op_attr(m, op, "callee");
         c->missing = a != NULL && a->kind == SP_ATTR_SYMBOL ? a->u.sym : "";
         return CM_EINVAL;
     }
