@@ -127,6 +127,7 @@ SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
 SIMPLE_PASS(run_close, sp_pass_close_shardings(m, err))
 SIMPLE_PASS(run_drop_rules, sp_pass_drop_sharding_rules(m, err))
 SIMPLE_PASS(run_func_call_reshards, sp_pass_insert_func_call_reshards(m, err))
+SIMPLE_PASS(run_export_named, sp_pass_export_named_computations(m, err))
 
 static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
                                        cm_error *err)
@@ -206,6 +207,7 @@ static const pass_def passes[] = {
     {"sdy-reshard-to-collectives", run_reshard_to_collectives, reshard_to_collectives_opts},
     {"sdy-unflatten-call-graph", run_unflatten, unflatten_opts},
     {"sdy-insert-func-call-reshards", run_func_call_reshards, NULL},
+    {"sdy-export-named-computations", run_export_named, NULL},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 

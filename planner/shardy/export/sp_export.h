@@ -51,6 +51,16 @@ cm_status sp_pass_unflatten_call_graph(sp_module *m, bool dedup_fully, cm_error 
  * CM_ENOMEM. */
 cm_status sp_pass_insert_func_call_reshards(sp_module *m, cm_error *err);
 
+/* -sdy-export-named-computations: each sdy.named_computation (innermost
+ * first) becomes a private func.func appended to the module, named after it
+ * (a taken name gets `_N` from one module-wide counter) with
+ * sdy.original_func_name set and the in shardings on its arguments, and a
+ * func.call in its place carrying the out shardings and the op's other
+ * attributes (execution_thread moves to the function). Data-flow edges on
+ * the body arguments and results give their shardings first, then are
+ * removed. Errors: CM_EINVAL for a malformed named computation, CM_ENOMEM. */
+cm_status sp_pass_export_named_computations(sp_module *m, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to
