@@ -128,6 +128,8 @@ SIMPLE_PASS(run_close, sp_pass_close_shardings(m, err))
 SIMPLE_PASS(run_drop_rules, sp_pass_drop_sharding_rules(m, err))
 SIMPLE_PASS(run_func_call_reshards, sp_pass_insert_func_call_reshards(m, err))
 SIMPLE_PASS(run_export_named, sp_pass_export_named_computations(m, err))
+SIMPLE_PASS(run_sink_func_edges, sp_pass_sink_func_data_flow_edges(m, err))
+SIMPLE_PASS(run_propagate_to_results, sp_pass_propagate_to_func_results(m, err))
 
 static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
                                        cm_error *err)
@@ -208,6 +210,8 @@ static const pass_def passes[] = {
     {"sdy-unflatten-call-graph", run_unflatten, unflatten_opts},
     {"sdy-insert-func-call-reshards", run_func_call_reshards, NULL},
     {"sdy-export-named-computations", run_export_named, NULL},
+    {"sdy-sink-func-data-flow-edges", run_sink_func_edges, NULL},
+    {"sdy-propagate-to-func-results", run_propagate_to_results, NULL},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 

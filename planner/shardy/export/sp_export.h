@@ -61,6 +61,16 @@ cm_status sp_pass_insert_func_call_reshards(sp_module *m, cm_error *err);
  * removed. Errors: CM_EINVAL for a malformed named computation, CM_ENOMEM. */
 cm_status sp_pass_export_named_computations(sp_module *m, cm_error *err);
 
+/* -sdy-sink-func-data-flow-edges: removes every sdy.func_data_flow_edge,
+ * giving its sharding to the value it wraps (without one, a sharded value
+ * becomes fully open on its mesh). Errors: CM_ENOMEM. */
+cm_status sp_pass_sink_func_data_flow_edges(sp_module *m, cm_error *err);
+/* -sdy-propagate-to-func-results: every function but the main one (the only
+ * function, else @main) takes the shardings of its returned values as its
+ * result shardings, clearing those whose value has none. Errors: CM_EINVAL
+ * without a main function, CM_ENOMEM. */
+cm_status sp_pass_propagate_to_func_results(sp_module *m, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to
