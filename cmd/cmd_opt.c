@@ -130,6 +130,10 @@ SIMPLE_PASS(run_func_call_reshards, sp_pass_insert_func_call_reshards(m, err))
 SIMPLE_PASS(run_export_named, sp_pass_export_named_computations(m, err))
 SIMPLE_PASS(run_sink_func_edges, sp_pass_sink_func_data_flow_edges(m, err))
 SIMPLE_PASS(run_propagate_to_results, sp_pass_propagate_to_func_results(m, err))
+SIMPLE_PASS(run_drop_sharding_and_mesh, sp_pass_drop_sharding_and_mesh(m, err))
+SIMPLE_PASS(run_remove_debug_info, sp_pass_remove_propagation_debug_info(m, err))
+SIMPLE_PASS(run_constraint_to_reshard, sp_pass_sharding_constraint_to_reshard(m, err))
+SIMPLE_PASS(run_remove_sub_axes, sp_pass_remove_sub_axes_in_io(m, err))
 
 static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
                                        cm_error *err)
@@ -212,6 +216,10 @@ static const pass_def passes[] = {
     {"sdy-export-named-computations", run_export_named, NULL},
     {"sdy-sink-func-data-flow-edges", run_sink_func_edges, NULL},
     {"sdy-propagate-to-func-results", run_propagate_to_results, NULL},
+    {"sdy-drop-sharding-and-mesh", run_drop_sharding_and_mesh, NULL},
+    {"sdy-remove-propagation-debug-info", run_remove_debug_info, NULL},
+    {"sdy-sharding-constraint-to-reshard", run_constraint_to_reshard, NULL},
+    {"sdy-remove-sub-axes-in-input-output-shardings", run_remove_sub_axes, NULL},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 

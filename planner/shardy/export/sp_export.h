@@ -71,6 +71,22 @@ cm_status sp_pass_sink_func_data_flow_edges(sp_module *m, cm_error *err);
  * without a main function, CM_ENOMEM. */
 cm_status sp_pass_propagate_to_func_results(sp_module *m, cm_error *err);
 
+/* -sdy-drop-sharding-and-mesh: removes every sdy.sharding (of ops and of
+ * function arguments and results) and every sdy.mesh. Errors: CM_ENOMEM. */
+cm_status sp_pass_drop_sharding_and_mesh(sp_module *m, cm_error *err);
+/* -sdy-remove-propagation-debug-info: removes the propagation-edge and
+ * sharding-origin attributes of ops and of function arguments and results.
+ * Errors: CM_ENOMEM. */
+cm_status sp_pass_remove_propagation_debug_info(sp_module *m, cm_error *err);
+/* -sdy-sharding-constraint-to-reshard: every sdy.sharding_constraint becomes
+ * an sdy.reshard with the same input, sharding and attributes. Cannot fail. */
+cm_status sp_pass_sharding_constraint_to_reshard(sp_module *m, cm_error *err);
+/* -sdy-remove-sub-axes-in-input-output-shardings: in the main function's
+ * (the only function, else @main) argument and result shardings each open
+ * dimension keeps its axes up to the first sub-axis. Errors: CM_EINVAL
+ * without a main function, CM_ENOMEM. */
+cm_status sp_pass_remove_sub_axes_in_io(sp_module *m, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to
