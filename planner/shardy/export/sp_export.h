@@ -87,6 +87,13 @@ cm_status sp_pass_sharding_constraint_to_reshard(sp_module *m, cm_error *err);
  * without a main function, CM_ENOMEM. */
 cm_status sp_pass_remove_sub_axes_in_io(sp_module *m, cm_error *err);
 
+/* -sdy-remove-all-gather-reduce-scatter-for-cmv1: drops each sdy.all_gather
+ * whose only user is a dot or dot_general; a dot with no such operand whose
+ * only user is an sdy.reduce_scatter (and whose sharding has no unreduced
+ * axes) takes its sharding and the reduce-scatter is dropped. Errors:
+ * CM_ENOMEM. */
+cm_status sp_pass_remove_ag_rs_for_cmv1(sp_module *m, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to
