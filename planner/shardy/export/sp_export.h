@@ -26,8 +26,10 @@ cm_status sp_pass_constant_merger(sp_module *m, cm_error *err);
  * largest dividing major sub-axis of the first one that does not.
  * Errors: CM_ENOMEM. */
 cm_status sp_pass_update_non_divisible_io(sp_module *m, cm_error *err);
-/* -sdy-close-shardings: function input and output shardings become closed and
- * lose their replicated axes. Errors: CM_ENOMEM. */
+/* -sdy-close-shardings: every sharding of the module (function inputs and
+ * outputs, op results, manual and named computation edges, constraints,
+ * reshards, collectives) becomes closed, keeping its axes and priorities,
+ * and loses its replicated axes. Errors: CM_ENOMEM. */
 cm_status sp_pass_close_shardings(sp_module *m, cm_error *err);
 /* -sdy-drop-sharding-rules: removes every sdy.sharding_rule attribute. Cannot
  * fail (err is unused). */

@@ -5,6 +5,9 @@
 
 #include <string.h>
 
+#include "sp_ops.h"
+#include "sp_pass.h"
+
 const sp_sharding *sp_exp_io_sharding(const sp_module *m, uint32_t f, bool is_arg, uint32_t i)
 {
     if (!is_arg) {
@@ -140,4 +143,117 @@ uint32_t sp_exp_callee(const sp_module *m, uint32_t call)
 {
     const sp_attr *a = sp_op_attr(m, call, "callee");
     return a != NULL && a->kind == SP_ATTR_SYMBOL ? sp_module_func(m, a->u.sym) : SP_NONE;
+}
+
+/* ---- every sharding of the module ------------------------------------------------- */
+
+typedef struct tctx {
+    sp_exp_sharding_fn fn;
+    void *ctx;
+} tctx;
+
+/* Rewrites one sharding attribute in place of a copy: a new attribute when
+ * fn changes any sharding in it. */
+static cm_status transform_attr(sp_module *m, uint32_t op, const char *name, const tctx *t)
+{
+    const sp_attr *a = sp_op_attr(m, op, name);
+    if (a == NULL) {
+        return CM_OK;
+    }
+    if (a->kind == SP_ATTR_SHARDING) {
+        sp_sharding *s = NULL;
+        cm_status st = t->fn(m, a->u.sharding, &s, t->ctx);
+        if (st != CM_OK || s == NULL) {
+            return st;
+        }
+        sp_attr *n = sp_attr_new(m, SP_ATTR_SHARDING);
+        if (n == NULL) {
+            return CM_ENOMEM;
+        }
+        n->u.sharding = s;
+        return sp_op_set_attr(m, op, name, n);
+    }
+    if (a->kind != SP_ATTR_SHARDING_LIST) {
+        return CM_OK;
+    }
+    sp_sharding **items = NULL;
+    uint32_t n = a->u.shardings.n;
+    for (uint32_t i = 0; i < n; i++) {
+        if (a->u.shardings.items[i] == NULL) {
+            continue;
+        }
+        sp_sharding *s = NULL;
+        cm_status st = t->fn(m, a->u.shardings.items[i], &s, t->ctx);
+        if (st != CM_OK) {
+            return st;
+        }
+        if (s == NULL) {
+            continue;
+        }
+        if (items == NULL) {
+            items = cm_arena_alloc(&m->arena, sizeof *items * (n + 1u));
+            if (items == NULL) {
+                return CM_ENOMEM;
+            }
+            memcpy(items, a->u.shardings.items, sizeof *items * n);
+        }
+        items[i] = s;
+    }
+    if (items == NULL) {
+        return CM_OK;
+    }
+    sp_attr *na = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    if (na == NULL) {
+        return CM_ENOMEM;
+    }
+    na->u.shardings.items = items;
+    na->u.shardings.n = n;
+    return sp_op_set_attr(m, op, name, na);
+}
+
+static cm_status transform_op(sp_module *m, uint32_t op, void *vctx)
+{
+    const tctx *t = vctx;
+    if (m->ops[op].kind == SP_OP_FUNC_FUNC) {
+        for (int which = 0; which < 2; which++) {
+            uint32_t n = sp_exp_io_count(m, op, which == 0);
+            for (uint32_t i = 0; i < n; i++) {
+                const sp_sharding *s = sp_exp_io_sharding(m, op, which == 0, i);
+                sp_sharding *ns = NULL;
+                cm_status st = s == NULL ? CM_OK : t->fn(m, s, &ns, t->ctx);
+                if (st != CM_OK) {
+                    return st;
+                }
+                if (ns == NULL) {
+                    continue;
+                }
+                sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING);
+                if (a == NULL) {
+                    return CM_ENOMEM;
+                }
+                a->u.sharding = ns;
+                st = which == 0 ? sp_func_set_arg_attr(m, op, i, "sdy.sharding", a)
+                                : sp_func_set_result_attr(m, op, i, "sdy.sharding", a);
+                if (st != CM_OK) {
+                    return st;
+                }
+            }
+        }
+        return CM_OK;
+    }
+    static const char *const names[] = {"sdy.sharding", "in_shardings", "out_shardings",
+                                        "sharding", "out_sharding"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        cm_status st = transform_attr(m, op, names[k], t);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
+cm_status sp_exp_transform_shardings(sp_module *m, sp_exp_sharding_fn fn, void *ctx)
+{
+    tctx t = {fn, ctx};
+    return sp_pass_walk(m, m->body, transform_op, &t);
 }

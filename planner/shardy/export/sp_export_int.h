@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cm.h"
 #include "sp_ir.h"
 
 /* The sharding of argument (is_arg) or result i of function f, or NULL. */
@@ -35,5 +36,15 @@ bool sp_exp_sharding_equivalent(const sp_sharding *a, const sp_sharding *b);
 sp_sharding *sp_exp_fully_closed_like(sp_module *m, const sp_sharding *s);
 /* The func.func a func.call names, or SP_NONE. */
 uint32_t sp_exp_callee(const sp_module *m, uint32_t call);
+
+/* A rewrite of one sharding s: *out is a new sharding (m's arena) to set,
+ * or stays NULL when s is kept. Returns CM_OK or an error that stops the walk. */
+typedef cm_status (*sp_exp_sharding_fn)(sp_module *m, const sp_sharding *s, sp_sharding **out,
+                                        void *ctx);
+/* Applies fn to every sharding of the module, in program order (Shardy's
+ * transformShardings): function argument and result shardings, and the
+ * sdy.sharding, in_shardings, out_shardings, sharding and out_sharding
+ * attributes of every op. Errors: fn's, CM_ENOMEM. */
+cm_status sp_exp_transform_shardings(sp_module *m, sp_exp_sharding_fn fn, void *ctx);
 
 #endif /* SP_EXPORT_INT_H */
