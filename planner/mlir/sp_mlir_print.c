@@ -1114,6 +1114,11 @@ static bool keyword_op(pr *p, const sp_op *op, const sp_pretty *pd)
     }
     results_prefix(p, op);
     put(p, op->kind == SP_OP_FUNC_RETURN ? "return" : op->name);
+    bool barrier = op->kind == SP_OP_OPTIMIZATION_BARRIER;
+    if (barrier) {
+        /* StableHLO: `optimization_barrier attr-dict operands : types` */
+        attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    }
     if (op->kind == SP_OP_OPTIMIZATION_BARRIER && op->n_operands == 0) {
         put(p, "()");
     }
@@ -1214,7 +1219,9 @@ static bool keyword_op(pr *p, const sp_op *op, const sp_pretty *pd)
             break;
         }
     }
-    attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    if (!barrier) {
+        attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    }
     if (pd->typing == SP_TY_LIST) {
         if (op->n_operands > 0) {
             put(p, " : ");

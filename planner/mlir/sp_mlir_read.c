@@ -2398,6 +2398,10 @@ static void compact_dot_dims(rd *r, const opb *b)
 static cm_status keyword_op(rd *r, opb *b, const sp_pretty *pd)
 {
     const char *op_start = r->p;
+    /* StableHLO prints a barrier's attribute dictionary before its operands */
+    if (pd->kind == SP_OP_OPTIMIZATION_BARRIER && peek(r) == '{' && opt_attr_dict(r) != CM_OK) {
+        return r->st;
+    }
     if (pd->kind == SP_OP_OPTIMIZATION_BARRIER && peek(r) == '(') {
         /* `stablehlo.optimization_barrier()`: no operands, no types */
         r->p++;
