@@ -22,7 +22,8 @@ cm_status sp_pass_remove_sharding_groups(sp_module *m, cm_error *err);
  * whose shardings are equal. Errors: CM_ENOMEM. */
 cm_status sp_pass_constant_merger(sp_module *m, cm_error *err);
 /* -sdy-update-non-divisible-input-output-shardings: each dimension of a
- * function input or output sharding keeps the axes that divide it, plus the
+ * function input or output sharding, a func.call result sharding and a
+ * manual computation's in and out shardings (against the global shapes) keeps the axes that divide it, plus the
  * largest dividing major sub-axis of the first one that does not.
  * Errors: CM_ENOMEM. */
 cm_status sp_pass_update_non_divisible_io(sp_module *m, cm_error *err);
