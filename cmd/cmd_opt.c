@@ -135,6 +135,7 @@ SIMPLE_PASS(run_remove_debug_info, sp_pass_remove_propagation_debug_info(m, err)
 SIMPLE_PASS(run_constraint_to_reshard, sp_pass_sharding_constraint_to_reshard(m, err))
 SIMPLE_PASS(run_remove_sub_axes, sp_pass_remove_sub_axes_in_io(m, err))
 SIMPLE_PASS(run_remove_ag_rs, sp_pass_remove_ag_rs_for_cmv1(m, err))
+SIMPLE_PASS(run_sink_edges, sp_pass_sink_data_flow_edges(m, err))
 
 static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
                                        cm_error *err)
@@ -222,6 +223,7 @@ static const pass_def passes[] = {
     {"sdy-sharding-constraint-to-reshard", run_constraint_to_reshard, NULL},
     {"sdy-remove-sub-axes-in-input-output-shardings", run_remove_sub_axes, NULL},
     {"sdy-remove-all-gather-reduce-scatter-for-cmv1", run_remove_ag_rs, NULL},
+    {"sdy-sink-data-flow-edges", run_sink_edges, NULL},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 

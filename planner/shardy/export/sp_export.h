@@ -97,6 +97,14 @@ cm_status sp_pass_remove_sub_axes_in_io(sp_module *m, cm_error *err);
  * CM_ENOMEM. */
 cm_status sp_pass_remove_ag_rs_for_cmv1(sp_module *m, cm_error *err);
 
+/* -sdy-sink-data-flow-edges: the shardings of sdy.data_flow_edge ops move
+ * to the data-flow ops owning the edges (the results of while, case, if and
+ * optimization_barrier; a named or manual computation's body arguments and
+ * results, a manual computation keeping its outer manual axes; missing ones
+ * fully open on the mesh of the first), then every edge is
+ * replaced by its input. Errors: CM_ENOMEM. */
+cm_status sp_pass_sink_data_flow_edges(sp_module *m, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to
