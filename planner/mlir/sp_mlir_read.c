@@ -1552,6 +1552,13 @@ static cm_status sharding_items(rd *r, sp_attr **out)
                 }
                 items = p;
             }
+            /* an item may spell out its attribute name: `#sdy.sharding<...>` */
+            ws(r);
+            static const char full[] = "#sdy.sharding<";
+            if ((size_t)(r->end - r->p) >= sizeof full - 1 &&
+                memcmp(r->p, full, sizeof full - 1) == 0) {
+                r->p += sizeof full - 2;
+            }
             if (sdy_codec(r, 0, (void **)&items[n]) != CM_OK) {
                 return r->st;
             }
