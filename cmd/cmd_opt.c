@@ -136,6 +136,7 @@ SIMPLE_PASS(run_constraint_to_reshard, sp_pass_sharding_constraint_to_reshard(m,
 SIMPLE_PASS(run_remove_sub_axes, sp_pass_remove_sub_axes_in_io(m, err))
 SIMPLE_PASS(run_remove_ag_rs, sp_pass_remove_ag_rs_for_cmv1(m, err))
 SIMPLE_PASS(run_sink_edges, sp_pass_sink_data_flow_edges(m, err))
+SIMPLE_PASS(run_inline_meshes, sp_pass_inline_meshes(m, err))
 
 static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
                                        cm_error *err)
@@ -224,6 +225,7 @@ static const pass_def passes[] = {
     {"sdy-remove-sub-axes-in-input-output-shardings", run_remove_sub_axes, NULL},
     {"sdy-remove-all-gather-reduce-scatter-for-cmv1", run_remove_ag_rs, NULL},
     {"sdy-sink-data-flow-edges", run_sink_edges, NULL},
+    {"sdy-inline-meshes", run_inline_meshes, NULL},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 

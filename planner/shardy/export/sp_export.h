@@ -105,6 +105,11 @@ cm_status sp_pass_remove_ag_rs_for_cmv1(sp_module *m, cm_error *err);
  * replaced by its input. Errors: CM_ENOMEM. */
 cm_status sp_pass_sink_data_flow_edges(sp_module *m, cm_error *err);
 
+/* -sdy-inline-meshes: every sharding naming an sdy.mesh gets that mesh
+ * inlined (`mesh<[...]>`), then the sdy.mesh ops are removed. Errors:
+ * CM_ENOMEM. */
+cm_status sp_pass_inline_meshes(sp_module *m, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to
