@@ -20,6 +20,7 @@
 #include "sp_rules.h"
 #include "sp_ax.h"
 #include "sp_diag.h"
+#include "sp_export_int.h"
 #include "sp_sharding_projection.h"
 
 #define MAXAX SP_PROJ_MAX_AXES /* axes of one factor or one dimension */
@@ -955,6 +956,50 @@ static cm_status visit_terminator(pass *g, uint32_t op)
     return CM_OK;
 }
 
+/* func.call: each operand is resharded to its callee's argument sharding
+ * (a missing one fully open on the mesh of the others); a callee without
+ * argument shardings takes fully replicated operands on the mesh of the
+ * first sharded operand (Shardy's insertReshardsOnFuncArguments). */
+static cm_status visit_call(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    uint32_t f = sp_exp_callee(m, op);
+    if (f == SP_NONE) {
+        return CM_OK;
+    }
+    const sp_sharding *src = sp_exp_mesh_source(m, f, true);
+    const char *mesh_name = src != NULL ? src->mesh_name : NULL;
+    if (src == NULL) {
+        for (uint32_t i = 0; i < m->ops[op].n_operands && mesh_name == NULL; i++) {
+            const sp_sharding *s = sp_value_sharding_partitioned(m, m->ops[op].operands[i]);
+            if (s != NULL && !sp_exp_is_maximal(m, s)) {
+                mesh_name = s->mesh_name;
+            }
+        }
+    }
+    if (mesh_name == NULL) {
+        return CM_OK;
+    }
+    uint32_t n = m->ops[op].n_operands;
+    for (uint32_t i = 0; i < n; i++) {
+        const sp_type *ty = sp_value_type(m, m->ops[op].operands[i]);
+        sp_sharding *want = src != NULL ? (sp_sharding *)(uintptr_t)sp_exp_io_sharding(m, f, true, i)
+                                        : NULL;
+        if (want == NULL && ty->kind == SP_TYPE_TENSOR) {
+            want = src != NULL ? sp_sharding_open(&m->arena, mesh_name, ty->rank)
+                               : replicated(m, mesh_name, ty->rank);
+            if (want == NULL) {
+                return oom(g);
+            }
+        }
+        cm_status st = match_owner(g, op, i, want);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
 /* func.return: a returned value whose sharding differs from the function's
  * result sharding is resharded to it. */
 static cm_status visit_return(pass *g, uint32_t func, uint32_t opid)
@@ -1020,6 +1065,8 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
             st = visit_data_flow(g, op);
         } else if (kind == SP_OP_SDY_MANUAL_COMPUTATION) {
             st = visit_manual(g, op);
+        } else if (kind == SP_OP_FUNC_CALL) {
+            st = visit_call(g, op);
         } else {
             st = visit_op(g, op);
         }
