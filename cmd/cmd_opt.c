@@ -138,6 +138,15 @@ SIMPLE_PASS(run_remove_ag_rs, sp_pass_remove_ag_rs_for_cmv1(m, err))
 SIMPLE_PASS(run_sink_edges, sp_pass_sink_data_flow_edges(m, err))
 SIMPLE_PASS(run_inline_meshes, sp_pass_inline_meshes(m, err))
 
+static cm_status run_resolve_single_device(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                           cm_error *err)
+{
+    (void)d;
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    return sp_pass_resolve_single_device_sharding(m, r != NULL ? strtoll(r, NULL, 10) : 1,
+                                                  p != NULL ? strtoll(p, NULL, 10) : 1, err);
+}
+
 static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
                                        cm_error *err)
 {
@@ -195,6 +204,7 @@ static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL
 
 static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
 static const char *const unflatten_opts[] = {"dedup-functions-fully", NULL};
+static const char *const device_count_opts[] = {"replica-count", "partition-count", NULL};
 
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
@@ -226,6 +236,7 @@ static const pass_def passes[] = {
     {"sdy-remove-all-gather-reduce-scatter-for-cmv1", run_remove_ag_rs, NULL},
     {"sdy-sink-data-flow-edges", run_sink_edges, NULL},
     {"sdy-inline-meshes", run_inline_meshes, NULL},
+    {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 

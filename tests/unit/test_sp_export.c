@@ -314,6 +314,45 @@ static void test_sp_pass_inline_meshes_inlines_and_drops_meshes(void **state)
     assert_survives_oom(EDGES, sp_pass_inline_meshes);
 }
 
+/* An add placed on device 1 of a two-device mesh. */
+static const char SINGLE_DEVICE[] =
+    "sdy.mesh @mesh = <[\"x\"=2]>\n"
+    "sdy.mesh @dev1 = <[], device_ids=[1]>\n"
+    "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    "  %0 = sdy.reshard %arg0 <@dev1, []> : tensor<8xf32>\n"
+    "  %1 = stablehlo.add %0, %0 {sdy.sharding = #sdy.sharding_per_value<[<@dev1, []>]>}"
+    " : tensor<8xf32>\n"
+    "  %2 = sdy.reshard %1 <@mesh, [{}]> : tensor<8xf32>\n"
+    "  return %2 : tensor<8xf32>\n"
+    "}\n";
+
+static cm_status resolve_single(sp_module *m, cm_error *err)
+{
+    return sp_pass_resolve_single_device_sharding(m, 1, 1, err);
+}
+
+static void test_sp_pass_resolve_single_device_sharding_guards_op(void **state)
+{
+    (void)state;
+    char *out = run(SINGLE_DEVICE, resolve_single);
+    assert_has(out, "stablehlo.partition_id");
+    assert_has(out, "stablehlo.constant dense<1> : tensor<i64>");
+    assert_has(out, "\"stablehlo.if\"(%");
+    assert_has(out, "stablehlo.add %arg0, %arg0 : tensor<8xf32>");
+    assert_has(out, "stablehlo.constant dense<0.000000e+00> : tensor<8xf32>");
+    assert_has(out, "sdy.all_reduce {\"x\"}");
+    assert_lacks(out, "sdy.reshard");
+    cm_free(out);
+    assert_survives_oom(SINGLE_DEVICE, resolve_single);
+    sp_module *m = read_module(SINGLE_DEVICE);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_resolve_single_device_sharding(m, 2, 2, &err), CM_EINVAL);
+    assert_int_equal(err.code, CM_EINVAL);
+    assert_string_equal(err.path, "");
+    sp_module_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_sp_pass_sink_data_flow_edges_moves_shardings),
         cmocka_unit_test(test_sp_pass_close_shardings_closes_every_sharding),
         cmocka_unit_test(test_sp_pass_inline_meshes_inlines_and_drops_meshes),
+        cmocka_unit_test(test_sp_pass_resolve_single_device_sharding_guards_op),
     };
     return cmocka_run_group_tests_name("sp_export", tests, NULL, NULL);
 }

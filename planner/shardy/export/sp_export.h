@@ -110,6 +110,18 @@ cm_status sp_pass_sink_data_flow_edges(sp_module *m, cm_error *err);
  * CM_ENOMEM. */
 cm_status sp_pass_inline_meshes(sp_module *m, cm_error *err);
 
+/* -sdy-resolve-single-device-sharding (replica-count, partition-count): an
+ * op (outside the sdy dialect) whose tensor results are on one device of a
+ * maximal mesh runs in `stablehlo.if` on that device's id (replica_id when
+ * replica_count > 1, else partition_id); other devices yield zeros or
+ * tokens, and an sdy.all_reduce over the global mesh (the first sdy.mesh
+ * with axes) spreads each tensor result, replacing reshards of it to
+ * replicated; operand reshards onto the device are folded. Nothing without
+ * a global mesh. Errors: CM_EINVAL when both counts exceed 1 or an op's
+ * results disagree on their device, CM_ENOMEM. */
+cm_status sp_pass_resolve_single_device_sharding(sp_module *m, int64_t replica_count,
+                                                 int64_t partition_count, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to
