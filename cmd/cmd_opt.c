@@ -126,6 +126,26 @@ SIMPLE_PASS(run_merger, sp_pass_constant_merger(m, err))
 SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
 SIMPLE_PASS(run_close, sp_pass_close_shardings(m, err))
 SIMPLE_PASS(run_drop_rules, sp_pass_drop_sharding_rules(m, err))
+SIMPLE_PASS(run_func_call_reshards, sp_pass_insert_func_call_reshards(m, err))
+SIMPLE_PASS(run_export_named, sp_pass_export_named_computations(m, err))
+SIMPLE_PASS(run_sink_func_edges, sp_pass_sink_func_data_flow_edges(m, err))
+SIMPLE_PASS(run_propagate_to_results, sp_pass_propagate_to_func_results(m, err))
+SIMPLE_PASS(run_drop_sharding_and_mesh, sp_pass_drop_sharding_and_mesh(m, err))
+SIMPLE_PASS(run_remove_debug_info, sp_pass_remove_propagation_debug_info(m, err))
+SIMPLE_PASS(run_constraint_to_reshard, sp_pass_sharding_constraint_to_reshard(m, err))
+SIMPLE_PASS(run_remove_sub_axes, sp_pass_remove_sub_axes_in_io(m, err))
+SIMPLE_PASS(run_remove_ag_rs, sp_pass_remove_ag_rs_for_cmv1(m, err))
+SIMPLE_PASS(run_sink_edges, sp_pass_sink_data_flow_edges(m, err))
+SIMPLE_PASS(run_inline_meshes, sp_pass_inline_meshes(m, err))
+
+static cm_status run_resolve_single_device(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                           cm_error *err)
+{
+    (void)d;
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    return sp_pass_resolve_single_device_sharding(m, r != NULL ? strtoll(r, NULL, 10) : 1,
+                                                  p != NULL ? strtoll(p, NULL, 10) : 1, err);
+}
 
 static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_diags *d,
                                        cm_error *err)
@@ -140,6 +160,11 @@ static cm_status run_reshard_to_collectives(sp_module *m, const pass_inv *inv, s
 {
     (void)d;
     return sp_pass_reshard_to_collectives(m, opt_bool(inv, "keep-redundant-reshards"), err);
+}
+static cm_status run_unflatten(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    (void)d;
+    return sp_pass_unflatten_call_graph(m, opt_bool(inv, "dedup-functions-fully"), err);
 }
 SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
 
@@ -178,6 +203,8 @@ static const char *const pipeline_opts[] = {"keep-sharding-rules",
 static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL};
 
 static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
+static const char *const unflatten_opts[] = {"dedup-functions-fully", NULL};
+static const char *const device_count_opts[] = {"replica-count", "partition-count", NULL};
 
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
@@ -197,6 +224,19 @@ static const pass_def passes[] = {
     {"sdy-drop-sharding-rules", run_drop_rules, NULL},
     {"sdy-insert-explicit-reshards", run_explicit_reshards, explicit_reshards_opts},
     {"sdy-reshard-to-collectives", run_reshard_to_collectives, reshard_to_collectives_opts},
+    {"sdy-unflatten-call-graph", run_unflatten, unflatten_opts},
+    {"sdy-insert-func-call-reshards", run_func_call_reshards, NULL},
+    {"sdy-export-named-computations", run_export_named, NULL},
+    {"sdy-sink-func-data-flow-edges", run_sink_func_edges, NULL},
+    {"sdy-propagate-to-func-results", run_propagate_to_results, NULL},
+    {"sdy-drop-sharding-and-mesh", run_drop_sharding_and_mesh, NULL},
+    {"sdy-remove-propagation-debug-info", run_remove_debug_info, NULL},
+    {"sdy-sharding-constraint-to-reshard", run_constraint_to_reshard, NULL},
+    {"sdy-remove-sub-axes-in-input-output-shardings", run_remove_sub_axes, NULL},
+    {"sdy-remove-all-gather-reduce-scatter-for-cmv1", run_remove_ag_rs, NULL},
+    {"sdy-sink-data-flow-edges", run_sink_edges, NULL},
+    {"sdy-inline-meshes", run_inline_meshes, NULL},
+    {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
 };
 

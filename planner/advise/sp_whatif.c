@@ -2097,7 +2097,8 @@ static cm_status diff(sp_whatif *w, const src *s0, const src *s1, const snap *f0
     cm_buf_init(&path);
     for (uint32_t i = 0; i < s0->walk.n && !oom; i++) {
         uint32_t op = s0->walk.v[i];
-        if (s1->removed[op]) {
+        /* an op the pipeline merged away (constant merger) has no block left */
+        if (s1->removed[op] || s0->m->ops[op].parent_block == SP_NONE) {
             continue;
         }
         const sp_op *o = &m->ops[op];

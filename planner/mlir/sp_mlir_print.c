@@ -232,8 +232,9 @@ static void number_block(pr *p, ctx *c, const sp_block *bl, bool while_args)
         if (op->n_results == 0) {
             continue;
         }
-        if ((op->kind == SP_OP_CONSTANT || op->kind == SP_OP_SDY_CONSTANT) && op->n_results == 1) {
-            /* StableHLO: %c for integer element types, %cst for the rest */
+        if (op->kind == SP_OP_CONSTANT && op->n_results == 1) {
+            /* StableHLO: %c for integer element types, %cst for the rest
+             * (sdy.constant names no result: it prints as %N) */
             const sp_type *t = &p->m->types[p->m->values[op->first_result].type];
             name_value(p, c, op->first_result,
                        t->kind == SP_TYPE_TENSOR && is_int_elem(t->elem) ? "c" : "cst", -1);
@@ -1113,6 +1114,11 @@ static bool keyword_op(pr *p, const sp_op *op, const sp_pretty *pd)
     }
     results_prefix(p, op);
     put(p, op->kind == SP_OP_FUNC_RETURN ? "return" : op->name);
+    bool barrier = op->kind == SP_OP_OPTIMIZATION_BARRIER;
+    if (barrier) {
+        /* StableHLO: `optimization_barrier attr-dict operands : types` */
+        attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    }
     if (op->kind == SP_OP_OPTIMIZATION_BARRIER && op->n_operands == 0) {
         put(p, "()");
     }
@@ -1213,7 +1219,9 @@ static bool keyword_op(pr *p, const sp_op *op, const sp_pretty *pd)
             break;
         }
     }
-    attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    if (!barrier) {
+        attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    }
     if (pd->typing == SP_TY_LIST) {
         if (op->n_operands > 0) {
             put(p, " : ");
@@ -1635,7 +1643,12 @@ static bool call_op(pr *p, const sp_op *op)
         return false;
     }
     results_prefix(p, op);
-    put(p, "call ");
+    /* MLIR drops the func dialect prefix only where func is the default
+     * dialect: directly in a func.func body. */
+    uint32_t owner =
+        op->parent_block == SP_NONE ? SP_NONE : p->m->blocks[op->parent_block].parent_op;
+    bool in_func = owner == SP_NONE || p->m->ops[owner].kind == SP_OP_FUNC_FUNC;
+    put(p, in_func ? "call " : "func.call ");
     symbol(p, c->u.sym);
     putc_(p, '(');
     operands(p, op, 0);

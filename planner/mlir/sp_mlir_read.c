@@ -1552,6 +1552,13 @@ static cm_status sharding_items(rd *r, sp_attr **out)
                 }
                 items = p;
             }
+            /* an item may spell out its attribute name: `#sdy.sharding<...>` */
+            ws(r);
+            static const char full[] = "#sdy.sharding<";
+            if ((size_t)(r->end - r->p) >= sizeof full - 1 &&
+                memcmp(r->p, full, sizeof full - 1) == 0) {
+                r->p += sizeof full - 2;
+            }
             if (sdy_codec(r, 0, (void **)&items[n]) != CM_OK) {
                 return r->st;
             }
@@ -2398,6 +2405,10 @@ static void compact_dot_dims(rd *r, const opb *b)
 static cm_status keyword_op(rd *r, opb *b, const sp_pretty *pd)
 {
     const char *op_start = r->p;
+    /* StableHLO prints a barrier's attribute dictionary before its operands */
+    if (pd->kind == SP_OP_OPTIMIZATION_BARRIER && peek(r) == '{' && opt_attr_dict(r) != CM_OK) {
+        return r->st;
+    }
     if (pd->kind == SP_OP_OPTIMIZATION_BARRIER && peek(r) == '(') {
         /* `stablehlo.optimization_barrier()`: no operands, no types */
         r->p++;

@@ -51,6 +51,8 @@
 
 // Layer 0 (DotReluDot_0): x = %arg8, W1 = %arg0, W2 = %arg1.
 // CHECK:      %[[Y0:.*]] = stablehlo.dot_general %arg8, %arg0, {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
+// The four layers' zero constants and broadcasts are identical: the
+// constant-or-scalar merger keeps the first of each (as Shardy does).
 // CHECK:      %[[ZERO0:.*]] = stablehlo.broadcast_in_dim {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
 // CHECK:      %[[RELU0:.*]] = stablehlo.maximum %[[Y0]], %[[ZERO0]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
 // CHECK-NEXT: %[[YC0:.*]] = sdy.{{sharding_constraint|reshard}} %[[RELU0]] <@mesh, [{"data"}, {"model"}]>
@@ -59,24 +61,21 @@
 
 // Layer 1: W1 = %arg2, W2 = %arg3.
 // CHECK-NEXT: %[[Y1:.*]] = stablehlo.dot_general %[[ZC0]], %arg2, {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
-// CHECK:      %[[ZERO1:.*]] = stablehlo.broadcast_in_dim {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
-// CHECK:      %[[RELU1:.*]] = stablehlo.maximum %[[Y1]], %[[ZERO1]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
+// CHECK:      %[[RELU1:.*]] = stablehlo.maximum %[[Y1]], %[[ZERO0]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
 // CHECK-NEXT: %[[YC1:.*]] = sdy.{{sharding_constraint|reshard}} %[[RELU1]] <@mesh, [{"data"}, {"model"}]>
 // CHECK-NEXT: %[[Z1:.*]] = stablehlo.dot_general %[[YC1]], %arg3, {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {{\{\??}}}]>]>}
 // CHECK-NEXT: %[[ZC1:.*]] = sdy.{{sharding_constraint|reshard}} %[[Z1]] <@mesh, [{"data"}, {}]>
 
 // Layer 2: W1 = %arg4, W2 = %arg5.
 // CHECK-NEXT: %[[Y2:.*]] = stablehlo.dot_general %[[ZC1]], %arg4, {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
-// CHECK:      %[[ZERO2:.*]] = stablehlo.broadcast_in_dim {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
-// CHECK:      %[[RELU2:.*]] = stablehlo.maximum %[[Y2]], %[[ZERO2]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
+// CHECK:      %[[RELU2:.*]] = stablehlo.maximum %[[Y2]], %[[ZERO0]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
 // CHECK-NEXT: %[[YC2:.*]] = sdy.{{sharding_constraint|reshard}} %[[RELU2]] <@mesh, [{"data"}, {"model"}]>
 // CHECK-NEXT: %[[Z2:.*]] = stablehlo.dot_general %[[YC2]], %arg5, {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {{\{\??}}}]>]>}
 // CHECK-NEXT: %[[ZC2:.*]] = sdy.{{sharding_constraint|reshard}} %[[Z2]] <@mesh, [{"data"}, {}]>
 
 // Layer 3: W1 = %arg6, W2 = %arg7.
 // CHECK-NEXT: %[[Y3:.*]] = stablehlo.dot_general %[[ZC2]], %arg6, {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
-// CHECK:      %[[ZERO3:.*]] = stablehlo.broadcast_in_dim {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
-// CHECK:      %[[RELU3:.*]] = stablehlo.maximum %[[Y3]], %[[ZERO3]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
+// CHECK:      %[[RELU3:.*]] = stablehlo.maximum %[[Y3]], %[[ZERO0]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {"model"{{(, \?)?}}}]>]>}
 // CHECK-NEXT: %[[YC3:.*]] = sdy.{{sharding_constraint|reshard}} %[[RELU3]] <@mesh, [{"data"}, {"model"}]>
 // CHECK-NEXT: %[[Z3:.*]] = stablehlo.dot_general %[[YC3]], %arg7, {{.*}}{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"data"{{(, \?)?}}}, {{\{\??}}}]>]>}
 // CHECK-NEXT: %[[ZC3:.*]] = sdy.{{sharding_constraint|reshard}} %[[Z3]] <@mesh, [{"data"}, {}]>

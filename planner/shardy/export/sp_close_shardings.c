@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: -sdy-close-shardings (Shardy's export/close_shardings.cc; see
- * sp_export.h). */
+ * sp_export.h): every sharding of the module becomes closed (axes and
+ * priorities kept) and loses its replicated axes. */
 #include "sp_export.h"
 
-#include "sp_pass.h"
+#include "sp_export_int.h"
 
-static cm_status close_one(sp_module *m, const sp_sharding *s, const sp_type *t,
-                           sp_sharding **out)
+static cm_status close_one(sp_module *m, const sp_sharding *s, sp_sharding **out, void *ctx)
 {
-    (void)t;
-    *out = NULL;
+    (void)ctx;
     bool need = s->n_replicated > 0;
     for (uint32_t d = 0; d < s->rank; d++) {
         need = need || !s->dims[d].is_closed;
@@ -23,9 +22,6 @@ static cm_status close_one(sp_module *m, const sp_sharding *s, const sp_type *t,
     }
     for (uint32_t d = 0; d < c->rank; d++) {
         c->dims[d].is_closed = true;
-        if (c->dims[d].n_axes == 0) {
-            c->dims[d].priority = -1;
-        }
     }
     c->n_replicated = 0;
     c->replicated = NULL;
@@ -35,5 +31,5 @@ static cm_status close_one(sp_module *m, const sp_sharding *s, const sp_type *t,
 
 cm_status sp_pass_close_shardings(sp_module *m, cm_error *err)
 {
-    return sp_pass_io_shardings_fix(m, close_one, err);
+    return sp_exp_transform_shardings(m, close_one, NULL) == CM_OK ? CM_OK : cm_error_oom(err);
 }

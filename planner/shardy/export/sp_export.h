@@ -22,16 +22,105 @@ cm_status sp_pass_remove_sharding_groups(sp_module *m, cm_error *err);
  * whose shardings are equal. Errors: CM_ENOMEM. */
 cm_status sp_pass_constant_merger(sp_module *m, cm_error *err);
 /* -sdy-update-non-divisible-input-output-shardings: each dimension of a
- * function input or output sharding keeps the axes that divide it, plus the
+ * function input or output sharding, a func.call result sharding and a
+ * manual computation's in and out shardings (against the global shapes) keeps the axes that divide it, plus the
  * largest dividing major sub-axis of the first one that does not.
  * Errors: CM_ENOMEM. */
 cm_status sp_pass_update_non_divisible_io(sp_module *m, cm_error *err);
-/* -sdy-close-shardings: function input and output shardings become closed and
- * lose their replicated axes. Errors: CM_ENOMEM. */
+/* -sdy-close-shardings: every sharding of the module (function inputs and
+ * outputs, op results, manual and named computation edges, constraints,
+ * reshards, collectives) becomes closed, keeping its axes and priorities,
+ * and loses its replicated axes. Errors: CM_ENOMEM. */
 cm_status sp_pass_close_shardings(sp_module *m, cm_error *err);
 /* -sdy-drop-sharding-rules: removes every sdy.sharding_rule attribute. Cannot
  * fail (err is unused). */
 cm_status sp_pass_drop_sharding_rules(sp_module *m, cm_error *err);
+
+/* -sdy-unflatten-call-graph: retargets every func.call at one function per
+ * computation: callees with the same original name (sdy.original_func_name,
+ * else their own), manual axes and, unless dedup_fully, argument and result
+ * shardings share the first such callee (dedup_fully: the callee called most
+ * often). Drops sdy.original_func_name and sdy.func_manual_axes from every
+ * function; functions left without calls stay. Errors: CM_EINVAL when a call
+ * names no function, CM_ENOMEM. */
+cm_status sp_pass_unflatten_call_graph(sp_module *m, bool dedup_fully, cm_error *err);
+
+/* -sdy-insert-func-call-reshards: every func.call's results take its
+ * callee's result shardings (missing ones fully open on the mesh of the
+ * others; without any, fully closed copies of the call's own); a result
+ * whose sharding was not equivalent gets an sdy.reshard right after the call
+ * back to the sharding it had (fully closed when it had none), which its
+ * users then read. Errors: CM_EINVAL when a call names no function,
+ * CM_ENOMEM. */
+cm_status sp_pass_insert_func_call_reshards(sp_module *m, cm_error *err);
+
+/* -sdy-export-named-computations: each sdy.named_computation (innermost
+ * first) becomes a private func.func appended to the module, named after it
+ * (a taken name gets `_N` from one module-wide counter) with
+ * sdy.original_func_name set and the in shardings on its arguments, and a
+ * func.call in its place carrying the out shardings and the op's other
+ * attributes (execution_thread moves to the function). Data-flow edges on
+ * the body arguments and results give their shardings first, then are
+ * removed. Errors: CM_EINVAL for a malformed named computation, CM_ENOMEM. */
+cm_status sp_pass_export_named_computations(sp_module *m, cm_error *err);
+
+/* -sdy-sink-func-data-flow-edges: removes every sdy.func_data_flow_edge,
+ * giving its sharding to the value it wraps (without one, a sharded value
+ * becomes fully open on its mesh). Errors: CM_ENOMEM. */
+cm_status sp_pass_sink_func_data_flow_edges(sp_module *m, cm_error *err);
+/* -sdy-propagate-to-func-results: every function but the main one (the only
+ * function, else @main) takes the shardings of its returned values as its
+ * result shardings, clearing those whose value has none. Errors: CM_EINVAL
+ * without a main function, CM_ENOMEM. */
+cm_status sp_pass_propagate_to_func_results(sp_module *m, cm_error *err);
+
+/* -sdy-drop-sharding-and-mesh: removes every sdy.sharding (of ops and of
+ * function arguments and results) and every sdy.mesh. Errors: CM_ENOMEM. */
+cm_status sp_pass_drop_sharding_and_mesh(sp_module *m, cm_error *err);
+/* -sdy-remove-propagation-debug-info: removes the propagation-edge and
+ * sharding-origin attributes of ops and of function arguments and results.
+ * Errors: CM_ENOMEM. */
+cm_status sp_pass_remove_propagation_debug_info(sp_module *m, cm_error *err);
+/* -sdy-sharding-constraint-to-reshard: every sdy.sharding_constraint becomes
+ * an sdy.reshard with the same input, sharding and attributes. Cannot fail. */
+cm_status sp_pass_sharding_constraint_to_reshard(sp_module *m, cm_error *err);
+/* -sdy-remove-sub-axes-in-input-output-shardings: in the main function's
+ * (the only function, else @main) argument and result shardings each open
+ * dimension keeps its axes up to the first sub-axis. Errors: CM_EINVAL
+ * without a main function, CM_ENOMEM. */
+cm_status sp_pass_remove_sub_axes_in_io(sp_module *m, cm_error *err);
+
+/* -sdy-remove-all-gather-reduce-scatter-for-cmv1: drops each sdy.all_gather
+ * whose only user is a dot or dot_general; a dot with no such operand whose
+ * only user is an sdy.reduce_scatter (and whose sharding has no unreduced
+ * axes) takes its sharding and the reduce-scatter is dropped. Errors:
+ * CM_ENOMEM. */
+cm_status sp_pass_remove_ag_rs_for_cmv1(sp_module *m, cm_error *err);
+
+/* -sdy-sink-data-flow-edges: the shardings of sdy.data_flow_edge ops move
+ * to the data-flow ops owning the edges (the results of while, case, if and
+ * optimization_barrier; a named or manual computation's body arguments and
+ * results, a manual computation keeping its outer manual axes; missing ones
+ * fully open on the mesh of the first), then every edge is
+ * replaced by its input. Errors: CM_ENOMEM. */
+cm_status sp_pass_sink_data_flow_edges(sp_module *m, cm_error *err);
+
+/* -sdy-inline-meshes: every sharding naming an sdy.mesh gets that mesh
+ * inlined (`mesh<[...]>`), then the sdy.mesh ops are removed. Errors:
+ * CM_ENOMEM. */
+cm_status sp_pass_inline_meshes(sp_module *m, cm_error *err);
+
+/* -sdy-resolve-single-device-sharding (replica-count, partition-count): an
+ * op (outside the sdy dialect) whose tensor results are on one device of a
+ * maximal mesh runs in `stablehlo.if` on that device's id (replica_id when
+ * replica_count > 1, else partition_id); other devices yield zeros or
+ * tokens, and an sdy.all_reduce over the global mesh (the first sdy.mesh
+ * with axes) spreads each tensor result, replacing reshards of it to
+ * replicated; operand reshards onto the device are folded. Nothing without
+ * a global mesh. Errors: CM_EINVAL when both counts exceed 1 or an op's
+ * results disagree on their device, CM_ENOMEM. */
+cm_status sp_pass_resolve_single_device_sharding(sp_module *m, int64_t replica_count,
+                                                 int64_t partition_count, cm_error *err);
 
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate

@@ -20,6 +20,7 @@
 #include "sp_rules.h"
 #include "sp_ax.h"
 #include "sp_diag.h"
+#include "sp_export_int.h"
 #include "sp_sharding_projection.h"
 
 #define MAXAX SP_PROJ_MAX_AXES /* axes of one factor or one dimension */
@@ -180,6 +181,7 @@ typedef struct pass {
     uint32_t at;    /* index of the visited op in its block; reshards before it bump it */
     sp_rule_opts ropts;
     cm_error *err;
+    sp_diags *diags; /* may be NULL */
     /* ops made while visiting one op go before or after it; the block is
      * rebuilt once at its end (inserting one by one would be quadratic) */
     struct oplist {
@@ -955,6 +957,234 @@ static cm_status visit_terminator(pass *g, uint32_t op)
     return CM_OK;
 }
 
+/* ---- single-device ops (Shardy's processSingleDeviceOperation) ------------------- */
+
+/* The device of s when it is on a maximal mesh, else -1; *mesh_name its mesh. */
+static int64_t single_device(const sp_module *m, const sp_sharding *s, const char **mesh_name)
+{
+    if (s == NULL || s->mesh_name == NULL) {
+        return -1;
+    }
+    const sp_mesh *mesh = sp_module_mesh(m, s->mesh_name);
+    if (mesh == NULL || mesh->n_axes != 0 || mesh->n_device_ids != 1) {
+        return -1;
+    }
+    if (mesh_name != NULL) {
+        *mesh_name = s->mesh_name;
+    }
+    return mesh->device_ids[0];
+}
+
+/* The first sdy.mesh with axes (Shardy's global mesh), or NULL. */
+static const char *global_mesh(const sp_module *m)
+{
+    const sp_block *b = &m->blocks[m->body];
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        const sp_op *op = &m->ops[b->ops[i]];
+        const sp_attr *n = sp_attrs_get(op->attrs, op->n_attrs, "sym_name");
+        const sp_attr *mesh = sp_attrs_get(op->attrs, op->n_attrs, "mesh");
+        if (op->kind == SP_OP_SDY_MESH && n != NULL && n->kind == SP_ATTR_STRING &&
+            mesh != NULL && mesh->kind == SP_ATTR_MESH && mesh->u.mesh->n_axes > 0) {
+            return n->u.str.s;
+        }
+    }
+    return NULL;
+}
+
+static bool no_dim_axes(const sp_sharding *s)
+{
+    for (uint32_t d = 0; s != NULL && d < s->rank; d++) {
+        if (s->dims[d].n_axes > 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* An op whose results are placed on one device: its operands are resharded
+ * onto the device (through replicated on the global mesh unless already
+ * there), its results back to what they were (replicated on the global mesh
+ * when that was the device), and the op's tensor results take the device's
+ * sharding (tokens: replicated on the global mesh). *handled false: not such
+ * an op. Errors: CM_EINVAL (with a diagnostic) when the results name two
+ * devices, CM_ENOMEM. */
+static cm_status visit_single_device(pass *g, uint32_t op, sp_diags *diags, bool *handled)
+{
+    sp_module *m = g->m;
+    *handled = false;
+    const char *dev_mesh = NULL;
+    int64_t dev = -1;
+    bool conflict = false;
+    for (uint32_t i = 0; i < m->ops[op].n_results; i++) {
+        const char *name = NULL;
+        int64_t d = single_device(m, sp_value_sharding(m, m->ops[op].first_result + i), &name);
+        if (d < 0) {
+            continue;
+        }
+        conflict = conflict || (dev >= 0 && d != dev);
+        if (dev < 0) {
+            dev = d;
+            dev_mesh = name;
+        }
+    }
+    if (dev < 0) {
+        return CM_OK;
+    }
+    *handled = true;
+    if (conflict) {
+        sp_diags_add(diags, m, op, SP_DIAG_ERROR,
+                     "'%s' op has conflicting single-device result shardings", m->ops[op].name);
+        return cm_error_set(g->err, CM_EINVAL, "", "'%s' op has conflicting single-device result "
+                            "shardings", m->ops[op].name);
+    }
+    const char *global = global_mesh(m);
+    if (global == NULL) {
+        return CM_OK;
+    }
+    sp_sharding *single = replicated(m, dev_mesh, 0);
+    if (single == NULL) {
+        return oom(g);
+    }
+    uint32_t block = m->ops[op].parent_block;
+    for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
+        uint32_t v = m->ops[op].operands[i];
+        const sp_type *ty = sp_value_type(m, v);
+        if (ty->kind != SP_TYPE_TENSOR) {
+            continue;
+        }
+        const sp_sharding *have = sp_value_sharding_partitioned(m, v);
+        const char *have_mesh = have != NULL ? have->mesh_name : global;
+        bool replicated_have = no_dim_axes(have) && (have == NULL || have->n_unreduced == 0);
+        if (replicated_have && have_mesh != NULL && strcmp(have_mesh, dev_mesh) == 0) {
+            continue;
+        }
+        cm_status st;
+        if (!(replicated_have && have_mesh != NULL && strcmp(have_mesh, global) == 0)) {
+            sp_sharding *rep = replicated(m, global, ty->rank);
+            if (rep == NULL) {
+                return oom(g);
+            }
+            if ((st = insert_reshard(g, block, g->at++, v, rep, &v)) != CM_OK) {
+                return st;
+            }
+        }
+        if ((st = insert_reshard(g, block, g->at++, v, single, &v)) != CM_OK) {
+            return st;
+        }
+        m->ops[op].operands[i] = v;
+    }
+    uint32_t n = m->ops[op].n_results, at = g->at + 1;
+    sp_sharding **items = cm_arena_alloc(&m->arena, sizeof *items * (n + 1u));
+    if (items == NULL) {
+        return oom(g);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = m->ops[op].first_result + i, cur = r;
+        const sp_type *ty = sp_value_type(m, r);
+        sp_sharding *orig = sp_value_sharding(m, r);
+        items[i] = orig;
+        if (ty->kind == SP_TYPE_TOKEN) {
+            if ((items[i] = replicated(m, global, 0)) == NULL) {
+                return oom(g);
+            }
+            continue;
+        }
+        if (ty->kind != SP_TYPE_TENSOR) {
+            continue;
+        }
+        items[i] = single;
+        sp_sharding *rep = replicated(m, global, ty->rank);
+        if (rep == NULL) {
+            return oom(g);
+        }
+        cm_status st = insert_reshard(g, block, at++, cur, rep, &cur);
+        if (st == CM_OK && orig != NULL && single_device(m, orig, NULL) < 0 &&
+            !sp_sharding_equal(orig, rep)) {
+            st = insert_reshard(g, block, at++, cur, orig, &cur);
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+        if (r < g->n_values0) {
+            g->repl[r] = cur;
+        }
+    }
+    sp_attr *list = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    if (list == NULL) {
+        return oom(g);
+    }
+    list->u.shardings.items = items;
+    list->u.shardings.n = n;
+    return sp_op_set_attr(m, op, "sdy.sharding", list) == CM_OK ? CM_OK : oom(g);
+}
+
+/* A function argument or result on a single device is an error. */
+static cm_status verify_func_io(pass *g, uint32_t f, sp_diags *diags)
+{
+    for (int which = 0; which < 2; which++) {
+        uint32_t n = sp_exp_io_count(g->m, f, which == 0);
+        for (uint32_t i = 0; i < n; i++) {
+            if (single_device(g->m, sp_exp_io_sharding(g->m, f, which == 0, i), NULL) < 0) {
+                continue;
+            }
+            const char *what = which == 0 ? "argument" : "result";
+            sp_diags_add(diags, g->m, f, SP_DIAG_ERROR,
+                         "'func.func' op function %s %u cannot have a single-device (maximal) "
+                         "sharding attribute",
+                         what, i);
+            return cm_error_set(g->err, CM_EINVAL, "",
+                                "function %s %u cannot have a single-device (maximal) sharding "
+                                "attribute",
+                                what, i);
+        }
+    }
+    return CM_OK;
+}
+
+/* func.call: each operand is resharded to its callee's argument sharding
+ * (a missing one fully open on the mesh of the others); a callee without
+ * argument shardings takes fully replicated operands on the mesh of the
+ * first sharded operand (Shardy's insertReshardsOnFuncArguments). */
+static cm_status visit_call(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    uint32_t f = sp_exp_callee(m, op);
+    if (f == SP_NONE) {
+        return CM_OK;
+    }
+    const sp_sharding *src = sp_exp_mesh_source(m, f, true);
+    const char *mesh_name = src != NULL ? src->mesh_name : NULL;
+    if (src == NULL) {
+        for (uint32_t i = 0; i < m->ops[op].n_operands && mesh_name == NULL; i++) {
+            const sp_sharding *s = sp_value_sharding_partitioned(m, m->ops[op].operands[i]);
+            if (s != NULL && !sp_exp_is_maximal(m, s)) {
+                mesh_name = s->mesh_name;
+            }
+        }
+    }
+    if (mesh_name == NULL) {
+        return CM_OK;
+    }
+    uint32_t n = m->ops[op].n_operands;
+    for (uint32_t i = 0; i < n; i++) {
+        const sp_type *ty = sp_value_type(m, m->ops[op].operands[i]);
+        sp_sharding *want = src != NULL ? (sp_sharding *)(uintptr_t)sp_exp_io_sharding(m, f, true, i)
+                                        : NULL;
+        if (want == NULL && ty->kind == SP_TYPE_TENSOR) {
+            want = src != NULL ? sp_sharding_open(&m->arena, mesh_name, ty->rank)
+                               : replicated(m, mesh_name, ty->rank);
+            if (want == NULL) {
+                return oom(g);
+            }
+        }
+        cm_status st = match_owner(g, op, i, want);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
 /* func.return: a returned value whose sharding differs from the function's
  * result sharding is resharded to it. */
 static cm_status visit_return(pass *g, uint32_t func, uint32_t opid)
@@ -1020,8 +1250,14 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
             st = visit_data_flow(g, op);
         } else if (kind == SP_OP_SDY_MANUAL_COMPUTATION) {
             st = visit_manual(g, op);
+        } else if (kind == SP_OP_FUNC_CALL) {
+            st = visit_call(g, op);
         } else {
-            st = visit_op(g, op);
+            bool handled = false;
+            st = visit_single_device(g, op, g->diags, &handled);
+            if (st == CM_OK && !handled) {
+                st = visit_op(g, op);
+            }
         }
         for (uint32_t k = 0; k < g->before.n && st == CM_OK; k++) {
             st = oplist_push(&out, g->before.v[k]);
@@ -1069,11 +1305,11 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
                                            sp_diags *diags, cm_error *err)
 {
     (void)opts;
-    (void)diags;
     pass g;
     memset(&g, 0, sizeof g);
     g.m = m;
     g.err = err;
+    g.diags = diags;
     g.n_ops0 = m->n_ops;
     g.n_values0 = m->n_values;
     g.repl = cm_alloc(sizeof(uint32_t) * ((size_t)m->n_values + 1u));
@@ -1090,6 +1326,7 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
         if (m->ops[f].kind != SP_OP_FUNC_FUNC) {
             continue;
         }
+        st = verify_func_io(&g, f, diags);
         for (uint32_t r = 0; r < m->ops[f].n_regions && st == CM_OK; r++) {
             for (uint32_t k = 0; k < m->ops[f].regions[r].n_blocks && st == CM_OK; k++) {
                 st = walk_block(&g, f, m->ops[f].regions[r].blocks[k]);

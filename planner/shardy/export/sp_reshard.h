@@ -38,12 +38,18 @@ typedef struct sp_reshard_opts {
  *    whose original sharding differs get an `sdy.reshard` back to it; uses of
  *    a result then see the last of these values.
  * A value returned by a function whose sharding differs from the function's
- * result sharding is resharded before the return. Ops with overflow axes (a
+ * result sharding is resharded before the return; a func.call's operands are
+ * resharded to its callee's argument shardings. An op whose results are on
+ * one device (a maximal mesh) gets its operands resharded onto the device
+ * (through replicated on the global mesh, the first sdy.mesh with axes) and
+ * its results back; results naming two devices, and function arguments or
+ * results on a single device, are errors reported to diags (CM_EINVAL). Ops with overflow axes (a
  * dimension sharding that does not split across its factors), with operands
  * on different meshes, or without a rule are skipped. A missing sharding
  * counts as fully replicated. opts may be NULL (full version);
  * full_version = false currently behaves the same.
- * Errors: CM_ENOMEM (the module may then be partly rewritten). */
+ * Errors: CM_EINVAL as above, CM_ENOMEM (the module may then be partly
+ * rewritten). */
 cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *opts,
                                            sp_diags *diags, cm_error *err);
 

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: -sdy-update-non-divisible-input-output-shardings (Shardy's
  * export/update_non_divisible_input_output_shardings.cc): function input and
- * output shardings keep only the axes that divide their dimensions (see
+ * output shardings, call result shardings and manual computation edge
+ * shardings keep only the axes that divide their dimensions (see
  * sp_export.h). */
 #include "sp_export.h"
 
+#include <string.h>
+
+#include "sp_ops.h"
 #include "sp_pass.h"
 
 static int64_t axis_size(const sp_module *m, const sp_sharding *s, const sp_axis_ref *r)
@@ -76,7 +80,81 @@ static cm_status divisible_one(sp_module *m, const sp_sharding *s, const sp_type
     return CM_OK;
 }
 
+/* Rewrites the sharding list attribute name of op, entry i describing a
+ * value of type types[i]. */
+static cm_status fix_list(sp_module *m, uint32_t op, const char *name, const uint32_t *vals,
+                          uint32_t n)
+{
+    const sp_attr *a = sp_op_attr(m, op, name);
+    if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST || a->u.shardings.n != n) {
+        return CM_OK;
+    }
+    sp_sharding **items = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        sp_sharding *c = NULL;
+        if (a->u.shardings.items[i] != NULL &&
+            divisible_one(m, a->u.shardings.items[i], sp_value_type(m, vals[i]), &c) != CM_OK) {
+            return CM_ENOMEM;
+        }
+        if (c == NULL) {
+            continue;
+        }
+        if (items == NULL) {
+            items = cm_arena_alloc(&m->arena, sizeof *items * (n + 1u));
+            if (items == NULL) {
+                return CM_ENOMEM;
+            }
+            memcpy(items, a->u.shardings.items, sizeof *items * n);
+        }
+        items[i] = c;
+    }
+    if (items == NULL) {
+        return CM_OK;
+    }
+    sp_attr *na = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    if (na == NULL) {
+        return CM_ENOMEM;
+    }
+    na->u.shardings.items = items;
+    na->u.shardings.n = n;
+    return sp_op_set_attr(m, op, name, na);
+}
+
+/* Call results, and the edges of manual computations (in global shapes:
+ * the operands and the results), are kept divisible too. */
+static cm_status fix_op(sp_module *m, uint32_t opid, void *ctx)
+{
+    (void)ctx;
+    const sp_op *op = &m->ops[opid];
+    if (op->kind != SP_OP_FUNC_CALL && op->kind != SP_OP_SDY_MANUAL_COMPUTATION) {
+        return CM_OK;
+    }
+    uint32_t stack[64];
+    uint32_t n = op->n_results > op->n_operands ? op->n_results : op->n_operands;
+    uint32_t *vals = n <= 64 ? stack : cm_alloc(sizeof *vals * n);
+    if (vals == NULL) {
+        return CM_ENOMEM;
+    }
+    for (uint32_t i = 0; i < op->n_results; i++) {
+        vals[i] = op->first_result + i;
+    }
+    bool call = op->kind == SP_OP_FUNC_CALL;
+    cm_status st = fix_list(m, opid, call ? "sdy.sharding" : "out_shardings", vals,
+                            m->ops[opid].n_results);
+    if (st == CM_OK && !call) {
+        st = fix_list(m, opid, "in_shardings", m->ops[opid].operands, m->ops[opid].n_operands);
+    }
+    if (vals != stack) {
+        cm_free(vals);
+    }
+    return st;
+}
+
 cm_status sp_pass_update_non_divisible_io(sp_module *m, cm_error *err)
 {
-    return sp_pass_io_shardings_fix(m, divisible_one, err);
+    cm_status st = sp_pass_io_shardings_fix(m, divisible_one, err);
+    if (st == CM_OK && sp_pass_walk(m, m->body, fix_op, NULL) != CM_OK) {
+        st = cm_error_oom(err);
+    }
+    return st;
 }

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: what the export passes of this folder share about functions and
+ * calls (Shardy's getFuncArgShardings / getFuncResultShardings, sharding
+ * equivalence, fully closed copies). Folder-private. Thread contract: one
+ * module per call. */
+#ifndef SP_EXPORT_INT_H
+#define SP_EXPORT_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cm.h"
+#include "sp_ir.h"
+
+/* The sharding of argument (is_arg) or result i of function f, or NULL. */
+const sp_sharding *sp_exp_io_sharding(const sp_module *m, uint32_t f, bool is_arg, uint32_t i);
+/* The number of arguments (is_arg) or results of function f. */
+uint32_t sp_exp_io_count(const sp_module *m, uint32_t f, bool is_arg);
+/* The rank of argument (is_arg) or result i of function f (0 when not a tensor). */
+uint32_t sp_exp_io_rank(const sp_module *m, uint32_t f, bool is_arg, uint32_t i);
+/* Is s on a maximal mesh (no axes, one device id)? */
+bool sp_exp_is_maximal(const sp_module *m, const sp_sharding *s);
+/* The first of f's argument (or result) shardings whose mesh is not
+ * maximal, or NULL: Shardy's per-value list is absent without one, and a
+ * missing entry elsewhere stands for a fully open sharding on its mesh. */
+const sp_sharding *sp_exp_mesh_source(const sp_module *m, uint32_t f, bool is_arg);
+/* Do a and b name the same mesh (the same symbol, or equal inlined meshes)? */
+bool sp_exp_same_mesh_ref(const sp_sharding *a, const sp_sharding *b);
+/* Is s fully open (no axes, open dims, no priorities, replicated or unreduced axes)? */
+bool sp_exp_is_fully_open(const sp_sharding *s);
+/* Shardy's TensorShardingAttr::isEquivalent: two fully replicated
+ * shardings (NULL counts as one) are equivalent; otherwise the same mesh,
+ * unreduced axes and dimension axes (openness and priorities ignored). */
+bool sp_exp_sharding_equivalent(const sp_sharding *a, const sp_sharding *b);
+/* A fully closed sharding with s's mesh and rank, in m's arena; NULL when out of memory. */
+sp_sharding *sp_exp_fully_closed_like(sp_module *m, const sp_sharding *s);
+/* The func.func a func.call names, or SP_NONE. */
+uint32_t sp_exp_callee(const sp_module *m, uint32_t call);
+
+/* A rewrite of one sharding s: *out is a new sharding (m's arena) to set,
+ * or stays NULL when s is kept. Returns CM_OK or an error that stops the walk. */
+typedef cm_status (*sp_exp_sharding_fn)(sp_module *m, const sp_sharding *s, sp_sharding **out,
+                                        void *ctx);
+/* Applies fn to every sharding of the module, in program order (Shardy's
+ * transformShardings): function argument and result shardings, and the
+ * sdy.sharding, in_shardings, out_shardings, sharding and out_sharding
+ * attributes of every op. Errors: fn's, CM_ENOMEM. */
+cm_status sp_exp_transform_shardings(sp_module *m, sp_exp_sharding_fn fn, void *ctx);
+
+#endif /* SP_EXPORT_INT_H */
