@@ -1604,6 +1604,12 @@ static bool func_op(pr *p, const sp_op *op)
             const sp_attr *d = args->u.arr.items[i];
             attr_dict(p, d->u.dict.items, d->u.dict.n, NULL, 0, true);
         }
+        if (p->o != NULL && p->o->debug_info && entry != NULL && entry->arg_locs != NULL &&
+            entry->arg_locs[i] != NULL) {
+            put(p, " loc(");
+            put(p, entry->arg_locs[i]);
+            putc_(p, ')');
+        }
     }
     putc_(p, ')');
     func_results(p, t, res);
@@ -2096,7 +2102,13 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
     }
     p.indent = 0;
     newline(&p);
-    put(&p, "}\n");
+    putc_(&p, '}');
+    if (opts != NULL && opts->debug_info && m->loc != NULL) {
+        put(&p, " loc(");
+        put(&p, m->loc);
+        putc_(&p, ')');
+    }
+    putc_(&p, '\n');
     for (uint32_t i = 0; opts != NULL && opts->debug_info && i < m->n_aliases; i++) {
         if (strncmp(m->aliases[i].text, "loc(", 4) == 0) {
             putc_(&p, '#');

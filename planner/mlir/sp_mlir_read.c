@@ -53,6 +53,11 @@ typedef struct type_slot {
     uint32_t type;
 } type_slot;
 
+typedef struct loc_alias {
+    const char *name; /* without '#', arena string */
+    sp_loc *loc;
+} loc_alias;
+
 typedef struct rd {
     const char *base; /* start of the text */
     const char *p;    /* cursor */
@@ -64,6 +69,13 @@ typedef struct rd {
     cm_status st;         /* first failure */
     int depth;
     const char **func_arg_locs; /* the next function body's argument locs, or NULL */
+    const sp_loc **func_arg_where; /* and their resolved locations, or NULL */
+    /* locations: `#locN` references to resolve once the aliases (at the
+     * end of the file) are read, and the location aliases */
+    sp_loc **loc_refs;
+    uint32_t n_loc_refs, cap_loc_refs;
+    struct loc_alias *loc_aliases;
+    uint32_t n_loc_aliases, cap_loc_aliases;
     /* SSA names */
     name_entry *names;
     uint32_t n_names, cap_names;
@@ -1892,6 +1904,244 @@ static cm_status attr_value(rd *r, sp_attr **out)
     return st;
 }
 
+/* ---- locations ------------------------------------------------------------------ */
+
+/* A `#locN` reference, until parse_module resolves it in place. */
+#define LOC_REF ((sp_loc_kind)(SP_LOC_FUSED + 1))
+#define MAX_LOC_DEPTH 64
+
+static sp_loc *new_loc(rd *r, sp_loc_kind kind)
+{
+    sp_loc *l = cm_arena_zalloc(&r->m->arena, sizeof *l);
+    if (l == NULL) {
+        oom(r);
+        return NULL;
+    }
+    l->kind = kind;
+    return l;
+}
+
+static cm_status loc_body(rd *r, sp_loc **out, int depth);
+
+/* `[a, b, ...]` of a fused location, or `(child)` of a name one: the
+ * members into l->kids. */
+static cm_status loc_kids(rd *r, sp_loc *l, char close, int depth)
+{
+    sp_loc *local[16];
+    sp_loc **v = local;
+    uint32_t n = 0, cap = 16;
+    cm_status st = CM_OK;
+    if (!(close == ']' && eat(r, ']'))) {
+        do {
+            if (n == cap) {
+                if (cap >= (1u << 20)) {
+                    st = fail(r, "too many fused locations");
+                    goto out;
+                }
+                sp_loc **g = cm_alloc(sizeof(sp_loc *) * cap * 2);
+                if (g == NULL) {
+                    st = oom(r);
+                    goto out;
+                }
+                memcpy(g, v, sizeof(sp_loc *) * n);
+                if (v != local) {
+                    cm_free(v);
+                }
+                v = g;
+                cap *= 2;
+            }
+            if (loc_body(r, &v[n], depth + 1) != CM_OK) {
+                st = r->st;
+                goto out;
+            }
+            n++;
+        } while (close == ']' && eat(r, ','));
+        if (expect(r, close) != CM_OK) {
+            st = r->st;
+            goto out;
+        }
+    }
+    l->n_kids = n;
+    l->kids = n > 0 ? adup(r, v, n, sizeof(sp_loc *)) : NULL;
+    if (n > 0 && l->kids == NULL) {
+        st = oom(r);
+    }
+out:
+    if (v != local) {
+        cm_free(v);
+    }
+    return st;
+}
+
+/* One location without its `loc(...)`: unknown, "file":L:C [to [L]:C],
+ * "name" ["(" loc ")"], callsite(loc at loc), fused[<metadata>][locs...],
+ * or a #alias reference. */
+static cm_status loc_body(rd *r, sp_loc **out, int depth)
+{
+    if (depth > MAX_LOC_DEPTH) {
+        return fail(r, "locations nested too deeply");
+    }
+    int c = peek(r);
+    sp_loc *l;
+    if (c == '#') {
+        const char *at = r->p++;
+        const char *s;
+        uint32_t n = r->p < r->end && is_id_start(*r->p) ? ident(r, &s) : 0;
+        if (n == 0) {
+            return fail_at(r, at, "expected a location alias name after '#'");
+        }
+        if ((l = new_loc(r, LOC_REF)) == NULL) {
+            return r->st;
+        }
+        l->str = astr(r, s, n);
+        pos_of(r, at, &l->line, &l->col);
+        if (CM_GROW_U32(r->loc_refs, r->cap_loc_refs, r->n_loc_refs + 1, NULL) != CM_OK) {
+            return oom(r);
+        }
+        r->loc_refs[r->n_loc_refs++] = l;
+    } else if (c == '"') {
+        const char *s;
+        size_t n;
+        if (string_lit(r, &s, &n) != CM_OK) {
+            return r->st;
+        }
+        if (r->p < r->end && *r->p == ':') {
+            int64_t line, col = 0;
+            r->p++;
+            if (integer(r, &line) != CM_OK) {
+                return r->st;
+            }
+            if (r->p < r->end && *r->p == ':') {
+                r->p++;
+                if (integer(r, &col) != CM_OK) {
+                    return r->st;
+                }
+            }
+            if (kw(r, "to")) { /* a range: its end is kept in the text only */
+                int64_t e;
+                if (peek(r) != ':' && integer(r, &e) != CM_OK) {
+                    return r->st;
+                }
+                if (r->p < r->end && *r->p == ':') {
+                    r->p++;
+                    if (integer(r, &e) != CM_OK) {
+                        return r->st;
+                    }
+                }
+            }
+            if (line < 0 || line > UINT32_MAX || col < 0 || col > UINT32_MAX) {
+                return fail(r, "location line or column out of range");
+            }
+            if ((l = new_loc(r, SP_LOC_FILE)) == NULL) {
+                return r->st;
+            }
+            l->line = (uint32_t)line;
+            l->col = (uint32_t)col;
+        } else {
+            if ((l = new_loc(r, SP_LOC_NAME)) == NULL) {
+                return r->st;
+            }
+            if (r->p < r->end && *r->p == '(') {
+                r->p++;
+                if (loc_kids(r, l, ')', depth) != CM_OK) {
+                    return r->st;
+                }
+            }
+        }
+        l->str = s;
+    } else if (kw(r, "unknown")) {
+        if ((l = new_loc(r, SP_LOC_UNKNOWN)) == NULL) {
+            return r->st;
+        }
+    } else if (kw(r, "callsite")) {
+        if ((l = new_loc(r, SP_LOC_CALLSITE)) == NULL) {
+            return r->st;
+        }
+        sp_loc *k[2];
+        if (expect(r, '(') != CM_OK || loc_body(r, &k[0], depth + 1) != CM_OK ||
+            expect_kw(r, "at") != CM_OK || loc_body(r, &k[1], depth + 1) != CM_OK ||
+            expect(r, ')') != CM_OK) {
+            return r->st;
+        }
+        l->kids = adup(r, k, 2, sizeof(sp_loc *));
+        if (l->kids == NULL) {
+            return oom(r);
+        }
+        l->n_kids = 2;
+    } else if (kw(r, "fused")) {
+        if ((l = new_loc(r, SP_LOC_FUSED)) == NULL) {
+            return r->st;
+        }
+        if (peek(r) == '<') {
+            const char *m0 = r->p;
+            if (skip_group(r) != CM_OK) {
+                return r->st;
+            }
+            l->str = astr(r, m0 + 1, (size_t)(r->p - m0 - 2));
+        }
+        if (expect(r, '[') != CM_OK || loc_kids(r, l, ']', depth) != CM_OK) {
+            return r->st;
+        }
+    } else {
+        return fail(r, "expected a location (\"file\":line:col, \"name\", callsite(...), "
+                       "fused[...], unknown or #alias)");
+    }
+    *out = l;
+    return CM_OK;
+}
+
+/* `loc(...)` at the cursor (peek_kw said so): its text inside the parens
+ * (arena) and the location, references unresolved until the end. */
+static cm_status loc_clause(rd *r, const char **text_out, sp_loc **where_out)
+{
+    kw(r, "loc");
+    ws(r);
+    const char *ls = r->p;
+    if (r->p >= r->end || *r->p != '(') {
+        return fail(r, "expected '(' after loc");
+    }
+    r->p++;
+    sp_loc *l;
+    if (loc_body(r, &l, 0) != CM_OK || expect(r, ')') != CM_OK) {
+        return r->st;
+    }
+    if (text_out != NULL && (*text_out = astr(r, ls + 1, (size_t)(r->p - ls - 2))) == NULL) {
+        return r->st;
+    }
+    if (where_out != NULL) {
+        *where_out = l;
+    }
+    return CM_OK;
+}
+
+/* Resolves reference l in place: it becomes a copy of the aliased location
+ * (itself resolved first). */
+static cm_status loc_resolve(rd *r, sp_loc *l, int depth)
+{
+    if (l->kind != LOC_REF) {
+        return CM_OK;
+    }
+    char path[32];
+    snprintf(path, sizeof path, "%u:%u", l->line, l->col);
+    if (depth > MAX_LOC_DEPTH) {
+        r->st = cm_error_set(r->err, CM_EINVAL, path,
+                             "location alias '#%s' refers to itself through its aliases", l->str);
+        return r->st;
+    }
+    for (uint32_t i = 0; i < r->n_loc_aliases; i++) {
+        if (strcmp(r->loc_aliases[i].name, l->str) == 0) {
+            sp_loc *t = r->loc_aliases[i].loc;
+            if (loc_resolve(r, t, depth + 1) != CM_OK) {
+                return r->st;
+            }
+            *l = *t;
+            return CM_OK;
+        }
+    }
+    r->st = cm_error_set(r->err, CM_EINVAL, path, "undefined location alias '#%s'", l->str);
+    return r->st;
+}
+
 /* ---- ops -------------------------------------------------------------------------- */
 
 /* An op under construction: stack marks for operands, attrs, types, regions. */
@@ -1901,6 +2151,7 @@ typedef struct opb {
     uint32_t n_regions;
     uint32_t region_sizes[16]; /* blocks per region */
     const char *loc;
+    sp_loc *where;
 } opb;
 
 static void opb_begin(rd *r, opb *b, const char *name)
@@ -1912,6 +2163,7 @@ static void opb_begin(rd *r, opb *b, const char *name)
     b->regions0 = r->blocks.n;
     b->n_regions = 0;
     b->loc = NULL;
+    b->where = NULL;
 }
 
 static cm_status parse_op(rd *r, uint32_t block);
@@ -2061,14 +2313,8 @@ static cm_status finish_op(rd *r, opb *b, uint32_t block, uint32_t line, uint32_
                        total);
     }
     /* optional trailing location */
-    if (peek_kw(r, "loc")) {
-        kw(r, "loc");
-        ws(r);
-        const char *s = r->p;
-        if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-            return fail(r, "expected '(' after loc");
-        }
-        b->loc = astr(r, s + 1, (size_t)(r->p - s - 2));
+    if (peek_kw(r, "loc") && loc_clause(r, &b->loc, &b->where) != CM_OK) {
+        return r->st;
     }
     uint32_t op;
     const char *name = b->name;
@@ -2082,6 +2328,7 @@ static cm_status finish_op(rd *r, opb *b, uint32_t block, uint32_t line, uint32_
     o->line = line;
     o->col = col;
     o->loc = b->loc;
+    o->where = b->where;
     uint32_t na = r->attrs.n - b->attrs0;
     o->attrs = pop_attrs(r, na);
     o->n_attrs = na;
@@ -3263,12 +3510,8 @@ static cm_status region_args(rd *r, arglist *a)
         if (expect(r, ':') != CM_OK || type(r, &a->tys[a->n]) != CM_OK) {
             return r->st;
         }
-        if (peek_kw(r, "loc")) {
-            kw(r, "loc");
-            ws(r);
-            if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-                return fail(r, "expected '(' after loc");
-            }
+        if (peek_kw(r, "loc") && loc_clause(r, NULL, NULL) != CM_OK) {
+            return r->st;
         }
         a->n++;
     } while (eat(r, ','));
@@ -3458,6 +3701,7 @@ static cm_status func_op(rd *r, opb *b)
     }
     enum { MAXA = 1 << 16 };
     const char **arg_locs = NULL; /* heap; per argument, NULL where it has no loc */
+    const sp_loc **arg_where = NULL; /* heap; alongside arg_locs */
     const char **names = cm_alloc(sizeof(char *) * MAXA);
     uint32_t *lens = cm_alloc(sizeof(uint32_t) * MAXA * 2);
     sp_attr **arg_dicts = cm_alloc(sizeof(sp_attr *) * MAXA * 2);
@@ -3504,24 +3748,24 @@ static cm_status func_op(rd *r, opb *b)
                 any_arg_attr = true;
             }
             if (peek_kw(r, "loc")) {
-                kw(r, "loc");
-                ws(r);
-                const char *ls = r->p;
-                if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-                    fail(r, "expected '(' after loc");
-                    goto fail;
-                }
                 if (arg_locs == NULL) { /* the arguments so far have none */
                     arg_locs = cm_alloc(sizeof(char *) * MAXA);
-                    if (arg_locs == NULL) {
+                    arg_where = cm_alloc(sizeof(sp_loc *) * MAXA);
+                    if (arg_locs == NULL || arg_where == NULL) {
                         oom(r);
                         goto fail;
                     }
                     memset(arg_locs, 0, sizeof(char *) * na);
+                    memset(arg_where, 0, sizeof(sp_loc *) * na);
                 }
-                arg_locs[na] = astr(r, ls + 1, (size_t)(r->p - ls - 2));
+                sp_loc *w;
+                if (loc_clause(r, &arg_locs[na], &w) != CM_OK) {
+                    goto fail;
+                }
+                arg_where[na] = w;
             } else if (arg_locs != NULL) {
                 arg_locs[na] = NULL;
+                arg_where[na] = NULL;
             }
             na++;
         } while (eat(r, ','));
@@ -3648,13 +3892,16 @@ static cm_status func_op(rd *r, opb *b)
             goto fail;
         }
         r->func_arg_locs = NULL;
+        r->func_arg_where = NULL;
         if (arg_locs != NULL) { /* kept in the arena, one per argument */
             r->func_arg_locs = cm_arena_alloc(&r->m->arena, sizeof(char *) * (na + 1u));
-            if (r->func_arg_locs == NULL) {
+            r->func_arg_where = cm_arena_alloc(&r->m->arena, sizeof(sp_loc *) * (na + 1u));
+            if (r->func_arg_locs == NULL || r->func_arg_where == NULL) {
                 oom(r);
                 goto fail;
             }
             memcpy(r->func_arg_locs, arg_locs, sizeof(char *) * na);
+            memcpy(r->func_arg_where, arg_where, sizeof(sp_loc *) * na);
         }
         if (parse_region(r, b, tys, names, lens, na) != CM_OK) {
             goto fail;
@@ -3668,6 +3915,7 @@ out:
     cm_free(lens);
     cm_free(arg_dicts);
     cm_free(arg_locs);
+    cm_free(arg_where);
     return st != CM_OK ? st : r->st;
 }
 
@@ -3744,12 +3992,17 @@ static cm_status alias_def(rd *r)
     const char *v0 = r->p;
     sp_attr *v;
     if (peek_kw(r, "loc")) {
-        /* `#loc1 = loc("file":1:2)`: kept verbatim */
-        kw(r, "loc");
-        ws(r);
-        if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-            return fail(r, "expected '(' after loc");
+        /* `#loc1 = loc("file":1:2)`: kept verbatim, and read for the
+         * locations that refer to it */
+        sp_loc *l;
+        if (loc_clause(r, NULL, &l) != CM_OK) {
+            return r->st;
         }
+        if (CM_GROW_U32(r->loc_aliases, r->cap_loc_aliases, r->n_loc_aliases + 1, NULL) !=
+            CM_OK) {
+            return oom(r);
+        }
+        r->loc_aliases[r->n_loc_aliases++] = (loc_alias){astr(r, s, n), l};
         v = new_attr(r, SP_ATTR_OPAQUE);
         if (v == NULL) {
             return r->st;
@@ -3873,12 +4126,8 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
                         if (al == 0 || expect(r, ':') != CM_OK || type(r, &t) != CM_OK) {
                             return r->st != CM_OK ? r->st : fail(r, "expected a block argument");
                         }
-                        if (peek_kw(r, "loc")) {
-                            kw(r, "loc");
-                            ws(r);
-                            if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-                                return fail(r, "expected '(' after loc");
-                            }
+                        if (peek_kw(r, "loc") && loc_clause(r, NULL, NULL) != CM_OK) {
+                            return r->st;
                         }
                         if (sp_module_add_block_arg(r->m, blk, t, &v) != CM_OK) {
                             return oom(r);
@@ -3897,7 +4146,9 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
             }
         } else if (first && arg_types != NULL) {
             r->m->blocks[blk].arg_locs = r->func_arg_locs;
+            r->m->blocks[blk].arg_where = r->func_arg_where;
             r->func_arg_locs = NULL;
+            r->func_arg_where = NULL;
             for (uint32_t i = 0; i < n_args; i++) {
                 uint32_t v;
                 if (sp_module_add_block_arg(r->m, blk, arg_types[i], &v) != CM_OK) {
@@ -4079,6 +4330,9 @@ static cm_status parse_module(rd *r)
         if (expect(r, '}') != CM_OK) {
             return r->st;
         }
+        if (peek_kw(r, "loc") && loc_clause(r, &m->loc, NULL) != CM_OK) {
+            return r->st;
+        }
         while (at_alias_def(r)) {
             if (alias_def(r) != CM_OK) {
                 return r->st;
@@ -4089,6 +4343,11 @@ static cm_status parse_module(rd *r)
     }
     if (peek(r) >= 0) {
         return fail(r, "unexpected '%c' at top level", *r->p);
+    }
+    for (uint32_t i = 0; i < r->n_loc_refs; i++) {
+        if (loc_resolve(r, r->loc_refs[i], 0) != CM_OK) {
+            return r->st;
+        }
     }
     pop_scope(r);
     return CM_OK;
@@ -4138,6 +4397,8 @@ cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_modu
         }
     }
     cm_free(r.aliases);
+    cm_free(r.loc_refs);
+    cm_free(r.loc_aliases);
     cm_free(r.type_aliases);
     cm_free(r.tcache);
     cm_free(r.names);
@@ -4179,6 +4440,8 @@ static cm_status rd_single_fini(rd *r, cm_status st)
     }
     /* the same buffers sp_mlir_read frees */
     cm_free(r->aliases);
+    cm_free(r->loc_refs);
+    cm_free(r->loc_aliases);
     cm_free(r->type_aliases);
     cm_free(r->tcache);
     cm_free(r->names);
