@@ -1,8 +1,7 @@
 // RUN: shardplan plan %S/../reader/jax_mlp_debuginfo.mlir | FileCheck %s --check-prefix=PLAN
 // RUN: shardplan opt %S/../reader/jax_mlp_debuginfo.mlir -mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
-// RUN: shardplan opt %S/../reader/jax_mlp_debuginfo.mlir -mlir-print-debuginfo > %t.1
-// RUN: shardplan opt %t.1 -mlir-print-debuginfo > %t.2
-// RUN: diff %t.1 %t.2
+// RUN: shardplan opt %S/../reader/jax_mlp_debuginfo.mlir -mlir-print-debuginfo > %t.1 && \
+// RUN:   shardplan opt %t.1 -mlir-print-debuginfo | diff %t.1 -
 // RUN: shardplan opt %S/../reader/jax_mlp_debuginfo.mlir | FileCheck %s --check-prefix=NOLOC
 
 // A dump in the style of `jax.jit(f).lower(x).as_text(debug_info=True)`
@@ -26,7 +25,7 @@
 
 // LOC:      func.func public @main(%arg0: tensor<8x16xf32> {{.*}} loc("x"), %arg1: tensor<16x32xf32> {{.*}} loc("params['w1']"),
 // LOC:      stablehlo.dot_general {{.*}} loc(#loc11)
-// LOC:      } loc(#loc)
+// LOC:      } loc(#loc12)
 // LOC-NEXT: } loc(#loc)
 // LOC:      #loc = loc(unknown)
 // LOC:      #loc9 = loc(callsite(#loc8 at #loc6))
