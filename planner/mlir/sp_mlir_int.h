@@ -69,7 +69,8 @@ const sp_pretty *sp_mlir_pretty(sp_op_kind kind);
     X(SP_OP_SDY_MESH, mesh_op)                                                                     \
     X(SP_OP_TUPLE, tuple_op)                                                                       \
     X(SP_OP_GET_TUPLE_ELEMENT, get_tuple_element_op)                                               \
-    X(SP_OP_COMPOSITE, composite_op)
+    X(SP_OP_COMPOSITE, composite_op) \
+    X(SP_OP_COMPLEX, complex_op)
 
 /* Decodes a string literal body escape sequence set; shared by reader and printer. */
 void sp_mlir_print_string(cm_buf *b, const char *s, size_t len);

@@ -1992,8 +1992,97 @@ static bool sdy_op(pr *p, const sp_op *op)
 /* `return %a, %b : A, B` (func.return and sdy.return read alike). */
 static bool func_return_op(pr *p, const sp_op *op)
 {
-    static const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
-    return keyword_op(p, op, &ret);
+    if (op->n_results != 0) {
+        return false;
+    }
+    /* `return {attrs} %a : A`: func.return's and sdy.return's attr-dict
+     * comes before the operands */
+    put(p, op->kind == SP_OP_FUNC_RETURN ? "return" : op->name);
+    attr_dict(p, op->attrs, op->n_attrs, NULL, 0, true);
+    if (op->n_operands > 0) {
+        putc_(p, ' ');
+        operands(p, op, 0);
+        put(p, " : ");
+        type_list(p, op->operands, op->n_operands);
+    }
+    return true;
+}
+
+/* chlo.NAME %a[, %b] attr-dict : A[, B] -> R, and
+ * chlo.top_k(%a, k = K[, is_stable = B]) attr-dict : A -> (V, I). */
+static bool chlo_op(pr *p, const sp_op *op)
+{
+    if (op->n_operands == 0 || op->n_results == 0) {
+        return false;
+    }
+    static const char *const skip[] = {"k", "is_stable", NULL};
+    bool topk = op->kind == SP_OP_CHLO_TOP_K;
+    const sp_attr *k = topk ? sp_attrs_get(op->attrs, op->n_attrs, "k") : NULL;
+    const sp_attr *st = topk ? sp_attrs_get(op->attrs, op->n_attrs, "is_stable") : NULL;
+    if (topk && (op->n_operands != 1 || op->n_results != 2 || k == NULL ||
+                 k->kind != SP_ATTR_INT || (st != NULL && st->kind != SP_ATTR_BOOL))) {
+        return false;
+    }
+    if (!topk && op->n_results != 1) {
+        return false;
+    }
+    results_prefix(p, op);
+    put(p, op->name);
+    if (topk) {
+        putc_(p, '(');
+        operands(p, op, 0);
+        put(p, ", k = ");
+        cm_buf_put_i64(p->b, k->u.i.v);
+        if (st != NULL) {
+            put(p, st->u.b ? ", is_stable = true" : ", is_stable = false");
+        }
+        putc_(p, ')');
+    } else {
+        putc_(p, ' ');
+        operands(p, op, 0);
+    }
+    attr_dict(p, op->attrs, op->n_attrs, topk ? skip : NULL, 0, true);
+    put(p, " : ");
+    type_list(p, op->operands, op->n_operands);
+    put(p, " -> ");
+    if (op->n_results > 1) {
+        putc_(p, '(');
+    }
+    result_type_list(p, op);
+    if (op->n_results > 1) {
+        putc_(p, ')');
+    }
+    return true;
+}
+
+/* stablehlo.complex %a, %b attr-dict : R when both operands have R's real
+ * counterpart type, else : (A, B) -> R. */
+static bool complex_op(pr *p, const sp_op *op)
+{
+    if (op->n_operands != 2 || op->n_results != 1) {
+        return false;
+    }
+    const sp_type *a = &p->m->types[p->m->values[op->operands[0]].type];
+    const sp_type *r = &p->m->types[p->m->values[op->first_result].type];
+    bool same = p->m->values[op->operands[0]].type == p->m->values[op->operands[1]].type &&
+                a->kind == SP_TYPE_TENSOR && r->kind == SP_TYPE_TENSOR && a->encoding == NULL &&
+                r->encoding == NULL && a->rank == r->rank &&
+                ((a->elem == SP_ELEM_F32 && r->elem == SP_ELEM_C64) ||
+                 (a->elem == SP_ELEM_F64 && r->elem == SP_ELEM_C128));
+    for (uint32_t d = 0; same && d < a->rank; d++) {
+        same = a->dims[d] == r->dims[d];
+    }
+    results_prefix(p, op);
+    put(p, "stablehlo.complex ");
+    operands(p, op, 0);
+    attr_dict(p, op->attrs, op->n_attrs, NULL, 0, true);
+    put(p, " : ");
+    if (same) {
+        type_ref(p, p->m->values[op->first_result].type);
+    } else {
+        functional(p, op);
+    }
+    return true;
 }
 
 /* Ops of other dialects whose custom form the reference tests use. */
@@ -2032,6 +2121,8 @@ static void print_op(pr *p, uint32_t opid)
             done = f(p, op);
         } else if (strncmp(op->name, "sdy.", 4) == 0) {
             done = sdy_op(p, op);
+        } else if (strncmp(op->name, "chlo.", 5) == 0 && op->kind != SP_OP_UNKNOWN) {
+            done = chlo_op(p, op);
         }
     }
     if (!done) {

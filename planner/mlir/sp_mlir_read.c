@@ -2885,11 +2885,23 @@ static cm_status symbol_attr(rd *r, const char *what, sp_attr **out)
     return CM_OK;
 }
 
-/* `@name`, bare only: the name's bytes in the input. */
+/* `@name` or `@"quoted name"` (`@"<lambda>"`): the name's bytes, in the
+ * input for a bare name, decoded into the arena for a quoted one. */
 static cm_status bare_symbol(rd *r, const char *what, const char **s_out, uint32_t *n_out)
 {
     if (expect(r, '@') != CM_OK) {
         return r->st;
+    }
+    if (r->p < r->end && *r->p == '"') {
+        size_t n;
+        if (string_lit(r, s_out, &n) != CM_OK) {
+            return r->st;
+        }
+        if (n == 0 || n > UINT32_MAX) {
+            return fail(r, "expected a %s name", what);
+        }
+        *n_out = (uint32_t)n;
+        return CM_OK;
     }
     *n_out = ident(r, s_out);
     return *n_out == 0 ? fail(r, "expected a %s name", what) : CM_OK;
@@ -3292,6 +3304,127 @@ static cm_status cast_op(rd *r, opb *b)
         return r->st;
     }
     return u32_push(r, &r->types, u);
+}
+
+/* chlo.NAME %a[, %b] attr-dict : A[, B] -> R (the element-wise chlo ops), and
+ * chlo.top_k(%a, k = K[, is_stable = B]) attr-dict : A -> (V, I). */
+static cm_status chlo_op(rd *r, opb *b, sp_op_kind kind)
+{
+    if (kind == SP_OP_CHLO_TOP_K) {
+        int64_t k;
+        if (expect(r, '(') != CM_OK || operand_list(r) != CM_OK || expect(r, ',') != CM_OK ||
+            expect_kw(r, "k") != CM_OK || expect(r, '=') != CM_OK || integer(r, &k) != CM_OK) {
+            return r->st;
+        }
+        sp_attr *ka = int_attr(r, k, "i64");
+        if (ka == NULL || attr_push(r, "k", ka) != CM_OK) {
+            return r->st;
+        }
+        if (eat(r, ',')) {
+            if (expect_kw(r, "is_stable") != CM_OK || expect(r, '=') != CM_OK) {
+                return r->st;
+            }
+            bool v = kw(r, "true");
+            if (!v && !kw(r, "false")) {
+                return fail(r, "expected true or false");
+            }
+            sp_attr *sa = new_attr(r, SP_ATTR_BOOL);
+            if (sa == NULL) {
+                return r->st;
+            }
+            sa->u.b = v;
+            if (attr_push(r, "is_stable", sa) != CM_OK) {
+                return r->st;
+            }
+        }
+        if (expect(r, ')') != CM_OK) {
+            return r->st;
+        }
+    } else if (operand_list(r) != CM_OK) {
+        return r->st;
+    }
+    if (opt_attr_dict(r) != CM_OK || expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    ws(r);
+    const char *at = r->p;
+    uint32_t t0 = r->types.n, n = 0;
+    do {
+        uint32_t t;
+        if (type(r, &t) != CM_OK || u32_push(r, &r->types, t) != CM_OK) {
+            return r->st;
+        }
+        n++;
+    } while (eat(r, ','));
+    if (check_operand_types(r, b, r->types.v + t0, n, at) != CM_OK) {
+        return r->st;
+    }
+    r->types.n = t0;
+    if (!eat_arrow(r)) {
+        return fail(r, "expected '->' and the result type");
+    }
+    if (peek(r) == '(') {
+        uint32_t cnt;
+        return type_list_parens(r, &cnt);
+    }
+    uint32_t t;
+    if (type(r, &t) != CM_OK) {
+        return r->st;
+    }
+    return u32_push(r, &r->types, t);
+}
+
+/* The operand type stablehlo.complex's short form implies for result type
+ * t (tensor<..xcomplex<f32>> -> tensor<..xf32>), or SP_NONE. */
+static uint32_t complex_part_type(rd *r, uint32_t t)
+{
+    const sp_type *ty = &r->m->types[t];
+    if (ty->kind != SP_TYPE_TENSOR || ty->encoding != NULL ||
+        (ty->elem != SP_ELEM_C64 && ty->elem != SP_ELEM_C128)) {
+        return SP_NONE;
+    }
+    uint32_t id;
+    if (sp_module_tensor_type(r->m, ty->elem == SP_ELEM_C64 ? SP_ELEM_F32 : SP_ELEM_F64, ty->dims,
+                              ty->rank, &id, r->err) != CM_OK) {
+        r->st = CM_ENOMEM;
+        return SP_NONE;
+    }
+    return id;
+}
+
+/* stablehlo.complex %a, %b attr-dict : R (the result type; both operands
+ * have its real counterpart), or : (A, B) -> R. */
+static cm_status complex_op(rd *r, opb *b)
+{
+    if (operand_list(r) != CM_OK || opt_attr_dict(r) != CM_OK || expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    if (peek(r) == '(') {
+        uint32_t nres;
+        return functional_type(r, b, &nres);
+    }
+    ws(r);
+    const char *at = r->p;
+    uint32_t t;
+    if (type(r, &t) != CM_OK) {
+        return r->st;
+    }
+    uint32_t part = complex_part_type(r, t);
+    if (r->st != CM_OK) {
+        return r->st;
+    }
+    if (part == SP_NONE) {
+        return fail_at(r, at, "'stablehlo.complex' needs a tensor of complex<f32> or complex<f64> "
+                              "after ':' (or `(A, B) -> R`)");
+    }
+    uint32_t tys[2] = {part, part};
+    if (n_operands(r, b) != 2) {
+        return fail_at(r, at, "'stablehlo.complex' takes 2 operands");
+    }
+    if (check_operand_types(r, b, tys, 2, at) != CM_OK) {
+        return r->st;
+    }
+    return u32_push(r, &r->types, t);
 }
 
 /* stablehlo.tuple %a, %b attr-dict : tuple<A, B> */
@@ -4176,10 +4309,14 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
     return CM_OK;
 }
 
-/* `return %a, %b : A, B` (func.return and sdy.return read alike). */
+/* `return {attrs} %a, %b : A, B` (func.return and sdy.return read alike;
+ * their attr-dict comes before the operands). */
 static cm_status func_return_op(rd *r, opb *b)
 {
     static const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
+    if (peek(r) == '{' && opt_attr_dict(r) != CM_OK) {
+        return r->st;
+    }
     return keyword_op(r, b, &ret);
 }
 
@@ -4280,6 +4417,8 @@ static cm_status parse_op(rd *r, uint32_t block)
         st = custom_readers[kind](r, &b);
     } else if (strncmp(name, "sdy.", 4) == 0) {
         st = sdy_op(r, &b, kind);
+    } else if (strncmp(name, "chlo.", 5) == 0) {
+        st = chlo_op(r, &b, kind);
     } else {
         st = fail_at(r, s,
                      "the custom form of '%s' is not supported; write it in the generic form "
@@ -4308,11 +4447,10 @@ static cm_status parse_module(rd *r)
     if (kw(r, "module")) {
         m->had_module_op = true;
         if (peek(r) == '@') {
-            r->p++;
             const char *s;
-            uint32_t n = ident(r, &s);
-            if (n == 0) {
-                return fail(r, "expected a module name");
+            uint32_t n;
+            if (bare_symbol(r, "module", &s, &n) != CM_OK) {
+                return r->st;
             }
             m->sym_name = astr(r, s, n);
         }

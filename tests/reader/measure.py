@@ -3,7 +3,8 @@
 """How much of a folder of MLIR files the reader takes, and whether the
 round trip is byte-stable.
 
-For each *.mlir file (each `// -----` chunk with --split), runs
+For each *.mlir file (each `// -----` chunk with --split, or when the
+file's RUN line has -split-input-file), runs
 `shardplan opt FILE` (and, with --debuginfo, `-mlir-print-debuginfo`) and
 counts:
   read     the reader accepted it and the printer wrote it (exit 0);
@@ -82,9 +83,11 @@ def main():
                 continue
             with open(os.path.join(d, f), encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
-            chunks = SPLIT.split(text) if a.split else [text]
+            # a file whose RUN line splits its input is split alike
+            split = a.split or re.search(r"^//\s*RUN:.*-split-input-file", text, re.M)
+            chunks = SPLIT.split(text) if split else [text]
             for i, c in enumerate(chunks):
-                inputs.append(("%s#%d" % (f, i) if a.split else f, c))
+                inputs.append(("%s#%d" % (f, i) if split else f, c))
     counts = collections.Counter()
     msgs = collections.Counter()
     example = {}
