@@ -2085,9 +2085,90 @@ static bool complex_op(pr *p, const sp_op *op)
     return true;
 }
 
+/* The check and interpreter dialects' ops (sp_test_form, sp_mlir_int.h). */
+static bool test_dialect_op(pr *p, const sp_op *op, const sp_test_form *f)
+{
+    if (op->n_operands != f->n_operands || op->n_results != (f->result ? 1u : 0u) ||
+        op->n_regions != 0) {
+        return false;
+    }
+    if (f->result && p->m->values[op->first_result].type != p->m->values[op->operands[0]].type) {
+        return false;
+    }
+    if (f->n_types == 1 && op->n_operands == 2 &&
+        p->m->values[op->operands[0]].type != p->m->values[op->operands[1]].type) {
+        return false;
+    }
+    const char *skip[4] = {NULL, NULL, NULL, NULL};
+    uint32_t ns = 0;
+    const sp_attr *value = NULL;
+    if (f->value) {
+        value = sp_attrs_get(op->attrs, op->n_attrs, "value");
+        if (value == NULL || value->kind != SP_ATTR_DENSE) {
+            return false;
+        }
+        skip[ns++] = "value";
+    }
+    const sp_attr *args[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && f->args[k].key != NULL; k++) {
+        const sp_test_kwarg *ka = &f->args[k];
+        args[k] = sp_attrs_get(op->attrs, op->n_attrs, ka->attr);
+        if (args[k] == NULL && !ka->optional) {
+            return false;
+        }
+        if (args[k] != NULL &&
+            !((ka->kind == 's' && args[k]->kind == SP_ATTR_STRING) ||
+              (ka->kind == 'i' && args[k]->kind == SP_ATTR_INT && args[k]->u.i.v >= 0) ||
+              (ka->kind == 'f' && args[k]->kind == SP_ATTR_FLOAT))) {
+            return false;
+        }
+        skip[ns++] = ka->attr;
+    }
+    results_prefix(p, op);
+    put(p, op->name);
+    putc_(p, ' ');
+    operands(p, op, 0);
+    if (value != NULL) {
+        put(p, ", ");
+        attr(p, value);
+    }
+    for (int k = 0; k < 2 && f->args[k].key != NULL; k++) {
+        const sp_attr *a = args[k];
+        if (a == NULL) {
+            continue;
+        }
+        put(p, ", ");
+        put(p, f->args[k].key);
+        put(p, " = ");
+        if (a->kind == SP_ATTR_STRING) {
+            sp_mlir_print_string(p->b, a->u.str.s, a->u.str.len);
+        } else if (a->kind == SP_ATTR_INT) {
+            cm_buf_put_i64(p->b, a->u.i.v);
+        } else {
+            sp_mlir_print_float(p->b, a->u.f.v, a->u.f.lit, "f64");
+        }
+    }
+    if (!f->dict_after_colon) {
+        attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    }
+    if (f->n_types > 0) {
+        put(p, " :");
+        if (f->dict_after_colon) {
+            attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+        }
+        putc_(p, ' ');
+        type_list(p, op->operands, f->n_types);
+    }
+    return true;
+}
+
 /* Ops of other dialects whose custom form the reference tests use. */
 static bool other_dialect_op(pr *p, const sp_op *op)
 {
+    const sp_test_form *f = sp_mlir_test_form(op->name, strlen(op->name));
+    if (f != NULL) {
+        return test_dialect_op(p, op, f);
+    }
     if (strcmp(op->name, "arith.constant") == 0) {
         return arith_constant_op(p, op);
     }

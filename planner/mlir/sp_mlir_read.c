@@ -3427,6 +3427,116 @@ static cm_status complex_op(rd *r, opb *b)
     return u32_push(r, &r->types, t);
 }
 
+/* The check and interpreter dialects' ops in their custom forms
+ * (sp_test_form, sp_mlir_int.h). */
+static cm_status test_dialect_op(rd *r, opb *b, const sp_test_form *f)
+{
+    for (uint32_t i = 0; i < f->n_operands; i++) {
+        uint32_t v;
+        if ((i > 0 && expect(r, ',') != CM_OK) || value_use(r, &v) != CM_OK ||
+            u32_push(r, &r->ops, v) != CM_OK) {
+            return r->st;
+        }
+    }
+    if (f->value) {
+        ws(r);
+        const char *at;
+        sp_attr *v;
+        if (expect(r, ',') != CM_OK) {
+            return r->st;
+        }
+        ws(r);
+        at = r->p;
+        if (attr_value(r, &v) != CM_OK) {
+            return r->st;
+        }
+        if (v->kind != SP_ATTR_DENSE) {
+            return fail_at(r, at, "'%s' expects a constant `dense<...> : type`", b->name);
+        }
+        if (attr_push(r, "value", v) != CM_OK) {
+            return r->st;
+        }
+    }
+    for (int k = 0; k < 2 && f->args[k].key != NULL; k++) {
+        const sp_test_kwarg *ka = &f->args[k];
+        const char *save = r->p;
+        uint32_t line = r->line;
+        const char *ls = r->line_start;
+        if (ka->optional && !(eat(r, ',') && kw(r, ka->key))) {
+            r->p = save;
+            r->line = line;
+            r->line_start = ls;
+            continue;
+        }
+        if (!ka->optional &&
+            (expect(r, ',') != CM_OK || expect_kw(r, ka->key) != CM_OK)) {
+            return r->st;
+        }
+        if (expect(r, '=') != CM_OK) {
+            return r->st;
+        }
+        sp_attr *a = NULL;
+        if (ka->kind == 's') {
+            a = new_attr(r, SP_ATTR_STRING);
+            if (a == NULL || string_lit(r, &a->u.str.s, &a->u.str.len) != CM_OK) {
+                return r->st;
+            }
+        } else if (ka->kind == 'i') {
+            int64_t v;
+            if (integer(r, &v) != CM_OK) {
+                return r->st;
+            }
+            if (v < 0) {
+                return fail(r, "'%s' must not be negative", ka->key);
+            }
+            a = int_attr(r, v, ka->type);
+        } else {
+            ws(r);
+            const char *at = r->p;
+            if (number_attr(r, &a) != CM_OK) {
+                return r->st;
+            }
+            if (a->kind == SP_ATTR_INT && a->u.i.type == NULL) {
+                int64_t iv = a->u.i.v;
+                a->kind = SP_ATTR_FLOAT;
+                a->u.f.v = (double)iv;
+                a->u.f.lit = NULL;
+            } else if (a->kind != SP_ATTR_FLOAT) {
+                return fail_at(r, at, "'%s' expects a float", ka->key);
+            }
+            a->u.f.type = ka->type;
+        }
+        if (a == NULL || attr_push(r, ka->attr, a) != CM_OK) {
+            return r->st;
+        }
+    }
+    if (!f->dict_after_colon && opt_attr_dict(r) != CM_OK) {
+        return r->st;
+    }
+    if (f->n_types > 0) {
+        if (expect(r, ':') != CM_OK || (f->dict_after_colon && opt_attr_dict(r) != CM_OK)) {
+            return r->st;
+        }
+        ws(r);
+        const char *at = r->p;
+        uint32_t tys[2];
+        for (uint32_t i = 0; i < f->n_types && i < 2; i++) {
+            if ((i > 0 && expect(r, ',') != CM_OK) || type(r, &tys[i]) != CM_OK) {
+                return r->st;
+            }
+        }
+        /* one type names every operand's */
+        uint32_t all[2] = {tys[0], f->n_types > 1 ? tys[1] : tys[0]};
+        if (check_operand_types(r, b, all, f->n_operands, at) != CM_OK) {
+            return r->st;
+        }
+    }
+    if (f->result) {
+        return u32_push(r, &r->types, r->m->values[r->ops.v[b->ops0]].type);
+    }
+    return CM_OK;
+}
+
 /* stablehlo.tuple %a, %b attr-dict : tuple<A, B> */
 static cm_status tuple_op(rd *r, opb *b)
 {
@@ -4396,6 +4506,10 @@ static cm_status parse_op(rd *r, uint32_t block)
         } else if (n == 11 && memcmp(s, "tensor.cast", 11) == 0) {
             opb_begin(r, &b, "tensor.cast");
             st = cast_op(r, &b);
+        } else if (sp_mlir_test_form(s, n) != NULL) {
+            const sp_test_form *f = sp_mlir_test_form(s, n);
+            opb_begin(r, &b, f->name);
+            st = test_dialect_op(r, &b, f);
         } else {
             return fail_at(r, s,
                            "unknown operation '%.*s': its custom form is not supported; write "

@@ -72,6 +72,32 @@ static const sp_pretty table[SP_OP_COUNT_] = {
     [SP_OP_UNARY_EINSUM] = {SP_OP_UNARY_EINSUM, SP_TY_FUNC, {{"config", "einsum_config", SP_CL_STR, NULL, NULL}}},
 };
 
+/* StableHLO's check dialect (stablehlo/tests/CheckOps.td) and the
+ * interpreter's print and probe ops (stablehlo/reference/InterpreterOps.td). */
+static const sp_test_form test_forms[] = {
+    {"check.expect_almost_eq", 2, false, {{"tolerance", "tolerance", 'f', "f64", true}}, 1, false, false},
+    {"check.expect_almost_eq_const", 1, true, {{"tolerance", "tolerance", 'f', "f64", true}}, 0, false, false},
+    {"check.expect_close", 2, false,
+     {{"max_ulp_difference", "max_ulp_difference", 'i', "ui64", false},
+      {"min_ulp_difference", "min_ulp_difference", 'i', "ui64", true}}, 2, true, false},
+    {"check.expect_eq", 2, false, {{NULL, NULL, 0, NULL, false}}, 1, false, false},
+    {"check.expect_eq_const", 1, true, {{NULL, NULL, 0, NULL, false}}, 0, false, false},
+    {"check.expect_serialized_eq", 1, false,
+     {{"probe_id", "probe_id", 's', NULL, false}, {"iter", "iteration", 'i', "ui32", true}}, 1, false, false},
+    {"interpreter.print", 1, false, {{NULL, NULL, 0, NULL, false}}, 1, false, false},
+    {"interpreter.probe", 1, false, {{"probe_id", "probe_id", 's', NULL, false}}, 1, false, true},
+};
+
+const sp_test_form *sp_mlir_test_form(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof test_forms / sizeof test_forms[0]; i++) {
+        if (strlen(test_forms[i].name) == len && memcmp(test_forms[i].name, name, len) == 0) {
+            return &test_forms[i];
+        }
+    }
+    return NULL;
+}
+
 const sp_pretty *sp_mlir_pretty(sp_op_kind kind)
 {
     if (kind <= SP_OP_UNKNOWN || kind >= SP_OP_COUNT_ || table[kind].kind != kind) {
