@@ -72,6 +72,157 @@ static void assert_read_error(const char *text, const char *path, const char *ne
     assert_non_null(strstr(err.msg, needle));
 }
 
+/* ---- exact dense values, locations, the forms JAX and StableHLO's tests use ------ */
+
+/* The values of the constant of the first op of @main in text. */
+static void dense_of(const char *text, cm_arena *ar, uint64_t **v, size_t *n, cm_status want)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    uint32_t f = sp_module_func(m, "main");
+    assert_int_not_equal(f, SP_NONE);
+    const sp_block *b = &m->blocks[m->ops[f].regions[0].blocks[0]];
+    const sp_attr *a = sp_op_attr(m, b->ops[0], "value");
+    cm_status st = sp_mlir_dense_values(m, a, ar, v, n, &err);
+    assert_int_equal(st, want);
+    sp_module_destroy(m);
+}
+
+#define CONST_MODULE(BODY, T)                                                                      \
+    "func.func @main() -> " T " {\n  %0 = stablehlo.constant dense<" BODY "> : " T "\n"          \
+    "  return %0 : " T "\n}\n"
+
+static void test_sp_mlir_dense_values_exact(void **state)
+{
+    (void)state;
+    cm_arena ar;
+    cm_arena_init(&ar, 4096);
+    uint64_t *v;
+    size_t n;
+    dense_of(CONST_MODULE("9223372036854775807", "tensor<i64>"), &ar, &v, &n, CM_OK);
+    assert_int_equal(n, 1);
+    assert_true(v[0] == (uint64_t)INT64_MAX);
+    dense_of(CONST_MODULE("[9007199254740993, -9223372036854775808]", "tensor<2xi64>"), &ar, &v,
+             &n, CM_OK);
+    assert_true(v[0] == 9007199254740993u && v[1] == (uint64_t)1 << 63);
+    dense_of(CONST_MODULE("18446744073709551615", "tensor<ui64>"), &ar, &v, &n, CM_OK);
+    assert_true(v[0] == UINT64_MAX);
+    dense_of(CONST_MODULE("[-1, 127]", "tensor<2xi8>"), &ar, &v, &n, CM_OK);
+    assert_true(v[0] == 0xffu && v[1] == 127u);
+    dense_of(CONST_MODULE("128", "tensor<i8>"), &ar, &v, &n, CM_EINVAL);
+    /* a hex literal in a list is a bit pattern: NaN, not 2143289344 */
+    dense_of(CONST_MODULE("[0x7FC00000, 1.0, 0xFF800000]", "tensor<3xf32>"), &ar, &v, &n, CM_OK);
+    assert_true(n == 3 && v[0] == 0x7FC00000u && v[1] == 0x3F800000u && v[2] == 0xFF800000u);
+    dense_of(CONST_MODULE("[1.0, -2.5]", "tensor<2xbf16>"), &ar, &v, &n, CM_OK);
+    assert_true(v[0] == 0x3F80u && v[1] == 0xC020u);
+    dense_of(CONST_MODULE("[1.0, 0.1]", "tensor<2xf16>"), &ar, &v, &n, CM_OK);
+    assert_true(v[0] == 0x3C00u && v[1] == 0x2E66u);
+    /* quoted hex: raw little-endian bytes, an array or one element's splat */
+    dense_of(CONST_MODULE("\"0x0000803F00000040\"", "tensor<2xf32>"), &ar, &v, &n, CM_OK);
+    assert_true(n == 2 && v[0] == 0x3F800000u && v[1] == 0x40000000u);
+    dense_of(CONST_MODULE("\"0x0100\"", "tensor<3xi16>"), &ar, &v, &n, CM_OK);
+    assert_true(n == 3 && v[0] == 1u && v[2] == 1u);
+    dense_of(CONST_MODULE("\"0x010002\"", "tensor<2xi16>"), &ar, &v, &n, CM_EINVAL);
+    /* a splat of an empty tensor has no values */
+    dense_of(CONST_MODULE("0.0", "tensor<0x4xf32>"), &ar, &v, &n, CM_OK);
+    assert_int_equal(n, 0);
+    dense_of(CONST_MODULE("(1.0, -1.0)", "tensor<2xcomplex<f32>>"), &ar, &v, &n, CM_OK);
+    assert_true(n == 4 && v[2] == 0x3F800000u && v[3] == 0xBF800000u);
+    cm_arena_fini(&ar);
+}
+
+static void test_sp_mlir_read_locations_resolve(void **state)
+{
+    (void)state;
+    const char *text =
+        "module @m {\n"
+        "  func.func @main(%arg0: tensor<4xf32> loc(\"params['w1']\")) -> "
+        "(tensor<4xf32> {jax.result_info = \"out\"}) {\n"
+        "    %0 = stablehlo.sine %arg0 : tensor<4xf32> loc(#loc3)\n"
+        "    %1 = stablehlo.cosine %0 : tensor<4xf32> loc(\"y\")\n"
+        "    return %1 : tensor<4xf32> loc(#loc)\n"
+        "  } loc(#loc)\n"
+        "} loc(#loc)\n"
+        "#loc = loc(unknown)\n"
+        "#loc1 = loc(\"model.py\":14:9 to :20)\n"
+        "#loc2 = loc(callsite(#loc1 at \"main.py\":3:1))\n"
+        "#loc3 = loc(\"jit(f)/sin\"(#loc2))\n";
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    uint32_t f = sp_module_func(m, "main");
+    const sp_block *b = &m->blocks[m->ops[f].regions[0].blocks[0]];
+    assert_string_equal(sp_value_name(m, b->first_arg), "params['w1']");
+    uint32_t sine = b->ops[0];
+    assert_string_equal(sp_loc_name(m->ops[sine].where), "jit(f)/sin");
+    assert_null(sp_value_name(m, m->ops[sine].first_result)); /* a name stack, not a name */
+    assert_string_equal(sp_value_name(m, m->ops[b->ops[1]].first_result), "y");
+    char src[64];
+    assert_true(sp_op_source(m, sine, src, sizeof src));
+    assert_string_equal(src, "model.py:14");
+    assert_false(sp_op_source(m, b->ops[2], src, sizeof src));
+    assert_string_equal(sp_func_result_name(m, f, 0), "out");
+    /* printed back with debug info, byte for byte */
+    cm_buf o;
+    cm_buf_init(&o);
+    sp_print_opts po = {false, true};
+    sp_mlir_print(m, &po, &o);
+    assert_non_null(strstr(o.data, "} loc(#loc)\n#loc = loc(unknown)\n"));
+    assert_non_null(strstr(o.data, "%arg0: tensor<4xf32> loc(\"params['w1']\")"));
+    sp_module *m2 = NULL;
+    assert_int_equal(sp_mlir_read(o.data, o.len, 0, &m2, &err), CM_OK);
+    cm_buf o2;
+    cm_buf_init(&o2);
+    sp_mlir_print(m2, &po, &o2);
+    assert_string_equal(o.data, o2.data);
+    cm_buf_fini(&o);
+    cm_buf_fini(&o2);
+    sp_module_destroy(m2);
+    sp_module_destroy(m);
+}
+
+static void test_sp_mlir_read_rejects_bad_locations(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f() {\n  return loc(#nowhere)\n}\n", "2:14",
+                      "undefined location alias '#nowhere'");
+    assert_read_error("func.func @f() {\n  return loc(#a)\n}\n#a = loc(#b)\n#b = loc(#a)\n", "4:10",
+                      "refers to itself");
+    assert_read_error("func.func @f() {\n  return loc(42)\n}\n", "2:14", "expected a location");
+}
+
+static void test_sp_mlir_print_jax_and_interpreter_forms(void **state)
+{
+    (void)state;
+    const char *in =
+        "module {\n"
+        "  func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xcomplex<f32>> {\n"
+        "    %0 = chlo.erf %arg0 : tensor<4xf32> -> tensor<4xf32>\n"
+        "    %1 = chlo.next_after %0, %arg1 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>\n"
+        "    %2:2 = chlo.top_k(%1, k = 2) : tensor<4xf32> -> (tensor<2xf32>, tensor<2xi32>)\n"
+        "    %3 = stablehlo.complex %1, %arg1 : tensor<4xcomplex<f32>>\n"
+        "    %4 = call @\"<lambda>\"(%0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "    check.expect_almost_eq_const %4, dense<1.000000e+00> : tensor<4xf32>, tolerance = "
+        "1.000000e-01\n"
+        "    check.expect_close %0, %4, max_ulp_difference = 3 : tensor<4xf32>, tensor<4xf32>\n"
+        "    %5 = interpreter.probe %0, probe_id = \"p\" : tensor<4xf32>\n"
+        "    return %3 : tensor<4xcomplex<f32>>\n"
+        "  }\n"
+        "  func.func private @\"<lambda>\"(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "    return {foo} %arg0 : tensor<4xf32>\n"
+        "  }\n"
+        "}\n";
+    assert_prints(in, in);
+    /* and the generic form reads back to the same */
+    char *g = print_text(in, true);
+    assert_prints(g, in);
+    cm_free(g);
+}
+
+
 /* ---- round trips ---------------------------------------------------------------- */
 
 /* Modules in the exact form the printer writes (and MLIR prints): reading
@@ -924,6 +1075,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sp_mlir_print_roundtrips_pretty_corpus),
+        cmocka_unit_test(test_sp_mlir_dense_values_exact),
+        cmocka_unit_test(test_sp_mlir_read_locations_resolve),
+        cmocka_unit_test(test_sp_mlir_read_rejects_bad_locations),
+        cmocka_unit_test(test_sp_mlir_print_jax_and_interpreter_forms),
         cmocka_unit_test(test_sp_mlir_print_roundtrips_generic_corpus),
         cmocka_unit_test(test_sp_mlir_print_generic_input_prints_pretty),
         cmocka_unit_test(test_sp_mlir_print_sdy_generic_input_prints_pretty),
