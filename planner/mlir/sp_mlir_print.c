@@ -1699,10 +1699,9 @@ static bool collective_op(pr *p, const sp_op *op)
     }
     results_prefix(p, op);
     put(p, op->name);
-    if (red != NULL) {
-        put(p, " <");
+    if (red != NULL) { /* `sdy.all_reduce max {"x"} ...` (Shardy reads `<max>` too) */
+        putc_(p, ' ');
         put(p, red->u.enm.value);
-        putc_(p, '>');
     }
     if (axes != NULL) {
         putc_(p, ' ');

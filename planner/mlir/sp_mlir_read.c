@@ -1564,6 +1564,10 @@ static cm_status sharding_items(rd *r, sp_attr **out)
                 }
                 items = p;
             }
+            /* each item may be written in full: `#sdy.sharding<@mesh, [...]>` */
+            if (peek(r) == '#' && !kw(r, "#sdy.sharding")) {
+                return fail(r, "expected a sharding `<@mesh, [...]>` or `#sdy.sharding<...>`");
+            }
             if (sdy_codec(r, 0, (void **)&items[n]) != CM_OK) {
                 return r->st;
             }

@@ -354,7 +354,7 @@ static const char *const corpus[] = {
         " {\"y\":(1)2}]> : tensor<8x16xf32>\n"
     "    %5 = sdy.all_reduce {\"x\"} %4 out_sharding=<@mesh, [{}, {\"y\":(1)2}]> :"
         " tensor<8x16xf32>\n"
-    "    %6 = sdy.all_reduce <max> {\"x\"} %5 out_sharding=<@mesh, [{}, {\"y\":(1)2}]> :"
+    "    %6 = sdy.all_reduce max {\"x\"} %5 out_sharding=<@mesh, [{}, {\"y\":(1)2}]> :"
         " tensor<8x16xf32>\n"
     "    %7 = sdy.all_to_all [{\"y\":(1)2}: 1->0] %6 out_sharding=<@mesh, [{\"y\":(1)2},"
         " {}]> : tensor<8x16xf32>\n"
