@@ -4597,6 +4597,11 @@ static cm_status parse_module(rd *r)
     } else if (parse_block_body(r, m->body) != CM_OK) {
         return r->st;
     }
+    if (peek(r) >= 0 && m->had_module_op && peek_kw(r, "module")) {
+        /* `// -----` is a comment here: only opt -split-input-file splits */
+        return fail(r, "a second module: the input holds one module (split several at "
+                       "`// -----` with `shardplan opt -split-input-file`)");
+    }
     if (peek(r) >= 0) {
         return fail(r, "unexpected '%c' at top level", *r->p);
     }

@@ -192,6 +192,8 @@ static void test_sp_mlir_read_rejects_bad_locations(void **state)
     assert_read_error("func.func @f() {\n  return loc(#a)\n}\n#a = loc(#b)\n#b = loc(#a)\n", "4:10",
                       "refers to itself");
     assert_read_error("func.func @f() {\n  return loc(42)\n}\n", "2:14", "expected a location");
+    assert_read_error("module {\n} loc(#x)\n#x = loc(unknown)\n// -----\nmodule {\n}\n", "5:1",
+                      "a second module");
 }
 
 static void test_sp_mlir_print_jax_and_interpreter_forms(void **state)
