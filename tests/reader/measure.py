@@ -14,7 +14,7 @@ Default folder: StableHLO's JAX-lowered test programs (stablehlo/testdata,
 2,839 files at openxla/stablehlo 3c9301c), which are not in the repository:
 extract them from a clone, e.g.
   git -C STABLEHLO archive HEAD stablehlo/testdata | tar -x -C /tmp/shlo
-Usage: measure.py SHARDPLAN [DIR...] [--split] [--debuginfo] [--failures N]
+Usage: measure.py SHARDPLAN [DIR...] [--split | --whole] [--debuginfo] [--failures N]
                   [--jobs N]
 Prints the counts and, with --failures N, the first line of the first N
 errors grouped by message (most frequent first).
@@ -70,6 +70,7 @@ def main():
     ap.add_argument("shardplan")
     ap.add_argument("dirs", nargs="*", default=["/tmp/shlo/stablehlo/testdata"])
     ap.add_argument("--split", action="store_true")
+    ap.add_argument("--whole", action="store_true", help="never split (each file one input)")
     ap.add_argument("--debuginfo", action="store_true")
     ap.add_argument("--failures", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
@@ -84,7 +85,8 @@ def main():
             with open(os.path.join(d, f), encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
             # a file whose RUN line splits its input is split alike
-            split = a.split or re.search(r"^//\s*RUN:.*-split-input-file", text, re.M)
+            split = not a.whole and (a.split or
+                                     re.search(r"^//\s*RUN:.*-split-input-file", text, re.M))
             chunks = SPLIT.split(text) if split else [text]
             for i, c in enumerate(chunks):
                 inputs.append(("%s#%d" % (f, i) if split else f, c))
