@@ -925,6 +925,45 @@ static void test_sp_mlir_read_oom(void **state)
     }
 }
 
+/* Locations (aliases at the end, callsites, fused lists longer than the
+ * reader's stack buffer) under failing allocations. */
+static void test_sp_mlir_read_oom_locations(void **state)
+{
+    (void)state;
+    cm_buf t;
+    cm_buf_init(&t);
+    cm_buf_puts(&t, "module {\n  func.func @main(%arg0: tensor<4xf32> loc(\"x\")) -> tensor<4xf32> {\n"
+                    "    %0 = stablehlo.sine %arg0 : tensor<4xf32> loc(#loc3)\n"
+                    "    return %0 : tensor<4xf32> loc(#loc)\n  } loc(#loc)\n} loc(#loc)\n"
+                    "#loc = loc(unknown)\n#loc1 = loc(\"m.py\":1:2)\n"
+                    "#loc2 = loc(callsite(#loc1 at #loc1))\n#loc3 = loc(fused[");
+    for (int i = 0; i < 40; i++) {
+        cm_buf_puts(&t, i > 0 ? ", #loc2" : "#loc2");
+    }
+    cm_buf_puts(&t, "])\n");
+    assert_false(t.oom);
+    for (long n = 0;; n++) {
+        cm_error err;
+        cm_error_clear(&err);
+        sp_module *m = NULL;
+        cm_alloc_fail_after(n);
+        cm_status st = sp_mlir_read(t.data, t.len, 0, &m, &err);
+        cm_alloc_fail_after(-1);
+        if (st == CM_OK) {
+            char src[32];
+            const sp_block *b = &m->blocks[m->ops[sp_module_func(m, "main")].regions[0].blocks[0]];
+            assert_true(sp_op_source(m, b->ops[0], src, sizeof src));
+            assert_string_equal(src, "m.py:1");
+            sp_module_destroy(m);
+            break;
+        }
+        assert_int_equal(st, CM_ENOMEM);
+        assert_null(m);
+        assert_true(n < 100000);
+    }
+    cm_buf_fini(&t);
+}
+
 static void test_sp_mlir_print_oom(void **state)
 {
     (void)state;
@@ -1109,6 +1148,7 @@ int main(void)
         cmocka_unit_test(test_sp_mlir_read_rejects_nul_byte),
         cmocka_unit_test(test_sp_mlir_read_reports_lines_after_line_base),
         cmocka_unit_test(test_sp_mlir_read_oom),
+        cmocka_unit_test(test_sp_mlir_read_oom_locations),
         cmocka_unit_test(test_sp_mlir_print_oom),
         cmocka_unit_test(test_sp_attr_equal_agrees_with_hash),
         cmocka_unit_test(test_sp_module_intern_type_shares_ids),
