@@ -958,6 +958,12 @@ static void region(pr *p, const sp_region *rg, bool print_entry_args)
                     value_ref(p, bl->first_arg + i, false);
                     put(p, ": ");
                     type_ref(p, p->m->values[bl->first_arg + i].type);
+                    if (p->o != NULL && p->o->debug_info && bl->arg_locs != NULL &&
+                        bl->arg_locs[i] != NULL) {
+                        put(p, " loc(");
+                        put(p, bl->arg_locs[i]);
+                        putc_(p, ')');
+                    }
                 }
                 putc_(p, ')');
             }

@@ -3176,6 +3176,10 @@ static cm_status reduce_op(rd *r, opb *b)
             if (lens[na] == 0 || expect(r, ':') != CM_OK || type(r, &tys[na]) != CM_OK) {
                 return r->st != CM_OK ? r->st : fail(r, "expected a reducer argument");
             }
+            /* JAX's debug info locates reducer arguments too (not printed back) */
+            if (peek_kw(r, "loc") && loc_clause(r, NULL, NULL) != CM_OK) {
+                return r->st;
+            }
             na++;
         }
         if (expect(r, ')') != CM_OK) {
@@ -4366,6 +4370,10 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
             r->m->blocks[blk].label = astr(r, s, n);
             if (eat(r, '(')) {
                 if (!eat(r, ')')) {
+                    /* argument locations, kept once one has one (arena, grown by doubling) */
+                    const char **lt = NULL;
+                    const sp_loc **lw = NULL;
+                    uint32_t cap_lt = 0, cap_lw = 0;
                     do {
                         const char *an;
                         uint32_t al = ssa_name(r, &an);
@@ -4373,8 +4381,39 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
                         if (al == 0 || expect(r, ':') != CM_OK || type(r, &t) != CM_OK) {
                             return r->st != CM_OK ? r->st : fail(r, "expected a block argument");
                         }
-                        if (peek_kw(r, "loc") && loc_clause(r, NULL, NULL) != CM_OK) {
-                            return r->st;
+                        uint32_t ai = r->m->blocks[blk].n_args;
+                        if (peek_kw(r, "loc")) {
+                            const char *text;
+                            sp_loc *w;
+                            if (loc_clause(r, &text, &w) != CM_OK) {
+                                return r->st;
+                            }
+                            if (lt == NULL) {
+                                cap_lt = cap_lw = ai + 8u;
+                                lt = cm_arena_zalloc(&r->m->arena, sizeof(char *) * cap_lt);
+                                lw = cm_arena_zalloc(&r->m->arena, sizeof(sp_loc *) * cap_lw);
+                                if (lt == NULL || lw == NULL) {
+                                    return oom(r);
+                                }
+                            }
+                            while (ai >= cap_lt) {
+                                uint32_t c0 = cap_lt;
+                                const char **g = arena_double(&r->m->arena, lt, &cap_lt, c0,
+                                                              sizeof *lt);
+                                const sp_loc **h = arena_double(&r->m->arena, lw, &cap_lw, c0,
+                                                                sizeof *lw);
+                                if (g == NULL || h == NULL) {
+                                    return oom(r);
+                                }
+                                memset(g + c0, 0, sizeof *g * (cap_lt - c0));
+                                memset(h + c0, 0, sizeof *h * (cap_lw - c0));
+                                lt = g;
+                                lw = h;
+                            }
+                            lt[ai] = text;
+                            lw[ai] = w;
+                            r->m->blocks[blk].arg_locs = lt;
+                            r->m->blocks[blk].arg_where = lw;
                         }
                         if (sp_module_add_block_arg(r->m, blk, t, &v) != CM_OK) {
                             return oom(r);

@@ -184,6 +184,41 @@ static void test_sp_mlir_read_locations_resolve(void **state)
     sp_module_destroy(m);
 }
 
+/* Block arguments carry locations too: a labelled block keeps and prints
+ * them, the custom reduce form's reducer arguments take them. */
+static void test_sp_mlir_read_block_arg_locations(void **state)
+{
+    (void)state;
+    const char *text =
+        "func.func @f(%arg0: tensor<4xf32>) -> tensor<f32> {\n"
+        "  %cst = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        "  %0 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [0] : (tensor<4xf32>, "
+        "tensor<f32>) -> tensor<f32>\n"
+        "   reducer(%a: tensor<f32> loc(\"a\"), %b: tensor<f32> loc(\"b\"))  {\n"
+        "    %1 = stablehlo.add %a, %b : tensor<f32>\n"
+        "    stablehlo.return %1 : tensor<f32>\n"
+        "  }\n"
+        "  %2 = \"stablehlo.reduce\"(%0, %cst) ({\n"
+        "  ^bb0(%c: tensor<f32> loc(\"c\"), %d: tensor<f32> loc(#l)):\n"
+        "    %3 = stablehlo.multiply %c, %d : tensor<f32>\n"
+        "    \"stablehlo.return\"(%3) : (tensor<f32>) -> ()\n"
+        "  }) {dimensions = array<i64: 0>} : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+        "  return %2 : tensor<f32>\n"
+        "}\n"
+        "#l = loc(\"m.py\":3:4)\n";
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    cm_buf o;
+    cm_buf_init(&o);
+    sp_print_opts po = {true, true};
+    sp_mlir_print(m, &po, &o);
+    assert_non_null(strstr(o.data, "^bb0(%arg1: tensor<f32> loc(\"c\"), %arg2: tensor<f32> loc(#l)):"));
+    cm_buf_fini(&o);
+    sp_module_destroy(m);
+}
+
 static void test_sp_mlir_read_rejects_bad_locations(void **state)
 {
     (void)state;
@@ -1119,6 +1154,7 @@ int main(void)
         cmocka_unit_test(test_sp_mlir_dense_values_exact),
         cmocka_unit_test(test_sp_mlir_read_locations_resolve),
         cmocka_unit_test(test_sp_mlir_read_rejects_bad_locations),
+        cmocka_unit_test(test_sp_mlir_read_block_arg_locations),
         cmocka_unit_test(test_sp_mlir_print_jax_and_interpreter_forms),
         cmocka_unit_test(test_sp_mlir_print_roundtrips_generic_corpus),
         cmocka_unit_test(test_sp_mlir_print_generic_input_prints_pretty),
