@@ -210,6 +210,13 @@ static void fix_texts(sp_advise *a, const sp_sharding *s, const char *mesh_name,
     cm_buf_fini(&p);
 }
 
+/* "model.py:14" from op's location (arena), or "". */
+static const char *op_source(sp_advise *a, uint32_t op)
+{
+    char buf[512];
+    return sp_op_source(a->m, op, buf, sizeof buf) ? astr(a, "%s", buf) : "";
+}
+
 static sp_finding *add_finding(sp_advise *a, sp_lint_kind k, sp_lint_sev sev, uint32_t op,
                                const char *value, double bytes)
 {
@@ -234,12 +241,14 @@ static sp_finding *add_finding(sp_advise *a, sp_lint_kind k, sp_lint_sev sev, ui
     f->bytes = bytes;
     f->op = "";
     f->loc = "";
+    f->source = "";
     f->message = f->fix_shardy = f->fix_jax = "";
     if (op != SP_NONE) {
         const sp_op *o = &a->m->ops[op];
         f->op = o->name;
         f->line = o->line;
         f->loc = o->loc != NULL ? o->loc : "";
+        f->source = op_source(a, op);
     }
     return f;
 }
@@ -1143,6 +1152,7 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
         c->op = op->name;
         c->for_op = "";
         c->loc = "";
+        c->source = "";
         cm_buf_reset(&b);
         uint32_t for_id = SP_NONE;
         if (cc->implied || op->n_operands == 0 || op->n_results == 0) {
@@ -1228,6 +1238,7 @@ static cm_status explain_colls(sp_advise *a, cm_error *err)
             c->for_op = m->ops[for_id].name;
             c->line = m->ops[for_id].line;
             c->loc = m->ops[for_id].loc != NULL ? m->ops[for_id].loc : "";
+            c->source = op_source(a, for_id);
         }
         if (b.oom) {
             cm_buf_fini(&b);
@@ -1422,6 +1433,8 @@ void sp_advise_write_lint_json(const sp_advise *a, cm_buf *b)
         sp_advise_put_jstr(b, f->op);
         cm_buf_printf(b, ",\"line\":%u,\"loc\":", f->line);
         sp_advise_put_jstr(b, f->loc);
+        cm_buf_puts(b, ",\"source\":");
+        sp_advise_put_jstr(b, f->source);
         cm_buf_puts(b, ",\"value\":");
         sp_advise_put_jstr(b, f->value);
         cm_json_put_kv_num(b, "bytes", f->bytes, 6);
@@ -1461,7 +1474,9 @@ void sp_advise_write_lint_text(const sp_advise *a, cm_buf *b)
         if (f->line > 0) {
             cm_buf_printf(b, " (line %u)", f->line);
         }
-        if (f->loc[0] != '\0') {
+        if (f->source[0] != '\0') {
+            cm_buf_printf(b, " from %s", f->source);
+        } else if (f->loc[0] != '\0') {
             cm_buf_printf(b, " loc(%s)", f->loc);
         }
         cm_buf_printf(b, ", %.0f bytes per device\n  %s\n", f->bytes, f->message);
@@ -1500,6 +1515,8 @@ void sp_advise_write_colls_json(const sp_advise *a, cm_buf *b)
         sp_advise_put_jstr(b, c->for_op);
         cm_buf_printf(b, ",\"line\":%u,\"loc\":", c->line);
         sp_advise_put_jstr(b, c->loc);
+        cm_buf_puts(b, ",\"source\":");
+        sp_advise_put_jstr(b, c->source);
         cm_buf_puts(b, ",\"cause\":");
         sp_advise_put_jstr(b, c->cause);
         cm_buf_putc(b, '}');

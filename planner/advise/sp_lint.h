@@ -50,6 +50,7 @@ typedef struct sp_finding {
     const char *op;         /* op name ("stablehlo.custom_call", "func.func") */
     uint32_t line;          /* 1-based source line of the op, 0 when unknown */
     const char *loc;        /* text inside the op's loc(...), or "" */
+    const char *source;     /* where its location says the op comes from ("model.py:14"), or "" */
     const char *value;      /* "%arg0", the graph value name, or "result 0 of OP" */
     double bytes;           /* per-device bytes at stake */
     const char *message;    /* what is wrong */
@@ -64,6 +65,7 @@ typedef struct sp_advise_coll {
     const char *for_op; /* the op it serves: consumer of a reshard, producer of a reduction */
     uint32_t line;      /* source line of for_op (0 when unknown) */
     const char *loc;    /* loc of for_op, or "" */
+    const char *source; /* source line of for_op's location ("model.py:14"), or "" */
     const char *cause;  /* sharding origin or conflict that made it */
 } sp_advise_coll;
 

@@ -611,6 +611,7 @@ cm_status sp_op_clone_detached(sp_module *m, uint32_t op, uint32_t *clone_out)
     n->line = o->line;
     n->col = o->col;
     n->loc = o->loc;
+    n->where = o->where;
     if (o->n_attrs > 0) {
         n->attrs = cm_arena_memdup(&m->arena, o->attrs, o->n_attrs, sizeof(sp_named_attr));
         if (n->attrs == NULL) {
@@ -1305,4 +1306,112 @@ bool sp_module_is_partitioned(const sp_module *m)
         }
     }
     return false;
+}
+
+/* ---- locations ------------------------------------------------------------------ */
+
+/* Locations nest as deep as the reader allowed (it caps them); the walks
+ * below stop at 64 levels anyway, so a built cycle cannot loop. */
+static const char *loc_name_at(const sp_loc *l, int depth)
+{
+    if (l == NULL || depth > 64) {
+        return NULL;
+    }
+    switch (l->kind) {
+    case SP_LOC_NAME:
+        return l->str;
+    case SP_LOC_CALLSITE:
+        return l->n_kids > 0 ? loc_name_at(l->kids[0], depth + 1) : NULL;
+    case SP_LOC_FUSED:
+        for (uint32_t i = 0; i < l->n_kids; i++) {
+            const char *s = loc_name_at(l->kids[i], depth + 1);
+            if (s != NULL) {
+                return s;
+            }
+        }
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+const char *sp_loc_name(const sp_loc *l)
+{
+    return loc_name_at(l, 0);
+}
+
+static const sp_loc *loc_file_at(const sp_loc *l, int depth)
+{
+    if (l == NULL || depth > 64) {
+        return NULL;
+    }
+    if (l->kind == SP_LOC_FILE) {
+        return l;
+    }
+    for (uint32_t i = 0; i < l->n_kids; i++) {
+        const sp_loc *f = loc_file_at(l->kids[i], depth + 1);
+        if (f != NULL) {
+            return f;
+        }
+    }
+    return NULL;
+}
+
+const sp_loc *sp_loc_file(const sp_loc *l)
+{
+    return loc_file_at(l, 0);
+}
+
+const sp_loc *sp_value_loc(const sp_module *m, uint32_t v)
+{
+    if (v >= m->n_values) {
+        return NULL;
+    }
+    const sp_value *val = &m->values[v];
+    if (val->def != SP_NONE) {
+        return m->ops[val->def].where;
+    }
+    if (val->block == SP_NONE) {
+        return NULL;
+    }
+    const sp_block *b = &m->blocks[val->block];
+    return b->arg_where != NULL && val->index < b->n_args ? b->arg_where[val->index] : NULL;
+}
+
+const char *sp_value_name(const sp_module *m, uint32_t v)
+{
+    const sp_loc *l = sp_value_loc(m, v);
+    if (l == NULL) {
+        return NULL;
+    }
+    if (m->values[v].def != SP_NONE) {
+        /* an op's location names its result only when it is a bare name: JAX's
+         * `"jit(f)/dot_general"(#loc3)` is the op's name stack, not a value's */
+        return l->kind == SP_LOC_NAME && l->n_kids == 0 ? l->str : NULL;
+    }
+    return sp_loc_name(l);
+}
+
+const char *sp_func_result_name(const sp_module *m, uint32_t func, uint32_t i)
+{
+    const sp_attr *d = list_item(sp_op_attr(m, func, "res_attrs"), i);
+    if (d == NULL || d->kind != SP_ATTR_DICT) {
+        return NULL;
+    }
+    const sp_attr *a = sp_attrs_get(d->u.dict.items, d->u.dict.n, "jax.result_info");
+    return a != NULL && a->kind == SP_ATTR_STRING && a->u.str.len > 0 ? a->u.str.s : NULL;
+}
+
+bool sp_op_source(const sp_module *m, uint32_t op, char *buf, size_t n)
+{
+    if (n == 0) {
+        return false;
+    }
+    buf[0] = '\0';
+    const sp_loc *f = op < m->n_ops ? sp_loc_file(m->ops[op].where) : NULL;
+    if (f == NULL) {
+        return false;
+    }
+    snprintf(buf, n, "%s:%u", f->str != NULL ? f->str : "", f->line);
+    return true;
 }

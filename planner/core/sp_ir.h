@@ -215,6 +215,37 @@ bool sp_attr_equal(const sp_attr *a, const sp_attr *b);
  * Deterministic within a process, for hash maps, not for storage. */
 uint64_t sp_attr_hash(const sp_attr *a);
 
+/* ---- locations ----------------------------------------------------------------
+ * MLIR's source locations as the reader resolved them (aliases `#locN`
+ * followed): what JAX writes with debug info. The text as written stays in
+ * sp_op.loc / sp_block.arg_locs / sp_module.loc for printing; these are for
+ * use (value names, Python source lines). Arena-owned, shared. */
+
+typedef enum sp_loc_kind {
+    SP_LOC_UNKNOWN,  /* loc(unknown) */
+    SP_LOC_FILE,     /* "file":line:col (a ` to ...` range end is dropped) */
+    SP_LOC_NAME,     /* "name" or "name"(child) */
+    SP_LOC_CALLSITE, /* callsite(callee at caller): kids[0] callee, kids[1] caller */
+    SP_LOC_FUSED     /* fused[a, b] or fused<metadata>[a, b] */
+} sp_loc_kind;
+
+typedef struct sp_loc sp_loc;
+struct sp_loc {
+    sp_loc_kind kind;
+    const char *str;            /* FILE: the file; NAME: the name; FUSED: metadata text or NULL */
+    uint32_t line, col;         /* FILE: 1-based line, column as written */
+    const sp_loc *const *kids;  /* NAME: 0 or 1 child; CALLSITE: 2; FUSED: the members */
+    uint32_t n_kids;
+};
+
+/* The name a location gives: a name location's own name, through callsites
+ * (the callee first) and fused locations (the first member that has one);
+ * NULL when none. */
+const char *sp_loc_name(const sp_loc *l);
+/* The file location inside l, callee before caller and the first fused
+ * member that has one; NULL when none. */
+const sp_loc *sp_loc_file(const sp_loc *l);
+
 /* ---- values, ops, blocks, regions ------------------------------------------ */
 
 typedef struct sp_value {
@@ -238,6 +269,7 @@ typedef struct sp_block {
     uint32_t parent_op; /* op owning the region of this block, SP_NONE for the module body */
     const char *label;  /* "bb0" as written, or NULL */
     const char **arg_locs; /* per-argument loc text or NULL */
+    const sp_loc **arg_where; /* per-argument resolved location (entries may be NULL), or NULL */
 } sp_block;
 
 typedef struct sp_op {
@@ -254,6 +286,7 @@ typedef struct sp_op {
     uint32_t parent_block;  /* block id */
     uint32_t line, col;     /* 1-based source position of the op, 0 when built */
     const char *loc;        /* text inside loc(...) or NULL */
+    const sp_loc *where;    /* loc resolved (sp_loc), or NULL */
 } sp_op;
 
 typedef struct sp_module sp_module;
@@ -284,6 +317,7 @@ struct sp_module {
     bool had_module_op;    /* input was wrapped in `module { }` */
     sp_alias *aliases;     /* `#name = ...` definitions in input order (arena) */
     uint32_t n_aliases;
+    const char *loc;       /* text inside the module's trailing loc(...), or NULL */
 };
 
 sp_module *sp_module_create(void);
@@ -354,6 +388,21 @@ cm_status sp_func_set_result_attr(sp_module *m, uint32_t func, uint32_t i, const
                                   sp_attr *value);
 /* The function type of a func.func op, or NULL. */
 const sp_type *sp_func_type(const sp_module *m, uint32_t func);
+
+/* The location of value v: a block argument's own, an op result's op's;
+ * NULL when it has none. */
+const sp_loc *sp_value_loc(const sp_module *m, uint32_t v);
+/* The name of value v as the producer gave it: the name of a block
+ * argument's location (`loc("params['w1']")`) or of its op's location when
+ * that is a bare name (`loc("x")`, no child); NULL when none. */
+const char *sp_value_name(const sp_module *m, uint32_t v);
+/* The name JAX gives result i of func.func op func: its `jax.result_info`
+ * result attribute when that is a non-empty string, else NULL. */
+const char *sp_func_result_name(const sp_module *m, uint32_t func, uint32_t i);
+/* Writes where op comes from as `FILE:LINE` (the file location of its
+ * location) into buf (NUL-terminated, cut to n bytes); returns false and
+ * writes "" when it has none. */
+bool sp_op_source(const sp_module *m, uint32_t op, char *buf, size_t n);
 
 /* Finds the mesh named name (sdy.mesh symbol) in the module body; NULL when absent. */
 const sp_mesh *sp_module_mesh(const sp_module *m, const char *name);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: the ops Shardplan knows by name and what kind of op each is.
  * SP_OP_LIST(X) expands X(ENUM, "name", traits) for every StableHLO, sdy and
- * func op; sp_op_kind_of maps names to kinds, and the trait column (a set of
+ * func op and the chlo ops JAX emits; sp_op_kind_of maps names to kinds, and the trait column (a set of
  * SP_OPT_* bits, as Lua's lopcodes.h keeps luaP_opmodes) answers the
  * questions rules, cost, documents and the executor ask of a kind through
  * the sp_op_is_* predicates below. Ops outside the list are kept as
@@ -159,6 +159,32 @@
     X(SP_OP_SDY_SHARDING_CONSTRAINT, "sdy.sharding_constraint", \
       SP_OPT_SHARDING_ATTR | SP_OPT_CONSTRAINS) \
     X(SP_OP_SDY_SHARDING_GROUP, "sdy.sharding_group", 0) \
+    /* the chlo ops JAX emits (chlo.top_k has a rule of its own) */ \
+    X(SP_OP_CHLO_ACOS, "chlo.acos", SP_OPT_EW) \
+    X(SP_OP_CHLO_ACOSH, "chlo.acosh", SP_OPT_EW) \
+    X(SP_OP_CHLO_ASIN, "chlo.asin", SP_OPT_EW) \
+    X(SP_OP_CHLO_ASINH, "chlo.asinh", SP_OPT_EW) \
+    X(SP_OP_CHLO_ATAN, "chlo.atan", SP_OPT_EW) \
+    X(SP_OP_CHLO_ATANH, "chlo.atanh", SP_OPT_EW) \
+    X(SP_OP_CHLO_BESSEL_I1E, "chlo.bessel_i1e", SP_OPT_EW) \
+    X(SP_OP_CHLO_CONJ, "chlo.conj", SP_OPT_EW) \
+    X(SP_OP_CHLO_COSH, "chlo.cosh", SP_OPT_EW) \
+    X(SP_OP_CHLO_DIGAMMA, "chlo.digamma", SP_OPT_EW) \
+    X(SP_OP_CHLO_ERF, "chlo.erf", SP_OPT_EW) \
+    X(SP_OP_CHLO_ERF_INV, "chlo.erf_inv", SP_OPT_EW) \
+    X(SP_OP_CHLO_ERFC, "chlo.erfc", SP_OPT_EW) \
+    X(SP_OP_CHLO_IS_INF, "chlo.is_inf", SP_OPT_EW) \
+    X(SP_OP_CHLO_IS_NEG_INF, "chlo.is_neg_inf", SP_OPT_EW) \
+    X(SP_OP_CHLO_IS_POS_INF, "chlo.is_pos_inf", SP_OPT_EW) \
+    X(SP_OP_CHLO_LGAMMA, "chlo.lgamma", SP_OPT_EW) \
+    X(SP_OP_CHLO_MULHI, "chlo.mulhi", SP_OPT_EW) \
+    X(SP_OP_CHLO_NEXT_AFTER, "chlo.next_after", SP_OPT_EW) \
+    X(SP_OP_CHLO_POLYGAMMA, "chlo.polygamma", SP_OPT_EW) \
+    X(SP_OP_CHLO_SINH, "chlo.sinh", SP_OPT_EW) \
+    X(SP_OP_CHLO_SQUARE, "chlo.square", SP_OPT_EW) \
+    X(SP_OP_CHLO_TAN, "chlo.tan", SP_OPT_EW) \
+    X(SP_OP_CHLO_TOP_K, "chlo.top_k", 0) \
+    X(SP_OP_CHLO_ZETA, "chlo.zeta", SP_OPT_EW) \
     X(SP_OP_FUNC_FUNC, "func.func", 0) \
     X(SP_OP_FUNC_CALL, "func.call", 0) \
     X(SP_OP_FUNC_RETURN, "func.return", 0)

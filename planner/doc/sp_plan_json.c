@@ -300,12 +300,19 @@ static const sp_attr *list_dict(const sp_attr *list, uint32_t i, const char *key
                                                 : NULL;
 }
 
-static void value_head(const plan *p, uint32_t index, uint32_t v, const sp_type *t)
+/* A value's entry up to its type. Its name is the graph document's, else
+ * the one its MLIR location gives (`loc("params['w1']")`), else for a
+ * function output (v SP_NONE) name, its `jax.result_info`. */
+static void value_head(const plan *p, uint32_t index, uint32_t v, const sp_type *t,
+                       const char *name)
 {
     cm_buf *b = p->b;
     cm_buf_printf(b, "{\"index\":%u", index);
-    const char *name = v != SP_NONE && p->o->graph != NULL ? sp_graph_value_name(p->o->graph, v)
-                                                          : NULL;
+    if (v != SP_NONE && p->o->graph != NULL) {
+        name = sp_graph_value_name(p->o->graph, v);
+    } else if (v != SP_NONE) {
+        name = sp_value_name(p->m, v);
+    }
     if (name != NULL) {
         cm_buf_puts(b, ",\"name\":");
         cm_json_put_cstr(b, name);
@@ -523,6 +530,18 @@ static void write_op(const plan *p, uint32_t r)
     rec_path(p, r, b);
     cm_buf_puts(b, "\",\"op\":");
     cm_json_put_cstr(b, o->name);
+    /* where the producer says the op comes from: JAX's name stack and the
+     * Python line (`"jit(f)/dot_general"("model.py":14:9)`) */
+    const char *lname = sp_loc_name(o->where);
+    if (lname != NULL) {
+        cm_buf_puts(b, ",\"loc_name\":");
+        cm_json_put_cstr(b, lname);
+    }
+    char src[512];
+    if (sp_op_source(p->m, op, src, sizeof src)) {
+        cm_buf_puts(b, ",\"source\":");
+        cm_json_put_cstr(b, src);
+    }
     const sp_attr *rule = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_rule");
     if (rule != NULL && rule->kind == SP_ATTR_RULE) {
         cm_buf_puts(b, ",\"rule\":\"#sdy.op_sharding_rule");
@@ -555,7 +574,7 @@ static void write_op(const plan *p, uint32_t r)
         if (i > 0) {
             cm_buf_putc(b, ',');
         }
-        value_head(p, i, v, t);
+        value_head(p, i, v, t, NULL);
         sharding_json(p, sp_value_sharding(p->m, v), t);
         const sp_attr *od = origins;
         if (od != NULL && od->kind == SP_ATTR_ARRAY) {
@@ -590,7 +609,7 @@ static void write_function(const plan *p, uint32_t fi, uint32_t *next_rec)
         uint32_t v = entry->first_arg + i;
         const sp_type *t = sp_value_type(m, v);
         cm_buf_puts(b, i > 0 ? ",\n    " : "\n    ");
-        value_head(p, i, v, t);
+        value_head(p, i, v, t, NULL);
         sharding_json(p, sp_value_sharding(m, v), t);
         origin_json(b, list_dict(arg_attrs, i, "sdy.sharding_origins"));
         cm_buf_putc(b, '}');
@@ -605,7 +624,7 @@ static void write_function(const plan *p, uint32_t fi, uint32_t *next_rec)
     for (uint32_t i = 0; ft != NULL && i < ft->n_results; i++) {
         const sp_type *t = &m->types[ft->results[i]];
         cm_buf_puts(b, i > 0 ? ",\n    " : "\n    ");
-        value_head(p, i, SP_NONE, t);
+        value_head(p, i, SP_NONE, t, sp_func_result_name(m, f, i));
         sharding_json(p, sp_func_result_sharding(m, f, i), t);
         origin_json(b, list_dict(res_attrs, i, "sdy.sharding_origins"));
         cm_buf_putc(b, '}');

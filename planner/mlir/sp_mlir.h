@@ -41,4 +41,18 @@ cm_status sp_mlir_parse_attr(sp_module *m, const char *text, size_t len, sp_attr
 cm_status sp_mlir_parse_type(sp_module *m, const char *text, size_t len, uint32_t *type_out,
                              cm_error *err);
 
+/* Decodes the elements of dense attribute a exactly, one uint64_t per
+ * scalar in row-major order (a complex element is two: real, imaginary):
+ * integers as their two's-complement bits masked to the element width
+ * (INT64_MAX and UINT64_MAX stay exact), i1 as 0/1, floats (f16, bf16, f32,
+ * f64) as their IEEE bit patterns, with decimal literals rounded to the
+ * element type and hex literals taken as bit patterns, also inside lists;
+ * a quoted `"0x..."` body is raw little-endian bytes, one element's worth a
+ * splat. A splat fills the tensor; an empty tensor gives no values.
+ * *out is allocated in arena; *n_out is the count of scalars. Errors:
+ * CM_EINVAL (not dense, a dynamic shape, an element type it does not
+ * decode, a malformed or mismatched body), CM_ENOMEM. */
+cm_status sp_mlir_dense_values(const sp_module *m, const sp_attr *a, cm_arena *arena,
+                               uint64_t **out, size_t *n_out, cm_error *err);
+
 #endif /* SP_MLIR_H */

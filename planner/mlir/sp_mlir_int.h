@@ -69,7 +69,33 @@ const sp_pretty *sp_mlir_pretty(sp_op_kind kind);
     X(SP_OP_SDY_MESH, mesh_op)                                                                     \
     X(SP_OP_TUPLE, tuple_op)                                                                       \
     X(SP_OP_GET_TUPLE_ELEMENT, get_tuple_element_op)                                               \
-    X(SP_OP_COMPOSITE, composite_op)
+    X(SP_OP_COMPOSITE, composite_op) \
+    X(SP_OP_COMPLEX, complex_op)
+
+/* The custom forms of the check and interpreter dialects' ops (what
+ * StableHLO's interpreter tests use), shared by the reader and printer:
+ *   NAME %a[, %b][, VALUE][, key = v]... attr-dict [: T[, T]]
+ * (check.expect_close writes its attr-dict after the ':'). */
+typedef struct sp_test_kwarg {
+    const char *key;  /* as written: "tolerance", "iter" */
+    const char *attr; /* attribute name: "tolerance", "iteration" */
+    char kind;        /* 'f' float, 'i' integer, 's' string */
+    const char *type; /* "f64", "ui64", "ui32" or NULL */
+    bool optional;
+} sp_test_kwarg;
+
+typedef struct sp_test_form {
+    const char *name;
+    uint32_t n_operands;   /* SSA operands first */
+    bool value;            /* then a constant `dense<...> : T` (attribute "value") */
+    sp_test_kwarg args[2]; /* then keyword arguments (key NULL: none) */
+    uint32_t n_types;      /* types after ':' (the operands'), 0: no ':' */
+    bool dict_after_colon; /* the attr-dict follows the ':' */
+    bool result;           /* one result with the first operand's type */
+} sp_test_form;
+
+/* The form of the op named name (len bytes), or NULL. */
+const sp_test_form *sp_mlir_test_form(const char *name, size_t len);
 
 /* Decodes a string literal body escape sequence set; shared by reader and printer. */
 void sp_mlir_print_string(cm_buf *b, const char *s, size_t len);

@@ -959,6 +959,12 @@ static void region(pr *p, const sp_region *rg, bool print_entry_args)
                     value_ref(p, bl->first_arg + i, false);
                     put(p, ": ");
                     type_ref(p, p->m->values[bl->first_arg + i].type);
+                    if (p->o != NULL && p->o->debug_info && bl->arg_locs != NULL &&
+                        bl->arg_locs[i] != NULL) {
+                        put(p, " loc(");
+                        put(p, bl->arg_locs[i]);
+                        putc_(p, ')');
+                    }
                 }
                 putc_(p, ')');
             }
@@ -1612,6 +1618,12 @@ static bool func_op(pr *p, const sp_op *op)
             const sp_attr *d = args->u.arr.items[i];
             attr_dict(p, d->u.dict.items, d->u.dict.n, NULL, 0, true);
         }
+        if (p->o != NULL && p->o->debug_info && entry != NULL && entry->arg_locs != NULL &&
+            entry->arg_locs[i] != NULL) {
+            put(p, " loc(");
+            put(p, entry->arg_locs[i]);
+            putc_(p, ')');
+        }
     }
     putc_(p, ')');
     func_results(p, t, res);
@@ -1706,10 +1718,9 @@ static bool collective_op(pr *p, const sp_op *op)
     }
     results_prefix(p, op);
     put(p, op->name);
-    if (red != NULL) {
-        put(p, " <");
+    if (red != NULL) { /* `sdy.all_reduce max {"x"} ...` (Shardy reads `<max>` too) */
+        putc_(p, ' ');
         put(p, red->u.enm.value);
-        putc_(p, '>');
     }
     if (axes != NULL) {
         putc_(p, ' ');
@@ -1999,13 +2010,183 @@ static bool sdy_op(pr *p, const sp_op *op)
 /* `return %a, %b : A, B` (func.return and sdy.return read alike). */
 static bool func_return_op(pr *p, const sp_op *op)
 {
-    static const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
-    return keyword_op(p, op, &ret);
+    if (op->n_results != 0) {
+        return false;
+    }
+    /* `return {attrs} %a : A`: func.return's and sdy.return's attr-dict
+     * comes before the operands */
+    put(p, op->kind == SP_OP_FUNC_RETURN ? "return" : op->name);
+    attr_dict(p, op->attrs, op->n_attrs, NULL, 0, true);
+    if (op->n_operands > 0) {
+        putc_(p, ' ');
+        operands(p, op, 0);
+        put(p, " : ");
+        type_list(p, op->operands, op->n_operands);
+    }
+    return true;
+}
+
+/* chlo.NAME %a[, %b] attr-dict : A[, B] -> R, and
+ * chlo.top_k(%a, k = K[, is_stable = B]) attr-dict : A -> (V, I). */
+static bool chlo_op(pr *p, const sp_op *op)
+{
+    if (op->n_operands == 0 || op->n_results == 0) {
+        return false;
+    }
+    static const char *const skip[] = {"k", "is_stable", NULL};
+    bool topk = op->kind == SP_OP_CHLO_TOP_K;
+    const sp_attr *k = topk ? sp_attrs_get(op->attrs, op->n_attrs, "k") : NULL;
+    const sp_attr *st = topk ? sp_attrs_get(op->attrs, op->n_attrs, "is_stable") : NULL;
+    if (topk && (op->n_operands != 1 || op->n_results != 2 || k == NULL ||
+                 k->kind != SP_ATTR_INT || (st != NULL && st->kind != SP_ATTR_BOOL))) {
+        return false;
+    }
+    if (!topk && op->n_results != 1) {
+        return false;
+    }
+    results_prefix(p, op);
+    put(p, op->name);
+    if (topk) {
+        putc_(p, '(');
+        operands(p, op, 0);
+        put(p, ", k = ");
+        cm_buf_put_i64(p->b, k->u.i.v);
+        if (st != NULL) {
+            put(p, st->u.b ? ", is_stable = true" : ", is_stable = false");
+        }
+        putc_(p, ')');
+    } else {
+        putc_(p, ' ');
+        operands(p, op, 0);
+    }
+    attr_dict(p, op->attrs, op->n_attrs, topk ? skip : NULL, 0, true);
+    put(p, " : ");
+    type_list(p, op->operands, op->n_operands);
+    put(p, " -> ");
+    if (op->n_results > 1) {
+        putc_(p, '(');
+    }
+    result_type_list(p, op);
+    if (op->n_results > 1) {
+        putc_(p, ')');
+    }
+    return true;
+}
+
+/* stablehlo.complex %a, %b attr-dict : R when both operands have R's real
+ * counterpart type, else : (A, B) -> R. */
+static bool complex_op(pr *p, const sp_op *op)
+{
+    if (op->n_operands != 2 || op->n_results != 1) {
+        return false;
+    }
+    const sp_type *a = &p->m->types[p->m->values[op->operands[0]].type];
+    const sp_type *r = &p->m->types[p->m->values[op->first_result].type];
+    bool same = p->m->values[op->operands[0]].type == p->m->values[op->operands[1]].type &&
+                a->kind == SP_TYPE_TENSOR && r->kind == SP_TYPE_TENSOR && a->encoding == NULL &&
+                r->encoding == NULL && a->rank == r->rank &&
+                ((a->elem == SP_ELEM_F32 && r->elem == SP_ELEM_C64) ||
+                 (a->elem == SP_ELEM_F64 && r->elem == SP_ELEM_C128));
+    for (uint32_t d = 0; same && d < a->rank; d++) {
+        same = a->dims[d] == r->dims[d];
+    }
+    results_prefix(p, op);
+    put(p, "stablehlo.complex ");
+    operands(p, op, 0);
+    attr_dict(p, op->attrs, op->n_attrs, NULL, 0, true);
+    put(p, " : ");
+    if (same) {
+        type_ref(p, p->m->values[op->first_result].type);
+    } else {
+        functional(p, op);
+    }
+    return true;
+}
+
+/* The check and interpreter dialects' ops (sp_test_form, sp_mlir_int.h). */
+static bool test_dialect_op(pr *p, const sp_op *op, const sp_test_form *f)
+{
+    if (op->n_operands != f->n_operands || op->n_results != (f->result ? 1u : 0u) ||
+        op->n_regions != 0) {
+        return false;
+    }
+    if (f->result && p->m->values[op->first_result].type != p->m->values[op->operands[0]].type) {
+        return false;
+    }
+    if (f->n_types == 1 && op->n_operands == 2 &&
+        p->m->values[op->operands[0]].type != p->m->values[op->operands[1]].type) {
+        return false;
+    }
+    const char *skip[4] = {NULL, NULL, NULL, NULL};
+    uint32_t ns = 0;
+    const sp_attr *value = NULL;
+    if (f->value) {
+        value = sp_attrs_get(op->attrs, op->n_attrs, "value");
+        if (value == NULL || value->kind != SP_ATTR_DENSE) {
+            return false;
+        }
+        skip[ns++] = "value";
+    }
+    const sp_attr *args[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && f->args[k].key != NULL; k++) {
+        const sp_test_kwarg *ka = &f->args[k];
+        args[k] = sp_attrs_get(op->attrs, op->n_attrs, ka->attr);
+        if (args[k] == NULL && !ka->optional) {
+            return false;
+        }
+        if (args[k] != NULL &&
+            !((ka->kind == 's' && args[k]->kind == SP_ATTR_STRING) ||
+              (ka->kind == 'i' && args[k]->kind == SP_ATTR_INT && args[k]->u.i.v >= 0) ||
+              (ka->kind == 'f' && args[k]->kind == SP_ATTR_FLOAT))) {
+            return false;
+        }
+        skip[ns++] = ka->attr;
+    }
+    results_prefix(p, op);
+    put(p, op->name);
+    putc_(p, ' ');
+    operands(p, op, 0);
+    if (value != NULL) {
+        put(p, ", ");
+        attr(p, value);
+    }
+    for (int k = 0; k < 2 && f->args[k].key != NULL; k++) {
+        const sp_attr *a = args[k];
+        if (a == NULL) {
+            continue;
+        }
+        put(p, ", ");
+        put(p, f->args[k].key);
+        put(p, " = ");
+        if (a->kind == SP_ATTR_STRING) {
+            sp_mlir_print_string(p->b, a->u.str.s, a->u.str.len);
+        } else if (a->kind == SP_ATTR_INT) {
+            cm_buf_put_i64(p->b, a->u.i.v);
+        } else {
+            sp_mlir_print_float(p->b, a->u.f.v, a->u.f.lit, "f64");
+        }
+    }
+    if (!f->dict_after_colon) {
+        attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+    }
+    if (f->n_types > 0) {
+        put(p, " :");
+        if (f->dict_after_colon) {
+            attr_dict(p, op->attrs, op->n_attrs, skip, 0, true);
+        }
+        putc_(p, ' ');
+        type_list(p, op->operands, f->n_types);
+    }
+    return true;
 }
 
 /* Ops of other dialects whose custom form the reference tests use. */
 static bool other_dialect_op(pr *p, const sp_op *op)
 {
+    const sp_test_form *f = sp_mlir_test_form(op->name, strlen(op->name));
+    if (f != NULL) {
+        return test_dialect_op(p, op, f);
+    }
     if (strcmp(op->name, "arith.constant") == 0) {
         return arith_constant_op(p, op);
     }
@@ -2039,6 +2220,8 @@ static void print_op(pr *p, uint32_t opid)
             done = f(p, op);
         } else if (strncmp(op->name, "sdy.", 4) == 0) {
             done = sdy_op(p, op);
+        } else if (strncmp(op->name, "chlo.", 5) == 0 && op->kind != SP_OP_UNKNOWN) {
+            done = chlo_op(p, op);
         }
     }
     if (!done) {
@@ -2109,7 +2292,13 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
     }
     p.indent = 0;
     newline(&p);
-    put(&p, "}\n");
+    putc_(&p, '}');
+    if (opts != NULL && opts->debug_info && m->loc != NULL) {
+        put(&p, " loc(");
+        put(&p, m->loc);
+        putc_(&p, ')');
+    }
+    putc_(&p, '\n');
     for (uint32_t i = 0; opts != NULL && opts->debug_info && i < m->n_aliases; i++) {
         if (strncmp(m->aliases[i].text, "loc(", 4) == 0) {
             putc_(&p, '#');

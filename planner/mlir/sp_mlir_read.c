@@ -53,6 +53,11 @@ typedef struct type_slot {
     uint32_t type;
 } type_slot;
 
+typedef struct loc_alias {
+    const char *name; /* without '#', arena string */
+    sp_loc *loc;
+} loc_alias;
+
 typedef struct rd {
     const char *base; /* start of the text */
     const char *p;    /* cursor */
@@ -64,6 +69,13 @@ typedef struct rd {
     cm_status st;         /* first failure */
     int depth;
     const char **func_arg_locs; /* the next function body's argument locs, or NULL */
+    const sp_loc **func_arg_where; /* and their resolved locations, or NULL */
+    /* locations: `#locN` references to resolve once the aliases (at the
+     * end of the file) are read, and the location aliases */
+    sp_loc **loc_refs;
+    uint32_t n_loc_refs, cap_loc_refs;
+    struct loc_alias *loc_aliases;
+    uint32_t n_loc_aliases, cap_loc_aliases;
     /* SSA names */
     name_entry *names;
     uint32_t n_names, cap_names;
@@ -1552,12 +1564,9 @@ static cm_status sharding_items(rd *r, sp_attr **out)
                 }
                 items = p;
             }
-            /* an item may spell out its attribute name: `#sdy.sharding<...>` */
-            ws(r);
-            static const char full[] = "#sdy.sharding<";
-            if ((size_t)(r->end - r->p) >= sizeof full - 1 &&
-                memcmp(r->p, full, sizeof full - 1) == 0) {
-                r->p += sizeof full - 2;
+            /* each item may be written in full: `#sdy.sharding<@mesh, [...]>` */
+            if (peek(r) == '#' && !kw(r, "#sdy.sharding")) {
+                return fail(r, "expected a sharding `<@mesh, [...]>` or `#sdy.sharding<...>`");
             }
             if (sdy_codec(r, 0, (void **)&items[n]) != CM_OK) {
                 return r->st;
@@ -1899,6 +1908,244 @@ static cm_status attr_value(rd *r, sp_attr **out)
     return st;
 }
 
+/* ---- locations ------------------------------------------------------------------ */
+
+/* A `#locN` reference, until parse_module resolves it in place. */
+#define LOC_REF ((sp_loc_kind)(SP_LOC_FUSED + 1))
+#define MAX_LOC_DEPTH 64
+
+static sp_loc *new_loc(rd *r, sp_loc_kind kind)
+{
+    sp_loc *l = cm_arena_zalloc(&r->m->arena, sizeof *l);
+    if (l == NULL) {
+        oom(r);
+        return NULL;
+    }
+    l->kind = kind;
+    return l;
+}
+
+static cm_status loc_body(rd *r, sp_loc **out, int depth);
+
+/* `[a, b, ...]` of a fused location, or `(child)` of a name one: the
+ * members into l->kids. */
+static cm_status loc_kids(rd *r, sp_loc *l, char close, int depth)
+{
+    sp_loc *local[16];
+    sp_loc **v = local;
+    uint32_t n = 0, cap = 16;
+    cm_status st = CM_OK;
+    if (!(close == ']' && eat(r, ']'))) {
+        do {
+            if (n == cap) {
+                if (cap >= (1u << 20)) {
+                    st = fail(r, "too many fused locations");
+                    goto out;
+                }
+                sp_loc **g = cm_alloc(sizeof(sp_loc *) * cap * 2);
+                if (g == NULL) {
+                    st = oom(r);
+                    goto out;
+                }
+                memcpy(g, v, sizeof(sp_loc *) * n);
+                if (v != local) {
+                    cm_free(v);
+                }
+                v = g;
+                cap *= 2;
+            }
+            if (loc_body(r, &v[n], depth + 1) != CM_OK) {
+                st = r->st;
+                goto out;
+            }
+            n++;
+        } while (close == ']' && eat(r, ','));
+        if (expect(r, close) != CM_OK) {
+            st = r->st;
+            goto out;
+        }
+    }
+    l->n_kids = n;
+    l->kids = n > 0 ? adup(r, v, n, sizeof(sp_loc *)) : NULL;
+    if (n > 0 && l->kids == NULL) {
+        st = oom(r);
+    }
+out:
+    if (v != local) {
+        cm_free(v);
+    }
+    return st;
+}
+
+/* One location without its `loc(...)`: unknown, "file":L:C [to [L]:C],
+ * "name" ["(" loc ")"], callsite(loc at loc), fused[<metadata>][locs...],
+ * or a #alias reference. */
+static cm_status loc_body(rd *r, sp_loc **out, int depth)
+{
+    if (depth > MAX_LOC_DEPTH) {
+        return fail(r, "locations nested too deeply");
+    }
+    int c = peek(r);
+    sp_loc *l;
+    if (c == '#') {
+        const char *at = r->p++;
+        const char *s;
+        uint32_t n = r->p < r->end && is_id_start(*r->p) ? ident(r, &s) : 0;
+        if (n == 0) {
+            return fail_at(r, at, "expected a location alias name after '#'");
+        }
+        if ((l = new_loc(r, LOC_REF)) == NULL) {
+            return r->st;
+        }
+        l->str = astr(r, s, n);
+        pos_of(r, at, &l->line, &l->col);
+        if (CM_GROW_U32(r->loc_refs, r->cap_loc_refs, r->n_loc_refs + 1, NULL) != CM_OK) {
+            return oom(r);
+        }
+        r->loc_refs[r->n_loc_refs++] = l;
+    } else if (c == '"') {
+        const char *s;
+        size_t n;
+        if (string_lit(r, &s, &n) != CM_OK) {
+            return r->st;
+        }
+        if (r->p < r->end && *r->p == ':') {
+            int64_t line, col = 0;
+            r->p++;
+            if (integer(r, &line) != CM_OK) {
+                return r->st;
+            }
+            if (r->p < r->end && *r->p == ':') {
+                r->p++;
+                if (integer(r, &col) != CM_OK) {
+                    return r->st;
+                }
+            }
+            if (kw(r, "to")) { /* a range: its end is kept in the text only */
+                int64_t e;
+                if (peek(r) != ':' && integer(r, &e) != CM_OK) {
+                    return r->st;
+                }
+                if (r->p < r->end && *r->p == ':') {
+                    r->p++;
+                    if (integer(r, &e) != CM_OK) {
+                        return r->st;
+                    }
+                }
+            }
+            if (line < 0 || line > UINT32_MAX || col < 0 || col > UINT32_MAX) {
+                return fail(r, "location line or column out of range");
+            }
+            if ((l = new_loc(r, SP_LOC_FILE)) == NULL) {
+                return r->st;
+            }
+            l->line = (uint32_t)line;
+            l->col = (uint32_t)col;
+        } else {
+            if ((l = new_loc(r, SP_LOC_NAME)) == NULL) {
+                return r->st;
+            }
+            if (r->p < r->end && *r->p == '(') {
+                r->p++;
+                if (loc_kids(r, l, ')', depth) != CM_OK) {
+                    return r->st;
+                }
+            }
+        }
+        l->str = s;
+    } else if (kw(r, "unknown")) {
+        if ((l = new_loc(r, SP_LOC_UNKNOWN)) == NULL) {
+            return r->st;
+        }
+    } else if (kw(r, "callsite")) {
+        if ((l = new_loc(r, SP_LOC_CALLSITE)) == NULL) {
+            return r->st;
+        }
+        sp_loc *k[2];
+        if (expect(r, '(') != CM_OK || loc_body(r, &k[0], depth + 1) != CM_OK ||
+            expect_kw(r, "at") != CM_OK || loc_body(r, &k[1], depth + 1) != CM_OK ||
+            expect(r, ')') != CM_OK) {
+            return r->st;
+        }
+        l->kids = adup(r, k, 2, sizeof(sp_loc *));
+        if (l->kids == NULL) {
+            return oom(r);
+        }
+        l->n_kids = 2;
+    } else if (kw(r, "fused")) {
+        if ((l = new_loc(r, SP_LOC_FUSED)) == NULL) {
+            return r->st;
+        }
+        if (peek(r) == '<') {
+            const char *m0 = r->p;
+            if (skip_group(r) != CM_OK) {
+                return r->st;
+            }
+            l->str = astr(r, m0 + 1, (size_t)(r->p - m0 - 2));
+        }
+        if (expect(r, '[') != CM_OK || loc_kids(r, l, ']', depth) != CM_OK) {
+            return r->st;
+        }
+    } else {
+        return fail(r, "expected a location (\"file\":line:col, \"name\", callsite(...), "
+                       "fused[...], unknown or #alias)");
+    }
+    *out = l;
+    return CM_OK;
+}
+
+/* `loc(...)` at the cursor (peek_kw said so): its text inside the parens
+ * (arena) and the location, references unresolved until the end. */
+static cm_status loc_clause(rd *r, const char **text_out, sp_loc **where_out)
+{
+    kw(r, "loc");
+    ws(r);
+    const char *ls = r->p;
+    if (r->p >= r->end || *r->p != '(') {
+        return fail(r, "expected '(' after loc");
+    }
+    r->p++;
+    sp_loc *l;
+    if (loc_body(r, &l, 0) != CM_OK || expect(r, ')') != CM_OK) {
+        return r->st;
+    }
+    if (text_out != NULL && (*text_out = astr(r, ls + 1, (size_t)(r->p - ls - 2))) == NULL) {
+        return r->st;
+    }
+    if (where_out != NULL) {
+        *where_out = l;
+    }
+    return CM_OK;
+}
+
+/* Resolves reference l in place: it becomes a copy of the aliased location
+ * (itself resolved first). */
+static cm_status loc_resolve(rd *r, sp_loc *l, int depth)
+{
+    if (l->kind != LOC_REF) {
+        return CM_OK;
+    }
+    char path[32];
+    snprintf(path, sizeof path, "%u:%u", l->line, l->col);
+    if (depth > MAX_LOC_DEPTH) {
+        r->st = cm_error_set(r->err, CM_EINVAL, path,
+                             "location alias '#%s' refers to itself through its aliases", l->str);
+        return r->st;
+    }
+    for (uint32_t i = 0; i < r->n_loc_aliases; i++) {
+        if (strcmp(r->loc_aliases[i].name, l->str) == 0) {
+            sp_loc *t = r->loc_aliases[i].loc;
+            if (loc_resolve(r, t, depth + 1) != CM_OK) {
+                return r->st;
+            }
+            *l = *t;
+            return CM_OK;
+        }
+    }
+    r->st = cm_error_set(r->err, CM_EINVAL, path, "undefined location alias '#%s'", l->str);
+    return r->st;
+}
+
 /* ---- ops -------------------------------------------------------------------------- */
 
 /* An op under construction: stack marks for operands, attrs, types, regions. */
@@ -1908,6 +2155,7 @@ typedef struct opb {
     uint32_t n_regions;
     uint32_t region_sizes[16]; /* blocks per region */
     const char *loc;
+    sp_loc *where;
 } opb;
 
 static void opb_begin(rd *r, opb *b, const char *name)
@@ -1919,6 +2167,7 @@ static void opb_begin(rd *r, opb *b, const char *name)
     b->regions0 = r->blocks.n;
     b->n_regions = 0;
     b->loc = NULL;
+    b->where = NULL;
 }
 
 static cm_status parse_op(rd *r, uint32_t block);
@@ -2068,14 +2317,8 @@ static cm_status finish_op(rd *r, opb *b, uint32_t block, uint32_t line, uint32_
                        total);
     }
     /* optional trailing location */
-    if (peek_kw(r, "loc")) {
-        kw(r, "loc");
-        ws(r);
-        const char *s = r->p;
-        if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-            return fail(r, "expected '(' after loc");
-        }
-        b->loc = astr(r, s + 1, (size_t)(r->p - s - 2));
+    if (peek_kw(r, "loc") && loc_clause(r, &b->loc, &b->where) != CM_OK) {
+        return r->st;
     }
     uint32_t op;
     const char *name = b->name;
@@ -2089,6 +2332,7 @@ static cm_status finish_op(rd *r, opb *b, uint32_t block, uint32_t line, uint32_
     o->line = line;
     o->col = col;
     o->loc = b->loc;
+    o->where = b->where;
     uint32_t na = r->attrs.n - b->attrs0;
     o->attrs = pop_attrs(r, na);
     o->n_attrs = na;
@@ -2649,11 +2893,23 @@ static cm_status symbol_attr(rd *r, const char *what, sp_attr **out)
     return CM_OK;
 }
 
-/* `@name`, bare only: the name's bytes in the input. */
+/* `@name` or `@"quoted name"` (`@"<lambda>"`): the name's bytes, in the
+ * input for a bare name, decoded into the arena for a quoted one. */
 static cm_status bare_symbol(rd *r, const char *what, const char **s_out, uint32_t *n_out)
 {
     if (expect(r, '@') != CM_OK) {
         return r->st;
+    }
+    if (r->p < r->end && *r->p == '"') {
+        size_t n;
+        if (string_lit(r, s_out, &n) != CM_OK) {
+            return r->st;
+        }
+        if (n == 0 || n > UINT32_MAX) {
+            return fail(r, "expected a %s name", what);
+        }
+        *n_out = (uint32_t)n;
+        return CM_OK;
     }
     *n_out = ident(r, s_out);
     return *n_out == 0 ? fail(r, "expected a %s name", what) : CM_OK;
@@ -2924,6 +3180,10 @@ static cm_status reduce_op(rd *r, opb *b)
             if (lens[na] == 0 || expect(r, ':') != CM_OK || type(r, &tys[na]) != CM_OK) {
                 return r->st != CM_OK ? r->st : fail(r, "expected a reducer argument");
             }
+            /* JAX's debug info locates reducer arguments too (not printed back) */
+            if (peek_kw(r, "loc") && loc_clause(r, NULL, NULL) != CM_OK) {
+                return r->st;
+            }
             na++;
         }
         if (expect(r, ')') != CM_OK) {
@@ -3056,6 +3316,237 @@ static cm_status cast_op(rd *r, opb *b)
         return r->st;
     }
     return u32_push(r, &r->types, u);
+}
+
+/* chlo.NAME %a[, %b] attr-dict : A[, B] -> R (the element-wise chlo ops), and
+ * chlo.top_k(%a, k = K[, is_stable = B]) attr-dict : A -> (V, I). */
+static cm_status chlo_op(rd *r, opb *b, sp_op_kind kind)
+{
+    if (kind == SP_OP_CHLO_TOP_K) {
+        int64_t k;
+        if (expect(r, '(') != CM_OK || operand_list(r) != CM_OK || expect(r, ',') != CM_OK ||
+            expect_kw(r, "k") != CM_OK || expect(r, '=') != CM_OK || integer(r, &k) != CM_OK) {
+            return r->st;
+        }
+        sp_attr *ka = int_attr(r, k, "i64");
+        if (ka == NULL || attr_push(r, "k", ka) != CM_OK) {
+            return r->st;
+        }
+        if (eat(r, ',')) {
+            if (expect_kw(r, "is_stable") != CM_OK || expect(r, '=') != CM_OK) {
+                return r->st;
+            }
+            bool v = kw(r, "true");
+            if (!v && !kw(r, "false")) {
+                return fail(r, "expected true or false");
+            }
+            sp_attr *sa = new_attr(r, SP_ATTR_BOOL);
+            if (sa == NULL) {
+                return r->st;
+            }
+            sa->u.b = v;
+            if (attr_push(r, "is_stable", sa) != CM_OK) {
+                return r->st;
+            }
+        }
+        if (expect(r, ')') != CM_OK) {
+            return r->st;
+        }
+    } else if (operand_list(r) != CM_OK) {
+        return r->st;
+    }
+    if (opt_attr_dict(r) != CM_OK || expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    ws(r);
+    const char *at = r->p;
+    uint32_t t0 = r->types.n, n = 0;
+    do {
+        uint32_t t;
+        if (type(r, &t) != CM_OK || u32_push(r, &r->types, t) != CM_OK) {
+            return r->st;
+        }
+        n++;
+    } while (eat(r, ','));
+    if (check_operand_types(r, b, r->types.v + t0, n, at) != CM_OK) {
+        return r->st;
+    }
+    r->types.n = t0;
+    if (!eat_arrow(r)) {
+        return fail(r, "expected '->' and the result type");
+    }
+    if (peek(r) == '(') {
+        uint32_t cnt;
+        return type_list_parens(r, &cnt);
+    }
+    uint32_t t;
+    if (type(r, &t) != CM_OK) {
+        return r->st;
+    }
+    return u32_push(r, &r->types, t);
+}
+
+/* The operand type stablehlo.complex's short form implies for result type
+ * t (tensor<..xcomplex<f32>> -> tensor<..xf32>), or SP_NONE. */
+static uint32_t complex_part_type(rd *r, uint32_t t)
+{
+    const sp_type *ty = &r->m->types[t];
+    if (ty->kind != SP_TYPE_TENSOR || ty->encoding != NULL ||
+        (ty->elem != SP_ELEM_C64 && ty->elem != SP_ELEM_C128)) {
+        return SP_NONE;
+    }
+    uint32_t id;
+    if (sp_module_tensor_type(r->m, ty->elem == SP_ELEM_C64 ? SP_ELEM_F32 : SP_ELEM_F64, ty->dims,
+                              ty->rank, &id, r->err) != CM_OK) {
+        r->st = CM_ENOMEM;
+        return SP_NONE;
+    }
+    return id;
+}
+
+/* stablehlo.complex %a, %b attr-dict : R (the result type; both operands
+ * have its real counterpart), or : (A, B) -> R. */
+static cm_status complex_op(rd *r, opb *b)
+{
+    if (operand_list(r) != CM_OK || opt_attr_dict(r) != CM_OK || expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    if (peek(r) == '(') {
+        uint32_t nres;
+        return functional_type(r, b, &nres);
+    }
+    ws(r);
+    const char *at = r->p;
+    uint32_t t;
+    if (type(r, &t) != CM_OK) {
+        return r->st;
+    }
+    uint32_t part = complex_part_type(r, t);
+    if (r->st != CM_OK) {
+        return r->st;
+    }
+    if (part == SP_NONE) {
+        return fail_at(r, at, "'stablehlo.complex' needs a tensor of complex<f32> or complex<f64> "
+                              "after ':' (or `(A, B) -> R`)");
+    }
+    uint32_t tys[2] = {part, part};
+    if (n_operands(r, b) != 2) {
+        return fail_at(r, at, "'stablehlo.complex' takes 2 operands");
+    }
+    if (check_operand_types(r, b, tys, 2, at) != CM_OK) {
+        return r->st;
+    }
+    return u32_push(r, &r->types, t);
+}
+
+/* The check and interpreter dialects' ops in their custom forms
+ * (sp_test_form, sp_mlir_int.h). */
+static cm_status test_dialect_op(rd *r, opb *b, const sp_test_form *f)
+{
+    for (uint32_t i = 0; i < f->n_operands; i++) {
+        uint32_t v;
+        if ((i > 0 && expect(r, ',') != CM_OK) || value_use(r, &v) != CM_OK ||
+            u32_push(r, &r->ops, v) != CM_OK) {
+            return r->st;
+        }
+    }
+    if (f->value) {
+        ws(r);
+        const char *at;
+        sp_attr *v;
+        if (expect(r, ',') != CM_OK) {
+            return r->st;
+        }
+        ws(r);
+        at = r->p;
+        if (attr_value(r, &v) != CM_OK) {
+            return r->st;
+        }
+        if (v->kind != SP_ATTR_DENSE) {
+            return fail_at(r, at, "'%s' expects a constant `dense<...> : type`", b->name);
+        }
+        if (attr_push(r, "value", v) != CM_OK) {
+            return r->st;
+        }
+    }
+    for (int k = 0; k < 2 && f->args[k].key != NULL; k++) {
+        const sp_test_kwarg *ka = &f->args[k];
+        const char *save = r->p;
+        uint32_t line = r->line;
+        const char *ls = r->line_start;
+        if (ka->optional && !(eat(r, ',') && kw(r, ka->key))) {
+            r->p = save;
+            r->line = line;
+            r->line_start = ls;
+            continue;
+        }
+        if (!ka->optional &&
+            (expect(r, ',') != CM_OK || expect_kw(r, ka->key) != CM_OK)) {
+            return r->st;
+        }
+        if (expect(r, '=') != CM_OK) {
+            return r->st;
+        }
+        sp_attr *a = NULL;
+        if (ka->kind == 's') {
+            a = new_attr(r, SP_ATTR_STRING);
+            if (a == NULL || string_lit(r, &a->u.str.s, &a->u.str.len) != CM_OK) {
+                return r->st;
+            }
+        } else if (ka->kind == 'i') {
+            int64_t v;
+            if (integer(r, &v) != CM_OK) {
+                return r->st;
+            }
+            if (v < 0) {
+                return fail(r, "'%s' must not be negative", ka->key);
+            }
+            a = int_attr(r, v, ka->type);
+        } else {
+            ws(r);
+            const char *at = r->p;
+            if (number_attr(r, &a) != CM_OK) {
+                return r->st;
+            }
+            if (a->kind == SP_ATTR_INT && a->u.i.type == NULL) {
+                int64_t iv = a->u.i.v;
+                a->kind = SP_ATTR_FLOAT;
+                a->u.f.v = (double)iv;
+                a->u.f.lit = NULL;
+            } else if (a->kind != SP_ATTR_FLOAT) {
+                return fail_at(r, at, "'%s' expects a float", ka->key);
+            }
+            a->u.f.type = ka->type;
+        }
+        if (a == NULL || attr_push(r, ka->attr, a) != CM_OK) {
+            return r->st;
+        }
+    }
+    if (!f->dict_after_colon && opt_attr_dict(r) != CM_OK) {
+        return r->st;
+    }
+    if (f->n_types > 0) {
+        if (expect(r, ':') != CM_OK || (f->dict_after_colon && opt_attr_dict(r) != CM_OK)) {
+            return r->st;
+        }
+        ws(r);
+        const char *at = r->p;
+        uint32_t tys[2];
+        for (uint32_t i = 0; i < f->n_types && i < 2; i++) {
+            if ((i > 0 && expect(r, ',') != CM_OK) || type(r, &tys[i]) != CM_OK) {
+                return r->st;
+            }
+        }
+        /* one type names every operand's */
+        uint32_t all[2] = {tys[0], f->n_types > 1 ? tys[1] : tys[0]};
+        if (check_operand_types(r, b, all, f->n_operands, at) != CM_OK) {
+            return r->st;
+        }
+    }
+    if (f->result) {
+        return u32_push(r, &r->types, r->m->values[r->ops.v[b->ops0]].type);
+    }
+    return CM_OK;
 }
 
 /* stablehlo.tuple %a, %b attr-dict : tuple<A, B> */
@@ -3274,12 +3765,8 @@ static cm_status region_args(rd *r, arglist *a)
         if (expect(r, ':') != CM_OK || type(r, &a->tys[a->n]) != CM_OK) {
             return r->st;
         }
-        if (peek_kw(r, "loc")) {
-            kw(r, "loc");
-            ws(r);
-            if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-                return fail(r, "expected '(' after loc");
-            }
+        if (peek_kw(r, "loc") && loc_clause(r, NULL, NULL) != CM_OK) {
+            return r->st;
         }
         a->n++;
     } while (eat(r, ','));
@@ -3469,6 +3956,7 @@ static cm_status func_op(rd *r, opb *b)
     }
     enum { MAXA = 1 << 16 };
     const char **arg_locs = NULL; /* heap; per argument, NULL where it has no loc */
+    const sp_loc **arg_where = NULL; /* heap; alongside arg_locs */
     const char **names = cm_alloc(sizeof(char *) * MAXA);
     uint32_t *lens = cm_alloc(sizeof(uint32_t) * MAXA * 2);
     sp_attr **arg_dicts = cm_alloc(sizeof(sp_attr *) * MAXA * 2);
@@ -3515,24 +4003,24 @@ static cm_status func_op(rd *r, opb *b)
                 any_arg_attr = true;
             }
             if (peek_kw(r, "loc")) {
-                kw(r, "loc");
-                ws(r);
-                const char *ls = r->p;
-                if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-                    fail(r, "expected '(' after loc");
-                    goto fail;
-                }
                 if (arg_locs == NULL) { /* the arguments so far have none */
                     arg_locs = cm_alloc(sizeof(char *) * MAXA);
-                    if (arg_locs == NULL) {
+                    arg_where = cm_alloc(sizeof(sp_loc *) * MAXA);
+                    if (arg_locs == NULL || arg_where == NULL) {
                         oom(r);
                         goto fail;
                     }
                     memset(arg_locs, 0, sizeof(char *) * na);
+                    memset(arg_where, 0, sizeof(sp_loc *) * na);
                 }
-                arg_locs[na] = astr(r, ls + 1, (size_t)(r->p - ls - 2));
+                sp_loc *w;
+                if (loc_clause(r, &arg_locs[na], &w) != CM_OK) {
+                    goto fail;
+                }
+                arg_where[na] = w;
             } else if (arg_locs != NULL) {
                 arg_locs[na] = NULL;
+                arg_where[na] = NULL;
             }
             na++;
         } while (eat(r, ','));
@@ -3659,13 +4147,16 @@ static cm_status func_op(rd *r, opb *b)
             goto fail;
         }
         r->func_arg_locs = NULL;
+        r->func_arg_where = NULL;
         if (arg_locs != NULL) { /* kept in the arena, one per argument */
             r->func_arg_locs = cm_arena_alloc(&r->m->arena, sizeof(char *) * (na + 1u));
-            if (r->func_arg_locs == NULL) {
+            r->func_arg_where = cm_arena_alloc(&r->m->arena, sizeof(sp_loc *) * (na + 1u));
+            if (r->func_arg_locs == NULL || r->func_arg_where == NULL) {
                 oom(r);
                 goto fail;
             }
             memcpy(r->func_arg_locs, arg_locs, sizeof(char *) * na);
+            memcpy(r->func_arg_where, arg_where, sizeof(sp_loc *) * na);
         }
         if (parse_region(r, b, tys, names, lens, na) != CM_OK) {
             goto fail;
@@ -3679,6 +4170,7 @@ out:
     cm_free(lens);
     cm_free(arg_dicts);
     cm_free(arg_locs);
+    cm_free(arg_where);
     return st != CM_OK ? st : r->st;
 }
 
@@ -3755,12 +4247,17 @@ static cm_status alias_def(rd *r)
     const char *v0 = r->p;
     sp_attr *v;
     if (peek_kw(r, "loc")) {
-        /* `#loc1 = loc("file":1:2)`: kept verbatim */
-        kw(r, "loc");
-        ws(r);
-        if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-            return fail(r, "expected '(' after loc");
+        /* `#loc1 = loc("file":1:2)`: kept verbatim, and read for the
+         * locations that refer to it */
+        sp_loc *l;
+        if (loc_clause(r, NULL, &l) != CM_OK) {
+            return r->st;
         }
+        if (CM_GROW_U32(r->loc_aliases, r->cap_loc_aliases, r->n_loc_aliases + 1, NULL) !=
+            CM_OK) {
+            return oom(r);
+        }
+        r->loc_aliases[r->n_loc_aliases++] = (loc_alias){astr(r, s, n), l};
         v = new_attr(r, SP_ATTR_OPAQUE);
         if (v == NULL) {
             return r->st;
@@ -3877,6 +4374,10 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
             r->m->blocks[blk].label = astr(r, s, n);
             if (eat(r, '(')) {
                 if (!eat(r, ')')) {
+                    /* argument locations, kept once one has one (arena, grown by doubling) */
+                    const char **lt = NULL;
+                    const sp_loc **lw = NULL;
+                    uint32_t cap_lt = 0, cap_lw = 0;
                     do {
                         const char *an;
                         uint32_t al = ssa_name(r, &an);
@@ -3884,12 +4385,39 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
                         if (al == 0 || expect(r, ':') != CM_OK || type(r, &t) != CM_OK) {
                             return r->st != CM_OK ? r->st : fail(r, "expected a block argument");
                         }
+                        uint32_t ai = r->m->blocks[blk].n_args;
                         if (peek_kw(r, "loc")) {
-                            kw(r, "loc");
-                            ws(r);
-                            if (r->p >= r->end || *r->p != '(' || skip_group(r) != CM_OK) {
-                                return fail(r, "expected '(' after loc");
+                            const char *text;
+                            sp_loc *w;
+                            if (loc_clause(r, &text, &w) != CM_OK) {
+                                return r->st;
                             }
+                            if (lt == NULL) {
+                                cap_lt = cap_lw = ai + 8u;
+                                lt = cm_arena_zalloc(&r->m->arena, sizeof(char *) * cap_lt);
+                                lw = cm_arena_zalloc(&r->m->arena, sizeof(sp_loc *) * cap_lw);
+                                if (lt == NULL || lw == NULL) {
+                                    return oom(r);
+                                }
+                            }
+                            while (ai >= cap_lt) {
+                                uint32_t c0 = cap_lt;
+                                const char **g = arena_double(&r->m->arena, lt, &cap_lt, c0,
+                                                              sizeof *lt);
+                                const sp_loc **h = arena_double(&r->m->arena, lw, &cap_lw, c0,
+                                                                sizeof *lw);
+                                if (g == NULL || h == NULL) {
+                                    return oom(r);
+                                }
+                                memset(g + c0, 0, sizeof *g * (cap_lt - c0));
+                                memset(h + c0, 0, sizeof *h * (cap_lw - c0));
+                                lt = g;
+                                lw = h;
+                            }
+                            lt[ai] = text;
+                            lw[ai] = w;
+                            r->m->blocks[blk].arg_locs = lt;
+                            r->m->blocks[blk].arg_where = lw;
                         }
                         if (sp_module_add_block_arg(r->m, blk, t, &v) != CM_OK) {
                             return oom(r);
@@ -3908,7 +4436,9 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
             }
         } else if (first && arg_types != NULL) {
             r->m->blocks[blk].arg_locs = r->func_arg_locs;
+            r->m->blocks[blk].arg_where = r->func_arg_where;
             r->func_arg_locs = NULL;
+            r->func_arg_where = NULL;
             for (uint32_t i = 0; i < n_args; i++) {
                 uint32_t v;
                 if (sp_module_add_block_arg(r->m, blk, arg_types[i], &v) != CM_OK) {
@@ -3936,10 +4466,14 @@ static cm_status parse_region(rd *r, opb *b, const uint32_t *arg_types, const ch
     return CM_OK;
 }
 
-/* `return %a, %b : A, B` (func.return and sdy.return read alike). */
+/* `return {attrs} %a, %b : A, B` (func.return and sdy.return read alike;
+ * their attr-dict comes before the operands). */
 static cm_status func_return_op(rd *r, opb *b)
 {
     static const sp_pretty ret = {SP_OP_RETURN, SP_TY_LIST, {{0}}};
+    if (peek(r) == '{' && opt_attr_dict(r) != CM_OK) {
+        return r->st;
+    }
     return keyword_op(r, b, &ret);
 }
 
@@ -4019,6 +4553,10 @@ static cm_status parse_op(rd *r, uint32_t block)
         } else if (n == 11 && memcmp(s, "tensor.cast", 11) == 0) {
             opb_begin(r, &b, "tensor.cast");
             st = cast_op(r, &b);
+        } else if (sp_mlir_test_form(s, n) != NULL) {
+            const sp_test_form *f = sp_mlir_test_form(s, n);
+            opb_begin(r, &b, f->name);
+            st = test_dialect_op(r, &b, f);
         } else {
             return fail_at(r, s,
                            "unknown operation '%.*s': its custom form is not supported; write "
@@ -4040,6 +4578,8 @@ static cm_status parse_op(rd *r, uint32_t block)
         st = custom_readers[kind](r, &b);
     } else if (strncmp(name, "sdy.", 4) == 0) {
         st = sdy_op(r, &b, kind);
+    } else if (strncmp(name, "chlo.", 5) == 0) {
+        st = chlo_op(r, &b, kind);
     } else {
         st = fail_at(r, s,
                      "the custom form of '%s' is not supported; write it in the generic form "
@@ -4068,11 +4608,10 @@ static cm_status parse_module(rd *r)
     if (kw(r, "module")) {
         m->had_module_op = true;
         if (peek(r) == '@') {
-            r->p++;
             const char *s;
-            uint32_t n = ident(r, &s);
-            if (n == 0) {
-                return fail(r, "expected a module name");
+            uint32_t n;
+            if (bare_symbol(r, "module", &s, &n) != CM_OK) {
+                return r->st;
             }
             m->sym_name = astr(r, s, n);
         }
@@ -4090,6 +4629,9 @@ static cm_status parse_module(rd *r)
         if (expect(r, '}') != CM_OK) {
             return r->st;
         }
+        if (peek_kw(r, "loc") && loc_clause(r, &m->loc, NULL) != CM_OK) {
+            return r->st;
+        }
         while (at_alias_def(r)) {
             if (alias_def(r) != CM_OK) {
                 return r->st;
@@ -4098,8 +4640,18 @@ static cm_status parse_module(rd *r)
     } else if (parse_block_body(r, m->body) != CM_OK) {
         return r->st;
     }
+    if (peek(r) >= 0 && m->had_module_op && peek_kw(r, "module")) {
+        /* `// -----` is a comment here: only opt -split-input-file splits */
+        return fail(r, "a second module: the input holds one module (split several at "
+                       "`// -----` with `shardplan opt -split-input-file`)");
+    }
     if (peek(r) >= 0) {
         return fail(r, "unexpected '%c' at top level", *r->p);
+    }
+    for (uint32_t i = 0; i < r->n_loc_refs; i++) {
+        if (loc_resolve(r, r->loc_refs[i], 0) != CM_OK) {
+            return r->st;
+        }
     }
     pop_scope(r);
     return CM_OK;
@@ -4149,6 +4701,8 @@ cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_modu
         }
     }
     cm_free(r.aliases);
+    cm_free(r.loc_refs);
+    cm_free(r.loc_aliases);
     cm_free(r.type_aliases);
     cm_free(r.tcache);
     cm_free(r.names);
@@ -4190,6 +4744,8 @@ static cm_status rd_single_fini(rd *r, cm_status st)
     }
     /* the same buffers sp_mlir_read frees */
     cm_free(r->aliases);
+    cm_free(r->loc_refs);
+    cm_free(r->loc_aliases);
     cm_free(r->type_aliases);
     cm_free(r->tcache);
     cm_free(r->names);

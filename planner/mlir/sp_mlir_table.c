@@ -16,7 +16,7 @@
 static const sp_pretty table[SP_OP_COUNT_] = {
     /* element-wise and other SameOperandsAndResultType ops */
     SAME(SP_OP_ABS), SAME(SP_OP_ADD), SAME(SP_OP_AND), SAME(SP_OP_ATAN2), SAME(SP_OP_CBRT),
-    SAME(SP_OP_CEIL), SAME(SP_OP_CLAMP), SAME(SP_OP_COMPLEX), SAME(SP_OP_CONVERT),
+    SAME(SP_OP_CEIL), SAME(SP_OP_CLAMP), SAME(SP_OP_CONVERT),
     SAME(SP_OP_COSINE), SAME(SP_OP_COUNT_LEADING_ZEROS), SAME(SP_OP_DIVIDE),
     SAME(SP_OP_EXPONENTIAL), SAME(SP_OP_EXPONENTIAL_MINUS_ONE), SAME(SP_OP_FLOOR),
     SAME(SP_OP_IMAG), SAME(SP_OP_IS_FINITE), SAME(SP_OP_LOG), SAME(SP_OP_LOG_PLUS_ONE),
@@ -30,11 +30,13 @@ static const sp_pretty table[SP_OP_COUNT_] = {
     SAME(SP_OP_DYNAMIC_UPDATE_SLICE), SAME(SP_OP_AFTER_ALL), SAME(SP_OP_REPLICA_ID),
     SAME(SP_OP_PARTITION_ID), SAME(SP_OP_CREATE_TOKEN), SAME(SP_OP_UNIFORM_QUANTIZE),
     SAME(SP_OP_UNIFORM_DEQUANTIZE), SAME(SP_OP_DYNAMIC_RESHAPE), SAME(SP_OP_REAL_DYNAMIC_SLICE),
+    FUNC(SP_OP_DYNAMIC_PAD),
     [SP_OP_SELECT] = {SP_OP_SELECT, SP_TY_SELECT, {{0}}},
     [SP_OP_OPTIMIZATION_BARRIER] = {SP_OP_OPTIMIZATION_BARRIER, SP_TY_LIST, {{0}}},
     [SP_OP_RETURN] = {SP_OP_RETURN, SP_TY_LIST, {{0}}},
     /* keyword clauses */
     [SP_OP_BROADCAST_IN_DIM] = {SP_OP_BROADCAST_IN_DIM, SP_TY_FUNC, {{"dims", "broadcast_dimensions", SP_CL_DARR, NULL, NULL}}},
+    [SP_OP_DYNAMIC_BROADCAST_IN_DIM] = {SP_OP_DYNAMIC_BROADCAST_IN_DIM, SP_TY_FUNC, {{"dims", "broadcast_dimensions", SP_CL_DARR, NULL, NULL}}},
     [SP_OP_BROADCAST] = {SP_OP_BROADCAST, SP_TY_FUNC, {{"sizes", "broadcast_sizes", SP_CL_DARR, NULL, NULL}}},
     [SP_OP_TRANSPOSE] = {SP_OP_TRANSPOSE, SP_TY_FUNC, {{"dims", "permutation", SP_CL_DARR, NULL, NULL}}},
     [SP_OP_REVERSE] = {SP_OP_REVERSE, SP_TY_SAME, {{"dims", "dimensions", SP_CL_DARR, NULL, NULL}}},
@@ -69,6 +71,32 @@ static const sp_pretty table[SP_OP_COUNT_] = {
     [SP_OP_EINSUM] = {SP_OP_EINSUM, SP_TY_FUNC, {{"config", "einsum_config", SP_CL_STR, NULL, NULL}}},
     [SP_OP_UNARY_EINSUM] = {SP_OP_UNARY_EINSUM, SP_TY_FUNC, {{"config", "einsum_config", SP_CL_STR, NULL, NULL}}},
 };
+
+/* StableHLO's check dialect (stablehlo/tests/CheckOps.td) and the
+ * interpreter's print and probe ops (stablehlo/reference/InterpreterOps.td). */
+static const sp_test_form test_forms[] = {
+    {"check.expect_almost_eq", 2, false, {{"tolerance", "tolerance", 'f', "f64", true}}, 1, false, false},
+    {"check.expect_almost_eq_const", 1, true, {{"tolerance", "tolerance", 'f', "f64", true}}, 0, false, false},
+    {"check.expect_close", 2, false,
+     {{"max_ulp_difference", "max_ulp_difference", 'i', "ui64", false},
+      {"min_ulp_difference", "min_ulp_difference", 'i', "ui64", true}}, 2, true, false},
+    {"check.expect_eq", 2, false, {{NULL, NULL, 0, NULL, false}}, 1, false, false},
+    {"check.expect_eq_const", 1, true, {{NULL, NULL, 0, NULL, false}}, 0, false, false},
+    {"check.expect_serialized_eq", 1, false,
+     {{"probe_id", "probe_id", 's', NULL, false}, {"iter", "iteration", 'i', "ui32", true}}, 1, false, false},
+    {"interpreter.print", 1, false, {{NULL, NULL, 0, NULL, false}}, 1, false, false},
+    {"interpreter.probe", 1, false, {{"probe_id", "probe_id", 's', NULL, false}}, 1, false, true},
+};
+
+const sp_test_form *sp_mlir_test_form(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof test_forms / sizeof test_forms[0]; i++) {
+        if (strlen(test_forms[i].name) == len && memcmp(test_forms[i].name, name, len) == 0) {
+            return &test_forms[i];
+        }
+    }
+    return NULL;
+}
 
 const sp_pretty *sp_mlir_pretty(sp_op_kind kind)
 {

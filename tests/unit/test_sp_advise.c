@@ -149,6 +149,33 @@ static void test_sp_advise_custom_call_fires(void **state)
     sp_advise_destroy(a);
 }
 
+/* A JAX location (`"name"(file:line:col)` behind a `#loc` alias at the end)
+ * gives the finding its Python source line. */
+static void test_sp_advise_custom_call_names_source_line(void **state)
+{
+    (void)state;
+    sp_advise *a = lint("sdy.mesh @mesh = <[\"data\"=4]>\n"
+                        "func.func @main(%arg0: tensor<8x1024xf32> {sdy.sharding = "
+                        "#sdy.sharding<@mesh, [{\"data\"}, {}]>} loc(\"x\")) -> "
+                        "tensor<8x1024xf32> {\n"
+                        "  %0 = stablehlo.custom_call @my_kernel(%arg0) : (tensor<8x1024xf32>) -> "
+                        "tensor<8x1024xf32> loc(#loc2)\n"
+                        "  return %0 : tensor<8x1024xf32> loc(#loc)\n"
+                        "} loc(#loc)\n"
+                        "#loc = loc(unknown)\n"
+                        "#loc1 = loc(\"model.py\":14:9)\n"
+                        "#loc2 = loc(\"jit(f)/my_kernel\"(#loc1))\n");
+    const sp_finding *f = only_of(a, SP_LINT_CUSTOM_CALL);
+    assert_string_equal(f->loc, "#loc2");
+    assert_string_equal(f->source, "model.py:14");
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_advise_write_lint_json(a, &b);
+    assert_non_null(strstr(b.data, "\"source\":\"model.py:14\""));
+    cm_buf_fini(&b);
+    sp_advise_destroy(a);
+}
+
 static void test_sp_advise_custom_call_quiet_with_rule(void **state)
 {
     (void)state;
@@ -840,6 +867,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sp_advise_non_divisible_fires),
+        cmocka_unit_test(test_sp_advise_custom_call_names_source_line),
         cmocka_unit_test(test_sp_advise_non_divisible_quiet_when_divisible),
         cmocka_unit_test(test_sp_advise_non_divisible_keeps_dividing_prefix),
         cmocka_unit_test(test_sp_advise_custom_call_fires),

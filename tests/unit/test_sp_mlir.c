@@ -72,6 +72,194 @@ static void assert_read_error(const char *text, const char *path, const char *ne
     assert_non_null(strstr(err.msg, needle));
 }
 
+/* ---- exact dense values, locations, the forms JAX and StableHLO's tests use ------ */
+
+/* The values of the constant of the first op of @main in text. */
+static void dense_of(const char *text, cm_arena *ar, uint64_t **v, size_t *n, cm_status want)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    uint32_t f = sp_module_func(m, "main");
+    assert_int_not_equal(f, SP_NONE);
+    const sp_block *b = &m->blocks[m->ops[f].regions[0].blocks[0]];
+    const sp_attr *a = sp_op_attr(m, b->ops[0], "value");
+    cm_status st = sp_mlir_dense_values(m, a, ar, v, n, &err);
+    assert_int_equal(st, want);
+    sp_module_destroy(m);
+}
+
+#define CONST_MODULE(BODY, T)                                                                      \
+    "func.func @main() -> " T " {\n  %0 = stablehlo.constant dense<" BODY "> : " T "\n"          \
+    "  return %0 : " T "\n}\n"
+
+static void test_sp_mlir_dense_values_exact(void **state)
+{
+    (void)state;
+    cm_arena ar;
+    cm_arena_init(&ar, 4096);
+    uint64_t *v;
+    size_t n;
+    dense_of(CONST_MODULE("9223372036854775807", "tensor<i64>"), &ar, &v, &n, CM_OK);
+    assert_int_equal(n, 1);
+    assert_true(v[0] == (uint64_t)INT64_MAX);
+    dense_of(CONST_MODULE("[9007199254740993, -9223372036854775808]", "tensor<2xi64>"), &ar, &v,
+             &n, CM_OK);
+    assert_true(v[0] == 9007199254740993u && v[1] == (uint64_t)1 << 63);
+    dense_of(CONST_MODULE("18446744073709551615", "tensor<ui64>"), &ar, &v, &n, CM_OK);
+    assert_true(v[0] == UINT64_MAX);
+    dense_of(CONST_MODULE("[-1, 127]", "tensor<2xi8>"), &ar, &v, &n, CM_OK);
+    assert_true(v[0] == 0xffu && v[1] == 127u);
+    dense_of(CONST_MODULE("128", "tensor<i8>"), &ar, &v, &n, CM_EINVAL);
+    /* a hex literal in a list is a bit pattern: NaN, not 2143289344 */
+    dense_of(CONST_MODULE("[0x7FC00000, 1.0, 0xFF800000]", "tensor<3xf32>"), &ar, &v, &n, CM_OK);
+    assert_true(n == 3 && v[0] == 0x7FC00000u && v[1] == 0x3F800000u && v[2] == 0xFF800000u);
+    dense_of(CONST_MODULE("[1.0, -2.5]", "tensor<2xbf16>"), &ar, &v, &n, CM_OK);
+    assert_true(v[0] == 0x3F80u && v[1] == 0xC020u);
+    dense_of(CONST_MODULE("[1.0, 0.1]", "tensor<2xf16>"), &ar, &v, &n, CM_OK);
+    assert_true(v[0] == 0x3C00u && v[1] == 0x2E66u);
+    /* quoted hex: raw little-endian bytes, an array or one element's splat */
+    dense_of(CONST_MODULE("\"0x0000803F00000040\"", "tensor<2xf32>"), &ar, &v, &n, CM_OK);
+    assert_true(n == 2 && v[0] == 0x3F800000u && v[1] == 0x40000000u);
+    dense_of(CONST_MODULE("\"0x0100\"", "tensor<3xi16>"), &ar, &v, &n, CM_OK);
+    assert_true(n == 3 && v[0] == 1u && v[2] == 1u);
+    dense_of(CONST_MODULE("\"0x010002\"", "tensor<2xi16>"), &ar, &v, &n, CM_EINVAL);
+    /* a splat of an empty tensor has no values */
+    dense_of(CONST_MODULE("0.0", "tensor<0x4xf32>"), &ar, &v, &n, CM_OK);
+    assert_int_equal(n, 0);
+    dense_of(CONST_MODULE("(1.0, -1.0)", "tensor<2xcomplex<f32>>"), &ar, &v, &n, CM_OK);
+    assert_true(n == 4 && v[2] == 0x3F800000u && v[3] == 0xBF800000u);
+    cm_arena_fini(&ar);
+}
+
+static void test_sp_mlir_read_locations_resolve(void **state)
+{
+    (void)state;
+    const char *text =
+        "module @m {\n"
+        "  func.func @main(%arg0: tensor<4xf32> loc(\"params['w1']\")) -> "
+        "(tensor<4xf32> {jax.result_info = \"out\"}) {\n"
+        "    %0 = stablehlo.sine %arg0 : tensor<4xf32> loc(#loc3)\n"
+        "    %1 = stablehlo.cosine %0 : tensor<4xf32> loc(\"y\")\n"
+        "    return %1 : tensor<4xf32> loc(#loc)\n"
+        "  } loc(#loc)\n"
+        "} loc(#loc)\n"
+        "#loc = loc(unknown)\n"
+        "#loc1 = loc(\"model.py\":14:9 to :20)\n"
+        "#loc2 = loc(callsite(#loc1 at \"main.py\":3:1))\n"
+        "#loc3 = loc(\"jit(f)/sin\"(#loc2))\n";
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    uint32_t f = sp_module_func(m, "main");
+    const sp_block *b = &m->blocks[m->ops[f].regions[0].blocks[0]];
+    assert_string_equal(sp_value_name(m, b->first_arg), "params['w1']");
+    uint32_t sine = b->ops[0];
+    assert_string_equal(sp_loc_name(m->ops[sine].where), "jit(f)/sin");
+    assert_null(sp_value_name(m, m->ops[sine].first_result)); /* a name stack, not a name */
+    assert_string_equal(sp_value_name(m, m->ops[b->ops[1]].first_result), "y");
+    char src[64];
+    assert_true(sp_op_source(m, sine, src, sizeof src));
+    assert_string_equal(src, "model.py:14");
+    assert_false(sp_op_source(m, b->ops[2], src, sizeof src));
+    assert_string_equal(sp_func_result_name(m, f, 0), "out");
+    /* printed back with debug info, byte for byte */
+    cm_buf o;
+    cm_buf_init(&o);
+    sp_print_opts po = {false, true};
+    sp_mlir_print(m, &po, &o);
+    assert_non_null(strstr(o.data, "} loc(#loc)\n#loc = loc(unknown)\n"));
+    assert_non_null(strstr(o.data, "%arg0: tensor<4xf32> loc(\"params['w1']\")"));
+    sp_module *m2 = NULL;
+    assert_int_equal(sp_mlir_read(o.data, o.len, 0, &m2, &err), CM_OK);
+    cm_buf o2;
+    cm_buf_init(&o2);
+    sp_mlir_print(m2, &po, &o2);
+    assert_string_equal(o.data, o2.data);
+    cm_buf_fini(&o);
+    cm_buf_fini(&o2);
+    sp_module_destroy(m2);
+    sp_module_destroy(m);
+}
+
+/* Block arguments carry locations too: a labelled block keeps and prints
+ * them, the custom reduce form's reducer arguments take them. */
+static void test_sp_mlir_read_block_arg_locations(void **state)
+{
+    (void)state;
+    const char *text =
+        "func.func @f(%arg0: tensor<4xf32>) -> tensor<f32> {\n"
+        "  %cst = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        "  %0 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [0] : (tensor<4xf32>, "
+        "tensor<f32>) -> tensor<f32>\n"
+        "   reducer(%a: tensor<f32> loc(\"a\"), %b: tensor<f32> loc(\"b\"))  {\n"
+        "    %1 = stablehlo.add %a, %b : tensor<f32>\n"
+        "    stablehlo.return %1 : tensor<f32>\n"
+        "  }\n"
+        "  %2 = \"stablehlo.reduce\"(%0, %cst) ({\n"
+        "  ^bb0(%c: tensor<f32> loc(\"c\"), %d: tensor<f32> loc(#l)):\n"
+        "    %3 = stablehlo.multiply %c, %d : tensor<f32>\n"
+        "    \"stablehlo.return\"(%3) : (tensor<f32>) -> ()\n"
+        "  }) {dimensions = array<i64: 0>} : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+        "  return %2 : tensor<f32>\n"
+        "}\n"
+        "#l = loc(\"m.py\":3:4)\n";
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    cm_buf o;
+    cm_buf_init(&o);
+    sp_print_opts po = {true, true};
+    sp_mlir_print(m, &po, &o);
+    assert_non_null(strstr(o.data, "^bb0(%arg1: tensor<f32> loc(\"c\"), %arg2: tensor<f32> loc(#l)):"));
+    cm_buf_fini(&o);
+    sp_module_destroy(m);
+}
+
+static void test_sp_mlir_read_rejects_bad_locations(void **state)
+{
+    (void)state;
+    assert_read_error("func.func @f() {\n  return loc(#nowhere)\n}\n", "2:14",
+                      "undefined location alias '#nowhere'");
+    assert_read_error("func.func @f() {\n  return loc(#a)\n}\n#a = loc(#b)\n#b = loc(#a)\n", "4:10",
+                      "refers to itself");
+    assert_read_error("func.func @f() {\n  return loc(42)\n}\n", "2:14", "expected a location");
+    assert_read_error("module {\n} loc(#x)\n#x = loc(unknown)\n// -----\nmodule {\n}\n", "5:1",
+                      "a second module");
+}
+
+static void test_sp_mlir_print_jax_and_interpreter_forms(void **state)
+{
+    (void)state;
+    const char *in =
+        "module {\n"
+        "  func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xcomplex<f32>> {\n"
+        "    %0 = chlo.erf %arg0 : tensor<4xf32> -> tensor<4xf32>\n"
+        "    %1 = chlo.next_after %0, %arg1 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>\n"
+        "    %2:2 = chlo.top_k(%1, k = 2) : tensor<4xf32> -> (tensor<2xf32>, tensor<2xi32>)\n"
+        "    %3 = stablehlo.complex %1, %arg1 : tensor<4xcomplex<f32>>\n"
+        "    %4 = call @\"<lambda>\"(%0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "    check.expect_almost_eq_const %4, dense<1.000000e+00> : tensor<4xf32>, tolerance = "
+        "1.000000e-01\n"
+        "    check.expect_close %0, %4, max_ulp_difference = 3 : tensor<4xf32>, tensor<4xf32>\n"
+        "    %5 = interpreter.probe %0, probe_id = \"p\" : tensor<4xf32>\n"
+        "    return %3 : tensor<4xcomplex<f32>>\n"
+        "  }\n"
+        "  func.func private @\"<lambda>\"(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "    return {foo} %arg0 : tensor<4xf32>\n"
+        "  }\n"
+        "}\n";
+    assert_prints(in, in);
+    /* and the generic form reads back to the same */
+    char *g = print_text(in, true);
+    assert_prints(g, in);
+    cm_free(g);
+}
+
+
 /* ---- round trips ---------------------------------------------------------------- */
 
 /* Modules in the exact form the printer writes (and MLIR prints): reading
@@ -203,7 +391,7 @@ static const char *const corpus[] = {
         " {\"y\":(1)2}]> : tensor<8x16xf32>\n"
     "    %5 = sdy.all_reduce {\"x\"} %4 out_sharding=<@mesh, [{}, {\"y\":(1)2}]> :"
         " tensor<8x16xf32>\n"
-    "    %6 = sdy.all_reduce <max> {\"x\"} %5 out_sharding=<@mesh, [{}, {\"y\":(1)2}]> :"
+    "    %6 = sdy.all_reduce max {\"x\"} %5 out_sharding=<@mesh, [{}, {\"y\":(1)2}]> :"
         " tensor<8x16xf32>\n"
     "    %7 = sdy.all_to_all [{\"y\":(1)2}: 1->0] %6 out_sharding=<@mesh, [{\"y\":(1)2},"
         " {}]> : tensor<8x16xf32>\n"
@@ -772,6 +960,45 @@ static void test_sp_mlir_read_oom(void **state)
     }
 }
 
+/* Locations (aliases at the end, callsites, fused lists longer than the
+ * reader's stack buffer) under failing allocations. */
+static void test_sp_mlir_read_oom_locations(void **state)
+{
+    (void)state;
+    cm_buf t;
+    cm_buf_init(&t);
+    cm_buf_puts(&t, "module {\n  func.func @main(%arg0: tensor<4xf32> loc(\"x\")) -> tensor<4xf32> {\n"
+                    "    %0 = stablehlo.sine %arg0 : tensor<4xf32> loc(#loc3)\n"
+                    "    return %0 : tensor<4xf32> loc(#loc)\n  } loc(#loc)\n} loc(#loc)\n"
+                    "#loc = loc(unknown)\n#loc1 = loc(\"m.py\":1:2)\n"
+                    "#loc2 = loc(callsite(#loc1 at #loc1))\n#loc3 = loc(fused[");
+    for (int i = 0; i < 40; i++) {
+        cm_buf_puts(&t, i > 0 ? ", #loc2" : "#loc2");
+    }
+    cm_buf_puts(&t, "])\n");
+    assert_false(t.oom);
+    for (long n = 0;; n++) {
+        cm_error err;
+        cm_error_clear(&err);
+        sp_module *m = NULL;
+        cm_alloc_fail_after(n);
+        cm_status st = sp_mlir_read(t.data, t.len, 0, &m, &err);
+        cm_alloc_fail_after(-1);
+        if (st == CM_OK) {
+            char src[32];
+            const sp_block *b = &m->blocks[m->ops[sp_module_func(m, "main")].regions[0].blocks[0]];
+            assert_true(sp_op_source(m, b->ops[0], src, sizeof src));
+            assert_string_equal(src, "m.py:1");
+            sp_module_destroy(m);
+            break;
+        }
+        assert_int_equal(st, CM_ENOMEM);
+        assert_null(m);
+        assert_true(n < 100000);
+    }
+    cm_buf_fini(&t);
+}
+
 static void test_sp_mlir_print_oom(void **state)
 {
     (void)state;
@@ -924,6 +1151,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sp_mlir_print_roundtrips_pretty_corpus),
+        cmocka_unit_test(test_sp_mlir_dense_values_exact),
+        cmocka_unit_test(test_sp_mlir_read_locations_resolve),
+        cmocka_unit_test(test_sp_mlir_read_rejects_bad_locations),
+        cmocka_unit_test(test_sp_mlir_read_block_arg_locations),
+        cmocka_unit_test(test_sp_mlir_print_jax_and_interpreter_forms),
         cmocka_unit_test(test_sp_mlir_print_roundtrips_generic_corpus),
         cmocka_unit_test(test_sp_mlir_print_generic_input_prints_pretty),
         cmocka_unit_test(test_sp_mlir_print_sdy_generic_input_prints_pretty),
@@ -952,6 +1184,7 @@ int main(void)
         cmocka_unit_test(test_sp_mlir_read_rejects_nul_byte),
         cmocka_unit_test(test_sp_mlir_read_reports_lines_after_line_base),
         cmocka_unit_test(test_sp_mlir_read_oom),
+        cmocka_unit_test(test_sp_mlir_read_oom_locations),
         cmocka_unit_test(test_sp_mlir_print_oom),
         cmocka_unit_test(test_sp_attr_equal_agrees_with_hash),
         cmocka_unit_test(test_sp_module_intern_type_shares_ids),

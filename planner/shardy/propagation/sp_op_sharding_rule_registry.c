@@ -2431,6 +2431,11 @@ static cm_status dispatch(rctx *c, sp_rule **direct)
         return rule_transpose(c);
     case SP_OP_TRIANGULAR_SOLVE:
         return rule_triangular_solve(c);
+    case SP_OP_CHLO_TOP_K:
+        /* XLA turns chlo.top_k into the mhlo.topk custom call before Shardy
+         * sees it; its rule is that call's (the chlo element-wise ops are
+         * element-wise by their traits) */
+        return rule_topk(c);
     default:
         /* data-flow ops (while, case, if, optimization_barrier), func and sdy
          * ops, terminators, constants and ops Shardy does not register */
@@ -2477,6 +2482,7 @@ bool sp_rules_cover_kind(sp_op_kind k)
     case SP_OP_RNG_BIT_GENERATOR:
     case SP_OP_SCATTER:
     case SP_OP_SELECT_AND_SCATTER:
+    case SP_OP_CHLO_TOP_K:
     case SP_OP_SLICE:
     case SP_OP_SORT:
     case SP_OP_TRANSPOSE:
