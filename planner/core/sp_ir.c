@@ -622,6 +622,119 @@ cm_status sp_op_clone_detached(sp_module *m, uint32_t op, uint32_t *clone_out)
     return CM_OK;
 }
 
+cm_status sp_value_map_set(sp_value_map *map, uint32_t from, uint32_t to)
+{
+    if (from >= map->cap) {
+        uint32_t cap = map->cap == 0 ? 64u : map->cap;
+        while (cap <= from) {
+            if (cap > UINT32_MAX / 2u) {
+                return CM_ENOMEM;
+            }
+            cap *= 2u;
+        }
+        uint32_t *t = cm_realloc(map->to, sizeof(uint32_t) * cap);
+        if (t == NULL) {
+            return CM_ENOMEM;
+        }
+        memset(t + map->cap, 0xff, sizeof(uint32_t) * (cap - map->cap));
+        map->to = t;
+        map->cap = cap;
+    }
+    map->to[from] = to;
+    return CM_OK;
+}
+
+uint32_t sp_value_map_get(const sp_value_map *map, uint32_t v)
+{
+    return v < map->cap ? map->to[v] : SP_NONE;
+}
+
+void sp_value_map_free(sp_value_map *map)
+{
+    cm_free(map->to);
+    map->to = NULL;
+    map->cap = 0;
+}
+
+cm_status sp_op_clone_deep(sp_module *m, uint32_t op, sp_value_map *map, uint32_t *clone_out)
+{
+    uint32_t types[64];
+    const sp_op *o = &m->ops[op];
+    if (o->n_results > 64) {
+        return CM_EINVAL;
+    }
+    for (uint32_t i = 0; i < o->n_results; i++) {
+        types[i] = m->values[o->first_result + i].type;
+    }
+    uint32_t c;
+    cm_status st = sp_module_new_op(m, SP_NONE, o->name, o->operands, o->n_operands, types,
+                                    o->n_results, &c);
+    if (st != CM_OK) {
+        return st;
+    }
+    o = &m->ops[op]; /* the table may have moved */
+    sp_op *n = &m->ops[c];
+    n->kind = o->kind;
+    n->line = o->line;
+    n->col = o->col;
+    n->loc = o->loc;
+    for (uint32_t k = 0; k < n->n_operands; k++) {
+        uint32_t t = sp_value_map_get(map, n->operands[k]);
+        if (t != SP_NONE) {
+            n->operands[k] = t;
+        }
+    }
+    if (o->n_attrs > 0) {
+        n->attrs = cm_arena_memdup(&m->arena, o->attrs, o->n_attrs, sizeof(sp_named_attr));
+        if (n->attrs == NULL) {
+            return CM_ENOMEM;
+        }
+        n->n_attrs = o->n_attrs;
+    }
+    for (uint32_t i = 0; i < o->n_results; i++) {
+        if (sp_value_map_set(map, o->first_result + i, n->first_result + i) != CM_OK) {
+            return CM_ENOMEM;
+        }
+    }
+    uint32_t n_regions = o->n_regions;
+    if (n_regions == 0) {
+        *clone_out = c;
+        return CM_OK;
+    }
+    if (sp_op_add_regions(m, c, n_regions) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    for (uint32_t r = 0; r < n_regions; r++) {
+        for (uint32_t bi = 0; bi < m->ops[op].regions[r].n_blocks; bi++) {
+            uint32_t ob = m->ops[op].regions[r].blocks[bi], nb;
+            if (sp_module_new_block(m, c, &nb) != CM_OK || sp_region_add_block(m, c, r, nb) != CM_OK) {
+                return CM_ENOMEM;
+            }
+            m->blocks[nb].label = m->blocks[ob].label;
+            m->blocks[nb].arg_locs = m->blocks[ob].arg_locs;
+            for (uint32_t a = 0; a < m->blocks[ob].n_args; a++) {
+                uint32_t ov = m->blocks[ob].first_arg + a, nv;
+                if (sp_module_add_block_arg(m, nb, m->values[ov].type, &nv) != CM_OK ||
+                    sp_value_map_set(map, ov, nv) != CM_OK) {
+                    return CM_ENOMEM;
+                }
+            }
+            for (uint32_t k = 0; k < m->blocks[ob].n_ops; k++) {
+                uint32_t inner;
+                st = sp_op_clone_deep(m, m->blocks[ob].ops[k], map, &inner);
+                if (st != CM_OK) {
+                    return st;
+                }
+                if (sp_block_insert_op(m, nb, m->blocks[nb].n_ops, inner) != CM_OK) {
+                    return CM_ENOMEM;
+                }
+            }
+        }
+    }
+    *clone_out = c;
+    return CM_OK;
+}
+
 /* The attribute names passes set on many ops, as static strings: an op's
  * attribute names are never freed or written, so they need no arena copy. */
 static const char *known_attr_name(const char *name)
