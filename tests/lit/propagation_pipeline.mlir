@@ -239,8 +239,8 @@ sdy.mesh @mesh = <["a"=2, "b"=2]>
 func.func @constant_split(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {}]>},
                           %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"b"}]>})
     -> (tensor<8x8xf32>, tensor<8x8xf32>) {
-  // CHECK-DAG: %[[C_A:.*]] = stablehlo.constant {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a"}, {}]>]>} dense<1.000000e+00> : tensor<8x8xf32>
-  // CHECK-DAG: %[[C_B:.*]] = stablehlo.constant {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"b"}]>]>} dense<1.000000e+00> : tensor<8x8xf32>
+  // CHECK-DAG: %[[C_A:.*]] = sdy.constant {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a"}, {}]>]>} dense<1.000000e+00> : tensor<8x8xf32>
+  // CHECK-DAG: %[[C_B:.*]] = sdy.constant {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"b"}]>]>} dense<1.000000e+00> : tensor<8x8xf32>
   // CHECK-DAG: stablehlo.add %arg0, %[[C_A]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"a"}, {}]>]>}
   // CHECK-DAG: stablehlo.add %arg1, %[[C_B]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"b"}]>]>}
   %cst = stablehlo.constant dense<1.000000e+00> : tensor<8x8xf32>
