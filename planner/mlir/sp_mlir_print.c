@@ -627,65 +627,12 @@ static void dense_nested(pr *p, const int64_t *v, const int64_t *dims, uint32_t 
     putc_(p, ']');
 }
 
-/* The body of a dense f32 / f64 literal with each decimal number in MLIR's
- * form: `%.6e` when that reads back as the same value (MLIR's
- * printFloatValue), else as written; brackets, hex and other text verbatim. */
-static void dense_floats(pr *p, const char *body, bool f32)
-{
-    const char *s = body;
-    while (*s != '\0') {
-        bool num = (*s >= '0' && *s <= '9') ||
-                   ((*s == '-' || *s == '+') && s[1] >= '0' && s[1] <= '9');
-        if (!num || (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))) {
-            putc_(p, *s++);
-            continue;
-        }
-        const char *e = s + 1;
-        while ((*e >= '0' && *e <= '9') || *e == '.' || *e == 'e' || *e == 'E' ||
-               ((*e == '-' || *e == '+') && (e[-1] == 'e' || e[-1] == 'E'))) {
-            e++;
-        }
-        char tok[64], out[64];
-        size_t n = (size_t)(e - s);
-        bool ok = n < sizeof tok;
-        if (ok) {
-            memcpy(tok, s, n);
-            tok[n] = '\0';
-            char *end;
-            double v = strtod(tok, &end);
-            ok = *end == '\0';
-            if (ok) {
-                snprintf(out, sizeof out, "%.6e", v);
-                double back = strtod(out, NULL);
-                if (f32) {
-                    float a = (float)v, b = (float)back;
-                    ok = memcmp(&a, &b, sizeof a) == 0;
-                } else {
-                    ok = memcmp(&v, &back, sizeof v) == 0;
-                }
-            }
-        }
-        if (ok) {
-            put(p, out);
-        } else {
-            putn(p, s, n);
-        }
-        s = e;
-    }
-}
-
 /* The body of dense<...>: integer and boolean tensors in MLIR's canonical
  * form (a splat when every element is equal, else nested lists), anything
  * else (floats, hex blobs, strings) verbatim. */
 static void dense_body(pr *p, const sp_attr *a)
 {
     const sp_type *t = &p->m->types[a->u.dense.type];
-    if (a->u.dense.ints == NULL && t->kind == SP_TYPE_TENSOR && t->encoding == NULL &&
-        (t->elem == SP_ELEM_F32 || t->elem == SP_ELEM_F64) && a->u.dense.body != NULL &&
-        a->u.dense.body[0] != '"') {
-        dense_floats(p, a->u.dense.body, t->elem == SP_ELEM_F32);
-        return;
-    }
     if (a->u.dense.ints == NULL || t->kind != SP_TYPE_TENSOR || t->encoding != NULL) {
         put(p, a->u.dense.body);
         return;
