@@ -232,9 +232,8 @@ static void number_block(pr *p, ctx *c, const sp_block *bl, bool while_args)
         if (op->n_results == 0) {
             continue;
         }
-        if (op->kind == SP_OP_CONSTANT && op->n_results == 1) {
-            /* StableHLO: %c for integer element types, %cst for the rest (sdy.constant
-             * names no results: it prints as %N) */
+        if ((op->kind == SP_OP_CONSTANT || op->kind == SP_OP_SDY_CONSTANT) && op->n_results == 1) {
+            /* StableHLO: %c for integer element types, %cst for the rest */
             const sp_type *t = &p->m->types[p->m->values[op->first_result].type];
             name_value(p, c, op->first_result,
                        t->kind == SP_TYPE_TENSOR && is_int_elem(t->elem) ? "c" : "cst", -1);
