@@ -29,6 +29,7 @@ typedef struct op_info {
     uint32_t next;                     /* next clone in its original's list */
     uint32_t walk;                     /* the walk that classified the op */
     uint32_t uses;                     /* non-group uses, counted at erase */
+    uint32_t first_clone;              /* the first copy made of this op */
     uint8_t cls;
     uint8_t erased;
 } op_info;
@@ -69,6 +70,7 @@ static cm_status info_reserve(splitter *s, uint32_t n)
         t[i].before_head = t[i].before_tail = t[i].next = SP_NONE;
         t[i].walk = 0;
         t[i].uses = 0;
+        t[i].first_clone = SP_NONE;
         t[i].cls = CLS_NONE;
         t[i].erased = 0;
     }
@@ -191,6 +193,9 @@ static cm_status clone_sub(splitter *s, uint32_t v, sp_value_map *map)
     cm_status st = sp_op_clone_deep(m, d, map, &c);
     if (st != CM_OK || (st = place_before(s, d, c)) != CM_OK) {
         return st;
+    }
+    if (s->info[d].first_clone == SP_NONE) {
+        s->info[d].first_clone = c;
     }
     /* the sharding groups of v follow its copy */
     for (uint32_t g = v < s->n_values0 ? s->sg_head[v] : SP_NONE; g != SP_NONE; g = s->sg_next[g]) {
@@ -389,6 +394,59 @@ static void drop_erased(splitter *s, uint32_t block)
     bl->n_ops = k;
 }
 
+/* Replaces operands under block by their images in map. */
+static void remap_operands(sp_module *m, uint32_t block, const sp_value_map *map)
+{
+    for (uint32_t i = 0; i < m->blocks[block].n_ops; i++) {
+        sp_op *op = &m->ops[m->blocks[block].ops[i]];
+        for (uint32_t k = 0; k < op->n_operands; k++) {
+            uint32_t t = sp_value_map_get(map, op->operands[k]);
+            if (t != SP_NONE) {
+                op->operands[k] = t;
+            }
+        }
+        for (uint32_t r = 0; r < op->n_regions; r++) {
+            for (uint32_t b = 0; b < op->regions[r].n_blocks; b++) {
+                remap_operands(m, op->regions[r].blocks[b], map);
+            }
+        }
+    }
+}
+
+/* An erased original hands its result ids to its first copy, so that what
+ * names the original's values (a graph document's value names) names that
+ * copy's; the printed text does not change. */
+static cm_status transfer_ids(splitter *s, uint32_t block)
+{
+    sp_module *m = s->m;
+    sp_value_map map = {NULL, 0};
+    bool any = false;
+    for (uint32_t j = 0; j < s->n_list; j++) {
+        uint32_t o = s->list[j];
+        uint32_t c = s->info[o].first_clone;
+        if (!s->info[o].erased || c == SP_NONE || m->ops[c].n_results != m->ops[o].n_results) {
+            continue;
+        }
+        uint32_t r0 = m->ops[o].first_result, r1 = m->ops[c].first_result;
+        for (uint32_t k = 0; k < m->ops[o].n_results; k++) {
+            if (sp_value_map_set(&map, r1 + k, r0 + k) != CM_OK) {
+                sp_value_map_free(&map);
+                return CM_ENOMEM;
+            }
+            m->values[r0 + k].def = c;
+            m->values[r1 + k].def = o;
+        }
+        m->ops[c].first_result = r0;
+        m->ops[o].first_result = r1;
+        any = true;
+    }
+    if (any) {
+        remap_operands(m, block, &map);
+    }
+    sp_value_map_free(&map);
+    return CM_OK;
+}
+
 /* Shardy's walkOnRegion: the walk, then the erasure of unused originals
  * (scalar broadcasts first, then constants in reverse walk order). */
 static cm_status walk_region(splitter *s, uint32_t block, uint32_t func)
@@ -422,6 +480,7 @@ static cm_status walk_region(splitter *s, uint32_t block, uint32_t func)
     }
     if (any) {
         drop_erased(s, block);
+        return transfer_ids(s, block);
     }
     return CM_OK;
 }
