@@ -30,6 +30,7 @@ typedef struct op_info {
     uint32_t walk;                     /* the walk that classified the op */
     uint32_t uses;                     /* non-group uses, counted at erase */
     uint32_t first_clone;              /* the first copy made of this op */
+    uint32_t orig;                     /* for a first copy whose original goes: it */
     uint8_t cls;
     uint8_t erased;
 } op_info;
@@ -71,6 +72,7 @@ static cm_status info_reserve(splitter *s, uint32_t n)
         t[i].walk = 0;
         t[i].uses = 0;
         t[i].first_clone = SP_NONE;
+        t[i].orig = SP_NONE;
         t[i].cls = CLS_NONE;
         t[i].erased = 0;
     }
@@ -394,11 +396,25 @@ static void drop_erased(splitter *s, uint32_t block)
     bl->n_ops = k;
 }
 
-/* Replaces operands under block by their images in map. */
-static void remap_operands(sp_module *m, uint32_t block, const sp_value_map *map)
+/* Under block: puts each original back in its first copy's place (the
+ * copy leaves) and replaces operands by their images in map. */
+static void restore_originals(splitter *s, uint32_t block, const sp_value_map *map)
 {
-    for (uint32_t i = 0; i < m->blocks[block].n_ops; i++) {
-        sp_op *op = &m->ops[m->blocks[block].ops[i]];
+    sp_module *m = s->m;
+    sp_block *bl = &m->blocks[block];
+    for (uint32_t i = 0; i < bl->n_ops; i++) {
+        uint32_t c = bl->ops[i];
+        if (c < s->cap_info && s->info[c].orig != SP_NONE) {
+            uint32_t o = s->info[c].orig;
+            bl->ops[i] = o;
+            m->ops[o].parent_block = block;
+            m->ops[o].operands = m->ops[c].operands;
+            m->ops[c].parent_block = SP_NONE;
+            m->ops[c].operands = NULL;
+            m->ops[c].n_operands = 0;
+            s->info[c].orig = SP_NONE;
+        }
+        sp_op *op = &m->ops[bl->ops[i]];
         for (uint32_t k = 0; k < op->n_operands; k++) {
             uint32_t t = sp_value_map_get(map, op->operands[k]);
             if (t != SP_NONE) {
@@ -407,15 +423,15 @@ static void remap_operands(sp_module *m, uint32_t block, const sp_value_map *map
         }
         for (uint32_t r = 0; r < op->n_regions; r++) {
             for (uint32_t b = 0; b < op->regions[r].n_blocks; b++) {
-                remap_operands(m, op->regions[r].blocks[b], map);
+                restore_originals(s, op->regions[r].blocks[b], map);
             }
         }
     }
 }
 
-/* An erased original hands its result ids to its first copy, so that what
- * names the original's values (a graph document's value names) names that
- * copy's; the printed text does not change. */
+/* An erased original takes the place of its first copy, which goes: op ids
+ * and value ids of the module's first ops survive the split (what-if and
+ * graph documents name them), and the printed text does not change. */
 static cm_status transfer_ids(splitter *s, uint32_t block)
 {
     sp_module *m = s->m;
@@ -424,7 +440,8 @@ static cm_status transfer_ids(splitter *s, uint32_t block)
     for (uint32_t j = 0; j < s->n_list; j++) {
         uint32_t o = s->list[j];
         uint32_t c = s->info[o].first_clone;
-        if (!s->info[o].erased || c == SP_NONE || m->ops[c].n_results != m->ops[o].n_results) {
+        if (!s->info[o].erased || c == SP_NONE || m->ops[c].n_results != m->ops[o].n_results ||
+            m->ops[c].n_operands != m->ops[o].n_operands) {
             continue;
         }
         uint32_t r0 = m->ops[o].first_result, r1 = m->ops[c].first_result;
@@ -433,15 +450,13 @@ static cm_status transfer_ids(splitter *s, uint32_t block)
                 sp_value_map_free(&map);
                 return CM_ENOMEM;
             }
-            m->values[r0 + k].def = c;
-            m->values[r1 + k].def = o;
         }
-        m->ops[c].first_result = r0;
-        m->ops[o].first_result = r1;
+        s->info[o].erased = 0;
+        s->info[c].orig = o;
         any = true;
     }
     if (any) {
-        remap_operands(m, block, &map);
+        restore_originals(s, block, &map);
     }
     sp_value_map_free(&map);
     return CM_OK;
