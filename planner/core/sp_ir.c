@@ -622,38 +622,50 @@ cm_status sp_op_clone_detached(sp_module *m, uint32_t op, uint32_t *clone_out)
     return CM_OK;
 }
 
+typedef struct vmap_entry {
+    uint32_t from, to;
+} vmap_entry;
+
+static bool vmap_eq(const void *entry, const void *key)
+{
+    return ((const vmap_entry *)entry)->from == *(const uint32_t *)key;
+}
+
+static uint64_t vmap_hash(uint32_t v)
+{
+    return cm_hash_u64((uint64_t)v + 1u);
+}
+
 cm_status sp_value_map_set(sp_value_map *map, uint32_t from, uint32_t to)
 {
-    if (from >= map->cap) {
-        uint32_t cap = map->cap == 0 ? 64u : map->cap;
-        while (cap <= from) {
-            if (cap > UINT32_MAX / 2u) {
-                return CM_ENOMEM;
-            }
-            cap *= 2u;
-        }
-        uint32_t *t = cm_realloc(map->to, sizeof(uint32_t) * cap);
-        if (t == NULL) {
-            return CM_ENOMEM;
-        }
-        memset(t + map->cap, 0xff, sizeof(uint32_t) * (cap - map->cap));
-        map->to = t;
-        map->cap = cap;
+    if (map->map.elem == 0) {
+        cm_map_init(&map->map, sizeof(vmap_entry));
     }
-    map->to[from] = to;
+    void *e;
+    if (cm_map_find_or_insert(&map->map, vmap_hash(from), vmap_eq, &from, &e, NULL, NULL) !=
+        CM_OK) {
+        return CM_ENOMEM;
+    }
+    ((vmap_entry *)e)->from = from;
+    ((vmap_entry *)e)->to = to;
     return CM_OK;
 }
 
 uint32_t sp_value_map_get(const sp_value_map *map, uint32_t v)
 {
-    return v < map->cap ? map->to[v] : SP_NONE;
+    if (map->map.elem == 0 || map->map.n == 0) {
+        return SP_NONE;
+    }
+    const vmap_entry *e = cm_map_find(&map->map, vmap_hash(v), vmap_eq, &v);
+    return e != NULL ? e->to : SP_NONE;
 }
 
 void sp_value_map_free(sp_value_map *map)
 {
-    cm_free(map->to);
-    map->to = NULL;
-    map->cap = 0;
+    if (map->map.elem != 0) {
+        cm_map_fini(&map->map);
+    }
+    memset(map, 0, sizeof *map);
 }
 
 cm_status sp_op_clone_deep(sp_module *m, uint32_t op, sp_value_map *map, uint32_t *clone_out)

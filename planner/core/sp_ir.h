@@ -313,11 +313,11 @@ void sp_block_remove_op(sp_module *m, uint32_t block, uint32_t index);
 uint32_t sp_op_index_in_block(const sp_module *m, uint32_t op);
 /* Copies op (attributes shared, no regions) as a detached op with fresh results. */
 cm_status sp_op_clone_detached(sp_module *m, uint32_t op, uint32_t *clone_out);
-/* A value renaming for deep clones, like MLIR's IRMapping: to[v] is v's
- * replacement (SP_NONE: none). Zero-initialise; free with sp_value_map_free. */
+/* A value renaming for deep clones, like MLIR's IRMapping: a hash map from
+ * value to replacement, sized by what it holds. Zero-initialise; free with
+ * sp_value_map_free. */
 typedef struct sp_value_map {
-    uint32_t *to;
-    uint32_t cap;
+    cm_map map; /* entries: uint32_t from, to */
 } sp_value_map;
 /* Maps from to to. Errors: CM_ENOMEM. */
 cm_status sp_value_map_set(sp_value_map *map, uint32_t from, uint32_t to);

@@ -215,7 +215,8 @@ static void test_clone_deep(void **state)
         }
     }
     assert_int_not_equal(nc, SP_NONE);
-    sp_value_map map = {NULL, 0};
+    sp_value_map map;
+    memset(&map, 0, sizeof map);
     uint32_t c;
     assert_int_equal(sp_op_clone_deep(m, nc, &map, &c), CM_OK);
     assert_int_equal(sp_value_map_get(&map, m->ops[nc].first_result), m->ops[c].first_result);

@@ -269,7 +269,8 @@ static cm_status process_op(splitter *s, uint32_t opid, uint32_t func)
         if (!in_walk(s, m->values[v].def, CLS_CONST | CLS_SCALAR) || value_is_scalar(m, v)) {
             continue;
         }
-        sp_value_map map = {NULL, 0};
+        sp_value_map map;
+        memset(&map, 0, sizeof map);
         cm_status st = clone_sub(s, v, &map);
         uint32_t nv = sp_value_map_get(&map, v);
         sp_value_map_free(&map);
@@ -435,7 +436,8 @@ static void restore_originals(splitter *s, uint32_t block, const sp_value_map *m
 static cm_status transfer_ids(splitter *s, uint32_t block)
 {
     sp_module *m = s->m;
-    sp_value_map map = {NULL, 0};
+    sp_value_map map;
+    memset(&map, 0, sizeof map);
     bool any = false;
     for (uint32_t j = 0; j < s->n_list; j++) {
         uint32_t o = s->list[j];
