@@ -121,6 +121,8 @@ SIMPLE_PASS(run_lift, sp_pass_lift_inlined_meshes(m, err))
 SIMPLE_PASS(run_apply_constraints, sp_pass_apply_sharding_constraints(m, err))
 SIMPLE_PASS(run_splitter, sp_pass_constant_splitter(m, err))
 SIMPLE_PASS(run_group_import, sp_pass_sharding_group_import(m, d, err))
+SIMPLE_PASS(run_remove_size_one, sp_pass_remove_size_one_axes(m, err))
+SIMPLE_PASS(run_pre_order_funcs, sp_pass_pre_order_funcs(m, err))
 SIMPLE_PASS(run_remove_groups, sp_pass_remove_sharding_groups(m, err))
 SIMPLE_PASS(run_merger, sp_pass_constant_merger(m, err))
 SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
@@ -217,6 +219,8 @@ static const pass_def passes[] = {
     {"sdy-apply-sharding-constraints", run_apply_constraints, NULL},
     {"sdy-constant-or-scalar-splitter", run_splitter, NULL},
     {"sdy-sharding-group-import", run_group_import, NULL},
+    {"sdy-remove-size-one-axes", run_remove_size_one, NULL},
+    {"sdy-pre-order-funcs", run_pre_order_funcs, NULL},
     {"sdy-remove-sharding-groups", run_remove_groups, NULL},
     {"sdy-constant-or-scalar-merger", run_merger, NULL},
     {"sdy-update-non-divisible-input-output-shardings", run_non_divisible, NULL},

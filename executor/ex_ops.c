@@ -953,7 +953,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         (void)run_elem(p, dev, &j);
         break;
     }
-    case SP_OP_CONSTANT: {
+    case SP_OP_CONSTANT:
+    case SP_OP_SDY_CONSTANT: {
         if (x->n_cval == 1) {
             uint64_t one = 0;
             elem_store(&one, O->elem, 0, x->cval[0]);

@@ -1024,6 +1024,7 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
         break;
     }
     case SP_OP_CONSTANT:
+    case SP_OP_SDY_CONSTANT:
         return parse_constant(p, x, sp_op_attr(m, x->op, "value"),
                               sp_value_type(m, o->first_result)->elem,
                               count_of(sp_value_type(m, o->first_result)->dims,

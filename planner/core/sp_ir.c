@@ -623,6 +623,131 @@ cm_status sp_op_clone_detached(sp_module *m, uint32_t op, uint32_t *clone_out)
     return CM_OK;
 }
 
+typedef struct vmap_entry {
+    uint32_t from, to;
+} vmap_entry;
+
+static bool vmap_eq(const void *entry, const void *key)
+{
+    return ((const vmap_entry *)entry)->from == *(const uint32_t *)key;
+}
+
+static uint64_t vmap_hash(uint32_t v)
+{
+    return cm_hash_u64((uint64_t)v + 1u);
+}
+
+cm_status sp_value_map_set(sp_value_map *map, uint32_t from, uint32_t to)
+{
+    if (map->map.elem == 0) {
+        cm_map_init(&map->map, sizeof(vmap_entry));
+    }
+    void *e;
+    if (cm_map_find_or_insert(&map->map, vmap_hash(from), vmap_eq, &from, &e, NULL, NULL) !=
+        CM_OK) {
+        return CM_ENOMEM;
+    }
+    ((vmap_entry *)e)->from = from;
+    ((vmap_entry *)e)->to = to;
+    return CM_OK;
+}
+
+uint32_t sp_value_map_get(const sp_value_map *map, uint32_t v)
+{
+    if (map->map.elem == 0 || map->map.n == 0) {
+        return SP_NONE;
+    }
+    const vmap_entry *e = cm_map_find(&map->map, vmap_hash(v), vmap_eq, &v);
+    return e != NULL ? e->to : SP_NONE;
+}
+
+void sp_value_map_free(sp_value_map *map)
+{
+    if (map->map.elem != 0) {
+        cm_map_fini(&map->map);
+    }
+    memset(map, 0, sizeof *map);
+}
+
+cm_status sp_op_clone_deep(sp_module *m, uint32_t op, sp_value_map *map, uint32_t *clone_out)
+{
+    uint32_t types[64];
+    const sp_op *o = &m->ops[op];
+    if (o->n_results > 64) {
+        return CM_EINVAL;
+    }
+    for (uint32_t i = 0; i < o->n_results; i++) {
+        types[i] = m->values[o->first_result + i].type;
+    }
+    uint32_t c;
+    cm_status st = sp_module_new_op(m, SP_NONE, o->name, o->operands, o->n_operands, types,
+                                    o->n_results, &c);
+    if (st != CM_OK) {
+        return st;
+    }
+    o = &m->ops[op]; /* the table may have moved */
+    sp_op *n = &m->ops[c];
+    n->kind = o->kind;
+    n->line = o->line;
+    n->col = o->col;
+    n->loc = o->loc;
+    for (uint32_t k = 0; k < n->n_operands; k++) {
+        uint32_t t = sp_value_map_get(map, n->operands[k]);
+        if (t != SP_NONE) {
+            n->operands[k] = t;
+        }
+    }
+    if (o->n_attrs > 0) {
+        n->attrs = cm_arena_memdup(&m->arena, o->attrs, o->n_attrs, sizeof(sp_named_attr));
+        if (n->attrs == NULL) {
+            return CM_ENOMEM;
+        }
+        n->n_attrs = o->n_attrs;
+    }
+    for (uint32_t i = 0; i < o->n_results; i++) {
+        if (sp_value_map_set(map, o->first_result + i, n->first_result + i) != CM_OK) {
+            return CM_ENOMEM;
+        }
+    }
+    uint32_t n_regions = o->n_regions;
+    if (n_regions == 0) {
+        *clone_out = c;
+        return CM_OK;
+    }
+    if (sp_op_add_regions(m, c, n_regions) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    for (uint32_t r = 0; r < n_regions; r++) {
+        for (uint32_t bi = 0; bi < m->ops[op].regions[r].n_blocks; bi++) {
+            uint32_t ob = m->ops[op].regions[r].blocks[bi], nb;
+            if (sp_module_new_block(m, c, &nb) != CM_OK || sp_region_add_block(m, c, r, nb) != CM_OK) {
+                return CM_ENOMEM;
+            }
+            m->blocks[nb].label = m->blocks[ob].label;
+            m->blocks[nb].arg_locs = m->blocks[ob].arg_locs;
+            for (uint32_t a = 0; a < m->blocks[ob].n_args; a++) {
+                uint32_t ov = m->blocks[ob].first_arg + a, nv;
+                if (sp_module_add_block_arg(m, nb, m->values[ov].type, &nv) != CM_OK ||
+                    sp_value_map_set(map, ov, nv) != CM_OK) {
+                    return CM_ENOMEM;
+                }
+            }
+            for (uint32_t k = 0; k < m->blocks[ob].n_ops; k++) {
+                uint32_t inner;
+                st = sp_op_clone_deep(m, m->blocks[ob].ops[k], map, &inner);
+                if (st != CM_OK) {
+                    return st;
+                }
+                if (sp_block_insert_op(m, nb, m->blocks[nb].n_ops, inner) != CM_OK) {
+                    return CM_ENOMEM;
+                }
+            }
+        }
+    }
+    *clone_out = c;
+    return CM_OK;
+}
+
 /* The attribute names passes set on many ops, as static strings: an op's
  * attribute names are never freed or written, so they need no arena copy. */
 static const char *known_attr_name(const char *name)

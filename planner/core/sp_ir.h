@@ -347,6 +347,22 @@ void sp_block_remove_op(sp_module *m, uint32_t block, uint32_t index);
 uint32_t sp_op_index_in_block(const sp_module *m, uint32_t op);
 /* Copies op (attributes shared, no regions) as a detached op with fresh results. */
 cm_status sp_op_clone_detached(sp_module *m, uint32_t op, uint32_t *clone_out);
+/* A value renaming for deep clones, like MLIR's IRMapping: a hash map from
+ * value to replacement, sized by what it holds. Zero-initialise; free with
+ * sp_value_map_free. */
+typedef struct sp_value_map {
+    cm_map map; /* entries: uint32_t from, to */
+} sp_value_map;
+/* Maps from to to. Errors: CM_ENOMEM. */
+cm_status sp_value_map_set(sp_value_map *map, uint32_t from, uint32_t to);
+/* The value v maps to, or SP_NONE when unmapped. */
+uint32_t sp_value_map_get(const sp_value_map *map, uint32_t v);
+void sp_value_map_free(sp_value_map *map);
+/* Copies op with its regions, blocks and nested ops as a detached op
+ * (attributes shared): operands mapped by map are replaced, and the clone's
+ * results and block arguments are added to map as the originals' images.
+ * Errors: CM_ENOMEM; CM_EINVAL for an op with more than 64 results. */
+cm_status sp_op_clone_deep(sp_module *m, uint32_t op, sp_value_map *map, uint32_t *clone_out);
 /* Sets (replaces or appends) attribute name on op. */
 cm_status sp_op_set_attr(sp_module *m, uint32_t op, const char *name, sp_attr *value);
 const sp_attr *sp_op_attr(const sp_module *m, uint32_t op, const char *name);

@@ -1015,6 +1015,7 @@ static bool is_free_op(sp_op_kind k)
     case SP_OP_FUNC_RETURN:
     case SP_OP_RETURN:
     case SP_OP_CONSTANT:
+    case SP_OP_SDY_CONSTANT:
     case SP_OP_GET_TUPLE_ELEMENT:
     case SP_OP_TUPLE:
     case SP_OP_OPTIMIZATION_BARRIER:
@@ -1055,7 +1056,7 @@ static double walk_function(cctx *x, uint32_t fi, double mult);
 static bool const_int(const sp_module *m, uint32_t v, int64_t *out)
 {
     uint32_t d = m->values[v].def;
-    if (d == SP_NONE || m->ops[d].kind != SP_OP_CONSTANT) {
+    if (d == SP_NONE || (m->ops[d].kind != SP_OP_CONSTANT && m->ops[d].kind != SP_OP_SDY_CONSTANT)) {
         return false;
     }
     const sp_attr *a = sp_attrs_get(m->ops[d].attrs, m->ops[d].n_attrs, "value");

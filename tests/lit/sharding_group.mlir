@@ -28,7 +28,7 @@ sdy.mesh @mesh_xy = <["x"=2, "y"=2]>
 // CHECK-LABEL: func @zeros_like(
 // CHECK-SAME:  -> (tensor<8x2xi64> {sdy.sharding = #sdy.sharding<@mesh_xy, [{"x"}, {"y"}]>})
 func.func @zeros_like(%arg0: tensor<8x2xi64> {sdy.sharding = #sdy.sharding<@mesh_xy, [{"x"}, {"y"}]>}) -> tensor<8x2xi64> {
-  // CHECK: stablehlo.constant {sdy.sharding = #sdy.sharding_per_value<[<@mesh_xy, [{"x"}, {"y"}]>]>} dense<0> : tensor<8x2xi64>
+  // CHECK: sdy.constant {sdy.sharding = #sdy.sharding_per_value<[<@mesh_xy, [{"x"}, {"y"}]>]>} dense<0> : tensor<8x2xi64>
   sdy.sharding_group %arg0 group_id=0 : tensor<8x2xi64>
   %0 = stablehlo.constant dense<0> : tensor<8x2xi64>
   sdy.sharding_group %0 group_id=0 : tensor<8x2xi64>

@@ -4,6 +4,7 @@
  * import part of -sdy-propagation-pipeline. One pass per file, named after
  * Shardy's: sp_lift_inlined_meshes.c, sp_apply_sharding_constraints.c,
  * sp_constant_or_scalar_splitter.c, sp_sharding_group_import.c,
+ * sp_remove_size_one_axes.c, sp_pre_order_funcs.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -31,6 +32,20 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err);
  * CM_ENOMEM. */
 cm_status sp_pass_sharding_group_import(sp_module *m, sp_diags *diags, cm_error *err);
 
+/* -sdy-remove-size-one-axes: when some sdy.mesh has an axis of size one,
+ * shardings drop their references to such axes (closed dimensions left
+ * empty drop their priority). Shardings are edited in place. Errors:
+ * CM_ENOMEM. */
+cm_status sp_pass_remove_size_one_axes(sp_module *m, cm_error *err);
+/* The module's functions in Shardy's call-graph order (iterateFuncs):
+ * pre_order lists callers before their callees, else callees before their
+ * callers; *funcs_out (op ids, caller frees with cm_free) holds each
+ * function once. Errors: CM_ENOMEM. */
+cm_status sp_import_funcs_order(sp_module *m, bool pre_order, uint32_t **funcs_out,
+                                uint32_t *n_out, cm_error *err);
+/* -sdy-pre-order-funcs: moves the functions to the end of the module in
+ * call-graph pre-order. Errors: CM_ENOMEM. */
+cm_status sp_pass_pre_order_funcs(sp_module *m, cm_error *err);
 /* The pipeline's import passes in order (lift inlined meshes, sharding-group
  * import, apply sharding constraints, constant splitter), for callers that
  * propagate after them themselves (what-if). o->timing prints each pass's

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for planner/shardy/import: the constant splitter (sdy.constant,
+ * a copy per non-constant user, erased originals), size-one axis removal,
+ * call-graph pre-order, mesh lifting with duplicates, sharding-group
+ * validation and renumbering, the chain rule of apply-sharding-constraints,
+ * the deep clone of sp_ir.h, and OOM loops over the splitter and lifting. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cm.h"
+#include "sp_diag.h"
+#include "sp_import.h"
+#include "sp_ir.h"
+#include "sp_mlir.h"
+#include "tu_oom.h"
+
+static sp_module *read_module(const char *text)
+{
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    if (sp_mlir_read(text, strlen(text), 0, &m, &err) != CM_OK) {
+        fail_msg("sp_mlir_read: %s: %s", err.path, err.msg);
+    }
+    return m;
+}
+
+/* The module printed, for substring checks; the caller frees. */
+static char *print_module(const sp_module *m)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_print_opts o = {false, false};
+    sp_mlir_print(m, &o, &b);
+    assert_non_null(b.data);
+    return b.data;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p != NULL; p = strstr(p + 1, needle)) {
+        n++;
+    }
+    return n;
+}
+
+static const char *const SPLIT =
+    "func.func @f(%arg0: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {\n"
+    "  %0 = stablehlo.constant dense<1.0> : tensor<8xf32>\n"
+    "  %1 = stablehlo.negate %0 : tensor<8xf32>\n"
+    "  %2 = stablehlo.add %1, %arg0 : tensor<8xf32>\n"
+    "  %3 = stablehlo.multiply %1, %arg0 : tensor<8xf32>\n"
+    "  return %2, %3 : tensor<8xf32>, tensor<8xf32>\n"
+    "}\n";
+
+static void test_splitter(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(SPLIT);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_constant_splitter(m, &err), CM_OK);
+    char *s = print_module(m);
+    /* two users: two copies of constant+negate, the originals erased */
+    assert_int_equal(count_of(s, "sdy.constant dense<1.0>"), 2);
+    assert_int_equal(count_of(s, "stablehlo.negate"), 2);
+    assert_int_equal(count_of(s, "stablehlo.constant"), 0);
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+static void test_remove_size_one_axes(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "sdy.mesh @mesh = <[\"a\"=1, \"b\"=2]>\n"
+        "func.func @f(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"a\", \"b\"}], "
+        "replicated={\"a\"}>}) -> tensor<8xf32> {\n"
+        "  return %arg0 : tensor<8xf32>\n"
+        "}\n");
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_remove_size_one_axes(m, &err), CM_OK);
+    char *s = print_module(m);
+    assert_non_null(strstr(s, "#sdy.sharding<@mesh, [{\"b\"}]>"));
+    assert_non_null(strstr(s, "\"a\"=1")); /* the mesh keeps its axis */
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+static void test_pre_order_funcs(void **state)
+{
+    (void)state;
+    sp_module *m = read_module("func.func @g() {\n  return\n}\n"
+                               "func.func @h() {\n  func.call @g() : () -> ()\n  return\n}\n"
+                               "func.func @main() {\n  func.call @h() : () -> ()\n  return\n}\n");
+    cm_error err;
+    cm_error_clear(&err);
+    uint32_t *order, n;
+    assert_int_equal(sp_import_funcs_order(m, false, &order, &n, &err), CM_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(order[0], sp_module_func(m, "g"));
+    assert_int_equal(order[2], sp_module_func(m, "main"));
+    cm_free(order);
+    assert_int_equal(sp_pass_pre_order_funcs(m, &err), CM_OK);
+    char *s = print_module(m);
+    const char *a = strstr(s, "@main"), *b = strstr(s, "@h"), *c = strstr(s, "@g()");
+    assert_true(a != NULL && b != NULL && c != NULL && a < b && b < c);
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+static const char *const LIFT =
+    "sdy.mesh @mesh = <[\"x\"=2]>\n"
+    "sdy.mesh @copy = <[\"x\"=2]>\n"
+    "func.func @f(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@copy, [{\"x\"}]>}) -> "
+    "(tensor<8xf32> {sdy.sharding = #sdy.sharding<mesh<[]>, [{}]>}) {\n"
+    "  return %arg0 : tensor<8xf32>\n"
+    "}\n";
+
+static void test_lift_inlined_meshes(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(LIFT);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_lift_inlined_meshes(m, &err), CM_OK);
+    char *s = print_module(m);
+    assert_null(strstr(s, "@copy"));
+    assert_non_null(strstr(s, "#sdy.sharding<@mesh, [{\"x\"}]>"));
+    assert_non_null(strstr(s, "sdy.mesh @empty_mesh = <[]>"));
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+static void test_sharding_groups(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "func.func @f(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) {\n"
+        "  sdy.sharding_group %arg0 group_id = 567 : tensor<4xf32>\n"
+        "  sdy.sharding_group %arg0 group_id = 23 : tensor<4xf32>\n"
+        "  sdy.sharding_group %arg1 group_id = 2 : tensor<4xf32>\n"
+        "  return\n"
+        "}\n");
+    sp_diags d;
+    sp_diags_init(&d);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_sharding_group_import(m, &d, &err), CM_OK);
+    char *s = print_module(m);
+    /* first appearance order; the repeated op on %arg0 is gone */
+    assert_int_equal(count_of(s, "sdy.sharding_group %arg0 group_id=0"), 1);
+    assert_int_equal(count_of(s, "sdy.sharding_group %arg1 group_id=1"), 1);
+    cm_free(s);
+    sp_module_destroy(m);
+
+    m = read_module("func.func @f(%arg0: tensor<4xf32>, %arg1: tensor<2xf32>) {\n"
+                    "  sdy.sharding_group %arg0 group_id = 3 : tensor<4xf32>\n"
+                    "  sdy.sharding_group %arg1 group_id = 3 : tensor<2xf32>\n"
+                    "  return\n"
+                    "}\n");
+    assert_int_equal(sp_pass_sharding_group_import(m, &d, &err), CM_EINVAL);
+    assert_int_equal(d.n, 1);
+    assert_non_null(strstr(d.items[0].msg, "must have the same shape for groupId: 3"));
+    sp_diags_fini(&d);
+    sp_module_destroy(m);
+}
+
+static void test_apply_constraints_chain(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2]>\n"
+        "func.func @f(%arg0: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {\n"
+        "  %0 = stablehlo.add %arg0, %arg0 : tensor<8x8xf32>\n"
+        "  %1 = sdy.sharding_constraint %0 <@mesh, [{\"a\"}, {}]> : tensor<8x8xf32>\n"
+        "  %2 = sdy.sharding_constraint %1 <@mesh, [{}, {\"b\"}]> : tensor<8x8xf32>\n"
+        "  %3 = stablehlo.add %0, %0 : tensor<8x8xf32>\n"
+        "  return %2, %3 : tensor<8x8xf32>, tensor<8x8xf32>\n"
+        "}\n");
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_apply_sharding_constraints(m, &err), CM_OK);
+    char *s = print_module(m);
+    assert_non_null(strstr(s, "%3 = stablehlo.add %2, %2"));
+    assert_non_null(strstr(s, "stablehlo.add %arg0, %arg0 {sdy.sharding"));
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+static void test_clone_deep(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "func.func @f(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "  %0 = sdy.named_computation<\"n\">(%arg0) (%arg1: tensor<8xf32>) {\n"
+        "    %1 = stablehlo.negate %arg1 : tensor<8xf32>\n"
+        "    sdy.return %1 : tensor<8xf32>\n"
+        "  } : (tensor<8xf32>) -> tensor<8xf32>\n"
+        "  return %0 : tensor<8xf32>\n"
+        "}\n");
+    uint32_t nc = SP_NONE;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (strcmp(m->ops[i].name, "sdy.named_computation") == 0) {
+            nc = i;
+        }
+    }
+    assert_int_not_equal(nc, SP_NONE);
+    sp_value_map map;
+    memset(&map, 0, sizeof map);
+    uint32_t c;
+    assert_int_equal(sp_op_clone_deep(m, nc, &map, &c), CM_OK);
+    assert_int_equal(sp_value_map_get(&map, m->ops[nc].first_result), m->ops[c].first_result);
+    uint32_t nb = m->ops[c].regions[0].blocks[0];
+    uint32_t neg = m->blocks[nb].ops[0];
+    /* the copied negate reads the copied block argument */
+    assert_int_equal(m->ops[neg].operands[0], m->blocks[nb].first_arg);
+    sp_value_map_free(&map);
+    sp_module_destroy(m);
+}
+
+typedef struct oom_ctx {
+    const char *text;
+    sp_module *m;
+    int which;
+} oom_ctx;
+
+static void oom_setup(void *p)
+{
+    oom_ctx *c = p;
+    c->m = read_module(c->text);
+}
+
+static cm_status oom_run(void *p)
+{
+    oom_ctx *c = p;
+    cm_error err;
+    cm_error_clear(&err);
+    return c->which == 0 ? sp_pass_constant_splitter(c->m, &err)
+                         : sp_pass_lift_inlined_meshes(c->m, &err);
+}
+
+static void oom_done(void *p, cm_status st)
+{
+    oom_ctx *c = p;
+    (void)st;
+    sp_module_destroy(c->m);
+    c->m = NULL;
+}
+
+static void test_oom(void **state)
+{
+    (void)state;
+    tu_oom t = {oom_setup, oom_run, oom_done};
+    oom_ctx c = {SPLIT, NULL, 0};
+    tu_oom_loop(&t, &c, 10000);
+    c.text = LIFT;
+    c.which = 1;
+    tu_oom_loop(&t, &c, 10000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_splitter),
+        cmocka_unit_test(test_remove_size_one_axes),
+        cmocka_unit_test(test_pre_order_funcs),
+        cmocka_unit_test(test_lift_inlined_meshes),
+        cmocka_unit_test(test_sharding_groups),
+        cmocka_unit_test(test_apply_constraints_chain),
+        cmocka_unit_test(test_clone_deep),
+        cmocka_unit_test(test_oom),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
