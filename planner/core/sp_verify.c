@@ -10,6 +10,128 @@
 
 #include "sp_ops.h"
 #include "sp_diag.h"
+#include "sp_verify_int.h"
+
+/* Checks one type written in the input: a tensor's dimensions are sizes or
+ * '?' (the reader leaves a malformed dimension list, such as "-8x16", in
+ * front of the element type) and its element and byte counts fit in int64.
+ * Reports at op; *seen stops a second report of a bad type. */
+static void check_type(sp_module *m, uint32_t op, uint32_t type, sp_diags *d, bool *bad,
+                       bool *seen)
+{
+    const sp_type *t = &m->types[type];
+    if (t->kind != SP_TYPE_TENSOR || *seen) {
+        return;
+    }
+    const char *p = t->text + 7; /* past "tensor<" */
+    for (uint32_t i = 0; i < t->rank; i++) {
+        p = strchr(p, 'x') + 1; /* the reader parsed rank "Nx" or "?x" prefixes */
+    }
+    char c = *p;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '!')) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                     "invalid tensor type '%s': dimension sizes must be non-negative integers "
+                     "or '?'",
+                     t->text);
+        *bad = *seen = true;
+        return;
+    }
+    int64_t n = 1;
+    bool ok = true;
+    for (uint32_t i = 0; i < t->rank && ok; i++) {
+        if (t->dims[i] != SP_DIM_DYNAMIC) {
+            ok = cm_mul_i64(n, t->dims[i], &n);
+        }
+    }
+    size_t eb = sp_elem_bytes(t->elem);
+    if (ok) {
+        ok = cm_mul_i64(n, eb > 0 ? (int64_t)eb : 1, &n);
+    }
+    if (!ok) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                     "tensor type '%s' has more elements (or bytes) than fit in 64 bits",
+                     t->text);
+        *bad = *seen = true;
+    }
+}
+
+/* The types an op writes: its results and the arguments of its blocks. */
+static void check_op_types(sp_module *m, uint32_t i, sp_diags *d, bool *bad, bool *seen)
+{
+    const sp_op *op = &m->ops[i];
+    for (uint32_t k = 0; k < op->n_results; k++) {
+        check_type(m, i, m->values[op->first_result + k].type, d, bad, seen);
+    }
+    for (uint32_t r = 0; r < op->n_regions; r++) {
+        const sp_region *rg = &op->regions[r];
+        for (uint32_t b = 0; b < rg->n_blocks; b++) {
+            const sp_block *bl = &m->blocks[rg->blocks[b]];
+            for (uint32_t a = 0; a < bl->n_args; a++) {
+                check_type(m, i, m->values[bl->first_arg + a].type, d, bad, seen);
+            }
+        }
+    }
+}
+
+/* A function's signature against its body: the entry block takes the inputs
+ * and the func.return ending it gives the results, in number and type, as
+ * MLIR's func dialect verifies. */
+static void check_func_body(sp_module *m, uint32_t fi, sp_diags *d, bool *bad)
+{
+    const sp_op *f = &m->ops[fi];
+    const sp_type *ft = sp_func_type(m, fi);
+    const sp_attr *nm = sp_op_attr(m, fi, "sym_name");
+    const char *name = nm != NULL && nm->kind == SP_ATTR_STRING ? nm->u.str.s : "?";
+    if (ft == NULL || f->n_regions == 0 || f->regions[0].n_blocks == 0) {
+        return; /* a declaration */
+    }
+    const sp_block *bl = &m->blocks[f->regions[0].blocks[0]];
+    if (bl->n_args != ft->n_inputs) {
+        sp_diags_add(d, m, fi, SP_DIAG_ERROR,
+                     "'func.func' op entry block must have %u arguments to match function "
+                     "signature",
+                     ft->n_inputs);
+        *bad = true;
+        return;
+    }
+    for (uint32_t a = 0; a < bl->n_args; a++) {
+        if (m->values[bl->first_arg + a].type != ft->inputs[a]) {
+            sp_diags_add(d, m, fi, SP_DIAG_ERROR,
+                         "'func.func' op type of entry block argument #%u('%s') must match "
+                         "the type of the corresponding argument in function signature('%s')",
+                         a, m->types[m->values[bl->first_arg + a].type].text,
+                         m->types[ft->inputs[a]].text);
+            *bad = true;
+            return;
+        }
+    }
+    if (bl->n_ops == 0) {
+        return;
+    }
+    uint32_t ri = bl->ops[bl->n_ops - 1];
+    const sp_op *ret = &m->ops[ri];
+    if (ret->kind != SP_OP_FUNC_RETURN) {
+        return;
+    }
+    if (ret->n_operands != ft->n_results) {
+        sp_diags_add(d, m, ri, SP_DIAG_ERROR,
+                     "'func.return' op has %u operands, but enclosing function (@%s) returns %u",
+                     ret->n_operands, name, ft->n_results);
+        *bad = true;
+        return;
+    }
+    for (uint32_t k = 0; k < ret->n_operands; k++) {
+        uint32_t t = m->values[ret->operands[k]].type;
+        if (t != ft->results[k]) {
+            sp_diags_add(d, m, ri, SP_DIAG_ERROR,
+                         "'func.return' op type of return operand %u ('%s') doesn't match "
+                         "function result type ('%s') in function @%s",
+                         k, m->types[t].text, m->types[ft->results[k]].text, name);
+            *bad = true;
+            return;
+        }
+    }
+}
 
 static bool is_maximal(const sp_mesh *m)
 {
@@ -112,13 +234,20 @@ static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags 
 
 cm_status sp_module_verify(sp_module *m, sp_diags *d)
 {
-    bool bad = false;
+    bool bad = false, type_seen = false;
     char what[48];
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         if (op->parent_block == SP_NONE && i != 0 && op->kind != SP_OP_FUNC_FUNC &&
             op->kind != SP_OP_SDY_MESH) {
             continue; /* detached */
+        }
+        check_op_types(m, i, d, &bad, &type_seen);
+        if (op->kind == SP_OP_FUNC_FUNC) {
+            check_func_body(m, i, d, &bad);
+        }
+        if (!type_seen) {
+            sp_verify_op_shapes(m, i, d, &bad);
         }
         if (op->kind == SP_OP_SDY_MESH) {
             const sp_attr *ms = sp_op_attr(m, i, "mesh");
