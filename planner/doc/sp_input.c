@@ -98,7 +98,7 @@ static void graph_op_path(const sp_module *m, uint32_t op, bool functions_form, 
         }
         const sp_block *b = &m->blocks[o->parent_block];
         uint32_t idx = sp_op_index_in_block(m, cur);
-        char t2[200];
+        char t2[256];
         if (b->parent_op == SP_NONE) { /* cur is a function in the module body */
             uint32_t fi = 0;
             for (uint32_t k = 0; k < idx; k++) {
@@ -127,7 +127,8 @@ static void graph_op_path(const sp_module *m, uint32_t op, bool functions_form, 
             }
             snprintf(t2, sizeof t2, "/regions/%u/ops/%u%s", r, idx, tail);
         }
-        memcpy(tail, t2, sizeof tail);
+        memcpy(tail, t2, sizeof tail - 1); /* a deeper path is cut short */
+        tail[sizeof tail - 1] = '\0';
         cur = b->parent_op;
     }
 }
