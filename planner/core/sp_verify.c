@@ -133,45 +133,30 @@ static void check_func_body(sp_module *m, uint32_t fi, sp_diags *d, bool *bad)
     }
 }
 
-static bool is_maximal(const sp_mesh *m)
-{
-    return m->n_axes == 0 && m->n_device_ids == 1;
-}
-
-/* Verifies s for a value of type t; what names the value ("arg 0", "result 1"). */
+/* Verifies s for a value of type t with Shardy's checks and messages; what
+ * is the message prefix Shardy gives it ("'func.func' op arg 0 - ", "op
+ * result - "). Then sp_sharding_verify, which also resolves full-axis sizes
+ * for the passes. */
 static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, const char *what,
                   sp_diags *d, bool *bad)
 {
     const sp_mesh *mesh = s->mesh;
-    if (mesh == NULL) {
-        mesh = s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : NULL;
-        if (mesh == NULL) {
-            sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s - unknown mesh: @%s", what,
-                         s->mesh_name != NULL ? s->mesh_name : "?");
-            *bad = true;
-            return;
-        }
+    if (mesh == NULL && s->mesh_name != NULL) {
+        mesh = sp_module_mesh(m, s->mesh_name);
     }
-    if (is_maximal(mesh) && s->rank == 0) {
-        return; /* a maximal sharding has no dims whatever the rank */
-    }
-    if (t->kind != SP_TYPE_TENSOR) {
-        if (t->kind == SP_TYPE_TOKEN && s->rank == 0) {
-            return;
-        }
-        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s - sharding on a non-tensor type %s", what,
-                     t->text);
+    char msg[512];
+    if (!sp_verify_sharding(s, mesh, t, msg, sizeof msg)) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", what, msg);
         *bad = true;
+        return;
+    }
+    if (mesh->n_axes == 0 || t == NULL || t->kind != SP_TYPE_TENSOR) {
         return;
     }
     cm_error e;
     cm_error_clear(&e);
-    bool dynamic = false;
-    for (uint32_t i = 0; i < t->rank; i++) {
-        dynamic = dynamic || t->dims[i] < 0;
-    }
-    if (sp_sharding_verify(s, mesh, t->rank, dynamic ? NULL : t->dims, &e) != CM_OK) {
-        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s - %s", what, e.msg);
+    if (sp_sharding_verify(s, mesh, t->rank, NULL, &e) != CM_OK) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", what, e.msg);
         *bad = true;
     }
 }
@@ -235,7 +220,7 @@ static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags 
 cm_status sp_module_verify(sp_module *m, sp_diags *d)
 {
     bool bad = false, type_seen = false;
-    char what[48];
+    char what[160];
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         if (op->parent_block == SP_NONE && i != 0 && op->kind != SP_OP_FUNC_FUNC &&
@@ -249,6 +234,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
         if (!type_seen) {
             sp_verify_op_shapes(m, i, d, &bad);
         }
+        sp_verify_collective(m, i, d, &bad);
         if (op->kind == SP_OP_SDY_MESH) {
             const sp_attr *ms = sp_op_attr(m, i, "mesh");
             cm_error e;
@@ -268,7 +254,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                  k++) {
                 sp_sharding *s = dict_sharding(aa->u.arr.items[k]);
                 if (s != NULL) {
-                    snprintf(what, sizeof what, "arg %u", k);
+                    snprintf(what, sizeof what, "'func.func' op arg %u - ", k);
                     check(m, i, s, &m->types[ft->inputs[k]], what, d, &bad);
                 }
             }
@@ -277,7 +263,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                  k++) {
                 sp_sharding *s = dict_sharding(ra->u.arr.items[k]);
                 if (s != NULL) {
-                    snprintf(what, sizeof what, "result %u", k);
+                    snprintf(what, sizeof what, "'func.func' op result %u - ", k);
                     check(m, i, s, &m->types[ft->results[k]], what, d, &bad);
                 }
             }
@@ -289,24 +275,32 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
             if (strcmp(name, "sdy.sharding") == 0) {
                 if (at->kind != SP_ATTR_SHARDING_LIST) {
                     sp_diags_add(d, m, i, SP_DIAG_ERROR,
-                                 "sdy.sharding on an op must be a #sdy.sharding_per_value");
+                                 "'%s' op should have a sharding attribute of type "
+                                 "TensorShardingPerValueAttr",
+                                 op->name);
                     bad = true;
                 } else if (at->u.shardings.n != op->n_results) {
                     sp_diags_add(d, m, i, SP_DIAG_ERROR,
-                                 "op has %u results but %u shardings", op->n_results,
-                                 at->u.shardings.n);
+                                 "'%s' op result shardings don't match number of values: %u "
+                                 "shardings vs %u values",
+                                 op->name, at->u.shardings.n, op->n_results);
                     bad = true;
                 } else {
                     for (uint32_t k = 0; k < op->n_results; k++) {
-                        snprintf(what, sizeof what, "result %u", k);
+                        if (op->n_results == 1) {
+                            snprintf(what, sizeof what, "'%s' op result - ", op->name);
+                        } else {
+                            snprintf(what, sizeof what, "'%s' op result %u - ", op->name, k);
+                        }
                         check(m, i, at->u.shardings.items[k],
                               &m->types[m->values[op->first_result + k].type], what, d, &bad);
                     }
                 }
             } else if (strcmp(name, "sharding") == 0 && at->kind == SP_ATTR_SHARDING &&
                        op->n_results == 1) {
-                check(m, i, at->u.sharding, &m->types[m->values[op->first_result].type],
-                      "sharding", d, &bad);
+                snprintf(what, sizeof what, "'%s' op ", op->name);
+                check(m, i, at->u.sharding, &m->types[m->values[op->first_result].type], what,
+                      d, &bad);
             } else if (strcmp(name, "sdy.sharding_rule") == 0 && at->kind == SP_ATTR_RULE) {
                 verify_rule(m, i, at->u.rule, d, &bad);
             }

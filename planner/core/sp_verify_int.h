@@ -7,6 +7,7 @@
 #define SP_VERIFY_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sp_diag.h"
@@ -17,5 +18,19 @@
  * range, sizes that must agree. Ops it does not know are left alone. Types
  * with dynamic dimensions are checked where their sizes are known. */
 void sp_verify_op_shapes(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+
+/* Checks sharding s for a value of type t (NULL: no type, as for an op
+ * without results) on mesh (NULL: s names a mesh the module lacks) with the
+ * checks and messages of Shardy's verifier; false with the message in msg
+ * (cap bytes) at the first finding. */
+bool sp_verify_sharding(const sp_sharding *s, const sp_mesh *mesh, const sp_type *t, char *msg,
+                        size_t cap);
+
+/* Writes r as Shardy prints an axis ref: "x" or "x":(2)4. */
+void sp_verify_ref_str(const sp_axis_ref *r, char *buf, size_t cap);
+
+/* The sdy collectives of Shardy's verifier (sp_verify_coll.c); other ops
+ * are left alone. */
+void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
 
 #endif /* SP_VERIFY_INT_H */
