@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: the sdy collectives (all_gather, all_slice, reduce_scatter,
- * all_reduce, all_to_all, collective_permute) checked as Shardy's verifier
+ * all_reduce, all_to_all, collective_permute, sharded_to_unreduced) checked as Shardy's verifier
  * checks them (verifiers.cc, verifyCollectiveOp and the ops' symbol-use
  * verifiers): the operand has a sharding (all_slice, all_reduce and
  * reduce_scatter may do without), the out_sharding is valid for the type,
@@ -323,13 +323,252 @@ static void verify_all_reduce(sp_module *m, uint32_t op, const sp_sharding *in,
     }
 }
 
+/* Whether dim sharding ds, resolved, equals v (n entries). */
+static bool dim_is(const sp_mesh *mesh, const sp_dim_sharding *ds, const cax *v, uint32_t n)
+{
+    cax w[MAXDIM];
+    uint32_t nw = dim_axes(mesh, ds, w, MAXDIM);
+    bool same = nw == n;
+    for (uint32_t k = 0; same && k < n; k++) {
+        same = cax_eq(v[k], w[k]);
+    }
+    return same;
+}
+
+static bool expect_dim(sp_module *m, uint32_t op, const sp_mesh *mesh, const sp_sharding *out,
+                       uint32_t dim, const cax *v, uint32_t n, sp_diags *d, bool *bad)
+{
+    if (dim_is(mesh, &out->dims[dim], v, n)) {
+        return true;
+    }
+    char b[1024];
+    list_str(mesh, v, n, b, sizeof b);
+    op_err(m, op, d, bad, "result sharding doesn't match expected sharding %s on dimension %u",
+           b, dim);
+    return false;
+}
+
+static void verify_all_to_all(sp_module *m, uint32_t op, const sp_sharding *in,
+                              const sp_sharding *out, const sp_mesh *mesh, sp_diags *d, bool *bad)
+{
+    const sp_attr *a = sp_op_attr(m, op, "params");
+    if (a == NULL || a->kind != SP_ATTR_ALL_TO_ALL) {
+        return;
+    }
+    const sp_all_to_all_param *p = a->u.a2a.items;
+    uint32_t n = a->u.a2a.n;
+    if (n == 0) {
+        op_err(m, op, d, bad, "parameter list is empty");
+        return;
+    }
+    const sp_type *t = &m->types[m->values[m->ops[op].first_result].type];
+    int64_t rank = t->kind == SP_TYPE_TENSOR ? (int64_t)t->rank : 0;
+    bool seen_dim[SP_MAX_RANK] = {false};
+    int64_t prev_src = -1;
+    sp_axis_list lists[SP_MAX_RANK];
+    for (uint32_t i = 0; i < n && i < SP_MAX_RANK; i++) {
+        lists[i] = p[i].axes;
+    }
+    if (!axis_lists_ok(m, op, mesh, lists, n < SP_MAX_RANK ? n : SP_MAX_RANK, d, bad)) {
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t dims[2] = {p[i].src_dim, p[i].tgt_dim};
+        for (int k = 0; k < 2; k++) {
+            if (dims[k] < 0 || dims[k] >= rank) {
+                op_err(m, op, d, bad, "%s dimension %lld is out of range [0, %lld)",
+                       k == 0 ? "source" : "target", (long long)dims[k], (long long)rank);
+                return;
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            if (seen_dim[dims[k]]) {
+                op_err(m, op, d, bad, "overlapping source/target dimensions in all-to-all "
+                       "params: %lld", (long long)dims[k]);
+                return;
+            }
+            seen_dim[dims[k]] = true;
+        }
+        if (prev_src >= dims[0]) {
+            op_err(m, op, d, bad, "source dimensions are not sorted in ascending order: %lld "
+                   "appears after %lld", (long long)dims[0], (long long)prev_src);
+            return;
+        }
+        prev_src = dims[0];
+    }
+    if (in == NULL || in->rank != out->rank || out->rank != rank) {
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t sd = (uint32_t)p[i].src_dim, td = (uint32_t)p[i].tgt_dim;
+        cax v[MAXDIM];
+        uint32_t nv = dim_axes(mesh, &in->dims[sd], v, MAXDIM);
+        if (!gather_dim(m, op, mesh, v, &nv, &p[i].axes, sd, "all-to-all", d, bad) ||
+            !expect_dim(m, op, mesh, out, sd, v, nv, d, bad)) {
+            return;
+        }
+        nv = dim_axes(mesh, &in->dims[td], v, MAXDIM);
+        slice_dim(mesh, v, &nv, &p[i].axes);
+        if (!expect_dim(m, op, mesh, out, td, v, nv, d, bad)) {
+            return;
+        }
+    }
+    for (uint32_t dim = 0; dim < out->rank; dim++) {
+        cax v[MAXDIM];
+        uint32_t nv = dim_axes(mesh, &in->dims[dim], v, MAXDIM);
+        if (!seen_dim[dim] && !expect_dim(m, op, mesh, out, dim, v, nv, d, bad)) {
+            return;
+        }
+    }
+}
+
+static int64_t sharded_size(const sp_mesh *mesh, const sp_dim_sharding *ds)
+{
+    int64_t p = 1;
+    for (uint32_t k = 0; k < ds->n_axes; k++) {
+        cax a;
+        if (cax_of(mesh, &ds->axes[k], &a) && !cm_mul_i64(p, a.size, &p)) {
+            return -1;
+        }
+    }
+    return p;
+}
+
+static void operand_note(sp_module *m, uint32_t op, const sp_mesh *in_mesh, sp_diags *d)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_mesh_print(in_mesh, &b);
+    const sp_value *v = &m->values[m->ops[op].operands[0]];
+    uint32_t at = v->def;
+    if (at == SP_NONE && v->block != SP_NONE) {
+        at = m->blocks[v->block].parent_op;
+    }
+    sp_diags_add(d, m, at, SP_DIAG_NOTE, "operand mesh: #sdy.mesh%.*s",
+                 b.data != NULL ? (int)b.len : 0, b.data != NULL ? b.data : "");
+    cm_buf_fini(&b);
+}
+
+static void verify_collective_permute(sp_module *m, uint32_t op, const sp_sharding *in,
+                                      const sp_sharding *out, const sp_mesh *mesh,
+                                      const sp_mesh *in_mesh, sp_diags *d, bool *bad)
+{
+    if (in == NULL || in_mesh == NULL) {
+        return;
+    }
+    bool same_axes = in_mesh->n_axes == mesh->n_axes;
+    for (uint32_t i = 0; same_axes && i < mesh->n_axes; i++) {
+        same_axes = strcmp(in_mesh->axes[i].name, mesh->axes[i].name) == 0 &&
+                    in_mesh->axes[i].size == mesh->axes[i].size;
+    }
+    if (!same_axes) {
+        op_err(m, op, d, bad, "result mesh has different axes than operand mesh");
+        operand_note(m, op, in_mesh, d);
+        return;
+    }
+    bool same_ref = in->mesh_name != NULL && out->mesh_name != NULL
+                        ? strcmp(in->mesh_name, out->mesh_name) == 0
+                        : in_mesh == mesh;
+    bool same_ids = in_mesh->n_device_ids == mesh->n_device_ids;
+    for (uint32_t i = 0; same_ids && i < mesh->n_device_ids; i++) {
+        same_ids = in_mesh->device_ids[i] == mesh->device_ids[i];
+    }
+    if (!same_ref && same_ids) {
+        op_err(m, op, d, bad, "result mesh name is different but same device ids as operand");
+        operand_note(m, op, in_mesh, d);
+        return;
+    }
+    for (uint32_t dim = 0; dim < in->rank && dim < out->rank; dim++) {
+        cax v[MAXDIM];
+        uint32_t nv = dim_axes(mesh, &in->dims[dim], v, MAXDIM);
+        if (dim_is(mesh, &out->dims[dim], v, nv)) {
+            continue;
+        }
+        int64_t a = sharded_size(mesh, &in->dims[dim]), b = sharded_size(mesh, &out->dims[dim]);
+        if (a != b) {
+            op_err(m, op, d, bad, "sharded size of result doesn't match operand on dimension "
+                   "%u: %lld != %lld", dim, (long long)b, (long long)a);
+            return;
+        }
+    }
+}
+
+static bool cax_less(cax a, cax b)
+{
+    if (a.axis != b.axis) {
+        return a.axis < b.axis;
+    }
+    return a.pre != b.pre ? a.pre < b.pre : a.size < b.size;
+}
+
+/* Shardy's sortAndMergeAxes: mesh order, consecutive sub-axes merged. */
+static uint32_t sort_merge(const sp_mesh *mesh, cax *v, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        for (uint32_t j = i; j > 0 && cax_less(v[j], v[j - 1]); j--) {
+            cax t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (k > 0 && v[k - 1].axis == v[i].axis && v[k - 1].pre * v[k - 1].size == v[i].pre) {
+            v[k - 1].size *= v[i].size;
+        } else {
+            v[k++] = v[i];
+        }
+    }
+    (void)mesh;
+    return k;
+}
+
+static void verify_sharded_to_unreduced(sp_module *m, uint32_t op, const sp_sharding *in,
+                                        const sp_sharding *out, const sp_mesh *mesh,
+                                        sp_diags *d, bool *bad)
+{
+    bool was_bad = *bad;
+    *bad = false;
+    verify_axes_per_dim(m, op, in, out, mesh, "axes", true, "shard-to-unreduce", d, bad);
+    bool failed = *bad;
+    *bad = *bad || was_bad;
+    const sp_attr *a = sp_op_attr(m, op, "axes");
+    if (failed || in == NULL || a == NULL || a->kind != SP_ATTR_AXIS_LISTS) {
+        return;
+    }
+    enum { MAXU = 256 };
+    cax want[MAXU], got[MAXU];
+    uint32_t nw = 0, ng = 0;
+    for (uint32_t k = 0; k < in->n_unreduced && nw < MAXU; k++) {
+        nw += cax_of(mesh, &in->unreduced[k], &want[nw]);
+    }
+    for (uint32_t i = 0; i < a->u.axis_lists.n; i++) {
+        const sp_axis_list *l = &a->u.axis_lists.items[i];
+        for (uint32_t k = 0; k < l->n && nw < MAXU; k++) {
+            nw += cax_of(mesh, &l->axes[k], &want[nw]);
+        }
+    }
+    nw = sort_merge(mesh, want, nw);
+    for (uint32_t k = 0; k < out->n_unreduced && ng < MAXU; k++) {
+        ng += cax_of(mesh, &out->unreduced[k], &got[ng]);
+    }
+    bool same = nw == ng;
+    for (uint32_t k = 0; same && k < nw; k++) {
+        same = cax_eq(want[k], got[k]);
+    }
+    if (!same) {
+        op_err(m, op, d, bad,
+               "out_unreduced_axes should be in_unreduced_axes + sharded_to_unreduced_axes");
+    }
+}
+
 void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad)
 {
     const sp_op *o = &m->ops[op];
     sp_op_kind k = (sp_op_kind)o->kind;
     if (k != SP_OP_SDY_ALL_GATHER && k != SP_OP_SDY_ALL_SLICE && k != SP_OP_SDY_ALL_REDUCE &&
         k != SP_OP_SDY_REDUCE_SCATTER && k != SP_OP_SDY_ALL_TO_ALL &&
-        k != SP_OP_SDY_COLLECTIVE_PERMUTE) {
+        k != SP_OP_SDY_COLLECTIVE_PERMUTE && k != SP_OP_SDY_SHARDED_TO_UNREDUCED) {
         return;
     }
     const sp_attr *oa = sp_op_attr(m, op, "out_sharding");
@@ -354,17 +593,7 @@ void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad)
     const sp_mesh *in_mesh = in != NULL ? mesh_of(m, in) : NULL;
     if (k != SP_OP_SDY_COLLECTIVE_PERMUTE && in_mesh != NULL && !sp_mesh_equal(in_mesh, mesh)) {
         op_err(m, op, d, bad, "result mesh does not match operand mesh");
-        cm_buf b;
-        cm_buf_init(&b);
-        sp_mesh_print(in_mesh, &b);
-        const sp_value *v = &m->values[o->operands[0]];
-        uint32_t at = v->def;
-        if (at == SP_NONE && v->block != SP_NONE) {
-            at = m->blocks[v->block].parent_op;
-        }
-        sp_diags_add(d, m, at, SP_DIAG_NOTE, "operand mesh: #sdy.mesh%.*s",
-                     b.data != NULL ? (int)b.len : 0, b.data != NULL ? b.data : "");
-        cm_buf_fini(&b);
+        operand_note(m, op, in_mesh, d);
         return;
     }
     if (in != NULL && in->rank != out->rank) {
@@ -385,6 +614,15 @@ void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad)
         break;
     case SP_OP_SDY_ALL_REDUCE:
         verify_all_reduce(m, op, in, out, mesh, d, bad);
+        break;
+    case SP_OP_SDY_ALL_TO_ALL:
+        verify_all_to_all(m, op, in, out, mesh, d, bad);
+        break;
+    case SP_OP_SDY_COLLECTIVE_PERMUTE:
+        verify_collective_permute(m, op, in, out, mesh, in_mesh, d, bad);
+        break;
+    case SP_OP_SDY_SHARDED_TO_UNREDUCED:
+        verify_sharded_to_unreduced(m, op, in, out, mesh, d, bad);
         break;
     default:
         break;
