@@ -237,10 +237,9 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
         sp_verify_collective(m, i, d, &bad);
         if (op->kind == SP_OP_SDY_MESH) {
             const sp_attr *ms = sp_op_attr(m, i, "mesh");
-            cm_error e;
-            cm_error_clear(&e);
-            if (ms != NULL && ms->kind == SP_ATTR_MESH && sp_mesh_verify(ms->u.mesh, &e) != CM_OK) {
-                sp_diags_add(d, m, i, SP_DIAG_ERROR, "%s", e.msg);
+            char msg[512];
+            if (ms != NULL && ms->kind == SP_ATTR_MESH && !sp_verify_mesh(ms->u.mesh, msg, sizeof msg)) {
+                sp_diags_add(d, m, i, SP_DIAG_ERROR, "custom op 'sdy.mesh' %s", msg);
                 bad = true;
             }
             continue;

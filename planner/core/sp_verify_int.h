@@ -26,6 +26,13 @@ void sp_verify_op_shapes(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
 bool sp_verify_sharding(const sp_sharding *s, const sp_mesh *mesh, const sp_type *t, char *msg,
                         size_t cap);
 
+/* Checks a mesh with the checks and messages of Shardy's MeshAttr verifier
+ * (device ids non-negative and a permutation of iota(product of axis
+ * sizes) that is not iota itself, axis sizes at least 1, names unique),
+ * plus one of ours: the product of the sizes fits in 64 bits. False with
+ * the message in msg at the first finding. */
+bool sp_verify_mesh(const sp_mesh *m, char *msg, size_t cap);
+
 /* Writes r as Shardy prints an axis ref: "x" or "x":(2)4. */
 void sp_verify_ref_str(const sp_axis_ref *r, char *buf, size_t cap);
 

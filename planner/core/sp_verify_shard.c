@@ -248,3 +248,116 @@ bool sp_verify_sharding(const sp_sharding *s, const sp_mesh *mesh, const sp_type
     }
     return sub_axes_ok(mesh, &sn, msg, cap);
 }
+
+/* Sorts v (n entries) ascending: a heap sort, since device id lists can be
+ * long. */
+static void sort_i64(int64_t *v, size_t n)
+{
+    for (size_t start = n / 2; start-- > 0;) {
+        size_t root = start;
+        for (size_t child; (child = 2 * root + 1) < n; root = child) {
+            if (child + 1 < n && v[child] < v[child + 1]) {
+                child++;
+            }
+            if (v[root] >= v[child]) {
+                break;
+            }
+            int64_t t = v[root];
+            v[root] = v[child];
+            v[child] = t;
+        }
+    }
+    for (size_t end = n; end-- > 1;) {
+        int64_t t = v[0];
+        v[0] = v[end];
+        v[end] = t;
+        size_t root = 0;
+        for (size_t child; (child = 2 * root + 1) < end; root = child) {
+            if (child + 1 < end && v[child] < v[child + 1]) {
+                child++;
+            }
+            if (v[root] >= v[child]) {
+                break;
+            }
+            t = v[root];
+            v[root] = v[child];
+            v[child] = t;
+        }
+    }
+}
+
+bool sp_verify_mesh(const sp_mesh *m, char *msg, size_t cap)
+{
+    for (uint32_t i = 0; i < m->n_device_ids; i++) {
+        if (m->device_ids[i] < 0) {
+            snprintf(msg, cap, "device id must be non-negative, got: %lld",
+                     (long long)m->device_ids[i]);
+            return false;
+        }
+    }
+    if (m->n_axes == 0) {
+        if (m->n_device_ids > 1) {
+            snprintf(msg, cap, "axes is empty and device_ids has more than one element");
+            return false;
+        }
+        return true;
+    }
+    int64_t total = 1;
+    for (uint32_t i = 0; i < m->n_axes; i++) {
+        if (m->axes[i].size < 1) {
+            snprintf(msg, cap, "axis size must be at least 1, got: %lld",
+                     (long long)m->axes[i].size);
+            return false;
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (strcmp(m->axes[j].name, m->axes[i].name) == 0) {
+                snprintf(msg, cap, "duplicate axis name: \"%s\"", m->axes[i].name);
+                return false;
+            }
+        }
+        if (!cm_mul_i64(total, m->axes[i].size, &total)) {
+            snprintf(msg, cap, "the product of axis sizes overflows 64 bits");
+            return false;
+        }
+    }
+    if (m->n_device_ids == 0) {
+        return true;
+    }
+    if (total != (int64_t)m->n_device_ids) {
+        snprintf(msg, cap,
+                 "total product of axis sizes must match total number of device ids, got: "
+                 "%lld != %u",
+                 (long long)total, m->n_device_ids);
+        return false;
+    }
+    int64_t *sorted = cm_alloc(sizeof(int64_t) * m->n_device_ids);
+    if (sorted == NULL) {
+        snprintf(msg, cap, "out of memory");
+        return false;
+    }
+    memcpy(sorted, m->device_ids, sizeof(int64_t) * m->n_device_ids);
+    sort_i64(sorted, m->n_device_ids);
+    bool iota = true, in_order = true;
+    for (uint32_t i = 0; i < m->n_device_ids; i++) {
+        iota = iota && sorted[i] == (int64_t)i;
+        in_order = in_order && m->device_ids[i] == (int64_t)i;
+    }
+    if (!iota) {
+        size_t k = (size_t)snprintf(msg, cap, "sorted device ids must be iota(product(axes)), "
+                                              "got: ");
+        for (uint32_t i = 0; i < m->n_device_ids && k + 24 < cap; i++) {
+            int w = snprintf(msg + k, cap - k, "%s%lld", i ? ", " : "", (long long)sorted[i]);
+            k += w > 0 ? (size_t)w : 0;
+        }
+    }
+    cm_free(sorted);
+    if (!iota) {
+        return false;
+    }
+    if (in_order) {
+        snprintf(msg, cap, "if the ordered device ids are the same as iota(product(axes)), no "
+                           "need to specify them for simplicity");
+        return false;
+    }
+    return true;
+}

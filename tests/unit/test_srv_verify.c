@@ -64,7 +64,7 @@ static const bad_input *inputs(size_t *n)
 {
     static bad_input v[] = {
         {FN("[\"m\"=0]", "tensor<8x16xf32>", ADD("tensor<8x16xf32>")), "1:1",
-         "axis \"m\" has size 0"},
+         "axis size must be at least 1, got: 0"},
         {FN("[\"m\"=2]", "tensor<8x16xf32>",
             "  %0 = stablehlo.add %arg0, %arg0 : tensor<8x16xf32>\n"
             "  return %0, %arg0 : tensor<8x16xf32>, tensor<8x16xf32>\n"),
@@ -72,7 +72,7 @@ static const bad_input *inputs(size_t *n)
         {FN("[\"m\"=2]", "tensor<-8x16xf32>", ADD("tensor<-8x16xf32>")), "3:3",
          "invalid tensor type 'tensor<-8x16xf32>'"},
         {FN("[\"m\"=-2]", "tensor<8x16xf32>", ADD("tensor<8x16xf32>")), "1:1",
-         "axis sizes must be positive"},
+         "axis size must be at least 1, got: -2"},
         {FN("[\"m\"=2]", HUGE, ADD(HUGE)), "3:3", "more elements (or bytes) than fit in 64 bits"},
         {"func.func @main(%arg0: tensor<8x1024xf32>, %arg1: tensor<1024x1024xf32>) -> "
          "tensor<8x512xf32> {\n"
@@ -80,7 +80,7 @@ static const bad_input *inputs(size_t *n)
          "(tensor<8x1024xf32>, tensor<1024x1024xf32>) -> tensor<8x512xf32>\n"
          "  return %0 : tensor<8x512xf32>\n}\n",
          "2:3", "inferred shape '8x1024' is incompatible"},
-        {axes64, "1:1", "product of axis sizes overflows"},
+        {axes64, "1:1", "the product of axis sizes overflows 64 bits"},
     };
     if (axes64[0] == '\0') {
         strcpy(axes64, "sdy.mesh @mesh = <[");
