@@ -170,41 +170,157 @@ static sp_sharding *dict_sharding(const sp_attr *dict)
     return s != NULL && s->kind == SP_ATTR_SHARDING ? s->u.sharding : NULL;
 }
 
+/* Shardy's name of factor i: i, j, ..., z, then z_1, z_2, ... */
+static void factor_name(uint32_t i, char *buf, size_t cap)
+{
+    if (i < 18) {
+        snprintf(buf, cap, "%c", (char)('i' + i));
+    } else {
+        snprintf(buf, cap, "z_%u", i - 17);
+    }
+}
+
+/* The operand or result mappings of rule r against the op's values, with the
+ * checks and messages of Shardy's verifyShardingRuleMapping; used[] marks the
+ * factors the mappings name. */
+static bool rule_mappings_ok(sp_module *m, uint32_t opid, const sp_rule *r, bool results,
+                             uint8_t *used, sp_diags *d)
+{
+    const sp_op *op = &m->ops[opid];
+    const char *kind = results ? "result" : "operand";
+    uint32_t n_values = results ? op->n_results : op->n_operands;
+    uint32_t n_maps = results ? r->n_results : r->n_operands;
+    const sp_tensor_mapping *maps = results ? r->results : r->operands;
+    if (n_values != n_maps) {
+        sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                     "'%s' op number of %ss and mappings must match: %u != %u", op->name, kind,
+                     n_values, n_maps);
+        return false;
+    }
+    if (n_maps == 0) {
+        sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                     "'%s' op number of %ss mappings cannot be 0. Op sharding rules can only be "
+                     "defined on operations with at least one operand and result.",
+                     op->name, kind);
+        return false;
+    }
+    for (uint32_t k = 0; k < n_maps; k++) {
+        char who[64];
+        if (n_maps == 1) {
+            snprintf(who, sizeof who, "%s -", kind);
+        } else {
+            snprintf(who, sizeof who, "%s %u -", kind, k);
+        }
+        uint32_t v = results ? op->first_result + k : op->operands[k];
+        const sp_type *t = &m->types[m->values[v].type];
+        bool is_static = t->kind == SP_TYPE_TENSOR;
+        for (uint32_t dd = 0; is_static && dd < t->rank; dd++) {
+            is_static = t->dims[dd] >= 0;
+        }
+        if (!is_static) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                         "'%s' op %s expected a ranked tensor with a static shape. type: %s",
+                         op->name, who, t->text);
+            return false;
+        }
+        const sp_tensor_mapping *tm = &maps[k];
+        if (tm->rank != t->rank) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR, "'%s' op %s mapping rank must match: %u != %u",
+                         op->name, who, tm->rank, t->rank);
+            return false;
+        }
+        uint8_t mine[256];
+        memset(mine, 0, sizeof mine);
+        for (uint32_t dd = 0; dd < tm->rank; dd++) {
+            const sp_dim_mapping *dm = &tm->dims[dd];
+            if (dm->n_factors == 0) {
+                sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                             "'%s' op %s dim mapping must have at least one factor", op->name,
+                             who);
+                return false;
+            }
+            for (uint32_t f = 0; f < dm->n_factors; f++) {
+                uint32_t fi = dm->factors[f];
+                if (fi >= r->n_factors) {
+                    sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                                 "'%s' op %s expecting factor indices to be within "
+                                 "0<=...<num_factors; received: %u, num_factors: %u",
+                                 op->name, who, fi, r->n_factors);
+                    return false;
+                }
+                if (fi < sizeof mine && mine[fi]) {
+                    sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                                 "'%s' op %s cannot reuse factors for the same tensor value",
+                                 op->name, who);
+                    return false;
+                }
+                if (r->factor_sizes[fi] == 1 && dm->n_factors > 1) {
+                    sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                                 "'%s' op %s dim mapping can't have a factor of size 1 if there "
+                                 "are multiple factors",
+                                 op->name, who);
+                    return false;
+                }
+                if (fi < sizeof mine) {
+                    mine[fi] = 1;
+                }
+                used[fi] |= results ? 2 : 1;
+            }
+        }
+    }
+    return true;
+}
+
 static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags *d, bool *bad)
 {
     const sp_op *op = &m->ops[opid];
-    if (r->n_operands != op->n_operands || r->n_results != op->n_results) {
-        sp_diags_add(d, m, opid, SP_DIAG_ERROR,
-                     "sharding rule has %u operands and %u results, the op has %u and %u",
-                     r->n_operands, r->n_results, op->n_operands, op->n_results);
+    uint8_t *used = cm_alloc(r->n_factors + 1u);
+    if (used == NULL) {
+        d->oom = true;
         *bad = true;
         return;
     }
+    memset(used, 0, r->n_factors + 1u);
+    bool ok = rule_mappings_ok(m, opid, r, false, used, d) &&
+              rule_mappings_ok(m, opid, r, true, used, d);
+    for (uint32_t f = 0; ok && f < r->n_factors; f++) {
+        char fn[24];
+        factor_name(f, fn, sizeof fn);
+        if (used[f] == 0) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                         "'%s' op has factor %s=%lld that isn't used in operand and result "
+                         "mappings",
+                         op->name, fn, (long long)r->factor_sizes[f]);
+            ok = false;
+        } else if (r->factor_kind[f] == SP_FACTOR_REDUCTION && (used[f] & 2) != 0) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                         "'%s' op reduction factor cannot be in result mappings", op->name);
+            ok = false;
+        }
+    }
+    cm_free(used);
+    if (!ok) {
+        *bad = true;
+        return;
+    }
+    /* Ours, for the passes: a dimension's factors multiply to its size (one
+     * factor may be larger: padding). */
     for (uint32_t i = 0; i < r->n_operands + r->n_results; i++) {
         bool res = i >= r->n_operands;
         uint32_t k = res ? i - r->n_operands : i;
         const sp_tensor_mapping *tm = res ? &r->results[k] : &r->operands[k];
         uint32_t v = res ? op->first_result + k : op->operands[k];
         const sp_type *t = &m->types[m->values[v].type];
-        uint32_t rank = t->kind == SP_TYPE_TENSOR ? t->rank : 0;
-        if (tm->rank != rank) {
-            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
-                         "sharding rule: %s %u has rank %u but the rule maps %u dims",
-                         res ? "result" : "operand", k, rank, tm->rank);
-            *bad = true;
-            return;
-        }
-        for (uint32_t dd = 0; dd < tm->rank && t->kind == SP_TYPE_TENSOR; dd++) {
+        for (uint32_t dd = 0; dd < tm->rank; dd++) {
             int64_t prod = 1;
             for (uint32_t f = 0; f < tm->dims[dd].n_factors; f++) {
                 uint32_t fi = tm->dims[dd].factors[f];
-                if (fi >= r->n_factors || !cm_mul_i64(prod, r->factor_sizes[fi], &prod)) {
+                if (!cm_mul_i64(prod, r->factor_sizes[fi], &prod)) {
                     prod = -1;
                     break;
                 }
             }
-            if (t->dims[dd] >= 0 && prod != t->dims[dd] && tm->dims[dd].n_factors > 0 &&
-                !(prod > t->dims[dd] && tm->dims[dd].n_factors == 1)) {
+            if (prod != t->dims[dd] && !(prod > t->dims[dd] && tm->dims[dd].n_factors == 1)) {
                 sp_diags_add(d, m, opid, SP_DIAG_ERROR,
                              "sharding rule: dim %u of %s %u has size %lld but its factors "
                              "multiply to %lld",
@@ -300,8 +416,16 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                 snprintf(what, sizeof what, "'%s' op ", op->name);
                 check(m, i, at->u.sharding, &m->types[m->values[op->first_result].type], what,
                       d, &bad);
-            } else if (strcmp(name, "sdy.sharding_rule") == 0 && at->kind == SP_ATTR_RULE) {
-                verify_rule(m, i, at->u.rule, d, &bad);
+            } else if (strcmp(name, "sdy.sharding_rule") == 0) {
+                if (at->kind == SP_ATTR_RULE) {
+                    verify_rule(m, i, at->u.rule, d, &bad);
+                } else {
+                    sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                 "'%s' op should have a sharding rule attribute of type "
+                                 "OpShardingRuleAttr for attr named 'sdy.sharding_rule'",
+                                 op->name);
+                    bad = true;
+                }
             }
         }
     }
