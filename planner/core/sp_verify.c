@@ -133,6 +133,45 @@ static void check_func_body(sp_module *m, uint32_t fi, sp_diags *d, bool *bad)
     }
 }
 
+/* The name of the first axis of s that some sdy.manual_computation around op
+ * already makes manual, or NULL; *owner_out is that computation. */
+static const char *bound_axis(const sp_module *m, uint32_t op, const sp_sharding *s,
+                              uint32_t *owner_out)
+{
+    uint32_t b = m->ops[op].parent_block;
+    for (int depth = 0; depth < 64 && b != SP_NONE; depth++) {
+        uint32_t p = m->blocks[b].parent_op;
+        if (p == SP_NONE) {
+            break;
+        }
+        const sp_attr *ma = m->ops[p].kind == SP_OP_SDY_MANUAL_COMPUTATION
+                                ? sp_op_attr(m, p, "manual_axes")
+                                : NULL;
+        for (uint32_t k = 0; ma != NULL && ma->kind == SP_ATTR_AXIS_LIST && k < ma->u.axes.n;
+             k++) {
+            const char *name = ma->u.axes.axes[k].name;
+            for (uint32_t d = 0; d < s->rank; d++) {
+                for (uint32_t j = 0; j < s->dims[d].n_axes; j++) {
+                    if (strcmp(s->dims[d].axes[j].name, name) == 0) {
+                        *owner_out = p;
+                        return name;
+                    }
+                }
+            }
+            for (uint32_t j = 0; j < s->n_replicated + s->n_unreduced; j++) {
+                const sp_axis_ref *r =
+                    j < s->n_replicated ? &s->replicated[j] : &s->unreduced[j - s->n_replicated];
+                if (strcmp(r->name, name) == 0) {
+                    *owner_out = p;
+                    return name;
+                }
+            }
+        }
+        b = m->ops[p].parent_block;
+    }
+    return NULL;
+}
+
 /* Verifies s for a value of type t with Shardy's checks and messages; what
  * is the message prefix Shardy gives it ("'func.func' op arg 0 - ", "op
  * result - "). Then sp_sharding_verify, which also resolves full-axis sizes
@@ -147,6 +186,17 @@ static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, c
     char msg[512];
     if (!sp_verify_sharding(s, mesh, t, msg, sizeof msg)) {
         sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", what, msg);
+        *bad = true;
+        return;
+    }
+    uint32_t owner;
+    const char *axis = bound_axis(m, op, s, &owner);
+    if (axis != NULL) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                     "%soperates on axis \"%s\" which is already bound by a parent "
+                     "sdy.manual_computation op",
+                     what, axis);
+        sp_diags_add(d, m, owner, SP_DIAG_NOTE, "parent bounding this axis as manual");
         *bad = true;
         return;
     }
