@@ -40,4 +40,8 @@ void sp_verify_ref_str(const sp_axis_ref *r, char *buf, size_t cap);
  * are left alone. */
 void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
 
+/* sdy.manual_computation as Shardy verifies it (sp_verify_manual.c); other
+ * ops are left alone. */
+void sp_verify_manual_computation(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+
 #endif /* SP_VERIFY_INT_H */
