@@ -325,7 +325,7 @@ fuzz-plan: $(BUILD)/fuzz/fuzz_plan
 	@mkdir -p $(BUILD)/fuzz/corpus-plan
 	cd $(BUILD)/fuzz && ./fuzz_plan -max_total_time=$(FUZZ_PLAN_SECONDS) -max_len=65536 \
 	  -timeout=10 -print_final_stats=1 corpus-plan $(CURDIR)/tests/fuzz/corpus/plan \
-	  $(wildcard $(SHARDY_TESTS))
+	  $(abspath $(wildcard $(SHARDY_TESTS)))
 
 fuzz: $(BUILD)/fuzz/fuzz_mlir $(BUILD)/fuzz/fuzz_graph_json $(BUILD)/fuzz/fuzz_whatif
 	@mkdir -p $(BUILD)/fuzz/corpus-mlir $(BUILD)/fuzz/corpus-graph-json $(BUILD)/fuzz/corpus-whatif

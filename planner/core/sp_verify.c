@@ -106,6 +106,8 @@ static void check_func_body(sp_module *m, uint32_t fi, sp_diags *d, bool *bad)
         }
     }
     if (bl->n_ops == 0) {
+        sp_diags_add(d, m, fi, SP_DIAG_ERROR, "empty block: expect at least a terminator");
+        *bad = true;
         return;
     }
     uint32_t ri = bl->ops[bl->n_ops - 1];
