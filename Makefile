@@ -153,7 +153,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit lit-cases docker-check web web-test san fuzz bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit lit-cases docker-check web web-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan web
 
@@ -326,6 +326,22 @@ $(BUILD)/fuzz/fuzz_whatif: tests/fuzz/fuzz_whatif.c $(SRC_planner) $(SRC_common)
     $(shell find planner -name '*.h') $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	clang-14 $(FUZZ_CFLAGS) $(PLANNER_ALL) -Icommon $(filter %.c,$^) -o $@ $(LIBS)
+
+# The whole planning path as POST /v1/plans runs it: load and verify, plan,
+# partition, cost (seeds in tests/fuzz/corpus/plan: the examples and issue
+# 18's crash inputs; Shardy's lit files are read as a second seed folder when
+# present). FUZZ_PLAN_SECONDS bounds the run.
+FUZZ_PLAN_SECONDS ?= 30
+$(BUILD)/fuzz/fuzz_plan: tests/fuzz/fuzz_plan.c $(SRC_planner) $(SRC_common) \
+    $(shell find planner -name '*.h') $(wildcard common/*.h)
+	@mkdir -p $(dir $@)
+	clang-14 $(FUZZ_CFLAGS) $(PLANNER_ALL) -Icommon $(filter %.c,$^) -o $@ $(LIBS)
+
+fuzz-plan: $(BUILD)/fuzz/fuzz_plan
+	@mkdir -p $(BUILD)/fuzz/corpus-plan
+	cd $(BUILD)/fuzz && ./fuzz_plan -max_total_time=$(FUZZ_PLAN_SECONDS) -max_len=65536 \
+	  -timeout=10 -print_final_stats=1 corpus-plan $(CURDIR)/tests/fuzz/corpus/plan \
+	  $(abspath $(wildcard $(SHARDY_TESTS)))
 
 fuzz: $(BUILD)/fuzz/fuzz_mlir $(BUILD)/fuzz/fuzz_graph_json $(BUILD)/fuzz/fuzz_whatif
 	@mkdir -p $(BUILD)/fuzz/corpus-mlir $(BUILD)/fuzz/corpus-graph-json $(BUILD)/fuzz/corpus-whatif

@@ -10,46 +10,205 @@
 
 #include "sp_ops.h"
 #include "sp_diag.h"
+#include "sp_verify_int.h"
 
-static bool is_maximal(const sp_mesh *m)
+/* Checks one type written in the input: a tensor's dimensions are sizes or
+ * '?' (the reader leaves a malformed dimension list, such as "-8x16", in
+ * front of the element type) and its element and byte counts fit in int64.
+ * Reports at op; *seen stops a second report of a bad type. */
+static void check_type(sp_module *m, uint32_t op, uint32_t type, sp_diags *d, bool *bad,
+                       bool *seen)
 {
-    return m->n_axes == 0 && m->n_device_ids == 1;
+    const sp_type *t = &m->types[type];
+    if (t->kind != SP_TYPE_TENSOR || *seen) {
+        return;
+    }
+    const char *p = t->text + 7; /* past "tensor<" */
+    for (uint32_t i = 0; i < t->rank; i++) {
+        p = strchr(p, 'x') + 1; /* the reader parsed rank "Nx" or "?x" prefixes */
+    }
+    char c = *p;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '!')) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                     "invalid tensor type '%s': dimension sizes must be non-negative integers "
+                     "or '?'",
+                     t->text);
+        *bad = *seen = true;
+        return;
+    }
+    int64_t n = 1;
+    bool ok = true;
+    for (uint32_t i = 0; i < t->rank && ok; i++) {
+        if (t->dims[i] != SP_DIM_DYNAMIC) {
+            ok = cm_mul_i64(n, t->dims[i], &n);
+        }
+    }
+    size_t eb = sp_elem_bytes(t->elem);
+    if (ok) {
+        ok = cm_mul_i64(n, eb > 0 ? (int64_t)eb : 1, &n);
+    }
+    if (!ok) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                     "tensor type '%s' has more elements (or bytes) than fit in 64 bits",
+                     t->text);
+        *bad = *seen = true;
+    }
 }
 
-/* Verifies s for a value of type t; what names the value ("arg 0", "result 1"). */
-static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, const char *what,
-                  sp_diags *d, bool *bad)
+/* The types an op writes: its results and the arguments of its blocks. */
+static void check_op_types(sp_module *m, uint32_t i, sp_diags *d, bool *bad, bool *seen)
 {
-    const sp_mesh *mesh = s->mesh;
-    if (mesh == NULL) {
-        mesh = s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : NULL;
-        if (mesh == NULL) {
-            sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s - unknown mesh: @%s", what,
-                         s->mesh_name != NULL ? s->mesh_name : "?");
+    const sp_op *op = &m->ops[i];
+    for (uint32_t k = 0; k < op->n_results; k++) {
+        check_type(m, i, m->values[op->first_result + k].type, d, bad, seen);
+    }
+    for (uint32_t r = 0; r < op->n_regions; r++) {
+        const sp_region *rg = &op->regions[r];
+        for (uint32_t b = 0; b < rg->n_blocks; b++) {
+            const sp_block *bl = &m->blocks[rg->blocks[b]];
+            for (uint32_t a = 0; a < bl->n_args; a++) {
+                check_type(m, i, m->values[bl->first_arg + a].type, d, bad, seen);
+            }
+        }
+    }
+}
+
+/* A function's signature against its body: the entry block takes the inputs
+ * and the func.return ending it gives the results, in number and type, as
+ * MLIR's func dialect verifies. */
+static void check_func_body(sp_module *m, uint32_t fi, sp_diags *d, bool *bad)
+{
+    const sp_op *f = &m->ops[fi];
+    const sp_type *ft = sp_func_type(m, fi);
+    const sp_attr *nm = sp_op_attr(m, fi, "sym_name");
+    const char *name = nm != NULL && nm->kind == SP_ATTR_STRING ? nm->u.str.s : "?";
+    if (ft == NULL || f->n_regions == 0 || f->regions[0].n_blocks == 0) {
+        return; /* a declaration */
+    }
+    const sp_block *bl = &m->blocks[f->regions[0].blocks[0]];
+    if (bl->n_args != ft->n_inputs) {
+        sp_diags_add(d, m, fi, SP_DIAG_ERROR,
+                     "'func.func' op entry block must have %u arguments to match function "
+                     "signature",
+                     ft->n_inputs);
+        *bad = true;
+        return;
+    }
+    for (uint32_t a = 0; a < bl->n_args; a++) {
+        if (m->values[bl->first_arg + a].type != ft->inputs[a]) {
+            sp_diags_add(d, m, fi, SP_DIAG_ERROR,
+                         "'func.func' op type of entry block argument #%u('%s') must match "
+                         "the type of the corresponding argument in function signature('%s')",
+                         a, m->types[m->values[bl->first_arg + a].type].text,
+                         m->types[ft->inputs[a]].text);
             *bad = true;
             return;
         }
     }
-    if (is_maximal(mesh) && s->rank == 0) {
-        return; /* a maximal sharding has no dims whatever the rank */
+    if (bl->n_ops == 0) {
+        sp_diags_add(d, m, fi, SP_DIAG_ERROR, "empty block: expect at least a terminator");
+        *bad = true;
+        return;
     }
-    if (t->kind != SP_TYPE_TENSOR) {
-        if (t->kind == SP_TYPE_TOKEN && s->rank == 0) {
+    uint32_t ri = bl->ops[bl->n_ops - 1];
+    const sp_op *ret = &m->ops[ri];
+    if (ret->kind != SP_OP_FUNC_RETURN) {
+        return;
+    }
+    if (ret->n_operands != ft->n_results) {
+        sp_diags_add(d, m, ri, SP_DIAG_ERROR,
+                     "'func.return' op has %u operands, but enclosing function (@%s) returns %u",
+                     ret->n_operands, name, ft->n_results);
+        *bad = true;
+        return;
+    }
+    for (uint32_t k = 0; k < ret->n_operands; k++) {
+        uint32_t t = m->values[ret->operands[k]].type;
+        if (t != ft->results[k]) {
+            sp_diags_add(d, m, ri, SP_DIAG_ERROR,
+                         "'func.return' op type of return operand %u ('%s') doesn't match "
+                         "function result type ('%s') in function @%s",
+                         k, m->types[t].text, m->types[ft->results[k]].text, name);
+            *bad = true;
             return;
         }
-        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s - sharding on a non-tensor type %s", what,
-                     t->text);
+    }
+}
+
+/* The name of the first axis of s that some sdy.manual_computation around op
+ * already makes manual, or NULL; *owner_out is that computation. */
+static const char *bound_axis(const sp_module *m, uint32_t op, const sp_sharding *s,
+                              uint32_t *owner_out)
+{
+    uint32_t b = m->ops[op].parent_block;
+    for (int depth = 0; depth < 64 && b != SP_NONE; depth++) {
+        uint32_t p = m->blocks[b].parent_op;
+        if (p == SP_NONE) {
+            break;
+        }
+        const sp_attr *ma = m->ops[p].kind == SP_OP_SDY_MANUAL_COMPUTATION
+                                ? sp_op_attr(m, p, "manual_axes")
+                                : NULL;
+        for (uint32_t k = 0; ma != NULL && ma->kind == SP_ATTR_AXIS_LIST && k < ma->u.axes.n;
+             k++) {
+            const char *name = ma->u.axes.axes[k].name;
+            for (uint32_t d = 0; d < s->rank; d++) {
+                for (uint32_t j = 0; j < s->dims[d].n_axes; j++) {
+                    if (strcmp(s->dims[d].axes[j].name, name) == 0) {
+                        *owner_out = p;
+                        return name;
+                    }
+                }
+            }
+            for (uint32_t j = 0; j < s->n_replicated + s->n_unreduced; j++) {
+                const sp_axis_ref *r =
+                    j < s->n_replicated ? &s->replicated[j] : &s->unreduced[j - s->n_replicated];
+                if (strcmp(r->name, name) == 0) {
+                    *owner_out = p;
+                    return name;
+                }
+            }
+        }
+        b = m->ops[p].parent_block;
+    }
+    return NULL;
+}
+
+/* Verifies s for a value of type t with Shardy's checks and messages; what
+ * is the message prefix Shardy gives it ("'func.func' op arg 0 - ", "op
+ * result - "). Then sp_sharding_verify, which also resolves full-axis sizes
+ * for the passes. */
+static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, const char *what,
+                  sp_diags *d, bool *bad)
+{
+    const sp_mesh *mesh = s->mesh;
+    if (mesh == NULL && s->mesh_name != NULL) {
+        mesh = sp_module_mesh(m, s->mesh_name);
+    }
+    char msg[512];
+    if (!sp_verify_sharding(s, mesh, t, msg, sizeof msg)) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", what, msg);
         *bad = true;
+        return;
+    }
+    uint32_t owner;
+    const char *axis = bound_axis(m, op, s, &owner);
+    if (axis != NULL) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                     "%soperates on axis \"%s\" which is already bound by a parent "
+                     "sdy.manual_computation op",
+                     what, axis);
+        sp_diags_add(d, m, owner, SP_DIAG_NOTE, "parent bounding this axis as manual");
+        *bad = true;
+        return;
+    }
+    if (mesh->n_axes == 0 || t == NULL || t->kind != SP_TYPE_TENSOR) {
         return;
     }
     cm_error e;
     cm_error_clear(&e);
-    bool dynamic = false;
-    for (uint32_t i = 0; i < t->rank; i++) {
-        dynamic = dynamic || t->dims[i] < 0;
-    }
-    if (sp_sharding_verify(s, mesh, t->rank, dynamic ? NULL : t->dims, &e) != CM_OK) {
-        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s - %s", what, e.msg);
+    if (sp_sharding_verify(s, mesh, t->rank, NULL, &e) != CM_OK) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", what, e.msg);
         *bad = true;
     }
 }
@@ -63,41 +222,157 @@ static sp_sharding *dict_sharding(const sp_attr *dict)
     return s != NULL && s->kind == SP_ATTR_SHARDING ? s->u.sharding : NULL;
 }
 
+/* Shardy's name of factor i: i, j, ..., z, then z_1, z_2, ... */
+static void factor_name(uint32_t i, char *buf, size_t cap)
+{
+    if (i < 18) {
+        snprintf(buf, cap, "%c", (char)('i' + i));
+    } else {
+        snprintf(buf, cap, "z_%u", i - 17);
+    }
+}
+
+/* The operand or result mappings of rule r against the op's values, with the
+ * checks and messages of Shardy's verifyShardingRuleMapping; used[] marks the
+ * factors the mappings name. */
+static bool rule_mappings_ok(sp_module *m, uint32_t opid, const sp_rule *r, bool results,
+                             uint8_t *used, sp_diags *d)
+{
+    const sp_op *op = &m->ops[opid];
+    const char *kind = results ? "result" : "operand";
+    uint32_t n_values = results ? op->n_results : op->n_operands;
+    uint32_t n_maps = results ? r->n_results : r->n_operands;
+    const sp_tensor_mapping *maps = results ? r->results : r->operands;
+    if (n_values != n_maps) {
+        sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                     "'%s' op number of %ss and mappings must match: %u != %u", op->name, kind,
+                     n_values, n_maps);
+        return false;
+    }
+    if (n_maps == 0) {
+        sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                     "'%s' op number of %ss mappings cannot be 0. Op sharding rules can only be "
+                     "defined on operations with at least one operand and result.",
+                     op->name, kind);
+        return false;
+    }
+    for (uint32_t k = 0; k < n_maps; k++) {
+        char who[64];
+        if (n_maps == 1) {
+            snprintf(who, sizeof who, "%s -", kind);
+        } else {
+            snprintf(who, sizeof who, "%s %u -", kind, k);
+        }
+        uint32_t v = results ? op->first_result + k : op->operands[k];
+        const sp_type *t = &m->types[m->values[v].type];
+        bool is_static = t->kind == SP_TYPE_TENSOR;
+        for (uint32_t dd = 0; is_static && dd < t->rank; dd++) {
+            is_static = t->dims[dd] >= 0;
+        }
+        if (!is_static) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                         "'%s' op %s expected a ranked tensor with a static shape. type: %s",
+                         op->name, who, t->text);
+            return false;
+        }
+        const sp_tensor_mapping *tm = &maps[k];
+        if (tm->rank != t->rank) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR, "'%s' op %s mapping rank must match: %u != %u",
+                         op->name, who, tm->rank, t->rank);
+            return false;
+        }
+        uint8_t mine[256];
+        memset(mine, 0, sizeof mine);
+        for (uint32_t dd = 0; dd < tm->rank; dd++) {
+            const sp_dim_mapping *dm = &tm->dims[dd];
+            if (dm->n_factors == 0) {
+                sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                             "'%s' op %s dim mapping must have at least one factor", op->name,
+                             who);
+                return false;
+            }
+            for (uint32_t f = 0; f < dm->n_factors; f++) {
+                uint32_t fi = dm->factors[f];
+                if (fi >= r->n_factors) {
+                    sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                                 "'%s' op %s expecting factor indices to be within "
+                                 "0<=...<num_factors; received: %u, num_factors: %u",
+                                 op->name, who, fi, r->n_factors);
+                    return false;
+                }
+                if (fi < sizeof mine && mine[fi]) {
+                    sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                                 "'%s' op %s cannot reuse factors for the same tensor value",
+                                 op->name, who);
+                    return false;
+                }
+                if (r->factor_sizes[fi] == 1 && dm->n_factors > 1) {
+                    sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                                 "'%s' op %s dim mapping can't have a factor of size 1 if there "
+                                 "are multiple factors",
+                                 op->name, who);
+                    return false;
+                }
+                if (fi < sizeof mine) {
+                    mine[fi] = 1;
+                }
+                used[fi] |= results ? 2 : 1;
+            }
+        }
+    }
+    return true;
+}
+
 static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags *d, bool *bad)
 {
     const sp_op *op = &m->ops[opid];
-    if (r->n_operands != op->n_operands || r->n_results != op->n_results) {
-        sp_diags_add(d, m, opid, SP_DIAG_ERROR,
-                     "sharding rule has %u operands and %u results, the op has %u and %u",
-                     r->n_operands, r->n_results, op->n_operands, op->n_results);
+    uint8_t *used = cm_alloc(r->n_factors + 1u);
+    if (used == NULL) {
+        d->oom = true;
         *bad = true;
         return;
     }
+    memset(used, 0, r->n_factors + 1u);
+    bool ok = rule_mappings_ok(m, opid, r, false, used, d) &&
+              rule_mappings_ok(m, opid, r, true, used, d);
+    for (uint32_t f = 0; ok && f < r->n_factors; f++) {
+        char fn[24];
+        factor_name(f, fn, sizeof fn);
+        if (used[f] == 0) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                         "'%s' op has factor %s=%lld that isn't used in operand and result "
+                         "mappings",
+                         op->name, fn, (long long)r->factor_sizes[f]);
+            ok = false;
+        } else if (r->factor_kind[f] == SP_FACTOR_REDUCTION && (used[f] & 2) != 0) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                         "'%s' op reduction factor cannot be in result mappings", op->name);
+            ok = false;
+        }
+    }
+    cm_free(used);
+    if (!ok) {
+        *bad = true;
+        return;
+    }
+    /* Ours, for the passes: a dimension's factors multiply to its size (one
+     * factor may be larger: padding). */
     for (uint32_t i = 0; i < r->n_operands + r->n_results; i++) {
         bool res = i >= r->n_operands;
         uint32_t k = res ? i - r->n_operands : i;
         const sp_tensor_mapping *tm = res ? &r->results[k] : &r->operands[k];
         uint32_t v = res ? op->first_result + k : op->operands[k];
         const sp_type *t = &m->types[m->values[v].type];
-        uint32_t rank = t->kind == SP_TYPE_TENSOR ? t->rank : 0;
-        if (tm->rank != rank) {
-            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
-                         "sharding rule: %s %u has rank %u but the rule maps %u dims",
-                         res ? "result" : "operand", k, rank, tm->rank);
-            *bad = true;
-            return;
-        }
-        for (uint32_t dd = 0; dd < tm->rank && t->kind == SP_TYPE_TENSOR; dd++) {
+        for (uint32_t dd = 0; dd < tm->rank; dd++) {
             int64_t prod = 1;
             for (uint32_t f = 0; f < tm->dims[dd].n_factors; f++) {
                 uint32_t fi = tm->dims[dd].factors[f];
-                if (fi >= r->n_factors || !cm_mul_i64(prod, r->factor_sizes[fi], &prod)) {
+                if (!cm_mul_i64(prod, r->factor_sizes[fi], &prod)) {
                     prod = -1;
                     break;
                 }
             }
-            if (t->dims[dd] >= 0 && prod != t->dims[dd] && tm->dims[dd].n_factors > 0 &&
-                !(prod > t->dims[dd] && tm->dims[dd].n_factors == 1)) {
+            if (prod != t->dims[dd] && !(prod > t->dims[dd] && tm->dims[dd].n_factors == 1)) {
                 sp_diags_add(d, m, opid, SP_DIAG_ERROR,
                              "sharding rule: dim %u of %s %u has size %lld but its factors "
                              "multiply to %lld",
@@ -112,20 +387,28 @@ static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags 
 
 cm_status sp_module_verify(sp_module *m, sp_diags *d)
 {
-    bool bad = false;
-    char what[48];
+    bool bad = false, type_seen = false;
+    char what[160];
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         if (op->parent_block == SP_NONE && i != 0 && op->kind != SP_OP_FUNC_FUNC &&
             op->kind != SP_OP_SDY_MESH) {
             continue; /* detached */
         }
+        check_op_types(m, i, d, &bad, &type_seen);
+        if (op->kind == SP_OP_FUNC_FUNC) {
+            check_func_body(m, i, d, &bad);
+        }
+        if (!type_seen) {
+            sp_verify_op_shapes(m, i, d, &bad);
+        }
+        sp_verify_collective(m, i, d, &bad);
+        sp_verify_manual_computation(m, i, d, &bad);
         if (op->kind == SP_OP_SDY_MESH) {
             const sp_attr *ms = sp_op_attr(m, i, "mesh");
-            cm_error e;
-            cm_error_clear(&e);
-            if (ms != NULL && ms->kind == SP_ATTR_MESH && sp_mesh_verify(ms->u.mesh, &e) != CM_OK) {
-                sp_diags_add(d, m, i, SP_DIAG_ERROR, "%s", e.msg);
+            char msg[512];
+            if (ms != NULL && ms->kind == SP_ATTR_MESH && !sp_verify_mesh(ms->u.mesh, msg, sizeof msg)) {
+                sp_diags_add(d, m, i, SP_DIAG_ERROR, "custom op 'sdy.mesh' %s", msg);
                 bad = true;
             }
             continue;
@@ -139,7 +422,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                  k++) {
                 sp_sharding *s = dict_sharding(aa->u.arr.items[k]);
                 if (s != NULL) {
-                    snprintf(what, sizeof what, "arg %u", k);
+                    snprintf(what, sizeof what, "'func.func' op arg %u - ", k);
                     check(m, i, s, &m->types[ft->inputs[k]], what, d, &bad);
                 }
             }
@@ -148,7 +431,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                  k++) {
                 sp_sharding *s = dict_sharding(ra->u.arr.items[k]);
                 if (s != NULL) {
-                    snprintf(what, sizeof what, "result %u", k);
+                    snprintf(what, sizeof what, "'func.func' op result %u - ", k);
                     check(m, i, s, &m->types[ft->results[k]], what, d, &bad);
                 }
             }
@@ -160,26 +443,42 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
             if (strcmp(name, "sdy.sharding") == 0) {
                 if (at->kind != SP_ATTR_SHARDING_LIST) {
                     sp_diags_add(d, m, i, SP_DIAG_ERROR,
-                                 "sdy.sharding on an op must be a #sdy.sharding_per_value");
+                                 "'%s' op should have a sharding attribute of type "
+                                 "TensorShardingPerValueAttr",
+                                 op->name);
                     bad = true;
                 } else if (at->u.shardings.n != op->n_results) {
                     sp_diags_add(d, m, i, SP_DIAG_ERROR,
-                                 "op has %u results but %u shardings", op->n_results,
-                                 at->u.shardings.n);
+                                 "'%s' op result shardings don't match number of values: %u "
+                                 "shardings vs %u values",
+                                 op->name, at->u.shardings.n, op->n_results);
                     bad = true;
                 } else {
                     for (uint32_t k = 0; k < op->n_results; k++) {
-                        snprintf(what, sizeof what, "result %u", k);
+                        if (op->n_results == 1) {
+                            snprintf(what, sizeof what, "'%s' op result - ", op->name);
+                        } else {
+                            snprintf(what, sizeof what, "'%s' op result %u - ", op->name, k);
+                        }
                         check(m, i, at->u.shardings.items[k],
                               &m->types[m->values[op->first_result + k].type], what, d, &bad);
                     }
                 }
             } else if (strcmp(name, "sharding") == 0 && at->kind == SP_ATTR_SHARDING &&
                        op->n_results == 1) {
-                check(m, i, at->u.sharding, &m->types[m->values[op->first_result].type],
-                      "sharding", d, &bad);
-            } else if (strcmp(name, "sdy.sharding_rule") == 0 && at->kind == SP_ATTR_RULE) {
-                verify_rule(m, i, at->u.rule, d, &bad);
+                snprintf(what, sizeof what, "'%s' op ", op->name);
+                check(m, i, at->u.sharding, &m->types[m->values[op->first_result].type], what,
+                      d, &bad);
+            } else if (strcmp(name, "sdy.sharding_rule") == 0) {
+                if (at->kind == SP_ATTR_RULE) {
+                    verify_rule(m, i, at->u.rule, d, &bad);
+                } else {
+                    sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                 "'%s' op should have a sharding rule attribute of type "
+                                 "OpShardingRuleAttr for attr named 'sdy.sharding_rule'",
+                                 op->name);
+                    bad = true;
+                }
             }
         }
     }

@@ -5,6 +5,7 @@
  * (input, options). */
 #include "sp_input.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "sp_diag.h"
@@ -76,6 +77,92 @@ cm_status sp_input_propagate(sp_module *m, sp_plan_pass pass, const sp_custom_ru
     return sp_propagate(m, &po, d, err);
 }
 
+/* The JSON Pointer of op in a graph document: "/functions/F/ops/I" (or
+ * "/ops/I" in the single-function form), "/regions/R/ops/J" for each nested
+ * region, ".../outputs" for a function's return and "/functions/F" or ""
+ * for the function itself; "/meshes" for a mesh. */
+static void graph_op_path(const sp_module *m, uint32_t op, bool functions_form, char *buf,
+                          size_t cap)
+{
+    char tail[200] = "";
+    uint32_t cur = op;
+    buf[0] = '\0';
+    if (m->ops[op].kind == SP_OP_SDY_MESH) {
+        snprintf(buf, cap, "/meshes");
+        return;
+    }
+    for (int depth = 0; depth < 32 && cur != SP_NONE; depth++) {
+        const sp_op *o = &m->ops[cur];
+        if (o->parent_block == SP_NONE) {
+            return;
+        }
+        const sp_block *b = &m->blocks[o->parent_block];
+        uint32_t idx = sp_op_index_in_block(m, cur);
+        char t2[256];
+        if (b->parent_op == SP_NONE) { /* cur is a function in the module body */
+            uint32_t fi = 0;
+            for (uint32_t k = 0; k < idx; k++) {
+                fi += m->ops[b->ops[k]].kind == SP_OP_FUNC_FUNC;
+            }
+            if (functions_form) {
+                snprintf(buf, cap, "/functions/%u%s", fi, tail);
+            } else {
+                snprintf(buf, cap, "%s", tail);
+            }
+            return;
+        }
+        const sp_op *parent = &m->ops[b->parent_op];
+        if (parent->kind == SP_OP_FUNC_FUNC) {
+            if (o->kind == SP_OP_FUNC_RETURN) {
+                snprintf(t2, sizeof t2, "/outputs%s", tail);
+            } else {
+                snprintf(t2, sizeof t2, "/ops/%u%s", idx, tail);
+            }
+        } else {
+            uint32_t r = 0;
+            for (uint32_t k = 0; k < parent->n_regions; k++) {
+                for (uint32_t j = 0; j < parent->regions[k].n_blocks; j++) {
+                    r = parent->regions[k].blocks[j] == o->parent_block ? k : r;
+                }
+            }
+            snprintf(t2, sizeof t2, "/regions/%u/ops/%u%s", r, idx, tail);
+        }
+        memcpy(tail, t2, sizeof tail - 1); /* a deeper path is cut short */
+        tail[sizeof tail - 1] = '\0';
+        cur = b->parent_op;
+    }
+}
+
+/* Verifies in's module once, before any pass, as MLIR verifies after
+ * parsing: the first error found becomes err, at "LINE:COL" for MLIR text
+ * and at the op's JSON Pointer for a graph document. */
+static cm_status verify_input(sp_input *in, cm_error *err)
+{
+    sp_diags d;
+    sp_diags_init(&d);
+    cm_status st = sp_module_verify(in->m, &d);
+    if (st != CM_OK) {
+        const sp_diag *g = NULL;
+        for (uint32_t k = 0; k < d.n && g == NULL; k++) {
+            g = d.items[k].sev == SP_DIAG_ERROR ? &d.items[k] : NULL;
+        }
+        char path[256] = "";
+        if (g != NULL && in->g != NULL && g->op != SP_NONE) {
+            graph_op_path(in->m, g->op, in->functions_form, path, sizeof path);
+        } else if (g != NULL && g->line > 0) {
+            snprintf(path, sizeof path, "%u:%u", g->line, g->col);
+        }
+        if (g == NULL) {
+            st = d.oom ? cm_error_oom(err)
+                       : cm_error_set(err, CM_EINVAL, NULL, "the module does not verify");
+        } else {
+            st = cm_error_set(err, CM_EINVAL, path, "%s", g->msg);
+        }
+    }
+    sp_diags_fini(&d);
+    return st;
+}
+
 /* The rules document of o->rules: a graph document whose custom_rules apply
  * to an input that cannot carry them. Its errors are the caller's, at /rules. */
 static cm_status read_rules(const sp_input_opts *o, sp_input *in, cm_error *err)
@@ -122,6 +209,9 @@ cm_status sp_input_read(const char *text, size_t len, const sp_input_opts *o, sp
             }
             in->functions_form = n_funcs != 1;
         }
+    }
+    if (st == CM_OK) {
+        st = verify_input(in, err);
     }
     if (st == CM_OK && o->rules != NULL && o->rules_len > 0) {
         st = read_rules(o, in, err);

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner/core private: the pieces of the module verifier (sp_verify.c) that
+ * live in their own files. Each adds error diagnostics located at the op and
+ * sets *bad when it finds anything. Thread contract: read-only on the module
+ * except for the scratch arena; no state. */
+#ifndef SP_VERIFY_INT_H
+#define SP_VERIFY_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sp_diag.h"
+#include "sp_ir.h"
+
+/* StableHLO's shape constraints (stablehlo spec, C1..Cn of each op) for op:
+ * the result types the operands and attributes imply, dimension numbers in
+ * range, sizes that must agree. Ops it does not know are left alone. Types
+ * with dynamic dimensions are checked where their sizes are known. */
+void sp_verify_op_shapes(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+
+/* Checks sharding s for a value of type t (NULL: no type, as for an op
+ * without results) on mesh (NULL: s names a mesh the module lacks) with the
+ * checks and messages of Shardy's verifier; false with the message in msg
+ * (cap bytes) at the first finding. */
+bool sp_verify_sharding(const sp_sharding *s, const sp_mesh *mesh, const sp_type *t, char *msg,
+                        size_t cap);
+
+/* Checks a mesh with the checks and messages of Shardy's MeshAttr verifier
+ * (device ids non-negative and a permutation of iota(product of axis
+ * sizes) that is not iota itself, axis sizes at least 1, names unique),
+ * plus one of ours: the product of the sizes fits in 64 bits. False with
+ * the message in msg at the first finding. */
+bool sp_verify_mesh(const sp_mesh *m, char *msg, size_t cap);
+
+/* Writes r as Shardy prints an axis ref: "x" or "x":(2)4. */
+void sp_verify_ref_str(const sp_axis_ref *r, char *buf, size_t cap);
+
+/* The sdy collectives of Shardy's verifier (sp_verify_coll.c); other ops
+ * are left alone. */
+void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+
+/* sdy.manual_computation as Shardy verifies it (sp_verify_manual.c); other
+ * ops are left alone. */
+void sp_verify_manual_computation(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+
+#endif /* SP_VERIFY_INT_H */

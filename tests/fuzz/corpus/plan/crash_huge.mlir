@@ -1,0 +1,5 @@
+sdy.mesh @mesh = <["m"=2]>
+func.func @main(%arg0: tensor<4611686018427387904x4611686018427387904xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"m"}, {}]>}) -> tensor<4611686018427387904x4611686018427387904xf32> {
+  %0 = stablehlo.add %arg0, %arg0 : tensor<4611686018427387904x4611686018427387904xf32>
+  return %0 : tensor<4611686018427387904x4611686018427387904xf32>
+}
