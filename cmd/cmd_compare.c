@@ -16,7 +16,8 @@
 static void usage(FILE *f)
 {
     fputs("usage: shardplan compare A B [C D] [--pass NAME] [--rules FILE] [--profile NAME|FILE] [--overlap F] "
-          "[--format text|json]\n",
+          "[--json]\n"
+          "  (--format text|json is the older spelling of --json)\n",
           f);
 }
 
@@ -43,8 +44,16 @@ static int run_compare(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
     const char *files[SP_COMPARE_MAX_PLANS], *format = "text", *prof = "cpu-local";
     uint32_t n = 0;
     double overlap = -1;
+    if (cmd_wants_help(argc, argv)) {
+        usage(out);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (cmd_is_json_flag(argc, argv, &i)) {
+            format = "json";
+            continue;
+        }
         int took_ = cmd_input_option(argc, argv, &i, ci, "compare", errs);
         if (took_ != 0) {
             if (took_ < 0) {

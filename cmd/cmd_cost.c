@@ -16,7 +16,8 @@ static void cost_usage(FILE *f)
 {
     fputs("usage: shardplan cost GRAPH.json|MODULE.mlir [--pass NAME] [--rules FILE] [--partition]\n"
           "                      [--profile NAME|FILE] [--overlap F]\n"
-          "                      [--mode auto|explicit|implied] [--format text|json]\n",
+          "                      [--mode auto|explicit|implied] [--json]\n"
+          "  (--format text|json is the older spelling of --json)\n",
           f);
 }
 
@@ -30,6 +31,10 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (cmd_is_json_flag(argc, argv, &i)) {
+            format = "json";
+            continue;
+        }
         int took = cmd_input_option(argc, argv, &i, &ci, "cost", errs);
         if (took != 0) {
             if (took < 0) {

@@ -18,9 +18,22 @@ static void report(FILE *errs, const char *file, const cm_error *e)
             e->path[0] != '\0' ? " at " : "", e->path, e->msg);
 }
 
+static void usage(FILE *f)
+{
+    fputs("usage: shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] [--rules FILE] "
+          "[--json|--mlir]\n"
+          "  writes the plan document (--json, the default) or the propagated module (--mlir);\n"
+          "  --format json|mlir is the older spelling\n",
+          f);
+}
+
 static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
 {
     const char *file = NULL, *format = "json";
+    if (cmd_wants_help(argc, argv)) {
+        usage(out);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int took = cmd_input_option(argc, argv, &i, ci, "plan", errs);
@@ -30,7 +43,11 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
             }
             continue;
         }
-        if (strcmp(a, "--format") == 0 && i + 1 < argc) {
+        if (cmd_is_json_flag(argc, argv, &i)) {
+            format = "json";
+        } else if (strcmp(a, "--mlir") == 0) {
+            format = "mlir";
+        } else if (strcmp(a, "--format") == 0 && i + 1 < argc) {
             format = argv[++i];
         } else if (strncmp(a, "--format=", 9) == 0) {
             format = a + 9;
@@ -45,8 +62,7 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
         }
     }
     if (file == NULL || (strcmp(format, "json") != 0 && strcmp(format, "mlir") != 0)) {
-        fprintf(errs, "usage: shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] [--rules FILE] "
-                      "[--format json|mlir]\n");
+        usage(errs);
         return 2;
     }
     cm_error err;

@@ -3,6 +3,7 @@
 #include "cmd_util.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 bool cmd_parse_u64(const char *s, uint64_t *out)
 {
@@ -35,4 +36,30 @@ int cmd_write_out(const cm_buf *b, const char *cmd, FILE *out, FILE *errs)
         return 1;
     }
     return 0;
+}
+
+bool cmd_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            return false;
+        }
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool cmd_is_json_flag(int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "--json") == 0 || strcmp(a, "--format=json") == 0) {
+        return true;
+    }
+    if (strcmp(a, "--format") == 0 && *i + 1 < argc && strcmp(argv[*i + 1], "json") == 0) {
+        (*i)++;
+        return true;
+    }
+    return false;
 }

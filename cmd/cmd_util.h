@@ -24,4 +24,13 @@ int cmd_double_cmp(const void *a, const void *b);
  * write error" to errs. */
 int cmd_write_out(const cm_buf *b, const char *cmd, FILE *out, FILE *errs);
 
+/* Whether argv[1..argc) holds "--help" or "-h" (before a "--" that ends
+ * the options): every subcommand then prints its usage to out and exits 0. */
+bool cmd_wants_help(int argc, char **argv);
+
+/* Whether a is "--json", or "--format json" / "--format=json" (the older
+ * spelling, still accepted). For "--format json" it advances *i past the
+ * value. */
+bool cmd_is_json_flag(int argc, char **argv, int *i);
+
 #endif /* CMD_UTIL_H */
