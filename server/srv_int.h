@@ -58,7 +58,8 @@ void srv_metrics_write(const srv_metrics *m, const char *const *route_names, siz
 typedef struct srv_blob {
     atomic_uint refs;
     size_t len;
-    char data[]; /* len bytes + NUL */
+    char etag[2 * CM_SHA256_LEN + 3]; /* the quoted plan hash, or "" (plan_blob sets it) */
+    char data[];                      /* len bytes + NUL */
 } srv_blob;
 
 srv_blob *srv_blob_create(const char *data, size_t len);
