@@ -4,7 +4,8 @@
  * Cache-Control, and If-None-Match answers 304; Accept: application/mlir
  * gives the propagated module, as `shardplan plan --mlir` prints it; byte
  * counts are exact JSON integers; a plan's hash covers only the stored
- * rules its custom calls name; plans are named after what the user gave.
+ * rules its custom calls name; plans are named after what the user gave;
+ * the OpenAPI document keeps 3.0.3's rules (one type, nullable; operationIds).
  * Run from the repository root (examples/ is read). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -338,6 +339,78 @@ static void test_srv_plan_is_named_after_what_was_given(void **state)
     tu_resp_fini(&r);
 }
 
+/* ---- the OpenAPI document ---------------------------------------------------------------------- */
+
+/* Walks j: in a 3.0.3 document "type" is one string (a nullable value says
+ * "nullable": true), never a list. Counts the "type" members seen. */
+static void walk_types(const json_t *j, const char *where, size_t *n_types)
+{
+    if (json_is_object(j)) {
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)(uintptr_t)j, k, v)
+        {
+            if (strcmp(k, "type") == 0 && !json_is_object(v)) {
+                if (!json_is_string(v)) {
+                    fprintf(stderr, "openapi: \"type\" is not a string under %s\n", where);
+                }
+                assert_true(json_is_string(v));
+                (*n_types)++;
+            }
+            if (strcmp(k, "nullable") == 0) {
+                assert_true(json_is_boolean(v));
+            }
+            walk_types(v, k, n_types);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            walk_types(json_array_get(j, i), where, n_types);
+        }
+    }
+}
+
+static void test_srv_openapi_is_structurally_3_0_3(void **state)
+{
+    tu_server *s = *state;
+    tu_resp r;
+    tu_http(s, "GET", "/v1/openapi.json", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(tu_jstr(r.json, "openapi"), "3.0.3");
+    size_t n_types = 0;
+    walk_types(r.json, "/", &n_types);
+    assert_true(n_types > 50);
+    /* every operation has an operationId, and no two the same */
+    static const char *const methods[] = {"get", "put", "post", "delete", "patch", "head", "options",
+                                          "trace"};
+    json_t *ids = json_object(); /* new */
+    size_t n_ops = 0;
+    const char *path;
+    json_t *item;
+    json_object_foreach(json_object_get(r.json, "paths"), path, item)
+    {
+        for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+            const json_t *op = json_object_get(item, methods[m]);
+            if (op == NULL) {
+                continue;
+            }
+            n_ops++;
+            const char *id = tu_jstr(op, "operationId");
+            if (id == NULL || id[0] == '\0') {
+                fprintf(stderr, "openapi: %s %s has no operationId\n", methods[m], path);
+            }
+            assert_non_null(id);
+            if (json_object_get(ids, id) != NULL) {
+                fprintf(stderr, "openapi: operationId %s twice (%s %s)\n", id, methods[m], path);
+            }
+            assert_null(json_object_get(ids, id));
+            json_object_set_new(ids, id, json_true());
+        }
+    }
+    assert_true(n_ops >= 40);
+    json_decref(ids);
+    tu_resp_fini(&r);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -350,6 +423,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_is_named_after_what_was_given, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_srv_openapi_is_structurally_3_0_3, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("srv_contract", tests, NULL, NULL);
     curl_global_cleanup();
