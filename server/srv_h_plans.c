@@ -138,40 +138,42 @@ static bool etag_matches(const char *inm, const char *etag)
     return false;
 }
 
-/* The plan's validators: its ETag (the plan hash, with suffix for another
- * representation) and, since a plan id never names other content, an
- * immutable Cache-Control. True when If-None-Match already names it: then
- * a 304 has been sent. */
-static bool plan_validators(srv_req *r, const srv_blob *blob, const char *suffix)
+/* The plan's ETag into etag (cap bytes): its hash quoted, with suffix for
+ * another representation; "" for a blob without a hash. */
+static void plan_etag(const srv_blob *blob, const char *suffix, char *etag, size_t cap)
 {
-    if (blob->etag[0] == '\0') {
-        return false;
-    }
-    char etag[sizeof blob->etag + 16];
     size_t n = strlen(blob->etag);
-    snprintf(etag, sizeof etag, "%.*s%s\"", (int)(n - 1), blob->etag, suffix);
-    srv_req_add_header(r, "ETag", etag);
-    srv_req_add_header(r, "Cache-Control", "private, max-age=31536000, immutable");
-    srv_req_add_header(r, "Vary", "Accept");
-    const char *inm = srv_req_header(r, "If-None-Match");
-    if (inm != NULL && etag_matches(inm, etag)) {
-        srv_req_reply(r, 304, suffix[0] != '\0' ? "application/mlir" : "application/json", "", 0);
-        return true;
+    if (n < 2) {
+        etag[0] = '\0';
+        return;
     }
-    return false;
+    snprintf(etag, cap, "%.*s%s\"", (int)(n - 1), blob->etag, suffix);
 }
 
-/* Whether the client asks for the propagated module (Accept names
- * application/mlir). */
+/* The validators of a successful reply: since a plan id never names other
+ * content, its ETag and an immutable Cache-Control. */
+static void plan_validators(srv_req *r, const char *etag)
+{
+    srv_req_add_header(r, "Vary", "Accept");
+    if (etag[0] != '\0') {
+        srv_req_add_header(r, "ETag", etag);
+        srv_req_add_header(r, "Cache-Control", "private, max-age=31536000, immutable");
+    }
+}
+
+/* Whether the client asks for the propagated module: Accept names
+ * application/mlir, and not application/json before it. */
 static bool wants_mlir(const srv_req *r)
 {
     const char *acc = srv_req_header(r, "Accept");
-    return acc != NULL && strstr(acc, "application/mlir") != NULL;
+    const char *m = acc != NULL ? strstr(acc, "application/mlir") : NULL;
+    const char *j = acc != NULL ? strstr(acc, "application/json") : NULL;
+    return m != NULL && (j == NULL || m < j);
 }
 
 /* The propagated module of plan id, as `shardplan plan --mlir` prints it
- * for the plan's input, pass and rules. */
-static void reply_plan_mlir(srv_app *app, srv_req *r, route_args *a)
+ * for the plan's input, pass and rules, with the validators etag. */
+static void reply_plan_mlir(srv_app *app, srv_req *r, route_args *a, const char *etag)
 {
     cm_error e;
     cm_error_clear(&e);
@@ -201,6 +203,7 @@ static void reply_plan_mlir(srv_app *app, srv_req *r, route_args *a)
         if (data == NULL) {
             srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
         } else {
+            plan_validators(r, etag);
             srv_req_reply_take(r, 200, "application/mlir", data, len);
         }
     }
@@ -219,15 +222,21 @@ void srv_h_plan_get(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     bool mlir = wants_mlir(r);
-    if (plan_validators(r, blob, mlir ? ".mlir" : "")) {
+    char etag[sizeof blob->etag + 16];
+    plan_etag(blob, mlir ? ".mlir" : "", etag, sizeof etag);
+    const char *inm = srv_req_header(r, "If-None-Match");
+    if (etag[0] != '\0' && inm != NULL && etag_matches(inm, etag)) {
         srv_blob_release(blob);
+        plan_validators(r, etag);
+        srv_req_reply(r, 304, mlir ? "application/mlir" : "application/json", "", 0);
         return;
     }
     if (mlir) {
         srv_blob_release(blob);
-        reply_plan_mlir(app, r, a);
+        reply_plan_mlir(app, r, a, etag);
         return;
     }
+    plan_validators(r, etag);
     reply_plan(r, 200, blob, a->id);
 }
 

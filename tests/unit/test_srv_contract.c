@@ -122,6 +122,13 @@ static void test_srv_plan_get_etag_and_not_modified(void **state)
     /* a missing plan is still a 404 */
     get_hdr(s, "/v1/plans/4242", hdr, &r);
     tu_expect_error(&r, 404, "not_found", NULL);
+    assert_string_equal(r.cache_control, ""); /* errors are never cached */
+    assert_string_equal(r.etag, "");
+    tu_resp_fini(&r);
+    /* Accept preferring JSON keeps JSON */
+    get_hdr(s, path, "Accept: application/json, application/mlir;q=0.5", &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.content_type, "application/json"));
     tu_resp_fini(&r);
 }
 
