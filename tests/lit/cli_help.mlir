@@ -27,6 +27,7 @@
 // RUN: shardplan example mlp --json > %t.json && shardplan compare %t.json %t.json --json | FileCheck %s --check-prefix=JSON
 // RUN: shardplan example mlp --json > %t.json && shardplan plan %t.json --json | FileCheck %s --check-prefix=JSON
 // RUN: shardplan example mlp --json > %t.json && shardplan plan %t.json --mlir | FileCheck %s --check-prefix=MLIR
+// RUN: shardplan example mlp --layers 1 --d-model 64 > %t.json && shardplan run %t.json --iters 1 --json | FileCheck %s --check-prefix=RUNJSON
 
 // VERSION: shardplan {{[0-9]+\.[0-9]+\.[0-9]+}}
 // TOP: usage: shardplan <command>
@@ -40,3 +41,6 @@
 // OPT: {{.+}}
 // JSON: {{^[[:space:]]*}}{
 // MLIR: module
+// RUNJSON: "iter_s":[
+// RUNJSON-SAME: "flops":{{[0-9]+}},
+// RUNJSON-SAME: "numerics":{"match":true
