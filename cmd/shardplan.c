@@ -24,7 +24,7 @@ static void usage(FILE *f)
           "          [--json|--mlir]          write a ready graph\n"
           "  cost FILE [--profile NAME|FILE] [--overlap F] [--json]\n"
           "                                    per-device memory, FLOPs, communication, step time\n"
-          "  run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S]\n"
+          "  run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] [--json]\n"
           "                                    partition, execute on N local devices, check numerics\n"
           "  calibrate [--out FILE] [--devices N] [--rank]\n"
           "                                    measure this machine, write a device profile; --rank:\n"
