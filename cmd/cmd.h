@@ -40,9 +40,11 @@ int cmd_opt(int argc, char **argv, FILE *out, FILE *errs);
  * GFLOP/s and "numerics: match" or the first mismatch (1 then), or with
  * --json one object with a benchmark result's fields (cmd_run.c). */
 int cmd_run(int argc, char **argv, FILE *out, FILE *errs);
-/* `shardplan calibrate [--out FILE] [--devices N] [--rank]`: the measured
- * profile, checked with the profile reader, to FILE (default: out); with
- * --rank, 1 unless it ranks the benchmark suite as measured (cmd_calibrate.c). */
+/* `shardplan calibrate [--out FILE] [--devices N] [--rank] [--json]`: the
+ * measured profile, checked with the profile reader, to FILE (default: out);
+ * with --out and --json, the measured figures as one JSON object on out;
+ * with --rank, 1 unless it ranks the benchmark suite as measured
+ * (cmd_calibrate.c). */
 int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs);
 /* `shardplan exec-worker [--devices N] [--warmup W] [--iters K] [--seed S]
  * [--pass NAME] [--rules-bytes N] [--affinity|--no-affinity]

@@ -26,7 +26,7 @@ static void usage(FILE *f)
           "                                    per-device memory, FLOPs, communication, step time\n"
           "  run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] [--json]\n"
           "                                    partition, execute on N local devices, check numerics\n"
-          "  calibrate [--out FILE] [--devices N] [--rank]\n"
+          "  calibrate [--out FILE] [--devices N] [--rank] [--json]\n"
           "                                    measure this machine, write a device profile; --rank:\n"
           "                                    check it ranks the benchmark suite as measured\n"
           "  compare A B [C D] [--profile NAME|FILE] [--json]\n"

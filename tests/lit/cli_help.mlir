@@ -28,6 +28,7 @@
 // RUN: shardplan example mlp --json > %t.json && shardplan plan %t.json --json | FileCheck %s --check-prefix=JSON
 // RUN: shardplan example mlp --json > %t.json && shardplan plan %t.json --mlir | FileCheck %s --check-prefix=MLIR
 // RUN: shardplan example mlp --layers 1 --d-model 64 > %t.json && shardplan run %t.json --iters 1 --json | FileCheck %s --check-prefix=RUNJSON
+// RUN: shardplan calibrate --devices 2 --out %t.profile.json --json | FileCheck %s --check-prefix=CALJSON
 
 // VERSION: shardplan {{[0-9]+\.[0-9]+\.[0-9]+}}
 // TOP: usage: shardplan <command>
@@ -41,6 +42,7 @@
 // OPT: {{.+}}
 // JSON: {{^[[:space:]]*}}{
 // MLIR: module
+// CALJSON: {"path":"{{.*}}.profile.json","workers":2,"f32_flop_per_s":
 // RUNJSON: "iter_s":[
 // RUNJSON-SAME: "flops":{{[0-9]+}},
 // RUNJSON-SAME: "numerics":{"match":true
