@@ -38,7 +38,7 @@ static void serve_usage(FILE *f)
           "         [--bench-time-limit SECONDS] [--bench-memory MiB]\n"
           "         [--max-inflight-body BYTES] [--max-connections N] [--max-per-ip N]\n"
           "         [--head-timeout SECONDS] [--min-body-rate BYTES] [--compute-timeout SECONDS]\n"
-          "         [--integrity-interval SECONDS]\n"
+          "         [--integrity-interval SECONDS] [--cors-origin ORIGIN|*]\n"
           "Every option also comes from SHARDPLAN_<NAME> (SHARDPLAN_LISTEN, SHARDPLAN_DB, ...)\n"
           "and from the config file (name = value lines). Precedence: flags, then\n"
           "environment, then file, then defaults.\n",

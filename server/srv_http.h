@@ -126,6 +126,8 @@ void *srv_req_user(const srv_req *r);
 
 /* Adds a response header (copied). Call before srv_req_reply*. */
 void srv_req_add_header(srv_req *r, const char *name, const char *value);
+/* Whether a response header name (any case) has been added. */
+bool srv_req_has_resp_header(const srv_req *r, const char *name);
 
 /* Replies with body (len bytes), which must live as long as the request
  * (static, or in the request's arena): it is not copied. */

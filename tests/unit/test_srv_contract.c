@@ -5,7 +5,8 @@
  * gives the propagated module, as `shardplan plan --mlir` prints it; byte
  * counts are exact JSON integers; a plan's hash covers only the stored
  * rules its custom calls name; plans are named after what the user gave;
- * the OpenAPI document keeps 3.0.3's rules (one type, nullable; operationIds).
+ * the OpenAPI document keeps 3.0.3's rules (one type, nullable; operationIds);
+ * CORS is off unless --cors-origin names the origin.
  * Run from the repository root (examples/ is read). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +38,27 @@ static int setup(void **state)
     srv_config c;
     tu_config_default(s, &c);
     c.request_timeout_s = 60; /* under ASan */
+    tu_server_start(s, &c);
+    *state = s;
+    return 0;
+}
+
+static int setup_cors(void **state)
+{
+    tu_server *s = calloc(1, sizeof *s);
+    if (s == NULL || tu_server_init(s, "test_contract") != 0) {
+        free(s);
+        return -1;
+    }
+    srv_config c;
+    tu_config_default(s, &c);
+    cm_error e;
+    cm_error_clear(&e);
+    if (srv_config_set(&c, "cors-origin", "http://app.example", &e) != CM_OK) {
+        tu_server_fini(s);
+        free(s);
+        return -1;
+    }
     tu_server_start(s, &c);
     *state = s;
     return 0;
@@ -418,6 +440,89 @@ static void test_srv_openapi_is_structurally_3_0_3(void **state)
     tu_resp_fini(&r);
 }
 
+/* ---- CORS ------------------------------------------------------------------------------------ */
+
+typedef struct pre_hdrs {
+    char origin[128], methods[128], headers[256];
+} pre_hdrs;
+
+static size_t on_pre_header(char *p, size_t sz, size_t n, void *ud)
+{
+    pre_hdrs *g = ud;
+    size_t len = sz * n;
+    tu_header_copy(p, len, "Access-Control-Allow-Origin: ", g->origin, sizeof g->origin);
+    tu_header_copy(p, len, "Access-Control-Allow-Methods: ", g->methods, sizeof g->methods);
+    tu_header_copy(p, len, "Access-Control-Allow-Headers: ", g->headers, sizeof g->headers);
+    return len;
+}
+
+/* Off by default: no Access-Control-Allow-Origin, OPTIONS is a 405. */
+static void test_srv_cors_is_off_by_default(void **state)
+{
+    tu_server *s = *state;
+    tu_resp r;
+    tu_http_ex(s, "GET", "/healthz", NULL, NULL, 0, NULL, "Origin: http://app.example", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.cors_origin, "");
+    tu_resp_fini(&r);
+    tu_http_ex(s, "OPTIONS", "/v1/plans", NULL, NULL, 0, NULL, "Origin: http://app.example", &r);
+    assert_int_equal(r.status, 405);
+    tu_resp_fini(&r);
+    cm_error e;
+    cm_error_clear(&e);
+    srv_config c;
+    srv_config_init(&c);
+    assert_int_equal(srv_config_set(&c, "cors-origin", "http://a\r\nX: y", &e), CM_EINVAL);
+    assert_string_equal(e.path, "/cors-origin");
+}
+
+/* --cors-origin: that origin (only) gets the header, on answers and
+ * errors, and a preflight gets the methods of its path. */
+static void test_srv_cors_origin_allows_that_origin(void **state)
+{
+    tu_server *s = *state;
+    tu_resp r;
+    tu_http_ex(s, "GET", "/v1/plans/4242", NULL, NULL, 0, NULL, "Origin: http://app.example", &r);
+    assert_int_equal(r.status, 404);
+    assert_string_equal(r.cors_origin, "http://app.example");
+    tu_resp_fini(&r);
+    tu_http_ex(s, "GET", "/healthz", NULL, NULL, 0, NULL, "Origin: http://evil.example", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.cors_origin, "");
+    tu_resp_fini(&r);
+    /* a body request: the early hook's path */
+    tu_http_ex(s, "POST", "/v1/plans", "application/json", "{}", 2, NULL,
+               "Origin: http://app.example", &r);
+    assert_string_equal(r.cors_origin, "http://app.example");
+    tu_resp_fini(&r);
+    /* a preflight: 204 with the path's methods */
+    CURL *h = curl_easy_init();
+    assert_non_null(h);
+    char url[128];
+    snprintf(url, sizeof url, "%s/v1/plans/1", s->base);
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Origin: http://app.example");
+    hdrs = curl_slist_append(hdrs, "Access-Control-Request-Method: DELETE");
+    pre_hdrs got;
+    memset(&got, 0, sizeof got);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "OPTIONS");
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_pre_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &got);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+    assert_int_equal(curl_easy_perform(h), CURLE_OK);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    assert_int_equal(status, 204);
+    assert_string_equal(got.origin, "http://app.example");
+    assert_non_null(strstr(got.methods, "DELETE"));
+    assert_non_null(strstr(got.methods, "GET"));
+    assert_non_null(strstr(got.headers, "Authorization"));
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -431,6 +536,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_srv_plan_is_named_after_what_was_given, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_srv_openapi_is_structurally_3_0_3, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_cors_is_off_by_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_cors_origin_allows_that_origin, setup_cors,
+                                        teardown),
     };
     int rc = cmocka_run_group_tests_name("srv_contract", tests, NULL, NULL);
     curl_global_cleanup();
