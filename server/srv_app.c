@@ -398,6 +398,7 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     srv_cache_init(app);
     pthread_mutex_init(&app->ready_mu, NULL);
     pthread_mutex_init(&app->job_mu, NULL);
+    pthread_mutex_init(&app->idem_mu, NULL);
     pthread_cond_init(&app->job_cv, NULL);
     srv_metrics_init(&app->metrics);
     atomic_init(&app->generation, 1);
@@ -556,6 +557,7 @@ void srv_app_destroy(srv_app *app)
     pthread_mutex_destroy(&app->db_mu);
     pthread_cond_destroy(&app->db_cv);
     pthread_mutex_destroy(&app->job_mu);
+    pthread_mutex_destroy(&app->idem_mu);
     pthread_cond_destroy(&app->job_cv);
     cm_free(app);
 }

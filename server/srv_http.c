@@ -760,6 +760,11 @@ const char *srv_req_error_code(const srv_req *r)
     return r->error_code;
 }
 
+const char *srv_req_principal(const srv_req *r)
+{
+    return r->principal;
+}
+
 void srv_req_set_principal(srv_req *r, const char *who)
 {
     r->principal = who;

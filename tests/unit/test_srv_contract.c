@@ -6,7 +6,8 @@
  * counts are exact JSON integers; a plan's hash covers only the stored
  * rules its custom calls name; plans are named after what the user gave;
  * the OpenAPI document keeps 3.0.3's rules (one type, nullable; operationIds);
- * CORS is off unless --cors-origin names the origin.
+ * CORS is off unless --cors-origin names the origin; an Idempotency-Key
+ * on POST /v1/benchmarks queues a retried run once.
  * Run from the repository root (examples/ is read). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -523,6 +524,46 @@ static void test_srv_cors_origin_allows_that_origin(void **state)
     assert_non_null(strstr(got.headers, "Authorization"));
 }
 
+/* ---- Idempotency-Key ------------------------------------------------------------------------ */
+
+static json_int_t post_bench(const tu_server *s, const char *body, const char *hdr, long want)
+{
+    tu_resp r;
+    tu_http_ex(s, "POST", "/v1/benchmarks", "application/json", body, strlen(body), NULL, hdr, &r);
+    if (r.status != want) {
+        fprintf(stderr, "POST /v1/benchmarks: %ld %.*s\n", r.status, (int)r.body.len, r.body.data);
+    }
+    assert_int_equal(r.status, want);
+    json_int_t id = want == 202 ? tu_jint(r.json, "id") : 0;
+    tu_resp_fini(&r);
+    return id;
+}
+
+/* A retried POST /v1/benchmarks with the same Idempotency-Key queues one run. */
+static void test_srv_bench_idempotency_key_queues_once(void **state)
+{
+    tu_server *s = *state;
+    int64_t plan = post_mlp(s, 201);
+    char body[128], other[128];
+    snprintf(body, sizeof body, "{\"plan_id\": %lld, \"iters\": 2}", (long long)plan);
+    snprintf(other, sizeof other, "{\"plan_id\": %lld, \"iters\": 3}", (long long)plan);
+    json_int_t a = post_bench(s, body, "Idempotency-Key: step-42", 202);
+    json_int_t b = post_bench(s, body, "Idempotency-Key: step-42", 202);
+    assert_true(a > 0);
+    assert_int_equal(a, b);
+    /* the same key for another request: a conflict, nothing queued */
+    post_bench(s, other, "Idempotency-Key: step-42", 409);
+    /* another key, or none: a new run each */
+    json_int_t c = post_bench(s, body, "Idempotency-Key: step-43", 202);
+    json_int_t d = post_bench(s, body, NULL, 202);
+    assert_true(c != a && d != a && d != c);
+    tu_resp r;
+    tu_http(s, "GET", "/v1/benchmarks", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 3);
+    tu_resp_fini(&r);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -537,6 +578,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_srv_openapi_is_structurally_3_0_3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_cors_is_off_by_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_bench_idempotency_key_queues_once, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_srv_cors_origin_allows_that_origin, setup_cors,
                                         teardown),
     };
