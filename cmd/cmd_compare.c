@@ -89,8 +89,7 @@ static int run_compare(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
     cm_error_clear(&err);
     sp_profile prof_v;
     if (sp_profile_load(prof, &prof_v, &err) != CM_OK) {
-        fprintf(errs, "shardplan compare: profile: %s%s%s: %s\n", cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, strcmp(format, "json") == 0, "compare", "profile", &err);
         return 1;
     }
     char *texts[SP_COMPARE_MAX_PLANS] = {NULL};
@@ -99,9 +98,7 @@ static int run_compare(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
     for (uint32_t k = 0; k < n && rc == 0; k++) {
         size_t len = 0;
         if (cm_file_read(files[k], &texts[k], &len, &err) != CM_OK) {
-            fprintf(errs, "shardplan compare: %s: %s%s%s: %s\n", files[k],
-                    cm_status_name(err.code), err.path[0] != '\0' ? " at " : "", err.path,
-                    err.msg);
+            cmd_report(errs, strcmp(format, "json") == 0, "compare", files[k], &err);
             rc = 1;
         }
         in[k] = (sp_compare_input){files[k], texts[k], len, &ci->io};

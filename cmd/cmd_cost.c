@@ -101,16 +101,14 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
     cm_buf b;
     cm_buf_init(&b);
     if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan cost: profile: %s%s%s: %s\n", cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, strcmp(format, "json") == 0, "cost", "profile", &err);
         rc = 1;
         goto out;
     }
     o.profile = &p;
     if (sp_input_load(file, &ci.io, &in, &err) != CM_OK ||
         (partition && sp_input_partition(&in, &err) != CM_OK)) {
-        fprintf(errs, "shardplan cost: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, strcmp(format, "json") == 0, "cost", file, &err);
         rc = 1;
         goto out;
     }
@@ -119,7 +117,7 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
     }
     o.custom = in.custom;
     if (sp_cost_compute(in.m, &o, &c, &err) != CM_OK) {
-        fprintf(errs, "shardplan cost: %s: %s: %s\n", file, cm_status_name(err.code), err.msg);
+        cmd_report(errs, strcmp(format, "json") == 0, "cost", file, &err);
         rc = 1;
         goto out;
     }

@@ -12,11 +12,6 @@
 #include "sp_mlir.h"
 #include "sp_plan.h"
 
-static void report(FILE *errs, const char *file, const cm_error *e)
-{
-    fprintf(errs, "shardplan plan: %s: %s%s%s: %s\n", file, cm_status_name(e->code),
-            e->path[0] != '\0' ? " at " : "", e->path, e->msg);
-}
 
 static void usage(FILE *f)
 {
@@ -30,6 +25,7 @@ static void usage(FILE *f)
 static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
 {
     const char *file = NULL, *format = "json";
+    bool json = false; /* --json given: errors as JSON too */
     if (cmd_wants_help(argc, argv)) {
         usage(out);
         return 0;
@@ -45,6 +41,7 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
         }
         if (cmd_is_json_flag(argc, argv, &i)) {
             format = "json";
+            json = true;
         } else if (strcmp(a, "--mlir") == 0) {
             format = "mlir";
         } else if (strcmp(a, "--format") == 0 && i + 1 < argc) {
@@ -73,7 +70,7 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
         sp_plan_create(text, len, &ci->io, NULL, 0, &plan, &err) != CM_OK) {
         cm_free(text);
-        report(errs, file, &err);
+        cmd_report(errs, json, "plan", file, &err);
         return 1;
     }
     cm_free(text);
@@ -90,7 +87,7 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
         }
     }
     if (st != CM_OK) {
-        report(errs, file, &err);
+        cmd_report(errs, json, "plan", file, &err);
         rc = 1;
     } else {
         rc = cmd_write_out(&b, "plan", out, errs);

@@ -124,8 +124,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     memset(&ref, 0, sizeof ref);
     if (sp_input_load(file, NULL, &part, &err) != CM_OK ||
         sp_input_load(file, NULL, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
-        fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, json, "run", file, &err);
         if (part.m != NULL) {
             sp_input_fini(&part);
         }
@@ -156,8 +155,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
                      ts == NULL ? "out of memory" : "out of memory (or too many ops for --ops)");
     }
     if (err.code != CM_OK || ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
-        fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, json, "run", file, &err);
         rc = 1;
     } else if (json) {
         rc = write_json(out, errs, &r, ts, iters, seed, top > 0 && op_s != NULL && r.n_devices == n_dev,

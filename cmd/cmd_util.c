@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm_json.h"
+
 bool cmd_parse_u64(const char *s, uint64_t *out)
 {
     char *end = NULL;
@@ -62,4 +64,32 @@ bool cmd_is_json_flag(int argc, char **argv, int *i)
         return true;
     }
     return false;
+}
+
+void cmd_report(FILE *errs, bool json, const char *cmd, const char *file, const cm_error *e)
+{
+    if (!json) {
+        fprintf(errs, "shardplan %s: %s%s%s%s%s: %s\n", cmd, file != NULL ? file : "",
+                file != NULL ? ": " : "", cm_status_name(e->code), e->path[0] != '\0' ? " at " : "",
+                e->path, e->msg);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "{\"error\":{");
+    cm_json_put_kv_str(&b, "command", cmd);
+    if (file != NULL) {
+        cm_json_put_kv_str(&b, "file", file);
+    }
+    cm_json_put_kv_str(&b, "code", cm_status_name(e->code));
+    cm_json_put_kv_str(&b, "message", e->msg);
+    cm_json_put_kv_str(&b, "path", e->path);
+    cm_buf_puts(&b, "}}\n");
+    if (b.oom) {
+        fprintf(errs, "{\"error\":{\"command\":\"%s\",\"code\":\"%s\"}}\n", cmd,
+                cm_status_name(e->code));
+    } else {
+        fwrite(b.data, 1, b.len, errs);
+    }
+    cm_buf_fini(&b);
 }

@@ -33,4 +33,10 @@ bool cmd_wants_help(int argc, char **argv);
  * value. */
 bool cmd_is_json_flag(int argc, char **argv, int *i);
 
+/* Reports error e of subcommand cmd about file (NULL: none) to errs: the
+ * line "shardplan CMD: [FILE: ]STATUS[ at PATH]: MSG", or under --json
+ * (json true) one JSON line {"error":{"command","file","code","message",
+ * "path"}} with the server's error members, so a pipeline parses both. */
+void cmd_report(FILE *errs, bool json, const char *cmd, const char *file, const cm_error *e);
+
 #endif /* CMD_UTIL_H */

@@ -29,6 +29,11 @@
 // RUN: shardplan example mlp --json > %t.json && shardplan plan %t.json --mlir | FileCheck %s --check-prefix=MLIR
 // RUN: shardplan example mlp --layers 1 --d-model 64 > %t.json && shardplan run %t.json --iters 1 --json | FileCheck %s --check-prefix=RUNJSON
 // RUN: shardplan calibrate --devices 2 --out %t.profile.json --json | FileCheck %s --check-prefix=CALJSON
+//
+// Errors under --json are JSON too (text otherwise):
+// RUN: ( shardplan plan %t.missing.json --json 2>&1 >/dev/null || true ) | FileCheck %s --check-prefix=ERRJSON
+// RUN: ( shardplan cost %s --profile no-such-profile --json 2>&1 >/dev/null || true ) | FileCheck %s --check-prefix=ERRJSON2
+// RUN: ( shardplan plan %t.missing.json 2>&1 >/dev/null || true ) | FileCheck %s --check-prefix=ERRTEXT
 
 // VERSION: shardplan {{[0-9]+\.[0-9]+\.[0-9]+}}
 // TOP: usage: shardplan <command>
@@ -43,6 +48,9 @@
 // JSON: {{^[[:space:]]*}}{
 // MLIR: module
 // CALJSON: {"path":"{{.*}}.profile.json","workers":2,"f32_flop_per_s":
+// ERRJSON: {"error":{"command":"plan","file":"{{.*}}missing.json","code":"not found","message":"cannot open
+// ERRJSON2: {"error":{"command":"cost","file":"profile","code":"not found","message":"no profile 'no-such-profile'
+// ERRTEXT: shardplan plan: {{.*}}missing.json: not found: cannot open
 // RUNJSON: "iter_s":[
 // RUNJSON-SAME: "flops":{{[0-9]+}},
 // RUNJSON-SAME: "numerics":{"match":true
