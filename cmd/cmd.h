@@ -36,12 +36,15 @@ int cmd_input_run(int argc, char **argv, FILE *out, FILE *errs, cmd_input_main b
 /* `shardplan opt`: a driver that mirrors Shardy's sdy_opt (cmd_opt.c). */
 int cmd_opt(int argc, char **argv, FILE *out, FILE *errs);
 /* `shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S]
- * [--affinity|--no-affinity] [--ops N]`: prints per-iteration times, GFLOP/s
- * and "numerics: match" or the first mismatch (1 then) (cmd_run.c). */
+ * [--affinity|--no-affinity] [--ops N] [--json]`: prints per-iteration times,
+ * GFLOP/s and "numerics: match" or the first mismatch (1 then), or with
+ * --json one object with a benchmark result's fields (cmd_run.c). */
 int cmd_run(int argc, char **argv, FILE *out, FILE *errs);
-/* `shardplan calibrate [--out FILE] [--devices N] [--rank]`: the measured
- * profile, checked with the profile reader, to FILE (default: out); with
- * --rank, 1 unless it ranks the benchmark suite as measured (cmd_calibrate.c). */
+/* `shardplan calibrate [--out FILE] [--devices N] [--rank] [--json]`: the
+ * measured profile, checked with the profile reader, to FILE (default: out);
+ * with --out and --json, the measured figures as one JSON object on out;
+ * with --rank, 1 unless it ranks the benchmark suite as measured
+ * (cmd_calibrate.c). */
 int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs);
 /* `shardplan exec-worker [--devices N] [--warmup W] [--iters K] [--seed S]
  * [--pass NAME] [--rules-bytes N] [--affinity|--no-affinity]
@@ -64,7 +67,7 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs);
 /* `shardplan cost FILE [--pass NAME] [--rules FILE] [--partition] [--profile NAME|FILE]
  * [--overlap F] [--mode auto|explicit|implied] [--format text|json]` (cmd_cost.c). */
 int cmd_cost(int argc, char **argv, FILE *out, FILE *errs);
-/* `shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] [--format json|mlir]` (cmd_plan.c). */
+/* `shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] [--json|--mlir]` (cmd_plan.c). */
 int cmd_plan(int argc, char **argv, FILE *out, FILE *errs);
 /* `shardplan example mlp|transformer [--layers N --d-model D --heads H --seq S
  * --batch B --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] [--train]

@@ -10,22 +10,29 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cm_json.h"
 #include "cmd_util.h"
 #include "ex_calib.h"
 #include "sp_profile_json.h"
 
 static void calib_usage(FILE *f)
 {
-    fputs("usage: shardplan calibrate [--out FILE] [--devices N] [--rank]\n", f);
+    fputs("usage: shardplan calibrate [--out FILE] [--devices N] [--rank] [--json]\n"
+          "  writes the profile (JSON) to FILE, else to stdout; with --out, --json prints the\n"
+          "  measured figures as one JSON object instead of a sentence, and the --rank report\n"
+          "  goes to stderr so stdout stays JSON\n",
+          f);
 }
 
 int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *path = NULL;
     uint64_t devices = 8;
-    bool rank = false;
+    bool rank = false, json = false;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--rank") == 0) {
+        if (cmd_is_json_flag(argc, argv, &i)) {
+            json = true;
+        } else if (strcmp(argv[i], "--rank") == 0) {
             rank = true;
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
             path = argv[++i];
@@ -71,6 +78,19 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
         if (f == NULL || fputs(b.data, f) == EOF || fclose(f) != 0) {
             fprintf(errs, "shardplan calibrate: cannot write %s\n", path);
             rc = 1;
+        } else if (json) {
+            cm_buf j;
+            cm_buf_init(&j);
+            cm_buf_putc(&j, '{');
+            cm_json_put_kv_str(&j, "path", path);
+            cm_json_put_kv_u64(&j, "workers", c.n_devices);
+            cm_json_put_kv_f64(&j, "f32_flop_per_s", c.f32_flops);
+            cm_json_put_kv_f64(&j, "memcpy_bytes_per_s", c.mem_bandwidth);
+            cm_json_put_kv_f64(&j, "link_bytes_per_s", c.link_bandwidth);
+            cm_json_put_kv_f64(&j, "link_latency_s", c.link_latency);
+            cm_buf_puts(&j, "}\n");
+            rc = cmd_write_out(&j, "calibrate", out, errs);
+            cm_buf_fini(&j);
         } else {
             fprintf(out,
                     "%s: f32 %.1f GFLOP/s per worker (%u workers), memcpy %.2f GB/s, link "
@@ -87,7 +107,7 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
             fprintf(errs, "shardplan calibrate: ranking: %s %s\n", err.path, err.msg);
             return 1;
         }
-        ex_calib_rank_print(&r, path == NULL ? errs : out);
+        ex_calib_rank_print(&r, path == NULL || json ? errs : out);
         rc = r.pass ? 0 : 1;
     }
     return rc;

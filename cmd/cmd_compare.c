@@ -16,7 +16,8 @@
 static void usage(FILE *f)
 {
     fputs("usage: shardplan compare A B [C D] [--pass NAME] [--rules FILE] [--profile NAME|FILE] [--overlap F] "
-          "[--format text|json]\n",
+          "[--json]\n"
+          "  (--format text|json is the older spelling of --json)\n",
           f);
 }
 
@@ -43,8 +44,16 @@ static int run_compare(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
     const char *files[SP_COMPARE_MAX_PLANS], *format = "text", *prof = "cpu-local";
     uint32_t n = 0;
     double overlap = -1;
+    if (cmd_wants_help(argc, argv)) {
+        usage(out);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (cmd_is_json_flag(argc, argv, &i)) {
+            format = "json";
+            continue;
+        }
         int took_ = cmd_input_option(argc, argv, &i, ci, "compare", errs);
         if (took_ != 0) {
             if (took_ < 0) {
@@ -80,8 +89,7 @@ static int run_compare(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
     cm_error_clear(&err);
     sp_profile prof_v;
     if (sp_profile_load(prof, &prof_v, &err) != CM_OK) {
-        fprintf(errs, "shardplan compare: profile: %s%s%s: %s\n", cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, strcmp(format, "json") == 0, "compare", "profile", &err);
         return 1;
     }
     char *texts[SP_COMPARE_MAX_PLANS] = {NULL};
@@ -90,9 +98,7 @@ static int run_compare(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
     for (uint32_t k = 0; k < n && rc == 0; k++) {
         size_t len = 0;
         if (cm_file_read(files[k], &texts[k], &len, &err) != CM_OK) {
-            fprintf(errs, "shardplan compare: %s: %s%s%s: %s\n", files[k],
-                    cm_status_name(err.code), err.path[0] != '\0' ? " at " : "", err.path,
-                    err.msg);
+            cmd_report(errs, strcmp(format, "json") == 0, "compare", files[k], &err);
             rc = 1;
         }
         in[k] = (sp_compare_input){files[k], texts[k], len, &ci->io};

@@ -16,7 +16,8 @@ static void cost_usage(FILE *f)
 {
     fputs("usage: shardplan cost GRAPH.json|MODULE.mlir [--pass NAME] [--rules FILE] [--partition]\n"
           "                      [--profile NAME|FILE] [--overlap F]\n"
-          "                      [--mode auto|explicit|implied] [--format text|json]\n",
+          "                      [--mode auto|explicit|implied] [--json]\n"
+          "  (--format text|json is the older spelling of --json)\n",
           f);
 }
 
@@ -30,6 +31,10 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (cmd_is_json_flag(argc, argv, &i)) {
+            format = "json";
+            continue;
+        }
         int took = cmd_input_option(argc, argv, &i, &ci, "cost", errs);
         if (took != 0) {
             if (took < 0) {
@@ -96,16 +101,14 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
     cm_buf b;
     cm_buf_init(&b);
     if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan cost: profile: %s%s%s: %s\n", cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, strcmp(format, "json") == 0, "cost", "profile", &err);
         rc = 1;
         goto out;
     }
     o.profile = &p;
     if (sp_input_load(file, &ci.io, &in, &err) != CM_OK ||
         (partition && sp_input_partition(&in, &err) != CM_OK)) {
-        fprintf(errs, "shardplan cost: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, strcmp(format, "json") == 0, "cost", file, &err);
         rc = 1;
         goto out;
     }
@@ -114,7 +117,7 @@ int cmd_cost(int argc, char **argv, FILE *out, FILE *errs)
     }
     o.custom = in.custom;
     if (sp_cost_compute(in.m, &o, &c, &err) != CM_OK) {
-        fprintf(errs, "shardplan cost: %s: %s: %s\n", file, cm_status_name(err.code), err.msg);
+        cmd_report(errs, strcmp(format, "json") == 0, "cost", file, &err);
         rc = 1;
         goto out;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "sp_example.h"
 
 static bool parse_mesh(const char *s, sp_example_opts *o)
@@ -44,8 +45,25 @@ static bool parse_i64(const char *s, int64_t *out)
     return true;
 }
 
+static void usage(FILE *f)
+{
+    fputs("usage: shardplan example mlp|transformer [--layers N --d-model D --heads H "
+          "--seq S --batch B --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] "
+          "[--train] [--json|--mlir]\n"
+          "  writes a graph document (--json, the default) or its MLIR (--mlir) of the model's\n"
+          "  forward pass (--format json|mlir is the older spelling);\n"
+          "  --train: a training step instead: forward, loss sum(y*y)/2, backward "
+          "pass, SGD\n"
+          "  update; outputs the loss and every updated parameter\n",
+          f);
+}
+
 int cmd_example(int argc, char **argv, FILE *out, FILE *errs)
 {
+    if (cmd_wants_help(argc, argv)) {
+        usage(out);
+        return 0;
+    }
     sp_example_opts o;
     sp_example_opts_init(&o);
     const char *format = "json";
@@ -61,6 +79,10 @@ int cmd_example(int argc, char **argv, FILE *out, FILE *errs)
         }
         if (strcmp(a, "--train") == 0) {
             o.train = true;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0 || strcmp(a, "--mlir") == 0) {
+            format = a + 2;
             continue;
         }
         if (v == NULL) {
@@ -95,13 +117,7 @@ int cmd_example(int argc, char **argv, FILE *out, FILE *errs)
         i++;
     }
     if (!have_model) {
-        fprintf(errs, "usage: shardplan example mlp|transformer [--layers N --d-model D --heads H "
-                      "--seq S --batch B --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] "
-                      "[--train] [--format json|mlir]\n"
-                      "  writes a graph document (or its MLIR) of the model's forward pass;\n"
-                      "  --train: a training step instead: forward, loss sum(y*y)/2, backward "
-                      "pass, SGD\n"
-                      "  update; outputs the loss and every updated parameter\n");
+        usage(errs);
         return 2;
     }
     cm_error err;

@@ -65,7 +65,7 @@ static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint, c
     cm_error_clear(&err);
     sp_profile p;
     if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan %s: profile: %s: %s\n", cmd, cm_status_name(err.code), err.msg);
+        cmd_report(errs, json, cmd, "profile", &err);
         return 1;
     }
     o.profile = &p;
@@ -74,8 +74,7 @@ static int run_common(int argc, char **argv, FILE *out, FILE *errs, bool lint, c
     sp_advise *adv = NULL;
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
         sp_advise_run(text, len, &ci->io, &o, &adv, &err) != CM_OK) {
-        fprintf(errs, "shardplan %s: %s: %s%s%s: %s\n", cmd, file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, json, cmd, file, &err);
         cm_free(text);
         return 1;
     }

@@ -12,15 +12,24 @@
 #include "sp_mlir.h"
 #include "sp_plan.h"
 
-static void report(FILE *errs, const char *file, const cm_error *e)
+
+static void usage(FILE *f)
 {
-    fprintf(errs, "shardplan plan: %s: %s%s%s: %s\n", file, cm_status_name(e->code),
-            e->path[0] != '\0' ? " at " : "", e->path, e->msg);
+    fputs("usage: shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] [--rules FILE] "
+          "[--json|--mlir]\n"
+          "  writes the plan document (--json, the default) or the propagated module (--mlir);\n"
+          "  --format json|mlir is the older spelling\n",
+          f);
 }
 
 static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
 {
     const char *file = NULL, *format = "json";
+    bool json = false; /* --json given: errors as JSON too */
+    if (cmd_wants_help(argc, argv)) {
+        usage(out);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int took = cmd_input_option(argc, argv, &i, ci, "plan", errs);
@@ -30,7 +39,12 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
             }
             continue;
         }
-        if (strcmp(a, "--format") == 0 && i + 1 < argc) {
+        if (cmd_is_json_flag(argc, argv, &i)) {
+            format = "json";
+            json = true;
+        } else if (strcmp(a, "--mlir") == 0) {
+            format = "mlir";
+        } else if (strcmp(a, "--format") == 0 && i + 1 < argc) {
             format = argv[++i];
         } else if (strncmp(a, "--format=", 9) == 0) {
             format = a + 9;
@@ -45,8 +59,7 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
         }
     }
     if (file == NULL || (strcmp(format, "json") != 0 && strcmp(format, "mlir") != 0)) {
-        fprintf(errs, "usage: shardplan plan GRAPH.json|MODULE.mlir [--pass NAME] [--rules FILE] "
-                      "[--format json|mlir]\n");
+        usage(errs);
         return 2;
     }
     cm_error err;
@@ -57,7 +70,7 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
         sp_plan_create(text, len, &ci->io, NULL, 0, &plan, &err) != CM_OK) {
         cm_free(text);
-        report(errs, file, &err);
+        cmd_report(errs, json, "plan", file, &err);
         return 1;
     }
     cm_free(text);
@@ -74,7 +87,7 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
         }
     }
     if (st != CM_OK) {
-        report(errs, file, &err);
+        cmd_report(errs, json, "plan", file, &err);
         rc = 1;
     } else {
         rc = cmd_write_out(&b, "plan", out, errs);

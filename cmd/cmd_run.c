@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cm_json.h"
 #include "cmd_util.h"
 #include "ex_exec.h"
 #include "ex_timing.h"
@@ -18,11 +19,63 @@
 static void run_usage(FILE *f)
 {
     fputs("usage: shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] "
-          "[--affinity|--no-affinity] [--ops N]\n"
+          "[--affinity|--no-affinity] [--ops N] [--json]\n"
+          "  --json: one JSON object (devices, iters, seed, iter_s, step_s, flops, flop_per_s,\n"
+          "  reference_s, numerics, and with --ops the per-op ops and collectives)\n"
           "  --ops N: after the runs, the N slowest ops and every collective, measured on each\n"
           "  device (mean and max) beside the cost model's prediction (the first run is left\n"
           "  out when there are several)\n",
           f);
+}
+
+/* The --json report: the fields of a benchmark run's result (docs/api.md,
+ * "Benchmark runs"), and the per-op timings when timed. 1 on a numerics
+ * mismatch (as the text report) or when out of memory. ts is sorted here. */
+static int write_json(FILE *out, FILE *errs, const ex_report *r, double *ts, uint64_t iters,
+                      uint64_t seed, bool timed, const ex_timing *t)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_putc(&b, '{');
+    cm_json_put_kv_u64(&b, "devices", r->n_devices);
+    cm_json_put_kv_u64(&b, "iters", iters);
+    cm_json_put_kv_u64(&b, "seed", seed);
+    cm_json_put_key(&b, "iter_s");
+    cm_buf_putc(&b, '[');
+    for (uint64_t i = 0; i < iters; i++) {
+        cm_json_put_sep(&b);
+        cm_json_put_f64(&b, ts[i]);
+    }
+    cm_buf_putc(&b, ']');
+    qsort(ts, (size_t)iters, sizeof(double), cmd_double_cmp);
+    double med = iters % 2 == 1 ? ts[iters / 2] : (ts[iters / 2 - 1] + ts[iters / 2]) / 2;
+    cm_json_put_kv_f64(&b, "step_s", med);
+    cm_json_put_kv_f64(&b, "flops", r->flops);
+    cm_json_put_kv_f64(&b, "flop_per_s", med > 0 ? r->flops / med : 0.0);
+    cm_json_put_kv_f64(&b, "reference_s", r->ref_s);
+    cm_json_put_key(&b, "numerics");
+    cm_buf_putc(&b, '{');
+    cm_json_put_kv_bool(&b, "match", r->mm.match);
+    cm_json_put_kv_f64(&b, "max_abs_diff", r->mm.max_abs_diff);
+    if (!r->mm.match) {
+        cm_json_put_key(&b, "mismatch");
+        cm_buf_putc(&b, '{');
+        cm_json_put_kv_u64(&b, "result", r->mm.result);
+        cm_json_put_kv_u64(&b, "index", r->mm.index);
+        cm_json_put_kv_str(&b, "where", r->mm.where);
+        cm_json_put_kv_f64(&b, "expected", r->mm.expected);
+        cm_json_put_kv_f64(&b, "got", r->mm.got);
+        cm_json_put_kv_f64(&b, "tol", r->mm.tol);
+        cm_buf_putc(&b, '}');
+    }
+    cm_buf_putc(&b, '}');
+    if (timed && ex_timing_json(t, &b) != CM_OK) {
+        b.oom = true;
+    }
+    cm_buf_puts(&b, "}\n");
+    int rc = cmd_write_out(&b, "run", out, errs);
+    cm_buf_fini(&b);
+    return rc != 0 ? rc : r->mm.match ? 0 : 1;
 }
 
 int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
@@ -31,9 +84,12 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     uint64_t devices = 0, iters = 3, seed = 1;
     ex_affinity affinity = EX_AFFINITY_AUTO;
     uint64_t top = 0;
+    bool json = false;
     for (int i = 1; i < argc; i++) {
         bool ok = true;
-        if (strcmp(argv[i], "--affinity") == 0 || strcmp(argv[i], "--no-affinity") == 0) {
+        if (cmd_is_json_flag(argc, argv, &i)) {
+            json = true;
+        } else if (strcmp(argv[i], "--affinity") == 0 || strcmp(argv[i], "--no-affinity") == 0) {
             affinity = argv[i][2] == 'n' ? EX_AFFINITY_OFF : EX_AFFINITY_ON;
         } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) {
             ok = cmd_parse_u64(argv[++i], &top) && top > 0 && top <= 100000;
@@ -68,8 +124,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     memset(&ref, 0, sizeof ref);
     if (sp_input_load(file, NULL, &part, &err) != CM_OK ||
         sp_input_load(file, NULL, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
-        fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, json, "run", file, &err);
         if (part.m != NULL) {
             sp_input_fini(&part);
         }
@@ -100,9 +155,11 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
                      ts == NULL ? "out of memory" : "out of memory (or too many ops for --ops)");
     }
     if (err.code != CM_OK || ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
-        fprintf(errs, "shardplan run: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, json, "run", file, &err);
         rc = 1;
+    } else if (json) {
+        rc = write_json(out, errs, &r, ts, iters, seed, top > 0 && op_s != NULL && r.n_devices == n_dev,
+                        &(ex_timing){part.m, part.g, cost, op_s, n_dev, iters - o.op_from});
     } else {
         fprintf(out, "%s: %u devices, %llu iterations, seed %llu\n", file, r.n_devices,
                 (unsigned long long)iters, (unsigned long long)seed);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "cmd_util.h"
 #include "srv_app.h"
 #include "st_db.h"
 
@@ -37,7 +38,7 @@ static void serve_usage(FILE *f)
           "         [--bench-time-limit SECONDS] [--bench-memory MiB]\n"
           "         [--max-inflight-body BYTES] [--max-connections N] [--max-per-ip N]\n"
           "         [--head-timeout SECONDS] [--min-body-rate BYTES] [--compute-timeout SECONDS]\n"
-          "         [--integrity-interval SECONDS]\n"
+          "         [--integrity-interval SECONDS] [--cors-origin ORIGIN|*]\n"
           "Every option also comes from SHARDPLAN_<NAME> (SHARDPLAN_LISTEN, SHARDPLAN_DB, ...)\n"
           "and from the config file (name = value lines). Precedence: flags, then\n"
           "environment, then file, then defaults.\n",
@@ -205,6 +206,10 @@ static int token_import(st_db *db, const char *path, st_scope scope, const char 
 
 int cmd_token(int argc, char **argv, FILE *out, FILE *errs)
 {
+    if (cmd_wants_help(argc, argv)) {
+        token_usage(out);
+        return 0;
+    }
     if (argc < 2) {
         token_usage(errs);
         return 2;
@@ -305,8 +310,13 @@ int cmd_token(int argc, char **argv, FILE *out, FILE *errs)
  * created. Returns 0, 1 on failure, 2 for bad usage. */
 int cmd_backup(int argc, char **argv, FILE *out, FILE *errs)
 {
-    (void)out;
     const char *dest = NULL, *db_flag = NULL, *file = getenv("SHARDPLAN_CONFIG");
+    if (cmd_wants_help(argc, argv)) {
+        fputs("usage: shardplan backup PATH [--db DB] [--config FILE]\n"
+              "  an online copy of the database to PATH (safe while a server runs on it)\n",
+              out);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
             db_flag = argv[++i];

@@ -102,7 +102,7 @@ static int run_suggest(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
     cm_error_clear(&err);
     sp_profile p;
     if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan suggest: profile: %s: %s\n", cm_status_name(err.code), err.msg);
+        cmd_report(errs, json, "suggest", "profile", &err);
         return 1;
     }
     o.profile = &p;
@@ -111,8 +111,7 @@ static int run_suggest(int argc, char **argv, FILE *out, FILE *errs, cmd_input *
     sp_suggest *S = NULL;
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
         sp_suggest_run(text, len, &ci->io, &o, &S, &err) != CM_OK) {
-        fprintf(errs, "shardplan suggest: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, json, "suggest", file, &err);
         cm_free(text);
         return 1;
     }

@@ -98,7 +98,7 @@ int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs)
     cm_error_clear(&err);
     sp_profile p;
     if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan sweep: profile: %s: %s\n", cm_status_name(err.code), err.msg);
+        cmd_report(errs, json, "sweep", "profile", &err);
         return 1;
     }
     o.profile = &p;

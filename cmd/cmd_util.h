@@ -24,4 +24,19 @@ int cmd_double_cmp(const void *a, const void *b);
  * write error" to errs. */
 int cmd_write_out(const cm_buf *b, const char *cmd, FILE *out, FILE *errs);
 
+/* Whether argv[1..argc) holds "--help" or "-h" (before a "--" that ends
+ * the options): every subcommand then prints its usage to out and exits 0. */
+bool cmd_wants_help(int argc, char **argv);
+
+/* Whether a is "--json", or "--format json" / "--format=json" (the older
+ * spelling, still accepted). For "--format json" it advances *i past the
+ * value. */
+bool cmd_is_json_flag(int argc, char **argv, int *i);
+
+/* Reports error e of subcommand cmd about file (NULL: none) to errs: the
+ * line "shardplan CMD: [FILE: ]STATUS[ at PATH]: MSG", or under --json
+ * (json true) one JSON line {"error":{"command","file","code","message",
+ * "path"}} with the server's error members, so a pipeline parses both. */
+void cmd_report(FILE *errs, bool json, const char *cmd, const char *file, const cm_error *e);
+
 #endif /* CMD_UTIL_H */

@@ -87,7 +87,7 @@ static int run_whatif(int argc, char **argv, FILE *out, FILE *errs, cmd_input *c
     size_t len = 0;
     sp_profile p;
     if (rc == 0 && sp_profile_load(prof, &p, &err) != CM_OK) {
-        fprintf(errs, "shardplan whatif: profile: %s: %s\n", cm_status_name(err.code), err.msg);
+        cmd_report(errs, json, "whatif", "profile", &err);
         rc = 1;
     }
     if (rc == 0 && cm_file_read(file, &text, &len, &err) != CM_OK) {
@@ -117,8 +117,7 @@ static int run_whatif(int argc, char **argv, FILE *out, FILE *errs, cmd_input *c
         sp_whatif_destroy(w);
     }
     if (rc == 1 && text != NULL) {
-        fprintf(errs, "shardplan whatif: %s: %s%s%s: %s\n", file, cm_status_name(err.code),
-                err.path[0] != '\0' ? " at " : "", err.path, err.msg);
+        cmd_report(errs, json, "whatif", file, &err);
     } else if (rc == 0) {
         rc = cmd_write_out(&b, "whatif", out, errs);
     }

@@ -198,7 +198,7 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
     qsort(ts + warmup, (size_t)iters, sizeof(double), cmd_double_cmp);
     double med = iters % 2 == 1 ? meas[iters / 2] : (meas[iters / 2 - 1] + meas[iters / 2]) / 2;
     put_kv_g9(&b, "step_s", med);
-    put_kv_g9(&b, "flops", r.flops);
+    cm_json_put_kv_f64(&b, "flops", r.flops); /* a count: exact */
     put_kv_g9(&b, "flop_per_s", med > 0 ? r.flops / med : 0.0);
     if (predicted >= 0) {
         put_kv_g9(&b, "predicted_step_s", predicted);

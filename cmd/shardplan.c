@@ -9,24 +9,27 @@
 
 #include "cmd.h"
 
+/* The release, as info.version of server/openapi.json says it. */
+#define SHARDPLAN_VERSION "1.0.0"
+
 static void usage(FILE *f)
 {
-    fputs("usage: shardplan <command> [args]\n"
+    fputs("usage: shardplan <command> [args]   (shardplan --version; shardplan COMMAND --help)\n"
           "commands:\n"
           "  opt FILE|- [passes and options]   run sdy passes on MLIR (sdy_opt compatible)\n"
-          "  plan GRAPH.json|MODULE.mlir [--pass NAME] [--format json|mlir]\n"
+          "  plan GRAPH.json|MODULE.mlir [--pass NAME] [--json|--mlir]\n"
           "                                    propagate shardings and write the plan\n"
           "  example mlp|transformer [--layers N --d-model D --heads H --seq S --batch B\n"
           "          --mesh data=2,model=4 --strategy dp|fsdp|tp|dp+tp] [--train]\n"
-          "          [--format json|mlir]     write a ready graph\n"
-          "  cost FILE [--profile NAME|FILE] [--overlap F] [--format text|json]\n"
+          "          [--json|--mlir]          write a ready graph\n"
+          "  cost FILE [--profile NAME|FILE] [--overlap F] [--json]\n"
           "                                    per-device memory, FLOPs, communication, step time\n"
-          "  run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S]\n"
+          "  run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] [--json]\n"
           "                                    partition, execute on N local devices, check numerics\n"
-          "  calibrate [--out FILE] [--devices N] [--rank]\n"
+          "  calibrate [--out FILE] [--devices N] [--rank] [--json]\n"
           "                                    measure this machine, write a device profile; --rank:\n"
           "                                    check it ranks the benchmark suite as measured\n"
-          "  compare A B [C D] [--profile NAME|FILE] [--format text|json]\n"
+          "  compare A B [C D] [--profile NAME|FILE] [--json]\n"
           "                                    plans side by side and where they diverge\n"
           "  lint FILE [--mesh NAME] [--profile NAME|FILE] [--min-bytes N] [--json]\n"
           "                                    findings: silent replication, rematerialisation,\n"
@@ -94,7 +97,11 @@ int main(int argc, char **argv)
             return commands[i].fn(argc - 1, argv + 1, stdout, stderr);
         }
     }
-    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        fputs("shardplan " SHARDPLAN_VERSION "\n", stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
         return 0;
     }

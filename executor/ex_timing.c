@@ -185,7 +185,7 @@ cm_status ex_timing_json(const ex_timing *t, cm_buf *b)
         cm_json_put_key(b, "predicted_s");
         cm_json_put_g(b, p.time_s, 6);
         cm_json_put_key(b, "flops");
-        cm_json_put_g(b, p.flops, 6);
+        cm_json_put_f64(b, p.flops); /* a count: exact */
         cm_buf_putc(b, '}');
     }
     cm_buf_puts(b, "],\"collectives\":[");
@@ -207,7 +207,7 @@ cm_status ex_timing_json(const ex_timing *t, cm_buf *b)
         }
         cm_buf_printf(b, "],\"group\":%lld", (long long)k->group);
         cm_json_put_key(b, "bytes");
-        cm_json_put_g(b, bytes, 6);
+        cm_json_put_f64(b, bytes);
         cm_json_put_key(b, "predicted_s");
         cm_json_put_g(b, pred, 6);
         cm_buf_putc(b, '}');

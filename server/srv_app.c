@@ -221,6 +221,12 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
         }
     } else if (strcmp(name, "insecure") == 0) {
         ok = parse_bool(value, &c->insecure);
+    } else if (strcmp(name, "cors-origin") == 0) {
+        /* an origin is scheme://host[:port]; no header-breaking bytes */
+        ok = strlen(value) < sizeof c->cors_origin && strpbrk(value, "\r\n, ") == NULL;
+        if (ok) {
+            snprintf(c->cors_origin, sizeof c->cors_origin, "%s", value);
+        }
     } else if (strcmp(name, "web") == 0) {
         ok = strlen(value) < sizeof c->web_dir;
         if (ok) {
@@ -241,7 +247,7 @@ static const char *const option_names[] = {
     "listen",       "db",    "log",   "threads", "plan-workers", "max-body", "timeout",
     "idle-timeout", "drain", "cache", "auth",    "insecure",     "web",
     "bench-time-limit", "bench-memory", "max-inflight-body", "max-connections", "max-per-ip",
-    "head-timeout", "compute-timeout", "integrity-interval", "min-body-rate"};
+    "head-timeout", "compute-timeout", "integrity-interval", "min-body-rate", "cors-origin"};
 
 cm_status srv_config_from_env(srv_config *c, cm_error *err)
 {
@@ -392,6 +398,7 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     srv_cache_init(app);
     pthread_mutex_init(&app->ready_mu, NULL);
     pthread_mutex_init(&app->job_mu, NULL);
+    pthread_mutex_init(&app->idem_mu, NULL);
     pthread_cond_init(&app->job_cv, NULL);
     srv_metrics_init(&app->metrics);
     atomic_init(&app->generation, 1);
@@ -550,6 +557,7 @@ void srv_app_destroy(srv_app *app)
     pthread_mutex_destroy(&app->db_mu);
     pthread_cond_destroy(&app->db_cv);
     pthread_mutex_destroy(&app->job_mu);
+    pthread_mutex_destroy(&app->idem_mu);
     pthread_cond_destroy(&app->job_cv);
     cm_free(app);
 }

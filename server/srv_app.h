@@ -46,6 +46,7 @@ typedef struct srv_config {
     srv_auth_mode auth;
     bool insecure;             /* allow a non-loopback address without tokens */
     char web_dir[SRV_PATH_LEN]; /* built dashboard served at / (srv_web.h); "": none */
+    char cors_origin[SRV_PATH_LEN]; /* CORS: the origin allowed, "*" any; "": CORS off */
     double bench_time_limit_s;  /* a benchmark run's worker is killed after, seconds */
     size_t bench_memory_mb;     /* RLIMIT_AS of the worker, MiB; 0: none */
     char worker_path[SRV_PATH_LEN]; /* not an option: the executable run as `PATH exec-worker`
@@ -65,7 +66,7 @@ void srv_config_init(srv_config *c);
 /* Sets one option by name (the long flag without dashes: "listen", "db",
  * "log", "threads", "plan-workers", "max-body", "timeout", "idle-timeout",
  * "drain", "max-inflight-body", "max-connections", "max-per-ip",
- * "head-timeout", "min-body-rate", "compute-timeout", "integrity-interval", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR,
+ * "head-timeout", "min-body-rate", "compute-timeout", "integrity-interval", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR, "cors-origin" = ORIGIN|*,
  * "bench-time-limit" = seconds, "bench-memory" = MiB (0: no limit)).
  * Errors: CM_EINVAL with err->path "/<name>" for an unknown name or a bad
  * value. */

@@ -54,6 +54,9 @@ static srv_blob *plan_blob(const st_plan *p)
     cm_buf_puts(&b, "}\n");
     srv_blob *blob = b.oom ? NULL : srv_blob_create(b.data, b.len);
     cm_buf_fini(&b);
+    if (blob != NULL && p->hash[0] != '\0') {
+        snprintf(blob->etag, sizeof blob->etag, "\"%s\"", p->hash);
+    }
     return blob;
 }
 
@@ -102,6 +105,113 @@ static void reply_plan(srv_req *r, unsigned status, srv_blob *blob, int64_t id)
                          blob);
 }
 
+/* Whether the If-None-Match header value inm names etag: "*", or etag in a
+ * comma-separated list, each entry possibly weak (W/"..."), compared weakly
+ * as RFC 9110 13.1.2 asks for GET. */
+static bool etag_matches(const char *inm, const char *etag)
+{
+    size_t el = strlen(etag);
+    const char *s = inm;
+    while (*s != '\0') {
+        while (*s == ' ' || *s == '\t' || *s == ',') {
+            s++;
+        }
+        if (*s == '*') {
+            return true;
+        }
+        if (s[0] == 'W' && s[1] == '/') {
+            s += 2;
+        }
+        const char *e = s;
+        while (*e != '\0' && *e != ',') {
+            e++;
+        }
+        const char *t = e;
+        while (t > s && (t[-1] == ' ' || t[-1] == '\t')) {
+            t--;
+        }
+        if ((size_t)(t - s) == el && el > 0 && memcmp(s, etag, el) == 0) {
+            return true;
+        }
+        s = e;
+    }
+    return false;
+}
+
+/* The plan's ETag into etag (cap bytes): its hash quoted, with suffix for
+ * another representation; "" for a blob without a hash. */
+static void plan_etag(const srv_blob *blob, const char *suffix, char *etag, size_t cap)
+{
+    size_t n = strlen(blob->etag);
+    if (n < 2) {
+        etag[0] = '\0';
+        return;
+    }
+    snprintf(etag, cap, "%.*s%s\"", (int)(n - 1), blob->etag, suffix);
+}
+
+/* The validators of a successful reply: since a plan id never names other
+ * content, its ETag and an immutable Cache-Control. */
+static void plan_validators(srv_req *r, const char *etag)
+{
+    srv_req_add_header(r, "Vary", "Accept");
+    if (etag[0] != '\0') {
+        srv_req_add_header(r, "ETag", etag);
+        srv_req_add_header(r, "Cache-Control", "private, max-age=31536000, immutable");
+    }
+}
+
+/* Whether the client asks for the propagated module: Accept names
+ * application/mlir, and not application/json before it. */
+static bool wants_mlir(const srv_req *r)
+{
+    const char *acc = srv_req_header(r, "Accept");
+    const char *m = acc != NULL ? strstr(acc, "application/mlir") : NULL;
+    const char *j = acc != NULL ? strstr(acc, "application/json") : NULL;
+    return m != NULL && (j == NULL || m < j);
+}
+
+/* The propagated module of plan id, as `shardplan plan --mlir` prints it
+ * for the plan's input, pass and rules, with the validators etag. */
+static void reply_plan_mlir(srv_app *app, srv_req *r, route_args *a, const char *etag)
+{
+    cm_error e;
+    cm_error_clear(&e);
+    srv_plan_input pi;
+    st_db *db = a->db != NULL ? a->db : srv_app_db_acquire(app); /* the route needs none */
+    cm_status st = srv_plan_input_load(db, a->id, &pi, &e);
+    if (db != a->db) {
+        srv_app_db_release(app, db);
+    }
+    if (st != CM_OK) {
+        srv_plan_input_fini(&pi);
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    sp_plan *plan = NULL;
+    cm_buf b;
+    cm_buf_init(&b);
+    if (sp_plan_create(pi.text, pi.len, &pi.io, NULL, 0, &plan, &e) != CM_OK ||
+        sp_plan_write(plan, &b, NULL, &e) != CM_OK) {
+        srv_reply_ours(app, r, &e);
+    } else {
+        cm_buf_reset(&b);
+        sp_print_opts popts = {false, false};
+        sp_mlir_print(sp_plan_input(plan)->m, &popts, &b);
+        size_t len = b.len;
+        char *data = b.oom ? NULL : cm_buf_take(&b);
+        if (data == NULL) {
+            srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
+        } else {
+            plan_validators(r, etag);
+            srv_req_reply_take(r, 200, "application/mlir", data, len);
+        }
+    }
+    cm_buf_fini(&b);
+    sp_plan_destroy(plan);
+    srv_plan_input_fini(&pi);
+}
+
 void srv_h_plan_get(srv_app *app, srv_req *r, route_args *a)
 {
     cm_error e;
@@ -111,6 +221,22 @@ void srv_h_plan_get(srv_app *app, srv_req *r, route_args *a)
         srv_reply_cm(app, r, &e);
         return;
     }
+    bool mlir = wants_mlir(r);
+    char etag[sizeof blob->etag + 16];
+    plan_etag(blob, mlir ? ".mlir" : "", etag, sizeof etag);
+    const char *inm = srv_req_header(r, "If-None-Match");
+    if (etag[0] != '\0' && inm != NULL && etag_matches(inm, etag)) {
+        srv_blob_release(blob);
+        plan_validators(r, etag);
+        srv_req_reply(r, 304, mlir ? "application/mlir" : "application/json", "", 0);
+        return;
+    }
+    if (mlir) {
+        srv_blob_release(blob);
+        reply_plan_mlir(app, r, a, etag);
+        return;
+    }
+    plan_validators(r, etag);
     reply_plan(r, 200, blob, a->id);
 }
 
@@ -190,6 +316,55 @@ static cm_status load_rules(st_db *db, cm_arena *arena, srv_named_doc **out, siz
     *out = docs;
     *n_out = n;
     return st;
+}
+
+/* Whether c can be part of a call-target name as the input spells it. */
+static bool is_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '$' || c == '.' || c == '-';
+}
+
+/* Whether name occurs in text (len bytes) as a whole name: not inside a
+ * longer one. Every way an input names a custom call's target (MLIR's
+ * `custom_call @NAME`, `@"NAME"`, `call_target_name = "NAME"`, a graph
+ * document's "call_target": "NAME") is such an occurrence, so a rule whose
+ * name does not occur is not used by the input; one that occurs elsewhere
+ * (a value named alike) is kept, which costs only a missed dedup. */
+static bool names_occur(const char *text, size_t len, const char *name)
+{
+    size_t k = strlen(name);
+    if (k == 0 || k > len) {
+        return false;
+    }
+    for (size_t i = 0; i + k <= len; i++) {
+        const char *p = memchr(text + i, name[0], len - k - i + 1);
+        if (p == NULL) {
+            return false;
+        }
+        i = (size_t)(p - text);
+        if (memcmp(p, name, k) == 0 && (i == 0 || !is_name_char(p[-1])) &&
+            (i + k == len || !is_name_char(p[k]))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Keeps, in place, the stored rules the input's custom calls can use (the
+ * plan's hash covers only those, so storing a rule for another call target
+ * changes no plan's hash). */
+static size_t rules_used(const srv_plan_req *pr, srv_named_doc *rules, size_t n)
+{
+    const char *text = pr->graph != NULL ? pr->graph : pr->mlir;
+    size_t len = pr->graph != NULL ? pr->graph_len : pr->mlir_len;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (text != NULL && names_occur(text, len, rules[i].name)) {
+            rules[kept++] = rules[i];
+        }
+    }
+    return kept;
 }
 
 /* Hash of a raw request: everything that can change its answer. */
@@ -335,6 +510,9 @@ static bool resolve_source(srv_app *app, srv_req *r, route_args *a, srv_plan_req
         }
         return false;
     }
+    if (pr->name == NULL && sg.name != NULL && sg.name[0] != '\0') {
+        pr->name = cm_arena_strdup(arena, sg.name); /* the plan is named after its graph */
+    }
     if (sg.format == ST_GRAPH_JSON) {
         pr->graph = cm_arena_strndup(arena, sg.body, sg.body_len);
         pr->graph_len = sg.body_len;
@@ -446,12 +624,20 @@ static cm_status store_plan(srv_req *r, route_args *a, const srv_plan_req *pr,
                             bool *existed, cm_error *e)
 {
     cm_arena *arena = srv_req_arena(r);
+    /* the name the user gave: ?name= (or the envelope's), the graph
+     * document's name, the module's `module @NAME`; else what it is */
+    bool is_json = pr->graph != NULL;
+    const char *gname = pr->name;
+    if (gname == NULL && is_json) {
+        gname = srv_json_get_name(pr->graph, pr->graph_len, arena);
+    }
+    if (gname == NULL) {
+        gname = sp_plan_input(plan)->m->sym_name;
+    }
+    if (gname != NULL && gname[0] == '\0') {
+        gname = NULL;
+    }
     if (s->graph_id == 0) {
-        bool is_json = pr->graph != NULL;
-        const char *gname = pr->name;
-        if (gname == NULL && is_json) {
-            gname = srv_json_get_name(pr->graph, pr->graph_len, arena);
-        }
         st_graph_in gi = {gname != NULL ? gname : (is_json ? "graph" : "module"),
                           is_json ? ST_GRAPH_JSON : ST_GRAPH_MLIR, is_json ? pr->graph : pr->mlir,
                           is_json ? pr->graph_len : pr->mlir_len, NULL};
@@ -466,6 +652,9 @@ static cm_status store_plan(srv_req *r, route_args *a, const srv_plan_req *pr,
     cm_json_put_kv_str(&opts, "pass", sp_plan_pass_name(sp_plan_get_pass(plan)));
     if (s->mesh.name != NULL) {
         cm_json_put_kv_str(&opts, "mesh", s->mesh.name);
+    }
+    if (gname != NULL) {
+        cm_json_put_kv_str(&opts, "name", gname);
     }
     cm_buf_putc(&opts, '}');
     st_plan_in in;
@@ -513,6 +702,9 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
     if (ok && load_rules(a->db, arena, &rules, &n_rules, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
         ok = false;
+    }
+    if (ok) {
+        n_rules = rules_used(&pr, rules, n_rules);
     }
     if (ok && merge_input(&pr, rules, n_rules, &s, &e) != CM_OK) {
         reply_input_error(app, r, &pr, &s, &e);

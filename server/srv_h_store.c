@@ -488,24 +488,26 @@ static void reply_run(srv_app *app, srv_req *r, st_db *db, int64_t id, unsigned 
 }
 
 /* Stores a decoded run request queued and answers it with the run. */
-static void run_create(srv_app *app, srv_req *r, route_args *a, const srv_run_req *rq,
-                       const char *coll, unsigned status)
+/* Stores the run and replies; returns its id, 0 when an error was replied. */
+static int64_t run_create(srv_app *app, srv_req *r, route_args *a, const srv_run_req *rq,
+                          const char *coll, unsigned status)
 {
     cm_error e;
     cm_error_clear(&e);
     if (rq->webhook_url != NULL &&
         srv_bench_webhook_check(rq->webhook_url, "/webhook_url", &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
-        return;
+        return 0;
     }
     int64_t id = 0;
     if (st_bench_create(a->db, rq->plan_id, rq->spec, rq->spec_len, rq->webhook_url, &id, &e) !=
         CM_OK) {
         srv_reply_cm(app, r, &e);
-        return;
+        return 0;
     }
     reply_run(app, r, a->db, id, status, coll);
     srv_bench_kick(app); /* after the read: the answer shows the run queued */
+    return id;
 }
 
 void srv_h_run_post(srv_app *app, srv_req *r, route_args *a)
@@ -522,7 +524,59 @@ void srv_h_run_post(srv_app *app, srv_req *r, route_args *a)
         srv_reply_cm(app, r, &e);
         return;
     }
-    run_create(app, r, a, &rq, "runs", 201);
+    (void)run_create(app, r, a, &rq, "runs", 201);
+}
+
+/* POST /v1/benchmarks with an Idempotency-Key: a retry (the same key from
+ * the same principal, with the same body) answers the run the first request
+ * queued instead of queueing another; the same key with another body is a
+ * 409. Keys are remembered in memory (SRV_IDEM_SLOTS of them, until the
+ * server restarts). The lock is held over the run's creation, so two
+ * concurrent retries queue one run. */
+static void bench_post_idem(srv_app *app, srv_req *r, route_args *a, const srv_run_req *rq,
+                            const char *ikey, const char *body, size_t len)
+{
+    uint8_t key[CM_SHA256_LEN], bh[CM_SHA256_LEN];
+    cm_sha256 c;
+    cm_sha256_init(&c);
+    const char *who = srv_req_principal(r);
+    if (who != NULL) {
+        cm_sha256_update(&c, who, strlen(who));
+    }
+    cm_sha256_update(&c, "\n", 1);
+    cm_sha256_update(&c, ikey, strlen(ikey));
+    cm_sha256_final(&c, key);
+    cm_sha256_init(&c);
+    cm_sha256_update(&c, body, len);
+    cm_sha256_final(&c, bh);
+    pthread_mutex_lock(&app->idem_mu);
+    for (size_t i = 0; i < SRV_IDEM_SLOTS; i++) {
+        struct srv_idem_slot *s = &app->idem[i];
+        if (s->id == 0 || memcmp(s->key, key, sizeof key) != 0) {
+            continue;
+        }
+        int64_t id = s->id;
+        bool same = memcmp(s->body, bh, sizeof bh) == 0;
+        pthread_mutex_unlock(&app->idem_mu);
+        if (!same) {
+            srv_reply_err(app, r, E_CONFLICT, NULL,
+                          "Idempotency-Key '%.64s' was used for another request (run %lld)", ikey,
+                          (long long)id);
+        } else {
+            srv_req_add_header(r, "Idempotent-Replayed", "true");
+            reply_run(app, r, a->db, id, 202, "benchmarks");
+        }
+        return;
+    }
+    int64_t id = run_create(app, r, a, rq, "benchmarks", 202);
+    if (id != 0) {
+        struct srv_idem_slot *s = &app->idem[app->idem_next];
+        app->idem_next = (app->idem_next + 1) % SRV_IDEM_SLOTS;
+        memcpy(s->key, key, sizeof key);
+        memcpy(s->body, bh, sizeof bh);
+        s->id = id;
+    }
+    pthread_mutex_unlock(&app->idem_mu);
 }
 
 /* POST /v1/benchmarks: the flat form, answered 202 (queued). */
@@ -541,7 +595,14 @@ void srv_h_bench_post(srv_app *app, srv_req *r, route_args *a)
         srv_reply_cm(app, r, &e);
         return;
     }
-    run_create(app, r, a, &rq, "benchmarks", 202);
+    const char *ikey = srv_req_header(r, "Idempotency-Key");
+    if (ikey == NULL) {
+        (void)run_create(app, r, a, &rq, "benchmarks", 202);
+    } else if (ikey[0] == '\0' || strlen(ikey) > 255) {
+        srv_reply_err(app, r, E_INVALID, NULL, "Idempotency-Key must be 1 to 255 bytes");
+    } else {
+        bench_post_idem(app, r, a, &rq, ikey, body, len);
+    }
 }
 
 static void run_item(cm_buf *b, const void *item, const void *ctx)

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -759,6 +760,11 @@ const char *srv_req_error_code(const srv_req *r)
     return r->error_code;
 }
 
+const char *srv_req_principal(const srv_req *r)
+{
+    return r->principal;
+}
+
 void srv_req_set_principal(srv_req *r, const char *who)
 {
     r->principal = who;
@@ -787,6 +793,16 @@ void srv_req_add_header(srv_req *r, const char *name, const char *value)
     }
     x->next = r->hdrs;
     r->hdrs = x;
+}
+
+bool srv_req_has_resp_header(const srv_req *r, const char *name)
+{
+    for (const hdr *x = r->hdrs; x != NULL; x = x->next) {
+        if (strcasecmp(x->name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 static void finish(srv_req *r, struct MHD_Response *resp, unsigned status, const char *ctype,

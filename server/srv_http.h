@@ -109,6 +109,8 @@ int srv_req_route_index(const srv_req *r);
 void srv_req_set_error_code(srv_req *r, const char *code);
 const char *srv_req_error_code(const srv_req *r);
 void srv_req_set_principal(srv_req *r, const char *who);
+/* The principal set for the request log, or NULL. */
+const char *srv_req_principal(const srv_req *r);
 /* Marks the request's token as checked (by the early hook), so the handler
  * need not check it again. */
 void srv_req_set_authorized(srv_req *r);
@@ -126,6 +128,8 @@ void *srv_req_user(const srv_req *r);
 
 /* Adds a response header (copied). Call before srv_req_reply*. */
 void srv_req_add_header(srv_req *r, const char *name, const char *value);
+/* Whether a response header name (any case) has been added. */
+bool srv_req_has_resp_header(const srv_req *r, const char *name);
 
 /* Replies with body (len bytes), which must live as long as the request
  * (static, or in the request's arena): it is not copied. */

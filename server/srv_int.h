@@ -58,13 +58,15 @@ void srv_metrics_write(const srv_metrics *m, const char *const *route_names, siz
 typedef struct srv_blob {
     atomic_uint refs;
     size_t len;
-    char data[]; /* len bytes + NUL */
+    char etag[2 * CM_SHA256_LEN + 3]; /* the quoted plan hash, or "" (plan_blob sets it) */
+    char data[];                      /* len bytes + NUL */
 } srv_blob;
 
 srv_blob *srv_blob_create(const char *data, size_t len);
 void srv_blob_release(void *blob); /* drops one reference; frees at zero */
 
 #define SRV_CACHE_SLOTS_MIN 64
+#define SRV_IDEM_SLOTS      1024 /* Idempotency-Keys remembered (srv_h_store.c) */
 #define SRV_CACHE_CHECK_US  20000 /* the store's data version is asked at most this often */
 
 typedef struct srv_cache_slot {
@@ -124,6 +126,16 @@ struct srv_app {
     unsigned slots_busy;   /* jobs holding a planning slot */
 
     srv_metrics metrics;
+
+    /* POST /v1/benchmarks Idempotency-Key: the last SRV_IDEM_SLOTS keys
+     * (hash of principal and key), the body's hash and the run made */
+    pthread_mutex_t idem_mu;
+    struct srv_idem_slot {
+        uint8_t key[CM_SHA256_LEN];
+        uint8_t body[CM_SHA256_LEN];
+        int64_t id; /* 0: empty */
+    } idem[SRV_IDEM_SLOTS];
+    size_t idem_next; /* the slot overwritten next (round robin) */
 
     /* the benchmark supervisor (srv_bench.c), NULL when not running */
     struct srv_bench *bench;

@@ -991,7 +991,14 @@ static void print_scalar(const json_t *v, FILE *out, int width)
     } else if (json_is_integer(v)) {
         snprintf(tmp, sizeof tmp, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     } else if (json_is_real(v)) {
-        snprintf(tmp, sizeof tmp, "%g", json_real_value(v));
+        /* the shortest text that reads back as the same double (no 3.14573e+06) */
+        double d = json_real_value(v);
+        for (int digits = 15; digits <= 17; digits++) {
+            snprintf(tmp, sizeof tmp, "%.*g", digits, d);
+            if (strtod(tmp, NULL) == d) {
+                break;
+            }
+        }
     } else if (json_is_true(v)) {
         s = "true";
     } else if (json_is_false(v)) {

@@ -169,12 +169,68 @@ static bool authorize(srv_app *app, srv_req *r, const route *rt, st_db **db)
     return true;
 }
 
+/* CORS (--cors-origin; off when empty): a request from the allowed origin
+ * gets Access-Control-Allow-Origin on whatever answers it, errors too, so a
+ * browser can read them. Once per request (the early hook and the handler
+ * both call it). */
+static void cors_headers(const srv_app *app, srv_req *r)
+{
+    const char *allowed = app->cfg.cors_origin;
+    const char *origin = srv_req_header(r, "Origin");
+    if (allowed[0] == '\0' || origin == NULL ||
+        srv_req_has_resp_header(r, "Access-Control-Allow-Origin")) {
+        return;
+    }
+    bool any = strcmp(allowed, "*") == 0;
+    if (!any && strcmp(origin, allowed) != 0) {
+        return;
+    }
+    srv_req_add_header(r, "Access-Control-Allow-Origin", any ? "*" : origin);
+    if (!any) {
+        srv_req_add_header(r, "Vary", "Origin");
+    }
+    srv_req_add_header(r, "Access-Control-Expose-Headers",
+                       "ETag, Location, Retry-After, WWW-Authenticate");
+}
+
+/* A CORS preflight (OPTIONS with Access-Control-Request-Method from the
+ * allowed origin): 204 with the methods path allows. False when r is not
+ * one (then the routes answer it, 405 for OPTIONS). */
+static bool cors_preflight(srv_req *r, const char *method, const char *path)
+{
+    if (strcmp(method, "OPTIONS") != 0 || srv_req_header(r, "Access-Control-Request-Method") == NULL ||
+        !srv_req_has_resp_header(r, "Access-Control-Allow-Origin")) {
+        return false;
+    }
+    char allow[64] = "";
+    for (size_t i = 0; i < N_ROUTES; i++) {
+        if (match(routes[i].pattern, path, NULL, NULL)) {
+            size_t n = strlen(allow);
+            snprintf(allow + n, sizeof allow - n, "%s%s", n > 0 ? ", " : "", routes[i].method);
+        }
+    }
+    if (allow[0] == '\0') {
+        return false; /* no resource: 404 */
+    }
+    srv_req_add_header(r, "Access-Control-Allow-Methods", allow);
+    srv_req_add_header(r, "Access-Control-Allow-Headers",
+                       "Authorization, Content-Type, Accept, If-None-Match, Idempotency-Key");
+    srv_req_add_header(r, "Access-Control-Max-Age", "600");
+    srv_req_set_route(r, "cors", ROUTE_NONE);
+    srv_req_reply(r, 204, "text/plain", "", 0);
+    return true;
+}
+
 void srv_routes_handle(void *cls, srv_req *r)
 {
     srv_app *app = cls;
     const char *method = srv_req_method(r);
     const char *path = srv_req_path(r);
     srv_req_set_route(r, "-", ROUTE_NONE);
+    cors_headers(app, r);
+    if (cors_preflight(r, method, path)) {
+        return;
+    }
     if (srv_req_body_too_large(r)) {
         srv_reply_err(app, r, E_TOO_LARGE, NULL, "request body over the %zu-byte limit",
                       srv_req_max_body(r));
@@ -255,6 +311,7 @@ bool srv_routes_early(void *cls, srv_req *r)
     const char *method = srv_req_method(r);
     const char *path = srv_req_path(r);
     const char *cl = srv_req_header(r, "Content-Length");
+    cors_headers(app, r);
     if (strcmp(method, "PUT") == 0 && strncmp(path, "/v1/meshes/", 11) == 0 && cl != NULL &&
         strtoull(cl, NULL, 10) > SRV_MESH_MAX_BYTES) {
         srv_req_set_route(r, "meshes.put", ROUTE_NONE);

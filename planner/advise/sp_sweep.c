@@ -392,14 +392,14 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
             cm_json_put_key(b, "step_s");
             cm_json_put_g(b, r->step_s, 6);
             cm_json_put_key(b, "peak_bytes");
-            cm_json_put_g(b, r->peak_bytes, 17);
+            cm_json_put_f64(b, r->peak_bytes); /* counts: exact, shortest */
             cm_json_put_key(b, "comm_bytes");
-            cm_json_put_g(b, r->comm_bytes, 17);
+            cm_json_put_f64(b, r->comm_bytes);
             cm_json_put_key(b, "flops");
-            cm_json_put_g(b, r->flops, 17);
+            cm_json_put_f64(b, r->flops);
             cm_json_put_kv_bool(b, "fits", r->fits);
             cm_json_put_key(b, "capacity_bytes");
-            cm_json_put_g(b, r->capacity_bytes, 17);
+            cm_json_put_f64(b, r->capacity_bytes);
             cm_json_put_kv_bool(b, "pareto", r->pareto);
         } else {
             cm_json_put_kv_str(b, "error", r->error);

@@ -2351,9 +2351,9 @@ static void put_cost(cm_buf *b, const sp_cost_summary *c, uint32_t n_colls)
     cm_buf_puts(b, "{\"step_s\":");
     cm_json_put_g(b, c->step_s, 6);
     cm_json_put_key(b, "peak_bytes");
-    cm_json_put_g(b, c->peak_bytes, 6);
+    cm_json_put_f64(b, c->peak_bytes); /* exact: a byte count */
     cm_json_put_key(b, "comm_bytes");
-    cm_json_put_g(b, c->comm_bytes, 6);
+    cm_json_put_f64(b, c->comm_bytes);
     cm_buf_puts(b, ",\"collectives\":");
     cm_buf_put_i64(b, n_colls);
     cm_buf_putc(b, '}');

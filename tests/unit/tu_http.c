@@ -107,6 +107,11 @@ static size_t on_header(char *p, size_t s, size_t n, void *ud)
     tu_header_copy(p, len, "Location: ", r->location, sizeof r->location);
     tu_header_copy(p, len, "Allow: ", r->allow, sizeof r->allow);
     tu_header_copy(p, len, "WWW-Authenticate: ", r->www_auth, sizeof r->www_auth);
+    tu_header_copy(p, len, "ETag: ", r->etag, sizeof r->etag);
+    tu_header_copy(p, len, "Cache-Control: ", r->cache_control, sizeof r->cache_control);
+    tu_header_copy(p, len, "Content-Type: ", r->content_type, sizeof r->content_type);
+    tu_header_copy(p, len, "Access-Control-Allow-Origin: ", r->cors_origin,
+                   sizeof r->cors_origin);
     return len;
 }
 

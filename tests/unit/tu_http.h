@@ -43,6 +43,10 @@ typedef struct tu_resp {
     char location[128];
     char allow[128];
     char www_auth[128];
+    char etag[96];
+    char cache_control[128];
+    char content_type[96];
+    char cors_origin[128]; /* Access-Control-Allow-Origin */
     json_t *json; /* parsed body or NULL */
 } tu_resp;
 
