@@ -423,11 +423,21 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     return CM_OK;
 }
 
-static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r, cm_error *err)
+/* Device dev's block of a reduce. A partial result (x->once) starts from
+ * the body's identity on every device but the first of its group, so the
+ * all-reduce after it applies the init value once. */
+static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r, uint32_t dev,
+                            cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
     uint32_t in = o->operands[0], init = o->operands[1];
     const vinfo *I = &p->vi[in], *O = &p->vi[r];
+    uint64_t ident[2] = {0, 0}; /* one element of the init's type */
+    const void *initb = bufs[init];
+    if (x->once != NULL && x->once[dev] == 0) {
+        elem_store(ident, p->vi[init].elem, 0, x->fn == RED_MUL ? 1.0 : 0.0);
+        initb = ident;
+    }
     bool red[EX_MAX_RANK] = {false};
     for (uint32_t i = 0; i < x->na; i++) {
         if (x->a[i] < 0 || x->a[i] >= (int64_t)I->rank) {
@@ -449,7 +459,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
             return cm_error_oom(err);
         }
         cm_status kst =
-            ex_kern_reduce(x->fn, I->elem, bufs[in], I->ldims, I->rank, red, bufs[init], kout);
+            ex_kern_reduce(x->fn, I->elem, bufs[in], I->ldims, I->rank, red, initb, kout);
         if (kst == CM_OK) {
             bufs[r] = kout;
             return CM_OK;
@@ -466,7 +476,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
         cm_free(out);
         return cm_error_oom(err);
     }
-    double iv = elem_load(bufs[init], p->vi[init].elem, 0);
+    double iv = elem_load(initb, p->vi[init].elem, 0);
     for (size_t i = 0; i < O->lcount; i++) {
         acc[i] = iv;
     }
@@ -641,7 +651,14 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
         return CM_OK;
     }
     case SP_OP_SCATTER: {
-        if (copy_view(p, bufs, dev, v, r, out) != CM_OK) {
+        if (x->once != NULL && x->once[dev] == 0) {
+            /* a partial result: the first device of the group holds the
+             * operand, the others start from the combiner's identity */
+            memset(out, 0, O->lcount * O->esz);
+            for (size_t i = 0; x->fn == RED_MUL && i < O->lcount; i++) {
+                elem_store(out, O->elem, i, 1.0);
+            }
+        } else if (copy_view(p, bufs, dev, v, r, out) != CM_OK) {
             return cm_error_oom(err);
         }
         ex_block ixb = block_of(p, dev, o->operands[1], bufs[o->operands[1]]);
@@ -802,13 +819,13 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_DOT_GENERAL:
         return run_dot(p, x, bufs, r, err);
     case SP_OP_REDUCE:
-        return run_reduce(p, x, bufs, r, err);
+        return run_reduce(p, x, bufs, r, dev, err);
     case SP_OP_SORT:
         return run_sort(p, x, bufs, dev, err);
     default:
         break;
     }
-    if (x->kind == SP_OP_RESHAPE) {
+    if (x->kind == SP_OP_RESHAPE && !x->gather_reshape) {
         /* A reshape of a value used for the last time takes its buffer
          * (same bytes) instead of copying it; the spare buffers follow, so
          * the next iteration allocates nothing either (ex_buf_alloc). */
@@ -1050,6 +1067,31 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     }
     case SP_OP_RESHAPE: {
         uint32_t v = o->operands[0];
+        if (x->gather_reshape) {
+            /* the operand is whole: each element of the result block at its
+             * global row-major place (padding stays zero) */
+            const vinfo *I = &p->vi[v];
+            const int64_t *ro = voff(p, r, dev);
+            int64_t c[EX_MAX_RANK] = {0};
+            size_t i = 0;
+            memset(out, 0, O->lcount * O->esz);
+            if (O->lcount > 0) {
+                do {
+                    bool valid = true;
+                    size_t g = 0;
+                    for (uint32_t k = 0; k < O->rank; k++) {
+                        valid = valid && ro[k] + c[k] < O->gdims[k];
+                        g = g * (size_t)O->gdims[k] + (size_t)(ro[k] + c[k]);
+                    }
+                    if (valid && g < I->lcount) {
+                        memcpy((char *)out + i * O->esz, (const char *)bufs[v] + g * O->esz,
+                               O->esz);
+                    }
+                    i++;
+                } while (next_coord(c, O->ldims, O->rank));
+            }
+            break;
+        }
         if (p->vi[v].lcount != O->lcount) {
             st = ex_local_error(p, x, err, "local shards of operand and result differ in size");
             break;
