@@ -1260,14 +1260,16 @@ static cm_status local_slice(prog *p, xop *x)
     return CM_OK;
 }
 
-/* Whether every device's block of v is one run [start, start + count) of
- * the value in row-major order, without padding; *start per device. */
-static bool block_contiguous(const prog *p, uint32_t v, uint32_t d, int64_t *start)
+/* Whether device d's block of v, in dims [from, to) of v seen as a tensor
+ * of their own, is one run [*start, *start + *count) of it in row-major
+ * order, without padding. */
+static bool group_run(const prog *p, uint32_t v, uint32_t d, uint32_t from, uint32_t to,
+                      int64_t *start, int64_t *count)
 {
     const vinfo *vi = &p->vi[v];
     bool outer = true; /* only dims of extent 1 so far */
-    int64_t s = 0;
-    for (uint32_t k = 0; k < vi->rank; k++) {
+    int64_t s = 0, n = 1;
+    for (uint32_t k = from; k < to; k++) {
         int64_t off = voff(p, v, d)[k];
         if (valid_len(vi, k, off) != vi->ldims[k] || (!outer && vi->ldims[k] != vi->gdims[k])) {
             return false;
@@ -1276,13 +1278,56 @@ static bool block_contiguous(const prog *p, uint32_t v, uint32_t d, int64_t *sta
             outer = false;
         }
         s = s * vi->gdims[k] + off;
+        n *= vi->ldims[k];
     }
     *start = s;
+    *count = n;
+    return true;
+}
+
+/* Whether a reshape of v into r is a copy of each device's block: the dims
+ * fall into groups of equal extent (operand dims [i0, i) against result
+ * dims [j0, j)), and in each group the two blocks are the same (one dim on
+ * each side: same extent and offset, padding included) or the same run of
+ * elements of the group. */
+static bool reshape_is_local(const prog *p, uint32_t v, uint32_t r)
+{
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    if (count_of(I->gdims, I->rank) == 0 || count_of(O->gdims, O->rank) == 0) {
+        return I->lcount == O->lcount;
+    }
+    uint32_t i = 0, j = 0;
+    while (i < I->rank || j < O->rank) {
+        uint32_t i0 = i, j0 = j;
+        int64_t pi = i < I->rank ? I->gdims[i++] : 1, pj = j < O->rank ? O->gdims[j++] : 1;
+        while (pi != pj) {
+            if (pi < pj && i < I->rank) {
+                pi *= I->gdims[i++];
+            } else if (pj < pi && j < O->rank) {
+                pj *= O->gdims[j++];
+            } else {
+                return false;
+            }
+        }
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            if (i - i0 == 1 && j - j0 == 1) {
+                if (I->ldims[i0] != O->ldims[j0] || voff(p, v, d)[i0] != voff(p, r, d)[j0]) {
+                    return false;
+                }
+                continue;
+            }
+            int64_t sa = 0, na = 0, sb = 0, nb = 0;
+            if (!group_run(p, v, d, i0, i, &sa, &na) || !group_run(p, r, d, j0, j, &sb, &nb) ||
+                sa != sb || na != nb) {
+                return false;
+            }
+        }
+    }
     return true;
 }
 
 /* A reshape copies a device's block when operand and result blocks hold
- * the same run of elements; when the operand is held whole each result
+ * the same elements in the same order (reshape_is_local); when the operand is held whole each result
  * element is read at its place; otherwise each device reads its result
  * block from the devices holding the elements (x->peer_read). */
 static void local_reshape(prog *p, xop *x)
@@ -1291,13 +1336,7 @@ static void local_reshape(prog *p, xop *x)
     uint32_t v = o->operands[0], r = o->first_result;
     const vinfo *I = &p->vi[v];
     p->vi[r].pkind = I->pkind;
-    bool same = true;
-    for (uint32_t d = 0; same && d < p->n_dev; d++) {
-        int64_t a = 0, b = 0;
-        same = I->lcount == p->vi[r].lcount && block_contiguous(p, v, d, &a) &&
-               block_contiguous(p, r, d, &b) && a == b;
-    }
-    if (same) {
+    if (I->lcount == p->vi[r].lcount && reshape_is_local(p, v, r)) {
         return;
     }
     bool whole = true;

@@ -256,6 +256,18 @@ static void test_ex_sharded_reshape_reads_what_it_needs(void **state)
         "{\"x\"}]>}) -> tensor<48xf32> {\n"
         "  %0 = stablehlo.reshape %arg0 : (tensor<8x6xf32>) -> tensor<48xf32>\n"
         "  return %0 : tensor<48xf32>\n}\n",
+        /* a split minor dimension split further: the blocks stay copies */
+        "func.func @main(%arg0: tensor<8x128xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, "
+        "{\"x\"}]>}) -> tensor<8x4x32xf32> {\n"
+        "  %0 = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        "[{}, {\"x\"}, {}]>]>} : (tensor<8x128xf32>) -> tensor<8x4x32xf32>\n"
+        "  return %0 : tensor<8x4x32xf32>\n}\n",
+        /* a padded split dimension (6 over 4) kept, the next one split */
+        "func.func @main(%arg0: tensor<6x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}) -> tensor<6x2x4xf32> {\n"
+        "  %0 = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        "[{\"x\"}, {}, {}]>]>} : (tensor<6x8xf32>) -> tensor<6x2x4xf32>\n"
+        "  return %0 : tensor<6x2x4xf32>\n}\n",
         /* a padded split dimension (6 over 4) split in two */
         "func.func @main(%arg0: tensor<6x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
         "[{\"x\"}, {}]>}) -> tensor<3x16xf32> {\n"
