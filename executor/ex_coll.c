@@ -597,8 +597,7 @@ static uint32_t holder(const prog *p, uint32_t v, const int64_t *c, uint32_t me,
  * hold (xop.peer_read): each valid element of me's result block is read
  * from a device whose operand block holds its global source position (a
  * reshard of the operand, done element by element: these ops are rare). */
-static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t me,
-                               cm_error *err)
+static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
     uint32_t v = o->operands[0], r = o->first_result;

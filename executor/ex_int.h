@@ -8,8 +8,14 @@
  * buffers, every device through the same control flow, running local ops
  * (ex_ops.c) and collectives (ex_coll.c). Collectives synchronise with a
  * barrier before (every operand is ready) and after (every peer is done
- * reading), so a buffer can be freed after its last use. A failing worker
- * keeps taking the barriers, so the others never wait forever. Arguments,
+ * reading), so a buffer can be freed after its last use. On sharded
+ * dimensions (prepare_sharded, ex_prepare.c) a reduce or scatter leaves
+ * partial results that know their reduction kind (vinfo.pkind), which the
+ * all-reduce combines by, with the init value (operand) on one device of
+ * each group; a slice or reshape whose result block needs elements other
+ * devices hold reads them between two barriers (xop.peer_read, ex_coll.c),
+ * a reshard, instead of computing from a block that lacks them. A failing
+ * worker keeps taking the barriers, so the others never wait forever. Arguments,
  * comparison, partitioning and the check are ex_check.c.
  * Thread contract: a prog is only read while its workers run; shared is the
  * state of one run, which its workers synchronise on (atomics, barrier). */
@@ -34,7 +40,6 @@
 
 /* Reduction kinds (reduce bodies, scatter combiners, partial results). */
 enum { RED_ADD, RED_MAX, RED_MIN, RED_MUL, RED_AND, RED_OR };
-
 
 static inline bool elem_supported(sp_elem e)
 {
@@ -175,8 +180,7 @@ static inline void elem_add(void *dst, size_t di, const void *src, size_t si, sp
         memcpy((char *)dst + di * sizeof(T), &a_, sizeof(T));                                      \
     } while (0)
 
-static inline void elem_combine(void *dst, size_t di, const void *src, size_t si, sp_elem e,
-                                int fn)
+static inline void elem_combine(void *dst, size_t di, const void *src, size_t si, sp_elem e, int fn)
 {
     if (fn == RED_ADD) {
         elem_add(dst, di, src, si, e);

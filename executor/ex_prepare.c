@@ -1327,9 +1327,10 @@ static bool reshape_is_local(const prog *p, uint32_t v, uint32_t r)
 }
 
 /* A reshape copies a device's block when operand and result blocks hold
- * the same elements in the same order (reshape_is_local); when the operand is held whole each result
- * element is read at its place; otherwise each device reads its result
- * block from the devices holding the elements (x->peer_read). */
+ * the same elements in the same order (reshape_is_local); when the operand
+ * is held whole each result element is read at its place; otherwise each
+ * device reads its result block from the devices holding the elements
+ * (x->peer_read). */
 static void local_reshape(prog *p, xop *x)
 {
     const sp_op *o = &p->m->ops[x->op];

@@ -73,11 +73,16 @@ static void test_ex_sharded_reduce_kinds_combine_by_kind(void **state)
     static const struct {
         const char *ty, *init, *body;
     } cases[] = {
-        {"f32", "0xFF800000", "maximum"}, {"f32", "0x7F800000", "minimum"},
-        {"f32", "1.0", "multiply"},       {"f64", "0xFFF0000000000000", "maximum"},
-        {"i32", "-2147483648", "maximum"}, {"i32", "2147483647", "minimum"},
-        {"i32", "1", "multiply"},         {"i64", "1", "multiply"},
-        {"ui8", "255", "minimum"},        {"i32", "0", "or"},
+        {"f32", "0xFF800000", "maximum"},
+        {"f32", "0x7F800000", "minimum"},
+        {"f32", "1.0", "multiply"},
+        {"f64", "0xFFF0000000000000", "maximum"},
+        {"i32", "-2147483648", "maximum"},
+        {"i32", "2147483647", "minimum"},
+        {"i32", "1", "multiply"},
+        {"i64", "1", "multiply"},
+        {"ui8", "255", "minimum"},
+        {"i32", "0", "or"},
         {"i32", "-1", "and"},
     };
     char buf[4096];
@@ -115,8 +120,8 @@ static void test_ex_sharded_reduce_init_applied_once(void **state)
     static const struct {
         const char *ty, *init, *body;
     } cases[] = {
-        {"f32", "3.0", "add"},    {"f32", "2.0", "multiply"}, {"f64", "-7.5", "add"},
-        {"i32", "5", "add"},      {"i32", "3", "multiply"},   {"f32", "0.25", "maximum"},
+        {"f32", "3.0", "add"},       {"f32", "2.0", "multiply"}, {"f64", "-7.5", "add"},
+        {"i32", "5", "add"},         {"i32", "3", "multiply"},   {"f32", "0.25", "maximum"},
         {"f32", "-0.25", "minimum"},
     };
     char buf[4096];
@@ -156,8 +161,8 @@ static void test_ex_sharded_scatter_counts_operand_once(void **state)
     static const struct {
         const char *ty, *op;
     } cases[] = {
-        {"f32", "add"}, {"f32", "multiply"}, {"f32", "maximum"}, {"f32", "minimum"},
-        {"i32", "add"}, {"f64", "add"},
+        {"f32", "add"},     {"f32", "multiply"}, {"f32", "maximum"},
+        {"f32", "minimum"}, {"i32", "add"},      {"f64", "add"},
     };
     char buf[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -186,8 +191,8 @@ static cm_status run_as_given(const char *mod, uint32_t devices, cm_error *err)
         assert_int_equal(n_got, n_want);
         ex_tensors_compare(want, got, n_want, 1, &mm);
         if (!mm.match) {
-            fail_msg("%u devices: mismatch at result %u %s: expected %g got %g", devices,
-                     mm.result, mm.where, mm.expected, mm.got);
+            fail_msg("%u devices: mismatch at result %u %s: expected %g got %g", devices, mm.result,
+                     mm.where, mm.expected, mm.got);
         }
     }
     ex_tensors_free(args, n_args);
