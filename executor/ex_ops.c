@@ -423,6 +423,61 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     return CM_OK;
 }
 
+/* A reduce's operand block on dev with the padding along its reduced
+ * dimensions (the last shards of a split, non-divisible dimension) set to
+ * what leaves the result alone: 0 for add, 1 for multiply, the init value
+ * for the idempotent max, min, and, or. *out NULL: no such padding (the
+ * block is read as it is). CM_ENOMEM only. */
+static cm_status mask_padding(const prog *p, const xop *x, void **bufs, uint32_t dev, void **out)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t in = o->operands[0], init = o->operands[1];
+    const vinfo *I = &p->vi[in];
+    int64_t valid[EX_MAX_RANK];
+    bool any = false;
+    *out = NULL;
+    for (uint32_t k = 0; k < I->rank; k++) {
+        valid[k] = I->ldims[k];
+    }
+    for (uint32_t i = 0; i < x->na; i++) {
+        if (x->a[i] >= 0 && x->a[i] < (int64_t)I->rank) {
+            uint32_t k = (uint32_t)x->a[i];
+            valid[k] = valid_len(I, k, voff(p, in, dev)[k]);
+            any = any || valid[k] < I->ldims[k];
+        }
+    }
+    if (!any || I->lcount == 0) {
+        return CM_OK;
+    }
+    uint64_t fill[2] = {0, 0};
+    if (x->fn == RED_ADD || x->fn == RED_MUL) {
+        elem_store(fill, I->elem, 0, x->fn == RED_MUL ? 1.0 : 0.0);
+    } else if (p->vi[init].elem == I->elem) {
+        memcpy(fill, bufs[init], I->esz);
+    } else {
+        elem_store(fill, I->elem, 0, elem_load(bufs[init], p->vi[init].elem, 0));
+    }
+    char *m = cm_alloc(I->lcount * I->esz + 1u);
+    if (m == NULL) {
+        return CM_ENOMEM;
+    }
+    memcpy(m, bufs[in], I->lcount * I->esz);
+    int64_t c[EX_MAX_RANK] = {0};
+    size_t i = 0;
+    do {
+        bool pad = false;
+        for (uint32_t k = 0; k < I->rank && !pad; k++) {
+            pad = c[k] >= valid[k];
+        }
+        if (pad) {
+            memcpy(m + i * I->esz, fill, I->esz);
+        }
+        i++;
+    } while (next_coord(c, I->ldims, I->rank));
+    *out = m;
+    return CM_OK;
+}
+
 /* Device dev's block of a reduce. A partial result (x->once) starts from
  * the body's identity on every device but the first of its group, so the
  * all-reduce after it applies the init value once. */
@@ -438,6 +493,12 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
         elem_store(ident, p->vi[init].elem, 0, x->fn == RED_MUL ? 1.0 : 0.0);
         initb = ident;
     }
+    void *masked = NULL;
+    cm_status mst = mask_padding(p, x, bufs, dev, &masked);
+    if (mst != CM_OK) {
+        return cm_error_oom(err);
+    }
+    const void *inb = masked != NULL ? masked : bufs[in];
     bool red[EX_MAX_RANK] = {false};
     for (uint32_t i = 0; i < x->na; i++) {
         if (x->a[i] < 0 || x->a[i] >= (int64_t)I->rank) {
@@ -458,14 +519,15 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
         if (kout == NULL) {
             return cm_error_oom(err);
         }
-        cm_status kst =
-            ex_kern_reduce(x->fn, I->elem, bufs[in], I->ldims, I->rank, red, initb, kout);
+        cm_status kst = ex_kern_reduce(x->fn, I->elem, inb, I->ldims, I->rank, red, initb, kout);
         if (kst == CM_OK) {
+            cm_free(masked);
             bufs[r] = kout;
             return CM_OK;
         }
         cm_free(kout);
         if (kst == CM_ENOMEM) {
+            cm_free(masked);
             return cm_error_oom(err);
         }
     }
@@ -474,6 +536,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
     if (acc == NULL || out == NULL) {
         cm_free(acc);
         cm_free(out);
+        cm_free(masked);
         return cm_error_oom(err);
     }
     double iv = elem_load(initb, p->vi[init].elem, 0);
@@ -491,7 +554,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
                     oi = oi * (size_t)O->ldims[q++] + (size_t)c[k];
                 }
             }
-            acc[oi] = reduce_fn(x->fn, acc[oi], elem_load(bufs[in], I->elem, i));
+            acc[oi] = reduce_fn(x->fn, acc[oi], elem_load(inb, I->elem, i));
             i++;
         } while (next_coord(c, I->ldims, I->rank));
     }
@@ -499,6 +562,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
         elem_store(out, O->elem, i, acc[i]);
     }
     cm_free(acc);
+    cm_free(masked);
     bufs[r] = out;
     return CM_OK;
 }

@@ -1140,17 +1140,6 @@ static bool dim_split(const prog *p, uint32_t v, uint32_t k)
     return p->vi[v].ldims[k] < p->vi[v].gdims[k];
 }
 
-/* Whether some device's block of v is padded in dimension k. */
-static bool dim_padded(const prog *p, uint32_t v, uint32_t k)
-{
-    for (uint32_t d = 0; d < p->n_dev; d++) {
-        if (valid_len(&p->vi[v], k, voff(p, v, d)[k]) < p->vi[v].ldims[k]) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* x->once for a partial result: a device starts from the init value (the
  * operand) when its block of v starts at 0 in every dimension of split[]. */
 static cm_status once_make(prog *p, xop *x, uint32_t v, const bool *split, cm_error *err)
@@ -1171,7 +1160,8 @@ static cm_status once_make(prog *p, xop *x, uint32_t v, const bool *split, cm_er
 
 /* A reduce over a split dimension leaves partial results of its body's
  * kind for the all-reduce after it; an add or multiply applies its init
- * value on one device of each reduction group only. */
+ * value on one device of each reduction group only (padding along the
+ * split dimension: mask_padding, ex_ops.c). */
 static cm_status partial_reduce(prog *p, xop *x, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
@@ -1181,12 +1171,6 @@ static cm_status partial_reduce(prog *p, xop *x, cm_error *err)
         uint32_t k = (uint32_t)x->a[i];
         if (x->a[i] < 0 || k >= p->vi[in].rank || !dim_split(p, in, k)) {
             continue;
-        }
-        if (x->fn != RED_ADD && x->fn != RED_OR && dim_padded(p, in, k)) {
-            return ex_op_error(p, x->op, err,
-                               "%s over dimension %u, split over the devices with padding, "
-                               "cannot be executed yet (its body is not an add)",
-                               o->name, k);
         }
         split[k] = any = true;
     }

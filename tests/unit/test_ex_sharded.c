@@ -133,6 +133,39 @@ static void test_ex_sharded_reduce_init_applied_once(void **state)
     }
 }
 
+/* Reductions over a split dimension that does not divide (7 over 2 and 4
+ * devices): the padding of the last shards must not count, whatever the
+ * elementwise ops before wrote there (exp(0) is 1). */
+static void test_ex_sharded_reduce_over_padded_dimension(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "func.func @main(%arg0: tensor<8x7xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, "
+        "{\"x\"}]>}) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {\n"
+        "  %zero = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        "  %one = stablehlo.constant dense<1.0> : tensor<f32>\n"
+        "  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+        "  %inf = stablehlo.constant dense<0x7F800000> : tensor<f32>\n"
+        "  %e = stablehlo.exponential %arg0 : tensor<8x7xf32>\n"
+        "  %a = stablehlo.abs %arg0 : tensor<8x7xf32>\n"
+        "  %n = stablehlo.negate %a : tensor<8x7xf32>\n"
+        "  %0 = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1] "
+        ": (tensor<8x7xf32>, tensor<f32>) -> tensor<8xf32>\n"
+        "  %1 = stablehlo.reduce(%n init: %ninf) applies stablehlo.maximum across dimensions = "
+        "[1] : (tensor<8x7xf32>, tensor<f32>) -> tensor<8xf32>\n"
+        "  %2 = stablehlo.reduce(%a init: %inf) applies stablehlo.minimum across dimensions = "
+        "[1] : (tensor<8x7xf32>, tensor<f32>) -> tensor<8xf32>\n"
+        "  %3 = stablehlo.reduce(%arg0 init: %one) applies stablehlo.multiply across "
+        "dimensions = [1] : (tensor<8x7xf32>, tensor<f32>) -> tensor<8xf32>\n"
+        "  return %0, %1, %2, %3 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, "
+        "tensor<8xf32>\n}\n";
+    char buf[4096];
+    for (size_t s = 0; s < 2; s++) {
+        on_mesh(buf, sizeof buf, sizes[s], body);
+        assert_matches(buf, sizes[s]);
+    }
+}
+
 /* scatter of 16 rows of updates, sharded along their scatter dimension,
  * into a replicated 8x4 operand with body op. */
 static void scatter_module(char *buf, size_t len, uint32_t n, const char *ty, const char *op)
@@ -301,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_ex_sharded_reduce_kinds_combine_by_kind),
         cmocka_unit_test(test_ex_sharded_reduce_over_two_axes),
         cmocka_unit_test(test_ex_sharded_reduce_init_applied_once),
+        cmocka_unit_test(test_ex_sharded_reduce_over_padded_dimension),
         cmocka_unit_test(test_ex_sharded_scatter_counts_operand_once),
         cmocka_unit_test(test_ex_sharded_slice_reads_what_it_needs),
         cmocka_unit_test(test_ex_sharded_reshape_reads_what_it_needs),
