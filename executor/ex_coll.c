@@ -288,7 +288,7 @@ static void all_reduce_item(const prog *p, const xop *x, shared *sh, uint32_t v,
 {
     const vinfo *O = &p->vi[r];
     const int64_t *grp = &x->groups[g * x->gsize];
-    if (O->elem == SP_ELEM_F32 && x->gsize <= COLL_MAX_FAST) {
+    if (O->elem == SP_ELEM_F32 && x->gsize <= COLL_MAX_FAST && x->fn == RED_ADD) {
         const float *in[COLL_MAX_FAST];
         float *out[COLL_MAX_FAST];
         for (uint32_t j = 0; j < x->gsize; j++) {
@@ -298,8 +298,9 @@ static void all_reduce_item(const prog *p, const xop *x, shared *sh, uint32_t v,
         ex_mem_sum_f32(out, x->gsize, in, x->gsize, e - b, stream);
         return;
     }
-    /* Other types (and larger groups): a block of the sum in the element
-     * type itself, added in group order (elem_add: integers wrap). */
+    /* Other types, larger groups and partials of other kinds (x->fn, the
+     * operand's reduction: ex_prepare.c): a block of the combination in the
+     * element type itself, in group order (elem_combine: integers wrap). */
     enum { BLOCK = 2048 }; /* elements of up to 8 bytes: 16 KiB, stays in L1 */
     uint64_t words[BLOCK];
     char *acc = (char *)words;
@@ -309,7 +310,7 @@ static void all_reduce_item(const prog *p, const xop *x, shared *sh, uint32_t v,
         for (uint32_t j = 1; j < x->gsize; j++) {
             const void *src = wbufs(sh, (uint32_t)grp[j])[v];
             for (size_t i = 0; i < n; i++) {
-                elem_add(acc, i, src, c + i, O->elem);
+                elem_combine(acc, i, src, c + i, O->elem, x->fn);
             }
         }
         for (uint32_t j = 0; j < x->gsize; j++) {
@@ -572,8 +573,85 @@ static void scatter_item(const prog *p, const xop *x, shared *sh, uint32_t v, ui
 /* Worker me's part of collective x: items from the shared counter
  * (reset before the collective's first barrier) until none is left. Every
  * device's result buffer was allocated before that barrier. */
+/* The device holding global position c of v (me when it does, else the
+ * last one found, *hint, or the first that does); n_dev when none does. */
+static uint32_t holder(const prog *p, uint32_t v, const int64_t *c, uint32_t me, uint32_t *hint)
+{
+    const vinfo *vi = &p->vi[v];
+    for (uint32_t t = 0; t < p->n_dev + 2u; t++) {
+        uint32_t d = t == 0 ? me : t == 1 ? *hint : t - 2u;
+        const int64_t *off = voff(p, v, d);
+        bool in = true;
+        for (uint32_t k = 0; in && k < vi->rank; k++) {
+            in = c[k] >= off[k] && c[k] < off[k] + valid_len(vi, k, off[k]);
+        }
+        if (in) {
+            *hint = d;
+            return d;
+        }
+    }
+    return p->n_dev;
+}
+
+/* A slice or reshape whose result block on me needs elements other devices
+ * hold (xop.peer_read): each valid element of me's result block is read
+ * from a device whose operand block holds its global source position (a
+ * reshard of the operand, done element by element: these ops are rare). */
+static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    const int64_t *ro = voff(p, r, me);
+    char *out = wbufs(sh, me)[r];
+    if (O->lcount == 0) {
+        return CM_OK;
+    }
+    if (x->kind == SP_OP_SLICE && (x->na != I->rank || x->nc != I->rank || O->rank != I->rank)) {
+        return ex_local_error(p, x, err, "slice attributes do not match the operand");
+    }
+    int64_t c[EX_MAX_RANK] = {0}, src[EX_MAX_RANK] = {0};
+    uint32_t hint = me;
+    size_t i = 0;
+    do {
+        bool valid = true;
+        size_t g = 0;
+        for (uint32_t k = 0; k < O->rank; k++) {
+            valid = valid && ro[k] + c[k] < O->gdims[k];
+            g = g * (size_t)O->gdims[k] + (size_t)(ro[k] + c[k]);
+        }
+        if (valid) {
+            if (x->kind == SP_OP_SLICE) {
+                for (uint32_t k = 0; k < I->rank; k++) {
+                    src[k] = x->a[k] + x->c[k] * (ro[k] + c[k]);
+                }
+            } else {
+                for (uint32_t k = I->rank; k-- > 0;) {
+                    src[k] = I->gdims[k] > 0 ? (int64_t)(g % (size_t)I->gdims[k]) : 0;
+                    g = I->gdims[k] > 0 ? g / (size_t)I->gdims[k] : 0;
+                }
+            }
+            uint32_t d = holder(p, v, src, me, &hint);
+            if (d == p->n_dev) {
+                return ex_local_error(p, x, err, "no device holds an element the result needs");
+            }
+            const int64_t *so = voff(p, v, d);
+            size_t li = 0;
+            for (uint32_t k = 0; k < I->rank; k++) {
+                li = li * (size_t)I->ldims[k] + (size_t)(src[k] - so[k]);
+            }
+            memcpy(out + i * O->esz, (const char *)wbufs(sh, d)[v] + li * I->esz, O->esz);
+        }
+        i++;
+    } while (next_coord(c, O->ldims, O->rank));
+    return CM_OK;
+}
+
 cm_status ex_coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err)
 {
+    if (x->peer_read) {
+        return peer_read_run(p, x, sh, me, err);
+    }
     const sp_op *o = &p->m->ops[x->op];
     uint32_t v = o->operands[0], r = o->first_result;
     const vinfo *O = &p->vi[r];

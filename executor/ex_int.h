@@ -8,8 +8,14 @@
  * buffers, every device through the same control flow, running local ops
  * (ex_ops.c) and collectives (ex_coll.c). Collectives synchronise with a
  * barrier before (every operand is ready) and after (every peer is done
- * reading), so a buffer can be freed after its last use. A failing worker
- * keeps taking the barriers, so the others never wait forever. Arguments,
+ * reading), so a buffer can be freed after its last use. On sharded
+ * dimensions (prepare_sharded, ex_prepare.c) a reduce or scatter leaves
+ * partial results that know their reduction kind (vinfo.pkind), which the
+ * all-reduce combines by, with the init value (operand) on one device of
+ * each group; a slice or reshape whose result block needs elements other
+ * devices hold reads them between two barriers (xop.peer_read, ex_coll.c),
+ * a reshard, instead of computing from a block that lacks them. A failing
+ * worker keeps taking the barriers, so the others never wait forever. Arguments,
  * comparison, partitioning and the check are ex_check.c.
  * Thread contract: a prog is only read while its workers run; shared is the
  * state of one run, which its workers synchronise on (atomics, barrier). */
@@ -31,6 +37,9 @@
 #include "sp_ops.h"
 
 /* ---- element access ---------------------------------------------------------- */
+
+/* Reduction kinds (reduce bodies, scatter combiners, partial results). */
+enum { RED_ADD, RED_MAX, RED_MIN, RED_MUL, RED_AND, RED_OR };
 
 static inline bool elem_supported(sp_elem e)
 {
@@ -145,6 +154,77 @@ static inline void elem_add(void *dst, size_t di, const void *src, size_t si, sp
 }
 #undef EX_ADD_BITS
 
+/* dst[di] = dst[di] fn src[si] in element type e (fn RED_*): add as
+ * elem_add, integer products wrap around in their width, max and min keep
+ * a NaN, and/or are bitwise (i1 as 0/1). */
+#define EX_COMBINE_FLOAT(T)                                                                        \
+    do {                                                                                           \
+        T a_, b_;                                                                                  \
+        memcpy(&a_, (const char *)dst + di * sizeof(T), sizeof(T));                                \
+        memcpy(&b_, (const char *)src + si * sizeof(T), sizeof(T));                                \
+        a_ = fn == RED_MUL   ? a_ * b_                                                             \
+             : fn == RED_MAX ? (a_ > b_ || a_ != a_ ? a_ : b_)                                     \
+                             : (a_ < b_ || a_ != a_ ? a_ : b_);                                    \
+        memcpy((char *)dst + di * sizeof(T), &a_, sizeof(T));                                      \
+    } while (0)
+#define EX_COMBINE_INT(T, U)                                                                       \
+    do {                                                                                           \
+        T a_, b_;                                                                                  \
+        memcpy(&a_, (const char *)dst + di * sizeof(T), sizeof(T));                                \
+        memcpy(&b_, (const char *)src + si * sizeof(T), sizeof(T));                                \
+        a_ = fn == RED_MUL   ? (T)(U)((uint64_t)(U)a_ * (uint64_t)(U)b_)                           \
+             : fn == RED_MAX ? (a_ > b_ ? a_ : b_)                                                 \
+             : fn == RED_MIN ? (a_ < b_ ? a_ : b_)                                                 \
+             : fn == RED_AND ? (T)(a_ & b_)                                                        \
+                             : (T)(a_ | b_);                                                       \
+        memcpy((char *)dst + di * sizeof(T), &a_, sizeof(T));                                      \
+    } while (0)
+
+static inline void elem_combine(void *dst, size_t di, const void *src, size_t si, sp_elem e, int fn)
+{
+    if (fn == RED_ADD) {
+        elem_add(dst, di, src, si, e);
+        return;
+    }
+    switch (e) {
+    case SP_ELEM_F32:
+        EX_COMBINE_FLOAT(float);
+        return;
+    case SP_ELEM_F64:
+        EX_COMBINE_FLOAT(double);
+        return;
+    case SP_ELEM_I8:
+        EX_COMBINE_INT(int8_t, uint8_t);
+        return;
+    case SP_ELEM_I16:
+        EX_COMBINE_INT(int16_t, uint16_t);
+        return;
+    case SP_ELEM_I32:
+        EX_COMBINE_INT(int32_t, uint32_t);
+        return;
+    case SP_ELEM_I64:
+        EX_COMBINE_INT(int64_t, uint64_t);
+        return;
+    case SP_ELEM_UI8:
+    case SP_ELEM_I1:
+        EX_COMBINE_INT(uint8_t, uint8_t);
+        return;
+    case SP_ELEM_UI16:
+        EX_COMBINE_INT(uint16_t, uint16_t);
+        return;
+    case SP_ELEM_UI32:
+        EX_COMBINE_INT(uint32_t, uint32_t);
+        return;
+    case SP_ELEM_UI64:
+        EX_COMBINE_INT(uint64_t, uint64_t);
+        return;
+    default:
+        return;
+    }
+}
+#undef EX_COMBINE_FLOAT
+#undef EX_COMBINE_INT
+
 /* ---- the prepared program --------------------------------------------------- */
 
 typedef struct vinfo {
@@ -165,9 +245,10 @@ typedef struct vinfo {
     size_t lcount;         /* local elements */
     uint32_t last_use;     /* index in its home block of the last op using it (directly or
                               inside that op's regions) */
+    int pkind;             /* RED_*: how the devices' blocks of a partial result (a reduce or
+                              scatter over a sharded dimension, before its all-reduce)
+                              combine; RED_ADD for any other value */
 } vinfo;
-
-enum { RED_ADD, RED_MAX, RED_MIN, RED_MUL, RED_AND, RED_OR };
 
 enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE };
 
@@ -191,6 +272,16 @@ typedef struct xop {
     uint32_t *sub;                /* while: cond, body; case/if: branches; call: the callee's
                                      body (block ids) */
     uint32_t n_sub;
+    uint8_t *once;                /* reduce, scatter of a partial result: per device, 1 when it
+                                     starts from the init value (operand), 0 when from the
+                                     identity, so the all-reduce counts it once; NULL: every
+                                     device starts from it */
+    bool gather_reshape;          /* reshape: the operand is held whole, each result element
+                                     is read at its global position (not a block copy) */
+    bool peer_read;               /* slice, reshape whose result blocks need elements other
+                                     devices hold: run between two barriers, each worker
+                                     reading its result block from the devices' operand
+                                     blocks (a reshard before the local op, ex_coll.c) */
 } xop;
 
 #define EX_MAX_NEST 64 /* regions and calls nested deeper than this are rejected */
@@ -347,7 +438,8 @@ cm_status ex_local_run(const prog *p, const xop *x, void **bufs, uint32_t dev, c
                        double *waited);
 
 /* ex_coll.c: worker me's part of collective x, between the collective's two
- * barriers. */
+ * barriers; for a peer_read op (a slice or reshape reading across devices),
+ * me's own result block. */
 cm_status ex_coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err);
 
 /* ex_check.c: the row-major coordinates of flat index idx of t, "[3, 17]". */

@@ -423,11 +423,82 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     return CM_OK;
 }
 
-static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r, cm_error *err)
+/* A reduce's operand block on dev with the padding along its reduced
+ * dimensions (the last shards of a split, non-divisible dimension) set to
+ * what leaves the result alone: 0 for add, 1 for multiply, the init value
+ * for the idempotent max, min, and, or. *out NULL: no such padding (the
+ * block is read as it is). CM_ENOMEM only. */
+static cm_status mask_padding(const prog *p, const xop *x, void **bufs, uint32_t dev, void **out)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t in = o->operands[0], init = o->operands[1];
+    const vinfo *I = &p->vi[in];
+    int64_t valid[EX_MAX_RANK];
+    bool any = false;
+    *out = NULL;
+    for (uint32_t k = 0; k < I->rank; k++) {
+        valid[k] = I->ldims[k];
+    }
+    for (uint32_t i = 0; i < x->na; i++) {
+        if (x->a[i] >= 0 && x->a[i] < (int64_t)I->rank) {
+            uint32_t k = (uint32_t)x->a[i];
+            valid[k] = valid_len(I, k, voff(p, in, dev)[k]);
+            any = any || valid[k] < I->ldims[k];
+        }
+    }
+    if (!any || I->lcount == 0) {
+        return CM_OK;
+    }
+    uint64_t fill[2] = {0, 0};
+    if (x->fn == RED_ADD || x->fn == RED_MUL) {
+        elem_store(fill, I->elem, 0, x->fn == RED_MUL ? 1.0 : 0.0);
+    } else if (p->vi[init].elem == I->elem) {
+        memcpy(fill, bufs[init], I->esz);
+    } else {
+        elem_store(fill, I->elem, 0, elem_load(bufs[init], p->vi[init].elem, 0));
+    }
+    char *m = cm_alloc(I->lcount * I->esz + 1u);
+    if (m == NULL) {
+        return CM_ENOMEM;
+    }
+    memcpy(m, bufs[in], I->lcount * I->esz);
+    int64_t c[EX_MAX_RANK] = {0};
+    size_t i = 0;
+    do {
+        bool pad = false;
+        for (uint32_t k = 0; k < I->rank && !pad; k++) {
+            pad = c[k] >= valid[k];
+        }
+        if (pad) {
+            memcpy(m + i * I->esz, fill, I->esz);
+        }
+        i++;
+    } while (next_coord(c, I->ldims, I->rank));
+    *out = m;
+    return CM_OK;
+}
+
+/* Device dev's block of a reduce. A partial result (x->once) starts from
+ * the body's identity on every device but the first of its group, so the
+ * all-reduce after it applies the init value once. */
+static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r, uint32_t dev,
+                            cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
     uint32_t in = o->operands[0], init = o->operands[1];
     const vinfo *I = &p->vi[in], *O = &p->vi[r];
+    uint64_t ident[2] = {0, 0}; /* one element of the init's type */
+    const void *initb = bufs[init];
+    if (x->once != NULL && x->once[dev] == 0) {
+        elem_store(ident, p->vi[init].elem, 0, x->fn == RED_MUL ? 1.0 : 0.0);
+        initb = ident;
+    }
+    void *masked = NULL;
+    cm_status mst = mask_padding(p, x, bufs, dev, &masked);
+    if (mst != CM_OK) {
+        return cm_error_oom(err);
+    }
+    const void *inb = masked != NULL ? masked : bufs[in];
     bool red[EX_MAX_RANK] = {false};
     for (uint32_t i = 0; i < x->na; i++) {
         if (x->a[i] < 0 || x->a[i] >= (int64_t)I->rank) {
@@ -448,14 +519,15 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
         if (kout == NULL) {
             return cm_error_oom(err);
         }
-        cm_status kst =
-            ex_kern_reduce(x->fn, I->elem, bufs[in], I->ldims, I->rank, red, bufs[init], kout);
+        cm_status kst = ex_kern_reduce(x->fn, I->elem, inb, I->ldims, I->rank, red, initb, kout);
         if (kst == CM_OK) {
+            cm_free(masked);
             bufs[r] = kout;
             return CM_OK;
         }
         cm_free(kout);
         if (kst == CM_ENOMEM) {
+            cm_free(masked);
             return cm_error_oom(err);
         }
     }
@@ -464,9 +536,10 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
     if (acc == NULL || out == NULL) {
         cm_free(acc);
         cm_free(out);
+        cm_free(masked);
         return cm_error_oom(err);
     }
-    double iv = elem_load(bufs[init], p->vi[init].elem, 0);
+    double iv = elem_load(initb, p->vi[init].elem, 0);
     for (size_t i = 0; i < O->lcount; i++) {
         acc[i] = iv;
     }
@@ -481,7 +554,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
                     oi = oi * (size_t)O->ldims[q++] + (size_t)c[k];
                 }
             }
-            acc[oi] = reduce_fn(x->fn, acc[oi], elem_load(bufs[in], I->elem, i));
+            acc[oi] = reduce_fn(x->fn, acc[oi], elem_load(inb, I->elem, i));
             i++;
         } while (next_coord(c, I->ldims, I->rank));
     }
@@ -489,6 +562,7 @@ static cm_status run_reduce(const prog *p, const xop *x, void **bufs, uint32_t r
         elem_store(out, O->elem, i, acc[i]);
     }
     cm_free(acc);
+    cm_free(masked);
     bufs[r] = out;
     return CM_OK;
 }
@@ -641,7 +715,14 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
         return CM_OK;
     }
     case SP_OP_SCATTER: {
-        if (copy_view(p, bufs, dev, v, r, out) != CM_OK) {
+        if (x->once != NULL && x->once[dev] == 0) {
+            /* a partial result: the first device of the group holds the
+             * operand, the others start from the combiner's identity */
+            memset(out, 0, O->lcount * O->esz);
+            for (size_t i = 0; x->fn == RED_MUL && i < O->lcount; i++) {
+                elem_store(out, O->elem, i, 1.0);
+            }
+        } else if (copy_view(p, bufs, dev, v, r, out) != CM_OK) {
             return cm_error_oom(err);
         }
         ex_block ixb = block_of(p, dev, o->operands[1], bufs[o->operands[1]]);
@@ -802,13 +883,13 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_DOT_GENERAL:
         return run_dot(p, x, bufs, r, err);
     case SP_OP_REDUCE:
-        return run_reduce(p, x, bufs, r, err);
+        return run_reduce(p, x, bufs, r, dev, err);
     case SP_OP_SORT:
         return run_sort(p, x, bufs, dev, err);
     default:
         break;
     }
-    if (x->kind == SP_OP_RESHAPE) {
+    if (x->kind == SP_OP_RESHAPE && !x->gather_reshape) {
         /* A reshape of a value used for the last time takes its buffer
          * (same bytes) instead of copying it; the spare buffers follow, so
          * the next iteration allocates nothing either (ex_buf_alloc). */
@@ -1051,6 +1132,31 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     }
     case SP_OP_RESHAPE: {
         uint32_t v = o->operands[0];
+        if (x->gather_reshape) {
+            /* the operand is whole: each element of the result block at its
+             * global row-major place (padding stays zero) */
+            const vinfo *I = &p->vi[v];
+            const int64_t *ro = voff(p, r, dev);
+            int64_t c[EX_MAX_RANK] = {0};
+            size_t i = 0;
+            memset(out, 0, O->lcount * O->esz);
+            if (O->lcount > 0) {
+                do {
+                    bool valid = true;
+                    size_t g = 0;
+                    for (uint32_t k = 0; k < O->rank; k++) {
+                        valid = valid && ro[k] + c[k] < O->gdims[k];
+                        g = g * (size_t)O->gdims[k] + (size_t)(ro[k] + c[k]);
+                    }
+                    if (valid && g < I->lcount) {
+                        memcpy((char *)out + i * O->esz, (const char *)bufs[v] + g * O->esz,
+                               O->esz);
+                    }
+                    i++;
+                } while (next_coord(c, O->ldims, O->rank));
+            }
+            break;
+        }
         if (p->vi[v].lcount != O->lcount) {
             st = ex_local_error(p, x, err, "local shards of operand and result differ in size");
             break;

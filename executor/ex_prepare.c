@@ -1132,6 +1132,259 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     return CM_OK;
 }
 
+/* ---- sharded dimensions: partial results, reads across devices -------------------- */
+
+/* Whether dimension k of v is split over the devices (some block is smaller
+ * than the value). */
+static bool dim_split(const prog *p, uint32_t v, uint32_t k)
+{
+    return p->vi[v].ldims[k] < p->vi[v].gdims[k];
+}
+
+/* x->once for a partial result: a device starts from the init value (the
+ * operand) when its block of v starts at 0 in every dimension of split[]. */
+static cm_status once_make(prog *p, xop *x, uint32_t v, const bool *split, cm_error *err)
+{
+    x->once = cm_arena_zalloc(&p->arena, p->n_dev + 1u);
+    if (x->once == NULL) {
+        return cm_error_oom(err);
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        bool first = true;
+        for (uint32_t k = 0; k < p->vi[v].rank; k++) {
+            first = first && (!split[k] || voff(p, v, d)[k] == 0);
+        }
+        x->once[d] = first ? 1u : 0u;
+    }
+    return CM_OK;
+}
+
+/* A reduce over a split dimension leaves partial results of its body's
+ * kind for the all-reduce after it; an add or multiply applies its init
+ * value on one device of each reduction group only (padding along the
+ * split dimension: mask_padding, ex_ops.c). */
+static cm_status partial_reduce(prog *p, xop *x, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t in = o->operands[0];
+    bool split[EX_MAX_RANK] = {false}, any = false;
+    for (uint32_t i = 0; i < x->na; i++) {
+        uint32_t k = (uint32_t)x->a[i];
+        if (x->a[i] < 0 || k >= p->vi[in].rank || !dim_split(p, in, k)) {
+            continue;
+        }
+        split[k] = any = true;
+    }
+    if (!any) {
+        return CM_OK;
+    }
+    p->vi[o->first_result].pkind = x->fn;
+    return x->fn == RED_ADD || x->fn == RED_MUL ? once_make(p, x, in, split, err) : CM_OK;
+}
+
+/* A scatter whose updates are split along their scatter (non-window)
+ * dimensions leaves partial results for the all-reduce after it: each
+ * device scatters its own updates, and only the first of each group starts
+ * from the operand. */
+static cm_status partial_scatter(prog *p, xop *x, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    const ex_gather_dims *g = x->ext;
+    uint32_t u = o->operands[2];
+    bool split[EX_MAX_RANK] = {false}, any = false;
+    for (uint32_t k = 0; k < p->vi[u].rank; k++) {
+        bool window = false;
+        for (uint32_t j = 0; j < g->n_offset; j++) {
+            window = window || g->offset_dims[j] == (int64_t)k;
+        }
+        if (!window && dim_split(p, u, k)) {
+            split[k] = any = true;
+        }
+    }
+    if (!any) {
+        return CM_OK;
+    }
+    if (x->fn < 0) {
+        return ex_op_error(p, x->op, err,
+                           "%s that replaces, with its updates split over the devices along "
+                           "a scatter dimension, cannot be executed (the devices' results "
+                           "cannot be combined; replicate the updates first)",
+                           o->name);
+    }
+    p->vi[o->first_result].pkind = x->fn;
+    return x->fn == RED_ADD || x->fn == RED_MUL ? once_make(p, x, u, split, err) : CM_OK;
+}
+
+/* A slice runs on each device's blocks when its operand block holds every
+ * element its result block reads; otherwise (a split dimension the slice
+ * moves) each device reads its result block from the devices holding the
+ * elements (x->peer_read): the operand is resharded, never read where the
+ * block lacks the data. */
+static cm_status local_slice(prog *p, xop *x)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    p->vi[r].pkind = I->pkind;
+    if (x->na != I->rank || x->nb != I->rank || x->nc != I->rank || O->rank != I->rank) {
+        return CM_OK; /* ex_ops.c reports it */
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        for (uint32_t k = 0; k < I->rank; k++) {
+            int64_t ro = voff(p, r, d)[k], n = valid_len(O, k, ro), io = voff(p, v, d)[k];
+            if (n <= 0) {
+                continue;
+            }
+            int64_t lo = x->a[k] + x->c[k] * ro, hi = x->a[k] + x->c[k] * (ro + n - 1) + 1;
+            if (lo < io || hi > io + valid_len(I, k, io)) {
+                x->peer_read = true;
+                return CM_OK;
+            }
+        }
+    }
+    return CM_OK;
+}
+
+/* Whether device d's block of v, in dims [from, to) of v seen as a tensor
+ * of their own, is one run [*start, *start + *count) of it in row-major
+ * order, without padding. */
+static bool group_run(const prog *p, uint32_t v, uint32_t d, uint32_t from, uint32_t to,
+                      int64_t *start, int64_t *count)
+{
+    const vinfo *vi = &p->vi[v];
+    bool outer = true; /* only dims of extent 1 so far */
+    int64_t s = 0, n = 1;
+    for (uint32_t k = from; k < to; k++) {
+        int64_t off = voff(p, v, d)[k];
+        if (valid_len(vi, k, off) != vi->ldims[k] || (!outer && vi->ldims[k] != vi->gdims[k])) {
+            return false;
+        }
+        if (vi->ldims[k] != 1) {
+            outer = false;
+        }
+        s = s * vi->gdims[k] + off;
+        n *= vi->ldims[k];
+    }
+    *start = s;
+    *count = n;
+    return true;
+}
+
+/* Whether a reshape of v into r is a copy of each device's block: the dims
+ * fall into groups of equal extent (operand dims [i0, i) against result
+ * dims [j0, j)), and in each group the two blocks are the same (one dim on
+ * each side: same extent and offset, padding included) or the same run of
+ * elements of the group. */
+static bool reshape_is_local(const prog *p, uint32_t v, uint32_t r)
+{
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    if (count_of(I->gdims, I->rank) == 0 || count_of(O->gdims, O->rank) == 0) {
+        return I->lcount == O->lcount;
+    }
+    uint32_t i = 0, j = 0;
+    while (i < I->rank || j < O->rank) {
+        uint32_t i0 = i, j0 = j;
+        int64_t pi = i < I->rank ? I->gdims[i++] : 1, pj = j < O->rank ? O->gdims[j++] : 1;
+        while (pi != pj) {
+            if (pi < pj && i < I->rank) {
+                pi *= I->gdims[i++];
+            } else if (pj < pi && j < O->rank) {
+                pj *= O->gdims[j++];
+            } else {
+                return false;
+            }
+        }
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            if (i - i0 == 1 && j - j0 == 1) {
+                if (I->ldims[i0] != O->ldims[j0] || voff(p, v, d)[i0] != voff(p, r, d)[j0]) {
+                    return false;
+                }
+                continue;
+            }
+            int64_t sa = 0, na = 0, sb = 0, nb = 0;
+            if (!group_run(p, v, d, i0, i, &sa, &na) || !group_run(p, r, d, j0, j, &sb, &nb) ||
+                sa != sb || na != nb) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* A reshape copies a device's block when operand and result blocks hold
+ * the same elements in the same order (reshape_is_local); when the operand
+ * is held whole each result element is read at its place; otherwise each
+ * device reads its result block from the devices holding the elements
+ * (x->peer_read). */
+static void local_reshape(prog *p, xop *x)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v];
+    p->vi[r].pkind = I->pkind;
+    if (I->lcount == p->vi[r].lcount && reshape_is_local(p, v, r)) {
+        return;
+    }
+    bool whole = true;
+    for (uint32_t k = 0; k < I->rank; k++) {
+        whole = whole && I->ldims[k] == I->gdims[k];
+    }
+    x->gather_reshape = whole;
+    x->peer_read = !whole;
+}
+
+/* After prepare_op, in a partitioned run: what sharded dimensions mean for
+ * x (partial results and their kind, init values applied once, slices and
+ * reshapes that need elements other devices hold). */
+static cm_status prepare_sharded(prog *p, xop *x, cm_error *err)
+{
+    if (p->replicated) {
+        return CM_OK;
+    }
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t r0 = o->first_result;
+    switch (x->kind) {
+    case SP_OP_REDUCE:
+        return partial_reduce(p, x, err);
+    case SP_OP_SCATTER:
+        return partial_scatter(p, x, err);
+    case SP_OP_SLICE:
+        return local_slice(p, x);
+    case SP_OP_RESHAPE:
+        if (o->n_operands == 1 && o->n_results == 1 &&
+            sp_value_type(p->m, o->operands[0])->elem == sp_value_type(p->m, r0)->elem) {
+            local_reshape(p, x);
+        }
+        return CM_OK;
+    case SP_OP_SDY_ALL_REDUCE:
+        x->fn = p->vi[o->operands[0]].pkind;
+        p->vi[o->first_result].pkind = x->fn; /* still partial over other axes, if any */
+        return CM_OK;
+    case SP_OP_SDY_REDUCE_SCATTER:
+        if (p->vi[o->operands[0]].pkind != RED_ADD) {
+            return ex_op_error(p, x->op, err,
+                               "%s of partial results that are not sums (a max, min, product "
+                               "or logical reduction) cannot be executed yet",
+                               o->name);
+        }
+        return CM_OK;
+    case SP_OP_TRANSPOSE:
+    case SP_OP_SDY_RESHARD:
+    case SP_OP_SDY_SHARDING_CONSTRAINT:
+    case SP_OP_SDY_COLLECTIVE_PERMUTE:
+    case SP_OP_SDY_ALL_GATHER:
+    case SP_OP_SDY_ALL_SLICE:
+    case SP_OP_SDY_ALL_TO_ALL:
+        /* moving elements keeps what they are partials of */
+        if (o->n_operands >= 1 && o->n_results == 1) {
+            p->vi[o->first_result].pkind = p->vi[o->operands[0]].pkind;
+        }
+        return CM_OK;
+    default:
+        return CM_OK;
+    }
+}
+
 void ex_prog_fini(prog *p)
 {
     cm_free(p->vi);
@@ -1683,6 +1936,9 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
                              "op %s inside sdy.manual_computation cannot be executed yet", o->name);
         } else {
             st = prepare_op(p, x, err);
+            if (st == CM_OK) {
+                st = prepare_sharded(p, x, err);
+            }
         }
         if (st != CM_OK) {
             return st;

@@ -502,10 +502,11 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
     default:
         break;
     }
-    if (runs_as_collective(x->kind) && !p->replicated && !x->local) {
+    if ((runs_as_collective(x->kind) && !p->replicated && !x->local) || x->peer_read) {
         if (!failed) {
-            /* Any worker writes any device's result (ex_coll_run). Sums
-             * and unpadded copies write every element of it. */
+            /* Any worker writes any device's result (ex_coll_run; a
+             * peer_read op: the worker its own). Sums and unpadded copies
+             * write every element of it. */
             uint32_t r = o->first_result;
             bool zero = x->kind != SP_OP_SDY_ALL_REDUCE && x->kind != SP_OP_SDY_REDUCE_SCATTER &&
                         !ex_is_unpadded(p, r, dev);
