@@ -328,7 +328,8 @@ static void test_sp_rule_for_op_custom_call_without_rule_warns_and_blocks(void *
     assert_int_equal(d.n, 1);
     assert_int_equal(d.items[0].sev, SP_DIAG_WARNING);
     assert_int_equal(d.items[0].op, op);
-    assert_string_equal(d.items[0].msg, "custom_call @foo has no sharding_rule; provide one "
+    assert_string_equal(d.items[0].msg, "custom call @foo is unknown to SDY sharding rule "
+                                        "registry; provide a sharding_rule "
                                         "(jax.experimental.custom_partitioning sharding_rule=...)");
     sp_diags_fini(&d);
     sp_module_destroy(m);

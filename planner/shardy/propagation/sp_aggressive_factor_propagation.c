@@ -70,7 +70,8 @@ void sp_prop_aggressive_factor_propagate(prop *p, const sp_rule *r, uint32_t n, 
             continue;
         }
         for (uint32_t i = 0; i < n; i++) {
-            bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
+            dir fd = sp_prop_factor_dir(p, r, f, d);
+            bool dst = ts[i].is_result ? (fd & DIR_FORWARD) : (fd & DIR_BACKWARD);
             fsh *row = fs + (size_t)i * r->n_factors;
             fsh *x = &row[f];
             if (!dst || !ts[i].updatable || !x->present || x->closed) {

@@ -49,14 +49,14 @@ bool sp_prop_candidates_find(prop *p, const sp_rule *r, uint32_t n, dir d)
         if (r->factor_blocked != NULL && r->factor_blocked[f]) {
             continue;
         }
-        if (p->op_priority == 1 && r->factor_kind != NULL &&
-            r->factor_kind[f] != SP_FACTOR_PASS_THROUGH) {
+        dir fd = sp_prop_factor_dir(p, r, f, d);
+        if (fd == DIR_NONE) {
             continue;
         }
         /* tensors are in order: operands (sources forward) before results */
         bool first = true;
         for (uint32_t i = 0; i < n; i++) {
-            if (!(ts[i].is_result ? (d & DIR_BACKWARD) : (d & DIR_FORWARD))) {
+            if (!(ts[i].is_result ? (fd & DIR_BACKWARD) : (fd & DIR_FORWARD))) {
                 continue;
             }
             const fsh *x = &fs[(size_t)i * r->n_factors + f];
@@ -256,7 +256,8 @@ void sp_prop_basic_factor_propagate(prop *p, const sp_rule *r, uint32_t n, dir d
             continue;
         }
         for (uint32_t i = 0; i < n; i++) {
-            bool dst = ts[i].is_result ? (d & DIR_FORWARD) : (d & DIR_BACKWARD);
+            dir fd = sp_prop_factor_dir(p, r, f, d);
+            bool dst = ts[i].is_result ? (fd & DIR_FORWARD) : (fd & DIR_BACKWARD);
             fsh *x = &fs[(size_t)i * r->n_factors + f];
             uint32_t nc = c->n;
             if (!dst || !ts[i].updatable || !x->present || x->closed) {

@@ -852,7 +852,7 @@ static void step_data_flow(prop *p, uint32_t opid)
         if (!ok || !add_tensor(p, &n, op->first_result + i, &rule->results[0], true)) {
             continue;
         }
-        step_tensors(p, opid, rule, n, sp_prop_op_direction(p, op));
+        step_tensors(p, opid, rule, n, sp_prop_op_direction(p, opid, op));
     }
 }
 
@@ -1016,7 +1016,7 @@ static void step_manual(prop *p, uint32_t opid)
         }
         if (add_tensor(p, &n, op->operands[i], &r->operands[0], false) &&
             add_tensor(p, &n, v, &r->results[0], true)) {
-            step_tensors(p, opid, r, n, sp_prop_op_direction(p, op));
+            step_tensors(p, opid, r, n, sp_prop_op_direction(p, opid, op));
         }
         if (i < body->n_args) {
             sync_boundary(p, v, body->first_arg + i, manual);
@@ -1059,7 +1059,7 @@ static void step_op(prop *p, uint32_t opid)
                 !add_tensor(p, &n, fslot, &r->results[0], true)) {
                 continue;
             }
-            step_tensors(p, opid, r, n, sp_prop_op_direction(p, op));
+            step_tensors(p, opid, r, n, sp_prop_op_direction(p, opid, op));
         }
         return;
     }
@@ -1081,7 +1081,7 @@ static void step_op(prop *p, uint32_t opid)
             !add_tensor(p, &n, op->first_result, &r->results[0], true)) {
             return;
         }
-        dir d = sp_prop_op_direction(p, op);
+        dir d = sp_prop_op_direction(p, opid, op);
         if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
             const sp_attr *a = sp_op_attr(p->m, opid, "allowed_direction");
             const char *v = a != NULL && a->kind == SP_ATTR_ENUM ? a->u.enm.value : "NONE";
@@ -1111,7 +1111,7 @@ static void step_op(prop *p, uint32_t opid)
         op->kind != SP_OP_ALL_REDUCE && op->kind != SP_OP_REDUCE_SCATTER) {
         return; /* data-flow ops: handled by the import edges (TODO #3 follow-up) */
     }
-    dir d = sp_prop_op_direction(p, op);
+    dir d = sp_prop_op_direction(p, opid, op);
     if (d == DIR_NONE) {
         return;
     }
@@ -1633,6 +1633,7 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     p.diags = diags;
     p.err = err;
     p.op_priority = -1;
+    p.np_dir = DIR_BOTH;
     p.user_priority = -1;
     cm_arena_init(&p.scratch, 4096);
     cm_map_init(&p.rule_cache, sizeof(struct rc));
@@ -1710,6 +1711,7 @@ out:
     cm_arena_fini(&p.scratch);
     cm_free(p.cands);
     cm_free(p.type_ok);
+    cm_free(p.n_uses);
     cm_map_fini(&p.pc_tab);
     cm_free(p.group_next);
     cm_free(p.rules);

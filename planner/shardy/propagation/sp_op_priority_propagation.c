@@ -18,33 +18,146 @@ bool sp_prop_is_pass_through(const sp_op *op)
            op->kind == SP_OP_SDY_MANUAL_COMPUTATION;
 }
 
-/* Op-priority schedule: which direction this op propagates at the current
- * level (sp_prop_op_direction has already answered for barriers and for op
- * priorities off). */
-dir sp_prop_op_priority_direction(const prop *p, const sp_op *op)
+/* The offload custom calls Shardy treats as pass-through. */
+static bool is_offload(const prop *p, uint32_t opid)
 {
-    bool pass_through = sp_prop_is_pass_through(op);
-    if (p->op_priority == 0) {
-        return pass_through ? DIR_BOTH : DIR_NONE;
+    const sp_attr *t = sp_op_attr(p->m, opid, "call_target_name");
+    const char *name = NULL;
+    if (t != NULL && t->kind == SP_ATTR_STRING) {
+        name = t->u.str.s;
+    } else if (t != NULL && t->kind == SP_ATTR_SYMBOL) {
+        name = t->u.sym;
     }
-    if (p->op_priority == 1) {
-        if (op->kind == SP_OP_BROADCAST_IN_DIM) {
-            return DIR_BACKWARD;
-        }
+    return name != NULL && (strcmp(name, "MoveToDevice") == 0 || strcmp(name, "MoveToHost") == 0);
+}
+
+/* BOTH, or NONE when a non-scalar operand of op has more than one use: a
+ * value with several users would otherwise start a conflict per use. */
+static dir direction_by_uses(const prop *p, const sp_op *op, bool allow_multi_use)
+{
+    if (allow_multi_use || p->n_uses == NULL) {
         return DIR_BOTH;
+    }
+    for (uint32_t k = 0; k < op->n_operands; k++) {
+        uint32_t v = op->operands[k];
+        const sp_type *t = &p->m->types[p->m->values[v].type];
+        bool scalar = t->kind == SP_TYPE_TENSOR && t->rank == 0;
+        if (p->n_uses[v] > 1 && !scalar) {
+            return DIR_NONE;
+        }
     }
     return DIR_BOTH;
 }
 
+/* Shardy's first two schedule entries: the direction of a pass-through op
+ * (element-wise, offload, reshape, transpose, the data-flow ops; dynamic
+ * slices forward only), NONE for every other op. */
+static dir pass_through_direction(const prop *p, uint32_t opid, const sp_op *op,
+                                  bool allow_multi_use)
+{
+    /* region and terminator ops stand for Shardy's data-flow edges, which it
+     * never restricts by uses (their edges are owned by the op, not shared) */
+    if (op->kind == SP_OP_FUNC_RETURN || op->kind == SP_OP_WHILE || op->kind == SP_OP_CASE ||
+        op->kind == SP_OP_IF || op->kind == SP_OP_OPTIMIZATION_BARRIER ||
+        op->kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+        return DIR_BOTH;
+    }
+    if (sp_op_is_elementwise((sp_op_kind)op->kind) || op->kind == SP_OP_SDY_SHARDING_CONSTRAINT ||
+        op->kind == SP_OP_SDY_PROPAGATION_BARRIER || op->kind == SP_OP_RESHAPE ||
+        op->kind == SP_OP_TRANSPOSE || (op->kind == SP_OP_CUSTOM_CALL && is_offload(p, opid))) {
+        return direction_by_uses(p, op, allow_multi_use);
+    }
+    if (op->kind == SP_OP_DYNAMIC_SLICE || op->kind == SP_OP_DYNAMIC_UPDATE_SLICE) {
+        return (dir)(direction_by_uses(p, op, allow_multi_use) & DIR_FORWARD);
+    }
+    return DIR_NONE;
+}
+
+/* Shardy's op-priority schedule (op_priority_propagation.cc); priority N
+ * allows the union of entries 0..N:
+ *   0 pass-through ops whose operands have one use each,
+ *   1 pass-through ops,
+ *   2 the pass-through factors of any op (broadcast_in_dim backward only),
+ *   3 any factor of any op, broadcast_in_dim backward only,
+ *   4 anything.
+ * The op-level answer is what entry 2's pass-through factors or entries 3-4
+ * allow; p->np_dir narrows the op's other factors (sp_prop_factor_dir). */
+dir sp_prop_op_priority_direction(prop *p, uint32_t opid, const sp_op *op)
+{
+    int lvl = p->op_priority;
+    dir pt = pass_through_direction(p, opid, op, lvl >= 1);
+    dir any = op->kind == SP_OP_BROADCAST_IN_DIM ? DIR_BACKWARD : DIR_BOTH;
+    if (lvl <= 1) {
+        p->np_dir = (int)pt;
+        return pt;
+    }
+    if (lvl == 2) {
+        p->np_dir = (int)pt;
+        return (dir)(pt | any);
+    }
+    dir all = lvl == 3 ? (dir)(pt | any) : DIR_BOTH;
+    p->np_dir = (int)all;
+    return all;
+}
+
+/* Counts each value's uses (operands of any op, terminators included). */
+static cm_status uses_count(prop *p)
+{
+    const sp_module *m = p->m;
+    p->n_uses = cm_calloc(m->n_values + 1u, sizeof(uint32_t));
+    if (p->n_uses == NULL) {
+        return sp_prop_oom(p);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        for (uint32_t k = 0; k < op->n_operands; k++) {
+            if (op->operands[k] < m->n_values && p->n_uses[op->operands[k]] < UINT32_MAX) {
+                p->n_uses[op->operands[k]]++;
+            }
+        }
+    }
+    return CM_OK;
+}
+
+/* The directions (op level and non-pass-through factors, packed) op takes
+ * at op priority lvl. */
+static unsigned directions_at(prop *p, uint32_t opid, int lvl)
+{
+    p->op_priority = lvl;
+    dir d = sp_prop_op_direction(p, opid, &p->m->ops[opid]);
+    return (unsigned)d | ((unsigned)p->np_dir << 2);
+}
+
+/* Each round starts only with the ops whose directions grew since the
+ * previous round: every other op was at a fixed point under the same
+ * directions, and changes around it wake it through the users lists. */
 void sp_prop_op_priority_run(prop *p, const uint32_t *order, uint32_t n_order)
 {
-    if (p->o->run_op_priority) {
-        for (int lvl = 0; lvl < 3 && p->st == CM_OK; lvl++) {
-            p->op_priority = lvl < 2 ? lvl : -1;
-            sp_prop_fixed_point_run(p, order, n_order, lvl > 0);
-        }
-    } else {
+    if (!p->o->run_op_priority) {
         p->op_priority = -1;
         sp_prop_fixed_point_run(p, order, n_order, false);
+        return;
     }
+    if (p->n_uses == NULL && uses_count(p) != CM_OK) {
+        return;
+    }
+    uint32_t *sub = cm_alloc(sizeof(uint32_t) * (n_order + 1u));
+    if (sub == NULL) {
+        sp_prop_oom(p);
+        return;
+    }
+    for (int lvl = 0; lvl < SP_PROP_OP_PRIORITIES && p->st == CM_OK; lvl++) {
+        uint32_t n_sub = 0;
+        for (uint32_t i = 0; i < n_order; i++) {
+            unsigned now = directions_at(p, order[i], lvl);
+            unsigned before = lvl > 0 ? directions_at(p, order[i], lvl - 1) : 0;
+            if (now != before) {
+                sub[n_sub++] = order[i];
+            }
+        }
+        p->op_priority = lvl;
+        sp_prop_fixed_point_run(p, sub, n_sub, false);
+    }
+    p->op_priority = -1;
+    cm_free(sub);
 }

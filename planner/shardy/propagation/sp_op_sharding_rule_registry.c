@@ -2012,7 +2012,8 @@ static cm_status rule_custom_call(rctx *c, sp_rule **direct)
         return rule_approx_topk(c);
     }
     sp_diags_add(c->diags, c->m, c->opid, SP_DIAG_WARNING,
-                 "custom_call @%s has no sharding_rule; provide one "
+                 "custom call @%s is unknown to SDY sharding rule registry; provide a "
+                 "sharding_rule "
                  "(jax.experimental.custom_partitioning sharding_rule=...)",
                  target);
     blocked_rule(c);

@@ -32,6 +32,7 @@
 #define MAXAX    SP_PROJ_MAX_AXES /* axes of one factor or dim in an op step */
 #define MAXMESH  64               /* distinct meshes in a module */
 #define ID_CACHE 256              /* identity-rule cache slots */
+#define SP_PROP_OP_PRIORITIES 5   /* entries of Shardy's op-priority schedule */
 
 /* ---- per-op scratch ----------------------------------------------------------- */
 
@@ -104,7 +105,9 @@ typedef struct prop {
     tens *ts;
     size_t ts_cap;
     /* level state */
-    int op_priority;   /* -1: all ops, both directions */
+    int op_priority;   /* -1: all ops, both directions; else 0..SP_PROP_OP_PRIORITIES-1 */
+    int np_dir;        /* a dir: the current op's for its non-pass-through factors */
+    uint32_t *n_uses;  /* per value: its number of uses (op priorities), or NULL */
     int user_priority; /* -1: no user priorities */
     bool aggressive;
     uint64_t steps;
@@ -241,7 +244,7 @@ void sp_prop_aggressive_factor_propagate(prop *p, const sp_rule *r, uint32_t n, 
  * transpose, data flow, constraints, barriers, manual computations, return). */
 bool sp_prop_is_pass_through(const sp_op *op);
 /* The directions op propagates in at op priority p->op_priority >= 0. */
-dir sp_prop_op_priority_direction(const prop *p, const sp_op *op);
+dir sp_prop_op_priority_direction(prop *p, uint32_t opid, const sp_op *op);
 /* -sdy-op-priority-propagate at the current user priority: three rounds of
  * the fixed point (pass-through ops only, then every op with pass-through
  * factors only and broadcasts backward only, then everything), or one plain
@@ -289,12 +292,25 @@ cm_status sp_prop_debug_write(prop *p);
 
 /* The directions op propagates in at the current op priority
  * (sp_op_priority_propagation.c); both when op priorities are off. */
-static inline dir sp_prop_op_direction(const prop *p, const sp_op *op)
+static inline dir sp_prop_op_direction(prop *p, uint32_t opid, const sp_op *op)
 {
     if (p->op_priority < 0 || op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+        p->np_dir = DIR_BOTH;
         return DIR_BOTH; /* a barrier's direction: handled by the caller */
     }
-    return sp_prop_op_priority_direction(p, op);
+    return sp_prop_op_priority_direction(p, opid, op);
+}
+
+/* The direction factor f of rule r moves in when its op moves in d: a
+ * non-pass-through factor is narrowed to p->np_dir (set by
+ * sp_prop_op_direction for the op of the current step). */
+static inline dir sp_prop_factor_dir(const prop *p, const sp_rule *r, uint32_t f, dir d)
+{
+    if (p->np_dir != DIR_BOTH && r->factor_kind != NULL &&
+        r->factor_kind[f] != SP_FACTOR_PASS_THROUGH) {
+        return (dir)((unsigned)d & (unsigned)p->np_dir);
+    }
+    return d;
 }
 
 /* The sharding of a slot as the current user priority sees it

@@ -2,7 +2,8 @@
  * planner: -sdy-user-priority-propagate (Shardy's
  * propagation/user_priority_propagation.cc): shardings annotated with a
  * priority (`{"a"}p1`) take part from the round of their priority on, lowest
- * number first; until then their dims are hidden. See sp_prop_int.h. */
+ * number first; until then their dims are hidden. Priorities are dropped
+ * from the output once every round ran. See sp_prop_int.h. */
 #include "sp_prop_int.h"
 
 /* The sharding of a slot as the current user priority sees it: dims with a
@@ -63,6 +64,39 @@ static int max_user_priority(const prop *p)
     return mx;
 }
 
+/* Shardy drops every user priority once all rounds ran: the output carries
+ * `{"a"}` where the input said `{"a"}p1`. Slots that shared a sharding keep
+ * sharing its stripped copy (one-entry cache: equal slots are usually
+ * adjacent). */
+static void priorities_strip(prop *p)
+{
+    const sp_sharding *last_in = NULL;
+    sp_sharding *last_out = NULL;
+    for (uint32_t slot = 0; slot < p->n_slots && p->st == CM_OK; slot++) {
+        sp_sharding *s = p->sh[slot];
+        bool has = false;
+        for (uint32_t d = 0; s != NULL && d < s->rank && !has; d++) {
+            has = s->dims[d].priority >= 0;
+        }
+        if (!has) {
+            continue;
+        }
+        if (s != last_in) {
+            sp_sharding *c = sp_sharding_clone(&p->m->arena, s);
+            if (c == NULL) {
+                sp_prop_oom(p);
+                return;
+            }
+            for (uint32_t d = 0; d < c->rank; d++) {
+                c->dims[d].priority = -1;
+            }
+            last_in = s;
+            last_out = c;
+        }
+        p->sh[slot] = last_out;
+    }
+}
+
 void sp_prop_user_priority_run(prop *p, const uint32_t *order, uint32_t n_order)
 {
     int max_prio = max_user_priority(p);
@@ -72,5 +106,8 @@ void sp_prop_user_priority_run(prop *p, const uint32_t *order, uint32_t n_order)
         if (up < 0) {
             break;
         }
+    }
+    if (p->st == CM_OK) {
+        priorities_strip(p);
     }
 }
