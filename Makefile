@@ -231,16 +231,18 @@ lit-cases: $(BUILD)/rel/shardplan
 	  --tests $(SHARDY_TESTS) $(CASES_ARGS)
 
 # deps first and alone (the build needs its packages), then unit, lit,
-# docker-check and web-test; all run even when one fails, and test fails if any did.
+# 30 s of the whole-planning-path fuzzer (fuzz-plan), docker-check and
+# web-test; all run even when one fails, and test fails if any did.
 test: deps
-	@u=0; l=0; d=0; w=0; \
+	@u=0; l=0; f=0; d=0; w=0; \
 	$(MAKE) --no-print-directory unit || u=1; \
 	$(MAKE) --no-print-directory lit || l=1; \
+	$(MAKE) --no-print-directory fuzz-plan FUZZ_PLAN_SECONDS=30 || f=1; \
 	$(MAKE) --no-print-directory docker-check || d=1; \
 	$(MAKE) --no-print-directory web-test || w=1; \
 	r() { [ $$1 = 0 ] && echo passed || echo FAILED; }; \
-	echo "make test: unit $$(r $$u), lit $$(r $$l), docker-check $$(r $$d), web-test $$(r $$w)"; \
-	[ $$u = 0 ] && [ $$l = 0 ] && [ $$d = 0 ] && [ $$w = 0 ]
+	echo "make test: unit $$(r $$u), lit $$(r $$l), fuzz-plan $$(r $$f), docker-check $$(r $$d), web-test $$(r $$w)"; \
+	[ $$u = 0 ] && [ $$l = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$w = 0 ]
 
 # The container image without a Docker engine (tests/docker/check.sh): the
 # Dockerfile and compose file name only existing files and SHARDPLAN_*
