@@ -17,6 +17,7 @@
  * looks through them, which needs func cloning we do not do here). */
 #include "sp_import.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "sp_ops.h"
@@ -308,10 +309,28 @@ static cm_status walk_block(splitter *s, uint32_t block, uint32_t func)
     return CM_OK;
 }
 
-/* Places the queued clones into their blocks. */
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Places the queued clones into their blocks. A block is queued once per op
+ * that got clones before it, so the list is made unique first: rebuilding a
+ * block once per queued entry would be quadratic in the block's size. */
 static cm_status place_clones(splitter *s)
 {
     sp_module *m = s->m;
+    if (s->n_dirty > 1) {
+        qsort(s->dirty, s->n_dirty, sizeof *s->dirty, cmp_u32);
+        uint32_t u = 1;
+        for (uint32_t i = 1; i < s->n_dirty; i++) {
+            if (s->dirty[i] != s->dirty[u - 1u]) {
+                s->dirty[u++] = s->dirty[i];
+            }
+        }
+        s->n_dirty = u;
+    }
     for (uint32_t di = 0; di < s->n_dirty; di++) {
         sp_block *bl = &m->blocks[s->dirty[di]];
         uint32_t n = bl->n_ops;
@@ -321,7 +340,7 @@ static cm_status place_clones(splitter *s)
             }
         }
         if (n == bl->n_ops) {
-            continue; /* listed twice */
+            continue; /* no clones after all */
         }
         uint32_t *ops = cm_alloc(sizeof(uint32_t) * (n + 1u));
         if (ops == NULL) {
