@@ -3,7 +3,8 @@
  * a copy per non-constant user, erased originals), size-one axis removal,
  * call-graph pre-order, mesh lifting with duplicates, sharding-group
  * validation and renumbering, the chain rule of apply-sharding-constraints,
- * the deep clone of sp_ir.h, and OOM loops over the splitter and lifting. */
+ * the deep clone of sp_ir.h, data-flow edges on manual computations and
+ * while loops, and OOM loops over the splitter, lifting and edge adding. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +51,54 @@ static size_t count_of(const char *hay, const char *needle)
         n++;
     }
     return n;
+}
+
+static const char *const EDGES =
+    "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2, \"c\"=2]>\n"
+    "func.func @f(%arg0: tensor<8x4xf32>, %arg1: !stablehlo.token) -> tensor<8x4xf32> {\n"
+    "  %0:2 = sdy.manual_computation(%arg0, %arg1)\n"
+    "      in_shardings=[<@mesh, [{\"b\", \"a\", ?}p1, {}], replicated={\"c\"}>, <@mesh, []>]\n"
+    "      out_shardings=[<@mesh, [{\"b\"}, {}]>, <@mesh, []>]\n"
+    "      manual_axes={\"b\", \"c\"} (%arg2: tensor<4x4xf32>, %arg3: !stablehlo.token) {\n"
+    "    sdy.return %arg2, %arg3 : tensor<4x4xf32>, !stablehlo.token\n"
+    "  } : (tensor<8x4xf32>, !stablehlo.token) -> (tensor<8x4xf32>, !stablehlo.token)\n"
+    "  %1 = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %2:2 = stablehlo.while(%iterArg = %0#0, %iterArg_0 = %1) : tensor<8x4xf32>, tensor<i32>\n"
+    "   cond {\n"
+    "    %4 = stablehlo.compare LT, %iterArg_0, %iterArg_0 : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "    stablehlo.return %4 : tensor<i1>\n"
+    "  } do {\n"
+    "    stablehlo.return %iterArg, %iterArg_0 : tensor<8x4xf32>, tensor<i32>\n"
+    "  }\n"
+    "  %3 = stablehlo.add %2#0, %2#0 : tensor<8x4xf32>\n"
+    "  return %3 : tensor<8x4xf32>\n"
+    "}\n";
+
+static void test_add_data_flow_edges(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(EDGES);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_add_data_flow_edges(m, &err), CM_OK);
+    char *s = print_module(m);
+    /* the body argument drops the leading manual axis and replicated "c";
+     * the token argument and token result get no edge */
+    assert_non_null(strstr(s, "sdy.data_flow_edge %arg2 sharding=<@mesh, [{\"a\", ?}p1, {}]>"));
+    assert_int_equal(count_of(s, "sdy.data_flow_edge %arg3"), 0);
+    assert_int_equal(count_of(s, "sdy.data_flow_edge %0#1"), 0);
+    /* the result edge keeps the out sharding; the while reads the edge */
+    assert_non_null(strstr(s, "sdy.data_flow_edge %0#0 sharding=<@mesh, [{\"b\"}, {}]>"));
+    assert_non_null(strstr(s, "stablehlo.while(%iterArg = %1,"));
+    /* both while results get edges, the add reads the first one */
+    assert_non_null(strstr(s, "sdy.data_flow_edge %2#0"));
+    assert_non_null(strstr(s, "sdy.data_flow_edge %2#1"));
+    assert_non_null(strstr(s, "stablehlo.add %3, %3"));
+    /* the owners keep their shardings */
+    assert_non_null(strstr(s, "in_shardings=[<@mesh, [{\"b\", \"a\", ?}p1, {}], replicated={\"c\"}>"));
+    assert_int_equal(count_of(s, "sdy.data_flow_edge"), 4);
+    cm_free(s);
+    sp_module_destroy(m);
 }
 
 static const char *const SPLIT =
@@ -245,8 +294,14 @@ static cm_status oom_run(void *p)
     oom_ctx *c = p;
     cm_error err;
     cm_error_clear(&err);
-    return c->which == 0 ? sp_pass_constant_splitter(c->m, &err)
-                         : sp_pass_lift_inlined_meshes(c->m, &err);
+    switch (c->which) {
+    case 0:
+        return sp_pass_constant_splitter(c->m, &err);
+    case 1:
+        return sp_pass_lift_inlined_meshes(c->m, &err);
+    default:
+        return sp_pass_add_data_flow_edges(c->m, &err);
+    }
 }
 
 static void oom_done(void *p, cm_status st)
@@ -266,6 +321,9 @@ static void test_oom(void **state)
     c.text = LIFT;
     c.which = 1;
     tu_oom_loop(&t, &c, 10000);
+    c.text = EDGES;
+    c.which = 2;
+    tu_oom_loop(&t, &c, 10000);
 }
 
 int main(void)
@@ -278,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_sharding_groups),
         cmocka_unit_test(test_apply_constraints_chain),
         cmocka_unit_test(test_clone_deep),
+        cmocka_unit_test(test_add_data_flow_edges),
         cmocka_unit_test(test_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,7 @@
  * import part of -sdy-propagation-pipeline. One pass per file, named after
  * Shardy's: sp_lift_inlined_meshes.c, sp_apply_sharding_constraints.c,
  * sp_constant_or_scalar_splitter.c, sp_sharding_group_import.c,
- * sp_remove_size_one_axes.c, sp_pre_order_funcs.c,
+ * sp_remove_size_one_axes.c, sp_pre_order_funcs.c, sp_add_data_flow_edges.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -46,6 +46,13 @@ cm_status sp_import_funcs_order(sp_module *m, bool pre_order, uint32_t **funcs_o
 /* -sdy-pre-order-funcs: moves the functions to the end of the module in
  * call-graph pre-order. Errors: CM_ENOMEM. */
 cm_status sp_pass_pre_order_funcs(sp_module *m, cm_error *err);
+/* -sdy-add-data-flow-edges: after each data-flow edge owner (a result of
+ * while, case, optimization_barrier, manual or named computation; a body
+ * argument of the last two) of static-shaped tensor type comes an
+ * sdy.data_flow_edge carrying the owner's sharding (a manual computation's
+ * body argument without the manual axes), and every other use of the owner
+ * uses the edge instead. Owners keep their shardings. Errors: CM_ENOMEM. */
+cm_status sp_pass_add_data_flow_edges(sp_module *m, cm_error *err);
 /* The pipeline's import passes in order (lift inlined meshes, sharding-group
  * import, apply sharding constraints, constant splitter), for callers that
  * propagate after them themselves (what-if). o->timing prints each pass's
