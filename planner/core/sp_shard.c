@@ -752,10 +752,8 @@ static bool parse_sharding_body(parser *p, void *obj)
         ws(p);
         size_t at = p->pos;
         if (keyword(p, "replicated")) {
-            if (seen_rep || seen_unr) {
-                return fail(p, at,
-                            seen_rep ? "replicated= appears twice"
-                                     : "replicated= must come before unreduced=");
+            if (seen_rep) {
+                return fail(p, at, "replicated= appears twice");
             }
             seen_rep = true;
             if (!expect(p, '=', "'=' after replicated") ||
@@ -767,8 +765,20 @@ static bool parse_sharding_body(parser *p, void *obj)
                 return fail(p, at, "unreduced= appears twice");
             }
             seen_unr = true;
-            if (!expect(p, '=', "'=' after unreduced") ||
-                !parse_axis_list(p, &s->unreduced, &s->n_unreduced)) {
+            /* Like Shardy: `unreduced={..}`, `unreduced=sum{..}`,
+             * `unreduced=max{..}`, `unreduced=min{..}`; the '=' is optional. */
+            s->reduction = SP_REDUCTION_SUM;
+            if (eat(p, '=')) {
+                ws(p);
+                if (keyword(p, "max")) {
+                    s->reduction = SP_REDUCTION_MAX;
+                } else if (keyword(p, "min")) {
+                    s->reduction = SP_REDUCTION_MIN;
+                } else {
+                    (void)keyword(p, "sum");
+                }
+            }
+            if (!parse_axis_list(p, &s->unreduced, &s->n_unreduced)) {
                 return false;
             }
         } else {
@@ -863,7 +873,14 @@ void sp_sharding_print(const sp_sharding *s, cm_buf *b)
         cm_buf_putc(b, '}');
     }
     if (s->n_unreduced > 0) {
-        cm_buf_puts(b, ", unreduced={");
+        /* Shardy prints the default (sum) kind as nothing. */
+        cm_buf_puts(b, ", unreduced=");
+        if (s->reduction == SP_REDUCTION_MAX) {
+            cm_buf_puts(b, "max");
+        } else if (s->reduction == SP_REDUCTION_MIN) {
+            cm_buf_puts(b, "min");
+        }
+        cm_buf_putc(b, '{');
         put_axis_list(b, s->unreduced, s->n_unreduced);
         cm_buf_putc(b, '}');
     }
@@ -1147,7 +1164,7 @@ bool sp_sharding_equal(const sp_sharding *a, const sp_sharding *b)
         return false;
     }
     if (a->rank != b->rank || a->n_replicated != b->n_replicated ||
-        a->n_unreduced != b->n_unreduced) {
+        a->n_unreduced != b->n_unreduced || a->reduction != b->reduction) {
         return false;
     }
     for (uint32_t d = 0; d < a->rank; d++) {
@@ -1264,6 +1281,7 @@ sp_sharding *sp_sharding_clone(cm_arena *a, const sp_sharding *s)
     }
     c->n_replicated = s->n_replicated;
     c->n_unreduced = s->n_unreduced;
+    c->reduction = s->reduction;
     return c;
 }
 
