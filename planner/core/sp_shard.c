@@ -1164,7 +1164,8 @@ bool sp_sharding_equal(const sp_sharding *a, const sp_sharding *b)
         return false;
     }
     if (a->rank != b->rank || a->n_replicated != b->n_replicated ||
-        a->n_unreduced != b->n_unreduced || a->reduction != b->reduction) {
+        a->n_unreduced != b->n_unreduced ||
+        (a->n_unreduced > 0 && a->reduction != b->reduction)) {
         return false;
     }
     for (uint32_t d = 0; d < a->rank; d++) {

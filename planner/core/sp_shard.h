@@ -144,7 +144,8 @@ int32_t sp_mesh_axis_index(const sp_mesh *m, const char *name);
 bool sp_mesh_equal(const sp_mesh *a, const sp_mesh *b);
 
 /* Deep equality of shardings (same mesh name, dims, replicated, unreduced,
- * and reduction kind of the unreduced axes). */
+ * and the reduction kind of the unreduced axes; the kind is ignored when
+ * there are no unreduced axes, since it then prints and means nothing). */
 bool sp_sharding_equal(const sp_sharding *a, const sp_sharding *b);
 /* A fully open sharding of the given rank on mesh_name. */
 sp_sharding *sp_sharding_open(cm_arena *a, const char *mesh_name, uint32_t rank);

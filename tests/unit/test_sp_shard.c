@@ -869,6 +869,10 @@ static void test_sp_sharding_unreduced_reduction_kinds(void **state)
     assert_false(sp_sharding_equal(sum, max));
     assert_false(sp_sharding_equal(max, min));
     assert_true(sp_sharding_equal(sum, sharding_of(&a, "<@m, [{}], unreduced=sum{\"a\"}>")));
+    /* with no unreduced axes the kind neither prints nor counts */
+    sp_sharding *none = sharding_of(&a, "<@m, [{}], unreduced=max{}>");
+    assert_int_equal(none->reduction, SP_REDUCTION_MAX);
+    assert_true(sp_sharding_equal(none, sharding_of(&a, "<@m, [{}]>")));
     sp_sharding *c = sp_sharding_clone(&a, max);
     assert_non_null(c);
     assert_int_equal(c->reduction, SP_REDUCTION_MAX);
