@@ -319,6 +319,28 @@ static cm_status parse_entry(const char *text, size_t len, cm_arena *a, size_t s
 
 /* ==== meshes ============================================================== */
 
+/* True when m's device ids are exactly 0, 1, ..., product(axis sizes) - 1. */
+static bool device_ids_are_iota(const sp_mesh *m)
+{
+    int64_t total = 1;
+    for (uint32_t i = 0; i < m->n_axes; i++) {
+        int64_t size = m->axes[i].size;
+        if (size <= 0 || total > (int64_t)m->n_device_ids / size) {
+            return false;
+        }
+        total *= size;
+    }
+    if (total != (int64_t)m->n_device_ids) {
+        return false;
+    }
+    for (uint32_t i = 0; i < m->n_device_ids; i++) {
+        if (m->device_ids[i] != (int64_t)i) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool parse_mesh_body(parser *p, void *obj)
 {
     sp_mesh *m = obj;
@@ -383,6 +405,13 @@ static bool parse_mesh_body(parser *p, void *obj)
             if (!expect(p, ',', "',' or ']' after a device id")) {
                 return false;
             }
+        }
+        /* Like Shardy's mesh builder: device ids equal to iota(product of the
+         * axis sizes) are the default order, dropped (a mesh with no axes
+         * keeps its single id). */
+        if (m->n_axes > 0 && device_ids_are_iota(m)) {
+            m->device_ids = NULL;
+            m->n_device_ids = 0;
         }
     }
     return expect(p, '>', "'>' to end the mesh");
