@@ -319,6 +319,28 @@ static cm_status parse_entry(const char *text, size_t len, cm_arena *a, size_t s
 
 /* ==== meshes ============================================================== */
 
+/* True when m's device ids are exactly 0, 1, ..., product(axis sizes) - 1. */
+static bool device_ids_are_iota(const sp_mesh *m)
+{
+    int64_t total = 1;
+    for (uint32_t i = 0; i < m->n_axes; i++) {
+        int64_t size = m->axes[i].size;
+        if (size <= 0 || total > (int64_t)m->n_device_ids / size) {
+            return false;
+        }
+        total *= size;
+    }
+    if (total != (int64_t)m->n_device_ids) {
+        return false;
+    }
+    for (uint32_t i = 0; i < m->n_device_ids; i++) {
+        if (m->device_ids[i] != (int64_t)i) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool parse_mesh_body(parser *p, void *obj)
 {
     sp_mesh *m = obj;
@@ -383,6 +405,13 @@ static bool parse_mesh_body(parser *p, void *obj)
             if (!expect(p, ',', "',' or ']' after a device id")) {
                 return false;
             }
+        }
+        /* Like Shardy's mesh builder: device ids equal to iota(product of the
+         * axis sizes) are the default order, dropped (a mesh with no axes
+         * keeps its single id). */
+        if (m->n_axes > 0 && device_ids_are_iota(m)) {
+            m->device_ids = NULL;
+            m->n_device_ids = 0;
         }
     }
     return expect(p, '>', "'>' to end the mesh");
@@ -752,10 +781,8 @@ static bool parse_sharding_body(parser *p, void *obj)
         ws(p);
         size_t at = p->pos;
         if (keyword(p, "replicated")) {
-            if (seen_rep || seen_unr) {
-                return fail(p, at,
-                            seen_rep ? "replicated= appears twice"
-                                     : "replicated= must come before unreduced=");
+            if (seen_rep) {
+                return fail(p, at, "replicated= appears twice");
             }
             seen_rep = true;
             if (!expect(p, '=', "'=' after replicated") ||
@@ -767,8 +794,20 @@ static bool parse_sharding_body(parser *p, void *obj)
                 return fail(p, at, "unreduced= appears twice");
             }
             seen_unr = true;
-            if (!expect(p, '=', "'=' after unreduced") ||
-                !parse_axis_list(p, &s->unreduced, &s->n_unreduced)) {
+            /* Like Shardy: `unreduced={..}`, `unreduced=sum{..}`,
+             * `unreduced=max{..}`, `unreduced=min{..}`; the '=' is optional. */
+            s->reduction = SP_REDUCTION_SUM;
+            if (eat(p, '=')) {
+                ws(p);
+                if (keyword(p, "max")) {
+                    s->reduction = SP_REDUCTION_MAX;
+                } else if (keyword(p, "min")) {
+                    s->reduction = SP_REDUCTION_MIN;
+                } else {
+                    (void)keyword(p, "sum");
+                }
+            }
+            if (!parse_axis_list(p, &s->unreduced, &s->n_unreduced)) {
                 return false;
             }
         } else {
@@ -863,7 +902,14 @@ void sp_sharding_print(const sp_sharding *s, cm_buf *b)
         cm_buf_putc(b, '}');
     }
     if (s->n_unreduced > 0) {
-        cm_buf_puts(b, ", unreduced={");
+        /* Shardy prints the default (sum) kind as nothing. */
+        cm_buf_puts(b, ", unreduced=");
+        if (s->reduction == SP_REDUCTION_MAX) {
+            cm_buf_puts(b, "max");
+        } else if (s->reduction == SP_REDUCTION_MIN) {
+            cm_buf_puts(b, "min");
+        }
+        cm_buf_putc(b, '{');
         put_axis_list(b, s->unreduced, s->n_unreduced);
         cm_buf_putc(b, '}');
     }
@@ -1147,7 +1193,8 @@ bool sp_sharding_equal(const sp_sharding *a, const sp_sharding *b)
         return false;
     }
     if (a->rank != b->rank || a->n_replicated != b->n_replicated ||
-        a->n_unreduced != b->n_unreduced) {
+        a->n_unreduced != b->n_unreduced ||
+        (a->n_unreduced > 0 && a->reduction != b->reduction)) {
         return false;
     }
     for (uint32_t d = 0; d < a->rank; d++) {
@@ -1264,6 +1311,7 @@ sp_sharding *sp_sharding_clone(cm_arena *a, const sp_sharding *s)
     }
     c->n_replicated = s->n_replicated;
     c->n_unreduced = s->n_unreduced;
+    c->reduction = s->reduction;
     return c;
 }
 

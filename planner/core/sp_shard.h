@@ -46,8 +46,18 @@ typedef struct sp_dim_sharding {
     int32_t priority;  /* -1 when none, else the N of `pN` */
 } sp_dim_sharding;
 
+/* How the partial values along the unreduced axes combine. Shardy prints the
+ * default (sum) as a bare `unreduced={...}`; the others as `unreduced=max{...}`
+ * and `unreduced=min{...}`. */
+typedef enum sp_reduction_kind {
+    SP_REDUCTION_SUM = 0,
+    SP_REDUCTION_MAX,
+    SP_REDUCTION_MIN,
+} sp_reduction_kind;
+
 /* `#sdy.sharding<@mesh, [{"a"}, {?}], replicated={"b"}, unreduced={"c"}>`.
- * The mesh is named by symbol, or inlined (mesh_name NULL, mesh set). */
+ * The mesh is named by symbol, or inlined (mesh_name NULL, mesh set).
+ * `reduction` is the kind of the unreduced axes (sum when zeroed). */
 typedef struct sp_sharding {
     const char *mesh_name;  /* symbol without '@', or NULL when inlined */
     sp_mesh *mesh;          /* the inlined mesh, or NULL when named */
@@ -57,6 +67,7 @@ typedef struct sp_sharding {
     uint32_t n_replicated;
     sp_axis_ref *unreduced;
     uint32_t n_unreduced;
+    sp_reduction_kind reduction;
 } sp_sharding;
 
 /* ---- op sharding rules ----------------------------------------------------- */
@@ -132,7 +143,9 @@ int32_t sp_mesh_axis_index(const sp_mesh *m, const char *name);
  * NULL and a mesh are not. Pure; safe from any thread. */
 bool sp_mesh_equal(const sp_mesh *a, const sp_mesh *b);
 
-/* Deep equality of shardings (same mesh name, dims, replicated, unreduced). */
+/* Deep equality of shardings (same mesh name, dims, replicated, unreduced,
+ * and the reduction kind of the unreduced axes; the kind is ignored when
+ * there are no unreduced axes, since it then prints and means nothing). */
 bool sp_sharding_equal(const sp_sharding *a, const sp_sharding *b);
 /* A fully open sharding of the given rank on mesh_name. */
 sp_sharding *sp_sharding_open(cm_arena *a, const char *mesh_name, uint32_t rank);

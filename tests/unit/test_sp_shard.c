@@ -845,6 +845,41 @@ static void test_sp_sharding_print_priorities_and_lists(void **state)
     check_print(K_SHARDING, "<@mesh, [{}], replicated={}, unreduced={}>", "<@mesh, [{}]>");
 }
 
+static void test_sp_sharding_unreduced_reduction_kinds(void **state)
+{
+    (void)state;
+    /* Shardy prints the default kind (sum) as nothing, max/min before '{' */
+    check_print(K_SHARDING, "<@m, [{\"a\"}, {}], unreduced=max{\"b\"}>", NULL);
+    check_print(K_SHARDING, "<@m, [{}], unreduced=min{\"a\", \"b\"}>", NULL);
+    check_print(K_SHARDING, "<@m, [{}], unreduced=sum{\"a\"}>", "<@m, [{}], unreduced={\"a\"}>");
+    check_print(K_SHARDING, "<@m, [{}], unreduced = max { \"a\" } >",
+                "<@m, [{}], unreduced=max{\"a\"}>");
+    check_print(K_SHARDING, "<@m, [{}], unreduced{\"a\"}>", "<@m, [{}], unreduced={\"a\"}>");
+    /* replicated may follow unreduced; it prints first */
+    check_print(K_SHARDING, "<@m, [{}], unreduced=max{\"b\"}, replicated={\"a\"}>",
+                "<@m, [{}], replicated={\"a\"}, unreduced=max{\"b\"}>");
+    cm_arena a;
+    cm_arena_init(&a, 1024);
+    sp_sharding *sum = sharding_of(&a, "<@m, [{}], unreduced={\"a\"}>");
+    sp_sharding *max = sharding_of(&a, "<@m, [{}], unreduced=max{\"a\"}>");
+    sp_sharding *min = sharding_of(&a, "<@m, [{}], unreduced=min{\"a\"}>");
+    assert_int_equal(sum->reduction, SP_REDUCTION_SUM);
+    assert_int_equal(max->reduction, SP_REDUCTION_MAX);
+    assert_int_equal(min->reduction, SP_REDUCTION_MIN);
+    assert_false(sp_sharding_equal(sum, max));
+    assert_false(sp_sharding_equal(max, min));
+    assert_true(sp_sharding_equal(sum, sharding_of(&a, "<@m, [{}], unreduced=sum{\"a\"}>")));
+    /* with no unreduced axes the kind neither prints nor counts */
+    sp_sharding *none = sharding_of(&a, "<@m, [{}], unreduced=max{}>");
+    assert_int_equal(none->reduction, SP_REDUCTION_MAX);
+    assert_true(sp_sharding_equal(none, sharding_of(&a, "<@m, [{}]>")));
+    sp_sharding *c = sp_sharding_clone(&a, max);
+    assert_non_null(c);
+    assert_int_equal(c->reduction, SP_REDUCTION_MAX);
+    assert_true(sp_sharding_equal(c, max));
+    cm_arena_fini(&a);
+}
+
 static void test_sp_sharding_parse_inlined_mesh(void **state)
 {
     (void)state;
@@ -1029,7 +1064,9 @@ static const struct {
     {K_SHARDING, "<@m, [{}}]>", "col 9", "',' or ']'"},
     {K_SHARDING, "<@m, [{}], foo={}>", "col 12", "'replicated' or 'unreduced'"},
     {K_SHARDING, "<@m, [{}], replicated={}, replicated={}>", "col 27", "twice"},
-    {K_SHARDING, "<@m, [{}], unreduced={}, replicated={}>", "col 26", "before unreduced"},
+    {K_SHARDING, "<@m, [{}], unreduced={}, replicated={}, replicated={}>", "col 41", "twice"},
+    {K_SHARDING, "<@m, [{}], unreduced=max[\"a\"]>", "col 25", "'{'"},
+    {K_SHARDING, "<@m, [{}], unreduced=prod{\"a\"}>", "col 22", "'{'"},
     {K_SHARDING, "<@m, [{}], unreduced={}, unreduced={}>", "col 26", "twice"},
     {K_SHARDING, "<@m, [{}], replicated {}>", "col 23", "'='"},
     {K_SHARDING, "<mesh<[\"a\"=2]> [{}]>", "col 16", "','"},
@@ -1260,8 +1297,12 @@ static void test_sp_mesh_verify_rejects_bad_meshes(void **state)
                       "out of range");
     check_mesh_verify("<[\"a\"=2, \"b\"=2], device_ids=[3, -1, 2, 0]>", CM_EINVAL, "/device_ids/1",
                       "out of range");
-    check_mesh_verify("<[\"a\"=2, \"b\"=2], device_ids=[0, 1, 2, 3]>", CM_EINVAL, "/device_ids",
-                      "iota");
+    /* iota device ids are the default order: the parser drops them, as
+     * Shardy's mesh builder does */
+    check_mesh_verify("<[\"a\"=2, \"b\"=2], device_ids=[0, 1, 2, 3]>", CM_OK, NULL, NULL);
+    check_print(K_MESH, "<[\"a\"=2, \"b\"=2], device_ids=[0, 1, 2, 3]>", "<[\"a\"=2, \"b\"=2]>");
+    check_print(K_MESH, "<[\"a\"=2], device_ids=[1, 0]>", NULL);
+    check_print(K_MESH, "<[], device_ids=[0]>", NULL);
     check_mesh_verify("<[], device_ids=[0, 1]>", CM_EINVAL, "/device_ids", "at most one");
     check_mesh_verify("<[], device_ids=[-1]>", CM_EINVAL, "/device_ids/0", "non-negative");
 }
@@ -1801,6 +1842,7 @@ int main(void)
         cmocka_unit_test(test_sp_rule_parse_roundtrips_shardy_corpus),
         cmocka_unit_test(test_sp_sharding_parse_accepts_whitespace_everywhere),
         cmocka_unit_test(test_sp_sharding_print_priorities_and_lists),
+        cmocka_unit_test(test_sp_sharding_unreduced_reduction_kinds),
         cmocka_unit_test(test_sp_sharding_parse_inlined_mesh),
         cmocka_unit_test(test_sp_sharding_parse_escaped_names),
         cmocka_unit_test(test_sp_sharding_parse_fields),

@@ -353,6 +353,7 @@ static sp_sharding *make_sharding(emitter *e, const axl *l)
     if (e->proto != NULL && e->proto->n_unreduced > 0) {
         s->unreduced = e->proto->unreduced;
         s->n_unreduced = e->proto->n_unreduced;
+        s->reduction = e->proto->reduction;
     }
     return e->st == CM_OK ? s : NULL;
 }

@@ -616,6 +616,7 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
         s->n_replicated = c->n_replicated;
         s->unreduced = c->unreduced;
         s->n_unreduced = c->n_unreduced;
+        s->reduction = c->reduction;
     }
     return s;
 }
