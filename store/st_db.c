@@ -366,11 +366,14 @@ cm_status st_db_schema_version(st_db *db, int64_t *version_out, cm_error *err)
     return st;
 }
 
-cm_status st_db_quick_check(st_db *db, cm_error *err)
+/* Runs sql, "PRAGMA quick_check" or "PRAGMA integrity_check" (the caller
+ * holds the lock), and fails with its first row unless that row is "ok";
+ * the message is named after the pragma. */
+static cm_status pragma_ok(st_db *db, const char *sql, cm_error *err)
 {
-    st_db_lock(db);
+    const char *name = sql + sizeof "PRAGMA " - 1u;
     sqlite3_stmt *s = NULL;
-    cm_status st = st_sql_prepare(db, "PRAGMA quick_check", &s, err);
+    cm_status st = st_sql_prepare(db, sql, &s, err);
     bool row = false;
     if (st == CM_OK) {
         st = st_sql_step(db, s, &row, err);
@@ -378,11 +381,18 @@ cm_status st_db_quick_check(st_db *db, cm_error *err)
     if (st == CM_OK) {
         const unsigned char *t = row ? sqlite3_column_text(s, 0) : NULL;
         if (t == NULL || strcmp((const char *)t, "ok") != 0) {
-            st = cm_error_set(err, CM_EINTERNAL, NULL, "quick_check: %s",
+            st = cm_error_set(err, CM_EINTERNAL, NULL, "%s: %s", name,
                               t != NULL ? (const char *)t : "no result");
         }
     }
     sqlite3_finalize(s);
+    return st;
+}
+
+cm_status st_db_quick_check(st_db *db, cm_error *err)
+{
+    st_db_lock(db);
+    cm_status st = pragma_ok(db, "PRAGMA quick_check", err);
     st_db_unlock(db);
     return st;
 }
@@ -420,21 +430,9 @@ cm_status st_db_data_version(st_db *db, int64_t *out, cm_error *err)
 cm_status st_db_integrity_check(st_db *db, cm_error *err)
 {
     st_db_lock(db);
+    cm_status st = pragma_ok(db, "PRAGMA integrity_check", err);
     sqlite3_stmt *s = NULL;
-    cm_status st = st_sql_prepare(db, "PRAGMA integrity_check", &s, err);
     bool row = false;
-    if (st == CM_OK) {
-        st = st_sql_step(db, s, &row, err);
-    }
-    if (st == CM_OK) {
-        const unsigned char *t = row ? sqlite3_column_text(s, 0) : NULL;
-        if (t == NULL || strcmp((const char *)t, "ok") != 0) {
-            st = cm_error_set(err, CM_EINTERNAL, NULL, "integrity_check: %s",
-                              t != NULL ? (const char *)t : "no result");
-        }
-    }
-    sqlite3_finalize(s);
-    s = NULL;
     if (st == CM_OK) {
         st = st_sql_prepare(db, "PRAGMA foreign_key_check", &s, err);
     }

@@ -152,28 +152,20 @@ typedef struct tctx {
     void *ctx;
 } tctx;
 
-/* Rewrites one sharding attribute in place of a copy: a new attribute when
- * fn changes any sharding in it. */
-static cm_status transform_attr(sp_module *m, uint32_t op, const char *name, const tctx *t)
+/* The list form of transform_attr: fn ignores the entry's index. */
+static cm_status list_item(sp_module *m, uint32_t i, const sp_sharding *s, sp_sharding **out,
+                           const void *vt)
+{
+    (void)i;
+    const tctx *t = vt;
+    return t->fn(m, s, out, t->ctx);
+}
+
+cm_status sp_exp_rewrite_sharding_list(sp_module *m, uint32_t op, const char *name,
+                                       sp_exp_item_fn fn, const void *ctx)
 {
     const sp_attr *a = sp_op_attr(m, op, name);
-    if (a == NULL) {
-        return CM_OK;
-    }
-    if (a->kind == SP_ATTR_SHARDING) {
-        sp_sharding *s = NULL;
-        cm_status st = t->fn(m, a->u.sharding, &s, t->ctx);
-        if (st != CM_OK || s == NULL) {
-            return st;
-        }
-        sp_attr *n = sp_attr_new(m, SP_ATTR_SHARDING);
-        if (n == NULL) {
-            return CM_ENOMEM;
-        }
-        n->u.sharding = s;
-        return sp_op_set_attr(m, op, name, n);
-    }
-    if (a->kind != SP_ATTR_SHARDING_LIST) {
+    if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST) {
         return CM_OK;
     }
     sp_sharding **items = NULL;
@@ -183,7 +175,7 @@ static cm_status transform_attr(sp_module *m, uint32_t op, const char *name, con
             continue;
         }
         sp_sharding *s = NULL;
-        cm_status st = t->fn(m, a->u.shardings.items[i], &s, t->ctx);
+        cm_status st = fn(m, i, a->u.shardings.items[i], &s, ctx);
         if (st != CM_OK) {
             return st;
         }
@@ -209,6 +201,33 @@ static cm_status transform_attr(sp_module *m, uint32_t op, const char *name, con
     na->u.shardings.items = items;
     na->u.shardings.n = n;
     return sp_op_set_attr(m, op, name, na);
+}
+
+/* Rewrites one sharding attribute in place of a copy: a new attribute when
+ * fn changes any sharding in it. */
+static cm_status transform_attr(sp_module *m, uint32_t op, const char *name, const tctx *t)
+{
+    const sp_attr *a = sp_op_attr(m, op, name);
+    if (a == NULL) {
+        return CM_OK;
+    }
+    if (a->kind == SP_ATTR_SHARDING) {
+        sp_sharding *s = NULL;
+        cm_status st = t->fn(m, a->u.sharding, &s, t->ctx);
+        if (st != CM_OK || s == NULL) {
+            return st;
+        }
+        sp_attr *n = sp_attr_new(m, SP_ATTR_SHARDING);
+        if (n == NULL) {
+            return CM_ENOMEM;
+        }
+        n->u.sharding = s;
+        return sp_op_set_attr(m, op, name, n);
+    }
+    if (a->kind != SP_ATTR_SHARDING_LIST) {
+        return CM_OK;
+    }
+    return sp_exp_rewrite_sharding_list(m, op, name, list_item, t);
 }
 
 static cm_status transform_op(sp_module *m, uint32_t op, void *vctx)

@@ -47,4 +47,13 @@ typedef cm_status (*sp_exp_sharding_fn)(sp_module *m, const sp_sharding *s, sp_s
  * attributes of every op. Errors: fn's, CM_ENOMEM. */
 cm_status sp_exp_transform_shardings(sp_module *m, sp_exp_sharding_fn fn, void *ctx);
 
+/* A rewrite of entry i (never NULL) of a sharding list: as sp_exp_sharding_fn. */
+typedef cm_status (*sp_exp_item_fn)(sp_module *m, uint32_t i, const sp_sharding *s,
+                                    sp_sharding **out, const void *ctx);
+/* Rewrites op's sharding-list attribute name through fn, copy on write: a
+ * new attribute (m's arena) replaces it when fn changes any entry; a missing
+ * attribute or one of another kind is left alone. Errors: fn's, CM_ENOMEM. */
+cm_status sp_exp_rewrite_sharding_list(sp_module *m, uint32_t op, const char *name,
+                                       sp_exp_item_fn fn, const void *ctx);
+
 #endif /* SP_EXPORT_INT_H */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sp_ops.h"
+#include "sp_export_int.h"
 #include "sp_pass.h"
 
 static int64_t axis_size(const sp_module *m, const sp_sharding *s, const sp_axis_ref *r)
@@ -80,8 +81,15 @@ static cm_status divisible_one(sp_module *m, const sp_sharding *s, const sp_type
     return CM_OK;
 }
 
-/* Rewrites the sharding list attribute name of op, entry i describing a
- * value of type types[i]. */
+/* Entry i of a list describes value vals[i]. */
+static cm_status fix_item(sp_module *m, uint32_t i, const sp_sharding *s, sp_sharding **out,
+                          const void *vals)
+{
+    return divisible_one(m, s, sp_value_type(m, ((const uint32_t *)vals)[i]), out);
+}
+
+/* Rewrites the sharding list attribute name of op, entry i describing value
+ * vals[i]; a list of another length is left alone. */
 static cm_status fix_list(sp_module *m, uint32_t op, const char *name, const uint32_t *vals,
                           uint32_t n)
 {
@@ -89,35 +97,7 @@ static cm_status fix_list(sp_module *m, uint32_t op, const char *name, const uin
     if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST || a->u.shardings.n != n) {
         return CM_OK;
     }
-    sp_sharding **items = NULL;
-    for (uint32_t i = 0; i < n; i++) {
-        sp_sharding *c = NULL;
-        if (a->u.shardings.items[i] != NULL &&
-            divisible_one(m, a->u.shardings.items[i], sp_value_type(m, vals[i]), &c) != CM_OK) {
-            return CM_ENOMEM;
-        }
-        if (c == NULL) {
-            continue;
-        }
-        if (items == NULL) {
-            items = cm_arena_alloc(&m->arena, sizeof *items * (n + 1u));
-            if (items == NULL) {
-                return CM_ENOMEM;
-            }
-            memcpy(items, a->u.shardings.items, sizeof *items * n);
-        }
-        items[i] = c;
-    }
-    if (items == NULL) {
-        return CM_OK;
-    }
-    sp_attr *na = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
-    if (na == NULL) {
-        return CM_ENOMEM;
-    }
-    na->u.shardings.items = items;
-    na->u.shardings.n = n;
-    return sp_op_set_attr(m, op, name, na);
+    return sp_exp_rewrite_sharding_list(m, op, name, fix_item, vals);
 }
 
 /* Call results, and the edges of manual computations (in global shapes:
