@@ -75,24 +75,28 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
     }
     cm_free(text);
     int rc = 0;
+    bool mlir = strcmp(format, "mlir") == 0;
+    /* The plan document streams to stdout as it is written (a 1M-op plan
+     * is hundreds of MB: never held whole); for --format mlir it is only
+     * the propagation, so its bytes go nowhere. */
     cm_buf b;
-    cm_buf_init(&b);
+    cm_buf_init_sink(&b, mlir ? cmd_discard_sink : cmd_file_sink, out);
     cm_status st = sp_plan_write(plan, &b, NULL, &err);
-    if (st == CM_OK && strcmp(format, "mlir") == 0) {
-        cm_buf_reset(&b);
-        sp_print_opts popts = {false, false};
-        sp_mlir_print(sp_plan_input(plan)->m, &popts, &b);
-        if (b.oom) {
-            st = cm_error_oom(&err);
-        }
-    }
-    if (st != CM_OK) {
-        cmd_report(errs, json, "plan", file, &err);
-        rc = 1;
-    } else {
-        rc = cmd_write_out(&b, "plan", out, errs);
+    if (st == CM_OK && !cm_buf_flush(&b)) {
+        st = b.sink_failed ? cm_error_set(&err, CM_EIO, NULL, "write error on the output")
+                           : cm_error_oom(&err);
     }
     cm_buf_fini(&b);
+    if (st == CM_OK && mlir) {
+        cm_buf_init(&b);
+        sp_print_opts popts = {false, false};
+        sp_mlir_print(sp_plan_input(plan)->m, &popts, &b);
+        rc = cmd_write_out(&b, "plan", out, errs);
+        cm_buf_fini(&b);
+    } else if (st != CM_OK) {
+        cmd_report(errs, json, "plan", file, &err);
+        rc = 1;
+    }
     sp_plan_destroy(plan);
     return rc;
 }

@@ -40,6 +40,19 @@ int cmd_write_out(const cm_buf *b, const char *cmd, FILE *out, FILE *errs)
     return 0;
 }
 
+bool cmd_file_sink(void *ctx, const char *data, size_t len)
+{
+    return fwrite(data, 1, len, (FILE *)ctx) == len;
+}
+
+bool cmd_discard_sink(void *ctx, const char *data, size_t len)
+{
+    (void)ctx;
+    (void)data;
+    (void)len;
+    return true;
+}
+
 bool cmd_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {

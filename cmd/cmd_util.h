@@ -23,6 +23,10 @@ int cmd_double_cmp(const void *a, const void *b);
  * printing "shardplan CMD: out of memory" (b ran out of memory) or "...:
  * write error" to errs. */
 int cmd_write_out(const cm_buf *b, const char *cmd, FILE *out, FILE *errs);
+/* cm_buf sinks (cm_buf_init_sink): cmd_file_sink writes to the FILE * ctx
+ * (false on a short write); cmd_discard_sink drops the bytes. */
+bool cmd_file_sink(void *ctx, const char *data, size_t len);
+bool cmd_discard_sink(void *ctx, const char *data, size_t len);
 
 /* Whether argv[1..argc) holds "--help" or "-h" (before a "--" that ends
  * the options): every subcommand then prints its usage to out and exits 0. */

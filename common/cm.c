@@ -414,6 +414,17 @@ void cm_buf_init(cm_buf *b)
     b->len = 0;
     b->cap = 0;
     b->oom = false;
+    b->sink_failed = false;
+    b->sink = NULL;
+    b->sink_ctx = NULL;
+    b->flushed = 0;
+}
+
+void cm_buf_init_sink(cm_buf *b, cm_buf_sink *sink, void *ctx)
+{
+    cm_buf_init(b);
+    b->sink = sink;
+    b->sink_ctx = ctx;
 }
 
 void cm_buf_fini(cm_buf *b)
@@ -422,10 +433,35 @@ void cm_buf_fini(cm_buf *b)
     cm_buf_init(b);
 }
 
+bool cm_buf_flush(cm_buf *b)
+{
+    if (b->oom) {
+        return false;
+    }
+    if (b->sink == NULL || b->len == 0) {
+        return true;
+    }
+    if (!b->sink(b->sink_ctx, b->data, b->len)) {
+        b->sink_failed = true;
+        b->oom = true;
+        return false;
+    }
+    b->flushed += b->len;
+    b->len = 0;
+    b->data[0] = '\0';
+    return true;
+}
+
+size_t cm_buf_total(const cm_buf *b)
+{
+    return b->flushed + b->len;
+}
+
 void cm_buf_reset(cm_buf *b)
 {
     b->len = 0;
     b->oom = false;
+    b->sink_failed = false;
     if (b->data != NULL) {
         b->data[0] = '\0';
     }
@@ -443,6 +479,17 @@ bool cm_buf_reserve(cm_buf *b, size_t extra)
     }
     if (need <= b->cap) {
         return true;
+    }
+    if (b->sink != NULL && b->len > 0 && b->cap >= CM_BUF_SINK_CHUNK) {
+        /* a streaming buffer at its size: hand what it holds on, then see
+         * whether the append fits */
+        if (!cm_buf_flush(b)) {
+            return false;
+        }
+        if (extra < b->cap) {
+            return true;
+        }
+        need = extra + 1;
     }
     size_t cap = b->cap < 256 ? 256 : b->cap;
     while (cap < need) {
@@ -464,6 +511,18 @@ bool cm_buf_reserve(cm_buf *b, size_t extra)
 
 void cm_buf_append(cm_buf *b, const char *s, size_t n)
 {
+    if (b->sink != NULL && n >= CM_BUF_SINK_CHUNK) {
+        /* a run as large as the chunk goes straight on, uncopied */
+        if (cm_buf_flush(b)) {
+            if (b->sink(b->sink_ctx, s, n)) {
+                b->flushed += n;
+            } else {
+                b->sink_failed = true;
+                b->oom = true;
+            }
+        }
+        return;
+    }
     if (!cm_buf_reserve(b, n)) {
         return;
     }

@@ -143,17 +143,40 @@ void *cm_arena_memdup(cm_arena *a, const void *p, size_t n, size_t elem);
 
 /* ---- growable buffer ----------------------------------------------------- */
 
+/* Where a streaming buffer's bytes go: called with each flushed run of len
+ * bytes; returns false when it cannot take them (a write error). */
+typedef bool cm_buf_sink(void *ctx, const char *data, size_t len);
+
 /* A byte buffer that stays NUL-terminated. After the first failed growth the
  * buffer is marked failed (oom = true) and ignores further appends, so a
- * printer can append freely and check once at the end. */
+ * printer can append freely and check once at the end.
+ * A streaming buffer (cm_buf_init_sink) holds at most about CM_BUF_SINK_CHUNK
+ * bytes: whenever an append would grow it past that, what it holds goes to
+ * its sink first. Only code that appends and never reads back or truncates
+ * what it wrote may be given one (the plan writer is such code; the MLIR
+ * printer, which rewinds a refused custom form, is not). */
 typedef struct cm_buf {
-    char *data; /* NUL-terminated when cap > 0 */
-    size_t len; /* bytes, excluding the NUL */
-    size_t cap; /* bytes allocated */
-    bool oom;   /* a growth failed */
+    char *data;          /* NUL-terminated when cap > 0 */
+    size_t len;          /* bytes, excluding the NUL */
+    size_t cap;          /* bytes allocated */
+    bool oom;            /* a growth failed, or the sink refused bytes */
+    bool sink_failed;    /* the sink refused bytes (then oom is set too) */
+    cm_buf_sink *sink;   /* NULL: an ordinary buffer */
+    void *sink_ctx;
+    size_t flushed;      /* bytes already given to the sink */
 } cm_buf;
 
+#define CM_BUF_SINK_CHUNK ((size_t)1 << 16)
+
 void cm_buf_init(cm_buf *b);
+/* A streaming buffer whose bytes go to sink(ctx, …) as it fills; the caller
+ * calls cm_buf_flush once done, then cm_buf_fini. */
+void cm_buf_init_sink(cm_buf *b, cm_buf_sink *sink, void *ctx);
+/* Gives a streaming buffer's held bytes to its sink (nothing for an ordinary
+ * buffer). Returns false when the buffer failed (oom) or the sink refused. */
+bool cm_buf_flush(cm_buf *b);
+/* Bytes appended in all: flushed plus held. */
+size_t cm_buf_total(const cm_buf *b);
 void cm_buf_fini(cm_buf *b);
 void cm_buf_reset(cm_buf *b);
 bool cm_buf_reserve(cm_buf *b, size_t extra);

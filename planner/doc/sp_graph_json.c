@@ -432,6 +432,12 @@ static cm_status define(dec *d, json_t *j, uint32_t v)
         names_rehash(d, d->n_heads ? d->n_heads * 2 : 512) != CM_OK) {
         return d->st;
     }
+    /* the table keys on the module's own copy of the name, not the JSON
+     * string: decode_ops frees each op's JSON once it is decoded */
+    if (note_vname(d, v, s, n) != CM_OK) {
+        return d->st;
+    }
+    s = d->vnames[v];
     uint32_t b = hash_name(s, (uint32_t)n) & (d->n_heads - 1);
     name_ent *e = &d->names[d->n_names];
     e->s = s;
@@ -439,7 +445,7 @@ static cm_status define(dec *d, json_t *j, uint32_t v)
     e->value = v;
     e->next = d->heads[b];
     d->heads[b] = d->n_names++;
-    return note_vname(d, v, s, n);
+    return CM_OK;
 }
 
 /* Drops the names defined since mark (LIFO per bucket). */
@@ -577,11 +583,17 @@ static void tcache_put(dec *d, const char *s, size_t n, uint32_t type)
         d->tcache = t;
         d->cap_tcache = cap;
     }
-    uint32_t j = hash_bytes(s, n) & (d->cap_tcache - 1);
+    /* keyed on a copy in the module: the JSON text it came from is freed
+     * op by op (decode_ops) */
+    const char *key = sp_module_str(d->m, s, n);
+    if (key == NULL) {
+        return;
+    }
+    uint32_t j = hash_bytes(key, n) & (d->cap_tcache - 1);
     while (d->tcache[j].s != NULL) {
         j = (j + 1) & (d->cap_tcache - 1);
     }
-    d->tcache[j] = (struct tslot){s, n, type};
+    d->tcache[j] = (struct tslot){key, n, type};
     d->n_tcache++;
 }
 
@@ -1702,6 +1714,10 @@ static cm_status decode_ops(dec *d, json_t *ops, uint32_t blk)
             return d->st;
         }
         pop(d, mi);
+        /* The op is in the IR now and nothing refers to its JSON: free it,
+         * so the tree shrinks as the module grows and the two never peak
+         * together (a 1M-op document's tree is ~8x its text). */
+        json_array_set_new(ops, i, json_null());
     }
     return CM_OK;
 }

@@ -974,6 +974,86 @@ static void test_cm_map_oom(void **state)
     cm_map_fini(&m);
 }
 
+/* ---- streaming buffers ---------------------------------------------------- */
+
+typedef struct sink_rec {
+    cm_buf got;      /* everything the sink received, in order */
+    size_t calls;
+    size_t max_run;  /* the longest run handed over at once */
+    size_t fail_after; /* refuse once this many bytes arrived (0: never) */
+} sink_rec;
+
+static bool rec_sink(void *ctx, const char *data, size_t len)
+{
+    sink_rec *r = ctx;
+    if (r->fail_after != 0 && r->got.len + len > r->fail_after) {
+        return false;
+    }
+    r->calls++;
+    r->max_run = len > r->max_run ? len : r->max_run;
+    cm_buf_append(&r->got, data, len);
+    return true;
+}
+
+/* A streaming buffer hands its bytes on in order and in runs no longer than
+ * its chunk (or one append), holds at most about a chunk, and its total
+ * counts every byte; what arrives equals what an ordinary buffer holds. */
+static void test_cm_buf_sink_streams(void **state)
+{
+    (void)state;
+    sink_rec r;
+    memset(&r, 0, sizeof r);
+    cm_buf_init(&r.got);
+    cm_buf plain, b;
+    cm_buf_init(&plain);
+    cm_buf_init_sink(&b, rec_sink, &r);
+    char big[3 * 65536];
+    memset(big, 'x', sizeof big);
+    for (int i = 0; i < 20000; i++) {
+        cm_buf_printf(&b, "{\"i\":%d},", i);
+        cm_buf_printf(&plain, "{\"i\":%d},", i);
+        assert_true(b.cap <= 2 * CM_BUF_SINK_CHUNK);
+        if (i == 777) {
+            cm_buf_append(&b, big, sizeof big); /* larger than a chunk: one run */
+            cm_buf_append(&plain, big, sizeof big);
+        }
+    }
+    assert_int_equal(cm_buf_total(&b), plain.len);
+    assert_true(cm_buf_flush(&b));
+    assert_int_equal(b.len, 0);
+    assert_int_equal(cm_buf_total(&b), plain.len);
+    assert_int_equal(r.got.len, plain.len);
+    assert_memory_equal(r.got.data, plain.data, plain.len);
+    assert_true(r.calls > 4);
+    assert_true(r.max_run <= sizeof big);
+    assert_true(cm_buf_flush(&b)); /* nothing held: nothing to do */
+    cm_buf_fini(&b);
+    cm_buf_fini(&plain);
+    cm_buf_fini(&r.got);
+}
+
+/* A sink that refuses marks the buffer failed (sink_failed and oom), after
+ * which appends are ignored and flush says false. */
+static void test_cm_buf_sink_failure(void **state)
+{
+    (void)state;
+    sink_rec r;
+    memset(&r, 0, sizeof r);
+    cm_buf_init(&r.got);
+    r.fail_after = 100000;
+    cm_buf b;
+    cm_buf_init_sink(&b, rec_sink, &r);
+    for (int i = 0; i < 50000; i++) {
+        cm_buf_puts(&b, "0123456789");
+    }
+    assert_true(b.oom);
+    assert_true(b.sink_failed);
+    assert_false(cm_buf_flush(&b));
+    assert_true(r.got.len <= r.fail_after);
+    cm_buf_fini(&b);
+    cm_buf_fini(&r.got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1008,6 +1088,8 @@ int main(void)
         cmocka_unit_test(test_cm_map_remove_and_iterate),
         cmocka_unit_test(test_cm_map_reserve),
         cmocka_unit_test(test_cm_map_oom),
+        cmocka_unit_test(test_cm_buf_sink_streams),
+        cmocka_unit_test(test_cm_buf_sink_failure),
     };
     return cmocka_run_group_tests_name("cm", tests, NULL, NULL);
 }
