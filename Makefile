@@ -204,8 +204,9 @@ run: deps
 # with the Flax MLP, and a minimal libmicrohttpd handler in the same run
 # (targets: GET >= 50% of the minimal handler, POST >= 2,000 req/s).
 BENCH_SECONDS ?= 5
+BENCH_CONNECTIONS ?= 32
 bench-server: $(BUILD)/rel/shardplan $(BUILD)/rel/bench/bench_server_min
-	bash bench/bench_server.sh $(BUILD)/rel/shardplan $(BUILD)/rel/bench/bench_server_min $(BENCH_SECONDS)
+	bash bench/bench_server.sh $(BUILD)/rel/shardplan $(BUILD)/rel/bench/bench_server_min $(BENCH_SECONDS) $(BENCH_CONNECTIONS)
 
 san: $(BUILD)/san/shardplan $(addprefix $(BUILD)/san/tests/,$(UNIT_TESTS))
 
