@@ -1,0 +1,188 @@
+"""Health, graphs, meshes, rules and profiles against a real server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import shardplan
+from conftest import EXAMPLES, ROOT
+
+
+def test_health_ready_metrics_openapi(client: shardplan.Client) -> None:
+    h = client.health()
+    assert isinstance(h, shardplan.Health) and h.status == "ok"
+    r = client.ready()
+    assert r.status == "ready" and isinstance(r.schema_version, int) and r.schema_version >= 1
+    assert "shardplan_http_requests_total" in client.metrics()
+    doc = client.openapi()
+    assert doc["openapi"].startswith("3.") and "/v1/plans" in doc["paths"]
+
+
+def test_every_route_has_a_method(client: shardplan.Client) -> None:
+    """Each operation of the OpenAPI document is covered by a Client method."""
+    methods = {
+        "healthz": "health", "readyz": "ready", "metrics": "metrics", "openapi": "openapi",
+        "graphsCreate": "submit_graph", "graphsList": "list_graphs", "graphsGet": "get_graph",
+        "graphsDelete": "delete_graph", "meshesList": "list_meshes", "meshesPut": "put_mesh",
+        "meshesGet": "get_mesh", "meshesDelete": "delete_mesh", "rulesList": "list_rules",
+        "rulesPut": "put_rule", "rulesGet": "get_rule", "rulesDelete": "delete_rule",
+        "profilesList": "list_profiles", "profilesPut": "put_profile",
+        "profilesGet": "get_profile", "profilesDelete": "delete_profile",
+        "plansCreate": "plan", "plansList": "list_plans", "plansGet": "get_plan",
+        "plansDelete": "delete_plan", "plansLint": "lint", "plansCollectives": "collectives",
+        "plansCost": "cost", "plansWhatif": "whatif", "plansSuggest": "suggest",
+        "compare": "compare", "sweep": "sweep", "runsCreate": "create_run",
+        "runsList": "list_runs", "runsGet": "get_run", "runsDelete": "delete_run",
+        "benchmarksCreate": "benchmark", "benchmarksList": "list_benchmarks",
+        "benchmarksGet": "get_benchmark", "benchmarksDelete": "delete_benchmark",
+        "benchmarksCancel": "cancel_benchmark", "tokensCreate": "create_token",
+        "tokensList": "list_tokens", "tokensDelete": "delete_token",
+    }
+    doc = json.loads((ROOT / "server" / "openapi.json").read_text())
+    seen = set()
+    for path, ops in doc["paths"].items():
+        for verb, op in ops.items():
+            if verb == "parameters":
+                continue
+            key = op.get("operationId") or f"{verb} {path}"
+            assert key in methods, f"no Client method for {verb.upper()} {path} ({key})"
+            assert callable(getattr(shardplan.Client, methods[key]))
+            seen.add(key)
+    assert seen, "the OpenAPI document has no operations"
+
+
+def test_graphs(client: shardplan.Client, mlp_json: dict, mlp_mlir: str) -> None:
+    g = client.submit_graph(mlp_json, name="store-mlp")
+    assert isinstance(g, shardplan.Graph) and g.format == "json" and g.size > 0
+    again = client.submit_graph(mlp_json, name="store-mlp")
+    assert again.id == g.id and not again.created
+    m = client.submit_graph(mlp_mlir + "\n// another copy\n", name="store-mlir")
+    assert m.format == "mlir" and m.created and m.name == "store-mlir"
+
+    full = client.get_graph(g.id)
+    assert full.graph is not None and full.graph["name"] == mlp_json["name"] and full.mlir is None
+    assert "func.func" in (client.get_graph(m).mlir or "")
+    assert client.get_graph_raw(g.id) == mlp_json
+    assert "another copy" in client.get_graph_raw(m.id)
+
+    names = [x.name for x in client.list_graphs(name="store-mlir")]
+    assert names == ["store-mlir"]
+    assert all(x.format == "mlir" for x in client.list_graphs(format="mlir"))
+    page = client.list_graphs(limit=1)
+    assert len(page) == 1 and page.next_after > 0
+    ids = [x.id for x in client.iter_graphs(limit=1)]
+    assert g.id in ids and m.id in ids and len(ids) == len(set(ids))
+
+    client.delete_graph(m)
+    with pytest.raises(shardplan.NotFound) as ei:
+        client.get_graph(m.id)
+    assert ei.value.status == 404 and ei.value.code == "not_found"
+
+
+def test_graph_errors(client: shardplan.Client) -> None:
+    with pytest.raises(shardplan.BadRequest) as ei:
+        client.submit_graph("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %y\n}")
+    e = ei.value
+    assert e.status == 400 and e.code == "invalid" and e.message
+    assert e.path and ":" in e.path, "an MLIR error's path is LINE:COL"
+    with pytest.raises(shardplan.BadRequest) as ei:
+        client.submit_graph({"inputs": [{"name": "x", "type": "tensor<4xf32>"}],
+                             "ops": [{"op": "stablehlo.add", "operands": ["x", "nope"], "result": "y"}],
+                             "outputs": ["y"]})
+    assert ei.value.path.startswith("/ops/0/operands/1")
+    with pytest.raises(shardplan.BadRequest) as ei:
+        client.list_graphs(format="xml")
+    assert ei.value.path == "/format"
+    with pytest.raises(shardplan.BadRequest) as ei:
+        client.list_graphs(limit=-1)
+    assert ei.value.path == "/limit"
+    with pytest.raises(shardplan.NotFound) as ei:
+        client.get_graph(987654)
+    assert ei.value.path == "/id"
+
+
+def test_meshes(client: shardplan.Client) -> None:
+    d = client.put_mesh("store_wide", {"data": 4, "model": 2})
+    assert d.created and d.body == {"axes": [{"name": "data", "size": 4}, {"name": "model", "size": 2}]}
+    same = client.put_mesh("store_wide", shardplan.Mesh(axes=[shardplan.MeshAxis("data", 4),
+                                                             shardplan.MeshAxis("model", 2)]))
+    assert not same.created and same.id == d.id
+    with pytest.raises(shardplan.Conflict) as ei:
+        client.put_mesh("store_wide", {"data": 8}, create_only=True)
+    assert ei.value.status == 409
+    assert client.get_mesh("store_wide").body["axes"][0]["size"] == 4
+    assert "store_wide" in [x.name for x in client.list_meshes(limit=1000)]
+    with pytest.raises(shardplan.BadRequest) as ei:
+        client.put_mesh("not a name", {"data": 2})
+    assert ei.value.path == "/name"
+    with pytest.raises(shardplan.BadRequest) as ei:
+        client.put_mesh("store_bad", {"axes": [{"name": "data", "size": 0}]})
+    assert ei.value.path.startswith("/axes/0")
+    with pytest.raises(TypeError):
+        client.put_mesh("store_x", 3)
+    client.delete_mesh("store_wide")
+    with pytest.raises(shardplan.NotFound):
+        client.get_mesh("store_wide")
+    with pytest.raises(shardplan.NotFound):
+        client.delete_mesh("store_wide")
+
+
+def test_rules(client: shardplan.Client) -> None:
+    r = client.put_rule("store_matmul", "i j, j k -> i k")
+    assert r.created and r.body == "i j, j k -> i k"
+    obj = {"sharding_rule": "i k, k j -> i j", "reduction_factors": ["k"]}
+    assert client.put_rule("store_matmul", obj).body == obj
+    assert client.get_rule("store_matmul").body == obj
+    assert "store_matmul" in [x.name for x in client.list_rules()]
+    with pytest.raises(shardplan.BadRequest):
+        client.put_rule("store_bad", 42)
+    client.delete_rule("store_matmul")
+    with pytest.raises(shardplan.NotFound):
+        client.get_rule("store_matmul")
+
+
+def test_profiles(client: shardplan.Client) -> None:
+    prof = json.loads((ROOT / "profiles" / "a100-80gb.json").read_text())
+    p = client.put_profile("store_a100", prof)
+    assert p.created and p.body == prof
+    assert client.get_profile("store_a100").body == prof
+    assert "store_a100" in [x.name for x in client.list_profiles()]
+    with pytest.raises(shardplan.BadRequest):
+        client.put_profile("store_bad", {"peak_flops": "fast"})
+    client.delete_profile("store_a100")
+    with pytest.raises(shardplan.NotFound):
+        client.delete_profile("store_a100")
+
+
+def test_transport_error() -> None:
+    c = shardplan.Client("http://127.0.0.1:9", timeout=5)
+    with pytest.raises(shardplan.TransportError) as ei:
+        c.health()
+    assert ei.value.status == 0 and isinstance(ei.value, shardplan.ShardplanError)
+    with pytest.raises(ValueError):
+        shardplan.Client("localhost:8080")
+
+
+def test_error_body_decoding() -> None:
+    from shardplan.errors import error_from_response
+
+    e = error_from_response(
+        400, b'{"error":{"code":"invalid","message":"bad","path":"/ops/3/operands/0"}}')
+    assert type(e) is shardplan.BadRequest and e.path == "/ops/3/operands/0"
+    assert str(e) == "HTTP 400: invalid: bad at /ops/3/operands/0"
+    t = error_from_response(503, b'{"error":{"code":"timeout","message":"slow","path":""}}',
+                            retry_after="2")
+    assert isinstance(t, shardplan.PlanTimeout) and isinstance(t, shardplan.Unavailable)
+    assert t.retry_after == 2.0
+    odd = error_from_response(502, b"<html>bad gateway</html>")
+    assert type(odd) is shardplan.ShardplanError and "bad gateway" in odd.message
+    import pickle
+
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is shardplan.BadRequest and back.path == e.path and back.code == "invalid"
+
+
+def test_examples_exist() -> None:
+    assert (EXAMPLES / "flax_mlp.json").exists() and (EXAMPLES / "lint_demo.mlir").exists()
