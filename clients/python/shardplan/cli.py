@@ -300,12 +300,10 @@ def _run(c: Client, a: argparse.Namespace, errs: TextIO) -> Any:
                 raise UsageError(f"--spec: not JSON: {e}") from None
             if not isinstance(params, dict):
                 raise UsageError("--spec takes a JSON object")
-        for opt in ("devices", "warmup", "iters", "seed"):
-            if getattr(a, opt) is not None:
-                params[opt] = getattr(a, opt)
         return c.benchmark(
-            a.plan_id, webhook_url=a.webhook, idempotency_key=a.idempotency_key,
-            wait=a.wait, progress=_progress(errs) if a.wait else None, **params,
+            a.plan_id, devices=a.devices, warmup=a.warmup, iters=a.iters, seed=a.seed,
+            webhook_url=a.webhook, idempotency_key=a.idempotency_key, params=params,
+            wait=a.wait, progress=_progress(errs) if a.wait else None,
         )
     if a.command == "cancel":
         return c.cancel_benchmark(a.run_id)

@@ -702,6 +702,7 @@ class Client:
         affinity: Optional[bool] = None,
         webhook_url: Optional[str] = None,
         idempotency_key: Optional[str] = None,
+        params: Optional[Mapping[str, Any]] = None,
         wait: bool = False,
         progress: Optional[ProgressFn] = None,
         poll_interval: float = 0.25,
@@ -710,13 +711,16 @@ class Client:
         """``POST /v1/benchmarks``: queues a run of a stored plan on the server's executor.
 
         The members are those of docs/api.md ("Benchmark runs"); None leaves
-        the server's default. ``idempotency_key`` makes a retry answer the
+        the server's default; ``params`` are further members of the body, sent
+        as they are (the server answers an unknown one with a
+        :class:`~shardplan.errors.BadRequest` at its path). ``idempotency_key`` makes a retry answer the
         run the first request queued (``Benchmark.replayed``). With ``wait``
         this polls the run (:meth:`wait_benchmark`) until it has ended,
         calling ``progress(run)`` after each poll, and returns the final run;
         a failed or canceled run raises :class:`~shardplan.errors.BenchmarkFailed`.
         """
         body: Dict[str, Any] = {"plan_id": _id_of(plan)}
+        body.update(params or {})
         for k, v in (("devices", devices), ("warmup", warmup), ("iters", iters), ("seed", seed),
                      ("affinity", affinity), ("webhook_url", webhook_url)):
             if v is not None:
