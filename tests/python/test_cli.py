@@ -189,10 +189,10 @@ def test_pip_install_offline(tmp_path: Path) -> None:
     pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True)
     if pip.returncode != 0:
         pytest.skip("no pip for this interpreter")
-    try:
-        import setuptools  # noqa: F401
-    except ImportError:
-        pytest.skip("no setuptools for this interpreter")
+    import importlib.util
+
+    if importlib.util.find_spec("setuptools") is None:
+        pytest.skip("no setuptools (the build backend) for this interpreter")
     src = tmp_path / "src"
     shutil.copytree(PKG, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     target = tmp_path / "target"
