@@ -16,6 +16,7 @@ subclass carrying the server's error code, message and path.
 from __future__ import annotations
 
 import copy
+import http.client
 import json
 import os
 import socket
@@ -89,10 +90,17 @@ class Response:
     body: bytes
 
     def json(self) -> Any:
-        """The body decoded as JSON (None for an empty body)."""
+        """The body decoded as JSON (None for an empty body); a body that is
+        not JSON raises :class:`~shardplan.errors.ShardplanError`."""
         if not self.body:
             return None
-        return json.loads(self.body.decode("utf-8"))
+        try:
+            return json.loads(self.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise errors.ShardplanError(
+                f"the answer is not JSON ({e}): {self.body[:200]!r}", status=self.status,
+                body=self.body,
+            ) from None
 
     @property
     def text(self) -> str:
@@ -250,7 +258,7 @@ class Client:
             except OSError:
                 raw = b""
             r = Response(e.code, e.headers, raw)
-        except (urllib.error.URLError, OSError, socket.timeout) as e:
+        except (urllib.error.URLError, OSError, socket.timeout, http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
             raise errors.TransportError(
                 f"{method} {url}: {reason}", method=method, url=url
