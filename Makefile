@@ -11,7 +11,8 @@ SHELL := /bin/bash
 # missing ones (root on Debian 12); it is a prerequisite of run and test.
 DEB_PKGS := build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
   libopenblas-dev libcurl4-openssl-dev libcmocka-dev llvm-14-tools clang-14 \
-  libclang-rt-14-dev wrk chromium curl sqlite3 python3 python3-pytest
+  libclang-rt-14-dev wrk chromium curl sqlite3 python3 python3-pytest \
+  python3-setuptools python3-wheel
 FILECHECK ?= FileCheck-14
 SHARED ?= ../shared
 SHARDY_TESTS ?= $(SHARED)/reference/shardy/tests

@@ -185,14 +185,15 @@ def test_no_jax_and_stdlib_only() -> None:
 
 def test_pip_install_offline(tmp_path: Path) -> None:
     """`pip install --no-build-isolation --no-index` of clients/python gives the package and
-    the shardplan-py console script (setuptools from the system, nothing downloaded)."""
+    the shardplan-py console script (setuptools and wheel from the system, nothing downloaded)."""
     pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True)
     if pip.returncode != 0:
         pytest.skip("no pip for this interpreter")
     import importlib.util
 
-    if importlib.util.find_spec("setuptools") is None:
-        pytest.skip("no setuptools (the build backend) for this interpreter")
+    for need in ("setuptools", "wheel"):  # the build backend (Debian: in DEB_PKGS)
+        if importlib.util.find_spec(need) is None:
+            pytest.skip(f"no {need} for this interpreter")
     src = tmp_path / "src"
     shutil.copytree(PKG, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     target = tmp_path / "target"
