@@ -190,3 +190,33 @@ def test_error_body_decoding() -> None:
 
 def test_examples_exist() -> None:
     assert (EXAMPLES / "flax_mlp.json").exists() and (EXAMPLES / "lint_demo.mlir").exists()
+
+
+def test_raw_request_and_method_not_allowed(client: shardplan.Client) -> None:
+    r = client.request("GET", "/v1/plans", query={"limit": 1, "after": None})
+    assert r.status == 200 and "items" in r.json()
+    with pytest.raises(shardplan.MethodNotAllowed) as ei:
+        client.request("PATCH", "/v1/plans")
+    assert ei.value.status == 405 and ei.value.code == "method_not_allowed"
+    with pytest.raises(shardplan.NotFound) as ei:
+        client.request("GET", "/v1/nothing-here")
+    assert ei.value.code == "not_found"
+    with pytest.raises(shardplan.UnsupportedMediaType) as ei:
+        client.request("POST", "/v1/plans", body=b"\x00\x01", content_type="image/png")
+    assert ei.value.status == 415
+
+
+def test_payload_too_large(client: shardplan.Client) -> None:
+    axes = [{"name": f"axis{i}", "size": 1} for i in range(40000)]  # > 1 MiB of text
+    with pytest.raises(shardplan.PayloadTooLarge) as ei:
+        client.put_mesh("store_huge", {"axes": axes})
+    assert ei.value.status == 413 and ei.value.code == "too_large"
+
+
+def test_body_over_the_limit(client: shardplan.Client) -> None:
+    """A body over --max-body (16 MiB) is a 413 the client reads, even when the server
+    answers before it has taken the whole body."""
+    huge = "// padding\n" * (17 * 1024 * 1024 // 11)
+    with pytest.raises(shardplan.PayloadTooLarge) as ei:
+        client.plan(huge)
+    assert ei.value.status == 413 and "limit" in ei.value.message

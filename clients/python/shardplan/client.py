@@ -1,6 +1,6 @@
 """The Shardplan HTTP client: one method per route of the /v1 API.
 
-Standard library only (urllib, json). A :class:`Client` holds the server's
+Standard library only (http.client, json). A :class:`Client` holds the server's
 base URL and an optional bearer token; each method sends one request (a
 few send more, and say so) and returns a typed result from
 :mod:`shardplan.types`, or raises a :class:`~shardplan.errors.ShardplanError`
@@ -19,9 +19,7 @@ import copy
 import http.client
 import json
 import os
-import socket
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -108,13 +106,6 @@ class Response:
         return self.body.decode("utf-8", "replace")
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """The API never redirects; a redirect is answered as it is (no token sent elsewhere)."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
-        return None
-
-
 def _looks_json(text: str) -> bool:
     return text.lstrip()[:1] == "{"
 
@@ -193,12 +184,16 @@ class Client:
     """
 
     def __init__(self, url: str, token: Optional[str] = None, *, timeout: float = 120.0) -> None:
-        if not url or "://" not in url:
+        parts = urllib.parse.urlsplit(url or "")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url must be an http:// or https:// base URL, got {url!r}")
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
-        self._opener = urllib.request.build_opener(_NoRedirect())
+        self._scheme = parts.scheme
+        self._host = parts.hostname
+        self._port = parts.port
+        self._prefix = parts.path.rstrip("/")
 
     def __repr__(self) -> str:
         return f"Client({self.url!r}{', token=...' if self.token else ''})"
@@ -248,21 +243,10 @@ class Client:
             hdrs["Authorization"] = "Bearer " + self.token
         if headers:
             hdrs.update(headers)
-        req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
         try:
-            with self._opener.open(req, timeout=self.timeout) as resp:
-                r = Response(resp.status, resp.headers, resp.read())
-        except urllib.error.HTTPError as e:
-            try:
-                raw = e.read()
-            except OSError:
-                raw = b""
-            r = Response(e.code, e.headers, raw)
-        except (urllib.error.URLError, OSError, socket.timeout, http.client.HTTPException) as e:
-            reason = getattr(e, "reason", e)
-            raise errors.TransportError(
-                f"{method} {url}: {reason}", method=method, url=url
-            ) from e
+            r = self._send(method, url, data, hdrs)
+        except (OSError, http.client.HTTPException) as e:
+            raise errors.TransportError(f"{method} {url}: {e}", method=method, url=url) from e
         if r.status not in ok:
             raise errors.error_from_response(
                 r.status,
@@ -272,6 +256,44 @@ class Client:
                 retry_after=r.headers.get("Retry-After") if r.headers else None,
             )
         return r
+
+    def _connection(self) -> Tuple[http.client.HTTPConnection, bool]:
+        """A new connection to the server (or its proxy, from the environment) and whether
+        requests through it name the absolute URL (a plain HTTP proxy)."""
+        proxy = None
+        if not urllib.request.proxy_bypass(self._host):
+            proxy = urllib.request.getproxies().get(self._scheme)
+        if self._scheme == "https":
+            if proxy:
+                pp = urllib.parse.urlsplit(proxy)
+                conn = http.client.HTTPSConnection(pp.hostname or "", pp.port or 8080, timeout=self.timeout)
+                conn.set_tunnel(self._host, self._port or 443)
+                return conn, False
+            return http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout), False
+        if proxy:
+            pp = urllib.parse.urlsplit(proxy)
+            return http.client.HTTPConnection(pp.hostname or "", pp.port or 8080, timeout=self.timeout), True
+        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout), False
+
+    def _send(self, method: str, url: str, data: Optional[bytes], hdrs: Dict[str, str]) -> Response:
+        """One exchange on a fresh connection. When the server answers before it has read
+        the whole body (413 at once, for one) and closes, the send fails; the answer it
+        sent is still read and returned."""
+        conn, absolute = self._connection()
+        target = url if absolute else self._prefix + url[len(self.url):]
+        try:
+            try:
+                conn.request(method, target, body=data, headers=hdrs)
+            except (BrokenPipeError, ConnectionResetError) as send_err:
+                try:
+                    resp = conn.getresponse()
+                except (OSError, http.client.HTTPException):
+                    raise send_err from None
+            else:
+                resp = conn.getresponse()
+            return Response(resp.status, resp.headers, resp.read())
+        finally:
+            conn.close()
 
     def _get(self, cls: Type[T], path: str, **query: Any) -> T:
         return from_json(cls, self.request("GET", path, query=query).json())
