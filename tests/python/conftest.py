@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "clients" / "python"))
 
 import shardplan  # noqa: E402
 
-BIN = Path(os.environ.get("SHARDPLAN_BIN", ROOT / "build" / "rel" / "shardplan"))
+BIN = Path(os.environ.get("SHARDPLAN_BIN", ROOT / "build" / "rel" / "shardplan")).resolve()
 EXAMPLES = ROOT / "examples"
 
 
