@@ -259,7 +259,7 @@ def test_compare(client: shardplan.Client, mlp_json: dict, mlp_plan: shardplan.P
     other = client.plan(mlp_json, pass_="sdy-basic-propagate")
     c = client.compare([mlp_plan, other.id])
     assert c.format == "shardplan.compare/v1" and len(c.plans) == 2
-    assert [x.file for x in c.plans] == [f"plans/{mlp_plan.id}", f"plans/{other.id}"]
+    assert str(mlp_plan.id) in c.plans[0].file and str(other.id) in c.plans[1].file
     assert all(x.cost is not None and x.cost.devices == 8 for x in c.plans)
     assert c.compared_tensors > 0 and isinstance(c.differences, list)
     prof = client.compare([mlp_plan.id, other.id], profile="tpu-v5e")
