@@ -88,6 +88,8 @@ def test_plan_sources(client: shardplan.Client, mlp_json: dict, tmp_path) -> Non
         client.plan(12)
     with pytest.raises(ValueError):
         client.plan("{not json")
+    with pytest.raises(ValueError, match="pathlib.Path"):
+        client.plan(str(f))
 
 
 def test_plan_mesh_forms(client: shardplan.Client, mlp_json: dict) -> None:

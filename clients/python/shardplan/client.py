@@ -156,6 +156,11 @@ def _source(source: Source) -> Tuple[str, Any]:
             except ValueError as e:
                 raise ValueError(f"the source looks like JSON but does not parse: {e}") from None
             return "graph", doc
+        if "\n" not in source and len(source) < 4096 and os.path.isfile(source):
+            raise ValueError(
+                f"{source!r} is a file name, not MLIR text: pass pathlib.Path({source!r}) "
+                "to plan the file"
+            )
         return "mlir", source
     if isinstance(source, Mapping):
         return "graph", dict(source)
