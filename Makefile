@@ -11,7 +11,8 @@ SHELL := /bin/bash
 # missing ones (root on Debian 12); it is a prerequisite of run and test.
 DEB_PKGS := build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
   libopenblas-dev libcurl4-openssl-dev libcmocka-dev llvm-14-tools clang-14 \
-  libclang-rt-14-dev wrk chromium curl sqlite3 python3
+  libclang-rt-14-dev wrk chromium curl sqlite3 python3 python3-pytest \
+  python3-setuptools python3-wheel
 FILECHECK ?= FileCheck-14
 SHARED ?= ../shared
 SHARDY_TESTS ?= $(SHARED)/reference/shardy/tests
@@ -153,7 +154,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit lit-cases docker-check web web-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit lit-cases docker-check test-python web web-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan web
 
@@ -232,18 +233,28 @@ lit-cases: $(BUILD)/rel/shardplan
 	  --tests $(SHARDY_TESTS) $(CASES_ARGS)
 
 # deps first and alone (the build needs its packages), then unit, lit,
-# 30 s of the whole-planning-path fuzzer (fuzz-plan), docker-check and
-# web-test; all run even when one fails, and test fails if any did.
+# 30 s of the whole-planning-path fuzzer (fuzz-plan), docker-check,
+# test-python and web-test; all run even when one fails, and test fails if any did.
 test: deps
-	@u=0; l=0; f=0; d=0; w=0; \
+	@u=0; l=0; f=0; d=0; p=0; w=0; \
 	$(MAKE) --no-print-directory unit || u=1; \
 	$(MAKE) --no-print-directory lit || l=1; \
 	$(MAKE) --no-print-directory fuzz-plan FUZZ_PLAN_SECONDS=30 || f=1; \
 	$(MAKE) --no-print-directory docker-check || d=1; \
+	$(MAKE) --no-print-directory test-python || p=1; \
 	$(MAKE) --no-print-directory web-test || w=1; \
 	r() { [ $$1 = 0 ] && echo passed || echo FAILED; }; \
-	echo "make test: unit $$(r $$u), lit $$(r $$l), fuzz-plan $$(r $$f), docker-check $$(r $$d), web-test $$(r $$w)"; \
-	[ $$u = 0 ] && [ $$l = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$w = 0 ]
+	echo "make test: unit $$(r $$u), lit $$(r $$l), fuzz-plan $$(r $$f), docker-check $$(r $$d), test-python $$(r $$p), web-test $$(r $$w)"; \
+	[ $$u = 0 ] && [ $$l = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$p = 0 ] && [ $$w = 0 ]
+
+# The Python client (clients/python, docs/python.md): pytest (Debian's
+# python3-pytest, hence Debian's python3) on tests/python, which start real
+# `$(BUILD)/rel/shardplan serve` processes on 127.0.0.1 with temporary
+# databases; the package is imported from the tree (no pip needed).
+PYTEST_PYTHON ?= /usr/bin/python3
+test-python: $(BUILD)/rel/shardplan
+	SHARDPLAN_BIN=$(CURDIR)/$(BUILD)/rel/shardplan PYTHONPATH=$(CURDIR)/clients/python \
+	  PYTHONDONTWRITEBYTECODE=1 $(PYTEST_PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
 # The container image without a Docker engine (tests/docker/check.sh): the
 # Dockerfile and compose file name only existing files and SHARDPLAN_*

@@ -234,9 +234,10 @@ void srv_h_graph_get(srv_app *app, srv_req *r, route_args *a)
     if (raw != NULL && strcmp(raw, "0") != 0) {
         cm_buf_append(&b, g.body, g.body_len);
         size_t len = b.len;
+        /* the type before st_graph_fini clears g */
+        const char *ctype = g.format == ST_GRAPH_JSON ? "application/json" : "text/plain";
         st_graph_fini(&g);
-        srv_req_reply_take(r, 200, g.format == ST_GRAPH_JSON ? "application/json" : "text/plain",
-                           cm_buf_take(&b), len);
+        srv_req_reply_take(r, 200, ctype, cm_buf_take(&b), len);
         return;
     }
     graph_json(&b, &g, true);

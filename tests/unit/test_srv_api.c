@@ -219,6 +219,7 @@ static void test_srv_graphs_store_list_get_delete(void **state)
     tu_http(f, "GET", path, NULL, NULL, &r);
     assert_int_equal(r.body.len, ml);
     assert_memory_equal(r.body.data, ms, ml);
+    assert_string_equal(r.content_type, "text/plain"); /* MLIR as stored, not JSON */
     tu_resp_fini(&r);
     snprintf(path, sizeof path, "/v1/graphs/%lld", (long long)id2);
     tu_http(f, "DELETE", path, NULL, NULL, &r);
