@@ -11,7 +11,7 @@ SHELL := /bin/bash
 # missing ones (root on Debian 12); it is a prerequisite of run and test.
 DEB_PKGS := build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
   libopenblas-dev libcurl4-openssl-dev libcmocka-dev llvm-14-tools clang-14 \
-  libclang-rt-14-dev wrk chromium curl sqlite3 python3
+  libclang-rt-14-dev wrk chromium curl sqlite3 python3 zlib1g-dev
 FILECHECK ?= FileCheck-14
 SHARED ?= ../shared
 SHARDY_TESTS ?= $(SHARED)/reference/shardy/tests
@@ -39,6 +39,9 @@ MHD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libmicrohttp
 MHD_LIBS := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 CURL_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libcurl 2>/dev/null))
 CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
+# zlib (server/srv_http.c: gzip-coded replies; tests: inflating them).
+ZLIB_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags zlib 2>/dev/null))
+ZLIB_LIBS := $(or $(shell pkg-config --libs zlib 2>/dev/null),-lz)
 
 # Layering (docs/architecture.md): each folder compiles with the -I paths of
 # itself and of the rooms below it only, so an include that reaches up or
@@ -66,7 +69,7 @@ INC_planner_advise := $(PLANNER_ALL) -Icommon $(JANSSON_CFLAGS)
 INC_store    := -Istore -Icommon
 INC_executor := -Iexecutor $(PLANNER_ALL) -Icommon $(OPENBLAS_CFLAGS)
 INC_server   := -Iserver -Iexecutor -Istore $(PLANNER_ALL) -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
-  $(CURL_CFLAGS)
+  $(CURL_CFLAGS) $(ZLIB_CFLAGS)
 INC_cmd      := -Icmd $(INC_server)
 INC_tests    := $(INC_cmd)
 room = $(if $(filter planner,$(firstword $(subst /, ,$(1)))),planner_$(word 2,$(subst /, ,$(1))),$(firstword $(subst /, ,$(1))))
@@ -84,7 +87,8 @@ UNIT_TESTS   := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 TEST_HELPERS := $(wildcard tests/unit/tu_*.c)
 BENCH_SRC    := $(wildcard bench/bench_*.c)
 
-LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(OPENBLAS_LIBS)
+LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(ZLIB_LIBS) \
+  $(OPENBLAS_LIBS)
 
 # server/openapi.json, embedded as a C array (served at /v1/openapi.json).
 $(BUILD)/gen/srv_openapi.c: server/openapi.json
