@@ -157,7 +157,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit lit-cases docker-check web web-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit lit-cases docker-check web web-test api-test doc-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan web
 
@@ -182,6 +182,20 @@ $(BUILD)/web/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
 web-test: $(BUILD)/rel/shardplan web
 	cd web && node test/run.mjs $(abspath $(BUILD))/rel/shardplan $(abspath $(BUILD))/web \
 	  $(abspath $(BUILD))/test-output/web
+
+# The API contract (tests/api/run.mjs): server/openapi.json validated by
+# swagger-cli and redocly (recommended-strict), its plan components equal to
+# docs/plan.schema.json, and a real server on 127.0.0.1 (ephemeral port,
+# temporary database) answering every operation, successes and errors, with
+# replies that match the document (ajv). The validators come from npm ci of
+# tests/api's committed lock file.
+tests/api/node_modules/.package-lock.json: tests/api/package-lock.json tests/api/package.json
+	@command -v npm >/dev/null || { echo "api-test: needs Node.js >= 20 and npm" >&2; exit 1; }
+	cd tests/api && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+api-test: $(BUILD)/rel/shardplan tests/api/node_modules/.package-lock.json
+	node tests/api/run.mjs $(BUILD)/rel/shardplan
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -235,18 +249,20 @@ lit-cases: $(BUILD)/rel/shardplan
 	  --tests $(SHARDY_TESTS) $(CASES_ARGS)
 
 # deps first and alone (the build needs its packages), then unit, lit,
-# 30 s of the whole-planning-path fuzzer (fuzz-plan), docker-check and
-# web-test; all run even when one fails, and test fails if any did.
+# 30 s of the whole-planning-path fuzzer (fuzz-plan), docker-check, web-test,
+# api-test and doc-test; all run even when one fails, and test fails if any did.
 test: deps
-	@u=0; l=0; f=0; d=0; w=0; \
+	@u=0; l=0; f=0; d=0; w=0; a=0; x=0; \
 	$(MAKE) --no-print-directory unit || u=1; \
 	$(MAKE) --no-print-directory lit || l=1; \
 	$(MAKE) --no-print-directory fuzz-plan FUZZ_PLAN_SECONDS=30 || f=1; \
 	$(MAKE) --no-print-directory docker-check || d=1; \
 	$(MAKE) --no-print-directory web-test || w=1; \
+	$(MAKE) --no-print-directory api-test || a=1; \
+	$(MAKE) --no-print-directory doc-test || x=1; \
 	r() { [ $$1 = 0 ] && echo passed || echo FAILED; }; \
-	echo "make test: unit $$(r $$u), lit $$(r $$l), fuzz-plan $$(r $$f), docker-check $$(r $$d), web-test $$(r $$w)"; \
-	[ $$u = 0 ] && [ $$l = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$w = 0 ]
+	echo "make test: unit $$(r $$u), lit $$(r $$l), fuzz-plan $$(r $$f), docker-check $$(r $$d), web-test $$(r $$w), api-test $$(r $$a), doc-test $$(r $$x)"; \
+	[ $$u = 0 ] && [ $$l = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$w = 0 ] && [ $$a = 0 ] && [ $$x = 0 ]
 
 # The container image without a Docker engine (tests/docker/check.sh): the
 # Dockerfile and compose file name only existing files and SHARDPLAN_*

@@ -234,9 +234,9 @@ void srv_h_graph_get(srv_app *app, srv_req *r, route_args *a)
     if (raw != NULL && strcmp(raw, "0") != 0) {
         cm_buf_append(&b, g.body, g.body_len);
         size_t len = b.len;
+        bool json = g.format == ST_GRAPH_JSON; /* before st_graph_fini resets g */
         st_graph_fini(&g);
-        srv_req_reply_take(r, 200, g.format == ST_GRAPH_JSON ? "application/json" : "text/plain",
-                           cm_buf_take(&b), len);
+        srv_req_reply_take(r, 200, json ? "application/json" : "text/plain", cm_buf_take(&b), len);
         return;
     }
     graph_json(&b, &g, true);
