@@ -197,6 +197,13 @@ tests/api/node_modules/.package-lock.json: tests/api/package-lock.json tests/api
 api-test: $(BUILD)/rel/shardplan tests/api/node_modules/.package-lock.json
 	node tests/api/run.mjs $(BUILD)/rel/shardplan
 
+# Docs that run (tests/docs/run_examples.py, docs/examples.md): every
+# `sh example` block of README.md and docs/*.md, command by command, against
+# a fresh server per file in a temporary working directory, checking exit
+# status, server errors and the `# -> TEXT` expectations.
+doc-test: $(BUILD)/rel/shardplan
+	python3 tests/docs/run_examples.py $(BUILD)/rel/shardplan
+
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \

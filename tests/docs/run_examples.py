@@ -3,7 +3,8 @@
 """Docs that run (make doc-test; the conventions are in docs/examples.md).
 
 Every fenced block of README.md and docs/*.md whose info string is
-`sh example` is run, command by command, against a fresh server this
+`sh example` (or `console example`: a transcript, whose `$ ` lines are the
+commands) is run, command by command, against a fresh server this
 runner starts for that file (127.0.0.1, ephemeral port, a new database at
 var/shardplan.db of a temporary working directory). The working directory
 holds examples/ and profiles/ (links to the repository's), build/rel (a
@@ -72,9 +73,23 @@ def parse(path):
             body.append((j + 1, lines[j]))
             j += 1
         if is_example(info):
+            if info.split()[0] == "console":
+                body = console_commands(body)
             cmds.extend(parse_block(rel, body))
         i = j + 1
     return cmds
+
+
+def console_commands(body):
+    """A transcript's commands: its `$ ` lines (with their continuations);
+    the lines between are the output shown, not checked."""
+    out, cont = [], False
+    for n, line in body:
+        if line.startswith("$ ") or cont:
+            text = line[2:] if line.startswith("$ ") and not cont else line
+            out.append((n, text))
+            cont = text.rstrip().endswith("\\")
+    return out
 
 
 def parse_block(rel, body):
