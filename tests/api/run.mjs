@@ -164,7 +164,15 @@ async function call(method, path, { body, ctype, headers = {}, as } = {}) {
   if (!check(listed !== undefined, `${what}: status not listed for ${o.method.toUpperCase()} ${o.tpl}`)) {
     return { status, json, text, headers: res.headers };
   }
-  if (status >= 200 && status < 300) o.ok++;
+  if (status >= 200 && status < 300) {
+    o.ok++;
+    // a body the server accepted is one the document accepts
+    const rb = o.op.requestBody?.content?.[ctype?.split(";")[0]];
+    if (rb?.schema && ctype?.startsWith("application/json") && body !== undefined) {
+      const v = validator(["paths", o.tpl, o.method, "requestBody", "content", "application/json", "schema"]);
+      check(v(JSON.parse(body.toString())), `${what}: the request body the server took does not match the document: ${errorsText(v.errors)}`);
+    }
+  }
   if (status >= 400 && status < 500) o.err++;
   const { resp, parts } = resolveResponse(listed);
   const respParts = parts ?? ["paths", o.tpl, o.method, "responses", o.op.responses[key] ? key : "default"];
