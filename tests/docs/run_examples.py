@@ -21,8 +21,12 @@ comment `# -> TEXT` (or a `# -> TEXT` line right after the command): TEXT
 must occur in the command's stdout or stderr; `# -> exit N` asks for exit
 status N instead of 0.
 
+A `python example` block is one command: python3 runs the whole block
+(clients/python importable, $B in the environment), and its `# -> TEXT`
+comments are its expectations. Blocks that need JAX are not marked.
+
 Blocks of one file share one shell, in order, so variables and files
-carry from one to the next. docs/python.md (JAX) is not read.
+carry from one to the next.
 
     python3 tests/docs/run_examples.py SHARDPLAN_BINARY [FILE.md ...]
 """
@@ -36,7 +40,6 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SKIP = {"docs/python.md"}
 DOC_TIMEOUT_S = 60
 DOC_URL = "http://127.0.0.1:8080"
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*(.*)$")
@@ -53,7 +56,21 @@ class Command:
 
 def is_example(info):
     words = info.split()
-    return len(words) >= 2 and words[0] in ("sh", "bash", "console") and "example" in words[1:]
+    return (len(words) >= 2 and words[0] in ("sh", "bash", "console", "python")
+            and "example" in words[1:])
+
+
+def python_block(rel, line, body):
+    """A `python example` block: one command, the block run by python3 with
+    clients/python importable; its `# -> TEXT` comments are expectations."""
+    src = "\n".join(text for _, text in body)
+    c = Command(rel, line, "PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH} python3 - <<'__SHARDPLAN_PY_EOF'\n%s\n__SHARDPLAN_PY_EOF"
+                % (os.path.join(REPO, "clients", "python"), src))
+    for _, text in body:
+        m = EXPECT.search(text)
+        if m:
+            c.expect.append(m.group(1).strip())
+    return c
 
 
 def parse(path):
@@ -73,9 +90,13 @@ def parse(path):
             body.append((j + 1, lines[j]))
             j += 1
         if is_example(info):
-            if info.split()[0] == "console":
-                body = console_commands(body)
-            cmds.extend(parse_block(rel, body))
+            lang = info.split()[0]
+            if lang == "python":
+                cmds.append(python_block(rel, i + 1, body))
+            else:
+                if lang == "console":
+                    body = console_commands(body)
+                cmds.extend(parse_block(rel, body))
         i = j + 1
     return cmds
 
@@ -240,8 +261,6 @@ def main():
     total, failures = 0, []
     t0 = time.time()
     for f in files:
-        if f in SKIP:
-            continue
         cmds = parse(os.path.join(REPO, f))
         if not cmds:
             continue
