@@ -195,7 +195,7 @@ tests/api/node_modules/.package-lock.json: tests/api/package-lock.json tests/api
 	@touch $@
 
 api-test: $(BUILD)/rel/shardplan tests/api/node_modules/.package-lock.json
-	node tests/api/run.mjs $(BUILD)/rel/shardplan
+	SHARDY_TESTS=$(SHARDY_TESTS) node tests/api/run.mjs $(BUILD)/rel/shardplan
 
 # Docs that run (tests/docs/run_examples.py, docs/examples.md): every
 # `sh example` block of README.md and docs/*.md, command by command, against

@@ -8,11 +8,12 @@
 // document: the status is one it lists, the Content-Type one it lists for
 // that status, the body valid against that schema (ajv). Plan documents are
 // also checked against docs/plan.schema.json and stored graph documents
-// against docs/graph.schema.json, both as draft 2020-12. Every operation
-// must be answered at least once with a 2xx and once with a 4xx.
+// against docs/graph.schema.json, both as draft 2020-12, including the
+// plans of every chunk of our lit tests and (SHARDY_TESTS) Shardy's. Every
+// operation must be answered at least once with a 2xx and once with a 4xx.
 //   node tests/api/run.mjs SHARDPLAN_BINARY
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -323,6 +324,42 @@ async function main() {
   const etag = pg.headers.get("etag");
   expect(await call("GET", `/v1/plans/${p1}`, { headers: { "If-None-Match": etag } }), 304, "plan 304");
   expect(await call("GET", "/v1/plans/9999"), 404, "plan 404");
+  const gz = await fetch(`${B}/v1/plans/${p1}`, { headers: { "Accept-Encoding": "gzip" } });
+  check(gz.headers.get("content-encoding") === "gzip" && /Accept-Encoding/.test(gz.headers.get("vary") ?? ""),
+    `GET /v1/plans/${p1} with Accept-Encoding: gzip is gzip-coded (${gz.headers.get("content-encoding")})`);
+  check(JSON.parse(await gz.text()).id === p1, "the gzip-coded plan decodes to the plan");
+
+  // the plan documents of many shapes: every chunk of our own lit tests
+  // (priorities, sub-axes, unreduced axes, manual computations, calls, groups)
+  // and, when SHARDY_TESTS names Shardy's lit files (read in place), every
+  // chunk of its ir, import, propagation and export tests: a 500 or a plan
+  // document outside the schema fails
+  const sources = readdirSync(join(repo, "tests", "lit")).filter((n) => n.endsWith(".mlir")).sort()
+    .map((n) => join(repo, "tests", "lit", n));
+  const shardy = process.env.SHARDY_TESTS;
+  try {
+    for (const line of readFileSync(join(shardy ?? "/nonexistent", "MANIFEST.txt"), "utf8").split("\n")) {
+      const [name, from] = line.split("\t");
+      if (from && /\/(transforms\/(propagation|import|export)|ir)\/test\//.test(from)) sources.push(join(shardy, name));
+    }
+  } catch {
+    console.log("   (no SHARDY_TESTS: our own lit files only)");
+  }
+  let chunks = 0, planned = 0;
+  for (const path of sources) {
+    const f = path.split("/").pop();
+    for (const chunk of readFileSync(path, "utf8").split(/^\/\/ -----$/m)) {
+      if (!/\bfunc\.func\b/.test(chunk)) continue;
+      chunks++;
+      const r = await call("POST", `/v1/plans?name=${encodeURIComponent(f)}`, { body: chunk, ctype: "text/plain" });
+      check([200, 201, 400].includes(r.status), `lit chunk of ${f}: status ${r.status}: ${r.text.slice(0, 200)}`);
+      if (r.json?.plan) {
+        planned++;
+        planDoc(`lit chunk of ${f}`, r.json.plan);
+      }
+    }
+  }
+  console.log(`   ${planned} of ${chunks} lit chunks planned, their plan documents checked`);
 
   // the advisors, on every plan
   for (const id of [p1, p2, p3, p4, p5, p6, p7]) {
