@@ -25,6 +25,12 @@ A `python example` block is one command: python3 runs the whole block
 (clients/python importable, $B in the environment), and its `# -> TEXT`
 comments are its expectations. Blocks that need JAX are not marked.
 
+A block whose info string is `text output` right after an example block is
+the output the doc shows for it: each of its lines must be printed by the
+block's commands, in order (a shown line may continue the printed line the
+one before it matched); `...` in a line stands for anything on that
+printed line, a line of only `...` for any lines.
+
 Blocks of one file share one shell, in order, so variables and files
 carry from one to the next.
 
@@ -40,7 +46,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOC_TIMEOUT_S = 60
+DOC_TIMEOUT_S = 90
 DOC_URL = "http://127.0.0.1:8080"
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*(.*)$")
 EXPECT = re.compile(r"(?:^|\s)#\s*->\s?(.*)$")
@@ -52,6 +58,12 @@ class Command:
     def __init__(self, doc, line, text):
         self.doc, self.line, self.text = doc, line, text
         self.expect = []
+        self.shown = None  # (line, [lines]) of a `text output` block after its example block
+
+
+def is_output(info):
+    words = info.split()
+    return len(words) >= 2 and "output" in words[1:]
 
 
 def is_example(info):
@@ -77,7 +89,7 @@ def parse(path):
     """The example commands of one Markdown file, in order."""
     rel = os.path.relpath(path, REPO)
     lines = open(path, encoding="utf-8").read().split("\n")
-    cmds, i = [], 0
+    cmds, i, last_block = [], 0, None
     while i < len(lines):
         m = FENCE.match(lines[i])
         if not m:
@@ -92,11 +104,20 @@ def parse(path):
         if is_example(info):
             lang = info.split()[0]
             if lang == "python":
-                cmds.append(python_block(rel, i + 1, body))
+                block = [python_block(rel, i + 1, body)]
             else:
                 if lang == "console":
                     body = console_commands(body)
-                cmds.extend(parse_block(rel, body))
+                block = parse_block(rel, body)
+            cmds.extend(block)
+            last_block = block
+        elif is_output(info) and last_block:
+            # the output shown for the example block just before
+            last_block[-1].shown = (i + 1, [t for _, t in body])
+            last_block[-1].block = last_block
+            last_block = None
+        else:
+            last_block = None
         i = j + 1
     return cmds
 
@@ -194,6 +215,38 @@ def script(cmds, base, out):
     return "\n".join(s) + "\n"
 
 
+def shown_regexps(lines):
+    """A shown output's lines as regexps: `...` stands for anything (a line
+    of only `...` for any lines), runs of white space for any white space or none."""
+    res = []
+    for line in lines:
+        t = line.strip()
+        if t == "" or t == "...":
+            continue
+        parts = [r"\s*".join(re.escape(w) for w in p.split()) for p in t.split("...")]
+        res.append((t, re.compile(r".*?".join(parts))))
+    return res
+
+
+def judge_shown(c, out, first):
+    """The shown output of c's block, in order, against what the block's
+    commands (first..c) printed; a failure message or None."""
+    text = ""
+    for k in range(first, first + len(c.block)):
+        for ext in ("out", "err"):
+            try:
+                text += open("%s/%d.%s" % (out, k, ext), errors="replace").read()
+            except OSError:
+                pass
+    at = 0
+    for t, rx in shown_regexps(c.shown[1]):
+        m = rx.search(text, at)  # within one printed line: `...` does not cross line ends
+        if m is None:
+            return "shown output line (%s:%d) not printed (in order): %s" % (c.doc, c.shown[0], t[:200])
+        at = m.end()
+    return None
+
+
 def judge(c, out, i):
     """The failure message of command i, or None."""
     try:
@@ -242,6 +295,8 @@ def run_doc(binary, path, cmds):
             failures.append("%s: over %d s" % (path, DOC_TIMEOUT_S))
         for i, c in enumerate(cmds):
             why = judge(c, out, i)
+            if why is None and c.shown is not None:
+                why = judge_shown(c, out, i + 1 - len(c.block))
             if why is not None:
                 failures.append("%s:%d: %s\n    %s" % (c.doc, c.line, c.text.split("\n")[0], why))
     finally:
