@@ -434,6 +434,12 @@ async function main() {
   expect(await call("DELETE", `/v1/plans/${p1}`, { headers: { Authorization: `Bearer ${admin.json.token}` } }), 403, "auth: read token deletes");
   expect(await call("GET", "/v1/plans", { headers: { Authorization: `Bearer ${admin.json.token}` } }), 200, "auth: read token lists");
 
+  // a body over --max-body: 413
+  await cleanupFirst(1);
+  B = await startServer("small", ["--max-body", "1024"]);
+  expect(await call("POST", "/v1/plans", { body: file("examples/flax_mlp.json"), ctype: J }), 413, "plan over --max-body");
+  expect(await call("POST", "/v1/graphs", { body: file("examples/flax_mlp.mlir"), ctype: "text/plain" }), 413, "graph over --max-body");
+
   // coverage: every operation answered with a 2xx and a 4xx
   for (const o of ops) {
     check(o.ok > 0, `${o.method.toUpperCase()} ${o.tpl}: no 2xx reply checked`);
@@ -441,9 +447,9 @@ async function main() {
   }
 }
 
-/* Stops the first server (its database stays for the second). */
-async function cleanupFirst() {
-  const p = servers[0];
+/* Stops server k (default the first; its database stays for the next). */
+async function cleanupFirst(k = 0) {
+  const p = servers[k];
   if (p.exitCode === null) {
     p.removeAllListeners("exit");
     p.kill("SIGTERM");
