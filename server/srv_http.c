@@ -947,6 +947,8 @@ static char *gzip_body(const char *body, size_t len, size_t *out_len)
 static char *encode(srv_req *r, unsigned status, const char *ctype, const char *body, size_t len,
                     size_t *out_len)
 {
+    r->vary_encoding = false; /* a reply replacing an earlier one decides afresh */
+    r->gzipped = false;
     if (status == 304 && ctype_compressible(ctype)) {
         /* the validators a 200 would carry */
         r->vary_encoding = true;
