@@ -12,7 +12,7 @@ SHELL := /bin/bash
 DEB_PKGS := build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
   libopenblas-dev libcurl4-openssl-dev libcmocka-dev llvm-14-tools clang-14 \
   libclang-rt-14-dev wrk chromium curl sqlite3 python3 python3-pytest \
-  python3-setuptools python3-wheel
+  python3-setuptools python3-wheel zlib1g-dev
 FILECHECK ?= FileCheck-14
 SHARED ?= ../shared
 SHARDY_TESTS ?= $(SHARED)/reference/shardy/tests
@@ -40,6 +40,9 @@ MHD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libmicrohttp
 MHD_LIBS := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 CURL_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libcurl 2>/dev/null))
 CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
+# zlib (server/srv_http.c: gzip-coded replies; tests: inflating them).
+ZLIB_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags zlib 2>/dev/null))
+ZLIB_LIBS := $(or $(shell pkg-config --libs zlib 2>/dev/null),-lz)
 
 # Layering (docs/architecture.md): each folder compiles with the -I paths of
 # itself and of the rooms below it only, so an include that reaches up or
@@ -67,7 +70,7 @@ INC_planner_advise := $(PLANNER_ALL) -Icommon $(JANSSON_CFLAGS)
 INC_store    := -Istore -Icommon
 INC_executor := -Iexecutor $(PLANNER_ALL) -Icommon $(OPENBLAS_CFLAGS)
 INC_server   := -Iserver -Iexecutor -Istore $(PLANNER_ALL) -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
-  $(CURL_CFLAGS)
+  $(CURL_CFLAGS) $(ZLIB_CFLAGS)
 INC_cmd      := -Icmd $(INC_server)
 INC_tests    := $(INC_cmd)
 room = $(if $(filter planner,$(firstword $(subst /, ,$(1)))),planner_$(word 2,$(subst /, ,$(1))),$(firstword $(subst /, ,$(1))))
@@ -85,7 +88,8 @@ UNIT_TESTS   := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 TEST_HELPERS := $(wildcard tests/unit/tu_*.c)
 BENCH_SRC    := $(wildcard bench/bench_*.c)
 
-LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(OPENBLAS_LIBS)
+LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(ZLIB_LIBS) \
+  $(OPENBLAS_LIBS)
 
 # server/openapi.json, embedded as a C array (served at /v1/openapi.json).
 $(BUILD)/gen/srv_openapi.c: server/openapi.json
@@ -154,7 +158,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit lit-cases docker-check test-python web web-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit lit-cases docker-check test-python web web-test api-test doc-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan web
 
@@ -179,6 +183,27 @@ $(BUILD)/web/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
 web-test: $(BUILD)/rel/shardplan web
 	cd web && node test/run.mjs $(abspath $(BUILD))/rel/shardplan $(abspath $(BUILD))/web \
 	  $(abspath $(BUILD))/test-output/web
+
+# The API contract (tests/api/run.mjs): server/openapi.json validated by
+# swagger-cli and redocly (recommended-strict), its plan components equal to
+# docs/plan.schema.json, and a real server on 127.0.0.1 (ephemeral port,
+# temporary database) answering every operation, successes and errors, with
+# replies that match the document (ajv). The validators come from npm ci of
+# tests/api's committed lock file.
+tests/api/node_modules/.package-lock.json: tests/api/package-lock.json tests/api/package.json
+	@command -v npm >/dev/null || { echo "api-test: needs Node.js >= 20 and npm" >&2; exit 1; }
+	cd tests/api && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+api-test: $(BUILD)/rel/shardplan tests/api/node_modules/.package-lock.json
+	SHARDY_TESTS=$(SHARDY_TESTS) node tests/api/run.mjs $(BUILD)/rel/shardplan
+
+# Docs that run (tests/docs/run_examples.py, docs/examples.md): every
+# `sh example` block of README.md and docs/*.md, command by command, against
+# a fresh server per file in a temporary working directory, checking exit
+# status, server errors and the `# -> TEXT` expectations.
+doc-test: $(BUILD)/rel/shardplan
+	python3 tests/docs/run_examples.py $(BUILD)/rel/shardplan
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -234,18 +259,21 @@ lit-cases: $(BUILD)/rel/shardplan
 
 # deps first and alone (the build needs its packages), then unit, lit,
 # 30 s of the whole-planning-path fuzzer (fuzz-plan), docker-check,
-# test-python and web-test; all run even when one fails, and test fails if any did.
+# test-python, web-test, api-test and doc-test; all run even when one fails,
+# and test fails if any did.
 test: deps
-	@u=0; l=0; f=0; d=0; p=0; w=0; \
+	@u=0; l=0; f=0; d=0; p=0; w=0; a=0; x=0; \
 	$(MAKE) --no-print-directory unit || u=1; \
 	$(MAKE) --no-print-directory lit || l=1; \
 	$(MAKE) --no-print-directory fuzz-plan FUZZ_PLAN_SECONDS=30 || f=1; \
 	$(MAKE) --no-print-directory docker-check || d=1; \
 	$(MAKE) --no-print-directory test-python || p=1; \
 	$(MAKE) --no-print-directory web-test || w=1; \
+	$(MAKE) --no-print-directory api-test || a=1; \
+	$(MAKE) --no-print-directory doc-test || x=1; \
 	r() { [ $$1 = 0 ] && echo passed || echo FAILED; }; \
-	echo "make test: unit $$(r $$u), lit $$(r $$l), fuzz-plan $$(r $$f), docker-check $$(r $$d), test-python $$(r $$p), web-test $$(r $$w)"; \
-	[ $$u = 0 ] && [ $$l = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$p = 0 ] && [ $$w = 0 ]
+	echo "make test: unit $$(r $$u), lit $$(r $$l), fuzz-plan $$(r $$f), docker-check $$(r $$d), test-python $$(r $$p), web-test $$(r $$w), api-test $$(r $$a), doc-test $$(r $$x)"; \
+	[ $$u = 0 ] && [ $$l = 0 ] && [ $$f = 0 ] && [ $$d = 0 ] && [ $$p = 0 ] && [ $$w = 0 ] && [ $$a = 0 ] && [ $$x = 0 ]
 
 # The Python client (clients/python, docs/python.md): pytest (Debian's
 # python3-pytest, hence Debian's python3) on tests/python, which start real

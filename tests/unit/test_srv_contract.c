@@ -7,7 +7,9 @@
  * rules its custom calls name; plans are named after what the user gave;
  * the OpenAPI document keeps 3.0.3's rules (one type, nullable; operationIds);
  * CORS is off unless --cors-origin names the origin; an Idempotency-Key
- * on POST /v1/benchmarks queues a retried run once.
+ * on POST /v1/benchmarks queues a retried run once; Accept-Encoding: gzip
+ * gets large JSON and MLIR replies gzip-coded, and they inflate to the
+ * bytes an uncoded reply carries.
  * Run from the repository root (examples/ is read). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include <jansson.h>
+#include <zlib.h>
 
 #include "cm.h"
 #include "cmd.h"
@@ -524,6 +527,175 @@ static void test_srv_cors_origin_allows_that_origin(void **state)
     assert_non_null(strstr(got.headers, "Authorization"));
 }
 
+/* ---- gzip ------------------------------------------------------------------------------------- */
+
+typedef struct gz_resp {
+    long status;
+    cm_buf body; /* as sent, not decoded */
+    char encoding[64], vary[128], etag[96], ctype[96];
+} gz_resp;
+
+static size_t on_gz_header(char *p, size_t sz, size_t n, void *ud)
+{
+    gz_resp *g = ud;
+    size_t len = sz * n;
+    tu_header_copy(p, len, "Content-Encoding: ", g->encoding, sizeof g->encoding);
+    tu_header_copy(p, len, "Vary: ", g->vary, sizeof g->vary);
+    tu_header_copy(p, len, "ETag: ", g->etag, sizeof g->etag);
+    tu_header_copy(p, len, "Content-Type: ", g->ctype, sizeof g->ctype);
+    return len;
+}
+
+/* GET path with the extra headers hv (NULL-terminated, NULLs skipped
+ * before it: up to 3); the body as it came (libcurl decodes nothing, as
+ * CURLOPT_ACCEPT_ENCODING is not set). */
+static void get_raw(const tu_server *s, const char *path, const char *h1, const char *h2,
+                    const char *h3, gz_resp *g)
+{
+    memset(g, 0, sizeof *g);
+    cm_buf_init(&g->body);
+    CURL *h = curl_easy_init();
+    assert_non_null(h);
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", s->base, path);
+    struct curl_slist *hdrs = NULL;
+    const char *const hv[] = {h1, h2, h3};
+    for (size_t i = 0; i < 3; i++) {
+        if (hv[i] != NULL) {
+            hdrs = curl_slist_append(hdrs, hv[i]);
+        }
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tu_on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &g->body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_gz_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, g);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+    assert_int_equal(curl_easy_perform(h), CURLE_OK);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &g->status);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+}
+
+/* Inflates the gzip member data (len bytes) into out; true when it is one
+ * whole, well-formed member. */
+static bool gunzip(const char *data, size_t len, cm_buf *out)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 15 + 16) != Z_OK) {
+        return false;
+    }
+    z.next_in = (Bytef *)(uintptr_t)data;
+    z.avail_in = (uInt)len;
+    unsigned char chunk[16384];
+    int rc;
+    do {
+        z.next_out = chunk;
+        z.avail_out = sizeof chunk;
+        rc = inflate(&z, Z_NO_FLUSH);
+        cm_buf_append(out, (const char *)chunk, sizeof chunk - z.avail_out);
+    } while (rc == Z_OK);
+    bool ok = rc == Z_STREAM_END && z.avail_in == 0;
+    inflateEnd(&z);
+    return ok;
+}
+
+/* One representation of path (under accept, or JSON): gzip-coded when asked,
+ * inflating to the plain reply's bytes, Vary: Accept-Encoding on both, the
+ * coded reply's ETag the weak form of the plain one. */
+static void check_gzip_of(const tu_server *s, const char *path, const char *accept)
+{
+    gz_resp plain, coded;
+    get_raw(s, path, accept, NULL, NULL, &plain);
+    get_raw(s, path, accept, "Accept-Encoding: gzip, deflate", NULL, &coded);
+    assert_int_equal(plain.status, 200);
+    assert_int_equal(coded.status, 200);
+    assert_string_equal(plain.encoding, "");
+    assert_string_equal(coded.encoding, "gzip");
+    assert_non_null(strstr(plain.vary, "Accept-Encoding"));
+    assert_non_null(strstr(coded.vary, "Accept-Encoding"));
+    assert_non_null(strstr(coded.vary, "Accept,")); /* the handler's Vary: Accept kept */
+    assert_string_equal(plain.ctype, coded.ctype);
+    assert_true(plain.body.len >= 1024);
+    assert_true(coded.body.len < plain.body.len / 2);
+    cm_buf out;
+    cm_buf_init(&out);
+    assert_true(gunzip(coded.body.data, coded.body.len, &out));
+    assert_int_equal(out.len, plain.body.len);
+    assert_memory_equal(out.data, plain.body.data, out.len);
+    char weak[128];
+    snprintf(weak, sizeof weak, "W/%s", plain.etag);
+    assert_true(plain.etag[0] == '"');
+    assert_string_equal(coded.etag, weak);
+
+    /* the weak tag revalidates: 304 with the validators the 200 carries, no coding */
+    char inm[160];
+    snprintf(inm, sizeof inm, "If-None-Match: %s", coded.etag);
+    gz_resp nm;
+    get_raw(s, path, accept, inm, "Accept-Encoding: gzip", &nm);
+    assert_int_equal(nm.status, 304);
+    assert_int_equal(nm.body.len, 0);
+    assert_string_equal(nm.etag, coded.etag);
+    assert_string_equal(nm.encoding, "");
+    assert_non_null(strstr(nm.vary, "Accept-Encoding"));
+    cm_buf_fini(&nm.body);
+    cm_buf_fini(&out);
+    cm_buf_fini(&plain.body);
+    cm_buf_fini(&coded.body);
+}
+
+static void test_srv_gzip_when_asked(void **state)
+{
+    tu_server *s = *state;
+    int64_t id = post_mlp(s, 201);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id);
+    check_gzip_of(s, path, NULL);
+    check_gzip_of(s, path, "Accept: application/mlir");
+
+    /* refused (q=0), or not offered: as it is */
+    static const char *const no[] = {"Accept-Encoding: gzip;q=0", "Accept-Encoding: identity",
+                                     "Accept-Encoding: br", "Accept-Encoding: *, gzip; q=0.000",
+                                     "Accept-Encoding: gzipx"};
+    static const char *const yes[] = {"Accept-Encoding: *", "Accept-Encoding: GZIP;q=0.5",
+                                      "Accept-Encoding: x-gzip", "Accept-Encoding: br, gzip;q=1"};
+    gz_resp g;
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        get_raw(s, "/v1/openapi.json", no[i], NULL, NULL, &g);
+        assert_int_equal(g.status, 200);
+        assert_string_equal(g.encoding, "");
+        json_t *doc = json_loadb(g.body.data, g.body.len, 0, NULL);
+        assert_non_null(doc);
+        json_decref(doc);
+        cm_buf_fini(&g.body);
+    }
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        get_raw(s, "/v1/openapi.json", yes[i], NULL, NULL, &g);
+        assert_int_equal(g.status, 200);
+        assert_string_equal(g.encoding, "gzip");
+        assert_non_null(strstr(g.vary, "Accept-Encoding"));
+        cm_buf_fini(&g.body);
+    }
+    /* a small reply (under the threshold) and a list with a 404 error: as they are */
+    get_raw(s, "/healthz", "Accept-Encoding: gzip", NULL, NULL, &g);
+    assert_int_equal(g.status, 200);
+    assert_string_equal(g.encoding, "");
+    assert_string_equal(g.vary, "");
+    cm_buf_fini(&g.body);
+    get_raw(s, "/v1/plans/4242", "Accept-Encoding: gzip", NULL, NULL, &g);
+    assert_int_equal(g.status, 404);
+    assert_string_equal(g.encoding, "");
+    cm_buf_fini(&g.body);
+    /* the metrics are text/plain: never coded */
+    get_raw(s, "/metrics", "Accept-Encoding: gzip", NULL, NULL, &g);
+    assert_int_equal(g.status, 200);
+    assert_string_equal(g.encoding, "");
+    cm_buf_fini(&g.body);
+}
+
 /* ---- Idempotency-Key ------------------------------------------------------------------------ */
 
 static json_int_t post_bench(const tu_server *s, const char *body, const char *hdr, long want)
@@ -578,6 +750,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_srv_openapi_is_structurally_3_0_3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_cors_is_off_by_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_gzip_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_bench_idempotency_key_queues_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_srv_cors_origin_allows_that_origin, setup_cors,

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: Apache-2.0
+// The API contract (make api-test): server/openapi.json passes two real
+// validators (swagger-cli validate; redocly lint with recommended-strict,
+// warnings failing), its plan components match docs/plan.schema.json
+// (schema_sync.mjs), and a real server, started here on 127.0.0.1 with an
+// ephemeral port and a temporary SQLite file, answers every operation of
+// the document, with successes and errors, in replies that match the
+// document: the status is one it lists, the Content-Type one it lists for
+// that status, the body valid against that schema (ajv). Plan documents are
+// also checked against docs/plan.schema.json and stored graph documents
+// against docs/graph.schema.json, both as draft 2020-12, including the
+// plans of every chunk of our lit tests and (SHARDY_TESTS) Shardy's. Every
+// operation must be answered at least once with a 2xx and once with a 4xx.
+//   node tests/api/run.mjs SHARDPLAN_BINARY
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import Ajv from "ajv";
+import Ajv2020 from "ajv/dist/2020.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "..", "..");
+const binArg = process.argv[2];
+if (!binArg) {
+  console.error("usage: node tests/api/run.mjs SHARDPLAN_BINARY");
+  process.exit(2);
+}
+const bin = resolve(binArg);
+const WAIT = 20000; // ms: any single request or wait
+const TOTAL = 90000; // ms: the whole run
+const openapiPath = join(repo, "server", "openapi.json");
+const openapiText = readFileSync(openapiPath, "utf8");
+const openapi = JSON.parse(openapiText);
+
+let failures = 0;
+let passes = 0;
+const servers = [];
+const tmp = mkdtempSync(join(tmpdir(), "shardplan-api-"));
+
+function check(cond, what) {
+  if (cond) {
+    passes++;
+  } else {
+    failures++;
+    console.log(`  FAIL ${what}`);
+  }
+  return cond;
+}
+
+async function cleanup() {
+  clearTimeout(killer);
+  for (const p of servers) {
+    if (p.exitCode === null) {
+      p.kill("SIGTERM");
+      await new Promise((r) => {
+        const t = setTimeout(() => { p.kill("SIGKILL"); r(); }, 5000);
+        p.once("exit", () => { clearTimeout(t); r(); });
+      });
+    }
+  }
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+const killer = setTimeout(() => {
+  console.error(`api-test: FAILED: took over ${TOTAL / 1000} s`);
+  cleanup().finally(() => process.exit(1));
+}, TOTAL);
+
+// ---- the document itself ---------------------------------------------------------------
+
+function tool(name, args) {
+  const r = spawnSync(join(here, "node_modules", ".bin", name), args,
+    { cwd: here, encoding: "utf8", timeout: WAIT });
+  const out = `${r.stdout ?? ""}${r.stderr ?? ""}`.trim();
+  check(r.status === 0, `${name} ${args.join(" ")}\n${out}`);
+  console.log(`== ${name}: ${r.status === 0 ? "ok" : "FAILED"}`);
+}
+
+tool("swagger-cli", ["validate", openapiPath]);
+tool("redocly", ["lint", "--extends", "recommended-strict", "--format", "stylish", openapiPath]);
+{
+  const r = spawnSync(process.execPath, [join(here, "schema_sync.mjs"), "--check"],
+    { encoding: "utf8", timeout: WAIT });
+  check(r.status === 0, `schema_sync --check: ${r.stderr}`);
+  console.log(`== schema_sync: ${r.status === 0 ? "ok" : "FAILED"}`);
+}
+
+// ---- schemas ---------------------------------------------------------------------------
+
+const ajv = new Ajv({ strict: false, allErrors: true });
+ajv.addSchema(openapi, "openapi.json");
+const ajv2020 = new Ajv2020({ strict: false, allErrors: true });
+const planDocCheck = ajv2020.compile(JSON.parse(readFileSync(join(repo, "docs", "plan.schema.json"), "utf8")));
+const graphDocCheck = ajv2020.compile(JSON.parse(readFileSync(join(repo, "docs", "graph.schema.json"), "utf8")));
+const compiled = new Map();
+
+function pointer(parts) {
+  return "#/" + parts.map((p) => String(p).replace(/~/g, "~0").replace(/\//g, "~1")).join("/");
+}
+
+function validator(parts) {
+  const ref = "openapi.json" + pointer(parts);
+  if (!compiled.has(ref)) compiled.set(ref, ajv.compile({ $ref: ref }));
+  return compiled.get(ref);
+}
+
+function errorsText(errs) {
+  return (errs ?? []).slice(0, 6).map((e) => `${e.instancePath || "/"} ${e.message}`).join("; ");
+}
+
+// The operations: [template, method, regexp over the path]
+const ops = [];
+for (const [tpl, item] of Object.entries(openapi.paths)) {
+  for (const m of ["get", "put", "post", "delete"]) {
+    if (item[m] === undefined) continue;
+    const re = new RegExp("^" + tpl.replace(/\{[^}]+\}/g, "[^/]+") + "$");
+    ops.push({ tpl, method: m, re, op: item[m], ok: 0, err: 0 });
+  }
+}
+
+function findOp(method, path) {
+  const p = path.split("?")[0];
+  return ops.find((o) => o.method === method.toLowerCase() && o.re.test(p));
+}
+
+function resolveResponse(r) {
+  if (r && r.$ref) {
+    const name = r.$ref.split("/").pop();
+    return { resp: openapi.components.responses[name], parts: ["components", "responses", name] };
+  }
+  return { resp: r, parts: null };
+}
+
+// ---- requests ---------------------------------------------------------------------------
+
+let B = "";
+
+/* Sends the request and checks its reply against the document; returns
+ * {status, json, text, headers}. as: the operation to charge a 405 to. */
+async function call(method, path, { body, ctype, headers = {}, as } = {}) {
+  const h = { ...headers };
+  if (ctype) h["Content-Type"] = ctype;
+  const ctl = new AbortController();
+  const t = setTimeout(() => ctl.abort(), WAIT);
+  let res;
+  try {
+    res = await fetch(B + path, { method, headers: h, body, signal: ctl.signal });
+  } finally {
+    clearTimeout(t);
+  }
+  const text = await res.text();
+  const status = res.status;
+  const what = `${method} ${path} -> ${status}`;
+  const ct = (res.headers.get("content-type") ?? "").split(";")[0].trim();
+  let json = null;
+  if (ct === "application/json" && text.length > 0) {
+    try { json = JSON.parse(text); } catch { check(false, `${what}: body is not JSON`); }
+  }
+  const o = as ?? findOp(method, path);
+  if (!check(o !== undefined, `${what}: no operation in openapi.json`)) return { status, json, text, headers: res.headers };
+  const key = String(status);
+  const listed = o.op.responses[key] ?? o.op.responses.default;
+  if (!check(listed !== undefined, `${what}: status not listed for ${o.method.toUpperCase()} ${o.tpl}`)) {
+    return { status, json, text, headers: res.headers };
+  }
+  if (status >= 200 && status < 300) {
+    o.ok++;
+    // a body the server accepted is one the document accepts
+    const rb = o.op.requestBody?.content?.[ctype?.split(";")[0]];
+    if (rb?.schema && ctype?.startsWith("application/json") && body !== undefined) {
+      const v = validator(["paths", o.tpl, o.method, "requestBody", "content", "application/json", "schema"]);
+      check(v(JSON.parse(body.toString())), `${what}: the request body the server took does not match the document: ${errorsText(v.errors)}`);
+    }
+  }
+  if (status >= 400 && status < 500) o.err++;
+  const { resp, parts } = resolveResponse(listed);
+  const respParts = parts ?? ["paths", o.tpl, o.method, "responses", o.op.responses[key] ? key : "default"];
+  const content = resp.content ?? {};
+  if (status === 204 || status === 304 || Object.keys(content).length === 0) {
+    check(text.length === 0, `${what}: a body where the document lists none`);
+    return { status, json, text, headers: res.headers };
+  }
+  if (!check(content[ct] !== undefined, `${what}: Content-Type ${ct} not listed (${Object.keys(content)})`)) {
+    return { status, json, text, headers: res.headers };
+  }
+  const sch = content[ct].schema;
+  if (ct === "application/json") {
+    const v = validator([...respParts, "content", ct, "schema"]);
+    check(v(json), `${what}: body does not match ${sch.$ref ?? "its schema"}: ${errorsText(v.errors)}`);
+  } else {
+    check(sch.type === "string" && text.length > 0, `${what}: ${ct} body`);
+  }
+  return { status, json, text, headers: res.headers };
+}
+
+function planDoc(what, doc) {
+  check(planDocCheck(doc), `${what}: plan document vs docs/plan.schema.json: ${errorsText(planDocCheck.errors)}`);
+}
+
+function expect(r, status, what) {
+  return check(r.status === status, `${what}: status ${r.status}, expected ${status}: ${r.text.slice(0, 300)}`);
+}
+
+function startServer(name, extra = []) {
+  return new Promise((resolveP, reject) => {
+    const args = ["serve", "--listen", "127.0.0.1:0", "--db", join(tmp, `${name}.db`), "--log", "",
+      "--bench-time-limit", "60", ...extra];
+    const p = spawn(bin, args, { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+    servers.push(p);
+    let err = "";
+    const t = setTimeout(() => reject(new Error(`server did not start: ${err}`)), WAIT);
+    p.stderr.on("data", (d) => {
+      err += d;
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(err);
+      if (m) { clearTimeout(t); resolveP(`http://127.0.0.1:${m[1]}`); }
+    });
+    p.once("exit", (code) => { clearTimeout(t); reject(new Error(`server exited ${code}: ${err}`)); });
+  });
+}
+
+const J = "application/json";
+const file = (p) => readFileSync(join(repo, p));
+
+async function waitRun(id) {
+  const t0 = Date.now();
+  for (;;) {
+    const r = await call("GET", `/v1/benchmarks/${id}`);
+    if (r.json && !["queued", "running"].includes(r.json.status)) return r;
+    if (Date.now() - t0 > WAIT) return r;
+    await new Promise((ok) => setTimeout(ok, 200));
+  }
+}
+
+async function main() {
+  B = await startServer("api");
+  console.log(`== routes against ${B}`);
+  const byPath = (tpl, m = "get") => ops.find((o) => o.tpl === tpl && o.method === m);
+
+  // health, metrics, the document (405s charged to their GETs)
+  expect(await call("GET", "/healthz"), 200, "healthz");
+  expect(await call("POST", "/healthz", { as: byPath("/healthz") }), 405, "POST healthz");
+  expect(await call("GET", "/readyz"), 200, "readyz");
+  expect(await call("DELETE", "/readyz", { as: byPath("/readyz") }), 405, "DELETE readyz");
+  expect(await call("GET", "/metrics"), 200, "metrics");
+  expect(await call("POST", "/metrics", { as: byPath("/metrics") }), 405, "POST metrics");
+  const oa = await call("GET", "/v1/openapi.json");
+  expect(oa, 200, "openapi");
+  check(oa.text === openapiText, "GET /v1/openapi.json is server/openapi.json as built");
+  expect(await call("PUT", "/v1/openapi.json", { as: byPath("/v1/openapi.json") }), 405, "PUT openapi");
+
+  // graphs
+  const g1 = await call("POST", "/v1/graphs?name=mlp", { body: file("examples/flax_mlp.json"), ctype: J });
+  expect(g1, 201, "graph json");
+  expect(await call("POST", "/v1/graphs?name=mlp", { body: file("examples/flax_mlp.json"), ctype: J }), 200, "graph again");
+  const g2 = await call("POST", "/v1/graphs", { body: file("examples/flax_mlp.mlir"), ctype: "text/plain" });
+  expect(g2, 201, "graph mlir");
+  expect(await call("POST", "/v1/graphs", { body: '{"ops": 3}', ctype: J }), 400, "bad graph");
+  expect(await call("POST", "/v1/graphs", { body: "x", ctype: "image/png" }), 415, "graph png");
+  expect(await call("GET", "/v1/graphs?limit=5&format=json"), 200, "graph list");
+  expect(await call("GET", "/v1/graphs?limit=x"), 400, "graph list bad limit");
+  const gg = await call("GET", `/v1/graphs/${g1.json.id}`);
+  expect(gg, 200, "graph get");
+  if (gg.json?.graph) {
+    check(graphDocCheck(gg.json.graph), `stored graph vs docs/graph.schema.json: ${errorsText(graphDocCheck.errors)}`);
+  }
+  expect(await call("GET", `/v1/graphs/${g1.json.id}?raw=1`), 200, "graph raw json");
+  expect(await call("GET", `/v1/graphs/${g2.json.id}?raw=1`), 200, "graph raw mlir");
+  expect(await call("GET", `/v1/graphs/${g2.json.id}`), 200, "graph get mlir");
+  expect(await call("GET", "/v1/graphs/9999"), 404, "graph 404");
+  const g3 = await call("POST", "/v1/graphs?name=gone", { body: file("examples/lint_demo.mlir"), ctype: "text/plain" });
+  expect(await call("DELETE", `/v1/graphs/${g3.json.id}`), 204, "graph delete");
+  expect(await call("DELETE", "/v1/graphs/9999"), 404, "graph delete 404");
+
+  // meshes, rules, profiles
+  const docs = {
+    meshes: ['{"axes":[{"name":"data","size":4},{"name":"model","size":2}]}', '{"axes":[{"name":"data","size":0}]}'],
+    rules: ['"i j, j k -> i k"', '{"sharding_rule": 3}'],
+    profiles: [file("profiles/a100-80gb.json").toString(), '{"memory": "lots"}'],
+  };
+  for (const [kind, [good, bad]] of Object.entries(docs)) {
+    expect(await call("PUT", `/v1/${kind}/one`, { body: good, ctype: J }), 201, `${kind} put`);
+    expect(await call("PUT", `/v1/${kind}/one`, { body: good, ctype: J }), 200, `${kind} put again`);
+    expect(await call("PUT", `/v1/${kind}/bad`, { body: bad, ctype: J }), 400, `${kind} put bad`);
+    expect(await call("GET", `/v1/${kind}/one`), 200, `${kind} get`);
+    expect(await call("GET", `/v1/${kind}/none`), 404, `${kind} get 404`);
+    expect(await call("GET", `/v1/${kind}`), 200, `${kind} list`);
+    expect(await call("GET", `/v1/${kind}?after=-1`), 400, `${kind} list bad after`);
+    expect(await call("PUT", `/v1/${kind}/two`, { body: good, ctype: J }), 201, `${kind} put two`);
+    expect(await call("DELETE", `/v1/${kind}/two`), 204, `${kind} delete`);
+    expect(await call("DELETE", `/v1/${kind}/two`), 404, `${kind} delete 404`);
+  }
+  expect(await call("PUT", "/v1/meshes/wide", { body: docs.meshes[0], ctype: J }), 201, "mesh wide");
+
+  // plans from every kind of input
+  const plans = [];
+  const planOf = async (what, path, body, ctype, want = 201) => {
+    const r = await call("POST", path, { body, ctype });
+    if (expect(r, want, what) && r.json?.plan) {
+      planDoc(what, r.json.plan);
+      plans.push(r.json.id);
+    }
+    return r;
+  };
+  await planOf("plan json", "/v1/plans", file("examples/flax_mlp.json"), J);
+  await planOf("plan json again", "/v1/plans", file("examples/flax_mlp.json"), J, 200);
+  await planOf("plan mlir", "/v1/plans?pass=sdy-basic-propagate", file("examples/flax_mlp.mlir"), "text/plain");
+  await planOf("plan graph_id + mesh", "/v1/plans", JSON.stringify({ graph_id: g1.json.id, mesh: "wide" }), J);
+  await planOf("plan lint_demo", "/v1/plans", file("examples/lint_demo.mlir"), "text/plain");
+  await planOf("plan lint_subaxis", "/v1/plans", file("examples/lint_subaxis.mlir"), "text/plain");
+  await planOf("plan suggest_mlp", "/v1/plans", file("examples/suggest_mlp.mlir"), "text/plain");
+  await planOf("plan example", "/v1/plans", JSON.stringify({ example: { model: "transformer", layers: 1, train: true, strategy: "fsdp", mesh: { data: 4, model: 2 } } }), J);
+  await planOf("plan envelope mlir", "/v1/plans", JSON.stringify({ mlir: file("examples/flax_mlp.mlir").toString(), options: { pass: "sdy-aggressive-propagate" } }), J);
+  expect(await call("POST", "/v1/plans", { body: '{"ops":[{"op":"stablehlo.nope"}]}', ctype: J }), 400, "plan bad graph");
+  expect(await call("POST", "/v1/plans", { body: '{"graph_id":1,"mlir":"x"}', ctype: J }), 400, "plan two sources");
+  expect(await call("POST", "/v1/plans?pass=nope", { body: file("examples/flax_mlp.json"), ctype: J }), 400, "plan bad pass");
+  const [p1, p2, p3, p4, p5, p6, p7] = [...new Set(plans)];
+  expect(await call("GET", "/v1/plans?limit=3"), 200, "plan list");
+  expect(await call("GET", "/v1/plans?graph_id=x"), 400, "plan list bad graph_id");
+  const pg = await call("GET", `/v1/plans/${p1}`);
+  if (expect(pg, 200, "plan get")) planDoc("plan get", pg.json.plan);
+  expect(await call("GET", `/v1/plans/${p1}`, { headers: { Accept: "application/mlir" } }), 200, "plan get mlir");
+  const etag = pg.headers.get("etag");
+  expect(await call("GET", `/v1/plans/${p1}`, { headers: { "If-None-Match": etag } }), 304, "plan 304");
+  expect(await call("GET", "/v1/plans/9999"), 404, "plan 404");
+  const gz = await fetch(`${B}/v1/plans/${p1}`, { headers: { "Accept-Encoding": "gzip" } });
+  check(gz.headers.get("content-encoding") === "gzip" && /Accept-Encoding/.test(gz.headers.get("vary") ?? ""),
+    `GET /v1/plans/${p1} with Accept-Encoding: gzip is gzip-coded (${gz.headers.get("content-encoding")})`);
+  check(JSON.parse(await gz.text()).id === p1, "the gzip-coded plan decodes to the plan");
+
+  // the plan documents of many shapes: every chunk of our own lit tests
+  // (priorities, sub-axes, unreduced axes, manual computations, calls, groups)
+  // and, when SHARDY_TESTS names Shardy's lit files (read in place), every
+  // chunk of its ir, import, propagation and export tests: a 500 or a plan
+  // document outside the schema fails
+  const sources = readdirSync(join(repo, "tests", "lit")).filter((n) => n.endsWith(".mlir")).sort()
+    .map((n) => join(repo, "tests", "lit", n));
+  const shardy = process.env.SHARDY_TESTS;
+  try {
+    for (const line of readFileSync(join(shardy ?? "/nonexistent", "MANIFEST.txt"), "utf8").split("\n")) {
+      const [name, from] = line.split("\t");
+      if (from && /\/(transforms\/(propagation|import|export)|ir)\/test\//.test(from)) sources.push(join(shardy, name));
+    }
+  } catch {
+    console.log("   (no SHARDY_TESTS: our own lit files only)");
+  }
+  let chunks = 0, planned = 0;
+  for (const path of sources) {
+    const f = path.split("/").pop();
+    for (const chunk of readFileSync(path, "utf8").split(/^\/\/ -----$/m)) {
+      if (!/\bfunc\.func\b/.test(chunk)) continue;
+      chunks++;
+      const r = await call("POST", `/v1/plans?name=${encodeURIComponent(f)}`, { body: chunk, ctype: "text/plain" });
+      check([200, 201, 400].includes(r.status), `lit chunk of ${f}: status ${r.status}: ${r.text.slice(0, 200)}`);
+      if (r.json?.plan) {
+        planned++;
+        planDoc(`lit chunk of ${f}`, r.json.plan);
+      }
+    }
+  }
+  console.log(`   ${planned} of ${chunks} lit chunks planned, their plan documents checked`);
+
+  // the advisors, on every plan
+  for (const id of [p1, p2, p3, p4, p5, p6, p7]) {
+    expect(await call("GET", `/v1/plans/${id}/cost`), 200, `cost ${id}`);
+    expect(await call("GET", `/v1/plans/${id}/lint`), 200, `lint ${id}`);
+    expect(await call("GET", `/v1/plans/${id}/collectives`), 200, `collectives ${id}`);
+  }
+  expect(await call("GET", `/v1/plans/${p1}/cost?profile=tpu-v5e`), 200, "cost tpu-v5e");
+  expect(await call("GET", `/v1/plans/${p1}/cost?profile=nope`), 400, "cost bad profile");
+  expect(await call("GET", `/v1/plans/${p1}/lint?min_bytes=x`), 400, "lint bad min_bytes");
+  expect(await call("GET", "/v1/plans/9999/collectives"), 404, "collectives 404");
+  expect(await call("GET", `/v1/plans/${p6}/suggest?k=2&max_candidates=6`), 200, "suggest");
+  expect(await call("GET", `/v1/plans/${p1}/suggest?objective=memory&k=1&max_candidates=4`), 200, "suggest memory");
+  expect(await call("GET", `/v1/plans/${p1}/suggest?objective=speed`), 400, "suggest bad objective");
+  const edit = { edits: [{ kind: "constrain", value: { op: "/ops/0" }, sharding: "<@mesh, [{}, {}]>" }] };
+  expect(await call("POST", `/v1/plans/${p1}/whatif`, { body: JSON.stringify(edit), ctype: J }), 200, "whatif");
+  const saved = await call("POST", `/v1/plans/${p1}/whatif`, { body: JSON.stringify({ ...edit, save: true }), ctype: J });
+  expect(saved, 201, "whatif save");
+  expect(await call("POST", `/v1/plans/${p1}/whatif`, { body: JSON.stringify({ ...edit, save: true }), ctype: J }), 200, "whatif save again");
+  expect(await call("POST", `/v1/plans/${p1}/whatif`, { body: '{"edits":[{"kind":"melt"}]}', ctype: J }), 400, "whatif bad edit");
+  expect(await call("GET", `/v1/compare?plans=${p1},${p3}`), 200, "compare 2");
+  expect(await call("GET", `/v1/compare?plans=${p1},${p2},${p3}`), 200, "compare 3");
+  expect(await call("GET", `/v1/compare?plans=${p1}`), 400, "compare one plan");
+  expect(await call("GET", "/v1/sweep?devices=4&layers=1&d_model=64&heads=2&seq=16&batch=4&strategies=fsdp,dp%2Btp"), 200, "sweep");
+  expect(await call("GET", "/v1/sweep?devices=0"), 400, "sweep bad devices");
+
+  // benchmark runs
+  const b1 = await call("POST", "/v1/benchmarks", { body: JSON.stringify({ plan_id: p1, warmup: 0, iters: 1 }), ctype: J });
+  expect(b1, 202, "bench queue");
+  expect(await call("POST", "/v1/benchmarks", { body: JSON.stringify({ plan_id: p1, steps: 3 }), ctype: J }), 400, "bench unknown member");
+  expect(await call("POST", "/v1/benchmarks", { body: JSON.stringify({ plan_id: 9999 }), ctype: J }), 404, "bench no plan");
+  const r1 = await call("POST", "/v1/runs", { body: JSON.stringify({ plan_id: p1, spec: { iters: 1, warmup: 0 } }), ctype: J });
+  expect(r1, 201, "run queue");
+  expect(await call("POST", "/v1/runs", { body: "{}", ctype: J }), 400, "run no plan_id");
+  const done = await waitRun(b1.json.id);
+  check(done.json?.status === "succeeded", `benchmark ${b1.json.id} succeeded: ${done.text.slice(0, 300)}`);
+  expect(await call("GET", "/v1/benchmarks?status=succeeded"), 200, "bench list");
+  expect(await call("GET", "/v1/benchmarks?status=melted"), 400, "bench list bad status");
+  expect(await call("GET", "/v1/benchmarks/9999"), 404, "bench 404");
+  expect(await call("GET", `/v1/runs/${r1.json.id}`), 200, "run get");
+  expect(await call("GET", "/v1/runs/9999"), 404, "run 404");
+  expect(await call("GET", "/v1/runs?plan_id=x"), 400, "run list bad plan_id");
+  expect(await call("GET", "/v1/runs"), 200, "run list");
+  const b2 = await call("POST", "/v1/benchmarks", { body: JSON.stringify({ plan_id: p7, iters: 100000 }), ctype: J });
+  expect(b2, 202, "bench long");
+  expect(await call("POST", `/v1/benchmarks/${b2.json.id}/cancel`), 200, "bench cancel");
+  expect(await call("POST", `/v1/benchmarks/${b2.json.id}/cancel`), 409, "bench cancel again");
+  expect(await call("DELETE", `/v1/benchmarks/${b2.json.id}`), 204, "bench delete");
+  expect(await call("DELETE", `/v1/benchmarks/${b2.json.id}`), 404, "bench delete 404");
+  await waitRun(r1.json.id);
+  expect(await call("DELETE", `/v1/runs/${r1.json.id}`), 204, "run delete");
+  expect(await call("DELETE", `/v1/runs/${r1.json.id}`), 404, "run delete 404");
+
+  // deleting plans last: the advisors above need them
+  expect(await call("DELETE", `/v1/plans/${saved.json.plan_id}`), 204, "plan delete");
+  expect(await call("DELETE", `/v1/plans/${saved.json.plan_id}`), 404, "plan delete 404");
+
+  // tokens
+  const tk = await call("POST", "/v1/tokens", { body: '{"scope":"write","label":"ci"}', ctype: J });
+  expect(tk, 201, "token create");
+  expect(await call("POST", "/v1/tokens", { body: '{"scope":"root"}', ctype: J }), 400, "token bad scope");
+  expect(await call("GET", "/v1/tokens"), 200, "token list");
+  expect(await call("GET", "/v1/tokens?limit=100000"), 400, "token list bad limit");
+  expect(await call("DELETE", `/v1/tokens/${tk.json.id}`), 204, "token revoke");
+  expect(await call("DELETE", "/v1/tokens/9999"), 404, "token revoke 404");
+
+  // with auth on: 401 without a token, 403 with a small one
+  const admin = await call("POST", "/v1/tokens", { body: '{"scope":"read","label":"reader"}', ctype: J });
+  await cleanupFirst();
+  B = await startServer("api", ["--auth", "on"]);
+  expect(await call("GET", "/v1/plans"), 401, "auth: no token");
+  expect(await call("DELETE", `/v1/plans/${p1}`, { headers: { Authorization: `Bearer ${admin.json.token}` } }), 403, "auth: read token deletes");
+  expect(await call("GET", "/v1/plans", { headers: { Authorization: `Bearer ${admin.json.token}` } }), 200, "auth: read token lists");
+
+  // a body over --max-body: 413
+  await cleanupFirst(1);
+  B = await startServer("small", ["--max-body", "1024"]);
+  expect(await call("POST", "/v1/plans", { body: file("examples/flax_mlp.json"), ctype: J }), 413, "plan over --max-body");
+  expect(await call("POST", "/v1/graphs", { body: file("examples/flax_mlp.mlir"), ctype: "text/plain" }), 413, "graph over --max-body");
+
+  // coverage: every operation answered with a 2xx and a 4xx
+  for (const o of ops) {
+    check(o.ok > 0, `${o.method.toUpperCase()} ${o.tpl}: no 2xx reply checked`);
+    check(o.err > 0, `${o.method.toUpperCase()} ${o.tpl}: no 4xx reply checked`);
+  }
+}
+
+/* Stops server k (default the first; its database stays for the next). */
+async function cleanupFirst(k = 0) {
+  const p = servers[k];
+  if (p.exitCode === null) {
+    p.removeAllListeners("exit");
+    p.kill("SIGTERM");
+    await new Promise((r) => p.once("exit", r));
+  }
+}
+
+try {
+  await main();
+} catch (err) {
+  check(false, `api-test: ${err.stack ?? err}`);
+}
+await cleanup();
+console.log(`api-test: ${ops.length} operations, ${passes} checks passed, ${failures} failed`);
+process.exit(failures === 0 ? 0 : 1);
