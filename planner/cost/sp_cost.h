@@ -240,9 +240,10 @@ void sp_cost_write_text(const sp_cost *c, const sp_module *m, cm_buf *b);
  * the peak fits or the capacity is unknown). */
 void sp_cost_oom_message(const sp_cost *c, char *buf, size_t len);
 
-/* The plan document's hook (sp_plan_run): appends `,\n"cost":{...}` for m
- * with the default profile, or `,\n"cost":null` when costing fails (the plan
- * stays valid; out is marked failed on ENOMEM). The section does not depend
+/* The plan document's hook (sp_plan_run): appends `,\n"cost":{...}` and the
+ * memory timeline `,\n"memory":{...}` (sp_cost_write_memory_json, at most
+ * 2048 points) for m with the default profile, or both null when costing
+ * fails (the plan stays valid; out is marked failed on ENOMEM). The section does not depend
  * on the input's syntax: no source lines, parameters told by structure. */
 void sp_cost_plan_section(sp_module *m, const sp_custom_rules *custom, cm_buf *out);
 
