@@ -96,6 +96,8 @@ struct sp_cost {
     sp_cost_buffer bufs[SP_COST_MAX_PEAK_BUFFERS]; /* largest first */
     uint32_t n_bufs;
     double best_peak;       /* the largest root-block peak seen so far */
+    const char *const *value_names; /* opts.value_names (the caller's, for the writers) */
+    uint32_t n_value_names;
 };
 
 #define MAX_FACTORS   64
@@ -1796,6 +1798,8 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     x.owned = cm_calloc(m->n_values + 1u, 1);
     x.role = cm_calloc(m->n_values + 1u, 1);
     x.c->best_peak = -1;
+    x.c->value_names = o->value_names;
+    x.c->n_value_names = o->n_value_names;
     s->peak_op = SP_NONE;
     x.shard = cm_alloc(sizeof(sp_sharding *) * (m->n_values + 1u));
     x.elems = cm_alloc(sizeof(double) * (m->n_values + 1u));
@@ -2204,11 +2208,18 @@ void sp_cost_write_text(const sp_cost *c, const sp_module *m, cm_buf *b)
 
 /* "name", "source" (and "line") of op id: the name its first result's
  * location gives, where its location points (`model.py:12`). */
-static void put_op_where(cm_buf *b, const sp_module *m, uint32_t id, bool with_lines)
+static const char *name_of(const sp_cost *c, const sp_module *m, uint32_t v)
+{
+    const char *n = v < c->n_value_names ? c->value_names[v] : NULL;
+    return n != NULL ? n : sp_value_name(m, v);
+}
+
+static void put_op_where(const sp_cost *c, cm_buf *b, const sp_module *m, uint32_t id,
+                         bool with_lines)
 {
     const sp_op *o = &m->ops[id];
     cm_json_put_kv_str(b, "op", o->name);
-    cm_json_put_kv_str(b, "name", o->n_results > 0 ? sp_value_name(m, o->first_result) : NULL);
+    cm_json_put_kv_str(b, "name", o->n_results > 0 ? name_of(c, m, o->first_result) : NULL);
     char src[256];
     cm_json_put_kv_str(b, "source", sp_op_source(m, id, src, sizeof src) ? src : NULL);
     if (with_lines && o->line > 0) {
@@ -2240,7 +2251,7 @@ void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t ma
         cm_buf_printf(b, ",\"index\":%u", pk);
         cm_json_put_kv_num(b, "activation_bytes", c->mem[pk].activation_bytes, 6);
         cm_json_put_kv_num(b, "temporary_bytes", c->mem[pk].temporary_bytes, 6);
-        put_op_where(b, m, c->mem[pk].op, with_lines);
+        put_op_where(c, b, m, c->mem[pk].op, with_lines);
     }
     cm_buf_puts(b, "},\n \"largest_buffers\":[");
     for (uint32_t i = 0; i < c->n_bufs; i++) {
@@ -2258,9 +2269,9 @@ void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t ma
         cm_buf_putc(b, ']');
         if (v->def == SP_NONE) {
             cm_buf_printf(b, ",\"argument\":%u", v->index);
-            cm_json_put_kv_str(b, "name", sp_value_name(m, k->value));
+            cm_json_put_kv_str(b, "name", name_of(c, m, k->value));
         } else {
-            put_op_where(b, m, v->def, with_lines);
+            put_op_where(c, b, m, v->def, with_lines);
         }
         cm_buf_putc(b, '}');
     }
@@ -2279,7 +2290,7 @@ void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t ma
         }
         const sp_cost_mem_point *p = &c->mem[best];
         cm_buf_printf(b, i > 0 ? ",\n  {\"index\":%u" : "\n  {\"index\":%u", best);
-        put_op_where(b, m, p->op, with_lines);
+        put_op_where(c, b, m, p->op, with_lines);
         cm_json_put_kv_num(b, "activation_bytes", p->activation_bytes, 6);
         cm_json_put_kv_num(b, "temporary_bytes", p->temporary_bytes, 6);
         cm_json_put_kv_num(b, "live_bytes", resident + p->activation_bytes + p->temporary_bytes,

@@ -225,7 +225,8 @@ const char *sp_cost_buf_kind_name(sp_cost_buf_kind k);
  * [...]}`, docs/cost-model.md), at most max_points points: a longer program
  * is cut into runs of consecutive ops, each point the largest of its run
  * (the peak is kept). with_lines adds the MLIR line of each op. c must have
- * been computed with opts.timeline. */
+ * been computed with opts.timeline; names come from opts.value_names (which
+ * must still be valid), else from the values' locations. */
 void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t max_points,
                                bool with_lines, cm_buf *b);
 

@@ -295,6 +295,17 @@ async function main() {
     await page.waitForSelector('#device-grid .cell', { timeout: WAIT });
     await page.waitForSelector('#plan-cost canvas', { timeout: WAIT });
     check((await page.$$('#plan-cost canvas')).length === 3, 'memory and communication charts');
+    // Memory over program order: the timeline, the op at the peak, the largest buffers linking to tensors.
+    await page.waitForSelector('#plan-memory canvas', { timeout: WAIT });
+    await page.waitForSelector('#peak-buffers li a', { timeout: WAIT });
+    const peakText = await page.textContent('#memory-peak');
+    check(/^Peak .* at op \d+: [a-z]+\.[a-z_]+/.test(peakText), `memory viewer names the op at the peak (${peakText.slice(0, 80)})`);
+    const nBufs = (await page.$$('#peak-buffers li')).length;
+    check(nBufs >= 2, `largest buffers at the peak listed (${nBufs})`);
+    await page.click('#peak-buffers li a');
+    await page.waitForFunction(() => /input|op/.test(document.querySelector('#value-detail h2')?.textContent || ''), null, { timeout: WAIT });
+    check(/^(input|op) /.test(await page.textContent('#value-detail h2')), 'a buffer at the peak links to its tensor');
+    await (await page.$('#plan-memory')).screenshot({ path: join(outDir, 'memory.png') });
     check(/self|input|output|constraint/.test(await page.textContent('#why')), '"why" shows sharding origins');
     await page.screenshot({ path: join(outDir, 'plan.png'), fullPage: true });
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
