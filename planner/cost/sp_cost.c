@@ -127,6 +127,7 @@ typedef struct cctx {
     bool *called;
     uint32_t n_funcs;
     uint32_t depth;
+    uint32_t peak_op;      /* the innermost op at the peak of the last block walked */
 } cctx;
 
 static cm_status fail_oom(cctx *x)
@@ -1199,6 +1200,7 @@ static double cost_op(cctx *x, uint32_t id, double mult)
     sp_op_kind k = (sp_op_kind)o->kind;
     sp_cost_summary *s = &x->c->s;
     double inner = 0;
+    uint32_t inner_op = SP_NONE;
     s->n_ops++;
     if (costs_as_collective(k)) {
         explicit_coll(x, id, mult);
@@ -1246,6 +1248,7 @@ static double cost_op(cctx *x, uint32_t id, double mult)
         uint32_t fi = cal != NULL ? find_func(x, cal) : SP_NONE;
         if (fi != SP_NONE && x->depth < MAX_CALL_DEPTH) {
             inner = walk_function(x, fi, mult);
+            inner_op = x->peak_op;
         }
     }
     if (walks_regions(k)) {
@@ -1259,10 +1262,14 @@ static double cost_op(cctx *x, uint32_t id, double mult)
             for (uint32_t b = 0; b < o->regions[r].n_blocks && x->st == CM_OK; b++) {
                 double in2 = walk_block(x, o->regions[r].blocks[b], rm,
                                         k == SP_OP_WHILE && r == 1, false);
-                inner = in2 > inner ? in2 : inner;
+                if (in2 > inner) {
+                    inner = in2;
+                    inner_op = x->peak_op;
+                }
             }
         }
     }
+    x->peak_op = inner_op;
     return inner;
 }
 
@@ -1463,7 +1470,7 @@ static void collect_peak_buffers(cctx *x, const sp_block *bl, uint32_t at)
     }
 }
 
-static void mem_point_add(cctx *x, uint32_t op, double act, double temp)
+static void mem_point_add(cctx *x, uint32_t op, double act, double temp, uint32_t inner)
 {
     sp_cost *c = x->c;
     if (!grow((void **)&c->mem, &c->cap_mem, c->n_mem + 1, sizeof(sp_cost_mem_point))) {
@@ -1473,6 +1480,7 @@ static void mem_point_add(cctx *x, uint32_t op, double act, double temp)
     c->mem[c->n_mem].op = op;
     c->mem[c->n_mem].activation_bytes = act;
     c->mem[c->n_mem].temporary_bytes = temp;
+    c->mem[c->n_mem].inner_op = inner;
     c->n_mem++;
 }
 
@@ -1567,7 +1575,7 @@ static double walk_block(cctx *x, uint32_t blk, double mult, bool loop_body, boo
     }
     /* head[i] is now the end of index i's deaths; its start is head[i-1] (0 for i = 0) */
     double peak = live;
-    uint32_t start = 0, best = SP_NONE;
+    uint32_t start = 0, best = SP_NONE, best_inner = SP_NONE;
     for (uint32_t i = 0; i < n && x->st == CM_OK; i++) {
         uint32_t id = bl->ops[i];
         const sp_op *o = &m->ops[id];
@@ -1601,9 +1609,10 @@ static double walk_block(cctx *x, uint32_t blk, double mult, bool loop_body, boo
         if (act + temp > peak || best == SP_NONE) {
             peak = act + temp > peak ? act + temp : peak;
             best = i;
+            best_inner = temp > 0 && x->peak_op != SP_NONE ? x->peak_op : id;
         }
         if (record) {
-            mem_point_add(x, id, act, temp);
+            mem_point_add(x, id, act, temp, temp > 0 ? x->peak_op : SP_NONE);
         }
         live += res;
         for (uint32_t k = start; k < head[i]; k++) {
@@ -1619,6 +1628,7 @@ static double walk_block(cctx *x, uint32_t blk, double mult, bool loop_body, boo
     cm_free(head);
     cm_free(dead);
     x->depth--;
+    x->peak_op = best_inner;
     return peak;
 }
 
@@ -2252,6 +2262,11 @@ void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t ma
         cm_json_put_kv_num(b, "activation_bytes", c->mem[pk].activation_bytes, 6);
         cm_json_put_kv_num(b, "temporary_bytes", c->mem[pk].temporary_bytes, 6);
         put_op_where(c, b, m, c->mem[pk].op, with_lines);
+        if (c->mem[pk].inner_op != SP_NONE) {
+            cm_buf_puts(b, ",\"inner\":{");
+            put_op_where(c, b, m, c->mem[pk].inner_op, with_lines);
+            cm_buf_putc(b, '}');
+        }
     }
     cm_buf_puts(b, "},\n \"largest_buffers\":[");
     for (uint32_t i = 0; i < c->n_bufs; i++) {

@@ -197,6 +197,7 @@ typedef struct sp_cost_mem_point {
     uint32_t op;            /* op id */
     double activation_bytes;
     double temporary_bytes;
+    uint32_t inner_op;      /* the op inside its regions or callee at their peak, or SP_NONE */
 } sp_cost_mem_point;
 uint32_t sp_cost_n_mem(const sp_cost *c);
 const sp_cost_mem_point *sp_cost_mem_at(const sp_cost *c, uint32_t i);

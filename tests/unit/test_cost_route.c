@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * GET /v1/plans/{id}/memory through a real server (tests/unit/tu_http.h):
  * the memory timeline of a stored plan (the Flax MLP as nn.scan writes it),
- * its peak and largest buffers, ?points= capping the points and rejecting
+ * its peak (the loop, and the body's op at its peak) and largest buffers, ?points= capping the points and rejecting
  * a bad count with its path, 404 for a plan that does not exist. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,6 +87,12 @@ static void test_cost_route_memory_timeline(void **state)
     json_t *peak = json_object_get(r.json, "peak");
     assert_string_equal(tu_jstr(peak, "op"), "stablehlo.while");
     assert_true(json_integer_value(json_object_get(peak, "line")) > 0);
+    /* the peak is inside the loop body: the op there is named too */
+    json_t *inner = json_object_get(peak, "inner");
+    assert_true(json_is_object(inner));
+    assert_non_null(tu_jstr(inner, "op"));
+    assert_true(json_integer_value(json_object_get(inner, "line")) >
+                json_integer_value(json_object_get(peak, "line")));
     json_t *bufs = json_object_get(r.json, "largest_buffers");
     assert_true(json_array_size(bufs) >= 2);
     assert_string_equal(tu_jstr(json_array_get(bufs, 0), "kind"), "parameter");

@@ -313,7 +313,7 @@ export async function planPage(main, ctx, id) {
     fill(memBox,
       h('div', { class: 'toolbar' }, h('label', {}, residentBox, ' draw parameters and inputs')),
       chart.el,
-      h('p', { id: 'memory-peak' }, `Peak ${fmtBytes(pk.bytes)} per device at op ${pk.index}: ${where(pk)} (activations ${fmtBytes(pk.activation_bytes || 0)}, temporaries ${fmtBytes(pk.temporary_bytes || 0)}, parameters ${fmtBytes(mm.parameter_bytes)}, inputs ${fmtBytes(mm.input_bytes)}).`),
+      h('p', { id: 'memory-peak' }, `Peak ${fmtBytes(pk.bytes)} per device at op ${pk.index}: ${where(pk)}${pk.inner ? `, inside it at ${where(pk.inner)}` : ''} (activations ${fmtBytes(pk.activation_bytes || 0)}, temporaries ${fmtBytes(pk.temporary_bytes || 0)}, parameters ${fmtBytes(mm.parameter_bytes)}, inputs ${fmtBytes(mm.input_bytes)}).`),
       h('h3', {}, 'Largest buffers live at the peak'),
       h('ol', { id: 'peak-buffers' }, bufs.map((b) => {
         const what = b.argument !== undefined ? `argument ${b.argument}${b.name ? ` "${b.name}"` : ''}` : where(b);
