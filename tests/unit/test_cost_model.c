@@ -4,7 +4,8 @@
  * as nn.scan's while loop cost the same; ZeRO's Table 1 (Rajbhandari et al.
  * 2020) and the activation memory per layer of Korthikanti et al. 2022
  * Table 2 come out of our cost model run on generated training steps, within
- * 2%; the memory timeline's JSON. Every figure is computed by sp_cost on the
+ * 2%; the memory timeline's JSON, under allocation failures and on loops
+ * of unusual shape. Every figure is computed by sp_cost on the
  * real IR module the generated text reads into; the formulas only give the
  * expected values. */
 #include <setjmp.h>
@@ -407,6 +408,94 @@ static void test_cost_generators_reject_bad_options(void **state)
     cm_buf_fini(&b);
 }
 
+/* Allocation failures anywhere in a timeline costing of the scan give
+ * CM_ENOMEM and leak nothing; the run that succeeds gives the figures. */
+static void test_cost_timeline_oom(void **state)
+{
+    (void)state;
+    cm_buf t;
+    mlp_text(true, &t);
+    sp_input in;
+    load(&t, false, &in);
+    sp_cost_opts o;
+    sp_cost_opts_init(&o);
+    o.timeline = true;
+    for (long n = 0;; n++) {
+        sp_cost *c = NULL;
+        cm_error err;
+        cm_error_clear(&err);
+        cm_alloc_fail_after(n);
+        cm_status st = sp_cost_compute(in.m, &o, &c, &err);
+        cm_alloc_fail_after(-1);
+        if (st == CM_OK) {
+            assert_true(sp_cost_get_summary(c)->param_bytes == 32.0 * 1024 * 1024);
+            assert_true(sp_cost_n_mem(c) > 0);
+            sp_cost_destroy(c);
+            break;
+        }
+        assert_int_equal(st, CM_ENOMEM);
+        assert_null(c);
+        assert_true(n < 10000);
+    }
+    sp_input_fini(&in);
+    cm_buf_fini(&t);
+}
+
+/* Loops the model does not recognise still cost without reading past
+ * their regions: a body that returns fewer values than it carries, one
+ * whose carried value is not returned, a loop whose bound is an argument. */
+static void test_cost_odd_loops(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "func.func @main(%a: tensor<4x8xf32>, %n: tensor<i32>) -> tensor<4x8xf32> {\n"
+        "  %c = stablehlo.constant dense<0> : tensor<i32>\n"
+        "  %0:2 = stablehlo.while(%i = %c, %x = %a) : tensor<i32>, tensor<4x8xf32>\n"
+        "   cond {\n"
+        "    %1 = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+        "    stablehlo.return %1 : tensor<i1>\n"
+        "  } do {\n"
+        "    %2 = stablehlo.add %x, %x : tensor<4x8xf32>\n"
+        "    stablehlo.return %i, %2 : tensor<i32>, tensor<4x8xf32>\n"
+        "  }\n"
+        "  return %0#1 : tensor<4x8xf32>\n}\n",
+        "func.func @main(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+        "  %c = stablehlo.constant dense<0> : tensor<i32>\n"
+        "  %0:2 = \"stablehlo.while\"(%c, %a) ({\n"
+        "  ^bb0(%i: tensor<i32>, %x: tensor<4x8xf32>):\n"
+        "    %1 = stablehlo.compare LT, %i, %i : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+        "    stablehlo.return %1 : tensor<i1>\n"
+        "  }, {\n"
+        "  ^bb0(%i: tensor<i32>, %x: tensor<4x8xf32>):\n"
+        "    stablehlo.return %i : tensor<i32>\n"
+        "  }) : (tensor<i32>, tensor<4x8xf32>) -> (tensor<i32>, tensor<4x8xf32>)\n"
+        "  return %0#1 : tensor<4x8xf32>\n}\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        sp_module *m = NULL;
+        cm_error err;
+        cm_error_clear(&err);
+        if (sp_mlir_read(texts[i], strlen(texts[i]), 0, &m, &err) != CM_OK) {
+            continue; /* the reader's own checks refuse it: nothing to cost */
+        }
+        sp_cost_opts o;
+        sp_cost_opts_init(&o);
+        o.timeline = true;
+        sp_cost *c = NULL;
+        cm_error_clear(&err);
+        assert_int_equal(sp_cost_compute(m, &o, &c, &err), CM_OK);
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_cost_write_memory_json(c, m, 0, true, &b);
+        json_t *j = json_loadb(b.data, b.len, 0, NULL);
+        assert_non_null(j);
+        json_decref(j);
+        cm_buf_fini(&b);
+        sp_cost_destroy(c);
+        sp_module_destroy(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -417,6 +506,8 @@ int main(void)
         cmocka_unit_test(test_cost_korthikanti_table2),
         cmocka_unit_test(test_cost_memory_json),
         cmocka_unit_test(test_cost_generators_reject_bad_options),
+        cmocka_unit_test(test_cost_timeline_oom),
+        cmocka_unit_test(test_cost_odd_loops),
     };
     return cmocka_run_group_tests_name("cost_model", tests, NULL, NULL);
 }
