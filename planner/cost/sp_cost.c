@@ -1487,8 +1487,9 @@ static void mem_point_add(cctx *x, uint32_t op, double act, double temp, uint32_
 /* Walks block blk once in program order: costs its ops times mult and
  * returns its peak of live buffer bytes (results of its ops, and for a loop
  * body its carried arguments; a function's arguments are counted apart).
- * With record (a root function's block) every op adds a timeline point and
- * a new overall peak collects the buffers live there. */
+ * With record (a root function's block) donated arguments are honoured, a
+ * new overall peak collects the buffers live there and (opts.timeline)
+ * every op adds a timeline point. */
 static double walk_block(cctx *x, uint32_t blk, double mult, bool loop_body, bool record)
 {
     sp_module *m = x->m;
@@ -1611,7 +1612,7 @@ static double walk_block(cctx *x, uint32_t blk, double mult, bool loop_body, boo
             best = i;
             best_inner = temp > 0 && x->peak_op != SP_NONE ? x->peak_op : id;
         }
-        if (record) {
+        if (record && x->o->timeline) {
             mem_point_add(x, id, act, temp, temp > 0 ? x->peak_op : SP_NONE);
         }
         live += res;
@@ -1623,6 +1624,7 @@ static double walk_block(cctx *x, uint32_t blk, double mult, bool loop_body, boo
     if (record && x->st == CM_OK && best != SP_NONE && peak > x->c->best_peak) {
         x->c->best_peak = peak;
         x->c->s.peak_op = bl->ops[best];
+        x->c->s.peak_inner_op = best_inner != bl->ops[best] ? best_inner : SP_NONE;
         collect_peak_buffers(x, bl, best);
     }
     cm_free(head);
@@ -1640,7 +1642,7 @@ static double walk_function(cctx *x, uint32_t fi, double mult)
     if (f->n_regions < 1 || f->regions[0].n_blocks < 1) {
         return 0;
     }
-    return walk_block(x, f->regions[0].blocks[0], mult, false, x->depth == 0 && x->o->timeline);
+    return walk_block(x, f->regions[0].blocks[0], mult, false, x->depth == 0);
 }
 
 /* ---- parameters and inputs ------------------------------------------------------------------ */
@@ -1811,6 +1813,7 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     x.c->value_names = o->value_names;
     x.c->n_value_names = o->n_value_names;
     s->peak_op = SP_NONE;
+    s->peak_inner_op = SP_NONE;
     x.shard = cm_alloc(sizeof(sp_sharding *) * (m->n_values + 1u));
     x.elems = cm_alloc(sizeof(double) * (m->n_values + 1u));
     x.weight = cm_calloc(m->n_values + 1u, 1);
@@ -2036,6 +2039,34 @@ static const char *mode_note(const sp_cost_summary *s)
                             "collectives each op's shardings imply";
 }
 
+/* The name of value v: the graph document's (opts.value_names), else its
+ * location's. */
+static const char *name_of(const sp_cost *c, const sp_module *m, uint32_t v)
+{
+    const char *n = v < c->n_value_names ? c->value_names[v] : NULL;
+    return n != NULL ? n : sp_value_name(m, v);
+}
+
+/* "op", "name", "source" (and "line") of op id: the name its first result
+ * has (c's value names only when c is given: they must still be valid),
+ * where its location points (`model.py:12`). */
+static void put_op_where(const sp_cost *c, cm_buf *b, const sp_module *m, uint32_t id,
+                         bool with_lines)
+{
+    const sp_op *o = &m->ops[id];
+    cm_json_put_kv_str(b, "op", o->name);
+    const char *nm = NULL;
+    if (o->n_results > 0) {
+        nm = c != NULL ? name_of(c, m, o->first_result) : sp_value_name(m, o->first_result);
+    }
+    cm_json_put_kv_str(b, "name", nm);
+    char src[256];
+    cm_json_put_kv_str(b, "source", sp_op_source(m, id, src, sizeof src) ? src : NULL);
+    if (with_lines && o->line > 0) {
+        cm_buf_printf(b, ",\"line\":%u", o->line);
+    }
+}
+
 #define JSON_MAX_COLLS 100000u
 
 static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool with_lines)
@@ -2057,6 +2088,17 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
     cm_json_put_kv_num(b, "capacity_bytes", s->capacity_bytes, 6);
     cm_buf_puts(b, s->fits ? ",\"fits\":true" : ",\"fits\":false");
     cm_json_put_kv_str(b, "message", oom);
+    if (s->peak_op != SP_NONE) {
+        /* names from locations only: the caller's value names may be gone */
+        cm_buf_puts(b, ",\"peak_at\":{");
+        put_op_where(NULL, b, m, s->peak_op, with_lines);
+        if (s->peak_inner_op != SP_NONE) {
+            cm_buf_puts(b, ",\"inner\":{");
+            put_op_where(NULL, b, m, s->peak_inner_op, with_lines);
+            cm_buf_putc(b, '}');
+        }
+        cm_buf_putc(b, '}');
+    }
     cm_buf_puts(b, "},\n \"flops\":{\"total\":");
     cm_json_put_num(b, s->flops, 6);
     cm_json_put_kv_num(b, "dot", s->flops_dot, 6);
@@ -2152,6 +2194,15 @@ void sp_cost_write_text(const sp_cost *c, const sp_module *m, cm_buf *b)
     human_bytes(t1, sizeof t1, s->peak_bytes);
     human_bytes(t2, sizeof t2, s->capacity_bytes);
     cm_buf_printf(b, "  peak total           %12s  of %s\n", t1, s->capacity_bytes > 0 ? t2 : "?");
+    if (s->peak_op != SP_NONE) {
+        const sp_op *po = &m->ops[s->peak_op];
+        cm_buf_printf(b, "  peak at              %s line %u", po->name, po->line);
+        if (s->peak_inner_op != SP_NONE) {
+            const sp_op *pi = &m->ops[s->peak_inner_op];
+            cm_buf_printf(b, ", inside it %s line %u", pi->name, pi->line);
+        }
+        cm_buf_putc(b, '\n');
+    }
     if (!s->fits) {
         char oom[128];
         sp_cost_oom_message(c, oom, sizeof oom);
@@ -2215,27 +2266,6 @@ void sp_cost_write_text(const sp_cost *c, const sp_module *m, cm_buf *b)
 }
 
 /* ---- memory over program order ---------------------------------------------------------- */
-
-/* "name", "source" (and "line") of op id: the name its first result's
- * location gives, where its location points (`model.py:12`). */
-static const char *name_of(const sp_cost *c, const sp_module *m, uint32_t v)
-{
-    const char *n = v < c->n_value_names ? c->value_names[v] : NULL;
-    return n != NULL ? n : sp_value_name(m, v);
-}
-
-static void put_op_where(const sp_cost *c, cm_buf *b, const sp_module *m, uint32_t id,
-                         bool with_lines)
-{
-    const sp_op *o = &m->ops[id];
-    cm_json_put_kv_str(b, "op", o->name);
-    cm_json_put_kv_str(b, "name", o->n_results > 0 ? name_of(c, m, o->first_result) : NULL);
-    char src[256];
-    cm_json_put_kv_str(b, "source", sp_op_source(m, id, src, sizeof src) ? src : NULL);
-    if (with_lines && o->line > 0) {
-        cm_buf_printf(b, ",\"line\":%u", o->line);
-    }
-}
 
 void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t max_points,
                                bool with_lines, cm_buf *b)

@@ -144,6 +144,7 @@ typedef struct sp_cost_summary {
     bool fits;               /* peak_bytes <= capacity_bytes (true when unknown) */
     char profile[SP_PROFILE_NAME_LEN];
     uint32_t peak_op;        /* top-level op of a root function at the peak; SP_NONE if none */
+    uint32_t peak_inner_op;  /* the op inside peak_op's regions or callee at their peak, or SP_NONE */
     double kind_bytes[SP_COLL_N_KINDS]; /* communication per collective kind, all runs */
     double kind_s[SP_COLL_N_KINDS];
     uint32_t kind_colls[SP_COLL_N_KINDS];
