@@ -5,19 +5,19 @@
  * pass, optionally a mixed-precision Adam update with ZeRO stages). They are
  * shapes only: the planner allocates no data for them, so the paper-sized
  * ones (a 7.5B-parameter step, a GPT-3 175B layer) cost like small ones. */
-#include "sp_gen.h"
-
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "sp_gen.h"
+
 /* ---- writing ----------------------------------------------------------------------- */
 
 typedef struct tw {
     cm_buf *b;
-    uint32_t next;   /* next value number: %vN */
-    char loc[96];    /* loc("...") of the ops written now; "" for none */
+    uint32_t next; /* next value number: %vN */
+    char loc[96];  /* loc("...") of the ops written now; "" for none */
 } tw;
 
 /* Writes `    %vN = <text> loc(...)` and returns N. */
@@ -98,53 +98,63 @@ cm_status sp_gen_mlp_mlir(const sp_gen_mlp_opts *o, cm_buf *out, cm_error *err)
     if (o->layers < 1 || o->layers > 10000) {
         return bad(err, "/layers", "layers must be 1..10000");
     }
-    if (o->d_model < 1 || o->depth < 1 || o->batch < 1 || o->mesh_data < 1 ||
-        o->mesh_model < 1 || o->d_model > (1 << 20) || o->depth > (1 << 20) ||
-        o->batch > (1 << 20) || o->mesh_data > 4096 || o->mesh_model > 4096) {
-        return bad(err, o->d_model < 1 || o->d_model > (1 << 20) ? "/d_model"
-                        : o->depth < 1 || o->depth > (1 << 20)   ? "/depth"
-                        : o->batch < 1 || o->batch > (1 << 20)   ? "/batch"
-                                                                 : "/mesh",
+    if (o->d_model < 1 || o->depth < 1 || o->batch < 1 || o->mesh_data < 1 || o->mesh_model < 1 ||
+        o->d_model > (1 << 20) || o->depth > (1 << 20) || o->batch > (1 << 20) ||
+        o->mesh_data > 4096 || o->mesh_model > 4096) {
+        return bad(err,
+                   o->d_model < 1 || o->d_model > (1 << 20) ? "/d_model"
+                   : o->depth < 1 || o->depth > (1 << 20)   ? "/depth"
+                   : o->batch < 1 || o->batch > (1 << 20)   ? "/batch"
+                                                            : "/mesh",
                    "sizes must be positive (at most 2^20, mesh axes at most 4096)");
     }
     long long L = o->layers, d = o->d_model, f = o->depth, b = o->batch;
     tw w = {out, 0, ""};
-    cm_buf_printf(out, "module @jit_apply_fn {\n  sdy.mesh @mesh = <[\"data\"=%lld, \"model\"=%lld]>\n",
+    cm_buf_printf(out,
+                  "module @jit_apply_fn {\n  sdy.mesh @mesh = <[\"data\"=%lld, \"model\"=%lld]>\n",
                   (long long)o->mesh_data, (long long)o->mesh_model);
     const char *xs = "#sdy.sharding<@mesh, [{\"data\"}, {}]>";
     if (!o->scan) {
         cm_buf_puts(out, "  func.func public @main(");
         for (long long l = 0; l < L; l++) {
-            cm_buf_printf(out,
-                          "%%w1_%lld: tensor<%lldx%lldxf32> {sdy.sharding = #sdy.sharding<@mesh, "
-                          "[{}, {\"model\"}]>} loc(\"params['layers_%lld']['Dense_0']['kernel']\"), "
-                          "%%w2_%lld: tensor<%lldx%lldxf32> {sdy.sharding = #sdy.sharding<@mesh, "
-                          "[{\"model\"}, {}]>} loc(\"params['layers_%lld']['W2']\"), ",
-                          l, d, f, l, l, f, d, l);
+            cm_buf_printf(
+                out,
+                "%%w1_%lld: tensor<%lldx%lldxf32> {sdy.sharding = #sdy.sharding<@mesh, "
+                "[{}, {\"model\"}]>} loc(\"params['layers_%lld']['Dense_0']['kernel']\"), "
+                "%%w2_%lld: tensor<%lldx%lldxf32> {sdy.sharding = #sdy.sharding<@mesh, "
+                "[{\"model\"}, {}]>} loc(\"params['layers_%lld']['W2']\"), ",
+                l, d, f, l, l, f, d, l);
         }
-        cm_buf_printf(out, "%%x: tensor<%lldx%lldxf32> {sdy.sharding = %s} loc(\"x\")) -> "
-                           "(tensor<%lldx%lldxf32> {sdy.sharding = %s}) {\n",
+        cm_buf_printf(out,
+                      "%%x: tensor<%lldx%lldxf32> {sdy.sharding = %s} loc(\"x\")) -> "
+                      "(tensor<%lldx%lldxf32> {sdy.sharding = %s}) {\n",
                       b, d, xs, b, d, xs);
         char prev[32] = "%x";
         for (long long l = 0; l < L; l++) {
-            uint32_t y = op(&w, "stablehlo.dot_general %s, %%w1_%lld, contracting_dims = [1] x [0] "
-                                ": (tensor<%lldx%lldxf32>, tensor<%lldx%lldxf32>) -> "
-                                "tensor<%lldx%lldxf32>",
+            uint32_t y = op(&w,
+                            "stablehlo.dot_general %s, %%w1_%lld, contracting_dims = [1] x [0] "
+                            ": (tensor<%lldx%lldxf32>, tensor<%lldx%lldxf32>) -> "
+                            "tensor<%lldx%lldxf32>",
                             prev, l, b, d, d, f, b, f);
             uint32_t z = op(&w, "stablehlo.constant dense<0.000000e+00> : tensor<f32>");
-            uint32_t zb = op(&w, "stablehlo.broadcast_in_dim %%v%u, dims = [] : (tensor<f32>) -> "
-                                 "tensor<%lldx%lldxf32>",
+            uint32_t zb = op(&w,
+                             "stablehlo.broadcast_in_dim %%v%u, dims = [] : (tensor<f32>) -> "
+                             "tensor<%lldx%lldxf32>",
                              z, b, f);
-            uint32_t r = op(&w, "stablehlo.maximum %%v%u, %%v%u : tensor<%lldx%lldxf32>", y, zb, b, f);
-            uint32_t rc = op(&w, "sdy.sharding_constraint %%v%u <@mesh, [{\"data\"}, {\"model\"}]> : "
-                                 "tensor<%lldx%lldxf32>",
+            uint32_t r =
+                op(&w, "stablehlo.maximum %%v%u, %%v%u : tensor<%lldx%lldxf32>", y, zb, b, f);
+            uint32_t rc = op(&w,
+                             "sdy.sharding_constraint %%v%u <@mesh, [{\"data\"}, {\"model\"}]> : "
+                             "tensor<%lldx%lldxf32>",
                              r, b, f);
-            uint32_t o2 = op(&w, "stablehlo.dot_general %%v%u, %%w2_%lld, contracting_dims = [1] x [0] "
-                                 ": (tensor<%lldx%lldxf32>, tensor<%lldx%lldxf32>) -> "
-                                 "tensor<%lldx%lldxf32>",
+            uint32_t o2 = op(&w,
+                             "stablehlo.dot_general %%v%u, %%w2_%lld, contracting_dims = [1] x [0] "
+                             ": (tensor<%lldx%lldxf32>, tensor<%lldx%lldxf32>) -> "
+                             "tensor<%lldx%lldxf32>",
                              rc, l, b, f, f, d, b, d);
-            uint32_t oc = op(&w, "sdy.sharding_constraint %%v%u <@mesh, [{\"data\"}, {}]> : "
-                                 "tensor<%lldx%lldxf32>",
+            uint32_t oc = op(&w,
+                             "sdy.sharding_constraint %%v%u <@mesh, [{\"data\"}, {}]> : "
+                             "tensor<%lldx%lldxf32>",
                              o2, b, d);
             snprintf(prev, sizeof prev, "%%v%u", oc);
         }
@@ -165,56 +175,68 @@ cm_status sp_gen_mlp_mlir(const sp_gen_mlp_opts *o, cm_buf *out, cm_error *err)
     snprintf(t1, sizeof t1, "tensor<%lldx%lldx%lldxf32>", L, d, f);
     snprintf(t2, sizeof t2, "tensor<%lldx%lldx%lldxf32>", L, f, d);
     uint32_t c0 = op(&w, "stablehlo.constant dense<0> : tensor<i32>");
-    cm_buf_printf(out,
-                  "    %%loop:4 = stablehlo.while(%%s1 = %%w1, %%s2 = %%w2, %%i = %%v%u, %%h = %%x) : "
-                  "%s, %s, tensor<i32>, tensor<%lldx%lldxf32>\n     cond {\n",
-                  c0, t1, t2, b, d);
+    cm_buf_printf(
+        out,
+        "    %%loop:4 = stablehlo.while(%%s1 = %%w1, %%s2 = %%w2, %%i = %%v%u, %%h = %%x) : "
+        "%s, %s, tensor<i32>, tensor<%lldx%lldxf32>\n     cond {\n",
+        c0, t1, t2, b, d);
     uint32_t n = op(&w, "stablehlo.constant dense<%lld> : tensor<i32>", L);
-    uint32_t lt = op(&w, "stablehlo.compare LT, %%i, %%v%u, SIGNED : (tensor<i32>, tensor<i32>) -> "
-                         "tensor<i1>",
+    uint32_t lt = op(&w,
+                     "stablehlo.compare LT, %%i, %%v%u, SIGNED : (tensor<i32>, tensor<i32>) -> "
+                     "tensor<i1>",
                      n);
     cm_buf_printf(out, "      stablehlo.return %%v%u : tensor<i1>\n    } do {\n", lt);
     uint32_t z = op(&w, "stablehlo.constant dense<0> : tensor<i32>");
-    uint32_t s1 = op(&w, "stablehlo.dynamic_slice %%s1, %%i, %%v%u, %%v%u, sizes = [1, %lld, %lld] : "
-                         "(%s, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x%lldx%lldxf32>",
+    uint32_t s1 = op(&w,
+                     "stablehlo.dynamic_slice %%s1, %%i, %%v%u, %%v%u, sizes = [1, %lld, %lld] : "
+                     "(%s, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x%lldx%lldxf32>",
                      z, z, d, f, t1, d, f);
-    uint32_t k1 = op(&w, "stablehlo.reshape %%v%u : (tensor<1x%lldx%lldxf32>) -> tensor<%lldx%lldxf32>",
-                     s1, d, f, d, f);
-    uint32_t s2 = op(&w, "stablehlo.dynamic_slice %%s2, %%i, %%v%u, %%v%u, sizes = [1, %lld, %lld] : "
-                         "(%s, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x%lldx%lldxf32>",
+    uint32_t k1 =
+        op(&w, "stablehlo.reshape %%v%u : (tensor<1x%lldx%lldxf32>) -> tensor<%lldx%lldxf32>", s1,
+           d, f, d, f);
+    uint32_t s2 = op(&w,
+                     "stablehlo.dynamic_slice %%s2, %%i, %%v%u, %%v%u, sizes = [1, %lld, %lld] : "
+                     "(%s, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x%lldx%lldxf32>",
                      z, z, f, d, t2, f, d);
-    uint32_t k2 = op(&w, "stablehlo.reshape %%v%u : (tensor<1x%lldx%lldxf32>) -> tensor<%lldx%lldxf32>",
-                     s2, f, d, f, d);
-    uint32_t y = op(&w, "stablehlo.dot_general %%h, %%v%u, contracting_dims = [1] x [0] : "
-                        "(tensor<%lldx%lldxf32>, tensor<%lldx%lldxf32>) -> tensor<%lldx%lldxf32>",
+    uint32_t k2 =
+        op(&w, "stablehlo.reshape %%v%u : (tensor<1x%lldx%lldxf32>) -> tensor<%lldx%lldxf32>", s2,
+           f, d, f, d);
+    uint32_t y = op(&w,
+                    "stablehlo.dot_general %%h, %%v%u, contracting_dims = [1] x [0] : "
+                    "(tensor<%lldx%lldxf32>, tensor<%lldx%lldxf32>) -> tensor<%lldx%lldxf32>",
                     k1, b, d, d, f, b, f);
     uint32_t zf = op(&w, "stablehlo.constant dense<0.000000e+00> : tensor<f32>");
-    uint32_t zb = op(&w, "stablehlo.broadcast_in_dim %%v%u, dims = [] : (tensor<f32>) -> "
-                         "tensor<%lldx%lldxf32>",
+    uint32_t zb = op(&w,
+                     "stablehlo.broadcast_in_dim %%v%u, dims = [] : (tensor<f32>) -> "
+                     "tensor<%lldx%lldxf32>",
                      zf, b, f);
     uint32_t r = op(&w, "stablehlo.maximum %%v%u, %%v%u : tensor<%lldx%lldxf32>", y, zb, b, f);
-    uint32_t rc = op(&w, "sdy.sharding_constraint %%v%u <@mesh, [{\"data\"}, {\"model\"}]> : "
-                         "tensor<%lldx%lldxf32>",
+    uint32_t rc = op(&w,
+                     "sdy.sharding_constraint %%v%u <@mesh, [{\"data\"}, {\"model\"}]> : "
+                     "tensor<%lldx%lldxf32>",
                      r, b, f);
-    uint32_t o2 = op(&w, "stablehlo.dot_general %%v%u, %%v%u, contracting_dims = [1] x [0] : "
-                         "(tensor<%lldx%lldxf32>, tensor<%lldx%lldxf32>) -> tensor<%lldx%lldxf32>",
+    uint32_t o2 = op(&w,
+                     "stablehlo.dot_general %%v%u, %%v%u, contracting_dims = [1] x [0] : "
+                     "(tensor<%lldx%lldxf32>, tensor<%lldx%lldxf32>) -> tensor<%lldx%lldxf32>",
                      rc, k2, b, f, f, d, b, d);
-    uint32_t oc = op(&w, "sdy.sharding_constraint %%v%u <@mesh, [{\"data\"}, {}]> : "
-                         "tensor<%lldx%lldxf32>",
+    uint32_t oc = op(&w,
+                     "sdy.sharding_constraint %%v%u <@mesh, [{\"data\"}, {}]> : "
+                     "tensor<%lldx%lldxf32>",
                      o2, b, d);
     uint32_t one = op(&w, "stablehlo.constant dense<1> : tensor<i32>");
     uint32_t inc = op(&w, "stablehlo.add %%i, %%v%u : tensor<i32>", one);
-    cm_buf_printf(out,
-                  "      stablehlo.return %%s1, %%s2, %%v%u, %%v%u : %s, %s, tensor<i32>, "
-                  "tensor<%lldx%lldxf32>\n    }\n    return %%loop#3 : tensor<%lldx%lldxf32>\n  }\n}\n",
-                  inc, oc, t1, t2, b, d, b, d);
+    cm_buf_printf(
+        out,
+        "      stablehlo.return %%s1, %%s2, %%v%u, %%v%u : %s, %s, tensor<i32>, "
+        "tensor<%lldx%lldxf32>\n    }\n    return %%loop#3 : tensor<%lldx%lldxf32>\n  }\n}\n",
+        inc, oc, t1, t2, b, d, b, d);
     return out->oom ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory") : CM_OK;
 }
 
 /* ---- Megatron GPT layers -------------------------------------------------------------- */
 
 enum { K_G1, K_WQ, K_WK, K_WV, K_WO, K_G2, K_W1, K_W2, N_KINDS };
-static const char *const kind_names[N_KINDS] = {"ln1_scale", "Wq", "Wk", "Wv",
+static const char *const kind_names[N_KINDS] = {"ln1_scale", "Wq",        "Wk", "Wv",
                                                 "Wo",        "ln2_scale", "W1", "W2"};
 
 void sp_gen_gpt_opts_init(sp_gen_gpt_opts *o)
@@ -308,7 +330,8 @@ static uint32_t cst(gpt *g, const char *val, const char *elem)
 static uint32_t splat(gpt *g, const char *val, const char *elem, const char *t)
 {
     uint32_t c = cst(g, val, elem);
-    return op(&g->w, "stablehlo.broadcast_in_dim %%v%u, dims = [] : (tensor<%s>) -> %s", c, elem, t);
+    return op(&g->w, "stablehlo.broadcast_in_dim %%v%u, dims = [] : (tensor<%s>) -> %s", c, elem,
+              t);
 }
 
 static uint32_t ew(gpt *g, const char *name, uint32_t a, uint32_t b, const char *t)
@@ -390,8 +413,8 @@ static uint32_t norm_bwd(gpt *g, uint32_t x, uint32_t scale, uint32_t dy, uint32
 }
 
 /* A dropout keep-mask of type t (i1, one byte an element) with sharding s. */
-static uint32_t dropout_mask(gpt *g, const char *t, const char *tm, const char *s, const int64_t *dims,
-                             uint32_t rank)
+static uint32_t dropout_mask(gpt *g, const char *t, const char *tm, const char *s,
+                             const int64_t *dims, uint32_t rank)
 {
     char shape[128];
     size_t l = 0;
@@ -406,8 +429,8 @@ static uint32_t dropout_mask(gpt *g, const char *t, const char *tm, const char *
                     "tensor<bf16>, tensor<%uxi64>) -> %s",
                     lo, hi, sh, rank, t);
     uint32_t keep = splat(g, "9.000000e-01", "bf16", t);
-    uint32_t m = op(&g->w, "stablehlo.compare LT, %%v%u, %%v%u, FLOAT : (%s, %s) -> %s", u, keep, t,
-                    t, tm);
+    uint32_t m =
+        op(&g->w, "stablehlo.compare LT, %%v%u, %%v%u, FLOAT : (%s, %s) -> %s", u, keep, t, t, tm);
     return constrain(g, m, s, tm);
 }
 
@@ -450,9 +473,9 @@ static uint32_t fwd_layer(gpt *g, uint32_t l, uint32_t x, fsaved *sv)
     sv->q4 = op(&g->w, "stablehlo.reshape %%v%u : (%s) -> %s", q, g->t_sbh, g->t_sbad);
     sv->k4 = op(&g->w, "stablehlo.reshape %%v%u : (%s) -> %s", k, g->t_sbh, g->t_sbad);
     sv->v4 = op(&g->w, "stablehlo.reshape %%v%u : (%s) -> %s", v, g->t_sbh, g->t_sbad);
-    uint32_t sc = dot(g, sv->q4, sv->k4,
-                      "batching_dims = [1, 2] x [1, 2], contracting_dims = [3] x [3]", g->t_sbad,
-                      g->t_sbad, g->t_bass);
+    uint32_t sc =
+        dot(g, sv->q4, sv->k4, "batching_dims = [1, 2] x [1, 2], contracting_dims = [3] x [3]",
+            g->t_sbad, g->t_sbad, g->t_bass);
     char isd[32];
     snprintf(isd, sizeof isd, "%.9e", 1.0 / sqrt((double)g->dh));
     uint32_t scs = ew(g, "multiply", sc, splat(g, isd, "bf16", g->t_bass), g->t_bass);
@@ -469,9 +492,9 @@ static uint32_t fwd_layer(gpt *g, uint32_t l, uint32_t x, fsaved *sv)
     int64_t dsc[4] = {g->b, g->a, g->s, g->s}, dx[3] = {g->s, g->b, g->h};
     sv->mask1 = dropout_mask(g, g->t_bass, g->m_bass, g->s_sc, dsc, 4);
     sv->pd = dropout_apply(g, sv->mask1, sv->p, g->t_bass, g->m_bass);
-    uint32_t ctx = dot(g, sv->pd, sv->v4,
-                       "batching_dims = [0, 1] x [1, 2], contracting_dims = [3] x [0]", g->t_bass,
-                       g->t_sbad, g->t_basd);
+    uint32_t ctx =
+        dot(g, sv->pd, sv->v4, "batching_dims = [0, 1] x [1, 2], contracting_dims = [3] x [0]",
+            g->t_bass, g->t_sbad, g->t_basd);
     uint32_t ct = op(&g->w, "stablehlo.transpose %%v%u, dims = [2, 0, 1, 3] : (%s) -> %s", ctx,
                      g->t_basd, g->t_sbad);
     sv->c3 = op(&g->w, "stablehlo.reshape %%v%u : (%s) -> %s", ct, g->t_sbad, g->t_sbh);
@@ -539,24 +562,26 @@ static uint32_t bwd_layer(gpt *g, uint32_t l, const fsaved *sv, uint32_t dx3, ui
     uint32_t dc4 = op(&g->w, "stablehlo.reshape %%v%u : (%s) -> %s", dc3, g->t_sbh, g->t_sbad);
     uint32_t dctx = op(&g->w, "stablehlo.transpose %%v%u, dims = [1, 2, 0, 3] : (%s) -> %s", dc4,
                        g->t_sbad, g->t_basd);
-    uint32_t dpd = dot(g, dctx, sv->v4,
-                       "batching_dims = [0, 1] x [1, 2], contracting_dims = [3] x [3]", g->t_basd,
-                       g->t_sbad, g->t_bass);
-    uint32_t dvb = dot(g, sv->pd, dctx,
-                       "batching_dims = [0, 1] x [0, 1], contracting_dims = [2] x [2]", g->t_bass,
-                       g->t_basd, g->t_basd);
+    uint32_t dpd =
+        dot(g, dctx, sv->v4, "batching_dims = [0, 1] x [1, 2], contracting_dims = [3] x [3]",
+            g->t_basd, g->t_sbad, g->t_bass);
+    uint32_t dvb =
+        dot(g, sv->pd, dctx, "batching_dims = [0, 1] x [0, 1], contracting_dims = [2] x [2]",
+            g->t_bass, g->t_basd, g->t_basd);
     uint32_t dp = dropout_apply(g, sv->mask1, dpd, g->t_bass, g->m_bass);
     uint32_t sp = reduce_add(g, ew(g, "multiply", dp, sv->p, g->t_bass), "3", g->t_bass, g->t_bas);
-    uint32_t dsm = ew(g, "multiply", sv->p,
-                      ew(g, "subtract", dp, bcast(g, sp, "0, 1, 2", g->t_bas, g->t_bass), g->t_bass),
-                      g->t_bass);
+    uint32_t dsm = ew(
+        g, "multiply", sv->p,
+        ew(g, "subtract", dp, bcast(g, sp, "0, 1, 2", g->t_bas, g->t_bass), g->t_bass), g->t_bass);
     char isd[32];
     snprintf(isd, sizeof isd, "%.9e", 1.0 / sqrt((double)g->dh));
     uint32_t ds = ew(g, "multiply", dsm, splat(g, isd, "bf16", g->t_bass), g->t_bass);
-    uint32_t dqb = dot(g, ds, sv->k4, "batching_dims = [0, 1] x [1, 2], contracting_dims = [3] x [0]",
-                       g->t_bass, g->t_sbad, g->t_basd);
-    uint32_t dkb = dot(g, ds, sv->q4, "batching_dims = [0, 1] x [1, 2], contracting_dims = [2] x [0]",
-                       g->t_bass, g->t_sbad, g->t_basd);
+    uint32_t dqb =
+        dot(g, ds, sv->k4, "batching_dims = [0, 1] x [1, 2], contracting_dims = [3] x [0]",
+            g->t_bass, g->t_sbad, g->t_basd);
+    uint32_t dkb =
+        dot(g, ds, sv->q4, "batching_dims = [0, 1] x [1, 2], contracting_dims = [2] x [0]",
+            g->t_bass, g->t_sbad, g->t_basd);
     uint32_t dqkv[3], src[3] = {dqb, dkb, dvb};
     for (int i = 0; i < 3; i++) {
         uint32_t tt = op(&g->w, "stablehlo.transpose %%v%u, dims = [2, 0, 1, 3] : (%s) -> %s",
@@ -598,8 +623,8 @@ static void adam(gpt *g, int k, uint32_t l, uint32_t grad, const uint32_t st[4],
     uint32_t v1 = ew(g, "add", ew(g, "multiply", st[3], splat(g, "9.990000e-01", "f32", t32), t32),
                      ew(g, "multiply", gg, splat(g, "1.000000e-03", "f32", t32), t32), t32);
     uint32_t den = ew(g, "add", un(g, "sqrt", v1, t32), splat(g, "1.000000e-08", "f32", t32), t32);
-    uint32_t upd = ew(g, "multiply", ew(g, "divide", m1, den, t32),
-                      splat(g, "1.000000e-04", "f32", t32), t32);
+    uint32_t upd =
+        ew(g, "multiply", ew(g, "divide", m1, den, t32), splat(g, "1.000000e-04", "f32", t32), t32);
     uint32_t mw = ew(g, "subtract", st[1], upd, t32);
     uint32_t p = op(&g->w, "stablehlo.convert %%v%u : (%s) -> %s", mw, t32, t16);
     out[0] = constrain(g, p, s_p, t16);
@@ -640,8 +665,8 @@ cm_status sp_gen_gpt_mlir(const sp_gen_gpt_opts *o, cm_buf *out, cm_error *err)
                    "parallelism)");
     }
     if (o->zero_stage < 0 || o->zero_stage > 3 ||
-        (o->zero_stage > 0 && (o->optimizer != SP_GEN_OPTIM_ADAM ||
-                               o->hidden % o->mesh_data != 0 || f % o->mesh_data != 0))) {
+        (o->zero_stage > 0 && (o->optimizer != SP_GEN_OPTIM_ADAM || o->hidden % o->mesh_data != 0 ||
+                               f % o->mesh_data != 0))) {
         return bad(err, "/zero_stage",
                    "zero_stage is 0..3, needs the Adam optimizer and mesh_data dividing hidden "
                    "and ffn");
@@ -719,8 +744,8 @@ cm_status sp_gen_gpt_mlir(const sp_gen_gpt_opts *o, cm_buf *out, cm_error *err)
         }
     }
     uint32_t x0 = g.w.next++;
-    cm_buf_printf(out, "%%v%u: %s {sdy.sharding = #sdy.sharding%s} loc(\"x\")) -> (tensor<bf16>", x0,
-                  g.t_sbh, g.s_x);
+    cm_buf_printf(out, "%%v%u: %s {sdy.sharding = #sdy.sharding%s} loc(\"x\")) -> (tensor<bf16>",
+                  x0, g.t_sbh, g.s_x);
     for (uint32_t l = 0; l < n_layers; l++) {
         for (int k = 0; k < N_KINDS; k++) {
             for (uint32_t j = 0; j < per; j++) {
@@ -746,8 +771,8 @@ cm_status sp_gen_gpt_mlir(const sp_gen_gpt_opts *o, cm_buf *out, cm_error *err)
         x = fwd_layer(&g, l, x, &sv[l]);
     }
     set_loc(&g.w, "loss");
-    uint32_t ls = reduce_add(&g, ew(&g, "multiply", x, x, g.t_sbh), "0, 1, 2", g.t_sbh,
-                             "tensor<bf16>");
+    uint32_t ls =
+        reduce_add(&g, ew(&g, "multiply", x, x, g.t_sbh), "0, 1, 2", g.t_sbh, "tensor<bf16>");
     uint32_t loss = ew(&g, "multiply", ls, cst(&g, "5.000000e-01", "bf16"), "tensor<bf16>");
     uint32_t dx = x; /* d(sum(x*x)/2)/dx */
     for (uint32_t l = n_layers; l-- > 0;) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * GET /v1/plans/{id}/memory through a real server (tests/unit/tu_http.h):
  * the memory timeline of a stored plan (the Flax MLP as nn.scan writes it),
- * its peak (the loop, and the body's op at its peak) and largest buffers, ?points= capping the points and rejecting
- * a bad count with its path, 404 for a plan that does not exist. */
+ * its peak (the loop, and the body's op at its peak) and largest buffers, ?points= capping the
+ * points and rejecting a bad count with its path, 404 for a plan that does not exist. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
