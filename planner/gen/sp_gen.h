@@ -73,7 +73,7 @@ cm_status sp_gen_transformer(const sp_gen_opts *o, size_t target_ops, sp_module 
  * stacked on a leading layer axis and a counted stablehlo.while whose body
  * dynamic_slices layer i out of each stack. */
 typedef struct sp_gen_mlp_opts {
-    uint32_t layers;   /* 1..10000 */
+    uint32_t layers;   /* 1..10000; unrolled at most 2047 (4096 function arguments) */
     int64_t d_model;   /* 1..2^20 */
     int64_t depth;
     int64_t batch;

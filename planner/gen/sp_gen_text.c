@@ -98,6 +98,10 @@ cm_status sp_gen_mlp_mlir(const sp_gen_mlp_opts *o, cm_buf *out, cm_error *err)
     if (o->layers < 1 || o->layers > 10000) {
         return bad(err, "/layers", "layers must be 1..10000");
     }
+    if (!o->scan && 2 * (uint64_t)o->layers + 1 > 4096) {
+        return bad(err, "/layers",
+                   "unrolled, at most 2047 layers: a function takes at most 4096 arguments");
+    }
     if (o->d_model < 1 || o->depth < 1 || o->batch < 1 || o->mesh_data < 1 || o->mesh_model < 1 ||
         o->d_model > (1 << 20) || o->depth > (1 << 20) || o->batch > (1 << 20) ||
         o->mesh_data > 4096 || o->mesh_model > 4096) {

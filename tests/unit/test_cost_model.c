@@ -405,6 +405,15 @@ static void test_cost_generators_reject_bad_options(void **state)
     cm_error_clear(&err);
     assert_int_equal(sp_gen_mlp_mlir(&m, &b, &err), CM_EINVAL);
     assert_string_equal(err.path, "/depth");
+    sp_gen_mlp_opts_init(&m);
+    m.layers = 3000; /* 6001 arguments unrolled */
+    cm_error_clear(&err);
+    assert_int_equal(sp_gen_mlp_mlir(&m, &b, &err), CM_EINVAL);
+    assert_string_equal(err.path, "/layers");
+    m.scan = true; /* two stacked arguments */
+    cm_error_clear(&err);
+    cm_buf_reset(&b);
+    assert_int_equal(sp_gen_mlp_mlir(&m, &b, &err), CM_OK);
     cm_buf_fini(&b);
 }
 
