@@ -118,6 +118,7 @@ export function areaChart({ title, labels, datasets, refs = [], format, height =
     pointRadius: 0,
     borderWidth: 1,
     fill: i === 0 ? 'origin' : '-1',
+    stepped: 'middle', // one value per op, not a ramp between ops
     stack: 'live',
     ...d,
   }));
