@@ -282,12 +282,12 @@ out:
     srv_plan_input_fini(&pi);
 }
 
-/* GET /v1/plans/{id}/cost?profile= (planner/cost/sp_cost.h, docs/cost-model.md):
- * the per-device cost of the plan as it runs: its input loaded with its pass
- * and rules, partitioned (explicit reshards and collectives) and costed; the
- * same as `shardplan cost INPUT --pass P [--rules R] --partition --format
- * json` on the plan's input. */
-void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a)
+/* The plan's cost as it runs (its input loaded with its pass and rules,
+ * partitioned, costed with the query's profile), replied as the cost
+ * document or, with memory, as the memory timeline of at most max_points
+ * points. */
+static void plan_cost_reply(srv_app *app, srv_req *r, route_args *a, bool memory,
+                            uint32_t max_points)
 {
     int64_t id = a->id;
     sp_profile prof;
@@ -308,6 +308,7 @@ void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a)
     sp_cost_opts co;
     sp_cost_opts_init(&co);
     co.profile = have_prof ? &prof : NULL;
+    co.timeline = memory;
     cm_status st = sp_input_read(pi.text, pi.len, &pi.io, &in, &e);
     if (st == CM_OK) {
         st = sp_input_partition(&in, &e);
@@ -325,13 +326,44 @@ void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a)
     } else {
         cm_buf b;
         cm_buf_init(&b);
-        sp_cost_write_json(c, in.m, &b);
+        if (memory) {
+            sp_cost_write_memory_json(c, in.m, max_points, true, &b);
+        } else {
+            sp_cost_write_json(c, in.m, &b);
+        }
         cm_buf_putc(&b, '\n');
         srv_reply_buf(app, r, 200, &b);
     }
     sp_cost_destroy(c);
     sp_input_fini(&in);
     srv_plan_input_fini(&pi);
+}
+
+/* GET /v1/plans/{id}/cost?profile= (planner/cost/sp_cost.h, docs/cost-model.md):
+ * the per-device cost of the plan as it runs: its input loaded with its pass
+ * and rules, partitioned (explicit reshards and collectives) and costed; the
+ * same as `shardplan cost INPUT --pass P [--rules R] --partition --format
+ * json` on the plan's input. */
+void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a)
+{
+    plan_cost_reply(app, r, a, false, 0);
+}
+
+/* GET /v1/plans/{id}/memory?profile=&points= (docs/cost-model.md, "Memory
+ * over program order"): the same costing, answered with live bytes per
+ * device at each op (at most points points, default 10000, 1..100000), the
+ * peak, the op there with its source location and the largest buffers live
+ * there. */
+void srv_h_plan_memory(srv_app *app, srv_req *r, route_args *a)
+{
+    int64_t points = 10000;
+    if (!srv_query_i64(app, r, "points", 1, &points)) {
+        return;
+    }
+    if (points > 100000) {
+        points = 100000;
+    }
+    plan_cost_reply(app, r, a, true, (uint32_t)points);
 }
 
 /* A stored profile by name, else a shipped one; false (reply sent) when neither. */

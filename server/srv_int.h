@@ -366,6 +366,7 @@ void srv_plan_input_fini(srv_plan_input *pi);
 
 /* GET /v1/plans/{id}/cost (srv_h_advise.c) */
 void srv_h_plan_cost(srv_app *app, srv_req *r, route_args *a);
+void srv_h_plan_memory(srv_app *app, srv_req *r, route_args *a);
 
 /* lint, collectives, suggest, what-if, sweep, compare (srv_h_advise.c) */
 void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a);

@@ -64,6 +64,7 @@ static const route routes[] = {
     {"GET", "/v1/plans/{id}/collectives", srv_h_plan_advise, R_READ, true, "plans.collectives",
      &advise_colls},
     {"GET", "/v1/plans/{id}/cost", srv_h_plan_cost, R_READ, true, "plans.cost", NULL},
+    {"GET", "/v1/plans/{id}/memory", srv_h_plan_memory, R_READ, true, "plans.memory", NULL},
     {"POST", "/v1/plans/{id}/whatif", srv_h_plan_whatif, R_WRITE, true, "plans.whatif", NULL},
     {"GET", "/v1/plans/{id}/suggest", srv_h_plan_suggest, R_READ, true, "plans.suggest", NULL},
     {"GET", "/v1/compare", srv_h_compare, R_READ, true, "compare", NULL},

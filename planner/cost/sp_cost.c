@@ -91,6 +91,13 @@ struct sp_cost {
     uint32_t n_colls, cap_colls;
     sp_cost_axis *axes;
     uint32_t n_axes, cap_axes;
+    sp_cost_mem_point *mem; /* with opts.timeline */
+    uint32_t n_mem, cap_mem;
+    sp_cost_buffer bufs[SP_COST_MAX_PEAK_BUFFERS]; /* largest first */
+    uint32_t n_bufs;
+    double best_peak;       /* the largest root-block peak seen so far */
+    const char *const *value_names; /* opts.value_names (the caller's, for the writers) */
+    uint32_t n_value_names;
 };
 
 #define MAX_FACTORS   64
@@ -112,11 +119,15 @@ typedef struct cctx {
     uint32_t *last_use;    /* value id -> top-level index of its last use, SP_NONE */
     uint8_t *weight;       /* value id -> feeds a dot/convolution weight operand */
     uint32_t *alias;       /* value id -> the value whose buffer it shares */
+    uint32_t *pos;         /* value id -> index of its op in its block (0 for arguments) */
+    uint8_t *owned;        /* value id -> holds a buffer of its own in its block's walk */
+    uint8_t *role;         /* root function argument -> 1 parameter, 0 input */
     uint32_t *funcs;       /* func.func op ids */
     const char **fnames;
     bool *called;
     uint32_t n_funcs;
     uint32_t depth;
+    uint32_t peak_op;      /* the innermost op at the peak of the last block walked */
 } cctx;
 
 static cm_status fail_oom(cctx *x)
@@ -312,7 +323,7 @@ static bool grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 }
 
 /* Adds bytes and time to the per-axis-set totals under key. */
-static void axis_total(cctx *x, const char *key, double bytes, double time_s)
+static void axis_total(cctx *x, const char *key, double bytes, double time_s, double runs)
 {
     sp_cost *c = x->c;
     for (uint32_t i = 0; i < c->n_axes; i++) {
@@ -320,6 +331,7 @@ static void axis_total(cctx *x, const char *key, double bytes, double time_s)
             c->axes[i].bytes += bytes;
             c->axes[i].time_s += time_s;
             c->axes[i].n_colls++;
+            c->axes[i].runs += runs;
             return;
         }
     }
@@ -333,6 +345,7 @@ static void axis_total(cctx *x, const char *key, double bytes, double time_s)
     a->bytes = bytes;
     a->time_s = time_s;
     a->n_colls = 1;
+    a->runs = runs;
 }
 
 /* Records one collective over the axes in s (resolved against mesh). S is
@@ -436,7 +449,12 @@ static void add_coll(cctx *x, uint32_t op, sp_coll_kind kind, bool implied, uint
     c->n_colls++;
     c->s.comm_bytes += bytes * mult;
     c->s.comm_s += k->time_s * mult;
-    axis_total(x, key, bytes * mult, k->time_s * mult);
+    if ((unsigned)kind < SP_COLL_N_KINDS) {
+        c->s.kind_bytes[kind] += bytes * mult;
+        c->s.kind_s[kind] += k->time_s * mult;
+        c->s.kind_colls[kind]++;
+    }
+    axis_total(x, key, bytes * mult, k->time_s * mult, mult);
 }
 
 /* Axis refs of a sharding laid out per dimension (dims[d] with n[d] refs). */
@@ -1051,6 +1069,8 @@ static bool walks_regions(sp_op_kind k)
 }
 
 static double walk_function(cctx *x, uint32_t fi, double mult);
+static double walk_block(cctx *x, uint32_t blk, double mult, bool loop_body, bool record);
+static uint32_t buffer_source(cctx *x, const sp_op *o, uint32_t r);
 
 /* The integer a 0-d (or splat) integer constant holds, or false. */
 static bool const_int(const sp_module *m, uint32_t v, int64_t *out)
@@ -1180,6 +1200,7 @@ static double cost_op(cctx *x, uint32_t id, double mult)
     sp_op_kind k = (sp_op_kind)o->kind;
     sp_cost_summary *s = &x->c->s;
     double inner = 0;
+    uint32_t inner_op = SP_NONE;
     s->n_ops++;
     if (costs_as_collective(k)) {
         explicit_coll(x, id, mult);
@@ -1190,11 +1211,19 @@ static double cost_op(cctx *x, uint32_t id, double mult)
         int cls;
         double f = op_flops(x, id, &cls);
         double traffic = 0;
-        for (uint32_t i = 0; i < o->n_operands; i++) {
-            traffic += val_bytes(x, o->operands[i]);
-        }
-        for (uint32_t r = 0; r < o->n_results; r++) {
-            traffic += val_bytes(x, o->first_result + r);
+        if (k == SP_OP_DYNAMIC_UPDATE_SLICE && o->n_operands >= 2 && o->n_results == 1 &&
+            buffer_source(x, o, 0) != SP_NONE) {
+            traffic = 2 * val_bytes(x, o->operands[1]); /* in place: reads and writes the update */
+        } else if ((k == SP_OP_RESHAPE || k == SP_OP_DYNAMIC_SLICE) && o->n_results == 1 &&
+                   buffer_source(x, o, 0) != SP_NONE) {
+            traffic = 0; /* a view: its users read the slice */
+        } else {
+            for (uint32_t i = 0; i < o->n_operands; i++) {
+                traffic += val_bytes(x, o->operands[i]);
+            }
+            for (uint32_t r = 0; r < o->n_results; r++) {
+                traffic += val_bytes(x, o->first_result + r);
+            }
         }
         double *bucket = cls == 0   ? &s->flops_dot
                          : cls == 1 ? &s->flops_elementwise
@@ -1219,23 +1248,28 @@ static double cost_op(cctx *x, uint32_t id, double mult)
         uint32_t fi = cal != NULL ? find_func(x, cal) : SP_NONE;
         if (fi != SP_NONE && x->depth < MAX_CALL_DEPTH) {
             inner = walk_function(x, fi, mult);
+            inner_op = x->peak_op;
         }
     }
     if (walks_regions(k)) {
         /* A counted loop's condition runs trips + 1 times, its body trips
-         * times; other loops count each once. */
+         * times; other loops count each once. A while body's carried
+         * arguments hold buffers of their own (the loop's state); the other
+         * regions' arguments are views of the op's operands. */
         double trips = k == SP_OP_WHILE ? while_trips(x->m, o) : -1;
         for (uint32_t r = 0; r < o->n_regions; r++) {
             double rm = trips < 0 ? mult : mult * (r == 0 ? trips + 1 : trips);
-            for (uint32_t b = 0; b < o->regions[r].n_blocks; b++) {
-                const sp_block *bl = &x->m->blocks[o->regions[r].blocks[b]];
-                for (uint32_t i = 0; i < bl->n_ops && x->st == CM_OK; i++) {
-                    double in2 = cost_op(x, bl->ops[i], rm);
-                    inner = in2 > inner ? in2 : inner;
+            for (uint32_t b = 0; b < o->regions[r].n_blocks && x->st == CM_OK; b++) {
+                double in2 = walk_block(x, o->regions[r].blocks[b], rm,
+                                        k == SP_OP_WHILE && r == 1, false);
+                if (in2 > inner) {
+                    inner = in2;
+                    inner_op = x->peak_op;
                 }
             }
         }
     }
+    x->peak_op = inner_op;
     return inner;
 }
 
@@ -1248,20 +1282,356 @@ static bool is_alias_op(sp_op_kind k)
            k == SP_OP_SDY_PROPAGATION_BARRIER || k == SP_OP_OPTIMIZATION_BARRIER;
 }
 
-static void mark_uses(cctx *x, const sp_op *o, uint32_t top)
+/* True when the body of while op w returns its carried argument j unchanged
+ * (a loop invariant: the stacked weights of a scan). */
+static bool loop_passes(const sp_module *m, const sp_op *w, uint32_t j)
+{
+    if (w->kind != SP_OP_WHILE || w->n_regions != 2 || w->regions[1].n_blocks != 1) {
+        return false;
+    }
+    const sp_block *bb = &m->blocks[w->regions[1].blocks[0]];
+    if (bb->n_ops == 0 || j >= bb->n_args) {
+        return false;
+    }
+    const sp_op *ret = &m->ops[bb->ops[bb->n_ops - 1]];
+    return j < ret->n_operands && ret->operands[j] == bb->first_arg + j;
+}
+
+/* The operand whose buffer result r of op o shares, or SP_NONE when the
+ * result has a buffer of its own. Annotations share (a constraint only while
+ * the local size is unchanged: one that reshards makes a new buffer); a
+ * reshape of the same local size is a bitcast; a dynamic_slice is read in
+ * place by its users (XLA fuses it into them), a dynamic_update_slice writes
+ * in place; a while's pass-through carried value is its operand. */
+static uint32_t buffer_source(cctx *x, const sp_op *o, uint32_t r)
+{
+    sp_op_kind k = (sp_op_kind)o->kind;
+    uint32_t res = o->first_result + r;
+    if (is_alias_op(k) && r < o->n_operands) {
+        uint32_t v = o->operands[r];
+        if (k == SP_OP_SDY_SHARDING_CONSTRAINT && val_bytes(x, res) != val_bytes(x, v)) {
+            return SP_NONE;
+        }
+        return v;
+    }
+    if ((k == SP_OP_RESHAPE || k == SP_OP_DYNAMIC_SLICE || k == SP_OP_DYNAMIC_UPDATE_SLICE) &&
+        r == 0 && o->n_operands >= 1 && o->n_results == 1) {
+        uint32_t v = o->operands[0];
+        if (k != SP_OP_DYNAMIC_SLICE && val_bytes(x, res) != val_bytes(x, v)) {
+            return SP_NONE;
+        }
+        return v;
+    }
+    if (k == SP_OP_WHILE && r < o->n_operands && loop_passes(x->m, o, r)) {
+        return o->operands[r];
+    }
+    return SP_NONE;
+}
+
+/* True when value v is an argument of block blk or a result of one of its ops. */
+static bool defined_in(const sp_module *m, uint32_t v, uint32_t blk)
+{
+    uint32_t d = m->values[v].def;
+    return d == SP_NONE ? m->values[v].block == blk : m->ops[d].parent_block == blk;
+}
+
+/* Marks in last_use the uses, by op o at index top of block blk (and by the
+ * ops of its regions), of the buffers of blk's own values. */
+static void mark_uses(cctx *x, const sp_op *o, uint32_t top, uint32_t blk)
 {
     for (uint32_t i = 0; i < o->n_operands; i++) {
         uint32_t v = x->alias[o->operands[i]];
-        x->last_use[v] = top;
+        if (defined_in(x->m, v, blk)) {
+            x->last_use[v] = top;
+        }
     }
     for (uint32_t r = 0; r < o->n_regions; r++) {
         for (uint32_t b = 0; b < o->regions[r].n_blocks; b++) {
             const sp_block *bl = &x->m->blocks[o->regions[r].blocks[b]];
             for (uint32_t i = 0; i < bl->n_ops; i++) {
-                mark_uses(x, &x->m->ops[bl->ops[i]], top);
+                mark_uses(x, &x->m->ops[bl->ops[i]], top, blk);
             }
         }
     }
+}
+
+/* The output index argument i of function op f is donated to
+ * (`tf.aliasing_output = K`), -2 for `jax.buffer_donor = true` (matched to
+ * an output of the same type), -1 when not donated. */
+static int64_t donated_to(const sp_module *m, uint32_t f, uint32_t i)
+{
+    const sp_attr *arr = sp_op_attr(m, f, "arg_attrs");
+    if (arr == NULL || arr->kind != SP_ATTR_ARRAY || i >= arr->u.arr.n ||
+        arr->u.arr.items[i] == NULL || arr->u.arr.items[i]->kind != SP_ATTR_DICT) {
+        return -1;
+    }
+    const sp_attr *d = arr->u.arr.items[i];
+    const sp_attr *a = sp_attrs_get(d->u.dict.items, d->u.dict.n, "tf.aliasing_output");
+    if (a != NULL && a->kind == SP_ATTR_INT && a->u.i.v >= 0) {
+        return a->u.i.v;
+    }
+    a = sp_attrs_get(d->u.dict.items, d->u.dict.n, "jax.buffer_donor");
+    return a != NULL && (a->kind == SP_ATTR_UNIT || (a->kind == SP_ATTR_BOOL && a->u.b)) ? -2 : -1;
+}
+
+/* Index in its block at which the buffer of owned value v dies. */
+static uint32_t death_of(const cctx *x, uint32_t v)
+{
+    uint32_t lu = x->last_use[v];
+    return lu == SP_NONE || lu < x->pos[v] ? x->pos[v] : lu;
+}
+
+/* A donated argument's buffer takes the output it is donated to when the
+ * argument is last read no later than the op that makes the output (XLA
+ * writes it in place; otherwise it would copy and the output keeps a buffer
+ * of its own). */
+static void apply_donation(cctx *x, const sp_block *bl, uint32_t blk)
+{
+    sp_module *m = x->m;
+    uint32_t f = bl->parent_op;
+    if (f == SP_NONE || m->ops[f].kind != SP_OP_FUNC_FUNC || bl->n_ops == 0) {
+        return;
+    }
+    const sp_op *ret = &m->ops[bl->ops[bl->n_ops - 1]];
+    uint32_t taken_n = ret->n_operands;
+    bool *taken = cm_calloc(taken_n + 1u, sizeof(bool));
+    if (taken == NULL) {
+        fail_oom(x);
+        return;
+    }
+    for (uint32_t a = 0; a < bl->n_args; a++) {
+        int64_t k = donated_to(m, f, a);
+        uint32_t arg = bl->first_arg + a;
+        if (k == -2) {
+            for (uint32_t j = 0; j < taken_n; j++) {
+                if (!taken[j] && sp_value_type(m, ret->operands[j]) == sp_value_type(m, arg)) {
+                    k = j;
+                    break;
+                }
+            }
+        }
+        if (k < 0 || (uint64_t)k >= taken_n || taken[k]) {
+            continue;
+        }
+        taken[k] = true;
+        uint32_t v = x->alias[ret->operands[k]];
+        if (!x->owned[v] || !defined_in(m, v, blk) || m->values[v].def == SP_NONE ||
+            val_bytes(x, v) > val_bytes(x, arg)) {
+            continue;
+        }
+        uint32_t lu = x->last_use[arg];
+        if (lu == SP_NONE || lu <= x->pos[v]) {
+            x->owned[v] = 0;
+        }
+    }
+    cm_free(taken);
+}
+
+/* Keeps buffer (v, kind, bytes) in c's list of the largest at the peak. */
+static void peak_buffer_add(sp_cost *c, uint32_t v, sp_cost_buf_kind kind, double bytes)
+{
+    if (bytes <= 0) {
+        return;
+    }
+    uint32_t n = c->n_bufs;
+    if (n == SP_COST_MAX_PEAK_BUFFERS && c->bufs[n - 1].bytes >= bytes) {
+        return;
+    }
+    uint32_t i = n < SP_COST_MAX_PEAK_BUFFERS ? n : n - 1;
+    while (i > 0 && c->bufs[i - 1].bytes < bytes) {
+        c->bufs[i] = c->bufs[i - 1];
+        i--;
+    }
+    c->bufs[i].value = v;
+    c->bufs[i].kind = kind;
+    c->bufs[i].bytes = bytes;
+    c->n_bufs = n < SP_COST_MAX_PEAK_BUFFERS ? n + 1 : n;
+}
+
+/* The buffers live at index at of root block bl: its arguments and the
+ * owned results still needed there. */
+static void collect_peak_buffers(cctx *x, const sp_block *bl, uint32_t at)
+{
+    sp_cost *c = x->c;
+    c->n_bufs = 0;
+    for (uint32_t a = 0; a < bl->n_args; a++) {
+        uint32_t v = bl->first_arg + a;
+        peak_buffer_add(c, v, x->role[v] ? SP_COST_BUF_PARAMETER : SP_COST_BUF_INPUT,
+                        val_bytes(x, v));
+    }
+    for (uint32_t i = 0; i <= at && i < bl->n_ops; i++) {
+        const sp_op *o = &x->m->ops[bl->ops[i]];
+        for (uint32_t r = 0; r < o->n_results; r++) {
+            uint32_t v = o->first_result + r;
+            if (x->owned[v] && death_of(x, v) >= at && !(o->kind == SP_OP_WHILE && i == at)) {
+                peak_buffer_add(c, v, SP_COST_BUF_ACTIVATION, val_bytes(x, v));
+            }
+        }
+    }
+}
+
+static void mem_point_add(cctx *x, uint32_t op, double act, double temp, uint32_t inner)
+{
+    sp_cost *c = x->c;
+    if (!grow((void **)&c->mem, &c->cap_mem, c->n_mem + 1, sizeof(sp_cost_mem_point))) {
+        fail_oom(x);
+        return;
+    }
+    c->mem[c->n_mem].op = op;
+    c->mem[c->n_mem].activation_bytes = act;
+    c->mem[c->n_mem].temporary_bytes = temp;
+    c->mem[c->n_mem].inner_op = inner;
+    c->n_mem++;
+}
+
+/* Walks block blk once in program order: costs its ops times mult and
+ * returns its peak of live buffer bytes (results of its ops, and for a loop
+ * body its carried arguments; a function's arguments are counted apart).
+ * With record (a root function's block) donated arguments are honoured, a
+ * new overall peak collects the buffers live there and (opts.timeline)
+ * every op adds a timeline point. */
+static double walk_block(cctx *x, uint32_t blk, double mult, bool loop_body, bool record)
+{
+    sp_module *m = x->m;
+    const sp_block *bl = &m->blocks[blk];
+    const sp_op *parent = bl->parent_op != SP_NONE ? &m->ops[bl->parent_op] : NULL;
+    bool in_func = parent == NULL || parent->kind == SP_OP_FUNC_FUNC;
+    uint32_t n = bl->n_ops;
+    x->depth++;
+    for (uint32_t a = 0; a < bl->n_args; a++) {
+        uint32_t v = bl->first_arg + a;
+        x->last_use[v] = SP_NONE;
+        x->pos[v] = 0;
+        x->owned[v] = 0;
+        x->alias[v] = v;
+        if (!in_func && a < parent->n_operands) {
+            if (loop_body && !loop_passes(m, parent, a)) {
+                x->owned[v] = 1; /* the loop's state: a buffer of its own */
+            } else {
+                x->alias[v] = x->alias[parent->operands[a]];
+            }
+        }
+    }
+    uint32_t n_owned = bl->n_args;
+    for (uint32_t i = 0; i < n; i++) {
+        const sp_op *o = &m->ops[bl->ops[i]];
+        for (uint32_t r = 0; r < o->n_results; r++) {
+            uint32_t v = o->first_result + r;
+            uint32_t src = buffer_source(x, o, r);
+            x->alias[v] = src != SP_NONE ? x->alias[src] : v;
+            x->owned[v] = src == SP_NONE;
+            x->last_use[v] = SP_NONE;
+            x->pos[v] = i;
+            n_owned += x->owned[v];
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        mark_uses(x, &m->ops[bl->ops[i]], i, blk);
+    }
+    if (record) {
+        apply_donation(x, bl, blk);
+    }
+    /* deaths per index, as counts then a CSR list */
+    uint32_t *head = cm_calloc((size_t)n + 2, sizeof(uint32_t));
+    uint32_t *dead = cm_alloc(sizeof(uint32_t) * ((size_t)n_owned + 1));
+    if (head == NULL || dead == NULL || x->st != CM_OK) {
+        cm_free(head);
+        cm_free(dead);
+        x->depth--;
+        fail_oom(x);
+        return 0;
+    }
+    double live = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t a = 0; a < bl->n_args; a++) {
+            uint32_t v = bl->first_arg + a;
+            if (x->owned[v] && x->last_use[v] != SP_NONE) {
+                if (pass == 0) {
+                    head[death_of(x, v) + 1]++;
+                    live += val_bytes(x, v);
+                } else {
+                    dead[head[death_of(x, v)]++] = v;
+                }
+            }
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const sp_op *o = &m->ops[bl->ops[i]];
+            for (uint32_t r = 0; r < o->n_results; r++) {
+                uint32_t v = o->first_result + r;
+                if (!x->owned[v]) {
+                    continue;
+                }
+                if (pass == 0) {
+                    head[death_of(x, v) + 1]++;
+                } else {
+                    dead[head[death_of(x, v)]++] = v;
+                }
+            }
+        }
+        if (pass == 0) {
+            for (uint32_t i = 0; i < n; i++) {
+                head[i + 1] += head[i];
+            }
+        }
+    }
+    /* head[i] is now the end of index i's deaths; its start is head[i-1] (0 for i = 0) */
+    double peak = live;
+    uint32_t start = 0, best = SP_NONE, best_inner = SP_NONE;
+    for (uint32_t i = 0; i < n && x->st == CM_OK; i++) {
+        uint32_t id = bl->ops[i];
+        const sp_op *o = &m->ops[id];
+        double res = 0;
+        for (uint32_t r = 0; r < o->n_results; r++) {
+            uint32_t v = o->first_result + r;
+            res += x->owned[v] ? val_bytes(x, v) : 0;
+        }
+        double inner = cost_op(x, id, mult);
+        double act = live + res, temp = inner;
+        if (o->kind == SP_OP_WHILE) {
+            /* The carried buffers that die here are the loop's state: the
+             * body holds them (as its arguments) while it runs, and the
+             * results take them when it ends. */
+            double carried = 0;
+            for (uint32_t j = 0; j < o->n_operands; j++) {
+                uint32_t v = x->alias[o->operands[j]];
+                bool first = true;
+                for (uint32_t k = 0; k < j && first; k++) {
+                    first = x->alias[o->operands[k]] != v;
+                }
+                if (first && !loop_passes(m, o, j) && x->owned[v] && defined_in(m, v, blk) &&
+                    death_of(x, v) == i) {
+                    carried += val_bytes(x, v);
+                }
+            }
+            double during = live - carried + inner, after = live - carried + res;
+            act = during >= after ? live - carried : after;
+            temp = during >= after ? inner : 0;
+        }
+        if (act + temp > peak || best == SP_NONE) {
+            peak = act + temp > peak ? act + temp : peak;
+            best = i;
+            best_inner = temp > 0 && x->peak_op != SP_NONE ? x->peak_op : id;
+        }
+        if (record && x->o->timeline) {
+            mem_point_add(x, id, act, temp, temp > 0 ? x->peak_op : SP_NONE);
+        }
+        live += res;
+        for (uint32_t k = start; k < head[i]; k++) {
+            live -= val_bytes(x, dead[k]);
+        }
+        start = head[i];
+    }
+    if (record && x->st == CM_OK && best != SP_NONE && peak > x->c->best_peak) {
+        x->c->best_peak = peak;
+        x->c->s.peak_op = bl->ops[best];
+        x->c->s.peak_inner_op = best_inner != bl->ops[best] ? best_inner : SP_NONE;
+        collect_peak_buffers(x, bl, best);
+    }
+    cm_free(head);
+    cm_free(dead);
+    x->depth--;
+    x->peak_op = best_inner;
+    return peak;
 }
 
 /* Walks function fi once: adds its costs times mult and returns its peak of
@@ -1272,85 +1642,7 @@ static double walk_function(cctx *x, uint32_t fi, double mult)
     if (f->n_regions < 1 || f->regions[0].n_blocks < 1) {
         return 0;
     }
-    const sp_block *bl = &x->m->blocks[f->regions[0].blocks[0]];
-    x->depth++;
-    /* aliases and last uses of this function's values */
-    for (uint32_t i = 0; i < bl->n_ops; i++) {
-        const sp_op *o = &x->m->ops[bl->ops[i]];
-        for (uint32_t r = 0; r < o->n_results; r++) {
-            uint32_t v = o->first_result + r;
-            x->alias[v] = is_alias_op((sp_op_kind)o->kind) && r < o->n_operands
-                              ? x->alias[o->operands[r]]
-                              : v;
-            x->last_use[v] = SP_NONE;
-        }
-    }
-    for (uint32_t i = 0; i < bl->n_ops; i++) {
-        mark_uses(x, &x->m->ops[bl->ops[i]], i);
-    }
-    /* deaths per top-level index, as counts then a CSR list */
-    uint32_t n = bl->n_ops;
-    uint32_t *head = cm_calloc((size_t)n + 2, sizeof(uint32_t));
-    uint32_t n_owned = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const sp_op *o = &x->m->ops[bl->ops[i]];
-        if (!is_alias_op((sp_op_kind)o->kind)) {
-            n_owned += o->n_results;
-        }
-    }
-    uint32_t *dead = cm_alloc(sizeof(uint32_t) * ((size_t)n_owned + 1));
-    if (head == NULL || dead == NULL) {
-        cm_free(head);
-        cm_free(dead);
-        x->depth--;
-        fail_oom(x);
-        return 0;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        const sp_op *o = &x->m->ops[bl->ops[i]];
-        if (is_alias_op((sp_op_kind)o->kind)) {
-            continue;
-        }
-        for (uint32_t r = 0; r < o->n_results; r++) {
-            uint32_t lu = x->last_use[o->first_result + r];
-            head[(lu == SP_NONE || lu < i ? i : lu) + 1]++;
-        }
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        head[i + 1] += head[i];
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        const sp_op *o = &x->m->ops[bl->ops[i]];
-        if (is_alias_op((sp_op_kind)o->kind)) {
-            continue;
-        }
-        for (uint32_t r = 0; r < o->n_results; r++) {
-            uint32_t lu = x->last_use[o->first_result + r];
-            dead[head[lu == SP_NONE || lu < i ? i : lu]++] = o->first_result + r;
-        }
-    }
-    /* head[i] is now the end of index i's deaths; its start is head[i-1] (0 for i = 0) */
-    double live = 0, peak = 0;
-    uint32_t start = 0;
-    for (uint32_t i = 0; i < n && x->st == CM_OK; i++) {
-        uint32_t id = bl->ops[i];
-        const sp_op *o = &x->m->ops[id];
-        if (!is_alias_op((sp_op_kind)o->kind)) {
-            for (uint32_t r = 0; r < o->n_results; r++) {
-                live += val_bytes(x, o->first_result + r);
-            }
-        }
-        double inner = cost_op(x, id, mult);
-        peak = live + inner > peak ? live + inner : peak;
-        for (uint32_t k = start; k < head[i]; k++) {
-            live -= val_bytes(x, dead[k]);
-        }
-        start = head[i];
-    }
-    cm_free(head);
-    cm_free(dead);
-    x->depth--;
-    return peak;
+    return walk_block(x, f->regions[0].blocks[0], mult, false, x->depth == 0);
 }
 
 /* ---- parameters and inputs ------------------------------------------------------------------ */
@@ -1406,7 +1698,8 @@ static int role_of_name(const char *name)
 static bool is_view_op(sp_op_kind k)
 {
     return k == SP_OP_CONVERT || k == SP_OP_RESHAPE || k == SP_OP_TRANSPOSE ||
-           k == SP_OP_SDY_SHARDING_CONSTRAINT || k == SP_OP_BROADCAST_IN_DIM;
+           k == SP_OP_SDY_SHARDING_CONSTRAINT || k == SP_OP_BROADCAST_IN_DIM ||
+           k == SP_OP_DYNAMIC_SLICE;
 }
 
 /* Marks in x->weight the values of a block that feed, directly or through
@@ -1426,6 +1719,15 @@ static void mark_weights(cctx *x, const sp_block *bl)
         } else if (is_view_op(k) && o->n_results == 1 && o->n_operands >= 1 &&
                    x->weight[o->first_result]) {
             x->weight[o->operands[0]] = 1;
+        } else if (k == SP_OP_WHILE && o->n_regions == 2 && o->regions[1].n_blocks == 1) {
+            /* a scan: weights sliced from carried stacks inside the body */
+            const sp_block *bb = &m->blocks[o->regions[1].blocks[0]];
+            mark_weights(x, bb);
+            for (uint32_t j = 0; j < o->n_operands && j < bb->n_args; j++) {
+                if (x->weight[bb->first_arg + j]) {
+                    x->weight[o->operands[j]] = 1;
+                }
+            }
         }
     }
 }
@@ -1457,6 +1759,7 @@ static void count_args(cctx *x, uint32_t fi)
             role = (t->kind == SP_TYPE_TENSOR && t->rank <= 1) || x->weight[v] ? 1 : 0;
         }
         double b = val_bytes(x, v);
+        x->role[v] = role == 1;
         if (role == 1) {
             x->c->s.param_bytes += b;
         } else {
@@ -1503,6 +1806,14 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     x.called = cm_calloc(body->n_ops + 1u, sizeof(bool));
     x.last_use = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
     x.alias = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    x.pos = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    x.owned = cm_calloc(m->n_values + 1u, 1);
+    x.role = cm_calloc(m->n_values + 1u, 1);
+    x.c->best_peak = -1;
+    x.c->value_names = o->value_names;
+    x.c->n_value_names = o->n_value_names;
+    s->peak_op = SP_NONE;
+    s->peak_inner_op = SP_NONE;
     x.shard = cm_alloc(sizeof(sp_sharding *) * (m->n_values + 1u));
     x.elems = cm_alloc(sizeof(double) * (m->n_values + 1u));
     x.weight = cm_calloc(m->n_values + 1u, 1);
@@ -1514,7 +1825,8 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
             goto out;
         }
     }
-    if (x.shard == NULL || x.elems == NULL || x.weight == NULL) {
+    if (x.shard == NULL || x.elems == NULL || x.weight == NULL || x.pos == NULL ||
+        x.owned == NULL || x.role == NULL) {
         fail_oom(&x);
         goto out;
     }
@@ -1580,6 +1892,9 @@ out:
     cm_free(x.called);
     cm_free(x.last_use);
     cm_free(x.alias);
+    cm_free(x.pos);
+    cm_free(x.owned);
+    cm_free(x.role);
     cm_free(x.shard);
     cm_free(x.elems);
     cm_free(x.weight);
@@ -1599,6 +1914,7 @@ void sp_cost_destroy(sp_cost *c)
     cm_free(c->colls);
     cm_free(c->axes);
     cm_free(c->ops);
+    cm_free(c->mem);
     cm_free(c);
 }
 
@@ -1606,6 +1922,31 @@ sp_cost_op sp_cost_op_at(const sp_cost *c, uint32_t op)
 {
     sp_cost_op z = {0, 0};
     return c->ops != NULL && op < c->n_ops ? c->ops[op] : z;
+}
+
+uint32_t sp_cost_n_mem(const sp_cost *c)
+{
+    return c->n_mem;
+}
+
+const sp_cost_mem_point *sp_cost_mem_at(const sp_cost *c, uint32_t i)
+{
+    return i < c->n_mem ? &c->mem[i] : NULL;
+}
+
+uint32_t sp_cost_n_peak_buffers(const sp_cost *c)
+{
+    return c->n_bufs;
+}
+
+const sp_cost_buffer *sp_cost_peak_buffer_at(const sp_cost *c, uint32_t i)
+{
+    return i < c->n_bufs ? &c->bufs[i] : NULL;
+}
+
+const char *sp_cost_buf_kind_name(sp_cost_buf_kind k)
+{
+    return k == SP_COST_BUF_PARAMETER ? "parameter" : k == SP_COST_BUF_INPUT ? "input" : "activation";
 }
 
 const sp_cost_summary *sp_cost_get_summary(const sp_cost *c)
@@ -1698,6 +2039,34 @@ static const char *mode_note(const sp_cost_summary *s)
                             "collectives each op's shardings imply";
 }
 
+/* The name of value v: the graph document's (opts.value_names), else its
+ * location's. */
+static const char *name_of(const sp_cost *c, const sp_module *m, uint32_t v)
+{
+    const char *n = v < c->n_value_names ? c->value_names[v] : NULL;
+    return n != NULL ? n : sp_value_name(m, v);
+}
+
+/* "op", "name", "source" (and "line") of op id: the name its first result
+ * has (c's value names only when c is given: they must still be valid),
+ * where its location points (`model.py:12`). */
+static void put_op_where(const sp_cost *c, cm_buf *b, const sp_module *m, uint32_t id,
+                         bool with_lines)
+{
+    const sp_op *o = &m->ops[id];
+    cm_json_put_kv_str(b, "op", o->name);
+    const char *nm = NULL;
+    if (o->n_results > 0) {
+        nm = c != NULL ? name_of(c, m, o->first_result) : sp_value_name(m, o->first_result);
+    }
+    cm_json_put_kv_str(b, "name", nm);
+    char src[256];
+    cm_json_put_kv_str(b, "source", sp_op_source(m, id, src, sizeof src) ? src : NULL);
+    if (with_lines && o->line > 0) {
+        cm_buf_printf(b, ",\"line\":%u", o->line);
+    }
+}
+
 #define JSON_MAX_COLLS 100000u
 
 static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool with_lines)
@@ -1719,6 +2088,17 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
     cm_json_put_kv_num(b, "capacity_bytes", s->capacity_bytes, 6);
     cm_buf_puts(b, s->fits ? ",\"fits\":true" : ",\"fits\":false");
     cm_json_put_kv_str(b, "message", oom);
+    if (s->peak_op != SP_NONE) {
+        /* names from locations only: the caller's value names may be gone */
+        cm_buf_puts(b, ",\"peak_at\":{");
+        put_op_where(NULL, b, m, s->peak_op, with_lines);
+        if (s->peak_inner_op != SP_NONE) {
+            cm_buf_puts(b, ",\"inner\":{");
+            put_op_where(NULL, b, m, s->peak_inner_op, with_lines);
+            cm_buf_putc(b, '}');
+        }
+        cm_buf_putc(b, '}');
+    }
     cm_buf_puts(b, "},\n \"flops\":{\"total\":");
     cm_json_put_num(b, s->flops, 6);
     cm_json_put_kv_num(b, "dot", s->flops_dot, 6);
@@ -1737,7 +2117,22 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
         cm_json_put_cstr(b, a->axes);
         cm_json_put_kv_num(b, "bytes", a->bytes, 6);
         cm_json_put_kv_num(b, "seconds", a->time_s, 6);
-        cm_buf_printf(b, ",\"collectives\":%u}", a->n_colls);
+        cm_buf_printf(b, ",\"collectives\":%u", a->n_colls);
+        cm_json_put_kv_num(b, "runs", a->runs, 6);
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_puts(b, "],\"per_kind\":[");
+    bool first_kind = true;
+    for (int kk = 0; kk < SP_COLL_N_KINDS; kk++) {
+        if (s->kind_colls[kk] == 0) {
+            continue;
+        }
+        cm_buf_puts(b, first_kind ? "{\"kind\":" : ",{\"kind\":");
+        first_kind = false;
+        cm_json_put_cstr(b, sp_coll_kind_name((sp_coll_kind)kk));
+        cm_json_put_kv_num(b, "bytes", s->kind_bytes[kk], 6);
+        cm_json_put_kv_num(b, "seconds", s->kind_s[kk], 6);
+        cm_buf_printf(b, ",\"collectives\":%u}", s->kind_colls[kk]);
     }
     cm_buf_printf(b, "],\"n_collectives\":%u,\"collectives\":[", c->n_colls);
     for (uint32_t i = 0; i < c->n_colls && i < JSON_MAX_COLLS; i++) {
@@ -1799,6 +2194,15 @@ void sp_cost_write_text(const sp_cost *c, const sp_module *m, cm_buf *b)
     human_bytes(t1, sizeof t1, s->peak_bytes);
     human_bytes(t2, sizeof t2, s->capacity_bytes);
     cm_buf_printf(b, "  peak total           %12s  of %s\n", t1, s->capacity_bytes > 0 ? t2 : "?");
+    if (s->peak_op != SP_NONE) {
+        const sp_op *po = &m->ops[s->peak_op];
+        cm_buf_printf(b, "  peak at              %s line %u", po->name, po->line);
+        if (s->peak_inner_op != SP_NONE) {
+            const sp_op *pi = &m->ops[s->peak_inner_op];
+            cm_buf_printf(b, ", inside it %s line %u", pi->name, pi->line);
+        }
+        cm_buf_putc(b, '\n');
+    }
     if (!s->fits) {
         char oom[128];
         sp_cost_oom_message(c, oom, sizeof oom);
@@ -1861,6 +2265,88 @@ void sp_cost_write_text(const sp_cost *c, const sp_module *m, cm_buf *b)
     cm_buf_printf(b, "  step                 %12s\n", t1);
 }
 
+/* ---- memory over program order ---------------------------------------------------------- */
+
+void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t max_points,
+                               bool with_lines, cm_buf *b)
+{
+    const sp_cost_summary *s = &c->s;
+    double resident = s->param_bytes + s->input_bytes;
+    cm_buf_printf(b, "{\"devices\":%lld,\"same_on_every_device\":true", (long long)s->devices);
+    cm_json_put_kv_num(b, "parameter_bytes", s->param_bytes, 6);
+    cm_json_put_kv_num(b, "input_bytes", s->input_bytes, 6);
+    cm_json_put_kv_num(b, "capacity_bytes", s->capacity_bytes, 6);
+    /* the peak point: the first of largest live bytes */
+    uint32_t pk = SP_NONE;
+    for (uint32_t i = 0; i < c->n_mem; i++) {
+        const sp_cost_mem_point *p = &c->mem[i];
+        if (pk == SP_NONE || p->activation_bytes + p->temporary_bytes >
+                                 c->mem[pk].activation_bytes + c->mem[pk].temporary_bytes) {
+            pk = i;
+        }
+    }
+    cm_buf_puts(b, ",\n \"peak\":{\"bytes\":");
+    cm_json_put_num(b, s->peak_bytes, 6);
+    if (pk != SP_NONE) {
+        cm_buf_printf(b, ",\"index\":%u", pk);
+        cm_json_put_kv_num(b, "activation_bytes", c->mem[pk].activation_bytes, 6);
+        cm_json_put_kv_num(b, "temporary_bytes", c->mem[pk].temporary_bytes, 6);
+        put_op_where(c, b, m, c->mem[pk].op, with_lines);
+        if (c->mem[pk].inner_op != SP_NONE) {
+            cm_buf_puts(b, ",\"inner\":{");
+            put_op_where(c, b, m, c->mem[pk].inner_op, with_lines);
+            cm_buf_putc(b, '}');
+        }
+    }
+    cm_buf_puts(b, "},\n \"largest_buffers\":[");
+    for (uint32_t i = 0; i < c->n_bufs; i++) {
+        const sp_cost_buffer *k = &c->bufs[i];
+        const sp_value *v = &m->values[k->value];
+        const sp_type *t = sp_value_type(m, k->value);
+        cm_buf_puts(b, i > 0 ? ",\n  {\"kind\":" : "\n  {\"kind\":");
+        cm_json_put_cstr(b, sp_cost_buf_kind_name(k->kind));
+        cm_json_put_kv_num(b, "bytes", k->bytes, 6);
+        cm_json_put_kv_str(b, "dtype", t->kind == SP_TYPE_TENSOR ? sp_elem_name(t->elem) : NULL);
+        cm_buf_puts(b, ",\"shape\":[");
+        for (uint32_t d = 0; t->kind == SP_TYPE_TENSOR && d < t->rank; d++) {
+            cm_buf_printf(b, d > 0 ? ",%lld" : "%lld", (long long)t->dims[d]);
+        }
+        cm_buf_putc(b, ']');
+        if (v->def == SP_NONE) {
+            cm_buf_printf(b, ",\"argument\":%u", v->index);
+            cm_json_put_kv_str(b, "name", name_of(c, m, k->value));
+        } else {
+            put_op_where(c, b, m, v->def, with_lines);
+        }
+        cm_buf_putc(b, '}');
+    }
+    uint32_t stride = 1;
+    if (max_points > 0 && c->n_mem > max_points) {
+        stride = c->n_mem / max_points + (c->n_mem % max_points != 0);
+    }
+    cm_buf_printf(b, "],\n \"n_ops\":%u,\"stride\":%u,\"points\":[", c->n_mem, stride);
+    for (uint32_t i = 0; i < c->n_mem; i += stride) {
+        uint32_t best = i;
+        for (uint32_t j = i; j < i + stride && j < c->n_mem; j++) {
+            if (c->mem[j].activation_bytes + c->mem[j].temporary_bytes >
+                c->mem[best].activation_bytes + c->mem[best].temporary_bytes) {
+                best = j;
+            }
+        }
+        const sp_cost_mem_point *p = &c->mem[best];
+        cm_buf_printf(b, i > 0 ? ",\n  {\"index\":%u" : "\n  {\"index\":%u", best);
+        put_op_where(c, b, m, p->op, with_lines);
+        cm_json_put_kv_num(b, "activation_bytes", p->activation_bytes, 6);
+        cm_json_put_kv_num(b, "temporary_bytes", p->temporary_bytes, 6);
+        cm_json_put_kv_num(b, "live_bytes", resident + p->activation_bytes + p->temporary_bytes,
+                           6);
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_puts(b, "]}");
+}
+
+#define PLAN_MEM_POINTS 2048u /* the plan document's timeline, at most */
+
 void sp_cost_plan_section(sp_module *m, const sp_custom_rules *custom, cm_buf *out)
 {
     sp_cost_opts o;
@@ -1868,6 +2354,7 @@ void sp_cost_plan_section(sp_module *m, const sp_custom_rules *custom, cm_buf *o
     /* Parameters are told from inputs by structure only and no source lines
      * are written, so a graph document and its MLIR give the same section. */
     o.custom = custom;
+    o.timeline = true;
     sp_cost *c = NULL;
     cm_error err;
     cm_error_clear(&err);
@@ -1876,9 +2363,11 @@ void sp_cost_plan_section(sp_module *m, const sp_custom_rules *custom, cm_buf *o
         if (err.code == CM_ENOMEM) {
             out->oom = true; /* the plan writer reports ENOMEM */
         }
-        cm_buf_puts(out, "null");
+        cm_buf_puts(out, "null,\n\"memory\":null");
         return;
     }
     write_json(c, m, out, false);
+    cm_buf_puts(out, ",\n\"memory\":");
+    sp_cost_write_memory_json(c, m, PLAN_MEM_POINTS, false, out);
     sp_cost_destroy(c);
 }

@@ -113,9 +113,10 @@ typedef struct sp_cost_coll {
 /* Communication summed over collectives that use the same set of axes. */
 typedef struct sp_cost_axis {
     char axes[128];  /* "model", "data,model" */
-    double bytes;    /* per device */
+    double bytes;    /* per device, summed over every run */
     double time_s;
     uint32_t n_colls;
+    double runs;     /* times they run in all: a loop body's collectives once per trip */
 } sp_cost_axis;
 
 typedef struct sp_cost_summary {
@@ -142,6 +143,11 @@ typedef struct sp_cost_summary {
     double capacity_bytes;   /* memory per device from the profile (0: unknown) */
     bool fits;               /* peak_bytes <= capacity_bytes (true when unknown) */
     char profile[SP_PROFILE_NAME_LEN];
+    uint32_t peak_op;        /* top-level op of a root function at the peak; SP_NONE if none */
+    uint32_t peak_inner_op;  /* the op inside peak_op's regions or callee at their peak, or SP_NONE */
+    double kind_bytes[SP_COLL_N_KINDS]; /* communication per collective kind, all runs */
+    double kind_s[SP_COLL_N_KINDS];
+    uint32_t kind_colls[SP_COLL_N_KINDS];
 } sp_cost_summary;
 
 typedef struct sp_cost sp_cost;
@@ -154,6 +160,7 @@ typedef struct sp_cost_opts {
     const char *const *value_names; /* by value id, for parameter/input roles; may be NULL */
     uint32_t n_value_names;         /* entries of value_names (sp_graph_value_names) */
     bool per_op;                   /* keep each op's figures (sp_cost_op_at) */
+    bool timeline;                 /* keep live bytes at each top-level op (sp_cost_mem_at) */
 } sp_cost_opts;
 
 void sp_cost_opts_init(sp_cost_opts *o);
@@ -179,6 +186,52 @@ typedef struct sp_cost_op {
     double time_s; /* roofline: max(flops / peak, operand + result bytes / bandwidth) */
 } sp_cost_op;
 sp_cost_op sp_cost_op_at(const sp_cost *c, uint32_t op);
+/* Memory over program order (opts.timeline): one point per top-level op of
+ * each root function, in program order, with what is live on a device while
+ * that op runs (its operands and its results both held, as the peak is
+ * taken). parameter and input bytes are the summary's, resident throughout;
+ * activation_bytes are the op results of the function's own block still
+ * needed (loop-carried and donated buffers as docs/cost-model.md says);
+ * temporary_bytes are what the op's regions or callee hold on top while it
+ * runs. The peak is the point of largest activation + temporary bytes. */
+typedef struct sp_cost_mem_point {
+    uint32_t op;            /* op id */
+    double activation_bytes;
+    double temporary_bytes;
+    uint32_t inner_op;      /* the op inside its regions or callee at their peak, or SP_NONE */
+} sp_cost_mem_point;
+uint32_t sp_cost_n_mem(const sp_cost *c);
+const sp_cost_mem_point *sp_cost_mem_at(const sp_cost *c, uint32_t i);
+
+typedef enum sp_cost_buf_kind {
+    SP_COST_BUF_PARAMETER = 0,
+    SP_COST_BUF_INPUT,
+    SP_COST_BUF_ACTIVATION
+} sp_cost_buf_kind;
+
+/* One buffer live at the peak (opts.timeline), largest first: function
+ * arguments and the op results live at summary.peak_op. At most
+ * SP_COST_MAX_PEAK_BUFFERS. */
+#define SP_COST_MAX_PEAK_BUFFERS 16
+typedef struct sp_cost_buffer {
+    uint32_t value; /* value id */
+    sp_cost_buf_kind kind;
+    double bytes;   /* per device */
+} sp_cost_buffer;
+uint32_t sp_cost_n_peak_buffers(const sp_cost *c);
+const sp_cost_buffer *sp_cost_peak_buffer_at(const sp_cost *c, uint32_t i);
+const char *sp_cost_buf_kind_name(sp_cost_buf_kind k);
+
+/* Appends the memory timeline as JSON (`{"devices":8,"same_on_every_device":
+ * true,"parameter_bytes":...,"peak":{...},"largest_buffers":[...],"points":
+ * [...]}`, docs/cost-model.md), at most max_points points: a longer program
+ * is cut into runs of consecutive ops, each point the largest of its run
+ * (the peak is kept). with_lines adds the MLIR line of each op. c must have
+ * been computed with opts.timeline; names come from opts.value_names (which
+ * must still be valid), else from the values' locations. */
+void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t max_points,
+                               bool with_lines, cm_buf *b);
+
 /* Per-device bytes of the local shard of value v (0 for non-tensors). */
 double sp_cost_value_bytes(const sp_module *m, uint32_t v);
 
@@ -190,9 +243,10 @@ void sp_cost_write_text(const sp_cost *c, const sp_module *m, cm_buf *b);
  * the peak fits or the capacity is unknown). */
 void sp_cost_oom_message(const sp_cost *c, char *buf, size_t len);
 
-/* The plan document's hook (sp_plan_run): appends `,\n"cost":{...}` for m
- * with the default profile, or `,\n"cost":null` when costing fails (the plan
- * stays valid; out is marked failed on ENOMEM). The section does not depend
+/* The plan document's hook (sp_plan_run): appends `,\n"cost":{...}` and the
+ * memory timeline `,\n"memory":{...}` (sp_cost_write_memory_json, at most
+ * 2048 points) for m with the default profile, or both null when costing
+ * fails (the plan stays valid; out is marked failed on ENOMEM). The section does not depend
  * on the input's syntax: no source lines, parameters told by structure. */
 void sp_cost_plan_section(sp_module *m, const sp_custom_rules *custom, cm_buf *out);
 

@@ -62,4 +62,69 @@ void sp_gen_opts_init(sp_gen_opts *o);
 cm_status sp_gen_transformer(const sp_gen_opts *o, size_t target_ops, sp_module **out,
                              sp_gen_info *info_out, cm_error *err);
 
+/* ---- programs as MLIR text (sp_gen_text.c) ---------------------------------------
+ * Shapes only: nothing is allocated for the tensors, so paper-sized programs
+ * cost like small ones. The text reads with sp_mlir_read / sp_input_read. */
+
+/* The Flax guide's MLP (DotReluDot: x @ W1 [d_model, depth], relu, @ W2
+ * [depth, d_model]) on a ("data", "model") mesh, x batch-sharded, the
+ * kernels Megatron-sharded on "model": unrolled (one kernel pair per layer,
+ * as a Python for loop traces) or, with scan, as nn.scan lowers it: kernels
+ * stacked on a leading layer axis and a counted stablehlo.while whose body
+ * dynamic_slices layer i out of each stack. */
+typedef struct sp_gen_mlp_opts {
+    uint32_t layers;   /* 1..10000; unrolled at most 2047 (4096 function arguments) */
+    int64_t d_model;   /* 1..2^20 */
+    int64_t depth;
+    int64_t batch;
+    int64_t mesh_data; /* axis sizes, 1..4096 */
+    int64_t mesh_model;
+    bool scan;
+} sp_gen_mlp_opts;
+
+/* Defaults: 4 layers, d_model 1024, depth 4096, batch 8, data=2 x model=4,
+ * unrolled. */
+void sp_gen_mlp_opts_init(sp_gen_mlp_opts *o);
+/* Appends the module. Errors: CM_EINVAL with err->path naming the option
+ * ("/layers"), CM_ENOMEM. */
+cm_status sp_gen_mlp_mlir(const sp_gen_mlp_opts *o, cm_buf *out, cm_error *err);
+
+typedef enum sp_gen_optim {
+    SP_GEN_OPTIM_NONE = 0, /* forward and backward: returns the loss and the gradients */
+    SP_GEN_OPTIM_ADAM      /* and a mixed-precision Adam update (docs/cost-model.md) */
+} sp_gen_optim;
+
+/* A training step of Megatron GPT layers in the [seq, batch, hidden] layout
+ * with bf16 activations: per layer a pre-norm attention block (Q, K, V and
+ * output projections, softmax, dropout on the probabilities and after the
+ * projection) and a GeLU MLP (dropout after it), dropout masks one byte an
+ * element; the loss sum(x*x)/2 of the last layer's output, and the
+ * backward pass, which reads what the forward pass stored. On a ("data",
+ * "model") mesh: batch on "data"; tensor parallelism on "model" (column-
+ * parallel Q/K/V/W1, row-parallel Wo/W2); with sequence_parallel the
+ * residual stream, norms and dropouts are sharded along seq on "model" and
+ * gathered before each column-parallel projection (again in the backward
+ * pass). With Adam each parameter is a bf16 argument with an f32 master copy
+ * and two f32 moments, all donated to their new values; zero_stage 1 shards
+ * the optimizer states over "data", 2 the gradients too, 3 the parameters
+ * too (gathered before each use). Ops carry name locations: "layerN/fwd/...",
+ * "loss", "transpose(layerN)/bwd/...", "adam/layerN/NAME". */
+typedef struct sp_gen_gpt_opts {
+    uint32_t layers;   /* 1..1000 (and 8 parameters x 4 arrays a layer fit 4096 arguments) */
+    int64_t seq, batch, hidden, heads; /* heads divides hidden */
+    int64_t ffn;       /* MLP width; 0: 4 * hidden */
+    int64_t mesh_data; /* divides batch */
+    int64_t mesh_model; /* tensor parallelism t: divides heads, ffn (and seq with sp) */
+    bool sequence_parallel;
+    sp_gen_optim optimizer;
+    int zero_stage;    /* 0..3 (Adam only) */
+} sp_gen_gpt_opts;
+
+/* Defaults: 2 layers, seq 128, batch 8, hidden 256, 8 heads, ffn 4*hidden,
+ * data=2 x model=4, no sequence parallelism, no optimizer. */
+void sp_gen_gpt_opts_init(sp_gen_gpt_opts *o);
+/* Appends the module. Errors: CM_EINVAL with err->path naming the option
+ * ("/heads"), CM_ENOMEM. */
+cm_status sp_gen_gpt_mlir(const sp_gen_gpt_opts *o, cm_buf *out, cm_error *err);
+
 #endif /* SP_GEN_H */

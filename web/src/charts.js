@@ -1,8 +1,8 @@
 // Bar, line and scatter charts with Chart.js (only the pieces we use are registered).
-import { BarController, BarElement, CategoryScale, Chart, Legend, LineController, LineElement, LinearScale, LogarithmicScale, PointElement, ScatterController, Title, Tooltip } from 'chart.js';
+import { BarController, BarElement, CategoryScale, Chart, Filler, Legend, LineController, LineElement, LinearScale, LogarithmicScale, PointElement, ScatterController, Title, Tooltip } from 'chart.js';
 import { h } from './util.js';
 
-Chart.register(BarController, BarElement, CategoryScale, LineController, LineElement, LinearScale, LogarithmicScale, PointElement, ScatterController, Legend, Title, Tooltip);
+Chart.register(BarController, BarElement, CategoryScale, Filler, LineController, LineElement, LinearScale, LogarithmicScale, PointElement, ScatterController, Legend, Title, Tooltip);
 
 export const PALETTE = ['#3b6fd8', '#e07b39', '#3aa676', '#b04fc2', '#d9a400', '#d24f5f', '#4fb0c2', '#7a7a7a'];
 
@@ -105,4 +105,45 @@ export function scatterChart({ title, datasets, xTitle, yTitle, xFormat = String
     },
   });
   return r;
+}
+
+// Stacked areas over shared labels (e.g. live bytes by kind over program
+// order), plus reference datasets drawn on top unstacked: {label, data,
+// flat: true} a dashed level, {label, data, marker: true} points only (data
+// null where there is none).
+export function areaChart({ title, labels, datasets, refs = [], format, height = 280, xTitle }) {
+  const areas = datasets.map((d, i) => ({
+    borderColor: PALETTE[i % PALETTE.length],
+    backgroundColor: `${PALETTE[i % PALETTE.length]}99`,
+    pointRadius: 0,
+    borderWidth: 1,
+    fill: i === 0 ? 'origin' : '-1',
+    stepped: 'middle', // one value per op, not a ramp between ops
+    stack: 'live',
+    ...d,
+  }));
+  const extra = refs.map(({ flat, marker, ...d }, i) => ({
+    borderColor: marker ? '#d24f5f' : '#7a7a7a',
+    backgroundColor: marker ? '#d24f5f' : '#7a7a7a',
+    pointRadius: marker ? 6 : 0,
+    showLine: !marker,
+    borderDash: flat ? [6, 4] : undefined,
+    borderWidth: 1.5,
+    fill: false,
+    stack: `ref${i}`,
+    ...d,
+  }));
+  return makeChart({
+    type: 'line',
+    title,
+    height,
+    data: { labels, datasets: [...areas, ...extra] },
+    tip: (c) => (format ? format(c.raw) : c.raw),
+    options: {
+      scales: {
+        y: { stacked: true, beginAtZero: true, ticks: { callback: (v) => (format ? format(v) : v) } },
+        x: { title: { display: !!xTitle, text: xTitle }, ticks: { maxTicksLimit: 12 } },
+      },
+    },
+  });
 }

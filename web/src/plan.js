@@ -1,13 +1,14 @@
 // Plan view: GET /v1/plans/{id}. Every input, op result and output with its
 // sharding in a virtualised table; for the selected value its device grid,
 // its sharding origins and the op's propagation edges and rule ("why");
-// per-device memory and communication from GET /v1/compare (the cost model);
+// per-device memory and communication (GET /v1/plans/{id}/cost); memory over
+// program order with the peak's op and largest buffers (GET .../memory);
 // benchmark runs of the plan (bench.js); the advisor's lint, collectives,
 // suggestions and what-if (advise.js).
 import { collectivesPanel, lintPanel, suggestPanel, whatifPanel } from './advise.js';
 import { getJson, listAll } from './api.js';
 import { benchPanel } from './bench.js';
-import { barChart } from './charts.js';
+import { areaChart, barChart } from './charts.js';
 import { blocksPerDim, deviceGrid, refName } from './sharding.js';
 import { DASH, debounce, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
 import { vtable } from './vtable.js';
@@ -210,12 +211,14 @@ export async function planPage(main, ctx, id) {
     const nDev = Math.min(c.devices || 1, 64);
     const devLabels = Array.from({ length: nDev }, (_, i) => `D${i}`);
     const pct = m.capacity_bytes ? (100 * m.peak_bytes) / m.capacity_bytes : 0;
+    // Scaled to the peak (the capacity is in the title), so the peak shows.
     const mem = barChart({
-      title: `Memory per device: peak ${fmtBytes(m.peak_bytes)} = ${pct.toFixed(pct < 10 ? 2 : 0)}% of the ${c.profile} capacity (${fmtBytes(m.capacity_bytes)})`,
+      title: `Memory per device at the peak: ${fmtBytes(m.peak_bytes)} = ${pct.toFixed(pct < 10 ? 2 : 0)}% of the ${c.profile} capacity (${fmtBytes(m.capacity_bytes)})`,
       labels: devLabels,
       datasets: [
-        { label: 'peak', data: devLabels.map(() => m.peak_bytes) },
-        { label: 'free', data: devLabels.map(() => Math.max(0, m.capacity_bytes - m.peak_bytes)), backgroundColor: '#d8dde6' },
+        { label: 'parameters', data: devLabels.map(() => m.parameter_bytes) },
+        { label: 'inputs', data: devLabels.map(() => m.input_bytes) },
+        { label: 'activations', data: devLabels.map(() => m.peak_activation_bytes) },
       ],
       format: fmtBytes,
       stacked: true,
@@ -227,8 +230,9 @@ export async function planPage(main, ctx, id) {
       datasets: [{ label: 'bytes', data: comm.per_axis.length ? comm.per_axis.map((x) => x.bytes) : [0] }],
       format: fmtBytes,
     });
+    // per_kind sums every run (a loop body's collectives once per trip), as per_axis does
     const kinds = new Map();
-    for (const x of comm.collectives || []) kinds.set(x.kind, (kinds.get(x.kind) || 0) + x.bytes);
+    for (const x of comm.per_kind || []) kinds.set(x.kind, x.bytes);
     const kindChart = barChart({
       title: 'Communication per collective kind',
       labels: kinds.size ? [...kinds.keys()] : ['(none)'],
@@ -249,13 +253,84 @@ export async function planPage(main, ctx, id) {
       h('p', { class: 'muted' }, 'The cost model gives one figure per device (every device holds blocks of the same per-device shape).'),
       h('div', { class: 'charts' }, mem.el, axisChart.el, kindChart.el));
   }
+  // Memory over program order (GET /v1/plans/{id}/memory): live bytes per
+  // device by kind, the peak and its op, the largest buffers live there.
+  const memBox = h('section', { class: 'memory', id: 'plan-memory' });
+  const memCharts = [];
+  let memResident = null; // draw parameters and inputs (null: decide from the data)
+  function selectTensor(b) {
+    let i = -1;
+    if (b.argument !== undefined) i = all.findIndex((r) => r.kind === 'input' && r.v && r.v.index === b.argument);
+    if (i < 0 && b.name) i = all.findIndex((r) => r.v && r.v.name === b.name);
+    if (i < 0) return;
+    search.value = '';
+    shardedOnly.checked = false;
+    apply();
+    table.select(i);
+    showDetail(all[i]);
+    detail.scrollIntoView({ block: 'nearest' });
+  }
+  async function loadMemory() {
+    fill(memBox, h('p', { class: 'muted' }, 'Loading memory\u2026'));
+    for (const c of memCharts.splice(0)) c.destroy();
+    let mm;
+    try {
+      mm = await getJson(`/v1/plans/${doc.id}/memory?profile=${encodeURIComponent(profSel.value)}&points=1000`);
+    } catch (err) {
+      fill(memBox, errorBox(err));
+      return;
+    }
+    const pts = mm.points || [];
+    const pk = mm.peak || {};
+    const where = (x) => [x.op, x.name ? `"${x.name}"` : null, x.source, x.line ? `line ${x.line}` : null].filter(Boolean).join(' ');
+    const peakAt = pts.findIndex((p) => p.index === pk.index);
+    const cap = mm.capacity_bytes || 0;
+    const capShown = cap > 0 && cap <= 3 * pk.bytes;
+    const refs = [];
+    if (capShown) refs.push({ label: 'capacity', data: pts.map(() => cap), flat: true });
+    refs.push({ label: `peak: ${pk.op || ''}`, data: pts.map((p, i) => (i === peakAt ? pk.bytes : null)), marker: true });
+    // Resident arguments can dwarf what changes: drawn when activations matter.
+    const moving = Math.max(0, ...pts.map((p) => p.activation_bytes + p.temporary_bytes));
+    if (memResident === null) memResident = moving >= 0.1 * (pk.bytes || 1);
+    const resident = memResident;
+    const residentBox = h('input', { type: 'checkbox', id: 'memory-resident', checked: resident,
+      onchange: (e) => { memResident = e.target.checked; loadMemory(); } });
+    const chart = areaChart({
+      title: `Live memory per device over program order: peak ${fmtBytes(pk.bytes)} at op ${pk.index} (${where(pk)})${resident && cap && !capShown ? `; capacity ${fmtBytes(cap)} is off the scale` : ''}${resident ? '' : `; parameters ${fmtBytes(mm.parameter_bytes)} and inputs ${fmtBytes(mm.input_bytes)} resident, not drawn`}`,
+      labels: pts.map((p) => String(p.index)),
+      datasets: [
+        { label: 'parameters', data: pts.map(() => (resident ? mm.parameter_bytes : 0)) },
+        { label: 'inputs', data: pts.map(() => (resident ? mm.input_bytes : 0)) },
+        { label: 'activations', data: pts.map((p) => p.activation_bytes) },
+        { label: 'temporaries', data: pts.map((p) => p.temporary_bytes) },
+      ],
+      refs: resident ? refs : refs.filter((r) => !r.flat).map((r) => ({ ...r, data: r.data.map((v) => (v === null ? null : v - mm.parameter_bytes - mm.input_bytes)) })),
+      format: fmtBytes,
+      xTitle: mm.stride > 1 ? `op (each point the largest of ${mm.stride} ops)` : 'op',
+    });
+    memCharts.push(chart.chart);
+    const bufs = mm.largest_buffers || [];
+    fill(memBox,
+      h('div', { class: 'toolbar' }, h('label', {}, residentBox, ' draw parameters and inputs')),
+      chart.el,
+      h('p', { id: 'memory-peak' }, `Peak ${fmtBytes(pk.bytes)} per device at op ${pk.index}: ${where(pk)}${pk.inner ? `, inside it at ${where(pk.inner)}` : ''} (activations ${fmtBytes(pk.activation_bytes || 0)}, temporaries ${fmtBytes(pk.temporary_bytes || 0)}, parameters ${fmtBytes(mm.parameter_bytes)}, inputs ${fmtBytes(mm.input_bytes)}).`),
+      h('h3', {}, 'Largest buffers live at the peak'),
+      h('ol', { id: 'peak-buffers' }, bufs.map((b) => {
+        const what = b.argument !== undefined ? `argument ${b.argument}${b.name ? ` "${b.name}"` : ''}` : where(b);
+        const text = `${fmtBytes(b.bytes)} ${b.kind} ${b.dtype || ''}[${(b.shape || []).join('\u00d7')}] \u2014 ${what}`;
+        return h('li', {}, h('a', { href: '#', onclick: (e) => { e.preventDefault(); selectTensor(b); } }, text));
+      })),
+      h('p', { class: 'muted' }, mm.same_on_every_device ? 'Every device holds blocks of the same per-device shape, so one series stands for each device.' : ''));
+  }
+  ctx.onLeave(() => { for (const c of memCharts) c.destroy(); });
+
   const profile = () => profSel.value;
   const small = nOps <= LAZY_OPS;
   const lint = lintPanel(ctx, doc.id, profile, small);
   const colls = collectivesPanel(ctx, doc.id, profile, small);
   const sugg = suggestPanel(ctx, doc.id, profile);
   whatif = whatifPanel(ctx, doc.id, profile);
-  profSel.addEventListener('change', () => { loadCost(); lint.reload(); colls.reload(); sugg.reload(); });
+  profSel.addEventListener('change', () => { loadCost(); loadMemory(); lint.reload(); colls.reload(); sugg.reload(); });
   ctx.onLeave(() => { for (const c of charts) c.destroy(); });
 
   const meshText = (plan.meshes || []).map((m) => `${m.name} [${(m.axes || []).map((x) => `${x.name}=${x.size}`).join(', ')}] (${m.devices} devices)`).join('; ');
@@ -275,6 +350,8 @@ export async function planPage(main, ctx, id) {
     h('h2', {}, 'Cost'),
     h('div', { class: 'toolbar' }, h('label', { title: 'for the cost, lint, collectives, suggestions and what-if' }, 'profile ', profSel)),
     costBox,
+    h('h2', {}, 'Memory over program order'),
+    memBox,
     small ? null : h('p', { class: 'muted' }, `${nOps} ops: open a panel to run it.`),
     lint.el,
     colls.el,
@@ -289,4 +366,5 @@ export async function planPage(main, ctx, id) {
   main.dataset.fetchMs = String(Math.round(tFetched - t0)); // download + JSON.parse
   main.dataset.renderMs = String(Math.round(performance.now() - tFetched)); // rows, table, detail
   loadCost();
+  loadMemory();
 }

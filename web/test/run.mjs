@@ -295,6 +295,17 @@ async function main() {
     await page.waitForSelector('#device-grid .cell', { timeout: WAIT });
     await page.waitForSelector('#plan-cost canvas', { timeout: WAIT });
     check((await page.$$('#plan-cost canvas')).length === 3, 'memory and communication charts');
+    // Memory over program order: the timeline, the op at the peak, the largest buffers linking to tensors.
+    await page.waitForSelector('#plan-memory canvas', { timeout: WAIT });
+    await page.waitForSelector('#peak-buffers li a', { timeout: WAIT });
+    const peakText = await page.textContent('#memory-peak');
+    check(/^Peak .* at op \d+: [a-z]+\.[a-z_]+/.test(peakText), `memory viewer names the op at the peak (${peakText.slice(0, 80)})`);
+    const nBufs = (await page.$$('#peak-buffers li')).length;
+    check(nBufs >= 2, `largest buffers at the peak listed (${nBufs})`);
+    await page.click('#peak-buffers li a');
+    await page.waitForFunction(() => /input|op/.test(document.querySelector('#value-detail h2')?.textContent || ''), null, { timeout: WAIT });
+    check(/^(input|op) /.test(await page.textContent('#value-detail h2')), 'a buffer at the peak links to its tensor');
+    await (await page.$('#plan-memory')).screenshot({ path: join(outDir, 'memory.png') });
     check(/self|input|output|constraint/.test(await page.textContent('#why')), '"why" shows sharding origins');
     await page.screenshot({ path: join(outDir, 'plan.png'), fullPage: true });
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
@@ -452,6 +463,57 @@ async function main() {
     check(/s$/.test(cells[0]) && cells[1] === '\u2014', `measured: MLP timed, dp \u2014 (${cells.join(' | ')})`);
     await page.$eval('#compare-bench', (e) => e.scrollIntoView());
     await page.screenshot({ path: join(outDir, 'compare-benchmark.png'), fullPage: true });
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('memory viewer: the Flax MLP as nn.scan (a while loop)', async () => {
+    // The kernels stacked on a layer axis, a counted while whose body slices layer i (planner/gen's scan form).
+    const L = 4, d = 1024, f = 4096, b = 8;
+    const t1 = `tensor<${L}x${d}x${f}xf32>`, t2 = `tensor<${L}x${f}x${d}xf32>`, tx = `tensor<${b}x${d}xf32>`;
+    const mlir = `module @mlp_scan {
+  sdy.mesh @mesh = <["data"=2, "model"=4]>
+  func.func public @main(%w1: ${t1} {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {"model"}]>} loc("params['ScanDotReluDot_0']['Dense_0']['kernel']"), %w2: ${t2} {sdy.sharding = #sdy.sharding<@mesh, [{}, {"model"}, {}]>} loc("params['ScanDotReluDot_0']['W2']"), %x: ${tx} {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>} loc("x")) -> ${tx} {
+    %c = stablehlo.constant dense<0> : tensor<i32>
+    %r:4 = stablehlo.while(%s1 = %w1, %s2 = %w2, %i = %c, %h = %x) : ${t1}, ${t2}, tensor<i32>, ${tx}
+     cond {
+      %n = stablehlo.constant dense<${L}> : tensor<i32>
+      %lt = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    } do {
+      %z = stablehlo.constant dense<0> : tensor<i32>
+      %a = stablehlo.dynamic_slice %s1, %i, %z, %z, sizes = [1, ${d}, ${f}] : (${t1}, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x${d}x${f}xf32>
+      %k1 = stablehlo.reshape %a : (tensor<1x${d}x${f}xf32>) -> tensor<${d}x${f}xf32>
+      %e = stablehlo.dynamic_slice %s2, %i, %z, %z, sizes = [1, ${f}, ${d}] : (${t2}, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x${f}x${d}xf32>
+      %k2 = stablehlo.reshape %e : (tensor<1x${f}x${d}xf32>) -> tensor<${f}x${d}xf32>
+      %y = stablehlo.dot_general %h, %k1, contracting_dims = [1] x [0] : (${tx}, tensor<${d}x${f}xf32>) -> tensor<${b}x${f}xf32> loc("Dense_0")
+      %zf = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+      %zb = stablehlo.broadcast_in_dim %zf, dims = [] : (tensor<f32>) -> tensor<${b}x${f}xf32>
+      %m = stablehlo.maximum %y, %zb : tensor<${b}x${f}xf32> loc("relu")
+      %mc = sdy.sharding_constraint %m <@mesh, [{"data"}, {"model"}]> : tensor<${b}x${f}xf32>
+      %o = stablehlo.dot_general %mc, %k2, contracting_dims = [1] x [0] : (tensor<${b}x${f}xf32>, tensor<${f}x${d}xf32>) -> ${tx} loc("W2")
+      %oc = sdy.sharding_constraint %o <@mesh, [{"data"}, {}]> : ${tx}
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %inc = stablehlo.add %i, %one : tensor<i32>
+      stablehlo.return %s1, %s2, %inc, %oc : ${t1}, ${t2}, tensor<i32>, ${tx}
+    }
+    return %r#3 : ${tx}
+  }
+}
+`;
+    const p = await post(base, '/v1/plans?name=mlp-scan', JSON.stringify({ mlir }));
+    const mem = await (await fetch(`${base}/v1/plans/${p.id}/memory`)).json();
+    check(mem.parameter_bytes === 32 * 1024 * 1024, `scan: the stacked kernels are parameters (${mem.parameter_bytes})`);
+    check(mem.peak && mem.peak.op === 'stablehlo.while' && mem.peak.inner && /\./.test(mem.peak.inner.op), `scan: the peak is in the loop body (${mem.peak && mem.peak.inner ? mem.peak.inner.op : '?'})`);
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/plan/${p.id}`);
+    await ready(page);
+    await page.waitForSelector('#peak-buffers li a', { timeout: WAIT });
+    const t = await page.textContent('#memory-peak');
+    check(/stablehlo\.while.*inside it at /.test(t), `memory viewer names the loop and the op inside it (${t.slice(0, 110)})`);
+    check(/kernel/.test(await page.textContent('#peak-buffers')), 'the stacked kernels are among the largest buffers, by name');
+    await (await page.$('#plan-memory')).screenshot({ path: join(outDir, 'memory-scan.png') });
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     await page.close();
   });
