@@ -198,6 +198,18 @@ def test_cost(client: shardplan.Client, mlp_plan: shardplan.Plan) -> None:
         client.cost(987654)
 
 
+def test_memory(client: shardplan.Client, mlp_plan: shardplan.Plan) -> None:
+    m = client.memory(mlp_plan, points=50)
+    assert isinstance(m, shardplan.MemoryTimeline) and m.devices == 8
+    assert m.parameter_bytes > 0 and 0 < len(m.points) <= 50
+    assert isinstance(m.peak, shardplan.MemoryPeak) and m.peak.bytes >= m.parameter_bytes
+    assert m.peak.op and m.largest_buffers  # the partitioned program: a collective may peak
+    cost = client.cost(mlp_plan)
+    assert m.peak.bytes == cost.memory.peak_bytes
+    with pytest.raises(shardplan.NotFound):
+        client.memory(987654)
+
+
 def test_lint_and_collectives(client: shardplan.Client, mlp_plan: shardplan.Plan) -> None:
     demo = client.plan((EXAMPLES / "lint_demo.mlir").read_text(), name="lint-demo")
     rep = client.lint(demo)

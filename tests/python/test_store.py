@@ -37,7 +37,7 @@ def test_every_route_has_a_method() -> None:
         "POST /v1/plans": "plan", "GET /v1/plans": "list_plans",
         "GET /v1/plans/{}": "get_plan", "DELETE /v1/plans/{}": "delete_plan",
         "GET /v1/plans/{}/lint": "lint", "GET /v1/plans/{}/collectives": "collectives",
-        "GET /v1/plans/{}/cost": "cost", "POST /v1/plans/{}/whatif": "whatif",
+        "GET /v1/plans/{}/cost": "cost", "GET /v1/plans/{}/memory": "memory", "POST /v1/plans/{}/whatif": "whatif",
         "GET /v1/plans/{}/suggest": "suggest", "GET /v1/compare": "compare",
         "GET /v1/sweep": "sweep",
         "POST /v1/runs": "create_run", "GET /v1/runs": "list_runs",

@@ -49,6 +49,7 @@ from .types import (
     Graph,
     Health,
     LintReport,
+    MemoryTimeline,
     Mesh,
     NewToken,
     Page,
@@ -634,6 +635,20 @@ class Client:
         """``GET /v1/plans/{id}/cost``: per-device memory, FLOPs, communication and step time of
         the partitioned plan on ``profile`` (a stored or built-in profile; default cpu-local)."""
         return self._get(Cost, f"/v1/plans/{_id_of(plan_id)}/cost", profile=profile)
+
+    def memory(
+        self,
+        plan_id: Union[int, Plan],
+        *,
+        profile: Optional[str] = None,
+        points: Optional[int] = None,
+    ) -> MemoryTimeline:
+        """``GET /v1/plans/{id}/memory``: per-device live bytes after each op of the plan as it
+        runs (at most ``points`` samples), the peak with its op and source location, and the
+        largest buffers live there, on ``profile`` (default cpu-local)."""
+        return self._get(
+            MemoryTimeline, f"/v1/plans/{_id_of(plan_id)}/memory", profile=profile, points=points
+        )
 
     def lint(
         self,

@@ -334,6 +334,37 @@ class Cost:
 
 
 @dataclass
+class MemoryPeak:
+    """The peak of a memory timeline: bytes, the op there (its index, name and source)."""
+
+    bytes: int = 0
+    index: int = 0
+    activation_bytes: int = 0
+    temporary_bytes: int = 0
+    op: str = ""
+    name: Optional[str] = None
+    source: Optional[str] = None
+    raw: _Raw = _raw()
+
+
+@dataclass
+class MemoryTimeline:
+    """``GET /v1/plans/{id}/memory``: live bytes per device over program order, the peak
+    and its op, and the largest buffers live there (docs/cost-model.md)."""
+
+    devices: int = 0
+    parameter_bytes: int = 0
+    input_bytes: int = 0
+    capacity_bytes: int = 0
+    peak: MemoryPeak = field(default_factory=MemoryPeak)
+    largest_buffers: List[Dict[str, Any]] = field(default_factory=list)
+    n_ops: int = 0
+    stride: int = 0
+    points: List[Dict[str, Any]] = field(default_factory=list)
+    raw: _Raw = _raw()
+
+
+@dataclass
 class PlanDocument:
     """The plan document (``shardplan.plan/v1``): meshes, functions with shardings, diagnostics, cost."""
 
