@@ -366,7 +366,10 @@ async function main() {
     expect(await call("GET", `/v1/plans/${id}/cost`), 200, `cost ${id}`);
     expect(await call("GET", `/v1/plans/${id}/lint`), 200, `lint ${id}`);
     expect(await call("GET", `/v1/plans/${id}/collectives`), 200, `collectives ${id}`);
+    expect(await call("GET", `/v1/plans/${id}/memory?points=64`), 200, `memory ${id}`);
   }
+  expect(await call("GET", `/v1/plans/${p1}/memory?profile=nope`), 400, "memory bad profile");
+  expect(await call("GET", "/v1/plans/9999/memory"), 404, "memory 404");
   expect(await call("GET", `/v1/plans/${p1}/cost?profile=tpu-v5e`), 200, "cost tpu-v5e");
   expect(await call("GET", `/v1/plans/${p1}/cost?profile=nope`), 400, "cost bad profile");
   expect(await call("GET", `/v1/plans/${p1}/lint?min_bytes=x`), 400, "lint bad min_bytes");
