@@ -3,6 +3,7 @@
  * then srv_plan_create: source, mesh, stored rules, decode, hash, plan
  * within the deadline, store), get, list, delete, and the plan response
  * envelope kept in the plan cache (srv_cache.c). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -617,31 +618,47 @@ static void reply_input_error(srv_app *app, srv_req *r, const srv_plan_req *pr,
     }
 }
 
-/* 5. store the graph (inline input) and the plan with the input it was made
- * from and its options. */
-static cm_status store_plan(srv_req *r, route_args *a, const srv_plan_req *pr,
-                            plan_src *s, const sp_plan *plan, const cm_buf *doc, int64_t *id_out,
-                            bool *existed, cm_error *e)
+/* What storing a planned input needs, resolved before planning starts:
+ * borrowed from the request, or a heap copy (keep_copy) once the request
+ * has left and the job stores its plan itself. */
+typedef struct plan_store_in {
+    const char *name; /* the name the user gave, or NULL */
+    bool is_json;
+    const char *body; /* the graph or module as sent, for a new graph row */
+    size_t body_len;
+    int64_t graph_id; /* 0: store body as a new graph */
+    int64_t mesh_id;
+    const char *mesh_name;
+    const char *text; /* the input as planned (s->text) */
+    size_t len;
+    bool is_mlir;
+    const char *rules;
+    size_t rules_len;
+} plan_store_in;
+
+/* The name a plan is stored under: ?name= (or the envelope's), the graph
+ * document's name, the module's `module @NAME`; NULL when none. */
+static const char *plan_name(srv_req *r, const srv_plan_req *pr, const sp_plan *plan)
 {
-    cm_arena *arena = srv_req_arena(r);
-    /* the name the user gave: ?name= (or the envelope's), the graph
-     * document's name, the module's `module @NAME`; else what it is */
-    bool is_json = pr->graph != NULL;
     const char *gname = pr->name;
-    if (gname == NULL && is_json) {
-        gname = srv_json_get_name(pr->graph, pr->graph_len, arena);
+    if (gname == NULL && pr->graph != NULL) {
+        gname = srv_json_get_name(pr->graph, pr->graph_len, srv_req_arena(r));
     }
     if (gname == NULL) {
         gname = sp_plan_input(plan)->m->sym_name;
     }
-    if (gname != NULL && gname[0] == '\0') {
-        gname = NULL;
-    }
-    if (s->graph_id == 0) {
-        st_graph_in gi = {gname != NULL ? gname : (is_json ? "graph" : "module"),
-                          is_json ? ST_GRAPH_JSON : ST_GRAPH_MLIR, is_json ? pr->graph : pr->mlir,
-                          is_json ? pr->graph_len : pr->mlir_len, NULL};
-        cm_status st = st_graph_put(a->db, &gi, &s->graph_id, NULL, e);
+    return gname != NULL && gname[0] != '\0' ? gname : NULL;
+}
+
+/* 5. the plan row (and, for inline input, its graph row) with the document. */
+static cm_status store_plan(st_db *db, const plan_store_in *x, const sp_plan *plan,
+                            const cm_buf *doc, int64_t *id_out, bool *existed, cm_error *e)
+{
+    int64_t graph_id = x->graph_id;
+    if (graph_id == 0) {
+        st_graph_in gi = {x->name != NULL ? x->name : (x->is_json ? "graph" : "module"),
+                          x->is_json ? ST_GRAPH_JSON : ST_GRAPH_MLIR, x->body, x->body_len, NULL};
+        cm_status st = st_graph_put(db, &gi, &graph_id, NULL, e);
         if (st != CM_OK) {
             return st;
         }
@@ -650,30 +667,99 @@ static cm_status store_plan(srv_req *r, route_args *a, const srv_plan_req *pr,
     cm_buf_init(&opts);
     cm_buf_putc(&opts, '{');
     cm_json_put_kv_str(&opts, "pass", sp_plan_pass_name(sp_plan_get_pass(plan)));
-    if (s->mesh.name != NULL) {
-        cm_json_put_kv_str(&opts, "mesh", s->mesh.name);
+    if (x->mesh_name != NULL) {
+        cm_json_put_kv_str(&opts, "mesh", x->mesh_name);
     }
-    if (gname != NULL) {
-        cm_json_put_kv_str(&opts, "name", gname);
+    if (x->name != NULL) {
+        cm_json_put_kv_str(&opts, "name", x->name);
     }
     cm_buf_putc(&opts, '}');
     st_plan_in in;
     memset(&in, 0, sizeof in);
     in.hash = sp_plan_key(plan);
-    in.graph_id = s->graph_id;
-    in.mesh_id = s->mesh_id;
+    in.graph_id = graph_id;
+    in.mesh_id = x->mesh_id;
     in.options = opts.data;
     in.options_len = opts.len;
     in.body = doc->data;
     in.body_len = doc->len;
-    in.input = s->text;
-    in.input_len = s->len;
-    in.input_is_mlir = s->is_mlir;
-    in.rules = s->rules.len > 0 ? s->rules.data : NULL;
-    in.rules_len = s->rules.len;
-    cm_status st = opts.oom ? cm_error_oom(e) : st_plan_put(a->db, &in, id_out, existed, e);
+    in.input = x->text;
+    in.input_len = x->len;
+    in.input_is_mlir = x->is_mlir;
+    in.rules = x->rules;
+    in.rules_len = x->rules_len;
+    cm_status st = opts.oom ? cm_error_oom(e) : st_plan_put(db, &in, id_out, existed, e);
     cm_buf_fini(&opts);
     return st;
+}
+
+static void keep_free(void *keep)
+{
+    plan_store_in *x = keep;
+    if (x == NULL) {
+        return;
+    }
+    cm_free((void *)(uintptr_t)x->name);
+    cm_free((void *)(uintptr_t)x->body);
+    cm_free((void *)(uintptr_t)x->mesh_name);
+    cm_free((void *)(uintptr_t)x->text);
+    cm_free((void *)(uintptr_t)x->rules);
+    cm_free(x);
+}
+
+static char *dup_n(const char *p, size_t n, bool *ok)
+{
+    if (p == NULL) {
+        return NULL;
+    }
+    char *q = cm_alloc(n + 1);
+    if (q == NULL) {
+        *ok = false;
+        return NULL;
+    }
+    memcpy(q, p, n);
+    q[n] = '\0';
+    return q;
+}
+
+/* The job's detach: a heap copy of the request's store inputs (NULL when
+ * out of memory: the plan is then not stored, as before). */
+static void *keep_copy(void *ctx)
+{
+    const plan_store_in *x = ctx;
+    plan_store_in *k = cm_calloc(1, sizeof *k);
+    if (k == NULL) {
+        return NULL;
+    }
+    *k = *x;
+    bool ok = true;
+    k->name = dup_n(x->name, x->name != NULL ? strlen(x->name) : 0, &ok);
+    k->body = dup_n(x->body, x->body_len, &ok);
+    k->mesh_name = dup_n(x->mesh_name, x->mesh_name != NULL ? strlen(x->mesh_name) : 0, &ok);
+    k->text = dup_n(x->text, x->len, &ok);
+    k->rules = dup_n(x->rules, x->rules_len, &ok);
+    if (!ok) {
+        keep_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+/* The job's finish: store the plan its request gave up waiting for. */
+static void keep_store(plan_job *j, void *keep)
+{
+    st_db *db = srv_app_db_acquire(j->app);
+    if (db == NULL) {
+        return;
+    }
+    cm_error e;
+    cm_error_clear(&e);
+    int64_t id = 0;
+    bool existed = false;
+    if (store_plan(db, keep, j->plan, &j->out, &id, &existed, &e) == CM_OK) {
+        atomic_fetch_add(&j->app->metrics.plans_computed, 1);
+    }
+    srv_app_db_release(j->app, db);
 }
 
 bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req *pr_in,
@@ -746,6 +832,19 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         return false;
     }
     /* planning, bounded by the request's deadline; the job owns the plan */
+    bool is_json = pr.graph != NULL;
+    plan_store_in x = {plan_name(r, &pr, plan),
+                       is_json,
+                       is_json ? pr.graph : pr.mlir,
+                       is_json ? pr.graph_len : pr.mlir_len,
+                       s.graph_id,
+                       s.mesh_id,
+                       s.mesh.name,
+                       s.text,
+                       s.len,
+                       s.is_mlir,
+                       s.rules.len > 0 ? s.rules.data : NULL,
+                       s.rules.len};
     plan_job *j = srv_job_create(app, plan);
     if (j == NULL) {
         sp_plan_destroy(plan);
@@ -753,6 +852,10 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
         return false;
     }
+    j->detach = keep_copy;
+    j->detach_ctx = &x;
+    j->finish = keep_store;
+    j->keep_free = keep_free;
     if (!srv_job_run(app, r, j, deadline)) {
         srv_job_unref(j);
         plan_src_fini(&s);
@@ -766,7 +869,7 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         return false;
     }
     atomic_fetch_add(&app->metrics.plans_computed, 1);
-    cm_status st = store_plan(r, a, &pr, &s, j->plan, &j->out, id_out, existed, &e);
+    cm_status st = store_plan(a->db, &x, j->plan, &j->out, id_out, existed, &e);
     srv_job_unref(j);
     plan_src_fini(&s);
     if (st != CM_OK) {

@@ -390,6 +390,16 @@ typedef struct plan_job {
     cm_buf out;    /* the plan document */
     cm_error err;
     cm_status st;
+    /* When the request gives up at its deadline it hands the job what
+     * storing the plan needs (detach, called under mu), and the job thread
+     * stores the finished plan itself (finish, then keep_free), so that a
+     * retry finds it stored instead of planning again. */
+    bool abandoned;
+    void *(*detach)(void *ctx); /* a heap copy of ctx's store inputs, or NULL */
+    void *detach_ctx;
+    void (*finish)(struct plan_job *j, void *keep);
+    void (*keep_free)(void *keep);
+    void *keep;
 } plan_job;
 
 /* A job for plan (taken over: destroyed with the job), with one reference
@@ -403,7 +413,8 @@ void srv_job_unref(plan_job *j);
  * worker thread. True when it finished in time (j->st, j->out, j->err hold
  * the result; the caller still holds its reference); false after replying
  * 503 (every worker busy until the deadline, no thread, or the deadline
- * passed while planning: the job then finishes in the background). */
+ * passed while planning: the job then finishes in the background and, when
+ * the caller set j->detach/finish/keep_free, stores its plan itself). */
 bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline);
 
 #endif /* SRV_INT_H */

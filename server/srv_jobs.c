@@ -31,6 +31,9 @@ void srv_job_unref(plan_job *j)
     if (left > 0) {
         return;
     }
+    if (j->keep != NULL && j->keep_free != NULL) {
+        j->keep_free(j->keep);
+    }
     sp_plan_destroy(j->plan);
     cm_buf_fini(&j->out);
     pthread_mutex_destroy(&j->mu);
@@ -47,8 +50,14 @@ static void *job_thread(void *arg)
     srv_histo_observe(&app->metrics.plan_time, cm_now() - t0);
     pthread_mutex_lock(&j->mu);
     j->done = true;
+    bool store = j->abandoned && j->keep != NULL && j->finish != NULL;
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
+    if (store && j->st == CM_OK) {
+        /* the request left at its deadline: store the plan for its retry,
+         * before this job stops counting as running (shutdown waits) */
+        j->finish(j, j->keep);
+    }
     srv_job_unref(j);
     pthread_mutex_lock(&app->job_mu);
     app->slots_busy--;
@@ -114,6 +123,11 @@ bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline)
         rc = pthread_cond_timedwait(&j->cv, &j->mu, &ts);
     }
     bool done = j->done;
+    if (!done && j->detach != NULL) {
+        /* under mu: the job thread reads keep only after it sets done */
+        j->keep = j->detach(j->detach_ctx);
+        j->abandoned = true;
+    }
     pthread_mutex_unlock(&j->mu);
     if (!done) {
         srv_reply_err(

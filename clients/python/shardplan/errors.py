@@ -116,10 +116,10 @@ class Unavailable(ShardplanError):
 class PlanTimeout(Unavailable):
     """503 ``timeout``: the plan or computation ran past the server's limit.
 
-    The server says a plan goes on in the background, but this server
-    version does not store what that background run computes, so the same
-    request plans again from the start: raise the server's ``--timeout``
-    (or ``--compute-timeout`` for suggest and sweep) rather than retrying.
+    A plan goes on in the background and is stored when it finishes, so
+    the same request retried later is answered from the store (200). Suggest
+    and sweep stop at ``--compute-timeout`` instead: raise it rather than
+    retrying those.
     """
 
 
