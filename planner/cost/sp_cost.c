@@ -422,6 +422,11 @@ static void add_coll(cctx *x, uint32_t op, sp_coll_kind kind, bool implied, uint
             n = group_override;
         }
     }
+    if (n <= 1 && kind != SP_COLL_PERMUTE) {
+        /* a group of one device (axes of size 1, as an 8x1 mesh has) moves
+         * nothing and runs nothing: XLA drops it, so it is not counted */
+        return;
+    }
     double fn = (double)n, bytes = 0, steps = 0;
     switch (kind) {
     case SP_COLL_ALL_REDUCE:

@@ -315,6 +315,30 @@ static void test_sp_cost_explicit_collective_formulas(void **state)
     sp_module_destroy(m);
 }
 
+/* The same collectives on a 2x1 mesh: the ones over "model" (size 1) group
+ * one device each, move nothing and are not counted; the permute still is
+ * (a group of its own pairs), and the all_to_all over data-model is none. */
+static void test_sp_cost_size_one_groups_not_counted(void **state)
+{
+    (void)state;
+    char text[sizeof partitioned];
+    memcpy(text, partitioned, sizeof partitioned);
+    char *p = strstr(text, "\"model\"=4");
+    assert_non_null(p);
+    p[8] = '1';
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    sp_cost_opts o;
+    sp_cost_opts_init(&o);
+    sp_cost *c = cost_of(m, &o);
+    assert_int_equal(sp_cost_n_colls(c), 1);
+    assert_int_equal(sp_cost_coll_at(c, 0)->kind, SP_COLL_PERMUTE);
+    sp_cost_destroy(c);
+    sp_module_destroy(m);
+}
+
 /* Partitioned by -sdy-insert-explicit-reshards and -sdy-reshard-to-collectives,
  * the MLP holds the four sdy.all_reduce ops the implied estimate predicted:
  * the same 4 x 24 KiB over "model", now read from the program. */
@@ -558,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_sp_cost_transformer_data_parallel),
         cmocka_unit_test(test_sp_cost_transformer_tensor_parallel),
         cmocka_unit_test(test_sp_cost_explicit_collective_formulas),
+        cmocka_unit_test(test_sp_cost_size_one_groups_not_counted),
         cmocka_unit_test(test_sp_cost_partitioned_mlp_matches_implied),
         cmocka_unit_test(test_sp_cost_counted_while_loops),
         cmocka_unit_test(test_sp_profile_load_shipped_profiles),
