@@ -57,6 +57,13 @@ typedef struct tens {
     } gained[MAXAX];
     ax repl[MAXAX];
     uint32_t n_repl;
+    /* a manual computation's data-flow edge: cur is the edge's sharding as
+     * the other side sees it (xform 1: a body argument's edge seen with the
+     * in sharding's manual axes in front; 2: a result's edge seen without
+     * its manual axes), and a new sharding goes back through the inverse */
+    uint8_t xform;
+    const sp_sharding *outer; /* the in/out sharding the manual axes come from */
+    const sp_attr *manual;    /* the manual_axes list */
 } tens;
 
 /* ---- propagation state -------------------------------------------------------- */
@@ -87,6 +94,10 @@ typedef struct prop {
     /* data-flow aliases: a block argument of a while body/cond shares the
      * slot of the while result it is a target with (alias[v] = slot) */
     uint32_t *alias;
+    /* per value: the sdy.data_flow_edge whose input it is (an edge owner:
+     * a result of while, case, optimization_barrier, manual or named
+     * computation, or a body argument of the last two), or SP_NONE */
+    uint32_t *edge_of;
     /* sharding groups: members are kept identical (next member in ring) */
     uint32_t *group_next;
     /* rules */
