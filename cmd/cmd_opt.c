@@ -65,7 +65,8 @@ static cm_status run_propagate(sp_module *m, const pass_inv *inv, sp_diags *d, c
     o.conservative = opt_bool(inv, "conservative-propagation");
     o.keep_sharding_rules = opt_bool(inv, "keep-sharding-rules");
     o.debug_sharding_origins = opt_bool(inv, "debug-sharding-origins");
-    o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding");
+    o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding") ||
+                                   opt_bool(inv, "debug-propagation-edge-sharding");
     const char *strat = opt_value(inv, "propagation-strategy");
     if (strat != NULL && strcmp(strat, "basic") == 0) {
         o.aggressive_strategy = false;
@@ -138,7 +139,15 @@ SIMPLE_PASS(run_remove_debug_info, sp_pass_remove_propagation_debug_info(m, err)
 SIMPLE_PASS(run_constraint_to_reshard, sp_pass_sharding_constraint_to_reshard(m, err))
 SIMPLE_PASS(run_remove_sub_axes, sp_pass_remove_sub_axes_in_io(m, err))
 SIMPLE_PASS(run_remove_ag_rs, sp_pass_remove_ag_rs_for_cmv1(m, err))
-SIMPLE_PASS(run_sink_edges, sp_pass_sink_data_flow_edges(m, err))
+
+static cm_status run_sink_edges(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    (void)d;
+    cm_status st = sp_prop_debug_info_sink(m, opt_bool(inv, "sink-debug-sharding-origins"),
+                                           opt_bool(inv, "sink-debug-propagation-edge-sharding"),
+                                           err);
+    return st != CM_OK ? st : sp_pass_sink_data_flow_edges(m, err);
+}
 SIMPLE_PASS(run_inline_meshes, sp_pass_inline_meshes(m, err))
 
 static cm_status run_resolve_single_device(sp_module *m, const pass_inv *inv, sp_diags *d,
@@ -179,17 +188,27 @@ typedef struct pass_def {
 
 static const char *const populate_opts[] = {"conservative-propagation", NULL};
 
-static const char *const basic_opts[] = {"keep-sharding-rules", "module-dump-directory",
-                                         "conservative-propagation", "debug-sharding-origins",
-                                         "debug-edge-source-sharding", NULL};
-static const char *const aggressive_opts[] = {
-    "keep-sharding-rules",        "module-dump-directory", "conservative-propagation",
-    "debug-sharding-origins",     "debug-edge-source-sharding", "propagation-strategy", NULL};
+static const char *const basic_opts[] = {"keep-sharding-rules",
+                                         "module-dump-directory",
+                                         "conservative-propagation",
+                                         "debug-sharding-origins",
+                                         "debug-edge-source-sharding",
+                                         "debug-propagation-edge-sharding",
+                                         NULL};
+static const char *const aggressive_opts[] = {"keep-sharding-rules",
+                                              "module-dump-directory",
+                                              "conservative-propagation",
+                                              "debug-sharding-origins",
+                                              "debug-edge-source-sharding",
+                                              "debug-propagation-edge-sharding",
+                                              "propagation-strategy",
+                                              NULL};
 static const char *const priority_opts[] = {"keep-sharding-rules",
                                             "module-dump-directory",
                                             "conservative-propagation",
                                             "debug-sharding-origins",
                                             "debug-edge-source-sharding",
+                                            "debug-propagation-edge-sharding",
                                             "propagation-strategy",
                                             "run-op-priority-propagation",
                                             NULL};
@@ -202,6 +221,11 @@ static const char *const pipeline_opts[] = {"keep-sharding-rules",
                                             "debug-propagation-edge-sharding",
                                             "skip-inline",
                                             NULL};
+
+static const char *const apply_constraints_opts[] = {"debug-sharding-origins",
+                                                     "debug-propagation-edge-sharding", NULL};
+static const char *const sink_edges_opts[] = {"sink-debug-sharding-origins",
+                                              "sink-debug-propagation-edge-sharding", NULL};
 
 static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL};
 
@@ -217,7 +241,7 @@ static const pass_def passes[] = {
     {"sdy-user-priority-propagate", run_user_priority, priority_opts},
     {"sdy-propagation-pipeline", run_pipeline, pipeline_opts},
     {"sdy-lift-inlined-meshes", run_lift, NULL},
-    {"sdy-apply-sharding-constraints", run_apply_constraints, NULL},
+    {"sdy-apply-sharding-constraints", run_apply_constraints, apply_constraints_opts},
     {"sdy-constant-or-scalar-splitter", run_splitter, NULL},
     {"sdy-sharding-group-import", run_group_import, NULL},
     {"sdy-remove-size-one-axes", run_remove_size_one, NULL},
@@ -240,7 +264,7 @@ static const pass_def passes[] = {
     {"sdy-remove-sub-axes-in-input-output-shardings", run_remove_sub_axes, NULL},
     {"sdy-remove-all-gather-reduce-scatter-for-cmv1", run_remove_ag_rs, NULL},
     {"sdy-add-data-flow-edges", run_add_edges, NULL},
-    {"sdy-sink-data-flow-edges", run_sink_edges, NULL},
+    {"sdy-sink-data-flow-edges", run_sink_edges, sink_edges_opts},
     {"sdy-inline-meshes", run_inline_meshes, NULL},
     {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},

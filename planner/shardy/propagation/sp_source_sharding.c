@@ -74,15 +74,18 @@ static uint32_t origin_name(prop *p, const char *prefix, uint32_t k)
     return p->n_origin_names++;
 }
 
-/* Marks every axis of slot's sharding as coming from origin. */
-static void seed_origin(prop *p, uint32_t slot, uint32_t origin)
+/* Marks every axis of s (slot's sharding, or the in/out sharding of a
+ * manual computation for its edge) as coming from origin, unless the axis
+ * already has one; self: origin is slot's own annotation, printed "self". */
+static void seed_origin_of(prop *p, uint32_t slot, const sp_sharding *s, uint32_t origin, bool self)
 {
-    const sp_sharding *s = p->sh[slot];
     const meshent *e = sp_prop_mesh_of(p, s);
     if (s == NULL || e == NULL || e->is_empty || origin == SP_NONE) {
         return;
     }
-    p->origin_self[slot] = origin;
+    if (self) {
+        p->origin_self[slot] = origin;
+    }
     for (uint32_t d = 0; d < s->rank; d++) {
         for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
             ax a;
@@ -90,6 +93,80 @@ static void seed_origin(prop *p, uint32_t slot, uint32_t origin)
                 sp_prop_origin_add(p, slot, a.axis, origin);
             }
         }
+    }
+}
+
+static void seed_origin(prop *p, uint32_t slot, uint32_t origin)
+{
+    seed_origin_of(p, slot, p->sh[slot], origin, true);
+}
+
+/* The manual computations with data-flow edges in Shardy's walk order
+ * (post-order: nested ones first), numbered from *n: "mc_N". */
+static void seed_manual(prop *p, uint32_t block, uint32_t *n)
+{
+    sp_module *m = p->m;
+    for (uint32_t i = 0; i < m->blocks[block].n_ops && p->st == CM_OK; i++) {
+        uint32_t id = m->blocks[block].ops[i];
+        const sp_op *op = &m->ops[id];
+        for (uint32_t r = 0; r < op->n_regions; r++) {
+            for (uint32_t b = 0; b < op->regions[r].n_blocks; b++) {
+                seed_manual(p, op->regions[r].blocks[b], n);
+            }
+        }
+        op = &m->ops[id];
+        if (op->kind != SP_OP_SDY_MANUAL_COMPUTATION || op->n_regions != 1 ||
+            op->regions[0].n_blocks != 1) {
+            continue;
+        }
+        const sp_attr *ins = sp_op_attr(m, id, "in_shardings");
+        const sp_attr *outs = sp_op_attr(m, id, "out_shardings");
+        const sp_block *body = &m->blocks[op->regions[0].blocks[0]];
+        bool any = false;
+        for (uint32_t k = 0; k < body->n_args; k++) {
+            any = any || p->edge_of[body->first_arg + k] != SP_NONE;
+        }
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            any = any || p->edge_of[op->first_result + k] != SP_NONE;
+        }
+        if (!any) {
+            continue;
+        }
+        char prefix[48];
+        for (uint32_t k = 0; k < body->n_args && k < op->n_operands; k++) {
+            uint32_t e = p->edge_of[body->first_arg + k];
+            if (e == SP_NONE || ins == NULL || ins->kind != SP_ATTR_SHARDING_LIST ||
+                k >= ins->u.shardings.n) {
+                continue;
+            }
+            snprintf(prefix, sizeof prefix, "mc_%u_input: ", *n);
+            uint32_t o = origin_name(p, prefix, k);
+            seed_origin_of(p, m->ops[e].first_result, ins->u.shardings.items[k], o, true);
+            uint32_t src = sp_prop_canon_slot(p, op->operands[k]);
+            seed_origin_of(p, src, p->sh[src], o, false);
+        }
+        for (uint32_t k = 0; k < op->n_results; k++) {
+            uint32_t e = p->edge_of[op->first_result + k];
+            if (e == SP_NONE || outs == NULL || outs->kind != SP_ATTR_SHARDING_LIST ||
+                k >= outs->u.shardings.n) {
+                continue;
+            }
+            snprintf(prefix, sizeof prefix, "mc_%u_output: ", *n);
+            seed_origin_of(p, m->ops[e].first_result, outs->u.shardings.items[k],
+                           origin_name(p, prefix, k), true);
+        }
+        snprintf(prefix, sizeof prefix, "mc_%u", *n);
+        sp_attr *nm = sp_attr_new(m, SP_ATTR_STRING);
+        if (nm == NULL || (nm->u.str.s = sp_module_str(m, prefix, strlen(prefix))) == NULL) {
+            sp_prop_oom(p);
+            return;
+        }
+        nm->u.str.len = strlen(prefix);
+        if (sp_op_set_attr(m, id, "sdy.sharding_origin_name", nm) != CM_OK) {
+            sp_prop_oom(p);
+            return;
+        }
+        (*n)++;
     }
 }
 
@@ -113,7 +190,24 @@ cm_status sp_prop_debug_setup(prop *p)
     }
     memset(p->org_head, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
     memset(p->origin_self, 0xff, sizeof(uint32_t) * (p->n_slots + 1u));
+    /* Shardy's order, the first origin of an axis winning: constraints
+     * (and the sharded values they constrain), manual computations (their
+     * edges, and the sharded values they take), function inputs and
+     * outputs */
     uint32_t n_constraints = 0;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT && op->n_results == 1) {
+            uint32_t o = origin_name(p, "constraint_", n_constraints++);
+            seed_origin(p, op->first_result, o);
+            if (op->n_operands == 1) {
+                uint32_t in = sp_prop_canon_slot(p, op->operands[0]);
+                seed_origin_of(p, in, p->sh[in], o, false);
+            }
+        }
+    }
+    uint32_t n_manual = 0;
+    seed_manual(p, m->body, &n_manual);
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         if (p->func_first[i] != SP_NONE) {
@@ -130,17 +224,6 @@ cm_status sp_prop_debug_setup(prop *p)
                 if (p->sh[p->func_first[i] + k] != NULL) {
                     seed_origin(p, p->func_first[i] + k, origin_name(p, "output: ", k));
                 }
-            }
-        } else if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT && op->n_results == 1) {
-            uint32_t o = origin_name(p, "constraint_", n_constraints++);
-            seed_origin(p, op->first_result, o);
-            /* a constraint applied to its input at import (same sharding
-             * object) makes the input come from the constraint too */
-            uint32_t in = sp_prop_canon_slot(p, op->operands[0]);
-            if (op->n_operands == 1 && p->sh[in] != NULL && p->sh[in] == p->sh[op->first_result] &&
-                p->org_head[in] == SP_NONE) {
-                seed_origin(p, in, o);
-                p->origin_self[in] = SP_NONE; /* it is not the constraint itself */
             }
         }
     }
@@ -187,6 +270,16 @@ static sp_attr *origins_dict(prop *p, uint32_t slot, const sp_mesh *mesh)
         d->u.dict.items[--k] = (sp_named_attr){mesh->axes[p->orgs[i].axis].name, v};
     }
     d->u.dict.n = n;
+    /* a dictionary attribute lists its entries by name */
+    for (uint32_t i = 1; i < n; i++) {
+        sp_named_attr x = d->u.dict.items[i];
+        uint32_t j = i;
+        while (j > 0 && strcmp(d->u.dict.items[j - 1].name, x.name) > 0) {
+            d->u.dict.items[j] = d->u.dict.items[j - 1];
+            j--;
+        }
+        d->u.dict.items[j] = x;
+    }
     return d;
 }
 
@@ -327,8 +420,11 @@ cm_status sp_prop_debug_write(prop *p)
             return sp_prop_oom(p);
         }
         for (uint32_t k = 0; k < op->n_results; k++) {
+            /* an edge owner's origins are its edge's */
             uint32_t v = sp_prop_canon_slot(p, op->first_result + k);
-            sp_attr *d = origins_dict(p, v, slot_mesh(p, v));
+            sp_attr *d = p->edge_of[op->first_result + k] != SP_NONE
+                             ? NULL
+                             : origins_dict(p, v, slot_mesh(p, v));
             any = any || d != NULL;
             arr->u.arr.items[k] = d != NULL ? d : sp_attr_new(m, SP_ATTR_DICT);
             if (arr->u.arr.items[k] == NULL) {
@@ -336,11 +432,133 @@ cm_status sp_prop_debug_write(prop *p)
             }
         }
         if (any) {
-            sp_attr *val = op->n_results == 1 ? arr->u.arr.items[0] : arr;
+            /* a constraint or an edge holds one dictionary, any other op one
+             * per result */
+            bool one = op->kind == SP_OP_SDY_SHARDING_CONSTRAINT ||
+                       op->kind == SP_OP_SDY_DATA_FLOW_EDGE;
+            sp_attr *val = one ? arr->u.arr.items[0] : arr;
             if (sp_op_set_attr(m, i, "sdy.sharding_origins", val) != CM_OK) {
                 return sp_prop_oom(p);
             }
         }
     }
     return p->st;
+}
+
+/* ---- sinking the edges' debug information ------------------------------------ */
+
+/* Appends to arr (of cap entries) the debug attribute name of the edge on
+ * each owner first + i (i < n; stride 1), when that edge has one (and, for
+ * propagation edges, when it is not empty). */
+static void edge_debug_collect(const sp_module *m, const uint32_t *edge_of, uint32_t first,
+                               uint32_t n, const char *name, sp_attr **arr, uint32_t *n_arr)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t e = edge_of[first + i];
+        const sp_attr *a = e != SP_NONE ? sp_op_attr(m, e, name) : NULL;
+        if (a != NULL) {
+            arr[(*n_arr)++] = (sp_attr *)(uintptr_t)a;
+        }
+    }
+}
+
+static cm_status set_array(sp_module *m, uint32_t op, const char *name, sp_attr **items,
+                           uint32_t n)
+{
+    sp_attr *a = sp_attr_new(m, SP_ATTR_ARRAY);
+    if (a == NULL) {
+        return CM_ENOMEM;
+    }
+    a->u.arr.items = cm_arena_memdup(&m->arena, items, n + 1u, sizeof *items);
+    if (a->u.arr.items == NULL) {
+        return CM_ENOMEM;
+    }
+    a->u.arr.n = n;
+    return sp_op_set_attr(m, op, name, a);
+}
+
+/* The debug attributes of one data-flow op's edges onto the op. */
+static cm_status sink_op_debug(sp_module *m, const uint32_t *edge_of, uint32_t opid, bool origins,
+                               bool edges)
+{
+    const sp_op *op = &m->ops[opid];
+    uint32_t arg_first = 0, n_args = 0;
+    if ((op->kind == SP_OP_SDY_MANUAL_COMPUTATION || op->kind == SP_OP_SDY_NAMED_COMPUTATION) &&
+        op->n_regions == 1 && op->regions[0].n_blocks == 1) {
+        const sp_block *b = &m->blocks[op->regions[0].blocks[0]];
+        arg_first = b->first_arg;
+        n_args = b->n_args;
+    }
+    uint32_t cap = (n_args > op->n_results ? n_args : op->n_results) + 1u;
+    sp_attr **items = cm_alloc(sizeof *items * cap);
+    if (items == NULL) {
+        return CM_ENOMEM;
+    }
+    cm_status st = CM_OK;
+    static const char *const names[2][2] = {
+        {"sdy.block_arg_sharding_origins", "sdy.result_sharding_origins"},
+        {"sdy.block_arg_propagation_edges", "sdy.result_propagation_edges"}};
+    for (int kind = 0; kind < 2 && st == CM_OK; kind++) {
+        if (!(kind == 0 ? origins : edges)) {
+            continue;
+        }
+        const char *src = kind == 0 ? "sdy.sharding_origins" : "sdy.propagation_edges";
+        for (int side = 0; side < 2 && st == CM_OK; side++) {
+            uint32_t n = 0;
+            op = &m->ops[opid];
+            if (side == 0) {
+                edge_debug_collect(m, edge_of, arg_first, n_args, src, items, &n);
+            } else {
+                edge_debug_collect(m, edge_of, op->first_result, op->n_results, src, items, &n);
+            }
+            st = set_array(m, opid, names[kind][side], items, n);
+        }
+    }
+    cm_free(items);
+    if (st != CM_OK) {
+        return st;
+    }
+    /* attribute dictionaries print by name */
+    sp_op *w = &m->ops[opid];
+    for (uint32_t i = 1; i < w->n_attrs; i++) {
+        sp_named_attr x = w->attrs[i];
+        uint32_t j = i;
+        while (j > 0 && strcmp(w->attrs[j - 1].name, x.name) > 0) {
+            w->attrs[j] = w->attrs[j - 1];
+            j--;
+        }
+        w->attrs[j] = x;
+    }
+    return CM_OK;
+}
+
+cm_status sp_prop_debug_info_sink(sp_module *m, bool origins, bool edges, cm_error *err)
+{
+    if (!origins && !edges) {
+        return CM_OK;
+    }
+    uint32_t *edge_of = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    if (edge_of == NULL) {
+        return cm_error_oom(err);
+    }
+    memset(edge_of, 0xff, sizeof(uint32_t) * (m->n_values + 1u));
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE && op->n_operands == 1 && op->n_results == 1 &&
+            op->parent_block != SP_NONE) {
+            edge_of[op->operands[0]] = i;
+        }
+    }
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < m->n_ops && st == CM_OK; i++) {
+        sp_op_kind k = (sp_op_kind)m->ops[i].kind;
+        if (m->ops[i].parent_block != SP_NONE &&
+            (k == SP_OP_WHILE || k == SP_OP_CASE || k == SP_OP_IF ||
+             k == SP_OP_OPTIMIZATION_BARRIER || k == SP_OP_SDY_MANUAL_COMPUTATION ||
+             k == SP_OP_SDY_NAMED_COMPUTATION)) {
+            st = sink_op_debug(m, edge_of, i, origins, edges);
+        }
+    }
+    cm_free(edge_of);
+    return st == CM_OK ? CM_OK : cm_error_oom(err);
 }
