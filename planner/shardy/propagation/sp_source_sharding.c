@@ -96,6 +96,21 @@ static void seed_origin_of(prop *p, uint32_t slot, const sp_sharding *s, uint32_
     }
 }
 
+/* Operand k of function f's return, or SP_NONE. */
+static uint32_t returned_value(const sp_module *m, uint32_t f, uint32_t k)
+{
+    const sp_op *op = &m->ops[f];
+    if (op->n_regions != 1 || op->regions[0].n_blocks == 0) {
+        return SP_NONE;
+    }
+    const sp_block *b = &m->blocks[op->regions[0].blocks[op->regions[0].n_blocks - 1]];
+    if (b->n_ops == 0) {
+        return SP_NONE;
+    }
+    const sp_op *t = &m->ops[b->ops[b->n_ops - 1]];
+    return t->kind == SP_OP_FUNC_RETURN && k < t->n_operands ? t->operands[k] : SP_NONE;
+}
+
 static void seed_origin(prop *p, uint32_t slot, uint32_t origin)
 {
     seed_origin_of(p, slot, p->sh[slot], origin, true);
@@ -221,8 +236,15 @@ cm_status sp_prop_debug_setup(prop *p)
                 }
             }
             for (uint32_t k = 0; k < ft->n_results; k++) {
-                if (p->sh[p->func_first[i] + k] != NULL) {
-                    seed_origin(p, p->func_first[i] + k, origin_name(p, "output: ", k));
+                uint32_t fs = p->func_first[i] + k;
+                if (p->sh[fs] != NULL) {
+                    uint32_t o = origin_name(p, "output: ", k);
+                    seed_origin(p, fs, o);
+                    /* Shardy keeps a result's origins on the returned value */
+                    uint32_t v = returned_value(m, i, k);
+                    if (v != SP_NONE) {
+                        seed_origin_of(p, sp_prop_canon_slot(p, v), p->sh[fs], o, false);
+                    }
                 }
             }
         }
@@ -240,7 +262,7 @@ cm_status sp_prop_debug_setup(prop *p)
 }
 
 /* {axis = "origin", ...} for a slot, or NULL when it has no origins. */
-static sp_attr *origins_dict(prop *p, uint32_t slot, const sp_mesh *mesh)
+static sp_attr *origins_dict(prop *p, uint32_t slot, uint32_t self, const sp_mesh *mesh)
 {
     uint32_t n = 0;
     for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
@@ -264,7 +286,7 @@ static sp_attr *origins_dict(prop *p, uint32_t slot, const sp_mesh *mesh)
             return NULL;
         }
         const char *o =
-            p->orgs[i].origin == p->origin_self[slot] ? "self" : p->origin_names[p->orgs[i].origin];
+            p->orgs[i].origin == self ? "self" : p->origin_names[p->orgs[i].origin];
         v->u.str.s = o;
         v->u.str.len = strlen(o);
         d->u.dict.items[--k] = (sp_named_attr){mesh->axes[p->orgs[i].axis].name, v};
@@ -389,7 +411,8 @@ cm_status sp_prop_debug_write(prop *p)
                 const sp_block *entry = &m->blocks[op->regions[0].blocks[0]];
                 uint32_t n_args = entry->n_args, first = entry->first_arg;
                 for (uint32_t k = 0; k < n_args; k++) {
-                    sp_attr *d = origins_dict(p, first + k, slot_mesh(p, first + k));
+                    sp_attr *d = origins_dict(p, first + k, p->origin_self[first + k],
+                                              slot_mesh(p, first + k));
                     if (d != NULL &&
                         sp_func_set_arg_attr(m, i, k, "sdy.sharding_origins", d) != CM_OK) {
                         return sp_prop_oom(p);
@@ -397,8 +420,11 @@ cm_status sp_prop_debug_write(prop *p)
                 }
             }
             for (uint32_t k = 0; k < ft->n_results; k++) {
-                uint32_t s = p->func_first[i] + k;
-                sp_attr *d = origins_dict(p, s, slot_mesh(p, s));
+                /* the returned value's origins, its "output: K" shown as
+                 * "self" */
+                uint32_t s = p->func_first[i] + k, v = returned_value(m, i, k);
+                uint32_t from = v != SP_NONE ? sp_prop_canon_slot(p, v) : s;
+                sp_attr *d = origins_dict(p, from, p->origin_self[s], slot_mesh(p, s));
                 if (d != NULL &&
                     sp_func_set_result_attr(m, i, k, "sdy.sharding_origins", d) != CM_OK) {
                     return sp_prop_oom(p);
@@ -424,7 +450,7 @@ cm_status sp_prop_debug_write(prop *p)
             uint32_t v = sp_prop_canon_slot(p, op->first_result + k);
             sp_attr *d = p->edge_of[op->first_result + k] != SP_NONE
                              ? NULL
-                             : origins_dict(p, v, slot_mesh(p, v));
+                             : origins_dict(p, v, p->origin_self[v], slot_mesh(p, v));
             any = any || d != NULL;
             arr->u.arr.items[k] = d != NULL ? d : sp_attr_new(m, SP_ATTR_DICT);
             if (arr->u.arr.items[k] == NULL) {
