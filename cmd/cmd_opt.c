@@ -125,6 +125,7 @@ SIMPLE_PASS(run_group_import, sp_pass_sharding_group_import(m, d, err))
 SIMPLE_PASS(run_remove_size_one, sp_pass_remove_size_one_axes(m, err))
 SIMPLE_PASS(run_pre_order_funcs, sp_pass_pre_order_funcs(m, err))
 SIMPLE_PASS(run_add_edges, sp_pass_add_data_flow_edges(m, err))
+SIMPLE_PASS(run_manual_axes_cleanup, sp_pass_manual_axes_cleanup(m, d, err))
 SIMPLE_PASS(run_remove_groups, sp_pass_remove_sharding_groups(m, err))
 SIMPLE_PASS(run_merger, sp_pass_constant_merger(m, err))
 SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
@@ -264,6 +265,7 @@ static const pass_def passes[] = {
     {"sdy-remove-sub-axes-in-input-output-shardings", run_remove_sub_axes, NULL},
     {"sdy-remove-all-gather-reduce-scatter-for-cmv1", run_remove_ag_rs, NULL},
     {"sdy-add-data-flow-edges", run_add_edges, NULL},
+    {"sdy-manual-axes-cleanup", run_manual_axes_cleanup, NULL},
     {"sdy-sink-data-flow-edges", run_sink_edges, sink_edges_opts},
     {"sdy-inline-meshes", run_inline_meshes, NULL},
     {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},
