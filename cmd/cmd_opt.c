@@ -709,6 +709,8 @@ int cmd_opt(int argc, char **argv, FILE *out, FILE *errs)
             if (is_split_line(p, eol) || eol == end) {
                 const char *stop = eol == end && !is_split_line(p, eol) ? end : p;
                 ok = run_chunk(cfg, chunk, (size_t)(stop - chunk), chunk_line, &printed) && ok;
+                /* a chunk's output before the next chunk's diagnostics (2>&1) */
+                fflush(cfg->out);
                 chunk = eol + 1;
                 chunk_line = line + 1;
             }
