@@ -1909,7 +1909,14 @@ static cm_status write_back(prop *p)
  * pushed; any op whose tensors change is pushed again as usual. */
 void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, bool only_others)
 {
-    for (uint32_t i = 0; i < n_order; i++) {
+    /* as Shardy, function results first reach the values returned, then
+     * the worklist runs in program order (the last op pushed runs first) */
+    for (uint32_t i = 0; i < n_order && p->st == CM_OK; i++) {
+        if (p->m->ops[order[i]].kind == SP_OP_FUNC_RETURN) {
+            step_op(p, order[i]);
+        }
+    }
+    for (uint32_t i = n_order; i-- > 0;) {
         if (!only_others || !sp_prop_is_pass_through(&p->m->ops[order[i]])) {
             enqueue(p, order[i]);
         }
