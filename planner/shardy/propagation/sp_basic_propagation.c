@@ -670,6 +670,23 @@ static void slot_changed(prop *p, uint32_t slot)
 
 static sp_sharding *edge_view_back(prop *p, const tens *t, sp_sharding *ns);
 
+/* The axis of s that holds gained sub-axis g: g itself, or the axis it was
+ * merged into with its neighbour when the dims were built (Shardy merges
+ * the sub-axes of consecutive factors of a dim before recording them). */
+static ax merged_axis(const sp_mesh *mesh, const sp_sharding *s, ax g)
+{
+    for (uint32_t d = 0; s != NULL && d < s->rank; d++) {
+        for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
+            ax a;
+            if (ax_from_ref(mesh, &s->dims[d].axes[i], &a) && a.axis == g.axis &&
+                a.pre <= g.pre && g.pre * g.size <= a.pre * a.size) {
+                return a;
+            }
+        }
+    }
+    return g;
+}
+
 /* Propagates among the n tensors in p->ts along rule r. */
 static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir d)
 {
@@ -755,6 +772,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         if (ns != NULL) {
             ns = intern_sharding(p, ns);
         }
+        const sp_sharding *built = ns;
         if (ns != NULL && ts[i].xform != 0) {
             ns = edge_view_back(p, &ts[i], ns);
         }
@@ -765,12 +783,13 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         p->sh[ts[i].slot] = ns;
         for (uint32_t k = 0; k < ts[i].n_gained; k++) {
             const tens *src = &ts[ts[i].gained[k].src];
+            ax g = ts[i].gained[k].a;
             if (p->org_head != NULL) {
-                sp_prop_origin_add(p, ts[i].slot, ts[i].gained[k].axis,
-                                   sp_prop_origin_of(p, src->slot, ts[i].gained[k].axis));
+                sp_prop_origin_add(p, ts[i].slot, merged_axis(mesh, built, g),
+                                   sp_prop_origin_of(p, src->slot, g));
             }
             if (p->edge_head != NULL) {
-                sp_prop_edge_add(p, op, ts[i].gained[k].axis, src, &ts[i]);
+                sp_prop_edge_add(p, op, g.axis, src, &ts[i]);
             }
         }
         slot_changed(p, ts[i].slot);

@@ -52,8 +52,8 @@ typedef struct tens {
     const struct meshent *me; /* sp_prop_mesh_of(cur) */
     uint32_t n_gained;        /* axes this step adds, for debug origins and edges */
     struct {
-        uint32_t axis; /* mesh axis index */
-        uint32_t src;  /* tensor index the axis came from */
+        ax a;         /* the (sub-)axis gained */
+        uint32_t src; /* tensor index the axis came from */
     } gained[MAXAX];
     ax repl[MAXAX];
     uint32_t n_repl;
@@ -122,10 +122,11 @@ typedef struct prop {
     int user_priority; /* -1: no user priorities */
     bool aggressive;
     uint64_t steps;
-    /* debug-sharding-origins: per slot a list of (axis, origin) */
+    /* debug-sharding-origins: per slot a list of ((sub-)axis, origin) */
     uint32_t *org_head;
     struct org {
-        uint32_t axis, origin, next;
+        ax a;
+        uint32_t origin, next;
     } * orgs;
     uint32_t n_orgs, cap_orgs;
     const char **origin_names;
@@ -287,10 +288,13 @@ cm_status sp_prop_groups_setup(prop *p);
 /* Allocates the origin and edge lists the debug options ask for and seeds
  * the origins of annotated inputs, outputs and constraints. Errors: CM_ENOMEM. */
 cm_status sp_prop_debug_setup(prop *p);
-/* The origin of mesh axis `axis` in slot's sharding, or SP_NONE. */
-uint32_t sp_prop_origin_of(const prop *p, uint32_t slot, uint32_t axis);
-/* Records that axis of slot's sharding came from origin (kept: the first). */
-void sp_prop_origin_add(prop *p, uint32_t slot, uint32_t axis, uint32_t origin);
+/* The origin of (sub-)axis a in slot's sharding: the one recorded for a, or
+ * else for an axis containing a or contained in it (a split or merged axis);
+ * SP_NONE when none. */
+uint32_t sp_prop_origin_of(const prop *p, uint32_t slot, ax a);
+/* Records that (sub-)axis a of slot's sharding came from origin (kept: the
+ * first). */
+void sp_prop_origin_add(prop *p, uint32_t slot, ax a, uint32_t origin);
 /* Gives slot `to` the origins of slot `from` (sharding-group members). */
 void sp_prop_origins_copy(prop *p, uint32_t from, uint32_t to);
 /* Records that op's current step moved axis from tensor src to dst. */

@@ -15,30 +15,49 @@ void sp_prop_origins_copy(prop *p, uint32_t from, uint32_t to)
         return;
     }
     for (uint32_t i = p->org_head[from]; i != SP_NONE; i = p->orgs[i].next) {
-        sp_prop_origin_add(p, to, p->orgs[i].axis, p->orgs[i].origin);
+        sp_prop_origin_add(p, to, p->orgs[i].a, p->orgs[i].origin);
     }
 }
 
-uint32_t sp_prop_origin_of(const prop *p, uint32_t slot, uint32_t axis)
+/* Does sub-axis a contain b? */
+static bool ax_contains(ax a, ax b)
+{
+    return a.axis == b.axis && a.pre <= b.pre && b.pre * b.size <= a.pre * a.size;
+}
+
+uint32_t sp_prop_origin_of(const prop *p, uint32_t slot, ax a)
 {
     for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
-        if (p->orgs[i].axis == axis) {
+        if (ax_eq(p->orgs[i].a, a)) {
             return p->orgs[i].origin;
         }
     }
-    return SP_NONE;
+    /* split or merged: the first recorded axis containing a or contained in
+     * it (the list is newest first) */
+    uint32_t found = SP_NONE;
+    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
+        if (ax_contains(p->orgs[i].a, a) || ax_contains(a, p->orgs[i].a)) {
+            found = p->orgs[i].origin;
+        }
+    }
+    return found;
 }
 
-void sp_prop_origin_add(prop *p, uint32_t slot, uint32_t axis, uint32_t origin)
+void sp_prop_origin_add(prop *p, uint32_t slot, ax a, uint32_t origin)
 {
-    if (origin == SP_NONE || sp_prop_origin_of(p, slot, axis) != SP_NONE) {
+    if (origin == SP_NONE) {
         return;
+    }
+    for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
+        if (ax_eq(p->orgs[i].a, a)) {
+            return;
+        }
     }
     if (CM_GROW_U32(p->orgs, p->cap_orgs, p->n_orgs + 1, NULL) != CM_OK) {
         sp_prop_oom(p);
         return;
     }
-    p->orgs[p->n_orgs] = (struct org){axis, origin, p->org_head[slot]};
+    p->orgs[p->n_orgs] = (struct org){a, origin, p->org_head[slot]};
     p->org_head[slot] = p->n_orgs++;
 }
 
@@ -90,7 +109,7 @@ static void seed_origin_of(prop *p, uint32_t slot, const sp_sharding *s, uint32_
         for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
             ax a;
             if (ax_from_ref(e->mesh, &s->dims[d].axes[i], &a)) {
-                sp_prop_origin_add(p, slot, a.axis, origin);
+                sp_prop_origin_add(p, slot, a, origin);
             }
         }
     }
@@ -282,14 +301,25 @@ static sp_attr *origins_dict(prop *p, uint32_t slot, uint32_t self, const sp_mes
     uint32_t k = n;
     for (uint32_t i = p->org_head[slot]; i != SP_NONE; i = p->orgs[i].next) {
         sp_attr *v = sp_attr_new(p->m, SP_ATTR_STRING);
-        if (v == NULL || p->orgs[i].axis >= mesh->n_axes) {
+        ax a = p->orgs[i].a;
+        if (v == NULL || a.axis >= mesh->n_axes) {
             return NULL;
         }
         const char *o =
             p->orgs[i].origin == self ? "self" : p->origin_names[p->orgs[i].origin];
         v->u.str.s = o;
         v->u.str.len = strlen(o);
-        d->u.dict.items[--k] = (sp_named_attr){mesh->axes[p->orgs[i].axis].name, v};
+        /* the axis as Shardy prints it without quotes: a, or a:(2)4 */
+        const char *key = mesh->axes[a.axis].name;
+        if (a.pre != 1 || a.size != mesh->axes[a.axis].size) {
+            char buf[160];
+            snprintf(buf, sizeof buf, "%s:(%lld)%lld", key, (long long)a.pre, (long long)a.size);
+            key = sp_module_str(p->m, buf, strlen(buf));
+            if (key == NULL) {
+                return NULL;
+            }
+        }
+        d->u.dict.items[--k] = (sp_named_attr){key, v};
     }
     d->u.dict.n = n;
     /* a dictionary attribute lists its entries by name */
