@@ -623,9 +623,13 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
 
 /* ---- worklist ------------------------------------------------------------------------ */
 
+/* Pushes op on the worklist, unless it is there already, is the op being
+ * stepped (Shardy does not wake the op it just propagated through), or is
+ * a return (function results are propagated before and after the worklist,
+ * as Shardy's propagateFuncResults). */
 static void enqueue(prop *p, uint32_t op)
 {
-    if (op == SP_NONE || p->queued[op]) {
+    if (op == SP_NONE || p->queued[op] || op == p->cur_op) {
         return;
     }
     if (CM_GROW_U32(p->queue, p->q_cap, p->q_len + 1, NULL) != CM_OK) {
@@ -644,7 +648,9 @@ static void notify(prop *p, uint32_t slot)
             enqueue(p, v->def);
         }
     }
-    for (uint32_t i = p->users.start[slot]; i < p->users.start[slot + 1]; i++) {
+    /* last user first, as MLIR walks a use list (newest use first); the
+     * stack then runs the first user first */
+    for (uint32_t i = p->users.start[slot + 1]; i-- > p->users.start[slot];) {
         enqueue(p, p->users.items[i]);
     }
 }
@@ -746,6 +752,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         sp_prop_aggressive_factor_propagate(p, r, n, d);
     }
     /* write back changed tensors */
+    bool any_written = false;
     for (uint32_t i = 0; i < n; i++) {
         if (!ts[i].changed) {
             continue;
@@ -789,10 +796,14 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
                                    sp_prop_origin_of(p, src->slot, g));
             }
             if (p->edge_head != NULL) {
-                sp_prop_edge_add(p, op, g.axis, src, &ts[i]);
+                sp_prop_edge_add(p, op, mesh, merged_axis(mesh, built, g), src, &ts[i]);
             }
         }
         slot_changed(p, ts[i].slot);
+        any_written = true;
+    }
+    if (any_written) {
+        p->edge_step++;
     }
 }
 
@@ -1929,9 +1940,11 @@ static cm_status write_back(prop *p)
 void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, bool only_others)
 {
     /* as Shardy, function results first reach the values returned, then
-     * the worklist runs in program order (the last op pushed runs first) */
+     * the worklist runs in program order (the last op pushed runs first),
+     * then the values returned reach the function results */
     for (uint32_t i = 0; i < n_order && p->st == CM_OK; i++) {
         if (p->m->ops[order[i]].kind == SP_OP_FUNC_RETURN) {
+            p->cur_op = order[i];
             step_op(p, order[i]);
         }
     }
@@ -1946,6 +1959,7 @@ void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, b
         /* LIFO, like MLIR's greedy driver: the last op pushed runs first */
         uint32_t op = p->queue[--p->q_len];
         p->queued[op] = 0;
+        p->cur_op = op;
         step_op(p, op);
         if (++count > limit) {
             sp_diags_add(p->diags, p->m, op, SP_DIAG_WARNING,
@@ -1954,6 +1968,13 @@ void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, b
             break;
         }
     }
+    for (uint32_t i = 0; i < n_order && p->st == CM_OK; i++) {
+        if (p->m->ops[order[i]].kind == SP_OP_FUNC_RETURN) {
+            p->cur_op = order[i];
+            step_op(p, order[i]);
+        }
+    }
+    p->cur_op = SP_NONE;
     p->q_len = 0;
     memset(p->queued, 0, p->m->n_ops);
 }
@@ -1977,6 +1998,7 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     p.op_priority = -1;
     p.np_dir = DIR_BOTH;
     p.user_priority = -1;
+    p.cur_op = SP_NONE;
     cm_arena_init(&p.scratch, 4096);
     cm_map_init(&p.rule_cache, sizeof(struct rc));
     cm_map_init(&p.sh_tab, sizeof(sp_sharding *));

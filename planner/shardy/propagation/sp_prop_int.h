@@ -107,6 +107,7 @@ typedef struct prop {
     uint32_t *queue;
     uint32_t q_len, q_cap;
     uint8_t *queued;
+    uint32_t cur_op; /* the op being stepped (not woken by its own changes), or SP_NONE */
     /* meshes */
     meshent meshes[MAXMESH];
     uint32_t n_meshes;
@@ -135,9 +136,12 @@ typedef struct prop {
     /* debug-edge-source-sharding: per op a list of edges */
     uint32_t *edge_head;
     struct edge {
-        uint32_t step, axis, src, dst, next; /* src/dst: pos | (is_result << 31) */
+        ax a;
+        const sp_mesh *mesh;
+        uint32_t step, src, dst, next; /* src/dst: pos | (is_result << 31) */
     } * edges;
     uint32_t n_edges, cap_edges;
+    uint32_t edge_step; /* Shardy's propagation step: counts the steps that changed a tensor */
     uint32_t n_virtual_ops; /* step counter for edges */
     /* identity rules by (interned dims, rank, tensor count): a direct-mapped
      * cache (a colliding entry replaces the older one). Every constraint,
@@ -297,8 +301,10 @@ uint32_t sp_prop_origin_of(const prop *p, uint32_t slot, ax a);
 void sp_prop_origin_add(prop *p, uint32_t slot, ax a, uint32_t origin);
 /* Gives slot `to` the origins of slot `from` (sharding-group members). */
 void sp_prop_origins_copy(prop *p, uint32_t from, uint32_t to);
-/* Records that op's current step moved axis from tensor src to dst. */
-void sp_prop_edge_add(prop *p, uint32_t op, uint32_t axis, const tens *src, const tens *dst);
+/* Records that op's current step moved (sub-)axis a of mesh from tensor src
+ * to dst. */
+void sp_prop_edge_add(prop *p, uint32_t op, const sp_mesh *mesh, ax a, const tens *src,
+                      const tens *dst);
 /* Writes sdy.sharding_origins, sdy.sharding_origin_name and
  * sdy.propagation_edges. Errors: CM_ENOMEM. */
 cm_status sp_prop_debug_write(prop *p);

@@ -61,7 +61,8 @@ void sp_prop_origin_add(prop *p, uint32_t slot, ax a, uint32_t origin)
     p->org_head[slot] = p->n_orgs++;
 }
 
-void sp_prop_edge_add(prop *p, uint32_t op, uint32_t axis, const tens *src, const tens *dst)
+void sp_prop_edge_add(prop *p, uint32_t op, const sp_mesh *mesh, ax a, const tens *src,
+                      const tens *dst)
 {
     if (op == SP_NONE) {
         return;
@@ -72,7 +73,7 @@ void sp_prop_edge_add(prop *p, uint32_t op, uint32_t axis, const tens *src, cons
     }
     uint32_t sref = src->pos | (src->is_result ? 1u << 31 : 0);
     uint32_t dref = dst->pos | (dst->is_result ? 1u << 31 : 0);
-    p->edges[p->n_edges] = (struct edge){(uint32_t)p->steps, axis, sref, dref, p->edge_head[op]};
+    p->edges[p->n_edges] = (struct edge){a, mesh, p->edge_step, sref, dref, p->edge_head[op]};
     p->edge_head[op] = p->n_edges++;
 }
 
@@ -115,8 +116,8 @@ static void seed_origin_of(prop *p, uint32_t slot, const sp_sharding *s, uint32_
     }
 }
 
-/* Operand k of function f's return, or SP_NONE. */
-static uint32_t returned_value(const sp_module *m, uint32_t f, uint32_t k)
+/* Function f's return op, or SP_NONE. */
+static uint32_t returned_op(const sp_module *m, uint32_t f)
 {
     const sp_op *op = &m->ops[f];
     if (op->n_regions != 1 || op->regions[0].n_blocks == 0) {
@@ -126,8 +127,15 @@ static uint32_t returned_value(const sp_module *m, uint32_t f, uint32_t k)
     if (b->n_ops == 0) {
         return SP_NONE;
     }
-    const sp_op *t = &m->ops[b->ops[b->n_ops - 1]];
-    return t->kind == SP_OP_FUNC_RETURN && k < t->n_operands ? t->operands[k] : SP_NONE;
+    uint32_t t = b->ops[b->n_ops - 1];
+    return m->ops[t].kind == SP_OP_FUNC_RETURN ? t : SP_NONE;
+}
+
+/* Operand k of function f's return, or SP_NONE. */
+static uint32_t returned_value(const sp_module *m, uint32_t f, uint32_t k)
+{
+    uint32_t t = returned_op(m, f);
+    return t != SP_NONE && k < m->ops[t].n_operands ? m->ops[t].operands[k] : SP_NONE;
 }
 
 static void seed_origin(prop *p, uint32_t slot, uint32_t origin)
@@ -347,57 +355,125 @@ static void edge_ref(cm_buf *b, uint32_t ref)
     cm_buf_put_i64(b, ref & 0x7fffffffu);
 }
 
-/* `#sdy.propagation_edges<[{step_index = N, axis_entries = [{axis_name = "a",
- * source = operand-0, targets = [result-0]}]}]>` for one op. */
-static sp_attr *edges_attr(prop *p, uint32_t op, const sp_mesh *mesh)
+/* The name of (sub-)axis a as Shardy prints an axis: "c" or "c":(1)2. */
+static void edge_axis(cm_buf *b, const struct edge *e)
 {
-    if (p->edge_head[op] == SP_NONE || mesh == NULL) {
-        return NULL;
+    const sp_mesh_axis *ma = &e->mesh->axes[e->a.axis];
+    cm_buf_puts(b, "\"");
+    cm_buf_puts(b, ma->name);
+    cm_buf_puts(b, "\"");
+    if (e->a.pre != 1 || e->a.size != ma->size) {
+        cm_buf_puts(b, ":(");
+        cm_buf_put_i64(b, e->a.pre);
+        cm_buf_puts(b, ")");
+        cm_buf_put_i64(b, e->a.size);
     }
-    /* the list is newest first: collect and walk it backwards */
+}
+
+static bool edge_same_axis(const struct edge *x, const struct edge *y)
+{
+    return ax_eq(x->a, y->a) && strcmp(x->mesh->axes[x->a.axis].name,
+                                       y->mesh->axes[y->a.axis].name) == 0;
+}
+
+/* Does edge x come before y in the printed attribute: by step, then axis
+ * name, then source; targets by kind (operands first) and number. */
+static bool edge_before(const struct edge *x, const struct edge *y)
+{
+    if (x->step != y->step) {
+        return x->step < y->step;
+    }
+    int c = strcmp(x->mesh->axes[x->a.axis].name, y->mesh->axes[y->a.axis].name);
+    if (c != 0) {
+        return c < 0;
+    }
+    if (!ax_eq(x->a, y->a)) {
+        return x->a.pre < y->a.pre || (x->a.pre == y->a.pre && x->a.size < y->a.size);
+    }
+    if (x->src != y->src) {
+        return x->src < y->src;
+    }
+    return x->dst < y->dst;
+}
+
+/* `#sdy.propagation_edges<[{step-N = [{"a" = operand-0 -> [result-0]}]}]>`
+ * for the edges of the ops ops[0..n_ops) (Shardy's createPropagationEdges:
+ * an axis moved between the same source and target keeps its first step;
+ * per step, one entry per axis and source with its targets); NULL when
+ * there are none. */
+static sp_attr *edges_attr(prop *p, const uint32_t *ops, uint32_t n_ops)
+{
     uint32_t n = 0;
-    for (uint32_t i = p->edge_head[op]; i != SP_NONE; i = p->edges[i].next) {
-        n++;
+    for (uint32_t o = 0; o < n_ops; o++) {
+        for (uint32_t i = p->edge_head[ops[o]]; i != SP_NONE; i = p->edges[i].next) {
+            n++;
+        }
     }
-    uint32_t *idx = cm_alloc(sizeof(uint32_t) * n);
-    if (idx == NULL) {
+    if (n == 0) {
         return NULL;
     }
-    uint32_t k = n;
-    for (uint32_t i = p->edge_head[op]; i != SP_NONE; i = p->edges[i].next) {
-        idx[--k] = i;
+    struct edge *es = cm_alloc(sizeof *es * n);
+    if (es == NULL) {
+        return NULL;
+    }
+    uint32_t k = 0;
+    for (uint32_t o = 0; o < n_ops; o++) {
+        for (uint32_t i = p->edge_head[ops[o]]; i != SP_NONE; i = p->edges[i].next) {
+            const struct edge *e = &p->edges[i];
+            /* the same axis, source and target: the earliest step */
+            uint32_t j = 0;
+            while (j < k && !(edge_same_axis(&es[j], e) && es[j].src == e->src &&
+                              es[j].dst == e->dst)) {
+                j++;
+            }
+            if (j == k) {
+                es[k++] = *e;
+            } else if (e->step < es[j].step) {
+                es[j].step = e->step;
+            }
+        }
+    }
+    n = k;
+    for (uint32_t i = 1; i < n; i++) {
+        struct edge x = es[i];
+        uint32_t j = i;
+        while (j > 0 && edge_before(&x, &es[j - 1])) {
+            es[j] = es[j - 1];
+            j--;
+        }
+        es[j] = x;
     }
     cm_buf b;
     cm_buf_init(&b);
     cm_buf_puts(&b, "#sdy.propagation_edges<[");
     for (uint32_t a = 0; a < n;) {
-        uint32_t step = p->edges[idx[a]].step;
-        cm_buf_puts(&b, a > 0 ? ", {step_index = " : "{step_index = ");
+        uint32_t step = es[a].step;
+        cm_buf_puts(&b, a > 0 ? ", {step-" : "{step-");
         cm_buf_put_i64(&b, step);
-        cm_buf_puts(&b, ", axis_entries = [");
+        cm_buf_puts(&b, " = [");
         uint32_t first = a;
-        while (a < n && p->edges[idx[a]].step == step) {
-            const struct edge *e = &p->edges[idx[a]];
-            /* merge the targets of the same axis and source */
-            if (a > first && p->edges[idx[a - 1]].axis == e->axis &&
-                p->edges[idx[a - 1]].src == e->src) {
-                b.len -= 2; /* reopen the targets list: drop "]}" */
-                cm_buf_puts(&b, ", ");
-            } else {
-                cm_buf_puts(&b, a > first ? ", {axis_name = \"" : "{axis_name = \"");
-                cm_buf_puts(&b, e->axis < mesh->n_axes ? mesh->axes[e->axis].name : "?");
-                cm_buf_puts(&b, "\", source = ");
-                edge_ref(&b, e->src);
-                cm_buf_puts(&b, ", targets = [");
+        while (a < n && es[a].step == step) {
+            const struct edge *e = &es[a];
+            cm_buf_puts(&b, a > first ? ", {" : "{");
+            edge_axis(&b, e);
+            cm_buf_puts(&b, " = ");
+            edge_ref(&b, e->src);
+            cm_buf_puts(&b, " -> [");
+            uint32_t t = a;
+            while (a < n && es[a].step == step && edge_same_axis(&es[a], e) &&
+                   es[a].src == e->src) {
+                if (a > t) {
+                    cm_buf_puts(&b, ", ");
+                }
+                edge_ref(&b, es[a].dst);
+                a++;
             }
-            edge_ref(&b, e->dst);
             cm_buf_puts(&b, "]}");
-            a++;
         }
         cm_buf_puts(&b, "]}");
     }
     cm_buf_puts(&b, "]>");
-    cm_free(idx);
+    cm_free(es);
     sp_attr *at = b.oom ? NULL : sp_attr_new(p->m, SP_ATTR_OPAQUE);
     if (at != NULL) {
         at->u.opaque.text = sp_module_str(p->m, b.data, b.len);
@@ -412,9 +488,19 @@ cm_status sp_prop_debug_write(prop *p)
     uint32_t n_constraints = 0;
     for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
         const sp_op *op = &m->ops[i];
-        if (p->edge_head != NULL && op->n_results > 0) {
-            sp_attr *e = edges_attr(p, i, slot_mesh(p, op->first_result));
+        if (p->edge_head != NULL && op->n_results > 0 && op->kind != SP_OP_FUNC_RETURN) {
+            sp_attr *e = edges_attr(p, &i, 1);
             if (e != NULL && sp_op_set_attr(m, i, "sdy.propagation_edges", e) != CM_OK) {
+                return sp_prop_oom(p);
+            }
+        }
+        /* a function's return steps: on its result 0, as Shardy keys them
+         * by the step's tensor number, which is 0 for each result */
+        if (p->edge_head != NULL && p->func_first[i] != SP_NONE &&
+            sp_func_type(m, i)->n_results > 0) {
+            uint32_t ret = returned_op(m, i);
+            sp_attr *e = ret != SP_NONE ? edges_attr(p, &ret, 1) : NULL;
+            if (e != NULL && sp_func_set_result_attr(m, i, 0, "sdy.propagation_edges", e) != CM_OK) {
                 return sp_prop_oom(p);
             }
         }
