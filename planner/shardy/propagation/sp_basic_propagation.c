@@ -629,7 +629,8 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
  * as Shardy's propagateFuncResults). */
 static void enqueue(prop *p, uint32_t op)
 {
-    if (op == SP_NONE || p->queued[op] || op == p->cur_op) {
+    if (op == SP_NONE || p->queued[op] || op == p->cur_op ||
+        p->m->ops[op].kind == SP_OP_FUNC_RETURN) {
         return;
     }
     if (CM_GROW_U32(p->queue, p->q_cap, p->q_len + 1, NULL) != CM_OK) {
@@ -1933,6 +1934,18 @@ static cm_status write_back(prop *p)
     return p->st;
 }
 
+/* Steps every function's return op once (Shardy's propagateFuncResults). */
+static void returns_step(prop *p)
+{
+    for (uint32_t i = 0; i < p->m->n_ops && p->st == CM_OK; i++) {
+        if (p->m->ops[i].kind == SP_OP_FUNC_RETURN) {
+            p->cur_op = i;
+            step_op(p, i);
+        }
+    }
+    p->cur_op = SP_NONE;
+}
+
 /* Runs the worklist to a fixed point over ops (in program order first). In
  * op-priority rounds after the first, pass-through ops start at their fixed
  * point (they do the same work in every round), so only the others are
@@ -1941,13 +1954,9 @@ void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, b
 {
     /* as Shardy, function results first reach the values returned, then
      * the worklist runs in program order (the last op pushed runs first),
-     * then the values returned reach the function results */
-    for (uint32_t i = 0; i < n_order && p->st == CM_OK; i++) {
-        if (p->m->ops[order[i]].kind == SP_OP_FUNC_RETURN) {
-            p->cur_op = order[i];
-            step_op(p, order[i]);
-        }
-    }
+     * then the values returned reach the function results; returns are not
+     * on the worklist */
+    returns_step(p);
     for (uint32_t i = n_order; i-- > 0;) {
         if (!only_others || !sp_prop_is_pass_through(&p->m->ops[order[i]])) {
             enqueue(p, order[i]);
@@ -1968,13 +1977,7 @@ void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, b
             break;
         }
     }
-    for (uint32_t i = 0; i < n_order && p->st == CM_OK; i++) {
-        if (p->m->ops[order[i]].kind == SP_OP_FUNC_RETURN) {
-            p->cur_op = order[i];
-            step_op(p, order[i]);
-        }
-    }
-    p->cur_op = SP_NONE;
+    returns_step(p);
     p->q_len = 0;
     memset(p->queued, 0, p->m->n_ops);
 }
