@@ -119,7 +119,13 @@ static cm_status run_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d, cm
         return call;                                                                               \
     }
 SIMPLE_PASS(run_lift, sp_pass_lift_inlined_meshes(m, err))
-SIMPLE_PASS(run_apply_constraints, sp_pass_apply_sharding_constraints(m, err))
+static cm_status run_apply_constraints(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                       cm_error *err)
+{
+    (void)d;
+    return sp_pass_apply_sharding_constraints_debug(
+        m, opt_bool(inv, "debug-propagation-edge-sharding"), err);
+}
 SIMPLE_PASS(run_splitter, sp_pass_constant_splitter(m, err))
 SIMPLE_PASS(run_group_import, sp_pass_sharding_group_import(m, d, err))
 SIMPLE_PASS(run_remove_size_one, sp_pass_remove_size_one_axes(m, err))

@@ -24,6 +24,11 @@ cm_status sp_pass_lift_inlined_meshes(sp_module *m, cm_error *err);
  * value dictates the value's sharding; uses after the last constraint of a
  * chain are redirected to it. Errors: CM_ENOMEM. */
 cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err);
+/* The same with debug-propagation-edge-sharding: each constraint applied
+ * to its input is a propagation step (numbered after the module's existing
+ * sdy.propagation_edges), saved as the constraint's sdy.propagation_edges.
+ * Errors: CM_ENOMEM. */
+cm_status sp_pass_apply_sharding_constraints_debug(sp_module *m, bool debug_edges, cm_error *err);
 /* -sdy-constant-or-scalar-splitter: constant sub-computations and scalar
  * broadcasts get one copy per use. Errors: CM_ENOMEM. */
 cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err);

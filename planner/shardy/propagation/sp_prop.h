@@ -62,4 +62,10 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
  * off. Errors: CM_ENOMEM. */
 cm_status sp_prop_debug_info_sink(sp_module *m, bool origins, bool edges, cm_error *err);
 
+/* The step after the highest `step-N` of the module's sdy.propagation_edges
+ * (op attributes and function result attributes), 0 when there are none:
+ * where a pass recording propagation edges starts counting (Shardy's
+ * maximumPropagationStep + 1). */
+int64_t sp_prop_debug_next_step(const sp_module *m);
+
 #endif /* SP_PROP_H */

@@ -216,6 +216,8 @@ cm_status sp_prop_debug_setup(prop *p)
 {
     sp_module *m = p->m;
     if (p->o->debug_edge_source_sharding) {
+        int64_t first = sp_prop_debug_next_step(m);
+        p->edge_step = first < UINT32_MAX ? (uint32_t)first : 0;
         p->edge_head = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
         if (p->edge_head == NULL) {
             return sp_prop_oom(p);
@@ -703,4 +705,48 @@ cm_status sp_prop_debug_info_sink(sp_module *m, bool origins, bool edges, cm_err
     }
     cm_free(edge_of);
     return st == CM_OK ? CM_OK : cm_error_oom(err);
+}
+
+/* ---- the step to start from ------------------------------------------------- */
+
+/* The highest `step-N` in an sdy.propagation_edges attribute, or -1. */
+static int64_t max_step_in(const sp_attr *a)
+{
+    int64_t best = -1;
+    if (a == NULL || a->kind != SP_ATTR_OPAQUE || a->u.opaque.text == NULL) {
+        return best;
+    }
+    for (const char *t = strstr(a->u.opaque.text, "{step-"); t != NULL;
+         t = strstr(t + 1, "{step-")) {
+        int64_t v = 0;
+        const char *d = t + 6;
+        while (*d >= '0' && *d <= '9' && v < INT64_MAX / 10) {
+            v = v * 10 + (*d++ - '0');
+        }
+        if (v > best) {
+            best = v;
+        }
+    }
+    return best;
+}
+
+int64_t sp_prop_debug_next_step(const sp_module *m)
+{
+    int64_t best = -1;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        int64_t s = max_step_in(sp_attrs_get(op->attrs, op->n_attrs, "sdy.propagation_edges"));
+        best = s > best ? s : best;
+        const sp_attr *res = op->kind == SP_OP_FUNC_FUNC
+                                 ? sp_attrs_get(op->attrs, op->n_attrs, "res_attrs")
+                                 : NULL;
+        for (uint32_t k = 0; res != NULL && res->kind == SP_ATTR_ARRAY && k < res->u.arr.n; k++) {
+            const sp_attr *d = res->u.arr.items[k];
+            if (d != NULL && d->kind == SP_ATTR_DICT) {
+                s = max_step_in(sp_attrs_get(d->u.dict.items, d->u.dict.n, "sdy.propagation_edges"));
+                best = s > best ? s : best;
+            }
+        }
+    }
+    return best + 1;
 }
