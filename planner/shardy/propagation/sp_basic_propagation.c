@@ -624,13 +624,14 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
 /* ---- worklist ------------------------------------------------------------------------ */
 
 /* Pushes op on the worklist, unless it is there already, is the op being
- * stepped (Shardy does not wake the op it just propagated through), or is
- * a return (function results are propagated before and after the worklist,
- * as Shardy's propagateFuncResults). */
+ * stepped (Shardy does not wake the op it just propagated through; a
+ * manual computation without edges is, as its boundary takes two steps),
+ * or is a return (function results are propagated before and after the
+ * worklist, as Shardy's propagateFuncResults). */
 static void enqueue(prop *p, uint32_t op)
 {
-    if (op == SP_NONE || p->queued[op] || op == p->cur_op ||
-        p->m->ops[op].kind == SP_OP_FUNC_RETURN) {
+    if (op == SP_NONE || p->queued[op] || p->m->ops[op].kind == SP_OP_FUNC_RETURN ||
+        (op == p->cur_op && p->mc_first[op] == SP_NONE)) {
         return;
     }
     if (CM_GROW_U32(p->queue, p->q_cap, p->q_len + 1, NULL) != CM_OK) {
