@@ -609,8 +609,6 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
             }
         }
     }
-    /* dims hidden by the current user priority keep their real sharding */
-    sp_prop_hidden_dims_restore(p, t->slot, c, s);
     if (c != NULL) {
         s->replicated = c->replicated;
         s->n_replicated = c->n_replicated;
@@ -618,6 +616,8 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
         s->n_unreduced = c->n_unreduced;
         s->reduction = c->reduction;
     }
+    /* dims hidden by the current user priority keep their real sharding */
+    sp_prop_hidden_dims_restore(p, t->slot, c, s);
     return s;
 }
 
