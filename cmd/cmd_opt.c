@@ -65,7 +65,8 @@ static cm_status run_propagate(sp_module *m, const pass_inv *inv, sp_diags *d, c
     o.conservative = opt_bool(inv, "conservative-propagation");
     o.keep_sharding_rules = opt_bool(inv, "keep-sharding-rules");
     o.debug_sharding_origins = opt_bool(inv, "debug-sharding-origins");
-    o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding");
+    o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding") ||
+                                   opt_bool(inv, "debug-propagation-edge-sharding");
     const char *strat = opt_value(inv, "propagation-strategy");
     if (strat != NULL && strcmp(strat, "basic") == 0) {
         o.aggressive_strategy = false;
@@ -118,12 +119,19 @@ static cm_status run_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d, cm
         return call;                                                                               \
     }
 SIMPLE_PASS(run_lift, sp_pass_lift_inlined_meshes(m, err))
-SIMPLE_PASS(run_apply_constraints, sp_pass_apply_sharding_constraints(m, err))
+static cm_status run_apply_constraints(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                       cm_error *err)
+{
+    (void)d;
+    return sp_pass_apply_sharding_constraints_debug(
+        m, opt_bool(inv, "debug-propagation-edge-sharding"), err);
+}
 SIMPLE_PASS(run_splitter, sp_pass_constant_splitter(m, err))
 SIMPLE_PASS(run_group_import, sp_pass_sharding_group_import(m, d, err))
 SIMPLE_PASS(run_remove_size_one, sp_pass_remove_size_one_axes(m, err))
 SIMPLE_PASS(run_pre_order_funcs, sp_pass_pre_order_funcs(m, err))
 SIMPLE_PASS(run_add_edges, sp_pass_add_data_flow_edges(m, err))
+SIMPLE_PASS(run_manual_axes_cleanup, sp_pass_manual_axes_cleanup(m, d, err))
 SIMPLE_PASS(run_remove_groups, sp_pass_remove_sharding_groups(m, err))
 SIMPLE_PASS(run_merger, sp_pass_constant_merger(m, err))
 SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
@@ -138,7 +146,15 @@ SIMPLE_PASS(run_remove_debug_info, sp_pass_remove_propagation_debug_info(m, err)
 SIMPLE_PASS(run_constraint_to_reshard, sp_pass_sharding_constraint_to_reshard(m, err))
 SIMPLE_PASS(run_remove_sub_axes, sp_pass_remove_sub_axes_in_io(m, err))
 SIMPLE_PASS(run_remove_ag_rs, sp_pass_remove_ag_rs_for_cmv1(m, err))
-SIMPLE_PASS(run_sink_edges, sp_pass_sink_data_flow_edges(m, err))
+
+static cm_status run_sink_edges(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    (void)d;
+    cm_status st = sp_prop_debug_info_sink(m, opt_bool(inv, "sink-debug-sharding-origins"),
+                                           opt_bool(inv, "sink-debug-propagation-edge-sharding"),
+                                           err);
+    return st != CM_OK ? st : sp_pass_sink_data_flow_edges(m, err);
+}
 SIMPLE_PASS(run_inline_meshes, sp_pass_inline_meshes(m, err))
 
 static cm_status run_resolve_single_device(sp_module *m, const pass_inv *inv, sp_diags *d,
@@ -179,17 +195,27 @@ typedef struct pass_def {
 
 static const char *const populate_opts[] = {"conservative-propagation", NULL};
 
-static const char *const basic_opts[] = {"keep-sharding-rules", "module-dump-directory",
-                                         "conservative-propagation", "debug-sharding-origins",
-                                         "debug-edge-source-sharding", NULL};
-static const char *const aggressive_opts[] = {
-    "keep-sharding-rules",        "module-dump-directory", "conservative-propagation",
-    "debug-sharding-origins",     "debug-edge-source-sharding", "propagation-strategy", NULL};
+static const char *const basic_opts[] = {"keep-sharding-rules",
+                                         "module-dump-directory",
+                                         "conservative-propagation",
+                                         "debug-sharding-origins",
+                                         "debug-edge-source-sharding",
+                                         "debug-propagation-edge-sharding",
+                                         NULL};
+static const char *const aggressive_opts[] = {"keep-sharding-rules",
+                                              "module-dump-directory",
+                                              "conservative-propagation",
+                                              "debug-sharding-origins",
+                                              "debug-edge-source-sharding",
+                                              "debug-propagation-edge-sharding",
+                                              "propagation-strategy",
+                                              NULL};
 static const char *const priority_opts[] = {"keep-sharding-rules",
                                             "module-dump-directory",
                                             "conservative-propagation",
                                             "debug-sharding-origins",
                                             "debug-edge-source-sharding",
+                                            "debug-propagation-edge-sharding",
                                             "propagation-strategy",
                                             "run-op-priority-propagation",
                                             NULL};
@@ -202,6 +228,11 @@ static const char *const pipeline_opts[] = {"keep-sharding-rules",
                                             "debug-propagation-edge-sharding",
                                             "skip-inline",
                                             NULL};
+
+static const char *const apply_constraints_opts[] = {"debug-sharding-origins",
+                                                     "debug-propagation-edge-sharding", NULL};
+static const char *const sink_edges_opts[] = {"sink-debug-sharding-origins",
+                                              "sink-debug-propagation-edge-sharding", NULL};
 
 static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL};
 
@@ -217,7 +248,7 @@ static const pass_def passes[] = {
     {"sdy-user-priority-propagate", run_user_priority, priority_opts},
     {"sdy-propagation-pipeline", run_pipeline, pipeline_opts},
     {"sdy-lift-inlined-meshes", run_lift, NULL},
-    {"sdy-apply-sharding-constraints", run_apply_constraints, NULL},
+    {"sdy-apply-sharding-constraints", run_apply_constraints, apply_constraints_opts},
     {"sdy-constant-or-scalar-splitter", run_splitter, NULL},
     {"sdy-sharding-group-import", run_group_import, NULL},
     {"sdy-remove-size-one-axes", run_remove_size_one, NULL},
@@ -240,7 +271,8 @@ static const pass_def passes[] = {
     {"sdy-remove-sub-axes-in-input-output-shardings", run_remove_sub_axes, NULL},
     {"sdy-remove-all-gather-reduce-scatter-for-cmv1", run_remove_ag_rs, NULL},
     {"sdy-add-data-flow-edges", run_add_edges, NULL},
-    {"sdy-sink-data-flow-edges", run_sink_edges, NULL},
+    {"sdy-manual-axes-cleanup", run_manual_axes_cleanup, NULL},
+    {"sdy-sink-data-flow-edges", run_sink_edges, sink_edges_opts},
     {"sdy-inline-meshes", run_inline_meshes, NULL},
     {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
@@ -683,6 +715,8 @@ int cmd_opt(int argc, char **argv, FILE *out, FILE *errs)
             if (is_split_line(p, eol) || eol == end) {
                 const char *stop = eol == end && !is_split_line(p, eol) ? end : p;
                 ok = run_chunk(cfg, chunk, (size_t)(stop - chunk), chunk_line, &printed) && ok;
+                /* a chunk's output before the next chunk's diagnostics (2>&1) */
+                fflush(cfg->out);
                 chunk = eol + 1;
                 chunk_line = line + 1;
             }

@@ -258,7 +258,11 @@ void sp_verify_manual_computation(sp_module *m, uint32_t op, sp_diags *d, bool *
     if (mixed) {
         common = NULL;
     }
-    if (common == NULL && manual != NULL && manual->n > 0) {
+    /* as Shardy: no in and out shardings at all need no mesh (propagation's
+     * import, -sdy-manual-axes-cleanup, checks the body then) */
+    bool none = (ins == NULL || ins->kind != SP_ATTR_SHARDING_LIST || ins->u.shardings.n == 0) &&
+                (outs == NULL || outs->kind != SP_ATTR_SHARDING_LIST || outs->u.shardings.n == 0);
+    if (common == NULL && !none && manual != NULL && manual->n > 0) {
         mc_err(m, op, d, bad, "all in and out shardings must be bound to the same mesh or an "
                "empty mesh.");
         return;

@@ -15,8 +15,10 @@
 #include "sp_ir.h"
 #include "sp_prop.h"
 
-/* -sdy-propagation-pipeline: the import passes, user-priority propagation
- * (with op-priority and aggressive propagation inside) and the export passes.
+/* -sdy-propagation-pipeline: the import passes, the manual-axes cleanup and
+ * the data-flow edges, user-priority propagation (with op-priority and
+ * aggressive propagation inside), the edges sunk into their owners, and the
+ * export passes.
  * o->level is ignored (the pipeline always propagates at user priority).
  * Errors: those of the passes and of sp_propagate; the first failure stops
  * the rest. */

@@ -17,6 +17,7 @@
 
 #include "cm.h"
 #include "sp_diag.h"
+#include "sp_export.h"
 #include "sp_import.h"
 #include "sp_ir.h"
 #include "sp_mlir.h"
@@ -98,6 +99,95 @@ static void test_add_data_flow_edges(void **state)
     assert_non_null(strstr(s, "in_shardings=[<@mesh, [{\"b\", \"a\", ?}p1, {}], replicated={\"c\"}>"));
     assert_int_equal(count_of(s, "sdy.data_flow_edge"), 4);
     cm_free(s);
+    sp_module_destroy(m);
+}
+
+static const char *const CLEANUP =
+    "sdy.mesh @mesh = <[\"c\"=2, \"a\"=2, \"b\"=2]>\n"
+    "sdy.mesh @mesh_x = <[\"x\"=8, \"y\"=8]>\n"
+    "func.func @f(%arg0: tensor<8xf32>, %arg1: !stablehlo.token) -> tensor<8xf32> {\n"
+    "  %0:2 = sdy.manual_computation(%arg0, %arg1)\n"
+    "      in_shardings=[<@mesh, [{\"c\", ?}], replicated={\"b\"}>, <@mesh, []>]\n"
+    "      out_shardings=[<@mesh, [{\"c\", ?}]>, <@mesh, []>]\n"
+    "      manual_axes={\"b\", \"a\", \"c\"} (%arg2: tensor<8xf32>, %arg3: !stablehlo.token) {\n"
+    "    sdy.return %arg2, %arg3 : tensor<8xf32>, !stablehlo.token\n"
+    "  } : (tensor<8xf32>, !stablehlo.token) -> (tensor<8xf32>, !stablehlo.token)\n"
+    "  %1 = sdy.manual_computation(%0#0) in_shardings=[<@mesh_x, [{\"y\":(2)2}]>]\n"
+    "      out_shardings=[<@mesh_x, [{\"y\":(1)2}], replicated={\"x\":(2)2}>]\n"
+    "      manual_axes={\"x\", \"y\"} (%arg4: tensor<4xf32>) {\n"
+    "    sdy.return %arg4 : tensor<4xf32>\n"
+    "  } : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  return %1 : tensor<8xf32>\n"
+    "}\n";
+
+static void test_manual_axes_cleanup(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(CLEANUP);
+    cm_error err;
+    cm_error_clear(&err);
+    sp_diags d;
+    sp_diags_init(&d);
+    assert_int_equal(sp_pass_manual_axes_cleanup(m, &d, &err), CM_OK);
+    char *s = print_module(m);
+    /* manual axes in mesh order; unused ones replicated, sorted; the token
+     * keeps its sharding */
+    assert_non_null(strstr(s, "manual_axes={\"c\", \"a\", \"b\"}"));
+    assert_non_null(strstr(s, "in_shardings=[<@mesh, [{\"c\", ?}], replicated={\"a\", \"b\"}>, "
+                              "<@mesh, []>]"));
+    assert_non_null(strstr(s, "out_shardings=[<@mesh, [{\"c\", ?}], replicated={\"a\", \"b\"}>, "
+                              "<@mesh, []>]"));
+    /* the unused parts of sub-axes, merged where they meet */
+    assert_non_null(strstr(s, "replicated={\"x\", \"y\":(1)2, \"y\":(4)2}"));
+    assert_non_null(strstr(s, "replicated={\"x\", \"y\":(2)4}"));
+    cm_free(s);
+    sp_diags_fini(&d);
+    sp_module_destroy(m);
+}
+
+static const char *const MANUAL =
+    "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2, \"c\"=4]>\n"
+    "func.func @f(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"a\", ?}, {?}]>})\n"
+    "    -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{?}, {\"c\":(1)2, ?}]>}) {\n"
+    "  %0 = sdy.sharding_constraint %arg0 <@mesh, [{\"a\"}, {}]> : tensor<8x8xf32>\n"
+    "  %1 = sdy.manual_computation(%0) in_shardings=[<@mesh, [{\"a\", ?}, {?}]>]\n"
+    "      out_shardings=[<@mesh, [{\"a\", ?}, {?}]>] manual_axes={\"a\"} (%arg1: tensor<4x8xf32>) {\n"
+    "    %2 = stablehlo.add %arg1, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"b\", ?}, {?}]>]>} : tensor<4x8xf32>\n"
+    "    sdy.return %2 : tensor<4x8xf32>\n"
+    "  } : (tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+    "  %3 = stablehlo.negate %1 : tensor<8x8xf32>\n"
+    "  return %3 : tensor<8x8xf32>\n"
+    "}\n";
+
+static void test_manual_debug(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(MANUAL);
+    cm_error err;
+    cm_error_clear(&err);
+    sp_diags d;
+    sp_diags_init(&d);
+    sp_prop_opts o;
+    sp_prop_opts_init(&o, SP_PROP_AGGRESSIVE);
+    o.debug_sharding_origins = true;
+    assert_int_equal(sp_pass_add_data_flow_edges(m, &err), CM_OK);
+    assert_int_equal(sp_propagate(m, &o, &d, &err), CM_OK);
+    assert_int_equal(sp_prop_debug_info_sink(m, true, false, &err), CM_OK);
+    assert_int_equal(sp_pass_sink_data_flow_edges(m, &err), CM_OK);
+    char *s = print_module(m);
+    /* the free axis "b" leaves the body; the manual axis stays in front */
+    assert_non_null(strstr(s, "in_shardings=[<@mesh, [{\"a\", \"b\", ?}, {\"c\":(1)2, ?}]>]"));
+    assert_non_null(strstr(s, "out_shardings=[<@mesh, [{\"a\", \"b\", ?}, {\"c\":(1)2, ?}]>]"));
+    /* origins: a constraint holds one dictionary, other ops one per result,
+     * the manual computation its edges' */
+    assert_non_null(strstr(s, "sdy.sharding_origin_name = \"mc_0\""));
+    assert_non_null(strstr(s, "sdy.block_arg_sharding_origins = [{a = \"self\", \"c:(1)2\" = "
+                              "\"output: 0\"}]"));
+    assert_non_null(strstr(s, "sdy.sharding_origins = {a = \"self\"}"));
+    assert_non_null(strstr(s, "sdy.sharding_origins = [{a = \"mc_0_output: 0\", \"c:(1)2\" = "
+                              "\"output: 0\"}]"));
+    cm_free(s);
+    sp_diags_fini(&d);
     sp_module_destroy(m);
 }
 
@@ -299,8 +389,40 @@ static cm_status oom_run(void *p)
         return sp_pass_constant_splitter(c->m, &err);
     case 1:
         return sp_pass_lift_inlined_meshes(c->m, &err);
-    default:
+    case 2:
         return sp_pass_add_data_flow_edges(c->m, &err);
+    case 3: {
+        sp_diags d;
+        sp_diags_init(&d);
+        cm_status st = sp_pass_manual_axes_cleanup(c->m, &d, &err);
+        sp_diags_fini(&d);
+        return st;
+    }
+    default: {
+        /* a manual computation through its edges, with both debug options
+         * and their sinking */
+        sp_diags d;
+        sp_diags_init(&d);
+        sp_prop_opts o;
+        sp_prop_opts_init(&o, SP_PROP_AGGRESSIVE);
+        o.debug_sharding_origins = true;
+        o.debug_edge_source_sharding = true;
+        cm_status st = sp_pass_add_data_flow_edges(c->m, &err);
+        if (st == CM_OK) {
+            st = sp_pass_apply_sharding_constraints_debug(c->m, true, &err);
+        }
+        if (st == CM_OK) {
+            st = sp_propagate(c->m, &o, &d, &err);
+        }
+        if (st == CM_OK) {
+            st = sp_prop_debug_info_sink(c->m, true, true, &err);
+        }
+        if (st == CM_OK) {
+            st = sp_pass_sink_data_flow_edges(c->m, &err);
+        }
+        sp_diags_fini(&d);
+        return st;
+    }
     }
 }
 
@@ -324,6 +446,12 @@ static void test_oom(void **state)
     c.text = EDGES;
     c.which = 2;
     tu_oom_loop(&t, &c, 10000);
+    c.text = CLEANUP;
+    c.which = 3;
+    tu_oom_loop(&t, &c, 10000);
+    c.text = MANUAL;
+    c.which = 4;
+    tu_oom_loop(&t, &c, 20000);
 }
 
 int main(void)
@@ -337,6 +465,8 @@ int main(void)
         cmocka_unit_test(test_apply_constraints_chain),
         cmocka_unit_test(test_clone_deep),
         cmocka_unit_test(test_add_data_flow_edges),
+        cmocka_unit_test(test_manual_axes_cleanup),
+        cmocka_unit_test(test_manual_debug),
         cmocka_unit_test(test_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

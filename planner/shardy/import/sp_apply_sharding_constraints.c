@@ -28,6 +28,8 @@ typedef struct asc {
     uint32_t cap_ops;
     uint32_t *list; /* the ops to visit, post-order */
     uint32_t n_list, cap_list;
+    bool debug_edges; /* debug-propagation-edge-sharding */
+    int64_t step;     /* the next propagation step (debug edges) */
 } asc;
 
 static bool fully_closed(const sp_sharding *s)
@@ -217,6 +219,84 @@ static bool should_apply(asc *a, uint32_t v, const sp_sharding *s)
     return true;
 }
 
+/* One axis of a sharding as Shardy prints it in propagation edges:
+ * "a" or "a":(1)2. */
+static void put_axis(cm_buf *b, const sp_axis_ref *r)
+{
+    cm_buf_puts(b, "\"");
+    cm_buf_puts(b, r->name);
+    cm_buf_puts(b, "\"");
+    if (r->pre_size != 0) {
+        cm_buf_puts(b, ":(");
+        cm_buf_put_i64(b, r->pre_size);
+        cm_buf_puts(b, ")");
+        cm_buf_put_i64(b, r->size);
+    }
+}
+
+static bool ref_same(const sp_axis_ref *x, const sp_axis_ref *y)
+{
+    return strcmp(x->name, y->name) == 0 && x->pre_size == y->pre_size &&
+           (x->pre_size == 0 || x->size == y->size);
+}
+
+/* debug-propagation-edge-sharding: constraint op giving its sharding s to
+ * its input (sharded old before) is one propagation step, as in Shardy: the
+ * axes each dim of the input gains came from the constraint's result, and
+ * the step is saved as the constraint's sdy.propagation_edges. */
+static cm_status note_edges(asc *a, uint32_t op, const sp_sharding *old, const sp_sharding *s)
+{
+    struct gain {
+        const sp_axis_ref *ax;
+    } g[64];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        const sp_dim_sharding *nd = &s->dims[d];
+        const sp_dim_sharding *od = old != NULL && d < old->rank ? &old->dims[d] : NULL;
+        uint32_t no = od != NULL ? od->n_axes : 0, k = 0;
+        while (k < no && k < nd->n_axes && ref_same(&od->axes[k], &nd->axes[k])) {
+            k++;
+        }
+        for (uint32_t i = k; i < nd->n_axes && n < 64; i++) {
+            g[n++] = (struct gain){&nd->axes[i]};
+        }
+    }
+    a->step++;
+    if (n == 0) {
+        return CM_OK;
+    }
+    /* entries by axis name */
+    for (uint32_t i = 1; i < n; i++) {
+        struct gain x = g[i];
+        uint32_t j = i;
+        while (j > 0 && strcmp(g[j - 1].ax->name, x.ax->name) > 0) {
+            g[j] = g[j - 1];
+            j--;
+        }
+        g[j] = x;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "#sdy.propagation_edges<[{step-");
+    cm_buf_put_i64(&b, a->step - 1);
+    cm_buf_puts(&b, " = [");
+    for (uint32_t i = 0; i < n; i++) {
+        cm_buf_puts(&b, i > 0 ? ", {" : "{");
+        put_axis(&b, g[i].ax);
+        cm_buf_puts(&b, " = result-0 -> [operand-0]}");
+    }
+    cm_buf_puts(&b, "]}]>");
+    sp_attr *at = b.oom ? NULL : sp_attr_new(a->m, SP_ATTR_OPAQUE);
+    if (at != NULL) {
+        at->u.opaque.text = sp_module_str(a->m, b.data, b.len);
+    }
+    cm_buf_fini(&b);
+    if (at == NULL || at->u.opaque.text == NULL) {
+        return CM_ENOMEM;
+    }
+    return sp_op_set_attr(a->m, op, "sdy.propagation_edges", at);
+}
+
 /* Applies sharding s of op (a constraint, or the manual computation using v
  * as operand) to v. */
 static cm_status apply(asc *a, uint32_t op, uint32_t v, const sp_sharding *s, sp_attr *s_attr)
@@ -226,6 +306,12 @@ static cm_status apply(asc *a, uint32_t op, uint32_t v, const sp_sharding *s, sp
         return CM_OK;
     }
     if (!has_edge(a, v)) {
+        if (a->debug_edges && m->ops[op].kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+            cm_status st = note_edges(a, op, sp_value_sharding(m, v), s);
+            if (st != CM_OK) {
+                return st;
+            }
+        }
         return sp_value_set_sharding(m, v, (sp_sharding *)(uintptr_t)s);
     }
     uint32_t c = op;
@@ -298,9 +384,16 @@ static cm_status chain(asc *a, uint32_t head)
 
 cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err)
 {
+    return sp_pass_apply_sharding_constraints_debug(m, false, err);
+}
+
+cm_status sp_pass_apply_sharding_constraints_debug(sp_module *m, bool debug_edges, cm_error *err)
+{
     asc a;
     memset(&a, 0, sizeof a);
     a.m = m;
+    a.debug_edges = debug_edges;
+    a.step = debug_edges ? sp_prop_debug_next_step(m) : 0;
     cm_status st = collect(&a, m->body);
     if (st != CM_OK || a.n_list == 0) {
         cm_free(a.list);

@@ -5,6 +5,7 @@
  * Shardy's: sp_lift_inlined_meshes.c, sp_apply_sharding_constraints.c,
  * sp_constant_or_scalar_splitter.c, sp_sharding_group_import.c,
  * sp_remove_size_one_axes.c, sp_pre_order_funcs.c, sp_add_data_flow_edges.c,
+ * sp_manual_axes_cleanup.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -23,6 +24,11 @@ cm_status sp_pass_lift_inlined_meshes(sp_module *m, cm_error *err);
  * value dictates the value's sharding; uses after the last constraint of a
  * chain are redirected to it. Errors: CM_ENOMEM. */
 cm_status sp_pass_apply_sharding_constraints(sp_module *m, cm_error *err);
+/* The same with debug-propagation-edge-sharding: each constraint applied
+ * to its input is a propagation step (numbered after the module's existing
+ * sdy.propagation_edges), saved as the constraint's sdy.propagation_edges.
+ * Errors: CM_ENOMEM. */
+cm_status sp_pass_apply_sharding_constraints_debug(sp_module *m, bool debug_edges, cm_error *err);
 /* -sdy-constant-or-scalar-splitter: constant sub-computations and scalar
  * broadcasts get one copy per use. Errors: CM_ENOMEM. */
 cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err);
@@ -53,6 +59,13 @@ cm_status sp_pass_pre_order_funcs(sp_module *m, cm_error *err);
  * body argument without the manual axes), and every other use of the owner
  * uses the edge instead. Owners keep their shardings. Errors: CM_ENOMEM. */
 cm_status sp_pass_add_data_flow_edges(sp_module *m, cm_error *err);
+/* -sdy-manual-axes-cleanup: each sdy.manual_computation's manual axes in
+ * mesh order, and every in/out sharding of a shaped value lists the manual
+ * axes (or parts of them) it does not use as replicated, sorted and merged,
+ * on the op's common mesh. Errors: CM_EINVAL (and an error diagnostic on the
+ * op) for manual axes without in/out shardings and a non-empty body;
+ * CM_ENOMEM. */
+cm_status sp_pass_manual_axes_cleanup(sp_module *m, sp_diags *diags, cm_error *err);
 /* The pipeline's import passes in order (lift inlined meshes, sharding-group
  * import, apply sharding constraints, constant splitter), for callers that
  * propagate after them themselves (what-if). o->timing prints each pass's

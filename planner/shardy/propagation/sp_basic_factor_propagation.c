@@ -231,10 +231,10 @@ void sp_prop_gain_note(tens *t, const fsh *x, const ax *cand, uint32_t nc, uint3
     for (uint32_t k = 0; k < nc; k++) {
         bool had = false;
         for (uint32_t j = 0; j < x->n && !had; j++) {
-            had = x->axes[j].axis == cand[k].axis;
+            had = ax_eq(x->axes[j], cand[k]);
         }
         if (!had && t->n_gained < MAXAX) {
-            t->gained[t->n_gained].axis = cand[k].axis;
+            t->gained[t->n_gained].a = cand[k];
             t->gained[t->n_gained].src = src;
             t->n_gained++;
         }

@@ -609,8 +609,6 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
             }
         }
     }
-    /* dims hidden by the current user priority keep their real sharding */
-    sp_prop_hidden_dims_restore(p, t->slot, c, s);
     if (c != NULL) {
         s->replicated = c->replicated;
         s->n_replicated = c->n_replicated;
@@ -618,14 +616,22 @@ static sp_sharding *build_sharding(prop *p, const sp_mesh *mesh, const char *mes
         s->n_unreduced = c->n_unreduced;
         s->reduction = c->reduction;
     }
+    /* dims hidden by the current user priority keep their real sharding */
+    sp_prop_hidden_dims_restore(p, t->slot, c, s);
     return s;
 }
 
 /* ---- worklist ------------------------------------------------------------------------ */
 
+/* Pushes op on the worklist, unless it is there already, is the op being
+ * stepped (Shardy does not wake the op it just propagated through; a
+ * manual computation without edges is, as its boundary takes two steps),
+ * or is a return (function results are propagated before and after the
+ * worklist, as Shardy's propagateFuncResults). */
 static void enqueue(prop *p, uint32_t op)
 {
-    if (op == SP_NONE || p->queued[op]) {
+    if (op == SP_NONE || p->queued[op] || p->m->ops[op].kind == SP_OP_FUNC_RETURN ||
+        (op == p->cur_op && p->mc_first[op] == SP_NONE)) {
         return;
     }
     if (CM_GROW_U32(p->queue, p->q_cap, p->q_len + 1, NULL) != CM_OK) {
@@ -644,7 +650,9 @@ static void notify(prop *p, uint32_t slot)
             enqueue(p, v->def);
         }
     }
-    for (uint32_t i = p->users.start[slot]; i < p->users.start[slot + 1]; i++) {
+    /* last user first, as MLIR walks a use list (newest use first); the
+     * stack then runs the first user first */
+    for (uint32_t i = p->users.start[slot + 1]; i-- > p->users.start[slot];) {
         enqueue(p, p->users.items[i]);
     }
 }
@@ -667,6 +675,25 @@ static void slot_changed(prop *p, uint32_t slot)
 }
 
 /* ---- one step over a set of tensors -------------------------------------------------------- */
+
+static sp_sharding *edge_view_back(prop *p, const tens *t, sp_sharding *ns);
+
+/* The axis of s that holds gained sub-axis g: g itself, or the axis it was
+ * merged into with its neighbour when the dims were built (Shardy merges
+ * the sub-axes of consecutive factors of a dim before recording them). */
+static ax merged_axis(const sp_mesh *mesh, const sp_sharding *s, ax g)
+{
+    for (uint32_t d = 0; s != NULL && d < s->rank; d++) {
+        for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
+            ax a;
+            if (ax_from_ref(mesh, &s->dims[d].axes[i], &a) && a.axis == g.axis &&
+                a.pre <= g.pre && g.pre * g.size <= a.pre * a.size) {
+                return a;
+            }
+        }
+    }
+    return g;
+}
 
 /* Propagates among the n tensors in p->ts along rule r. */
 static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir d)
@@ -727,6 +754,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         sp_prop_aggressive_factor_propagate(p, r, n, d);
     }
     /* write back changed tensors */
+    bool any_written = false;
     for (uint32_t i = 0; i < n; i++) {
         if (!ts[i].changed) {
             continue;
@@ -753,6 +781,10 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         if (ns != NULL) {
             ns = intern_sharding(p, ns);
         }
+        const sp_sharding *built = ns;
+        if (ns != NULL && ts[i].xform != 0) {
+            ns = edge_view_back(p, &ts[i], ns);
+        }
         if (ns == NULL) {
             sp_prop_oom(p);
             return;
@@ -760,15 +792,20 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         p->sh[ts[i].slot] = ns;
         for (uint32_t k = 0; k < ts[i].n_gained; k++) {
             const tens *src = &ts[ts[i].gained[k].src];
+            ax g = ts[i].gained[k].a;
             if (p->org_head != NULL) {
-                sp_prop_origin_add(p, ts[i].slot, ts[i].gained[k].axis,
-                                   sp_prop_origin_of(p, src->slot, ts[i].gained[k].axis));
+                sp_prop_origin_add(p, ts[i].slot, merged_axis(mesh, built, g),
+                                   sp_prop_origin_of(p, src->slot, g));
             }
             if (p->edge_head != NULL) {
-                sp_prop_edge_add(p, op, ts[i].gained[k].axis, src, &ts[i]);
+                sp_prop_edge_add(p, op, mesh, merged_axis(mesh, built, g), src, &ts[i]);
             }
         }
         slot_changed(p, ts[i].slot);
+        any_written = true;
+    }
+    if (any_written) {
+        p->edge_step++;
     }
 }
 
@@ -788,6 +825,7 @@ static bool add_tensor(prop *p, uint32_t *n, uint32_t slot, const sp_tensor_mapp
     t->changed = false;
     t->n_gained = 0;
     t->n_repl = 0;
+    t->xform = 0;
     t->pos = 0;
     for (uint32_t k = 0; k < *n; k++) {
         t->pos += p->ts[k].is_result == is_result;
@@ -1031,6 +1069,253 @@ static void step_manual(prop *p, uint32_t opid)
     }
 }
 
+/* ---- data-flow edges ----------------------------------------------------------------
+ * An sdy.data_flow_edge (added by -sdy-add-data-flow-edges) holds the sharding
+ * of its owner and of the owner's other targets (a while's block arguments),
+ * which all share the edge result's slot. One step propagates, by an
+ * identity rule over the edge's type, between the edge and the owner's
+ * sources: a while's operand and body return, each case branch's return, an
+ * optimization barrier's operand, a manual or named computation's operand
+ * (for a body argument) or body return (for a result). A manual
+ * computation's body-argument edge is local (no manual axes) while its
+ * source is global, and its result edge is global while the returned value is
+ * local: the edge is seen through the manual axes of the in or out sharding
+ * (tens.xform), so that only free axes cross. */
+
+/* s with the leading manual axes of each dim dropped, and the manual axes
+ * left out of the replicated and unreduced lists (Shardy's eraseManualAxes);
+ * in arena a, with new replicated and unreduced lists in arena lists (which
+ * outlives a). */
+static sp_sharding *mc_erase_manual(cm_arena *a, cm_arena *lists, const sp_sharding *s,
+                                    const sp_attr *manual)
+{
+    sp_sharding *r = cm_arena_memdup(a, s, 1, sizeof *s);
+    if (r == NULL) {
+        return NULL;
+    }
+    r->dims = cm_arena_memdup(a, s->dims, s->rank + 1u, sizeof(sp_dim_sharding));
+    r->replicated = cm_arena_alloc(lists, sizeof(sp_axis_ref) * (s->n_replicated + 1u));
+    r->unreduced = cm_arena_alloc(lists, sizeof(sp_axis_ref) * (s->n_unreduced + 1u));
+    if (r->dims == NULL || r->replicated == NULL || r->unreduced == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < s->rank; d++) {
+        uint32_t k = n_manual(&s->dims[d], manual);
+        r->dims[d].axes = s->dims[d].axes + k;
+        r->dims[d].n_axes = s->dims[d].n_axes - k;
+    }
+    r->n_replicated = 0;
+    for (uint32_t i = 0; i < s->n_replicated; i++) {
+        if (!in_axis_list(manual, s->replicated[i].name)) {
+            r->replicated[r->n_replicated++] = s->replicated[i];
+        }
+    }
+    r->n_unreduced = 0;
+    for (uint32_t i = 0; i < s->n_unreduced; i++) {
+        if (!in_axis_list(manual, s->unreduced[i].name)) {
+            r->unreduced[r->n_unreduced++] = s->unreduced[i];
+        }
+    }
+    if (r->n_replicated == s->n_replicated) {
+        r->replicated = s->replicated;
+    }
+    if (r->n_unreduced == s->n_unreduced) {
+        r->unreduced = s->unreduced;
+    }
+    return r;
+}
+
+/* The outer sharding of a manual computation's in or out entry: per dim the
+ * manual axes of outer, then the axes of free (a local sharding, or NULL for
+ * none), with free's openness and priority; outer's replicated and
+ * unreduced axes (Shardy's addFreeAxesToManualComputationSharding); in
+ * arena a. */
+static sp_sharding *mc_add_free(cm_arena *a, const sp_sharding *outer, const sp_sharding *free,
+                                const sp_attr *manual)
+{
+    sp_sharding *r = cm_arena_memdup(a, outer, 1, sizeof *outer);
+    if (r == NULL) {
+        return NULL;
+    }
+    r->dims = cm_arena_zalloc(a, sizeof(sp_dim_sharding) * (outer->rank + 1u));
+    if (r->dims == NULL) {
+        return NULL;
+    }
+    if (free != NULL && free->mesh_name != NULL) {
+        r->mesh_name = free->mesh_name;
+    }
+    for (uint32_t d = 0; d < outer->rank; d++) {
+        const sp_dim_sharding *od = &outer->dims[d];
+        const sp_dim_sharding *fd = free != NULL && d < free->rank ? &free->dims[d] : NULL;
+        uint32_t km = n_manual(od, manual), nf = fd != NULL ? fd->n_axes : 0;
+        sp_dim_sharding *rd = &r->dims[d];
+        rd->n_axes = km + nf;
+        rd->axes = cm_arena_alloc(a, sizeof(sp_axis_ref) * (rd->n_axes + 1u));
+        if (rd->axes == NULL) {
+            return NULL;
+        }
+        for (uint32_t i = 0; i < km; i++) {
+            rd->axes[i] = od->axes[i];
+        }
+        for (uint32_t i = 0; i < nf; i++) {
+            rd->axes[km + i] = fd->axes[i];
+        }
+        rd->is_closed = fd != NULL ? fd->is_closed : false;
+        rd->priority = fd != NULL ? fd->priority : -1;
+    }
+    return r;
+}
+
+/* Entry k of sharding-list attribute name of op, or NULL. */
+static const sp_sharding *list_entry(const prop *p, uint32_t op, const char *name, uint32_t k)
+{
+    const sp_attr *a = sp_op_attr(p->m, op, name);
+    return a != NULL && a->kind == SP_ATTR_SHARDING_LIST && k < a->u.shardings.n
+               ? a->u.shardings.items[k]
+               : NULL;
+}
+
+/* The owner of edge input x: its op, whether x is a body argument, and its
+ * result or argument number. False when x belongs to no data-flow op. */
+static bool edge_owner(const prop *p, uint32_t x, uint32_t *owner, bool *is_arg, uint32_t *k)
+{
+    const sp_value *v = &p->m->values[x];
+    *k = v->index;
+    *is_arg = v->def == SP_NONE;
+    *owner = *is_arg ? p->m->blocks[v->block].parent_op : v->def;
+    if (*owner == SP_NONE) {
+        return false;
+    }
+    const sp_op *o = &p->m->ops[*owner];
+    switch ((sp_op_kind)o->kind) {
+    case SP_OP_WHILE:
+    case SP_OP_CASE:
+    case SP_OP_IF:
+    case SP_OP_OPTIMIZATION_BARRIER:
+        return !*is_arg;
+    case SP_OP_SDY_MANUAL_COMPUTATION:
+    case SP_OP_SDY_NAMED_COMPUTATION:
+        return o->n_regions == 1 && o->regions[0].n_blocks == 1 &&
+               (!*is_arg || p->m->values[x].block == o->regions[0].blocks[0]);
+    default:
+        return false;
+    }
+}
+
+/* The sources of the edge whose owner is (owner, is_arg, k) into srcs
+ * (at most cap); their number. */
+static uint32_t edge_sources(const prop *p, uint32_t owner, bool is_arg, uint32_t k,
+                             uint32_t *srcs, uint32_t cap)
+{
+    const sp_op *o = &p->m->ops[owner];
+    uint32_t n = 0;
+    if (is_arg || o->kind == SP_OP_WHILE || o->kind == SP_OP_OPTIMIZATION_BARRIER) {
+        if (k < o->n_operands) {
+            srcs[n++] = o->operands[k];
+        }
+        if (is_arg || o->kind == SP_OP_OPTIMIZATION_BARRIER) {
+            return n;
+        }
+    }
+    uint32_t first_r = o->kind == SP_OP_WHILE ? 1 : 0; /* while: the body returns */
+    for (uint32_t r = first_r; r < o->n_regions && n < cap; r++) {
+        uint32_t t = region_terminator(p->m, o, r);
+        if (t != SP_NONE && k < p->m->ops[t].n_operands) {
+            srcs[n++] = p->m->ops[t].operands[k];
+        }
+        if (o->kind == SP_OP_WHILE) {
+            break;
+        }
+    }
+    return n;
+}
+
+/* Does data-flow op opid have an edge on any of its owners? Then its edges
+ * propagate for it and the op itself does not. */
+static bool has_edges(const prop *p, uint32_t opid)
+{
+    const sp_op *op = &p->m->ops[opid];
+    for (uint32_t i = 0; i < op->n_results; i++) {
+        if (p->edge_of[op->first_result + i] != SP_NONE) {
+            return true;
+        }
+    }
+    if ((op->kind == SP_OP_SDY_MANUAL_COMPUTATION || op->kind == SP_OP_SDY_NAMED_COMPUTATION) &&
+        op->n_regions == 1 && op->regions[0].n_blocks == 1) {
+        const sp_block *b = &p->m->blocks[op->regions[0].blocks[0]];
+        for (uint32_t i = 0; i < b->n_args; i++) {
+            if (p->edge_of[b->first_arg + i] != SP_NONE) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static void step_edge(prop *p, uint32_t eid)
+{
+    const sp_op *e = &p->m->ops[eid];
+    uint32_t rank, owner, k;
+    const int64_t *dims;
+    bool is_arg;
+    if (e->n_operands != 1 || e->n_results != 1 || !slot_type(p, e->first_result, &rank, &dims) ||
+        !edge_owner(p, e->operands[0], &owner, &is_arg, &k)) {
+        return;
+    }
+    uint32_t srcs[64];
+    uint32_t ns = edge_sources(p, owner, is_arg, k, srcs, 63);
+    if (ns == 0) {
+        return;
+    }
+    sp_rule *rule = identity_rule(p, dims, rank, ns + 1);
+    if (rule == NULL) {
+        sp_prop_oom(p);
+        return;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ns; i++) {
+        if (!add_tensor(p, &n, srcs[i], &rule->operands[0], false)) {
+            return;
+        }
+    }
+    if (!add_tensor(p, &n, e->first_result, &rule->results[0], true)) {
+        return;
+    }
+    if (p->m->ops[owner].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+        tens *t = &p->ts[n - 1];
+        const sp_attr *manual = sp_op_attr(p->m, owner, "manual_axes");
+        const sp_sharding *outer =
+            list_entry(p, owner, is_arg ? "in_shardings" : "out_shardings", k);
+        if (manual != NULL && manual->kind == SP_ATTR_AXIS_LIST && manual->u.axes.n > 0 &&
+            outer != NULL && outer->rank == rank) {
+            t->xform = is_arg ? 1 : 2;
+            t->outer = outer;
+            t->manual = manual;
+            if (is_arg) {
+                t->cur = mc_add_free(&p->m->arena, outer, t->cur, manual);
+            } else if (t->cur != NULL) {
+                t->cur = mc_erase_manual(&p->m->arena, &p->m->arena, t->cur, manual);
+            }
+            if (t->cur == NULL && (is_arg || p->sh[t->slot] != NULL)) {
+                sp_prop_oom(p);
+                return;
+            }
+            t->me = sp_prop_mesh_of(p, t->cur);
+        }
+    }
+    step_tensors(p, eid, rule, n, sp_prop_op_direction(p, eid, e));
+}
+
+/* A new sharding ns of a manual computation's edge, as seen through
+ * t->xform, back in the edge's own terms (interned). NULL when out of
+ * memory. */
+static sp_sharding *edge_view_back(prop *p, const tens *t, sp_sharding *ns)
+{
+    sp_sharding *r = t->xform == 1 ? mc_erase_manual(&p->scratch, &p->m->arena, ns, t->manual)
+                                   : mc_add_free(&p->scratch, t->outer, ns, t->manual);
+    return r != NULL ? intern_sharding(p, r) : NULL;
+}
+
 static void step_op(prop *p, uint32_t opid)
 {
     sp_op *op = &p->m->ops[opid];
@@ -1094,9 +1379,15 @@ static void step_op(prop *p, uint32_t opid)
         step_tensors(p, opid, r, n, d);
         return;
     }
+    if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
+        step_edge(p, opid);
+        return;
+    }
     if (op->kind == SP_OP_WHILE || op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
         op->kind == SP_OP_OPTIMIZATION_BARRIER) {
-        step_data_flow(p, opid);
+        if (!has_edges(p, opid)) {
+            step_data_flow(p, opid);
+        }
         return;
     }
     if (op->kind == SP_OP_SDY_SHARDING_GROUP) {
@@ -1197,7 +1488,7 @@ static uint32_t data_flow_owner(const sp_module *m, const sp_op *op)
     }
     const sp_op *po = &m->ops[parent];
     if (po->kind != SP_OP_WHILE && po->kind != SP_OP_CASE && po->kind != SP_OP_IF &&
-        po->kind != SP_OP_SDY_MANUAL_COMPUTATION) {
+        po->kind != SP_OP_SDY_MANUAL_COMPUTATION && po->kind != SP_OP_SDY_NAMED_COMPUTATION) {
         return SP_NONE;
     }
     const sp_block *b = &m->blocks[op->parent_block];
@@ -1222,8 +1513,33 @@ static void users_add(sp_csr *c, void *ctx)
         }
         uint32_t owner = data_flow_owner(m, op);
         if (owner != SP_NONE) {
+            /* a returned value feeds the edge of the owner's result (or,
+             * without edges, the owner itself) */
+            const sp_op *o = &m->ops[owner];
             for (uint32_t k = 0; k < op->n_operands; k++) {
-                sp_csr_add(c, sp_prop_canon_slot(p, op->operands[k]), owner);
+                uint32_t e = k < o->n_results ? p->edge_of[o->first_result + k] : SP_NONE;
+                sp_csr_add(c, sp_prop_canon_slot(p, op->operands[k]), e != SP_NONE ? e : owner);
+            }
+        }
+        /* an operand of a data-flow op feeds the edge of the matching result
+         * (while, optimization barrier) or body argument (manual and named
+         * computations) */
+        if (op->kind == SP_OP_WHILE || op->kind == SP_OP_OPTIMIZATION_BARRIER) {
+            for (uint32_t k = 0; k < op->n_operands && k < op->n_results; k++) {
+                uint32_t e = p->edge_of[op->first_result + k];
+                if (e != SP_NONE) {
+                    sp_csr_add(c, sp_prop_canon_slot(p, op->operands[k]), e);
+                }
+            }
+        }
+        if ((op->kind == SP_OP_SDY_MANUAL_COMPUTATION || op->kind == SP_OP_SDY_NAMED_COMPUTATION) &&
+            op->n_regions == 1 && op->regions[0].n_blocks == 1) {
+            const sp_block *b = &m->blocks[op->regions[0].blocks[0]];
+            for (uint32_t k = 0; k < op->n_operands && k < b->n_args; k++) {
+                uint32_t e = p->edge_of[b->first_arg + k];
+                if (e != SP_NONE) {
+                    sp_csr_add(c, sp_prop_canon_slot(p, op->operands[k]), e);
+                }
             }
         }
         if (p->mc_first[i] != SP_NONE) {
@@ -1291,15 +1607,24 @@ static cm_status setup(prop *p)
             }
         }
     }
+    p->edge_of = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
     p->mc_first = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
-    if (p->mc_first == NULL) {
+    if (p->mc_first == NULL || p->edge_of == NULL) {
         return sp_prop_oom(p);
+    }
+    memset(p->edge_of, 0xff, sizeof(uint32_t) * (m->n_values + 1u));
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE && op->n_operands == 1 && op->n_results == 1 &&
+            op->parent_block != SP_NONE) {
+            p->edge_of[op->operands[0]] = i;
+        }
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
         p->mc_first[i] = SP_NONE;
         const sp_op *op = &m->ops[i];
         if (op->kind == SP_OP_SDY_MANUAL_COMPUTATION && op->parent_block != SP_NONE &&
-            op->n_regions == 1 && op->regions[0].n_blocks == 1) {
+            op->n_regions == 1 && op->regions[0].n_blocks == 1 && !has_edges(p, i)) {
             p->mc_first[i] = m->n_values + n_fres;
             n_fres += op->n_operands;
         }
@@ -1361,7 +1686,7 @@ static cm_status setup(prop *p)
         if (op->n_results == 0 || p->mc_first[i] != SP_NONE) {
             continue;
         }
-        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
             const sp_attr *a = sp_op_attr(m, i, "sharding");
             p->sh[op->first_result] = a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
             continue;
@@ -1390,8 +1715,16 @@ static cm_status setup(prop *p)
             }
             const sp_block *b = &m->blocks[op->regions[r].blocks[0]];
             for (uint32_t k = 0; k < b->n_args && k < op->n_results; k++) {
-                p->alias[b->first_arg + k] = op->first_result + k;
+                uint32_t e = p->edge_of[op->first_result + k];
+                p->alias[b->first_arg + k] =
+                    e != SP_NONE ? m->ops[e].first_result : op->first_result + k;
             }
+        }
+    }
+    /* an edge's input (its owner) shares the edge's slot */
+    for (uint32_t v = 0; v < m->n_values; v++) {
+        if (p->edge_of[v] != SP_NONE) {
+            p->alias[v] = m->ops[p->edge_of[v]].first_result;
         }
     }
     memcpy(p->orig, p->sh, sizeof(sp_sharding *) * p->n_slots);
@@ -1453,6 +1786,20 @@ static cm_status write_back_results(prop *p, cm_map *share)
         }
         if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
             if (sp_value_set_sharding(m, op->first_result, p->sh[op->first_result]) != CM_OK) {
+                return sp_prop_oom(p);
+            }
+            continue;
+        }
+        if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
+            sp_attr *a = p->sh[op->first_result] != NULL ? sp_attr_new(m, SP_ATTR_SHARDING) : NULL;
+            if (a == NULL) {
+                if (p->sh[op->first_result] != NULL) {
+                    return sp_prop_oom(p);
+                }
+                continue;
+            }
+            a->u.sharding = p->sh[op->first_result];
+            if (sp_op_set_attr(m, i, "sharding", a) != CM_OK) {
                 return sp_prop_oom(p);
             }
             continue;
@@ -1588,13 +1935,30 @@ static cm_status write_back(prop *p)
     return p->st;
 }
 
+/* Steps every function's return op once (Shardy's propagateFuncResults). */
+static void returns_step(prop *p)
+{
+    for (uint32_t i = 0; i < p->m->n_ops && p->st == CM_OK; i++) {
+        if (p->m->ops[i].kind == SP_OP_FUNC_RETURN) {
+            p->cur_op = i;
+            step_op(p, i);
+        }
+    }
+    p->cur_op = SP_NONE;
+}
+
 /* Runs the worklist to a fixed point over ops (in program order first). In
  * op-priority rounds after the first, pass-through ops start at their fixed
  * point (they do the same work in every round), so only the others are
  * pushed; any op whose tensors change is pushed again as usual. */
 void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, bool only_others)
 {
-    for (uint32_t i = 0; i < n_order; i++) {
+    /* as Shardy, function results first reach the values returned, then
+     * the worklist runs in program order (the last op pushed runs first),
+     * then the values returned reach the function results; returns are not
+     * on the worklist */
+    returns_step(p);
+    for (uint32_t i = n_order; i-- > 0;) {
         if (!only_others || !sp_prop_is_pass_through(&p->m->ops[order[i]])) {
             enqueue(p, order[i]);
         }
@@ -1605,6 +1969,7 @@ void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, b
         /* LIFO, like MLIR's greedy driver: the last op pushed runs first */
         uint32_t op = p->queue[--p->q_len];
         p->queued[op] = 0;
+        p->cur_op = op;
         step_op(p, op);
         if (++count > limit) {
             sp_diags_add(p->diags, p->m, op, SP_DIAG_WARNING,
@@ -1613,6 +1978,7 @@ void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, b
             break;
         }
     }
+    returns_step(p);
     p->q_len = 0;
     memset(p->queued, 0, p->m->n_ops);
 }
@@ -1636,6 +2002,7 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     p.op_priority = -1;
     p.np_dir = DIR_BOTH;
     p.user_priority = -1;
+    p.cur_op = SP_NONE;
     cm_arena_init(&p.scratch, 4096);
     cm_map_init(&p.rule_cache, sizeof(struct rc));
     cm_map_init(&p.sh_tab, sizeof(sp_sharding *));
@@ -1701,6 +2068,7 @@ out:
     cm_free(p.mc_first);
     sp_csr_fini(&p.users);
     cm_free(p.alias);
+    cm_free(p.edge_of);
     cm_free(p.org_head);
     cm_free(p.orgs);
     cm_free(p.origin_names);

@@ -50,4 +50,22 @@ void sp_prop_opts_init(sp_prop_opts *o, sp_prop_level level);
  * against their mesh or tensor (err->path "LINE:COL" of the op), CM_ENOMEM. */
 cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_error *err);
 
+/* The sink-debug-sharding-origins and sink-debug-propagation-edge-sharding
+ * part of -sdy-sink-data-flow-edges (Shardy's
+ * saveDebugInfoDictsFromDataFlowEdges): before the edges go, each data-flow
+ * op (while, case, if, optimization_barrier, manual and named computations)
+ * gets, per side, an array of its edges' debug attributes:
+ * sdy.block_arg_sharding_origins and sdy.result_sharding_origins (each
+ * edge's sdy.sharding_origins; edges without one are left out, as in
+ * Shardy), sdy.block_arg_propagation_edges and sdy.result_propagation_edges
+ * (the edges' non-empty sdy.propagation_edges). Nothing when both flags are
+ * off. Errors: CM_ENOMEM. */
+cm_status sp_prop_debug_info_sink(sp_module *m, bool origins, bool edges, cm_error *err);
+
+/* The step after the highest `step-N` of the module's sdy.propagation_edges
+ * (op attributes and function result attributes), 0 when there are none:
+ * where a pass recording propagation edges starts counting (Shardy's
+ * maximumPropagationStep + 1). */
+int64_t sp_prop_debug_next_step(const sp_module *m);
+
 #endif /* SP_PROP_H */

@@ -52,11 +52,18 @@ typedef struct tens {
     const struct meshent *me; /* sp_prop_mesh_of(cur) */
     uint32_t n_gained;        /* axes this step adds, for debug origins and edges */
     struct {
-        uint32_t axis; /* mesh axis index */
-        uint32_t src;  /* tensor index the axis came from */
+        ax a;         /* the (sub-)axis gained */
+        uint32_t src; /* tensor index the axis came from */
     } gained[MAXAX];
     ax repl[MAXAX];
     uint32_t n_repl;
+    /* a manual computation's data-flow edge: cur is the edge's sharding as
+     * the other side sees it (xform 1: a body argument's edge seen with the
+     * in sharding's manual axes in front; 2: a result's edge seen without
+     * its manual axes), and a new sharding goes back through the inverse */
+    uint8_t xform;
+    const sp_sharding *outer; /* the in/out sharding the manual axes come from */
+    const sp_attr *manual;    /* the manual_axes list */
 } tens;
 
 /* ---- propagation state -------------------------------------------------------- */
@@ -87,6 +94,10 @@ typedef struct prop {
     /* data-flow aliases: a block argument of a while body/cond shares the
      * slot of the while result it is a target with (alias[v] = slot) */
     uint32_t *alias;
+    /* per value: the sdy.data_flow_edge whose input it is (an edge owner:
+     * a result of while, case, optimization_barrier, manual or named
+     * computation, or a body argument of the last two), or SP_NONE */
+    uint32_t *edge_of;
     /* sharding groups: members are kept identical (next member in ring) */
     uint32_t *group_next;
     /* rules */
@@ -96,6 +107,7 @@ typedef struct prop {
     uint32_t *queue;
     uint32_t q_len, q_cap;
     uint8_t *queued;
+    uint32_t cur_op; /* the op being stepped (not woken by its own changes), or SP_NONE */
     /* meshes */
     meshent meshes[MAXMESH];
     uint32_t n_meshes;
@@ -111,10 +123,11 @@ typedef struct prop {
     int user_priority; /* -1: no user priorities */
     bool aggressive;
     uint64_t steps;
-    /* debug-sharding-origins: per slot a list of (axis, origin) */
+    /* debug-sharding-origins: per slot a list of ((sub-)axis, origin) */
     uint32_t *org_head;
     struct org {
-        uint32_t axis, origin, next;
+        ax a;
+        uint32_t origin, next;
     } * orgs;
     uint32_t n_orgs, cap_orgs;
     const char **origin_names;
@@ -123,9 +136,12 @@ typedef struct prop {
     /* debug-edge-source-sharding: per op a list of edges */
     uint32_t *edge_head;
     struct edge {
-        uint32_t step, axis, src, dst, next; /* src/dst: pos | (is_result << 31) */
+        ax a;
+        const sp_mesh *mesh;
+        uint32_t step, src, dst, next; /* src/dst: pos | (is_result << 31) */
     } * edges;
     uint32_t n_edges, cap_edges;
+    uint32_t edge_step; /* Shardy's propagation step: counts the steps that changed a tensor */
     uint32_t n_virtual_ops; /* step counter for edges */
     /* identity rules by (interned dims, rank, tensor count): a direct-mapped
      * cache (a colliding entry replaces the older one). Every constraint,
@@ -276,14 +292,19 @@ cm_status sp_prop_groups_setup(prop *p);
 /* Allocates the origin and edge lists the debug options ask for and seeds
  * the origins of annotated inputs, outputs and constraints. Errors: CM_ENOMEM. */
 cm_status sp_prop_debug_setup(prop *p);
-/* The origin of mesh axis `axis` in slot's sharding, or SP_NONE. */
-uint32_t sp_prop_origin_of(const prop *p, uint32_t slot, uint32_t axis);
-/* Records that axis of slot's sharding came from origin (kept: the first). */
-void sp_prop_origin_add(prop *p, uint32_t slot, uint32_t axis, uint32_t origin);
+/* The origin of (sub-)axis a in slot's sharding: the one recorded for a, or
+ * else for an axis containing a or contained in it (a split or merged axis);
+ * SP_NONE when none. */
+uint32_t sp_prop_origin_of(const prop *p, uint32_t slot, ax a);
+/* Records that (sub-)axis a of slot's sharding came from origin (kept: the
+ * first). */
+void sp_prop_origin_add(prop *p, uint32_t slot, ax a, uint32_t origin);
 /* Gives slot `to` the origins of slot `from` (sharding-group members). */
 void sp_prop_origins_copy(prop *p, uint32_t from, uint32_t to);
-/* Records that op's current step moved axis from tensor src to dst. */
-void sp_prop_edge_add(prop *p, uint32_t op, uint32_t axis, const tens *src, const tens *dst);
+/* Records that op's current step moved (sub-)axis a of mesh from tensor src
+ * to dst. */
+void sp_prop_edge_add(prop *p, uint32_t op, const sp_mesh *mesh, ax a, const tens *src,
+                      const tens *dst);
 /* Writes sdy.sharding_origins, sdy.sharding_origin_name and
  * sdy.propagation_edges. Errors: CM_ENOMEM. */
 cm_status sp_prop_debug_write(prop *p);

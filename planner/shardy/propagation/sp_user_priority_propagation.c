@@ -24,16 +24,32 @@ const sp_sharding *sp_prop_priority_visible(prop *p, uint32_t slot)
         return s;
     }
     sp_sharding *c = sp_sharding_clone(&p->m->arena, s);
-    if (c == NULL) {
+    uint32_t n_rep = s->n_replicated;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        n_rep += s->dims[d].priority > p->user_priority ? s->dims[d].n_axes : 0;
+    }
+    sp_axis_ref *rep = cm_arena_alloc(&p->m->arena, sizeof *rep * (n_rep + 1u));
+    if (c == NULL || rep == NULL) {
         sp_prop_oom(p);
         return s;
     }
+    /* as Shardy's getInitializedSharding: a hidden dim's axes are held
+     * replicated, so that no other dim takes them meanwhile */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < s->n_replicated; i++) {
+        rep[k++] = s->replicated[i];
+    }
     for (uint32_t d = 0; d < c->rank; d++) {
         if (c->dims[d].priority > p->user_priority) {
+            for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
+                rep[k++] = s->dims[d].axes[i];
+            }
             c->dims[d].n_axes = 0;
             c->dims[d].is_closed = true;
         }
     }
+    c->replicated = rep;
+    c->n_replicated = k;
     return c;
 }
 
@@ -47,6 +63,9 @@ void sp_prop_hidden_dims_restore(const prop *p, uint32_t slot, const sp_sharding
                 s->dims[d] = real->dims[d];
             }
         }
+        /* the hidden dims' axes were only held replicated in the view */
+        s->replicated = real->replicated;
+        s->n_replicated = real->n_replicated;
     }
 }
 
