@@ -11,7 +11,7 @@ SHELL := /bin/bash
 # missing ones (root on Debian 12); it is a prerequisite of run and test.
 DEB_PKGS := build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
   libopenblas-dev libcurl4-openssl-dev libcmocka-dev llvm-14-tools clang-14 \
-  libclang-rt-14-dev wrk chromium curl sqlite3 python3
+  libclang-rt-14-dev wrk chromium curl sqlite3 python3 libopenmpi-dev openmpi-bin iproute2
 FILECHECK ?= FileCheck-14
 SHARED ?= ../shared
 SHARDY_TESTS ?= $(SHARED)/reference/shardy/tests
@@ -39,6 +39,11 @@ MHD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libmicrohttp
 MHD_LIBS := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 CURL_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libcurl 2>/dev/null))
 CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
+# Open MPI (executor/ex_mpi.c only, `shardplan run --mpi`): headers as -isystem
+# for that one file; linked --as-needed, so a binary that never pulls ex_mpi.o
+# (the unit tests but those reaching cmd_run/cmd_worker) does not load it.
+MPI_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev/null))
+MPI_LIBS := -Wl,--as-needed $(or $(shell pkg-config --libs ompi-c 2>/dev/null),-lmpi) -Wl,--no-as-needed
 
 # Layering (docs/architecture.md): each folder compiles with the -I paths of
 # itself and of the rooms below it only, so an include that reaches up or
@@ -84,7 +89,8 @@ UNIT_TESTS   := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 TEST_HELPERS := $(wildcard tests/unit/tu_*.c)
 BENCH_SRC    := $(wildcard bench/bench_*.c)
 
-LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(OPENBLAS_LIBS)
+LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(OPENBLAS_LIBS) \
+  $(MPI_LIBS)
 
 # server/openapi.json, embedded as a C array (served at /v1/openapi.json).
 $(BUILD)/gen/srv_openapi.c: server/openapi.json
@@ -147,6 +153,8 @@ $(eval $(call FLAVOUR,san,-O1 $(SAN),$(SAN)))
 # The executor's compute kernels (executor/ex_kern.c) rely on loop
 # vectorisation, which -O2's cost model leaves out for loops with a remainder.
 $(BUILD)/rel/executor/ex_kern.o: rel_CFLAGS += -O3
+# mpi.h for the MPI wrapper alone (executor/ex_mpi.h keeps it out of the rest).
+$(BUILD)/rel/executor/ex_mpi.o $(BUILD)/san/executor/ex_mpi.o: INC_executor += $(MPI_CFLAGS)
 
 INC_bench := $(INC_tests)
 
