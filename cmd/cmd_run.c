@@ -119,8 +119,9 @@ static cm_status load_mpi(ex_mpi *mp, const char *path, sp_input *part, sp_input
  * calls (net_s, the slowest process), the rest being local work. As text
  * (out) or JSON (,"mpi":{...} into b). */
 static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
-                       const double *net_s, uint32_t n_dev, uint64_t runs, FILE *out, cm_buf *b)
+                       const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, FILE *out, cm_buf *b)
 {
+    const double *net_s = c->net_s;
     uint32_t size = ex_mpi_size(mp);
     if (b != NULL) {
         cm_json_put_key(b, "mpi");
@@ -153,7 +154,7 @@ static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
     bool head = false;
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *o = &m->ops[i];
-        if (!sp_op_is_sdy_collective(o->kind)) {
+        if (!sp_op_is_sdy_collective(o->kind) || c->path[i] == NULL) {
             continue;
         }
         double total = 0;
@@ -169,6 +170,7 @@ static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
             cm_json_put_kv_u64(b, "op", i);
             cm_json_put_kv_str(b, "kind", o->name);
             cm_json_put_kv_u64(b, "line", o->line);
+            cm_json_put_kv_str(b, "path", c->path[i]);
             cm_json_put_kv_f64(b, "mean_s", total);
             cm_json_put_kv_f64(b, "network_s", net);
             cm_json_put_kv_f64(b, "local_s", local);
@@ -178,12 +180,12 @@ static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
         if (!head) {
             fprintf(out, "collectives, local and network parts (per run; network: time in MPI "
                          "calls, slowest process):\n"
-                         "  %-24s %8s %10s %10s %10s\n",
-                    "kind", "line", "mean ms", "network ms", "local ms");
+                         "  %-24s %6s %10s %10s %10s  %s\n",
+                    "kind", "line", "mean ms", "network ms", "local ms", "path");
             head = true;
         }
-        fprintf(out, "  %-24s %8u %10.3f %10.3f %10.3f\n", o->name, o->line, total * 1e3,
-                net * 1e3, local * 1e3);
+        fprintf(out, "  %-24s %6u %10.3f %10.3f %10.3f  %s\n", o->name, o->line, total * 1e3,
+                net * 1e3, local * 1e3, c->path[i]);
     }
     if (b != NULL) {
         cm_buf_puts(b, "]}");
@@ -278,10 +280,14 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     ex_report r;
     memset(&r, 0, sizeof r);
     int rc = 0;
+    ex_mpi_colls colls = {NULL, NULL};
     if (mp != NULL) {
         net_s = cm_calloc(part.m->n_ops + 1u, sizeof(double));
+        colls.net_s = net_s;
+        colls.path = cm_calloc(part.m->n_ops + 1u, sizeof(const char *));
     }
-    if (ts == NULL || (top > 0 && op_s == NULL) || (mp != NULL && net_s == NULL)) {
+    if (ts == NULL || (top > 0 && op_s == NULL) ||
+        (mp != NULL && (net_s == NULL || colls.path == NULL))) {
         cm_error_set(&err, CM_ENOMEM, NULL,
                      ts == NULL ? "out of memory" : "out of memory (or too many ops for --ops)");
     }
@@ -289,7 +295,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     if (mp != NULL) {
         st = ex_mpi_agree(mp, st, &err);
         if (st == CM_OK) {
-            st = ex_mpi_check_modules(mp, part.m, ref.m, &o, &r, net_s, &err);
+            st = ex_mpi_check_modules(mp, part.m, ref.m, &o, &r, &colls, &err);
         }
     } else if (st == CM_OK) {
         st = ex_check_modules(part.m, ref.m, &o, &r, &err);
@@ -306,7 +312,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
         cm_buf extra;
         cm_buf_init(&extra);
         if (mp != NULL) {
-            mpi_report(mp, part.m, timed ? op_s : NULL, net_s, n_dev, iters - o.op_from, NULL,
+            mpi_report(mp, part.m, timed ? op_s : NULL, &colls, n_dev, iters - o.op_from, NULL,
                        &extra);
         }
         rc = write_json(out, errs, &r, ts, iters, seed, timed,
@@ -348,7 +354,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
             }
         }
         if (mp != NULL) {
-            mpi_report(mp, part.m, timed ? op_s : NULL, net_s, r.n_devices, iters - o.op_from,
+            mpi_report(mp, part.m, timed ? op_s : NULL, &colls, r.n_devices, iters - o.op_from,
                        out, NULL);
         }
     }
@@ -356,6 +362,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     ex_mpi_fini(mp);
     sp_cost_destroy(cost);
     cm_free(net_s);
+    cm_free(colls.path);
     cm_free(op_s);
     cm_free(ts);
     sp_input_fini(&part);

@@ -290,6 +290,7 @@ typedef struct dist {
     mirror *mirs;
     uint32_t n_mirs, cap_mirs;
     double *net_s; /* by op id, or NULL */
+    const char **path; /* by op id, or NULL: the plan's name */
     int *rank_of;  /* by device: the process running it */
 } dist;
 
@@ -603,6 +604,10 @@ static cm_status plan_make(dist *d, const prog *p, const xop *x, uint32_t *buf, 
     }
 }
 
+static const char *const plan_names[] = {
+    "shared memory",      "MPI_Allreduce", "MPI_Allgather",          "MPI_Reduce_scatter",
+    "MPI_Alltoall",       "MPI_Sendrecv",  "MPI_Allgatherv (mirror)"};
+
 static void plans_free(dist *d)
 {
     if (d->plans == NULL) {
@@ -648,6 +653,9 @@ static cm_status hook_prepare(ex_dist *base, const prog *p, cm_error *err)
         for (uint32_t i = 0; st == CM_OK && pb->ops != NULL && i < pb->n_ops; i++) {
             if (is_collective(p, &pb->ops[i])) {
                 st = plan_make(d, p, &pb->ops[i], buf, err);
+                if (d->path != NULL) {
+                    d->path[pb->ops[i].op] = plan_names[d->plans[pb->ops[i].op].kind];
+                }
             }
         }
     }
@@ -1423,9 +1431,10 @@ static cm_status gather_result(ex_mpi *mp, ex_tensor *t, uint8_t *seen, uint32_t
 }
 
 cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref,
-                               const ex_check_opts *o, ex_report *r, double *net_s,
+                               const ex_check_opts *o, ex_report *r, ex_mpi_colls *c,
                                cm_error *err)
 {
+    double *net_s = c != NULL ? c->net_s : NULL;
     memset(r, 0, sizeof *r);
     uint32_t n_dev = o->n_devices > 0 ? o->n_devices : ex_module_devices(part);
     if (n_dev < (uint32_t)mp->size) {
@@ -1454,6 +1463,7 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
     d.mp = mp;
     d.n_dev = n_dev;
     d.net_s = net_s;
+    d.path = c != NULL ? c->path : NULL;
     ex_mpi_devices(n_dev, (uint32_t)mp->rank, (uint32_t)mp->size, &d.base.lo, &d.base.hi);
     ex_exec_opts eo = {.n_devices = n_dev,
                        .iters = o->iters,
@@ -1507,12 +1517,12 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
             ex_tensors_compare(want, got, n_want, ex_module_contraction(ref), &r->mm);
             sp_cost_opts co;
             sp_cost_opts_init(&co);
-            sp_cost *c = NULL;
+            sp_cost *cost = NULL;
             cm_error ce;
             cm_error_clear(&ce);
-            if (sp_cost_compute(part, &co, &c, &ce) == CM_OK) {
-                r->flops = sp_cost_get_summary(c)->flops * (double)n_dev;
-                sp_cost_destroy(c);
+            if (sp_cost_compute(part, &co, &cost, &ce) == CM_OK) {
+                r->flops = sp_cost_get_summary(cost)->flops * (double)n_dev;
+                sp_cost_destroy(cost);
             }
         }
     }

@@ -49,20 +49,29 @@ cm_status ex_mpi_bcast_text(ex_mpi *mp, char **text, size_t *len, cm_error *err)
  * (into err) of the lowest failing rank, on every process. Collective. */
 cm_status ex_mpi_agree(ex_mpi *mp, cm_status st, cm_error *err);
 
+/* Per collective of the partitioned module (arrays of its n_ops entries,
+ * by op id, either may be NULL): net_s, zeroed by the caller, gets the
+ * seconds it spent in MPI calls (summed over the timed runs, the slowest
+ * process), the rest of its time being local work; path how it ran
+ * ("shared memory", "MPI_Allreduce", ...: static strings; NULL for ops
+ * that are not collectives). */
+typedef struct ex_mpi_colls {
+    double *net_s;
+    const char **path;
+} ex_mpi_colls;
+
 /* ex_check_modules across the processes: every process runs its share of
  * part's devices (o->n_devices, 0: the mesh size; at least one per
  * process), process 0 also runs ref on one worker and gets the gathered
  * results compared into r, the runs' wall seconds (o->iter_s: the slowest
- * process's), and the per-op timers (o->op_s, as ex_check_opts, summed
- * from every process's devices). net_s, when not NULL, has part's n_ops
- * entries, zeroed: the seconds each collective spent in MPI calls
- * (summed over the timed runs, the slowest process), the rest of its time
- * being the local part. Collective; the status is every process's
- * (ex_mpi_agree). Errors: those of ex_check_modules, CM_EINVAL when there
- * are fewer devices than processes or devices disagree across processes
+ * process's), the per-op timers (o->op_s, as ex_check_opts, summed from
+ * every process's devices) and, with c, the collectives' split. Collective;
+ * the status is every process's (ex_mpi_agree). Errors: those of
+ * ex_check_modules, CM_EINVAL when there are fewer devices than
+ * processes, CM_EINTERNAL when devices holding the same element disagree
  * ("replicas disagree"). */
 cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref,
-                               const ex_check_opts *o, ex_report *r, double *net_s,
+                               const ex_check_opts *o, ex_report *r, ex_mpi_colls *c,
                                cm_error *err);
 
 /* The devices process rank runs out of n_dev: [*lo, *hi). */
