@@ -114,41 +114,22 @@ static cm_status load_mpi(ex_mpi *mp, const char *path, sp_input *part, sp_input
     return ex_mpi_agree(mp, st, err);
 }
 
-/* The collectives' split under --mpi, for each explicit collective of m:
- * its mean time per run over the devices (op_s) and the part spent in MPI
- * calls (net_s, the slowest process), the rest being local work. As text
- * (out) or JSON (,"mpi":{...} into b). */
+/* The collectives' split under --mpi as text: where the processes ran,
+ * then for each explicit collective of m its mean time per run over the
+ * devices (op_s), the part spent in MPI calls (the slowest process) and
+ * the rest, local work, with the path it took (ex_mpi_colls). */
 static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
-                       const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, FILE *out, cm_buf *b)
+                       const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, FILE *out)
 {
-    const double *net_s = c->net_s;
     uint32_t size = ex_mpi_size(mp);
-    if (b != NULL) {
-        cm_json_put_key(b, "mpi");
-        cm_buf_putc(b, '{');
-        cm_json_put_kv_u64(b, "processes", size);
-        cm_json_put_key(b, "hosts");
-        cm_buf_putc(b, '[');
-        for (uint32_t k = 0; k < size; k++) {
-            cm_json_put_sep(b);
-            cm_json_put_cstr(b, ex_mpi_host(mp, k));
-        }
-        cm_buf_putc(b, ']');
-        cm_json_put_key(b, "collectives");
-        cm_buf_putc(b, '[');
-    } else {
-        fprintf(out, "MPI: %u processes:", size);
-        for (uint32_t k = 0; k < size; k++) {
-            uint32_t lo = 0, hi = 0;
-            ex_mpi_devices(n_dev, k, size, &lo, &hi);
-            fprintf(out, " %u on %s (devices %u-%u)%s", k, ex_mpi_host(mp, k), lo, hi - 1u,
-                    k + 1u < size ? "," : "\n");
-        }
+    fprintf(out, "MPI: %u processes:", size);
+    for (uint32_t k = 0; k < size; k++) {
+        uint32_t lo = 0, hi = 0;
+        ex_mpi_devices(n_dev, k, size, &lo, &hi);
+        fprintf(out, " %u on %s (devices %u-%u)%s", k, ex_mpi_host(mp, k), lo, hi - 1u,
+                k + 1u < size ? "," : "\n");
     }
-    if (op_s == NULL || net_s == NULL || runs == 0) {
-        if (b != NULL) {
-            cm_buf_puts(b, "]}");
-        }
+    if (op_s == NULL || runs == 0) {
         return;
     }
     bool head = false;
@@ -162,21 +143,7 @@ static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
             total += op_s[(size_t)d * m->n_ops + i];
         }
         total /= (double)n_dev * (double)runs;
-        double net = net_s[i] / (double)runs;
-        double local = total > net ? total - net : 0.0;
-        if (b != NULL) {
-            cm_json_put_sep(b);
-            cm_buf_putc(b, '{');
-            cm_json_put_kv_u64(b, "op", i);
-            cm_json_put_kv_str(b, "kind", o->name);
-            cm_json_put_kv_u64(b, "line", o->line);
-            cm_json_put_kv_str(b, "path", c->path[i]);
-            cm_json_put_kv_f64(b, "mean_s", total);
-            cm_json_put_kv_f64(b, "network_s", net);
-            cm_json_put_kv_f64(b, "local_s", local);
-            cm_buf_putc(b, '}');
-            continue;
-        }
+        double net = c->net_s[i] / (double)runs;
         if (!head) {
             fprintf(out, "collectives, local and network parts (per run; network: time in MPI "
                          "calls, slowest process):\n"
@@ -185,10 +152,7 @@ static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
             head = true;
         }
         fprintf(out, "  %-24s %6u %10.3f %10.3f %10.3f  %s\n", o->name, o->line, total * 1e3,
-                net * 1e3, local * 1e3, c->path[i]);
-    }
-    if (b != NULL) {
-        cm_buf_puts(b, "]}");
+                net * 1e3, (total > net ? total - net : 0.0) * 1e3, c->path[i]);
     }
 }
 
@@ -311,9 +275,9 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     } else if (json) {
         cm_buf extra;
         cm_buf_init(&extra);
-        if (mp != NULL) {
-            mpi_report(mp, part.m, timed ? op_s : NULL, &colls, n_dev, iters - o.op_from, NULL,
-                       &extra);
+        if (mp != NULL && ex_mpi_colls_json(mp, part.m, timed ? op_s : NULL, &colls, n_dev,
+                                            iters - o.op_from, &extra) != CM_OK) {
+            extra.oom = true;
         }
         rc = write_json(out, errs, &r, ts, iters, seed, timed,
                         &(ex_timing){part.m, part.g, cost, op_s, n_dev, iters - o.op_from},
@@ -355,7 +319,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
         }
         if (mp != NULL) {
             mpi_report(mp, part.m, timed ? op_s : NULL, &colls, r.n_devices, iters - o.op_from,
-                       out, NULL);
+                       out);
         }
     }
     fflush(out);

@@ -18,6 +18,7 @@
 
 #include <mpi.h>
 
+#include "cm_json.h"
 #include "ex_mpi_int.h"
 #include "sp_cost.h"
 
@@ -1534,4 +1535,48 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
     ex_tensors_free(want, n_want);
     ex_tensors_free(got, n_got);
     return st;
+}
+
+cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *op_s,
+                            const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, cm_buf *b)
+{
+    if (b->len == 0) {
+        cm_buf_putc(b, ','); /* a fragment to append to an object */
+    }
+    cm_json_put_key(b, "mpi");
+    cm_buf_putc(b, '{');
+    cm_json_put_kv_u64(b, "processes", (uint64_t)mp->size);
+    cm_json_put_key(b, "hosts");
+    cm_buf_putc(b, '[');
+    for (int k = 0; k < mp->size; k++) {
+        cm_json_put_sep(b);
+        cm_json_put_cstr(b, ex_mpi_host(mp, (uint32_t)k));
+    }
+    cm_buf_putc(b, ']');
+    cm_json_put_key(b, "collectives");
+    cm_buf_putc(b, '[');
+    for (uint32_t i = 0; op_s != NULL && runs > 0 && c->path != NULL && i < m->n_ops; i++) {
+        const sp_op *o = &m->ops[i];
+        if (!sp_op_is_sdy_collective(o->kind) || c->path[i] == NULL) {
+            continue;
+        }
+        double total = 0;
+        for (uint32_t d = 0; d < n_dev; d++) {
+            total += op_s[(size_t)d * m->n_ops + i];
+        }
+        total /= (double)n_dev * (double)runs;
+        double net = c->net_s != NULL ? c->net_s[i] / (double)runs : 0.0;
+        cm_json_put_sep(b);
+        cm_buf_putc(b, '{');
+        cm_json_put_kv_u64(b, "op", i);
+        cm_json_put_kv_str(b, "kind", o->name);
+        cm_json_put_kv_u64(b, "line", o->line);
+        cm_json_put_kv_str(b, "path", c->path[i]);
+        cm_json_put_kv_f64(b, "mean_s", total);
+        cm_json_put_kv_f64(b, "network_s", net);
+        cm_json_put_kv_f64(b, "local_s", total > net ? total - net : 0.0);
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_puts(b, "]}");
+    return b->oom ? CM_ENOMEM : CM_OK;
 }

@@ -74,6 +74,14 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
                                const ex_check_opts *o, ex_report *r, ex_mpi_colls *c,
                                cm_error *err);
 
+/* Appends ,"mpi":{"processes":N,"hosts":[...],"collectives":[...]} to b:
+ * for each explicit collective of m with a path, its op id, kind, line,
+ * path, mean seconds per run over the n_dev devices (op_s, summed over runs
+ * runs; the list is empty when op_s is NULL), and its network and local
+ * parts (docs/executor.md). CM_ENOMEM. */
+cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *op_s,
+                            const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, cm_buf *b);
+
 /* The devices process rank runs out of n_dev: [*lo, *hi). */
 void ex_mpi_devices(uint32_t n_dev, uint32_t rank, uint32_t size, uint32_t *lo, uint32_t *hi);
 
