@@ -320,6 +320,13 @@ bench-whatif: $(BUILD)/rel/bench/bench_whatif
 bench-executor: $(BUILD)/rel/bench/bench_executor
 	$(BUILD)/rel/bench/bench_executor
 
+# The collectives across two network-namespace hosts (bench/bench_mpi.sh):
+# 64 MiB all-reduce, all-gather, reduce-scatter, all-to-all, algbw and busbw
+# (nccl-tests) against a raw TCP stream measured in the same run (target:
+# busbw >= 70%), and the MLP training step on 2 hosts x 4 against 1 host.
+bench-mpi: $(BUILD)/rel/shardplan $(BUILD)/rel/bench/bench_mpi_link
+	bash bench/bench_mpi.sh $(BUILD)/rel/shardplan $(BUILD)/rel/bench/bench_mpi_link
+
 bench: bench-reader bench-propagation bench-json bench-partition bench-sweep
 
 # libFuzzer on the MLIR reader/printer for FUZZ_SECONDS. New inputs go to

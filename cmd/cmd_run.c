@@ -116,7 +116,7 @@ static cm_status load_mpi(ex_mpi *mp, const char *path, sp_input *part, sp_input
 
 /* The collectives' split under --mpi as text: where the processes ran,
  * then for each explicit collective of m its mean time per run over the
- * devices (op_s), the part spent in MPI calls (the slowest process) and
+ * devices (op_s), the part spent in MPI calls (ex_mpi_colls) and
  * the rest, local work, with the path it took (ex_mpi_colls). */
 static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
                        const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, FILE *out)
@@ -146,7 +146,7 @@ static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
         double net = c->net_s[i] / (double)runs;
         if (!head) {
             fprintf(out, "collectives, local and network parts (per run; network: time in MPI "
-                         "calls, slowest process):\n"
+                         "calls of the last process to arrive):\n"
                          "  %-24s %6s %10s %10s %10s  %s\n",
                     "kind", "line", "mean ms", "network ms", "local ms", "path");
             head = true;

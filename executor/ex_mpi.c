@@ -262,6 +262,8 @@ typedef struct sub {
 typedef struct plan {
     int kind;
     bool disjoint; /* the sets of the collective's groups are pairwise disjoint */
+    bool direct;   /* all-gather, reduce-scatter: one MPI call between the devices' buffers
+                      (stacked) */
     sub *subs; /* in the order of dist.sets, which every process shares */
     uint32_t n_subs;
 } plan;
@@ -293,7 +295,22 @@ typedef struct dist {
     double *net_s; /* by op id, or NULL */
     const char **path; /* by op id, or NULL: the plan's name */
     int *rank_of;  /* by device: the process running it */
+    void *scr[3];  /* transfer buffers kept for the run (scratch) */
+    size_t scr_len[3];
 } dist;
+
+/* Transfer buffer slot of at least n bytes, kept between collectives so
+ * the pages are touched once per run (a fresh 64 MiB buffer per
+ * collective cost more than the copy into it). Not zeroed. */
+static char *scratch(dist *d, int slot, size_t n)
+{
+    if (d->scr_len[slot] < n || d->scr[slot] == NULL) {
+        cm_free(d->scr[slot]);
+        d->scr[slot] = xalloc(d->mp, n);
+        d->scr_len[slot] = n;
+    }
+    return d->scr[slot];
+}
 
 static int rank_of(const dist *d, uint32_t dev)
 {
@@ -566,6 +583,57 @@ static bool is_collective(const prog *p, const xop *x)
            x->peer_read;
 }
 
+/* Whether the process set of the one sub of x holds one member of its one
+ * group each, in the communicator's order, whose operand blocks (a, the
+ * ldims of I) stack along dimension 0 into the result block of every
+ * member (b, O), unpadded: then one MPI call moves the blocks straight
+ * between the devices' buffers (stack: the operands into each result, an
+ * all-gather; else the result pieces of one operand, a reduce-scatter).
+ * Same answer on every process. */
+static bool stacked(const dist *d, const prog *p, const xop *x, bool gather)
+{
+    const plan *pl = &d->plans[x->op];
+    if (pl->n_subs != 1 || pl->subs[0].n_groups != 1 || !pl->disjoint) {
+        return false;
+    }
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    const pset *ps = &d->sets[pl->subs[0].set];
+    if (I->rank == 0 || I->rank != O->rank || ps->n < 2 || x->gsize != (uint32_t)ps->n) {
+        return false;
+    }
+    /* every group: one member per process, stacked in process order */
+    uint32_t ng = n_groups(p, x);
+    const vinfo *big = gather ? O : I, *part = gather ? I : O;
+    uint32_t vb = gather ? r : v, vp = gather ? v : r;
+    for (uint32_t g = 0; g < ng; g++) {
+        const int64_t *mem = grp_members(x, g);
+        for (uint32_t j = 0; j < x->gsize; j++) {
+            uint32_t dj = (uint32_t)mem[j];
+            if (rank_of(d, dj) != d->sets[pl->subs[0].set].ranks[j] || !ex_is_unpadded(p, v, dj) ||
+                !ex_is_unpadded(p, r, dj) || big->ldims[0] != part->ldims[0] * (int64_t)x->gsize) {
+                return false;
+            }
+            for (uint32_t jj = 0; jj < x->gsize; jj++) {
+                /* member jj's piece sits at row jj * rows of member j's big block */
+                uint32_t dp = gather ? (uint32_t)mem[jj] : dj, db = gather ? dj : (uint32_t)mem[jj];
+                uint32_t at = gather ? jj : j;
+                const int64_t *po = voff(p, vp, dp), *bo = voff(p, vb, db);
+                if (po[0] != bo[0] + (int64_t)at * part->ldims[0]) {
+                    return false;
+                }
+                for (uint32_t k = 1; k < I->rank; k++) {
+                    if (po[k] != bo[k] || part->ldims[k] != big->ldims[k]) {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+    return true;
+}
+
 static cm_status plan_make(dist *d, const prog *p, const xop *x, uint32_t *buf, cm_error *err)
 {
     plan *pl = &d->plans[x->op];
@@ -583,10 +651,20 @@ static cm_status plan_make(dist *d, const prog *p, const xop *x, uint32_t *buf, 
         return plan_subs(d, p, x, pl, err);
     case SP_OP_SDY_ALL_GATHER:
         pl->kind = group_sourced(p, x, false, buf) ? PL_GATHER : PL_MIRROR;
-        return pl->kind == PL_GATHER ? plan_subs(d, p, x, pl, err) : CM_OK;
+        if (pl->kind == PL_GATHER) {
+            cm_status st = plan_subs(d, p, x, pl, err);
+            pl->direct = st == CM_OK && stacked(d, p, x, true);
+            return st;
+        }
+        return CM_OK;
     case SP_OP_SDY_REDUCE_SCATTER:
         pl->kind = group_sourced(p, x, true, buf) && rscatter_fits(p, x) ? PL_RSCATTER : PL_MIRROR;
-        return pl->kind == PL_RSCATTER ? plan_subs(d, p, x, pl, err) : CM_OK;
+        if (pl->kind == PL_RSCATTER) {
+            cm_status st = plan_subs(d, p, x, pl, err);
+            pl->direct = st == CM_OK && stacked(d, p, x, false);
+            return st;
+        }
+        return CM_OK;
     case SP_OP_SDY_ALL_TO_ALL:
         if (group_sourced(p, x, false, buf)) {
             pl->kind = PL_A2A;
@@ -796,6 +874,35 @@ static void net_add(dist *d, shared *sh, uint32_t me, const xop *x, double t0)
     }
 }
 
+/* The members of group g on process q, in group order, into out; their
+ * count. */
+static uint32_t members_on(const dist *d, const xop *x, uint32_t g, int q, uint32_t *out)
+{
+    const int64_t *mem = grp_members(x, g);
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < x->gsize; j++) {
+        if (rank_of(d, (uint32_t)mem[j]) == q) {
+            out[n++] = (uint32_t)mem[j];
+        }
+    }
+    return n;
+}
+
+/* The one member of group g here, or UINT32_MAX when there are none or
+ * several. */
+static uint32_t only_member(const dist *d, const xop *x, uint32_t g)
+{
+    const int64_t *mem = grp_members(x, g);
+    uint32_t found = UINT32_MAX, n = 0;
+    for (uint32_t j = 0; j < x->gsize; j++) {
+        if (here(d, (uint32_t)mem[j])) {
+            found = (uint32_t)mem[j];
+            n++;
+        }
+    }
+    return n == 1 ? found : UINT32_MAX;
+}
+
 /* All-reduce: per set, each group's members here reduced into one block,
  * one MPI_Allreduce over every such group of the set, the result copied to
  * every member here. Groups all here (a set of one) need no MPI. */
@@ -811,7 +918,17 @@ static void run_reduce(dist *d, const prog *p, const xop *x, shared *sh, uint32_
     for (uint32_t s = 0; s < d->plans[x->op].n_subs; s++) {
         const sub *u = &d->plans[x->op].subs[s];
         const pset *ps = &d->sets[u->set];
-        char *tmp = xalloc(d->mp, blk * u->n_groups);
+        uint32_t one[1] = {only_member(d, x, u->groups[0])};
+        if (!failed && ps->n > 1 && u->n_groups == 1 && I->lcount <= ((size_t)1 << 28) &&
+            one[0] != UINT32_MAX && wbufs(sh, one[0])[v] != NULL && wbufs(sh, one[0])[r] != NULL) {
+            /* one member here: straight from its operand into its result */
+            double t0 = MPI_Wtime();
+            MPI_Allreduce(wbufs(sh, one[0])[v], wbufs(sh, one[0])[r], (int)I->lcount, t, op,
+                          ps->comm);
+            net_add(d, sh, me, x, t0);
+            continue;
+        }
+        char *tmp = scratch(d, 0, blk * u->n_groups);
         for (uint32_t i = 0; i < u->n_groups; i++) {
             local_reduce(d, sh, x, u->groups[i], v, x->fn, tmp + blk * i, failed);
         }
@@ -829,22 +946,7 @@ static void run_reduce(dist *d, const prog *p, const xop *x, shared *sh, uint32_
                 }
             }
         }
-        cm_free(tmp);
     }
-}
-
-/* The members of group g on process q, in group order, into out; their
- * count. */
-static uint32_t members_on(const dist *d, const xop *x, uint32_t g, int q, uint32_t *out)
-{
-    const int64_t *mem = grp_members(x, g);
-    uint32_t n = 0;
-    for (uint32_t j = 0; j < x->gsize; j++) {
-        if (rank_of(d, (uint32_t)mem[j]) == q) {
-            out[n++] = (uint32_t)mem[j];
-        }
-    }
-    return n;
 }
 
 /* Remembers that dev's slot of v holds a mirror (buf owned when own). */
@@ -884,6 +986,20 @@ static cm_status run_gather(dist *d, const prog *p, const xop *x, shared *sh, ui
     const sp_op *o = &p->m->ops[x->op];
     uint32_t v = o->operands[0];
     size_t blk = p->vi[v].lcount * p->vi[v].esz;
+    if (d->plans[x->op].direct) {
+        /* the members' blocks straight into every member's result */
+        const pset *ps = &d->sets[d->plans[x->op].subs[0].set];
+        uint32_t one[1] = {only_member(d, x, d->plans[x->op].subs[0].groups[0])};
+        uint32_t r = o->first_result;
+        char *src = failed || wbufs(sh, one[0])[v] == NULL ? scratch(d, 1, blk) : wbufs(sh, one[0])[v];
+        char *dst = failed || wbufs(sh, one[0])[r] == NULL ? scratch(d, 2, blk * (size_t)ps->n)
+                                                            : wbufs(sh, one[0])[r];
+        double t0 = MPI_Wtime();
+        MPI_Allgather(src, icount(d->mp, blk), MPI_BYTE, dst, icount(d->mp, blk), MPI_BYTE,
+                      ps->comm);
+        net_add(d, sh, me, x, t0);
+        return CM_OK;
+    }
     uint32_t *mem = xalloc(d->mp, sizeof(uint32_t) * x->gsize);
     for (uint32_t s = 0; s < d->plans[x->op].n_subs; s++) {
         const sub *u = &d->plans[x->op].subs[s];
@@ -987,6 +1103,20 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
     MPI_Datatype t;
     MPI_Op op;
     mpi_reduction(d->mp, I->elem, RED_ADD, &t, &op);
+    if (d->plans[x->op].direct) {
+        /* one member here: its operand's rows scattered, summed, into its result */
+        const pset *ps = &d->sets[d->plans[x->op].subs[0].set];
+        uint32_t one[1] = {only_member(d, x, d->plans[x->op].subs[0].groups[0])};
+        char *src = failed || wbufs(sh, one[0])[v] == NULL ? scratch(d, 1, blk) : wbufs(sh, one[0])[v];
+        char *dst = failed || wbufs(sh, one[0])[r] == NULL ? scratch(d, 2, O->lcount * O->esz)
+                                                            : wbufs(sh, one[0])[r];
+        if (O->lcount <= ((size_t)1 << 28)) {
+            double t0 = MPI_Wtime();
+            MPI_Reduce_scatter_block(src, dst, (int)O->lcount, t, op, ps->comm);
+            net_add(d, sh, me, x, t0);
+            return;
+        }
+    }
     uint32_t *mem = xalloc(d->mp, sizeof(uint32_t) * x->gsize);
     int64_t from[EX_MAX_RANK], ext[EX_MAX_RANK];
     static const int64_t origin[EX_MAX_RANK];
@@ -1391,6 +1521,9 @@ static void sets_free(dist *d)
     cm_free(d->sets);
     cm_free(d->mirs);
     cm_free(d->rank_of);
+    for (int i = 0; i < 3; i++) {
+        cm_free(d->scr[i]);
+    }
 }
 
 /* Result j of every process into process 0's got[j] (its seen mask
@@ -1506,8 +1639,10 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
             }
         }
         if (net_s != NULL) {
+            /* the process that waited least for the others (the last to
+             * arrive): its time in MPI is the closest to the transfer's */
             MPI_Reduce(mp->rank == 0 ? MPI_IN_PLACE : net_s, net_s, (int)part->n_ops, MPI_DOUBLE,
-                       MPI_MAX, 0, mp->world);
+                       MPI_MIN, 0, mp->world);
         }
     }
     if (st == CM_OK && mp->rank == 0) {

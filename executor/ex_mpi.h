@@ -51,8 +51,9 @@ cm_status ex_mpi_agree(ex_mpi *mp, cm_status st, cm_error *err);
 
 /* Per collective of the partitioned module (arrays of its n_ops entries,
  * by op id, either may be NULL): net_s, zeroed by the caller, gets the
- * seconds it spent in MPI calls (summed over the timed runs, the slowest
- * process), the rest of its time being local work; path how it ran
+ * seconds it spent in MPI calls (summed over the timed runs; of the
+ * process that spent the least, the last to arrive, whose MPI time is the
+ * closest to the transfer's), the rest of its time being local work; path how it ran
  * ("shared memory", "MPI_Allreduce", ...: static strings; NULL for ops
  * that are not collectives). */
 typedef struct ex_mpi_colls {

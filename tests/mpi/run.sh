@@ -31,7 +31,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if bash "$ROOT/tests/mpi/netns.sh" up 4 "$PRE" 2>"$TMP/netns.err"; then
+# MPI_TEST_LOOPBACK=1 takes the no-root path on purpose
+if [ -z "${MPI_TEST_LOOPBACK:-}" ] && bash "$ROOT/tests/mpi/netns.sh" up 4 "$PRE" 2>"$TMP/netns.err"; then
     NETNS=1
     echo "mpi-test: 4 hosts as network namespaces ${PRE}0..3 (10.77.0.1-4 on veth spmpi0)"
     # plm_rsh_agent: "agent [options] HOST COMMAND": the daemon of HOST runs
@@ -44,6 +45,7 @@ exec ip netns exec "$host" unshare --uts sh -c "hostname $host; exec $*"
 AGENT
     chmod +x "$TMP/agent.sh"
 else
+    [ -n "${MPI_TEST_LOOPBACK:-}" ] && echo "MPI_TEST_LOOPBACK is set" >"$TMP/netns.err"
     echo "mpi-test: cannot make network namespaces ($(head -1 "$TMP/netns.err")); running the ranks on loopback instead"
 fi
 
@@ -55,10 +57,10 @@ launch() {
         : >"$TMP/hosts$h"
         for ((i = 0; i < h; i++)); do echo "${PRE}$i slots=1" >>"$TMP/hosts$h"; done
         timeout 90 ip netns exec "${PRE}0" mpirun --hostfile "$TMP/hosts$h" -np "$h" \
-            --mca plm_rsh_agent "$TMP/agent.sh" --mca btl tcp,self \
+            --mca plm_rsh_agent "$TMP/agent.sh" --mca pml ob1 --mca btl tcp,self \
             --mca btl_tcp_if_include spmpi0 --mca oob_tcp_if_include spmpi0 "$@"
     else
-        timeout 90 mpirun -np "$h" --mca btl tcp,self --mca btl_tcp_if_include lo "$@"
+        timeout 90 mpirun -np "$h" --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo "$@"
     fi
 }
 
@@ -78,6 +80,7 @@ check() { # NAME OUTFILE: the run matched the reference
 "$SP" example transformer --train --mesh data=2,model=4 --strategy dp+tp --layers 2 --d-model 64 \
     --heads 4 --seq 16 --batch 8 >"$TMP/transformer.json" || exit 1
 python3 "$ROOT/tests/mpi/colls.py" >"$TMP/colls.mlir" || exit 1
+python3 "$ROOT/tests/mpi/colls.py" --one >"$TMP/colls1.mlir" || exit 1
 
 for layout in "2 4" "4 2"; do
     set -- $layout
@@ -104,19 +107,25 @@ for layout in "2 4" "4 2"; do
     fi
 done
 
+# one device per host: every group has one member on each (direct MPI calls)
+launch 2 "$SP" run "$TMP/colls1.mlir" --mpi --iters 2 --ops 1 >"$TMP/out" 2>&1
+check "every collective on 2 hosts x 1 device" "$TMP/out"
+
 # A rank killed mid-run fails the run with a clear message.
-launch 2 "$SP" run "$TMP/transformer.json" --mpi --iters 100000 >"$TMP/kill.out" 2>&1 &
+SP_MPI_TEST=$$ launch 2 "$SP" run "$TMP/transformer.json" --mpi --iters 100000 >"$TMP/kill.out" 2>&1 &
 job=$!
 victim=""
 for _ in $(seq 1 200); do
     if [ "$NETNS" = 1 ]; then
         cands=$(ip netns pids "${PRE}1" 2>/dev/null)
     else
-        cands=$(pgrep -P "$(pgrep -P $job -x mpirun | head -1)" 2>/dev/null)
+        cands=$(pgrep -x shardplan 2>/dev/null)
     fi
     for p in $cands; do
+        # this test's rank 1 (SP_MPI_TEST marks the processes this run started)
         if [ "$(cat /proc/$p/comm 2>/dev/null)" = shardplan ] &&
-            { [ "$NETNS" = 1 ] || tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; }; then
+            { [ "$NETNS" = 1 ] || { tr '\0' '\n' </proc/$p/environ 2>/dev/null |
+                grep -xE "OMPI_COMM_WORLD_RANK=1|SP_MPI_TEST=$$" | wc -l | grep -qx 2; }; }; then
             victim=$p
         fi
     done
