@@ -145,9 +145,10 @@ static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
         total /= (double)n_dev * (double)runs;
         double net = c->net_s[i] / (double)runs;
         if (!head) {
-            fprintf(out, "collectives, local and network parts (per run; network: time in MPI "
-                         "calls of the last process to arrive):\n"
-                         "  %-24s %6s %10s %10s %10s  %s\n",
+            fprintf(out,
+                    "collectives, local and network parts (per run; network: time in MPI "
+                    "calls of the last process to arrive):\n"
+                    "  %-24s %6s %10s %10s %10s  %s\n",
                     "kind", "line", "mean ms", "network ms", "local ms", "path");
             head = true;
         }
@@ -280,8 +281,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
             extra.oom = true;
         }
         rc = write_json(out, errs, &r, ts, iters, seed, timed,
-                        &(ex_timing){part.m, part.g, cost, op_s, n_dev, iters - o.op_from},
-                        &extra);
+                        &(ex_timing){part.m, part.g, cost, op_s, n_dev, iters - o.op_from}, &extra);
         cm_buf_fini(&extra);
     } else {
         fprintf(out, "%s: %u devices, %llu iterations, seed %llu\n", file, r.n_devices,

@@ -12,11 +12,10 @@
 #include "ex_mpi.h"
 
 #include <limits.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <mpi.h>
 
 #include "cm_json.h"
 #include "ex_mpi_int.h"
@@ -26,7 +25,7 @@ struct ex_mpi {
     MPI_Comm world; /* a duplicate of MPI_COMM_WORLD */
     int rank, size;
     MPI_Op fmax, fmin; /* max and min of floats that keep a NaN (elem_combine) */
-    char *hosts; /* size names of EX_MPI_HOST bytes, by rank */
+    char *hosts;       /* size names of EX_MPI_HOST bytes, by rank */
 };
 
 #define EX_MPI_HOST 256
@@ -264,7 +263,7 @@ typedef struct plan {
     bool disjoint; /* the sets of the collective's groups are pairwise disjoint */
     bool direct;   /* all-gather, reduce-scatter: one MPI call between the devices' buffers
                       (stacked) */
-    sub *subs; /* in the order of dist.sets, which every process shares */
+    sub *subs;     /* in the order of dist.sets, which every process shares */
     uint32_t n_subs;
 } plan;
 
@@ -292,10 +291,10 @@ typedef struct dist {
     uint32_t n_sets, cap_sets;
     mirror *mirs;
     uint32_t n_mirs, cap_mirs;
-    double *net_s; /* by op id, or NULL */
+    double *net_s;     /* by op id, or NULL */
     const char **path; /* by op id, or NULL: the plan's name */
-    int *rank_of;  /* by device: the process running it */
-    void *scr[3];  /* transfer buffers kept for the run (scratch) */
+    int *rank_of;      /* by device: the process running it */
+    void *scr[3];      /* transfer buffers kept for the run (scratch) */
     size_t scr_len[3];
 } dist;
 
@@ -683,9 +682,9 @@ static cm_status plan_make(dist *d, const prog *p, const xop *x, uint32_t *buf, 
     }
 }
 
-static const char *const plan_names[] = {
-    "shared memory",      "MPI_Allreduce", "MPI_Allgather",          "MPI_Reduce_scatter",
-    "MPI_Alltoall",       "MPI_Sendrecv",  "MPI_Allgatherv (mirror)"};
+static const char *const plan_names[] = {"shared memory",          "MPI_Allreduce", "MPI_Allgather",
+                                         "MPI_Reduce_scatter",     "MPI_Alltoall",  "MPI_Sendrecv",
+                                         "MPI_Allgatherv (mirror)"};
 
 static void plans_free(dist *d)
 {
@@ -820,8 +819,8 @@ static void mpi_reduction(const ex_mpi *mp, sp_elem e, int fn, MPI_Datatype *t, 
 /* dst[0..n) = the combination by fn of the blocks of v of the members of
  * group g that are here, in group order (elem_combine); false when none
  * is. A failed run combines nothing (dst stays zero). */
-static void local_reduce(const dist *d, shared *sh, const xop *x, uint32_t g, uint32_t v,
-                         int fn, char *dst, bool failed)
+static void local_reduce(const dist *d, shared *sh, const xop *x, uint32_t g, uint32_t v, int fn,
+                         char *dst, bool failed)
 {
     const vinfo *I = &d->p->vi[v];
     const int64_t *mem = grp_members(x, g);
@@ -991,9 +990,10 @@ static cm_status run_gather(dist *d, const prog *p, const xop *x, shared *sh, ui
         const pset *ps = &d->sets[d->plans[x->op].subs[0].set];
         uint32_t one[1] = {only_member(d, x, d->plans[x->op].subs[0].groups[0])};
         uint32_t r = o->first_result;
-        char *src = failed || wbufs(sh, one[0])[v] == NULL ? scratch(d, 1, blk) : wbufs(sh, one[0])[v];
+        char *src =
+            failed || wbufs(sh, one[0])[v] == NULL ? scratch(d, 1, blk) : wbufs(sh, one[0])[v];
         char *dst = failed || wbufs(sh, one[0])[r] == NULL ? scratch(d, 2, blk * (size_t)ps->n)
-                                                            : wbufs(sh, one[0])[r];
+                                                           : wbufs(sh, one[0])[r];
         double t0 = MPI_Wtime();
         MPI_Allgather(src, icount(d->mp, blk), MPI_BYTE, dst, icount(d->mp, blk), MPI_BYTE,
                       ps->comm);
@@ -1093,8 +1093,7 @@ static size_t box_count(const int64_t *ext, uint32_t rank)
  * operand block; the pieces (result blocks) ordered by process, group and
  * member; one MPI_Reduce_scatter(_block) gives each process the sums of
  * its members' pieces, copied into their (zeroed) result blocks. */
-static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint32_t me,
-                         bool failed)
+static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint32_t me, bool failed)
 {
     const sp_op *o = &p->m->ops[x->op];
     uint32_t v = o->operands[0], r = o->first_result;
@@ -1107,9 +1106,10 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
         /* one member here: its operand's rows scattered, summed, into its result */
         const pset *ps = &d->sets[d->plans[x->op].subs[0].set];
         uint32_t one[1] = {only_member(d, x, d->plans[x->op].subs[0].groups[0])};
-        char *src = failed || wbufs(sh, one[0])[v] == NULL ? scratch(d, 1, blk) : wbufs(sh, one[0])[v];
+        char *src =
+            failed || wbufs(sh, one[0])[v] == NULL ? scratch(d, 1, blk) : wbufs(sh, one[0])[v];
         char *dst = failed || wbufs(sh, one[0])[r] == NULL ? scratch(d, 2, O->lcount * O->esz)
-                                                            : wbufs(sh, one[0])[r];
+                                                           : wbufs(sh, one[0])[r];
         if (O->lcount <= ((size_t)1 << 28)) {
             double t0 = MPI_Wtime();
             MPI_Reduce_scatter_block(src, dst, (int)O->lcount, t, op, ps->comm);
@@ -1210,8 +1210,7 @@ typedef struct piece {
 } piece;
 
 /* Bytes process a sends process b (a == b: what stays here) for x. */
-static size_t pieces_bytes(const dist *d, const prog *p, const xop *x, int a, int b,
-                           uint32_t *buf)
+static size_t pieces_bytes(const dist *d, const prog *p, const xop *x, int a, int b, uint32_t *buf)
 {
     const vinfo *O = &p->vi[p->m->ops[x->op].first_result];
     uint32_t lo = 0, hi = 0;
@@ -1277,8 +1276,8 @@ static void pieces_here(const dist *d, const prog *p, const xop *x, shared *sh, 
             piece pc;
             if (here(d, buf[j]) && wbufs(sh, buf[j])[v] != NULL && wbufs(sh, dv)[r] != NULL &&
                 ex_coll_piece(p, x, buf[j], dv, pc.ext, pc.sfrom, pc.dfrom)) {
-                ex_coll_move(wbufs(sh, buf[j])[v], I->ldims, pc.sfrom, wbufs(sh, dv)[r],
-                             O->ldims, pc.dfrom, pc.ext, O->rank, O->esz);
+                ex_coll_move(wbufs(sh, buf[j])[v], I->ldims, pc.sfrom, wbufs(sh, dv)[r], O->ldims,
+                             pc.dfrom, pc.ext, O->rank, O->esz);
             }
         }
     }
@@ -1289,8 +1288,7 @@ static void pieces_here(const dist *d, const prog *p, const xop *x, shared *sh, 
  * much (the pieces staying here then ride along), else MPI_Alltoallv;
  * PL_P2P: each process's pieces to the processes that need them, with
  * MPI_Sendrecv when there is one partner each way, else MPI_Isend/Irecv. */
-static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint32_t me,
-                         bool failed)
+static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint32_t me, bool failed)
 {
     int size = d->mp->size, rank = d->mp->rank;
     uint32_t *buf = xalloc(d->mp, sizeof(uint32_t) * p->n_dev);
@@ -1341,8 +1339,8 @@ static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint3
     double t0 = MPI_Wtime();
     if (pl->kind == PL_A2A && n > 1) {
         if (even) {
-            MPI_Alltoall(send, icount(d->mp, sb[0]), MPI_BYTE, recv, icount(d->mp, sb[0]),
-                         MPI_BYTE, comm);
+            MPI_Alltoall(send, icount(d->mp, sb[0]), MPI_BYTE, recv, icount(d->mp, sb[0]), MPI_BYTE,
+                         comm);
         } else {
             int *c = xalloc(d->mp, sizeof(int) * (size_t)n * 4u);
             for (int q = 0; q < n; q++) {
@@ -1504,8 +1502,8 @@ static void hook_sync(ex_dist *base)
     MPI_Barrier(d->mp->world);
 }
 
-static const ex_dist_ops mpi_ops = {hook_prepare, hook_release, hook_crosses, hook_coll,
-                                    hook_mirror,  hook_unmirror, hook_vote,   hook_sync};
+static const ex_dist_ops mpi_ops = {hook_prepare, hook_release,  hook_crosses, hook_coll,
+                                    hook_mirror,  hook_unmirror, hook_vote,    hook_sync};
 
 /* ---- the check ------------------------------------------------------------------------ */
 
@@ -1528,8 +1526,7 @@ static void sets_free(dist *d)
 
 /* Result j of every process into process 0's got[j] (its seen mask
  * merged): elements two processes both hold must agree bit for bit. */
-static cm_status gather_result(ex_mpi *mp, ex_tensor *t, uint8_t *seen, uint32_t j,
-                               cm_error *err)
+static cm_status gather_result(ex_mpi *mp, ex_tensor *t, uint8_t *seen, uint32_t j, cm_error *err)
 {
     size_t esz = sp_elem_bytes(t->elem), bytes = t->n * esz;
     if (mp->rank != 0) {
@@ -1565,8 +1562,7 @@ static cm_status gather_result(ex_mpi *mp, ex_tensor *t, uint8_t *seen, uint32_t
 }
 
 cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref,
-                               const ex_check_opts *o, ex_report *r, ex_mpi_colls *c,
-                               cm_error *err)
+                               const ex_check_opts *o, ex_report *r, ex_mpi_colls *c, cm_error *err)
 {
     double *net_s = c != NULL ? c->net_s : NULL;
     memset(r, 0, sizeof *r);
@@ -1607,8 +1603,8 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
                        .op_from = o->op_from};
     cm_error e2;
     cm_error_clear(&e2);
-    cm_status s2 = ex_exec_run_dist(part, &eo, &d.base, NULL, NULL, args, n_args, &got, &n_got,
-                                    &seen, &e2);
+    cm_status s2 =
+        ex_exec_run_dist(part, &eo, &d.base, NULL, NULL, args, n_args, &got, &n_got, &seen, &e2);
     if (st == CM_OK && s2 != CM_OK) {
         st = s2;
         if (err != NULL) {
@@ -1626,16 +1622,16 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
         /* timers: the slowest process's runs, every process's devices */
         uint32_t iters = o->iters > 0 ? o->iters : 1;
         if (o->iter_s != NULL) {
-            MPI_Reduce(mp->rank == 0 ? MPI_IN_PLACE : o->iter_s, o->iter_s, (int)iters,
-                       MPI_DOUBLE, MPI_MAX, 0, mp->world);
+            MPI_Reduce(mp->rank == 0 ? MPI_IN_PLACE : o->iter_s, o->iter_s, (int)iters, MPI_DOUBLE,
+                       MPI_MAX, 0, mp->world);
         }
         if (o->op_s != NULL) {
             size_t n = (size_t)n_dev * part->n_ops;
             const size_t chunk = (size_t)1 << 26;
             for (size_t at = 0; at < n; at += chunk) {
                 int k = (int)(n - at < chunk ? n - at : chunk);
-                MPI_Reduce(mp->rank == 0 ? MPI_IN_PLACE : o->op_s + at, o->op_s + at, k,
-                           MPI_DOUBLE, MPI_SUM, 0, mp->world);
+                MPI_Reduce(mp->rank == 0 ? MPI_IN_PLACE : o->op_s + at, o->op_s + at, k, MPI_DOUBLE,
+                           MPI_SUM, 0, mp->world);
             }
         }
         if (net_s != NULL) {

@@ -152,5 +152,78 @@ else
     fi
 fi
 
+# The benchmark service sends runs to an MPI job (serve --bench-mpi): one
+# run succeeds with the "mpi" member; a rank killed mid-run fails that run
+# with a clear error and the service stays up.
+if [ "$NETNS" = 1 ]; then
+    LAUNCHER="ip netns exec ${PRE}0 mpirun --hostfile $TMP/hosts2 -np 2 --mca plm_rsh_agent $TMP/agent.sh --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include spmpi0 --mca oob_tcp_if_include spmpi0"
+else
+    LAUNCHER="mpirun -np 2 --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
+fi
+PORT=$((20000 + RANDOM % 20000))
+B=http://127.0.0.1:$PORT
+SP_MPI_TEST=$$ "$SP" serve --listen 127.0.0.1:$PORT --db "$TMP/serve.db" --log "$TMP/serve.log" \
+    --bench-mpi "$LAUNCHER" 2>"$TMP/serve.err" &
+server=$!
+for _ in $(seq 1 100); do curl -sf $B/healthz >/dev/null && break; sleep 0.1; done
+run_bench() { # ITERS: queues a run of the MLP plan, prints its id
+    local plan
+    plan=$(curl -sf -H 'Content-Type: application/json' --data-binary @examples/flax_mlp.json \
+        $B/v1/plans | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+    curl -sf -H 'Content-Type: application/json' -d "{\"plan_id\":$plan,\"iters\":$1}" \
+        $B/v1/benchmarks | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'
+}
+wait_bench() { # ID: waits until the run ends (60 s), prints its JSON
+    for _ in $(seq 1 600); do
+        curl -sf $B/v1/benchmarks/$1 >"$TMP/bench.json"
+        grep -qE '"status":"(succeeded|failed|canceled)"' "$TMP/bench.json" && break
+        sleep 0.1
+    done
+    cat "$TMP/bench.json"
+}
+id=$(run_bench 2)
+if [ -n "$id" ] && wait_bench "$id" | grep -q '"status":"succeeded"' && grep -q '"mpi":{"processes":2' "$TMP/bench.json"; then
+    pass=$((pass + 1))
+    echo "ok   serve --bench-mpi: a benchmark run on 2 MPI processes succeeded"
+else
+    fail=1
+    echo "FAIL serve --bench-mpi: run $id"
+    head -c 600 "$TMP/bench.json"; echo; tail -5 "$TMP/serve.err"
+fi
+id=$(run_bench 100000)
+victim=""
+for _ in $(seq 1 300); do
+    if [ "$NETNS" = 1 ]; then
+        cands=$(ip netns pids "${PRE}1" 2>/dev/null)
+    else
+        cands=$(pgrep -x shardplan 2>/dev/null)
+    fi
+    for p in $cands; do
+        if [ "$(cat /proc/$p/comm 2>/dev/null)" = shardplan ] && [ "$p" != "$server" ] &&
+            { [ "$NETNS" = 1 ] || { tr '\0' '\n' </proc/$p/environ 2>/dev/null |
+                grep -xE "OMPI_COMM_WORLD_RANK=1|SP_MPI_TEST=$$" | wc -l | grep -qx 2; }; }; then
+            victim=$p
+        fi
+    done
+    [ -n "$victim" ] && break
+    sleep 0.05
+done
+if [ -n "$victim" ]; then
+    sleep 1
+    kill -KILL "$victim"
+fi
+wait_bench "$id" >/dev/null
+if [ -n "$victim" ] && grep -q '"status":"failed"' "$TMP/bench.json" && grep -q 'MPI job' "$TMP/bench.json" &&
+    curl -sf $B/healthz | grep -q ok; then
+    pass=$((pass + 1))
+    echo "ok   serve --bench-mpi: a rank killed mid-run failed the run, the service is up: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["error"][:90])' "$TMP/bench.json")"
+else
+    fail=1
+    echo "FAIL serve --bench-mpi: killed rank (victim '${victim}')"
+    head -c 600 "$TMP/bench.json"; echo
+fi
+kill -TERM "$server" 2>/dev/null
+wait "$server" 2>/dev/null
+
 echo "mpi-test: $pass passed, $([ $fail = 0 ] && echo none failed || echo SOME FAILED) ($([ $NETNS = 1 ] && echo network namespaces || echo loopback))"
 exit $fail
