@@ -42,8 +42,12 @@ CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
 # Open MPI (executor/ex_mpi.c only, `shardplan run --mpi`): headers as -isystem
 # for that one file; linked --as-needed, so a binary that never pulls ex_mpi.o
 # (the unit tests but those reaching cmd_run/cmd_worker) does not load it.
-MPI_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev/null))
-MPI_LIBS := -Wl,--as-needed $(or $(shell pkg-config --libs ompi-c 2>/dev/null),-lmpi) -Wl,--no-as-needed
+# Without ompi-c (the container image's build packages) ex_mpi.c is built
+# with EX_NO_MPI and --mpi says the binary has no MPI.
+HAVE_MPI := $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1)
+MPI_CFLAGS := $(if $(HAVE_MPI),$(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c)),-DEX_NO_MPI)
+MPI_LIBS_ON := -Wl,--as-needed $(shell pkg-config --libs ompi-c 2>/dev/null) -Wl,--no-as-needed
+MPI_LIBS := $(if $(HAVE_MPI),$(MPI_LIBS_ON))
 
 # Layering (docs/architecture.md): each folder compiles with the -I paths of
 # itself and of the rooms below it only, so an include that reaches up or

@@ -8,11 +8,13 @@
  * Failures: a process whose run failed still takes part in every MPI call
  * with zeros, so the others never wait forever; an MPI error or a
  * transfer buffer that cannot be had ends the job (MPI_Abort) with a
- * message naming the process. */
+ * message naming the process.
+ * Built without Open MPI (the Makefile defines EX_NO_MPI when pkg-config
+ * has no ompi-c, as in the container image's build), the functions say so
+ * instead: --mpi fails with that message, nothing else changes. */
 #include "ex_mpi.h"
 
 #include <limits.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,16 @@
 #include "cm_json.h"
 #include "ex_mpi_int.h"
 #include "sp_cost.h"
+
+void ex_mpi_devices(uint32_t n_dev, uint32_t rank, uint32_t size, uint32_t *lo, uint32_t *hi)
+{
+    *lo = (uint32_t)((uint64_t)n_dev * rank / size);
+    *hi = (uint32_t)((uint64_t)n_dev * (rank + 1u) / size);
+}
+
+#ifndef EX_NO_MPI
+
+#include <mpi.h>
 
 struct ex_mpi {
     MPI_Comm world; /* a duplicate of MPI_COMM_WORLD */
@@ -114,12 +126,6 @@ uint32_t ex_mpi_size(const ex_mpi *mp)
 const char *ex_mpi_host(const ex_mpi *mp, uint32_t rank)
 {
     return rank < (uint32_t)mp->size ? mp->hosts + (size_t)rank * EX_MPI_HOST : "";
-}
-
-void ex_mpi_devices(uint32_t n_dev, uint32_t rank, uint32_t size, uint32_t *lo, uint32_t *hi)
-{
-    *lo = (uint32_t)((uint64_t)n_dev * rank / size);
-    *hi = (uint32_t)((uint64_t)n_dev * (rank + 1u) / size);
 }
 
 /* Ends the job: a transfer buffer could not be had, or a size MPI cannot
@@ -1711,3 +1717,90 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
     cm_buf_puts(b, "]}");
     return b->oom ? CM_ENOMEM : CM_OK;
 }
+
+#else /* EX_NO_MPI */
+
+struct ex_mpi {
+    int unused;
+};
+
+static cm_status no_mpi(cm_error *err)
+{
+    return cm_error_set(err, CM_EIO, NULL,
+                        "this shardplan was built without MPI (no Open MPI development files: "
+                        "libopenmpi-dev); rebuild with them for --mpi");
+}
+
+cm_status ex_mpi_init(int *argc, char ***argv, ex_mpi **out, cm_error *err)
+{
+    (void)argc;
+    (void)argv;
+    *out = NULL;
+    return no_mpi(err);
+}
+
+void ex_mpi_fini(ex_mpi *mp)
+{
+    (void)mp;
+}
+
+uint32_t ex_mpi_rank(const ex_mpi *mp)
+{
+    (void)mp;
+    return 0;
+}
+
+uint32_t ex_mpi_size(const ex_mpi *mp)
+{
+    (void)mp;
+    return 1;
+}
+
+const char *ex_mpi_host(const ex_mpi *mp, uint32_t rank)
+{
+    (void)mp;
+    (void)rank;
+    return "";
+}
+
+cm_status ex_mpi_bcast_text(ex_mpi *mp, char **text, size_t *len, cm_error *err)
+{
+    (void)mp;
+    (void)text;
+    (void)len;
+    return no_mpi(err);
+}
+
+cm_status ex_mpi_agree(ex_mpi *mp, cm_status st, cm_error *err)
+{
+    (void)mp;
+    (void)err;
+    return st;
+}
+
+cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref,
+                               const ex_check_opts *o, ex_report *r, ex_mpi_colls *c, cm_error *err)
+{
+    (void)mp;
+    (void)part;
+    (void)ref;
+    (void)o;
+    (void)c;
+    memset(r, 0, sizeof *r);
+    return no_mpi(err);
+}
+
+cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *op_s,
+                            const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, cm_buf *b)
+{
+    (void)mp;
+    (void)m;
+    (void)op_s;
+    (void)c;
+    (void)n_dev;
+    (void)runs;
+    (void)b;
+    return CM_OK;
+}
+
+#endif /* EX_NO_MPI */
