@@ -82,18 +82,21 @@ for axes in AXES:
             body.append("  %s = sdy.reduce_scatter [{}, {%s}] %s out_sharding=<@mesh, [{}, {%s}]> : %s"
                         % (v, A, d, A, ty(R, C)))
         ret(v, ty(R, C))
-    # a max reduction over a dimension sharded on axes, then its all_reduce
-    x = arg(ty(R, C), "[{}, {%s}]" % A)
-    i = val()
-    body.append("  %s = stablehlo.constant dense<0xFF800000> : tensor<f32>" % i)
-    m = val()
-    body.append("  %s = stablehlo.reduce(%s init: %s) applies stablehlo.maximum across "
-                "dimensions = [1] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}]>]>} : "
-                "(%s, tensor<f32>) -> tensor<%dxf32>" % (m, x, i, ty(R, C), R))
-    v = val()
-    body.append("  %s = sdy.all_reduce {%s} %s out_sharding=<@mesh, [{}]> : tensor<%dxf32>"
-                % (v, A, m, R))
-    ret(v, "tensor<%dxf32>" % R)
+    # max, min and product reductions over a dimension sharded on axes, then
+    # their all_reduce (which combines by the partials' kind)
+    for body_op, init in (("maximum", "0xFF800000"), ("minimum", "0x7F800000"),
+                          ("multiply", "1.0")):
+        x = arg(ty(R, C), "[{}, {%s}]" % A)
+        i = val()
+        body.append("  %s = stablehlo.constant dense<%s> : tensor<f32>" % (i, init))
+        m = val()
+        body.append("  %s = stablehlo.reduce(%s init: %s) applies stablehlo.%s across "
+                    "dimensions = [1] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}]>]>} : "
+                    "(%s, tensor<f32>) -> tensor<%dxf32>" % (m, x, i, body_op, ty(R, C), R))
+        v = val()
+        body.append("  %s = sdy.all_reduce {%s} %s out_sharding=<@mesh, [{}]> : tensor<%dxf32>"
+                    % (v, A, m, R))
+        ret(v, "tensor<%dxf32>" % R)
 
 # collective permutes: the order of two axes on one dimension swapped
 for a, b in () if ONE else (("a", "c"), ("b", "c"), ("a", "b")):
