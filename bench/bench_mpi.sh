@@ -12,7 +12,9 @@
 #      its MPI part, algbw = S / t and busbw = algbw * 2(n-1)/n (all-reduce)
 #      or (n-1)/n (the others), against the link; target busbw >= 70%;
 #   3. the MLP training step on 2 hosts x 4 devices (exec-worker --mpi) and
-#      on one host with 8 devices, with the cost model's predicted step.
+#      on one host with 8 devices, beside the step the cost model predicts
+#      with a profile `shardplan calibrate --mpi --axes data` measured on the
+#      same two hosts (the data axis crosses them); target: within 25%.
 # Usage: bench_mpi.sh SHARDPLAN BENCH_MPI_LINK
 set -uo pipefail
 SP=$(realpath "$1")
@@ -122,9 +124,13 @@ echo "raw link again: ${l2} GB/s (algbw/busbw in GB/s; link% against the first: 
 
 # the MLP training step: 2 hosts x 4 devices against one host with 8
 "$SP" example mlp --train --mesh data=2,model=4 >"$TMP/mlp.json" || exit 1
+launch "$SP" calibrate --mpi --axes data --devices 4 --out "$TMP/profile.json" >"$TMP/calib.out" 2>&1 ||
+    { echo "bench-mpi: calibrate --mpi failed"; tail -5 "$TMP/calib.out"; }
+sed 's/^/calibrate --mpi: /' "$TMP/calib.out" | head -2
+"$SP" cost "$TMP/mlp.json" --partition --profile "$TMP/profile.json" --json >"$TMP/cost.json" 2>/dev/null
 launch "$SP" exec-worker --mpi --warmup 1 --iters 5 <"$TMP/mlp.json" >"$TMP/mlp2.out" 2>"$TMP/mlp2.err"
 "$SP" exec-worker --warmup 1 --iters 5 <"$TMP/mlp.json" >"$TMP/mlp1.out" 2>"$TMP/mlp1.err"
-python3 - "$TMP/mlp1.out" "$TMP/mlp2.out" <<'PY'
+python3 - "$TMP/mlp1.out" "$TMP/mlp2.out" "$TMP/cost.json" <<'PY'
 import json, sys
 def res(f):
     for l in open(f):
@@ -135,7 +141,14 @@ one, two = res(sys.argv[1]), res(sys.argv[2])
 if one is None or two is None:
     print("MLP training step: a run failed")
     sys.exit(0)
-print("MLP training step (8 devices, data=2 x model=4): 1 host %.2f ms, 2 hosts x 4 %.2f ms (%.2fx), "
-      "predicted %.2f ms (cost model, default profile: no inter-host link)"
-      % (one["step_s"] * 1e3, two["step_s"] * 1e3, two["step_s"] / one["step_s"], one["predicted_step_s"] * 1e3))
+try:
+    pred = json.load(open(sys.argv[3]))["time"]["step_s"]
+except Exception:
+    pred = 0
+print("MLP training step (8 devices, data=2 x model=4): 1 host %.2f ms, 2 hosts x 4 %.2f ms (%.2fx)"
+      % (one["step_s"] * 1e3, two["step_s"] * 1e3, two["step_s"] / one["step_s"]))
+if pred > 0:
+    print("  predicted with the calibrated profile (data across hosts): %.2f ms, measured/predicted %.2f "
+          "(target within 25%%: %s)" % (pred * 1e3, two["step_s"] / pred,
+                                        "met" if abs(two["step_s"] / pred - 1) <= 0.25 else "not met"))
 PY

@@ -1718,6 +1718,57 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
     return b->oom ? CM_ENOMEM : CM_OK;
 }
 
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out,
+                              double *latency_out, cm_error *err)
+{
+    *bandwidth_out = *latency_out = 0;
+    if (mp->size < 2) {
+        return cm_error_set(err, CM_EINVAL, NULL,
+                            "measuring the network needs at least 2 MPI processes (under mpirun "
+                            "on 2 hosts)");
+    }
+    double figs[2] = {0, 0};
+    if (mp->rank < 2) {
+        int peer = 1 - mp->rank;
+        char *buf = xalloc(mp, bytes > 8 ? bytes : 8);
+        double best = 1e30;
+        for (int batch = 0; batch < 5; batch++) {
+            double t0 = MPI_Wtime();
+            for (int i = 0; i < 50; i++) {
+                if (mp->rank == 0) {
+                    MPI_Send(buf, 8, MPI_BYTE, peer, 21, mp->world);
+                    MPI_Recv(buf, 8, MPI_BYTE, peer, 21, mp->world, MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Recv(buf, 8, MPI_BYTE, peer, 21, mp->world, MPI_STATUS_IGNORE);
+                    MPI_Send(buf, 8, MPI_BYTE, peer, 21, mp->world);
+                }
+            }
+            double rtt = (MPI_Wtime() - t0) / 50;
+            best = rtt < best ? rtt : best;
+        }
+        figs[1] = best / 2;
+        best = 1e30;
+        for (int rep = 0; rep < 5; rep++) {
+            double t0 = MPI_Wtime();
+            if (mp->rank == 0) {
+                send_big(mp, buf, bytes, peer);
+                MPI_Recv(buf, 1, MPI_BYTE, peer, 22, mp->world, MPI_STATUS_IGNORE);
+            } else {
+                recv_big(mp, buf, bytes, peer);
+                MPI_Send(buf, 1, MPI_BYTE, peer, 22, mp->world);
+            }
+            double dt = MPI_Wtime() - t0 - figs[1] * 2; /* less the ack's round trip */
+            best = dt > 0 && dt < best ? dt : best;
+        }
+        figs[0] = best < 1e30 ? (double)bytes / best : 0;
+        cm_free(buf);
+    }
+    MPI_Bcast(figs, 2, MPI_DOUBLE, 0, mp->world);
+    *bandwidth_out = figs[0];
+    *latency_out = figs[1];
+    return CM_OK;
+}
+
 #else /* EX_NO_MPI */
 
 struct ex_mpi {
@@ -1801,6 +1852,15 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
     (void)runs;
     (void)b;
     return CM_OK;
+}
+
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out,
+                              double *latency_out, cm_error *err)
+{
+    (void)mp;
+    (void)bytes;
+    *bandwidth_out = *latency_out = 0;
+    return no_mpi(err);
 }
 
 #endif /* EX_NO_MPI */

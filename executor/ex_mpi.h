@@ -83,6 +83,15 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
 cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *op_s,
                             const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, cm_buf *b);
 
+/* The network between processes 0 and 1 (`shardplan calibrate --mpi`):
+ * *latency_out, half the best round trip of 8 bytes (seconds), and
+ * *bandwidth_out, bytes/s of the best of 5 one-way transfers of `bytes`
+ * (e.g. 64 MiB) from 0 to 1; the same figures on every process.
+ * Collective. Errors: CM_EINVAL with fewer than 2 processes, CM_EIO
+ * without MPI. */
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out,
+                              double *latency_out, cm_error *err);
+
 /* The devices process rank runs out of n_dev: [*lo, *hi). */
 void ex_mpi_devices(uint32_t n_dev, uint32_t rank, uint32_t size, uint32_t *lo, uint32_t *hi);
 
