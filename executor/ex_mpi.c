@@ -923,13 +923,30 @@ static void run_reduce(dist *d, const prog *p, const xop *x, shared *sh, uint32_
     for (uint32_t s = 0; s < d->plans[x->op].n_subs; s++) {
         const sub *u = &d->plans[x->op].subs[s];
         const pset *ps = &d->sets[u->set];
-        uint32_t one[1] = {only_member(d, x, u->groups[0])};
-        if (!failed && ps->n > 1 && u->n_groups == 1 && I->lcount <= ((size_t)1 << 28) &&
-            one[0] != UINT32_MAX && wbufs(sh, one[0])[v] != NULL && wbufs(sh, one[0])[r] != NULL) {
-            /* one member here: straight from its operand into its result */
+        /* Every group of the set with one member on each of its processes
+         * (the program says so, the same on every process): straight from
+         * each member's operand into its result, a call per group, no
+         * copies in and out. A failed run keeps the calls, on scratch. */
+        bool direct = ps->n > 1 && I->lcount <= ((size_t)1 << 28) &&
+                      x->gsize == (uint32_t)ps->n;
+        for (uint32_t i = 0; direct && i < u->n_groups; i++) {
+            const int64_t *mem = grp_members(x, u->groups[i]);
+            for (uint32_t a = 0; direct && a < x->gsize; a++) {
+                for (uint32_t b = a + 1u; direct && b < x->gsize; b++) {
+                    direct = rank_of(d, (uint32_t)mem[a]) != rank_of(d, (uint32_t)mem[b]);
+                }
+            }
+        }
+        if (direct) {
             double t0 = MPI_Wtime();
-            MPI_Allreduce(wbufs(sh, one[0])[v], wbufs(sh, one[0])[r], (int)I->lcount, t, op,
-                          ps->comm);
+            for (uint32_t i = 0; i < u->n_groups; i++) {
+                uint32_t one = only_member(d, x, u->groups[i]);
+                bool ok = !failed && one != UINT32_MAX && wbufs(sh, one)[v] != NULL &&
+                          wbufs(sh, one)[r] != NULL;
+                MPI_Allreduce(ok ? wbufs(sh, one)[v] : scratch(d, 0, blk),
+                              ok ? wbufs(sh, one)[r] : scratch(d, 1, blk), (int)I->lcount, t, op,
+                              ps->comm);
+            }
             net_add(d, sh, me, x, t0);
             continue;
         }
