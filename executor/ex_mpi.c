@@ -588,17 +588,17 @@ static bool is_collective(const prog *p, const xop *x)
            x->peer_read;
 }
 
-/* Whether the process set of the one sub of x holds one member of its one
- * group each, in the communicator's order, whose operand blocks (a, the
- * ldims of I) stack along dimension 0 into the result block of every
- * member (b, O), unpadded: then one MPI call moves the blocks straight
- * between the devices' buffers (stack: the operands into each result, an
- * all-gather; else the result pieces of one operand, a reduce-scatter).
- * Same answer on every process. */
+/* Whether every group of the one sub of x has one member on each process
+ * of its set, in the communicator's order, whose operand blocks stack
+ * along dimension 0 into the result block of every member (gather: an
+ * all-gather), or whose result blocks stack so into every member's
+ * operand block (a reduce-scatter), unpadded: then one MPI call per group
+ * moves the blocks straight between the devices' buffers. It depends on
+ * the program and the set only, so the processes of a communicator agree. */
 static bool stacked(const dist *d, const prog *p, const xop *x, bool gather)
 {
     const plan *pl = &d->plans[x->op];
-    if (pl->n_subs != 1 || pl->subs[0].n_groups != 1 || !pl->disjoint) {
+    if (pl->n_subs != 1 || !pl->disjoint) {
         return false;
     }
     const sp_op *o = &p->m->ops[x->op];
@@ -608,12 +608,11 @@ static bool stacked(const dist *d, const prog *p, const xop *x, bool gather)
     if (I->rank == 0 || I->rank != O->rank || ps->n < 2 || x->gsize != (uint32_t)ps->n) {
         return false;
     }
-    /* every group: one member per process, stacked in process order */
-    uint32_t ng = n_groups(p, x);
+    /* every group of the set: one member per process, stacked in process order */
     const vinfo *big = gather ? O : I, *part = gather ? I : O;
     uint32_t vb = gather ? r : v, vp = gather ? v : r;
-    for (uint32_t g = 0; g < ng; g++) {
-        const int64_t *mem = grp_members(x, g);
+    for (uint32_t gi = 0; gi < pl->subs[0].n_groups; gi++) {
+        const int64_t *mem = grp_members(x, pl->subs[0].groups[gi]);
         for (uint32_t j = 0; j < x->gsize; j++) {
             uint32_t dj = (uint32_t)mem[j];
             if (rank_of(d, dj) != d->sets[pl->subs[0].set].ranks[j] || !ex_is_unpadded(p, v, dj) ||
@@ -927,8 +926,7 @@ static void run_reduce(dist *d, const prog *p, const xop *x, shared *sh, uint32_
          * (the program says so, the same on every process): straight from
          * each member's operand into its result, a call per group, no
          * copies in and out. A failed run keeps the calls, on scratch. */
-        bool direct = ps->n > 1 && I->lcount <= ((size_t)1 << 28) &&
-                      x->gsize == (uint32_t)ps->n;
+        bool direct = ps->n > 1 && I->lcount <= ((size_t)1 << 28) && x->gsize == (uint32_t)ps->n;
         for (uint32_t i = 0; direct && i < u->n_groups; i++) {
             const int64_t *mem = grp_members(x, u->groups[i]);
             for (uint32_t a = 0; direct && a < x->gsize; a++) {
@@ -1009,17 +1007,18 @@ static cm_status run_gather(dist *d, const prog *p, const xop *x, shared *sh, ui
     uint32_t v = o->operands[0];
     size_t blk = p->vi[v].lcount * p->vi[v].esz;
     if (d->plans[x->op].direct) {
-        /* the members' blocks straight into every member's result */
-        const pset *ps = &d->sets[d->plans[x->op].subs[0].set];
-        uint32_t one[1] = {only_member(d, x, d->plans[x->op].subs[0].groups[0])};
+        /* each group's members' blocks straight into every member's result */
+        const sub *u = &d->plans[x->op].subs[0];
+        const pset *ps = &d->sets[u->set];
         uint32_t r = o->first_result;
-        char *src =
-            failed || wbufs(sh, one[0])[v] == NULL ? scratch(d, 1, blk) : wbufs(sh, one[0])[v];
-        char *dst = failed || wbufs(sh, one[0])[r] == NULL ? scratch(d, 2, blk * (size_t)ps->n)
-                                                           : wbufs(sh, one[0])[r];
         double t0 = MPI_Wtime();
-        MPI_Allgather(src, icount(d->mp, blk), MPI_BYTE, dst, icount(d->mp, blk), MPI_BYTE,
-                      ps->comm);
+        for (uint32_t i = 0; i < u->n_groups; i++) {
+            uint32_t one = only_member(d, x, u->groups[i]);
+            bool ok = !failed && wbufs(sh, one)[v] != NULL && wbufs(sh, one)[r] != NULL;
+            MPI_Allgather(ok ? wbufs(sh, one)[v] : scratch(d, 1, blk), icount(d->mp, blk), MPI_BYTE,
+                          ok ? wbufs(sh, one)[r] : scratch(d, 2, blk * (size_t)ps->n),
+                          icount(d->mp, blk), MPI_BYTE, ps->comm);
+        }
         net_add(d, sh, me, x, t0);
         return CM_OK;
     }
@@ -1125,20 +1124,21 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
     MPI_Datatype t;
     MPI_Op op;
     mpi_reduction(d->mp, I->elem, RED_ADD, &t, &op);
-    if (d->plans[x->op].direct) {
-        /* one member here: its operand's rows scattered, summed, into its result */
-        const pset *ps = &d->sets[d->plans[x->op].subs[0].set];
-        uint32_t one[1] = {only_member(d, x, d->plans[x->op].subs[0].groups[0])};
-        char *src =
-            failed || wbufs(sh, one[0])[v] == NULL ? scratch(d, 1, blk) : wbufs(sh, one[0])[v];
-        char *dst = failed || wbufs(sh, one[0])[r] == NULL ? scratch(d, 2, O->lcount * O->esz)
-                                                           : wbufs(sh, one[0])[r];
-        if (O->lcount <= ((size_t)1 << 28)) {
-            double t0 = MPI_Wtime();
-            MPI_Reduce_scatter_block(src, dst, (int)O->lcount, t, op, ps->comm);
-            net_add(d, sh, me, x, t0);
-            return;
+    if (d->plans[x->op].direct && O->lcount <= ((size_t)1 << 28)) {
+        /* each group's member here: its operand's rows scattered, summed,
+         * into its result */
+        const sub *u = &d->plans[x->op].subs[0];
+        const pset *ps = &d->sets[u->set];
+        double t0 = MPI_Wtime();
+        for (uint32_t i = 0; i < u->n_groups; i++) {
+            uint32_t one = only_member(d, x, u->groups[i]);
+            bool ok = !failed && wbufs(sh, one)[v] != NULL && wbufs(sh, one)[r] != NULL;
+            MPI_Reduce_scatter_block(ok ? wbufs(sh, one)[v] : scratch(d, 1, blk),
+                                     ok ? wbufs(sh, one)[r] : scratch(d, 2, O->lcount * O->esz),
+                                     (int)O->lcount, t, op, ps->comm);
         }
+        net_add(d, sh, me, x, t0);
+        return;
     }
     uint32_t *mem = xalloc(d->mp, sizeof(uint32_t) * x->gsize);
     int64_t from[EX_MAX_RANK], ext[EX_MAX_RANK];
@@ -1735,8 +1735,8 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
     return b->oom ? CM_ENOMEM : CM_OK;
 }
 
-cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out,
-                              double *latency_out, cm_error *err)
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, double *latency_out,
+                              cm_error *err)
 {
     *bandwidth_out = *latency_out = 0;
     if (mp->size < 2) {
@@ -1871,8 +1871,8 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
     return CM_OK;
 }
 
-cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out,
-                              double *latency_out, cm_error *err)
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, double *latency_out,
+                              cm_error *err)
 {
     (void)mp;
     (void)bytes;
