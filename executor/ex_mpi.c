@@ -1044,7 +1044,7 @@ static cm_status run_gather(dist *d, const prog *p, const xop *x, shared *sh, ui
                 mine = c;
             }
         }
-        char *send = xalloc(d->mp, mine), *recv = xalloc(d->mp, total);
+        char *send = scratch(d, 1, mine), *recv = xalloc(d->mp, total);
         size_t at = 0;
         for (uint32_t i = 0; i < u->n_groups; i++) {
             uint32_t n = members_on(d, x, u->groups[i], d->mp->rank, mem);
@@ -1066,7 +1066,6 @@ static cm_status run_gather(dist *d, const prog *p, const xop *x, shared *sh, ui
                            ps->comm);
         }
         net_add(d, sh, me, x, t0);
-        cm_free(send);
         /* the other processes' blocks into their devices' slots */
         for (int q = 0; q < ps->n; q++) {
             size_t off = (size_t)displs[q];
@@ -1151,7 +1150,7 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
     for (uint32_t s = 0; s < d->plans[x->op].n_subs; s++) {
         const sub *u = &d->plans[x->op].subs[s];
         const pset *ps = &d->sets[u->set];
-        char *sum = xalloc(d->mp, blk * u->n_groups);
+        char *sum = scratch(d, 0, blk * u->n_groups);
         for (uint32_t i = 0; i < u->n_groups; i++) {
             local_reduce(d, sh, x, u->groups[i], v, RED_ADD, sum + blk * i, failed);
         }
@@ -1170,7 +1169,7 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
             counts[q] = icount(d->mp, c);
             total += c;
         }
-        char *send = xalloc(d->mp, total * O->esz);
+        char *send = scratch(d, 1, total * O->esz);
         size_t at = 0;
         for (int q = 0; q < ps->n; q++) {
             for (uint32_t i = 0; i < u->n_groups; i++) {
@@ -1183,12 +1182,11 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
                 }
             }
         }
-        cm_free(sum);
         int myq = 0;
         for (int q = 0; q < ps->n; q++) {
             myq = ps->ranks[q] == d->mp->rank ? q : myq;
         }
-        char *recv = xalloc(d->mp, (size_t)counts[myq] * O->esz);
+        char *recv = scratch(d, 2, (size_t)counts[myq] * O->esz);
         if (ps->n > 1) {
             bool even = true;
             for (int q = 1; q < ps->n; q++) {
@@ -1216,8 +1214,7 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
                 at += box_count(ext, O->rank);
             }
         }
-        cm_free(recv);
-        cm_free(send);
+
         cm_free(counts);
     }
     cm_free(mem);
@@ -1343,7 +1340,7 @@ static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint3
             even = pieces_bytes(d, p, x, ranks[a], ranks[b], buf) == first;
         }
     }
-    char *send = xalloc(d->mp, st_total), *recv = xalloc(d->mp, rt_total);
+    char *send = scratch(d, 1, st_total), *recv = scratch(d, 2, rt_total);
     size_t *soff = xalloc(d->mp, sizeof(size_t) * (size_t)n * 2u), *roff = soff + n;
     size_t sa = 0, ra = 0;
     for (int q = 0; q < n; q++) {
@@ -1419,8 +1416,7 @@ static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint3
         }
     }
     cm_free(soff);
-    cm_free(send);
-    cm_free(recv);
+
     cm_free(sb);
     cm_free(buf);
 }
