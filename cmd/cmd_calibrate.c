@@ -2,7 +2,11 @@
  * cmd: `shardplan calibrate`, this machine measured as the executor uses it
  * and written as a CPU device profile (executor/ex_calib.h), read back with
  * the cost model's profile reader before it is written; --rank checks that
- * the profile ranks the benchmark suite's plans as the executor runs them. */
+ * the profile ranks the benchmark suite's plans as the executor runs them.
+ * With --mpi, under mpirun on 2 or more hosts, the network between
+ * processes 0 and 1 is measured too (executor/ex_mpi.h) and written as the
+ * link of the mesh axes --axes names (those that cross hosts); process 0
+ * reports. */
 #include "cmd.h"
 
 #include <stdbool.h>
@@ -13,25 +17,75 @@
 #include "cm_json.h"
 #include "cmd_util.h"
 #include "ex_calib.h"
+#include "ex_mpi.h"
 #include "sp_profile_json.h"
 
 static void calib_usage(FILE *f)
 {
     fputs("usage: shardplan calibrate [--out FILE] [--devices N] [--rank] [--json]\n"
+          "                           [--mpi --axes AXIS[,AXIS...]]\n"
           "  writes the profile (JSON) to FILE, else to stdout; with --out, --json prints the\n"
           "  measured figures as one JSON object instead of a sentence, and the --rank report\n"
-          "  goes to stderr so stdout stays JSON\n",
+          "  goes to stderr so stdout stays JSON\n"
+          "  --mpi: under mpirun on 2+ hosts (N devices per host), also the network between\n"
+          "  two hosts, written as the link of the mesh axes --axes names (those that cross\n"
+          "  hosts): per device, the host's bandwidth shared by its N devices\n",
           f);
+}
+
+/* The profile text in with a link for each axis of the comma-separated
+ * list axes (the inter-host one: bandwidth bytes/s per host shared by its
+ * per_host devices, latency s) added before "default" in its "links"
+ * object, into out. false when the text has no links object or an axis
+ * name is not a plain name (letters, digits, '_'). */
+static bool add_axis_links(const cm_buf *in, const char *axes, double bandwidth, double latency,
+                           uint32_t per_host, cm_buf *out)
+{
+    const char *at = strstr(in->data, "\"links\": {\n");
+    if (at == NULL) {
+        return false;
+    }
+    at += strlen("\"links\": {\n");
+    cm_buf_append(out, in->data, (size_t)(at - in->data));
+    const char *p = axes;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= 64) {
+            return false;
+        }
+        for (size_t i = 0; i < n; i++) {
+            char ch = p[i];
+            if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_')) {
+                return false;
+            }
+        }
+        cm_buf_printf(out,
+                      "  \"%.*s\": {\n   \"bandwidth\": %.4g,\n   \"latency\": %.4g,\n"
+                      "   \"notes\": \"across hosts (shardplan calibrate --mpi): the one-way "
+                      "bandwidth between two hosts shared by the %u devices of a host, latency "
+                      "half an MPI round trip\"\n  },\n",
+                      (int)n, p, bandwidth / (double)per_host, latency, per_host);
+        p += n;
+        p += *p == ',';
+    }
+    cm_buf_puts(out, at);
+    return !out->oom;
 }
 
 int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *path = NULL;
     uint64_t devices = 8;
-    bool rank = false, json = false;
+    bool rank = false, json = false, mpi = false;
+    const char *axes = NULL;
     for (int i = 1; i < argc; i++) {
         if (cmd_is_json_flag(argc, argv, &i)) {
             json = true;
+        } else if (strcmp(argv[i], "--mpi") == 0) {
+            mpi = true;
+        } else if (strcmp(argv[i], "--axes") == 0 && i + 1 < argc) {
+            axes = argv[++i];
         } else if (strcmp(argv[i], "--rank") == 0) {
             rank = true;
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
@@ -52,16 +106,56 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
             return 2;
         }
     }
+    if (mpi != (axes != NULL)) {
+        fprintf(errs, "shardplan calibrate: --mpi and --axes go together\n");
+        calib_usage(errs);
+        return 2;
+    }
     cm_error err;
     cm_error_clear(&err);
+    ex_mpi *mp = NULL;
+    if (mpi && ex_mpi_init(NULL, NULL, &mp, &err) != CM_OK) {
+        fprintf(errs, "shardplan calibrate: %s\n", err.msg);
+        return 1;
+    }
+    /* under MPI: process 0 measures its host, then 0 and 1 the network */
     ex_calib c;
-    if (ex_calib_measure((uint32_t)devices, &c, &err) != CM_OK) {
+    memset(&c, 0, sizeof c);
+    cm_status st =
+        mp == NULL || ex_mpi_rank(mp) == 0 ? ex_calib_measure((uint32_t)devices, &c, &err) : CM_OK;
+    double net_bw = 0, net_lat = 0;
+    if (mp != NULL) {
+        st = ex_mpi_agree(mp, st, &err);
+        if (st == CM_OK) {
+            st = ex_mpi_link_measure(mp, (size_t)64 << 20, &net_bw, &net_lat, &err);
+        }
+        bool talk = ex_mpi_rank(mp) == 0;
+        ex_mpi_fini(mp);
+        if (!talk) {
+            return st == CM_OK ? 0 : 1;
+        }
+    }
+    if (st != CM_OK) {
         fprintf(errs, "shardplan calibrate: %s\n", err.msg);
         return 1;
     }
     cm_buf b;
     cm_buf_init(&b);
-    ex_calib_profile_json(&c, "cpu-calibrated", &b);
+    ex_calib_profile_json(&c, mpi ? "cpu-calibrated-mpi" : "cpu-calibrated", &b);
+    if (mpi) {
+        cm_buf with;
+        cm_buf_init(&with);
+        if (!add_axis_links(&b, axes, net_bw, net_lat, c.n_devices, &with)) {
+            fprintf(errs,
+                    "shardplan calibrate: bad --axes '%s' (comma-separated mesh axis names)\n",
+                    axes);
+            cm_buf_fini(&with);
+            cm_buf_fini(&b);
+            return 2;
+        }
+        cm_buf_fini(&b);
+        b = with;
+    }
     sp_profile prof;
     int rc = 0;
     if (b.oom) {
@@ -88,6 +182,11 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
             cm_json_put_kv_f64(&j, "memcpy_bytes_per_s", c.mem_bandwidth);
             cm_json_put_kv_f64(&j, "link_bytes_per_s", c.link_bandwidth);
             cm_json_put_kv_f64(&j, "link_latency_s", c.link_latency);
+            if (mpi) {
+                cm_json_put_kv_str(&j, "axes", axes);
+                cm_json_put_kv_f64(&j, "network_bytes_per_s", net_bw);
+                cm_json_put_kv_f64(&j, "network_latency_s", net_lat);
+            }
             cm_buf_puts(&j, "}\n");
             rc = cmd_write_out(&j, "calibrate", out, errs);
             cm_buf_fini(&j);
@@ -97,6 +196,12 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
                     "%.2f GB/s per worker, latency %.1f us\n",
                     path, c.f32_flops * 1e-9, c.n_devices, c.mem_bandwidth * 1e-9,
                     c.link_bandwidth * 1e-9, c.link_latency * 1e6);
+            if (mpi) {
+                fprintf(out,
+                        "  across hosts (axes %s): %.3f GB/s between two hosts, %.3f GB/s per "
+                        "device, latency %.1f us\n",
+                        axes, net_bw * 1e-9, net_bw / (double)c.n_devices * 1e-9, net_lat * 1e6);
+            }
         }
     }
     cm_buf_fini(&b);

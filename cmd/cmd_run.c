@@ -2,7 +2,9 @@
  * cmd: `shardplan run`, a model partitioned and run for real on local
  * devices by the executor, checked against a single-device run of it
  * (executor/ex_exec.h ex_check_modules), with per-op timers beside the cost
- * model for --ops (executor/ex_timing.h). */
+ * model for --ops (executor/ex_timing.h); with --mpi, under mpirun, the
+ * devices spread over the MPI processes (executor/ex_mpi.h), process 0
+ * reading the file and reporting. */
 #include "cmd.h"
 
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "cm_json.h"
 #include "cmd_util.h"
 #include "ex_exec.h"
+#include "ex_mpi.h"
 #include "ex_timing.h"
 #include "sp_cost.h"
 #include "sp_input.h"
@@ -19,12 +22,15 @@
 static void run_usage(FILE *f)
 {
     fputs("usage: shardplan run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] "
-          "[--affinity|--no-affinity] [--ops N] [--json]\n"
+          "[--affinity|--no-affinity] [--ops N] [--mpi] [--json]\n"
           "  --json: one JSON object (devices, iters, seed, iter_s, step_s, flops, flop_per_s,\n"
           "  reference_s, numerics, and with --ops the per-op ops and collectives)\n"
           "  --ops N: after the runs, the N slowest ops and every collective, measured on each\n"
           "  device (mean and max) beside the cost model's prediction (the first run is left\n"
-          "  out when there are several)\n",
+          "  out when there are several)\n"
+          "  --mpi: under mpirun, the devices spread over the MPI processes (one per host),\n"
+          "  process 0 reading FILE and reporting; with --ops each collective's time is\n"
+          "  split into its local and its network part (docs/executor.md, \"On a cluster\")\n",
           f);
 }
 
@@ -32,7 +38,7 @@ static void run_usage(FILE *f)
  * "Benchmark runs"), and the per-op timings when timed. 1 on a numerics
  * mismatch (as the text report) or when out of memory. ts is sorted here. */
 static int write_json(FILE *out, FILE *errs, const ex_report *r, double *ts, uint64_t iters,
-                      uint64_t seed, bool timed, const ex_timing *t)
+                      uint64_t seed, bool timed, const ex_timing *t, const cm_buf *extra)
 {
     cm_buf b;
     cm_buf_init(&b);
@@ -72,10 +78,83 @@ static int write_json(FILE *out, FILE *errs, const ex_report *r, double *ts, uin
     if (timed && ex_timing_json(t, &b) != CM_OK) {
         b.oom = true;
     }
+    if (extra != NULL && extra->len > 0) {
+        cm_buf_puts(&b, extra->data);
+        b.oom = b.oom || extra->oom;
+    }
     cm_buf_puts(&b, "}\n");
     int rc = cmd_write_out(&b, "run", out, errs);
     cm_buf_fini(&b);
     return rc != 0 ? rc : r->mm.match ? 0 : 1;
+}
+
+/* Under --mpi: process 0 reads path and sends the text to every process,
+ * each of which loads it twice (part partitioned, ref the reference).
+ * The status is every process's (ex_mpi_agree). */
+static cm_status load_mpi(ex_mpi *mp, const char *path, sp_input *part, sp_input *ref,
+                          cm_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cm_status st = ex_mpi_rank(mp) == 0 ? cm_file_read(path, &text, &len, err) : CM_OK;
+    st = ex_mpi_agree(mp, st, err);
+    if (st == CM_OK) {
+        st = ex_mpi_bcast_text(mp, &text, &len, err);
+    }
+    if (st == CM_OK) {
+        st = sp_input_read(text, len, NULL, part, err);
+    }
+    if (st == CM_OK) {
+        st = sp_input_read(text, len, NULL, ref, err);
+    }
+    if (st == CM_OK) {
+        st = ex_partition(part->m, err);
+    }
+    cm_free(text);
+    return ex_mpi_agree(mp, st, err);
+}
+
+/* The collectives' split under --mpi as text: where the processes ran,
+ * then for each explicit collective of m its mean time per run over the
+ * devices (op_s), the part spent in MPI calls (ex_mpi_colls) and
+ * the rest, local work, with the path it took (ex_mpi_colls). */
+static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
+                       const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, FILE *out)
+{
+    uint32_t size = ex_mpi_size(mp);
+    fprintf(out, "MPI: %u processes:", size);
+    for (uint32_t k = 0; k < size; k++) {
+        uint32_t lo = 0, hi = 0;
+        ex_mpi_devices(n_dev, k, size, &lo, &hi);
+        fprintf(out, " %u on %s (devices %u-%u)%s", k, ex_mpi_host(mp, k), lo, hi - 1u,
+                k + 1u < size ? "," : "\n");
+    }
+    if (op_s == NULL || runs == 0) {
+        return;
+    }
+    bool head = false;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *o = &m->ops[i];
+        if (!sp_op_is_sdy_collective(o->kind) || c->path[i] == NULL) {
+            continue;
+        }
+        double total = 0;
+        for (uint32_t d = 0; d < n_dev; d++) {
+            total += op_s[(size_t)d * m->n_ops + i];
+        }
+        total /= (double)n_dev * (double)runs;
+        double net = c->net_s[i] / (double)runs;
+        if (!head) {
+            fprintf(out,
+                    "collectives, local and network parts (per run; network: time in MPI "
+                    "calls of the last process to arrive):\n"
+                    "  %-24s %6s %10s %10s %10s  %s\n",
+                    "kind", "line", "mean ms", "network ms", "local ms", "path");
+            head = true;
+        }
+        fprintf(out, "  %-24s %6u %10.3f %10.3f %10.3f  %s\n", o->name, o->line, total * 1e3,
+                net * 1e3, (total > net ? total - net : 0.0) * 1e3, c->path[i]);
+    }
 }
 
 int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
@@ -84,11 +163,13 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     uint64_t devices = 0, iters = 3, seed = 1;
     ex_affinity affinity = EX_AFFINITY_AUTO;
     uint64_t top = 0;
-    bool json = false;
+    bool json = false, mpi = false;
     for (int i = 1; i < argc; i++) {
         bool ok = true;
         if (cmd_is_json_flag(argc, argv, &i)) {
             json = true;
+        } else if (strcmp(argv[i], "--mpi") == 0) {
+            mpi = true;
         } else if (strcmp(argv[i], "--affinity") == 0 || strcmp(argv[i], "--no-affinity") == 0) {
             affinity = argv[i][2] == 'n' ? EX_AFFINITY_OFF : EX_AFFINITY_ON;
         } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) {
@@ -121,19 +202,32 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     cm_error err;
     cm_error_clear(&err);
     sp_input part, ref;
+    memset(&part, 0, sizeof part);
     memset(&ref, 0, sizeof ref);
-    if (sp_input_load(file, NULL, &part, &err) != CM_OK ||
-        sp_input_load(file, NULL, &ref, &err) != CM_OK || ex_partition(part.m, &err) != CM_OK) {
+    ex_mpi *mp = NULL;
+    if (mpi && ex_mpi_init(NULL, NULL, &mp, &err) != CM_OK) {
         cmd_report(errs, json, "run", file, &err);
+        return 1;
+    }
+    /* under MPI, process 0 alone reports */
+    bool talk = mp == NULL || ex_mpi_rank(mp) == 0;
+    if (mp != NULL ? load_mpi(mp, file, &part, &ref, &err) != CM_OK
+                   : (sp_input_load(file, NULL, &part, &err) != CM_OK ||
+                      sp_input_load(file, NULL, &ref, &err) != CM_OK ||
+                      ex_partition(part.m, &err) != CM_OK)) {
+        if (talk) {
+            cmd_report(errs, json, "run", file, &err);
+        }
         if (part.m != NULL) {
             sp_input_fini(&part);
         }
         if (ref.m != NULL) {
             sp_input_fini(&ref);
         }
+        ex_mpi_fini(mp);
         return 1;
     }
-    double *ts = cm_calloc((size_t)iters, sizeof(double)), *op_s = NULL;
+    double *ts = cm_calloc((size_t)iters, sizeof(double)), *op_s = NULL, *net_s = NULL;
     sp_cost *cost = NULL;
     uint32_t n_dev = 0;
     if (top > 0) {
@@ -149,17 +243,46 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
                        .op_s = op_s,
                        .op_from = iters > 1 ? 1u : 0u};
     ex_report r;
+    memset(&r, 0, sizeof r);
     int rc = 0;
-    if (ts == NULL || (top > 0 && op_s == NULL)) {
+    ex_mpi_colls colls = {NULL, NULL};
+    if (mp != NULL) {
+        net_s = cm_calloc(part.m->n_ops + 1u, sizeof(double));
+        colls.net_s = net_s;
+        colls.path = cm_calloc(part.m->n_ops + 1u, sizeof(const char *));
+    }
+    if (ts == NULL || (top > 0 && op_s == NULL) ||
+        (mp != NULL && (net_s == NULL || colls.path == NULL))) {
         cm_error_set(&err, CM_ENOMEM, NULL,
                      ts == NULL ? "out of memory" : "out of memory (or too many ops for --ops)");
     }
-    if (err.code != CM_OK || ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
-        cmd_report(errs, json, "run", file, &err);
+    cm_status st = err.code;
+    if (mp != NULL) {
+        st = ex_mpi_agree(mp, st, &err);
+        if (st == CM_OK) {
+            st = ex_mpi_check_modules(mp, part.m, ref.m, &o, &r, &colls, &err);
+        }
+    } else if (st == CM_OK) {
+        st = ex_check_modules(part.m, ref.m, &o, &r, &err);
+    }
+    bool timed = top > 0 && op_s != NULL && r.n_devices == n_dev;
+    if (st != CM_OK) {
+        if (talk) {
+            cmd_report(errs, json, "run", file, &err);
+        }
         rc = 1;
+    } else if (!talk) {
+        rc = 0;
     } else if (json) {
-        rc = write_json(out, errs, &r, ts, iters, seed, top > 0 && op_s != NULL && r.n_devices == n_dev,
-                        &(ex_timing){part.m, part.g, cost, op_s, n_dev, iters - o.op_from});
+        cm_buf extra;
+        cm_buf_init(&extra);
+        if (mp != NULL && ex_mpi_colls_json(mp, part.m, timed ? op_s : NULL, &colls, n_dev,
+                                            iters - o.op_from, &extra) != CM_OK) {
+            extra.oom = true;
+        }
+        rc = write_json(out, errs, &r, ts, iters, seed, timed,
+                        &(ex_timing){part.m, part.g, cost, op_s, n_dev, iters - o.op_from}, &extra);
+        cm_buf_fini(&extra);
     } else {
         fprintf(out, "%s: %u devices, %llu iterations, seed %llu\n", file, r.n_devices,
                 (unsigned long long)iters, (unsigned long long)seed);
@@ -194,8 +317,16 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
                 rc = 1;
             }
         }
+        if (mp != NULL) {
+            mpi_report(mp, part.m, timed ? op_s : NULL, &colls, r.n_devices, iters - o.op_from,
+                       out);
+        }
     }
+    fflush(out);
+    ex_mpi_fini(mp);
     sp_cost_destroy(cost);
+    cm_free(net_s);
+    cm_free(colls.path);
     cm_free(op_s);
     cm_free(ts);
     sp_input_fini(&part);

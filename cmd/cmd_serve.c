@@ -35,7 +35,7 @@ static void serve_usage(FILE *f)
           "         [--log -|FILE|''] [--threads N] [--plan-workers N] [--max-body BYTES]\n"
           "         [--timeout SECONDS] [--idle-timeout SECONDS] [--drain SECONDS]\n"
           "         [--cache N] [--auth auto|on|off] [--insecure] [--web DIR]\n"
-          "         [--bench-time-limit SECONDS] [--bench-memory MiB]\n"
+          "         [--bench-time-limit SECONDS] [--bench-memory MiB] [--bench-mpi LAUNCHER]\n"
           "         [--max-inflight-body BYTES] [--max-connections N] [--max-per-ip N]\n"
           "         [--head-timeout SECONDS] [--min-body-rate BYTES] [--compute-timeout SECONDS]\n"
           "         [--integrity-interval SECONDS] [--cors-origin ORIGIN|*]\n"

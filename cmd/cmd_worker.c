@@ -6,7 +6,10 @@
  * protocol to stdout: "progress F" lines (0..1), then exactly one of
  * "result {JSON}" or "error MESSAGE". Everything the run allocates dies with
  * the process, so a crash, a runaway loop or memory exhaustion here costs
- * only this run; the server (server/srv_bench.c) reads the line protocol. */
+ * only this run; the server (server/srv_bench.c) reads the line protocol.
+ * With --mpi it is one process of an MPI job (executor/ex_mpi.h): process 0
+ * reads stdin and speaks the protocol, every process runs its share of the
+ * devices, and the result gains the "mpi" member (docs/executor.md). */
 #include "cmd.h"
 
 #include <signal.h>
@@ -21,6 +24,7 @@
 #include "cm_json.h"
 #include "cmd_util.h"
 #include "ex_exec.h"
+#include "ex_mpi.h"
 #include "ex_timing.h"
 #include "sp_cost.h"
 #include "sp_input.h"
@@ -64,13 +68,20 @@ static int fault(const char *kind, FILE *out)
  * Errors: those of cm_file_read and sp_input_read, CM_EINVAL when stdin is
  * shorter than rules_len; part may hold a module then (the caller releases
  * what has one, as after a success). */
-static cm_status read_input(sp_plan_pass pass, uint64_t rules_len, sp_input *part, sp_input *ref,
-                            cm_error *err)
+static cm_status read_input(ex_mpi *mp, sp_plan_pass pass, uint64_t rules_len, sp_input *part,
+                            sp_input *ref, cm_error *err)
 {
-    /* stdin is read once; the reference copy is re-read from the same text */
+    /* stdin is read once; the reference copy is re-read from the same text.
+     * Under MPI, process 0 reads it and sends it to the others. */
     char *text = NULL;
     size_t len = 0;
-    cm_status st = cm_file_read("-", &text, &len, err);
+    cm_status st = mp == NULL || ex_mpi_rank(mp) == 0 ? cm_file_read("-", &text, &len, err) : CM_OK;
+    if (mp != NULL) {
+        st = ex_mpi_agree(mp, st, err);
+        if (st == CM_OK) {
+            st = ex_mpi_bcast_text(mp, &text, &len, err);
+        }
+    }
     if (st == CM_OK && rules_len > len) {
         st = cm_error_set(err, CM_EINVAL, NULL, "the input is shorter than its %llu rule bytes",
                           (unsigned long long)rules_len);
@@ -90,7 +101,7 @@ static cm_status read_input(sp_plan_pass pass, uint64_t rules_len, sp_input *par
         st = sp_input_read(text + rules_len, len - rules_len, &io, ref, err);
     }
     cm_free(text);
-    return st;
+    return mp != NULL ? ex_mpi_agree(mp, st, err) : st;
 }
 
 /* "key":v with 9 significant digits, as the result document has them. */
@@ -106,9 +117,14 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
     sp_plan_pass pass = SP_PLAN_PIPELINE;
     const char *fault_kind = NULL;
     ex_affinity affinity = EX_AFFINITY_AUTO;
+    bool mpi = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--affinity") == 0 || strcmp(argv[i], "--no-affinity") == 0) {
             affinity = argv[i][2] == 'n' ? EX_AFFINITY_OFF : EX_AFFINITY_ON;
+            continue;
+        }
+        if (strcmp(argv[i], "--mpi") == 0) {
+            mpi = true;
             continue;
         }
         bool ok = i + 1 < argc;
@@ -137,23 +153,38 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
         }
         i++;
     }
+    cm_error err;
+    cm_error_clear(&err);
+    ex_mpi *mp = NULL;
+    if (mpi && ex_mpi_init(NULL, NULL, &mp, &err) != CM_OK) {
+        fprintf(out, "error %s\n", err.msg);
+        return 1;
+    }
+    /* under MPI, process 0 alone speaks the protocol */
+    FILE *devnull = NULL;
+    if (mp != NULL && ex_mpi_rank(mp) != 0) {
+        devnull = fopen("/dev/null", "w");
+        out = devnull != NULL ? devnull : out;
+    }
     fputs("progress 0\n", out);
     fflush(out);
     if (fault_kind != NULL) {
         return fault(fault_kind, out);
     }
-    cm_error err;
-    cm_error_clear(&err);
     sp_input part, ref;
     memset(&part, 0, sizeof part);
     memset(&ref, 0, sizeof ref);
-    double *ts = NULL, *op_s = NULL;
+    double *ts = NULL, *op_s = NULL, *net_s = NULL;
+    const char **paths = NULL;
     sp_cost *c = NULL;
     cm_buf b;
     cm_buf_init(&b);
     int rc = 1;
-    if (read_input(pass, rules_len, &part, &ref, &err) != CM_OK ||
-        sp_input_partition(&part, &err) != CM_OK) {
+    if (read_input(mp, pass, rules_len, &part, &ref, &err) != CM_OK) {
+        goto out;
+    }
+    cm_status pst = sp_input_partition(&part, &err);
+    if ((mp != NULL ? ex_mpi_agree(mp, pst, &err) : pst) != CM_OK) {
         goto out;
     }
     fputs("progress 0.1\n", out);
@@ -178,7 +209,17 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
                        .op_s = op_s,
                        .op_from = (uint32_t)warmup};
     ex_report r;
-    if (ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
+    ex_mpi_colls colls = {NULL, NULL};
+    if (mp != NULL) {
+        colls.net_s = net_s = cm_calloc(part.m->n_ops + 1u, sizeof(double));
+        colls.path = paths = cm_calloc(part.m->n_ops + 1u, sizeof(const char *));
+        cm_status ast = net_s == NULL || paths == NULL ? cm_error_oom(&err) : CM_OK;
+        if (ex_mpi_agree(mp, ast, &err) != CM_OK) {
+            goto out;
+        }
+    }
+    if (mp != NULL ? ex_mpi_check_modules(mp, part.m, ref.m, &o, &r, &colls, &err) != CM_OK
+                   : ex_check_modules(part.m, ref.m, &o, &r, &err) != CM_OK) {
         goto out;
     }
     const double *meas = ts + warmup;
@@ -229,6 +270,11 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
             goto out;
         }
     }
+    if (mp != NULL && ex_mpi_colls_json(mp, part.m, r.n_devices == n_dev ? op_s : NULL, &colls,
+                                        n_dev, iters, &b) != CM_OK) {
+        cm_error_oom(&err);
+        goto out;
+    }
     cm_buf_putc(&b, '}');
     if (b.oom) {
         cm_error_oom(&err);
@@ -254,12 +300,18 @@ out:
     cm_buf_fini(&b);
     sp_cost_destroy(c);
     cm_free(op_s);
+    cm_free(net_s);
+    cm_free(paths);
     cm_free(ts);
     if (part.m != NULL) {
         sp_input_fini(&part);
     }
     if (ref.m != NULL) {
         sp_input_fini(&ref);
+    }
+    ex_mpi_fini(mp);
+    if (devnull != NULL) {
+        fclose(devnull);
     }
     return rc;
 }

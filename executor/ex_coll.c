@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ex_mem_int.h"
+#include "ex_mpi_int.h"
 
 /* ---- collectives ----------------------------------------------------------------
  * A collective is cut into work items, and every worker takes items from one
@@ -649,13 +650,33 @@ static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t
 
 cm_status ex_coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err)
 {
+    if (sh->dist != NULL && sh->dist->ops->crosses(sh->dist, x)) {
+        /* Across processes (ex_mpi.c): the first worker here moves it all. */
+        return me == sh->lo ? sh->dist->ops->coll(sh->dist, p, x, sh, me, err) : CM_OK;
+    }
+    return ex_coll_local(p, x, sh, me, false, err);
+}
+
+cm_status ex_coll_local(const prog *p, const xop *x, shared *sh, uint32_t me, bool dest_only,
+                        cm_error *err)
+{
     if (x->peer_read) {
-        return peer_read_run(p, x, sh, me, err);
+        if (!dest_only) {
+            return peer_read_run(p, x, sh, me, err);
+        }
+        cm_status st = CM_OK;
+        for (uint32_t d = sh->lo; st == CM_OK && d < sh->hi; d++) {
+            st = peer_read_run(p, x, sh, d, err);
+        }
+        return st;
     }
     const sp_op *o = &p->m->ops[x->op];
     uint32_t v = o->operands[0], r = o->first_result;
     const vinfo *O = &p->vi[r];
-    bool stream = O->lcount * O->esz * p->n_dev >= COLL_STREAM;
+    /* Items go over the devices of this process (every device without
+     * ex_mpi): the destinations, or the sources whose whole group is here. */
+    uint32_t n_loc = sh->hi - sh->lo;
+    bool stream = O->lcount * O->esz * n_loc >= COLL_STREAM;
     cm_status st = CM_OK;
     size_t i;
     if (x->kind == SP_OP_SDY_ALL_REDUCE) {
@@ -670,6 +691,10 @@ cm_status ex_coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_e
         size_t n_items = ng * ((O->lcount + chunk - 1u) / chunk);
         while ((i = atomic_fetch_add(&sh->next_item, 1)) < n_items) {
             size_t b = (i / ng) * chunk;
+            uint32_t first = (uint32_t)x->groups[(i % ng) * x->gsize];
+            if (first < sh->lo || first >= sh->hi) {
+                continue; /* a group of another process (ex_mpi.c) */
+            }
             all_reduce_item(p, x, sh, v, r, i % ng, b,
                             b + chunk < O->lcount ? b + chunk : O->lcount, stream);
         }
@@ -680,40 +705,69 @@ cm_status ex_coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_e
     cut c;
     int64_t lo[EX_MAX_RANK], hi[EX_MAX_RANK];
     size_t start = 0, count = 1;
-    if (scatters(p, x, v, r)) {
+    if (!dest_only && scatters(p, x, v, r)) {
         /* Items of 512 KiB, round-robin over the sources: 128 KiB items
          * taken source after source made the benchmark's all-to-all 1.25x
          * slower (24-26 against 19.5-20 ms); 32 KiB items 1.8x. */
         cut_block(&p->vi[v], COLL_SCATTER, &c);
-        size_t n_items = c.n_items * p->n_dev;
+        size_t n_items = c.n_items * n_loc;
         while ((i = atomic_fetch_add(&sh->next_item, 1)) < n_items) {
-            uint32_t sd = (uint32_t)(i % p->n_dev);
-            item_region(&p->vi[v], &c, i / p->n_dev, lo, hi, &start, &count);
+            uint32_t sd = sh->lo + (uint32_t)(i % n_loc);
+            item_region(&p->vi[v], &c, i / n_loc, lo, hi, &start, &count);
             scatter_item(p, x, sh, v, r, sd, &c, lo, hi, stream);
         }
         ex_mem_fence();
         return CM_OK;
     }
-    if (fans(p, x, v, r)) {
+    if (!dest_only && fans(p, x, v, r)) {
         /* Items of COLL_ITEM bytes of a source, round-robin over the
          * sources. */
         cut_block(&p->vi[v], COLL_ITEM, &c);
-        size_t n_items = c.n_items * p->n_dev;
+        size_t n_items = c.n_items * n_loc;
         while ((i = atomic_fetch_add(&sh->next_item, 1)) < n_items) {
-            uint32_t sd = (uint32_t)(i % p->n_dev);
-            item_region(&p->vi[v], &c, i / p->n_dev, lo, hi, &start, &count);
+            uint32_t sd = sh->lo + (uint32_t)(i % n_loc);
+            item_region(&p->vi[v], &c, i / n_loc, lo, hi, &start, &count);
             fan_item(p, x, sh, v, r, sd, lo, hi, stream);
         }
         ex_mem_fence();
         return CM_OK;
     }
     cut_block(O, COLL_ITEM, &c);
-    size_t n_items = c.n_items * p->n_dev;
+    size_t n_items = c.n_items * n_loc;
     while (st == CM_OK && (i = atomic_fetch_add(&sh->next_item, 1)) < n_items) {
-        uint32_t dev = (uint32_t)(i % p->n_dev);
-        item_region(O, &c, i / p->n_dev, lo, hi, &start, &count);
+        uint32_t dev = sh->lo + (uint32_t)(i % n_loc);
+        item_region(O, &c, i / n_loc, lo, hi, &start, &count);
         st = redistribute_item(p, x, sh, me, dev, lo, hi, start, count, reduce, stream, err);
     }
     ex_mem_fence();
     return st;
+}
+
+/* ---- for collectives across processes (ex_mpi_int.h) ----------------------------- */
+
+uint32_t ex_coll_sources(const prog *p, const xop *x, uint32_t dev, bool reduce, uint32_t *src_out)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    srcs s;
+    coll_sources(p, x, dev, o->operands[0], o->first_result, reduce, &s);
+    for (uint32_t j = 0; j < s.n; j++) {
+        src_out[j] = src_dev(&s, j);
+    }
+    return s.n;
+}
+
+bool ex_coll_piece(const prog *p, const xop *x, uint32_t src, uint32_t dev, int64_t *ext,
+                   int64_t *sfrom, int64_t *dfrom)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t r = o->first_result;
+    static const int64_t origin[EX_MAX_RANK];
+    return coll_box(p, o->operands[0], r, src, dev, origin, p->vi[r].ldims, ext, sfrom, dfrom);
+}
+
+void ex_coll_move(const void *src, const int64_t *sd, const int64_t *so, void *dst,
+                  const int64_t *dd, const int64_t *do_, const int64_t *ext, uint32_t rank,
+                  size_t esz)
+{
+    move_box(src, sd, so, dst, dd, do_, ext, rank, esz, false);
 }

@@ -376,6 +376,9 @@ typedef struct shared {
     bool *timing;         /* per worker: this run counts in op_s (run_block, ex_run.c) */
     double *waited;       /* per worker: seconds the running op waited for the core gate */
     double *started;      /* per worker: when it left the current run's starting barrier */
+    struct ex_dist *dist; /* NULL, or the run spread over processes (ex_mpi_int.h) */
+    uint32_t lo, hi;      /* the devices run here: [lo, hi) (all of them without dist) */
+    int64_t dvote[2];     /* with dist: the last two votes of every process (flow_vote) */
 } shared;
 
 static inline void **wbufs(shared *sh, uint32_t dev)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ex_blas.h"
+#include "ex_mpi_int.h"
 #include "ex_thread_int.h"
 
 /* Most CPUs workers are pinned to (ex_exec_opts.affinity); the rest of a
@@ -120,19 +121,54 @@ static int64_t flow_vote(shared *sh, uint32_t dev, int64_t mine)
     if (n == 1) {
         return mine;
     }
-    int64_t *slot = &sh->votes[(size_t)(sh->n_votes[dev]++ & 1u) * n];
+    uint32_t par = sh->n_votes[dev]++ & 1u;
+    int64_t *slot = &sh->votes[(size_t)par * n];
     slot[dev] = mine;
     pthread_barrier_wait(&sh->bar);
-    int64_t agreed = slot[0];
-    for (uint32_t d = 0; d < n; d++) {
+    int64_t agreed = slot[sh->lo];
+    for (uint32_t d = sh->lo; d < sh->hi; d++) {
         if (slot[d] == FLOW_FAILED) {
-            return FLOW_FAILED;
+            agreed = FLOW_FAILED;
+            break;
         }
         if (slot[d] != agreed) {
             agreed = FLOW_DISAGREE;
         }
     }
-    return agreed;
+    if (sh->dist == NULL) {
+        return agreed;
+    }
+    /* Across processes: the first device here combines every process's
+     * decision; the slot of this parity is written again two votes later,
+     * after every worker here has read it. */
+    if (dev == sh->lo) {
+        sh->dvote[par] = sh->dist->ops->vote(sh->dist, agreed);
+    }
+    pthread_barrier_wait(&sh->bar);
+    return sh->dvote[par];
+}
+
+/* In a run across processes (ex_mpi_int.h), between two barriers before
+ * the workers read other devices' blocks of vals[0..n): device lo copies
+ * in the blocks of the other processes' devices, and every worker here
+ * waits for it. dist_unmirror, by every worker after the barrier that ends
+ * the reading, drops them. No-ops without MPI. */
+static void dist_mirror(shared *sh, uint32_t dev, const uint32_t *vals, uint32_t n)
+{
+    if (sh->dist == NULL) {
+        return;
+    }
+    if (dev == sh->lo && sh->dist->ops->mirror(sh->dist, sh, vals, n, &sh->errs[dev]) != CM_OK) {
+        atomic_store(&sh->failed, 1);
+    }
+    pthread_barrier_wait(&sh->bar);
+}
+
+static void dist_unmirror(shared *sh, uint32_t dev)
+{
+    if (sh->dist != NULL && dev == sh->lo) {
+        sh->dist->ops->unmirror(sh->dist, sh);
+    }
 }
 
 /* Copies into dst, a block of value dv whose first element is at global
@@ -238,6 +274,7 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
         }
     }
     pthread_barrier_wait(&sh->bar);
+    dist_mirror(sh, dev, src, n);
     for (uint32_t i = 0; atomic_load(&sh->failed) == 0 && i < n; i++) {
         uint32_t s = src[i], d = dst + i;
         if (same_layout(p, s, d)) {
@@ -251,6 +288,7 @@ static cm_status flow_pass(shared *sh, uint32_t dev, const xop *at, const uint32
         }
     }
     pthread_barrier_wait(&sh->bar);
+    dist_unmirror(sh, dev);
     return st;
 }
 
@@ -449,6 +487,7 @@ static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
         atomic_store(&sh->failed, 1);
     }
     pthread_barrier_wait(&sh->bar);
+    dist_mirror(sh, dev, o->operands, o->n_operands);
     for (uint32_t i = 0; atomic_load(&sh->failed) == 0 && i < o->n_operands; i++) {
         uint32_t v = o->operands[i];
         const int64_t *at = &mc->in_off[i][(size_t)dev * p->vi[v].rank];
@@ -457,12 +496,17 @@ static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
                          p->vi[v].gdims);
         }
     }
+    if (sh->dist != NULL) {
+        pthread_barrier_wait(&sh->bar); /* every copy is done before the mirrors go */
+        dist_unmirror(sh, dev);
+    }
     run_block(sh, dev, x->sub[0], keep);
     if (atomic_load(&sh->failed) == 0 && !manual_alloc(sh, dev, x, false)) {
         ok = false;
         atomic_store(&sh->failed, 1);
     }
     pthread_barrier_wait(&sh->bar);
+    dist_mirror(sh, dev, outs, o->n_results);
     for (uint32_t j = 0; atomic_load(&sh->failed) == 0 && j < o->n_results; j++) {
         uint32_t r = o->first_result + j;
         for (uint32_t s = 0; s < p->n_dev; s++) {
@@ -474,6 +518,7 @@ static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
         }
     }
     pthread_barrier_wait(&sh->bar);
+    dist_unmirror(sh, dev);
     release_dead(p, bufs, ret, keep);
     return ok ? CM_OK : cm_error_oom(err);
 }
@@ -516,7 +561,7 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
                 atomic_store(&sh->failed, 1);
             }
         }
-        if (dev == 0) {
+        if (dev == sh->lo) {
             /* Every worker is past the previous collective's last
              * barrier, so nobody takes items from the counter now. */
             atomic_store(&sh->next_item, 0);
@@ -524,6 +569,9 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
         pthread_barrier_wait(&sh->bar);
         if (atomic_load(&sh->failed) == 0) {
             st = ex_coll_run(p, x, sh, dev, err);
+        } else if (sh->dist != NULL && dev == sh->lo && sh->dist->ops->crosses(sh->dist, x)) {
+            /* the other processes still take part: it sends zeros */
+            (void)sh->dist->ops->coll(sh->dist, p, x, sh, dev, err);
         }
         pthread_barrier_wait(&sh->bar);
     } else if (runs_as_collective(x->kind)) {
@@ -595,22 +643,29 @@ static void *worker_thread(void *arg)
             free_all(sh, w->dev, true);
         }
         pthread_barrier_wait(&sh->bar);
+        if (sh->dist != NULL) {
+            /* every process starts the run together */
+            if (w->dev == sh->lo) {
+                sh->dist->ops->sync(sh->dist);
+            }
+            pthread_barrier_wait(&sh->bar);
+        }
         sh->started[w->dev] = cm_now();
         run_once(sh, w->dev, it + 1 < sh->iters, sh->op_s != NULL && it >= sh->op_from);
         pthread_barrier_wait(&sh->bar);
-        if (w->dev == 0 && sh->iter_s != NULL) {
+        if (w->dev == sh->lo && sh->iter_s != NULL) {
             /* From the first device to leave the starting barrier: with
              * more workers than cores, device 0 may be woken well after
              * others have begun (every device's start is written before
              * the closing barrier, and none is written again before the
              * next starting one, which waits for device 0). */
-            double t0 = sh->started[0];
-            for (uint32_t d = 1; d < sh->p->n_dev; d++) {
+            double t0 = sh->started[sh->lo];
+            for (uint32_t d = sh->lo + 1u; d < sh->hi; d++) {
                 t0 = sh->started[d] < t0 ? sh->started[d] : t0;
             }
             sh->iter_s[it] = cm_now() - t0;
         }
-        if (w->dev == 0 && sh->between != NULL && it + 1 < sh->iters) {
+        if (w->dev == sh->lo && sh->between != NULL && it + 1 < sh->iters) {
             sh->between(sh->between_ctx); /* the others wait at the next barrier */
         }
     }
@@ -618,6 +673,14 @@ static void *worker_thread(void *arg)
 }
 
 /* ---- running ------------------------------------------------------------------ */
+
+static void seens_free(uint8_t **seens, uint32_t n)
+{
+    for (uint32_t j = 0; seens != NULL && j < n; j++) {
+        cm_free(seens[j]);
+    }
+    cm_free(seens);
+}
 
 /* Takes device dev's block of a global tensor (zero padding). */
 static void *take_block(const prog *p, uint32_t v, uint32_t dev, const void *global)
@@ -647,21 +710,50 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
                             void *ctx, const ex_tensor *args, uint32_t n_args, ex_tensor **res_out,
                             uint32_t *n_res_out, cm_error *err)
 {
+    return ex_exec_run_dist(m, o, NULL, between, ctx, args, n_args, res_out, n_res_out, NULL, err);
+}
+
+cm_status ex_exec_run_dist(const sp_module *m, const ex_exec_opts *o, ex_dist *dist,
+                           void (*between)(void *ctx), void *ctx, const ex_tensor *args,
+                           uint32_t n_args, ex_tensor **res_out, uint32_t *n_res_out,
+                           uint8_t ***seen_out, cm_error *err)
+{
     *res_out = NULL;
     *n_res_out = 0;
+    if (seen_out != NULL) {
+        *seen_out = NULL;
+    }
     uint32_t n_dev = o->replicated ? 1 : (o->n_devices > 0 ? o->n_devices : ex_module_devices(m));
     uint32_t iters = o->iters > 0 ? o->iters : 1;
     if (n_dev > 4096) {
         return cm_error_set(err, CM_EINVAL, NULL, "too many devices (%u)", n_dev);
     }
+    /* the devices run here: all of them, or this process's share */
+    uint32_t lo = dist != NULL ? dist->lo : 0, hi = dist != NULL ? dist->hi : n_dev;
+    if (lo >= hi || hi > n_dev) {
+        return cm_error_set(err, CM_EINVAL, NULL,
+                            "devices %u..%u of this process are not among the run's %u", lo,
+                            hi - 1u, n_dev);
+    }
+    uint32_t n_loc = hi - lo;
     prog p;
     cm_status st = ex_prog_init(&p, m, n_dev, o->replicated, err);
+    if (st == CM_OK && dist != NULL) {
+        st = dist->ops->prepare(dist, &p, err);
+        if (st != CM_OK) {
+            ex_prog_fini(&p);
+            return st;
+        }
+    }
     if (st != CM_OK) {
         ex_prog_fini(&p);
         return st;
     }
     const sp_block *b = &m->blocks[p.block];
     if (n_args != b->n_args) {
+        if (dist != NULL) {
+            dist->ops->release(dist);
+        }
         ex_prog_fini(&p);
         return cm_error_set(err, CM_EINVAL, NULL, "main takes %u arguments, %u given", b->n_args,
                             n_args);
@@ -673,6 +765,9 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
             ok = args[i].dims[k] == vi->gdims[k];
         }
         if (!ok) {
+            if (dist != NULL) {
+                dist->ops->release(dist);
+            }
             ex_prog_fini(&p);
             return cm_error_set(err, CM_EINVAL, NULL, "argument %u does not match main's type",
                                 i);
@@ -691,6 +786,9 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     sh.op_from = o->op_from;
     sh.between = between;
     sh.between_ctx = ctx;
+    sh.dist = dist;
+    sh.lo = lo;
+    sh.hi = hi;
     sh.bufs = cm_calloc((size_t)n_dev * 2u * m->n_values + 1u, sizeof(void *));
     sh.argbufs = cm_calloc((size_t)n_dev * n_args + 1u, sizeof(void *));
     sh.errs = cm_calloc(n_dev, sizeof(cm_error));
@@ -704,7 +802,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     bool ok = sh.bufs != NULL && sh.argbufs != NULL && sh.errs != NULL && sh.scratch != NULL &&
               sh.votes != NULL && sh.n_votes != NULL && sh.timing != NULL && sh.waited != NULL &&
               sh.started != NULL && ws != NULL;
-    for (uint32_t d = 0; ok && d < n_dev; d++) {
+    for (uint32_t d = lo; ok && d < hi; d++) {
         for (uint32_t i = 0; ok && i < n_args; i++) {
             void *a = take_block(&p, b->first_arg + i, d, args[i].data);
             sh.argbufs[(size_t)d * n_args + i] = a;
@@ -720,43 +818,43 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
      * only as many compute at a time (ex_gate). */
     uint32_t cores = ex_kern_cores(), n_cpu = 0;
     size_t cpus[EX_MAX_PINNED];
-    bool pin = pinned_cpus(o->affinity, n_dev, cpus, &n_cpu);
+    bool pin = pinned_cpus(o->affinity, n_loc, cpus, &n_cpu);
     if (pin) {
         cores = n_cpu; /* a cgroup or taskset may allow fewer than are online */
     }
-    ex_blas_set_threads((int)(n_dev < cores ? cores / n_dev : 1u));
+    ex_blas_set_threads((int)(n_loc < cores ? cores / n_loc : 1u));
     /* One gate for all the cores, or one per pinned CPU for its workers. */
-    uint32_t n_gates = pin && n_dev > cores ? cores : 1u;
+    uint32_t n_gates = pin && n_loc > cores ? cores : 1u;
     ex_gate gates[EX_MAX_PINNED];
     for (uint32_t g = 0; g < n_gates; g++) {
-        ex_gate_init(&gates[g], n_gates > 1 ? 1u : (n_dev > cores ? cores : 0u));
+        ex_gate_init(&gates[g], n_gates > 1 ? 1u : (n_loc > cores ? cores : 0u));
     }
     p.gate = gates;
     p.n_gates = n_gates;
     /* With fewer workers than cores, each worker spreads its element-wise
      * loops over its share of them (ex_par); a pool that cannot start
      * leaves that worker on one thread. */
-    uint32_t helpers = n_dev < cores ? cores / n_dev - 1u : 0u;
+    uint32_t helpers = n_loc < cores ? cores / n_loc - 1u : 0u;
     if (helpers >= EX_PAR_MAX) {
         helpers = EX_PAR_MAX - 1u;
     }
     p.par = helpers > 0 ? cm_calloc(n_dev, sizeof(ex_par *)) : NULL;
-    for (uint32_t d = 0; p.par != NULL && d < n_dev; d++) {
+    for (uint32_t d = lo; p.par != NULL && d < hi; d++) {
         (void)ex_par_start(helpers, &p.par[d]);
     }
     /* The workers start together or not at all (ex_thread_int.h): they
      * meet at barriers that count every device, so when one cannot be
      * created (the system is out of threads, or refuses a CPU the process
      * was allowed a moment ago) none runs and the run fails. */
-    for (uint32_t d = 0; d < n_dev; d++) {
+    for (uint32_t d = 0; d < n_loc; d++) {
         ws[d].sh = &sh;
-        ws[d].dev = d;
+        ws[d].dev = lo + d;
     }
-    if (pthread_barrier_init(&sh.bar, NULL, n_dev) != 0) {
+    if (pthread_barrier_init(&sh.bar, NULL, n_loc) != 0) {
         st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory (the workers' barrier)");
     } else {
         ex_threads *team = NULL;
-        st = ex_threads_start(n_dev, worker_thread, ws, sizeof *ws, pin ? cpus : NULL, n_cpu, &team,
+        st = ex_threads_start(n_loc, worker_thread, ws, sizeof *ws, pin ? cpus : NULL, n_cpu, &team,
                               err);
         ex_threads_join(team);
         pthread_barrier_destroy(&sh.bar);
@@ -765,7 +863,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     for (uint32_t g = 0; g < n_gates; g++) {
         ex_gate_fini(&gates[g]);
     }
-    for (uint32_t d = 0; p.par != NULL && d < n_dev; d++) {
+    for (uint32_t d = lo; p.par != NULL && d < hi; d++) {
         ex_par_stop(p.par[d]);
     }
     cm_free(p.par);
@@ -774,7 +872,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         goto out;
     }
     if (atomic_load(&sh.failed) != 0) {
-        for (uint32_t d = 0; d < n_dev; d++) {
+        for (uint32_t d = lo; d < hi; d++) {
             if (sh.errs[d].code != CM_OK) {
                 if (err != NULL && err->code == CM_OK) {
                     *err = sh.errs[d];
@@ -788,10 +886,13 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         }
         goto out;
     }
-    /* Assemble the results from every device's block. */
+    /* Assemble the results from every device's block (here). */
     const sp_op *ret = &m->ops[p.ret];
     ex_tensor *res = cm_calloc(ret->n_operands + 1u, sizeof(ex_tensor));
-    if (res == NULL) {
+    uint8_t **seens = seen_out != NULL ? cm_calloc(ret->n_operands + 1u, sizeof(uint8_t *)) : NULL;
+    if (res == NULL || (seen_out != NULL && seens == NULL)) {
+        cm_free(res);
+        cm_free(seens);
         st = cm_error_oom(err);
         goto out;
     }
@@ -805,6 +906,7 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         res[j].data = cm_calloc(res[j].n + 1u, vi->esz);
         if (res[j].data == NULL) {
             ex_tensors_free(res, ret->n_operands);
+            seens_free(seens, ret->n_operands);
             st = cm_error_oom(err);
             goto out;
         }
@@ -813,10 +915,11 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
         uint8_t *seen = cm_calloc(res[j].n + 1u, 1);
         if (seen == NULL) {
             ex_tensors_free(res, ret->n_operands);
+            seens_free(seens, ret->n_operands);
             st = cm_error_oom(err);
             goto out;
         }
-        for (uint32_t d = 0; d < n_dev && st == CM_OK; d++) {
+        for (uint32_t d = lo; d < hi && st == CM_OK; d++) {
             const int64_t *off = voff(&p, v, d);
             int64_t ext[EX_MAX_RANK], c[EX_MAX_RANK] = {0};
             bool empty = false;
@@ -847,17 +950,25 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
                 seen[gi] = 1;
             } while (next_coord(c, ext, vi->rank));
         }
-        cm_free(seen);
+        if (seens != NULL) {
+            seens[j] = seen;
+        } else {
+            cm_free(seen);
+        }
         if (st != CM_OK) {
             ex_tensors_free(res, ret->n_operands);
+            seens_free(seens, ret->n_operands);
             goto out;
         }
     }
     *res_out = res;
     *n_res_out = ret->n_operands;
+    if (seen_out != NULL) {
+        *seen_out = seens;
+    }
 out:
-    for (uint32_t d = 0; sh.bufs != NULL && d < n_dev; d++) {
-        free_all(&sh, d, false);
+    for (uint32_t d = lo; sh.bufs != NULL && d < hi; d++) {
+        free_all(&sh, d, false); /* other processes' slots only ever hold mirrors (ex_mpi.c) */
     }
     for (size_t i = 0; sh.argbufs != NULL && i < (size_t)n_dev * n_args; i++) {
         cm_free(sh.argbufs[i]);
@@ -875,6 +986,9 @@ out:
     cm_free(sh.argbufs);
     cm_free(sh.errs);
     cm_free(ws);
+    if (dist != NULL) {
+        dist->ops->release(dist);
+    }
     ex_prog_fini(&p);
     return st;
 }

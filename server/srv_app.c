@@ -206,6 +206,12 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
     } else if (strcmp(name, "bench-memory") == 0) {
         ok = parse_u64(value, 0, 1u << 24, &u);
         c->bench_memory_mb = ok ? (size_t)u : c->bench_memory_mb;
+    } else if (strcmp(name, "bench-mpi") == 0) {
+        /* a launcher command line: words split on blanks, no line breaks */
+        ok = strlen(value) < sizeof c->bench_mpi && strpbrk(value, "\r\n") == NULL;
+        if (ok) {
+            snprintf(c->bench_mpi, sizeof c->bench_mpi, "%s", value);
+        }
     } else if (strcmp(name, "cache") == 0) {
         ok = parse_u64(value, 0, 1u << 24, &u);
         c->cache_entries = ok ? (size_t)u : c->cache_entries;
@@ -247,7 +253,8 @@ static const char *const option_names[] = {
     "listen",       "db",    "log",   "threads", "plan-workers", "max-body", "timeout",
     "idle-timeout", "drain", "cache", "auth",    "insecure",     "web",
     "bench-time-limit", "bench-memory", "max-inflight-body", "max-connections", "max-per-ip",
-    "head-timeout", "compute-timeout", "integrity-interval", "min-body-rate", "cors-origin"};
+    "head-timeout", "compute-timeout", "integrity-interval", "min-body-rate", "cors-origin",
+    "bench-mpi"};
 
 cm_status srv_config_from_env(srv_config *c, cm_error *err)
 {

@@ -49,6 +49,8 @@ typedef struct srv_config {
     char cors_origin[SRV_PATH_LEN]; /* CORS: the origin allowed, "*" any; "": CORS off */
     double bench_time_limit_s;  /* a benchmark run's worker is killed after, seconds */
     size_t bench_memory_mb;     /* RLIMIT_AS of the worker, MiB; 0: none */
+    char bench_mpi[SRV_PATH_LEN]; /* an MPI launcher the worker runs under ("mpirun -np 2
+                                     ...", split on blanks; the worker gets --mpi); "": none */
     char worker_path[SRV_PATH_LEN]; /* not an option: the executable run as `PATH exec-worker`
                                        for each benchmark run (serve: its own binary); "": no
                                        supervisor, runs stay queued (srv_config_init) */

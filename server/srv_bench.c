@@ -244,9 +244,28 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
     snprintf(a_seed, sizeof a_seed, "%llu", (unsigned long long)s->seed);
     char a_rules[24];
     snprintf(a_rules, sizeof a_rules, "%zu", rules_len);
-    const char *argv[18] = {path,  "exec-worker", "--devices", a_dev, "--warmup", a_warm,
-                            "--iters", a_it,    "--seed",    a_seed, NULL};
-    size_t n_argv = 10;
+    /* Under an MPI launcher (--bench-mpi "mpirun -np 2 ..."): its words
+     * first, then the worker with --mpi (docs/operations.md). Split here,
+     * before the fork, into a copy. */
+    enum { MAX_LAUNCHER = 48 };
+    char launcher[SRV_PATH_LEN];
+    const char *argv[18 + MAX_LAUNCHER + 1];
+    size_t n_argv = 0;
+    snprintf(launcher, sizeof launcher, "%s", c->bench_mpi);
+    char *save = NULL;
+    for (char *w = strtok_r(launcher, " \t", &save); w != NULL && n_argv < MAX_LAUNCHER;
+         w = strtok_r(NULL, " \t", &save)) {
+        argv[n_argv++] = w;
+    }
+    bool mpi = n_argv > 0;
+    const char *base[] = {path,   "exec-worker", "--devices", a_dev,    "--warmup",
+                          a_warm, "--iters",     a_it,        "--seed", a_seed};
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
+        argv[n_argv++] = base[i];
+    }
+    if (mpi) {
+        argv[n_argv++] = "--mpi";
+    }
     if (pass != NULL && pass[0] != '\0') {
         argv[n_argv++] = "--pass";
         argv[n_argv++] = pass;
@@ -292,7 +311,11 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
         if (c->bench_memory_mb > 0) {
             setrlimit(RLIMIT_AS, &rl);
         }
-        execv(path, (char *const *)(uintptr_t)argv);
+        if (mpi) {
+            execvp(argv[0], (char *const *)(uintptr_t)argv); /* the launcher, from PATH */
+        } else {
+            execv(path, (char *const *)(uintptr_t)argv);
+        }
         _exit(127);
     }
     close(in[0]);
@@ -310,7 +333,8 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
     cm_buf_init(&buf);
     double deadline = now_s() + c->bench_time_limit_s;
     const char *killed_for = NULL;
-    double final_at = 0; /* when the result or error line arrived */
+    double final_at = 0;  /* when the result or error line arrived */
+    double killed_at = 0; /* when a launcher was sent SIGTERM */
     while (rfd >= 0) {
         if (wfd >= 0 && sent == input_len) {
             close(wfd);
@@ -334,7 +358,9 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
             killed_for = "time limit";
         }
         if (killed_for != NULL) {
-            kill(pid, SIGKILL);
+            /* a launcher is asked first, so it takes its processes down */
+            kill(pid, mpi ? SIGTERM : SIGKILL);
+            killed_at = t;
             break;
         }
         if (r <= 0) {
@@ -378,6 +404,9 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
         } else if (killed_for == NULL && stopping(app)) {
             killed_for = "server stopped";
             kill(pid, SIGKILL);
+        } else if (killed_at > 0 && now_s() > killed_at + 5.0) {
+            kill(pid, SIGKILL); /* the launcher did not stop on SIGTERM */
+            killed_at = 0;
         }
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
@@ -400,6 +429,12 @@ static void run_worker(srv_app *app, int64_t id, const srv_bench_spec *s, const 
                      : "");
     } else if (WEXITSTATUS(status) == 0 && o->result != NULL) {
         o->ok = true;
+    } else if (o->error[0] == '\0' && mpi) {
+        snprintf(o->error, sizeof o->error,
+                 "MPI job exited with status %d%s: a process of it failed or died before it "
+                 "answered (the launcher's message is on the server's standard error)",
+                 WEXITSTATUS(status),
+                 WEXITSTATUS(status) == 127 ? ", or the launcher cannot be executed" : "");
     } else if (o->error[0] == '\0') {
         snprintf(o->error, sizeof o->error, "worker exited with status %d%s", WEXITSTATUS(status),
                  WEXITSTATUS(status) == 127 ? " (cannot execute it)" : "");
