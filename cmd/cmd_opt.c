@@ -10,6 +10,7 @@
 
 #include "cm.h"
 #include "sp_collectives.h"
+#include "sp_gspmd.h"
 #include "sp_ir.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
@@ -170,6 +171,9 @@ static cm_status run_unflatten(sp_module *m, const pass_inv *inv, sp_diags *d, c
     return sp_pass_unflatten_call_graph(m, opt_bool(inv, "dedup-functions-fully"), err);
 }
 SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
+SIMPLE_PASS(run_xla_import_shardings, sp_gspmd_import_shardings(m, err))
+SIMPLE_PASS(run_xla_stablehlo_import, sp_gspmd_import(m, err))
+SIMPLE_PASS(run_xla_export_shardings, sp_gspmd_export_shardings(m, err))
 
 typedef struct pass_def {
     const char *name;
@@ -244,6 +248,9 @@ static const pass_def passes[] = {
     {"sdy-inline-meshes", run_inline_meshes, NULL},
     {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
+    {"xla-sdy-import-shardings", run_xla_import_shardings, NULL},
+    {"xla-sdy-stablehlo-import-pipeline", run_xla_stablehlo_import, NULL},
+    {"xla-sdy-stablehlo-export-shardings", run_xla_export_shardings, NULL},
 };
 
 static const pass_def *find_pass(const char *name)

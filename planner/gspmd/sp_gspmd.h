@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: GSPMD (HLO) shardings, the `mhlo.sharding` strings XLA and JAX
+ * print ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}"), read and written
+ * as XLA's HloSharding text, and converted to a Shardy mesh and sdy
+ * shardings the way XLA's Shardy import (-xla-sdy-import-shardings) does it,
+ * and back the way its export does.
+ * Ownership: parsed and converted objects live in the arena the caller
+ * passes. Thread contract: reentrant; objects are not locked. */
+#ifndef SP_GSPMD_H
+#define SP_GSPMD_H
+
+#include "cm.h"
+#include "sp_ir.h"
+#include "sp_shard.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_HLO_MAX_DIMS    64        /* tile assignment and iota reshape dims */
+#define SP_HLO_MAX_DEVICES (1 << 20) /* devices of one tile assignment */
+#define SP_HLO_MAX_TUPLE   4096      /* elements of a tuple sharding */
+
+typedef enum sp_hlo_kind {
+    SP_HLO_REPLICATED = 0, /* {replicated} */
+    SP_HLO_MANUAL,         /* {manual} */
+    SP_HLO_UNKNOWN,        /* {unknown} */
+    SP_HLO_MAXIMAL,        /* {maximal device=N} */
+    SP_HLO_TILED,          /* {devices=[...]...} */
+    SP_HLO_TUPLE           /* {{...}, {...}} */
+} sp_hlo_kind;
+
+/* The kind of a trailing tile dimension (last_tile_dims={...}). */
+typedef enum sp_hlo_subgroup {
+    SP_HLO_SUB_REPLICATED = 0,
+    SP_HLO_SUB_MANUAL,
+    SP_HLO_SUB_UNREDUCED
+} sp_hlo_subgroup;
+
+typedef struct sp_hlo_sharding sp_hlo_sharding;
+
+/* One HLO sharding. A tiled sharding's tile assignment has n_dims dims: the
+ * tensor's rank, then one per subgroup (last_tile_dim_replicate counts as a
+ * replicated subgroup, kept apart as replicate_last, as XLA does). Its
+ * devices are an iota (n_reshape > 0: iota(product) reshaped to reshape,
+ * transposed by perm, reshaped to dims; kept canonical as XLA keeps it) or
+ * an explicit list (devices, row-major over dims). */
+struct sp_hlo_sharding {
+    sp_hlo_kind kind;
+    int64_t device;           /* SP_HLO_MAXIMAL */
+    int64_t *dims;            /* SP_HLO_TILED: tile assignment dims */
+    uint32_t n_dims;
+    int64_t *reshape;         /* iota reshape dims, or NULL */
+    int32_t *perm;            /* iota transpose, n_reshape entries */
+    uint32_t n_reshape;
+    int64_t *devices;         /* explicit device list, or NULL */
+    int64_t n_devices;        /* product of dims */
+    bool replicate_last;      /* last_tile_dim_replicate */
+    uint8_t *subgroups;       /* last_tile_dims={...}: sp_hlo_subgroup each */
+    uint32_t n_subgroups;
+    sp_hlo_sharding *elems;   /* SP_HLO_TUPLE */
+    uint32_t n_elems;
+};
+
+/* Parses the HLO sharding text of len bytes (need not be NUL-terminated),
+ * every form XLA prints: {replicated}, {manual}, {unknown}, {maximal
+ * device=N}, {devices=[d,...]<=[r,...]T(p,...)} and explicit device lists,
+ * last_tile_dim_replicate, last_tile_dims={manual, replicated, unreduced},
+ * metadata={...} (skipped) and tuples {{...}, /\*index=5*\/ {...}}. The
+ * result is normalised as XLA normalises it (a tile assignment that
+ * replicates everything is {replicated}, one that is all manual is
+ * {manual}, an explicit list that is an iota becomes the iota). Errors:
+ * CM_EINVAL with err->path "col N" (1-based, in text), CM_ENOMEM. */
+cm_status sp_hlo_sharding_parse(const char *text, size_t len, cm_arena *a, sp_hlo_sharding **out,
+                                cm_error *err);
+
+/* Appends XLA's text of s (HloSharding::ToString without metadata). */
+void sp_hlo_sharding_print(const sp_hlo_sharding *s, cm_buf *b);
+
+/* The device at linear index i of a tiled sharding's tile assignment. */
+int64_t sp_hlo_sharding_device(const sp_hlo_sharding *s, int64_t i);
+
+/* The common factor sequence of two shapes (XLA's
+ * ExtractCommonFactorSequence): the sizes that split both a and b at every
+ * boundary of either, ones skipped. Writes up to cap sizes; returns the
+ * count, 0 when there is none (a factor does not divide the other). */
+uint32_t sp_hlo_common_factors(const int64_t *a, uint32_t na, const int64_t *b, uint32_t nb,
+                               int64_t *out, uint32_t cap);
+
+/* The local mesh of a tiled sharding (XLA's AnalyzeTileAssignment): the axis
+ * sizes its iota tile assignment decomposes into, major to minor. Writes up
+ * to SP_HLO_MAX_DIMS sizes to sizes_out and the count to *n_out. Errors:
+ * CM_EINVAL when the tile assignment is not an iota whose dims share factors
+ * with its transposed reshape dims (XLA cannot convert it either). */
+cm_status sp_hlo_local_mesh(const sp_hlo_sharding *s, int64_t *sizes_out, uint32_t *n_out,
+                            cm_error *err);
+
+/* Converts the non-tuple s to an sdy sharding of rank dims on global (named
+ * mesh_name), as XLA's import does: maximal shardings go to the mesh named
+ * maximal_name (rank 0, closed), replicated, manual and unknown ones are
+ * all-empty dims (open for unknown or open_dims), and a tiled one maps each
+ * local mesh axis to the global axes or sub-axes it spans. Errors:
+ * CM_EINVAL (local mesh incompatible with global), CM_ENOMEM. */
+cm_status sp_hlo_to_sdy(const sp_hlo_sharding *s, const sp_mesh *global, const char *mesh_name,
+                        const char *maximal_name, uint32_t rank, bool open_dims, cm_arena *a,
+                        sp_sharding **out, cm_error *err);
+
+/* Converts sdy sharding s on mesh (the mesh s names) to an HLO sharding, as
+ * XLA's export does: tile dims per tensor dim, then manual (the n_manual
+ * axes named), unreduced and replicated subgroups, over an iota of the mesh
+ * axes (split into the sub-axes s uses). A mesh without axes gives
+ * {maximal device=N} or {replicated}. Errors: CM_EINVAL (unknown axis, a
+ * mesh with explicit device ids the iota cannot express), CM_ENOMEM. */
+cm_status sp_hlo_from_sdy(const sp_sharding *s, const sp_mesh *mesh, const char *const *manual,
+                          uint32_t n_manual, cm_arena *a, sp_hlo_sharding **out, cm_error *err);
+
+/* ---- module passes ------------------------------------------------------------ */
+
+/* True when m carries GSPMD shardings and no sdy mesh: an `mhlo.sharding`
+ * string on a function argument, result or op, or a `@Sharding` custom
+ * call. */
+bool sp_gspmd_detect(const sp_module *m);
+
+/* -xla-sdy-import-shardings: collects every `mhlo.sharding` of m, builds the
+ * global mesh @mesh (axes "_axis_N" from the common factors of the local
+ * meshes) and @single_device_N meshes for maximal shardings, and replaces
+ * each `mhlo.sharding` with the equivalent `sdy.sharding`. Errors: CM_EINVAL
+ * at "LINE:COL" of the op (a function's for its arguments and results) for
+ * a sharding that does not parse or cannot be converted; CM_ENOMEM. */
+cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err);
+
+/* The import the input loader runs on a detected GSPMD module:
+ * sp_gspmd_import_shardings, then the sharding custom calls (@Sharding
+ * becomes sdy.sharding_constraint, unspecified_dims opened). Errors as
+ * sp_gspmd_import_shardings. */
+cm_status sp_gspmd_import(sp_module *m, cm_error *err);
+
+/* -xla-sdy-stablehlo-export-shardings: replaces each `sdy.sharding` of a
+ * function argument, result and op with its `mhlo.sharding` string and
+ * removes the sdy.mesh symbols. Errors: CM_EINVAL at the op, CM_ENOMEM. */
+cm_status sp_gspmd_export_shardings(sp_module *m, cm_error *err);
+
+#endif /* SP_GSPMD_H */
