@@ -1092,6 +1092,11 @@ cm_status sp_hlo_to_sdy(const sp_hlo_sharding *s, const sp_mesh *global, const c
         *out = r;
         return CM_OK;
     }
+    uint32_t data = s->n_dims - s->n_subgroups - (s->replicate_last ? 1u : 0u);
+    if (data != rank) {
+        return cm_error_set(err, CM_EINVAL, NULL,
+                            "the sharding tiles %u dims but the tensor has rank %u", data, rank);
+    }
     sub_dim sd[SP_HLO_MAX_DIMS];
     uint32_t n = s->n_reshape > 0 ? ordered_sub_dims(s, sd) : 0;
     if (n == 0) {

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for planner/gspmd: HLO sharding text round trips (every form
+ * XLA prints), normalisation, parse errors with their columns, the local
+ * mesh analysis, the conversion to sdy shardings as XLA's import makes it
+ * and back as its export does, the module import through the input loader
+ * with LINE:COL errors, and OOM loops. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cm.h"
+#include "sp_gspmd.h"
+#include "sp_input.h"
+#include "sp_ir.h"
+#include "sp_mlir.h"
+#include "sp_shard.h"
+#include "tu_oom.h"
+
+#define N_OF(x) (sizeof(x) / sizeof((x)[0]))
+
+static char *print_hlo(const char *text, cm_arena *a, cm_error *err)
+{
+    sp_hlo_sharding *s = NULL;
+    if (sp_hlo_sharding_parse(text, strlen(text), a, &s, err) != CM_OK) {
+        return NULL;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_hlo_sharding_print(s, &b);
+    char *r = cm_arena_strndup(a, b.data, b.len);
+    cm_buf_fini(&b);
+    return r;
+}
+
+/* Each input and the text XLA prints for it. */
+static const char *const round_trip[][2] = {
+    {"{replicated}", "{replicated}"},
+    {"{manual}", "{manual}"},
+    {"{unknown}", "{unknown}"},
+    {"{maximal device=3}", "{maximal device=3}"},
+    {"{devices=[4,8]<=[8,4]T(1,0)}", "{devices=[4,8]<=[8,4]T(1,0)}"},
+    {"{devices=[2,1,4]<=[8] last_tile_dim_replicate}", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
+    {"{devices=[4,4,2]<=[2,16]T(1,0) last_tile_dim_replicate}",
+     "{devices=[4,4,2]<=[2,16]T(1,0) last_tile_dim_replicate}"},
+    /* canonical iota: adjacent reshape dims merge, size-one dims go */
+    {"{devices=[8]<=[2,4]}", "{devices=[8]<=[8]}"},
+    {"{devices=[2,4]<=[1,2,4]T(0,2,1)}", "{devices=[2,4]<=[2,4]T(1,0)}"},
+    /* explicit device lists stay as written */
+    {"{devices=[2,2]0,2,1,3}", "{devices=[2,2]0,2,1,3}"},
+    /* a replicated last dim of every device is {replicated}; of one, a tile */
+    {"{devices=[1,8]<=[8] last_tile_dim_replicate}", "{replicated}"},
+    {"{devices=[4,1]<=[4] last_tile_dim_replicate}", "{devices=[4]<=[4]}"},
+    {"{devices=[1,1,8]<=[8] last_tile_dims={manual}}", "{manual}"},
+    {"{devices=[2,2,2]<=[8] last_tile_dims={manual, replicated}}",
+     "{devices=[2,2,2]<=[8] last_tile_dims={manual, replicated}}"},
+    /* a single replicated subgroup is last_tile_dim_replicate */
+    {"{devices=[2,4]<=[8] last_tile_dims={replicated}}", "{devices=[2,4]<=[8] last_tile_dim_replicate}"},
+    /* metadata is skipped, tuples print index comments every fifth */
+    {"{replicated metadata={op_name=\"jit(f)/x\" source_file=\"a.py\"}}", "{replicated}"},
+    {"{{replicated}, {maximal device=0}}", "{{replicated}, {maximal device=0}}"},
+    {"{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, {manual}}",
+     "{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, /*index=5*/{manual}}"},
+    {"{}", "{}"},
+};
+
+static void test_sp_hlo_sharding_round_trips(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    for (size_t i = 0; i < N_OF(round_trip); i++) {
+        cm_error err;
+        cm_error_clear(&err);
+        char *got = print_hlo(round_trip[i][0], &a, &err);
+        if (got == NULL) {
+            fail_msg("%s: %s at %s", round_trip[i][0], err.msg, err.path);
+        }
+        assert_string_equal(got, round_trip[i][1]);
+        /* the printed text reads back to itself */
+        char *again = print_hlo(got, &a, &err);
+        assert_non_null(again);
+        assert_string_equal(again, got);
+    }
+    cm_arena_fini(&a);
+}
+
+static void test_sp_hlo_sharding_explicit_list_is_iota(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    cm_error err;
+    sp_hlo_sharding *s;
+    const char *t = "{devices=[2,4]0,4,1,5,2,6,3,7}";
+    assert_int_equal(sp_hlo_sharding_parse(t, strlen(t), &a, &s, &err), CM_OK);
+    assert_int_equal(s->n_reshape, 2);
+    assert_int_equal(s->reshape[0], 2);
+    assert_int_equal(s->reshape[1], 4);
+    assert_int_equal(s->perm[0], 1);
+    assert_int_equal(s->perm[1], 0);
+    for (int64_t i = 0; i < 8; i++) {
+        assert_int_equal(sp_hlo_sharding_device(s, i), s->devices[i]);
+    }
+    cm_arena_fini(&a);
+}
+
+static const char *const bad[][2] = {
+    {"replicated", "col 1"},
+    {"{replicated", "col 1"},
+    {"{devices=[2,2]<=[8]}", "col 17"},
+    {"{devices=[2,2]<=[4]T(0,0)}", "col 21"},
+    {"{devices=[2,2]0,1,2}", "col 20"},
+    {"{devices=[2,2]0,1,2,2}", "col 21"},
+    {"{maximal}", "col 1"},
+    {"{replicated manual}", "col 1"},
+    {"{devices=[2,2]<=[4] last_tile_dims={bogus}}", "col 37"},
+    {"{devices=[0,2]<=[4]}", "col 10"},
+    {"{devices=[99999999999,99999999999]<=[4]}", "col 10"},
+    {"{replicated} x", "col 14"},
+    {"{frobnicate}", "col 2"},
+};
+
+static void test_sp_hlo_sharding_parse_rejects_bad_text(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    for (size_t i = 0; i < N_OF(bad); i++) {
+        cm_error err;
+        cm_error_clear(&err);
+        sp_hlo_sharding *s = NULL;
+        cm_status st = sp_hlo_sharding_parse(bad[i][0], strlen(bad[i][0]), &a, &s, &err);
+        if (st != CM_EINVAL) {
+            fail_msg("%s: accepted", bad[i][0]);
+        }
+        assert_int_equal(err.code, CM_EINVAL);
+        if (strcmp(err.path, bad[i][1]) != 0) {
+            fail_msg("%s: path %s, want %s (%s)", bad[i][0], err.path, bad[i][1], err.msg);
+        }
+    }
+    cm_arena_fini(&a);
+}
+
+static void test_sp_hlo_local_mesh_decomposes_iota(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    cm_error err;
+    sp_hlo_sharding *s;
+    /* XLA's own example: [6,35]<=[7,10,3]T(2,1,0) has the local mesh 7,2,5,3 */
+    const char *t = "{devices=[6,35]<=[7,10,3]T(2,1,0)}";
+    assert_int_equal(sp_hlo_sharding_parse(t, strlen(t), &a, &s, &err), CM_OK);
+    int64_t sizes[SP_HLO_MAX_DIMS];
+    uint32_t n = 0;
+    assert_int_equal(sp_hlo_local_mesh(s, sizes, &n, &err), CM_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(sizes[0], 7);
+    assert_int_equal(sizes[1], 2);
+    assert_int_equal(sizes[2], 5);
+    assert_int_equal(sizes[3], 3);
+    /* the common factor sequence of two shapes */
+    int64_t x[] = {2, 4, 4}, y[] = {8, 4}, out[8];
+    assert_int_equal(sp_hlo_common_factors(x, 3, y, 2, out, 8), 3);
+    int64_t p[] = {3, 2}, q[] = {2, 3};
+    assert_int_equal(sp_hlo_common_factors(p, 2, q, 2, out, 8), 0);
+    cm_arena_fini(&a);
+}
+
+static char *to_sdy_text(const char *hlo, const sp_mesh *mesh, uint32_t rank, cm_arena *a)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    sp_hlo_sharding *s;
+    sp_sharding *sh;
+    if (sp_hlo_sharding_parse(hlo, strlen(hlo), a, &s, &err) != CM_OK ||
+        sp_hlo_to_sdy(s, mesh, "mesh", "single_device_0", rank, false, a, &sh, &err) != CM_OK) {
+        return NULL;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_sharding_print(sh, &b);
+    char *r = cm_arena_strndup(a, b.data, b.len);
+    cm_buf_fini(&b);
+    return r;
+}
+
+static void test_sp_hlo_to_sdy_and_back(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    sp_mesh_axis axes[] = {{"_axis_0", 2}, {"_axis_1", 4}, {"_axis_2", 4}};
+    sp_mesh mesh = {axes, 3, NULL, 0};
+    static const char *const cases[][2] = {
+        {"{devices=[4,8]<=[8,4]T(1,0)}", "<@mesh, [{\"_axis_2\"}, {\"_axis_0\", \"_axis_1\"}]>"},
+        {"{devices=[1,2,16]<=[32] last_tile_dim_replicate}", "<@mesh, [{}, {\"_axis_0\"}]>"},
+        {"{devices=[8,1,4]<=[2,4,4]T(1,0,2) last_tile_dim_replicate}",
+         "<@mesh, [{\"_axis_1\", \"_axis_0\"}, {}]>"},
+        {"{replicated}", "<@mesh, [{}, {}]>"},
+        {"{unknown}", "<@mesh, [{?}, {?}]>"},
+        {"{maximal device=0}", "<@single_device_0, []>"},
+        {"{devices=[2,4,4]<=[32] last_tile_dims={unreduced}}",
+         "<@mesh, [{\"_axis_0\"}, {\"_axis_1\"}], unreduced={\"_axis_2\"}>"},
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        char *got = to_sdy_text(cases[i][0], &mesh, 2, &a);
+        assert_non_null(got);
+        assert_string_equal(got, cases[i][1]);
+    }
+    /* a sub-axis: 2 of _axis_1's 4 */
+    char *sub = to_sdy_text("{devices=[4,8]<=[32]}", &mesh, 2, &a);
+    assert_non_null(sub);
+    assert_string_equal(sub, "<@mesh, [{\"_axis_0\", \"_axis_1\":(1)2}, {\"_axis_1\":(2)2, \"_axis_2\"}]>");
+    /* back: the export of sdy shardings as HLO text */
+    static const char *const back[][2] = {
+        {"<@mesh, [{\"_axis_2\"}, {\"_axis_0\", \"_axis_1\"}]>", "{devices=[4,8]<=[8,4]T(1,0)}"},
+        {"<@mesh, [{}, {\"_axis_0\"}]>", "{devices=[1,2,16]<=[32] last_tile_dim_replicate}"},
+        {"<@mesh, [{}, {}]>", "{replicated}"},
+        {"<@mesh, [{\"_axis_0\", \"_axis_1\":(1)2}, {\"_axis_1\":(2)2, \"_axis_2\"}]>",
+         "{devices=[4,8]<=[32]}"},
+        {"<@mesh, [{\"_axis_1\"}, {}], replicated={\"_axis_0\"}>",
+         "{devices=[4,1,8]<=[2,4,4]T(1,0,2) last_tile_dim_replicate}"},
+    };
+    for (size_t i = 0; i < N_OF(back); i++) {
+        cm_error err;
+        cm_error_clear(&err);
+        sp_sharding *sh;
+        sp_hlo_sharding *h;
+        assert_int_equal(sp_sharding_parse(back[i][0], strlen(back[i][0]), &a, &sh, NULL, &err),
+                         CM_OK);
+        assert_int_equal(sp_sharding_verify(sh, &mesh, sh->rank, NULL, &err), CM_OK);
+        assert_int_equal(sp_hlo_from_sdy(sh, &mesh, NULL, 0, &a, &h, &err), CM_OK);
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_hlo_sharding_print(h, &b);
+        cm_buf_putc(&b, '\0');
+        assert_string_equal(b.data, back[i][1]);
+        cm_buf_fini(&b);
+    }
+    /* manual axes: all of them is {manual} */
+    const char *manual[] = {"_axis_0", "_axis_1", "_axis_2"};
+    sp_sharding *open = sp_sharding_open(&a, "mesh", 2);
+    sp_hlo_sharding *hm;
+    cm_error err;
+    assert_int_equal(sp_hlo_from_sdy(open, &mesh, manual, 3, &a, &hm, &err), CM_OK);
+    assert_int_equal(hm->kind, SP_HLO_MANUAL);
+    cm_arena_fini(&a);
+}
+
+static const char gspmd_module[] =
+    "func.func public @main(%arg0: tensor<8x16xf32> {mhlo.sharding = \"{devices=[2,1,4]<=[8] "
+    "last_tile_dim_replicate}\"},\n"
+    "    %arg1: tensor<16x32xf32> {mhlo.sharding = \"{devices=[1,4,2]<=[2,4]T(1,0) "
+    "last_tile_dim_replicate}\"}) -> tensor<8x32xf32> {\n"
+    "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : "
+    "(tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>\n"
+    "  %1 = stablehlo.custom_call @Sharding(%0) {backend_config = \"unspecified_dims=[1]\", "
+    "mhlo.sharding = \"{devices=[2,1,4]<=[8] last_tile_dim_replicate}\"} : (tensor<8x32xf32>) "
+    "-> tensor<8x32xf32>\n"
+    "  return %1 : tensor<8x32xf32>\n"
+    "}\n";
+
+static void test_sp_input_reads_gspmd(void **state)
+{
+    (void)state;
+    sp_input in;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(gspmd_module, strlen(gspmd_module), NULL, &in, &err), CM_OK);
+    const sp_mesh *mesh = sp_module_mesh(in.m, "mesh");
+    assert_non_null(mesh);
+    assert_int_equal(mesh->n_axes, 2);
+    assert_int_equal(mesh->axes[0].size, 2);
+    assert_int_equal(mesh->axes[1].size, 4);
+    uint32_t f = sp_module_func(in.m, "main");
+    uint32_t arg1 = in.m->blocks[in.m->ops[f].regions[0].blocks[0]].first_arg + 1;
+    const sp_sharding *s = sp_value_sharding(in.m, arg1);
+    assert_non_null(s);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_sharding_print(s, &b);
+    cm_buf_putc(&b, '\0');
+    assert_string_equal(b.data, "<@mesh, [{}, {\"_axis_1\"}]>");
+    cm_buf_fini(&b);
+    /* the @Sharding call is a constraint now, its unspecified dim open */
+    bool constraint = false;
+    for (uint32_t i = 0; i < in.m->n_ops; i++) {
+        constraint = constraint || strcmp(in.m->ops[i].name, "sdy.sharding_constraint") == 0;
+    }
+    assert_true(constraint);
+    sp_input_fini(&in);
+}
+
+static void test_sp_input_gspmd_error_has_line_col(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "func.func @f(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "  %0 = stablehlo.abs %arg0 {mhlo.sharding = \"{devices=[2,3]<=[6]}\"} : tensor<8xf32>\n"
+        "  return %0 : tensor<8xf32>\n"
+        "}\n";
+    sp_input in;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(text, strlen(text), NULL, &in, &err), CM_EINVAL);
+    assert_int_equal(err.code, CM_EINVAL);
+    assert_string_equal(err.path, "2:3");
+    assert_non_null(strstr(err.msg, "mhlo.sharding"));
+    /* a sharding that does not parse names its column inside the string */
+    static const char text2[] =
+        "func.func @f(%arg0: tensor<8xf32> {mhlo.sharding = \"{devices=[2]<=[2]T(1)}\"}) -> "
+        "tensor<8xf32> {\n"
+        "  return %arg0 : tensor<8xf32>\n"
+        "}\n";
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(text2, strlen(text2), NULL, &in, &err), CM_EINVAL);
+    assert_string_equal(err.path, "1:1");
+    assert_non_null(strstr(err.msg, "argument 0 of @f"));
+    assert_non_null(strstr(err.msg, "at col"));
+}
+
+typedef struct oom_ctx {
+    sp_module *m;
+} oom_ctx;
+
+static void oom_setup(void *vctx)
+{
+    oom_ctx *c = vctx;
+    cm_error err;
+    assert_int_equal(sp_mlir_read(gspmd_module, strlen(gspmd_module), 0, &c->m, &err), CM_OK);
+}
+
+static cm_status oom_run(void *vctx)
+{
+    oom_ctx *c = vctx;
+    cm_error err;
+    cm_error_clear(&err);
+    return sp_gspmd_import(c->m, &err);
+}
+
+static void oom_done(void *vctx, cm_status st)
+{
+    oom_ctx *c = vctx;
+    (void)st;
+    sp_module_destroy(c->m);
+    c->m = NULL;
+}
+
+static void test_sp_gspmd_import_oom(void **state)
+{
+    (void)state;
+    oom_ctx c = {NULL};
+    tu_oom t = {oom_setup, oom_run, oom_done};
+    tu_oom_loop(&t, &c, 10000);
+}
+
+static void test_sp_gspmd_export_round_trip(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(gspmd_module, strlen(gspmd_module), 0, &m, &err), CM_OK);
+    assert_true(sp_gspmd_detect(m));
+    assert_int_equal(sp_gspmd_import_shardings(m, &err), CM_OK);
+    assert_false(sp_gspmd_detect(m));
+    assert_int_equal(sp_gspmd_export_shardings(m, &err), CM_OK);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_print_opts po;
+    memset(&po, 0, sizeof po);
+    sp_mlir_print(m, &po, &b);
+    cm_buf_putc(&b, '\0');
+    assert_non_null(strstr(b.data, "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"));
+    assert_non_null(strstr(b.data, "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"));
+    assert_null(strstr(b.data, "sdy."));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sp_hlo_sharding_round_trips),
+        cmocka_unit_test(test_sp_hlo_sharding_explicit_list_is_iota),
+        cmocka_unit_test(test_sp_hlo_sharding_parse_rejects_bad_text),
+        cmocka_unit_test(test_sp_hlo_local_mesh_decomposes_iota),
+        cmocka_unit_test(test_sp_hlo_to_sdy_and_back),
+        cmocka_unit_test(test_sp_input_reads_gspmd),
+        cmocka_unit_test(test_sp_input_gspmd_error_has_line_col),
+        cmocka_unit_test(test_sp_gspmd_import_oom),
+        cmocka_unit_test(test_sp_gspmd_export_round_trip),
+    };
+    return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
+}
