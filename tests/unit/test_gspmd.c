@@ -3,7 +3,7 @@
  * XLA prints), normalisation, parse errors with their columns, the local
  * mesh analysis, the conversion to sdy shardings as XLA's import makes it
  * and back as its export does, the module import through the input loader
- * with LINE:COL errors, and OOM loops. */
+ * and POST /v1/plans with LINE:COL errors, and OOM loops. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "cm.h"
 #include "sp_gspmd.h"
@@ -20,6 +21,7 @@
 #include "sp_ir.h"
 #include "sp_mlir.h"
 #include "sp_shard.h"
+#include "tu_http.h"
 #include "tu_oom.h"
 
 #define N_OF(x) (sizeof(x) / sizeof((x)[0]))
@@ -385,6 +387,54 @@ static void test_sp_gspmd_export_round_trip(void **state)
     sp_module_destroy(m);
 }
 
+/* POST /v1/plans with a GSPMD module: the plan has the converted mesh and
+ * shardings; an unconvertible sharding is a 400 at the op's LINE:COL. */
+static void test_post_plans_reads_gspmd(void **state)
+{
+    (void)state;
+    tu_server srv;
+    memset(&srv, 0, sizeof srv);
+    assert_int_equal(tu_server_init(&srv, "test_gspmd"), 0);
+    srv_config c;
+    tu_config_default(&srv, &c);
+    tu_server_start(&srv, &c);
+    json_t *req = json_pack("{s:s}", "mlir", gspmd_module);
+    char *body = json_dumps(req, 0);
+    tu_resp r;
+    tu_http(&srv, "POST", "/v1/plans", "application/json", body, &r);
+    assert_int_equal(r.status, 201);
+    json_t *mesh = json_object_get(json_array_get(json_object_get(json_object_get(r.json, "plan"),
+                                                                  "meshes"),
+                                                  0),
+                                   "axes");
+    assert_int_equal(json_array_size(mesh), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(mesh, 1), "name")),
+                        "_axis_1");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(mesh, 1), "size")), 4);
+    assert_non_null(strstr(r.body.data, "<@mesh, [{}, {\\\"_axis_1\\\"}]>"));
+    tu_resp_fini(&r);
+    free(body);
+    json_decref(req);
+    /* the bad one: [2,3] tiles over 6 devices do not fit the 2 x 4 mesh */
+    static const char bad_module[] =
+        "func.func @f(%arg0: tensor<8x16xf32> {mhlo.sharding = \"{devices=[2,4]<=[8]}\"}) -> "
+        "tensor<8x16xf32> {\n"
+        "  %0 = stablehlo.abs %arg0 {mhlo.sharding = \"{devices=[2,3]<=[6]}\"} : tensor<8x16xf32>\n"
+        "  return %0 : tensor<8x16xf32>\n"
+        "}\n";
+    req = json_pack("{s:s}", "mlir", bad_module);
+    body = json_dumps(req, 0);
+    tu_http(&srv, "POST", "/v1/plans", "application/json", body, &r);
+    assert_int_equal(r.status, 400);
+    json_t *e = json_object_get(r.json, "error");
+    assert_string_equal(json_string_value(json_object_get(e, "path")), "2:3");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "mhlo.sharding"));
+    tu_resp_fini(&r);
+    free(body);
+    json_decref(req);
+    tu_server_fini(&srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_sp_input_gspmd_error_has_line_col),
         cmocka_unit_test(test_sp_gspmd_import_oom),
         cmocka_unit_test(test_sp_gspmd_export_round_trip),
+        cmocka_unit_test(test_post_plans_reads_gspmd),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
 }
