@@ -734,8 +734,9 @@ static cm_status parse_single(parser *p, sp_hlo_sharding *s)
     }
     int n_kinds = replicated + manual + unknown + maximal + tiled;
     if (n_kinds != 1) {
-        return col_error(p->err, open, "%s needs exactly one of replicated, manual, unknown, "
-                                       "maximal and devices=",
+        return col_error(p->err, open,
+                         "%s needs exactly one of replicated, manual, unknown, "
+                         "maximal and devices=",
                          "an HLO sharding");
     }
     if (maximal) {
@@ -974,8 +975,8 @@ static uint32_t ordered_sub_dims(const sp_hlo_sharding *s, sub_dim *out)
     for (uint32_t i = 0; i < s->n_reshape; i++) {
         dev_shape[i] = s->reshape[s->perm[i]];
     }
-    uint32_t n = sp_hlo_common_factors(s->dims, s->n_dims, dev_shape, s->n_reshape, sizes,
-                                       SP_HLO_MAX_DIMS);
+    uint32_t n =
+        sp_hlo_common_factors(s->dims, s->n_dims, dev_shape, s->n_reshape, sizes, SP_HLO_MAX_DIMS);
     if (n == 0) {
         return 0;
     }
@@ -1280,7 +1281,8 @@ cm_status sp_hlo_from_sdy(const sp_sharding *s, const sp_mesh *mesh, const char 
         dims[d] = 1;
         for (uint32_t k = 0; k < s->dims[d].n_axes; k++) {
             if (n_placed >= CAP || sp_mesh_axis_index(mesh, s->dims[d].axes[k].name) < 0) {
-                return cm_error_set(err, CM_EINVAL, NULL, "unknown or too many axes in the sharding");
+                return cm_error_set(err, CM_EINVAL, NULL,
+                                    "unknown or too many axes in the sharding");
             }
             dims[d] *= ref_size(&s->dims[d].axes[k], mesh);
             placed[n_placed++] = s->dims[d].axes[k];
@@ -1348,8 +1350,9 @@ cm_status sp_hlo_from_sdy(const sp_sharding *s, const sp_mesh *mesh, const char 
             if (n_reshape >= CAP || cuts[c + 1] % cuts[c] != 0) {
                 return cm_error_set(err, CM_EINVAL, NULL, "overlapping sub-axes in the sharding");
             }
-            sp_axis_ref piece = {mesh->axes[ai].name, cuts[c] == 1 && cuts[c + 1] == full ? 0 : cuts[c],
-                                 cuts[c + 1] == full && cuts[c] == 1 ? full : cuts[c + 1] / cuts[c]};
+            sp_axis_ref piece = {
+                mesh->axes[ai].name, cuts[c] == 1 && cuts[c + 1] == full ? 0 : cuts[c],
+                cuts[c + 1] == full && cuts[c] == 1 ? full : cuts[c + 1] / cuts[c]};
             reshape[n_reshape] = cuts[c + 1] / cuts[c];
             int32_t where = -1;
             for (uint32_t k = 0; k < n_placed && where < 0; k++) {

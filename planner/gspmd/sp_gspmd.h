@@ -9,13 +9,13 @@
 #ifndef SP_GSPMD_H
 #define SP_GSPMD_H
 
-#include "cm.h"
-#include "sp_ir.h"
-#include "sp_shard.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cm.h"
+#include "sp_ir.h"
+#include "sp_shard.h"
 
 #define SP_HLO_MAX_DIMS    64        /* tile assignment and iota reshape dims */
 #define SP_HLO_MAX_DEVICES (1 << 20) /* devices of one tile assignment */
@@ -47,18 +47,18 @@ typedef struct sp_hlo_sharding sp_hlo_sharding;
  * an explicit list (devices, row-major over dims). */
 struct sp_hlo_sharding {
     sp_hlo_kind kind;
-    int64_t device;           /* SP_HLO_MAXIMAL */
-    int64_t *dims;            /* SP_HLO_TILED: tile assignment dims */
+    int64_t device; /* SP_HLO_MAXIMAL */
+    int64_t *dims;  /* SP_HLO_TILED: tile assignment dims */
     uint32_t n_dims;
-    int64_t *reshape;         /* iota reshape dims, or NULL */
-    int32_t *perm;            /* iota transpose, n_reshape entries */
+    int64_t *reshape; /* iota reshape dims, or NULL */
+    int32_t *perm;    /* iota transpose, n_reshape entries */
     uint32_t n_reshape;
-    int64_t *devices;         /* explicit device list, or NULL */
-    int64_t n_devices;        /* product of dims */
-    bool replicate_last;      /* last_tile_dim_replicate */
-    uint8_t *subgroups;       /* last_tile_dims={...}: sp_hlo_subgroup each */
+    int64_t *devices;    /* explicit device list, or NULL */
+    int64_t n_devices;   /* product of dims */
+    bool replicate_last; /* last_tile_dim_replicate */
+    uint8_t *subgroups;  /* last_tile_dims={...}: sp_hlo_subgroup each */
     uint32_t n_subgroups;
-    sp_hlo_sharding *elems;   /* SP_HLO_TUPLE */
+    sp_hlo_sharding *elems; /* SP_HLO_TUPLE */
     uint32_t n_elems;
 };
 
@@ -66,7 +66,7 @@ struct sp_hlo_sharding {
  * every form XLA prints: {replicated}, {manual}, {unknown}, {maximal
  * device=N}, {devices=[d,...]<=[r,...]T(p,...)} and explicit device lists,
  * last_tile_dim_replicate, last_tile_dims={manual, replicated, unreduced},
- * metadata={...} (skipped) and tuples {{...}, /\*index=5*\/ {...}}. The
+ * metadata={...} (skipped) and tuples {{...}, {...}} with XLA's index comments. The
  * result is normalised as XLA normalises it (a tile assignment that
  * replicates everything is {replicated}, one that is all manual is
  * {manual}, an explicit list that is an iota becomes the iota). Errors:

@@ -5,12 +5,11 @@
  * one maximal mesh per device a maximal sharding names, and converts each
  * sharding; the loader's import then turns @Sharding custom calls into
  * sharding constraints. The export writes `mhlo.sharding` strings back. */
-#include "sp_gspmd.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_gspmd.h"
 #include "sp_ops.h"
 #include "sp_pass.h"
 
@@ -80,10 +79,9 @@ static cm_status list_swap(sp_module *m, uint32_t op, const char *list, uint32_t
     }
     arr->u.arr.n = count;
     const sp_attr *od = list_item(old, i);
-    d->u.dict.items =
-        attrs_swap(m, od != NULL && od->kind == SP_ATTR_DICT ? od->u.dict.items : NULL,
-                   od != NULL && od->kind == SP_ATTR_DICT ? od->u.dict.n : 0, drop, add, v,
-                   &d->u.dict.n);
+    d->u.dict.items = attrs_swap(
+        m, od != NULL && od->kind == SP_ATTR_DICT ? od->u.dict.items : NULL,
+        od != NULL && od->kind == SP_ATTR_DICT ? od->u.dict.n : 0, drop, add, v, &d->u.dict.n);
     if (d->u.dict.items == NULL) {
         return CM_ENOMEM;
     }
@@ -126,8 +124,8 @@ typedef enum site_kind { SITE_ARG, SITE_RES, SITE_OP } site_kind;
 
 typedef struct site {
     site_kind kind;
-    uint32_t op;   /* the func (args, results) or the op */
-    uint32_t idx;  /* argument or result number */
+    uint32_t op;  /* the func (args, results) or the op */
+    uint32_t idx; /* argument or result number */
     const sp_attr *str;
 } site;
 
@@ -201,8 +199,7 @@ static void site_where(const sp_module *m, const site *s, char *buf, size_t n)
 }
 
 /* err at the site's LINE:COL, naming the site and the inner error. */
-static cm_status site_error(const sp_module *m, const site *s, const cm_error *inner,
-                            cm_error *err)
+static cm_status site_error(const sp_module *m, const site *s, const cm_error *inner, cm_error *err)
 {
     if (inner->code == CM_ENOMEM) {
         return cm_error_oom(err);
@@ -241,8 +238,9 @@ static bool is_sharding_call(const sp_module *m, uint32_t op, const char *target
     if (t == NULL) {
         return false;
     }
-    const char *name = t->kind == SP_ATTR_SYMBOL ? t->u.sym : t->kind == SP_ATTR_STRING ? t->u.str.s
-                                                                                        : NULL;
+    const char *name = t->kind == SP_ATTR_SYMBOL   ? t->u.sym
+                       : t->kind == SP_ATTR_STRING ? t->u.str.s
+                                                   : NULL;
     return name != NULL && strcmp(name, target) == 0;
 }
 
@@ -287,8 +285,7 @@ typedef struct collect_ctx {
     cm_error *err;
 } collect_ctx;
 
-static cm_status collect_leaf(sp_module *m, const site *s, const sp_hlo_sharding *h,
-                              collect_ctx *c)
+static cm_status collect_leaf(sp_module *m, const site *s, const sp_hlo_sharding *h, collect_ctx *c)
 {
     if (h->kind == SP_HLO_MAXIMAL) {
         for (uint32_t i = 0; i < c->n_devices; i++) {
@@ -367,8 +364,8 @@ static const char *maximal_name(sp_module *m, int64_t device)
     return sp_module_str(m, buf, strlen(buf));
 }
 
-static cm_status convert_leaf(sp_module *m, const site *s, const sp_hlo_sharding *h,
-                              uint32_t rank, convert_ctx *c, sp_sharding **out)
+static cm_status convert_leaf(sp_module *m, const site *s, const sp_hlo_sharding *h, uint32_t rank,
+                              convert_ctx *c, sp_sharding **out)
 {
     cm_error e;
     cm_error_clear(&e);
@@ -412,8 +409,8 @@ static cm_status convert_site(sp_module *m, const site *s, void *vctx)
         v->u.sharding = sh;
         const sp_type *ft2 = sp_func_type(m, s->op);
         rc = list_swap(m, s->op, s->kind == SITE_ARG ? "arg_attrs" : "res_attrs",
-                       s->kind == SITE_ARG ? ft2->n_inputs : ft2->n_results, s->idx,
-                       MHLO_SHARDING, SDY_SHARDING, v);
+                       s->kind == SITE_ARG ? ft2->n_inputs : ft2->n_results, s->idx, MHLO_SHARDING,
+                       SDY_SHARDING, v);
         return rc == CM_OK ? CM_OK : cm_error_oom(c->err);
     }
     const sp_op *o = &m->ops[s->op];
@@ -440,7 +437,7 @@ static cm_status convert_site(sp_module *m, const site *s, void *vctx)
     v->u.shardings.items = items;
     v->u.shardings.n = n;
     return op_swap(m, s->op, MHLO_SHARDING, SDY_SHARDING, v) == CM_OK ? CM_OK
-                                                                       : cm_error_oom(c->err);
+                                                                      : cm_error_oom(c->err);
 }
 
 static cm_status insert_mesh(sp_module *m, uint32_t at, const char *name, sp_mesh *mesh)
@@ -456,7 +453,8 @@ static cm_status insert_mesh(sp_module *m, uint32_t at, const char *name, sp_mes
     n->u.str.len = strlen(s);
     ms->u.mesh = mesh;
     if (sp_op_set_attr(m, op, "sym_name", n) != CM_OK ||
-        sp_op_set_attr(m, op, "mesh", ms) != CM_OK || sp_block_insert_op(m, m->body, at, op) != CM_OK) {
+        sp_op_set_attr(m, op, "mesh", ms) != CM_OK ||
+        sp_block_insert_op(m, m->body, at, op) != CM_OK) {
         return CM_ENOMEM;
     }
     return CM_OK;

@@ -47,7 +47,8 @@ static const char *const round_trip[][2] = {
     {"{unknown}", "{unknown}"},
     {"{maximal device=3}", "{maximal device=3}"},
     {"{devices=[4,8]<=[8,4]T(1,0)}", "{devices=[4,8]<=[8,4]T(1,0)}"},
-    {"{devices=[2,1,4]<=[8] last_tile_dim_replicate}", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
+    {"{devices=[2,1,4]<=[8] last_tile_dim_replicate}",
+     "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
     {"{devices=[4,4,2]<=[2,16]T(1,0) last_tile_dim_replicate}",
      "{devices=[4,4,2]<=[2,16]T(1,0) last_tile_dim_replicate}"},
     /* canonical iota: adjacent reshape dims merge, size-one dims go */
@@ -62,7 +63,8 @@ static const char *const round_trip[][2] = {
     {"{devices=[2,2,2]<=[8] last_tile_dims={manual, replicated}}",
      "{devices=[2,2,2]<=[8] last_tile_dims={manual, replicated}}"},
     /* a single replicated subgroup is last_tile_dim_replicate */
-    {"{devices=[2,4]<=[8] last_tile_dims={replicated}}", "{devices=[2,4]<=[8] last_tile_dim_replicate}"},
+    {"{devices=[2,4]<=[8] last_tile_dims={replicated}}",
+     "{devices=[2,4]<=[8] last_tile_dim_replicate}"},
     /* metadata is skipped, tuples print index comments every fifth */
     {"{replicated metadata={op_name=\"jit(f)/x\" source_file=\"a.py\"}}", "{replicated}"},
     {"{{replicated}, {maximal device=0}}", "{{replicated}, {maximal device=0}}"},
@@ -219,7 +221,8 @@ static void test_sp_hlo_to_sdy_and_back(void **state)
     /* a sub-axis: 2 of _axis_1's 4 */
     char *sub = to_sdy_text("{devices=[4,8]<=[32]}", &mesh, 2, &a);
     assert_non_null(sub);
-    assert_string_equal(sub, "<@mesh, [{\"_axis_0\", \"_axis_1\":(1)2}, {\"_axis_1\":(2)2, \"_axis_2\"}]>");
+    assert_string_equal(
+        sub, "<@mesh, [{\"_axis_0\", \"_axis_1\":(1)2}, {\"_axis_1\":(2)2, \"_axis_2\"}]>");
     /* back: the export of sdy shardings as HLO text */
     static const char *const back[][2] = {
         {"<@mesh, [{\"_axis_2\"}, {\"_axis_0\", \"_axis_1\"}]>", "{devices=[4,8]<=[8,4]T(1,0)}"},
@@ -403,10 +406,8 @@ static void test_post_plans_reads_gspmd(void **state)
     tu_resp r;
     tu_http(&srv, "POST", "/v1/plans", "application/json", body, &r);
     assert_int_equal(r.status, 201);
-    json_t *mesh = json_object_get(json_array_get(json_object_get(json_object_get(r.json, "plan"),
-                                                                  "meshes"),
-                                                  0),
-                                   "axes");
+    json_t *mesh = json_object_get(
+        json_array_get(json_object_get(json_object_get(r.json, "plan"), "meshes"), 0), "axes");
     assert_int_equal(json_array_size(mesh), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(mesh, 1), "name")),
                         "_axis_1");
