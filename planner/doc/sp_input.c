@@ -216,6 +216,11 @@ cm_status sp_input_read(const char *text, size_t len, const sp_input_opts *o, sp
     if (st == CM_OK && in->g == NULL && sp_gspmd_detect(in->m)) {
         st = sp_gspmd_import(in->m, err);
     }
+    /* and JAX's shard_map as XLA's round trip writes it (body calls between
+     * xla.sdy.GlobalToLocalShape / LocalToGlobalShape) */
+    if (st == CM_OK && in->g == NULL) {
+        st = sp_gspmd_shard_map_import(in->m, NULL, err);
+    }
     if (st == CM_OK) {
         st = verify_input(in, err);
     }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "cm.h"
+#include "sp_diag.h"
 #include "sp_ir.h"
 #include "sp_shard.h"
 
@@ -134,6 +135,16 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err);
  * becomes sdy.sharding_constraint, unspecified_dims opened). Errors as
  * sp_gspmd_import_shardings. */
 cm_status sp_gspmd_import(sp_module *m, cm_error *err);
+
+/* -xla-sdy-round-trip-shard-map-import: each call of a
+ * `...xla.sdy.manual_computation_body...` function between
+ * @xla.sdy.GlobalToLocalShape and @xla.sdy.LocalToGlobalShape custom calls
+ * (JAX's shard_map, with its in/out shardings and manual axes in their
+ * mhlo.frontend_attributes) becomes an sdy.manual_computation holding a copy
+ * of the body, nested ones nested; the body functions are removed. Errors:
+ * CM_EINVAL at the call's LINE:COL (also added to d, when not NULL, with the
+ * "failed to legalize" error XLA's conversion adds), CM_ENOMEM. */
+cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err);
 
 /* -xla-sdy-stablehlo-export-shardings: replaces each `sdy.sharding` of a
  * function argument, result and op with its `mhlo.sharding` string and

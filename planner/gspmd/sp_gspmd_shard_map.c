@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: -xla-sdy-round-trip-shard-map-import (sp_gspmd.h). JAX's
+ * shard_map reaches XLA as a call of a function named
+ * `...xla.sdy.manual_computation_body...` between @xla.sdy.GlobalToLocalShape
+ * and @xla.sdy.LocalToGlobalShape custom calls that carry the in and out
+ * shardings and the manual axes in their frontend attributes. Each such
+ * triple becomes an sdy.manual_computation whose region is a copy of the
+ * body (innermost first, so nested shard_maps nest), and the body functions
+ * go. */
+#include <stdio.h>
+#include <string.h>
+
+#include "sp_diag.h"
+#include "sp_gspmd.h"
+#include "sp_ops.h"
+#include "sp_pass.h"
+
+#define BODY_NAME "xla.sdy.manual_computation_body"
+
+static const char *call_target(const sp_module *m, uint32_t op)
+{
+    const sp_attr *t =
+        sp_op_attr(m, op, m->ops[op].kind == SP_OP_FUNC_CALL ? "callee" : "call_target_name");
+    if (t == NULL) {
+        return NULL;
+    }
+    return t->kind == SP_ATTR_SYMBOL ? t->u.sym : t->kind == SP_ATTR_STRING ? t->u.str.s : NULL;
+}
+
+static bool is_custom(const sp_module *m, uint32_t op, const char *target)
+{
+    const char *t = m->ops[op].kind == SP_OP_CUSTOM_CALL ? call_target(m, op) : NULL;
+    return t != NULL && strcmp(t, target) == 0;
+}
+
+static bool is_body_call(const sp_module *m, uint32_t op)
+{
+    const char *t = m->ops[op].kind == SP_OP_FUNC_CALL ? call_target(m, op) : NULL;
+    return t != NULL && strstr(t, BODY_NAME) != NULL;
+}
+
+/* The string value of frontend attribute key of op, or NULL. */
+static const char *frontend(const sp_module *m, uint32_t op, const char *key)
+{
+    const sp_attr *d = sp_op_attr(m, op, "mhlo.frontend_attributes");
+    if (d == NULL || d->kind != SP_ATTR_DICT) {
+        return NULL;
+    }
+    const sp_attr *v = sp_attrs_get(d->u.dict.items, d->u.dict.n, key);
+    return v != NULL && v->kind == SP_ATTR_STRING ? v->u.str.s : NULL;
+}
+
+static cm_status at_op(const sp_module *m, uint32_t op, cm_error *err, const char *msg)
+{
+    char path[32];
+    snprintf(path, sizeof path, "%u:%u", m->ops[op].line, m->ops[op].col);
+    return cm_error_set(err, CM_EINVAL, path, "'%s' op %s", m->ops[op].name, msg);
+}
+
+/* Parses `#sdy.sharding_per_value<[<...>, <...>]>` into a sharding list. */
+static cm_status parse_shardings(sp_module *m, const char *text, uint32_t op, sp_attr **out,
+                                 cm_error *err)
+{
+    static const char head[] = "#sdy.sharding_per_value<[";
+    sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    if (a == NULL) {
+        return cm_error_oom(err);
+    }
+    *out = a;
+    if (text == NULL) {
+        return CM_OK;
+    }
+    size_t len = strlen(text), i = sizeof head - 1;
+    if (len < i || memcmp(text, head, i) != 0) {
+        return at_op(m, op, err, "has a malformed xla.sdy sharding list");
+    }
+    uint32_t cap = 0;
+    while (i < len && text[i] != ']') {
+        sp_sharding *s;
+        size_t used = 0;
+        cm_error e;
+        cm_error_clear(&e);
+        if (sp_sharding_parse(text + i, len - i, &m->arena, &s, &used, &e) != CM_OK) {
+            return e.code == CM_ENOMEM ? cm_error_oom(err)
+                                       : at_op(m, op, err, "has a malformed xla.sdy sharding");
+        }
+        if (a->u.shardings.n == cap) {
+            uint32_t nc = cap == 0 ? 4 : cap * 2;
+            sp_sharding **ni = cm_arena_alloc(&m->arena, sizeof *ni * nc);
+            if (ni == NULL) {
+                return cm_error_oom(err);
+            }
+            if (a->u.shardings.n > 0) {
+                memcpy(ni, a->u.shardings.items, sizeof *ni * a->u.shardings.n);
+            }
+            a->u.shardings.items = ni;
+            cap = nc;
+        }
+        a->u.shardings.items[a->u.shardings.n++] = s;
+        i += used;
+        while (i < len && (text[i] == ',' || text[i] == ' ')) {
+            i++;
+        }
+    }
+    return CM_OK;
+}
+
+/* Parses `#sdy<manual_axes{"a", "b"}>` into an axis list. */
+static cm_status parse_manual_axes(sp_module *m, const char *text, uint32_t op, sp_attr **out,
+                                   cm_error *err)
+{
+    sp_attr *a = sp_attr_new(m, SP_ATTR_AXIS_LIST);
+    if (a == NULL) {
+        return cm_error_oom(err);
+    }
+    *out = a;
+    if (text == NULL) {
+        return CM_OK;
+    }
+    const char *p = strchr(text, '{'), *end = p != NULL ? strchr(p, '}') : NULL;
+    if (p == NULL || end == NULL) {
+        return at_op(m, op, err, "has malformed xla.sdy.manual_axes");
+    }
+    uint32_t n = 0;
+    for (const char *q = p; q < end; q++) {
+        n += *q == '"';
+    }
+    a->u.axes.axes = cm_arena_zalloc(&m->arena, sizeof *a->u.axes.axes * (n / 2 + 1));
+    if (a->u.axes.axes == NULL) {
+        return cm_error_oom(err);
+    }
+    for (const char *q = p; q < end;) {
+        const char *o = memchr(q, '"', (size_t)(end - q));
+        const char *c = o != NULL ? memchr(o + 1, '"', (size_t)(end - o - 1)) : NULL;
+        if (o == NULL || c == NULL) {
+            break;
+        }
+        const char *name = sp_module_str(m, o + 1, (size_t)(c - o - 1));
+        if (name == NULL) {
+            return cm_error_oom(err);
+        }
+        a->u.axes.axes[a->u.axes.n++] = (sp_axis_ref){name, 0, 0};
+        q = c + 1;
+    }
+    return CM_OK;
+}
+
+static uint32_t find_func(const sp_module *m, const char *name)
+{
+    return name != NULL ? sp_module_func(m, name) : SP_NONE;
+}
+
+/* True when func f still calls a shard_map body (its own conversion comes
+ * first). */
+static bool has_body_calls(const sp_module *m, uint32_t f)
+{
+    /* ops of f: walk its region's blocks by parent chain */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].parent_block == SP_NONE || !is_body_call(m, i)) {
+            continue;
+        }
+        uint32_t cur = i;
+        for (int depth = 0; depth < 64 && cur != SP_NONE; depth++) {
+            uint32_t pb = m->ops[cur].parent_block;
+            if (pb == SP_NONE) {
+                break;
+            }
+            cur = m->blocks[pb].parent_op;
+            if (cur == f) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* The first op (in m's table, attached) that uses value v, or SP_NONE. */
+static uint32_t first_user(const sp_module *m, uint32_t v)
+{
+    uint32_t best = SP_NONE;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].parent_block == SP_NONE) {
+            continue;
+        }
+        for (uint32_t k = 0; k < m->ops[i].n_operands; k++) {
+            if (m->ops[i].operands[k] == v) {
+                if (best == SP_NONE ||
+                    (m->ops[i].parent_block == m->ops[best].parent_block &&
+                     sp_op_index_in_block(m, i) < sp_op_index_in_block(m, best))) {
+                    best = i;
+                }
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+static void replace_uses(sp_module *m, const sp_value_map *map)
+{
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        for (uint32_t k = 0; k < m->ops[i].n_operands; k++) {
+            uint32_t to = sp_value_map_get(map, m->ops[i].operands[k]);
+            if (to != SP_NONE) {
+                m->ops[i].operands[k] = to;
+            }
+        }
+    }
+}
+
+static void detach(sp_module *m, uint32_t op)
+{
+    uint32_t idx = sp_op_index_in_block(m, op);
+    if (idx != SP_NONE) {
+        sp_block_remove_op(m, m->ops[op].parent_block, idx);
+        m->ops[op].parent_block = SP_NONE;
+    }
+}
+
+/* Converts the body call `call` into an sdy.manual_computation. */
+static cm_status convert_call(sp_module *m, uint32_t call, cm_error *err)
+{
+    /* every error below but OOM is about the call */
+    uint32_t callee = find_func(m, call_target(m, call));
+    if (callee == SP_NONE || m->ops[callee].n_regions == 0 ||
+        m->ops[callee].regions[0].n_blocks != 1) {
+        return at_op(m, call, err, "calls a shard_map body that is not a function of the module");
+    }
+    /* the GlobalToLocalShape feeding it, if any */
+    uint32_t g2l = SP_NONE;
+    for (uint32_t k = 0; k < m->ops[call].n_operands && g2l == SP_NONE; k++) {
+        uint32_t d = m->values[m->ops[call].operands[k]].def;
+        if (d != SP_NONE && is_custom(m, d, "xla.sdy.GlobalToLocalShape")) {
+            g2l = d;
+        }
+    }
+    if (g2l == SP_NONE && m->ops[call].n_operands > 0) {
+        return at_op(m, call, err,
+                     "expected at least one operand of @" BODY_NAME
+                     " to be produced by a xla.sdy.GlobalToLocalShape CustomCallOp");
+    }
+    uint32_t l2g = SP_NONE;
+    if (m->ops[call].n_results > 0) {
+        uint32_t u = first_user(m, m->ops[call].first_result);
+        if (u == SP_NONE || !is_custom(m, u, "xla.sdy.LocalToGlobalShape")) {
+            return at_op(m, call, err,
+                         "expected the first use of @" BODY_NAME
+                         " to be by a xla.sdy.LocalToGlobalShape CustomCallOp");
+        }
+        l2g = u;
+    }
+    sp_attr *ins = NULL, *outs = NULL, *axes = NULL;
+    const char *ax_text = g2l != SP_NONE ? frontend(m, g2l, "xla.sdy.manual_axes") : NULL;
+    if (ax_text == NULL && l2g != SP_NONE) {
+        ax_text = frontend(m, l2g, "xla.sdy.manual_axes");
+    }
+    if (ax_text == NULL) {
+        ax_text = frontend(m, call, "xla.sdy.manual_axes");
+    }
+    cm_status st = parse_shardings(
+        m, g2l != SP_NONE ? frontend(m, g2l, "xla.sdy.in_shardings") : NULL, call, &ins, err);
+    if (st == CM_OK) {
+        st = parse_shardings(m, l2g != SP_NONE ? frontend(m, l2g, "xla.sdy.out_shardings") : NULL,
+                             call, &outs, err);
+    }
+    if (st == CM_OK) {
+        st = parse_manual_axes(m, ax_text, call, &axes, err);
+    }
+    if (st != CM_OK) {
+        return st;
+    }
+    /* the op: global operands and results, the body's argument types inside */
+    uint32_t n_in = g2l != SP_NONE ? m->ops[g2l].n_operands : 0;
+    uint32_t n_out = l2g != SP_NONE ? m->ops[l2g].n_results : 0;
+    uint32_t *rtypes = cm_arena_alloc(&m->arena, sizeof *rtypes * (n_out + 1u));
+    if (rtypes == NULL) {
+        return cm_error_oom(err);
+    }
+    for (uint32_t i = 0; i < n_out; i++) {
+        rtypes[i] = m->values[m->ops[l2g].first_result + i].type;
+    }
+    uint32_t mc, blk;
+    uint32_t parent = m->ops[call].parent_block;
+    if (sp_module_new_op(m, SP_NONE, "sdy.manual_computation",
+                         g2l != SP_NONE ? m->ops[g2l].operands : NULL, n_in, rtypes, n_out,
+                         &mc) != CM_OK ||
+        sp_op_add_regions(m, mc, 1) != CM_OK || sp_module_new_block(m, mc, &blk) != CM_OK ||
+        sp_region_add_block(m, mc, 0, blk) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    m->ops[mc].line = m->ops[call].line;
+    m->ops[mc].col = m->ops[call].col;
+    m->ops[mc].loc = m->ops[call].loc;
+    m->ops[mc].where = m->ops[call].where;
+    if (sp_op_set_attr(m, mc, "in_shardings", ins) != CM_OK ||
+        sp_op_set_attr(m, mc, "out_shardings", outs) != CM_OK ||
+        sp_op_set_attr(m, mc, "manual_axes", axes) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    uint32_t body = m->ops[callee].regions[0].blocks[0];
+    sp_value_map map;
+    memset(&map, 0, sizeof map);
+    st = CM_OK;
+    for (uint32_t i = 0; i < m->blocks[body].n_args && st == CM_OK; i++) {
+        uint32_t v;
+        st = sp_module_add_block_arg(m, blk, m->values[m->blocks[body].first_arg + i].type, &v);
+        if (st == CM_OK) {
+            st = sp_value_map_set(&map, m->blocks[body].first_arg + i, v);
+        }
+    }
+    for (uint32_t i = 0; i < m->blocks[body].n_ops && st == CM_OK; i++) {
+        uint32_t o = m->blocks[body].ops[i];
+        if (m->ops[o].kind == SP_OP_FUNC_RETURN) {
+            uint32_t n = m->ops[o].n_operands, *ops = NULL, r;
+            ops = cm_arena_alloc(&m->arena, sizeof *ops * (n + 1u));
+            if (ops == NULL) {
+                st = CM_ENOMEM;
+                break;
+            }
+            for (uint32_t k = 0; k < n; k++) {
+                uint32_t to = sp_value_map_get(&map, m->ops[o].operands[k]);
+                ops[k] = to != SP_NONE ? to : m->ops[o].operands[k];
+            }
+            st = sp_module_new_op(m, blk, "sdy.return", ops, n, NULL, 0, &r);
+            continue;
+        }
+        uint32_t c;
+        st = sp_op_clone_deep(m, o, &map, &c);
+        if (st == CM_OK) {
+            st = sp_block_insert_op(m, blk, m->blocks[blk].n_ops, c);
+        }
+    }
+    sp_value_map_free(&map);
+    if (st != CM_OK) {
+        return cm_error_oom(err);
+    }
+    /* in place of the call; the results of LocalToGlobalShape become ours */
+    if (sp_block_insert_op(m, parent, sp_op_index_in_block(m, call), mc) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    sp_value_map repl;
+    memset(&repl, 0, sizeof repl);
+    for (uint32_t i = 0; i < n_out && st == CM_OK; i++) {
+        st = sp_value_map_set(&repl, m->ops[l2g].first_result + i, m->ops[mc].first_result + i);
+    }
+    if (st != CM_OK) {
+        sp_value_map_free(&repl);
+        return cm_error_oom(err);
+    }
+    replace_uses(m, &repl);
+    sp_value_map_free(&repl);
+    if (l2g != SP_NONE) {
+        detach(m, l2g);
+    }
+    detach(m, call);
+    if (g2l != SP_NONE && first_user(m, m->ops[g2l].first_result) == SP_NONE) {
+        bool used = false;
+        for (uint32_t i = 1; i < m->ops[g2l].n_results && !used; i++) {
+            used = first_user(m, m->ops[g2l].first_result + i) != SP_NONE;
+        }
+        if (!used) {
+            detach(m, g2l);
+        }
+    }
+    return CM_OK;
+}
+
+typedef struct calls {
+    uint32_t *v;
+    uint32_t n, cap;
+} calls;
+
+static cm_status collect(sp_module *m, uint32_t op, void *ctx)
+{
+    calls *c = ctx;
+    if (!is_body_call(m, op)) {
+        return CM_OK;
+    }
+    if (CM_GROW_U32(c->v, c->cap, c->n + 1, NULL) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    c->v[c->n++] = op;
+    return CM_OK;
+}
+
+cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err)
+{
+    calls c = {NULL, 0, 0};
+    cm_status st = CM_OK;
+    uint32_t bad = SP_NONE;
+    /* one body function per call, as XLA requires */
+    for (;;) {
+        c.n = 0;
+        const sp_block *top = &m->blocks[m->body];
+        for (uint32_t i = 0; i < top->n_ops && st == CM_OK; i++) {
+            uint32_t f = top->ops[i];
+            if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
+                m->ops[f].regions[0].n_blocks > 0) {
+                st = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], collect, &c);
+            }
+        }
+        if (st != CM_OK) {
+            st = cm_error_oom(err);
+            break;
+        }
+        for (uint32_t i = 0; i < c.n && st == CM_OK; i++) {
+            for (uint32_t j = 0; j < i && st == CM_OK; j++) {
+                if (strcmp(call_target(m, c.v[i]), call_target(m, c.v[j])) == 0) {
+                    st = at_op(m, c.v[i], err, "expected a unique FuncOp per @" BODY_NAME " call");
+                    bad = c.v[i];
+                }
+            }
+        }
+        bool progress = false;
+        for (uint32_t i = 0; i < c.n && st == CM_OK; i++) {
+            uint32_t callee = find_func(m, call_target(m, c.v[i]));
+            if (callee != SP_NONE && has_body_calls(m, callee)) {
+                continue; /* its nested shard_maps first */
+            }
+            st = convert_call(m, c.v[i], err);
+            bad = c.v[i];
+            progress = true;
+        }
+        if (st != CM_OK || !progress) {
+            break;
+        }
+    }
+    cm_free(c.v);
+    if (st != CM_OK) {
+        /* XLA converts these as a dialect conversion, which adds its own
+         * error at the op that did not convert */
+        if (d != NULL && st == CM_EINVAL && bad != SP_NONE) {
+            sp_diags_add(d, m, bad, SP_DIAG_ERROR, "%s", err != NULL ? err->msg : "");
+            sp_diags_add(d, m, bad, SP_DIAG_ERROR, "failed to legalize operation '%s'",
+                         m->ops[bad].name);
+        }
+        return st;
+    }
+    /* the body functions go once nothing calls them */
+    sp_block *top = &m->blocks[m->body];
+    for (uint32_t i = top->n_ops; i-- > 0;) {
+        uint32_t f = top->ops[i];
+        const sp_attr *n = sp_op_attr(m, f, "sym_name");
+        if (m->ops[f].kind != SP_OP_FUNC_FUNC || n == NULL || n->kind != SP_ATTR_STRING ||
+            strstr(n->u.str.s, BODY_NAME) == NULL) {
+            continue;
+        }
+        bool called = false;
+        for (uint32_t k = 0; k < m->n_ops && !called; k++) {
+            const char *t = m->ops[k].parent_block != SP_NONE && m->ops[k].kind == SP_OP_FUNC_CALL
+                                ? call_target(m, k)
+                                : NULL;
+            called = t != NULL && strcmp(t, n->u.str.s) == 0;
+        }
+        if (!called) {
+            sp_block_remove_op(m, m->body, i);
+            m->ops[f].parent_block = SP_NONE;
+        }
+    }
+    return CM_OK;
+}
