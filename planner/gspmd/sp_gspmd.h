@@ -131,9 +131,9 @@ bool sp_gspmd_detect(const sp_module *m);
 cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err);
 
 /* The import the input loader runs on a detected GSPMD module:
- * sp_gspmd_import_shardings, then the sharding custom calls (@Sharding
- * becomes sdy.sharding_constraint, unspecified_dims opened). Errors as
- * sp_gspmd_import_shardings. */
+ * sp_gspmd_import_shardings, sp_gspmd_manual_import, then the remaining
+ * @Sharding custom calls become sdy.sharding_constraint (unspecified_dims
+ * opened). Errors as those. */
 cm_status sp_gspmd_import(sp_module *m, cm_error *err);
 
 /* -xla-sdy-round-trip-shard-map-import: each call of a
@@ -145,6 +145,15 @@ cm_status sp_gspmd_import(sp_module *m, cm_error *err);
  * CM_EINVAL at the call's LINE:COL (also added to d, when not NULL, with the
  * "failed to legalize" error XLA's conversion adds), CM_ENOMEM. */
 cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err);
+
+/* GSPMD's shard_map: a call of a `...shmap_body...` function whose operands
+ * come through @Sharding and @SPMDFullToShardShape custom calls and whose
+ * results go through @Sharding and @SPMDShardToFullShape becomes an
+ * sdy.manual_computation (in/out shardings those of the outer custom calls,
+ * manual axes every axis they use), as XLA's shard_map import does; run
+ * after sp_gspmd_import_shardings. Errors: CM_EINVAL at the call's LINE:COL
+ * when the pattern is broken, CM_ENOMEM. */
+cm_status sp_gspmd_manual_import(sp_module *m, cm_error *err);
 
 /* -xla-sdy-stablehlo-export-shardings: replaces each `sdy.sharding` of a
  * function argument, result and op with its `mhlo.sharding` string and

@@ -608,6 +608,9 @@ static cm_status import_sharding_call(sp_module *m, uint32_t op, void *vctx)
 cm_status sp_gspmd_import(sp_module *m, cm_error *err)
 {
     cm_status rc = sp_gspmd_import_shardings(m, err);
+    if (rc == CM_OK) {
+        rc = sp_gspmd_manual_import(m, err);
+    }
     if (rc != CM_OK) {
         return rc;
     }

@@ -33,10 +33,15 @@ static bool is_custom(const sp_module *m, uint32_t op, const char *target)
     return t != NULL && strcmp(t, target) == 0;
 }
 
-static bool is_body_call(const sp_module *m, uint32_t op)
+static bool is_call_of(const sp_module *m, uint32_t op, const char *fragment)
 {
     const char *t = m->ops[op].kind == SP_OP_FUNC_CALL ? call_target(m, op) : NULL;
-    return t != NULL && strstr(t, BODY_NAME) != NULL;
+    return t != NULL && strstr(t, fragment) != NULL;
+}
+
+static bool is_body_call(const sp_module *m, uint32_t op)
+{
+    return is_call_of(m, op, BODY_NAME);
 }
 
 /* The string value of frontend attribute key of op, or NULL. */
@@ -152,11 +157,11 @@ static uint32_t find_func(const sp_module *m, const char *name)
 
 /* True when func f still calls a shard_map body (its own conversion comes
  * first). */
-static bool has_body_calls(const sp_module *m, uint32_t f)
+static bool has_body_calls(const sp_module *m, uint32_t f, const char *fragment)
 {
     /* ops of f: walk its region's blocks by parent chain */
     for (uint32_t i = 0; i < m->n_ops; i++) {
-        if (m->ops[i].parent_block == SP_NONE || !is_body_call(m, i)) {
+        if (m->ops[i].parent_block == SP_NONE || !is_call_of(m, i, fragment)) {
             continue;
         }
         uint32_t cur = i;
@@ -215,6 +220,75 @@ static void detach(sp_module *m, uint32_t op)
         sp_block_remove_op(m, m->ops[op].parent_block, idx);
         m->ops[op].parent_block = SP_NONE;
     }
+}
+
+/* Builds a detached sdy.manual_computation for call (of callee) with the
+ * n_in global operands, n_out result types, the shardings and manual axes,
+ * and a copy of the callee's body whose return keeps the results keep marks
+ * (NULL: all). */
+static cm_status build_mc(sp_module *m, uint32_t call, uint32_t callee, const uint32_t *operands,
+                          uint32_t n_in, const uint32_t *rtypes, uint32_t n_out, sp_attr *ins,
+                          sp_attr *outs, sp_attr *axes, const bool *keep, uint32_t *mc_out,
+                          cm_error *err)
+{
+    uint32_t mc, blk;
+    if (sp_module_new_op(m, SP_NONE, "sdy.manual_computation", operands, n_in, rtypes, n_out,
+                         &mc) != CM_OK ||
+        sp_op_add_regions(m, mc, 1) != CM_OK || sp_module_new_block(m, mc, &blk) != CM_OK ||
+        sp_region_add_block(m, mc, 0, blk) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    m->ops[mc].line = m->ops[call].line;
+    m->ops[mc].col = m->ops[call].col;
+    m->ops[mc].loc = m->ops[call].loc;
+    m->ops[mc].where = m->ops[call].where;
+    if (sp_op_set_attr(m, mc, "in_shardings", ins) != CM_OK ||
+        sp_op_set_attr(m, mc, "out_shardings", outs) != CM_OK ||
+        sp_op_set_attr(m, mc, "manual_axes", axes) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    uint32_t body = m->ops[callee].regions[0].blocks[0];
+    sp_value_map map;
+    memset(&map, 0, sizeof map);
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < m->blocks[body].n_args && st == CM_OK; i++) {
+        uint32_t v;
+        st = sp_module_add_block_arg(m, blk, m->values[m->blocks[body].first_arg + i].type, &v);
+        if (st == CM_OK) {
+            st = sp_value_map_set(&map, m->blocks[body].first_arg + i, v);
+        }
+    }
+    for (uint32_t i = 0; i < m->blocks[body].n_ops && st == CM_OK; i++) {
+        uint32_t o = m->blocks[body].ops[i];
+        if (m->ops[o].kind == SP_OP_FUNC_RETURN) {
+            uint32_t n = m->ops[o].n_operands, *ops = NULL, r, k2 = 0;
+            ops = cm_arena_alloc(&m->arena, sizeof *ops * (n + 1u));
+            if (ops == NULL) {
+                st = CM_ENOMEM;
+                break;
+            }
+            for (uint32_t k = 0; k < n; k++) {
+                if (keep != NULL && !keep[k]) {
+                    continue;
+                }
+                uint32_t to = sp_value_map_get(&map, m->ops[o].operands[k]);
+                ops[k2++] = to != SP_NONE ? to : m->ops[o].operands[k];
+            }
+            st = sp_module_new_op(m, blk, "sdy.return", ops, k2, NULL, 0, &r);
+            continue;
+        }
+        uint32_t c;
+        st = sp_op_clone_deep(m, o, &map, &c);
+        if (st == CM_OK) {
+            st = sp_block_insert_op(m, blk, m->blocks[blk].n_ops, c);
+        }
+    }
+    sp_value_map_free(&map);
+    if (st != CM_OK) {
+        return cm_error_oom(err);
+    }
+    *mc_out = mc;
+    return CM_OK;
 }
 
 /* Converts the body call `call` into an sdy.manual_computation. */
@@ -279,60 +353,12 @@ static cm_status convert_call(sp_module *m, uint32_t call, cm_error *err)
     for (uint32_t i = 0; i < n_out; i++) {
         rtypes[i] = m->values[m->ops[l2g].first_result + i].type;
     }
-    uint32_t mc, blk;
+    uint32_t mc = SP_NONE;
     uint32_t parent = m->ops[call].parent_block;
-    if (sp_module_new_op(m, SP_NONE, "sdy.manual_computation",
-                         g2l != SP_NONE ? m->ops[g2l].operands : NULL, n_in, rtypes, n_out,
-                         &mc) != CM_OK ||
-        sp_op_add_regions(m, mc, 1) != CM_OK || sp_module_new_block(m, mc, &blk) != CM_OK ||
-        sp_region_add_block(m, mc, 0, blk) != CM_OK) {
-        return cm_error_oom(err);
-    }
-    m->ops[mc].line = m->ops[call].line;
-    m->ops[mc].col = m->ops[call].col;
-    m->ops[mc].loc = m->ops[call].loc;
-    m->ops[mc].where = m->ops[call].where;
-    if (sp_op_set_attr(m, mc, "in_shardings", ins) != CM_OK ||
-        sp_op_set_attr(m, mc, "out_shardings", outs) != CM_OK ||
-        sp_op_set_attr(m, mc, "manual_axes", axes) != CM_OK) {
-        return cm_error_oom(err);
-    }
-    uint32_t body = m->ops[callee].regions[0].blocks[0];
-    sp_value_map map;
-    memset(&map, 0, sizeof map);
-    st = CM_OK;
-    for (uint32_t i = 0; i < m->blocks[body].n_args && st == CM_OK; i++) {
-        uint32_t v;
-        st = sp_module_add_block_arg(m, blk, m->values[m->blocks[body].first_arg + i].type, &v);
-        if (st == CM_OK) {
-            st = sp_value_map_set(&map, m->blocks[body].first_arg + i, v);
-        }
-    }
-    for (uint32_t i = 0; i < m->blocks[body].n_ops && st == CM_OK; i++) {
-        uint32_t o = m->blocks[body].ops[i];
-        if (m->ops[o].kind == SP_OP_FUNC_RETURN) {
-            uint32_t n = m->ops[o].n_operands, *ops = NULL, r;
-            ops = cm_arena_alloc(&m->arena, sizeof *ops * (n + 1u));
-            if (ops == NULL) {
-                st = CM_ENOMEM;
-                break;
-            }
-            for (uint32_t k = 0; k < n; k++) {
-                uint32_t to = sp_value_map_get(&map, m->ops[o].operands[k]);
-                ops[k] = to != SP_NONE ? to : m->ops[o].operands[k];
-            }
-            st = sp_module_new_op(m, blk, "sdy.return", ops, n, NULL, 0, &r);
-            continue;
-        }
-        uint32_t c;
-        st = sp_op_clone_deep(m, o, &map, &c);
-        if (st == CM_OK) {
-            st = sp_block_insert_op(m, blk, m->blocks[blk].n_ops, c);
-        }
-    }
-    sp_value_map_free(&map);
+    st = build_mc(m, call, callee, g2l != SP_NONE ? m->ops[g2l].operands : NULL, n_in, rtypes,
+                  n_out, ins, outs, axes, NULL, &mc, err);
     if (st != CM_OK) {
-        return cm_error_oom(err);
+        return st;
     }
     /* in place of the call; the results of LocalToGlobalShape become ours */
     if (sp_block_insert_op(m, parent, sp_op_index_in_block(m, call), mc) != CM_OK) {
@@ -414,7 +440,7 @@ cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err)
         bool progress = false;
         for (uint32_t i = 0; i < c.n && st == CM_OK; i++) {
             uint32_t callee = find_func(m, call_target(m, c.v[i]));
-            if (callee != SP_NONE && has_body_calls(m, callee)) {
+            if (callee != SP_NONE && has_body_calls(m, callee, BODY_NAME)) {
                 continue; /* its nested shard_maps first */
             }
             st = convert_call(m, c.v[i], err);
@@ -455,6 +481,288 @@ cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err)
         if (!called) {
             sp_block_remove_op(m, m->body, i);
             m->ops[f].parent_block = SP_NONE;
+        }
+    }
+    return CM_OK;
+}
+
+/* ---- GSPMD's form: @Sharding + @SPMDFullToShardShape around a shmap_body call ---- */
+
+#define SHMAP_NAME "shmap_body"
+
+/* The number of attached ops using v; *first_out the first found. */
+static uint32_t users(const sp_module *m, uint32_t v, uint32_t *first_out)
+{
+    uint32_t n = 0;
+    *first_out = SP_NONE;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].parent_block == SP_NONE) {
+            continue;
+        }
+        for (uint32_t k = 0; k < m->ops[i].n_operands; k++) {
+            if (m->ops[i].operands[k] == v) {
+                n++;
+                if (*first_out == SP_NONE) {
+                    *first_out = i;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+/* A one-operand, one-used-result custom call of the target (XLA's shape of
+ * the shard_map custom calls). */
+static bool is_unary_custom(const sp_module *m, uint32_t op, const char *target)
+{
+    uint32_t first;
+    return op != SP_NONE && is_custom(m, op, target) && m->ops[op].n_operands == 1 &&
+           m->ops[op].n_results == 1 && users(m, m->ops[op].first_result, &first) > 0;
+}
+
+static sp_sharding *first_sharding(const sp_module *m, uint32_t op)
+{
+    const sp_attr *a = sp_op_attr(m, op, "sdy.sharding");
+    return a != NULL && a->kind == SP_ATTR_SHARDING_LIST && a->u.shardings.n > 0
+               ? a->u.shardings.items[0]
+               : NULL;
+}
+
+static cm_status add_axes(sp_module *m, const sp_sharding *s, const sp_mesh *mesh, bool *used,
+                          uint32_t call, cm_error *err)
+{
+    for (uint32_t d = 0; d <= s->rank; d++) {
+        const sp_axis_ref *ax = d < s->rank ? s->dims[d].axes : s->replicated;
+        uint32_t n = d < s->rank ? s->dims[d].n_axes : s->n_replicated;
+        for (uint32_t k = 0; k < n; k++) {
+            int32_t i = sp_mesh_axis_index(mesh, ax[k].name);
+            if (i < 0 || ax[k].pre_size != 0) {
+                return at_op(m, call, err,
+                             "has a shard_map sharding with a sub-axis or an unknown axis");
+            }
+            used[i] = true;
+        }
+    }
+    return CM_OK;
+}
+
+static cm_status convert_gspmd_call(sp_module *m, uint32_t call, cm_error *err)
+{
+    uint32_t callee = find_func(m, call_target(m, call));
+    if (callee == SP_NONE || m->ops[callee].n_regions == 0 ||
+        m->ops[callee].regions[0].n_blocks != 1) {
+        return at_op(m, call, err, "calls a shard_map body that is not a function of the module");
+    }
+    uint32_t n_in = m->ops[call].n_operands, n_res = m->ops[call].n_results;
+    uint32_t *operands = cm_arena_alloc(&m->arena, sizeof *operands * (n_in + 1u));
+    uint32_t *shard_in = cm_arena_alloc(&m->arena, sizeof *shard_in * (n_in + 1u));
+    uint32_t *to_shard = cm_arena_alloc(&m->arena, sizeof *to_shard * (n_in + 1u));
+    uint32_t *rtypes = cm_arena_alloc(&m->arena, sizeof *rtypes * (n_res + 1u));
+    uint32_t *shard_out = cm_arena_alloc(&m->arena, sizeof *shard_out * (n_res + 1u));
+    uint32_t *to_full = cm_arena_alloc(&m->arena, sizeof *to_full * (n_res + 1u));
+    bool *keep = cm_arena_zalloc(&m->arena, sizeof *keep * (n_res + 1u));
+    sp_attr *ins = sp_attr_new(m, SP_ATTR_SHARDING_LIST),
+            *outs = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    sp_attr *axes = sp_attr_new(m, SP_ATTR_AXIS_LIST);
+    if (operands == NULL || shard_in == NULL || to_shard == NULL || rtypes == NULL ||
+        shard_out == NULL || to_full == NULL || keep == NULL || ins == NULL || outs == NULL ||
+        axes == NULL) {
+        return cm_error_oom(err);
+    }
+    ins->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * (n_in + 1u));
+    outs->u.shardings.items = cm_arena_alloc(&m->arena, sizeof(sp_sharding *) * (n_res + 1u));
+    if (ins->u.shardings.items == NULL || outs->u.shardings.items == NULL) {
+        return cm_error_oom(err);
+    }
+    for (uint32_t k = 0; k < n_in; k++) {
+        uint32_t f2s = m->values[m->ops[call].operands[k]].def;
+        if (!is_unary_custom(m, f2s, "SPMDFullToShardShape")) {
+            return at_op(m, call, err, "expecting SPMDFullToShardShape custom call as operand");
+        }
+        uint32_t sh = m->values[m->ops[f2s].operands[0]].def;
+        if (!is_unary_custom(m, sh, "Sharding")) {
+            return at_op(m, call, err,
+                         "expecting Sharding CustomCallOp as operand of SPMDFullToShardShape");
+        }
+        sp_sharding *s = first_sharding(m, sh);
+        if (s == NULL) {
+            return at_op(m, call, err, "expecting a sharding on the shard_map's Sharding call");
+        }
+        operands[k] = m->ops[sh].operands[0];
+        shard_in[k] = sh;
+        to_shard[k] = f2s;
+        ins->u.shardings.items[ins->u.shardings.n++] = s;
+    }
+    uint32_t n_out = 0;
+    for (uint32_t r = 0; r < n_res; r++) {
+        uint32_t sh, s2f;
+        uint32_t nu = users(m, m->ops[call].first_result + r, &sh);
+        if (nu == 0) {
+            continue; /* an unused result leaves the computation */
+        }
+        if (nu != 1 || !is_unary_custom(m, sh, "Sharding") ||
+            users(m, m->ops[sh].first_result, &s2f) != 1 ||
+            !is_unary_custom(m, s2f, "SPMDShardToFullShape")) {
+            return at_op(m, call, err,
+                         "expecting each result of shmap_body to go through a Sharding and an "
+                         "SPMDShardToFullShape CustomCallOp");
+        }
+        sp_sharding *s = first_sharding(m, s2f);
+        if (s == NULL) {
+            return at_op(m, call, err, "expecting a sharding on SPMDShardToFullShape");
+        }
+        keep[r] = true;
+        rtypes[n_out] = m->values[m->ops[s2f].first_result].type;
+        shard_out[n_out] = sh;
+        to_full[n_out] = s2f;
+        n_out++;
+        outs->u.shardings.items[outs->u.shardings.n++] = s;
+    }
+    /* the manual axes: every axis the in and out shardings use, mesh order */
+    const char *mesh_name = NULL;
+    for (uint32_t i = 0; i < ins->u.shardings.n + outs->u.shardings.n; i++) {
+        const sp_sharding *s = i < ins->u.shardings.n
+                                   ? ins->u.shardings.items[i]
+                                   : outs->u.shardings.items[i - ins->u.shardings.n];
+        if (s->mesh_name == NULL || (mesh_name != NULL && strcmp(mesh_name, s->mesh_name) != 0)) {
+            return at_op(m, call, err, "Multiple meshes in a single manual computation.");
+        }
+        mesh_name = s->mesh_name;
+    }
+    const sp_mesh *mesh = mesh_name != NULL ? sp_module_mesh(m, mesh_name) : NULL;
+    if (mesh_name != NULL && mesh == NULL) {
+        return at_op(m, call, err, "uses a mesh the module does not define");
+    }
+    if (mesh != NULL) {
+        bool used[SP_MAX_RANK * 4] = {false};
+        if (mesh->n_axes > SP_MAX_RANK * 4) {
+            return at_op(m, call, err, "has a mesh with too many axes");
+        }
+        for (uint32_t i = 0; i < ins->u.shardings.n + outs->u.shardings.n; i++) {
+            const sp_sharding *s = i < ins->u.shardings.n
+                                       ? ins->u.shardings.items[i]
+                                       : outs->u.shardings.items[i - ins->u.shardings.n];
+            cm_status st = add_axes(m, s, mesh, used, call, err);
+            if (st != CM_OK) {
+                return st;
+            }
+        }
+        axes->u.axes.axes =
+            cm_arena_zalloc(&m->arena, sizeof *axes->u.axes.axes * (mesh->n_axes + 1u));
+        if (axes->u.axes.axes == NULL) {
+            return cm_error_oom(err);
+        }
+        for (uint32_t i = 0; i < mesh->n_axes; i++) {
+            if (used[i]) {
+                axes->u.axes.axes[axes->u.axes.n++] =
+                    (sp_axis_ref){mesh->axes[i].name, 0, mesh->axes[i].size};
+            }
+        }
+    }
+    uint32_t mc = SP_NONE, parent = m->ops[call].parent_block;
+    cm_status st =
+        build_mc(m, call, callee, operands, n_in, rtypes, n_out, ins, outs, axes, keep, &mc, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (sp_block_insert_op(m, parent, sp_op_index_in_block(m, call), mc) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    sp_value_map repl;
+    memset(&repl, 0, sizeof repl);
+    for (uint32_t i = 0; i < n_out && st == CM_OK; i++) {
+        st = sp_value_map_set(&repl, m->ops[to_full[i]].first_result, m->ops[mc].first_result + i);
+    }
+    if (st != CM_OK) {
+        sp_value_map_free(&repl);
+        return cm_error_oom(err);
+    }
+    replace_uses(m, &repl);
+    sp_value_map_free(&repl);
+    for (uint32_t i = 0; i < n_out; i++) {
+        detach(m, to_full[i]);
+        detach(m, shard_out[i]);
+    }
+    detach(m, call);
+    for (uint32_t k = 0; k < n_in; k++) {
+        uint32_t first;
+        if (m->ops[to_shard[k]].parent_block != SP_NONE &&
+            users(m, m->ops[to_shard[k]].first_result, &first) == 0) {
+            detach(m, to_shard[k]);
+        }
+        if (m->ops[shard_in[k]].parent_block != SP_NONE &&
+            users(m, m->ops[shard_in[k]].first_result, &first) == 0) {
+            detach(m, shard_in[k]);
+        }
+    }
+    return CM_OK;
+}
+
+static cm_status collect_shmap(sp_module *m, uint32_t op, void *ctx)
+{
+    calls *c = ctx;
+    if (!is_call_of(m, op, SHMAP_NAME)) {
+        return CM_OK;
+    }
+    if (CM_GROW_U32(c->v, c->cap, c->n + 1, NULL) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    c->v[c->n++] = op;
+    return CM_OK;
+}
+
+cm_status sp_gspmd_manual_import(sp_module *m, cm_error *err)
+{
+    calls c = {NULL, 0, 0};
+    cm_status st = CM_OK;
+    for (;;) {
+        c.n = 0;
+        const sp_block *top = &m->blocks[m->body];
+        for (uint32_t i = 0; i < top->n_ops && st == CM_OK; i++) {
+            uint32_t f = top->ops[i];
+            if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
+                m->ops[f].regions[0].n_blocks > 0) {
+                st = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], collect_shmap, &c);
+            }
+        }
+        if (st != CM_OK) {
+            st = cm_error_oom(err);
+            break;
+        }
+        bool progress = false;
+        for (uint32_t i = 0; i < c.n && st == CM_OK; i++) {
+            uint32_t callee = find_func(m, call_target(m, c.v[i]));
+            if (callee != SP_NONE && has_body_calls(m, callee, SHMAP_NAME)) {
+                continue;
+            }
+            st = convert_gspmd_call(m, c.v[i], err);
+            progress = true;
+        }
+        if (st != CM_OK || !progress) {
+            break;
+        }
+    }
+    cm_free(c.v);
+    if (st != CM_OK) {
+        return st;
+    }
+    sp_block *top = &m->blocks[m->body];
+    for (uint32_t i = top->n_ops; i-- > 0;) {
+        uint32_t f = top->ops[i];
+        const sp_attr *n = sp_op_attr(m, f, "sym_name");
+        if (m->ops[f].kind != SP_OP_FUNC_FUNC || n == NULL || n->kind != SP_ATTR_STRING ||
+            strstr(n->u.str.s, SHMAP_NAME) == NULL) {
+            continue;
+        }
+        bool called = false;
+        for (uint32_t k = 0; k < m->n_ops && !called; k++) {
+            const char *t = m->ops[k].parent_block != SP_NONE && m->ops[k].kind == SP_OP_FUNC_CALL
+                                ? call_target(m, k)
+                                : NULL;
+            called = t != NULL && strcmp(t, n->u.str.s) == 0;
+        }
+        if (!called) {
+            sp_block_remove_op(m, m->body, i);
         }
     }
     return CM_OK;

@@ -390,6 +390,106 @@ static void test_sp_gspmd_export_round_trip(void **state)
     sp_module_destroy(m);
 }
 
+/* GSPMD's shard_map (@Sharding, @SPMDFullToShardShape, a shmap_body call,
+ * @Sharding, @SPMDShardToFullShape) reads as an sdy.manual_computation. */
+static void test_sp_input_reads_gspmd_shard_map(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "func.func @main(%arg0: tensor<8x8xf32> {mhlo.sharding = \"{devices=[8,1]<=[8]}\"}) -> "
+        "tensor<8x8xf32> {\n"
+        "  %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = \"{devices=[8,1]<=[8]}\"} "
+        ": (tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+        "  %1 = stablehlo.custom_call @SPMDFullToShardShape(%0) {mhlo.sharding = \"{manual}\"} : "
+        "(tensor<8x8xf32>) -> tensor<1x8xf32>\n"
+        "  %2 = call @shmap_body(%1) : (tensor<1x8xf32>) -> tensor<1x8xf32>\n"
+        "  %3 = stablehlo.custom_call @Sharding(%2) {mhlo.sharding = \"{manual}\"} : "
+        "(tensor<1x8xf32>) -> tensor<1x8xf32>\n"
+        "  %4 = stablehlo.custom_call @SPMDShardToFullShape(%3) {mhlo.sharding = "
+        "\"{devices=[8,1]<=[8]}\"} : (tensor<1x8xf32>) -> tensor<8x8xf32>\n"
+        "  return %4 : tensor<8x8xf32>\n"
+        "}\n"
+        "func.func @shmap_body(%arg0: tensor<1x8xf32>) -> tensor<1x8xf32> {\n"
+        "  %0 = stablehlo.abs %arg0 : tensor<1x8xf32>\n"
+        "  return %0 : tensor<1x8xf32>\n"
+        "}\n";
+    sp_input in;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(text, strlen(text), NULL, &in, &err), CM_OK);
+    assert_int_equal(sp_module_func(in.m, "shmap_body"), SP_NONE);
+    uint32_t mc = SP_NONE;
+    for (uint32_t i = 0; i < in.m->n_ops; i++) {
+        if (in.m->ops[i].parent_block != SP_NONE &&
+            strcmp(in.m->ops[i].name, "sdy.manual_computation") == 0) {
+            mc = i;
+        }
+        assert_false(in.m->ops[i].parent_block != SP_NONE &&
+                     strcmp(in.m->ops[i].name, "stablehlo.custom_call") == 0);
+    }
+    assert_int_not_equal(mc, SP_NONE);
+    const sp_attr *axes = sp_op_attr(in.m, mc, "manual_axes");
+    assert_non_null(axes);
+    assert_int_equal(axes->u.axes.n, 1);
+    assert_string_equal(axes->u.axes.axes[0].name, "_axis_0");
+    sp_input_fini(&in);
+    /* a broken pattern is an error at the call */
+    static const char broken[] =
+        "func.func @main(%arg0: tensor<8x8xf32> {mhlo.sharding = \"{devices=[8,1]<=[8]}\"}) -> "
+        "tensor<8x8xf32> {\n"
+        "  %0 = call @shmap_body(%arg0) : (tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+        "  return %0 : tensor<8x8xf32>\n"
+        "}\n"
+        "func.func @shmap_body(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+        "  return %arg0 : tensor<8x8xf32>\n"
+        "}\n";
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(broken, strlen(broken), NULL, &in, &err), CM_EINVAL);
+    assert_string_equal(err.path, "2:3");
+    assert_non_null(strstr(err.msg, "SPMDFullToShardShape"));
+}
+
+/* JAX's round-trip shard_map (xla.sdy.GlobalToLocalShape, a
+ * manual_computation_body call, xla.sdy.LocalToGlobalShape). */
+static void test_sp_gspmd_shard_map_import_round_trip_form(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "sdy.mesh @mesh = <[\"a\"=4]>\n"
+        "func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+        "  %0 = stablehlo.custom_call @xla.sdy.GlobalToLocalShape(%arg0) "
+        "{mhlo.frontend_attributes = {xla.sdy.in_shardings = "
+        "\"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\", xla.sdy.manual_axes = "
+        "\"#sdy<manual_axes{\\22a\\22}>\"}} : (tensor<8x8xf32>) -> tensor<2x8xf32>\n"
+        "  %1 = call @xla.sdy.manual_computation_body(%0) : (tensor<2x8xf32>) -> tensor<2x8xf32>\n"
+        "  %2 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%1) "
+        "{mhlo.frontend_attributes = {xla.sdy.manual_axes = \"#sdy<manual_axes{\\22a\\22}>\", "
+        "xla.sdy.out_shardings = \"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\"}} "
+        ": (tensor<2x8xf32>) -> tensor<8x8xf32>\n"
+        "  return %2 : tensor<8x8xf32>\n"
+        "}\n"
+        "func.func @xla.sdy.manual_computation_body(%arg0: tensor<2x8xf32>) -> tensor<2x8xf32> {\n"
+        "  return %arg0 : tensor<2x8xf32>\n"
+        "}\n";
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    assert_int_equal(sp_gspmd_shard_map_import(m, NULL, &err), CM_OK);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_print_opts po;
+    memset(&po, 0, sizeof po);
+    sp_mlir_print(m, &po, &b);
+    cm_buf_putc(&b, '\0');
+    assert_non_null(strstr(b.data, "sdy.manual_computation(%arg0) in_shardings=[<@mesh, "
+                                   "[{\"a\"}, {}]>] out_shardings=[<@mesh, [{\"a\"}, {}]>] "
+                                   "manual_axes={\"a\"}"));
+    assert_null(strstr(b.data, "manual_computation_body"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
 /* POST /v1/plans with a GSPMD module: the plan has the converted mesh and
  * shardings; an unconvertible sharding is a 400 at the op's LINE:COL. */
 static void test_post_plans_reads_gspmd(void **state)
@@ -448,6 +548,8 @@ int main(void)
         cmocka_unit_test(test_sp_input_gspmd_error_has_line_col),
         cmocka_unit_test(test_sp_gspmd_import_oom),
         cmocka_unit_test(test_sp_gspmd_export_round_trip),
+        cmocka_unit_test(test_sp_input_reads_gspmd_shard_map),
+        cmocka_unit_test(test_sp_gspmd_shard_map_import_round_trip_form),
         cmocka_unit_test(test_post_plans_reads_gspmd),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
