@@ -213,7 +213,10 @@ cm_status sp_input_read(const char *text, size_t len, const sp_input_opts *o, sp
     }
     /* GSPMD input (mhlo.sharding strings, @Sharding calls, no sdy mesh) is
      * imported as XLA's Shardy import does, before anything looks at it */
-    if (st == CM_OK && in->g == NULL && sp_gspmd_detect(in->m)) {
+    if (st == CM_OK && in->g == NULL && sp_gspmd_detect_round_trip(in->m)) {
+        /* the sdy round trip's form (jax.export, XLA dumps): xla.sdy.* */
+        st = sp_gspmd_round_trip_import(in->m, NULL, err);
+    } else if (st == CM_OK && in->g == NULL && sp_gspmd_detect(in->m)) {
         st = sp_gspmd_import(in->m, err);
     }
     /* and JAX's shard_map as XLA's round trip writes it (body calls between

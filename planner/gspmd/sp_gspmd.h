@@ -155,6 +155,23 @@ cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err);
  * when the pattern is broken, CM_ENOMEM. */
 cm_status sp_gspmd_manual_import(sp_module *m, cm_error *err);
 
+/* True when m carries the sdy round trip's attributes (a module frontend
+ * attribute `xla.sdy.meshes`): a jax.export artifact or an XLA dump. */
+bool sp_gspmd_detect_round_trip(const sp_module *m);
+
+/* The sdy round trip's import, as XLA's -xla-sdy-round-trip-import-pipeline
+ * does it for StableHLO: the meshes of `xla.sdy.meshes` become sdy.mesh ops,
+ * `xla.sdy.sharding` frontend attributes the shardings of arguments,
+ * @Sharding calls, python callbacks and send/recv/after_all (others are
+ * dropped, as XLA drops them, and so is every mhlo.sharding),
+ * @xla.sdy.FuncResultSharding the func result shardings, `xla.sdy.
+ * sharding_rule` the op's rule; then @Sharding becomes
+ * sdy.sharding_constraint, @xla.sdy.ShardingGroup sdy.sharding_group, and
+ * the shard_maps manual computations (sp_gspmd_shard_map_import). Errors:
+ * CM_EINVAL at the LINE:COL of the op or function whose attribute does not
+ * parse, CM_ENOMEM. */
+cm_status sp_gspmd_round_trip_import(sp_module *m, sp_diags *d, cm_error *err);
+
 /* -xla-sdy-stablehlo-export-shardings: replaces each `sdy.sharding` of a
  * function argument, result and op with its `mhlo.sharding` string and
  * removes the sdy.mesh symbols. Errors: CM_EINVAL at the op, CM_ENOMEM. */

@@ -12,6 +12,7 @@
 
 #include "sp_diag.h"
 #include "sp_gspmd.h"
+#include "sp_gspmd_int.h"
 #include "sp_ops.h"
 #include "sp_pass.h"
 
@@ -44,8 +45,7 @@ static bool is_body_call(const sp_module *m, uint32_t op)
     return is_call_of(m, op, BODY_NAME);
 }
 
-/* The string value of frontend attribute key of op, or NULL. */
-static const char *frontend(const sp_module *m, uint32_t op, const char *key)
+const char *sp_gspmd_frontend(const sp_module *m, uint32_t op, const char *key)
 {
     const sp_attr *d = sp_op_attr(m, op, "mhlo.frontend_attributes");
     if (d == NULL || d->kind != SP_ATTR_DICT) {
@@ -55,16 +55,15 @@ static const char *frontend(const sp_module *m, uint32_t op, const char *key)
     return v != NULL && v->kind == SP_ATTR_STRING ? v->u.str.s : NULL;
 }
 
-static cm_status at_op(const sp_module *m, uint32_t op, cm_error *err, const char *msg)
+cm_status sp_gspmd_op_error(const sp_module *m, uint32_t op, cm_error *err, const char *msg)
 {
     char path[32];
     snprintf(path, sizeof path, "%u:%u", m->ops[op].line, m->ops[op].col);
     return cm_error_set(err, CM_EINVAL, path, "'%s' op %s", m->ops[op].name, msg);
 }
 
-/* Parses `#sdy.sharding_per_value<[<...>, <...>]>` into a sharding list. */
-static cm_status parse_shardings(sp_module *m, const char *text, uint32_t op, sp_attr **out,
-                                 cm_error *err)
+cm_status sp_gspmd_parse_per_value(sp_module *m, const char *text, uint32_t op, sp_attr **out,
+                                   cm_error *err)
 {
     static const char head[] = "#sdy.sharding_per_value<[";
     sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
@@ -77,7 +76,7 @@ static cm_status parse_shardings(sp_module *m, const char *text, uint32_t op, sp
     }
     size_t len = strlen(text), i = sizeof head - 1;
     if (len < i || memcmp(text, head, i) != 0) {
-        return at_op(m, op, err, "has a malformed xla.sdy sharding list");
+        return sp_gspmd_op_error(m, op, err, "has a malformed xla.sdy sharding list");
     }
     uint32_t cap = 0;
     while (i < len && text[i] != ']') {
@@ -86,8 +85,9 @@ static cm_status parse_shardings(sp_module *m, const char *text, uint32_t op, sp
         cm_error e;
         cm_error_clear(&e);
         if (sp_sharding_parse(text + i, len - i, &m->arena, &s, &used, &e) != CM_OK) {
-            return e.code == CM_ENOMEM ? cm_error_oom(err)
-                                       : at_op(m, op, err, "has a malformed xla.sdy sharding");
+            return e.code == CM_ENOMEM
+                       ? cm_error_oom(err)
+                       : sp_gspmd_op_error(m, op, err, "has a malformed xla.sdy sharding");
         }
         if (a->u.shardings.n == cap) {
             uint32_t nc = cap == 0 ? 4 : cap * 2;
@@ -124,7 +124,7 @@ static cm_status parse_manual_axes(sp_module *m, const char *text, uint32_t op, 
     }
     const char *p = strchr(text, '{'), *end = p != NULL ? strchr(p, '}') : NULL;
     if (p == NULL || end == NULL) {
-        return at_op(m, op, err, "has malformed xla.sdy.manual_axes");
+        return sp_gspmd_op_error(m, op, err, "has malformed xla.sdy.manual_axes");
     }
     uint32_t n = 0;
     for (const char *q = p; q < end; q++) {
@@ -298,7 +298,8 @@ static cm_status convert_call(sp_module *m, uint32_t call, cm_error *err)
     uint32_t callee = find_func(m, call_target(m, call));
     if (callee == SP_NONE || m->ops[callee].n_regions == 0 ||
         m->ops[callee].regions[0].n_blocks != 1) {
-        return at_op(m, call, err, "calls a shard_map body that is not a function of the module");
+        return sp_gspmd_op_error(m, call, err,
+                                 "calls a shard_map body that is not a function of the module");
     }
     /* the GlobalToLocalShape feeding it, if any */
     uint32_t g2l = SP_NONE;
@@ -309,33 +310,35 @@ static cm_status convert_call(sp_module *m, uint32_t call, cm_error *err)
         }
     }
     if (g2l == SP_NONE && m->ops[call].n_operands > 0) {
-        return at_op(m, call, err,
-                     "expected at least one operand of @" BODY_NAME
-                     " to be produced by a xla.sdy.GlobalToLocalShape CustomCallOp");
+        return sp_gspmd_op_error(m, call, err,
+                                 "expected at least one operand of @" BODY_NAME
+                                 " to be produced by a xla.sdy.GlobalToLocalShape CustomCallOp");
     }
     uint32_t l2g = SP_NONE;
     if (m->ops[call].n_results > 0) {
         uint32_t u = first_user(m, m->ops[call].first_result);
         if (u == SP_NONE || !is_custom(m, u, "xla.sdy.LocalToGlobalShape")) {
-            return at_op(m, call, err,
-                         "expected the first use of @" BODY_NAME
-                         " to be by a xla.sdy.LocalToGlobalShape CustomCallOp");
+            return sp_gspmd_op_error(m, call, err,
+                                     "expected the first use of @" BODY_NAME
+                                     " to be by a xla.sdy.LocalToGlobalShape CustomCallOp");
         }
         l2g = u;
     }
     sp_attr *ins = NULL, *outs = NULL, *axes = NULL;
-    const char *ax_text = g2l != SP_NONE ? frontend(m, g2l, "xla.sdy.manual_axes") : NULL;
+    const char *ax_text = g2l != SP_NONE ? sp_gspmd_frontend(m, g2l, "xla.sdy.manual_axes") : NULL;
     if (ax_text == NULL && l2g != SP_NONE) {
-        ax_text = frontend(m, l2g, "xla.sdy.manual_axes");
+        ax_text = sp_gspmd_frontend(m, l2g, "xla.sdy.manual_axes");
     }
     if (ax_text == NULL) {
-        ax_text = frontend(m, call, "xla.sdy.manual_axes");
+        ax_text = sp_gspmd_frontend(m, call, "xla.sdy.manual_axes");
     }
-    cm_status st = parse_shardings(
-        m, g2l != SP_NONE ? frontend(m, g2l, "xla.sdy.in_shardings") : NULL, call, &ins, err);
+    cm_status st = sp_gspmd_parse_per_value(
+        m, g2l != SP_NONE ? sp_gspmd_frontend(m, g2l, "xla.sdy.in_shardings") : NULL, call, &ins,
+        err);
     if (st == CM_OK) {
-        st = parse_shardings(m, l2g != SP_NONE ? frontend(m, l2g, "xla.sdy.out_shardings") : NULL,
-                             call, &outs, err);
+        st = sp_gspmd_parse_per_value(
+            m, l2g != SP_NONE ? sp_gspmd_frontend(m, l2g, "xla.sdy.out_shardings") : NULL, call,
+            &outs, err);
     }
     if (st == CM_OK) {
         st = parse_manual_axes(m, ax_text, call, &axes, err);
@@ -432,7 +435,8 @@ cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err)
         for (uint32_t i = 0; i < c.n && st == CM_OK; i++) {
             for (uint32_t j = 0; j < i && st == CM_OK; j++) {
                 if (strcmp(call_target(m, c.v[i]), call_target(m, c.v[j])) == 0) {
-                    st = at_op(m, c.v[i], err, "expected a unique FuncOp per @" BODY_NAME " call");
+                    st = sp_gspmd_op_error(m, c.v[i], err,
+                                           "expected a unique FuncOp per @" BODY_NAME " call");
                     bad = c.v[i];
                 }
             }
@@ -537,8 +541,8 @@ static cm_status add_axes(sp_module *m, const sp_sharding *s, const sp_mesh *mes
         for (uint32_t k = 0; k < n; k++) {
             int32_t i = sp_mesh_axis_index(mesh, ax[k].name);
             if (i < 0 || ax[k].pre_size != 0) {
-                return at_op(m, call, err,
-                             "has a shard_map sharding with a sub-axis or an unknown axis");
+                return sp_gspmd_op_error(
+                    m, call, err, "has a shard_map sharding with a sub-axis or an unknown axis");
             }
             used[i] = true;
         }
@@ -551,7 +555,8 @@ static cm_status convert_gspmd_call(sp_module *m, uint32_t call, cm_error *err)
     uint32_t callee = find_func(m, call_target(m, call));
     if (callee == SP_NONE || m->ops[callee].n_regions == 0 ||
         m->ops[callee].regions[0].n_blocks != 1) {
-        return at_op(m, call, err, "calls a shard_map body that is not a function of the module");
+        return sp_gspmd_op_error(m, call, err,
+                                 "calls a shard_map body that is not a function of the module");
     }
     uint32_t n_in = m->ops[call].n_operands, n_res = m->ops[call].n_results;
     uint32_t *operands = cm_arena_alloc(&m->arena, sizeof *operands * (n_in + 1u));
@@ -577,16 +582,18 @@ static cm_status convert_gspmd_call(sp_module *m, uint32_t call, cm_error *err)
     for (uint32_t k = 0; k < n_in; k++) {
         uint32_t f2s = m->values[m->ops[call].operands[k]].def;
         if (!is_unary_custom(m, f2s, "SPMDFullToShardShape")) {
-            return at_op(m, call, err, "expecting SPMDFullToShardShape custom call as operand");
+            return sp_gspmd_op_error(m, call, err,
+                                     "expecting SPMDFullToShardShape custom call as operand");
         }
         uint32_t sh = m->values[m->ops[f2s].operands[0]].def;
         if (!is_unary_custom(m, sh, "Sharding")) {
-            return at_op(m, call, err,
-                         "expecting Sharding CustomCallOp as operand of SPMDFullToShardShape");
+            return sp_gspmd_op_error(
+                m, call, err, "expecting Sharding CustomCallOp as operand of SPMDFullToShardShape");
         }
         sp_sharding *s = first_sharding(m, sh);
         if (s == NULL) {
-            return at_op(m, call, err, "expecting a sharding on the shard_map's Sharding call");
+            return sp_gspmd_op_error(m, call, err,
+                                     "expecting a sharding on the shard_map's Sharding call");
         }
         operands[k] = m->ops[sh].operands[0];
         shard_in[k] = sh;
@@ -603,13 +610,14 @@ static cm_status convert_gspmd_call(sp_module *m, uint32_t call, cm_error *err)
         if (nu != 1 || !is_unary_custom(m, sh, "Sharding") ||
             users(m, m->ops[sh].first_result, &s2f) != 1 ||
             !is_unary_custom(m, s2f, "SPMDShardToFullShape")) {
-            return at_op(m, call, err,
-                         "expecting each result of shmap_body to go through a Sharding and an "
-                         "SPMDShardToFullShape CustomCallOp");
+            return sp_gspmd_op_error(
+                m, call, err,
+                "expecting each result of shmap_body to go through a Sharding and an "
+                "SPMDShardToFullShape CustomCallOp");
         }
         sp_sharding *s = first_sharding(m, s2f);
         if (s == NULL) {
-            return at_op(m, call, err, "expecting a sharding on SPMDShardToFullShape");
+            return sp_gspmd_op_error(m, call, err, "expecting a sharding on SPMDShardToFullShape");
         }
         keep[r] = true;
         rtypes[n_out] = m->values[m->ops[s2f].first_result].type;
@@ -625,18 +633,19 @@ static cm_status convert_gspmd_call(sp_module *m, uint32_t call, cm_error *err)
                                    ? ins->u.shardings.items[i]
                                    : outs->u.shardings.items[i - ins->u.shardings.n];
         if (s->mesh_name == NULL || (mesh_name != NULL && strcmp(mesh_name, s->mesh_name) != 0)) {
-            return at_op(m, call, err, "Multiple meshes in a single manual computation.");
+            return sp_gspmd_op_error(m, call, err,
+                                     "Multiple meshes in a single manual computation.");
         }
         mesh_name = s->mesh_name;
     }
     const sp_mesh *mesh = mesh_name != NULL ? sp_module_mesh(m, mesh_name) : NULL;
     if (mesh_name != NULL && mesh == NULL) {
-        return at_op(m, call, err, "uses a mesh the module does not define");
+        return sp_gspmd_op_error(m, call, err, "uses a mesh the module does not define");
     }
     if (mesh != NULL) {
         bool used[SP_MAX_RANK * 4] = {false};
         if (mesh->n_axes > SP_MAX_RANK * 4) {
-            return at_op(m, call, err, "has a mesh with too many axes");
+            return sp_gspmd_op_error(m, call, err, "has a mesh with too many axes");
         }
         for (uint32_t i = 0; i < ins->u.shardings.n + outs->u.shardings.n; i++) {
             const sp_sharding *s = i < ins->u.shardings.n

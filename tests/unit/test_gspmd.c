@@ -490,6 +490,48 @@ static void test_sp_gspmd_shard_map_import_round_trip_form(void **state)
     sp_module_destroy(m);
 }
 
+/* The sdy round trip's form (jax.export): meshes and shardings from the
+ * xla.sdy frontend attributes; a malformed one is an error at LINE:COL. */
+static void test_sp_input_reads_sdy_round_trip(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "module attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "
+        "\"{mesh = #sdy.mesh<[\\22x\\22=4]>}\"}} {\n"
+        "  func.func @main(%arg0: tensor<8x8xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "
+        "\"#sdy.sharding<@mesh, [{\\22x\\22}, {}]>\"}}) -> tensor<8x8xf32> {\n"
+        "    return %arg0 : tensor<8x8xf32>\n"
+        "  }\n"
+        "}\n";
+    sp_input in;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_true(sp_input_read(text, strlen(text), NULL, &in, &err) == CM_OK);
+    const sp_mesh *mesh = sp_module_mesh(in.m, "mesh");
+    assert_non_null(mesh);
+    assert_int_equal(mesh->n_axes, 1);
+    assert_int_equal(mesh->axes[0].size, 4);
+    uint32_t f = sp_module_func(in.m, "main");
+    const sp_sharding *s =
+        sp_value_sharding(in.m, in.m->blocks[in.m->ops[f].regions[0].blocks[0]].first_arg);
+    assert_non_null(s);
+    assert_int_equal(s->dims[0].n_axes, 1);
+    assert_string_equal(s->dims[0].axes[0].name, "x");
+    sp_input_fini(&in);
+    static const char bad_rt[] =
+        "module attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "
+        "\"{mesh = #sdy.mesh<[\\22x\\22=4]>}\"}} {\n"
+        "  func.func @main(%arg0: tensor<8x8xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "
+        "\"#sdy.sharding<@mesh, [{\\22x\\22}, {}\"}}) -> tensor<8x8xf32> {\n"
+        "    return %arg0 : tensor<8x8xf32>\n"
+        "  }\n"
+        "}\n";
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(bad_rt, strlen(bad_rt), NULL, &in, &err), CM_EINVAL);
+    assert_string_equal(err.path, "2:3");
+    assert_non_null(strstr(err.msg, "argument 0"));
+}
+
 /* POST /v1/plans with a GSPMD module: the plan has the converted mesh and
  * shardings; an unconvertible sharding is a 400 at the op's LINE:COL. */
 static void test_post_plans_reads_gspmd(void **state)
@@ -550,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_sp_gspmd_export_round_trip),
         cmocka_unit_test(test_sp_input_reads_gspmd_shard_map),
         cmocka_unit_test(test_sp_gspmd_shard_map_import_round_trip_form),
+        cmocka_unit_test(test_sp_input_reads_sdy_round_trip),
         cmocka_unit_test(test_post_plans_reads_gspmd),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
