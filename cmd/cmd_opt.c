@@ -174,6 +174,7 @@ SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
 SIMPLE_PASS(run_xla_import_shardings, sp_gspmd_import_shardings(m, err))
 SIMPLE_PASS(run_xla_stablehlo_import, sp_gspmd_import(m, err))
 SIMPLE_PASS(run_xla_export_shardings, sp_gspmd_export_shardings(m, err))
+SIMPLE_PASS(run_gspmd_user_annotations, sp_gspmd_import_user_annotations(m, err))
 static cm_status run_xla_round_trip_import(sp_module *m, const pass_inv *inv, sp_diags *d,
                                            cm_error *err)
 {
@@ -265,6 +266,7 @@ static const pass_def passes[] = {
     {"xla-sdy-stablehlo-export-shardings", run_xla_export_shardings, NULL},
     {"xla-sdy-round-trip-shard-map-import", run_xla_shard_map_import, NULL},
     {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, NULL},
+    {"shardplan-gspmd-user-annotations", run_gspmd_user_annotations, NULL},
 };
 
 static const pass_def *find_pass(const char *name)

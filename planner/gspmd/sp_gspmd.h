@@ -177,4 +177,33 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, sp_diags *d, cm_error *err);
  * removes the sdy.mesh symbols. Errors: CM_EINVAL at the op, CM_ENOMEM. */
 cm_status sp_gspmd_export_shardings(sp_module *m, cm_error *err);
 
+/* ---- the migration report's building blocks ---------------------------------------- */
+
+/* Reduces m, a module as GSPMD left it (mhlo.sharding on every op), to the
+ * annotations a user wrote: the shardings of function arguments and results
+ * and of @Sharding calls (which become constraints); every other op's
+ * sharding is dropped. The mesh is built from all of the module's shardings,
+ * so it is the one sp_gspmd_import gives the whole module. Propagating the
+ * result is what Shardy does from GSPMD's starting point. Errors as
+ * sp_gspmd_import. */
+cm_status sp_gspmd_import_user_annotations(sp_module *m, cm_error *err);
+
+/* One value whose sharding differs. */
+typedef struct sp_gspmd_divergence {
+    uint32_t op;               /* the op (same id in both modules) */
+    uint32_t result;           /* its result number */
+    const sp_sharding *gspmd;  /* GSPMD's, or NULL */
+    const sp_sharding *shardy; /* Shardy's, or NULL */
+} sp_gspmd_divergence;
+
+/* Compares, op result by op result in program order, the shardings of
+ * gspmd (the module imported with sp_gspmd_import) and shardy (the same
+ * text through sp_gspmd_import_user_annotations and propagation): two
+ * shardings differ when they place data differently (per-dim axes or
+ * unreduced axes; closedness and priorities aside; no sharding and a fully
+ * replicated one alike). Ops added by propagation are skipped. *out (free
+ * with cm_free) lists the divergences, first first. Errors: CM_ENOMEM. */
+cm_status sp_gspmd_divergences(const sp_module *gspmd, sp_module *shardy, sp_gspmd_divergence **out,
+                               uint32_t *n_out, cm_error *err);
+
 #endif /* SP_GSPMD_H */

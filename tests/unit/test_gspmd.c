@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cm.h"
+#include "sp_diag.h"
 #include "sp_gspmd.h"
 #include "sp_input.h"
 #include "sp_ir.h"
@@ -532,6 +533,45 @@ static void test_sp_input_reads_sdy_round_trip(void **state)
     assert_non_null(strstr(err.msg, "argument 0"));
 }
 
+/* The migration's comparison: GSPMD replicated the abs over the model axis
+ * where Shardy, from the same user annotations, keeps the dot's sharding. */
+static void test_sp_gspmd_divergences_finds_the_op(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "func.func @main(%arg0: tensor<8x16xf32> {mhlo.sharding = \"{devices=[2,1,4]<=[8] "
+        "last_tile_dim_replicate}\"}, %arg1: tensor<16x32xf32> {mhlo.sharding = "
+        "\"{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}\"}) -> tensor<8x32xf32> {\n"
+        "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {mhlo.sharding = "
+        "\"{devices=[2,4]<=[8]}\"} : (tensor<8x16xf32>, tensor<16x32xf32>) -> "
+        "tensor<8x32xf32>\n"
+        "  %1 = stablehlo.abs %0 {mhlo.sharding = \"{devices=[2,1,4]<=[8] "
+        "last_tile_dim_replicate}\"} : tensor<8x32xf32>\n"
+        "  return %1 : tensor<8x32xf32>\n"
+        "}\n";
+    sp_module *g, *s;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &g, &err), CM_OK);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &s, &err), CM_OK);
+    assert_int_equal(sp_gspmd_import(g, &err), CM_OK);
+    assert_int_equal(sp_gspmd_import_user_annotations(s, &err), CM_OK);
+    sp_diags d;
+    sp_diags_init(&d);
+    assert_int_equal(sp_input_propagate(s, SP_PLAN_PIPELINE, NULL, false, &d, &err), CM_OK);
+    sp_diags_fini(&d);
+    sp_gspmd_divergence *v = NULL;
+    uint32_t n = 0;
+    assert_int_equal(sp_gspmd_divergences(g, s, &v, &n, &err), CM_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(g->ops[v[0].op].name, "stablehlo.abs");
+    assert_int_equal(v[0].gspmd->dims[1].n_axes, 0);
+    assert_int_equal(v[0].shardy->dims[1].n_axes, 1);
+    cm_free(v);
+    sp_module_destroy(g);
+    sp_module_destroy(s);
+}
+
 /* POST /v1/plans with a GSPMD module: the plan has the converted mesh and
  * shardings; an unconvertible sharding is a 400 at the op's LINE:COL. */
 static void test_post_plans_reads_gspmd(void **state)
@@ -593,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_sp_input_reads_gspmd_shard_map),
         cmocka_unit_test(test_sp_gspmd_shard_map_import_round_trip_form),
         cmocka_unit_test(test_sp_input_reads_sdy_round_trip),
+        cmocka_unit_test(test_sp_gspmd_divergences_finds_the_op),
         cmocka_unit_test(test_post_plans_reads_gspmd),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
