@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * cmd: `shardplan migrate FILE`, what moving a GSPMD model to Shardy does to
+ * it (issue 20): GSPMD's sharding of every value (the module's mhlo.sharding
+ * strings, planner/gspmd) beside Shardy's from the same user annotations,
+ * the values where they differ (first first), both costs per device
+ * (planner/cost), and a constraint that makes Shardy take GSPMD's choice at
+ * the first divergence, as sdy and as JAX, checked by re-planning with it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm.h"
+#include "cmd.h"
+#include "cmd_util.h"
+#include "sp_cost.h"
+#include "sp_diag.h"
+#include "sp_gspmd.h"
+#include "sp_input.h"
+#include "sp_mlir.h"
+#include "sp_ops.h"
+#include "sp_profile_json.h"
+
+static void migrate_usage(FILE *f)
+{
+    fputs("usage: shardplan migrate MODULE.mlir [--profile NAME|FILE]\n"
+          "  MODULE.mlir: a module as GSPMD left it (mhlo.sharding on its ops, e.g. an\n"
+          "  XLA dump after propagation). Prints GSPMD's and Shardy's shardings where they\n"
+          "  differ, both costs per device and a constraint that removes the first\n"
+          "  difference, re-planned.\n",
+          f);
+}
+
+/* One side of the comparison: a module and its cost. */
+typedef struct side {
+    sp_module *m;
+    sp_cost *cost;
+} side;
+
+static void side_fini(side *s)
+{
+    sp_cost_destroy(s->cost);
+    sp_module_destroy(s->m);
+    memset(s, 0, sizeof *s);
+}
+
+/* Shardy's side: the user's annotations, an optional constraint on value v
+ * (SP_NONE: none) with sharding c, propagated. */
+static cm_status shardy_side(const char *text, size_t len, uint32_t v, const sp_sharding *c,
+                             side *out, cm_error *err)
+{
+    cm_status st = sp_mlir_read(text, len, 0, &out->m, err);
+    if (st == CM_OK) {
+        st = sp_gspmd_import_user_annotations(out->m, err);
+    }
+    if (st == CM_OK && v != SP_NONE) {
+        sp_module *m = out->m;
+        uint32_t def = m->values[v].def, op;
+        uint32_t type = m->values[v].type;
+        sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING);
+        sp_sharding *s = a != NULL ? sp_sharding_clone(&m->arena, c) : NULL;
+        if (s == NULL || sp_module_new_op(m, SP_NONE, "sdy.sharding_constraint", &v, 1, &type, 1,
+                                          &op) != CM_OK) {
+            return cm_error_oom(err);
+        }
+        a->u.sharding = s;
+        uint32_t nv = m->ops[op].first_result;
+        for (uint32_t i = 0; i < m->n_ops; i++) {
+            for (uint32_t k = 0; i != op && k < m->ops[i].n_operands; k++) {
+                if (m->ops[i].operands[k] == v) {
+                    m->ops[i].operands[k] = nv;
+                }
+            }
+        }
+        if (sp_op_set_attr(m, op, "sharding", a) != CM_OK ||
+            sp_block_insert_op(m, m->ops[def].parent_block, sp_op_index_in_block(m, def) + 1, op) !=
+                CM_OK) {
+            return cm_error_oom(err);
+        }
+    }
+    if (st == CM_OK) {
+        sp_diags d;
+        sp_diags_init(&d);
+        st = sp_input_propagate(out->m, SP_PLAN_PIPELINE, NULL, false, &d, err);
+        sp_diags_fini(&d);
+    }
+    return st;
+}
+
+static void put_sharding(cm_buf *b, const sp_sharding *s)
+{
+    if (s == NULL) {
+        cm_buf_puts(b, "(none)");
+        return;
+    }
+    sp_sharding_print(s, b);
+}
+
+/* `P('a', None, ('b', 'c'))` for s; false when a sub-axis has no spelling. */
+static bool put_partition_spec(cm_buf *b, const sp_sharding *s)
+{
+    bool ok = true;
+    cm_buf_puts(b, "P(");
+    for (uint32_t d = 0; d < s->rank; d++) {
+        const sp_dim_sharding *ds = &s->dims[d];
+        cm_buf_puts(b, d > 0 ? ", " : "");
+        if (ds->n_axes == 0) {
+            cm_buf_puts(b, "None");
+            continue;
+        }
+        cm_buf_puts(b, ds->n_axes > 1 ? "(" : "");
+        for (uint32_t k = 0; k < ds->n_axes; k++) {
+            ok = ok && ds->axes[k].pre_size == 0;
+            cm_buf_printf(b, "%s'%s'", k > 0 ? ", " : "", ds->axes[k].name);
+        }
+        cm_buf_puts(b, ds->n_axes > 1 ? ")" : "");
+    }
+    cm_buf_putc(b, ')');
+    return ok;
+}
+
+/* One row: a label and two figures, in columns. */
+static void put_row(cm_buf *b, const char *label, const char *x, const char *y)
+{
+    cm_buf_printf(b, "  %-28s %-24s %s\n", label, x, y);
+}
+
+static void put_costs(cm_buf *b, const char *title_a, const sp_cost *a, const char *title_b,
+                      const sp_cost *c)
+{
+    const sp_cost_summary *x = sp_cost_get_summary(a), *y = sp_cost_get_summary(c);
+    char l[160], u[48], v[48];
+    snprintf(l, sizeof l, "cost per device (%s)", x->profile);
+    cm_buf_printf(b, "%-30s %-24s %s\n", l, title_a, title_b);
+    snprintf(u, sizeof u, "%.3f MiB%s", x->peak_bytes / 1048576.0, x->fits ? "" : " (OOM)");
+    snprintf(v, sizeof v, "%.3f MiB%s", y->peak_bytes / 1048576.0, y->fits ? "" : " (OOM)");
+    put_row(b, "peak memory", u, v);
+    snprintf(u, sizeof u, "%s", x->fits ? "yes" : "no");
+    snprintf(v, sizeof v, "%s", y->fits ? "yes" : "no");
+    put_row(b, "fits the profile's memory", u, v);
+    snprintf(u, sizeof u, "%.0f B", x->comm_bytes);
+    snprintf(v, sizeof v, "%.0f B", y->comm_bytes);
+    put_row(b, "communication", u, v);
+    /* per axis set: both sides' figures on one row */
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        const sp_cost *one = pass == 0 ? a : c, *other = pass == 0 ? c : a;
+        for (uint32_t i = 0; i < sp_cost_n_axes(one); i++) {
+            const sp_cost_axis *ax = sp_cost_axis_at(one, i);
+            const sp_cost_axis *ox = NULL;
+            for (uint32_t k = 0; k < sp_cost_n_axes(other); k++) {
+                if (strcmp(sp_cost_axis_at(other, k)->axes, ax->axes) == 0) {
+                    ox = sp_cost_axis_at(other, k);
+                }
+            }
+            if (pass == 1 && ox != NULL) {
+                continue; /* printed with the first side */
+            }
+            snprintf(l, sizeof l, "  over %s", ax->axes);
+            snprintf(u, sizeof u, "%.0f B", ax->bytes);
+            snprintf(v, sizeof v, "%.0f B", ox != NULL ? ox->bytes : 0.0);
+            put_row(b, l, pass == 0 ? u : v, pass == 0 ? v : u);
+        }
+    }
+    snprintf(u, sizeof u, "%.6g s", x->step_s);
+    snprintf(v, sizeof v, "%.6g s", y->step_s);
+    put_row(b, "predicted step time", u, v);
+}
+
+static void put_value(cm_buf *b, const sp_module *m, uint32_t op, uint32_t r)
+{
+    const char *name = sp_value_name(m, m->ops[op].first_result + r);
+    cm_buf_printf(b, "%s (%s", name != NULL ? name : "result", m->ops[op].name);
+    if (m->ops[op].n_results > 1) {
+        cm_buf_printf(b, " #%u", r);
+    }
+    cm_buf_printf(b, " at %u:%u)", m->ops[op].line, m->ops[op].col);
+}
+
+int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs)
+{
+    const char *file = NULL, *prof = "cpu-local";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            migrate_usage(out);
+            return 0;
+        }
+        if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
+            prof = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(errs, "shardplan migrate: unknown option '%s'\n", argv[i]);
+            migrate_usage(errs);
+            return 2;
+        } else if (file == NULL) {
+            file = argv[i];
+        } else {
+            fprintf(errs, "shardplan migrate: more than one input file\n");
+            return 2;
+        }
+    }
+    if (file == NULL) {
+        migrate_usage(errs);
+        return 2;
+    }
+    cm_error err;
+    cm_error_clear(&err);
+    char *text = NULL;
+    size_t len = 0;
+    side g = {NULL, NULL}, s = {NULL, NULL}, fix = {NULL, NULL};
+    sp_gspmd_divergence *dv = NULL, *dv2 = NULL;
+    uint32_t n_dv = 0, n_dv2 = 0;
+    cm_buf b;
+    cm_buf_init(&b);
+    int rc = 1;
+    sp_profile p;
+    sp_cost_opts co;
+    sp_cost_opts_init(&co);
+    if (sp_profile_load(prof, &p, &err) != CM_OK) {
+        cmd_report(errs, false, "migrate", "profile", &err);
+        goto out;
+    }
+    co.profile = &p;
+    if (cm_file_read(file, &text, &len, &err) != CM_OK ||
+        sp_mlir_read(text, len, 0, &g.m, &err) != CM_OK) {
+        cmd_report(errs, false, "migrate", file, &err);
+        goto out;
+    }
+    if (!sp_gspmd_detect(g.m)) {
+        fprintf(errs,
+                "shardplan migrate: %s: no GSPMD shardings (mhlo.sharding, @Sharding) to "
+                "migrate from\n",
+                file);
+        goto out;
+    }
+    if (sp_gspmd_import(g.m, &err) != CM_OK ||
+        shardy_side(text, len, SP_NONE, NULL, &s, &err) != CM_OK ||
+        sp_gspmd_divergences(g.m, s.m, &dv, &n_dv, &err) != CM_OK ||
+        sp_cost_compute(g.m, &co, &g.cost, &err) != CM_OK ||
+        sp_cost_compute(s.m, &co, &s.cost, &err) != CM_OK) {
+        cmd_report(errs, false, "migrate", file, &err);
+        goto out;
+    }
+    const sp_mesh *mesh = sp_module_mesh(g.m, "mesh");
+    cm_buf_printf(&b, "migration of %s from GSPMD to Shardy\n", file);
+    if (mesh != NULL) {
+        cm_buf_puts(&b, "mesh @mesh = ");
+        sp_mesh_print(mesh, &b);
+        cm_buf_putc(&b, '\n');
+    }
+    cm_buf_printf(&b, "\n%u value(s) sharded differently (first first):\n", n_dv);
+    for (uint32_t i = 0; i < n_dv; i++) {
+        cm_buf_printf(&b, "  %u. ", i + 1);
+        put_value(&b, g.m, dv[i].op, dv[i].result);
+        cm_buf_puts(&b, "\n       GSPMD:  ");
+        put_sharding(&b, dv[i].gspmd);
+        cm_buf_puts(&b, "\n       Shardy: ");
+        put_sharding(&b, dv[i].shardy);
+        cm_buf_putc(&b, '\n');
+    }
+    cm_buf_putc(&b, '\n');
+    put_costs(&b, "GSPMD", g.cost, "Shardy", s.cost);
+    if (n_dv > 0 && dv[0].gspmd != NULL) {
+        const sp_cost_summary *gs = sp_cost_get_summary(g.cost), *ss = sp_cost_get_summary(s.cost);
+        bool cheaper = gs->step_s < ss->step_s || gs->peak_bytes < ss->peak_bytes;
+        uint32_t v = g.m->ops[dv[0].op].first_result + dv[0].result;
+        const sp_type *t = sp_value_type(g.m, v);
+        cm_buf_printf(&b,
+                      "\nGSPMD's choice is %s; to make Shardy take it at the first divergence, "
+                      "add:\n",
+                      cheaper ? "cheaper" : "not cheaper");
+        cm_buf_puts(&b, "  sdy: %c = sdy.sharding_constraint %v ");
+        sp_sharding_print(dv[0].gspmd, &b);
+        cm_buf_printf(&b, " : %s\n", t->text);
+        const char *name = sp_value_name(g.m, v);
+        cm_buf_printf(&b, "  jax: %s = jax.lax.with_sharding_constraint(%s, NamedSharding(mesh, ",
+                      name != NULL ? name : "x", name != NULL ? name : "x");
+        bool spelled = put_partition_spec(&b, dv[0].gspmd);
+        cm_buf_puts(&b, "))\n");
+        if (!spelled) {
+            cm_buf_puts(&b, "       (a sub-axis has no PartitionSpec spelling: name the mesh "
+                            "axes so it is whole)\n");
+        }
+        if (shardy_side(text, len, v, dv[0].gspmd, &fix, &err) != CM_OK ||
+            sp_gspmd_divergences(g.m, fix.m, &dv2, &n_dv2, &err) != CM_OK ||
+            sp_cost_compute(fix.m, &co, &fix.cost, &err) != CM_OK) {
+            cmd_report(errs, false, "migrate", file, &err);
+            goto out;
+        }
+        cm_buf_printf(&b, "re-planned with it: %u value(s) sharded differently\n", n_dv2);
+        put_costs(&b, "GSPMD", g.cost, "Shardy+fix", fix.cost);
+    }
+    rc = cmd_write_out(&b, "migrate", out, errs);
+out:
+    cm_buf_fini(&b);
+    cm_free(dv);
+    cm_free(dv2);
+    side_fini(&g);
+    side_fini(&s);
+    side_fini(&fix);
+    cm_free(text);
+    return rc;
+}
