@@ -668,9 +668,49 @@ static cm_status export_one(sp_module *m, const sp_sharding *s, uint32_t op, exp
     return CM_OK;
 }
 
+/* XLA's export of the sdy ops HLO has no form for: a sharding constraint is
+ * a @Sharding custom call again, an sdy.constant a stablehlo.constant. */
+static cm_status export_sdy_op(sp_module *m, uint32_t op, export_ctx *c)
+{
+    sp_op *o = &m->ops[op];
+    if (o->kind == SP_OP_SDY_CONSTANT) {
+        o->name = "stablehlo.constant";
+        o->kind = (uint32_t)sp_op_kind_of(o->name, strlen(o->name));
+        return CM_OK;
+    }
+    const sp_attr *a = sp_op_attr(m, op, "sharding");
+    if (o->kind != SP_OP_SDY_SHARDING_CONSTRAINT || a == NULL || a->kind != SP_ATTR_SHARDING) {
+        return CM_OK;
+    }
+    sp_hlo_sharding *h;
+    cm_status rc = export_one(m, a->u.sharding, op, c, &h);
+    if (rc != CM_OK) {
+        return rc;
+    }
+    sp_attr *v = hlo_string(m, h), *t = sp_attr_new(m, SP_ATTR_STRING);
+    sp_named_attr *attrs = cm_arena_alloc(&m->arena, sizeof *attrs * 2);
+    if (v == NULL || t == NULL || attrs == NULL) {
+        return cm_error_oom(c->err);
+    }
+    t->u.str.s = "Sharding";
+    t->u.str.len = strlen("Sharding");
+    attrs[0] = (sp_named_attr){"call_target_name", t};
+    attrs[1] = (sp_named_attr){MHLO_SHARDING, v};
+    o = &m->ops[op];
+    o->name = "stablehlo.custom_call";
+    o->kind = (uint32_t)sp_op_kind_of(o->name, strlen(o->name));
+    o->attrs = attrs;
+    o->n_attrs = 2;
+    return CM_OK;
+}
+
 static cm_status export_op(sp_module *m, uint32_t op, void *vctx)
 {
     export_ctx *c = vctx;
+    cm_status st = export_sdy_op(m, op, c);
+    if (st != CM_OK) {
+        return st;
+    }
     const sp_attr *a = sp_op_attr(m, op, SDY_SHARDING);
     if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST || a->u.shardings.n == 0) {
         return CM_OK;
