@@ -165,6 +165,26 @@ static void put_costs(cm_buf *b, const char *title_a, const sp_cost *a, const ch
     put_row(b, "predicted step time", u, v);
 }
 
+/* Why Shardy sharded result r of op as it did: the propagation's recorded
+ * origin of each axis (`sdy.sharding_origins`: self, input: N, output: N,
+ * constraint_N, the value's own op...). */
+static void put_origins(cm_buf *b, const sp_module *m, uint32_t op, uint32_t r)
+{
+    const sp_attr *a = sp_op_attr(m, op, "sdy.sharding_origins");
+    if (a != NULL && a->kind == SP_ATTR_ARRAY) {
+        a = r < a->u.arr.n ? a->u.arr.items[r] : NULL;
+    }
+    if (a == NULL || a->kind != SP_ATTR_DICT || a->u.dict.n == 0) {
+        return;
+    }
+    cm_buf_puts(b, "\n       why (Shardy's origins): ");
+    for (uint32_t i = 0; i < a->u.dict.n; i++) {
+        const sp_attr *v = a->u.dict.items[i].value;
+        cm_buf_printf(b, "%s%s from %s", i > 0 ? ", " : "", a->u.dict.items[i].name,
+                      v != NULL && v->kind == SP_ATTR_STRING ? v->u.str.s : "?");
+    }
+}
+
 static void put_value(cm_buf *b, const sp_module *m, uint32_t op, uint32_t r)
 {
     const char *name = sp_value_name(m, m->ops[op].first_result + r);
@@ -253,6 +273,7 @@ int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs)
         put_sharding(&b, dv[i].gspmd);
         cm_buf_puts(&b, "\n       Shardy: ");
         put_sharding(&b, dv[i].shardy);
+        put_origins(&b, s.m, dv[i].op, dv[i].result);
         cm_buf_putc(&b, '\n');
     }
     cm_buf_putc(&b, '\n');

@@ -14,6 +14,7 @@
 // CHECK-NEXT:   1. h (stablehlo.abs at 38:3)
 // CHECK-NEXT:        GSPMD:  <@mesh, [{"_axis_0"}, {}]>
 // CHECK-NEXT:        Shardy: <@mesh, [{"_axis_0"}, {"_axis_1"}]>
+// CHECK-NEXT:        why (Shardy's origins): _axis_0 from output: 0, _axis_1 from output: 0
 // CHECK:      cost per device (cpu-local)    GSPMD                    Shardy
 // CHECK-NEXT:   peak memory
 // CHECK-NEXT:   fits the profile's memory    yes                      yes
