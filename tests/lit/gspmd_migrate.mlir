@@ -11,7 +11,7 @@
 // CHECK:      migration of {{.*}}gspmd_migrate.mlir from GSPMD to Shardy
 // CHECK-NEXT: mesh @mesh = <["_axis_0"=2, "_axis_1"=4]>
 // CHECK:      1 value(s) sharded differently (first first):
-// CHECK-NEXT:   1. h (stablehlo.abs at 38:3)
+// CHECK-NEXT:   1. h (stablehlo.abs at 39:3)
 // CHECK-NEXT:        GSPMD:  <@mesh, [{"_axis_0"}, {}]>
 // CHECK-NEXT:        Shardy: <@mesh, [{"_axis_0"}, {"_axis_1"}]>
 // CHECK-NEXT:        why (Shardy's origins): _axis_0 from output: 0, _axis_1 from output: 0
