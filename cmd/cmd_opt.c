@@ -266,7 +266,7 @@ static const pass_def passes[] = {
     {"xla-sdy-stablehlo-export-shardings", run_xla_export_shardings, NULL},
     {"xla-sdy-round-trip-shard-map-import", run_xla_shard_map_import, NULL},
     {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, NULL},
-    {"shardplan-gspmd-user-annotations", run_gspmd_user_annotations, NULL},
+    {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
 };
 
 static const pass_def *find_pass(const char *name)

@@ -1,6 +1,6 @@
 // RUN: shardplan opt %s -xla-sdy-stablehlo-import-pipeline | FileCheck %s --check-prefix=GSPMD
-// RUN: shardplan opt %s -shardplan-gspmd-user-annotations | FileCheck %s --check-prefix=USER
-// RUN: shardplan opt %s -shardplan-gspmd-user-annotations -sdy-propagation-pipeline | FileCheck %s --check-prefix=SHARDY
+// RUN: shardplan opt %s -gspmd-user-annotations | FileCheck %s --check-prefix=USER
+// RUN: shardplan opt %s -gspmd-user-annotations -sdy-propagation-pipeline | FileCheck %s --check-prefix=SHARDY
 
 // The two sides of a GSPMD -> Shardy migration, from one module as GSPMD left
 // it (an mhlo.sharding on every op, dp x tp on 2 x 4 devices). GSPMD chose to
