@@ -146,6 +146,15 @@ cm_status sp_gspmd_import(sp_module *m, cm_error *err);
  * "failed to legalize" error XLA's conversion adds), CM_ENOMEM. */
 cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err);
 
+/* -xla-sdy-round-trip-shard-map-export: each sdy.manual_computation (inner
+ * ones first) becomes a call of a new function `xla.sdy.manual_computation_
+ * body[_N]` holding its body, between @xla.sdy.GlobalToLocalShape and
+ * @xla.sdy.LocalToGlobalShape custom calls that carry the in and out
+ * shardings and the manual axes as xla.sdy frontend attributes (the inverse
+ * of sp_gspmd_shard_map_import). Errors: CM_EINVAL at a computation whose
+ * body does not end in sdy.return, CM_ENOMEM. */
+cm_status sp_gspmd_shard_map_export(sp_module *m, cm_error *err);
+
 /* GSPMD's shard_map: a call of a `...shmap_body...` function whose operands
  * come through @Sharding and @SPMDFullToShardShape custom calls and whose
  * results go through @Sharding and @SPMDShardToFullShape becomes an

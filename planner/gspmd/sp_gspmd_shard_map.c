@@ -776,3 +776,302 @@ cm_status sp_gspmd_manual_import(sp_module *m, cm_error *err)
     }
     return CM_OK;
 }
+
+/* ---- export: sdy.manual_computation back to the round trip's calls ------------------ */
+
+typedef struct mc_list {
+    uint32_t *v;
+    uint32_t n, cap;
+} mc_list;
+
+/* Post-order: a manual computation after the ones nested in it. */
+static cm_status collect_mc(const sp_module *m, uint32_t block, mc_list *l, int depth)
+{
+    if (depth > 64) {
+        return CM_OK;
+    }
+    const sp_block *b = &m->blocks[block];
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        uint32_t op = b->ops[i];
+        for (uint32_t r = 0; r < m->ops[op].n_regions; r++) {
+            for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks; k++) {
+                cm_status st = collect_mc(m, m->ops[op].regions[r].blocks[k], l, depth + 1);
+                if (st != CM_OK) {
+                    return st;
+                }
+            }
+        }
+        if (m->ops[op].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            if (CM_GROW_U32(l->v, l->cap, l->n + 1, NULL) != CM_OK) {
+                return CM_ENOMEM;
+            }
+            l->v[l->n++] = op;
+        }
+    }
+    return CM_OK;
+}
+
+static sp_attr *string_attr(sp_module *m, const char *s, size_t len)
+{
+    sp_attr *a = sp_attr_new(m, SP_ATTR_STRING);
+    if (a != NULL) {
+        a->u.str.s = sp_module_str(m, s, len);
+        a->u.str.len = len;
+        if (a->u.str.s == NULL) {
+            a = NULL;
+        }
+    }
+    return a;
+}
+
+static sp_attr *per_value_text(sp_module *m, const sp_attr *list)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "#sdy.sharding_per_value<[");
+    for (uint32_t i = 0;
+         list != NULL && list->kind == SP_ATTR_SHARDING_LIST && i < list->u.shardings.n; i++) {
+        cm_buf_puts(&b, i > 0 ? ", " : "");
+        sp_sharding_print(list->u.shardings.items[i], &b);
+    }
+    cm_buf_puts(&b, "]>");
+    sp_attr *a = b.oom ? NULL : string_attr(m, b.data, b.len);
+    cm_buf_fini(&b);
+    return a;
+}
+
+static sp_attr *manual_axes_text(sp_module *m, const sp_attr *axes)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "#sdy<manual_axes{");
+    for (uint32_t i = 0; axes != NULL && axes->kind == SP_ATTR_AXIS_LIST && i < axes->u.axes.n;
+         i++) {
+        cm_buf_printf(&b, "%s\"%s\"", i > 0 ? ", " : "", axes->u.axes.axes[i].name);
+    }
+    cm_buf_puts(&b, "}>");
+    sp_attr *a = b.oom ? NULL : string_attr(m, b.data, b.len);
+    cm_buf_fini(&b);
+    return a;
+}
+
+/* A dictionary attribute of n (name, value) pairs, in the order given. */
+static sp_attr *dict2(sp_module *m, const char *k1, sp_attr *v1, const char *k2, sp_attr *v2)
+{
+    sp_attr *d = sp_attr_new(m, SP_ATTR_DICT);
+    sp_named_attr *items = cm_arena_alloc(&m->arena, sizeof *items * 2);
+    if (d == NULL || items == NULL || v1 == NULL || (k2 != NULL && v2 == NULL)) {
+        return NULL;
+    }
+    items[0] = (sp_named_attr){k1, v1};
+    items[1] = (sp_named_attr){k2, v2};
+    d->u.dict.items = items;
+    d->u.dict.n = k2 != NULL ? 2 : 1;
+    return d;
+}
+
+static cm_status shape_call(sp_module *m, uint32_t block, uint32_t at, const char *target,
+                            const uint32_t *operands, uint32_t n_in, const uint32_t *types,
+                            uint32_t n_out, sp_attr *frontend, uint32_t *op_out)
+{
+    uint32_t op;
+    sp_attr *t = string_attr(m, target, strlen(target)), *se = sp_attr_new(m, SP_ATTR_BOOL);
+    if (t == NULL || se == NULL || frontend == NULL ||
+        sp_module_new_op(m, SP_NONE, "stablehlo.custom_call", operands, n_in, types, n_out, &op) !=
+            CM_OK) {
+        return CM_ENOMEM;
+    }
+    se->u.b = true;
+    if (sp_op_set_attr(m, op, "call_target_name", t) != CM_OK ||
+        sp_op_set_attr(m, op, "has_side_effect", se) != CM_OK ||
+        sp_op_set_attr(m, op, "mhlo.frontend_attributes", frontend) != CM_OK ||
+        sp_block_insert_op(m, block, at, op) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    *op_out = op;
+    return CM_OK;
+}
+
+/* The function type text "(A, B) -> (R)" of a body, interned. */
+static cm_status body_type(sp_module *m, uint32_t blk, const uint32_t *rtypes, uint32_t n_out,
+                           uint32_t *id_out)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_putc(&b, '(');
+    for (uint32_t i = 0; i < m->blocks[blk].n_args; i++) {
+        cm_buf_puts(&b, i ? ", " : "");
+        cm_buf_puts(&b, sp_value_type(m, m->blocks[blk].first_arg + i)->text);
+    }
+    cm_buf_puts(&b, ") -> (");
+    for (uint32_t i = 0; i < n_out; i++) {
+        cm_buf_puts(&b, i ? ", " : "");
+        cm_buf_puts(&b, m->types[rtypes[i]].text);
+    }
+    cm_buf_putc(&b, ')');
+    cm_status st = b.oom ? CM_ENOMEM : sp_module_intern_type(m, b.data, b.len, id_out, NULL);
+    cm_buf_fini(&b);
+    return st;
+}
+
+/* MLIR's symbol uniquing: the name if free, else name_N for the next N of
+ * one counter. */
+static const char *unique_body_name(sp_module *m, uint32_t *counter)
+{
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s", BODY_NAME);
+    while (sp_module_func(m, buf) != SP_NONE || sp_module_mesh(m, buf) != NULL) {
+        snprintf(buf, sizeof buf, "%s_%u", BODY_NAME, (*counter)++);
+    }
+    return sp_module_str(m, buf, strlen(buf));
+}
+
+static cm_status export_mc(sp_module *m, uint32_t mc, uint32_t *counter)
+{
+    sp_op *o = &m->ops[mc];
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        return CM_EINVAL;
+    }
+    uint32_t blk = o->regions[0].blocks[0], parent = o->parent_block;
+    const sp_block *b = &m->blocks[blk];
+    if (b->n_ops == 0 || m->ops[b->ops[b->n_ops - 1]].kind != SP_OP_SDY_RETURN) {
+        return CM_EINVAL;
+    }
+    uint32_t ret = b->ops[b->n_ops - 1];
+    uint32_t n_local = m->ops[ret].n_operands, n_in = o->n_operands, n_out = o->n_results;
+    uint32_t *ltypes = cm_arena_alloc(&m->arena, sizeof *ltypes * (n_local + 1u));
+    uint32_t *atypes = cm_arena_alloc(&m->arena, sizeof *atypes * (b->n_args + 1u));
+    uint32_t *gtypes = cm_arena_alloc(&m->arena, sizeof *gtypes * (n_out + 1u));
+    if (ltypes == NULL || atypes == NULL || gtypes == NULL) {
+        return CM_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n_local; i++) {
+        ltypes[i] = m->values[m->ops[ret].operands[i]].type;
+    }
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        atypes[i] = m->values[b->first_arg + i].type;
+    }
+    for (uint32_t i = 0; i < n_out; i++) {
+        gtypes[i] = m->values[o->first_result + i].type;
+    }
+    const sp_attr *ins = sp_op_attr(m, mc, "in_shardings");
+    const sp_attr *outs = sp_op_attr(m, mc, "out_shardings");
+    const sp_attr *axes = sp_op_attr(m, mc, "manual_axes");
+    /* the body as a function at the end of the module */
+    const char *name = unique_body_name(m, counter);
+    uint32_t f, fty;
+    sp_attr *sym = name != NULL ? string_attr(m, name, strlen(name)) : NULL;
+    sp_attr *ft = sp_attr_new(m, SP_ATTR_TYPE);
+    if (sym == NULL || ft == NULL || body_type(m, blk, ltypes, n_local, &fty) != CM_OK ||
+        sp_module_new_op(m, m->body, "func.func", NULL, 0, NULL, 0, &f) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    ft->u.type = fty;
+    if (sp_op_set_attr(m, f, "sym_name", sym) != CM_OK ||
+        sp_op_set_attr(m, f, "function_type", ft) != CM_OK || sp_op_add_regions(m, f, 1) != CM_OK ||
+        sp_region_add_block(m, f, 0, blk) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    m->ops[mc].regions[0].n_blocks = 0;
+    m->ops[ret].name = "func.return";
+    m->ops[ret].kind = SP_OP_FUNC_RETURN;
+    /* in the computation's place: GlobalToLocalShape, the call, LocalToGlobalShape */
+    uint32_t at = sp_op_index_in_block(m, mc), g2l = SP_NONE, call, l2g = SP_NONE;
+    const uint32_t *call_in = m->ops[mc].operands;
+    if (n_in > 0) {
+        sp_attr *fe = dict2(m, "xla.sdy.in_shardings", per_value_text(m, ins),
+                            "xla.sdy.manual_axes", manual_axes_text(m, axes));
+        if (shape_call(m, parent, at++, "xla.sdy.GlobalToLocalShape", m->ops[mc].operands, n_in,
+                       atypes, b->n_args, fe, &g2l) != CM_OK) {
+            return CM_ENOMEM;
+        }
+        call_in = NULL;
+    }
+    uint32_t *cin = cm_arena_alloc(&m->arena, sizeof *cin * (m->blocks[blk].n_args + 1u));
+    if (cin == NULL) {
+        return CM_ENOMEM;
+    }
+    for (uint32_t i = 0; i < m->blocks[blk].n_args; i++) {
+        cin[i] = g2l != SP_NONE ? m->ops[g2l].first_result + i : call_in[i];
+    }
+    sp_attr *callee = sp_attr_new(m, SP_ATTR_SYMBOL);
+    if (callee == NULL || sp_module_new_op(m, SP_NONE, "func.call", cin, m->blocks[blk].n_args,
+                                           ltypes, n_local, &call) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    callee->u.sym = name;
+    if (sp_op_set_attr(m, call, "callee", callee) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    if (n_in > 0 || n_out > 0) {
+        sp_attr *fe = dict2(m, "inlineable", string_attr(m, "false", 5), NULL, NULL);
+        if (fe == NULL || sp_op_set_attr(m, call, "mhlo.frontend_attributes", fe) != CM_OK) {
+            return CM_ENOMEM;
+        }
+    }
+    if (sp_block_insert_op(m, parent, at++, call) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    if (n_out > 0) {
+        uint32_t *lin = cm_arena_alloc(&m->arena, sizeof *lin * (n_local + 1u));
+        if (lin == NULL) {
+            return CM_ENOMEM;
+        }
+        for (uint32_t i = 0; i < n_local; i++) {
+            lin[i] = m->ops[call].first_result + i;
+        }
+        sp_attr *fe = dict2(m, "xla.sdy.manual_axes", manual_axes_text(m, axes),
+                            "xla.sdy.out_shardings", per_value_text(m, outs));
+        if (shape_call(m, parent, at++, "xla.sdy.LocalToGlobalShape", lin, n_local, gtypes, n_out,
+                       fe, &l2g) != CM_OK) {
+            return CM_ENOMEM;
+        }
+        sp_value_map repl;
+        memset(&repl, 0, sizeof repl);
+        cm_status st = CM_OK;
+        for (uint32_t i = 0; i < n_out && st == CM_OK; i++) {
+            st = sp_value_map_set(&repl, m->ops[mc].first_result + i, m->ops[l2g].first_result + i);
+        }
+        if (st == CM_OK) {
+            replace_uses(m, &repl);
+        }
+        sp_value_map_free(&repl);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    detach(m, mc);
+    return CM_OK;
+}
+
+cm_status sp_gspmd_shard_map_export(sp_module *m, cm_error *err)
+{
+    mc_list l = {NULL, 0, 0};
+    cm_status st = CM_OK;
+    const sp_block *top = &m->blocks[m->body];
+    uint32_t n_top = top->n_ops;
+    uint32_t *funcs = cm_alloc(sizeof *funcs * (n_top + 1u));
+    if (funcs == NULL) {
+        return cm_error_oom(err);
+    }
+    memcpy(funcs, top->ops, sizeof *funcs * n_top);
+    for (uint32_t i = 0; i < n_top && st == CM_OK; i++) {
+        uint32_t f = funcs[i];
+        if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
+            m->ops[f].regions[0].n_blocks > 0) {
+            st = collect_mc(m, m->ops[f].regions[0].blocks[0], &l, 0);
+        }
+    }
+    uint32_t counter = 0;
+    for (uint32_t i = 0; i < l.n && st == CM_OK; i++) {
+        st = export_mc(m, l.v[i], &counter);
+        if (st == CM_EINVAL) {
+            st = sp_gspmd_op_error(m, l.v[i], err, "has a body that does not end in sdy.return");
+        } else if (st != CM_OK) {
+            st = cm_error_oom(err);
+        }
+    }
+    cm_free(funcs);
+    cm_free(l.v);
+    return st;
+}

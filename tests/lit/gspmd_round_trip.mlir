@@ -1,5 +1,8 @@
 // RUN: shardplan opt %s -xla-sdy-round-trip-import-pipeline | FileCheck %s
 // RUN: shardplan plan %s | FileCheck %s --check-prefix=PLAN
+// The shard_map export is the import's inverse:
+// RUN: shardplan opt %s -xla-sdy-round-trip-import-pipeline > %t.mlir && \
+// RUN:   shardplan opt %t.mlir -xla-sdy-round-trip-shard-map-export -xla-sdy-round-trip-shard-map-import | diff - %t.mlir
 
 // A module in the form jax.export artifacts and XLA's dumps carry after
 // Shardy ran (XLA's sdy round trip, here in StableHLO): the meshes in the
