@@ -176,6 +176,7 @@ SIMPLE_PASS(run_xla_stablehlo_import, sp_gspmd_import(m, err))
 SIMPLE_PASS(run_xla_export_shardings, sp_gspmd_export_shardings(m, err))
 SIMPLE_PASS(run_gspmd_user_annotations, sp_gspmd_import_user_annotations(m, err))
 SIMPLE_PASS(run_xla_shard_map_export, sp_gspmd_shard_map_export(m, err))
+SIMPLE_PASS(run_xla_clone_mc_calls, sp_gspmd_clone_manual_computation_calls(m, err))
 static cm_status run_xla_round_trip_import(sp_module *m, const pass_inv *inv, sp_diags *d,
                                            cm_error *err)
 {
@@ -268,6 +269,7 @@ static const pass_def passes[] = {
     {"xla-sdy-round-trip-shard-map-import", run_xla_shard_map_import, NULL},
     {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, NULL},
     {"xla-sdy-round-trip-shard-map-export", run_xla_shard_map_export, NULL},
+    {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
 };
 

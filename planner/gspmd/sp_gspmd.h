@@ -155,6 +155,13 @@ cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err);
  * body does not end in sdy.return, CM_ENOMEM. */
 cm_status sp_gspmd_shard_map_export(sp_module *m, cm_error *err);
 
+/* -xla-sdy-round-trip-clone-manual-computation-calls: every call of a
+ * shard_map body function after the first calls a copy of it of its own
+ * (named as MLIR's symbol table names it, `body_N`), so each body belongs
+ * to one manual computation. Errors: CM_EINVAL for a call of a function the
+ * module lacks, CM_ENOMEM. */
+cm_status sp_gspmd_clone_manual_computation_calls(sp_module *m, cm_error *err);
+
 /* GSPMD's shard_map: a call of a `...shmap_body...` function whose operands
  * come through @Sharding and @SPMDFullToShardShape custom calls and whose
  * results go through @Sharding and @SPMDShardToFullShape becomes an

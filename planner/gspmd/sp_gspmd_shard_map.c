@@ -222,6 +222,35 @@ static void detach(sp_module *m, uint32_t op)
     }
 }
 
+/* Gives op and the ops nested in it their own attribute lists: a deep clone
+ * shares them, and sp_op_set_attr replaces an existing entry in place. */
+static cm_status own_attrs(sp_module *m, uint32_t op, int depth)
+{
+    if (depth > 64) {
+        return CM_OK;
+    }
+    sp_op *o = &m->ops[op];
+    if (o->n_attrs > 0) {
+        sp_named_attr *a = cm_arena_memdup(&m->arena, o->attrs, o->n_attrs, sizeof *a);
+        if (a == NULL) {
+            return CM_ENOMEM;
+        }
+        m->ops[op].attrs = a;
+    }
+    for (uint32_t r = 0; r < m->ops[op].n_regions; r++) {
+        for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks; k++) {
+            uint32_t blk = m->ops[op].regions[r].blocks[k];
+            for (uint32_t i = 0; i < m->blocks[blk].n_ops; i++) {
+                cm_status st = own_attrs(m, m->blocks[blk].ops[i], depth + 1);
+                if (st != CM_OK) {
+                    return st;
+                }
+            }
+        }
+    }
+    return CM_OK;
+}
+
 /* Builds a detached sdy.manual_computation for call (of callee) with the
  * n_in global operands, n_out result types, the shardings and manual axes,
  * and a copy of the callee's body whose return keeps the results keep marks
@@ -279,6 +308,9 @@ static cm_status build_mc(sp_module *m, uint32_t call, uint32_t callee, const ui
         }
         uint32_t c;
         st = sp_op_clone_deep(m, o, &map, &c);
+        if (st == CM_OK) {
+            st = own_attrs(m, c, 0);
+        }
         if (st == CM_OK) {
             st = sp_block_insert_op(m, blk, m->blocks[blk].n_ops, c);
         }
@@ -1073,5 +1105,83 @@ cm_status sp_gspmd_shard_map_export(sp_module *m, cm_error *err)
     }
     cm_free(funcs);
     cm_free(l.v);
+    return st;
+}
+
+/* ---- -xla-sdy-round-trip-clone-manual-computation-calls ----------------------------- */
+
+typedef struct clone_ctx {
+    const char **seen;
+    uint32_t n_seen, cap_seen;
+    uint32_t counter;
+    cm_error *err;
+} clone_ctx;
+
+static cm_status clone_call(sp_module *m, uint32_t op, void *vctx)
+{
+    clone_ctx *c = vctx;
+    if (!is_body_call(m, op)) {
+        return CM_OK;
+    }
+    const char *callee = call_target(m, op);
+    bool seen = false;
+    for (uint32_t i = 0; i < c->n_seen && !seen; i++) {
+        seen = strcmp(c->seen[i], callee) == 0;
+    }
+    if (!seen) {
+        if (CM_GROW_U32(c->seen, c->cap_seen, c->n_seen + 1, NULL) != CM_OK) {
+            return cm_error_oom(c->err);
+        }
+        c->seen[c->n_seen++] = callee;
+        return CM_OK;
+    }
+    uint32_t f = find_func(m, callee), clone;
+    if (f == SP_NONE) {
+        return sp_gspmd_op_error(m, op, c->err, "calls a function the module does not define");
+    }
+    /* MLIR's uniquing: callee_N for the next free N of one counter */
+    char buf[256];
+    do {
+        snprintf(buf, sizeof buf, "%s_%u", callee, c->counter++);
+    } while (sp_module_func(m, buf) != SP_NONE);
+    sp_value_map map;
+    memset(&map, 0, sizeof map);
+    cm_status st = sp_op_clone_deep(m, f, &map, &clone);
+    sp_value_map_free(&map);
+    const char *name = st == CM_OK ? sp_module_str(m, buf, strlen(buf)) : NULL;
+    sp_attr *sym = sp_attr_new(m, SP_ATTR_STRING), *ref = sp_attr_new(m, SP_ATTR_SYMBOL);
+    if (name == NULL || sym == NULL || ref == NULL || own_attrs(m, clone, 0) != CM_OK) {
+        return cm_error_oom(c->err);
+    }
+    sym->u.str.s = name;
+    sym->u.str.len = strlen(name);
+    ref->u.sym = name;
+    sp_named_attr *own =
+        cm_arena_memdup(&m->arena, m->ops[op].attrs, m->ops[op].n_attrs, sizeof *own);
+    if ((m->ops[op].n_attrs > 0 && own == NULL)) {
+        return cm_error_oom(c->err);
+    }
+    m->ops[op].attrs = own;
+    if (sp_op_set_attr(m, clone, "sym_name", sym) != CM_OK ||
+        sp_block_insert_op(m, m->body, m->blocks[m->body].n_ops, clone) != CM_OK ||
+        sp_op_set_attr(m, op, "callee", ref) != CM_OK) {
+        return cm_error_oom(c->err);
+    }
+    return CM_OK;
+}
+
+cm_status sp_gspmd_clone_manual_computation_calls(sp_module *m, cm_error *err)
+{
+    clone_ctx c = {NULL, 0, 0, 0, err};
+    cm_status st = CM_OK;
+    uint32_t n_top = m->blocks[m->body].n_ops;
+    for (uint32_t i = 0; i < n_top && st == CM_OK; i++) {
+        uint32_t f = m->blocks[m->body].ops[i];
+        if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
+            m->ops[f].regions[0].n_blocks > 0) {
+            st = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], clone_call, &c);
+        }
+    }
+    cm_free(c.seen);
     return st;
 }
