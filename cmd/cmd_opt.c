@@ -176,12 +176,14 @@ SIMPLE_PASS(run_xla_stablehlo_import, sp_gspmd_import(m, err))
 SIMPLE_PASS(run_xla_export_shardings, sp_gspmd_export_shardings(m, err))
 SIMPLE_PASS(run_gspmd_user_annotations, sp_gspmd_import_user_annotations(m, err))
 SIMPLE_PASS(run_xla_shard_map_export, sp_gspmd_shard_map_export(m, err))
+SIMPLE_PASS(run_xla_import_constants, sp_gspmd_import_constants(m, err))
 SIMPLE_PASS(run_xla_clone_mc_calls, sp_gspmd_clone_manual_computation_calls(m, err))
 static cm_status run_xla_round_trip_import(sp_module *m, const pass_inv *inv, sp_diags *d,
                                            cm_error *err)
 {
-    (void)inv;
-    return sp_gspmd_round_trip_import(m, d, err);
+    /* XLA's pipeline imports the constants too */
+    cm_status st = sp_gspmd_round_trip_import(m, opt_bool(inv, "enable-hlo-sharding-v3"), d, err);
+    return st == CM_OK ? sp_gspmd_import_constants(m, err) : st;
 }
 static cm_status run_xla_shard_map_import(sp_module *m, const pass_inv *inv, sp_diags *d,
                                           cm_error *err)
@@ -226,6 +228,7 @@ static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL
 
 static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
 static const char *const unflatten_opts[] = {"dedup-functions-fully", NULL};
+static const char *const xla_v3_opts[] = {"enable-hlo-sharding-v3", NULL};
 static const char *const device_count_opts[] = {"replica-count", "partition-count", NULL};
 
 static const pass_def passes[] = {
@@ -267,8 +270,9 @@ static const pass_def passes[] = {
     {"xla-sdy-stablehlo-import-pipeline", run_xla_stablehlo_import, NULL},
     {"xla-sdy-stablehlo-export-shardings", run_xla_export_shardings, NULL},
     {"xla-sdy-round-trip-shard-map-import", run_xla_shard_map_import, NULL},
-    {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, NULL},
+    {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, xla_v3_opts},
     {"xla-sdy-round-trip-shard-map-export", run_xla_shard_map_export, NULL},
+    {"xla-sdy-import-constants", run_xla_import_constants, NULL},
     {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
 };

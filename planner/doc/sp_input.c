@@ -215,7 +215,7 @@ cm_status sp_input_read(const char *text, size_t len, const sp_input_opts *o, sp
      * imported as XLA's Shardy import does, before anything looks at it */
     if (st == CM_OK && in->g == NULL && sp_gspmd_detect_round_trip(in->m)) {
         /* the sdy round trip's form (jax.export, XLA dumps): xla.sdy.* */
-        st = sp_gspmd_round_trip_import(in->m, NULL, err);
+        st = sp_gspmd_round_trip_import(in->m, false, NULL, err);
     } else if (st == CM_OK && in->g == NULL && sp_gspmd_detect(in->m)) {
         st = sp_gspmd_import(in->m, err);
     }

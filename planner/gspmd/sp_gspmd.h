@@ -146,6 +146,11 @@ cm_status sp_gspmd_import(sp_module *m, cm_error *err);
  * "failed to legalize" error XLA's conversion adds), CM_ENOMEM. */
 cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err);
 
+/* -xla-sdy-import-constants: every stablehlo.constant becomes an
+ * sdy.constant (which Shardy's import splits per use), as XLA's pipelines
+ * do before Shardy runs. Cannot fail; err is unused. */
+cm_status sp_gspmd_import_constants(sp_module *m, cm_error *err);
+
 /* -xla-sdy-round-trip-shard-map-export: each sdy.manual_computation (inner
  * ones first) becomes a call of a new function `xla.sdy.manual_computation_
  * body[_N]` holding its body, between @xla.sdy.GlobalToLocalShape and
@@ -183,10 +188,13 @@ bool sp_gspmd_detect_round_trip(const sp_module *m);
  * @xla.sdy.FuncResultSharding the func result shardings, `xla.sdy.
  * sharding_rule` the op's rule; then @Sharding becomes
  * sdy.sharding_constraint, @xla.sdy.ShardingGroup sdy.sharding_group, and
- * the shard_maps manual computations (sp_gspmd_shard_map_import). Errors:
- * CM_EINVAL at the LINE:COL of the op or function whose attribute does not
- * parse, CM_ENOMEM. */
-cm_status sp_gspmd_round_trip_import(sp_module *m, sp_diags *d, cm_error *err);
+ * the shard_maps manual computations (sp_gspmd_shard_map_import). With
+ * hlo_sharding_v3 (XLA's enable-hlo-sharding-v3) the shardings are V3
+ * mhlo.sharding text, which is not read yet: only the rules are imported and
+ * a V3 sharding that would be kept is an error. Errors: CM_EINVAL at the
+ * LINE:COL of the op or function whose attribute does not parse, CM_ENOMEM. */
+cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d,
+                                     cm_error *err);
 
 /* -xla-sdy-stablehlo-export-shardings: replaces each `sdy.sharding` of a
  * function argument, result and op with its `mhlo.sharding` string and

@@ -242,6 +242,7 @@ static cm_status import_meshes(sp_module *m, const char *text, cm_error *err)
 
 typedef struct rt_ctx {
     uint32_t func;
+    bool v3; /* enable-hlo-sharding-v3: shardings are V3 mhlo.sharding text */
     cm_error *err;
     uint32_t *dead; /* ops to remove once the walk is done (it indexes blocks) */
     uint32_t n_dead, cap_dead;
@@ -331,10 +332,24 @@ static cm_status func_result_sharding(sp_module *m, uint32_t op, const sp_attr *
     return CM_OK;
 }
 
+static bool keeps_sharding(const sp_module *m, uint32_t op)
+{
+    const sp_op *o = &m->ops[op];
+    const char *target = o->kind == SP_OP_CUSTOM_CALL ? call_target(m, op) : NULL;
+    return o->kind == SP_OP_SEND || o->kind == SP_OP_RECV || o->kind == SP_OP_AFTER_ALL ||
+           (target != NULL &&
+            (strcmp(target, "Sharding") == 0 || strstr(target, "python_cpu_callback") ||
+             strstr(target, "python_gpu_callback") || strstr(target, "xla_ffi_python")));
+}
+
 static cm_status import_op(sp_module *m, uint32_t op, void *vctx)
 {
     rt_ctx *c = vctx;
     sp_op *o = &m->ops[op];
+    if (c->v3 && sp_op_attr(m, op, "mhlo.sharding") != NULL && keeps_sharding(m, op)) {
+        return sp_gspmd_op_error(m, op, c->err,
+                                 "has an HLO sharding V3 text, which is not read yet");
+    }
     if (o->kind != SP_OP_INFEED && o->kind != SP_OP_OUTFEED &&
         sp_op_attr(m, op, "mhlo.sharding") != NULL &&
         op_put(m, op, "mhlo.sharding", NULL) != CM_OK) {
@@ -371,14 +386,20 @@ static cm_status import_op(sp_module *m, uint32_t op, void *vctx)
             return st;
         }
     }
+    if (c->v3) {
+        /* V3 keeps the shardings in mhlo.sharding: only the rules come here */
+        bool oom3 = false;
+        sp_attr *rest3 = rule != NULL ? dict_without(m, fe, RULE_KEY, &oom3) : (sp_attr *)0;
+        if (rule == NULL) {
+            return CM_OK;
+        }
+        return oom3 || op_put(m, op, FRONTEND, rest3) != CM_OK ? cm_error_oom(c->err) : CM_OK;
+    }
     const char *target = o->kind == SP_OP_CUSTOM_CALL ? call_target(m, op) : NULL;
     if (target != NULL && strcmp(target, "xla.sdy.FuncResultSharding") == 0) {
         return func_result_sharding(m, op, shardings, c);
     }
-    bool keep = o->kind == SP_OP_SEND || o->kind == SP_OP_RECV || o->kind == SP_OP_AFTER_ALL ||
-                (target != NULL &&
-                 (strcmp(target, "Sharding") == 0 || strstr(target, "python_cpu_callback") ||
-                  strstr(target, "python_gpu_callback") || strstr(target, "xla_ffi_python")));
+    bool keep = keeps_sharding(m, op);
     if (shardings != NULL && keep && op_put(m, op, "sdy.sharding", shardings) != CM_OK) {
         return cm_error_oom(c->err);
     }
@@ -393,13 +414,25 @@ static cm_status import_op(sp_module *m, uint32_t op, void *vctx)
     return CM_OK;
 }
 
-static cm_status import_func(sp_module *m, uint32_t f, cm_error *err)
+static cm_status import_func(sp_module *m, uint32_t f, bool v3, cm_error *err)
 {
     const sp_type *ft = sp_func_type(m, f);
     if (ft == NULL) {
         return CM_OK;
     }
-    for (uint32_t i = 0; i < ft->n_inputs; i++) {
+    for (uint32_t i = 0; v3 && i < ft->n_inputs + ft->n_results; i++) {
+        const sp_attr *d = list_item(sp_op_attr(m, f, i < ft->n_inputs ? "arg_attrs" : "res_attrs"),
+                                     i < ft->n_inputs ? i : i - ft->n_inputs);
+        if (d != NULL && d->kind == SP_ATTR_DICT &&
+            sp_attrs_get(d->u.dict.items, d->u.dict.n, "mhlo.sharding") != NULL) {
+            char path[32];
+            snprintf(path, sizeof path, "%u:%u", m->ops[f].line, m->ops[f].col);
+            return cm_error_set(err, CM_EINVAL, path,
+                                "an HLO sharding V3 text on a function %s is not read yet",
+                                i < ft->n_inputs ? "argument" : "result");
+        }
+    }
+    for (uint32_t i = 0; !v3 && i < ft->n_inputs; i++) {
         const sp_attr *d = list_item(sp_op_attr(m, f, "arg_attrs"), i);
         const sp_attr *fe = d != NULL && d->kind == SP_ATTR_DICT
                                 ? sp_attrs_get(d->u.dict.items, d->u.dict.n, FRONTEND)
@@ -428,7 +461,7 @@ static cm_status import_func(sp_module *m, uint32_t f, cm_error *err)
             return cm_error_oom(err);
         }
     }
-    for (uint32_t i = 0; i < ft->n_results; i++) {
+    for (uint32_t i = 0; !v3 && i < ft->n_results; i++) {
         const sp_attr *d = list_item(sp_op_attr(m, f, "res_attrs"), i);
         if (d != NULL && d->kind == SP_ATTR_DICT &&
             sp_attrs_get(d->u.dict.items, d->u.dict.n, "mhlo.sharding") != NULL &&
@@ -439,7 +472,7 @@ static cm_status import_func(sp_module *m, uint32_t f, cm_error *err)
     if (m->ops[f].n_regions == 0 || m->ops[f].regions[0].n_blocks == 0) {
         return CM_OK;
     }
-    rt_ctx c = {f, err, NULL, 0, 0};
+    rt_ctx c = {f, v3, err, NULL, 0, 0};
     cm_status st = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], import_op, &c);
     for (uint32_t i = 0; i < c.n_dead; i++) {
         uint32_t idx = sp_op_index_in_block(m, c.dead[i]);
@@ -518,12 +551,12 @@ static cm_status custom_calls(sp_module *m, uint32_t op, void *vctx)
     return CM_OK;
 }
 
-cm_status sp_gspmd_round_trip_import(sp_module *m, sp_diags *d, cm_error *err)
+cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d, cm_error *err)
 {
     const sp_attr *fe = sp_attrs_get(m->attrs, m->n_attrs, FRONTEND);
     const char *meshes = dict_string(fe, "xla.sdy.meshes");
     cm_status st = CM_OK;
-    if (meshes != NULL) {
+    if (meshes != NULL && !hlo_sharding_v3) {
         st = import_meshes(m, meshes, err);
         bool oom = false;
         sp_attr *rest = dict_without(m, fe, "xla.sdy.meshes", &oom);
@@ -543,7 +576,7 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, sp_diags *d, cm_error *err)
     for (uint32_t i = 0; i < top->n_ops && st == CM_OK; i++) {
         uint32_t f = top->ops[i];
         if (m->ops[f].kind == SP_OP_FUNC_FUNC) {
-            st = import_func(m, f, err);
+            st = import_func(m, f, hlo_sharding_v3, err);
         }
         top = &m->blocks[m->body];
     }
@@ -558,4 +591,29 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, sp_diags *d, cm_error *err)
         st = sp_gspmd_shard_map_import(m, d, err);
     }
     return st;
+}
+
+static cm_status import_constant(sp_module *m, uint32_t op, void *ctx)
+{
+    (void)ctx;
+    sp_op *o = &m->ops[op];
+    if (o->kind == SP_OP_CONSTANT) {
+        o->name = "sdy.constant";
+        o->kind = (uint32_t)sp_op_kind_of(o->name, strlen(o->name));
+    }
+    return CM_OK;
+}
+
+cm_status sp_gspmd_import_constants(sp_module *m, cm_error *err)
+{
+    (void)err;
+    const sp_block *top = &m->blocks[m->body];
+    for (uint32_t i = 0; i < top->n_ops; i++) {
+        uint32_t f = top->ops[i];
+        if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
+            m->ops[f].regions[0].n_blocks > 0) {
+            (void)sp_pass_walk(m, m->ops[f].regions[0].blocks[0], import_constant, NULL);
+        }
+    }
+    return CM_OK;
 }
