@@ -177,6 +177,14 @@ SIMPLE_PASS(run_xla_export_shardings, sp_gspmd_export_shardings(m, err))
 SIMPLE_PASS(run_gspmd_user_annotations, sp_gspmd_import_user_annotations(m, err))
 SIMPLE_PASS(run_xla_shard_map_export, sp_gspmd_shard_map_export(m, err))
 SIMPLE_PASS(run_xla_import_constants, sp_gspmd_import_constants(m, err))
+static cm_status run_xla_export_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                         cm_error *err)
+{
+    (void)d;
+    sp_gspmd_export_opts o = {opt_bool(inv, "enable-hlo-sharding-v3"),
+                              opt_bool(inv, "simplify-replicated-shardings")};
+    return sp_gspmd_export(m, &o, err);
+}
 SIMPLE_PASS(run_xla_clone_mc_calls, sp_gspmd_clone_manual_computation_calls(m, err))
 static cm_status run_xla_round_trip_import(sp_module *m, const pass_inv *inv, sp_diags *d,
                                            cm_error *err)
@@ -229,6 +237,8 @@ static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL
 static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
 static const char *const unflatten_opts[] = {"dedup-functions-fully", NULL};
 static const char *const xla_v3_opts[] = {"enable-hlo-sharding-v3", NULL};
+static const char *const xla_export_opts[] = {"enable-hlo-sharding-v3",
+                                              "simplify-replicated-shardings", NULL};
 static const char *const device_count_opts[] = {"replica-count", "partition-count", NULL};
 
 static const pass_def passes[] = {
@@ -273,6 +283,7 @@ static const pass_def passes[] = {
     {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, xla_v3_opts},
     {"xla-sdy-round-trip-shard-map-export", run_xla_shard_map_export, NULL},
     {"xla-sdy-import-constants", run_xla_import_constants, NULL},
+    {"xla-sdy-stablehlo-export-pipeline", run_xla_export_pipeline, xla_export_opts},
     {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
 };

@@ -201,6 +201,17 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diag
  * removes the sdy.mesh symbols. Errors: CM_EINVAL at the op, CM_ENOMEM. */
 cm_status sp_gspmd_export_shardings(sp_module *m, cm_error *err);
 
+/* The options of XLA's export (-xla-sdy-stablehlo-export-pipeline). */
+typedef struct sp_gspmd_export_opts {
+    bool hlo_sharding_v3;     /* write V3 text: {mesh['a'=2], [{'a'}, {}]} */
+    bool simplify_replicated; /* V3: a fully replicated sharding is {mesh[], replicated} */
+} sp_gspmd_export_opts;
+
+/* sp_gspmd_export_shardings with options (o NULL: the defaults, V2 text),
+ * and the module's sdy.parameters_shardings / sdy.output_shardings written
+ * as mhlo.spmd_parameters_shardings / mhlo.spmd_output_sharding. */
+cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error *err);
+
 /* ---- the migration report's building blocks ---------------------------------------- */
 
 /* Reduces m, a module as GSPMD left it (mhlo.sharding on every op), to the

@@ -629,28 +629,95 @@ cm_status sp_gspmd_import(sp_module *m, cm_error *err)
 
 typedef struct export_ctx {
     cm_arena scratch;
+    const sp_gspmd_export_opts *o;
     cm_error *err;
 } export_ctx;
 
-static sp_attr *hlo_string(sp_module *m, const sp_hlo_sharding *h)
+static sp_attr *string_of(sp_module *m, const cm_buf *b)
 {
-    cm_buf b;
-    cm_buf_init(&b);
-    sp_hlo_sharding_print(h, &b);
-    sp_attr *v = b.oom ? NULL : sp_attr_new(m, SP_ATTR_STRING);
+    sp_attr *v = b->oom ? NULL : sp_attr_new(m, SP_ATTR_STRING);
     if (v != NULL) {
-        v->u.str.s = sp_module_str(m, b.data, b.len);
-        v->u.str.len = b.len;
+        v->u.str.s = sp_module_str(m, b->data, b->len);
+        v->u.str.len = b->len;
         if (v->u.str.s == NULL) {
             v = NULL;
         }
     }
-    cm_buf_fini(&b);
     return v;
 }
 
-static cm_status export_one(sp_module *m, const sp_sharding *s, uint32_t op, export_ctx *c,
-                            sp_hlo_sharding **out)
+static void v3_axis(cm_buf *b, const sp_axis_ref *r)
+{
+    cm_buf_printf(b, "'%s'", r->name);
+    if (r->pre_size != 0) {
+        cm_buf_printf(b, ":(%lld)%lld", (long long)r->pre_size, (long long)r->size);
+    }
+}
+
+static void v3_axes(cm_buf *b, const char *key, const sp_axis_ref *axes, uint32_t n)
+{
+    cm_buf_printf(b, ", %s={", key);
+    for (uint32_t i = 0; i < n; i++) {
+        cm_buf_puts(b, i > 0 ? ", " : "");
+        v3_axis(b, &axes[i]);
+    }
+    cm_buf_putc(b, '}');
+}
+
+/* XLA's HLO sharding V3 text (NamedSharding::ToString) of s on mesh. */
+static void v3_print(cm_buf *b, const sp_sharding *s, const sp_mesh *mesh, bool simplify)
+{
+    if (mesh->n_axes == 0 && mesh->n_device_ids > 0) {
+        cm_buf_printf(b, "{single_device[device_id=%lld]}", (long long)mesh->device_ids[0]);
+        return;
+    }
+    bool replicated = s->n_unreduced == 0;
+    for (uint32_t d = 0; d < s->rank && replicated; d++) {
+        replicated = s->dims[d].n_axes == 0 && s->dims[d].is_closed;
+    }
+    if (simplify && replicated) {
+        cm_buf_puts(b, "{mesh[], replicated}");
+        return;
+    }
+    cm_buf_puts(b, "{mesh[");
+    for (uint32_t i = 0; i < mesh->n_axes; i++) {
+        cm_buf_printf(b, "%s'%s'=%lld", i > 0 ? "," : "", mesh->axes[i].name,
+                      (long long)mesh->axes[i].size);
+    }
+    cm_buf_putc(b, ']');
+    if (mesh->n_device_ids > 0) {
+        cm_buf_puts(b, ", device_ids=(");
+        for (uint32_t i = 0; i < mesh->n_device_ids; i++) {
+            cm_buf_printf(b, "%s%lld", i > 0 ? "," : "", (long long)mesh->device_ids[i]);
+        }
+        cm_buf_putc(b, ')');
+    }
+    cm_buf_puts(b, ", [");
+    for (uint32_t d = 0; d < s->rank; d++) {
+        const sp_dim_sharding *ds = &s->dims[d];
+        cm_buf_puts(b, d > 0 ? ", {" : "{");
+        for (uint32_t k = 0; k < ds->n_axes; k++) {
+            cm_buf_puts(b, k > 0 ? ", " : "");
+            v3_axis(b, &ds->axes[k]);
+        }
+        if (!ds->is_closed) {
+            cm_buf_puts(b, ds->n_axes > 0 ? ", ?" : "?");
+        }
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_putc(b, ']');
+    if (s->n_replicated > 0) {
+        v3_axes(b, "replicated", s->replicated, s->n_replicated);
+    }
+    if (s->n_unreduced > 0) {
+        v3_axes(b, "unreduced", s->unreduced, s->n_unreduced);
+    }
+    cm_buf_putc(b, '}');
+}
+
+/* Appends the mhlo.sharding text of s (op's position for errors). */
+static cm_status sharding_text(sp_module *m, const sp_sharding *s, uint32_t op, export_ctx *c,
+                               cm_buf *b)
 {
     const sp_mesh *mesh = s->mesh != NULL ? s->mesh : sp_module_mesh(m, s->mesh_name);
     cm_error e;
@@ -661,10 +728,41 @@ static cm_status export_one(sp_module *m, const sp_sharding *s, uint32_t op, exp
         return cm_error_set(c->err, CM_EINVAL, path, "unknown mesh @%s",
                             s->mesh_name != NULL ? s->mesh_name : "?");
     }
-    if (sp_hlo_from_sdy(s, mesh, NULL, 0, &c->scratch, out, &e) != CM_OK) {
+    if (c->o != NULL && c->o->hlo_sharding_v3) {
+        v3_print(b, s, mesh, c->o->simplify_replicated);
+        return CM_OK;
+    }
+    sp_hlo_sharding *h;
+    if (sp_hlo_from_sdy(s, mesh, NULL, 0, &c->scratch, &h, &e) != CM_OK) {
         return e.code == CM_ENOMEM ? cm_error_oom(c->err)
                                    : cm_error_set(c->err, CM_EINVAL, path, "%s", e.msg);
     }
+    sp_hlo_sharding_print(h, b);
+    return CM_OK;
+}
+
+/* The text of a list of shardings: one, or a tuple with XLA's index
+ * comments every fifth element. */
+static cm_status list_text(sp_module *m, sp_sharding *const *items, uint32_t n, uint32_t op,
+                           export_ctx *c, cm_buf *b)
+{
+    if (n == 1) {
+        return sharding_text(m, items[0], op, c, b);
+    }
+    cm_buf_putc(b, '{');
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0) {
+            cm_buf_puts(b, ", ");
+            if (i % 5 == 0) {
+                cm_buf_printf(b, "/*index=%u*/", i);
+            }
+        }
+        cm_status st = sharding_text(m, items[i], op, c, b);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    cm_buf_putc(b, '}');
     return CM_OK;
 }
 
@@ -682,12 +780,15 @@ static cm_status export_sdy_op(sp_module *m, uint32_t op, export_ctx *c)
     if (o->kind != SP_OP_SDY_SHARDING_CONSTRAINT || a == NULL || a->kind != SP_ATTR_SHARDING) {
         return CM_OK;
     }
-    sp_hlo_sharding *h;
-    cm_status rc = export_one(m, a->u.sharding, op, c, &h);
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_status rc = sharding_text(m, a->u.sharding, op, c, &b);
+    sp_attr *v = rc == CM_OK ? string_of(m, &b) : NULL;
+    cm_buf_fini(&b);
     if (rc != CM_OK) {
         return rc;
     }
-    sp_attr *v = hlo_string(m, h), *t = sp_attr_new(m, SP_ATTR_STRING);
+    sp_attr *t = sp_attr_new(m, SP_ATTR_STRING);
     sp_named_attr *attrs = cm_arena_alloc(&m->arena, sizeof *attrs * 2);
     if (v == NULL || t == NULL || attrs == NULL) {
         return cm_error_oom(c->err);
@@ -715,32 +816,14 @@ static cm_status export_op(sp_module *m, uint32_t op, void *vctx)
     if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST || a->u.shardings.n == 0) {
         return CM_OK;
     }
-    sp_hlo_sharding *h;
-    cm_status rc;
-    if (a->u.shardings.n == 1) {
-        rc = export_one(m, a->u.shardings.items[0], op, c, &h);
-    } else {
-        h = cm_arena_zalloc(&c->scratch, sizeof *h);
-        sp_hlo_sharding *el = cm_arena_zalloc(&c->scratch, sizeof *el * a->u.shardings.n);
-        if (h == NULL || el == NULL) {
-            return cm_error_oom(c->err);
-        }
-        h->kind = SP_HLO_TUPLE;
-        h->elems = el;
-        h->n_elems = a->u.shardings.n;
-        rc = CM_OK;
-        for (uint32_t i = 0; i < a->u.shardings.n && rc == CM_OK; i++) {
-            sp_hlo_sharding *one;
-            rc = export_one(m, a->u.shardings.items[i], op, c, &one);
-            if (rc == CM_OK) {
-                el[i] = *one;
-            }
-        }
+    cm_buf b;
+    cm_buf_init(&b);
+    st = list_text(m, a->u.shardings.items, a->u.shardings.n, op, c, &b);
+    sp_attr *v = st == CM_OK ? string_of(m, &b) : NULL;
+    cm_buf_fini(&b);
+    if (st != CM_OK) {
+        return st;
     }
-    if (rc != CM_OK) {
-        return rc;
-    }
-    sp_attr *v = hlo_string(m, h);
     if (v == NULL || op_swap(m, op, SDY_SHARDING, MHLO_SHARDING, v) != CM_OK) {
         return cm_error_oom(c->err);
     }
@@ -755,12 +838,14 @@ static cm_status export_list(sp_module *m, uint32_t f, const char *list, uint32_
         if (a == NULL || a->kind != SP_ATTR_SHARDING) {
             continue;
         }
-        sp_hlo_sharding *h;
-        cm_status rc = export_one(m, a->u.sharding, f, c, &h);
+        cm_buf b;
+        cm_buf_init(&b);
+        cm_status rc = sharding_text(m, a->u.sharding, f, c, &b);
+        sp_attr *v = rc == CM_OK ? string_of(m, &b) : NULL;
+        cm_buf_fini(&b);
         if (rc != CM_OK) {
             return rc;
         }
-        sp_attr *v = hlo_string(m, h);
         if (v == NULL || list_swap(m, f, list, count, k, SDY_SHARDING, MHLO_SHARDING, v) != CM_OK) {
             return cm_error_oom(c->err);
         }
@@ -768,12 +853,68 @@ static cm_status export_list(sp_module *m, uint32_t f, const char *list, uint32_
     return CM_OK;
 }
 
-cm_status sp_gspmd_export_shardings(sp_module *m, cm_error *err)
+/* The module's sdy.parameters_shardings / sdy.output_shardings (a
+ * jax.export entry's shardings) become mhlo.spmd_parameters_shardings (a
+ * list) and mhlo.spmd_output_sharding (one text, a tuple for several). */
+static cm_status export_module_attrs(sp_module *m, export_ctx *c)
+{
+    static const char *const from[2] = {"sdy.output_shardings", "sdy.parameters_shardings"};
+    static const char *const to[2] = {"mhlo.spmd_output_sharding",
+                                      "mhlo.spmd_parameters_shardings"};
+    for (int k = 0; k < 2; k++) {
+        const sp_attr *a = sp_attrs_get(m->attrs, m->n_attrs, from[k]);
+        if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST) {
+            continue;
+        }
+        sp_attr *v = NULL;
+        cm_status st = CM_OK;
+        if (k == 0) {
+            cm_buf b;
+            cm_buf_init(&b);
+            st = list_text(m, a->u.shardings.items, a->u.shardings.n, m->body, c, &b);
+            v = st == CM_OK ? string_of(m, &b) : NULL;
+            cm_buf_fini(&b);
+        } else {
+            v = sp_attr_new(m, SP_ATTR_ARRAY);
+            sp_attr **items = cm_arena_alloc(&m->arena, sizeof *items * (a->u.shardings.n + 1u));
+            if (v == NULL || items == NULL) {
+                return cm_error_oom(c->err);
+            }
+            v->u.arr.items = items;
+            for (uint32_t i = 0; i < a->u.shardings.n && st == CM_OK; i++) {
+                cm_buf b;
+                cm_buf_init(&b);
+                st = sharding_text(m, a->u.shardings.items[i], m->body, c, &b);
+                items[i] = st == CM_OK ? string_of(m, &b) : NULL;
+                cm_buf_fini(&b);
+                if (st == CM_OK && items[i] == NULL) {
+                    return cm_error_oom(c->err);
+                }
+                v->u.arr.n = i + 1;
+            }
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+        uint32_t n = 0;
+        sp_named_attr *attrs =
+            v != NULL ? attrs_swap(m, m->attrs, m->n_attrs, from[k], to[k], v, &n) : NULL;
+        if (attrs == NULL) {
+            return cm_error_oom(c->err);
+        }
+        m->attrs = attrs;
+        m->n_attrs = n;
+    }
+    return CM_OK;
+}
+
+cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error *err)
 {
     export_ctx c;
     cm_arena_init(&c.scratch, 0);
+    c.o = o;
     c.err = err;
-    cm_status rc = CM_OK;
+    cm_status rc = export_module_attrs(m, &c);
     sp_block *top = &m->blocks[m->body];
     for (uint32_t i = 0; i < top->n_ops && rc == CM_OK; i++) {
         uint32_t f = top->ops[i];
@@ -797,4 +938,9 @@ cm_status sp_gspmd_export_shardings(sp_module *m, cm_error *err)
     }
     cm_arena_fini(&c.scratch);
     return rc;
+}
+
+cm_status sp_gspmd_export_shardings(sp_module *m, cm_error *err)
+{
+    return sp_gspmd_export(m, NULL, err);
 }
