@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "cm_json.h"
 #include "cmd.h"
 #include "cmd_util.h"
 #include "sp_cost.h"
@@ -22,7 +23,7 @@
 
 static void migrate_usage(FILE *f)
 {
-    fputs("usage: shardplan migrate MODULE.mlir [--profile NAME|FILE]\n"
+    fputs("usage: shardplan migrate MODULE.mlir [--profile NAME|FILE] [--json]\n"
           "  MODULE.mlir: a module as GSPMD left it (mhlo.sharding on its ops, e.g. an\n"
           "  XLA dump after propagation). Prints GSPMD's and Shardy's shardings where they\n"
           "  differ, both costs per device and a constraint that removes the first\n"
@@ -195,13 +196,109 @@ static void put_value(cm_buf *b, const sp_module *m, uint32_t op, uint32_t r)
     cm_buf_printf(b, " at %u:%u)", m->ops[op].line, m->ops[op].col);
 }
 
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static void json_sharding(cm_buf *b, const sp_sharding *s)
+{
+    if (s == NULL) {
+        cm_json_put_null(b);
+        return;
+    }
+    cm_buf t;
+    cm_buf_init(&t);
+    sp_sharding_print(s, &t);
+    cm_json_put_str(b, t.data != NULL ? t.data : "", t.len);
+    if (t.oom) {
+        b->oom = true;
+    }
+    cm_buf_fini(&t);
+}
+
+static void json_cost(cm_buf *b, const sp_cost *c)
+{
+    const sp_cost_summary *x = sp_cost_get_summary(c);
+    cm_buf_puts(b, "{\"peak_bytes\":");
+    cm_json_put_num(b, x->peak_bytes, 17);
+    cm_buf_puts(b, ",\"capacity_bytes\":");
+    cm_json_put_num(b, x->capacity_bytes, 17);
+    cm_buf_puts(b, ",\"fits\":");
+    cm_json_put_bool(b, x->fits);
+    cm_buf_puts(b, ",\"comm_bytes\":");
+    cm_json_put_num(b, x->comm_bytes, 17);
+    cm_buf_puts(b, ",\"per_axis\":[");
+    for (uint32_t i = 0; i < sp_cost_n_axes(c); i++) {
+        const sp_cost_axis *ax = sp_cost_axis_at(c, i);
+        cm_buf_puts(b, i > 0 ? ",{\"axes\":" : "{\"axes\":");
+        cm_json_put_cstr(b, ax->axes);
+        cm_buf_puts(b, ",\"bytes\":");
+        cm_json_put_num(b, ax->bytes, 17);
+        cm_buf_puts(b, ",\"collectives\":");
+        cm_json_put_u64(b, ax->n_colls);
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_puts(b, "],\"step_s\":");
+    cm_json_put_num(b, x->step_s, 9);
+    cm_buf_puts(b, ",\"profile\":");
+    cm_json_put_cstr(b, x->profile);
+    cm_buf_putc(b, '}');
+}
+
+static void json_origins(cm_buf *b, const sp_module *m, uint32_t op, uint32_t r)
+{
+    const sp_attr *a = sp_op_attr(m, op, "sdy.sharding_origins");
+    if (a != NULL && a->kind == SP_ATTR_ARRAY) {
+        a = r < a->u.arr.n ? a->u.arr.items[r] : NULL;
+    }
+    cm_buf_putc(b, '{');
+    for (uint32_t i = 0; a != NULL && a->kind == SP_ATTR_DICT && i < a->u.dict.n; i++) {
+        const sp_attr *v = a->u.dict.items[i].value;
+        cm_buf_puts(b, i > 0 ? "," : "");
+        cm_json_put_cstr(b, a->u.dict.items[i].name);
+        cm_buf_putc(b, ':');
+        cm_json_put_cstr(b, v != NULL && v->kind == SP_ATTR_STRING ? v->u.str.s : "?");
+    }
+    cm_buf_putc(b, '}');
+}
+
+static void json_divergences(cm_buf *b, const sp_module *g, const sp_module *s,
+                             const sp_gspmd_divergence *dv, uint32_t n)
+{
+    cm_buf_putc(b, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        const sp_op *o = &g->ops[dv[i].op];
+        const char *name = sp_value_name(g, o->first_result + dv[i].result);
+        cm_buf_puts(b, i > 0 ? ",\n  {\"op\":" : "\n  {\"op\":");
+        cm_json_put_cstr(b, o->name);
+        cm_buf_printf(b, ",\"line\":%u,\"col\":%u,\"result\":%u,\"value\":", o->line, o->col,
+                      dv[i].result);
+        if (name != NULL) {
+            cm_json_put_cstr(b, name);
+        } else {
+            cm_json_put_null(b);
+        }
+        cm_buf_puts(b, ",\"gspmd\":");
+        json_sharding(b, dv[i].gspmd);
+        cm_buf_puts(b, ",\"shardy\":");
+        json_sharding(b, dv[i].shardy);
+        cm_buf_puts(b, ",\"shardy_origins\":");
+        json_origins(b, s, dv[i].op, dv[i].result);
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_putc(b, ']');
+}
+
 int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *file = NULL, *prof = "cpu-local";
+    bool json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             migrate_usage(out);
             return 0;
+        }
+        if (cmd_is_json_flag(argc, argv, &i)) {
+            json = true;
+            continue;
         }
         if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
             prof = argv[++i];
@@ -234,13 +331,13 @@ int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs)
     sp_cost_opts co;
     sp_cost_opts_init(&co);
     if (sp_profile_load(prof, &p, &err) != CM_OK) {
-        cmd_report(errs, false, "migrate", "profile", &err);
+        cmd_report(errs, json, "migrate", "profile", &err);
         goto out;
     }
     co.profile = &p;
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
         sp_mlir_read(text, len, 0, &g.m, &err) != CM_OK) {
-        cmd_report(errs, false, "migrate", file, &err);
+        cmd_report(errs, json, "migrate", file, &err);
         goto out;
     }
     if (!sp_gspmd_detect(g.m)) {
@@ -255,59 +352,115 @@ int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs)
         sp_gspmd_divergences(g.m, s.m, &dv, &n_dv, &err) != CM_OK ||
         sp_cost_compute(g.m, &co, &g.cost, &err) != CM_OK ||
         sp_cost_compute(s.m, &co, &s.cost, &err) != CM_OK) {
-        cmd_report(errs, false, "migrate", file, &err);
+        cmd_report(errs, json, "migrate", file, &err);
         goto out;
     }
     const sp_mesh *mesh = sp_module_mesh(g.m, "mesh");
-    cm_buf_printf(&b, "migration of %s from GSPMD to Shardy\n", file);
-    if (mesh != NULL) {
-        cm_buf_puts(&b, "mesh @mesh = ");
-        sp_mesh_print(mesh, &b);
-        cm_buf_putc(&b, '\n');
-    }
-    cm_buf_printf(&b, "\n%u value(s) sharded differently (first first):\n", n_dv);
-    for (uint32_t i = 0; i < n_dv; i++) {
-        cm_buf_printf(&b, "  %u. ", i + 1);
-        put_value(&b, g.m, dv[i].op, dv[i].result);
-        cm_buf_puts(&b, "\n       GSPMD:  ");
-        put_sharding(&b, dv[i].gspmd);
-        cm_buf_puts(&b, "\n       Shardy: ");
-        put_sharding(&b, dv[i].shardy);
-        put_origins(&b, s.m, dv[i].op, dv[i].result);
-        cm_buf_putc(&b, '\n');
-    }
-    cm_buf_putc(&b, '\n');
-    put_costs(&b, "GSPMD", g.cost, "Shardy", s.cost);
+    /* the fix for the first divergence, re-planned */
+    uint32_t fix_v = SP_NONE;
+    bool cheaper = false;
     if (n_dv > 0 && dv[0].gspmd != NULL) {
         const sp_cost_summary *gs = sp_cost_get_summary(g.cost), *ss = sp_cost_get_summary(s.cost);
-        bool cheaper = gs->step_s < ss->step_s || gs->peak_bytes < ss->peak_bytes;
-        uint32_t v = g.m->ops[dv[0].op].first_result + dv[0].result;
-        const sp_type *t = sp_value_type(g.m, v);
-        cm_buf_printf(&b,
-                      "\nGSPMD's choice is %s; to make Shardy take it at the first divergence, "
-                      "add:\n",
-                      cheaper ? "cheaper" : "not cheaper");
-        cm_buf_puts(&b, "  sdy: %c = sdy.sharding_constraint %v ");
-        sp_sharding_print(dv[0].gspmd, &b);
-        cm_buf_printf(&b, " : %s\n", t->text);
-        const char *name = sp_value_name(g.m, v);
-        cm_buf_printf(&b, "  jax: %s = jax.lax.with_sharding_constraint(%s, NamedSharding(mesh, ",
-                      name != NULL ? name : "x", name != NULL ? name : "x");
-        bool spelled = put_partition_spec(&b, dv[0].gspmd);
-        cm_buf_puts(&b, "))\n");
-        if (!spelled) {
-            cm_buf_puts(&b, "       (a sub-axis has no PartitionSpec spelling: name the mesh "
-                            "axes so it is whole)\n");
-        }
-        if (shardy_side(text, len, v, dv[0].gspmd, &fix, &err) != CM_OK ||
+        cheaper = gs->step_s < ss->step_s || gs->peak_bytes < ss->peak_bytes;
+        fix_v = g.m->ops[dv[0].op].first_result + dv[0].result;
+        if (shardy_side(text, len, fix_v, dv[0].gspmd, &fix, &err) != CM_OK ||
             sp_gspmd_divergences(g.m, fix.m, &dv2, &n_dv2, &err) != CM_OK ||
             sp_cost_compute(fix.m, &co, &fix.cost, &err) != CM_OK) {
-            cmd_report(errs, false, "migrate", file, &err);
+            cmd_report(errs, json, "migrate", file, &err);
             goto out;
         }
-        cm_buf_printf(&b, "re-planned with it: %u value(s) sharded differently\n", n_dv2);
-        put_costs(&b, "GSPMD", g.cost, "Shardy+fix", fix.cost);
     }
+    cm_buf sdy_line, jax_line;
+    cm_buf_init(&sdy_line);
+    cm_buf_init(&jax_line);
+    bool spelled = true;
+    if (fix_v != SP_NONE) {
+        const char *name = sp_value_name(g.m, fix_v);
+        cm_buf_puts(&sdy_line, "%c = sdy.sharding_constraint %v ");
+        sp_sharding_print(dv[0].gspmd, &sdy_line);
+        cm_buf_printf(&sdy_line, " : %s", sp_value_type(g.m, fix_v)->text);
+        cm_buf_printf(&jax_line, "%s = jax.lax.with_sharding_constraint(%s, NamedSharding(mesh, ",
+                      name != NULL ? name : "x", name != NULL ? name : "x");
+        spelled = put_partition_spec(&jax_line, dv[0].gspmd);
+        cm_buf_puts(&jax_line, "))");
+        cm_buf_putc(&sdy_line, '\0');
+        cm_buf_putc(&jax_line, '\0');
+    }
+    if (json) {
+        cm_buf_puts(&b, "{\"format\":\"shardplan.migration/v1\",\"file\":");
+        cm_json_put_cstr(&b, file);
+        cm_buf_puts(&b, ",\"mesh\":");
+        if (mesh != NULL) {
+            cm_buf t;
+            cm_buf_init(&t);
+            sp_mesh_print(mesh, &t);
+            cm_json_put_str(&b, t.data != NULL ? t.data : "", t.len);
+            cm_buf_fini(&t);
+        } else {
+            cm_json_put_null(&b);
+        }
+        cm_buf_puts(&b, ",\n\"divergences\":");
+        json_divergences(&b, g.m, s.m, dv, n_dv);
+        cm_buf_puts(&b, ",\n\"cost\":{\"gspmd\":");
+        json_cost(&b, g.cost);
+        cm_buf_puts(&b, ",\"shardy\":");
+        json_cost(&b, s.cost);
+        cm_buf_puts(&b, "},\n\"fix\":");
+        if (fix_v == SP_NONE) {
+            cm_json_put_null(&b);
+        } else {
+            cm_buf_puts(&b, "{\"gspmd_cheaper\":");
+            cm_json_put_bool(&b, cheaper);
+            cm_buf_puts(&b, ",\"sdy\":");
+            cm_json_put_cstr(&b, sdy_line.data);
+            cm_buf_puts(&b, ",\"jax\":");
+            cm_json_put_cstr(&b, jax_line.data);
+            cm_buf_puts(&b, ",\"jax_spelled\":");
+            cm_json_put_bool(&b, spelled);
+            cm_buf_printf(&b, ",\"divergences_after\":%u,\"cost\":", n_dv2);
+            json_cost(&b, fix.cost);
+            cm_buf_putc(&b, '}');
+        }
+        cm_buf_puts(&b, "}\n");
+    } else {
+        cm_buf_printf(&b, "migration of %s from GSPMD to Shardy\n", file);
+        if (mesh != NULL) {
+            cm_buf_puts(&b, "mesh @mesh = ");
+            sp_mesh_print(mesh, &b);
+            cm_buf_putc(&b, '\n');
+        }
+        cm_buf_printf(&b, "\n%u value(s) sharded differently (first first):\n", n_dv);
+        for (uint32_t i = 0; i < n_dv; i++) {
+            cm_buf_printf(&b, "  %u. ", i + 1);
+            put_value(&b, g.m, dv[i].op, dv[i].result);
+            cm_buf_puts(&b, "\n       GSPMD:  ");
+            put_sharding(&b, dv[i].gspmd);
+            cm_buf_puts(&b, "\n       Shardy: ");
+            put_sharding(&b, dv[i].shardy);
+            put_origins(&b, s.m, dv[i].op, dv[i].result);
+            cm_buf_putc(&b, '\n');
+        }
+        cm_buf_putc(&b, '\n');
+        put_costs(&b, "GSPMD", g.cost, "Shardy", s.cost);
+        if (fix_v != SP_NONE) {
+            cm_buf_printf(&b,
+                          "\nGSPMD's choice is %s; to make Shardy take it at the first "
+                          "divergence, add:\n",
+                          cheaper ? "cheaper" : "not cheaper");
+            cm_buf_printf(&b, "  sdy: %s\n  jax: %s\n", sdy_line.data, jax_line.data);
+            if (!spelled) {
+                cm_buf_puts(&b, "       (a sub-axis has no PartitionSpec spelling: name the mesh "
+                                "axes so it is whole)\n");
+            }
+            cm_buf_printf(&b, "re-planned with it: %u value(s) sharded differently\n", n_dv2);
+            put_costs(&b, "GSPMD", g.cost, "Shardy+fix", fix.cost);
+        }
+    }
+    if (sdy_line.oom || jax_line.oom) {
+        b.oom = true;
+    }
+    cm_buf_fini(&sdy_line);
+    cm_buf_fini(&jax_line);
     rc = cmd_write_out(&b, "migrate", out, errs);
 out:
     cm_buf_fini(&b);

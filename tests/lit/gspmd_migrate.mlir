@@ -1,5 +1,6 @@
 // RUN: shardplan migrate %s | FileCheck %s
 // RUN: shardplan migrate --help | FileCheck %s --check-prefix=HELP
+// RUN: shardplan migrate %s --json | python3 -m json.tool --compact | FileCheck %s --check-prefix=JSON
 // RUN: (shardplan migrate %S/flax_mlp.mlir; echo "exit=$?") 2>&1 | FileCheck %s --check-prefix=NOGSPMD
 
 // `shardplan migrate` on a module as GSPMD left it (mhlo.sharding on every
@@ -11,7 +12,7 @@
 // CHECK:      migration of {{.*}}gspmd_migrate.mlir from GSPMD to Shardy
 // CHECK-NEXT: mesh @mesh = <["_axis_0"=2, "_axis_1"=4]>
 // CHECK:      1 value(s) sharded differently (first first):
-// CHECK-NEXT:   1. h (stablehlo.abs at 39:3)
+// CHECK-NEXT:   1. h (stablehlo.abs at {{[0-9]+}}:3)
 // CHECK-NEXT:        GSPMD:  <@mesh, [{"_axis_0"}, {}]>
 // CHECK-NEXT:        Shardy: <@mesh, [{"_axis_0"}, {"_axis_1"}]>
 // CHECK-NEXT:        why (Shardy's origins): _axis_0 from output: 0, _axis_1 from output: 0
@@ -28,6 +29,10 @@
 // CHECK:        communication                384 B                    384 B
 
 // HELP: usage: shardplan migrate MODULE.mlir
+
+// JSON: {"format":"shardplan.migration/v1",
+// JSON-SAME: "divergences":[{"op":"stablehlo.abs","line":{{[0-9]+}},"col":3,"result":0,"value":"h","gspmd":"<@mesh, [{\"_axis_0\"}, {}]>","shardy":"<@mesh, [{\"_axis_0\"}, {\"_axis_1\"}]>","shardy_origins":{"_axis_0":"output: 0","_axis_1":"output: 0"}}]
+// JSON-SAME: "fix":{"gspmd_cheaper":false,"sdy":"%c = sdy.sharding_constraint %v <@mesh, [{\"_axis_0\"}, {}]> : tensor<8x32xf32>","jax":"h = jax.lax.with_sharding_constraint(h, NamedSharding(mesh, P('_axis_0', None)))","jax_spelled":true,"divergences_after":0
 
 // NOGSPMD: no GSPMD shardings (mhlo.sharding, @Sharding) to migrate from
 // NOGSPMD: exit=1
