@@ -44,23 +44,26 @@ static void side_fini(side *s)
     memset(s, 0, sizeof *s);
 }
 
-/* Shardy's side: the user's annotations, an optional constraint on value v
- * (SP_NONE: none) with sharding c, propagated. */
-static cm_status shardy_side(const char *text, size_t len, uint32_t v, const sp_sharding *c,
-                             side *out, cm_error *err)
+/* Shardy's side: the user's annotations, constraints on the n_fix values
+ * vals with the shardings fixes (GSPMD's), propagated. Value ids are the
+ * GSPMD side's: both modules come from one text through the same import. */
+static cm_status shardy_side(const char *text, size_t len, const uint32_t *vals,
+                             const sp_sharding *const *fixes, uint32_t n_fix, side *out,
+                             cm_error *err)
 {
     cm_status st = sp_mlir_read(text, len, 0, &out->m, err);
     if (st == CM_OK) {
         st = sp_gspmd_import_user_annotations(out->m, err);
     }
-    if (st == CM_OK && v != SP_NONE) {
+    for (uint32_t f = 0; st == CM_OK && f < n_fix; f++) {
         sp_module *m = out->m;
-        uint32_t def = m->values[v].def, op;
+        uint32_t v = vals[f], def = m->values[v].def, op;
         uint32_t type = m->values[v].type;
         sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING);
-        sp_sharding *s = a != NULL ? sp_sharding_clone(&m->arena, c) : NULL;
-        if (s == NULL || sp_module_new_op(m, SP_NONE, "sdy.sharding_constraint", &v, 1, &type, 1,
-                                          &op) != CM_OK) {
+        sp_sharding *s = a != NULL ? sp_sharding_clone(&m->arena, fixes[f]) : NULL;
+        if (def == SP_NONE || s == NULL ||
+            sp_module_new_op(m, SP_NONE, "sdy.sharding_constraint", &v, 1, &type, 1, &op) !=
+                CM_OK) {
             return cm_error_oom(err);
         }
         a->u.sharding = s;
@@ -348,7 +351,7 @@ int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs)
         goto out;
     }
     if (sp_gspmd_import(g.m, &err) != CM_OK ||
-        shardy_side(text, len, SP_NONE, NULL, &s, &err) != CM_OK ||
+        shardy_side(text, len, NULL, NULL, 0, &s, &err) != CM_OK ||
         sp_gspmd_divergences(g.m, s.m, &dv, &n_dv, &err) != CM_OK ||
         sp_cost_compute(g.m, &co, &g.cost, &err) != CM_OK ||
         sp_cost_compute(s.m, &co, &s.cost, &err) != CM_OK) {
@@ -356,32 +359,57 @@ int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs)
         goto out;
     }
     const sp_mesh *mesh = sp_module_mesh(g.m, "mesh");
-    /* the fix for the first divergence, re-planned */
-    uint32_t fix_v = SP_NONE;
+    /* the fixes: a constraint at the first divergence, re-planned, until none
+     * is left (or MAX_FIXES, or a fixed value diverges again) */
+    enum { MAX_FIXES = 8 };
+    uint32_t fix_v[MAX_FIXES], fix_op[MAX_FIXES], n_fix = 0;
+    const sp_sharding *fix_s[MAX_FIXES];
     bool cheaper = false;
-    if (n_dv > 0 && dv[0].gspmd != NULL) {
+    if (n_dv > 0) {
         const sp_cost_summary *gs = sp_cost_get_summary(g.cost), *ss = sp_cost_get_summary(s.cost);
         cheaper = gs->step_s < ss->step_s || gs->peak_bytes < ss->peak_bytes;
-        fix_v = g.m->ops[dv[0].op].first_result + dv[0].result;
-        if (shardy_side(text, len, fix_v, dv[0].gspmd, &fix, &err) != CM_OK ||
+    }
+    const sp_gspmd_divergence *first = n_dv > 0 ? &dv[0] : NULL;
+    while (first != NULL && first->gspmd != NULL && n_fix < MAX_FIXES) {
+        uint32_t v = g.m->ops[first->op].first_result + first->result;
+        bool again = false;
+        for (uint32_t k = 0; k < n_fix; k++) {
+            again = again || fix_v[k] == v;
+        }
+        if (again) {
+            break;
+        }
+        fix_v[n_fix] = v;
+        fix_op[n_fix] = first->op;
+        fix_s[n_fix] = first->gspmd;
+        n_fix++;
+        side_fini(&fix);
+        cm_free(dv2);
+        dv2 = NULL;
+        n_dv2 = 0;
+        if (shardy_side(text, len, fix_v, fix_s, n_fix, &fix, &err) != CM_OK ||
             sp_gspmd_divergences(g.m, fix.m, &dv2, &n_dv2, &err) != CM_OK ||
             sp_cost_compute(fix.m, &co, &fix.cost, &err) != CM_OK) {
             cmd_report(errs, json, "migrate", file, &err);
             goto out;
         }
+        first = n_dv2 > 0 ? &dv2[0] : NULL;
     }
     cm_buf sdy_line, jax_line;
     cm_buf_init(&sdy_line);
     cm_buf_init(&jax_line);
-    bool spelled = true;
-    if (fix_v != SP_NONE) {
-        const char *name = sp_value_name(g.m, fix_v);
+    bool spelled[MAX_FIXES];
+    size_t sdy_at[MAX_FIXES], jax_at[MAX_FIXES];
+    for (uint32_t k = 0; k < n_fix; k++) {
+        const char *name = sp_value_name(g.m, fix_v[k]);
+        sdy_at[k] = sdy_line.len;
+        jax_at[k] = jax_line.len;
         cm_buf_puts(&sdy_line, "%c = sdy.sharding_constraint %v ");
-        sp_sharding_print(dv[0].gspmd, &sdy_line);
-        cm_buf_printf(&sdy_line, " : %s", sp_value_type(g.m, fix_v)->text);
+        sp_sharding_print(fix_s[k], &sdy_line);
+        cm_buf_printf(&sdy_line, " : %s", sp_value_type(g.m, fix_v[k])->text);
         cm_buf_printf(&jax_line, "%s = jax.lax.with_sharding_constraint(%s, NamedSharding(mesh, ",
                       name != NULL ? name : "x", name != NULL ? name : "x");
-        spelled = put_partition_spec(&jax_line, dv[0].gspmd);
+        spelled[k] = put_partition_spec(&jax_line, fix_s[k]);
         cm_buf_puts(&jax_line, "))");
         cm_buf_putc(&sdy_line, '\0');
         cm_buf_putc(&jax_line, '\0');
@@ -406,18 +434,25 @@ int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs)
         cm_buf_puts(&b, ",\"shardy\":");
         json_cost(&b, s.cost);
         cm_buf_puts(&b, "},\n\"fix\":");
-        if (fix_v == SP_NONE) {
+        if (n_fix == 0) {
             cm_json_put_null(&b);
         } else {
             cm_buf_puts(&b, "{\"gspmd_cheaper\":");
             cm_json_put_bool(&b, cheaper);
-            cm_buf_puts(&b, ",\"sdy\":");
-            cm_json_put_cstr(&b, sdy_line.data);
-            cm_buf_puts(&b, ",\"jax\":");
-            cm_json_put_cstr(&b, jax_line.data);
-            cm_buf_puts(&b, ",\"jax_spelled\":");
-            cm_json_put_bool(&b, spelled);
-            cm_buf_printf(&b, ",\"divergences_after\":%u,\"cost\":", n_dv2);
+            cm_buf_puts(&b, ",\"constraints\":[");
+            for (uint32_t k = 0; k < n_fix && !sdy_line.oom && !jax_line.oom; k++) {
+                const sp_op *o = &g.m->ops[fix_op[k]];
+                cm_buf_printf(&b, "%s{\"op\":", k > 0 ? "," : "");
+                cm_json_put_cstr(&b, o->name);
+                cm_buf_printf(&b, ",\"line\":%u,\"col\":%u,\"sdy\":", o->line, o->col);
+                cm_json_put_cstr(&b, sdy_line.data + sdy_at[k]);
+                cm_buf_puts(&b, ",\"jax\":");
+                cm_json_put_cstr(&b, jax_line.data + jax_at[k]);
+                cm_buf_puts(&b, ",\"jax_spelled\":");
+                cm_json_put_bool(&b, spelled[k]);
+                cm_buf_putc(&b, '}');
+            }
+            cm_buf_printf(&b, "],\"divergences_after\":%u,\"cost\":", n_dv2);
             json_cost(&b, fix.cost);
             cm_buf_putc(&b, '}');
         }
@@ -442,17 +477,23 @@ int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs)
         }
         cm_buf_putc(&b, '\n');
         put_costs(&b, "GSPMD", g.cost, "Shardy", s.cost);
-        if (fix_v != SP_NONE) {
+        if (n_fix > 0 && !sdy_line.oom && !jax_line.oom) {
             cm_buf_printf(&b,
-                          "\nGSPMD's choice is %s; to make Shardy take it at the first "
-                          "divergence, add:\n",
+                          "\nGSPMD's choice is %s; to make Shardy take it, add (first "
+                          "divergence first):\n",
                           cheaper ? "cheaper" : "not cheaper");
-            cm_buf_printf(&b, "  sdy: %s\n  jax: %s\n", sdy_line.data, jax_line.data);
-            if (!spelled) {
-                cm_buf_puts(&b, "       (a sub-axis has no PartitionSpec spelling: name the mesh "
-                                "axes so it is whole)\n");
+            for (uint32_t k = 0; k < n_fix; k++) {
+                const sp_op *o = &g.m->ops[fix_op[k]];
+                cm_buf_printf(&b, "  after %s at %u:%u\n", o->name, o->line, o->col);
+                cm_buf_printf(&b, "    sdy: %s\n    jax: %s\n", sdy_line.data + sdy_at[k],
+                              jax_line.data + jax_at[k]);
+                if (!spelled[k]) {
+                    cm_buf_puts(&b, "         (a sub-axis has no PartitionSpec spelling: name "
+                                    "the mesh axes so it is whole)\n");
+                }
             }
-            cm_buf_printf(&b, "re-planned with it: %u value(s) sharded differently\n", n_dv2);
+            cm_buf_printf(&b, "re-planned with %s: %u value(s) sharded differently\n",
+                          n_fix == 1 ? "it" : "them", n_dv2);
             put_costs(&b, "GSPMD", g.cost, "Shardy+fix", fix.cost);
         }
     }

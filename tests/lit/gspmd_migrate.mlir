@@ -22,9 +22,10 @@
 // CHECK-NEXT:   communication                384 B                    0 B
 // CHECK-NEXT:     over _axis_1               384 B                    0 B
 // CHECK-NEXT:   predicted step time
-// CHECK:      GSPMD's choice is not cheaper; to make Shardy take it at the first divergence, add:
-// CHECK-NEXT:   sdy: %c = sdy.sharding_constraint %v <@mesh, [{"_axis_0"}, {}]> : tensor<8x32xf32>
-// CHECK-NEXT:   jax: h = jax.lax.with_sharding_constraint(h, NamedSharding(mesh, P('_axis_0', None)))
+// CHECK:      GSPMD's choice is not cheaper; to make Shardy take it, add (first divergence first):
+// CHECK-NEXT:   after stablehlo.abs at {{[0-9]+}}:3
+// CHECK-NEXT:     sdy: %c = sdy.sharding_constraint %v <@mesh, [{"_axis_0"}, {}]> : tensor<8x32xf32>
+// CHECK-NEXT:     jax: h = jax.lax.with_sharding_constraint(h, NamedSharding(mesh, P('_axis_0', None)))
 // CHECK-NEXT: re-planned with it: 0 value(s) sharded differently
 // CHECK:        communication                384 B                    384 B
 
@@ -32,7 +33,7 @@
 
 // JSON: {"format":"shardplan.migration/v1",
 // JSON-SAME: "divergences":[{"op":"stablehlo.abs","line":{{[0-9]+}},"col":3,"result":0,"value":"h","gspmd":"<@mesh, [{\"_axis_0\"}, {}]>","shardy":"<@mesh, [{\"_axis_0\"}, {\"_axis_1\"}]>","shardy_origins":{"_axis_0":"output: 0","_axis_1":"output: 0"}}]
-// JSON-SAME: "fix":{"gspmd_cheaper":false,"sdy":"%c = sdy.sharding_constraint %v <@mesh, [{\"_axis_0\"}, {}]> : tensor<8x32xf32>","jax":"h = jax.lax.with_sharding_constraint(h, NamedSharding(mesh, P('_axis_0', None)))","jax_spelled":true,"divergences_after":0
+// JSON-SAME: "fix":{"gspmd_cheaper":false,"constraints":[{"op":"stablehlo.abs","line":{{[0-9]+}},"col":3,"sdy":"%c = sdy.sharding_constraint %v <@mesh, [{\"_axis_0\"}, {}]> : tensor<8x32xf32>","jax":"h = jax.lax.with_sharding_constraint(h, NamedSharding(mesh, P('_axis_0', None)))","jax_spelled":true}],"divergences_after":0
 
 // NOGSPMD: no GSPMD shardings (mhlo.sharding, @Sharding) to migrate from
 // NOGSPMD: exit=1

@@ -24,8 +24,9 @@
 // CHECK-NEXT:        Shardy: <@mesh, [{"_axis_0"}, {}, {"_axis_1"}]>
 // CHECK:        communication                25165824 B               12582912 B
 // CHECK-NEXT:     over _axis_1               25165824 B               12582912 B
-// CHECK:      GSPMD's choice is not cheaper; to make Shardy take it at the first divergence, add:
-// CHECK-NEXT:   sdy: %c = sdy.sharding_constraint %v <@mesh, [{"_axis_0"}, {}, {}]> : tensor<8x128x4096xf32>
-// CHECK-NEXT:   jax: x = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P('_axis_0', None, None)))
+// CHECK:      GSPMD's choice is not cheaper; to make Shardy take it, add (first divergence first):
+// CHECK-NEXT:   after stablehlo.dot_general at [[LINE]]:5
+// CHECK-NEXT:     sdy: %c = sdy.sharding_constraint %v <@mesh, [{"_axis_0"}, {}, {}]> : tensor<8x128x4096xf32>
+// CHECK-NEXT:     jax: x = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P('_axis_0', None, None)))
 // CHECK-NEXT: re-planned with it: 0 value(s) sharded differently
 // CHECK:        communication                25165824 B               25165824 B
