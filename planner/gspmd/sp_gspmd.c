@@ -653,7 +653,7 @@ static cm_status parse_devices(parser *p, sp_hlo_sharding *s)
     return CM_OK;
 }
 
-static cm_status parse_single(parser *p, sp_hlo_sharding *s)
+static cm_status parse_single_v2(parser *p, sp_hlo_sharding *s)
 {
     size_t open = p->i;
     cm_status rc = expect(p, '{');
@@ -779,6 +779,260 @@ static cm_status parse_single(parser *p, sp_hlo_sharding *s)
     return CM_OK;
 }
 
+/* ---- V3 (named) text ---------------------------------------------------------------- */
+
+/* `'name'` into an arena string. */
+static cm_status v3_name(parser *p, const char **out)
+{
+    skip_ws(p);
+    size_t at = p->i;
+    if (p->i >= p->n || p->t[p->i] != '\'') {
+        return col_error(p->err, at, "expected %s", "a quoted axis name");
+    }
+    size_t start = ++p->i;
+    while (p->i < p->n && p->t[p->i] != '\'') {
+        p->i++;
+    }
+    if (p->i >= p->n || p->i == start) {
+        return col_error(p->err, at, "unterminated or empty %s", "axis name");
+    }
+    *out = cm_arena_strndup(p->a, p->t + start, p->i - start);
+    p->i++;
+    return *out != NULL ? CM_OK : cm_error_oom(p->err);
+}
+
+/* `'a'` or `'a':(2)4`. */
+static cm_status v3_ref(parser *p, sp_axis_ref *r)
+{
+    cm_status rc = v3_name(p, &r->name);
+    r->pre_size = 0;
+    r->size = 0;
+    if (rc == CM_OK && eat(p, ':')) {
+        rc = expect(p, '(');
+        if (rc == CM_OK) {
+            rc = parse_int(p, &r->pre_size);
+        }
+        if (rc == CM_OK) {
+            rc = expect(p, ')');
+        }
+        if (rc == CM_OK) {
+            rc = parse_int(p, &r->size);
+        }
+        if (rc == CM_OK && (r->pre_size < 1 || r->size < 1)) {
+            return col_error(p->err, p->i, "%s", "a sub-axis needs positive sizes");
+        }
+    }
+    return rc;
+}
+
+/* `{'a', 'b'}` (open with `?` when dims) into a new axis list. */
+static cm_status v3_ref_list(parser *p, sp_axis_ref **out, uint32_t *n_out, bool *open)
+{
+    cm_status rc = expect(p, '{');
+    sp_axis_ref refs[SP_HLO_MAX_DIMS];
+    uint32_t n = 0;
+    if (open != NULL) {
+        *open = false;
+    }
+    while (rc == CM_OK && !eat(p, '}')) {
+        if (open != NULL && eat(p, '?')) {
+            *open = true;
+        } else if (n >= SP_HLO_MAX_DIMS) {
+            return col_error(p->err, p->i, "too many %s", "axes");
+        } else {
+            rc = v3_ref(p, &refs[n++]);
+        }
+        if (rc == CM_OK && !eat(p, ',')) {
+            rc = expect(p, '}');
+            break;
+        }
+    }
+    if (rc != CM_OK) {
+        return rc;
+    }
+    *out = cm_arena_memdup(p->a, refs, n, sizeof *refs);
+    *n_out = n;
+    return n == 0 || *out != NULL ? CM_OK : cm_error_oom(p->err);
+}
+
+/* After `{mesh`: the mesh, then the dims or `replicated` / `manual`, then
+ * the named axis lists, up to the closing brace. */
+static cm_status parse_v3(parser *p, sp_hlo_sharding *s)
+{
+    sp_mesh *mesh = cm_arena_zalloc(p->a, sizeof *mesh);
+    sp_sharding *sh = cm_arena_zalloc(p->a, sizeof *sh);
+    sp_mesh_axis axes[SP_HLO_MAX_DIMS];
+    if (mesh == NULL || sh == NULL) {
+        return cm_error_oom(p->err);
+    }
+    cm_status rc = expect(p, '[');
+    uint32_t n_axes = 0;
+    while (rc == CM_OK && !eat(p, ']')) {
+        if (n_axes >= SP_HLO_MAX_DIMS) {
+            return col_error(p->err, p->i, "too many %s", "mesh axes");
+        }
+        rc = v3_name(p, &axes[n_axes].name);
+        if (rc == CM_OK) {
+            rc = expect(p, '=');
+        }
+        if (rc == CM_OK) {
+            rc = parse_int(p, &axes[n_axes].size);
+        }
+        if (rc == CM_OK && axes[n_axes].size < 1) {
+            return col_error(p->err, p->i, "%s", "a mesh axis needs a positive size");
+        }
+        n_axes++;
+        if (rc == CM_OK && !eat(p, ',')) {
+            rc = expect(p, ']');
+            break;
+        }
+    }
+    if (rc != CM_OK) {
+        return rc;
+    }
+    mesh->axes = cm_arena_memdup(p->a, axes, n_axes, sizeof *axes);
+    mesh->n_axes = n_axes;
+    if (n_axes > 0 && mesh->axes == NULL) {
+        return cm_error_oom(p->err);
+    }
+    sh->mesh = mesh;
+    s->kind = SP_HLO_NAMED;
+    s->named = sh;
+    bool have_dims = false;
+    while (rc == CM_OK && !eat(p, '}')) {
+        rc = expect(p, ',');
+        skip_ws(p);
+        size_t at = p->i;
+        if (rc != CM_OK) {
+            break;
+        }
+        if (eat_word(p, "device_ids")) {
+            int64_t ids[4096];
+            uint32_t n = 0;
+            rc = expect(p, '=');
+            if (rc == CM_OK) {
+                rc = expect(p, '(');
+            }
+            while (rc == CM_OK && !eat(p, ')')) {
+                if (n >= 4096) {
+                    return col_error(p->err, p->i, "too many %s", "device ids");
+                }
+                rc = parse_int(p, &ids[n++]);
+                if (rc == CM_OK && !eat(p, ',')) {
+                    rc = expect(p, ')');
+                    break;
+                }
+            }
+            if (rc == CM_OK) {
+                mesh->device_ids = dup_i64(p->a, ids, n);
+                mesh->n_device_ids = n;
+                rc = mesh->device_ids != NULL ? CM_OK : cm_error_oom(p->err);
+            }
+        } else if (eat_word(p, "replicated")) {
+            skip_ws(p);
+            if (p->i < p->n && p->t[p->i] == '=') {
+                p->i++;
+                rc = v3_ref_list(p, &sh->replicated, &sh->n_replicated, NULL);
+            } else {
+                s->named_all = true;
+            }
+        } else if (eat_word(p, "manual")) {
+            skip_ws(p);
+            if (p->i < p->n && p->t[p->i] == '=') {
+                p->i++;
+                rc = v3_ref_list(p, &s->manual, &s->n_manual, NULL);
+            } else {
+                s->named_all = true;
+                s->named_manual = true;
+            }
+        } else if (eat_word(p, "unreduced")) {
+            rc = expect(p, '=');
+            if (rc == CM_OK) {
+                rc = v3_ref_list(p, &sh->unreduced, &sh->n_unreduced, NULL);
+            }
+        } else if (p->i < p->n && p->t[p->i] == '[' && !have_dims) {
+            p->i++;
+            sp_dim_sharding dims[SP_HLO_MAX_DIMS];
+            uint32_t rank = 0;
+            while (rc == CM_OK && !eat(p, ']')) {
+                if (rank >= SP_HLO_MAX_DIMS) {
+                    return col_error(p->err, p->i, "too many %s", "dims");
+                }
+                bool open = false;
+                rc = v3_ref_list(p, &dims[rank].axes, &dims[rank].n_axes, &open);
+                dims[rank].is_closed = !open;
+                dims[rank].priority = -1;
+                rank++;
+                if (rc == CM_OK && !eat(p, ',')) {
+                    rc = expect(p, ']');
+                    break;
+                }
+            }
+            if (rc == CM_OK) {
+                sh->dims = cm_arena_memdup(p->a, dims, rank, sizeof *dims);
+                sh->rank = rank;
+                have_dims = true;
+                rc = rank == 0 || sh->dims != NULL ? CM_OK : cm_error_oom(p->err);
+            }
+        } else {
+            return col_error(p->err, at, "unexpected %s in the HLO sharding", "text");
+        }
+    }
+    if (rc == CM_OK && !have_dims && !s->named_all) {
+        return col_error(p->err, p->i, "%s",
+                         "a named sharding needs its dims, replicated or manual");
+    }
+    if (rc == CM_OK) {
+        cm_error e;
+        cm_error_clear(&e);
+        if (sp_mesh_verify(mesh, &e) != CM_OK) {
+            return cm_error_set(p->err, CM_EINVAL, "col 1", "the mesh: %s", e.msg);
+        }
+        if (!s->named_all && sp_sharding_verify(sh, mesh, sh->rank, NULL, &e) != CM_OK) {
+            return cm_error_set(p->err, CM_EINVAL, "col 1", "%s", e.msg);
+        }
+    }
+    return rc;
+}
+
+/* `{single_device[device_id=N]}` / `{maximal_mesh[device_id=N]}` after the word. */
+static cm_status parse_v3_device(parser *p, sp_hlo_sharding *s)
+{
+    cm_status rc = expect(p, '[');
+    if (rc == CM_OK && !eat_word(p, "device_id")) {
+        return col_error(p->err, p->i, "expected %s", "device_id=");
+    }
+    if (rc == CM_OK) {
+        rc = expect(p, '=');
+    }
+    if (rc == CM_OK) {
+        rc = parse_int(p, &s->device);
+    }
+    if (rc == CM_OK) {
+        rc = expect(p, ']');
+    }
+    if (rc == CM_OK) {
+        rc = expect(p, '}');
+    }
+    s->kind = SP_HLO_MAXIMAL;
+    return rc;
+}
+
+static cm_status parse_single(parser *p, sp_hlo_sharding *s)
+{
+    size_t open = p->i;
+    cm_status rc = expect(p, '{');
+    memset(s, 0, sizeof *s);
+    if (rc == CM_OK && eat_word(p, "mesh")) {
+        return parse_v3(p, s);
+    }
+    if (rc == CM_OK && (eat_word(p, "single_device") || eat_word(p, "maximal_mesh"))) {
+        return parse_v3_device(p, s);
+    }
+    p->i = open;
+    return parse_single_v2(p, s);
+}
+
 cm_status sp_hlo_sharding_parse(const char *text, size_t len, cm_arena *a, sp_hlo_sharding **out,
                                 cm_error *err)
 {
@@ -853,6 +1107,78 @@ static void print_list(cm_buf *b, const int64_t *v, uint32_t n)
     }
 }
 
+static void v3_axis(cm_buf *b, const sp_axis_ref *r)
+{
+    cm_buf_printf(b, "'%s'", r->name);
+    if (r->pre_size != 0) {
+        cm_buf_printf(b, ":(%lld)%lld", (long long)r->pre_size, (long long)r->size);
+    }
+}
+
+static void v3_axes(cm_buf *b, const char *key, const sp_axis_ref *axes, uint32_t n)
+{
+    cm_buf_printf(b, ", %s={", key);
+    for (uint32_t i = 0; i < n; i++) {
+        cm_buf_puts(b, i > 0 ? ", " : "");
+        v3_axis(b, &axes[i]);
+    }
+    cm_buf_putc(b, '}');
+}
+
+void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_ref *manual,
+                     uint32_t n_manual, bool simplify, cm_buf *b)
+{
+    if (mesh->n_axes == 0 && mesh->n_device_ids > 0) {
+        cm_buf_printf(b, "{single_device[device_id=%lld]}", (long long)mesh->device_ids[0]);
+        return;
+    }
+    bool replicated = s->n_unreduced == 0;
+    for (uint32_t d = 0; d < s->rank && replicated; d++) {
+        replicated = s->dims[d].n_axes == 0 && s->dims[d].is_closed;
+    }
+    if (simplify && replicated) {
+        cm_buf_puts(b, "{mesh[], replicated}");
+        return;
+    }
+    cm_buf_puts(b, "{mesh[");
+    for (uint32_t i = 0; i < mesh->n_axes; i++) {
+        cm_buf_printf(b, "%s'%s'=%lld", i > 0 ? "," : "", mesh->axes[i].name,
+                      (long long)mesh->axes[i].size);
+    }
+    cm_buf_putc(b, ']');
+    if (mesh->n_device_ids > 0) {
+        cm_buf_puts(b, ", device_ids=(");
+        for (uint32_t i = 0; i < mesh->n_device_ids; i++) {
+            cm_buf_printf(b, "%s%lld", i > 0 ? "," : "", (long long)mesh->device_ids[i]);
+        }
+        cm_buf_putc(b, ')');
+    }
+    cm_buf_puts(b, ", [");
+    for (uint32_t d = 0; d < s->rank; d++) {
+        const sp_dim_sharding *ds = &s->dims[d];
+        cm_buf_puts(b, d > 0 ? ", {" : "{");
+        for (uint32_t k = 0; k < ds->n_axes; k++) {
+            cm_buf_puts(b, k > 0 ? ", " : "");
+            v3_axis(b, &ds->axes[k]);
+        }
+        if (!ds->is_closed) {
+            cm_buf_puts(b, ds->n_axes > 0 ? ", ?" : "?");
+        }
+        cm_buf_putc(b, '}');
+    }
+    cm_buf_putc(b, ']');
+    if (s->n_replicated > 0) {
+        v3_axes(b, "replicated", s->replicated, s->n_replicated);
+    }
+    if (s->n_unreduced > 0) {
+        v3_axes(b, "unreduced", s->unreduced, s->n_unreduced);
+    }
+    if (n_manual > 0) {
+        v3_axes(b, "manual", manual, n_manual);
+    }
+    cm_buf_putc(b, '}');
+}
+
 static void print_single(const sp_hlo_sharding *s, cm_buf *b)
 {
     static const char *const sub_names[] = {"replicated", "manual", "unreduced"};
@@ -868,6 +1194,26 @@ static void print_single(const sp_hlo_sharding *s, cm_buf *b)
         return;
     case SP_HLO_MAXIMAL:
         cm_buf_printf(b, "{maximal device=%lld}", (long long)s->device);
+        return;
+    case SP_HLO_NAMED:
+        if (s->named_all) {
+            /* `{mesh[...], replicated}`: the mesh part, then the word */
+            cm_buf t;
+            cm_buf_init(&t);
+            sp_sharding none = *s->named;
+            none.rank = 0;
+            none.n_replicated = 0;
+            none.n_unreduced = 0;
+            sp_hlo_v3_print(&none, s->named->mesh, NULL, 0, false, &t);
+            /* "{mesh[...], []}" -> "{mesh[...], replicated}" */
+            if (!t.oom && t.len >= 5) {
+                cm_buf_append(b, t.data, t.len - 3);
+                cm_buf_puts(b, s->named_manual ? "manual}" : "replicated}");
+            }
+            cm_buf_fini(&t);
+            return;
+        }
+        sp_hlo_v3_print(s->named, s->named->mesh, s->manual, s->n_manual, false, b);
         return;
     case SP_HLO_TILED:
     case SP_HLO_TUPLE:
@@ -1080,6 +1426,34 @@ cm_status sp_hlo_to_sdy(const sp_hlo_sharding *s, const sp_mesh *global, const c
         break;
     case SP_HLO_UNKNOWN:
         r = new_sharding(a, mesh_name, rank, false);
+        break;
+    case SP_HLO_NAMED:
+        if (s->named_all) {
+            r = new_sharding(a, mesh_name, rank, true);
+        } else if (s->named->rank != rank) {
+            return cm_error_set(err, CM_EINVAL, NULL,
+                                "the sharding has %u dims but the tensor has rank %u",
+                                s->named->rank, rank);
+        } else {
+            r = sp_sharding_clone(a, s->named);
+            if (r != NULL) {
+                r->mesh = NULL;
+                r->mesh_name = mesh_name;
+                /* the clone shares the axis names: give them a's lifetime */
+                for (uint32_t d = 0; d <= r->rank && r != NULL; d++) {
+                    sp_axis_ref *ax = d < r->rank ? r->dims[d].axes : r->replicated;
+                    uint32_t n = d < r->rank ? r->dims[d].n_axes : r->n_replicated;
+                    for (uint32_t k = 0; k < n && r != NULL; k++) {
+                        ax[k].name = cm_arena_strdup(a, ax[k].name);
+                        r = ax[k].name != NULL ? r : NULL;
+                    }
+                }
+                for (uint32_t k = 0; r != NULL && k < r->n_unreduced; k++) {
+                    r->unreduced[k].name = cm_arena_strdup(a, r->unreduced[k].name);
+                    r = r->unreduced[k].name != NULL ? r : NULL;
+                }
+            }
+        }
         break;
     case SP_HLO_TILED:
     default:

@@ -28,7 +28,8 @@ typedef enum sp_hlo_kind {
     SP_HLO_UNKNOWN,        /* {unknown} */
     SP_HLO_MAXIMAL,        /* {maximal device=N} */
     SP_HLO_TILED,          /* {devices=[...]...} */
-    SP_HLO_TUPLE           /* {{...}, {...}} */
+    SP_HLO_TUPLE,          /* {{...}, {...}} */
+    SP_HLO_NAMED           /* V3: {mesh['a'=2], [{'a'}, {}], replicated={...}} */
 } sp_hlo_kind;
 
 /* The kind of a trailing tile dimension (last_tile_dims={...}). */
@@ -61,19 +62,34 @@ struct sp_hlo_sharding {
     uint32_t n_subgroups;
     sp_hlo_sharding *elems; /* SP_HLO_TUPLE */
     uint32_t n_elems;
+    sp_sharding *named;  /* SP_HLO_NAMED: on its inlined mesh (named->mesh) */
+    sp_axis_ref *manual; /* SP_HLO_NAMED: the manual={...} axes */
+    uint32_t n_manual;
+    bool named_all;    /* SP_HLO_NAMED without dims: `replicated` or `manual` */
+    bool named_manual; /* ... and it is `manual` */
 };
 
 /* Parses the HLO sharding text of len bytes (need not be NUL-terminated),
  * every form XLA prints: {replicated}, {manual}, {unknown}, {maximal
  * device=N}, {devices=[d,...]<=[r,...]T(p,...)} and explicit device lists,
  * last_tile_dim_replicate, last_tile_dims={manual, replicated, unreduced},
- * metadata={...} (skipped) and tuples {{...}, {...}} with XLA's index comments. The
+ * metadata={...} (skipped), tuples {{...}, {...}} with XLA's index comments,
+ * and the V3 (named) forms {mesh['a'=2,'b'=2], device_ids=(...), [{'a', ?},
+ * {}], replicated={'b'}, unreduced={...}, manual={...}}, {mesh[...],
+ * replicated|manual}, {single_device[device_id=N]}. The
  * result is normalised as XLA normalises it (a tile assignment that
  * replicates everything is {replicated}, one that is all manual is
  * {manual}, an explicit list that is an iota becomes the iota). Errors:
  * CM_EINVAL with err->path "col N" (1-based, in text), CM_ENOMEM. */
 cm_status sp_hlo_sharding_parse(const char *text, size_t len, cm_arena *a, sp_hlo_sharding **out,
                                 cm_error *err);
+
+/* Appends XLA's HLO sharding V3 text (NamedSharding) of sdy sharding s on
+ * mesh, with the n_manual manual axes: `{mesh['a'=2,'b'=2], [{'a'}, {?}],
+ * replicated={'b'}}`, `{single_device[device_id=N]}` for a maximal mesh,
+ * and with simplify `{mesh[], replicated}` for a fully replicated one. */
+void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_ref *manual,
+                     uint32_t n_manual, bool simplify, cm_buf *b);
 
 /* Appends XLA's text of s (HloSharding::ToString without metadata). */
 void sp_hlo_sharding_print(const sp_hlo_sharding *s, cm_buf *b);
@@ -100,7 +116,8 @@ cm_status sp_hlo_local_mesh(const sp_hlo_sharding *s, int64_t *sizes_out, uint32
  * mesh_name), as XLA's import does: maximal shardings go to the mesh named
  * maximal_name (rank 0, closed), replicated, manual and unknown ones are
  * all-empty dims (open for unknown or open_dims), and a tiled one maps each
- * local mesh axis to the global axes or sub-axes it spans. Errors:
+ * local mesh axis to the global axes or sub-axes it spans; a V3 (named)
+ * one is its own sharding on mesh_name (the name its mesh was given). Errors:
  * CM_EINVAL (local mesh incompatible with global), CM_ENOMEM. */
 cm_status sp_hlo_to_sdy(const sp_hlo_sharding *s, const sp_mesh *global, const char *mesh_name,
                         const char *maximal_name, uint32_t rank, bool open_dims, cm_arena *a,

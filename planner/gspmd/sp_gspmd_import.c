@@ -282,6 +282,9 @@ typedef struct collect_ctx {
     bool have_axes;
     int64_t *devices; /* maximal device ids, sorted, unique */
     uint32_t n_devices, cap_devices;
+    const sp_mesh *named[64]; /* the distinct meshes of V3 shardings, first first */
+    const char *named_names[64];
+    uint32_t n_named;
     cm_error *err;
 } collect_ctx;
 
@@ -297,6 +300,20 @@ static cm_status collect_leaf(sp_module *m, const site *s, const sp_hlo_sharding
             return cm_error_oom(c->err);
         }
         c->devices[c->n_devices++] = h->device;
+        return CM_OK;
+    }
+    if (h->kind == SP_HLO_NAMED) {
+        for (uint32_t i = 0; i < c->n_named; i++) {
+            if (sp_mesh_equal(c->named[i], h->named->mesh)) {
+                return CM_OK;
+            }
+        }
+        if (c->n_named >= 64) {
+            cm_error e;
+            cm_error_set(&e, CM_EINVAL, NULL, "more than 64 different meshes");
+            return site_error(m, s, &e, c->err);
+        }
+        c->named[c->n_named++] = h->named->mesh;
         return CM_OK;
     }
     if (h->kind != SP_HLO_TILED) {
@@ -348,6 +365,7 @@ static cm_status collect_site(sp_module *m, const site *s, void *vctx)
 typedef struct convert_ctx {
     cm_arena scratch;
     const sp_mesh *mesh;
+    const collect_ctx *col; /* the V3 meshes and their names */
     cm_error *err;
 } convert_ctx;
 
@@ -373,7 +391,13 @@ static cm_status convert_leaf(sp_module *m, const site *s, const sp_hlo_sharding
     if (h->kind == SP_HLO_MAXIMAL && mx == NULL) {
         return cm_error_oom(c->err);
     }
-    if (sp_hlo_to_sdy(h, c->mesh, GLOBAL_MESH, mx, rank, false, &m->arena, out, &e) != CM_OK) {
+    const char *mesh_name = GLOBAL_MESH;
+    for (uint32_t i = 0; h->kind == SP_HLO_NAMED && i < c->col->n_named; i++) {
+        if (sp_mesh_equal(c->col->named[i], h->named->mesh)) {
+            mesh_name = c->col->named_names[i];
+        }
+    }
+    if (sp_hlo_to_sdy(h, c->mesh, mesh_name, mx, rank, false, &m->arena, out, &e) != CM_OK) {
         return site_error(m, s, &e, c->err);
     }
     return CM_OK;
@@ -467,7 +491,7 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err)
     cm_arena_init(&c.scratch, 0);
     c.err = err;
     cm_status rc = for_each_site(m, collect_site, &c);
-    if (rc != CM_OK || (c.n_axes == 0 && c.n_devices == 0)) {
+    if (rc != CM_OK || (c.n_axes == 0 && c.n_devices == 0 && c.n_named == 0)) {
         /* no sharding that needs a mesh: the module is left as it is */
         cm_arena_fini(&c.scratch);
         cm_free(c.devices);
@@ -497,7 +521,37 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err)
         }
     }
     mesh->n_axes = c.n_axes;
-    rc = insert_mesh(m, 0, GLOBAL_MESH, mesh);
+    /* the global mesh when V2 shardings need it (or only maximal ones exist),
+     * then one per distinct V3 mesh, then the maximal meshes */
+    uint32_t at = 0;
+    rc = CM_OK;
+    if (c.n_axes > 0 || c.n_named == 0) {
+        rc = insert_mesh(m, at++, GLOBAL_MESH, mesh);
+    }
+    uint32_t counter = 0;
+    for (uint32_t i = 0; i < c.n_named && rc == CM_OK; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "%s", GLOBAL_MESH);
+        while (sp_module_mesh(m, nm) != NULL || sp_module_func(m, nm) != SP_NONE) {
+            snprintf(nm, sizeof nm, "%s_%u", GLOBAL_MESH, counter++);
+        }
+        sp_mesh *copy = cm_arena_zalloc(&m->arena, sizeof *copy);
+        const char *name = sp_module_str(m, nm, strlen(nm));
+        if (copy == NULL || name == NULL) {
+            rc = CM_ENOMEM;
+            break;
+        }
+        *copy = *c.named[i];
+        copy->axes =
+            cm_arena_memdup(&m->arena, c.named[i]->axes, c.named[i]->n_axes, sizeof *copy->axes);
+        copy->device_ids = cm_arena_memdup(&m->arena, c.named[i]->device_ids,
+                                           c.named[i]->n_device_ids, sizeof *copy->device_ids);
+        for (uint32_t k = 0; copy->axes != NULL && k < copy->n_axes; k++) {
+            copy->axes[k].name = sp_module_str(m, copy->axes[k].name, strlen(copy->axes[k].name));
+        }
+        c.named_names[i] = name;
+        rc = insert_mesh(m, at++, name, copy);
+    }
     for (uint32_t i = 0; i < c.n_devices && rc == CM_OK; i++) {
         sp_mesh *mx = cm_arena_zalloc(&m->arena, sizeof *mx);
         int64_t *ids = cm_arena_alloc(&m->arena, sizeof *ids);
@@ -510,7 +564,7 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err)
         ids[0] = c.devices[i];
         mx->device_ids = ids;
         mx->n_device_ids = 1;
-        rc = insert_mesh(m, 1 + i, nm, mx);
+        rc = insert_mesh(m, at++, nm, mx);
     }
     if (rc != CM_OK) {
         rc = cm_error_oom(err);
@@ -520,6 +574,7 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err)
     memset(&v, 0, sizeof v);
     cm_arena_init(&v.scratch, 0);
     v.mesh = mesh;
+    v.col = &c;
     v.err = err;
     rc = for_each_site(m, convert_site, &v);
     cm_arena_fini(&v.scratch);
@@ -646,75 +701,6 @@ static sp_attr *string_of(sp_module *m, const cm_buf *b)
     return v;
 }
 
-static void v3_axis(cm_buf *b, const sp_axis_ref *r)
-{
-    cm_buf_printf(b, "'%s'", r->name);
-    if (r->pre_size != 0) {
-        cm_buf_printf(b, ":(%lld)%lld", (long long)r->pre_size, (long long)r->size);
-    }
-}
-
-static void v3_axes(cm_buf *b, const char *key, const sp_axis_ref *axes, uint32_t n)
-{
-    cm_buf_printf(b, ", %s={", key);
-    for (uint32_t i = 0; i < n; i++) {
-        cm_buf_puts(b, i > 0 ? ", " : "");
-        v3_axis(b, &axes[i]);
-    }
-    cm_buf_putc(b, '}');
-}
-
-/* XLA's HLO sharding V3 text (NamedSharding::ToString) of s on mesh. */
-static void v3_print(cm_buf *b, const sp_sharding *s, const sp_mesh *mesh, bool simplify)
-{
-    if (mesh->n_axes == 0 && mesh->n_device_ids > 0) {
-        cm_buf_printf(b, "{single_device[device_id=%lld]}", (long long)mesh->device_ids[0]);
-        return;
-    }
-    bool replicated = s->n_unreduced == 0;
-    for (uint32_t d = 0; d < s->rank && replicated; d++) {
-        replicated = s->dims[d].n_axes == 0 && s->dims[d].is_closed;
-    }
-    if (simplify && replicated) {
-        cm_buf_puts(b, "{mesh[], replicated}");
-        return;
-    }
-    cm_buf_puts(b, "{mesh[");
-    for (uint32_t i = 0; i < mesh->n_axes; i++) {
-        cm_buf_printf(b, "%s'%s'=%lld", i > 0 ? "," : "", mesh->axes[i].name,
-                      (long long)mesh->axes[i].size);
-    }
-    cm_buf_putc(b, ']');
-    if (mesh->n_device_ids > 0) {
-        cm_buf_puts(b, ", device_ids=(");
-        for (uint32_t i = 0; i < mesh->n_device_ids; i++) {
-            cm_buf_printf(b, "%s%lld", i > 0 ? "," : "", (long long)mesh->device_ids[i]);
-        }
-        cm_buf_putc(b, ')');
-    }
-    cm_buf_puts(b, ", [");
-    for (uint32_t d = 0; d < s->rank; d++) {
-        const sp_dim_sharding *ds = &s->dims[d];
-        cm_buf_puts(b, d > 0 ? ", {" : "{");
-        for (uint32_t k = 0; k < ds->n_axes; k++) {
-            cm_buf_puts(b, k > 0 ? ", " : "");
-            v3_axis(b, &ds->axes[k]);
-        }
-        if (!ds->is_closed) {
-            cm_buf_puts(b, ds->n_axes > 0 ? ", ?" : "?");
-        }
-        cm_buf_putc(b, '}');
-    }
-    cm_buf_putc(b, ']');
-    if (s->n_replicated > 0) {
-        v3_axes(b, "replicated", s->replicated, s->n_replicated);
-    }
-    if (s->n_unreduced > 0) {
-        v3_axes(b, "unreduced", s->unreduced, s->n_unreduced);
-    }
-    cm_buf_putc(b, '}');
-}
-
 /* Appends the mhlo.sharding text of s (op's position for errors). */
 static cm_status sharding_text(sp_module *m, const sp_sharding *s, uint32_t op, export_ctx *c,
                                cm_buf *b)
@@ -729,7 +715,7 @@ static cm_status sharding_text(sp_module *m, const sp_sharding *s, uint32_t op, 
                             s->mesh_name != NULL ? s->mesh_name : "?");
     }
     if (c->o != NULL && c->o->hlo_sharding_v3) {
-        v3_print(b, s, mesh, c->o->simplify_replicated);
+        sp_hlo_v3_print(s, mesh, NULL, 0, c->o->simplify_replicated, b);
         return CM_OK;
     }
     sp_hlo_sharding *h;

@@ -72,6 +72,20 @@ static const char *const round_trip[][2] = {
     {"{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, {manual}}",
      "{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, /*index=5*/{manual}}"},
     {"{}", "{}"},
+    /* V3 (named) text, as XLA's enable-hlo-sharding-v3 writes it */
+    {"{mesh['a'=2,'b'=2], [{'a', ?}, {}], replicated={'b'}}",
+     "{mesh['a'=2,'b'=2], [{'a', ?}, {}], replicated={'b'}}"},
+    {"{mesh['x'=8,'y'=4], [{'x':(1)2, 'x':(4)2}, {}], unreduced={'y'}}",
+     "{mesh['x'=8,'y'=4], [{'x':(1)2, 'x':(4)2}, {}], unreduced={'y'}}"},
+    {"{mesh['i'=2,'j'=2], [{'i'}, {}], manual={'j'}}",
+     "{mesh['i'=2,'j'=2], [{'i'}, {}], manual={'j'}}"},
+    {"{mesh['x'=8,'y'=4], manual}", "{mesh['x'=8,'y'=4], manual}"},
+    {"{mesh[], replicated}", "{mesh[], replicated}"},
+    {"{mesh['a'=2,'b'=2], device_ids=(0,2,1,3), [{'a'}]}",
+     "{mesh['a'=2,'b'=2], device_ids=(0,2,1,3), [{'a'}]}"},
+    {"{single_device[device_id=5]}", "{maximal device=5}"},
+    {"{{mesh['x'=8,'y'=4], [{'x'}, {}]}, {mesh['x'=8,'y'=4], replicated}}",
+     "{{mesh['x'=8,'y'=4], [{'x'}, {}]}, {mesh['x'=8,'y'=4], replicated}}"},
 };
 
 static void test_sp_hlo_sharding_round_trips(void **state)
@@ -129,6 +143,10 @@ static const char *const bad[][2] = {
     {"{devices=[99999999999,99999999999]<=[4]}", "col 10"},
     {"{replicated} x", "col 14"},
     {"{frobnicate}", "col 2"},
+    {"{mesh['a'=2], [{'b'}]}", "col 1"},
+    {"{mesh['a'=0], [{'a'}]}", "col 12"},
+    {"{mesh['a'=2], [{'a'}], bogus}", "col 24"},
+    {"{single_device[device=1]}", "col 16"},
 };
 
 static void test_sp_hlo_sharding_parse_rejects_bad_text(void **state)
