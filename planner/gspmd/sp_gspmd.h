@@ -207,8 +207,10 @@ bool sp_gspmd_detect_round_trip(const sp_module *m);
  * sdy.sharding_constraint, @xla.sdy.ShardingGroup sdy.sharding_group, and
  * the shard_maps manual computations (sp_gspmd_shard_map_import). With
  * hlo_sharding_v3 (XLA's enable-hlo-sharding-v3) the shardings are V3
- * mhlo.sharding text, which is not read yet: only the rules are imported and
- * a V3 sharding that would be kept is an error. Errors: CM_EINVAL at the
+ * mhlo.sharding text instead: those of arguments, results and the ops above
+ * are imported (sp_gspmd_import_shardings), the others dropped; the meshes
+ * are not lifted and deduplicated across axis names as XLA does. Errors:
+ * CM_EINVAL at the
  * LINE:COL of the op or function whose attribute does not parse, CM_ENOMEM. */
 cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d,
                                      cm_error *err);

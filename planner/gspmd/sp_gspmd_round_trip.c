@@ -346,11 +346,9 @@ static cm_status import_op(sp_module *m, uint32_t op, void *vctx)
 {
     rt_ctx *c = vctx;
     sp_op *o = &m->ops[op];
-    if (c->v3 && sp_op_attr(m, op, "mhlo.sharding") != NULL && keeps_sharding(m, op)) {
-        return sp_gspmd_op_error(m, op, c->err,
-                                 "has an HLO sharding V3 text, which is not read yet");
-    }
-    if (o->kind != SP_OP_INFEED && o->kind != SP_OP_OUTFEED &&
+    /* V3 keeps the shardings of the ops that keep one in mhlo.sharding, for
+     * the import below; the others go */
+    if (o->kind != SP_OP_INFEED && o->kind != SP_OP_OUTFEED && !(c->v3 && keeps_sharding(m, op)) &&
         sp_op_attr(m, op, "mhlo.sharding") != NULL &&
         op_put(m, op, "mhlo.sharding", NULL) != CM_OK) {
         return cm_error_oom(c->err);
@@ -419,18 +417,6 @@ static cm_status import_func(sp_module *m, uint32_t f, bool v3, cm_error *err)
     const sp_type *ft = sp_func_type(m, f);
     if (ft == NULL) {
         return CM_OK;
-    }
-    for (uint32_t i = 0; v3 && i < ft->n_inputs + ft->n_results; i++) {
-        const sp_attr *d = list_item(sp_op_attr(m, f, i < ft->n_inputs ? "arg_attrs" : "res_attrs"),
-                                     i < ft->n_inputs ? i : i - ft->n_inputs);
-        if (d != NULL && d->kind == SP_ATTR_DICT &&
-            sp_attrs_get(d->u.dict.items, d->u.dict.n, "mhlo.sharding") != NULL) {
-            char path[32];
-            snprintf(path, sizeof path, "%u:%u", m->ops[f].line, m->ops[f].col);
-            return cm_error_set(err, CM_EINVAL, path,
-                                "an HLO sharding V3 text on a function %s is not read yet",
-                                i < ft->n_inputs ? "argument" : "result");
-        }
     }
     for (uint32_t i = 0; !v3 && i < ft->n_inputs; i++) {
         const sp_attr *d = list_item(sp_op_attr(m, f, "arg_attrs"), i);
@@ -578,6 +564,11 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diag
         if (m->ops[f].kind == SP_OP_FUNC_FUNC) {
             st = import_func(m, f, hlo_sharding_v3, err);
         }
+        top = &m->blocks[m->body];
+    }
+    /* V3: the kept mhlo.sharding texts name their meshes; import them */
+    if (st == CM_OK && hlo_sharding_v3) {
+        st = sp_gspmd_import_shardings(m, err);
         top = &m->blocks[m->body];
     }
     for (uint32_t i = 0; i < top->n_ops && st == CM_OK; i++) {
