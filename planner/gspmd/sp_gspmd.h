@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: GSPMD (HLO) shardings, the `mhlo.sharding` strings XLA and JAX
- * print ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}"), read and written
- * as XLA's HloSharding text, and converted to a Shardy mesh and sdy
- * shardings the way XLA's Shardy import (-xla-sdy-import-shardings) does it,
- * and back the way its export does.
+ * print ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", and the V3 named
+ * form), read and written as XLA's HloSharding text, and converted to a
+ * Shardy mesh and sdy shardings the way XLA's Shardy import
+ * (-xla-sdy-import-shardings) does it, and back the way its export does;
+ * the module passes of XLA's Shardy import/export (GSPMD's and the sdy
+ * round trip's shard_maps, the xla.sdy frontend attributes) and the
+ * building blocks of the GSPMD -> Shardy migration report.
  * Ownership: parsed and converted objects live in the arena the caller
  * passes. Thread contract: reentrant; objects are not locked. */
 #ifndef SP_GSPMD_H
