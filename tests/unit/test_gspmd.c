@@ -352,13 +352,15 @@ static void test_sp_input_gspmd_error_has_line_col(void **state)
 
 typedef struct oom_ctx {
     sp_module *m;
+    const char *text;
+    cm_status (*fn)(sp_module *m, cm_error *err);
 } oom_ctx;
 
 static void oom_setup(void *vctx)
 {
     oom_ctx *c = vctx;
     cm_error err;
-    assert_int_equal(sp_mlir_read(gspmd_module, strlen(gspmd_module), 0, &c->m, &err), CM_OK);
+    assert_int_equal(sp_mlir_read(c->text, strlen(c->text), 0, &c->m, &err), CM_OK);
 }
 
 static cm_status oom_run(void *vctx)
@@ -366,7 +368,7 @@ static cm_status oom_run(void *vctx)
     oom_ctx *c = vctx;
     cm_error err;
     cm_error_clear(&err);
-    return sp_gspmd_import(c->m, &err);
+    return c->fn(c->m, &err);
 }
 
 static void oom_done(void *vctx, cm_status st)
@@ -377,12 +379,95 @@ static void oom_done(void *vctx, cm_status st)
     c->m = NULL;
 }
 
+static const char oom_shard_map[] =
+    "func.func @main(%arg0: tensor<8x8xf32> {mhlo.sharding = \"{devices=[8,1]<=[8]}\"}) -> "
+    "tensor<8x8xf32> {\n"
+    "  %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = \"{devices=[8,1]<=[8]}\"} : "
+    "(tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+    "  %1 = stablehlo.custom_call @SPMDFullToShardShape(%0) {mhlo.sharding = \"{manual}\"} : "
+    "(tensor<8x8xf32>) -> tensor<1x8xf32>\n"
+    "  %2 = call @shmap_body(%1) : (tensor<1x8xf32>) -> tensor<1x8xf32>\n"
+    "  %3 = stablehlo.custom_call @Sharding(%2) {mhlo.sharding = \"{manual}\"} : "
+    "(tensor<1x8xf32>) -> tensor<1x8xf32>\n"
+    "  %4 = stablehlo.custom_call @SPMDShardToFullShape(%3) {mhlo.sharding = "
+    "\"{devices=[8,1]<=[8]}\"} : (tensor<1x8xf32>) -> tensor<8x8xf32>\n"
+    "  return %4 : tensor<8x8xf32>\n"
+    "}\n"
+    "func.func @shmap_body(%arg0: tensor<1x8xf32>) -> tensor<1x8xf32> {\n"
+    "  %0 = stablehlo.abs %arg0 : tensor<1x8xf32>\n"
+    "  return %0 : tensor<1x8xf32>\n"
+    "}\n";
+
+static const char oom_round_trip[] =
+    "module attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "
+    "\"{mesh = #sdy.mesh<[\\22a\\22=4]>}\"}} {\n"
+    "  func.func @main(%arg0: tensor<8x8xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "
+    "\"#sdy.sharding<@mesh, [{\\22a\\22}, {}]>\"}}) -> tensor<8x8xf32> {\n"
+    "    %0 = stablehlo.custom_call @xla.sdy.GlobalToLocalShape(%arg0) "
+    "{mhlo.frontend_attributes = {xla.sdy.in_shardings = "
+    "\"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\", xla.sdy.manual_axes = "
+    "\"#sdy<manual_axes{\\22a\\22}>\"}} : (tensor<8x8xf32>) -> tensor<2x8xf32>\n"
+    "    %1 = call @xla.sdy.manual_computation_body(%0) : (tensor<2x8xf32>) -> tensor<2x8xf32>\n"
+    "    %2 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%1) "
+    "{mhlo.frontend_attributes = {xla.sdy.manual_axes = \"#sdy<manual_axes{\\22a\\22}>\", "
+    "xla.sdy.out_shardings = \"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\"}} "
+    ": (tensor<2x8xf32>) -> tensor<8x8xf32>\n"
+    "    %3 = stablehlo.custom_call @xla.sdy.FuncResultSharding(%2) {mhlo.frontend_attributes = "
+    "{xla.sdy.sharding = \"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\"}} : "
+    "(tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+    "    return %3 : tensor<8x8xf32>\n"
+    "  }\n"
+    "  func.func @xla.sdy.manual_computation_body(%arg0: tensor<2x8xf32>) -> tensor<2x8xf32> {\n"
+    "    return %arg0 : tensor<2x8xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char oom_v3[] =
+    "func.func @main(%arg0: tensor<8x16xf32> {mhlo.sharding = \"{mesh['d'=2,'m'=4], [{'d'}, "
+    "{'m', ?}], replicated={}}\"}, %arg1: tensor<4xf32> {mhlo.sharding = "
+    "\"{single_device[device_id=3]}\"}) -> tensor<8x16xf32> {\n"
+    "  return %arg0 : tensor<8x16xf32>\n"
+    "}\n";
+
+static cm_status round_trip_then_back(sp_module *m, cm_error *err)
+{
+    cm_status st = sp_gspmd_round_trip_import(m, false, NULL, err);
+    if (st == CM_OK) {
+        st = sp_gspmd_shard_map_export(m, err);
+    }
+    if (st == CM_OK) {
+        st = sp_gspmd_clone_manual_computation_calls(m, err);
+    }
+    return st;
+}
+
+static cm_status v3_import_export(sp_module *m, cm_error *err)
+{
+    cm_status st = sp_gspmd_import_shardings(m, err);
+    sp_gspmd_export_opts o = {true, true};
+    return st == CM_OK ? sp_gspmd_export(m, &o, err) : st;
+}
+
+static cm_status user_annotations(sp_module *m, cm_error *err)
+{
+    return sp_gspmd_import_user_annotations(m, err);
+}
+
+/* Every allocation of the imports and exports may fail: each attempt fails
+ * with CM_ENOMEM and leaks nothing, until one succeeds. */
 static void test_sp_gspmd_import_oom(void **state)
 {
     (void)state;
-    oom_ctx c = {NULL};
-    tu_oom t = {oom_setup, oom_run, oom_done};
-    tu_oom_loop(&t, &c, 10000);
+    const oom_ctx cases[] = {
+        {NULL, gspmd_module, sp_gspmd_import},  {NULL, gspmd_module, user_annotations},
+        {NULL, oom_shard_map, sp_gspmd_import}, {NULL, oom_round_trip, round_trip_then_back},
+        {NULL, oom_v3, v3_import_export},
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        oom_ctx c = cases[i];
+        tu_oom t = {oom_setup, oom_run, oom_done};
+        tu_oom_loop(&t, &c, 20000);
+    }
 }
 
 static void test_sp_gspmd_export_round_trip(void **state)
