@@ -172,11 +172,20 @@ static cm_status run_unflatten(sp_module *m, const pass_inv *inv, sp_diags *d, c
 }
 SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
 SIMPLE_PASS(run_xla_import_shardings, sp_gspmd_import_shardings(m, err))
-SIMPLE_PASS(run_xla_stablehlo_import, sp_gspmd_import(m, err))
+static cm_status run_xla_stablehlo_import(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                          cm_error *err)
+{
+    (void)inv;
+    (void)d;
+    /* XLA's pipeline imports the constants too (the loader keeps them) */
+    cm_status st = sp_gspmd_import(m, err);
+    return st == CM_OK ? sp_gspmd_import_constants(m, err) : st;
+}
 SIMPLE_PASS(run_xla_export_shardings, sp_gspmd_export_shardings(m, err))
 SIMPLE_PASS(run_gspmd_user_annotations, sp_gspmd_import_user_annotations(m, err))
 SIMPLE_PASS(run_xla_shard_map_export, sp_gspmd_shard_map_export(m, err))
 SIMPLE_PASS(run_xla_import_constants, sp_gspmd_import_constants(m, err))
+SIMPLE_PASS(run_xla_open_while_free_vars, sp_gspmd_open_while_free_vars(m, err))
 static cm_status run_xla_export_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d,
                                          cm_error *err)
 {
@@ -283,6 +292,7 @@ static const pass_def passes[] = {
     {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, xla_v3_opts},
     {"xla-sdy-round-trip-shard-map-export", run_xla_shard_map_export, NULL},
     {"xla-sdy-import-constants", run_xla_import_constants, NULL},
+    {"xla-sdy-open-while-free-vars-sharding", run_xla_open_while_free_vars, NULL},
     {"xla-sdy-stablehlo-export-pipeline", run_xla_export_pipeline, xla_export_opts},
     {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},

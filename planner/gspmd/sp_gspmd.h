@@ -153,7 +153,7 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err);
 /* The import the input loader runs on a detected GSPMD module:
  * sp_gspmd_import_shardings, sp_gspmd_manual_import, then the remaining
  * @Sharding custom calls become sdy.sharding_constraint (unspecified_dims
- * opened). Errors as those. */
+ * opened), then sp_gspmd_open_while_free_vars. Errors as those. */
 cm_status sp_gspmd_import(sp_module *m, cm_error *err);
 
 /* -xla-sdy-round-trip-shard-map-import: each call of a
@@ -165,6 +165,13 @@ cm_status sp_gspmd_import(sp_module *m, cm_error *err);
  * CM_EINVAL at the call's LINE:COL (also added to d, when not NULL, with the
  * "failed to legalize" error XLA's conversion adds), CM_ENOMEM. */
 cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err);
+
+/* -xla-sdy-open-while-free-vars-sharding: for every stablehlo.while, each
+ * value defined outside it and used inside that has a sharding (not of rank
+ * 0, not already fully open) goes through a fully open sdy.sharding_constraint
+ * placed before the while, so propagation may shard it freely inside, as
+ * XLA's import pipelines do. Errors: CM_ENOMEM. */
+cm_status sp_gspmd_open_while_free_vars(sp_module *m, cm_error *err);
 
 /* -xla-sdy-import-constants: every stablehlo.constant becomes an
  * sdy.constant (which Shardy's import splits per use), as XLA's pipelines

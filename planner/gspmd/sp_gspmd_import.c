@@ -677,7 +677,7 @@ cm_status sp_gspmd_import(sp_module *m, cm_error *err)
             rc = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], import_sharding_call, err);
         }
     }
-    return rc;
+    return rc == CM_OK ? sp_gspmd_open_while_free_vars(m, err) : rc;
 }
 
 /* ---- export ---------------------------------------------------------------------------- */

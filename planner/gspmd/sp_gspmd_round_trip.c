@@ -581,6 +581,9 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diag
     if (st == CM_OK) {
         st = sp_gspmd_shard_map_import(m, d, err);
     }
+    if (st == CM_OK) {
+        st = sp_gspmd_open_while_free_vars(m, err);
+    }
     return st;
 }
 
@@ -607,4 +610,167 @@ cm_status sp_gspmd_import_constants(sp_module *m, cm_error *err)
         }
     }
     return CM_OK;
+}
+
+/* ---- -xla-sdy-open-while-free-vars-sharding ------------------------------------------ */
+
+/* True when op lies inside the regions of anc (at any depth). */
+static bool inside(const sp_module *m, uint32_t op, uint32_t anc)
+{
+    for (int depth = 0; depth < 256 && op != SP_NONE; depth++) {
+        uint32_t b = m->ops[op].parent_block;
+        if (b == SP_NONE) {
+            return false;
+        }
+        op = m->blocks[b].parent_op;
+        if (op == anc) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* True when value v is defined inside anc's regions. */
+static bool defined_inside(const sp_module *m, uint32_t v, uint32_t anc)
+{
+    const sp_value *val = &m->values[v];
+    if (val->def != SP_NONE) {
+        return inside(m, val->def, anc);
+    }
+    uint32_t owner = m->blocks[val->block].parent_op;
+    return owner == anc || (owner != SP_NONE && inside(m, owner, anc));
+}
+
+typedef struct free_ctx {
+    uint32_t w;
+    uint32_t *vars;
+    uint32_t n, cap;
+    bool oom;
+} free_ctx;
+
+static cm_status collect_free(sp_module *m, uint32_t op, void *vctx)
+{
+    free_ctx *c = vctx;
+    for (uint32_t k = 0; k < m->ops[op].n_operands; k++) {
+        uint32_t v = m->ops[op].operands[k];
+        if (defined_inside(m, v, c->w)) {
+            continue;
+        }
+        bool seen = false;
+        for (uint32_t i = 0; i < c->n && !seen; i++) {
+            seen = c->vars[i] == v;
+        }
+        if (!seen) {
+            if (CM_GROW_U32(c->vars, c->cap, c->n + 1, NULL) != CM_OK) {
+                c->oom = true;
+                return CM_ENOMEM;
+            }
+            c->vars[c->n++] = v;
+        }
+    }
+    return CM_OK;
+}
+
+static bool fully_open(const sp_sharding *s)
+{
+    if (s->n_replicated > 0 || s->n_unreduced > 0) {
+        return false;
+    }
+    for (uint32_t d = 0; d < s->rank; d++) {
+        if (s->dims[d].n_axes > 0 || s->dims[d].is_closed) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One while op: a fully open constraint before it for each free variable
+ * with a sharding, used in its regions instead. */
+static cm_status open_while(sp_module *m, uint32_t w, cm_error *err)
+{
+    free_ctx c = {w, NULL, 0, 0, false};
+    cm_status st = CM_OK;
+    for (uint32_t r = 0; r < m->ops[w].n_regions && st == CM_OK; r++) {
+        for (uint32_t k = 0; k < m->ops[w].regions[r].n_blocks && st == CM_OK; k++) {
+            st = sp_pass_walk(m, m->ops[w].regions[r].blocks[k], collect_free, &c);
+        }
+    }
+    for (uint32_t i = 0; i < c.n && st == CM_OK; i++) {
+        uint32_t v = c.vars[i];
+        const sp_sharding *s = sp_value_sharding(m, v);
+        if (s == NULL || s->rank == 0 || fully_open(s)) {
+            continue;
+        }
+        sp_sharding *open = sp_sharding_open(&m->arena, s->mesh_name, s->rank);
+        sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING);
+        uint32_t op, type = m->values[v].type;
+        if (open == NULL || a == NULL ||
+            sp_module_new_op(m, SP_NONE, "sdy.sharding_constraint", &v, 1, &type, 1, &op) !=
+                CM_OK) {
+            st = CM_ENOMEM;
+            break;
+        }
+        open->mesh = s->mesh;
+        a->u.sharding = open;
+        if (sp_op_set_attr(m, op, "sharding", a) != CM_OK ||
+            sp_block_insert_op(m, m->ops[w].parent_block, sp_op_index_in_block(m, w), op) !=
+                CM_OK) {
+            st = CM_ENOMEM;
+            break;
+        }
+        uint32_t nv = m->ops[op].first_result;
+        for (uint32_t o = 0; o < m->n_ops; o++) {
+            if (m->ops[o].parent_block == SP_NONE || !inside(m, o, w)) {
+                continue;
+            }
+            for (uint32_t k = 0; k < m->ops[o].n_operands; k++) {
+                if (m->ops[o].operands[k] == v) {
+                    m->ops[o].operands[k] = nv;
+                }
+            }
+        }
+    }
+    cm_free(c.vars);
+    return st == CM_OK ? CM_OK : cm_error_oom(err);
+}
+
+typedef struct whiles {
+    uint32_t *v;
+    uint32_t n, cap;
+} whiles;
+
+static cm_status collect_while(sp_module *m, uint32_t op, void *vctx)
+{
+    whiles *w = vctx;
+    if (m->ops[op].kind != SP_OP_WHILE) {
+        return CM_OK;
+    }
+    if (CM_GROW_U32(w->v, w->cap, w->n + 1, NULL) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    w->v[w->n++] = op;
+    return CM_OK;
+}
+
+cm_status sp_gspmd_open_while_free_vars(sp_module *m, cm_error *err)
+{
+    whiles w = {NULL, 0, 0};
+    cm_status st = CM_OK;
+    const sp_block *top = &m->blocks[m->body];
+    for (uint32_t i = 0; i < top->n_ops && st == CM_OK; i++) {
+        uint32_t f = top->ops[i];
+        if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
+            m->ops[f].regions[0].n_blocks > 0) {
+            st = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], collect_while, &w);
+        }
+    }
+    if (st != CM_OK) {
+        cm_free(w.v);
+        return cm_error_oom(err);
+    }
+    for (uint32_t i = 0; i < w.n && st == CM_OK; i++) {
+        st = open_while(m, w.v[i], err);
+    }
+    cm_free(w.v);
+    return st;
 }
