@@ -16,6 +16,7 @@ DEB_PKGS := build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlit
 FILECHECK ?= FileCheck-14
 SHARED ?= ../shared
 SHARDY_TESTS ?= $(SHARED)/reference/shardy/tests
+XLA_TESTS ?= $(SHARED)/reference/xla/tests
 
 CC ?= cc
 BUILD ?= build
@@ -62,19 +63,21 @@ P_core   := -Iplanner/core
 P_mlir   := -Iplanner/mlir
 P_shardy := -Iplanner/shardy -Iplanner/shardy/import -Iplanner/shardy/propagation \
   -Iplanner/shardy/export
+P_gspmd  := -Iplanner/gspmd
 P_cost   := -Iplanner/cost
 P_doc    := -Iplanner/doc
 P_gen    := -Iplanner/gen
 P_advise := -Iplanner/advise
-PLANNER_ALL := $(P_advise) $(P_gen) $(P_doc) $(P_cost) $(P_shardy) $(P_mlir) $(P_core)
+PLANNER_ALL := $(P_advise) $(P_gen) $(P_doc) $(P_cost) $(P_gspmd) $(P_shardy) $(P_mlir) $(P_core)
 
 INC_common         := -Icommon
 INC_planner_core   := $(P_core) -Icommon
 INC_planner_mlir   := $(P_mlir) $(P_core) -Icommon
 INC_planner_shardy := $(P_shardy) $(P_core) -Icommon
+INC_planner_gspmd  := $(P_gspmd) $(P_shardy) $(P_core) -Icommon
 INC_planner_cost   := $(P_cost) $(P_shardy) $(P_core) -Icommon $(JANSSON_CFLAGS)
-INC_planner_doc    := $(P_doc) $(P_cost) $(P_shardy) $(P_mlir) $(P_core) -Icommon $(JANSSON_CFLAGS)
-INC_planner_gen    := $(P_gen) $(P_doc) $(P_cost) $(P_shardy) $(P_mlir) $(P_core) -Icommon
+INC_planner_doc    := $(P_doc) $(P_cost) $(P_gspmd) $(P_shardy) $(P_mlir) $(P_core) -Icommon $(JANSSON_CFLAGS)
+INC_planner_gen    := $(P_gen) $(P_doc) $(P_cost) $(P_gspmd) $(P_shardy) $(P_mlir) $(P_core) -Icommon
 INC_planner_advise := $(PLANNER_ALL) -Icommon $(JANSSON_CFLAGS)
 INC_store    := -Istore -Icommon
 INC_executor := -Iexecutor $(PLANNER_ALL) -Icommon $(OPENBLAS_CFLAGS)
@@ -169,7 +172,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit mpi-test bench-mpi lit-cases docker-check test-python web web-test api-test doc-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit lit-cases lit-cases-xla mpi-test bench-mpi docker-check test-python web web-test api-test doc-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan web
 
@@ -259,7 +262,7 @@ unit: san header-check
 # Own lit tests and the claimed Shardy lit files, against the sanitised binary.
 lit: $(BUILD)/san/shardplan
 	@$(SAN_ENV) SHARDPLAN=$(CURDIR)/$(BUILD)/san/shardplan FILECHECK=$(FILECHECK) \
-	  SHARDY_TESTS=$(SHARDY_TESTS) bash tests/lit/run.sh
+	  SHARDY_TESTS=$(SHARDY_TESTS) XLA_TESTS=$(XLA_TESTS) bash tests/lit/run.sh
 
 # Case-by-case conformance (tests/lit/cases.py): every Shardy lit file, each
 # `// -----` chunk or CHECK-LABEL section alone, with a per-folder table.
@@ -267,6 +270,11 @@ lit: $(BUILD)/san/shardplan
 lit-cases: $(BUILD)/rel/shardplan
 	@FILECHECK=$(FILECHECK) python3 tests/lit/cases.py $(BUILD)/rel/shardplan \
 	  --tests $(SHARDY_TESTS) $(CASES_ARGS)
+
+# The same for XLA's Shardy import/export lit files (tests/lit/xla-conformance.txt).
+lit-cases-xla: $(BUILD)/rel/shardplan
+	@FILECHECK=$(FILECHECK) python3 tests/lit/cases.py $(BUILD)/rel/shardplan \
+	  --tests $(XLA_TESTS) $(CASES_ARGS)
 
 # The executor across MPI processes (tests/mpi/run.sh): 2 and 4 "hosts" made
 # of network namespaces joined by veth pairs (loopback without root), the MLP
@@ -315,7 +323,7 @@ docker-check:
 
 # The layering rules (tests/header_check.sh): includes stay in a file's room
 # and the rooms below, *_int.h stays in its folder, public headers compile alone.
-ROOMS := common planner_core planner_mlir planner_shardy planner_cost planner_doc planner_gen \
+ROOMS := common planner_core planner_mlir planner_shardy planner_gspmd planner_cost planner_doc planner_gen \
   planner_advise store executor server cmd
 header-check:
 	@CC="$(CC)" WARN="$(WARN)" $(foreach r,$(ROOMS),INC_$(r)="$(INC_$(r))") bash tests/header_check.sh

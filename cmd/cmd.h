@@ -94,6 +94,10 @@ int cmd_compare(int argc, char **argv, FILE *out, FILE *errs);
  * [--full] [--json] [--mlir]`: --mlir prints the edited module instead of the
  * report (cmd_whatif.c). */
 int cmd_whatif(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan migrate MODULE.mlir [--profile P]`: GSPMD's shardings beside
+ * Shardy's from the same user annotations, the costs, and a checked
+ * constraint for the first divergence (cmd_migrate.c, issue 20). */
+int cmd_migrate(int argc, char **argv, FILE *out, FILE *errs);
 
 /* `shardplan serve [--listen HOST:PORT] [--db PATH] [--config FILE] ...`
  * (cmd_serve.c): installs the SIGTERM/SIGINT handlers (and ignores

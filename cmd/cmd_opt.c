@@ -10,6 +10,7 @@
 
 #include "cm.h"
 #include "sp_collectives.h"
+#include "sp_gspmd.h"
 #include "sp_ir.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
@@ -186,6 +187,43 @@ static cm_status run_unflatten(sp_module *m, const pass_inv *inv, sp_diags *d, c
     return sp_pass_unflatten_call_graph(m, opt_bool(inv, "dedup-functions-fully"), err);
 }
 SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
+SIMPLE_PASS(run_xla_import_shardings, sp_gspmd_import_shardings(m, err))
+static cm_status run_xla_stablehlo_import(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                          cm_error *err)
+{
+    (void)inv;
+    (void)d;
+    /* XLA's pipeline imports the constants too (the loader keeps them) */
+    cm_status st = sp_gspmd_import(m, err);
+    return st == CM_OK ? sp_gspmd_import_constants(m, err) : st;
+}
+SIMPLE_PASS(run_xla_export_shardings, sp_gspmd_export_shardings(m, err))
+SIMPLE_PASS(run_gspmd_user_annotations, sp_gspmd_import_user_annotations(m, err))
+SIMPLE_PASS(run_xla_shard_map_export, sp_gspmd_shard_map_export(m, err))
+SIMPLE_PASS(run_xla_import_constants, sp_gspmd_import_constants(m, err))
+SIMPLE_PASS(run_xla_open_while_free_vars, sp_gspmd_open_while_free_vars(m, err))
+static cm_status run_xla_export_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                         cm_error *err)
+{
+    (void)d;
+    sp_gspmd_export_opts o = {opt_bool(inv, "enable-hlo-sharding-v3"),
+                              opt_bool(inv, "simplify-replicated-shardings")};
+    return sp_gspmd_export(m, &o, err);
+}
+SIMPLE_PASS(run_xla_clone_mc_calls, sp_gspmd_clone_manual_computation_calls(m, err))
+static cm_status run_xla_round_trip_import(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                           cm_error *err)
+{
+    /* XLA's pipeline imports the constants too */
+    cm_status st = sp_gspmd_round_trip_import(m, opt_bool(inv, "enable-hlo-sharding-v3"), d, err);
+    return st == CM_OK ? sp_gspmd_import_constants(m, err) : st;
+}
+static cm_status run_xla_shard_map_import(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                          cm_error *err)
+{
+    (void)inv;
+    return sp_gspmd_shard_map_import(m, d, err);
+}
 
 typedef struct pass_def {
     const char *name;
@@ -238,6 +276,9 @@ static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL
 
 static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
 static const char *const unflatten_opts[] = {"dedup-functions-fully", NULL};
+static const char *const xla_v3_opts[] = {"enable-hlo-sharding-v3", NULL};
+static const char *const xla_export_opts[] = {"enable-hlo-sharding-v3",
+                                              "simplify-replicated-shardings", NULL};
 static const char *const device_count_opts[] = {"replica-count", "partition-count", NULL};
 
 static const pass_def passes[] = {
@@ -276,6 +317,17 @@ static const pass_def passes[] = {
     {"sdy-inline-meshes", run_inline_meshes, NULL},
     {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
+    {"xla-sdy-import-shardings", run_xla_import_shardings, NULL},
+    {"xla-sdy-stablehlo-import-pipeline", run_xla_stablehlo_import, NULL},
+    {"xla-sdy-stablehlo-export-shardings", run_xla_export_shardings, NULL},
+    {"xla-sdy-round-trip-shard-map-import", run_xla_shard_map_import, NULL},
+    {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, xla_v3_opts},
+    {"xla-sdy-round-trip-shard-map-export", run_xla_shard_map_export, NULL},
+    {"xla-sdy-import-constants", run_xla_import_constants, NULL},
+    {"xla-sdy-open-while-free-vars-sharding", run_xla_open_while_free_vars, NULL},
+    {"xla-sdy-stablehlo-export-pipeline", run_xla_export_pipeline, xla_export_opts},
+    {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
+    {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
 };
 
 static const pass_def *find_pass(const char *name)

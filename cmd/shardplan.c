@@ -43,6 +43,9 @@ static void usage(FILE *f)
           "  whatif FILE --edit JSON [--edit JSON...] [--edits FILE] [--profile P] [--json] [--mlir]\n"
           "                                    edit constraints, shardings, barriers, rules;\n"
           "                                    re-propagate incrementally and diff\n"
+          "  migrate MODULE.mlir [--profile NAME|FILE]\n"
+          "                                    GSPMD's shardings beside Shardy's: divergences,\n"
+          "                                    costs, a checked constraint for the first\n"
           "  serve [--listen HOST:PORT] [--db PATH] [--config FILE] [--insecure] ...\n"
           "                                    the HTTP plan server (serve --help)\n"
           "  token create --scope read|write|admin [--label L] | list | revoke ID [--db PATH]\n"
@@ -79,6 +82,7 @@ static const struct command {
     {"sweep", cmd_sweep},
     {"suggest", cmd_suggest},
     {"whatif", cmd_whatif},
+    {"migrate", cmd_migrate},
     {"serve", cmd_serve},
     {"token", cmd_token},
     {"backup", cmd_backup},

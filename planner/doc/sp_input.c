@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sp_diag.h"
+#include "sp_gspmd.h"
 #include "sp_mlir.h"
 #include "sp_ops.h"
 #include "sp_pipeline.h"
@@ -209,6 +210,19 @@ cm_status sp_input_read(const char *text, size_t len, const sp_input_opts *o, sp
             }
             in->functions_form = n_funcs != 1;
         }
+    }
+    /* GSPMD input (mhlo.sharding strings, @Sharding calls, no sdy mesh) is
+     * imported as XLA's Shardy import does, before anything looks at it */
+    if (st == CM_OK && in->g == NULL && sp_gspmd_detect_round_trip(in->m)) {
+        /* the sdy round trip's form (jax.export, XLA dumps): xla.sdy.* */
+        st = sp_gspmd_round_trip_import(in->m, false, NULL, err);
+    } else if (st == CM_OK && in->g == NULL && sp_gspmd_detect(in->m)) {
+        st = sp_gspmd_import(in->m, err);
+    }
+    /* and JAX's shard_map as XLA's round trip writes it (body calls between
+     * xla.sdy.GlobalToLocalShape / LocalToGlobalShape) */
+    if (st == CM_OK && in->g == NULL) {
+        st = sp_gspmd_shard_map_import(in->m, NULL, err);
     }
     if (st == CM_OK) {
         st = verify_input(in, err);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Case-by-case conformance measurement against Shardy's lit files.
+"""Case-by-case conformance measurement against Shardy's lit files (or
+XLA's: --tests ../shared/reference/xla/tests).
 
 run.sh says whether a whole file passes; this says how many of its cases do,
 which is the figure the conformance issues are measured in. A case is:
@@ -160,6 +161,9 @@ def main():
     args = ap.parse_args()
     args.shardplan = os.path.abspath(args.shardplan)
     manifest = {}
+    # A folder without MANIFEST.txt (XLA's tests) is one folder, named after
+    # its parent (../shared/reference/xla/tests -> "xla").
+    default_folder = os.path.basename(os.path.dirname(os.path.abspath(args.tests))) or "?"
     mpath = os.path.join(args.tests, "MANIFEST.txt")
     if os.path.exists(mpath):
         for line in open(mpath):
@@ -172,7 +176,7 @@ def main():
         names = [n for n in names if n in want]
     if args.folder:
         names = [n for n in names
-                 if any(s in manifest.get(n, "") for s in args.folder)]
+                 if any(s in manifest.get(n, default_folder) for s in args.folder)]
     per_file = {}
     with tempfile.TemporaryDirectory() as tmp:
         def one(n):
@@ -191,7 +195,7 @@ def main():
             for i, ok in res:
                 if not ok:
                     print("    FAIL %s#%d" % (n, i))
-        folder = manifest.get(n, "?")
+        folder = manifest.get(n, default_folder)
         f, c, p = table.get(folder, (0, 0, 0))
         table[folder] = (f + 1, c + len(res), p + good)
     print()

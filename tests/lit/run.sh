@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Lit-style runner for Shardplan's own MLIR tests (tests/lit/*.mlir) and for
-# the Shardy lit files we claim to pass (tests/lit/shardy-conformance.txt).
+# Lit-style runner for Shardplan's own MLIR tests (tests/lit/*.mlir), for
+# the Shardy lit files we claim to pass (tests/lit/shardy-conformance.txt)
+# and for XLA's Shardy import/export lit files we claim
+# (tests/lit/xla-conformance.txt).
 #
 # Each test file's `// RUN:` lines (a line ending in `\` continues on the next
 # RUN line) are rewritten and run with `bash -o pipefail -c`:
@@ -16,7 +18,8 @@
 # (XPASS), so the XFAIL line gets removed once the gap is closed.
 #
 # Environment: SHARDPLAN (binary, required), FILECHECK (default FileCheck-14),
-# SHARDY_TESTS (folder of Shardy's lit files; optional), LIT_TIMEOUT (seconds
+# SHARDY_TESTS (folder of Shardy's lit files; optional), XLA_TESTS (folder of
+# XLA's lit files, ../shared/reference/xla/tests; optional), LIT_TIMEOUT (seconds
 # per RUN pipeline, default 300), FILECHECK_OPTS (default -dump-input=never so
 # a failure shows FileCheck's message; -dump-input=fail adds the input dump).
 # Usage: run.sh [FILE...]   with no FILE, every test; otherwise only those.
@@ -28,10 +31,12 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 conformance_list="$here/shardy-conformance.txt"
+xla_list="$here/xla-conformance.txt"
 
 : "${SHARDPLAN:?SHARDPLAN must name the shardplan binary}"
 FILECHECK=${FILECHECK:-FileCheck-14}
 SHARDY_TESTS=${SHARDY_TESTS:-}
+XLA_TESTS=${XLA_TESTS:-}
 LIT_TIMEOUT=${LIT_TIMEOUT:-300}
 export FILECHECK_OPTS=${FILECHECK_OPTS:--dump-input=never}
 
@@ -142,15 +147,19 @@ run_file() {
     n_pass=$((n_pass + 1))
 }
 
-# Claimed Shardy files: names from the conformance list, comments stripped.
-claimed=()
-if [[ -f $conformance_list ]]; then
-    while IFS= read -r line || [[ -n $line ]]; do
-        line=${line%%#*}
-        line=$(printf '%s' "$line" | tr -d '[:space:]')
-        [[ -n $line ]] && claimed+=("$line")
-    done <"$conformance_list"
-fi
+# Claimed files: names from a conformance list ($1), comments stripped,
+# into the array `claimed`.
+read_claims() {
+    claimed=()
+    local line
+    if [[ -f $1 ]]; then
+        while IFS= read -r line || [[ -n $line ]]; do
+            line=${line%%#*}
+            line=$(printf '%s' "$line" | tr -d '[:space:]')
+            [[ -n $line ]] && claimed+=("$line")
+        done <"$1"
+    fi
+}
 is_claimed() {
     local c
     for c in "${claimed[@]}"; do
@@ -179,31 +188,40 @@ for f in "$here"/*.mlir; do
     run_file "$f" "tests/lit/$(basename "$f")"
 done
 
-echo "== Shardy conformance (tests/lit/shardy-conformance.txt)"
-if [[ -z $SHARDY_TESTS || ! -d $SHARDY_TESTS ]]; then
-    echo "Shardy's lit files are absent (SHARDY_TESTS='$SHARDY_TESTS' is not a folder):"
-    echo "skipping the ${#claimed[@]} claimed conformance file(s); own tests still ran."
-    n_skip=$((n_skip + ${#claimed[@]}))
-else
-    SHARDY_TESTS=$(cd "$SHARDY_TESTS" && pwd)
+# Runs the files a conformance list claims from a reference folder:
+# $1 list file, $2 folder (may be empty), $3 label prefix, $4 variable name.
+run_conformance() {
+    local list=$1 dir=$2 tag=$3 var=$4 name f
+    read_claims "$list"
+    echo "== $tag conformance (tests/lit/$(basename "$list"))"
+    if [[ -z $dir || ! -d $dir ]]; then
+        echo "$tag's lit files are absent ($var='$dir' is not a folder):"
+        echo "skipping the ${#claimed[@]} claimed conformance file(s); own tests still ran."
+        n_skip=$((n_skip + ${#claimed[@]}))
+        return
+    fi
+    dir=$(cd "$dir" && pwd)
     for name in "${claimed[@]}"; do
         selected "$name" "${args[@]+"${args[@]}"}" || continue
-        if [[ ! -f $SHARDY_TESTS/$name ]]; then
-            echo "FAIL  shardy/$name (claimed in shardy-conformance.txt but not in $SHARDY_TESTS)"
+        if [[ ! -f $dir/$name ]]; then
+            echo "FAIL  ${tag,,}/$name (claimed in $(basename "$list") but not in $dir)"
             n_fail=$((n_fail + 1))
-            failed+=("shardy/$name")
+            failed+=("${tag,,}/$name")
             continue
         fi
-        run_file "$SHARDY_TESTS/$name" "shardy/$name"
+        run_file "$dir/$name" "${tag,,}/$name"
     done
-    for f in "$SHARDY_TESTS"/*.mlir; do
+    for f in "$dir"/*.mlir; do
         name=$(basename "$f")
         is_claimed "$name" && continue
         selected "$f" "${args[@]+"${args[@]}"}" || continue
-        echo "SKIP  shardy/$name (not yet claimed)"
+        echo "SKIP  ${tag,,}/$name (not yet claimed)"
         n_skip=$((n_skip + 1))
     done
-fi
+}
+
+run_conformance "$conformance_list" "$SHARDY_TESTS" Shardy SHARDY_TESTS
+run_conformance "$xla_list" "$XLA_TESTS" XLA XLA_TESTS
 
 if ((n_fail > 0)); then
     echo "failed: ${failed[*]}"

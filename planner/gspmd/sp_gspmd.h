@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: GSPMD (HLO) shardings, the `mhlo.sharding` strings XLA and JAX
+ * print ("{devices=[2,1,4]<=[8] last_tile_dim_replicate}", and the V3 named
+ * form), read and written as XLA's HloSharding text, and converted to a
+ * Shardy mesh and sdy shardings the way XLA's Shardy import
+ * (-xla-sdy-import-shardings) does it, and back the way its export does;
+ * the module passes of XLA's Shardy import/export (GSPMD's and the sdy
+ * round trip's shard_maps, the xla.sdy frontend attributes) and the
+ * building blocks of the GSPMD -> Shardy migration report.
+ * Ownership: parsed and converted objects live in the arena the caller
+ * passes. Thread contract: reentrant; objects are not locked. */
+#ifndef SP_GSPMD_H
+#define SP_GSPMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cm.h"
+#include "sp_diag.h"
+#include "sp_ir.h"
+#include "sp_shard.h"
+
+#define SP_HLO_MAX_DIMS    64        /* tile assignment and iota reshape dims */
+#define SP_HLO_MAX_DEVICES (1 << 20) /* devices of one tile assignment */
+#define SP_HLO_MAX_TUPLE   4096      /* elements of a tuple sharding */
+
+typedef enum sp_hlo_kind {
+    SP_HLO_REPLICATED = 0, /* {replicated} */
+    SP_HLO_MANUAL,         /* {manual} */
+    SP_HLO_UNKNOWN,        /* {unknown} */
+    SP_HLO_MAXIMAL,        /* {maximal device=N} */
+    SP_HLO_TILED,          /* {devices=[...]...} */
+    SP_HLO_TUPLE,          /* {{...}, {...}} */
+    SP_HLO_NAMED           /* V3: {mesh['a'=2], [{'a'}, {}], replicated={...}} */
+} sp_hlo_kind;
+
+/* The kind of a trailing tile dimension (last_tile_dims={...}). */
+typedef enum sp_hlo_subgroup {
+    SP_HLO_SUB_REPLICATED = 0,
+    SP_HLO_SUB_MANUAL,
+    SP_HLO_SUB_UNREDUCED
+} sp_hlo_subgroup;
+
+typedef struct sp_hlo_sharding sp_hlo_sharding;
+
+/* One HLO sharding. A tiled sharding's tile assignment has n_dims dims: the
+ * tensor's rank, then one per subgroup (last_tile_dim_replicate counts as a
+ * replicated subgroup, kept apart as replicate_last, as XLA does). Its
+ * devices are an iota (n_reshape > 0: iota(product) reshaped to reshape,
+ * transposed by perm, reshaped to dims; kept canonical as XLA keeps it) or
+ * an explicit list (devices, row-major over dims). */
+struct sp_hlo_sharding {
+    sp_hlo_kind kind;
+    int64_t device; /* SP_HLO_MAXIMAL */
+    int64_t *dims;  /* SP_HLO_TILED: tile assignment dims */
+    uint32_t n_dims;
+    int64_t *reshape; /* iota reshape dims, or NULL */
+    int32_t *perm;    /* iota transpose, n_reshape entries */
+    uint32_t n_reshape;
+    int64_t *devices;    /* explicit device list, or NULL */
+    int64_t n_devices;   /* product of dims */
+    bool replicate_last; /* last_tile_dim_replicate */
+    uint8_t *subgroups;  /* last_tile_dims={...}: sp_hlo_subgroup each */
+    uint32_t n_subgroups;
+    sp_hlo_sharding *elems; /* SP_HLO_TUPLE */
+    uint32_t n_elems;
+    sp_sharding *named;  /* SP_HLO_NAMED: on its inlined mesh (named->mesh) */
+    sp_axis_ref *manual; /* SP_HLO_NAMED: the manual={...} axes */
+    uint32_t n_manual;
+    bool named_all;    /* SP_HLO_NAMED without dims: `replicated` or `manual` */
+    bool named_manual; /* ... and it is `manual` */
+};
+
+/* Parses the HLO sharding text of len bytes (need not be NUL-terminated),
+ * every form XLA prints: {replicated}, {manual}, {unknown}, {maximal
+ * device=N}, {devices=[d,...]<=[r,...]T(p,...)} and explicit device lists,
+ * last_tile_dim_replicate, last_tile_dims={manual, replicated, unreduced},
+ * metadata={...} (skipped), tuples {{...}, {...}} with XLA's index comments,
+ * and the V3 (named) forms {mesh['a'=2,'b'=2], device_ids=(...), [{'a', ?},
+ * {}], replicated={'b'}, unreduced={...}, manual={...}}, {mesh[...],
+ * replicated|manual}, {single_device[device_id=N]}. The
+ * result is normalised as XLA normalises it (a tile assignment that
+ * replicates everything is {replicated}, one that is all manual is
+ * {manual}, an explicit list that is an iota becomes the iota). Errors:
+ * CM_EINVAL with err->path "col N" (1-based, in text), CM_ENOMEM. */
+cm_status sp_hlo_sharding_parse(const char *text, size_t len, cm_arena *a, sp_hlo_sharding **out,
+                                cm_error *err);
+
+/* Appends XLA's HLO sharding V3 text (NamedSharding) of sdy sharding s on
+ * mesh, with the n_manual manual axes: `{mesh['a'=2,'b'=2], [{'a'}, {?}],
+ * replicated={'b'}}`, `{single_device[device_id=N]}` for a maximal mesh,
+ * and with simplify `{mesh[], replicated}` for a fully replicated one. */
+void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_ref *manual,
+                     uint32_t n_manual, bool simplify, cm_buf *b);
+
+/* Appends XLA's text of s (HloSharding::ToString without metadata). */
+void sp_hlo_sharding_print(const sp_hlo_sharding *s, cm_buf *b);
+
+/* The device at linear index i of a tiled sharding's tile assignment. */
+int64_t sp_hlo_sharding_device(const sp_hlo_sharding *s, int64_t i);
+
+/* The common factor sequence of two shapes (XLA's
+ * ExtractCommonFactorSequence): the sizes that split both a and b at every
+ * boundary of either, ones skipped. Writes up to cap sizes; returns the
+ * count, 0 when there is none (a factor does not divide the other). */
+uint32_t sp_hlo_common_factors(const int64_t *a, uint32_t na, const int64_t *b, uint32_t nb,
+                               int64_t *out, uint32_t cap);
+
+/* The local mesh of a tiled sharding (XLA's AnalyzeTileAssignment): the axis
+ * sizes its iota tile assignment decomposes into, major to minor. Writes up
+ * to SP_HLO_MAX_DIMS sizes to sizes_out and the count to *n_out. Errors:
+ * CM_EINVAL when the tile assignment is not an iota whose dims share factors
+ * with its transposed reshape dims (XLA cannot convert it either). */
+cm_status sp_hlo_local_mesh(const sp_hlo_sharding *s, int64_t *sizes_out, uint32_t *n_out,
+                            cm_error *err);
+
+/* Converts the non-tuple s to an sdy sharding of rank dims on global (named
+ * mesh_name), as XLA's import does: maximal shardings go to the mesh named
+ * maximal_name (rank 0, closed), replicated, manual and unknown ones are
+ * all-empty dims (open for unknown or open_dims), and a tiled one maps each
+ * local mesh axis to the global axes or sub-axes it spans; a V3 (named)
+ * one is its own sharding on mesh_name (the name its mesh was given). Errors:
+ * CM_EINVAL (local mesh incompatible with global), CM_ENOMEM. */
+cm_status sp_hlo_to_sdy(const sp_hlo_sharding *s, const sp_mesh *global, const char *mesh_name,
+                        const char *maximal_name, uint32_t rank, bool open_dims, cm_arena *a,
+                        sp_sharding **out, cm_error *err);
+
+/* Converts sdy sharding s on mesh (the mesh s names) to an HLO sharding, as
+ * XLA's export does: tile dims per tensor dim, then manual (the n_manual
+ * axes named), unreduced and replicated subgroups, over an iota of the mesh
+ * axes (split into the sub-axes s uses). A mesh without axes gives
+ * {maximal device=N} or {replicated}. Errors: CM_EINVAL (unknown axis, a
+ * mesh with explicit device ids the iota cannot express), CM_ENOMEM. */
+cm_status sp_hlo_from_sdy(const sp_sharding *s, const sp_mesh *mesh, const char *const *manual,
+                          uint32_t n_manual, cm_arena *a, sp_hlo_sharding **out, cm_error *err);
+
+/* ---- module passes ------------------------------------------------------------ */
+
+/* True when m carries GSPMD shardings and no sdy mesh: an `mhlo.sharding`
+ * string on a function argument, result or op, or a `@Sharding` custom
+ * call. */
+bool sp_gspmd_detect(const sp_module *m);
+
+/* -xla-sdy-import-shardings: collects every `mhlo.sharding` of m, builds the
+ * global mesh @mesh (axes "_axis_N" from the common factors of the local
+ * meshes) and @single_device_N meshes for maximal shardings, and replaces
+ * each `mhlo.sharding` with the equivalent `sdy.sharding`. Errors: CM_EINVAL
+ * at "LINE:COL" of the op (a function's for its arguments and results) for
+ * a sharding that does not parse or cannot be converted; CM_ENOMEM. */
+cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err);
+
+/* The import the input loader runs on a detected GSPMD module:
+ * sp_gspmd_import_shardings, sp_gspmd_manual_import, then the remaining
+ * @Sharding custom calls become sdy.sharding_constraint (unspecified_dims
+ * opened), then sp_gspmd_open_while_free_vars. Errors as those. */
+cm_status sp_gspmd_import(sp_module *m, cm_error *err);
+
+/* -xla-sdy-round-trip-shard-map-import: each call of a
+ * `...xla.sdy.manual_computation_body...` function between
+ * @xla.sdy.GlobalToLocalShape and @xla.sdy.LocalToGlobalShape custom calls
+ * (JAX's shard_map, with its in/out shardings and manual axes in their
+ * mhlo.frontend_attributes) becomes an sdy.manual_computation holding a copy
+ * of the body, nested ones nested; the body functions are removed. Errors:
+ * CM_EINVAL at the call's LINE:COL (also added to d, when not NULL, with the
+ * "failed to legalize" error XLA's conversion adds), CM_ENOMEM. */
+cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err);
+
+/* -xla-sdy-open-while-free-vars-sharding: for every stablehlo.while, each
+ * value defined outside it and used inside that has a sharding (not of rank
+ * 0, not already fully open) goes through a fully open sdy.sharding_constraint
+ * placed before the while, so propagation may shard it freely inside, as
+ * XLA's import pipelines do. Errors: CM_ENOMEM. */
+cm_status sp_gspmd_open_while_free_vars(sp_module *m, cm_error *err);
+
+/* -xla-sdy-import-constants: every stablehlo.constant becomes an
+ * sdy.constant (which Shardy's import splits per use), as XLA's pipelines
+ * do before Shardy runs. Cannot fail; err is unused. */
+cm_status sp_gspmd_import_constants(sp_module *m, cm_error *err);
+
+/* -xla-sdy-round-trip-shard-map-export: each sdy.manual_computation (inner
+ * ones first) becomes a call of a new function `xla.sdy.manual_computation_
+ * body[_N]` holding its body, between @xla.sdy.GlobalToLocalShape and
+ * @xla.sdy.LocalToGlobalShape custom calls that carry the in and out
+ * shardings and the manual axes as xla.sdy frontend attributes (the inverse
+ * of sp_gspmd_shard_map_import). Errors: CM_EINVAL at a computation whose
+ * body does not end in sdy.return, CM_ENOMEM. */
+cm_status sp_gspmd_shard_map_export(sp_module *m, cm_error *err);
+
+/* -xla-sdy-round-trip-clone-manual-computation-calls: every call of a
+ * shard_map body function after the first calls a copy of it of its own
+ * (named as MLIR's symbol table names it, `body_N`), so each body belongs
+ * to one manual computation. Errors: CM_EINVAL for a call of a function the
+ * module lacks, CM_ENOMEM. */
+cm_status sp_gspmd_clone_manual_computation_calls(sp_module *m, cm_error *err);
+
+/* GSPMD's shard_map: a call of a `...shmap_body...` function whose operands
+ * come through @Sharding and @SPMDFullToShardShape custom calls and whose
+ * results go through @Sharding and @SPMDShardToFullShape becomes an
+ * sdy.manual_computation (in/out shardings those of the outer custom calls,
+ * manual axes every axis they use), as XLA's shard_map import does; run
+ * after sp_gspmd_import_shardings. Errors: CM_EINVAL at the call's LINE:COL
+ * when the pattern is broken, CM_ENOMEM. */
+cm_status sp_gspmd_manual_import(sp_module *m, cm_error *err);
+
+/* True when m carries the sdy round trip's attributes (a module frontend
+ * attribute `xla.sdy.meshes`): a jax.export artifact or an XLA dump. */
+bool sp_gspmd_detect_round_trip(const sp_module *m);
+
+/* The sdy round trip's import, as XLA's -xla-sdy-round-trip-import-pipeline
+ * does it for StableHLO: the meshes of `xla.sdy.meshes` become sdy.mesh ops,
+ * `xla.sdy.sharding` frontend attributes the shardings of arguments,
+ * @Sharding calls, python callbacks and send/recv/after_all (others are
+ * dropped, as XLA drops them, and so is every mhlo.sharding),
+ * @xla.sdy.FuncResultSharding the func result shardings, `xla.sdy.
+ * sharding_rule` the op's rule; then @Sharding becomes
+ * sdy.sharding_constraint, @xla.sdy.ShardingGroup sdy.sharding_group, and
+ * the shard_maps manual computations (sp_gspmd_shard_map_import). With
+ * hlo_sharding_v3 (XLA's enable-hlo-sharding-v3) the shardings are V3
+ * mhlo.sharding text instead: those of arguments, results and the ops above
+ * are imported (sp_gspmd_import_shardings), the others dropped; the meshes
+ * are not lifted and deduplicated across axis names as XLA does. Errors:
+ * CM_EINVAL at the
+ * LINE:COL of the op or function whose attribute does not parse, CM_ENOMEM. */
+cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d,
+                                     cm_error *err);
+
+/* -xla-sdy-stablehlo-export-shardings: replaces each `sdy.sharding` of a
+ * function argument, result and op with its `mhlo.sharding` string and
+ * removes the sdy.mesh symbols. Errors: CM_EINVAL at the op, CM_ENOMEM. */
+cm_status sp_gspmd_export_shardings(sp_module *m, cm_error *err);
+
+/* The options of XLA's export (-xla-sdy-stablehlo-export-pipeline). */
+typedef struct sp_gspmd_export_opts {
+    bool hlo_sharding_v3;     /* write V3 text: {mesh['a'=2], [{'a'}, {}]} */
+    bool simplify_replicated; /* V3: a fully replicated sharding is {mesh[], replicated} */
+} sp_gspmd_export_opts;
+
+/* sp_gspmd_export_shardings with options (o NULL: the defaults, V2 text),
+ * and the module's sdy.parameters_shardings / sdy.output_shardings written
+ * as mhlo.spmd_parameters_shardings / mhlo.spmd_output_sharding. */
+cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error *err);
+
+/* ---- the migration report's building blocks ---------------------------------------- */
+
+/* Reduces m, a module as GSPMD left it (mhlo.sharding on every op), to the
+ * annotations a user wrote: the shardings of function arguments and results
+ * and of @Sharding calls (which become constraints); every other op's
+ * sharding is dropped. The mesh is built from all of the module's shardings,
+ * so it is the one sp_gspmd_import gives the whole module. Propagating the
+ * result is what Shardy does from GSPMD's starting point. Errors as
+ * sp_gspmd_import. */
+cm_status sp_gspmd_import_user_annotations(sp_module *m, cm_error *err);
+
+/* One value whose sharding differs. */
+typedef struct sp_gspmd_divergence {
+    uint32_t op;               /* the op (same id in both modules) */
+    uint32_t result;           /* its result number */
+    const sp_sharding *gspmd;  /* GSPMD's, or NULL */
+    const sp_sharding *shardy; /* Shardy's, or NULL */
+} sp_gspmd_divergence;
+
+/* Compares, op result by op result in program order, the shardings of
+ * gspmd (the module imported with sp_gspmd_import) and shardy (the same
+ * text through sp_gspmd_import_user_annotations and propagation): two
+ * shardings differ when they place data differently (per-dim axes or
+ * unreduced axes; closedness and priorities aside; no sharding and a fully
+ * replicated one alike). Ops added by propagation are skipped. *out (free
+ * with cm_free) lists the divergences, first first. Errors: CM_ENOMEM. */
+cm_status sp_gspmd_divergences(const sp_module *gspmd, sp_module *shardy, sp_gspmd_divergence **out,
+                               uint32_t *n_out, cm_error *err);
+
+#endif /* SP_GSPMD_H */

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner/gspmd internals shared by its files: reading the xla.sdy strings
+ * XLA's sdy round trip keeps in mhlo.frontend_attributes. Not for other
+ * folders. */
+#ifndef SP_GSPMD_INT_H
+#define SP_GSPMD_INT_H
+
+#include "cm.h"
+#include "sp_ir.h"
+
+/* The string value of frontend attribute key of op, or NULL. */
+const char *sp_gspmd_frontend(const sp_module *m, uint32_t op, const char *key);
+
+/* Parses `#sdy.sharding_per_value<[<...>, ...]>` (text NULL: the empty list)
+ * into a new sharding-list attribute of m. Errors: CM_EINVAL at op's
+ * LINE:COL, CM_ENOMEM. */
+cm_status sp_gspmd_parse_per_value(sp_module *m, const char *text, uint32_t op, sp_attr **out,
+                                   cm_error *err);
+
+/* err = CM_EINVAL at op's LINE:COL, "'NAME' op MSG". */
+cm_status sp_gspmd_op_error(const sp_module *m, uint32_t op, cm_error *err, const char *msg);
+
+#endif /* SP_GSPMD_INT_H */

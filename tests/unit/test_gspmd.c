@@ -1,0 +1,743 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Unit tests for planner/gspmd: HLO sharding text round trips (every form
+ * XLA prints), normalisation, parse errors with their columns, the local
+ * mesh analysis, the conversion to sdy shardings as XLA's import makes it
+ * and back as its export does, the module import through the input loader
+ * and POST /v1/plans with LINE:COL errors, and OOM loops. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "cm.h"
+#include "sp_diag.h"
+#include "sp_gspmd.h"
+#include "sp_input.h"
+#include "sp_ir.h"
+#include "sp_mlir.h"
+#include "sp_shard.h"
+#include "tu_http.h"
+#include "tu_oom.h"
+
+#define N_OF(x) (sizeof(x) / sizeof((x)[0]))
+
+static char *print_hlo(const char *text, cm_arena *a, cm_error *err)
+{
+    sp_hlo_sharding *s = NULL;
+    if (sp_hlo_sharding_parse(text, strlen(text), a, &s, err) != CM_OK) {
+        return NULL;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_hlo_sharding_print(s, &b);
+    char *r = cm_arena_strndup(a, b.data, b.len);
+    cm_buf_fini(&b);
+    return r;
+}
+
+/* Each input and the text XLA prints for it. */
+static const char *const round_trip[][2] = {
+    {"{replicated}", "{replicated}"},
+    {"{manual}", "{manual}"},
+    {"{unknown}", "{unknown}"},
+    {"{maximal device=3}", "{maximal device=3}"},
+    {"{devices=[4,8]<=[8,4]T(1,0)}", "{devices=[4,8]<=[8,4]T(1,0)}"},
+    {"{devices=[2,1,4]<=[8] last_tile_dim_replicate}",
+     "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"},
+    {"{devices=[4,4,2]<=[2,16]T(1,0) last_tile_dim_replicate}",
+     "{devices=[4,4,2]<=[2,16]T(1,0) last_tile_dim_replicate}"},
+    /* canonical iota: adjacent reshape dims merge, size-one dims go */
+    {"{devices=[8]<=[2,4]}", "{devices=[8]<=[8]}"},
+    {"{devices=[2,4]<=[1,2,4]T(0,2,1)}", "{devices=[2,4]<=[2,4]T(1,0)}"},
+    /* explicit device lists stay as written */
+    {"{devices=[2,2]0,2,1,3}", "{devices=[2,2]0,2,1,3}"},
+    /* a replicated last dim of every device is {replicated}; of one, a tile */
+    {"{devices=[1,8]<=[8] last_tile_dim_replicate}", "{replicated}"},
+    {"{devices=[4,1]<=[4] last_tile_dim_replicate}", "{devices=[4]<=[4]}"},
+    {"{devices=[1,1,8]<=[8] last_tile_dims={manual}}", "{manual}"},
+    {"{devices=[2,2,2]<=[8] last_tile_dims={manual, replicated}}",
+     "{devices=[2,2,2]<=[8] last_tile_dims={manual, replicated}}"},
+    /* a single replicated subgroup is last_tile_dim_replicate */
+    {"{devices=[2,4]<=[8] last_tile_dims={replicated}}",
+     "{devices=[2,4]<=[8] last_tile_dim_replicate}"},
+    /* metadata is skipped, tuples print index comments every fifth */
+    {"{replicated metadata={op_name=\"jit(f)/x\" source_file=\"a.py\"}}", "{replicated}"},
+    {"{{replicated}, {maximal device=0}}", "{{replicated}, {maximal device=0}}"},
+    {"{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, {manual}}",
+     "{{replicated}, {replicated}, {replicated}, {replicated}, {replicated}, /*index=5*/{manual}}"},
+    {"{}", "{}"},
+    /* V3 (named) text, as XLA's enable-hlo-sharding-v3 writes it */
+    {"{mesh['a'=2,'b'=2], [{'a', ?}, {}], replicated={'b'}}",
+     "{mesh['a'=2,'b'=2], [{'a', ?}, {}], replicated={'b'}}"},
+    {"{mesh['x'=8,'y'=4], [{'x':(1)2, 'x':(4)2}, {}], unreduced={'y'}}",
+     "{mesh['x'=8,'y'=4], [{'x':(1)2, 'x':(4)2}, {}], unreduced={'y'}}"},
+    {"{mesh['i'=2,'j'=2], [{'i'}, {}], manual={'j'}}",
+     "{mesh['i'=2,'j'=2], [{'i'}, {}], manual={'j'}}"},
+    {"{mesh['x'=8,'y'=4], manual}", "{mesh['x'=8,'y'=4], manual}"},
+    {"{mesh[], replicated}", "{mesh[], replicated}"},
+    {"{mesh['a'=2,'b'=2], device_ids=(0,2,1,3), [{'a'}]}",
+     "{mesh['a'=2,'b'=2], device_ids=(0,2,1,3), [{'a'}]}"},
+    {"{single_device[device_id=5]}", "{maximal device=5}"},
+    {"{{mesh['x'=8,'y'=4], [{'x'}, {}]}, {mesh['x'=8,'y'=4], replicated}}",
+     "{{mesh['x'=8,'y'=4], [{'x'}, {}]}, {mesh['x'=8,'y'=4], replicated}}"},
+};
+
+static void test_sp_hlo_sharding_round_trips(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    for (size_t i = 0; i < N_OF(round_trip); i++) {
+        cm_error err;
+        cm_error_clear(&err);
+        char *got = print_hlo(round_trip[i][0], &a, &err);
+        if (got == NULL) {
+            fail_msg("%s: %s at %s", round_trip[i][0], err.msg, err.path);
+        }
+        assert_string_equal(got, round_trip[i][1]);
+        /* the printed text reads back to itself */
+        char *again = print_hlo(got, &a, &err);
+        assert_non_null(again);
+        assert_string_equal(again, got);
+    }
+    cm_arena_fini(&a);
+}
+
+static void test_sp_hlo_sharding_explicit_list_is_iota(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    cm_error err;
+    sp_hlo_sharding *s;
+    const char *t = "{devices=[2,4]0,4,1,5,2,6,3,7}";
+    assert_int_equal(sp_hlo_sharding_parse(t, strlen(t), &a, &s, &err), CM_OK);
+    assert_int_equal(s->n_reshape, 2);
+    assert_int_equal(s->reshape[0], 2);
+    assert_int_equal(s->reshape[1], 4);
+    assert_int_equal(s->perm[0], 1);
+    assert_int_equal(s->perm[1], 0);
+    for (int64_t i = 0; i < 8; i++) {
+        assert_int_equal(sp_hlo_sharding_device(s, i), s->devices[i]);
+    }
+    cm_arena_fini(&a);
+}
+
+static const char *const bad[][2] = {
+    {"replicated", "col 1"},
+    {"{replicated", "col 1"},
+    {"{devices=[2,2]<=[8]}", "col 17"},
+    {"{devices=[2,2]<=[4]T(0,0)}", "col 21"},
+    {"{devices=[2,2]0,1,2}", "col 20"},
+    {"{devices=[2,2]0,1,2,2}", "col 21"},
+    {"{maximal}", "col 1"},
+    {"{replicated manual}", "col 1"},
+    {"{devices=[2,2]<=[4] last_tile_dims={bogus}}", "col 37"},
+    {"{devices=[0,2]<=[4]}", "col 10"},
+    {"{devices=[99999999999,99999999999]<=[4]}", "col 10"},
+    {"{replicated} x", "col 14"},
+    {"{frobnicate}", "col 2"},
+    {"{mesh['a'=2], [{'b'}]}", "col 1"},
+    {"{mesh['a'=0], [{'a'}]}", "col 12"},
+    {"{mesh['a'=2], [{'a'}], bogus}", "col 24"},
+    {"{single_device[device=1]}", "col 16"},
+};
+
+static void test_sp_hlo_sharding_parse_rejects_bad_text(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    for (size_t i = 0; i < N_OF(bad); i++) {
+        cm_error err;
+        cm_error_clear(&err);
+        sp_hlo_sharding *s = NULL;
+        cm_status st = sp_hlo_sharding_parse(bad[i][0], strlen(bad[i][0]), &a, &s, &err);
+        if (st != CM_EINVAL) {
+            fail_msg("%s: accepted", bad[i][0]);
+        }
+        assert_int_equal(err.code, CM_EINVAL);
+        if (strcmp(err.path, bad[i][1]) != 0) {
+            fail_msg("%s: path %s, want %s (%s)", bad[i][0], err.path, bad[i][1], err.msg);
+        }
+    }
+    cm_arena_fini(&a);
+}
+
+static void test_sp_hlo_local_mesh_decomposes_iota(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    cm_error err;
+    sp_hlo_sharding *s;
+    /* XLA's own example: [6,35]<=[7,10,3]T(2,1,0) has the local mesh 7,2,5,3 */
+    const char *t = "{devices=[6,35]<=[7,10,3]T(2,1,0)}";
+    assert_int_equal(sp_hlo_sharding_parse(t, strlen(t), &a, &s, &err), CM_OK);
+    int64_t sizes[SP_HLO_MAX_DIMS];
+    uint32_t n = 0;
+    assert_int_equal(sp_hlo_local_mesh(s, sizes, &n, &err), CM_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(sizes[0], 7);
+    assert_int_equal(sizes[1], 2);
+    assert_int_equal(sizes[2], 5);
+    assert_int_equal(sizes[3], 3);
+    /* the common factor sequence of two shapes */
+    int64_t x[] = {2, 4, 4}, y[] = {8, 4}, out[8];
+    assert_int_equal(sp_hlo_common_factors(x, 3, y, 2, out, 8), 3);
+    int64_t p[] = {3, 2}, q[] = {2, 3};
+    assert_int_equal(sp_hlo_common_factors(p, 2, q, 2, out, 8), 0);
+    cm_arena_fini(&a);
+}
+
+static char *to_sdy_text(const char *hlo, const sp_mesh *mesh, uint32_t rank, cm_arena *a)
+{
+    cm_error err;
+    cm_error_clear(&err);
+    sp_hlo_sharding *s;
+    sp_sharding *sh;
+    if (sp_hlo_sharding_parse(hlo, strlen(hlo), a, &s, &err) != CM_OK ||
+        sp_hlo_to_sdy(s, mesh, "mesh", "single_device_0", rank, false, a, &sh, &err) != CM_OK) {
+        return NULL;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_sharding_print(sh, &b);
+    char *r = cm_arena_strndup(a, b.data, b.len);
+    cm_buf_fini(&b);
+    return r;
+}
+
+static void test_sp_hlo_to_sdy_and_back(void **state)
+{
+    (void)state;
+    cm_arena a;
+    cm_arena_init(&a, 0);
+    sp_mesh_axis axes[] = {{"_axis_0", 2}, {"_axis_1", 4}, {"_axis_2", 4}};
+    sp_mesh mesh = {axes, 3, NULL, 0};
+    static const char *const cases[][2] = {
+        {"{devices=[4,8]<=[8,4]T(1,0)}", "<@mesh, [{\"_axis_2\"}, {\"_axis_0\", \"_axis_1\"}]>"},
+        {"{devices=[1,2,16]<=[32] last_tile_dim_replicate}", "<@mesh, [{}, {\"_axis_0\"}]>"},
+        {"{devices=[8,1,4]<=[2,4,4]T(1,0,2) last_tile_dim_replicate}",
+         "<@mesh, [{\"_axis_1\", \"_axis_0\"}, {}]>"},
+        {"{replicated}", "<@mesh, [{}, {}]>"},
+        {"{unknown}", "<@mesh, [{?}, {?}]>"},
+        {"{maximal device=0}", "<@single_device_0, []>"},
+        {"{devices=[2,4,4]<=[32] last_tile_dims={unreduced}}",
+         "<@mesh, [{\"_axis_0\"}, {\"_axis_1\"}], unreduced={\"_axis_2\"}>"},
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        char *got = to_sdy_text(cases[i][0], &mesh, 2, &a);
+        assert_non_null(got);
+        assert_string_equal(got, cases[i][1]);
+    }
+    /* a sub-axis: 2 of _axis_1's 4 */
+    char *sub = to_sdy_text("{devices=[4,8]<=[32]}", &mesh, 2, &a);
+    assert_non_null(sub);
+    assert_string_equal(
+        sub, "<@mesh, [{\"_axis_0\", \"_axis_1\":(1)2}, {\"_axis_1\":(2)2, \"_axis_2\"}]>");
+    /* back: the export of sdy shardings as HLO text */
+    static const char *const back[][2] = {
+        {"<@mesh, [{\"_axis_2\"}, {\"_axis_0\", \"_axis_1\"}]>", "{devices=[4,8]<=[8,4]T(1,0)}"},
+        {"<@mesh, [{}, {\"_axis_0\"}]>", "{devices=[1,2,16]<=[32] last_tile_dim_replicate}"},
+        {"<@mesh, [{}, {}]>", "{replicated}"},
+        {"<@mesh, [{\"_axis_0\", \"_axis_1\":(1)2}, {\"_axis_1\":(2)2, \"_axis_2\"}]>",
+         "{devices=[4,8]<=[32]}"},
+        {"<@mesh, [{\"_axis_1\"}, {}], replicated={\"_axis_0\"}>",
+         "{devices=[4,1,8]<=[2,4,4]T(1,0,2) last_tile_dim_replicate}"},
+    };
+    for (size_t i = 0; i < N_OF(back); i++) {
+        cm_error err;
+        cm_error_clear(&err);
+        sp_sharding *sh;
+        sp_hlo_sharding *h;
+        assert_int_equal(sp_sharding_parse(back[i][0], strlen(back[i][0]), &a, &sh, NULL, &err),
+                         CM_OK);
+        assert_int_equal(sp_sharding_verify(sh, &mesh, sh->rank, NULL, &err), CM_OK);
+        assert_int_equal(sp_hlo_from_sdy(sh, &mesh, NULL, 0, &a, &h, &err), CM_OK);
+        cm_buf b;
+        cm_buf_init(&b);
+        sp_hlo_sharding_print(h, &b);
+        cm_buf_putc(&b, '\0');
+        assert_string_equal(b.data, back[i][1]);
+        cm_buf_fini(&b);
+    }
+    /* manual axes: all of them is {manual} */
+    const char *manual[] = {"_axis_0", "_axis_1", "_axis_2"};
+    sp_sharding *open = sp_sharding_open(&a, "mesh", 2);
+    sp_hlo_sharding *hm;
+    cm_error err;
+    assert_int_equal(sp_hlo_from_sdy(open, &mesh, manual, 3, &a, &hm, &err), CM_OK);
+    assert_int_equal(hm->kind, SP_HLO_MANUAL);
+    cm_arena_fini(&a);
+}
+
+static const char gspmd_module[] =
+    "func.func public @main(%arg0: tensor<8x16xf32> {mhlo.sharding = \"{devices=[2,1,4]<=[8] "
+    "last_tile_dim_replicate}\"},\n"
+    "    %arg1: tensor<16x32xf32> {mhlo.sharding = \"{devices=[1,4,2]<=[2,4]T(1,0) "
+    "last_tile_dim_replicate}\"}) -> tensor<8x32xf32> {\n"
+    "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : "
+    "(tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>\n"
+    "  %1 = stablehlo.custom_call @Sharding(%0) {backend_config = \"unspecified_dims=[1]\", "
+    "mhlo.sharding = \"{devices=[2,1,4]<=[8] last_tile_dim_replicate}\"} : (tensor<8x32xf32>) "
+    "-> tensor<8x32xf32>\n"
+    "  return %1 : tensor<8x32xf32>\n"
+    "}\n";
+
+static void test_sp_input_reads_gspmd(void **state)
+{
+    (void)state;
+    sp_input in;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(gspmd_module, strlen(gspmd_module), NULL, &in, &err), CM_OK);
+    const sp_mesh *mesh = sp_module_mesh(in.m, "mesh");
+    assert_non_null(mesh);
+    assert_int_equal(mesh->n_axes, 2);
+    assert_int_equal(mesh->axes[0].size, 2);
+    assert_int_equal(mesh->axes[1].size, 4);
+    uint32_t f = sp_module_func(in.m, "main");
+    uint32_t arg1 = in.m->blocks[in.m->ops[f].regions[0].blocks[0]].first_arg + 1;
+    const sp_sharding *s = sp_value_sharding(in.m, arg1);
+    assert_non_null(s);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_sharding_print(s, &b);
+    cm_buf_putc(&b, '\0');
+    assert_string_equal(b.data, "<@mesh, [{}, {\"_axis_1\"}]>");
+    cm_buf_fini(&b);
+    /* the @Sharding call is a constraint now, its unspecified dim open */
+    bool constraint = false;
+    for (uint32_t i = 0; i < in.m->n_ops; i++) {
+        constraint = constraint || strcmp(in.m->ops[i].name, "sdy.sharding_constraint") == 0;
+    }
+    assert_true(constraint);
+    sp_input_fini(&in);
+}
+
+static void test_sp_input_gspmd_error_has_line_col(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "func.func @f(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "  %0 = stablehlo.abs %arg0 {mhlo.sharding = \"{devices=[2,3]<=[6]}\"} : tensor<8xf32>\n"
+        "  return %0 : tensor<8xf32>\n"
+        "}\n";
+    sp_input in;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(text, strlen(text), NULL, &in, &err), CM_EINVAL);
+    assert_int_equal(err.code, CM_EINVAL);
+    assert_string_equal(err.path, "2:3");
+    assert_non_null(strstr(err.msg, "mhlo.sharding"));
+    /* a sharding that does not parse names its column inside the string */
+    static const char text2[] =
+        "func.func @f(%arg0: tensor<8xf32> {mhlo.sharding = \"{devices=[2]<=[2]T(1)}\"}) -> "
+        "tensor<8xf32> {\n"
+        "  return %arg0 : tensor<8xf32>\n"
+        "}\n";
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(text2, strlen(text2), NULL, &in, &err), CM_EINVAL);
+    assert_string_equal(err.path, "1:1");
+    assert_non_null(strstr(err.msg, "argument 0 of @f"));
+    assert_non_null(strstr(err.msg, "at col"));
+}
+
+typedef struct oom_ctx {
+    sp_module *m;
+    const char *text;
+    cm_status (*fn)(sp_module *m, cm_error *err);
+} oom_ctx;
+
+static void oom_setup(void *vctx)
+{
+    oom_ctx *c = vctx;
+    cm_error err;
+    assert_int_equal(sp_mlir_read(c->text, strlen(c->text), 0, &c->m, &err), CM_OK);
+}
+
+static cm_status oom_run(void *vctx)
+{
+    oom_ctx *c = vctx;
+    cm_error err;
+    cm_error_clear(&err);
+    return c->fn(c->m, &err);
+}
+
+static void oom_done(void *vctx, cm_status st)
+{
+    oom_ctx *c = vctx;
+    (void)st;
+    sp_module_destroy(c->m);
+    c->m = NULL;
+}
+
+static const char oom_shard_map[] =
+    "func.func @main(%arg0: tensor<8x8xf32> {mhlo.sharding = \"{devices=[8,1]<=[8]}\"}) -> "
+    "tensor<8x8xf32> {\n"
+    "  %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = \"{devices=[8,1]<=[8]}\"} : "
+    "(tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+    "  %1 = stablehlo.custom_call @SPMDFullToShardShape(%0) {mhlo.sharding = \"{manual}\"} : "
+    "(tensor<8x8xf32>) -> tensor<1x8xf32>\n"
+    "  %2 = call @shmap_body(%1) : (tensor<1x8xf32>) -> tensor<1x8xf32>\n"
+    "  %3 = stablehlo.custom_call @Sharding(%2) {mhlo.sharding = \"{manual}\"} : "
+    "(tensor<1x8xf32>) -> tensor<1x8xf32>\n"
+    "  %4 = stablehlo.custom_call @SPMDShardToFullShape(%3) {mhlo.sharding = "
+    "\"{devices=[8,1]<=[8]}\"} : (tensor<1x8xf32>) -> tensor<8x8xf32>\n"
+    "  return %4 : tensor<8x8xf32>\n"
+    "}\n"
+    "func.func @shmap_body(%arg0: tensor<1x8xf32>) -> tensor<1x8xf32> {\n"
+    "  %0 = stablehlo.abs %arg0 : tensor<1x8xf32>\n"
+    "  return %0 : tensor<1x8xf32>\n"
+    "}\n";
+
+static const char oom_round_trip[] =
+    "module attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "
+    "\"{mesh = #sdy.mesh<[\\22a\\22=4]>}\"}} {\n"
+    "  func.func @main(%arg0: tensor<8x8xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "
+    "\"#sdy.sharding<@mesh, [{\\22a\\22}, {}]>\"}}) -> tensor<8x8xf32> {\n"
+    "    %0 = stablehlo.custom_call @xla.sdy.GlobalToLocalShape(%arg0) "
+    "{mhlo.frontend_attributes = {xla.sdy.in_shardings = "
+    "\"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\", xla.sdy.manual_axes = "
+    "\"#sdy<manual_axes{\\22a\\22}>\"}} : (tensor<8x8xf32>) -> tensor<2x8xf32>\n"
+    "    %1 = call @xla.sdy.manual_computation_body(%0) : (tensor<2x8xf32>) -> tensor<2x8xf32>\n"
+    "    %2 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%1) "
+    "{mhlo.frontend_attributes = {xla.sdy.manual_axes = \"#sdy<manual_axes{\\22a\\22}>\", "
+    "xla.sdy.out_shardings = \"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\"}} "
+    ": (tensor<2x8xf32>) -> tensor<8x8xf32>\n"
+    "    %3 = stablehlo.custom_call @xla.sdy.FuncResultSharding(%2) {mhlo.frontend_attributes = "
+    "{xla.sdy.sharding = \"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\"}} : "
+    "(tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+    "    return %3 : tensor<8x8xf32>\n"
+    "  }\n"
+    "  func.func @xla.sdy.manual_computation_body(%arg0: tensor<2x8xf32>) -> tensor<2x8xf32> {\n"
+    "    return %arg0 : tensor<2x8xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char oom_v3[] =
+    "func.func @main(%arg0: tensor<8x16xf32> {mhlo.sharding = \"{mesh['d'=2,'m'=4], [{'d'}, "
+    "{'m', ?}], replicated={}}\"}, %arg1: tensor<4xf32> {mhlo.sharding = "
+    "\"{single_device[device_id=3]}\"}) -> tensor<8x16xf32> {\n"
+    "  return %arg0 : tensor<8x16xf32>\n"
+    "}\n";
+
+static cm_status round_trip_then_back(sp_module *m, cm_error *err)
+{
+    cm_status st = sp_gspmd_round_trip_import(m, false, NULL, err);
+    if (st == CM_OK) {
+        st = sp_gspmd_shard_map_export(m, err);
+    }
+    if (st == CM_OK) {
+        st = sp_gspmd_clone_manual_computation_calls(m, err);
+    }
+    return st;
+}
+
+static cm_status v3_import_export(sp_module *m, cm_error *err)
+{
+    cm_status st = sp_gspmd_import_shardings(m, err);
+    sp_gspmd_export_opts o = {true, true};
+    return st == CM_OK ? sp_gspmd_export(m, &o, err) : st;
+}
+
+static cm_status user_annotations(sp_module *m, cm_error *err)
+{
+    return sp_gspmd_import_user_annotations(m, err);
+}
+
+/* Every allocation of the imports and exports may fail: each attempt fails
+ * with CM_ENOMEM and leaks nothing, until one succeeds. */
+static void test_sp_gspmd_import_oom(void **state)
+{
+    (void)state;
+    const oom_ctx cases[] = {
+        {NULL, gspmd_module, sp_gspmd_import},  {NULL, gspmd_module, user_annotations},
+        {NULL, oom_shard_map, sp_gspmd_import}, {NULL, oom_round_trip, round_trip_then_back},
+        {NULL, oom_v3, v3_import_export},
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        oom_ctx c = cases[i];
+        tu_oom t = {oom_setup, oom_run, oom_done};
+        tu_oom_loop(&t, &c, 20000);
+    }
+}
+
+static void test_sp_gspmd_export_round_trip(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(gspmd_module, strlen(gspmd_module), 0, &m, &err), CM_OK);
+    assert_true(sp_gspmd_detect(m));
+    assert_int_equal(sp_gspmd_import_shardings(m, &err), CM_OK);
+    assert_false(sp_gspmd_detect(m));
+    assert_int_equal(sp_gspmd_export_shardings(m, &err), CM_OK);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_print_opts po;
+    memset(&po, 0, sizeof po);
+    sp_mlir_print(m, &po, &b);
+    cm_buf_putc(&b, '\0');
+    assert_non_null(strstr(b.data, "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"));
+    assert_non_null(strstr(b.data, "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"));
+    assert_null(strstr(b.data, "sdy."));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
+/* GSPMD's shard_map (@Sharding, @SPMDFullToShardShape, a shmap_body call,
+ * @Sharding, @SPMDShardToFullShape) reads as an sdy.manual_computation. */
+static void test_sp_input_reads_gspmd_shard_map(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "func.func @main(%arg0: tensor<8x8xf32> {mhlo.sharding = \"{devices=[8,1]<=[8]}\"}) -> "
+        "tensor<8x8xf32> {\n"
+        "  %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = \"{devices=[8,1]<=[8]}\"} "
+        ": (tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+        "  %1 = stablehlo.custom_call @SPMDFullToShardShape(%0) {mhlo.sharding = \"{manual}\"} : "
+        "(tensor<8x8xf32>) -> tensor<1x8xf32>\n"
+        "  %2 = call @shmap_body(%1) : (tensor<1x8xf32>) -> tensor<1x8xf32>\n"
+        "  %3 = stablehlo.custom_call @Sharding(%2) {mhlo.sharding = \"{manual}\"} : "
+        "(tensor<1x8xf32>) -> tensor<1x8xf32>\n"
+        "  %4 = stablehlo.custom_call @SPMDShardToFullShape(%3) {mhlo.sharding = "
+        "\"{devices=[8,1]<=[8]}\"} : (tensor<1x8xf32>) -> tensor<8x8xf32>\n"
+        "  return %4 : tensor<8x8xf32>\n"
+        "}\n"
+        "func.func @shmap_body(%arg0: tensor<1x8xf32>) -> tensor<1x8xf32> {\n"
+        "  %0 = stablehlo.abs %arg0 : tensor<1x8xf32>\n"
+        "  return %0 : tensor<1x8xf32>\n"
+        "}\n";
+    sp_input in;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(text, strlen(text), NULL, &in, &err), CM_OK);
+    assert_int_equal(sp_module_func(in.m, "shmap_body"), SP_NONE);
+    uint32_t mc = SP_NONE;
+    for (uint32_t i = 0; i < in.m->n_ops; i++) {
+        if (in.m->ops[i].parent_block != SP_NONE &&
+            strcmp(in.m->ops[i].name, "sdy.manual_computation") == 0) {
+            mc = i;
+        }
+        assert_false(in.m->ops[i].parent_block != SP_NONE &&
+                     strcmp(in.m->ops[i].name, "stablehlo.custom_call") == 0);
+    }
+    assert_int_not_equal(mc, SP_NONE);
+    const sp_attr *axes = sp_op_attr(in.m, mc, "manual_axes");
+    assert_non_null(axes);
+    assert_int_equal(axes->u.axes.n, 1);
+    assert_string_equal(axes->u.axes.axes[0].name, "_axis_0");
+    sp_input_fini(&in);
+    /* a broken pattern is an error at the call */
+    static const char broken[] =
+        "func.func @main(%arg0: tensor<8x8xf32> {mhlo.sharding = \"{devices=[8,1]<=[8]}\"}) -> "
+        "tensor<8x8xf32> {\n"
+        "  %0 = call @shmap_body(%arg0) : (tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+        "  return %0 : tensor<8x8xf32>\n"
+        "}\n"
+        "func.func @shmap_body(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+        "  return %arg0 : tensor<8x8xf32>\n"
+        "}\n";
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(broken, strlen(broken), NULL, &in, &err), CM_EINVAL);
+    assert_string_equal(err.path, "2:3");
+    assert_non_null(strstr(err.msg, "SPMDFullToShardShape"));
+}
+
+/* JAX's round-trip shard_map (xla.sdy.GlobalToLocalShape, a
+ * manual_computation_body call, xla.sdy.LocalToGlobalShape). */
+static void test_sp_gspmd_shard_map_import_round_trip_form(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "sdy.mesh @mesh = <[\"a\"=4]>\n"
+        "func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+        "  %0 = stablehlo.custom_call @xla.sdy.GlobalToLocalShape(%arg0) "
+        "{mhlo.frontend_attributes = {xla.sdy.in_shardings = "
+        "\"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\", xla.sdy.manual_axes = "
+        "\"#sdy<manual_axes{\\22a\\22}>\"}} : (tensor<8x8xf32>) -> tensor<2x8xf32>\n"
+        "  %1 = call @xla.sdy.manual_computation_body(%0) : (tensor<2x8xf32>) -> tensor<2x8xf32>\n"
+        "  %2 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%1) "
+        "{mhlo.frontend_attributes = {xla.sdy.manual_axes = \"#sdy<manual_axes{\\22a\\22}>\", "
+        "xla.sdy.out_shardings = \"#sdy.sharding_per_value<[<@mesh, [{\\22a\\22}, {}]>]>\"}} "
+        ": (tensor<2x8xf32>) -> tensor<8x8xf32>\n"
+        "  return %2 : tensor<8x8xf32>\n"
+        "}\n"
+        "func.func @xla.sdy.manual_computation_body(%arg0: tensor<2x8xf32>) -> tensor<2x8xf32> {\n"
+        "  return %arg0 : tensor<2x8xf32>\n"
+        "}\n";
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    assert_int_equal(sp_gspmd_shard_map_import(m, NULL, &err), CM_OK);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_print_opts po;
+    memset(&po, 0, sizeof po);
+    sp_mlir_print(m, &po, &b);
+    cm_buf_putc(&b, '\0');
+    assert_non_null(strstr(b.data, "sdy.manual_computation(%arg0) in_shardings=[<@mesh, "
+                                   "[{\"a\"}, {}]>] out_shardings=[<@mesh, [{\"a\"}, {}]>] "
+                                   "manual_axes={\"a\"}"));
+    assert_null(strstr(b.data, "manual_computation_body"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
+/* The sdy round trip's form (jax.export): meshes and shardings from the
+ * xla.sdy frontend attributes; a malformed one is an error at LINE:COL. */
+static void test_sp_input_reads_sdy_round_trip(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "module attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "
+        "\"{mesh = #sdy.mesh<[\\22x\\22=4]>}\"}} {\n"
+        "  func.func @main(%arg0: tensor<8x8xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "
+        "\"#sdy.sharding<@mesh, [{\\22x\\22}, {}]>\"}}) -> tensor<8x8xf32> {\n"
+        "    return %arg0 : tensor<8x8xf32>\n"
+        "  }\n"
+        "}\n";
+    sp_input in;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_true(sp_input_read(text, strlen(text), NULL, &in, &err) == CM_OK);
+    const sp_mesh *mesh = sp_module_mesh(in.m, "mesh");
+    assert_non_null(mesh);
+    assert_int_equal(mesh->n_axes, 1);
+    assert_int_equal(mesh->axes[0].size, 4);
+    uint32_t f = sp_module_func(in.m, "main");
+    const sp_sharding *s =
+        sp_value_sharding(in.m, in.m->blocks[in.m->ops[f].regions[0].blocks[0]].first_arg);
+    assert_non_null(s);
+    assert_int_equal(s->dims[0].n_axes, 1);
+    assert_string_equal(s->dims[0].axes[0].name, "x");
+    sp_input_fini(&in);
+    static const char bad_rt[] =
+        "module attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "
+        "\"{mesh = #sdy.mesh<[\\22x\\22=4]>}\"}} {\n"
+        "  func.func @main(%arg0: tensor<8x8xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "
+        "\"#sdy.sharding<@mesh, [{\\22x\\22}, {}\"}}) -> tensor<8x8xf32> {\n"
+        "    return %arg0 : tensor<8x8xf32>\n"
+        "  }\n"
+        "}\n";
+    cm_error_clear(&err);
+    assert_int_equal(sp_input_read(bad_rt, strlen(bad_rt), NULL, &in, &err), CM_EINVAL);
+    assert_string_equal(err.path, "2:3");
+    assert_non_null(strstr(err.msg, "argument 0"));
+}
+
+/* The migration's comparison: GSPMD replicated the abs over the model axis
+ * where Shardy, from the same user annotations, keeps the dot's sharding. */
+static void test_sp_gspmd_divergences_finds_the_op(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "func.func @main(%arg0: tensor<8x16xf32> {mhlo.sharding = \"{devices=[2,1,4]<=[8] "
+        "last_tile_dim_replicate}\"}, %arg1: tensor<16x32xf32> {mhlo.sharding = "
+        "\"{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}\"}) -> tensor<8x32xf32> {\n"
+        "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] {mhlo.sharding = "
+        "\"{devices=[2,4]<=[8]}\"} : (tensor<8x16xf32>, tensor<16x32xf32>) -> "
+        "tensor<8x32xf32>\n"
+        "  %1 = stablehlo.abs %0 {mhlo.sharding = \"{devices=[2,1,4]<=[8] "
+        "last_tile_dim_replicate}\"} : tensor<8x32xf32>\n"
+        "  return %1 : tensor<8x32xf32>\n"
+        "}\n";
+    sp_module *g, *s;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &g, &err), CM_OK);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &s, &err), CM_OK);
+    assert_int_equal(sp_gspmd_import(g, &err), CM_OK);
+    assert_int_equal(sp_gspmd_import_user_annotations(s, &err), CM_OK);
+    sp_diags d;
+    sp_diags_init(&d);
+    assert_int_equal(sp_input_propagate(s, SP_PLAN_PIPELINE, NULL, false, &d, &err), CM_OK);
+    sp_diags_fini(&d);
+    sp_gspmd_divergence *v = NULL;
+    uint32_t n = 0;
+    assert_int_equal(sp_gspmd_divergences(g, s, &v, &n, &err), CM_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(g->ops[v[0].op].name, "stablehlo.abs");
+    assert_int_equal(v[0].gspmd->dims[1].n_axes, 0);
+    assert_int_equal(v[0].shardy->dims[1].n_axes, 1);
+    cm_free(v);
+    sp_module_destroy(g);
+    sp_module_destroy(s);
+}
+
+/* POST /v1/plans with a GSPMD module: the plan has the converted mesh and
+ * shardings; an unconvertible sharding is a 400 at the op's LINE:COL. */
+static void test_post_plans_reads_gspmd(void **state)
+{
+    (void)state;
+    tu_server srv;
+    memset(&srv, 0, sizeof srv);
+    assert_int_equal(tu_server_init(&srv, "test_gspmd"), 0);
+    srv_config c;
+    tu_config_default(&srv, &c);
+    tu_server_start(&srv, &c);
+    json_t *req = json_pack("{s:s}", "mlir", gspmd_module);
+    char *body = json_dumps(req, 0);
+    tu_resp r;
+    tu_http(&srv, "POST", "/v1/plans", "application/json", body, &r);
+    assert_int_equal(r.status, 201);
+    json_t *mesh = json_object_get(
+        json_array_get(json_object_get(json_object_get(r.json, "plan"), "meshes"), 0), "axes");
+    assert_int_equal(json_array_size(mesh), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(mesh, 1), "name")),
+                        "_axis_1");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(mesh, 1), "size")), 4);
+    assert_non_null(strstr(r.body.data, "<@mesh, [{}, {\\\"_axis_1\\\"}]>"));
+    tu_resp_fini(&r);
+    free(body);
+    json_decref(req);
+    /* the bad one: [2,3] tiles over 6 devices do not fit the 2 x 4 mesh */
+    static const char bad_module[] =
+        "func.func @f(%arg0: tensor<8x16xf32> {mhlo.sharding = \"{devices=[2,4]<=[8]}\"}) -> "
+        "tensor<8x16xf32> {\n"
+        "  %0 = stablehlo.abs %arg0 {mhlo.sharding = \"{devices=[2,3]<=[6]}\"} : tensor<8x16xf32>\n"
+        "  return %0 : tensor<8x16xf32>\n"
+        "}\n";
+    req = json_pack("{s:s}", "mlir", bad_module);
+    body = json_dumps(req, 0);
+    tu_http(&srv, "POST", "/v1/plans", "application/json", body, &r);
+    assert_int_equal(r.status, 400);
+    json_t *e = json_object_get(r.json, "error");
+    assert_string_equal(json_string_value(json_object_get(e, "path")), "2:3");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "mhlo.sharding"));
+    tu_resp_fini(&r);
+    free(body);
+    json_decref(req);
+    tu_server_fini(&srv);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sp_hlo_sharding_round_trips),
+        cmocka_unit_test(test_sp_hlo_sharding_explicit_list_is_iota),
+        cmocka_unit_test(test_sp_hlo_sharding_parse_rejects_bad_text),
+        cmocka_unit_test(test_sp_hlo_local_mesh_decomposes_iota),
+        cmocka_unit_test(test_sp_hlo_to_sdy_and_back),
+        cmocka_unit_test(test_sp_input_reads_gspmd),
+        cmocka_unit_test(test_sp_input_gspmd_error_has_line_col),
+        cmocka_unit_test(test_sp_gspmd_import_oom),
+        cmocka_unit_test(test_sp_gspmd_export_round_trip),
+        cmocka_unit_test(test_sp_input_reads_gspmd_shard_map),
+        cmocka_unit_test(test_sp_gspmd_shard_map_import_round_trip_form),
+        cmocka_unit_test(test_sp_input_reads_sdy_round_trip),
+        cmocka_unit_test(test_sp_gspmd_divergences_finds_the_op),
+        cmocka_unit_test(test_post_plans_reads_gspmd),
+    };
+    return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
+}
