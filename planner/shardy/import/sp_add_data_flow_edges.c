@@ -119,8 +119,10 @@ static sp_sharding *erase_manual_axes(sp_module *m, const sp_sharding *outer,
         while (skip < rd->n_axes && is_manual(manual, rd->axes[skip].name)) {
             skip++;
         }
-        rd->axes += skip;
-        rd->n_axes -= skip;
+        if (skip > 0) { /* an empty dimension may have no axes array */
+            rd->axes += skip;
+            rd->n_axes -= skip;
+        }
     }
     if ((*st = free_axes(m, outer->replicated, outer->n_replicated, manual, &r->replicated,
                          &r->n_replicated)) != CM_OK ||

@@ -1101,7 +1101,8 @@ static sp_sharding *mc_erase_manual(cm_arena *a, cm_arena *lists, const sp_shard
     }
     for (uint32_t d = 0; d < s->rank; d++) {
         uint32_t k = n_manual(&s->dims[d], manual);
-        r->dims[d].axes = s->dims[d].axes + k;
+        /* an empty dimension may have no axes array: no offset on NULL */
+        r->dims[d].axes = k > 0 ? s->dims[d].axes + k : s->dims[d].axes;
         r->dims[d].n_axes = s->dims[d].n_axes - k;
     }
     r->n_replicated = 0;
