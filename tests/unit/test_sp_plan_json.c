@@ -286,7 +286,7 @@ static void test_sp_plan_partition_specs_in_jax_terms(void **state)
         "P('data', None)");
     assert_string_equal(json_string_value(json_object_get(f, "in_shardings")),
                         "in_shardings = (\n    NamedSharding(mesh, P('data', None)),  # layer0.W1 "
-                        "[\"batch\",null]\n)");
+                        "('batch', None)\n)");
     json_decref(g);
 }
 
