@@ -2454,3 +2454,28 @@ const char *sp_graph_value_logical_axes(const sp_graph *g, uint32_t v)
     }
     return lo < g->n_vlog && g->vlog[lo].v == v ? g->vlog[lo].json : NULL;
 }
+
+void sp_graph_logical_axes_py(const char *json, cm_buf *b)
+{
+    uint32_t n = 0;
+    cm_buf_putc(b, '(');
+    for (const char *c = json; *c != '\0'; c++) {
+        if (*c == '"') {
+            cm_buf_puts(b, n++ > 0 ? ", '" : "'");
+            for (c++; *c != '\0' && *c != '"'; c++) {
+                if (*c == '\\' && c[1] != '\0') {
+                    c++;
+                }
+                cm_buf_putc(b, *c == '\n' || *c == '\r' ? ' ' : *c);
+            }
+            cm_buf_putc(b, '\'');
+            if (*c == '\0') {
+                break;
+            }
+        } else if (strncmp(c, "null", 4) == 0) {
+            cm_buf_puts(b, n++ > 0 ? ", None" : "None");
+            c += 3;
+        }
+    }
+    cm_buf_puts(b, n == 1 ? ",)" : ")");
+}

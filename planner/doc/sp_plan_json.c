@@ -745,34 +745,6 @@ static void py_comment(cm_buf *b, const char *s)
     }
 }
 
-/* Flax logical axis names (a compact JSON array of strings and nulls, as
- * sp_graph_value_logical_axes gives them) as the Python tuple Flax spells:
- * `('embed', None)`, `('batch',)`. */
-static void logical_py(cm_buf *b, const char *json)
-{
-    uint32_t n = 0;
-    cm_buf_putc(b, '(');
-    for (const char *c = json; *c != '\0'; c++) {
-        if (*c == '"') {
-            cm_buf_puts(b, n++ > 0 ? ", '" : "'");
-            for (c++; *c != '\0' && *c != '"'; c++) {
-                if (*c == '\\' && c[1] != '\0') {
-                    c++;
-                }
-                cm_buf_putc(b, *c == '\n' || *c == '\r' ? ' ' : *c);
-            }
-            cm_buf_putc(b, '\'');
-            if (*c == '\0') {
-                break;
-            }
-        } else if (strncmp(c, "null", 4) == 0) {
-            cm_buf_puts(b, n++ > 0 ? ", None" : "None");
-            c += 3;
-        }
-    }
-    cm_buf_puts(b, n == 1 ? ",)" : ")");
-}
-
 /* One entry of an in_shardings/out_shardings tuple: `NamedSharding(mesh,
  * P(...)),  # name`; a value Shardy left unsharded is replicated, P(); a
  * sharding with no PartitionSpec is None with a comment saying why. */
@@ -808,7 +780,7 @@ static void snippet_entry(cm_buf *b, const sp_sharding *s, const char *fallback_
     }
     if (logical != NULL) {
         cm_buf_puts(b, " ");
-        logical_py(b, logical);
+        sp_graph_logical_axes_py(logical, b);
     }
     if (s == NULL) {
         cm_buf_puts(b, ": unsharded (replicated)");
