@@ -209,8 +209,10 @@ static void py_str(cm_buf *b, const char *s)
  * and returns true when it says exactly what s says. What it cannot say
  * (sub-axes, an open dim that already has axes, replicated axes beside an
  * open dim, max/min unreduced axes, priorities) goes to note; spec then holds
- * the nearest closed spelling, or stays empty when there is none (sub-axes). */
-static bool pspec_write(const sp_sharding *s, cm_buf *spec, cm_buf *note)
+ * the nearest closed spelling, or stays empty when there is none (sub-axes).
+ * jit: the spelling is for jax.jit's in_shardings/out_shardings, which reject
+ * P.UNCONSTRAINED: an open dim without axes is None there, and not exact. */
+static bool pspec_write(const sp_sharding *s, bool jit, cm_buf *spec, cm_buf *note)
 {
     bool exact = true, any = false, any_open = false;
     for (uint32_t d = 0; d < s->rank; d++) {
@@ -239,12 +241,19 @@ static bool pspec_write(const sp_sharding *s, cm_buf *spec, cm_buf *note)
             return false;
         }
     }
+    cm_buf open_axes, open_empty; /* the dims that are open with axes; open without */
+    cm_buf_init(&open_axes);
+    cm_buf_init(&open_empty);
     cm_buf_puts(spec, "P(");
     for (uint32_t d = 0; any && d < s->rank; d++) {
         const sp_dim_sharding *ds = &s->dims[d];
         cm_buf_puts(spec, d > 0 ? ", " : "");
         if (ds->n_axes == 0) {
-            cm_buf_puts(spec, ds->is_closed ? "None" : "P.UNCONSTRAINED");
+            cm_buf_puts(spec, ds->is_closed ? "None" : jit ? "None" : "P.UNCONSTRAINED");
+            if (!ds->is_closed && jit) {
+                exact = false;
+                cm_buf_printf(&open_empty, "%s%u", open_empty.len > 0 ? ", " : "", d);
+            }
         } else {
             cm_buf_puts(spec, ds->n_axes > 1 ? "(" : "");
             for (uint32_t a = 0; a < ds->n_axes; a++) {
@@ -254,11 +263,7 @@ static bool pspec_write(const sp_sharding *s, cm_buf *spec, cm_buf *note)
             cm_buf_puts(spec, ds->n_axes > 1 ? ")" : "");
             if (!ds->is_closed) {
                 exact = false;
-                cm_buf_printf(note,
-                              "%sdim %u is open with axes (Shardy {..., ?}: these axes and maybe "
-                              "more); a PartitionSpec entry is either fixed axes or "
-                              "P.UNCONSTRAINED, so the spelling fixes it to these axes",
-                              note->len > 0 ? "; " : "", d);
+                cm_buf_printf(&open_axes, "%s%u", open_axes.len > 0 ? ", " : "", d);
             }
         }
         if (ds->priority >= 0) {
@@ -282,6 +287,26 @@ static bool pspec_write(const sp_sharding *s, cm_buf *spec, cm_buf *note)
         }
     }
     cm_buf_putc(spec, ')');
+    if (open_axes.len > 0) {
+        cm_buf_printf(note,
+                      "%sdim%s %s %s open with axes (Shardy {\"x\", ?}: these axes and maybe "
+                      "more); a PartitionSpec entry is either fixed axes or P.UNCONSTRAINED, so "
+                      "the spelling fixes %s to these axes",
+                      note->len > 0 ? "; " : "", strchr(open_axes.data, ',') ? "s" : "",
+                      open_axes.data, strchr(open_axes.data, ',') ? "are" : "is",
+                      strchr(open_axes.data, ',') ? "them" : "it");
+    }
+    if (open_empty.len > 0) {
+        cm_buf_printf(note,
+                      "%sdim%s %s %s open ({?}, P.UNCONSTRAINED), which jax.jit's "
+                      "in_shardings/out_shardings do not take: None (replicated) stands for %s",
+                      note->len > 0 ? "; " : "", strchr(open_empty.data, ',') ? "s" : "",
+                      open_empty.data, strchr(open_empty.data, ',') ? "are" : "is",
+                      strchr(open_empty.data, ',') ? "them" : "it");
+    }
+    note->oom = note->oom || open_axes.oom || open_empty.oom;
+    cm_buf_fini(&open_axes);
+    cm_buf_fini(&open_empty);
     if (s->n_replicated > 0 && any_open) {
         exact = false;
         cm_buf_printf(note,
@@ -298,7 +323,7 @@ static void pspec_json(cm_buf *b, const sp_sharding *s)
     cm_buf spec, note;
     cm_buf_init(&spec);
     cm_buf_init(&note);
-    bool exact = pspec_write(s, &spec, &note);
+    bool exact = pspec_write(s, false, &spec, &note);
     cm_buf_puts(b, ",\"partition_spec\":");
     if (exact && spec.data != NULL) {
         cm_json_put_str(b, spec.data, spec.len);
@@ -754,7 +779,7 @@ static void snippet_entry(cm_buf *b, const sp_sharding *s, const char *fallback_
     cm_buf spec, note;
     cm_buf_init(&spec);
     cm_buf_init(&note);
-    bool exact = s != NULL ? pspec_write(s, &spec, &note) : true;
+    bool exact = s != NULL ? pspec_write(s, true, &spec, &note) : true;
     const char *mesh = s != NULL && s->mesh_name != NULL ? s->mesh_name : fallback_mesh;
     cm_buf_puts(b, "    ");
     if (spec.len == 0 && s != NULL) {
@@ -787,7 +812,17 @@ static void snippet_entry(cm_buf *b, const sp_sharding *s, const char *fallback_
     } else if (spec.len == 0) {
         cm_buf_puts(b, ": no PartitionSpec says this sharding (see partition_spec_note)");
     } else if (!exact) {
-        cm_buf_puts(b, ": nearest spelling, not exact (see partition_spec_note)");
+        /* inexact for jit alone: open dims without axes, which the
+         * document's partition_spec says as P.UNCONSTRAINED */
+        cm_buf doc_spec, doc_note;
+        cm_buf_init(&doc_spec);
+        cm_buf_init(&doc_note);
+        bool doc_exact = pspec_write(s, false, &doc_spec, &doc_note);
+        cm_buf_puts(b, doc_exact ? ": its open dims (P.UNCONSTRAINED) are None here, as jax.jit's "
+                                   "shardings take no P.UNCONSTRAINED"
+                                 : ": nearest spelling, not exact (see partition_spec_note)");
+        cm_buf_fini(&doc_spec);
+        cm_buf_fini(&doc_note);
     }
     cm_buf_putc(b, '\n');
     b->oom = b->oom || spec.oom || note.oom;

@@ -271,6 +271,45 @@ static void test_sp_plan_partition_specs_in_jax_terms(void **state)
                               "  # output 0\n)");
     json_decref(p);
 
+    /* open dims, which basic propagation leaves open: {?} is P.UNCONSTRAINED
+     * in the document but None in the jit snippet; {"x", ?} has no exact
+     * PartitionSpec */
+    static const char open[] =
+        "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+        "func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\", ?}, {?}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{?}, {?}]>}) -> (tensor<8x8xf32>) {\n"
+        "  return %arg1 : tensor<8x8xf32>\n"
+        "}\n";
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(open, sizeof open - 1, 0, &m, &err), CM_OK);
+    sp_plan_opts o;
+    sp_plan_opts_init(&o);
+    o.pass = SP_PLAN_BASIC;
+    cm_buf b;
+    cm_buf_init(&b);
+    assert_int_equal(sp_plan_run(m, &o, &b, &err), CM_OK);
+    p = json_loadb(b.data, b.len, 0, NULL);
+    assert_non_null(p);
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+    f = json_array_get(json_object_get(p, "functions"), 0);
+    in = json_object_get(f, "inputs");
+    s0 = json_object_get(json_array_get(in, 0), "sharding");
+    assert_true(json_is_null(json_object_get(s0, "partition_spec")));
+    note = json_string_value(json_object_get(s0, "partition_spec_note"));
+    assert_non_null(strstr(note, "dim 0 is open with axes"));
+    assert_non_null(strstr(note, "nearest: P('x', P.UNCONSTRAINED)"));
+    s1 = json_object_get(json_array_get(in, 1), "sharding");
+    assert_string_equal(json_string_value(json_object_get(s1, "partition_spec")),
+                        "P(P.UNCONSTRAINED, P.UNCONSTRAINED)");
+    ins = json_string_value(json_object_get(f, "in_shardings"));
+    assert_non_null(strstr(ins, "\n    NamedSharding(mesh, P('x', None)),  # input 0: nearest"));
+    assert_non_null(strstr(ins, "\n    NamedSharding(mesh, P(None, None)),  # input 1: its open dims"));
+    json_decref(p);
+
     /* a Flax graph: names and logical axes beside each input */
     json_t *g = plan_of("{" MESH ", \"logical_axis_rules\": [[\"batch\", \"data\"]],"
                         " \"inputs\": [{\"name\": \"layer0.W1\", \"type\": \"tensor<8x4xf32>\","
