@@ -852,6 +852,14 @@ static void snippets_json(const plan *p, uint32_t fi)
         cm_buf code;
         cm_buf_init(&code);
         cm_buf_puts(&code, side == 0 ? "in_shardings = (\n" : "out_shardings = (\n");
+        if (n > 1) {
+            /* the module's inputs are the jitted function's leaves */
+            cm_buf_printf(&code,
+                          "    # one per flattened %s, in jax.tree_util.tree_leaves order; for "
+                          "pytree %s: jax.tree_util.tree_unflatten(treedef, %s_shardings)\n",
+                          side == 0 ? "input" : "output", side == 0 ? "arguments" : "results",
+                          side == 0 ? "in" : "out");
+        }
         for (uint32_t i = 0; i < n; i++) {
             uint32_t v = side == 0 ? entry->first_arg + i : SP_NONE;
             const char *name = NULL, *logical = NULL;
