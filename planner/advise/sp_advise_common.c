@@ -39,6 +39,7 @@ void sp_advise_target_of(const sp_module *m, const sp_graph *g, uint32_t v, sp_a
     }
     t->input = -1;
     t->logical = NULL;
+    t->current = sp_value_sharding(m, v);
     const sp_value *val = &m->values[v];
     if (val->def != SP_NONE || val->block == SP_NONE) {
         return;
@@ -90,6 +91,28 @@ static bool logical_at(const char *json, uint32_t i, char *out, size_t n)
     return false;
 }
 
+/* Whether the fix's dim i (k_n axes: axes[] when i == d, else s's) differs
+ * from the target's current sharding there (none: replicated). */
+static bool differs_from(const sp_advise_target *t, const sp_sharding *s, uint32_t i, uint32_t d,
+                         const char *const *axes, uint32_t n, uint32_t k_n)
+{
+    if (t == NULL) {
+        return i == d || (s == NULL && k_n > 0);
+    }
+    const sp_sharding *c = t->current;
+    uint32_t c_n = c != NULL && i < c->rank ? c->dims[i].n_axes : 0;
+    if (c_n != k_n) {
+        return true;
+    }
+    for (uint32_t k = 0; k < k_n; k++) {
+        const char *nm = i == d && k < n ? axes[k] : s->dims[i].axes[k].name;
+        if (strcmp(nm, c->dims[i].axes[k].name) != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void sp_advise_fix_write(const sp_sharding *s, const char *mesh_name, uint32_t rank, uint32_t d,
                          const char *const *axes, uint32_t n, const char *token,
                          const sp_advise_target *t, cm_buf *shardy, cm_buf *jax)
@@ -107,7 +130,7 @@ void sp_advise_fix_write(const sp_sharding *s, const char *mesh_name, uint32_t r
         cm_buf_puts(shardy, i > 0 ? ", {" : "{");
         cm_buf_puts(&spec, i > 0 ? ", " : "");
         uint32_t k_n = i == d ? n : s != NULL && i < s->rank ? s->dims[i].n_axes : 0;
-        bool first_change = changed == SP_NONE && (i == d || (s == NULL && k_n > 0));
+        bool first_change = changed == SP_NONE && differs_from(t, s, i, d, axes, n, k_n);
         size_t at = spec.len;
         if (k_n > 1) {
             cm_buf_putc(&spec, '(');

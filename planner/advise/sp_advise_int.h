@@ -40,9 +40,11 @@ typedef struct sp_advise_target {
     const char *name;    /* the graph document's name, else the MLIR location's; NULL: none */
     int32_t input;       /* its index when an input of a public top-level function, else -1 */
     const char *logical; /* such an input's Flax logical axes (compact JSON array), or NULL */
+    const sp_sharding *current; /* its sharding now, to find the dim a fix changes; NULL: none */
 } sp_advise_target;
 
-/* The target of value v of m (g, the graph document's names, may be NULL). */
+/* The target of value v of m (g, the graph document's names, may be NULL);
+ * current is v's sharding in m. */
 void sp_advise_target_of(const sp_module *m, const sp_graph *g, uint32_t v, sp_advise_target *t);
 
 /* Appends the fix for a value named token: `sdy.sharding_constraint TOKEN

@@ -410,6 +410,7 @@ static cm_status list_values(sp_suggest *S, const sp_module *m, cm_error *err)
                 sp_advise_target_of(m, S->g, v, &c->tgt); /* its strings outlive m: */
                 c->tgt.name = c->tgt.name != NULL ? sdup(S, c->tgt.name, &oom) : NULL;
                 c->tgt.logical = c->tgt.logical != NULL ? sdup(S, c->tgt.logical, &oom) : NULL;
+                c->tgt.current = NULL; /* unannotated: replicated as the user wrote it */
                 const char *gn = S->g != NULL ? sp_graph_value_name(S->g, v) : NULL;
                 char path[64];
                 if (op != NULL) {
