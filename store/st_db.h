@@ -161,8 +161,8 @@ cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *
 /* st_graph_put, telling too whether in->name was new for content already
  * stored under another name and so recorded as an alias (*aliased_out, may
  * be NULL). */
-cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out,
-                             bool *existed_out, bool *aliased_out, cm_error *err);
+cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out, bool *existed_out,
+                             bool *aliased_out, cm_error *err);
 /* Errors: CM_ENOTFOUND at /id. */
 cm_status st_graph_get(st_db *db, int64_t id, st_graph *out, cm_error *err);
 /* Errors: CM_EINVAL at /hash, CM_ENOTFOUND at /hash. */

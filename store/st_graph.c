@@ -35,8 +35,8 @@ void st_graph_query_init(st_graph_query *q)
     memset(q, 0, sizeof *q);
 }
 
-#define GRAPH_COLS                                                                                \
-    "id, name, format, hash, created_at, length(body), (SELECT group_concat(name, char(10)) "     \
+#define GRAPH_COLS                                                                                 \
+    "id, name, format, hash, created_at, length(body), (SELECT group_concat(name, char(10)) "      \
     "FROM graph_aliases WHERE graph_id = graphs.id)"
 
 /* Row: GRAPH_COLS [, body]. */
@@ -86,8 +86,8 @@ cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *
     return st_graph_put_named(db, in, id_out, existed_out, NULL, err);
 }
 
-cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out,
-                             bool *existed_out, bool *aliased_out, cm_error *err)
+cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out, bool *existed_out,
+                             bool *aliased_out, cm_error *err)
 {
     int64_t id = 0;
     bool existed = false;

@@ -440,8 +440,8 @@ static void lint_custom_calls(sp_advise *a, const uint32_t *ops, uint32_t n)
                 s = os;
             }
         }
-        fix_texts(a, s, a->mesh, rt->kind == SP_TYPE_TENSOR ? rt->rank : 0, SP_NONE, NULL, 0,
-                  v, vtoken(a, v), &f->fix_shardy, &f->fix_jax);
+        fix_texts(a, s, a->mesh, rt->kind == SP_TYPE_TENSOR ? rt->rank : 0, SP_NONE, NULL, 0, v,
+                  vtoken(a, v), &f->fix_shardy, &f->fix_jax);
     }
 }
 
@@ -602,8 +602,8 @@ static void mesh_check(sp_advise *a, uint32_t op, uint32_t v, const sp_sharding 
     }
     tmp.dims = dims;
     tmp.mesh_name = a->mesh;
-    fix_texts(a, &tmp, a->mesh, t->kind == SP_TYPE_TENSOR ? t->rank : 0, SP_NONE, NULL, 0,
-              v, vtoken(a, v), &f->fix_shardy, &f->fix_jax);
+    fix_texts(a, &tmp, a->mesh, t->kind == SP_TYPE_TENSOR ? t->rank : 0, SP_NONE, NULL, 0, v,
+              vtoken(a, v), &f->fix_shardy, &f->fix_jax);
 }
 
 static void lint_meshes(sp_advise *a)

@@ -22,16 +22,19 @@
 #include "sp_shard.h"
 #include "sp_mlir.h"
 
+/* A function input's Flax logical axis names, as the plan shows them. */
+typedef struct vlog_ent {
+    uint32_t v;       /* a function input */
+    const char *json; /* its "logical_axes" as compact JSON (arena) */
+} vlog_ent;
+
 struct sp_graph {
     sp_module *m;
     sp_custom_rules *rules;
     bool has_functions;
     const char **vnames; /* value id -> document name (arena), n_vnames entries */
     uint32_t n_vnames;
-    struct vlog {
-        uint32_t v;       /* a function input */
-        const char *json; /* its "logical_axes" as compact JSON (arena) */
-    } *vlog;              /* by increasing v */
+    vlog_ent *vlog; /* by increasing v */
     uint32_t n_vlog;
 };
 
@@ -83,7 +86,7 @@ typedef struct dec {
     uint32_t n_ops, n_values, depth;
     const char **vnames;
     uint32_t cap_vnames;
-    struct vlog *vlog; /* function inputs' logical axis names, by value */
+    vlog_ent *vlog; /* function inputs' logical axis names, by value */
     uint32_t n_vlog, cap_vlog;
     /* type text -> type id, so repeated types skip the MLIR type parser */
     struct tslot {
@@ -420,7 +423,7 @@ static cm_status note_vlogical(dec *d, uint32_t v, json_t *names)
     }
     if (d->n_vlog == d->cap_vlog) {
         uint32_t cap = d->cap_vlog ? d->cap_vlog * 2 : 64;
-        struct vlog *nv = cm_realloc(d->vlog, sizeof(struct vlog) * cap);
+        vlog_ent *nv = cm_realloc(d->vlog, sizeof(vlog_ent) * cap);
         if (nv == NULL) {
             return oom(d);
         }
@@ -436,7 +439,7 @@ static cm_status note_vlogical(dec *d, uint32_t v, json_t *names)
     if (s == NULL) {
         return oom(d);
     }
-    d->vlog[d->n_vlog++] = (struct vlog){v, s};
+    d->vlog[d->n_vlog++] = (vlog_ent){v, s};
     return d->st;
 }
 

@@ -842,9 +842,8 @@ static void snippets_json(const plan *p, uint32_t fi)
     uint32_t n_out = ft != NULL ? ft->n_results : 0;
     const char *mesh = NULL;
     for (uint32_t i = 0; i < entry->n_args + n_out && mesh == NULL; i++) {
-        const sp_sharding *s = i < entry->n_args
-                                   ? sp_value_sharding(m, entry->first_arg + i)
-                                   : sp_func_result_sharding(m, f, i - entry->n_args);
+        const sp_sharding *s = i < entry->n_args ? sp_value_sharding(m, entry->first_arg + i)
+                                                 : sp_func_result_sharding(m, f, i - entry->n_args);
         mesh = s != NULL ? s->mesh_name : NULL;
     }
     for (int side = 0; side < 2; side++) {
@@ -864,13 +863,14 @@ static void snippets_json(const plan *p, uint32_t fi)
             uint32_t v = side == 0 ? entry->first_arg + i : SP_NONE;
             const char *name = NULL, *logical = NULL;
             if (side == 0) {
-                name = p->o->graph != NULL ? sp_graph_value_name(p->o->graph, v)
-                                           : sp_value_name(m, v);
+                name =
+                    p->o->graph != NULL ? sp_graph_value_name(p->o->graph, v) : sp_value_name(m, v);
                 logical = p->o->graph != NULL ? sp_graph_value_logical_axes(p->o->graph, v) : NULL;
             } else {
                 name = sp_func_result_name(m, f, i);
             }
-            snippet_entry(&code, side == 0 ? sp_value_sharding(m, v) : sp_func_result_sharding(m, f, i),
+            snippet_entry(&code,
+                          side == 0 ? sp_value_sharding(m, v) : sp_func_result_sharding(m, f, i),
                           mesh, name, side == 0 ? "input" : "output", i, logical);
         }
         cm_buf_puts(&code, ")");

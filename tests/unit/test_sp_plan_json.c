@@ -309,7 +309,8 @@ static void test_sp_plan_partition_specs_in_jax_terms(void **state)
                         "P(P.UNCONSTRAINED, P.UNCONSTRAINED)");
     ins = json_string_value(json_object_get(f, "in_shardings"));
     assert_non_null(strstr(ins, "\n    NamedSharding(mesh, P('x', None)),  # input 0: nearest"));
-    assert_non_null(strstr(ins, "\n    NamedSharding(mesh, P(None, None)),  # input 1: its open dims"));
+    assert_non_null(
+        strstr(ins, "\n    NamedSharding(mesh, P(None, None)),  # input 1: its open dims"));
     json_decref(p);
 
     /* a Flax graph: names and logical axes beside each input */

@@ -1196,8 +1196,7 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_srv_health_ready_openapi_metrics, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_srv_errors_have_status_code_and_path, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_srv_errors_have_status_code_and_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_graph_names_and_aliases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_graphs_store_list_get_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_meshes_rules_profiles, setup, teardown),
@@ -1214,8 +1213,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_srv_restart_keeps_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_client_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_concurrent_requests, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_srv_stop_finishes_in_flight_requests, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_srv_stop_finishes_in_flight_requests, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("srv_api", tests, NULL, NULL);
     curl_global_cleanup();
