@@ -618,6 +618,27 @@ static void reply_input_error(srv_app *app, srv_req *r, const srv_plan_req *pr,
     }
 }
 
+/* The meshes of m as a person reads them: `data=2 x model=4`, several
+ * joined by "; " (maximal meshes without axes left out). */
+static void mesh_axes_text(const sp_module *m, cm_buf *b)
+{
+    const sp_block *body = &m->blocks[m->body];
+    size_t start = b->len;
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        const sp_op *o = &m->ops[body->ops[i]];
+        const sp_attr *ma = sp_attrs_get(o->attrs, o->n_attrs, "mesh");
+        if (o->kind != SP_OP_SDY_MESH || ma == NULL || ma->kind != SP_ATTR_MESH ||
+            ma->u.mesh->n_axes == 0) {
+            continue;
+        }
+        cm_buf_puts(b, b->len > start ? "; " : "");
+        for (uint32_t a = 0; a < ma->u.mesh->n_axes; a++) {
+            cm_buf_printf(b, "%s%s=%lld", a > 0 ? " x " : "", ma->u.mesh->axes[a].name,
+                          (long long)ma->u.mesh->axes[a].size);
+        }
+    }
+}
+
 /* What storing a planned input needs, resolved before planning starts:
  * borrowed from the request, or a heap copy (keep_copy) once the request
  * has left and the job stores its plan itself. */
@@ -673,6 +694,15 @@ static cm_status store_plan(st_db *db, const plan_store_in *x, const sp_plan *pl
     if (x->name != NULL) {
         cm_json_put_kv_str(&opts, "name", x->name);
     }
+    cm_buf axes;
+    cm_buf_init(&axes);
+    mesh_axes_text(sp_plan_input(plan)->m, &axes);
+    if (axes.len > 0) {
+        cm_json_put_key(&opts, "mesh_axes");
+        cm_json_put_str(&opts, axes.data, axes.len);
+    }
+    opts.oom = opts.oom || axes.oom;
+    cm_buf_fini(&axes);
     cm_buf_putc(&opts, '}');
     st_plan_in in;
     memset(&in, 0, sizeof in);

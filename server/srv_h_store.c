@@ -104,26 +104,52 @@ void srv_h_openapi(srv_app *app, srv_req *r, route_args *a)
 /* ---- graphs ------------------------------------------------------------------------------------ */
 
 /* Validates a graph body: reads and verifies it with the input loader, as
- * planning it will (no propagation). */
-static cm_status validate_graph(const char *body, size_t len, body_kind k, cm_error *err)
+ * planning it will (no propagation). *module_name gets the module's own name
+ * (`module @jit_f`, in arena), or NULL. */
+static cm_status validate_graph(const char *body, size_t len, body_kind k, cm_arena *arena,
+                                const char **module_name, cm_error *err)
 {
     (void)k; /* the loader tells JSON from MLIR the same way */
+    *module_name = NULL;
     sp_input_opts o;
     sp_input_opts_init(&o);
     o.propagate = false;
     sp_input in;
     cm_status st = sp_input_read(body, len, &o, &in, err);
     if (st == CM_OK) {
+        const char *nm = in.m != NULL ? in.m->sym_name : NULL;
+        if (nm != NULL && nm[0] != '\0') {
+            *module_name = cm_arena_strdup(arena, nm);
+        }
         sp_input_fini(&in);
     }
     return st;
 }
 
-static void graph_json(cm_buf *b, const st_graph *g, bool with_body)
+/* "aliases":["b","c"] from st_graph.aliases (one a line). */
+static void aliases_json(cm_buf *b, const char *aliases)
+{
+    cm_json_put_key(b, "aliases");
+    cm_buf_putc(b, '[');
+    for (const char *p = aliases; p != NULL && *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl != NULL ? (size_t)(nl - p) : strlen(p);
+        if (p != aliases) {
+            cm_buf_putc(b, ',');
+        }
+        cm_json_put_str(b, p, n);
+        p = nl != NULL ? nl + 1 : p + n;
+    }
+    cm_buf_putc(b, ']');
+}
+
+/* A graph's object without its closing brace, so a reply can add members. */
+static void graph_json_open(cm_buf *b, const st_graph *g, bool with_body)
 {
     cm_buf_putc(b, '{');
     cm_json_put_kv_i64(b, "id", g->id);
     cm_json_put_kv_str(b, "name", g->name);
+    aliases_json(b, g->aliases);
     cm_json_put_kv_str(b, "format", st_graph_format_name(g->format));
     cm_json_put_kv_str(b, "hash", g->hash);
     cm_json_put_kv_i64(b, "size", (int64_t)g->body_len);
@@ -137,6 +163,11 @@ static void graph_json(cm_buf *b, const st_graph *g, bool with_body)
             cm_json_put_str(b, g->body, g->body_len);
         }
     }
+}
+
+static void graph_json(cm_buf *b, const st_graph *g, bool with_body)
+{
+    graph_json_open(b, g, with_body);
     cm_buf_putc(b, '}');
 }
 
@@ -154,20 +185,26 @@ void srv_h_graph_post(srv_app *app, srv_req *r, route_args *a)
     }
     cm_error e;
     cm_error_clear(&e);
+    const char *module_name = NULL;
     if ((k == BODY_JSON && srv_json_mesh_sizes_check(body, len, &e) != CM_OK) ||
-        validate_graph(body, len, k, &e) != CM_OK) {
+        validate_graph(body, len, k, srv_req_arena(r), &module_name, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
         return;
     }
+    /* named after what the user gave: ?name=, the document's name, the
+     * module's `module @NAME`; else what it is */
     const char *name = srv_req_query(r, "name");
     if (name == NULL && k == BODY_JSON) {
         name = srv_json_get_name(body, len, srv_req_arena(r));
     }
+    if (name == NULL || name[0] == '\0') {
+        name = module_name;
+    }
     st_graph_in in = {name != NULL ? name : (k == BODY_JSON ? "graph" : "module"),
                       k == BODY_JSON ? ST_GRAPH_JSON : ST_GRAPH_MLIR, body, len, NULL};
     int64_t id = 0;
-    bool existed = false;
-    if (st_graph_put(a->db, &in, &id, &existed, &e) != CM_OK) {
+    bool existed = false, aliased = false;
+    if (st_graph_put_named(a->db, &in, &id, &existed, &aliased, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
         return;
     }
@@ -179,8 +216,34 @@ void srv_h_graph_post(srv_app *app, srv_req *r, route_args *a)
     }
     cm_buf b;
     cm_buf_init(&b);
-    graph_json(&b, &g, false);
-    cm_buf_putc(&b, '\n');
+    graph_json_open(&b, &g, false);
+    if (existed) {
+        /* the reply says what became of the name it came under */
+        cm_buf msg;
+        cm_buf_init(&msg);
+        if (aliased) {
+            cm_buf_printf(&msg,
+                          "this content is already stored as graph %lld \"%s\"; \"%s\" is "
+                          "recorded as another name of it",
+                          (long long)g.id, g.name, in.name);
+        } else if (strcmp(g.name, in.name) != 0) {
+            cm_buf_printf(&msg,
+                          "this content is already stored as graph %lld \"%s\", which has the "
+                          "name \"%s\" already",
+                          (long long)g.id, g.name, in.name);
+        } else {
+            cm_buf_printf(&msg, "this content is already stored as graph %lld", (long long)g.id);
+        }
+        cm_json_put_kv_bool(&b, "existed", true);
+        if (aliased) {
+            cm_json_put_kv_str(&b, "alias_recorded", in.name);
+        }
+        cm_json_put_key(&b, "message");
+        cm_json_put_str(&b, msg.data != NULL ? msg.data : "", msg.len);
+        b.oom = b.oom || msg.oom;
+        cm_buf_fini(&msg);
+    }
+    cm_buf_puts(&b, "}\n");
     st_graph_fini(&g);
     srv_set_location(r, "graphs", id);
     srv_reply_buf(app, r, existed ? 200 : 201, &b);

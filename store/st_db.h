@@ -46,7 +46,7 @@
 
 typedef struct st_db st_db;
 
-#define ST_DB_SCHEMA_VERSION  5    /* schema version this build migrates to */
+#define ST_DB_SCHEMA_VERSION  6    /* schema version this build migrates to */
 #define ST_DB_BUSY_TIMEOUT_MS 5000 /* how long a write waits for the lock, ms */
 #define ST_LIST_DEFAULT_LIMIT 50   /* page size when a query says limit = 0 */
 #define ST_LIST_MAX_LIMIT     1000 /* largest page size accepted */
@@ -102,7 +102,8 @@ void st_db_set_time(st_db *db, int64_t unix_s);
 /* ---- graphs ------------------------------------------------------------------
  * A graph document as posted, JSON (docs/graph-format.md) or MLIR text.
  * Deduplicated by content hash: posting the same content again returns the
- * first row (its name included) with existed = true. */
+ * first row (its name included) with existed = true; a new name it came
+ * under is kept as an alias of that row. */
 
 typedef enum st_graph_format { ST_GRAPH_JSON = 0, ST_GRAPH_MLIR = 1 } st_graph_format;
 
@@ -113,7 +114,8 @@ bool st_graph_format_parse(const char *s, st_graph_format *out);
 
 typedef struct st_graph {
     int64_t id; /* > 0 */
-    char *name; /* heap, NUL-terminated */
+    char *name; /* heap, NUL-terminated: the first name its content came under */
+    char *aliases; /* heap: the other names, by name, one a line ('\n' between), or NULL */
     st_graph_format format;
     char *body;                     /* heap, NUL-terminated; NULL in list results */
     size_t body_len;                /* bytes, also set in list results */
@@ -134,7 +136,7 @@ typedef struct st_graph_in {
 typedef struct st_graph_query {
     size_t limit;     /* 0 = ST_LIST_DEFAULT_LIMIT */
     int64_t after_id; /* cursor: rows with id > after_id; 0 = from the start */
-    const char *name; /* exact name, or NULL for any */
+    const char *name; /* exact name or alias, or NULL for any */
     bool has_format;  /* filter by format */
     st_graph_format format;
     int64_t created_after;  /* created_at >= this, unix seconds; 0 = no bound */
@@ -156,6 +158,11 @@ void st_graph_list_fini(st_graph_list *l);
  * Errors: CM_EINVAL at /name, /body, /format or /hash. */
 cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *existed_out,
                        cm_error *err);
+/* st_graph_put, telling too whether in->name was new for content already
+ * stored under another name and so recorded as an alias (*aliased_out, may
+ * be NULL). */
+cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out, bool *existed_out,
+                             bool *aliased_out, cm_error *err);
 /* Errors: CM_ENOTFOUND at /id. */
 cm_status st_graph_get(st_db *db, int64_t id, st_graph *out, cm_error *err);
 /* Errors: CM_EINVAL at /hash, CM_ENOTFOUND at /hash. */

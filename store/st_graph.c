@@ -35,7 +35,9 @@ void st_graph_query_init(st_graph_query *q)
     memset(q, 0, sizeof *q);
 }
 
-#define GRAPH_COLS "id, name, format, hash, created_at, length(body)"
+#define GRAPH_COLS                                                                                 \
+    "id, name, format, hash, created_at, length(body), (SELECT group_concat(name, char(10)) "      \
+    "FROM graph_aliases WHERE graph_id = graphs.id)"
 
 /* Row: GRAPH_COLS [, body]. */
 static cm_status graph_row(sqlite3_stmt *s, void *item, bool with_body, cm_error *err)
@@ -48,14 +50,20 @@ static cm_status graph_row(sqlite3_stmt *s, void *item, bool with_body, cm_error
     st_sql_col_copy(s, 3, g->hash, sizeof g->hash);
     g->created_at = (int64_t)sqlite3_column_int64(s, 4);
     g->body_len = (size_t)sqlite3_column_int64(s, 5);
+    if (st == CM_OK && sqlite3_column_type(s, 6) != SQLITE_NULL) {
+        st = st_sql_col_dup(s, 6, &g->aliases, NULL, err);
+    }
     if (st == CM_OK && with_body) {
-        st = st_sql_col_dup(s, 6, &g->body, &g->body_len, err);
+        st = st_sql_col_dup(s, 7, &g->body, &g->body_len, err);
     }
     return st;
 }
 
 static const st_rows graph_rows = {
-    sizeof(st_graph), graph_row, {offsetof(st_graph, name), offsetof(st_graph, body)}, 2};
+    sizeof(st_graph),
+    graph_row,
+    {offsetof(st_graph, name), offsetof(st_graph, aliases), offsetof(st_graph, body)},
+    3};
 
 void st_graph_fini(st_graph *g)
 {
@@ -75,8 +83,17 @@ void st_graph_list_fini(st_graph_list *l)
 cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *existed_out,
                        cm_error *err)
 {
+    return st_graph_put_named(db, in, id_out, existed_out, NULL, err);
+}
+
+cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out, bool *existed_out,
+                             bool *aliased_out, cm_error *err)
+{
     int64_t id = 0;
     bool existed = false;
+    if (aliased_out != NULL) {
+        *aliased_out = false;
+    }
     if (id_out != NULL) {
         *id_out = 0;
     }
@@ -123,6 +140,17 @@ cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *
                           "tttbi", in->name, st_graph_format_name(in->format), hash, in->body,
                           in->body_len, st_db_now(db));
     }
+    if (st == CM_OK && existed) {
+        /* a name other than the row's: kept as an alias, once */
+        st = st_sql_write(db, NULL, err,
+                          "INSERT OR IGNORE INTO graph_aliases (graph_id, name, created_at) "
+                          "SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
+                          "(SELECT 1 FROM graphs WHERE id = ?1 AND name = ?2)",
+                          "iti", id, in->name, st_db_now(db));
+        if (st == CM_OK && aliased_out != NULL) {
+            *aliased_out = sqlite3_changes(db->conn) > 0;
+        }
+    }
     return st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
 }
 
@@ -154,7 +182,8 @@ cm_status st_graph_list_query(st_db *db, const st_graph_query *q, st_graph_list 
     st_db_lock(db);
     st = st_sql_list(db, &graph_rows, limit, &items, &out->n_items, &out->next_after, err,
                      "SELECT " GRAPH_COLS " FROM graphs WHERE id > ?1"
-                     " AND (?2 IS NULL OR name = ?2) AND (?3 IS NULL OR format = ?3)"
+                     " AND (?2 IS NULL OR name = ?2 OR EXISTS (SELECT 1 FROM graph_aliases"
+                     " WHERE graph_id = graphs.id AND name = ?2)) AND (?3 IS NULL OR format = ?3)"
                      " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR created_at < ?5)"
                      " ORDER BY id LIMIT ?6",
                      "iTTii", q->after_id, q->name,

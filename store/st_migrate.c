@@ -112,6 +112,16 @@ const st_migration st_migrations[] = {
      "  CHECK (input_format IN ('json', 'mlir') AND (input IS NULL) = (input_format IS NULL));"
      "ALTER TABLE plans ADD COLUMN rules BLOB"
      "  CHECK (rules IS NULL OR input_format IS 'mlir');"},
+    /* Additive: the other names a graph's content was posted under (its
+       row keeps the first); they go with the graph. */
+    {6, "graph aliases: the other names of a graph's content",
+     "CREATE TABLE graph_aliases ("
+     "  graph_id INTEGER NOT NULL REFERENCES graphs (id) ON DELETE CASCADE,"
+     "  name TEXT NOT NULL,"
+     "  created_at INTEGER NOT NULL,"
+     "  PRIMARY KEY (graph_id, name)"
+     ");"
+     "CREATE INDEX graph_aliases_name ON graph_aliases (name);"},
 };
 
 const size_t st_n_migrations = sizeof st_migrations / sizeof st_migrations[0];

@@ -34,14 +34,32 @@ cm_status sp_advise_logical_scan(const char *text, size_t len, cm_arena *a, sp_l
 /* Appends s as a JSON string (cm_json_put_str), NULL as "" where
  * cm_json_put_cstr writes null. */
 void sp_advise_put_jstr(cm_buf *b, const char *s);
+/* Whom a fix applies to, for its JAX spelling. Strings are borrowed from
+ * the module or graph. */
+typedef struct sp_advise_target {
+    const char *name;    /* the graph document's name, else the MLIR location's; NULL: none */
+    int32_t input;       /* its index when an input of a public top-level function, else -1 */
+    const char *logical; /* such an input's Flax logical axes (compact JSON array), or NULL */
+    const sp_sharding *current; /* its sharding now, to find the dim a fix changes; NULL: none */
+} sp_advise_target;
+
+/* The target of value v of m (g, the graph document's names, may be NULL);
+ * current is v's sharding in m. */
+void sp_advise_target_of(const sp_module *m, const sp_graph *g, uint32_t v, sp_advise_target *t);
+
 /* Appends the fix for a value named token: `sdy.sharding_constraint TOKEN
- * <@mesh, [{"a"}, {}]>` to shardy and `jax.lax.with_sharding_constraint(x,
- * NamedSharding(mesh, P('a', None)))` to jax, for s (NULL: replicated, on
- * mesh_name) with dimension d replaced by axes[0..n) (d = SP_NONE: s as is),
- * over rank dimensions. */
+ * <@mesh, [{"a"}, {}]>` to shardy, for s (NULL: replicated, on mesh_name)
+ * with dimension d replaced by axes[0..n) (d = SP_NONE: s as is), over rank
+ * dimensions; and to jax the same in JAX's terms for target t (may be NULL):
+ * for a function input its `in_shardings` entry (`in_shardings for
+ * layer0.W1 (input 0): NamedSharding(mesh, P('a', None))`), for a Flax
+ * parameter first the `logical_axis_rules` entry (or the
+ * `nn.with_logical_partitioning` names) that gives it, for any other value
+ * `jax.lax.with_sharding_constraint(NAME, NamedSharding(mesh, P('a', None)))`
+ * (NAME `x` when the value has no name). */
 void sp_advise_fix_write(const sp_sharding *s, const char *mesh_name, uint32_t rank, uint32_t d,
-                         const char *const *axes, uint32_t n, const char *token, cm_buf *shardy,
-                         cm_buf *jax);
+                         const char *const *axes, uint32_t n, const char *token,
+                         const sp_advise_target *t, cm_buf *shardy, cm_buf *jax);
 /* Runs fn(arg) on n_threads threads (the caller's included, at most 64) and
  * joins them; fn pulls its own work (an atomic counter in arg). */
 void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads);

@@ -192,13 +192,17 @@ static const char *vtoken(sp_advise *a, uint32_t v)
 /* Shardy text of s with dimension d replaced by axes[0..n) (d = SP_NONE: as is),
  * on mesh_name when s is NULL (rank dims). */
 static void fix_texts(sp_advise *a, const sp_sharding *s, const char *mesh_name, uint32_t rank,
-                      uint32_t d, const char *const *axes, uint32_t n, const char *token,
-                      const char **shardy, const char **jax)
+                      uint32_t d, const char *const *axes, uint32_t n, uint32_t v,
+                      const char *token, const char **shardy, const char **jax)
 {
     cm_buf b, p;
     cm_buf_init(&b);
     cm_buf_init(&p);
-    sp_advise_fix_write(s, mesh_name, rank, d, axes, n, token, &b, &p);
+    sp_advise_target t;
+    if (v != SP_NONE) {
+        sp_advise_target_of(a->m, a->g, v, &t);
+    }
+    sp_advise_fix_write(s, mesh_name, rank, d, axes, n, token, v != SP_NONE ? &t : NULL, &b, &p);
     if (b.oom || p.oom) {
         a->oom = true;
         *shardy = *jax = "";
@@ -327,7 +331,7 @@ static void check_divisible(sp_advise *a, uint32_t op, uint32_t v, const sp_type
                           "(-sdy-update-non-divisible-input-output-shardings) and other tensors "
                           "are padded",
                           d, name, (long long)dim, (long long)p);
-        fix_texts(a, s, NULL, s->rank, d, keep, n, vtoken(a, v), &f->fix_shardy, &f->fix_jax);
+        fix_texts(a, s, NULL, s->rank, d, keep, n, v, vtoken(a, v), &f->fix_shardy, &f->fix_jax);
     }
 }
 
@@ -436,7 +440,7 @@ static void lint_custom_calls(sp_advise *a, const uint32_t *ops, uint32_t n)
                 s = os;
             }
         }
-        fix_texts(a, s, a->mesh, rt->kind == SP_TYPE_TENSOR ? rt->rank : 0, SP_NONE, NULL, 0,
+        fix_texts(a, s, a->mesh, rt->kind == SP_TYPE_TENSOR ? rt->rank : 0, SP_NONE, NULL, 0, v,
                   vtoken(a, v), &f->fix_shardy, &f->fix_jax);
     }
 }
@@ -531,7 +535,7 @@ static void lint_logical(sp_advise *a, const sp_logical_miss *miss, uint32_t n)
                  miss[i].path, miss[i].logical, ax != NULL ? ax : "<mesh axis>", miss[i].logical);
         if (t != NULL && t->kind == SP_TYPE_TENSOR) {
             fix_texts(a, s, a->mesh, t->rank, ax != NULL ? miss[i].dim : SP_NONE, &ax,
-                      ax != NULL ? 1 : 0, astr(a, "%%%s", miss[i].value), &f->fix_shardy,
+                      ax != NULL ? 1 : 0, v, astr(a, "%%%s", miss[i].value), &f->fix_shardy,
                       &f->fix_jax);
         }
     }
@@ -598,7 +602,7 @@ static void mesh_check(sp_advise *a, uint32_t op, uint32_t v, const sp_sharding 
     }
     tmp.dims = dims;
     tmp.mesh_name = a->mesh;
-    fix_texts(a, &tmp, a->mesh, t->kind == SP_TYPE_TENSOR ? t->rank : 0, SP_NONE, NULL, 0,
+    fix_texts(a, &tmp, a->mesh, t->kind == SP_TYPE_TENSOR ? t->rank : 0, SP_NONE, NULL, 0, v,
               vtoken(a, v), &f->fix_shardy, &f->fix_jax);
 }
 
@@ -818,7 +822,7 @@ static void sub_axis_check(sp_advise *a, const sp_block *b, uint32_t fn, uint32_
                       (long long)sub->pre_size, (long long)sub->size,
                       from.oom ? "" : from.data != NULL ? from.data : "");
     cm_buf_fini(&from);
-    fix_texts(a, &fixed, s->mesh_name, t->rank, SP_NONE, NULL, 0, vtoken(a, v), &f->fix_shardy,
+    fix_texts(a, &fixed, s->mesh_name, t->rank, SP_NONE, NULL, 0, v, vtoken(a, v), &f->fix_shardy,
               &f->fix_jax);
 }
 
@@ -981,7 +985,7 @@ static void lint_remat(sp_advise *a)
                  "so the full tensor is rematerialised on every device",
                  f->value, t->text, m->ops[resliced].name,
                  m->ops[resliced].line > 0 ? astr(a, " at line %u", m->ops[resliced].line) : "");
-        fix_texts(a, target, a->mesh, target->rank, SP_NONE, NULL, 0, vtoken(a, src),
+        fix_texts(a, target, a->mesh, target->rank, SP_NONE, NULL, 0, src, vtoken(a, src),
                   &f->fix_shardy, &f->fix_jax);
     }
 }
@@ -1056,7 +1060,7 @@ static void lint_memory(sp_advise *a)
                       "dimension %u",
                       msg, s->param_bytes, s->input_bytes, s->peak_activation_bytes, f->value,
                       best_b, best_ax, best_d);
-    fix_texts(a, sh, a->mesh, t->rank, best_d, &best_ax, 1, vtoken(a, best), &f->fix_shardy,
+    fix_texts(a, sh, a->mesh, t->rank, best_d, &best_ax, 1, best, vtoken(a, best), &f->fix_shardy,
               &f->fix_jax);
 }
 

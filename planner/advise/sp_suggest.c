@@ -94,6 +94,7 @@ typedef struct cval {
     const char *vref; /* its CLI form */
     const char *path; /* the op's path, NULL for an argument */
     const char *func; /* the function's name when not main, else NULL */
+    sp_advise_target tgt; /* whom the JAX fix names */
 } cval;
 
 /* One constraint on one value, with its first-round score. */
@@ -406,6 +407,10 @@ static cm_status list_values(sp_suggest *S, const sp_module *m, cm_error *err)
                 c->pos = (vpos){f, op != NULL ? k : SP_NONE, r};
                 c->bytes = tensor_bytes(t);
                 c->rank = t->rank;
+                sp_advise_target_of(m, S->g, v, &c->tgt); /* its strings outlive m: */
+                c->tgt.name = c->tgt.name != NULL ? sdup(S, c->tgt.name, &oom) : NULL;
+                c->tgt.logical = c->tgt.logical != NULL ? sdup(S, c->tgt.logical, &oom) : NULL;
+                c->tgt.current = NULL; /* unannotated: replicated as the user wrote it */
                 const char *gn = S->g != NULL ? sp_graph_value_name(S->g, v) : NULL;
                 char path[64];
                 if (op != NULL) {
@@ -820,7 +825,7 @@ static cm_status add_item(sp_suggest *S, const uint32_t *edits, uint32_t n,
             cm_buf_putc(&jx, '\n');
         }
         cm_buf_puts(&lab, v->label);
-        sp_advise_fix_write(c->s, S->mesh, v->rank, SP_NONE, NULL, 0, v->token, &sh, &jx);
+        sp_advise_fix_write(c->s, S->mesh, v->rank, SP_NONE, NULL, 0, v->token, &v->tgt, &sh, &jx);
     }
     const cval *v0 = &S->vals[S->cands[edits[0]].val];
     sp_suggestion *p = &it->pub;

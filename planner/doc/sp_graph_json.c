@@ -22,12 +22,20 @@
 #include "sp_shard.h"
 #include "sp_mlir.h"
 
+/* A function input's Flax logical axis names, as the plan shows them. */
+typedef struct vlog_ent {
+    uint32_t v;       /* a function input */
+    const char *json; /* its "logical_axes" as compact JSON (arena) */
+} vlog_ent;
+
 struct sp_graph {
     sp_module *m;
     sp_custom_rules *rules;
     bool has_functions;
     const char **vnames; /* value id -> document name (arena), n_vnames entries */
     uint32_t n_vnames;
+    vlog_ent *vlog; /* by increasing v */
+    uint32_t n_vlog;
 };
 
 void sp_graph_limits_init(sp_graph_limits *l)
@@ -78,6 +86,8 @@ typedef struct dec {
     uint32_t n_ops, n_values, depth;
     const char **vnames;
     uint32_t cap_vnames;
+    vlog_ent *vlog; /* function inputs' logical axis names, by value */
+    uint32_t n_vlog, cap_vlog;
     /* type text -> type id, so repeated types skip the MLIR type parser */
     struct tslot {
         const char *s; /* borrowed from the document */
@@ -401,6 +411,35 @@ static cm_status note_vname(dec *d, uint32_t v, const char *s, size_t n)
         d->cap_vnames = cap;
     }
     d->vnames[v] = astr(d, s, n);
+    return d->st;
+}
+
+/* Records the Flax logical axis names a function input v was given (for the
+ * plan, which shows them beside the input's PartitionSpec). */
+static cm_status note_vlogical(dec *d, uint32_t v, json_t *names)
+{
+    if (!json_is_array(names)) {
+        return d->st;
+    }
+    if (d->n_vlog == d->cap_vlog) {
+        uint32_t cap = d->cap_vlog ? d->cap_vlog * 2 : 64;
+        vlog_ent *nv = cm_realloc(d->vlog, sizeof(vlog_ent) * cap);
+        if (nv == NULL) {
+            return oom(d);
+        }
+        d->vlog = nv;
+        d->cap_vlog = cap;
+    }
+    char *txt = json_dumps(names, JSON_COMPACT);
+    if (txt == NULL) {
+        return oom(d);
+    }
+    const char *s = astr(d, txt, strlen(txt));
+    free(txt);
+    if (s == NULL) {
+        return oom(d);
+    }
+    d->vlog[d->n_vlog++] = (vlog_ent){v, s};
     return d->st;
 }
 
@@ -1868,6 +1907,9 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
                 }
                 pop(d, mt);
             }
+            if (note_vlogical(d, v, json_object_get(a, "logical_axes")) != CM_OK) {
+                goto out;
+            }
             if ((arg_dicts[i] = io_dict(d, a, &d->m->types[t], &any_arg)) == NULL) {
                 goto out;
             }
@@ -2348,6 +2390,7 @@ cm_status sp_graph_decode(const char *text, size_t len, const sp_graph_limits *l
     cm_free(d.tcache);
     if (d.st != CM_OK) {
         cm_free(d.vnames);
+        cm_free(d.vlog);
         if (d.g != NULL) {
             sp_custom_rules_destroy(d.g->rules);
             cm_free(d.g);
@@ -2357,6 +2400,8 @@ cm_status sp_graph_decode(const char *text, size_t len, const sp_graph_limits *l
     }
     d.g->vnames = d.vnames;
     d.g->n_vnames = d.cap_vnames;
+    d.g->vlog = d.vlog;
+    d.g->n_vlog = d.n_vlog;
     *out = d.g;
     return CM_OK;
 }
@@ -2369,6 +2414,7 @@ void sp_graph_destroy(sp_graph *g)
     sp_module_destroy(g->m);
     sp_custom_rules_destroy(g->rules);
     cm_free(g->vnames);
+    cm_free(g->vlog);
     cm_free(g);
 }
 
@@ -2396,4 +2442,43 @@ const char *const *sp_graph_value_names(const sp_graph *g, uint32_t *n_out)
 {
     *n_out = g->n_vnames;
     return (const char *const *)g->vnames;
+}
+
+const char *sp_graph_value_logical_axes(const sp_graph *g, uint32_t v)
+{
+    uint32_t lo = 0, hi = g->n_vlog;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (g->vlog[mid].v < v) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < g->n_vlog && g->vlog[lo].v == v ? g->vlog[lo].json : NULL;
+}
+
+void sp_graph_logical_axes_py(const char *json, cm_buf *b)
+{
+    uint32_t n = 0;
+    cm_buf_putc(b, '(');
+    for (const char *c = json; *c != '\0'; c++) {
+        if (*c == '"') {
+            cm_buf_puts(b, n++ > 0 ? ", '" : "'");
+            for (c++; *c != '\0' && *c != '"'; c++) {
+                if (*c == '\\' && c[1] != '\0') {
+                    c++;
+                }
+                cm_buf_putc(b, *c == '\n' || *c == '\r' ? ' ' : *c);
+            }
+            cm_buf_putc(b, '\'');
+            if (*c == '\0') {
+                break;
+            }
+        } else if (strncmp(c, "null", 4) == 0) {
+            cm_buf_puts(b, n++ > 0 ? ", None" : "None");
+            c += 3;
+        }
+    }
+    cm_buf_puts(b, n == 1 ? ",)" : ")");
 }

@@ -65,5 +65,11 @@ const char *sp_graph_value_name(const sp_graph *g, uint32_t v);
 /* Every value name by value id (NULL entries for unnamed values), *n_out of
  * them; borrowed, valid while g lives (sp_cost_opts.value_names). */
 const char *const *sp_graph_value_names(const sp_graph *g, uint32_t *n_out);
+/* The Flax logical axis names function input v was given ("logical_axes"),
+ * as a compact JSON array (`["batch",null]`), or NULL. Borrowed. */
+const char *sp_graph_value_logical_axes(const sp_graph *g, uint32_t v);
+/* Appends such names (json as sp_graph_value_logical_axes gives it) as the
+ * Python tuple Flax spells: `('embed', None)`, `('batch',)`. */
+void sp_graph_logical_axes_py(const char *json, cm_buf *b);
 
 #endif /* SP_GRAPH_JSON_H */

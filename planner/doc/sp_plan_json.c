@@ -186,6 +186,163 @@ static void shape_json(cm_buf *b, const sp_type *t)
     cm_buf_putc(b, ']');
 }
 
+/* ---- JAX spelling --------------------------------------------------------------------- */
+
+/* A mesh axis name as a Python string literal. */
+static void py_str(cm_buf *b, const char *s)
+{
+    cm_buf_putc(b, '\'');
+    for (; *s != '\0'; s++) {
+        if (*s == '\'' || *s == '\\') {
+            cm_buf_putc(b, '\\');
+        }
+        cm_buf_putc(b, *s);
+    }
+    cm_buf_putc(b, '\'');
+}
+
+/* s as JAX's NamedSharding spells it, following NamedSharding._to_sdy_sharding
+ * backwards: a PartitionSpec entry None is a closed empty dim, an axis name or
+ * a tuple of names a closed dim with those axes, P.UNCONSTRAINED an open empty
+ * dim, dims past the spec closed and empty, `unreduced=` the axes Shardy
+ * reduces by sum. Writes the spelling to spec (P() when nothing is sharded)
+ * and returns true when it says exactly what s says. What it cannot say
+ * (sub-axes, an open dim that already has axes, replicated axes beside an
+ * open dim, max/min unreduced axes, priorities) goes to note; spec then holds
+ * the nearest closed spelling, or stays empty when there is none (sub-axes).
+ * jit: the spelling is for jax.jit's in_shardings/out_shardings, which reject
+ * P.UNCONSTRAINED: an open dim without axes is None there, and not exact. */
+static bool pspec_write(const sp_sharding *s, bool jit, cm_buf *spec, cm_buf *note)
+{
+    bool exact = true, any = false, any_open = false;
+    for (uint32_t d = 0; d < s->rank; d++) {
+        const sp_dim_sharding *ds = &s->dims[d];
+        for (uint32_t a = 0; a < ds->n_axes; a++) {
+            if (ds->axes[a].pre_size > 0) {
+                cm_buf_printf(note,
+                              "%sdim %u uses the sub-axis \"%s\":(%lld)%lld, a part of size %lld "
+                              "of mesh axis \"%s\"; a PartitionSpec names whole mesh axes only, "
+                              "so no PartitionSpec says this sharding (a mesh that splits \"%s\" "
+                              "into separate axes would)",
+                              note->len > 0 ? "; " : "", d, ds->axes[a].name,
+                              (long long)ds->axes[a].pre_size, (long long)ds->axes[a].size,
+                              (long long)ds->axes[a].size, ds->axes[a].name, ds->axes[a].name);
+                return false;
+            }
+        }
+        any = any || ds->n_axes > 0 || !ds->is_closed;
+        any_open = any_open || !ds->is_closed;
+    }
+    for (uint32_t a = 0; a < s->n_unreduced; a++) {
+        if (s->unreduced[a].pre_size > 0) {
+            cm_buf_printf(note, "%sthe unreduced sub-axis \"%s\":(%lld)%lld has no PartitionSpec",
+                          note->len > 0 ? "; " : "", s->unreduced[a].name,
+                          (long long)s->unreduced[a].pre_size, (long long)s->unreduced[a].size);
+            return false;
+        }
+    }
+    cm_buf open_axes, open_empty; /* the dims that are open with axes; open without */
+    cm_buf_init(&open_axes);
+    cm_buf_init(&open_empty);
+    cm_buf_puts(spec, "P(");
+    for (uint32_t d = 0; any && d < s->rank; d++) {
+        const sp_dim_sharding *ds = &s->dims[d];
+        cm_buf_puts(spec, d > 0 ? ", " : "");
+        if (ds->n_axes == 0) {
+            cm_buf_puts(spec, ds->is_closed ? "None" : jit ? "None" : "P.UNCONSTRAINED");
+            if (!ds->is_closed && jit) {
+                exact = false;
+                cm_buf_printf(&open_empty, "%s%u", open_empty.len > 0 ? ", " : "", d);
+            }
+        } else {
+            cm_buf_puts(spec, ds->n_axes > 1 ? "(" : "");
+            for (uint32_t a = 0; a < ds->n_axes; a++) {
+                cm_buf_puts(spec, a > 0 ? ", " : "");
+                py_str(spec, ds->axes[a].name);
+            }
+            cm_buf_puts(spec, ds->n_axes > 1 ? ")" : "");
+            if (!ds->is_closed) {
+                exact = false;
+                cm_buf_printf(&open_axes, "%s%u", open_axes.len > 0 ? ", " : "", d);
+            }
+        }
+        if (ds->priority >= 0) {
+            exact = false;
+            cm_buf_printf(note, "%sdim %u has priority p%d, which a PartitionSpec cannot carry",
+                          note->len > 0 ? "; " : "", d, (int)ds->priority);
+        }
+    }
+    if (s->n_unreduced > 0) {
+        cm_buf_puts(spec, any ? ", unreduced={" : "unreduced={");
+        for (uint32_t a = 0; a < s->n_unreduced; a++) {
+            cm_buf_puts(spec, a > 0 ? ", " : "");
+            py_str(spec, s->unreduced[a].name);
+        }
+        cm_buf_putc(spec, '}');
+        if (s->reduction != SP_REDUCTION_SUM) {
+            exact = false;
+            cm_buf_printf(note, "%sJAX's unreduced axes reduce by sum, these by %s",
+                          note->len > 0 ? "; " : "",
+                          s->reduction == SP_REDUCTION_MAX ? "max" : "min");
+        }
+    }
+    cm_buf_putc(spec, ')');
+    if (open_axes.len > 0) {
+        cm_buf_printf(note,
+                      "%sdim%s %s %s open with axes (Shardy {\"x\", ?}: these axes and maybe "
+                      "more); a PartitionSpec entry is either fixed axes or P.UNCONSTRAINED, so "
+                      "the spelling fixes %s to these axes",
+                      note->len > 0 ? "; " : "", strchr(open_axes.data, ',') ? "s" : "",
+                      open_axes.data, strchr(open_axes.data, ',') ? "are" : "is",
+                      strchr(open_axes.data, ',') ? "them" : "it");
+    }
+    if (open_empty.len > 0) {
+        cm_buf_printf(note,
+                      "%sdim%s %s %s open ({?}, P.UNCONSTRAINED), which jax.jit's "
+                      "in_shardings/out_shardings do not take: None (replicated) stands for %s",
+                      note->len > 0 ? "; " : "", strchr(open_empty.data, ',') ? "s" : "",
+                      open_empty.data, strchr(open_empty.data, ',') ? "are" : "is",
+                      strchr(open_empty.data, ',') ? "them" : "it");
+    }
+    note->oom = note->oom || open_axes.oom || open_empty.oom;
+    cm_buf_fini(&open_axes);
+    cm_buf_fini(&open_empty);
+    if (s->n_replicated > 0 && any_open) {
+        exact = false;
+        cm_buf_printf(note,
+                      "%sthe axes replicated={...} may not be added to the open dims, which "
+                      "P.UNCONSTRAINED cannot say",
+                      note->len > 0 ? "; " : "");
+    }
+    return exact;
+}
+
+/* ,"partition_spec":"P(...)" or null, and its note when there is one. */
+static void pspec_json(cm_buf *b, const sp_sharding *s)
+{
+    cm_buf spec, note;
+    cm_buf_init(&spec);
+    cm_buf_init(&note);
+    bool exact = pspec_write(s, false, &spec, &note);
+    cm_buf_puts(b, ",\"partition_spec\":");
+    if (exact && spec.data != NULL) {
+        cm_json_put_str(b, spec.data, spec.len);
+    } else {
+        cm_buf_puts(b, "null");
+    }
+    if (note.len > 0) {
+        if (!exact && spec.len > 0) {
+            cm_buf_puts(&note, "; nearest: ");
+            cm_buf_append(&note, spec.data, spec.len);
+        }
+        cm_buf_puts(b, ",\"partition_spec_note\":");
+        cm_json_put_str(b, note.data != NULL ? note.data : "", note.len);
+    }
+    b->oom = b->oom || spec.oom || note.oom;
+    cm_buf_fini(&spec);
+    cm_buf_fini(&note);
+}
+
 /* "sharding": {...}, "local_shape": [...] for a value of type t. */
 static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
 {
@@ -231,6 +388,7 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
         cm_buf_puts(b, ",\"unreduced\":");
         axes_json(b, s->unreduced, s->n_unreduced);
     }
+    pspec_json(b, s);
     cm_buf_putc(b, '}');
     if (t->kind != SP_TYPE_TENSOR) {
         return;
@@ -316,6 +474,12 @@ static void value_head(const plan *p, uint32_t index, uint32_t v, const sp_type 
     if (name != NULL) {
         cm_buf_puts(b, ",\"name\":");
         cm_json_put_cstr(b, name);
+    }
+    const char *logical =
+        v != SP_NONE && p->o->graph != NULL ? sp_graph_value_logical_axes(p->o->graph, v) : NULL;
+    if (logical != NULL) {
+        cm_buf_puts(b, ",\"logical_axes\":");
+        cm_buf_puts(b, logical);
     }
     cm_buf_puts(b, ",\"type\":");
     cm_json_put_str(b, t->text, t->text_len);
@@ -586,6 +750,137 @@ static void write_op(const plan *p, uint32_t r)
     cm_buf_puts(b, "]}");
 }
 
+/* The Python variable a snippet names mesh by: its symbol when that is an
+ * identifier, else `mesh`. */
+static void mesh_var(cm_buf *b, const char *name)
+{
+    bool ok = name != NULL && name[0] != '\0' && !(name[0] >= '0' && name[0] <= '9');
+    for (const char *c = name; ok && *c != '\0'; c++) {
+        ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+             *c == '_';
+    }
+    cm_buf_puts(b, ok ? name : "mesh");
+}
+
+/* A comment's text on one line. */
+static void py_comment(cm_buf *b, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        cm_buf_putc(b, *s == '\n' || *s == '\r' ? ' ' : *s);
+    }
+}
+
+/* One entry of an in_shardings/out_shardings tuple: `NamedSharding(mesh,
+ * P(...)),  # name`; a value Shardy left unsharded is replicated, P(); a
+ * sharding with no PartitionSpec is None with a comment saying why. */
+static void snippet_entry(cm_buf *b, const sp_sharding *s, const char *fallback_mesh,
+                          const char *name, const char *kind, uint32_t i, const char *logical)
+{
+    cm_buf spec, note;
+    cm_buf_init(&spec);
+    cm_buf_init(&note);
+    bool exact = s != NULL ? pspec_write(s, true, &spec, &note) : true;
+    const char *mesh = s != NULL && s->mesh_name != NULL ? s->mesh_name : fallback_mesh;
+    cm_buf_puts(b, "    ");
+    if (spec.len == 0 && s != NULL) {
+        cm_buf_puts(b, "None,");
+    } else if (mesh == NULL && (s == NULL || s->mesh == NULL)) {
+        cm_buf_puts(b, "None,");
+    } else {
+        cm_buf_puts(b, "NamedSharding(");
+        mesh_var(b, mesh);
+        cm_buf_puts(b, ", ");
+        if (spec.len > 0) {
+            cm_buf_append(b, spec.data, spec.len);
+        } else {
+            cm_buf_puts(b, "P()");
+        }
+        cm_buf_puts(b, "),");
+    }
+    cm_buf_puts(b, "  # ");
+    if (name != NULL) {
+        py_comment(b, name);
+    } else {
+        cm_buf_printf(b, "%s %u", kind, i);
+    }
+    if (logical != NULL) {
+        cm_buf_puts(b, " ");
+        sp_graph_logical_axes_py(logical, b);
+    }
+    if (s == NULL) {
+        cm_buf_puts(b, ": unsharded (replicated)");
+    } else if (spec.len == 0) {
+        cm_buf_puts(b, ": no PartitionSpec says this sharding (see partition_spec_note)");
+    } else if (!exact) {
+        /* inexact for jit alone: open dims without axes, which the
+         * document's partition_spec says as P.UNCONSTRAINED */
+        cm_buf doc_spec, doc_note;
+        cm_buf_init(&doc_spec);
+        cm_buf_init(&doc_note);
+        bool doc_exact = pspec_write(s, false, &doc_spec, &doc_note);
+        cm_buf_puts(b, doc_exact ? ": its open dims (P.UNCONSTRAINED) are None here, as jax.jit's "
+                                   "shardings take no P.UNCONSTRAINED"
+                                 : ": nearest spelling, not exact (see partition_spec_note)");
+        cm_buf_fini(&doc_spec);
+        cm_buf_fini(&doc_note);
+    }
+    cm_buf_putc(b, '\n');
+    b->oom = b->oom || spec.oom || note.oom;
+    cm_buf_fini(&spec);
+    cm_buf_fini(&note);
+}
+
+/* ,"in_shardings":"..." and ,"out_shardings":"..." of function fi: the
+ * tuples a user pastes into jax.jit (from jax.sharding import NamedSharding,
+ * PartitionSpec as P), one entry per input or output. */
+static void snippets_json(const plan *p, uint32_t fi)
+{
+    const sp_module *m = p->m;
+    uint32_t f = p->funcs[fi];
+    const sp_type *ft = sp_func_type(m, f);
+    const sp_block *entry = &m->blocks[m->ops[f].regions[0].blocks[0]];
+    uint32_t n_out = ft != NULL ? ft->n_results : 0;
+    const char *mesh = NULL;
+    for (uint32_t i = 0; i < entry->n_args + n_out && mesh == NULL; i++) {
+        const sp_sharding *s = i < entry->n_args ? sp_value_sharding(m, entry->first_arg + i)
+                                                 : sp_func_result_sharding(m, f, i - entry->n_args);
+        mesh = s != NULL ? s->mesh_name : NULL;
+    }
+    for (int side = 0; side < 2; side++) {
+        uint32_t n = side == 0 ? entry->n_args : n_out;
+        cm_buf code;
+        cm_buf_init(&code);
+        cm_buf_puts(&code, side == 0 ? "in_shardings = (\n" : "out_shardings = (\n");
+        if (n > 1) {
+            /* the module's inputs are the jitted function's leaves */
+            cm_buf_printf(&code,
+                          "    # one per flattened %s, in jax.tree_util.tree_leaves order; for "
+                          "pytree %s: jax.tree_util.tree_unflatten(treedef, %s_shardings)\n",
+                          side == 0 ? "input" : "output", side == 0 ? "arguments" : "results",
+                          side == 0 ? "in" : "out");
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t v = side == 0 ? entry->first_arg + i : SP_NONE;
+            const char *name = NULL, *logical = NULL;
+            if (side == 0) {
+                name =
+                    p->o->graph != NULL ? sp_graph_value_name(p->o->graph, v) : sp_value_name(m, v);
+                logical = p->o->graph != NULL ? sp_graph_value_logical_axes(p->o->graph, v) : NULL;
+            } else {
+                name = sp_func_result_name(m, f, i);
+            }
+            snippet_entry(&code,
+                          side == 0 ? sp_value_sharding(m, v) : sp_func_result_sharding(m, f, i),
+                          mesh, name, side == 0 ? "input" : "output", i, logical);
+        }
+        cm_buf_puts(&code, ")");
+        cm_buf_puts(p->b, side == 0 ? ",\n   \"in_shardings\":" : ",\n   \"out_shardings\":");
+        cm_json_put_str(p->b, code.data != NULL ? code.data : "", code.len);
+        p->b->oom = p->b->oom || code.oom;
+        cm_buf_fini(&code);
+    }
+}
+
 static void write_function(const plan *p, uint32_t fi, uint32_t *next_rec)
 {
     cm_buf *b = p->b;
@@ -629,7 +924,9 @@ static void write_function(const plan *p, uint32_t fi, uint32_t *next_rec)
         origin_json(b, list_dict(res_attrs, i, "sdy.sharding_origins"));
         cm_buf_putc(b, '}');
     }
-    cm_buf_puts(b, "]}");
+    cm_buf_putc(b, ']');
+    snippets_json(p, fi);
+    cm_buf_putc(b, '}');
 }
 
 cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error *err)

@@ -94,7 +94,8 @@ static void test_sp_advise_non_divisible_fires(void **state)
     /* whole dimension (6 rows) minus the 2-row shard, of 1024 f32 */
     assert_true(f->bytes == (6.0 - 2.0) * 1024 * 4);
     assert_string_equal(f->fix_shardy, "sdy.sharding_constraint %arg0 <@mesh, [{}, {}]>");
-    assert_non_null(strstr(f->fix_jax, "P(None, None)"));
+    /* a function input is fixed by its in_shardings entry */
+    assert_string_equal(f->fix_jax, "in_shardings for input 0: NamedSharding(mesh, P(None, None))");
     sp_advise_destroy(a);
 }
 
@@ -214,6 +215,11 @@ static void test_sp_advise_logical_axis_fires(void **state)
     /* x uses "data" already; the free axis "model" divides 1024 */
     assert_string_equal(f->fix_shardy,
                         "sdy.sharding_constraint %x <@mesh, [{\"data\"}, {\"model\"}]>");
+    /* a Flax parameter: the logical_axis_rules entry first, then in_shardings, by name */
+    assert_non_null(strstr(f->fix_jax, "logical_axis_rules: ('embed', 'model') for dim 1 of x, "
+                                       "whose nn.with_logical_partitioning names are ("));
+    assert_non_null(strstr(f->fix_jax, "; or in_shardings for x (input 0): NamedSharding(mesh, "
+                                       "P('data', 'model'))"));
     sp_advise_destroy(a);
 }
 
@@ -418,6 +424,9 @@ static void test_sp_advise_sub_axis_input_fires_with_arg_loc(void **state)
     assert_non_null(strstr(f->message, "input 0 of @main"));
     assert_string_equal(f->fix_shardy,
                         "sdy.sharding_constraint %arg0 <@mesh, [{}, {\"x\"}, {\"y\"}]>");
+    /* the JAX fix names the input by its location, never bare %arg0 */
+    assert_string_equal(f->fix_jax, "in_shardings for params['w'] (input 0): "
+                                    "NamedSharding(mesh, P(None, 'x', 'y'))");
     sp_advise_destroy(a);
 }
 

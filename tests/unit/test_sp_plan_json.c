@@ -65,13 +65,44 @@ static json_t *plan_of_mlir(const char *text, size_t len)
     return j;
 }
 
-/* Drops the document's value names, which MLIR does not keep. */
+/* A jax.jit snippet without its comments (they name the values). */
+static void strip_comments(json_t *j, const char *key)
+{
+    json_t *s = json_object_get(j, key);
+    if (!json_is_string(s)) {
+        return;
+    }
+    const char *t = json_string_value(s);
+    char *out = malloc(strlen(t) + 1);
+    assert_non_null(out);
+    size_t n = 0;
+    bool skip = false;
+    for (; *t != '\0'; t++) {
+        if (*t == '\n') {
+            skip = false;
+        } else if (t[0] == ' ' && t[1] == ' ' && t[2] == '#') {
+            skip = true;
+        }
+        if (!skip) {
+            out[n++] = *t;
+        }
+    }
+    out[n] = '\0';
+    json_object_set_new(j, key, json_string(out));
+    free(out);
+}
+
+/* Drops the document's value names and Flax logical axis names, which MLIR
+ * does not keep. */
 static void strip_names(json_t *j)
 {
     if (json_is_object(j)) {
         if (json_object_get(j, "index") != NULL) {
             json_object_del(j, "name");
+            json_object_del(j, "logical_axes");
         }
+        strip_comments(j, "in_shardings");
+        strip_comments(j, "out_shardings");
         const char *k;
         json_t *v;
         json_object_foreach(j, k, v)
@@ -194,6 +225,111 @@ static void test_sp_plan_run_reports_shardings_shapes_rules(void **state)
     json_t *ws = path_get(p, w_sh);
     assert_non_null(ws);
     json_decref(p);
+}
+
+/* Every input's, result's and output's sharding in JAX spelling: several
+ * axes on a dim as a tuple, unsharded dims None, nothing sharded P(),
+ * unreduced axes; a sub-axis has no PartitionSpec and says why; the
+ * in_shardings/out_shardings snippets name each value and give a Flax
+ * input's logical axis names. */
+static void test_sp_plan_partition_specs_in_jax_terms(void **state)
+{
+    (void)state;
+    static const char mlir[] =
+        "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+        "func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\":(1)2}, {}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\", \"y\"}, {}]>}, %arg2: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}], unreduced={\"y\"}>}, %arg3: tensor<f32> {sdy.sharding = "
+        "#sdy.sharding<@mesh, []>}) -> (tensor<8x8xf32>) {\n"
+        "  return %arg1 : tensor<8x8xf32>\n"
+        "}\n";
+    json_t *p = plan_of_mlir(mlir, sizeof mlir - 1);
+    json_t *in = json_object_get(json_array_get(json_object_get(p, "functions"), 0), "inputs");
+    json_t *s0 = json_object_get(json_array_get(in, 0), "sharding");
+    assert_true(json_is_null(json_object_get(s0, "partition_spec")));
+    const char *note = json_string_value(json_object_get(s0, "partition_spec_note"));
+    assert_non_null(note);
+    assert_non_null(strstr(note, "sub-axis \"x\":(1)2"));
+    json_t *s1 = json_object_get(json_array_get(in, 1), "sharding");
+    assert_string_equal(json_string_value(json_object_get(s1, "partition_spec")),
+                        "P(('x', 'y'), None)");
+    assert_null(json_object_get(s1, "partition_spec_note"));
+    json_t *s2 = json_object_get(json_array_get(in, 2), "sharding");
+    assert_string_equal(json_string_value(json_object_get(s2, "partition_spec")),
+                        "P('x', None, unreduced={'y'})");
+    json_t *s3 = json_object_get(json_array_get(in, 3), "sharding");
+    assert_string_equal(json_string_value(json_object_get(s3, "partition_spec")), "P()");
+    json_t *f = json_array_get(json_object_get(p, "functions"), 0);
+    const char *ins = json_string_value(json_object_get(f, "in_shardings"));
+    assert_non_null(ins);
+    assert_non_null(strstr(ins, "in_shardings = (\n    # one per flattened input, in "
+                                "jax.tree_util.tree_leaves order"));
+    assert_non_null(strstr(ins, "\n    None,  # input 0: no PartitionSpec"));
+    assert_non_null(strstr(ins, "\n    NamedSharding(mesh, P(('x', 'y'), None)),  # input 1\n"));
+    assert_non_null(strstr(ins, "\n    NamedSharding(mesh, P()),  # input 3\n)"));
+    const char *outs = json_string_value(json_object_get(f, "out_shardings"));
+    assert_string_equal(outs, "out_shardings = (\n    NamedSharding(mesh, P(('x', 'y'), None)),"
+                              "  # output 0\n)");
+    json_decref(p);
+
+    /* open dims, which basic propagation leaves open: {?} is P.UNCONSTRAINED
+     * in the document but None in the jit snippet; {"x", ?} has no exact
+     * PartitionSpec */
+    static const char open[] =
+        "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+        "func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\", ?}, {?}]>}, %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{?}, {?}]>}) -> (tensor<8x8xf32>) {\n"
+        "  return %arg1 : tensor<8x8xf32>\n"
+        "}\n";
+    sp_module *m = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(open, sizeof open - 1, 0, &m, &err), CM_OK);
+    sp_plan_opts o;
+    sp_plan_opts_init(&o);
+    o.pass = SP_PLAN_BASIC;
+    cm_buf b;
+    cm_buf_init(&b);
+    assert_int_equal(sp_plan_run(m, &o, &b, &err), CM_OK);
+    p = json_loadb(b.data, b.len, 0, NULL);
+    assert_non_null(p);
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+    f = json_array_get(json_object_get(p, "functions"), 0);
+    in = json_object_get(f, "inputs");
+    s0 = json_object_get(json_array_get(in, 0), "sharding");
+    assert_true(json_is_null(json_object_get(s0, "partition_spec")));
+    note = json_string_value(json_object_get(s0, "partition_spec_note"));
+    assert_non_null(strstr(note, "dim 0 is open with axes"));
+    assert_non_null(strstr(note, "nearest: P('x', P.UNCONSTRAINED)"));
+    s1 = json_object_get(json_array_get(in, 1), "sharding");
+    assert_string_equal(json_string_value(json_object_get(s1, "partition_spec")),
+                        "P(P.UNCONSTRAINED, P.UNCONSTRAINED)");
+    ins = json_string_value(json_object_get(f, "in_shardings"));
+    assert_non_null(strstr(ins, "\n    NamedSharding(mesh, P('x', None)),  # input 0: nearest"));
+    assert_non_null(
+        strstr(ins, "\n    NamedSharding(mesh, P(None, None)),  # input 1: its open dims"));
+    json_decref(p);
+
+    /* a Flax graph: names and logical axes beside each input */
+    json_t *g = plan_of("{" MESH ", \"logical_axis_rules\": [[\"batch\", \"data\"]],"
+                        " \"inputs\": [{\"name\": \"layer0.W1\", \"type\": \"tensor<8x4xf32>\","
+                        " \"logical_axes\": [\"batch\", null]}], \"outputs\": [\"layer0.W1\"]}",
+                        SP_PLAN_PIPELINE);
+    f = json_array_get(json_object_get(g, "functions"), 0);
+    json_t *w = json_array_get(json_object_get(f, "inputs"), 0);
+    json_t *la = json_object_get(w, "logical_axes");
+    assert_string_equal(json_string_value(json_array_get(la, 0)), "batch");
+    assert_true(json_is_null(json_array_get(la, 1)));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(w, "sharding"), "partition_spec")),
+        "P('data', None)");
+    assert_string_equal(json_string_value(json_object_get(f, "in_shardings")),
+                        "in_shardings = (\n    NamedSharding(mesh, P('data', None)),  # layer0.W1 "
+                        "('batch', None)\n)");
+    json_decref(g);
 }
 
 static void test_sp_plan_run_diagnoses_custom_call_without_rule(void **state)
@@ -393,6 +529,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sp_plan_json_and_mlir_examples_agree),
         cmocka_unit_test(test_sp_plan_run_reports_shardings_shapes_rules),
+        cmocka_unit_test(test_sp_plan_partition_specs_in_jax_terms),
         cmocka_unit_test(test_sp_plan_run_diagnoses_custom_call_without_rule),
         cmocka_unit_test(test_sp_plan_run_diagnoses_conflicts_and_meshes),
         cmocka_unit_test(test_sp_plan_hash_ignores_layout_not_pass),

@@ -495,6 +495,14 @@ static void test_sp_suggest_run_graph_document(void **state)
         const sp_suggest_edit *e = &sp_suggest_at(s, i)->edits[0];
         assert_true(strncmp(e->value, "{\"op\":\"/ops/", 12) == 0 ||
                     strncmp(e->value, "{\"input\":", 9) == 0);
+        /* the JAX fix names the tensor by its graph name, never bare x */
+        const char *jax = sp_suggest_at(s, i)->fix_jax;
+        if (e->value[2] == 'o') {
+            assert_true(strncmp(jax, "jax.lax.with_sharding_constraint(v", 34) == 0);
+        } else {
+            assert_non_null(strstr(jax, "in_shardings for "));
+        }
+        assert_null(strstr(jax, "(x, "));
     }
     /* the graph with the edits applied by what-if costs what was predicted */
     for (uint32_t i = 0; i < sp_suggest_n(s); i++) {

@@ -232,6 +232,61 @@ static void test_srv_graphs_store_list_get_delete(void **state)
     cm_free(ms);
 }
 
+/* Names come from what the user gave: `module @jit_f` names an MLIR graph
+ * and its plan; content posted again under another name keeps that name as
+ * an alias, once, and the reply says so; ?name= finds a graph by an alias;
+ * a plan records its mesh as data=2 x model=4. */
+static void test_srv_graph_names_and_aliases(void **state)
+{
+    fixture *f = *state;
+    static const char mlir[] =
+        "module @jit_f {\n"
+        "sdy.mesh @mesh = <[\"data\"=2, \"model\"=4]>\n"
+        "func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"data\"}, {}]>}) -> tensor<8x8xf32> {\n"
+        "  %0 = stablehlo.negate %arg0 : tensor<8x8xf32>\n"
+        "  return %0 : tensor<8x8xf32>\n"
+        "}\n"
+        "}\n";
+    resp r;
+    tu_http(f, "POST", "/v1/graphs", "text/plain", mlir, &r);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(tu_jstr(r.json, "name"), "jit_f");
+    assert_int_equal(json_array_size(json_object_get(r.json, "aliases")), 0);
+    assert_null(json_object_get(r.json, "existed"));
+    json_int_t id = tu_jint(r.json, "id");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/graphs?name=other", "text/plain", mlir, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(tu_jint(r.json, "id"), id);
+    assert_string_equal(tu_jstr(r.json, "name"), "jit_f");
+    assert_true(json_is_true(json_object_get(r.json, "existed")));
+    assert_string_equal(tu_jstr(r.json, "alias_recorded"), "other");
+    assert_non_null(strstr(tu_jstr(r.json, "message"), "\"other\" is recorded"));
+    json_t *al = json_object_get(r.json, "aliases");
+    assert_int_equal(json_array_size(al), 1);
+    assert_string_equal(json_string_value(json_array_get(al, 0)), "other");
+    tu_resp_fini(&r);
+    /* once: the same name again records nothing new */
+    tu_http(f, "POST", "/v1/graphs?name=other", "text/plain", mlir, &r);
+    assert_int_equal(r.status, 200);
+    assert_null(json_object_get(r.json, "alias_recorded"));
+    assert_int_equal(json_array_size(json_object_get(r.json, "aliases")), 1);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/graphs?name=other", NULL, NULL, &r);
+    json_t *items = json_object_get(r.json, "items");
+    assert_int_equal(json_array_size(items), 1);
+    assert_int_equal(tu_jint(json_array_get(items, 0), "id"), id);
+    tu_resp_fini(&r);
+    /* the plan of the module: its name and mesh */
+    tu_http(f, "POST", "/v1/plans", "text/plain", mlir, &r);
+    assert_true(r.status == 200 || r.status == 201);
+    json_t *opts = json_object_get(r.json, "options");
+    assert_string_equal(json_string_value(json_object_get(opts, "name")), "jit_f");
+    assert_string_equal(json_string_value(json_object_get(opts, "mesh_axes")), "data=2 x model=4");
+    tu_resp_fini(&r);
+}
+
 static void test_srv_meshes_rules_profiles(void **state)
 {
     fixture *f = *state;
@@ -1160,8 +1215,8 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_srv_health_ready_openapi_metrics, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_srv_errors_have_status_code_and_path, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_srv_errors_have_status_code_and_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_graph_names_and_aliases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_graphs_store_list_get_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_meshes_rules_profiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plans_dedup_options_and_lists, setup, teardown),
@@ -1177,8 +1232,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_srv_restart_keeps_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_client_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_concurrent_requests, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_srv_stop_finishes_in_flight_requests, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_srv_stop_finishes_in_flight_requests, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("srv_api", tests, NULL, NULL);
     curl_global_cleanup();

@@ -183,7 +183,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     raw_text(f->path, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "5");
+    assert_string_equal(t, "6");
     /* A second handle on the same file sees the same schema, nothing re-applied. */
     st_db *db2 = NULL;
     OK(st_db_open(f->path, &db2, &e_));
@@ -191,7 +191,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     assert_int_equal(v, ST_DB_SCHEMA_VERSION);
     st_db_close(db2);
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "5");
+    assert_string_equal(t, "6");
     st_db_close(NULL);
 }
 
@@ -326,7 +326,7 @@ static void test_st_db_open_migrates_v1_file(void **state)
     st_db_close(db);
     char t[64];
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3,4,5");
+    assert_string_equal(t, "1,2,3,4,5,6");
     raw_text(p, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
 }
@@ -445,7 +445,7 @@ static void test_st_db_migrates_v4_plan_input(void **state)
     st_plan_fini(&pl);
     st_db_close(db);
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3,4,5");
+    assert_string_equal(t, "1,2,3,4,5,6");
     /* A format without an input, an input without a format, an unknown
      * format, rules with a JSON input: each breaks a CHECK. */
     assert_int_equal(raw_exec_rc(p, "UPDATE plans SET input_format = 'json' WHERE id = 5"),
@@ -473,9 +473,31 @@ static void test_st_graph_put_dedups_by_content(void **state)
     st_graph_in in = graph_in("other name", ST_GRAPH_JSON, "{\"ops\":[]}");
     int64_t id2 = 0;
     bool existed = false;
-    OK(st_graph_put(f->db, &in, &id2, &existed, &e_));
+    bool aliased = false;
+    OK(st_graph_put_named(f->db, &in, &id2, &existed, &aliased, &e_));
     assert_true(existed);
+    assert_true(aliased); /* the new name is kept beside the first */
     assert_int_equal(id2, id);
+    OK(st_graph_put_named(f->db, &in, &id2, &existed, &aliased, &e_));
+    assert_false(aliased); /* once */
+    in.name = "mlp";
+    OK(st_graph_put_named(f->db, &in, &id2, &existed, &aliased, &e_));
+    assert_false(aliased); /* the row's own name is no alias */
+    in.name = "other name";
+    st_graph ga;
+    memset(&ga, 0, sizeof ga);
+    OK(st_graph_get(f->db, id, &ga, &e_));
+    assert_string_equal(ga.name, "mlp");
+    assert_string_equal(ga.aliases, "other name");
+    st_graph_fini(&ga);
+    st_graph_query q;
+    st_graph_query_init(&q);
+    q.name = "other name";
+    st_graph_list l;
+    OK(st_graph_list_query(f->db, &q, &l, &e_));
+    assert_int_equal(l.n_items, 1);
+    assert_int_equal(l.items[0].id, id);
+    st_graph_list_fini(&l);
     /* Same bytes in another format are another graph. */
     in.format = ST_GRAPH_MLIR;
     OK(st_graph_put(f->db, &in, &id2, &existed, &e_));

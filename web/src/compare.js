@@ -1,4 +1,5 @@
-// Compare 2-4 plans: GET /v1/compare?plans=...: memory, communication,
+// Compare 2-4 plans, each headed by its name, strategy and mesh
+// (`data=2 x model=4`): GET /v1/compare?plans=...: memory, communication,
 // FLOPs and predicted step as bars, where the plans first diverge, and the
 // tensors whose shardings differ (highlighted where they differ from the
 // first plan); each plan's newest succeeded benchmark: its per-iteration
@@ -10,8 +11,36 @@ import { api, getJson } from './api.js';
 import { isFinal, newestSucceeded } from './bench.js';
 import { barChart } from './charts.js';
 import { BUILTIN_PROFILES } from './plan.js';
+import { planMesh, planName, strategyOf } from './plans.js';
 import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
 import { vtable } from './vtable.js';
+
+// Each compared plan as a person names it: its name, strategy and mesh,
+// from its list entry (GET /v1/plans?after=ID-1&limit=1) and its graph.
+async function planHeads(ids) {
+  const heads = await Promise.all(ids.map(async (id) => {
+    let p = null;
+    try {
+      const l = await getJson(`/v1/plans?after=${Number(id) - 1}&limit=1`);
+      p = (l.items || []).find((x) => String(x.id) === String(id)) || null;
+    } catch { /* named by its id below */ }
+    let graphName = null;
+    let strategy = DASH;
+    if (p) {
+      try {
+        const g = await getJson(`/v1/graphs/${p.graph_id}`);
+        graphName = g.name;
+        if (g.format === 'json') strategy = strategyOf(g.graph);
+      } catch { /* no strategy */ }
+    }
+    return { id, name: p ? planName(p, graphName) : `plan ${id}`, strategy, mesh: p ? planMesh(p, null) : DASH };
+  }));
+  // two plans of one name are told apart by their ids
+  for (const x of heads) {
+    x.label = heads.filter((y) => y.name === x.name).length > 1 ? `${x.name} #${x.id}` : x.name;
+  }
+  return heads;
+}
 
 export async function comparePage(main, ctx, idsText) {
   const ids = (idsText || '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -30,13 +59,17 @@ export async function comparePage(main, ctx, idsText) {
   const out = h('div', {}, h('p', { class: 'muted' }, 'Comparing\u2026'));
   main.append(out);
   let c;
+  let heads;
   try {
-    c = await getJson(`/v1/compare?plans=${ids.map(encodeURIComponent).join(',')}&profile=${encodeURIComponent(prof.value)}`);
+    [c, heads] = await Promise.all([
+      getJson(`/v1/compare?plans=${ids.map(encodeURIComponent).join(',')}&profile=${encodeURIComponent(prof.value)}`),
+      planHeads(ids),
+    ]);
   } catch (err) {
     fill(out, errorBox(err));
     return;
   }
-  const labels = ids.map((id) => `plan ${id}`);
+  const labels = heads.map((x) => x.label);
   const costs = c.plans.map((p) => p.cost);
   const charts = [
     barChart({ title: 'Peak memory per device', labels, datasets: [{ label: 'bytes', data: costs.map((x) => x.memory.peak_bytes) }], format: fmtBytes, height: 200 }),
@@ -50,7 +83,9 @@ export async function comparePage(main, ctx, idsText) {
   ctx.onLeave(() => { for (const x of charts) x.chart.destroy(); });
 
   const summary = h('table', { class: 'summary-table', id: 'compare-summary' },
-    h('thead', {}, h('tr', {}, h('th', {}, ''), labels.map((l, i) => h('th', {}, h('a', { href: `#/plan/${ids[i]}` }, l))))),
+    h('thead', {}, h('tr', {}, h('th', {}, ''), heads.map((x) => h('th', { 'data-plan': String(x.id) },
+      h('a', { href: `#/plan/${x.id}` }, x.label), h('br'),
+      h('span', { class: 'muted plan-meta' }, `${x.strategy} \u00b7 ${x.mesh}`))))),
     h('tbody', {},
       [['peak / device', (x) => fmtBytes(x.memory.peak_bytes)], ['fits', (x) => (x.memory.fits ? 'yes' : `no ${x.memory.message}`)],
         ['communication', (x) => `${fmtBytes(x.communication.bytes)} (${x.communication.n_collectives} collectives)`],
@@ -66,7 +101,7 @@ export async function comparePage(main, ctx, idsText) {
   const table = vtable({
     class: 'diff-table',
     height: Math.min(420, 40 + diffs.length * 26),
-    columns: [{ key: 'tensor', title: 'tensor', width: '2fr' }, ...labels.map((l, i) => ({ key: `p${i}`, title: l, width: '1.5fr' }))],
+    columns: [{ key: 'tensor', title: 'tensor', width: '2fr' }, ...heads.map((x, i) => ({ key: `p${i}`, title: `${x.label} (${x.strategy}, ${x.mesh})`, width: '1.5fr' }))],
     cell(i, col) {
       const d = diffs[i];
       if (col.key === 'tensor') return d.tensor;

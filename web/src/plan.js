@@ -32,6 +32,15 @@ export function shardingText(s) {
   return `@${s.mesh} [${dims.join(', ')}]${rep}`;
 }
 
+// The sharding as a JAX PartitionSpec (the plan's partition_spec); none:
+// the note's first clause says why (sub-axes, open dims, ...).
+export function pspecText(s) {
+  if (!s) return 'P()';
+  if (s.partition_spec) return s.partition_spec;
+  if (s.partition_spec_note) return `none: ${s.partition_spec_note.split(';')[0]}`;
+  return DASH;
+}
+
 // Flattens a plan into rows: {f, kind, op, v, path}.
 export function planRows(plan) {
   const rows = [];
@@ -94,6 +103,7 @@ export async function planPage(main, ctx, id) {
       { key: 'value', title: 'value', width: '1fr' },
       { key: 'type', title: 'type', width: '1.3fr' },
       { key: 'sharding', title: 'sharding', width: '1.8fr' },
+      { key: 'pspec', title: 'PartitionSpec', width: '1.3fr' },
       { key: 'local', title: 'per device', width: '8em' },
       { key: 'origin', title: 'origin', width: '1.2fr' },
     ],
@@ -109,6 +119,7 @@ export async function planPage(main, ctx, id) {
         case 'value': return v ? (v.name !== undefined ? v.name : `#${v.index}`) : DASH;
         case 'type': return v ? v.type : '';
         case 'sharding': return v ? shardingText(v.sharding) : '';
+        case 'pspec': return v ? pspecText(v.sharding) : '';
         case 'local': return v && v.local_shape ? `[${v.local_shape.join('\u00d7')}]` : '';
         case 'origin': return v ? originText(v.origin) : '';
         default: return '';
@@ -146,6 +157,9 @@ export async function planPage(main, ctx, id) {
         h('dt', {}, 'path'), h('dd', {}, r.path || DASH),
         h('dt', {}, 'type'), h('dd', {}, v.type),
         h('dt', {}, 'sharding'), h('dd', { class: 'mono' }, v.sharding ? v.sharding.text : 'replicated (no sharding)'),
+        h('dt', {}, 'PartitionSpec'), h('dd', { class: 'mono', id: 'value-pspec' }, pspecText(v.sharding)),
+        v.sharding && v.sharding.partition_spec_note ? [h('dt', {}, 'in JAX'), h('dd', {}, v.sharding.partition_spec_note)] : null,
+        v.logical_axes ? [h('dt', {}, 'Flax logical axes'), h('dd', { class: 'mono' }, `(${v.logical_axes.map((x) => (x === null ? 'None' : `'${x}'`)).join(', ')}${v.logical_axes.length === 1 ? ',' : ''})`)] : null,
         h('dt', {}, 'per-device shape'), h('dd', {}, v.local_shape ? `[${v.local_shape.join(', ')}]` : DASH)));
       const mesh = v.sharding ? meshes.get(v.sharding.mesh) : plan.meshes && plan.meshes[0];
       if (mesh) parts.push(gridPanel(v, mesh));
@@ -333,15 +347,25 @@ export async function planPage(main, ctx, id) {
   profSel.addEventListener('change', () => { loadCost(); loadMemory(); lint.reload(); colls.reload(); sugg.reload(); });
   ctx.onLeave(() => { for (const c of charts) c.destroy(); });
 
+  const opts = doc.options || {};
+  // the jax.jit shardings of each function, to paste
+  const jaxBox = (plan.functions || []).some((f) => f.in_shardings)
+    ? h('details', { id: 'jax-shardings' }, h('summary', {}, 'In JAX: in_shardings / out_shardings'),
+      (plan.functions || []).map((f) => h('div', {},
+        (plan.functions || []).length > 1 ? h('h3', {}, `@${f.name}`) : null,
+        h('pre', { class: 'mono jax-code' }, 'from jax.sharding import NamedSharding, PartitionSpec as P\n\n',
+          f.in_shardings || '', '\n', f.out_shardings || ''))))
+    : null;
   const meshText = (plan.meshes || []).map((m) => `${m.name} [${(m.axes || []).map((x) => `${x.name}=${x.size}`).join(', ')}] (${m.devices} devices)`).join('; ');
   fill(main, 
-    h('h1', {}, `Plan ${doc.id}`),
+    h('h1', {}, opts.name ? `${opts.name} (plan ${doc.id})` : `Plan ${doc.id}`),
     h('dl', { class: 'kv summary' },
       h('dt', {}, 'hash'), h('dd', { class: 'mono' }, doc.hash),
       h('dt', {}, 'graph'), h('dd', {}, String(doc.graph_id)),
       h('dt', {}, 'pass'), h('dd', {}, plan.pass || DASH),
       h('dt', {}, 'meshes'), h('dd', {}, meshText || DASH),
       h('dt', {}, 'diagnostics'), h('dd', {}, String((plan.diagnostics || []).length))),
+    jaxBox,
     (plan.diagnostics || []).length ? h('details', {}, h('summary', {}, 'Diagnostics'), h('ul', {}, plan.diagnostics.map((d) => h('li', {}, `${d.severity} ${d.kind} at ${d.path}: ${d.message}`)))) : null,
     h('div', { class: 'toolbar' }, search, h('label', {}, shardedOnly, ' sharded only'), count),
     table.el,

@@ -1,5 +1,6 @@
-// Plans list: every plan (GET /v1/plans, all pages) with its model (the
-// graph's name), mesh, strategy (read from the graph's logical_axis_rules),
+// Plans list: every plan (GET /v1/plans, all pages) with its name (the one
+// it was given, else its graph's), mesh (`data=2 x model=4`), strategy (read
+// from the graph's logical_axis_rules),
 // and cost (GET /v1/compare, four plans per request, loaded for the rows in
 // view first). Filterable, sortable, virtualised.
 import { getJson, listAll } from './api.js';
@@ -24,6 +25,21 @@ export function strategyOf(graphDoc) {
   if (dp) return 'dp';
   if (tp) return 'tp';
   return 'custom';
+}
+
+// A plan's name: the one it was given or took from its input (options.name:
+// ?name=, the graph document's name, `module @NAME`), else its graph's.
+export function planName(p, graphName) {
+  return (p.options && p.options.name) || graphName || `graph ${p.graph_id}`;
+}
+
+// A plan's mesh as a person reads it: `data=2 x model=4` (options.mesh_axes,
+// what the plan ran on), else the stored mesh's name.
+export function planMesh(p, storedName) {
+  const o = p.options || {};
+  if (o.mesh_axes) return o.mesh_axes;
+  if (p.mesh_id) return storedName || o.mesh || `mesh ${p.mesh_id}`;
+  return o.mesh || DASH;
 }
 
 function measuredOf(run) {
@@ -68,8 +84,8 @@ export async function plansPage(main, ctx) {
   const rows = plans.map((p) => ({
     id: p.id,
     graph: p.graph_id,
-    model: graphName.get(p.graph_id) || `graph ${p.graph_id}`,
-    mesh: p.mesh_id ? meshName.get(p.mesh_id) || `mesh ${p.mesh_id}` : '(graph\u2019s own)',
+    model: planName(p, graphName.get(p.graph_id)),
+    mesh: planMesh(p, p.mesh_id ? meshName.get(p.mesh_id) : null),
     pass: (p.options && p.options.pass) || '',
     created: p.created_at,
   }));

@@ -292,6 +292,11 @@ async function main() {
     await page.waitForSelector('.ops-table .vt-row', { timeout: WAIT });
     const n = await page.textContent('#op-count');
     check(/values/.test(n), `plan view lists values (${n})`);
+    const jax = await page.textContent('#jax-shardings pre');
+    check(/in_shardings = \(/.test(jax) && /NamedSharding\(mesh, P\(None, 'model'\)\),  # layer0\.W1/.test(jax) && /out_shardings = \(/.test(jax),
+      'in JAX: in_shardings / out_shardings to paste, by parameter name');
+    const pspecs = await page.$$eval('.ops-table .vt-row', (rows) => rows.map((r) => r.children[7].textContent));
+    check(pspecs.some((x) => /^P\(/.test(x)), `PartitionSpec column (${pspecs.slice(0, 3).join(', ')})`);
     await page.waitForSelector('#device-grid .cell', { timeout: WAIT });
     await page.waitForSelector('#plan-cost canvas', { timeout: WAIT });
     check((await page.$$('#plan-cost canvas')).length === 3, 'memory and communication charts');
@@ -405,6 +410,11 @@ async function main() {
     await ready(page);
     await page.waitForSelector('.plans-table .vt-row', { timeout: WAIT });
     check(/3 of 3/.test(await page.textContent('#plan-count')), 'three plans listed');
+    // rows name each plan as it was named and say its mesh as read, not "plan 13" / "(graph's own)"
+    const named = await page.$$eval('.plans-table .vt-row', (rows) => rows.map((r) => [r.children[2].textContent, r.children[3].textContent]));
+    check(named.some(([m]) => m === 'transformer-dp') && named.some(([m]) => m === 'transformer-tp') &&
+      named.every(([, mesh]) => /^\w+=\d+( x \w+=\d+)*$/.test(mesh)),
+      `names and meshes in the list (${named.map((x) => x.join(' on ')).join('; ')})`);
     await page.waitForFunction(() => /costs loaded: 3 of 3/.test(document.querySelector('#cost-status').textContent), null, { timeout: WAIT });
     await page.fill('#f-model', 'transformer');
     await page.waitForFunction(() => /^2 of 3/.test(document.querySelector('#plan-count').textContent), null, { timeout: WAIT });
@@ -439,6 +449,12 @@ async function main() {
     await ready(page);
     await page.waitForSelector('#first-divergence', { timeout: WAIT });
     check(/layer0\.Wq/.test(await page.textContent('#first-divergence')), 'first divergence at layer0.Wq');
+    const heads = await page.$$eval('#compare-summary thead th[data-plan]', (t) => t.map((x) => [x.querySelector('a').textContent, x.querySelector('.plan-meta').textContent]));
+    check(heads.length === 2 && heads[0][0] === 'transformer-dp' && heads[1][0] === 'transformer-tp' &&
+      /^dp \u00b7 \w+=\d+ x \w+=\d+$/.test(heads[0][1]) && /^tp \u00b7 /.test(heads[1][1]),
+      `compare headers: name, strategy and mesh (${heads.map((x) => x.join(', ')).join(' | ')})`);
+    const diffCols = await page.$$eval('.diff-table .vt-th', (t) => t.map((x) => x.textContent));
+    check(diffCols.some((x) => /^transformer-dp \(dp, /.test(x)), `difference columns named (${diffCols.join(' | ')})`);
     check((await page.$$('#compare-charts canvas')).length === 4, 'four bar charts');
     await page.waitForSelector('#compare-bench-table', { timeout: WAIT });
     check(/No succeeded benchmark/.test(await page.textContent('#compare-bench')), 'benchmarks: \u2014 for plans without one');
@@ -611,7 +627,7 @@ async function advisorSteps(ctx, base, mlpId) {
     check(['custom_call_no_rule', 'non_divisible', 'rematerialisation'].every((k) => rows.filter((r) => r.kind === k).length === 1),
       'the three known findings of lint_demo.mlir');
     const nd = rows.find((r) => r.kind === 'non_divisible') || {};
-    check(nd.shardy === 'sdy.sharding_constraint %arg0 <@mesh, [{}, {}]>' && nd.jax === 'jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P(None, None)))',
+    check(nd.shardy === 'sdy.sharding_constraint %arg0 <@mesh, [{}, {}]>' && nd.jax === 'in_shardings for input 0: NamedSharding(mesh, P(None, None))',
       `non_divisible fix in Shardy and JAX form (${nd.shardy} | ${nd.jax})`);
     const cc = rows.find((r) => r.kind === 'custom_call_no_rule') || {};
     check(/line 10/.test(cc.text) && /loc\("kernel"\)/.test(cc.text) && /24\.0 KiB/.test(cc.text) && /P\('data', 'model'\)/.test(cc.jax || ''),
@@ -724,7 +740,7 @@ async function advisorSteps(ctx, base, mlpId) {
       check(n >= 1, `${name}: at least one suggestion`);
       if (n === 0) break;
       const first = await page.$eval('#suggest-table tbody tr', (r) => [...r.children].map((x) => x.textContent));
-      check(first[0] === '1' && /sdy\.sharding_constraint/.test(first[3]) && /with_sharding_constraint/.test(first[3]) && /s$/.test(first[4]) && /B$/.test(first[5]) && /[\u2212+0]/.test(first[6]),
+      check(first[0] === '1' && /sdy\.sharding_constraint/.test(first[3]) && /with_sharding_constraint|in_shardings for/.test(first[3]) && /s$/.test(first[4]) && /B$/.test(first[5]) && /[\u2212+0]/.test(first[6]),
         `rank 1: ${first.slice(0, 3).join(' | ')}, fix, predicted step and peak, gain ${first[6]}`);
       await page.$eval('#plan-suggest', (e) => e.scrollIntoView());
       await page.screenshot({ path: join(outDir, 'suggest.png'), fullPage: false });
@@ -736,8 +752,8 @@ async function advisorSteps(ctx, base, mlpId) {
       await page.waitForFunction((pid) => new RegExp(`^#/compare/${pid},\\d+`).test(location.hash), id, { timeout: 60000 });
       await ready(page);
       await page.waitForSelector('#compare-summary', { timeout: WAIT });
-      const heads = await page.$$eval('#compare-summary thead th a', (t) => t.map((x) => x.textContent));
-      check(heads.length === 2 && heads[0] === `plan ${id}` && heads[1] !== heads[0], `apply and compare: compare page of ${heads.join(' and ')}`);
+      const heads = await page.$$eval('#compare-summary thead th[data-plan]', (t) => t.map((x) => x.dataset.plan));
+      check(heads.length === 2 && heads[0] === String(id) && heads[1] !== heads[0], `apply and compare: compare page of plans ${heads.join(' and ')}`);
       await page.screenshot({ path: join(outDir, 'apply-compare.png'), fullPage: true });
       // Check it by a real run of both plans. The lint demo has a custom call,
       // which the executor cannot run: both runs end "failed" with the reason.
