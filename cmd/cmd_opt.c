@@ -170,6 +170,14 @@ static cm_status run_unflatten(sp_module *m, const pass_inv *inv, sp_diags *d, c
     return sp_pass_unflatten_call_graph(m, opt_bool(inv, "dedup-functions-fully"), err);
 }
 SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
+static cm_status run_g2l(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    sp_g2l_opts o = {r != NULL ? strtoll(r, NULL, 10) : 1, p != NULL ? strtoll(p, NULL, 10) : 1,
+                     opt_bool(inv, "enable-rgv3"), opt_bool(inv, "per-dim-all-gather"),
+                     opt_bool(inv, "combine-multi-dimension-reduce-scatter")};
+    return sp_pass_convert_global_to_local(m, &o, d, err);
+}
 
 typedef struct pass_def {
     const char *name;
@@ -208,6 +216,9 @@ static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL
 static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
 static const char *const unflatten_opts[] = {"dedup-functions-fully", NULL};
 static const char *const device_count_opts[] = {"replica-count", "partition-count", NULL};
+static const char *const g2l_opts[] = {"replica-count", "partition-count", "enable-rgv3",
+                                       "per-dim-all-gather",
+                                       "combine-multi-dimension-reduce-scatter", NULL};
 
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
@@ -244,6 +255,7 @@ static const pass_def passes[] = {
     {"sdy-inline-meshes", run_inline_meshes, NULL},
     {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
+    {"sdy-convert-global-to-local", run_g2l, g2l_opts},
 };
 
 static const pass_def *find_pass(const char *name)

@@ -1,0 +1,1498 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * planner: -sdy-convert-global-to-local (Shardy's
+ * export/convert_global_to_local.cc; see sp_export.h), Shardy's own SPMD
+ * partitioner. The input is a globally shaped module whose shardings are
+ * consistent and whose data movement is explicit (sdy collectives inserted
+ * by -sdy-reshard-to-collectives); the output is the program one device
+ * runs. Every tensor whose value is sharded takes its local (per-device)
+ * shape: function signatures, block arguments of functions and of named
+ * and manual computations, and op results. Most ops only change type; the
+ * sdy collectives become stablehlo collectives over replica groups
+ * (use_global_device_ids, fresh channel handles numbered after the largest
+ * one in the module), sdy.constant becomes stablehlo.constant (a sharded
+ * dense constant is sliced by the device's offsets, looked up by
+ * partition_id or replica_id in a per-device table), a sharded iota adds
+ * its shard's offset, and sdy.manual_computation is inlined. The walk is
+ * in program order, so channel handles follow the order of the collectives. */
+#include "sp_export.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sp_export_int.h"
+#include "sp_ops.h"
+#include "sp_pass.h"
+
+#define G2L_MAX_AXES 64 /* axis refs a replica-group computation handles */
+
+typedef struct g2l {
+    sp_module *m;
+    const sp_g2l_opts *o;
+    sp_diags *d;
+    cm_error *err;
+    int64_t next_channel;
+    uint32_t n_orig;          /* values that existed before the pass */
+    uint32_t *repl;           /* per original value: its replacement, or SP_NONE */
+    const sp_sharding **arg_sh; /* per original value: a block argument's owner sharding */
+    bool failed;              /* a diagnostic was added */
+} g2l;
+
+/* ---- shardings, meshes and local types -------------------------------------------- */
+
+static const sp_mesh *mesh_of(const sp_module *m, const sp_sharding *s)
+{
+    if (s == NULL) {
+        return NULL;
+    }
+    return s->mesh != NULL ? s->mesh : s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : NULL;
+}
+
+/* The size of axis ref r on mesh (a full axis: the mesh axis's size; 1 when unknown). */
+static int64_t axis_size(const sp_mesh *mesh, const sp_axis_ref *r)
+{
+    if (r->pre_size > 0) {
+        return r->size;
+    }
+    int32_t i = sp_mesh_axis_index(mesh, r->name);
+    return i < 0 ? 1 : mesh->axes[i].size;
+}
+
+static int64_t axes_size(const sp_mesh *mesh, const sp_axis_ref *axes, uint32_t n)
+{
+    int64_t p = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        p *= axis_size(mesh, &axes[i]);
+    }
+    return p;
+}
+
+static bool fully_replicated(const sp_sharding *s)
+{
+    if (s == NULL) {
+        return true;
+    }
+    for (uint32_t i = 0; i < s->rank; i++) {
+        if (s->dims[i].n_axes > 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The sharding of value v as Shardy's converter reads it: a block argument
+ * takes its owner's (function argument, named or manual computation in
+ * sharding), an op result its op's. */
+static const sp_sharding *value_sharding(const g2l *c, uint32_t v)
+{
+    if (c->m->values[v].def == SP_NONE) {
+        return v < c->n_orig ? c->arg_sh[v] : NULL;
+    }
+    return sp_value_sharding_partitioned(c->m, v);
+}
+
+/* Interns the tensor type `tensor<dims x rest>` of the given rank, where
+ * rest is what follows the dimensions of type t (element type and encoding). */
+static cm_status retyped_rank(sp_module *m, const sp_type *t, const int64_t *dims, uint32_t rank,
+                              uint32_t *out)
+{
+    const char *p = t->text + strlen("tensor<");
+    for (uint32_t i = 0; i < t->rank; i++) {
+        const char *x = strchr(p, 'x');
+        if (x == NULL) {
+            return CM_EINVAL;
+        }
+        p = x + 1;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "tensor<");
+    for (uint32_t i = 0; i < rank; i++) {
+        if (dims[i] == SP_DIM_DYNAMIC) {
+            cm_buf_putc(&b, '?');
+        } else {
+            cm_buf_put_i64(&b, dims[i]);
+        }
+        cm_buf_putc(&b, 'x');
+    }
+    cm_buf_puts(&b, p);
+    cm_status st = b.oom ? CM_ENOMEM : sp_module_intern_type(m, b.data, b.len, out, NULL);
+    cm_buf_fini(&b);
+    return st;
+}
+
+static cm_status retyped(sp_module *m, const sp_type *t, const int64_t *dims, uint32_t *out)
+{
+    return retyped_rank(m, t, dims, t->rank, out);
+}
+
+/* The local type of type id ty under sharding s (ty itself when s or its
+ * mesh is missing, or ty is not a ranked tensor of s's rank). A dimension
+ * its axes do not divide is an error (CM_EINVAL, *bad_dim set). */
+static cm_status local_type(sp_module *m, uint32_t ty, const sp_sharding *s, uint32_t *out,
+                            int64_t *bad_dim)
+{
+    *out = ty;
+    const sp_type *t = &m->types[ty];
+    const sp_mesh *mesh = mesh_of(m, s);
+    if (mesh == NULL || t->kind != SP_TYPE_TENSOR || t->rank != s->rank || t->rank > SP_MAX_RANK) {
+        return CM_OK;
+    }
+    int64_t dims[SP_MAX_RANK];
+    bool changed = false;
+    for (uint32_t i = 0; i < t->rank; i++) {
+        int64_t n = axes_size(mesh, s->dims[i].axes, s->dims[i].n_axes);
+        dims[i] = t->dims[i];
+        if (n <= 1 || dims[i] == SP_DIM_DYNAMIC) {
+            continue;
+        }
+        if (dims[i] % n != 0) {
+            *bad_dim = i;
+            return CM_EINVAL;
+        }
+        dims[i] /= n;
+        changed = true;
+    }
+    return changed ? retyped(m, t, dims, out) : CM_OK;
+}
+
+static void op_error(g2l *c, uint32_t op, const char *msg)
+{
+    sp_diags_add(c->d, c->m, op, SP_DIAG_ERROR, "'%s' op %s", c->m->ops[op].name, msg);
+    c->failed = true;
+}
+
+/* The local type of value v (its current type when it has no sharding). */
+static cm_status value_local_type(g2l *c, uint32_t v, uint32_t owner, uint32_t *out)
+{
+    int64_t bad = -1;
+    cm_status st = local_type(c->m, c->m->values[v].type, value_sharding(c, v), out, &bad);
+    if (st == CM_EINVAL) {
+        op_error(c, owner, "failed to compute local type due to non-divisible sharding");
+    }
+    return st;
+}
+
+/* ---- attributes and ops ------------------------------------------------------------- */
+
+static sp_attr *int_attr(sp_module *m, int64_t v, const char *type)
+{
+    sp_attr *a = sp_attr_new(m, SP_ATTR_INT);
+    if (a != NULL) {
+        a->u.i.v = v;
+        a->u.i.type = type;
+    }
+    return a;
+}
+
+static sp_attr *darr_attr(sp_module *m, const int64_t *v, uint32_t n)
+{
+    sp_attr *a = sp_attr_new(m, SP_ATTR_DENSE_ARRAY);
+    int64_t *copy = n > 0 ? cm_arena_alloc(&m->arena, sizeof *copy * n) : NULL;
+    if (a == NULL || (n > 0 && copy == NULL)) {
+        return NULL;
+    }
+    if (n > 0) {
+        memcpy(copy, v, sizeof *copy * n);
+    }
+    a->u.darr.elem = "i64";
+    a->u.darr.v = copy;
+    a->u.darr.n = n;
+    return a;
+}
+
+/* `dense<...> : tensor<d0 x ... x i64>` of the n values v, row major (a
+ * splat body when they are all equal, as MLIR prints them). */
+static sp_attr *dense_i64(sp_module *m, const int64_t *v, size_t n, const int64_t *dims,
+                          uint32_t rank)
+{
+    uint32_t ty;
+    if (sp_module_tensor_type(m, SP_ELEM_I64, dims, rank, &ty, NULL) != CM_OK || n > UINT32_MAX) {
+        return NULL;
+    }
+    bool splat = n > 0;
+    for (size_t i = 1; i < n && splat; i++) {
+        splat = v[i] == v[0];
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    if (splat) {
+        cm_buf_put_i64(&b, v[0]);
+    } else {
+        /* the nesting: a '[' opens at each index that starts a row of a dimension */
+        for (size_t i = 0; i < n; i++) {
+            size_t stride = 1;
+            for (uint32_t d = rank; d-- > 0;) {
+                stride *= (size_t)dims[d];
+                if (i % stride == 0) {
+                    cm_buf_putc(&b, '[');
+                }
+            }
+            cm_buf_put_i64(&b, v[i]);
+            stride = 1;
+            bool closed = false;
+            for (uint32_t d = rank; d-- > 0;) {
+                stride *= (size_t)dims[d];
+                if ((i + 1) % stride == 0) {
+                    cm_buf_putc(&b, ']');
+                    closed = true;
+                } else {
+                    break;
+                }
+            }
+            (void)closed;
+            if (i + 1 < n) {
+                cm_buf_puts(&b, ", ");
+            }
+        }
+        if (n == 0) {
+            cm_buf_puts(&b, "[]");
+        }
+    }
+    sp_attr *a = sp_attr_new(m, SP_ATTR_DENSE);
+    int64_t *ints = n > 0 ? cm_arena_alloc(&m->arena, sizeof *ints * n) : NULL;
+    const char *body = b.oom ? NULL : sp_module_str(m, b.data, b.len);
+    cm_buf_fini(&b);
+    if (a == NULL || body == NULL || (n > 0 && ints == NULL)) {
+        return NULL;
+    }
+    if (n > 0) {
+        memcpy(ints, v, sizeof *ints * n);
+    }
+    a->u.dense.body = body;
+    a->u.dense.type = ty;
+    a->u.dense.ints = ints;
+    a->u.dense.n_ints = (uint32_t)n;
+    return a;
+}
+
+/* `#stablehlo.channel_handle<handle = h, type = 1>` with the next handle. */
+static sp_attr *channel_attr(g2l *c)
+{
+    sp_module *m = c->m;
+    sp_attr *a = sp_attr_new(m, SP_ATTR_PARAMS);
+    sp_named_attr *items = cm_arena_alloc(&m->arena, sizeof *items * 2);
+    sp_attr *h = int_attr(m, c->next_channel++, NULL), *t = int_attr(m, 1, NULL);
+    if (a == NULL || items == NULL || h == NULL || t == NULL) {
+        return NULL;
+    }
+    items[0].name = "handle";
+    items[0].value = h;
+    items[1].name = "type";
+    items[1].value = t;
+    a->u.params.name = "stablehlo.channel_handle";
+    a->u.params.items = items;
+    a->u.params.n = 2;
+    return a;
+}
+
+/* A builder of new ops before the op being replaced. */
+typedef struct bld {
+    g2l *c;
+    uint32_t block, at; /* insertion point, advanced per op */
+    cm_status st;
+} bld;
+
+/* A new op with one result of type ty (none when ty is SP_NONE); its result
+ * (or SP_NONE), and SP_NONE after a failure. */
+static uint32_t emit(bld *b, const char *name, const uint32_t *operands, uint32_t n, uint32_t ty,
+                     uint32_t *op_out)
+{
+    if (b->st != CM_OK) {
+        return SP_NONE;
+    }
+    sp_module *m = b->c->m;
+    uint32_t op;
+    b->st = sp_module_new_op(m, SP_NONE, name, operands, n, &ty, ty == SP_NONE ? 0 : 1, &op);
+    if (b->st == CM_OK) {
+        b->st = sp_block_insert_op(m, b->block, b->at++, op);
+    }
+    if (b->st != CM_OK) {
+        return SP_NONE;
+    }
+    if (op_out != NULL) {
+        *op_out = op;
+    }
+    return ty == SP_NONE ? SP_NONE : m->ops[op].first_result;
+}
+
+static void set_attr(bld *b, uint32_t op, const char *name, sp_attr *a)
+{
+    if (b->st == CM_OK) {
+        b->st = a == NULL ? CM_ENOMEM : sp_op_set_attr(b->c->m, op, name, a);
+    }
+}
+
+static uint32_t scalar_type(bld *b, sp_elem e)
+{
+    uint32_t ty = SP_NONE;
+    if (b->st == CM_OK) {
+        b->st = sp_module_tensor_type(b->c->m, e, NULL, 0, &ty, NULL);
+    }
+    return ty;
+}
+
+static uint32_t tensor_type(bld *b, sp_elem e, const int64_t *dims, uint32_t rank)
+{
+    uint32_t ty = SP_NONE;
+    if (b->st == CM_OK) {
+        b->st = sp_module_tensor_type(b->c->m, e, dims, rank, &ty, NULL);
+    }
+    return ty;
+}
+
+/* `stablehlo.constant` of an i64 tensor. */
+static uint32_t const_i64(bld *b, const int64_t *v, size_t n, const int64_t *dims, uint32_t rank)
+{
+    uint32_t op = SP_NONE;
+    uint32_t r = emit(b, "stablehlo.constant", NULL, 0, tensor_type(b, SP_ELEM_I64, dims, rank), &op);
+    if (r != SP_NONE) {
+        set_attr(b, op, "value", dense_i64(b->c->m, v, n, dims, rank));
+    }
+    return r;
+}
+
+/* The device id as a scalar i64: partition_id (replica_id when
+ * replica_count > 1) converted from ui32. */
+static uint32_t device_id(bld *b)
+{
+    const char *name = b->c->o->replica_count > 1 ? "stablehlo.replica_id" : "stablehlo.partition_id";
+    uint32_t id = emit(b, name, NULL, 0, scalar_type(b, SP_ELEM_UI32), NULL);
+    return emit(b, "stablehlo.convert", &id, 1, scalar_type(b, SP_ELEM_I64), NULL);
+}
+
+/* The index of device dev's shard along axes (Shardy's getShardIndex). */
+static int64_t shard_index(const sp_mesh *mesh, int64_t dev, const sp_axis_ref *axes, uint32_t n)
+{
+    int64_t logical = dev;
+    if (mesh->n_device_ids > 0) {
+        for (uint32_t i = 0; i < mesh->n_device_ids; i++) {
+            if (mesh->device_ids[i] == dev) {
+                logical = i;
+            }
+        }
+    }
+    int64_t idx = 0;
+    for (uint32_t a = 0; a < n; a++) {
+        int64_t size = axis_size(mesh, &axes[a]);
+        int32_t ai = sp_mesh_axis_index(mesh, axes[a].name);
+        if (ai < 0) {
+            return 0;
+        }
+        int64_t suffix = 1;
+        for (uint32_t k = (uint32_t)ai + 1; k < mesh->n_axes; k++) {
+            suffix *= mesh->axes[k].size;
+        }
+        int64_t pre = axes[a].pre_size > 0 ? axes[a].pre_size : 1;
+        int64_t stride = mesh->axes[ai].size / (pre * size);
+        int64_t coord = (logical / (suffix * (stride > 0 ? stride : 1))) % size;
+        idx = idx * size + coord;
+    }
+    return idx;
+}
+
+/* The scalar i64 offset of this device's shard along axes, for shards of
+ * shard_size elements: a per-device table indexed by the device id. */
+static uint32_t dim_offset(bld *b, const sp_mesh *mesh, const sp_axis_ref *axes, uint32_t n,
+                           int64_t shard_size)
+{
+    int64_t devices = sp_mesh_size(mesh);
+    if (b->st != CM_OK) {
+        return SP_NONE;
+    }
+    uint32_t id = device_id(b);
+    int64_t *table = cm_alloc(sizeof *table * (size_t)(devices > 0 ? devices : 1));
+    if (table == NULL) {
+        b->st = CM_ENOMEM;
+        return SP_NONE;
+    }
+    for (int64_t dev = 0; dev < devices; dev++) {
+        int64_t did = mesh->n_device_ids > 0 ? mesh->device_ids[dev] : dev;
+        (void)did;
+        table[dev] = shard_index(mesh, dev, axes, n) * shard_size;
+    }
+    uint32_t t = const_i64(b, table, (size_t)devices, &devices, 1);
+    cm_free(table);
+    int64_t one = 1;
+    uint32_t ops[2] = {t, id}, op = SP_NONE;
+    uint32_t s = emit(b, "stablehlo.dynamic_slice", ops, 2, tensor_type(b, SP_ELEM_I64, &one, 1), &op);
+    if (s != SP_NONE) {
+        set_attr(b, op, "slice_sizes", darr_attr(b->c->m, &one, 1));
+    }
+    return emit(b, "stablehlo.reshape", &s, 1, scalar_type(b, SP_ELEM_I64), NULL);
+}
+
+/* The local slice of global value g (type local_ty) for the slicing axes of
+ * each dimension (Shardy's emitDynamicSliceForAxes). */
+static uint32_t slice_for_axes(bld *b, uint32_t g, const sp_mesh *mesh, const sp_axis_list *axes,
+                               uint32_t local_ty)
+{
+    sp_module *m = b->c->m;
+    const sp_type *lt = &m->types[local_ty];
+    uint32_t rank = lt->rank;
+    uint32_t ops[SP_MAX_RANK + 1];
+    ops[0] = g;
+    for (uint32_t i = 0; i < rank && b->st == CM_OK; i++) {
+        if (axes[i].n == 0) {
+            int64_t zero = 0;
+            ops[i + 1] = const_i64(b, &zero, 1, NULL, 0);
+        } else {
+            ops[i + 1] = dim_offset(b, mesh, axes[i].axes, axes[i].n, lt->dims[i]);
+        }
+    }
+    uint32_t op = SP_NONE;
+    uint32_t r = emit(b, "stablehlo.dynamic_slice", ops, rank + 1, local_ty, &op);
+    if (r != SP_NONE) {
+        set_attr(b, op, "slice_sizes", darr_attr(m, lt->dims, rank));
+    }
+    return r;
+}
+
+/* ---- replica groups ----------------------------------------------------------------- */
+
+static bool has_sub_axis(const sp_axis_ref *axes, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (axes[i].pre_size > 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A normalised axis ref: pre-size and size (a full axis: 1 and its size). */
+typedef struct nref {
+    const char *name;
+    int64_t pre, size;
+} nref;
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Shardy's V1 replica groups of axes on mesh: the device ids arranged on
+ * the mesh axes (split where the axes use sub-axes), the other axes first
+ * and the given axes last in their order, as a [groups, group size] i64
+ * tensor. *group_size gets the group size. NULL when out of memory or the
+ * axes are too many. */
+static sp_attr *replica_groups_v1(sp_module *m, const sp_mesh *mesh, const sp_axis_ref *axes,
+                                  uint32_t n, int64_t *group_size)
+{
+    nref ordered[G2L_MAX_AXES];
+    uint32_t n_ord = 0;
+    if (n > G2L_MAX_AXES) {
+        return NULL;
+    }
+    for (uint32_t a = 0; a < mesh->n_axes; a++) {
+        int64_t pres[2 * G2L_MAX_AXES + 2];
+        uint32_t np = 0;
+        pres[np++] = 1;
+        pres[np++] = mesh->axes[a].size;
+        for (uint32_t i = 0; i < n; i++) {
+            if (axes[i].pre_size > 0 && strcmp(axes[i].name, mesh->axes[a].name) == 0) {
+                pres[np++] = axes[i].pre_size;
+                pres[np++] = axes[i].pre_size * axes[i].size;
+            }
+        }
+        qsort(pres, np, sizeof pres[0], cmp_i64);
+        uint32_t u = 0;
+        for (uint32_t i = 0; i < np; i++) {
+            if (u == 0 || pres[u - 1] != pres[i]) {
+                pres[u++] = pres[i];
+            }
+        }
+        for (uint32_t i = 0; i + 1 < u; i++) {
+            if (n_ord == G2L_MAX_AXES) {
+                return NULL;
+            }
+            ordered[n_ord++] = (nref){mesh->axes[a].name, pres[i], pres[i + 1] / pres[i]};
+        }
+    }
+    int64_t gsize = 1, total = sp_mesh_size(mesh);
+    for (uint32_t i = 0; i < n; i++) {
+        gsize *= axis_size(mesh, &axes[i]);
+    }
+    if (gsize <= 0 || total % gsize != 0) {
+        return NULL;
+    }
+    /* perm[k]: the ordered axis at position k of the transposed array */
+    uint32_t perm[G2L_MAX_AXES];
+    uint32_t non_red = 0, n_non = n_ord - (n <= n_ord ? n : n_ord);
+    for (uint32_t k = 0; k < n_ord; k++) {
+        int64_t red = -1;
+        for (uint32_t i = 0; i < n; i++) {
+            int64_t pre = axes[i].pre_size > 0 ? axes[i].pre_size : 1;
+            if (strcmp(axes[i].name, ordered[k].name) == 0 && pre == ordered[k].pre &&
+                axis_size(mesh, &axes[i]) == ordered[k].size) {
+                red = i;
+            }
+        }
+        if (red < 0) {
+            perm[non_red++] = k;
+        } else {
+            perm[n_non + (uint32_t)red] = k;
+        }
+    }
+    int64_t *out = cm_alloc(sizeof *out * (size_t)total);
+    if (out == NULL) {
+        return NULL;
+    }
+    /* strides of the ordered (row-major) array, and the transposed walk */
+    int64_t stride[G2L_MAX_AXES], idx[G2L_MAX_AXES];
+    int64_t s = 1;
+    for (uint32_t k = n_ord; k-- > 0;) {
+        stride[k] = s;
+        s *= ordered[k].size;
+    }
+    for (uint32_t k = 0; k < n_ord; k++) {
+        idx[k] = 0;
+    }
+    for (int64_t i = 0; i < total; i++) {
+        int64_t src = 0;
+        for (uint32_t k = 0; k < n_ord; k++) {
+            src += idx[k] * stride[perm[k]];
+        }
+        out[i] = mesh->n_device_ids > 0 && (uint64_t)src < mesh->n_device_ids ? mesh->device_ids[src]
+                                                                              : src;
+        for (uint32_t k = n_ord; k-- > 0;) {
+            if (++idx[k] < ordered[perm[k]].size) {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    int64_t dims[2] = {total / gsize, gsize};
+    sp_attr *a = dense_i64(m, out, (size_t)total, dims, 2);
+    cm_free(out);
+    *group_size = gsize;
+    return a;
+}
+
+/* `#stablehlo.replica_group_mesh_axes<mesh = @name, axes = [...]>` (kept verbatim). */
+static sp_attr *replica_groups_v3(sp_module *m, const char *mesh_name, const sp_axis_ref *axes,
+                                  uint32_t n)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "#stablehlo.replica_group_mesh_axes<mesh = @");
+    cm_buf_puts(&b, mesh_name);
+    cm_buf_puts(&b, ", axes = [");
+    for (uint32_t i = 0; i < n; i++) {
+        cm_buf_puts(&b, i ? ", " : "");
+        cm_buf_puts(&b, "#stablehlo.axis_ref<name = \"");
+        cm_buf_puts(&b, axes[i].name);
+        cm_buf_puts(&b, "\">");
+    }
+    cm_buf_puts(&b, "]>");
+    sp_attr *a = sp_attr_new(m, SP_ATTR_OPAQUE);
+    const char *t = b.oom ? NULL : sp_module_str(m, b.data, b.len);
+    cm_buf_fini(&b);
+    if (a == NULL || t == NULL) {
+        return NULL;
+    }
+    a->u.opaque.text = t;
+    return a;
+}
+
+/* The replica groups of axes on s's mesh (V3 when enabled, the mesh is
+ * named and no axis is a sub-axis), and the group size. */
+static sp_attr *replica_groups(g2l *c, const sp_sharding *s, const sp_mesh *mesh,
+                               const sp_axis_ref *axes, uint32_t n, int64_t *group_size)
+{
+    if (c->o->enable_rgv3 && s->mesh_name != NULL && !has_sub_axis(axes, n)) {
+        *group_size = axes_size(mesh, axes, n);
+        return replica_groups_v3(c->m, s->mesh_name, axes, n);
+    }
+    return replica_groups_v1(c->m, mesh, axes, n, group_size);
+}
+
+/* ---- the walk ---------------------------------------------------------------------- */
+
+static cm_status convert_block(g2l *c, uint32_t block);
+
+/* Sets value v's type to its local type (v is an original value). */
+static cm_status localize_value(g2l *c, uint32_t v, uint32_t owner)
+{
+    uint32_t ty;
+    cm_status st = value_local_type(c, v, owner, &ty);
+    if (st == CM_OK) {
+        c->m->values[v].type = ty;
+    }
+    return st;
+}
+
+/* Replaces the results of op by vals (n of them) and removes op. */
+static void replace_op(g2l *c, uint32_t op, const uint32_t *vals, uint32_t n)
+{
+    sp_module *m = c->m;
+    for (uint32_t i = 0; i < n && i < m->ops[op].n_results; i++) {
+        uint32_t r = m->ops[op].first_result + i;
+        if (r < c->n_orig) {
+            c->repl[r] = vals[i];
+        }
+    }
+    uint32_t idx = sp_op_index_in_block(m, op);
+    if (idx != SP_NONE) {
+        sp_block_remove_op(m, m->ops[op].parent_block, idx);
+    }
+}
+
+/* The function type `(args) -> (results)` of func f from its entry block
+ * and result types. */
+static cm_status func_signature(g2l *c, uint32_t f)
+{
+    sp_module *m = c->m;
+    const sp_type *ft = sp_func_type(m, f);
+    if (ft == NULL || m->ops[f].n_regions == 0 || m->ops[f].regions[0].n_blocks == 0) {
+        return CM_OK; /* a declaration */
+    }
+    uint32_t blk = m->ops[f].regions[0].blocks[0];
+    uint32_t n_res = ft->n_results;
+    uint32_t *res = cm_alloc(sizeof *res * (n_res + 1u));
+    if (res == NULL) {
+        return CM_ENOMEM;
+    }
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < n_res && st == CM_OK; i++) {
+        int64_t bad = -1;
+        st = local_type(m, ft->results[i], sp_func_result_sharding(m, f, i), &res[i], &bad);
+        if (st == CM_EINVAL) {
+            op_error(c, f, "failed to compute local type due to non-divisible sharding");
+        }
+    }
+    for (uint32_t i = 0; i < m->blocks[blk].n_args && st == CM_OK; i++) {
+        st = localize_value(c, m->blocks[blk].first_arg + i, f);
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_putc(&b, '(');
+    for (uint32_t i = 0; i < m->blocks[blk].n_args; i++) {
+        cm_buf_puts(&b, i ? ", " : "");
+        cm_buf_puts(&b, sp_value_type(m, m->blocks[blk].first_arg + i)->text);
+    }
+    cm_buf_puts(&b, ") -> (");
+    for (uint32_t i = 0; i < n_res; i++) {
+        cm_buf_puts(&b, i ? ", " : "");
+        cm_buf_puts(&b, m->types[res[i]].text);
+    }
+    cm_buf_putc(&b, ')');
+    uint32_t fty = SP_NONE;
+    if (st == CM_OK) {
+        st = b.oom ? CM_ENOMEM : sp_module_intern_type(m, b.data, b.len, &fty, NULL);
+    }
+    cm_buf_fini(&b);
+    cm_free(res);
+    if (st == CM_OK) {
+        sp_attr *a = sp_attr_new(m, SP_ATTR_TYPE);
+        if (a == NULL) {
+            return CM_ENOMEM;
+        }
+        a->u.type = fty;
+        st = sp_op_set_attr(m, f, "function_type", a);
+    }
+    return st;
+}
+
+/* The reduction body `^bb0(a, b): r = kind a, b; return r` in region 0 of op. */
+static cm_status reduce_body(g2l *c, uint32_t op, sp_elem elem, const char *kind)
+{
+    sp_module *m = c->m;
+    uint32_t blk, a0, a1, sty, add, ret, r;
+    cm_status st = sp_module_tensor_type(m, elem, NULL, 0, &sty, NULL);
+    if (st == CM_OK) {
+        st = sp_op_add_regions(m, op, 1);
+    }
+    if (st == CM_OK) {
+        st = sp_module_new_block(m, op, &blk);
+    }
+    if (st == CM_OK) {
+        st = sp_region_add_block(m, op, 0, blk);
+    }
+    if (st == CM_OK) {
+        st = sp_module_add_block_arg(m, blk, sty, &a0);
+    }
+    if (st == CM_OK) {
+        st = sp_module_add_block_arg(m, blk, sty, &a1);
+    }
+    if (st == CM_OK) {
+        uint32_t args[2] = {a0, a1};
+        st = sp_module_new_op(m, blk, kind, args, 2, &sty, 1, &add);
+    }
+    if (st == CM_OK) {
+        r = m->ops[add].first_result;
+        st = sp_module_new_op(m, blk, "stablehlo.return", &r, 1, NULL, 0, &ret);
+    }
+    return st;
+}
+
+static const char *reduction_kind(const sp_module *m, uint32_t op)
+{
+    const sp_attr *k = sp_op_attr(m, op, "reduction_op");
+    if (k != NULL && k->kind == SP_ATTR_ENUM && k->u.enm.value != NULL) {
+        if (strcmp(k->u.enm.value, "max") == 0) {
+            return "stablehlo.maximum";
+        }
+        if (strcmp(k->u.enm.value, "min") == 0) {
+            return "stablehlo.minimum";
+        }
+    }
+    return "stablehlo.add";
+}
+
+static const sp_sharding *out_sharding(const sp_module *m, uint32_t op)
+{
+    const sp_attr *a = sp_op_attr(m, op, "out_sharding");
+    return a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
+}
+
+/* sdy.all_reduce -> stablehlo.all_reduce over the reduction axes. */
+static cm_status convert_all_reduce(g2l *c, uint32_t op, uint32_t block, uint32_t at)
+{
+    sp_module *m = c->m;
+    const sp_sharding *s = out_sharding(m, op);
+    const sp_mesh *mesh = mesh_of(m, s);
+    const sp_attr *ax = sp_op_attr(m, op, "reduction_axes");
+    if (mesh == NULL || ax == NULL || ax->kind != SP_ATTR_AXIS_LIST) {
+        op_error(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    uint32_t ty;
+    cm_status st = value_local_type(c, m->ops[op].first_result, op, &ty);
+    if (st != CM_OK) {
+        return st;
+    }
+    int64_t gs;
+    sp_attr *rg = replica_groups(c, s, mesh, ax->u.axes.axes, ax->u.axes.n, &gs);
+    bld b = {c, block, at, CM_OK};
+    uint32_t nop = SP_NONE, in = m->ops[op].operands[0];
+    uint32_t r = emit(&b, "stablehlo.all_reduce", &in, 1, ty, &nop);
+    if (r == SP_NONE) {
+        return b.st;
+    }
+    set_attr(&b, nop, "channel_handle", channel_attr(c));
+    set_attr(&b, nop, "replica_groups", rg);
+    set_attr(&b, nop, "use_global_device_ids", sp_attr_new(m, SP_ATTR_UNIT));
+    if (b.st == CM_OK) {
+        b.st = reduce_body(c, nop, m->types[ty].elem, reduction_kind(m, op));
+    }
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
+}
+
+/* `stablehlo.all_gather` of v along dim over axes. */
+static uint32_t all_gather_dim(bld *b, uint32_t v, int64_t dim, const sp_sharding *s,
+                               const sp_mesh *mesh, const sp_axis_ref *axes, uint32_t n)
+{
+    g2l *c = b->c;
+    sp_module *m = c->m;
+    const sp_type *t = sp_value_type(m, v);
+    int64_t gs = 1;
+    sp_attr *rg = replica_groups(c, s, mesh, axes, n, &gs);
+    int64_t dims[SP_MAX_RANK];
+    uint32_t ty = SP_NONE;
+    for (uint32_t i = 0; i < t->rank; i++) {
+        dims[i] = t->dims[i];
+    }
+    if (dims[dim] != SP_DIM_DYNAMIC) {
+        dims[dim] *= gs;
+    }
+    if (b->st == CM_OK) {
+        b->st = retyped(m, t, dims, &ty);
+    }
+    uint32_t op = SP_NONE;
+    uint32_t r = emit(b, "stablehlo.all_gather", &v, 1, ty, &op);
+    if (r != SP_NONE) {
+        set_attr(b, op, "all_gather_dim", int_attr(m, dim, "i64"));
+        set_attr(b, op, "channel_handle", channel_attr(c));
+        set_attr(b, op, "replica_groups", rg);
+        set_attr(b, op, "use_global_device_ids", sp_attr_new(m, SP_ATTR_UNIT));
+    }
+    return r;
+}
+
+/* sdy.all_gather -> one stablehlo.all_gather per gathering dimension (last
+ * dimension first), or, for several dimensions without per-dim-all-gather,
+ * one all_gather of all axes on a new leading dimension, then reshape,
+ * transpose and reshape back. */
+static cm_status convert_all_gather(g2l *c, uint32_t op, uint32_t block, uint32_t at)
+{
+    sp_module *m = c->m;
+    const sp_sharding *s = out_sharding(m, op);
+    const sp_mesh *mesh = mesh_of(m, s);
+    const sp_attr *ax = sp_op_attr(m, op, "gathering_axes");
+    if (mesh == NULL || ax == NULL || ax->kind != SP_ATTR_AXIS_LISTS) {
+        op_error(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    uint32_t n_dims = 0;
+    for (uint32_t d = 0; d < ax->u.axis_lists.n; d++) {
+        n_dims += ax->u.axis_lists.items[d].n > 0;
+    }
+    uint32_t in = m->ops[op].operands[0];
+    const sp_type *t = sp_value_type(m, in);
+    if (n_dims == 0 || t->kind != SP_TYPE_TENSOR || t->rank != ax->u.axis_lists.n) {
+        op_error(c, op, "has no gathering axes");
+        return CM_EINVAL;
+    }
+    bld b = {c, block, at, CM_OK};
+    uint32_t cur = in;
+    if (c->o->per_dim_all_gather || n_dims == 1) {
+        for (uint32_t d = ax->u.axis_lists.n; d-- > 0 && b.st == CM_OK;) {
+            const sp_axis_list *l = &ax->u.axis_lists.items[d];
+            if (l->n > 0) {
+                cur = all_gather_dim(&b, cur, d, s, mesh, l->axes, l->n);
+            }
+        }
+    } else {
+        uint32_t rank = t->rank;
+        if (rank + n_dims > SP_MAX_RANK) {
+            op_error(c, op, "has too high a rank");
+            return CM_EINVAL;
+        }
+        sp_axis_ref all[G2L_MAX_AXES];
+        uint32_t n_all = 0;
+        int64_t factors[SP_MAX_RANK];
+        uint32_t gdims[SP_MAX_RANK], ng = 0;
+        for (uint32_t d = 0; d < rank; d++) {
+            const sp_axis_list *l = &ax->u.axis_lists.items[d];
+            if (l->n == 0) {
+                continue;
+            }
+            gdims[ng] = d;
+            factors[ng] = axes_size(mesh, l->axes, l->n);
+            ng++;
+            for (uint32_t i = 0; i < l->n; i++) {
+                if (n_all == G2L_MAX_AXES) {
+                    op_error(c, op, "has too many gathering axes");
+                    return CM_EINVAL;
+                }
+                all[n_all++] = l->axes[i];
+            }
+        }
+        int64_t shape[SP_MAX_RANK];
+        shape[0] = 1;
+        for (uint32_t d = 0; d < rank; d++) {
+            shape[d + 1] = t->dims[d];
+        }
+        uint32_t ty = SP_NONE;
+        b.st = retyped_rank(m, t, shape, rank + 1, &ty);
+        cur = emit(&b, "stablehlo.reshape", &cur, 1, ty, NULL);
+        cur = all_gather_dim(&b, cur, 0, s, mesh, all, n_all);
+        /* split the leading dimension into the gathering factors */
+        for (uint32_t g = 0; g < ng; g++) {
+            shape[g] = factors[g];
+        }
+        for (uint32_t d = 0; d < rank; d++) {
+            shape[ng + d] = t->dims[d];
+        }
+        if (b.st == CM_OK) {
+            b.st = retyped_rank(m, t, shape, rank + ng, &ty);
+        }
+        cur = emit(&b, "stablehlo.reshape", &cur, 1, ty, NULL);
+        /* each factor next to its dimension */
+        int64_t perm[2 * SP_MAX_RANK], tshape[2 * SP_MAX_RANK];
+        uint32_t np = 0, next = 0;
+        for (uint32_t d = 0; d < rank; d++) {
+            if (next < ng && gdims[next] == d) {
+                perm[np++] = next++;
+            }
+            perm[np++] = d + ng;
+        }
+        for (uint32_t i = 0; i < np; i++) {
+            tshape[i] = shape[perm[i]];
+        }
+        if (b.st == CM_OK) {
+            b.st = retyped_rank(m, t, tshape, np, &ty);
+        }
+        uint32_t top = SP_NONE;
+        cur = emit(&b, "stablehlo.transpose", &cur, 1, ty, &top);
+        if (cur != SP_NONE) {
+            set_attr(&b, top, "permutation", darr_attr(m, perm, np));
+        }
+        for (uint32_t d = 0; d < rank; d++) {
+            shape[d] = t->dims[d];
+        }
+        for (uint32_t g = 0; g < ng; g++) {
+            shape[gdims[g]] *= factors[g];
+        }
+        if (b.st == CM_OK) {
+            b.st = retyped_rank(m, t, shape, rank, &ty);
+        }
+        cur = emit(&b, "stablehlo.reshape", &cur, 1, ty, NULL);
+    }
+    if (b.st == CM_OK) {
+        replace_op(c, op, &cur, 1);
+    }
+    return b.st;
+}
+
+/* sdy.all_slice -> a dynamic_slice at this device's offsets. */
+static cm_status convert_all_slice(g2l *c, uint32_t op, uint32_t block, uint32_t at)
+{
+    sp_module *m = c->m;
+    const sp_mesh *mesh = mesh_of(m, out_sharding(m, op));
+    const sp_attr *ax = sp_op_attr(m, op, "slicing_axes");
+    uint32_t in = m->ops[op].operands[0], ty;
+    if (mesh == NULL || ax == NULL || ax->kind != SP_ATTR_AXIS_LISTS) {
+        op_error(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    cm_status st = value_local_type(c, m->ops[op].first_result, op, &ty);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (m->types[ty].kind != SP_TYPE_TENSOR || m->types[ty].rank != ax->u.axis_lists.n) {
+        op_error(c, op, "has slicing axes that do not match its rank");
+        return CM_EINVAL;
+    }
+    bld b = {c, block, at, CM_OK};
+    uint32_t r = slice_for_axes(&b, in, mesh, ax->u.axis_lists.items, ty);
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
+}
+
+/* op's attribute name, writable (to share it with a new op), or NULL. */
+static sp_attr *attr_mut(sp_module *m, uint32_t op, const char *name)
+{
+    for (uint32_t i = 0; i < m->ops[op].n_attrs; i++) {
+        if (strcmp(m->ops[op].attrs[i].name, name) == 0) {
+            return m->ops[op].attrs[i].value;
+        }
+    }
+    return NULL;
+}
+
+/* Is the dense body a splat (one value for the whole tensor)? */
+static bool dense_is_splat(const sp_attr *a)
+{
+    const char *p = a->u.dense.body;
+    while (*p == ' ') {
+        p++;
+    }
+    if (*p != '[') {
+        return true;
+    }
+    if (a->u.dense.ints != NULL && a->u.dense.n_ints > 1) {
+        for (uint32_t i = 1; i < a->u.dense.n_ints; i++) {
+            if (a->u.dense.ints[i] != a->u.dense.ints[0]) {
+                return false;
+            }
+        }
+        return false; /* a list MLIR keeps as written */
+    }
+    return false;
+}
+
+/* sdy.constant -> stablehlo.constant: of the local type when unsharded or
+ * a splat, else the global constant sliced at this device's offsets. */
+static cm_status convert_constant(g2l *c, uint32_t op, uint32_t block, uint32_t at)
+{
+    sp_module *m = c->m;
+    uint32_t res = m->ops[op].first_result, gty = m->values[res].type, lty;
+    sp_attr *val = attr_mut(m, op, "value");
+    if (val == NULL || val->kind != SP_ATTR_DENSE) {
+        op_error(c, op, "has no dense value");
+        return CM_EINVAL;
+    }
+    cm_status st = value_local_type(c, res, op, &lty);
+    if (st != CM_OK) {
+        return st;
+    }
+    bld b = {c, block, at, CM_OK};
+    uint32_t nop = SP_NONE, r;
+    if (lty == gty || dense_is_splat(val)) {
+        sp_attr *a = val;
+        if (lty != gty) {
+            a = sp_attr_new(m, SP_ATTR_DENSE);
+            if (a == NULL) {
+                return CM_ENOMEM;
+            }
+            *a = *val;
+            a->u.dense.type = lty;
+            a->u.dense.ints = NULL;
+            a->u.dense.n_ints = 0;
+            if (val->u.dense.ints != NULL && val->u.dense.n_ints >= 1) {
+                a->u.dense.ints = val->u.dense.ints;
+                a->u.dense.n_ints = 1;
+            }
+        }
+        r = emit(&b, "stablehlo.constant", NULL, 0, lty, &nop);
+        if (r != SP_NONE) {
+            set_attr(&b, nop, "value", a);
+        }
+    } else {
+        const sp_sharding *s = value_sharding(c, res);
+        const sp_mesh *mesh = mesh_of(m, s);
+        if (mesh == NULL || s->rank > SP_MAX_RANK) {
+            op_error(c, op, "failed to resolve mesh for constant");
+            return CM_EINVAL;
+        }
+        uint32_t g = emit(&b, "stablehlo.constant", NULL, 0, gty, &nop);
+        if (g != SP_NONE) {
+            set_attr(&b, nop, "value", val);
+        }
+        sp_axis_list axes[SP_MAX_RANK];
+        for (uint32_t i = 0; i < s->rank; i++) {
+            axes[i].axes = s->dims[i].axes;
+            axes[i].n = s->dims[i].n_axes;
+        }
+        r = slice_for_axes(&b, g, mesh, axes, lty);
+    }
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
+}
+
+/* stablehlo.iota: a sharded one becomes the local iota, plus this shard's
+ * offset when its iota dimension is sharded. */
+static cm_status convert_iota(g2l *c, uint32_t op, uint32_t block, uint32_t at)
+{
+    sp_module *m = c->m;
+    uint32_t res = m->ops[op].first_result, lty;
+    const sp_sharding *s = value_sharding(c, res);
+    if (fully_replicated(s)) {
+        return CM_OK;
+    }
+    const sp_mesh *mesh = mesh_of(m, s);
+    const sp_attr *dim = sp_op_attr(m, op, "iota_dimension");
+    if (mesh == NULL || dim == NULL || dim->kind != SP_ATTR_INT || dim->u.i.v < 0 ||
+        (uint64_t)dim->u.i.v >= s->rank) {
+        op_error(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    cm_status st = value_local_type(c, res, op, &lty);
+    if (st != CM_OK) {
+        return st;
+    }
+    uint32_t d = (uint32_t)dim->u.i.v;
+    bld b = {c, block, at, CM_OK};
+    uint32_t nop = SP_NONE;
+    uint32_t r = emit(&b, "stablehlo.iota", NULL, 0, lty, &nop);
+    if (r != SP_NONE) {
+        set_attr(&b, nop, "iota_dimension", int_attr(m, d, "i64"));
+    }
+    if (s->dims[d].n_axes > 0) {
+        const sp_type *lt = &m->types[lty];
+        uint32_t off = dim_offset(&b, mesh, s->dims[d].axes, s->dims[d].n_axes, lt->dims[d]);
+        uint32_t conv = emit(&b, "stablehlo.convert", &off, 1, scalar_type(&b, lt->elem), NULL);
+        uint32_t bop = SP_NONE;
+        uint32_t bc = emit(&b, "stablehlo.broadcast_in_dim", &conv, 1, lty, &bop);
+        if (bc != SP_NONE) {
+            set_attr(&b, bop, "broadcast_dimensions", darr_attr(m, NULL, 0));
+        }
+        uint32_t ops[2] = {r, bc};
+        r = emit(&b, "stablehlo.add", ops, 2, lty, NULL);
+    }
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
+}
+
+/* Axis ref lists equal element for element? */
+static bool axes_equal(const sp_dim_sharding *a, const sp_dim_sharding *b)
+{
+    uint32_t na = a != NULL ? a->n_axes : 0, nb = b != NULL ? b->n_axes : 0;
+    if (na != nb) {
+        return false;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        if (strcmp(a->axes[i].name, b->axes[i].name) != 0 ||
+            a->axes[i].pre_size != b->axes[i].pre_size ||
+            (a->axes[i].pre_size > 0 && a->axes[i].size != b->axes[i].size)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static const int64_t *darr_of(const sp_module *m, uint32_t op, const char *name, uint32_t rank)
+{
+    const sp_attr *a = sp_op_attr(m, op, name);
+    return a != NULL && a->kind == SP_ATTR_DENSE_ARRAY && a->u.darr.n == rank ? a->u.darr.v : NULL;
+}
+
+/* stablehlo.slice: every dimension keeps its sharding; a sharded one must
+ * be sliced whole from 0 (its local limit is then the operand's local
+ * size) or be communication free (then the result's local size). The new
+ * slice carries no attributes but its indices, as Shardy builds it. */
+static cm_status convert_slice(g2l *c, uint32_t op, uint32_t orig_in, uint32_t block, uint32_t at)
+{
+    sp_module *m = c->m;
+    uint32_t in = m->ops[op].operands[0], res = m->ops[op].first_result, lty;
+    const sp_sharding *is = value_sharding(c, orig_in), *os = value_sharding(c, res);
+    const sp_type *gt = sp_value_type(m, orig_in);
+    if (fully_replicated(is) && fully_replicated(os)) {
+        return localize_value(c, res, op);
+    }
+    uint32_t rank = gt->rank;
+    const int64_t *start = darr_of(m, op, "start_indices", rank);
+    const int64_t *limit = darr_of(m, op, "limit_indices", rank);
+    const int64_t *strides = darr_of(m, op, "strides", rank);
+    const sp_type *rt = sp_value_type(m, res);
+    if (start == NULL || limit == NULL || strides == NULL || rank > SP_MAX_RANK ||
+        (is != NULL && is->rank != rank) || (os != NULL && os->rank != rank)) {
+        op_error(c, op, "has malformed slice indices");
+        return CM_EINVAL;
+    }
+    cm_status st = value_local_type(c, res, op, &lty);
+    if (st != CM_OK) {
+        return st;
+    }
+    const sp_mesh *mesh = mesh_of(m, is != NULL ? is : os);
+    int64_t ns[SP_MAX_RANK], nl[SP_MAX_RANK];
+    for (uint32_t i = 0; i < rank; i++) {
+        const sp_dim_sharding *id = is != NULL ? &is->dims[i] : NULL;
+        const sp_dim_sharding *od = os != NULL ? &os->dims[i] : NULL;
+        if (!axes_equal(id, od)) {
+            char msg[128];
+            snprintf(msg, sizeof msg,
+                     "dimension %u has mismatched sharding axes. This requires a reshard "
+                     "which should have been handled by previous passes.",
+                     i);
+            op_error(c, op, msg);
+            return CM_EINVAL;
+        }
+        if (id == NULL || id->n_axes == 0) {
+            ns[i] = start[i];
+            nl[i] = limit[i];
+            continue;
+        }
+        int64_t shards = mesh != NULL ? axes_size(mesh, id->axes, id->n_axes) : 1;
+        bool free_dim = shards <= 1 ||
+                        (start[i] == 0 && strides[i] == 1 && gt->dims[i] != SP_DIM_DYNAMIC &&
+                         rt->dims[i] != SP_DIM_DYNAMIC &&
+                         (gt->dims[i] + shards - 1) / shards == (rt->dims[i] + shards - 1) / shards);
+        if (start[i] != 0 || (limit[i] != gt->dims[i] && !free_dim)) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "dimension %u is sharded but the slice is not a full slice and requires "
+                     "device communication.",
+                     i);
+            op_error(c, op, msg);
+            return CM_EINVAL;
+        }
+        ns[i] = 0;
+        nl[i] = limit[i] == gt->dims[i] ? sp_value_type(m, in)->dims[i] : m->types[lty].dims[i];
+    }
+    bld b = {c, block, at, CM_OK};
+    uint32_t nop = SP_NONE;
+    uint32_t r = emit(&b, "stablehlo.slice", &in, 1, lty, &nop);
+    if (r != SP_NONE) {
+        set_attr(&b, nop, "start_indices", darr_attr(m, ns, rank));
+        set_attr(&b, nop, "limit_indices", darr_attr(m, nl, rank));
+        set_attr(&b, nop, "strides", darr_attr(m, strides, rank));
+    }
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
+}
+
+/* s without the axes named in manual (a manual computation's body view of
+ * its in sharding), in m's arena; NULL when out of memory. */
+static sp_sharding *without_manual(sp_module *m, const sp_sharding *s, const sp_attr *manual)
+{
+    sp_sharding *t = sp_sharding_clone(&m->arena, s);
+    if (t == NULL || manual == NULL || manual->kind != SP_ATTR_AXIS_LIST) {
+        return t;
+    }
+    for (uint32_t d = 0; d < t->rank; d++) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < t->dims[d].n_axes; i++) {
+            bool is_manual = false;
+            for (uint32_t j = 0; j < manual->u.axes.n; j++) {
+                is_manual = is_manual || strcmp(manual->u.axes.axes[j].name, t->dims[d].axes[i].name) == 0;
+            }
+            if (!is_manual) {
+                t->dims[d].axes[k++] = t->dims[d].axes[i];
+            }
+        }
+        t->dims[d].n_axes = k;
+    }
+    return t;
+}
+
+/* Records the owner shardings of the body arguments of every function
+ * and named or manual computation in block (recursively). */
+static cm_status collect_arg_shardings(g2l *c, uint32_t block)
+{
+    sp_module *m = c->m;
+    for (uint32_t i = 0; i < m->blocks[block].n_ops; i++) {
+        uint32_t op = m->blocks[block].ops[i];
+        const sp_op *o = &m->ops[op];
+        if (o->n_regions > 0 && o->regions[0].n_blocks > 0) {
+            uint32_t body = o->regions[0].blocks[0];
+            const sp_block *bb = &m->blocks[body];
+            const sp_attr *ins = sp_op_attr(m, op, "in_shardings");
+            for (uint32_t a = 0; a < bb->n_args; a++) {
+                uint32_t v = bb->first_arg + a;
+                const sp_sharding *s = NULL;
+                if (o->kind == SP_OP_FUNC_FUNC) {
+                    s = sp_exp_io_sharding(m, op, true, a);
+                } else if ((o->kind == SP_OP_SDY_NAMED_COMPUTATION ||
+                            o->kind == SP_OP_SDY_MANUAL_COMPUTATION) &&
+                           ins != NULL && ins->kind == SP_ATTR_SHARDING_LIST &&
+                           a < ins->u.shardings.n) {
+                    s = ins->u.shardings.items[a];
+                    if (o->kind == SP_OP_SDY_MANUAL_COMPUTATION && s != NULL) {
+                        s = without_manual(m, s, sp_op_attr(m, op, "manual_axes"));
+                        if (s == NULL) {
+                            return CM_ENOMEM;
+                        }
+                    }
+                }
+                if (v < c->n_orig) {
+                    c->arg_sh[v] = s;
+                }
+            }
+        }
+        for (uint32_t r = 0; r < o->n_regions; r++) {
+            for (uint32_t k = 0; k < o->regions[r].n_blocks; k++) {
+                cm_status st = collect_arg_shardings(c, o->regions[r].blocks[k]);
+                if (st != CM_OK) {
+                    return st;
+                }
+            }
+        }
+    }
+    return CM_OK;
+}
+
+/* sdy.manual_computation: its body (arguments localized, then converted)
+ * replaces it, its arguments being the operands and its results the
+ * values the body returns. */
+static cm_status inline_manual(g2l *c, uint32_t op, uint32_t block, uint32_t *at)
+{
+    sp_module *m = c->m;
+    sp_op *o = &m->ops[op];
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        op_error(c, op, "has a malformed body");
+        return CM_EINVAL;
+    }
+    uint32_t body = o->regions[0].blocks[0];
+    sp_block *bb = &m->blocks[body];
+    if (bb->n_args != o->n_operands || bb->n_ops == 0) {
+        op_error(c, op, "has a malformed body");
+        return CM_EINVAL;
+    }
+    for (uint32_t a = 0; a < bb->n_args; a++) {
+        uint32_t v = bb->first_arg + a;
+        if (v < c->n_orig) {
+            c->repl[v] = o->operands[a];
+        }
+    }
+    cm_status st = convert_block(c, body);
+    if (st != CM_OK) {
+        return st;
+    }
+    bb = &m->blocks[body];
+    uint32_t ret = bb->ops[bb->n_ops - 1];
+    if (m->ops[ret].kind != SP_OP_SDY_RETURN) {
+        op_error(c, op, "has a body without sdy.return");
+        return CM_EINVAL;
+    }
+    /* move the body's ops but the return before op */
+    uint32_t n_move = bb->n_ops - 1, idx = *at;
+    for (uint32_t k = 0; k < n_move; k++) {
+        uint32_t x = m->blocks[body].ops[0];
+        sp_block_remove_op(m, body, 0);
+        st = sp_block_insert_op(m, block, idx++, x);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    uint32_t n = m->ops[ret].n_results == 0 ? m->ops[ret].n_operands : 0;
+    uint32_t *vals = cm_alloc(sizeof *vals * (n + 1u));
+    if (vals == NULL) {
+        return CM_ENOMEM;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        vals[k] = m->ops[ret].operands[k];
+    }
+    replace_op(c, op, vals, n);
+    cm_free(vals);
+    *at = idx;
+    return CM_OK;
+}
+
+static bool is_stablehlo(const sp_op *o)
+{
+    return strncmp(o->name, "stablehlo.", 10) == 0;
+}
+
+/* Converts the ops of block in order; *at tracks the op being converted as
+ * replacements are inserted and removed. */
+static cm_status convert_block(g2l *c, uint32_t block)
+{
+    sp_module *m = c->m;
+    for (uint32_t i = 0; i < m->blocks[block].n_ops; i++) {
+        uint32_t op = m->blocks[block].ops[i];
+        sp_op *o = &m->ops[op];
+        uint32_t orig0 = o->n_operands > 0 ? o->operands[0] : SP_NONE;
+        for (uint32_t k = 0; k < o->n_operands; k++) {
+            uint32_t v = o->operands[k];
+            while (v < c->n_orig && c->repl[v] != SP_NONE) {
+                v = c->repl[v];
+            }
+            o->operands[k] = v;
+        }
+        cm_status st = CM_OK;
+        uint32_t n_before = m->blocks[block].n_ops;
+        bool regions = true;
+        switch (o->kind) {
+        case SP_OP_SDY_MESH:
+            continue;
+        case SP_OP_FUNC_FUNC:
+            st = func_signature(c, op);
+            break;
+        case SP_OP_SDY_ALL_REDUCE:
+            st = convert_all_reduce(c, op, block, i);
+            regions = false;
+            break;
+        case SP_OP_SDY_ALL_GATHER:
+            st = convert_all_gather(c, op, block, i);
+            regions = false;
+            break;
+        case SP_OP_SDY_ALL_SLICE:
+            st = convert_all_slice(c, op, block, i);
+            regions = false;
+            break;
+        case SP_OP_SDY_CONSTANT:
+            st = convert_constant(c, op, block, i);
+            regions = false;
+            break;
+        case SP_OP_IOTA:
+            st = convert_iota(c, op, block, i);
+            regions = false;
+            break;
+        case SP_OP_SLICE:
+            st = convert_slice(c, op, orig0, block, i);
+            regions = false;
+            break;
+        case SP_OP_SDY_MANUAL_COMPUTATION: {
+            uint32_t at = i;
+            st = inline_manual(c, op, block, &at);
+            if (st == CM_OK) {
+                /* the inlined ops are converted; resume after them */
+                i = at - 1;
+            }
+            if (st != CM_OK) {
+                return st;
+            }
+            continue;
+        }
+        case SP_OP_SDY_NAMED_COMPUTATION:
+        case SP_OP_SDY_RETURN:
+        case SP_OP_FUNC_RETURN:
+        case SP_OP_FUNC_CALL:
+            break;
+        default:
+            if (strncmp(o->name, "sdy.", 4) == 0 && !is_stablehlo(o)) {
+                op_error(c, op, "failed to legalize operation");
+                return CM_EINVAL;
+            }
+            break;
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+        if (!regions) {
+            /* replaced: the new ops sit at i.. and the old one is gone */
+            i += m->blocks[block].n_ops - n_before;
+            continue;
+        }
+        o = &m->ops[op];
+        if (o->kind != SP_OP_FUNC_FUNC) {
+            for (uint32_t r = 0; r < o->n_results && st == CM_OK; r++) {
+                st = localize_value(c, o->first_result + r, op);
+            }
+            if (o->kind == SP_OP_SDY_NAMED_COMPUTATION && o->n_regions > 0 &&
+                o->regions[0].n_blocks > 0) {
+                const sp_block *bb = &m->blocks[o->regions[0].blocks[0]];
+                for (uint32_t a = 0; a < bb->n_args && st == CM_OK; a++) {
+                    st = localize_value(c, bb->first_arg + a, op);
+                }
+            }
+        }
+        for (uint32_t r = 0; r < m->ops[op].n_regions && st == CM_OK; r++) {
+            for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks && st == CM_OK; k++) {
+                st = convert_block(c, m->ops[op].regions[r].blocks[k]);
+            }
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
+/* The largest channel handle of the module's ops (recursively), or 0. */
+static int64_t max_channel(const sp_module *m, uint32_t block)
+{
+    int64_t best = 0;
+    for (uint32_t i = 0; i < m->blocks[block].n_ops; i++) {
+        uint32_t op = m->blocks[block].ops[i];
+        const sp_attr *a = sp_op_attr(m, op, "channel_handle");
+        if (a != NULL && a->kind == SP_ATTR_PARAMS) {
+            for (uint32_t k = 0; k < a->u.params.n; k++) {
+                const sp_attr *h = a->u.params.items[k].value;
+                if (strcmp(a->u.params.items[k].name, "handle") == 0 && h->kind == SP_ATTR_INT &&
+                    h->u.i.v > best) {
+                    best = h->u.i.v;
+                }
+            }
+        }
+        const sp_op *o = &m->ops[op];
+        for (uint32_t r = 0; r < o->n_regions; r++) {
+            for (uint32_t k = 0; k < o->regions[r].n_blocks; k++) {
+                int64_t x = max_channel(m, o->regions[r].blocks[k]);
+                best = x > best ? x : best;
+            }
+        }
+    }
+    return best;
+}
+
+cm_status sp_pass_convert_global_to_local(sp_module *m, const sp_g2l_opts *o, sp_diags *d,
+                                          cm_error *err)
+{
+    if (o->replica_count > 1 && o->partition_count > 1) {
+        sp_diags_add(d, m, SP_NONE, SP_DIAG_ERROR,
+                     "Shardy partitioner convert_global_to_local does not support both "
+                     "replica_count > 1 and partition_count > 1 yet.");
+        return cm_error_set(err, CM_EINVAL, NULL, "replica_count and partition_count both exceed 1");
+    }
+    g2l c = {m, o, d, err, 0, m->n_values, NULL, NULL, false};
+    c.repl = cm_alloc(sizeof *c.repl * ((size_t)m->n_values + 1));
+    c.arg_sh = cm_calloc((size_t)m->n_values + 1, sizeof *c.arg_sh);
+    if (c.repl == NULL || c.arg_sh == NULL) {
+        cm_free(c.repl);
+        cm_free(c.arg_sh);
+        return cm_error_oom(err);
+    }
+    for (uint32_t v = 0; v < m->n_values; v++) {
+        c.repl[v] = SP_NONE;
+    }
+    c.next_channel = max_channel(m, m->body) + 1;
+    cm_status st = collect_arg_shardings(&c, m->body);
+    if (st == CM_OK) {
+        st = convert_block(&c, m->body);
+    }
+    cm_free(c.repl);
+    cm_free(c.arg_sh);
+    if (st == CM_ENOMEM) {
+        return cm_error_oom(err);
+    }
+    if (st != CM_OK || c.failed) {
+        return cm_error_set(err, CM_EINVAL, NULL, "-sdy-convert-global-to-local failed");
+    }
+    return CM_OK;
+}
