@@ -87,7 +87,7 @@ def sh(cmd, timeout):
 
 def label_sections(text, prefixes):
     """Splits the check lines of text into CHECK-LABEL sections."""
-    pat = re.compile(r"//\s*(%s)(-LABEL|-NEXT|-SAME|-DAG|-NOT|-EMPTY)?:"
+    pat = re.compile(r"//\s*(%s)(-LABEL|-NEXT|-SAME|-DAG|-NOT|-EMPTY)?(?:\{LITERAL\})?:"
                      % "|".join(re.escape(p) for p in prefixes))
     head, sections = [], []
     for line in text.split("\n"):

@@ -35,6 +35,7 @@ typedef struct g2l {
     uint32_t n_orig;          /* values that existed before the pass */
     uint32_t *repl;           /* per original value: its replacement, or SP_NONE */
     const sp_sharding **arg_sh; /* per original value: a block argument's owner sharding */
+    uint32_t *gty;            /* per original value: its global type */
     bool failed;              /* a diagnostic was added */
 } g2l;
 
@@ -1128,7 +1129,7 @@ static cm_status convert_slice(g2l *c, uint32_t op, uint32_t orig_in, uint32_t b
     sp_module *m = c->m;
     uint32_t in = m->ops[op].operands[0], res = m->ops[op].first_result, lty;
     const sp_sharding *is = value_sharding(c, orig_in), *os = value_sharding(c, res);
-    const sp_type *gt = sp_value_type(m, orig_in);
+    const sp_type *gt = &m->types[orig_in < c->n_orig ? c->gty[orig_in] : m->values[orig_in].type];
     if (fully_replicated(is) && fully_replicated(os)) {
         return localize_value(c, res, op);
     }
@@ -1470,16 +1471,19 @@ cm_status sp_pass_convert_global_to_local(sp_module *m, const sp_g2l_opts *o, sp
                      "replica_count > 1 and partition_count > 1 yet.");
         return cm_error_set(err, CM_EINVAL, NULL, "replica_count and partition_count both exceed 1");
     }
-    g2l c = {m, o, d, err, 0, m->n_values, NULL, NULL, false};
+    g2l c = {m, o, d, err, 0, m->n_values, NULL, NULL, NULL, false};
     c.repl = cm_alloc(sizeof *c.repl * ((size_t)m->n_values + 1));
+    c.gty = cm_alloc(sizeof *c.gty * ((size_t)m->n_values + 1));
     c.arg_sh = cm_calloc((size_t)m->n_values + 1, sizeof *c.arg_sh);
-    if (c.repl == NULL || c.arg_sh == NULL) {
+    if (c.repl == NULL || c.arg_sh == NULL || c.gty == NULL) {
         cm_free(c.repl);
+        cm_free(c.gty);
         cm_free(c.arg_sh);
         return cm_error_oom(err);
     }
     for (uint32_t v = 0; v < m->n_values; v++) {
         c.repl[v] = SP_NONE;
+        c.gty[v] = m->values[v].type;
     }
     c.next_channel = max_channel(m, m->body) + 1;
     cm_status st = collect_arg_shardings(&c, m->body);
@@ -1487,6 +1491,7 @@ cm_status sp_pass_convert_global_to_local(sp_module *m, const sp_g2l_opts *o, sp
         st = convert_block(&c, m->body);
     }
     cm_free(c.repl);
+    cm_free(c.gty);
     cm_free(c.arg_sh);
     if (st == CM_ENOMEM) {
         return cm_error_oom(err);
