@@ -55,7 +55,7 @@ def check_prefixes(cmd):
     return m.group(1).split(",") if m else ["CHECK"]
 
 
-def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp):
+def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp, fc_extra=""):
     """One RUN pipeline as a bash command: the tool reads tool_input,
     FileCheck reads check_file as its check file."""
     parts = cmd.split("|")
@@ -65,7 +65,7 @@ def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp):
         p = re.sub(r"(^|[^\w.-])sdy_opt($|[^\w.-])",
                    lambda m: m.group(1) + shlex.quote(shardplan) + " opt" + m.group(2), part)
         p = re.sub(r"(^|\s)FileCheck(\s|$)",
-                   lambda m: m.group(1) + filecheck + m.group(2), p)
+                   lambda m: m.group(1) + filecheck + fc_extra + m.group(2), p)
         p = p.replace("%s", shlex.quote(check_file if is_fc else tool_input))
         p = p.replace("%S", shlex.quote(os.path.dirname(tool_input)))
         p = p.replace("%t", shlex.quote(tmp))
@@ -138,8 +138,10 @@ def measure_file(path, args, work):
             cf = os.path.join(work, "sec%d.mlir" % k)
             with open(cf, "w") as fh:
                 fh.write("\n".join(sec) + "\n")
+            # a section may lack some of the RUN line's prefixes
             rc, _ = sh(rewrite(c, args.shardplan, args.filecheck, path, cf,
-                               os.path.join(work, "t%d_%d" % (j, k))),
+                               os.path.join(work, "t%d_%d" % (j, k)),
+                               " --allow-unused-prefixes"),
                        args.timeout)
             if rc != 0:
                 ok[k] = False
