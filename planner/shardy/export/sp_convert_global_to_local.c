@@ -163,6 +163,19 @@ static void op_error(g2l *c, uint32_t op, const char *msg)
     c->failed = true;
 }
 
+/* A pattern's failure on op: its message, then the conversion's own
+ * "failed to legalize" error, as Shardy's dialect conversion reports it. */
+static void op_fail(g2l *c, uint32_t op, const char *msg)
+{
+    if (msg != NULL) {
+        op_error(c, op, msg);
+    }
+    sp_diags_add(c->d, c->m, op, SP_DIAG_ERROR,
+                 "failed to legalize operation '%s' that was explicitly marked illegal",
+                 c->m->ops[op].name);
+    c->failed = true;
+}
+
 /* The local type of value v (its current type when it has no sharding). */
 static cm_status value_local_type(g2l *c, uint32_t v, uint32_t owner, uint32_t *out)
 {
@@ -473,18 +486,15 @@ static int cmp_i64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* Shardy's V1 replica groups of axes on mesh: the device ids arranged on
- * the mesh axes (split where the axes use sub-axes), the other axes first
- * and the given axes last in their order, as a [groups, group size] i64
- * tensor. *group_size gets the group size. NULL when out of memory or the
- * axes are too many. */
-static sp_attr *replica_groups_v1(sp_module *m, const sp_mesh *mesh, const sp_axis_ref *axes,
-                                  uint32_t n, int64_t *group_size)
+/* Shardy's getOrderedAxisRefs: the mesh axes in order, each split into
+ * the sub-axes the pre-sizes of axes cut it into; their count, or
+ * UINT32_MAX when there would be more than G2L_MAX_AXES. */
+static uint32_t ordered_axes(const sp_mesh *mesh, const sp_axis_ref *axes, uint32_t n,
+                             nref *ordered)
 {
-    nref ordered[G2L_MAX_AXES];
     uint32_t n_ord = 0;
     if (n > G2L_MAX_AXES) {
-        return NULL;
+        return UINT32_MAX;
     }
     for (uint32_t a = 0; a < mesh->n_axes; a++) {
         int64_t pres[2 * G2L_MAX_AXES + 2];
@@ -506,10 +516,26 @@ static sp_attr *replica_groups_v1(sp_module *m, const sp_mesh *mesh, const sp_ax
         }
         for (uint32_t i = 0; i + 1 < u; i++) {
             if (n_ord == G2L_MAX_AXES) {
-                return NULL;
+                return UINT32_MAX;
             }
             ordered[n_ord++] = (nref){mesh->axes[a].name, pres[i], pres[i + 1] / pres[i]};
         }
+    }
+    return n_ord;
+}
+
+/* Shardy's V1 replica groups of axes on mesh: the device ids arranged on
+ * the mesh axes (split where the axes use sub-axes), the other axes first
+ * and the given axes last in their order, as a [groups, group size] i64
+ * tensor. *group_size gets the group size. NULL when out of memory or the
+ * axes are too many. */
+static sp_attr *replica_groups_v1(sp_module *m, const sp_mesh *mesh, const sp_axis_ref *axes,
+                                  uint32_t n, int64_t *group_size)
+{
+    nref ordered[G2L_MAX_AXES];
+    uint32_t n_ord = ordered_axes(mesh, axes, n, ordered);
+    if (n_ord == UINT32_MAX) {
+        return NULL;
     }
     int64_t gsize = 1, total = sp_mesh_size(mesh);
     for (uint32_t i = 0; i < n; i++) {
@@ -607,6 +633,339 @@ static sp_attr *replica_groups(g2l *c, const sp_sharding *s, const sp_mesh *mesh
         return replica_groups_v3(c->m, s->mesh_name, axes, n);
     }
     return replica_groups_v1(c->m, mesh, axes, n, group_size);
+}
+
+static void replace_op(g2l *c, uint32_t op, const uint32_t *vals, uint32_t n);
+static const sp_sharding *out_sharding(const sp_module *m, uint32_t op);
+
+/* A reshape of v to dims (rank entries) of v's element type. */
+static uint32_t reshape_to(bld *b, uint32_t v, const int64_t *dims, uint32_t rank)
+{
+    uint32_t ty = SP_NONE;
+    if (b->st == CM_OK) {
+        b->st = retyped_rank(b->c->m, sp_value_type(b->c->m, v), dims, rank, &ty);
+    }
+    return emit(b, "stablehlo.reshape", &v, 1, ty, NULL);
+}
+
+/* A transpose of v by perm (rank entries). */
+static uint32_t transpose_by(bld *b, uint32_t v, const int64_t *perm, uint32_t rank)
+{
+    sp_module *m = b->c->m;
+    const sp_type *t = sp_value_type(m, v);
+    int64_t dims[SP_MAX_RANK];
+    uint32_t ty = SP_NONE, op = SP_NONE;
+    for (uint32_t i = 0; i < rank && i < t->rank; i++) {
+        dims[i] = t->dims[perm[i]];
+    }
+    if (b->st == CM_OK) {
+        b->st = retyped_rank(m, t, dims, rank, &ty);
+    }
+    uint32_t r = emit(b, "stablehlo.transpose", &v, 1, ty, &op);
+    if (r != SP_NONE) {
+        set_attr(b, op, "permutation", darr_attr(m, perm, rank));
+    }
+    return r;
+}
+
+/* `stablehlo.all_to_all` of v (result type ty) splitting split, concatenating concat. */
+static uint32_t all_to_all_op(bld *b, uint32_t v, uint32_t ty, int64_t split, int64_t concat,
+                              int64_t count, sp_attr *rg)
+{
+    sp_module *m = b->c->m;
+    uint32_t op = SP_NONE;
+    uint32_t r = emit(b, "stablehlo.all_to_all", &v, 1, ty, &op);
+    if (r != SP_NONE) {
+        set_attr(b, op, "channel_handle", channel_attr(b->c));
+        set_attr(b, op, "concat_dimension", int_attr(m, concat, "i64"));
+        set_attr(b, op, "replica_groups", rg);
+        set_attr(b, op, "split_count", int_attr(m, count, "i64"));
+        set_attr(b, op, "split_dimension", int_attr(m, split, "i64"));
+    }
+    return r;
+}
+
+/* sdy.all_to_all -> stablehlo.all_to_all: one parameter directly; several
+ * by splitting each target dimension, moving the factors to the front,
+ * one all_to_all on the merged leading dimension, and moving them back to
+ * their source dimensions. */
+static cm_status convert_all_to_all(g2l *c, uint32_t op, uint32_t block, uint32_t at)
+{
+    sp_module *m = c->m;
+    const sp_sharding *s = out_sharding(m, op);
+    const sp_mesh *mesh = mesh_of(m, s);
+    const sp_attr *pa = sp_op_attr(m, op, "params");
+    uint32_t in = m->ops[op].operands[0];
+    const sp_type *t = sp_value_type(m, in);
+    if (mesh == NULL || pa == NULL || pa->kind != SP_ATTR_ALL_TO_ALL || pa->u.a2a.n == 0) {
+        op_fail(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    uint32_t rank = t->rank, np = pa->u.a2a.n;
+    for (uint32_t i = 0; i < np; i++) {
+        const sp_all_to_all_param *q = &pa->u.a2a.items[i];
+        if (q->src_dim < 0 || q->tgt_dim < 0 || (uint64_t)q->src_dim >= rank ||
+            (uint64_t)q->tgt_dim >= rank || q->axes.n == 0) {
+            op_fail(c, op, "failed to resolve axes");
+            return CM_EINVAL;
+        }
+    }
+    bld b = {c, block, at, CM_OK};
+    uint32_t r = SP_NONE;
+    if (np == 1) {
+        const sp_all_to_all_param *q = &pa->u.a2a.items[0];
+        int64_t gs = 1;
+        sp_attr *rg = replica_groups(c, s, mesh, q->axes.axes, q->axes.n, &gs);
+        int64_t dims[SP_MAX_RANK];
+        for (uint32_t i = 0; i < rank; i++) {
+            dims[i] = t->dims[i];
+        }
+        uint32_t sd = (uint32_t)q->src_dim, td = (uint32_t)q->tgt_dim;
+        if (dims[sd] == SP_DIM_DYNAMIC || dims[td] == SP_DIM_DYNAMIC) {
+            op_fail(c, op, "dynamic shape not supported");
+            return CM_EINVAL;
+        }
+        if (gs <= 0 || dims[td] % gs != 0) {
+            op_fail(c, op, "dimension not divisible by num devices per group");
+            return CM_EINVAL;
+        }
+        dims[sd] *= gs;
+        dims[td] /= gs;
+        uint32_t ty = SP_NONE;
+        b.st = retyped(m, t, dims, &ty);
+        r = all_to_all_op(&b, in, ty, td, sd, gs, rg);
+    } else {
+        if (np > SP_MAX_RANK || rank + np > SP_MAX_RANK) {
+            op_fail(c, op, "has too many parameters");
+            return CM_EINVAL;
+        }
+        /* parameters sorted by target dimension */
+        uint32_t order[SP_MAX_RANK];
+        for (uint32_t i = 0; i < np; i++) {
+            order[i] = i;
+        }
+        for (uint32_t i = 1; i < np; i++) {
+            for (uint32_t j = i; j > 0 && pa->u.a2a.items[order[j]].tgt_dim <
+                                              pa->u.a2a.items[order[j - 1]].tgt_dim; j--) {
+                uint32_t x = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = x;
+            }
+        }
+        int64_t per[SP_MAX_RANK];
+        sp_axis_ref all[G2L_MAX_AXES];
+        uint32_t n_all = 0;
+        for (uint32_t i = 0; i < np; i++) {
+            const sp_axis_list *l = &pa->u.a2a.items[order[i]].axes;
+            per[i] = axes_size(mesh, l->axes, l->n);
+            for (uint32_t k = 0; k < l->n; k++) {
+                if (n_all == G2L_MAX_AXES) {
+                    op_fail(c, op, "has too many axes");
+                    return CM_EINVAL;
+                }
+                all[n_all++] = l->axes[k];
+            }
+        }
+        int64_t shape0[2 * SP_MAX_RANK], perm0[2 * SP_MAX_RANK];
+        uint32_t n0 = 0, nperm = 0;
+        for (uint32_t d = 0; d < rank; d++) {
+            int64_t found = -1;
+            for (uint32_t i = 0; i < np; i++) {
+                if (pa->u.a2a.items[order[i]].tgt_dim == (int64_t)d) {
+                    found = i;
+                    break;
+                }
+            }
+            if (found < 0) {
+                shape0[n0++] = t->dims[d];
+                continue;
+            }
+            int64_t f = per[found];
+            perm0[nperm++] = n0;
+            shape0[n0++] = f;
+            if (t->dims[d] == SP_DIM_DYNAMIC || f <= 0 || t->dims[d] % f != 0) {
+                op_fail(c, op, "dynamic shape or dimension not divisible by num devices per param");
+                return CM_EINVAL;
+            }
+            shape0[n0++] = t->dims[d] / f;
+        }
+        for (uint32_t i = 0; i < n0; i++) {
+            bool in_perm = false;
+            for (uint32_t k = 0; k < nperm; k++) {
+                in_perm = in_perm || perm0[k] == (int64_t)i;
+            }
+            if (!in_perm) {
+                perm0[nperm++] = i;
+            }
+        }
+        uint32_t v = reshape_to(&b, in, shape0, n0);
+        uint32_t tr0 = transpose_by(&b, v, perm0, n0);
+        int64_t gs = 1;
+        sp_attr *rg = replica_groups(c, s, mesh, all, n_all, &gs);
+        if (b.st != CM_OK) {
+            return b.st;
+        }
+        const sp_type *t0 = sp_value_type(m, tr0);
+        int64_t shape1[2 * SP_MAX_RANK];
+        uint32_t n1 = 0;
+        shape1[n1++] = gs;
+        for (uint32_t i = np; i < t0->rank; i++) {
+            shape1[n1++] = t0->dims[i];
+        }
+        uint32_t r1 = reshape_to(&b, tr0, shape1, n1);
+        uint32_t a2a = all_to_all_op(&b, r1, r1 != SP_NONE ? m->values[r1].type : SP_NONE, 0, 0,
+                                     gs, rg);
+        uint32_t r2 = SP_NONE;
+        if (a2a != SP_NONE) {
+            r2 = emit(&b, "stablehlo.reshape", &a2a, 1, m->values[tr0].type, NULL);
+        }
+        int64_t perm1[2 * SP_MAX_RANK];
+        uint32_t n_p1 = 0;
+        for (uint32_t d = 0; d < rank; d++) {
+            perm1[n_p1++] = d + np;
+        }
+        for (uint32_t i = 0; i < np; i++) {
+            int64_t want = pa->u.a2a.items[order[i]].src_dim + np;
+            uint32_t pos = 0;
+            while (pos < n_p1 && perm1[pos] != want) {
+                pos++;
+            }
+            memmove(&perm1[pos + 1], &perm1[pos], sizeof perm1[0] * (n_p1 - pos));
+            perm1[pos] = i;
+            n_p1++;
+        }
+        uint32_t tr1 = transpose_by(&b, r2, perm1, n_p1);
+        if (b.st != CM_OK) {
+            return b.st;
+        }
+        const sp_type *t1 = sp_value_type(m, tr1);
+        int64_t fin[SP_MAX_RANK];
+        uint32_t nf = 0;
+        for (uint32_t i = 0; i < n_p1; i++) {
+            if (perm1[i] < (int64_t)np && i + 1 < n_p1) {
+                fin[nf++] = t1->dims[i] * t1->dims[i + 1];
+                i++;
+            } else {
+                fin[nf++] = t1->dims[i];
+            }
+        }
+        r = reshape_to(&b, tr1, fin, nf);
+    }
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
+}
+
+/* Does axis ref a (on mesh) contain the atomic sub-axis x of the same axis? */
+static bool axis_contains(const sp_mesh *mesh, const sp_axis_ref *a, const nref *x)
+{
+    if (strcmp(a->name, x->name) != 0) {
+        return false;
+    }
+    int64_t pre = a->pre_size > 0 ? a->pre_size : 1;
+    int64_t end = pre * axis_size(mesh, a);
+    return x->pre >= pre && x->pre * x->size <= end;
+}
+
+/* The atomic axes of s in its dimension order, then the other atomic axes. */
+static uint32_t sharding_atoms(const sp_mesh *mesh, const sp_sharding *s, const nref *atoms,
+                               uint32_t n_atoms, sp_axis_ref *out)
+{
+    bool used[G2L_MAX_AXES] = {false};
+    uint32_t n = 0;
+    for (uint32_t d = 0; s != NULL && d < s->rank; d++) {
+        for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
+            for (uint32_t k = 0; k < n_atoms; k++) {
+                if (!used[k] && axis_contains(mesh, &s->dims[d].axes[i], &atoms[k])) {
+                    used[k] = true;
+                    out[n++] = (sp_axis_ref){atoms[k].name, atoms[k].pre, atoms[k].size};
+                }
+            }
+        }
+    }
+    for (uint32_t k = 0; k < n_atoms; k++) {
+        if (!used[k]) {
+            out[n++] = (sp_axis_ref){atoms[k].name, atoms[k].pre, atoms[k].size};
+        }
+    }
+    return n;
+}
+
+/* sdy.collective_permute -> stablehlo.collective_permute: each device
+ * sends its shard to the device holding the same shard under the out
+ * sharding. */
+static cm_status convert_collective_permute(g2l *c, uint32_t op, uint32_t orig_in, uint32_t block,
+                                            uint32_t at)
+{
+    sp_module *m = c->m;
+    const sp_sharding *os = out_sharding(m, op), *is = value_sharding(c, orig_in);
+    const sp_mesh *om = mesh_of(m, os), *im = mesh_of(m, is);
+    if (om == NULL || im == NULL) {
+        op_fail(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    if (sp_mesh_size(om) != sp_mesh_size(im)) {
+        op_fail(c, op, "collective-permute between meshes of different sizes is not supported.");
+        return CM_EINVAL;
+    }
+    sp_axis_ref refs[G2L_MAX_AXES];
+    uint32_t nr = 0;
+    const sp_sharding *both[2] = {is, os};
+    for (int w = 0; w < 2; w++) {
+        for (uint32_t d = 0; d < both[w]->rank; d++) {
+            for (uint32_t i = 0; i < both[w]->dims[d].n_axes; i++) {
+                if (nr == G2L_MAX_AXES) {
+                    op_fail(c, op, "has too many axes");
+                    return CM_EINVAL;
+                }
+                refs[nr++] = both[w]->dims[d].axes[i];
+            }
+        }
+    }
+    nref atoms[G2L_MAX_AXES];
+    uint32_t na = ordered_axes(om, refs, nr, atoms);
+    if (na == UINT32_MAX) {
+        op_fail(c, op, "has too many axes");
+        return CM_EINVAL;
+    }
+    sp_axis_ref out_ax[G2L_MAX_AXES], in_ax[G2L_MAX_AXES];
+    uint32_t no = sharding_atoms(om, os, atoms, na, out_ax);
+    uint32_t ni = sharding_atoms(im, is, atoms, na, in_ax);
+    int64_t n = sp_mesh_size(om);
+    int64_t *by_logical = cm_calloc((size_t)n + 1, sizeof *by_logical);
+    int64_t *pairs = cm_alloc(sizeof *pairs * (size_t)(2 * n + 1));
+    if (by_logical == NULL || pairs == NULL) {
+        cm_free(by_logical);
+        cm_free(pairs);
+        return CM_ENOMEM;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        int64_t l = shard_index(om, j, out_ax, no);
+        if (l >= 0 && l < n) {
+            by_logical[l] = j;
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t l = shard_index(im, i, in_ax, ni);
+        pairs[2 * i] = i;
+        pairs[2 * i + 1] = l >= 0 && l < n ? by_logical[l] : 0;
+    }
+    int64_t dims[2] = {n, 2};
+    sp_attr *pa = dense_i64(m, pairs, (size_t)(2 * n), dims, 2);
+    cm_free(by_logical);
+    cm_free(pairs);
+    bld b = {c, block, at, CM_OK};
+    uint32_t nop = SP_NONE, in = m->ops[op].operands[0];
+    uint32_t r = emit(&b, "stablehlo.collective_permute", &in, 1, m->values[in].type, &nop);
+    if (r != SP_NONE) {
+        set_attr(&b, nop, "channel_handle", channel_attr(c));
+        set_attr(&b, nop, "source_target_pairs", pa);
+    }
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
 }
 
 /* ---- the walk ---------------------------------------------------------------------- */
@@ -1158,7 +1517,7 @@ static cm_status convert_slice(g2l *c, uint32_t op, uint32_t orig_in, uint32_t b
                      "dimension %u has mismatched sharding axes. This requires a reshard "
                      "which should have been handled by previous passes.",
                      i);
-            op_error(c, op, msg);
+            op_fail(c, op, msg);
             return CM_EINVAL;
         }
         if (id == NULL || id->n_axes == 0) {
@@ -1177,7 +1536,7 @@ static cm_status convert_slice(g2l *c, uint32_t op, uint32_t orig_in, uint32_t b
                      "dimension %u is sharded but the slice is not a full slice and requires "
                      "device communication.",
                      i);
-            op_error(c, op, msg);
+            op_fail(c, op, msg);
             return CM_EINVAL;
         }
         ns[i] = 0;
@@ -1195,6 +1554,51 @@ static cm_status convert_slice(g2l *c, uint32_t op, uint32_t orig_in, uint32_t b
         replace_op(c, op, &r, 1);
     }
     return b.st;
+}
+
+/* stablehlo.concatenate: the concatenated dimension must be unsharded in
+ * the result and every operand, and the operands' other dimensions sharded
+ * as the result's; then only the types change. */
+static cm_status check_concatenate(g2l *c, uint32_t op, const uint32_t *orig)
+{
+    sp_module *m = c->m;
+    const sp_attr *da = sp_op_attr(m, op, "dimension");
+    const sp_sharding *os = value_sharding(c, m->ops[op].first_result);
+    if (da == NULL || da->kind != SP_ATTR_INT || da->u.i.v < 0) {
+        return CM_OK;
+    }
+    uint32_t cd = (uint32_t)da->u.i.v;
+    char msg[200];
+    if (os != NULL && cd < os->rank && os->dims[cd].n_axes > 0) {
+        snprintf(msg, sizeof msg,
+                 "dimension %u is sharded but the concatenation is on this dimension.", cd);
+        op_fail(c, op, msg);
+        return CM_EINVAL;
+    }
+    for (uint32_t k = 0; k < m->ops[op].n_operands; k++) {
+        const sp_sharding *is = value_sharding(c, orig[k]);
+        if (fully_replicated(is)) {
+            continue;
+        }
+        if (cd < is->rank && is->dims[cd].n_axes > 0) {
+            snprintf(msg, sizeof msg,
+                     "operand %u is sharded on concatenation dimension %u. This is not supported.",
+                     k, cd);
+            op_fail(c, op, msg);
+            return CM_EINVAL;
+        }
+        for (uint32_t i = 0; i < is->rank; i++) {
+            if (i != cd && !axes_equal(&is->dims[i], os != NULL && i < os->rank ? &os->dims[i] : NULL)) {
+                snprintf(msg, sizeof msg,
+                         "dimension %u has mismatched sharding axes. This requires a reshard "
+                         "which should have been handled by previous passes.",
+                         i);
+                op_fail(c, op, msg);
+                return CM_EINVAL;
+            }
+        }
+    }
+    return CM_OK;
 }
 
 /* s without the axes named in manual (a manual computation's body view of
@@ -1338,6 +1742,14 @@ static cm_status convert_block(g2l *c, uint32_t block)
         uint32_t op = m->blocks[block].ops[i];
         sp_op *o = &m->ops[op];
         uint32_t orig0 = o->n_operands > 0 ? o->operands[0] : SP_NONE;
+        uint32_t *orig = NULL;
+        if (o->kind == SP_OP_CONCATENATE) {
+            orig = cm_alloc(sizeof *orig * (o->n_operands + 1u));
+            if (orig == NULL) {
+                return CM_ENOMEM;
+            }
+            memcpy(orig, o->operands, sizeof *orig * o->n_operands);
+        }
         for (uint32_t k = 0; k < o->n_operands; k++) {
             uint32_t v = o->operands[k];
             while (v < c->n_orig && c->repl[v] != SP_NONE) {
@@ -1366,6 +1778,14 @@ static cm_status convert_block(g2l *c, uint32_t block)
             st = convert_all_slice(c, op, block, i);
             regions = false;
             break;
+        case SP_OP_SDY_ALL_TO_ALL:
+            st = convert_all_to_all(c, op, block, i);
+            regions = false;
+            break;
+        case SP_OP_SDY_COLLECTIVE_PERMUTE:
+            st = convert_collective_permute(c, op, orig0, block, i);
+            regions = false;
+            break;
         case SP_OP_SDY_CONSTANT:
             st = convert_constant(c, op, block, i);
             regions = false;
@@ -1390,6 +1810,10 @@ static cm_status convert_block(g2l *c, uint32_t block)
             }
             continue;
         }
+        case SP_OP_CONCATENATE:
+            st = check_concatenate(c, op, orig);
+            cm_free(orig);
+            break;
         case SP_OP_SDY_NAMED_COMPUTATION:
         case SP_OP_SDY_RETURN:
         case SP_OP_FUNC_RETURN:
@@ -1397,7 +1821,7 @@ static cm_status convert_block(g2l *c, uint32_t block)
             break;
         default:
             if (strncmp(o->name, "sdy.", 4) == 0 && !is_stablehlo(o)) {
-                op_error(c, op, "failed to legalize operation");
+                op_fail(c, op, NULL);
                 return CM_EINVAL;
             }
             break;
