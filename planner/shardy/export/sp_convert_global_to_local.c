@@ -637,6 +637,8 @@ static sp_attr *replica_groups(g2l *c, const sp_sharding *s, const sp_mesh *mesh
 
 static void replace_op(g2l *c, uint32_t op, const uint32_t *vals, uint32_t n);
 static const sp_sharding *out_sharding(const sp_module *m, uint32_t op);
+static cm_status reduce_body(g2l *c, uint32_t op, sp_elem elem, const char *kind);
+static const char *reduction_kind(const sp_module *m, uint32_t op);
 
 /* A reshape of v to dims (rank entries) of v's element type. */
 static uint32_t reshape_to(bld *b, uint32_t v, const int64_t *dims, uint32_t rank)
@@ -850,6 +852,141 @@ static cm_status convert_all_to_all(g2l *c, uint32_t op, uint32_t block, uint32_
             }
         }
         r = reshape_to(&b, tr1, fin, nf);
+    }
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
+}
+
+/* A `stablehlo.<name>` reduction collective (all_reduce, reduce_scatter)
+ * of v to type ty over axes, with the body of sdy op op's reduction. */
+static uint32_t reduce_coll(bld *b, const char *name, uint32_t v, uint32_t ty, sp_attr *rg,
+                            int64_t scatter_dim, uint32_t op)
+{
+    g2l *c = b->c;
+    sp_module *m = c->m;
+    uint32_t nop = SP_NONE;
+    uint32_t r = emit(b, name, &v, 1, ty, &nop);
+    if (r == SP_NONE) {
+        return r;
+    }
+    set_attr(b, nop, "channel_handle", channel_attr(c));
+    set_attr(b, nop, "replica_groups", rg);
+    if (scatter_dim >= 0) {
+        set_attr(b, nop, "scatter_dimension", int_attr(m, scatter_dim, "i64"));
+    }
+    set_attr(b, nop, "use_global_device_ids", sp_attr_new(m, SP_ATTR_UNIT));
+    if (b->st == CM_OK) {
+        b->st = reduce_body(c, nop, sp_value_type(m, v)->elem, reduction_kind(m, op));
+    }
+    return r;
+}
+
+/* sdy.reduce_scatter -> stablehlo.reduce_scatter for one dimension; for
+ * several, one all_reduce over all axes and a dynamic_slice, or (with
+ * combine-multi-dimension-reduce-scatter) one reduce_scatter on a leading
+ * dimension the scattered factors are moved into. */
+static cm_status convert_reduce_scatter(g2l *c, uint32_t op, uint32_t orig_in, uint32_t block,
+                                        uint32_t at)
+{
+    sp_module *m = c->m;
+    const sp_sharding *s = value_sharding(c, orig_in);
+    if (s == NULL) {
+        s = out_sharding(m, op);
+    }
+    const sp_mesh *mesh = mesh_of(m, s);
+    const sp_attr *ax = sp_op_attr(m, op, "reduce_scatter_axes");
+    uint32_t in = m->ops[op].operands[0], lty;
+    const sp_type *t = sp_value_type(m, in);
+    if (mesh == NULL || ax == NULL || ax->kind != SP_ATTR_AXIS_LISTS ||
+        ax->u.axis_lists.n != t->rank || t->rank > SP_MAX_RANK) {
+        op_fail(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    cm_status st = value_local_type(c, m->ops[op].first_result, op, &lty);
+    if (st != CM_OK) {
+        return st;
+    }
+    uint32_t rank = t->rank, n_dims = 0, last = 0, n_all = 0;
+    sp_axis_ref all[G2L_MAX_AXES];
+    for (uint32_t d = 0; d < rank; d++) {
+        const sp_axis_list *l = &ax->u.axis_lists.items[d];
+        if (l->n == 0) {
+            continue;
+        }
+        last = d;
+        n_dims++;
+        for (uint32_t i = 0; i < l->n; i++) {
+            if (n_all == G2L_MAX_AXES) {
+                op_fail(c, op, "has too many axes");
+                return CM_EINVAL;
+            }
+            all[n_all++] = l->axes[i];
+        }
+    }
+    if (n_dims == 0) {
+        op_fail(c, op, "has no reduce-scatter axes");
+        return CM_EINVAL;
+    }
+    bld b = {c, block, at, CM_OK};
+    int64_t gs = 1;
+    uint32_t r = SP_NONE;
+    if (n_dims == 1) {
+        const sp_axis_list *l = &ax->u.axis_lists.items[last];
+        sp_attr *rg = replica_groups(c, s, mesh, l->axes, l->n, &gs);
+        r = reduce_coll(&b, "stablehlo.reduce_scatter", in, lty, rg, last, op);
+    } else if (c->o->combine_multi_dimension_reduce_scatter) {
+        int64_t split[2 * SP_MAX_RANK], perm[2 * SP_MAX_RANK];
+        uint32_t ns = 0, nf = 0;
+        int64_t total = 1;
+        for (uint32_t d = 0; d < rank; d++) {
+            const sp_axis_list *l = &ax->u.axis_lists.items[d];
+            if (l->n == 0) {
+                split[ns++] = t->dims[d];
+                continue;
+            }
+            int64_t f = axes_size(mesh, l->axes, l->n);
+            if (t->dims[d] == SP_DIM_DYNAMIC || f <= 0 || t->dims[d] % f != 0) {
+                op_fail(c, op, "dimension not divisible by scattering factor");
+                return CM_EINVAL;
+            }
+            perm[nf++] = ns;
+            split[ns++] = f;
+            split[ns++] = t->dims[d] / f;
+            total *= f;
+        }
+        uint32_t np = nf;
+        for (uint32_t i = 0; i < ns; i++) {
+            bool is_f = false;
+            for (uint32_t k = 0; k < nf; k++) {
+                is_f = is_f || perm[k] == (int64_t)i;
+            }
+            if (!is_f) {
+                perm[np++] = i;
+            }
+        }
+        uint32_t v = reshape_to(&b, in, split, ns);
+        v = transpose_by(&b, v, perm, np);
+        int64_t comb[SP_MAX_RANK + 1];
+        const sp_type *ltt = &m->types[lty];
+        comb[0] = total;
+        for (uint32_t d = 0; d < rank; d++) {
+            comb[d + 1] = ltt->dims[d];
+        }
+        v = reshape_to(&b, v, comb, rank + 1);
+        sp_attr *rg = replica_groups(c, s, mesh, all, n_all, &gs);
+        comb[0] = 1;
+        uint32_t rty = SP_NONE;
+        if (b.st == CM_OK) {
+            b.st = retyped_rank(m, t, comb, rank + 1, &rty);
+        }
+        v = reduce_coll(&b, "stablehlo.reduce_scatter", v, rty, rg, 0, op);
+        r = emit(&b, "stablehlo.reshape", &v, 1, lty, NULL);
+    } else {
+        sp_attr *rg = replica_groups(c, s, mesh, all, n_all, &gs);
+        uint32_t v = reduce_coll(&b, "stablehlo.all_reduce", in, m->values[in].type, rg, -1, op);
+        r = slice_for_axes(&b, v, mesh, ax->u.axis_lists.items, lty);
     }
     if (b.st == CM_OK) {
         replace_op(c, op, &r, 1);
@@ -1776,6 +1913,10 @@ static cm_status convert_block(g2l *c, uint32_t block)
             break;
         case SP_OP_SDY_ALL_SLICE:
             st = convert_all_slice(c, op, block, i);
+            regions = false;
+            break;
+        case SP_OP_SDY_REDUCE_SCATTER:
+            st = convert_reduce_scatter(c, op, orig0, block, i);
             regions = false;
             break;
         case SP_OP_SDY_ALL_TO_ALL:
