@@ -1738,6 +1738,143 @@ static cm_status check_concatenate(g2l *c, uint32_t op, const uint32_t *orig)
     return CM_OK;
 }
 
+/* stablehlo.pad of a sharded operand: per dimension, the offset of each
+ * device's input data within its output shard; when every device has the
+ * same offsets, a local pad; otherwise a pad wide enough for every shift,
+ * then a dynamic_slice at this device's offsets (Shardy's pad pattern). */
+static cm_status convert_pad(g2l *c, uint32_t op, uint32_t orig_in, uint32_t block, uint32_t at)
+{
+    sp_module *m = c->m;
+    uint32_t res = m->ops[op].first_result, in = m->ops[op].operands[0], lty;
+    const sp_sharding *is = value_sharding(c, orig_in), *os = value_sharding(c, res);
+    if (fully_replicated(is)) {
+        if (!fully_replicated(os)) {
+            op_fail(c, op, "has a replicated operand but a sharded result");
+            return CM_EINVAL;
+        }
+        return localize_value(c, res, op);
+    }
+    const sp_mesh *mesh = mesh_of(m, is);
+    if (mesh == NULL) {
+        op_fail(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    const sp_type *git = &m->types[orig_in < c->n_orig ? c->gty[orig_in] : m->values[orig_in].type];
+    const sp_type *grt = sp_value_type(m, res);
+    uint32_t rank = git->rank;
+    const int64_t *low = darr_of(m, op, "edge_padding_low", rank);
+    const int64_t *intr = darr_of(m, op, "interior_padding", rank);
+    if (low == NULL || intr == NULL || rank > SP_MAX_RANK || is->rank != rank || os == NULL ||
+        os->rank != rank) {
+        op_fail(c, op, "has malformed padding");
+        return CM_EINVAL;
+    }
+    cm_status st = value_local_type(c, res, op, &lty);
+    if (st != CM_OK) {
+        return st;
+    }
+    int64_t nd = sp_mesh_size(mesh);
+    int64_t *offs = cm_alloc(sizeof *offs * (size_t)(nd * rank + 1));
+    if (offs == NULL) {
+        return CM_ENOMEM;
+    }
+    bool uniform[SP_MAX_RANK], all_uniform = true;
+    for (uint32_t i = 0; i < rank; i++) {
+        if (!axes_equal(&is->dims[i], &os->dims[i])) {
+            cm_free(offs);
+            op_fail(c, op, "has mismatched sharding axes; this requires a reshard collective");
+            return CM_EINVAL;
+        }
+        const sp_dim_sharding *dd = &is->dims[i];
+        int64_t n = dd->n_axes == 0 ? 1 : axes_size(mesh, dd->axes, dd->n_axes);
+        int64_t s_in = git->dims[i] / n, s_out = grt->dims[i] / n;
+        uniform[i] = true;
+        for (int64_t dev = 0; dev < nd; dev++) {
+            int64_t k = shard_index(mesh, dev, dd->axes, dd->n_axes);
+            int64_t o = (k * s_in) * (intr[i] + 1) + low[i] - k * s_out;
+            offs[(size_t)i * (size_t)nd + (size_t)dev] = o;
+            if (o != offs[(size_t)i * (size_t)nd]) {
+                uniform[i] = false;
+            }
+        }
+        all_uniform = all_uniform && uniform[i];
+    }
+    const sp_type *lit = sp_value_type(m, in), *lrt = &m->types[lty];
+    bld b = {c, block, at, CM_OK};
+    uint32_t ops[2] = {in, m->ops[op].operands[1]}, nop = SP_NONE, r = SP_NONE;
+    int64_t plo[SP_MAX_RANK], phi[SP_MAX_RANK], shape[SP_MAX_RANK];
+    if (all_uniform) {
+        for (uint32_t i = 0; i < rank; i++) {
+            plo[i] = offs[(size_t)i * (size_t)nd];
+            int64_t expanded = (lit->dims[i] - 1) * (intr[i] + 1) + 1;
+            phi[i] = lrt->dims[i] - (expanded + plo[i]);
+        }
+        r = emit(&b, "stablehlo.pad", ops, 2, lty, &nop);
+    } else {
+        for (uint32_t i = 0; i < rank; i++) {
+            const int64_t *row = &offs[(size_t)i * (size_t)nd];
+            int64_t mx = row[0], mn = row[0];
+            for (int64_t dev = 1; dev < nd; dev++) {
+                mx = row[dev] > mx ? row[dev] : mx;
+                mn = row[dev] < mn ? row[dev] : mn;
+            }
+            int64_t expanded = (lit->dims[i] - 1) * (intr[i] + 1) + 1;
+            plo[i] = mx > 0 ? mx : 0;
+            int64_t h = lrt->dims[i] - mn - expanded;
+            phi[i] = h > 0 ? h : 0;
+            shape[i] = plo[i] + expanded + phi[i];
+        }
+        uint32_t sty = SP_NONE;
+        b.st = retyped(m, lit, shape, &sty);
+        r = emit(&b, "stablehlo.pad", ops, 2, sty, &nop);
+    }
+    if (r != SP_NONE) {
+        set_attr(&b, nop, "edge_padding_high", darr_attr(m, phi, rank));
+        set_attr(&b, nop, "edge_padding_low", darr_attr(m, plo, rank));
+        set_attr(&b, nop, "interior_padding", darr_attr(m, intr, rank));
+    }
+    if (!all_uniform && b.st == CM_OK) {
+        uint32_t dsops[SP_MAX_RANK + 1];
+        dsops[0] = r;
+        uint32_t id = device_id(&b);
+        int64_t *table = cm_alloc(sizeof *table * (size_t)(nd + 1));
+        if (table == NULL) {
+            cm_free(offs);
+            return CM_ENOMEM;
+        }
+        for (uint32_t i = 0; i < rank && b.st == CM_OK; i++) {
+            const int64_t *row = &offs[(size_t)i * (size_t)nd];
+            for (int64_t dev = 0; dev < nd; dev++) {
+                table[dev] = plo[i] - row[dev];
+            }
+            if (uniform[i]) {
+                dsops[i + 1] = const_i64(&b, table, 1, NULL, 0);
+            } else {
+                int64_t one = 1;
+                uint32_t t = const_i64(&b, table, (size_t)nd, &nd, 1), sop = SP_NONE;
+                uint32_t two[2] = {t, id};
+                uint32_t sl = emit(&b, "stablehlo.dynamic_slice", two, 2,
+                                   tensor_type(&b, SP_ELEM_I64, &one, 1), &sop);
+                if (sl != SP_NONE) {
+                    set_attr(&b, sop, "slice_sizes", darr_attr(m, &one, 1));
+                }
+                dsops[i + 1] = emit(&b, "stablehlo.reshape", &sl, 1, scalar_type(&b, SP_ELEM_I64), NULL);
+            }
+        }
+        cm_free(table);
+        uint32_t dop = SP_NONE;
+        r = emit(&b, "stablehlo.dynamic_slice", dsops, rank + 1, lty, &dop);
+        if (r != SP_NONE) {
+            set_attr(&b, dop, "slice_sizes", darr_attr(m, lrt->dims, rank));
+        }
+    }
+    cm_free(offs);
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
+}
+
 /* s without the axes named in manual (a manual computation's body view of
  * its in sharding), in m's arena; NULL when out of memory. */
 static sp_sharding *without_manual(sp_module *m, const sp_sharding *s, const sp_attr *manual)
@@ -1933,6 +2070,10 @@ static cm_status convert_block(g2l *c, uint32_t block)
             break;
         case SP_OP_IOTA:
             st = convert_iota(c, op, block, i);
+            regions = false;
+            break;
+        case SP_OP_PAD:
+            st = convert_pad(c, op, orig0, block, i);
             regions = false;
             break;
         case SP_OP_SLICE:
