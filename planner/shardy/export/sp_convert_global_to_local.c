@@ -1875,6 +1875,79 @@ static cm_status convert_pad(g2l *c, uint32_t op, uint32_t orig_in, uint32_t blo
     return b.st;
 }
 
+/* The integer parameter name of a dialect attribute (dimension numbers), or -1. */
+static int64_t param_int(const sp_attr *a, const char *name)
+{
+    if (a == NULL || a->kind != SP_ATTR_PARAMS) {
+        return -1;
+    }
+    for (uint32_t i = 0; i < a->u.params.n; i++) {
+        const sp_attr *v = a->u.params.items[i].value;
+        if (strcmp(a->u.params.items[i].name, name) == 0 && v->kind == SP_ATTR_INT) {
+            return v->u.i.v;
+        }
+    }
+    return -1;
+}
+
+/* A group count divided by the size of the axes sharding its dimension (at
+ * most down to 1), as Shardy's getLocalGroupCount. */
+static int64_t local_group_count(int64_t global, const sp_sharding *s, int64_t dim,
+                                 const sp_mesh *mesh)
+{
+    if (global <= 1 || s == NULL || dim < 0 || (uint64_t)dim >= s->rank ||
+        s->dims[dim].n_axes == 0) {
+        return global;
+    }
+    int64_t n = axes_size(mesh, s->dims[dim].axes, s->dims[dim].n_axes);
+    int64_t div = n < global ? n : global;
+    return div > 0 ? global / div : global;
+}
+
+/* stablehlo.convolution: the local op with the group counts divided by
+ * the sharding of their dimensions; like Shardy's rebuilt op it keeps only
+ * the convolution's own attributes. */
+static cm_status convert_convolution(g2l *c, uint32_t op, uint32_t lhs, uint32_t rhs)
+{
+    sp_module *m = c->m;
+    uint32_t res = m->ops[op].first_result;
+    const sp_sharding *ls = value_sharding(c, lhs), *rs = value_sharding(c, rhs);
+    const sp_sharding *os = value_sharding(c, res);
+    if (fully_replicated(ls) && fully_replicated(rs) && fully_replicated(os)) {
+        return localize_value(c, res, op);
+    }
+    const sp_mesh *mesh = mesh_of(m, ls);
+    mesh = mesh != NULL ? mesh : mesh_of(m, rs);
+    mesh = mesh != NULL ? mesh : mesh_of(m, os);
+    if (mesh == NULL) {
+        op_fail(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    cm_status st = localize_value(c, res, op);
+    if (st != CM_OK) {
+        return st;
+    }
+    const sp_attr *dn = sp_op_attr(m, op, "dimension_numbers");
+    const sp_attr *fg = sp_op_attr(m, op, "feature_group_count");
+    const sp_attr *bg = sp_op_attr(m, op, "batch_group_count");
+    int64_t f = fg != NULL && fg->kind == SP_ATTR_INT ? fg->u.i.v : 1;
+    int64_t bgc = bg != NULL && bg->kind == SP_ATTR_INT ? bg->u.i.v : 1;
+    int64_t lf = local_group_count(f, rs, param_int(dn, "kernel_output_feature_dimension"), mesh);
+    int64_t lb = local_group_count(bgc, ls, param_int(dn, "input_batch_dimension"), mesh);
+    /* drop the discardable attributes (sdy.sharding and other dialects') */
+    for (uint32_t i = m->ops[op].n_attrs; i-- > 0;) {
+        if (strchr(m->ops[op].attrs[i].name, '.') != NULL) {
+            sp_op_remove_attr(m, op, m->ops[op].attrs[i].name);
+        }
+    }
+    sp_attr *fa = int_attr(m, lf, "i64"), *ba = int_attr(m, lb, "i64");
+    if (fa == NULL || ba == NULL || sp_op_set_attr(m, op, "feature_group_count", fa) != CM_OK ||
+        sp_op_set_attr(m, op, "batch_group_count", ba) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    return CM_OK;
+}
+
 /* s without the axes named in manual (a manual computation's body view of
  * its in sharding), in m's arena; NULL when out of memory. */
 static sp_sharding *without_manual(sp_module *m, const sp_sharding *s, const sp_attr *manual)
@@ -2017,7 +2090,7 @@ static cm_status convert_block(g2l *c, uint32_t block)
         sp_op *o = &m->ops[op];
         uint32_t orig0 = o->n_operands > 0 ? o->operands[0] : SP_NONE;
         uint32_t *orig = NULL;
-        if (o->kind == SP_OP_CONCATENATE) {
+        if (o->kind == SP_OP_CONCATENATE || (o->kind == SP_OP_CONVOLUTION && o->n_operands == 2)) {
             orig = cm_alloc(sizeof *orig * (o->n_operands + 1u));
             if (orig == NULL) {
                 return CM_ENOMEM;
@@ -2070,6 +2143,11 @@ static cm_status convert_block(g2l *c, uint32_t block)
             break;
         case SP_OP_IOTA:
             st = convert_iota(c, op, block, i);
+            regions = false;
+            break;
+        case SP_OP_CONVOLUTION:
+            st = convert_convolution(c, op, orig0, orig != NULL ? orig[1] : SP_NONE);
+            cm_free(orig);
             regions = false;
             break;
         case SP_OP_PAD:
