@@ -217,11 +217,11 @@ static sp_attr *darr_attr(sp_module *m, const int64_t *v, uint32_t n)
 
 /* `dense<...> : tensor<d0 x ... x i64>` of the n values v, row major (a
  * splat body when they are all equal, as MLIR prints them). */
-static sp_attr *dense_i64(sp_module *m, const int64_t *v, size_t n, const int64_t *dims,
+static sp_attr *dense_int(sp_module *m, sp_elem e, const int64_t *v, size_t n, const int64_t *dims,
                           uint32_t rank)
 {
     uint32_t ty;
-    if (sp_module_tensor_type(m, SP_ELEM_I64, dims, rank, &ty, NULL) != CM_OK || n > UINT32_MAX) {
+    if (sp_module_tensor_type(m, e, dims, rank, &ty, NULL) != CM_OK || n > UINT32_MAX) {
         return NULL;
     }
     bool splat = n > 0;
@@ -278,6 +278,12 @@ static sp_attr *dense_i64(sp_module *m, const int64_t *v, size_t n, const int64_
     a->u.dense.ints = ints;
     a->u.dense.n_ints = (uint32_t)n;
     return a;
+}
+
+static sp_attr *dense_i64(sp_module *m, const int64_t *v, size_t n, const int64_t *dims,
+                          uint32_t rank)
+{
+    return dense_int(m, SP_ELEM_I64, v, n, dims, rank);
 }
 
 /* `#stablehlo.channel_handle<handle = h, type = 1>` with the next handle. */
@@ -362,6 +368,18 @@ static uint32_t const_i64(bld *b, const int64_t *v, size_t n, const int64_t *dim
     uint32_t r = emit(b, "stablehlo.constant", NULL, 0, tensor_type(b, SP_ELEM_I64, dims, rank), &op);
     if (r != SP_NONE) {
         set_attr(b, op, "value", dense_i64(b->c->m, v, n, dims, rank));
+    }
+    return r;
+}
+
+/* `stablehlo.constant` of an integer tensor of element type e. */
+static uint32_t const_int(bld *b, sp_elem e, const int64_t *v, size_t n, const int64_t *dims,
+                          uint32_t rank)
+{
+    uint32_t op = SP_NONE;
+    uint32_t r = emit(b, "stablehlo.constant", NULL, 0, tensor_type(b, e, dims, rank), &op);
+    if (r != SP_NONE) {
+        set_attr(b, op, "value", dense_int(b->c->m, e, v, n, dims, rank));
     }
     return r;
 }
@@ -1948,6 +1966,326 @@ static cm_status convert_convolution(g2l *c, uint32_t op, uint32_t lhs, uint32_t
     return CM_OK;
 }
 
+/* The integers of parameter name of a dialect attribute (none: n = 0). */
+static const int64_t *param_ints(sp_module *m, const sp_attr *a, const char *name, uint32_t *n)
+{
+    *n = 0;
+    if (a == NULL || a->kind != SP_ATTR_PARAMS) {
+        return NULL;
+    }
+    for (uint32_t i = 0; i < a->u.params.n; i++) {
+        const int64_t *v = NULL;
+        if (strcmp(a->u.params.items[i].name, name) == 0 &&
+            sp_attr_ints(a->u.params.items[i].value, &v, n, &m->arena)) {
+            return v;
+        }
+    }
+    *n = 0;
+    return NULL;
+}
+
+static bool contains(const int64_t *v, uint32_t n, int64_t x)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (v[i] == x) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* `stablehlo.compare dir, a, b` with an i1 result shaped as a. */
+static uint32_t compare(bld *b, uint32_t x, uint32_t y, const char *dir)
+{
+    sp_module *m = b->c->m;
+    const sp_type *t = sp_value_type(m, x);
+    uint32_t ops[2] = {x, y}, op = SP_NONE;
+    uint32_t r = emit(b, "stablehlo.compare", ops, 2, tensor_type(b, SP_ELEM_I1, t->dims, t->rank),
+                      &op);
+    if (r != SP_NONE) {
+        sp_attr *d = sp_attr_new(m, SP_ATTR_ENUM);
+        if (d != NULL) {
+            d->u.enm.dialect = "stablehlo";
+            d->u.enm.kind = "comparison_direction";
+            d->u.enm.value = dir;
+        }
+        set_attr(b, op, "comparison_direction", d);
+    }
+    return r;
+}
+
+static uint32_t binop(bld *b, const char *name, uint32_t x, uint32_t y)
+{
+    uint32_t ops[2] = {x, y};
+    return emit(b, name, ops, 2, x != SP_NONE ? b->c->m->values[x].type : SP_NONE, NULL);
+}
+
+static uint32_t broadcast(bld *b, uint32_t v, uint32_t ty, const int64_t *dims, uint32_t n)
+{
+    uint32_t op = SP_NONE;
+    uint32_t r = emit(b, "stablehlo.broadcast_in_dim", &v, 1, ty, &op);
+    if (r != SP_NONE) {
+        set_attr(b, op, "broadcast_dimensions", darr_attr(b->c->m, dims, n));
+    }
+    return r;
+}
+
+/* Shardy's computeLocalIndicesAndMask for a gather (is_gather: indices
+ * clamped to the global bounds first) or scatter: indices made local along
+ * the trivially sliced sharded dimensions they index, and (want_mask) the
+ * i1 mask of the indices this device's shard holds; *mask is SP_NONE when
+ * none is needed. */
+static uint32_t local_indices(bld *b, uint32_t idx, const sp_mesh *mesh, const sp_sharding *s,
+                              const sp_type *gt, const sp_type *lt, int64_t ivd,
+                              const int64_t *sim, uint32_t n_sim, const int64_t *triv,
+                              uint32_t n_triv, bool is_gather, bool want_mask, uint32_t *mask)
+{
+    sp_module *m = b->c->m;
+    const sp_type *it = sp_value_type(m, idx);
+    sp_elem ie = it->elem;
+    uint32_t ity = idx != SP_NONE ? m->values[idx].type : SP_NONE;
+    uint32_t adjusted = idx;
+    *mask = SP_NONE;
+    bool by_index = false, by_device = false;
+    for (uint32_t k = 0; k < n_triv; k++) {
+        by_index = by_index || contains(sim, n_sim, triv[k]);
+        by_device = by_device || !contains(sim, n_sim, triv[k]);
+    }
+    if (by_index && n_sim <= SP_MAX_RANK) {
+        uint32_t base = idx;
+        if (is_gather) {
+            int64_t zero = 0;
+            uint32_t lo = const_int(b, ie, &zero, 1, it->dims, it->rank);
+            int64_t maxv[SP_MAX_RANK];
+            for (uint32_t k = 0; k < n_sim; k++) {
+                maxv[k] = gt->dims[sim[k]] - 1;
+            }
+            uint32_t hi;
+            if (ivd < (int64_t)it->rank && n_sim > 1) {
+                int64_t nn = n_sim;
+                uint32_t cst = const_int(b, ie, maxv, n_sim, &nn, 1);
+                hi = broadcast(b, cst, ity, &ivd, 1);
+            } else {
+                hi = const_int(b, ie, maxv, 1, it->dims, it->rank);
+            }
+            uint32_t ops[3] = {lo, idx, hi};
+            base = emit(b, "stablehlo.clamp", ops, 3, ity, NULL);
+        }
+        uint32_t mins[SP_MAX_RANK], maxs[SP_MAX_RANK];
+        uint32_t sty = scalar_type(b, ie);
+        for (uint32_t k = 0; k < n_sim; k++) {
+            int64_t d = sim[k];
+            if (!contains(triv, n_triv, d)) {
+                int64_t zero = 0, mx = gt->dims[d] - 1;
+                mins[k] = const_int(b, ie, &zero, 1, NULL, 0);
+                if (want_mask) {
+                    maxs[k] = const_int(b, ie, &mx, 1, NULL, 0);
+                }
+                continue;
+            }
+            int64_t shard = lt->dims[d];
+            uint32_t off = dim_offset(b, mesh, s->dims[d].axes, s->dims[d].n_axes, shard);
+            off = emit(b, "stablehlo.convert", &off, 1, sty, NULL);
+            mins[k] = off;
+            if (want_mask) {
+                int64_t sm1 = shard - 1;
+                uint32_t cst = const_int(b, ie, &sm1, 1, NULL, 0);
+                maxs[k] = binop(b, "stablehlo.add", off, cst);
+            }
+        }
+        uint32_t bounds_t[2] = {SP_NONE, SP_NONE};
+        for (int w = 0; w < (want_mask ? 2 : 1); w++) {
+            const uint32_t *bv = w == 0 ? mins : maxs;
+            if (ivd >= (int64_t)it->rank || it->dims[ivd] == 1) {
+                bounds_t[w] = broadcast(b, bv[0], ity, NULL, 0);
+            } else {
+                uint32_t parts[SP_MAX_RANK];
+                int64_t one = 1, nn = n_sim;
+                for (uint32_t k = 0; k < n_sim; k++) {
+                    parts[k] = emit(b, "stablehlo.reshape", &bv[k], 1,
+                                    tensor_type(b, ie, &one, 1), NULL);
+                }
+                uint32_t cop = SP_NONE;
+                uint32_t cat = emit(b, "stablehlo.concatenate", parts, n_sim,
+                                    tensor_type(b, ie, &nn, 1), &cop);
+                if (cat != SP_NONE) {
+                    set_attr(b, cop, "dimension", int_attr(m, 0, "i64"));
+                }
+                bounds_t[w] = broadcast(b, cat, ity, &ivd, 1);
+            }
+        }
+        adjusted = binop(b, "stablehlo.subtract", base, bounds_t[0]);
+        if (want_mask) {
+            uint32_t ge = compare(b, base, bounds_t[0], "GE");
+            uint32_t le = compare(b, base, bounds_t[1], "LE");
+            *mask = binop(b, "stablehlo.and", ge, le);
+        }
+    }
+    if (want_mask && by_device) {
+        uint32_t pm = SP_NONE;
+        for (uint32_t k = 0; k < n_triv; k++) {
+            int64_t d = triv[k];
+            if (contains(sim, n_sim, d)) {
+                continue;
+            }
+            uint32_t off = dim_offset(b, mesh, s->dims[d].axes, s->dims[d].n_axes, lt->dims[d]);
+            int64_t zero = 0;
+            uint32_t z = const_int(b, SP_ELEM_I64, &zero, 1, NULL, 0);
+            uint32_t eq = compare(b, off, z, "EQ");
+            pm = pm == SP_NONE ? eq : binop(b, "stablehlo.and", pm, eq);
+        }
+        if (*mask != SP_NONE) {
+            pm = broadcast(b, pm, m->values[*mask].type, NULL, 0);
+            *mask = binop(b, "stablehlo.and", *mask, pm);
+        } else {
+            *mask = pm;
+        }
+    }
+    return adjusted;
+}
+
+/* A dense zero of tensor type ty, as a constant. */
+static uint32_t zero_const(bld *b, uint32_t ty)
+{
+    sp_module *m = b->c->m;
+    uint32_t op = SP_NONE;
+    uint32_t r = emit(b, "stablehlo.constant", NULL, 0, ty, &op);
+    if (r == SP_NONE) {
+        return r;
+    }
+    sp_elem e = m->types[ty].elem;
+    sp_attr *a = sp_attr_new(m, SP_ATTR_DENSE);
+    int64_t *z = cm_arena_alloc(&m->arena, sizeof *z);
+    if (a == NULL || z == NULL) {
+        b->st = CM_ENOMEM;
+        return SP_NONE;
+    }
+    bool is_int = e >= SP_ELEM_I1 && e <= SP_ELEM_UI64;
+    *z = 0;
+    a->u.dense.body = e == SP_ELEM_I1 ? "false" : is_int ? "0" : "0.000000e+00";
+    a->u.dense.type = ty;
+    a->u.dense.ints = is_int ? z : NULL;
+    a->u.dense.n_ints = is_int ? 1 : 0;
+    set_attr(b, op, "value", a);
+    return r;
+}
+
+/* stablehlo.gather of a sharded operand: local slice sizes; when a sharded
+ * dimension is sliced trivially (size 1, not batching), local indices, a
+ * mask of the indices this device holds, and a select that zeroes the
+ * rest (the sdy.all_reduce after it combines the shards). */
+static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t block, uint32_t at)
+{
+    sp_module *m = c->m;
+    uint32_t res = m->ops[op].first_result, lty;
+    const sp_sharding *s = value_sharding(c, orig_in);
+    if (fully_replicated(s) || m->ops[op].n_operands != 2) {
+        return localize_value(c, res, op);
+    }
+    const sp_mesh *mesh = mesh_of(m, s);
+    const sp_type *gt = &m->types[orig_in < c->n_orig ? c->gty[orig_in] : m->values[orig_in].type];
+    uint32_t rank = gt->rank;
+    const int64_t *ss = darr_of(m, op, "slice_sizes", rank);
+    const sp_attr *dn = sp_op_attr(m, op, "dimension_numbers");
+    if (mesh == NULL || ss == NULL || dn == NULL || s->rank != rank || rank > SP_MAX_RANK) {
+        op_fail(c, op, "failed to resolve mesh");
+        return CM_EINVAL;
+    }
+    uint32_t n_bat, n_sim, n_off;
+    const int64_t *bat = param_ints(m, dn, "operand_batching_dims", &n_bat);
+    const int64_t *sim = param_ints(m, dn, "start_index_map", &n_sim);
+    const int64_t *offd = param_ints(m, dn, "offset_dims", &n_off);
+    int64_t ivd = param_int(dn, "index_vector_dim");
+    int64_t triv[SP_MAX_RANK], lss[SP_MAX_RANK];
+    uint32_t n_triv = 0;
+    for (uint32_t i = 0; i < rank; i++) {
+        const sp_dim_sharding *d = &s->dims[i];
+        int64_t n = d->n_axes > 0 ? axes_size(mesh, d->axes, d->n_axes) : 1;
+        lss[i] = ss[i];
+        if (d->n_axes > 0 && n > 1 && ss[i] == 1 && !contains(bat, n_bat, i)) {
+            triv[n_triv++] = i;
+        }
+        if (ss[i] == 1 || contains(bat, n_bat, i) || d->n_axes == 0) {
+            continue;
+        }
+        if (ss[i] != gt->dims[i] || ss[i] % n != 0) {
+            op_fail(c, op, "has a sharded dimension that is neither sliced whole nor trivially");
+            return CM_EINVAL;
+        }
+        lss[i] = ss[i] / n;
+    }
+    cm_status st = value_local_type(c, res, op, &lty);
+    if (st != CM_OK) {
+        return st;
+    }
+    sp_attr *sa = darr_attr(m, lss, rank);
+    if (sa == NULL) {
+        return CM_ENOMEM;
+    }
+    if (n_triv == 0) {
+        m->values[res].type = lty;
+        return sp_op_set_attr(m, op, "slice_sizes", sa);
+    }
+    bld b = {c, block, at, CM_OK};
+    uint32_t operand = m->ops[op].operands[0], idx = m->ops[op].operands[1], mask;
+    const sp_type *lt = sp_value_type(m, operand);
+    uint32_t adj = local_indices(&b, idx, mesh, s, gt, lt, ivd, sim, n_sim, triv, n_triv, true,
+                                 true, &mask);
+    uint32_t gop = SP_NONE, ops[2] = {operand, adj};
+    uint32_t g = emit(&b, "stablehlo.gather", ops, 2, lty, &gop);
+    if (g != SP_NONE) {
+        for (uint32_t i = 0; i < m->ops[op].n_attrs && b.st == CM_OK; i++) {
+            b.st = sp_op_set_attr(m, gop, m->ops[op].attrs[i].name, m->ops[op].attrs[i].value);
+        }
+        set_attr(&b, gop, "slice_sizes", sa);
+    }
+    if (b.st != CM_OK || mask == SP_NONE) {
+        return b.st != CM_OK ? b.st : CM_EINVAL;
+    }
+    const sp_type *mt = sp_value_type(m, mask);
+    if (mt->rank > 0 && ivd >= 0 && ivd < (int64_t)mt->rank) {
+        int64_t red[SP_MAX_RANK];
+        uint32_t nr = 0;
+        for (uint32_t i = 0; i < mt->rank; i++) {
+            if ((int64_t)i != ivd) {
+                red[nr++] = mt->dims[i];
+            }
+        }
+        int64_t one = 1;
+        uint32_t init = const_int(&b, SP_ELEM_I1, &one, 1, NULL, 0), rop = SP_NONE;
+        uint32_t rops[2] = {mask, init};
+        mask = emit(&b, "stablehlo.reduce", rops, 2, tensor_type(&b, SP_ELEM_I1, red, nr), &rop);
+        if (mask != SP_NONE) {
+            set_attr(&b, rop, "dimensions", darr_attr(m, &ivd, 1));
+            if (b.st == CM_OK) {
+                b.st = reduce_body(c, rop, SP_ELEM_I1, "stablehlo.and");
+            }
+        }
+        if (b.st != CM_OK) {
+            return b.st;
+        }
+        mt = sp_value_type(m, mask);
+    }
+    const sp_type *rt = &m->types[lty];
+    int64_t bd[SP_MAX_RANK];
+    uint32_t nb = 0;
+    if (mt->rank > 0) {
+        for (uint32_t i = 0; i < rt->rank; i++) {
+            if (!contains(offd, n_off, i)) {
+                bd[nb++] = i;
+            }
+        }
+    }
+    uint32_t bm = broadcast(&b, mask, tensor_type(&b, SP_ELEM_I1, rt->dims, rt->rank), bd, nb);
+    uint32_t z = zero_const(&b, lty);
+    uint32_t sops[3] = {bm, g, z};
+    uint32_t r = emit(&b, "stablehlo.select", sops, 3, lty, NULL);
+    if (b.st == CM_OK) {
+        replace_op(c, op, &r, 1);
+    }
+    return b.st;
+}
+
 /* s without the axes named in manual (a manual computation's body view of
  * its in sharding), in m's arena; NULL when out of memory. */
 static sp_sharding *without_manual(sp_module *m, const sp_sharding *s, const sp_attr *manual)
@@ -2148,6 +2486,10 @@ static cm_status convert_block(g2l *c, uint32_t block)
         case SP_OP_CONVOLUTION:
             st = convert_convolution(c, op, orig0, orig != NULL ? orig[1] : SP_NONE);
             cm_free(orig);
+            regions = false;
+            break;
+        case SP_OP_GATHER:
+            st = convert_gather(c, op, orig0, block, i);
             regions = false;
             break;
         case SP_OP_PAD:
