@@ -134,7 +134,8 @@ static cm_status local_type(sp_module *m, uint32_t ty, const sp_sharding *s, uin
                             int64_t *bad_dim)
 {
     *out = ty;
-    const sp_type *t = &m->types[ty];
+    sp_type t_v = *&m->types[ty]; /* a copy: interning may move m->types */
+    const sp_type *t = &t_v;
     const sp_mesh *mesh = mesh_of(m, s);
     if (mesh == NULL || t->kind != SP_TYPE_TENSOR || t->rank != s->rank || t->rank > SP_MAX_RANK) {
         return CM_OK;
@@ -460,7 +461,8 @@ static uint32_t slice_for_axes(bld *b, uint32_t g, const sp_mesh *mesh, const sp
                                uint32_t local_ty)
 {
     sp_module *m = b->c->m;
-    const sp_type *lt = &m->types[local_ty];
+    sp_type lt_v = *&m->types[local_ty]; /* a copy: interning may move m->types */
+    const sp_type *lt = &lt_v;
     uint32_t rank = lt->rank;
     uint32_t ops[SP_MAX_RANK + 1];
     ops[0] = g;
@@ -672,7 +674,8 @@ static uint32_t reshape_to(bld *b, uint32_t v, const int64_t *dims, uint32_t ran
 static uint32_t transpose_by(bld *b, uint32_t v, const int64_t *perm, uint32_t rank)
 {
     sp_module *m = b->c->m;
-    const sp_type *t = sp_value_type(m, v);
+    sp_type t_v = *sp_value_type(m, v); /* a copy: interning may move m->types */
+    const sp_type *t = &t_v;
     int64_t dims[SP_MAX_RANK];
     uint32_t ty = SP_NONE, op = SP_NONE;
     for (uint32_t i = 0; i < rank && i < t->rank; i++) {
@@ -716,7 +719,8 @@ static cm_status convert_all_to_all(g2l *c, uint32_t op, uint32_t block, uint32_
     const sp_mesh *mesh = mesh_of(m, s);
     const sp_attr *pa = sp_op_attr(m, op, "params");
     uint32_t in = m->ops[op].operands[0];
-    const sp_type *t = sp_value_type(m, in);
+    sp_type t_v = *sp_value_type(m, in); /* a copy: interning may move m->types */
+    const sp_type *t = &t_v;
     if (mesh == NULL || pa == NULL || pa->kind != SP_ATTR_ALL_TO_ALL || pa->u.a2a.n == 0) {
         op_fail(c, op, "failed to resolve mesh");
         return CM_EINVAL;
@@ -773,7 +777,7 @@ static cm_status convert_all_to_all(g2l *c, uint32_t op, uint32_t block, uint32_
             }
         }
         int64_t per[SP_MAX_RANK];
-        sp_axis_ref all[G2L_MAX_AXES];
+        sp_axis_ref all[G2L_MAX_AXES] = {{NULL, 0, 0}};
         uint32_t n_all = 0;
         for (uint32_t i = 0; i < np; i++) {
             const sp_axis_list *l = &pa->u.a2a.items[order[i]].axes;
@@ -825,7 +829,8 @@ static cm_status convert_all_to_all(g2l *c, uint32_t op, uint32_t block, uint32_
         if (b.st != CM_OK) {
             return b.st;
         }
-        const sp_type *t0 = sp_value_type(m, tr0);
+        sp_type t0_v = *sp_value_type(m, tr0); /* a copy: interning may move m->types */
+        const sp_type *t0 = &t0_v;
         int64_t shape1[2 * SP_MAX_RANK];
         uint32_t n1 = 0;
         shape1[n1++] = gs;
@@ -858,7 +863,8 @@ static cm_status convert_all_to_all(g2l *c, uint32_t op, uint32_t block, uint32_
         if (b.st != CM_OK) {
             return b.st;
         }
-        const sp_type *t1 = sp_value_type(m, tr1);
+        sp_type t1_v = *sp_value_type(m, tr1); /* a copy: interning may move m->types */
+        const sp_type *t1 = &t1_v;
         int64_t fin[SP_MAX_RANK];
         uint32_t nf = 0;
         for (uint32_t i = 0; i < n_p1; i++) {
@@ -916,7 +922,8 @@ static cm_status convert_reduce_scatter(g2l *c, uint32_t op, uint32_t orig_in, u
     const sp_mesh *mesh = mesh_of(m, s);
     const sp_attr *ax = sp_op_attr(m, op, "reduce_scatter_axes");
     uint32_t in = m->ops[op].operands[0], lty;
-    const sp_type *t = sp_value_type(m, in);
+    sp_type t_v = *sp_value_type(m, in); /* a copy: interning may move m->types */
+    const sp_type *t = &t_v;
     if (mesh == NULL || ax == NULL || ax->kind != SP_ATTR_AXIS_LISTS ||
         ax->u.axis_lists.n != t->rank || t->rank > SP_MAX_RANK) {
         op_fail(c, op, "failed to resolve mesh");
@@ -927,7 +934,7 @@ static cm_status convert_reduce_scatter(g2l *c, uint32_t op, uint32_t orig_in, u
         return st;
     }
     uint32_t rank = t->rank, n_dims = 0, last = 0, n_all = 0;
-    sp_axis_ref all[G2L_MAX_AXES];
+    sp_axis_ref all[G2L_MAX_AXES] = {{NULL, 0, 0}};
     for (uint32_t d = 0; d < rank; d++) {
         const sp_axis_list *l = &ax->u.axis_lists.items[d];
         if (l->n == 0) {
@@ -987,7 +994,8 @@ static cm_status convert_reduce_scatter(g2l *c, uint32_t op, uint32_t orig_in, u
         uint32_t v = reshape_to(&b, in, split, ns);
         v = transpose_by(&b, v, perm, np);
         int64_t comb[SP_MAX_RANK + 1];
-        const sp_type *ltt = &m->types[lty];
+        sp_type ltt_v = *&m->types[lty]; /* a copy: interning may move m->types */
+        const sp_type *ltt = &ltt_v;
         comb[0] = total;
         for (uint32_t d = 0; d < rank; d++) {
             comb[d + 1] = ltt->dims[d];
@@ -1159,10 +1167,12 @@ static void replace_op(g2l *c, uint32_t op, const uint32_t *vals, uint32_t n)
 static cm_status func_signature(g2l *c, uint32_t f)
 {
     sp_module *m = c->m;
-    const sp_type *ft = sp_func_type(m, f);
-    if (ft == NULL || m->ops[f].n_regions == 0 || m->ops[f].regions[0].n_blocks == 0) {
+    const sp_type *ftp = sp_func_type(m, f);
+    if (ftp == NULL || m->ops[f].n_regions == 0 || m->ops[f].regions[0].n_blocks == 0) {
         return CM_OK; /* a declaration */
     }
+    sp_type ft_v = *ftp; /* a copy: interning may move m->types */
+    const sp_type *ft = &ft_v;
     uint32_t blk = m->ops[f].regions[0].blocks[0];
     uint32_t n_res = ft->n_results;
     uint32_t *res = cm_alloc(sizeof *res * (n_res + 1u));
@@ -1304,7 +1314,8 @@ static uint32_t all_gather_dim(bld *b, uint32_t v, int64_t dim, const sp_shardin
 {
     g2l *c = b->c;
     sp_module *m = c->m;
-    const sp_type *t = sp_value_type(m, v);
+    sp_type t_v = *sp_value_type(m, v); /* a copy: interning may move m->types */
+    const sp_type *t = &t_v;
     int64_t gs = 1;
     sp_attr *rg = replica_groups(c, s, mesh, axes, n, &gs);
     int64_t dims[SP_MAX_RANK];
@@ -1348,7 +1359,8 @@ static cm_status convert_all_gather(g2l *c, uint32_t op, uint32_t block, uint32_
         n_dims += ax->u.axis_lists.items[d].n > 0;
     }
     uint32_t in = m->ops[op].operands[0];
-    const sp_type *t = sp_value_type(m, in);
+    sp_type t_v = *sp_value_type(m, in); /* a copy: interning may move m->types */
+    const sp_type *t = &t_v;
     if (n_dims == 0 || t->kind != SP_TYPE_TENSOR || t->rank != ax->u.axis_lists.n) {
         op_error(c, op, "has no gathering axes");
         return CM_EINVAL;
@@ -1368,7 +1380,7 @@ static cm_status convert_all_gather(g2l *c, uint32_t op, uint32_t block, uint32_
             op_error(c, op, "has too high a rank");
             return CM_EINVAL;
         }
-        sp_axis_ref all[G2L_MAX_AXES];
+        sp_axis_ref all[G2L_MAX_AXES] = {{NULL, 0, 0}};
         uint32_t n_all = 0;
         int64_t factors[SP_MAX_RANK];
         uint32_t gdims[SP_MAX_RANK], ng = 0;
@@ -1594,7 +1606,8 @@ static cm_status convert_iota(g2l *c, uint32_t op, uint32_t block, uint32_t at)
         set_attr(&b, nop, "iota_dimension", int_attr(m, d, "i64"));
     }
     if (s->dims[d].n_axes > 0) {
-        const sp_type *lt = &m->types[lty];
+        sp_type lt_v = *&m->types[lty]; /* a copy: interning may move m->types */
+        const sp_type *lt = &lt_v;
         uint32_t off = dim_offset(&b, mesh, s->dims[d].axes, s->dims[d].n_axes, lt->dims[d]);
         uint32_t conv = emit(&b, "stablehlo.convert", &off, 1, scalar_type(&b, lt->elem), NULL);
         uint32_t bop = SP_NONE;
@@ -1643,7 +1656,8 @@ static cm_status convert_slice(g2l *c, uint32_t op, uint32_t orig_in, uint32_t b
     sp_module *m = c->m;
     uint32_t in = m->ops[op].operands[0], res = m->ops[op].first_result, lty;
     const sp_sharding *is = value_sharding(c, orig_in), *os = value_sharding(c, res);
-    const sp_type *gt = &m->types[orig_in < c->n_orig ? c->gty[orig_in] : m->values[orig_in].type];
+    sp_type gt_v = *&m->types[orig_in < c->n_orig ? c->gty[orig_in] : m->values[orig_in].type]; /* a copy: interning may move m->types */
+    const sp_type *gt = &gt_v;
     if (fully_replicated(is) && fully_replicated(os)) {
         return localize_value(c, res, op);
     }
@@ -1651,7 +1665,8 @@ static cm_status convert_slice(g2l *c, uint32_t op, uint32_t orig_in, uint32_t b
     const int64_t *start = darr_of(m, op, "start_indices", rank);
     const int64_t *limit = darr_of(m, op, "limit_indices", rank);
     const int64_t *strides = darr_of(m, op, "strides", rank);
-    const sp_type *rt = sp_value_type(m, res);
+    sp_type rt_v = *sp_value_type(m, res); /* a copy: interning may move m->types */
+    const sp_type *rt = &rt_v;
     if (start == NULL || limit == NULL || strides == NULL || rank > SP_MAX_RANK ||
         (is != NULL && is->rank != rank) || (os != NULL && os->rank != rank)) {
         op_error(c, op, "has malformed slice indices");
@@ -1777,8 +1792,10 @@ static cm_status convert_pad(g2l *c, uint32_t op, uint32_t orig_in, uint32_t blo
         op_fail(c, op, "failed to resolve mesh");
         return CM_EINVAL;
     }
-    const sp_type *git = &m->types[orig_in < c->n_orig ? c->gty[orig_in] : m->values[orig_in].type];
-    const sp_type *grt = sp_value_type(m, res);
+    sp_type git_v = *&m->types[orig_in < c->n_orig ? c->gty[orig_in] : m->values[orig_in].type]; /* a copy: interning may move m->types */
+    const sp_type *git = &git_v;
+    sp_type grt_v = *sp_value_type(m, res); /* a copy: interning may move m->types */
+    const sp_type *grt = &grt_v;
     uint32_t rank = git->rank;
     const int64_t *low = darr_of(m, op, "edge_padding_low", rank);
     const int64_t *intr = darr_of(m, op, "interior_padding", rank);
@@ -1817,7 +1834,10 @@ static cm_status convert_pad(g2l *c, uint32_t op, uint32_t orig_in, uint32_t blo
         }
         all_uniform = all_uniform && uniform[i];
     }
-    const sp_type *lit = sp_value_type(m, in), *lrt = &m->types[lty];
+    sp_type lit_v = *sp_value_type(m, in); /* a copy: interning may move m->types */
+    const sp_type *lit = &lit_v;
+    sp_type lrt_v = *&m->types[lty]; /* a copy: interning may move m->types */
+    const sp_type *lrt = &lrt_v;
     bld b = {c, block, at, CM_OK};
     uint32_t ops[2] = {in, m->ops[op].operands[1]}, nop = SP_NONE, r = SP_NONE;
     int64_t plo[SP_MAX_RANK], phi[SP_MAX_RANK], shape[SP_MAX_RANK];
@@ -1998,7 +2018,8 @@ static bool contains(const int64_t *v, uint32_t n, int64_t x)
 static uint32_t compare(bld *b, uint32_t x, uint32_t y, const char *dir)
 {
     sp_module *m = b->c->m;
-    const sp_type *t = sp_value_type(m, x);
+    sp_type t_v = *sp_value_type(m, x); /* a copy: interning may move m->types */
+    const sp_type *t = &t_v;
     uint32_t ops[2] = {x, y}, op = SP_NONE;
     uint32_t r = emit(b, "stablehlo.compare", ops, 2, tensor_type(b, SP_ELEM_I1, t->dims, t->rank),
                       &op);
@@ -2041,7 +2062,8 @@ static uint32_t local_indices(bld *b, uint32_t idx, const sp_mesh *mesh, const s
                               uint32_t n_triv, bool is_gather, bool want_mask, uint32_t *mask)
 {
     sp_module *m = b->c->m;
-    const sp_type *it = sp_value_type(m, idx);
+    sp_type it_v = *sp_value_type(m, idx); /* a copy: interning may move m->types */
+    const sp_type *it = &it_v;
     sp_elem ie = it->elem;
     uint32_t ity = idx != SP_NONE ? m->values[idx].type : SP_NONE;
     uint32_t adjusted = idx;
@@ -2183,7 +2205,8 @@ static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t 
         return localize_value(c, res, op);
     }
     const sp_mesh *mesh = mesh_of(m, s);
-    const sp_type *gt = &m->types[orig_in < c->n_orig ? c->gty[orig_in] : m->values[orig_in].type];
+    sp_type gt_v = *&m->types[orig_in < c->n_orig ? c->gty[orig_in] : m->values[orig_in].type]; /* a copy: interning may move m->types */
+    const sp_type *gt = &gt_v;
     uint32_t rank = gt->rank;
     const int64_t *ss = darr_of(m, op, "slice_sizes", rank);
     const sp_attr *dn = sp_op_attr(m, op, "dimension_numbers");
@@ -2228,7 +2251,8 @@ static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t 
     }
     bld b = {c, block, at, CM_OK};
     uint32_t operand = m->ops[op].operands[0], idx = m->ops[op].operands[1], mask;
-    const sp_type *lt = sp_value_type(m, operand);
+    sp_type lt_v = *sp_value_type(m, operand); /* a copy: interning may move m->types */
+    const sp_type *lt = &lt_v;
     uint32_t adj = local_indices(&b, idx, mesh, s, gt, lt, ivd, sim, n_sim, triv, n_triv, true,
                                  true, &mask);
     uint32_t gop = SP_NONE, ops[2] = {operand, adj};
@@ -2242,7 +2266,8 @@ static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t 
     if (b.st != CM_OK || mask == SP_NONE) {
         return b.st != CM_OK ? b.st : CM_EINVAL;
     }
-    const sp_type *mt = sp_value_type(m, mask);
+    sp_type mt_v = *sp_value_type(m, mask); /* a copy: interning may move m->types */
+    const sp_type *mt = &mt_v;
     if (mt->rank > 0 && ivd >= 0 && ivd < (int64_t)mt->rank) {
         int64_t red[SP_MAX_RANK];
         uint32_t nr = 0;
@@ -2264,9 +2289,11 @@ static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t 
         if (b.st != CM_OK) {
             return b.st;
         }
-        mt = sp_value_type(m, mask);
+        mt_v = *sp_value_type(m, mask);
+        mt = &mt_v;
     }
-    const sp_type *rt = &m->types[lty];
+    sp_type rt_v = *&m->types[lty]; /* a copy: interning may move m->types */
+    const sp_type *rt = &rt_v;
     int64_t bd[SP_MAX_RANK];
     uint32_t nb = 0;
     if (mt->rank > 0) {
