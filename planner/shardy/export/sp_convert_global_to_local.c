@@ -2313,6 +2313,289 @@ static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t 
     return b.st;
 }
 
+/* The reduction of a scatter's update computation when every result is
+ * one add, mul, max or min (and, or on i1) of its two block arguments, all
+ * the same op (Shardy's getCommonSupportedReductionOp); NULL otherwise. */
+static const char *scatter_reduction(const sp_module *m, uint32_t op, uint32_t n_in)
+{
+    const sp_op *o = &m->ops[op];
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        return NULL;
+    }
+    const sp_block *bb = &m->blocks[o->regions[0].blocks[0]];
+    if (bb->n_args != 2 * n_in || bb->n_ops == 0) {
+        return NULL;
+    }
+    const sp_op *ret = &m->ops[bb->ops[bb->n_ops - 1]];
+    if (strcmp(ret->name, "stablehlo.return") != 0 || ret->n_operands != n_in) {
+        return NULL;
+    }
+    static const char *const ok[] = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
+                                     "stablehlo.minimum", "stablehlo.and", "stablehlo.or"};
+    const char *kind = NULL;
+    for (uint32_t i = 0; i < n_in; i++) {
+        uint32_t v = ret->operands[i], def = m->values[v].def;
+        if (def == SP_NONE || m->ops[def].n_operands != 2) {
+            return NULL;
+        }
+        const char *name = m->ops[def].name;
+        bool known = false;
+        for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+            known = known || strcmp(name, ok[k]) == 0;
+        }
+        bool logical = strcmp(name, "stablehlo.and") == 0 || strcmp(name, "stablehlo.or") == 0;
+        if (!known || (logical && sp_value_type(m, v)->elem != SP_ELEM_I1)) {
+            return NULL;
+        }
+        if (kind != NULL && strcmp(kind, name) != 0) {
+            return NULL;
+        }
+        kind = name;
+        uint32_t a = m->ops[def].operands[0], b = m->ops[def].operands[1];
+        uint32_t x = bb->first_arg + i, y = bb->first_arg + i + n_in;
+        if (!((a == x && b == y) || (a == y && b == x))) {
+            return NULL;
+        }
+    }
+    return kind;
+}
+
+/* The scalar identity constant of a scatter reduction kind for element e. */
+static uint32_t identity_const(bld *b, const char *kind, sp_elem e)
+{
+    sp_module *m = b->c->m;
+    uint32_t ty = scalar_type(b, e), op = SP_NONE;
+    uint32_t r = emit(b, "stablehlo.constant", NULL, 0, ty, &op);
+    if (r == SP_NONE) {
+        return r;
+    }
+    bool is_int = e >= SP_ELEM_I1 && e <= SP_ELEM_UI64;
+    bool one = strcmp(kind, "stablehlo.multiply") == 0 || strcmp(kind, "stablehlo.and") == 0;
+    bool mx = strcmp(kind, "stablehlo.maximum") == 0, mn = strcmp(kind, "stablehlo.minimum") == 0;
+    int64_t v = one ? 1 : 0;
+    const char *body = one ? "1.000000e+00" : "0.000000e+00";
+    if (mx || mn) {
+        if (is_int) {
+            int bits = e == SP_ELEM_I8 ? 8 : e == SP_ELEM_I16 ? 16 : e == SP_ELEM_I32 ? 32 : 64;
+            int64_t big = bits == 64 ? INT64_MAX : (((int64_t)1 << (bits - 1)) - 1);
+            v = mx ? -big - 1 : big;
+        } else if (e == SP_ELEM_F32) {
+            body = mx ? "-3.40282347E+38" : "3.40282347E+38";
+        } else if (e == SP_ELEM_F64) {
+            body = mx ? "-1.7976931348623157E+308" : "1.7976931348623157E+308";
+        } else {
+            op_fail(b->c, op, "failed to get scatter reduction identity.");
+            b->st = CM_EINVAL;
+            return SP_NONE;
+        }
+    }
+    if (is_int) {
+        set_attr(b, op, "value", dense_int(m, e, &v, 1, NULL, 0));
+        return r;
+    }
+    sp_attr *a = sp_attr_new(m, SP_ATTR_DENSE);
+    if (a == NULL) {
+        b->st = CM_ENOMEM;
+        return SP_NONE;
+    }
+    a->u.dense.body = body;
+    a->u.dense.type = ty;
+    set_attr(b, op, "value", a);
+    return r;
+}
+
+/* stablehlo.scatter: when the updates are sharded on batch dimensions the
+ * operand is not, only one device per group of those axes keeps the
+ * operand (the others scatter into the identity, and the sdy.all_reduce
+ * after combines them); indices into sharded indexed dimensions of the
+ * operand are made local (writes outside the shard fall away). */
+static cm_status convert_scatter(g2l *c, uint32_t op, const uint32_t *orig, uint32_t block,
+                                 uint32_t at)
+{
+    sp_module *m = c->m;
+    sp_op *o = &m->ops[op];
+    if (o->n_operands < 3 || o->n_operands % 2 == 0 || o->n_results != (o->n_operands - 1) / 2) {
+        op_fail(c, op, "has a malformed operand list");
+        return CM_EINVAL;
+    }
+    uint32_t n_in = (o->n_operands - 1) / 2;
+    const sp_sharding *is = value_sharding(c, orig[0]), *us = value_sharding(c, orig[n_in + 1]);
+    uint32_t first = o->first_result;
+    if (fully_replicated(is) && fully_replicated(us)) {
+        for (uint32_t r = 0; r < n_in; r++) {
+            cm_status st = localize_value(c, first + r, op);
+            if (st != CM_OK) {
+                return st;
+            }
+        }
+        return CM_OK;
+    }
+    const sp_mesh *mesh = mesh_of(m, is != NULL ? is : us);
+    const sp_attr *dn = sp_op_attr(m, op, "scatter_dimension_numbers");
+    if (mesh == NULL) {
+        op_fail(c, op, "failed to resolve mesh.");
+        return CM_EINVAL;
+    }
+    uint32_t n_uwd, n_sdod, n_iwd;
+    const int64_t *uwd = param_ints(m, dn, "update_window_dims", &n_uwd);
+    const int64_t *sdod = param_ints(m, dn, "scatter_dims_to_operand_dims", &n_sdod);
+    const int64_t *iwd = param_ints(m, dn, "inserted_window_dims", &n_iwd);
+    int64_t ivd = param_int(dn, "index_vector_dim");
+    /* reduction axes: the updates' batch-dimension axes the operand does not use */
+    sp_axis_ref red[G2L_MAX_AXES];
+    uint32_t n_red = 0;
+    if (!fully_replicated(us)) {
+        for (uint32_t d = 0; d < us->rank; d++) {
+            if (contains(uwd, n_uwd, d)) {
+                continue;
+            }
+            for (uint32_t k = 0; k < us->dims[d].n_axes; k++) {
+                const sp_axis_ref *ax = &us->dims[d].axes[k];
+                bool in_operand = false;
+                for (uint32_t e = 0; !fully_replicated(is) && e < is->rank; e++) {
+                    for (uint32_t j = 0; j < is->dims[e].n_axes; j++) {
+                        const sp_axis_ref *y = &is->dims[e].axes[j];
+                        in_operand = in_operand || (strcmp(y->name, ax->name) == 0 &&
+                                                    y->pre_size == ax->pre_size &&
+                                                    (ax->pre_size == 0 || y->size == ax->size));
+                    }
+                }
+                if (!in_operand && n_red < G2L_MAX_AXES) {
+                    red[n_red++] = *ax;
+                }
+            }
+        }
+    }
+    if (n_red == 0 && fully_replicated(is)) {
+        for (uint32_t r = 0; r < n_in; r++) {
+            cm_status st = localize_value(c, first + r, op);
+            if (st != CM_OK) {
+                return st;
+            }
+        }
+        return CM_OK;
+    }
+    bld b = {c, block, at, CM_OK};
+    uint32_t ops[2 * SP_MAX_RANK + 1];
+    if (o->n_operands > 2 * SP_MAX_RANK + 1) {
+        op_fail(c, op, "has too many operands");
+        return CM_EINVAL;
+    }
+    memcpy(ops, o->operands, sizeof ops[0] * o->n_operands);
+    sp_type lit_v = *sp_value_type(m, ops[0]);
+    if (n_red > 0) {
+        const char *kind = scatter_reduction(m, op, n_in);
+        if (kind == NULL) {
+            op_fail(c, op, "failed to get scatter reduction identity.");
+            return CM_EINVAL;
+        }
+        uint32_t idv = identity_const(&b, kind, lit_v.elem);
+        int64_t nd = sp_mesh_size(mesh);
+        int64_t *leader = cm_alloc(sizeof *leader * (size_t)(nd + 1));
+        if (leader == NULL) {
+            return CM_ENOMEM;
+        }
+        for (int64_t dev = 0; dev < nd; dev++) {
+            leader[dev] = shard_index(mesh, dev, red, n_red) == 0;
+        }
+        uint32_t id = device_id(&b);
+        uint32_t table = const_int(&b, SP_ELEM_I1, leader, (size_t)nd, &nd, 1);
+        cm_free(leader);
+        int64_t one = 1, zero_dim = 0;
+        uint32_t two[2] = {table, id}, sop = SP_NONE;
+        uint32_t isl = emit(&b, "stablehlo.dynamic_slice", two, 2,
+                            tensor_type(&b, SP_ELEM_I1, &one, 1), &sop);
+        if (isl != SP_NONE) {
+            set_attr(&b, sop, "slice_sizes", darr_attr(m, &one, 1));
+        }
+        isl = broadcast(&b, isl, tensor_type(&b, SP_ELEM_I1, lit_v.dims, lit_v.rank), &zero_dim, 1);
+        uint32_t bid = broadcast(&b, idv, m->values[ops[0]].type, NULL, 0);
+        for (uint32_t k = 0; k < n_in; k++) {
+            uint32_t sel[3] = {isl, ops[k], bid};
+            ops[k] = emit(&b, "stablehlo.select", sel, 3, m->values[ops[k]].type, NULL);
+        }
+        if (b.st != CM_OK) {
+            return b.st;
+        }
+    }
+    const sp_type *git = &m->types[orig[0] < c->n_orig ? c->gty[orig[0]] : m->values[orig[0]].type];
+    sp_type gi_v = *git;
+    int64_t idx_dims[SP_MAX_RANK];
+    uint32_t n_idx = 0;
+    if (!fully_replicated(is)) {
+        for (uint32_t i = 0; i < gi_v.rank && i < is->rank; i++) {
+            if (is->dims[i].n_axes == 0) {
+                continue;
+            }
+            if (contains(sdod, n_sdod, i)) {
+                idx_dims[n_idx++] = i;
+            } else if (contains(iwd, n_iwd, i)) {
+                char msg[160];
+                snprintf(msg, sizeof msg,
+                         "sharding operand dimension %u that is not indexed but in inserted window "
+                         "dimension is not supported.",
+                         i);
+                op_fail(c, op, msg);
+                return CM_EINVAL;
+            }
+        }
+    }
+    if (n_idx == 0 && n_red == 0) {
+        for (uint32_t r = 0; r < n_in; r++) {
+            cm_status st = localize_value(c, first + r, op);
+            if (st != CM_OK) {
+                return st;
+            }
+        }
+        return CM_OK;
+    }
+    if (!fully_replicated(is)) {
+        uint32_t mask;
+        ops[n_in] = local_indices(&b, ops[n_in], mesh, is, &gi_v, &lit_v, ivd, sdod, n_sdod,
+                                  idx_dims, n_idx, false, false, &mask);
+    }
+    uint32_t rtys[SP_MAX_RANK];
+    for (uint32_t r = 0; r < n_in; r++) {
+        cm_status st = value_local_type(c, first + r, op, &rtys[r]);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    if (b.st != CM_OK) {
+        return b.st;
+    }
+    uint32_t nop;
+    cm_status st = sp_module_new_op(m, SP_NONE, "stablehlo.scatter", ops, m->ops[op].n_operands,
+                                    rtys, n_in, &nop);
+    if (st == CM_OK) {
+        st = sp_block_insert_op(m, block, b.at++, nop);
+    }
+    for (uint32_t i = 0; i < m->ops[op].n_attrs && st == CM_OK; i++) {
+        st = sp_op_set_attr(m, nop, m->ops[op].attrs[i].name, m->ops[op].attrs[i].value);
+    }
+    /* the update computation moves to the new op */
+    if (st == CM_OK && m->ops[op].n_regions == 1) {
+        st = sp_op_add_regions(m, nop, 1);
+        for (uint32_t k = 0; st == CM_OK && k < m->ops[op].regions[0].n_blocks; k++) {
+            uint32_t blk = m->ops[op].regions[0].blocks[k];
+            st = sp_region_add_block(m, nop, 0, blk);
+            m->blocks[blk].parent_op = nop;
+        }
+        if (st == CM_OK) {
+            m->ops[op].regions[0].n_blocks = 0;
+        }
+    }
+    if (st != CM_OK) {
+        return st;
+    }
+    uint32_t vals[SP_MAX_RANK];
+    for (uint32_t r = 0; r < n_in; r++) {
+        vals[r] = m->ops[nop].first_result + r;
+    }
+    replace_op(c, op, vals, n_in);
+    return CM_OK;
+}
+
 /* s without the axes named in manual (a manual computation's body view of
  * its in sharding), in m's arena; NULL when out of memory. */
 static sp_sharding *without_manual(sp_module *m, const sp_sharding *s, const sp_attr *manual)
@@ -2455,7 +2738,8 @@ static cm_status convert_block(g2l *c, uint32_t block)
         sp_op *o = &m->ops[op];
         uint32_t orig0 = o->n_operands > 0 ? o->operands[0] : SP_NONE;
         uint32_t *orig = NULL;
-        if (o->kind == SP_OP_CONCATENATE || (o->kind == SP_OP_CONVOLUTION && o->n_operands == 2)) {
+        if (o->kind == SP_OP_CONCATENATE || o->kind == SP_OP_SCATTER ||
+            (o->kind == SP_OP_CONVOLUTION && o->n_operands == 2)) {
             orig = cm_alloc(sizeof *orig * (o->n_operands + 1u));
             if (orig == NULL) {
                 return CM_ENOMEM;
@@ -2512,6 +2796,11 @@ static cm_status convert_block(g2l *c, uint32_t block)
             break;
         case SP_OP_CONVOLUTION:
             st = convert_convolution(c, op, orig0, orig != NULL ? orig[1] : SP_NONE);
+            cm_free(orig);
+            regions = false;
+            break;
+        case SP_OP_SCATTER:
+            st = convert_scatter(c, op, orig, block, i);
             cm_free(orig);
             regions = false;
             break;
