@@ -627,69 +627,12 @@ static void dense_nested(pr *p, const int64_t *v, const int64_t *dims, uint32_t 
     putc_(p, ']');
 }
 
-/* A float tensor's dense body of decimal literals (a splat or nested
- * lists) in MLIR's canonical form, each literal rounded to the element
- * type and printed as MLIR does (`1.0` -> `1.000000e+00`); false, printing
- * nothing, for any other body (hex, inf/nan, complex, strings). */
-static bool dense_float_body(pr *p, const char *body, sp_elem e)
-{
-    if (e != SP_ELEM_F16 && e != SP_ELEM_BF16 && e != SP_ELEM_F32 && e != SP_ELEM_F64) {
-        return false;
-    }
-    for (const char *s = body; *s != '\0'; s++) {
-        if (strchr("0123456789.eE+-[], ", *s) == NULL) {
-            return false;
-        }
-    }
-    cm_buf out;
-    cm_buf_init(&out);
-    const char *s = body;
-    bool ok = true;
-    while (*s != '\0' && ok) {
-        if (*s == ' ') {
-            s++;
-        } else if (*s == '[' || *s == ']') {
-            cm_buf_putc(&out, *s++);
-        } else if (*s == ',') {
-            cm_buf_puts(&out, ", ");
-            s++;
-        } else {
-            size_t n = strspn(s, "0123456789.eE+-");
-            char lit[64];
-            if (n == 0 || n >= sizeof lit || (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))) {
-                ok = false;
-                break;
-            }
-            memcpy(lit, s, n);
-            lit[n] = '\0';
-            char *end = NULL;
-            double v = strtod(lit, &end);
-            if (end == NULL || *end != '\0') {
-                ok = false;
-                break;
-            }
-            sp_mlir_print_float(&out, v, lit, sp_elem_name(e));
-            s += n;
-        }
-    }
-    ok = ok && !out.oom;
-    if (ok) {
-        cm_buf_append(p->b, out.data, out.len);
-    }
-    cm_buf_fini(&out);
-    return ok;
-}
-
 /* The body of dense<...>: integer and boolean tensors in MLIR's canonical
  * form (a splat when every element is equal, else nested lists), anything
  * else (floats, hex blobs, strings) verbatim. */
 static void dense_body(pr *p, const sp_attr *a)
 {
     const sp_type *t = &p->m->types[a->u.dense.type];
-    if (a->u.dense.ints == NULL && t->kind == SP_TYPE_TENSOR && t->encoding == NULL &&
-        dense_float_body(p, a->u.dense.body, t->elem)) {
-        return;
-    }
     if (a->u.dense.ints == NULL || t->kind != SP_TYPE_TENSOR || t->encoding != NULL) {
         put(p, a->u.dense.body);
         return;

@@ -1516,6 +1516,84 @@ static bool dense_is_splat(const sp_attr *a)
     return false;
 }
 
+/* The dense body of an f32 or f64 tensor with each decimal literal as MLIR
+ * prints it (`1.0` -> `1.000000e+00`: six digits after the point when they
+ * give the element back exactly; other literals stay as written), in m's
+ * arena; NULL (keep the body) for other element types or bodies (hex,
+ * inf/nan, strings) or when out of memory. The module printer keeps float
+ * bodies verbatim; the constants this pass builds are new ops MLIR would
+ * print canonically. */
+static const char *canonical_float_body(sp_module *m, const char *body, sp_elem e)
+{
+    if (e != SP_ELEM_F32 && e != SP_ELEM_F64) {
+        return NULL;
+    }
+    for (const char *q = body; *q != '\0'; q++) {
+        if (strchr("0123456789.eE+-[], ", *q) == NULL) {
+            return NULL;
+        }
+    }
+    cm_buf out;
+    cm_buf_init(&out);
+    const char *q = body;
+    bool ok = true;
+    while (*q != '\0' && ok) {
+        if (*q == ' ') {
+            q++;
+        } else if (*q == '[' || *q == ']') {
+            cm_buf_putc(&out, *q++);
+        } else if (*q == ',') {
+            cm_buf_puts(&out, ", ");
+            q++;
+        } else {
+            size_t n = strspn(q, "0123456789.eE+-");
+            char lit[64], six[64];
+            if (n == 0 || n >= sizeof lit) {
+                ok = false;
+                break;
+            }
+            memcpy(lit, q, n);
+            lit[n] = '\0';
+            char *end = NULL;
+            double v = strtod(lit, &end);
+            ok = end != NULL && *end == '\0';
+            if (e == SP_ELEM_F32) {
+                v = (double)(float)v;
+            }
+            snprintf(six, sizeof six, "%.6e", v);
+            double back = strtod(six, NULL);
+            if (e == SP_ELEM_F32) {
+                back = (double)(float)back;
+            }
+            cm_buf_puts(&out, ok && back == v ? six : lit);
+            q += n;
+        }
+    }
+    const char *r = ok && !out.oom ? sp_module_str(m, out.data, out.len) : NULL;
+    cm_buf_fini(&out);
+    return r;
+}
+
+/* A copy of dense attribute a of type ty, with its float literals in
+ * MLIR's form; NULL when out of memory. */
+static sp_attr *dense_retyped(sp_module *m, const sp_attr *a, uint32_t ty, bool splat)
+{
+    sp_attr *c = sp_attr_new(m, SP_ATTR_DENSE);
+    if (c == NULL) {
+        return NULL;
+    }
+    *c = *a;
+    c->u.dense.type = ty;
+    if (splat && a->u.dense.ints != NULL && a->u.dense.n_ints >= 1) {
+        c->u.dense.n_ints = 1;
+    }
+    const char *body = canonical_float_body(m, a->u.dense.body, m->types[ty].elem);
+    if (body != NULL) {
+        c->u.dense.body = body;
+    }
+    return c;
+}
+
 /* sdy.constant -> stablehlo.constant: of the local type when unsharded or
  * a splat, else the global constant sliced at this device's offsets. */
 static cm_status convert_constant(g2l *c, uint32_t op, uint32_t block, uint32_t at)
@@ -1534,20 +1612,9 @@ static cm_status convert_constant(g2l *c, uint32_t op, uint32_t block, uint32_t 
     bld b = {c, block, at, CM_OK};
     uint32_t nop = SP_NONE, r;
     if (lty == gty || dense_is_splat(val)) {
-        sp_attr *a = val;
-        if (lty != gty) {
-            a = sp_attr_new(m, SP_ATTR_DENSE);
-            if (a == NULL) {
-                return CM_ENOMEM;
-            }
-            *a = *val;
-            a->u.dense.type = lty;
-            a->u.dense.ints = NULL;
-            a->u.dense.n_ints = 0;
-            if (val->u.dense.ints != NULL && val->u.dense.n_ints >= 1) {
-                a->u.dense.ints = val->u.dense.ints;
-                a->u.dense.n_ints = 1;
-            }
+        sp_attr *a = dense_retyped(m, val, lty, lty != gty);
+        if (a == NULL) {
+            return CM_ENOMEM;
         }
         r = emit(&b, "stablehlo.constant", NULL, 0, lty, &nop);
         if (r != SP_NONE) {
@@ -1562,7 +1629,7 @@ static cm_status convert_constant(g2l *c, uint32_t op, uint32_t block, uint32_t 
         }
         uint32_t g = emit(&b, "stablehlo.constant", NULL, 0, gty, &nop);
         if (g != SP_NONE) {
-            set_attr(&b, nop, "value", val);
+            set_attr(&b, nop, "value", dense_retyped(m, val, gty, false));
         }
         sp_axis_list axes[SP_MAX_RANK];
         for (uint32_t i = 0; i < s->rank; i++) {
