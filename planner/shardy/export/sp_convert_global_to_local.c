@@ -2286,6 +2286,15 @@ static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t 
     const int64_t *sim = param_ints(m, dn, "start_index_map", &n_sim);
     const int64_t *offd = param_ints(m, dn, "offset_dims", &n_off);
     int64_t ivd = param_int(dn, "index_vector_dim");
+    for (uint32_t k = 0; k < n_sim; k++) {
+        if (sim[k] < 0 || (uint64_t)sim[k] >= rank) {
+            op_fail(c, op, "has a start_index_map entry outside the operand's rank");
+            return CM_EINVAL;
+        }
+    }
+    if (ivd < 0) {
+        ivd = sp_value_type(m, m->ops[op].operands[1])->rank;
+    }
     int64_t triv[SP_MAX_RANK], lss[SP_MAX_RANK];
     uint32_t n_triv = 0;
     for (uint32_t i = 0; i < rank; i++) {
@@ -2508,6 +2517,15 @@ static cm_status convert_scatter(g2l *c, uint32_t op, const uint32_t *orig, uint
     const int64_t *sdod = param_ints(m, dn, "scatter_dims_to_operand_dims", &n_sdod);
     const int64_t *iwd = param_ints(m, dn, "inserted_window_dims", &n_iwd);
     int64_t ivd = param_int(dn, "index_vector_dim");
+    for (uint32_t k = 0; k < n_sdod; k++) {
+        if (sdod[k] < 0 || (uint64_t)sdod[k] >= sp_value_type(m, orig[0])->rank) {
+            op_fail(c, op, "has a scatter_dims_to_operand_dims entry outside the operand's rank");
+            return CM_EINVAL;
+        }
+    }
+    if (ivd < 0) {
+        ivd = sp_value_type(m, o->operands[n_in])->rank;
+    }
     /* reduction axes: the updates' batch-dimension axes the operand does not use */
     sp_axis_ref red[G2L_MAX_AXES];
     uint32_t n_red = 0;
@@ -2862,9 +2880,10 @@ static cm_status convert_block(g2l *c, uint32_t block)
             regions = false;
             break;
         case SP_OP_CONVOLUTION:
-            st = convert_convolution(c, op, orig0, orig != NULL ? orig[1] : SP_NONE);
+            /* a convolution without two operands only changes types */
+            regions = orig == NULL;
+            st = orig != NULL ? convert_convolution(c, op, orig[0], orig[1]) : CM_OK;
             cm_free(orig);
-            regions = false;
             break;
         case SP_OP_SCATTER:
             st = convert_scatter(c, op, orig, block, i);
