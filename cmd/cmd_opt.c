@@ -224,6 +224,14 @@ static cm_status run_xla_shard_map_import(sp_module *m, const pass_inv *inv, sp_
     (void)inv;
     return sp_gspmd_shard_map_import(m, d, err);
 }
+static cm_status run_g2l(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    sp_g2l_opts o = {r != NULL ? strtoll(r, NULL, 10) : 1, p != NULL ? strtoll(p, NULL, 10) : 1,
+                     opt_bool(inv, "enable-rgv3"), opt_bool(inv, "per-dim-all-gather"),
+                     opt_bool(inv, "combine-multi-dimension-reduce-scatter")};
+    return sp_pass_convert_global_to_local(m, &o, d, err);
+}
 
 typedef struct pass_def {
     const char *name;
@@ -280,6 +288,9 @@ static const char *const xla_v3_opts[] = {"enable-hlo-sharding-v3", NULL};
 static const char *const xla_export_opts[] = {"enable-hlo-sharding-v3",
                                               "simplify-replicated-shardings", NULL};
 static const char *const device_count_opts[] = {"replica-count", "partition-count", NULL};
+static const char *const g2l_opts[] = {"replica-count", "partition-count", "enable-rgv3",
+                                       "per-dim-all-gather",
+                                       "combine-multi-dimension-reduce-scatter", NULL};
 
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
@@ -328,6 +339,7 @@ static const pass_def passes[] = {
     {"xla-sdy-stablehlo-export-pipeline", run_xla_export_pipeline, xla_export_opts},
     {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
+    {"sdy-convert-global-to-local", run_g2l, g2l_opts},
 };
 
 static const pass_def *find_pass(const char *name)

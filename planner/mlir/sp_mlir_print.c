@@ -766,6 +766,12 @@ static void attr_ctx(pr *p, const sp_attr *a, bool bare)
                 strcmp(a->u.params.name, "stablehlo.result_accuracy") == 0) {
                 continue; /* and the default tolerances of a result accuracy */
             }
+            if (v->kind == SP_ATTR_INT && v->u.i.v == 0 &&
+                strcmp(a->u.params.items[i].name, "index_vector_dim") == 0 &&
+                (strcmp(a->u.params.name, "stablehlo.gather") == 0 ||
+                 strcmp(a->u.params.name, "stablehlo.scatter") == 0)) {
+                continue; /* and a zero index_vector_dim */
+            }
             put(p, k++ ? ", " : "");
             put(p, a->u.params.items[i].name);
             put(p, " = ");

@@ -56,7 +56,7 @@ def check_prefixes(cmd):
     return m.group(1).split(",") if m else ["CHECK"]
 
 
-def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp):
+def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp, fc_extra=""):
     """One RUN pipeline as a bash command: the tool reads tool_input,
     FileCheck reads check_file as its check file."""
     parts = cmd.split("|")
@@ -66,7 +66,7 @@ def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp):
         p = re.sub(r"(^|[^\w.-])sdy_opt($|[^\w.-])",
                    lambda m: m.group(1) + shlex.quote(shardplan) + " opt" + m.group(2), part)
         p = re.sub(r"(^|\s)FileCheck(\s|$)",
-                   lambda m: m.group(1) + filecheck + m.group(2), p)
+                   lambda m: m.group(1) + filecheck + fc_extra + m.group(2), p)
         p = p.replace("%s", shlex.quote(check_file if is_fc else tool_input))
         p = p.replace("%S", shlex.quote(os.path.dirname(tool_input)))
         p = p.replace("%t", shlex.quote(tmp))
@@ -88,7 +88,7 @@ def sh(cmd, timeout):
 
 def label_sections(text, prefixes):
     """Splits the check lines of text into CHECK-LABEL sections."""
-    pat = re.compile(r"//\s*(%s)(-LABEL|-NEXT|-SAME|-DAG|-NOT|-EMPTY)?:"
+    pat = re.compile(r"//\s*(%s)(-LABEL|-NEXT|-SAME|-DAG|-NOT|-EMPTY)?(?:\{LITERAL\})?:"
                      % "|".join(re.escape(p) for p in prefixes))
     head, sections = [], []
     for line in text.split("\n"):
@@ -139,8 +139,10 @@ def measure_file(path, args, work):
             cf = os.path.join(work, "sec%d.mlir" % k)
             with open(cf, "w") as fh:
                 fh.write("\n".join(sec) + "\n")
+            # a section may lack some of the RUN line's prefixes
             rc, _ = sh(rewrite(c, args.shardplan, args.filecheck, path, cf,
-                               os.path.join(work, "t%d_%d" % (j, k))),
+                               os.path.join(work, "t%d_%d" % (j, k)),
+                               " --allow-unused-prefixes"),
                        args.timeout)
             if rc != 0:
                 ok[k] = False

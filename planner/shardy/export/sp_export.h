@@ -12,6 +12,7 @@
 #define SP_EXPORT_H
 
 #include "cm.h"
+#include "sp_diag.h"
 #include "sp_ir.h"
 #include "sp_prop.h"
 
@@ -121,6 +122,33 @@ cm_status sp_pass_inline_meshes(sp_module *m, cm_error *err);
  * results disagree on their device, CM_ENOMEM. */
 cm_status sp_pass_resolve_single_device_sharding(sp_module *m, int64_t replica_count,
                                                  int64_t partition_count, cm_error *err);
+
+/* Options of -sdy-convert-global-to-local, named as Shardy's. */
+typedef struct sp_g2l_opts {
+    int64_t replica_count;   /* replica-count (device ids from replica_id when > 1) */
+    int64_t partition_count; /* partition-count */
+    bool enable_rgv3;        /* enable-rgv3: replica groups as mesh axes when no sub-axis */
+    bool per_dim_all_gather; /* per-dim-all-gather: one all_gather per gathered dimension */
+    bool combine_multi_dimension_reduce_scatter; /* combine-multi-dimension-reduce-scatter */
+} sp_g2l_opts;
+
+/* -sdy-convert-global-to-local (sp_convert_global_to_local.c): rewrites a
+ * module with global shapes, consistent shardings and explicit sdy
+ * collectives into the program one device runs. Sharded values take their
+ * local shapes (function signatures, function and named/manual computation
+ * arguments, op results); sdy.all_reduce, all_gather and all_slice become
+ * stablehlo.all_reduce / all_gather (with fresh channel handles after the
+ * module's largest and use_global_device_ids) and a dynamic_slice at the
+ * device's offsets; sdy.constant becomes stablehlo.constant (a sharded
+ * dense one sliced by a per-device offset table read at partition_id, or
+ * replica_id when replica_count > 1); a sharded iota adds its shard's
+ * offset; stablehlo.slice is localized; sdy.manual_computation is inlined.
+ * Other ops keep their attributes and take local result types. Op errors
+ * (non-divisible sharding, a slice that needs communication, an sdy op it
+ * does not convert) go to d. Errors: CM_EINVAL (both counts above 1, or an
+ * op error), CM_ENOMEM. */
+cm_status sp_pass_convert_global_to_local(sp_module *m, const sp_g2l_opts *o, sp_diags *d,
+                                          cm_error *err);
 
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
