@@ -376,6 +376,7 @@ typedef struct shared {
     bool *timing;         /* per worker: this run counts in op_s (run_block, ex_run.c) */
     double *waited;       /* per worker: seconds the running op waited for the core gate */
     double *started;      /* per worker: when it left the current run's starting barrier */
+    struct ex_trace *trace; /* ex_exec_opts.trace, or NULL (ex_timing.h) */
 } shared;
 
 static inline void **wbufs(shared *sh, uint32_t dev)
