@@ -323,6 +323,7 @@ async function main() {
     await page.close();
   });
 
+  let benchRunId = 0; // the MLP's benchmark run (for the run page below)
   await step('benchmark the Flax MLP from its plan view', async () => {
     const errors = [];
     const page = await newPage(ctx, errors);
@@ -362,6 +363,8 @@ async function main() {
     check(listed, 'run listed among the plan\'s benchmarks');
     const runId = Number(await page.getAttribute('#bench-history tbody tr', 'data-id'));
     const run = await (await fetch(`${base}/v1/benchmarks/${runId}`)).json();
+    benchRunId = runId;
+    check(!!(await page.$('#bench-timeline svg.timeline-svg')), 'the plan view\'s run shows its timeline');
     await checkBreakdown(page, run.results);
     await page.$eval('#plan-bench', (e) => e.scrollIntoView());
     await page.screenshot({ path: join(outDir, 'benchmark.png'), fullPage: true });
@@ -395,6 +398,69 @@ async function main() {
     }
     const other = errors.filter((e) => !/Failed to load resource: the server responded with a status of 400/.test(e));
     check(other.length === 0, `no console errors besides the expected 400 (${other.join('; ')})`);
+    await page.close();
+  });
+
+  await step('a run\'s page: per-device timeline, trace route, progress per iteration', async () => {
+    check(benchRunId > 0, `the benchmark step left a run (${benchRunId})`);
+    if (!benchRunId) return;
+    // GET /v1/benchmarks/{id}/trace: the Chrome trace event format
+    const tr = await fetch(`${base}/v1/benchmarks/${benchRunId}/trace`);
+    const trace = JSON.parse(await tr.text());
+    const evs = Array.isArray(trace.traceEvents) ? trace.traceEvents : [];
+    const bad = evs.filter((e) => typeof e.name !== 'string' || !['X', 'M'].includes(e.ph) || typeof e.ts !== 'number' ||
+      !Number.isInteger(e.pid) || !Number.isInteger(e.tid) || (e.ph === 'X' && !(typeof e.dur === 'number' && e.dur >= 0)));
+    const xs = evs.filter((e) => e.ph === 'X');
+    check(tr.status === 200 && xs.length > 0 && bad.length === 0, `trace: ${xs.length} X events, each with name, ph, ts, pid, tid, dur (${bad.length} bad)`);
+    check(new Set(xs.map((e) => e.tid)).size === 8, 'trace: one tid per device (8)');
+    check(xs.some((e) => e.cat === 'collective' && e.args && e.args.collective === 'all_reduce'), 'trace: collectives with cat "collective" and their kind');
+    check(!xs.some((e) => /(^| )v\d+$/.test(e.name)) && xs.some((e) => / l0\.h$/.test(e.name)), `trace: ops named by value name (${xs[0]?.name})`);
+    const none = await fetch(`${base}/v1/benchmarks/999999/trace`);
+    check(none.status === 404, 'trace of an unknown run: 404');
+
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/run/${benchRunId}`);
+    await ready(page);
+    await page.waitForSelector('#timeline-frame svg', { timeout: WAIT });
+    const tl = await page.$$eval('#timeline-frame svg g[data-device]', (gs) => gs.map((g) => ({
+      n: g.querySelectorAll('rect.tl-ev').length,
+      colls: [...g.querySelectorAll('rect.tl-coll')].map((r) => [r.dataset.kind, r.getAttribute('fill')]),
+      waits: g.querySelectorAll('rect.tl-wait').length, last: g.querySelectorAll('rect.tl-last').length })));
+    check(tl.length === 8 && tl.every((l) => l.n > 0), `a lane per device with its ops (${tl.map((l) => l.n).join(', ')})`);
+    check(tl.every((l) => l.colls.length > 0 && l.colls.every(([k, f]) => k === 'all_reduce' && f === '#e07b39')), 'collectives coloured by kind (all_reduce orange) on every lane');
+    const lasts = tl.reduce((a, l) => a + l.last, 0);
+    check(lasts > 0 && lasts === tl[0].colls.length, `one straggler marked per collective (${lasts})`);
+    const strag = await page.getAttribute('#timeline-straggler', 'data-device');
+    const lbl = strag !== null ? await page.textContent(`#timeline-frame text.tl-straggler-label[data-device="${strag}"]`) : '';
+    check(strag !== null && /last \u00d7\d+/.test(lbl), `the straggler's lane named (${await page.textContent('#timeline-summary')})`);
+    check(/^run \d+$/.test(await page.textContent('#bench-run-link')) && !!(await page.$('#bench-ops')), 'the run page shows the figures and tables too');
+    await page.click('button[data-zoom="4"]');
+    const w = await page.$eval('#timeline-frame svg', (e) => Number(e.getAttribute('width')));
+    check(w === 4000, `zoom x4 widens the drawing (${w})`);
+    await page.click('button[data-zoom="1"]');
+    const dl = page.waitForEvent('download', { timeout: WAIT });
+    await page.click('#bench-trace-download');
+    const file = await dl;
+    check(/^shardplan-run-\d+\.trace\.json$/.test(file.suggestedFilename()), `trace downloads as ${file.suggestedFilename()}`);
+    await (await page.$('#bench-timeline')).screenshot({ path: join(outDir, 'timeline.png') });
+
+    // progress after every iteration, not 10% to the end
+    const post = await fetch(`${base}/v1/benchmarks`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ plan_id: Number(mlpId), iters: 300, warmup: 0 }) });
+    const queued = await post.json();
+    const seen = new Set();
+    const t0 = Date.now();
+    for (;;) {
+      const r = await (await fetch(`${base}/v1/benchmarks/${queued.id}`)).json();
+      seen.add(r.progress);
+      if (r.status !== 'queued' && r.status !== 'running') break;
+      if (Date.now() - t0 > 60000) break;
+      await new Promise((res) => setTimeout(res, 15));
+    }
+    const mid = [...seen].filter((p) => p > 0.1 && p < 1);
+    check(mid.length > 0, `progress moves during the run (${[...seen].sort().join(', ')})`);
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     await page.close();
   });
 
