@@ -307,6 +307,33 @@ async function main() {
     check(/^(input|op) /.test(await page.textContent('#value-detail h2')), 'a buffer at the peak links to its tensor');
     await (await page.$('#plan-memory')).screenshot({ path: join(outDir, 'memory.png') });
     check(/self|input|output|constraint/.test(await page.textContent('#why')), '"why" shows sharding origins');
+    // "why" in words: the propagation edges of l0.relu = maximum(l0.h, l0.zeros), named
+    await page.fill('#op-filter', 'l0.relu');
+    await page.waitForFunction(() => /^1 of /.test(document.querySelector('#op-count')?.textContent || ''), null, { timeout: WAIT });
+    await page.click('.ops-table .vt-row');
+    await page.waitForSelector('#why-edges li', { timeout: WAIT });
+    const edgeText = await page.textContent('#why-edges');
+    check(/^Step \d+: axes data and model went from result 0 l0\.relu to operand 0 l0\.h and operand 1 l0\.zeros\.$/.test(edgeText),
+      `"why": propagation edges in words with the operands' names (${edgeText})`);
+    const pres = await page.$$eval('#why > pre', (ps) => ps.map((x) => x.textContent));
+    check(!pres.some((t) => /propagation_edges/.test(t)) && !!(await page.$('#why details.why-raw')), '"why": the raw #sdy.propagation_edges text only under "raw"');
+    await (await page.$('#why')).screenshot({ path: join(outDir, 'why.png') });
+    await page.fill('#op-filter', '');
+    // an origin from a function input, by the input's name
+    const mlirWhy = 'sdy.mesh @mesh = <["a"=2, "b"=2]>\n' +
+      'func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>} loc("layer0.Wv"), %arg1: tensor<8x8xf32> loc("x")) -> tensor<8x8xf32> {\n' +
+      '  %0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>\n  return %0 : tensor<8x8xf32>\n}\n';
+    const wp = await (await fetch(`${base}/v1/plans`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ mlir: mlirWhy, name: 'why-origins' }) })).json();
+    await page.goto(`${base}/#/plan/${wp.id}`);
+    await ready(page);
+    await page.fill('#op-filter', 'stablehlo.add');
+    await page.waitForFunction(() => /^1 of /.test(document.querySelector('#op-count')?.textContent || ''), null, { timeout: WAIT });
+    await page.click('.ops-table .vt-row');
+    await page.waitForFunction(() => /add/.test(document.querySelector('#value-detail h2')?.textContent || ''), null, { timeout: WAIT });
+    const orig = await page.textContent('#why-origins');
+    check(/Axis a came from function input 0, layer0\.Wv \(input: 0\)\./.test(orig), `"why": an origin names the input (${orig})`);
+    check((await fetch(`${base}/v1/plans/${wp.id}`, { method: 'DELETE' })).ok, 'that plan deleted again');
     await page.screenshot({ path: join(outDir, 'plan.png'), fullPage: true });
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     // The API's error, as it gives it (Chromium logs the failed request itself).
