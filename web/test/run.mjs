@@ -536,6 +536,23 @@ async function main() {
     await page.waitForSelector('#compare-bench-table', { timeout: WAIT });
     check(/No succeeded benchmark/.test(await page.textContent('#compare-bench')), 'benchmarks: \u2014 for plans without one');
     check((await page.$$('.diff-table .differs')).length > 0, 'differences highlighted');
+    // column headers: name, strategy and mesh
+    const heads = await page.$$eval('#compare-summary th.plan-head', (t) => t.map((x) => `${x.querySelector('.plan-head-name').textContent} | ${x.querySelector('.plan-head-meta').textContent}`));
+    check(heads.length === 2 && heads.every((t) => /^transformer-(dp|tp) \| /.test(t) && /mesh data=\d+,model=\d+$/.test(t)) && /\| dp \u00b7/.test(heads[0]) && /\| tp \u00b7/.test(heads[1]),
+      `headers name the model, strategy and mesh (${heads.join(' | ')})`);
+    // the first differing tensor's device grids side by side
+    await page.waitForSelector('#compare-grids .grid-col .device-grid', { timeout: WAIT });
+    const cols = await page.$$eval('#compare-grids .grid-col', (cs) => cs.map((c) => ({ plan: c.dataset.plan, cells: c.querySelectorAll('.device-grid .cell').length })));
+    check(cols.length === 2 && cols.every((c) => c.cells >= 1) && cols[0].cells !== cols[1].cells,
+      `device grids side by side for the selected tensor (${cols.map((c) => `${c.plan}: ${c.cells} cells`).join(', ')})`);
+    await page.click('.diff-table .vt-row:nth-child(2)');
+    const t2 = await page.textContent('#compare-grids h3');
+    check(/^Device grids of /.test(t2), `another tensor's grids on selection (${t2})`);
+    // memory change per tensor and the collectives added or removed
+    const mem = await page.$$eval('#compare-memory-table tbody tr', (rs) => rs.map((r) => r.textContent));
+    check(mem.length > 0 && mem.every((t) => /\((\+|\u2212)/.test(t)), `memory change per tensor (${mem.length} rows: ${mem[0]})`);
+    const ch = await page.$$eval('#compare-collectives tbody tr', (rs) => rs.map((r) => r.textContent));
+    check(ch.length > 0 && ch.some((t) => /adds|removes/.test(t)), `collectives one plan adds or removes (${ch.slice(0, 3).join(' | ')})`);
     await page.screenshot({ path: join(outDir, 'compare.png'), fullPage: true });
     if (process.env.UPDATE_DOCS_IMG === '1') {
       mkdirSync(join(repo, 'docs', 'img'), { recursive: true });
