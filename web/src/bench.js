@@ -6,6 +6,7 @@
 // (POST /v1/benchmarks/{id}/cancel).
 import { api, getJson, listAll } from './api.js';
 import { lineChart } from './charts.js';
+import { meshLink } from './mesh.js';
 import { timelineSection } from './timeline.js';
 import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, fmtTime, h } from './util.js';
 
@@ -145,7 +146,7 @@ function deviceBars(xs, s) {
 }
 
 // Each collective of results r in program order, its time on every device.
-export function collectivesSection(r) {
+export function collectivesSection(r, planId = 0) {
   const box = h('section', { class: 'bench-breakdown', id: 'bench-colls-section' }, h('h3', {}, 'Collectives'));
   if (!Array.isArray(r.collectives)) {
     box.append(h('p', { class: 'muted', id: 'bench-colls-none' }, 'Collective times were not recorded for this run.'));
@@ -159,7 +160,7 @@ export function collectivesSection(r) {
   box.append(
     h('table', { class: 'summary-table bench-colls', id: 'bench-colls' },
       h('caption', {}, `${cs.length} collective${cs.length === 1 ? '' : 's'} in program order`),
-      headRow(['kind', 'axes', 'group', 'bytes / device', 'measured min / mean / max', 'per device', 'predicted', 'measured / predicted', 'bandwidth', 'where']),
+      headRow(['kind', 'axes', 'group', 'bytes / device', 'measured min / mean / max', 'per device', 'predicted', 'measured / predicted', 'bandwidth', 'where', 'devices']),
       h('tbody', {}, cs.map((c) => {
         const xs = Array.isArray(c.measured_s) ? c.measured_s : [];
         const s = spread(xs);
@@ -169,7 +170,8 @@ export function collectivesSection(r) {
           numCell(s ? `${fmtSeconds(s.min)} / ${fmtSeconds(s.mean)} / ${fmtSeconds(s.max)}` : DASH),
           h('td', {}, deviceBars(xs, s)),
           numCell(fmtSeconds(c.predicted_s)), ratioCell(s?.mean, c.predicted_s),
-          numCell(c.bytes > 0 && s && s.mean > 0 ? `${fmtBytes(c.bytes / s.mean)}/s` : DASH), whereCell(c));
+          numCell(c.bytes > 0 && s && s.mean > 0 ? `${fmtBytes(c.bytes / s.mean)}/s` : DASH), whereCell(c),
+          h('td', {}, planId ? meshLink(planId, c.axes, null, 'groups') : DASH));
       }))),
     h('p', { class: 'muted' }, 'Times per run on one device, from before the collective\'s first barrier (all devices) to after its second: ',
       'a device that arrives early waits for the last one, so the tall bars waited and the short red one arrived last (the straggler: look at what it ran before). ',
@@ -210,7 +212,7 @@ export function resultView(run) {
       h('dt', {}, 'ran'), h('dd', {}, `devices ${r.devices}, warmup ${r.warmup}, iters ${r.iters}, seed ${r.seed}`),
       h('dt', {}, 'page'), h('dd', {}, h('a', { href: `#/run/${run.id}`, id: 'bench-run-link' }, `run ${run.id}`))),
     h('div', { class: 'charts', id: 'bench-chart' }, c.el),
-    timelineSection(run), opsSection(r), collectivesSection(r));
+    timelineSection(run), opsSection(r), collectivesSection(r, run.plan_id));
   return { el, chart: c.chart };
 }
 

@@ -16,6 +16,7 @@ import { isFinal, newestSucceeded } from './bench.js';
 import { barChart } from './charts.js';
 import { BUILTIN_PROFILES, shardingText } from './plan.js';
 import { strategyOf } from './plans.js';
+import { meshLink } from './mesh.js';
 import { blocksPerDim, deviceGrid } from './sharding.js';
 import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
 import { vtable } from './vtable.js';
@@ -324,17 +325,17 @@ export function collectiveChanges(info, labels) {
     const rows = [];
     for (const [key, e] of cur) {
       const b = base.get(key);
-      if (!b || e.n > b.n) rows.push({ change: 'adds', key, n: e.n - (b ? b.n : 0), bytes: e.bytes - (b ? b.bytes : 0) });
+      if (!b || e.n > b.n) rows.push({ change: 'adds', key, n: e.n - (b ? b.n : 0), bytes: e.bytes - (b ? b.bytes : 0), plan: info[k].id, axes: e.c.axes });
     }
     for (const [key, b] of base) {
       const e = cur.get(key);
-      if (!e || e.n < b.n) rows.push({ change: 'removes', key, n: b.n - (e ? e.n : 0), bytes: b.bytes - (e ? e.bytes : 0) });
+      if (!e || e.n < b.n) rows.push({ change: 'removes', key, n: b.n - (e ? e.n : 0), bytes: b.bytes - (e ? e.bytes : 0), plan: info[0].id, axes: b.c.axes });
     }
     box.append(h('h3', {}, `${labels[k]} against ${labels[0]}`), rows.length
       ? h('table', { class: 'summary-table coll-changes', 'data-plan': String(info[k].id) },
         h('thead', {}, h('tr', {}, ['change', 'collective', 'count', 'bytes / device'].map((t) => h('th', {}, t)))),
         h('tbody', {}, rows.map((r) => h('tr', { class: `coll-${r.change}` },
-          h('td', {}, r.change === 'adds' ? '+ adds' : '\u2212 removes'), h('td', { class: 'mono' }, r.key),
+          h('td', {}, r.change === 'adds' ? '+ adds' : '\u2212 removes'), h('td', { class: 'mono' }, r.key, ' ', meshLink(r.plan, r.axes)),
           h('td', { class: 'num' }, String(r.n)), h('td', { class: 'num' }, `${r.change === 'adds' ? '+' : '\u2212'}${fmtBytes(Math.abs(r.bytes))}`)))))
       : h('p', { class: 'ok' }, 'The same collectives.'));
   }

@@ -662,7 +662,7 @@ async function main() {
     await page.close();
   });
 
-  await advisorSteps(ctx, base, mlpId);
+  await advisorSteps(ctx, base, mlpId, tp);
 
   await step('token: kept in sessionStorage, sent as Bearer', async () => {
     const errors = [];
@@ -687,7 +687,7 @@ async function main() {
 
 // The plan advisor (docs/advisor.md) in the dashboard: lint and collectives
 // panels, the sweep page, suggestions with "apply and compare", what-if.
-async function advisorSteps(ctx, base, mlpId) {
+async function advisorSteps(ctx, base, mlpId, tp) {
   // Routes this server has: a missing one answers 404 "no resource at".
   const has = async (method, path) => {
     const r = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json' }, body: method === 'POST' ? '{"edits":[]}' : undefined });
@@ -746,6 +746,45 @@ async function advisorSteps(ctx, base, mlpId) {
     await page.waitForFunction(() => /tpu-v5e/.test(document.querySelector('#plan-lint').textContent) &&
       /tpu-v5e/.test(document.querySelector('#collectives-total')?.textContent || ''), null, { timeout: WAIT });
     check(true, 'profile selector reloads lint and collectives');
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('mesh view: groups of each axis, linked from every collective', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/plan/${tp.id}`);
+    await ready(page);
+    await page.waitForSelector('#plan-collectives[data-loaded="1"] #collectives-table a.mesh-link', { timeout: WAIT });
+    const href = await page.getAttribute('#collectives-table a.mesh-link', 'href');
+    check(new RegExp(`^#/mesh/${tp.id}\\?axes=model$`).test(href), `a collective links to the mesh view with its axes (${href})`);
+    await page.click('#collectives-table a.mesh-link');
+    await page.waitForSelector('#mesh-drawing .mesh-dev', { timeout: WAIT });
+    const devs = await page.$$eval('#mesh-drawing .mesh-dev', (ds) => ds.map((d) => ({ id: Number(d.dataset.device), g: Number(d.dataset.group), t: d.title })));
+    const groupsOf = (ds) => { const m = new Map(); for (const d of ds) { if (!m.has(d.g)) m.set(d.g, []); m.get(d.g).push(d.id); } return [...m.values()]; };
+    const gs = groupsOf(devs);
+    check(devs.length === 8 && gs.length === 2 && gs.every((g) => g.length === 4), `model groups: 2 groups of 4 (${gs.map((g) => g.join(' ')).join(' | ')})`);
+    check(gs.every((g) => new Set(devs.filter((d) => g.includes(d.id)).map((d) => /data=(\d+)/.exec(d.t)[1])).size === 1), 'each model group shares its data coordinate');
+    check(/2 groups of 4 devices/.test(await page.textContent('#mesh-summary')), 'the summary counts the groups');
+    await page.click('#mesh-axes button[data-axis="model"]');
+    await page.click('#mesh-axes button[data-axis="data"]');
+    const gd = groupsOf(await page.$$eval('#mesh-drawing .mesh-dev', (ds) => ds.map((d) => ({ id: Number(d.dataset.device), g: Number(d.dataset.group) }))));
+    check(gd.length === 4 && gd.every((g) => g.length === 2), `data groups on a click: 4 groups of 2 (${gd.map((g) => g.join(' ')).join(' | ')})`);
+    await (await page.$('main')).screenshot({ path: join(outDir, 'mesh.png') });
+    // 3-D, with a sub-axis
+    const mlir3 = 'sdy.mesh @cube = <["x"=2, "y"=2, "z"=4]>\n' +
+      'func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@cube, [{"x"}, {"z"}]>}) -> tensor<8x8xf32> {\n' +
+      '  %0 = stablehlo.add %arg0, %arg0 : tensor<8x8xf32>\n  return %0 : tensor<8x8xf32>\n}\n';
+    const p3 = await (await fetch(`${base}/v1/plans`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ mlir: mlir3, name: 'mesh-3d' }) })).json();
+    await page.goto(`${base}/#/mesh/${p3.id}?axes=${encodeURIComponent('z:(2)2')}`);
+    await ready(page);
+    await page.waitForSelector('#mesh-drawing .mesh-dev', { timeout: WAIT });
+    const tiles = await page.$$eval('#mesh-drawing .mesh-tile-label', (t) => t.map((x) => x.textContent));
+    const g3 = groupsOf(await page.$$eval('#mesh-drawing .mesh-dev', (ds) => ds.map((d) => ({ id: Number(d.dataset.device), g: Number(d.dataset.group) }))));
+    check(tiles.join('|') === 'x=0|x=1' && g3.length === 8 && g3.every((g) => g.length === 2 && g[1] - g[0] === 2),
+      `3-D mesh: a tile per x; sub-axis z:(2)2 pairs devices 2 apart (${g3.map((g) => g.join(' ')).join(' | ')})`);
+    await (await page.$('main')).screenshot({ path: join(outDir, 'mesh-3d.png') });
+    check((await fetch(`${base}/v1/plans/${p3.id}`, { method: 'DELETE' })).ok, 'that plan deleted again');
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     await page.close();
   });
