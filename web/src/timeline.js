@@ -6,8 +6,10 @@
 // straggler the others waited for; its bar is outlined red, and the device
 // that is the straggler most often is named beside its lane. The trace
 // itself, in the Chrome trace event format, downloads from
-// GET /v1/benchmarks/{id}/trace for Perfetto or chrome://tracing.
+// GET /v1/benchmarks/{id}/trace for Perfetto or chrome://tracing. A
+// collective's bar opens the mesh view of its axes' groups (mesh.js).
 import { api } from './api.js';
+import { meshHref } from './mesh.js';
 import { DASH, errorBox, fill, fmtSeconds, h } from './util.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -89,7 +91,7 @@ function tickStep(span) {
   return 10 * p;
 }
 
-function draw(a, zoom) {
+function draw(a, zoom, planId) {
   const width = WIDTH * zoom;
   const span = a.end > 0 ? a.end : 1;
   const x = (us) => LABEL + ((width - LABEL - 30) * us) / span;
@@ -119,6 +121,10 @@ function draw(a, zoom) {
       const bar = svg('rect', { x: x0, y: y + 2, width: w, height: LANE - 4, fill: colour,
         class: `tl-ev${coll ? ' tl-coll' : ''}${ev.last ? ' tl-last' : ''}`, 'data-kind': coll || 'compute', 'data-name': ev.op.name },
       svg('title', {}, title));
+      if (coll && planId) {
+        // a collective opens the mesh view with its groups
+        bar.addEventListener('click', () => { location.hash = meshHref(planId, ev.op.axes || []); });
+      }
       g.append(bar);
       if (coll && ev.wait > 0) {
         g.append(svg('rect', { x: x0, y: y + 2, width: Math.max(0.5, x(ev.ts + ev.wait) - x0), height: LANE - 4, fill: 'url(#tl-hatch)', class: 'tl-wait' },
@@ -160,8 +166,8 @@ export function timelineSection(run) {
   let zoom = 1;
   const frame = h('div', { class: 'timeline-frame', id: 'timeline-frame' });
   const zooms = h('span', { class: 'chips' }, 'zoom ', [1, 2, 4, 8].map((z) => h('button', { type: 'button', 'data-zoom': String(z), class: z === 1 ? 'active' : '',
-    onclick: (e) => { zoom = z; for (const b of zooms.querySelectorAll('button')) b.classList.toggle('active', b === e.target); fill(frame, draw(a, zoom)); } }, `\u00d7${z}`)));
-  fill(frame, draw(a, zoom));
+    onclick: (e) => { zoom = z; for (const b of zooms.querySelectorAll('button')) b.classList.toggle('active', b === e.target); fill(frame, draw(a, zoom, run.plan_id)); } }, `\u00d7${z}`)));
+  fill(frame, draw(a, zoom, run.plan_id));
   const busiest = a.busy.length ? Math.max(...a.busy) : 0;
   box.append(
     h('p', { id: 'timeline-summary' },

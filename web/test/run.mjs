@@ -471,6 +471,10 @@ async function main() {
     const file = await dl;
     check(/^shardplan-run-\d+\.trace\.json$/.test(file.suggestedFilename()), `trace downloads as ${file.suggestedFilename()}`);
     await (await page.$('#bench-timeline')).screenshot({ path: join(outDir, 'timeline.png') });
+    await page.click('#timeline-frame rect.tl-coll');
+    await page.waitForSelector('#mesh-drawing .mesh-dev', { timeout: WAIT });
+    check(/^#\/mesh\/\d+\?/.test(await page.evaluate(() => location.hash)) && /groups of/.test(await page.textContent('#mesh-summary')),
+      `a collective on the timeline opens the mesh view of its groups (${await page.evaluate(() => location.hash)})`);
 
     // progress after every iteration, not 10% to the end
     const post = await fetch(`${base}/v1/benchmarks`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
