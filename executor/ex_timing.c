@@ -378,31 +378,122 @@ void ex_trace_op(ex_trace *t, uint32_t dev, uint32_t op, double start, double en
     d->wait = 0;
 }
 
+/* Appends printf text to a bounded buffer (cut at its end). */
+typedef struct words {
+    char *p;
+    size_t left;
+} words;
+
+static void words_put(words *w, const char *s)
+{
+    size_t n = strlen(s);
+    if (w->left <= 1) {
+        return;
+    }
+    n = n < w->left - 1 ? n : w->left - 1;
+    memcpy(w->p, s, n);
+    w->p += n;
+    w->left -= n;
+    *w->p = '\0';
+}
+
+/* Whether a value name is one a generator numbered ("v70"): it tells the
+ * reader nothing. */
+static bool generated_name(const char *n)
+{
+    if (n[0] != 'v' || n[1] == '\0') {
+        return false;
+    }
+    for (const char *c = n + 1; *c != '\0'; c++) {
+        if (*c < '0' || *c > '9') {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The name of value v as the user gave it (graph value name, or the MLIR
+ * location's), NULL when it has none or only a generated one. */
+static const char *good_name(const ex_timing *t, uint32_t v)
+{
+    const char *n = t->g != NULL ? sp_graph_value_name(t->g, v) : NULL;
+    n = n != NULL ? n : sp_value_name(t->m, v);
+    return n != NULL && !generated_name(n) ? n : NULL;
+}
+
+static const char *short_kind(const char *name)
+{
+    const char *dot = strchr(name, '.');
+    return dot != NULL ? dot + 1 : name;
+}
+
+/* What value v is known by: its name, else where its op is in the source
+ * (loc text, "line:col"), else what makes it, "kind(a, b)" over its
+ * operands, depth levels down ("reshape(dot_general(x, layer0.Wq))"). */
+static void value_words(const ex_timing *t, uint32_t v, int depth, words *w)
+{
+    const char *n = good_name(t, v);
+    uint32_t def = t->m->values[v].def;
+    const sp_op *d = def != SP_NONE ? &t->m->ops[def] : NULL;
+    char at[32];
+    if (n != NULL) {
+        words_put(w, n);
+    } else if (d != NULL && d->loc != NULL && d->loc[0] != '\0') {
+        words_put(w, d->loc);
+    } else if (d != NULL && d->line > 0) {
+        snprintf(at, sizeof at, "%u:%u", d->line, d->col);
+        words_put(w, at);
+    } else if (d != NULL && depth > 0) {
+        words_put(w, short_kind(d->name));
+        words_put(w, "(");
+        for (uint32_t i = 0; i < d->n_operands && i < 3; i++) {
+            words_put(w, i > 0 ? ", " : "");
+            value_words(t, d->operands[i], depth - 1, w);
+        }
+        words_put(w, d->n_operands > 3 ? ", ...)" : ")");
+    } else {
+        words_put(w, "..."); /* deeper, or a block argument without a name */
+    }
+}
+
 /* An op's name on the timeline: its kind without the dialect, then what
- * the user knows it by: the graph's value name, the loc(...) text, or
- * "line:col"; an op the partitioner inserted is named after its operand
- * ("all_gather of layer0.Wv"). */
+ * the user knows it by: its result's value name (graph or loc), the op's
+ * loc(...) text or "line:col", or else what it computes from
+ * ("dot_general(x, layer0.Wq)"; an op on one operand, as one the
+ * partitioner inserted: "all_reduce of l0.z"), three levels deep at most
+ * ("..." below). Generated names ("v70") are looked through. */
 static void trace_name(const ex_timing *t, uint32_t op, char *buf, size_t len)
 {
     const sp_op *o = &t->m->ops[op];
-    const char *dot = strchr(o->name, '.');
-    const char *kind = dot != NULL ? dot + 1 : o->name;
-    bool operand = false;
-    const char *name = value_name(t, o, &operand);
-    uint32_t def = o->n_operands > 0 ? t->m->values[o->operands[0]].def : SP_NONE;
-    const sp_op *d = def != SP_NONE ? &t->m->ops[def] : NULL;
+    const char *kind = short_kind(o->name);
+    const char *name = o->n_results > 0 ? good_name(t, o->first_result) : NULL;
+    words w = {buf, len};
+    buf[0] = '\0';
+    words_put(&w, kind);
     if (name != NULL) {
-        snprintf(buf, len, "%s %s%s", kind, operand ? "of " : "", name);
+        words_put(&w, " ");
+        words_put(&w, name);
     } else if (o->loc != NULL && o->loc[0] != '\0') {
-        snprintf(buf, len, "%s %s", kind, o->loc);
+        words_put(&w, " ");
+        words_put(&w, o->loc);
     } else if (o->line > 0) {
-        snprintf(buf, len, "%s %u:%u", kind, o->line, o->col);
-    } else if (d != NULL && d->loc != NULL && d->loc[0] != '\0') {
-        snprintf(buf, len, "%s of %s", kind, d->loc);
-    } else if (d != NULL && d->line > 0) {
-        snprintf(buf, len, "%s of %u:%u", kind, d->line, d->col);
+        char at[32];
+        snprintf(at, sizeof at, " %u:%u", o->line, o->col);
+        words_put(&w, at);
+    } else if (o->n_operands == 1) {
+        words_put(&w, " of ");
+        value_words(t, o->operands[0], 3, &w);
+    } else if (o->n_operands > 1) {
+        words_put(&w, "(");
+        for (uint32_t i = 0; i < o->n_operands && i < 3; i++) {
+            words_put(&w, i > 0 ? ", " : "");
+            value_words(t, o->operands[i], 2, &w);
+        }
+        words_put(&w, o->n_operands > 3 ? ", ...)" : ")");
     } else {
-        snprintf(buf, len, "%s (op %u)", kind, op);
+        char at[32];
+        snprintf(at, sizeof at, " (op %u)", op);
+        words_put(&w, at);
     }
 }
 

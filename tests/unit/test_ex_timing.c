@@ -4,7 +4,8 @@
  * op on every device in order, each all_reduce with its barrier wait
  * inside its span and one member per collective that waited least; the
  * progress hook is called once per run; ex_trace_json names ops by the
- * graph's value names and writes well-formed events; a trace of a run that
+ * graph's value names (looking through generated ones, "v70", to what the
+ * value is made of) and writes well-formed events; a trace of a run that
  * never comes records nothing; bad device counts are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "cm.h"
 #include "ex_exec.h"
 #include "ex_timing.h"
+#include "sp_example.h"
 #include "sp_input.h"
 
 typedef struct runs_seen {
@@ -173,6 +175,64 @@ static void test_ex_trace_of_a_run_that_never_comes_is_empty(void **state)
     sp_input_fini(&ref);
 }
 
+/* The transformer template numbers its values (v0, v1, ...): the timeline
+ * names them by what they are made of instead. */
+static void test_ex_trace_names_look_through_generated_names(void **state)
+{
+    (void)state;
+    sp_example_opts eo;
+    sp_example_opts_init(&eo);
+    eo.model = SP_EXAMPLE_TRANSFORMER;
+    eo.strategy = SP_EXAMPLE_TP;
+    eo.layers = 1;
+    eo.d_model = 64;
+    eo.heads = 4;
+    eo.seq = 8;
+    eo.batch = 4;
+    cm_error err;
+    cm_error_clear(&err);
+    cm_buf doc;
+    cm_buf_init(&doc);
+    assert_int_equal(sp_example_graph_json(&eo, &doc, &err), CM_OK);
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    sp_input part, ref;
+    memset(&part, 0, sizeof part);
+    memset(&ref, 0, sizeof ref);
+    assert_int_equal(sp_input_read(doc.data, doc.len, &io, &part, &err), CM_OK);
+    assert_int_equal(sp_input_read(doc.data, doc.len, &io, &ref, &err), CM_OK);
+    assert_int_equal(sp_input_partition(&part, &err), CM_OK);
+    cm_buf_fini(&doc);
+    ex_trace tr;
+    assert_int_equal(ex_trace_init(&tr, 8, 0, &err), CM_OK);
+    ex_check_opts o = {.n_devices = 8, .iters = 1, .seed = 1, .trace = &tr};
+    ex_report r;
+    assert_int_equal(ex_check_modules(part.m, ref.m, &o, &r, &err), CM_OK);
+    ex_timing t = {part.m, part.g, NULL, NULL, 8, 1};
+    cm_buf b;
+    cm_buf_init(&b);
+    assert_int_equal(ex_trace_json(&tr, &t, &b), CM_OK);
+    assert_non_null(strstr(b.data, "\"name\":\"dot_general(x, layer0.Wq)\""));
+    assert_non_null(strstr(b.data, "\"name\":\"reshape of dot_general(x, layer0.Wq)\""));
+    /* no name ends in a generated one */
+    json_error_t je;
+    json_t *j = json_loads(b.data + 12, 0, &je); /* after ,"timeline": */
+    assert_non_null(j);
+    json_t *ops = json_object_get(j, "ops");
+    assert_true(json_array_size(ops) > 10);
+    for (size_t i = 0; i < json_array_size(ops); i++) {
+        const char *n = json_string_value(json_object_get(json_array_get(ops, i), "name"));
+        const char *sp = strrchr(n, ' ');
+        const char *last = sp != NULL ? sp + 1 : n;
+        assert_false(last[0] == 'v' && last[1] >= '0' && last[1] <= '9');
+    }
+    json_decref(j);
+    cm_buf_fini(&b);
+    ex_trace_fini(&tr);
+    sp_input_fini(&part);
+    sp_input_fini(&ref);
+}
+
 static void test_ex_trace_init_refuses_bad_device_counts(void **state)
 {
     (void)state;
@@ -194,6 +254,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ex_trace_records_the_chosen_run),
         cmocka_unit_test(test_ex_trace_of_a_run_that_never_comes_is_empty),
+        cmocka_unit_test(test_ex_trace_names_look_through_generated_names),
         cmocka_unit_test(test_ex_trace_init_refuses_bad_device_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
