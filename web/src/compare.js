@@ -77,7 +77,7 @@ export async function comparePage(main, ctx, idsText) {
   const table = vtable({
     class: 'diff-table',
     height: Math.min(420, 40 + diffs.length * 26),
-    columns: [{ key: 'tensor', title: 'tensor', width: '2fr' }, ...labels.map((l, i) => ({ key: `p${i}`, title: l, width: '1.5fr' }))],
+    columns: [{ key: 'tensor', title: 'tensor', width: '2fr' }, ...labels.map((l, i) => ({ key: `p${i}`, title: `${l}: ${info[i].name} \u00b7 ${info[i].strategy} \u00b7 ${info[i].mesh}`, width: '1.5fr' }))],
     cell(i, col) {
       const d = diffs[i];
       if (col.key === 'tensor') return d.tensor;

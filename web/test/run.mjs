@@ -471,6 +471,7 @@ async function main() {
     const file = await dl;
     check(/^shardplan-run-\d+\.trace\.json$/.test(file.suggestedFilename()), `trace downloads as ${file.suggestedFilename()}`);
     await (await page.$('#bench-timeline')).screenshot({ path: join(outDir, 'timeline.png') });
+    await page.screenshot({ path: join(outDir, 'run.png'), fullPage: true });
     await page.click('#timeline-frame rect.tl-coll');
     await page.waitForSelector('#mesh-drawing .mesh-dev', { timeout: WAIT });
     check(/^#\/mesh\/\d+\?/.test(await page.evaluate(() => location.hash)) && /groups of/.test(await page.textContent('#mesh-summary')),
@@ -544,6 +545,8 @@ async function main() {
     const heads = await page.$$eval('#compare-summary th.plan-head', (t) => t.map((x) => `${x.querySelector('.plan-head-name').textContent} | ${x.querySelector('.plan-head-meta').textContent}`));
     check(heads.length === 2 && heads.every((t) => /^transformer-(dp|tp) \| /.test(t) && /mesh data=\d+,model=\d+$/.test(t)) && /\| dp \u00b7/.test(heads[0]) && /\| tp \u00b7/.test(heads[1]),
       `headers name the model, strategy and mesh (${heads.join(' | ')})`);
+    const vth = await page.$$eval('.diff-table .vt-th', (t) => t.map((x) => x.textContent));
+    check(vth.length === 3 && /^plan \d+: transformer-dp \u00b7 dp \u00b7 mesh data=2,model=4$/.test(vth[1]), `difference table columns headed likewise (${vth.join(' | ')})`);
     // the first differing tensor's device grids side by side
     await page.waitForSelector('#compare-grids .grid-col .device-grid', { timeout: WAIT });
     const cols = await page.$$eval('#compare-grids .grid-col', (cs) => cs.map((c) => ({ plan: c.dataset.plan, cells: c.querySelectorAll('.device-grid .cell').length })));
