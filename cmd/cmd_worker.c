@@ -111,6 +111,24 @@ static void put_kv_g9(cm_buf *b, const char *key, double v)
     cm_json_put_g(b, v, 9);
 }
 
+/* ex_trace.on_run: "progress F" after each run, from 0.1 (partitioned)
+ * to 1, at most once per percent. */
+typedef struct progress {
+    FILE *out;
+    int shown; /* percent last printed */
+} progress;
+
+static void report_run(void *ctx, uint32_t run, uint32_t runs)
+{
+    progress *p = ctx;
+    int pct = (int)(10.0 + 89.0 * (double)(run + 1u) / (double)(runs > 0 ? runs : 1));
+    if (pct > p->shown) {
+        p->shown = pct;
+        fprintf(p->out, "progress %.2f\n", pct / 100.0);
+        fflush(p->out);
+    }
+}
+
 int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
 {
     uint64_t devices = 0, warmup = 1, iters = 5, seed = 1, rules_len = 0;
@@ -176,6 +194,9 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
     memset(&ref, 0, sizeof ref);
     double *ts = NULL, *op_s = NULL, *net_s = NULL;
     const char **paths = NULL;
+    ex_trace tr; /* the last run's timeline (released at out) */
+    memset(&tr, 0, sizeof tr);
+    progress pr = {out, 10};
     sp_cost *c = NULL;
     cm_buf b;
     cm_buf_init(&b);
@@ -201,13 +222,20 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
     /* per-op timers of the measured runs, when they fit */
     uint32_t n_dev = 0;
     op_s = ex_timing_timers(part.m, devices, &n_dev);
+    /* the last run's timeline, and progress after every run */
+    cm_error te;
+    cm_error_clear(&te);
+    bool traced = ex_trace_init(&tr, n_dev, (uint32_t)(total - 1u), &te) == CM_OK;
+    tr.on_run = report_run;
+    tr.ctx = &pr;
     ex_check_opts o = {.n_devices = (uint32_t)devices,
                        .iters = (uint32_t)total,
                        .seed = seed,
                        .iter_s = ts,
                        .affinity = affinity,
                        .op_s = op_s,
-                       .op_from = (uint32_t)warmup};
+                       .op_from = (uint32_t)warmup,
+                       .trace = traced ? &tr : NULL};
     ex_report r;
     ex_mpi_colls colls = {NULL, NULL};
     if (mp != NULL) {
@@ -275,6 +303,13 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
         cm_error_oom(&err);
         goto out;
     }
+    if (traced && r.n_devices == n_dev) {
+        ex_timing t = {part.m, part.g, c, op_s, n_dev, iters};
+        if (ex_trace_json(&tr, &t, &b) != CM_OK) {
+            cm_error_oom(&err);
+            goto out;
+        }
+    }
     cm_buf_putc(&b, '}');
     if (b.oom) {
         cm_error_oom(&err);
@@ -302,6 +337,7 @@ out:
     cm_free(op_s);
     cm_free(net_s);
     cm_free(paths);
+    ex_trace_fini(&tr);
     cm_free(ts);
     if (part.m != NULL) {
         sp_input_fini(&part);

@@ -217,6 +217,7 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
         eo.affinity = o->affinity;
         eo.op_s = o->op_s;
         eo.op_from = o->op_from;
+        eo.trace = o->trace;
         r->n_devices = eo.n_devices;
         st = ex_exec_run(part, &eo, args, n_args, &got, &n_got, err);
     }

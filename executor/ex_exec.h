@@ -22,6 +22,8 @@
 
 #define EX_MAX_RANK 16 /* ranks above this are rejected */
 
+struct ex_trace; /* a run's timeline recorder (ex_timing.h) */
+
 /* A dense row-major host tensor (a function argument or result). */
 typedef struct ex_tensor {
     sp_elem elem;
@@ -70,6 +72,8 @@ typedef struct ex_exec_opts {
                            outnumber cores; a collective's run from before its first barrier
                            to after its second (waiting for the slowest member included) */
     uint32_t op_from;   /* the first run (0-based) op_s counts */
+    struct ex_trace *trace; /* NULL, or records each op's start and end on each device in
+                           one run, and is told when each run ends (ex_timing.h) */
 } ex_exec_opts;
 
 /* Runs main of m on the workers with the global arguments args (each worker
@@ -145,6 +149,7 @@ typedef struct ex_check_opts {
     ex_affinity affinity; /* ex_exec_opts.affinity of the partitioned runs */
     double *op_s;       /* ex_exec_opts.op_s of the partitioned runs (r->n_devices x ops) */
     uint32_t op_from;
+    struct ex_trace *trace; /* ex_exec_opts.trace of the partitioned runs */
 } ex_check_opts;
 
 typedef struct ex_report {

@@ -379,6 +379,7 @@ typedef struct shared {
     struct ex_dist *dist; /* NULL, or the run spread over processes (ex_mpi_int.h) */
     uint32_t lo, hi;      /* the devices run here: [lo, hi) (all of them without dist) */
     int64_t dvote[2];     /* with dist: the last two votes of every process (flow_vote) */
+    struct ex_trace *trace; /* ex_exec_opts.trace, or NULL (ex_timing.h) */
 } shared;
 
 static inline void **wbufs(shared *sh, uint32_t dev)

@@ -13,6 +13,7 @@
 #include "ex_blas.h"
 #include "ex_mpi_int.h"
 #include "ex_thread_int.h"
+#include "ex_timing.h"
 
 /* Most CPUs workers are pinned to (ex_exec_opts.affinity); the rest of a
  * larger machine goes unused by a pinned run. */
@@ -566,7 +567,11 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
              * barrier, so nobody takes items from the counter now. */
             atomic_store(&sh->next_item, 0);
         }
+        double arrived = sh->trace != NULL ? cm_now() : 0;
         pthread_barrier_wait(&sh->bar);
+        if (sh->trace != NULL) {
+            ex_trace_wait(sh->trace, dev, cm_now() - arrived); /* waiting for the last peer */
+        }
         if (atomic_load(&sh->failed) == 0) {
             st = ex_coll_run(p, x, sh, dev, err);
         } else if (sh->dist != NULL && dev == sh->lo && sh->dist->ops->crosses(sh->dist, x)) {
@@ -606,7 +611,8 @@ static void run_block(shared *sh, uint32_t dev, uint32_t blk, bool keep)
     double *op_s = sh->timing[dev] ? sh->op_s + (size_t)dev * p->m->n_ops : NULL;
     for (uint32_t i = 0; i + 1u < pb->n_ops; i++) {
         const xop *x = &pb->ops[i];
-        double t0 = op_s != NULL && x->n_sub == 0 ? cm_now() : 0;
+        bool traced = sh->trace != NULL && x->n_sub == 0 && ex_trace_on(sh->trace, dev);
+        double t0 = (op_s != NULL || traced) && x->n_sub == 0 ? cm_now() : 0;
         sh->waited[dev] = 0;
         if (run_op(sh, dev, x, keep) != CM_OK) {
             atomic_store(&sh->failed, 1);
@@ -614,6 +620,9 @@ static void run_block(shared *sh, uint32_t dev, uint32_t blk, bool keep)
         if (op_s != NULL && x->n_sub == 0) {
             /* Waiting for a core (more workers than cores) is not the op's. */
             op_s[x->op] += cm_now() - t0 - sh->waited[dev];
+        }
+        if (traced) {
+            ex_trace_op(sh->trace, dev, x->op, t0, cm_now());
         }
         release_dead(p, bufs, x, keep);
     }
@@ -651,6 +660,9 @@ static void *worker_thread(void *arg)
             pthread_barrier_wait(&sh->bar);
         }
         sh->started[w->dev] = cm_now();
+        if (sh->trace != NULL) {
+            ex_trace_run_begin(sh->trace, w->dev, it, sh->started[w->dev]);
+        }
         run_once(sh, w->dev, it + 1 < sh->iters, sh->op_s != NULL && it >= sh->op_from);
         pthread_barrier_wait(&sh->bar);
         if (w->dev == sh->lo && sh->iter_s != NULL) {
@@ -664,6 +676,9 @@ static void *worker_thread(void *arg)
                 t0 = sh->started[d] < t0 ? sh->started[d] : t0;
             }
             sh->iter_s[it] = cm_now() - t0;
+        }
+        if (sh->trace != NULL) {
+            ex_trace_run_end(sh->trace, w->dev, it, sh->iters); /* progress, from device 0 */
         }
         if (w->dev == sh->lo && sh->between != NULL && it + 1 < sh->iters) {
             sh->between(sh->between_ctx); /* the others wait at the next barrier */
@@ -784,6 +799,7 @@ cm_status ex_exec_run_dist(const sp_module *m, const ex_exec_opts *o, ex_dist *d
     sh.iter_s = o->iter_s;
     sh.op_s = o->op_s;
     sh.op_from = o->op_from;
+    sh.trace = o->trace;
     sh.between = between;
     sh.between_ctx = ctx;
     sh.dist = dist;

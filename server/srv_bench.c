@@ -3,7 +3,9 @@
  * runs and runs each in a fresh child process, `PATH exec-worker`, fed the
  * plan's graph on stdin; the child's stdout is a line protocol ("progress
  * F", then "result JSON" or "error MESSAGE"). Between fork and exec only
- * async-signal-safe calls are made (the server is multithreaded). */
+ * async-signal-safe calls are made (the server is multithreaded). Also
+ * GET /v1/benchmarks/{id}/trace: the stored timeline of a run as a Chrome
+ * trace (srv_h_bench_trace). */
 #include "srv_bench.h"
 
 #include <errno.h>
@@ -18,6 +20,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "cm_json.h"
 #include "srv_client.h"
@@ -697,4 +701,159 @@ void srv_bench_kick(srv_app *app)
     b->kicked = true;
     pthread_cond_signal(&b->cv);
     pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- GET /v1/benchmarks/{id}/trace ---------------------------------------------------- */
+
+/* One stored timeline op entry ("ops" of results.timeline). */
+static const char *str_of(const json_t *o, const char *key, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s != NULL ? s : dflt;
+}
+
+/* Writes the trace event "X" of one event [dev, op, ts, dur, wait] (and
+ * the wait inside a collective as a nested "X"); false when malformed. */
+static bool trace_event(cm_buf *b, const json_t *ev, const json_t *ops, uint32_t n_dev)
+{
+    if (!json_is_array(ev) || json_array_size(ev) < 5) {
+        return false;
+    }
+    json_int_t dev = json_integer_value(json_array_get(ev, 0));
+    json_int_t ref = json_integer_value(json_array_get(ev, 1));
+    double ts = json_number_value(json_array_get(ev, 2));
+    double dur = json_number_value(json_array_get(ev, 3));
+    double wait = json_number_value(json_array_get(ev, 4));
+    const json_t *op = ref >= 0 ? json_array_get(ops, (size_t)ref) : NULL;
+    if (dev < 0 || (uint64_t)dev >= n_dev || !json_is_object(op) || !(ts >= 0) || !(dur >= 0)) {
+        return false;
+    }
+    const char *coll = str_of(op, "collective", NULL);
+    cm_buf_puts(b, ",\n{");
+    cm_json_put_kv_str(b, "name", str_of(op, "name", "op"));
+    cm_json_put_kv_str(b, "cat", coll != NULL ? "collective" : "compute");
+    cm_json_put_kv_str(b, "ph", "X");
+    cm_json_put_key(b, "ts");
+    cm_json_put_g(b, ts, 12);
+    cm_json_put_key(b, "dur");
+    cm_json_put_g(b, dur, 9);
+    cm_json_put_kv_i64(b, "pid", 1);
+    cm_json_put_kv_i64(b, "tid", dev);
+    cm_buf_puts(b, ",\"args\":{");
+    cm_json_put_kv_i64(b, "op", json_integer_value(json_object_get(op, "op")));
+    cm_json_put_kv_str(b, "kind", str_of(op, "kind", ""));
+    if (json_integer_value(json_object_get(op, "line")) > 0) {
+        cm_json_put_kv_i64(b, "line", json_integer_value(json_object_get(op, "line")));
+        cm_json_put_kv_i64(b, "col", json_integer_value(json_object_get(op, "col")));
+    }
+    if (str_of(op, "loc", NULL) != NULL) {
+        cm_json_put_kv_str(b, "loc", str_of(op, "loc", NULL));
+    }
+    if (coll != NULL) {
+        cm_json_put_kv_str(b, "collective", coll);
+        const json_t *axes = json_object_get(op, "axes");
+        cm_buf_puts(b, ",\"axes\":[");
+        for (size_t i = 0; i < json_array_size(axes); i++) {
+            cm_json_put_sep(b);
+            cm_json_put_cstr(b, str_of(json_array_get(axes, i), "", "?"));
+        }
+        cm_buf_putc(b, ']');
+        cm_json_put_key(b, "wait_us");
+        cm_json_put_g(b, wait, 9);
+    }
+    cm_buf_puts(b, "}}");
+    if (coll != NULL && wait > 0) {
+        cm_buf_puts(b, ",\n{\"name\":\"wait for peers\",\"cat\":\"collective,wait\",\"ph\":\"X\"");
+        cm_json_put_key(b, "ts");
+        cm_json_put_g(b, ts, 12);
+        cm_json_put_key(b, "dur");
+        cm_json_put_g(b, wait < dur ? wait : dur, 9);
+        cm_json_put_kv_i64(b, "pid", 1);
+        cm_json_put_kv_i64(b, "tid", dev);
+        cm_buf_putc(b, '}');
+    }
+    return true;
+}
+
+/* The Chrome trace of a stored results document into b: metadata events
+ * naming the process (the run) and one thread per device, then the
+ * events. CM_ENOTFOUND when the results hold no timeline, CM_EINTERNAL
+ * when it is malformed. */
+static cm_status trace_json(const st_bench *x, cm_buf *b, cm_error *err)
+{
+    json_error_t je;
+    json_t *res = x->results != NULL ? json_loadb(x->results, x->results_len, 0, &je) : NULL;
+    const json_t *tl = json_object_get(res, "timeline");
+    const json_t *ops = json_object_get(tl, "ops"), *evs = json_object_get(tl, "events");
+    json_int_t n_dev = json_integer_value(json_object_get(tl, "devices"));
+    if (!json_is_array(ops) || !json_is_array(evs) || n_dev <= 0 || n_dev > 4096) {
+        json_decref(res);
+        return cm_error_set(err, CM_ENOTFOUND, "/id",
+                            "benchmark run %lld has no timeline (it is %s%s)", (long long)x->id,
+                            st_bench_status_name(x->status),
+                            x->status == ST_BENCH_SUCCEEDED ? ", measured before timelines" : "");
+    }
+    cm_buf_puts(b, "{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,"
+                   "\"pid\":1,\"tid\":0,\"args\":{");
+    char label[96];
+    snprintf(label, sizeof label, "benchmark run %lld (plan %lld)", (long long)x->id,
+             (long long)x->plan_id);
+    cm_json_put_kv_str(b, "name", label);
+    cm_buf_puts(b, "}}");
+    for (json_int_t d = 0; d < n_dev; d++) {
+        cm_buf_printf(b,
+                      ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":1,\"tid\":%lld,"
+                      "\"args\":{\"name\":\"device %lld\"}}",
+                      (long long)d, (long long)d);
+        cm_buf_printf(b,
+                      ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"ts\":0,\"pid\":1,"
+                      "\"tid\":%lld,\"args\":{\"sort_index\":%lld}}",
+                      (long long)d, (long long)d);
+    }
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        if (!trace_event(b, json_array_get(evs, i), ops, (uint32_t)n_dev)) {
+            json_decref(res);
+            return cm_error_set(err, CM_EINTERNAL, NULL,
+                                "benchmark run %lld: timeline event %zu is malformed",
+                                (long long)x->id, i);
+        }
+    }
+    cm_buf_puts(b, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{");
+    cm_json_put_kv_i64(b, "run_id", x->id);
+    cm_json_put_kv_i64(b, "plan_id", x->plan_id);
+    cm_json_put_kv_i64(b, "devices", n_dev);
+    cm_json_put_kv_i64(b, "traced_run", json_integer_value(json_object_get(tl, "run")));
+    cm_json_put_kv_i64(b, "dropped", json_integer_value(json_object_get(tl, "dropped")));
+    const json_t *step = json_object_get(res, "step_s");
+    if (json_is_number(step)) {
+        cm_json_put_key(b, "step_s");
+        cm_json_put_g(b, json_number_value(step), 9);
+    }
+    cm_buf_puts(b, "}}\n");
+    json_decref(res);
+    return CM_OK;
+}
+
+void srv_h_bench_trace(srv_app *app, srv_req *r, route_args *a)
+{
+    st_bench x;
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_bench_get(a->db, a->id, &x, &e) != CM_OK) {
+        srv_reply_cm(app, r, &e);
+        return;
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_status st = trace_json(&x, &b, &e);
+    st_bench_fini(&x);
+    if (st == CM_ENOTFOUND) {
+        cm_buf_fini(&b);
+        srv_reply_cm(app, r, &e);
+    } else if (st != CM_OK) {
+        cm_buf_fini(&b);
+        srv_reply_ours(app, r, &e);
+    } else {
+        srv_reply_buf(app, r, 200, &b);
+    }
 }

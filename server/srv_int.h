@@ -324,6 +324,7 @@ void srv_h_run_list(srv_app *app, srv_req *r, route_args *a);
 void srv_h_run_get(srv_app *app, srv_req *r, route_args *a);
 void srv_h_run_delete(srv_app *app, srv_req *r, route_args *a);
 void srv_h_bench_cancel(srv_app *app, srv_req *r, route_args *a);
+void srv_h_bench_trace(srv_app *app, srv_req *r, route_args *a); /* srv_bench.c */
 void srv_h_token_post(srv_app *app, srv_req *r, route_args *a);
 void srv_h_token_list(srv_app *app, srv_req *r, route_args *a);
 void srv_h_token_delete(srv_app *app, srv_req *r, route_args *a);

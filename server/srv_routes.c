@@ -79,6 +79,8 @@ static const route routes[] = {
     {"DELETE", "/v1/benchmarks/{id}", srv_h_run_delete, R_WRITE, true, "benchmarks.delete", NULL},
     {"POST", "/v1/benchmarks/{id}/cancel", srv_h_bench_cancel, R_WRITE, true, "benchmarks.cancel",
      NULL},
+    {"GET", "/v1/benchmarks/{id}/trace", srv_h_bench_trace, R_READ, true, "benchmarks.trace",
+     NULL},
     {"POST", "/v1/tokens", srv_h_token_post, R_ADMIN, true, "tokens.create", NULL},
     {"GET", "/v1/tokens", srv_h_token_list, R_ADMIN, true, "tokens.list", NULL},
     {"DELETE", "/v1/tokens/{id}", srv_h_token_delete, R_ADMIN, true, "tokens.delete", NULL},

@@ -402,6 +402,10 @@ async function main() {
   expect(await call("GET", "/v1/benchmarks?status=succeeded"), 200, "bench list");
   expect(await call("GET", "/v1/benchmarks?status=melted"), 400, "bench list bad status");
   expect(await call("GET", "/v1/benchmarks/9999"), 404, "bench 404");
+  const tr = await call("GET", `/v1/benchmarks/${b1.json.id}/trace`);
+  expect(tr, 200, "bench trace");
+  check((tr.json?.traceEvents || []).some((e) => e.ph === "X" && typeof e.dur === "number"), "bench trace has X events with dur");
+  expect(await call("GET", "/v1/benchmarks/9999/trace"), 404, "bench trace 404");
   expect(await call("GET", `/v1/runs/${r1.json.id}`), 200, "run get");
   expect(await call("GET", "/v1/runs/9999"), 404, "run 404");
   expect(await call("GET", "/v1/runs?plan_id=x"), 400, "run list bad plan_id");

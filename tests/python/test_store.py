@@ -45,6 +45,7 @@ def test_every_route_has_a_method() -> None:
         "POST /v1/benchmarks": "benchmark", "GET /v1/benchmarks": "list_benchmarks",
         "GET /v1/benchmarks/{}": "get_benchmark", "DELETE /v1/benchmarks/{}": "delete_benchmark",
         "POST /v1/benchmarks/{}/cancel": "cancel_benchmark",
+        "GET /v1/benchmarks/{}/trace": "trace",
         "POST /v1/tokens": "create_token", "GET /v1/tokens": "list_tokens",
         "DELETE /v1/tokens/{}": "delete_token",
     }

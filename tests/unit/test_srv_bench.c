@@ -377,6 +377,42 @@ static void test_srv_bench_flax_mlp_succeeds_with_webhook(void **state)
     assert_int_equal(r.status, 200);
     assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
     tu_resp_fini(&r);
+    /* its timeline as a Chrome trace: every event has the format's required
+     * fields, an X event per op per device (tid), collectives marked */
+    snprintf(path, sizeof path, "/v1/benchmarks/%lld/trace", (long long)id);
+    http(f, "GET", path, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    json_t *evs = json_object_get(r.json, "traceEvents");
+    assert_true(json_array_size(evs) > 8);
+    size_t xs = 0, coll = 0;
+    bool tids[8] = {false};
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        json_t *e = json_array_get(evs, i);
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        assert_non_null(json_string_value(json_object_get(e, "name")));
+        assert_non_null(ph);
+        assert_true(json_is_number(json_object_get(e, "ts")));
+        assert_true(json_is_integer(json_object_get(e, "pid")));
+        json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+        assert_true(tid >= 0 && tid < 8);
+        if (strcmp(ph, "X") == 0) {
+            assert_true(json_number_value(json_object_get(e, "dur")) >= 0);
+            xs++;
+            tids[tid] = true;
+            const char *cat = json_string_value(json_object_get(e, "cat"));
+            coll += cat != NULL && strcmp(cat, "collective") == 0;
+        } else {
+            assert_string_equal(ph, "M");
+        }
+    }
+    assert_true(xs > 0 && coll > 0);
+    for (int d = 0; d < 8; d++) {
+        assert_true(tids[d]);
+    }
+    tu_resp_fini(&r);
+    http(f, "GET", "/v1/benchmarks/999999/trace", NULL, 0, &r);
+    assert_int_equal(r.status, 404);
+    tu_resp_fini(&r);
 }
 
 static void test_srv_bench_worker_crash_fails_run_and_server_goes_on(void **state)

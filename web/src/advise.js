@@ -5,6 +5,7 @@
 // Each panel loads when opened, so a 100k-op plan view does not wait for it;
 // routes a server does not have (404 "no resource at") show as unavailable.
 import { ApiError, api, getJson } from './api.js';
+import { meshLink } from './mesh.js';
 import { DASH, errorBox, fill, fmtBytes, fmtSeconds, h } from './util.js';
 
 const MAX_ROWS = 500; // table rows rendered at once (the counts cover them all)
@@ -132,11 +133,11 @@ export function collectivesPanel(ctx, planId, profile, open) {
       return [
         h('p', { id: 'collectives-total' }, `${d.n_collectives} collective${d.n_collectives === 1 ? '' : 's'}, ${fmtBytes(d.bytes)} per device, ${fmtSeconds(d.seconds)} on ${d.profile}.`),
         cs.length ? h('table', { class: 'summary-table collectives-table', id: 'collectives-table' },
-          h('thead', {}, h('tr', {}, ['kind', 'axes', 'group', 'bytes / device', 'tensor', 'time', 'calls', 'for', 'cause'].map((t) => h('th', {}, t)))),
+          h('thead', {}, h('tr', {}, ['kind', 'axes', 'group', 'bytes / device', 'tensor', 'time', 'calls', 'for', 'cause', 'devices'].map((t) => h('th', {}, t)))),
           h('tbody', {}, cs.slice(0, MAX_ROWS).map((c) => h('tr', {},
             h('td', {}, c.kind), h('td', { class: 'mono' }, (c.axes || []).join(', ')), h('td', { class: 'num' }, String(c.group)),
             h('td', { class: 'num' }, fmtBytes(c.bytes)), h('td', { class: 'num' }, fmtBytes(c.tensor_bytes)), h('td', { class: 'num' }, fmtSeconds(c.seconds)),
-            h('td', { class: 'num' }, String(c.count)), h('td', {}, where(c)), h('td', { class: 'msg' }, c.cause)))))
+            h('td', { class: 'num' }, String(c.count)), h('td', {}, where(c)), h('td', { class: 'msg' }, c.cause), h('td', {}, meshLink(planId, c.axes, null, 'groups'))))))
           : h('p', { class: 'ok' }, 'None: the plan needs no communication.'),
         cs.length > MAX_ROWS ? h('p', { class: 'muted' }, `First ${MAX_ROWS} of ${cs.length} shown.`) : null,
       ];

@@ -6,6 +6,8 @@
 // (POST /v1/benchmarks/{id}/cancel).
 import { api, getJson, listAll } from './api.js';
 import { lineChart } from './charts.js';
+import { meshLink } from './mesh.js';
+import { timelineSection } from './timeline.js';
 import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, fmtTime, h } from './util.js';
 
 const POLL_MIN_MS = 250;
@@ -144,7 +146,7 @@ function deviceBars(xs, s) {
 }
 
 // Each collective of results r in program order, its time on every device.
-export function collectivesSection(r) {
+export function collectivesSection(r, planId = 0) {
   const box = h('section', { class: 'bench-breakdown', id: 'bench-colls-section' }, h('h3', {}, 'Collectives'));
   if (!Array.isArray(r.collectives)) {
     box.append(h('p', { class: 'muted', id: 'bench-colls-none' }, 'Collective times were not recorded for this run.'));
@@ -158,7 +160,7 @@ export function collectivesSection(r) {
   box.append(
     h('table', { class: 'summary-table bench-colls', id: 'bench-colls' },
       h('caption', {}, `${cs.length} collective${cs.length === 1 ? '' : 's'} in program order`),
-      headRow(['kind', 'axes', 'group', 'bytes / device', 'measured min / mean / max', 'per device', 'predicted', 'measured / predicted', 'bandwidth', 'where']),
+      headRow(['kind', 'axes', 'group', 'bytes / device', 'measured min / mean / max', 'per device', 'predicted', 'measured / predicted', 'bandwidth', 'where', 'devices']),
       h('tbody', {}, cs.map((c) => {
         const xs = Array.isArray(c.measured_s) ? c.measured_s : [];
         const s = spread(xs);
@@ -168,12 +170,84 @@ export function collectivesSection(r) {
           numCell(s ? `${fmtSeconds(s.min)} / ${fmtSeconds(s.mean)} / ${fmtSeconds(s.max)}` : DASH),
           h('td', {}, deviceBars(xs, s)),
           numCell(fmtSeconds(c.predicted_s)), ratioCell(s?.mean, c.predicted_s),
-          numCell(c.bytes > 0 && s && s.mean > 0 ? `${fmtBytes(c.bytes / s.mean)}/s` : DASH), whereCell(c));
+          numCell(c.bytes > 0 && s && s.mean > 0 ? `${fmtBytes(c.bytes / s.mean)}/s` : DASH), whereCell(c),
+          h('td', {}, planId ? meshLink(planId, c.axes, null, 'groups') : DASH));
       }))),
     h('p', { class: 'muted' }, 'Times per run on one device, from before the collective\'s first barrier (all devices) to after its second: ',
       'a device that arrives early waits for the last one, so the tall bars waited and the short red one arrived last (the straggler: look at what it ran before). ',
       'The minimum is closest to the transfer itself; the mean, and the bandwidth from it, include the waiting. ', RATIO_NOTE));
   return box;
+}
+
+// What a final run shows: its error, or its figures, the chart of its
+// timed runs, its timeline, where the time went and its collectives.
+// Returns {el, chart} (chart: destroy it when the view goes, or null).
+export function resultView(run) {
+  if (run.status === 'failed' || run.status === 'canceled') {
+    return { el: h('div', { class: 'error', role: 'alert', id: 'bench-error' }, h('strong', {}, `Benchmark ${run.id} ${run.status}: `), run.error || DASH), chart: null };
+  }
+  const r = run.results;
+  if (!r) return { el: null, chart: null };
+  const its = Array.isArray(r.iter_s) ? r.iter_s : [];
+  const labels = its.map((_, i) => String(i + 1));
+  const c = lineChart({
+    title: `Benchmark ${run.id}: time of each timed run`,
+    labels,
+    datasets: [
+      { label: 'iteration', data: its },
+      { label: `measured median ${fmtSeconds(r.step_s)}`, data: its.map(() => r.step_s), flat: true },
+      { label: `predicted ${fmtSeconds(r.predicted_step_s)}`, data: its.map(() => r.predicted_step_s ?? null), flat: true },
+    ],
+    format: fmtSeconds,
+  });
+  const n = r.numerics;
+  const el = h('div', {},
+    h('dl', { class: 'kv' },
+      h('dt', {}, 'measured step (median)'), h('dd', { id: 'bench-measured' }, fmtSeconds(r.step_s)),
+      h('dt', {}, 'predicted step'), h('dd', { id: 'bench-predicted' }, fmtSeconds(r.predicted_step_s)),
+      h('dt', {}, 'min / max'), h('dd', {}, its.length ? `${fmtSeconds(Math.min(...its))} / ${fmtSeconds(Math.max(...its))}` : DASH),
+      h('dt', {}, 'FLOPs, FLOP/s'), h('dd', {}, `${fmtNum(r.flops)}, ${fmtNum(r.flop_per_s)}/s`),
+      h('dt', {}, 'one-device reference'), h('dd', {}, fmtSeconds(r.reference_s)),
+      h('dt', {}, 'numerics'), h('dd', { id: 'bench-numerics', class: n && !n.match ? 'diag error' : '' }, numericsText(n)),
+      h('dt', {}, 'ran'), h('dd', {}, `devices ${r.devices}, warmup ${r.warmup}, iters ${r.iters}, seed ${r.seed}`),
+      h('dt', {}, 'page'), h('dd', {}, h('a', { href: `#/run/${run.id}`, id: 'bench-run-link' }, `run ${run.id}`))),
+    h('div', { class: 'charts', id: 'bench-chart' }, c.el),
+    timelineSection(run), opsSection(r), collectivesSection(r, run.plan_id));
+  return { el, chart: c.chart };
+}
+
+// #/run/ID: one benchmark run, polled while it goes (its progress after
+// every iteration), then its figures and its per-device timeline.
+export async function runPage(main, ctx, id) {
+  const head = h('h1', {}, `Benchmark run ${id}`);
+  const status = h('div', { id: 'bench-status' });
+  const result = h('div', { id: 'bench-result' });
+  fill(main, head, status, result);
+  let chart = null;
+  let timer = 0;
+  ctx.onLeave(() => { clearTimeout(timer); if (chart) chart.destroy(); });
+  const show = (run) => {
+    const p = Math.max(0, Math.min(1, Number(run.progress) || 0));
+    fill(status, h('p', {},
+      run.plan_id ? h('a', { href: `#/plan/${run.plan_id}`, id: 'run-plan-link' }, `plan ${run.plan_id}`) : 'no plan', ' \u00b7 ',
+      h('span', { id: 'bench-state', 'data-status': run.status }, run.status), ' ',
+      h('progress', { id: 'bench-progress', max: '1', value: String(p) }), ` ${Math.round(p * 100)}%`,
+      h('span', { class: 'muted' }, ` created ${fmtTime(run.created_at)}, updated ${fmtTime(run.updated_at)}`)));
+  };
+  const poll = async (delay) => {
+    const run = await getJson(`/v1/benchmarks/${encodeURIComponent(id)}`);
+    if (!ctx.alive()) return;
+    show(run);
+    if (!isFinal(run)) {
+      timer = setTimeout(() => poll(Math.min(POLL_MAX_MS, delay * 1.5)).catch((err) => { if (ctx.alive()) fill(status, errorBox(err)); }), delay);
+      return;
+    }
+    if (chart) chart.destroy();
+    const v = resultView(run);
+    chart = v.chart;
+    fill(result, v.el);
+  };
+  await poll(POLL_MIN_MS);
 }
 
 // The panel for the plan view. devices: the mesh's device count (default).
@@ -245,37 +319,9 @@ export function benchPanel(ctx, planId, devices) {
 
   function showResult(run) {
     if (chart) { chart.destroy(); chart = null; }
-    if (run.status === 'failed' || run.status === 'canceled') {
-      fill(result, h('div', { class: 'error', role: 'alert', id: 'bench-error' }, h('strong', {}, `Benchmark ${run.id} ${run.status}: `), run.error || DASH));
-      return;
-    }
-    const r = run.results;
-    if (!r) { fill(result); return; }
-    const its = Array.isArray(r.iter_s) ? r.iter_s : [];
-    const labels = its.map((_, i) => String(i + 1));
-    const c = lineChart({
-      title: `Benchmark ${run.id}: time of each timed run`,
-      labels,
-      datasets: [
-        { label: 'iteration', data: its },
-        { label: `measured median ${fmtSeconds(r.step_s)}`, data: its.map(() => r.step_s), flat: true },
-        { label: `predicted ${fmtSeconds(r.predicted_step_s)}`, data: its.map(() => r.predicted_step_s ?? null), flat: true },
-      ],
-      format: fmtSeconds,
-    });
-    chart = c.chart;
-    const n = r.numerics;
-    fill(result,
-      h('dl', { class: 'kv' },
-        h('dt', {}, 'measured step (median)'), h('dd', { id: 'bench-measured' }, fmtSeconds(r.step_s)),
-        h('dt', {}, 'predicted step'), h('dd', { id: 'bench-predicted' }, fmtSeconds(r.predicted_step_s)),
-        h('dt', {}, 'min / max'), h('dd', {}, its.length ? `${fmtSeconds(Math.min(...its))} / ${fmtSeconds(Math.max(...its))}` : DASH),
-        h('dt', {}, 'FLOPs, FLOP/s'), h('dd', {}, `${fmtNum(r.flops)}, ${fmtNum(r.flop_per_s)}/s`),
-        h('dt', {}, 'one-device reference'), h('dd', {}, fmtSeconds(r.reference_s)),
-        h('dt', {}, 'numerics'), h('dd', { id: 'bench-numerics', class: n && !n.match ? 'diag error' : '' }, numericsText(n)),
-        h('dt', {}, 'ran'), h('dd', {}, `devices ${r.devices}, warmup ${r.warmup}, iters ${r.iters}, seed ${r.seed}`)),
-      h('div', { class: 'charts', id: 'bench-chart' }, c.el),
-      opsSection(r), collectivesSection(r));
+    const v = resultView(run);
+    chart = v.chart;
+    fill(result, v.el);
   }
 
   async function poll(id, delay) {

@@ -6,12 +6,19 @@
 // min / median / max and measured vs predicted step ('\u2014' without one).
 // "Benchmark these plans" queues one run of each (POST /v1/benchmarks) and
 // shows them when they end: how a suggestion applied with "apply and
-// compare" is checked by a real run.
+// compare" is checked by a real run. Each plan's column is headed with its
+// model's name, strategy and mesh (GET /v1/plans/{id}, /v1/graphs/{id});
+// every differing tensor shows its bytes per device in each plan and the
+// change from the first, and, selected, the plans' device grids side by
+// side; the collectives one plan adds or removes against the first are
+// listed (GET /v1/plans/{id}/collectives).
 import { api, getJson } from './api.js';
 import { isFinal, newestSucceeded } from './bench.js';
 import { barChart } from './charts.js';
-import { BUILTIN_PROFILES } from './plan.js';
+import { BUILTIN_PROFILES, shardingText } from './plan.js';
 import { planMesh, planName, strategyOf } from './plans.js';
+import { meshLink } from './mesh.js';
+import { blocksPerDim, deviceGrid } from './sharding.js';
 import { DASH, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
 import { vtable } from './vtable.js';
 
@@ -70,6 +77,8 @@ export async function comparePage(main, ctx, idsText) {
     return;
   }
   const labels = heads.map((x) => x.label);
+  const info = await planInfos(ids, prof.value);
+  if (!ctx.alive()) return;
   const costs = c.plans.map((p) => p.cost);
   const charts = [
     barChart({ title: 'Peak memory per device', labels, datasets: [{ label: 'bytes', data: costs.map((x) => x.memory.peak_bytes) }], format: fmtBytes, height: 200 }),
@@ -83,7 +92,7 @@ export async function comparePage(main, ctx, idsText) {
   ctx.onLeave(() => { for (const x of charts) x.chart.destroy(); });
 
   const summary = h('table', { class: 'summary-table', id: 'compare-summary' },
-    h('thead', {}, h('tr', {}, h('th', {}, ''), heads.map((x) => h('th', { 'data-plan': String(x.id) },
+    h('thead', {}, h('tr', {}, h('th', {}, ''), heads.map((x) => h('th', { class: 'plan-head', 'data-plan': String(x.id) },
       h('a', { href: `#/plan/${x.id}` }, x.label), h('br'),
       h('span', { class: 'muted plan-meta' }, `${x.strategy} \u00b7 ${x.mesh}`))))),
     h('tbody', {},
@@ -107,10 +116,34 @@ export async function comparePage(main, ctx, idsText) {
       if (col.key === 'tensor') return d.tensor;
       const k = Number(col.key.slice(1));
       const s = d.shardings[k];
-      return k > 0 && s !== d.shardings[0] ? h('span', { class: 'differs' }, s) : s === undefined ? DASH : s;
+      const text = k > 0 && s !== d.shardings[0] ? h('span', { class: 'differs' }, s) : s === undefined ? DASH : s;
+      const b = bytesOf(matched[i][k]);
+      const b0 = bytesOf(matched[i][0]);
+      const delta = k > 0 && b !== null && b0 !== null && b !== b0 ? ` (${b > b0 ? '+' : '\u2212'}${fmtBytes(Math.abs(b - b0))})` : '';
+      return h('span', {}, text, b !== null ? h('span', { class: `muted mem-cell${delta ? ' mem-changed' : ''}` }, ` \u00b7 ${fmtBytes(b)}${delta}`) : null);
     },
+    onRowClick: (i) => showGrids(i),
   });
   table.setCount(diffs.length);
+  // each difference's value in every plan's document (null when not found)
+  const matched = diffs.map((d) => info.map((x) => findValue(x.plan, d.tensor)));
+  const gridsBox = h('section', { id: 'compare-grids', class: 'detail' }, h('p', { class: 'muted' }, 'Select a tensor to see its device grid in each plan side by side.'));
+  function showGrids(i) {
+    const d = diffs[i];
+    fill(gridsBox, h('h3', {}, `Device grids of ${d.tensor}`),
+      h('div', { class: 'grids-side' }, info.map((x, k) => {
+        const v = matched[i][k];
+        const mesh = v && x.plan ? meshOf(x.plan, v) : null;
+        const b = bytesOf(v);
+        return h('div', { class: 'grid-col', 'data-plan': ids[k] },
+          h('div', { class: 'grid-col-head' }, h('strong', {}, labels[k]), ` ${x.name} \u00b7 ${x.strategy} \u00b7 ${x.mesh}`),
+          h('div', { class: 'mono' }, v ? shardingText(v.sharding) : d.shardings[k] ?? DASH),
+          h('div', { class: 'muted' }, v && v.local_shape ? `per device [${v.local_shape.join('\u00d7')}], ${fmtBytes(b)}` : DASH),
+          v && mesh ? gridOf(v, mesh) : h('p', { class: 'muted' }, 'not found in this plan\'s document'));
+      })));
+  }
+  const collBox = collectiveChanges(info, labels);
+  const memBox = memoryChanges(diffs, matched, labels);
   const benchBox = h('section', { id: 'compare-bench' }, h('h2', {}, 'Benchmarks'), h('p', { class: 'muted' }, 'Loading benchmarks\u2026'));
   fill(out, 
     summary,
@@ -119,8 +152,13 @@ export async function comparePage(main, ctx, idsText) {
     diverge,
     h('h2', {}, `Sharding differences: ${diffs.length} of ${c.compared_tensors} tensors`),
     c.structure_differs ? h('p', { class: 'diag warning' }, 'The plans are of different modules: tensors are matched by position.') : null,
+    h('p', { class: 'muted' }, 'Each cell: the sharding, then the tensor\'s bytes per device and (other plans) the change from the first plan.'),
     table.el,
+    gridsBox,
+    memBox,
+    collBox,
   );
+  if (diffs.length) { table.select(0); showGrids(0); }
   loadBenchmarks(ctx, benchBox, ids, labels, charts);
 }
 
@@ -218,4 +256,142 @@ async function loadBenchmarks(ctx, box, ids, labels, charts) {
   });
   charts.push(dist, mvp);
   fill(box, head, table, h('div', { class: 'charts', id: 'compare-bench-charts' }, dist.el, mvp.el));
+}
+
+// ---- per plan: name, strategy, mesh, document, collectives -------------------
+
+const ELEM_BYTES = { f64: 8, f32: 4, f16: 2, bf16: 2, i64: 8, ui64: 8, i32: 4, ui32: 4, i16: 2, ui16: 2, i8: 1, ui8: 1, i1: 1, f8E4M3FN: 1, f8E5M2: 1, c64: 8, c128: 16 };
+
+// Bytes per device of plan value v (its local shape times its element
+// size), or null.
+export function bytesOf(v) {
+  if (!v || !Array.isArray(v.local_shape)) return null;
+  const m = /(?:<|x)([a-zA-Z][a-zA-Z0-9]*)>$/.exec(v.type || '');
+  const e = m ? ELEM_BYTES[m[1]] : undefined;
+  if (!e) return null;
+  return v.local_shape.reduce((a, n) => a * Math.max(0, n), 1) * e;
+}
+
+// The value a compare label names in plan (GET /v1/plans/{id}'s "plan"):
+// "@main input 3 ...", "@main output 0", or a result by its value name
+// ("stablehlo.dot_general \"v0\"").
+export function findValue(plan, label) {
+  if (!plan) return null;
+  const fns = plan.functions || [];
+  let m = /^@(\S+) (input|output) (\d+)/.exec(label);
+  if (m) {
+    const f = fns.find((x) => x.name === m[1]);
+    const xs = f ? (m[2] === 'input' ? f.inputs : f.outputs) : null;
+    return (xs || []).find((v) => v.index === Number(m[3])) || null;
+  }
+  m = /"([^"]+)"$/.exec(label);
+  if (!m) return null;
+  for (const f of fns) for (const op of f.ops || []) for (const v of op.results || []) if (v.name === m[1]) return v;
+  return null;
+}
+
+function meshOf(plan, v) {
+  const ms = plan.meshes || [];
+  return (v.sharding && ms.find((x) => x.name === v.sharding.mesh)) || ms[0] || null;
+}
+
+// The device grid of v over its two most sharded dims.
+function gridOf(v, mesh) {
+  const rank = (v.shape || []).length;
+  const nb = blocksPerDim(v.sharding, mesh, rank);
+  const order = [...Array(rank).keys()].sort((x, y) => nb[y] - nb[x] || x - y);
+  const a = rank >= 1 ? Math.min(order[0], rank >= 2 ? order[1] : order[0]) : -1;
+  const b = rank >= 2 ? Math.max(order[0], order[1]) : -1;
+  return deviceGrid(v, mesh, { a, b });
+}
+
+// Each plan's document, its graph's name and strategy, its mesh text and
+// its collectives (errors leave the parts out: the page still compares).
+async function planInfos(ids, profile) {
+  return Promise.all(ids.map(async (id) => {
+    const out = { id, name: `plan ${id}`, strategy: DASH, mesh: DASH, plan: null, collectives: null };
+    try {
+      const doc = await getJson(`/v1/plans/${encodeURIComponent(id)}`);
+      out.plan = doc.plan;
+      out.mesh = (doc.plan.meshes || []).map((m) => `${m.name} ${(m.axes || []).map((x) => `${x.name}=${x.size}`).join(',')}`).join('; ') || DASH;
+      if (doc.graph_id) {
+        const g = await getJson(`/v1/graphs/${doc.graph_id}`);
+        out.name = g.name || `graph ${doc.graph_id}`;
+        out.strategy = g.graph ? strategyOf(g.graph) : DASH;
+      }
+    } catch { /* summary only */ }
+    try {
+      out.collectives = (await getJson(`/v1/plans/${encodeURIComponent(id)}/collectives?profile=${encodeURIComponent(profile)}`)).collectives || [];
+    } catch { /* not listed */ }
+    return out;
+  }));
+}
+
+// Collectives counted by what they are: kind, axes and the op they serve.
+function collKey(c) {
+  return `${c.kind} over ${(c.axes || []).join(',') || '(none)'} for ${c.for_op || c.op}`;
+}
+
+function countColls(cs) {
+  const m = new Map();
+  for (const c of cs || []) {
+    const k = collKey(c);
+    const e = m.get(k) || { n: 0, bytes: 0, c };
+    e.n += c.count || 1;
+    e.bytes += (c.bytes || 0) * (c.count || 1);
+    m.set(k, e);
+  }
+  return m;
+}
+
+// What each plan adds or removes against the first.
+export function collectiveChanges(info, labels) {
+  const box = h('section', { id: 'compare-collectives' }, h('h2', {}, 'Collectives added and removed'));
+  if (!info[0].collectives) {
+    box.append(h('p', { class: 'muted' }, 'The first plan\'s collectives could not be listed.'));
+    return box;
+  }
+  const base = countColls(info[0].collectives);
+  for (let k = 1; k < info.length; k++) {
+    if (!info[k].collectives) { box.append(h('p', { class: 'muted' }, `${labels[k]}: collectives not listed.`)); continue; }
+    const cur = countColls(info[k].collectives);
+    const rows = [];
+    for (const [key, e] of cur) {
+      const b = base.get(key);
+      if (!b || e.n > b.n) rows.push({ change: 'adds', key, n: e.n - (b ? b.n : 0), bytes: e.bytes - (b ? b.bytes : 0), plan: info[k].id, axes: e.c.axes });
+    }
+    for (const [key, b] of base) {
+      const e = cur.get(key);
+      if (!e || e.n < b.n) rows.push({ change: 'removes', key, n: b.n - (e ? e.n : 0), bytes: b.bytes - (e ? e.bytes : 0), plan: info[0].id, axes: b.c.axes });
+    }
+    box.append(h('h3', {}, `${labels[k]} against ${labels[0]}`), rows.length
+      ? h('table', { class: 'summary-table coll-changes', 'data-plan': String(info[k].id) },
+        h('thead', {}, h('tr', {}, ['change', 'collective', 'count', 'bytes / device'].map((t) => h('th', {}, t)))),
+        h('tbody', {}, rows.map((r) => h('tr', { class: `coll-${r.change}` },
+          h('td', {}, r.change === 'adds' ? '+ adds' : '\u2212 removes'), h('td', { class: 'mono' }, r.key, ' ', meshLink(r.plan, r.axes)),
+          h('td', { class: 'num' }, String(r.n)), h('td', { class: 'num' }, `${r.change === 'adds' ? '+' : '\u2212'}${fmtBytes(Math.abs(r.bytes))}`)))))
+      : h('p', { class: 'ok' }, 'The same collectives.'));
+  }
+  return box;
+}
+
+// Per differing tensor, bytes per device in each plan and the change from
+// the first: the largest changes first.
+function memoryChanges(diffs, matched, labels) {
+  const box = h('section', { id: 'compare-memory' }, h('h2', {}, 'Memory change per tensor'));
+  const rows = diffs.map((d, i) => ({ d, bytes: matched[i].map(bytesOf) }))
+    .filter((r) => r.bytes[0] !== null && r.bytes.some((b) => b !== null && b !== r.bytes[0]));
+  if (!rows.length) { box.append(h('p', { class: 'muted' }, 'No differing tensor changes its bytes per device.')); return box; }
+  const change = (r) => Math.max(...r.bytes.slice(1).map((b) => (b === null ? 0 : Math.abs(b - r.bytes[0]))));
+  rows.sort((x, y) => change(y) - change(x));
+  const total = labels.map((_, k) => rows.reduce((a, r) => a + (r.bytes[k] ?? 0) - (r.bytes[0] ?? 0), 0));
+  box.append(h('table', { class: 'summary-table', id: 'compare-memory-table' },
+    h('caption', {}, `${rows.length} tensors change their bytes per device${labels.length > 1 ? `; in all: ${labels.slice(1).map((l, k) => `${l} ${total[k + 1] >= 0 ? '+' : '\u2212'}${fmtBytes(Math.abs(total[k + 1]))}`).join(', ')}` : ''}`),
+    h('thead', {}, h('tr', {}, h('th', {}, 'tensor'), labels.map((l, k) => h('th', {}, k ? `${l} (change)` : l)))),
+    h('tbody', {}, rows.slice(0, 25).map((r) => h('tr', {}, h('td', { class: 'mono' }, r.d.tensor),
+      r.bytes.map((b, k) => h('td', { class: 'num' }, b === null ? DASH : k === 0 ? fmtBytes(b)
+        : `${fmtBytes(b)} (${b >= r.bytes[0] ? '+' : '\u2212'}${fmtBytes(Math.abs(b - r.bytes[0]))})`)))))),
+  );
+  if (rows.length > 25) box.append(h('p', { class: 'muted' }, `The 25 largest changes of ${rows.length} shown.`));
+  return box;
 }

@@ -1,8 +1,11 @@
-// The dashboard: a hash router over five pages that use only the public
-// REST API (/v1). #/plans, #/plan/ID, #/compare/ID,ID[,...], #/sweep?..., #/submit.
+// The dashboard: a hash router over seven pages that use only the public
+// REST API (/v1). #/plans, #/plan/ID, #/run/ID, #/mesh/ID, #/compare/ID,ID[,...],
+// #/sweep?..., #/submit.
 import './style.css';
 import { getToken, setToken } from './api.js';
+import { runPage } from './bench.js';
 import { comparePage } from './compare.js';
+import { meshPage } from './mesh.js';
 import { planPage } from './plan.js';
 import { plansPage } from './plans.js';
 import { submitPage } from './submit.js';
@@ -26,6 +29,8 @@ function route() {
   switch (parts[0]) {
     case 'plan': page = planPage(main, ctx, parts[1]); break;
     case 'compare': page = comparePage(main, ctx, parts[1]); break;
+    case 'run': page = runPage(main, ctx, parts[1]); break;
+    case 'mesh': page = meshPage(main, ctx, parts[1]); break;
     case 'submit': page = submitPage(main, ctx); break;
     case 'sweep': page = sweepPage(main, ctx); break;
     default: page = plansPage(main, ctx);

@@ -10,6 +10,7 @@ import { getJson, listAll } from './api.js';
 import { benchPanel } from './bench.js';
 import { areaChart, barChart } from './charts.js';
 import { blocksPerDim, deviceGrid, refName } from './sharding.js';
+import { whyPanel } from './why.js';
 import { DASH, debounce, errorBox, fill, fmtBytes, fmtNum, fmtSeconds, h } from './util.js';
 import { vtable } from './vtable.js';
 
@@ -58,14 +59,6 @@ export function planRows(plan) {
 function originText(o) {
   if (!o) return '';
   return Object.entries(o).map(([k, v]) => `${k}\u2190${v}`).join(' ');
-}
-
-function explainOrigin(src) {
-  if (src === 'self') return 'set on this tensor (a user sharding or constraint)';
-  if (/^input: \d+$/.test(src)) return `came from function input ${src.slice(7)}`;
-  if (/^output: \d+$/.test(src)) return `came from function output ${src.slice(8)}`;
-  if (/^constraint_\d+$/.test(src)) return `came from sharding constraint ${src.slice(11)}`;
-  return src;
 }
 
 export async function planPage(main, ctx, id) {
@@ -147,8 +140,23 @@ export async function planPage(main, ctx, id) {
   search.addEventListener('input', debounce(apply, 150));
   shardedOnly.addEventListener('change', apply);
 
+  // The graph document's ops (graph input), for the operands' names.
+  let graphOps = null;
+  if (doc.graph_id) {
+    getJson(`/v1/graphs/${doc.graph_id}`).then((g) => {
+      graphOps = g && g.graph && Array.isArray(g.graph.ops) ? g.graph.ops : null;
+      if (graphOps && shown && shown.op && shown.op.edges && ctx.alive()) showDetail(shown);
+    }).catch(() => { /* operands are named by position */ });
+  }
+  const operandNames = (r) => {
+    const m = r.op && /^\/ops\/(\d+)$/.exec(r.op.path || '');
+    const g = m && graphOps ? graphOps[Number(m[1])] : null;
+    return g && g.op === r.op.op && Array.isArray(g.operands) ? g.operands : null;
+  };
+  let shown = null;
   let whatif = null;
   function showDetail(r) {
+    shown = r;
     if (whatif) whatif.select(r);
     const v = r.v;
     const parts = [h('h2', {}, v ? `${r.kind} ${v.name !== undefined ? `"${v.name}"` : `#${v.index}`} ${r.op ? `of ${r.op.op}` : ''}` : r.op.op)];
@@ -164,16 +172,8 @@ export async function planPage(main, ctx, id) {
       const mesh = v.sharding ? meshes.get(v.sharding.mesh) : plan.meshes && plan.meshes[0];
       if (mesh) parts.push(gridPanel(v, mesh));
     }
-    // Why: origins, edges, rule.
-    const why = h('div', { class: 'why', id: 'why' }, h('h3', {}, 'Why this sharding'));
-    if (v && v.origin && Object.keys(v.origin).length) {
-      why.append(h('ul', {}, Object.entries(v.origin).map(([axis, src]) => h('li', {}, h('code', {}, axis), ': ', explainOrigin(src), ` (${src})`))));
-    } else if (v) {
-      why.append(h('p', {}, v.sharding ? 'The plan records no origin for this sharding.' : 'No sharding reached this value: it is replicated.'));
-    }
-    if (r.op && r.op.edges) why.append(h('p', {}, 'Propagation edges of this op (which operand or result each axis came through, per step):'), h('pre', { class: 'mono wrap' }, r.op.edges));
-    if (r.op && r.op.rule) why.append(h('p', {}, 'Sharding rule:'), h('pre', { class: 'mono wrap' }, r.op.rule));
-    for (const d of diagByPath.get(r.path) || []) why.append(h('p', { class: `diag ${d.severity}` }, `${d.severity} ${d.kind}: ${d.message}`));
+    // Why: origins and edges in words, the rule (why.js).
+    const why = whyPanel(r, diagByPath.get(r.path), operandNames(r));
     parts.push(why);
     fill(detail, ...parts);
   }

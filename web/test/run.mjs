@@ -312,6 +312,33 @@ async function main() {
     check(/^(input|op) /.test(await page.textContent('#value-detail h2')), 'a buffer at the peak links to its tensor');
     await (await page.$('#plan-memory')).screenshot({ path: join(outDir, 'memory.png') });
     check(/self|input|output|constraint/.test(await page.textContent('#why')), '"why" shows sharding origins');
+    // "why" in words: the propagation edges of l0.relu = maximum(l0.h, l0.zeros), named
+    await page.fill('#op-filter', 'l0.relu');
+    await page.waitForFunction(() => /^1 of /.test(document.querySelector('#op-count')?.textContent || ''), null, { timeout: WAIT });
+    await page.click('.ops-table .vt-row');
+    await page.waitForSelector('#why-edges li', { timeout: WAIT });
+    const edgeText = await page.textContent('#why-edges');
+    check(/^Step \d+: axes data and model went from result 0 l0\.relu to operand 0 l0\.h and operand 1 l0\.zeros\.$/.test(edgeText),
+      `"why": propagation edges in words with the operands' names (${edgeText})`);
+    const pres = await page.$$eval('#why > pre', (ps) => ps.map((x) => x.textContent));
+    check(!pres.some((t) => /propagation_edges/.test(t)) && !!(await page.$('#why details.why-raw')), '"why": the raw #sdy.propagation_edges text only under "raw"');
+    await (await page.$('#why')).screenshot({ path: join(outDir, 'why.png') });
+    await page.fill('#op-filter', '');
+    // an origin from a function input, by the input's name
+    const mlirWhy = 'sdy.mesh @mesh = <["a"=2, "b"=2]>\n' +
+      'func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>} loc("layer0.Wv"), %arg1: tensor<8x8xf32> loc("x")) -> tensor<8x8xf32> {\n' +
+      '  %0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>\n  return %0 : tensor<8x8xf32>\n}\n';
+    const wp = await (await fetch(`${base}/v1/plans`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ mlir: mlirWhy, name: 'why-origins' }) })).json();
+    await page.goto(`${base}/#/plan/${wp.id}`);
+    await ready(page);
+    await page.fill('#op-filter', 'stablehlo.add');
+    await page.waitForFunction(() => /^1 of /.test(document.querySelector('#op-count')?.textContent || ''), null, { timeout: WAIT });
+    await page.click('.ops-table .vt-row');
+    await page.waitForFunction(() => /add/.test(document.querySelector('#value-detail h2')?.textContent || ''), null, { timeout: WAIT });
+    const orig = await page.textContent('#why-origins');
+    check(/Axis a came from function input 0, layer0\.Wv \(input: 0\)\./.test(orig), `"why": an origin names the input (${orig})`);
+    check((await fetch(`${base}/v1/plans/${wp.id}`, { method: 'DELETE' })).ok, 'that plan deleted again');
     await page.screenshot({ path: join(outDir, 'plan.png'), fullPage: true });
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     // The API's error, as it gives it (Chromium logs the failed request itself).
@@ -328,6 +355,7 @@ async function main() {
     await page.close();
   });
 
+  let benchRunId = 0; // the MLP's benchmark run (for the run page below)
   await step('benchmark the Flax MLP from its plan view', async () => {
     const errors = [];
     const page = await newPage(ctx, errors);
@@ -367,6 +395,8 @@ async function main() {
     check(listed, 'run listed among the plan\'s benchmarks');
     const runId = Number(await page.getAttribute('#bench-history tbody tr', 'data-id'));
     const run = await (await fetch(`${base}/v1/benchmarks/${runId}`)).json();
+    benchRunId = runId;
+    check(!!(await page.$('#bench-timeline svg.timeline-svg')), 'the plan view\'s run shows its timeline');
     await checkBreakdown(page, run.results);
     await page.$eval('#plan-bench', (e) => e.scrollIntoView());
     await page.screenshot({ path: join(outDir, 'benchmark.png'), fullPage: true });
@@ -400,6 +430,74 @@ async function main() {
     }
     const other = errors.filter((e) => !/Failed to load resource: the server responded with a status of 400/.test(e));
     check(other.length === 0, `no console errors besides the expected 400 (${other.join('; ')})`);
+    await page.close();
+  });
+
+  await step('a run\'s page: per-device timeline, trace route, progress per iteration', async () => {
+    check(benchRunId > 0, `the benchmark step left a run (${benchRunId})`);
+    if (!benchRunId) return;
+    // GET /v1/benchmarks/{id}/trace: the Chrome trace event format
+    const tr = await fetch(`${base}/v1/benchmarks/${benchRunId}/trace`);
+    const trace = JSON.parse(await tr.text());
+    const evs = Array.isArray(trace.traceEvents) ? trace.traceEvents : [];
+    const bad = evs.filter((e) => typeof e.name !== 'string' || !['X', 'M'].includes(e.ph) || typeof e.ts !== 'number' ||
+      !Number.isInteger(e.pid) || !Number.isInteger(e.tid) || (e.ph === 'X' && !(typeof e.dur === 'number' && e.dur >= 0)));
+    const xs = evs.filter((e) => e.ph === 'X');
+    check(tr.status === 200 && xs.length > 0 && bad.length === 0, `trace: ${xs.length} X events, each with name, ph, ts, pid, tid, dur (${bad.length} bad)`);
+    check(new Set(xs.map((e) => e.tid)).size === 8, 'trace: one tid per device (8)');
+    check(xs.some((e) => e.cat === 'collective' && e.args && e.args.collective === 'all_reduce'), 'trace: collectives with cat "collective" and their kind');
+    check(!xs.some((e) => /(^| )v\d+$/.test(e.name)) && xs.some((e) => / l0\.h$/.test(e.name)), `trace: ops named by value name (${xs[0]?.name})`);
+    const none = await fetch(`${base}/v1/benchmarks/999999/trace`);
+    check(none.status === 404, 'trace of an unknown run: 404');
+
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/run/${benchRunId}`);
+    await ready(page);
+    await page.waitForSelector('#timeline-frame svg', { timeout: WAIT });
+    const tl = await page.$$eval('#timeline-frame svg g[data-device]', (gs) => gs.map((g) => ({
+      n: g.querySelectorAll('rect.tl-ev').length,
+      colls: [...g.querySelectorAll('rect.tl-coll')].map((r) => [r.dataset.kind, r.getAttribute('fill')]),
+      waits: g.querySelectorAll('rect.tl-wait').length, last: g.querySelectorAll('rect.tl-last').length })));
+    check(tl.length === 8 && tl.every((l) => l.n > 0), `a lane per device with its ops (${tl.map((l) => l.n).join(', ')})`);
+    check(tl.every((l) => l.colls.length > 0 && l.colls.every(([k, f]) => k === 'all_reduce' && f === '#e07b39')), 'collectives coloured by kind (all_reduce orange) on every lane');
+    const lasts = tl.reduce((a, l) => a + l.last, 0);
+    check(lasts > 0 && lasts === tl[0].colls.length, `one straggler marked per collective (${lasts})`);
+    const strag = await page.getAttribute('#timeline-straggler', 'data-device');
+    const lbl = strag !== null ? await page.textContent(`#timeline-frame text.tl-straggler-label[data-device="${strag}"]`) : '';
+    check(strag !== null && /last \u00d7\d+/.test(lbl), `the straggler's lane named (${await page.textContent('#timeline-summary')})`);
+    check(/^run \d+$/.test(await page.textContent('#bench-run-link')) && !!(await page.$('#bench-ops')), 'the run page shows the figures and tables too');
+    await page.click('button[data-zoom="4"]');
+    const w = await page.$eval('#timeline-frame svg', (e) => Number(e.getAttribute('width')));
+    check(w === 4000, `zoom x4 widens the drawing (${w})`);
+    await page.click('button[data-zoom="1"]');
+    const dl = page.waitForEvent('download', { timeout: WAIT });
+    await page.click('#bench-trace-download');
+    const file = await dl;
+    check(/^shardplan-run-\d+\.trace\.json$/.test(file.suggestedFilename()), `trace downloads as ${file.suggestedFilename()}`);
+    await (await page.$('#bench-timeline')).screenshot({ path: join(outDir, 'timeline.png') });
+    await page.screenshot({ path: join(outDir, 'run.png'), fullPage: true });
+    await page.click('#timeline-frame rect.tl-coll');
+    await page.waitForSelector('#mesh-drawing .mesh-dev', { timeout: WAIT });
+    check(/^#\/mesh\/\d+\?/.test(await page.evaluate(() => location.hash)) && /groups of/.test(await page.textContent('#mesh-summary')),
+      `a collective on the timeline opens the mesh view of its groups (${await page.evaluate(() => location.hash)})`);
+
+    // progress after every iteration, not 10% to the end
+    const post = await fetch(`${base}/v1/benchmarks`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ plan_id: Number(mlpId), iters: 300, warmup: 0 }) });
+    const queued = await post.json();
+    const seen = new Set();
+    const t0 = Date.now();
+    for (;;) {
+      const r = await (await fetch(`${base}/v1/benchmarks/${queued.id}`)).json();
+      seen.add(r.progress);
+      if (r.status !== 'queued' && r.status !== 'running') break;
+      if (Date.now() - t0 > 60000) break;
+      await new Promise((res) => setTimeout(res, 15));
+    }
+    const mid = [...seen].filter((p) => p > 0.1 && p < 1);
+    check(mid.length > 0, `progress moves during the run (${[...seen].sort().join(', ')})`);
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     await page.close();
   });
 
@@ -459,6 +557,19 @@ async function main() {
     await page.waitForSelector('#compare-bench-table', { timeout: WAIT });
     check(/No succeeded benchmark/.test(await page.textContent('#compare-bench')), 'benchmarks: \u2014 for plans without one');
     check((await page.$$('.diff-table .differs')).length > 0, 'differences highlighted');
+    // the first differing tensor's device grids side by side
+    await page.waitForSelector('#compare-grids .grid-col .device-grid', { timeout: WAIT });
+    const cols = await page.$$eval('#compare-grids .grid-col', (cs) => cs.map((c) => ({ plan: c.dataset.plan, cells: c.querySelectorAll('.device-grid .cell').length })));
+    check(cols.length === 2 && cols.every((c) => c.cells >= 1) && cols[0].cells !== cols[1].cells,
+      `device grids side by side for the selected tensor (${cols.map((c) => `${c.plan}: ${c.cells} cells`).join(', ')})`);
+    await page.click('.diff-table .vt-row:nth-child(2)');
+    const t2 = await page.textContent('#compare-grids h3');
+    check(/^Device grids of /.test(t2), `another tensor's grids on selection (${t2})`);
+    // memory change per tensor and the collectives added or removed
+    const mem = await page.$$eval('#compare-memory-table tbody tr', (rs) => rs.map((r) => r.textContent));
+    check(mem.length > 0 && mem.every((t) => /\((\+|\u2212)/.test(t)), `memory change per tensor (${mem.length} rows: ${mem[0]})`);
+    const ch = await page.$$eval('#compare-collectives tbody tr', (rs) => rs.map((r) => r.textContent));
+    check(ch.length > 0 && ch.some((t) => /adds|removes/.test(t)), `collectives one plan adds or removes (${ch.slice(0, 3).join(' | ')})`);
     await page.screenshot({ path: join(outDir, 'compare.png'), fullPage: true });
     if (process.env.UPDATE_DOCS_IMG === '1') {
       mkdirSync(join(repo, 'docs', 'img'), { recursive: true });
@@ -568,7 +679,7 @@ async function main() {
     await page.close();
   });
 
-  await advisorSteps(ctx, base, mlpId);
+  await advisorSteps(ctx, base, mlpId, tp);
 
   await step('token: kept in sessionStorage, sent as Bearer', async () => {
     const errors = [];
@@ -593,7 +704,7 @@ async function main() {
 
 // The plan advisor (docs/advisor.md) in the dashboard: lint and collectives
 // panels, the sweep page, suggestions with "apply and compare", what-if.
-async function advisorSteps(ctx, base, mlpId) {
+async function advisorSteps(ctx, base, mlpId, tp) {
   // Routes this server has: a missing one answers 404 "no resource at".
   const has = async (method, path) => {
     const r = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json' }, body: method === 'POST' ? '{"edits":[]}' : undefined });
@@ -652,6 +763,45 @@ async function advisorSteps(ctx, base, mlpId) {
     await page.waitForFunction(() => /tpu-v5e/.test(document.querySelector('#plan-lint').textContent) &&
       /tpu-v5e/.test(document.querySelector('#collectives-total')?.textContent || ''), null, { timeout: WAIT });
     check(true, 'profile selector reloads lint and collectives');
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('mesh view: groups of each axis, linked from every collective', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/plan/${tp.id}`);
+    await ready(page);
+    await page.waitForSelector('#plan-collectives[data-loaded="1"] #collectives-table a.mesh-link', { timeout: WAIT });
+    const href = await page.getAttribute('#collectives-table a.mesh-link', 'href');
+    check(new RegExp(`^#/mesh/${tp.id}\\?axes=model$`).test(href), `a collective links to the mesh view with its axes (${href})`);
+    await page.click('#collectives-table a.mesh-link');
+    await page.waitForSelector('#mesh-drawing .mesh-dev', { timeout: WAIT });
+    const devs = await page.$$eval('#mesh-drawing .mesh-dev', (ds) => ds.map((d) => ({ id: Number(d.dataset.device), g: Number(d.dataset.group), t: d.title })));
+    const groupsOf = (ds) => { const m = new Map(); for (const d of ds) { if (!m.has(d.g)) m.set(d.g, []); m.get(d.g).push(d.id); } return [...m.values()]; };
+    const gs = groupsOf(devs);
+    check(devs.length === 8 && gs.length === 2 && gs.every((g) => g.length === 4), `model groups: 2 groups of 4 (${gs.map((g) => g.join(' ')).join(' | ')})`);
+    check(gs.every((g) => new Set(devs.filter((d) => g.includes(d.id)).map((d) => /data=(\d+)/.exec(d.t)[1])).size === 1), 'each model group shares its data coordinate');
+    check(/2 groups of 4 devices/.test(await page.textContent('#mesh-summary')), 'the summary counts the groups');
+    await page.click('#mesh-axes button[data-axis="model"]');
+    await page.click('#mesh-axes button[data-axis="data"]');
+    const gd = groupsOf(await page.$$eval('#mesh-drawing .mesh-dev', (ds) => ds.map((d) => ({ id: Number(d.dataset.device), g: Number(d.dataset.group) }))));
+    check(gd.length === 4 && gd.every((g) => g.length === 2), `data groups on a click: 4 groups of 2 (${gd.map((g) => g.join(' ')).join(' | ')})`);
+    await (await page.$('main')).screenshot({ path: join(outDir, 'mesh.png') });
+    // 3-D, with a sub-axis
+    const mlir3 = 'sdy.mesh @cube = <["x"=2, "y"=2, "z"=4]>\n' +
+      'func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@cube, [{"x"}, {"z"}]>}) -> tensor<8x8xf32> {\n' +
+      '  %0 = stablehlo.add %arg0, %arg0 : tensor<8x8xf32>\n  return %0 : tensor<8x8xf32>\n}\n';
+    const p3 = await (await fetch(`${base}/v1/plans`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ mlir: mlir3, name: 'mesh-3d' }) })).json();
+    await page.goto(`${base}/#/mesh/${p3.id}?axes=${encodeURIComponent('z:(2)2')}`);
+    await ready(page);
+    await page.waitForSelector('#mesh-drawing .mesh-dev', { timeout: WAIT });
+    const tiles = await page.$$eval('#mesh-drawing .mesh-tile-label', (t) => t.map((x) => x.textContent));
+    const g3 = groupsOf(await page.$$eval('#mesh-drawing .mesh-dev', (ds) => ds.map((d) => ({ id: Number(d.dataset.device), g: Number(d.dataset.group) }))));
+    check(tiles.join('|') === 'x=0|x=1' && g3.length === 8 && g3.every((g) => g.length === 2 && g[1] - g[0] === 2),
+      `3-D mesh: a tile per x; sub-axis z:(2)2 pairs devices 2 apart (${g3.map((g) => g.join(' ')).join(' | ')})`);
+    await (await page.$('main')).screenshot({ path: join(outDir, 'mesh-3d.png') });
+    check((await fetch(`${base}/v1/plans/${p3.id}`, { method: 'DELETE' })).ok, 'that plan deleted again');
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     await page.close();
   });

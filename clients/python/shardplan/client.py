@@ -859,6 +859,17 @@ class Client:
             Benchmark, self.request("POST", f"/v1/benchmarks/{_id_of(run_id)}/cancel").json()
         )
 
+    def trace(self, run_id: Union[int, Benchmark]) -> Dict[str, Any]:
+        """``GET /v1/benchmarks/{id}/trace``: the run's last timed run in the Chrome
+        trace event format, a dict with ``traceEvents`` (one ``"X"`` event per op per
+        device, ``tid`` the device, collectives with ``cat`` ``"collective"``).
+        ``json.dump`` it to a file to open it in Perfetto or ``chrome://tracing``.
+        A run without a timeline (not succeeded yet) raises
+        :class:`~shardplan.errors.NotFound`.
+        """
+        doc: Dict[str, Any] = self.request("GET", f"/v1/benchmarks/{_id_of(run_id)}/trace").json()
+        return doc
+
     def delete_benchmark(self, run_id: Union[int, Benchmark]) -> None:
         """``DELETE /v1/benchmarks/{id}`` (a running run is canceled first)."""
         self.request("DELETE", f"/v1/benchmarks/{_id_of(run_id)}")

@@ -693,6 +693,7 @@ class BenchmarkResults:
     ops_timed: int = 0
     ops: List[Dict[str, Any]] = field(default_factory=list)
     collectives: List[Dict[str, Any]] = field(default_factory=list)
+    timeline: Optional[Dict[str, Any]] = None  # the last run's events (Client.trace)
     webhook: Optional[Dict[str, Any]] = None
     raw: _Raw = _raw()
 
