@@ -62,7 +62,10 @@ def test_graphs(client: shardplan.Client, mlp_json: dict, mlp_mlir: str) -> None
     g = client.submit_graph(mlp_json, name="store-mlp")
     assert isinstance(g, shardplan.Graph) and g.format == "json" and g.size > 0
     again = client.submit_graph(mlp_json, name="store-mlp")
-    assert again.id == g.id and not again.created
+    assert again.id == g.id and not again.created and again.existed and again.message
+    alias = client.submit_graph(mlp_json, name="store-mlp-alias")
+    assert alias.id == g.id and alias.existed and alias.alias_recorded == "store-mlp-alias"
+    assert "store-mlp-alias" in client.get_graph(g.id).aliases
     m = client.submit_graph(mlp_mlir + "\n// another copy\n", name="store-mlir")
     assert m.format == "mlir" and m.created and m.name == "store-mlir"
 

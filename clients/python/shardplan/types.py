@@ -59,7 +59,11 @@ class Graph:
 
     ``graph`` (the document) or ``mlir`` (the text) is set by
     :meth:`Client.get_graph`; lists and ``submit_graph`` give metadata only.
-    ``created`` (``submit_graph`` only) is True when this request stored it.
+    ``created`` (``submit_graph`` only) is True when this request stored it;
+    when it was stored before, ``existed`` is True, ``message`` says under
+    which name, and ``alias_recorded`` is the new name recorded for it (the
+    name ``?name=`` gave, when it differs from every name the graph has).
+    ``aliases`` are the other names the graph was sent under.
     """
 
     id: int = 0
@@ -68,8 +72,12 @@ class Graph:
     hash: str = ""
     size: int = 0
     created_at: int = 0
+    aliases: List[str] = field(default_factory=list)
     graph: Optional[Dict[str, Any]] = None
     mlir: Optional[str] = None
+    existed: bool = False
+    alias_recorded: Optional[str] = None
+    message: str = ""
     created: bool = field(default=False, metadata={"key": "-created"})
     raw: _Raw = _raw()
 
