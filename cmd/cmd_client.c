@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cm.h"
 #include "cm_json.h"
@@ -34,37 +35,51 @@ static void usage(FILE *f)
           "  put mesh|rule|profile NAME FILE|-        store a named document\n"
           "  delete plan|graph|run|mesh|rule|profile|token ID|NAME\n"
           "  compare ID ID [ID ID] [--profile NAME]   plans side by side\n"
-          "  bench PLAN_ID [--spec JSON] [--webhook URL]\n"
-          "                                           queue a benchmark run\n"
+          "  bench PLAN_ID [--spec JSON] [--webhook URL] [--wait [--timeout S]]\n"
+          "                                           queue a benchmark run; --wait polls it,\n"
+          "                                           progress on stderr, and prints the result\n"
+          "  lint|collectives|cost|memory|suggest PLAN_ID [--profile P] [--query K=V]...\n"
+          "                                           the plan advisor (GET /v1/plans/ID/...)\n"
+          "  whatif PLAN_ID FILE|-                    POST /v1/plans/ID/whatif with the edits\n"
+          "  sweep [--query K=V]...                   GET /v1/sweep?K=V&...\n"
+          "  trace RUN_ID                             a benchmark's Chrome trace\n"
+          "  request METHOD PATH [FILE|-] [--type T]  any route, e.g. request GET /v1/openapi.json\n"
           "  health                                   /healthz and /readyz\n"
           "URL and token also come from SHARDPLAN_SERVER and SHARDPLAN_TOKEN.\n"
           "One-line pipeline: shardplan example mlp | shardplan client --server URL plan -\n",
           f);
 }
 
-/* Sends one request; prints the answer. Returns an exit status. */
-static int request(const client *c, const char *method, const char *path, const char *ctype,
-                   const char *body, size_t body_len)
+/* Sends one request into resp (initialised by the caller); 0 with *status
+ * set when an answer came (any status), 1 after printing why none did. */
+static int fetch(const client *c, const char *method, const char *path, const char *ctype,
+                 const char *body, size_t body_len, long *status, cm_buf *resp)
 {
     char url[4096];
     snprintf(url, sizeof url, "%s%s", c->server, path);
-    cm_buf resp;
-    cm_buf_init(&resp);
     srv_client_req rq = {method, url, c->token, ctype, body, body_len};
-    long status = 0;
+    *status = 0;
     cm_error e;
     cm_error_clear(&e);
-    cm_status st = srv_client_request(&rq, &status, &resp, &e);
+    cm_status st = srv_client_request(&rq, status, resp, &e);
     if (st == CM_ENOMEM) {
         fprintf(c->errs, "shardplan client: %s\n", e.msg); /* no easy handle */
-        cm_buf_fini(&resp);
         return 1;
     }
-    int ret = 0;
     if (st != CM_OK) {
         fprintf(c->errs, "shardplan client: %s %s: %s\n", method, url, e.msg);
-        ret = 1;
-    } else if (status >= 400) {
+        return 1;
+    }
+    return 0;
+}
+
+/* Prints an answer: the server's error message on stderr (exit 1), else the
+ * body (or a table with --table). */
+static int print_answer(const client *c, long status, const cm_buf *r)
+{
+    const cm_buf resp = *r;
+    int ret = 0;
+    if (status >= 400) {
         char msg[600];
         if (srv_json_error_text(resp.data != NULL ? resp.data : "", resp.len, msg, sizeof msg)) {
             fprintf(c->errs, "shardplan client: HTTP %ld: %s\n", status, msg);
@@ -85,6 +100,19 @@ static int request(const client *c, const char *method, const char *path, const 
     } else {
         fprintf(c->out, "HTTP %ld\n", status);
     }
+    return ret;
+}
+
+/* Sends one request; prints the answer. Returns an exit status. */
+static int request(const client *c, const char *method, const char *path, const char *ctype,
+                   const char *body, size_t body_len)
+{
+    cm_buf resp;
+    cm_buf_init(&resp);
+    long status = 0;
+    int ret = fetch(c, method, path, ctype, body, body_len, &status, &resp) != 0
+                  ? 1
+                  : print_answer(c, status, &resp);
     cm_buf_fini(&resp);
     return ret;
 }
@@ -342,6 +370,68 @@ static int client_compare(const client *c, int argc, char **argv)
     return request(c, "GET", path, NULL, NULL, 0);
 }
 
+/* The number after "KEY": in a run's JSON (its top-level members come
+ * before spec and results), or def. */
+static double run_num(const cm_buf *b, const char *key, double def)
+{
+    char pat[32];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = b->data != NULL ? strstr(b->data, pat) : NULL;
+    return p != NULL ? strtod(p + strlen(pat), NULL) : def;
+}
+
+/* Polls the run resp names (GET /v1/runs/ID, twice a second, at most limit
+ * seconds), its status and progress on stderr as they change, then prints
+ * the final run: 0 when it succeeded, 1 when it failed, was canceled or
+ * did not end in time. */
+static int wait_run(const client *c, cm_buf *resp, double limit)
+{
+    long long id = (long long)run_num(resp, "id", 0);
+    if (id <= 0) {
+        fprintf(c->errs, "shardplan client: the answer names no run\n");
+        return 1;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/v1/runs/%lld", id);
+    double t0 = cm_now();
+    char last[64] = "";
+    for (;;) {
+        cm_arena a;
+        cm_arena_init(&a, 256);
+        const char *st = srv_json_get_string(resp->data != NULL ? resp->data : "", resp->len,
+                                             "status", &a);
+        char now[64];
+        snprintf(now, sizeof now, "%s %.0f%%", st != NULL ? st : "?",
+                 100 * run_num(resp, "progress", 0));
+        bool final = st != NULL && (strcmp(st, "succeeded") == 0 || strcmp(st, "failed") == 0 ||
+                                    strcmp(st, "canceled") == 0);
+        bool ok = st != NULL && strcmp(st, "succeeded") == 0;
+        cm_arena_fini(&a);
+        if (strcmp(now, last) != 0) {
+            fprintf(c->errs, "run %lld: %s\n", id, now);
+            snprintf(last, sizeof last, "%s", now);
+        }
+        if (final) {
+            int rc = print_answer(c, 200, resp);
+            return ok ? rc : 1;
+        }
+        if (cm_now() - t0 > limit) {
+            fprintf(c->errs, "shardplan client: run %lld did not end within %.0f s\n", id, limit);
+            return 1;
+        }
+        struct timespec ts = {0, 500 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        cm_buf_reset(resp);
+        long status = 0;
+        if (fetch(c, "GET", path, NULL, NULL, 0, &status, resp) != 0) {
+            return 1;
+        }
+        if (status >= 400) {
+            return print_answer(c, status, resp);
+        }
+    }
+}
+
 static int client_bench(const client *c, int argc, char **argv)
 {
     const char *plan = positional(argc, argv, 1, 0);
@@ -365,8 +455,167 @@ static int client_bench(const client *c, int argc, char **argv)
         cm_json_put_kv_str(&b, "webhook_url", hook);
     }
     cm_buf_putc(&b, '}');
-    int rc = request(c, "POST", "/v1/runs", "application/json", b.data, b.len);
+    bool wait = false;
+    for (int i = 1; i < argc; i++) {
+        wait = wait || strcmp(argv[i], "--wait") == 0;
+    }
+    if (!wait) {
+        int rc = request(c, "POST", "/v1/runs", "application/json", b.data, b.len);
+        cm_buf_fini(&b);
+        return rc;
+    }
+    const char *tv = opt_value(argc, argv, "--timeout");
+    double limit = tv != NULL ? strtod(tv, NULL) : 600;
+    if (!(limit > 0)) {
+        fprintf(c->errs, "shardplan client: --timeout takes seconds > 0\n");
+        cm_buf_fini(&b);
+        return 2;
+    }
+    cm_buf resp;
+    cm_buf_init(&resp);
+    long status = 0;
+    int rc = fetch(c, "POST", "/v1/runs", "application/json", b.data, b.len, &status, &resp);
     cm_buf_fini(&b);
+    if (rc == 0 && status >= 400) {
+        rc = print_answer(c, status, &resp);
+    }
+    if (rc != 0) {
+        cm_buf_fini(&resp);
+        return rc;
+    }
+    rc = wait_run(c, &resp, limit);
+    cm_buf_fini(&resp);
+    return rc;
+}
+
+/* Appends every --query K=V of argv to path (cap bytes) as &K=V (the first
+ * as ?K=V), V URL-encoded. False when one is not K=V or path is full. */
+static bool add_queries(const client *c, int argc, char **argv, char *path, size_t cap)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *kv = NULL;
+        if (strcmp(argv[i], "--query") == 0 && i + 1 < argc) {
+            kv = argv[++i];
+        } else if (strncmp(argv[i], "--query=", 8) == 0) {
+            kv = argv[i] + 8;
+        } else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
+            continue; /* taken by the caller */
+        } else {
+            continue;
+        }
+        const char *eq = strchr(kv, '=');
+        if (eq == NULL || eq == kv || (size_t)(eq - kv) > 64) {
+            fprintf(c->errs, "shardplan client: --query takes KEY=VALUE, not '%s'\n", kv);
+            return false;
+        }
+        char esc[1024];
+        url_escape(eq + 1, esc, sizeof esc);
+        size_t at = strlen(path);
+        int w = snprintf(path + at, cap - at, "%c%.*s=%s", strchr(path, '?') ? '&' : '?',
+                         (int)(eq - kv), kv, esc);
+        if (w < 0 || (size_t)w >= cap - at) {
+            fprintf(c->errs, "shardplan client: the query is too long\n");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A positive id argument, or 0. */
+static long long id_arg(const char *s)
+{
+    char *end = NULL;
+    long long id = s != NULL ? strtoll(s, &end, 10) : 0;
+    return s != NULL && *end == '\0' && id > 0 ? id : 0;
+}
+
+/* lint|collectives|cost|memory|suggest PLAN_ID [--profile P] [--query K=V]... */
+static int client_advise(const client *c, int argc, char **argv, const char *what)
+{
+    long long id = id_arg(positional(argc, argv, 1, 0));
+    if (id == 0) {
+        usage(c->errs);
+        return 2;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "/v1/plans/%lld/%s", id, what);
+    const char *profile = opt_value(argc, argv, "--profile");
+    if (profile != NULL) {
+        char esc[200];
+        url_escape(profile, esc, sizeof esc);
+        size_t at = strlen(path);
+        snprintf(path + at, sizeof path - at, "?profile=%s", esc);
+    }
+    if (!add_queries(c, argc, argv, path, sizeof path)) {
+        return 2;
+    }
+    return request(c, "GET", path, NULL, NULL, 0);
+}
+
+static int client_whatif(const client *c, int argc, char **argv)
+{
+    long long id = id_arg(positional(argc, argv, 1, 0));
+    if (id == 0) {
+        usage(c->errs);
+        return 2;
+    }
+    char *data = NULL;
+    size_t len = 0;
+    int rc = read_input(c, positional(argc, argv, 1, 1), &data, &len);
+    if (rc != 0) {
+        return rc;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/v1/plans/%lld/whatif", id);
+    rc = request(c, "POST", path, "application/json", data, len);
+    cm_free(data);
+    return rc;
+}
+
+static int client_sweep(const client *c, int argc, char **argv)
+{
+    char path[4096] = "/v1/sweep";
+    if (!add_queries(c, argc, argv, path, sizeof path)) {
+        return 2;
+    }
+    return request(c, "GET", path, NULL, NULL, 0);
+}
+
+static int client_trace(const client *c, int argc, char **argv)
+{
+    long long id = id_arg(positional(argc, argv, 1, 0));
+    if (id == 0) {
+        usage(c->errs);
+        return 2;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/v1/benchmarks/%lld/trace", id);
+    return request(c, "GET", path, NULL, NULL, 0);
+}
+
+/* request METHOD PATH [FILE|-] [--type T]: any route as it is. */
+static int client_raw(const client *c, int argc, char **argv)
+{
+    const char *method = positional(argc, argv, 1, 0), *path = positional(argc, argv, 1, 1);
+    const char *file = positional(argc, argv, 1, 2);
+    if (method == NULL || path == NULL || path[0] != '/') {
+        usage(c->errs);
+        return 2;
+    }
+    char *data = NULL;
+    size_t len = 0;
+    if (file != NULL) {
+        int rc = read_input(c, file, &data, &len);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    const char *ctype = opt_value(argc, argv, "--type");
+    if (ctype == NULL && data != NULL) {
+        ctype = looks_json(data, len) ? "application/json" : "text/plain";
+    }
+    int rc = request(c, method, path, ctype, data, len);
+    cm_free(data);
     return rc;
 }
 
@@ -442,6 +691,18 @@ int cmd_client(int argc, char **argv, FILE *out, FILE *errs)
         rc = client_compare(&c, sub_argc, sub_argv);
     } else if (strcmp(cmd, "bench") == 0) {
         rc = client_bench(&c, sub_argc, sub_argv);
+    } else if (strcmp(cmd, "lint") == 0 || strcmp(cmd, "collectives") == 0 ||
+               strcmp(cmd, "cost") == 0 || strcmp(cmd, "memory") == 0 ||
+               strcmp(cmd, "suggest") == 0) {
+        rc = client_advise(&c, sub_argc, sub_argv, cmd);
+    } else if (strcmp(cmd, "whatif") == 0) {
+        rc = client_whatif(&c, sub_argc, sub_argv);
+    } else if (strcmp(cmd, "sweep") == 0) {
+        rc = client_sweep(&c, sub_argc, sub_argv);
+    } else if (strcmp(cmd, "trace") == 0) {
+        rc = client_trace(&c, sub_argc, sub_argv);
+    } else if (strcmp(cmd, "request") == 0) {
+        rc = client_raw(&c, sub_argc, sub_argv);
     } else if (strcmp(cmd, "health") == 0) {
         rc = request(&c, "GET", "/healthz", NULL, NULL, 0);
         if (rc == 0) {

@@ -1072,6 +1072,56 @@ static void test_srv_client_commands(void **state)
     assert_non_null(strstr(out, "\"queued\""));
     free(out);
     free(errs);
+    /* the advisor and any route */
+    const char *lint[] = {"lint", ids};
+    assert_int_equal(run_client(f, lint, 2, &out, &errs), 0);
+    assert_non_null(strstr(out, "\"findings\""));
+    free(out);
+    free(errs);
+    const char *mem[] = {"memory", ids, "--query", "points=5", "--profile", "tpu-v5e"};
+    assert_int_equal(run_client(f, mem, 6, &out, &errs), 0);
+    assert_non_null(strstr(out, "\"peak\""));
+    free(out);
+    free(errs);
+    const char *sweep[] = {"sweep", "--query", "devices=8", "--query", "layers=1"};
+    assert_int_equal(run_client(f, sweep, 5, &out, &errs), 0);
+    assert_non_null(strstr(out, "\"variants\""));
+    free(out);
+    free(errs);
+    const char *badq[] = {"sweep", "--query", "devices"};
+    assert_int_equal(run_client(f, badq, 3, &out, &errs), 2);
+    assert_non_null(strstr(errs, "KEY=VALUE"));
+    free(out);
+    free(errs);
+    const char *raw[] = {"request", "GET", "/v1/openapi.json"};
+    assert_int_equal(run_client(f, raw, 3, &out, &errs), 0);
+    assert_non_null(strstr(out, "\"openapi\""));
+    free(out);
+    free(errs);
+    char editp[400];
+    snprintf(editp, sizeof editp, "%s/edits.json", f->dir);
+    FILE *ef = fopen(editp, "w");
+    fputs("{\"edits\":[{\"kind\":\"constrain\",\"value\":{\"op\":\"/ops/0\"},"
+          "\"sharding\":\"<@mesh, [{}, {}]>\"}]}",
+          ef);
+    fclose(ef);
+    const char *whatif[] = {"whatif", ids, editp};
+    assert_int_equal(run_client(f, whatif, 3, &out, &errs), 0);
+    free(out);
+    free(errs);
+    unlink(editp);
+    const char *trace[] = {"trace", "987654"};
+    assert_int_equal(run_client(f, trace, 2, &out, &errs), 1);
+    assert_non_null(strstr(errs, "HTTP 404"));
+    free(out);
+    free(errs);
+    /* --wait polls the run and gives up at --timeout (no worker runs here) */
+    const char *wait[] = {"bench", ids, "--wait", "--timeout", "1"};
+    assert_int_equal(run_client(f, wait, 5, &out, &errs), 1);
+    assert_non_null(strstr(errs, ": queued 0%"));
+    assert_non_null(strstr(errs, "did not end within"));
+    free(out);
+    free(errs);
     const char *bad[] = {"plan", "no/such/file.json"};
     assert_int_equal(run_client(f, bad, 2, &out, &errs), 1);
     free(out);
