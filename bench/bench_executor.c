@@ -386,7 +386,7 @@ static void bench_calibrate(void)
     cm_error err;
     cm_error_clear(&err);
     ex_calib c;
-    if (ex_calib_measure(8, &c, &err) != CM_OK) {
+    if (ex_calib_measure(8, &c, NULL, NULL, &err) != CM_OK) {
         die("calibrate", &err);
     }
     cm_buf b;

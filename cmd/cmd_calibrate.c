@@ -73,6 +73,22 @@ static bool add_axis_links(const cm_buf *in, const char *axes, double bandwidth,
     return !out->oom;
 }
 
+/* calibrate's progress on stderr: each step once the run has taken more than
+ * a second (a quick run stays quiet). */
+typedef struct calib_prog {
+    FILE *errs;
+    double t0;
+} calib_prog;
+
+static void calib_progress(void *ctx, const char *step, int k, int n)
+{
+    calib_prog *p = ctx;
+    double t = cm_now() - p->t0;
+    if (t > 1.0) {
+        fprintf(p->errs, "shardplan calibrate: %.1f s, step %d of %d: %s\n", t, k, n, step);
+    }
+}
+
 int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *path = NULL;
@@ -119,10 +135,13 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
         return 1;
     }
     /* under MPI: process 0 measures its host, then 0 and 1 the network */
+    calib_prog cp = {errs, cm_now()};
     ex_calib c;
     memset(&c, 0, sizeof c);
     cm_status st =
-        mp == NULL || ex_mpi_rank(mp) == 0 ? ex_calib_measure((uint32_t)devices, &c, &err) : CM_OK;
+        mp == NULL || ex_mpi_rank(mp) == 0
+            ? ex_calib_measure((uint32_t)devices, &c, calib_progress, &cp, &err)
+            : CM_OK;
     double net_bw = 0, net_lat = 0;
     if (mp != NULL) {
         st = ex_mpi_agree(mp, st, &err);

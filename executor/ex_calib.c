@@ -239,20 +239,30 @@ cm_status ex_calib_barrier(uint32_t n_threads, uint32_t rounds, double *secs_out
 
 /* ---- the profile ------------------------------------------------------------------ */
 
-cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err)
+cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, ex_calib_progress *progress,
+                           void *ctx, cm_error *err)
 {
+#define CALIB_STEP(k, name)                                                                        \
+    do {                                                                                           \
+        if (progress != NULL) {                                                                    \
+            progress(ctx, name, k, 4);                                                             \
+        }                                                                                          \
+    } while (0)
     memset(c, 0, sizeof *c);
     c->n_devices = n_devices == 0 ? 8 : n_devices;
     double f = 0, secs1 = 0, secsn = 0;
     const size_t bytes = (size_t)64 << 20;
+    CALIB_STEP(1, "sgemm on every worker");
     cm_status st = ex_calib_sgemm_workers(1024, c->n_devices, 3, &f, err);
     if (st == CM_OK) {
         c->f32_flops = f;
         c->f64_flops = f / 2; /* dgemm runs at about half the sgemm rate (MACHINE-NOTES.md) */
+        CALIB_STEP(2, "memcpy on one thread");
         st = ex_calib_memcpy(bytes, 1, 5, &secs1, err);
     }
     if (st == CM_OK) {
         c->mem_bandwidth = (double)bytes / secs1;
+        CALIB_STEP(3, "memcpy on every worker");
         st = ex_calib_memcpy(bytes, c->n_devices, 5, &secsn, err);
     }
     if (st == CM_OK) {
@@ -265,6 +275,7 @@ cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err)
          * memory-bound ops N/2 times too cheap next to the sgemm rate, which
          * is already the shared one. */
         c->mem_traffic = 2.0 * c->link_bandwidth;
+        CALIB_STEP(4, "barrier rounds");
         st = ex_calib_barrier(c->n_devices, 2000, &c->link_latency, err);
     }
     if (st == CM_OK) {
@@ -272,6 +283,7 @@ cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err)
         c->mem_bytes = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
     }
     return st;
+#undef CALIB_STEP
 }
 
 void ex_calib_profile_json(const ex_calib *c, const char *name, cm_buf *out)

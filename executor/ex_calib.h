@@ -53,9 +53,15 @@ typedef struct ex_calib {
     double mem_bytes;      /* physical memory, bytes (0: unknown) */
 } ex_calib;
 
-/* Measures into c for n_devices workers (a few seconds). Errors: CM_ENOMEM,
- * those of starting the threads. */
-cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, cm_error *err);
+/* Told before each step of ex_calib_measure: its name ("sgemm", ...), and
+ * the step's number and the count of steps (from 1). */
+typedef void ex_calib_progress(void *ctx, const char *step, int k, int n);
+
+/* Measures into c for n_devices workers (a few seconds); progress (may be
+ * NULL) is told before each step. Errors: CM_ENOMEM, those of starting the
+ * threads. */
+cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, ex_calib_progress *progress,
+                           void *ctx, cm_error *err);
 
 /* Appends the profile JSON (format shardplan.device-profile/v1, "calibrated":
  * true) named name to out. */
