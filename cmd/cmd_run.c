@@ -157,6 +157,23 @@ static void mpi_report(const ex_mpi *mp, const sp_module *m, const double *op_s,
     }
 }
 
+/* run's progress on stderr: after a run, once the runs have taken more
+ * than a second, at most once a second (and after the last). */
+typedef struct run_prog {
+    FILE *errs;
+    double t0, shown;
+} run_prog;
+
+static void run_progress(void *ctx, uint32_t run, uint32_t runs)
+{
+    run_prog *p = ctx;
+    double now = cm_now(), t = now - p->t0;
+    if (t > 1.0 && (now - p->shown >= 1.0 || run + 1u == runs)) {
+        p->shown = now;
+        fprintf(p->errs, "shardplan run: %.1f s, run %u of %u\n", t, run + 1u, runs);
+    }
+}
+
 int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *file = NULL;
@@ -242,6 +259,20 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
                        .affinity = affinity,
                        .op_s = op_s,
                        .op_from = iters > 1 ? 1u : 0u};
+    /* progress on stderr once the runs take more than a second (the
+     * timeline recorder's per-run hook; its events are not used here) */
+    ex_trace tr;
+    memset(&tr, 0, sizeof tr);
+    run_prog rp = {errs, cm_now(), 0};
+    cm_error te;
+    cm_error_clear(&te);
+    uint32_t n_trace = devices > 0 && devices <= UINT32_MAX ? (uint32_t)devices
+                                                            : ex_module_devices(part.m);
+    if (talk && ex_trace_init(&tr, n_trace, (uint32_t)(iters - 1u), &te) == CM_OK) {
+        tr.on_run = run_progress;
+        tr.ctx = &rp;
+        o.trace = &tr;
+    }
     ex_report r;
     memset(&r, 0, sizeof r);
     int rc = 0;
@@ -323,6 +354,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
         }
     }
     fflush(out);
+    ex_trace_fini(&tr);
     ex_mpi_fini(mp);
     sp_cost_destroy(cost);
     cm_free(net_s);
