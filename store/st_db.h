@@ -326,10 +326,10 @@ typedef struct st_migreport {
     char hash[ST_HASH_HEX_LEN + 1];
     char name[ST_NAME_MAX_LEN + 1]; /* the caller's label for the module */
     char profile[ST_NAME_MAX_LEN + 1];
-    char *input;       /* heap module text; NULL in list results */
-    size_t input_len;  /* bytes (also in list results) */
-    char *body;        /* heap report JSON; NULL in list results */
-    size_t body_len;   /* bytes (also in list results) */
+    char *input;      /* heap module text; NULL in list results */
+    size_t input_len; /* bytes (also in list results) */
+    char *body;       /* heap report JSON; NULL in list results */
+    size_t body_len;  /* bytes (also in list results) */
     int64_t created_at;
 } st_migreport;
 
@@ -339,22 +339,22 @@ typedef struct st_migreport_in {
     const char *profile; /* 1..ST_NAME_MAX_LEN bytes */
     const char *input;   /* input_len > 0 bytes */
     size_t input_len;
-    const char *body;    /* body_len > 0 bytes of JSON (not re-validated) */
+    const char *body; /* body_len > 0 bytes of JSON (not re-validated) */
     size_t body_len;
 } st_migreport_in;
 
 typedef struct st_migreport_list {
     st_migreport *items; /* inputs and bodies NULL */
     size_t n_items;
-    int64_t next_after;  /* cursor for the next page; 0 at the end */
+    int64_t next_after; /* cursor for the next page; 0 at the end */
 } st_migreport_list;
 
 void st_migreport_fini(st_migreport *r);
 void st_migreport_list_fini(st_migreport_list *l);
 /* Stores a report. Errors: CM_EINVAL at /hash, /name, /profile, /input or
  * /body for a missing or oversized field; CM_EIO; CM_ENOMEM. */
-cm_status st_migreport_put(st_db *db, const st_migreport_in *in, int64_t *id_out,
-                           bool *existed_out, cm_error *err);
+cm_status st_migreport_put(st_db *db, const st_migreport_in *in, int64_t *id_out, bool *existed_out,
+                           cm_error *err);
 /* Fills *out (zeroed first; free with st_migreport_fini). Errors:
  * CM_ENOTFOUND at /id or /hash; CM_EINVAL at /id or /hash. */
 cm_status st_migreport_get(st_db *db, int64_t id, st_migreport *out, cm_error *err);
@@ -362,7 +362,7 @@ cm_status st_migreport_get_by_hash(st_db *db, const char *hash, st_migreport *ou
 /* A page of reports, oldest first, ids above after_id, at most limit (0:
  * the default page; st_db.h, "Paging"). */
 cm_status st_migreport_list_query(st_db *db, size_t limit, int64_t after_id, st_migreport_list *out,
-                            cm_error *err);
+                                  cm_error *err);
 
 /* ---- benchmark runs -----------------------------------------------------------
  * Created queued by the API, run later by the executor. Status moves

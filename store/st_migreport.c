@@ -54,8 +54,8 @@ void st_migreport_list_fini(st_migreport_list *l)
     }
 }
 
-cm_status st_migreport_put(st_db *db, const st_migreport_in *in, int64_t *id_out,
-                           bool *existed_out, cm_error *err)
+cm_status st_migreport_put(st_db *db, const st_migreport_in *in, int64_t *id_out, bool *existed_out,
+                           cm_error *err)
 {
     if (id_out != NULL) {
         *id_out = 0;
@@ -92,8 +92,8 @@ cm_status st_migreport_put(st_db *db, const st_migreport_in *in, int64_t *id_out
         st = st_sql_write(db, &id, err,
                           "INSERT INTO migration_reports (hash, name, profile, input, body, "
                           "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                          "tttbbi", hash, in->name, in->profile, in->input, in->input_len,
-                          in->body, in->body_len, st_db_now(db));
+                          "tttbbi", hash, in->name, in->profile, in->input, in->input_len, in->body,
+                          in->body_len, st_db_now(db));
     }
     return st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
 }
@@ -109,7 +109,7 @@ cm_status st_migreport_get_by_hash(st_db *db, const char *hash, st_migreport *ou
 }
 
 cm_status st_migreport_list_query(st_db *db, size_t limit, int64_t after_id, st_migreport_list *out,
-                            cm_error *err)
+                                  cm_error *err)
 {
     memset(out, 0, sizeof *out);
     size_t lim = 0;

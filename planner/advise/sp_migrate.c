@@ -6,6 +6,8 @@
  * (first first), both costs per device (planner/cost), and constraints that
  * make Shardy take GSPMD's choice, as sdy and as JAX, checked by re-planning
  * with them. */
+#include "sp_migrate.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,6 @@
 #include "sp_diag.h"
 #include "sp_gspmd.h"
 #include "sp_input.h"
-#include "sp_migrate.h"
 #include "sp_mlir.h"
 #include "sp_ops.h"
 

@@ -193,17 +193,17 @@ static void test_sp_advise_custom_call_quiet_with_rule(void **state)
 static void test_sp_advise_custom_call_gspmd_callbacks_rules(void **state)
 {
     (void)state;
-    sp_advise *a = lint(
-        "sdy.mesh @mesh = <[\"data\"=4]>\n"
-        "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
-        "[{\"data\"}, {}]>}, %arg1: tensor<16x4xf32>) -> tensor<8x4xf32> {\n"
-        "  %0 = stablehlo.custom_call @CustomSPMDPartitioning(%arg0, %arg1) {backend_config = "
-        "\"7\"} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>\n"
-        "  %1 = stablehlo.custom_call @CustomSPMDPartitioning(%0) {backend_config = \"8\"} : "
-        "(tensor<8x4xf32>) -> tensor<8x4xf32>\n"
-        "  %2 = stablehlo.custom_call @my_kernel(%1) : (tensor<8x4xf32>) -> tensor<8x4xf32>\n"
-        "  return %2 : tensor<8x4xf32>\n"
-        "}\n");
+    sp_advise *a =
+        lint("sdy.mesh @mesh = <[\"data\"=4]>\n"
+             "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"data\"}, {}]>}, %arg1: tensor<16x4xf32>) -> tensor<8x4xf32> {\n"
+             "  %0 = stablehlo.custom_call @CustomSPMDPartitioning(%arg0, %arg1) {backend_config = "
+             "\"7\"} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>\n"
+             "  %1 = stablehlo.custom_call @CustomSPMDPartitioning(%0) {backend_config = \"8\"} : "
+             "(tensor<8x4xf32>) -> tensor<8x4xf32>\n"
+             "  %2 = stablehlo.custom_call @my_kernel(%1) : (tensor<8x4xf32>) -> tensor<8x4xf32>\n"
+             "  return %2 : tensor<8x4xf32>\n"
+             "}\n");
     assert_int_equal(sp_advise_count(a, SP_LINT_CUSTOM_CALL), 3);
     const sp_finding *mm = NULL, *ew = NULL, *plain = NULL;
     for (uint32_t i = 0; i < sp_advise_n_findings(a); i++) {
