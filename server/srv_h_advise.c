@@ -421,6 +421,12 @@ static bool named_profile(srv_app *app, srv_req *r, route_args *a, const char *p
     return true;
 }
 
+bool srv_profile_by_name(srv_app *app, srv_req *r, route_args *a, const char *pname,
+                         sp_profile *prof, bool *set)
+{
+    return named_profile(app, r, a, pname, prof, set);
+}
+
 /* GET /v1/sweep?devices=8&layers=4&d_model=&heads=&seq=&batch=&strategies=dp,tp&train=false
  * &profile=: `shardplan sweep` (docs/advisor.md). Sizes are capped so that one
  * request stays in the seconds: devices <= 4096, layers <= 256. */

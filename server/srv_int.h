@@ -10,6 +10,7 @@
 #ifndef SRV_INT_H
 #define SRV_INT_H
 
+#include "sp_cost.h"
 #include "sp_graph_json.h"
 #include "sp_plan.h"
 #include "sp_plan_json.h"
@@ -24,7 +25,7 @@
 
 /* ---- metrics (srv_metrics.c) ------------------------------------------------ */
 
-#define SRV_METRIC_ROUTES  48 /* route slots (srv_routes.c has fewer) */
+#define SRV_METRIC_ROUTES  56 /* route slots (srv_routes.c has fewer) */
 #define SRV_METRIC_BUCKETS 12
 #define SRV_METRIC_CLASSES 5 /* 1xx..5xx */
 #define SRV_METRIC_CODES   12
@@ -375,6 +376,15 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a);
 void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a);
 void srv_h_sweep(srv_app *app, srv_req *r, route_args *a);
 void srv_h_compare(srv_app *app, srv_req *r, route_args *a);
+/* Profile pname (NULL: none, *set false): a stored one, else a built-in
+ * one; false (reply sent) when neither (srv_h_advise.c). */
+bool srv_profile_by_name(srv_app *app, srv_req *r, route_args *a, const char *pname,
+                         sp_profile *prof, bool *set);
+
+/* migration reports (srv_h_migrate.c) */
+void srv_h_migration_post(srv_app *app, srv_req *r, route_args *a);
+void srv_h_migration_list(srv_app *app, srv_req *r, route_args *a);
+void srv_h_migration_get(srv_app *app, srv_req *r, route_args *a);
 
 /* ---- planning jobs (srv_jobs.c) ------------------------------------------------------ */
 

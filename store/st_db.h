@@ -46,7 +46,7 @@
 
 typedef struct st_db st_db;
 
-#define ST_DB_SCHEMA_VERSION  6    /* schema version this build migrates to */
+#define ST_DB_SCHEMA_VERSION  7    /* schema version this build migrates to */
 #define ST_DB_BUSY_TIMEOUT_MS 5000 /* how long a write waits for the lock, ms */
 #define ST_LIST_DEFAULT_LIMIT 50   /* page size when a query says limit = 0 */
 #define ST_LIST_MAX_LIMIT     1000 /* largest page size accepted */
@@ -313,6 +313,56 @@ cm_status st_plan_get(st_db *db, int64_t id, st_plan *out, cm_error *err);
 cm_status st_plan_get_by_hash(st_db *db, const char *hash, st_plan *out, cm_error *err);
 cm_status st_plan_list_query(st_db *db, const st_plan_query *q, st_plan_list *out, cm_error *err);
 cm_status st_plan_delete(st_db *db, int64_t id, cm_error *err);
+
+/* ---- migration reports -------------------------------------------------------
+ * A GSPMD -> Shardy migration report (planner/advise/sp_migrate.h) computed
+ * for a module and a device profile, keyed by the caller's request hash
+ * like plans: a put with a stored hash returns that row's id with
+ * existed = true and changes nothing. The input (the module text) and the
+ * body (the report JSON) are kept whole. Schema 7. */
+
+typedef struct st_migreport {
+    int64_t id;
+    char hash[ST_HASH_HEX_LEN + 1];
+    char name[ST_NAME_MAX_LEN + 1]; /* the caller's label for the module */
+    char profile[ST_NAME_MAX_LEN + 1];
+    char *input;      /* heap module text; NULL in list results */
+    size_t input_len; /* bytes (also in list results) */
+    char *body;       /* heap report JSON; NULL in list results */
+    size_t body_len;  /* bytes (also in list results) */
+    int64_t created_at;
+} st_migreport;
+
+typedef struct st_migreport_in {
+    const char *hash;    /* 64 hex digits */
+    const char *name;    /* 1..ST_NAME_MAX_LEN bytes */
+    const char *profile; /* 1..ST_NAME_MAX_LEN bytes */
+    const char *input;   /* input_len > 0 bytes */
+    size_t input_len;
+    const char *body; /* body_len > 0 bytes of JSON (not re-validated) */
+    size_t body_len;
+} st_migreport_in;
+
+typedef struct st_migreport_list {
+    st_migreport *items; /* inputs and bodies NULL */
+    size_t n_items;
+    int64_t next_after; /* cursor for the next page; 0 at the end */
+} st_migreport_list;
+
+void st_migreport_fini(st_migreport *r);
+void st_migreport_list_fini(st_migreport_list *l);
+/* Stores a report. Errors: CM_EINVAL at /hash, /name, /profile, /input or
+ * /body for a missing or oversized field; CM_EIO; CM_ENOMEM. */
+cm_status st_migreport_put(st_db *db, const st_migreport_in *in, int64_t *id_out, bool *existed_out,
+                           cm_error *err);
+/* Fills *out (zeroed first; free with st_migreport_fini). Errors:
+ * CM_ENOTFOUND at /id or /hash; CM_EINVAL at /id or /hash. */
+cm_status st_migreport_get(st_db *db, int64_t id, st_migreport *out, cm_error *err);
+cm_status st_migreport_get_by_hash(st_db *db, const char *hash, st_migreport *out, cm_error *err);
+/* A page of reports, oldest first, ids above after_id, at most limit (0:
+ * the default page; st_db.h, "Paging"). */
+cm_status st_migreport_list_query(st_db *db, size_t limit, int64_t after_id, st_migreport_list *out,
+                                  cm_error *err);
 
 /* ---- benchmark runs -----------------------------------------------------------
  * Created queued by the API, run later by the executor. Status moves

@@ -122,6 +122,19 @@ const st_migration st_migrations[] = {
      "  PRIMARY KEY (graph_id, name)"
      ");"
      "CREATE INDEX graph_aliases_name ON graph_aliases (name);"},
+    /* Additive: GSPMD -> Shardy migration reports (POST /v1/migrations),
+       keyed like plans by a hash of their request; nothing references them. */
+    {7, "migration reports",
+     "CREATE TABLE migration_reports ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  hash TEXT NOT NULL UNIQUE,"
+     "  name TEXT NOT NULL,"
+     "  profile TEXT NOT NULL,"
+     "  input BLOB NOT NULL,"
+     "  body BLOB NOT NULL,"
+     "  created_at INTEGER NOT NULL"
+     ");"
+     "CREATE INDEX migration_reports_created ON migration_reports (created_at);"},
 };
 
 const size_t st_n_migrations = sizeof st_migrations / sizeof st_migrations[0];

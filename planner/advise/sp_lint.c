@@ -403,6 +403,128 @@ static cm_status find_ruleless_calls(sp_advise *a, const sp_custom_rules *custom
     return CM_OK;
 }
 
+/* True for a custom call whose partitioning is GSPMD callbacks (JAX's
+ * custom_partitioning without a sharding_rule lowers to
+ * @CustomSPMDPartitioning, its callbacks named by the backend config):
+ * Shardy cannot run them ("Shardy is used, but sharding propagation
+ * callbacks instead of sharding_rule are provided"). */
+static bool has_gspmd_callbacks(const char *target)
+{
+    return strcmp(target, "CustomSPMDPartitioning") == 0;
+}
+
+/* The name of factor f in a candidate rule: i, j, ..., then f26, f27... */
+static void put_factor(cm_buf *b, uint32_t f)
+{
+    static const char names[] = "ijklmnopqrstuvwxyzabcdefgh";
+    if (f < sizeof names - 1) {
+        cm_buf_putc(b, names[f]);
+    } else {
+        cm_buf_printf(b, "f%u", f);
+    }
+}
+
+enum { RULE_MAX_TENSORS = 16, RULE_MAX_DIMS = 64 };
+
+/* Appends one candidate in JAX's sharding_rule syntax ("i j, j k -> i k")
+ * for the n tensors of ty (operands first, n_in of them), dimension d of
+ * tensor t having factor fac[t][d]. */
+static void put_rule(cm_buf *b, const sp_type *const *ty, uint32_t n, uint32_t n_in,
+                     uint32_t fac[RULE_MAX_TENSORS][RULE_MAX_DIMS])
+{
+    cm_buf_putc(b, '"');
+    for (uint32_t t = 0; t < n; t++) {
+        cm_buf_puts(b, t == n_in ? " -> " : (t > 0 ? ", " : ""));
+        for (uint32_t d = 0; d < ty[t]->rank; d++) {
+            cm_buf_puts(b, d > 0 ? " " : "");
+            put_factor(b, fac[t][d]);
+        }
+    }
+    cm_buf_putc(b, '"');
+}
+
+/* Candidate sharding_rule strings for custom call op from its operand and
+ * result shapes, appended to b as `"..." (what it assumes)`, separated by
+ * "; ". Two readings: elementwise (every operand and result the same
+ * shape: one factor per dimension, shared by all), and by size (a
+ * dimension shares the factor of same-sized dimensions of the other
+ * tensors, the k-th dimension of a size in a tensor matching the k-th of
+ * that size elsewhere; sizes found only in operands are reductions, as in
+ * a matmul "i j, j k -> i k"). False when the shapes give none (a
+ * non-tensor, dynamic or too many dimensions). */
+static bool rule_candidates(const sp_module *m, uint32_t op, cm_buf *b)
+{
+    const sp_op *o = &m->ops[op];
+    uint32_t n = o->n_operands + o->n_results, n_in = o->n_operands;
+    if (n == 0 || o->n_results == 0 || n > RULE_MAX_TENSORS) {
+        return false;
+    }
+    const sp_type *ty[RULE_MAX_TENSORS];
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t v = t < n_in ? o->operands[t] : o->first_result + (t - n_in);
+        ty[t] = sp_value_type(m, v);
+        if (ty[t] == NULL || ty[t]->kind != SP_TYPE_TENSOR || ty[t]->rank > RULE_MAX_DIMS) {
+            return false;
+        }
+        for (uint32_t d = 0; d < ty[t]->rank; d++) {
+            if (ty[t]->dims[d] == SP_DIM_DYNAMIC) {
+                return false;
+            }
+        }
+    }
+    uint32_t fac[RULE_MAX_TENSORS][RULE_MAX_DIMS];
+    bool any = false;
+    /* elementwise: all shapes equal */
+    bool same = true;
+    for (uint32_t t = 1; t < n && same; t++) {
+        same = ty[t]->rank == ty[0]->rank &&
+               memcmp(ty[t]->dims, ty[0]->dims, sizeof(int64_t) * ty[0]->rank) == 0;
+    }
+    if (same && ty[0]->rank > 0) {
+        for (uint32_t t = 0; t < n; t++) {
+            for (uint32_t d = 0; d < ty[t]->rank; d++) {
+                fac[t][d] = d;
+            }
+        }
+        put_rule(b, ty, n, n_in, fac);
+        cm_buf_puts(b, " (elementwise)");
+        any = true;
+    }
+    /* by size: factor of (size, k-th occurrence in its tensor) */
+    int64_t key_size[RULE_MAX_TENSORS * RULE_MAX_DIMS];
+    uint32_t key_occ[RULE_MAX_TENSORS * RULE_MAX_DIMS], n_keys = 0;
+    bool shared = false;
+    /* results first, so that their factors come first in the names */
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        for (uint32_t t = pass == 0 ? n_in : 0; t < (pass == 0 ? n : n_in); t++) {
+            for (uint32_t d = 0; d < ty[t]->rank; d++) {
+                uint32_t occ = 0;
+                for (uint32_t e = 0; e < d; e++) {
+                    occ += ty[t]->dims[e] == ty[t]->dims[d];
+                }
+                uint32_t f = 0;
+                while (f < n_keys && (key_size[f] != ty[t]->dims[d] || key_occ[f] != occ)) {
+                    f++;
+                }
+                if (f == n_keys) {
+                    key_size[n_keys] = ty[t]->dims[d];
+                    key_occ[n_keys++] = occ;
+                } else {
+                    shared = true;
+                }
+                fac[t][d] = f;
+            }
+        }
+    }
+    if (shared && !same) {
+        cm_buf_puts(b, any ? "; " : "");
+        put_rule(b, ty, n, n_in, fac);
+        cm_buf_puts(b, " (dimensions matched by size)");
+        any = true;
+    }
+    return any;
+}
+
 static void lint_custom_calls(sp_advise *a, const uint32_t *ops, uint32_t n)
 {
     sp_module *m = a->m;
@@ -423,12 +545,26 @@ static void lint_custom_calls(sp_advise *a, const uint32_t *ops, uint32_t n)
         if (f == NULL) {
             continue;
         }
-        f->message = astr(a,
-                          "custom_call @%s has no sharding rule: propagation stops at it and its "
-                          "results stay as they are (replicated unless annotated); register a "
-                          "rule (custom_partitioning sharding_rule=..., or \"custom_rules\" in "
-                          "the graph) or constrain its result",
-                          target);
+        cm_buf cand;
+        cm_buf_init(&cand);
+        if (has_gspmd_callbacks(target) && rule_candidates(m, ops[k], &cand) && !cand.oom) {
+            f->message = astr(a,
+                              "custom_call @%s has GSPMD sharding propagation callbacks and no "
+                              "sdy.sharding_rule: Shardy cannot run the callbacks (\"Shardy is "
+                              "used, but sharding propagation callbacks instead of sharding_rule "
+                              "are provided\"), so propagation stops at it; give "
+                              "custom_partitioning a sharding_rule, candidates from the operand "
+                              "and result shapes: %s",
+                              target, cand.data);
+        } else {
+            f->message = astr(a,
+                              "custom_call @%s has no sharding rule: propagation stops at it and "
+                              "its results stay as they are (replicated unless annotated); "
+                              "register a rule (custom_partitioning sharding_rule=..., or "
+                              "\"custom_rules\" in the graph) or constrain its result",
+                              target);
+        }
+        cm_buf_fini(&cand);
         /* suggest the first operand's sharding when shapes agree */
         const sp_type *rt = sp_value_type(m, v);
         const sp_sharding *s = NULL;

@@ -386,6 +386,18 @@ async function main() {
   expect(await call("GET", `/v1/compare?plans=${p1},${p3}`), 200, "compare 2");
   expect(await call("GET", `/v1/compare?plans=${p1},${p2},${p3}`), 200, "compare 3");
   expect(await call("GET", `/v1/compare?plans=${p1}`), 400, "compare one plan");
+  // migration reports (GSPMD -> Shardy)
+  const gspmd = file("tests/lit/gspmd_migrate.mlir").toString();
+  const m1 = await call("POST", "/v1/migrations?name=gspmd_migrate", { body: gspmd, ctype: "text/plain" });
+  expect(m1, 201, "migration create");
+  check((m1.json?.report?.divergences || []).length > 0, "migration report lists divergences");
+  expect(await call("POST", "/v1/migrations", { body: JSON.stringify({ mlir: gspmd, name: "gspmd_migrate" }), ctype: J }), 200, "migration create again (json)");
+  expect(await call("POST", "/v1/migrations", { body: file("examples/flax_mlp.mlir"), ctype: "text/plain" }), 400, "migration without GSPMD shardings");
+  expect(await call("POST", "/v1/migrations", { body: "{}", ctype: J }), 400, "migration no mlir");
+  expect(await call("GET", `/v1/migrations/${m1.json.id}`), 200, "migration get");
+  expect(await call("GET", "/v1/migrations/9999"), 404, "migration 404");
+  expect(await call("GET", "/v1/migrations"), 200, "migration list");
+  expect(await call("GET", "/v1/migrations?limit=100000"), 400, "migration list bad limit");
   expect(await call("GET", "/v1/sweep?devices=4&layers=1&d_model=64&heads=2&seq=16&batch=4&strategies=fsdp,dp%2Btp"), 200, "sweep");
   expect(await call("GET", "/v1/sweep?devices=0"), 400, "sweep bad devices");
 

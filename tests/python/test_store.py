@@ -40,6 +40,8 @@ def test_every_route_has_a_method() -> None:
         "GET /v1/plans/{}/cost": "cost", "GET /v1/plans/{}/memory": "memory", "POST /v1/plans/{}/whatif": "whatif",
         "GET /v1/plans/{}/suggest": "suggest", "GET /v1/compare": "compare",
         "GET /v1/sweep": "sweep",
+        "POST /v1/migrations": "migrate", "GET /v1/migrations": "list_migrations",
+        "GET /v1/migrations/{}": "get_migration",
         "POST /v1/runs": "create_run", "GET /v1/runs": "list_runs",
         "GET /v1/runs/{}": "get_run", "DELETE /v1/runs/{}": "delete_run",
         "POST /v1/benchmarks": "benchmark", "GET /v1/benchmarks": "list_benchmarks",
@@ -224,3 +226,20 @@ def test_body_over_the_limit(client: shardplan.Client) -> None:
     with pytest.raises(shardplan.PayloadTooLarge) as ei:
         client.plan(huge)
     assert ei.value.status == 413 and "limit" in ei.value.message
+
+
+def test_migrations(client: shardplan.Client, mlp_mlir: str) -> None:
+    gspmd = (ROOT / "tests" / "lit" / "gspmd_migrate.mlir").read_text()
+    m = client.migrate(gspmd, name="gspmd_migrate")
+    assert isinstance(m, shardplan.Migration) and m.created and m.id > 0
+    assert m.report is not None and m.report["format"] == "shardplan.migration/v1"
+    assert m.report["divergences"] and m.report["fix"]["constraints"]
+    again = client.migrate(gspmd, name="gspmd_migrate")
+    assert again.id == m.id and not again.created
+    got = client.get_migration(m)
+    assert got.mlir == gspmd and got.report == m.report
+    assert m.id in [x.id for x in client.list_migrations(limit=1000)]
+    with pytest.raises(shardplan.errors.BadRequest):
+        client.migrate(mlp_mlir)
+    with pytest.raises(shardplan.errors.NotFound):
+        client.get_migration(999999)

@@ -186,6 +186,43 @@ static void test_sp_advise_custom_call_quiet_with_rule(void **state)
     sp_advise_destroy(a);
 }
 
+/* A custom call with GSPMD callbacks (JAX custom_partitioning without a
+ * sharding_rule: @CustomSPMDPartitioning) gets candidate sharding_rule
+ * strings from its shapes: by size for a matmul-like call, elementwise for
+ * one whose operand and result shapes agree. */
+static void test_sp_advise_custom_call_gspmd_callbacks_rules(void **state)
+{
+    (void)state;
+    sp_advise *a =
+        lint("sdy.mesh @mesh = <[\"data\"=4]>\n"
+             "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"data\"}, {}]>}, %arg1: tensor<16x4xf32>) -> tensor<8x4xf32> {\n"
+             "  %0 = stablehlo.custom_call @CustomSPMDPartitioning(%arg0, %arg1) {backend_config = "
+             "\"7\"} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>\n"
+             "  %1 = stablehlo.custom_call @CustomSPMDPartitioning(%0) {backend_config = \"8\"} : "
+             "(tensor<8x4xf32>) -> tensor<8x4xf32>\n"
+             "  %2 = stablehlo.custom_call @my_kernel(%1) : (tensor<8x4xf32>) -> tensor<8x4xf32>\n"
+             "  return %2 : tensor<8x4xf32>\n"
+             "}\n");
+    assert_int_equal(sp_advise_count(a, SP_LINT_CUSTOM_CALL), 3);
+    const sp_finding *mm = NULL, *ew = NULL, *plain = NULL;
+    for (uint32_t i = 0; i < sp_advise_n_findings(a); i++) {
+        const sp_finding *f = sp_advise_finding_at(a, i);
+        mm = f->line == 3 ? f : mm;
+        ew = f->line == 4 ? f : ew;
+        plain = f->line == 5 ? f : plain;
+    }
+    assert_non_null(mm);
+    assert_non_null(ew);
+    assert_non_null(plain);
+    assert_non_null(strstr(mm->message, "sharding propagation callbacks instead of sharding_rule"));
+    assert_non_null(strstr(mm->message, "\"i k, k j -> i j\" (dimensions matched by size)"));
+    assert_null(strstr(mm->message, "elementwise"));
+    assert_non_null(strstr(ew->message, "\"i j -> i j\" (elementwise)"));
+    assert_null(strstr(plain->message, "callbacks"));
+    sp_advise_destroy(a);
+}
+
 /* ---- (a) unmatched logical axis names -------------------------------------------------- */
 
 #define LOGICAL_DOC(RULES)                                                                         \
@@ -881,6 +918,7 @@ int main(void)
         cmocka_unit_test(test_sp_advise_non_divisible_keeps_dividing_prefix),
         cmocka_unit_test(test_sp_advise_custom_call_fires),
         cmocka_unit_test(test_sp_advise_custom_call_quiet_with_rule),
+        cmocka_unit_test(test_sp_advise_custom_call_gspmd_callbacks_rules),
         cmocka_unit_test(test_sp_advise_logical_axis_fires),
         cmocka_unit_test(test_sp_advise_logical_axis_quiet_when_matched),
         cmocka_unit_test(test_sp_advise_remat_fires),

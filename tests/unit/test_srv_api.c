@@ -723,6 +723,68 @@ static void test_srv_compare_and_runs(void **state)
     tu_resp_fini(&r);
 }
 
+/* Migration reports: POST builds and stores the report (201), the same
+ * request again answers the stored one (200, existed), as text or JSON;
+ * GET lists and returns it with its module; bad input is a 4xx with its
+ * path. */
+static void test_srv_migrations(void **state)
+{
+    fixture *f = *state;
+    size_t len = 0;
+    char *mlir = tu_read_file("tests/lit/gspmd_migrate.mlir", &len);
+    resp r;
+    tu_http(f, "POST", "/v1/migrations?name=mlp", "text/plain", mlir, &r);
+    if (r.status != 201) {
+        fprintf(stderr, "migrate: %.*s\n", (int)r.body.len, r.body.data);
+    }
+    assert_int_equal(r.status, 201);
+    json_int_t id = tu_jint(r.json, "id");
+    assert_string_equal(tu_jstr(r.json, "name"), "mlp");
+    assert_string_equal(tu_jstr(r.json, "profile"), "cpu-local");
+    json_t *rep = json_object_get(r.json, "report");
+    assert_string_equal(tu_jstr(rep, "format"), "shardplan.migration/v1");
+    assert_true(json_array_size(json_object_get(rep, "divergences")) >= 1);
+    assert_non_null(json_object_get(json_object_get(rep, "fix"), "constraints"));
+    assert_non_null(strstr(r.location, "/v1/migrations/"));
+    tu_resp_fini(&r);
+    json_t *env = json_pack("{s:s, s:s}", "mlir", mlir, "name", "mlp");
+    char *body = json_dumps(env, 0);
+    tu_http(f, "POST", "/v1/migrations", "application/json", body, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(tu_jint(r.json, "id"), id);
+    assert_true(json_is_true(json_object_get(r.json, "existed")));
+    tu_resp_fini(&r);
+    free(body);
+    json_decref(env);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/migrations/%lld", (long long)id);
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(tu_jstr(r.json, "mlir"), mlir);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/migrations", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
+    assert_null(json_object_get(json_array_get(json_object_get(r.json, "items"), 0), "report"));
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/v1/migrations/99", NULL, NULL, &r);
+    tu_expect_error(&r, 404, "not_found", "/id");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/migrations", "application/json", "{\"name\":\"x\"}", &r);
+    tu_expect_error(&r, 400, "invalid", "/mlir");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/migrations?profile=nosuch", "text/plain", mlir, &r);
+    tu_expect_error(&r, 400, "invalid", "/profile");
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/migrations", "text/plain", "func.func @f() {\n  return\n}\n", &r);
+    assert_int_equal(r.status, 400);
+    tu_resp_fini(&r);
+    tu_http(f, "POST", "/v1/migrations", "text/plain", "module {", &r);
+    assert_int_equal(r.status, 400);
+    tu_resp_fini(&r);
+    cm_free(mlir);
+}
+
 /* Our own stored data that does not plan is a 500 without a path. */
 static void test_srv_corrupt_stored_graph_is_500(void **state)
 {
@@ -1265,6 +1327,7 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_srv_health_ready_openapi_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_migrations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_errors_have_status_code_and_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_graph_names_and_aliases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_graphs_store_list_get_delete, setup, teardown),

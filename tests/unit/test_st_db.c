@@ -183,7 +183,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     raw_text(f->path, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "6");
+    assert_string_equal(t, "7");
     /* A second handle on the same file sees the same schema, nothing re-applied. */
     st_db *db2 = NULL;
     OK(st_db_open(f->path, &db2, &e_));
@@ -191,7 +191,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     assert_int_equal(v, ST_DB_SCHEMA_VERSION);
     st_db_close(db2);
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "6");
+    assert_string_equal(t, "7");
     st_db_close(NULL);
 }
 
@@ -326,7 +326,7 @@ static void test_st_db_open_migrates_v1_file(void **state)
     st_db_close(db);
     char t[64];
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3,4,5,6");
+    assert_string_equal(t, "1,2,3,4,5,6,7");
     raw_text(p, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
 }
@@ -445,7 +445,7 @@ static void test_st_db_migrates_v4_plan_input(void **state)
     st_plan_fini(&pl);
     st_db_close(db);
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3,4,5,6");
+    assert_string_equal(t, "1,2,3,4,5,6,7");
     /* A format without an input, an input without a format, an unknown
      * format, rules with a JSON input: each breaks a CHECK. */
     assert_int_equal(raw_exec_rc(p, "UPDATE plans SET input_format = 'json' WHERE id = 5"),
@@ -1059,6 +1059,58 @@ static void test_st_plan_put_keeps_input(void **state)
 }
 
 /* ---- benchmark runs -------------------------------------------------------------------------- */
+
+/* Migration reports (schema 7): stored once per hash, read back whole,
+ * listed without bodies, bad fields refused at their path. */
+static void test_st_migreport_put_get_list(void **state)
+{
+    fx *f = *state;
+    char h[ST_HASH_HEX_LEN + 1], h2[ST_HASH_HEX_LEN + 1];
+    hash_of("migration", h);
+    hash_of("migration 2", h2);
+    st_migreport_in in = {h, "model.mlir", "cpu-local", "module {}", 9, "{\"divergences\":[]}", 18};
+    int64_t id = 0, id2 = 0;
+    bool existed = true;
+    OK(st_migreport_put(f->db, &in, &id, &existed, &e_));
+    assert_false(existed);
+    OK(st_migreport_put(f->db, &in, &id2, &existed, &e_));
+    assert_true(existed);
+    assert_int_equal(id, id2);
+    in.hash = h2;
+    OK(st_migreport_put(f->db, &in, &id2, &existed, &e_));
+    assert_true(id2 > id);
+    st_migreport r;
+    OK(st_migreport_get(f->db, id, &r, &e_));
+    assert_string_equal(r.hash, h);
+    assert_string_equal(r.name, "model.mlir");
+    assert_string_equal(r.profile, "cpu-local");
+    assert_string_equal(r.input, "module {}");
+    assert_string_equal(r.body, "{\"divergences\":[]}");
+    assert_int_equal(r.body_len, 18);
+    st_migreport_fini(&r);
+    OK(st_migreport_get_by_hash(f->db, h2, &r, &e_));
+    assert_int_equal(r.id, id2);
+    st_migreport_fini(&r);
+    FAILS(CM_ENOTFOUND, "/id", st_migreport_get(f->db, id2 + 5, &r, &e_));
+    st_migreport_list l;
+    OK(st_migreport_list_query(f->db, 1, 0, &l, &e_));
+    assert_int_equal(l.n_items, 1);
+    assert_int_equal(l.items[0].id, id);
+    assert_null(l.items[0].body);
+    assert_int_equal(l.items[0].input_len, 9);
+    assert_int_equal(l.next_after, id);
+    st_migreport_list_fini(&l);
+    OK(st_migreport_list_query(f->db, 10, id, &l, &e_));
+    assert_int_equal(l.n_items, 1);
+    assert_int_equal(l.items[0].id, id2);
+    assert_int_equal(l.next_after, 0);
+    st_migreport_list_fini(&l);
+    in.name = "";
+    FAILS(CM_EINVAL, "/name", st_migreport_put(f->db, &in, NULL, NULL, &e_));
+    in.name = "x";
+    in.body_len = 0;
+    FAILS(CM_EINVAL, "/body", st_migreport_put(f->db, &in, NULL, NULL, &e_));
+}
 
 static void test_st_bench_lifecycle(void **state)
 {
@@ -1750,6 +1802,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_plan_put_dedups_by_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_put_keeps_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_migreport_put_get_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_bench_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_token_create_and_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_handles_in_parallel_threads, setup, teardown),

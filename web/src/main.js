@@ -1,11 +1,12 @@
-// The dashboard: a hash router over seven pages that use only the public
+// The dashboard: a hash router over nine pages that use only the public
 // REST API (/v1). #/plans, #/plan/ID, #/run/ID, #/mesh/ID, #/compare/ID,ID[,...],
-// #/sweep?..., #/submit.
+// #/sweep?..., #/submit, #/migrations, #/migration/ID.
 import './style.css';
 import { getToken, setToken } from './api.js';
 import { runPage } from './bench.js';
 import { comparePage } from './compare.js';
 import { meshPage } from './mesh.js';
+import { migrationPage, migrationsPage } from './migrations.js';
 import { planPage } from './plan.js';
 import { plansPage } from './plans.js';
 import { submitPage } from './submit.js';
@@ -24,7 +25,7 @@ function route() {
   current = ctx;
   const path = (location.hash.replace(/^#/, '') || '/plans').split('?')[0];
   const parts = path.split('/').filter(Boolean);
-  for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('active', a.dataset.nav === (parts[0] === 'plan' ? 'plans' : parts[0]));
+  for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('active', a.dataset.nav === (parts[0] === 'plan' ? 'plans' : parts[0] === 'migration' ? 'migrations' : parts[0]));
   let page;
   switch (parts[0]) {
     case 'plan': page = planPage(main, ctx, parts[1]); break;
@@ -33,6 +34,8 @@ function route() {
     case 'mesh': page = meshPage(main, ctx, parts[1]); break;
     case 'submit': page = submitPage(main, ctx); break;
     case 'sweep': page = sweepPage(main, ctx); break;
+    case 'migrations': page = migrationsPage(main, ctx); break;
+    case 'migration': page = migrationPage(main, ctx, parts[1]); break;
     default: page = plansPage(main, ctx);
   }
   main.dataset.page = parts[0] || 'plans';

@@ -962,6 +962,32 @@ async function advisorSteps(ctx, base, mlpId, tp) {
     check(other.length === 0, `no console errors (${other.join('; ')})`);
     await page.close();
   });
+
+  await step('migrations: submit a GSPMD module, list, report side by side', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    await page.goto(`${base}/#/migrations`);
+    await ready(page);
+    await page.fill('#migration-text', readFileSync(join(repo, 'tests', 'lit', 'gspmd_migrate.mlir'), 'utf8'));
+    await page.fill('#migration-name', 'gspmd-mlp');
+    await page.click('#migration-submit');
+    await page.waitForSelector('#migration-link', { timeout: WAIT });
+    check(/HTTP 201/.test(await page.textContent('#migration-ok')), 'POST /v1/migrations answered 201');
+    const id = (await page.textContent('#migration-link')).trim();
+    await page.waitForSelector(`#migrations-table tbody tr[data-id="${id}"]`, { timeout: WAIT });
+    const rows = await page.$$eval('#migrations-table tbody tr', (rs) => rs.map((r) => r.textContent));
+    check(rows.some((r) => r.includes('gspmd-mlp')), `the list shows it (${rows.length} row(s))`);
+    await page.click(`#migrations-table tbody tr[data-id="${id}"] a`);
+    await page.waitForSelector('#migration-divergences tbody tr', { timeout: WAIT });
+    const first = await page.$$eval('#migration-divergences tbody tr.first td', (t) => t.map((x) => x.textContent));
+    check(first.length === 7 && first[4] !== first[5] && /\{/.test(first[4]), `first divergence: GSPMD ${first[4]} vs Shardy ${first[5]}`);
+    const costHead = await page.$$eval('#migration-cost thead th', (t) => t.map((x) => x.textContent));
+    check(costHead.includes('GSPMD') && costHead.includes('Shardy') && costHead.includes('Shardy + constraints'), `cost side by side (${costHead.join(', ')})`);
+    check((await page.$$('#migration-fix pre.sdy')).length > 0 && /with_sharding_constraint/.test(await page.textContent('#migration-fix')), 'constraints as sdy and JAX');
+    await page.screenshot({ path: join(outDir, 'migration.png'), fullPage: true });
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
 }
 
 async function perfRuns(ctx, base) {

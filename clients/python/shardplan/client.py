@@ -48,6 +48,7 @@ from .types import (
     Cost,
     Graph,
     Health,
+    Migration,
     LintReport,
     MemoryTimeline,
     Mesh,
@@ -714,6 +715,33 @@ class Client:
         """``GET /v1/compare``: 2 to 4 stored plans side by side (cost and differing shardings)."""
         ids = ",".join(str(_id_of(p)) for p in plans)
         return self._get(Comparison, "/v1/compare", plans=ids, profile=profile)
+
+    # ---- migration reports -----------------------------------------------------------------------
+
+    def migrate(
+        self, mlir: str, *, name: Optional[str] = None, profile: Optional[str] = None
+    ) -> Migration:
+        """``POST /v1/migrations``: the GSPMD -> Shardy migration report of a module, stored.
+
+        ``mlir`` is the module as GSPMD left it (``mhlo.sharding`` on its
+        ops); ``profile`` a stored or built-in device profile (default
+        cpu-local). The same request twice answers the stored report.
+        """
+        r = self.request(
+            "POST", "/v1/migrations", query={"name": name, "profile": profile}, body=mlir,
+            content_type="text/plain",
+        )
+        m = from_json(Migration, r.json())
+        m.created = r.status == 201
+        return m
+
+    def list_migrations(self, *, limit: Optional[int] = None, after: Optional[int] = None) -> Page[Migration]:
+        """``GET /v1/migrations``: one page of stored migration reports (metadata only)."""
+        return self._page(Migration, "/v1/migrations", dict(limit=limit, after=after))
+
+    def get_migration(self, migration_id: Union[int, Migration]) -> Migration:
+        """``GET /v1/migrations/{id}``: a stored report with its module."""
+        return self._get(Migration, f"/v1/migrations/{_id_of(migration_id)}")
 
     def sweep(
         self,

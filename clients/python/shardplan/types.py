@@ -679,6 +679,29 @@ class Comparison:
     raw: _Raw = _raw()
 
 
+@dataclass
+class Migration:
+    """A stored GSPMD -> Shardy migration report (``POST /v1/migrations``).
+
+    ``report`` is what ``shardplan migrate --json`` prints (divergences,
+    ``cost`` of both sides, ``fix``) and ``mlir`` the module as posted; both
+    are set by :meth:`Client.migrate` and :meth:`Client.get_migration`,
+    lists give metadata only. ``created`` (``migrate`` only) is True when
+    this request stored it.
+    """
+
+    id: int = 0
+    name: str = ""
+    profile: str = ""
+    hash: str = ""
+    size: int = 0
+    created_at: int = 0
+    report: Optional[Dict[str, Any]] = None
+    mlir: Optional[str] = None
+    created: bool = field(default=False, metadata={"key": "-created"})
+    raw: _Raw = _raw()
+
+
 # ---- benchmarks --------------------------------------------------------------------------------
 
 
