@@ -439,6 +439,8 @@ static uint32_t ensure_zero(bld *b, uint32_t v, uint32_t orig_ty, const bool *on
     return r;
 }
 
+static void replace_later(pfd *c, uint32_t v, uint32_t w);
+
 /* ---- the patterns ------------------------------------------------------------------- */
 
 static void op_error(pfd *c, uint32_t op, const char *msg)
@@ -689,6 +691,109 @@ static cm_status pad_dot(pfd *c, uint32_t op, const uint32_t *orig, uint32_t blo
     return pad_result(c, r, inferred);
 }
 
+/* A convolution window list attribute of n entries, or def when absent. */
+static void window_list(sp_module *m, uint32_t op, const char *name, uint32_t n, int64_t def,
+                        int64_t *out)
+{
+    const int64_t *v = NULL;
+    uint32_t k = 0;
+    bool ok = sp_attr_ints(sp_op_attr(m, op, name), &v, &k, &m->arena) && k == n;
+    for (uint32_t i = 0; i < n; i++) {
+        out[i] = ok ? v[i] : def;
+    }
+}
+
+/* stablehlo.convolution: zero padding on the lhs feature and spatial
+ * dimensions and the kernel's input feature and spatial dimensions; the
+ * result takes the type the padded operands give (Shardy's convolution
+ * shape inference), then its spatial dimensions are sliced back to the
+ * padded result's sizes. A spatial size smaller than the padded one is an
+ * error (resolve-permutation-factors should have made it divisible). */
+static cm_status pad_conv(pfd *c, uint32_t op, const uint32_t *orig, uint32_t block, uint32_t *at,
+                          cm_error *err)
+{
+    sp_module *m = c->m;
+    sp_conv_dims cd;
+    if (orig == NULL || sp_conv_dims_get(m, op, &cd, err) != CM_OK) {
+        op_error(c, op, "has malformed convolution dimension numbers");
+        return CM_EINVAL;
+    }
+    bld b = {c, block, *at, CM_OK};
+    for (uint32_t side = 0; side < 2; side++) {
+        bool only[SP_MAX_RANK] = {false};
+        int64_t f = side == 0 ? cd.input_feature : cd.kernel_input_feature;
+        only[f] = true;
+        for (uint32_t k = 0; k < cd.n_spatial; k++) {
+            only[side == 0 ? cd.input_spatial[k] : cd.kernel_spatial[k]] = true;
+        }
+        uint32_t v = ensure_zero(&b, m->ops[op].operands[side], orig_type(c, orig[side]), only);
+        if (b.st != CM_OK) {
+            return b.st;
+        }
+        m->ops[op].operands[side] = v;
+    }
+    sp_type lt = *sp_value_type(m, m->ops[op].operands[0]);
+    sp_type kt = *sp_value_type(m, m->ops[op].operands[1]);
+    uint32_t r = m->ops[op].first_result, pty, ity;
+    sp_type res = m->types[orig_type(c, r)];
+    if (lt.rank != res.rank || kt.rank != res.rank || res.rank > SP_MAX_RANK) {
+        op_error(c, op, "has operands and result of different ranks");
+        return CM_EINVAL;
+    }
+    uint32_t ns = cd.n_spatial;
+    int64_t strides[SP_MAX_RANK], ld[SP_MAX_RANK], rd[SP_MAX_RANK], padv[2 * SP_MAX_RANK];
+    window_list(m, op, "window_strides", ns, 1, strides);
+    window_list(m, op, "lhs_dilation", ns, 1, ld);
+    window_list(m, op, "rhs_dilation", ns, 1, rd);
+    window_list(m, op, "padding", 2 * ns, 0, padv);
+    int64_t dims[SP_MAX_RANK];
+    for (uint32_t i = 0; i < res.rank; i++) {
+        dims[i] = res.dims[i];
+    }
+    dims[cd.output_batch] = lt.dims[cd.input_batch] / (cd.batch_group_count > 0 ? cd.batch_group_count : 1);
+    dims[cd.output_feature] = kt.dims[cd.kernel_output_feature];
+    for (uint32_t k = 0; k < ns; k++) {
+        int64_t in = lt.dims[cd.input_spatial[k]], kw = kt.dims[cd.kernel_spatial[k]];
+        int64_t din = (in > 0 ? (in - 1) * ld[k] + 1 : 0) + padv[2 * k] + padv[2 * k + 1];
+        int64_t dk = kw > 0 ? (kw - 1) * rd[k] + 1 : 0;
+        int64_t st = strides[k] > 0 ? strides[k] : 1;
+        dims[cd.output_spatial[k]] = din < dk ? 0 : (din - dk) / st + 1;
+    }
+    cm_status st = retyped(m, &res, dims, &ity);
+    if (st == CM_OK) {
+        st = padded_type(m, orig_type(c, r), sp_value_sharding_partitioned(m, r), &pty);
+    }
+    if (st != CM_OK) {
+        return st;
+    }
+    bool trim[SP_MAX_RANK] = {false};
+    for (uint32_t k = 0; k < ns; k++) {
+        int64_t d = cd.output_spatial[k];
+        trim[d] = true;
+        if (dims[d] < m->types[pty].dims[d]) {
+            op_error(c, op,
+                     "inferred convolution output spatial size is smaller than the target padded "
+                     "size. Spatial sharding must be resolved by resolve-permutation-factors to "
+                     "be divisible or replicated.");
+            sp_diags_add(c->d, m, op, SP_DIAG_ERROR, "failed to legalize operation '%s'",
+                         m->ops[op].name);
+            return CM_EINVAL;
+        }
+    }
+    m->values[r].type = ity;
+    *at = b.at;
+    b.at = *at + 1;
+    uint32_t t = trim_dims(&b, r, pty, trim, sp_value_sharding_partitioned(m, r));
+    if (b.st == CM_OK && t != r) {
+        b.st = kind_set(c, t, PAD_ZERO);
+    }
+    if (b.st == CM_OK) {
+        replace_later(c, r, t);
+        *at = b.at - 1;
+    }
+    return b.st;
+}
+
 /* sdy.all_slice, sdy.reduce_scatter, sdy.all_to_all: the input padded to
  * the divisible type under the out sharding (with the padding it is known
  * to carry when already padded, else zero), the result of that type. */
@@ -843,6 +948,9 @@ static cm_status pad_block(pfd *c, uint32_t block, cm_error *err)
             break;
         case SP_OP_DOT_GENERAL:
             st = pad_dot(c, op, orig, block, &at, err);
+            break;
+        case SP_OP_CONVOLUTION:
+            st = pad_conv(c, op, orig, block, &at, err);
             break;
         case SP_OP_SDY_ALL_SLICE:
         case SP_OP_SDY_REDUCE_SCATTER:
