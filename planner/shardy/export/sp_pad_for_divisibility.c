@@ -563,9 +563,18 @@ static cm_status pad_slice(pfd *c, uint32_t op)
         op_error(c, op, "has malformed slice indices");
         return CM_EINVAL;
     }
+    sp_type it = *sp_value_type(m, m->ops[op].operands[0]);
     int64_t lim[SP_MAX_RANK];
     for (uint32_t i = 0; i < pt.rank; i++) {
         lim[i] = start[i] + pt.dims[i];
+        if (it.kind == SP_TYPE_TENSOR && it.rank == pt.rank && it.dims[i] != SP_DIM_DYNAMIC &&
+            lim[i] > it.dims[i]) {
+            /* Shardy asserts this cannot happen: resolve-permutation-factors
+             * leaves only communication-free slices of padded dimensions */
+            op_error(c, op, "pads a sliced dimension past its operand; the slice needs "
+                            "communication (run -sdy-resolve-permutation-factors first)");
+            return CM_EINVAL;
+        }
     }
     sp_attr *a = darr_attr(m, lim, pt.rank);
     if (a == NULL) {
@@ -936,7 +945,11 @@ static cm_status pad_block(pfd *c, uint32_t block, cm_error *err)
         uint32_t at = i;
         bool walk_regions = true;
         uint8_t kind = PAD_UNKNOWN;
-        switch (o->kind) {
+        uint32_t okind = o->kind;
+        if (okind != SP_OP_FUNC_FUNC && (o->n_operands == 0 || o->n_results == 0)) {
+            okind = SP_OP_UNKNOWN; /* malformed: only the generic retyping applies */
+        }
+        switch (okind) {
         case SP_OP_FUNC_FUNC:
             walk_regions = func_io_ok(c, op);
             break;
