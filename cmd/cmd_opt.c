@@ -224,6 +224,11 @@ static cm_status run_xla_shard_map_import(sp_module *m, const pass_inv *inv, sp_
     (void)inv;
     return sp_gspmd_shard_map_import(m, d, err);
 }
+static cm_status run_pad_div(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    (void)inv;
+    return sp_pass_pad_for_divisibility(m, d, err);
+}
 static cm_status run_g2l(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
     const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
@@ -340,6 +345,7 @@ static const pass_def passes[] = {
     {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
     {"sdy-convert-global-to-local", run_g2l, g2l_opts},
+    {"sdy-pad-for-divisibility", run_pad_div, NULL},
 };
 
 static const pass_def *find_pass(const char *name)

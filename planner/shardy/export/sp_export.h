@@ -150,6 +150,16 @@ typedef struct sp_g2l_opts {
 cm_status sp_pass_convert_global_to_local(sp_module *m, const sp_g2l_opts *o, sp_diags *d,
                                           cm_error *err);
 
+/* -sdy-pad-for-divisibility: every tensor whose sharding does not divide a
+ * dimension grows along it to the next multiple of the shard count
+ * (stablehlo.pad before sdy.all_slice, reduce_scatter and all_to_all;
+ * stablehlo.slice back to the original size after the gathered dimensions
+ * of sdy.all_gather and all_to_all; widened stablehlo.slice and pad limits;
+ * dot_general's contracting padding masked to zero; other ops retyped).
+ * Function inputs and outputs must divide: otherwise an error diagnostic
+ * on the function. Errors: CM_EINVAL (with diagnostics in d), CM_ENOMEM. */
+cm_status sp_pass_pad_for_divisibility(sp_module *m, sp_diags *d, cm_error *err);
+
 /* The pipeline's export passes in order (remove sharding groups, constant
  * merger, non-divisible I/O, close shardings), for callers that propagate
  * before them themselves (what-if). o->timing prints each pass's time to
