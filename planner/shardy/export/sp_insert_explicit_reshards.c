@@ -608,6 +608,178 @@ static void reduction_axes(const opctx *c, axl *out)
     }
 }
 
+/* ---- unreduced axes (Shardy's insertAllReduceIfUnreducedToReplicated) ---------- */
+
+/* Appends to out the parts of atom a that no atom of cut covers (a piece of a
+ * sub-axis before or after each covered span). False when out is full. */
+static bool ax_minus(ax a, const axl *cut, axl *out)
+{
+    axl work = {1, {a}};
+    for (uint32_t k = 0; k < cut->n; k++) {
+        axl next = {0, {{0, 0, 0}}};
+        ax b = cut->a[k];
+        for (uint32_t i = 0; i < work.n; i++) {
+            ax p = work.a[i];
+            if (!ax_overlap(p, b)) {
+                next.a[next.n++] = p;
+                continue;
+            }
+            int64_t p_end = p.pre * p.size, b_end = b.pre * b.size;
+            if (b.pre > p.pre && b.pre % p.pre == 0 && next.n < MAXAX) {
+                ax left = {p.axis, p.pre, b.pre / p.pre};
+                next.a[next.n++] = left;
+            }
+            if (p_end > b_end && p_end % b_end == 0 && next.n < MAXAX) {
+                ax right = {p.axis, b_end, p_end / b_end};
+                next.a[next.n++] = right;
+            }
+        }
+        work = next;
+    }
+    for (uint32_t i = 0; i < work.n; i++) {
+        if (out->n == MAXAX) {
+            return false;
+        }
+        out->a[out->n++] = work.a[i];
+    }
+    return true;
+}
+
+/* Sorts l by the mesh and merges adjacent sub-axes (Shardy's
+ * sortAndMergeAxes). */
+static void axl_sort_merge(axl *l)
+{
+    axl all = *l;
+    qsort(all.a, all.n, sizeof(ax), ax_cmp);
+    l->n = 0;
+    for (uint32_t i = 0; i < all.n; i++) {
+        (void)axl_merge(l, all.a[i]);
+    }
+}
+
+/* src minus cut, sorted and merged. */
+static void axl_diff(const axl *src, const axl *cut, axl *out)
+{
+    out->n = 0;
+    for (uint32_t i = 0; i < src->n; i++) {
+        if (!ax_minus(src->a[i], cut, out)) {
+            break;
+        }
+    }
+    axl_sort_merge(out);
+}
+
+/* The unreduced axes of s as atoms of mesh (none for NULL). False on an
+ * unknown axis or too many. */
+static bool unreduced_axl(const sp_mesh *mesh, const sp_sharding *s, axl *out)
+{
+    out->n = 0;
+    if (s == NULL) {
+        return true;
+    }
+    for (uint32_t i = 0; i < s->n_unreduced; i++) {
+        if (out->n == MAXAX || !ax_from_ref(mesh, &s->unreduced[i], &out->a[out->n])) {
+            return false;
+        }
+        out->n++;
+    }
+    return true;
+}
+
+/* A copy of s whose unreduced axes are un (in the module arena). */
+static sp_sharding *with_unreduced(sp_module *m, const sp_sharding *s, const sp_mesh *mesh,
+                                   const axl *un)
+{
+    sp_sharding *c = sp_sharding_clone(&m->arena, s);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->n_unreduced = un->n;
+    c->unreduced = cm_arena_alloc(&m->arena, sizeof(sp_axis_ref) * (un->n + 1u));
+    if (c->unreduced == NULL) {
+        return NULL;
+    }
+    for (uint32_t i = 0; i < un->n; i++) {
+        c->unreduced[i] = ax_to_ref(mesh, un->a[i]);
+    }
+    return c;
+}
+
+/* Operand i of op: when its sharding has unreduced axes that target (the
+ * user's sharding, NULL: none) does not keep unreduced, all-reduces it over
+ * those axes before op; the new value keeps the rest unreduced. */
+static cm_status reduce_unreduced_operand(pass *g, uint32_t op, uint32_t i,
+                                          const sp_sharding *target)
+{
+    sp_module *m = g->m;
+    uint32_t v = m->ops[op].operands[i];
+    const sp_sharding *have = sp_value_sharding_partitioned(m, v);
+    if (have == NULL || have->n_unreduced == 0 || have->mesh_name == NULL) {
+        return CM_OK;
+    }
+    const sp_mesh *mesh = sp_module_mesh(m, have->mesh_name);
+    if (mesh == NULL) {
+        return CM_OK;
+    }
+    if (target != NULL && target->n_unreduced > 0 &&
+        (target->mesh_name == NULL || strcmp(target->mesh_name, have->mesh_name) != 0)) {
+        return CM_OK; /* Shardy requires one mesh here */
+    }
+    axl src, tgt, red, keep;
+    if (!unreduced_axl(mesh, have, &src) || !unreduced_axl(mesh, target, &tgt)) {
+        return CM_OK;
+    }
+    axl_diff(&src, &tgt, &red);
+    if (red.n == 0) {
+        return CM_OK;
+    }
+    axl_diff(&src, &red, &keep);
+    sp_sharding *out = with_unreduced(m, have, mesh, &keep);
+    if (out == NULL) {
+        return oom(g);
+    }
+    uint32_t nv;
+    cm_status st = insert_all_reduce(g, m->ops[op].parent_block, g->at++, v, mesh, &red, out, &nv);
+    if (st == CM_OK) {
+        m->ops[op].operands[i] = nv;
+    }
+    return st;
+}
+
+/* Before an op: every operand's unreduced axes that the op's first result
+ * does not keep unreduced are all-reduced (Shardy assumes the results agree). */
+static cm_status reduce_unreduced_operands(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    if (m->ops[op].n_results == 0) {
+        return CM_OK;
+    }
+    const sp_sharding *res = sp_value_sharding(m, m->ops[op].first_result);
+    for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
+        cm_status st = reduce_unreduced_operand(g, op, i, res);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
+/* Reduction axes the first result keeps unreduced need no all-reduce. */
+static void drop_result_unreduced(const opctx *c, axl *red)
+{
+    const sp_op *o = &c->g->m->ops[c->op];
+    if (red->n == 0 || o->n_results == 0) {
+        return;
+    }
+    const sp_sharding *s = c->t[o->n_operands].cur;
+    axl un, left;
+    if (s == NULL || s->n_unreduced == 0 || !unreduced_axl(c->mesh, s, &un)) {
+        return;
+    }
+    axl_diff(red, &un, &left);
+    *red = left;
+}
+
 /* After op: all-reduce each result over red (when non-empty), then reshard
  * it to target[i] (NULL: keep). Later uses see the last value. */
 static cm_status fix_results(opctx *c, const axl *red, sp_sharding **computed, sp_sharding **target)
@@ -740,6 +912,7 @@ static cm_status rewrite_op(opctx *c)
     axl red;
     if (compatible(c)) {
         reduction_axes(c, &red);
+        drop_result_unreduced(c, &red);
         if (red.n == 0) {
             goto out;
         }
@@ -759,6 +932,7 @@ static cm_status rewrite_op(opctx *c)
         goto out;
     }
     reduction_axes(c, &red);
+    drop_result_unreduced(c, &red);
     /* operands */
     uint32_t block = o->parent_block;
     for (uint32_t i = 0; i < n_opd; i++) {
@@ -857,10 +1031,15 @@ static cm_status visit_op(pass *g, uint32_t opid)
 }
 
 /* Reshards value number i of op (an operand, inserted before op) to want
- * unless it is already sharded that way. want NULL: no constraint. */
+ * unless it is already sharded that way. want NULL: no constraint. First
+ * its unreduced axes that want does not keep are all-reduced. */
 static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want)
 {
     sp_module *m = g->m;
+    cm_status st0 = reduce_unreduced_operand(g, op, i, want);
+    if (st0 != CM_OK) {
+        return st0;
+    }
     uint32_t v = m->ops[op].operands[i];
     const sp_type *ty = sp_value_type(m, v);
     if (want == NULL || want->mesh_name == NULL || ty->kind != SP_TYPE_TENSOR ||
@@ -1254,7 +1433,10 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
             st = visit_call(g, op);
         } else {
             bool handled = false;
-            st = visit_single_device(g, op, g->diags, &handled);
+            st = reduce_unreduced_operands(g, op);
+            if (st == CM_OK) {
+                st = visit_single_device(g, op, g->diags, &handled);
+            }
             if (st == CM_OK && !handled) {
                 st = visit_op(g, op);
             }
