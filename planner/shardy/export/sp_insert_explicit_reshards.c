@@ -746,6 +746,186 @@ static cm_status reduce_unreduced_operand(pass *g, uint32_t op, uint32_t i,
     return st;
 }
 
+/* An arena axis list of l on mesh. False when out of memory. */
+static bool axl_to_list(sp_module *m, const sp_mesh *mesh, const axl *l, sp_axis_list *out)
+{
+    out->n = l->n;
+    out->axes = cm_arena_alloc(&m->arena, sizeof(sp_axis_ref) * (l->n + 1u));
+    if (out->axes == NULL) {
+        return false;
+    }
+    for (uint32_t i = 0; i < l->n; i++) {
+        out->axes[i] = ax_to_ref(mesh, l->a[i]);
+    }
+    return true;
+}
+
+/* Is out a prefix of in (the last atom of out may be a major part of in's
+ * atom at that place)? *strict: and not equal. */
+static bool axl_is_prefix(const axl *out, const axl *in, bool *strict)
+{
+    *strict = false;
+    if (out->n > in->n) {
+        return false;
+    }
+    for (uint32_t k = 0; k + 1 < out->n; k++) {
+        if (!ax_eq(out->a[k], in->a[k])) {
+            return false;
+        }
+    }
+    if (out->n > 0 && !ax_prefix(out->a[out->n - 1], in->a[out->n - 1])) {
+        return false;
+    }
+    *strict = out->n < in->n || (out->n > 0 && !ax_eq(out->a[out->n - 1], in->a[out->n - 1]));
+    return true;
+}
+
+/* Shardy's insertUnreducedCollectives: operand i of op goes to want, whose
+ * unreduced axes add some to the operand's ("out = in + r2u + s2u"). Axes
+ * that want drops from the end of a dimension the operand shards become
+ * unreduced by sdy.sharded_to_unreduced; the others, replicated in the
+ * operand, by sdy.replicated_to_unreduced; dimensions that cannot be reached
+ * that way are resharded first. *done: the operand was replaced; *last its
+ * new sharding. */
+static cm_status unreduced_collectives(pass *g, uint32_t op, uint32_t i, const sp_sharding *want,
+                                       bool *done, const sp_sharding **last)
+{
+    sp_module *m = g->m;
+    *done = false;
+    uint32_t v = m->ops[op].operands[i];
+    const sp_sharding *in = sp_value_sharding_partitioned(m, v);
+    if (in == NULL || want == NULL || want->n_unreduced == 0 || in->mesh_name == NULL ||
+        want->mesh_name == NULL || strcmp(in->mesh_name, want->mesh_name) != 0 ||
+        in->rank != want->rank) {
+        return CM_OK;
+    }
+    const sp_mesh *mesh = sp_module_mesh(m, in->mesh_name);
+    axl in_un, out_un, add, extra;
+    if (mesh == NULL || !unreduced_axl(mesh, in, &in_un) || !unreduced_axl(mesh, want, &out_un)) {
+        return CM_OK;
+    }
+    axl_diff(&out_un, &in_un, &add);
+    axl_diff(&in_un, &out_un, &extra);
+    if (add.n == 0 || extra.n > 0) {
+        return CM_OK; /* Shardy requires out's unreduced axes to include in's */
+    }
+    uint32_t rank = in->rank;
+    sp_dim_sharding *tmp = cm_arena_alloc(&m->arena, sizeof *tmp * (rank + 1u));
+    sp_axis_list *per_dim = cm_arena_alloc(&m->arena, sizeof *per_dim * (rank + 1u));
+    if (tmp == NULL || per_dim == NULL) {
+        return oom(g);
+    }
+    axl s2u = {0, {{0, 0, 0}}};
+    bool need_reshard = false;
+    for (uint32_t d = 0; d < rank; d++) {
+        tmp[d] = want->dims[d];
+        per_dim[d].axes = NULL;
+        per_dim[d].n = 0;
+        axl ia, oa;
+        bool strict;
+        if (!dim_axl(mesh, in, d, &ia) || !dim_axl(mesh, want, d, &oa)) {
+            return CM_OK;
+        }
+        if (!axl_is_prefix(&oa, &ia, &strict)) {
+            need_reshard = true;
+            continue;
+        }
+        if (!strict) {
+            continue;
+        }
+        axl diff = {0, {{0, 0, 0}}}, left;
+        uint32_t from = oa.n;
+        if (oa.n > 0 && !ax_eq(oa.a[oa.n - 1], ia.a[oa.n - 1])) {
+            ax o = oa.a[oa.n - 1], w = ia.a[oa.n - 1];
+            ax suffix = {w.axis, o.pre * o.size, (w.pre * w.size) / (o.pre * o.size)};
+            diff.a[diff.n++] = suffix;
+        }
+        for (uint32_t k = from; k < ia.n && diff.n < MAXAX; k++) {
+            diff.a[diff.n++] = ia.a[k];
+        }
+        axl_diff(&diff, &add, &left);
+        if (left.n > 0) {
+            need_reshard = true;
+            continue;
+        }
+        if (!axl_to_list(m, mesh, &diff, &per_dim[d])) {
+            return oom(g);
+        }
+        for (uint32_t k = 0; k < diff.n && s2u.n < MAXAX; k++) {
+            s2u.a[s2u.n++] = diff.a[k];
+        }
+        tmp[d] = in->dims[d];
+    }
+    uint32_t block = m->ops[op].parent_block, cur = v;
+    const sp_sharding *now = in;
+    cm_status st;
+    if (need_reshard) {
+        sp_sharding *r = sp_sharding_clone(&m->arena, in);
+        if (r == NULL) {
+            return oom(g);
+        }
+        r->dims = tmp;
+        if ((st = insert_reshard(g, block, g->at++, cur, r, &cur)) != CM_OK) {
+            return st;
+        }
+        now = r;
+    }
+    axl r2u;
+    axl_diff(&add, &s2u, &r2u);
+    if (r2u.n > 0) {
+        axl un = in_un;
+        for (uint32_t k = 0; k < r2u.n && un.n < MAXAX; k++) {
+            un.a[un.n++] = r2u.a[k];
+        }
+        axl_sort_merge(&un);
+        sp_sharding *l = sp_sharding_clone(&m->arena, want);
+        sp_attr *a = sp_attr_new(m, SP_ATTR_AXIS_LIST);
+        uint32_t nop;
+        if (l == NULL || a == NULL) {
+            return oom(g);
+        }
+        l->dims = tmp;
+        sp_axis_list ul;
+        if (!axl_to_list(m, mesh, &r2u, &a->u.axes) || !axl_to_list(m, mesh, &un, &ul)) {
+            return oom(g);
+        }
+        l->unreduced = ul.axes;
+        l->n_unreduced = ul.n;
+        if (new_sdy_op(g, "sdy.replicated_to_unreduced", cur, &nop) != CM_OK ||
+            sp_op_set_attr(m, nop, "axes", a) != CM_OK ||
+            set_sharding_attr(m, nop, "out_sharding", l) != CM_OK ||
+            defer_op(g, g->at++, nop) != CM_OK) {
+            return oom(g);
+        }
+        cur = m->ops[nop].first_result;
+        now = l;
+    }
+    if (s2u.n > 0) {
+        sp_attr *a = sp_attr_new(m, SP_ATTR_AXIS_LISTS);
+        sp_sharding *o = sp_sharding_clone(&m->arena, want);
+        uint32_t nop;
+        if (a == NULL || o == NULL) {
+            return oom(g);
+        }
+        a->u.axis_lists.items = per_dim;
+        a->u.axis_lists.n = rank;
+        if (new_sdy_op(g, "sdy.sharded_to_unreduced", cur, &nop) != CM_OK ||
+            sp_op_set_attr(m, nop, "axes", a) != CM_OK ||
+            set_sharding_attr(m, nop, "out_sharding", o) != CM_OK ||
+            defer_op(g, g->at++, nop) != CM_OK) {
+            return oom(g);
+        }
+        cur = m->ops[nop].first_result;
+        now = o;
+    }
+    if (cur != v) {
+        m->ops[op].operands[i] = cur;
+        *done = true;
+        *last = now;
+    }
+    return CM_OK;
+}
+
 /* Before an op: every operand's unreduced axes that the op's first result
  * does not keep unreduced are all-reduced (Shardy assumes the results agree). */
 static cm_status reduce_unreduced_operands(pass *g, uint32_t op)
@@ -1036,7 +1216,12 @@ static cm_status visit_op(pass *g, uint32_t opid)
 static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want)
 {
     sp_module *m = g->m;
+    bool done = false;
+    const sp_sharding *last = NULL;
     cm_status st0 = reduce_unreduced_operand(g, op, i, want);
+    if (st0 == CM_OK) {
+        st0 = unreduced_collectives(g, op, i, want, &done, &last);
+    }
     if (st0 != CM_OK) {
         return st0;
     }
@@ -1403,6 +1588,32 @@ static void remap_nested(pass *g, uint32_t op)
     }
 }
 
+/* An sdy.reshard whose sharding adds unreduced axes becomes the unreduced
+ * collectives (Shardy's convertReshardToUnreducedCollectives): its uses see
+ * their result and *dropped says the reshard goes. */
+static cm_status reshard_to_unreduced(pass *g, uint32_t op, bool *dropped)
+{
+    sp_module *m = g->m;
+    *dropped = false;
+    const sp_attr *a = sp_op_attr(m, op, "sharding");
+    if (m->ops[op].n_operands != 1 || m->ops[op].n_results != 1 || a == NULL ||
+        a->kind != SP_ATTR_SHARDING) {
+        return CM_OK;
+    }
+    bool done = false;
+    const sp_sharding *last = NULL;
+    cm_status st = unreduced_collectives(g, op, 0, a->u.sharding, &done, &last);
+    if (st != CM_OK || !done) {
+        return st;
+    }
+    uint32_t res = m->ops[op].first_result;
+    if (res < g->n_values0) {
+        g->repl[res] = m->ops[op].operands[0];
+        *dropped = true;
+    }
+    return CM_OK;
+}
+
 static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
 {
     sp_module *m = g->m;
@@ -1421,6 +1632,7 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         g->before.n = 0;
         g->after.n = 0;
         uint32_t kind = m->ops[op].kind;
+        bool dropped = false;
         if (kind == SP_OP_FUNC_RETURN) {
             st = visit_return(g, func, op);
         } else if (kind == SP_OP_RETURN) {
@@ -1431,7 +1643,10 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
             st = visit_manual(g, op);
         } else if (kind == SP_OP_FUNC_CALL) {
             st = visit_call(g, op);
-        } else {
+        } else if (kind == SP_OP_SDY_RESHARD && (st = reshard_to_unreduced(g, op, &dropped)) !=
+                                                    CM_OK) {
+            break;
+        } else if (!dropped) {
             bool handled = false;
             st = reduce_unreduced_operands(g, op);
             if (st == CM_OK) {
@@ -1444,7 +1659,7 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         for (uint32_t k = 0; k < g->before.n && st == CM_OK; k++) {
             st = oplist_push(&out, g->before.v[k]);
         }
-        if (st == CM_OK) {
+        if (st == CM_OK && !dropped) {
             st = oplist_push(&out, op);
         }
         for (uint32_t k = 0; k < g->after.n && st == CM_OK; k++) {
