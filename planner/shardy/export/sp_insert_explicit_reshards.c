@@ -555,7 +555,7 @@ static cm_status insert_reshard(pass *g, uint32_t block, uint32_t index, uint32_
 /* Inserts `sdy.all_reduce {axes} v out_sharding=<s>` into block at index. */
 static cm_status insert_all_reduce(pass *g, uint32_t block, uint32_t index, uint32_t v,
                                    const sp_mesh *mesh, const axl *axes, sp_sharding *s,
-                                   uint32_t *v_out)
+                                   sp_reduction_kind kind, uint32_t *v_out)
 {
     sp_module *m = g->m;
     uint32_t op;
@@ -571,6 +571,18 @@ static cm_status insert_all_reduce(pass *g, uint32_t block, uint32_t index, uint
     }
     for (uint32_t i = 0; i < axes->n; i++) {
         a->u.axes.axes[i] = ax_to_ref(mesh, axes->a[i]);
+    }
+    if (kind != SP_REDUCTION_SUM) { /* printed `sdy.all_reduce max {...}` */
+        sp_attr *e = sp_attr_new(m, SP_ATTR_ENUM);
+        if (e == NULL) {
+            return oom(g);
+        }
+        e->u.enm.dialect = "sdy";
+        e->u.enm.kind = "reduction_op";
+        e->u.enm.value = kind == SP_REDUCTION_MAX ? "max" : "min";
+        if (sp_op_set_attr(m, op, "reduction_op", e) != CM_OK) {
+            return oom(g);
+        }
     }
     if (sp_op_set_attr(m, op, "reduction_axes", a) != CM_OK ||
         set_sharding_attr(m, op, "out_sharding", s) != CM_OK || defer_op(g, index, op) != CM_OK) {
@@ -739,7 +751,8 @@ static cm_status reduce_unreduced_operand(pass *g, uint32_t op, uint32_t i,
         return oom(g);
     }
     uint32_t nv;
-    cm_status st = insert_all_reduce(g, m->ops[op].parent_block, g->at++, v, mesh, &red, out, &nv);
+    cm_status st = insert_all_reduce(g, m->ops[op].parent_block, g->at++, v, mesh, &red, out,
+                                       have->reduction, &nv);
     if (st == CM_OK) {
         m->ops[op].operands[i] = nv;
     }
@@ -974,7 +987,8 @@ static cm_status fix_results(opctx *c, const axl *red, sp_sharding **computed, s
         uint32_t v = first + i, cur = v;
         cm_status st;
         if (red->n > 0) {
-            if ((st = insert_all_reduce(g, block, at++, cur, c->mesh, red, computed[i], &cur)) !=
+            if ((st = insert_all_reduce(g, block, at++, cur, c->mesh, red, computed[i],
+                                        computed[i]->reduction, &cur)) !=
                 CM_OK) {
                 return st;
             }
