@@ -307,8 +307,58 @@ static int precedence(const opctx *c, uint32_t f)
         return 3;
     case SP_FACTOR_PERMUTATION:
         return 2;
+    case SP_FACTOR_NEED_REPLICATION:
+        return 0;
     default:
         return 1;
+    }
+}
+
+/* Is factor f in every tensor of rank > 0? */
+static bool in_all_tensors(const opctx *c, uint32_t f)
+{
+    for (uint32_t t = 0; t < c->nt; t++) {
+        if (c->t[t].rank > 0 && !row_of(c, t)[f].present) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Shardy's distributeAxisRefsToBatchingFactors: the axes chosen for a factor
+ * that needs replication are taken off it and, when that factor is in every
+ * non-scalar tensor, appended (whole axes, while they divide the room left)
+ * to the batching factors: pass-through factors in every non-scalar tensor,
+ * in factor order. */
+static void distribute_need_replication(opctx *c)
+{
+    for (uint32_t nr = 0; nr < c->nf; nr++) {
+        if (c->r->factor_kind[nr] != SP_FACTOR_NEED_REPLICATION) {
+            continue;
+        }
+        axl give = c->common[nr];
+        c->common[nr].n = 0;
+        if (give.n == 0 || !in_all_tensors(c, nr)) {
+            continue;
+        }
+        uint32_t next = 0;
+        for (uint32_t f = 0; f < c->nf && next < give.n; f++) {
+            if (c->r->factor_kind[f] != SP_FACTOR_PASS_THROUGH || !in_all_tensors(c, f)) {
+                continue;
+            }
+            int64_t size = c->r->factor_sizes[f], have = axl_size(&c->common[f]);
+            if (size == 0 || have <= 0 || size % have != 0) {
+                continue;
+            }
+            int64_t room = size / have;
+            while (next < give.n && give.a[next].size > 0 && room % give.a[next].size == 0) {
+                if (!axl_merge(&c->common[f], give.a[next])) {
+                    break;
+                }
+                room /= give.a[next].size;
+                next++;
+            }
+        }
     }
 }
 
@@ -374,9 +424,6 @@ static bool choose_common(opctx *c)
     c->n_cands = 0;
     for (uint32_t f = 0; f < c->nf; f++) {
         c->common[f].n = 0;
-        if (c->r->factor_kind[f] == SP_FACTOR_NEED_REPLICATION) {
-            continue;
-        }
         for (uint32_t t = 0; t < c->nt; t++) {
             const fsh *x = &row_of(c, t)[f];
             if (!x->present) {
@@ -431,6 +478,7 @@ static bool choose_common(opctx *c)
         }
         c->n_cands = w;
     }
+    distribute_need_replication(c);
     return true;
 }
 
