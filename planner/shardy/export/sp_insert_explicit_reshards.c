@@ -305,12 +305,12 @@ static int precedence(const opctx *c, uint32_t f)
     switch (c->r->factor_kind[f]) {
     case SP_FACTOR_PASS_THROUGH:
         return 3;
-    case SP_FACTOR_PERMUTATION:
+    case SP_FACTOR_REDUCTION:
         return 2;
-    case SP_FACTOR_NEED_REPLICATION:
-        return 0;
-    default:
+    case SP_FACTOR_PERMUTATION:
         return 1;
+    default: /* need replication */
+        return 0;
     }
 }
 
@@ -1196,7 +1196,15 @@ static cm_status rewrite_op(opctx *c)
         }
         m->ops[c->op].operands[i] = nv;
     }
-    /* results */
+    /* results. As in Shardy: once one result of an op that had no
+     * shardings is given one, the op's other results read as fully open, so
+     * a later result without a sharding is resharded back to open dims. */
+    bool had_none = true, gave_one = false;
+    for (uint32_t i = 0; i < n_res; i++) {
+        if (sp_value_sharding(m, m->ops[c->op].first_result + i) != NULL) {
+            had_none = false;
+        }
+    }
     for (uint32_t i = 0; i < n_res; i++) {
         const tinfo *ti = &c->t[n_opd + i];
         sp_sharding *now = sharding_from_factors(c, ti);
@@ -1218,7 +1226,10 @@ static cm_status rewrite_op(opctx *c)
             st = oom(g);
             goto out;
         }
-        target[i] = ti->cur != NULL ? ti->cur : replicated(m, c->mesh_name, ti->rank);
+        target[i] = ti->cur != NULL            ? ti->cur
+                    : had_none && gave_one ? sp_sharding_open(&m->arena, c->mesh_name, ti->rank)
+                                           : replicated(m, c->mesh_name, ti->rank);
+        gave_one = true;
         if (target[i] == NULL) {
             st = oom(g);
             goto out;
