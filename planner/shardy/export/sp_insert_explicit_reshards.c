@@ -165,6 +165,8 @@ typedef struct tinfo {
     const int64_t *dims;
     sp_sharding *cur; /* NULL: replicated (the module's, shared: never written) */
     int64_t size;           /* elements */
+    const char *mesh_name;  /* of cur */
+    bool other;             /* cur is sharded on a mesh whose device order differs from the op's */
 } tinfo;
 
 typedef struct cand {
@@ -1069,6 +1071,80 @@ static int64_t elements(const sp_type *ty)
     return n;
 }
 
+/* Do meshes a and b have the same axes (names and sizes), whatever their
+ * device orders? */
+static bool same_axes(const sp_mesh *a, const sp_mesh *b)
+{
+    if (a->n_axes != b->n_axes) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->n_axes; i++) {
+        if (a->axes[i].size != b->axes[i].size || strcmp(a->axes[i].name, b->axes[i].name) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool same_device_ids(const sp_mesh *a, const sp_mesh *b)
+{
+    if (a->device_ids == NULL || b->device_ids == NULL) {
+        return a->device_ids == b->device_ids;
+    }
+    return a->n_device_ids == b->n_device_ids &&
+           memcmp(a->device_ids, b->device_ids, sizeof(int64_t) * a->n_device_ids) == 0;
+}
+
+static bool dims_replicated(const sp_sharding *s)
+{
+    for (uint32_t d = 0; s != NULL && d < s->rank; d++) {
+        if (s->dims[d].n_axes > 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Shardy's getMostCommonMesh: among the tensors sharded on some dimension,
+ * the mesh that most of them use (the first to reach the count); the first
+ * mesh seen when none is. Tensors sharded on a mesh of other device order
+ * are marked to be resharded onto it. */
+static void pick_common_mesh(opctx *c)
+{
+    sp_module *m = c->g->m;
+    uint32_t best = 0;
+    const char *name = c->mesh_name;
+    for (uint32_t t = 0; t < c->nt; t++) {
+        if (c->t[t].cur == NULL || dims_replicated(c->t[t].cur)) {
+            continue;
+        }
+        uint32_t n = 0;
+        for (uint32_t k = 0; k <= t; k++) {
+            if (c->t[k].cur != NULL && !dims_replicated(c->t[k].cur) &&
+                strcmp(c->t[k].mesh_name, c->t[t].mesh_name) == 0) {
+                n++;
+            }
+        }
+        if (n > best) {
+            best = n;
+            name = c->t[t].mesh_name;
+        }
+    }
+    const sp_mesh *mesh = sp_module_mesh(m, name);
+    if (mesh == NULL) {
+        return;
+    }
+    c->mesh_name = name;
+    c->mesh = mesh;
+    for (uint32_t t = 0; t < c->nt; t++) {
+        tinfo *ti = &c->t[t];
+        if (ti->cur != NULL && !dims_replicated(ti->cur) && strcmp(ti->mesh_name, name) != 0) {
+            const sp_mesh *tm = sp_module_mesh(m, ti->mesh_name);
+            ti->other = tm == NULL || !same_device_ids(tm, mesh);
+        }
+    }
+}
+
 /* Fills the tensors of c and finds the op's mesh. False when the op is to be
  * skipped. */
 static bool setup_tensors(opctx *c)
@@ -1115,17 +1191,23 @@ static bool setup_tensors(opctx *c)
             return false;
         }
         ti->cur = s;
+        ti->mesh_name = s != NULL ? s->mesh_name : NULL;
+        ti->other = false;
         if (s == NULL) {
             continue;
         }
         if (c->mesh_name == NULL) {
             c->mesh_name = s->mesh_name;
             c->mesh = mesh;
-        } else if (strcmp(c->mesh_name, s->mesh_name) != 0) {
+        } else if (strcmp(c->mesh_name, s->mesh_name) != 0 && !same_axes(c->mesh, mesh)) {
             return false;
         }
     }
-    return c->mesh != NULL;
+    if (c->mesh == NULL) {
+        return false;
+    }
+    pick_common_mesh(c);
+    return true;
 }
 
 static cm_status rewrite_op(opctx *c)
@@ -1151,8 +1233,13 @@ static cm_status rewrite_op(opctx *c)
         st = oom(g);
         goto out;
     }
+    bool any_other = false;
+    for (uint32_t t = 0; t < c->nt; t++) {
+        any_other = any_other || c->t[t].other;
+    }
     axl red;
-    if (compatible(c)) {
+    bool compat = compatible(c);
+    if (compat && !any_other) {
         reduction_axes(c, &red);
         drop_result_unreduced(c, &red);
         if (red.n == 0) {
@@ -1169,7 +1256,7 @@ static cm_status rewrite_op(opctx *c)
         st = fix_results(c, &red, computed, target);
         goto out;
     }
-    if (!choose_unary(c) && !choose_common(c)) {
+    if (!compat && !choose_unary(c) && !choose_common(c)) {
         st = oom(g);
         goto out;
     }
@@ -1187,7 +1274,7 @@ static cm_status rewrite_op(opctx *c)
             st = oom(g);
             goto out;
         }
-        if (same_dim_axes(c->mesh, ti->cur, want, ti->rank)) {
+        if (same_dim_axes(c->mesh, ti->cur, want, ti->rank) && !ti->other) {
             continue;
         }
         uint32_t nv;
@@ -1213,7 +1300,7 @@ static cm_status rewrite_op(opctx *c)
             goto out;
         }
         computed[i] = now;
-        if (same_dim_axes(c->mesh, ti->cur, now, ti->rank)) {
+        if (same_dim_axes(c->mesh, ti->cur, now, ti->rank) && !ti->other) {
             computed[i] = ti->cur != NULL ? ti->cur : now;
             if (ti->cur == NULL && red.n > 0 &&
                 (st = sp_value_set_sharding(m, ti->value, now)) != CM_OK) {
