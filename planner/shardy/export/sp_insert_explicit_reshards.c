@@ -484,10 +484,13 @@ static bool choose_common(opctx *c)
     return true;
 }
 
-/* An op with one non-scalar operand and one non-scalar result (a reshape, a
- * transpose, a unary element-wise op) is resharded on one side only: the
- * side whose local shard is smaller (more sharded) keeps its sharding, the
- * result on a tie. Returns false when the op is not of that shape. */
+/* Shardy's findCommonAxesOnUnaryOperation: an op with exactly two
+ * non-scalar tensors, no factor that needs replication and no dimension of
+ * several factors is resharded on one side only. The preferred tensor keeps
+ * its factor shardings: the one without sharded permutation factors, then
+ * the larger, then the more sharded, the first on a tie; factors only the
+ * other tensor has keep its axes minus those the preferred one uses.
+ * Returns false when the op is not of that shape. */
 static bool choose_unary(opctx *c)
 {
     uint32_t idx[2], n = 0;
@@ -499,8 +502,7 @@ static bool choose_unary(opctx *c)
             idx[n++] = t;
         }
     }
-    if (n != 2 || idx[0] >= c->g->m->ops[c->op].n_operands ||
-        idx[1] < c->g->m->ops[c->op].n_operands) {
+    if (n != 2) {
         return false;
     }
     for (uint32_t f = 0; f < c->nf; f++) {
@@ -508,21 +510,49 @@ static bool choose_unary(opctx *c)
             return false;
         }
     }
-    int64_t local[2];
     for (int k = 0; k < 2; k++) {
-        int64_t shards = 1;
-        const fsh *row = row_of(c, idx[k]);
-        for (uint32_t f = 0; f < c->nf; f++) {
-            if (row[f].present && !cm_mul_i64(shards, axl_size(&row[f].axes), &shards)) {
-                shards = INT64_MAX;
+        const sp_tensor_mapping *tm = c->t[idx[k]].map;
+        for (uint32_t d = 0; d < tm->rank; d++) {
+            if (tm->dims[d].n_factors > 1) {
+                return false;
             }
         }
-        local[k] = c->t[idx[k]].size / (shards > 0 ? shards : 1);
     }
-    uint32_t pick = local[0] < local[1] ? idx[0] : idx[1];
-    const fsh *row = row_of(c, pick);
+    bool no_perm[2];
+    int64_t shards[2];
+    for (int k = 0; k < 2; k++) {
+        const fsh *row = row_of(c, idx[k]);
+        no_perm[k] = true;
+        shards[k] = 1;
+        for (uint32_t f = 0; f < c->nf; f++) {
+            if (!row[f].present) {
+                continue;
+            }
+            if (c->r->factor_kind[f] == SP_FACTOR_PERMUTATION && row[f].axes.n > 0) {
+                no_perm[k] = false;
+            }
+            if (!cm_mul_i64(shards[k], axl_size(&row[f].axes), &shards[k])) {
+                shards[k] = INT64_MAX;
+            }
+        }
+    }
+    bool first = no_perm[0] != no_perm[1]               ? no_perm[0]
+                 : c->t[idx[0]].size != c->t[idx[1]].size ? c->t[idx[0]].size > c->t[idx[1]].size
+                                                           : shards[0] >= shards[1];
+    uint32_t pick = first ? idx[0] : idx[1], other = first ? idx[1] : idx[0];
+    const fsh *row = row_of(c, pick), *orow = row_of(c, other);
+    axl used = {0, {{0, 0, 0}}};
     for (uint32_t f = 0; f < c->nf; f++) {
         c->common[f] = row[f].present ? row[f].axes : (axl){0, {{0, 0, 0}}};
+        for (uint32_t k = 0; row[f].present && k < row[f].axes.n && used.n < MAXAX; k++) {
+            used.a[used.n++] = row[f].axes.a[k];
+        }
+    }
+    for (uint32_t f = 0; f < c->nf; f++) {
+        if (!row[f].present && orow[f].present) {
+            c->common[f] = orow[f].axes;
+            trim_against(&c->common[f], &used);
+        }
     }
     return true;
 }
