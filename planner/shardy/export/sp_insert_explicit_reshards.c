@@ -1374,8 +1374,8 @@ static cm_status visit_op(pass *g, uint32_t opid)
         return oom(g);
     }
     if (st != CM_OK || r == NULL || r->n_operands != o->n_operands ||
-        r->n_results != o->n_results) {
-        return CM_OK;
+        r->n_results != o->n_results || r->is_custom) {
+        return CM_OK; /* as Shardy: custom rules get no explicit reshards */
     }
     opctx c;
     memset(&c, 0, sizeof c);
