@@ -82,11 +82,14 @@ func.func @reshape_compatible(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.shard
   return %0 : tensor<128xf32>
 }
 
-// Equally sharded sides of a transpose: the result's sharding wins.
+// Equally sized and sharded sides of a transpose: as in Shardy's
+// findCommonAxesOnUnaryOperation the first (the operand) keeps its sharding
+// and the result is resharded back.
 // CHECK-LABEL: func @transpose_mismatch
 func.func @transpose_mismatch(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<16x8xf32> {
-  // CHECK-NEXT: %[[R:.*]] = sdy.reshard %arg0 <@mesh, [{}, {"x"}]> : tensor<8x16xf32>
-  // CHECK-NEXT: stablehlo.transpose %[[R]], dims = [1, 0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>}
+  // CHECK-NEXT: %[[T:.*]] = stablehlo.transpose %arg0, dims = [1, 0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>}
+  // CHECK-NEXT: %[[R:.*]] = sdy.reshard %[[T]] <@mesh, [{"x"}, {}]> : tensor<16x8xf32>
+  // CHECK-NEXT: return %[[R]]
   %0 = stablehlo.transpose %arg0, dims = [1, 0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} : (tensor<8x16xf32>) -> tensor<16x8xf32>
   return %0 : tensor<16x8xf32>
 }

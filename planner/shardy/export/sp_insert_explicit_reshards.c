@@ -165,6 +165,8 @@ typedef struct tinfo {
     const int64_t *dims;
     sp_sharding *cur; /* NULL: replicated (the module's, shared: never written) */
     int64_t size;           /* elements */
+    const char *mesh_name;  /* of cur */
+    bool other;             /* cur is sharded on a mesh whose device order differs from the op's */
 } tinfo;
 
 typedef struct cand {
@@ -305,10 +307,60 @@ static int precedence(const opctx *c, uint32_t f)
     switch (c->r->factor_kind[f]) {
     case SP_FACTOR_PASS_THROUGH:
         return 3;
-    case SP_FACTOR_PERMUTATION:
+    case SP_FACTOR_REDUCTION:
         return 2;
-    default:
+    case SP_FACTOR_PERMUTATION:
         return 1;
+    default: /* need replication */
+        return 0;
+    }
+}
+
+/* Is factor f in every tensor of rank > 0? */
+static bool in_all_tensors(const opctx *c, uint32_t f)
+{
+    for (uint32_t t = 0; t < c->nt; t++) {
+        if (c->t[t].rank > 0 && !row_of(c, t)[f].present) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Shardy's distributeAxisRefsToBatchingFactors: the axes chosen for a factor
+ * that needs replication are taken off it and, when that factor is in every
+ * non-scalar tensor, appended (whole axes, while they divide the room left)
+ * to the batching factors: pass-through factors in every non-scalar tensor,
+ * in factor order. */
+static void distribute_need_replication(opctx *c)
+{
+    for (uint32_t nr = 0; nr < c->nf; nr++) {
+        if (c->r->factor_kind[nr] != SP_FACTOR_NEED_REPLICATION) {
+            continue;
+        }
+        axl give = c->common[nr];
+        c->common[nr].n = 0;
+        if (give.n == 0 || !in_all_tensors(c, nr)) {
+            continue;
+        }
+        uint32_t next = 0;
+        for (uint32_t f = 0; f < c->nf && next < give.n; f++) {
+            if (c->r->factor_kind[f] != SP_FACTOR_PASS_THROUGH || !in_all_tensors(c, f)) {
+                continue;
+            }
+            int64_t size = c->r->factor_sizes[f], have = axl_size(&c->common[f]);
+            if (size == 0 || have <= 0 || size % have != 0) {
+                continue;
+            }
+            int64_t room = size / have;
+            while (next < give.n && give.a[next].size > 0 && room % give.a[next].size == 0) {
+                if (!axl_merge(&c->common[f], give.a[next])) {
+                    break;
+                }
+                room /= give.a[next].size;
+                next++;
+            }
+        }
     }
 }
 
@@ -374,9 +426,6 @@ static bool choose_common(opctx *c)
     c->n_cands = 0;
     for (uint32_t f = 0; f < c->nf; f++) {
         c->common[f].n = 0;
-        if (c->r->factor_kind[f] == SP_FACTOR_NEED_REPLICATION) {
-            continue;
-        }
         for (uint32_t t = 0; t < c->nt; t++) {
             const fsh *x = &row_of(c, t)[f];
             if (!x->present) {
@@ -431,13 +480,17 @@ static bool choose_common(opctx *c)
         }
         c->n_cands = w;
     }
+    distribute_need_replication(c);
     return true;
 }
 
-/* An op with one non-scalar operand and one non-scalar result (a reshape, a
- * transpose, a unary element-wise op) is resharded on one side only: the
- * side whose local shard is smaller (more sharded) keeps its sharding, the
- * result on a tie. Returns false when the op is not of that shape. */
+/* Shardy's findCommonAxesOnUnaryOperation: an op with exactly two
+ * non-scalar tensors, no factor that needs replication and no dimension of
+ * several factors is resharded on one side only. The preferred tensor keeps
+ * its factor shardings: the one without sharded permutation factors, then
+ * the larger, then the more sharded, the first on a tie; factors only the
+ * other tensor has keep its axes minus those the preferred one uses.
+ * Returns false when the op is not of that shape. */
 static bool choose_unary(opctx *c)
 {
     uint32_t idx[2], n = 0;
@@ -449,8 +502,7 @@ static bool choose_unary(opctx *c)
             idx[n++] = t;
         }
     }
-    if (n != 2 || idx[0] >= c->g->m->ops[c->op].n_operands ||
-        idx[1] < c->g->m->ops[c->op].n_operands) {
+    if (n != 2) {
         return false;
     }
     for (uint32_t f = 0; f < c->nf; f++) {
@@ -458,21 +510,49 @@ static bool choose_unary(opctx *c)
             return false;
         }
     }
-    int64_t local[2];
     for (int k = 0; k < 2; k++) {
-        int64_t shards = 1;
-        const fsh *row = row_of(c, idx[k]);
-        for (uint32_t f = 0; f < c->nf; f++) {
-            if (row[f].present && !cm_mul_i64(shards, axl_size(&row[f].axes), &shards)) {
-                shards = INT64_MAX;
+        const sp_tensor_mapping *tm = c->t[idx[k]].map;
+        for (uint32_t d = 0; d < tm->rank; d++) {
+            if (tm->dims[d].n_factors > 1) {
+                return false;
             }
         }
-        local[k] = c->t[idx[k]].size / (shards > 0 ? shards : 1);
     }
-    uint32_t pick = local[0] < local[1] ? idx[0] : idx[1];
-    const fsh *row = row_of(c, pick);
+    bool no_perm[2];
+    int64_t shards[2];
+    for (int k = 0; k < 2; k++) {
+        const fsh *row = row_of(c, idx[k]);
+        no_perm[k] = true;
+        shards[k] = 1;
+        for (uint32_t f = 0; f < c->nf; f++) {
+            if (!row[f].present) {
+                continue;
+            }
+            if (c->r->factor_kind[f] == SP_FACTOR_PERMUTATION && row[f].axes.n > 0) {
+                no_perm[k] = false;
+            }
+            if (!cm_mul_i64(shards[k], axl_size(&row[f].axes), &shards[k])) {
+                shards[k] = INT64_MAX;
+            }
+        }
+    }
+    bool first = no_perm[0] != no_perm[1]               ? no_perm[0]
+                 : c->t[idx[0]].size != c->t[idx[1]].size ? c->t[idx[0]].size > c->t[idx[1]].size
+                                                           : shards[0] >= shards[1];
+    uint32_t pick = first ? idx[0] : idx[1], other = first ? idx[1] : idx[0];
+    const fsh *row = row_of(c, pick), *orow = row_of(c, other);
+    axl used = {0, {{0, 0, 0}}};
     for (uint32_t f = 0; f < c->nf; f++) {
         c->common[f] = row[f].present ? row[f].axes : (axl){0, {{0, 0, 0}}};
+        for (uint32_t k = 0; row[f].present && k < row[f].axes.n && used.n < MAXAX; k++) {
+            used.a[used.n++] = row[f].axes.a[k];
+        }
+    }
+    for (uint32_t f = 0; f < c->nf; f++) {
+        if (!row[f].present && orow[f].present) {
+            c->common[f] = orow[f].axes;
+            trim_against(&c->common[f], &used);
+        }
     }
     return true;
 }
@@ -555,7 +635,7 @@ static cm_status insert_reshard(pass *g, uint32_t block, uint32_t index, uint32_
 /* Inserts `sdy.all_reduce {axes} v out_sharding=<s>` into block at index. */
 static cm_status insert_all_reduce(pass *g, uint32_t block, uint32_t index, uint32_t v,
                                    const sp_mesh *mesh, const axl *axes, sp_sharding *s,
-                                   uint32_t *v_out)
+                                   sp_reduction_kind kind, uint32_t *v_out)
 {
     sp_module *m = g->m;
     uint32_t op;
@@ -571,6 +651,18 @@ static cm_status insert_all_reduce(pass *g, uint32_t block, uint32_t index, uint
     }
     for (uint32_t i = 0; i < axes->n; i++) {
         a->u.axes.axes[i] = ax_to_ref(mesh, axes->a[i]);
+    }
+    if (kind != SP_REDUCTION_SUM) { /* printed `sdy.all_reduce max {...}` */
+        sp_attr *e = sp_attr_new(m, SP_ATTR_ENUM);
+        if (e == NULL) {
+            return oom(g);
+        }
+        e->u.enm.dialect = "sdy";
+        e->u.enm.kind = "reduction_op";
+        e->u.enm.value = kind == SP_REDUCTION_MAX ? "max" : "min";
+        if (sp_op_set_attr(m, op, "reduction_op", e) != CM_OK) {
+            return oom(g);
+        }
     }
     if (sp_op_set_attr(m, op, "reduction_axes", a) != CM_OK ||
         set_sharding_attr(m, op, "out_sharding", s) != CM_OK || defer_op(g, index, op) != CM_OK) {
@@ -608,6 +700,359 @@ static void reduction_axes(const opctx *c, axl *out)
     }
 }
 
+/* ---- unreduced axes (Shardy's insertAllReduceIfUnreducedToReplicated) ---------- */
+
+/* Appends to out the parts of atom a that no atom of cut covers (a piece of a
+ * sub-axis before or after each covered span). False when out is full. */
+static bool ax_minus(ax a, const axl *cut, axl *out)
+{
+    axl work = {1, {a}};
+    for (uint32_t k = 0; k < cut->n; k++) {
+        axl next = {0, {{0, 0, 0}}};
+        ax b = cut->a[k];
+        for (uint32_t i = 0; i < work.n; i++) {
+            ax p = work.a[i];
+            if (!ax_overlap(p, b)) {
+                next.a[next.n++] = p;
+                continue;
+            }
+            int64_t p_end = p.pre * p.size, b_end = b.pre * b.size;
+            if (b.pre > p.pre && b.pre % p.pre == 0 && next.n < MAXAX) {
+                ax left = {p.axis, p.pre, b.pre / p.pre};
+                next.a[next.n++] = left;
+            }
+            if (p_end > b_end && p_end % b_end == 0 && next.n < MAXAX) {
+                ax right = {p.axis, b_end, p_end / b_end};
+                next.a[next.n++] = right;
+            }
+        }
+        work = next;
+    }
+    for (uint32_t i = 0; i < work.n; i++) {
+        if (out->n == MAXAX) {
+            return false;
+        }
+        out->a[out->n++] = work.a[i];
+    }
+    return true;
+}
+
+/* Sorts l by the mesh and merges adjacent sub-axes (Shardy's
+ * sortAndMergeAxes). */
+static void axl_sort_merge(axl *l)
+{
+    axl all = *l;
+    qsort(all.a, all.n, sizeof(ax), ax_cmp);
+    l->n = 0;
+    for (uint32_t i = 0; i < all.n; i++) {
+        (void)axl_merge(l, all.a[i]);
+    }
+}
+
+/* src minus cut, sorted and merged. */
+static void axl_diff(const axl *src, const axl *cut, axl *out)
+{
+    out->n = 0;
+    for (uint32_t i = 0; i < src->n; i++) {
+        if (!ax_minus(src->a[i], cut, out)) {
+            break;
+        }
+    }
+    axl_sort_merge(out);
+}
+
+/* The unreduced axes of s as atoms of mesh (none for NULL). False on an
+ * unknown axis or too many. */
+static bool unreduced_axl(const sp_mesh *mesh, const sp_sharding *s, axl *out)
+{
+    out->n = 0;
+    if (s == NULL) {
+        return true;
+    }
+    for (uint32_t i = 0; i < s->n_unreduced; i++) {
+        if (out->n == MAXAX || !ax_from_ref(mesh, &s->unreduced[i], &out->a[out->n])) {
+            return false;
+        }
+        out->n++;
+    }
+    return true;
+}
+
+/* A copy of s whose unreduced axes are un (in the module arena). */
+static sp_sharding *with_unreduced(sp_module *m, const sp_sharding *s, const sp_mesh *mesh,
+                                   const axl *un)
+{
+    sp_sharding *c = sp_sharding_clone(&m->arena, s);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->n_unreduced = un->n;
+    c->unreduced = cm_arena_alloc(&m->arena, sizeof(sp_axis_ref) * (un->n + 1u));
+    if (c->unreduced == NULL) {
+        return NULL;
+    }
+    for (uint32_t i = 0; i < un->n; i++) {
+        c->unreduced[i] = ax_to_ref(mesh, un->a[i]);
+    }
+    return c;
+}
+
+/* Operand i of op: when its sharding has unreduced axes that target (the
+ * user's sharding, NULL: none) does not keep unreduced, all-reduces it over
+ * those axes before op; the new value keeps the rest unreduced. */
+static cm_status reduce_unreduced_operand(pass *g, uint32_t op, uint32_t i,
+                                          const sp_sharding *target)
+{
+    sp_module *m = g->m;
+    uint32_t v = m->ops[op].operands[i];
+    const sp_sharding *have = sp_value_sharding_partitioned(m, v);
+    if (have == NULL || have->n_unreduced == 0 || have->mesh_name == NULL) {
+        return CM_OK;
+    }
+    const sp_mesh *mesh = sp_module_mesh(m, have->mesh_name);
+    if (mesh == NULL) {
+        return CM_OK;
+    }
+    if (target != NULL && target->n_unreduced > 0 &&
+        (target->mesh_name == NULL || strcmp(target->mesh_name, have->mesh_name) != 0)) {
+        return CM_OK; /* Shardy requires one mesh here */
+    }
+    axl src, tgt, red, keep;
+    if (!unreduced_axl(mesh, have, &src) || !unreduced_axl(mesh, target, &tgt)) {
+        return CM_OK;
+    }
+    axl_diff(&src, &tgt, &red);
+    if (red.n == 0) {
+        return CM_OK;
+    }
+    axl_diff(&src, &red, &keep);
+    sp_sharding *out = with_unreduced(m, have, mesh, &keep);
+    if (out == NULL) {
+        return oom(g);
+    }
+    uint32_t nv;
+    cm_status st = insert_all_reduce(g, m->ops[op].parent_block, g->at++, v, mesh, &red, out,
+                                       have->reduction, &nv);
+    if (st == CM_OK) {
+        m->ops[op].operands[i] = nv;
+    }
+    return st;
+}
+
+/* An arena axis list of l on mesh. False when out of memory. */
+static bool axl_to_list(sp_module *m, const sp_mesh *mesh, const axl *l, sp_axis_list *out)
+{
+    out->n = l->n;
+    out->axes = cm_arena_alloc(&m->arena, sizeof(sp_axis_ref) * (l->n + 1u));
+    if (out->axes == NULL) {
+        return false;
+    }
+    for (uint32_t i = 0; i < l->n; i++) {
+        out->axes[i] = ax_to_ref(mesh, l->a[i]);
+    }
+    return true;
+}
+
+/* Is out a prefix of in (the last atom of out may be a major part of in's
+ * atom at that place)? *strict: and not equal. */
+static bool axl_is_prefix(const axl *out, const axl *in, bool *strict)
+{
+    *strict = false;
+    if (out->n > in->n) {
+        return false;
+    }
+    for (uint32_t k = 0; k + 1 < out->n; k++) {
+        if (!ax_eq(out->a[k], in->a[k])) {
+            return false;
+        }
+    }
+    if (out->n > 0 && !ax_prefix(out->a[out->n - 1], in->a[out->n - 1])) {
+        return false;
+    }
+    *strict = out->n < in->n || (out->n > 0 && !ax_eq(out->a[out->n - 1], in->a[out->n - 1]));
+    return true;
+}
+
+/* Shardy's insertUnreducedCollectives: operand i of op goes to want, whose
+ * unreduced axes add some to the operand's ("out = in + r2u + s2u"). Axes
+ * that want drops from the end of a dimension the operand shards become
+ * unreduced by sdy.sharded_to_unreduced; the others, replicated in the
+ * operand, by sdy.replicated_to_unreduced; dimensions that cannot be reached
+ * that way are resharded first. *done: the operand was replaced; *last its
+ * new sharding. */
+static cm_status unreduced_collectives(pass *g, uint32_t op, uint32_t i, const sp_sharding *want,
+                                       bool *done, const sp_sharding **last)
+{
+    sp_module *m = g->m;
+    *done = false;
+    uint32_t v = m->ops[op].operands[i];
+    const sp_sharding *in = sp_value_sharding_partitioned(m, v);
+    if (in == NULL || want == NULL || want->n_unreduced == 0 || in->mesh_name == NULL ||
+        want->mesh_name == NULL || strcmp(in->mesh_name, want->mesh_name) != 0 ||
+        in->rank != want->rank) {
+        return CM_OK;
+    }
+    const sp_mesh *mesh = sp_module_mesh(m, in->mesh_name);
+    axl in_un, out_un, add, extra;
+    if (mesh == NULL || !unreduced_axl(mesh, in, &in_un) || !unreduced_axl(mesh, want, &out_un)) {
+        return CM_OK;
+    }
+    axl_diff(&out_un, &in_un, &add);
+    axl_diff(&in_un, &out_un, &extra);
+    if (add.n == 0 || extra.n > 0) {
+        return CM_OK; /* Shardy requires out's unreduced axes to include in's */
+    }
+    uint32_t rank = in->rank;
+    sp_dim_sharding *tmp = cm_arena_alloc(&m->arena, sizeof *tmp * (rank + 1u));
+    sp_axis_list *per_dim = cm_arena_alloc(&m->arena, sizeof *per_dim * (rank + 1u));
+    if (tmp == NULL || per_dim == NULL) {
+        return oom(g);
+    }
+    axl s2u = {0, {{0, 0, 0}}};
+    bool need_reshard = false;
+    for (uint32_t d = 0; d < rank; d++) {
+        tmp[d] = want->dims[d];
+        per_dim[d].axes = NULL;
+        per_dim[d].n = 0;
+        axl ia, oa;
+        bool strict;
+        if (!dim_axl(mesh, in, d, &ia) || !dim_axl(mesh, want, d, &oa)) {
+            return CM_OK;
+        }
+        if (!axl_is_prefix(&oa, &ia, &strict)) {
+            need_reshard = true;
+            continue;
+        }
+        if (!strict) {
+            continue;
+        }
+        axl diff = {0, {{0, 0, 0}}}, left;
+        uint32_t from = oa.n;
+        if (oa.n > 0 && !ax_eq(oa.a[oa.n - 1], ia.a[oa.n - 1])) {
+            ax o = oa.a[oa.n - 1], w = ia.a[oa.n - 1];
+            ax suffix = {w.axis, o.pre * o.size, (w.pre * w.size) / (o.pre * o.size)};
+            diff.a[diff.n++] = suffix;
+        }
+        for (uint32_t k = from; k < ia.n && diff.n < MAXAX; k++) {
+            diff.a[diff.n++] = ia.a[k];
+        }
+        axl_diff(&diff, &add, &left);
+        if (left.n > 0) {
+            need_reshard = true;
+            continue;
+        }
+        if (!axl_to_list(m, mesh, &diff, &per_dim[d])) {
+            return oom(g);
+        }
+        for (uint32_t k = 0; k < diff.n && s2u.n < MAXAX; k++) {
+            s2u.a[s2u.n++] = diff.a[k];
+        }
+        tmp[d] = in->dims[d];
+    }
+    uint32_t block = m->ops[op].parent_block, cur = v;
+    const sp_sharding *now = in;
+    cm_status st;
+    if (need_reshard) {
+        sp_sharding *r = sp_sharding_clone(&m->arena, in);
+        if (r == NULL) {
+            return oom(g);
+        }
+        r->dims = tmp;
+        if ((st = insert_reshard(g, block, g->at++, cur, r, &cur)) != CM_OK) {
+            return st;
+        }
+        now = r;
+    }
+    axl r2u;
+    axl_diff(&add, &s2u, &r2u);
+    if (r2u.n > 0) {
+        axl un = in_un;
+        for (uint32_t k = 0; k < r2u.n && un.n < MAXAX; k++) {
+            un.a[un.n++] = r2u.a[k];
+        }
+        axl_sort_merge(&un);
+        sp_sharding *l = sp_sharding_clone(&m->arena, want);
+        sp_attr *a = sp_attr_new(m, SP_ATTR_AXIS_LIST);
+        uint32_t nop;
+        if (l == NULL || a == NULL) {
+            return oom(g);
+        }
+        l->dims = tmp;
+        sp_axis_list ul;
+        if (!axl_to_list(m, mesh, &r2u, &a->u.axes) || !axl_to_list(m, mesh, &un, &ul)) {
+            return oom(g);
+        }
+        l->unreduced = ul.axes;
+        l->n_unreduced = ul.n;
+        if (new_sdy_op(g, "sdy.replicated_to_unreduced", cur, &nop) != CM_OK ||
+            sp_op_set_attr(m, nop, "axes", a) != CM_OK ||
+            set_sharding_attr(m, nop, "out_sharding", l) != CM_OK ||
+            defer_op(g, g->at++, nop) != CM_OK) {
+            return oom(g);
+        }
+        cur = m->ops[nop].first_result;
+        now = l;
+    }
+    if (s2u.n > 0) {
+        sp_attr *a = sp_attr_new(m, SP_ATTR_AXIS_LISTS);
+        sp_sharding *o = sp_sharding_clone(&m->arena, want);
+        uint32_t nop;
+        if (a == NULL || o == NULL) {
+            return oom(g);
+        }
+        a->u.axis_lists.items = per_dim;
+        a->u.axis_lists.n = rank;
+        if (new_sdy_op(g, "sdy.sharded_to_unreduced", cur, &nop) != CM_OK ||
+            sp_op_set_attr(m, nop, "axes", a) != CM_OK ||
+            set_sharding_attr(m, nop, "out_sharding", o) != CM_OK ||
+            defer_op(g, g->at++, nop) != CM_OK) {
+            return oom(g);
+        }
+        cur = m->ops[nop].first_result;
+        now = o;
+    }
+    if (cur != v) {
+        m->ops[op].operands[i] = cur;
+        *done = true;
+        *last = now;
+    }
+    return CM_OK;
+}
+
+/* Before an op: every operand's unreduced axes that the op's first result
+ * does not keep unreduced are all-reduced (Shardy assumes the results agree). */
+static cm_status reduce_unreduced_operands(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    if (m->ops[op].n_results == 0) {
+        return CM_OK;
+    }
+    const sp_sharding *res = sp_value_sharding(m, m->ops[op].first_result);
+    for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
+        cm_status st = reduce_unreduced_operand(g, op, i, res);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
+/* Reduction axes the first result keeps unreduced need no all-reduce. */
+static void drop_result_unreduced(const opctx *c, axl *red)
+{
+    const sp_op *o = &c->g->m->ops[c->op];
+    if (red->n == 0 || o->n_results == 0) {
+        return;
+    }
+    const sp_sharding *s = c->t[o->n_operands].cur;
+    axl un, left;
+    if (s == NULL || s->n_unreduced == 0 || !unreduced_axl(c->mesh, s, &un)) {
+        return;
+    }
+    axl_diff(red, &un, &left);
+    *red = left;
+}
+
 /* After op: all-reduce each result over red (when non-empty), then reshard
  * it to target[i] (NULL: keep). Later uses see the last value. */
 static cm_status fix_results(opctx *c, const axl *red, sp_sharding **computed, sp_sharding **target)
@@ -622,7 +1067,8 @@ static cm_status fix_results(opctx *c, const axl *red, sp_sharding **computed, s
         uint32_t v = first + i, cur = v;
         cm_status st;
         if (red->n > 0) {
-            if ((st = insert_all_reduce(g, block, at++, cur, c->mesh, red, computed[i], &cur)) !=
+            if ((st = insert_all_reduce(g, block, at++, cur, c->mesh, red, computed[i],
+                                        computed[i]->reduction, &cur)) !=
                 CM_OK) {
                 return st;
             }
@@ -653,6 +1099,80 @@ static int64_t elements(const sp_type *ty)
         }
     }
     return n;
+}
+
+/* Do meshes a and b have the same axes (names and sizes), whatever their
+ * device orders? */
+static bool same_axes(const sp_mesh *a, const sp_mesh *b)
+{
+    if (a->n_axes != b->n_axes) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->n_axes; i++) {
+        if (a->axes[i].size != b->axes[i].size || strcmp(a->axes[i].name, b->axes[i].name) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool same_device_ids(const sp_mesh *a, const sp_mesh *b)
+{
+    if (a->device_ids == NULL || b->device_ids == NULL) {
+        return a->device_ids == b->device_ids;
+    }
+    return a->n_device_ids == b->n_device_ids &&
+           memcmp(a->device_ids, b->device_ids, sizeof(int64_t) * a->n_device_ids) == 0;
+}
+
+static bool dims_replicated(const sp_sharding *s)
+{
+    for (uint32_t d = 0; s != NULL && d < s->rank; d++) {
+        if (s->dims[d].n_axes > 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Shardy's getMostCommonMesh: among the tensors sharded on some dimension,
+ * the mesh that most of them use (the first to reach the count); the first
+ * mesh seen when none is. Tensors sharded on a mesh of other device order
+ * are marked to be resharded onto it. */
+static void pick_common_mesh(opctx *c)
+{
+    sp_module *m = c->g->m;
+    uint32_t best = 0;
+    const char *name = c->mesh_name;
+    for (uint32_t t = 0; t < c->nt; t++) {
+        if (c->t[t].cur == NULL || dims_replicated(c->t[t].cur)) {
+            continue;
+        }
+        uint32_t n = 0;
+        for (uint32_t k = 0; k <= t; k++) {
+            if (c->t[k].cur != NULL && !dims_replicated(c->t[k].cur) &&
+                strcmp(c->t[k].mesh_name, c->t[t].mesh_name) == 0) {
+                n++;
+            }
+        }
+        if (n > best) {
+            best = n;
+            name = c->t[t].mesh_name;
+        }
+    }
+    const sp_mesh *mesh = sp_module_mesh(m, name);
+    if (mesh == NULL) {
+        return;
+    }
+    c->mesh_name = name;
+    c->mesh = mesh;
+    for (uint32_t t = 0; t < c->nt; t++) {
+        tinfo *ti = &c->t[t];
+        if (ti->cur != NULL && !dims_replicated(ti->cur) && strcmp(ti->mesh_name, name) != 0) {
+            const sp_mesh *tm = sp_module_mesh(m, ti->mesh_name);
+            ti->other = tm == NULL || !same_device_ids(tm, mesh);
+        }
+    }
 }
 
 /* Fills the tensors of c and finds the op's mesh. False when the op is to be
@@ -701,17 +1221,23 @@ static bool setup_tensors(opctx *c)
             return false;
         }
         ti->cur = s;
+        ti->mesh_name = s != NULL ? s->mesh_name : NULL;
+        ti->other = false;
         if (s == NULL) {
             continue;
         }
         if (c->mesh_name == NULL) {
             c->mesh_name = s->mesh_name;
             c->mesh = mesh;
-        } else if (strcmp(c->mesh_name, s->mesh_name) != 0) {
+        } else if (strcmp(c->mesh_name, s->mesh_name) != 0 && !same_axes(c->mesh, mesh)) {
             return false;
         }
     }
-    return c->mesh != NULL;
+    if (c->mesh == NULL) {
+        return false;
+    }
+    pick_common_mesh(c);
+    return true;
 }
 
 static cm_status rewrite_op(opctx *c)
@@ -737,9 +1263,15 @@ static cm_status rewrite_op(opctx *c)
         st = oom(g);
         goto out;
     }
+    bool any_other = false;
+    for (uint32_t t = 0; t < c->nt; t++) {
+        any_other = any_other || c->t[t].other;
+    }
     axl red;
-    if (compatible(c)) {
+    bool compat = compatible(c);
+    if (compat && !any_other) {
         reduction_axes(c, &red);
+        drop_result_unreduced(c, &red);
         if (red.n == 0) {
             goto out;
         }
@@ -754,11 +1286,12 @@ static cm_status rewrite_op(opctx *c)
         st = fix_results(c, &red, computed, target);
         goto out;
     }
-    if (!choose_unary(c) && !choose_common(c)) {
+    if (!compat && !choose_unary(c) && !choose_common(c)) {
         st = oom(g);
         goto out;
     }
     reduction_axes(c, &red);
+    drop_result_unreduced(c, &red);
     /* operands */
     uint32_t block = o->parent_block;
     for (uint32_t i = 0; i < n_opd; i++) {
@@ -771,7 +1304,7 @@ static cm_status rewrite_op(opctx *c)
             st = oom(g);
             goto out;
         }
-        if (same_dim_axes(c->mesh, ti->cur, want, ti->rank)) {
+        if (same_dim_axes(c->mesh, ti->cur, want, ti->rank) && !ti->other) {
             continue;
         }
         uint32_t nv;
@@ -780,7 +1313,15 @@ static cm_status rewrite_op(opctx *c)
         }
         m->ops[c->op].operands[i] = nv;
     }
-    /* results */
+    /* results. As in Shardy: once one result of an op that had no
+     * shardings is given one, the op's other results read as fully open, so
+     * a later result without a sharding is resharded back to open dims. */
+    bool had_none = true, gave_one = false;
+    for (uint32_t i = 0; i < n_res; i++) {
+        if (sp_value_sharding(m, m->ops[c->op].first_result + i) != NULL) {
+            had_none = false;
+        }
+    }
     for (uint32_t i = 0; i < n_res; i++) {
         const tinfo *ti = &c->t[n_opd + i];
         sp_sharding *now = sharding_from_factors(c, ti);
@@ -789,7 +1330,7 @@ static cm_status rewrite_op(opctx *c)
             goto out;
         }
         computed[i] = now;
-        if (same_dim_axes(c->mesh, ti->cur, now, ti->rank)) {
+        if (same_dim_axes(c->mesh, ti->cur, now, ti->rank) && !ti->other) {
             computed[i] = ti->cur != NULL ? ti->cur : now;
             if (ti->cur == NULL && red.n > 0 &&
                 (st = sp_value_set_sharding(m, ti->value, now)) != CM_OK) {
@@ -802,7 +1343,10 @@ static cm_status rewrite_op(opctx *c)
             st = oom(g);
             goto out;
         }
-        target[i] = ti->cur != NULL ? ti->cur : replicated(m, c->mesh_name, ti->rank);
+        target[i] = ti->cur != NULL            ? ti->cur
+                    : had_none && gave_one ? sp_sharding_open(&m->arena, c->mesh_name, ti->rank)
+                                           : replicated(m, c->mesh_name, ti->rank);
+        gave_one = true;
         if (target[i] == NULL) {
             st = oom(g);
             goto out;
@@ -830,8 +1374,8 @@ static cm_status visit_op(pass *g, uint32_t opid)
         return oom(g);
     }
     if (st != CM_OK || r == NULL || r->n_operands != o->n_operands ||
-        r->n_results != o->n_results) {
-        return CM_OK;
+        r->n_results != o->n_results || r->is_custom) {
+        return CM_OK; /* as Shardy: custom rules get no explicit reshards */
     }
     opctx c;
     memset(&c, 0, sizeof c);
@@ -857,10 +1401,20 @@ static cm_status visit_op(pass *g, uint32_t opid)
 }
 
 /* Reshards value number i of op (an operand, inserted before op) to want
- * unless it is already sharded that way. want NULL: no constraint. */
+ * unless it is already sharded that way. want NULL: no constraint. First
+ * its unreduced axes that want does not keep are all-reduced. */
 static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want)
 {
     sp_module *m = g->m;
+    bool done = false;
+    const sp_sharding *last = NULL;
+    cm_status st0 = reduce_unreduced_operand(g, op, i, want);
+    if (st0 == CM_OK) {
+        st0 = unreduced_collectives(g, op, i, want, &done, &last);
+    }
+    if (st0 != CM_OK) {
+        return st0;
+    }
     uint32_t v = m->ops[op].operands[i];
     const sp_type *ty = sp_value_type(m, v);
     if (want == NULL || want->mesh_name == NULL || ty->kind != SP_TYPE_TENSOR ||
@@ -1224,6 +1778,32 @@ static void remap_nested(pass *g, uint32_t op)
     }
 }
 
+/* An sdy.reshard whose sharding adds unreduced axes becomes the unreduced
+ * collectives (Shardy's convertReshardToUnreducedCollectives): its uses see
+ * their result and *dropped says the reshard goes. */
+static cm_status reshard_to_unreduced(pass *g, uint32_t op, bool *dropped)
+{
+    sp_module *m = g->m;
+    *dropped = false;
+    const sp_attr *a = sp_op_attr(m, op, "sharding");
+    if (m->ops[op].n_operands != 1 || m->ops[op].n_results != 1 || a == NULL ||
+        a->kind != SP_ATTR_SHARDING) {
+        return CM_OK;
+    }
+    bool done = false;
+    const sp_sharding *last = NULL;
+    cm_status st = unreduced_collectives(g, op, 0, a->u.sharding, &done, &last);
+    if (st != CM_OK || !done) {
+        return st;
+    }
+    uint32_t res = m->ops[op].first_result;
+    if (res < g->n_values0) {
+        g->repl[res] = m->ops[op].operands[0];
+        *dropped = true;
+    }
+    return CM_OK;
+}
+
 static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
 {
     sp_module *m = g->m;
@@ -1242,6 +1822,7 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         g->before.n = 0;
         g->after.n = 0;
         uint32_t kind = m->ops[op].kind;
+        bool dropped = false;
         if (kind == SP_OP_FUNC_RETURN) {
             st = visit_return(g, func, op);
         } else if (kind == SP_OP_RETURN) {
@@ -1252,9 +1833,15 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
             st = visit_manual(g, op);
         } else if (kind == SP_OP_FUNC_CALL) {
             st = visit_call(g, op);
-        } else {
+        } else if (kind == SP_OP_SDY_RESHARD && (st = reshard_to_unreduced(g, op, &dropped)) !=
+                                                    CM_OK) {
+            break;
+        } else if (!dropped) {
             bool handled = false;
-            st = visit_single_device(g, op, g->diags, &handled);
+            st = reduce_unreduced_operands(g, op);
+            if (st == CM_OK) {
+                st = visit_single_device(g, op, g->diags, &handled);
+            }
             if (st == CM_OK && !handled) {
                 st = visit_op(g, op);
             }
@@ -1262,7 +1849,7 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         for (uint32_t k = 0; k < g->before.n && st == CM_OK; k++) {
             st = oplist_push(&out, g->before.v[k]);
         }
-        if (st == CM_OK) {
+        if (st == CM_OK && !dropped) {
             st = oplist_push(&out, op);
         }
         for (uint32_t k = 0; k < g->after.n && st == CM_OK; k++) {
