@@ -5,7 +5,8 @@
  * Shardy's: sp_lift_inlined_meshes.c, sp_apply_sharding_constraints.c,
  * sp_constant_or_scalar_splitter.c, sp_sharding_group_import.c,
  * sp_remove_size_one_axes.c, sp_pre_order_funcs.c, sp_add_data_flow_edges.c,
- * sp_manual_axes_cleanup.c,
+ * sp_manual_axes_cleanup.c, sp_import_func_calls.c,
+ * sp_add_func_data_flow_edges.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -66,6 +67,24 @@ cm_status sp_pass_add_data_flow_edges(sp_module *m, cm_error *err);
  * op) for manual axes without in/out shardings and a non-empty body;
  * CM_ENOMEM. */
 cm_status sp_pass_manual_axes_cleanup(sp_module *m, sp_diags *diags, cm_error *err);
+/* -sdy-import-func-calls: every func.call becomes an sdy.named_computation
+ * holding its callee's body (the callee's sdy.original_func_name or name;
+ * in shardings from the callee's argument shardings, out shardings from the
+ * call's sdy.sharding, the call's other discardable attributes). Calls go
+ * callees first; a callee's first call takes its body, later calls a copy
+ * (a warning diagnostic on the call, once per process, as Shardy gives it),
+ * and callees whose bodies moved are erased. With add_edges, every named
+ * computation then gets data-flow edges on its body arguments and results.
+ * Errors: CM_EINVAL for a call whose callee is not a function with a body;
+ * CM_ENOMEM. */
+cm_status sp_pass_import_func_calls(sp_module *m, bool add_edges, sp_diags *diags,
+                                    cm_error *err);
+/* -sdy-add-func-data-flow-edges: every argument of a function but the main
+ * one (the only function, else @main) and every func.call result, of
+ * static-shaped tensor type, gets an sdy.func_data_flow_edge carrying its
+ * sharding as sdy.sharding, which its other uses read instead. Errors:
+ * CM_EINVAL when there are several functions and none is @main; CM_ENOMEM. */
+cm_status sp_pass_add_func_data_flow_edges(sp_module *m, cm_error *err);
 /* The pipeline's import passes in order (lift inlined meshes, sharding-group
  * import, apply sharding constraints, constant splitter), for callers that
  * propagate after them themselves (what-if). o->timing prints each pass's
