@@ -6,7 +6,7 @@
  * sp_constant_or_scalar_splitter.c, sp_sharding_group_import.c,
  * sp_remove_size_one_axes.c, sp_pre_order_funcs.c, sp_add_data_flow_edges.c,
  * sp_manual_axes_cleanup.c, sp_import_func_calls.c,
- * sp_add_func_data_flow_edges.c,
+ * sp_add_func_data_flow_edges.c, sp_flatten_call_graph.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -85,6 +85,13 @@ cm_status sp_pass_import_func_calls(sp_module *m, bool add_edges, sp_diags *diag
  * sharding as sdy.sharding, which its other uses read instead. Errors:
  * CM_EINVAL when there are several functions and none is @main; CM_ENOMEM. */
 cm_status sp_pass_add_func_data_flow_edges(sp_module *m, cm_error *err);
+/* -sdy-flatten-call-graph: every function ends up called at most once.
+ * Calls go callees first; a function's first call keeps it, each later call
+ * gets a copy of it and of everything it calls (tagged
+ * sdy.original_func_name, appended under a fresh `NAME_N` name, callees
+ * before callers). Errors: CM_EINVAL for a call of an unknown function or a
+ * call cycle; CM_ENOMEM. */
+cm_status sp_pass_flatten_call_graph(sp_module *m, cm_error *err);
 /* The pipeline's import passes in order (lift inlined meshes, sharding-group
  * import, apply sharding constraints, constant splitter), for callers that
  * propagate after them themselves (what-if). o->timing prints each pass's
