@@ -7,6 +7,7 @@
  * sp_remove_size_one_axes.c, sp_pre_order_funcs.c, sp_add_data_flow_edges.c,
  * sp_manual_axes_cleanup.c, sp_import_func_calls.c,
  * sp_add_func_data_flow_edges.c, sp_flatten_call_graph.c,
+ * sp_propagate_sharding_from_func_to_call.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -92,6 +93,12 @@ cm_status sp_pass_add_func_data_flow_edges(sp_module *m, cm_error *err);
  * before callers). Errors: CM_EINVAL for a call of an unknown function or a
  * call cycle; CM_ENOMEM. */
 cm_status sp_pass_flatten_call_graph(sp_module *m, cm_error *err);
+/* -sdy-propagate-sharding-from-func-to-call: a func.call without an
+ * sdy.sharding takes its callee's result shardings (unsharded results fully
+ * open on the mesh of the first result sharded on a non-maximal mesh; none
+ * when there is no such result). Errors: CM_EINVAL for a call of an unknown
+ * function; CM_ENOMEM. */
+cm_status sp_pass_propagate_sharding_from_func_to_call(sp_module *m, cm_error *err);
 /* The pipeline's import passes in order (lift inlined meshes, sharding-group
  * import, apply sharding constraints, constant splitter), for callers that
  * propagate after them themselves (what-if). o->timing prints each pass's
