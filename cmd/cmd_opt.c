@@ -136,6 +136,11 @@ SIMPLE_PASS(run_manual_axes_cleanup, sp_pass_manual_axes_cleanup(m, d, err))
 SIMPLE_PASS(run_add_func_edges, sp_pass_add_func_data_flow_edges(m, err))
 SIMPLE_PASS(run_flatten_call_graph, sp_pass_flatten_call_graph(m, err))
 SIMPLE_PASS(run_func_to_call, sp_pass_propagate_sharding_from_func_to_call(m, err))
+static cm_status run_import_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                     cm_error *err)
+{
+    return sp_pass_import_pipeline(m, opt_bool(inv, "dedup-functions-fully"), d, err);
+}
 static cm_status run_import_func_calls(sp_module *m, const pass_inv *inv, sp_diags *d,
                                        cm_error *err)
 {
@@ -340,6 +345,7 @@ static const pass_def passes[] = {
     {"sdy-add-func-data-flow-edges", run_add_func_edges, NULL},
     {"sdy-flatten-call-graph", run_flatten_call_graph, NULL},
     {"sdy-propagate-sharding-from-func-to-call", run_func_to_call, NULL},
+    {"sdy-import-pipeline", run_import_pipeline, unflatten_opts},
     {"sdy-sink-data-flow-edges", run_sink_edges, sink_edges_opts},
     {"sdy-inline-meshes", run_inline_meshes, NULL},
     {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},

@@ -7,7 +7,7 @@
  * sp_remove_size_one_axes.c, sp_pre_order_funcs.c, sp_add_data_flow_edges.c,
  * sp_manual_axes_cleanup.c, sp_import_func_calls.c,
  * sp_add_func_data_flow_edges.c, sp_flatten_call_graph.c,
- * sp_propagate_sharding_from_func_to_call.c,
+ * sp_propagate_sharding_from_func_to_call.c, sp_symbol_dce.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -99,6 +99,10 @@ cm_status sp_pass_flatten_call_graph(sp_module *m, cm_error *err);
  * when there is no such result). Errors: CM_EINVAL for a call of an unknown
  * function; CM_ENOMEM. */
 cm_status sp_pass_propagate_sharding_from_func_to_call(sp_module *m, cm_error *err);
+/* MLIR's -symbol-dce as Shardy's import pipeline runs it: private functions
+ * no public symbol reaches through @symbol references are removed. Errors:
+ * CM_ENOMEM. */
+cm_status sp_pass_symbol_dce(sp_module *m, cm_error *err);
 /* The pipeline's import passes in order (lift inlined meshes, sharding-group
  * import, apply sharding constraints, constant splitter), for callers that
  * propagate after them themselves (what-if). o->timing prints each pass's
@@ -106,5 +110,13 @@ cm_status sp_pass_propagate_sharding_from_func_to_call(sp_module *m, cm_error *e
  * the rest. */
 cm_status sp_pass_propagation_import(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
                                      cm_error *err);
+
+/* -sdy-import-pipeline: Shardy's import pipeline in its order: symbol DCE,
+ * lift inlined meshes, remove size-one axes, propagate sharding from func
+ * to call, constant splitter, symbol DCE, manual axes cleanup, add
+ * data-flow edges, and with dedup_fully then apply sharding constraints and
+ * sharding-group import. Errors: those of the passes; the first failing
+ * pass stops the rest. */
+cm_status sp_pass_import_pipeline(sp_module *m, bool dedup_fully, sp_diags *diags, cm_error *err);
 
 #endif /* SP_IMPORT_H */
