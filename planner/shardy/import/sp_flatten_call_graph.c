@@ -8,7 +8,7 @@
  * its name) and appended to the module under a fresh name: the original
  * name, or `NAME_N` with N from one counter for the whole pass (MLIR's
  * symbol-table uniquing); a function's callees are copied, and named, before
- * the function itself. */
+ * the function itself. A call cycle met while copying is an error. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,7 +16,7 @@
 #include "sp_ops.h"
 #include "sp_pass.h"
 
-/* Deeper copies than this are a call cycle. */
+/* Copies nested deeper than this are refused. */
 #define MAX_CLONE_DEPTH 256
 
 typedef struct gctx {
@@ -24,7 +24,8 @@ typedef struct gctx {
     uint32_t n_calls, cap_calls;
     uint8_t *called; /* per op: a func.func that has its first call */
     uint32_t n_called;
-    uint32_t counter; /* the symbol uniquing counter */
+    uint32_t counter;                    /* the symbol uniquing counter */
+    uint32_t stack[MAX_CLONE_DEPTH + 1]; /* functions being copied, outermost first */
 } gctx;
 
 static cm_status gather_call(sp_module *m, uint32_t op, void *vctx)
@@ -135,9 +136,15 @@ static cm_status clone_rec(sp_module *m, gctx *c, uint32_t f, uint32_t depth, co
                            cm_error *err)
 {
     if (depth > MAX_CLONE_DEPTH) {
-        return cm_error_set(err, CM_EINVAL, "", "call graph too deep (a cycle?) at @%s",
+        return cm_error_set(err, CM_EINVAL, "", "call graph too deep to copy at @%s",
                             name_of(m, f));
     }
+    for (uint32_t i = 0; i < depth; i++) {
+        if (c->stack[i] == f) {
+            return cm_error_set(err, CM_EINVAL, "", "recursive call of @%s", name_of(m, f));
+        }
+    }
+    c->stack[depth] = f;
     const char *orig = str_attr(m, f, "sdy.original_func_name");
     if (orig == NULL) {
         orig = str_attr(m, f, "sym_name");

@@ -76,8 +76,8 @@ cm_status sp_pass_manual_axes_cleanup(sp_module *m, sp_diags *diags, cm_error *e
  * (a warning diagnostic on the call, once per process, as Shardy gives it),
  * and callees whose bodies moved are erased. With add_edges, every named
  * computation then gets data-flow edges on its body arguments and results.
- * Errors: CM_EINVAL for a call whose callee is not a function with a body;
- * CM_ENOMEM. */
+ * Errors: CM_EINVAL for a call whose callee is not a function with a body
+ * or a recursive call; CM_ENOMEM. */
 cm_status sp_pass_import_func_calls(sp_module *m, bool add_edges, sp_diags *diags,
                                     cm_error *err);
 /* -sdy-add-func-data-flow-edges: every argument of a function but the main

@@ -238,6 +238,18 @@ static cm_status import_call(sp_module *m, fctx *c, uint32_t call, sp_diags *dia
                             m->ops[call].line, m->ops[call].col,
                             callee != NULL && callee->kind == SP_ATTR_SYMBOL ? callee->u.sym : "");
     }
+    /* a call inside the body it would take (recursion) cannot be imported */
+    for (uint32_t b = m->ops[call].parent_block; b != SP_NONE;) {
+        uint32_t owner = m->blocks[b].parent_op;
+        if (owner == SP_NONE) {
+            break;
+        }
+        if (owner == f || owner == prev) {
+            return cm_error_set(err, CM_EINVAL, "", "%u:%u: recursive call of @%s",
+                                m->ops[call].line, m->ops[call].col, callee->u.sym);
+        }
+        b = m->ops[owner].parent_block;
+    }
     uint32_t n_res = m->ops[call].n_results, nc;
     uint32_t tys[64];
     uint32_t *types = n_res <= 64 ? tys : cm_alloc(sizeof *types * n_res);
