@@ -133,6 +133,21 @@ SIMPLE_PASS(run_remove_size_one, sp_pass_remove_size_one_axes(m, err))
 SIMPLE_PASS(run_pre_order_funcs, sp_pass_pre_order_funcs(m, err))
 SIMPLE_PASS(run_add_edges, sp_pass_add_data_flow_edges(m, err))
 SIMPLE_PASS(run_manual_axes_cleanup, sp_pass_manual_axes_cleanup(m, d, err))
+SIMPLE_PASS(run_add_func_edges, sp_pass_add_func_data_flow_edges(m, err))
+SIMPLE_PASS(run_flatten_call_graph, sp_pass_flatten_call_graph(m, err))
+SIMPLE_PASS(run_func_to_call, sp_pass_propagate_sharding_from_func_to_call(m, err))
+static cm_status run_import_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                     cm_error *err)
+{
+    return sp_pass_import_pipeline(m, opt_bool(inv, "dedup-functions-fully"), d, err);
+}
+static cm_status run_import_func_calls(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                       cm_error *err)
+{
+    const char *key = "add-data-flow-edges-on-named-computations";
+    bool add_edges = opt_value(inv, key) == NULL || opt_bool(inv, key);
+    return sp_pass_import_func_calls(m, add_edges, d, err);
+}
 SIMPLE_PASS(run_remove_groups, sp_pass_remove_sharding_groups(m, err))
 SIMPLE_PASS(run_merger, sp_pass_constant_merger(m, err))
 SIMPLE_PASS(run_non_divisible, sp_pass_update_non_divisible_io(m, err))
@@ -289,6 +304,8 @@ static const char *const explicit_reshards_opts[] = {"enable-full-version", NULL
 
 static const char *const reshard_to_collectives_opts[] = {"keep-redundant-reshards", NULL};
 static const char *const unflatten_opts[] = {"dedup-functions-fully", NULL};
+static const char *const import_func_calls_opts[] = {"add-data-flow-edges-on-named-computations",
+                                                     NULL};
 static const char *const xla_v3_opts[] = {"enable-hlo-sharding-v3", NULL};
 static const char *const xla_export_opts[] = {"enable-hlo-sharding-v3",
                                               "simplify-replicated-shardings", NULL};
@@ -329,6 +346,11 @@ static const pass_def passes[] = {
     {"sdy-remove-all-gather-reduce-scatter-for-cmv1", run_remove_ag_rs, NULL},
     {"sdy-add-data-flow-edges", run_add_edges, NULL},
     {"sdy-manual-axes-cleanup", run_manual_axes_cleanup, NULL},
+    {"sdy-import-func-calls", run_import_func_calls, import_func_calls_opts},
+    {"sdy-add-func-data-flow-edges", run_add_func_edges, NULL},
+    {"sdy-flatten-call-graph", run_flatten_call_graph, NULL},
+    {"sdy-propagate-sharding-from-func-to-call", run_func_to_call, NULL},
+    {"sdy-import-pipeline", run_import_pipeline, unflatten_opts},
     {"sdy-sink-data-flow-edges", run_sink_edges, sink_edges_opts},
     {"sdy-inline-meshes", run_inline_meshes, NULL},
     {"sdy-resolve-single-device-sharding", run_resolve_single_device, device_count_opts},

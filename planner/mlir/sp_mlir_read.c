@@ -3900,7 +3900,7 @@ static cm_status sdy_op(rd *r, opb *b, sp_op_kind kind)
     }
 }
 
-/* sdy.mesh @name = <...> */
+/* sdy.mesh @name = <...> (or = #sdy.mesh<...>) */
 static cm_status mesh_op(rd *r, opb *b)
 {
     const char *s;
@@ -3916,6 +3916,11 @@ static cm_status mesh_op(rd *r, opb *b)
     name->u.str.len = n;
     if (attr_push(r, "sym_name", name) != CM_OK || expect(r, '=') != CM_OK) {
         return r->st;
+    }
+    /* MLIR also reads the attribute spelled out: `= #sdy.mesh<...>` */
+    ws(r);
+    if (r->end - r->p >= 9 && memcmp(r->p, "#sdy.mesh", 9) == 0) {
+        r->p += 9;
     }
     sp_attr *mesh = new_attr(r, SP_ATTR_MESH);
     if (mesh == NULL || sdy_codec(r, 1, (void **)&mesh->u.mesh) != CM_OK ||

@@ -4,7 +4,9 @@
  * call-graph pre-order, mesh lifting with duplicates, sharding-group
  * validation and renumbering, the chain rule of apply-sharding-constraints,
  * the deep clone of sp_ir.h, data-flow edges on manual computations and
- * while loops, and OOM loops over the splitter, lifting and edge adding. */
+ * while loops, the function-call passes (flattening, import into named
+ * computations, function data-flow edges, recursion refused), and OOM loops
+ * over the splitter, lifting, edge adding and the function-call passes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -74,6 +76,88 @@ static const char *const EDGES =
     "  %3 = stablehlo.add %2#0, %2#0 : tensor<8x4xf32>\n"
     "  return %3 : tensor<8x4xf32>\n"
     "}\n";
+
+static const char *const CALLS =
+    "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
+    "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    "  %0 = call @foo(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{\"x\"}]>]>, z = 1 : i64, a = 2 : i64} : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  %1 = call @foo(%0) : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  return %1 : tensor<8xf32>\n"
+    "}\n"
+    "func.func private @foo(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"y\"}]>}) -> tensor<8xf32> {\n"
+    "  %0 = call @bar(%arg0) : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  return %0 : tensor<8xf32>\n"
+    "}\n"
+    "func.func private @bar(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    "  %0 = stablehlo.abs %arg0 : tensor<8xf32>\n"
+    "  return %0 : tensor<8xf32>\n"
+    "}\n";
+
+static const char *const RECURSIVE =
+    "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    "  %0 = call @f(%arg0) : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  %1 = call @f(%0) : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  return %1 : tensor<8xf32>\n"
+    "}\n"
+    "func.func private @f(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    "  %0 = call @g(%arg0) : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  return %0 : tensor<8xf32>\n"
+    "}\n"
+    "func.func private @g(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    "  %0 = call @f(%arg0) : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  return %0 : tensor<8xf32>\n"
+    "}\n";
+
+static void test_func_calls(void **state)
+{
+    (void)state;
+    cm_error err;
+    cm_error_clear(&err);
+    /* flattening: the second call of foo gets foo_0 and bar its own copy */
+    sp_module *m = read_module(CALLS);
+    assert_int_equal(sp_pass_flatten_call_graph(m, &err), CM_OK);
+    char *s = print_module(m);
+    assert_non_null(strstr(s, "call @foo_1(%0)"));
+    assert_non_null(strstr(s, "func.func private @bar_0("));
+    assert_non_null(strstr(s, "call @bar_0("));
+    assert_int_equal(count_of(s, "sdy.original_func_name = \"foo\""), 1);
+    cm_free(s);
+    sp_module_destroy(m);
+    /* importing: named computations, the in sharding from foo's argument,
+     * the call's other attributes sorted, the callees erased */
+    sp_diags d;
+    sp_diags_init(&d);
+    m = read_module(CALLS);
+    assert_int_equal(sp_pass_import_func_calls(m, true, &d, &err), CM_OK);
+    s = print_module(m);
+    assert_int_equal(count_of(s, "sdy.named_computation<\"foo\">"), 2);
+    assert_int_equal(count_of(s, "sdy.named_computation<\"bar\">"), 2);
+    assert_non_null(
+        strstr(s, "in_shardings=[<@mesh, [{\"y\"}]>] out_shardings=[<@mesh, [{\"x\"}]>]"));
+    assert_non_null(strstr(s, "{a = 2 : i64, z = 1 : i64}"));
+    assert_int_equal(count_of(s, "func.func"), 1);
+    assert_int_equal(count_of(s, "sdy.data_flow_edge"), 8);
+    cm_free(s);
+    sp_module_destroy(m);
+    /* function-to-call shardings and function data-flow edges */
+    m = read_module(CALLS);
+    assert_int_equal(sp_pass_add_func_data_flow_edges(m, &err), CM_OK);
+    s = print_module(m);
+    assert_int_equal(count_of(s, "sdy.func_data_flow_edge"), 5);
+    cm_free(s);
+    sp_module_destroy(m);
+    /* recursion is an error, not a loop */
+    m = read_module(RECURSIVE);
+    assert_int_equal(sp_pass_import_func_calls(m, true, &d, &err), CM_EINVAL);
+    assert_non_null(strstr(err.msg, "recursive call"));
+    sp_module_destroy(m);
+    cm_error_clear(&err);
+    m = read_module(RECURSIVE);
+    assert_int_equal(sp_pass_flatten_call_graph(m, &err), CM_EINVAL);
+    assert_non_null(strstr(err.msg, "recursive call"));
+    sp_module_destroy(m);
+    sp_diags_fini(&d);
+}
 
 static void test_add_data_flow_edges(void **state)
 {
@@ -398,6 +482,18 @@ static cm_status oom_run(void *p)
         sp_diags_fini(&d);
         return st;
     }
+    case 5:
+        return sp_pass_flatten_call_graph(c->m, &err);
+    case 6: {
+        sp_diags d;
+        sp_diags_init(&d);
+        cm_status st = sp_pass_import_func_calls(c->m, true, &d, &err);
+        if (st == CM_OK) {
+            st = sp_pass_import_pipeline(c->m, true, &d, &err);
+        }
+        sp_diags_fini(&d);
+        return st;
+    }
     default: {
         /* a manual computation through its edges, with both debug options
          * and their sinking */
@@ -452,6 +548,11 @@ static void test_oom(void **state)
     c.text = MANUAL;
     c.which = 4;
     tu_oom_loop(&t, &c, 20000);
+    c.text = CALLS;
+    c.which = 5;
+    tu_oom_loop(&t, &c, 10000);
+    c.which = 6;
+    tu_oom_loop(&t, &c, 10000);
 }
 
 int main(void)
@@ -467,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_add_data_flow_edges),
         cmocka_unit_test(test_manual_axes_cleanup),
         cmocka_unit_test(test_manual_debug),
+        cmocka_unit_test(test_func_calls),
         cmocka_unit_test(test_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,9 @@
  * Shardy's: sp_lift_inlined_meshes.c, sp_apply_sharding_constraints.c,
  * sp_constant_or_scalar_splitter.c, sp_sharding_group_import.c,
  * sp_remove_size_one_axes.c, sp_pre_order_funcs.c, sp_add_data_flow_edges.c,
- * sp_manual_axes_cleanup.c,
+ * sp_manual_axes_cleanup.c, sp_import_func_calls.c,
+ * sp_add_func_data_flow_edges.c, sp_flatten_call_graph.c,
+ * sp_propagate_sharding_from_func_to_call.c, sp_symbol_dce.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -66,6 +68,41 @@ cm_status sp_pass_add_data_flow_edges(sp_module *m, cm_error *err);
  * op) for manual axes without in/out shardings and a non-empty body;
  * CM_ENOMEM. */
 cm_status sp_pass_manual_axes_cleanup(sp_module *m, sp_diags *diags, cm_error *err);
+/* -sdy-import-func-calls: every func.call becomes an sdy.named_computation
+ * holding its callee's body (the callee's sdy.original_func_name or name;
+ * in shardings from the callee's argument shardings, out shardings from the
+ * call's sdy.sharding, the call's other discardable attributes). Calls go
+ * callees first; a callee's first call takes its body, later calls a copy
+ * (a warning diagnostic on the call, once per process, as Shardy gives it),
+ * and callees whose bodies moved are erased. With add_edges, every named
+ * computation then gets data-flow edges on its body arguments and results.
+ * Errors: CM_EINVAL for a call whose callee is not a function with a body
+ * or a recursive call; CM_ENOMEM. */
+cm_status sp_pass_import_func_calls(sp_module *m, bool add_edges, sp_diags *diags,
+                                    cm_error *err);
+/* -sdy-add-func-data-flow-edges: every argument of a function but the main
+ * one (the only function, else @main) and every func.call result, of
+ * static-shaped tensor type, gets an sdy.func_data_flow_edge carrying its
+ * sharding as sdy.sharding, which its other uses read instead. Errors:
+ * CM_EINVAL when there are several functions and none is @main; CM_ENOMEM. */
+cm_status sp_pass_add_func_data_flow_edges(sp_module *m, cm_error *err);
+/* -sdy-flatten-call-graph: every function ends up called at most once.
+ * Calls go callees first; a function's first call keeps it, each later call
+ * gets a copy of it and of everything it calls (tagged
+ * sdy.original_func_name, appended under a fresh `NAME_N` name, callees
+ * before callers). Errors: CM_EINVAL for a call of an unknown function or a
+ * call cycle; CM_ENOMEM. */
+cm_status sp_pass_flatten_call_graph(sp_module *m, cm_error *err);
+/* -sdy-propagate-sharding-from-func-to-call: a func.call without an
+ * sdy.sharding takes its callee's result shardings (unsharded results fully
+ * open on the mesh of the first result sharded on a non-maximal mesh; none
+ * when there is no such result). Errors: CM_EINVAL for a call of an unknown
+ * function; CM_ENOMEM. */
+cm_status sp_pass_propagate_sharding_from_func_to_call(sp_module *m, cm_error *err);
+/* MLIR's -symbol-dce as Shardy's import pipeline runs it: private functions
+ * no public symbol reaches through @symbol references are removed. Errors:
+ * CM_ENOMEM. */
+cm_status sp_pass_symbol_dce(sp_module *m, cm_error *err);
 /* The pipeline's import passes in order (lift inlined meshes, sharding-group
  * import, apply sharding constraints, constant splitter), for callers that
  * propagate after them themselves (what-if). o->timing prints each pass's
@@ -73,5 +110,13 @@ cm_status sp_pass_manual_axes_cleanup(sp_module *m, sp_diags *diags, cm_error *e
  * the rest. */
 cm_status sp_pass_propagation_import(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
                                      cm_error *err);
+
+/* -sdy-import-pipeline: Shardy's import pipeline in its order: symbol DCE,
+ * lift inlined meshes, remove size-one axes, propagate sharding from func
+ * to call, constant splitter, symbol DCE, manual axes cleanup, add
+ * data-flow edges, and with dedup_fully then apply sharding constraints and
+ * sharding-group import. Errors: those of the passes; the first failing
+ * pass stops the rest. */
+cm_status sp_pass_import_pipeline(sp_module *m, bool dedup_fully, sp_diags *diags, cm_error *err);
 
 #endif /* SP_IMPORT_H */
