@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "sp_canonicalize.h"
 #include "sp_collectives.h"
 #include "sp_gspmd.h"
 #include "sp_ir.h"
@@ -147,6 +148,7 @@ SIMPLE_PASS(run_remove_debug_info, sp_pass_remove_propagation_debug_info(m, err)
 SIMPLE_PASS(run_constraint_to_reshard, sp_pass_sharding_constraint_to_reshard(m, err))
 SIMPLE_PASS(run_remove_sub_axes, sp_pass_remove_sub_axes_in_io(m, err))
 SIMPLE_PASS(run_remove_ag_rs, sp_pass_remove_ag_rs_for_cmv1(m, err))
+SIMPLE_PASS(run_canonicalize, sp_pass_canonicalize(m, err))
 
 static cm_status run_sink_edges(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
@@ -340,6 +342,7 @@ static const pass_def passes[] = {
     {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
     {"sdy-convert-global-to-local", run_g2l, g2l_opts},
+    {"canonicalize", run_canonicalize, NULL},
 };
 
 static const pass_def *find_pass(const char *name)
