@@ -737,6 +737,87 @@ static cm_status all_slice_patterns(canon *c, uint32_t op)
 
 /* ---- manual_computation -------------------------------------------------------------- */
 
+/* The product of the manual axes' sizes, on the mesh of the first in or
+ * out sharding (1 without any); 0 when the mesh is unknown. */
+static int64_t manual_product(const canon *c, uint32_t op)
+{
+    const sp_module *m = c->m;
+    const sp_attr *ax = attr_of(m, op, "manual_axes", SP_ATTR_AXIS_LIST);
+    const char *keys[2] = {"in_shardings", "out_shardings"};
+    const sp_mesh *mesh = NULL;
+    bool any = false;
+    for (int k = 0; k < 2 && mesh == NULL; k++) {
+        const sp_attr *l = attr_of(m, op, keys[k], SP_ATTR_SHARDING_LIST);
+        if (l != NULL && l->u.shardings.n > 0) {
+            any = true;
+            mesh = mesh_of(m, l->u.shardings.items[0]);
+        }
+    }
+    if (!any || ax == NULL) {
+        return ax != NULL ? 1 : 0;
+    }
+    if (mesh == NULL) {
+        return 0;
+    }
+    int64_t p = 1;
+    for (uint32_t i = 0; i < ax->u.axes.n; i++) {
+        int64_t sz = full_size(mesh, ax->u.axes.axes[i].name);
+        if (sz <= 0) {
+            return 0;
+        }
+        p *= sz;
+        if (p > 1) {
+            return p;
+        }
+    }
+    return p;
+}
+
+/* Moves the body of a manual_computation whose manual axes all have size 1
+ * into its block, in its place: arguments become the operands, results the
+ * returned values. */
+static cm_status inline_manual(canon *c, uint32_t op, uint32_t bid)
+{
+    sp_module *m = c->m;
+    sp_block *b = &m->blocks[bid];
+    uint32_t n_body = b->n_ops;
+    if (n_body == 0 || m->ops[b->ops[n_body - 1]].kind != SP_OP_SDY_RETURN ||
+        m->ops[b->ops[n_body - 1]].n_operands != m->ops[op].n_results ||
+        b->n_args != m->ops[op].n_operands) {
+        return CM_OK;
+    }
+    uint32_t ret = b->ops[n_body - 1];
+    uint32_t parent = m->ops[op].parent_block, at = sp_op_index_in_block(m, op);
+    uint32_t *moved = cm_calloc(n_body, sizeof *moved);
+    if (moved == NULL) {
+        return CM_ENOMEM;
+    }
+    memcpy(moved, b->ops, sizeof *moved * n_body);
+    for (uint32_t i = 0; i + 1 < n_body; i++) {
+        m->ops[moved[i]].parent_block = SP_NONE;
+    }
+    b->ops[0] = ret;
+    b->n_ops = 1;
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i + 1 < n_body && st == CM_OK; i++) {
+        st = sp_block_insert_op(m, parent, at + i, moved[i]);
+    }
+    cm_free(moved);
+    if (st != CM_OK) {
+        return st;
+    }
+    b = &m->blocks[bid];
+    for (uint32_t i = 0; i < b->n_args; i++) {
+        replace_value(c, b->first_arg + i, m->ops[op].operands[i]);
+    }
+    for (uint32_t i = 0; i < m->ops[op].n_results; i++) {
+        replace_value(c, m->ops[op].first_result + i, m->ops[ret].operands[i]);
+    }
+    erase_op(c, ret);
+    erase_op(c, op);
+    return CM_OK;
+}
+
 static cm_status manual_computation_patterns(canon *c, uint32_t op)
 {
     sp_module *m = c->m;
@@ -750,6 +831,9 @@ static cm_status manual_computation_patterns(canon *c, uint32_t op)
         m->ops[b->ops[0]].kind == SP_OP_SDY_RETURN) {
         erase_op(c, op);
         return CM_OK;
+    }
+    if (manual_product(c, op) == 1) {
+        return inline_manual(c, op, bid);
     }
     uint32_t keep = 0;
     for (uint32_t i = 0; i < b->n_args; i++) {
