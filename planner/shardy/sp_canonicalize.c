@@ -503,27 +503,328 @@ static cm_status all_to_all_patterns(canon *c, uint32_t op)
     return CM_OK;
 }
 
-/* Index of the first earlier-or-later reshard: is there an attached reshard
- * of the same value in the same block, before op, with an equal sharding? */
-static uint32_t earlier_reshard(canon *c, uint32_t op)
+/* ---- reshard CSE across reshapes and transposes --------------------------------------
+ * Shardy's ReshardCommonSubexpressionEliminationPattern: a reshard of x,
+ * where x is a value reached from a root through reshapes and transposes,
+ * is an earlier reshard of a value reached from the same root through
+ * reshapes only, when the two shardings place the mesh axes at the same
+ * strides of the row-major element order; the path from the root is cloned
+ * onto that reshard's result (after a reshape back to the root's type). */
+
+static bool is_metadata(const sp_module *m, uint32_t op)
 {
-    sp_module *m = c->m;
-    const sp_op *o = &m->ops[op];
-    const sp_attr *s = attr_of(m, op, "sharding", SP_ATTR_SHARDING);
-    const sp_block *b = &m->blocks[o->parent_block];
-    for (uint32_t i = 0; i < b->n_ops && b->ops[i] != op; i++) {
-        uint32_t q = b->ops[i];
-        const sp_op *p = &m->ops[q];
-        if (p->kind != SP_OP_SDY_RESHARD || p->n_operands != 1 ||
-            p->operands[0] != o->operands[0]) {
-            continue;
+    return m->ops[op].kind == SP_OP_RESHAPE || m->ops[op].kind == SP_OP_TRANSPOSE;
+}
+
+typedef struct axis_stride {
+    sp_axis_ref axis; /* full axes as pre_size 0 */
+    double stride;
+} axis_stride;
+
+static int stride_cmp(const void *pa, const void *pb)
+{
+    const axis_stride *a = pa, *b = pb;
+    if (a->stride != b->stride) {
+        return a->stride < b->stride ? -1 : 1;
+    }
+    return 0;
+}
+
+static bool near(double a, double b)
+{
+    double d = a - b;
+    return d < 1e-6 && d > -1e-6;
+}
+
+/* The linear stride of every axis of s on a tensor of type t, sorted and
+ * with adjacent pieces of one axis merged; false when it cannot tell. */
+static bool axis_strides(const sp_sharding *s, const sp_type *t, const sp_mesh *mesh,
+                         axis_stride *out, uint32_t cap, uint32_t *n_out)
+{
+    if (t->kind != SP_TYPE_TENSOR || t->encoding != NULL || s->rank != t->rank) {
+        return false;
+    }
+    uint32_t n = 0;
+    double cum = 1.0;
+    for (uint32_t i = t->rank; i-- > 0;) {
+        int64_t dim = t->dims[i];
+        if (dim < 0) {
+            return false;
         }
-        const sp_attr *t = attr_of(m, q, "sharding", SP_ATTR_SHARDING);
-        if (s != NULL && t != NULL && sp_sharding_equal(s->u.sharding, t->u.sharding)) {
-            return q;
+        int64_t total = 1;
+        for (uint32_t j = 0; j < s->dims[i].n_axes; j++) {
+            int64_t pre, sz;
+            ref_span(&s->dims[i].axes[j], mesh, &pre, &sz);
+            if (sz <= 0) {
+                return false;
+            }
+            total *= sz;
+        }
+        double cur = cum * (double)((dim + total - 1) / total);
+        for (uint32_t j = s->dims[i].n_axes; j-- > 0;) {
+            if (n >= cap) {
+                return false;
+            }
+            int64_t pre, sz;
+            ref_span(&s->dims[i].axes[j], mesh, &pre, &sz);
+            out[n].axis = s->dims[i].axes[j];
+            out[n].stride = cur;
+            n++;
+            cur *= (double)sz;
+        }
+        cum *= (double)dim;
+    }
+    /* stable sort by stride (insertion: lists are short) */
+    for (uint32_t i = 1; i < n; i++) {
+        axis_stride x = out[i];
+        uint32_t j = i;
+        for (; j > 0 && stride_cmp(&out[j - 1], &x) > 0; j--) {
+            out[j] = out[j - 1];
+        }
+        out[j] = x;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (k > 0) {
+            axis_stride *back = &out[k - 1];
+            int64_t pp, ps, cp, cs;
+            ref_span(&back->axis, mesh, &pp, &ps);
+            ref_span(&out[i].axis, mesh, &cp, &cs);
+            if (strcmp(back->axis.name, out[i].axis.name) == 0 && cp * cs == pp &&
+                near(out[i].stride, back->stride * (double)ps)) {
+                int64_t size = ps * cs, pre = cp < pp ? cp : pp;
+                back->axis.pre_size = pre == 1 && size == full_size(mesh, back->axis.name) ? 0 : pre;
+                back->axis.size = size;
+                continue;
+            }
+        }
+        out[k++] = out[i];
+    }
+    *n_out = k;
+    return true;
+}
+
+static bool equivalent_across_reshapes(const sp_module *m, const sp_sharding *a, uint32_t ta,
+                                       const sp_sharding *b, uint32_t tb)
+{
+    if (a == NULL || b == NULL) {
+        return a == b && ta == tb;
+    }
+    if (ta == tb && sp_sharding_equal(a, b)) {
+        return true;
+    }
+    if (a->mesh_name == NULL || b->mesh_name == NULL || strcmp(a->mesh_name, b->mesh_name) != 0 ||
+        !refs_eq(a->replicated, a->n_replicated, b->replicated, b->n_replicated)) {
+        return false;
+    }
+    const sp_mesh *mesh = mesh_of(m, a);
+    if (mesh == NULL) {
+        return false;
+    }
+    axis_stride sa[2 * SP_MAX_RANK], sb[2 * SP_MAX_RANK];
+    uint32_t na, nb;
+    if (!axis_strides(a, &m->types[ta], mesh, sa, 2 * SP_MAX_RANK, &na) ||
+        !axis_strides(b, &m->types[tb], mesh, sb, 2 * SP_MAX_RANK, &nb) || na != nb) {
+        return false;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        if (!ref_eq(&sa[i].axis, &sb[i].axis) || !near(sa[i].stride, sb[i].stride)) {
+            return false;
         }
     }
-    return SP_NONE;
+    return true;
+}
+
+/* The reshard's sharding seen from above the transposes (and same-rank
+ * reshapes) that produce its input; NULL when out of memory. */
+static const sp_sharding *target_sharding(canon *c, const sp_sharding *s, uint32_t v)
+{
+    sp_module *m = c->m;
+    for (uint32_t d = m->values[v].def; d != SP_NONE && attached(m, d); d = m->values[v].def) {
+        const sp_op *o = &m->ops[d];
+        if (o->kind == SP_OP_TRANSPOSE && o->n_operands == 1) {
+            const sp_attr *pa = sp_op_attr(m, d, "permutation");
+            const int64_t *perm;
+            uint32_t np;
+            if (pa == NULL || !sp_attr_ints(pa, &perm, &np, &m->arena) || np != s->rank) {
+                return s;
+            }
+            sp_sharding *t = sp_sharding_clone(&m->arena, s);
+            if (t == NULL) {
+                return NULL;
+            }
+            for (uint32_t r = 0; r < np; r++) {
+                if (perm[r] < 0 || perm[r] >= (int64_t)np) {
+                    return s;
+                }
+                t->dims[perm[r]] = s->dims[r];
+            }
+            s = t;
+            v = o->operands[0];
+            continue;
+        }
+        if (o->kind == SP_OP_RESHAPE && o->n_operands == 1 &&
+            sp_value_type(m, o->operands[0])->rank == sp_value_type(m, v)->rank) {
+            v = o->operands[0];
+            continue;
+        }
+        break;
+    }
+    return s;
+}
+
+/* A reshard reached from root through reshapes, before op in its block,
+ * that reshards as target does (for op's type); SP_NONE when none. Users
+ * are visited latest first, as MLIR's use lists hold them. */
+static cm_status find_compatible(canon *c, uint32_t root, const sp_sharding *target, uint32_t op,
+                                 uint32_t *found)
+{
+    sp_module *m = c->m;
+    uint32_t *stack = NULL, n = 0, cap = 0;
+    uint32_t block = m->ops[op].parent_block, my_idx = sp_op_index_in_block(m, op);
+    uint32_t ty = m->values[m->ops[op].first_result].type;
+    *found = SP_NONE;
+    if (CM_GROW_U32(stack, cap, 1, NULL) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    stack[n++] = root;
+    uint32_t steps = 0;
+    while (n > 0 && *found == SP_NONE && steps++ < 4096) {
+        uint32_t v = stack[--n];
+        for (uint32_t i = c->n_order; i-- > 0 && *found == SP_NONE;) {
+            uint32_t u = c->order[i];
+            const sp_op *uo = &m->ops[u];
+            if (u == op || !attached(m, u) || uo->n_operands == 0 || uo->operands[0] != v) {
+                continue;
+            }
+            if (uo->kind == SP_OP_SDY_RESHARD && uo->n_results == 1) {
+                const sp_attr *sh = attr_of(m, u, "sharding", SP_ATTR_SHARDING);
+                if (sh != NULL && uo->parent_block == block &&
+                    sp_op_index_in_block(m, u) < my_idx &&
+                    equivalent_across_reshapes(m, sh->u.sharding, m->values[uo->first_result].type,
+                                               target, ty)) {
+                    *found = u;
+                }
+            } else if (uo->kind == SP_OP_RESHAPE && uo->n_results == 1) {
+                if (CM_GROW_U32(stack, cap, n + 1, NULL) != CM_OK) {
+                    cm_free(stack);
+                    return CM_ENOMEM;
+                }
+                stack[n++] = uo->first_result;
+            }
+        }
+    }
+    cm_free(stack);
+    return CM_OK;
+}
+
+/* Where a new op goes to follow value v: its block and index. */
+static void after_value(const sp_module *m, uint32_t v, uint32_t *block, uint32_t *idx)
+{
+    uint32_t d = m->values[v].def;
+    if (d != SP_NONE) {
+        *block = m->ops[d].parent_block;
+        *idx = sp_op_index_in_block(m, d) + 1;
+    } else {
+        *block = m->values[v].block;
+        *idx = 0;
+    }
+}
+
+static cm_status insert_after(canon *c, uint32_t v, uint32_t op)
+{
+    uint32_t block, idx;
+    after_value(c->m, v, &block, &idx);
+    cm_status st = sp_block_insert_op(c->m, block, idx, op);
+    if (st == CM_OK) {
+        st = grow_uses(c);
+    }
+    if (st == CM_OK) {
+        for (uint32_t k = 0; k < c->m->ops[op].n_operands; k++) {
+            c->uses[c->m->ops[op].operands[k]]++;
+        }
+        c->changed = true;
+    }
+    return st;
+}
+
+/* Clones the reshapes and transposes from root down to target onto base. */
+static cm_status clone_path(canon *c, uint32_t root, uint32_t target, uint32_t base, uint32_t *out)
+{
+    sp_module *m = c->m;
+    uint32_t path[256], n = 0;
+    for (uint32_t v = target; v != root; v = m->ops[m->values[v].def].operands[0]) {
+        if (n >= 256 || m->values[v].def == SP_NONE) {
+            return CM_EINVAL;
+        }
+        path[n++] = m->values[v].def;
+    }
+    uint32_t cur = base;
+    while (n > 0) {
+        uint32_t cl;
+        cm_status st = sp_op_clone_detached(m, path[--n], &cl);
+        if (st != CM_OK) {
+            return st;
+        }
+        m->ops[cl].operands[0] = cur;
+        st = insert_after(c, cur, cl);
+        if (st != CM_OK) {
+            return st;
+        }
+        cur = m->ops[cl].first_result;
+    }
+    *out = cur;
+    return CM_OK;
+}
+
+static cm_status reshard_cse(canon *c, uint32_t op, bool *done)
+{
+    sp_module *m = c->m;
+    const sp_attr *sh = attr_of(m, op, "sharding", SP_ATTR_SHARDING);
+    *done = false;
+    if (sh == NULL) {
+        return CM_OK;
+    }
+    uint32_t input = m->ops[op].operands[0], root = input;
+    uint32_t depth = 0;
+    while (m->values[root].def != SP_NONE && is_metadata(m, m->values[root].def) &&
+           m->ops[m->values[root].def].n_operands == 1 && depth++ < 256) {
+        root = m->ops[m->values[root].def].operands[0];
+    }
+    if (depth > 256) {
+        return CM_OK;
+    }
+    const sp_sharding *target = target_sharding(c, sh->u.sharding, input);
+    if (target == NULL) {
+        return CM_ENOMEM;
+    }
+    uint32_t found;
+    cm_status st = find_compatible(c, root, target, op, &found);
+    if (st != CM_OK || found == SP_NONE) {
+        return st;
+    }
+    uint32_t cached = m->ops[found].first_result;
+    if (m->values[cached].type != m->values[root].type) {
+        uint32_t rs, ty = m->values[root].type;
+        st = sp_module_new_op(m, SP_NONE, "stablehlo.reshape", &cached, 1, &ty, 1, &rs);
+        if (st == CM_OK) {
+            st = insert_after(c, cached, rs);
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+        cached = m->ops[rs].first_result;
+    }
+    uint32_t res;
+    st = clone_path(c, root, input, cached, &res);
+    if (st == CM_EINVAL) {
+        return CM_OK;
+    }
+    if (st == CM_OK) {
+        replace_op(c, op, res);
+        *done = true;
+    }
+    return st;
 }
 
 static cm_status reshard_patterns(canon *c, uint32_t op)
@@ -532,10 +833,10 @@ static cm_status reshard_patterns(canon *c, uint32_t op)
     if (m->ops[op].n_operands != 1 || m->ops[op].n_results != 1) {
         return CM_OK;
     }
-    uint32_t earlier = earlier_reshard(c, op);
-    if (earlier != SP_NONE) {
-        replace_op(c, op, m->ops[earlier].first_result);
-        return CM_OK;
+    bool done;
+    cm_status st = reshard_cse(c, op, &done);
+    if (st != CM_OK || done) {
+        return st;
     }
     uint32_t inner = def_of(m, m->ops[op].operands[0], SP_OP_SDY_RESHARD);
     if (inner != SP_NONE && c->uses[m->ops[inner].first_result] == 1 &&
