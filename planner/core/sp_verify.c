@@ -404,6 +404,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
         }
         sp_verify_collective(m, i, d, &bad);
         sp_verify_manual_computation(m, i, d, &bad);
+        sp_verify_named_computation(m, i, d, &bad);
         if (op->kind == SP_OP_SDY_MESH) {
             const sp_attr *ms = sp_op_attr(m, i, "mesh");
             char msg[512];

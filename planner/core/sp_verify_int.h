@@ -44,4 +44,8 @@ void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
  * ops are left alone. */
 void sp_verify_manual_computation(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
 
+/* sdy.named_computation as Shardy verifies it (sp_verify_named.c); other
+ * ops are left alone. */
+void sp_verify_named_computation(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+
 #endif /* SP_VERIFY_INT_H */
