@@ -438,9 +438,15 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
             }
             continue;
         }
+        if (!sp_verify_propagation_edges_parsed(m, i, d, &bad)) {
+            continue;
+        }
         for (uint32_t a = 0; a < op->n_attrs; a++) {
             const sp_attr *at = op->attrs[a].value;
             const char *name = op->attrs[a].name;
+            if (!sp_verify_propagation_edges_attr(m, i, name, at, d, &bad)) {
+                break;
+            }
             if (strcmp(name, "sdy.sharding") == 0) {
                 if (at->kind != SP_ATTR_SHARDING_LIST) {
                     sp_diags_add(d, m, i, SP_DIAG_ERROR,
