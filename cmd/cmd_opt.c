@@ -676,9 +676,14 @@ int cmd_opt(int argc, char **argv, FILE *out, FILE *errs)
     int rc = 1;
     FILE *of = NULL;
     char *text = NULL;
+    bool options_end = false; /* after `--`, as LLVM's command line reads it */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (a[0] != '-' || a[1] == '\0') {
+        if (!options_end && strcmp(a, "--") == 0) {
+            options_end = true;
+            continue;
+        }
+        if (options_end || a[0] != '-' || a[1] == '\0') {
             if (file != NULL) {
                 fprintf(errs, "shardplan opt: more than one input file\n");
                 goto out;

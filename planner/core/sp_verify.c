@@ -405,6 +405,17 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
         sp_verify_collective(m, i, d, &bad);
         sp_verify_manual_computation(m, i, d, &bad);
         sp_verify_named_computation(m, i, d, &bad);
+        if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+            const sp_attr *dir = sp_op_attr(m, i, "allowed_direction");
+            if (dir != NULL && dir->kind == SP_ATTR_ENUM && dir->u.enm.value != NULL &&
+                strcmp(dir->u.enm.value, "BOTH") == 0) {
+                sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                             "'sdy.propagation_barrier' op cannot specify `BOTH` as the "
+                             "direction. Not blocking propagation direction makes the op "
+                             "redundant.");
+                bad = true;
+            }
+        }
         if (op->kind == SP_OP_SDY_MESH) {
             const sp_attr *ms = sp_op_attr(m, i, "mesh");
             char msg[512];
