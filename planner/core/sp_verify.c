@@ -174,6 +174,24 @@ static const char *bound_axis(const sp_module *m, uint32_t op, const sp_sharding
     return NULL;
 }
 
+/* Does s name a maximal mesh (no axes, one device), or shard nothing? For
+ * an op without results, Shardy then takes the one sharding as the op's. */
+static bool maximal_or_replicated(const sp_module *m, const sp_sharding *s)
+{
+    const sp_mesh *mesh = s->mesh != NULL ? s->mesh
+                                          : (s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name)
+                                                                  : NULL);
+    if (mesh != NULL && mesh->n_axes == 0 && mesh->n_device_ids == 1) {
+        return true;
+    }
+    for (uint32_t k = 0; k < s->rank; k++) {
+        if (s->dims[k].n_axes > 0) {
+            return false;
+        }
+    }
+    return s->n_unreduced == 0;
+}
+
 /* Verifies s for a value of type t with Shardy's checks and messages; what
  * is the message prefix Shardy gives it ("'func.func' op arg 0 - ", "op
  * result - "). Then sp_sharding_verify, which also resolves full-axis sizes
@@ -186,6 +204,29 @@ static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, c
         mesh = sp_module_mesh(m, s->mesh_name);
     }
     char msg[512];
+    /* a tuple of one tensor is sharded as that tensor (Shardy's
+     * verifyTensorShardingAttr); other tuples take no sharding */
+    if (t != NULL && t->kind == SP_TYPE_OTHER && strncmp(t->text, "tuple<", 6) == 0 &&
+        t->text_len > 7 && !(mesh != NULL && mesh->n_axes == 0)) {
+        const char *in = t->text + 6;
+        size_t n = t->text_len - 7;
+        int depth = 0;
+        bool one = true;
+        for (size_t k = 0; k < n; k++) {
+            depth += in[k] == '<' ? 1 : in[k] == '>' ? -1 : 0;
+            one = one && !(depth == 0 && in[k] == ',');
+        }
+        uint32_t inner;
+        if (!one) {
+            sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                         "%sops can only have a sharding for a tuple of size 1: %s", what, t->text);
+            *bad = true;
+            return;
+        }
+        if (sp_module_intern_type(m, in, n, &inner, NULL) == CM_OK) {
+            t = &m->types[inner];
+        }
+    }
     if (!sp_verify_sharding(s, mesh, t, msg, sizeof msg)) {
         sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", what, msg);
         *bad = true;
@@ -465,6 +506,16 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                                  "TensorShardingPerValueAttr",
                                  op->name);
                     bad = true;
+                } else if (op->n_results == 0 && at->u.shardings.n == 1 &&
+                           maximal_or_replicated(m, at->u.shardings.items[0])) {
+                    const sp_sharding *s0 = at->u.shardings.items[0];
+                    if (s0->rank != 0 || s0->n_replicated > 0 || s0->n_unreduced > 0) {
+                        sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                     "'%s' op result - a maximal sharding can only have a "
+                                     "sharding with rank 0 and no replicated or unreduced axes.",
+                                     op->name);
+                        bad = true;
+                    }
                 } else if (at->u.shardings.n != op->n_results) {
                     sp_diags_add(d, m, i, SP_DIAG_ERROR,
                                  "'%s' op result shardings don't match number of values: %u "
