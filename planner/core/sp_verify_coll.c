@@ -527,6 +527,10 @@ static void verify_sharded_to_unreduced(sp_module *m, uint32_t op, const sp_shar
                                         const sp_sharding *out, const sp_mesh *mesh,
                                         sp_diags *d, bool *bad)
 {
+    if (out->n_unreduced > 0 && out->reduction != SP_REDUCTION_SUM) {
+        op_err(m, op, d, bad, "out_sharding reduction_op must be SUM");
+        return;
+    }
     bool was_bad = *bad;
     *bad = false;
     verify_axes_per_dim(m, op, in, out, mesh, "axes", true, "shard-to-unreduce", d, bad);
