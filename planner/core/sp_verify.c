@@ -263,6 +263,16 @@ static sp_sharding *dict_sharding(const sp_attr *dict)
     return s != NULL && s->kind == SP_ATTR_SHARDING ? s->u.sharding : NULL;
 }
 
+/* Does dict hold an sdy.sharding that is not a TensorShardingAttr? */
+static bool dict_sharding_wrong(const sp_attr *dict)
+{
+    if (dict == NULL || dict->kind != SP_ATTR_DICT) {
+        return false;
+    }
+    const sp_attr *s = sp_attrs_get(dict->u.dict.items, dict->u.dict.n, "sdy.sharding");
+    return s != NULL && s->kind != SP_ATTR_SHARDING;
+}
+
 /* Shardy's name of factor i: i, j, ..., z, then z_1, z_2, ... */
 static void factor_name(uint32_t i, char *buf, size_t cap)
 {
@@ -430,6 +440,13 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
 {
     bool bad = false, type_seen = false;
     char what[160];
+    /* what Shardy checks while parsing stops it before any op verifies */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].parent_block != SP_NONE &&
+            !sp_verify_propagation_edges_parsed(m, i, d, &bad)) {
+            return CM_EINVAL;
+        }
+    }
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         if (op->parent_block == SP_NONE && i != 0 && op->kind != SP_OP_FUNC_FUNC &&
@@ -474,6 +491,13 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                                  k < aa->u.arr.n && k < ft->n_inputs;
                  k++) {
                 sp_sharding *s = dict_sharding(aa->u.arr.items[k]);
+                if (dict_sharding_wrong(aa->u.arr.items[k])) {
+                    sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                 "'func.func' op arg %u - should have a sharding attribute of "
+                                 "type TensorShardingAttr",
+                                 k);
+                    bad = true;
+                }
                 if (s != NULL) {
                     snprintf(what, sizeof what, "'func.func' op arg %u - ", k);
                     check(m, i, s, &m->types[ft->inputs[k]], what, d, &bad);
@@ -483,14 +507,18 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                                  k < ra->u.arr.n && k < ft->n_results;
                  k++) {
                 sp_sharding *s = dict_sharding(ra->u.arr.items[k]);
+                if (dict_sharding_wrong(ra->u.arr.items[k])) {
+                    sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                 "'func.func' op result %u - should have a sharding attribute of "
+                                 "type TensorShardingAttr",
+                                 k);
+                    bad = true;
+                }
                 if (s != NULL) {
                     snprintf(what, sizeof what, "'func.func' op result %u - ", k);
                     check(m, i, s, &m->types[ft->results[k]], what, d, &bad);
                 }
             }
-            continue;
-        }
-        if (!sp_verify_propagation_edges_parsed(m, i, d, &bad)) {
             continue;
         }
         for (uint32_t a = 0; a < op->n_attrs; a++) {
