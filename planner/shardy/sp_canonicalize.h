@@ -26,10 +26,13 @@
  *   with disjoint dimensions is one all_to_all with both parameter lists,
  *   sorted by source dimension;
  * - reshard of a single-use reshard reshards the inner operand; a reshard of
- *   a value that an earlier reshard in the same block already reshards the
- *   same way is that earlier reshard;
- * - a manual_computation drops unused arguments, and is erased when it has
- *   no operands, results or body ops;
+ *   a value reached from a root through reshapes and transposes is an
+ *   earlier reshard (same block) of a value reached from that root through
+ *   reshapes only, when both put the same axes at the same linear strides;
+ *   the reshape/transpose path is then cloned onto the earlier result;
+ * - a manual_computation drops unused arguments, is erased when it has no
+ *   operands, results or body ops, and is inlined when its manual axes
+ *   multiply to 1;
  * - unused results of side-effect-free ops (reshard, sdy.constant,
  *   propagation_barrier, and StableHLO reshape, transpose, constant,
  *   broadcast_in_dim, iota and element-wise ops) are erased.
