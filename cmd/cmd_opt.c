@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cm.h"
+#include "sp_canonicalize.h"
 #include "sp_collectives.h"
 #include "sp_gspmd.h"
 #include "sp_ir.h"
@@ -162,6 +163,7 @@ SIMPLE_PASS(run_remove_debug_info, sp_pass_remove_propagation_debug_info(m, err)
 SIMPLE_PASS(run_constraint_to_reshard, sp_pass_sharding_constraint_to_reshard(m, err))
 SIMPLE_PASS(run_remove_sub_axes, sp_pass_remove_sub_axes_in_io(m, err))
 SIMPLE_PASS(run_remove_ag_rs, sp_pass_remove_ag_rs_for_cmv1(m, err))
+SIMPLE_PASS(run_canonicalize, sp_pass_canonicalize(m, err))
 
 static cm_status run_sink_edges(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
@@ -368,6 +370,7 @@ static const pass_def passes[] = {
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
     {"sdy-convert-global-to-local", run_g2l, g2l_opts},
     {"sdy-pad-for-divisibility", run_pad_div, NULL},
+    {"canonicalize", run_canonicalize, NULL},
 };
 
 static const pass_def *find_pass(const char *name)
@@ -701,9 +704,14 @@ int cmd_opt(int argc, char **argv, FILE *out, FILE *errs)
     int rc = 1;
     FILE *of = NULL;
     char *text = NULL;
+    bool options_end = false; /* after `--`, as LLVM's command line reads it */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (a[0] != '-' || a[1] == '\0') {
+        if (!options_end && strcmp(a, "--") == 0) {
+            options_end = true;
+            continue;
+        }
+        if (options_end || a[0] != '-' || a[1] == '\0') {
             if (file != NULL) {
                 fprintf(errs, "shardplan opt: more than one input file\n");
                 goto out;

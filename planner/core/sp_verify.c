@@ -174,6 +174,24 @@ static const char *bound_axis(const sp_module *m, uint32_t op, const sp_sharding
     return NULL;
 }
 
+/* Does s name a maximal mesh (no axes, one device), or shard nothing? For
+ * an op without results, Shardy then takes the one sharding as the op's. */
+static bool maximal_or_replicated(const sp_module *m, const sp_sharding *s)
+{
+    const sp_mesh *mesh = s->mesh != NULL ? s->mesh
+                                          : (s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name)
+                                                                  : NULL);
+    if (mesh != NULL && mesh->n_axes == 0 && mesh->n_device_ids == 1) {
+        return true;
+    }
+    for (uint32_t k = 0; k < s->rank; k++) {
+        if (s->dims[k].n_axes > 0) {
+            return false;
+        }
+    }
+    return s->n_unreduced == 0;
+}
+
 /* Verifies s for a value of type t with Shardy's checks and messages; what
  * is the message prefix Shardy gives it ("'func.func' op arg 0 - ", "op
  * result - "). Then sp_sharding_verify, which also resolves full-axis sizes
@@ -186,6 +204,29 @@ static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, c
         mesh = sp_module_mesh(m, s->mesh_name);
     }
     char msg[512];
+    /* a tuple of one tensor is sharded as that tensor (Shardy's
+     * verifyTensorShardingAttr); other tuples take no sharding */
+    if (t != NULL && t->kind == SP_TYPE_OTHER && strncmp(t->text, "tuple<", 6) == 0 &&
+        t->text_len > 7 && !(mesh != NULL && mesh->n_axes == 0)) {
+        const char *in = t->text + 6;
+        size_t n = t->text_len - 7;
+        int depth = 0;
+        bool one = true;
+        for (size_t k = 0; k < n; k++) {
+            depth += in[k] == '<' ? 1 : in[k] == '>' ? -1 : 0;
+            one = one && !(depth == 0 && in[k] == ',');
+        }
+        uint32_t inner;
+        if (!one) {
+            sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                         "%sops can only have a sharding for a tuple of size 1: %s", what, t->text);
+            *bad = true;
+            return;
+        }
+        if (sp_module_intern_type(m, in, n, &inner, NULL) == CM_OK) {
+            t = &m->types[inner];
+        }
+    }
     if (!sp_verify_sharding(s, mesh, t, msg, sizeof msg)) {
         sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", what, msg);
         *bad = true;
@@ -220,6 +261,16 @@ static sp_sharding *dict_sharding(const sp_attr *dict)
     }
     const sp_attr *s = sp_attrs_get(dict->u.dict.items, dict->u.dict.n, "sdy.sharding");
     return s != NULL && s->kind == SP_ATTR_SHARDING ? s->u.sharding : NULL;
+}
+
+/* Does dict hold an sdy.sharding that is not a TensorShardingAttr? */
+static bool dict_sharding_wrong(const sp_attr *dict)
+{
+    if (dict == NULL || dict->kind != SP_ATTR_DICT) {
+        return false;
+    }
+    const sp_attr *s = sp_attrs_get(dict->u.dict.items, dict->u.dict.n, "sdy.sharding");
+    return s != NULL && s->kind != SP_ATTR_SHARDING;
 }
 
 /* Shardy's name of factor i: i, j, ..., z, then z_1, z_2, ... */
@@ -389,6 +440,13 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
 {
     bool bad = false, type_seen = false;
     char what[160];
+    /* what Shardy checks while parsing stops it before any op verifies */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].parent_block != SP_NONE &&
+            !sp_verify_propagation_edges_parsed(m, i, d, &bad)) {
+            return CM_EINVAL;
+        }
+    }
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         if (op->parent_block == SP_NONE && i != 0 && op->kind != SP_OP_FUNC_FUNC &&
@@ -404,6 +462,18 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
         }
         sp_verify_collective(m, i, d, &bad);
         sp_verify_manual_computation(m, i, d, &bad);
+        sp_verify_named_computation(m, i, d, &bad);
+        if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
+            const sp_attr *dir = sp_op_attr(m, i, "allowed_direction");
+            if (dir != NULL && dir->kind == SP_ATTR_ENUM && dir->u.enm.value != NULL &&
+                strcmp(dir->u.enm.value, "BOTH") == 0) {
+                sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                             "'sdy.propagation_barrier' op cannot specify `BOTH` as the "
+                             "direction. Not blocking propagation direction makes the op "
+                             "redundant.");
+                bad = true;
+            }
+        }
         if (op->kind == SP_OP_SDY_MESH) {
             const sp_attr *ms = sp_op_attr(m, i, "mesh");
             char msg[512];
@@ -421,6 +491,13 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                                  k < aa->u.arr.n && k < ft->n_inputs;
                  k++) {
                 sp_sharding *s = dict_sharding(aa->u.arr.items[k]);
+                if (dict_sharding_wrong(aa->u.arr.items[k])) {
+                    sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                 "'func.func' op arg %u - should have a sharding attribute of "
+                                 "type TensorShardingAttr",
+                                 k);
+                    bad = true;
+                }
                 if (s != NULL) {
                     snprintf(what, sizeof what, "'func.func' op arg %u - ", k);
                     check(m, i, s, &m->types[ft->inputs[k]], what, d, &bad);
@@ -430,6 +507,13 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                                  k < ra->u.arr.n && k < ft->n_results;
                  k++) {
                 sp_sharding *s = dict_sharding(ra->u.arr.items[k]);
+                if (dict_sharding_wrong(ra->u.arr.items[k])) {
+                    sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                 "'func.func' op result %u - should have a sharding attribute of "
+                                 "type TensorShardingAttr",
+                                 k);
+                    bad = true;
+                }
                 if (s != NULL) {
                     snprintf(what, sizeof what, "'func.func' op result %u - ", k);
                     check(m, i, s, &m->types[ft->results[k]], what, d, &bad);
@@ -440,6 +524,9 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
         for (uint32_t a = 0; a < op->n_attrs; a++) {
             const sp_attr *at = op->attrs[a].value;
             const char *name = op->attrs[a].name;
+            if (!sp_verify_propagation_edges_attr(m, i, name, at, d, &bad)) {
+                break;
+            }
             if (strcmp(name, "sdy.sharding") == 0) {
                 if (at->kind != SP_ATTR_SHARDING_LIST) {
                     sp_diags_add(d, m, i, SP_DIAG_ERROR,
@@ -447,6 +534,16 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                                  "TensorShardingPerValueAttr",
                                  op->name);
                     bad = true;
+                } else if (op->n_results == 0 && at->u.shardings.n == 1 &&
+                           maximal_or_replicated(m, at->u.shardings.items[0])) {
+                    const sp_sharding *s0 = at->u.shardings.items[0];
+                    if (s0->rank != 0 || s0->n_replicated > 0 || s0->n_unreduced > 0) {
+                        sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                     "'%s' op result - a maximal sharding can only have a "
+                                     "sharding with rank 0 and no replicated or unreduced axes.",
+                                     op->name);
+                        bad = true;
+                    }
                 } else if (at->u.shardings.n != op->n_results) {
                     sp_diags_add(d, m, i, SP_DIAG_ERROR,
                                  "'%s' op result shardings don't match number of values: %u "

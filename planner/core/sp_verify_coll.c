@@ -527,6 +527,10 @@ static void verify_sharded_to_unreduced(sp_module *m, uint32_t op, const sp_shar
                                         const sp_sharding *out, const sp_mesh *mesh,
                                         sp_diags *d, bool *bad)
 {
+    if (out->n_unreduced > 0 && out->reduction != SP_REDUCTION_SUM) {
+        op_err(m, op, d, bad, "out_sharding reduction_op must be SUM");
+        return;
+    }
     bool was_bad = *bad;
     *bad = false;
     verify_axes_per_dim(m, op, in, out, mesh, "axes", true, "shard-to-unreduce", d, bad);
@@ -562,13 +566,97 @@ static void verify_sharded_to_unreduced(sp_module *m, uint32_t op, const sp_shar
     }
 }
 
+/* sdy.replicated_to_unreduced (Shardy's ReplicatedToUnreducedOp checks): a
+ * sum-reduced result with the operand's dimension shardings, non-empty
+ * sorted axes that the operand has neither in a dimension nor unreduced,
+ * and result unreduced axes that are the operand's plus these. */
+static void verify_replicated_to_unreduced(sp_module *m, uint32_t op, const sp_sharding *in,
+                                           const sp_sharding *out, const sp_mesh *mesh,
+                                           sp_diags *d, bool *bad)
+{
+    if (out->n_unreduced > 0 && out->reduction != SP_REDUCTION_SUM) {
+        op_err(m, op, d, bad, "out_sharding reduction_op must be SUM");
+        return;
+    }
+    bool same = in != NULL && same_dims(mesh, in, out);
+    for (uint32_t dd = 0; same && dd < out->rank; dd++) {
+        same = in->dims[dd].is_closed == out->dims[dd].is_closed &&
+               in->dims[dd].priority == out->dims[dd].priority;
+    }
+    if (!same) {
+        op_err(m, op, d, bad, "input and output must share the same dimension shardings");
+        return;
+    }
+    const sp_attr *a = sp_op_attr(m, op, "axes");
+    if (a == NULL || a->kind != SP_ATTR_AXIS_LIST) {
+        return;
+    }
+    const sp_axis_list *l = &a->u.axes;
+    if (l->n == 0) {
+        op_err(m, op, d, bad, "r2u axes must not be empty");
+        return;
+    }
+    if (!axis_lists_ok(m, op, mesh, l, 1, d, bad)) {
+        return;
+    }
+    for (uint32_t k = 1; k < l->n; k++) {
+        cax x, y;
+        if (cax_of(mesh, &l->axes[k - 1], &x) && cax_of(mesh, &l->axes[k], &y) &&
+            cax_less(y, x)) {
+            op_err(m, op, d, bad, "r2u axes are not ordered w.r.t. mesh");
+            return;
+        }
+    }
+    enum { MAXU = 256 };
+    cax want[MAXU], got[MAXU];
+    uint32_t nw = 0, ng = 0;
+    for (uint32_t k = 0; k < l->n; k++) {
+        cax r;
+        char b[160];
+        if (!cax_of(mesh, &l->axes[k], &r)) {
+            continue;
+        }
+        bool hit = false;
+        for (uint32_t dd = 0; dd < in->rank && !hit; dd++) {
+            hit = refs_overlap(mesh, in->dims[dd].axes, in->dims[dd].n_axes, r);
+        }
+        sp_verify_ref_str(&l->axes[k], b, sizeof b);
+        if (hit) {
+            op_err(m, op, d, bad, "r2u axis %s overlaps with operand dimension sharding", b);
+            return;
+        }
+        if (refs_overlap(mesh, in->unreduced, in->n_unreduced, r)) {
+            op_err(m, op, d, bad, "r2u axis %s overlaps with operand unreduced axes", b);
+            return;
+        }
+    }
+    for (uint32_t k = 0; k < in->n_unreduced && nw < MAXU; k++) {
+        nw += cax_of(mesh, &in->unreduced[k], &want[nw]);
+    }
+    for (uint32_t k = 0; k < l->n && nw < MAXU; k++) {
+        nw += cax_of(mesh, &l->axes[k], &want[nw]);
+    }
+    nw = sort_merge(mesh, want, nw);
+    for (uint32_t k = 0; k < out->n_unreduced && ng < MAXU; k++) {
+        ng += cax_of(mesh, &out->unreduced[k], &got[ng]);
+    }
+    bool eq = nw == ng;
+    for (uint32_t k = 0; eq && k < nw; k++) {
+        eq = cax_eq(want[k], got[k]);
+    }
+    if (!eq) {
+        op_err(m, op, d, bad, "out_unreduced_axes should be in_unreduced_axes + r2u_axes");
+    }
+}
+
 void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad)
 {
     const sp_op *o = &m->ops[op];
     sp_op_kind k = (sp_op_kind)o->kind;
     if (k != SP_OP_SDY_ALL_GATHER && k != SP_OP_SDY_ALL_SLICE && k != SP_OP_SDY_ALL_REDUCE &&
         k != SP_OP_SDY_REDUCE_SCATTER && k != SP_OP_SDY_ALL_TO_ALL &&
-        k != SP_OP_SDY_COLLECTIVE_PERMUTE && k != SP_OP_SDY_SHARDED_TO_UNREDUCED) {
+        k != SP_OP_SDY_COLLECTIVE_PERMUTE && k != SP_OP_SDY_SHARDED_TO_UNREDUCED &&
+        k != SP_OP_SDY_REPLICATED_TO_UNREDUCED) {
         return;
     }
     const sp_attr *oa = sp_op_attr(m, op, "out_sharding");
@@ -623,6 +711,9 @@ void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad)
         break;
     case SP_OP_SDY_SHARDED_TO_UNREDUCED:
         verify_sharded_to_unreduced(m, op, in, out, mesh, d, bad);
+        break;
+    case SP_OP_SDY_REPLICATED_TO_UNREDUCED:
+        verify_replicated_to_unreduced(m, op, in, out, mesh, d, bad);
         break;
     default:
         break;

@@ -44,4 +44,21 @@ void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
  * ops are left alone. */
 void sp_verify_manual_computation(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
 
+/* sdy.named_computation as Shardy verifies it (sp_verify_named.c); other
+ * ops are left alone. */
+void sp_verify_named_computation(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+
+/* The sdy.propagation_edges, sdy.result_propagation_edges and
+ * sdy.block_arg_propagation_edges attributes as Shardy verifies them
+ * (sp_verify_edges.c). _parsed: what Shardy checks when it parses them
+ * (step indices, sources and targets), for all of op's; false when it
+ * reported, and the op's other checks are then skipped, as a parse error
+ * would stop them. _attr: the op-level check of attribute name = a (its
+ * kind; the shardings, mesh, axes and value indices it refers to); true
+ * for any other name; false when it reported, and the op's later
+ * attributes go unchecked, as in Shardy. */
+bool sp_verify_propagation_edges_parsed(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+bool sp_verify_propagation_edges_attr(sp_module *m, uint32_t op, const char *name,
+                                      const sp_attr *a, sp_diags *d, bool *bad);
+
 #endif /* SP_VERIFY_INT_H */
