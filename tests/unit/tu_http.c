@@ -155,6 +155,12 @@ void tu_http_ex(const tu_server *f, const char *method, const char *path, const 
     curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+    /* A large body waits for the server's 100 Continue (curl's default for
+     * over 1 MiB) for up to 10 s, not curl's 1 s: a server that refuses it
+     * from its headers (413) answers first, and under load a client that
+     * gave up waiting would be sending into a closed connection (error 55)
+     * instead of reading that answer. */
+    curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 10000L);
     if (body != NULL) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
