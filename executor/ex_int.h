@@ -262,7 +262,7 @@ typedef struct xop {
     int64_t *grp_of;              /* collectives: n_dev entries, row of each device */
     int64_t *groups;              /* n_groups * gsize device ids */
     uint32_t gsize;
-    double *cval;                 /* constant values (1: splat) */
+    void *cval;                   /* constant: element bytes, row-major (n_cval 1: splat) */
     void *ext;                    /* ex_gather_dims / ex_conv_dims (gather, scatter, conv) */
     size_t n_cval;
     bool local;                   /* a reshard, constraint or permute that leaves every

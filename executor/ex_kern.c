@@ -19,7 +19,7 @@ uint32_t ex_kern_cores(void)
 
 /* ---- element-wise ---------------------------------------------------------------- */
 
-#define FLT_BINARY(NAME, T)                                                                        \
+#define FLT_BINARY(NAME, T, SFX)                                                                   \
     static bool NAME(sp_op_kind k, const T *restrict a, const T *restrict b, T *restrict o,        \
                      size_t n)                                                                     \
     {                                                                                              \
@@ -48,17 +48,48 @@ uint32_t ex_kern_cores(void)
             for (size_t i = 0; i < n; i++)                                                         \
                 o[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];                                \
             return true;                                                                           \
+        case SP_OP_REMAINDER: /* truncated division: the dividend's sign */                        \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = fmod##SFX(a[i], b[i]);                                                      \
+            return true;                                                                           \
+        case SP_OP_ATAN2:                                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = atan2##SFX(a[i], b[i]);                                                     \
+            return true;                                                                           \
+        case SP_OP_POWER:                                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = pow##SFX(a[i], b[i]);                                                       \
+            return true;                                                                           \
         default:                                                                                   \
             return false;                                                                          \
         }                                                                                          \
     }
 
-FLT_BINARY(binary_f32, float)
-FLT_BINARY(binary_f64, double)
+FLT_BINARY(binary_f32, float, f)
+FLT_BINARY(binary_f64, double, )
+
+/* Integer power by squaring, wrapping modulo 2^64 (then truncated by the
+ * caller); a negative exponent gives 1 for base 1, +-1 for base -1 and 0
+ * otherwise (the integer part of the exact value). */
+static uint64_t int_pow(uint64_t base, uint64_t ex, bool neg_ex, bool base_minus_one)
+{
+    if (neg_ex) {
+        return base == 1 ? 1u : base_minus_one ? ((ex & 1u) != 0 ? base : 1u) : 0u;
+    }
+    uint64_t r = 1;
+    while (ex != 0) {
+        if ((ex & 1u) != 0) {
+            r *= base;
+        }
+        base *= base;
+        ex >>= 1;
+    }
+    return r;
+}
 
 /* Integers: add, subtract and multiply wrap (through the unsigned type U);
  * MINV is the type's minimum (0 when unsigned) for INT_MIN / -1. */
-#define INT_BINARY(NAME, T, U, MINV)                                                               \
+#define INT_BINARY(NAME, T, U, S, MINV, ISNEG)                                                     \
     static bool NAME(sp_op_kind k, const T *restrict a, const T *restrict b, T *restrict o,        \
                      size_t n)                                                                     \
     {                                                                                              \
@@ -101,19 +132,51 @@ FLT_BINARY(binary_f64, double)
             for (size_t i = 0; i < n; i++)                                                         \
                 o[i] = (T)(a[i] ^ b[i]);                                                           \
             return true;                                                                           \
+        case SP_OP_REMAINDER: /* x % 0 is x (as XLA), INT_MIN % -1 is 0 */                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(b[i] == 0                           ? a[i]                              \
+                           : (a[i] == (MINV) && b[i] == (T)-1) ? 0                                 \
+                                                               : a[i] % b[i]);                     \
+            return true;                                                                           \
+        case SP_OP_POWER:                                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(U)int_pow((uint64_t)a[i], (uint64_t)(b[i]), ISNEG(b[i]),                \
+                                     ISNEG(a[i]) && a[i] == (T)-1);                                \
+            return true;                                                                           \
+        /* shift amounts are unsigned: >= the bit width shifts everything out */                   \
+        case SP_OP_SHIFT_LEFT:                                                                     \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (uint64_t)(U)b[i] >= 8u * sizeof(T)                                         \
+                           ? (T)0                                                                  \
+                           : (T)(U)((uint64_t)(U)a[i] << (U)b[i]);                                 \
+            return true;                                                                           \
+        case SP_OP_SHIFT_RIGHT_LOGICAL:                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (uint64_t)(U)b[i] >= 8u * sizeof(T)                                         \
+                           ? (T)0                                                                  \
+                           : (T)(U)((uint64_t)(U)a[i] >> (U)b[i]);                                 \
+            return true;                                                                           \
+        case SP_OP_SHIFT_RIGHT_ARITHMETIC: /* the bits as signed, sign-filling */                 \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (uint64_t)(U)b[i] >= 8u * sizeof(T)                                         \
+                           ? (T)((S)a[i] < 0 ? (S)-1 : (S)0)                                       \
+                           : (T)(S)((S)a[i] >> (U)b[i]);                                           \
+            return true;                                                                           \
         default:                                                                                   \
             return false;                                                                          \
         }                                                                                          \
     }
 
-INT_BINARY(binary_i8, int8_t, uint8_t, INT8_MIN)
-INT_BINARY(binary_i16, int16_t, uint16_t, INT16_MIN)
-INT_BINARY(binary_i32, int32_t, uint32_t, INT32_MIN)
-INT_BINARY(binary_i64, int64_t, uint64_t, INT64_MIN)
-INT_BINARY(binary_u8, uint8_t, uint8_t, 0)
-INT_BINARY(binary_u16, uint16_t, uint16_t, 0)
-INT_BINARY(binary_u32, uint32_t, uint32_t, 0)
-INT_BINARY(binary_u64, uint64_t, uint64_t, 0)
+#define NEG_S(x) ((x) < 0)
+#define NEG_U(x) ((void)(x), false)
+INT_BINARY(binary_i8, int8_t, uint8_t, int8_t, INT8_MIN, NEG_S)
+INT_BINARY(binary_i16, int16_t, uint16_t, int16_t, INT16_MIN, NEG_S)
+INT_BINARY(binary_i32, int32_t, uint32_t, int32_t, INT32_MIN, NEG_S)
+INT_BINARY(binary_i64, int64_t, uint64_t, int64_t, INT64_MIN, NEG_S)
+INT_BINARY(binary_u8, uint8_t, uint8_t, int8_t, 0, NEG_U)
+INT_BINARY(binary_u16, uint16_t, uint16_t, int16_t, 0, NEG_U)
+INT_BINARY(binary_u32, uint32_t, uint32_t, int32_t, 0, NEG_U)
+INT_BINARY(binary_u64, uint64_t, uint64_t, int64_t, 0, NEG_U)
 
 bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void *out, size_t n)
 {
@@ -134,7 +197,7 @@ bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void 
     }
 }
 
-#define FLT_UNARY(NAME, T, EXP, TANH, SQRT, LOG, FABS)                                             \
+#define FLT_UNARY(NAME, T, SFX)                                             \
     static bool NAME(sp_op_kind k, const T *restrict a, T *restrict o, size_t n)                   \
     {                                                                                              \
         switch (k) {                                                                               \
@@ -144,42 +207,82 @@ bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void 
             return true;                                                                           \
         case SP_OP_ABS:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = FABS(a[i]);                                                                 \
+                o[i] = fabs##SFX(a[i]);                                                                 \
             return true;                                                                           \
         case SP_OP_EXPONENTIAL:                                                                    \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = EXP(a[i]);                                                                  \
+                o[i] = exp##SFX(a[i]);                                                                  \
             return true;                                                                           \
         case SP_OP_TANH:                                                                           \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = TANH(a[i]);                                                                 \
+                o[i] = tanh##SFX(a[i]);                                                                 \
             return true;                                                                           \
         case SP_OP_SQRT:                                                                           \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = SQRT(a[i]);                                                                 \
+                o[i] = sqrt##SFX(a[i]);                                                                 \
             return true;                                                                           \
         case SP_OP_RSQRT:                                                                          \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = (T)1 / SQRT(a[i]);                                                          \
+                o[i] = (T)1 / sqrt##SFX(a[i]);                                                          \
             return true;                                                                           \
         case SP_OP_LOG:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = LOG(a[i]);                                                                  \
+                o[i] = log##SFX(a[i]);                                                                  \
             return true;                                                                           \
         case SP_OP_LOGISTIC:                                                                       \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = (T)1 / ((T)1 + EXP(-a[i]));                                                 \
+                o[i] = (T)1 / ((T)1 + exp##SFX(-a[i]));                                                 \
+            return true;                                                                           \
+        case SP_OP_SIGN:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (a[i] != a[i] || a[i] == 0) ? a[i] : a[i] > 0 ? (T)1 : (T)-1;               \
+            return true;                                                                           \
+        case SP_OP_CBRT:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = cbrt##SFX(a[i]);                                                            \
+            return true;                                                                           \
+        case SP_OP_CEIL:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = ceil##SFX(a[i]);                                                            \
+            return true;                                                                           \
+        case SP_OP_FLOOR:                                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = floor##SFX(a[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_COSINE:                                                                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = cos##SFX(a[i]);                                                             \
+            return true;                                                                           \
+        case SP_OP_SINE:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = sin##SFX(a[i]);                                                             \
+            return true;                                                                           \
+        case SP_OP_EXPONENTIAL_MINUS_ONE:                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = expm1##SFX(a[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_LOG_PLUS_ONE:                                                                   \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = log1p##SFX(a[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_ROUND_NEAREST_AFZ:                                                              \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = round##SFX(a[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_ROUND_NEAREST_EVEN:                                                             \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = rint##SFX(a[i]) /* the default mode: ties to even */;                       \
             return true;                                                                           \
         default:                                                                                   \
             return false;                                                                          \
         }                                                                                          \
     }
 
-FLT_UNARY(unary_f32, float, expf, tanhf, sqrtf, logf, fabsf)
-FLT_UNARY(unary_f64, double, exp, tanh, sqrt, log, fabs)
+FLT_UNARY(unary_f32, float, f)
+FLT_UNARY(unary_f64, double, )
 
 /* ABS(x) is the absolute value expression for the type (wrapping at INT_MIN). */
-#define INT_UNARY(NAME, T, U, ABS)                                                                 \
+#define INT_UNARY(NAME, T, U, ABS, SIGN)                                                           \
     static bool NAME(sp_op_kind k, const T *restrict a, T *restrict o, size_t n)                   \
     {                                                                                              \
         switch (k) {                                                                               \
@@ -190,6 +293,14 @@ FLT_UNARY(unary_f64, double, exp, tanh, sqrt, log, fabs)
         case SP_OP_ABS:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
                 o[i] = ABS(a[i]);                                                                  \
+            return true;                                                                           \
+        case SP_OP_SIGN:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = SIGN(a[i]);                                                                 \
+            return true;                                                                           \
+        case SP_OP_POPCNT:                                                                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)__builtin_popcountll((uint64_t)(U)a[i]);                                 \
             return true;                                                                           \
         case SP_OP_NOT:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
@@ -206,14 +317,16 @@ FLT_UNARY(unary_f64, double, exp, tanh, sqrt, log, fabs)
 #define ABS_I32(x)    SABS(int32_t, uint32_t, x)
 #define ABS_I64(x)    SABS(int64_t, uint64_t, x)
 #define ABS_U(x)      (x)
-INT_UNARY(unary_i8, int8_t, uint8_t, ABS_I8)
-INT_UNARY(unary_i16, int16_t, uint16_t, ABS_I16)
-INT_UNARY(unary_i32, int32_t, uint32_t, ABS_I32)
-INT_UNARY(unary_i64, int64_t, uint64_t, ABS_I64)
-INT_UNARY(unary_u8, uint8_t, uint8_t, ABS_U)
-INT_UNARY(unary_u16, uint16_t, uint16_t, ABS_U)
-INT_UNARY(unary_u32, uint32_t, uint32_t, ABS_U)
-INT_UNARY(unary_u64, uint64_t, uint64_t, ABS_U)
+#define SIGN_S(x)     ((x) > 0 ? 1 : (x) < 0 ? -1 : 0)
+#define SIGN_U(x)     ((x) != 0)
+INT_UNARY(unary_i8, int8_t, uint8_t, ABS_I8, SIGN_S)
+INT_UNARY(unary_i16, int16_t, uint16_t, ABS_I16, SIGN_S)
+INT_UNARY(unary_i32, int32_t, uint32_t, ABS_I32, SIGN_S)
+INT_UNARY(unary_i64, int64_t, uint64_t, ABS_I64, SIGN_S)
+INT_UNARY(unary_u8, uint8_t, uint8_t, ABS_U, SIGN_U)
+INT_UNARY(unary_u16, uint16_t, uint16_t, ABS_U, SIGN_U)
+INT_UNARY(unary_u32, uint32_t, uint32_t, ABS_U, SIGN_U)
+INT_UNARY(unary_u64, uint64_t, uint64_t, ABS_U, SIGN_U)
 
 bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n)
 {
@@ -239,6 +352,80 @@ bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n)
 }
 
 /* ---- convert ---------------------------------------------------------------------- */
+
+bool ex_kern_is_finite(sp_elem e, const void *a, uint8_t *out, size_t n)
+{
+    if (e == SP_ELEM_F32) {
+        const float *x = a;
+        for (size_t i = 0; i < n; i++) {
+            out[i] = (uint8_t)(isfinite(x[i]) ? 1 : 0);
+        }
+        return true;
+    }
+    if (e == SP_ELEM_F64) {
+        const double *x = a;
+        for (size_t i = 0; i < n; i++) {
+            out[i] = (uint8_t)(isfinite(x[i]) ? 1 : 0);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* clamp through maximum then minimum, so NaN propagates as they do */
+#define FLT_CLAMP(T)                                                                               \
+    {                                                                                              \
+        const T *l = lo, *x = a, *h = hi;                                                          \
+        T *o = out;                                                                                \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            T v = x[i], lv = l[i * sl], hv = h[i * sh];                                            \
+            v = (v > lv || v != v) ? v : lv;                                                       \
+            o[i] = (v < hv || v != v) ? v : hv;                                                    \
+        }                                                                                          \
+        return true;                                                                               \
+    }
+#define INT_CLAMP(T)                                                                               \
+    {                                                                                              \
+        const T *l = lo, *x = a, *h = hi;                                                          \
+        T *o = out;                                                                                \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            T v = x[i], lv = l[i * sl], hv = h[i * sh];                                            \
+            v = v > lv ? v : lv;                                                                   \
+            o[i] = v < hv ? v : hv;                                                                \
+        }                                                                                          \
+        return true;                                                                               \
+    }
+
+bool ex_kern_clamp(sp_elem e, const void *lo, bool lo_scalar, const void *a, const void *hi,
+                   bool hi_scalar, void *out, size_t n)
+{
+    size_t sl = lo_scalar ? 0u : 1u, sh = hi_scalar ? 0u : 1u;
+    switch (e) {
+    case SP_ELEM_F32:
+        FLT_CLAMP(float)
+    case SP_ELEM_F64:
+        FLT_CLAMP(double)
+    case SP_ELEM_I8:
+        INT_CLAMP(int8_t)
+    case SP_ELEM_I16:
+        INT_CLAMP(int16_t)
+    case SP_ELEM_I32:
+        INT_CLAMP(int32_t)
+    case SP_ELEM_I64:
+        INT_CLAMP(int64_t)
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+        INT_CLAMP(uint8_t)
+    case SP_ELEM_UI16:
+        INT_CLAMP(uint16_t)
+    case SP_ELEM_UI32:
+        INT_CLAMP(uint32_t)
+    case SP_ELEM_UI64:
+        INT_CLAMP(uint64_t)
+    default:
+        return false;
+    }
+}
 
 #define CV_LOOP(ST, EXPR)                                                                          \
     {                                                                                              \

@@ -31,14 +31,32 @@ uint32_t ex_kern_cores(void);
 /* ---- element-wise ---------------------------------------------------------------- */
 
 /* out[i] = a[i] k b[i] for i < n, k one of SP_OP_ADD, SUBTRACT, MULTIPLY,
- * DIVIDE, MAXIMUM, MINIMUM, AND, OR, XOR. Integers wrap; integer division by
- * zero gives 0 and INT_MIN / -1 gives INT_MIN; float maximum/minimum
- * propagate NaN. out may alias a or b. */
+ * DIVIDE, MAXIMUM, MINIMUM, AND, OR, XOR, REMAINDER, POWER (both kinds),
+ * ATAN2 (floats) and SHIFT_LEFT, SHIFT_RIGHT_LOGICAL, SHIFT_RIGHT_ARITHMETIC
+ * (integers). Integers wrap; integer division by zero gives 0 and INT_MIN /
+ * -1 gives INT_MIN; remainder takes the dividend's sign (x % 0 is x, INT_MIN
+ * % -1 is 0); integer power by squaring, a negative exponent giving the
+ * integer part of the exact value (0 unless the base is 1 or -1); shift
+ * amounts are read unsigned and at least the bit width gives 0 (logical,
+ * left) or the sign fill (arithmetic, which reads unsigned types' bits as
+ * signed); float maximum/minimum propagate NaN. out may alias a or b. */
 bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void *out, size_t n);
 
-/* out[i] = k(a[i]): NEGATE, ABS, NOT (integers, i1) and EXPONENTIAL, TANH, SQRT,
- * RSQRT, LOG, LOGISTIC (floats) besides NEGATE and ABS. */
+/* out[i] = k(a[i]): NEGATE, ABS, NOT, SIGN, POPCNT (integers; NOT also i1)
+ * and NEGATE, ABS, SIGN (NaN and -0 kept), EXPONENTIAL, EXPONENTIAL_MINUS_ONE,
+ * TANH, SQRT, RSQRT, CBRT, LOG, LOG_PLUS_ONE, LOGISTIC, COSINE, SINE, CEIL,
+ * FLOOR, ROUND_NEAREST_AFZ (ties away from zero), ROUND_NEAREST_EVEN (ties
+ * to even) for floats, through the C library's functions of the type. */
 bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n);
+
+/* out[i] = a[i] is finite, as one byte 0/1 (f32, f64). */
+bool ex_kern_is_finite(sp_elem e, const void *a, uint8_t *out, size_t n);
+
+/* stablehlo.clamp: out[i] = minimum(maximum(a[i], lo), hi) with lo and hi
+ * either n elements or one (lo_scalar / hi_scalar); floats propagate NaN as
+ * maximum and minimum do. Every numeric type and i1. */
+bool ex_kern_clamp(sp_elem e, const void *lo, bool lo_scalar, const void *a, const void *hi,
+                   bool hi_scalar, void *out, size_t n);
 
 /* out[i] = (to)a[i]. Float to integer truncates toward zero and saturates
  * (NaN gives 0); anything to i1 is a != 0; integers wrap. */

@@ -920,7 +920,13 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_MINIMUM:
     case SP_OP_AND:
     case SP_OP_OR:
-    case SP_OP_XOR: {
+    case SP_OP_XOR:
+    case SP_OP_REMAINDER:
+    case SP_OP_ATAN2:
+    case SP_OP_POWER:
+    case SP_OP_SHIFT_LEFT:
+    case SP_OP_SHIFT_RIGHT_LOGICAL:
+    case SP_OP_SHIFT_RIGHT_ARITHMETIC: {
         const void *a = view_as(p, bufs, dev, o->operands[0], r, &tmp[0]);
         const void *b = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
         if (a == NULL || b == NULL) {
@@ -932,7 +938,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         if (run_elem(p, dev, &j)) {
             break;
         }
-        if (x->kind == SP_OP_AND || x->kind == SP_OP_OR || x->kind == SP_OP_XOR) {
+        if (x->kind != SP_OP_ADD && x->kind != SP_OP_SUBTRACT && x->kind != SP_OP_MULTIPLY &&
+            x->kind != SP_OP_DIVIDE && x->kind != SP_OP_MAXIMUM && x->kind != SP_OP_MINIMUM) {
             st = ex_local_error(p, x, err, "no kernel for this element type");
             break;
         }
@@ -963,6 +970,17 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_LOG:
     case SP_OP_LOGISTIC:
     case SP_OP_NOT:
+    case SP_OP_SIGN:
+    case SP_OP_CBRT:
+    case SP_OP_CEIL:
+    case SP_OP_FLOOR:
+    case SP_OP_COSINE:
+    case SP_OP_SINE:
+    case SP_OP_EXPONENTIAL_MINUS_ONE:
+    case SP_OP_LOG_PLUS_ONE:
+    case SP_OP_ROUND_NEAREST_AFZ:
+    case SP_OP_ROUND_NEAREST_EVEN:
+    case SP_OP_POPCNT:
     case SP_OP_CONVERT: {
         uint32_t v = o->operands[0];
         const void *a = view_as(p, bufs, dev, v, r, &tmp[0]);
@@ -977,12 +995,42 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         if (run_elem(p, dev, &j)) {
             break;
         }
-        if (x->kind == SP_OP_NOT) {
+        if (x->kind != SP_OP_CONVERT && x->kind != SP_OP_NEGATE && x->kind != SP_OP_EXPONENTIAL &&
+            x->kind != SP_OP_TANH && x->kind != SP_OP_ABS && x->kind != SP_OP_SQRT &&
+            x->kind != SP_OP_RSQRT && x->kind != SP_OP_LOG && x->kind != SP_OP_LOGISTIC) {
             st = ex_local_error(p, x, err, "no kernel for this element type");
             break;
         }
         for (size_t i = 0; i < O->lcount; i++) {
             elem_store(out, O->elem, i, unary(x->kind, elem_load(a, ie, i)));
+        }
+        break;
+    }
+    case SP_OP_IS_FINITE: {
+        uint32_t v = o->operands[0];
+        const void *a = view_as(p, bufs, dev, v, r, &tmp[0]);
+        if (a == NULL) {
+            st = cm_error_oom(err);
+            break;
+        }
+        if (O->elem != SP_ELEM_I1 || !ex_kern_is_finite(p->vi[v].elem, a, out, O->lcount)) {
+            st = ex_local_error(p, x, err, "no kernel for this element type");
+        }
+        break;
+    }
+    case SP_OP_CLAMP: { /* clamp(min, operand, max); min and max may be scalars */
+        uint32_t vl = o->operands[0], vh = o->operands[2];
+        const void *lo = view_as(p, bufs, dev, vl, r, &tmp[0]);
+        const void *a = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
+        const void *hi = view_as(p, bufs, dev, vh, r, &tmp[2]);
+        if (lo == NULL || a == NULL || hi == NULL) {
+            st = cm_error_oom(err);
+            break;
+        }
+        if (p->vi[vl].elem != O->elem || p->vi[vh].elem != O->elem ||
+            !ex_kern_clamp(O->elem, lo, p->vi[vl].rank == 0, a, hi, p->vi[vh].rank == 0, out,
+                           O->lcount)) {
+            st = ex_local_error(p, x, err, "no kernel for this element type");
         }
         break;
     }
@@ -1036,10 +1084,10 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     }
     case SP_OP_CONSTANT:
     case SP_OP_SDY_CONSTANT: {
-        if (x->n_cval == 1) {
-            uint64_t one = 0;
-            elem_store(&one, O->elem, 0, x->cval[0]);
-            ex_kern_fill(out, O->lcount, &one, O->esz);
+        if (x->n_cval <= 1) { /* a splat (or an empty tensor) */
+            if (x->n_cval == 1) {
+                ex_kern_fill(out, O->lcount, x->cval, O->esz);
+            }
             break;
         }
         amap map[EX_MAX_RANK];
@@ -1047,23 +1095,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         for (uint32_t k = 0; k < O->rank; k++) {
             map[k] = (amap){(int32_t)k, 1, off[k]};
         }
-        if (O->elem == SP_ELEM_F64) {
-            gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, out, O->ldims, O->rank,
-                          sizeof(double));
-        } else {
-            /* the values are doubles: gather, then convert */
-            double *d = cm_alloc(sizeof(double) * (O->lcount + 1u));
-            if (d == NULL) {
-                st = cm_error_oom(err);
-                break;
-            }
-            gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, d, O->ldims, O->rank,
-                          sizeof(double));
-            for (size_t i = 0; i < O->lcount; i++) {
-                elem_store(out, O->elem, i, d[i]);
-            }
-            cm_free(d);
-        }
+        gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, out, O->ldims, O->rank,
+                      O->esz);
         break;
     }
     case SP_OP_IOTA: {
