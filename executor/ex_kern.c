@@ -146,21 +146,20 @@ static uint64_t int_pow(uint64_t base, uint64_t ex, bool neg_ex, bool base_minus
         /* shift amounts are unsigned: >= the bit width shifts everything out */                   \
         case SP_OP_SHIFT_LEFT:                                                                     \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = (uint64_t)(U)b[i] >= 8u * sizeof(T)                                         \
-                           ? (T)0                                                                  \
-                           : (T)(U)((uint64_t)(U)a[i] << (U)b[i]);                                 \
+                o[i] = (T)((uint64_t)(U)b[i] >= 8u * sizeof(T)                                     \
+                               ? 0u                                                                \
+                               : (U)((uint64_t)(U)a[i] << (U)b[i]));                               \
             return true;                                                                           \
         case SP_OP_SHIFT_RIGHT_LOGICAL:                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = (uint64_t)(U)b[i] >= 8u * sizeof(T)                                         \
-                           ? (T)0                                                                  \
-                           : (T)(U)((uint64_t)(U)a[i] >> (U)b[i]);                                 \
+                o[i] = (T)((uint64_t)(U)b[i] >= 8u * sizeof(T)                                     \
+                               ? 0u                                                                \
+                               : (U)((uint64_t)(U)a[i] >> (U)b[i]));                               \
             return true;                                                                           \
         case SP_OP_SHIFT_RIGHT_ARITHMETIC: /* the bits as signed, sign-filling */                 \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = (uint64_t)(U)b[i] >= 8u * sizeof(T)                                         \
-                           ? (T)((S)a[i] < 0 ? (S)-1 : (S)0)                                       \
-                           : (T)(S)((S)a[i] >> (U)b[i]);                                           \
+                o[i] = (T)(S)((uint64_t)(U)b[i] >= 8u * sizeof(T) ? ((S)a[i] < 0 ? -1 : 0)        \
+                                                                   : ((S)a[i] >> (U)b[i]));        \
             return true;                                                                           \
         default:                                                                                   \
             return false;                                                                          \

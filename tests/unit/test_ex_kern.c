@@ -103,6 +103,125 @@ static void test_ex_kern_unary_per_type(void **state)
     assert_true(so[0] == -1 && so[1] == -6);
 }
 
+/* The element-wise ops added for JAX programs, on the values of StableHLO's
+ * interpreter tests (interpret/NAME.mlir) and hand-computed edge cases. */
+static void test_ex_kern_new_unary_ops_match_the_spec(void **state)
+{
+    (void)state;
+    double d[5] = {-2.5, 0.4, 0.5, 0.6, 2.5}, o[5];
+    assert_true(ex_kern_unary(SP_OP_ROUND_NEAREST_AFZ, SP_ELEM_F64, d, o, 5));
+    assert_true(o[0] == -3.0 && o[1] == 0.0 && o[2] == 1.0 && o[3] == 1.0 && o[4] == 3.0);
+    assert_true(ex_kern_unary(SP_OP_ROUND_NEAREST_EVEN, SP_ELEM_F64, d, o, 5));
+    assert_true(o[0] == -2.0 && o[1] == 0.0 && o[2] == 0.0 && o[3] == 1.0 && o[4] == 2.0);
+    float f[4] = {-1.5f, 1.5f, -0.0f, 27.0f}, fo[4];
+    assert_true(ex_kern_unary(SP_OP_CEIL, SP_ELEM_F32, f, fo, 2));
+    assert_true(fo[0] == -1.0f && fo[1] == 2.0f);
+    assert_true(ex_kern_unary(SP_OP_FLOOR, SP_ELEM_F32, f, fo, 2));
+    assert_true(fo[0] == -2.0f && fo[1] == 1.0f);
+    assert_true(ex_kern_unary(SP_OP_CBRT, SP_ELEM_F32, f + 3, fo, 1));
+    assert_true(fabsf(fo[0] - 3.0f) < 1e-6f);
+    /* sign keeps NaN and the sign of zero */
+    double sg[5] = {NAN, -1.0, -0.0, 0.0, 7.0};
+    assert_true(ex_kern_unary(SP_OP_SIGN, SP_ELEM_F64, sg, o, 5));
+    assert_true(isnan(o[0]) && o[1] == -1.0 && o[2] == 0.0 && signbit(o[2]) && o[3] == 0.0 &&
+                !signbit(o[3]) && o[4] == 1.0);
+    double t[2] = {0.0, 1e-10};
+    assert_true(ex_kern_unary(SP_OP_COSINE, SP_ELEM_F64, t, o, 1));
+    assert_true(o[0] == 1.0);
+    assert_true(ex_kern_unary(SP_OP_SINE, SP_ELEM_F64, t, o, 1));
+    assert_true(o[0] == 0.0);
+    assert_true(ex_kern_unary(SP_OP_EXPONENTIAL_MINUS_ONE, SP_ELEM_F64, t + 1, o, 1));
+    assert_true(fabs(o[0] - 1e-10) < 1e-19); /* exp(x) - 1 is off by 8e-18 */
+    assert_true(ex_kern_unary(SP_OP_LOG_PLUS_ONE, SP_ELEM_F64, t + 1, o, 1));
+    assert_true(fabs(o[0] - 1e-10) < 1e-19);
+    int64_t i[4] = {0, 1, 2, 127}, io[4];
+    assert_true(ex_kern_unary(SP_OP_POPCNT, SP_ELEM_I64, i, io, 4));
+    assert_true(io[0] == 0 && io[1] == 1 && io[2] == 1 && io[3] == 7);
+    int8_t b[3] = {-1, 0, INT8_MIN}, bo[3];
+    assert_true(ex_kern_unary(SP_OP_POPCNT, SP_ELEM_I8, b, bo, 3));
+    assert_true(bo[0] == 8 && bo[1] == 0 && bo[2] == 1);
+    assert_true(ex_kern_unary(SP_OP_SIGN, SP_ELEM_I8, b, bo, 3));
+    assert_true(bo[0] == -1 && bo[1] == 0 && bo[2] == -1);
+    uint16_t u[2] = {0, 9}, uo[2];
+    assert_true(ex_kern_unary(SP_OP_SIGN, SP_ELEM_UI16, u, uo, 2));
+    assert_true(uo[0] == 0 && uo[1] == 1);
+    assert_false(ex_kern_unary(SP_OP_COSINE, SP_ELEM_I32, i, io, 1));
+    assert_false(ex_kern_unary(SP_OP_POPCNT, SP_ELEM_F32, f, fo, 1));
+    float fin[4] = {1.0f, INFINITY, -INFINITY, NAN};
+    uint8_t fl[4];
+    assert_true(ex_kern_is_finite(SP_ELEM_F32, fin, fl, 4));
+    assert_true(fl[0] == 1 && fl[1] == 0 && fl[2] == 0 && fl[3] == 0);
+    assert_false(ex_kern_is_finite(SP_ELEM_I32, i, fl, 1));
+}
+
+static void test_ex_kern_new_binary_ops_match_the_spec(void **state)
+{
+    (void)state;
+    /* remainder: the dividend's sign; integers and floats */
+    int64_t a[4] = {17, -17, 17, -17}, b[4] = {3, 3, -3, -3}, o[6];
+    assert_true(ex_kern_binary(SP_OP_REMAINDER, SP_ELEM_I64, a, b, o, 4));
+    assert_true(o[0] == 2 && o[1] == -2 && o[2] == 2 && o[3] == -2);
+    int32_t ia[3] = {INT32_MIN, 5, -7}, ib[3] = {-1, 0, 2}, io[3];
+    assert_true(ex_kern_binary(SP_OP_REMAINDER, SP_ELEM_I32, ia, ib, io, 3));
+    assert_true(io[0] == 0 && io[1] == 5 && io[2] == -1);
+    double fa[4] = {17.1, -17.1, 17.1, -17.1}, fb[4] = {3.0, 3.0, -3.0, -3.0}, fo[6];
+    assert_true(ex_kern_binary(SP_OP_REMAINDER, SP_ELEM_F64, fa, fb, fo, 4));
+    assert_true(fo[0] == 2.1000000000000014 && fo[1] == -2.1000000000000014 &&
+                fo[2] == 2.1000000000000014 && fo[3] == -2.1000000000000014);
+    /* power: integer exponentiation, negative exponents (interpret/power.mlir) */
+    int64_t pa[6] = {-1, -1, -3, 1, -3, 0}, pb[6] = {1, 0, -3, -3, 3, 2};
+    assert_true(ex_kern_binary(SP_OP_POWER, SP_ELEM_I64, pa, pb, o, 6));
+    assert_true(o[0] == -1 && o[1] == 1 && o[2] == 0 && o[3] == 1 && o[4] == -27 && o[5] == 0);
+    int64_t na[2] = {-1, 2}, nb[2] = {-3, 62};
+    assert_true(ex_kern_binary(SP_OP_POWER, SP_ELEM_I64, na, nb, o, 2));
+    assert_true(o[0] == -1 && o[1] == (int64_t)1 << 62);
+    uint8_t ua[2] = {5, 2}, ub[2] = {5, 9}, uo[2];
+    assert_true(ex_kern_binary(SP_OP_POWER, SP_ELEM_UI8, ua, ub, uo, 2));
+    assert_true(uo[0] == (uint8_t)3125 && uo[1] == 0); /* wraps */
+    double xa[2] = {-2.0, 3.0}, xb[2] = {2.0, -1.0};
+    assert_true(ex_kern_binary(SP_OP_POWER, SP_ELEM_F64, xa, xb, fo, 2));
+    assert_true(fo[0] == 4.0 && fo[1] == 1.0 / 3.0);
+    assert_true(ex_kern_binary(SP_OP_ATAN2, SP_ELEM_F64, xa, xb, fo, 1));
+    assert_true(fabs(fo[0] - atan2(-2.0, 2.0)) == 0.0);
+    /* shifts: by the spec's examples, and by >= the bit width */
+    int64_t sa[3] = {-1, 0, 1}, sb[3] = {1, 2, 3};
+    assert_true(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_I64, sa, sb, o, 3));
+    assert_true(o[0] == -2 && o[1] == 0 && o[2] == 8);
+    int64_t ra[3] = {-1, 0, 8};
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_LOGICAL, SP_ELEM_I64, ra, sb, o, 3));
+    assert_true(o[0] == INT64_MAX && o[1] == 0 && o[2] == 1);
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_ARITHMETIC, SP_ELEM_I64, ra, sb, o, 3));
+    assert_true(o[0] == -1 && o[1] == 0 && o[2] == 1);
+    int8_t ba[4] = {-128, 64, -3, 1}, bb[4] = {8, 9, -1, 7}, bo[4];
+    assert_true(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_I8, ba, bb, bo, 4));
+    assert_true(bo[0] == 0 && bo[1] == 0 && bo[2] == 0 && bo[3] == -128);
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_LOGICAL, SP_ELEM_I8, ba, bb, bo, 4));
+    assert_true(bo[0] == 0 && bo[1] == 0 && bo[2] == 0 && bo[3] == 0);
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_ARITHMETIC, SP_ELEM_I8, ba, bb, bo, 4));
+    assert_true(bo[0] == -1 && bo[1] == 0 && bo[2] == -1 && bo[3] == 0);
+    uint16_t wa[2] = {0x8000, 0xFFFF}, wb[2] = {15, 16}, wo[2];
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_ARITHMETIC, SP_ELEM_UI16, wa, wb, wo, 2));
+    assert_true(wo[0] == 0xFFFF && wo[1] == 0xFFFF); /* the bits read as signed */
+    assert_true(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_UI16, wa + 1, wb, wo, 1));
+    assert_true(wo[0] == 0x8000);
+    assert_false(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_F32, fa, fb, fo, 1));
+    assert_false(ex_kern_binary(SP_OP_ATAN2, SP_ELEM_I64, a, b, o, 1));
+}
+
+static void test_ex_kern_clamp_scalars_and_nan(void **state)
+{
+    (void)state;
+    int64_t lo[3] = {1, 5, -5}, x[3] = {2, 3, -1}, hi[3] = {3, 7, -3}, o[3];
+    assert_true(ex_kern_clamp(SP_ELEM_I64, lo, false, x, hi, false, o, 3));
+    assert_true(o[0] == 2 && o[1] == 5 && o[2] == -3);
+    int64_t zero = 0, one = 1;
+    assert_true(ex_kern_clamp(SP_ELEM_I64, &zero, true, x, &one, true, o, 3));
+    assert_true(o[0] == 1 && o[1] == 1 && o[2] == 0);
+    float flo = -0.5f, fhi = 0.75f, fx[4] = {-2.0f, 0.25f, 9.0f, NAN}, fo[4];
+    assert_true(ex_kern_clamp(SP_ELEM_F32, &flo, true, fx, &fhi, true, fo, 4));
+    assert_true(fo[0] == -0.5f && fo[1] == 0.25f && fo[2] == 0.75f && isnan(fo[3]));
+}
+
 static void test_ex_kern_convert_saturates_and_truncates(void **state)
 {
     (void)state;
@@ -1619,6 +1738,9 @@ int main(void)
         cmocka_unit_test(test_ex_kern_binary_f32_matches_and_propagates_nan),
         cmocka_unit_test(test_ex_kern_binary_f64_and_ints),
         cmocka_unit_test(test_ex_kern_unary_per_type),
+        cmocka_unit_test(test_ex_kern_new_unary_ops_match_the_spec),
+        cmocka_unit_test(test_ex_kern_new_binary_ops_match_the_spec),
+        cmocka_unit_test(test_ex_kern_clamp_scalars_and_nan),
         cmocka_unit_test(test_ex_kern_convert_saturates_and_truncates),
         cmocka_unit_test(test_ex_kern_compare_and_select_odd_sizes),
         cmocka_unit_test(test_ex_kern_affine_transposes_every_element_size),
