@@ -590,6 +590,74 @@ static void test_ex_check_text_mixed_ops_match(void **state)
     assert_matches(mod, 4);
 }
 
+/* The element-wise ops added for JAX programs (kernels: test_ex_kern.c) and
+ * reverse on sharded dimensions (each device reads the mirrored block) on
+ * 2 and 4 devices, against the one-device run. */
+static void test_ex_check_text_jax_elementwise_ops_partitioned_match(void **state)
+{
+    (void)state;
+    static const char flt[] =
+        MESH "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {\"y\"}]>}, %arg1: tensor<8x16xf32>) -> tensor<8x16xf32> {\n"
+             "  %lo = stablehlo.constant dense<-5.000000e-01> : tensor<f32>\n"
+             "  %hi = stablehlo.constant dense<7.500000e-01> : tensor<f32>\n"
+             "  %0 = stablehlo.sine %arg0 : tensor<8x16xf32>\n"
+             "  %1 = stablehlo.cosine %arg1 : tensor<8x16xf32>\n"
+             "  %2 = stablehlo.atan2 %0, %1 : tensor<8x16xf32>\n"
+             "  %3 = stablehlo.clamp %lo, %2, %hi : (tensor<f32>, tensor<8x16xf32>, tensor<f32>) "
+             "-> tensor<8x16xf32>\n"
+             "  %4 = stablehlo.reverse %3, dims = [0, 1] : tensor<8x16xf32>\n"
+             "  %5 = stablehlo.remainder %4, %1 : tensor<8x16xf32>\n"
+             "  %6 = stablehlo.round_nearest_even %5 : tensor<8x16xf32>\n"
+             "  %7 = stablehlo.exponential_minus_one %4 : tensor<8x16xf32>\n"
+             "  %8 = stablehlo.log_plus_one %1 : tensor<8x16xf32>\n"
+             "  %9 = stablehlo.cbrt %8 : tensor<8x16xf32>\n"
+             "  %10 = stablehlo.power %1, %arg1 : tensor<8x16xf32>\n"
+             "  %11 = stablehlo.add %6, %7 : tensor<8x16xf32>\n"
+             "  %12 = stablehlo.sign %11 : tensor<8x16xf32>\n"
+             "  %13 = stablehlo.floor %9 : tensor<8x16xf32>\n"
+             "  %14 = stablehlo.ceil %10 : tensor<8x16xf32>\n"
+             "  %15 = stablehlo.round_nearest_afz %14 : tensor<8x16xf32>\n"
+             "  %16 = stablehlo.add %12, %13 : tensor<8x16xf32>\n"
+             "  %17 = stablehlo.add %16, %15 : tensor<8x16xf32>\n"
+             "  %f = stablehlo.is_finite %17 : (tensor<8x16xf32>) -> tensor<8x16xi1>\n"
+             "  %z = stablehlo.constant dense<0.000000e+00> : tensor<8x16xf32>\n"
+             "  %18 = stablehlo.select %f, %17, %z : tensor<8x16xi1>, tensor<8x16xf32>\n"
+             "  return %18 : tensor<8x16xf32>\n}\n";
+    static const char ints[] =
+        MESH "func.func @main(%arg0: tensor<8x6xi32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\", \"y\"}, {}]>}, %arg1: tensor<8x6xi32>) -> tensor<8x6xi32> {\n"
+             "  %m = stablehlo.constant dense<-3> : tensor<i32>\n"
+             "  %one = stablehlo.constant dense<1> : tensor<8x6xi32>\n"
+             "  %mx = stablehlo.constant dense<\"0x05000000\"> : tensor<i32>\n"
+             "  %0 = stablehlo.shift_left %arg0, %arg1 : tensor<8x6xi32>\n"
+             "  %1 = stablehlo.shift_right_arithmetic %0, %one : tensor<8x6xi32>\n"
+             "  %2 = stablehlo.shift_right_logical %1, %arg1 : tensor<8x6xi32>\n"
+             "  %3 = stablehlo.popcnt %2 : tensor<8x6xi32>\n"
+             "  %4 = stablehlo.add %arg1, %one : tensor<8x6xi32>\n"
+             "  %5 = stablehlo.remainder %0, %4 : tensor<8x6xi32>\n"
+             "  %6 = stablehlo.power %arg0, %arg1 : tensor<8x6xi32>\n"
+             "  %7 = stablehlo.subtract %5, %6 : tensor<8x6xi32>\n"
+             "  %8 = stablehlo.sign %7 : tensor<8x6xi32>\n"
+             "  %9 = stablehlo.reverse %6, dims = [0] : tensor<8x6xi32>\n"
+             "  %10 = stablehlo.clamp %m, %9, %mx : (tensor<i32>, tensor<8x6xi32>, tensor<i32>) "
+             "-> tensor<8x6xi32>\n"
+             "  %11 = stablehlo.add %3, %8 : tensor<8x6xi32>\n"
+             "  %12 = stablehlo.add %11, %10 : tensor<8x6xi32>\n"
+             "  return %12 : tensor<8x6xi32>\n}\n";
+    static const char two[] =
+        "sdy.mesh @mesh = <[\"x\"=2]>\n"
+        "func.func @main(%arg0: tensor<6x4xf64> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}) -> (tensor<6x4xf64> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}) {\n"
+        "  %0 = stablehlo.reverse %arg0, dims = [0] : tensor<6x4xf64>\n"
+        "  %1 = stablehlo.exponential_minus_one %0 : tensor<6x4xf64>\n"
+        "  return %1 : tensor<6x4xf64>\n}\n";
+    assert_matches(flt, 4);
+    assert_matches(ints, 4);
+    assert_matches(two, 2);
+}
+
 static void test_ex_exec_run_unsupported_op_is_a_clear_error(void **state)
 {
     (void)state;
@@ -860,6 +928,7 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_unsupported_op_is_a_clear_error),
         cmocka_unit_test(test_ex_tensors_compare_reports_first_mismatch),
         cmocka_unit_test(test_ex_check_text_new_ops_partitioned_match),
+        cmocka_unit_test(test_ex_check_text_jax_elementwise_ops_partitioned_match),
         cmocka_unit_test(test_ex_check_text_sort_select_scatter_partitioned_match),
         cmocka_unit_test(test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error),
         cmocka_unit_test(test_ex_check_text_integer_dots_partitioned_match),

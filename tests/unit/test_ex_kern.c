@@ -1372,6 +1372,73 @@ static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_ar
     return run_many(text, args, n_args, 1);
 }
 
+/* Constants are decoded exactly (sp_mlir_dense_values): i64 and ui64 beyond
+ * 2^53, hex bodies (raw little-endian bytes) and hex float literals; then
+ * the interpreter tests' values for a few of the new ops, through the
+ * executor, on a main without arguments. */
+static void test_ex_exec_run_exact_constants_and_new_ops(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main() -> (tensor<3xi64>, tensor<2xui64>, tensor<4xf32>, tensor<3xf64>) {\n"
+        "  %0 = stablehlo.constant dense<[9007199254740993, -9223372036854775808, "
+        "9223372036854775807]> : tensor<3xi64>\n"
+        "  %1 = stablehlo.constant dense<[18446744073709551615, 0]> : tensor<2xui64>\n"
+        "  %2 = stablehlo.constant dense<\"0x0000003F0000C0FF0000807F01000000\"> : "
+        "tensor<4xf32>\n"
+        "  %3 = stablehlo.constant dense<[0x7FF8000000000000, -0.0, 0.1]> : tensor<3xf64>\n"
+        "  return %0, %1, %2, %3 : tensor<3xi64>, tensor<2xui64>, tensor<4xf32>, "
+        "tensor<3xf64>\n}\n";
+    ex_tensor *res = run_many(mod, NULL, 0, 4);
+    const int64_t *i = res[0].data;
+    assert_true(i[0] == 9007199254740993LL && i[1] == INT64_MIN && i[2] == INT64_MAX);
+    const uint64_t *u = res[1].data;
+    assert_true(u[0] == UINT64_MAX && u[1] == 0);
+    uint32_t fb[4];
+    memcpy(fb, res[2].data, sizeof fb);
+    assert_true(fb[0] == 0x3F000000u && fb[1] == 0xFFC00000u && fb[2] == 0x7F800000u &&
+                fb[3] == 1u);
+    const double *d = res[3].data;
+    assert_true(isnan(d[0]) && d[1] == 0.0 && signbit(d[1]) && d[2] == 0.1);
+    ex_tensors_free(res, 4);
+
+    static const char ops[] =
+        "func.func @main() -> (tensor<3x2xi64>, tensor<3xi64>, tensor<6xi64>, tensor<4xi64>, "
+        "tensor<5xf64>, tensor<3xi1>) {\n"
+        "  %a = stablehlo.constant dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi64>\n"
+        "  %0 = stablehlo.reverse %a, dims = [1, 0] : tensor<3x2xi64>\n"
+        "  %mn = stablehlo.constant dense<[0, 0, -2]> : tensor<3xi64>\n"
+        "  %x = stablehlo.constant dense<[2, 3, -1]> : tensor<3xi64>\n"
+        "  %mx = stablehlo.constant dense<1> : tensor<i64>\n"
+        "  %1 = stablehlo.clamp %mn, %x, %mx : (tensor<3xi64>, tensor<3xi64>, tensor<i64>) -> "
+        "tensor<3xi64>\n"
+        "  %pl = stablehlo.constant dense<[-1, -1, -3, 1, -3, 0]> : tensor<6xi64>\n"
+        "  %pr = stablehlo.constant dense<[1, 0, -3, -3, 3, 2]> : tensor<6xi64>\n"
+        "  %2 = stablehlo.power %pl, %pr : tensor<6xi64>\n"
+        "  %sl = stablehlo.constant dense<[-1, 0, 8, 5]> : tensor<4xi64>\n"
+        "  %sr = stablehlo.constant dense<[1, 2, 3, 64]> : tensor<4xi64>\n"
+        "  %3 = stablehlo.shift_right_logical %sl, %sr : tensor<4xi64>\n"
+        "  %r = stablehlo.constant dense<[-2.5, 0.4, 0.5, 0.6, 2.5]> : tensor<5xf64>\n"
+        "  %4 = stablehlo.round_nearest_afz %r : tensor<5xf64>\n"
+        "  %f = stablehlo.constant dense<[1.0, 0x7FF0000000000000, 0x7FF8000000000000]> : "
+        "tensor<3xf64>\n"
+        "  %5 = stablehlo.is_finite %f : (tensor<3xf64>) -> tensor<3xi1>\n"
+        "  return %0, %1, %2, %3, %4, %5 : tensor<3x2xi64>, tensor<3xi64>, tensor<6xi64>, "
+        "tensor<4xi64>, tensor<5xf64>, tensor<3xi1>\n}\n";
+    res = run_many(ops, NULL, 0, 6);
+    static const int64_t rev[6] = {6, 5, 4, 3, 2, 1}, cl[3] = {1, 1, -1},
+                         pw[6] = {-1, 1, 0, 1, -27, 0}, sh[4] = {INT64_MAX, 0, 1, 0};
+    static const double afz[5] = {-3.0, 0.0, 1.0, 1.0, 3.0};
+    static const uint8_t fin[3] = {1, 0, 0};
+    assert_memory_equal(res[0].data, rev, sizeof rev);
+    assert_memory_equal(res[1].data, cl, sizeof cl);
+    assert_memory_equal(res[2].data, pw, sizeof pw);
+    assert_memory_equal(res[3].data, sh, sizeof sh);
+    assert_memory_equal(res[4].data, afz, sizeof afz);
+    assert_memory_equal(res[5].data, fin, sizeof fin);
+    ex_tensors_free(res, 6);
+}
+
 static void test_ex_exec_run_new_ops_by_hand(void **state)
 {
     (void)state;
@@ -1765,6 +1832,7 @@ int main(void)
         cmocka_unit_test(test_ex_kern_select_scatter_ties_nans_and_padding),
         cmocka_unit_test(test_ex_gate_limits_holders),
         cmocka_unit_test(test_ex_exec_run_new_ops_by_hand),
+        cmocka_unit_test(test_ex_exec_run_exact_constants_and_new_ops),
         cmocka_unit_test(test_ex_exec_run_gather_scatter_conv_by_hand),
         cmocka_unit_test(test_ex_exec_run_sort_jax_comparators_by_hand),
         cmocka_unit_test(test_ex_exec_run_compare_total_order_by_hand),
