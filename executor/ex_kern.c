@@ -17,6 +17,42 @@ uint32_t ex_kern_cores(void)
     return n < 1 ? 1u : (uint32_t)n;
 }
 
+/* ---- bf16 and f16: blocks through f32 ------------------------------------------- */
+
+enum { HBLK = 256 }; /* elements per f32 block on the stack */
+
+static bool is_half(sp_elem e)
+{
+    return e == SP_ELEM_BF16 || e == SP_ELEM_F16;
+}
+
+void ex_kern_half_to_f32(sp_elem e, const uint16_t *h, float *f, size_t n)
+{
+    if (e == SP_ELEM_BF16) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t b = (uint32_t)h[i] << 16;
+            memcpy(&f[i], &b, sizeof b);
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        f[i] = ex_half_float(h[i], false);
+    }
+}
+
+void ex_kern_f32_to_half(sp_elem e, const float *f, uint16_t *h, size_t n)
+{
+    if (e == SP_ELEM_BF16) {
+        for (size_t i = 0; i < n; i++) {
+            h[i] = ex_bf16_from_float(f[i]);
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        h[i] = ex_half_round((double)f[i], 5, 10);
+    }
+}
+
 /* ---- element-wise ---------------------------------------------------------------- */
 
 #define FLT_BINARY(NAME, T, SFX)                                                                   \
@@ -179,6 +215,21 @@ INT_BINARY(binary_u64, uint64_t, uint64_t, int64_t, 0, NEG_U)
 
 bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void *out, size_t n)
 {
+    if (is_half(e)) {
+        const uint16_t *ha = a, *hb = b;
+        uint16_t *ho = out;
+        float fa[HBLK], fb[HBLK], fo[HBLK];
+        for (size_t i = 0; i < n; i += HBLK) {
+            size_t m = n - i < HBLK ? n - i : HBLK;
+            ex_kern_half_to_f32(e, ha + i, fa, m);
+            ex_kern_half_to_f32(e, hb + i, fb, m);
+            if (!binary_f32(k, fa, fb, fo, m)) {
+                return false;
+            }
+            ex_kern_f32_to_half(e, fo, ho + i, m);
+        }
+        return true;
+    }
     switch (e) {
 #define BINARY_CASE(E, T, S)                                                                       \
     case E:                                                                                        \
@@ -329,6 +380,20 @@ INT_UNARY(unary_u64, uint64_t, uint64_t, ABS_U, SIGN_U)
 
 bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n)
 {
+    if (is_half(e)) {
+        const uint16_t *ha = a;
+        uint16_t *ho = out;
+        float fa[HBLK], fo[HBLK];
+        for (size_t i = 0; i < n; i += HBLK) {
+            size_t m = n - i < HBLK ? n - i : HBLK;
+            ex_kern_half_to_f32(e, ha + i, fa, m);
+            if (!unary_f32(k, fa, fo, m)) {
+                return false;
+            }
+            ex_kern_f32_to_half(e, fo, ho + i, m);
+        }
+        return true;
+    }
     switch (e) {
 #define UNARY_CASE(E, T, S)                                                                        \
     case E:                                                                                        \
@@ -354,6 +419,14 @@ bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n)
 
 bool ex_kern_is_finite(sp_elem e, const void *a, uint8_t *out, size_t n)
 {
+    if (is_half(e)) { /* the exponent field not all ones */
+        const uint16_t *h = a;
+        uint16_t mask = e == SP_ELEM_BF16 ? 0x7F80u : 0x7C00u;
+        for (size_t i = 0; i < n; i++) {
+            out[i] = (uint8_t)((h[i] & mask) != mask ? 1 : 0);
+        }
+        return true;
+    }
     if (e == SP_ELEM_F32) {
         const float *x = a;
         for (size_t i = 0; i < n; i++) {
@@ -399,6 +472,20 @@ bool ex_kern_clamp(sp_elem e, const void *lo, bool lo_scalar, const void *a, con
                    bool hi_scalar, void *out, size_t n)
 {
     size_t sl = lo_scalar ? 0u : 1u, sh = hi_scalar ? 0u : 1u;
+    if (is_half(e)) {
+        const uint16_t *hl = lo, *hx = a, *hh = hi;
+        uint16_t *ho = out;
+        float fl[HBLK], fx[HBLK], fh[HBLK], fo[HBLK];
+        for (size_t i = 0; i < n; i += HBLK) {
+            size_t m = n - i < HBLK ? n - i : HBLK;
+            ex_kern_half_to_f32(e, hl + i * sl, fl, lo_scalar ? 1 : m);
+            ex_kern_half_to_f32(e, hx + i, fx, m);
+            ex_kern_half_to_f32(e, hh + i * sh, fh, hi_scalar ? 1 : m);
+            (void)ex_kern_clamp(SP_ELEM_F32, fl, lo_scalar, fx, fh, hi_scalar, fo, m);
+            ex_kern_f32_to_half(e, fo, ho + i, m); /* exact: clamp picks an input */
+        }
+        return true;
+    }
     switch (e) {
     case SP_ELEM_F32:
         FLT_CLAMP(float)
@@ -513,8 +600,53 @@ static bool cv_i1(sp_elem from, const void *a, uint8_t *o, size_t n)
     }
 }
 
+/* A convert from or to a half type, block by block: a half widens to f32
+ * exactly, then converts as f32 does; f32 and f64 sources round to the half
+ * in one step, integer sources go through f64 first. */
+static bool convert_half(sp_elem from, const void *a, sp_elem to, void *out, size_t n)
+{
+    if (from == to) {
+        memcpy(out, a, n * sizeof(uint16_t));
+        return true;
+    }
+    float f[HBLK];
+    double d[HBLK];
+    for (size_t i = 0; i < n; i += HBLK) {
+        size_t m = n - i < HBLK ? n - i : HBLK;
+        if (is_half(from)) {
+            ex_kern_half_to_f32(from, (const uint16_t *)a + i, f, m);
+            if (is_half(to)) {
+                ex_kern_f32_to_half(to, f, (uint16_t *)out + i, m);
+            } else if (!ex_kern_convert(SP_ELEM_F32, f, to, (char *)out + i * sp_elem_bytes(to),
+                                        m)) {
+                return false;
+            }
+            continue;
+        }
+        uint16_t *h = (uint16_t *)out + i;
+        if (from == SP_ELEM_F32) {
+            ex_kern_f32_to_half(to, (const float *)a + i, h, m);
+            continue;
+        }
+        const double *src = d;
+        if (from == SP_ELEM_F64) {
+            src = (const double *)a + i;
+        } else if (!ex_kern_convert(from, (const char *)a + i * sp_elem_bytes(from), SP_ELEM_F64,
+                                    d, m)) {
+            return false;
+        }
+        for (size_t j = 0; j < m; j++) {
+            h[j] = ex_half_from_double(to, src[j]);
+        }
+    }
+    return true;
+}
+
 bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t n)
 {
+    if (is_half(from) || is_half(to)) {
+        return convert_half(from, a, to, out, n);
+    }
     switch (to) {
 #define CONVERT_CASE(E, T, S)                                                                      \
     case E:                                                                                        \
@@ -570,6 +702,17 @@ bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *
 {
     if (dir < EX_CMP_EQ || dir > EX_CMP_GE) {
         return false;
+    }
+    if (is_half(e)) { /* widening keeps the order and NaNs */
+        const uint16_t *ha = a, *hb = b;
+        float fa[HBLK], fb[HBLK];
+        for (size_t i = 0; i < n; i += HBLK) {
+            size_t m = n - i < HBLK ? n - i : HBLK;
+            ex_kern_half_to_f32(e, ha + i, fa, m);
+            ex_kern_half_to_f32(e, hb + i, fb, m);
+            cmp_f32(dir, fa, fb, out + i, m);
+        }
+        return true;
     }
     switch (e) {
 #define COMPARE_CASE(E, T, S)                                                                      \
