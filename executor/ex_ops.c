@@ -333,6 +333,48 @@ cm_status ex_local_error(const prog *p, const xop *x, cm_error *err, const char 
     return ex_op_error(p, x->op, err, "%s: %s", p->m->ops[x->op].name, what);
 }
 
+static bool is_half_elem(sp_elem e)
+{
+    return e == SP_ELEM_BF16 || e == SP_ELEM_F16;
+}
+
+/* v's block as f32: itself when it is f32, else a converted copy in *tmp. */
+static const float *as_f32(const vinfo *V, const void *data, float **tmp)
+{
+    *tmp = NULL;
+    if (V->elem == SP_ELEM_F32) {
+        return data;
+    }
+    *tmp = cm_alloc(sizeof(float) * (V->lcount + 1u));
+    if (*tmp != NULL) {
+        ex_kern_half_to_f32(V->elem, data, *tmp, V->lcount);
+    }
+    return *tmp;
+}
+
+/* A dot_general with bf16/f16 operands or result: one sgemm on f32 copies,
+ * accumulating in f32, the result rounded once to its type. */
+static cm_status half_dot(const prog *p, const xop *x, const vinfo *L, const void *l,
+                          const vinfo *R, const void *rd, const vinfo *O, void *out)
+{
+    (void)p;
+    float *tl = NULL, *tr = NULL, *to = NULL;
+    const float *fl = as_f32(L, l, &tl), *fr = as_f32(R, rd, &tr);
+    float *fo = O->elem == SP_ELEM_F32 ? out : (to = cm_alloc(sizeof(float) * (O->lcount + 1u)));
+    cm_status st = CM_ENOMEM;
+    if (fl != NULL && fr != NULL && fo != NULL) {
+        st = ex_kern_dot(SP_ELEM_F32, fl, L->ldims, L->rank, fr, R->ldims, R->rank, x->a, x->b,
+                         x->na, x->c, x->d, x->nc, fo);
+        if (st == CM_OK && to != NULL) {
+            ex_kern_f32_to_half(O->elem, to, out, O->lcount);
+        }
+    }
+    cm_free(tl);
+    cm_free(tr);
+    cm_free(to);
+    return st;
+}
+
 static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
@@ -407,6 +449,16 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     void *out = ex_buf_alloc(p, bufs, r, false);
     if (out == NULL) {
         return cm_error_oom(err);
+    }
+    if (is_half_elem(L->elem) || is_half_elem(R->elem) || is_half_elem(O->elem)) {
+        cm_status hs = half_dot(p, x, L, bufs[lv], R, bufs[rv], O, out);
+        if (hs != CM_OK) {
+            cm_free(out);
+            return hs == CM_ENOMEM ? cm_error_oom(err)
+                                   : ex_local_error(p, x, err, "no kernel for this element type");
+        }
+        bufs[r] = out;
+        return CM_OK;
     }
     cm_status st =
         elem_float(O->elem)

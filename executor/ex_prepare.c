@@ -1103,10 +1103,16 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
         sp_elem re = sp_value_type(m, o->operands[1])->elem;
         bool floats = (e == SP_ELEM_F32 || e == SP_ELEM_F64) && le == e && re == e;
         bool ints = is_int_elem(e) && is_int_elem(le) && is_int_elem(re);
-        if (ok && !floats && !ints) {
+        /* bf16/f16 (and f32) operands into a bf16, f16 or f32 result, one
+         * of them a half: sgemm on f32 copies (ex_ops.c) */
+#define F32ISH(t) ((t) == SP_ELEM_F32 || (t) == SP_ELEM_BF16 || (t) == SP_ELEM_F16)
+        bool halves = F32ISH(e) && F32ISH(le) && F32ISH(re) &&
+                      (e != SP_ELEM_F32 || le != SP_ELEM_F32 || re != SP_ELEM_F32);
+#undef F32ISH
+        if (ok && !floats && !ints && !halves) {
             return ex_op_error(p, x->op, err,
                             "%s on these element types cannot be executed yet (f32 or f64 "
-                            "throughout, or integers)",
+                            "throughout, bf16/f16 with f32, or integers)",
                             nm);
         }
         break;
