@@ -658,6 +658,52 @@ static void test_ex_check_text_jax_elementwise_ops_partitioned_match(void **stat
     assert_matches(two, 2);
 }
 
+/* bf16 and f16 programs (element-wise, convert, reverse, reduce over a
+ * sharded dimension, dot_general into bf16 and into f32) on 2 and 4
+ * devices, against the one-device run. */
+static void test_ex_check_text_half_types_partitioned_match(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        MESH "func.func @main(%arg0: tensor<8x16xbf16> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {\"y\"}]>}, %arg1: tensor<8x16xf16>, %arg2: tensor<16x4xbf16>) -> "
+             "(tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8xbf16>, tensor<8x4xbf16>, "
+             "tensor<8x4xf32>, tensor<8x16xf16>) {\n"
+             "  %c = stablehlo.constant dense<1.500000e+00> : tensor<8x16xbf16>\n"
+             "  %0 = stablehlo.add %arg0, %c : tensor<8x16xbf16>\n"
+             "  %1 = stablehlo.exponential %0 : tensor<8x16xbf16>\n"
+             "  %2 = stablehlo.convert %arg1 : (tensor<8x16xf16>) -> tensor<8x16xbf16>\n"
+             "  %3 = stablehlo.multiply %1, %2 : tensor<8x16xbf16>\n"
+             "  %4 = stablehlo.reverse %3, dims = [1] : tensor<8x16xbf16>\n"
+             "  %5 = stablehlo.convert %4 : (tensor<8x16xbf16>) -> tensor<8x16xf32>\n"
+             "  %z = stablehlo.constant dense<0.000000e+00> : tensor<bf16>\n"
+             "  %6 = stablehlo.reduce(%4 init: %z) applies stablehlo.add across dimensions = "
+             "[1] : (tensor<8x16xbf16>, tensor<bf16>) -> tensor<8xbf16>\n"
+             "  %7 = stablehlo.dot_general %4, %arg2, contracting_dims = [1] x [0] : "
+             "(tensor<8x16xbf16>, tensor<16x4xbf16>) -> tensor<8x4xbf16>\n"
+             "  %8 = stablehlo.dot_general %4, %arg2, contracting_dims = [1] x [0] : "
+             "(tensor<8x16xbf16>, tensor<16x4xbf16>) -> tensor<8x4xf32>\n"
+             "  %lo = stablehlo.constant dense<-2.500000e-01> : tensor<f16>\n"
+             "  %hi = stablehlo.constant dense<2.500000e-01> : tensor<f16>\n"
+             "  %9 = stablehlo.tanh %arg1 : tensor<8x16xf16>\n"
+             "  %10 = stablehlo.clamp %lo, %9, %hi : (tensor<f16>, tensor<8x16xf16>, "
+             "tensor<f16>) -> tensor<8x16xf16>\n"
+             "  %11 = stablehlo.round_nearest_even %10 : tensor<8x16xf16>\n"
+             "  %12 = stablehlo.subtract %10, %11 : tensor<8x16xf16>\n"
+             "  return %4, %5, %6, %7, %8, %12 : tensor<8x16xbf16>, tensor<8x16xf32>, "
+             "tensor<8xbf16>, tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x16xf16>\n}\n";
+    static const char two[] =
+        "sdy.mesh @mesh = <[\"x\"=2]>\n"
+        "func.func @main(%arg0: tensor<6x4xf16> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{}, {\"x\"}]>}) -> tensor<6xf16> {\n"
+        "  %z = stablehlo.constant dense<0xFC00> : tensor<f16>\n"
+        "  %0 = stablehlo.reduce(%arg0 init: %z) applies stablehlo.maximum across dimensions = "
+        "[1] : (tensor<6x4xf16>, tensor<f16>) -> tensor<6xf16>\n"
+        "  return %0 : tensor<6xf16>\n}\n";
+    assert_matches(mod, 4);
+    assert_matches(two, 2);
+}
+
 static void test_ex_exec_run_unsupported_op_is_a_clear_error(void **state)
 {
     (void)state;
@@ -929,6 +975,7 @@ int main(void)
         cmocka_unit_test(test_ex_tensors_compare_reports_first_mismatch),
         cmocka_unit_test(test_ex_check_text_new_ops_partitioned_match),
         cmocka_unit_test(test_ex_check_text_jax_elementwise_ops_partitioned_match),
+        cmocka_unit_test(test_ex_check_text_half_types_partitioned_match),
         cmocka_unit_test(test_ex_check_text_sort_select_scatter_partitioned_match),
         cmocka_unit_test(test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error),
         cmocka_unit_test(test_ex_check_text_integer_dots_partitioned_match),

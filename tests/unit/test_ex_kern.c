@@ -222,6 +222,60 @@ static void test_ex_kern_clamp_scalars_and_nan(void **state)
     assert_true(fo[0] == -0.5f && fo[1] == 0.25f && fo[2] == 0.75f && isnan(fo[3]));
 }
 
+/* bf16 and f16: rounding to nearest even (ties, overflow, subnormals, NaN),
+ * exact widening, one rounding from f64, and kernels through f32 blocks. */
+static void test_ex_kern_half_types_round_to_nearest_even(void **state)
+{
+    (void)state;
+    float f[6] = {1.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0.1f, -INFINITY, NAN};
+    uint16_t h[6];
+    ex_kern_f32_to_half(SP_ELEM_BF16, f, h, 6);
+    assert_true(h[0] == 0x3F80 && h[1] == 0x3F80 && h[2] == 0x3F82 && h[3] == 0x3DCD &&
+                h[4] == 0xFF80 && (h[5] & 0x7F80) == 0x7F80 && (h[5] & 0x7F) != 0);
+    float g[7] = {65504.0f, 65520.0f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-14f, 0.1f};
+    uint16_t q[7];
+    ex_kern_f32_to_half(SP_ELEM_F16, g, q, 7);
+    assert_true(q[0] == 0x7BFF && q[1] == 0x7C00 && q[2] == 0x0001 && q[3] == 0x0000 &&
+                q[4] == 0x0001 && q[5] == 0x0400 && q[6] == 0x2E66);
+    uint16_t w[5] = {0x0001, 0x7C00, 0xFC00, 0x3C00, 0x8000};
+    float back[5];
+    ex_kern_half_to_f32(SP_ELEM_F16, w, back, 5);
+    assert_true(back[0] == 0x1p-24f && isinf(back[1]) && back[1] > 0 && isinf(back[2]) &&
+                back[2] < 0 && back[3] == 1.0f && back[4] == 0.0f && signbit(back[4]));
+    /* f64 to bf16 rounds once: 1 + 2^-8 + 2^-40 is above the tie (through
+     * f32 it would become the tie and round down to even) */
+    double d[2] = {1.0 + 0x1p-8 + 0x1p-40, -1e300};
+    assert_true(ex_kern_convert(SP_ELEM_F64, d, SP_ELEM_BF16, h, 2));
+    assert_true(h[0] == 0x3F81 && h[1] == 0xFF80);
+    int32_t iv[2] = {257, -3};
+    assert_true(ex_kern_convert(SP_ELEM_I32, iv, SP_ELEM_BF16, h, 2));
+    assert_true(h[0] == 0x4380 && h[1] == 0xC040); /* 257 ties to 256 */
+    uint16_t hv[2] = {0x4380, 0xC040};
+    int64_t io[2];
+    assert_true(ex_kern_convert(SP_ELEM_BF16, hv, SP_ELEM_I64, io, 2));
+    assert_true(io[0] == 256 && io[1] == -3);
+    assert_true(ex_kern_convert(SP_ELEM_BF16, hv, SP_ELEM_F16, q, 2));
+    assert_true(q[0] == 0x5C00 && q[1] == 0xC200);
+    /* arithmetic in f32, rounded back: 1 + 2^-8 ties to 1 in bf16 */
+    uint16_t one[300], eps[300], out[300];
+    for (int i = 0; i < 300; i++) {
+        one[i] = 0x3F80;
+        eps[i] = 0x3B80; /* 2^-8 */
+    }
+    assert_true(ex_kern_binary(SP_OP_ADD, SP_ELEM_BF16, one, eps, out, 300));
+    assert_true(out[0] == 0x3F80 && out[299] == 0x3F80);
+    assert_true(ex_kern_binary(SP_OP_ADD, SP_ELEM_BF16, eps, eps, out, 300));
+    assert_true(out[0] == 0x3C00 && out[299] == 0x3C00);
+    assert_true(ex_kern_unary(SP_OP_NEGATE, SP_ELEM_F16, w, out, 5));
+    assert_true(out[0] == 0x8001 && out[1] == 0xFC00 && out[3] == 0xBC00);
+    uint8_t c[300];
+    assert_true(ex_kern_compare(EX_CMP_LT, SP_ELEM_BF16, eps, one, c, 300));
+    assert_true(c[0] == 1 && c[299] == 1);
+    assert_true(ex_kern_is_finite(SP_ELEM_F16, w, c, 5));
+    assert_true(c[0] == 1 && c[1] == 0 && c[2] == 0 && c[3] == 1);
+    assert_false(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_BF16, one, eps, out, 1));
+}
+
 static void test_ex_kern_convert_saturates_and_truncates(void **state)
 {
     (void)state;
@@ -1808,6 +1862,7 @@ int main(void)
         cmocka_unit_test(test_ex_kern_new_unary_ops_match_the_spec),
         cmocka_unit_test(test_ex_kern_new_binary_ops_match_the_spec),
         cmocka_unit_test(test_ex_kern_clamp_scalars_and_nan),
+        cmocka_unit_test(test_ex_kern_half_types_round_to_nearest_even),
         cmocka_unit_test(test_ex_kern_convert_saturates_and_truncates),
         cmocka_unit_test(test_ex_kern_compare_and_select_odd_sizes),
         cmocka_unit_test(test_ex_kern_affine_transposes_every_element_size),
