@@ -704,6 +704,50 @@ static void test_ex_check_text_half_types_partitioned_match(void **state)
     assert_matches(two, 2);
 }
 
+/* A module run as given whose reverse is held sharded along the reversed
+ * dimension (4 rows a device, blocks not dividing evenly: 10 rows): each
+ * device reads its rows from the mirrored blocks (a slice with stride -1
+ * reading across devices), on 2 and 4 devices. */
+static void test_ex_exec_run_reverse_on_sharded_dim_reads_mirrored_blocks(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "sdy.mesh @mesh = <[\"x\"=%u]>\n"
+        "func.func @main(%%arg0: tensor<10x3xi32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}) -> (tensor<10x3xi32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}) {\n"
+        "  %%0 = stablehlo.reverse %%arg0, dims = [0, 1] {sdy.sharding = "
+        "#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>} : tensor<10x3xi32>\n"
+        "  return %%0 : tensor<10x3xi32>\n}\n";
+    for (uint32_t devs = 2; devs <= 4; devs += 2) {
+        char text[1024];
+        snprintf(text, sizeof text, mod, devs);
+        sp_module *m = NULL;
+        cm_error err;
+        cm_error_clear(&err);
+        assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+        int32_t a[30];
+        for (int i = 0; i < 30; i++) {
+            a[i] = i;
+        }
+        ex_tensor arg = {SP_ELEM_I32, 2, {10, 3}, 30, a};
+        ex_tensor *res = NULL;
+        uint32_t n_res = 0;
+        ex_exec_opts o = {.n_devices = devs, .iters = 1};
+        cm_status st = ex_exec_run(m, &o, &arg, 1, &res, &n_res, &err);
+        if (st != CM_OK) {
+            fail_msg("%s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+        }
+        assert_int_equal(n_res, 1);
+        const int32_t *r = res[0].data;
+        for (int i = 0; i < 30; i++) {
+            assert_int_equal(r[i], 29 - i);
+        }
+        ex_tensors_free(res, n_res);
+        sp_module_destroy(m);
+    }
+}
+
 static void test_ex_exec_run_unsupported_op_is_a_clear_error(void **state)
 {
     (void)state;
@@ -976,6 +1020,7 @@ int main(void)
         cmocka_unit_test(test_ex_check_text_new_ops_partitioned_match),
         cmocka_unit_test(test_ex_check_text_jax_elementwise_ops_partitioned_match),
         cmocka_unit_test(test_ex_check_text_half_types_partitioned_match),
+        cmocka_unit_test(test_ex_exec_run_reverse_on_sharded_dim_reads_mirrored_blocks),
         cmocka_unit_test(test_ex_check_text_sort_select_scatter_partitioned_match),
         cmocka_unit_test(test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error),
         cmocka_unit_test(test_ex_check_text_integer_dots_partitioned_match),
