@@ -856,8 +856,25 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
                                "a convolution sharded on a spatial dimension (or with groups, "
                                "not in whole groups) cannot be executed yet");
         }
-        cm_status st = ex_kern_conv(O->elem, &cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
-                                    O->ldims, O->rank);
+        cm_status st;
+        if (is_half_elem(O->elem)) { /* on f32 copies, the result rounded once */
+            float *ti = NULL, *tk = NULL, *to = cm_alloc(sizeof(float) * (O->lcount + 1u));
+            const float *fi = as_f32(I, bufs[v], &ti), *fk = as_f32(K, bufs[kv], &tk);
+            st = CM_ENOMEM;
+            if (fi != NULL && fk != NULL && to != NULL) {
+                st = ex_kern_conv(SP_ELEM_F32, &cd, fi, I->ldims, fk, K->ldims, to, O->ldims,
+                                  O->rank);
+                if (st == CM_OK) {
+                    ex_kern_f32_to_half(O->elem, to, out, O->lcount);
+                }
+            }
+            cm_free(ti);
+            cm_free(tk);
+            cm_free(to);
+        } else {
+            st = ex_kern_conv(O->elem, &cd, bufs[v], I->ldims, bufs[kv], K->ldims, out, O->ldims,
+                              O->rank);
+        }
         if (st != CM_OK) {
             return st == CM_ENOMEM ? cm_error_oom(err)
                                    : ex_local_error(p, x, err, "no kernel for this element type");

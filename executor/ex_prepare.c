@@ -581,7 +581,8 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
         ok = in >= 0 && span >= 0 && ot->dims[cd->os[j]] == (w < 0 ? 0 : w / cd->stride[j] + 1);
     }
     if (!ok || it->elem != ot->elem || kt->elem != ot->elem ||
-        (ot->elem != SP_ELEM_F32 && ot->elem != SP_ELEM_F64)) {
+        (ot->elem != SP_ELEM_F32 && ot->elem != SP_ELEM_F64 && ot->elem != SP_ELEM_BF16 &&
+         ot->elem != SP_ELEM_F16)) {
         return ex_op_error(p, x->op, err, "op %s: shapes or types the executor cannot run", nm);
     }
     x->ext = cd;

@@ -659,7 +659,8 @@ static void test_ex_check_text_jax_elementwise_ops_partitioned_match(void **stat
 }
 
 /* bf16 and f16 programs (element-wise, convert, reverse, reduce over a
- * sharded dimension, dot_general into bf16 and into f32) on 2 and 4
+ * sharded dimension, dot_general into bf16 and into f32, a convolution
+ * sharded on its batch) on 2 and 4
  * devices, against the one-device run. */
 static void test_ex_check_text_half_types_partitioned_match(void **state)
 {
@@ -700,8 +701,18 @@ static void test_ex_check_text_half_types_partitioned_match(void **state)
         "  %0 = stablehlo.reduce(%arg0 init: %z) applies stablehlo.maximum across dimensions = "
         "[1] : (tensor<6x4xf16>, tensor<f16>) -> tensor<6xf16>\n"
         "  return %0 : tensor<6xf16>\n}\n";
+    static const char conv[] =
+        MESH "func.func @main(%arg0: tensor<4x5x5x2xbf16> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\", \"y\"}, {}, {}, {}]>}, %arg1: tensor<3x3x2x3xbf16>) -> "
+             "tensor<4x3x3x3xbf16> {\n"
+             "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+             "o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[0, 0], [0, 0]], rhs_dilate = "
+             "[1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+             "(tensor<4x5x5x2xbf16>, tensor<3x3x2x3xbf16>) -> tensor<4x3x3x3xbf16>\n"
+             "  return %0 : tensor<4x3x3x3xbf16>\n}\n";
     assert_matches(mod, 4);
     assert_matches(two, 2);
+    assert_matches(conv, 4);
 }
 
 /* A module run as given whose reverse is held sharded along the reversed
