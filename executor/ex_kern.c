@@ -257,31 +257,31 @@ bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void 
             return true;                                                                           \
         case SP_OP_ABS:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = fabs##SFX(a[i]);                                                                 \
+                o[i] = fabs##SFX(a[i]);                                                            \
             return true;                                                                           \
         case SP_OP_EXPONENTIAL:                                                                    \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = exp##SFX(a[i]);                                                                  \
+                o[i] = exp##SFX(a[i]);                                                             \
             return true;                                                                           \
         case SP_OP_TANH:                                                                           \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = tanh##SFX(a[i]);                                                                 \
+                o[i] = tanh##SFX(a[i]);                                                            \
             return true;                                                                           \
         case SP_OP_SQRT:                                                                           \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = sqrt##SFX(a[i]);                                                                 \
+                o[i] = sqrt##SFX(a[i]);                                                            \
             return true;                                                                           \
         case SP_OP_RSQRT:                                                                          \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = (T)1 / sqrt##SFX(a[i]);                                                          \
+                o[i] = (T)1 / sqrt##SFX(a[i]);                                                     \
             return true;                                                                           \
         case SP_OP_LOG:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = log##SFX(a[i]);                                                                  \
+                o[i] = log##SFX(a[i]);                                                             \
             return true;                                                                           \
         case SP_OP_LOGISTIC:                                                                       \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = (T)1 / ((T)1 + exp##SFX(-a[i]));                                                 \
+                o[i] = (T)1 / ((T)1 + exp##SFX(-a[i]));                                            \
             return true;                                                                           \
         case SP_OP_SIGN:                                                                           \
             for (size_t i = 0; i < n; i++)                                                         \

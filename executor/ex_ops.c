@@ -803,14 +803,37 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
                 return ex_local_error(p, x, err, not_local);
             }
         }
-        if (ex_kern_select_scatter(O->elem,
-                                   x->dim == CMP_GE   ? EX_CMP_GE
-                                   : x->dim == CMP_GT ? EX_CMP_GT
-                                   : x->dim == CMP_LE ? EX_CMP_LE
-                                                      : EX_CMP_LT,
-                                   x->nd == 1, x->fn, bufs[v], I->ldims, I->rank, bufs[sv],
-                                   S->ldims, x->a, x->b, lo, bufs[o->operands[2]], out) != CM_OK) {
-            return ex_local_error(p, x, err, "no kernel for this element type and body");
+        int sel = x->dim == CMP_GE   ? EX_CMP_GE
+                  : x->dim == CMP_GT ? EX_CMP_GT
+                  : x->dim == CMP_LE ? EX_CMP_LE
+                                     : EX_CMP_LT;
+        const vinfo *N = &p->vi[o->operands[2]];
+        cm_status st = CM_EINVAL;
+        if (is_half_elem(O->elem)) { /* on f32 copies: picks and sums in f32 */
+            float *ti = NULL, *ts = NULL, *tn = NULL;
+            float *to = cm_alloc(sizeof(float) * (O->lcount + 1u));
+            const float *fi = as_f32(I, bufs[v], &ti), *fs = as_f32(S, bufs[sv], &ts);
+            const float *fn = as_f32(N, bufs[o->operands[2]], &tn);
+            st = fi != NULL && fs != NULL && fn != NULL && to != NULL
+                     ? ex_kern_select_scatter(SP_ELEM_F32, sel, x->nd == 1, x->fn, fi, I->ldims,
+                                              I->rank, fs, S->ldims, x->a, x->b, lo, fn, to)
+                     : CM_ENOMEM;
+            if (st == CM_OK) {
+                ex_kern_f32_to_half(O->elem, to, out, O->lcount);
+            }
+            cm_free(ti);
+            cm_free(ts);
+            cm_free(tn);
+            cm_free(to);
+        } else {
+            st = ex_kern_select_scatter(O->elem, sel, x->nd == 1, x->fn, bufs[v], I->ldims, I->rank,
+                                        bufs[sv], S->ldims, x->a, x->b, lo, bufs[o->operands[2]],
+                                        out);
+        }
+        if (st != CM_OK) {
+            return st == CM_ENOMEM
+                       ? cm_error_oom(err)
+                       : ex_local_error(p, x, err, "no kernel for this element type and body");
         }
         return CM_OK;
     }
@@ -826,9 +849,29 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
                 return ex_local_error(p, x, err, not_local);
             }
         }
-        if (ex_kern_reduce_window(x->fn, O->elem, bufs[v], I->ldims, I->rank, x->a, x->b, lo,
-                                  bufs[o->operands[1]], out, O->ldims) != CM_OK) {
-            return ex_local_error(p, x, err, "no kernel for this element type and body");
+        const vinfo *N = &p->vi[o->operands[1]];
+        cm_status st = CM_EINVAL;
+        if (is_half_elem(O->elem)) { /* on f32 copies, the result rounded once */
+            float *ti = NULL, *tn = NULL, *to = cm_alloc(sizeof(float) * (O->lcount + 1u));
+            const float *fi = as_f32(I, bufs[v], &ti), *fn = as_f32(N, bufs[o->operands[1]], &tn);
+            st = fi != NULL && fn != NULL && to != NULL
+                     ? ex_kern_reduce_window(x->fn, SP_ELEM_F32, fi, I->ldims, I->rank, x->a, x->b,
+                                             lo, fn, to, O->ldims)
+                     : CM_ENOMEM;
+            if (st == CM_OK) {
+                ex_kern_f32_to_half(O->elem, to, out, O->lcount);
+            }
+            cm_free(ti);
+            cm_free(tn);
+            cm_free(to);
+        } else {
+            st = ex_kern_reduce_window(x->fn, O->elem, bufs[v], I->ldims, I->rank, x->a, x->b, lo,
+                                       bufs[o->operands[1]], out, O->ldims);
+        }
+        if (st != CM_OK) {
+            return st == CM_ENOMEM
+                       ? cm_error_oom(err)
+                       : ex_local_error(p, x, err, "no kernel for this element type and body");
         }
         return CM_OK;
     }

@@ -201,8 +201,8 @@ static cm_status parse_constant(prog *p, xop *x, const sp_attr *a, sp_elem e, si
 {
     const char *nm = p->m->ops[x->op].name;
     if (a == NULL || a->kind != SP_ATTR_DENSE || a->u.dense.body == NULL) {
-        return ex_op_error(p, x->op, err, "%s: constant without a dense value cannot be executed yet",
-                           nm);
+        return ex_op_error(p, x->op, err,
+                           "%s: constant without a dense value cannot be executed yet", nm);
     }
     uint64_t *bits = NULL;
     size_t n = 0;
@@ -900,8 +900,10 @@ static cm_status prepare_select_scatter(prog *p, xop *x, cm_error *err)
     if (!ok) {
         return ex_op_error(p, x->op, err, "op %s: shapes or types the executor cannot run", nm);
     }
-    if (t->elem != SP_ELEM_F32 && t->elem != SP_ELEM_F64) {
-        return ex_op_error(p, x->op, err, "%s on %s cannot be executed yet (f32 and f64 only)", nm,
+    if (t->elem != SP_ELEM_F32 && t->elem != SP_ELEM_F64 && t->elem != SP_ELEM_BF16 &&
+        t->elem != SP_ELEM_F16) {
+        return ex_op_error(p, x->op, err,
+                           "%s on %s cannot be executed yet (f32, f64, bf16 and f16 only)", nm,
                         t->text);
     }
     return CM_OK;

@@ -712,7 +712,36 @@ static void test_ex_check_text_half_types_partitioned_match(void **state)
              "  return %0 : tensor<4x3x3x3xbf16>\n}\n";
     assert_matches(mod, 4);
     assert_matches(two, 2);
+    static const char pool[] =
+        MESH "func.func @main(%arg0: tensor<4x6x5x3xbf16> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {}, {}, {}]>}, %arg1: tensor<4x3x3x3xbf16> {sdy.sharding = "
+             "#sdy.sharding<@mesh, [{\"x\"}, {}, {}, {}]>}) -> (tensor<4x3x3x3xbf16>, "
+             "tensor<4x6x5x3xbf16>) {\n"
+             "  %c = stablehlo.constant dense<0xFF80> : tensor<bf16>\n"
+             "  %0 = \"stablehlo.reduce_window\"(%arg0, %c) ({\n"
+             "  ^bb0(%a: tensor<bf16>, %b: tensor<bf16>):\n"
+             "    %m = stablehlo.maximum %a, %b : tensor<bf16>\n"
+             "    stablehlo.return %m : tensor<bf16>\n"
+             "  }) {padding = dense<[[0, 0], [0, 0], [0, 1], [0, 0]]> : tensor<4x2xi64>, "
+             "window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, "
+             "1>} : (tensor<4x6x5x3xbf16>, tensor<bf16>) -> tensor<4x3x3x3xbf16>\n"
+             "  %z = stablehlo.constant dense<0.000000e+00> : tensor<bf16>\n"
+             "  %1 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
+             "  ^bb0(%a: tensor<bf16>, %b: tensor<bf16>):\n"
+             "    %g = stablehlo.compare GE, %a, %b, FLOAT : (tensor<bf16>, tensor<bf16>) -> "
+             "tensor<i1>\n"
+             "    stablehlo.return %g : tensor<i1>\n"
+             "  }, {\n"
+             "  ^bb0(%a: tensor<bf16>, %b: tensor<bf16>):\n"
+             "    %s = stablehlo.add %a, %b : tensor<bf16>\n"
+             "    stablehlo.return %s : tensor<bf16>\n"
+             "  }) {padding = dense<[[0, 0], [0, 0], [0, 1], [0, 0]]> : tensor<4x2xi64>, "
+             "window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, "
+             "1>} : (tensor<4x6x5x3xbf16>, tensor<4x3x3x3xbf16>, tensor<bf16>) -> "
+             "tensor<4x6x5x3xbf16>\n"
+             "  return %0, %1 : tensor<4x3x3x3xbf16>, tensor<4x6x5x3xbf16>\n}\n";
     assert_matches(conv, 4);
+    assert_matches(pool, 4);
 }
 
 /* A module run as given whose reverse is held sharded along the reversed

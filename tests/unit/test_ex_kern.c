@@ -1847,7 +1847,7 @@ static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
                     "3:3", "attributes the executor cannot read");
     /* select_and_scatter: an i32 operand, a source of the wrong size, a
      * select body that is not an ordering */
-    assert_rejected(SAS_1D("i32", "2", "GE", "0"), "3:3", "f32 and f64 only");
+    assert_rejected(SAS_1D("i32", "2", "GE", "0"), "3:3", "f32, f64, bf16 and f16 only");
     assert_rejected(SAS_1D("f32", "3", "GE", "0.0"), "3:3", "attributes the executor cannot read");
     assert_rejected(SAS_1D("f32", "2", "EQ", "0.0"), "3:3",
                     "with this select body cannot be executed yet");
