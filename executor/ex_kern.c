@@ -2102,6 +2102,17 @@ static int three_way(sp_elem e, bool total, const void *a, size_t i, size_t j)
         }
         return x < y ? -1 : (x > y ? 1 : (x == y ? 0 : 2));
     }
+    case SP_ELEM_BF16:
+    case SP_ELEM_F16: {
+        uint16_t hx = ((const uint16_t *)a)[i], hy = ((const uint16_t *)a)[j];
+        if (total) { /* sign-magnitude bits, as total32 */
+            uint16_t u = (hx & 0x8000u) != 0 ? (uint16_t)~hx : (uint16_t)(hx | 0x8000u);
+            uint16_t v = (hy & 0x8000u) != 0 ? (uint16_t)~hy : (uint16_t)(hy | 0x8000u);
+            return u < v ? -1 : (u > v ? 1 : 0);
+        }
+        float x = ex_half_float(hx, e == SP_ELEM_BF16), y = ex_half_float(hy, e == SP_ELEM_BF16);
+        return x < y ? -1 : (x > y ? 1 : (x == y ? 0 : 2));
+    }
     case SP_ELEM_I8:
         THREE_WAY(int8_t)
     case SP_ELEM_I16:
@@ -2193,7 +2204,8 @@ static void sort_positions(const sort_slice *s, size_t *a, size_t *tmp, size_t n
 
 static bool sortable(sp_elem e)
 {
-    return e == SP_ELEM_F32 || e == SP_ELEM_F64 || e == SP_ELEM_I1 || e == SP_ELEM_I8 ||
+    return e == SP_ELEM_F32 || e == SP_ELEM_F64 || e == SP_ELEM_BF16 || e == SP_ELEM_F16 ||
+           e == SP_ELEM_I1 || e == SP_ELEM_I8 ||
            e == SP_ELEM_I16 || e == SP_ELEM_I32 || e == SP_ELEM_I64 || e == SP_ELEM_UI8 ||
            e == SP_ELEM_UI16 || e == SP_ELEM_UI32 || e == SP_ELEM_UI64;
 }

@@ -1288,8 +1288,8 @@ static void test_ex_kern_sort_two_keys_along_dim_0(void **state)
     int64_t ud[2] = {1, 3};
     assert_int_equal(ex_kern_sort(1, ue, uin, uout, ud, 2, 1, keys, 1), CM_OK);
     assert_true(uo[0] == 0 && uo[1] == (uint64_t)1 << 63 && uo[2] == UINT64_MAX);
-    /* no kernel: a bf16 key, a dim past the rank */
-    sp_elem bf[1] = {SP_ELEM_BF16};
+    /* no kernel: a complex key, a dim past the rank */
+    sp_elem bf[1] = {SP_ELEM_C64};
     assert_int_equal(ex_kern_sort(1, bf, uin, uout, ud, 2, 1, keys, 1), CM_EINVAL);
     assert_int_equal(ex_kern_sort(1, ue, uin, uout, ud, 2, 2, keys, 1), CM_EINVAL);
 }
@@ -1491,6 +1491,35 @@ static void test_ex_exec_run_exact_constants_and_new_ops(void **state)
     assert_memory_equal(res[4].data, afz, sizeof afz);
     assert_memory_equal(res[5].data, fin, sizeof fin);
     ex_tensors_free(res, 6);
+}
+
+/* A bf16 sort under TOTALORDER (-0 before +0, NaN last) and an f16 one
+ * under IEEE comparisons, by hand. */
+static void test_ex_exec_run_half_sort_by_hand(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main() -> (tensor<6xbf16>, tensor<4xf16>) {\n"
+        "  %a = stablehlo.constant dense<[2.0, -1.0, 0x7FC0, 0.0, -0.0, 1.5]> : tensor<6xbf16>\n"
+        "  %0 = \"stablehlo.sort\"(%a) ({\n"
+        "  ^bb0(%x: tensor<bf16>, %y: tensor<bf16>):\n"
+        "    %c = stablehlo.compare LT, %x, %y, TOTALORDER : (tensor<bf16>, tensor<bf16>) -> "
+        "tensor<i1>\n"
+        "    stablehlo.return %c : tensor<i1>\n"
+        "  }) {dimension = 0 : i64, is_stable = true} : (tensor<6xbf16>) -> tensor<6xbf16>\n"
+        "  %b = stablehlo.constant dense<[3.0, -2.0, 65504.0, 0.5]> : tensor<4xf16>\n"
+        "  %1 = \"stablehlo.sort\"(%b) ({\n"
+        "  ^bb0(%x: tensor<f16>, %y: tensor<f16>):\n"
+        "    %c = stablehlo.compare GT, %x, %y : (tensor<f16>, tensor<f16>) -> tensor<i1>\n"
+        "    stablehlo.return %c : tensor<i1>\n"
+        "  }) {dimension = 0 : i64} : (tensor<4xf16>) -> tensor<4xf16>\n"
+        "  return %0, %1 : tensor<6xbf16>, tensor<4xf16>\n}\n";
+    ex_tensor *res = run_many(mod, NULL, 0, 2);
+    static const uint16_t want0[6] = {0xBF80, 0x8000, 0x0000, 0x3FC0, 0x4000, 0x7FC0};
+    static const uint16_t want1[4] = {0x7BFF, 0x4200, 0x3800, 0xC000};
+    assert_memory_equal(res[0].data, want0, sizeof want0);
+    assert_memory_equal(res[1].data, want1, sizeof want1);
+    ex_tensors_free(res, 2);
 }
 
 static void test_ex_exec_run_new_ops_by_hand(void **state)
@@ -1888,6 +1917,7 @@ int main(void)
         cmocka_unit_test(test_ex_gate_limits_holders),
         cmocka_unit_test(test_ex_exec_run_new_ops_by_hand),
         cmocka_unit_test(test_ex_exec_run_exact_constants_and_new_ops),
+        cmocka_unit_test(test_ex_exec_run_half_sort_by_hand),
         cmocka_unit_test(test_ex_exec_run_gather_scatter_conv_by_hand),
         cmocka_unit_test(test_ex_exec_run_sort_jax_comparators_by_hand),
         cmocka_unit_test(test_ex_exec_run_compare_total_order_by_hand),
