@@ -2291,12 +2291,18 @@ static bool cmp_holds(int dir, int c)
 
 bool ex_kern_compare_total(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n)
 {
-    if (dir < EX_CMP_EQ || dir > EX_CMP_GE || (e != SP_ELEM_F32 && e != SP_ELEM_F64)) {
+    if (dir < EX_CMP_EQ || dir > EX_CMP_GE ||
+        (e != SP_ELEM_F32 && e != SP_ELEM_F64 && !is_half(e))) {
         return false;
     }
     for (size_t i = 0; i < n; i++) {
         int c;
-        if (e == SP_ELEM_F32) {
+        if (is_half(e)) { /* sign-magnitude bits, as total32 */
+            uint16_t hx = ((const uint16_t *)a)[i], hy = ((const uint16_t *)b)[i];
+            uint16_t u = (hx & 0x8000u) != 0 ? (uint16_t)~hx : (uint16_t)(hx | 0x8000u);
+            uint16_t v = (hy & 0x8000u) != 0 ? (uint16_t)~hy : (uint16_t)(hy | 0x8000u);
+            c = u < v ? -1 : (u > v ? 1 : 0);
+        } else if (e == SP_ELEM_F32) {
             uint32_t u = total32(((const float *)a)[i]), v = total32(((const float *)b)[i]);
             c = u < v ? -1 : (u > v ? 1 : 0);
         } else {

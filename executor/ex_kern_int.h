@@ -67,7 +67,7 @@ bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t 
 /* out[i] = a[i] dir b[i] as one byte 0/1 (dir: EX_CMP_*). */
 bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n);
 
-/* The same for f32/f64 under compare_type TOTALORDER: IEEE totalOrder
+/* The same for f32/f64/bf16/f16 under compare_type TOTALORDER: IEEE totalOrder
  * (-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN; EQ is bit equality). */
 bool ex_kern_compare_total(int dir, sp_elem e, const void *a, const void *b, uint8_t *out,
                            size_t n);

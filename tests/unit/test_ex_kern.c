@@ -274,6 +274,9 @@ static void test_ex_kern_half_types_round_to_nearest_even(void **state)
     assert_true(ex_kern_is_finite(SP_ELEM_F16, w, c, 5));
     assert_true(c[0] == 1 && c[1] == 0 && c[2] == 0 && c[3] == 1);
     assert_false(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_BF16, one, eps, out, 1));
+    uint16_t ta[3] = {0x8000, 0x7FC0, 0xFFC0}, tb[3] = {0x0000, 0x7F80, 0xFF80};
+    assert_true(ex_kern_compare_total(EX_CMP_LT, SP_ELEM_BF16, ta, tb, c, 3));
+    assert_true(c[0] == 1 && c[1] == 0 && c[2] == 1); /* -0 < +0, +NaN > +Inf, -NaN < -Inf */
 }
 
 static void test_ex_kern_convert_saturates_and_truncates(void **state)
