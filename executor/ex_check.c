@@ -144,6 +144,14 @@ void ex_tensors_compare(const ex_tensor *expected, const ex_tensor *got, uint32_
         } else if (e->elem == SP_ELEM_F64) {
             rel = 1e-10 * sk;
             abs_ = 1e-12 * sk;
+        } else if (e->elem == SP_ELEM_BF16) {
+            /* 8 significant bits (eps 2^-8): a sum of shards rounded to
+             * bf16 each is off by a few eps of its terms, not of itself */
+            rel = 2e-2 * sk;
+            abs_ = 2e-2 * sk;
+        } else if (e->elem == SP_ELEM_F16) { /* 11 bits: eps 2^-11 */
+            rel = 4e-3 * sk;
+            abs_ = 4e-3 * sk;
         }
         for (size_t i = 0; i < e->n; i++) {
             double a = elem_load(e->data, e->elem, i), b = elem_load(g->data, g->elem, i);

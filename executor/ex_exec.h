@@ -123,7 +123,8 @@ typedef struct ex_mismatch {
  * rel * |expected| + abs, where for f32 rel = 1e-4 and abs = 1e-5, both
  * scaled by sqrt(k) with k the longest contraction of the module
  * (ex_module_contraction; rounding error of a sum grows like sqrt(k)); f64
- * uses 1e-10 and 1e-12 likewise; integers and booleans compare exactly.
+ * uses 1e-10 and 1e-12 likewise, bf16 2e-2 and 2e-2, f16 4e-3 and 4e-3;
+ * integers and booleans compare exactly.
  * Shapes or types that differ are a mismatch at index 0. */
 void ex_tensors_compare(const ex_tensor *expected, const ex_tensor *got, uint32_t n, int64_t k,
                         ex_mismatch *out);

@@ -48,6 +48,8 @@ static inline bool elem_supported(sp_elem e)
         EX_ELEM_TYPES(EX_SUPPORTED_CASE)
 #undef EX_SUPPORTED_CASE
     case SP_ELEM_I1:
+    case SP_ELEM_BF16: /* stored as 16 bits, computed in f32 (ex_kern_int.h) */
+    case SP_ELEM_F16:
         return true;
     default:
         return false;
@@ -56,11 +58,11 @@ static inline bool elem_supported(sp_elem e)
 
 static inline bool elem_float(sp_elem e)
 {
-    return e == SP_ELEM_F32 || e == SP_ELEM_F64;
+    return e == SP_ELEM_F32 || e == SP_ELEM_F64 || e == SP_ELEM_BF16 || e == SP_ELEM_F16;
 }
 
 /* Element i of the array p of type e as a double; elem_store writes one back
- * (a C conversion, i1 as v != 0). */
+ * (a C conversion, i1 as v != 0, bf16/f16 rounded to nearest even). */
 static inline double elem_load(const void *p, sp_elem e, size_t i)
 {
     switch (e) {
@@ -71,6 +73,9 @@ static inline double elem_load(const void *p, sp_elem e, size_t i)
 #undef EX_LOAD_CASE
     case SP_ELEM_I1:
         return (double)((const uint8_t *)p)[i];
+    case SP_ELEM_BF16:
+    case SP_ELEM_F16:
+        return (double)ex_half_float(((const uint16_t *)p)[i], e == SP_ELEM_BF16);
     default:
         return 0;
     }
@@ -87,6 +92,10 @@ static inline void elem_store(void *p, sp_elem e, size_t i, double v)
 #undef EX_STORE_CASE
     case SP_ELEM_I1:
         ((uint8_t *)p)[i] = v != 0;
+        break;
+    case SP_ELEM_BF16:
+    case SP_ELEM_F16:
+        ((uint16_t *)p)[i] = ex_half_from_double(e, v);
         break;
     default:
         break;
@@ -218,6 +227,15 @@ static inline void elem_combine(void *dst, size_t di, const void *src, size_t si
     case SP_ELEM_UI64:
         EX_COMBINE_INT(uint64_t, uint64_t);
         return;
+    case SP_ELEM_BF16:
+    case SP_ELEM_F16: { /* in double, rounded once */
+        double a_ = elem_load(dst, e, di), b_ = elem_load(src, e, si);
+        a_ = fn == RED_MUL   ? a_ * b_
+             : fn == RED_MAX ? (a_ > b_ || a_ != a_ ? a_ : b_)
+                             : (a_ < b_ || a_ != a_ ? a_ : b_);
+        elem_store(dst, e, di, a_);
+        return;
+    }
     default:
         return;
     }
@@ -262,7 +280,7 @@ typedef struct xop {
     int64_t *grp_of;              /* collectives: n_dev entries, row of each device */
     int64_t *groups;              /* n_groups * gsize device ids */
     uint32_t gsize;
-    double *cval;                 /* constant values (1: splat) */
+    void *cval;                   /* constant: element bytes, row-major (n_cval 1: splat) */
     void *ext;                    /* ex_gather_dims / ex_conv_dims (gather, scatter, conv) */
     size_t n_cval;
     bool local;                   /* a reshard, constraint or permute that leaves every

@@ -17,9 +17,45 @@ uint32_t ex_kern_cores(void)
     return n < 1 ? 1u : (uint32_t)n;
 }
 
+/* ---- bf16 and f16: blocks through f32 ------------------------------------------- */
+
+enum { HBLK = 256 }; /* elements per f32 block on the stack */
+
+static bool is_half(sp_elem e)
+{
+    return e == SP_ELEM_BF16 || e == SP_ELEM_F16;
+}
+
+void ex_kern_half_to_f32(sp_elem e, const uint16_t *h, float *f, size_t n)
+{
+    if (e == SP_ELEM_BF16) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t b = (uint32_t)h[i] << 16;
+            memcpy(&f[i], &b, sizeof b);
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        f[i] = ex_half_float(h[i], false);
+    }
+}
+
+void ex_kern_f32_to_half(sp_elem e, const float *f, uint16_t *h, size_t n)
+{
+    if (e == SP_ELEM_BF16) {
+        for (size_t i = 0; i < n; i++) {
+            h[i] = ex_bf16_from_float(f[i]);
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        h[i] = ex_half_round((double)f[i], 5, 10);
+    }
+}
+
 /* ---- element-wise ---------------------------------------------------------------- */
 
-#define FLT_BINARY(NAME, T)                                                                        \
+#define FLT_BINARY(NAME, T, SFX)                                                                   \
     static bool NAME(sp_op_kind k, const T *restrict a, const T *restrict b, T *restrict o,        \
                      size_t n)                                                                     \
     {                                                                                              \
@@ -48,17 +84,48 @@ uint32_t ex_kern_cores(void)
             for (size_t i = 0; i < n; i++)                                                         \
                 o[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];                                \
             return true;                                                                           \
+        case SP_OP_REMAINDER: /* truncated division: the dividend's sign */                        \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = fmod##SFX(a[i], b[i]);                                                      \
+            return true;                                                                           \
+        case SP_OP_ATAN2:                                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = atan2##SFX(a[i], b[i]);                                                     \
+            return true;                                                                           \
+        case SP_OP_POWER:                                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = pow##SFX(a[i], b[i]);                                                       \
+            return true;                                                                           \
         default:                                                                                   \
             return false;                                                                          \
         }                                                                                          \
     }
 
-FLT_BINARY(binary_f32, float)
-FLT_BINARY(binary_f64, double)
+FLT_BINARY(binary_f32, float, f)
+FLT_BINARY(binary_f64, double, )
+
+/* Integer power by squaring, wrapping modulo 2^64 (then truncated by the
+ * caller); a negative exponent gives 1 for base 1, +-1 for base -1 and 0
+ * otherwise (the integer part of the exact value). */
+static uint64_t int_pow(uint64_t base, uint64_t ex, bool neg_ex, bool base_minus_one)
+{
+    if (neg_ex) {
+        return base == 1 ? 1u : base_minus_one ? ((ex & 1u) != 0 ? base : 1u) : 0u;
+    }
+    uint64_t r = 1;
+    while (ex != 0) {
+        if ((ex & 1u) != 0) {
+            r *= base;
+        }
+        base *= base;
+        ex >>= 1;
+    }
+    return r;
+}
 
 /* Integers: add, subtract and multiply wrap (through the unsigned type U);
  * MINV is the type's minimum (0 when unsigned) for INT_MIN / -1. */
-#define INT_BINARY(NAME, T, U, MINV)                                                               \
+#define INT_BINARY(NAME, T, U, S, MINV, ISNEG)                                                     \
     static bool NAME(sp_op_kind k, const T *restrict a, const T *restrict b, T *restrict o,        \
                      size_t n)                                                                     \
     {                                                                                              \
@@ -101,22 +168,68 @@ FLT_BINARY(binary_f64, double)
             for (size_t i = 0; i < n; i++)                                                         \
                 o[i] = (T)(a[i] ^ b[i]);                                                           \
             return true;                                                                           \
+        case SP_OP_REMAINDER: /* x % 0 is x (as XLA), INT_MIN % -1 is 0 */                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(b[i] == 0                           ? a[i]                              \
+                           : (a[i] == (MINV) && b[i] == (T)-1) ? 0                                 \
+                                                               : a[i] % b[i]);                     \
+            return true;                                                                           \
+        case SP_OP_POWER:                                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(U)int_pow((uint64_t)a[i], (uint64_t)(b[i]), ISNEG(b[i]),                \
+                                     ISNEG(a[i]) && a[i] == (T)-1);                                \
+            return true;                                                                           \
+        /* shift amounts are unsigned: >= the bit width shifts everything out */                   \
+        case SP_OP_SHIFT_LEFT:                                                                     \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)((uint64_t)(U)b[i] >= 8u * sizeof(T)                                     \
+                               ? 0u                                                                \
+                               : (U)((uint64_t)(U)a[i] << (U)b[i]));                               \
+            return true;                                                                           \
+        case SP_OP_SHIFT_RIGHT_LOGICAL:                                                            \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)((uint64_t)(U)b[i] >= 8u * sizeof(T)                                     \
+                               ? 0u                                                                \
+                               : (U)((uint64_t)(U)a[i] >> (U)b[i]));                               \
+            return true;                                                                           \
+        case SP_OP_SHIFT_RIGHT_ARITHMETIC: /* the bits as signed, sign-filling */                 \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)(S)((uint64_t)(U)b[i] >= 8u * sizeof(T) ? ((S)a[i] < 0 ? -1 : 0)        \
+                                                                   : ((S)a[i] >> (U)b[i]));        \
+            return true;                                                                           \
         default:                                                                                   \
             return false;                                                                          \
         }                                                                                          \
     }
 
-INT_BINARY(binary_i8, int8_t, uint8_t, INT8_MIN)
-INT_BINARY(binary_i16, int16_t, uint16_t, INT16_MIN)
-INT_BINARY(binary_i32, int32_t, uint32_t, INT32_MIN)
-INT_BINARY(binary_i64, int64_t, uint64_t, INT64_MIN)
-INT_BINARY(binary_u8, uint8_t, uint8_t, 0)
-INT_BINARY(binary_u16, uint16_t, uint16_t, 0)
-INT_BINARY(binary_u32, uint32_t, uint32_t, 0)
-INT_BINARY(binary_u64, uint64_t, uint64_t, 0)
+#define NEG_S(x) ((x) < 0)
+#define NEG_U(x) ((void)(x), false)
+INT_BINARY(binary_i8, int8_t, uint8_t, int8_t, INT8_MIN, NEG_S)
+INT_BINARY(binary_i16, int16_t, uint16_t, int16_t, INT16_MIN, NEG_S)
+INT_BINARY(binary_i32, int32_t, uint32_t, int32_t, INT32_MIN, NEG_S)
+INT_BINARY(binary_i64, int64_t, uint64_t, int64_t, INT64_MIN, NEG_S)
+INT_BINARY(binary_u8, uint8_t, uint8_t, int8_t, 0, NEG_U)
+INT_BINARY(binary_u16, uint16_t, uint16_t, int16_t, 0, NEG_U)
+INT_BINARY(binary_u32, uint32_t, uint32_t, int32_t, 0, NEG_U)
+INT_BINARY(binary_u64, uint64_t, uint64_t, int64_t, 0, NEG_U)
 
 bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void *out, size_t n)
 {
+    if (is_half(e)) {
+        const uint16_t *ha = a, *hb = b;
+        uint16_t *ho = out;
+        float fa[HBLK], fb[HBLK], fo[HBLK];
+        for (size_t i = 0; i < n; i += HBLK) {
+            size_t m = n - i < HBLK ? n - i : HBLK;
+            ex_kern_half_to_f32(e, ha + i, fa, m);
+            ex_kern_half_to_f32(e, hb + i, fb, m);
+            if (!binary_f32(k, fa, fb, fo, m)) {
+                return false;
+            }
+            ex_kern_f32_to_half(e, fo, ho + i, m);
+        }
+        return true;
+    }
     switch (e) {
 #define BINARY_CASE(E, T, S)                                                                       \
     case E:                                                                                        \
@@ -134,7 +247,7 @@ bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void 
     }
 }
 
-#define FLT_UNARY(NAME, T, EXP, TANH, SQRT, LOG, FABS)                                             \
+#define FLT_UNARY(NAME, T, SFX)                                             \
     static bool NAME(sp_op_kind k, const T *restrict a, T *restrict o, size_t n)                   \
     {                                                                                              \
         switch (k) {                                                                               \
@@ -144,42 +257,82 @@ bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void 
             return true;                                                                           \
         case SP_OP_ABS:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = FABS(a[i]);                                                                 \
+                o[i] = fabs##SFX(a[i]);                                                            \
             return true;                                                                           \
         case SP_OP_EXPONENTIAL:                                                                    \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = EXP(a[i]);                                                                  \
+                o[i] = exp##SFX(a[i]);                                                             \
             return true;                                                                           \
         case SP_OP_TANH:                                                                           \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = TANH(a[i]);                                                                 \
+                o[i] = tanh##SFX(a[i]);                                                            \
             return true;                                                                           \
         case SP_OP_SQRT:                                                                           \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = SQRT(a[i]);                                                                 \
+                o[i] = sqrt##SFX(a[i]);                                                            \
             return true;                                                                           \
         case SP_OP_RSQRT:                                                                          \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = (T)1 / SQRT(a[i]);                                                          \
+                o[i] = (T)1 / sqrt##SFX(a[i]);                                                     \
             return true;                                                                           \
         case SP_OP_LOG:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = LOG(a[i]);                                                                  \
+                o[i] = log##SFX(a[i]);                                                             \
             return true;                                                                           \
         case SP_OP_LOGISTIC:                                                                       \
             for (size_t i = 0; i < n; i++)                                                         \
-                o[i] = (T)1 / ((T)1 + EXP(-a[i]));                                                 \
+                o[i] = (T)1 / ((T)1 + exp##SFX(-a[i]));                                            \
+            return true;                                                                           \
+        case SP_OP_SIGN:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (a[i] != a[i] || a[i] == 0) ? a[i] : a[i] > 0 ? (T)1 : (T)-1;               \
+            return true;                                                                           \
+        case SP_OP_CBRT:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = cbrt##SFX(a[i]);                                                            \
+            return true;                                                                           \
+        case SP_OP_CEIL:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = ceil##SFX(a[i]);                                                            \
+            return true;                                                                           \
+        case SP_OP_FLOOR:                                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = floor##SFX(a[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_COSINE:                                                                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = cos##SFX(a[i]);                                                             \
+            return true;                                                                           \
+        case SP_OP_SINE:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = sin##SFX(a[i]);                                                             \
+            return true;                                                                           \
+        case SP_OP_EXPONENTIAL_MINUS_ONE:                                                          \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = expm1##SFX(a[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_LOG_PLUS_ONE:                                                                   \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = log1p##SFX(a[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_ROUND_NEAREST_AFZ:                                                              \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = round##SFX(a[i]);                                                           \
+            return true;                                                                           \
+        case SP_OP_ROUND_NEAREST_EVEN:                                                             \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = rint##SFX(a[i]) /* the default mode: ties to even */;                       \
             return true;                                                                           \
         default:                                                                                   \
             return false;                                                                          \
         }                                                                                          \
     }
 
-FLT_UNARY(unary_f32, float, expf, tanhf, sqrtf, logf, fabsf)
-FLT_UNARY(unary_f64, double, exp, tanh, sqrt, log, fabs)
+FLT_UNARY(unary_f32, float, f)
+FLT_UNARY(unary_f64, double, )
 
 /* ABS(x) is the absolute value expression for the type (wrapping at INT_MIN). */
-#define INT_UNARY(NAME, T, U, ABS)                                                                 \
+#define INT_UNARY(NAME, T, U, ABS, SIGN)                                                           \
     static bool NAME(sp_op_kind k, const T *restrict a, T *restrict o, size_t n)                   \
     {                                                                                              \
         switch (k) {                                                                               \
@@ -190,6 +343,14 @@ FLT_UNARY(unary_f64, double, exp, tanh, sqrt, log, fabs)
         case SP_OP_ABS:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
                 o[i] = ABS(a[i]);                                                                  \
+            return true;                                                                           \
+        case SP_OP_SIGN:                                                                           \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = SIGN(a[i]);                                                                 \
+            return true;                                                                           \
+        case SP_OP_POPCNT:                                                                         \
+            for (size_t i = 0; i < n; i++)                                                         \
+                o[i] = (T)__builtin_popcountll((uint64_t)(U)a[i]);                                 \
             return true;                                                                           \
         case SP_OP_NOT:                                                                            \
             for (size_t i = 0; i < n; i++)                                                         \
@@ -206,17 +367,33 @@ FLT_UNARY(unary_f64, double, exp, tanh, sqrt, log, fabs)
 #define ABS_I32(x)    SABS(int32_t, uint32_t, x)
 #define ABS_I64(x)    SABS(int64_t, uint64_t, x)
 #define ABS_U(x)      (x)
-INT_UNARY(unary_i8, int8_t, uint8_t, ABS_I8)
-INT_UNARY(unary_i16, int16_t, uint16_t, ABS_I16)
-INT_UNARY(unary_i32, int32_t, uint32_t, ABS_I32)
-INT_UNARY(unary_i64, int64_t, uint64_t, ABS_I64)
-INT_UNARY(unary_u8, uint8_t, uint8_t, ABS_U)
-INT_UNARY(unary_u16, uint16_t, uint16_t, ABS_U)
-INT_UNARY(unary_u32, uint32_t, uint32_t, ABS_U)
-INT_UNARY(unary_u64, uint64_t, uint64_t, ABS_U)
+#define SIGN_S(x)     ((x) > 0 ? 1 : (x) < 0 ? -1 : 0)
+#define SIGN_U(x)     ((x) != 0)
+INT_UNARY(unary_i8, int8_t, uint8_t, ABS_I8, SIGN_S)
+INT_UNARY(unary_i16, int16_t, uint16_t, ABS_I16, SIGN_S)
+INT_UNARY(unary_i32, int32_t, uint32_t, ABS_I32, SIGN_S)
+INT_UNARY(unary_i64, int64_t, uint64_t, ABS_I64, SIGN_S)
+INT_UNARY(unary_u8, uint8_t, uint8_t, ABS_U, SIGN_U)
+INT_UNARY(unary_u16, uint16_t, uint16_t, ABS_U, SIGN_U)
+INT_UNARY(unary_u32, uint32_t, uint32_t, ABS_U, SIGN_U)
+INT_UNARY(unary_u64, uint64_t, uint64_t, ABS_U, SIGN_U)
 
 bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n)
 {
+    if (is_half(e)) {
+        const uint16_t *ha = a;
+        uint16_t *ho = out;
+        float fa[HBLK], fo[HBLK];
+        for (size_t i = 0; i < n; i += HBLK) {
+            size_t m = n - i < HBLK ? n - i : HBLK;
+            ex_kern_half_to_f32(e, ha + i, fa, m);
+            if (!unary_f32(k, fa, fo, m)) {
+                return false;
+            }
+            ex_kern_f32_to_half(e, fo, ho + i, m);
+        }
+        return true;
+    }
     switch (e) {
 #define UNARY_CASE(E, T, S)                                                                        \
     case E:                                                                                        \
@@ -239,6 +416,102 @@ bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n)
 }
 
 /* ---- convert ---------------------------------------------------------------------- */
+
+bool ex_kern_is_finite(sp_elem e, const void *a, uint8_t *out, size_t n)
+{
+    if (is_half(e)) { /* the exponent field not all ones */
+        const uint16_t *h = a;
+        uint16_t mask = e == SP_ELEM_BF16 ? 0x7F80u : 0x7C00u;
+        for (size_t i = 0; i < n; i++) {
+            out[i] = (uint8_t)((h[i] & mask) != mask ? 1 : 0);
+        }
+        return true;
+    }
+    if (e == SP_ELEM_F32) {
+        const float *x = a;
+        for (size_t i = 0; i < n; i++) {
+            out[i] = (uint8_t)(isfinite(x[i]) ? 1 : 0);
+        }
+        return true;
+    }
+    if (e == SP_ELEM_F64) {
+        const double *x = a;
+        for (size_t i = 0; i < n; i++) {
+            out[i] = (uint8_t)(isfinite(x[i]) ? 1 : 0);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* clamp through maximum then minimum, so NaN propagates as they do */
+#define FLT_CLAMP(T)                                                                               \
+    {                                                                                              \
+        const T *l = lo, *x = a, *h = hi;                                                          \
+        T *o = out;                                                                                \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            T v = x[i], lv = l[i * sl], hv = h[i * sh];                                            \
+            v = (v > lv || v != v) ? v : lv;                                                       \
+            o[i] = (v < hv || v != v) ? v : hv;                                                    \
+        }                                                                                          \
+        return true;                                                                               \
+    }
+#define INT_CLAMP(T)                                                                               \
+    {                                                                                              \
+        const T *l = lo, *x = a, *h = hi;                                                          \
+        T *o = out;                                                                                \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            T v = x[i], lv = l[i * sl], hv = h[i * sh];                                            \
+            v = v > lv ? v : lv;                                                                   \
+            o[i] = v < hv ? v : hv;                                                                \
+        }                                                                                          \
+        return true;                                                                               \
+    }
+
+bool ex_kern_clamp(sp_elem e, const void *lo, bool lo_scalar, const void *a, const void *hi,
+                   bool hi_scalar, void *out, size_t n)
+{
+    size_t sl = lo_scalar ? 0u : 1u, sh = hi_scalar ? 0u : 1u;
+    if (is_half(e)) {
+        const uint16_t *hl = lo, *hx = a, *hh = hi;
+        uint16_t *ho = out;
+        float fl[HBLK], fx[HBLK], fh[HBLK], fo[HBLK];
+        for (size_t i = 0; i < n; i += HBLK) {
+            size_t m = n - i < HBLK ? n - i : HBLK;
+            ex_kern_half_to_f32(e, hl + i * sl, fl, lo_scalar ? 1 : m);
+            ex_kern_half_to_f32(e, hx + i, fx, m);
+            ex_kern_half_to_f32(e, hh + i * sh, fh, hi_scalar ? 1 : m);
+            (void)ex_kern_clamp(SP_ELEM_F32, fl, lo_scalar, fx, fh, hi_scalar, fo, m);
+            ex_kern_f32_to_half(e, fo, ho + i, m); /* exact: clamp picks an input */
+        }
+        return true;
+    }
+    switch (e) {
+    case SP_ELEM_F32:
+        FLT_CLAMP(float)
+    case SP_ELEM_F64:
+        FLT_CLAMP(double)
+    case SP_ELEM_I8:
+        INT_CLAMP(int8_t)
+    case SP_ELEM_I16:
+        INT_CLAMP(int16_t)
+    case SP_ELEM_I32:
+        INT_CLAMP(int32_t)
+    case SP_ELEM_I64:
+        INT_CLAMP(int64_t)
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+        INT_CLAMP(uint8_t)
+    case SP_ELEM_UI16:
+        INT_CLAMP(uint16_t)
+    case SP_ELEM_UI32:
+        INT_CLAMP(uint32_t)
+    case SP_ELEM_UI64:
+        INT_CLAMP(uint64_t)
+    default:
+        return false;
+    }
+}
 
 #define CV_LOOP(ST, EXPR)                                                                          \
     {                                                                                              \
@@ -327,8 +600,53 @@ static bool cv_i1(sp_elem from, const void *a, uint8_t *o, size_t n)
     }
 }
 
+/* A convert from or to a half type, block by block: a half widens to f32
+ * exactly, then converts as f32 does; f32 and f64 sources round to the half
+ * in one step, integer sources go through f64 first. */
+static bool convert_half(sp_elem from, const void *a, sp_elem to, void *out, size_t n)
+{
+    if (from == to) {
+        memcpy(out, a, n * sizeof(uint16_t));
+        return true;
+    }
+    float f[HBLK];
+    double d[HBLK];
+    for (size_t i = 0; i < n; i += HBLK) {
+        size_t m = n - i < HBLK ? n - i : HBLK;
+        if (is_half(from)) {
+            ex_kern_half_to_f32(from, (const uint16_t *)a + i, f, m);
+            if (is_half(to)) {
+                ex_kern_f32_to_half(to, f, (uint16_t *)out + i, m);
+            } else if (!ex_kern_convert(SP_ELEM_F32, f, to, (char *)out + i * sp_elem_bytes(to),
+                                        m)) {
+                return false;
+            }
+            continue;
+        }
+        uint16_t *h = (uint16_t *)out + i;
+        if (from == SP_ELEM_F32) {
+            ex_kern_f32_to_half(to, (const float *)a + i, h, m);
+            continue;
+        }
+        const double *src = d;
+        if (from == SP_ELEM_F64) {
+            src = (const double *)a + i;
+        } else if (!ex_kern_convert(from, (const char *)a + i * sp_elem_bytes(from), SP_ELEM_F64,
+                                    d, m)) {
+            return false;
+        }
+        for (size_t j = 0; j < m; j++) {
+            h[j] = ex_half_from_double(to, src[j]);
+        }
+    }
+    return true;
+}
+
 bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t n)
 {
+    if (is_half(from) || is_half(to)) {
+        return convert_half(from, a, to, out, n);
+    }
     switch (to) {
 #define CONVERT_CASE(E, T, S)                                                                      \
     case E:                                                                                        \
@@ -384,6 +702,17 @@ bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *
 {
     if (dir < EX_CMP_EQ || dir > EX_CMP_GE) {
         return false;
+    }
+    if (is_half(e)) { /* widening keeps the order and NaNs */
+        const uint16_t *ha = a, *hb = b;
+        float fa[HBLK], fb[HBLK];
+        for (size_t i = 0; i < n; i += HBLK) {
+            size_t m = n - i < HBLK ? n - i : HBLK;
+            ex_kern_half_to_f32(e, ha + i, fa, m);
+            ex_kern_half_to_f32(e, hb + i, fb, m);
+            cmp_f32(dir, fa, fb, out + i, m);
+        }
+        return true;
     }
     switch (e) {
 #define COMPARE_CASE(E, T, S)                                                                      \
@@ -1773,6 +2102,17 @@ static int three_way(sp_elem e, bool total, const void *a, size_t i, size_t j)
         }
         return x < y ? -1 : (x > y ? 1 : (x == y ? 0 : 2));
     }
+    case SP_ELEM_BF16:
+    case SP_ELEM_F16: {
+        uint16_t hx = ((const uint16_t *)a)[i], hy = ((const uint16_t *)a)[j];
+        if (total) { /* sign-magnitude bits, as total32 */
+            uint16_t u = (hx & 0x8000u) != 0 ? (uint16_t)~hx : (uint16_t)(hx | 0x8000u);
+            uint16_t v = (hy & 0x8000u) != 0 ? (uint16_t)~hy : (uint16_t)(hy | 0x8000u);
+            return u < v ? -1 : (u > v ? 1 : 0);
+        }
+        float x = ex_half_float(hx, e == SP_ELEM_BF16), y = ex_half_float(hy, e == SP_ELEM_BF16);
+        return x < y ? -1 : (x > y ? 1 : (x == y ? 0 : 2));
+    }
     case SP_ELEM_I8:
         THREE_WAY(int8_t)
     case SP_ELEM_I16:
@@ -1864,7 +2204,8 @@ static void sort_positions(const sort_slice *s, size_t *a, size_t *tmp, size_t n
 
 static bool sortable(sp_elem e)
 {
-    return e == SP_ELEM_F32 || e == SP_ELEM_F64 || e == SP_ELEM_I1 || e == SP_ELEM_I8 ||
+    return e == SP_ELEM_F32 || e == SP_ELEM_F64 || e == SP_ELEM_BF16 || e == SP_ELEM_F16 ||
+           e == SP_ELEM_I1 || e == SP_ELEM_I8 ||
            e == SP_ELEM_I16 || e == SP_ELEM_I32 || e == SP_ELEM_I64 || e == SP_ELEM_UI8 ||
            e == SP_ELEM_UI16 || e == SP_ELEM_UI32 || e == SP_ELEM_UI64;
 }
@@ -1950,12 +2291,18 @@ static bool cmp_holds(int dir, int c)
 
 bool ex_kern_compare_total(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n)
 {
-    if (dir < EX_CMP_EQ || dir > EX_CMP_GE || (e != SP_ELEM_F32 && e != SP_ELEM_F64)) {
+    if (dir < EX_CMP_EQ || dir > EX_CMP_GE ||
+        (e != SP_ELEM_F32 && e != SP_ELEM_F64 && !is_half(e))) {
         return false;
     }
     for (size_t i = 0; i < n; i++) {
         int c;
-        if (e == SP_ELEM_F32) {
+        if (is_half(e)) { /* sign-magnitude bits, as total32 */
+            uint16_t hx = ((const uint16_t *)a)[i], hy = ((const uint16_t *)b)[i];
+            uint16_t u = (hx & 0x8000u) != 0 ? (uint16_t)~hx : (uint16_t)(hx | 0x8000u);
+            uint16_t v = (hy & 0x8000u) != 0 ? (uint16_t)~hy : (uint16_t)(hy | 0x8000u);
+            c = u < v ? -1 : (u > v ? 1 : 0);
+        } else if (e == SP_ELEM_F32) {
             uint32_t u = total32(((const float *)a)[i]), v = total32(((const float *)b)[i]);
             c = u < v ? -1 : (u > v ? 1 : 0);
         } else {

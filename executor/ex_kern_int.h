@@ -5,7 +5,8 @@
  * the way. ex_prepare.c decodes ops and shards and ex_ops.c calls these;
  * they know nothing about modules, shardings or workers.
  * Types are sp_elem values; the supported ones are those of ex_int.h
- * (F32, F64, I1, I8..I64, UI8..UI64). A function returning bool returns
+ * (F32, F64, BF16, F16, I1, I8..I64, UI8..UI64; the half types computed in
+ * f32 block by block, see "bf16 and f16"). A function returning bool returns
  * false, writing nothing, for a type or op it has no kernel for.
  * Thread contract: every function is reentrant; an ex_gate is shared by the
  * workers of one run. */
@@ -16,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cm.h"
 #include "sp_ir.h"
@@ -31,14 +33,32 @@ uint32_t ex_kern_cores(void);
 /* ---- element-wise ---------------------------------------------------------------- */
 
 /* out[i] = a[i] k b[i] for i < n, k one of SP_OP_ADD, SUBTRACT, MULTIPLY,
- * DIVIDE, MAXIMUM, MINIMUM, AND, OR, XOR. Integers wrap; integer division by
- * zero gives 0 and INT_MIN / -1 gives INT_MIN; float maximum/minimum
- * propagate NaN. out may alias a or b. */
+ * DIVIDE, MAXIMUM, MINIMUM, AND, OR, XOR, REMAINDER, POWER (both kinds),
+ * ATAN2 (floats) and SHIFT_LEFT, SHIFT_RIGHT_LOGICAL, SHIFT_RIGHT_ARITHMETIC
+ * (integers). Integers wrap; integer division by zero gives 0 and INT_MIN /
+ * -1 gives INT_MIN; remainder takes the dividend's sign (x % 0 is x, INT_MIN
+ * % -1 is 0); integer power by squaring, a negative exponent giving the
+ * integer part of the exact value (0 unless the base is 1 or -1); shift
+ * amounts are read unsigned and at least the bit width gives 0 (logical,
+ * left) or the sign fill (arithmetic, which reads unsigned types' bits as
+ * signed); float maximum/minimum propagate NaN. out may alias a or b. */
 bool ex_kern_binary(sp_op_kind k, sp_elem e, const void *a, const void *b, void *out, size_t n);
 
-/* out[i] = k(a[i]): NEGATE, ABS, NOT (integers, i1) and EXPONENTIAL, TANH, SQRT,
- * RSQRT, LOG, LOGISTIC (floats) besides NEGATE and ABS. */
+/* out[i] = k(a[i]): NEGATE, ABS, NOT, SIGN, POPCNT (integers; NOT also i1)
+ * and NEGATE, ABS, SIGN (NaN and -0 kept), EXPONENTIAL, EXPONENTIAL_MINUS_ONE,
+ * TANH, SQRT, RSQRT, CBRT, LOG, LOG_PLUS_ONE, LOGISTIC, COSINE, SINE, CEIL,
+ * FLOOR, ROUND_NEAREST_AFZ (ties away from zero), ROUND_NEAREST_EVEN (ties
+ * to even) for floats, through the C library's functions of the type. */
 bool ex_kern_unary(sp_op_kind k, sp_elem e, const void *a, void *out, size_t n);
+
+/* out[i] = a[i] is finite, as one byte 0/1 (f32, f64). */
+bool ex_kern_is_finite(sp_elem e, const void *a, uint8_t *out, size_t n);
+
+/* stablehlo.clamp: out[i] = minimum(maximum(a[i], lo), hi) with lo and hi
+ * either n elements or one (lo_scalar / hi_scalar); floats propagate NaN as
+ * maximum and minimum do. Every numeric type and i1. */
+bool ex_kern_clamp(sp_elem e, const void *lo, bool lo_scalar, const void *a, const void *hi,
+                   bool hi_scalar, void *out, size_t n);
 
 /* out[i] = (to)a[i]. Float to integer truncates toward zero and saturates
  * (NaN gives 0); anything to i1 is a != 0; integers wrap. */
@@ -47,7 +67,7 @@ bool ex_kern_convert(sp_elem from, const void *a, sp_elem to, void *out, size_t 
 /* out[i] = a[i] dir b[i] as one byte 0/1 (dir: EX_CMP_*). */
 bool ex_kern_compare(int dir, sp_elem e, const void *a, const void *b, uint8_t *out, size_t n);
 
-/* The same for f32/f64 under compare_type TOTALORDER: IEEE totalOrder
+/* The same for f32/f64/bf16/f16 under compare_type TOTALORDER: IEEE totalOrder
  * (-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN; EQ is bit equality). */
 bool ex_kern_compare_total(int dir, sp_elem e, const void *a, const void *b, uint8_t *out,
                            size_t n);
@@ -87,6 +107,104 @@ void ex_kern_fill(void *out, size_t n, const void *val, size_t esz);
         LOOP(uint32_t)                                                                             \
     case 8:                                                                                        \
         LOOP(uint64_t)
+
+/* ---- bf16 and f16 storage -------------------------------------------------------
+ * The half types are stored as their 16 bits and computed in f32: kernels
+ * convert blocks of elements to f32, run the f32 loop and round back. A
+ * half is rounded from a double (or a float, exactly widened) to nearest,
+ * ties to even, in one step (no double rounding): overflow gives infinity,
+ * values below the smallest subnormal's half give a signed zero, NaN stays
+ * a (quiet) NaN with its sign. ebits/mbits: 8/7 for bf16, 5/10 for f16. */
+static inline uint16_t ex_half_round(double v, uint32_t ebits, uint32_t mbits)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    uint16_t sign = (uint16_t)((b >> 63) << 15);
+    uint32_t ex = (uint32_t)((b >> 52) & 0x7FFu);
+    uint64_t frac = b & ((UINT64_C(1) << 52) - 1u);
+    uint16_t inf = (uint16_t)(((1u << ebits) - 1u) << mbits);
+    if (ex == 0x7FFu) {
+        if (frac == 0) {
+            return (uint16_t)(sign | inf);
+        }
+        /* keep the payload's top bits, force the quiet bit */
+        return (uint16_t)(sign | inf | (1u << (mbits - 1u)) | (uint16_t)(frac >> (52u - mbits)));
+    }
+    if (ex == 0) {
+        return sign; /* zero, or a double subnormal: far below any half */
+    }
+    int32_t e = (int32_t)ex - 1023, bias = (int32_t)(1u << (ebits - 1u)) - 1;
+    if (e > bias) {
+        return (uint16_t)(sign | inf);
+    }
+    uint64_t m = frac | (UINT64_C(1) << 52);
+    int32_t shift = 52 - (int32_t)mbits;
+    bool sub = e < 1 - bias;
+    if (sub) {
+        shift += 1 - bias - e;
+    }
+    if (shift > 53) {
+        return sign;
+    }
+    uint64_t q = m >> shift, rem = m & ((UINT64_C(1) << shift) - 1u), half = UINT64_C(1)
+                                                                          << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u) != 0)) {
+        q++;
+    }
+    if (sub) {
+        return (uint16_t)(sign | q); /* q == 1 << mbits: the smallest normal */
+    }
+    if (q == UINT64_C(1) << (mbits + 1u)) {
+        q >>= 1;
+        e++;
+        if (e > bias) {
+            return (uint16_t)(sign | inf);
+        }
+    }
+    return (uint16_t)(sign | ((uint32_t)(e + bias) << mbits) | (q & ((UINT64_C(1) << mbits) - 1u)));
+}
+
+/* The float a half's bits h stand for (exact). */
+static inline float ex_half_float(uint16_t h, bool bf16)
+{
+    uint32_t b;
+    if (bf16) {
+        b = (uint32_t)h << 16;
+    } else {
+        uint32_t sign = (uint32_t)(h >> 15) << 31, ex = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+        if (ex == 0x1F) {
+            b = sign | 0x7F800000u | (m << 13);
+        } else if (ex != 0) {
+            b = sign | ((ex + 112u) << 23) | (m << 13);
+        } else {
+            float f = (float)m * 0x1p-24f; /* zero or subnormal */
+            return sign != 0 ? -f : f;
+        }
+    }
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+/* bf16 from a float: the f32 bits rounded to their top 16 (ties to even). */
+static inline uint16_t ex_bf16_from_float(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) {
+        return (uint16_t)((b >> 16) | 0x40u);
+    }
+    return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+}
+
+static inline uint16_t ex_half_from_double(sp_elem e, double v)
+{
+    return e == SP_ELEM_BF16 ? ex_half_round(v, 8, 7) : ex_half_round(v, 5, 10);
+}
+
+/* n halves of type e (BF16 or F16) to floats, and back (rounded). */
+void ex_kern_half_to_f32(sp_elem e, const uint16_t *h, float *f, size_t n);
+void ex_kern_f32_to_half(sp_elem e, const float *f, uint16_t *h, size_t n);
 
 /* ---- data movement ---------------------------------------------------------------- */
 

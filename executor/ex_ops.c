@@ -333,6 +333,48 @@ cm_status ex_local_error(const prog *p, const xop *x, cm_error *err, const char 
     return ex_op_error(p, x->op, err, "%s: %s", p->m->ops[x->op].name, what);
 }
 
+static bool is_half_elem(sp_elem e)
+{
+    return e == SP_ELEM_BF16 || e == SP_ELEM_F16;
+}
+
+/* v's block as f32: itself when it is f32, else a converted copy in *tmp. */
+static const float *as_f32(const vinfo *V, const void *data, float **tmp)
+{
+    *tmp = NULL;
+    if (V->elem == SP_ELEM_F32) {
+        return data;
+    }
+    *tmp = cm_alloc(sizeof(float) * (V->lcount + 1u));
+    if (*tmp != NULL) {
+        ex_kern_half_to_f32(V->elem, data, *tmp, V->lcount);
+    }
+    return *tmp;
+}
+
+/* A dot_general with bf16/f16 operands or result: one sgemm on f32 copies,
+ * accumulating in f32, the result rounded once to its type. */
+static cm_status half_dot(const prog *p, const xop *x, const vinfo *L, const void *l,
+                          const vinfo *R, const void *rd, const vinfo *O, void *out)
+{
+    (void)p;
+    float *tl = NULL, *tr = NULL, *to = NULL;
+    const float *fl = as_f32(L, l, &tl), *fr = as_f32(R, rd, &tr);
+    float *fo = O->elem == SP_ELEM_F32 ? out : (to = cm_alloc(sizeof(float) * (O->lcount + 1u)));
+    cm_status st = CM_ENOMEM;
+    if (fl != NULL && fr != NULL && fo != NULL) {
+        st = ex_kern_dot(SP_ELEM_F32, fl, L->ldims, L->rank, fr, R->ldims, R->rank, x->a, x->b,
+                         x->na, x->c, x->d, x->nc, fo);
+        if (st == CM_OK && to != NULL) {
+            ex_kern_f32_to_half(O->elem, to, out, O->lcount);
+        }
+    }
+    cm_free(tl);
+    cm_free(tr);
+    cm_free(to);
+    return st;
+}
+
 static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
@@ -407,6 +449,16 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     void *out = ex_buf_alloc(p, bufs, r, false);
     if (out == NULL) {
         return cm_error_oom(err);
+    }
+    if (is_half_elem(L->elem) || is_half_elem(R->elem) || is_half_elem(O->elem)) {
+        cm_status hs = half_dot(p, x, L, bufs[lv], R, bufs[rv], O, out);
+        if (hs != CM_OK) {
+            cm_free(out);
+            return hs == CM_ENOMEM ? cm_error_oom(err)
+                                   : ex_local_error(p, x, err, "no kernel for this element type");
+        }
+        bufs[r] = out;
+        return CM_OK;
     }
     cm_status st =
         elem_float(O->elem)
@@ -751,14 +803,37 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
                 return ex_local_error(p, x, err, not_local);
             }
         }
-        if (ex_kern_select_scatter(O->elem,
-                                   x->dim == CMP_GE   ? EX_CMP_GE
-                                   : x->dim == CMP_GT ? EX_CMP_GT
-                                   : x->dim == CMP_LE ? EX_CMP_LE
-                                                      : EX_CMP_LT,
-                                   x->nd == 1, x->fn, bufs[v], I->ldims, I->rank, bufs[sv],
-                                   S->ldims, x->a, x->b, lo, bufs[o->operands[2]], out) != CM_OK) {
-            return ex_local_error(p, x, err, "no kernel for this element type and body");
+        int sel = x->dim == CMP_GE   ? EX_CMP_GE
+                  : x->dim == CMP_GT ? EX_CMP_GT
+                  : x->dim == CMP_LE ? EX_CMP_LE
+                                     : EX_CMP_LT;
+        const vinfo *N = &p->vi[o->operands[2]];
+        cm_status st = CM_EINVAL;
+        if (is_half_elem(O->elem)) { /* on f32 copies: picks and sums in f32 */
+            float *ti = NULL, *ts = NULL, *tn = NULL;
+            float *to = cm_alloc(sizeof(float) * (O->lcount + 1u));
+            const float *fi = as_f32(I, bufs[v], &ti), *fs = as_f32(S, bufs[sv], &ts);
+            const float *fn = as_f32(N, bufs[o->operands[2]], &tn);
+            st = fi != NULL && fs != NULL && fn != NULL && to != NULL
+                     ? ex_kern_select_scatter(SP_ELEM_F32, sel, x->nd == 1, x->fn, fi, I->ldims,
+                                              I->rank, fs, S->ldims, x->a, x->b, lo, fn, to)
+                     : CM_ENOMEM;
+            if (st == CM_OK) {
+                ex_kern_f32_to_half(O->elem, to, out, O->lcount);
+            }
+            cm_free(ti);
+            cm_free(ts);
+            cm_free(tn);
+            cm_free(to);
+        } else {
+            st = ex_kern_select_scatter(O->elem, sel, x->nd == 1, x->fn, bufs[v], I->ldims, I->rank,
+                                        bufs[sv], S->ldims, x->a, x->b, lo, bufs[o->operands[2]],
+                                        out);
+        }
+        if (st != CM_OK) {
+            return st == CM_ENOMEM
+                       ? cm_error_oom(err)
+                       : ex_local_error(p, x, err, "no kernel for this element type and body");
         }
         return CM_OK;
     }
@@ -774,9 +849,29 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
                 return ex_local_error(p, x, err, not_local);
             }
         }
-        if (ex_kern_reduce_window(x->fn, O->elem, bufs[v], I->ldims, I->rank, x->a, x->b, lo,
-                                  bufs[o->operands[1]], out, O->ldims) != CM_OK) {
-            return ex_local_error(p, x, err, "no kernel for this element type and body");
+        const vinfo *N = &p->vi[o->operands[1]];
+        cm_status st = CM_EINVAL;
+        if (is_half_elem(O->elem)) { /* on f32 copies, the result rounded once */
+            float *ti = NULL, *tn = NULL, *to = cm_alloc(sizeof(float) * (O->lcount + 1u));
+            const float *fi = as_f32(I, bufs[v], &ti), *fn = as_f32(N, bufs[o->operands[1]], &tn);
+            st = fi != NULL && fn != NULL && to != NULL
+                     ? ex_kern_reduce_window(x->fn, SP_ELEM_F32, fi, I->ldims, I->rank, x->a, x->b,
+                                             lo, fn, to, O->ldims)
+                     : CM_ENOMEM;
+            if (st == CM_OK) {
+                ex_kern_f32_to_half(O->elem, to, out, O->lcount);
+            }
+            cm_free(ti);
+            cm_free(tn);
+            cm_free(to);
+        } else {
+            st = ex_kern_reduce_window(x->fn, O->elem, bufs[v], I->ldims, I->rank, x->a, x->b, lo,
+                                       bufs[o->operands[1]], out, O->ldims);
+        }
+        if (st != CM_OK) {
+            return st == CM_ENOMEM
+                       ? cm_error_oom(err)
+                       : ex_local_error(p, x, err, "no kernel for this element type and body");
         }
         return CM_OK;
     }
@@ -804,8 +899,25 @@ static cm_status run_kern_op(const prog *p, const xop *x, void **bufs, uint32_t 
                                "a convolution sharded on a spatial dimension (or with groups, "
                                "not in whole groups) cannot be executed yet");
         }
-        cm_status st = ex_kern_conv(O->elem, &cd, bufs[v], I->ldims, bufs[kv], K->ldims, out,
-                                    O->ldims, O->rank);
+        cm_status st;
+        if (is_half_elem(O->elem)) { /* on f32 copies, the result rounded once */
+            float *ti = NULL, *tk = NULL, *to = cm_alloc(sizeof(float) * (O->lcount + 1u));
+            const float *fi = as_f32(I, bufs[v], &ti), *fk = as_f32(K, bufs[kv], &tk);
+            st = CM_ENOMEM;
+            if (fi != NULL && fk != NULL && to != NULL) {
+                st = ex_kern_conv(SP_ELEM_F32, &cd, fi, I->ldims, fk, K->ldims, to, O->ldims,
+                                  O->rank);
+                if (st == CM_OK) {
+                    ex_kern_f32_to_half(O->elem, to, out, O->lcount);
+                }
+            }
+            cm_free(ti);
+            cm_free(tk);
+            cm_free(to);
+        } else {
+            st = ex_kern_conv(O->elem, &cd, bufs[v], I->ldims, bufs[kv], K->ldims, out, O->ldims,
+                              O->rank);
+        }
         if (st != CM_OK) {
             return st == CM_ENOMEM ? cm_error_oom(err)
                                    : ex_local_error(p, x, err, "no kernel for this element type");
@@ -920,7 +1032,13 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_MINIMUM:
     case SP_OP_AND:
     case SP_OP_OR:
-    case SP_OP_XOR: {
+    case SP_OP_XOR:
+    case SP_OP_REMAINDER:
+    case SP_OP_ATAN2:
+    case SP_OP_POWER:
+    case SP_OP_SHIFT_LEFT:
+    case SP_OP_SHIFT_RIGHT_LOGICAL:
+    case SP_OP_SHIFT_RIGHT_ARITHMETIC: {
         const void *a = view_as(p, bufs, dev, o->operands[0], r, &tmp[0]);
         const void *b = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
         if (a == NULL || b == NULL) {
@@ -932,7 +1050,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         if (run_elem(p, dev, &j)) {
             break;
         }
-        if (x->kind == SP_OP_AND || x->kind == SP_OP_OR || x->kind == SP_OP_XOR) {
+        if (x->kind != SP_OP_ADD && x->kind != SP_OP_SUBTRACT && x->kind != SP_OP_MULTIPLY &&
+            x->kind != SP_OP_DIVIDE && x->kind != SP_OP_MAXIMUM && x->kind != SP_OP_MINIMUM) {
             st = ex_local_error(p, x, err, "no kernel for this element type");
             break;
         }
@@ -963,6 +1082,17 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     case SP_OP_LOG:
     case SP_OP_LOGISTIC:
     case SP_OP_NOT:
+    case SP_OP_SIGN:
+    case SP_OP_CBRT:
+    case SP_OP_CEIL:
+    case SP_OP_FLOOR:
+    case SP_OP_COSINE:
+    case SP_OP_SINE:
+    case SP_OP_EXPONENTIAL_MINUS_ONE:
+    case SP_OP_LOG_PLUS_ONE:
+    case SP_OP_ROUND_NEAREST_AFZ:
+    case SP_OP_ROUND_NEAREST_EVEN:
+    case SP_OP_POPCNT:
     case SP_OP_CONVERT: {
         uint32_t v = o->operands[0];
         const void *a = view_as(p, bufs, dev, v, r, &tmp[0]);
@@ -977,12 +1107,42 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         if (run_elem(p, dev, &j)) {
             break;
         }
-        if (x->kind == SP_OP_NOT) {
+        if (x->kind != SP_OP_CONVERT && x->kind != SP_OP_NEGATE && x->kind != SP_OP_EXPONENTIAL &&
+            x->kind != SP_OP_TANH && x->kind != SP_OP_ABS && x->kind != SP_OP_SQRT &&
+            x->kind != SP_OP_RSQRT && x->kind != SP_OP_LOG && x->kind != SP_OP_LOGISTIC) {
             st = ex_local_error(p, x, err, "no kernel for this element type");
             break;
         }
         for (size_t i = 0; i < O->lcount; i++) {
             elem_store(out, O->elem, i, unary(x->kind, elem_load(a, ie, i)));
+        }
+        break;
+    }
+    case SP_OP_IS_FINITE: {
+        uint32_t v = o->operands[0];
+        const void *a = view_as(p, bufs, dev, v, r, &tmp[0]);
+        if (a == NULL) {
+            st = cm_error_oom(err);
+            break;
+        }
+        if (O->elem != SP_ELEM_I1 || !ex_kern_is_finite(p->vi[v].elem, a, out, O->lcount)) {
+            st = ex_local_error(p, x, err, "no kernel for this element type");
+        }
+        break;
+    }
+    case SP_OP_CLAMP: { /* clamp(min, operand, max); min and max may be scalars */
+        uint32_t vl = o->operands[0], vh = o->operands[2];
+        const void *lo = view_as(p, bufs, dev, vl, r, &tmp[0]);
+        const void *a = view_as(p, bufs, dev, o->operands[1], r, &tmp[1]);
+        const void *hi = view_as(p, bufs, dev, vh, r, &tmp[2]);
+        if (lo == NULL || a == NULL || hi == NULL) {
+            st = cm_error_oom(err);
+            break;
+        }
+        if (p->vi[vl].elem != O->elem || p->vi[vh].elem != O->elem ||
+            !ex_kern_clamp(O->elem, lo, p->vi[vl].rank == 0, a, hi, p->vi[vh].rank == 0, out,
+                           O->lcount)) {
+            st = ex_local_error(p, x, err, "no kernel for this element type");
         }
         break;
     }
@@ -1036,10 +1196,10 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     }
     case SP_OP_CONSTANT:
     case SP_OP_SDY_CONSTANT: {
-        if (x->n_cval == 1) {
-            uint64_t one = 0;
-            elem_store(&one, O->elem, 0, x->cval[0]);
-            ex_kern_fill(out, O->lcount, &one, O->esz);
+        if (x->n_cval <= 1) { /* a splat (or an empty tensor) */
+            if (x->n_cval == 1) {
+                ex_kern_fill(out, O->lcount, x->cval, O->esz);
+            }
             break;
         }
         amap map[EX_MAX_RANK];
@@ -1047,23 +1207,8 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
         for (uint32_t k = 0; k < O->rank; k++) {
             map[k] = (amap){(int32_t)k, 1, off[k]};
         }
-        if (O->elem == SP_ELEM_F64) {
-            gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, out, O->ldims, O->rank,
-                          sizeof(double));
-        } else {
-            /* the values are doubles: gather, then convert */
-            double *d = cm_alloc(sizeof(double) * (O->lcount + 1u));
-            if (d == NULL) {
-                st = cm_error_oom(err);
-                break;
-            }
-            gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, d, O->ldims, O->rank,
-                          sizeof(double));
-            for (size_t i = 0; i < O->lcount; i++) {
-                elem_store(out, O->elem, i, d[i]);
-            }
-            cm_free(d);
-        }
+        gather_affine(pool_of(p, dev), x->cval, O->gdims, O->rank, map, out, O->ldims, O->rank,
+                      O->esz);
         break;
     }
     case SP_OP_IOTA: {

@@ -13,6 +13,7 @@
 
 #include "sp_attrs.h"
 #include "sp_collectives.h"
+#include "sp_mlir.h"
 
 /* ---- the prepared program ---------------------------------------------------------- */
 
@@ -190,78 +191,46 @@ static bool ints_attr(prog *p, uint32_t op, const char *name, const int64_t **v,
     return sp_attr_ints(sp_op_attr(p->m, op, name), v, n, &p->arena);
 }
 
-/* Parses a dense<...> body: a splat, a nested list, true/false or a hex splat. */
+/* Decodes a constant's dense<...> value exactly (sp_mlir_dense_values: every
+ * element's bits, hex bodies and hex literals included) into the element
+ * bytes of the executor's layout (little-endian hosts: each element is the
+ * low esz bytes of its bits); a tensor whose elements are all equal is kept
+ * as a splat. */
 static cm_status parse_constant(prog *p, xop *x, const sp_attr *a, sp_elem e, size_t count,
                                 cm_error *err)
 {
+    const char *nm = p->m->ops[x->op].name;
     if (a == NULL || a->kind != SP_ATTR_DENSE || a->u.dense.body == NULL) {
         return ex_op_error(p, x->op, err,
-                           "%s: constant without a dense value cannot be executed yet",
-                           p->m->ops[x->op].name);
+                           "%s: constant without a dense value cannot be executed yet", nm);
     }
-    const char *s = a->u.dense.body;
-    x->cval = cm_arena_alloc(&p->arena, sizeof(double) * (count + 1u));
+    uint64_t *bits = NULL;
+    size_t n = 0;
+    cm_error e2;
+    cm_error_clear(&e2);
+    if (sp_mlir_dense_values(p->m, a, &p->arena, &bits, &n, &e2) != CM_OK) {
+        if (e2.code == CM_ENOMEM) {
+            return cm_error_oom(err);
+        }
+        return ex_op_wrap(p, x->op, err, &e2, "constant value");
+    }
+    size_t esz = sp_elem_bytes(e);
+    if (n != count || esz == 0 || esz > sizeof(uint64_t)) {
+        return ex_op_error(p, x->op, err, "%s: constant has %zu elements for %zu", nm, n, count);
+    }
+    bool splat = true;
+    for (size_t i = 1; splat && i < n; i++) {
+        splat = bits[i] == bits[0];
+    }
+    x->n_cval = n == 0 ? 0 : splat ? 1 : n;
+    x->cval = cm_arena_zalloc(&p->arena, esz * (x->n_cval + 1u));
     if (x->cval == NULL) {
         return cm_error_oom(err);
     }
-    while (*s == ' ' || *s == '"') {
-        s++;
+    char *dst = x->cval;
+    for (size_t i = 0; i < x->n_cval; i++) {
+        memcpy(dst + i * esz, &bits[i], esz);
     }
-    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-        unsigned long long bits = strtoull(s + 2, NULL, 16);
-        if (strlen(s) > 2 + 16 + 1) {
-            return ex_op_error(p, x->op, err, "%s: hex constant lists cannot be executed yet",
-                            p->m->ops[x->op].name);
-        }
-        if (e == SP_ELEM_F32) {
-            uint32_t b32 = (uint32_t)bits;
-            float f;
-            memcpy(&f, &b32, sizeof f);
-            x->cval[0] = (double)f;
-        } else if (e == SP_ELEM_F64) {
-            uint64_t b64 = (uint64_t)bits;
-            double d;
-            memcpy(&d, &b64, sizeof d);
-            x->cval[0] = d;
-        } else {
-            x->cval[0] = (double)bits;
-        }
-        x->n_cval = 1;
-        return CM_OK;
-    }
-    size_t n = 0;
-    while (*s != '\0') {
-        if (*s == '[' || *s == ']' || *s == ',' || *s == ' ' || *s == '\n' || *s == '"') {
-            s++;
-            continue;
-        }
-        double v;
-        char *end = NULL;
-        if (strncmp(s, "true", 4) == 0) {
-            v = 1;
-            end = (char *)(uintptr_t)(s + 4);
-        } else if (strncmp(s, "false", 5) == 0) {
-            v = 0;
-            end = (char *)(uintptr_t)(s + 5);
-        } else {
-            v = strtod(s, &end);
-            if (end == s) {
-                return ex_op_error(p, x->op, err, "%s: constant literal cannot be executed yet",
-                                p->m->ops[x->op].name);
-            }
-        }
-        if (n >= count) {
-            return ex_op_error(p, x->op, err, "%s: constant has too many elements",
-                            p->m->ops[x->op].name);
-        }
-        x->cval[n++] = v;
-        s = end;
-    }
-    if (n != 1 && n != count) {
-        return ex_op_error(p, x->op, err, "%s: constant element count does not match its type",
-                        p->m->ops[x->op].name);
-    }
-    x->n_cval = n;
     return CM_OK;
 }
 
@@ -612,7 +581,8 @@ static cm_status prepare_conv(prog *p, xop *x, cm_error *err)
         ok = in >= 0 && span >= 0 && ot->dims[cd->os[j]] == (w < 0 ? 0 : w / cd->stride[j] + 1);
     }
     if (!ok || it->elem != ot->elem || kt->elem != ot->elem ||
-        (ot->elem != SP_ELEM_F32 && ot->elem != SP_ELEM_F64)) {
+        (ot->elem != SP_ELEM_F32 && ot->elem != SP_ELEM_F64 && ot->elem != SP_ELEM_BF16 &&
+         ot->elem != SP_ELEM_F16)) {
         return ex_op_error(p, x->op, err, "op %s: shapes or types the executor cannot run", nm);
     }
     x->ext = cd;
@@ -930,8 +900,10 @@ static cm_status prepare_select_scatter(prog *p, xop *x, cm_error *err)
     if (!ok) {
         return ex_op_error(p, x->op, err, "op %s: shapes or types the executor cannot run", nm);
     }
-    if (t->elem != SP_ELEM_F32 && t->elem != SP_ELEM_F64) {
-        return ex_op_error(p, x->op, err, "%s on %s cannot be executed yet (f32 and f64 only)", nm,
+    if (t->elem != SP_ELEM_F32 && t->elem != SP_ELEM_F64 && t->elem != SP_ELEM_BF16 &&
+        t->elem != SP_ELEM_F16) {
+        return ex_op_error(p, x->op, err,
+                           "%s on %s cannot be executed yet (f32, f64, bf16 and f16 only)", nm,
                         t->text);
     }
     return CM_OK;
@@ -1009,6 +981,24 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_RSQRT:
     case SP_OP_LOG:
     case SP_OP_LOGISTIC:
+    case SP_OP_REMAINDER:
+    case SP_OP_ATAN2:
+    case SP_OP_POWER:
+    case SP_OP_SHIFT_LEFT:
+    case SP_OP_SHIFT_RIGHT_LOGICAL:
+    case SP_OP_SHIFT_RIGHT_ARITHMETIC:
+    case SP_OP_SIGN:
+    case SP_OP_CBRT:
+    case SP_OP_CEIL:
+    case SP_OP_FLOOR:
+    case SP_OP_COSINE:
+    case SP_OP_SINE:
+    case SP_OP_EXPONENTIAL_MINUS_ONE:
+    case SP_OP_LOG_PLUS_ONE:
+    case SP_OP_ROUND_NEAREST_AFZ:
+    case SP_OP_ROUND_NEAREST_EVEN:
+    case SP_OP_POPCNT:
+    case SP_OP_IS_FINITE:
     case SP_OP_SELECT:
     case SP_OP_CONVERT:
     case SP_OP_RESHAPE:
@@ -1016,6 +1006,39 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_RETURN:
     case SP_OP_SDY_RETURN:
         break;
+    case SP_OP_CLAMP:
+        ok = o->n_operands == 3;
+        break;
+    case SP_OP_REVERSE: {
+        /* runs as the slice start G-1, stride -1 of each reversed dim (and
+         * 0, 1 of the others): the slice's reads across devices included */
+        const sp_type *t = sp_value_type(m, o->operands[0]);
+        const int64_t *dims = NULL;
+        uint32_t nd = 0;
+        ok = o->n_operands == 1 && ints_attr(p, x->op, "dimensions", &dims, &nd);
+        int64_t *a = cm_arena_alloc(&p->arena, sizeof(int64_t) * (3u * t->rank + 1u));
+        if (a == NULL) {
+            return cm_error_oom(err);
+        }
+        for (uint32_t k = 0; k < t->rank; k++) {
+            a[k] = 0;
+            a[t->rank + k] = t->dims[k];
+            a[2 * t->rank + k] = 1;
+        }
+        for (uint32_t i = 0; ok && i < nd; i++) {
+            ok = dims[i] >= 0 && dims[i] < (int64_t)t->rank && a[2 * t->rank + dims[i]] == 1;
+            if (ok) {
+                a[dims[i]] = t->dims[dims[i]] - 1;
+                a[2 * t->rank + dims[i]] = -1;
+            }
+        }
+        x->kind = SP_OP_SLICE;
+        x->a = a;
+        x->b = a + t->rank;
+        x->c = a + 2 * t->rank;
+        x->na = x->nb = x->nc = t->rank;
+        break;
+    }
     case SP_OP_COMPARE: {
         bool total;
         x->fn = compare_dir(m, x->op, &total);
@@ -1083,10 +1106,16 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
         sp_elem re = sp_value_type(m, o->operands[1])->elem;
         bool floats = (e == SP_ELEM_F32 || e == SP_ELEM_F64) && le == e && re == e;
         bool ints = is_int_elem(e) && is_int_elem(le) && is_int_elem(re);
-        if (ok && !floats && !ints) {
+        /* bf16/f16 (and f32) operands into a bf16, f16 or f32 result, one
+         * of them a half: sgemm on f32 copies (ex_ops.c) */
+#define F32ISH(t) ((t) == SP_ELEM_F32 || (t) == SP_ELEM_BF16 || (t) == SP_ELEM_F16)
+        bool halves = F32ISH(e) && F32ISH(le) && F32ISH(re) &&
+                      (e != SP_ELEM_F32 || le != SP_ELEM_F32 || re != SP_ELEM_F32);
+#undef F32ISH
+        if (ok && !floats && !ints && !halves) {
             return ex_op_error(p, x->op, err,
                             "%s on these element types cannot be executed yet (f32 or f64 "
-                            "throughout, or integers)",
+                            "throughout, bf16/f16 with f32, or integers)",
                             nm);
         }
         break;
@@ -1235,7 +1264,8 @@ static cm_status local_slice(prog *p, xop *x)
             if (n <= 0) {
                 continue;
             }
-            int64_t lo = x->a[k] + x->c[k] * ro, hi = x->a[k] + x->c[k] * (ro + n - 1) + 1;
+            int64_t first = x->a[k] + x->c[k] * ro, last = x->a[k] + x->c[k] * (ro + n - 1);
+            int64_t lo = first < last ? first : last, hi = (first < last ? last : first) + 1;
             if (lo < io || hi > io + valid_len(I, k, io)) {
                 x->peer_read = true;
                 return CM_OK;

@@ -590,19 +590,217 @@ static void test_ex_check_text_mixed_ops_match(void **state)
     assert_matches(mod, 4);
 }
 
+/* The element-wise ops added for JAX programs (kernels: test_ex_kern.c) and
+ * reverse on sharded dimensions (each device reads the mirrored block) on
+ * 2 and 4 devices, against the one-device run. */
+static void test_ex_check_text_jax_elementwise_ops_partitioned_match(void **state)
+{
+    (void)state;
+    static const char flt[] =
+        MESH "func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {\"y\"}]>}, %arg1: tensor<8x16xf32>) -> tensor<8x16xf32> {\n"
+             "  %lo = stablehlo.constant dense<-5.000000e-01> : tensor<f32>\n"
+             "  %hi = stablehlo.constant dense<7.500000e-01> : tensor<f32>\n"
+             "  %0 = stablehlo.sine %arg0 : tensor<8x16xf32>\n"
+             "  %1 = stablehlo.cosine %arg1 : tensor<8x16xf32>\n"
+             "  %2 = stablehlo.atan2 %0, %1 : tensor<8x16xf32>\n"
+             "  %3 = stablehlo.clamp %lo, %2, %hi : (tensor<f32>, tensor<8x16xf32>, tensor<f32>) "
+             "-> tensor<8x16xf32>\n"
+             "  %4 = stablehlo.reverse %3, dims = [0, 1] : tensor<8x16xf32>\n"
+             "  %5 = stablehlo.remainder %4, %1 : tensor<8x16xf32>\n"
+             "  %6 = stablehlo.round_nearest_even %5 : tensor<8x16xf32>\n"
+             "  %7 = stablehlo.exponential_minus_one %4 : tensor<8x16xf32>\n"
+             "  %8 = stablehlo.log_plus_one %1 : tensor<8x16xf32>\n"
+             "  %9 = stablehlo.cbrt %8 : tensor<8x16xf32>\n"
+             "  %10 = stablehlo.power %1, %arg1 : tensor<8x16xf32>\n"
+             "  %11 = stablehlo.add %6, %7 : tensor<8x16xf32>\n"
+             "  %12 = stablehlo.sign %11 : tensor<8x16xf32>\n"
+             "  %13 = stablehlo.floor %9 : tensor<8x16xf32>\n"
+             "  %14 = stablehlo.ceil %10 : tensor<8x16xf32>\n"
+             "  %15 = stablehlo.round_nearest_afz %14 : tensor<8x16xf32>\n"
+             "  %16 = stablehlo.add %12, %13 : tensor<8x16xf32>\n"
+             "  %17 = stablehlo.add %16, %15 : tensor<8x16xf32>\n"
+             "  %f = stablehlo.is_finite %17 : (tensor<8x16xf32>) -> tensor<8x16xi1>\n"
+             "  %z = stablehlo.constant dense<0.000000e+00> : tensor<8x16xf32>\n"
+             "  %18 = stablehlo.select %f, %17, %z : tensor<8x16xi1>, tensor<8x16xf32>\n"
+             "  return %18 : tensor<8x16xf32>\n}\n";
+    static const char ints[] =
+        MESH "func.func @main(%arg0: tensor<8x6xi32> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\", \"y\"}, {}]>}, %arg1: tensor<8x6xi32>) -> tensor<8x6xi32> {\n"
+             "  %m = stablehlo.constant dense<-3> : tensor<i32>\n"
+             "  %one = stablehlo.constant dense<1> : tensor<8x6xi32>\n"
+             "  %mx = stablehlo.constant dense<\"0x05000000\"> : tensor<i32>\n"
+             "  %0 = stablehlo.shift_left %arg0, %arg1 : tensor<8x6xi32>\n"
+             "  %1 = stablehlo.shift_right_arithmetic %0, %one : tensor<8x6xi32>\n"
+             "  %2 = stablehlo.shift_right_logical %1, %arg1 : tensor<8x6xi32>\n"
+             "  %3 = stablehlo.popcnt %2 : tensor<8x6xi32>\n"
+             "  %4 = stablehlo.add %arg1, %one : tensor<8x6xi32>\n"
+             "  %5 = stablehlo.remainder %0, %4 : tensor<8x6xi32>\n"
+             "  %6 = stablehlo.power %arg0, %arg1 : tensor<8x6xi32>\n"
+             "  %7 = stablehlo.subtract %5, %6 : tensor<8x6xi32>\n"
+             "  %8 = stablehlo.sign %7 : tensor<8x6xi32>\n"
+             "  %9 = stablehlo.reverse %6, dims = [0] : tensor<8x6xi32>\n"
+             "  %10 = stablehlo.clamp %m, %9, %mx : (tensor<i32>, tensor<8x6xi32>, tensor<i32>) "
+             "-> tensor<8x6xi32>\n"
+             "  %11 = stablehlo.add %3, %8 : tensor<8x6xi32>\n"
+             "  %12 = stablehlo.add %11, %10 : tensor<8x6xi32>\n"
+             "  return %12 : tensor<8x6xi32>\n}\n";
+    static const char two[] =
+        "sdy.mesh @mesh = <[\"x\"=2]>\n"
+        "func.func @main(%arg0: tensor<6x4xf64> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}) -> (tensor<6x4xf64> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}) {\n"
+        "  %0 = stablehlo.reverse %arg0, dims = [0] : tensor<6x4xf64>\n"
+        "  %1 = stablehlo.exponential_minus_one %0 : tensor<6x4xf64>\n"
+        "  return %1 : tensor<6x4xf64>\n}\n";
+    assert_matches(flt, 4);
+    assert_matches(ints, 4);
+    assert_matches(two, 2);
+}
+
+/* bf16 and f16 programs (element-wise, convert, reverse, reduce over a
+ * sharded dimension, dot_general into bf16 and into f32, a convolution
+ * sharded on its batch) on 2 and 4
+ * devices, against the one-device run. */
+static void test_ex_check_text_half_types_partitioned_match(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        MESH "func.func @main(%arg0: tensor<8x16xbf16> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {\"y\"}]>}, %arg1: tensor<8x16xf16>, %arg2: tensor<16x4xbf16>) -> "
+             "(tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8xbf16>, tensor<8x4xbf16>, "
+             "tensor<8x4xf32>, tensor<8x16xf16>) {\n"
+             "  %c = stablehlo.constant dense<1.500000e+00> : tensor<8x16xbf16>\n"
+             "  %0 = stablehlo.add %arg0, %c : tensor<8x16xbf16>\n"
+             "  %1 = stablehlo.exponential %0 : tensor<8x16xbf16>\n"
+             "  %2 = stablehlo.convert %arg1 : (tensor<8x16xf16>) -> tensor<8x16xbf16>\n"
+             "  %3 = stablehlo.multiply %1, %2 : tensor<8x16xbf16>\n"
+             "  %4 = stablehlo.reverse %3, dims = [1] : tensor<8x16xbf16>\n"
+             "  %5 = stablehlo.convert %4 : (tensor<8x16xbf16>) -> tensor<8x16xf32>\n"
+             "  %z = stablehlo.constant dense<0.000000e+00> : tensor<bf16>\n"
+             "  %6 = stablehlo.reduce(%4 init: %z) applies stablehlo.add across dimensions = "
+             "[1] : (tensor<8x16xbf16>, tensor<bf16>) -> tensor<8xbf16>\n"
+             "  %7 = stablehlo.dot_general %4, %arg2, contracting_dims = [1] x [0] : "
+             "(tensor<8x16xbf16>, tensor<16x4xbf16>) -> tensor<8x4xbf16>\n"
+             "  %8 = stablehlo.dot_general %4, %arg2, contracting_dims = [1] x [0] : "
+             "(tensor<8x16xbf16>, tensor<16x4xbf16>) -> tensor<8x4xf32>\n"
+             "  %lo = stablehlo.constant dense<-2.500000e-01> : tensor<f16>\n"
+             "  %hi = stablehlo.constant dense<2.500000e-01> : tensor<f16>\n"
+             "  %9 = stablehlo.tanh %arg1 : tensor<8x16xf16>\n"
+             "  %10 = stablehlo.clamp %lo, %9, %hi : (tensor<f16>, tensor<8x16xf16>, "
+             "tensor<f16>) -> tensor<8x16xf16>\n"
+             "  %11 = stablehlo.round_nearest_even %10 : tensor<8x16xf16>\n"
+             "  %12 = stablehlo.subtract %10, %11 : tensor<8x16xf16>\n"
+             "  return %4, %5, %6, %7, %8, %12 : tensor<8x16xbf16>, tensor<8x16xf32>, "
+             "tensor<8xbf16>, tensor<8x4xbf16>, tensor<8x4xf32>, tensor<8x16xf16>\n}\n";
+    static const char two[] =
+        "sdy.mesh @mesh = <[\"x\"=2]>\n"
+        "func.func @main(%arg0: tensor<6x4xf16> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{}, {\"x\"}]>}) -> tensor<6xf16> {\n"
+        "  %z = stablehlo.constant dense<0xFC00> : tensor<f16>\n"
+        "  %0 = stablehlo.reduce(%arg0 init: %z) applies stablehlo.maximum across dimensions = "
+        "[1] : (tensor<6x4xf16>, tensor<f16>) -> tensor<6xf16>\n"
+        "  return %0 : tensor<6xf16>\n}\n";
+    static const char conv[] =
+        MESH "func.func @main(%arg0: tensor<4x5x5x2xbf16> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\", \"y\"}, {}, {}, {}]>}, %arg1: tensor<3x3x2x3xbf16>) -> "
+             "tensor<4x3x3x3xbf16> {\n"
+             "  %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, "
+             "o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[0, 0], [0, 0]], rhs_dilate = "
+             "[1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
+             "(tensor<4x5x5x2xbf16>, tensor<3x3x2x3xbf16>) -> tensor<4x3x3x3xbf16>\n"
+             "  return %0 : tensor<4x3x3x3xbf16>\n}\n";
+    assert_matches(mod, 4);
+    assert_matches(two, 2);
+    static const char pool[] =
+        MESH "func.func @main(%arg0: tensor<4x6x5x3xbf16> {sdy.sharding = #sdy.sharding<@mesh, "
+             "[{\"x\"}, {}, {}, {}]>}, %arg1: tensor<4x3x3x3xbf16> {sdy.sharding = "
+             "#sdy.sharding<@mesh, [{\"x\"}, {}, {}, {}]>}) -> (tensor<4x3x3x3xbf16>, "
+             "tensor<4x6x5x3xbf16>) {\n"
+             "  %c = stablehlo.constant dense<0xFF80> : tensor<bf16>\n"
+             "  %0 = \"stablehlo.reduce_window\"(%arg0, %c) ({\n"
+             "  ^bb0(%a: tensor<bf16>, %b: tensor<bf16>):\n"
+             "    %m = stablehlo.maximum %a, %b : tensor<bf16>\n"
+             "    stablehlo.return %m : tensor<bf16>\n"
+             "  }) {padding = dense<[[0, 0], [0, 0], [0, 1], [0, 0]]> : tensor<4x2xi64>, "
+             "window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, "
+             "1>} : (tensor<4x6x5x3xbf16>, tensor<bf16>) -> tensor<4x3x3x3xbf16>\n"
+             "  %z = stablehlo.constant dense<0.000000e+00> : tensor<bf16>\n"
+             "  %1 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %z) ({\n"
+             "  ^bb0(%a: tensor<bf16>, %b: tensor<bf16>):\n"
+             "    %g = stablehlo.compare GE, %a, %b, FLOAT : (tensor<bf16>, tensor<bf16>) -> "
+             "tensor<i1>\n"
+             "    stablehlo.return %g : tensor<i1>\n"
+             "  }, {\n"
+             "  ^bb0(%a: tensor<bf16>, %b: tensor<bf16>):\n"
+             "    %s = stablehlo.add %a, %b : tensor<bf16>\n"
+             "    stablehlo.return %s : tensor<bf16>\n"
+             "  }) {padding = dense<[[0, 0], [0, 0], [0, 1], [0, 0]]> : tensor<4x2xi64>, "
+             "window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, "
+             "1>} : (tensor<4x6x5x3xbf16>, tensor<4x3x3x3xbf16>, tensor<bf16>) -> "
+             "tensor<4x6x5x3xbf16>\n"
+             "  return %0, %1 : tensor<4x3x3x3xbf16>, tensor<4x6x5x3xbf16>\n}\n";
+    assert_matches(conv, 4);
+    assert_matches(pool, 4);
+}
+
+/* A module run as given whose reverse is held sharded along the reversed
+ * dimension (4 rows a device, blocks not dividing evenly: 10 rows): each
+ * device reads its rows from the mirrored blocks (a slice with stride -1
+ * reading across devices), on 2 and 4 devices. */
+static void test_ex_exec_run_reverse_on_sharded_dim_reads_mirrored_blocks(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "sdy.mesh @mesh = <[\"x\"=%u]>\n"
+        "func.func @main(%%arg0: tensor<10x3xi32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}) -> (tensor<10x3xi32> {sdy.sharding = #sdy.sharding<@mesh, "
+        "[{\"x\"}, {}]>}) {\n"
+        "  %%0 = stablehlo.reverse %%arg0, dims = [0, 1] {sdy.sharding = "
+        "#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>} : tensor<10x3xi32>\n"
+        "  return %%0 : tensor<10x3xi32>\n}\n";
+    for (uint32_t devs = 2; devs <= 4; devs += 2) {
+        char text[1024];
+        snprintf(text, sizeof text, mod, devs);
+        sp_module *m = NULL;
+        cm_error err;
+        cm_error_clear(&err);
+        assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+        int32_t a[30];
+        for (int i = 0; i < 30; i++) {
+            a[i] = i;
+        }
+        ex_tensor arg = {SP_ELEM_I32, 2, {10, 3}, 30, a};
+        ex_tensor *res = NULL;
+        uint32_t n_res = 0;
+        ex_exec_opts o = {.n_devices = devs, .iters = 1};
+        cm_status st = ex_exec_run(m, &o, &arg, 1, &res, &n_res, &err);
+        if (st != CM_OK) {
+            fail_msg("%s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+        }
+        assert_int_equal(n_res, 1);
+        const int32_t *r = res[0].data;
+        for (int i = 0; i < 30; i++) {
+            assert_int_equal(r[i], 29 - i);
+        }
+        ex_tensors_free(res, n_res);
+        sp_module_destroy(m);
+    }
+}
+
 static void test_ex_exec_run_unsupported_op_is_a_clear_error(void **state)
 {
     (void)state;
     static const char mod[] =
         "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
-        "  %0 = stablehlo.cosine %arg0 : tensor<8xf32>\n"
+        "  %0 = stablehlo.tan %arg0 : tensor<8xf32>\n"
         "  return %0 : tensor<8xf32>\n}\n";
     ex_check_opts o = {.n_devices = 1, .iters = 1, .seed = 1};
     ex_report r;
     cm_error err;
     cm_error_clear(&err);
     assert_int_equal(ex_check_text(mod, strlen(mod), &o, &r, &err), CM_EINVAL);
-    assert_string_equal(err.msg, "op stablehlo.cosine cannot be executed yet");
+    assert_string_equal(err.msg, "op stablehlo.tan cannot be executed yet");
     assert_string_equal(err.path, "2:3");
 }
 
@@ -860,6 +1058,9 @@ int main(void)
         cmocka_unit_test(test_ex_exec_run_unsupported_op_is_a_clear_error),
         cmocka_unit_test(test_ex_tensors_compare_reports_first_mismatch),
         cmocka_unit_test(test_ex_check_text_new_ops_partitioned_match),
+        cmocka_unit_test(test_ex_check_text_jax_elementwise_ops_partitioned_match),
+        cmocka_unit_test(test_ex_check_text_half_types_partitioned_match),
+        cmocka_unit_test(test_ex_exec_run_reverse_on_sharded_dim_reads_mirrored_blocks),
         cmocka_unit_test(test_ex_check_text_sort_select_scatter_partitioned_match),
         cmocka_unit_test(test_ex_exec_run_sort_on_sharded_sort_dim_is_a_clear_error),
         cmocka_unit_test(test_ex_check_text_integer_dots_partitioned_match),

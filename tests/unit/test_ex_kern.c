@@ -103,6 +103,182 @@ static void test_ex_kern_unary_per_type(void **state)
     assert_true(so[0] == -1 && so[1] == -6);
 }
 
+/* The element-wise ops added for JAX programs, on the values of StableHLO's
+ * interpreter tests (interpret/NAME.mlir) and hand-computed edge cases. */
+static void test_ex_kern_new_unary_ops_match_the_spec(void **state)
+{
+    (void)state;
+    double d[5] = {-2.5, 0.4, 0.5, 0.6, 2.5}, o[5];
+    assert_true(ex_kern_unary(SP_OP_ROUND_NEAREST_AFZ, SP_ELEM_F64, d, o, 5));
+    assert_true(o[0] == -3.0 && o[1] == 0.0 && o[2] == 1.0 && o[3] == 1.0 && o[4] == 3.0);
+    assert_true(ex_kern_unary(SP_OP_ROUND_NEAREST_EVEN, SP_ELEM_F64, d, o, 5));
+    assert_true(o[0] == -2.0 && o[1] == 0.0 && o[2] == 0.0 && o[3] == 1.0 && o[4] == 2.0);
+    float f[4] = {-1.5f, 1.5f, -0.0f, 27.0f}, fo[4];
+    assert_true(ex_kern_unary(SP_OP_CEIL, SP_ELEM_F32, f, fo, 2));
+    assert_true(fo[0] == -1.0f && fo[1] == 2.0f);
+    assert_true(ex_kern_unary(SP_OP_FLOOR, SP_ELEM_F32, f, fo, 2));
+    assert_true(fo[0] == -2.0f && fo[1] == 1.0f);
+    assert_true(ex_kern_unary(SP_OP_CBRT, SP_ELEM_F32, f + 3, fo, 1));
+    assert_true(fabsf(fo[0] - 3.0f) < 1e-6f);
+    /* sign keeps NaN and the sign of zero */
+    double sg[5] = {NAN, -1.0, -0.0, 0.0, 7.0};
+    assert_true(ex_kern_unary(SP_OP_SIGN, SP_ELEM_F64, sg, o, 5));
+    assert_true(isnan(o[0]) && o[1] == -1.0 && o[2] == 0.0 && signbit(o[2]) && o[3] == 0.0 &&
+                !signbit(o[3]) && o[4] == 1.0);
+    double t[2] = {0.0, 1e-10};
+    assert_true(ex_kern_unary(SP_OP_COSINE, SP_ELEM_F64, t, o, 1));
+    assert_true(o[0] == 1.0);
+    assert_true(ex_kern_unary(SP_OP_SINE, SP_ELEM_F64, t, o, 1));
+    assert_true(o[0] == 0.0);
+    assert_true(ex_kern_unary(SP_OP_EXPONENTIAL_MINUS_ONE, SP_ELEM_F64, t + 1, o, 1));
+    assert_true(fabs(o[0] - 1e-10) < 1e-19); /* exp(x) - 1 is off by 8e-18 */
+    assert_true(ex_kern_unary(SP_OP_LOG_PLUS_ONE, SP_ELEM_F64, t + 1, o, 1));
+    assert_true(fabs(o[0] - 1e-10) < 1e-19);
+    int64_t i[4] = {0, 1, 2, 127}, io[4];
+    assert_true(ex_kern_unary(SP_OP_POPCNT, SP_ELEM_I64, i, io, 4));
+    assert_true(io[0] == 0 && io[1] == 1 && io[2] == 1 && io[3] == 7);
+    int8_t b[3] = {-1, 0, INT8_MIN}, bo[3];
+    assert_true(ex_kern_unary(SP_OP_POPCNT, SP_ELEM_I8, b, bo, 3));
+    assert_true(bo[0] == 8 && bo[1] == 0 && bo[2] == 1);
+    assert_true(ex_kern_unary(SP_OP_SIGN, SP_ELEM_I8, b, bo, 3));
+    assert_true(bo[0] == -1 && bo[1] == 0 && bo[2] == -1);
+    uint16_t u[2] = {0, 9}, uo[2];
+    assert_true(ex_kern_unary(SP_OP_SIGN, SP_ELEM_UI16, u, uo, 2));
+    assert_true(uo[0] == 0 && uo[1] == 1);
+    assert_false(ex_kern_unary(SP_OP_COSINE, SP_ELEM_I32, i, io, 1));
+    assert_false(ex_kern_unary(SP_OP_POPCNT, SP_ELEM_F32, f, fo, 1));
+    float fin[4] = {1.0f, INFINITY, -INFINITY, NAN};
+    uint8_t fl[4];
+    assert_true(ex_kern_is_finite(SP_ELEM_F32, fin, fl, 4));
+    assert_true(fl[0] == 1 && fl[1] == 0 && fl[2] == 0 && fl[3] == 0);
+    assert_false(ex_kern_is_finite(SP_ELEM_I32, i, fl, 1));
+}
+
+static void test_ex_kern_new_binary_ops_match_the_spec(void **state)
+{
+    (void)state;
+    /* remainder: the dividend's sign; integers and floats */
+    int64_t a[4] = {17, -17, 17, -17}, b[4] = {3, 3, -3, -3}, o[6];
+    assert_true(ex_kern_binary(SP_OP_REMAINDER, SP_ELEM_I64, a, b, o, 4));
+    assert_true(o[0] == 2 && o[1] == -2 && o[2] == 2 && o[3] == -2);
+    int32_t ia[3] = {INT32_MIN, 5, -7}, ib[3] = {-1, 0, 2}, io[3];
+    assert_true(ex_kern_binary(SP_OP_REMAINDER, SP_ELEM_I32, ia, ib, io, 3));
+    assert_true(io[0] == 0 && io[1] == 5 && io[2] == -1);
+    double fa[4] = {17.1, -17.1, 17.1, -17.1}, fb[4] = {3.0, 3.0, -3.0, -3.0}, fo[6];
+    assert_true(ex_kern_binary(SP_OP_REMAINDER, SP_ELEM_F64, fa, fb, fo, 4));
+    assert_true(fo[0] == 2.1000000000000014 && fo[1] == -2.1000000000000014 &&
+                fo[2] == 2.1000000000000014 && fo[3] == -2.1000000000000014);
+    /* power: integer exponentiation, negative exponents (interpret/power.mlir) */
+    int64_t pa[6] = {-1, -1, -3, 1, -3, 0}, pb[6] = {1, 0, -3, -3, 3, 2};
+    assert_true(ex_kern_binary(SP_OP_POWER, SP_ELEM_I64, pa, pb, o, 6));
+    assert_true(o[0] == -1 && o[1] == 1 && o[2] == 0 && o[3] == 1 && o[4] == -27 && o[5] == 0);
+    int64_t na[2] = {-1, 2}, nb[2] = {-3, 62};
+    assert_true(ex_kern_binary(SP_OP_POWER, SP_ELEM_I64, na, nb, o, 2));
+    assert_true(o[0] == -1 && o[1] == (int64_t)1 << 62);
+    uint8_t ua[2] = {5, 2}, ub[2] = {5, 9}, uo[2];
+    assert_true(ex_kern_binary(SP_OP_POWER, SP_ELEM_UI8, ua, ub, uo, 2));
+    assert_true(uo[0] == (uint8_t)3125 && uo[1] == 0); /* wraps */
+    double xa[2] = {-2.0, 3.0}, xb[2] = {2.0, -1.0};
+    assert_true(ex_kern_binary(SP_OP_POWER, SP_ELEM_F64, xa, xb, fo, 2));
+    assert_true(fo[0] == 4.0 && fo[1] == 1.0 / 3.0);
+    assert_true(ex_kern_binary(SP_OP_ATAN2, SP_ELEM_F64, xa, xb, fo, 1));
+    assert_true(fabs(fo[0] - atan2(-2.0, 2.0)) == 0.0);
+    /* shifts: by the spec's examples, and by >= the bit width */
+    int64_t sa[3] = {-1, 0, 1}, sb[3] = {1, 2, 3};
+    assert_true(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_I64, sa, sb, o, 3));
+    assert_true(o[0] == -2 && o[1] == 0 && o[2] == 8);
+    int64_t ra[3] = {-1, 0, 8};
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_LOGICAL, SP_ELEM_I64, ra, sb, o, 3));
+    assert_true(o[0] == INT64_MAX && o[1] == 0 && o[2] == 1);
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_ARITHMETIC, SP_ELEM_I64, ra, sb, o, 3));
+    assert_true(o[0] == -1 && o[1] == 0 && o[2] == 1);
+    int8_t ba[4] = {-128, 64, -3, 1}, bb[4] = {8, 9, -1, 7}, bo[4];
+    assert_true(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_I8, ba, bb, bo, 4));
+    assert_true(bo[0] == 0 && bo[1] == 0 && bo[2] == 0 && bo[3] == -128);
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_LOGICAL, SP_ELEM_I8, ba, bb, bo, 4));
+    assert_true(bo[0] == 0 && bo[1] == 0 && bo[2] == 0 && bo[3] == 0);
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_ARITHMETIC, SP_ELEM_I8, ba, bb, bo, 4));
+    assert_true(bo[0] == -1 && bo[1] == 0 && bo[2] == -1 && bo[3] == 0);
+    uint16_t wa[2] = {0x8000, 0xFFFF}, wb[2] = {15, 16}, wo[2];
+    assert_true(ex_kern_binary(SP_OP_SHIFT_RIGHT_ARITHMETIC, SP_ELEM_UI16, wa, wb, wo, 2));
+    assert_true(wo[0] == 0xFFFF && wo[1] == 0xFFFF); /* the bits read as signed */
+    assert_true(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_UI16, wa + 1, wb, wo, 1));
+    assert_true(wo[0] == 0x8000);
+    assert_false(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_F32, fa, fb, fo, 1));
+    assert_false(ex_kern_binary(SP_OP_ATAN2, SP_ELEM_I64, a, b, o, 1));
+}
+
+static void test_ex_kern_clamp_scalars_and_nan(void **state)
+{
+    (void)state;
+    int64_t lo[3] = {1, 5, -5}, x[3] = {2, 3, -1}, hi[3] = {3, 7, -3}, o[3];
+    assert_true(ex_kern_clamp(SP_ELEM_I64, lo, false, x, hi, false, o, 3));
+    assert_true(o[0] == 2 && o[1] == 5 && o[2] == -3);
+    int64_t zero = 0, one = 1;
+    assert_true(ex_kern_clamp(SP_ELEM_I64, &zero, true, x, &one, true, o, 3));
+    assert_true(o[0] == 1 && o[1] == 1 && o[2] == 0);
+    float flo = -0.5f, fhi = 0.75f, fx[4] = {-2.0f, 0.25f, 9.0f, NAN}, fo[4];
+    assert_true(ex_kern_clamp(SP_ELEM_F32, &flo, true, fx, &fhi, true, fo, 4));
+    assert_true(fo[0] == -0.5f && fo[1] == 0.25f && fo[2] == 0.75f && isnan(fo[3]));
+}
+
+/* bf16 and f16: rounding to nearest even (ties, overflow, subnormals, NaN),
+ * exact widening, one rounding from f64, and kernels through f32 blocks. */
+static void test_ex_kern_half_types_round_to_nearest_even(void **state)
+{
+    (void)state;
+    float f[6] = {1.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0.1f, -INFINITY, NAN};
+    uint16_t h[6];
+    ex_kern_f32_to_half(SP_ELEM_BF16, f, h, 6);
+    assert_true(h[0] == 0x3F80 && h[1] == 0x3F80 && h[2] == 0x3F82 && h[3] == 0x3DCD &&
+                h[4] == 0xFF80 && (h[5] & 0x7F80) == 0x7F80 && (h[5] & 0x7F) != 0);
+    float g[7] = {65504.0f, 65520.0f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-14f, 0.1f};
+    uint16_t q[7];
+    ex_kern_f32_to_half(SP_ELEM_F16, g, q, 7);
+    assert_true(q[0] == 0x7BFF && q[1] == 0x7C00 && q[2] == 0x0001 && q[3] == 0x0000 &&
+                q[4] == 0x0001 && q[5] == 0x0400 && q[6] == 0x2E66);
+    uint16_t w[5] = {0x0001, 0x7C00, 0xFC00, 0x3C00, 0x8000};
+    float back[5];
+    ex_kern_half_to_f32(SP_ELEM_F16, w, back, 5);
+    assert_true(back[0] == 0x1p-24f && isinf(back[1]) && back[1] > 0 && isinf(back[2]) &&
+                back[2] < 0 && back[3] == 1.0f && back[4] == 0.0f && signbit(back[4]));
+    /* f64 to bf16 rounds once: 1 + 2^-8 + 2^-40 is above the tie (through
+     * f32 it would become the tie and round down to even) */
+    double d[2] = {1.0 + 0x1p-8 + 0x1p-40, -1e300};
+    assert_true(ex_kern_convert(SP_ELEM_F64, d, SP_ELEM_BF16, h, 2));
+    assert_true(h[0] == 0x3F81 && h[1] == 0xFF80);
+    int32_t iv[2] = {257, -3};
+    assert_true(ex_kern_convert(SP_ELEM_I32, iv, SP_ELEM_BF16, h, 2));
+    assert_true(h[0] == 0x4380 && h[1] == 0xC040); /* 257 ties to 256 */
+    uint16_t hv[2] = {0x4380, 0xC040};
+    int64_t io[2];
+    assert_true(ex_kern_convert(SP_ELEM_BF16, hv, SP_ELEM_I64, io, 2));
+    assert_true(io[0] == 256 && io[1] == -3);
+    assert_true(ex_kern_convert(SP_ELEM_BF16, hv, SP_ELEM_F16, q, 2));
+    assert_true(q[0] == 0x5C00 && q[1] == 0xC200);
+    /* arithmetic in f32, rounded back: 1 + 2^-8 ties to 1 in bf16 */
+    uint16_t one[300], eps[300], out[300];
+    for (int i = 0; i < 300; i++) {
+        one[i] = 0x3F80;
+        eps[i] = 0x3B80; /* 2^-8 */
+    }
+    assert_true(ex_kern_binary(SP_OP_ADD, SP_ELEM_BF16, one, eps, out, 300));
+    assert_true(out[0] == 0x3F80 && out[299] == 0x3F80);
+    assert_true(ex_kern_binary(SP_OP_ADD, SP_ELEM_BF16, eps, eps, out, 300));
+    assert_true(out[0] == 0x3C00 && out[299] == 0x3C00);
+    assert_true(ex_kern_unary(SP_OP_NEGATE, SP_ELEM_F16, w, out, 5));
+    assert_true(out[0] == 0x8001 && out[1] == 0xFC00 && out[3] == 0xBC00);
+    uint8_t c[300];
+    assert_true(ex_kern_compare(EX_CMP_LT, SP_ELEM_BF16, eps, one, c, 300));
+    assert_true(c[0] == 1 && c[299] == 1);
+    assert_true(ex_kern_is_finite(SP_ELEM_F16, w, c, 5));
+    assert_true(c[0] == 1 && c[1] == 0 && c[2] == 0 && c[3] == 1);
+    assert_false(ex_kern_binary(SP_OP_SHIFT_LEFT, SP_ELEM_BF16, one, eps, out, 1));
+    uint16_t ta[3] = {0x8000, 0x7FC0, 0xFFC0}, tb[3] = {0x0000, 0x7F80, 0xFF80};
+    assert_true(ex_kern_compare_total(EX_CMP_LT, SP_ELEM_BF16, ta, tb, c, 3));
+    assert_true(c[0] == 1 && c[1] == 0 && c[2] == 1); /* -0 < +0, +NaN > +Inf, -NaN < -Inf */
+}
+
 static void test_ex_kern_convert_saturates_and_truncates(void **state)
 {
     (void)state;
@@ -1115,8 +1291,8 @@ static void test_ex_kern_sort_two_keys_along_dim_0(void **state)
     int64_t ud[2] = {1, 3};
     assert_int_equal(ex_kern_sort(1, ue, uin, uout, ud, 2, 1, keys, 1), CM_OK);
     assert_true(uo[0] == 0 && uo[1] == (uint64_t)1 << 63 && uo[2] == UINT64_MAX);
-    /* no kernel: a bf16 key, a dim past the rank */
-    sp_elem bf[1] = {SP_ELEM_BF16};
+    /* no kernel: a complex key, a dim past the rank */
+    sp_elem bf[1] = {SP_ELEM_C64};
     assert_int_equal(ex_kern_sort(1, bf, uin, uout, ud, 2, 1, keys, 1), CM_EINVAL);
     assert_int_equal(ex_kern_sort(1, ue, uin, uout, ud, 2, 2, keys, 1), CM_EINVAL);
 }
@@ -1251,6 +1427,102 @@ static ex_tensor *run_many(const char *text, const ex_tensor *args, uint32_t n_a
 static ex_tensor *run_one(const char *text, const ex_tensor *args, uint32_t n_args)
 {
     return run_many(text, args, n_args, 1);
+}
+
+/* Constants are decoded exactly (sp_mlir_dense_values): i64 and ui64 beyond
+ * 2^53, hex bodies (raw little-endian bytes) and hex float literals; then
+ * the interpreter tests' values for a few of the new ops, through the
+ * executor, on a main without arguments. */
+static void test_ex_exec_run_exact_constants_and_new_ops(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main() -> (tensor<3xi64>, tensor<2xui64>, tensor<4xf32>, tensor<3xf64>) {\n"
+        "  %0 = stablehlo.constant dense<[9007199254740993, -9223372036854775808, "
+        "9223372036854775807]> : tensor<3xi64>\n"
+        "  %1 = stablehlo.constant dense<[18446744073709551615, 0]> : tensor<2xui64>\n"
+        "  %2 = stablehlo.constant dense<\"0x0000003F0000C0FF0000807F01000000\"> : "
+        "tensor<4xf32>\n"
+        "  %3 = stablehlo.constant dense<[0x7FF8000000000000, -0.0, 0.1]> : tensor<3xf64>\n"
+        "  return %0, %1, %2, %3 : tensor<3xi64>, tensor<2xui64>, tensor<4xf32>, "
+        "tensor<3xf64>\n}\n";
+    ex_tensor *res = run_many(mod, NULL, 0, 4);
+    const int64_t *i = res[0].data;
+    assert_true(i[0] == 9007199254740993LL && i[1] == INT64_MIN && i[2] == INT64_MAX);
+    const uint64_t *u = res[1].data;
+    assert_true(u[0] == UINT64_MAX && u[1] == 0);
+    uint32_t fb[4];
+    memcpy(fb, res[2].data, sizeof fb);
+    assert_true(fb[0] == 0x3F000000u && fb[1] == 0xFFC00000u && fb[2] == 0x7F800000u &&
+                fb[3] == 1u);
+    const double *d = res[3].data;
+    assert_true(isnan(d[0]) && d[1] == 0.0 && signbit(d[1]) && d[2] == 0.1);
+    ex_tensors_free(res, 4);
+
+    static const char ops[] =
+        "func.func @main() -> (tensor<3x2xi64>, tensor<3xi64>, tensor<6xi64>, tensor<4xi64>, "
+        "tensor<5xf64>, tensor<3xi1>) {\n"
+        "  %a = stablehlo.constant dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi64>\n"
+        "  %0 = stablehlo.reverse %a, dims = [1, 0] : tensor<3x2xi64>\n"
+        "  %mn = stablehlo.constant dense<[0, 0, -2]> : tensor<3xi64>\n"
+        "  %x = stablehlo.constant dense<[2, 3, -1]> : tensor<3xi64>\n"
+        "  %mx = stablehlo.constant dense<1> : tensor<i64>\n"
+        "  %1 = stablehlo.clamp %mn, %x, %mx : (tensor<3xi64>, tensor<3xi64>, tensor<i64>) -> "
+        "tensor<3xi64>\n"
+        "  %pl = stablehlo.constant dense<[-1, -1, -3, 1, -3, 0]> : tensor<6xi64>\n"
+        "  %pr = stablehlo.constant dense<[1, 0, -3, -3, 3, 2]> : tensor<6xi64>\n"
+        "  %2 = stablehlo.power %pl, %pr : tensor<6xi64>\n"
+        "  %sl = stablehlo.constant dense<[-1, 0, 8, 5]> : tensor<4xi64>\n"
+        "  %sr = stablehlo.constant dense<[1, 2, 3, 64]> : tensor<4xi64>\n"
+        "  %3 = stablehlo.shift_right_logical %sl, %sr : tensor<4xi64>\n"
+        "  %r = stablehlo.constant dense<[-2.5, 0.4, 0.5, 0.6, 2.5]> : tensor<5xf64>\n"
+        "  %4 = stablehlo.round_nearest_afz %r : tensor<5xf64>\n"
+        "  %f = stablehlo.constant dense<[1.0, 0x7FF0000000000000, 0x7FF8000000000000]> : "
+        "tensor<3xf64>\n"
+        "  %5 = stablehlo.is_finite %f : (tensor<3xf64>) -> tensor<3xi1>\n"
+        "  return %0, %1, %2, %3, %4, %5 : tensor<3x2xi64>, tensor<3xi64>, tensor<6xi64>, "
+        "tensor<4xi64>, tensor<5xf64>, tensor<3xi1>\n}\n";
+    res = run_many(ops, NULL, 0, 6);
+    static const int64_t rev[6] = {6, 5, 4, 3, 2, 1}, cl[3] = {1, 1, -1},
+                         pw[6] = {-1, 1, 0, 1, -27, 0}, sh[4] = {INT64_MAX, 0, 1, 0};
+    static const double afz[5] = {-3.0, 0.0, 1.0, 1.0, 3.0};
+    static const uint8_t fin[3] = {1, 0, 0};
+    assert_memory_equal(res[0].data, rev, sizeof rev);
+    assert_memory_equal(res[1].data, cl, sizeof cl);
+    assert_memory_equal(res[2].data, pw, sizeof pw);
+    assert_memory_equal(res[3].data, sh, sizeof sh);
+    assert_memory_equal(res[4].data, afz, sizeof afz);
+    assert_memory_equal(res[5].data, fin, sizeof fin);
+    ex_tensors_free(res, 6);
+}
+
+/* A bf16 sort under TOTALORDER (-0 before +0, NaN last) and an f16 one
+ * under IEEE comparisons, by hand. */
+static void test_ex_exec_run_half_sort_by_hand(void **state)
+{
+    (void)state;
+    static const char mod[] =
+        "func.func @main() -> (tensor<6xbf16>, tensor<4xf16>) {\n"
+        "  %a = stablehlo.constant dense<[2.0, -1.0, 0x7FC0, 0.0, -0.0, 1.5]> : tensor<6xbf16>\n"
+        "  %0 = \"stablehlo.sort\"(%a) ({\n"
+        "  ^bb0(%x: tensor<bf16>, %y: tensor<bf16>):\n"
+        "    %c = stablehlo.compare LT, %x, %y, TOTALORDER : (tensor<bf16>, tensor<bf16>) -> "
+        "tensor<i1>\n"
+        "    stablehlo.return %c : tensor<i1>\n"
+        "  }) {dimension = 0 : i64, is_stable = true} : (tensor<6xbf16>) -> tensor<6xbf16>\n"
+        "  %b = stablehlo.constant dense<[3.0, -2.0, 65504.0, 0.5]> : tensor<4xf16>\n"
+        "  %1 = \"stablehlo.sort\"(%b) ({\n"
+        "  ^bb0(%x: tensor<f16>, %y: tensor<f16>):\n"
+        "    %c = stablehlo.compare GT, %x, %y : (tensor<f16>, tensor<f16>) -> tensor<i1>\n"
+        "    stablehlo.return %c : tensor<i1>\n"
+        "  }) {dimension = 0 : i64} : (tensor<4xf16>) -> tensor<4xf16>\n"
+        "  return %0, %1 : tensor<6xbf16>, tensor<4xf16>\n}\n";
+    ex_tensor *res = run_many(mod, NULL, 0, 2);
+    static const uint16_t want0[6] = {0xBF80, 0x8000, 0x0000, 0x3FC0, 0x4000, 0x7FC0};
+    static const uint16_t want1[4] = {0x7BFF, 0x4200, 0x3800, 0xC000};
+    assert_memory_equal(res[0].data, want0, sizeof want0);
+    assert_memory_equal(res[1].data, want1, sizeof want1);
+    ex_tensors_free(res, 2);
 }
 
 static void test_ex_exec_run_new_ops_by_hand(void **state)
@@ -1607,7 +1879,7 @@ static void test_ex_exec_run_bad_new_ops_are_clear_errors(void **state)
                     "3:3", "attributes the executor cannot read");
     /* select_and_scatter: an i32 operand, a source of the wrong size, a
      * select body that is not an ordering */
-    assert_rejected(SAS_1D("i32", "2", "GE", "0"), "3:3", "f32 and f64 only");
+    assert_rejected(SAS_1D("i32", "2", "GE", "0"), "3:3", "f32, f64, bf16 and f16 only");
     assert_rejected(SAS_1D("f32", "3", "GE", "0.0"), "3:3", "attributes the executor cannot read");
     assert_rejected(SAS_1D("f32", "2", "EQ", "0.0"), "3:3",
                     "with this select body cannot be executed yet");
@@ -1619,6 +1891,10 @@ int main(void)
         cmocka_unit_test(test_ex_kern_binary_f32_matches_and_propagates_nan),
         cmocka_unit_test(test_ex_kern_binary_f64_and_ints),
         cmocka_unit_test(test_ex_kern_unary_per_type),
+        cmocka_unit_test(test_ex_kern_new_unary_ops_match_the_spec),
+        cmocka_unit_test(test_ex_kern_new_binary_ops_match_the_spec),
+        cmocka_unit_test(test_ex_kern_clamp_scalars_and_nan),
+        cmocka_unit_test(test_ex_kern_half_types_round_to_nearest_even),
         cmocka_unit_test(test_ex_kern_convert_saturates_and_truncates),
         cmocka_unit_test(test_ex_kern_compare_and_select_odd_sizes),
         cmocka_unit_test(test_ex_kern_affine_transposes_every_element_size),
@@ -1643,6 +1919,8 @@ int main(void)
         cmocka_unit_test(test_ex_kern_select_scatter_ties_nans_and_padding),
         cmocka_unit_test(test_ex_gate_limits_holders),
         cmocka_unit_test(test_ex_exec_run_new_ops_by_hand),
+        cmocka_unit_test(test_ex_exec_run_exact_constants_and_new_ops),
+        cmocka_unit_test(test_ex_exec_run_half_sort_by_hand),
         cmocka_unit_test(test_ex_exec_run_gather_scatter_conv_by_hand),
         cmocka_unit_test(test_ex_exec_run_sort_jax_comparators_by_hand),
         cmocka_unit_test(test_ex_exec_run_compare_total_order_by_hand),
