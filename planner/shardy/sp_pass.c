@@ -227,3 +227,24 @@ cm_status sp_pass_io_shardings_fix(sp_module *m, sp_pass_sharding_fix fix, cm_er
     }
     return CM_OK;
 }
+
+cm_status sp_pass_insert_edge(sp_module *m, const char *name, uint32_t v, const char *attr_name,
+                              sp_attr *attr, uint32_t block, uint32_t index, const char *loc,
+                              const sp_loc *where, uint32_t *result)
+{
+    uint32_t type = m->values[v].type, op;
+    cm_status st = sp_module_new_op(m, SP_NONE, name, &v, 1, &type, 1, &op);
+    if (st == CM_OK && attr != NULL) {
+        st = sp_op_set_attr(m, op, attr_name, attr);
+    }
+    if (st != CM_OK) {
+        return st;
+    }
+    m->ops[op].loc = loc;
+    m->ops[op].where = where;
+    if ((st = sp_block_insert_op(m, block, index, op)) != CM_OK) {
+        return st;
+    }
+    *result = m->ops[op].first_result;
+    return CM_OK;
+}

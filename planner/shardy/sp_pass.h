@@ -116,6 +116,14 @@ typedef cm_status (*sp_pass_sharding_fix)(sp_module *m, const sp_sharding *s, co
  * has one. Errors: CM_ENOMEM (the module may then be partly rewritten). */
 cm_status sp_pass_io_shardings_fix(sp_module *m, sp_pass_sharding_fix fix, cm_error *err);
 
+/* Inserts at index of block an edge op `name` (sdy.data_flow_edge,
+ * sdy.func_data_flow_edge) whose one operand is v and whose result has v's
+ * type, carrying attr under attr_name when attr is not NULL, at location
+ * loc/where; *result is the edge's value. Errors: CM_ENOMEM. */
+cm_status sp_pass_insert_edge(sp_module *m, const char *name, uint32_t v, const char *attr_name,
+                              sp_attr *attr, uint32_t block, uint32_t index, const char *loc,
+                              const sp_loc *where, uint32_t *result);
+
 /* One step of a pass pipeline: when st is CM_OK, runs call and stores its
  * status in st; when timing, prints the step's time under name to stderr. */
 #define SP_PASS_STEP(st, timing, name, call)                                                       \

@@ -59,13 +59,9 @@ static bool is_static_tensor(const sp_type *t)
 static cm_status add_edge(sp_module *m, ectx *c, uint32_t v, sp_sharding *s, uint32_t block,
                           uint32_t index, uint32_t loc_op)
 {
-    uint32_t type = m->values[v].type, op;
-    cm_status st = sp_module_new_op(m, SP_NONE, "sdy.func_data_flow_edge", &v, 1, &type, 1, &op);
-    if (st != CM_OK) {
-        return st;
-    }
+    sp_attr *a = NULL;
     if (s != NULL) {
-        sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+        a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
         sp_sharding **items = cm_arena_alloc(&m->arena, sizeof *items);
         if (a == NULL || items == NULL) {
             return CM_ENOMEM;
@@ -73,17 +69,9 @@ static cm_status add_edge(sp_module *m, ectx *c, uint32_t v, sp_sharding *s, uin
         items[0] = s;
         a->u.shardings.items = items;
         a->u.shardings.n = 1;
-        if ((st = sp_op_set_attr(m, op, "sdy.sharding", a)) != CM_OK) {
-            return st;
-        }
     }
-    m->ops[op].loc = m->ops[loc_op].loc;
-    m->ops[op].where = m->ops[loc_op].where;
-    if ((st = sp_block_insert_op(m, block, index, op)) != CM_OK) {
-        return st;
-    }
-    c->image[v] = m->ops[op].first_result;
-    return CM_OK;
+    return sp_pass_insert_edge(m, "sdy.func_data_flow_edge", v, "sdy.sharding", a, block, index,
+                               m->ops[loc_op].loc, m->ops[loc_op].where, &c->image[v]);
 }
 
 static cm_status func_edges(sp_module *m, ectx *c, uint32_t f)

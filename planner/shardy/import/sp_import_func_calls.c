@@ -397,28 +397,15 @@ static const sp_sharding *list_entry(const sp_module *m, uint32_t op, const char
 static cm_status new_edge(sp_module *m, ectx *c, uint32_t v, const sp_sharding *s, uint32_t block,
                           uint32_t index, const char *loc, const sp_loc *where)
 {
-    uint32_t type = m->values[v].type, op;
-    cm_status st = sp_module_new_op(m, SP_NONE, "sdy.data_flow_edge", &v, 1, &type, 1, &op);
-    if (st != CM_OK) {
-        return st;
-    }
+    sp_attr *a = NULL;
     if (s != NULL) {
-        sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING);
-        if (a == NULL) {
+        if ((a = sp_attr_new(m, SP_ATTR_SHARDING)) == NULL) {
             return CM_ENOMEM;
         }
         a->u.sharding = (sp_sharding *)(uintptr_t)s;
-        if ((st = sp_op_set_attr(m, op, "sharding", a)) != CM_OK) {
-            return st;
-        }
     }
-    m->ops[op].loc = loc;
-    m->ops[op].where = where;
-    if ((st = sp_block_insert_op(m, block, index, op)) != CM_OK) {
-        return st;
-    }
-    c->image[v] = m->ops[op].first_result;
-    return CM_OK;
+    return sp_pass_insert_edge(m, "sdy.data_flow_edge", v, "sharding", a, block, index, loc, where,
+                               &c->image[v]);
 }
 
 static cm_status nc_edges(sp_module *m, ectx *c, uint32_t nc)
