@@ -163,7 +163,8 @@ static int64_t axis_size(const sp_mesh *mesh, const sp_axis_ref *r)
         return r->size > 0 ? r->size : 1;
     }
     int32_t i = mesh != NULL ? sp_mesh_axis_index(mesh, r->name) : -1;
-    return i >= 0 ? mesh->axes[i].size : (r->size > 0 ? r->size : 1);
+    int64_t z = i >= 0 ? mesh->axes[i].size : r->size;
+    return z > 0 ? z : 1; /* an axis without devices divides nothing (and never by zero) */
 }
 
 static const sp_sharding unset_sharding; /* marks a cache slot not yet filled */
