@@ -404,35 +404,6 @@ static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags 
     cm_free(used);
     if (!ok) {
         *bad = true;
-        return;
-    }
-    /* Ours, for the passes: a dimension's factors multiply to its size (one
-     * factor may be larger: padding). */
-    for (uint32_t i = 0; i < r->n_operands + r->n_results; i++) {
-        bool res = i >= r->n_operands;
-        uint32_t k = res ? i - r->n_operands : i;
-        const sp_tensor_mapping *tm = res ? &r->results[k] : &r->operands[k];
-        uint32_t v = res ? op->first_result + k : op->operands[k];
-        const sp_type *t = &m->types[m->values[v].type];
-        for (uint32_t dd = 0; dd < tm->rank; dd++) {
-            int64_t prod = 1;
-            for (uint32_t f = 0; f < tm->dims[dd].n_factors; f++) {
-                uint32_t fi = tm->dims[dd].factors[f];
-                if (!cm_mul_i64(prod, r->factor_sizes[fi], &prod)) {
-                    prod = -1;
-                    break;
-                }
-            }
-            if (prod != t->dims[dd] && !(prod > t->dims[dd] && tm->dims[dd].n_factors == 1)) {
-                sp_diags_add(d, m, opid, SP_DIAG_ERROR,
-                             "sharding rule: dim %u of %s %u has size %lld but its factors "
-                             "multiply to %lld",
-                             dd, res ? "result" : "operand", k, (long long)t->dims[dd],
-                             (long long)prod);
-                *bad = true;
-                return;
-            }
-        }
     }
 }
 
