@@ -225,7 +225,7 @@ cm_status st_bench_set(st_db *db, int64_t id, const st_bench_update *u, cm_error
             cm_error_set(err, CM_ECONFLICT, "/status", "benchmark run %lld is %s, cannot become %s",
                          (long long)id, st_bench_status_name(cur), st_bench_status_name(u->status));
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     if (st == CM_OK) {
         st = st_sql_write(db, NULL, err,
                           "UPDATE bench_runs SET status = ?2, progress = ?3,"
@@ -260,7 +260,7 @@ cm_status st_bench_claim(st_db *db, int64_t *id_out, cm_error *err)
     if (st == CM_OK) {
         id = (int64_t)sqlite3_column_int64(s, 0);
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     if (st == CM_OK) {
         st = st_sql_write(db, NULL, err,
                           "UPDATE bench_runs SET status = 'running', updated_at = ?2 WHERE id = ?1",

@@ -187,11 +187,59 @@ void st_db_lock(st_db *db)
     (void)rc;
 }
 
+/* The WAL hook of conn: notes the WAL's size for st_db_unlock; checkpoints
+ * inline only past the hard limit (then no other writer is running, so the
+ * copy completes and the next write starts the WAL over). */
+static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
+{
+    st_db *db = arg;
+    atomic_store(&db->wal_pages, pages);
+    if (pages >= ST_WAL_HARD_PAGES) {
+        (void)sqlite3_wal_checkpoint_v2(conn, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        atomic_store(&db->wal_pages, 0);
+    }
+    return SQLITE_OK;
+}
+
+/* A passive checkpoint on db->ckpt, outside mu, when the WAL has grown and
+ * no other thread is checkpointing. Failures only delay it (the next
+ * unlock tries again; the hard limit bounds the WAL). */
+static void checkpoint_maybe(st_db *db)
+{
+    if (atomic_load(&db->wal_pages) < ST_WAL_CKPT_PAGES || db->path == NULL ||
+        pthread_mutex_trylock(&db->ckpt_mu) != 0) {
+        return;
+    }
+    if (db->ckpt == NULL) {
+        if (sqlite3_open_v2(db->path, &db->ckpt, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                            NULL) != SQLITE_OK) {
+            sqlite3_close(db->ckpt);
+            db->ckpt = NULL;
+        }
+    }
+    if (db->ckpt != NULL) {
+        int log = 0, done = 0;
+        int rc = sqlite3_wal_checkpoint_v2(db->ckpt, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        if (rc == SQLITE_OK) {
+            /* what is left to copy; commits since then raised it again */
+            int left = log - done;
+            int seen = atomic_load(&db->wal_pages);
+            if (seen <= log) {
+                atomic_store(&db->wal_pages, left > 0 ? left : 0);
+            }
+        }
+    }
+    int rc = pthread_mutex_unlock(&db->ckpt_mu);
+    assert(rc == 0);
+    (void)rc;
+}
+
 void st_db_unlock(st_db *db)
 {
     int rc = pthread_mutex_unlock(&db->mu);
     assert(rc == 0);
     (void)rc;
+    checkpoint_maybe(db);
 }
 
 /* ---- open / close ------------------------------------------------------------------ */
@@ -213,7 +261,7 @@ static cm_status pragma_expect(st_db *db, const char *sql, const char *want, cm_
                               t != NULL ? (const char *)t : "", want);
         }
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     return st;
 }
 
@@ -229,7 +277,7 @@ static cm_status read_version(st_db *db, int64_t *out, cm_error *err)
     if (st == CM_OK) {
         *out = row ? (int64_t)sqlite3_column_int64(s, 0) : 0;
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     return st;
 }
 
@@ -273,7 +321,7 @@ static cm_status migrate(st_db *db, cm_error *err)
         if (st == CM_OK) {
             st = st_sql_step_done(db, s, err);
         }
-        sqlite3_finalize(s);
+        st_sql_release(db, s);
     }
     return st_sql_finish(db, st, err);
 }
@@ -299,6 +347,18 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
         cm_free(db);
         return cm_error_set(err, CM_ENOMEM, NULL, "cannot create a mutex");
     }
+    if (pthread_mutex_init(&db->ckpt_mu, NULL) != 0) {
+        pthread_mutex_destroy(&db->mu);
+        cm_free(db);
+        return cm_error_set(err, CM_ENOMEM, NULL, "cannot create a mutex");
+    }
+    size_t plen = strlen(path);
+    db->path = st_alloc(plen + 1);
+    if (db->path == NULL) {
+        st_db_close(db);
+        return cm_error_oom(err);
+    }
+    memcpy(db->path, path, plen + 1);
     /* NOMUTEX: db->mu already serializes every use of the connection. */
     rc = sqlite3_open_v2(path, &db->conn,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -315,7 +375,15 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
         st = rc == SQLITE_OK ? CM_OK : st_db_fail(db, rc, "busy_timeout", err);
     }
     if (st == CM_OK) {
+        /* takes effect on a new file only (before its first table) */
+        st = st_sql_exec(db, "PRAGMA page_size=16384", err);
+    }
+    if (st == CM_OK) {
         st = pragma_expect(db, "PRAGMA journal_mode=WAL", "wal", err);
+    }
+    if (st == CM_OK) {
+        /* replaces SQLite's automatic checkpoint (st_int.h, "Checkpoints") */
+        sqlite3_wal_hook(db->conn, on_wal_commit, db);
     }
     if (st == CM_OK) {
         st = st_sql_exec(db, "PRAGMA synchronous=NORMAL", err);
@@ -342,11 +410,20 @@ void st_db_close(st_db *db)
     if (db == NULL) {
         return;
     }
+    if (db->ckpt != NULL) {
+        int rc = sqlite3_close(db->ckpt);
+        assert(rc == SQLITE_OK);
+        (void)rc;
+    }
     if (db->conn != NULL) {
+        st_sql_cache_clear(db);
+        /* the last connection to close checkpoints the WAL and removes it */
         int rc = sqlite3_close(db->conn);
         assert(rc == SQLITE_OK); /* every statement is finalised before return */
         (void)rc;
     }
+    cm_free(db->path);
+    pthread_mutex_destroy(&db->ckpt_mu);
     pthread_mutex_destroy(&db->mu);
     cm_free(db);
 }
@@ -385,7 +462,7 @@ static cm_status pragma_ok(st_db *db, const char *sql, cm_error *err)
                               t != NULL ? (const char *)t : "no result");
         }
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     return st;
 }
 
@@ -422,7 +499,7 @@ cm_status st_db_data_version(st_db *db, int64_t *out, cm_error *err)
         st = st_sql_step(db, s, &row, err);
     }
     *out = st == CM_OK && row ? (int64_t)sqlite3_column_int64(s, 0) : 0;
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     st_db_unlock(db);
     return st;
 }
@@ -444,7 +521,7 @@ cm_status st_db_integrity_check(st_db *db, cm_error *err)
         st = cm_error_set(err, CM_EINTERNAL, NULL, "foreign_key_check: dangling row %lld in %s",
                           (long long)sqlite3_column_int64(s, 1), t != NULL ? (const char *)t : "?");
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     st_db_unlock(db);
     return st;
 }

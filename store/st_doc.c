@@ -102,7 +102,7 @@ static cm_status doc_put(st_db *db, const doc_kind *k, const char *name, const c
         id = (int64_t)sqlite3_column_int64(s, 0);
         same = sqlite3_column_int(s, 1) == 1;
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     if (st == CM_OK && existed && !same && !replace) {
         st = cm_error_set(err, CM_ECONFLICT, "/name", "a %s named '%s' already exists", k->what,
                           name);

@@ -23,10 +23,35 @@
 
 /* ---- the handle (st_db.c) ------------------------------------------------ */
 
+/* A prepared statement kept for the next use of the same SQL text (SQLite
+ * parses and plans a statement in about as long as a small write takes). */
+typedef struct st_stmt_slot {
+    char *sql;         /* owned copy of the text; NULL = free slot */
+    uint64_t hash;     /* cm_hash_bytes of sql */
+    sqlite3_stmt *s;   /* prepared with SQLITE_PREPARE_PERSISTENT */
+    bool in_use;       /* handed out by st_sql_prepare, not yet released */
+} st_stmt_slot;
+
+#define ST_STMT_CACHE 48 /* more distinct statements than the store has */
+
+/* Checkpoints: the WAL is copied back into the database file once it holds
+ * ST_WAL_CKPT_PAGES pages (4 MiB of the 16 KiB pages a new file gets), by whichever thread next releases mu, on a
+ * connection of its own (ckpt, under ckpt_mu) and outside mu, so requests
+ * keep reading and writing meanwhile; past ST_WAL_HARD_PAGES (a burst no
+ * pause let the checkpoints catch up with) the committing writer
+ * checkpoints itself, under mu, which lets the next write restart the WAL. */
+#define ST_WAL_CKPT_PAGES 256
+#define ST_WAL_HARD_PAGES 4096
+
 struct st_db {
     sqlite3 *conn;      /* the connection; used under mu only */
     pthread_mutex_t mu; /* serializes every call on this handle */
     int64_t fixed_now;  /* test clock, unix seconds; 0 = wall clock */
+    st_stmt_slot stmts[ST_STMT_CACHE]; /* under mu, like conn */
+    char *path;                  /* the file, for ckpt */
+    sqlite3 *ckpt;               /* checkpointing connection, opened on first use */
+    pthread_mutex_t ckpt_mu;     /* serializes checkpoints */
+    _Atomic int wal_pages;       /* pages in the WAL after the last commit */
 };
 
 /* One schema migration: run once, in order, inside the opening transaction
@@ -64,8 +89,15 @@ void st_db_unlock(st_db *db);
 
 /* ---- statements and transactions (st_sql.c) ------------------------------ */
 
-/* Prepares sql; on error *out is NULL. */
+/* Prepares sql, or hands out the statement kept from the last use of the
+ * same text (reset, no bindings); on error *out is NULL. Give it back with
+ * st_sql_release, never sqlite3_finalize. */
 cm_status st_sql_prepare(st_db *db, const char *sql, sqlite3_stmt **out, cm_error *err);
+/* Gives back a statement of st_sql_prepare (NULL is a no-op): a kept one is
+ * reset and its bindings cleared for the next use, any other finalized. */
+void st_sql_release(st_db *db, sqlite3_stmt *s);
+/* Finalizes every kept statement (before the connection closes). */
+void st_sql_cache_clear(st_db *db);
 /* Runs sql (one or more statements, no parameters, no result rows). */
 cm_status st_sql_exec(st_db *db, const char *sql, cm_error *err);
 /* BEGIN IMMEDIATE. */

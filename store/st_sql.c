@@ -12,19 +12,89 @@
 #include <sqlite3.h>
 
 #include "st_db.h"
+#include "cm_map.h"
 #include "st_int.h"
 
 /* ---- statements and transactions ----------------------------------------- */
 
 cm_status st_sql_prepare(st_db *db, const char *sql, sqlite3_stmt **out, cm_error *err)
 {
-    int rc = sqlite3_prepare_v2(db->conn, sql, -1, out, NULL);
+    size_t len = strlen(sql);
+    uint64_t h = cm_hash_bytes(sql, len);
+    st_stmt_slot *free_slot = NULL;
+    for (size_t i = 0; i < ST_STMT_CACHE; i++) {
+        st_stmt_slot *e = &db->stmts[i];
+        if (e->sql == NULL) {
+            free_slot = free_slot != NULL ? free_slot : e;
+        } else if (!e->in_use && e->hash == h && strcmp(e->sql, sql) == 0) {
+            e->in_use = true;
+            *out = e->s;
+            return CM_OK;
+        }
+    }
+    /* Only texts that fit the cache and are not in use already are kept; a
+     * second user of the same text gets a statement of its own. */
+    bool keep = free_slot != NULL;
+    for (size_t i = 0; keep && i < ST_STMT_CACHE; i++) {
+        keep = db->stmts[i].sql == NULL || db->stmts[i].hash != h ||
+               strcmp(db->stmts[i].sql, sql) != 0;
+    }
+    int rc = sqlite3_prepare_v3(db->conn, sql, (int)len, keep ? SQLITE_PREPARE_PERSISTENT : 0, out,
+                                NULL);
     if (rc != SQLITE_OK) {
         sqlite3_finalize(*out);
         *out = NULL;
         return st_db_fail(db, rc, "prepare", err);
     }
+    char *copy = keep ? st_alloc(len + 1) : NULL;
+    if (copy != NULL) {
+        memcpy(copy, sql, len + 1);
+        *free_slot = (st_stmt_slot){.sql = copy, .hash = h, .s = *out, .in_use = true};
+    }
     return CM_OK;
+}
+
+void st_sql_release(st_db *db, sqlite3_stmt *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < ST_STMT_CACHE; i++) {
+        st_stmt_slot *e = &db->stmts[i];
+        if (e->sql != NULL && e->s == s) {
+            (void)sqlite3_reset(s); /* its error was reported by the step */
+            (void)sqlite3_clear_bindings(s);
+            e->in_use = false;
+            return;
+        }
+    }
+    sqlite3_finalize(s);
+}
+
+void st_sql_cache_clear(st_db *db)
+{
+    for (size_t i = 0; i < ST_STMT_CACHE; i++) {
+        st_stmt_slot *e = &db->stmts[i];
+        if (e->sql != NULL) {
+            assert(!e->in_use);
+            sqlite3_finalize(e->s);
+            cm_free(e->sql);
+            *e = (st_stmt_slot){0};
+        }
+    }
+}
+
+/* Runs one parameterless statement that returns no rows, kept prepared. */
+static cm_status sql_run(st_db *db, const char *sql, cm_error *err)
+{
+    sqlite3_stmt *s = NULL;
+    cm_status st = st_sql_prepare(db, sql, &s, err);
+    if (st == CM_OK) {
+        int rc = sqlite3_step(s);
+        st = rc == SQLITE_DONE ? CM_OK : st_db_fail(db, rc, sql, err);
+    }
+    st_sql_release(db, s);
+    return st;
 }
 
 cm_status st_sql_exec(st_db *db, const char *sql, cm_error *err)
@@ -35,7 +105,7 @@ cm_status st_sql_exec(st_db *db, const char *sql, cm_error *err)
 
 cm_status st_sql_begin(st_db *db, cm_error *err)
 {
-    return st_sql_exec(db, "BEGIN IMMEDIATE", err);
+    return sql_run(db, "BEGIN IMMEDIATE", err);
 }
 
 /* Commits when st is CM_OK, else (or when the commit fails) rolls back
@@ -43,10 +113,10 @@ cm_status st_sql_begin(st_db *db, cm_error *err)
 cm_status st_sql_finish(st_db *db, cm_status st, cm_error *err)
 {
     if (st == CM_OK) {
-        st = st_sql_exec(db, "COMMIT", err);
+        st = sql_run(db, "COMMIT", err);
     }
     if (st != CM_OK && !sqlite3_get_autocommit(db->conn)) {
-        (void)sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+        (void)sql_run(db, "ROLLBACK", NULL);
     }
     return st;
 }
@@ -126,7 +196,7 @@ static cm_status sql_vprepare(st_db *db, const char *sql, sqlite3_stmt **out, cm
         st = sql_vbind(db, *out, err, types, ap);
     }
     if (st != CM_OK) {
-        sqlite3_finalize(*out);
+        st_sql_release(db, *out);
         *out = NULL;
     }
     return st;
@@ -159,7 +229,7 @@ cm_status st_sql_write(st_db *db, int64_t *rowid_out, cm_error *err, const char 
     if (st == CM_OK) {
         st = st_sql_step_done(db, s, err);
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     if (st == CM_OK && rowid_out != NULL) {
         *rowid_out = (int64_t)sqlite3_last_insert_rowid(db->conn);
     }
@@ -356,7 +426,7 @@ cm_status st_check_json(st_db *db, const char *text, size_t len, const char *pat
                  ? cm_error_oom(err)
                  : cm_error_set(err, CM_EINVAL, path, "is not valid JSON");
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     return st;
 }
 
@@ -423,7 +493,7 @@ cm_status st_sql_get(st_db *db, const st_rows *rows, void *item, bool *found, cm
             st_rows_fini(rows, item);
         }
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     return st;
 }
 
@@ -536,7 +606,7 @@ cm_status st_sql_list(st_db *db, const st_rows *rows, size_t limit, void **items
     if (st == CM_OK) {
         st = run_list(db, s, rows, limit, items_out, n_out, next_out, err);
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     return st;
 }
 
@@ -582,7 +652,7 @@ cm_status st_sql_id_by_hash(st_db *db, const char *table, const char *hash, int6
     if (st == CM_OK && found) {
         *id_out = (int64_t)sqlite3_column_int64(s, 0);
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     return st;
 }
 
@@ -599,6 +669,6 @@ cm_status st_sql_row_exists(st_db *db, const char *table, int64_t id, bool *foun
     if (st == CM_OK) {
         st = st_sql_step(db, s, found, err);
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     return st;
 }

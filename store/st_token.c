@@ -258,7 +258,7 @@ cm_status st_token_check(st_db *db, const char *presented, st_scope *scope_out, 
             id = (int64_t)sqlite3_column_int64(s, 0);
         }
     }
-    sqlite3_finalize(s);
+    st_sql_release(db, s);
     st_db_unlock(db);
     if (st == CM_OK && !matched) {
         st = cm_error_set(err, CM_ENOTFOUND, NULL, "unknown token");

@@ -219,6 +219,14 @@ static bool is_bare_id(const char *s, size_t n)
     return true;
 }
 
+/* A mesh name: a bare-id as MLIR's lexer reads it after `@`
+ * ([A-Za-z_][A-Za-z0-9_$.]*, no '-'), at most 255 bytes, so the plan's
+ * module prints and reads back. */
+static bool is_symbol_id(const char *s, size_t n)
+{
+    return n < 256 && is_bare_id(s, n) && memchr(s, '-', n) == NULL;
+}
+
 static void *arena(dec *d, size_t n)
 {
     void *p = cm_arena_zalloc(&d->m->arena, n == 0 ? 1 : n);
@@ -911,8 +919,11 @@ static cm_status decode_mesh(dec *d, json_t *j)
     if (name == NULL) {
         return d->st;
     }
-    if (!is_bare_id(name, nlen)) {
-        return bad(d, "a mesh name must be an identifier ([A-Za-z_][A-Za-z0-9_$.-]*)");
+    if (!is_symbol_id(name, nlen)) {
+        return bad(d,
+                   "mesh name '%.100s' is not an MLIR identifier ([A-Za-z_][A-Za-z0-9_$.]*, "
+                   "under 256 bytes): the plan would not read back",
+                   name);
     }
     if (find_mesh(d, name) != NULL) {
         return bad(d, "mesh \"%s\" is defined twice", name);
