@@ -221,6 +221,11 @@ void cm_sha256_update(cm_sha256 *c, const void *data, size_t len);
 void cm_sha256_final(cm_sha256 *c, uint8_t out[CM_SHA256_LEN]);
 /* One-shot digest of data as 64 lower-case hex digits plus a NUL in hex. */
 void cm_sha256_hex(const void *data, size_t len, char hex[2 * CM_SHA256_LEN + 1]);
+/* Whether hashing uses the processor's SHA extensions (x86-64 SHA-NI);
+ * with portable_only, from now on it does not (tests and benchmarks
+ * compare the two; call before any thread hashes). */
+bool cm_sha256_accelerated(void);
+void cm_sha256_set_portable_only(bool portable_only);
 /* Hex of a digest (65 bytes with the NUL). */
 void cm_sha256_to_hex(const uint8_t digest[CM_SHA256_LEN], char hex[2 * CM_SHA256_LEN + 1]);
 

@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0
- * common: SHA-256 (FIPS 180-4), a small portable implementation for content
- * hashes. Nothing here allocates or fails. */
+ * common: SHA-256 (FIPS 180-4) for content hashes: a portable block
+ * function, and on x86-64 processors with the SHA extensions one built on
+ * them (about 8x faster; the server hashes every request body, input and
+ * plan key), chosen once at run time. Nothing here allocates or fails. */
 #include "cm.h"
 
+#include <stdatomic.h>
 #include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define HAVE_SHA_NI 1
+#endif
 
 static const uint32_t K[64] = {
     0x428a2f98u, 0x71374491u, 0xb5c0fbcfu, 0xe9b5dba5u, 0x3956c25bu, 0x59f111f1u, 0x923f82a4u,
@@ -58,6 +67,111 @@ static void compress(uint32_t h[8], const uint8_t *p)
     h[7] += k;
 }
 
+/* n whole blocks at p, portably. */
+static void blocks_portable(uint32_t h[8], const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        compress(h, p + 64 * i);
+    }
+}
+
+#ifdef HAVE_SHA_NI
+/* n whole blocks at p with SHA-NI. The instructions keep the state as two
+ * vectors, {A,B,E,F} and {C,D,G,H} (highest lane first); each
+ * sha256rnds2 does two rounds from the two low words of its message+K
+ * operand, and sha256msg1/msg2 extend the message schedule four words at a
+ * time: W[t..t+3] from W[t-16..t-1]. */
+__attribute__((target("sha,sse4.1"))) static void blocks_sha_ni(uint32_t h[8], const uint8_t *p,
+                                                                 size_t n)
+{
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    __m128i dcba = _mm_loadu_si128((const __m128i *)(const void *)&h[0]);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)(const void *)&h[4]);
+    __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+    __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+    __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+    for (size_t b = 0; b < n; b++, p += 64) {
+        __m128i abef0 = abef, cdgh0 = cdgh;
+        __m128i w[4];
+        for (int g = 0; g < 16; g++) {
+            __m128i m;
+            if (g < 4) {
+                m = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * g)),
+                                     bswap);
+            } else {
+                /* w[g%4] holds W of group g-4, w[(g+1)%4] g-3, w[(g+2)%4]
+                 * g-2, w[(g+3)%4] g-1 */
+                __m128i t = _mm_sha256msg1_epu32(w[g % 4], w[(g + 1) % 4]);
+                t = _mm_add_epi32(t, _mm_alignr_epi8(w[(g + 3) % 4], w[(g + 2) % 4], 4));
+                m = _mm_sha256msg2_epu32(t, w[(g + 3) % 4]);
+            }
+            w[g % 4] = m;
+            __m128i k = _mm_loadu_si128((const __m128i *)(const void *)&K[4 * g]);
+            __m128i mk = _mm_add_epi32(m, k);
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, mk);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(mk, 0x0E));
+        }
+        abef = _mm_add_epi32(abef, abef0);
+        cdgh = _mm_add_epi32(cdgh, cdgh0);
+    }
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    dcba = _mm_blend_epi16(feba, dchg, 0xF0);
+    hgfe = _mm_alignr_epi8(dchg, feba, 8);
+    _mm_storeu_si128((__m128i *)(void *)&h[0], dcba);
+    _mm_storeu_si128((__m128i *)(void *)&h[4], hgfe);
+}
+
+/* Whether the processor has the SHA extensions (CPUID leaf 7, EBX bit 29)
+ * and SSE4.1 (leaf 1, ECX bit 19). */
+static bool cpu_has_sha_ni(void)
+{
+    unsigned a, b, c, d;
+    if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & (1u << 19)) == 0) {
+        return false;
+    }
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) {
+        return false;
+    }
+    return (b & (1u << 29)) != 0;
+}
+#endif
+
+static _Atomic bool portable_only;
+
+bool cm_sha256_accelerated(void)
+{
+#ifdef HAVE_SHA_NI
+    static _Atomic int has_ni = -1; /* a benign race: all compute the same */
+    int u = has_ni;
+    if (u < 0) {
+        u = cpu_has_sha_ni() ? 1 : 0;
+        has_ni = u;
+    }
+    return u == 1 && !portable_only;
+#else
+    return false;
+#endif
+}
+
+void cm_sha256_set_portable_only(bool on)
+{
+    portable_only = on;
+}
+
+/* n whole blocks at p, with the SHA extensions when the processor has them. */
+static void blocks(uint32_t h[8], const uint8_t *p, size_t n)
+{
+#ifdef HAVE_SHA_NI
+    if (cm_sha256_accelerated()) {
+        blocks_sha_ni(h, p, n);
+        return;
+    }
+#endif
+    blocks_portable(h, p, n);
+}
+
 void cm_sha256_init(cm_sha256 *c)
 {
     static const uint32_t iv[8] = {0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,
@@ -80,13 +194,13 @@ void cm_sha256_update(cm_sha256 *c, const void *data, size_t len)
         if (c->n_block < 64) {
             return;
         }
-        compress(c->h, c->block);
+        blocks(c->h, c->block, 1);
         c->n_block = 0;
     }
-    while (len >= 64) {
-        compress(c->h, p);
-        p += 64;
-        len -= 64;
+    if (len >= 64) {
+        blocks(c->h, p, len / 64);
+        p += len / 64 * 64;
+        len %= 64;
     }
     if (len > 0) {
         memcpy(c->block, p, len);

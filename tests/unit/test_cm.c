@@ -1054,6 +1054,88 @@ static void test_cm_buf_sink_failure(void **state)
     cm_buf_fini(&r.got);
 }
 
+/* ---- SHA-256 ---------------------------------------------------------------------------------- */
+
+/* FIPS 180-4's examples and the million 'a's, in one call and fed in
+ * uneven pieces, with the processor's SHA extensions (when it has them)
+ * and portably: both give the published digests. */
+static void check_sha_vectors(void)
+{
+    static const struct {
+        const char *msg;
+        size_t repeat;
+        const char *hex;
+    } v[] = {
+        {"", 1, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", 1, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 1,
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"a", 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        size_t ml = strlen(v[i].msg), n = ml * v[i].repeat;
+        char *buf = malloc(n + 1);
+        assert_non_null(buf);
+        for (size_t r = 0; r < v[i].repeat; r++) {
+            memcpy(buf + r * ml, v[i].msg, ml);
+        }
+        char hex[2 * CM_SHA256_LEN + 1];
+        cm_sha256_hex(buf, n, hex);
+        assert_string_equal(hex, v[i].hex);
+        /* pieces of 1, 63, 64, 65, 200, ... bytes */
+        static const size_t piece[] = {1, 63, 64, 65, 200, 7, 4096};
+        cm_sha256 c;
+        cm_sha256_init(&c);
+        size_t at = 0;
+        for (size_t k = 0; at < n; k++) {
+            size_t take = piece[k % 7] < n - at ? piece[k % 7] : n - at;
+            cm_sha256_update(&c, buf + at, take);
+            at += take;
+        }
+        uint8_t d[CM_SHA256_LEN];
+        cm_sha256_final(&c, d);
+        cm_sha256_to_hex(d, hex);
+        assert_string_equal(hex, v[i].hex);
+        free(buf);
+    }
+}
+
+static void test_cm_sha256_vectors(void **state)
+{
+    (void)state;
+    bool accel = cm_sha256_accelerated();
+    print_message("SHA extensions: %s\n", accel ? "used" : "absent");
+    check_sha_vectors();
+    cm_sha256_set_portable_only(true);
+    assert_false(cm_sha256_accelerated());
+    check_sha_vectors();
+    cm_sha256_set_portable_only(false);
+    assert_int_equal(cm_sha256_accelerated(), accel);
+}
+
+/* Random lengths hash alike with and without the SHA extensions. */
+static void test_cm_sha256_paths_agree(void **state)
+{
+    (void)state;
+    enum { N = 5000 };
+    unsigned char *buf = malloc(N);
+    assert_non_null(buf);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < N; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (unsigned char)(x >> 16);
+    }
+    for (size_t len = 0; len < N; len += 1 + len / 3) {
+        char a[2 * CM_SHA256_LEN + 1], b[2 * CM_SHA256_LEN + 1];
+        cm_sha256_hex(buf, len, a);
+        cm_sha256_set_portable_only(true);
+        cm_sha256_hex(buf, len, b);
+        cm_sha256_set_portable_only(false);
+        assert_string_equal(a, b);
+    }
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1090,6 +1172,8 @@ int main(void)
         cmocka_unit_test(test_cm_map_oom),
         cmocka_unit_test(test_cm_buf_sink_streams),
         cmocka_unit_test(test_cm_buf_sink_failure),
+        cmocka_unit_test(test_cm_sha256_vectors),
+        cmocka_unit_test(test_cm_sha256_paths_agree),
     };
     return cmocka_run_group_tests_name("cm", tests, NULL, NULL);
 }
