@@ -657,14 +657,12 @@ typedef struct plan_store_in {
     size_t rules_len;
 } plan_store_in;
 
-/* The name a plan is stored under: ?name= (or the envelope's), the graph
- * document's name, the module's `module @NAME`; NULL when none. */
-static const char *plan_name(srv_req *r, const srv_plan_req *pr, const sp_plan *plan)
+/* The name a plan is stored under: ?name= (or the envelope's), else the
+ * input module's name: a graph document's "name" (its reader keeps it as
+ * the module's symbol name), MLIR's `module @NAME`; NULL when none. */
+static const char *plan_name(const srv_plan_req *pr, const sp_plan *plan)
 {
     const char *gname = pr->name;
-    if (gname == NULL && pr->graph != NULL) {
-        gname = srv_json_get_name(pr->graph, pr->graph_len, srv_req_arena(r));
-    }
     if (gname == NULL) {
         gname = sp_plan_input(plan)->m->sym_name;
     }
@@ -675,15 +673,9 @@ static const char *plan_name(srv_req *r, const srv_plan_req *pr, const sp_plan *
 static cm_status store_plan(st_db *db, const plan_store_in *x, const sp_plan *plan,
                             const cm_buf *doc, int64_t *id_out, bool *existed, cm_error *e)
 {
-    int64_t graph_id = x->graph_id;
-    if (graph_id == 0) {
-        st_graph_in gi = {x->name != NULL ? x->name : (x->is_json ? "graph" : "module"),
-                          x->is_json ? ST_GRAPH_JSON : ST_GRAPH_MLIR, x->body, x->body_len, NULL};
-        cm_status st = st_graph_put(db, &gi, &graph_id, NULL, e);
-        if (st != CM_OK) {
-            return st;
-        }
-    }
+    /* inline input: its graph row is written in the plan's transaction */
+    st_graph_in gi = {x->name != NULL ? x->name : (x->is_json ? "graph" : "module"),
+                      x->is_json ? ST_GRAPH_JSON : ST_GRAPH_MLIR, x->body, x->body_len, NULL};
     cm_buf opts;
     cm_buf_init(&opts);
     cm_buf_putc(&opts, '{');
@@ -707,7 +699,8 @@ static cm_status store_plan(st_db *db, const plan_store_in *x, const sp_plan *pl
     st_plan_in in;
     memset(&in, 0, sizeof in);
     in.hash = sp_plan_key(plan);
-    in.graph_id = graph_id;
+    in.graph_id = x->graph_id;
+    in.graph = x->graph_id == 0 ? &gi : NULL;
     in.mesh_id = x->mesh_id;
     in.options = opts.data;
     in.options_len = opts.len;
@@ -863,7 +856,7 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
     }
     /* planning, bounded by the request's deadline; the job owns the plan */
     bool is_json = pr.graph != NULL;
-    plan_store_in x = {plan_name(r, &pr, plan),
+    plan_store_in x = {plan_name(&pr, plan),
                        is_json,
                        is_json ? pr.graph : pr.mlir,
                        is_json ? pr.graph_len : pr.mlir_len,

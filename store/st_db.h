@@ -282,6 +282,10 @@ typedef struct st_plan_in {
                          * for an MLIR input planned with stored rules; NULL otherwise.
                          * CM_EINVAL at /rules without an MLIR input or when not JSON */
     size_t rules_len;
+    /* The plan's graph to store with it in one transaction (schema
+     * unchanged): when set, graph_id must be 0 and the graph row is found
+     * or inserted as st_graph_put would (with its errors). */
+    const st_graph_in *graph;
 } st_plan_in;
 
 typedef struct st_plan_query {

@@ -86,6 +86,64 @@ cm_status st_graph_put(st_db *db, const st_graph_in *in, int64_t *id_out, bool *
     return st_graph_put_named(db, in, id_out, existed_out, NULL, err);
 }
 
+/* Checks in and puts its content hash (in->hash folded, or computed) in
+ * hash. Needs no lock. */
+cm_status st_graph_check_in(const st_graph_in *in, char hash[ST_HASH_HEX_LEN + 1], cm_error *err)
+{
+    cm_status st = st_check_name(in->name, "/name", err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (in->format != ST_GRAPH_JSON && in->format != ST_GRAPH_MLIR) {
+        return cm_error_set(err, CM_EINVAL, "/format", "must be json or mlir");
+    }
+    st = st_check_body(in->body, in->body_len, "/body", err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (in->hash != NULL) {
+        return st_check_hash(in->hash, hash, err);
+    }
+    cm_sha256 c;
+    cm_sha256_init(&c);
+    const char *fname = st_graph_format_name(in->format);
+    cm_sha256_update(&c, fname, strlen(fname) + 1);
+    cm_sha256_update(&c, in->body, in->body_len);
+    uint8_t d[CM_SHA256_LEN];
+    cm_sha256_final(&c, d);
+    cm_sha256_to_hex(d, hash);
+    return CM_OK;
+}
+
+/* The graph row of a checked in with that hash, inside the caller's open
+ * transaction: found by hash (then in->name, when new, becomes an alias;
+ * *aliased, may be NULL, says whether it did) or inserted. */
+cm_status st_graph_write(st_db *db, const st_graph_in *in, const char *hash, int64_t *id,
+                         bool *existed, bool *aliased, cm_error *err)
+{
+    cm_status st = st_sql_id_by_hash(db, "graphs", hash, id, err);
+    *existed = st == CM_OK && *id != 0;
+    if (st == CM_OK && !*existed) {
+        st = st_sql_write(db, id, err,
+                          "INSERT INTO graphs (name, format, hash, body, created_at) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5)",
+                          "tttbi", in->name, st_graph_format_name(in->format), hash, in->body,
+                          in->body_len, st_db_now(db));
+    }
+    if (st == CM_OK && *existed) {
+        /* a name other than the row's: kept as an alias, once */
+        st = st_sql_write(db, NULL, err,
+                          "INSERT OR IGNORE INTO graph_aliases (graph_id, name, created_at) "
+                          "SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
+                          "(SELECT 1 FROM graphs WHERE id = ?1 AND name = ?2)",
+                          "iti", *id, in->name, st_db_now(db));
+        if (st == CM_OK && aliased != NULL) {
+            *aliased = sqlite3_changes(db->conn) > 0;
+        }
+    }
+    return st;
+}
+
 cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out, bool *existed_out,
                              bool *aliased_out, cm_error *err)
 {
@@ -100,56 +158,15 @@ cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out, 
     if (existed_out != NULL) {
         *existed_out = false;
     }
-    cm_status st = st_check_name(in->name, "/name", err);
-    if (st != CM_OK) {
-        return st;
-    }
-    if (in->format != ST_GRAPH_JSON && in->format != ST_GRAPH_MLIR) {
-        return cm_error_set(err, CM_EINVAL, "/format", "must be json or mlir");
-    }
-    st = st_check_body(in->body, in->body_len, "/body", err);
-    if (st != CM_OK) {
-        return st;
-    }
     char hash[ST_HASH_HEX_LEN + 1];
-    if (in->hash != NULL) {
-        st = st_check_hash(in->hash, hash, err);
-        if (st != CM_OK) {
-            return st;
-        }
-    } else {
-        cm_sha256 c;
-        cm_sha256_init(&c);
-        const char *fname = st_graph_format_name(in->format);
-        cm_sha256_update(&c, fname, strlen(fname) + 1);
-        cm_sha256_update(&c, in->body, in->body_len);
-        uint8_t d[CM_SHA256_LEN];
-        cm_sha256_final(&c, d);
-        cm_sha256_to_hex(d, hash);
+    cm_status st = st_graph_check_in(in, hash, err);
+    if (st != CM_OK) {
+        return st;
     }
     st_db_lock(db);
     st = st_sql_begin(db, err);
     if (st == CM_OK) {
-        st = st_sql_id_by_hash(db, "graphs", hash, &id, err);
-        existed = id != 0;
-    }
-    if (st == CM_OK && !existed) {
-        st = st_sql_write(db, &id, err,
-                          "INSERT INTO graphs (name, format, hash, body, created_at) "
-                          "VALUES (?1, ?2, ?3, ?4, ?5)",
-                          "tttbi", in->name, st_graph_format_name(in->format), hash, in->body,
-                          in->body_len, st_db_now(db));
-    }
-    if (st == CM_OK && existed) {
-        /* a name other than the row's: kept as an alias, once */
-        st = st_sql_write(db, NULL, err,
-                          "INSERT OR IGNORE INTO graph_aliases (graph_id, name, created_at) "
-                          "SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
-                          "(SELECT 1 FROM graphs WHERE id = ?1 AND name = ?2)",
-                          "iti", id, in->name, st_db_now(db));
-        if (st == CM_OK && aliased_out != NULL) {
-            *aliased_out = sqlite3_changes(db->conn) > 0;
-        }
+        st = st_graph_write(db, in, hash, &id, &existed, aliased_out, err);
     }
     return st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
 }

@@ -87,6 +87,16 @@ int64_t st_db_now(const st_db *db);
 void st_db_lock(st_db *db);
 void st_db_unlock(st_db *db);
 
+/* ---- graph rows (st_graph.c), for puts that store a graph with a row
+ * of their own in one transaction ------------------------------------------ */
+
+/* Checks in; puts its content hash in hash. No lock needed. */
+cm_status st_graph_check_in(const st_graph_in *in, char hash[ST_HASH_HEX_LEN + 1], cm_error *err);
+/* Finds (adding in->name as an alias when new) or inserts the graph of a
+ * checked in, locked and inside the caller's transaction. */
+cm_status st_graph_write(st_db *db, const st_graph_in *in, const char *hash, int64_t *id,
+                         bool *existed, bool *aliased, cm_error *err);
+
 /* ---- statements and transactions (st_sql.c) ------------------------------ */
 
 /* Prepares sql, or hands out the statement kept from the last use of the

@@ -80,9 +80,13 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
     if (existed_out != NULL) {
         *existed_out = false;
     }
-    char hash[ST_HASH_HEX_LEN + 1];
+    char hash[ST_HASH_HEX_LEN + 1], ghash[ST_HASH_HEX_LEN + 1];
     cm_status st = st_check_hash(in->hash, hash, err);
-    if (st == CM_OK) {
+    if (st == CM_OK && in->graph != NULL) {
+        st = in->graph_id == 0
+                 ? st_graph_check_in(in->graph, ghash, err)
+                 : cm_error_set(err, CM_EINVAL, "/graph_id", "must be 0 with a graph to store");
+    } else if (st == CM_OK) {
         st = st_check_id(in->graph_id, "/graph_id", err);
     }
     if (st == CM_OK && in->mesh_id < 0) {
@@ -117,16 +121,25 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
     if (st == CM_OK) {
         st = st_sql_begin(db, err);
     }
+    int64_t graph_id = in->graph_id;
+    bool graph_known = false;
+    if (st == CM_OK && in->graph != NULL) {
+        bool g_existed = false;
+        st = st_graph_write(db, in->graph, ghash, &graph_id, &g_existed, NULL, err);
+        graph_known = true;
+    }
     if (st == CM_OK) {
         st = st_sql_id_by_hash(db, "plans", hash, &id, err);
         existed = id != 0;
     }
     if (st == CM_OK && !existed) {
-        bool found = false;
-        st = st_sql_row_exists(db, "graphs", in->graph_id, &found, err);
+        bool found = graph_known;
+        if (!found) {
+            st = st_sql_row_exists(db, "graphs", graph_id, &found, err);
+        }
         if (st == CM_OK && !found) {
             st = cm_error_set(err, CM_ENOTFOUND, "/graph_id", "no graph %lld",
-                              (long long)in->graph_id);
+                              (long long)graph_id);
         }
         if (st == CM_OK && in->mesh_id != 0) {
             st = st_sql_row_exists(db, "meshes", in->mesh_id, &found, err);
@@ -140,7 +153,7 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
                               "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
                               "created_at, input, input_format, rules) "
                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                              "tiIbbiBTB", hash, in->graph_id, in->mesh_id, opts, opts_len,
+                              "tiIbbiBTB", hash, graph_id, in->mesh_id, opts, opts_len,
                               in->body, in->body_len, st_db_now(db), in->input, in->input_len,
                               input_format, in->rules, in->rules_len);
         }

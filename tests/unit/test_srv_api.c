@@ -795,7 +795,7 @@ static void test_srv_corrupt_stored_graph_is_500(void **state)
     int64_t gid = 0, p1 = 0, p2 = 0;
     assert_int_equal(st_graph_put(db, &gi, &gid, NULL, NULL), CM_OK);
     st_plan_in pi = {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", gid, 0,
-                     NULL, 0, "{}", 2, NULL, 0, false, NULL, 0};
+                     NULL, 0, "{}", 2, NULL, 0, false, NULL, 0, NULL};
     assert_int_equal(st_plan_put(db, &pi, &p1, NULL, NULL), CM_OK);
     pi.hash = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
     assert_int_equal(st_plan_put(db, &pi, &p2, NULL, NULL), CM_OK);

@@ -946,6 +946,53 @@ static void test_st_plan_list_filters(void **state)
  * text with a rules document; one stored without an input reads back NULL;
  * lists give lengths but no text; a second put of a stored hash stores
  * nothing; bad inputs and rules fail at their paths and write nothing. */
+/* A plan put with its graph stores both in one transaction: a new graph
+ * is inserted, a known one found (its new name an alias), and a bad graph
+ * or a graph_id beside it writes nothing. */
+static void test_st_plan_put_with_graph(void **state)
+{
+    fx *f = *state;
+    char h1[ST_HASH_HEX_LEN + 1], h2[ST_HASH_HEX_LEN + 1], h3[ST_HASH_HEX_LEN + 1];
+    hash_of("with-graph-1", h1);
+    hash_of("with-graph-2", h2);
+    hash_of("with-graph-3", h3);
+    st_graph_in gi = graph_in("inline", ST_GRAPH_JSON, "{\"inline\":1}");
+    st_plan_in in;
+    memset(&in, 0, sizeof in);
+    in.hash = h1;
+    in.body = "{\"plan\":1}";
+    in.body_len = strlen(in.body);
+    in.graph = &gi;
+    int64_t id1 = 0, id2 = 0;
+    OK(st_plan_put(f->db, &in, &id1, NULL, &e_));
+    st_plan p;
+    OK(st_plan_get(f->db, id1, &p, &e_));
+    int64_t g1 = p.graph_id;
+    st_plan_fini(&p);
+    st_graph g;
+    OK(st_graph_get(f->db, g1, &g, &e_));
+    assert_string_equal(g.body, "{\"inline\":1}");
+    assert_string_equal(g.name, "inline");
+    st_graph_fini(&g);
+    /* same content under another name: the same graph row */
+    st_graph_in gi2 = graph_in("again", ST_GRAPH_JSON, "{\"inline\":1}");
+    in.hash = h2;
+    in.graph = &gi2;
+    OK(st_plan_put(f->db, &in, &id2, NULL, &e_));
+    OK(st_plan_get(f->db, id2, &p, &e_));
+    assert_int_equal(p.graph_id, g1);
+    st_plan_fini(&p);
+    /* a graph beside a graph id, and a graph with no body, are refused */
+    in.hash = h3;
+    in.graph_id = g1;
+    FAILS(CM_EINVAL, "/graph_id", st_plan_put(f->db, &in, NULL, NULL, &e_));
+    st_graph_in bad = graph_in("bad", ST_GRAPH_JSON, "");
+    in.graph_id = 0;
+    in.graph = &bad;
+    FAILS(CM_EINVAL, "/body", st_plan_put(f->db, &in, NULL, NULL, &e_));
+    FAILS(CM_ENOTFOUND, "/hash", st_plan_get_by_hash(f->db, h3, &p, &e_));
+}
+
 static void test_st_plan_put_keeps_input(void **state)
 {
     fx *f = *state;
@@ -1802,6 +1849,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_plan_put_dedups_by_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_put_keeps_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_plan_put_with_graph, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_migreport_put_get_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_bench_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_token_create_and_check, setup, teardown),
