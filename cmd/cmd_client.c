@@ -42,6 +42,7 @@ static void usage(FILE *f)
           "                                           the plan advisor (GET /v1/plans/ID/...)\n"
           "  whatif PLAN_ID FILE|-                    POST /v1/plans/ID/whatif with the edits\n"
           "  sweep [--query K=V]...                   GET /v1/sweep?K=V&...\n"
+          "  sweep PLAN_ID [--query K=V]...           GET /v1/plans/PLAN_ID/sweep?K=V&...\n"
           "  trace RUN_ID                             a benchmark's Chrome trace\n"
           "  request METHOD PATH [FILE|-] [--type T]  any route, e.g. request GET /v1/openapi.json\n"
           "  health                                   /healthz and /readyz\n"
@@ -572,9 +573,19 @@ static int client_whatif(const client *c, int argc, char **argv)
     return rc;
 }
 
+/* sweep [PLAN_ID] [--query K=V]...: the template, or the plan's own model. */
 static int client_sweep(const client *c, int argc, char **argv)
 {
     char path[4096] = "/v1/sweep";
+    const char *pos = positional(argc, argv, 1, 0);
+    if (pos != NULL) {
+        long long id = id_arg(pos);
+        if (id == 0) {
+            usage(c->errs);
+            return 2;
+        }
+        snprintf(path, sizeof path, "/v1/plans/%lld/sweep", id);
+    }
     if (!add_queries(c, argc, argv, path, sizeof path)) {
         return 2;
     }

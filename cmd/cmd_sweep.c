@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * cmd: `shardplan sweep`, the transformer template over every data x model
- * mesh and strategy, ranked (planner/advise/sp_sweep.h). */
+ * mesh and strategy, or the user's FILE over every mesh of a device count
+ * (its mesh's axes kept, sizes redistributed), ranked
+ * (planner/advise/sp_sweep.h). */
 #include "cmd.h"
 
 #include <stdbool.h>
@@ -25,16 +27,31 @@ static bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
     return true;
 }
 
-int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs)
+static int run_sweep(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
 {
     sp_sweep_opts o;
     sp_sweep_opts_init(&o);
-    const char *prof = "cpu-local";
-    bool json = false;
+    const char *prof = "cpu-local", *file = NULL, *mesh = NULL;
+    bool json = false, devices_set = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t n = 0;
         bool ok = true;
+        int took = cmd_input_option(argc, argv, &i, ci, "sweep", errs);
+        if (took != 0) {
+            if (took < 0) {
+                return 2;
+            }
+            continue;
+        }
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            if (file != NULL) {
+                fprintf(errs, "shardplan sweep: one FILE only ('%s' and '%s')\n", file, a);
+                return 2;
+            }
+            file = a;
+            continue;
+        }
         if (strcmp(a, "--json") == 0) {
             json = true;
             continue;
@@ -46,7 +63,11 @@ int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs)
         if (strcmp(a, "--help") == 0) {
             fputs("usage: shardplan sweep [--devices N] [--layers N] [--d-model D] [--heads H]\n"
                   "        [--seq S] [--batch B] [--inference] [--strategies dp,fsdp,tp,dp+tp]\n"
-                  "        [--threads T] [--jobs N] [--profile NAME|FILE] [--json]\n",
+                  "        [--threads T] [--jobs N] [--profile NAME|FILE] [--json]\n"
+                  "       shardplan sweep FILE [--devices N] [--mesh NAME] [--pass NAME]\n"
+                  "        [--rules FILE] [--threads T] [--profile NAME|FILE] [--json]\n"
+                  "  FILE: a graph document or MLIR module, swept over every mesh of N devices\n"
+                  "  (default: its mesh's own count) with its mesh's axis names and order\n",
                   out);
             return 0;
         }
@@ -54,6 +75,9 @@ int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs)
             ok = false;
         } else if (strcmp(a, "--devices") == 0) {
             ok = parse_i64(val, 1, 65536, &o.devices);
+            devices_set = true;
+        } else if (strcmp(a, "--mesh") == 0) {
+            mesh = val;
         } else if (strcmp(a, "--layers") == 0) {
             ok = parse_i64(val, 1, 100000, &n);
             o.layers = (uint32_t)n;
@@ -103,7 +127,24 @@ int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs)
     }
     o.profile = &p;
     sp_sweep_result res;
-    if (sp_sweep_run(&o, &res, &err) != CM_OK) {
+    if (file == NULL && mesh != NULL) {
+        fprintf(errs, "shardplan sweep: --mesh needs a FILE\n");
+        return 2;
+    }
+    if (file != NULL) {
+        if (!devices_set) {
+            o.devices = 0; /* the mesh's own count */
+        }
+        char *text = NULL;
+        size_t len = 0;
+        if (cm_file_read(file, &text, &len, &err) != CM_OK ||
+            sp_sweep_module_run(text, len, &ci->io, mesh, &o, &res, &err) != CM_OK) {
+            cmd_report(errs, json, "sweep", file, &err);
+            cm_free(text);
+            return 1;
+        }
+        cm_free(text);
+    } else if (sp_sweep_run(&o, &res, &err) != CM_OK) {
         fprintf(errs, "shardplan sweep: %s%s%s\n", err.path, err.path[0] ? ": " : "", err.msg);
         return 1;
     }
@@ -119,4 +160,9 @@ int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs)
     cm_buf_fini(&b);
     sp_sweep_result_fini(&res);
     return rc;
+}
+
+int cmd_sweep(int argc, char **argv, FILE *out, FILE *errs)
+{
+    return cmd_input_run(argc, argv, out, errs, run_sweep);
 }

@@ -201,6 +201,57 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
     srv_plan_input_fini(&pi);
 }
 
+/* GET /v1/plans/{id}/sweep?devices=&mesh=&profile= (planner/advise/sp_sweep.h,
+ * docs/advisor.md "Sweep"): the plan's own input over every mesh of a
+ * device count (default: its mesh's own), axis names and order kept, each
+ * variant planned with the plan's pass and rules and ranked. At most
+ * SP_SWEEP_MAX_VARIANTS meshes; the compute deadline and a client that
+ * leaves stop it. */
+void srv_h_plan_sweep(srv_app *app, srv_req *r, route_args *a)
+{
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    o.devices = 0;
+    const char *dv = srv_req_query(r, "devices");
+    if (dv != NULL && (!srv_parse_i64(dv, 1, &o.devices) || o.devices > 4096)) {
+        srv_reply_err(app, r, E_INVALID, "/devices", "'%s' is not in [1, 4096]", dv);
+        return;
+    }
+    const char *mesh = srv_req_query(r, "mesh");
+    sp_profile prof;
+    bool have_prof;
+    if (!query_profile(app, r, a, &prof, &have_prof)) {
+        return;
+    }
+    o.profile = have_prof ? &prof : NULL;
+    compute_stop cs;
+    compute_stop_init(&cs, app, r);
+    o.cancel = compute_should_stop;
+    o.cancel_ctx = &cs;
+    cm_error e;
+    cm_error_clear(&e);
+    srv_plan_input pi;
+    if (!srv_plan_input_get(app, r, a, a->id, &pi)) {
+        return; /* replied */
+    }
+    sp_sweep_result res;
+    if (sp_sweep_module_run(pi.text, pi.len, &pi.io, mesh, &o, &res, &e) != CM_OK) {
+        /* the mesh and the device count are the client's; the rest is about stored data */
+        bool theirs = e.code == CM_EINVAL &&
+                      (strcmp(e.path, "/mesh") == 0 || strcmp(e.path, "/devices") == 0);
+        reply_stopped_or(app, r, &cs, "sweep", &e, !theirs);
+        srv_plan_input_fini(&pi);
+        return;
+    }
+    srv_plan_input_fini(&pi);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_sweep_write_json(&res, &b);
+    cm_buf_putc(&b, '\n');
+    sp_sweep_result_fini(&res);
+    srv_reply_buf(app, r, 200, &b);
+}
+
 /* POST /v1/plans/{id}/whatif (planner/advise/sp_whatif.h, docs/advisor.md "What-if"):
  * the plan's input (with its pass and rules) with the body's edits,
  * re-propagated incrementally and diffed; with "save": true the edited module

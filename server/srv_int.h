@@ -373,6 +373,7 @@ void srv_h_plan_memory(srv_app *app, srv_req *r, route_args *a);
 /* lint, collectives, suggest, what-if, sweep, compare (srv_h_advise.c) */
 void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a);
 void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a);
+void srv_h_plan_sweep(srv_app *app, srv_req *r, route_args *a);
 void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a);
 void srv_h_sweep(srv_app *app, srv_req *r, route_args *a);
 void srv_h_compare(srv_app *app, srv_req *r, route_args *a);

@@ -67,6 +67,7 @@ static const route routes[] = {
     {"GET", "/v1/plans/{id}/memory", srv_h_plan_memory, R_READ, true, "plans.memory", NULL},
     {"POST", "/v1/plans/{id}/whatif", srv_h_plan_whatif, R_WRITE, true, "plans.whatif", NULL},
     {"GET", "/v1/plans/{id}/suggest", srv_h_plan_suggest, R_READ, true, "plans.suggest", NULL},
+    {"GET", "/v1/plans/{id}/sweep", srv_h_plan_sweep, R_READ, true, "plans.sweep", NULL},
     {"GET", "/v1/compare", srv_h_compare, R_READ, true, "compare", NULL},
     {"POST", "/v1/migrations", srv_h_migration_post, R_WRITE, true, "migrations.create", NULL},
     {"GET", "/v1/migrations", srv_h_migration_list, R_READ, true, "migrations.list", NULL},

@@ -207,3 +207,24 @@ void sp_advise_threads_run(void *(*fn)(void *), void *arg, uint32_t n_threads)
         pthread_join(th[i], NULL);
     }
 }
+
+const char *sp_advise_main_mesh(const sp_module *m)
+{
+    const sp_block *body = &m->blocks[m->body];
+    const char *first = NULL;
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        uint32_t op = body->ops[i];
+        const sp_attr *nm = sp_op_attr(m, op, "sym_name");
+        if (m->ops[op].kind != SP_OP_SDY_MESH || nm == NULL || nm->kind != SP_ATTR_STRING) {
+            continue;
+        }
+        const sp_mesh *mesh = sp_module_mesh(m, nm->u.str.s);
+        for (uint32_t k = 0; mesh != NULL && k < mesh->n_axes; k++) {
+            if (mesh->axes[k].size > 1) {
+                return nm->u.str.s;
+            }
+        }
+        first = first != NULL ? first : nm->u.str.s;
+    }
+    return first;
+}

@@ -74,4 +74,8 @@ cm_status sp_advise_partition_cost(sp_module *m, bool partitioned, const sp_prof
                                    double overlap, const sp_custom_rules *custom,
                                    const sp_graph *g, sp_cost **out, cm_error *err);
 
+/* The module's main mesh: the first `sdy.mesh` with an axis of size > 1,
+ * else the first; NULL when it declares none. */
+const char *sp_advise_main_mesh(const sp_module *m);
+
 #endif /* SP_ADVISE_INT_H */

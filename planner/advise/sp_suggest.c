@@ -455,26 +455,6 @@ static cm_status list_values(sp_suggest *S, const sp_module *m, cm_error *err)
 }
 
 /* The name of the first sdy.mesh with an axis of size > 1 (else the first mesh). */
-static const char *main_mesh(const sp_module *m)
-{
-    const sp_block *body = &m->blocks[m->body];
-    const char *first = NULL;
-    for (uint32_t i = 0; i < body->n_ops; i++) {
-        uint32_t op = body->ops[i];
-        const sp_attr *nm = sp_op_attr(m, op, "sym_name");
-        if (m->ops[op].kind != SP_OP_SDY_MESH || nm == NULL || nm->kind != SP_ATTR_STRING) {
-            continue;
-        }
-        const sp_mesh *mesh = sp_module_mesh(m, nm->u.str.s);
-        for (uint32_t k = 0; mesh != NULL && k < mesh->n_axes; k++) {
-            if (mesh->axes[k].size > 1) {
-                return nm->u.str.s;
-            }
-        }
-        first = first != NULL ? first : nm->u.str.s;
-    }
-    return first;
-}
 
 /* "data,model|" style signature: the axes of each dimension (sub-axes with
  * their sizes), dimensions separated by '|'. */
@@ -1095,7 +1075,7 @@ cm_status sp_suggest_run(const char *text, size_t len, const sp_input_opts *in_o
     }
     if (st == CM_OK) {
         S->stats.n_ops = m->n_ops;
-        const char *mesh = main_mesh(m);
+        const char *mesh = sp_advise_main_mesh(m);
         bool oom = false;
         S->mesh = mesh != NULL ? sdup(S, mesh, &oom) : NULL;
         st = oom ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory in suggest")

@@ -207,6 +207,30 @@ static int row_cmp(const void *pa, const void *pb)
     return a->peak_bytes < b->peak_bytes ? -1 : a->peak_bytes > b->peak_bytes ? 1 : 0;
 }
 
+/* The Pareto front over (peak_bytes, step_s) of res's rows (no other ok
+ * row is at least as good in both and better in one), then the rows sorted
+ * and ranked: fitting first by step time, 1 = fastest that fits. */
+static void rank_rows(sp_sweep_result *res)
+{
+    uint32_t n = res->n_rows;
+    for (uint32_t i = 0; i < n; i++) {
+        sp_sweep_row *a = &res->rows[i];
+        a->pareto = a->ok;
+        for (uint32_t j = 0; j < n && a->pareto; j++) {
+            const sp_sweep_row *b = &res->rows[j];
+            if (j != i && b->ok && b->peak_bytes <= a->peak_bytes && b->step_s <= a->step_s &&
+                (b->peak_bytes < a->peak_bytes || b->step_s < a->step_s)) {
+                a->pareto = false;
+            }
+        }
+    }
+    qsort(res->rows, n, sizeof *res->rows, row_cmp);
+    uint32_t rank = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        res->rows[i].rank = res->rows[i].ok && res->rows[i].fits ? ++rank : 0;
+    }
+}
+
 cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *err)
 {
     memset(res, 0, sizeof *res);
@@ -269,6 +293,8 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
             v[k].row = k;
             res->rows[k].data = d;
             res->rows[k].model = o->devices / d;
+            res->rows[k].sizes[0] = d;
+            res->rows[k].sizes[1] = o->devices / d;
             res->rows[k].strategy = s;
             k++;
         }
@@ -291,6 +317,9 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
     p.cancel_ctx = o->cancel_ctx;
     p.profile = o->profile != NULL ? o->profile : &defp;
     snprintf(res->profile, sizeof res->profile, "%s", p.profile->name);
+    res->n_axes = 2;
+    snprintf(res->axes[0], sizeof res->axes[0], "data");
+    snprintf(res->axes[1], sizeof res->axes[1], "model");
     p.rows = res->rows;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t nt = o->threads > 0 ? o->threads : cores > 0 ? (uint32_t)cores : 1;
@@ -342,24 +371,7 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
         return cm_error_set(err, CM_EIO, NULL, "sweep stopped before its end (cancelled)");
     }
     res->n_rows = n_v;
-    /* Pareto front over (peak_bytes, step_s): no other row is at least as good
-     * in both and better in one */
-    for (uint32_t i = 0; i < n_v; i++) {
-        sp_sweep_row *a = &res->rows[i];
-        a->pareto = a->ok;
-        for (uint32_t j = 0; j < n_v && a->pareto; j++) {
-            const sp_sweep_row *b = &res->rows[j];
-            if (j != i && b->ok && b->peak_bytes <= a->peak_bytes && b->step_s <= a->step_s &&
-                (b->peak_bytes < a->peak_bytes || b->step_s < a->step_s)) {
-                a->pareto = false;
-            }
-        }
-    }
-    qsort(res->rows, n_v, sizeof *res->rows, row_cmp);
-    uint32_t rank = 0;
-    for (uint32_t i = 0; i < n_v; i++) {
-        res->rows[i].rank = res->rows[i].ok && res->rows[i].fits ? ++rank : 0;
-    }
+    rank_rows(res);
     return CM_OK;
 }
 
@@ -367,6 +379,18 @@ void sp_sweep_result_fini(sp_sweep_result *res)
 {
     cm_free(res->rows);
     memset(res, 0, sizeof *res);
+}
+
+/* The row's mesh as "data=2,model=4" (text) into buf. */
+static void mesh_label(const sp_sweep_result *res, const sp_sweep_row *r, char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (uint32_t k = 0; k < res->n_axes && at < cap; k++) {
+        int n = snprintf(buf + at, cap - at, "%s%s=%lld", k > 0 ? "," : "", res->axes[k],
+                         (long long)r->sizes[k]);
+        at += n > 0 ? (size_t)n : 0;
+    }
 }
 
 void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
@@ -378,15 +402,23 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
     cm_json_put_key(b, "cpu_seconds");
     cm_json_put_g(b, res->cpu_seconds, 6);
     cm_json_put_kv_str(b, "profile", res->profile);
+    if (res->of_module) {
+        cm_json_put_kv_str(b, "mesh_name", res->mesh);
+        cm_json_put_kv_bool(b, "device_ids_dropped", res->dropped_device_ids);
+    }
     cm_buf_puts(b, ",\"rows\":[");
     for (uint32_t i = 0; i < res->n_rows; i++) {
         const sp_sweep_row *r = &res->rows[i];
-        cm_buf_printf(b,
-                      "%s\n{\"mesh\":{\"data\":%lld,\"model\":%lld},\"strategy\":\"%s\","
-                      "\"ok\":%s",
-                      i > 0 ? "," : "", (long long)r->data, (long long)r->model,
-                      sp_example_strategy_name((sp_example_strategy)r->strategy),
-                      r->ok ? "true" : "false");
+        cm_buf_puts(b, i > 0 ? ",\n{\"mesh\":{" : "\n{\"mesh\":{");
+        for (uint32_t k = 0; k < res->n_axes; k++) {
+            cm_json_put_kv_i64(b, res->axes[k], r->sizes[k]);
+        }
+        cm_buf_putc(b, '}');
+        if (r->strategy >= 0) {
+            cm_json_put_kv_str(b, "strategy",
+                               sp_example_strategy_name((sp_example_strategy)r->strategy));
+        }
+        cm_json_put_kv_bool(b, "ok", r->ok);
         if (r->ok) {
             cm_buf_printf(b, ",\"rank\":%u", r->rank);
             cm_json_put_key(b, "step_s");
@@ -411,25 +443,338 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
 
 void sp_sweep_write_text(const sp_sweep_result *res, cm_buf *b)
 {
-    cm_buf_printf(b, "%-5s %-12s %-6s %12s %14s %14s %-5s %s\n", "rank", "mesh", "strat", "step",
-                  "peak/device", "comm/device", "fits", "pareto");
+    int w = res->of_module ? 24 : 12;
+    /* a module sweep has no strategy column */
+    cm_buf_printf(b, "%-5s %-*s %s%12s %14s %14s %-5s %s\n", "rank", w, "mesh",
+                  res->of_module ? "" : "strat  ", "step", "peak/device", "comm/device", "fits",
+                  "pareto");
     for (uint32_t i = 0; i < res->n_rows; i++) {
         const sp_sweep_row *r = &res->rows[i];
-        char mesh[32];
-        snprintf(mesh, sizeof mesh, "%lldx%lld", (long long)r->data, (long long)r->model);
-        const char *strat = sp_example_strategy_name((sp_example_strategy)r->strategy);
+        char mesh[160];
+        if (res->of_module) {
+            mesh_label(res, r, mesh, sizeof mesh);
+        } else {
+            snprintf(mesh, sizeof mesh, "%lldx%lld", (long long)r->data, (long long)r->model);
+        }
+        char strat[16] = "";
+        if (r->strategy >= 0) {
+            snprintf(strat, sizeof strat, "%-6s ",
+                     sp_example_strategy_name((sp_example_strategy)r->strategy));
+        }
         if (!r->ok) {
-            cm_buf_printf(b, "%-5s %-12s %-6s failed: %s\n", "-", mesh, strat, r->error);
+            cm_buf_printf(b, "%-5s %-*s %sfailed: %s\n", "-", w, mesh, strat, r->error);
             continue;
         }
         char rk[16];
         snprintf(rk, sizeof rk, "%u", r->rank);
-        cm_buf_printf(b, "%-5s %-12s %-6s %10.4g s %12.4g MiB %12.4g MiB %-5s %s\n",
-                      r->rank > 0 ? rk : "-", mesh, strat, r->step_s,
+        cm_buf_printf(b, "%-5s %-*s %s%10.4g s %12.4g MiB %12.4g MiB %-5s %s\n",
+                      r->rank > 0 ? rk : "-", w, mesh, strat, r->step_s,
                       r->peak_bytes / 1048576.0, r->comm_bytes / 1048576.0, r->fits ? "yes" : "NO",
                       r->pareto ? "*" : "");
+    }
+    if (res->of_module) {
+        cm_buf_printf(b, "%u meshes of @%s, %u ops each, %u plans in %.3f s (%.3f s CPU)%s\n",
+                      res->n_rows, res->mesh, res->n_ops, res->n_jobs, res->seconds,
+                      res->cpu_seconds,
+                      res->dropped_device_ids ? "; the mesh's device_ids were dropped" : "");
+        return;
     }
     cm_buf_printf(
         b, "%u variants (data x model x strategy), %u ops each, %u plans in %.3f s (%.3f s CPU)\n",
         res->n_rows, res->n_ops, res->n_jobs, res->seconds, res->cpu_seconds);
+}
+
+/* ---- the user's module over the meshes of a device count --------------------------------------- */
+
+typedef struct mvariant {
+    cm_buf text; /* the module's MLIR with this variant's mesh line */
+} mvariant;
+
+typedef struct mpool {
+    mvariant *v;
+    uint32_t n_v;
+    sp_sweep_row *rows;
+    sp_plan_pass pass;
+    const sp_custom_rules *custom;
+    const sp_profile *profile;
+    atomic_uint next;
+    atomic_uint n_ops;
+    bool (*cancel)(void *ctx);
+    void *cancel_ctx;
+    atomic_bool stopped;
+} mpool;
+
+/* Reads, propagates with the input's pass, partitions and costs variant i. */
+static void run_module_variant(mpool *p, uint32_t i)
+{
+    sp_sweep_row *r = &p->rows[i];
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *m = NULL;
+    sp_cost *c = NULL;
+    cm_status st = sp_mlir_read(p->v[i].text.data, p->v[i].text.len, 0, &m, &err);
+    if (st == CM_OK) {
+        sp_diags d;
+        sp_diags_init(&d);
+        st = sp_input_propagate(m, p->pass, p->custom, false, &d, &err);
+        sp_diags_fini(&d);
+    }
+    if (st == CM_OK) {
+        st = sp_advise_partition_cost(m, false, p->profile, -1, p->custom, NULL, &c, &err);
+    }
+    if (st != CM_OK) {
+        snprintf(r->error, sizeof r->error, "%s%s%s", err.path, err.path[0] ? ": " : "", err.msg);
+    } else {
+        const sp_cost_summary *s = sp_cost_get_summary(c);
+        r->ok = true;
+        r->step_s = s->step_s;
+        r->peak_bytes = s->peak_bytes;
+        r->comm_bytes = s->comm_bytes;
+        r->flops = s->flops;
+        r->fits = s->fits;
+        r->capacity_bytes = s->capacity_bytes;
+        atomic_store(&p->n_ops, m->n_ops);
+    }
+    sp_cost_destroy(c);
+    sp_module_destroy(m);
+}
+
+static void *module_worker(void *arg)
+{
+    mpool *p = arg;
+    for (;;) {
+        unsigned j = atomic_fetch_add(&p->next, 1u);
+        if (j >= p->n_v) {
+            return NULL;
+        }
+        if (atomic_load(&p->stopped) || (p->cancel != NULL && p->cancel(p->cancel_ctx))) {
+            atomic_store(&p->stopped, true);
+            return NULL;
+        }
+        run_module_variant(p, j);
+    }
+}
+
+/* The divisors of n (n <= 65536 has at most 120), ascending, into d; their count. */
+static uint32_t divisors(int64_t n, int64_t *d, uint32_t cap)
+{
+    uint32_t lo = 0, hi = 0;
+    int64_t big[128];
+    for (int64_t k = 1; k * k <= n && lo < cap; k++) {
+        if (n % k == 0) {
+            d[lo++] = k;
+            if (k * k != n && hi < 128) {
+                big[hi++] = n / k;
+            }
+        }
+    }
+    while (hi > 0 && lo < cap) {
+        d[lo++] = big[--hi];
+    }
+    return lo;
+}
+
+/* Every assignment of sizes to axes k..n (in order) whose product is rest,
+ * each a divisor of the device count (div[0..n_div)), appended to rows from
+ * *n_rows on with sizes[0..k) as fixed by the caller; false once more than
+ * cap rows would be needed. */
+static bool factorings(int64_t rest, uint32_t k, uint32_t n, const int64_t *div, uint32_t n_div,
+                       int64_t *sizes, sp_sweep_row *rows, uint32_t cap, uint32_t *n_rows)
+{
+    if (k + 1 == n) {
+        if (*n_rows >= cap) {
+            return false;
+        }
+        sizes[k] = rest;
+        sp_sweep_row *r = &rows[(*n_rows)++];
+        memcpy(r->sizes, sizes, n * sizeof *sizes);
+        r->strategy = -1;
+        return true;
+    }
+    for (uint32_t i = 0; i < n_div && div[i] <= rest; i++) {
+        if (rest % div[i] != 0) {
+            continue;
+        }
+        sizes[k] = div[i];
+        if (!factorings(rest / div[i], k + 1, n, div, n_div, sizes, rows, cap, n_rows)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Where the mesh line `sdy.mesh @NAME = <...>` of the printed module is:
+ * [*at, *at + *n) is its `<...>`; false when absent. */
+static bool find_mesh_line(const cm_buf *t, const char *name, size_t *at, size_t *n)
+{
+    char key[96];
+    snprintf(key, sizeof key, "sdy.mesh @%s = ", name);
+    size_t kl = strlen(key);
+    for (const char *p = t->data; p != NULL && (p = strstr(p, key)) != NULL; p += kl) {
+        bool line_start = p == t->data || p[-1] == '\n' || p[-1] == ' ';
+        const char *end = strchr(p, '\n');
+        if (line_start && end != NULL) {
+            *at = (size_t)(p - t->data) + kl;
+            *n = (size_t)(end - t->data) - *at;
+            return true;
+        }
+    }
+    return false;
+}
+
+cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                              const char *mesh_name, const sp_sweep_opts *o,
+                              sp_sweep_result *res, cm_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (o->devices < 0 || o->devices > 65536) {
+        return cm_error_set(err, CM_EINVAL, "/devices", "must be in [1, 65536] (0: the mesh's own)");
+    }
+    sp_input_opts ro;
+    if (in_opts != NULL) {
+        ro = *in_opts;
+    } else {
+        sp_input_opts_init(&ro);
+    }
+    sp_plan_pass pass = ro.pass;
+    ro.propagate = false;
+    sp_input in;
+    cm_status st = sp_input_read(text, len, &ro, &in, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    const char *mname = mesh_name != NULL ? mesh_name : sp_advise_main_mesh(in.m);
+    const sp_mesh *mesh = mname != NULL ? sp_module_mesh(in.m, mname) : NULL;
+    if (mesh == NULL) {
+        st = mesh_name != NULL
+                 ? cm_error_set(err, CM_EINVAL, "/mesh", "the module has no mesh @%.64s", mesh_name)
+                 : cm_error_set(err, CM_EINVAL, "/mesh", "the module declares no mesh to sweep");
+    } else if (mesh->n_axes == 0 || mesh->n_axes > SP_SWEEP_MAX_AXES) {
+        st = cm_error_set(err, CM_EINVAL, "/mesh",
+                          "mesh @%.64s has %u axes; a sweep redistributes 1 to %d", mname,
+                          mesh->n_axes, SP_SWEEP_MAX_AXES);
+    } else if (strlen(mname) >= sizeof res->mesh) {
+        st = cm_error_set(err, CM_EINVAL, "/mesh", "mesh name longer than %zu bytes",
+                          sizeof res->mesh - 1);
+    }
+    int64_t devices = o->devices;
+    for (uint32_t k = 0; st == CM_OK && k < mesh->n_axes; k++) {
+        if (strlen(mesh->axes[k].name) >= sizeof res->axes[k]) {
+            st = cm_error_set(err, CM_EINVAL, "/mesh", "axis name longer than %zu bytes",
+                              sizeof res->axes[k] - 1);
+        }
+    }
+    if (st == CM_OK && devices == 0) {
+        devices = 1;
+        for (uint32_t k = 0; k < mesh->n_axes && devices <= 65536; k++) {
+            devices *= mesh->axes[k].size;
+        }
+        if (devices > 65536) {
+            st = cm_error_set(err, CM_EINVAL, "/devices",
+                              "mesh @%.64s has more than 65536 devices; give a count", mname);
+        }
+    }
+    cm_buf mlir;
+    cm_buf_init(&mlir);
+    size_t mesh_at = 0, mesh_len = 0;
+    if (st == CM_OK) {
+        snprintf(res->mesh, sizeof res->mesh, "%s", mname);
+        res->of_module = true;
+        res->dropped_device_ids = mesh->device_ids != NULL;
+        res->n_axes = mesh->n_axes;
+        for (uint32_t k = 0; k < mesh->n_axes; k++) {
+            snprintf(res->axes[k], sizeof res->axes[k], "%s", mesh->axes[k].name);
+        }
+        sp_print_opts po = {false, false};
+        sp_mlir_print(in.m, &po, &mlir);
+        if (mlir.oom) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
+        } else if (!find_mesh_line(&mlir, mname, &mesh_at, &mesh_len)) {
+            st = cm_error_set(err, CM_EINTERNAL, "/mesh", "mesh @%.64s not found in the printed module",
+                              mname);
+        }
+    }
+    if (st == CM_OK) {
+        res->rows = cm_calloc(SP_SWEEP_MAX_VARIANTS, sizeof *res->rows);
+        int64_t sizes[SP_SWEEP_MAX_AXES] = {0}, div[256];
+        uint32_t n_div = divisors(devices, div, 256);
+        if (res->rows == NULL) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
+        } else if (!factorings(devices, 0, res->n_axes, div, n_div, sizes, res->rows,
+                               SP_SWEEP_MAX_VARIANTS, &res->n_rows)) {
+            st = cm_error_set(err, CM_EINVAL, "/devices",
+                              "%lld devices over %u axes make more than %d meshes; give fewer "
+                              "devices or a mesh with fewer axes",
+                              (long long)devices, res->n_axes, SP_SWEEP_MAX_VARIANTS);
+        }
+    }
+    mvariant *v = st == CM_OK ? cm_calloc(res->n_rows, sizeof *v) : NULL;
+    if (st == CM_OK && v == NULL) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
+    }
+    bool oom = false;
+    for (uint32_t i = 0; st == CM_OK && i < res->n_rows; i++) {
+        const sp_sweep_row *r = &res->rows[i];
+        cm_buf *t = &v[i].text;
+        cm_buf_init(t);
+        cm_buf_append(t, mlir.data, mesh_at);
+        cm_buf_putc(t, '<');
+        cm_buf_putc(t, '[');
+        for (uint32_t k = 0; k < res->n_axes; k++) {
+            cm_buf_puts(t, k > 0 ? ", " : "");
+            cm_json_put_str(t, res->axes[k], strlen(res->axes[k]));
+            cm_buf_printf(t, "=%lld", (long long)r->sizes[k]);
+        }
+        cm_buf_puts(t, "]>");
+        cm_buf_append(t, mlir.data + mesh_at + mesh_len, mlir.len - mesh_at - mesh_len);
+        oom = oom || t->oom;
+    }
+    if (st == CM_OK && oom) {
+        st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
+    }
+    sp_profile defp;
+    if (o->profile == NULL) {
+        sp_profile_default(&defp);
+    }
+    const sp_profile *prof = o->profile != NULL ? o->profile : &defp;
+    snprintf(res->profile, sizeof res->profile, "%s", prof->name);
+    double t0 = cm_now(), c0 = cpu_now();
+    mpool p;
+    memset(&p, 0, sizeof p);
+    if (st == CM_OK) {
+        p.v = v;
+        p.n_v = res->n_rows;
+        p.rows = res->rows;
+        p.pass = pass;
+        p.custom = in.custom;
+        p.profile = prof;
+        atomic_init(&p.next, 0u);
+        atomic_init(&p.n_ops, 0u);
+        atomic_init(&p.stopped, false);
+        p.cancel = o->cancel;
+        p.cancel_ctx = o->cancel_ctx;
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        uint32_t nt = o->threads > 0 ? o->threads : cores > 0 ? (uint32_t)cores : 1;
+        nt = nt > 64 ? 64 : nt;
+        sp_advise_threads_run(module_worker, &p, nt < p.n_v ? nt : p.n_v);
+        if (atomic_load(&p.stopped)) {
+            st = cm_error_set(err, CM_EIO, NULL, "sweep stopped before its end (cancelled)");
+        }
+    }
+    res->seconds = cm_now() - t0;
+    res->cpu_seconds = cpu_now() - c0;
+    res->n_jobs = res->n_rows;
+    res->n_ops = atomic_load(&p.n_ops);
+    for (uint32_t i = 0; v != NULL && i < res->n_rows; i++) {
+        cm_buf_fini(&v[i].text);
+    }
+    cm_free(v);
+    cm_buf_fini(&mlir);
+    sp_input_fini(&in);
+    if (st != CM_OK) {
+        sp_sweep_result_fini(res);
+        return st;
+    }
+    rank_rows(res);
+    return CM_OK;
 }

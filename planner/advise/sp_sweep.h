@@ -15,6 +15,7 @@
 
 #include "cm.h"
 #include "sp_cost.h"
+#include "sp_input.h"
 
 typedef struct sp_sweep_opts {
     int64_t devices; /* every 2-D factorisation data x model of this count */
@@ -33,9 +34,13 @@ typedef struct sp_sweep_opts {
 
 void sp_sweep_opts_init(sp_sweep_opts *o);
 
+#define SP_SWEEP_MAX_AXES 8       /* axes of a module's mesh a sweep redistributes */
+#define SP_SWEEP_MAX_VARIANTS 512 /* meshes of one module sweep */
+
 typedef struct sp_sweep_row {
     int64_t data, model;                                  /* mesh data=data,model=model */
-    int strategy;                                         /* sp_example_strategy */
+    int strategy;                                         /* sp_example_strategy; -1: the module's own */
+    int64_t sizes[SP_SWEEP_MAX_AXES];                     /* the mesh: sizes of the result's axes */
     bool ok;                                              /* planned and costed */
     char error[CM_ERROR_PATH_LEN + CM_ERROR_MSG_LEN + 4]; /* why not, when !ok */
     double step_s, peak_bytes, comm_bytes, flops;
@@ -53,6 +58,12 @@ typedef struct sp_sweep_result {
     double seconds;     /* wall time of the sweep */
     double cpu_seconds; /* CPU time of the process during the sweep (all threads) */
     char profile[SP_PROFILE_NAME_LEN]; /* the device profile's name */
+    /* The mesh axes the rows give sizes for (data, model for the template). */
+    uint32_t n_axes;
+    char axes[SP_SWEEP_MAX_AXES][64];
+    char mesh[64];   /* a module sweep's mesh name ("" for the template) */
+    bool of_module;  /* rows are meshes of the user's module (sp_sweep_module_run) */
+    bool dropped_device_ids; /* the module's mesh had device_ids; variants use the default order */
 } sp_sweep_result;
 
 /* Plans and costs every variant on o->threads threads. Each strategy's graph
@@ -62,6 +73,25 @@ typedef struct sp_sweep_result {
  * are rows with ok = false. The caller frees res with sp_sweep_result_fini.
  * Thread contract: starts and joins its own threads; reentrant. */
 cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *err);
+/* The user's model over the meshes of a device count: text (len bytes, a
+ * graph document or MLIR, read as in_opts says: its pass and rules; NULL:
+ * the defaults) has its mesh (mesh_name, or NULL for the module's main
+ * mesh: the first with an axis of size > 1, else the first) re-sized to
+ * every assignment of sizes to its axes, names and order kept, whose
+ * product is o->devices (0: the mesh's own device count); each variant is
+ * propagated with the input's pass, partitioned and costed as the advisor
+ * costs plans, on o->threads threads, and ranked as sp_sweep_run ranks
+ * (strategy -1 in every row). The template options of o (layers, ...,
+ * strategies, jobs) are ignored. A mesh with device_ids gets the default
+ * device order in every variant (res->dropped_device_ids). Errors: those of
+ * reading text, CM_EINVAL at /mesh (no such mesh, no mesh, more than
+ * SP_SWEEP_MAX_AXES axes), at /devices (out of [1, 65536], or more than
+ * SP_SWEEP_MAX_VARIANTS meshes), CM_EIO when o->cancel stopped it,
+ * CM_ENOMEM. Per-variant failures (a sharding's sub-axis that no longer
+ * divides its axis, ...) are rows with ok = false. */
+cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                              const char *mesh_name, const sp_sweep_opts *o,
+                              sp_sweep_result *res, cm_error *err);
 void sp_sweep_result_fini(sp_sweep_result *res);
 void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b);
 void sp_sweep_write_text(const sp_sweep_result *res, cm_buf *b);

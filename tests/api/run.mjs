@@ -377,6 +377,8 @@ async function main() {
   expect(await call("GET", `/v1/plans/${p6}/suggest?k=2&max_candidates=6`), 200, "suggest");
   expect(await call("GET", `/v1/plans/${p1}/suggest?objective=memory&k=1&max_candidates=4`), 200, "suggest memory");
   expect(await call("GET", `/v1/plans/${p1}/suggest?objective=speed`), 400, "suggest bad objective");
+  expect(await call("GET", `/v1/plans/${p1}/sweep?devices=4`), 200, "sweep the plan's model");
+  expect(await call("GET", `/v1/plans/${p1}/sweep?mesh=nope`), 400, "sweep plan unknown mesh");
   const edit = { edits: [{ kind: "constrain", value: { op: "/ops/0" }, sharding: "<@mesh, [{}, {}]>" }] };
   expect(await call("POST", `/v1/plans/${p1}/whatif`, { body: JSON.stringify(edit), ctype: J }), 200, "whatif");
   const saved = await call("POST", `/v1/plans/${p1}/whatif`, { body: JSON.stringify({ ...edit, save: true }), ctype: J });

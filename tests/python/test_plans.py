@@ -302,3 +302,21 @@ def test_sweep(client: shardplan.Client) -> None:
     with pytest.raises(shardplan.BadRequest) as ei:
         client.sweep(strategies="zero")
     assert ei.value.path == "/strategies"
+
+
+def test_sweep_plan(client: shardplan.Client, mlp_json: dict) -> None:
+    p = client.plan(mlp_json)
+    s = client.sweep_plan(p, devices=4)
+    assert isinstance(s, shardplan.SweepResult) and s.mesh_name == "mesh"
+    assert s.variants == 3 and len(s.rows) == 3
+    assert all(set(r.mesh) == {"data", "model"} for r in s.rows)
+    assert sorted(r.mesh["data"] * r.mesh["model"] for r in s.rows) == [4, 4, 4]
+    assert s.best is not None and s.best.rank == 1 and not s.best.strategy
+    own = client.sweep_plan(p.id)
+    assert own.variants == 4, "default: the mesh's own 8 devices"
+    with pytest.raises(shardplan.BadRequest) as ei:
+        client.sweep_plan(p, mesh="nope")
+    assert ei.value.path == "/mesh"
+    with pytest.raises(shardplan.BadRequest) as ei:
+        client.sweep_plan(p, devices=5000)
+    assert ei.value.path == "/devices"

@@ -787,6 +787,94 @@ static void test_sp_sweep_run_covers_factorisations(void **state)
     sp_sweep_result_fini(&r1);
 }
 
+/* The user's module over the meshes of 8 devices: every ordered
+ * factorisation of its two axes once, figures independent of the sizes the
+ * module was written with (only the mesh line differs between variants),
+ * the same on one thread, and the errors of a missing mesh and of too many
+ * meshes. */
+static void test_sp_sweep_module_meshes(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(cm_file_read("examples/flax_mlp.mlir", &text, &len, &err), CM_OK);
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    o.devices = 0; /* the mesh's own: 2 x 4 */
+    o.threads = 2;
+    sp_sweep_result r;
+    assert_int_equal(sp_sweep_module_run(text, len, NULL, NULL, &o, &r, &err), CM_OK);
+    assert_true(r.of_module);
+    assert_string_equal(r.mesh, "mesh");
+    assert_int_equal(r.n_axes, 2);
+    assert_string_equal(r.axes[0], "data");
+    assert_string_equal(r.axes[1], "model");
+    assert_int_equal(r.n_rows, 4);
+    bool seen[9] = {false};
+    for (uint32_t i = 0; i < r.n_rows; i++) {
+        const sp_sweep_row *x = &r.rows[i];
+        assert_true(x->ok);
+        assert_int_equal(x->strategy, -1);
+        assert_int_equal(x->sizes[0] * x->sizes[1], 8);
+        assert_false(seen[x->sizes[0]]);
+        seen[x->sizes[0]] = true;
+        assert_true(x->step_s > 0 && x->peak_bytes > 0);
+    }
+    /* the same module written with an 8 x 1 mesh sweeps to the same rows */
+    const char *from = "\"data\"=2, \"model\"=4";
+    char *at = strstr(text, from);
+    assert_non_null(at);
+    cm_buf t;
+    cm_buf_init(&t);
+    cm_buf_append(&t, text, (size_t)(at - text));
+    cm_buf_puts(&t, "\"data\"=8, \"model\"=1");
+    cm_buf_puts(&t, at + strlen(from));
+    sp_sweep_result r8;
+    o.threads = 1;
+    assert_int_equal(sp_sweep_module_run(t.data, t.len, NULL, NULL, &o, &r8, &err), CM_OK);
+    assert_int_equal(r8.n_rows, 4);
+    for (uint32_t i = 0; i < 4; i++) {
+        assert_int_equal(r8.rows[i].sizes[0], r.rows[i].sizes[0]);
+        assert_true(r8.rows[i].step_s == r.rows[i].step_s);
+        assert_true(r8.rows[i].peak_bytes == r.rows[i].peak_bytes);
+        assert_true(r8.rows[i].comm_bytes == r.rows[i].comm_bytes);
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_sweep_write_json(&r, &b);
+    json_error_t je;
+    json_t *j = json_loads(b.data, 0, &je);
+    assert_non_null(j);
+    json_t *row0 = json_array_get(json_object_get(j, "rows"), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(row0, "mesh"), "data")),
+                     r.rows[0].sizes[0]);
+    assert_null(json_object_get(row0, "strategy"));
+    assert_string_equal(json_string_value(json_object_get(j, "mesh_name")), "mesh");
+    json_decref(j);
+    cm_buf_fini(&b);
+    sp_sweep_result_fini(&r8);
+    sp_sweep_result_fini(&r);
+    /* errors */
+    assert_int_equal(sp_sweep_module_run(text, len, NULL, "nope", &o, &r, &err), CM_EINVAL);
+    assert_string_equal(err.path, "/mesh");
+    cm_error_clear(&err);
+    o.devices = 65536; /* 2^16 over 2 axes: 17 meshes, fine */
+    assert_int_equal(sp_sweep_module_run(text, len, NULL, NULL, &o, &r, &err), CM_OK);
+    assert_int_equal(r.n_rows, 17);
+    sp_sweep_result_fini(&r);
+    cm_buf_reset(&t);
+    cm_buf_puts(&t, "sdy.mesh @m = <[\"a\"=1, \"b\"=1, \"c\"=1, \"d\"=1, \"e\"=1, \"f\"=1]>\n"
+                    "func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
+                    "  return %x : tensor<8xf32>\n}\n");
+    o.devices = 65536; /* 2^16 over 6 axes: C(21, 5) = 20349 meshes */
+    assert_int_equal(sp_sweep_module_run(t.data, t.len, NULL, NULL, &o, &r, &err), CM_EINVAL);
+    assert_string_equal(err.path, "/devices");
+    cm_buf_fini(&t);
+    cm_free(text);
+}
+
 /* A tight capacity leaves only sharded variants ranked; dp (replicated
  * weights) does not fit. */
 static void test_sp_sweep_run_ranks_under_memory_limit(void **state)
@@ -941,6 +1029,7 @@ int main(void)
         cmocka_unit_test(test_sp_advise_run_honours_the_pass),
         cmocka_unit_test(test_sp_advise_run_honours_the_rules_document),
         cmocka_unit_test(test_sp_sweep_run_covers_factorisations),
+        cmocka_unit_test(test_sp_sweep_module_meshes),
         cmocka_unit_test(test_sp_sweep_run_ranks_under_memory_limit),
         cmocka_unit_test(test_sp_sweep_run_matches_cost_of_graph),
         cmocka_unit_test(test_sp_sweep_run_rejects_bad_devices),

@@ -743,6 +743,22 @@ class Client:
         """``GET /v1/migrations/{id}``: a stored report with its module."""
         return self._get(Migration, f"/v1/migrations/{_id_of(migration_id)}")
 
+    def sweep_plan(
+        self,
+        plan_id: Union[int, Plan],
+        *,
+        devices: Optional[int] = None,
+        mesh: Optional[str] = None,
+        profile: Optional[str] = None,
+    ) -> SweepResult:
+        """``GET /v1/plans/{id}/sweep``: the plan's own model over every mesh of
+        ``devices`` (default: its mesh's own count), the mesh's axis names and order
+        kept, each variant planned with the plan's pass and rules, ranked."""
+        return self._get(
+            SweepResult, f"/v1/plans/{_id_of(plan_id)}/sweep",
+            devices=devices, mesh=mesh, profile=profile,
+        )
+
     def sweep(
         self,
         *,

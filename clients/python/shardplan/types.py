@@ -639,7 +639,9 @@ class SweepRow:
 
 @dataclass
 class SweepResult:
-    """``GET /v1/sweep``: meshes x strategies, ranked, with the Pareto front marked."""
+    """``GET /v1/sweep``: meshes x strategies, ranked, with the Pareto front marked;
+    ``GET /v1/plans/{id}/sweep``: the plan's own model over the meshes of a device
+    count (``mesh_name`` re-sized, rows without a strategy)."""
 
     variants: int = 0
     ops_per_variant: int = 0
@@ -648,6 +650,8 @@ class SweepResult:
     cpu_seconds: float = 0.0
     profile: str = ""
     rows: List[SweepRow] = field(default_factory=list)
+    mesh_name: Optional[str] = None
+    device_ids_dropped: bool = False
     raw: _Raw = _raw()
 
     @property
