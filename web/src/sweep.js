@@ -1,5 +1,7 @@
 // Sweep (#/sweep?devices=8&layers=1...): GET /v1/sweep plans the transformer
-// template over every data x model mesh and strategy (docs/advisor.md). A
+// template over every data x model mesh and strategy (docs/advisor.md);
+// #/sweep?plan=ID&devices=N sweeps a stored plan's own model over every mesh
+// of N devices (GET /v1/plans/ID/sweep: its mesh's axis names kept). A
 // scatter of peak memory per device against predicted step time with the
 // Pareto front as a line, variants that do not fit marked, the profile's
 // capacity as a dashed level; and the ranked table. The parameters live in
@@ -15,9 +17,12 @@ const NUMS = [['devices', 'devices', 8, null], ['layers', 'layers', 4, '--layers
   ['heads', 'heads', 8, '--heads'], ['seq', 'seq', 128, '--seq'], ['batch', 'batch', 8, '--batch']];
 
 const meshName = (r) => `${r.mesh.data}x${r.mesh.model}`;
+// A module sweep's mesh: every axis in the mesh's order.
+const axesName = (r) => Object.entries(r.mesh).map(([k, v]) => `${k}=${v}`).join(',');
 
 export async function sweepPage(main, ctx) {
   const q = new URLSearchParams(location.hash.split('?')[1] || '');
+  if (q.has('plan')) return planSweepPage(main, ctx, q);
   const inputs = Object.fromEntries(NUMS.map(([k, label, def]) => [k,
     h('input', { id: `sw-${k}`, name: k, type: 'number', min: '1', value: q.get(k) || String(def), style: { width: '6em' }, 'aria-label': label })]));
   const train = h('input', { id: 'sw-train', type: 'checkbox', checked: q.get('train') !== 'false' });
@@ -57,34 +62,7 @@ export async function sweepPage(main, ctx) {
   }
   if (!ctx.alive()) return;
   const rows = d.rows || [];
-  const ok = rows.filter((r) => r.ok);
-  const pt = (r) => ({ x: r.step_s, y: r.peak_bytes, r });
-  const front = ok.filter((r) => r.pareto).sort((a, b) => a.step_s - b.step_s || b.peak_bytes - a.peak_bytes).map(pt);
-  const cap = ok.map((r) => r.capacity_bytes).find((c) => c > 0);
-  const xMax = Math.max(0, ...ok.map((r) => r.step_s)) * 1.05 || 1;
-  // A capacity far above every variant would flatten them on a linear axis.
-  const yMax = Math.max(0, ...ok.map((r) => r.peak_bytes));
-  const yLog = !!cap && cap > 4 * yMax;
-  const detail = h('section', { id: 'sweep-detail', class: 'detail' }, h('p', { class: 'muted' }, 'Click a point or a row for the variant\u2019s details and how to plan it.'));
-  const datasets = [
-    { label: 'fits', data: ok.filter((r) => r.fits).map(pt) },
-    { label: 'does not fit', data: ok.filter((r) => !r.fits).map(pt), pointStyle: 'crossRot', pointRadius: 7, borderWidth: 2, borderColor: '#d24f5f', backgroundColor: '#d24f5f' },
-    { label: 'Pareto front', data: front, line: true, borderColor: '#3aa676', backgroundColor: '#3aa676', pointRadius: 5, order: -1 },
-  ];
-  if (cap) datasets.push({ label: `capacity (${fmtBytes(cap)})`, data: [{ x: 0, y: cap }, { x: xMax, y: cap }], flat: true, borderColor: '#7a7a7a', backgroundColor: '#7a7a7a' });
-  const chart = scatterChart({
-    title: `Peak memory per device vs predicted step (${d.profile || prof.value})`,
-    datasets, xTitle: 'predicted step time', yTitle: `peak memory per device${yLog ? ' (log scale)' : ''}`, yLog, xFormat: fmtSeconds, yFormat: fmtBytes,
-    label: (p) => (p.r ? `${meshName(p.r)} ${p.r.strategy}` : ''),
-    height: 360,
-    onClick: (p) => { if (p.r) show(p.r); },
-  });
-  ctx.onLeave(() => chart.chart.destroy());
-  chart.el.id = 'sweep-chart';
-  chart.el.dataset.points = String(ok.length);
-  chart.el.dataset.pareto = String(front.length);
-  chart.el.dataset.capacity = cap ? String(cap) : '';
-  chart.el.dataset.nofit = String(ok.filter((r) => !r.fits).length);
+  const { ok, front, chart, detail } = sweepChart(ctx, d, prof.value, (r) => `${meshName(r)} ${r.strategy}`, (r) => show(r));
 
   const opts = Object.fromEntries(NUMS.map(([k]) => [k, inputs[k].value.trim()]));
   function show(r) {
@@ -141,6 +119,109 @@ export async function sweepPage(main, ctx) {
     chart.el,
     h('table', { class: 'summary-table sweep-table', id: 'sweep-table' },
       h('thead', {}, h('tr', {}, ['rank', 'mesh (data x model)', 'strategy', 'step', 'peak / device', 'comm / device', 'FLOPs / device', 'fits', 'Pareto'].map((t) => h('th', {}, t)))),
+      tbody),
+    detail);
+}
+
+// The scatter of a sweep's rows (peak per device against predicted step,
+// the Pareto front, the capacity) and the detail section its clicks fill.
+function sweepChart(ctx, d, profile, label, onPick) {
+  const rows = d.rows || [];
+  const ok = rows.filter((r) => r.ok);
+  const pt = (r) => ({ x: r.step_s, y: r.peak_bytes, r });
+  const front = ok.filter((r) => r.pareto).sort((a, b) => a.step_s - b.step_s || b.peak_bytes - a.peak_bytes).map(pt);
+  const cap = ok.map((r) => r.capacity_bytes).find((c) => c > 0);
+  const xMax = Math.max(0, ...ok.map((r) => r.step_s)) * 1.05 || 1;
+  // A capacity far above every variant would flatten them on a linear axis.
+  const yMax = Math.max(0, ...ok.map((r) => r.peak_bytes));
+  const yLog = !!cap && cap > 4 * yMax;
+  const detail = h('section', { id: 'sweep-detail', class: 'detail' }, h('p', { class: 'muted' }, 'Click a point or a row for the variant\u2019s details and how to plan it.'));
+  const datasets = [
+    { label: 'fits', data: ok.filter((r) => r.fits).map(pt) },
+    { label: 'does not fit', data: ok.filter((r) => !r.fits).map(pt), pointStyle: 'crossRot', pointRadius: 7, borderWidth: 2, borderColor: '#d24f5f', backgroundColor: '#d24f5f' },
+    { label: 'Pareto front', data: front, line: true, borderColor: '#3aa676', backgroundColor: '#3aa676', pointRadius: 5, order: -1 },
+  ];
+  if (cap) datasets.push({ label: `capacity (${fmtBytes(cap)})`, data: [{ x: 0, y: cap }, { x: xMax, y: cap }], flat: true, borderColor: '#7a7a7a', backgroundColor: '#7a7a7a' });
+  const chart = scatterChart({
+    title: `Peak memory per device vs predicted step (${d.profile || profile})`,
+    datasets, xTitle: 'predicted step time', yTitle: `peak memory per device${yLog ? ' (log scale)' : ''}`, yLog, xFormat: fmtSeconds, yFormat: fmtBytes,
+    label: (p) => (p.r ? label(p.r) : ''),
+    height: 360,
+    onClick: (p) => { if (p.r) onPick(p.r); },
+  });
+  ctx.onLeave(() => chart.chart.destroy());
+  chart.el.id = 'sweep-chart';
+  chart.el.dataset.points = String(ok.length);
+  chart.el.dataset.pareto = String(front.length);
+  chart.el.dataset.capacity = cap ? String(cap) : '';
+  chart.el.dataset.nofit = String(ok.filter((r) => !r.fits).length);
+  return { ok, front, chart, detail };
+}
+
+// #/sweep?plan=ID&devices=N&profile=P: the plan's own model over the meshes
+// of N devices (default: its mesh's own count), ranked.
+async function planSweepPage(main, ctx, q) {
+  const id = q.get('plan');
+  const devices = h('input', { id: 'sw-devices', name: 'devices', type: 'number', min: '1', max: '4096', value: q.get('devices') || '', placeholder: 'its own', style: { width: '6em' }, 'aria-label': 'devices' });
+  const prof = h('select', { id: 'sw-profile', 'aria-label': 'device profile' }, (await profileNames()).map((p) => h('option', { value: p }, p)));
+  if (q.get('profile')) prof.value = q.get('profile');
+  const query = () => {
+    const p = new URLSearchParams();
+    p.set('plan', id);
+    if (devices.value.trim()) p.set('devices', devices.value.trim());
+    p.set('profile', prof.value);
+    return p;
+  };
+  const form = h('form', { id: 'sweep-form', class: 'toolbar', onsubmit: (e) => { e.preventDefault(); location.hash = `#/sweep?${query()}`; } },
+    h('label', {}, 'devices ', devices), h('label', {}, 'profile ', prof),
+    h('button', { type: 'submit', id: 'sweep-run' }, 'Sweep'));
+  const out = h('div', { id: 'sweep-out' });
+  fill(main, h('h1', {}, `Sweep the meshes of plan ${id}`),
+    h('p', { class: 'muted' }, h('a', { href: `#/plan/${id}` }, `Plan ${id}`),
+      '’s own model on every mesh of the devices: its mesh’s axis names and order kept, sizes redistributed; each planned with the plan’s pass and rules, partitioned and costed (GET /v1/plans/ID/sweep).'),
+    form, out);
+  fill(out, h('p', { class: 'muted' }, 'Sweeping…'));
+  const api = query();
+  api.delete('plan');
+  let d;
+  try {
+    d = await getJson(`/v1/plans/${encodeURIComponent(id)}/sweep?${api}`);
+  } catch (err) {
+    fill(out, errorBox(err));
+    return;
+  }
+  if (!ctx.alive()) return;
+  const rows = d.rows || [];
+  const tbody = h('tbody');
+  const show = (r) => {
+    for (const tr of tbody.children) tr.classList.toggle('selected', tr.row === r);
+    fill(detail, h('h2', {}, axesName(r)),
+      r.ok ? h('dl', { class: 'kv' },
+        h('dt', {}, 'rank'), h('dd', {}, r.rank ? String(r.rank) : 'does not fit'),
+        h('dt', {}, 'predicted step'), h('dd', {}, fmtSeconds(r.step_s)),
+        h('dt', {}, 'peak / device'), h('dd', {}, `${fmtBytes(r.peak_bytes)}${r.capacity_bytes ? ` of ${fmtBytes(r.capacity_bytes)}` : ''} (${r.fits ? 'fits' : 'does not fit'})`),
+        h('dt', {}, 'communication / device'), h('dd', {}, fmtBytes(r.comm_bytes)),
+        h('dt', {}, 'FLOPs / device'), h('dd', {}, fmtNum(r.flops)),
+        h('dt', {}, 'Pareto front'), h('dd', {}, r.pareto ? 'yes' : 'no'))
+        : errorBox(new Error(r.error)),
+      h('p', {}, 'To plan this variant, give the module this mesh line:'),
+      h('pre', { class: 'mono wrap', id: 'sweep-command' }, `sdy.mesh @${d.mesh_name} = <[${Object.entries(r.mesh).map(([k, v]) => `"${k}"=${v}`).join(', ')}]>`));
+  };
+  const { ok, front, chart, detail } = sweepChart(ctx, d, prof.value, axesName, show);
+  for (const r of rows) {
+    const tr = h('tr', { class: `${r.ok && !r.fits ? 'nofit' : ''} ${r.pareto ? 'pareto' : ''}`, onclick: () => show(r) },
+      h('td', { class: 'num' }, r.ok && r.rank ? String(r.rank) : DASH), h('td', {}, axesName(r)),
+      h('td', { class: 'num' }, r.ok ? fmtSeconds(r.step_s) : DASH), h('td', { class: 'num' }, r.ok ? fmtBytes(r.peak_bytes) : DASH),
+      h('td', { class: 'num' }, r.ok ? fmtBytes(r.comm_bytes) : DASH), h('td', { class: 'num' }, r.ok ? fmtNum(r.flops) : DASH),
+      h('td', {}, r.ok ? (r.fits ? 'yes' : 'no') : `failed: ${r.error}`), h('td', {}, r.pareto ? '\u2605' : ''));
+    tr.row = r;
+    tbody.append(tr);
+  }
+  fill(out,
+    h('p', { id: 'sweep-summary' }, `${d.variants} meshes of @${d.mesh_name}${d.device_ids_dropped ? ' (its device_ids dropped)' : ''}, ${d.ops_per_variant} ops each, ${ok.length} planned, ${ok.filter((r) => r.fits).length} fit, ${front.length} on the Pareto front; ${fmtSeconds(d.seconds)}.`),
+    chart.el,
+    h('table', { class: 'summary-table sweep-table', id: 'sweep-table' },
+      h('thead', {}, h('tr', {}, ['rank', 'mesh', 'step', 'peak / device', 'comm / device', 'FLOPs / device', 'fits', 'Pareto'].map((t) => h('th', {}, t)))),
       tbody),
     detail);
 }

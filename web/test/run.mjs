@@ -867,6 +867,35 @@ async function advisorSteps(ctx, base, mlpId, tp) {
     await page.close();
   });
 
+  await step('sweep a stored plan\'s own model over the meshes of 8 devices', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    const mlp = readFileSync(join(repo, 'examples', 'flax_mlp.json'), 'utf8');
+    const made = await (await fetch(`${base}/v1/plans`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: mlp })).json();
+    await page.goto(`${base}/#/plan/${made.id}`);
+    await ready(page);
+    await page.click('#plan-sweep-link');
+    await page.waitForSelector('#sweep-chart canvas', { timeout: WAIT });
+    await ready(page);
+    const api = await (await fetch(`${base}/v1/plans/${made.id}/sweep`)).json();
+    const trs = await page.$$eval('#sweep-table tbody tr', (t) => t.map((r) => [...r.children].map((x) => x.textContent)));
+    const want = api.rows.map((r) => Object.entries(r.mesh).map(([k, v]) => `${k}=${v}`).join(','));
+    check(api.rows.length === 4 && trs.length === 4 && trs.every((t, i) => t[1] === want[i]) && trs[0][0] === '1',
+      `4 meshes of data x model, ranked as the API (${trs.map((t) => t[1]).join(' ')})`);
+    const c = await page.$eval('#sweep-chart', (e) => ({ ...e.dataset }));
+    check(Number(c.points) === api.rows.filter((r) => r.ok).length, `a point per planned mesh (${c.points})`);
+    await page.click('#sweep-table tbody tr:first-child');
+    const line = await page.textContent('#sweep-command');
+    check(line.startsWith(`sdy.mesh @${api.mesh_name} = <["data"=${api.rows[0].mesh.data}`), `the variant's mesh line (${line})`);
+    await page.fill('#sw-devices', '16');
+    await page.click('#sweep-run');
+    await page.waitForFunction(() => /devices=16/.test(location.hash) && document.querySelectorAll('#sweep-table tbody tr').length === 5, null, { timeout: WAIT });
+    check(true, '16 devices: 5 meshes');
+    await page.screenshot({ path: join(outDir, 'sweep-plan.png'), fullPage: true });
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
   await step('suggestions (Flax MLP, lint demo), apply and compare, what-if', async () => {
     const errors = [];
     const page = await newPage(ctx, errors);
