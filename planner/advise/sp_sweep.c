@@ -104,6 +104,27 @@ static void gen_template(tmpl *t)
     cm_buf_fini(&json);
 }
 
+/* A variant's row from its outcome: the error when st failed, else the
+ * cost's figures (and m's op count into n_ops). */
+static void row_fill(sp_sweep_row *r, cm_status st, const cm_error *err, const sp_cost *c,
+                     const sp_module *m, atomic_uint *n_ops)
+{
+    if (st != CM_OK) {
+        snprintf(r->error, sizeof r->error, "%s%s%s", err->path, err->path[0] ? ": " : "",
+                 err->msg);
+        return;
+    }
+    const sp_cost_summary *s = sp_cost_get_summary(c);
+    r->ok = true;
+    r->step_s = s->step_s;
+    r->peak_bytes = s->peak_bytes;
+    r->comm_bytes = s->comm_bytes;
+    r->flops = s->flops;
+    r->fits = s->fits;
+    r->capacity_bytes = s->capacity_bytes;
+    atomic_store(n_ops, m->n_ops);
+}
+
 /* Phase 2: plan and cost a variant; repeats (own == false) compute into a
  * scratch row so that rows are written once. */
 static void run_variant(pool *p, variant *v, bool own)
@@ -137,19 +158,7 @@ static void run_variant(pool *p, variant *v, bool own)
         co.mode = SP_COST_IMPLIED;
         st = sp_cost_compute(m, &co, &c, &err);
     }
-    if (st != CM_OK) {
-        snprintf(r->error, sizeof r->error, "%s%s%s", err.path, err.path[0] ? ": " : "", err.msg);
-    } else {
-        const sp_cost_summary *s = sp_cost_get_summary(c);
-        r->ok = true;
-        r->step_s = s->step_s;
-        r->peak_bytes = s->peak_bytes;
-        r->comm_bytes = s->comm_bytes;
-        r->flops = s->flops;
-        r->fits = s->fits;
-        r->capacity_bytes = s->capacity_bytes;
-        atomic_store(&p->n_ops, m->n_ops);
-    }
+    row_fill(r, st, &err, c, m, &p->n_ops);
     sp_cost_destroy(c);
     sp_module_destroy(m);
 }
@@ -522,19 +531,7 @@ static void run_module_variant(mpool *p, uint32_t i)
     if (st == CM_OK) {
         st = sp_advise_partition_cost(m, false, p->profile, -1, p->custom, NULL, &c, &err);
     }
-    if (st != CM_OK) {
-        snprintf(r->error, sizeof r->error, "%s%s%s", err.path, err.path[0] ? ": " : "", err.msg);
-    } else {
-        const sp_cost_summary *s = sp_cost_get_summary(c);
-        r->ok = true;
-        r->step_s = s->step_s;
-        r->peak_bytes = s->peak_bytes;
-        r->comm_bytes = s->comm_bytes;
-        r->flops = s->flops;
-        r->fits = s->fits;
-        r->capacity_bytes = s->capacity_bytes;
-        atomic_store(&p->n_ops, m->n_ops);
-    }
+    row_fill(r, st, &err, c, m, &p->n_ops);
     sp_cost_destroy(c);
     sp_module_destroy(m);
 }

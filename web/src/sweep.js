@@ -73,14 +73,7 @@ export async function sweepPage(main, ctx) {
     const flags = NUMS.filter(([, , , f]) => f).map(([k, , , f]) => `${f} ${opts[k]}`).join(' ');
     const cmd = `shardplan example transformer ${flags} --mesh data=${r.mesh.data},model=${r.mesh.model} --strategy ${r.strategy}${train.checked ? ' --train' : ''}`;
     fill(detail, h('h2', {}, `${meshName(r)} ${r.strategy}`),
-      r.ok ? h('dl', { class: 'kv' },
-        h('dt', {}, 'rank'), h('dd', {}, r.rank ? String(r.rank) : 'does not fit'),
-        h('dt', {}, 'predicted step'), h('dd', {}, fmtSeconds(r.step_s)),
-        h('dt', {}, 'peak / device'), h('dd', {}, `${fmtBytes(r.peak_bytes)}${r.capacity_bytes ? ` of ${fmtBytes(r.capacity_bytes)}` : ''} (${r.fits ? 'fits' : 'does not fit'})`),
-        h('dt', {}, 'communication / device'), h('dd', {}, fmtBytes(r.comm_bytes)),
-        h('dt', {}, 'FLOPs / device'), h('dd', {}, fmtNum(r.flops)),
-        h('dt', {}, 'Pareto front'), h('dd', {}, r.pareto ? 'yes' : 'no'))
-        : errorBox(new Error(r.error)),
+      rowFigures(r),
       h('p', {}, planBtn, ' ', planMsg),
       h('p', {}, 'or from the command line:'),
       h('pre', { class: 'mono wrap', id: 'sweep-command' }, `${cmd} | shardplan client --server ${location.origin} plan -`));
@@ -121,6 +114,18 @@ export async function sweepPage(main, ctx) {
       h('thead', {}, h('tr', {}, ['rank', 'mesh (data x model)', 'strategy', 'step', 'peak / device', 'comm / device', 'FLOPs / device', 'fits', 'Pareto'].map((t) => h('th', {}, t)))),
       tbody),
     detail);
+}
+
+// A row's figures (or its error) for the detail section.
+function rowFigures(r) {
+  if (!r.ok) return errorBox(new Error(r.error));
+  return h('dl', { class: 'kv' },
+    h('dt', {}, 'rank'), h('dd', {}, r.rank ? String(r.rank) : 'does not fit'),
+    h('dt', {}, 'predicted step'), h('dd', {}, fmtSeconds(r.step_s)),
+    h('dt', {}, 'peak / device'), h('dd', {}, `${fmtBytes(r.peak_bytes)}${r.capacity_bytes ? ` of ${fmtBytes(r.capacity_bytes)}` : ''} (${r.fits ? 'fits' : 'does not fit'})`),
+    h('dt', {}, 'communication / device'), h('dd', {}, fmtBytes(r.comm_bytes)),
+    h('dt', {}, 'FLOPs / device'), h('dd', {}, fmtNum(r.flops)),
+    h('dt', {}, 'Pareto front'), h('dd', {}, r.pareto ? 'yes' : 'no'));
 }
 
 // The scatter of a sweep's rows (peak per device against predicted step,
@@ -196,14 +201,7 @@ async function planSweepPage(main, ctx, q) {
   const show = (r) => {
     for (const tr of tbody.children) tr.classList.toggle('selected', tr.row === r);
     fill(detail, h('h2', {}, axesName(r)),
-      r.ok ? h('dl', { class: 'kv' },
-        h('dt', {}, 'rank'), h('dd', {}, r.rank ? String(r.rank) : 'does not fit'),
-        h('dt', {}, 'predicted step'), h('dd', {}, fmtSeconds(r.step_s)),
-        h('dt', {}, 'peak / device'), h('dd', {}, `${fmtBytes(r.peak_bytes)}${r.capacity_bytes ? ` of ${fmtBytes(r.capacity_bytes)}` : ''} (${r.fits ? 'fits' : 'does not fit'})`),
-        h('dt', {}, 'communication / device'), h('dd', {}, fmtBytes(r.comm_bytes)),
-        h('dt', {}, 'FLOPs / device'), h('dd', {}, fmtNum(r.flops)),
-        h('dt', {}, 'Pareto front'), h('dd', {}, r.pareto ? 'yes' : 'no'))
-        : errorBox(new Error(r.error)),
+      rowFigures(r),
       h('p', {}, 'To plan this variant, give the module this mesh line:'),
       h('pre', { class: 'mono wrap', id: 'sweep-command' }, `sdy.mesh @${d.mesh_name} = <[${Object.entries(r.mesh).map(([k, v]) => `"${k}"=${v}`).join(', ')}]>`));
   };
