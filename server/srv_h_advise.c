@@ -121,8 +121,8 @@ static void reply_stopped_or(srv_app *app, srv_req *r, compute_stop *cs, const c
     switch (atomic_load(&cs->why)) {
     case STOP_DEADLINE:
         srv_reply_err(app, r, E_TIMEOUT, NULL,
-                      "%s stopped at its %g s limit (compute-timeout); ask for less "
-                      "(max_candidates, k) or raise the limit",
+                      "%s stopped at its %g s limit (--compute-timeout); ask for less "
+                      "(suggest: max_candidates, k; sweep: devices) or raise the limit",
                       what, app->cfg.compute_timeout_s);
         return;
     case STOP_SHUTDOWN:
@@ -288,16 +288,17 @@ void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
         goto out;
     }
     o.profile = have_prof ? &prof : NULL;
+    compute_stop cs;
+    compute_stop_init(&cs, app, r);
+    o.cancel = compute_should_stop;
+    o.cancel_ctx = &cs;
     if (!srv_plan_input_get(app, r, a, id, &pi)) {
         goto out;
     }
     if (sp_whatif_run(pi.text, pi.len, &pi.io, &l, &o, &w, &e) != CM_OK) {
         /* a bad edit is the client's; anything else about stored data is ours */
-        if (e.code == CM_EINVAL && strncmp(e.path, "/edits", 6) == 0) {
-            srv_reply_cm(app, r, &e);
-        } else {
-            srv_reply_ours(app, r, &e);
-        }
+        reply_stopped_or(app, r, &cs, "what-if", &e,
+                         !(e.code == CM_EINVAL && strncmp(e.path, "/edits", 6) == 0));
         goto out;
     }
     int64_t new_id = 0;
@@ -626,10 +627,14 @@ void srv_h_compare(srv_app *app, srv_req *r, route_args *a)
         ok = false;
     }
     o.profile = have_prof ? &prof : NULL;
+    compute_stop cs;
+    compute_stop_init(&cs, app, r);
+    o.cancel = compute_should_stop;
+    o.cancel_ctx = &cs;
     sp_compare *c = NULL;
     if (ok && sp_compare_run(in, (uint32_t)n, &o, &c, &e) != CM_OK) {
         /* the inputs are our stored data: a failure to compare them is ours */
-        srv_reply_ours(app, r, &e);
+        reply_stopped_or(app, r, &cs, "compare", &e, true);
         ok = false;
     }
     if (ok) {

@@ -572,6 +572,16 @@ void sp_compare_opts_init(sp_compare_opts *o)
     o->overlap = -1;
 }
 
+/* Whether the caller's cancel hook says stop; then err says so (CM_EIO). */
+static bool stopped(const sp_compare_opts *o, cm_error *err)
+{
+    if (o->cancel == NULL || !o->cancel(o->cancel_ctx)) {
+        return false;
+    }
+    cm_error_set(err, CM_EIO, NULL, "compare stopped before its end (cancelled)");
+    return true;
+}
+
 /* Loads, lists and costs input k into x->p[k]; errors name the input by its label. */
 static cm_status load_plan(sp_compare *x, uint32_t k, const sp_compare_input *in,
                            const sp_compare_opts *o, cm_error *err)
@@ -605,8 +615,13 @@ static cm_status load_plan(sp_compare *x, uint32_t k, const sp_compare_input *in
         if (p->oom) {
             return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");
         }
-        st = sp_advise_partition_cost(p->in.m, !p->in.propagated, o->profile, o->overlap,
-                                      p->in.custom, p->in.g, &p->cost, &e);
+        st = stopped(o, err) ? CM_EIO
+                             : sp_advise_partition_cost(p->in.m, !p->in.propagated, o->profile,
+                                                        o->overlap, p->in.custom, p->in.g,
+                                                        &p->cost, &e);
+        if (st == CM_EIO && err->code == CM_EIO) {
+            return st;
+        }
     }
     if (st == CM_ENOMEM) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");
@@ -640,7 +655,7 @@ cm_status sp_compare_run(const sp_compare_input *plans, uint32_t n, const sp_com
     x->c.p = x->p;
     cm_status st = CM_OK;
     for (uint32_t k = 0; k < n && st == CM_OK; k++) {
-        st = load_plan(x, k, &plans[k], o, err);
+        st = stopped(o, err) ? CM_EIO : load_plan(x, k, &plans[k], o, err);
     }
     if (st == CM_OK && !align(&x->c)) {
         st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in compare");

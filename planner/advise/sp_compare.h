@@ -39,6 +39,11 @@ typedef struct sp_compare_input {
 typedef struct sp_compare_opts {
     const sp_profile *profile; /* NULL: sp_profile_default */
     double overlap;            /* compute/communication overlap in [0, 1]; < 0: the profile's */
+    /* Polled before each input is planned and before it is costed: true
+     * stops the comparison, which then fails with CM_EIO ("stopped").
+     * NULL: never stops. */
+    bool (*cancel)(void *ctx);
+    void *cancel_ctx;
 } sp_compare_opts;
 
 /* Fills o with the defaults: the default profile, its own overlap. */

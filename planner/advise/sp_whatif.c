@@ -2143,6 +2143,15 @@ static cm_status diff(sp_whatif *w, const src *s0, const src *s1, const snap *f0
     return oom ? cm_error_set(err, CM_ENOMEM, NULL, "out of memory in the what-if") : CM_OK;
 }
 
+/* CM_EIO once the caller's cancel hook says stop, else CM_OK. */
+static cm_status stop_check(const sp_whatif_opts *o, cm_error *err)
+{
+    if (o->cancel != NULL && o->cancel(o->cancel_ctx)) {
+        return cm_error_set(err, CM_EIO, NULL, "what-if stopped before its end (cancelled)");
+    }
+    return CM_OK;
+}
+
 cm_status sp_whatif_run(const char *text, size_t len, const sp_input_opts *in_opts,
                         const sp_edit_list *edits, const sp_whatif_opts *o, sp_whatif **out,
                         cm_error *err)
@@ -2178,6 +2187,9 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_input_opts *in_op
         st = src_load(text, len, in_opts, &s1, err);
     }
     /* the edited module */
+    if (st == CM_OK) {
+        st = stop_check(o, err);
+    }
     if (st == CM_OK) {
         st = materialise_custom(s0, err);
     }
@@ -2215,6 +2227,9 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_input_opts *in_op
     w->stats.region_s = t_prep - w->stats.import_s;
     /* the original, propagated in full (not part of the edit's cost) */
     if (st == CM_OK) {
+        st = stop_check(o, err);
+    }
+    if (st == CM_OK) {
         st = sp_propagate(s0->m, &po, &d, err);
     }
     if (st == CM_OK) {
@@ -2227,6 +2242,9 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_input_opts *in_op
         st = snap_take(s0->m, &f0, err);
     }
     /* the edited one: over the region, or in full */
+    if (st == CM_OK) {
+        st = stop_check(o, err);
+    }
     double t1 = cm_now(), tp = 0;
     if (st == CM_OK && use_region) {
         st = run_region(&c, &p0, &po, &w->stats.copy_s, err);
@@ -2270,7 +2288,13 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_input_opts *in_op
         st = diff(w, s0, s1, &f0, &f1, err);
     }
     if (st == CM_OK && !o->no_cost) {
-        st = cost_of(s0->m, s0, o, &w->before, &w->colls_before, err);
+        st = stop_check(o, err);
+        if (st == CM_OK) {
+            st = cost_of(s0->m, s0, o, &w->before, &w->colls_before, err);
+        }
+        if (st == CM_OK) {
+            st = stop_check(o, err);
+        }
         if (st == CM_OK) {
             st = cost_of(s1->m, s1, o, &w->after, &w->colls_after, err);
         }

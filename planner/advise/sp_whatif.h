@@ -114,6 +114,11 @@ typedef struct sp_whatif_opts {
     bool full;                 /* re-propagate the whole edited module (for comparison) */
     bool keep_propagated;      /* keep the edited module after propagation as MLIR text */
     bool no_cost;              /* skip partitioning and costing (benchmarks) */
+    /* Polled between the phases (reading, importing, each propagation, each
+     * costing): true stops the what-if, which then fails with CM_EIO
+     * ("stopped"). NULL: never stops. */
+    bool (*cancel)(void *ctx);
+    void *cancel_ctx;
 } sp_whatif_opts;
 
 void sp_whatif_opts_init(sp_whatif_opts *o);

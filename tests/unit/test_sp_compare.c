@@ -79,6 +79,28 @@ static json_t *report_json(const sp_compare *c)
     return j;
 }
 
+/* A cancel hook that says stop fails the comparison with CM_EIO. */
+static bool stop_now(void *ctx)
+{
+    (void)ctx;
+    return true;
+}
+
+static void test_sp_compare_run_cancel_hook(void **state)
+{
+    (void)state;
+    sp_compare_input in[2] = {input("plans/1", nondiv, NULL), input("plans/2", nondiv, NULL)};
+    sp_compare_opts o;
+    sp_compare_opts_init(&o);
+    o.cancel = stop_now;
+    sp_compare *c = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_compare_run(in, 2, &o, &c, &err), CM_EIO);
+    assert_null(c);
+    assert_non_null(strstr(err.msg, "stopped"));
+}
+
 static void test_sp_compare_run_names_plans_by_label(void **state)
 {
     (void)state;
@@ -272,6 +294,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sp_compare_run_names_plans_by_label),
+        cmocka_unit_test(test_sp_compare_run_cancel_hook),
         cmocka_unit_test(test_sp_compare_run_honours_each_plans_pass),
         cmocka_unit_test(test_sp_compare_run_honours_a_rules_document),
         cmocka_unit_test(test_sp_compare_run_errors_name_the_label),

@@ -521,6 +521,46 @@ static void test_sp_whatif_several_edits_equal_full(void **state)
     cm_free(mlp);
 }
 
+/* A cancel hook that says stop fails the what-if with CM_EIO; one that
+ * counts its calls sees each phase once or more and lets it finish. */
+static bool stop_now(void *ctx)
+{
+    (void)ctx;
+    return true;
+}
+
+static bool count_calls(void *ctx)
+{
+    (*(int *)ctx)++;
+    return false;
+}
+
+static void test_sp_whatif_cancel_hook(void **state)
+{
+    (void)state;
+    sp_edit_list l;
+    sp_edit_list_init(&l);
+    add_edits(&l, "{\"kind\":\"constrain\",\"value\":{\"op\":\"/ops/0\"},\"sharding\":\"<@mesh, "
+                  "[{}, {}]>\"}");
+    sp_whatif_opts o;
+    sp_whatif_opts_init(&o);
+    o.cancel = stop_now;
+    cm_error err;
+    cm_error_clear(&err);
+    sp_whatif *w = NULL;
+    assert_int_equal(sp_whatif_run(SMALL, strlen(SMALL), NULL, &l, &o, &w, &err), CM_EIO);
+    assert_null(w);
+    assert_non_null(strstr(err.msg, "stopped"));
+    int calls = 0;
+    o.cancel = count_calls;
+    o.cancel_ctx = &calls;
+    cm_error_clear(&err);
+    assert_int_equal(sp_whatif_run(SMALL, strlen(SMALL), NULL, &l, &o, &w, &err), CM_OK);
+    assert_true(calls >= 4); /* read, original, edited, each costing */
+    sp_whatif_destroy(w);
+    sp_edit_list_fini(&l);
+}
+
 /* ---- bad input ----------------------------------------------------------------------------- */
 
 static void expect_err(const char *text, const char *edits, const char *path)
@@ -818,6 +858,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sp_whatif_constrain_changes_downstream),
+        cmocka_unit_test(test_sp_whatif_cancel_hook),
         cmocka_unit_test(test_sp_whatif_unconstrain_removes_constraint),
         cmocka_unit_test(test_sp_whatif_set_sharding_input_and_clear),
         cmocka_unit_test(test_sp_whatif_barrier_and_unbarrier),
