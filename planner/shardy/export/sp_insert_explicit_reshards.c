@@ -155,6 +155,7 @@ static sp_sharding *replicated(sp_module *m, const char *mesh_name, uint32_t ran
 typedef struct fsh {
     bool present; /* the tensor has this factor */
     bool over;    /* its dimension's axes overflow this factor */
+    bool closed;  /* its dimension is closed (or the tensor has no sharding) */
     axl axes;
 } fsh;
 
@@ -182,6 +183,10 @@ typedef struct pass {
     uint32_t *repl; /* n_values0 entries: replacement of a value, or SP_NONE */
     uint32_t at;    /* index of the visited op in its block; reshards before it bump it */
     sp_rule_opts ropts;
+    bool full;      /* enable-full-version */
+    bool op_full;   /* the full version applies to the visited op (on_full_version) */
+    bool oom_hit;   /* an allocation failed where no status could be returned */
+    sp_sharding **local; /* n_values0 entries: a manual body argument's local sharding */
     cm_error *err;
     sp_diags *diags; /* may be NULL */
     /* ops made while visiting one op go before or after it; the block is
@@ -237,6 +242,105 @@ static cm_status oom(pass *g)
     return cm_error_oom(g->err);
 }
 
+/* ---- the shardings the pass sees ------------------------------------------------ */
+
+static bool is_manual_axis(const sp_attr *manual, const char *name)
+{
+    if (manual == NULL || manual->kind != SP_ATTR_AXIS_LIST) {
+        return false;
+    }
+    for (uint32_t i = 0; i < manual->u.axes.n; i++) {
+        if (strcmp(manual->u.axes.axes[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Copies the refs of src[0..n) that are not (sub-axes of) manual axes into a
+ * new arena array; *n_out their number. False when out of memory. */
+static bool drop_manual(sp_module *m, const sp_axis_ref *src, uint32_t n, const sp_attr *manual,
+                        sp_axis_ref **out, uint32_t *n_out)
+{
+    *out = cm_arena_alloc(&m->arena, sizeof(sp_axis_ref) * (n + 1u));
+    if (*out == NULL) {
+        return false;
+    }
+    *n_out = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!is_manual_axis(manual, src[i].name)) {
+            (*out)[(*n_out)++] = src[i];
+        }
+    }
+    return true;
+}
+
+/* s as the body of a manual computation with those manual axes sees it: the
+ * manual axes dropped from every dimension and from the replicated and
+ * unreduced axes (Shardy's global-to-local sharding). NULL when out of
+ * memory. */
+static sp_sharding *localize(sp_module *m, const sp_sharding *s, const sp_attr *manual)
+{
+    sp_sharding *c = sp_sharding_clone(&m->arena, s);
+    if (c == NULL) {
+        return NULL;
+    }
+    sp_dim_sharding *dims = cm_arena_alloc(&m->arena, sizeof *dims * (s->rank + 1u));
+    if (dims == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < s->rank; d++) {
+        dims[d] = s->dims[d];
+        if (!drop_manual(m, s->dims[d].axes, s->dims[d].n_axes, manual, &dims[d].axes,
+                         &dims[d].n_axes)) {
+            return NULL;
+        }
+    }
+    c->dims = dims;
+    if (!drop_manual(m, s->replicated, s->n_replicated, manual, &c->replicated,
+                     &c->n_replicated) ||
+        !drop_manual(m, s->unreduced, s->n_unreduced, manual, &c->unreduced, &c->n_unreduced)) {
+        return NULL;
+    }
+    return c;
+}
+
+/* Entry i of the sharding-list attribute key of a manual computation, as its
+ * body sees it (NULL: none, or out of memory, which sets g->oom_hit). */
+static sp_sharding *manual_local(pass *g, uint32_t op, const char *key, uint32_t i)
+{
+    sp_module *m = g->m;
+    const sp_attr *list = sp_op_attr(m, op, key);
+    if (list == NULL || list->kind != SP_ATTR_SHARDING_LIST || i >= list->u.shardings.n ||
+        list->u.shardings.items[i] == NULL) {
+        return NULL;
+    }
+    sp_sharding *l = localize(m, list->u.shardings.items[i], sp_op_attr(m, op, "manual_axes"));
+    if (l == NULL) {
+        g->oom_hit = true;
+    }
+    return l;
+}
+
+/* The sharding of v as this pass reads it: sp_value_sharding_partitioned,
+ * except that an argument of a manual computation's body is sharded as its
+ * in_shardings entry without the manual axes. */
+static sp_sharding *vsh(pass *g, uint32_t v)
+{
+    sp_module *m = g->m;
+    const sp_value *val = &m->values[v];
+    if (val->def == SP_NONE && v < g->n_values0) {
+        uint32_t owner = m->blocks[val->block].parent_op;
+        if (owner != SP_NONE && m->ops[owner].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            if (g->local[v] == NULL) {
+                g->local[v] = manual_local(g, owner, "in_shardings", val->index);
+            }
+            return g->local[v];
+        }
+    }
+    return sp_value_sharding_partitioned(m, v);
+}
+
 /* ---- projection ------------------------------------------------------------------ */
 
 /* Projects tensor t's dimension shardings onto its factors, splitting an
@@ -253,6 +357,7 @@ static bool project(const opctx *c, const tinfo *t, fsh *row)
         const sp_factor_axes *x = &proj[f];
         row[f].present = x->present;
         row[f].over = x->n_over > 0;
+        row[f].closed = t->cur == NULL || x->closed;
         row[f].axes.n = x->n;
         for (uint32_t i = 0; i < x->n; i++) {
             row[f].axes.a[i] = x->axes[i];
@@ -601,6 +706,59 @@ static sp_sharding *sharding_from_factors(opctx *c, const tinfo *t)
     return s;
 }
 
+/* Shardy's createTensorShardingAttr: the sharding of tensor t when its
+ * factors are sharded as row says; each dimension takes its factors' axes
+ * major to minor up to the first one not fully sharded, is closed when one
+ * of its factors is (a dimension without factors is closed), and the
+ * tensor's replicated and unreduced axes are kept. NULL when out of memory. */
+static sp_sharding *sharding_from_row(opctx *c, const tinfo *t, const fsh *row)
+{
+    sp_module *m = c->g->m;
+    sp_sharding *s = sp_sharding_open(&m->arena, c->mesh_name, t->rank);
+    if (s == NULL) {
+        return NULL;
+    }
+    if (t->cur != NULL) {
+        s->replicated = t->cur->replicated;
+        s->n_replicated = t->cur->n_replicated;
+        s->unreduced = t->cur->unreduced;
+        s->n_unreduced = t->cur->n_unreduced;
+        s->reduction = t->cur->reduction;
+    }
+    for (uint32_t d = 0; d < t->rank; d++) {
+        const sp_dim_mapping *dm = &t->map->dims[d];
+        axl out = {0, {{0, 0, 0}}};
+        bool closed = dm->n_factors == 0;
+        for (uint32_t k = 0; k < dm->n_factors; k++) {
+            uint32_t f = dm->factors[k];
+            const axl *a = &row[f].axes;
+            closed = closed || row[f].closed;
+            for (uint32_t i = 0; i < a->n; i++) {
+                if (!axl_merge(&out, a->a[i])) {
+                    break;
+                }
+            }
+            if (axl_size(a) < c->r->factor_sizes[f]) {
+                break;
+            }
+        }
+        sp_dim_sharding *ds = &s->dims[d];
+        ds->is_closed = closed;
+        ds->priority = -1;
+        ds->n_axes = out.n;
+        if (out.n > 0) {
+            ds->axes = cm_arena_alloc(&m->arena, sizeof(sp_axis_ref) * out.n);
+            if (ds->axes == NULL) {
+                return NULL;
+            }
+            for (uint32_t i = 0; i < out.n; i++) {
+                ds->axes[i] = ax_to_ref(c->mesh, out.a[i]);
+            }
+        }
+    }
+    return s;
+}
+
 /* Creates a detached one-operand sdy op `name` on value v (same type). */
 static cm_status new_sdy_op(pass *g, const char *name, uint32_t v, uint32_t *op_out)
 {
@@ -805,7 +963,7 @@ static cm_status reduce_unreduced_operand(pass *g, uint32_t op, uint32_t i,
 {
     sp_module *m = g->m;
     uint32_t v = m->ops[op].operands[i];
-    const sp_sharding *have = sp_value_sharding_partitioned(m, v);
+    const sp_sharding *have = vsh(g, v);
     if (have == NULL || have->n_unreduced == 0 || have->mesh_name == NULL) {
         return CM_OK;
     }
@@ -886,7 +1044,7 @@ static cm_status unreduced_collectives(pass *g, uint32_t op, uint32_t i, const s
     sp_module *m = g->m;
     *done = false;
     uint32_t v = m->ops[op].operands[i];
-    const sp_sharding *in = sp_value_sharding_partitioned(m, v);
+    const sp_sharding *in = vsh(g, v);
     if (in == NULL || want == NULL || want->n_unreduced == 0 || in->mesh_name == NULL ||
         want->mesh_name == NULL || strcmp(in->mesh_name, want->mesh_name) != 0 ||
         in->rank != want->rank) {
@@ -1202,11 +1360,20 @@ static bool setup_tensors(opctx *c)
         if (val->def == SP_NONE) {
             uint32_t owner = m->blocks[val->block].parent_op;
             if (owner != SP_NONE && m->ops[owner].kind != SP_OP_FUNC_FUNC &&
-                m->ops[owner].kind != SP_OP_WHILE) {
+                m->ops[owner].kind != SP_OP_WHILE &&
+                m->ops[owner].kind != SP_OP_SDY_MANUAL_COMPUTATION) {
                 return false; /* an argument whose sharding we cannot tell */
             }
         }
-        sp_sharding *s = sp_value_sharding_partitioned(m, v);
+        /* as Shardy's getShardingBypassingBarriers: a propagation barrier's
+         * result is sharded as its input */
+        uint32_t sv = v;
+        while (m->values[sv].def != SP_NONE &&
+               m->ops[m->values[sv].def].kind == SP_OP_SDY_PROPAGATION_BARRIER &&
+               m->ops[m->values[sv].def].n_operands == 1) {
+            sv = m->ops[m->values[sv].def].operands[0];
+        }
+        sp_sharding *s = vsh(c->g, sv);
         if (s != NULL && s->mesh_name == NULL) {
             return false; /* inlined meshes: lifted by an import pass first */
         }
@@ -1240,19 +1407,174 @@ static bool setup_tensors(opctx *c)
     return true;
 }
 
+/* ---- the partial version (enable-full-version=false) ------------------------- */
+
+/* Appends b's atoms to a; false when a is full. */
+static bool axl_cat(axl *a, const axl *b)
+{
+    for (uint32_t i = 0; i < b->n; i++) {
+        if (a->n == MAXAX) {
+            return false;
+        }
+        a->a[a->n++] = b->a[i];
+    }
+    return true;
+}
+
+/* Shardy's processDot, for a dot or dot_general whose operands agree (same
+ * axes on their shared factors, no axis on two non-contracting factors):
+ * when the result disagrees with them on exactly one factor, the operands
+ * shard that factor (non-empty), the result is no larger than the operand
+ * it conflicts with, and the result shards that factor on exactly the
+ * contracting factors' axes, the dot is computed with the operands'
+ * sharding of the factor and its result resharded to the old sharding
+ * (*target). A smaller tensor moves instead of an operand and the partial
+ * sums are all-reduced instead of reduce-scattered. */
+static cm_status process_dot(opctx *c, sp_sharding **target)
+{
+    sp_module *m = c->g->m;
+    const fsh *lhs = row_of(c, 0), *rhs = row_of(c, 1);
+    fsh *res = row_of(c, 2);
+    int64_t ls = c->t[0].size, rs = c->t[1].size, os = c->t[2].size;
+    uint32_t conflict = UINT32_MAX;
+    axl conf = {0, {{0, 0, 0}}}, red = {0, {{0, 0, 0}}}, seen = {0, {{0, 0, 0}}};
+    for (uint32_t f = 0; f < c->nf; f++) {
+        const axl *opa;
+        int64_t max_size;
+        if (lhs[f].present && rhs[f].present) {
+            opa = &lhs[f].axes;
+            max_size = ls > rs ? ls : rs;
+            if (!axl_eq(&lhs[f].axes, &rhs[f].axes)) {
+                return CM_OK; /* lhs and rhs conflict */
+            }
+            if (c->r->factor_kind[f] == SP_FACTOR_REDUCTION) {
+                if (!axl_cat(&red, opa)) {
+                    return CM_OK;
+                }
+                continue;
+            }
+        } else if (lhs[f].present || rhs[f].present) {
+            opa = lhs[f].present ? &lhs[f].axes : &rhs[f].axes;
+            max_size = lhs[f].present ? ls : rs;
+            for (uint32_t i = 0; i < opa->n; i++) {
+                for (uint32_t k = 0; k < seen.n; k++) {
+                    if (ax_overlap(opa->a[i], seen.a[k])) {
+                        return CM_OK; /* non-contracting dims conflict */
+                    }
+                }
+                if (seen.n == MAXAX) {
+                    return CM_OK;
+                }
+                seen.a[seen.n++] = opa->a[i];
+            }
+        } else {
+            continue;
+        }
+        if (!res[f].present || axl_eq(&res[f].axes, opa)) {
+            continue;
+        }
+        if (opa->n == 0 || conflict != UINT32_MAX || os > max_size) {
+            return CM_OK;
+        }
+        conflict = f;
+        conf = *opa;
+    }
+    if (conflict == UINT32_MAX || res[conflict].axes.n == 0 ||
+        !axl_eq(&res[conflict].axes, &red)) {
+        return CM_OK;
+    }
+    uint32_t v = m->ops[c->op].first_result;
+    sp_sharding *old = sp_value_sharding(m, v);
+    res[conflict].axes = conf;
+    sp_sharding *now = sharding_from_row(c, &c->t[2], res);
+    if (old == NULL || now == NULL || sp_value_set_sharding(m, v, now) != CM_OK) {
+        return oom(c->g);
+    }
+    c->t[2].cur = now;
+    *target = old;
+    return CM_OK;
+}
+
+/* The partial version: a dot may be computed more sharded (process_dot),
+ * and when the first result keeps some axes unreduced, the axes of the
+ * reduction factors (sharded alike in every tensor) that it does not keep
+ * unreduced are all-reduced after the op. */
+static cm_status rewrite_partial(opctx *c)
+{
+    pass *g = c->g;
+    sp_module *m = g->m;
+    const sp_op *o = &m->ops[c->op];
+    uint32_t n_opd = o->n_operands, n_res = o->n_results;
+    sp_sharding **computed = cm_calloc((size_t)n_res + 1u, sizeof *computed);
+    sp_sharding **target = cm_calloc((size_t)n_res + 1u, sizeof *target);
+    cm_status st = CM_OK;
+    axl red = {0, {{0, 0, 0}}};
+    if (computed == NULL || target == NULL) {
+        st = oom(g);
+        goto out;
+    }
+    if ((o->kind == SP_OP_DOT || o->kind == SP_OP_DOT_GENERAL) && n_opd == 2 && n_res == 1 &&
+        (st = process_dot(c, &target[0])) != CM_OK) {
+        goto out;
+    }
+    const sp_sharding *first = n_res > 0 ? c->t[n_opd].cur : NULL;
+    if (first != NULL && first->n_unreduced > 0) {
+        bool ok = true;
+        for (uint32_t f = 0; f < c->nf && ok; f++) {
+            if (c->r->factor_kind[f] != SP_FACTOR_REDUCTION) {
+                continue;
+            }
+            const axl *common = NULL;
+            for (uint32_t t = 0; t < c->nt && ok; t++) {
+                const fsh *x = &row_of(c, t)[f];
+                if (x->present) {
+                    ok = common == NULL || axl_eq(common, &x->axes);
+                    common = &x->axes;
+                }
+            }
+            /* Shardy fails hard on a reduction factor sharded two ways */
+            ok = ok && (common == NULL || axl_cat(&red, common));
+        }
+        if (!ok) {
+            red.n = 0;
+        }
+        drop_result_unreduced(c, &red);
+    }
+    for (uint32_t i = 0; i < n_res && red.n > 0; i++) {
+        const tinfo *ti = &c->t[n_opd + i];
+        computed[i] = ti->cur != NULL ? ti->cur : replicated(m, c->mesh_name, ti->rank);
+        if (computed[i] == NULL) {
+            st = oom(g);
+            goto out;
+        }
+    }
+    if (red.n > 0 || target[0] != NULL) {
+        st = fix_results(c, &red, computed, target);
+    }
+out:
+    cm_free(computed);
+    cm_free(target);
+    return st;
+}
+
 static cm_status rewrite_op(opctx *c)
 {
     pass *g = c->g;
     sp_module *m = g->m;
+    bool over = false;
     for (uint32_t t = 0; t < c->nt; t++) {
         if (!project(c, &c->t[t], row_of(c, t))) {
             return CM_OK;
         }
         for (uint32_t f = 0; f < c->nf; f++) {
-            if (row_of(c, t)[f].over) {
-                return CM_OK; /* as Shardy: overflow axes are left alone */
-            }
+            over = over || row_of(c, t)[f].over;
         }
+    }
+    if (!g->op_full) {
+        return rewrite_partial(c);
+    }
+    if (over) {
+        return CM_OK; /* as Shardy: overflow axes are left alone */
     }
     const sp_op *o = &m->ops[c->op];
     uint32_t n_opd = o->n_operands, n_res = o->n_results;
@@ -1401,9 +1723,11 @@ static cm_status visit_op(pass *g, uint32_t opid)
 }
 
 /* Reshards value number i of op (an operand, inserted before op) to want
- * unless it is already sharded that way. want NULL: no constraint. First
- * its unreduced axes that want does not keep are all-reduced. */
-static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want)
+ * unless it is already sharded that way (only when full: the full version
+ * applies). want NULL: no constraint. First its unreduced axes that want
+ * does not keep are all-reduced, and axes want adds to them are made
+ * unreduced. */
+static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want, bool full)
 {
     sp_module *m = g->m;
     bool done = false;
@@ -1412,7 +1736,7 @@ static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want
     if (st0 == CM_OK) {
         st0 = unreduced_collectives(g, op, i, want, &done, &last);
     }
-    if (st0 != CM_OK) {
+    if (st0 != CM_OK || !full) {
         return st0;
     }
     uint32_t v = m->ops[op].operands[i];
@@ -1422,7 +1746,7 @@ static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want
         return CM_OK;
     }
     const sp_mesh *mesh = sp_module_mesh(m, want->mesh_name);
-    const sp_sharding *have = sp_value_sharding_partitioned(m, v);
+    const sp_sharding *have = vsh(g, v);
     if (mesh == NULL || (have != NULL && (have->mesh_name == NULL || have->rank != ty->rank))) {
         return CM_OK;
     }
@@ -1451,7 +1775,7 @@ static cm_status visit_data_flow(pass *g, uint32_t op)
     /* match_owner adds ops, which may move m->ops: o is not used after it */
     uint32_t n = o->n_operands, first = o->first_result;
     for (uint32_t i = 0; i < n; i++) {
-        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i));
+        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i), g->op_full);
         if (st != CM_OK) {
             return st;
         }
@@ -1473,7 +1797,7 @@ static cm_status visit_manual(pass *g, uint32_t op)
     /* match_owner adds ops, which may move m->ops: o is not used after it */
     uint32_t n = o->n_operands;
     for (uint32_t i = 0; i < n; i++) {
-        cm_status st = match_owner(g, op, i, in->u.shardings.items[i]);
+        cm_status st = match_owner(g, op, i, in->u.shardings.items[i], g->op_full);
         if (st != CM_OK) {
             return st;
         }
@@ -1492,9 +1816,10 @@ static cm_status visit_terminator(pass *g, uint32_t op)
         return CM_OK;
     }
     const sp_op *p = &m->ops[owner];
+    bool manual = p->kind == SP_OP_SDY_MANUAL_COMPUTATION;
     bool body = p->kind == SP_OP_WHILE && p->n_regions == 2 && p->regions[1].n_blocks > 0 &&
                 p->regions[1].blocks[0] == block;
-    if (!body && p->kind != SP_OP_CASE && p->kind != SP_OP_IF) {
+    if (!body && !manual && p->kind != SP_OP_CASE && p->kind != SP_OP_IF) {
         return CM_OK;
     }
     if (m->ops[op].n_operands != p->n_results) {
@@ -1503,7 +1828,10 @@ static cm_status visit_terminator(pass *g, uint32_t op)
     /* match_owner adds ops, which may move m->ops: p is not used after it */
     uint32_t first = p->first_result;
     for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
-        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i));
+        /* a manual computation's body returns its out_shardings, local */
+        sp_sharding *want = manual ? manual_local(g, owner, "out_shardings", i)
+                                   : sp_value_sharding(m, first + i);
+        cm_status st = match_owner(g, op, i, want, g->full);
         if (st != CM_OK) {
             return st;
         }
@@ -1606,7 +1934,7 @@ static cm_status visit_single_device(pass *g, uint32_t op, sp_diags *diags, bool
         if (ty->kind != SP_TYPE_TENSOR) {
             continue;
         }
-        const sp_sharding *have = sp_value_sharding_partitioned(m, v);
+        const sp_sharding *have = vsh(g, v);
         const char *have_mesh = have != NULL ? have->mesh_name : global;
         bool replicated_have = no_dim_axes(have) && (have == NULL || have->n_unreduced == 0);
         if (replicated_have && have_mesh != NULL && strcmp(have_mesh, dev_mesh) == 0) {
@@ -1710,7 +2038,7 @@ static cm_status visit_call(pass *g, uint32_t op)
     const char *mesh_name = src != NULL ? src->mesh_name : NULL;
     if (src == NULL) {
         for (uint32_t i = 0; i < m->ops[op].n_operands && mesh_name == NULL; i++) {
-            const sp_sharding *s = sp_value_sharding_partitioned(m, m->ops[op].operands[i]);
+            const sp_sharding *s = vsh(g, m->ops[op].operands[i]);
             if (s != NULL && !sp_exp_is_maximal(m, s)) {
                 mesh_name = s->mesh_name;
             }
@@ -1731,7 +2059,7 @@ static cm_status visit_call(pass *g, uint32_t op)
                 return oom(g);
             }
         }
-        cm_status st = match_owner(g, op, i, want);
+        cm_status st = match_owner(g, op, i, want, true);
         if (st != CM_OK) {
             return st;
         }
@@ -1744,7 +2072,7 @@ static cm_status visit_call(pass *g, uint32_t op)
 static cm_status visit_return(pass *g, uint32_t func, uint32_t opid)
 {
     for (uint32_t i = 0; i < g->m->ops[opid].n_operands; i++) {
-        cm_status st = match_owner(g, opid, i, sp_func_result_sharding(g->m, func, i));
+        cm_status st = match_owner(g, opid, i, sp_func_result_sharding(g->m, func, i), g->full);
         if (st != CM_OK) {
             return st;
         }
@@ -1759,21 +2087,6 @@ static void remap_operands(pass *g, uint32_t op)
         uint32_t v = o->operands[k];
         if (v < g->n_values0 && g->repl[v] != SP_NONE) {
             o->operands[k] = g->repl[v];
-        }
-    }
-}
-
-/* Applies the replacements to every op nested in op's regions. */
-static void remap_nested(pass *g, uint32_t op)
-{
-    sp_module *m = g->m;
-    for (uint32_t r = 0; r < m->ops[op].n_regions; r++) {
-        for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks; k++) {
-            const sp_block *b = &m->blocks[m->ops[op].regions[r].blocks[k]];
-            for (uint32_t i = 0; i < b->n_ops; i++) {
-                remap_operands(g, b->ops[i]);
-                remap_nested(g, b->ops[i]);
-            }
         }
     }
 }
@@ -1804,6 +2117,27 @@ static cm_status reshard_to_unreduced(pass *g, uint32_t op, bool *dropped)
     return CM_OK;
 }
 
+/* Shardy's isOnFullVersion: the full version, when not enabled, still
+ * applies to func.call, mhlo.ragged_dot, and a concatenate one of whose
+ * operands is not sharded exactly as its result. */
+static bool on_full_version(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    const sp_op *o = &m->ops[op];
+    if (g->full || o->kind == SP_OP_FUNC_CALL || strcmp(o->name, "mhlo.ragged_dot") == 0) {
+        return true;
+    }
+    if (o->kind == SP_OP_CONCATENATE && o->n_results > 0) {
+        const sp_sharding *res = sp_value_sharding(m, o->first_result);
+        for (uint32_t i = 0; i < o->n_operands; i++) {
+            if (!sp_sharding_equal(vsh(g, o->operands[i]), res)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
 {
     sp_module *m = g->m;
@@ -1823,9 +2157,10 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         g->after.n = 0;
         uint32_t kind = m->ops[op].kind;
         bool dropped = false;
+        g->op_full = on_full_version(g, op);
         if (kind == SP_OP_FUNC_RETURN) {
             st = visit_return(g, func, op);
-        } else if (kind == SP_OP_RETURN) {
+        } else if (kind == SP_OP_RETURN || kind == SP_OP_SDY_RETURN) {
             st = visit_terminator(g, op);
         } else if (kind == SP_OP_WHILE || kind == SP_OP_OPTIMIZATION_BARRIER) {
             st = visit_data_flow(g, op);
@@ -1858,13 +2193,6 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         if (st != CM_OK) {
             break;
         }
-        if (m->ops[op].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
-            /* TODO(Partitioner and cost model): bodies are in manual axes; the
-             * ops there are left alone, but their operands still follow any
-             * replacement made above. */
-            remap_nested(g, op);
-            continue;
-        }
         for (uint32_t r = 0; r < m->ops[op].n_regions && st == CM_OK; r++) {
             for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks && st == CM_OK; k++) {
                 st = walk_block(g, func, m->ops[op].regions[r].blocks[k]);
@@ -1891,16 +2219,19 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
 cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *opts,
                                            sp_diags *diags, cm_error *err)
 {
-    (void)opts;
     pass g;
     memset(&g, 0, sizeof g);
     g.m = m;
+    g.full = opts == NULL || opts->full_version;
     g.err = err;
     g.diags = diags;
     g.n_ops0 = m->n_ops;
     g.n_values0 = m->n_values;
     g.repl = cm_alloc(sizeof(uint32_t) * ((size_t)m->n_values + 1u));
-    if (g.repl == NULL) {
+    g.local = cm_calloc((size_t)m->n_values + 1u, sizeof *g.local);
+    if (g.repl == NULL || g.local == NULL) {
+        cm_free(g.repl);
+        cm_free(g.local);
         return oom(&g);
     }
     for (uint32_t i = 0; i < m->n_values; i++) {
@@ -1920,7 +2251,11 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
             }
         }
     }
+    if (st == CM_OK && g.oom_hit) {
+        st = oom(&g);
+    }
     cm_free(g.repl);
+    cm_free(g.local);
     cm_free(g.before.v);
     cm_free(g.after.v);
     cm_free(g.row_buf);

@@ -46,8 +46,15 @@ typedef struct sp_reshard_opts {
  * results on a single device, are errors reported to diags (CM_EINVAL). Ops with overflow axes (a
  * dimension sharding that does not split across its factors), with operands
  * on different meshes, or without a rule are skipped. A missing sharding
- * counts as fully replicated. opts may be NULL (full version);
- * full_version = false currently behaves the same.
+ * counts as fully replicated. Inside a manual computation's body values are
+ * sharded locally (without the manual axes).
+ * opts may be NULL (full version). With full_version = false (Shardy's
+ * default) only func.call, mhlo.ragged_dot and a concatenate whose operands
+ * are not all sharded as its result are treated as above; elsewhere only
+ * unreduced axes are reconciled (all-reduces, replicated/sharded-to-unreduced
+ * collectives, all-reduces of reduction factors when the result keeps axes
+ * unreduced) and a dot may be computed more sharded with its result
+ * resharded (Shardy's processDot).
  * Errors: CM_EINVAL as above, CM_ENOMEM (the module may then be partly
  * rewritten). */
 cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *opts,
