@@ -45,21 +45,6 @@ static bool axl_eq(const axl *a, const axl *b)
     return true;
 }
 
-/* a is a (possibly equal) prefix of b; its last element may be a sub-axis
- * prefix of b's element at that position. */
-static bool axl_prefix(const axl *a, const axl *b)
-{
-    if (a->n > b->n) {
-        return false;
-    }
-    for (uint32_t i = 0; i < a->n; i++) {
-        if (i + 1 < a->n ? !ax_eq(a->a[i], b->a[i]) : !ax_prefix(a->a[i], b->a[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static int64_t axl_size(const axl *a)
 {
     int64_t x = 1;
@@ -69,6 +54,26 @@ static int64_t axl_size(const axl *a)
         }
     }
     return x;
+}
+
+/* Is out a prefix of in (the last atom of out may be a major part of in's
+ * atom at that place)? *strict: and not equal. */
+static bool axl_is_prefix(const axl *out, const axl *in, bool *strict)
+{
+    *strict = false;
+    if (out->n > in->n) {
+        return false;
+    }
+    for (uint32_t k = 0; k + 1 < out->n; k++) {
+        if (!ax_eq(out->a[k], in->a[k])) {
+            return false;
+        }
+    }
+    if (out->n > 0 && !ax_prefix(out->a[out->n - 1], in->a[out->n - 1])) {
+        return false;
+    }
+    *strict = out->n < in->n || (out->n > 0 && !ax_eq(out->a[out->n - 1], in->a[out->n - 1]));
+    return true;
 }
 
 /* Appends a, merging it into the previous element when they are adjacent
@@ -154,9 +159,9 @@ static sp_sharding *replicated(sp_module *m, const char *mesh_name, uint32_t ran
 
 typedef struct fsh {
     bool present; /* the tensor has this factor */
-    bool over;    /* its dimension's axes overflow this factor */
     bool closed;  /* its dimension is closed (or the tensor has no sharding) */
     axl axes;
+    axl over;     /* the rest of its dimension's axes when they overflow it */
 } fsh;
 
 typedef struct tinfo {
@@ -172,7 +177,8 @@ typedef struct tinfo {
 
 typedef struct cand {
     uint32_t f;
-    int64_t total; /* summed sizes of the tensors that hold or can slice to these axes */
+    int64_t total; /* summed sizes of the tensors whose axes of f extend these */
+    int64_t grow;  /* what the axes add to the factor's current assignment */
     axl axes;
 } cand;
 
@@ -347,23 +353,58 @@ static sp_sharding *vsh(pass *g, uint32_t v)
  * axis into sub-axes where it spans two factors of a dimension; axes that
  * do not divide a non-minor factor overflow it (sp_sharding_project). False
  * when the sharding cannot be handled (unknown axis, too many axes). */
-static bool project(const opctx *c, const tinfo *t, fsh *row)
+static bool project_sharding(const opctx *c, const tinfo *t, const sp_sharding *s, fsh *row)
 {
     sp_factor_axes *proj = c->g->proj_buf;
-    if (!sp_sharding_project(c->r, t->map, t->cur, c->mesh, proj, NULL, NULL)) {
+    if (!sp_sharding_project(c->r, t->map, s, c->mesh, proj, NULL, NULL)) {
         return false;
     }
     for (uint32_t f = 0; f < c->nf; f++) {
         const sp_factor_axes *x = &proj[f];
-        row[f].present = x->present;
-        row[f].over = x->n_over > 0;
-        row[f].closed = t->cur == NULL || x->closed;
-        row[f].axes.n = x->n;
+        fsh *y = &row[f];
+        y->present = x->present;
+        y->closed = s == NULL || x->closed; /* Shardy's closedIfMissing */
+        y->axes.n = 0;
+        y->over.n = 0;
+        /* as Shardy, the minor-most factor's and the overflow's adjacent
+         * sub-axes are merged */
         for (uint32_t i = 0; i < x->n; i++) {
-            row[f].axes.a[i] = x->axes[i];
+            if (x->minor_most ? !axl_merge(&y->axes, x->axes[i])
+                              : y->axes.n == MAXAX) {
+                return false;
+            }
+            if (!x->minor_most) {
+                y->axes.a[y->axes.n++] = x->axes[i];
+            }
+        }
+        for (uint32_t i = 0; i < x->n_over; i++) {
+            if (!axl_merge(&y->over, x->over[i])) {
+                return false;
+            }
+        }
+    }
+    /* as Shardy's projection: after a factor with overflow axes the next
+     * factor of the dimension is closed and empty, and the later ones are
+     * not in the tensor's projection at all */
+    for (uint32_t d = 0; d < t->map->rank; d++) {
+        const sp_dim_mapping *dm = &t->map->dims[d];
+        for (uint32_t k = 0; k + 1 < dm->n_factors; k++) {
+            if (row[dm->factors[k]].over.n == 0) {
+                continue;
+            }
+            row[dm->factors[k + 1]].closed = true;
+            for (uint32_t j = k + 2; j < dm->n_factors; j++) {
+                row[dm->factors[j]].present = false;
+            }
+            break;
         }
     }
     return true;
+}
+
+static bool project(const opctx *c, const tinfo *t, fsh *row)
+{
+    return project_sharding(c, t, t->cur, row);
 }
 
 /* ---- choosing the axes of each factor ------------------------------------------------ */
@@ -469,7 +510,34 @@ static void distribute_need_replication(opctx *c)
     }
 }
 
-/* a beats b */
+/* Shardy's AxisRefAttr order: by axis name, then a full axis before the
+ * sub-axes that do not start it, sub-axes by (pre-size, size). */
+static int ax_order(const sp_mesh *mesh, ax a, ax b)
+{
+    int k = strcmp(mesh->axes[a.axis].name, mesh->axes[b.axis].name);
+    if (k != 0) {
+        return k < 0 ? -1 : 1;
+    }
+    bool fa = a.pre == 1 && a.size == mesh->axes[a.axis].size;
+    bool fb = b.pre == 1 && b.size == mesh->axes[b.axis].size;
+    if (fa && fb) {
+        return 0;
+    }
+    if (fa) {
+        return b.pre > 1 ? -1 : 1;
+    }
+    if (fb) {
+        return a.pre == 1 ? -1 : 1;
+    }
+    if (a.pre != b.pre) {
+        return a.pre < b.pre ? -1 : 1;
+    }
+    return a.size < b.size ? -1 : a.size > b.size ? 1 : 0;
+}
+
+/* a beats b: Shardy's candidate order, by total source size, factor type
+ * precedence, sharding size, then (factor index, axes) with shorter axis
+ * lists first. */
 static bool cand_better(const opctx *c, const cand *a, const cand *b)
 {
     if (a->total != b->total) {
@@ -479,10 +547,22 @@ static bool cand_better(const opctx *c, const cand *a, const cand *b)
     if (pa != pb) {
         return pa > pb;
     }
+    if (a->grow != b->grow) {
+        return a->grow > b->grow;
+    }
     if (a->f != b->f) {
         return a->f > b->f;
     }
-    return axl_size(&a->axes) > axl_size(&b->axes);
+    if (a->axes.n != b->axes.n) {
+        return a->axes.n > b->axes.n;
+    }
+    for (uint32_t i = 0; i < a->axes.n; i++) {
+        int k = ax_order(c->mesh, a->axes.a[i], b->axes.a[i]);
+        if (k != 0) {
+            return k > 0;
+        }
+    }
+    return false;
 }
 
 static bool cand_add(opctx *c, uint32_t f, const axl *axes)
@@ -499,10 +579,12 @@ static bool cand_add(opctx *c, uint32_t f, const axl *axes)
     k->f = f;
     k->axes = *axes;
     k->total = 0;
+    k->grow = axl_size(axes);
     return true;
 }
 
-/* The longest prefix of axes that can coexist with every axis of used. */
+/* The longest prefix of axes that can coexist with every axis of used
+ * (Shardy's truncateAxesByRemovingOverlaps). */
 static void trim_against(axl *axes, const axl *used)
 {
     for (uint32_t i = 0; i < axes->n; i++) {
@@ -520,73 +602,134 @@ static void trim_against(axl *axes, const axl *used)
     }
 }
 
-/* Shardy's heuristic for conflicting shardings. Candidates are the
- * factor-axes pairs that some tensor holds and their major prefixes; a
- * candidate scores the summed sizes of the tensors whose axes for that factor
- * are a prefix of it (they reach it by slicing locally). The best is taken,
- * candidates of the same factor dropped and the others cut to what does not
- * overlap it, until none is left. */
+/* Is a a strict prefix of b (Shardy's AxisListRef::strictPrefixOf)? */
+static bool axl_strict_prefix(const axl *a, const axl *b)
+{
+    bool strict;
+    return axl_is_prefix(a, b, &strict) && strict;
+}
+
+/* Shardy's findCommonAxesHeuristic for conflicting shardings. Candidates are
+ * the factor-axes pairs some tensor holds and their prefixes (dropping whole
+ * axes); a candidate scores the summed sizes of the tensors whose axes for
+ * that factor it equals or strictly prefixes. A factor that follows another
+ * in some dimension waits until that one is fully sharded. The best valid
+ * candidate is taken; candidates of its factor that extend it stay (scored
+ * by what they add), the others of its factor go; candidates of other
+ * factors are cut to what does not overlap it, and go when nothing beyond
+ * their factor's assignment is left. Then the axes of factors that need
+ * replication move to the batching factors. dep is nf * nf scratch. */
 static bool choose_common(opctx *c)
 {
+    uint32_t nf = c->nf;
+    uint8_t *dep = cm_calloc((size_t)nf * nf + 1u, 1);
+    uint8_t *has_dep = cm_calloc((size_t)nf + 1u, 1);
+    if (dep == NULL || has_dep == NULL) {
+        cm_free(dep);
+        cm_free(has_dep);
+        return false;
+    }
+    /* dep[f * nf + g]: f waits for g (g is right before f in a dimension) */
+    for (uint32_t t = 0; t < c->nt; t++) {
+        const sp_tensor_mapping *tm = c->t[t].map;
+        for (uint32_t d = 0; d < tm->rank; d++) {
+            for (uint32_t k = 1; k < tm->dims[d].n_factors; k++) {
+                uint32_t f = tm->dims[d].factors[k], g = tm->dims[d].factors[k - 1];
+                if (f < nf && g < nf) {
+                    dep[(size_t)f * nf + g] = 1;
+                    has_dep[f] = 1;
+                }
+            }
+        }
+    }
     c->n_cands = 0;
-    for (uint32_t f = 0; f < c->nf; f++) {
+    bool ok = true;
+    for (uint32_t f = 0; f < nf; f++) {
         c->common[f].n = 0;
-        for (uint32_t t = 0; t < c->nt; t++) {
+    }
+    for (uint32_t t = 0; t < c->nt && ok; t++) {
+        for (uint32_t f = 0; f < nf && ok; f++) {
             const fsh *x = &row_of(c, t)[f];
             if (!x->present) {
                 continue;
             }
             axl p = x->axes;
-            while (p.n > 0) {
-                if (!cand_add(c, f, &p)) {
-                    return false;
-                }
+            while (p.n > 0 && ok) {
+                ok = cand_add(c, f, &p);
                 p.n--;
             }
         }
     }
-    for (uint32_t i = 0; i < c->n_cands; i++) {
+    for (uint32_t i = 0; i < c->n_cands && ok; i++) {
         cand *k = &c->cands[i];
         for (uint32_t t = 0; t < c->nt; t++) {
             const fsh *x = &row_of(c, t)[k->f];
-            if (x->present && x->axes.n > 0 && axl_prefix(&x->axes, &k->axes)) {
+            if (x->present && (axl_eq(&k->axes, &x->axes) || axl_strict_prefix(&k->axes, &x->axes))) {
                 k->total =
                     k->total <= INT64_MAX - c->t[t].size ? k->total + c->t[t].size : INT64_MAX;
             }
         }
     }
-    /* drop the prefixes no tensor supports */
-    uint32_t w = 0;
-    for (uint32_t i = 0; i < c->n_cands; i++) {
-        if (c->cands[i].total > 0) {
-            c->cands[w++] = c->cands[i];
-        }
-    }
-    c->n_cands = w;
-    while (c->n_cands > 0) {
-        uint32_t best = 0;
-        for (uint32_t i = 1; i < c->n_cands; i++) {
-            if (cand_better(c, &c->cands[i], &c->cands[best])) {
+    while (ok && c->n_cands > 0) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t i = 0; i < c->n_cands; i++) {
+            uint32_t f = c->cands[i].f;
+            bool valid = true;
+            for (uint32_t g = 0; has_dep[f] && g < nf && valid; g++) {
+                valid = dep[(size_t)f * nf + g] == 0;
+            }
+            if (valid && (best == UINT32_MAX || cand_better(c, &c->cands[i], &c->cands[best]))) {
                 best = i;
             }
         }
+        if (best == UINT32_MAX) {
+            break; /* only candidates still waiting on other factors */
+        }
         cand b = c->cands[best];
         c->common[b.f] = b.axes;
-        w = 0;
-        for (uint32_t i = 0; i < c->n_cands; i++) {
-            cand *k = &c->cands[i];
-            if (k->f == b.f) {
-                continue;
-            }
-            trim_against(&k->axes, &b.axes);
-            if (k->axes.n > 0) {
-                c->cands[w++] = *k;
+        if (axl_size(&b.axes) == c->r->factor_sizes[b.f]) {
+            for (uint32_t f = 0; f < nf; f++) {
+                dep[(size_t)f * nf + b.f] = 0;
             }
         }
-        c->n_cands = w;
+        uint32_t i = 0;
+        while (i < c->n_cands) {
+            cand *k = &c->cands[i];
+            bool drop = false;
+            if (k->f == b.f) {
+                if (!axl_strict_prefix(&b.axes, &k->axes)) {
+                    drop = true;
+                } else {
+                    k->grow = axl_size(&k->axes) / axl_size(&b.axes);
+                }
+            } else {
+                axl before = k->axes;
+                trim_against(&k->axes, &b.axes);
+                if (!axl_eq(&before, &k->axes)) {
+                    const axl *have = &c->common[k->f];
+                    if (axl_eq(&k->axes, have)) {
+                        drop = true;
+                    } else {
+                        int64_t hs = axl_size(have);
+                        k->grow = hs > 0 ? axl_size(&k->axes) / hs : 0;
+                    }
+                } else {
+                    k->grow = axl_size(&k->axes);
+                }
+            }
+            if (drop) {
+                c->cands[i] = c->cands[--c->n_cands];
+            } else {
+                i++;
+            }
+        }
     }
-    distribute_need_replication(c);
-    return true;
+    cm_free(dep);
+    cm_free(has_dep);
+    if (ok) {
+        distribute_need_replication(c);
+    }
+    return ok;
 }
 
 /* Shardy's findCommonAxesOnUnaryOperation: an op with exactly two
@@ -1008,26 +1151,6 @@ static bool axl_to_list(sp_module *m, const sp_mesh *mesh, const axl *l, sp_axis
     for (uint32_t i = 0; i < l->n; i++) {
         out->axes[i] = ax_to_ref(mesh, l->a[i]);
     }
-    return true;
-}
-
-/* Is out a prefix of in (the last atom of out may be a major part of in's
- * atom at that place)? *strict: and not equal. */
-static bool axl_is_prefix(const axl *out, const axl *in, bool *strict)
-{
-    *strict = false;
-    if (out->n > in->n) {
-        return false;
-    }
-    for (uint32_t k = 0; k + 1 < out->n; k++) {
-        if (!ax_eq(out->a[k], in->a[k])) {
-            return false;
-        }
-    }
-    if (out->n > 0 && !ax_prefix(out->a[out->n - 1], in->a[out->n - 1])) {
-        return false;
-    }
-    *strict = out->n < in->n || (out->n > 0 && !ax_eq(out->a[out->n - 1], in->a[out->n - 1]));
     return true;
 }
 
@@ -1567,7 +1690,7 @@ static cm_status rewrite_op(opctx *c)
             return CM_OK;
         }
         for (uint32_t f = 0; f < c->nf; f++) {
-            over = over || row_of(c, t)[f].over;
+            over = over || row_of(c, t)[f].over.n > 0;
         }
     }
     if (!g->op_full) {
