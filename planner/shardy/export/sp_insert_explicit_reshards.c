@@ -76,6 +76,18 @@ static bool axl_is_prefix(const axl *out, const axl *in, bool *strict)
     return true;
 }
 
+/* Appends b's atoms to a; false when a is full. */
+static bool axl_cat(axl *a, const axl *b)
+{
+    for (uint32_t i = 0; i < b->n; i++) {
+        if (a->n == MAXAX) {
+            return false;
+        }
+        a->a[a->n++] = b->a[i];
+    }
+    return true;
+}
+
 /* Appends a, merging it into the previous element when they are adjacent
  * sub-axes of one axis. False when full. */
 static bool axl_merge(axl *l, ax a)
@@ -881,7 +893,15 @@ static sp_sharding *sharding_from_row(opctx *c, const tinfo *t, const fsh *row)
                     break;
                 }
             }
-            if (axl_size(a) < c->r->factor_sizes[f]) {
+            if (row[f].over.n > 0) { /* the dim's other axes, then no more factors */
+                for (uint32_t i = 0; i < row[f].over.n; i++) {
+                    if (!axl_merge(&out, row[f].over.a[i])) {
+                        break;
+                    }
+                }
+                break;
+            }
+            if (!row[f].present || axl_size(a) < c->r->factor_sizes[f]) {
                 break;
             }
         }
@@ -1530,19 +1550,190 @@ static bool setup_tensors(opctx *c)
     return true;
 }
 
-/* ---- the partial version (enable-full-version=false) ------------------------- */
+/* ---- reshapes with overflow axes (Shardy's processReshapeWithOverflowAxes) ---- */
 
-/* Appends b's atoms to a; false when a is full. */
-static bool axl_cat(axl *a, const axl *b)
+/* The product of the sizes of every axis sharding a factor of row, overflow
+ * axes included. */
+static int64_t row_shard_size(const opctx *c, const fsh *row)
 {
-    for (uint32_t i = 0; i < b->n; i++) {
-        if (a->n == MAXAX) {
-            return false;
+    int64_t x = 1;
+    for (uint32_t f = 0; f < c->nf; f++) {
+        if (row[f].present && (!cm_mul_i64(x, axl_size(&row[f].axes), &x) ||
+                               !cm_mul_i64(x, axl_size(&row[f].over), &x))) {
+            return INT64_MAX;
         }
-        a->a[a->n++] = b->a[i];
     }
-    return true;
+    return x;
 }
+
+/* Shardy's distributeAxesAcrossFactors over the factors tensor t has, in
+ * dimension order: each axis of all in turn goes, whole or split, to the
+ * first factors with room that share a divisor with it; an axis no factor
+ * can take, and every axis after it, overflow the last factor. False when
+ * out of memory or when a factor would take too many axes. */
+static bool redistribute(const opctx *c, const tinfo *t, fsh *row, const axl *all)
+{
+    uint32_t *fl = cm_alloc(sizeof(uint32_t) * ((size_t)c->nf + 1u));
+    int64_t *room = cm_alloc(sizeof(int64_t) * ((size_t)c->nf + 1u));
+    bool ok = fl != NULL && room != NULL;
+    uint32_t n = 0;
+    for (uint32_t d = 0; ok && d < t->map->rank; d++) {
+        const sp_dim_mapping *dm = &t->map->dims[d];
+        for (uint32_t k = 0; k < dm->n_factors; k++) {
+            uint32_t f = dm->factors[k];
+            if (f < c->nf && row[f].present && n < c->nf) {
+                row[f].axes.n = 0;
+                row[f].over.n = 0;
+                room[n] = c->r->factor_sizes[f];
+                fl[n++] = f;
+            }
+        }
+    }
+    uint32_t ai = 0;
+    ax cur = all->n > 0 ? all->a[0] : (ax){0, 1, 1};
+    while (ok && n > 0 && ai < all->n) {
+        bool used = false;
+        for (uint32_t i = 0; i < n && ok; i++) {
+            if (room[i] <= 1) {
+                continue;
+            }
+            int64_t g = gcd64(room[i], cur.size);
+            if (g == 1 && cur.size != 1) {
+                continue;
+            }
+            used = true;
+            axl *to = &row[fl[i]].axes;
+            if (cur.size > g) {
+                ok = axl_merge(to, (ax){cur.axis, cur.pre, g});
+                cur.pre *= g;
+                cur.size /= g;
+                room[i] /= g;
+                continue;
+            }
+            ok = axl_merge(to, cur);
+            room[i] /= cur.size;
+            if (++ai < all->n) {
+                cur = all->a[ai];
+            }
+            break;
+        }
+        if (!used) {
+            axl *over = &row[fl[n - 1]].over;
+            ok = axl_merge(over, cur);
+            while (ok && ++ai < all->n) {
+                ok = axl_merge(over, all->a[ai]);
+            }
+        }
+    }
+    cm_free(fl);
+    cm_free(room);
+    return ok;
+}
+
+/* Shardy's greatest common prefix of two axis lists: the equal atoms, then
+ * the shorter of the next two when one is a major part of the other. */
+static void axl_common_prefix(axl *a, const axl *b)
+{
+    uint32_t i = 0;
+    while (i < a->n && i < b->n && ax_eq(a->a[i], b->a[i])) {
+        i++;
+    }
+    if (i < a->n && i < b->n) {
+        if (ax_prefix(a->a[i], b->a[i])) {
+            i++;
+        } else if (ax_prefix(b->a[i], a->a[i])) {
+            a->a[i] = b->a[i];
+            i++;
+        }
+    }
+    a->n = i;
+}
+
+/* A reshape whose operand or result has overflow axes: the axes of the more
+ * sharded side are spread over the factors of each side afresh, both
+ * sides' shardings are rebuilt and projected again, and each factor takes
+ * the greatest common prefix of its axes there; the operand is resharded to
+ * that, and the result computed with it and resharded back, where they
+ * differ. */
+static cm_status process_reshape_overflow(opctx *c)
+{
+    pass *g = c->g;
+    sp_module *m = g->m;
+    fsh *r0 = row_of(c, 0), *r1 = row_of(c, 1);
+    const fsh *best = row_shard_size(c, r0) >= row_shard_size(c, r1) ? r0 : r1;
+    axl all = {0, {{0, 0, 0}}};
+    for (uint32_t f = 0; f < c->nf; f++) {
+        if (best[f].present && (!axl_cat(&all, &best[f].axes) || !axl_cat(&all, &best[f].over))) {
+            return CM_OK;
+        }
+    }
+    if (!redistribute(c, &c->t[0], r0, &all) || !redistribute(c, &c->t[1], r1, &all)) {
+        return CM_OK;
+    }
+    sp_sharding *in_b = sharding_from_row(c, &c->t[0], r0);
+    sp_sharding *out_b = sharding_from_row(c, &c->t[1], r1);
+    fsh *legal = cm_alloc(sizeof(fsh) * (2u * (size_t)c->nf + 1u));
+    if (in_b == NULL || out_b == NULL || legal == NULL) {
+        cm_free(legal);
+        return oom(g);
+    }
+    if (!project_sharding(c, &c->t[0], in_b, legal) ||
+        !project_sharding(c, &c->t[1], out_b, legal + c->nf)) {
+        cm_free(legal);
+        return CM_OK;
+    }
+    for (uint32_t f = 0; f < c->nf; f++) {
+        bool seen = false;
+        axl common = {0, {{0, 0, 0}}};
+        for (uint32_t k = 0; k < 2; k++) {
+            const fsh *x = &legal[(size_t)k * c->nf + f];
+            if (!x->present) {
+                continue;
+            }
+            if (!seen) {
+                common = x->axes;
+                seen = true;
+            } else {
+                axl_common_prefix(&common, &x->axes);
+            }
+        }
+        for (uint32_t k = 0; k < 2; k++) {
+            fsh *x = &(k == 0 ? r0 : r1)[f];
+            if (x->present) {
+                x->axes = common;
+                x->over.n = 0;
+            }
+        }
+    }
+    cm_free(legal);
+    sp_sharding *want = sharding_from_row(c, &c->t[0], r0);
+    sp_sharding *now = sharding_from_row(c, &c->t[1], r1);
+    if (want == NULL || now == NULL) {
+        return oom(g);
+    }
+    const tinfo *in = &c->t[0], *res = &c->t[1];
+    cm_status st;
+    if (!same_dim_axes(c->mesh, in->cur, want, in->rank) || in->other) {
+        uint32_t nv;
+        if ((st = insert_reshard(g, m->ops[c->op].parent_block, g->at++, in->value, want, &nv)) !=
+            CM_OK) {
+            return st;
+        }
+        m->ops[c->op].operands[0] = nv;
+    }
+    if (same_dim_axes(c->mesh, res->cur, now, res->rank) && !res->other) {
+        return CM_OK;
+    }
+    sp_sharding *back = res->cur != NULL ? res->cur : replicated(m, c->mesh_name, res->rank);
+    if (back == NULL || sp_value_set_sharding(m, res->value, now) != CM_OK) {
+        return oom(g);
+    }
+    axl none = {0, {{0, 0, 0}}};
+    sp_sharding *computed[1] = {now}, *target[1] = {back};
+    return fix_results(c, &none, computed, target);
+}
+
+/* ---- the partial version (enable-full-version=false) ------------------------- */
 
 /* Shardy's processDot, for a dot or dot_general whose operands agree (same
  * axes on their shared factors, no axis on two non-contracting factors):
@@ -1696,8 +1887,8 @@ static cm_status rewrite_op(opctx *c)
     if (!g->op_full) {
         return rewrite_partial(c);
     }
-    if (over) {
-        return CM_OK; /* as Shardy: overflow axes are left alone */
+    if (over && m->ops[c->op].kind == SP_OP_RESHAPE && c->nt == 2) {
+        return process_reshape_overflow(c);
     }
     const sp_op *o = &m->ops[c->op];
     uint32_t n_opd = o->n_operands, n_res = o->n_results;
