@@ -107,7 +107,7 @@ static void test_sp_pass_insert_explicit_reshards_compatible_op_untouched(void *
         "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
         "func.func @f(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
         "{}]>}, %arg1: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\", ?}, {}]>}) "
-        "-> tensor<8x16xf32> {\n"
+        "-> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}) {\n"
         "  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
         "[{\"x\"}, {?}]>]>} : tensor<8x16xf32>\n"
         "  return %0 : tensor<8x16xf32>\n"

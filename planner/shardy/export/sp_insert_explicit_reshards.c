@@ -213,6 +213,19 @@ typedef struct pass {
         uint32_t *v;
         uint32_t n, cap;
     } before, after;
+    /* ops that go right after a value's definition (Shardy's
+     * insertAfterOperand), placed when the pass ends */
+    struct hoist {
+        uint32_t key;   /* the defining op, or the block whose argument it is */
+        uint32_t chain; /* one per resharded operand: later chains go first */
+        uint32_t seq;   /* order within the chain */
+        uint32_t op;
+        bool at_start;  /* key is a block */
+    } *hoists;
+    uint32_t n_hoists, cap_hoists;
+    bool hoisting;        /* defer_op records into hoists */
+    uint32_t hoist_value; /* the value the current chain follows */
+    uint32_t n_chains;
     struct fsh *row_buf; /* reused factor rows (project() initialises them) */
     size_t row_cap;
     sp_factor_axes *proj_buf; /* one tensor's projection (proj_cap factors) */
@@ -232,6 +245,19 @@ static cm_status oplist_push(struct oplist *l, uint32_t op)
  * index is at or before its position, after it otherwise. */
 static cm_status defer_op(pass *g, uint32_t index, uint32_t op)
 {
+    if (g->hoisting) {
+        if (CM_GROW_U32(g->hoists, g->cap_hoists, g->n_hoists + 1, NULL) != CM_OK) {
+            return CM_ENOMEM;
+        }
+        const sp_value *val = &g->m->values[g->hoist_value];
+        struct hoist *h = &g->hoists[g->n_hoists];
+        h->at_start = val->def == SP_NONE;
+        h->key = h->at_start ? val->block : val->def;
+        h->chain = g->n_chains;
+        h->seq = g->n_hoists++;
+        h->op = op;
+        return CM_OK;
+    }
     return oplist_push(index <= g->at ? &g->before : &g->after, op);
 }
 
@@ -2041,7 +2067,7 @@ static cm_status visit_op(pass *g, uint32_t opid)
  * applies). want NULL: no constraint. First its unreduced axes that want
  * does not keep are all-reduced, and axes want adds to them are made
  * unreduced. */
-static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want, bool full)
+static cm_status match_owner_at(pass *g, uint32_t op, uint32_t i, sp_sharding *want, bool full)
 {
     sp_module *m = g->m;
     bool done = false;
@@ -2055,12 +2081,18 @@ static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want
     }
     uint32_t v = m->ops[op].operands[i];
     const sp_type *ty = sp_value_type(m, v);
+    const sp_sharding *have = vsh(g, v);
+    if (want == NULL && have != NULL && !dims_replicated(have) && ty->kind == SP_TYPE_TENSOR) {
+        /* no target: a sharded value goes fully replicated (closed) */
+        if ((want = replicated(m, have->mesh_name, ty->rank)) == NULL) {
+            return oom(g);
+        }
+    }
     if (want == NULL || want->mesh_name == NULL || ty->kind != SP_TYPE_TENSOR ||
         want->rank != ty->rank) {
         return CM_OK;
     }
     const sp_mesh *mesh = sp_module_mesh(m, want->mesh_name);
-    const sp_sharding *have = vsh(g, v);
     if (mesh == NULL || (have != NULL && (have->mesh_name == NULL || have->rank != ty->rank))) {
         return CM_OK;
     }
@@ -2077,6 +2109,127 @@ static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want
     return st;
 }
 
+/* match_owner_at; with after_def the new ops go right after the operand's
+ * definition (at the start of its block for an argument), the latest chain
+ * first, as Shardy inserts them for data-flow edges and calls. */
+static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want, bool full,
+                             bool after_def)
+{
+    if (!after_def) {
+        return match_owner_at(g, op, i, want, full);
+    }
+    uint32_t at = g->at;
+    g->hoisting = true;
+    g->hoist_value = g->m->ops[op].operands[i];
+    cm_status st = match_owner_at(g, op, i, want, full);
+    g->hoisting = false;
+    g->n_chains++;
+    g->at = at;
+    return st;
+}
+
+static int hoist_cmp(const void *pa, const void *pb)
+{
+    const struct hoist *a = pa, *b = pb;
+    if (a->at_start != b->at_start) {
+        return a->at_start ? 1 : -1;
+    }
+    if (a->key != b->key) {
+        return a->key < b->key ? -1 : 1;
+    }
+    if (a->chain != b->chain) {
+        return a->chain > b->chain ? -1 : 1;
+    }
+    return a->seq < b->seq ? -1 : a->seq > b->seq ? 1 : 0;
+}
+
+/* The first hoist of (at_start, key) in the sorted hoists, or n_hoists. */
+static uint32_t hoist_find(const pass *g, bool at_start, uint32_t key)
+{
+    uint32_t lo = 0, hi = g->n_hoists;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const struct hoist *h = &g->hoists[mid];
+        bool less = h->at_start != at_start ? !h->at_start : h->key < key;
+        if (less) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < g->n_hoists && g->hoists[lo].at_start == at_start && g->hoists[lo].key == key
+               ? lo
+               : g->n_hoists;
+}
+
+/* Pushes op, then the ops that follow its results (and theirs). */
+static cm_status hoist_emit(pass *g, struct oplist *out, uint32_t block, uint32_t op,
+                            uint32_t depth)
+{
+    g->m->ops[op].parent_block = block;
+    if (oplist_push(out, op) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    if (depth > 64) {
+        return CM_OK;
+    }
+    for (uint32_t k = hoist_find(g, false, op); k < g->n_hoists && !g->hoists[k].at_start &&
+                                                  g->hoists[k].key == op;
+         k++) {
+        if (hoist_emit(g, out, block, g->hoists[k].op, depth + 1) != CM_OK) {
+            return CM_ENOMEM;
+        }
+    }
+    return CM_OK;
+}
+
+/* Places the hoisted ops: each block holding an anchor is rebuilt once. */
+static cm_status apply_hoists(pass *g)
+{
+    sp_module *m = g->m;
+    if (g->n_hoists == 0) {
+        return CM_OK;
+    }
+    qsort(g->hoists, g->n_hoists, sizeof *g->hoists, hoist_cmp);
+    uint8_t *hoisted = cm_calloc((size_t)m->n_ops + 1u, 1);
+    uint8_t *done = cm_calloc((size_t)m->n_blocks + 1u, 1);
+    cm_status st = hoisted != NULL && done != NULL ? CM_OK : CM_ENOMEM;
+    for (uint32_t k = 0; st == CM_OK && k < g->n_hoists; k++) {
+        hoisted[g->hoists[k].op] = 1;
+    }
+    for (uint32_t k = 0; st == CM_OK && k < g->n_hoists; k++) {
+        const struct hoist *h = &g->hoists[k];
+        uint32_t block = h->at_start ? h->key : m->ops[h->key].parent_block;
+        if (block == SP_NONE || done[block]) {
+            continue;
+        }
+        done[block] = 1;
+        struct oplist out = {NULL, 0, 0};
+        for (uint32_t j = hoist_find(g, true, block);
+             st == CM_OK && j < g->n_hoists && g->hoists[j].at_start && g->hoists[j].key == block;
+             j++) {
+            st = hoist_emit(g, &out, block, g->hoists[j].op, 0);
+        }
+        sp_block *b = &m->blocks[block];
+        for (uint32_t i = 0; st == CM_OK && i < b->n_ops; i++) {
+            if (!hoisted[b->ops[i]]) {
+                st = hoist_emit(g, &out, block, b->ops[i], 0);
+            }
+        }
+        if (st != CM_OK) {
+            cm_free(out.v);
+            break;
+        }
+        cm_free(b->ops);
+        b->ops = out.v;
+        b->n_ops = out.n;
+        b->cap_ops = out.cap;
+    }
+    cm_free(hoisted);
+    cm_free(done);
+    return st == CM_OK ? CM_OK : oom(g);
+}
+
 /* Data-flow ops (while, optimization_barrier) have no rule: each operand
  * must be sharded as the result it flows into. */
 static cm_status visit_data_flow(pass *g, uint32_t op)
@@ -2089,7 +2242,7 @@ static cm_status visit_data_flow(pass *g, uint32_t op)
     /* match_owner adds ops, which may move m->ops: o is not used after it */
     uint32_t n = o->n_operands, first = o->first_result;
     for (uint32_t i = 0; i < n; i++) {
-        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i), g->op_full);
+        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i), g->op_full, true);
         if (st != CM_OK) {
             return st;
         }
@@ -2111,7 +2264,7 @@ static cm_status visit_manual(pass *g, uint32_t op)
     /* match_owner adds ops, which may move m->ops: o is not used after it */
     uint32_t n = o->n_operands;
     for (uint32_t i = 0; i < n; i++) {
-        cm_status st = match_owner(g, op, i, in->u.shardings.items[i], g->op_full);
+        cm_status st = match_owner(g, op, i, in->u.shardings.items[i], g->op_full, true);
         if (st != CM_OK) {
             return st;
         }
@@ -2145,7 +2298,7 @@ static cm_status visit_terminator(pass *g, uint32_t op)
         /* a manual computation's body returns its out_shardings, local */
         sp_sharding *want = manual ? manual_local(g, owner, "out_shardings", i)
                                    : sp_value_sharding(m, first + i);
-        cm_status st = match_owner(g, op, i, want, g->full);
+        cm_status st = match_owner(g, op, i, want, g->full, true);
         if (st != CM_OK) {
             return st;
         }
@@ -2373,7 +2526,7 @@ static cm_status visit_call(pass *g, uint32_t op)
                 return oom(g);
             }
         }
-        cm_status st = match_owner(g, op, i, want, true);
+        cm_status st = match_owner(g, op, i, want, true, true);
         if (st != CM_OK) {
             return st;
         }
@@ -2386,7 +2539,8 @@ static cm_status visit_call(pass *g, uint32_t op)
 static cm_status visit_return(pass *g, uint32_t func, uint32_t opid)
 {
     for (uint32_t i = 0; i < g->m->ops[opid].n_operands; i++) {
-        cm_status st = match_owner(g, opid, i, sp_func_result_sharding(g->m, func, i), g->full);
+        cm_status st =
+            match_owner(g, opid, i, sp_func_result_sharding(g->m, func, i), g->full, false);
         if (st != CM_OK) {
             return st;
         }
@@ -2565,11 +2719,15 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
             }
         }
     }
+    if (st == CM_OK) {
+        st = apply_hoists(&g);
+    }
     if (st == CM_OK && g.oom_hit) {
         st = oom(&g);
     }
     cm_free(g.repl);
     cm_free(g.local);
+    cm_free(g.hoists);
     cm_free(g.before.v);
     cm_free(g.after.v);
     cm_free(g.row_buf);
