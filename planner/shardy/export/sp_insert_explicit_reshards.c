@@ -845,48 +845,6 @@ static bool choose_unary(opctx *c)
 
 /* ---- building shardings and ops -------------------------------------------------------- */
 
-/* The sharding of tensor t when its factors are sharded as common: each
- * dimension takes its factors' axes major to minor, up to the first factor
- * that is not fully sharded. */
-static sp_sharding *sharding_from_factors(opctx *c, const tinfo *t)
-{
-    sp_module *m = c->g->m;
-    sp_sharding *s = sp_sharding_open(&m->arena, c->mesh_name, t->rank);
-    if (s == NULL) {
-        return NULL;
-    }
-    for (uint32_t d = 0; d < t->rank; d++) {
-        const sp_dim_mapping *dm = &t->map->dims[d];
-        axl out = {0, {{0, 0, 0}}};
-        for (uint32_t k = 0; k < dm->n_factors; k++) {
-            uint32_t f = dm->factors[k];
-            const axl *a = &c->common[f];
-            for (uint32_t i = 0; i < a->n; i++) {
-                if (!axl_merge(&out, a->a[i])) {
-                    break;
-                }
-            }
-            if (k + 1 < dm->n_factors && axl_size(a) < c->r->factor_sizes[f]) {
-                break;
-            }
-        }
-        sp_dim_sharding *ds = &s->dims[d];
-        ds->is_closed = true;
-        ds->priority = -1;
-        ds->n_axes = out.n;
-        if (out.n > 0) {
-            ds->axes = cm_arena_alloc(&m->arena, sizeof(sp_axis_ref) * out.n);
-            if (ds->axes == NULL) {
-                return NULL;
-            }
-            for (uint32_t i = 0; i < out.n; i++) {
-                ds->axes[i] = ax_to_ref(c->mesh, out.a[i]);
-            }
-        }
-    }
-    return s;
-}
-
 /* Shardy's createTensorShardingAttr: the sharding of tensor t when its
  * factors are sharded as row says; each dimension takes its factors' axes
  * major to minor up to the first one not fully sharded, is closed when one
@@ -945,6 +903,25 @@ static sp_sharding *sharding_from_row(opctx *c, const tinfo *t, const fsh *row)
             }
         }
     }
+    return s;
+}
+
+/* The sharding of tensor t when its factors are sharded as c->common
+ * (sharding_from_row on t's projection with those axes and no overflow). */
+static sp_sharding *sharding_from_factors(opctx *c, const tinfo *t)
+{
+    fsh *row = cm_alloc(sizeof(fsh) * ((size_t)c->nf + 1u));
+    if (row == NULL) {
+        return NULL;
+    }
+    const fsh *have = row_of(c, (uint32_t)(t - c->t));
+    for (uint32_t f = 0; f < c->nf; f++) {
+        row[f] = have[f];
+        row[f].axes = c->common[f];
+        row[f].over.n = 0;
+    }
+    sp_sharding *s = sharding_from_row(c, t, row);
+    cm_free(row);
     return s;
 }
 
@@ -1390,23 +1367,27 @@ static cm_status fix_results(opctx *c, const axl *red, sp_sharding **computed, s
     uint32_t block = o->parent_block;
     uint32_t at = g->at + 1;
     uint32_t n_res = o->n_results, first = o->first_result;
-    for (uint32_t i = 0; i < n_res; i++) {
-        uint32_t v = first + i, cur = v;
-        cm_status st;
-        if (red->n > 0) {
-            if ((st = insert_all_reduce(g, block, at++, cur, c->mesh, red, computed[i],
-                                        computed[i]->reduction, &cur)) !=
-                CM_OK) {
-                return st;
+    /* as Shardy: every result's all-reduce right after the op, then the
+     * reshards */
+    for (uint32_t pass2 = 0; pass2 < 2; pass2++) {
+        for (uint32_t i = 0; i < n_res; i++) {
+            uint32_t v = first + i;
+            uint32_t cur = v < g->n_values0 && g->repl[v] != SP_NONE ? g->repl[v] : v;
+            cm_status st;
+            if (pass2 == 0 && red->n > 0) {
+                if ((st = insert_all_reduce(g, block, at++, cur, c->mesh, red, computed[i],
+                                            computed[i]->reduction, &cur)) != CM_OK) {
+                    return st;
+                }
             }
-        }
-        if (target[i] != NULL) {
-            if ((st = insert_reshard(g, block, at++, cur, target[i], &cur)) != CM_OK) {
-                return st;
+            if (pass2 == 1 && target[i] != NULL) {
+                if ((st = insert_reshard(g, block, at++, cur, target[i], &cur)) != CM_OK) {
+                    return st;
+                }
             }
-        }
-        if (cur != v && v < g->n_values0) {
-            g->repl[v] = cur;
+            if (cur != v && v < g->n_values0) {
+                g->repl[v] = cur;
+            }
         }
     }
     return CM_OK;
@@ -1994,11 +1975,6 @@ static cm_status rewrite_op(opctx *c)
         computed[i] = now;
         if (same_dim_axes(c->mesh, ti->cur, now, ti->rank) && !ti->other) {
             computed[i] = ti->cur != NULL ? ti->cur : now;
-            if (ti->cur == NULL && red.n > 0 &&
-                (st = sp_value_set_sharding(m, ti->value, now)) != CM_OK) {
-                st = oom(g);
-                goto out;
-            }
             continue;
         }
         if ((st = sp_value_set_sharding(m, ti->value, now)) != CM_OK) {
@@ -2031,9 +2007,21 @@ static cm_status visit_op(pass *g, uint32_t opid)
     sp_rule *r = NULL;
     cm_error e;
     cm_error_clear(&e);
-    cm_status st = sp_rule_for_op(m, opid, &g->ropts, &r, NULL, &e);
+    /* Shardy's registry has no rule for a custom call it does not know; ours
+     * gives one that blocks propagation and says so in a warning, and this
+     * pass must then leave the op alone */
+    sp_diags unknown;
+    sp_diags_init(&unknown);
+    cm_status st = sp_rule_for_op(m, opid, &g->ropts, &r,
+                                  o->kind == SP_OP_CUSTOM_CALL ? &unknown : NULL, &e);
+    bool no_rule = unknown.n > 0 || unknown.oom;
+    sp_diags_fini(&unknown);
+    o = &m->ops[opid];
     if (st == CM_ENOMEM) {
         return oom(g);
+    }
+    if (no_rule) {
+        return CM_OK;
     }
     if (st != CM_OK || r == NULL || r->n_operands != o->n_operands ||
         r->n_results != o->n_results || r->is_custom) {
@@ -2098,6 +2086,11 @@ static cm_status match_owner_at(pass *g, uint32_t op, uint32_t i, sp_sharding *w
     }
     if ((have == NULL || strcmp(have->mesh_name, want->mesh_name) == 0) &&
         same_dim_axes(mesh, have, want, ty->rank)) {
+        return CM_OK;
+    }
+    /* Shardy's isEquivalent: fully replicated on any two meshes is the same */
+    if (dims_replicated(have) && (have == NULL || have->n_unreduced == 0) &&
+        dims_replicated(want) && want->n_unreduced == 0) {
         return CM_OK;
     }
     uint32_t nv;
