@@ -106,6 +106,18 @@ static bool axl_merge(axl *l, ax a)
     return true;
 }
 
+/* Every axis of mesh has a positive size (the axis algebra divides by
+ * them; a bad mesh leaves its ops alone). */
+static bool mesh_ok(const sp_mesh *mesh)
+{
+    for (uint32_t i = 0; mesh != NULL && i < mesh->n_axes; i++) {
+        if (mesh->axes[i].size < 1) {
+            return false;
+        }
+    }
+    return mesh != NULL;
+}
+
 static sp_axis_ref ax_to_ref(const sp_mesh *mesh, ax a)
 {
     const sp_mesh_axis *ma = &mesh->axes[a.axis];
@@ -1134,7 +1146,7 @@ static cm_status reduce_unreduced_operand(pass *g, uint32_t op, uint32_t i,
         return CM_OK;
     }
     const sp_mesh *mesh = sp_module_mesh(m, have->mesh_name);
-    if (mesh == NULL) {
+    if (!mesh_ok(mesh)) {
         return CM_OK;
     }
     if (target != NULL && target->n_unreduced > 0 &&
@@ -1198,7 +1210,7 @@ static cm_status unreduced_collectives(pass *g, uint32_t op, uint32_t i, const s
     }
     const sp_mesh *mesh = sp_module_mesh(m, in->mesh_name);
     axl in_un, out_un, add, extra;
-    if (mesh == NULL || !unreduced_axl(mesh, in, &in_un) || !unreduced_axl(mesh, want, &out_un)) {
+    if (!mesh_ok(mesh) || !unreduced_axl(mesh, in, &in_un) || !unreduced_axl(mesh, want, &out_un)) {
         return CM_OK;
     }
     axl_diff(&out_un, &in_un, &add);
@@ -1554,7 +1566,12 @@ static bool setup_tensors(opctx *c)
         return false;
     }
     pick_common_mesh(c);
-    return true;
+    for (uint32_t t = 0; t < c->nt; t++) {
+        if (c->t[t].mesh_name != NULL && !mesh_ok(sp_module_mesh(m, c->t[t].mesh_name))) {
+            return false;
+        }
+    }
+    return mesh_ok(c->mesh);
 }
 
 /* ---- reshapes with overflow axes (Shardy's processReshapeWithOverflowAxes) ---- */
