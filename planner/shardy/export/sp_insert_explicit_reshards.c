@@ -5,22 +5,27 @@
  * propagation does, with sub-axes where an axis spans two factors of a
  * dimension); when they are not compatible one axis list per factor is
  * chosen and sdy.reshard / sdy.all_reduce ops are inserted around the op.
+ * Without enable-full-version only unreduced axes are reconciled, except
+ * for calls, ragged dots and mismatched concatenates (Shardy's
+ * isOnFullVersion), and dots may be computed more sharded (processDot).
  * Uses of a rewritten result are redirected lazily: ops are visited in
  * program order and their operands are looked up in a replacement table
- * first, so no use lists are needed.
+ * first, so no use lists are needed. New ops go before or after the visited
+ * op (each block is rebuilt once); those Shardy puts right after an
+ * operand's definition (data-flow edges, calls) are placed when the pass
+ * ends (apply_hoists).
  * Ownership: everything created lives in the module arena; per-op scratch is
  * heap memory freed before the next op. */
-#include "sp_reshard.h"
-
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sp_ops.h"
-#include "sp_rules.h"
 #include "sp_ax.h"
 #include "sp_diag.h"
 #include "sp_export_int.h"
+#include "sp_ops.h"
+#include "sp_reshard.h"
+#include "sp_rules.h"
 #include "sp_sharding_projection.h"
 
 #define MAXAX SP_PROJ_MAX_AXES /* axes of one factor or one dimension */
@@ -185,7 +190,7 @@ typedef struct fsh {
     bool present; /* the tensor has this factor */
     bool closed;  /* its dimension is closed (or the tensor has no sharding) */
     axl axes;
-    axl over;     /* the rest of its dimension's axes when they overflow it */
+    axl over; /* the rest of its dimension's axes when they overflow it */
 } fsh;
 
 typedef struct tinfo {
@@ -193,10 +198,10 @@ typedef struct tinfo {
     const sp_tensor_mapping *map; /* the rule's mapping of this tensor */
     uint32_t rank;
     const int64_t *dims;
-    sp_sharding *cur; /* NULL: replicated (the module's, shared: never written) */
-    int64_t size;           /* elements */
-    const char *mesh_name;  /* of cur */
-    bool other;             /* cur is sharded on a mesh whose device order differs from the op's */
+    sp_sharding *cur;      /* NULL: replicated (the module's, shared: never written) */
+    int64_t size;          /* elements */
+    const char *mesh_name; /* of cur */
+    bool other;            /* cur is sharded on a mesh whose device order differs from the op's */
 } tinfo;
 
 typedef struct cand {
@@ -213,9 +218,9 @@ typedef struct pass {
     uint32_t *repl; /* n_values0 entries: replacement of a value, or SP_NONE */
     uint32_t at;    /* index of the visited op in its block; reshards before it bump it */
     sp_rule_opts ropts;
-    bool full;      /* enable-full-version */
-    bool op_full;   /* the full version applies to the visited op (on_full_version) */
-    bool oom_hit;   /* an allocation failed where no status could be returned */
+    bool full;           /* enable-full-version */
+    bool op_full;        /* the full version applies to the visited op (on_full_version) */
+    bool oom_hit;        /* an allocation failed where no status could be returned */
     sp_sharding **local; /* n_values0 entries: a manual body argument's local sharding */
     cm_error *err;
     sp_diags *diags; /* may be NULL */
@@ -232,8 +237,8 @@ typedef struct pass {
         uint32_t chain; /* one per resharded operand: later chains go first */
         uint32_t seq;   /* order within the chain */
         uint32_t op;
-        bool at_start;  /* key is a block */
-    } *hoists;
+        bool at_start; /* key is a block */
+    } * hoists;
     uint32_t n_hoists, cap_hoists;
     bool hoisting;        /* defer_op records into hoists */
     uint32_t hoist_value; /* the value the current chain follows */
@@ -353,8 +358,7 @@ static sp_sharding *localize(sp_module *m, const sp_sharding *s, const sp_attr *
         }
     }
     c->dims = dims;
-    if (!drop_manual(m, s->replicated, s->n_replicated, manual, &c->replicated,
-                     &c->n_replicated) ||
+    if (!drop_manual(m, s->replicated, s->n_replicated, manual, &c->replicated, &c->n_replicated) ||
         !drop_manual(m, s->unreduced, s->n_unreduced, manual, &c->unreduced, &c->n_unreduced)) {
         return NULL;
     }
@@ -419,8 +423,7 @@ static bool project_sharding(const opctx *c, const tinfo *t, const sp_sharding *
         /* as Shardy, the minor-most factor's and the overflow's adjacent
          * sub-axes are merged */
         for (uint32_t i = 0; i < x->n; i++) {
-            if (x->minor_most ? !axl_merge(&y->axes, x->axes[i])
-                              : y->axes.n == MAXAX) {
+            if (x->minor_most ? !axl_merge(&y->axes, x->axes[i]) : y->axes.n == MAXAX) {
                 return false;
             }
             if (!x->minor_most) {
@@ -714,7 +717,8 @@ static bool choose_common(opctx *c)
         cand *k = &c->cands[i];
         for (uint32_t t = 0; t < c->nt; t++) {
             const fsh *x = &row_of(c, t)[k->f];
-            if (x->present && (axl_eq(&k->axes, &x->axes) || axl_strict_prefix(&k->axes, &x->axes))) {
+            if (x->present &&
+                (axl_eq(&k->axes, &x->axes) || axl_strict_prefix(&k->axes, &x->axes))) {
                 k->total =
                     k->total <= INT64_MAX - c->t[t].size ? k->total + c->t[t].size : INT64_MAX;
             }
@@ -834,9 +838,9 @@ static bool choose_unary(opctx *c)
             }
         }
     }
-    bool first = no_perm[0] != no_perm[1]               ? no_perm[0]
+    bool first = no_perm[0] != no_perm[1]                 ? no_perm[0]
                  : c->t[idx[0]].size != c->t[idx[1]].size ? c->t[idx[0]].size > c->t[idx[1]].size
-                                                           : shards[0] >= shards[1];
+                                                          : shards[0] >= shards[1];
     uint32_t pick = first ? idx[0] : idx[1], other = first ? idx[1] : idx[0];
     const fsh *row = row_of(c, pick), *orow = row_of(c, other);
     axl used = {0, {{0, 0, 0}}};
@@ -1168,7 +1172,7 @@ static cm_status reduce_unreduced_operand(pass *g, uint32_t op, uint32_t i,
     }
     uint32_t nv;
     cm_status st = insert_all_reduce(g, m->ops[op].parent_block, g->at++, v, mesh, &red, out,
-                                       have->reduction, &nv);
+                                     have->reduction, &nv);
     if (st == CM_OK) {
         m->ops[op].operands[i] = nv;
     }
@@ -1817,8 +1821,7 @@ static cm_status process_dot(opctx *c, sp_sharding **target)
         conflict = f;
         conf = *opa;
     }
-    if (conflict == UINT32_MAX || res[conflict].axes.n == 0 ||
-        !axl_eq(&res[conflict].axes, &red)) {
+    if (conflict == UINT32_MAX || res[conflict].axes.n == 0 || !axl_eq(&res[conflict].axes, &red)) {
         return CM_OK;
     }
     uint32_t v = m->ops[c->op].first_result;
@@ -1998,7 +2001,7 @@ static cm_status rewrite_op(opctx *c)
             st = oom(g);
             goto out;
         }
-        target[i] = ti->cur != NULL            ? ti->cur
+        target[i] = ti->cur != NULL        ? ti->cur
                     : had_none && gave_one ? sp_sharding_open(&m->arena, c->mesh_name, ti->rank)
                                            : replicated(m, c->mesh_name, ti->rank);
         gave_one = true;
@@ -2029,8 +2032,8 @@ static cm_status visit_op(pass *g, uint32_t opid)
      * pass must then leave the op alone */
     sp_diags unknown;
     sp_diags_init(&unknown);
-    cm_status st = sp_rule_for_op(m, opid, &g->ropts, &r,
-                                  o->kind == SP_OP_CUSTOM_CALL ? &unknown : NULL, &e);
+    cm_status st =
+        sp_rule_for_op(m, opid, &g->ropts, &r, o->kind == SP_OP_CUSTOM_CALL ? &unknown : NULL, &e);
     bool no_rule = unknown.n > 0 || unknown.oom;
     sp_diags_fini(&unknown);
     o = &m->ops[opid];
@@ -2111,8 +2114,7 @@ static cm_status match_owner_at(pass *g, uint32_t op, uint32_t i, sp_sharding *w
         return CM_OK;
     }
     uint32_t nv;
-    cm_status st =
-        insert_reshard(g, m->ops[op].parent_block, g->at++, v, want, &nv);
+    cm_status st = insert_reshard(g, m->ops[op].parent_block, g->at++, v, want, &nv);
     if (st == CM_OK) {
         m->ops[op].operands[i] = nv;
     }
@@ -2183,9 +2185,8 @@ static cm_status hoist_emit(pass *g, struct oplist *out, uint32_t block, uint32_
     if (depth > 64) {
         return CM_OK;
     }
-    for (uint32_t k = hoist_find(g, false, op); k < g->n_hoists && !g->hoists[k].at_start &&
-                                                  g->hoists[k].key == op;
-         k++) {
+    for (uint32_t k = hoist_find(g, false, op);
+         k < g->n_hoists && !g->hoists[k].at_start && g->hoists[k].key == op; k++) {
         if (hoist_emit(g, out, block, g->hoists[k].op, depth + 1) != CM_OK) {
             return CM_ENOMEM;
         }
@@ -2306,8 +2307,8 @@ static cm_status visit_terminator(pass *g, uint32_t op)
     uint32_t first = p->first_result;
     for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
         /* a manual computation's body returns its out_shardings, local */
-        sp_sharding *want = manual ? manual_local(g, owner, "out_shardings", i)
-                                   : sp_value_sharding(m, first + i);
+        sp_sharding *want =
+            manual ? manual_local(g, owner, "out_shardings", i) : sp_value_sharding(m, first + i);
         cm_status st = match_owner(g, op, i, want, g->full, true);
         if (st != CM_OK) {
             return st;
@@ -2342,8 +2343,8 @@ static const char *global_mesh(const sp_module *m)
         const sp_op *op = &m->ops[b->ops[i]];
         const sp_attr *n = sp_attrs_get(op->attrs, op->n_attrs, "sym_name");
         const sp_attr *mesh = sp_attrs_get(op->attrs, op->n_attrs, "mesh");
-        if (op->kind == SP_OP_SDY_MESH && n != NULL && n->kind == SP_ATTR_STRING &&
-            mesh != NULL && mesh->kind == SP_ATTR_MESH && mesh->u.mesh->n_axes > 0) {
+        if (op->kind == SP_OP_SDY_MESH && n != NULL && n->kind == SP_ATTR_STRING && mesh != NULL &&
+            mesh->kind == SP_ATTR_MESH && mesh->u.mesh->n_axes > 0) {
             return n->u.str.s;
         }
     }
@@ -2393,8 +2394,10 @@ static cm_status visit_single_device(pass *g, uint32_t op, sp_diags *diags, bool
     if (conflict) {
         sp_diags_add(diags, m, op, SP_DIAG_ERROR,
                      "'%s' op has conflicting single-device result shardings", m->ops[op].name);
-        return cm_error_set(g->err, CM_EINVAL, "", "'%s' op has conflicting single-device result "
-                            "shardings", m->ops[op].name);
+        return cm_error_set(g->err, CM_EINVAL, "",
+                            "'%s' op has conflicting single-device result "
+                            "shardings",
+                            m->ops[op].name);
     }
     const char *global = global_mesh(m);
     if (global == NULL) {
@@ -2527,8 +2530,8 @@ static cm_status visit_call(pass *g, uint32_t op)
     uint32_t n = m->ops[op].n_operands;
     for (uint32_t i = 0; i < n; i++) {
         const sp_type *ty = sp_value_type(m, m->ops[op].operands[i]);
-        sp_sharding *want = src != NULL ? (sp_sharding *)(uintptr_t)sp_exp_io_sharding(m, f, true, i)
-                                        : NULL;
+        sp_sharding *want =
+            src != NULL ? (sp_sharding *)(uintptr_t)sp_exp_io_sharding(m, f, true, i) : NULL;
         if (want == NULL && ty->kind == SP_TYPE_TENSOR) {
             want = src != NULL ? sp_sharding_open(&m->arena, mesh_name, ty->rank)
                                : replicated(m, mesh_name, ty->rank);
@@ -2646,8 +2649,8 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
             st = visit_manual(g, op);
         } else if (kind == SP_OP_FUNC_CALL) {
             st = visit_call(g, op);
-        } else if (kind == SP_OP_SDY_RESHARD && (st = reshard_to_unreduced(g, op, &dropped)) !=
-                                                    CM_OK) {
+        } else if (kind == SP_OP_SDY_RESHARD &&
+                   (st = reshard_to_unreduced(g, op, &dropped)) != CM_OK) {
             break;
         } else if (!dropped) {
             bool handled = false;
