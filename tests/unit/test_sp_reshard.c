@@ -242,6 +242,32 @@ static void test_sp_pass_insert_explicit_reshards_call_operands_after_def(void *
     cm_free(out);
 }
 
+/* A reshape whose operand has overflow axes ("x","y" on 12 = 6 x 2 overflow
+ * the 6): the axes are spread afresh and the common prefix "x":(1)2 kept. */
+static const char RESHAPE_OVERFLOW[] =
+    "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+    "func.func @f(%arg0: tensor<12xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\", "
+    "\"y\"}]>}) -> (tensor<6x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) {\n"
+    "  %0 = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, "
+    "{}]>]>} : (tensor<12xf32>) -> tensor<6x2xf32>\n"
+    "  return %0 : tensor<6x2xf32>\n"
+    "}\n";
+
+static void test_sp_pass_insert_explicit_reshards_reshape_overflow(void **state)
+{
+    (void)state;
+    char *out = run_pass(RESHAPE_OVERFLOW);
+    static const char *const want[] = {
+        "%0 = sdy.reshard %arg0 <@mesh, [{\"x\":(1)2}]> : tensor<12xf32>",
+        "%1 = stablehlo.reshape %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        "[{\"x\":(1)2}, {}]>]>}",
+        "%2 = sdy.reshard %1 <@mesh, [{}, {}]> : tensor<6x2xf32>",
+        "return %2",
+    };
+    assert_in_order(out, want, sizeof want / sizeof want[0]);
+    cm_free(out);
+}
+
 static void test_sp_pass_insert_explicit_reshards_skips_two_meshes(void **state)
 {
     (void)state;
@@ -291,6 +317,7 @@ static void test_sp_pass_insert_explicit_reshards_survives_oom(void **state)
     (void)state;
     survives_oom(DOT_REDUCE_SCATTER);
     survives_oom(CALL_TWICE);
+    survives_oom(RESHAPE_OVERFLOW);
 }
 
 /* ---- the CSR lists the passes share (planner/shardy/sp_pass.c) --------------- */
@@ -362,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_partial_leaves_dot),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_partial_process_dot),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_call_operands_after_def),
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_reshape_overflow),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_skips_two_meshes),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_survives_oom),
         cmocka_unit_test(test_sp_csr_build_keeps_items_in_order),
