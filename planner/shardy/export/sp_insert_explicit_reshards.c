@@ -515,11 +515,19 @@ static int precedence(const opctx *c, uint32_t f)
     }
 }
 
-/* Is factor f in every tensor of rank > 0? */
+/* Is factor f in the mapping of every tensor of rank > 0 (Shardy's
+ * isFactorInAllNonScalarTensors)? */
 static bool in_all_tensors(const opctx *c, uint32_t f)
 {
     for (uint32_t t = 0; t < c->nt; t++) {
-        if (c->t[t].rank > 0 && !row_of(c, t)[f].present) {
+        const sp_tensor_mapping *tm = c->t[t].map;
+        bool has = tm->rank == 0;
+        for (uint32_t d = 0; d < tm->rank && !has; d++) {
+            for (uint32_t k = 0; k < tm->dims[d].n_factors && !has; k++) {
+                has = tm->dims[d].factors[k] == f;
+            }
+        }
+        if (!has) {
             return false;
         }
     }
