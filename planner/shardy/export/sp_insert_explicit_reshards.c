@@ -1552,7 +1552,7 @@ static bool setup_tensors(opctx *c)
             return false; /* inlined meshes: lifted by an import pass first */
         }
         const sp_mesh *mesh = s != NULL ? sp_module_mesh(m, s->mesh_name) : NULL;
-        if (s != NULL && mesh == NULL) {
+        if (s != NULL && !mesh_ok(mesh)) {
             return false;
         }
         if (mesh != NULL && mesh->n_axes == 0) {
@@ -1578,12 +1578,7 @@ static bool setup_tensors(opctx *c)
         return false;
     }
     pick_common_mesh(c);
-    for (uint32_t t = 0; t < c->nt; t++) {
-        if (c->t[t].mesh_name != NULL && !mesh_ok(sp_module_mesh(m, c->t[t].mesh_name))) {
-            return false;
-        }
-    }
-    return mesh_ok(c->mesh);
+    return true;
 }
 
 /* ---- reshapes with overflow axes (Shardy's processReshapeWithOverflowAxes) ---- */
