@@ -115,6 +115,7 @@ int main(int argc, char **argv)
 
     sp_reshard_opts ro;
     memset(&ro, 0, sizeof ro);
+    ro.full_version = true;
     sp_diags_init(&d);
     t0 = cm_now();
     cm_status st = sp_pass_insert_explicit_reshards(m, &ro, &d, &err);

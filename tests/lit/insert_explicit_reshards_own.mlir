@@ -4,7 +4,10 @@
 // Our own cases for -sdy-insert-explicit-reshards beyond Shardy's dot tests:
 // element-wise ops, reductions, reshapes, transposes, data-flow ops, function
 // results, and the Flax MLP after propagation (y @ W2 with W2 sharded on its
-// contracting dimension needs an all-reduce over "model").
+// contracting dimension needs an all-reduce over "model"). As in Shardy, a
+// function result without a sharding is fully replicated, so a sharded value
+// returned there is resharded to replicated first; reshards for data-flow
+// operands go right after the operand's definition.
 
 sdy.mesh @mesh = <["x"=4, "y"=2]>
 
@@ -25,7 +28,8 @@ func.func @clamp_one_operand_differs(%arg0: tensor<8x16xf32> {sdy.sharding = #sd
   // CHECK-NEXT: %[[R:.*]] = sdy.reshard %arg1 <@mesh, [{"x"}, {}]>
   // CHECK-NEXT: %[[C:.*]] = stablehlo.clamp %arg0, %[[R]], %arg2 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>}
   // CHECK-NEXT: %[[A:.*]] = stablehlo.add %[[C]], %[[C]]
-  // CHECK-NEXT: return %[[A]]
+  // CHECK-NEXT: %[[A_REP:.*]] = sdy.reshard %[[A]] <@mesh, [{}, {}]>
+  // CHECK-NEXT: return %[[A_REP]]
   %0 = stablehlo.clamp %arg0, %arg1, %arg2 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} : tensor<8x16xf32>
   %1 = stablehlo.add %0, %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} : tensor<8x16xf32>
   return %1 : tensor<8x16xf32>
@@ -35,7 +39,8 @@ func.func @clamp_one_operand_differs(%arg0: tensor<8x16xf32> {sdy.sharding = #sd
 // CHECK-LABEL: func @add_compatible_open_and_closed
 func.func @add_compatible_open_and_closed(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", ?}, {}]>}, %arg1: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x16xf32> {
   // CHECK-NEXT: %[[ADD:.*]] = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {?}]>]>}
-  // CHECK-NEXT: return %[[ADD]]
+  // CHECK-NEXT: %[[ADD_REP:.*]] = sdy.reshard %[[ADD]] <@mesh, [{}, {}]>
+  // CHECK-NEXT: return %[[ADD_REP]]
   %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {?}]>]>} : tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -47,7 +52,8 @@ func.func @reduce_over_sharded_dim(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.
   %cst = stablehlo.constant dense<0.0> : tensor<f32>
   // CHECK:      %[[RED:.*]] = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"y"}]>]>}
   // CHECK-NEXT: %[[AR:.*]] = sdy.all_reduce {"x"} %[[RED]] out_sharding=<@mesh, [{"y"}]> : tensor<16xf32>
-  // CHECK-NEXT: return %[[AR]]
+  // CHECK-NEXT: %[[AR_REP:.*]] = sdy.reshard %[[AR]] <@mesh, [{}]>
+  // CHECK-NEXT: return %[[AR_REP]]
   %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"y"}]>]>} : (tensor<8x16xf32>, tensor<f32>) -> tensor<16xf32>
   return %0 : tensor<16xf32>
 }
@@ -58,7 +64,8 @@ func.func @reduce_over_sharded_dim(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.
 func.func @reshape_keeps_more_sharded_side(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<128xf32> {
   // CHECK-NEXT: %[[RS:.*]] = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>}
   // CHECK-NEXT: %[[R:.*]] = sdy.reshard %[[RS]] <@mesh, [{"y"}]> : tensor<128xf32>
-  // CHECK-NEXT: return %[[R]]
+  // CHECK-NEXT: %[[R_REP:.*]] = sdy.reshard %[[R]] <@mesh, [{}]>
+  // CHECK-NEXT: return %[[R_REP]]
   %0 = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"y"}]>]>} : (tensor<8x16xf32>) -> tensor<128xf32>
   return %0 : tensor<128xf32>
 }
@@ -77,7 +84,8 @@ func.func @reshape_merged_axes(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.shar
 // CHECK-LABEL: func @reshape_compatible
 func.func @reshape_compatible(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<128xf32> {
   // CHECK-NEXT: %[[RS:.*]] = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>}
-  // CHECK-NEXT: return %[[RS]]
+  // CHECK-NEXT: %[[RS_REP:.*]] = sdy.reshard %[[RS]] <@mesh, [{}]>
+  // CHECK-NEXT: return %[[RS_REP]]
   %0 = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>} : (tensor<8x16xf32>) -> tensor<128xf32>
   return %0 : tensor<128xf32>
 }
@@ -89,7 +97,8 @@ func.func @reshape_compatible(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.shard
 func.func @transpose_mismatch(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<16x8xf32> {
   // CHECK-NEXT: %[[T:.*]] = stablehlo.transpose %arg0, dims = [1, 0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {"x"}]>]>}
   // CHECK-NEXT: %[[R:.*]] = sdy.reshard %[[T]] <@mesh, [{"x"}, {}]> : tensor<16x8xf32>
-  // CHECK-NEXT: return %[[R]]
+  // CHECK-NEXT: %[[R_REP:.*]] = sdy.reshard %[[R]] <@mesh, [{}, {}]>
+  // CHECK-NEXT: return %[[R_REP]]
   %0 = stablehlo.transpose %arg0, dims = [1, 0] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} : (tensor<8x16xf32>) -> tensor<16x8xf32>
   return %0 : tensor<16x8xf32>
 }
@@ -112,7 +121,8 @@ func.func @dot_then_add(%arg0: tensor<8x32xf32> {sdy.sharding = #sdy.sharding<@m
   // CHECK-NEXT: %[[AR:.*]] = sdy.all_reduce {"y"} %[[DOT]] out_sharding=<@mesh, [{"x"}, {}]>
   // CHECK-NEXT: %[[R:.*]] = sdy.reshard %[[AR]] <@mesh, [{"x"}, {"y"}]>
   // CHECK-NEXT: %[[ADD:.*]] = stablehlo.add %[[R]], %[[R]]
-  // CHECK-NEXT: return %[[ADD]]
+  // CHECK-NEXT: %[[ADD_REP:.*]] = sdy.reshard %[[ADD]] <@mesh, [{}, {}]>
+  // CHECK-NEXT: return %[[ADD_REP]]
   %0 = stablehlo.dot %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>]>} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
   %1 = stablehlo.add %0, %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>]>} : tensor<8x16xf32>
   return %1 : tensor<8x16xf32>
@@ -124,7 +134,7 @@ func.func @dot_then_add(%arg0: tensor<8x32xf32> {sdy.sharding = #sdy.sharding<@m
 func.func @while_carried_value(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x16xf32> {
   %c = stablehlo.constant dense<0> : tensor<i32>
   // CHECK:      %[[INIT:.*]] = sdy.reshard %arg0 <@mesh, [{}, {"y"}]>
-  // CHECK-NEXT: stablehlo.while(%[[IT:.*]] = %[[INIT]],
+  // CHECK:      stablehlo.while(%[[IT:.*]] = %[[INIT]],
   // CHECK:      do {
   // CHECK-NEXT:   %[[IN:.*]] = sdy.reshard %[[IT]] <@mesh, [{"x"}, {}]>
   // CHECK-NEXT:   %[[NEG:.*]] = stablehlo.negate %[[IN]]

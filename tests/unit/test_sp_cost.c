@@ -350,6 +350,7 @@ static void test_sp_cost_partitioned_mlp_matches_implied(void **state)
     cm_error_clear(&err);
     sp_reshard_opts ro;
     memset(&ro, 0, sizeof ro);
+    ro.full_version = true;
     sp_diags d;
     sp_diags_init(&d);
     assert_int_equal(sp_pass_insert_explicit_reshards(m, &ro, &d, &err), CM_OK);

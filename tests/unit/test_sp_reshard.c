@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Unit tests for planner/sp_reshard (-sdy-insert-explicit-reshards): the ops
- * it inserts for a dot, compatible ops left untouched, ops on two meshes
- * skipped, and an OOM loop that must end with the same module as a clean run;
+ * it inserts for a dot, compatible ops left untouched, the partial version
+ * (enable-full-version=false), call operands resharded after their
+ * definition, ops on two meshes skipped, and OOM loops that must end with
+ * the same module as a clean run;
  * and the CSR lists the Shardy passes share (sp_csr_build). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,13 +57,14 @@ static char *print_module(const sp_module *m)
     return cm_buf_take(&b);
 }
 
-/* Reads text, runs the pass (full version) and returns the printed result. */
-static char *run_pass(const char *text)
+/* Reads text, runs the pass (full version or not) and returns the printed
+ * result. */
+static char *run_pass_opts(const char *text, bool full)
 {
     sp_module *m = read_module(text);
     cm_error err;
     cm_error_clear(&err);
-    sp_reshard_opts o = {true};
+    sp_reshard_opts o = {full};
     cm_status st = sp_pass_insert_explicit_reshards(m, &o, NULL, &err);
     if (st != CM_OK) {
         sp_module_destroy(m);
@@ -70,6 +73,11 @@ static char *run_pass(const char *text)
     char *s = print_module(m);
     sp_module_destroy(m);
     return s;
+}
+
+static char *run_pass(const char *text)
+{
+    return run_pass_opts(text, true);
 }
 
 static void assert_in_order(const char *text, const char *const *parts, size_t n)
@@ -107,7 +115,7 @@ static void test_sp_pass_insert_explicit_reshards_compatible_op_untouched(void *
         "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
         "func.func @f(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
         "{}]>}, %arg1: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\", ?}, {}]>}) "
-        "-> tensor<8x16xf32> {\n"
+        "-> (tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}) {\n"
         "  %0 = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
         "[{\"x\"}, {?}]>]>} : tensor<8x16xf32>\n"
         "  return %0 : tensor<8x16xf32>\n"
@@ -152,6 +160,114 @@ static void test_sp_pass_insert_explicit_reshards_manual_computation(void **stat
     cm_free(out);
 }
 
+/* enable-full-version=false: the dot whose result conflicts with its
+ * operands is left alone (its result's conflicting factor is unsharded in
+ * the operands, Shardy's reduce-scatter pattern), and nothing else moves. */
+static void test_sp_pass_insert_explicit_reshards_partial_leaves_dot(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(DOT_REDUCE_SCATTER);
+    char *before = print_module(m);
+    sp_module_destroy(m);
+    char *after = run_pass_opts(DOT_REDUCE_SCATTER, false);
+    assert_string_equal(before, after);
+    cm_free(before);
+    cm_free(after);
+}
+
+/* enable-full-version=false still computes a dot more sharded when its
+ * result conflicts on one factor with the contracting axes (Shardy's
+ * processDot): the result is resharded back after it. */
+static void test_sp_pass_insert_explicit_reshards_partial_process_dot(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
+        "func.func @f(%arg0: tensor<4x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"y\"}, "
+        "{\"x\"}]>}, %arg1: tensor<32x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}) "
+        "-> (tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}) {\n"
+        "  %0 = stablehlo.dot %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        "[{\"x\"}, {}]>]>} : (tensor<4x32xf32>, tensor<32x8xf32>) -> tensor<4x8xf32>\n"
+        "  return %0 : tensor<4x8xf32>\n"
+        "}\n";
+    char *out = run_pass_opts(text, false);
+    static const char *const want[] = {
+        "%0 = stablehlo.dot %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        "[{\"y\"}, {}]>]>}",
+        "%1 = sdy.reshard %0 <@mesh, [{\"x\"}, {}]> : tensor<4x8xf32>",
+        "return %1",
+    };
+    assert_in_order(out, want, sizeof want / sizeof want[0]);
+    assert_null(strstr(out, "sdy.all_reduce"));
+    cm_free(out);
+}
+
+/* Reshards for a call's operands go right after the operand's definition,
+ * the latest first (here both at the start of the body); a sharded value
+ * returned where the function gives no result sharding goes replicated. */
+static const char CALL_TWICE[] =
+    "sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n"
+    "func.func @f(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}]>}) "
+    "-> tensor<8xf32> {\n"
+    "  %c = stablehlo.constant dense<1.0> : tensor<8xf32>\n"
+    "  %0 = call @g(%arg0) : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  %1 = call @h(%arg0) : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  %2 = stablehlo.add %0, %1 : tensor<8xf32>\n"
+    "  %3 = stablehlo.add %2, %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+    "[{\"x\"}]>]>} : tensor<8xf32>\n"
+    "  return %3 : tensor<8xf32>\n"
+    "}\n"
+    "func.func private @g(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+    "[{\"y\"}]>}) -> tensor<8xf32> {\n"
+    "  return %arg0 : tensor<8xf32>\n"
+    "}\n"
+    "func.func private @h(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+    "[{}]>}) -> tensor<8xf32> {\n"
+    "  return %arg0 : tensor<8xf32>\n"
+    "}\n";
+
+static void test_sp_pass_insert_explicit_reshards_call_operands_after_def(void **state)
+{
+    (void)state;
+    char *out = run_pass(CALL_TWICE);
+    static const char *const want[] = {
+        "%0 = sdy.reshard %arg0 <@mesh, [{}]> : tensor<8xf32>",
+        "%1 = sdy.reshard %arg0 <@mesh, [{\"y\"}]> : tensor<8xf32>",
+        "stablehlo.constant",
+        "call @g(%1)",
+        "call @h(%0)",
+        "sdy.reshard %arg0 <@mesh, [{}]> : tensor<8xf32>\n    return",
+    };
+    assert_in_order(out, want, sizeof want / sizeof want[0]);
+    cm_free(out);
+}
+
+/* A reshape whose operand has overflow axes ("x","y" on 12 = 6 x 2 overflow
+ * the 6): the axes are spread afresh and the common prefix "x":(1)2 kept. */
+static const char RESHAPE_OVERFLOW[] =
+    "sdy.mesh @mesh = <[\"x\"=4, \"y\"=2]>\n"
+    "func.func @f(%arg0: tensor<12xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\", "
+    "\"y\"}]>}) -> (tensor<6x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) {\n"
+    "  %0 = stablehlo.reshape %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, "
+    "{}]>]>} : (tensor<12xf32>) -> tensor<6x2xf32>\n"
+    "  return %0 : tensor<6x2xf32>\n"
+    "}\n";
+
+static void test_sp_pass_insert_explicit_reshards_reshape_overflow(void **state)
+{
+    (void)state;
+    char *out = run_pass(RESHAPE_OVERFLOW);
+    static const char *const want[] = {
+        "%0 = sdy.reshard %arg0 <@mesh, [{\"x\":(1)2}]> : tensor<12xf32>",
+        "%1 = stablehlo.reshape %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+        "[{\"x\":(1)2}, {}]>]>}",
+        "%2 = sdy.reshard %1 <@mesh, [{}, {}]> : tensor<6x2xf32>",
+        "return %2",
+    };
+    assert_in_order(out, want, sizeof want / sizeof want[0]);
+    cm_free(out);
+}
+
 static void test_sp_pass_insert_explicit_reshards_skips_two_meshes(void **state)
 {
     (void)state;
@@ -168,13 +284,13 @@ static void test_sp_pass_insert_explicit_reshards_skips_two_meshes(void **state)
     cm_free(out);
 }
 
-static void test_sp_pass_insert_explicit_reshards_survives_oom(void **state)
+/* Every allocation failing in turn ends in CM_ENOMEM or the clean result. */
+static void survives_oom(const char *text)
 {
-    (void)state;
-    char *want = run_pass(DOT_REDUCE_SCATTER);
+    char *want = run_pass(text);
     bool done = false;
     for (long n = 0; n < 10000 && !done; n++) {
-        sp_module *m = read_module(DOT_REDUCE_SCATTER);
+        sp_module *m = read_module(text);
         cm_error err;
         cm_error_clear(&err);
         sp_reshard_opts o = {true};
@@ -194,6 +310,14 @@ static void test_sp_pass_insert_explicit_reshards_survives_oom(void **state)
     }
     assert_true(done);
     cm_free(want);
+}
+
+static void test_sp_pass_insert_explicit_reshards_survives_oom(void **state)
+{
+    (void)state;
+    survives_oom(DOT_REDUCE_SCATTER);
+    survives_oom(CALL_TWICE);
+    survives_oom(RESHAPE_OVERFLOW);
 }
 
 /* ---- the CSR lists the passes share (planner/shardy/sp_pass.c) --------------- */
@@ -262,6 +386,10 @@ int main(void)
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_dot_reduce_scatter),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_compatible_op_untouched),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_manual_computation),
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_partial_leaves_dot),
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_partial_process_dot),
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_call_operands_after_def),
+        cmocka_unit_test(test_sp_pass_insert_explicit_reshards_reshape_overflow),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_skips_two_meshes),
         cmocka_unit_test(test_sp_pass_insert_explicit_reshards_survives_oom),
         cmocka_unit_test(test_sp_csr_build_keeps_items_in_order),

@@ -5,22 +5,27 @@
  * propagation does, with sub-axes where an axis spans two factors of a
  * dimension); when they are not compatible one axis list per factor is
  * chosen and sdy.reshard / sdy.all_reduce ops are inserted around the op.
+ * Without enable-full-version only unreduced axes are reconciled, except
+ * for calls, ragged dots and mismatched concatenates (Shardy's
+ * isOnFullVersion), and dots may be computed more sharded (processDot).
  * Uses of a rewritten result are redirected lazily: ops are visited in
  * program order and their operands are looked up in a replacement table
- * first, so no use lists are needed.
+ * first, so no use lists are needed. New ops go before or after the visited
+ * op (each block is rebuilt once); those Shardy puts right after an
+ * operand's definition (data-flow edges, calls) are placed when the pass
+ * ends (apply_hoists).
  * Ownership: everything created lives in the module arena; per-op scratch is
  * heap memory freed before the next op. */
-#include "sp_reshard.h"
-
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sp_ops.h"
-#include "sp_rules.h"
 #include "sp_ax.h"
 #include "sp_diag.h"
 #include "sp_export_int.h"
+#include "sp_ops.h"
+#include "sp_reshard.h"
+#include "sp_rules.h"
 #include "sp_sharding_projection.h"
 
 #define MAXAX SP_PROJ_MAX_AXES /* axes of one factor or one dimension */
@@ -45,21 +50,6 @@ static bool axl_eq(const axl *a, const axl *b)
     return true;
 }
 
-/* a is a (possibly equal) prefix of b; its last element may be a sub-axis
- * prefix of b's element at that position. */
-static bool axl_prefix(const axl *a, const axl *b)
-{
-    if (a->n > b->n) {
-        return false;
-    }
-    for (uint32_t i = 0; i < a->n; i++) {
-        if (i + 1 < a->n ? !ax_eq(a->a[i], b->a[i]) : !ax_prefix(a->a[i], b->a[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static int64_t axl_size(const axl *a)
 {
     int64_t x = 1;
@@ -69,6 +59,38 @@ static int64_t axl_size(const axl *a)
         }
     }
     return x;
+}
+
+/* Is out a prefix of in (the last atom of out may be a major part of in's
+ * atom at that place)? *strict: and not equal. */
+static bool axl_is_prefix(const axl *out, const axl *in, bool *strict)
+{
+    *strict = false;
+    if (out->n > in->n) {
+        return false;
+    }
+    for (uint32_t k = 0; k + 1 < out->n; k++) {
+        if (!ax_eq(out->a[k], in->a[k])) {
+            return false;
+        }
+    }
+    if (out->n > 0 && !ax_prefix(out->a[out->n - 1], in->a[out->n - 1])) {
+        return false;
+    }
+    *strict = out->n < in->n || (out->n > 0 && !ax_eq(out->a[out->n - 1], in->a[out->n - 1]));
+    return true;
+}
+
+/* Appends b's atoms to a; false when a is full. */
+static bool axl_cat(axl *a, const axl *b)
+{
+    for (uint32_t i = 0; i < b->n; i++) {
+        if (a->n == MAXAX) {
+            return false;
+        }
+        a->a[a->n++] = b->a[i];
+    }
+    return true;
 }
 
 /* Appends a, merging it into the previous element when they are adjacent
@@ -87,6 +109,18 @@ static bool axl_merge(axl *l, ax a)
     }
     l->a[l->n++] = a;
     return true;
+}
+
+/* Every axis of mesh has a positive size (the axis algebra divides by
+ * them; a bad mesh leaves its ops alone). */
+static bool mesh_ok(const sp_mesh *mesh)
+{
+    for (uint32_t i = 0; mesh != NULL && i < mesh->n_axes; i++) {
+        if (mesh->axes[i].size < 1) {
+            return false;
+        }
+    }
+    return mesh != NULL;
 }
 
 static sp_axis_ref ax_to_ref(const sp_mesh *mesh, ax a)
@@ -154,8 +188,9 @@ static sp_sharding *replicated(sp_module *m, const char *mesh_name, uint32_t ran
 
 typedef struct fsh {
     bool present; /* the tensor has this factor */
-    bool over;    /* its dimension's axes overflow this factor */
+    bool closed;  /* its dimension is closed (or the tensor has no sharding) */
     axl axes;
+    axl over; /* the rest of its dimension's axes when they overflow it */
 } fsh;
 
 typedef struct tinfo {
@@ -163,15 +198,16 @@ typedef struct tinfo {
     const sp_tensor_mapping *map; /* the rule's mapping of this tensor */
     uint32_t rank;
     const int64_t *dims;
-    sp_sharding *cur; /* NULL: replicated (the module's, shared: never written) */
-    int64_t size;           /* elements */
-    const char *mesh_name;  /* of cur */
-    bool other;             /* cur is sharded on a mesh whose device order differs from the op's */
+    sp_sharding *cur;      /* NULL: replicated (the module's, shared: never written) */
+    int64_t size;          /* elements */
+    const char *mesh_name; /* of cur */
+    bool other;            /* cur is sharded on a mesh whose device order differs from the op's */
 } tinfo;
 
 typedef struct cand {
     uint32_t f;
-    int64_t total; /* summed sizes of the tensors that hold or can slice to these axes */
+    int64_t total; /* summed sizes of the tensors whose axes of f extend these */
+    int64_t grow;  /* what the axes add to the factor's current assignment */
     axl axes;
 } cand;
 
@@ -182,6 +218,10 @@ typedef struct pass {
     uint32_t *repl; /* n_values0 entries: replacement of a value, or SP_NONE */
     uint32_t at;    /* index of the visited op in its block; reshards before it bump it */
     sp_rule_opts ropts;
+    bool full;           /* enable-full-version */
+    bool op_full;        /* the full version applies to the visited op (on_full_version) */
+    bool oom_hit;        /* an allocation failed where no status could be returned */
+    sp_sharding **local; /* n_values0 entries: a manual body argument's local sharding */
     cm_error *err;
     sp_diags *diags; /* may be NULL */
     /* ops made while visiting one op go before or after it; the block is
@@ -190,6 +230,19 @@ typedef struct pass {
         uint32_t *v;
         uint32_t n, cap;
     } before, after;
+    /* ops that go right after a value's definition (Shardy's
+     * insertAfterOperand), placed when the pass ends */
+    struct hoist {
+        uint32_t key;   /* the defining op, or the block whose argument it is */
+        uint32_t chain; /* one per resharded operand: later chains go first */
+        uint32_t seq;   /* order within the chain */
+        uint32_t op;
+        bool at_start; /* key is a block */
+    } * hoists;
+    uint32_t n_hoists, cap_hoists;
+    bool hoisting;        /* defer_op records into hoists */
+    uint32_t hoist_value; /* the value the current chain follows */
+    uint32_t n_chains;
     struct fsh *row_buf; /* reused factor rows (project() initialises them) */
     size_t row_cap;
     sp_factor_axes *proj_buf; /* one tensor's projection (proj_cap factors) */
@@ -209,6 +262,19 @@ static cm_status oplist_push(struct oplist *l, uint32_t op)
  * index is at or before its position, after it otherwise. */
 static cm_status defer_op(pass *g, uint32_t index, uint32_t op)
 {
+    if (g->hoisting) {
+        if (CM_GROW_U32(g->hoists, g->cap_hoists, g->n_hoists + 1, NULL) != CM_OK) {
+            return CM_ENOMEM;
+        }
+        const sp_value *val = &g->m->values[g->hoist_value];
+        struct hoist *h = &g->hoists[g->n_hoists];
+        h->at_start = val->def == SP_NONE;
+        h->key = h->at_start ? val->block : val->def;
+        h->chain = g->n_chains;
+        h->seq = g->n_hoists++;
+        h->op = op;
+        return CM_OK;
+    }
     return oplist_push(index <= g->at ? &g->before : &g->after, op);
 }
 
@@ -237,28 +303,161 @@ static cm_status oom(pass *g)
     return cm_error_oom(g->err);
 }
 
+/* ---- the shardings the pass sees ------------------------------------------------ */
+
+static bool is_manual_axis(const sp_attr *manual, const char *name)
+{
+    if (manual == NULL || manual->kind != SP_ATTR_AXIS_LIST) {
+        return false;
+    }
+    for (uint32_t i = 0; i < manual->u.axes.n; i++) {
+        if (strcmp(manual->u.axes.axes[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Copies the refs of src[0..n) that are not (sub-axes of) manual axes into a
+ * new arena array; *n_out their number. False when out of memory. */
+static bool drop_manual(sp_module *m, const sp_axis_ref *src, uint32_t n, const sp_attr *manual,
+                        sp_axis_ref **out, uint32_t *n_out)
+{
+    *out = cm_arena_alloc(&m->arena, sizeof(sp_axis_ref) * (n + 1u));
+    if (*out == NULL) {
+        return false;
+    }
+    *n_out = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!is_manual_axis(manual, src[i].name)) {
+            (*out)[(*n_out)++] = src[i];
+        }
+    }
+    return true;
+}
+
+/* s as the body of a manual computation with those manual axes sees it: the
+ * manual axes dropped from every dimension and from the replicated and
+ * unreduced axes (Shardy's global-to-local sharding). NULL when out of
+ * memory. */
+static sp_sharding *localize(sp_module *m, const sp_sharding *s, const sp_attr *manual)
+{
+    sp_sharding *c = sp_sharding_clone(&m->arena, s);
+    if (c == NULL) {
+        return NULL;
+    }
+    sp_dim_sharding *dims = cm_arena_alloc(&m->arena, sizeof *dims * (s->rank + 1u));
+    if (dims == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < s->rank; d++) {
+        dims[d] = s->dims[d];
+        if (!drop_manual(m, s->dims[d].axes, s->dims[d].n_axes, manual, &dims[d].axes,
+                         &dims[d].n_axes)) {
+            return NULL;
+        }
+    }
+    c->dims = dims;
+    if (!drop_manual(m, s->replicated, s->n_replicated, manual, &c->replicated, &c->n_replicated) ||
+        !drop_manual(m, s->unreduced, s->n_unreduced, manual, &c->unreduced, &c->n_unreduced)) {
+        return NULL;
+    }
+    return c;
+}
+
+/* Entry i of the sharding-list attribute key of a manual computation, as its
+ * body sees it (NULL: none, or out of memory, which sets g->oom_hit). */
+static sp_sharding *manual_local(pass *g, uint32_t op, const char *key, uint32_t i)
+{
+    sp_module *m = g->m;
+    const sp_attr *list = sp_op_attr(m, op, key);
+    if (list == NULL || list->kind != SP_ATTR_SHARDING_LIST || i >= list->u.shardings.n ||
+        list->u.shardings.items[i] == NULL) {
+        return NULL;
+    }
+    sp_sharding *l = localize(m, list->u.shardings.items[i], sp_op_attr(m, op, "manual_axes"));
+    if (l == NULL) {
+        g->oom_hit = true;
+    }
+    return l;
+}
+
+/* The sharding of v as this pass reads it: sp_value_sharding_partitioned,
+ * except that an argument of a manual computation's body is sharded as its
+ * in_shardings entry without the manual axes. */
+static sp_sharding *vsh(pass *g, uint32_t v)
+{
+    sp_module *m = g->m;
+    const sp_value *val = &m->values[v];
+    if (val->def == SP_NONE && v < g->n_values0) {
+        uint32_t owner = m->blocks[val->block].parent_op;
+        if (owner != SP_NONE && m->ops[owner].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            if (g->local[v] == NULL) {
+                g->local[v] = manual_local(g, owner, "in_shardings", val->index);
+            }
+            return g->local[v];
+        }
+    }
+    return sp_value_sharding_partitioned(m, v);
+}
+
 /* ---- projection ------------------------------------------------------------------ */
 
 /* Projects tensor t's dimension shardings onto its factors, splitting an
  * axis into sub-axes where it spans two factors of a dimension; axes that
  * do not divide a non-minor factor overflow it (sp_sharding_project). False
  * when the sharding cannot be handled (unknown axis, too many axes). */
-static bool project(const opctx *c, const tinfo *t, fsh *row)
+static bool project_sharding(const opctx *c, const tinfo *t, const sp_sharding *s, fsh *row)
 {
     sp_factor_axes *proj = c->g->proj_buf;
-    if (!sp_sharding_project(c->r, t->map, t->cur, c->mesh, proj, NULL, NULL)) {
+    if (!sp_sharding_project(c->r, t->map, s, c->mesh, proj, NULL, NULL)) {
         return false;
     }
     for (uint32_t f = 0; f < c->nf; f++) {
         const sp_factor_axes *x = &proj[f];
-        row[f].present = x->present;
-        row[f].over = x->n_over > 0;
-        row[f].axes.n = x->n;
+        fsh *y = &row[f];
+        y->present = x->present;
+        y->closed = s == NULL || x->closed; /* Shardy's closedIfMissing */
+        y->axes.n = 0;
+        y->over.n = 0;
+        /* as Shardy, the minor-most factor's and the overflow's adjacent
+         * sub-axes are merged */
         for (uint32_t i = 0; i < x->n; i++) {
-            row[f].axes.a[i] = x->axes[i];
+            if (x->minor_most ? !axl_merge(&y->axes, x->axes[i]) : y->axes.n == MAXAX) {
+                return false;
+            }
+            if (!x->minor_most) {
+                y->axes.a[y->axes.n++] = x->axes[i];
+            }
+        }
+        for (uint32_t i = 0; i < x->n_over; i++) {
+            if (!axl_merge(&y->over, x->over[i])) {
+                return false;
+            }
+        }
+    }
+    /* as Shardy's projection: after a factor with overflow axes the next
+     * factor of the dimension is closed and empty, and the later ones are
+     * not in the tensor's projection at all */
+    for (uint32_t d = 0; d < t->map->rank; d++) {
+        const sp_dim_mapping *dm = &t->map->dims[d];
+        for (uint32_t k = 0; k + 1 < dm->n_factors; k++) {
+            if (row[dm->factors[k]].over.n == 0) {
+                continue;
+            }
+            row[dm->factors[k + 1]].closed = true;
+            for (uint32_t j = k + 2; j < dm->n_factors; j++) {
+                row[dm->factors[j]].present = false;
+            }
+            break;
         }
     }
     return true;
+}
+
+static bool project(const opctx *c, const tinfo *t, fsh *row)
+{
+    return project_sharding(c, t, t->cur, row);
 }
 
 /* ---- choosing the axes of each factor ------------------------------------------------ */
@@ -316,11 +515,19 @@ static int precedence(const opctx *c, uint32_t f)
     }
 }
 
-/* Is factor f in every tensor of rank > 0? */
+/* Is factor f in the mapping of every tensor of rank > 0 (Shardy's
+ * isFactorInAllNonScalarTensors)? */
 static bool in_all_tensors(const opctx *c, uint32_t f)
 {
     for (uint32_t t = 0; t < c->nt; t++) {
-        if (c->t[t].rank > 0 && !row_of(c, t)[f].present) {
+        const sp_tensor_mapping *tm = c->t[t].map;
+        bool has = tm->rank == 0;
+        for (uint32_t d = 0; d < tm->rank && !has; d++) {
+            for (uint32_t k = 0; k < tm->dims[d].n_factors && !has; k++) {
+                has = tm->dims[d].factors[k] == f;
+            }
+        }
+        if (!has) {
             return false;
         }
     }
@@ -364,7 +571,34 @@ static void distribute_need_replication(opctx *c)
     }
 }
 
-/* a beats b */
+/* Shardy's AxisRefAttr order: by axis name, then a full axis before the
+ * sub-axes that do not start it, sub-axes by (pre-size, size). */
+static int ax_order(const sp_mesh *mesh, ax a, ax b)
+{
+    int k = strcmp(mesh->axes[a.axis].name, mesh->axes[b.axis].name);
+    if (k != 0) {
+        return k < 0 ? -1 : 1;
+    }
+    bool fa = a.pre == 1 && a.size == mesh->axes[a.axis].size;
+    bool fb = b.pre == 1 && b.size == mesh->axes[b.axis].size;
+    if (fa && fb) {
+        return 0;
+    }
+    if (fa) {
+        return b.pre > 1 ? -1 : 1;
+    }
+    if (fb) {
+        return a.pre == 1 ? -1 : 1;
+    }
+    if (a.pre != b.pre) {
+        return a.pre < b.pre ? -1 : 1;
+    }
+    return a.size < b.size ? -1 : a.size > b.size ? 1 : 0;
+}
+
+/* a beats b: Shardy's candidate order, by total source size, factor type
+ * precedence, sharding size, then (factor index, axes) with shorter axis
+ * lists first. */
 static bool cand_better(const opctx *c, const cand *a, const cand *b)
 {
     if (a->total != b->total) {
@@ -374,10 +608,22 @@ static bool cand_better(const opctx *c, const cand *a, const cand *b)
     if (pa != pb) {
         return pa > pb;
     }
+    if (a->grow != b->grow) {
+        return a->grow > b->grow;
+    }
     if (a->f != b->f) {
         return a->f > b->f;
     }
-    return axl_size(&a->axes) > axl_size(&b->axes);
+    if (a->axes.n != b->axes.n) {
+        return a->axes.n > b->axes.n;
+    }
+    for (uint32_t i = 0; i < a->axes.n; i++) {
+        int k = ax_order(c->mesh, a->axes.a[i], b->axes.a[i]);
+        if (k != 0) {
+            return k > 0;
+        }
+    }
+    return false;
 }
 
 static bool cand_add(opctx *c, uint32_t f, const axl *axes)
@@ -394,10 +640,12 @@ static bool cand_add(opctx *c, uint32_t f, const axl *axes)
     k->f = f;
     k->axes = *axes;
     k->total = 0;
+    k->grow = axl_size(axes);
     return true;
 }
 
-/* The longest prefix of axes that can coexist with every axis of used. */
+/* The longest prefix of axes that can coexist with every axis of used
+ * (Shardy's truncateAxesByRemovingOverlaps). */
 static void trim_against(axl *axes, const axl *used)
 {
     for (uint32_t i = 0; i < axes->n; i++) {
@@ -415,73 +663,135 @@ static void trim_against(axl *axes, const axl *used)
     }
 }
 
-/* Shardy's heuristic for conflicting shardings. Candidates are the
- * factor-axes pairs that some tensor holds and their major prefixes; a
- * candidate scores the summed sizes of the tensors whose axes for that factor
- * are a prefix of it (they reach it by slicing locally). The best is taken,
- * candidates of the same factor dropped and the others cut to what does not
- * overlap it, until none is left. */
+/* Is a a strict prefix of b (Shardy's AxisListRef::strictPrefixOf)? */
+static bool axl_strict_prefix(const axl *a, const axl *b)
+{
+    bool strict;
+    return axl_is_prefix(a, b, &strict) && strict;
+}
+
+/* Shardy's findCommonAxesHeuristic for conflicting shardings. Candidates are
+ * the factor-axes pairs some tensor holds and their prefixes (dropping whole
+ * axes); a candidate scores the summed sizes of the tensors whose axes for
+ * that factor it equals or strictly prefixes. A factor that follows another
+ * in some dimension waits until that one is fully sharded. The best valid
+ * candidate is taken; candidates of its factor that extend it stay (scored
+ * by what they add), the others of its factor go; candidates of other
+ * factors are cut to what does not overlap it, and go when nothing beyond
+ * their factor's assignment is left. Then the axes of factors that need
+ * replication move to the batching factors. dep is nf * nf scratch. */
 static bool choose_common(opctx *c)
 {
+    uint32_t nf = c->nf;
+    uint8_t *dep = cm_calloc((size_t)nf * nf + 1u, 1);
+    uint8_t *has_dep = cm_calloc((size_t)nf + 1u, 1);
+    if (dep == NULL || has_dep == NULL) {
+        cm_free(dep);
+        cm_free(has_dep);
+        return false;
+    }
+    /* dep[f * nf + g]: f waits for g (g is right before f in a dimension) */
+    for (uint32_t t = 0; t < c->nt; t++) {
+        const sp_tensor_mapping *tm = c->t[t].map;
+        for (uint32_t d = 0; d < tm->rank; d++) {
+            for (uint32_t k = 1; k < tm->dims[d].n_factors; k++) {
+                uint32_t f = tm->dims[d].factors[k], g = tm->dims[d].factors[k - 1];
+                if (f < nf && g < nf) {
+                    dep[(size_t)f * nf + g] = 1;
+                    has_dep[f] = 1;
+                }
+            }
+        }
+    }
     c->n_cands = 0;
-    for (uint32_t f = 0; f < c->nf; f++) {
+    bool ok = true;
+    for (uint32_t f = 0; f < nf; f++) {
         c->common[f].n = 0;
-        for (uint32_t t = 0; t < c->nt; t++) {
+    }
+    for (uint32_t t = 0; t < c->nt && ok; t++) {
+        for (uint32_t f = 0; f < nf && ok; f++) {
             const fsh *x = &row_of(c, t)[f];
             if (!x->present) {
                 continue;
             }
             axl p = x->axes;
-            while (p.n > 0) {
-                if (!cand_add(c, f, &p)) {
-                    return false;
-                }
+            while (p.n > 0 && ok) {
+                ok = cand_add(c, f, &p);
                 p.n--;
             }
         }
     }
-    for (uint32_t i = 0; i < c->n_cands; i++) {
+    for (uint32_t i = 0; i < c->n_cands && ok; i++) {
         cand *k = &c->cands[i];
         for (uint32_t t = 0; t < c->nt; t++) {
             const fsh *x = &row_of(c, t)[k->f];
-            if (x->present && x->axes.n > 0 && axl_prefix(&x->axes, &k->axes)) {
+            if (x->present &&
+                (axl_eq(&k->axes, &x->axes) || axl_strict_prefix(&k->axes, &x->axes))) {
                 k->total =
                     k->total <= INT64_MAX - c->t[t].size ? k->total + c->t[t].size : INT64_MAX;
             }
         }
     }
-    /* drop the prefixes no tensor supports */
-    uint32_t w = 0;
-    for (uint32_t i = 0; i < c->n_cands; i++) {
-        if (c->cands[i].total > 0) {
-            c->cands[w++] = c->cands[i];
-        }
-    }
-    c->n_cands = w;
-    while (c->n_cands > 0) {
-        uint32_t best = 0;
-        for (uint32_t i = 1; i < c->n_cands; i++) {
-            if (cand_better(c, &c->cands[i], &c->cands[best])) {
+    while (ok && c->n_cands > 0) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t i = 0; i < c->n_cands; i++) {
+            uint32_t f = c->cands[i].f;
+            bool valid = true;
+            for (uint32_t g = 0; has_dep[f] && g < nf && valid; g++) {
+                valid = dep[(size_t)f * nf + g] == 0;
+            }
+            if (valid && (best == UINT32_MAX || cand_better(c, &c->cands[i], &c->cands[best]))) {
                 best = i;
             }
         }
+        if (best == UINT32_MAX) {
+            break; /* only candidates still waiting on other factors */
+        }
         cand b = c->cands[best];
         c->common[b.f] = b.axes;
-        w = 0;
-        for (uint32_t i = 0; i < c->n_cands; i++) {
-            cand *k = &c->cands[i];
-            if (k->f == b.f) {
-                continue;
-            }
-            trim_against(&k->axes, &b.axes);
-            if (k->axes.n > 0) {
-                c->cands[w++] = *k;
+        if (axl_size(&b.axes) == c->r->factor_sizes[b.f]) {
+            for (uint32_t f = 0; f < nf; f++) {
+                dep[(size_t)f * nf + b.f] = 0;
             }
         }
-        c->n_cands = w;
+        uint32_t i = 0;
+        while (i < c->n_cands) {
+            cand *k = &c->cands[i];
+            bool drop = false;
+            if (k->f == b.f) {
+                if (!axl_strict_prefix(&b.axes, &k->axes)) {
+                    drop = true;
+                } else {
+                    k->grow = axl_size(&k->axes) / axl_size(&b.axes);
+                }
+            } else {
+                axl before = k->axes;
+                trim_against(&k->axes, &b.axes);
+                if (!axl_eq(&before, &k->axes)) {
+                    const axl *have = &c->common[k->f];
+                    if (axl_eq(&k->axes, have)) {
+                        drop = true;
+                    } else {
+                        int64_t hs = axl_size(have);
+                        k->grow = hs > 0 ? axl_size(&k->axes) / hs : 0;
+                    }
+                } else {
+                    k->grow = axl_size(&k->axes);
+                }
+            }
+            if (drop) {
+                c->cands[i] = c->cands[--c->n_cands];
+            } else {
+                i++;
+            }
+        }
     }
-    distribute_need_replication(c);
-    return true;
+    cm_free(dep);
+    cm_free(has_dep);
+    if (ok) {
+        distribute_need_replication(c);
+    }
+    return ok;
 }
 
 /* Shardy's findCommonAxesOnUnaryOperation: an op with exactly two
@@ -536,9 +846,9 @@ static bool choose_unary(opctx *c)
             }
         }
     }
-    bool first = no_perm[0] != no_perm[1]               ? no_perm[0]
+    bool first = no_perm[0] != no_perm[1]                 ? no_perm[0]
                  : c->t[idx[0]].size != c->t[idx[1]].size ? c->t[idx[0]].size > c->t[idx[1]].size
-                                                           : shards[0] >= shards[1];
+                                                          : shards[0] >= shards[1];
     uint32_t pick = first ? idx[0] : idx[1], other = first ? idx[1] : idx[0];
     const fsh *row = row_of(c, pick), *orow = row_of(c, other);
     axl used = {0, {{0, 0, 0}}};
@@ -559,33 +869,52 @@ static bool choose_unary(opctx *c)
 
 /* ---- building shardings and ops -------------------------------------------------------- */
 
-/* The sharding of tensor t when its factors are sharded as common: each
- * dimension takes its factors' axes major to minor, up to the first factor
- * that is not fully sharded. */
-static sp_sharding *sharding_from_factors(opctx *c, const tinfo *t)
+/* Shardy's createTensorShardingAttr: the sharding of tensor t when its
+ * factors are sharded as row says; each dimension takes its factors' axes
+ * major to minor up to the first one not fully sharded, is closed when one
+ * of its factors is (a dimension without factors is closed), and the
+ * tensor's replicated and unreduced axes are kept. NULL when out of memory. */
+static sp_sharding *sharding_from_row(opctx *c, const tinfo *t, const fsh *row)
 {
     sp_module *m = c->g->m;
     sp_sharding *s = sp_sharding_open(&m->arena, c->mesh_name, t->rank);
     if (s == NULL) {
         return NULL;
     }
+    if (t->cur != NULL) {
+        s->replicated = t->cur->replicated;
+        s->n_replicated = t->cur->n_replicated;
+        s->unreduced = t->cur->unreduced;
+        s->n_unreduced = t->cur->n_unreduced;
+        s->reduction = t->cur->reduction;
+    }
     for (uint32_t d = 0; d < t->rank; d++) {
         const sp_dim_mapping *dm = &t->map->dims[d];
         axl out = {0, {{0, 0, 0}}};
+        bool closed = dm->n_factors == 0;
         for (uint32_t k = 0; k < dm->n_factors; k++) {
             uint32_t f = dm->factors[k];
-            const axl *a = &c->common[f];
+            const axl *a = &row[f].axes;
+            closed = closed || row[f].closed;
             for (uint32_t i = 0; i < a->n; i++) {
                 if (!axl_merge(&out, a->a[i])) {
                     break;
                 }
             }
-            if (k + 1 < dm->n_factors && axl_size(a) < c->r->factor_sizes[f]) {
+            if (row[f].over.n > 0) { /* the dim's other axes, then no more factors */
+                for (uint32_t i = 0; i < row[f].over.n; i++) {
+                    if (!axl_merge(&out, row[f].over.a[i])) {
+                        break;
+                    }
+                }
+                break;
+            }
+            if (!row[f].present || axl_size(a) < c->r->factor_sizes[f]) {
                 break;
             }
         }
         sp_dim_sharding *ds = &s->dims[d];
-        ds->is_closed = true;
+        ds->is_closed = closed;
         ds->priority = -1;
         ds->n_axes = out.n;
         if (out.n > 0) {
@@ -598,6 +927,25 @@ static sp_sharding *sharding_from_factors(opctx *c, const tinfo *t)
             }
         }
     }
+    return s;
+}
+
+/* The sharding of tensor t when its factors are sharded as c->common
+ * (sharding_from_row on t's projection with those axes and no overflow). */
+static sp_sharding *sharding_from_factors(opctx *c, const tinfo *t)
+{
+    fsh *row = cm_alloc(sizeof(fsh) * ((size_t)c->nf + 1u));
+    if (row == NULL) {
+        return NULL;
+    }
+    const fsh *have = row_of(c, (uint32_t)(t - c->t));
+    for (uint32_t f = 0; f < c->nf; f++) {
+        row[f] = have[f];
+        row[f].axes = c->common[f];
+        row[f].over.n = 0;
+    }
+    sp_sharding *s = sharding_from_row(c, t, row);
+    cm_free(row);
     return s;
 }
 
@@ -805,12 +1153,12 @@ static cm_status reduce_unreduced_operand(pass *g, uint32_t op, uint32_t i,
 {
     sp_module *m = g->m;
     uint32_t v = m->ops[op].operands[i];
-    const sp_sharding *have = sp_value_sharding_partitioned(m, v);
+    const sp_sharding *have = vsh(g, v);
     if (have == NULL || have->n_unreduced == 0 || have->mesh_name == NULL) {
         return CM_OK;
     }
     const sp_mesh *mesh = sp_module_mesh(m, have->mesh_name);
-    if (mesh == NULL) {
+    if (!mesh_ok(mesh)) {
         return CM_OK;
     }
     if (target != NULL && target->n_unreduced > 0 &&
@@ -832,7 +1180,7 @@ static cm_status reduce_unreduced_operand(pass *g, uint32_t op, uint32_t i,
     }
     uint32_t nv;
     cm_status st = insert_all_reduce(g, m->ops[op].parent_block, g->at++, v, mesh, &red, out,
-                                       have->reduction, &nv);
+                                     have->reduction, &nv);
     if (st == CM_OK) {
         m->ops[op].operands[i] = nv;
     }
@@ -853,26 +1201,6 @@ static bool axl_to_list(sp_module *m, const sp_mesh *mesh, const axl *l, sp_axis
     return true;
 }
 
-/* Is out a prefix of in (the last atom of out may be a major part of in's
- * atom at that place)? *strict: and not equal. */
-static bool axl_is_prefix(const axl *out, const axl *in, bool *strict)
-{
-    *strict = false;
-    if (out->n > in->n) {
-        return false;
-    }
-    for (uint32_t k = 0; k + 1 < out->n; k++) {
-        if (!ax_eq(out->a[k], in->a[k])) {
-            return false;
-        }
-    }
-    if (out->n > 0 && !ax_prefix(out->a[out->n - 1], in->a[out->n - 1])) {
-        return false;
-    }
-    *strict = out->n < in->n || (out->n > 0 && !ax_eq(out->a[out->n - 1], in->a[out->n - 1]));
-    return true;
-}
-
 /* Shardy's insertUnreducedCollectives: operand i of op goes to want, whose
  * unreduced axes add some to the operand's ("out = in + r2u + s2u"). Axes
  * that want drops from the end of a dimension the operand shards become
@@ -886,7 +1214,7 @@ static cm_status unreduced_collectives(pass *g, uint32_t op, uint32_t i, const s
     sp_module *m = g->m;
     *done = false;
     uint32_t v = m->ops[op].operands[i];
-    const sp_sharding *in = sp_value_sharding_partitioned(m, v);
+    const sp_sharding *in = vsh(g, v);
     if (in == NULL || want == NULL || want->n_unreduced == 0 || in->mesh_name == NULL ||
         want->mesh_name == NULL || strcmp(in->mesh_name, want->mesh_name) != 0 ||
         in->rank != want->rank) {
@@ -894,7 +1222,7 @@ static cm_status unreduced_collectives(pass *g, uint32_t op, uint32_t i, const s
     }
     const sp_mesh *mesh = sp_module_mesh(m, in->mesh_name);
     axl in_un, out_un, add, extra;
-    if (mesh == NULL || !unreduced_axl(mesh, in, &in_un) || !unreduced_axl(mesh, want, &out_un)) {
+    if (!mesh_ok(mesh) || !unreduced_axl(mesh, in, &in_un) || !unreduced_axl(mesh, want, &out_un)) {
         return CM_OK;
     }
     axl_diff(&out_un, &in_un, &add);
@@ -1063,23 +1391,27 @@ static cm_status fix_results(opctx *c, const axl *red, sp_sharding **computed, s
     uint32_t block = o->parent_block;
     uint32_t at = g->at + 1;
     uint32_t n_res = o->n_results, first = o->first_result;
-    for (uint32_t i = 0; i < n_res; i++) {
-        uint32_t v = first + i, cur = v;
-        cm_status st;
-        if (red->n > 0) {
-            if ((st = insert_all_reduce(g, block, at++, cur, c->mesh, red, computed[i],
-                                        computed[i]->reduction, &cur)) !=
-                CM_OK) {
-                return st;
+    /* as Shardy: every result's all-reduce right after the op, then the
+     * reshards */
+    for (uint32_t pass2 = 0; pass2 < 2; pass2++) {
+        for (uint32_t i = 0; i < n_res; i++) {
+            uint32_t v = first + i;
+            uint32_t cur = v < g->n_values0 && g->repl[v] != SP_NONE ? g->repl[v] : v;
+            cm_status st;
+            if (pass2 == 0 && red->n > 0) {
+                if ((st = insert_all_reduce(g, block, at++, cur, c->mesh, red, computed[i],
+                                            computed[i]->reduction, &cur)) != CM_OK) {
+                    return st;
+                }
             }
-        }
-        if (target[i] != NULL) {
-            if ((st = insert_reshard(g, block, at++, cur, target[i], &cur)) != CM_OK) {
-                return st;
+            if (pass2 == 1 && target[i] != NULL) {
+                if ((st = insert_reshard(g, block, at++, cur, target[i], &cur)) != CM_OK) {
+                    return st;
+                }
             }
-        }
-        if (cur != v && v < g->n_values0) {
-            g->repl[v] = cur;
+            if (cur != v && v < g->n_values0) {
+                g->repl[v] = cur;
+            }
         }
     }
     return CM_OK;
@@ -1202,16 +1534,25 @@ static bool setup_tensors(opctx *c)
         if (val->def == SP_NONE) {
             uint32_t owner = m->blocks[val->block].parent_op;
             if (owner != SP_NONE && m->ops[owner].kind != SP_OP_FUNC_FUNC &&
-                m->ops[owner].kind != SP_OP_WHILE) {
+                m->ops[owner].kind != SP_OP_WHILE &&
+                m->ops[owner].kind != SP_OP_SDY_MANUAL_COMPUTATION) {
                 return false; /* an argument whose sharding we cannot tell */
             }
         }
-        sp_sharding *s = sp_value_sharding_partitioned(m, v);
+        /* as Shardy's getShardingBypassingBarriers: a propagation barrier's
+         * result is sharded as its input */
+        uint32_t sv = v;
+        while (m->values[sv].def != SP_NONE &&
+               m->ops[m->values[sv].def].kind == SP_OP_SDY_PROPAGATION_BARRIER &&
+               m->ops[m->values[sv].def].n_operands == 1) {
+            sv = m->ops[m->values[sv].def].operands[0];
+        }
+        sp_sharding *s = vsh(c->g, sv);
         if (s != NULL && s->mesh_name == NULL) {
             return false; /* inlined meshes: lifted by an import pass first */
         }
         const sp_mesh *mesh = s != NULL ? sp_module_mesh(m, s->mesh_name) : NULL;
-        if (s != NULL && mesh == NULL) {
+        if (s != NULL && !mesh_ok(mesh)) {
             return false;
         }
         if (mesh != NULL && mesh->n_axes == 0) {
@@ -1240,19 +1581,344 @@ static bool setup_tensors(opctx *c)
     return true;
 }
 
+/* ---- reshapes with overflow axes (Shardy's processReshapeWithOverflowAxes) ---- */
+
+/* The product of the sizes of every axis sharding a factor of row, overflow
+ * axes included. */
+static int64_t row_shard_size(const opctx *c, const fsh *row)
+{
+    int64_t x = 1;
+    for (uint32_t f = 0; f < c->nf; f++) {
+        if (row[f].present && (!cm_mul_i64(x, axl_size(&row[f].axes), &x) ||
+                               !cm_mul_i64(x, axl_size(&row[f].over), &x))) {
+            return INT64_MAX;
+        }
+    }
+    return x;
+}
+
+/* Shardy's distributeAxesAcrossFactors over the factors tensor t has, in
+ * dimension order: each axis of all in turn goes, whole or split, to the
+ * first factors with room that share a divisor with it; an axis no factor
+ * can take, and every axis after it, overflow the last factor. False when
+ * out of memory or when a factor would take too many axes. */
+static bool redistribute(const opctx *c, const tinfo *t, fsh *row, const axl *all)
+{
+    uint32_t *fl = cm_alloc(sizeof(uint32_t) * ((size_t)c->nf + 1u));
+    int64_t *room = cm_alloc(sizeof(int64_t) * ((size_t)c->nf + 1u));
+    bool ok = fl != NULL && room != NULL;
+    uint32_t n = 0;
+    for (uint32_t d = 0; ok && d < t->map->rank; d++) {
+        const sp_dim_mapping *dm = &t->map->dims[d];
+        for (uint32_t k = 0; k < dm->n_factors; k++) {
+            uint32_t f = dm->factors[k];
+            if (f < c->nf && row[f].present && n < c->nf) {
+                row[f].axes.n = 0;
+                row[f].over.n = 0;
+                room[n] = c->r->factor_sizes[f];
+                fl[n++] = f;
+            }
+        }
+    }
+    uint32_t ai = 0;
+    ax cur = all->n > 0 ? all->a[0] : (ax){0, 1, 1};
+    while (ok && n > 0 && ai < all->n) {
+        bool used = false;
+        for (uint32_t i = 0; i < n && ok; i++) {
+            if (room[i] <= 1) {
+                continue;
+            }
+            int64_t g = gcd64(room[i], cur.size);
+            if (g == 1 && cur.size != 1) {
+                continue;
+            }
+            used = true;
+            axl *to = &row[fl[i]].axes;
+            if (cur.size > g) {
+                ok = axl_merge(to, (ax){cur.axis, cur.pre, g});
+                cur.pre *= g;
+                cur.size /= g;
+                room[i] /= g;
+                continue;
+            }
+            ok = axl_merge(to, cur);
+            room[i] /= cur.size;
+            if (++ai < all->n) {
+                cur = all->a[ai];
+            }
+            break;
+        }
+        if (!used) {
+            axl *over = &row[fl[n - 1]].over;
+            ok = axl_merge(over, cur);
+            while (ok && ++ai < all->n) {
+                ok = axl_merge(over, all->a[ai]);
+            }
+        }
+    }
+    cm_free(fl);
+    cm_free(room);
+    return ok;
+}
+
+/* Shardy's greatest common prefix of two axis lists: the equal atoms, then
+ * the shorter of the next two when one is a major part of the other. */
+static void axl_common_prefix(axl *a, const axl *b)
+{
+    uint32_t i = 0;
+    while (i < a->n && i < b->n && ax_eq(a->a[i], b->a[i])) {
+        i++;
+    }
+    if (i < a->n && i < b->n) {
+        if (ax_prefix(a->a[i], b->a[i])) {
+            i++;
+        } else if (ax_prefix(b->a[i], a->a[i])) {
+            a->a[i] = b->a[i];
+            i++;
+        }
+    }
+    a->n = i;
+}
+
+/* A reshape whose operand or result has overflow axes: the axes of the more
+ * sharded side are spread over the factors of each side afresh, both
+ * sides' shardings are rebuilt and projected again, and each factor takes
+ * the greatest common prefix of its axes there; the operand is resharded to
+ * that, and the result computed with it and resharded back, where they
+ * differ. */
+static cm_status process_reshape_overflow(opctx *c)
+{
+    pass *g = c->g;
+    sp_module *m = g->m;
+    fsh *r0 = row_of(c, 0), *r1 = row_of(c, 1);
+    const fsh *best = row_shard_size(c, r0) >= row_shard_size(c, r1) ? r0 : r1;
+    axl all = {0, {{0, 0, 0}}};
+    for (uint32_t f = 0; f < c->nf; f++) {
+        if (best[f].present && (!axl_cat(&all, &best[f].axes) || !axl_cat(&all, &best[f].over))) {
+            return CM_OK;
+        }
+    }
+    if (!redistribute(c, &c->t[0], r0, &all) || !redistribute(c, &c->t[1], r1, &all)) {
+        return CM_OK;
+    }
+    sp_sharding *in_b = sharding_from_row(c, &c->t[0], r0);
+    sp_sharding *out_b = sharding_from_row(c, &c->t[1], r1);
+    fsh *legal = cm_alloc(sizeof(fsh) * (2u * (size_t)c->nf + 1u));
+    if (in_b == NULL || out_b == NULL || legal == NULL) {
+        cm_free(legal);
+        return oom(g);
+    }
+    if (!project_sharding(c, &c->t[0], in_b, legal) ||
+        !project_sharding(c, &c->t[1], out_b, legal + c->nf)) {
+        cm_free(legal);
+        return CM_OK;
+    }
+    for (uint32_t f = 0; f < c->nf; f++) {
+        bool seen = false;
+        axl common = {0, {{0, 0, 0}}};
+        for (uint32_t k = 0; k < 2; k++) {
+            const fsh *x = &legal[(size_t)k * c->nf + f];
+            if (!x->present) {
+                continue;
+            }
+            if (!seen) {
+                common = x->axes;
+                seen = true;
+            } else {
+                axl_common_prefix(&common, &x->axes);
+            }
+        }
+        for (uint32_t k = 0; k < 2; k++) {
+            fsh *x = &(k == 0 ? r0 : r1)[f];
+            if (x->present) {
+                x->axes = common;
+                x->over.n = 0;
+            }
+        }
+    }
+    cm_free(legal);
+    sp_sharding *want = sharding_from_row(c, &c->t[0], r0);
+    sp_sharding *now = sharding_from_row(c, &c->t[1], r1);
+    if (want == NULL || now == NULL) {
+        return oom(g);
+    }
+    const tinfo *in = &c->t[0], *res = &c->t[1];
+    cm_status st;
+    if (!same_dim_axes(c->mesh, in->cur, want, in->rank) || in->other) {
+        uint32_t nv;
+        if ((st = insert_reshard(g, m->ops[c->op].parent_block, g->at++, in->value, want, &nv)) !=
+            CM_OK) {
+            return st;
+        }
+        m->ops[c->op].operands[0] = nv;
+    }
+    if (same_dim_axes(c->mesh, res->cur, now, res->rank) && !res->other) {
+        return CM_OK;
+    }
+    sp_sharding *back = res->cur != NULL ? res->cur : replicated(m, c->mesh_name, res->rank);
+    if (back == NULL || sp_value_set_sharding(m, res->value, now) != CM_OK) {
+        return oom(g);
+    }
+    axl none = {0, {{0, 0, 0}}};
+    sp_sharding *computed[1] = {now}, *target[1] = {back};
+    return fix_results(c, &none, computed, target);
+}
+
+/* ---- the partial version (enable-full-version=false) ------------------------- */
+
+/* Shardy's processDot, for a dot or dot_general whose operands agree (same
+ * axes on their shared factors, no axis on two non-contracting factors):
+ * when the result disagrees with them on exactly one factor, the operands
+ * shard that factor (non-empty), the result is no larger than the operand
+ * it conflicts with, and the result shards that factor on exactly the
+ * contracting factors' axes, the dot is computed with the operands'
+ * sharding of the factor and its result resharded to the old sharding
+ * (*target). A smaller tensor moves instead of an operand and the partial
+ * sums are all-reduced instead of reduce-scattered. */
+static cm_status process_dot(opctx *c, sp_sharding **target)
+{
+    sp_module *m = c->g->m;
+    const fsh *lhs = row_of(c, 0), *rhs = row_of(c, 1);
+    fsh *res = row_of(c, 2);
+    int64_t ls = c->t[0].size, rs = c->t[1].size, os = c->t[2].size;
+    uint32_t conflict = UINT32_MAX;
+    axl conf = {0, {{0, 0, 0}}}, red = {0, {{0, 0, 0}}}, seen = {0, {{0, 0, 0}}};
+    for (uint32_t f = 0; f < c->nf; f++) {
+        const axl *opa;
+        int64_t max_size;
+        if (lhs[f].present && rhs[f].present) {
+            opa = &lhs[f].axes;
+            max_size = ls > rs ? ls : rs;
+            if (!axl_eq(&lhs[f].axes, &rhs[f].axes)) {
+                return CM_OK; /* lhs and rhs conflict */
+            }
+            if (c->r->factor_kind[f] == SP_FACTOR_REDUCTION) {
+                if (!axl_cat(&red, opa)) {
+                    return CM_OK;
+                }
+                continue;
+            }
+        } else if (lhs[f].present || rhs[f].present) {
+            opa = lhs[f].present ? &lhs[f].axes : &rhs[f].axes;
+            max_size = lhs[f].present ? ls : rs;
+            for (uint32_t i = 0; i < opa->n; i++) {
+                for (uint32_t k = 0; k < seen.n; k++) {
+                    if (ax_overlap(opa->a[i], seen.a[k])) {
+                        return CM_OK; /* non-contracting dims conflict */
+                    }
+                }
+                if (seen.n == MAXAX) {
+                    return CM_OK;
+                }
+                seen.a[seen.n++] = opa->a[i];
+            }
+        } else {
+            continue;
+        }
+        if (!res[f].present || axl_eq(&res[f].axes, opa)) {
+            continue;
+        }
+        if (opa->n == 0 || conflict != UINT32_MAX || os > max_size) {
+            return CM_OK;
+        }
+        conflict = f;
+        conf = *opa;
+    }
+    if (conflict == UINT32_MAX || res[conflict].axes.n == 0 || !axl_eq(&res[conflict].axes, &red)) {
+        return CM_OK;
+    }
+    uint32_t v = m->ops[c->op].first_result;
+    sp_sharding *old = sp_value_sharding(m, v);
+    res[conflict].axes = conf;
+    sp_sharding *now = sharding_from_row(c, &c->t[2], res);
+    if (old == NULL || now == NULL || sp_value_set_sharding(m, v, now) != CM_OK) {
+        return oom(c->g);
+    }
+    c->t[2].cur = now;
+    *target = old;
+    return CM_OK;
+}
+
+/* The partial version: a dot may be computed more sharded (process_dot),
+ * and when the first result keeps some axes unreduced, the axes of the
+ * reduction factors (sharded alike in every tensor) that it does not keep
+ * unreduced are all-reduced after the op. */
+static cm_status rewrite_partial(opctx *c)
+{
+    pass *g = c->g;
+    sp_module *m = g->m;
+    const sp_op *o = &m->ops[c->op];
+    uint32_t n_opd = o->n_operands, n_res = o->n_results;
+    sp_sharding **computed = cm_calloc((size_t)n_res + 1u, sizeof *computed);
+    sp_sharding **target = cm_calloc((size_t)n_res + 1u, sizeof *target);
+    cm_status st = CM_OK;
+    axl red = {0, {{0, 0, 0}}};
+    if (computed == NULL || target == NULL) {
+        st = oom(g);
+        goto out;
+    }
+    if ((o->kind == SP_OP_DOT || o->kind == SP_OP_DOT_GENERAL) && n_opd == 2 && n_res == 1 &&
+        (st = process_dot(c, &target[0])) != CM_OK) {
+        goto out;
+    }
+    const sp_sharding *first = n_res > 0 ? c->t[n_opd].cur : NULL;
+    if (first != NULL && first->n_unreduced > 0) {
+        bool ok = true;
+        for (uint32_t f = 0; f < c->nf && ok; f++) {
+            if (c->r->factor_kind[f] != SP_FACTOR_REDUCTION) {
+                continue;
+            }
+            const axl *common = NULL;
+            for (uint32_t t = 0; t < c->nt && ok; t++) {
+                const fsh *x = &row_of(c, t)[f];
+                if (x->present) {
+                    ok = common == NULL || axl_eq(common, &x->axes);
+                    common = &x->axes;
+                }
+            }
+            /* Shardy fails hard on a reduction factor sharded two ways */
+            ok = ok && (common == NULL || axl_cat(&red, common));
+        }
+        if (!ok) {
+            red.n = 0;
+        }
+        drop_result_unreduced(c, &red);
+    }
+    for (uint32_t i = 0; i < n_res && red.n > 0; i++) {
+        const tinfo *ti = &c->t[n_opd + i];
+        computed[i] = ti->cur != NULL ? ti->cur : replicated(m, c->mesh_name, ti->rank);
+        if (computed[i] == NULL) {
+            st = oom(g);
+            goto out;
+        }
+    }
+    if (red.n > 0 || target[0] != NULL) {
+        st = fix_results(c, &red, computed, target);
+    }
+out:
+    cm_free(computed);
+    cm_free(target);
+    return st;
+}
+
 static cm_status rewrite_op(opctx *c)
 {
     pass *g = c->g;
     sp_module *m = g->m;
+    bool over = false;
     for (uint32_t t = 0; t < c->nt; t++) {
         if (!project(c, &c->t[t], row_of(c, t))) {
             return CM_OK;
         }
         for (uint32_t f = 0; f < c->nf; f++) {
-            if (row_of(c, t)[f].over) {
-                return CM_OK; /* as Shardy: overflow axes are left alone */
-            }
+            over = over || row_of(c, t)[f].over.n > 0;
         }
+    }
+    if (!g->op_full) {
+        return rewrite_partial(c);
+    }
+    if (over && m->ops[c->op].kind == SP_OP_RESHAPE && c->nt == 2) {
+        return process_reshape_overflow(c);
     }
     const sp_op *o = &m->ops[c->op];
     uint32_t n_opd = o->n_operands, n_res = o->n_results;
@@ -1332,18 +1998,13 @@ static cm_status rewrite_op(opctx *c)
         computed[i] = now;
         if (same_dim_axes(c->mesh, ti->cur, now, ti->rank) && !ti->other) {
             computed[i] = ti->cur != NULL ? ti->cur : now;
-            if (ti->cur == NULL && red.n > 0 &&
-                (st = sp_value_set_sharding(m, ti->value, now)) != CM_OK) {
-                st = oom(g);
-                goto out;
-            }
             continue;
         }
         if ((st = sp_value_set_sharding(m, ti->value, now)) != CM_OK) {
             st = oom(g);
             goto out;
         }
-        target[i] = ti->cur != NULL            ? ti->cur
+        target[i] = ti->cur != NULL        ? ti->cur
                     : had_none && gave_one ? sp_sharding_open(&m->arena, c->mesh_name, ti->rank)
                                            : replicated(m, c->mesh_name, ti->rank);
         gave_one = true;
@@ -1369,9 +2030,21 @@ static cm_status visit_op(pass *g, uint32_t opid)
     sp_rule *r = NULL;
     cm_error e;
     cm_error_clear(&e);
-    cm_status st = sp_rule_for_op(m, opid, &g->ropts, &r, NULL, &e);
+    /* Shardy's registry has no rule for a custom call it does not know; ours
+     * gives one that blocks propagation and says so in a warning, and this
+     * pass must then leave the op alone */
+    sp_diags unknown;
+    sp_diags_init(&unknown);
+    cm_status st =
+        sp_rule_for_op(m, opid, &g->ropts, &r, o->kind == SP_OP_CUSTOM_CALL ? &unknown : NULL, &e);
+    bool no_rule = unknown.n > 0 || unknown.oom;
+    sp_diags_fini(&unknown);
+    o = &m->ops[opid];
     if (st == CM_ENOMEM) {
         return oom(g);
+    }
+    if (no_rule) {
+        return CM_OK;
     }
     if (st != CM_OK || r == NULL || r->n_operands != o->n_operands ||
         r->n_results != o->n_results || r->is_custom) {
@@ -1401,9 +2074,11 @@ static cm_status visit_op(pass *g, uint32_t opid)
 }
 
 /* Reshards value number i of op (an operand, inserted before op) to want
- * unless it is already sharded that way. want NULL: no constraint. First
- * its unreduced axes that want does not keep are all-reduced. */
-static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want)
+ * unless it is already sharded that way (only when full: the full version
+ * applies). want NULL: no constraint. First its unreduced axes that want
+ * does not keep are all-reduced, and axes want adds to them are made
+ * unreduced. */
+static cm_status match_owner_at(pass *g, uint32_t op, uint32_t i, sp_sharding *want, bool full)
 {
     sp_module *m = g->m;
     bool done = false;
@@ -1412,17 +2087,23 @@ static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want
     if (st0 == CM_OK) {
         st0 = unreduced_collectives(g, op, i, want, &done, &last);
     }
-    if (st0 != CM_OK) {
+    if (st0 != CM_OK || !full) {
         return st0;
     }
     uint32_t v = m->ops[op].operands[i];
     const sp_type *ty = sp_value_type(m, v);
+    const sp_sharding *have = vsh(g, v);
+    if (want == NULL && have != NULL && !dims_replicated(have) && ty->kind == SP_TYPE_TENSOR) {
+        /* no target: a sharded value goes fully replicated (closed) */
+        if ((want = replicated(m, have->mesh_name, ty->rank)) == NULL) {
+            return oom(g);
+        }
+    }
     if (want == NULL || want->mesh_name == NULL || ty->kind != SP_TYPE_TENSOR ||
         want->rank != ty->rank) {
         return CM_OK;
     }
     const sp_mesh *mesh = sp_module_mesh(m, want->mesh_name);
-    const sp_sharding *have = sp_value_sharding_partitioned(m, v);
     if (mesh == NULL || (have != NULL && (have->mesh_name == NULL || have->rank != ty->rank))) {
         return CM_OK;
     }
@@ -1430,13 +2111,137 @@ static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want
         same_dim_axes(mesh, have, want, ty->rank)) {
         return CM_OK;
     }
+    /* Shardy's isEquivalent: fully replicated on any two meshes is the same */
+    if (dims_replicated(have) && (have == NULL || have->n_unreduced == 0) &&
+        dims_replicated(want) && want->n_unreduced == 0) {
+        return CM_OK;
+    }
     uint32_t nv;
-    cm_status st =
-        insert_reshard(g, m->ops[op].parent_block, g->at++, v, want, &nv);
+    cm_status st = insert_reshard(g, m->ops[op].parent_block, g->at++, v, want, &nv);
     if (st == CM_OK) {
         m->ops[op].operands[i] = nv;
     }
     return st;
+}
+
+/* match_owner_at; with after_def the new ops go right after the operand's
+ * definition (at the start of its block for an argument), the latest chain
+ * first, as Shardy inserts them for data-flow edges and calls. */
+static cm_status match_owner(pass *g, uint32_t op, uint32_t i, sp_sharding *want, bool full,
+                             bool after_def)
+{
+    if (!after_def) {
+        return match_owner_at(g, op, i, want, full);
+    }
+    uint32_t at = g->at;
+    g->hoisting = true;
+    g->hoist_value = g->m->ops[op].operands[i];
+    cm_status st = match_owner_at(g, op, i, want, full);
+    g->hoisting = false;
+    g->n_chains++;
+    g->at = at;
+    return st;
+}
+
+static int hoist_cmp(const void *pa, const void *pb)
+{
+    const struct hoist *a = pa, *b = pb;
+    if (a->at_start != b->at_start) {
+        return a->at_start ? 1 : -1;
+    }
+    if (a->key != b->key) {
+        return a->key < b->key ? -1 : 1;
+    }
+    if (a->chain != b->chain) {
+        return a->chain > b->chain ? -1 : 1;
+    }
+    return a->seq < b->seq ? -1 : a->seq > b->seq ? 1 : 0;
+}
+
+/* The first hoist of (at_start, key) in the sorted hoists, or n_hoists. */
+static uint32_t hoist_find(const pass *g, bool at_start, uint32_t key)
+{
+    uint32_t lo = 0, hi = g->n_hoists;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const struct hoist *h = &g->hoists[mid];
+        bool less = h->at_start != at_start ? !h->at_start : h->key < key;
+        if (less) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < g->n_hoists && g->hoists[lo].at_start == at_start && g->hoists[lo].key == key
+               ? lo
+               : g->n_hoists;
+}
+
+/* Pushes op, then the ops that follow its results (and theirs). */
+static cm_status hoist_emit(pass *g, struct oplist *out, uint32_t block, uint32_t op,
+                            uint32_t depth)
+{
+    g->m->ops[op].parent_block = block;
+    if (oplist_push(out, op) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    if (depth > 64) {
+        return CM_OK;
+    }
+    for (uint32_t k = hoist_find(g, false, op);
+         k < g->n_hoists && !g->hoists[k].at_start && g->hoists[k].key == op; k++) {
+        if (hoist_emit(g, out, block, g->hoists[k].op, depth + 1) != CM_OK) {
+            return CM_ENOMEM;
+        }
+    }
+    return CM_OK;
+}
+
+/* Places the hoisted ops: each block holding an anchor is rebuilt once. */
+static cm_status apply_hoists(pass *g)
+{
+    sp_module *m = g->m;
+    if (g->n_hoists == 0) {
+        return CM_OK;
+    }
+    qsort(g->hoists, g->n_hoists, sizeof *g->hoists, hoist_cmp);
+    uint8_t *hoisted = cm_calloc((size_t)m->n_ops + 1u, 1);
+    uint8_t *done = cm_calloc((size_t)m->n_blocks + 1u, 1);
+    cm_status st = hoisted != NULL && done != NULL ? CM_OK : CM_ENOMEM;
+    for (uint32_t k = 0; st == CM_OK && k < g->n_hoists; k++) {
+        hoisted[g->hoists[k].op] = 1;
+    }
+    for (uint32_t k = 0; st == CM_OK && k < g->n_hoists; k++) {
+        const struct hoist *h = &g->hoists[k];
+        uint32_t block = h->at_start ? h->key : m->ops[h->key].parent_block;
+        if (block == SP_NONE || done[block]) {
+            continue;
+        }
+        done[block] = 1;
+        struct oplist out = {NULL, 0, 0};
+        for (uint32_t j = hoist_find(g, true, block);
+             st == CM_OK && j < g->n_hoists && g->hoists[j].at_start && g->hoists[j].key == block;
+             j++) {
+            st = hoist_emit(g, &out, block, g->hoists[j].op, 0);
+        }
+        sp_block *b = &m->blocks[block];
+        for (uint32_t i = 0; st == CM_OK && i < b->n_ops; i++) {
+            if (!hoisted[b->ops[i]]) {
+                st = hoist_emit(g, &out, block, b->ops[i], 0);
+            }
+        }
+        if (st != CM_OK) {
+            cm_free(out.v);
+            break;
+        }
+        cm_free(b->ops);
+        b->ops = out.v;
+        b->n_ops = out.n;
+        b->cap_ops = out.cap;
+    }
+    cm_free(hoisted);
+    cm_free(done);
+    return st == CM_OK ? CM_OK : oom(g);
 }
 
 /* Data-flow ops (while, optimization_barrier) have no rule: each operand
@@ -1451,7 +2256,7 @@ static cm_status visit_data_flow(pass *g, uint32_t op)
     /* match_owner adds ops, which may move m->ops: o is not used after it */
     uint32_t n = o->n_operands, first = o->first_result;
     for (uint32_t i = 0; i < n; i++) {
-        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i));
+        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i), g->op_full, true);
         if (st != CM_OK) {
             return st;
         }
@@ -1473,7 +2278,7 @@ static cm_status visit_manual(pass *g, uint32_t op)
     /* match_owner adds ops, which may move m->ops: o is not used after it */
     uint32_t n = o->n_operands;
     for (uint32_t i = 0; i < n; i++) {
-        cm_status st = match_owner(g, op, i, in->u.shardings.items[i]);
+        cm_status st = match_owner(g, op, i, in->u.shardings.items[i], g->op_full, true);
         if (st != CM_OK) {
             return st;
         }
@@ -1492,9 +2297,10 @@ static cm_status visit_terminator(pass *g, uint32_t op)
         return CM_OK;
     }
     const sp_op *p = &m->ops[owner];
+    bool manual = p->kind == SP_OP_SDY_MANUAL_COMPUTATION;
     bool body = p->kind == SP_OP_WHILE && p->n_regions == 2 && p->regions[1].n_blocks > 0 &&
                 p->regions[1].blocks[0] == block;
-    if (!body && p->kind != SP_OP_CASE && p->kind != SP_OP_IF) {
+    if (!body && !manual && p->kind != SP_OP_CASE && p->kind != SP_OP_IF) {
         return CM_OK;
     }
     if (m->ops[op].n_operands != p->n_results) {
@@ -1503,7 +2309,10 @@ static cm_status visit_terminator(pass *g, uint32_t op)
     /* match_owner adds ops, which may move m->ops: p is not used after it */
     uint32_t first = p->first_result;
     for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
-        cm_status st = match_owner(g, op, i, sp_value_sharding(m, first + i));
+        /* a manual computation's body returns its out_shardings, local */
+        sp_sharding *want =
+            manual ? manual_local(g, owner, "out_shardings", i) : sp_value_sharding(m, first + i);
+        cm_status st = match_owner(g, op, i, want, g->full, true);
         if (st != CM_OK) {
             return st;
         }
@@ -1537,8 +2346,8 @@ static const char *global_mesh(const sp_module *m)
         const sp_op *op = &m->ops[b->ops[i]];
         const sp_attr *n = sp_attrs_get(op->attrs, op->n_attrs, "sym_name");
         const sp_attr *mesh = sp_attrs_get(op->attrs, op->n_attrs, "mesh");
-        if (op->kind == SP_OP_SDY_MESH && n != NULL && n->kind == SP_ATTR_STRING &&
-            mesh != NULL && mesh->kind == SP_ATTR_MESH && mesh->u.mesh->n_axes > 0) {
+        if (op->kind == SP_OP_SDY_MESH && n != NULL && n->kind == SP_ATTR_STRING && mesh != NULL &&
+            mesh->kind == SP_ATTR_MESH && mesh->u.mesh->n_axes > 0) {
             return n->u.str.s;
         }
     }
@@ -1588,8 +2397,10 @@ static cm_status visit_single_device(pass *g, uint32_t op, sp_diags *diags, bool
     if (conflict) {
         sp_diags_add(diags, m, op, SP_DIAG_ERROR,
                      "'%s' op has conflicting single-device result shardings", m->ops[op].name);
-        return cm_error_set(g->err, CM_EINVAL, "", "'%s' op has conflicting single-device result "
-                            "shardings", m->ops[op].name);
+        return cm_error_set(g->err, CM_EINVAL, "",
+                            "'%s' op has conflicting single-device result "
+                            "shardings",
+                            m->ops[op].name);
     }
     const char *global = global_mesh(m);
     if (global == NULL) {
@@ -1606,7 +2417,7 @@ static cm_status visit_single_device(pass *g, uint32_t op, sp_diags *diags, bool
         if (ty->kind != SP_TYPE_TENSOR) {
             continue;
         }
-        const sp_sharding *have = sp_value_sharding_partitioned(m, v);
+        const sp_sharding *have = vsh(g, v);
         const char *have_mesh = have != NULL ? have->mesh_name : global;
         bool replicated_have = no_dim_axes(have) && (have == NULL || have->n_unreduced == 0);
         if (replicated_have && have_mesh != NULL && strcmp(have_mesh, dev_mesh) == 0) {
@@ -1710,7 +2521,7 @@ static cm_status visit_call(pass *g, uint32_t op)
     const char *mesh_name = src != NULL ? src->mesh_name : NULL;
     if (src == NULL) {
         for (uint32_t i = 0; i < m->ops[op].n_operands && mesh_name == NULL; i++) {
-            const sp_sharding *s = sp_value_sharding_partitioned(m, m->ops[op].operands[i]);
+            const sp_sharding *s = vsh(g, m->ops[op].operands[i]);
             if (s != NULL && !sp_exp_is_maximal(m, s)) {
                 mesh_name = s->mesh_name;
             }
@@ -1722,8 +2533,8 @@ static cm_status visit_call(pass *g, uint32_t op)
     uint32_t n = m->ops[op].n_operands;
     for (uint32_t i = 0; i < n; i++) {
         const sp_type *ty = sp_value_type(m, m->ops[op].operands[i]);
-        sp_sharding *want = src != NULL ? (sp_sharding *)(uintptr_t)sp_exp_io_sharding(m, f, true, i)
-                                        : NULL;
+        sp_sharding *want =
+            src != NULL ? (sp_sharding *)(uintptr_t)sp_exp_io_sharding(m, f, true, i) : NULL;
         if (want == NULL && ty->kind == SP_TYPE_TENSOR) {
             want = src != NULL ? sp_sharding_open(&m->arena, mesh_name, ty->rank)
                                : replicated(m, mesh_name, ty->rank);
@@ -1731,7 +2542,7 @@ static cm_status visit_call(pass *g, uint32_t op)
                 return oom(g);
             }
         }
-        cm_status st = match_owner(g, op, i, want);
+        cm_status st = match_owner(g, op, i, want, true, true);
         if (st != CM_OK) {
             return st;
         }
@@ -1744,7 +2555,8 @@ static cm_status visit_call(pass *g, uint32_t op)
 static cm_status visit_return(pass *g, uint32_t func, uint32_t opid)
 {
     for (uint32_t i = 0; i < g->m->ops[opid].n_operands; i++) {
-        cm_status st = match_owner(g, opid, i, sp_func_result_sharding(g->m, func, i));
+        cm_status st =
+            match_owner(g, opid, i, sp_func_result_sharding(g->m, func, i), g->full, false);
         if (st != CM_OK) {
             return st;
         }
@@ -1759,21 +2571,6 @@ static void remap_operands(pass *g, uint32_t op)
         uint32_t v = o->operands[k];
         if (v < g->n_values0 && g->repl[v] != SP_NONE) {
             o->operands[k] = g->repl[v];
-        }
-    }
-}
-
-/* Applies the replacements to every op nested in op's regions. */
-static void remap_nested(pass *g, uint32_t op)
-{
-    sp_module *m = g->m;
-    for (uint32_t r = 0; r < m->ops[op].n_regions; r++) {
-        for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks; k++) {
-            const sp_block *b = &m->blocks[m->ops[op].regions[r].blocks[k]];
-            for (uint32_t i = 0; i < b->n_ops; i++) {
-                remap_operands(g, b->ops[i]);
-                remap_nested(g, b->ops[i]);
-            }
         }
     }
 }
@@ -1804,6 +2601,27 @@ static cm_status reshard_to_unreduced(pass *g, uint32_t op, bool *dropped)
     return CM_OK;
 }
 
+/* Shardy's isOnFullVersion: the full version, when not enabled, still
+ * applies to func.call, mhlo.ragged_dot, and a concatenate one of whose
+ * operands is not sharded exactly as its result. */
+static bool on_full_version(pass *g, uint32_t op)
+{
+    sp_module *m = g->m;
+    const sp_op *o = &m->ops[op];
+    if (g->full || o->kind == SP_OP_FUNC_CALL || strcmp(o->name, "mhlo.ragged_dot") == 0) {
+        return true;
+    }
+    if (o->kind == SP_OP_CONCATENATE && o->n_results > 0) {
+        const sp_sharding *res = sp_value_sharding(m, o->first_result);
+        for (uint32_t i = 0; i < o->n_operands; i++) {
+            if (!sp_sharding_equal(vsh(g, o->operands[i]), res)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
 {
     sp_module *m = g->m;
@@ -1823,9 +2641,10 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         g->after.n = 0;
         uint32_t kind = m->ops[op].kind;
         bool dropped = false;
+        g->op_full = on_full_version(g, op);
         if (kind == SP_OP_FUNC_RETURN) {
             st = visit_return(g, func, op);
-        } else if (kind == SP_OP_RETURN) {
+        } else if (kind == SP_OP_RETURN || kind == SP_OP_SDY_RETURN) {
             st = visit_terminator(g, op);
         } else if (kind == SP_OP_WHILE || kind == SP_OP_OPTIMIZATION_BARRIER) {
             st = visit_data_flow(g, op);
@@ -1833,8 +2652,8 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
             st = visit_manual(g, op);
         } else if (kind == SP_OP_FUNC_CALL) {
             st = visit_call(g, op);
-        } else if (kind == SP_OP_SDY_RESHARD && (st = reshard_to_unreduced(g, op, &dropped)) !=
-                                                    CM_OK) {
+        } else if (kind == SP_OP_SDY_RESHARD &&
+                   (st = reshard_to_unreduced(g, op, &dropped)) != CM_OK) {
             break;
         } else if (!dropped) {
             bool handled = false;
@@ -1857,13 +2676,6 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
         }
         if (st != CM_OK) {
             break;
-        }
-        if (m->ops[op].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
-            /* TODO(Partitioner and cost model): bodies are in manual axes; the
-             * ops there are left alone, but their operands still follow any
-             * replacement made above. */
-            remap_nested(g, op);
-            continue;
         }
         for (uint32_t r = 0; r < m->ops[op].n_regions && st == CM_OK; r++) {
             for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks && st == CM_OK; k++) {
@@ -1891,16 +2703,19 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
 cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *opts,
                                            sp_diags *diags, cm_error *err)
 {
-    (void)opts;
     pass g;
     memset(&g, 0, sizeof g);
     g.m = m;
+    g.full = opts == NULL || opts->full_version;
     g.err = err;
     g.diags = diags;
     g.n_ops0 = m->n_ops;
     g.n_values0 = m->n_values;
     g.repl = cm_alloc(sizeof(uint32_t) * ((size_t)m->n_values + 1u));
-    if (g.repl == NULL) {
+    g.local = cm_calloc((size_t)m->n_values + 1u, sizeof *g.local);
+    if (g.repl == NULL || g.local == NULL) {
+        cm_free(g.repl);
+        cm_free(g.local);
         return oom(&g);
     }
     for (uint32_t i = 0; i < m->n_values; i++) {
@@ -1920,7 +2735,15 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
             }
         }
     }
+    if (st == CM_OK) {
+        st = apply_hoists(&g);
+    }
+    if (st == CM_OK && g.oom_hit) {
+        st = oom(&g);
+    }
     cm_free(g.repl);
+    cm_free(g.local);
+    cm_free(g.hoists);
     cm_free(g.before.v);
     cm_free(g.after.v);
     cm_free(g.row_buf);
