@@ -101,7 +101,17 @@ def label_sections(text, prefixes):
             sections[-1].append(line)
         else:
             head.append(line)
-    return [head + s for s in sections] or [head]
+    # Each section keeps every CHECK-LABEL line of the file, so its checks
+    # are bounded by the labels around it as in a whole-file run (a
+    # CHECK-NOT stops at the next function; a label that prefixes a later
+    # function's name cannot match that function).
+    out = []
+    for i in range(len(sections)):
+        lines = list(head)
+        for j, s in enumerate(sections):
+            lines.extend(s if j == i else s[:1])
+        out.append(lines)
+    return out or [head]
 
 
 def measure_file(path, args, work):
