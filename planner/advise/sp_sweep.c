@@ -519,9 +519,15 @@ static void run_module_variant(mpool *p, uint32_t i)
     sp_sweep_row *r = &p->rows[i];
     cm_error err;
     cm_error_clear(&err);
-    sp_module *m = NULL;
     sp_cost *c = NULL;
-    cm_status st = sp_mlir_read(p->v[i].text.data, p->v[i].text.len, 0, &m, &err);
+    /* read and verified as any input is: a resized axis can break the
+     * module's own shardings (a sub-axis that no longer divides it) */
+    sp_input_opts vo;
+    sp_input_opts_init(&vo);
+    vo.propagate = false;
+    sp_input vin;
+    cm_status st = sp_input_read(p->v[i].text.data, p->v[i].text.len, &vo, &vin, &err);
+    sp_module *m = st == CM_OK ? vin.m : NULL;
     if (st == CM_OK) {
         sp_diags d;
         sp_diags_init(&d);
@@ -533,7 +539,9 @@ static void run_module_variant(mpool *p, uint32_t i)
     }
     row_fill(r, st, &err, c, m, &p->n_ops);
     sp_cost_destroy(c);
-    sp_module_destroy(m);
+    if (m != NULL) {
+        sp_input_fini(&vin);
+    }
 }
 
 static void *module_worker(void *arg)

@@ -2631,7 +2631,9 @@ static cm_status walk_block(pass *g, uint32_t func, uint32_t block)
     if (orig == NULL) {
         return oom(g);
     }
-    memcpy(orig, m->blocks[block].ops, sizeof(uint32_t) * n);
+    if (n > 0) { /* an empty block may have no ops array */
+        memcpy(orig, m->blocks[block].ops, sizeof(uint32_t) * n);
+    }
     cm_status st = CM_OK;
     for (uint32_t i = 0; i < n && st == CM_OK; i++) {
         uint32_t op = orig[i];
