@@ -503,6 +503,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
             return CM_EINVAL;
         }
     }
+    sp_verify_data_flow_edges(m, d, &bad);
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         if (op->parent_block == SP_NONE && i != 0 && op->kind != SP_OP_FUNC_FUNC &&
@@ -517,6 +518,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
             sp_verify_op_shapes(m, i, d, &bad);
         }
         sp_verify_collective(m, i, d, &bad);
+        sp_verify_isolated(m, i, d, &bad);
         sp_verify_manual_computation(m, i, d, &bad);
         sp_verify_named_computation(m, i, d, &bad);
         if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {

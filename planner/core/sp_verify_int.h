@@ -49,6 +49,13 @@ void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
 bool sp_verify_unreduced_transition(sp_module *m, uint32_t op, const sp_sharding *in,
                                     const sp_sharding *out, int intro, int removed, sp_diags *d);
 
+/* Every sdy.data_flow_edge and sdy.func_data_flow_edge of m as Shardy
+ * verifies them (sp_verify_flow.c). */
+void sp_verify_data_flow_edges(sp_module *m, sp_diags *d, bool *bad);
+/* MLIR's region isolation for op when it is an sdy.manual_computation or
+ * sdy.named_computation: no op inside uses a value defined outside. */
+void sp_verify_isolated(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+
 /* sdy.manual_computation as Shardy verifies it (sp_verify_manual.c); other
  * ops are left alone. */
 void sp_verify_manual_computation(sp_module *m, uint32_t op, sp_diags *d, bool *bad);

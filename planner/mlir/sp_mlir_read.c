@@ -1283,8 +1283,23 @@ static cm_status dense_attr(rd *r, sp_attr **out)
         return r->st;
     }
     a->u.dense.body = astr(r, s, (size_t)(e - s));
-    if (expect(r, ':') != CM_OK || type(r, &a->u.dense.type) != CM_OK) {
+    if (expect(r, ':') != CM_OK) {
         return r->st;
+    }
+    ws(r);
+    const char *tat = r->p;
+    if (type(r, &a->u.dense.type) != CM_OK) {
+        return r->st;
+    }
+    /* MLIR's dense elements parser: a ranked tensor of static shape */
+    const sp_type *dt = &r->m->types[a->u.dense.type];
+    bool dynamic = dt->kind == SP_TYPE_TENSOR;
+    for (uint32_t k = 0; dynamic && k < dt->rank; k++) {
+        dynamic = dt->dims[k] >= 0;
+    }
+    dynamic = !dynamic && (dt->kind == SP_TYPE_TENSOR || strncmp(dt->text, "tensor<*", 8) == 0);
+    if (dynamic) {
+        return fail_at(r, tat, "elements literal type must have static shape");
     }
     if (!dense_ints(r, s, e, a, &r->m->types[a->u.dense.type])) {
         a->u.dense.ints = NULL;
