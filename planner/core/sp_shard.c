@@ -31,6 +31,8 @@ typedef struct parser {
     uint32_t soft;         /* 1 + the note index of the first non-fatal error, 0 none */
     bool strict;           /* sp_rule_parse: the rule checks too */
     bool quiet;            /* the failure is one Shardy's verifier reports: no notes */
+    size_t *offs;          /* strict rules: offset of each factor symbol read, in order */
+    uint32_t n_offs, cap_offs;
 } parser;
 
 void sp_parse_notes_add(sp_parse_notes *notes, uint32_t line, uint32_t col, const char *fmt, ...)
@@ -326,6 +328,22 @@ static void *grow(parser *p, void *arr, uint32_t *cap, uint32_t n, size_t elem)
 }
 
 /* Arena array of n entries (at least one byte, so never NULL on success). */
+/* Strict rule parse: remembers where the next factor symbol was read, so
+ * that rule_strict_check can point at it. */
+static bool record_off(parser *p, size_t at)
+{
+    if (!p->strict) {
+        return true;
+    }
+    size_t *t = grow(p, p->offs, &p->cap_offs, p->n_offs, sizeof *t);
+    if (t == NULL) {
+        return false;
+    }
+    p->offs = t;
+    t[p->n_offs++] = at;
+    return true;
+}
+
 static void *arr_alloc(cm_arena *a, size_t n, size_t elem)
 {
     size_t bytes;
@@ -347,7 +365,7 @@ static cm_status parse_entry_mode(const char *text, size_t len, cm_arena *a, siz
                                   parse_body_fn *body, void **out, size_t *consumed_out,
                                   sp_parse_notes *notes, bool strict, cm_error *err)
 {
-    parser p = {text, len, 0, a, err, CM_OK, notes, 0, strict, false};
+    parser p = {text, len, 0, a, err, CM_OK, notes, 0, strict, false, NULL, 0, 0};
     void *obj = cm_arena_alloc(a, size);
     if (obj == NULL) {
         oom(&p);
@@ -1522,7 +1540,7 @@ static bool parse_dim_mapping(parser *p, sp_dim_mapping *dm)
     }
     size_t n = ident_len(p);
     if (n == 0) {
-        return true;
+        return !p->strict || fail(p, p->pos, "expected factor symbols or '*' for a dimension");
     }
     const char *w = p->s + p->pos;
     size_t at = p->pos;
@@ -1531,7 +1549,7 @@ static bool parse_dim_mapping(parser *p, sp_dim_mapping *dm)
     size_t i = 0;
     while (i < n) {
         uint64_t f = 0;
-        if (!factor_symbol(p, w, n, &i, at, &f)) {
+        if (!record_off(p, at + i) || !factor_symbol(p, w, n, &i, at, &f)) {
             return false;
         }
         if (dm->n_factors >= MAX_FACTORS) {
@@ -1634,7 +1652,7 @@ static bool special_factor(parser *p, int64_t **list, uint32_t *n, uint32_t *cap
     p->pos += kn;
     size_t i = 0;
     uint64_t f = 0;
-    if (!factor_symbol(p, w, kn, &i, at, &f)) {
+    if (!record_off(p, at) || !factor_symbol(p, w, kn, &i, at, &f)) {
         return false;
     }
     if (*n >= MAX_FACTORS) {
@@ -1681,18 +1699,21 @@ static bool rule_strict_check(parser *p, const sp_rule *r)
     if (stamp == NULL) {
         return oom(p);
     }
+    uint32_t o = 0; /* index into p->offs, in the order the symbols were read */
+#define AT() (o < p->n_offs ? p->offs[o] : 0)
     for (uint32_t t = 0; t < r->n_operands + r->n_results; t++) {
         const sp_tensor_mapping *tm =
             t < r->n_operands ? &r->operands[t] : &r->results[t - r->n_operands];
         for (uint32_t d = 0; d < tm->rank; d++) {
-            for (uint32_t k = 0; k < tm->dims[d].n_factors; k++) {
+            for (uint32_t k = 0; k < tm->dims[d].n_factors; k++, o++) {
                 uint32_t f = tm->dims[d].factors[k];
                 factor_name(nb, sizeof nb, f);
                 if (f >= r->n_factors) {
-                    return fail(p, 0, "factor %s has no size in the factor sizes", nb);
+                    return fail(p, AT(), "factor %s has no size in the factor sizes%s", nb,
+                                r->n_factors == 0 ? " (missing '{...}')" : "");
                 }
                 if (stamp[f] == t + 1u) {
-                    return fail(p, 0, "factor %s is used twice in one tensor", nb);
+                    return fail(p, AT(), "factor %s is used twice in one tensor", nb);
                 }
                 stamp[f] = t + 1u;
             }
@@ -1704,19 +1725,22 @@ static bool rule_strict_check(parser *p, const sp_rule *r)
         return oom(p);
     }
     for (int w = 0; w < 4; w++) {
-        for (uint32_t k = 0; k < r->n_listed[w]; k++) {
+        for (uint32_t k = 0; k < r->n_listed[w]; k++, o++) {
             int64_t f = r->listed[w][k];
             factor_name(nb, sizeof nb, (uint64_t)f);
             if (f >= (int64_t)r->n_factors) {
-                return fail(p, 0, "%s lists factor %s, which has no size", special_names[w], nb);
+                return fail(p, AT(), "%s lists factor %s, which has no size", special_names[w],
+                            nb);
             }
             uint8_t *mark = w == 3 ? blocked : seen;
             if (mark[f]) {
-                return fail(p, 0, "factor %s has more than one factor type", nb);
+                return fail(p, AT(), "factor %s %s", nb,
+                            w == 3 ? "is listed twice" : "has more than one factor type");
             }
             mark[f] = 1;
         }
     }
+#undef AT
     return true;
 }
 
