@@ -422,6 +422,7 @@ typedef struct expect {
     uint32_t line;
     char msg[512];
     bool matched;
+    bool below; /* @below, not yet given the next line without expectations */
 } expect;
 
 typedef struct expects {
@@ -429,7 +430,8 @@ typedef struct expects {
     uint32_t n, cap;
 } expects;
 
-/* Scans `// expected-error @+1 {{msg}}` comments in text (first line = line_base + 1). */
+/* Scans `// expected-error @+1 {{msg}}` comments in text (first line = line_base + 1).
+ * As in MLIR, `@below` names the next line that holds no expectation. */
 static bool collect_expects(const char *text, size_t len, uint32_t line_base, expects *out)
 {
     uint32_t line = line_base + 1;
@@ -439,6 +441,7 @@ static bool collect_expects(const char *text, size_t len, uint32_t line_base, ex
         if (eol == NULL) {
             eol = end;
         }
+        uint32_t n_before = out->n;
         const char *e = p;
         static const char *const kinds[4] = {"expected-error", "expected-warning",
                                              "expected-remark", "expected-note"};
@@ -459,6 +462,7 @@ static bool collect_expects(const char *text, size_t len, uint32_t line_base, ex
             }
             const char *q = hit + strlen(kinds[kind]);
             int32_t target = (int32_t)line;
+            bool below = false;
             while (q < eol && *q == ' ') {
                 q++;
             }
@@ -468,7 +472,7 @@ static bool collect_expects(const char *text, size_t len, uint32_t line_base, ex
                     target--;
                     q += 5;
                 } else if (q + 5 <= eol && memcmp(q, "below", 5) == 0) {
-                    target++;
+                    below = true;
                     q += 5;
                 } else {
                     int sign = *q == '-' ? -1 : 1;
@@ -507,6 +511,7 @@ static bool collect_expects(const char *text, size_t len, uint32_t line_base, ex
             x->sev = (sp_diag_sev)kind;
             x->line = target > 0 ? (uint32_t)target : 0;
             x->matched = false;
+            x->below = below;
             size_t ml = (size_t)(close - c);
             if (ml >= sizeof x->msg) {
                 ml = sizeof x->msg - 1;
@@ -515,25 +520,37 @@ static bool collect_expects(const char *text, size_t len, uint32_t line_base, ex
             x->msg[ml] = '\0';
             e = close + 2;
         }
+        if (out->n == n_before) {
+            for (uint32_t k = 0; k < out->n; k++) {
+                if (out->v[k].below) {
+                    out->v[k].line = line;
+                    out->v[k].below = false;
+                }
+            }
+        }
         line++;
         p = eol + 1;
     }
     return true;
 }
 
-/* Matches diagnostics against expectations; reports mismatches. Returns true if all match. */
+/* Matches diagnostics against expectations; reports mismatches. Returns true
+ * if all match. As in MLIR, one expectation may match several diagnostics
+ * (an unmatched one is preferred). */
 static bool verify(const char *file, const sp_diags *d, expects *ex, FILE *errs)
 {
     bool ok = true;
     for (uint32_t i = 0; i < d->n; i++) {
         const sp_diag *g = &d->items[i];
         bool found = false;
-        for (uint32_t k = 0; k < ex->n && !found; k++) {
-            expect *x = &ex->v[k];
-            if (!x->matched && x->sev == g->sev && x->line == g->line &&
-                strstr(g->msg, x->msg) != NULL) {
-                x->matched = true;
-                found = true;
+        for (int pass = 0; pass < 2 && !found; pass++) {
+            for (uint32_t k = 0; k < ex->n && !found; k++) {
+                expect *x = &ex->v[k];
+                if ((pass == 1 || !x->matched) && x->sev == g->sev && x->line == g->line &&
+                    strstr(g->msg, x->msg) != NULL) {
+                    x->matched = true;
+                    found = true;
+                }
             }
         }
         if (!found) {
@@ -593,17 +610,30 @@ static bool run_chunk(const run_cfg *cfg, const char *text, size_t len, uint32_t
         return false;
     }
     sp_module *m = NULL;
-    cm_status st = sp_mlir_read(text, len, line_base, &m, &err);
+    sp_parse_notes notes;
+    notes.n = 0;
+    notes.quiet = false;
+    cm_status st = sp_mlir_read_ex(text, len, line_base, &m, &notes, &err);
     bool failed = false;
     if (st != CM_OK) {
+        /* the parse error, then the further errors MLIR reports with it */
         uint32_t l = 0, c = 0;
         sscanf(err.path, "%u:%u", &l, &c);
+        sp_diag g[1 + SP_PARSE_NOTES_MAX];
+        g[0] = (sp_diag){SP_DIAG_ERROR, SP_NONE, l, c, err.msg};
+        for (uint32_t k = 0; k < notes.n; k++) {
+            g[1 + k] = (sp_diag){SP_DIAG_ERROR, SP_NONE, notes.items[k].line,
+                                 notes.items[k].col, notes.items[k].msg};
+        }
         if (cfg->verify) {
-            sp_diag g = {SP_DIAG_ERROR, SP_NONE, l, c, err.msg};
-            sp_diags one = {&g, 1, 1, false};
-            ok = verify(cfg->file, &one, &ex, cfg->errs);
+            sp_diags all = {g, 1 + notes.n, 1 + notes.n, false};
+            ok = verify(cfg->file, &all, &ex, cfg->errs);
         } else {
             fprintf(cfg->errs, "%s:%s: error: %s\n", cfg->file, err.path, err.msg);
+            for (uint32_t k = 1; k < 1 + notes.n; k++) {
+                fprintf(cfg->errs, "%s:%u:%u: error: %s\n", cfg->file, g[k].line, g[k].col,
+                        g[k].msg);
+            }
             ok = false;
         }
         cm_free(ex.v);

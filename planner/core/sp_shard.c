@@ -27,7 +27,44 @@ typedef struct parser {
     cm_arena *a;
     cm_error *err;
     cm_status st; /* first failure, CM_OK while fine */
+    sp_parse_notes *notes; /* MLIR's further errors, or NULL */
+    uint32_t soft;         /* 1 + the note index of the first non-fatal error, 0 none */
+    bool strict;           /* sp_rule_parse: the rule checks too */
+    bool quiet;            /* the failure is one Shardy's verifier reports: no notes */
+    size_t *offs;          /* strict rules: offset of each factor symbol read, in order */
+    uint32_t n_offs, cap_offs;
 } parser;
+
+void sp_parse_notes_add(sp_parse_notes *notes, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+    if (notes == NULL || notes->n >= SP_PARSE_NOTES_MAX) {
+        return;
+    }
+    sp_parse_note *n = &notes->items[notes->n++];
+    n->line = line;
+    n->col = col;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->msg, sizeof n->msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Records one of MLIR's further errors at byte offset at (see sp_parse_notes). */
+static void note(parser *p, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(parser *p, size_t at, const char *fmt, ...)
+{
+    if (p->notes == NULL || p->notes->n >= SP_PARSE_NOTES_MAX || p->st == CM_ENOMEM ||
+        p->quiet) {
+        return;
+    }
+    sp_parse_note *n = &p->notes->items[p->notes->n++];
+    n->line = 0;
+    n->col = at + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(at + 1);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->msg, sizeof n->msg, fmt, ap);
+    va_end(ap);
+}
 
 static bool failv(parser *p, size_t at, const char *fmt, va_list ap)
 {
@@ -113,6 +150,15 @@ static bool expect(parser *p, char c, const char *what)
         return true;
     }
     return fail_expect(p, what);
+}
+
+/* MLIR's token check: "expected 'c'" at the cursor. */
+static bool expect_tok(parser *p, char c)
+{
+    if (eat(p, c)) {
+        return true;
+    }
+    return fail(p, p->pos, "expected '%c'", c);
 }
 
 static bool is_ident_char(char c)
@@ -282,6 +328,22 @@ static void *grow(parser *p, void *arr, uint32_t *cap, uint32_t n, size_t elem)
 }
 
 /* Arena array of n entries (at least one byte, so never NULL on success). */
+/* Strict rule parse: remembers where the next factor symbol was read, so
+ * that rule_strict_check can point at it. */
+static bool record_off(parser *p, size_t at)
+{
+    if (!p->strict) {
+        return true;
+    }
+    size_t *t = grow(p, p->offs, &p->cap_offs, p->n_offs, sizeof *t);
+    if (t == NULL) {
+        return false;
+    }
+    p->offs = t;
+    t[p->n_offs++] = at;
+    return true;
+}
+
 static void *arr_alloc(cm_arena *a, size_t n, size_t elem)
 {
     size_t bytes;
@@ -297,11 +359,13 @@ typedef bool parse_body_fn(parser *p, void *obj);
 
 /* What every sp_*_parse does: a parser over text, an object of size bytes
  * in a for body to fill, and the bytes consumed. *out is set on success
- * only. */
-static cm_status parse_entry(const char *text, size_t len, cm_arena *a, size_t size,
-                             parse_body_fn *body, void **out, size_t *consumed_out, cm_error *err)
+ * only. A non-fatal error (soft_fail) fails a parse that otherwise succeeds:
+ * its note becomes the error. */
+static cm_status parse_entry_mode(const char *text, size_t len, cm_arena *a, size_t size,
+                                  parse_body_fn *body, void **out, size_t *consumed_out,
+                                  sp_parse_notes *notes, bool strict, cm_error *err)
 {
-    parser p = {text, len, 0, a, err, CM_OK};
+    parser p = {text, len, 0, a, err, CM_OK, notes, 0, strict, false, NULL, 0, 0};
     void *obj = cm_arena_alloc(a, size);
     if (obj == NULL) {
         oom(&p);
@@ -310,11 +374,27 @@ static cm_status parse_entry(const char *text, size_t len, cm_arena *a, size_t s
     if (!body(&p, obj)) {
         return p.st;
     }
+    if (p.soft != 0) {
+        sp_parse_note n = notes->items[p.soft - 1u];
+        for (uint32_t k = p.soft; k < notes->n; k++) {
+            notes->items[k - 1u] = notes->items[k];
+        }
+        notes->n--;
+        fail(&p, n.col - 1u, "%s", n.msg);
+        return p.st;
+    }
     if (consumed_out != NULL) {
         *consumed_out = p.pos;
     }
     *out = obj;
     return CM_OK;
+}
+
+static cm_status parse_entry(const char *text, size_t len, cm_arena *a, size_t size,
+                             parse_body_fn *body, void **out, size_t *consumed_out,
+                             sp_parse_notes *notes, cm_error *err)
+{
+    return parse_entry_mode(text, len, a, size, body, out, consumed_out, notes, false, err);
 }
 
 /* ==== meshes ============================================================== */
@@ -417,16 +497,22 @@ static bool parse_mesh_body(parser *p, void *obj)
     return expect(p, '>', "'>' to end the mesh");
 }
 
-cm_status sp_mesh_parse(const char *text, size_t len, cm_arena *a, sp_mesh **out,
-                        size_t *consumed_out, cm_error *err)
+cm_status sp_mesh_parse_ex(const char *text, size_t len, cm_arena *a, sp_mesh **out,
+                           size_t *consumed_out, sp_parse_notes *notes, cm_error *err)
 {
     void *obj = NULL;
-    cm_status st =
-        parse_entry(text, len, a, sizeof(sp_mesh), parse_mesh_body, &obj, consumed_out, err);
+    cm_status st = parse_entry(text, len, a, sizeof(sp_mesh), parse_mesh_body, &obj,
+                               consumed_out, notes, err);
     if (st == CM_OK) {
         *out = obj;
     }
     return st;
+}
+
+cm_status sp_mesh_parse(const char *text, size_t len, cm_arena *a, sp_mesh **out,
+                        size_t *consumed_out, cm_error *err)
+{
+    return sp_mesh_parse_ex(text, len, a, out, consumed_out, NULL, err);
 }
 
 /* MLIR's printEscapedString inside double quotes. */
@@ -586,43 +672,58 @@ cm_status sp_mesh_verify(const sp_mesh *m, cm_error *err)
 
 /* ==== shardings =========================================================== */
 
+/* An axis ref `"x"` or `"x":(pre)size`, as Shardy's AxisRef parser reads it:
+ * a failure is reported with the AxisRef (and SubAxisInfo) parameter it was
+ * in. Shardy's verifier rejects a pre-size below 1; so do we, here, since a
+ * pre-size of 0 marks a full axis in sp_axis_ref. */
 static bool parse_axis_ref(parser *p, sp_axis_ref *r)
 {
     r->pre_size = 0;
     r->size = 0;
-    if (!parse_string(p, &r->name, "a quoted axis name")) {
+    ws(p);
+    if (p->pos >= p->len || p->s[p->pos] != '"') {
+        fail(p, p->pos, "expected string");
+        note(p, p->pos,
+             "failed to parse Sdy_AxisRef parameter 'name' which is to be a `::llvm::StringRef`");
         return false;
     }
-    if (!eat(p, ':')) {
-        return true;
-    }
-    if (!expect(p, '(', "'(' to start the sub-axis pre-size")) {
+    if (!parse_string(p, &r->name, "an axis name")) {
         return false;
     }
     ws(p);
+    if (!eat(p, ':')) {
+        return true;
+    }
     size_t at = p->pos;
-    if (!parse_int(p, &r->pre_size, "an integer sub-axis pre-size")) {
+    if (!expect_tok(p, '(') || !parse_int(p, &r->pre_size, "an integer sub-axis pre-size") ||
+        !expect_tok(p, ')') || !parse_int(p, &r->size, "an integer sub-axis size")) {
+        note(p, p->pos,
+             "failed to parse Sdy_AxisRef parameter 'sub_axis_info' which is to be a "
+             "`SubAxisInfoAttr`");
         return false;
     }
     if (r->pre_size < 1) {
-        return fail(p, at, "sub-axis pre-size must be at least 1, got %lld",
-                    (long long)r->pre_size);
+        char name[96];
+        snprintf(name, sizeof name, "%s", r->name);
+        p->quiet = true;
+        if (p->notes != NULL) {
+            p->notes->quiet = true;
+        }
+        return fail(p, at, "sub-axis pre-size must be at least 1: \"%s\":(%lld)%lld", name,
+                    (long long)r->pre_size, (long long)r->size);
     }
-    return expect(p, ')', "')' after the sub-axis pre-size") &&
-           parse_int(p, &r->size, "an integer sub-axis size");
+    return true;
 }
 
-/* `{"a", "b":(1)2}`; the '{' is next. */
+/* `{"a", "b":(1)2}` after replicated= / unreduced=, as Shardy's axis-list
+ * parser reads it: '{', at least one axis ref, '}'. */
 static bool parse_axis_list(parser *p, sp_axis_ref **out, uint32_t *n_out)
 {
     uint32_t cap = 0;
     *out = NULL;
     *n_out = 0;
-    if (!expect(p, '{', "'{' to start an axis list")) {
+    if (!expect_tok(p, '{')) {
         return false;
-    }
-    if (eat(p, '}')) {
-        return true;
     }
     for (;;) {
         ws(p);
@@ -635,18 +736,19 @@ static bool parse_axis_list(parser *p, sp_axis_ref **out, uint32_t *n_out)
         }
         *out = t;
         if (!parse_axis_ref(p, &t[*n_out])) {
+            note(p, p->pos,
+                 "failed to parse axis list which is expected to be an `ArrayRef<AxisRefAttr>`");
             return false;
         }
         (*n_out)++;
-        if (eat(p, '}')) {
-            return true;
-        }
-        if (!expect(p, ',', "',' or '}' after an axis")) {
-            return false;
+        if (!eat(p, ',')) {
+            break;
         }
     }
+    return expect_tok(p, '}');
 }
 
+/* `{"a", ?}p1`, as Shardy's DimensionSharding parser reads it. */
 static bool parse_dim(parser *p, sp_dim_sharding *d)
 {
     uint32_t cap = 0;
@@ -654,50 +756,65 @@ static bool parse_dim(parser *p, sp_dim_sharding *d)
     d->n_axes = 0;
     d->is_closed = true;
     d->priority = -1;
-    if (!expect(p, '{', "'{' to start a dimension sharding")) {
+    if (!expect_tok(p, '{')) {
         return false;
     }
-    if (!eat(p, '}')) {
-        for (;;) {
-            if (eat(p, '?')) {
-                d->is_closed = false;
-                if (!expect(p, '}', "'}' after '?'")) {
-                    return false;
-                }
-                break;
-            }
-            if (d->n_axes >= MAX_AXES) {
-                return fail(p, p->pos, "a dimension may have at most %u axes", MAX_AXES);
-            }
-            sp_axis_ref *t = grow(p, d->axes, &cap, d->n_axes, sizeof *t);
-            if (t == NULL) {
-                return false;
-            }
-            d->axes = t;
-            if (!parse_axis_ref(p, &d->axes[d->n_axes])) {
-                return false;
-            }
-            d->n_axes++;
-            if (eat(p, '}')) {
-                break;
-            }
-            if (!expect(p, ',', "',' or '}' after an axis")) {
-                return false;
-            }
-        }
-    }
-    ws(p);
-    if (p->pos + 1 < p->len && p->s[p->pos] == 'p' && is_digit(p->s[p->pos + 1])) {
-        size_t at = p->pos++;
-        int64_t v;
-        if (!parse_int(p, &v, "a priority")) {
+    while (!eat(p, '}')) {
+        if (d->n_axes > 0 && !expect_tok(p, ',')) {
             return false;
         }
-        if (v > INT32_MAX) {
-            return fail(p, at, "priority %lld is too large", (long long)v);
+        if (eat(p, '?')) {
+            d->is_closed = false;
+            if (!expect_tok(p, '}')) {
+                return false;
+            }
+            break;
         }
-        d->priority = (int32_t)v;
+        if (d->n_axes >= MAX_AXES) {
+            return fail(p, p->pos, "a dimension may have at most %u axes", MAX_AXES);
+        }
+        sp_axis_ref *t = grow(p, d->axes, &cap, d->n_axes, sizeof *t);
+        if (t == NULL) {
+            return false;
+        }
+        d->axes = t;
+        if (!parse_axis_ref(p, &d->axes[d->n_axes])) {
+            return false;
+        }
+        d->n_axes++;
     }
+    size_t n = ident_len(p);
+    if (n == 0) {
+        return true;
+    }
+    /* a keyword after the '}': the priority `p<number>` */
+    const char *w = p->s + p->pos;
+    char word[64];
+    snprintf(word, sizeof word, "%.*s", (int)(n < 60 ? n : 60), w);
+    size_t at = p->pos;
+    p->pos += n;
+    bool digits = n >= 2 && w[0] == 'p';
+    for (size_t i = 1; digits && i < n; i++) {
+        digits = is_digit(w[i]);
+    }
+    if (!digits) {
+        return fail(p, at, "expecting priority in format 'p<number>', got: %s", word);
+    }
+    if (w[1] == '0' && n > 2) {
+        return fail(p, at, "priorities with leading zeros are not allowed, got: %s", word);
+    }
+    uint64_t v = 0;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t dg = (uint64_t)(w[i] - '0');
+        if (v > ((uint64_t)INT64_MAX - dg) / 10u) {
+            return fail(p, at, "expecting integer priority, got: %s", word);
+        }
+        v = v * 10u + dg;
+    }
+    if (v > INT32_MAX) {
+        return fail(p, at, "priority %s is too large (at most p%d)", word, INT32_MAX);
+    }
+    d->priority = (int32_t)v;
     return true;
 }
 
@@ -725,11 +842,54 @@ static bool parse_symbol(parser *p, const char **out)
     return true;
 }
 
+/* The `, replicated={...}, unreduced=max{...}` tail of a sharding, as
+ * Shardy's parseReplicatedAndUnreducedAxes reads it: each list at most once,
+ * in either order, and nothing else after a comma. */
+static bool parse_replicated_unreduced(parser *p, sp_sharding *s)
+{
+    bool seen_rep = false;
+    bool seen_unr = false;
+    s->reduction = SP_REDUCTION_SUM;
+    while (eat(p, ',')) {
+        ws(p);
+        if (!seen_rep && keyword(p, "replicated")) {
+            seen_rep = true;
+            if (!expect_tok(p, '=') || !parse_axis_list(p, &s->replicated, &s->n_replicated)) {
+                note(p, p->pos, "failed to parse Sdy_TensorSharding parameter 'replicated_axes'");
+                return false;
+            }
+        } else if (!seen_unr && keyword(p, "unreduced")) {
+            seen_unr = true;
+            /* `unreduced{..}`, `unreduced={..}`, `unreduced=sum{..}`,
+             * `unreduced=max{..}`, `unreduced=min{..}` */
+            if (eat(p, '=')) {
+                ws(p);
+                if (keyword(p, "max")) {
+                    s->reduction = SP_REDUCTION_MAX;
+                } else if (keyword(p, "min")) {
+                    s->reduction = SP_REDUCTION_MIN;
+                } else {
+                    (void)keyword(p, "sum");
+                }
+            }
+            if (!parse_axis_list(p, &s->unreduced, &s->n_unreduced)) {
+                note(p, p->pos, "failed to parse Sdy_TensorSharding parameter 'unreduced_axes'");
+                return false;
+            }
+        } else {
+            return fail(p, p->pos,
+                        "failed to parse Sdy_TensorSharding, expected valid named axis list "
+                        "after comma");
+        }
+    }
+    return true;
+}
+
 static bool parse_sharding_body(parser *p, void *obj)
 {
     sp_sharding *s = obj;
     memset(s, 0, sizeof *s);
-    if (!expect(p, '<', "'<' to start a sharding")) {
+    if (!expect_tok(p, '<')) {
         return false;
     }
     if (eat(p, '@')) {
@@ -742,13 +902,13 @@ static bool parse_sharding_body(parser *p, void *obj)
             return oom(p);
         }
         if (!parse_mesh_body(p, s->mesh)) {
+            note(p, p->pos, "failed to parse MeshAttr");
             return false;
         }
     } else {
-        return fail_expect(p, "'@mesh_name' or an inlined 'mesh<...>'");
+        return fail(p, p->pos, "expecting MeshAttr or FlatSymbolRefAttr");
     }
-    if (!expect(p, ',', "',' after the mesh") ||
-        !expect(p, '[', "'[' to start the dimension shardings")) {
+    if (!expect_tok(p, ',') || !expect_tok(p, '[')) {
         return false;
     }
     uint32_t cap = 0;
@@ -764,69 +924,39 @@ static bool parse_sharding_body(parser *p, void *obj)
             }
             s->dims = t;
             if (!parse_dim(p, &s->dims[s->rank])) {
+                note(p, p->pos,
+                     "failed to parse Sdy_TensorSharding parameter 'dim_shardings' which is to "
+                     "be a `::llvm::ArrayRef<DimensionShardingAttr>`");
                 return false;
             }
             s->rank++;
-            if (eat(p, ']')) {
+            if (!eat(p, ',')) {
                 break;
             }
-            if (!expect(p, ',', "',' or ']' after a dimension sharding")) {
-                return false;
-            }
+        }
+        if (!expect_tok(p, ']')) {
+            return false;
         }
     }
-    bool seen_rep = false;
-    bool seen_unr = false;
-    while (eat(p, ',')) {
-        ws(p);
-        size_t at = p->pos;
-        if (keyword(p, "replicated")) {
-            if (seen_rep) {
-                return fail(p, at, "replicated= appears twice");
-            }
-            seen_rep = true;
-            if (!expect(p, '=', "'=' after replicated") ||
-                !parse_axis_list(p, &s->replicated, &s->n_replicated)) {
-                return false;
-            }
-        } else if (keyword(p, "unreduced")) {
-            if (seen_unr) {
-                return fail(p, at, "unreduced= appears twice");
-            }
-            seen_unr = true;
-            /* Like Shardy: `unreduced={..}`, `unreduced=sum{..}`,
-             * `unreduced=max{..}`, `unreduced=min{..}`; the '=' is optional. */
-            s->reduction = SP_REDUCTION_SUM;
-            if (eat(p, '=')) {
-                ws(p);
-                if (keyword(p, "max")) {
-                    s->reduction = SP_REDUCTION_MAX;
-                } else if (keyword(p, "min")) {
-                    s->reduction = SP_REDUCTION_MIN;
-                } else {
-                    (void)keyword(p, "sum");
-                }
-            }
-            if (!parse_axis_list(p, &s->unreduced, &s->n_unreduced)) {
-                return false;
-            }
-        } else {
-            return fail_expect(p, "'replicated' or 'unreduced'");
-        }
+    return parse_replicated_unreduced(p, s) && expect_tok(p, '>');
+}
+
+cm_status sp_sharding_parse_ex(const char *text, size_t len, cm_arena *a, sp_sharding **out,
+                               size_t *consumed_out, sp_parse_notes *notes, cm_error *err)
+{
+    void *obj = NULL;
+    cm_status st = parse_entry(text, len, a, sizeof(sp_sharding), parse_sharding_body, &obj,
+                               consumed_out, notes, err);
+    if (st == CM_OK) {
+        *out = obj;
     }
-    return expect(p, '>', "',' or '>' after the dimension shardings");
+    return st;
 }
 
 cm_status sp_sharding_parse(const char *text, size_t len, cm_arena *a, sp_sharding **out,
                             size_t *consumed_out, cm_error *err)
 {
-    void *obj = NULL;
-    cm_status st = parse_entry(text, len, a, sizeof(sp_sharding), parse_sharding_body, &obj,
-                               consumed_out, err);
-    if (st == CM_OK) {
-        *out = obj;
-    }
-    return st;
+    return sp_sharding_parse_ex(text, len, a, out, consumed_out, NULL, err);
 }
 
 void sp_axis_ref_print(const sp_axis_ref *r, cm_buf *b)
@@ -1317,20 +1447,6 @@ sp_sharding *sp_sharding_clone(cm_arena *a, const sp_sharding *s)
 
 /* ==== op sharding rules =================================================== */
 
-/* One factor occurrence in the mappings, checked once the sizes are known. */
-typedef struct use {
-    uint32_t factor;
-    uint32_t tensor; /* operands first, then results */
-    size_t at;       /* byte offset */
-} use;
-
-typedef struct rule_parse {
-    use *uses;
-    uint32_t n_uses;
-    uint32_t cap_uses;
-    uint32_t n_tensors;
-} rule_parse;
-
 static void put_factor(cm_buf *b, uint32_t f)
 {
     if (f < N_LETTER_FACTOR) {
@@ -1341,103 +1457,121 @@ static void put_factor(cm_buf *b, uint32_t f)
     }
 }
 
-static void factor_name(char *buf, size_t n, uint32_t f)
+/* Shardy's factorSymbolString: i..z for 0..17, then z_1 for 18, ... */
+static void factor_name(char *buf, size_t n, uint64_t f)
 {
     if (f < N_LETTER_FACTOR) {
         snprintf(buf, n, "%c", (char)('i' + f));
     } else {
-        snprintf(buf, n, "z_%u", f - N_LETTER_FACTOR + 1u);
+        snprintf(buf, n, "z_%llu", (unsigned long long)(f - N_LETTER_FACTOR + 1u));
     }
 }
 
-/* Decodes one factor symbol at s[*i] (i..z or z_N), advancing *i. */
-static bool factor_symbol(parser *p, size_t end, size_t *i, uint32_t *f)
+/* Records an error MLIR emits without stopping the parse: a note, failed at
+ * the end of the parse if nothing else fails (fatal at once without notes). */
+static bool soft_fail(parser *p, size_t at, const char *msg)
 {
-    char c = p->s[*i];
-    if (c < 'i' || c > 'z') {
-        return fail(p, *i, "expected a factor symbol (i..z or z_N), found '%c'", c);
+    if (p->notes == NULL) {
+        return fail(p, at, "%s", msg);
     }
-    size_t at = *i;
-    (*i)++;
-    *f = (uint32_t)(c - 'i');
-    if (c != 'z' || *i >= end || p->s[*i] != '_') {
-        return true;
+    if (p->soft == 0 && p->notes->n < SP_PARSE_NOTES_MAX) {
+        p->soft = p->notes->n + 1u;
     }
-    (*i)++;
-    if (*i >= end || !is_digit(p->s[*i]) || p->s[*i] == '0') {
-        return fail(p, at, "expected a positive number after 'z_'");
-    }
-    uint32_t v = 0;
-    while (*i < end && is_digit(p->s[*i])) {
-        v = v * 10u + (uint32_t)(p->s[*i] - '0');
-        if (v > MAX_FACTORS) {
-            return fail(p, at, "factor symbol index is too large (at most %u factors)",
-                        MAX_FACTORS);
-        }
-        (*i)++;
-    }
-    *f = N_LETTER_FACTOR - 1u + v;
+    note(p, at, "%s", msg);
     return true;
 }
 
-/* Reads the identifier token at the cursor as factor symbols into out
- * (growable); with single set, exactly one symbol is allowed. */
-static bool factor_token(parser *p, uint32_t **out, uint32_t *n, uint32_t *cap, bool single,
-                         const char *what)
+/* Shardy's parseFactorSymbolIndex: decodes the symbol at w[*i] of the
+ * keyword w[0..n) (at: its offset), advancing *i: a letter i..z, or z_N with
+ * N a positive integer without leading zeros (index 17 + N). */
+static bool factor_symbol(parser *p, const char *w, size_t n, size_t *i, size_t at, uint64_t *out)
 {
-    ws(p);
+    const char *r = w + *i;
+    size_t rn = n - *i;
+    int show = (int)(rn < 64 ? rn : 64);
+    if (rn < 2 || r[0] != 'z' || r[1] != '_') {
+        if (r[0] < 'i' || r[0] > 'z') {
+            return fail(p, at, "expecting symbol from 'i' to 'z'. Received: '%c'", r[0]);
+        }
+        (*i)++;
+        *out = (uint64_t)(r[0] - 'i');
+        return true;
+    }
+    size_t k = 2;
+    while (k < rn && is_digit(r[k])) {
+        k++;
+    }
+    if (k == 2) {
+        return fail(p, at, "expecting integer after 'z_'. Received: '%.*s'", show, r);
+    }
+    int nd = (int)(k - 2 < 64 ? k - 2 : 64);
+    if (r[2] == '0') {
+        return fail(p, at, "expecting positive integer without leading zeros. Received: '%.*s'",
+                    nd, r + 2);
+    }
+    uint64_t v = 0;
+    for (size_t j = 2; j < k; j++) {
+        uint64_t d = (uint64_t)(r[j] - '0');
+        if (v > ((uint64_t)INT64_MAX - d) / 10u) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "expecting symbol index <=2^63-1. Received: '%.*s'", nd,
+                     r + 2);
+            if (!soft_fail(p, at, msg)) {
+                return false;
+            }
+            v = 0;
+            break;
+        }
+        v = v * 10u + d;
+    }
+    *i += k;
+    *out = v + (N_LETTER_FACTOR - 1u);
+    return true;
+}
+
+/* One dim mapping `ijk` (as Shardy's DimMapping parser: no keyword is an
+ * empty mapping, left to the verifier); `*` is our printer's empty one. */
+static bool parse_dim_mapping(parser *p, sp_dim_mapping *dm)
+{
+    dm->factors = NULL;
+    dm->n_factors = 0;
+    if (eat(p, '*')) {
+        return true;
+    }
+    size_t n = ident_len(p);
+    if (n == 0) {
+        return !p->strict || fail(p, p->pos, "expected factor symbols or '*' for a dimension");
+    }
+    const char *w = p->s + p->pos;
     size_t at = p->pos;
-    size_t end = p->pos;
-    while (end < p->len && (is_alpha(p->s[end]) || is_digit(p->s[end]) || p->s[end] == '_')) {
-        end++;
-    }
-    if (end == at) {
-        return fail_expect(p, what);
-    }
-    size_t i = at;
-    while (i < end) {
-        uint32_t f = 0;
-        if (!factor_symbol(p, end, &i, &f)) {
+    p->pos += n;
+    uint32_t cap = 0;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t f = 0;
+        if (!record_off(p, at + i) || !factor_symbol(p, w, n, &i, at, &f)) {
             return false;
         }
-        if (*n >= MAX_FACTORS) {
+        if (dm->n_factors >= MAX_FACTORS) {
             return fail(p, at, "too many factors");
         }
-        uint32_t *t = grow(p, *out, cap, *n, sizeof *t);
+        uint32_t *t = grow(p, dm->factors, &cap, dm->n_factors, sizeof *t);
         if (t == NULL) {
             return false;
         }
-        *out = t;
-        t[(*n)++] = f;
-        if (single && i < end) {
-            return fail(p, at, "expected a single factor symbol");
-        }
+        dm->factors = t;
+        t[dm->n_factors++] = f > UINT32_MAX ? UINT32_MAX : (uint32_t)f;
     }
-    p->pos = end;
     return true;
 }
 
-static bool add_use(parser *p, rule_parse *rp, uint32_t f, size_t at)
-{
-    use *t = grow(p, rp->uses, &rp->cap_uses, rp->n_uses, sizeof *t);
-    if (t == NULL) {
-        return false;
-    }
-    rp->uses = t;
-    t[rp->n_uses].factor = f;
-    t[rp->n_uses].tensor = rp->n_tensors;
-    t[rp->n_uses].at = at;
-    rp->n_uses++;
-    return true;
-}
-
-/* `[i, jk, *]` */
-static bool parse_tensor_mapping(parser *p, rule_parse *rp, sp_tensor_mapping *tm)
+/* `[i, jk]`: Shardy's TensorMapping. */
+static bool parse_tensor_mapping(parser *p, sp_tensor_mapping *tm)
 {
     uint32_t cap = 0;
     tm->dims = NULL;
     tm->rank = 0;
-    if (!expect(p, '[', "'[' to start a tensor mapping")) {
+    if (!expect_tok(p, '[')) {
         return false;
     }
     if (eat(p, ']')) {
@@ -1453,43 +1587,29 @@ static bool parse_tensor_mapping(parser *p, rule_parse *rp, sp_tensor_mapping *t
             return false;
         }
         tm->dims = t;
-        sp_dim_mapping *dm = &t[tm->rank];
-        dm->factors = NULL;
-        dm->n_factors = 0;
-        if (!eat(p, '*')) {
-            uint32_t fcap = 0;
-            size_t at = p->pos;
-            if (!factor_token(p, &dm->factors, &dm->n_factors, &fcap, false,
-                              "factor symbols or '*' for a dimension")) {
-                return false;
-            }
-            for (uint32_t k = 0; k < dm->n_factors; k++) {
-                if (!add_use(p, rp, dm->factors[k], at)) {
-                    return false;
-                }
-            }
-        }
-        tm->rank++;
-        if (eat(p, ']')) {
-            return true;
-        }
-        if (!expect(p, ',', "',' or ']' after a dimension mapping")) {
+        if (!parse_dim_mapping(p, &t[tm->rank])) {
+            note(p, p->pos,
+                 "failed to parse Sdy_TensorMapping parameter 'dim_mappings' which is to be a "
+                 "`::llvm::ArrayRef<DimMappingAttr>`");
             return false;
         }
+        tm->rank++;
+        if (!eat(p, ',')) {
+            break;
+        }
     }
+    return expect_tok(p, ']');
 }
 
-/* `([i, j], [j])` into a new array */
-static bool parse_tensor_list(parser *p, rule_parse *rp, sp_tensor_mapping **out, uint32_t *n)
+/* `([i, j], [j])`: at least one tensor mapping, as Shardy's parameter
+ * param (operand_mappings or result_mappings). */
+static bool parse_tensor_list(parser *p, const char *param, sp_tensor_mapping **out, uint32_t *n)
 {
     uint32_t cap = 0;
     *out = NULL;
     *n = 0;
-    if (!expect(p, '(', "'(' to start the tensor mappings")) {
+    if (!expect_tok(p, '(')) {
         return false;
-    }
-    if (eat(p, ')')) {
-        return true;
     }
     for (;;) {
         ws(p);
@@ -1501,214 +1621,284 @@ static bool parse_tensor_list(parser *p, rule_parse *rp, sp_tensor_mapping **out
             return false;
         }
         *out = t;
-        if (!parse_tensor_mapping(p, rp, &t[*n])) {
+        if (!parse_tensor_mapping(p, &t[*n])) {
+            note(p, p->pos,
+                 "failed to parse Sdy_OpShardingRule parameter '%s' which is to be a "
+                 "`::llvm::ArrayRef<TensorMappingAttr>`",
+                 param);
             return false;
         }
         (*n)++;
-        rp->n_tensors++;
-        if (eat(p, ')')) {
-            return true;
-        }
-        if (!expect(p, ',', "',' or ')' after a tensor mapping")) {
-            return false;
+        if (!eat(p, ',')) {
+            break;
         }
     }
+    return expect_tok(p, ')');
 }
-
-typedef struct size_entry {
-    uint32_t factor;
-    int64_t size;
-    size_t at;
-} size_entry;
 
 static const char *const special_names[4] = {"reduction", "need_replication", "permutation",
                                              "blocked_propagation"};
 
+/* One factor of a special list: the first symbol of a keyword (Shardy
+ * ignores the rest of it). */
+static bool special_factor(parser *p, int64_t **list, uint32_t *n, uint32_t *cap)
+{
+    size_t kn = ident_len(p);
+    if (kn == 0) {
+        return fail(p, p->pos, "expected valid keyword");
+    }
+    const char *w = p->s + p->pos;
+    size_t at = p->pos;
+    p->pos += kn;
+    size_t i = 0;
+    uint64_t f = 0;
+    if (!record_off(p, at) || !factor_symbol(p, w, kn, &i, at, &f)) {
+        return false;
+    }
+    if (*n >= MAX_FACTORS) {
+        return fail(p, at, "too many factors");
+    }
+    int64_t *t = grow(p, *list, cap, *n, sizeof *t);
+    if (t == NULL) {
+        return false;
+    }
+    *list = t;
+    t[(*n)++] = f > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)f;
+    return true;
+}
+
+/* `name={i, k}` (braces optional, as Shardy's parseFactorsWithType). */
+static bool parse_special_list(parser *p, int64_t **list, uint32_t *n)
+{
+    uint32_t cap = 0;
+    if (!expect_tok(p, '=')) {
+        return false;
+    }
+    bool braces = eat(p, '{');
+    if (braces && eat(p, '}')) {
+        return true;
+    }
+    for (;;) {
+        if (!special_factor(p, list, n, &cap)) {
+            return false;
+        }
+        if (!eat(p, ',')) {
+            break;
+        }
+    }
+    return !braces || expect_tok(p, '}');
+}
+
+/* What sp_rule_parse checks beyond the syntax, for rules built as text by
+ * the registry and the importers (the reader leaves these to the verifier,
+ * with Shardy's messages). */
+static bool rule_strict_check(parser *p, const sp_rule *r)
+{
+    char nb[32];
+    uint32_t *stamp = arr_alloc(p->a, r->n_factors, sizeof *stamp);
+    if (stamp == NULL) {
+        return oom(p);
+    }
+    uint32_t o = 0; /* index into p->offs, in the order the symbols were read */
+#define AT() (o < p->n_offs ? p->offs[o] : 0)
+    for (uint32_t t = 0; t < r->n_operands + r->n_results; t++) {
+        const sp_tensor_mapping *tm =
+            t < r->n_operands ? &r->operands[t] : &r->results[t - r->n_operands];
+        for (uint32_t d = 0; d < tm->rank; d++) {
+            for (uint32_t k = 0; k < tm->dims[d].n_factors; k++, o++) {
+                uint32_t f = tm->dims[d].factors[k];
+                factor_name(nb, sizeof nb, f);
+                if (f >= r->n_factors) {
+                    return fail(p, AT(), "factor %s has no size in the factor sizes%s", nb,
+                                r->n_factors == 0 ? " (missing '{...}')" : "");
+                }
+                if (stamp[f] == t + 1u) {
+                    return fail(p, AT(), "factor %s is used twice in one tensor", nb);
+                }
+                stamp[f] = t + 1u;
+            }
+        }
+    }
+    uint8_t *seen = arr_alloc(p->a, r->n_factors, 1);
+    uint8_t *blocked = arr_alloc(p->a, r->n_factors, 1);
+    if (seen == NULL || blocked == NULL) {
+        return oom(p);
+    }
+    for (int w = 0; w < 4; w++) {
+        for (uint32_t k = 0; k < r->n_listed[w]; k++, o++) {
+            int64_t f = r->listed[w][k];
+            factor_name(nb, sizeof nb, (uint64_t)f);
+            if (f >= (int64_t)r->n_factors) {
+                return fail(p, AT(), "%s lists factor %s, which has no size", special_names[w],
+                            nb);
+            }
+            uint8_t *mark = w == 3 ? blocked : seen;
+            if (mark[f]) {
+                return fail(p, AT(), "factor %s %s", nb,
+                            w == 3 ? "is listed twice" : "has more than one factor type");
+            }
+            mark[f] = 1;
+        }
+    }
+#undef AT
+    return true;
+}
+
 static bool parse_rule_body(parser *p, void *obj)
 {
     sp_rule *r = obj;
-    rule_parse rp = {NULL, 0, 0, 0};
     memset(r, 0, sizeof *r);
-    if (!expect(p, '<', "'<' to start a sharding rule") ||
-        !parse_tensor_list(p, &rp, &r->operands, &r->n_operands)) {
+    if (!expect_tok(p, '<') || !parse_tensor_list(p, "operand_mappings", &r->operands,
+                                                  &r->n_operands)) {
         return false;
     }
     ws(p);
     if (p->pos + 1 >= p->len || p->s[p->pos] != '-' || p->s[p->pos + 1] != '>') {
-        return fail_expect(p, "'->' between operand and result mappings");
+        return fail(p, p->pos, "expected '->'");
     }
     p->pos += 2;
-    if (!parse_tensor_list(p, &rp, &r->results, &r->n_results)) {
+    if (!parse_tensor_list(p, "result_mappings", &r->results, &r->n_results)) {
         return false;
     }
-    /* factor sizes */
-    size_entry *sizes = NULL;
+    /* factor sizes `{i=2, j=4}`, in iota order */
+    int64_t *sizes = NULL;
     uint32_t n_sizes = 0;
     uint32_t cap = 0;
-    if (eat(p, '{')) {
-        if (!eat(p, '}')) {
-            for (;;) {
-                ws(p);
-                size_entry *t = grow(p, sizes, &cap, n_sizes, sizeof *t);
-                if (t == NULL) {
-                    return false;
-                }
-                sizes = t;
-                size_entry *e = &sizes[n_sizes];
-                uint32_t *one = NULL;
-                uint32_t n_one = 0;
-                uint32_t one_cap = 0;
-                e->at = p->pos;
-                if (!factor_token(p, &one, &n_one, &one_cap, true, "a factor symbol") ||
-                    !expect(p, '=', "'=' after the factor symbol")) {
-                    return false;
-                }
-                e->factor = one[0];
-                ws(p);
-                size_t at = p->pos;
-                if (!parse_int(p, &e->size, "an integer factor size")) {
-                    return false;
-                }
-                if (e->size < 0) {
-                    return fail(p, at, "factor size must be non-negative, got %lld",
-                                (long long)e->size);
-                }
-                n_sizes++;
-                if (eat(p, '}')) {
-                    break;
-                }
-                if (!expect(p, ',', "',' or '}' after a factor size")) {
-                    return false;
-                }
+    if (eat(p, '{') && !eat(p, '}')) {
+        for (;;) {
+            size_t n = ident_len(p);
+            if (n == 0) {
+                return fail(p, p->pos, "expected valid keyword");
             }
-        }
-    }
-    /* special factor lists and custom */
-    uint32_t *lists[4] = {NULL, NULL, NULL, NULL};
-    uint32_t n_list[4] = {0, 0, 0, 0};
-    size_t list_at[4] = {0, 0, 0, 0};
-    bool seen[4] = {false, false, false, false};
-    for (;;) {
-        ws(p);
-        if (eat(p, ',')) {
-            if (!keyword(p, "custom")) {
-                return fail_expect(p, "'custom'");
-            }
-            r->is_custom = true;
-            if (!expect(p, '>', "'>' after 'custom'")) {
+            const char *w = p->s + p->pos;
+            size_t at = p->pos;
+            p->pos += n;
+            size_t i = 0;
+            uint64_t f = 0;
+            if (!factor_symbol(p, w, n, &i, at, &f)) {
                 return false;
             }
-            break;
-        }
-        if (eat(p, '>')) {
-            break;
-        }
-        size_t at = p->pos;
-        int which = -1;
-        for (int k = 0; k < 4 && which < 0; k++) {
-            if (keyword(p, special_names[k])) {
-                which = k;
+            if (f != n_sizes) {
+                char want[32], got[32];
+                factor_name(want, sizeof want, n_sizes);
+                factor_name(got, sizeof got, f);
+                return fail(p, at,
+                            "expecting factor indices to be ordered like an iota ([0,1,2,...], "
+                            "e.g. {i=#, j=#, ...}). Expecting factor index symbol '%s', "
+                            "received: '%s'",
+                            want, got);
+            }
+            if (i < n) {
+                return fail(p, at, "expecting single factor symbol: %.*s",
+                            (int)(n - i < 64 ? n - i : 64), w + i);
+            }
+            if (n_sizes >= MAX_FACTORS) {
+                return fail(p, at, "a rule may have at most %u factors", MAX_FACTORS);
+            }
+            int64_t *t = grow(p, sizes, &cap, n_sizes, sizeof *t);
+            if (t == NULL) {
+                return false;
+            }
+            sizes = t;
+            if (!expect_tok(p, '=')) {
+                return false;
+            }
+            ws(p);
+            size_t vat = p->pos;
+            if (!parse_int(p, &sizes[n_sizes], "integer value")) {
+                return false;
+            }
+            if (sizes[n_sizes] < 0) {
+                return fail(p, vat, "factor size must be non-negative, got %lld",
+                            (long long)sizes[n_sizes]);
+            }
+            n_sizes++;
+            if (!eat(p, ',')) {
+                break;
             }
         }
-        if (which < 0) {
-            return fail_expect(p, "'reduction', 'need_replication', 'permutation', "
-                                  "'blocked_propagation', ', custom' or '>'");
-        }
-        if (seen[which]) {
-            return fail(p, at, "%s= appears twice", special_names[which]);
-        }
-        seen[which] = true;
-        list_at[which] = at;
-        if (!expect(p, '=', "'='") || !expect(p, '{', "'{' to start a factor list")) {
+        if (!expect_tok(p, '}')) {
             return false;
         }
-        uint32_t lcap = 0;
-        if (!eat(p, '}')) {
-            for (;;) {
-                if (!factor_token(p, &lists[which], &n_list[which], &lcap, true,
-                                  "a factor symbol")) {
-                    return false;
-                }
-                if (eat(p, '}')) {
-                    break;
-                }
-                if (!expect(p, ',', "',' or '}' after a factor")) {
-                    return false;
-                }
-            }
+    }
+    /* the special factor lists, in Shardy's order, each optional */
+    int64_t *lists[4] = {NULL, NULL, NULL, NULL};
+    uint32_t n_list[4] = {0, 0, 0, 0};
+    for (int w = 0; w < 4; w++) {
+        if (keyword(p, special_names[w]) && !parse_special_list(p, &lists[w], &n_list[w])) {
+            return false;
         }
     }
-    /* The size dict must name factors 0..n-1 exactly once each. */
+    if (eat(p, ',')) {
+        if (!keyword(p, "custom")) {
+            return fail(p, p->pos, "expected 'custom'");
+        }
+        r->is_custom = true;
+    }
+    if (!expect_tok(p, '>')) {
+        return false;
+    }
     r->n_factors = n_sizes;
     r->factor_sizes = arr_alloc(p->a, n_sizes, sizeof *r->factor_sizes);
     r->factor_kind = arr_alloc(p->a, n_sizes, sizeof *r->factor_kind);
     r->factor_blocked = arr_alloc(p->a, n_sizes, sizeof *r->factor_blocked);
-    uint8_t *have = arr_alloc(p->a, n_sizes, 1);
-    uint32_t *stamp = arr_alloc(p->a, n_sizes, sizeof *stamp);
-    if (r->factor_sizes == NULL || r->factor_kind == NULL || r->factor_blocked == NULL ||
-        have == NULL || stamp == NULL) {
+    if (r->factor_sizes == NULL || r->factor_kind == NULL || r->factor_blocked == NULL) {
         return oom(p);
     }
-    char nb[24];
-    for (uint32_t k = 0; k < n_sizes; k++) {
-        size_entry *e = &sizes[k];
-        factor_name(nb, sizeof nb, e->factor);
-        if (e->factor >= n_sizes) {
-            return fail(p, e->at, "factor %s is out of range: the rule has %u factors", nb,
-                        n_sizes);
-        }
-        if (have[e->factor]) {
-            return fail(p, e->at, "factor %s has two sizes", nb);
-        }
-        have[e->factor] = 1;
-        r->factor_sizes[e->factor] = e->size;
+    if (n_sizes > 0) {
+        memcpy(r->factor_sizes, sizes, n_sizes * sizeof *sizes);
     }
-    for (uint32_t k = 0; k < rp.n_uses; k++) {
-        const use *u = &rp.uses[k];
-        factor_name(nb, sizeof nb, u->factor);
-        if (u->factor >= n_sizes) {
-            return fail(p, u->at, "factor %s has no size in the factor sizes%s", nb,
-                        n_sizes == 0 ? " (missing '{...}')" : "");
-        }
-        if (stamp[u->factor] == u->tensor + 1u) {
-            return fail(p, u->at, "factor %s is used twice in one tensor", nb);
-        }
-        stamp[u->factor] = u->tensor + 1u;
-    }
+    /* the lists folded per factor: in range only, the first kind listed */
     for (int w = 0; w < 4; w++) {
+        r->listed[w] = lists[w];
+        r->n_listed[w] = n_list[w];
         for (uint32_t k = 0; k < n_list[w]; k++) {
-            uint32_t f = lists[w][k];
-            factor_name(nb, sizeof nb, f);
-            if (f >= n_sizes) {
-                return fail(p, list_at[w], "%s lists factor %s, which has no size",
-                            special_names[w], nb);
+            int64_t f = lists[w][k];
+            if (f < 0 || f >= (int64_t)n_sizes) {
+                continue;
             }
             if (w == 3) {
-                if (r->factor_blocked[f]) {
-                    return fail(p, list_at[w], "factor %s is listed twice", nb);
-                }
                 r->factor_blocked[f] = 1;
-            } else {
-                if (r->factor_kind[f] != SP_FACTOR_PASS_THROUGH) {
-                    return fail(p, list_at[w], "factor %s has more than one factor type", nb);
-                }
+            } else if (r->factor_kind[f] == SP_FACTOR_PASS_THROUGH) {
                 r->factor_kind[f] = (uint8_t)(SP_FACTOR_REDUCTION + w);
             }
+        }
+    }
+    if (p->strict) {
+        if (!rule_strict_check(p, r)) {
+            return false;
+        }
+        for (int w = 0; w < 4; w++) {
+            r->listed[w] = NULL;
+            r->n_listed[w] = 0;
         }
     }
     return true;
 }
 
-cm_status sp_rule_parse(const char *text, size_t len, cm_arena *a, sp_rule **out,
-                        size_t *consumed_out, cm_error *err)
+static cm_status rule_entry(const char *text, size_t len, cm_arena *a, sp_rule **out,
+                            size_t *consumed_out, sp_parse_notes *notes, bool strict,
+                            cm_error *err)
 {
     void *obj = NULL;
-    cm_status st =
-        parse_entry(text, len, a, sizeof(sp_rule), parse_rule_body, &obj, consumed_out, err);
+    cm_status st = parse_entry_mode(text, len, a, sizeof(sp_rule), parse_rule_body, &obj,
+                                    consumed_out, notes, strict, err);
     if (st == CM_OK) {
         *out = obj;
     }
     return st;
+}
+
+cm_status sp_rule_parse_ex(const char *text, size_t len, cm_arena *a, sp_rule **out,
+                           size_t *consumed_out, sp_parse_notes *notes, cm_error *err)
+{
+    return rule_entry(text, len, a, out, consumed_out, notes, false, err);
+}
+
+cm_status sp_rule_parse(const char *text, size_t len, cm_arena *a, sp_rule **out,
+                        size_t *consumed_out, cm_error *err)
+{
+    return rule_entry(text, len, a, out, consumed_out, NULL, true, err);
 }
 
 static void put_tensors(cm_buf *b, const sp_tensor_mapping *t, uint32_t n)

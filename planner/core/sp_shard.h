@@ -102,6 +102,12 @@ typedef struct sp_rule {
     sp_tensor_mapping *results;
     uint32_t n_results;
     bool is_custom;               /* `, custom` */
+    /* The special factor lists as written (reduction, need_replication,
+     * permutation, blocked_propagation; indices, possibly unsorted, repeated
+     * or out of range), kept by sp_rule_parse_ex for the verifier's checks;
+     * NULL and 0 for rules built in code or parsed by sp_rule_parse. */
+    const int64_t *listed[4];
+    uint32_t n_listed[4];
 } sp_rule;
 
 /* ---- text codecs -------------------------------------------------------------
@@ -118,6 +124,48 @@ cm_status sp_sharding_parse(const char *text, size_t len, cm_arena *a, sp_shardi
                             size_t *consumed_out, cm_error *err);
 cm_status sp_rule_parse(const char *text, size_t len, cm_arena *a, sp_rule **out,
                         size_t *consumed_out, cm_error *err);
+
+/* ---- parse notes ---------------------------------------------------------------
+ * MLIR reports a failed nested parse as the innermost error followed by one
+ * error per enclosing level ("failed to parse Sdy_TensorSharding parameter
+ * 'dim_shardings' ..."), and some errors do not stop the parse at all. The
+ * _ex parsers record those further errors as notes, in the order MLIR emits
+ * them, next to the one error err carries (the innermost fatal one). A note's
+ * position is line 0 and col = 1-based byte offset into text (as err's "col
+ * N"); the MLIR reader rewrites both to the file's LINE:COL. Notes beyond
+ * SP_PARSE_NOTES_MAX are dropped; messages are truncated to fit. */
+#define SP_PARSE_NOTES_MAX 12
+
+typedef struct sp_parse_note {
+    uint32_t line, col;
+    char msg[192];
+} sp_parse_note;
+
+typedef struct sp_parse_notes {
+    sp_parse_note items[SP_PARSE_NOTES_MAX];
+    uint32_t n;
+    bool quiet; /* the error is one Shardy's verifier reports: no enclosing-level errors */
+} sp_parse_notes;
+
+/* Appends a note (notes may be NULL: then nothing happens). */
+void sp_parse_notes_add(sp_parse_notes *notes, uint32_t line, uint32_t col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* As sp_mesh_parse and sp_sharding_parse, with Shardy's messages and the
+ * enclosing-level errors recorded in notes (may be NULL). */
+cm_status sp_mesh_parse_ex(const char *text, size_t len, cm_arena *a, sp_mesh **out,
+                           size_t *consumed_out, sp_parse_notes *notes, cm_error *err);
+cm_status sp_sharding_parse_ex(const char *text, size_t len, cm_arena *a, sp_sharding **out,
+                               size_t *consumed_out, sp_parse_notes *notes, cm_error *err);
+/* Parses a rule as Shardy's parser does, checking only its syntax and the
+ * order of the factor-size dict: what Shardy's verifier checks (factor
+ * indices in range, reuse within a tensor, the special lists sorted, unique
+ * and disjoint) is left to sp_module_verify, which must accept the rule
+ * before anything else reads it; mapped factor indices past UINT32_MAX are
+ * stored as UINT32_MAX. sp_rule_parse is this plus those checks (with the
+ * special lists folded into factor_kind / factor_blocked only). */
+cm_status sp_rule_parse_ex(const char *text, size_t len, cm_arena *a, sp_rule **out,
+                           size_t *consumed_out, sp_parse_notes *notes, cm_error *err);
 
 /* Printers append Shardy's exact text of the body (no `#sdy.sharding` prefix). */
 void sp_mesh_print(const sp_mesh *m, cm_buf *b);

@@ -374,6 +374,87 @@ static bool rule_mappings_ok(sp_module *m, uint32_t opid, const sp_rule *r, bool
     return true;
 }
 
+/* Shardy's indicesSortedUniqueInBound for one special factor list. */
+static bool special_list_ok(sp_module *m, uint32_t opid, const sp_rule *r, const int64_t *l,
+                            uint32_t n, sp_diags *d)
+{
+    const char *name = m->ops[opid].name;
+    if (n == 0) {
+        return true;
+    }
+    for (uint32_t k = 1; k < n; k++) {
+        if (l[k] < l[k - 1]) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                         "'%s' op indices of special factors must be sorted", name);
+            return false;
+        }
+    }
+    for (uint32_t k = 1; k < n; k++) {
+        if (l[k] == l[k - 1]) {
+            sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                         "'%s' op indices of special factors must be unique", name);
+            return false;
+        }
+    }
+    if (l[0] < 0) {
+        sp_diags_add(d, m, opid, SP_DIAG_ERROR, "'%s' op index must be non-negative", name);
+        return false;
+    }
+    if (l[n - 1] >= (int64_t)r->n_factors) {
+        sp_diags_add(d, m, opid, SP_DIAG_ERROR, "'%s' op index must be less than %u, got: %lld",
+                     name, r->n_factors, (long long)l[n - 1]);
+        return false;
+    }
+    return true;
+}
+
+/* The special factor lists as written (the reader keeps them): each sorted,
+ * unique and in range, and reduction, need_replication and permutation
+ * disjoint, with Shardy's messages and in its order. */
+static bool special_lists_ok(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags *d)
+{
+    for (int w = 0; w < 3; w++) {
+        if (!special_list_ok(m, opid, r, r->listed[w], r->n_listed[w], d)) {
+            return false;
+        }
+    }
+    /* sorted and in range now, so a merge finds a shared factor */
+    uint32_t i[3] = {0, 0, 0};
+    for (int a = 0; a < 3; a++) {
+        for (int b = a + 1; b < 3; b++) {
+            i[0] = 0;
+            i[1] = 0;
+            while (i[0] < r->n_listed[a] && i[1] < r->n_listed[b]) {
+                int64_t x = r->listed[a][i[0]], y = r->listed[b][i[1]];
+                if (x == y) {
+                    sp_diags_add(d, m, opid, SP_DIAG_ERROR,
+                                 "'%s' op a factor can only be in one of the reduction, need "
+                                 "replication, or permutation factor sets",
+                                 m->ops[opid].name);
+                    return false;
+                }
+                i[x < y ? 0 : 1]++;
+            }
+        }
+    }
+    return special_list_ok(m, opid, r, r->listed[3], r->n_listed[3], d);
+}
+
+/* Shardy's getShardingBypassingBarriers: v's sharding, looking through
+ * sdy.propagation_barrier ops. */
+static const sp_sharding *source_sharding(const sp_module *m, uint32_t v)
+{
+    for (uint32_t hops = 0; hops < m->n_ops; hops++) {
+        uint32_t def = m->values[v].def;
+        if (def == SP_NONE || m->ops[def].kind != SP_OP_SDY_PROPAGATION_BARRIER ||
+            m->ops[def].n_operands != 1) {
+            break;
+        }
+        v = m->ops[def].operands[0];
+    }
+    return sp_value_sharding_partitioned(m, v);
+}
+
 static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags *d, bool *bad)
 {
     const sp_op *op = &m->ops[opid];
@@ -395,7 +476,11 @@ static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags 
                          "mappings",
                          op->name, fn, (long long)r->factor_sizes[f]);
             ok = false;
-        } else if (r->factor_kind[f] == SP_FACTOR_REDUCTION && (used[f] & 2) != 0) {
+        }
+    }
+    ok = ok && special_lists_ok(m, opid, r, d);
+    for (uint32_t f = 0; ok && f < r->n_factors; f++) {
+        if (r->factor_kind[f] == SP_FACTOR_REDUCTION && (used[f] & 2) != 0) {
             sp_diags_add(d, m, opid, SP_DIAG_ERROR,
                          "'%s' op reduction factor cannot be in result mappings", op->name);
             ok = false;
@@ -418,6 +503,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
             return CM_EINVAL;
         }
     }
+    sp_verify_data_flow_edges(m, d, &bad);
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const sp_op *op = &m->ops[i];
         if (op->parent_block == SP_NONE && i != 0 && op->kind != SP_OP_FUNC_FUNC &&
@@ -432,6 +518,7 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
             sp_verify_op_shapes(m, i, d, &bad);
         }
         sp_verify_collective(m, i, d, &bad);
+        sp_verify_isolated(m, i, d, &bad);
         sp_verify_manual_computation(m, i, d, &bad);
         sp_verify_named_computation(m, i, d, &bad);
         if (op->kind == SP_OP_SDY_PROPAGATION_BARRIER) {
@@ -450,6 +537,12 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
             char msg[512];
             if (ms != NULL && ms->kind == SP_ATTR_MESH && !sp_verify_mesh(ms->u.mesh, msg, sizeof msg)) {
                 sp_diags_add(d, m, i, SP_DIAG_ERROR, "custom op 'sdy.mesh' %s", msg);
+                if (strncmp(msg, "axis size must be", 17) == 0) {
+                    /* Shardy checks an axis while parsing the mesh's axes */
+                    sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                                 "custom op 'sdy.mesh' failed to parse Sdy_Mesh parameter 'axes' "
+                                 "which is to be a `::llvm::ArrayRef<MeshAxisAttr>`");
+                }
                 bad = true;
             }
             continue;
@@ -535,8 +628,21 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
             } else if (strcmp(name, "sharding") == 0 && at->kind == SP_ATTR_SHARDING &&
                        op->n_results == 1) {
                 snprintf(what, sizeof what, "'%s' op ", op->name);
+                bool was_bad = bad;
+                bad = false;
                 check(m, i, at->u.sharding, &m->types[m->values[op->first_result].type], what,
                       d, &bad);
+                if (!bad && op->n_operands == 1 &&
+                    (op->kind == SP_OP_SDY_RESHARD || op->kind == SP_OP_SDY_SHARDING_CONSTRAINT)) {
+                    const sp_sharding *src = source_sharding(m, op->operands[0]);
+                    if (src != NULL &&
+                        !sp_verify_unreduced_transition(m, i, src, at->u.sharding,
+                                                        SP_REDUCTION_SUM, (int)src->reduction,
+                                                        d)) {
+                        bad = true;
+                    }
+                }
+                bad = bad || was_bad;
             } else if (strcmp(name, "sdy.sharding_rule") == 0) {
                 if (at->kind == SP_ATTR_RULE) {
                     verify_rule(m, i, at->u.rule, d, &bad);

@@ -72,6 +72,147 @@ static const sp_mesh *mesh_of(const sp_module *m, const sp_sharding *s)
     return s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : NULL;
 }
 
+/* ---- unreduced axes across an op ------------------------------------------ */
+
+#define MAXDIFF 64
+
+static bool cax_overlap(cax a, cax b)
+{
+    return a.axis == b.axis && a.pre < b.pre * b.size && b.pre < a.pre * a.size;
+}
+
+/* Shardy's getAxisSetDiff: the parts of the axes a that no axis of b
+ * covers (at most cap of them); returns their count. */
+static uint32_t cax_diff(const cax *a, uint32_t na, const cax *b, uint32_t nb, cax *out,
+                         uint32_t cap)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < na; i++) {
+        cax x = a[i];
+        bool more = true;
+        while (more && n < cap) {
+            const cax *hit = NULL;
+            for (uint32_t k = 0; k < nb; k++) {
+                if (cax_overlap(x, b[k]) &&
+                    (hit == NULL || b[k].axis < hit->axis ||
+                     (b[k].axis == hit->axis && b[k].pre < hit->pre))) {
+                    hit = &b[k];
+                }
+            }
+            if (hit == NULL) {
+                out[n++] = x;
+                break;
+            }
+            if (x.pre < hit->pre) {
+                out[n++] = (cax){x.axis, x.pre, hit->pre / x.pre};
+            }
+            int64_t x_end = x.pre * x.size, h_end = hit->pre * hit->size;
+            more = x_end > h_end;
+            if (more) {
+                x = (cax){x.axis, h_end, x_end / h_end};
+            }
+        }
+    }
+    return n;
+}
+
+static const char *red_name(int k)
+{
+    return k == SP_REDUCTION_MAX ? "max" : k == SP_REDUCTION_MIN ? "min" : "sum";
+}
+
+/* Does one of s's unreduced axes overlap one of v? */
+static bool unreduced_hits(const sp_mesh *mesh, const sp_sharding *s, const cax *v, uint32_t n)
+{
+    for (uint32_t k = 0; k < s->n_unreduced; k++) {
+        cax c;
+        if (!cax_of(mesh, &s->unreduced[k], &c)) {
+            continue;
+        }
+        for (uint32_t j = 0; j < n; j++) {
+            if (cax_overlap(c, v[j])) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool sp_verify_unreduced_transition(sp_module *m, uint32_t op, const sp_sharding *in,
+                                    const sp_sharding *out, int intro, int removed, sp_diags *d)
+{
+    const sp_mesh *mi = in != NULL ? mesh_of(m, in) : NULL;
+    const sp_mesh *mo = out != NULL ? mesh_of(m, out) : NULL;
+    if (mi != NULL && mo != NULL && !sp_mesh_equal(mi, mo)) {
+        return true;
+    }
+    const sp_mesh *mesh = mi != NULL ? mi : mo;
+    if (mesh == NULL) {
+        return true;
+    }
+    cax a[MAXDIFF], b[MAXDIFF], intro_v[MAXDIFF], rem_v[MAXDIFF];
+    uint32_t na = 0, nb = 0;
+    for (uint32_t k = 0; in != NULL && k < in->n_unreduced && na < MAXDIFF; k++) {
+        na += cax_of(mesh, &in->unreduced[k], &a[na]) ? 1u : 0u;
+    }
+    for (uint32_t k = 0; out != NULL && k < out->n_unreduced && nb < MAXDIFF; k++) {
+        nb += cax_of(mesh, &out->unreduced[k], &b[nb]) ? 1u : 0u;
+    }
+    uint32_t ni = cax_diff(b, nb, a, na, intro_v, MAXDIFF);
+    uint32_t nr = cax_diff(a, na, b, nb, rem_v, MAXDIFF);
+    const char *name = m->ops[op].name;
+    if (ni > 0) {
+        if (intro < 0) {
+            sp_diags_add(d, m, op, SP_DIAG_ERROR, "'%s' op cannot add new unreduced axis '%s'.",
+                         name, mesh->axes[intro_v[0].axis].name);
+            return false;
+        }
+        if (unreduced_hits(mesh, out, intro_v, ni) && (int)out->reduction != intro) {
+            sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                         "'%s' op cannot introduce '%s' unreduced axes. Expected '%s'.", name,
+                         red_name((int)out->reduction), red_name(intro));
+            return false;
+        }
+    }
+    if (nr > 0) {
+        if (removed < 0) {
+            sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                         "'%s' op dropped unreduced axis '%s' without a blessed operation (e.g., "
+                         "sdy.reshard). This is an invalid transition from unreduced to "
+                         "reduced.",
+                         name, mesh->axes[rem_v[0].axis].name);
+            return false;
+        }
+        if (unreduced_hits(mesh, in, rem_v, nr) && (int)in->reduction != removed) {
+            sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                         "'%s' op cannot reduce '%s' unreduced axes. Expected '%s'.", name,
+                         red_name((int)in->reduction), red_name(removed));
+            return false;
+        }
+    }
+    if (in != NULL && out != NULL && in->reduction != out->reduction &&
+        unreduced_hits(mesh, in, b, nb)) {
+        sp_diags_add(d, m, op, SP_DIAG_ERROR,
+                     "'%s' op cannot change the reduction operator of kept unreduced axes from "
+                     "%s to %s.",
+                     name, red_name((int)in->reduction), red_name((int)out->reduction));
+        return false;
+    }
+    return true;
+}
+
+/* The reduction of an all_reduce / reduce_scatter (`sum` when not given). */
+static int op_reduction(const sp_module *m, uint32_t op)
+{
+    const sp_attr *a = sp_op_attr(m, op, "reduction_op");
+    if (a == NULL || a->kind != SP_ATTR_ENUM || a->u.enm.value == NULL) {
+        return SP_REDUCTION_SUM;
+    }
+    return strcmp(a->u.enm.value, "max") == 0   ? SP_REDUCTION_MAX
+           : strcmp(a->u.enm.value, "min") == 0 ? SP_REDUCTION_MIN
+                                                 : SP_REDUCTION_SUM;
+}
+
 static void op_err(sp_module *m, uint32_t op, sp_diags *d, bool *bad, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
@@ -697,12 +838,23 @@ void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad)
         verify_axes_per_dim(m, op, in, out, mesh, "slicing_axes", false, "slicing", d, bad);
         break;
     case SP_OP_SDY_REDUCE_SCATTER:
+        if (!sp_verify_unreduced_transition(m, op, in, out, -1, op_reduction(m, op), d)) {
+            *bad = true;
+            break;
+        }
         verify_axes_per_dim(m, op, in, out, mesh, "reduce_scatter_axes", false, "slicing", d,
                             bad);
         break;
-    case SP_OP_SDY_ALL_REDUCE:
+    case SP_OP_SDY_ALL_REDUCE: {
+        bool was_bad = *bad;
+        *bad = false;
         verify_all_reduce(m, op, in, out, mesh, d, bad);
+        if (!*bad && !sp_verify_unreduced_transition(m, op, in, out, -1, op_reduction(m, op), d)) {
+            *bad = true;
+        }
+        *bad = *bad || was_bad;
         break;
+    }
     case SP_OP_SDY_ALL_TO_ALL:
         verify_all_to_all(m, op, in, out, mesh, d, bad);
         break;

@@ -40,6 +40,22 @@ void sp_verify_ref_str(const sp_axis_ref *r, char *buf, size_t cap);
  * are left alone. */
 void sp_verify_collective(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
 
+/* Shardy's verifyUnreducedAxesTransition from sharding in (operand) to out
+ * (result) of op: unreduced axes out adds need intro (an sp_reduction_kind;
+ * -1: none may be added), those it drops need removed (-1: none may be
+ * dropped), and kept ones keep their reduction. in or out may be NULL; on
+ * two different meshes nothing is checked. Adds an error and returns false
+ * at the first finding. */
+bool sp_verify_unreduced_transition(sp_module *m, uint32_t op, const sp_sharding *in,
+                                    const sp_sharding *out, int intro, int removed, sp_diags *d);
+
+/* Every sdy.data_flow_edge and sdy.func_data_flow_edge of m as Shardy
+ * verifies them (sp_verify_flow.c). */
+void sp_verify_data_flow_edges(sp_module *m, sp_diags *d, bool *bad);
+/* MLIR's region isolation for op when it is an sdy.manual_computation or
+ * sdy.named_computation: no op inside uses a value defined outside. */
+void sp_verify_isolated(sp_module *m, uint32_t op, sp_diags *d, bool *bad);
+
 /* sdy.manual_computation as Shardy verifies it (sp_verify_manual.c); other
  * ops are left alone. */
 void sp_verify_manual_computation(sp_module *m, uint32_t op, sp_diags *d, bool *bad);

@@ -22,6 +22,11 @@
  * On error *out is NULL. text need not be NUL-terminated. */
 cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_module **out,
                        cm_error *err);
+/* As sp_mlir_read; on a parse error, notes (may be NULL) also receives the
+ * further errors MLIR reports with it (sp_parse_notes, at LINE:COL), such as
+ * "failed to parse Sdy_TensorSharding parameter 'dim_shardings' ...". */
+cm_status sp_mlir_read_ex(const char *text, size_t len, uint32_t line_base, sp_module **out,
+                          sp_parse_notes *notes, cm_error *err);
 
 typedef struct sp_print_opts {
     bool generic;    /* print every op in generic form */

@@ -67,6 +67,7 @@ typedef struct rd {
     sp_module *m;
     cm_error *err;
     cm_status st;         /* first failure */
+    sp_parse_notes *notes; /* MLIR's further errors with the first failure, or NULL */
     int depth;
     const char **func_arg_locs; /* the next function body's argument locs, or NULL */
     const sp_loc **func_arg_where; /* and their resolved locations, or NULL */
@@ -1282,8 +1283,23 @@ static cm_status dense_attr(rd *r, sp_attr **out)
         return r->st;
     }
     a->u.dense.body = astr(r, s, (size_t)(e - s));
-    if (expect(r, ':') != CM_OK || type(r, &a->u.dense.type) != CM_OK) {
+    if (expect(r, ':') != CM_OK) {
         return r->st;
+    }
+    ws(r);
+    const char *tat = r->p;
+    if (type(r, &a->u.dense.type) != CM_OK) {
+        return r->st;
+    }
+    /* MLIR's dense elements parser: a ranked tensor of static shape */
+    const sp_type *dt = &r->m->types[a->u.dense.type];
+    bool dynamic = dt->kind == SP_TYPE_TENSOR;
+    for (uint32_t k = 0; dynamic && k < dt->rank; k++) {
+        dynamic = dt->dims[k] >= 0;
+    }
+    dynamic = !dynamic && (dt->kind == SP_TYPE_TENSOR || strncmp(dt->text, "tensor<*", 8) == 0);
+    if (dynamic) {
+        return fail_at(r, tat, "elements literal type must have static shape");
     }
     if (!dense_ints(r, s, e, a, &r->m->types[a->u.dense.type])) {
         a->u.dense.ints = NULL;
@@ -1496,9 +1512,30 @@ static cm_status params_entries(rd *r, const char *name, sp_attr **out)
     return r->st;
 }
 
-/* Runs an sdy codec on the text at the cursor. */
-typedef cm_status (*sdy_parse_fn)(const char *, size_t, cm_arena *, void **, size_t *, cm_error *);
+/* Copies the codec's notes (positions relative to start, whose line and
+ * line start are line and ls) into the reader's notes as LINE:COL. */
+static void codec_notes(rd *r, const char *start, size_t len, uint32_t line, const char *ls,
+                        const sp_parse_notes *n)
+{
+    for (uint32_t k = 0; k < n->n; k++) {
+        size_t off = n->items[k].col >= 1 ? n->items[k].col - 1u : 0;
+        if (off > len) {
+            off = len;
+        }
+        uint32_t l = line;
+        const char *lstart = ls;
+        for (const char *q = start; q < start + off; q++) {
+            if (*q == '\n') {
+                l++;
+                lstart = q + 1;
+            }
+        }
+        sp_parse_notes_add(r->notes, l, (uint32_t)(start + off - lstart) + 1u, "%s",
+                           n->items[k].msg);
+    }
+}
 
+/* Runs an sdy codec on the text at the cursor. */
 static cm_status sdy_codec(rd *r, int which, void **out)
 {
     ws(r);
@@ -1508,17 +1545,27 @@ static cm_status sdy_codec(rd *r, int which, void **out)
     cm_error_clear(&e);
     cm_status st;
     size_t len = (size_t)(r->end - r->p);
+    sp_parse_notes notes;
+    notes.n = 0;
+    notes.quiet = false;
     if (which == 0) {
-        st = sp_sharding_parse(start, len, &r->m->arena, (sp_sharding **)out, &used, &e);
+        st = sp_sharding_parse_ex(start, len, &r->m->arena, (sp_sharding **)out, &used, &notes,
+                                  &e);
     } else if (which == 1) {
-        st = sp_mesh_parse(start, len, &r->m->arena, (sp_mesh **)out, &used, &e);
+        st = sp_mesh_parse_ex(start, len, &r->m->arena, (sp_mesh **)out, &used, &notes, &e);
     } else {
-        st = sp_rule_parse(start, len, &r->m->arena, (sp_rule **)out, &used, &e);
+        st = sp_rule_parse_ex(start, len, &r->m->arena, (sp_rule **)out, &used, &notes, &e);
     }
     if (st == CM_ENOMEM) {
         return oom(r);
     }
     if (st != CM_OK) {
+        if (r->st == CM_OK) {
+            codec_notes(r, start, len, r->line, r->line_start, &notes);
+            if (r->notes != NULL && notes.quiet) {
+                r->notes->quiet = true;
+            }
+        }
         /* e.path is "col N" relative to start */
         long col = 0;
         if (sscanf(e.path, "col %ld", &col) == 1 && col >= 1 && (size_t)col <= len + 1) {
@@ -1547,7 +1594,7 @@ static cm_status sdy_codec(rd *r, int which, void **out)
 
 /* `[<@m, [...]>, ...]`: the stripped form of a sharding-per-value list
  * (manual_computation, named_computation); the cursor is on '['. */
-static cm_status sharding_items(rd *r, sp_attr **out)
+static cm_status sharding_items(rd *r, bool per_value, sp_attr **out)
 {
     if (expect(r, '[') != CM_OK) {
         return r->st;
@@ -1569,6 +1616,14 @@ static cm_status sharding_items(rd *r, sp_attr **out)
                 return fail(r, "expected a sharding `<@mesh, [...]>` or `#sdy.sharding<...>`");
             }
             if (sdy_codec(r, 0, (void **)&items[n]) != CM_OK) {
+                if (per_value && r->st == CM_EINVAL && r->notes != NULL && !r->notes->quiet) {
+                    uint32_t line, col;
+                    pos_of(r, r->p, &line, &col);
+                    sp_parse_notes_add(r->notes, line, col,
+                                       "failed to parse Sdy_TensorShardingPerValue parameter "
+                                       "'shardings' which is to be a "
+                                       "`::llvm::ArrayRef<TensorShardingAttr>`");
+                }
                 return r->st;
             }
             n++;
@@ -1590,7 +1645,7 @@ static cm_status sharding_items(rd *r, sp_attr **out)
 /* `<[<@m, [...]>, <@m, [...]>]>` after #sdy.sharding_per_value. */
 static cm_status sharding_list(rd *r, sp_attr **out)
 {
-    if (expect(r, '<') != CM_OK || sharding_items(r, out) != CM_OK) {
+    if (expect(r, '<') != CM_OK || sharding_items(r, true, out) != CM_OK) {
         return r->st;
     }
     return expect(r, '>');
@@ -3797,7 +3852,7 @@ static cm_status sdy_region_op(rd *r, opb *b, sp_op_kind kind)
     for (int i = 0; i < 2; i++) {
         if (kw(r, keys[i])) {
             sp_attr *a;
-            if (expect(r, '=') != CM_OK || sharding_items(r, &a) != CM_OK ||
+            if (expect(r, '=') != CM_OK || sharding_items(r, false, &a) != CM_OK ||
                 attr_push(r, keys[i], a) != CM_OK) {
                 return r->st;
             }
@@ -4678,6 +4733,12 @@ static cm_status fail_nul(rd *r, const char *at)
 cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_module **out,
                        cm_error *err)
 {
+    return sp_mlir_read_ex(text, len, line_base, out, NULL, err);
+}
+
+cm_status sp_mlir_read_ex(const char *text, size_t len, uint32_t line_base, sp_module **out,
+                          sp_parse_notes *notes, cm_error *err)
+{
     *out = NULL;
     if (len > UINT32_MAX) {
         return cm_error_set(err, CM_EINVAL, NULL, "input larger than 4 GiB");
@@ -4690,6 +4751,7 @@ cm_status sp_mlir_read(const char *text, size_t len, uint32_t line_base, sp_modu
     r.line = line_base + 1;
     r.line_start = text;
     r.err = err;
+    r.notes = notes;
     r.m = sp_module_create();
     if (r.m == NULL) {
         return cm_error_oom(err);

@@ -2,7 +2,8 @@
 // Issue 18: inputs that crashed the planner or were planned although invalid;
 // the verifier rejects each with its location, before any pass.
 
-// expected-error @+1 {{axis size must be at least 1, got: 0}}
+// expected-error @below {{axis size must be at least 1, got: 0}}
+// expected-error @below {{failed to parse Sdy_Mesh parameter 'axes'}}
 sdy.mesh @mesh = <["m"=0]>
 func.func @zero_axis(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"m"}, {}]>}) -> tensor<8x16xf32> {
   %0 = stablehlo.add %arg0, %arg0 : tensor<8x16xf32>

@@ -854,7 +854,7 @@ static void test_sp_mlir_read_rejects_bad_sharding_inside_attribute(void **state
     assert_read_error("sdy.mesh @mesh = <[\"x\"=2]>\n"
                       "func.func @f(%arg0: tensor<2xf32> {sdy.sharding = "
                       "#sdy.sharding<@mesh, [{\"x\"}, {\"y\"]>}) {\n}\n",
-                      "2:84", "after an axis");
+                      "2:84", "expected ','");
     assert_read_error("func.func @f(%arg0: tensor<2xf32>) {\n"
                       "  %0 = sdy.all_to_all [{\"x\"}: 0 1] %arg0 out_sharding=<@m, [{}]> : "
                       "tensor<2xf32>\n}\n",

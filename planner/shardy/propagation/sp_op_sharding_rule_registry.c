@@ -42,6 +42,7 @@ typedef struct rb {
     uint32_t n_factors, cap_factors;
     rb_ent *ents; /* dimension -> factor, in insertion order */
     uint32_t n_ents, cap_ents;
+    uint8_t *left; /* per slot: left without a factor on purpose (NULL: none) */
     bool oom;
 } rb;
 
@@ -53,6 +54,7 @@ static void rb_fini(rb *b)
     cm_free(b->kind);
     cm_free(b->blocked);
     cm_free(b->ents);
+    cm_free(b->left);
     memset(b, 0, sizeof *b);
 }
 
@@ -135,6 +137,24 @@ static void rb_map(rb *b, uint32_t t, uint32_t dim, uint32_t f)
     b->n_ents++;
 }
 
+/* Leaves dimension dim of tensor t without a factor on purpose: the build
+ * gives it a size-one factor of its own. */
+static void rb_leave(rb *b, uint32_t t, uint32_t dim)
+{
+    if (b->oom) {
+        return;
+    }
+    assert(t < b->n_tensors && dim < b->rank[t]);
+    if (b->left == NULL) {
+        b->left = cm_calloc((size_t)b->n_slots + 1u, 1);
+        if (b->left == NULL) {
+            b->oom = true;
+            return;
+        }
+    }
+    b->left[b->base[t] + dim] = 1;
+}
+
 static void *azalloc(cm_arena *a, size_t n, size_t elem)
 {
     size_t bytes;
@@ -202,6 +222,12 @@ static cm_status rb_build(rb *b, cm_arena *a, sp_rule **out)
             newid[f] = n_used++;
         }
     }
+    /* a dimension no factor maps gets a fresh size-one factor of its own,
+     * after all others, in tensor and dimension order (as Shardy's build) */
+    uint32_t n_mapped = n_used;
+    for (uint32_t s = 0; s < b->n_slots; s++) {
+        n_used += keep[s] == 0 ? 1u : 0u;
+    }
     sp_rule *r = azalloc(a, 1, sizeof *r);
     if (r == NULL) {
         goto out;
@@ -225,6 +251,10 @@ static cm_status rb_build(rb *b, cm_arena *a, sp_rule **out)
             r->factor_blocked[newid[f]] = b->blocked[f];
         }
     }
+    for (uint32_t f = n_mapped; f < n_used; f++) {
+        r->factor_sizes[f] = 1; /* pass-through, not blocked (zeroed) */
+    }
+    uint32_t next_one = n_mapped;
     for (uint32_t t = 0; t < b->n_tensors; t++) {
         sp_tensor_mapping *tm =
             t < b->n_operands ? &r->operands[t] : &r->results[t - b->n_operands];
@@ -236,10 +266,13 @@ static cm_status rb_build(rb *b, cm_arena *a, sp_rule **out)
         for (uint32_t d = 0; d < tm->rank; d++) {
             uint32_t s = b->base[t] + d;
             sp_dim_mapping *dm = &tm->dims[d];
-            dm->n_factors = keep[s];
-            dm->factors = azalloc(a, keep[s], sizeof *dm->factors);
+            dm->n_factors = keep[s] == 0 ? 1u : keep[s];
+            dm->factors = azalloc(a, dm->n_factors, sizeof *dm->factors);
             if (dm->factors == NULL) {
                 goto out;
+            }
+            if (keep[s] == 0) {
+                dm->factors[0] = next_one++;
             }
             for (uint32_t i = 0; i < keep[s]; i++) {
                 dm->factors[i] = newid[fill[off[s] + i]];
@@ -765,6 +798,13 @@ static cm_status rule_concatenate(rctx *c)
     bool permute = any_slice && (all_slices || one_source);
     for (uint32_t d = 0; d < r; d++) {
         sp_factor_kind kind = SP_FACTOR_PASS_THROUGH;
+        if (d == k && c->opts->conservative) {
+            /* no factor for the concatenated dimension */
+            for (uint32_t t = 0; t < c->b.n_tensors; t++) {
+                rb_leave(&c->b, t, d);
+            }
+            continue;
+        }
         if (d == k) {
             kind = permute ? SP_FACTOR_PERMUTATION : SP_FACTOR_NEED_REPLICATION;
         }
@@ -777,23 +817,12 @@ static cm_status rule_concatenate(rctx *c)
 }
 
 /* A windowed dimension whose operand and result differ: a permutation factor
- * of size `size` shared by the given tensors, or, with conservative
- * propagation and differing sizes, separate need_replication factors. */
+ * of size `size` shared by the given tensors, blocked from propagating with
+ * conservative propagation (Shardy's pad, slice and reduce_window rules). */
 static void windowed_dim(rctx *c, uint32_t d, int64_t size, const uint32_t *ins, uint32_t n_ins,
-                         const uint32_t *outs, uint32_t n_outs, int64_t in_size, int64_t out_size)
+                         const uint32_t *outs, uint32_t n_outs)
 {
-    if (c->opts->conservative && in_size != out_size) {
-        uint32_t fi = rb_factor(&c->b, in_size, SP_FACTOR_NEED_REPLICATION, false);
-        for (uint32_t i = 0; i < n_ins; i++) {
-            rb_map(&c->b, ins[i], d, fi);
-        }
-        uint32_t fo = rb_factor(&c->b, out_size, SP_FACTOR_NEED_REPLICATION, false);
-        for (uint32_t i = 0; i < n_outs; i++) {
-            rb_map(&c->b, outs[i], d, fo);
-        }
-        return;
-    }
-    uint32_t f = rb_factor(&c->b, size, SP_FACTOR_PERMUTATION, false);
+    uint32_t f = rb_factor(&c->b, size, SP_FACTOR_PERMUTATION, c->opts->conservative);
     for (uint32_t i = 0; i < n_ins; i++) {
         rb_map(&c->b, ins[i], d, f);
     }
@@ -823,15 +852,16 @@ static cm_status rule_pad(rctx *c)
     if (trank(c, out) != r || nl != r || nh != r || (ni != 0 && ni != r)) {
         return bad(c, "padding lists must have one entry per dimension");
     }
+    (void)inner;
+    /* as Shardy: a dimension whose size the padding keeps passes through */
     for (uint32_t d = 0; d < r; d++) {
-        bool moved = lo[d] != 0 || hi[d] != 0 || (ni != 0 && inner[d] != 0);
         int64_t is = tdim(c, in, d), os = tdim(c, out, d);
-        if (!moved) {
+        if (is == os) {
             uint32_t f = rb_factor(&c->b, is, SP_FACTOR_PASS_THROUGH, false);
             rb_map(&c->b, in, d, f);
             rb_map(&c->b, out, d, f);
         } else {
-            windowed_dim(c, d, is, &in, 1, &out, 1, is, os);
+            windowed_dim(c, d, is, &in, 1, &out, 1);
         }
     }
     return CM_OK;
@@ -853,7 +883,7 @@ static cm_status rule_slice(rctx *c)
             rb_map(&c->b, in, d, f);
             rb_map(&c->b, out, d, f);
         } else {
-            windowed_dim(c, d, is, &in, 1, &out, 1, is, os);
+            windowed_dim(c, d, is, &in, 1, &out, 1);
         }
     }
     return CM_OK;
@@ -1035,8 +1065,13 @@ static cm_status rule_convolution(rctx *c)
     uint32_t fb = rb_factor(&c->b, tdim(c, lhs, ib) / bgc, SP_FACTOR_PASS_THROUGH, false);
     rb_map(&c->b, lhs, ib, fb);
     rb_map(&c->b, out, ob, fb);
-    /* spatial */
-    for (uint32_t i = 0; i < nis; i++) {
+    /* spatial: no factors with conservative propagation */
+    for (uint32_t i = 0; i < nis && c->opts->conservative; i++) {
+        rb_leave(&c->b, lhs, (uint32_t)is[i]);
+        rb_leave(&c->b, rhs, (uint32_t)ks[i]);
+        rb_leave(&c->b, out, (uint32_t)os[i]);
+    }
+    for (uint32_t i = 0; i < nis && !c->opts->conservative; i++) {
         uint32_t ld = (uint32_t)is[i], kd = (uint32_t)ks[i], od = (uint32_t)os[i];
         conv_spatial(c, ld, kd, od, tdim(c, lhs, ld), tdim(c, rhs, kd), tdim(c, out, od));
     }
@@ -1447,7 +1482,7 @@ static cm_status rule_reduce_window(rctx *c)
         outs[i] = RES(c, i);
     }
     for (uint32_t d = 0; d < r; d++) {
-        int64_t is = tdim(c, 0, d), os = tdim(c, RES(c, 0), d);
+        int64_t os = tdim(c, RES(c, 0), d);
         if (window_trivial(&w, true, d)) {
             uint32_t f = rb_factor(&c->b, os, SP_FACTOR_PASS_THROUGH, false);
             for (uint32_t i = 0; i < n; i++) {
@@ -1455,7 +1490,7 @@ static cm_status rule_reduce_window(rctx *c)
                 rb_map(&c->b, outs[i], d, f);
             }
         } else {
-            windowed_dim(c, d, os, ins, n, outs, n, is, os);
+            windowed_dim(c, d, os, ins, n, outs, n);
         }
     }
     return CM_OK;
@@ -1484,10 +1519,9 @@ static cm_status rule_select_and_scatter(rctx *c)
             rb_map(&c->b, out, d, f);
             continue;
         }
-        rb_map(&c->b, src, d, rb_factor(&c->b, ss, SP_FACTOR_NEED_REPLICATION, false));
-        uint32_t f = rb_factor(
-            &c->b, os, c->opts->conservative ? SP_FACTOR_NEED_REPLICATION : SP_FACTOR_PERMUTATION,
-            false);
+        bool cons = c->opts->conservative;
+        rb_map(&c->b, src, d, rb_factor(&c->b, ss, SP_FACTOR_NEED_REPLICATION, cons));
+        uint32_t f = rb_factor(&c->b, os, SP_FACTOR_PERMUTATION, cons);
         rb_map(&c->b, opd, d, f);
         rb_map(&c->b, out, d, f);
     }
@@ -2494,8 +2528,9 @@ bool sp_rules_cover_kind(sp_op_kind k)
     }
 }
 
-/* Whether every operand and result dimension got at least one factor (a
- * handler leaves one out only for shapes it did not validate). */
+/* Whether every operand and result dimension got at least one factor or
+ * was left out on purpose (rb_leave; otherwise a handler leaves one out only
+ * for shapes it did not validate). */
 static bool all_dims_mapped(const rb *b)
 {
     bool ok = true;
@@ -2505,6 +2540,9 @@ static bool all_dims_mapped(const rb *b)
     }
     for (uint32_t e = 0; e < b->n_ents; e++) {
         seen[b->ents[e].slot] = 1;
+    }
+    for (uint32_t s = 0; b->left != NULL && s < b->n_slots; s++) {
+        seen[s] = seen[s] || b->left[s];
     }
     for (uint32_t s = 0; s < b->n_slots && ok; s++) {
         ok = seen[s] != 0;
