@@ -246,6 +246,12 @@ static cm_status run_pad_div(sp_module *m, const pass_inv *inv, sp_diags *d, cm_
     (void)inv;
     return sp_pass_pad_for_divisibility(m, d, err);
 }
+static cm_status run_verify_unreduced(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                     cm_error *err)
+{
+    (void)inv;
+    return sp_pass_verify_unreduced_axes(m, d, err);
+}
 static cm_status run_g2l(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
     const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
@@ -371,6 +377,7 @@ static const pass_def passes[] = {
     {"sdy-convert-global-to-local", run_g2l, g2l_opts},
     {"sdy-pad-for-divisibility", run_pad_div, NULL},
     {"canonicalize", run_canonicalize, NULL},
+    {"sdy-verify-unreduced-axes", run_verify_unreduced, NULL},
 };
 
 static const pass_def *find_pass(const char *name)

@@ -167,4 +167,18 @@ cm_status sp_pass_pad_for_divisibility(sp_module *m, sp_diags *d, cm_error *err)
  * rest. */
 cm_status sp_pass_propagation_export(sp_module *m, const sp_prop_opts *o, cm_error *err);
 
+/* -sdy-verify-unreduced-axes: checks, function by function, that unreduced
+ * axes change only where Shardy allows: sdy.reshard and
+ * sdy.sharding_constraint may drop axes of the kind their source has and add
+ * sum ones; sdy.all_reduce / reduce_scatter (whose operand must be sharded)
+ * and stablehlo.all_reduce / reduce_scatter drop only axes of their own
+ * reduction kind; reduce adds only axes of its body's kind, dot, dot_general
+ * and other ops only sum ones, and none of them drops any; a call's operands
+ * and results match its callee's unreduced axes, a return its function's
+ * results (or a manual computation's, less its manual axes), unless an
+ * explicit reshard made the value; a kept axis keeps its kind. The first
+ * finding of each function is an error diagnostic in d. Errors: CM_EINVAL
+ * after a finding, CM_ENOMEM. */
+cm_status sp_pass_verify_unreduced_axes(sp_module *m, sp_diags *d, cm_error *err);
+
 #endif /* SP_EXPORT_H */
