@@ -252,6 +252,31 @@ static cm_status run_verify_unreduced(sp_module *m, const pass_inv *inv, sp_diag
     (void)inv;
     return sp_pass_verify_unreduced_axes(m, d, err);
 }
+static cm_status run_export_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                    cm_error *err)
+{
+    sp_export_opts o;
+    sp_export_opts_init(&o);
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    o.replica_count = r != NULL ? strtoll(r, NULL, 10) : 1;
+    o.partition_count = p != NULL ? strtoll(p, NULL, 10) : 1;
+    o.avoid_export_for_partitioning = opt_bool(inv, "avoid-export-for-partitioning");
+    o.enable_insert_explicit_collectives = opt_bool(inv, "enable-insert-explicit-collectives");
+    o.remove_all_gather_reduce_scatter_for_cmv1 =
+        opt_bool(inv, "remove-all-gather-reduce-scatter-for-cmv1");
+    o.keep_sharding_rules = opt_bool(inv, "keep-sharding-rules");
+    o.dump_sharding_origins = opt_bool(inv, "dump-sharding-origins");
+    o.dump_propagation_edges = opt_bool(inv, "dump-propagation-edges");
+    if (opt_value(inv, "update-non-divisible-input-output-shardings") != NULL) {
+        o.update_non_divisible_input_output_shardings =
+            opt_bool(inv, "update-non-divisible-input-output-shardings");
+    }
+    if (opt_value(inv, "inline-meshes") != NULL) {
+        o.inline_meshes = opt_bool(inv, "inline-meshes");
+    }
+    o.timing = inv->timing;
+    return sp_pass_export_pipeline(m, &o, d, err);
+}
 static cm_status run_g2l(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
     const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
@@ -322,6 +347,12 @@ static const char *const g2l_opts[] = {"replica-count", "partition-count", "enab
                                        "per-dim-all-gather",
                                        "combine-multi-dimension-reduce-scatter", NULL};
 
+static const char *const export_pipeline_opts[] = {
+    "replica-count", "partition-count", "avoid-export-for-partitioning",
+    "enable-insert-explicit-collectives", "remove-all-gather-reduce-scatter-for-cmv1",
+    "keep-sharding-rules", "dump-sharding-origins", "dump-propagation-edges",
+    "update-non-divisible-input-output-shardings", "inline-meshes", NULL};
+
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
     {"sdy-basic-propagate", run_basic, basic_opts},
@@ -378,6 +409,7 @@ static const pass_def passes[] = {
     {"sdy-pad-for-divisibility", run_pad_div, NULL},
     {"canonicalize", run_canonicalize, NULL},
     {"sdy-verify-unreduced-axes", run_verify_unreduced, NULL},
+    {"sdy-export-pipeline", run_export_pipeline, export_pipeline_opts},
 };
 
 static const pass_def *find_pass(const char *name)

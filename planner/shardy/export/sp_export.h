@@ -181,4 +181,36 @@ cm_status sp_pass_propagation_export(sp_module *m, const sp_prop_opts *o, cm_err
  * after a finding, CM_ENOMEM. */
 cm_status sp_pass_verify_unreduced_axes(sp_module *m, sp_diags *d, cm_error *err);
 
+/* Options of -sdy-export-pipeline, named as Shardy's ExportOptions. */
+typedef struct sp_export_opts {
+    int64_t replica_count;                            /* replica-count */
+    int64_t partition_count;                          /* partition-count */
+    bool avoid_export_for_partitioning;               /* avoid-export-for-partitioning */
+    bool enable_insert_explicit_collectives;          /* enable-insert-explicit-collectives */
+    bool remove_all_gather_reduce_scatter_for_cmv1;   /* remove-all-gather-reduce-scatter-for-cmv1 */
+    bool keep_sharding_rules;                         /* keep-sharding-rules */
+    bool dump_sharding_origins;                       /* dump-sharding-origins */
+    bool dump_propagation_edges;                      /* dump-propagation-edges */
+    bool update_non_divisible_input_output_shardings; /* default true */
+    bool inline_meshes;                               /* inline-meshes, default true */
+    bool timing;                                      /* print each step's time to stderr */
+} sp_export_opts;
+
+/* Shardy's defaults: counts 1, update-non-divisible-input-output-shardings
+ * and inline-meshes on, the rest off. */
+void sp_export_opts_init(sp_export_opts *o);
+
+/* -sdy-export-pipeline: constant merger, data-flow edges sunk, sharding
+ * groups removed and constraints made reshards, non-divisible I/O updated and
+ * sub-axes removed from the main function's I/O, shardings closed; then
+ * (unless avoid-export-for-partitioning) the partitioner: unreduced axes
+ * verified, explicit reshards inserted (the full version when collectives
+ * are enabled), with enable-insert-explicit-collectives the reshards become
+ * collectives, -canonicalize, and the collective-matmul cleanup when asked;
+ * last debug info and sharding rules dropped and meshes inlined, as the
+ * options say. Errors: those of the passes (diagnostics in d); the first
+ * failing pass stops the rest. */
+cm_status sp_pass_export_pipeline(sp_module *m, const sp_export_opts *o, sp_diags *d,
+                                  cm_error *err);
+
 #endif /* SP_EXPORT_H */
