@@ -277,6 +277,15 @@ static cm_status run_export_pipeline(sp_module *m, const pass_inv *inv, sp_diags
     o.timing = inv->timing;
     return sp_pass_export_pipeline(m, &o, d, err);
 }
+static cm_status run_resolve_permutation(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                        cm_error *err)
+{
+    const char *h = opt_value(inv, "enable-halo-exchange");
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    sp_rpf_opts o = {h == NULL || opt_bool(inv, "enable-halo-exchange"),
+                     r != NULL ? strtoll(r, NULL, 10) : 1, p != NULL ? strtoll(p, NULL, 10) : 1};
+    return sp_pass_resolve_permutation_factors(m, &o, d, err);
+}
 static cm_status run_g2l(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
     const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
@@ -353,6 +362,9 @@ static const char *const export_pipeline_opts[] = {
     "keep-sharding-rules", "dump-sharding-origins", "dump-propagation-edges",
     "update-non-divisible-input-output-shardings", "inline-meshes", NULL};
 
+static const char *const rpf_opts[] = {"enable-halo-exchange", "replica-count",
+                                       "partition-count", NULL};
+
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
     {"sdy-basic-propagate", run_basic, basic_opts},
@@ -410,6 +422,7 @@ static const pass_def passes[] = {
     {"canonicalize", run_canonicalize, NULL},
     {"sdy-verify-unreduced-axes", run_verify_unreduced, NULL},
     {"sdy-export-pipeline", run_export_pipeline, export_pipeline_opts},
+    {"sdy-resolve-permutation-factors", run_resolve_permutation, rpf_opts},
 };
 
 static const pass_def *find_pass(const char *name)

@@ -213,4 +213,28 @@ void sp_export_opts_init(sp_export_opts *o);
 cm_status sp_pass_export_pipeline(sp_module *m, const sp_export_opts *o, sp_diags *d,
                                   cm_error *err);
 
+/* Options of -sdy-resolve-permutation-factors, named as Shardy's. */
+typedef struct sp_rpf_opts {
+    bool enable_halo_exchange; /* enable-halo-exchange (Shardy's default: true) */
+    int64_t replica_count;     /* replica-count: device ids from replica_id when > 1 */
+    int64_t partition_count;   /* partition-count */
+} sp_rpf_opts;
+
+/* -sdy-resolve-permutation-factors (sp_resolve_permutation_factors.c): the
+ * dimensions of StableHLO ops that their rules map to permutation factors
+ * stop moving data between devices implicitly. With halo exchange, a pad or
+ * slice that needs neighbouring shards runs in an sdy.manual_computation
+ * over the dimensions' axes that fetches them with
+ * stablehlo.collective_permute and slices the running device's window at an
+ * offset computed from its id; a reverse runs on a new sdy.mesh (`<mesh>_reversed`)
+ * whose device order along the reversed axes is flipped, after shifting
+ * the padding of non-divisible dimensions to the low side, and is resharded
+ * back. Otherwise (and when halo exchange cannot do it) the permutation
+ * factors are replicated: sdy.reshard before the op for operands that had
+ * axes on them (not for communication-free slice and pad dimensions), and
+ * after it for results. Reshapes are left alone. Errors: CM_EINVAL when
+ * both counts exceed 1, CM_ENOMEM. */
+cm_status sp_pass_resolve_permutation_factors(sp_module *m, const sp_rpf_opts *o, sp_diags *d,
+                                              cm_error *err);
+
 #endif /* SP_EXPORT_H */
