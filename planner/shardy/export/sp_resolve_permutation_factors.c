@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sp_ax.h"
 #include "sp_ops.h"
 #include "sp_rules.h"
 
@@ -823,6 +824,12 @@ typedef struct dimx {
     int64_t left, right; /* hops to the left and right neighbours */
     bool needs_comm;
     bool can_halo;
+    /* a reshape group: the output axes the running device's shard index is
+     * taken along, and per target shard its source shard (-1: none) and
+     * offset in it; NULL otherwise */
+    const sp_dim_sharding *target;
+    const int64_t *src, *loff;
+    int64_t n_shards;
 } dimx;
 
 /* What a tensor needs (Shardy's DataExchangeInfo). */
@@ -858,7 +865,7 @@ static dimx dim_exchange(uint32_t dim, int64_t shards, int64_t s_in, int64_t s_o
                          int64_t footprint, int64_t pad_low, int64_t stride, int64_t dilation,
                          int64_t in_size)
 {
-    dimx x = {dim, s_out, footprint, 0, 0, false, true};
+    dimx x = {dim, s_out, footprint, 0, 0, false, true, NULL, NULL, NULL, 0};
     for (int64_t t = 0; t < shards; t++) {
         int64_t start = (t * s_out * stride - pad_low) / dilation;
         int64_t limit = start + footprint - 1;
@@ -1028,9 +1035,10 @@ static uint32_t halo_buffer(bld *b, uint32_t local, uint32_t dim, int64_t edge, 
 {
     sp_axis_ref axes[SP_MAX_RANK];
     uint32_t n_axes = 0;
-    for (uint32_t k = 0; k < s->dims[dim].n_axes && n_axes < SP_MAX_RANK; k++) {
-        if (ns_has(manual, s->dims[dim].axes[k].name)) {
-            axes[n_axes++] = s->dims[dim].axes[k];
+    const sp_dim_sharding *ds = x->target != NULL ? x->target : &s->dims[dim];
+    for (uint32_t k = 0; k < ds->n_axes && n_axes < SP_MAX_RANK; k++) {
+        if (ns_has(manual, ds->axes[k].name)) {
+            axes[n_axes++] = ds->axes[k];
         }
     }
     uint32_t parts[2 * MAX_HOPS + 1], n = 0;
@@ -1079,11 +1087,36 @@ static uint32_t exchange_dim(bld *b, uint32_t local, uint32_t pv, const dimx *x,
     int64_t s_out = x->s_out == 0 ? x->s_footprint : x->s_out;
     int64_t diff = s_out - s_in_dil;
     int64_t base = -pad_low + x->left * s_in_dil + x->s_footprint * dilation;
-    uint32_t grp = id_in_group(b, id, mesh, &s->dims[dim]);
-    uint32_t dv = const_i64(b, diff), bv = const_i64(b, base);
-    uint32_t off = binary(b, "stablehlo.add", binary(b, "stablehlo.multiply", grp, dv), bv);
-    uint32_t zero = const_i64(b, 0);
-    off = binary(b, "stablehlo.maximum", off, zero);
+    uint32_t grp = id_in_group(b, id, mesh, x->target != NULL ? x->target : &s->dims[dim]);
+    uint32_t off, zero;
+    if (x->target != NULL) {
+        /* a reshape group: each target shard's offset from a table */
+        int64_t *offs = cm_arena_alloc(&m->arena, sizeof *offs * (size_t)(x->n_shards + 1));
+        if (offs == NULL) {
+            b->st = CM_ENOMEM;
+            return SP_NONE;
+        }
+        for (int64_t t = 0; t < x->n_shards; t++) {
+            int64_t src = x->src[t] != -1 ? x->src[t] : t;
+            offs[t] = -pad_low + x->s_footprint + (x->left + src - t) * s_in + x->loff[t];
+        }
+        int64_t n = x->n_shards, one = 1;
+        uint32_t top = SP_NONE;
+        uint32_t tab = emit(b, "stablehlo.constant", NULL, 0, tensor_type(b, SP_ELEM_I64, &n, 1),
+                            &top);
+        set_attr(b, top, "value", dense_int(m, SP_ELEM_I64, offs, (size_t)n, &n, 1));
+        uint32_t dops[2] = {tab, grp};
+        uint32_t ds = emit(b, "stablehlo.dynamic_slice", dops, 2,
+                           tensor_type(b, SP_ELEM_I64, &one, 1), &top);
+        set_attr(b, top, "slice_sizes", darr_attr(m, &one, 1));
+        off = emit(b, "stablehlo.reshape", &ds, 1, tensor_type(b, SP_ELEM_I64, NULL, 0), NULL);
+        zero = const_i64(b, 0);
+    } else {
+        uint32_t dv = const_i64(b, diff), bv = const_i64(b, base);
+        off = binary(b, "stablehlo.add", binary(b, "stablehlo.multiply", grp, dv), bv);
+        zero = const_i64(b, 0);
+        off = binary(b, "stablehlo.maximum", off, zero);
+    }
     if (off == SP_NONE) {
         return SP_NONE;
     }
@@ -1572,6 +1605,572 @@ static cm_status halo_reverse(rpf *c, uint32_t op)
     return CM_OK;
 }
 
+/* ---- reshape ------------------------------------------------------------------------ */
+
+/* An independent group of reshape dimensions whose volumes match (Shardy's
+ * ReshapeGroupInfo): input dims [in0, in1), output dims [out0, out1). */
+typedef struct rgroup {
+    uint32_t in0, in1, out0, out1;
+    uint32_t in_nt, out_nt; /* dimensions of size other than 1 */
+} rgroup;
+
+static bool rg_split(const rgroup *g)
+{
+    return g->in_nt <= 1 && g->out_nt > 1;
+}
+
+static bool rg_passthrough(const rgroup *g)
+{
+    return g->in_nt <= 1 && g->out_nt <= 1;
+}
+
+static bool rg_neither(const rgroup *g)
+{
+    return g->in_nt > 1 && g->out_nt > 1;
+}
+
+/* Shardy's buildReshapeGroupInfos. Returns the number of groups. */
+static uint32_t reshape_groups(const sp_type *in, const sp_type *out, rgroup *g, uint32_t cap)
+{
+    uint32_t n = 0, i = 0, o = 0;
+    while ((i < in->rank || o < out->rank) && n < cap) {
+        uint32_t i0 = i, o0 = o;
+        int64_t ip = i < in->rank ? in->dims[i++] : 1;
+        int64_t op = o < out->rank ? out->dims[o++] : 1;
+        while (ip != op && (i < in->rank || o < out->rank)) {
+            if (ip < op && i < in->rank) {
+                ip *= in->dims[i++];
+            } else if (op < ip && o < out->rank) {
+                op *= out->dims[o++];
+            } else {
+                break;
+            }
+        }
+        rgroup r = {i0, i, o0, o, 0, 0};
+        for (uint32_t d = i0; d < i; d++) {
+            r.in_nt += in->dims[d] != 1;
+        }
+        for (uint32_t d = o0; d < o; d++) {
+            r.out_nt += out->dims[d] != 1;
+        }
+        g[n++] = r;
+    }
+    return n;
+}
+
+/* One axis of a sharding with its linear stride (Shardy's AxisStrideInfo). */
+typedef struct astride {
+    ax a;
+    double stride;
+    int64_t prefix, dim_size;
+} astride;
+
+static bool near(double a, double b)
+{
+    double d = a - b, s = a < 0 ? -a : a;
+    d = d < 0 ? -d : d;
+    return d <= 1e-9 * (s > 1 ? s : 1);
+}
+
+/* Shardy's getAxisStrides: the axes of s on a tensor of type t, ordered by
+ * linear stride, adjacent sub-axes of one axis merged. Returns the count, or
+ * UINT32_MAX when an axis is unknown. */
+static uint32_t axis_strides(const sp_sharding *s, const sp_type *t, const sp_mesh *mesh,
+                             bool non_div, astride *out, uint32_t cap)
+{
+    uint32_t n = 0;
+    double cum = 1.0;
+    for (uint32_t i = t->rank; i-- > 0;) {
+        const sp_dim_sharding *d = &s->dims[i];
+        int64_t total = dim_shards(mesh, d);
+        double cur = cum * (non_div ? (double)t->dims[i] / (double)total
+                                    : (double)ceil_div(t->dims[i], total));
+        int64_t prefix = 1;
+        for (uint32_t k = 0; k < i; k++) {
+            prefix *= t->dims[k];
+        }
+        int64_t preceding = total;
+        for (uint32_t j = d->n_axes; j-- > 0;) {
+            ax a;
+            if (!ax_from_ref(mesh, &d->axes[j], &a) || n >= cap) {
+                return UINT32_MAX;
+            }
+            preceding /= a.size;
+            out[n++] = (astride){a, cur, prefix * preceding, t->dims[i]};
+            cur *= (double)a.size;
+        }
+        cum *= (double)t->dims[i];
+    }
+    for (uint32_t i = 1; i < n; i++) { /* stable insertion sort by stride */
+        for (uint32_t j = i; j > 0 && out[j].stride < out[j - 1].stride; j--) {
+            astride x = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = x;
+        }
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        astride e = out[i];
+        if (k > 0) {
+            astride *back = &out[k - 1];
+            ax p = back->a, c = e.a;
+            bool ok = p.axis == c.axis && c.pre * c.size == p.pre &&
+                      (non_div ? (back->prefix == e.prefix ||
+                                  (back->prefix == e.prefix * e.dim_size && c.size == e.dim_size))
+                               : near(e.stride, back->stride * (double)p.size));
+            if (ok) {
+                back->a.pre = p.pre < c.pre ? p.pre : c.pre;
+                back->a.size = p.size * c.size;
+                back->prefix = back->prefix < e.prefix ? back->prefix : e.prefix;
+                continue;
+            }
+        }
+        out[k++] = e;
+    }
+    return k;
+}
+
+static bool same_refs(const sp_axis_ref *a, uint32_t na, const sp_axis_ref *b, uint32_t nb)
+{
+    if (na != nb) {
+        return false;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        if (strcmp(a[i].name, b[i].name) != 0 || a[i].pre_size != b[i].pre_size ||
+            (a[i].pre_size != 0 && a[i].size != b[i].size)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Shardy's isShardingEquivalentAcrossReshapes. */
+static bool equivalent_across_reshape(const sp_module *m, const sp_sharding *s1, const sp_type *t1,
+                                      const sp_sharding *s2, const sp_type *t2, bool non_div)
+{
+    if (s1 == NULL || s2 == NULL || s1->mesh_name == NULL || s2->mesh_name == NULL ||
+        strcmp(s1->mesh_name, s2->mesh_name) != 0) {
+        return s1 == s2 && s1 == NULL && t1 == t2;
+    }
+    if (!same_refs(s1->replicated, s1->n_replicated, s2->replicated, s2->n_replicated) ||
+        t1->encoding != NULL || t2->encoding != NULL || t1->rank != s1->rank ||
+        t2->rank != s2->rank) {
+        return false;
+    }
+    const sp_mesh *mesh = mesh_of(m, s1);
+    if (mesh == NULL) {
+        return false;
+    }
+    astride a[SP_MAX_RANK * 4], b[SP_MAX_RANK * 4];
+    uint32_t na = axis_strides(s1, t1, mesh, non_div, a, SP_MAX_RANK * 4);
+    uint32_t nb = axis_strides(s2, t2, mesh, non_div, b, SP_MAX_RANK * 4);
+    if (na == UINT32_MAX || na != nb) {
+        return false;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        if (!ax_eq(a[i].a, b[i].a)) {
+            return false;
+        }
+        if (non_div ? a[i].prefix != b[i].prefix : !near(a[i].stride, b[i].stride)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Does a dimension of group g have a shard count that does not divide it? */
+static bool rg_indivisible(const rgroup *g, const sp_sharding *in_s, const sp_type *in,
+                           const sp_sharding *out_s, const sp_type *out, const sp_mesh *mesh)
+{
+    for (uint32_t d = g->in0; d < g->in1; d++) {
+        int64_t sc = dim_shards(mesh, &in_s->dims[d]);
+        if (sc > 1 && in->dims[d] % sc != 0) {
+            return true;
+        }
+    }
+    for (uint32_t d = g->out0; d < g->out1; d++) {
+        int64_t sc = dim_shards(mesh, &out_s->dims[d]);
+        if (sc > 1 && out->dims[d] % sc != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int64_t volume(const int64_t *dims, uint32_t a, uint32_t b)
+{
+    int64_t v = 1;
+    for (uint32_t d = a; d < b; d++) {
+        v *= dims[d];
+    }
+    return v;
+}
+
+/* Converts an atom back to an axis ref of mesh (a full axis when it covers it). */
+static sp_axis_ref atom_ref(const sp_mesh *mesh, ax a)
+{
+    sp_axis_ref r = {mesh->axes[a.axis].name, 0, mesh->axes[a.axis].size};
+    if (!(a.pre == 1 && a.size == mesh->axes[a.axis].size)) {
+        r.pre_size = a.pre;
+        r.size = a.size;
+    }
+    return r;
+}
+
+/* s with every part of the atoms cut[] removed from its dimensions (Shardy's
+ * removeAxisRefsFromSharding, by getAxisSetDiff). NULL when out of memory. */
+static sp_sharding *without_atoms(sp_module *m, const sp_sharding *s, const sp_mesh *mesh,
+                                  const ax *cut, uint32_t n_cut)
+{
+    sp_sharding *c = sp_sharding_clone(&m->arena, s);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->reduction = SP_REDUCTION_SUM;
+    for (uint32_t d = 0; d < c->rank && n_cut > 0; d++) {
+        sp_axis_ref *refs = cm_arena_alloc(&m->arena, sizeof *refs * (2 * c->dims[d].n_axes + 1));
+        if (refs == NULL) {
+            return NULL;
+        }
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < c->dims[d].n_axes; i++) {
+            ax cur;
+            if (!ax_from_ref(mesh, &c->dims[d].axes[i], &cur)) {
+                refs[k++] = c->dims[d].axes[i];
+                continue;
+            }
+            bool alive = true;
+            while (alive && k < 2 * c->dims[d].n_axes + 1) {
+                uint32_t hit = n_cut;
+                for (uint32_t j = 0; j < n_cut && hit == n_cut; j++) {
+                    if (ax_overlap(cur, cut[j])) {
+                        hit = j;
+                    }
+                }
+                if (hit == n_cut) {
+                    refs[k++] = atom_ref(mesh, cur);
+                    break;
+                }
+                ax o = cut[hit];
+                if (o.pre > cur.pre && o.pre % cur.pre == 0) {
+                    refs[k++] = atom_ref(mesh, (ax){cur.axis, cur.pre, o.pre / cur.pre});
+                }
+                int64_t end = cur.pre * cur.size, oend = o.pre * o.size;
+                if (oend < end && end % oend == 0) {
+                    cur = (ax){cur.axis, oend, end / oend};
+                } else {
+                    alive = false;
+                }
+            }
+        }
+        c->dims[d].axes = refs;
+        c->dims[d].n_axes = k;
+    }
+    return c;
+}
+
+/* Shardy's handleReshapeOpReplicate: the axes of the groups with a
+ * non-divisible dimension leave both shardings; the reshape runs between
+ * reshards. */
+static cm_status reshape_replicate(rpf *c, uint32_t op, sp_sharding *in_s, sp_sharding *out_s,
+                                   const sp_type *in, const sp_type *out, const rgroup *g,
+                                   uint32_t ng, const sp_mesh *mesh)
+{
+    sp_module *m = c->m;
+    ax cut[SP_MAX_RANK * 8];
+    uint32_t n_cut = 0;
+    for (uint32_t k = 0; k < ng; k++) {
+        if (rg_passthrough(&g[k]) || !rg_indivisible(&g[k], in_s, in, out_s, out, mesh)) {
+            continue;
+        }
+        for (int side = 0; side < 2; side++) {
+            const sp_sharding *s = side == 0 ? in_s : out_s;
+            uint32_t a = side == 0 ? g[k].in0 : g[k].out0, e = side == 0 ? g[k].in1 : g[k].out1;
+            for (uint32_t d = a; d < e; d++) {
+                for (uint32_t i = 0; i < s->dims[d].n_axes && n_cut < SP_MAX_RANK * 8; i++) {
+                    if (ax_from_ref(mesh, &s->dims[d].axes[i], &cut[n_cut])) {
+                        n_cut++;
+                    }
+                }
+            }
+        }
+    }
+    sp_sharding *nin = without_atoms(m, in_s, mesh, cut, n_cut);
+    sp_sharding *nout = without_atoms(m, out_s, mesh, cut, n_cut);
+    if (nin == NULL || nout == NULL) {
+        return CM_ENOMEM;
+    }
+    bld b = {c, m->ops[op].parent_block, sp_op_index_in_block(m, op), op, CM_OK};
+    uint32_t r_in = reshard_op(&b, m->ops[op].operands[0], nin);
+    b.at = sp_op_index_in_block(m, op) + 1;
+    uint32_t rop = SP_NONE;
+    uint32_t nr = emit(&b, "stablehlo.reshape", &r_in, 1, m->values[m->ops[op].first_result].type,
+                       &rop);
+    set_sharding(&b, nr, nout);
+    uint32_t back = reshard_op(&b, nr, out_s);
+    if (b.st != CM_OK || back == SP_NONE) {
+        return b.st != CM_OK ? b.st : CM_ENOMEM;
+    }
+    replace_uses(m, m->ops[op].first_result, back, SP_NONE);
+    sp_block_remove_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op));
+    return CM_OK;
+}
+
+/* Shardy's getDimExchangeInfoForReshapeGroup for the one input dimension
+ * dim of split group g. */
+static bool reshape_dim_exchange(sp_module *m, const rgroup *g, uint32_t dim, int64_t shards,
+                                 const int64_t *divisible, const sp_type *in, const sp_type *out,
+                                 const sp_sharding *out_s, const sp_mesh *mesh, dimx *x)
+{
+    int64_t s_out = divisible[dim] / shards;
+    sp_dim_sharding *target = cm_arena_zalloc(&m->arena, sizeof *target);
+    uint32_t n_ax = 0;
+    for (uint32_t d = g->out0; d < g->out1; d++) {
+        n_ax += out_s->dims[d].n_axes;
+    }
+    sp_axis_ref *axes = cm_arena_alloc(&m->arena, sizeof *axes * (n_ax + 1));
+    int64_t *src = cm_arena_alloc(&m->arena, sizeof *src * (size_t)(shards + 1));
+    int64_t *loff = cm_arena_alloc(&m->arena, sizeof *loff * (size_t)(shards + 1));
+    if (target == NULL || axes == NULL || src == NULL || loff == NULL) {
+        return false;
+    }
+    n_ax = 0;
+    for (uint32_t d = g->out0; d < g->out1; d++) {
+        for (uint32_t i = 0; i < out_s->dims[d].n_axes; i++) {
+            axes[n_ax++] = out_s->dims[d].axes[i];
+        }
+    }
+    target->axes = axes;
+    target->n_axes = n_ax;
+    target->is_closed = true;
+    target->priority = -1;
+    int64_t strides[SP_MAX_RANK], st = 1;
+    for (uint32_t d = g->out1; d-- > g->out0;) {
+        strides[d] = st;
+        st *= out->dims[d];
+    }
+    int64_t size = in->dims[dim], tile = ceil_div(size, shards);
+    *x = (dimx){dim, s_out, s_out, 0, 0, false, true, target, src, loff, shards};
+    for (int64_t t = 0; t < shards; t++) {
+        int64_t start = 0, rem = t;
+        for (uint32_t d = g->out1; d-- > g->out0;) {
+            int64_t per = dim_shards(mesh, &out_s->dims[d]);
+            int64_t coord = rem % per;
+            rem /= per;
+            start += coord * ceil_div(out->dims[d], per) * strides[d];
+        }
+        int64_t limit = start + s_out - 1, first = -1, last = -1, lo = 0;
+        for (int64_t sh = 0; sh < shards; sh++) {
+            int64_t ds = sh * tile, cnt = size - sh * tile;
+            cnt = cnt < tile ? cnt : tile;
+            if (cnt <= 0) {
+                continue;
+            }
+            if (start >= ds && start < ds + cnt) {
+                first = sh;
+                lo = start - ds;
+            }
+            if (limit >= ds && limit < ds + cnt) {
+                last = sh;
+            }
+        }
+        if ((first != -1 && first != t) || (last != -1 && last != t)) {
+            x->needs_comm = true;
+        }
+        if (first != -1 && first < t && t - first > x->left) {
+            x->left = t - first;
+        }
+        if (last != -1 && last > t && last - t > x->right) {
+            x->right = last - t;
+        }
+        src[t] = first;
+        loff[t] = lo;
+    }
+    if (x->left > 1 || x->right > 1) {
+        x->can_halo = false;
+    }
+    return true;
+}
+
+/* Shardy's handleReshapeOp. */
+static cm_status visit_reshape(rpf *c, uint32_t op)
+{
+    sp_module *m = c->m;
+    uint32_t in_v = m->ops[op].operands[0], res = m->ops[op].first_result;
+    sp_sharding *in_s = sp_value_sharding(m, in_v), *out_s = sp_value_sharding(m, res);
+    sp_type in = *sp_value_type(m, in_v), out = *sp_value_type(m, res);
+    if (in_s == NULL || out_s == NULL || in.kind != SP_TYPE_TENSOR || out.kind != SP_TYPE_TENSOR ||
+        in.rank != in_s->rank || out.rank != out_s->rank || in.rank > SP_MAX_RANK ||
+        out.rank > SP_MAX_RANK) {
+        return CM_OK;
+    }
+    for (uint32_t d = 0; d < in.rank; d++) {
+        if (in.dims[d] <= 0) {
+            return CM_OK;
+        }
+    }
+    for (uint32_t d = 0; d < out.rank; d++) {
+        if (out.dims[d] <= 0) {
+            return CM_OK;
+        }
+    }
+    const sp_mesh *mesh = mesh_of(m, in_s);
+    if (mesh == NULL) {
+        return CM_OK;
+    }
+    rgroup g[SP_MAX_RANK * 2];
+    uint32_t ng = reshape_groups(&in, &out, g, SP_MAX_RANK * 2);
+    if (equivalent_across_reshape(m, in_s, &in, out_s, &out, true)) {
+        if (equivalent_across_reshape(m, in_s, &in, out_s, &out, false)) {
+            return CM_OK;
+        }
+        bool all_pass = true;
+        for (uint32_t k = 0; k < ng; k++) {
+            all_pass = all_pass && rg_passthrough(&g[k]);
+        }
+        if (all_pass) {
+            return CM_OK;
+        }
+    } else {
+        return reshape_replicate(c, op, in_s, out_s, &in, &out, g, ng, mesh);
+    }
+    int64_t pin[SP_MAX_RANK], pout[SP_MAX_RANK];
+    memcpy(pin, in.dims, sizeof pin[0] * in.rank);
+    memcpy(pout, out.dims, sizeof pout[0] * out.rank);
+    nameset nondiv = {{0}, 0};
+    for (uint32_t k = 0; k < ng; k++) {
+        bool ind = false;
+        for (int side = 0; side < 2; side++) {
+            const sp_sharding *s = side == 0 ? in_s : out_s;
+            const sp_type *t = side == 0 ? &in : &out;
+            int64_t *p = side == 0 ? pin : pout;
+            uint32_t a = side == 0 ? g[k].in0 : g[k].out0, e = side == 0 ? g[k].in1 : g[k].out1;
+            for (uint32_t d = a; d < e; d++) {
+                int64_t sc = dim_shards(mesh, &s->dims[d]);
+                if (sc > 1 && t->dims[d] % sc != 0) {
+                    ind = true;
+                    p[d] = ceil_div(t->dims[d], sc) * sc;
+                }
+            }
+        }
+        for (int side = 0; ind && side < 2; side++) {
+            const sp_sharding *s = side == 0 ? in_s : out_s;
+            uint32_t a = side == 0 ? g[k].in0 : g[k].out0, e = side == 0 ? g[k].in1 : g[k].out1;
+            for (uint32_t d = a; d < e; d++) {
+                for (uint32_t i = 0; i < s->dims[d].n_axes; i++) {
+                    ns_add(&nondiv, s->dims[d].axes[i].name);
+                }
+            }
+        }
+    }
+    /* Shardy's getReshapeHaloInfo: every group with a non-divisible
+     * dimension must be a split of one input dimension */
+    const rgroup *active[SP_MAX_RANK * 2];
+    uint32_t n_active = 0;
+    bool halo = c->halo && nondiv.n > 0;
+    for (uint32_t k = 0; k < ng && halo; k++) {
+        const rgroup *gk = &g[k];
+        if (rg_passthrough(gk)) {
+            continue;
+        }
+        bool ind = false;
+        for (uint32_t d = gk->in0; d < gk->in1; d++) {
+            ind = ind || pin[d] != in.dims[d];
+        }
+        for (uint32_t d = gk->out0; d < gk->out1; d++) {
+            ind = ind || pout[d] != out.dims[d];
+        }
+        if (!ind) {
+            continue;
+        }
+        int64_t is = in.dims[gk->in0], os = out.dims[gk->out0];
+        if (rg_neither(gk) || gk->in_nt != gk->in1 - gk->in0 || gk->out_nt != gk->out1 - gk->out0 ||
+            (is % os != 0 && os % is != 0) ||
+            volume(pin, gk->in0, gk->in1) != volume(pout, gk->out0, gk->out1) || !rg_split(gk) ||
+            gk->in1 - gk->in0 != 1) {
+            halo = false;
+            break;
+        }
+        active[n_active++] = gk;
+    }
+    if (!halo || n_active == 0) {
+        return reshape_replicate(c, op, in_s, out_s, &in, &out, g, ng, mesh);
+    }
+    datax x;
+    memset(&x, 0, sizeof x);
+    x.manual = nondiv;
+    memcpy(x.divisible, pin, sizeof pin[0] * in.rank);
+    uint32_t ai = 0;
+    for (uint32_t d = 0; d < in.rank; d++) {
+        int64_t sc = dim_shards(mesh, &in_s->dims[d]);
+        if (sc <= 1) {
+            continue;
+        }
+        if (ai < n_active && active[ai]->in1 - 1 == d) {
+            if (!reshape_dim_exchange(m, active[ai], d, sc, pin, &in, &out, out_s, mesh,
+                                      &x.dims[x.n_dims])) {
+                return CM_ENOMEM;
+            }
+            ai++;
+        } else {
+            int64_t loc = pin[d] / sc;
+            x.dims[x.n_dims] = (dimx){d, loc, loc, 0, 0, false, true, NULL, NULL, NULL, 0};
+        }
+        x.n_dims++;
+    }
+    if (!datax_can_halo(&x)) {
+        return reshape_replicate(c, op, in_s, out_s, &in, &out, g, ng, mesh);
+    }
+    bld b = {c, m->ops[op].parent_block, sp_op_index_in_block(m, op), op, CM_OK};
+    uint32_t pv_outer = zero_scalar(&b, out.elem);
+    uint32_t div = pad_high_to(&b, in_v, pin, SP_NONE, in_s);
+    sp_sharding *local_in = without_axes(m, in_s, &x.manual);
+    sp_sharding *local_out = without_axes(m, out_s, &x.manual);
+    sp_sharding *pv_s = sp_sharding_open(&m->arena, in_s->mesh_name, 0);
+    if (local_in == NULL || local_out == NULL || pv_s == NULL || div == SP_NONE || b.st != CM_OK) {
+        return b.st != CM_OK ? b.st : CM_ENOMEM;
+    }
+    int64_t local[SP_MAX_RANK], lout[SP_MAX_RANK], padded_res[SP_MAX_RANK];
+    for (uint32_t d = 0; d < in.rank; d++) {
+        local[d] = pin[d] / manual_shards(mesh, &in_s->dims[d], &x.manual);
+    }
+    for (uint32_t d = 0; d < out.rank; d++) {
+        lout[d] = pout[d] / manual_shards(mesh, &out_s->dims[d], &x.manual);
+        int64_t sc = dim_shards(mesh, &out_s->dims[d]);
+        padded_res[d] = ceil_div(out.dims[d], sc) * sc;
+    }
+    uint32_t largs[2] = {retype(&b, div, local), m->values[pv_outer].type};
+    uint32_t operands[2] = {div, pv_outer}, mc;
+    sp_sharding *ins[2] = {in_s, pv_s};
+    bld body;
+    manual_begin(&b, operands, 2, ins, out_s, retype(&b, res, padded_res), mesh, &x.manual, largs,
+                 &mc, &body);
+    if (b.st != CM_OK) {
+        return b.st;
+    }
+    uint32_t cur = m->blocks[body.block].first_arg, pv = cur + 1;
+    for (uint32_t k = 0; k < x.n_dims && cur != SP_NONE; k++) {
+        if (x.dims[k].needs_comm) {
+            cur = exchange_dim(&body, cur, pv, &x.dims[k], in_s, mesh, &x.manual, local_in, 0, 1);
+        }
+    }
+    uint32_t rop = SP_NONE;
+    cur = cur == SP_NONE ? SP_NONE
+                         : emit(&body, "stablehlo.reshape", &cur, 1, retype(&body, res, lout), &rop);
+    set_sharding(&body, cur, local_out);
+    manual_end(&b, &body, cur);
+    if (b.st != CM_OK) {
+        return b.st;
+    }
+    uint32_t fin = slice_high_to(&b, m->ops[mc].first_result, out.dims, out_s);
+    if (b.st != CM_OK || fin == SP_NONE) {
+        return b.st != CM_OK ? b.st : CM_ENOMEM;
+    }
+    replace_uses(m, res, fin, SP_NONE);
+    sp_block_remove_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op));
+    return CM_OK;
+}
+
 /* ---- the pass ----------------------------------------------------------------------- */
 
 static bool is_stablehlo(const sp_op *o)
@@ -1588,10 +2187,11 @@ static cm_status visit_op(rpf *c, uint32_t op, cm_error *err)
 {
     sp_module *m = c->m;
     const sp_op *o = &m->ops[op];
-    if (is_terminator(o) || !is_stablehlo(o) || o->kind == SP_OP_RESHAPE) {
-        /* TODO(issue 17): reshapes of non-divisible shardings (Shardy's
-         * handleReshapeOp) are left as they are */
+    if (is_terminator(o) || !is_stablehlo(o)) {
         return CM_OK;
+    }
+    if (o->kind == SP_OP_RESHAPE) {
+        return visit_reshape(c, op) == CM_OK ? CM_OK : cm_error_oom(err);
     }
     sp_rule *rule = NULL;
     sp_rule_opts ro = {false, NULL};
