@@ -232,7 +232,10 @@ typedef struct sp_rpf_opts {
  * back. Otherwise (and when halo exchange cannot do it) the permutation
  * factors are replicated: sdy.reshard before the op for operands that had
  * axes on them (not for communication-free slice and pad dimensions), and
- * after it for results. Reshapes are left alone. Errors: CM_EINVAL when
+ * after it for results. A reshape of non-divisible shardings that is not
+ * communication free splits one dimension by halo exchange, or else runs
+ * between reshards without the axes of its non-divisible dimension groups.
+ * Errors: CM_EINVAL when
  * both counts exceed 1, CM_ENOMEM. */
 cm_status sp_pass_resolve_permutation_factors(sp_module *m, const sp_rpf_opts *o, sp_diags *d,
                                               cm_error *err);

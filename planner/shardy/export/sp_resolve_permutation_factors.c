@@ -9,8 +9,9 @@
  * flipped (after shifting non-divisible padding to the low side); every
  * other case, and everything without halo exchange, replicates the
  * permutation factors with sdy.reshard before the op and reshards the
- * results back. Ops are visited after the ops of their regions, each
- * block's ops in order, ops created for an op not visited again. */
+ * results back; a reshape of non-divisible shardings gets a halo exchange
+ * or reshards of its own. Ops are visited after the ops of their regions,
+ * each block's ops in order, ops created for an op not visited again. */
 #include "sp_export.h"
 
 #include <stdio.h>
@@ -731,8 +732,8 @@ static cm_status replicate(rpf *c, uint32_t op, const sp_rule *rule)
     }
     const sp_sharding *first = NULL;
     for (uint32_t i = 0; i < n_in + n_out; i++) {
-        sp_sharding *s = i < n_in ? sp_value_sharding(m, o->operands[i])
-                                  : sp_value_sharding(m, o->first_result + i - n_in);
+        sp_sharding *s = i < n_in ? sp_value_sharding_partitioned(m, o->operands[i])
+                                  : sp_value_sharding_partitioned(m, o->first_result + i - n_in);
         if (i < n_in) {
             in[i] = s;
         } else {
@@ -1267,7 +1268,7 @@ static cm_status halo_pad_or_slice(rpf *c, uint32_t op, bool is_pad, bool *done)
     sp_module *m = c->m;
     *done = true;
     uint32_t in_v = m->ops[op].operands[0];
-    sp_sharding *s = sp_value_sharding(m, in_v);
+    sp_sharding *s = sp_value_sharding_partitioned(m, in_v);
     sp_type in_tt = *sp_value_type(m, in_v);
     const sp_type *in_t = &in_tt;
     if (fully_replicated(s) || in_t->kind != SP_TYPE_TENSOR) {
@@ -1493,8 +1494,8 @@ static cm_status halo_reverse(rpf *c, uint32_t op)
 {
     sp_module *m = c->m;
     uint32_t in_v = m->ops[op].operands[0], res = m->ops[op].first_result;
-    sp_sharding *s = sp_value_sharding(m, in_v);
-    sp_sharding *out_s = sp_value_sharding(m, res);
+    sp_sharding *s = sp_value_sharding_partitioned(m, in_v);
+    sp_sharding *out_s = sp_value_sharding_partitioned(m, res);
     sp_type tt = *sp_value_type(m, in_v);
     const sp_type *t = &tt;
     if (fully_replicated(s) || t->kind != SP_TYPE_TENSOR || t->rank != s->rank ||
@@ -1997,7 +1998,7 @@ static cm_status visit_reshape(rpf *c, uint32_t op)
 {
     sp_module *m = c->m;
     uint32_t in_v = m->ops[op].operands[0], res = m->ops[op].first_result;
-    sp_sharding *in_s = sp_value_sharding(m, in_v), *out_s = sp_value_sharding(m, res);
+    sp_sharding *in_s = sp_value_sharding_partitioned(m, in_v), *out_s = sp_value_sharding_partitioned(m, res);
     sp_type in = *sp_value_type(m, in_v), out = *sp_value_type(m, res);
     if (in_s == NULL || out_s == NULL || in.kind != SP_TYPE_TENSOR || out.kind != SP_TYPE_TENSOR ||
         in.rank != in_s->rank || out.rank != out_s->rank || in.rank > SP_MAX_RANK ||
