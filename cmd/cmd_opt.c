@@ -286,6 +286,19 @@ static cm_status run_resolve_permutation(sp_module *m, const pass_inv *inv, sp_d
                      r != NULL ? strtoll(r, NULL, 10) : 1, p != NULL ? strtoll(p, NULL, 10) : 1};
     return sp_pass_resolve_permutation_factors(m, &o, d, err);
 }
+static cm_status run_per_instruction(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                    cm_error *err)
+{
+    sp_pip_opts o;
+    sp_pip_opts_init(&o);
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    o.filter = opt_value(inv, "filter");
+    o.enable_halo_exchange = opt_value(inv, "enable-halo-exchange") == NULL ||
+                             opt_bool(inv, "enable-halo-exchange");
+    o.replica_count = r != NULL ? strtoll(r, NULL, 10) : 1;
+    o.partition_count = p != NULL ? strtoll(p, NULL, 10) : 1;
+    return sp_pass_per_instruction_partitioning(m, &o, d, err);
+}
 static cm_status run_g2l(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
     const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
@@ -365,6 +378,9 @@ static const char *const export_pipeline_opts[] = {
 static const char *const rpf_opts[] = {"enable-halo-exchange", "replica-count",
                                        "partition-count", NULL};
 
+static const char *const pip_opts[] = {"filter", "enable-halo-exchange", "replica-count",
+                                       "partition-count", NULL};
+
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
     {"sdy-basic-propagate", run_basic, basic_opts},
@@ -423,6 +439,7 @@ static const pass_def passes[] = {
     {"sdy-verify-unreduced-axes", run_verify_unreduced, NULL},
     {"sdy-export-pipeline", run_export_pipeline, export_pipeline_opts},
     {"sdy-resolve-permutation-factors", run_resolve_permutation, rpf_opts},
+    {"sdy-per-instruction-partitioning", run_per_instruction, pip_opts},
 };
 
 static const pass_def *find_pass(const char *name)
@@ -448,8 +465,30 @@ static bool parse_pass_opts(const char *s, pass_inv *inv, FILE *errs)
     while (*p == '\'' || *p == '"' || *p == '{') {
         p++;
     }
-    char *save = NULL;
-    for (char *tok = strtok_r(p, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
+    /* tokens split at spaces outside quotes; a quoted part (`filter='a, b'`,
+     * its closing quote possibly stripped above) is kept without its quotes */
+    char *rd = p;
+    for (;;) {
+        while (*rd == ' ') {
+            rd++;
+        }
+        if (*rd == '\0') {
+            break;
+        }
+        char *tok = rd, *wr = rd, quote = '\0';
+        for (; *rd != '\0' && (quote != '\0' || *rd != ' '); rd++) {
+            if (quote == '\0' && (*rd == '\'' || *rd == '"')) {
+                quote = *rd;
+            } else if (quote != '\0' && *rd == quote) {
+                quote = '\0';
+            } else {
+                *wr++ = *rd;
+            }
+        }
+        if (*rd != '\0') {
+            rd++;
+        }
+        *wr = '\0';
         if (inv->n_opts >= MAX_OPTS) {
             fprintf(errs, "shardplan opt: too many options for -%s\n", inv->name);
             return false;

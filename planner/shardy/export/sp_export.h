@@ -240,4 +240,32 @@ typedef struct sp_rpf_opts {
 cm_status sp_pass_resolve_permutation_factors(sp_module *m, const sp_rpf_opts *o, sp_diags *d,
                                               cm_error *err);
 
+/* Options of -sdy-per-instruction-partitioning, named as Shardy's. */
+typedef struct sp_pip_opts {
+    const char *filter;        /* filter: op name substrings, selectLow=N, selectHigh=N */
+    bool enable_halo_exchange; /* enable-halo-exchange (default true) */
+    int64_t replica_count;     /* replica-count */
+    int64_t partition_count;   /* partition-count */
+} sp_pip_opts;
+
+/* Shardy's defaults: no filter (every candidate), halo exchange, counts 1. */
+void sp_pip_opts_init(sp_pip_opts *o);
+
+/* -sdy-per-instruction-partitioning (sp_per_instruction_partitioning.c):
+ * the ops of each function's top-level block that have a sharded operand or
+ * result (not collectives, edges, manual computations, barriers,
+ * constraints, groups or Sharding custom calls) are numbered in order; those
+ * the filter selects (a comma-separated list of op name substrings and
+ * selectLow=N / selectHigh=N bounds, optionally quoted; empty selects all)
+ * are each partitioned alone: operands padded to divide their op's axes,
+ * the op outlined into a function that -sdy-resolve-permutation-factors,
+ * -sdy-insert-explicit-reshards (full), -sdy-reshard-to-collectives,
+ * -sdy-pad-for-divisibility, -sdy-convert-global-to-local and
+ * -sdy-drop-sharding-and-mesh make local, and that body placed in an
+ * sdy.manual_computation over all the axes the op's shardings use; padded
+ * results are sliced back. Errors: an op without a mesh, or the passes'
+ * errors (diagnostics in d), CM_ENOMEM. */
+cm_status sp_pass_per_instruction_partitioning(sp_module *m, const sp_pip_opts *o, sp_diags *d,
+                                               cm_error *err);
+
 #endif /* SP_EXPORT_H */
