@@ -274,6 +274,9 @@ static cm_status run_export_pipeline(sp_module *m, const pass_inv *inv, sp_diags
     if (opt_value(inv, "inline-meshes") != NULL) {
         o.inline_meshes = opt_bool(inv, "inline-meshes");
     }
+    o.enable_per_instruction_partitioning = opt_bool(inv, "enable-per-instruction-partitioning");
+    o.per_instruction_partitioning_filter = opt_value(inv, "per-instruction-partitioning-filter");
+    o.avoid_reshards_on_calls = opt_bool(inv, "avoid-reshards-on-calls");
     o.timing = inv->timing;
     return sp_pass_export_pipeline(m, &o, d, err);
 }
@@ -373,7 +376,9 @@ static const char *const export_pipeline_opts[] = {
     "replica-count", "partition-count", "avoid-export-for-partitioning",
     "enable-insert-explicit-collectives", "remove-all-gather-reduce-scatter-for-cmv1",
     "keep-sharding-rules", "dump-sharding-origins", "dump-propagation-edges",
-    "update-non-divisible-input-output-shardings", "inline-meshes", NULL};
+    "update-non-divisible-input-output-shardings", "inline-meshes",
+    "enable-per-instruction-partitioning", "per-instruction-partitioning-filter",
+    "avoid-reshards-on-calls", "dump-directory", NULL};
 
 static const char *const rpf_opts[] = {"enable-halo-exchange", "replica-count",
                                        "partition-count", NULL};

@@ -193,6 +193,9 @@ typedef struct sp_export_opts {
     bool dump_propagation_edges;                      /* dump-propagation-edges */
     bool update_non_divisible_input_output_shardings; /* default true */
     bool inline_meshes;                               /* inline-meshes, default true */
+    bool enable_per_instruction_partitioning;         /* enable-per-instruction-partitioning */
+    const char *per_instruction_partitioning_filter;  /* per-instruction-partitioning-filter */
+    bool avoid_reshards_on_calls;                     /* avoid-reshards-on-calls (unused, as in Shardy) */
     bool timing;                                      /* print each step's time to stderr */
 } sp_export_opts;
 
@@ -205,8 +208,10 @@ void sp_export_opts_init(sp_export_opts *o);
  * sub-axes removed from the main function's I/O, shardings closed; then
  * (unless avoid-export-for-partitioning) the partitioner: unreduced axes
  * verified, explicit reshards inserted (the full version when collectives
- * are enabled), with enable-insert-explicit-collectives the reshards become
- * collectives, -canonicalize, and the collective-matmul cleanup when asked;
+ * or per-instruction partitioning are enabled), then either
+ * -sdy-per-instruction-partitioning (with its filter and the counts) or,
+ * with enable-insert-explicit-collectives, the reshards become
+ * collectives; -canonicalize, and the collective-matmul cleanup when asked;
  * last debug info and sharding rules dropped and meshes inlined, as the
  * options say. Errors: those of the passes (diagnostics in d); the first
  * failing pass stops the rest. */

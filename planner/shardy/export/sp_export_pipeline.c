@@ -29,11 +29,20 @@ static cm_status partition(sp_module *m, const sp_export_opts *o, sp_diags *d, c
 {
     bool timing = o->timing;
     cm_status st = CM_OK;
-    sp_reshard_opts ro = {o->enable_insert_explicit_collectives};
+    sp_reshard_opts ro = {o->enable_insert_explicit_collectives ||
+                          o->enable_per_instruction_partitioning};
     SP_PASS_STEP(st, timing, "-sdy-verify-unreduced-axes", sp_pass_verify_unreduced_axes(m, d, err));
     SP_PASS_STEP(st, timing, "-sdy-insert-explicit-reshards",
                  sp_pass_insert_explicit_reshards(m, &ro, d, err));
-    if (o->enable_insert_explicit_collectives) {
+    if (o->enable_per_instruction_partitioning) {
+        sp_pip_opts po;
+        sp_pip_opts_init(&po);
+        po.filter = o->per_instruction_partitioning_filter;
+        po.replica_count = o->replica_count;
+        po.partition_count = o->partition_count;
+        SP_PASS_STEP(st, timing, "-sdy-per-instruction-partitioning",
+                     sp_pass_per_instruction_partitioning(m, &po, d, err));
+    } else if (o->enable_insert_explicit_collectives) {
         /* Shardy runs the reshard patterns alone here; ours are one pass */
         SP_PASS_STEP(st, timing, "-canonicalize", sp_pass_canonicalize(m, err));
         SP_PASS_STEP(st, timing, "-sdy-reshard-to-collectives",
