@@ -500,13 +500,18 @@ static bool parse_pass_opts(const char *s, pass_inv *inv, FILE *errs)
         }
         char *eq = strchr(tok, '=');
         pass_opt *o = &inv->opts[inv->n_opts++];
+        o->value[0] = '\0';
         if (eq != NULL) {
             *eq = '\0';
-            snprintf(o->value, sizeof o->value, "%s", eq + 1);
-        } else {
-            o->value[0] = '\0';
+            size_t vl = strlen(eq + 1);
+            vl = vl < sizeof o->value ? vl : sizeof o->value - 1;
+            memcpy(o->value, eq + 1, vl);
+            o->value[vl] = '\0';
         }
-        snprintf(o->key, sizeof o->key, "%s", tok);
+        size_t kl = strlen(tok);
+        kl = kl < sizeof o->key ? kl : sizeof o->key - 1;
+        memcpy(o->key, tok, kl);
+        o->key[kl] = '\0';
     }
     return true;
 }
