@@ -21,7 +21,8 @@
 #include "sp_ops.h"
 #include "sp_rules.h"
 
-#define MAX_HOPS 64 /* neighbours gathered per dimension at most */
+#define MAX_HOPS    64        /* neighbours gathered per dimension at most */
+#define MAX_DEVICES (1 << 16) /* halo exchange on meshes up to this size (tables per device) */
 
 typedef struct rpf {
     sp_module *m;
@@ -29,6 +30,8 @@ typedef struct rpf {
     int64_t replica_count, partition_count;
     int64_t next_channel;
     int64_t uniquing; /* SymbolTable's renaming counter: name_0, name_1, ... */
+    sp_value_map repl;      /* replaced values: uses still to redirect */
+    sp_value_map repl_skip; /* per replaced value, the one op whose use stays */
 } rpf;
 
 /* ---- meshes and shardings -------------------------------------------------------- */
@@ -584,20 +587,33 @@ static uint32_t device_id(bld *b)
     return emit(b, "stablehlo.convert", &id, 1, tensor_type(b, SP_ELEM_I64, NULL, 0), NULL);
 }
 
-/* Replaces every use of value from by to, except the operands of op skip
- * (SP_NONE: none), in the block holding from's definition and all blocks
- * below it. */
-static void replace_uses(sp_module *m, uint32_t from, uint32_t to, uint32_t skip)
+/* Redirects the uses of value from to value to, except those of op skip
+ * (SP_NONE: none). The uses are rewritten as the walk reaches them
+ * (forward_operands), so each replacement costs O(1), not a module scan. */
+static cm_status replace_uses(rpf *c, uint32_t from, uint32_t to, uint32_t skip)
 {
-    for (uint32_t op = 0; op < m->n_ops; op++) {
-        if (op == skip || m->ops[op].parent_block == SP_NONE) {
-            continue;
-        }
-        sp_op *o = &m->ops[op];
-        for (uint32_t i = 0; i < o->n_operands; i++) {
-            if (o->operands[i] == from) {
-                o->operands[i] = to;
+    cm_status st = sp_value_map_set(&c->repl, from, to);
+    if (st == CM_OK && skip != SP_NONE) {
+        st = sp_value_map_set(&c->repl_skip, from, skip);
+    }
+    return st;
+}
+
+/* Rewrites the operands of op that were replaced (chains followed). */
+static void forward_operands(rpf *c, uint32_t op)
+{
+    sp_module *m = c->m;
+    if (c->repl.map.n == 0) {
+        return;
+    }
+    for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
+        for (int guard = 0; guard < 64; guard++) {
+            uint32_t v = m->ops[op].operands[i];
+            uint32_t to = sp_value_map_get(&c->repl, v);
+            if (to == SP_NONE || sp_value_map_get(&c->repl_skip, v) == op) {
+                break;
             }
+            m->ops[op].operands[i] = to;
         }
     }
 }
@@ -806,7 +822,10 @@ static cm_status replicate(rpf *c, uint32_t op, const sp_rule *rule)
         if (b.st != CM_OK) {
             return b.st;
         }
-        replace_uses(m, v, r, m->values[r].def);
+        b.st = replace_uses(c, v, r, m->values[r].def);
+        if (b.st != CM_OK) {
+            return b.st;
+        }
         b.st = sp_value_set_sharding(m, v, s);
         if (b.st != CM_OK) {
             return b.st;
@@ -1278,6 +1297,10 @@ static cm_status halo_pad_or_slice(rpf *c, uint32_t op, bool is_pad, bool *done)
     if (mesh == NULL || mesh_is_maximal(mesh) || s->mesh_name == NULL) {
         return CM_OK;
     }
+    if (sp_mesh_size(mesh) > MAX_DEVICES) {
+        *done = false;
+        return CM_OK;
+    }
     datax x;
     if (!op_exchange(m, op, is_pad, s, mesh, &x)) {
         *done = false;
@@ -1343,7 +1366,9 @@ static cm_status halo_pad_or_slice(rpf *c, uint32_t op, bool is_pad, bool *done)
     if (b.st != CM_OK || res == SP_NONE) {
         return b.st != CM_OK ? b.st : CM_ENOMEM;
     }
-    replace_uses(m, m->ops[op].first_result, res, SP_NONE);
+    if (replace_uses(c, m->ops[op].first_result, res, SP_NONE) != CM_OK) {
+        return CM_ENOMEM;
+    }
     sp_block_remove_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op));
     return CM_OK;
 }
@@ -1489,9 +1514,11 @@ static uint32_t right_shift(bld *b, uint32_t local, uint32_t dim, int64_t shift,
     return concat_op(b, parts, 2, dim, local_s);
 }
 
-/* Shardy's handleReverseOp. */
-static cm_status halo_reverse(rpf *c, uint32_t op)
+/* Shardy's handleReverseOp; *done is false on a mesh too large for the
+ * device tables (the caller replicates instead). */
+static cm_status halo_reverse(rpf *c, uint32_t op, bool *done)
 {
+    *done = true;
     sp_module *m = c->m;
     uint32_t in_v = m->ops[op].operands[0], res = m->ops[op].first_result;
     sp_sharding *s = sp_value_sharding_partitioned(m, in_v);
@@ -1504,6 +1531,10 @@ static cm_status halo_reverse(rpf *c, uint32_t op)
     }
     const sp_mesh *mesh = mesh_of(m, s);
     if (mesh == NULL || mesh_is_maximal(mesh) || s->mesh_name == NULL) {
+        return CM_OK;
+    }
+    if (sp_mesh_size(mesh) > MAX_DEVICES) {
+        *done = false;
         return CM_OK;
     }
     const sp_attr *da = sp_op_attr(m, op, "dimensions");
@@ -1602,7 +1633,9 @@ static cm_status halo_reverse(rpf *c, uint32_t op)
     if (b.st != CM_OK || fin == SP_NONE) {
         return b.st != CM_OK ? b.st : CM_ENOMEM;
     }
-    replace_uses(m, res, fin, m->values[back].def);
+    if (replace_uses(c, res, fin, m->values[back].def) != CM_OK) {
+        return CM_ENOMEM;
+    }
     return CM_OK;
 }
 
@@ -1912,7 +1945,9 @@ static cm_status reshape_replicate(rpf *c, uint32_t op, sp_sharding *in_s, sp_sh
     if (b.st != CM_OK || back == SP_NONE) {
         return b.st != CM_OK ? b.st : CM_ENOMEM;
     }
-    replace_uses(m, m->ops[op].first_result, back, SP_NONE);
+    if (replace_uses(c, m->ops[op].first_result, back, SP_NONE) != CM_OK) {
+        return CM_ENOMEM;
+    }
     sp_block_remove_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op));
     return CM_OK;
 }
@@ -2068,7 +2103,7 @@ static cm_status visit_reshape(rpf *c, uint32_t op)
      * dimension must be a split of one input dimension */
     const rgroup *active[SP_MAX_RANK * 2];
     uint32_t n_active = 0;
-    bool halo = c->halo && nondiv.n > 0;
+    bool halo = c->halo && nondiv.n > 0 && sp_mesh_size(mesh) <= MAX_DEVICES;
     for (uint32_t k = 0; k < ng && halo; k++) {
         const rgroup *gk = &g[k];
         if (rg_passthrough(gk)) {
@@ -2167,7 +2202,9 @@ static cm_status visit_reshape(rpf *c, uint32_t op)
     if (b.st != CM_OK || fin == SP_NONE) {
         return b.st != CM_OK ? b.st : CM_ENOMEM;
     }
-    replace_uses(m, res, fin, SP_NONE);
+    if (replace_uses(c, res, fin, SP_NONE) != CM_OK) {
+        return CM_ENOMEM;
+    }
     sp_block_remove_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op));
     return CM_OK;
 }
@@ -2217,8 +2254,7 @@ static cm_status visit_op(rpf *c, uint32_t op, cm_error *err)
         if (o->kind == SP_OP_PAD || o->kind == SP_OP_SLICE) {
             st = halo_pad_or_slice(c, op, o->kind == SP_OP_PAD, &done);
         } else if (o->kind == SP_OP_REVERSE) {
-            st = halo_reverse(c, op);
-            done = true;
+            st = halo_reverse(c, op, &done);
         }
         if (st != CM_OK) {
             return cm_error_oom(err);
@@ -2244,6 +2280,7 @@ static cm_status visit_block(rpf *c, uint32_t block, int depth, cm_error *err)
     while (i < m->blocks[block].n_ops) {
         uint32_t op = m->blocks[block].ops[i];
         uint32_t next = i + 1 < m->blocks[block].n_ops ? m->blocks[block].ops[i + 1] : SP_NONE;
+        forward_operands(c, op);
         for (uint32_t r = 0; r < m->ops[op].n_regions; r++) {
             for (uint32_t k = 0; k < m->ops[op].regions[r].n_blocks; k++) {
                 cm_status st = visit_block(c, m->ops[op].regions[r].blocks[k], depth + 1, err);
@@ -2276,7 +2313,15 @@ cm_status sp_pass_resolve_permutation_factors(sp_module *m, const sp_rpf_opts *o
                             "Shardy partitioner does not support replica_count > 1 && "
                             "partition_count > 1 yet.");
     }
-    rpf c = {m, o->enable_halo_exchange, o->replica_count, o->partition_count, next_channel(m),
-             0};
-    return visit_block(&c, m->body, 0, err);
+    rpf c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.halo = o->enable_halo_exchange;
+    c.replica_count = o->replica_count;
+    c.partition_count = o->partition_count;
+    c.next_channel = next_channel(m);
+    cm_status st = visit_block(&c, m->body, 0, err);
+    sp_value_map_free(&c.repl);
+    sp_value_map_free(&c.repl_skip);
+    return st;
 }
