@@ -693,17 +693,37 @@ static bool pad_dim_comm_free(const sp_module *m, uint32_t op, const sp_sharding
     return true;
 }
 
-/* The sharding of tensor s (mapping tm of the rule) with the axes of the
- * factors flagged in clear removed, or NULL when nothing changes (*changed
- * false). A dimension holding a cleared factor among several loses its
+/* Shardy's shouldReshardToCommonMesh: s shards something on a mesh whose
+ * device order differs from the common mesh's. */
+static bool other_devices(const sp_module *m, const sp_sharding *s, const sp_mesh *common)
+{
+    const sp_mesh *mesh = mesh_of(m, s);
+    if (fully_replicated(s) || mesh == NULL || mesh == common) {
+        return false;
+    }
+    if (mesh->n_device_ids != common->n_device_ids) {
+        return true;
+    }
+    for (uint32_t i = 0; i < mesh->n_device_ids; i++) {
+        if (mesh->device_ids[i] != common->device_ids[i]) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The sharding of tensor s (mapping tm of the rule) on the mesh named
+ * mesh_name with the axes of the factors flagged in clear removed, or NULL
+ * when nothing changes and force is false (*changed false). A dimension holding a cleared factor among several loses its
  * axes from that factor on. */
 static sp_sharding *cleared(sp_module *m, const sp_sharding *s, const sp_tensor_mapping *tm,
-                            const bool *clear, const char *mesh_name, bool *changed)
+                            const bool *clear, const char *mesh_name, bool force, bool *changed)
 {
     *changed = false;
     if (s == NULL || tm->rank != s->rank) {
         return NULL;
     }
+    *changed = force;
     for (uint32_t d = 0; d < tm->rank; d++) {
         for (uint32_t k = 0; k < tm->dims[d].n_factors; k++) {
             if (clear[tm->dims[d].factors[k]] && s->dims[d].n_axes > 0) {
@@ -746,6 +766,10 @@ static cm_status replicate(rpf *c, uint32_t op, const sp_rule *rule)
     if (n_in > 64 || n_out > 64) {
         return CM_OK;
     }
+    /* Shardy's getCommonMeshOrRef, device order ignored: the first sharding
+     * on a mesh with axes (a mesh without axes gives way), others on
+     * meshes without axes skipped; any other axes: no common mesh; among
+     * equal ones the one without explicit device ids wins */
     const sp_sharding *first = NULL;
     for (uint32_t i = 0; i < n_in + n_out; i++) {
         sp_sharding *s = i < n_in ? sp_value_sharding_partitioned(m, o->operands[i])
@@ -756,25 +780,30 @@ static cm_status replicate(rpf *c, uint32_t op, const sp_rule *rule)
             out[i - n_in] = s;
         }
         const sp_mesh *mesh = mesh_of(m, s);
-        if (s == NULL || mesh == NULL || mesh_is_maximal(mesh)) {
+        if (s == NULL || mesh == NULL) {
             continue;
         }
-        if (first == NULL) {
+        const sp_mesh *fm = mesh_of(m, first);
+        if (first == NULL || fm->n_axes == 0) {
             first = s;
-        } else if (!sp_mesh_equal(mesh, mesh_of(m, first))) {
-            /* Shardy's getCommonMeshName ignores device order only */
-            const sp_mesh *fm = mesh_of(m, first);
-            bool same = fm->n_axes == mesh->n_axes;
-            for (uint32_t k = 0; same && k < fm->n_axes; k++) {
-                same = strcmp(fm->axes[k].name, mesh->axes[k].name) == 0 &&
-                       fm->axes[k].size == mesh->axes[k].size;
-            }
-            if (!same) {
-                return CM_OK;
-            }
+            continue;
+        }
+        if (mesh->n_axes == 0) {
+            continue;
+        }
+        bool same = fm->n_axes == mesh->n_axes;
+        for (uint32_t k = 0; same && k < fm->n_axes; k++) {
+            same = strcmp(fm->axes[k].name, mesh->axes[k].name) == 0 &&
+                   fm->axes[k].size == mesh->axes[k].size;
+        }
+        if (!same) {
+            return CM_OK;
+        }
+        if (mesh->n_device_ids == 0) {
+            first = s;
         }
     }
-    if (first == NULL || first->mesh_name == NULL) {
+    if (first == NULL || first->mesh_name == NULL || mesh_is_maximal(mesh_of(m, first))) {
         return CM_OK;
     }
     const char *mesh_name = first->mesh_name;
@@ -800,7 +829,8 @@ static cm_status replicate(rpf *c, uint32_t op, const sp_rule *rule)
     bld b = {c, o->parent_block, sp_op_index_in_block(m, op), op, CM_OK};
     for (uint32_t i = 0; i < n_in; i++) {
         bool changed;
-        sp_sharding *s = cleared(m, in[i], &rule->operands[i], clear, mesh_name, &changed);
+        sp_sharding *s = cleared(m, in[i], &rule->operands[i], clear, mesh_name,
+                                 other_devices(m, in[i], mesh), &changed);
         if (!changed) {
             continue;
         }
@@ -813,7 +843,8 @@ static cm_status replicate(rpf *c, uint32_t op, const sp_rule *rule)
     b.at = sp_op_index_in_block(m, op) + 1;
     for (uint32_t i = 0; i < n_out; i++) {
         bool changed;
-        sp_sharding *s = cleared(m, out[i], &rule->results[i], clear, mesh_name, &changed);
+        sp_sharding *s = cleared(m, out[i], &rule->results[i], clear, mesh_name,
+                                 other_devices(m, out[i], mesh), &changed);
         if (!changed) {
             continue;
         }
