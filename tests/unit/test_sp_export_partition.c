@@ -264,6 +264,25 @@ static void test_sp_pass_resolve_permutation_factors_halo_reshape(void **state)
     assert_survives_oom(RESHAPE, rpf_halo);
 }
 
+/* 2^32 devices: no per-device tables; the reverse is replicated instead */
+static const char HUGE_MESH[] =
+    "sdy.mesh @mesh = <[\"x\"=65536, \"y\"=65536]>\n"
+    "func.func @f(%arg0: tensor<7x8xi32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, "
+    "{\"y\"}]>}) -> tensor<7x8xi32> {\n"
+    "  %0 = stablehlo.reverse %arg0, dims = [0] {sdy.sharding = "
+    "#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {\"y\"}]>]>} : tensor<7x8xi32>\n"
+    "  return %0 : tensor<7x8xi32>\n"
+    "}\n";
+
+static void test_sp_pass_resolve_permutation_factors_replicates_on_huge_mesh(void **state)
+{
+    (void)state;
+    char *out = run(HUGE_MESH, rpf_halo);
+    assert_has(out, "sdy.reshard %arg0 <@mesh, [{}, {\"y\"}]>");
+    assert_lacks(out, "reversed");
+    cm_free(out);
+}
+
 static void test_sp_pass_resolve_permutation_factors_rejects_both_counts(void **state)
 {
     (void)state;
@@ -342,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_sp_pass_resolve_permutation_factors_reverses_mesh),
         cmocka_unit_test(test_sp_pass_resolve_permutation_factors_halo_pad),
         cmocka_unit_test(test_sp_pass_resolve_permutation_factors_halo_reshape),
+        cmocka_unit_test(test_sp_pass_resolve_permutation_factors_replicates_on_huge_mesh),
         cmocka_unit_test(test_sp_pass_resolve_permutation_factors_rejects_both_counts),
         cmocka_unit_test(test_sp_pass_per_instruction_partitioning_wraps_dot),
         cmocka_unit_test(test_sp_pass_export_pipeline_inlines_meshes),

@@ -1591,6 +1591,10 @@ static cm_status halo_reverse(rpf *c, uint32_t op, bool *done)
         if (!reversed[d] || shards <= 1) {
             continue;
         }
+        if (t->dims[d] < 0) {
+            *done = false; /* a dynamic dimension: replicated instead */
+            return CM_OK;
+        }
         for (uint32_t k = 0; k < s->dims[d].n_axes && n_axes < SP_MAX_RANK * 4; k++) {
             axes[n_axes++] = s->dims[d].axes[k];
         }
