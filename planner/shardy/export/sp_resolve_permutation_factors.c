@@ -32,6 +32,7 @@ typedef struct rpf {
     int64_t uniquing; /* SymbolTable's renaming counter: name_0, name_1, ... */
     sp_value_map repl;      /* replaced values: uses still to redirect */
     sp_value_map repl_skip; /* per replaced value, the one op whose use stays */
+    uint32_t at;            /* index of the op being visited in its block */
 } rpf;
 
 /* ---- meshes and shardings -------------------------------------------------------- */
@@ -826,7 +827,7 @@ static cm_status replicate(rpf *c, uint32_t op, const sp_rule *rule)
         }
         clear[f] = true;
     }
-    bld b = {c, o->parent_block, sp_op_index_in_block(m, op), op, CM_OK};
+    bld b = {c, o->parent_block, c->at, op, CM_OK};
     for (uint32_t i = 0; i < n_in; i++) {
         bool changed;
         sp_sharding *s = cleared(m, in[i], &rule->operands[i], clear, mesh_name,
@@ -840,7 +841,7 @@ static cm_status replicate(rpf *c, uint32_t op, const sp_rule *rule)
         }
         m->ops[op].operands[i] = r;
     }
-    b.at = sp_op_index_in_block(m, op) + 1;
+    b.at++; /* past op, which the reshards before it pushed to b.at */
     for (uint32_t i = 0; i < n_out; i++) {
         bool changed;
         sp_sharding *s = cleared(m, out[i], &rule->results[i], clear, mesh_name,
@@ -1349,7 +1350,7 @@ static cm_status halo_pad_or_slice(rpf *c, uint32_t op, bool is_pad, bool *done)
     const sp_type *out_t = &out_tt;
     int64_t out_dims[SP_MAX_RANK];
     memcpy(out_dims, out_t->dims, sizeof out_dims[0] * rank);
-    bld b = {c, m->ops[op].parent_block, sp_op_index_in_block(m, op), op, CM_OK};
+    bld b = {c, m->ops[op].parent_block, c->at, op, CM_OK};
     uint32_t pv_outer = is_pad ? m->ops[op].operands[1] : SP_NONE;
     uint32_t div = pad_high_to(&b, in_v, x.divisible, pv_outer, s);
     if (!is_pad) {
@@ -1400,7 +1401,7 @@ static cm_status halo_pad_or_slice(rpf *c, uint32_t op, bool is_pad, bool *done)
     if (replace_uses(c, m->ops[op].first_result, res, SP_NONE) != CM_OK) {
         return CM_ENOMEM;
     }
-    sp_block_remove_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op));
+    sp_block_remove_op(m, m->ops[op].parent_block, b.at);
     return CM_OK;
 }
 
@@ -1608,7 +1609,7 @@ static cm_status halo_reverse(rpf *c, uint32_t op, bool *done)
     if (n_axes == 0) {
         return CM_OK;
     }
-    bld b = {c, m->ops[op].parent_block, sp_op_index_in_block(m, op), op, CM_OK};
+    bld b = {c, m->ops[op].parent_block, c->at, op, CM_OK};
     uint32_t input = in_v;
     if (manual.n > 0) {
         input = pad_high_to(&b, in_v, padded, SP_NONE, s);
@@ -1657,7 +1658,7 @@ static cm_status halo_reverse(rpf *c, uint32_t op, bool *done)
     if (st != CM_OK) {
         return st;
     }
-    b.at = sp_op_index_in_block(m, op) + 1;
+    b.at++;
     uint32_t back = reshard_op(&b, res, out_s);
     uint32_t fin = back;
     if (manual.n > 0) {
@@ -1969,9 +1970,9 @@ static cm_status reshape_replicate(rpf *c, uint32_t op, sp_sharding *in_s, sp_sh
     if (nin == NULL || nout == NULL) {
         return CM_ENOMEM;
     }
-    bld b = {c, m->ops[op].parent_block, sp_op_index_in_block(m, op), op, CM_OK};
+    bld b = {c, m->ops[op].parent_block, c->at, op, CM_OK};
     uint32_t r_in = reshard_op(&b, m->ops[op].operands[0], nin);
-    b.at = sp_op_index_in_block(m, op) + 1;
+    uint32_t op_at = b.at++;
     uint32_t rop = SP_NONE;
     uint32_t nr = emit(&b, "stablehlo.reshape", &r_in, 1, m->values[m->ops[op].first_result].type,
                        &rop);
@@ -1983,7 +1984,7 @@ static cm_status reshape_replicate(rpf *c, uint32_t op, sp_sharding *in_s, sp_sh
     if (replace_uses(c, m->ops[op].first_result, back, SP_NONE) != CM_OK) {
         return CM_ENOMEM;
     }
-    sp_block_remove_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op));
+    sp_block_remove_op(m, m->ops[op].parent_block, op_at);
     return CM_OK;
 }
 
@@ -2192,7 +2193,7 @@ static cm_status visit_reshape(rpf *c, uint32_t op)
     if (!datax_can_halo(&x)) {
         return reshape_replicate(c, op, in_s, out_s, &in, &out, g, ng, mesh);
     }
-    bld b = {c, m->ops[op].parent_block, sp_op_index_in_block(m, op), op, CM_OK};
+    bld b = {c, m->ops[op].parent_block, c->at, op, CM_OK};
     uint32_t pv_outer = zero_scalar(&b, out.elem);
     uint32_t div = pad_high_to(&b, in_v, pin, SP_NONE, in_s);
     sp_sharding *local_in = without_axes(m, in_s, &x.manual);
@@ -2240,7 +2241,7 @@ static cm_status visit_reshape(rpf *c, uint32_t op)
     if (replace_uses(c, res, fin, SP_NONE) != CM_OK) {
         return CM_ENOMEM;
     }
-    sp_block_remove_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op));
+    sp_block_remove_op(m, m->ops[op].parent_block, b.at);
     return CM_OK;
 }
 
@@ -2324,6 +2325,7 @@ static cm_status visit_block(rpf *c, uint32_t block, int depth, cm_error *err)
                 }
             }
         }
+        c->at = i;
         cm_status st = visit_op(c, op, err);
         if (st != CM_OK) {
             return st;
@@ -2331,8 +2333,11 @@ static cm_status visit_block(rpf *c, uint32_t block, int depth, cm_error *err)
         if (next == SP_NONE) {
             break;
         }
-        i = sp_op_index_in_block(m, next);
-        if (i == SP_NONE) {
+        /* next moved only by the ops inserted before it: search forward */
+        while (i < m->blocks[block].n_ops && m->blocks[block].ops[i] != next) {
+            i++;
+        }
+        if (i == m->blocks[block].n_ops) {
             break;
         }
     }
