@@ -581,6 +581,45 @@ static cm_status run_alone(sp_module *m, uint32_t f, uint32_t n_hide, const sp_p
     return st;
 }
 
+/* Shardy's getOrCreateMeshSymbol for an inlined mesh: the name of an
+ * sdy.mesh equal to it, else a new sdy.mesh `mesh` (`mesh_N` on a clash) at
+ * the top of the module. Errors: CM_ENOMEM. */
+static cm_status mesh_symbol(sp_module *m, sp_mesh *mesh, const char **name_out)
+{
+    const sp_block *body = &m->blocks[m->body];
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        uint32_t op = body->ops[i];
+        const sp_attr *ma = sp_op_attr(m, op, "mesh");
+        const sp_attr *na = sp_op_attr(m, op, "sym_name");
+        if (m->ops[op].kind == SP_OP_SDY_MESH && ma != NULL && ma->kind == SP_ATTR_MESH &&
+            na != NULL && na->kind == SP_ATTR_STRING && sp_mesh_equal(ma->u.mesh, mesh)) {
+            *name_out = na->u.str.s;
+            return CM_OK;
+        }
+    }
+    char name[32] = "mesh";
+    for (int k = 0; sp_module_mesh(m, name) != NULL || sp_module_func(m, name) != SP_NONE; k++) {
+        snprintf(name, sizeof name, "mesh_%d", k);
+    }
+    uint32_t op;
+    sp_attr *n = sp_attr_new(m, SP_ATTR_STRING), *ms = sp_attr_new(m, SP_ATTR_MESH);
+    const char *s = sp_module_str(m, name, strlen(name));
+    if (n == NULL || ms == NULL || s == NULL ||
+        sp_module_new_op(m, SP_NONE, "sdy.mesh", NULL, 0, NULL, 0, &op) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    n->u.str.s = s;
+    n->u.str.len = strlen(s);
+    ms->u.mesh = mesh;
+    if (sp_op_set_attr(m, op, "sym_name", n) != CM_OK ||
+        sp_op_set_attr(m, op, "mesh", ms) != CM_OK ||
+        sp_block_insert_op(m, m->body, 0, op) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    *name_out = s;
+    return CM_OK;
+}
+
 /* Shardy's partitionAndWrapInstruction. */
 static cm_status partition_op(sp_module *m, uint32_t op, const sp_pip_opts *o, sp_diags *d,
                               cm_error *err)
@@ -598,6 +637,11 @@ static cm_status partition_op(sp_module *m, uint32_t op, const sp_pip_opts *o, s
             m, i < n_in ? src->operands[i] : src->first_result + i - n_in);
         if (s != NULL && s->mesh_name != NULL) {
             x.mesh_name = s->mesh_name;
+        } else if (s != NULL && s->mesh != NULL) {
+            cm_status st = mesh_symbol(m, s->mesh, &x.mesh_name);
+            if (st != CM_OK) {
+                return cm_error_oom(err);
+            }
         }
     }
     x.mesh = x.mesh_name != NULL ? sp_module_mesh(m, x.mesh_name) : NULL;
