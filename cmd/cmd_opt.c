@@ -246,6 +246,62 @@ static cm_status run_pad_div(sp_module *m, const pass_inv *inv, sp_diags *d, cm_
     (void)inv;
     return sp_pass_pad_for_divisibility(m, d, err);
 }
+static cm_status run_verify_unreduced(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                     cm_error *err)
+{
+    (void)inv;
+    return sp_pass_verify_unreduced_axes(m, d, err);
+}
+static cm_status run_export_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                    cm_error *err)
+{
+    sp_export_opts o;
+    sp_export_opts_init(&o);
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    o.replica_count = r != NULL ? strtoll(r, NULL, 10) : 1;
+    o.partition_count = p != NULL ? strtoll(p, NULL, 10) : 1;
+    o.avoid_export_for_partitioning = opt_bool(inv, "avoid-export-for-partitioning");
+    o.enable_insert_explicit_collectives = opt_bool(inv, "enable-insert-explicit-collectives");
+    o.remove_all_gather_reduce_scatter_for_cmv1 =
+        opt_bool(inv, "remove-all-gather-reduce-scatter-for-cmv1");
+    o.keep_sharding_rules = opt_bool(inv, "keep-sharding-rules");
+    o.dump_sharding_origins = opt_bool(inv, "dump-sharding-origins");
+    o.dump_propagation_edges = opt_bool(inv, "dump-propagation-edges");
+    if (opt_value(inv, "update-non-divisible-input-output-shardings") != NULL) {
+        o.update_non_divisible_input_output_shardings =
+            opt_bool(inv, "update-non-divisible-input-output-shardings");
+    }
+    if (opt_value(inv, "inline-meshes") != NULL) {
+        o.inline_meshes = opt_bool(inv, "inline-meshes");
+    }
+    o.enable_per_instruction_partitioning = opt_bool(inv, "enable-per-instruction-partitioning");
+    o.per_instruction_partitioning_filter = opt_value(inv, "per-instruction-partitioning-filter");
+    o.avoid_reshards_on_calls = opt_bool(inv, "avoid-reshards-on-calls");
+    o.timing = inv->timing;
+    return sp_pass_export_pipeline(m, &o, d, err);
+}
+static cm_status run_resolve_permutation(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                        cm_error *err)
+{
+    const char *h = opt_value(inv, "enable-halo-exchange");
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    sp_rpf_opts o = {h == NULL || opt_bool(inv, "enable-halo-exchange"),
+                     r != NULL ? strtoll(r, NULL, 10) : 1, p != NULL ? strtoll(p, NULL, 10) : 1};
+    return sp_pass_resolve_permutation_factors(m, &o, d, err);
+}
+static cm_status run_per_instruction(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                    cm_error *err)
+{
+    sp_pip_opts o;
+    sp_pip_opts_init(&o);
+    const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
+    o.filter = opt_value(inv, "filter");
+    o.enable_halo_exchange = opt_value(inv, "enable-halo-exchange") == NULL ||
+                             opt_bool(inv, "enable-halo-exchange");
+    o.replica_count = r != NULL ? strtoll(r, NULL, 10) : 1;
+    o.partition_count = p != NULL ? strtoll(p, NULL, 10) : 1;
+    return sp_pass_per_instruction_partitioning(m, &o, d, err);
+}
 static cm_status run_g2l(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
     const char *r = opt_value(inv, "replica-count"), *p = opt_value(inv, "partition-count");
@@ -316,6 +372,20 @@ static const char *const g2l_opts[] = {"replica-count", "partition-count", "enab
                                        "per-dim-all-gather",
                                        "combine-multi-dimension-reduce-scatter", NULL};
 
+static const char *const export_pipeline_opts[] = {
+    "replica-count", "partition-count", "avoid-export-for-partitioning",
+    "enable-insert-explicit-collectives", "remove-all-gather-reduce-scatter-for-cmv1",
+    "keep-sharding-rules", "dump-sharding-origins", "dump-propagation-edges",
+    "update-non-divisible-input-output-shardings", "inline-meshes",
+    "enable-per-instruction-partitioning", "per-instruction-partitioning-filter",
+    "avoid-reshards-on-calls", "dump-directory", NULL};
+
+static const char *const rpf_opts[] = {"enable-halo-exchange", "replica-count",
+                                       "partition-count", NULL};
+
+static const char *const pip_opts[] = {"filter", "enable-halo-exchange", "replica-count",
+                                       "partition-count", NULL};
+
 static const pass_def passes[] = {
     {"sdy-populate-op-sharding-rules", run_populate, populate_opts},
     {"sdy-basic-propagate", run_basic, basic_opts},
@@ -371,6 +441,10 @@ static const pass_def passes[] = {
     {"sdy-convert-global-to-local", run_g2l, g2l_opts},
     {"sdy-pad-for-divisibility", run_pad_div, NULL},
     {"canonicalize", run_canonicalize, NULL},
+    {"sdy-verify-unreduced-axes", run_verify_unreduced, NULL},
+    {"sdy-export-pipeline", run_export_pipeline, export_pipeline_opts},
+    {"sdy-resolve-permutation-factors", run_resolve_permutation, rpf_opts},
+    {"sdy-per-instruction-partitioning", run_per_instruction, pip_opts},
 };
 
 static const pass_def *find_pass(const char *name)
@@ -396,21 +470,48 @@ static bool parse_pass_opts(const char *s, pass_inv *inv, FILE *errs)
     while (*p == '\'' || *p == '"' || *p == '{') {
         p++;
     }
-    char *save = NULL;
-    for (char *tok = strtok_r(p, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
+    /* tokens split at spaces outside quotes; a quoted part (`filter='a, b'`,
+     * its closing quote possibly stripped above) is kept without its quotes */
+    char *rd = p;
+    for (;;) {
+        while (*rd == ' ') {
+            rd++;
+        }
+        if (*rd == '\0') {
+            break;
+        }
+        char *tok = rd, *wr = rd, quote = '\0';
+        for (; *rd != '\0' && (quote != '\0' || *rd != ' '); rd++) {
+            if (quote == '\0' && (*rd == '\'' || *rd == '"')) {
+                quote = *rd;
+            } else if (quote != '\0' && *rd == quote) {
+                quote = '\0';
+            } else {
+                *wr++ = *rd;
+            }
+        }
+        if (*rd != '\0') {
+            rd++;
+        }
+        *wr = '\0';
         if (inv->n_opts >= MAX_OPTS) {
             fprintf(errs, "shardplan opt: too many options for -%s\n", inv->name);
             return false;
         }
         char *eq = strchr(tok, '=');
         pass_opt *o = &inv->opts[inv->n_opts++];
+        o->value[0] = '\0';
         if (eq != NULL) {
             *eq = '\0';
-            snprintf(o->value, sizeof o->value, "%s", eq + 1);
-        } else {
-            o->value[0] = '\0';
+            size_t vl = strlen(eq + 1);
+            vl = vl < sizeof o->value ? vl : sizeof o->value - 1;
+            memcpy(o->value, eq + 1, vl);
+            o->value[vl] = '\0';
         }
-        snprintf(o->key, sizeof o->key, "%s", tok);
+        size_t kl = strlen(tok);
+        kl = kl < sizeof o->key ? kl : sizeof o->key - 1;
+        memcpy(o->key, tok, kl);
+        o->key[kl] = '\0';
     }
     return true;
 }

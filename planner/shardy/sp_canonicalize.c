@@ -65,7 +65,9 @@ static cm_status sweep_begin(canon *c)
     if (st != CM_OK) {
         return st;
     }
-    memset(c->uses, 0, sizeof *c->uses * c->cap);
+    if (c->cap > 0) {
+        memset(c->uses, 0, sizeof *c->uses * c->cap);
+    }
     for (uint32_t i = 0; i < c->n_order; i++) {
         const sp_op *op = &c->m->ops[c->order[i]];
         for (uint32_t k = 0; k < op->n_operands; k++) {

@@ -167,4 +167,110 @@ cm_status sp_pass_pad_for_divisibility(sp_module *m, sp_diags *d, cm_error *err)
  * rest. */
 cm_status sp_pass_propagation_export(sp_module *m, const sp_prop_opts *o, cm_error *err);
 
+/* -sdy-verify-unreduced-axes: checks, function by function, that unreduced
+ * axes change only where Shardy allows: sdy.reshard and
+ * sdy.sharding_constraint may drop axes of the kind their source has and add
+ * sum ones; sdy.all_reduce / reduce_scatter (whose operand must be sharded)
+ * and stablehlo.all_reduce / reduce_scatter drop only axes of their own
+ * reduction kind; reduce adds only axes of its body's kind, dot, dot_general
+ * and other ops only sum ones, and none of them drops any; a call's operands
+ * and results match its callee's unreduced axes, a return its function's
+ * results (or a manual computation's, less its manual axes), unless an
+ * explicit reshard made the value; a kept axis keeps its kind. The first
+ * finding of each function is an error diagnostic in d. Errors: CM_EINVAL
+ * after a finding, CM_ENOMEM. */
+cm_status sp_pass_verify_unreduced_axes(sp_module *m, sp_diags *d, cm_error *err);
+
+/* Options of -sdy-export-pipeline, named as Shardy's ExportOptions. */
+typedef struct sp_export_opts {
+    int64_t replica_count;                            /* replica-count */
+    int64_t partition_count;                          /* partition-count */
+    bool avoid_export_for_partitioning;               /* avoid-export-for-partitioning */
+    bool enable_insert_explicit_collectives;          /* enable-insert-explicit-collectives */
+    bool remove_all_gather_reduce_scatter_for_cmv1;   /* remove-all-gather-reduce-scatter-for-cmv1 */
+    bool keep_sharding_rules;                         /* keep-sharding-rules */
+    bool dump_sharding_origins;                       /* dump-sharding-origins */
+    bool dump_propagation_edges;                      /* dump-propagation-edges */
+    bool update_non_divisible_input_output_shardings; /* default true */
+    bool inline_meshes;                               /* inline-meshes, default true */
+    bool enable_per_instruction_partitioning;         /* enable-per-instruction-partitioning */
+    const char *per_instruction_partitioning_filter;  /* per-instruction-partitioning-filter */
+    bool avoid_reshards_on_calls;                     /* avoid-reshards-on-calls (unused, as in Shardy) */
+    bool timing;                                      /* print each step's time to stderr */
+} sp_export_opts;
+
+/* Shardy's defaults: counts 1, update-non-divisible-input-output-shardings
+ * and inline-meshes on, the rest off. */
+void sp_export_opts_init(sp_export_opts *o);
+
+/* -sdy-export-pipeline: constant merger, data-flow edges sunk, sharding
+ * groups removed and constraints made reshards, non-divisible I/O updated and
+ * sub-axes removed from the main function's I/O, shardings closed; then
+ * (unless avoid-export-for-partitioning) the partitioner: unreduced axes
+ * verified, explicit reshards inserted (the full version when collectives
+ * or per-instruction partitioning are enabled), then either
+ * -sdy-per-instruction-partitioning (with its filter and the counts) or,
+ * with enable-insert-explicit-collectives, the reshards become
+ * collectives; -canonicalize, and the collective-matmul cleanup when asked;
+ * last debug info and sharding rules dropped and meshes inlined, as the
+ * options say. Errors: those of the passes (diagnostics in d); the first
+ * failing pass stops the rest. */
+cm_status sp_pass_export_pipeline(sp_module *m, const sp_export_opts *o, sp_diags *d,
+                                  cm_error *err);
+
+/* Options of -sdy-resolve-permutation-factors, named as Shardy's. */
+typedef struct sp_rpf_opts {
+    bool enable_halo_exchange; /* enable-halo-exchange (Shardy's default: true) */
+    int64_t replica_count;     /* replica-count: device ids from replica_id when > 1 */
+    int64_t partition_count;   /* partition-count */
+} sp_rpf_opts;
+
+/* -sdy-resolve-permutation-factors (sp_resolve_permutation_factors.c): the
+ * dimensions of StableHLO ops that their rules map to permutation factors
+ * stop moving data between devices implicitly. With halo exchange, a pad or
+ * slice that needs neighbouring shards runs in an sdy.manual_computation
+ * over the dimensions' axes that fetches them with
+ * stablehlo.collective_permute and slices the running device's window at an
+ * offset computed from its id; a reverse runs on a new sdy.mesh (`<mesh>_reversed`)
+ * whose device order along the reversed axes is flipped, after shifting
+ * the padding of non-divisible dimensions to the low side, and is resharded
+ * back. Otherwise (and when halo exchange cannot do it) the permutation
+ * factors are replicated: sdy.reshard before the op for operands that had
+ * axes on them (not for communication-free slice and pad dimensions), and
+ * after it for results. A reshape of non-divisible shardings that is not
+ * communication free splits one dimension by halo exchange, or else runs
+ * between reshards without the axes of its non-divisible dimension groups.
+ * Errors: CM_EINVAL when
+ * both counts exceed 1, CM_ENOMEM. */
+cm_status sp_pass_resolve_permutation_factors(sp_module *m, const sp_rpf_opts *o, sp_diags *d,
+                                              cm_error *err);
+
+/* Options of -sdy-per-instruction-partitioning, named as Shardy's. */
+typedef struct sp_pip_opts {
+    const char *filter;        /* filter: op name substrings, selectLow=N, selectHigh=N */
+    bool enable_halo_exchange; /* enable-halo-exchange (default true) */
+    int64_t replica_count;     /* replica-count */
+    int64_t partition_count;   /* partition-count */
+} sp_pip_opts;
+
+/* Shardy's defaults: no filter (every candidate), halo exchange, counts 1. */
+void sp_pip_opts_init(sp_pip_opts *o);
+
+/* -sdy-per-instruction-partitioning (sp_per_instruction_partitioning.c):
+ * the ops of each function's top-level block that have a sharded operand or
+ * result (not collectives, edges, manual computations, barriers,
+ * constraints, groups or Sharding custom calls) are numbered in order; those
+ * the filter selects (a comma-separated list of op name substrings and
+ * selectLow=N / selectHigh=N bounds, optionally quoted; empty selects all)
+ * are each partitioned alone: operands padded to divide their op's axes,
+ * the op outlined into a function that -sdy-resolve-permutation-factors,
+ * -sdy-insert-explicit-reshards (full), -sdy-reshard-to-collectives,
+ * -sdy-pad-for-divisibility, -sdy-convert-global-to-local and
+ * -sdy-drop-sharding-and-mesh make local, and that body placed in an
+ * sdy.manual_computation over all the axes the op's shardings use; padded
+ * results are sliced back. Errors: an op without a mesh, or the passes'
+ * errors (diagnostics in d), CM_ENOMEM. */
+cm_status sp_pass_per_instruction_partitioning(sp_module *m, const sp_pip_opts *o, sp_diags *d,
+                                               cm_error *err);
+
 #endif /* SP_EXPORT_H */
