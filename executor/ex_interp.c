@@ -1733,13 +1733,14 @@ static cm_status do_bitcast(iproc *P, uint32_t op)
     if (st != CM_OK) {
         return st;
     }
+    /* one bit stream, element after element, each from its lowest bit */
     unsigned wa = et_width(a->elem), wr = et_width(r->elem);
-    size_t bytes_a = a->n * a->w * wa / 8u, bytes_r = r->n * r->w * wr / 8u;
-    if (wa % 8u != 0 || wr % 8u != 0 || bytes_a != bytes_r) {
+    size_t bits_a = a->n * a->w * wa, bits_r = r->n * r->w * wr;
+    if (bits_a != bits_r) {
         iv_unref(r);
         return op_err(P, op, "element widths that do not cast");
     }
-    uint8_t *buf = cm_alloc(bytes_a + 1u);
+    uint8_t *buf = cm_calloc(bits_a / 8u + 2u, 1);
     if (buf == NULL) {
         iv_unref(r);
         return cm_error_oom(P->err);
@@ -1748,8 +1749,8 @@ static cm_status do_bitcast(iproc *P, uint32_t op)
     for (size_t k = 0; k < a->n; k++) {
         for (uint32_t part = 0; part < a->w; part++) {
             uint64_t b = elem_bits(a, k, part);
-            for (unsigned q = 0; q < wa / 8u; q++) {
-                buf[at++] = (uint8_t)(b >> (8u * q));
+            for (unsigned q = 0; q < wa; q++, at++) {
+                buf[at / 8u] = (uint8_t)(buf[at / 8u] | (((b >> q) & 1u) << (at % 8u)));
             }
         }
     }
@@ -1757,8 +1758,8 @@ static cm_status do_bitcast(iproc *P, uint32_t op)
     for (size_t k = 0; k < r->n; k++) {
         for (uint32_t part = 0; part < r->w; part++) {
             uint64_t b = 0;
-            for (unsigned q = 0; q < wr / 8u; q++) {
-                b |= (uint64_t)buf[at++] << (8u * q);
+            for (unsigned q = 0; q < wr; q++, at++) {
+                b |= (uint64_t)((buf[at / 8u] >> (at % 8u)) & 1u) << q;
             }
             if (et_int(r->elem)) {
                 r->d.i[k] = et_wrap(r->elem, (int64_t)b);
@@ -1772,40 +1773,41 @@ static cm_status do_bitcast(iproc *P, uint32_t op)
     return CM_OK;
 }
 
-/* v rounded to a float of ebits exponent and mbits mantissa bits (XLA's
- * reduce_precision: round to nearest even, overflow to infinity, values
- * below the smallest normal to zero). */
-static double reduce_precision(double v, int64_t ebits, int64_t mbits)
+/* v of float type e rounded to ebits exponent and mbits mantissa bits, on
+ * e's bits as XLA's reduce_precision does: the mantissa rounded to nearest
+ * even, exponents past the reduced range to infinity, below it to zero; a
+ * NaN stays itself, or becomes infinity when no mantissa bit is left. */
+static double reduce_precision(sp_elem e, double v, int64_t ebits, int64_t mbits)
 {
-    if (isnan(v) || isinf(v) || v == 0) {
-        return v;
+    unsigned total = et_width(e);
+    unsigned sm = e == SP_ELEM_F64 ? 52u : e == SP_ELEM_F32 ? 23u : e == SP_ELEM_F16 ? 10u : 7u;
+    unsigned se = total - 1u - sm;
+    uint64_t x = ex_interp_bits(e, v);
+    if (isnan(v)) {
+        if (mbits > 0) {
+            return v;
+        }
+        return signbit(v) ? -(double)INFINITY : (double)INFINITY;
     }
-    uint64_t b;
-    memcpy(&b, &v, sizeof b);
-    if (mbits < 52) {
-        unsigned sh = (unsigned)(52 - mbits);
-        uint64_t half = UINT64_C(1) << (sh - 1u), low = b & ((UINT64_C(1) << sh) - 1u);
-        uint64_t lsb = (b >> sh) & 1u;
-        b &= ~((UINT64_C(1) << sh) - 1u);
-        if (low > half || (low == half && lsb != 0)) {
-            b += UINT64_C(1) << sh;
+    if (mbits < (int64_t)sm) {
+        unsigned sh = sm - (unsigned)mbits;
+        uint64_t last = UINT64_C(1) << sh;
+        uint64_t bias = (last >> 1) - 1u + ((x & last) >> sh);
+        x = (x + bias) & ~(last - 1u);
+    }
+    if (ebits < (int64_t)se) {
+        uint64_t sign = UINT64_C(1) << (total - 1u);
+        uint64_t emask = ((UINT64_C(1) << se) - 1u) << sm;
+        uint64_t ebias = (UINT64_C(1) << (se - 1u)) - 1u;
+        uint64_t rbias = (UINT64_C(1) << (ebits - 1)) - 1u;
+        uint64_t xe = x & emask;
+        if (xe > ((ebias + rbias) << sm)) {
+            x = (x & sign) | emask;
+        } else if (xe <= ((ebias - rbias) << sm)) {
+            x = x & sign;
         }
     }
-    double r;
-    memcpy(&r, &b, sizeof r);
-    if (ebits < 11) {
-        int64_t bias = (INT64_C(1) << (ebits - 1)) - 1;
-        int e;
-        (void)frexp(r, &e);
-        int64_t ex = (int64_t)e - 1;
-        if (ex > bias) {
-            return signbit(r) ? -INFINITY : INFINITY;
-        }
-        if (ex < 1 - bias) {
-            return signbit(r) ? -0.0 : 0.0;
-        }
-    }
-    return r;
+    return ex_interp_from_bits(e, x);
 }
 
 static cm_status do_reduce_precision(iproc *P, uint32_t op)
@@ -1817,12 +1819,12 @@ static cm_status do_reduce_precision(iproc *P, uint32_t op)
         return st;
     }
     int64_t eb = int_attr(P, op, "exponent_bits", -1), mb = int_attr(P, op, "mantissa_bits", -1);
-    if (eb < 1 || mb < 0 || !et_flt(a->elem) || r->n != a->n) {
+    if (eb < 1 || eb > 11 || mb < 0 || mb > 52 || !et_flt(a->elem) || r->n != a->n) {
         iv_unref(r);
         return op_err(P, op, "exponent_bits or mantissa_bits cannot be read");
     }
     for (size_t j = 0; j < a->n; j++) {
-        r->d.f[j] = et_round(r->elem, reduce_precision(a->d.f[j], eb, mb));
+        r->d.f[j] = et_round(r->elem, reduce_precision(a->elem, a->d.f[j], eb, mb));
     }
     put_res(P, op, 0, r);
     return CM_OK;
@@ -1856,8 +1858,8 @@ static uint32_t n_part(const iproc *P)
  * strategy mode and the groups of attribute key (rows of a 2-D dense
  * integer attribute; -1 entries are padding; absent or empty: everybody);
  * *pos is this process's place. */
-static cm_status proc_group(iproc *P, uint32_t op, int mode, const char *key, int64_t *mem,
-                            uint32_t *n_mem, uint32_t *pos)
+static cm_status proc_group(iproc *P, uint32_t op, int mode, const char *key, bool outside_ok,
+                            int64_t *mem, uint32_t *n_mem, uint32_t *pos)
 {
     uint32_t R = n_rep(P), Q = n_part(P);
     const sp_attr *a = attr(P, op, key);
@@ -1903,7 +1905,11 @@ static cm_status proc_group(iproc *P, uint32_t op, int mode, const char *key, in
             }
         }
         if (!found) {
-            return op_err(P, op, "process (%u, %u) is in none of its %s", P->rep, P->part, key);
+            *n_mem = 0;
+            *pos = UINT32_MAX;
+            return outside_ok ? CM_OK
+                              : op_err(P, op, "process (%u, %u) is in none of its %s", P->rep,
+                                       P->part, key);
         }
     }
     *n_mem = 0;
@@ -1986,37 +1992,54 @@ static cm_status check_peers(iproc *P, uint32_t op, iv *const *const *posted, co
     return CM_OK;
 }
 
-/* Element-wise fold over the group (all_reduce, reduce_scatter): res[j]
- * (new, shaped as the operands) = body over members in order. */
+/* Element-wise fold over the group (all_reduce, reduce_scatter,
+ * collective_reduce): res[j] (new, shaped as operand j) = the body over the
+ * members in group order. A body of two arguments reduces each operand on
+ * its own; one of 2 * n_ops arguments reduces them together. */
 static cm_status group_fold(iproc *P, uint32_t op, iv *const *const *posted, const int64_t *mem,
                             uint32_t n_mem, uint32_t n_ops, iv **res)
 {
+    const sp_op *o = OP(P, op);
+    if (o->n_regions < 1 || o->regions[0].n_blocks != 1) {
+        return op_err(P, op, "has no reduction body");
+    }
+    uint32_t n_args = P->cx->m->blocks[o->regions[0].blocks[0]].n_args;
+    bool joint = n_args == 2 * n_ops && n_ops > 1;
+    if (!joint && n_args != 2) {
+        return op_err(P, op, "its body takes %u arguments for %u operands", n_args, n_ops);
+    }
+    uint32_t per = joint ? n_ops : 1u;
     rbody body;
-    cm_status st = body_init(P, op, 0, 2 * n_ops, n_ops, &body);
+    cm_status st = body_init(P, op, 0, 2 * per, per, &body);
     for (uint32_t j = 0; st == CM_OK && j < n_ops; j++) {
         const iv *a = posted[P->id][j];
         res[j] = iv_new(a->elem, a->dims, a->rank);
         if (res[j] == NULL) {
             st = cm_error_oom(P->err);
         }
+        if (st == CM_OK && joint && a->n != posted[P->id][0]->n) {
+            st = op_err(P, op, "operands of different sizes reduced together");
+        }
     }
     sv in[32], out[16];
-    size_t n = posted[P->id][0]->n;
-    for (size_t k = 0; st == CM_OK && k < n; k++) {
-        for (uint32_t j = 0; j < n_ops; j++) {
-            in[j] = iv_get(posted[mem[0]][j], k);
-        }
-        for (uint32_t i = 1; st == CM_OK && i < n_mem; i++) {
-            for (uint32_t j = 0; j < n_ops; j++) {
-                in[n_ops + j] = iv_get(posted[mem[i]][j], k);
+    for (uint32_t j0 = 0; st == CM_OK && j0 < n_ops; j0 += per) {
+        size_t n = posted[P->id][j0]->n;
+        for (size_t k = 0; st == CM_OK && k < n; k++) {
+            for (uint32_t j = 0; j < per; j++) {
+                in[j] = iv_get(posted[mem[0]][j0 + j], k);
             }
-            st = body_call(P, &body, in, out);
-            for (uint32_t j = 0; j < n_ops; j++) {
-                in[j] = out[j];
+            for (uint32_t i = 1; st == CM_OK && i < n_mem; i++) {
+                for (uint32_t j = 0; j < per; j++) {
+                    in[per + j] = iv_get(posted[mem[i]][j0 + j], k);
+                }
+                st = body_call(P, &body, in, out);
+                for (uint32_t j = 0; j < per; j++) {
+                    in[j] = out[j];
+                }
             }
-        }
-        for (uint32_t j = 0; st == CM_OK && j < n_ops; j++) {
-            iv_set(res[j], k, in[j]);
+            for (uint32_t j = 0; st == CM_OK && j < per; j++) {
+                iv_set(res[j0 + j], k, in[j]);
+            }
         }
     }
     body_fini(&body);
@@ -2056,7 +2079,10 @@ static cm_status do_collective(iproc *P, uint32_t op)
     const sp_op *o = OP(P, op);
     sp_op_kind k = (sp_op_kind)o->kind;
     uint32_t n_ops = o->n_operands;
-    if (n_ops == 0 || n_ops > 16 || o->n_results != n_ops) {
+    /* has_dynamic_root: the last operand names each result's source */
+    bool dyn_root = attr(P, op, "has_dynamic_root") != NULL;
+    uint32_t n_res = dyn_root ? n_ops - 1u : n_ops;
+    if (n_ops == 0 || n_ops > 16 || o->n_results != n_res) {
         return op_err(P, op, "unexpected operand or result count");
     }
     iv **ops;
@@ -2067,11 +2093,14 @@ static cm_status do_collective(iproc *P, uint32_t op)
     int64_t mem[1024];
     uint32_t n_mem = 0, pos = 0;
     bool permute = k == SP_OP_COLLECTIVE_PERMUTE;
-    int mode = k == SP_OP_COLLECTIVE_PERMUTE || k == SP_OP_COLLECTIVE_BROADCAST
-                   ? (channel_of(P, op) <= 0 ? PG_CROSS_REPLICA : PG_CROSS_PARTITION)
-                   : reduce_mode(P, op);
+    bool by_channel = k == SP_OP_COLLECTIVE_PERMUTE || k == SP_OP_COLLECTIVE_BROADCAST ||
+                      k == SP_OP_ALL_TO_ALL || k == SP_OP_UNKNOWN;
+    int mode = by_channel ? (channel_of(P, op) <= 0 ? PG_CROSS_REPLICA : PG_CROSS_PARTITION)
+                          : reduce_mode(P, op);
+    /* broadcast and collective_reduce give zeros outside every group */
+    bool outside_ok = k == SP_OP_COLLECTIVE_BROADCAST || k == SP_OP_UNKNOWN;
     if (!permute) {
-        st = proc_group(P, op, mode, "replica_groups", mem, &n_mem, &pos);
+        st = proc_group(P, op, mode, "replica_groups", outside_ok, mem, &n_mem, &pos);
     }
     iv *const **posted = NULL;
     iv *const *solo[1] = {NULL};
@@ -2139,11 +2168,28 @@ static cm_status do_collective(iproc *P, uint32_t op)
             }
             break;
         }
+        case SP_OP_UNKNOWN: /* stablehlo.collective_reduce */
+            if (n_mem > 0 && pos == 0) {
+                st = group_fold(P, op, posted, mem, n_mem, n_ops, res);
+            } else {
+                for (uint32_t j = 0; st == CM_OK && j < n_ops; j++) {
+                    st = new_res(P, op, j, &res[j]);
+                }
+            }
+            break;
         case SP_OP_COLLECTIVE_BROADCAST:
-            for (uint32_t j = 0; st == CM_OK && j < n_ops; j++) {
+            for (uint32_t j = 0; st == CM_OK && j < n_res; j++) {
                 st = new_res(P, op, j, &res[j]);
-                if (st == CM_OK) {
-                    const iv *src = posted[mem[0]][j];
+                int64_t root = 0;
+                if (st == CM_OK && dyn_root) {
+                    const iv *rt = ops[n_ops - 1];
+                    root = rt->n > j && et_int(rt->elem) ? rt->d.i[j] : -1;
+                    if (root < 0 || root >= (int64_t)n_mem) {
+                        st = n_mem > 0 ? op_err(P, op, "its dynamic root is out of range") : CM_OK;
+                    }
+                }
+                if (st == CM_OK && n_mem > 0) {
+                    const iv *src = posted[mem[root]][j];
                     if (src->n != res[j]->n) {
                         st = op_err(P, op, "its operands have other shapes");
                     } else {
@@ -2199,7 +2245,7 @@ static cm_status do_collective(iproc *P, uint32_t op)
         st = st2;
     }
     cm_free(ops);
-    for (uint32_t j = 0; j < n_ops; j++) {
+    for (uint32_t j = 0; j < n_res; j++) {
         if (st == CM_OK) {
             put_res(P, op, j, res[j]);
         } else {
@@ -2817,6 +2863,9 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     }
     if (strncmp(o->name, "check.expect_", 13) == 0 && strcmp(o->name, "check.expect_serialized_eq")) {
         return do_check(P, op, o->name);
+    }
+    if (strcmp(o->name, "stablehlo.collective_reduce") == 0) {
+        return do_collective(P, op);
     }
     if (strcmp(o->name, "interpreter.run_parallel") == 0) {
         return do_run_parallel(P, op);

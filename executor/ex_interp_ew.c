@@ -35,6 +35,7 @@ unsigned et_width(sp_elem e)
     case SP_ELEM_I32:
     case SP_ELEM_UI32:
     case SP_ELEM_F32:
+    case SP_ELEM_C64: /* per component */
         return 32;
     default:
         return 64;
@@ -504,6 +505,12 @@ static bool cpx_op(sp_op_kind k, double complex a, double complex b, double comp
     case SP_OP_POWER:
         *r = cpow(a, b);
         return true;
+    case SP_OP_ATAN2: /* atan2(y, x) = -i log((x + i y) / sqrt(x^2 + y^2)) */
+        *r = CMPLX(0.0, -1.0) * clog((b + CMPLX(0.0, 1.0) * a) / csqrt(b * b + a * a));
+        return true;
+    case SP_OP_CBRT:
+        *r = cpow(a, 1.0 / 3.0);
+        return true;
     case SP_OP_NEGATE:
         *r = -a;
         return true;
@@ -604,7 +611,7 @@ sv ex_interp_convert(sp_elem from, sp_elem to, sv s)
         }
         double v = s.re;
         if (to == SP_ELEM_I1) {
-            r.i = v != 0 || (et_cpx(from) && s.im != 0);
+            r.i = v != 0; /* a complex number by its real part */
             return r;
         }
         if (isnan(v)) {

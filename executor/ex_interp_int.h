@@ -74,7 +74,7 @@ static inline bool et_cpx(sp_elem e)
     return e == SP_ELEM_C64 || e == SP_ELEM_C128;
 }
 
-/* Bits of an integer type (i1 is 1). */
+/* Bits of a type (i1 is 1; a complex type: of one component). */
 unsigned et_width(sp_elem e);
 /* Whether the interpreter computes on type e. */
 bool et_supported(sp_elem e);
