@@ -1530,23 +1530,30 @@ static cm_status do_map(iproc *P, uint32_t op)
 
 /* ---- dot_general and convolution --------------------------------------------------------- */
 
-/* A double (or int64, ints) copy of a, converted to element class of e. */
-static iv *as_class(const iv *a, sp_elem e)
+/* acc + x * y in type e, each step rounded (wrapped) as the type computes it,
+ * which is how StableHLO's reference sums a product (dot_general,
+ * convolution): the order of the sum is the contraction's row-major order. */
+static sv mul_add(sp_elem e, sv acc, sv x, sv y)
 {
-    if (et_int(a->elem) == et_int(e) && a->w == 1) {
-        return iv_ref((iv *)(uintptr_t)a);
+    sv r = {0, 0, 0};
+    if (et_int(e)) {
+        r.i = et_wrap(e, (int64_t)((uint64_t)acc.i + (uint64_t)x.i * (uint64_t)y.i));
+        if (e == SP_ELEM_I1) {
+            r.i = acc.i | (x.i & y.i);
+        }
+    } else if (et_cpx(e)) {
+        double pr = et_round(e, x.re * y.re - x.im * y.im), pi = et_round(e, x.re * y.im + x.im * y.re);
+        r.re = et_round(e, acc.re + pr);
+        r.im = et_round(e, acc.im + pi);
+    } else {
+        r.re = et_round(e, acc.re + et_round(e, x.re * y.re));
     }
-    sp_elem to = et_int(e) ? SP_ELEM_I64 : SP_ELEM_F64;
-    iv *t = iv_new(to, a->dims, a->rank);
-    if (t == NULL) {
-        return NULL;
-    }
-    for (size_t j = 0; j < a->n; j++) {
-        iv_set(t, j, ex_interp_convert(a->elem, to, iv_get(a, j)));
-    }
-    return t;
+    return r;
 }
 
+/* dot_general (and dot): result dims are the batch dims, then lhs's free
+ * dims, then rhs's; integer results go through the executor's integer
+ * kernel (exact in any order), the others through mul_add in order. */
 static cm_status do_dot(iproc *P, uint32_t op)
 {
     sp_dot_dims dd;
@@ -1560,38 +1567,73 @@ static cm_status do_dot(iproc *P, uint32_t op)
     if (st != CM_OK) {
         return st;
     }
-    if (r->w != 1 || l->w != 1 || rr->w != 1 || l->rank > EX_KERN_MAX_RANK || rr->rank > EX_KERN_MAX_RANK ||
-        l->n > INT32_MAX || rr->n > INT32_MAX || r->n > INT32_MAX) {
-        iv_unref(r);
-        return op_err(P, op, "complex or oversized operands cannot be interpreted yet");
-    }
-    iv *lc = as_class(l, r->elem), *rc = as_class(rr, r->elem);
-    if (lc == NULL || rc == NULL) {
-        iv_unref(lc);
-        iv_unref(rc);
-        iv_unref(r);
-        return cm_error_oom(P->err);
-    }
-    if (et_int(r->elem)) {
-        st = ex_kern_dot_int(SP_ELEM_I64, lc->d.p, lc->dims, lc->rank, SP_ELEM_I64, rc->d.p,
-                             rc->dims, rc->rank, dd.lhs_batch, dd.rhs_batch, dd.n_batch,
-                             dd.lhs_contract, dd.rhs_contract, dd.n_contract, SP_ELEM_I64, r->d.p);
+    if (et_int(r->elem) && et_int(l->elem) && et_int(rr->elem) && l->rank <= EX_KERN_MAX_RANK &&
+        rr->rank <= EX_KERN_MAX_RANK && l->n <= INT32_MAX && rr->n <= INT32_MAX &&
+        r->n <= INT32_MAX && r->elem != SP_ELEM_I1) {
+        st = ex_kern_dot_int(SP_ELEM_I64, l->d.p, l->dims, l->rank, SP_ELEM_I64, rr->d.p, rr->dims,
+                             rr->rank, dd.lhs_batch, dd.rhs_batch, dd.n_batch, dd.lhs_contract,
+                             dd.rhs_contract, dd.n_contract, SP_ELEM_I64, r->d.p);
         for (size_t j = 0; j < r->n; j++) {
             r->d.i[j] = et_wrap(r->elem, r->d.i[j]);
         }
-    } else {
-        st = ex_kern_dot(SP_ELEM_F64, lc->d.p, lc->dims, lc->rank, rc->d.p, rc->dims, rc->rank,
-                         dd.lhs_batch, dd.rhs_batch, dd.n_batch, dd.lhs_contract, dd.rhs_contract,
-                         dd.n_contract, r->d.p);
-        for (size_t j = 0; j < r->n; j++) {
-            r->d.f[j] = et_round(r->elem, r->d.f[j]);
+        if (st != CM_OK) {
+            iv_unref(r);
+            return st == CM_ENOMEM ? cm_error_oom(P->err) : op_err(P, op, "the kernel refused it");
+        }
+        put_res(P, op, 0, r);
+        return CM_OK;
+    }
+    int64_t lst[SP_MAX_RANK], rst[SP_MAX_RANK], lfree[SP_MAX_RANK], rfree[SP_MAX_RANK];
+    uint32_t nlf = 0, nrf = 0;
+    strides_of(l->dims, l->rank, lst);
+    strides_of(rr->dims, rr->rank, rst);
+    for (uint32_t k = 0; k < l->rank; k++) {
+        if (!in_list(dd.lhs_batch, dd.n_batch, k) && !in_list(dd.lhs_contract, dd.n_contract, k)) {
+            lfree[nlf++] = k;
         }
     }
-    iv_unref(lc);
-    iv_unref(rc);
-    if (st != CM_OK) {
+    for (uint32_t k = 0; k < rr->rank; k++) {
+        if (!in_list(dd.rhs_batch, dd.n_batch, k) && !in_list(dd.rhs_contract, dd.n_contract, k)) {
+            rfree[nrf++] = k;
+        }
+    }
+    if (r->rank != dd.n_batch + nlf + nrf) {
         iv_unref(r);
-        return st == CM_ENOMEM ? cm_error_oom(P->err) : op_err(P, op, "the kernel refused it");
+        return op_err(P, op, "result rank does not match its dimension numbers");
+    }
+    int64_t cdims[SP_MAX_RANK], cc[SP_MAX_RANK], c[SP_MAX_RANK] = {0};
+    size_t cn = 1;
+    for (uint32_t i = 0; i < dd.n_contract; i++) {
+        cdims[i] = l->dims[dd.lhs_contract[i]];
+        cn *= (size_t)cdims[i];
+    }
+    for (size_t j = 0; j < r->n; j++) {
+        int64_t lo = 0, ro = 0;
+        for (uint32_t i = 0; i < dd.n_batch; i++) {
+            lo += c[i] * lst[dd.lhs_batch[i]];
+            ro += c[i] * rst[dd.rhs_batch[i]];
+        }
+        for (uint32_t i = 0; i < nlf; i++) {
+            lo += c[dd.n_batch + i] * lst[lfree[i]];
+        }
+        for (uint32_t i = 0; i < nrf; i++) {
+            ro += c[dd.n_batch + nlf + i] * rst[rfree[i]];
+        }
+        memset(cc, 0, sizeof(int64_t) * dd.n_contract);
+        sv acc = {0, 0, 0};
+        for (size_t t = 0; t < cn; t++) {
+            int64_t li = lo, ri = ro;
+            for (uint32_t i = 0; i < dd.n_contract; i++) {
+                li += cc[i] * lst[dd.lhs_contract[i]];
+                ri += cc[i] * rst[dd.rhs_contract[i]];
+            }
+            sv x = ex_interp_convert(l->elem, r->elem, iv_get(l, (size_t)li));
+            sv y = ex_interp_convert(rr->elem, r->elem, iv_get(rr, (size_t)ri));
+            acc = mul_add(r->elem, acc, x, y);
+            coord_next(cc, cdims, dd.n_contract);
+        }
+        iv_set(r, j, acc);
+        coord_next(c, r->dims, r->rank);
     }
     put_res(P, op, 0, r);
     return CM_OK;
@@ -1695,15 +1737,7 @@ static cm_status do_conv(iproc *P, uint32_t op, cm_arena *ar)
                 if (inside) {
                     sv xv = ex_interp_convert(x->elem, r->elem, iv_get(x, (size_t)xi));
                     sv kv = ex_interp_convert(kr->elem, r->elem, iv_get(kr, (size_t)kidx));
-                    if (et_int(r->elem)) {
-                        acc.i = (int64_t)((uint64_t)acc.i + (uint64_t)xv.i * (uint64_t)kv.i);
-                    } else if (r->w == 2) {
-                        double re = xv.re * kv.re - xv.im * kv.im, im = xv.re * kv.im + xv.im * kv.re;
-                        acc.re += re;
-                        acc.im += im;
-                    } else {
-                        acc.re += xv.re * kv.re;
-                    }
+                    acc = mul_add(r->elem, acc, xv, kv);
                 }
                 coord_next(kc, kdims, ns);
             }
@@ -1759,7 +1793,7 @@ static cm_status do_bitcast(iproc *P, uint32_t op)
         for (uint32_t part = 0; part < r->w; part++) {
             uint64_t b = 0;
             for (unsigned q = 0; q < wr; q++, at++) {
-                b |= (uint64_t)((buf[at / 8u] >> (at % 8u)) & 1u) << q;
+                b |= (uint64_t)(((unsigned)buf[at / 8u] >> (at % 8u)) & 1u) << q;
             }
             if (et_int(r->elem)) {
                 r->d.i[k] = et_wrap(r->elem, (int64_t)b);
