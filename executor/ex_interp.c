@@ -762,6 +762,7 @@ static cm_status do_movement(iproc *P, uint32_t op, cm_arena *ar)
     bool ok = true;
     switch (k) {
     case SP_OP_RESHAPE:
+    case SP_OP_DYNAMIC_RESHAPE: /* the result type is static: the shape operand agrees */
         ok = a->n == r->n;
         if (ok) {
             memcpy(r->d.p, a->d.p, a->n * a->w * 8u);
@@ -769,6 +770,7 @@ static cm_status do_movement(iproc *P, uint32_t op, cm_arena *ar)
         put_res(P, op, 0, r);
         return ok ? CM_OK : op_err(P, op, "changes the element count");
     case SP_OP_BROADCAST_IN_DIM:
+    case SP_OP_DYNAMIC_BROADCAST_IN_DIM:
         ok = ints(P, op, "broadcast_dimensions", &v, &n, ar) && n == a->rank;
         for (uint32_t i = 0; ok && i < n; i++) {
             ok = v[i] >= 0 && v[i] < (int64_t)r->rank &&
@@ -817,7 +819,8 @@ static cm_status do_movement(iproc *P, uint32_t op, cm_arena *ar)
         ok = false;
         break;
     }
-    if (!ok || (k != SP_OP_BROADCAST_IN_DIM && k != SP_OP_BROADCAST && r->rank != a->rank)) {
+    if (!ok || (k != SP_OP_BROADCAST_IN_DIM && k != SP_OP_DYNAMIC_BROADCAST_IN_DIM &&
+                k != SP_OP_BROADCAST && r->rank != a->rank)) {
         iv_unref(r);
         return op_err(P, op, "attributes that do not fit its operand");
     }
@@ -863,6 +866,7 @@ static cm_status do_concatenate(iproc *P, uint32_t op)
     return CM_OK;
 }
 
+/* stablehlo.pad, and dynamic_pad with its paddings as operands 2, 3, 4. */
 static cm_status do_pad(iproc *P, uint32_t op, cm_arena *ar)
 {
     iv *a = opnd(P, op, 0), *pv = opnd(P, op, 1), *r;
@@ -872,12 +876,32 @@ static cm_status do_pad(iproc *P, uint32_t op, cm_arena *ar)
     }
     const int64_t *lo, *hi, *in;
     uint32_t n1, n2, n3;
-    if (!ints(P, op, "edge_padding_low", &lo, &n1, ar) ||
-        !ints(P, op, "edge_padding_high", &hi, &n2, ar) ||
-        !ints(P, op, "interior_padding", &in, &n3, ar) || n1 != a->rank || n2 != a->rank ||
-        n3 != a->rank || r->rank != a->rank || pv->n != 1) {
+    bool ok;
+    if (OP(P, op)->kind == SP_OP_DYNAMIC_PAD) {
+        const iv *l = opnd(P, op, 2), *h = opnd(P, op, 3), *i = opnd(P, op, 4);
+        ok = OP(P, op)->n_operands == 5 && et_int(l->elem) && et_int(h->elem) && et_int(i->elem);
+        lo = l->d.i;
+        hi = h->d.i;
+        in = i->d.i;
+        n1 = (uint32_t)l->n;
+        n2 = (uint32_t)h->n;
+        n3 = (uint32_t)i->n;
+    } else {
+        ok = ints(P, op, "edge_padding_low", &lo, &n1, ar) &&
+             ints(P, op, "edge_padding_high", &hi, &n2, ar) &&
+             ints(P, op, "interior_padding", &in, &n3, ar);
+    }
+    if (!ok || n1 != a->rank || n2 != a->rank || n3 != a->rank || r->rank != a->rank ||
+        pv->n != 1) {
         iv_unref(r);
         return op_err(P, op, "padding attributes that do not fit its operand");
+    }
+    for (uint32_t q = 0; q < a->rank; q++) {
+        if (in[q] < 0 || lo[q] + hi[q] + (a->dims[q] > 0 ? a->dims[q] + (a->dims[q] - 1) * in[q] : 0) !=
+                             r->dims[q]) {
+            iv_unref(r);
+            return op_err(P, op, "padding that does not give the result shape");
+        }
     }
     for (size_t j = 0; j < r->n; j++) {
         copy_elem(r, j, pv, 0);
@@ -1745,6 +1769,254 @@ static cm_status do_conv(iproc *P, uint32_t op, cm_arena *ar)
         iv_set(r, q, acc);
         coord_next(c, r->dims, r->rank);
     }
+    put_res(P, op, 0, r);
+    return CM_OK;
+}
+
+/* ---- fft and triangular_solve ------------------------------------------------------------ */
+
+/* In-place DFT (inverse: e^{+i}, scaled by 1/N) of every line along dim d
+ * of the complex (re, im) array x of dims. */
+static cm_status dft_lines(double *x, const int64_t *dims, uint32_t rank, uint32_t d, bool inverse)
+{
+    int64_t st[SP_MAX_RANK], c[SP_MAX_RANK] = {0}, ld[SP_MAX_RANK];
+    strides_of(dims, rank, st);
+    int64_t N = dims[d];
+    memcpy(ld, dims, sizeof(int64_t) * rank);
+    ld[d] = 1;
+    size_t lines = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        lines *= (size_t)ld[k];
+    }
+    double *tmp = cm_alloc(sizeof(double) * 2u * (size_t)(N + 1));
+    if (tmp == NULL) {
+        return CM_ENOMEM;
+    }
+    const double pi = 3.14159265358979323846;
+    for (size_t l = 0; l < lines && N > 0; l++) {
+        int64_t b = 0;
+        for (uint32_t k = 0; k < rank; k++) {
+            b += c[k] * st[k];
+        }
+        for (int64_t kk = 0; kk < N; kk++) {
+            double re = 0, im = 0;
+            for (int64_t n = 0; n < N; n++) {
+                double ang = (inverse ? 2.0 : -2.0) * pi * (double)((kk * n) % N) / (double)N;
+                double xr = x[2 * (b + n * st[d])], xi = x[2 * (b + n * st[d]) + 1];
+                re += xr * cos(ang) - xi * sin(ang);
+                im += xr * sin(ang) + xi * cos(ang);
+            }
+            tmp[2 * kk] = inverse ? re / (double)N : re;
+            tmp[2 * kk + 1] = inverse ? im / (double)N : im;
+        }
+        for (int64_t kk = 0; kk < N; kk++) {
+            x[2 * (b + kk * st[d])] = tmp[2 * kk];
+            x[2 * (b + kk * st[d]) + 1] = tmp[2 * kk + 1];
+        }
+        coord_next(c, ld, rank);
+    }
+    cm_free(tmp);
+    return CM_OK;
+}
+
+static cm_status do_fft(iproc *P, uint32_t op, cm_arena *ar)
+{
+    const iv *a = opnd(P, op, 0);
+    iv *r;
+    cm_status st = new_res(P, op, 0, &r);
+    if (st != CM_OK) {
+        return st;
+    }
+    const sp_attr *ta = attr(P, op, "fft_type");
+    const char *ty = ta != NULL && ta->kind == SP_ATTR_ENUM ? ta->u.enm.value : NULL;
+    const int64_t *len;
+    uint32_t nl;
+    bool ok = ty != NULL && ints(P, op, "fft_length", &len, &nl, ar) && nl >= 1 && nl <= 3 &&
+              nl <= a->rank && a->rank == r->rank;
+    bool real_in = ok && strcmp(ty, "RFFT") == 0, real_out = ok && strcmp(ty, "IRFFT") == 0;
+    bool inverse = ok && (strcmp(ty, "IFFT") == 0 || real_out);
+    /* the full complex array the transforms run on: the fft dims at their lengths */
+    int64_t fd[SP_MAX_RANK];
+    for (uint32_t k = 0; ok && k < a->rank; k++) {
+        fd[k] = k + nl >= a->rank ? len[k + nl - a->rank] : a->dims[k];
+        ok = fd[k] >= 0;
+    }
+    if (!ok) {
+        iv_unref(r);
+        return op_err(P, op, "fft_type or fft_length that cannot be read");
+    }
+    size_t n = 1;
+    for (uint32_t k = 0; k < a->rank; k++) {
+        n *= (size_t)fd[k];
+    }
+    double *x = cm_calloc(2u * n + 2u, sizeof(double));
+    if (x == NULL) {
+        iv_unref(r);
+        return cm_error_oom(P->err);
+    }
+    /* load the operand (an IRFFT's last dim holds N/2 + 1 of N) */
+    int64_t xst[SP_MAX_RANK], c[SP_MAX_RANK] = {0};
+    strides_of(fd, a->rank, xst);
+    uint32_t last = a->rank - 1u;
+    for (size_t j = 0; j < a->n; j++) {
+        bool inside = true;
+        int64_t xi = 0;
+        for (uint32_t k = 0; k < a->rank; k++) {
+            inside = inside && c[k] < fd[k];
+            xi += c[k] * xst[k];
+        }
+        if (inside) {
+            sv v = iv_get(a, j);
+            x[2 * xi] = et_int(a->elem) ? sv_num(a->elem, v) : v.re;
+            x[2 * xi + 1] = a->w == 2 ? v.im : 0.0;
+        }
+        coord_next(c, a->dims, a->rank);
+    }
+    cm_status ks = CM_OK;
+    uint32_t first = a->rank - nl;
+    for (uint32_t k = first; ks == CM_OK && k < a->rank; k++) {
+        if (real_out && k == last) {
+            /* each line along the last dim is the spectrum of a real signal:
+             * fill k > N/2 as the conjugate of N - k */
+            int64_t N = fd[last], ld[SP_MAX_RANK], lc[SP_MAX_RANK] = {0};
+            memcpy(ld, fd, sizeof(int64_t) * a->rank);
+            ld[last] = 1;
+            size_t lines = n / (size_t)(N == 0 ? 1 : N);
+            for (size_t l = 0; l < lines && N > 0; l++) {
+                int64_t b = 0;
+                for (uint32_t q = 0; q < a->rank; q++) {
+                    b += lc[q] * xst[q];
+                }
+                for (int64_t t = N / 2 + 1; t < N; t++) {
+                    x[2 * (b + t)] = x[2 * (b + N - t)];
+                    x[2 * (b + t) + 1] = -x[2 * (b + N - t) + 1];
+                }
+                coord_next(lc, ld, a->rank);
+            }
+        }
+        ks = dft_lines(x, fd, a->rank, k, inverse);
+    }
+    if (ks != CM_OK) {
+        cm_free(x);
+        iv_unref(r);
+        return cm_error_oom(P->err);
+    }
+    /* store: an RFFT keeps N/2 + 1 of the last dim, an IRFFT the real parts */
+    memset(c, 0, sizeof c);
+    for (size_t j = 0; j < r->n; j++) {
+        int64_t xi = 0;
+        for (uint32_t k = 0; k < r->rank; k++) {
+            xi += c[k] * xst[k];
+        }
+        sv v = {0, x[2 * xi], real_out ? 0.0 : x[2 * xi + 1]};
+        iv_set(r, j, v);
+        coord_next(c, r->dims, r->rank);
+    }
+    (void)real_in;
+    cm_free(x);
+    put_res(P, op, 0, r);
+    return CM_OK;
+}
+
+static bool bool_attr(iproc *P, uint32_t op, const char *name)
+{
+    const sp_attr *a = attr(P, op, name);
+    return a != NULL && (a->kind == SP_ATTR_UNIT || (a->kind == SP_ATTR_BOOL && a->u.b));
+}
+
+/* stablehlo.triangular_solve: op(a) x = b (left_side) or x op(a) = b, with a
+ * read from its lower or upper triangle (unit_diagonal: ones on it), op
+ * a transpose or adjoint when transpose_a says so; batch dims lead. */
+static cm_status do_triangular_solve(iproc *P, uint32_t op)
+{
+    const iv *a = opnd(P, op, 0), *b = opnd(P, op, 1);
+    iv *r;
+    cm_status st = new_res(P, op, 0, &r);
+    if (st != CM_OK) {
+        return st;
+    }
+    bool left = bool_attr(P, op, "left_side"), lower = bool_attr(P, op, "lower");
+    bool unit = bool_attr(P, op, "unit_diagonal");
+    const sp_attr *ta = attr(P, op, "transpose_a");
+    const char *tv = ta != NULL && ta->kind == SP_ATTR_ENUM ? ta->u.enm.value : "NO_TRANSPOSE";
+    bool trans = strcmp(tv, "NO_TRANSPOSE") != 0, adj = strcmp(tv, "ADJOINT") == 0;
+    uint32_t rk = a->rank;
+    if (rk < 2 || b->rank != rk || r->n != b->n || a->dims[rk - 1] != a->dims[rk - 2]) {
+        iv_unref(r);
+        return op_err(P, op, "operands that are not batches of square and matching matrices");
+    }
+    int64_t M = a->dims[rk - 1], R = b->dims[rk - 2], C = b->dims[rk - 1];
+    if ((left && R != M) || (!left && C != M)) {
+        iv_unref(r);
+        return op_err(P, op, "b does not match a");
+    }
+    int64_t K = left ? C : R; /* right-hand sides */
+    size_t batches = M == 0 ? 0 : a->n / (size_t)(M * M);
+    double *t = cm_calloc(2u * (size_t)(M * M) + 2u, sizeof(double));
+    double *x = cm_calloc(2u * (size_t)M + 2u, sizeof(double));
+    if (t == NULL || x == NULL) {
+        cm_free(t);
+        cm_free(x);
+        iv_unref(r);
+        return cm_error_oom(P->err);
+    }
+    /* T = op(tri(a)), transposed again for a right-side solve, so that the
+     * system is always T x = rhs */
+    bool t_lower = lower != trans;
+    if (!left) {
+        t_lower = !t_lower;
+    }
+    for (size_t bt = 0; bt < batches; bt++) {
+        size_t ab = bt * (size_t)(M * M), bb = bt * (size_t)(R * C);
+        for (int64_t i = 0; i < M; i++) {
+            for (int64_t j = 0; j < M; j++) {
+                /* element (i, j) of op(a), then transposed for the right side */
+                int64_t ii = left ? i : j, jj = left ? j : i;
+                int64_t si = trans ? jj : ii, sj = trans ? ii : jj;
+                bool keep = lower ? sj <= si : sj >= si;
+                sv v = keep ? iv_get(a, ab + (size_t)(si * M + sj)) : (sv){0, 0, 0};
+                if (et_int(a->elem)) {
+                    v.re = (double)v.i;
+                }
+                if (si == sj && unit) {
+                    v.re = 1.0;
+                    v.im = 0.0;
+                }
+                t[2 * (i * M + j)] = v.re;
+                t[2 * (i * M + j) + 1] = adj ? -v.im : v.im;
+            }
+        }
+        for (int64_t k = 0; k < K; k++) {
+            for (int64_t i = 0; i < M; i++) {
+                size_t bi = bb + (size_t)(left ? i * C + k : k * C + i);
+                sv v = iv_get(b, bi);
+                x[2 * i] = v.re;
+                x[2 * i + 1] = v.im;
+            }
+            for (int64_t s = 0; s < M; s++) {
+                int64_t i = t_lower ? s : M - 1 - s;
+                double re = x[2 * i], im = x[2 * i + 1];
+                for (int64_t j = 0; j < M; j++) {
+                    if (j == i || (t_lower ? j > i : j < i)) {
+                        continue;
+                    }
+                    double tr = t[2 * (i * M + j)], ti = t[2 * (i * M + j) + 1];
+                    re -= tr * x[2 * j] - ti * x[2 * j + 1];
+                    im -= tr * x[2 * j + 1] + ti * x[2 * j];
+                }
+                double dr = t[2 * (i * M + i)], di = t[2 * (i * M + i) + 1], dn = dr * dr + di * di;
+                x[2 * i] = (re * dr + im * di) / dn;
+                x[2 * i + 1] = (im * dr - re * di) / dn;
+            }
+            for (int64_t i = 0; i < M; i++) {
+                size_t bi = bb + (size_t)(left ? i * C + k : k * C + i);
+                sv v = {0, x[2 * i], x[2 * i + 1]};
+                iv_set(r, bi, v);
+            }
+        }
+    }
+    cm_free(t);
+    cm_free(x);
     put_res(P, op, 0, r);
     return CM_OK;
 }
@@ -2786,9 +3058,16 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
         return st;
     }
     case SP_OP_IOTA:
+    case SP_OP_DYNAMIC_IOTA:
         return do_iota(P, op);
+    case SP_OP_FFT:
+        return do_fft(P, op, ar);
+    case SP_OP_TRIANGULAR_SOLVE:
+        return do_triangular_solve(P, op);
     case SP_OP_RESHAPE:
+    case SP_OP_DYNAMIC_RESHAPE:
     case SP_OP_BROADCAST_IN_DIM:
+    case SP_OP_DYNAMIC_BROADCAST_IN_DIM:
     case SP_OP_BROADCAST:
     case SP_OP_TRANSPOSE:
     case SP_OP_SLICE:
@@ -2797,6 +3076,7 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     case SP_OP_CONCATENATE:
         return do_concatenate(P, op);
     case SP_OP_PAD:
+    case SP_OP_DYNAMIC_PAD:
         return do_pad(P, op, ar);
     case SP_OP_DYNAMIC_SLICE:
         return do_dynamic_slice(P, op);
