@@ -130,7 +130,18 @@ typedef struct irun {
     bool failed;
     iv *const **posted; /* per process: its operands at the current collective */
     uint32_t *n_posted;
+    struct imsg *mail;  /* sent and not yet received (send/recv), oldest first */
+    uint32_t in_recv;   /* processes waiting in a recv */
+    const sp_attr *infeed; /* run_parallel's infeed: functions giving the queue, or NULL */
+    uint32_t infeed_next;
 } irun;
+
+/* A message of stablehlo.send on channel handle. */
+typedef struct imsg {
+    struct imsg *next;
+    int64_t handle;
+    iv *v;
+} imsg;
 
 typedef struct ictx {
     const sp_module *m;
@@ -150,6 +161,14 @@ typedef struct iproc {
     cm_error *err;
 } iproc;
 
+/* The processes waiting in a recv that cannot be woken by a message already
+ * sent: all of them when no message is pending, else none (a waiter may be
+ * about to take it). */
+static uint32_t stuck_recv(const irun *R)
+{
+    return R->mail == NULL ? R->in_recv : 0;
+}
+
 /* Waits for every process of R at this point. False when the run failed:
  * a process failed, the processes that finished leave the others unable to
  * meet, or nobody came for SYNC_TIMEOUT_S. */
@@ -168,7 +187,7 @@ static bool run_sync(irun *R)
         pthread_mutex_unlock(&R->mu);
         return true;
     }
-    if (R->arrived + R->done == R->n) {
+    if (R->arrived + R->done + stuck_recv(R) == R->n) {
         R->failed = true;
         pthread_cond_broadcast(&R->cv);
     }
@@ -191,7 +210,8 @@ static void run_leave(irun *R, bool failed)
 {
     pthread_mutex_lock(&R->mu);
     R->done++;
-    if (failed || (R->arrived > 0 && R->arrived + R->done == R->n)) {
+    if (failed || ((R->arrived > 0 || stuck_recv(R) > 0) &&
+                   R->arrived + R->done + stuck_recv(R) == R->n)) {
         R->failed = true;
     }
     pthread_cond_broadcast(&R->cv);
@@ -2561,6 +2581,128 @@ static cm_status do_collective(iproc *P, uint32_t op)
     return st;
 }
 
+/* ---- send, recv, infeed, outfeed ------------------------------------------------------- */
+
+static cm_status token_result(iproc *P, uint32_t op, uint32_t i)
+{
+    iv *t = iv_special(IV_TOKEN, 0);
+    if (t == NULL) {
+        return cm_error_oom(P->err);
+    }
+    put_res(P, op, i, t);
+    return CM_OK;
+}
+
+/* stablehlo.send: queues its operands (all but the token) on its channel
+ * for the run's recv of the same handle. */
+static cm_status do_send(iproc *P, uint32_t op)
+{
+    const sp_op *o = OP(P, op);
+    irun *R = P->run;
+    if (R == NULL) {
+        return op_err(P, op, "send runs only inside interpreter.run_parallel");
+    }
+    int64_t h = channel_of(P, op);
+    for (uint32_t i = 0; i + 1 < o->n_operands; i++) {
+        imsg *msg = cm_calloc(1, sizeof *msg);
+        if (msg == NULL) {
+            return cm_error_oom(P->err);
+        }
+        msg->handle = h;
+        msg->v = iv_ref(opnd(P, op, i));
+        pthread_mutex_lock(&R->mu);
+        imsg **at = &R->mail;
+        while (*at != NULL) {
+            at = &(*at)->next;
+        }
+        *at = msg;
+        pthread_cond_broadcast(&R->cv);
+        pthread_mutex_unlock(&R->mu);
+    }
+    return token_result(P, op, 0);
+}
+
+/* stablehlo.recv: takes the oldest messages of its channel, one per
+ * result but the token, waiting for them; fails when every other process
+ * is finished or waiting too. */
+static cm_status do_recv(iproc *P, uint32_t op)
+{
+    const sp_op *o = OP(P, op);
+    irun *R = P->run;
+    if (R == NULL || o->n_results < 1) {
+        return op_err(P, op, "recv runs only inside interpreter.run_parallel");
+    }
+    int64_t h = channel_of(P, op);
+    for (uint32_t i = 0; i + 1 < o->n_results; i++) {
+        iv *got = NULL;
+        pthread_mutex_lock(&R->mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += SYNC_TIMEOUT_S;
+        R->in_recv++;
+        while (!R->failed) {
+            imsg **at = &R->mail;
+            while (*at != NULL && (*at)->handle != h) {
+                at = &(*at)->next;
+            }
+            if (*at != NULL) {
+                imsg *msg = *at;
+                *at = msg->next;
+                got = msg->v;
+                cm_free(msg);
+                break;
+            }
+            if (R->arrived + R->done + stuck_recv(R) == R->n || /* nobody left to send */
+                pthread_cond_timedwait(&R->cv, &R->mu, &ts) == ETIMEDOUT) {
+                R->failed = true;
+                pthread_cond_broadcast(&R->cv);
+            }
+        }
+        R->in_recv--;
+        pthread_mutex_unlock(&R->mu);
+        if (got == NULL) {
+            return op_err(P, op, "nothing was sent on channel %lld", (long long)h);
+        }
+        put_res(P, op, i, got);
+    }
+    return token_result(P, op, o->n_results - 1u);
+}
+
+/* stablehlo.infeed: the next function of run_parallel's infeed list gives
+ * the values. */
+static cm_status do_infeed(iproc *P, uint32_t op)
+{
+    const sp_op *o = OP(P, op);
+    irun *R = P->run;
+    if (R == NULL || R->infeed == NULL || o->n_results < 1) {
+        return op_err(P, op, "infeed runs only inside interpreter.run_parallel with an infeed");
+    }
+    pthread_mutex_lock(&R->mu);
+    uint32_t k = R->infeed_next < R->infeed->u.arr.n ? R->infeed_next++ : UINT32_MAX;
+    pthread_mutex_unlock(&R->mu);
+    const sp_attr *f = k != UINT32_MAX ? R->infeed->u.arr.items[k] : NULL;
+    uint32_t fn = f != NULL && f->kind == SP_ATTR_SYMBOL ? sp_module_func(P->cx->m, f->u.sym)
+                                                         : SP_NONE;
+    if (fn == SP_NONE) {
+        return op_err(P, op, "the infeed queue is empty");
+    }
+    iv **res;
+    uint32_t nr;
+    cm_status st = call_func(P, op, fn, NULL, 0, &res, &nr);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (nr + 1u != o->n_results) {
+        vals_free(res, nr);
+        return op_err(P, op, "its infeed function gives %u values for %u", nr, o->n_results - 1u);
+    }
+    for (uint32_t i = 0; i < nr; i++) {
+        put_res(P, op, i, res[i]);
+    }
+    cm_free(res);
+    return token_result(P, op, nr);
+}
+
 /* ---- interpreter.run_parallel -------------------------------------------------------------- */
 
 typedef struct pjob {
@@ -2639,6 +2781,8 @@ static cm_status do_run_parallel(iproc *P, uint32_t op)
     run.n = n;
     run.n_rep = R;
     run.n_part = Q;
+    const sp_attr *inf = attr(P, op, "infeed");
+    run.infeed = inf != NULL && inf->kind == SP_ATTR_ARRAY ? inf : NULL;
     pjob *jobs = cm_calloc(n, sizeof *jobs);
     pthread_t *th = cm_calloc(n, sizeof *th);
     run.posted = cm_calloc(n, sizeof *run.posted);
@@ -2745,6 +2889,12 @@ static cm_status do_run_parallel(iproc *P, uint32_t op)
         if (jobs[i].P.env != NULL) {
             proc_fini(&jobs[i].P);
         }
+    }
+    while (run.mail != NULL) {
+        imsg *next = run.mail->next;
+        iv_unref(run.mail->v);
+        cm_free(run.mail);
+        run.mail = next;
     }
     cm_free(jobs);
     cm_free(th);
@@ -3112,6 +3262,14 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     case SP_OP_COLLECTIVE_PERMUTE:
     case SP_OP_COLLECTIVE_BROADCAST:
         return do_collective(P, op);
+    case SP_OP_SEND:
+        return do_send(P, op);
+    case SP_OP_RECV:
+        return do_recv(P, op);
+    case SP_OP_INFEED:
+        return do_infeed(P, op);
+    case SP_OP_OUTFEED: /* the host side is not modelled: the values go nowhere */
+        return token_result(P, op, 0);
     case SP_OP_PARTITION_ID:
         return scalar_result(P, op, P->part);
     case SP_OP_REPLICA_ID:
