@@ -61,7 +61,9 @@ int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
                   "  runs @main (or, without one, every function taking no arguments) on the\n"
                   "  StableHLO interpreter: check.* assertions, interpreter.run_parallel over\n"
                   "  replicas x partitions with StableHLO's collectives. --interpret is accepted\n"
-                  "  and ignored (stablehlo-translate's spelling). Exit 1 when a check fails.\n",
+                  "  and ignored (stablehlo-translate's spelling), as is --probe-output-dir=DIR\n"
+                  "  (interpreter.probe values are kept in memory for\n"
+                  "  check.expect_serialized_eq). Exit 1 when a check fails.\n",
                   out);
             return 0;
         }
@@ -69,6 +71,8 @@ int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
             split = true;
         } else if (strcmp(a, "--interpret") == 0 || strcmp(a, "-interpret") == 0) {
             /* stablehlo-translate's mode flag */
+        } else if (strncmp(a, "--probe-output-dir=", 19) == 0) {
+            /* stablehlo-translate writes probes there; ours stay in memory */
         } else if (strcmp(a, "--verbose") == 0) {
             verbose = true;
         } else if (a[0] == '-' && a[1] != '\0') {

@@ -143,11 +143,20 @@ typedef struct imsg {
     iv *v;
 } imsg;
 
+/* A value interpreter.probe recorded: the iter-th under its id. */
+typedef struct iprobe {
+    struct iprobe *next;
+    const char *id; /* the module's string */
+    uint32_t iter;
+    iv *v;
+} iprobe;
+
 typedef struct ictx {
     const sp_module *m;
     FILE *out;
     ex_interp_report *r;
-    pthread_mutex_t mu; /* r and out */
+    pthread_mutex_t mu; /* r, out and probes */
+    iprobe *probes;     /* newest first */
 } ictx;
 
 typedef struct iproc {
@@ -3059,6 +3068,65 @@ static cm_status do_check(iproc *P, uint32_t op, const char *name)
     return CM_OK;
 }
 
+/* interpreter.probe: records its operand under probe_id (kept in memory,
+ * where stablehlo-translate writes a file), and passes it through. */
+static cm_status do_probe(iproc *P, uint32_t op)
+{
+    const sp_attr *id = attr(P, op, "probe_id");
+    if (id == NULL || id->kind != SP_ATTR_STRING || OP(P, op)->n_results != 1) {
+        return op_err(P, op, "has no probe_id");
+    }
+    iprobe *pr = cm_calloc(1, sizeof *pr);
+    if (pr == NULL) {
+        return cm_error_oom(P->err);
+    }
+    pr->id = id->u.str.s;
+    pr->v = iv_ref(opnd(P, op, 0));
+    ictx *cx = P->cx;
+    pthread_mutex_lock(&cx->mu);
+    for (const iprobe *q = cx->probes; q != NULL; q = q->next) {
+        if (strcmp(q->id, pr->id) == 0) {
+            pr->iter++;
+        }
+    }
+    pr->next = cx->probes;
+    cx->probes = pr;
+    pthread_mutex_unlock(&cx->mu);
+    put_res(P, op, 0, iv_ref(pr->v));
+    return CM_OK;
+}
+
+/* check.expect_serialized_eq: the operand equals what the probe of probe_id
+ * recorded at iteration `iteration` (default 0), bit for bit. */
+static cm_status do_serialized_eq(iproc *P, uint32_t op)
+{
+    const sp_attr *id = attr(P, op, "probe_id");
+    if (id == NULL || id->kind != SP_ATTR_STRING) {
+        return op_err(P, op, "has no probe_id");
+    }
+    int64_t it = int_attr(P, op, "iteration", 0);
+    const iv *want = NULL;
+    ictx *cx = P->cx;
+    pthread_mutex_lock(&cx->mu);
+    for (const iprobe *q = cx->probes; q != NULL; q = q->next) {
+        if (strcmp(q->id, id->u.str.s) == 0 && (int64_t)q->iter == it) {
+            want = q->v;
+        }
+    }
+    pthread_mutex_unlock(&cx->mu);
+    char detail[256];
+    bool ok;
+    if (want == NULL) {
+        snprintf(detail, sizeof detail, "no probe \"%s\" at iteration %lld", id->u.str.s,
+                 (long long)it);
+        ok = false;
+    } else {
+        ok = values_match(opnd(P, op, 0), want, CHK_EQ, 0, 0, 0, detail, sizeof detail);
+    }
+    check_report(P, op, ok, "check.expect_serialized_eq", detail);
+    return CM_OK;
+}
+
 /* ---- control flow ------------------------------------------------------------------------- */
 
 static cm_status do_while(iproc *P, uint32_t op)
@@ -3333,7 +3401,10 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     default:
         break;
     }
-    if (strncmp(o->name, "check.expect_", 13) == 0 && strcmp(o->name, "check.expect_serialized_eq")) {
+    if (strcmp(o->name, "check.expect_serialized_eq") == 0) {
+        return do_serialized_eq(P, op);
+    }
+    if (strncmp(o->name, "check.expect_", 13) == 0) {
         return do_check(P, op, o->name);
     }
     if (strcmp(o->name, "stablehlo.collective_reduce") == 0) {
@@ -3342,8 +3413,8 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     if (strcmp(o->name, "interpreter.run_parallel") == 0) {
         return do_run_parallel(P, op);
     }
-    if (strcmp(o->name, "interpreter.print") == 0 || strcmp(o->name, "interpreter.probe") == 0) {
-        return pass_through(P, op);
+    if (strcmp(o->name, "interpreter.probe") == 0) {
+        return do_probe(P, op);
     }
     return op_err(P, op, "op %s cannot be interpreted yet", o->name);
 }
@@ -3362,7 +3433,7 @@ static cm_status eval_op(iproc *P, uint32_t op)
 cm_status ex_interp_module(const sp_module *m, FILE *out, ex_interp_report *r, cm_error *err)
 {
     memset(r, 0, sizeof *r);
-    ictx cx = {m, out, r, PTHREAD_MUTEX_INITIALIZER};
+    ictx cx = {m, out, r, PTHREAD_MUTEX_INITIALIZER, NULL};
     uint32_t entries[4096];
     uint32_t n = 0;
     uint32_t mainf = sp_module_func(m, "main");
@@ -3396,6 +3467,12 @@ cm_status ex_interp_module(const sp_module *m, FILE *out, ex_interp_report *r, c
         vals_free(res, nr);
         proc_fini(&P);
         r->n_funcs++;
+    }
+    while (cx.probes != NULL) {
+        iprobe *next = cx.probes->next;
+        iv_unref(cx.probes->v);
+        cm_free(cx.probes);
+        cx.probes = next;
     }
     pthread_mutex_destroy(&cx.mu);
     return st;
