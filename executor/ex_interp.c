@@ -709,7 +709,7 @@ static cm_status do_ew(iproc *P, uint32_t op)
             return op_err(P, op, "has no comparison_direction it can read");
         }
     }
-    sv in[3], out;
+    sv in[3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, out;
     for (size_t j = 0; j < r->n; j++) {
         for (uint32_t i = 0; i < o->n_operands; i++) {
             in[i] = iv_get(a[i], a[i]->n == 1 ? 0 : j);
@@ -817,7 +817,7 @@ static cm_status do_movement(iproc *P, uint32_t op, cm_arena *ar)
     case SP_OP_TRANSPOSE:
         ok = ints(P, op, "permutation", &v, &n, ar) && n == a->rank && r->rank == n;
         for (uint32_t i = 0; ok && i < n; i++) {
-            ok = v[i] >= 0 && v[i] < (int64_t)n && r->dims[i] == a->dims[v[i]];
+            ok = v[i] >= 0 && v[i] < (int64_t)n && r->dims[i] == a->dims[v[i]] && !in_list(v, i, v[i]);
             if (ok) {
                 from[v[i]] = i;
             }
@@ -835,7 +835,10 @@ static cm_status do_movement(iproc *P, uint32_t op, cm_arena *ar)
         }
         break;
     case SP_OP_REVERSE:
-        ok = ints(P, op, "dimensions", &v, &n, ar) && r->rank == a->rank;
+        ok = ints(P, op, "dimensions", &v, &n, ar) && r->rank == a->rank && r->n == a->n;
+        for (uint32_t i = 0; ok && i < a->rank; i++) {
+            ok = r->dims[i] == a->dims[i];
+        }
         for (uint32_t i = 0; ok && i < n; i++) {
             ok = v[i] >= 0 && v[i] < (int64_t)a->rank;
             if (ok) {
@@ -876,7 +879,11 @@ static cm_status do_concatenate(iproc *P, uint32_t op)
     int64_t at = 0;
     for (uint32_t i = 0; i < o->n_operands; i++) {
         const iv *a = opnd(P, op, i);
-        if (a->rank != r->rank || a->elem != r->elem || at + a->dims[d] > r->dims[d]) {
+        bool fits = a->rank == r->rank && a->elem == r->elem && at + a->dims[d] <= r->dims[d];
+        for (uint32_t q = 0; fits && q < r->rank; q++) {
+            fits = q == (uint32_t)d || a->dims[q] == r->dims[q];
+        }
+        if (!fits) {
             iv_unref(r);
             return op_err(P, op, "operand %u does not fit the result", i);
         }
@@ -974,6 +981,10 @@ static cm_status do_dynamic_slice(iproc *P, uint32_t op)
     int64_t from[SP_MAX_RANK], scale[SP_MAX_RANK], base[SP_MAX_RANK];
     for (uint32_t q = 0; q < a->rank; q++) {
         const iv *s = opnd(P, op, 1 + q);
+        if (s->kind != IV_TENSOR || s->n != 1 || !et_int(s->elem) || r->dims[q] > a->dims[q]) {
+            iv_unref(r);
+            return op_err(P, op, "start indices or sizes that do not fit its operand");
+        }
         from[q] = q;
         scale[q] = 1;
         base[q] = clamp64(idx_at(s, 0), 0, a->dims[q] - r->dims[q]);
@@ -991,7 +1002,13 @@ static cm_status do_dynamic_update_slice(iproc *P, uint32_t op)
     if (st != CM_OK) {
         return st;
     }
-    if (o->n_operands != a->rank + 2u || u->rank != a->rank || r->n != a->n) {
+    bool fits = o->n_operands == a->rank + 2u && u->rank == a->rank && r->n == a->n &&
+                u->elem == a->elem;
+    for (uint32_t q = 0; fits && q < a->rank; q++) {
+        const iv *s = opnd(P, op, 2 + q);
+        fits = s->kind == IV_TENSOR && s->n == 1 && et_int(s->elem) && u->dims[q] <= a->dims[q];
+    }
+    if (!fits) {
         iv_unref(r);
         return op_err(P, op, "takes one start index per operand dimension");
     }
@@ -1017,13 +1034,21 @@ static cm_status do_dynamic_update_slice(iproc *P, uint32_t op)
 
 /* Index vector of indices ix at batch coordinate b (ix's dims but
  * index_vector_dim), into sv (n_map entries). */
-static void index_vector(const iv *ix, const int64_t *b, int64_t ivd, uint32_t n_map, int64_t *out)
+static bool index_vector(const iv *ix, const int64_t *b, int64_t ivd, uint32_t n_map, int64_t *out)
 {
     int64_t st[SP_MAX_RANK], c[SP_MAX_RANK];
     strides_of(ix->dims, ix->rank, st);
     uint32_t q = 0;
     for (uint32_t k = 0; k < ix->rank; k++) {
         c[k] = (int64_t)k == ivd ? 0 : b[q++];
+    }
+    if (ivd < (int64_t)ix->rank && ix->dims[ivd] < (int64_t)n_map) {
+        return false;
+    }
+    for (uint32_t k = 0; k < ix->rank; k++) {
+        if (c[k] >= ix->dims[k]) {
+            return false;
+        }
     }
     for (uint32_t i = 0; i < n_map; i++) {
         if (ivd < (int64_t)ix->rank) {
@@ -1035,6 +1060,7 @@ static void index_vector(const iv *ix, const int64_t *b, int64_t ivd, uint32_t n
         }
         out[i] = idx_at(ix, (size_t)fi);
     }
+    return true;
 }
 
 static cm_status do_gather(iproc *P, uint32_t op)
@@ -1077,7 +1103,10 @@ static cm_status do_gather(iproc *P, uint32_t op)
                 b[nb++] = c[q];
             }
         }
-        index_vector(ix, b, g.index_vector_dim, g.n_index_map, sidx);
+        if (!index_vector(ix, b, g.index_vector_dim, g.n_index_map, sidx)) {
+            iv_unref(r);
+            return op_err(P, op, "its result needs indices its start_indices do not hold");
+        }
         int64_t pos[SP_MAX_RANK] = {0};
         for (uint32_t i = 0; i < g.n_index_map; i++) {
             int64_t d = g.index_map[i];
@@ -1093,6 +1122,10 @@ static cm_status do_gather(iproc *P, uint32_t op)
         }
         int64_t si = 0;
         for (uint32_t d = 0; d < a->rank; d++) {
+            if (pos[d] < 0 || pos[d] >= a->dims[d]) {
+                iv_unref(r);
+                return op_err(P, op, "its result reads past its operand");
+            }
             si += pos[d] * ast[d];
         }
         copy_elem(r, j, a, (size_t)si);
@@ -1143,6 +1176,12 @@ static cm_status do_scatter(iproc *P, uint32_t op)
     if (st == CM_OK && nw != g.n_offset) {
         st = op_err(P, op, "dimension numbers that do not fit its operand");
     }
+    for (uint32_t i = 0; st == CM_OK && i < nin; i++) {
+        if (opnd(P, op, nin + 1 + i)->n != u0->n || opnd(P, op, i)->n != a0->n ||
+            OP(P, op)->n_results != nin) {
+            st = op_err(P, op, "inputs or updates of different shapes");
+        }
+    }
     int64_t ast[SP_MAX_RANK], c[SP_MAX_RANK] = {0}, b[SP_MAX_RANK], sidx[SP_MAX_RANK];
     strides_of(a0->dims, a0->rank, ast);
     sv in[32], out[16];
@@ -1153,7 +1192,10 @@ static cm_status do_scatter(iproc *P, uint32_t op)
                 b[nb++] = c[q];
             }
         }
-        index_vector(ix, b, g.index_vector_dim, g.n_index_map, sidx);
+        if (!index_vector(ix, b, g.index_vector_dim, g.n_index_map, sidx)) {
+            st = op_err(P, op, "its updates need indices its scatter_indices do not hold");
+            break;
+        }
         int64_t pos[SP_MAX_RANK] = {0};
         for (uint32_t i = 0; i < g.n_index_map; i++) {
             pos[g.index_map[i]] = sidx[i];
@@ -1235,6 +1277,17 @@ static cm_status do_reduce(iproc *P, uint32_t op, cm_arena *ar)
         if (res[0]->rank + nd != a0->rank) {
             st = op_err(P, op, "result rank does not match the reduced dimensions");
         }
+        uint32_t q = 0;
+        for (uint32_t k = 0; st == CM_OK && k < a0->rank; k++) {
+            if (!in_list(dims, nd, k) && (q >= res[0]->rank || res[0]->dims[q++] != a0->dims[k])) {
+                st = op_err(P, op, "result shape does not match the kept dimensions");
+            }
+        }
+        for (uint32_t i = 1; st == CM_OK && i < nin; i++) {
+            if (res[i]->n != res[0]->n) {
+                st = op_err(P, op, "results of different shapes");
+            }
+        }
     }
     sv in[32], out[16];
     for (size_t j = 0; st == CM_OK && j < a0->n; j++) {
@@ -1286,8 +1339,9 @@ static cm_status do_reduce_window(iproc *P, uint32_t op)
     iv *res[16] = {NULL};
     for (uint32_t i = 0; st == CM_OK && i < nin; i++) {
         st = new_res(P, op, i, &res[i]);
-        if (st == CM_OK && res[i]->rank != rank) {
-            st = op_err(P, op, "result rank differs from the operand's");
+        if (st == CM_OK && (res[i]->rank != rank || res[i]->n != res[0]->n ||
+                            opnd(P, op, i)->n != a0->n || opnd(P, op, nin + i)->n != 1)) {
+            st = op_err(P, op, "operands, init values or results of unexpected shapes");
         }
     }
     rbody body;
@@ -1362,6 +1416,10 @@ static cm_status do_select_and_scatter(iproc *P, uint32_t op)
     st = new_res(P, op, 0, &r);
     if (st != CM_OK) {
         return st;
+    }
+    if (r->n != a->n) {
+        iv_unref(r);
+        return op_err(P, op, "its result does not have its operand's shape");
     }
     for (size_t j = 0; j < r->n; j++) {
         copy_elem(r, j, init, 0);
@@ -1501,7 +1559,7 @@ static cm_status do_sort(iproc *P, uint32_t op)
     iv *res[16] = {NULL};
     for (uint32_t i = 0; st == CM_OK && i < nin; i++) {
         st = new_res(P, op, i, &res[i]);
-        if (st == CM_OK && in[i]->n != a0->n) {
+        if (st == CM_OK && (in[i]->n != a0->n || res[i]->n != a0->n)) {
             st = op_err(P, op, "operands of different shapes");
         }
     }
@@ -1559,6 +1617,12 @@ static cm_status do_map(iproc *P, uint32_t op)
     cm_status st = new_res(P, op, 0, &r);
     if (st != CM_OK) {
         return st;
+    }
+    for (uint32_t i = 0; i < nin; i++) {
+        if (opnd(P, op, i)->n != r->n) {
+            iv_unref(r);
+            return op_err(P, op, "operands of other shapes than its result");
+        }
     }
     rbody body;
     st = body_init(P, op, 0, nin, 1, &body);
@@ -1620,6 +1684,37 @@ static cm_status do_dot(iproc *P, uint32_t op)
     if (st != CM_OK) {
         return st;
     }
+    int64_t lst[SP_MAX_RANK], rst[SP_MAX_RANK], lfree[SP_MAX_RANK], rfree[SP_MAX_RANK];
+    uint32_t nlf = 0, nrf = 0;
+    strides_of(l->dims, l->rank, lst);
+    strides_of(rr->dims, rr->rank, rst);
+    for (uint32_t k = 0; k < l->rank; k++) {
+        if (!in_list(dd.lhs_batch, dd.n_batch, k) && !in_list(dd.lhs_contract, dd.n_contract, k)) {
+            lfree[nlf++] = k;
+        }
+    }
+    for (uint32_t k = 0; k < rr->rank; k++) {
+        if (!in_list(dd.rhs_batch, dd.n_batch, k) && !in_list(dd.rhs_contract, dd.n_contract, k)) {
+            rfree[nrf++] = k;
+        }
+    }
+    bool fits = r->rank == dd.n_batch + nlf + nrf;
+    for (uint32_t i = 0; fits && i < dd.n_batch; i++) {
+        fits = r->dims[i] == l->dims[dd.lhs_batch[i]] && r->dims[i] == rr->dims[dd.rhs_batch[i]];
+    }
+    for (uint32_t i = 0; fits && i < nlf; i++) {
+        fits = r->dims[dd.n_batch + i] == l->dims[lfree[i]];
+    }
+    for (uint32_t i = 0; fits && i < nrf; i++) {
+        fits = r->dims[dd.n_batch + nlf + i] == rr->dims[rfree[i]];
+    }
+    for (uint32_t i = 0; fits && i < dd.n_contract; i++) {
+        fits = l->dims[dd.lhs_contract[i]] == rr->dims[dd.rhs_contract[i]];
+    }
+    if (!fits) {
+        iv_unref(r);
+        return op_err(P, op, "result shape does not match its dimension numbers");
+    }
     if (et_int(r->elem) && et_int(l->elem) && et_int(rr->elem) && l->rank <= EX_KERN_MAX_RANK &&
         rr->rank <= EX_KERN_MAX_RANK && l->n <= INT32_MAX && rr->n <= INT32_MAX &&
         r->n <= INT32_MAX && r->elem != SP_ELEM_I1) {
@@ -1635,24 +1730,6 @@ static cm_status do_dot(iproc *P, uint32_t op)
         }
         put_res(P, op, 0, r);
         return CM_OK;
-    }
-    int64_t lst[SP_MAX_RANK], rst[SP_MAX_RANK], lfree[SP_MAX_RANK], rfree[SP_MAX_RANK];
-    uint32_t nlf = 0, nrf = 0;
-    strides_of(l->dims, l->rank, lst);
-    strides_of(rr->dims, rr->rank, rst);
-    for (uint32_t k = 0; k < l->rank; k++) {
-        if (!in_list(dd.lhs_batch, dd.n_batch, k) && !in_list(dd.lhs_contract, dd.n_contract, k)) {
-            lfree[nlf++] = k;
-        }
-    }
-    for (uint32_t k = 0; k < rr->rank; k++) {
-        if (!in_list(dd.rhs_batch, dd.n_batch, k) && !in_list(dd.rhs_contract, dd.n_contract, k)) {
-            rfree[nrf++] = k;
-        }
-    }
-    if (r->rank != dd.n_batch + nlf + nrf) {
-        iv_unref(r);
-        return op_err(P, op, "result rank does not match its dimension numbers");
     }
     int64_t cdims[SP_MAX_RANK], cc[SP_MAX_RANK], c[SP_MAX_RANK] = {0};
     size_t cn = 1;
@@ -1930,6 +2007,13 @@ static cm_status do_fft(iproc *P, uint32_t op, cm_arena *ar)
         iv_unref(r);
         return cm_error_oom(P->err);
     }
+    for (uint32_t k = 0; k < r->rank; k++) {
+        if (r->dims[k] > fd[k]) {
+            cm_free(x);
+            iv_unref(r);
+            return op_err(P, op, "its result is larger than its fft_length");
+        }
+    }
     /* store: an RFFT keeps N/2 + 1 of the last dim, an IRFFT the real parts */
     memset(c, 0, sizeof c);
     for (size_t j = 0; j < r->n; j++) {
@@ -1981,6 +2065,10 @@ static cm_status do_triangular_solve(iproc *P, uint32_t op)
     }
     int64_t K = left ? C : R; /* right-hand sides */
     size_t batches = M == 0 ? 0 : a->n / (size_t)(M * M);
+    if (R * C != 0 && b->n / (size_t)(R * C) != batches) {
+        iv_unref(r);
+        return op_err(P, op, "a and b have different batch sizes");
+    }
     double *t = cm_calloc(2u * (size_t)(M * M) + 2u, sizeof(double));
     double *x = cm_calloc(2u * (size_t)M + 2u, sizeof(double));
     if (t == NULL || x == NULL) {
@@ -2319,7 +2407,12 @@ static cm_status check_peers(iproc *P, uint32_t op, iv *const *const *posted, co
         }
         for (uint32_t j = 0; j < n_ops; j++) {
             const iv *a = posted[mem[i]][j], *b = posted[P->id][j];
-            if (a->kind != IV_TENSOR || a->n != b->n || a->elem != b->elem) {
+            bool same = a->kind == IV_TENSOR && b->kind == IV_TENSOR && a->n == b->n &&
+                        a->elem == b->elem && a->rank == b->rank;
+            for (uint32_t k = 0; same && k < a->rank; k++) {
+                same = a->dims[k] == b->dims[k];
+            }
+            if (!same) {
                 return op_err(P, op, "its peers' operands have other shapes");
             }
         }
@@ -2457,8 +2550,13 @@ static cm_status do_collective(iproc *P, uint32_t op)
             st = group_fold(P, op, posted, mem, n_mem, n_ops, full);
             for (uint32_t j = 0; st == CM_OK && j < n_ops; j++) {
                 st = new_res(P, op, j, &res[j]);
-                if (st == CM_OK && (d < 0 || d >= (int64_t)full[j]->rank ||
-                                    full[j]->dims[d] != res[j]->dims[d] * (int64_t)n_mem)) {
+                bool fits = st == CM_OK && d >= 0 && d < (int64_t)full[j]->rank &&
+                            res[j]->rank == full[j]->rank &&
+                            full[j]->dims[d] == res[j]->dims[d] * (int64_t)n_mem;
+                for (uint32_t q = 0; fits && q < res[j]->rank; q++) {
+                    fits = (int64_t)q == d || res[j]->dims[q] == full[j]->dims[q];
+                }
+                if (st == CM_OK && !fits) {
                     st = op_err(P, op, "scatter_dimension does not split by the group size");
                 }
                 if (st == CM_OK) {
@@ -2475,8 +2573,13 @@ static cm_status do_collective(iproc *P, uint32_t op)
             for (uint32_t j = 0; st == CM_OK && j < n_ops; j++) {
                 st = new_res(P, op, j, &res[j]);
                 const iv *a = ops[j];
-                if (st == CM_OK && (d < 0 || d >= (int64_t)a->rank ||
-                                    res[j]->dims[d] != a->dims[d] * (int64_t)n_mem)) {
+                bool fits = st == CM_OK && d >= 0 && d < (int64_t)a->rank &&
+                            res[j]->rank == a->rank &&
+                            res[j]->dims[d] == a->dims[d] * (int64_t)n_mem;
+                for (uint32_t q = 0; fits && q < a->rank; q++) {
+                    fits = (int64_t)q == d || res[j]->dims[q] == a->dims[q];
+                }
+                if (st == CM_OK && !fits) {
                     st = op_err(P, op, "all_gather_dim does not fit the result");
                 }
                 for (uint32_t i = 0; st == CM_OK && i < n_mem; i++) {
@@ -2492,9 +2595,20 @@ static cm_status do_collective(iproc *P, uint32_t op)
             for (uint32_t j = 0; st == CM_OK && j < n_ops; j++) {
                 st = new_res(P, op, j, &res[j]);
                 const iv *a = ops[j];
-                if (st == CM_OK &&
-                    (sd < 0 || cd < 0 || sd >= (int64_t)a->rank || cd >= (int64_t)a->rank ||
-                     cnt != (int64_t)n_mem || a->dims[sd] % cnt != 0)) {
+                bool fits = st == CM_OK && sd >= 0 && cd >= 0 && sd < (int64_t)a->rank &&
+                            cd < (int64_t)a->rank && cnt == (int64_t)n_mem && cnt > 0 &&
+                            a->dims[sd] % cnt == 0 && res[j]->rank == a->rank;
+                for (uint32_t q = 0; fits && q < a->rank; q++) {
+                    int64_t want = a->dims[q];
+                    if ((int64_t)q == sd) {
+                        want /= cnt;
+                    }
+                    if ((int64_t)q == cd) {
+                        want *= cnt;
+                    }
+                    fits = res[j]->dims[q] == want;
+                }
+                if (st == CM_OK && !fits) {
                     st = op_err(P, op, "split and concat dimensions that do not fit the group");
                 }
                 for (uint32_t i = 0; st == CM_OK && i < n_mem; i++) {
