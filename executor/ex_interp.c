@@ -27,6 +27,7 @@
 
 #define MAX_DEPTH 64      /* nested calls and regions */
 #define SYNC_TIMEOUT_S 60 /* a collective whose peers do not arrive fails after this */
+#define MAX_ELEMS (1u << 26) /* elements of one value (512 MiB wide, 1 GiB complex) */
 
 /* ---- values ------------------------------------------------------------------ */
 
@@ -278,9 +279,14 @@ static cm_status new_of_type(iproc *P, uint32_t op, uint32_t type, iv **out)
     if (!et_supported(t->elem)) {
         return op_err(P, op, "the element type of %s cannot be interpreted", t->text);
     }
+    size_t n = 1;
     for (uint32_t k = 0; k < t->rank; k++) {
         if (t->dims[k] == SP_DIM_DYNAMIC) {
             return op_err(P, op, "dynamic shapes (%s) cannot be interpreted", t->text);
+        }
+        if (t->dims[k] < 0 || !cm_mul_size(n, (size_t)t->dims[k], &n) || n > MAX_ELEMS) {
+            return op_err(P, op, "%s has more than %u elements, too many to interpret", t->text,
+                          (unsigned)MAX_ELEMS);
         }
     }
     *out = iv_new(t->elem, t->dims, t->rank);

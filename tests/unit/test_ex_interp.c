@@ -8,7 +8,8 @@
  * lowers psum, all_gather and ppermute inside shard_map, replicas x
  * partitions grids, and clear errors: an op it cannot run (with its
  * position), an entry taking arguments, a collective a peer never reaches
- * (no hang), a recursive call. */
+ * (no hang), a recursive call, a value too large and a result that does
+ * not fit its operands. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,6 +280,32 @@ static void test_ex_interp_module_rejects_recursion(void **state)
     assert_non_null(strstr(err.msg, "recursive call"));
 }
 
+/* A value past the element limit and an op whose result does not fit its
+ * operands are errors at the op, not allocations or reads past a buffer. */
+static void test_ex_interp_module_rejects_bad_shapes(void **state)
+{
+    (void)state;
+    const char *big = "func.func @main() {\n"
+                      "  %a = stablehlo.constant dense<1.0> : tensor<100000x100000xf32>\n"
+                      "  func.return\n"
+                      "}\n";
+    ex_interp_report r;
+    cm_error err;
+    assert_int_equal(interp(big, &r, &err, NULL), CM_EINVAL);
+    assert_string_equal(err.path, "2:3");
+    assert_non_null(strstr(err.msg, "too many to interpret"));
+    const char *cat =
+        "func.func @main() {\n"
+        "  %a = stablehlo.constant dense<1> : tensor<2x3xi32>\n"
+        "  %b = \"stablehlo.concatenate\"(%a, %a) {dimension = 0 : i64} : (tensor<2x3xi32>, "
+        "tensor<2x3xi32>) -> tensor<4x2xi32>\n"
+        "  func.return\n"
+        "}\n";
+    assert_int_equal(interp(cat, &r, &err, NULL), CM_EINVAL);
+    assert_string_equal(err.path, "3:3");
+    assert_non_null(strstr(err.msg, "does not fit the result"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_ex_interp_module_rejects_entry_with_arguments),
         cmocka_unit_test(test_ex_interp_run_parallel_missing_peer_fails),
         cmocka_unit_test(test_ex_interp_module_rejects_recursion),
+        cmocka_unit_test(test_ex_interp_module_rejects_bad_shapes),
     };
     return cmocka_run_group_tests_name("ex_interp", tests, NULL, NULL);
 }
