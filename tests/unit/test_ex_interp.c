@@ -9,7 +9,7 @@
  * partitions grids, and clear errors: an op it cannot run (with its
  * position), an entry taking arguments, a collective a peer never reaches
  * (no hang), a recursive call, a value too large and a result that does
- * not fit its operands. */
+ * not fit its operands; the OOM loop. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +24,7 @@
 #include "ex_interp.h"
 #include "sp_ir.h"
 #include "sp_mlir.h"
+#include "tu_oom.h"
 
 /* Interprets text; *out_text (heap, free()) gets what it wrote. */
 static cm_status interp(const char *text, ex_interp_report *r, cm_error *err, char **out_text)
@@ -306,6 +307,72 @@ static void test_ex_interp_module_rejects_bad_shapes(void **state)
     assert_non_null(strstr(err.msg, "does not fit the result"));
 }
 
+/* The OOM loop: every failed allocation is CM_ENOMEM, nothing leaks, also
+ * with run_parallel's threads and a collective in flight. */
+typedef struct oom_ctx {
+    sp_module *m;
+    FILE *out;
+    ex_interp_report r;
+} oom_ctx;
+
+static void oom_setup(void *p)
+{
+    oom_ctx *c = p;
+    const char *text =
+        "func.func @f(%x: tensor<3xi32>) -> tensor<3xi32> {\n"
+        "  %s = \"stablehlo.all_reduce\"(%x) <{replica_groups = dense<[[0, 1]]> : "
+        "tensor<1x2xi64>}> ({\n"
+        "  ^bb0(%a: tensor<i32>, %b: tensor<i32>):\n"
+        "    %c = stablehlo.add %a, %b : tensor<i32>\n"
+        "    stablehlo.return %c : tensor<i32>\n"
+        "  }) : (tensor<3xi32>) -> tensor<3xi32>\n"
+        "  return %s : tensor<3xi32>\n"
+        "}\n"
+        "func.func @main() {\n"
+        "  %a = stablehlo.constant dense<[1, 2, 3]> : tensor<3xi32>\n"
+        "  %r:2 = \"interpreter.run_parallel\"(%a, %a) {programs = [[@f], [@f]]} : "
+        "(tensor<3xi32>, tensor<3xi32>) -> (tensor<3xi32>, tensor<3xi32>)\n"
+        "  %z = stablehlo.constant dense<0> : tensor<i32>\n"
+        "  %t = stablehlo.reduce(%r#0 init: %z) applies stablehlo.add across dimensions = [0] "
+        ": (tensor<3xi32>, tensor<i32>) -> tensor<i32>\n"
+        "  check.expect_eq_const %t, dense<12> : tensor<i32>\n"
+        "  func.return\n"
+        "}\n";
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &c->m, &err), CM_OK);
+    c->out = fopen("/dev/null", "w");
+    assert_non_null(c->out);
+}
+
+static cm_status oom_run(void *p)
+{
+    oom_ctx *c = p;
+    cm_error err;
+    cm_error_clear(&err);
+    return ex_interp_module(c->m, c->out, &c->r, &err);
+}
+
+static void oom_done(void *p, cm_status st)
+{
+    oom_ctx *c = p;
+    if (st == CM_OK) {
+        assert_int_equal(c->r.n_checks, 1);
+        assert_int_equal(c->r.n_failed, 0);
+    }
+    sp_module_destroy(c->m);
+    fclose(c->out);
+}
+
+static void test_ex_interp_module_out_of_memory(void **state)
+{
+    (void)state;
+    oom_ctx c;
+    memset(&c, 0, sizeof c);
+    tu_oom t = {oom_setup, oom_run, oom_done};
+    assert_true(tu_oom_loop(&t, &c, 10000) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_ex_interp_run_parallel_missing_peer_fails),
         cmocka_unit_test(test_ex_interp_module_rejects_recursion),
         cmocka_unit_test(test_ex_interp_module_rejects_bad_shapes),
+        cmocka_unit_test(test_ex_interp_module_out_of_memory),
     };
     return cmocka_run_group_tests_name("ex_interp", tests, NULL, NULL);
 }
