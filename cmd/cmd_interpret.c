@@ -28,9 +28,36 @@ static bool is_split_line(const char *p, const char *eol)
     return eol - p >= 5 && memcmp(p, "-----", 5) == 0;
 }
 
+/* Parses --args' text (an array of dense attributes) into m; false after
+ * printing why not. */
+static bool args_parse(sp_module *m, const char *text, const sp_attr *const **out, uint32_t *n,
+                       FILE *errs)
+{
+    sp_attr *a = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    if (sp_mlir_parse_attr(m, text, strlen(text), &a, &err) != CM_OK ||
+        a->kind != SP_ATTR_ARRAY) {
+        /* stablehlo-translate's wording, spelling included: its tests match it */
+        fprintf(errs, "shardplan interpret: expectected array attribute string for args, i.e. "
+                      "--args=[dense<1> : tensor<2xi32>, ...]\n");
+        return false;
+    }
+    for (uint32_t i = 0; i < a->u.arr.n; i++) {
+        if (a->u.arr.items[i]->kind != SP_ATTR_DENSE) {
+            fprintf(errs, "shardplan interpret: expected dense elements attribute for args "
+                          "elements, i.e. --args=[dense<1> : tensor<2xi32>, ...]\n");
+            return false;
+        }
+    }
+    *out = (const sp_attr *const *)a->u.arr.items;
+    *n = a->u.arr.n;
+    return true;
+}
+
 /* Interprets one chunk (lines from line_base); false on failure. */
 static bool run_chunk(const char *file, const char *text, size_t len, uint32_t line_base,
-                      FILE *errs, uint32_t *n_checks)
+                      const char *args, FILE *out, FILE *errs, uint32_t *n_checks)
 {
     cm_error err;
     cm_error_clear(&err);
@@ -39,8 +66,13 @@ static bool run_chunk(const char *file, const char *text, size_t len, uint32_t l
         fprintf(errs, "%s:%s: error: %s\n", file, err.path, err.msg);
         return false;
     }
+    ex_interp_opts o = {NULL, 0, out};
+    if (args != NULL && !args_parse(m, args, &o.args, &o.n_args, errs)) {
+        sp_module_destroy(m);
+        return false;
+    }
     ex_interp_report r;
-    cm_status st = ex_interp_module(m, errs, &r, &err);
+    cm_status st = ex_interp_run(m, &o, errs, &r, &err);
     sp_module_destroy(m);
     *n_checks += r.n_checks;
     if (st != CM_OK) {
@@ -52,14 +84,16 @@ static bool run_chunk(const char *file, const char *text, size_t len, uint32_t l
 
 int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
 {
-    const char *file = NULL;
+    const char *file = NULL, *args = NULL;
     bool split = false, verbose = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs("usage: shardplan interpret FILE|- [--split-input-file] [--verbose]\n"
-                  "  runs @main (or, without one, every function taking no arguments) on the\n"
-                  "  StableHLO interpreter: check.* assertions, interpreter.run_parallel over\n"
+            fputs("usage: shardplan interpret FILE|- [--split-input-file] [--args=[DENSE, ...]]\n"
+                  "                 [--verbose]\n"
+                  "  runs @main (on --args' values; without a main, every function taking no\n"
+                  "  arguments) on the StableHLO interpreter and prints their results; it runs\n"
+                  "  check.* assertions and interpreter.run_parallel over\n"
                   "  replicas x partitions with StableHLO's collectives. --interpret is accepted\n"
                   "  and ignored (stablehlo-translate's spelling), as is --probe-output-dir=DIR\n"
                   "  (interpreter.probe values are kept in memory for\n"
@@ -73,6 +107,8 @@ int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
             /* stablehlo-translate's mode flag */
         } else if (strncmp(a, "--probe-output-dir=", 19) == 0) {
             /* stablehlo-translate writes probes there; ours stay in memory */
+        } else if (strncmp(a, "--args=", 7) == 0) {
+            args = a + 7;
         } else if (strcmp(a, "--verbose") == 0) {
             verbose = true;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -100,7 +136,7 @@ int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
     bool ok = true;
     uint32_t n_checks = 0, n_chunks = 0;
     if (!split) {
-        ok = run_chunk(file, text, len, 0, errs, &n_checks);
+        ok = run_chunk(file, text, len, 0, args, out, errs, &n_checks);
         n_chunks = 1;
     } else {
         const char *p = text, *end = text + len, *chunk = text;
@@ -112,7 +148,8 @@ int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
             }
             if (is_split_line(p, eol) || eol == end) {
                 const char *stop = eol == end && !is_split_line(p, eol) ? end : p;
-                ok = run_chunk(file, chunk, (size_t)(stop - chunk), chunk_line, errs, &n_checks) &&
+                ok = run_chunk(file, chunk, (size_t)(stop - chunk), chunk_line, args, out, errs,
+                               &n_checks) &&
                      ok;
                 n_chunks++;
                 chunk = eol + 1;

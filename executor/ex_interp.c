@@ -155,6 +155,7 @@ typedef struct iprobe {
 typedef struct ictx {
     const sp_module *m;
     FILE *out;
+    FILE *results;      /* entry results and interpreter.print, or NULL */
     ex_interp_report *r;
     pthread_mutex_t mu; /* r, out and probes */
     iprobe *probes;     /* newest first */
@@ -375,6 +376,7 @@ static bool in_list(const int64_t *v, uint32_t n, int64_t x)
 /* ---- blocks, calls and bodies ----------------------------------------------------- */
 
 static cm_status eval_op(iproc *P, uint32_t op);
+static void print_value(ictx *cx, const iv *t, const char *type_text);
 
 /* Runs block blk with its arguments bound to args (n_args of them, which
  * must be its argument count); *res_out gets new references to the values
@@ -3536,6 +3538,10 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     if (strcmp(o->name, "interpreter.probe") == 0) {
         return do_probe(P, op);
     }
+    if (strcmp(o->name, "interpreter.print") == 0 && o->n_operands == 1) {
+        print_value(P->cx, opnd(P, op, 0), sp_value_type(m, o->operands[0])->text);
+        return CM_OK;
+    }
     return op_err(P, op, "op %s cannot be interpreted yet", o->name);
 }
 
@@ -3550,10 +3556,89 @@ static cm_status eval_op(iproc *P, uint32_t op)
 
 /* ---- entry ------------------------------------------------------------------------------- */
 
+/* ---- printing values ------------------------------------------------------------------ */
+
+static void print_scalar(FILE *f, const iv *t, size_t k)
+{
+    sv v = iv_get(t, k);
+    if (t->elem == SP_ELEM_I1) {
+        fputs(v.i != 0 ? "true" : "false", f);
+    } else if (et_int(t->elem)) {
+        if (et_uns(t->elem)) {
+            fprintf(f, "%llu", (unsigned long long)(uint64_t)v.i);
+        } else {
+            fprintf(f, "%lld", (long long)v.i);
+        }
+    } else if (t->w == 2) {
+        fprintf(f, "[%e, %e]", v.re, v.im);
+    } else {
+        fprintf(f, "%e", v.re);
+    }
+}
+
+/* The elements of t from flat offset at, dims from d on, nested lists
+ * indented by ind spaces (the reference interpreter's layout). */
+static void print_level(FILE *f, const iv *t, uint32_t d, size_t at, const int64_t *st,
+                        unsigned ind)
+{
+    if (t->dims[d] == 0) {
+        fputs("[]", f);
+        return;
+    }
+    if (d + 1u == t->rank) {
+        fputc('[', f);
+        for (int64_t i = 0; i < t->dims[d]; i++) {
+            if (i > 0) {
+                fputs(", ", f);
+            }
+            print_scalar(f, t, at + (size_t)i);
+        }
+        fputc(']', f);
+        return;
+    }
+    fputs("[\n", f);
+    for (int64_t i = 0; i < t->dims[d]; i++) {
+        fprintf(f, "%*s", (int)(ind + 2u), "");
+        print_level(f, t, d + 1u, at + (size_t)(i * st[d]), st, ind + 2u);
+        fputs(i + 1 < t->dims[d] ? ",\n" : "\n", f);
+    }
+    fprintf(f, "%*s]", (int)ind, "");
+}
+
+static void print_value(ictx *cx, const iv *t, const char *type_text)
+{
+    FILE *f = cx->results;
+    if (f == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&cx->mu);
+    if (t->kind != IV_TENSOR) {
+        fprintf(f, "%s\n", type_text);
+    } else if (t->rank == 0) {
+        fprintf(f, "%s {", type_text);
+        print_scalar(f, t, 0);
+        fputs("}\n", f);
+    } else {
+        int64_t st[SP_MAX_RANK];
+        strides_of(t->dims, t->rank, st);
+        fprintf(f, "%s {\n  ", type_text);
+        print_level(f, t, 0, 0, st, 2);
+        fputs("\n}\n", f);
+    }
+    pthread_mutex_unlock(&cx->mu);
+}
+
 cm_status ex_interp_module(const sp_module *m, FILE *out, ex_interp_report *r, cm_error *err)
 {
+    ex_interp_opts o = {NULL, 0, NULL};
+    return ex_interp_run(m, &o, out, r, err);
+}
+
+cm_status ex_interp_run(const sp_module *m, const ex_interp_opts *o, FILE *out,
+                        ex_interp_report *r, cm_error *err)
+{
     memset(r, 0, sizeof *r);
-    ictx cx = {m, out, r, PTHREAD_MUTEX_INITIALIZER, NULL};
+    ictx cx = {m, out, o->results, r, PTHREAD_MUTEX_INITIALIZER, NULL};
     uint32_t entries[4096];
     uint32_t n = 0;
     uint32_t mainf = sp_module_func(m, "main");
@@ -3572,18 +3657,45 @@ cm_status ex_interp_module(const sp_module *m, FILE *out, ex_interp_report *r, c
     cm_status st = CM_OK;
     for (uint32_t i = 0; st == CM_OK && i < n; i++) {
         const sp_type *ft = sp_func_type(m, entries[i]);
-        if (ft == NULL || ft->n_inputs != 0) {
-            return sp_op_error(m, entries[i], err, "an entry function that takes arguments "
-                                                   "cannot be interpreted");
+        uint32_t na = o->args != NULL && entries[i] == mainf ? o->n_args : 0;
+        if (ft == NULL || ft->n_inputs != na) {
+            if (na == 0) {
+                st = sp_op_error(m, entries[i], err, "an entry function that takes arguments "
+                                                     "cannot be interpreted without them");
+            } else {
+                st = sp_op_error(m, entries[i], err, "main takes %u arguments, given %u",
+                                 ft != NULL ? ft->n_inputs : 0, na);
+            }
+            break;
         }
         iproc P;
         st = proc_init(&P, &cx, err);
         if (st != CM_OK) {
             break;
         }
+        iv **args = cm_calloc(na + 1u, sizeof(iv *));
+        if (args == NULL) {
+            st = cm_error_oom(err);
+        }
+        for (uint32_t k = 0; st == CM_OK && k < na; k++) {
+            const sp_attr *a = o->args[k];
+            uint32_t want = ft->inputs[k];
+            if (a == NULL || a->kind != SP_ATTR_DENSE || a->u.dense.type != want) {
+                st = sp_op_error(m, entries[i], err, "argument %u is not a dense %s", k,
+                                 m->types[want].text);
+            } else {
+                st = const_value(&P, entries[i], a, want, &args[k]);
+            }
+        }
         iv **res = NULL;
         uint32_t nr = 0;
-        st = call_func(&P, entries[i], entries[i], NULL, 0, &res, &nr);
+        if (st == CM_OK) {
+            st = call_func(&P, entries[i], entries[i], args, na, &res, &nr);
+        }
+        for (uint32_t k = 0; st == CM_OK && k < nr && ft != NULL && k < ft->n_results; k++) {
+            print_value(&cx, res[k], m->types[ft->results[k]].text);
+        }
+        vals_free(args, na);
         vals_free(res, nr);
         proc_fini(&P);
         r->n_funcs++;

@@ -38,4 +38,19 @@ typedef struct ex_interp_report {
  * CM_ENOMEM. r may not be NULL; on error it holds what ran before. */
 cm_status ex_interp_module(const sp_module *m, FILE *out, ex_interp_report *r, cm_error *err);
 
+/* How ex_interp_run runs a module. */
+typedef struct ex_interp_opts {
+    const sp_attr *const *args; /* dense attributes: @main's arguments (NULL: none) */
+    uint32_t n_args;
+    FILE *results; /* NULL, or where each entry's results are printed, as
+                      stablehlo-translate --interpret prints them:
+                      `tensor<2xi32> {\n  [3, 3]\n}` (also interpreter.print) */
+} ex_interp_opts;
+
+/* ex_interp_module with options: with args, @main runs on them (their count
+ * and types must be main's: CM_EINVAL "argument 1 is tensor<..>, main takes
+ * tensor<..>"); with results set, every entry's results are printed there. */
+cm_status ex_interp_run(const sp_module *m, const ex_interp_opts *o, FILE *out,
+                        ex_interp_report *r, cm_error *err);
+
 #endif /* EX_INTERP_H */
