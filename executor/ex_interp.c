@@ -1777,6 +1777,179 @@ static cm_status do_dot(iproc *P, uint32_t op)
     return CM_OK;
 }
 
+/* The integer list key of attribute a, `#dialect.name<key = [1, 2], ...>`
+ * parsed or kept verbatim (absent: empty); false when malformed. */
+static bool param_ints(const sp_attr *a, const char *key, const int64_t **v, uint32_t *n,
+                       cm_arena *ar)
+{
+    *v = NULL;
+    *n = 0;
+    if (a->kind == SP_ATTR_PARAMS) {
+        const sp_attr *x = sp_attrs_get(a->u.params.items, a->u.params.n, key);
+        return x == NULL || sp_attr_ints(x, v, n, ar);
+    }
+    if (a->kind != SP_ATTR_OPAQUE || a->u.opaque.text == NULL) {
+        return false;
+    }
+    size_t kl = strlen(key);
+    const char *p = a->u.opaque.text;
+    for (;;) {
+        p = strstr(p, key);
+        if (p == NULL) {
+            return true;
+        }
+        bool word = (p == a->u.opaque.text || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z'))) &&
+                    !(p[kl] == '_' || (p[kl] >= 'a' && p[kl] <= 'z'));
+        p += kl;
+        if (word) {
+            break;
+        }
+    }
+    while (*p == ' ' || *p == '\n' || *p == '=') {
+        p++;
+    }
+    if (*p++ != '[') {
+        return false;
+    }
+    int64_t *out = cm_arena_alloc(ar, sizeof(int64_t) * SP_MAX_RANK);
+    if (out == NULL) {
+        return false;
+    }
+    uint32_t k = 0;
+    for (;;) {
+        while (*p == ' ' || *p == '\n' || *p == ',') {
+            p++;
+        }
+        if (*p == ']') {
+            break;
+        }
+        char *end;
+        long long x = strtoll(p, &end, 10);
+        if (end == p || k >= SP_MAX_RANK) {
+            return false;
+        }
+        out[k++] = x;
+        p = end;
+    }
+    *v = out;
+    *n = k;
+    return true;
+}
+
+/* chlo.ragged_dot with the ragged dimension a non-contracting lhs dimension
+ * (mode 1): lhs rows of group g (group_sizes, consecutive along the ragged
+ * dimension) multiply rhs's group g; rows past every group give zeros. */
+static cm_status do_ragged_dot(iproc *P, uint32_t op, cm_arena *ar)
+{
+    const sp_attr *dn = attr(P, op, "ragged_dot_dimension_numbers");
+    const int64_t *lb, *rb, *lc, *rc, *lr, *rg;
+    uint32_t nlb, nrb, nlc, nrc, nlr, nrg;
+    if (OP(P, op)->n_operands != 3 || dn == NULL ||
+        !param_ints(dn, "lhs_batching_dimensions", &lb, &nlb, ar) ||
+        !param_ints(dn, "rhs_batching_dimensions", &rb, &nrb, ar) ||
+        !param_ints(dn, "lhs_contracting_dimensions", &lc, &nlc, ar) ||
+        !param_ints(dn, "rhs_contracting_dimensions", &rc, &nrc, ar) ||
+        !param_ints(dn, "lhs_ragged_dimensions", &lr, &nlr, ar) ||
+        !param_ints(dn, "rhs_group_dimensions", &rg, &nrg, ar) || nlb != nrb || nlc != nrc ||
+        nlr != 1 || nrg > 1) {
+        return op_err(P, op, "ragged_dot_dimension_numbers cannot be read");
+    }
+    const iv *l = opnd(P, op, 0), *rr = opnd(P, op, 1), *gs = opnd(P, op, 2);
+    if (in_list(lc, nlc, lr[0]) || in_list(lb, nlb, lr[0]) || nrg != 1) {
+        return op_err(P, op, "only a ragged non-contracting dimension can be interpreted yet");
+    }
+    iv *r;
+    cm_status st = new_res(P, op, 0, &r);
+    if (st != CM_OK) {
+        return st;
+    }
+    int64_t G = rr->dims[rg[0]];
+    bool ok = gs->kind == IV_TENSOR && et_int(gs->elem) && gs->rank == 1 && gs->dims[0] == G &&
+              lr[0] >= 0 && lr[0] < (int64_t)l->rank && rg[0] >= 0 && rg[0] < (int64_t)rr->rank;
+    int64_t lst[SP_MAX_RANK], rst[SP_MAX_RANK], lfree[SP_MAX_RANK], rfree[SP_MAX_RANK];
+    uint32_t nlf = 0, nrf = 0;
+    strides_of(l->dims, l->rank, lst);
+    strides_of(rr->dims, rr->rank, rst);
+    for (uint32_t k = 0; ok && k < l->rank; k++) {
+        if (!in_list(lb, nlb, k) && !in_list(lc, nlc, k)) {
+            lfree[nlf++] = k;
+        }
+    }
+    for (uint32_t k = 0; ok && k < rr->rank; k++) {
+        if (!in_list(rb, nrb, k) && !in_list(rc, nrc, k) && (int64_t)k != rg[0]) {
+            rfree[nrf++] = k;
+        }
+    }
+    ok = ok && r->rank == nlb + nlf + nrf;
+    for (uint32_t i = 0; ok && i < nlb; i++) {
+        ok = lb[i] >= 0 && lb[i] < (int64_t)l->rank && rb[i] >= 0 && rb[i] < (int64_t)rr->rank &&
+             r->dims[i] == l->dims[lb[i]] && r->dims[i] == rr->dims[rb[i]];
+    }
+    for (uint32_t i = 0; ok && i < nlf; i++) {
+        ok = r->dims[nlb + i] == l->dims[lfree[i]];
+    }
+    for (uint32_t i = 0; ok && i < nrf; i++) {
+        ok = r->dims[nlb + nlf + i] == rr->dims[rfree[i]];
+    }
+    for (uint32_t i = 0; ok && i < nlc; i++) {
+        ok = lc[i] >= 0 && lc[i] < (int64_t)l->rank && rc[i] >= 0 && rc[i] < (int64_t)rr->rank &&
+             l->dims[lc[i]] == rr->dims[rc[i]];
+    }
+    if (!ok) {
+        iv_unref(r);
+        return op_err(P, op, "operands that do not fit its dimension numbers");
+    }
+    int64_t cdims[SP_MAX_RANK], cc[SP_MAX_RANK], c[SP_MAX_RANK] = {0};
+    size_t cn = 1;
+    for (uint32_t i = 0; i < nlc; i++) {
+        cdims[i] = l->dims[lc[i]];
+        cn *= (size_t)cdims[i];
+    }
+    for (size_t j = 0; j < r->n; j++) {
+        int64_t lo = 0, ro = 0, row = 0;
+        for (uint32_t i = 0; i < nlb; i++) {
+            lo += c[i] * lst[lb[i]];
+            ro += c[i] * rst[rb[i]];
+        }
+        for (uint32_t i = 0; i < nlf; i++) {
+            lo += c[nlb + i] * lst[lfree[i]];
+            if (lfree[i] == lr[0]) {
+                row = c[nlb + i];
+            }
+        }
+        for (uint32_t i = 0; i < nrf; i++) {
+            ro += c[nlb + nlf + i] * rst[rfree[i]];
+        }
+        int64_t g = 0, end = 0;
+        for (; g < G; g++) {
+            end += gs->d.i[g];
+            if (row < end) {
+                break;
+            }
+        }
+        sv acc = {0, 0, 0};
+        if (g < G) {
+            ro += g * rst[rg[0]];
+            memset(cc, 0, sizeof(int64_t) * nlc);
+            for (size_t t = 0; t < cn; t++) {
+                int64_t li = lo, ri = ro;
+                for (uint32_t i = 0; i < nlc; i++) {
+                    li += cc[i] * lst[lc[i]];
+                    ri += cc[i] * rst[rc[i]];
+                }
+                sv x = ex_interp_convert(l->elem, r->elem, iv_get(l, (size_t)li));
+                sv y = ex_interp_convert(rr->elem, r->elem, iv_get(rr, (size_t)ri));
+                acc = mul_add(r->elem, acc, x, y);
+                coord_next(cc, cdims, nlc);
+            }
+        }
+        iv_set(r, j, acc);
+        coord_next(c, r->dims, r->rank);
+    }
+    put_res(P, op, 0, r);
+    return CM_OK;
+}
+
 static cm_status do_conv(iproc *P, uint32_t op, cm_arena *ar)
 {
     sp_conv_dims cd;
@@ -3528,6 +3701,9 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     }
     if (strncmp(o->name, "check.expect_", 13) == 0) {
         return do_check(P, op, o->name);
+    }
+    if (strcmp(o->name, "chlo.ragged_dot") == 0) {
+        return do_ragged_dot(P, op, ar);
     }
     if (strcmp(o->name, "stablehlo.collective_reduce") == 0) {
         return do_collective(P, op);
