@@ -8,7 +8,7 @@
 # Each test file's `// RUN:` lines (a line ending in `\` continues on the next
 # RUN line) are rewritten and run with `bash -o pipefail -c`:
 #   sdy_opt            -> "$SHARDPLAN" opt
-#   shardplan          -> "$SHARDPLAN"      (in command position)
+#   shardplan          -> "$SHARDPLAN"      (in command position, also after `not`)
 #   FileCheck          -> "$FILECHECK"
 #   stablehlo-translate -> "$SHARDPLAN" interpret   (its --interpret mode)
 #   split-file         -> "$SPLIT_FILE" (split-file, else LLVM 14's)
@@ -92,6 +92,7 @@ rewrite() {
     printf '%s\n' "$1" | sed -E \
         -e "s/(^|$w)sdy_opt(\$|$w)/\\1\"\$SHARDPLAN\" opt\\2/g" \
         -e "s/(^|[|;&(][[:space:]]*|^[[:space:]]*)shardplan(\$|[[:space:]])/\\1\"\$SHARDPLAN\"\\2/g" \
+        -e "s/(^|[|;&(][[:space:]]*|^[[:space:]]*)not[[:space:]]+shardplan(\$|[[:space:]])/\\1not \"\$SHARDPLAN\"\\2/g" \
         -e "s/(^|$w)FileCheck(\$|$w)/\\1\"\$FILECHECK\"\\2/g" \
         -e "s/(^|$w)stablehlo-translate(\$|$w)/\\1\"\$SHARDPLAN\" interpret\\2/g" \
         -e "s/(^|$w)split-file(\$|$w)/\\1\"\$SPLIT_FILE\"\\2/g" \
