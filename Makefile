@@ -270,6 +270,7 @@ lit: $(BUILD)/san/shardplan
 STABLEHLO_TESTS ?= $(SHARED)/reference/stablehlo/interpret
 interp-test: $(BUILD)/san/shardplan
 	@$(SAN_ENV) SHARDPLAN=$(CURDIR)/$(BUILD)/san/shardplan STABLEHLO_TESTS=$(STABLEHLO_TESTS) \
+	  FILECHECK=$(FILECHECK) \
 	  bash tests/interp/run.sh
 
 # Case-by-case conformance (tests/lit/cases.py): every Shardy lit file, each
