@@ -28,6 +28,7 @@ if [[ ! -d $STABLEHLO_TESTS ]]; then
     exit 0
 fi
 SHARDPLAN=$(cd "$(dirname "$SHARDPLAN")" && pwd)/$(basename "$SHARDPLAN")
+STABLEHLO_TESTS=$(cd "$STABLEHLO_TESTS" && pwd)
 declare -A claimed=()
 while IFS= read -r line; do
     line=${line%%#*}
@@ -69,6 +70,7 @@ trap 'rm -rf "$scratch"' EXIT
 log=$scratch/log
 n_pass=0 n_fail=0 c_pass=0 c_fail=0
 for f in "${files[@]}"; do
+    f=$(cd "$(dirname "$f")" && pwd)/$(basename "$f") # the RUN lines run elsewhere
     name=$(basename "$f")
     tag=""
     [[ -n ${claimed[$name]:-} ]] || tag=" (unclaimed)"
