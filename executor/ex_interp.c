@@ -1071,15 +1071,90 @@ static bool index_vector(const iv *ix, const int64_t *b, int64_t ivd, uint32_t n
     return true;
 }
 
-static cm_status do_gather(iproc *P, uint32_t op)
+static bool param_ints(const sp_attr *a, const char *key, const int64_t **v, uint32_t *n,
+                       cm_arena *ar);
+
+/* A list of at most SP_MAX_RANK integers copied into to; false when not. */
+static bool list_copy(const int64_t *v, uint32_t n, int64_t *to, uint32_t *n_to)
+{
+    if (n > SP_MAX_RANK) {
+        return false;
+    }
+    if (n > 0) {
+        memcpy(to, v, sizeof(int64_t) * n);
+    }
+    *n_to = n;
+    return true;
+}
+
+/* stablehlo.dynamic_gather's dimension numbers, read here (the planner's
+ * reader takes stablehlo.gather's operands), and its slice sizes from its
+ * third operand. Bounds are checked as the gather runs. */
+static cm_status dynamic_gather_dims(iproc *P, uint32_t op, sp_gather_dims *g, int64_t *ss,
+                                     uint32_t *nss, cm_arena *ar)
+{
+    const sp_attr *dn = attr(P, op, "dimension_numbers");
+    const int64_t *v;
+    uint32_t n;
+    bool ok = OP(P, op)->n_operands == 3 && dn != NULL &&
+              (dn->kind == SP_ATTR_PARAMS || dn->kind == SP_ATTR_OPAQUE);
+    memset(g, 0, sizeof *g);
+    ok = ok && param_ints(dn, "offset_dims", &v, &n, ar) && list_copy(v, n, g->offset, &g->n_offset);
+    ok = ok && param_ints(dn, "collapsed_slice_dims", &v, &n, ar) &&
+         list_copy(v, n, g->collapsed, &g->n_collapsed);
+    ok = ok && param_ints(dn, "operand_batching_dims", &v, &n, ar) &&
+         list_copy(v, n, g->operand_batch, &g->n_operand_batch);
+    ok = ok && param_ints(dn, "start_indices_batching_dims", &v, &n, ar) &&
+         list_copy(v, n, g->indices_batch, &g->n_indices_batch);
+    ok = ok && param_ints(dn, "start_index_map", &v, &n, ar) &&
+         list_copy(v, n, g->index_map, &g->n_index_map);
+    const iv *ix = ok ? opnd(P, op, 1) : NULL, *sz = ok ? opnd(P, op, 2) : NULL;
+    const iv *a = ok ? opnd(P, op, 0) : NULL;
+    g->index_vector_dim = ok ? (int64_t)ix->rank : 0;
+    const sp_attr *ivd =
+        ok && dn->kind == SP_ATTR_PARAMS ? sp_attrs_get(dn->u.params.items, dn->u.params.n,
+                                                        "index_vector_dim")
+                                         : NULL;
+    if (ivd != NULL && ivd->kind == SP_ATTR_INT) {
+        g->index_vector_dim = ivd->u.i.v;
+    }
+    ok = ok && g->index_vector_dim >= 0 && g->index_vector_dim <= (int64_t)ix->rank &&
+         g->n_operand_batch == g->n_indices_batch && et_int(sz->elem) && sz->n == a->rank;
+    for (uint32_t i = 0; ok && i < g->n_index_map; i++) {
+        ok = g->index_map[i] >= 0 && g->index_map[i] < (int64_t)a->rank;
+    }
+    for (uint32_t i = 0; ok && i < g->n_operand_batch; i++) {
+        ok = g->operand_batch[i] >= 0 && g->operand_batch[i] < (int64_t)a->rank &&
+             g->indices_batch[i] >= 0 && g->indices_batch[i] < (int64_t)ix->rank;
+    }
+    for (uint32_t i = 0; ok && i < g->n_offset; i++) {
+        ok = g->offset[i] >= 0 && g->offset[i] < SP_MAX_RANK;
+    }
+    for (uint32_t d = 0; ok && d < a->rank; d++) {
+        ss[d] = sz->d.i[d];
+        ok = ss[d] >= 0 && ss[d] <= a->dims[d];
+    }
+    if (!ok) {
+        return op_err(P, op, "dimension numbers or slice sizes that do not fit its operands");
+    }
+    *nss = a->rank;
+    return CM_OK;
+}
+
+static cm_status do_gather(iproc *P, uint32_t op, cm_arena *ar)
 {
     const sp_module *m = P->cx->m;
     sp_gather_dims g;
     int64_t ss[SP_MAX_RANK];
     uint32_t nss = 0;
-    cm_status st = sp_gather_dims_get(m, op, &g, P->err);
-    if (st == CM_OK) {
-        st = sp_gather_slice_sizes_get(m, op, ss, &nss, P->err);
+    cm_status st;
+    if (OP(P, op)->kind == SP_OP_DYNAMIC_GATHER) {
+        st = dynamic_gather_dims(P, op, &g, ss, &nss, ar);
+    } else {
+        st = sp_gather_dims_get(m, op, &g, P->err);
+        if (st == CM_OK) {
+            st = sp_gather_slice_sizes_get(m, op, ss, &nss, P->err);
+        }
     }
     if (st != CM_OK) {
         return st;
@@ -1102,7 +1177,7 @@ static cm_status do_gather(iproc *P, uint32_t op)
         iv_unref(r);
         return op_err(P, op, "dimension numbers that do not fit its operand");
     }
-    int64_t ast[SP_MAX_RANK], c[SP_MAX_RANK] = {0}, b[SP_MAX_RANK], sidx[SP_MAX_RANK];
+    int64_t ast[SP_MAX_RANK], c[SP_MAX_RANK] = {0}, b[SP_MAX_RANK] = {0}, sidx[SP_MAX_RANK];
     strides_of(a->dims, a->rank, ast);
     for (size_t j = 0; j < r->n; j++) {
         uint32_t nb = 0;
@@ -1190,7 +1265,7 @@ static cm_status do_scatter(iproc *P, uint32_t op)
             st = op_err(P, op, "inputs or updates of different shapes");
         }
     }
-    int64_t ast[SP_MAX_RANK], c[SP_MAX_RANK] = {0}, b[SP_MAX_RANK], sidx[SP_MAX_RANK];
+    int64_t ast[SP_MAX_RANK], c[SP_MAX_RANK] = {0}, b[SP_MAX_RANK] = {0}, sidx[SP_MAX_RANK];
     strides_of(a0->dims, a0->rank, ast);
     sv in[32], out[16];
     for (size_t j = 0; st == CM_OK && j < u0->n; j++) {
@@ -3596,7 +3671,8 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     case SP_OP_DYNAMIC_UPDATE_SLICE:
         return do_dynamic_update_slice(P, op);
     case SP_OP_GATHER:
-        return do_gather(P, op);
+    case SP_OP_DYNAMIC_GATHER:
+        return do_gather(P, op, ar);
     case SP_OP_SCATTER:
         return do_scatter(P, op);
     case SP_OP_REDUCE:
