@@ -2025,10 +2025,60 @@ static cm_status do_ragged_dot(iproc *P, uint32_t op, cm_arena *ar)
     return CM_OK;
 }
 
+/* The single dimension key of a #stablehlo.conv parameter list, in [0, rank). */
+static bool conv_dim(const sp_attr *dn, const char *key, uint32_t rank, int64_t *out)
+{
+    const sp_attr *x = sp_attrs_get(dn->u.params.items, dn->u.params.n, key);
+    if (x == NULL || x->kind != SP_ATTR_INT || x->u.i.v < 0 || x->u.i.v >= (int64_t)rank) {
+        return false;
+    }
+    *out = x->u.i.v;
+    return true;
+}
+
+/* stablehlo.dynamic_conv's dimension numbers and group counts, read here
+ * (the planner's reader takes stablehlo.convolution's two operands). */
+static cm_status dynamic_conv_dims(iproc *P, uint32_t op, sp_conv_dims *cd, cm_arena *ar)
+{
+    const sp_attr *dn = attr(P, op, "dimension_numbers");
+    const iv *x = opnd(P, op, 0), *k = opnd(P, op, 1);
+    uint32_t rank = x->rank;
+    const int64_t *v;
+    uint32_t n, ns = rank >= 2 ? rank - 2u : 0u;
+    memset(cd, 0, sizeof *cd);
+    bool ok = OP(P, op)->n_operands == 3 && dn != NULL && dn->kind == SP_ATTR_PARAMS &&
+              rank >= 2 && k->rank == rank &&
+              conv_dim(dn, "input_batch_dimension", rank, &cd->input_batch) &&
+              conv_dim(dn, "input_feature_dimension", rank, &cd->input_feature) &&
+              conv_dim(dn, "kernel_input_feature_dimension", rank, &cd->kernel_input_feature) &&
+              conv_dim(dn, "kernel_output_feature_dimension", rank, &cd->kernel_output_feature) &&
+              conv_dim(dn, "output_batch_dimension", rank, &cd->output_batch) &&
+              conv_dim(dn, "output_feature_dimension", rank, &cd->output_feature);
+    ok = ok && param_ints(dn, "input_spatial_dimensions", &v, &n, ar) && n == ns &&
+         list_copy(v, n, cd->input_spatial, &cd->n_spatial);
+    ok = ok && param_ints(dn, "kernel_spatial_dimensions", &v, &n, ar) && n == ns &&
+         list_copy(v, n, cd->kernel_spatial, &cd->n_spatial);
+    ok = ok && param_ints(dn, "output_spatial_dimensions", &v, &n, ar) && n == ns &&
+         list_copy(v, n, cd->output_spatial, &cd->n_spatial);
+    for (uint32_t j = 0; ok && j < ns; j++) {
+        ok = cd->input_spatial[j] >= 0 && cd->input_spatial[j] < (int64_t)rank &&
+             cd->kernel_spatial[j] >= 0 && cd->kernel_spatial[j] < (int64_t)rank &&
+             cd->output_spatial[j] >= 0 && cd->output_spatial[j] < (int64_t)rank;
+    }
+    cd->batch_group_count = int_attr(P, op, "batch_group_count", 1);
+    cd->feature_group_count = int_attr(P, op, "feature_group_count", 1);
+    if (!ok) {
+        return op_err(P, op, "dimension numbers that do not fit its operands");
+    }
+    return CM_OK;
+}
+
 static cm_status do_conv(iproc *P, uint32_t op, cm_arena *ar)
 {
     sp_conv_dims cd;
-    cm_status st = sp_conv_dims_get(P->cx->m, op, &cd, P->err);
+    bool dynamic = OP(P, op)->kind == SP_OP_DYNAMIC_CONV;
+    cm_status st = dynamic ? dynamic_conv_dims(P, op, &cd, ar)
+                           : sp_conv_dims_get(P->cx->m, op, &cd, P->err);
     if (st != CM_OK) {
         return st;
     }
@@ -2070,7 +2120,13 @@ static cm_status do_conv(iproc *P, uint32_t op, cm_arena *ar)
             ok = v[j] >= 1;
         }
     }
-    if (ints(P, op, "padding", &v, &n, ar)) {
+    if (dynamic) {
+        const iv *pd = opnd(P, op, 2);
+        ok = ok && et_int(pd->elem) && pd->n == 2u * ns;
+        for (uint32_t j = 0; ok && j < ns; j++) {
+            lo[j] = pd->d.i[2 * j];
+        }
+    } else if (ints(P, op, "padding", &v, &n, ar)) {
         ok = ok && n == 2 * ns;
         for (uint32_t j = 0; ok && j < ns; j++) {
             lo[j] = v[2 * j];
@@ -3689,6 +3745,7 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     case SP_OP_DOT:
         return do_dot(P, op);
     case SP_OP_CONVOLUTION:
+    case SP_OP_DYNAMIC_CONV:
         return do_conv(P, op, ar);
     case SP_OP_BITCAST_CONVERT:
         return do_bitcast(P, op);
