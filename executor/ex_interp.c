@@ -26,7 +26,7 @@
 #include "sp_mlir.h"
 
 #define MAX_DEPTH 64      /* nested calls and regions */
-#define SYNC_TIMEOUT_S 60 /* a collective whose peers do not arrive fails after this */
+#define SYNC_TIMEOUT_S 300 /* a collective whose peers do not arrive fails after this */
 #define MAX_ELEMS (1u << 26) /* elements of one value (512 MiB wide, 1 GiB complex) */
 
 /* ---- values ------------------------------------------------------------------ */
