@@ -172,7 +172,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit lit-cases lit-cases-xla mpi-test bench-mpi docker-check test-python web web-test api-test doc-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit interp-test lit-cases lit-cases-xla mpi-test bench-mpi docker-check test-python web web-test api-test doc-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan web
 
@@ -264,6 +264,15 @@ lit: $(BUILD)/san/shardplan
 	@$(SAN_ENV) SHARDPLAN=$(CURDIR)/$(BUILD)/san/shardplan FILECHECK=$(FILECHECK) \
 	  SHARDY_TESTS=$(SHARDY_TESTS) XLA_TESTS=$(XLA_TESTS) bash tests/lit/run.sh
 
+# StableHLO's interpreter tests through `shardplan interpret` (tests/interp/run.sh,
+# docs/interpret.md): the files in tests/interp/claimed.txt must pass; every
+# file is reported. Under the sanitizers, so leaks fail it too.
+STABLEHLO_TESTS ?= $(SHARED)/reference/stablehlo/interpret
+interp-test: $(BUILD)/san/shardplan
+	@$(SAN_ENV) SHARDPLAN=$(CURDIR)/$(BUILD)/san/shardplan STABLEHLO_TESTS=$(STABLEHLO_TESTS) \
+	  FILECHECK=$(FILECHECK) \
+	  bash tests/interp/run.sh
+
 # Case-by-case conformance (tests/lit/cases.py): every Shardy lit file, each
 # `// -----` chunk or CHECK-LABEL section alone, with a per-folder table.
 # A measurement, not a gate: claimed files are gated by `make lit`.
@@ -289,9 +298,10 @@ mpi-test: $(BUILD)/rel/shardplan
 # test-python, web-test, api-test and doc-test; all run even when one fails,
 # and test fails if any did.
 test: deps
-	@u=0; l=0; f=0; m=0; d=0; p=0; w=0; a=0; x=0; \
+	@u=0; l=0; i=0; f=0; m=0; d=0; p=0; w=0; a=0; x=0; \
 	$(MAKE) --no-print-directory unit || u=1; \
 	$(MAKE) --no-print-directory lit || l=1; \
+	$(MAKE) --no-print-directory interp-test || i=1; \
 	$(MAKE) --no-print-directory fuzz-plan FUZZ_PLAN_SECONDS=30 || f=1; \
 	$(MAKE) --no-print-directory mpi-test || m=1; \
 	$(MAKE) --no-print-directory docker-check || d=1; \
@@ -300,8 +310,8 @@ test: deps
 	$(MAKE) --no-print-directory api-test || a=1; \
 	$(MAKE) --no-print-directory doc-test || x=1; \
 	r() { [ $$1 = 0 ] && echo passed || echo FAILED; }; \
-	echo "make test: unit $$(r $$u), lit $$(r $$l), fuzz-plan $$(r $$f), mpi-test $$(r $$m), docker-check $$(r $$d), test-python $$(r $$p), web-test $$(r $$w), api-test $$(r $$a), doc-test $$(r $$x)"; \
-	[ $$u = 0 ] && [ $$l = 0 ] && [ $$f = 0 ] && [ $$m = 0 ] && [ $$d = 0 ] && [ $$p = 0 ] && [ $$w = 0 ] && [ $$a = 0 ] && [ $$x = 0 ]
+	echo "make test: unit $$(r $$u), lit $$(r $$l), interp-test $$(r $$i), fuzz-plan $$(r $$f), mpi-test $$(r $$m), docker-check $$(r $$d), test-python $$(r $$p), web-test $$(r $$w), api-test $$(r $$a), doc-test $$(r $$x)"; \
+	[ $$u = 0 ] && [ $$l = 0 ] && [ $$i = 0 ] && [ $$f = 0 ] && [ $$m = 0 ] && [ $$d = 0 ] && [ $$p = 0 ] && [ $$w = 0 ] && [ $$a = 0 ] && [ $$x = 0 ]
 
 # The Python client (clients/python, docs/python.md): pytest (Debian's
 # python3-pytest, hence Debian's python3) on tests/python, which start real

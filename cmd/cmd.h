@@ -40,6 +40,11 @@ int cmd_opt(int argc, char **argv, FILE *out, FILE *errs);
  * GFLOP/s and "numerics: match" or the first mismatch (1 then), or with
  * --json one object with a benchmark result's fields (cmd_run.c). */
 int cmd_run(int argc, char **argv, FILE *out, FILE *errs);
+/* `shardplan interpret FILE|- [--split-input-file]`: the StableHLO
+ * interpreter (stablehlo-translate --interpret): runs @main, or every
+ * function without arguments, with the check dialect and
+ * interpreter.run_parallel; 1 when a check fails (cmd_interpret.c). */
+int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs);
 /* `shardplan calibrate [--out FILE] [--devices N] [--rank] [--json]`: the
  * measured profile, checked with the profile reader, to FILE (default: out);
  * with --out and --json, the measured figures as one JSON object on out;

@@ -26,6 +26,8 @@ static void usage(FILE *f)
           "                                    per-device memory, FLOPs, communication, step time\n"
           "  run FILE.mlir|GRAPH.json [--devices N] [--iters K] [--seed S] [--json]\n"
           "                                    partition, execute on N local devices, check numerics\n"
+          "  interpret FILE.mlir [--split-input-file]\n"
+          "                                    the StableHLO interpreter (check.*, run_parallel)\n"
           "  calibrate [--out FILE] [--devices N] [--rank] [--json]\n"
           "                                    measure this machine, write a device profile; --rank:\n"
           "                                    check it ranks the benchmark suite as measured\n"
@@ -74,6 +76,7 @@ static const struct command {
     {"example", cmd_example},
     {"cost", cmd_cost},
     {"run", cmd_run},
+    {"interpret", cmd_interpret},
     {"exec-worker", cmd_worker}, /* hidden: one benchmark run for srv_bench.c */
     {"calibrate", cmd_calibrate},
     {"compare", cmd_compare},

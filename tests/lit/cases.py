@@ -13,7 +13,8 @@ which is the figure the conformance issues are measured in. A case is:
     file holding only the section's check lines (plus check lines that come
     before the first label). A file with no label is one case.
 RUN lines are rewritten as run.sh does (sdy_opt -> shardplan opt, FileCheck ->
-FileCheck-14, `not`, %s, %S, %t).
+FileCheck-14, stablehlo-translate -> shardplan interpret, split-file,
+%S/run_sdy_interpreter_test.sh -> ours in tests/lit, `not`, %s, %S, %t).
 
 Usage: cases.py SHARDPLAN [--tests DIR] [--folder SUBSTR] [--files F...]
                 [--failures] [--jobs N]
@@ -27,9 +28,14 @@ import concurrent.futures
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+INTERP_SCRIPT = os.path.join(HERE, "run_sdy_interpreter_test.sh")
+SPLIT_FILE = os.environ.get("SPLIT_FILE") or (
+    "split-file" if shutil.which("split-file") else "/usr/lib/llvm-14/bin/split-file")
 SPLIT = re.compile(r"^// -----\s*$", re.M)
 RUN = re.compile(r"^\s*//\s*RUN:(.*)$")
 
@@ -67,6 +73,11 @@ def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp, fc_extra="")
                    lambda m: m.group(1) + shlex.quote(shardplan) + " opt" + m.group(2), part)
         p = re.sub(r"(^|\s)FileCheck(\s|$)",
                    lambda m: m.group(1) + filecheck + fc_extra + m.group(2), p)
+        p = re.sub(r"(^|[^\w.-])stablehlo-translate($|[^\w.-])",
+                   lambda m: m.group(1) + shlex.quote(shardplan) + " interpret" + m.group(2), p)
+        p = re.sub(r"(^|[^\w.-])split-file($|[^\w.-])",
+                   lambda m: m.group(1) + shlex.quote(SPLIT_FILE) + m.group(2), p)
+        p = p.replace("%S/run_sdy_interpreter_test.sh", shlex.quote(INTERP_SCRIPT))
         p = p.replace("%s", shlex.quote(check_file if is_fc else tool_input))
         p = p.replace("%S", shlex.quote(os.path.dirname(tool_input)))
         p = p.replace("%t", shlex.quote(tmp))
@@ -129,7 +140,7 @@ def measure_file(path, args, work):
             ok = True
             for j, c in enumerate(cmds):
                 rc, _ = sh(rewrite(c, args.shardplan, args.filecheck, f, f,
-                                   os.path.join(work, "t%d_%d" % (i, j))),
+                                   os.path.join(work, "t%d" % i)),
                            args.timeout)
                 if rc != 0:
                     ok = False
@@ -151,7 +162,7 @@ def measure_file(path, args, work):
                 fh.write("\n".join(sec) + "\n")
             # a section may lack some of the RUN line's prefixes
             rc, _ = sh(rewrite(c, args.shardplan, args.filecheck, path, cf,
-                               os.path.join(work, "t%d_%d" % (j, k)),
+                               os.path.join(work, "t%d" % k),
                                " --allow-unused-prefixes"),
                        args.timeout)
             if rc != 0:
@@ -172,6 +183,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     args.shardplan = os.path.abspath(args.shardplan)
+    os.environ["SHARDPLAN"] = args.shardplan  # for run_sdy_interpreter_test.sh
     manifest = {}
     # A folder without MANIFEST.txt (XLA's tests) is one folder, named after
     # its parent (../shared/reference/xla/tests -> "xla").

@@ -8,8 +8,11 @@
 # Each test file's `// RUN:` lines (a line ending in `\` continues on the next
 # RUN line) are rewritten and run with `bash -o pipefail -c`:
 #   sdy_opt            -> "$SHARDPLAN" opt
-#   shardplan          -> "$SHARDPLAN"      (in command position)
+#   shardplan          -> "$SHARDPLAN"      (in command position, also after `not`)
 #   FileCheck          -> "$FILECHECK"
+#   stablehlo-translate -> "$SHARDPLAN" interpret   (its --interpret mode)
+#   split-file         -> "$SPLIT_FILE" (split-file, else LLVM 14's)
+#   %S/run_sdy_interpreter_test.sh -> tests/lit/run_sdy_interpreter_test.sh
 #   not                -> a shell function inverting the exit status (as lit's)
 #   %s, %S, %t         -> the file, its folder, a scratch path
 # A file passes when all of its RUN pipelines exit 0. A file with an
@@ -38,6 +41,10 @@ FILECHECK=${FILECHECK:-FileCheck-14}
 SHARDY_TESTS=${SHARDY_TESTS:-}
 XLA_TESTS=${XLA_TESTS:-}
 LIT_TIMEOUT=${LIT_TIMEOUT:-300}
+if [[ -z ${SPLIT_FILE:-} ]]; then
+    SPLIT_FILE=$(command -v split-file || echo /usr/lib/llvm-14/bin/split-file)
+fi
+export SPLIT_FILE
 export FILECHECK_OPTS=${FILECHECK_OPTS:--dump-input=never}
 
 if [[ ! -x $SHARDPLAN ]]; then
@@ -85,7 +92,11 @@ rewrite() {
     printf '%s\n' "$1" | sed -E \
         -e "s/(^|$w)sdy_opt(\$|$w)/\\1\"\$SHARDPLAN\" opt\\2/g" \
         -e "s/(^|[|;&(][[:space:]]*|^[[:space:]]*)shardplan(\$|[[:space:]])/\\1\"\$SHARDPLAN\"\\2/g" \
+        -e "s/(^|[|;&(][[:space:]]*|^[[:space:]]*)not[[:space:]]+shardplan(\$|[[:space:]])/\\1not \"\$SHARDPLAN\"\\2/g" \
         -e "s/(^|$w)FileCheck(\$|$w)/\\1\"\$FILECHECK\"\\2/g" \
+        -e "s/(^|$w)stablehlo-translate(\$|$w)/\\1\"\$SHARDPLAN\" interpret\\2/g" \
+        -e "s/(^|$w)split-file(\$|$w)/\\1\"\$SPLIT_FILE\"\\2/g" \
+        -e 's#%S/run_sdy_interpreter_test\.sh#"$LIT_HERE"/run_sdy_interpreter_test.sh#g' \
         -e 's/%s/"$LIT_FILE"/g' \
         -e 's/%S/"$LIT_DIR"/g' \
         -e 's/%t/"$LIT_TMP"/g'
@@ -107,6 +118,8 @@ run_file() {
     fi
     log="$scratch/log"
     : >"$log"
+    # one %t per file, as lit has: a RUN line reads what an earlier one wrote there
+    rm -rf "$scratch/t"
     for cmd in "${cmds[@]}"; do
         n=$((n + 1))
         shell_cmd=$(rewrite "$cmd")
@@ -116,8 +129,9 @@ run_file() {
             # shellcheck disable=SC2317 # called from the RUN line's shell
             not() { if "$@"; then return 1; else return 0; fi; }
             export -f not
-            SHARDPLAN=$SHARDPLAN FILECHECK=$FILECHECK LIT_FILE=$file \
-                LIT_DIR=$(dirname "$file") LIT_TMP="$scratch/t$n" \
+            SHARDPLAN=$SHARDPLAN FILECHECK=$FILECHECK LIT_FILE=$file LIT_HERE=$here \
+                SPLIT_FILE=$SPLIT_FILE \
+                LIT_DIR=$(dirname "$file") LIT_TMP="$scratch/t" \
                 timeout "$LIT_TIMEOUT" bash -o pipefail -c "$shell_cmd"
         ) >>"$log" 2>&1 </dev/null
         rc=$?

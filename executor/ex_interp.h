@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * executor: a StableHLO interpreter, the equivalent of `stablehlo-translate
+ * --interpret` (docs/interpret.md). It walks a module's functions op by op on
+ * host tensors, evaluating regions (reduce and scatter bodies, sort
+ * comparators, while/if/case) as written, the `check` dialect's assertions,
+ * and `interpreter.run_parallel`, which runs a grid of programs as
+ * replicas x partitions on one thread each, with StableHLO's collectives
+ * (all_gather, all_reduce, reduce_scatter, all_to_all, collective_permute,
+ * collective_broadcast, partition_id, replica_id) between them.
+ * Heavy kernels come from ex_kern.c (dot_general, convolution).
+ * Ownership: nothing returned outlives a call. Thread contract: the module is
+ * only read; one call at a time per module. */
+#ifndef EX_INTERP_H
+#define EX_INTERP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cm.h"
+#include "sp_ir.h"
+
+/* What one interpretation found. */
+typedef struct ex_interp_report {
+    uint32_t n_funcs;   /* entry functions run */
+    uint32_t n_checks;  /* check.* assertions evaluated */
+    uint32_t n_failed;  /* of them, the ones that failed */
+} ex_interp_report;
+
+/* Runs the module's entry functions: @main when the module has one, else
+ * every function that takes no arguments, in module order. Each failed check
+ * is written to out as one line "LINE:COL: check.expect_eq: ..." (the check
+ * op's position, the first element that differs and both values), and
+ * counted in *r; the values main returns are not printed.
+ * Errors: CM_EINVAL with path "LINE:COL" for an op, type or attribute the
+ * interpreter cannot evaluate (the message names it), a program that fails
+ * at run time (a collective whose peers never arrive, a recursive call,
+ * nesting deeper than 64 levels) or an entry function that takes arguments;
+ * CM_ENOMEM. r may not be NULL; on error it holds what ran before. */
+cm_status ex_interp_module(const sp_module *m, FILE *out, ex_interp_report *r, cm_error *err);
+
+/* How ex_interp_run runs a module. */
+typedef struct ex_interp_opts {
+    const sp_attr *const *args; /* dense attributes: @main's arguments (NULL: none) */
+    uint32_t n_args;
+    FILE *results; /* NULL, or where each entry's results are printed, as
+                      stablehlo-translate --interpret prints them:
+                      `tensor<2xi32> {\n  [3, 3]\n}` (also interpreter.print) */
+} ex_interp_opts;
+
+/* ex_interp_module with options: with args, @main runs on them (their count
+ * and types must be main's: CM_EINVAL "argument 1 is tensor<..>, main takes
+ * tensor<..>"); with results set, every entry's results are printed there. */
+cm_status ex_interp_run(const sp_module *m, const ex_interp_opts *o, FILE *out,
+                        ex_interp_report *r, cm_error *err);
+
+#endif /* EX_INTERP_H */
