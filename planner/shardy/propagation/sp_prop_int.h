@@ -98,6 +98,12 @@ typedef struct prop {
      * a result of while, case, optimization_barrier, manual or named
      * computation, or a body argument of the last two), or SP_NONE */
     uint32_t *edge_of;
+    /* function data-flow edges (-sdy-add-func-data-flow-edges): per op, the
+     * sources of an sdy.func_data_flow_edge (the call operands feeding a
+     * function argument's edge, the callee's returned value feeding a call
+     * result's edge); empty for every other op, unbuilt (n_keys 0) when
+     * the module has no such edge */
+    sp_csr fedge_src;
     /* sharding groups: members are kept identical (next member in ring) */
     uint32_t *group_next;
     /* rules */
