@@ -2158,7 +2158,7 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
         }
         p.type_ok[t] = ok ? 1 : 2;
     }
-    if (setup(&p) != CM_OK) {
+    if (sp_prop_groups_resolve(&p) != CM_OK || setup(&p) != CM_OK) {
         goto out;
     }
     order = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));

@@ -288,9 +288,18 @@ void sp_prop_user_priority_run(prop *p, const uint32_t *order, uint32_t n_order)
 
 /* ---- sp_sharding_group_map.c ------------------------------------------------ */
 
+/* Before the slots are built (Shardy's syncGroupMemberShardings, its
+ * conflict half): a group whose members carry different shardings (members
+ * without one, or fully open and replicated, do not count) gets a warning
+ * at the first member's owner, and every member is wrapped in a fully open
+ * sdy.sharding_constraint that takes its place in the group and in its
+ * other uses. Errors: CM_ENOMEM. */
+cm_status sp_prop_groups_resolve(prop *p);
+
 /* Links the members of each sharding group as a ring (p->group_next) and
- * gives them the sharding of the annotated member. Errors: CM_EINVAL (and an
- * error diagnostic) when members disagree before propagation; CM_ENOMEM. */
+ * gives them all the common sharding of their members (the first that is
+ * neither missing nor fully open and replicated; a lone member keeps its
+ * own). Errors: CM_ENOMEM. */
 cm_status sp_prop_groups_setup(prop *p);
 
 /* ---- sp_source_sharding.c --------------------------------------------------- */
