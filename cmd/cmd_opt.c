@@ -110,6 +110,7 @@ static cm_status run_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d, cm
     o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding") ||
                                    opt_bool(inv, "debug-propagation-edge-sharding");
     o.timing = inv->timing;
+    o.shardy_pipeline = true;
     o.dedup_functions_fully = opt_bool(inv, "dedup-functions-fully");
     return sp_pass_propagation_pipeline(m, &o, d, err);
 }

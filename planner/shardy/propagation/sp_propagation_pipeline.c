@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0
- * planner: -sdy-propagation-pipeline, composed as Shardy's
- * propagation/propagation_pipeline.cc composes it: the import pipeline
- * (import/import_pipeline.cc), the call-graph handling of the chosen
- * compilation mode, user-priority propagation over pre-ordered functions,
- * the call graph rebuilt, and the export pipeline
- * (export/export_pipeline.cc). Each step is one pass of import/, export/
- * or this folder; this file only orders them. */
+ * planner: -sdy-propagation-pipeline in two compositions. Shardy's
+ * (`shardplan opt`): as propagation/propagation_pipeline.cc composes it,
+ * the import pipeline (import/import_pipeline.cc), the call-graph handling
+ * of the chosen compilation mode, user-priority propagation over
+ * pre-ordered functions, the call graph rebuilt, and the export pipeline
+ * (export/export_pipeline.cc). The planner's (every library caller: plans,
+ * sweeps, the executor's runs): the same propagation between the import
+ * and export passes that leave the module fit for the planner's own
+ * partitioning. Each step is one pass of import/, export/ or this folder;
+ * this file only orders them. */
 #include "sp_pipeline.h"
 
+#include "sp_canonicalize.h"
 #include "sp_pass.h"
 
 /* Shardy's addImportPipeline with the default PropagationOptions (no
@@ -40,10 +44,11 @@ static cm_status import_steps(sp_module *m, const sp_prop_opts *o, sp_diags *dia
 
 /* Shardy's addExportPipeline with the pipeline's ExportOptions: divisible
  * input/output shardings updated, no inlined meshes (the registered
- * pipeline turns inline-meshes off). Two steps of Shardy's export are left
- * out: its partitioner stage (verify-unreduced-axes, the minimal
- * insert-explicit-reshards and the collective canonicalization), which
- * export/ does not provide in its minimal form yet, and
+ * pipeline turns inline-meshes off). Of its partitioner stage only the
+ * collective canonicalization runs (which also erases unused pure ops such
+ * as the reshard of a constraint nothing reads): -sdy-verify-unreduced-axes
+ * and the minimal -sdy-insert-explicit-reshards are left out, as export/
+ * does not provide them yet. Also left out is
  * -sdy-remove-propagation-debug-info, which Shardy runs after dumping the
  * debug attributes to files; here the module is the only output, so the
  * origins and edges the caller asked for stay on it. */
@@ -64,14 +69,45 @@ static cm_status export_steps(sp_module *m, const sp_prop_opts *o, cm_error *err
     SP_PASS_STEP(st, timing, "-sdy-remove-sub-axes-in-input-output-shardings",
                  sp_pass_remove_sub_axes_in_io(m, err));
     SP_PASS_STEP(st, timing, "-sdy-close-shardings", sp_pass_close_shardings(m, err));
+    SP_PASS_STEP(st, timing, "-canonicalize (sdy-collective)",
+                 sp_pass_canonicalize_collectives(m, err));
     if (!o->keep_sharding_rules) {
         SP_PASS_STEP(st, timing, "-sdy-drop-sharding-rules", sp_pass_drop_sharding_rules(m, err));
     }
     return st;
 }
 
-cm_status sp_pass_propagation_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
-                                       cm_error *err)
+/* The planner's composition (o->shardy_pipeline off): the import passes
+ * of sp_import.h, the manual-axes cleanup and the data-flow edges,
+ * user-priority propagation, the edges sunk, and the export passes of
+ * sp_export.h. Function calls stay as they are, sharding constraints stay
+ * constraints and sub-axes stay in function inputs and outputs, so the
+ * module can be propagated again, costed and partitioned by the planner
+ * (sp_input_partition) as it stands. */
+static cm_status planner_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
+                                  cm_error *err)
+{
+    bool timing = o->timing;
+    cm_status st = sp_pass_propagation_import(m, o, diags, err);
+    SP_PASS_STEP(st, timing, "-sdy-manual-axes-cleanup",
+                 sp_pass_manual_axes_cleanup(m, diags, err));
+    SP_PASS_STEP(st, timing, "-sdy-add-data-flow-edges", sp_pass_add_data_flow_edges(m, err));
+    sp_prop_opts po = *o;
+    po.level = SP_PROP_USER_PRIORITY;
+    SP_PASS_STEP(st, timing, "-sdy-user-priority-propagate", sp_propagate(m, &po, diags, err));
+    SP_PASS_STEP(st, timing, "-sdy-sink-data-flow-edges",
+                 sp_prop_debug_info_sink(m, o->debug_sharding_origins,
+                                         o->debug_edge_source_sharding, err));
+    SP_PASS_STEP(st, timing, "-sdy-sink-data-flow-edges", sp_pass_sink_data_flow_edges(m, err));
+    if (st == CM_OK) {
+        st = sp_pass_propagation_export(m, o, err);
+    }
+    return st;
+}
+
+/* Shardy's addPropagationPipeline, step by step. */
+static cm_status shardy_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
+                                 cm_error *err)
 {
     bool timing = o->timing;
     bool dedup = o->dedup_functions_fully;
@@ -120,4 +156,11 @@ cm_status sp_pass_propagation_pipeline(sp_module *m, const sp_prop_opts *o, sp_d
         st = export_steps(m, o, err);
     }
     return st;
+}
+
+cm_status sp_pass_propagation_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
+                                       cm_error *err)
+{
+    return o->shardy_pipeline ? shardy_pipeline(m, o, diags, err)
+                              : planner_pipeline(m, o, diags, err);
 }
