@@ -751,7 +751,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
     if (!p->aggressive) {
         sp_prop_basic_factor_propagate(p, r, n, d);
     } else {
-        sp_prop_aggressive_factor_propagate(p, r, n, d);
+        sp_prop_aggressive_factor_propagate(p, r, n, d, op);
     }
     /* write back changed tensors */
     bool any_written = false;

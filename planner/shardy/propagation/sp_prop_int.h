@@ -257,8 +257,10 @@ void sp_prop_gain_note(tens *t, const fsh *x, const ax *cand, uint32_t nc, uint3
 
 /* The aggressive strategy: conflicts between factors over an axis go to the
  * factor whose source tensor is larger, and each destination takes the
- * longest prefix of its factor's axes it can hold. */
-void sp_prop_aggressive_factor_propagate(prop *p, const sp_rule *r, uint32_t n, dir d);
+ * longest prefix of its factor's axes it can hold. op is the op stepped
+ * (its element-wise-ness breaks ties between factors). */
+void sp_prop_aggressive_factor_propagate(prop *p, const sp_rule *r, uint32_t n, dir d,
+                                         uint32_t op);
 
 /* ---- sp_op_priority_propagation.c ------------------------------------------- */
 
