@@ -37,6 +37,8 @@ typedef struct sp_prop_opts {
     bool timing;                     /* print each pass's time to stderr (-mlir-timing) */
     bool shardy_pipeline;            /* sp_pass_propagation_pipeline composes Shardy's
                                       * pipeline (`shardplan opt`); false: the planner's */
+    bool avoid_export_for_partitioning; /* Shardy's pipeline: keep constraints and groups,
+                                         * no partitioner stage in the export */
     bool dedup_functions_fully;      /* Shardy's pipeline, dedup-functions-fully: keep
                                       * the call graph (function data-flow edges)
                                       * instead of flattening it */

@@ -114,6 +114,7 @@ typedef struct prop {
     uint32_t q_len, q_cap;
     uint8_t *queued;
     uint32_t cur_op; /* the op being stepped (not woken by its own changes), or SP_NONE */
+    const sp_mesh *step_mesh; /* the mesh of the op step under way */
     /* meshes */
     meshent meshes[MAXMESH];
     uint32_t n_meshes;

@@ -44,7 +44,9 @@ static cm_status import_steps(sp_module *m, const sp_prop_opts *o, sp_diags *dia
 
 /* Shardy's addExportPipeline with the pipeline's ExportOptions: divisible
  * input/output shardings updated, no inlined meshes (the registered
- * pipeline turns inline-meshes off). Of its partitioner stage only the
+ * pipeline turns inline-meshes off); avoid-export-for-partitioning keeps
+ * sharding groups and constraints and skips the partitioner stage, so the
+ * module can be propagated again (or exported to GSPMD, as XLA does). Of its partitioner stage only the
  * collective canonicalization runs (which also erases unused pure ops such
  * as the reshard of a constraint nothing reads): -sdy-verify-unreduced-axes
  * and the minimal -sdy-insert-explicit-reshards are left out, as export/
@@ -61,16 +63,22 @@ static cm_status export_steps(sp_module *m, const sp_prop_opts *o, cm_error *err
                  sp_prop_debug_info_sink(m, o->debug_sharding_origins,
                                          o->debug_edge_source_sharding, err));
     SP_PASS_STEP(st, timing, "-sdy-sink-data-flow-edges", sp_pass_sink_data_flow_edges(m, err));
-    SP_PASS_STEP(st, timing, "-sdy-remove-sharding-groups", sp_pass_remove_sharding_groups(m, err));
-    SP_PASS_STEP(st, timing, "-sdy-sharding-constraint-to-reshard",
-                 sp_pass_sharding_constraint_to_reshard(m, err));
+    bool for_partitioning = !o->avoid_export_for_partitioning;
+    if (for_partitioning) {
+        SP_PASS_STEP(st, timing, "-sdy-remove-sharding-groups",
+                     sp_pass_remove_sharding_groups(m, err));
+        SP_PASS_STEP(st, timing, "-sdy-sharding-constraint-to-reshard",
+                     sp_pass_sharding_constraint_to_reshard(m, err));
+    }
     SP_PASS_STEP(st, timing, "-sdy-update-non-divisible-input-output-shardings",
                  sp_pass_update_non_divisible_io(m, err));
     SP_PASS_STEP(st, timing, "-sdy-remove-sub-axes-in-input-output-shardings",
                  sp_pass_remove_sub_axes_in_io(m, err));
     SP_PASS_STEP(st, timing, "-sdy-close-shardings", sp_pass_close_shardings(m, err));
-    SP_PASS_STEP(st, timing, "-canonicalize (sdy-collective)",
-                 sp_pass_canonicalize_collectives(m, err));
+    if (for_partitioning) {
+        SP_PASS_STEP(st, timing, "-canonicalize (sdy-collective)",
+                     sp_pass_canonicalize_collectives(m, err));
+    }
     if (!o->keep_sharding_rules) {
         SP_PASS_STEP(st, timing, "-sdy-drop-sharding-rules", sp_pass_drop_sharding_rules(m, err));
     }
