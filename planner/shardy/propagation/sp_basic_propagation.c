@@ -230,7 +230,6 @@ static bool same_rule_inputs(const prop *p, const sp_op *a, const sp_op *b)
 struct rc {
     uint32_t op;
     sp_rule *rule;
-    sp_attr *ra; /* the sdy.sharding_rule attribute set on op (keep-sharding-rules), or NULL */
 };
 
 /* What a rule-cache lookup compares entries with. */
@@ -246,7 +245,7 @@ static bool rc_eq(const void *entry, const void *key)
     return same_rule_inputs(k->p, &k->p->m->ops[c->op], k->op);
 }
 
-static sp_rule *derive_rule(prop *p, uint32_t op, sp_attr **ra_out);
+static sp_rule *derive_rule(prop *p, uint32_t op);
 
 static sp_rule *op_rule(prop *p, uint32_t op)
 {
@@ -256,7 +255,7 @@ static sp_rule *op_rule(prop *p, uint32_t op)
     p->rule_done[op] = 1;
     const sp_op *o = &p->m->ops[op];
     if (!rule_cacheable(o) || sp_op_attr(p->m, op, "sdy.sharding_rule") != NULL) {
-        p->rules[op] = derive_rule(p, op, NULL);
+        p->rules[op] = derive_rule(p, op);
         return p->rules[op];
     }
     uint64_t key = rule_key(p, o);
@@ -265,10 +264,7 @@ static sp_rule *op_rule(prop *p, uint32_t op)
     if (c != NULL) {
         p->rules[op] = c->rule;
         if (c->rule != NULL && p->o->keep_sharding_rules) {
-            /* one attribute per cached rule, as MLIR uniques attributes:
-             * ops with equal rules then carry equal attribute dictionaries
-             * (the constant merger compares them) */
-            sp_attr *ra = c->ra != NULL ? c->ra : sp_attr_new(p->m, SP_ATTR_RULE);
+            sp_attr *ra = sp_attr_new(p->m, SP_ATTR_RULE);
             if (ra == NULL || sp_op_set_attr(p->m, op, "sdy.sharding_rule", ra) != CM_OK) {
                 sp_prop_oom(p);
                 return NULL;
@@ -277,22 +273,18 @@ static sp_rule *op_rule(prop *p, uint32_t op)
         }
         return c->rule;
     }
-    sp_attr *ra = NULL;
-    sp_rule *r = derive_rule(p, op, &ra);
+    sp_rule *r = derive_rule(p, op);
     p->rules[op] = r;
     struct rc *e;
     if (cm_map_insert(&p->rule_cache, key, (void **)&e, NULL) != CM_OK) {
         sp_prop_oom(p);
         return NULL;
     }
-    *e = (struct rc){op, r, ra};
+    *e = (struct rc){op, r};
     return r;
 }
 
-/* The rule of op: its own sdy.sharding_rule, or the registry's, which
- * keep-sharding-rules sets on op; *ra_out (when not NULL) is the attribute
- * set, NULL when none was. */
-static sp_rule *derive_rule(prop *p, uint32_t op, sp_attr **ra_out)
+static sp_rule *derive_rule(prop *p, uint32_t op)
 {
     const sp_attr *a = sp_op_attr(p->m, op, "sdy.sharding_rule");
     if (a != NULL && a->kind == SP_ATTR_RULE) {
@@ -318,9 +310,6 @@ static sp_rule *derive_rule(prop *p, uint32_t op, sp_attr **ra_out)
             return NULL;
         }
         ra->u.rule = r;
-        if (ra_out != NULL) {
-            *ra_out = ra;
-        }
     }
     return r;
 }

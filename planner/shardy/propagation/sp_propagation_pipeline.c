@@ -136,11 +136,13 @@ static cm_status shardy_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *
                      sp_pass_sharding_group_import(m, diags, err));
     }
     SP_PASS_STEP(st, timing, "-sdy-pre-order-funcs", sp_pass_pre_order_funcs(m, err));
-    /* Shardy propagates with keep-sharding-rules on; the export drops the
-     * rules unless the caller keeps them. */
+    /* Shardy propagates with keep-sharding-rules on and drops the rules in
+     * its export; here propagation drops them itself unless the caller
+     * keeps them: the steps between do not read them, and the constant
+     * merger, which compares attribute dictionaries, then sees equal ops
+     * as equal (MLIR uniques equal rule attributes; ours are one per op). */
     sp_prop_opts po = *o;
     po.level = SP_PROP_USER_PRIORITY;
-    po.keep_sharding_rules = true;
     SP_PASS_STEP(st, timing, "-sdy-user-priority-propagate", sp_propagate(m, &po, diags, err));
     if (dedup) {
         SP_PASS_STEP(st, timing, "-sdy-propagate-to-func-results",
