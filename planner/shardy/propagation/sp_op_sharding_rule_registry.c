@@ -147,6 +147,29 @@ static void *azalloc(cm_arena *a, size_t n, size_t elem)
 /* Builds the rule into arena a. Like Shardy's builder, a dimension with
  * several factors loses its size-one factors (one is kept when all are size
  * one) and factors mapped nowhere are dropped, the rest renumbered in order. */
+/* Gives every dimension no factor maps a factor of size 1 of its own, in
+ * tensor order (Shardy's buildTensorMappingAttrList), for the rules that
+ * leave dimensions out on purpose (conservative propagation). */
+static void rb_fill_unmapped(rb *b)
+{
+    uint8_t *mapped = cm_calloc((size_t)b->n_slots + 1u, 1);
+    if (mapped == NULL) {
+        b->oom = true;
+        return;
+    }
+    for (uint32_t e = 0; e < b->n_ents; e++) {
+        mapped[b->ents[e].slot] = 1;
+    }
+    for (uint32_t t = 0; t < b->n_tensors; t++) {
+        for (uint32_t d = 0; d < b->rank[t]; d++) {
+            if (!mapped[b->base[t] + d]) {
+                rb_map(b, t, d, rb_factor(b, 1, SP_FACTOR_PASS_THROUGH, false));
+            }
+        }
+    }
+    cm_free(mapped);
+}
+
 static cm_status rb_build(rb *b, cm_arena *a, sp_rule **out)
 {
     *out = NULL;
@@ -765,6 +788,9 @@ static cm_status rule_concatenate(rctx *c)
     bool permute = any_slice && (all_slices || one_source);
     for (uint32_t d = 0; d < r; d++) {
         sp_factor_kind kind = SP_FACTOR_PASS_THROUGH;
+        if (d == k && c->opts->conservative) {
+            continue; /* no factor: each tensor's dimension gets a size-1 factor of its own */
+        }
         if (d == k) {
             kind = permute ? SP_FACTOR_PERMUTATION : SP_FACTOR_NEED_REPLICATION;
         }
@@ -773,27 +799,20 @@ static cm_status rule_concatenate(rctx *c)
             rb_map(&c->b, t, d, f);
         }
     }
+    if (c->opts->conservative) {
+        rb_fill_unmapped(&c->b);
+    }
     return CM_OK;
 }
 
 /* A windowed dimension whose operand and result differ: a permutation factor
- * of size `size` shared by the given tensors, or, with conservative
- * propagation and differing sizes, separate need_replication factors. */
+ * of size `size` shared by the given tensors, its propagation blocked with
+ * conservative propagation (Shardy's addPointwiseWithDiffTypeForMismatch
+ * and the reduce-window rule). */
 static void windowed_dim(rctx *c, uint32_t d, int64_t size, const uint32_t *ins, uint32_t n_ins,
-                         const uint32_t *outs, uint32_t n_outs, int64_t in_size, int64_t out_size)
+                         const uint32_t *outs, uint32_t n_outs)
 {
-    if (c->opts->conservative && in_size != out_size) {
-        uint32_t fi = rb_factor(&c->b, in_size, SP_FACTOR_NEED_REPLICATION, false);
-        for (uint32_t i = 0; i < n_ins; i++) {
-            rb_map(&c->b, ins[i], d, fi);
-        }
-        uint32_t fo = rb_factor(&c->b, out_size, SP_FACTOR_NEED_REPLICATION, false);
-        for (uint32_t i = 0; i < n_outs; i++) {
-            rb_map(&c->b, outs[i], d, fo);
-        }
-        return;
-    }
-    uint32_t f = rb_factor(&c->b, size, SP_FACTOR_PERMUTATION, false);
+    uint32_t f = rb_factor(&c->b, size, SP_FACTOR_PERMUTATION, c->opts->conservative);
     for (uint32_t i = 0; i < n_ins; i++) {
         rb_map(&c->b, ins[i], d, f);
     }
@@ -824,14 +843,13 @@ static cm_status rule_pad(rctx *c)
         return bad(c, "padding lists must have one entry per dimension");
     }
     for (uint32_t d = 0; d < r; d++) {
-        bool moved = lo[d] != 0 || hi[d] != 0 || (ni != 0 && inner[d] != 0);
         int64_t is = tdim(c, in, d), os = tdim(c, out, d);
-        if (!moved) {
+        if (is == os) {
             uint32_t f = rb_factor(&c->b, is, SP_FACTOR_PASS_THROUGH, false);
             rb_map(&c->b, in, d, f);
             rb_map(&c->b, out, d, f);
         } else {
-            windowed_dim(c, d, is, &in, 1, &out, 1, is, os);
+            windowed_dim(c, d, is, &in, 1, &out, 1);
         }
     }
     return CM_OK;
@@ -853,7 +871,7 @@ static cm_status rule_slice(rctx *c)
             rb_map(&c->b, in, d, f);
             rb_map(&c->b, out, d, f);
         } else {
-            windowed_dim(c, d, is, &in, 1, &out, 1, is, os);
+            windowed_dim(c, d, is, &in, 1, &out, 1);
         }
     }
     return CM_OK;
@@ -973,6 +991,9 @@ static void conv_spatial(rctx *c, uint32_t ld, uint32_t kd, uint32_t od, int64_t
                          int64_t O)
 {
     uint32_t lhs = 0, rhs = 1, out = RES(c, 0);
+    if (c->opts->conservative) {
+        return; /* no spatial factors: each dimension gets a size-1 factor of its own */
+    }
     if (L == O && R == 1) {
         uint32_t f = rb_factor(&c->b, O, SP_FACTOR_PASS_THROUGH, false);
         rb_map(&c->b, lhs, ld, f);
@@ -997,7 +1018,7 @@ static void conv_spatial(rctx *c, uint32_t ld, uint32_t kd, uint32_t od, int64_t
         rb_map(&c->b, out, od, fw);
         return;
     }
-    /* conservative (or an empty dimension): nothing propagates */
+    /* an empty dimension: nothing propagates */
     rb_map(&c->b, lhs, ld, rb_factor(&c->b, L, SP_FACTOR_NEED_REPLICATION, false));
     rb_map(&c->b, out, od, rb_factor(&c->b, O, SP_FACTOR_NEED_REPLICATION, false));
     rb_map(&c->b, rhs, kd, rb_factor(&c->b, R, SP_FACTOR_NEED_REPLICATION, false));
@@ -1054,6 +1075,9 @@ static cm_status rule_convolution(rctx *c)
     uint32_t fo = rb_factor(&c->b, tdim(c, rhs, kof) / groups, SP_FACTOR_PASS_THROUGH, false);
     rb_map(&c->b, rhs, kof, fo);
     rb_map(&c->b, out, of, fo);
+    if (c->opts->conservative) {
+        rb_fill_unmapped(&c->b);
+    }
     return CM_OK;
 }
 
@@ -1447,7 +1471,7 @@ static cm_status rule_reduce_window(rctx *c)
         outs[i] = RES(c, i);
     }
     for (uint32_t d = 0; d < r; d++) {
-        int64_t is = tdim(c, 0, d), os = tdim(c, RES(c, 0), d);
+        int64_t os = tdim(c, RES(c, 0), d);
         if (window_trivial(&w, true, d)) {
             uint32_t f = rb_factor(&c->b, os, SP_FACTOR_PASS_THROUGH, false);
             for (uint32_t i = 0; i < n; i++) {
@@ -1455,7 +1479,7 @@ static cm_status rule_reduce_window(rctx *c)
                 rb_map(&c->b, outs[i], d, f);
             }
         } else {
-            windowed_dim(c, d, os, ins, n, outs, n, is, os);
+            windowed_dim(c, d, os, ins, n, outs, n);
         }
     }
     return CM_OK;
@@ -1484,10 +1508,9 @@ static cm_status rule_select_and_scatter(rctx *c)
             rb_map(&c->b, out, d, f);
             continue;
         }
-        rb_map(&c->b, src, d, rb_factor(&c->b, ss, SP_FACTOR_NEED_REPLICATION, false));
-        uint32_t f = rb_factor(
-            &c->b, os, c->opts->conservative ? SP_FACTOR_NEED_REPLICATION : SP_FACTOR_PERMUTATION,
-            false);
+        bool blocked = c->opts->conservative;
+        rb_map(&c->b, src, d, rb_factor(&c->b, ss, SP_FACTOR_NEED_REPLICATION, blocked));
+        uint32_t f = rb_factor(&c->b, os, SP_FACTOR_PERMUTATION, blocked);
         rb_map(&c->b, opd, d, f);
         rb_map(&c->b, out, d, f);
     }
