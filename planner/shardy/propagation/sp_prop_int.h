@@ -296,7 +296,8 @@ void sp_prop_user_priority_run(prop *p, const uint32_t *order, uint32_t n_order)
  * without one, or fully open and replicated, do not count) gets a warning
  * at the first member's owner, and every member is wrapped in a fully open
  * sdy.sharding_constraint that takes its place in the group and in its
- * other uses. Errors: CM_ENOMEM. */
+ * other uses. Errors: CM_EINVAL (and an error diagnostic) when members of a
+ * group differ in shape; CM_ENOMEM. */
 cm_status sp_prop_groups_resolve(prop *p);
 
 /* Links the members of each sharding group as a ring (p->group_next) and

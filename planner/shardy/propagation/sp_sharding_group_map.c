@@ -7,6 +7,7 @@
  * sp_prop_int.h. */
 #include "sp_prop_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Fully open with no axes anywhere (Shardy's isFullyReplicatedAndOpen): a
@@ -142,6 +143,30 @@ cm_status sp_prop_groups_resolve(prop *p)
         hi = lo + 1;
         while (hi < n && g[hi].id == g[lo].id) {
             hi++;
+        }
+        /* members of one group have one shape (as -sdy-sharding-group-import
+         * checks; a module may come here without it) */
+        const sp_type *t0 = &m->types[m->values[m->ops[g[lo].op].operands[0]].type];
+        for (uint32_t j = lo + 1; j < hi; j++) {
+            const sp_type *t = &m->types[m->values[m->ops[g[j].op].operands[0]].type];
+            bool same = t->rank == t0->rank;
+            for (uint32_t d = 0; same && d < t->rank; d++) {
+                same = t->dims[d] == t0->dims[d];
+            }
+            if (!same) {
+                sp_diags_add(p->diags, m, g[j].op, SP_DIAG_ERROR,
+                             "ShardingGroupOps values must have the same shape for groupId: %lld",
+                             (long long)g[j].id);
+                char at[32];
+                snprintf(at, sizeof at, "%u:%u", m->ops[g[j].op].line, m->ops[g[j].op].col);
+                cm_status st = cm_error_set(p->err, CM_EINVAL, at,
+                                            "sharding group %lld has members of different "
+                                            "shapes",
+                                            (long long)g[j].id);
+                p->st = st;
+                cm_free(g);
+                return st;
+            }
         }
         const sp_sharding *common = NULL;
         bool conflict = false;
