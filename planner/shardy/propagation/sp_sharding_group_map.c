@@ -57,10 +57,12 @@ static int64_t group_id(const sp_module *m, uint32_t i)
 }
 
 /* Wraps value v in a fully open constraint like s, placed right after v's
- * definition (at the start of its block for a block argument); every use
- * of v but the constraint's reads the constraint's result instead. */
-static cm_status wrap_open(sp_module *m, uint32_t v, const sp_sharding *s)
+ * definition (at the start of its block for a block argument); *w_out is
+ * the constraint's result (SP_NONE for a detached definition). The caller
+ * redirects v's other uses (redirect_uses). */
+static cm_status wrap_open(sp_module *m, uint32_t v, const sp_sharding *s, uint32_t *w_out)
 {
+    *w_out = SP_NONE;
     sp_sharding *open = sp_sharding_open(&m->arena, s->mesh_name, s->rank);
     sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING);
     if (open == NULL || a == NULL) {
@@ -78,25 +80,28 @@ static cm_status wrap_open(sp_module *m, uint32_t v, const sp_sharding *s)
         }
         index++;
     }
-    uint32_t w;
-    cm_status st = sp_pass_insert_edge(m, "sdy.sharding_constraint", v, "sharding", a, block, index,
-                                       NULL, NULL, &w);
-    if (st != CM_OK) {
-        return st;
-    }
-    uint32_t cop = m->values[w].def;
-    for (uint32_t i = 0; i < m->n_ops; i++) {
+    return sp_pass_insert_edge(m, "sdy.sharding_constraint", v, "sharding", a, block, index, NULL,
+                               NULL, w_out);
+}
+
+/* Makes every op of the first n_old ops (those before the wrapping
+ * constraints, which keep reading the wrapped values) that reads a value
+ * v < n_to with to[v] != SP_NONE read to[v] instead: one walk for all
+ * members. */
+static void redirect_uses(sp_module *m, uint32_t n_old, const uint32_t *to, uint32_t n_to)
+{
+    for (uint32_t i = 0; i < n_old; i++) {
         sp_op *op = &m->ops[i];
-        if (i == cop || op->parent_block == SP_NONE) {
+        if (op->parent_block == SP_NONE) {
             continue;
         }
         for (uint32_t k = 0; k < op->n_operands; k++) {
-            if (op->operands[k] == v) {
-                op->operands[k] = w;
+            uint32_t v = op->operands[k];
+            if (v < n_to && to[v] != SP_NONE) {
+                op->operands[k] = to[v];
             }
         }
     }
-    return CM_OK;
 }
 
 /* A sharding_group op: its group id and op number (sorted by id, then op). */
@@ -139,6 +144,8 @@ cm_status sp_prop_groups_resolve(prop *p)
         }
     }
     qsort(g, n, sizeof(gop), gop_cmp);
+    uint32_t *to = NULL; /* per value: its wrapping constraint's result, once one conflicts */
+    uint32_t n_to = 0;
     for (uint32_t lo = 0, hi; lo < n; lo = hi) {
         hi = lo + 1;
         while (hi < n && g[hi].id == g[lo].id) {
@@ -165,6 +172,7 @@ cm_status sp_prop_groups_resolve(prop *p)
                                             (long long)g[j].id);
                 p->st = st;
                 cm_free(g);
+                cm_free(to);
                 return st;
             }
         }
@@ -195,19 +203,33 @@ cm_status sp_prop_groups_resolve(prop *p)
                      "grouped (e.g. from jax.shard_alike) but have separate inconsistent "
                      "sharding constraints on them.",
                      (long long)g[lo].id);
-        for (uint32_t j = lo; j < hi; j++) {
-            uint32_t v = m->ops[g[j].op].operands[0];
-            uint32_t def = m->values[v].def;
-            if (def != SP_NONE && def >= n_ops) {
-                continue; /* a member listed twice: already wrapped */
-            }
-            if (wrap_open(m, v, common) != CM_OK) {
+        if (to == NULL) {
+            to = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+            if (to == NULL) {
                 cm_free(g);
                 return sp_prop_oom(p);
             }
+            memset(to, 0xff, sizeof(uint32_t) * (m->n_values + 1u));
+            n_to = m->n_values;
+        }
+        for (uint32_t j = lo; j < hi; j++) {
+            uint32_t v = m->ops[g[j].op].operands[0], w;
+            if (v >= n_to || to[v] != SP_NONE) {
+                continue; /* a member listed twice: already wrapped */
+            }
+            if (wrap_open(m, v, common, &w) != CM_OK) {
+                cm_free(g);
+                cm_free(to);
+                return sp_prop_oom(p);
+            }
+            to[v] = w;
         }
     }
+    if (to != NULL) {
+        redirect_uses(m, n_ops, to, n_to);
+    }
     cm_free(g);
+    cm_free(to);
     return CM_OK;
 }
 
