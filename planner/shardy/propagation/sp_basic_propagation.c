@@ -1424,6 +1424,9 @@ static void step_op(prop *p, uint32_t opid)
         step_func_edge(p, opid);
         return;
     }
+    if (op->kind == SP_OP_SDY_RESHARD) {
+        return; /* no rule: a reshard holds its sharding, nothing goes through it */
+    }
     if (op->kind == SP_OP_WHILE || op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
         op->kind == SP_OP_OPTIMIZATION_BARRIER) {
         if (!has_edges(p, opid)) {
@@ -1821,7 +1824,8 @@ static cm_status setup(prop *p)
         if (op->n_results == 0 || p->mc_first[i] != SP_NONE) {
             continue;
         }
-        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_SDY_DATA_FLOW_EDGE ||
+            op->kind == SP_OP_SDY_RESHARD) {
             const sp_attr *a = sp_op_attr(m, i, "sharding");
             p->sh[op->first_result] = a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
             continue;
@@ -1928,7 +1932,7 @@ static cm_status write_back_results(prop *p, cm_map *share)
             }
             continue;
         }
-        if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
+        if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE || op->kind == SP_OP_SDY_RESHARD) {
             sp_attr *a = p->sh[op->first_result] != NULL ? sp_attr_new(m, SP_ATTR_SHARDING) : NULL;
             if (a == NULL) {
                 if (p->sh[op->first_result] != NULL) {
