@@ -110,6 +110,9 @@ static cm_status run_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d, cm
     o.debug_edge_source_sharding = opt_bool(inv, "debug-edge-source-sharding") ||
                                    opt_bool(inv, "debug-propagation-edge-sharding");
     o.timing = inv->timing;
+    o.shardy_pipeline = true;
+    o.dedup_functions_fully = opt_bool(inv, "dedup-functions-fully");
+    o.avoid_export_for_partitioning = opt_bool(inv, "avoid-export-for-partitioning");
     return sp_pass_propagation_pipeline(m, &o, d, err);
 }
 
@@ -351,6 +354,8 @@ static const char *const pipeline_opts[] = {"keep-sharding-rules",
                                             "debug-edge-source-sharding",
                                             "debug-propagation-edge-sharding",
                                             "skip-inline",
+                                            "dedup-functions-fully",
+                                            "avoid-export-for-partitioning",
                                             NULL};
 
 static const char *const apply_constraints_opts[] = {"debug-sharding-origins",

@@ -21,6 +21,7 @@ typedef struct canon {
     uint32_t *order; /* ops of this sweep, program order */
     uint32_t n_order, cap_order;
     bool changed;
+    bool collectives_only; /* sp_pass_canonicalize_collectives */
 } canon;
 
 static bool attached(const sp_module *m, uint32_t op)
@@ -1244,6 +1245,10 @@ static cm_status visit(canon *c, uint32_t op)
     if (o->kind != SP_OP_SDY_MANUAL_COMPUTATION && (o->n_operands != 1 || o->n_results != 1)) {
         return CM_OK;
     }
+    if (c->collectives_only &&
+        (o->kind == SP_OP_SDY_RESHARD || o->kind == SP_OP_SDY_MANUAL_COMPUTATION)) {
+        return CM_OK;
+    }
     switch ((sp_op_kind)o->kind) {
     case SP_OP_SDY_ALL_GATHER:
         (void)noop_per_dim(c, op, "gathering_axes");
@@ -1268,11 +1273,12 @@ static cm_status visit(canon *c, uint32_t op)
     }
 }
 
-cm_status sp_pass_canonicalize(sp_module *m, cm_error *err)
+static cm_status canonicalize(sp_module *m, bool collectives_only, cm_error *err)
 {
     canon c;
     memset(&c, 0, sizeof c);
     c.m = m;
+    c.collectives_only = collectives_only;
     cm_status st = CM_OK;
     for (int sweep = 0; sweep < MAX_SWEEPS && st == CM_OK; sweep++) {
         c.changed = false;
@@ -1290,4 +1296,14 @@ cm_status sp_pass_canonicalize(sp_module *m, cm_error *err)
         cm_error_oom(err);
     }
     return st;
+}
+
+cm_status sp_pass_canonicalize(sp_module *m, cm_error *err)
+{
+    return canonicalize(m, false, err);
+}
+
+cm_status sp_pass_canonicalize_collectives(sp_module *m, cm_error *err)
+{
+    return canonicalize(m, true, err);
 }

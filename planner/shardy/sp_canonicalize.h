@@ -39,4 +39,11 @@
  * Errors: CM_ENOMEM (the module may then be partly rewritten). */
 cm_status sp_pass_canonicalize(sp_module *m, cm_error *err);
 
+/* The canonicalizer as Shardy's export pipeline runs it after the
+ * partitioner (enabled patterns: the `sdy-collective` label): the
+ * collective patterns above and the removal of unused side-effect-free
+ * ops, without the reshard and manual_computation patterns. Errors:
+ * CM_ENOMEM (the module may then be partly rewritten). */
+cm_status sp_pass_canonicalize_collectives(sp_module *m, cm_error *err);
+
 #endif /* SP_CANONICALIZE_H */

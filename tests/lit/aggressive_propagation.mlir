@@ -104,14 +104,14 @@ func.func @real_conflict_across_factors(%arg0: tensor<8x16xf32> {sdy.sharding = 
 // -----
 sdy.mesh @mesh = <["a"=2, "b"=2]>
 
-// Different tensors along one factor can take different prefixes in
-// aggressive: the result has "b" explicitly replicated, so it can only take
-// "a", but that must not stop the other operand from taking ["a", "b"].
-// Basic propagates the axes compatible with all tensors, i.e. only "a", to
-// both.
+// The result has "b" explicitly replicated, so it can only take "a". Basic
+// propagates the axes compatible with all tensors, i.e. only "a", to both;
+// aggressive would let the other operand take ["a", "b"], but an operand of
+// an element-wise op takes no more than a result holds when that is a strict
+// prefix of its new axes (Shardy's AggressiveFactorPropagation), so it too
+// gets only "a".
 // BOTH-LABEL: func @per_tensor_prefix(
-// CHECK-SAME:     %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", "b", ?}, {?}]>})
-// BASIC-SAME:     %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>})
+// BOTH-SAME:     %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", ?}, {?}]>})
 func.func @per_tensor_prefix(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a", "b"}, {}]>},
                              %arg1: tensor<8x8xf32>) -> tensor<8x8xf32> {
   // BOTH-NEXT: stablehlo.add %arg0, %arg1

@@ -1,5 +1,6 @@
 // A GSPMD-propagated transformer, made with the generator: a 2-layer dp+tp
-// transformer on data=2 x model=4, propagated, its shardings written back as
+// transformer on data=2 x model=4, propagated (without the export for
+// partitioning, as XLA propagates before a GSPMD export), its shardings written back as
 // GSPMD's mhlo.sharding strings on every op (-xla-sdy-stablehlo-export-
 // shardings: sharding constraints become @Sharding calls, the meshes go);
 // then in layer 2 the FFN up-projection is given the choice GSPMD might make
@@ -8,7 +9,7 @@
 // proposes the constraint that reproduces it, re-planned.
 //
 // RUN: shardplan example transformer --layers 2 --strategy dp+tp --mesh data=2,model=4 --mlir > %t.mlir && \
-// RUN:   shardplan opt %t.mlir -sdy-propagation-pipeline -xla-sdy-stablehlo-export-shardings > %t.gspmd.mlir && \
+// RUN:   shardplan opt %t.mlir -sdy-propagation-pipeline='avoid-export-for-partitioning=true' -xla-sdy-stablehlo-export-shardings > %t.gspmd.mlir && \
 // RUN:   FileCheck %s --check-prefix=EXPORT < %t.gspmd.mlir && \
 // RUN:   awk '/stablehlo.dot_general.*-> tensor<8x128x4096xf32>/{n++; if(n==2) sub(/\{devices=\[2,1,4\]<=\[8\]\}/, "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}")} {print}' %t.gspmd.mlir > %t.changed.mlir && \
 // RUN:   shardplan migrate %t.changed.mlir | FileCheck %s

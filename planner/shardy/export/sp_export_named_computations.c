@@ -327,6 +327,16 @@ static cm_status export_one(nctx *c, uint32_t nc)
     }
     m->ops[call].line = m->ops[nc].line;
     m->ops[call].col = m->ops[nc].col;
+    /* the call takes over the computation's operand uses, so that a later
+     * redirect (drop_edge on a preceding call's result) reaches it */
+    for (uint32_t k = 0; k < m->ops[call].n_operands; k++) {
+        uint32_t v = m->ops[call].operands[k];
+        for (uint32_t j = c->u.head[v]; j != SP_NONE; j = c->u.pool[j].next) {
+            if (c->u.pool[j].op == nc && c->u.pool[j].idx == k) {
+                c->u.pool[j].op = call;
+            }
+        }
+    }
     uint32_t parent = m->ops[nc].parent_block, idx = sp_op_index_in_block(m, nc);
     if (idx == SP_NONE || sp_block_insert_op(m, parent, idx, call) != CM_OK) {
         return idx == SP_NONE ? CM_EINVAL : CM_ENOMEM;

@@ -115,8 +115,30 @@ static bool fits_across(const sp_rule *r, const fsh *row, const tens *t, uint32_
  * them: its current axes must be a prefix (the last one may grow), new axes
  * need an open factor, no conflict with its other axes, and room in a factor
  * that is not the minor-most of its dim. */
+static void truncate_fit(const prop *p, const sp_rule *r, const fsh *row, const tens *t,
+                         uint32_t f, ax *cand, uint32_t *nc);
+
 void sp_prop_axes_truncate(const prop *p, const sp_rule *r, const fsh *row, const tens *t,
                            uint32_t f, ax *cand, uint32_t *nc)
+{
+    truncate_fit(p, r, row, t, f, cand, nc);
+    if (!p->o->conservative || p->step_mesh == NULL) {
+        return;
+    }
+    /* conservative propagation never goes through a sub-axis (Shardy's
+     * truncateAxesByRemovingConflicts stops at the first one) */
+    for (uint32_t i = 0; i < *nc; i++) {
+        const ax *a = &cand[i];
+        if (a->axis >= p->step_mesh->n_axes || a->pre != 1 ||
+            a->size != p->step_mesh->axes[a->axis].size) {
+            *nc = i;
+            return;
+        }
+    }
+}
+
+static void truncate_fit(const prop *p, const sp_rule *r, const fsh *row, const tens *t,
+                         uint32_t f, ax *cand, uint32_t *nc)
 {
     const fsh *x = &row[f];
     if (!x->present) {

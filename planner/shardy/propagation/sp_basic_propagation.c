@@ -726,6 +726,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
         return;
     }
     const sp_mesh *mesh = me->mesh;
+    p->step_mesh = mesh;
     if (CM_GROW(p->fs, p->fs_cap, (size_t)n * r->n_factors, NULL) != CM_OK) {
         sp_prop_oom(p);
         return;
@@ -751,7 +752,7 @@ static void step_tensors(prop *p, uint32_t op, const sp_rule *r, uint32_t n, dir
     if (!p->aggressive) {
         sp_prop_basic_factor_propagate(p, r, n, d);
     } else {
-        sp_prop_aggressive_factor_propagate(p, r, n, d);
+        sp_prop_aggressive_factor_propagate(p, r, n, d, op);
     }
     /* write back changed tensors */
     bool any_written = false;
@@ -1307,6 +1308,41 @@ static void step_edge(prop *p, uint32_t eid)
     step_tensors(p, eid, rule, n, sp_prop_op_direction(p, eid, e));
 }
 
+/* An sdy.func_data_flow_edge (Shardy's PropagateFuncDataFlowEdgeOp): the
+ * edge's result and its sources (p->fedge_src) share a sharding along the
+ * identity rule, the sources as operands. A function argument's edge
+ * without callers has nothing to propagate. */
+static void step_func_edge(prop *p, uint32_t eid)
+{
+    const sp_op *e = &p->m->ops[eid];
+    uint32_t rank;
+    const int64_t *dims;
+    if (e->n_operands != 1 || e->n_results != 1 || p->fedge_src.n_keys == 0 ||
+        !slot_type(p, e->first_result, &rank, &dims)) {
+        return;
+    }
+    const sp_csr *c = &p->fedge_src;
+    uint32_t lo = c->start[eid], hi = c->start[eid + 1];
+    if (lo == hi) {
+        return;
+    }
+    sp_rule *rule = identity_rule(p, dims, rank, hi - lo + 1);
+    if (rule == NULL) {
+        sp_prop_oom(p);
+        return;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = lo; i < hi; i++) {
+        if (!add_tensor(p, &n, c->items[i], &rule->operands[0], false)) {
+            return;
+        }
+    }
+    if (!add_tensor(p, &n, e->first_result, &rule->results[0], true)) {
+        return;
+    }
+    step_tensors(p, eid, rule, n, sp_prop_op_direction(p, eid, e));
+}
+
 /* A new sharding ns of a manual computation's edge, as seen through
  * t->xform, back in the edge's own terms (interned). NULL when out of
  * memory. */
@@ -1383,6 +1419,13 @@ static void step_op(prop *p, uint32_t opid)
     if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
         step_edge(p, opid);
         return;
+    }
+    if (op->kind == SP_OP_SDY_FUNC_DATA_FLOW_EDGE) {
+        step_func_edge(p, opid);
+        return;
+    }
+    if (op->kind == SP_OP_SDY_RESHARD) {
+        return; /* no rule: a reshard holds its sharding, nothing goes through it */
     }
     if (op->kind == SP_OP_WHILE || op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
         op->kind == SP_OP_OPTIMIZATION_BARRIER) {
@@ -1552,6 +1595,12 @@ static void users_add(sp_csr *c, void *ctx)
                 sp_csr_add(c, mcb->first_arg + k, i);
             }
         }
+        if (op->kind == SP_OP_SDY_FUNC_DATA_FLOW_EDGE && p->fedge_src.n_keys > 0) {
+            const sp_csr *fe = &p->fedge_src;
+            for (uint32_t k = fe->start[i]; k < fe->start[i + 1]; k++) {
+                sp_csr_add(c, sp_prop_canon_slot(p, fe->items[k]), i);
+            }
+        }
         if (op->kind == SP_OP_FUNC_RETURN) {
             uint32_t f = m->blocks[op->parent_block].parent_op;
             if (f != SP_NONE && p->func_first[f] != SP_NONE) {
@@ -1561,6 +1610,94 @@ static void users_add(sp_csr *c, void *ctx)
             }
         }
     }
+}
+
+/* What sp_csr_build of p->fedge_src reads: per value its func data-flow
+ * edge, per op the callee of a func.call (SP_NONE otherwise). */
+typedef struct fedge_ctx {
+    const sp_module *m;
+    const uint32_t *fedge_of;
+    const uint32_t *callee;
+} fedge_ctx;
+
+/* The sources of each function data-flow edge (sp_csr_edges_fn): walking
+ * the calls, operand k of a call feeds the edge of its callee's argument k
+ * and the callee's returned value k feeds the edge of the call's result k. */
+static void fedge_add(sp_csr *c, void *vctx)
+{
+    const fedge_ctx *x = vctx;
+    const sp_module *m = x->m;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        uint32_t f = x->callee[i];
+        if (f == SP_NONE) {
+            continue;
+        }
+        const sp_op *call = &m->ops[i];
+        const sp_op *fo = &m->ops[f];
+        if (fo->n_regions != 1 || fo->regions[0].n_blocks == 0) {
+            continue;
+        }
+        const sp_block *b = &m->blocks[fo->regions[0].blocks[0]];
+        for (uint32_t k = 0; k < call->n_operands && k < b->n_args; k++) {
+            uint32_t e = x->fedge_of[b->first_arg + k];
+            if (e != SP_NONE) {
+                sp_csr_add(c, e, call->operands[k]);
+            }
+        }
+        uint32_t ret = b->n_ops > 0 ? b->ops[b->n_ops - 1] : SP_NONE;
+        if (ret == SP_NONE || m->ops[ret].kind != SP_OP_FUNC_RETURN) {
+            continue;
+        }
+        for (uint32_t k = 0; k < call->n_results && k < m->ops[ret].n_operands; k++) {
+            uint32_t e = x->fedge_of[call->first_result + k];
+            if (e != SP_NONE) {
+                sp_csr_add(c, e, m->ops[ret].operands[k]);
+            }
+        }
+    }
+}
+
+/* Builds p->fedge_src when the module has function data-flow edges. */
+static cm_status fedge_setup(prop *p)
+{
+    const sp_module *m = p->m;
+    uint32_t *fedge_of = NULL, *callee = NULL;
+    bool any = false;
+    for (uint32_t i = 0; i < m->n_ops && !any; i++) {
+        any = m->ops[i].kind == SP_OP_SDY_FUNC_DATA_FLOW_EDGE && m->ops[i].parent_block != SP_NONE;
+    }
+    if (!any) {
+        return CM_OK;
+    }
+    fedge_of = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
+    callee = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
+    if (fedge_of == NULL || callee == NULL) {
+        cm_free(fedge_of);
+        cm_free(callee);
+        return sp_prop_oom(p);
+    }
+    memset(fedge_of, 0xff, sizeof(uint32_t) * (m->n_values + 1u));
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const sp_op *op = &m->ops[i];
+        callee[i] = SP_NONE;
+        if (op->parent_block == SP_NONE) {
+            continue;
+        }
+        if (op->kind == SP_OP_SDY_FUNC_DATA_FLOW_EDGE && op->n_operands == 1 &&
+            op->n_results == 1) {
+            fedge_of[op->operands[0]] = i;
+        } else if (op->kind == SP_OP_FUNC_CALL) {
+            const sp_attr *a = sp_op_attr(m, i, "callee");
+            if (a != NULL && a->kind == SP_ATTR_SYMBOL) {
+                callee[i] = sp_module_func(m, a->u.sym);
+            }
+        }
+    }
+    fedge_ctx x = {m, fedge_of, callee};
+    cm_status st = sp_csr_build(&p->fedge_src, m->n_ops, fedge_add, &x, NULL);
+    cm_free(fedge_of);
+    cm_free(callee);
+    return st != CM_OK ? sp_prop_oom(p) : CM_OK;
 }
 
 static cm_status setup(prop *p)
@@ -1687,7 +1824,8 @@ static cm_status setup(prop *p)
         if (op->n_results == 0 || p->mc_first[i] != SP_NONE) {
             continue;
         }
-        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
+        if (op->kind == SP_OP_SDY_SHARDING_CONSTRAINT || op->kind == SP_OP_SDY_DATA_FLOW_EDGE ||
+            op->kind == SP_OP_SDY_RESHARD) {
             const sp_attr *a = sp_op_attr(m, i, "sharding");
             p->sh[op->first_result] = a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
             continue;
@@ -1729,6 +1867,9 @@ static cm_status setup(prop *p)
         }
     }
     memcpy(p->orig, p->sh, sizeof(sp_sharding *) * p->n_slots);
+    if (fedge_setup(p) != CM_OK) {
+        return p->st;
+    }
     /* the ops to wake per slot */
     if (sp_csr_build(&p->users, p->n_slots, users_add, p, NULL) != CM_OK) {
         return sp_prop_oom(p);
@@ -1791,7 +1932,7 @@ static cm_status write_back_results(prop *p, cm_map *share)
             }
             continue;
         }
-        if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
+        if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE || op->kind == SP_OP_SDY_RESHARD) {
             sp_attr *a = p->sh[op->first_result] != NULL ? sp_attr_new(m, SP_ATTR_SHARDING) : NULL;
             if (a == NULL) {
                 if (p->sh[op->first_result] != NULL) {
@@ -2022,7 +2163,7 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
         }
         p.type_ok[t] = ok ? 1 : 2;
     }
-    if (setup(&p) != CM_OK) {
+    if (sp_prop_groups_resolve(&p) != CM_OK || setup(&p) != CM_OK) {
         goto out;
     }
     order = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
@@ -2068,6 +2209,7 @@ out:
     cm_free(p.func_first);
     cm_free(p.mc_first);
     sp_csr_fini(&p.users);
+    sp_csr_fini(&p.fedge_src);
     cm_free(p.alias);
     cm_free(p.edge_of);
     cm_free(p.org_head);

@@ -15,7 +15,8 @@ bool sp_prop_is_pass_through(const sp_op *op)
            op->kind == SP_OP_RESHAPE || op->kind == SP_OP_TRANSPOSE || op->kind == SP_OP_WHILE ||
            op->kind == SP_OP_CASE || op->kind == SP_OP_IF ||
            op->kind == SP_OP_OPTIMIZATION_BARRIER || op->kind == SP_OP_SDY_PROPAGATION_BARRIER ||
-           op->kind == SP_OP_SDY_MANUAL_COMPUTATION || op->kind == SP_OP_SDY_DATA_FLOW_EDGE;
+           op->kind == SP_OP_SDY_MANUAL_COMPUTATION || op->kind == SP_OP_SDY_DATA_FLOW_EDGE ||
+           op->kind == SP_OP_SDY_FUNC_DATA_FLOW_EDGE;
 }
 
 /* The offload custom calls Shardy treats as pass-through. */
@@ -59,7 +60,8 @@ static dir pass_through_direction(const prop *p, uint32_t opid, const sp_op *op,
      * never restricts by uses (their edges are owned by the op, not shared) */
     if (op->kind == SP_OP_FUNC_RETURN || op->kind == SP_OP_WHILE || op->kind == SP_OP_CASE ||
         op->kind == SP_OP_IF || op->kind == SP_OP_OPTIMIZATION_BARRIER ||
-        op->kind == SP_OP_SDY_MANUAL_COMPUTATION || op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
+        op->kind == SP_OP_SDY_MANUAL_COMPUTATION || op->kind == SP_OP_SDY_DATA_FLOW_EDGE ||
+        op->kind == SP_OP_SDY_FUNC_DATA_FLOW_EDGE) {
         return DIR_BOTH;
     }
     if (sp_op_is_elementwise((sp_op_kind)op->kind) || op->kind == SP_OP_SDY_SHARDING_CONSTRAINT ||

@@ -167,6 +167,29 @@ static void *azalloc(cm_arena *a, size_t n, size_t elem)
 /* Builds the rule into arena a. Like Shardy's builder, a dimension with
  * several factors loses its size-one factors (one is kept when all are size
  * one) and factors mapped nowhere are dropped, the rest renumbered in order. */
+/* Gives every dimension no factor maps a factor of size 1 of its own, in
+ * tensor order (Shardy's buildTensorMappingAttrList), for the rules that
+ * leave dimensions out on purpose (conservative propagation). */
+static void rb_fill_unmapped(rb *b)
+{
+    uint8_t *mapped = cm_calloc((size_t)b->n_slots + 1u, 1);
+    if (mapped == NULL) {
+        b->oom = true;
+        return;
+    }
+    for (uint32_t e = 0; e < b->n_ents; e++) {
+        mapped[b->ents[e].slot] = 1;
+    }
+    for (uint32_t t = 0; t < b->n_tensors; t++) {
+        for (uint32_t d = 0; d < b->rank[t]; d++) {
+            if (!mapped[b->base[t] + d]) {
+                rb_map(b, t, d, rb_factor(b, 1, SP_FACTOR_PASS_THROUGH, false));
+            }
+        }
+    }
+    cm_free(mapped);
+}
+
 static cm_status rb_build(rb *b, cm_arena *a, sp_rule **out)
 {
     *out = NULL;
@@ -813,6 +836,9 @@ static cm_status rule_concatenate(rctx *c)
             rb_map(&c->b, t, d, f);
         }
     }
+    if (c->opts->conservative) {
+        rb_fill_unmapped(&c->b);
+    }
     return CM_OK;
 }
 
@@ -1003,6 +1029,9 @@ static void conv_spatial(rctx *c, uint32_t ld, uint32_t kd, uint32_t od, int64_t
                          int64_t O)
 {
     uint32_t lhs = 0, rhs = 1, out = RES(c, 0);
+    if (c->opts->conservative) {
+        return; /* no spatial factors: each dimension gets a size-1 factor of its own */
+    }
     if (L == O && R == 1) {
         uint32_t f = rb_factor(&c->b, O, SP_FACTOR_PASS_THROUGH, false);
         rb_map(&c->b, lhs, ld, f);
@@ -1027,7 +1056,7 @@ static void conv_spatial(rctx *c, uint32_t ld, uint32_t kd, uint32_t od, int64_t
         rb_map(&c->b, out, od, fw);
         return;
     }
-    /* conservative (or an empty dimension): nothing propagates */
+    /* an empty dimension: nothing propagates */
     rb_map(&c->b, lhs, ld, rb_factor(&c->b, L, SP_FACTOR_NEED_REPLICATION, false));
     rb_map(&c->b, out, od, rb_factor(&c->b, O, SP_FACTOR_NEED_REPLICATION, false));
     rb_map(&c->b, rhs, kd, rb_factor(&c->b, R, SP_FACTOR_NEED_REPLICATION, false));
@@ -1089,6 +1118,9 @@ static cm_status rule_convolution(rctx *c)
     uint32_t fo = rb_factor(&c->b, tdim(c, rhs, kof) / groups, SP_FACTOR_PASS_THROUGH, false);
     rb_map(&c->b, rhs, kof, fo);
     rb_map(&c->b, out, of, fo);
+    if (c->opts->conservative) {
+        rb_fill_unmapped(&c->b);
+    }
     return CM_OK;
 }
 

@@ -35,6 +35,13 @@ typedef struct sp_prop_opts {
     bool debug_edge_source_sharding; /* debug-edge-source-sharding */
     const sp_custom_rules *custom;   /* user rules for custom calls, may be NULL */
     bool timing;                     /* print each pass's time to stderr (-mlir-timing) */
+    bool shardy_pipeline;            /* sp_pass_propagation_pipeline composes Shardy's
+                                      * pipeline (`shardplan opt`); false: the planner's */
+    bool avoid_export_for_partitioning; /* Shardy's pipeline: keep constraints and groups,
+                                         * no partitioner stage in the export */
+    bool dedup_functions_fully;      /* Shardy's pipeline, dedup-functions-fully: keep
+                                      * the call graph (function data-flow edges)
+                                      * instead of flattening it */
     const uint8_t *op_mask;          /* per op id (m->n_ops entries): nonzero = start the
                                       * worklist with this op; NULL: every op. For incremental
                                       * re-propagation (sp_whatif.c): the caller guarantees that

@@ -98,6 +98,12 @@ typedef struct prop {
      * a result of while, case, optimization_barrier, manual or named
      * computation, or a body argument of the last two), or SP_NONE */
     uint32_t *edge_of;
+    /* function data-flow edges (-sdy-add-func-data-flow-edges): per op, the
+     * sources of an sdy.func_data_flow_edge (the call operands feeding a
+     * function argument's edge, the callee's returned value feeding a call
+     * result's edge); empty for every other op, unbuilt (n_keys 0) when
+     * the module has no such edge */
+    sp_csr fedge_src;
     /* sharding groups: members are kept identical (next member in ring) */
     uint32_t *group_next;
     /* rules */
@@ -108,6 +114,7 @@ typedef struct prop {
     uint32_t q_len, q_cap;
     uint8_t *queued;
     uint32_t cur_op; /* the op being stepped (not woken by its own changes), or SP_NONE */
+    const sp_mesh *step_mesh; /* the mesh of the op step under way */
     /* meshes */
     meshent meshes[MAXMESH];
     uint32_t n_meshes;
@@ -251,8 +258,10 @@ void sp_prop_gain_note(tens *t, const fsh *x, const ax *cand, uint32_t nc, uint3
 
 /* The aggressive strategy: conflicts between factors over an axis go to the
  * factor whose source tensor is larger, and each destination takes the
- * longest prefix of its factor's axes it can hold. */
-void sp_prop_aggressive_factor_propagate(prop *p, const sp_rule *r, uint32_t n, dir d);
+ * longest prefix of its factor's axes it can hold. op is the op stepped
+ * (its element-wise-ness breaks ties between factors). */
+void sp_prop_aggressive_factor_propagate(prop *p, const sp_rule *r, uint32_t n, dir d,
+                                         uint32_t op);
 
 /* ---- sp_op_priority_propagation.c ------------------------------------------- */
 
@@ -282,9 +291,19 @@ void sp_prop_user_priority_run(prop *p, const uint32_t *order, uint32_t n_order)
 
 /* ---- sp_sharding_group_map.c ------------------------------------------------ */
 
+/* Before the slots are built (Shardy's syncGroupMemberShardings, its
+ * conflict half): a group whose members carry different shardings (members
+ * without one, or fully open and replicated, do not count) gets a warning
+ * at the first member's owner, and every member is wrapped in a fully open
+ * sdy.sharding_constraint that takes its place in the group and in its
+ * other uses. Errors: CM_EINVAL (and an error diagnostic) when members of a
+ * group differ in shape; CM_ENOMEM. */
+cm_status sp_prop_groups_resolve(prop *p);
+
 /* Links the members of each sharding group as a ring (p->group_next) and
- * gives them the sharding of the annotated member. Errors: CM_EINVAL (and an
- * error diagnostic) when members disagree before propagation; CM_ENOMEM. */
+ * gives them all the common sharding of their members (the first that is
+ * neither missing nor fully open and replicated; a lone member keeps its
+ * own). Errors: CM_ENOMEM. */
 cm_status sp_prop_groups_setup(prop *p);
 
 /* ---- sp_source_sharding.c --------------------------------------------------- */

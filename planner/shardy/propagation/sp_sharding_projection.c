@@ -116,11 +116,18 @@ bool sp_sharding_project(const sp_rule *r, const sp_tensor_mapping *map, const s
         }
     }
     if (s != NULL && mesh != NULL && repl != NULL) {
-        if (s->n_replicated > SP_PROJ_MAX_AXES) {
+        if (s->n_replicated + s->n_unreduced > SP_PROJ_MAX_AXES) {
             return false;
         }
         for (uint32_t i = 0; i < s->n_replicated; i++) {
             if (!ax_from_ref(mesh, &s->replicated[i], &repl[(*n_repl)++])) {
+                return false;
+            }
+        }
+        /* unreduced axes are off limits to the dims as replicated ones are
+         * (Shardy's compatiblePrefixNoConflictsWithinFactor) */
+        for (uint32_t i = 0; i < s->n_unreduced; i++) {
+            if (!ax_from_ref(mesh, &s->unreduced[i], &repl[(*n_repl)++])) {
                 return false;
             }
         }

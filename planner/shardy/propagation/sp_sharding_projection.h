@@ -38,10 +38,11 @@ typedef struct sp_factor_axes {
  * non-minor-most factor, the dim's remaining axes overflow that factor
  * (row[f].over). Factors the tensor does not have stay absent. mesh resolves
  * the axis names; NULL (the empty mesh) projects no axes. When repl is not
- * NULL, s's replicated axes go to repl[0..*n_repl) (room for
- * SP_PROJ_MAX_AXES); otherwise they are ignored. Returns false when the
- * sharding cannot be handled (an axis the mesh does not have, or more than
- * SP_PROJ_MAX_AXES axes in a dim or replicated); row is then undefined. */
+ * NULL, s's replicated then unreduced axes (the axes no dim may take) go
+ * to repl[0..*n_repl) (room for SP_PROJ_MAX_AXES); otherwise they are
+ * ignored. Returns false when the sharding cannot be handled (an axis the
+ * mesh does not have, or more than SP_PROJ_MAX_AXES axes in a dim or
+ * replicated and unreduced together); row is then undefined. */
 bool sp_sharding_project(const sp_rule *r, const sp_tensor_mapping *map, const sp_sharding *s,
                          const sp_mesh *mesh, sp_factor_axes *row, ax *repl, uint32_t *n_repl);
 
