@@ -93,6 +93,16 @@ cm_status sp_pass_add_func_data_flow_edges(sp_module *m, cm_error *err);
  * before callers). Errors: CM_EINVAL for a call of an unknown function or a
  * call cycle; CM_ENOMEM. */
 cm_status sp_pass_flatten_call_graph(sp_module *m, cm_error *err);
+/* Shardy's cloneFuncRecursively with the symbol-table insert after it: a
+ * copy of function f and, recursively, of every function it calls (each
+ * tagged sdy.original_func_name: the original's own tag, or its name),
+ * appended to the module callees first under fresh names (the original
+ * name, or `NAME_N` with N taken from *counter, which is incremented per
+ * try as MLIR's uniquing counter is). *name_out (module arena) names f's
+ * copy. Errors: CM_EINVAL for a call of an unknown function or a call
+ * cycle; CM_ENOMEM. */
+cm_status sp_import_func_clone(sp_module *m, uint32_t f, uint32_t *counter, const char **name_out,
+                               cm_error *err);
 /* -sdy-propagate-sharding-from-func-to-call: a func.call without an
  * sdy.sharding takes its callee's result shardings (unsharded results fully
  * open on the mesh of the first result sharded on a non-maximal mesh; none
