@@ -7,7 +7,8 @@
  * sp_remove_size_one_axes.c, sp_pre_order_funcs.c, sp_add_data_flow_edges.c,
  * sp_manual_axes_cleanup.c, sp_import_func_calls.c,
  * sp_add_func_data_flow_edges.c, sp_flatten_call_graph.c,
- * sp_propagate_sharding_from_func_to_call.c, sp_symbol_dce.c,
+ * sp_propagate_sharding_from_func_to_call.c,
+ * sp_explicit_gather_scatter_batching.c, sp_symbol_dce.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -109,6 +110,17 @@ cm_status sp_import_func_clone(sp_module *m, uint32_t f, uint32_t *counter, cons
  * when there is no such result). Errors: CM_EINVAL for a call of an unknown
  * function; CM_ENOMEM. */
 cm_status sp_pass_propagate_sharding_from_func_to_call(sp_module *m, cm_error *err);
+/* -sdy-explicit-gather-scatter-batching: in every function, a gather or
+ * scatter without batching dimensions whose operand dimension 0 is indexed
+ * through an iota along indices dimension 0 (a component of a concatenate
+ * along the index vector dimension, or the indices themselves, through
+ * reshapes, broadcasts, clamps and selects) gets operand and indices
+ * dimension 0 as explicit batching dimensions, that component removed from
+ * its indices (slices and a concatenate before the op) and from the index
+ * map, and operand dimension 0 removed from the collapsed (inserted window)
+ * dimensions; pure ops left without uses are then erased, as MLIR's greedy
+ * rewriter does. Errors: CM_ENOMEM. */
+cm_status sp_pass_explicit_gather_scatter_batching(sp_module *m, cm_error *err);
 /* MLIR's -symbol-dce as Shardy's import pipeline runs it: private functions
  * no public symbol reaches through @symbol references are removed. Errors:
  * CM_ENOMEM. */
