@@ -20,8 +20,10 @@
 #include "sp_prop.h"
 
 /* -sdy-lift-inlined-meshes: inlined meshes in shardings become sdy.mesh
- * symbols (`mesh`, `mesh_0`, ... or `maximal_mesh_N`), reusing equal ones.
- * Errors: CM_ENOMEM. */
+ * symbols (`mesh`, `mesh_0`, ... or `maximal_mesh_N`), reusing equal ones;
+ * so do the meshes of the collectives' mesh-axes replica groups (a
+ * StableHLO mesh always a new `mesh` symbol), and every sdy.mesh gets the
+ * discardable `stablehlo.mesh` dictionary spelling it. Errors: CM_ENOMEM. */
 cm_status sp_pass_lift_inlined_meshes(sp_module *m, cm_error *err);
 /* -sdy-apply-sharding-constraints: a fully closed constraint on an unsharded
  * value dictates the value's sharding; uses after the last constraint of a
