@@ -62,6 +62,7 @@ typedef struct splitter {
     uint32_t n_nonconst, cap_nonconst;
     const char **nonconst_fn; /* original names of non-constant functions */
     uint32_t n_nonconst_fn, cap_nonconst_fn;
+    uint32_t marked_fn; /* the function last listed as non-constant (SP_NONE: none) */
     uint32_t counter; /* the symbol uniquing counter of function copies */
     cm_error *err;    /* for the errors of function copies */
     uint32_t *dirty; /* blocks that got clones in the current walk */
@@ -318,10 +319,13 @@ static cm_status process_op(splitter *s, uint32_t opid, uint32_t func)
                 }
                 b = m->ops[p].parent_block;
             }
-            /* and so is the function */
-            if (name_add(&s->nonconst_fn, &s->n_nonconst_fn, &s->cap_nonconst_fn,
-                         func_original_name(m, func)) != CM_OK) {
-                return CM_ENOMEM;
+            /* and so is the function (listed once: a module may have many) */
+            if (s->marked_fn != func) {
+                if (name_add(&s->nonconst_fn, &s->n_nonconst_fn, &s->cap_nonconst_fn,
+                             func_original_name(m, func)) != CM_OK) {
+                    return CM_ENOMEM;
+                }
+                s->marked_fn = func;
             }
         }
         if (scalar_expansion(m, op)) {
@@ -885,6 +889,7 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
     memset(&s, 0, sizeof s);
     s.m = m;
     s.err = err;
+    s.marked_fn = SP_NONE;
     uint32_t *funcs = NULL, n_funcs = 0;
     cm_status st = convert_constants(m);
     if (st != CM_OK) {

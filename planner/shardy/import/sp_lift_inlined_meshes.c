@@ -20,7 +20,8 @@ typedef struct lift_ctx {
     const sp_attr **shlo; /* StableHLO meshes lifted, and their symbols */
     const char **shlo_name;
     uint32_t n_shlo, cap_shlo;
-    uint32_t coll_kind; /* the collective kind of the current replica-group walk */
+    uint32_t *colls; /* collectives with replica groups, in walk order */
+    uint32_t n_colls, cap_colls;
 } lift_ctx;
 
 static const char *mesh_create(sp_module *m, sp_mesh *mesh, const char *base, uint32_t last_mesh,
@@ -222,12 +223,8 @@ static sp_mesh *shlo_mesh(sp_module *m, const sp_attr *a)
  * M, axes = ...>`: an erased mesh's symbol becomes its survivor's, an
  * inlined sdy mesh the symbol of an equal one (lifted when new), a
  * StableHLO mesh a new `mesh` symbol (one per distinct mesh attribute). */
-static cm_status lift_replica_groups(sp_module *m, uint32_t op, void *ctx)
+static cm_status lift_replica_groups(sp_module *m, uint32_t op, lift_ctx *c)
 {
-    lift_ctx *c = ctx;
-    if (m->ops[op].kind != c->coll_kind) {
-        return CM_OK;
-    }
     const sp_attr *a = sp_op_attr(m, op, "replica_groups");
     if (a == NULL || a->kind != SP_ATTR_PARAMS ||
         strcmp(a->u.params.name, "stablehlo.replica_group_mesh_axes") != 0) {
@@ -295,6 +292,25 @@ static cm_status lift_replica_groups(sp_module *m, uint32_t op, void *ctx)
         na->u.params.n = a->u.params.n;
         return sp_op_set_attr(m, op, "replica_groups", na);
     }
+    return CM_OK;
+}
+
+static bool has_replica_groups(uint32_t kind)
+{
+    return kind == SP_OP_ALL_GATHER || kind == SP_OP_ALL_REDUCE || kind == SP_OP_REDUCE_SCATTER ||
+           kind == SP_OP_ALL_TO_ALL || kind == SP_OP_COLLECTIVE_BROADCAST;
+}
+
+static cm_status gather_colls(sp_module *m, uint32_t op, void *ctx)
+{
+    lift_ctx *c = ctx;
+    if (!has_replica_groups(m->ops[op].kind)) {
+        return CM_OK;
+    }
+    if (CM_GROW_U32(c->colls, c->cap_colls, c->n_colls + 1, NULL) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    c->colls[c->n_colls++] = op;
     return CM_OK;
 }
 
@@ -411,12 +427,19 @@ cm_status sp_pass_lift_inlined_meshes(sp_module *m, cm_error *err)
     if (st == CM_OK) {
         st = sp_pass_walk(m, m->body, lift_op, &c);
     }
-    /* the replica groups, one collective kind after another as Shardy walks */
+    /* the replica groups, one collective kind after another as Shardy walks
+     * (one walk gathers them) */
     static const sp_op_kind colls[] = {SP_OP_ALL_GATHER, SP_OP_ALL_REDUCE, SP_OP_REDUCE_SCATTER,
                                        SP_OP_ALL_TO_ALL, SP_OP_COLLECTIVE_BROADCAST};
+    if (st == CM_OK) {
+        st = sp_pass_walk(m, m->body, gather_colls, &c);
+    }
     for (size_t ci = 0; ci < sizeof colls / sizeof colls[0] && st == CM_OK; ci++) {
-        c.coll_kind = (uint32_t)colls[ci];
-        st = sp_pass_walk(m, m->body, lift_replica_groups, &c);
+        for (uint32_t i = 0; i < c.n_colls && st == CM_OK; i++) {
+            if (m->ops[c.colls[i]].kind == (uint32_t)colls[ci]) {
+                st = lift_replica_groups(m, c.colls[i], &c);
+            }
+        }
     }
     /* every mesh spelled for StableHLO */
     for (uint32_t i = 0; i < m->blocks[m->body].n_ops && st == CM_OK; i++) {
@@ -433,5 +456,6 @@ cm_status sp_pass_lift_inlined_meshes(sp_module *m, cm_error *err)
     cm_free(c.to);
     cm_free(c.shlo);
     cm_free(c.shlo_name);
+    cm_free(c.colls);
     return st == CM_ENOMEM ? cm_error_oom(err) : st;
 }
