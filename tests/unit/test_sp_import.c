@@ -474,6 +474,37 @@ static void test_explicit_batching(void **state)
     sp_module_destroy(m);
 }
 
+/* The greedy driver's constant uniquing: equal constants merge, the kept
+ * ones move to the front of the function; an unused op goes. */
+static const char *const BATCH_CONSTS =
+    "func.func @f(%arg0: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {\n"
+    "  %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>\n"
+    "  %1 = stablehlo.constant dense<1.0> : tensor<4xf32>\n"
+    "  %2 = stablehlo.add %0, %1 : tensor<4xf32>\n"
+    "  %3 = stablehlo.constant dense<2.0> : tensor<4xf32>\n"
+    "  %4 = stablehlo.constant dense<1.0> : tensor<4xf32>\n"
+    "  %5 = stablehlo.add %2, %4 : tensor<4xf32>\n"
+    "  %6 = stablehlo.multiply %5, %3 : tensor<4xf32>\n"
+    "  return %5, %3 : tensor<4xf32>, tensor<4xf32>\n"
+    "}\n";
+
+static void test_explicit_batching_constants(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(BATCH_CONSTS);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_explicit_gather_scatter_batching(m, &err), CM_OK);
+    char *s = print_module(m);
+    const char *two = strstr(s, "dense<2.0>"), *one = strstr(s, "dense<1.0>");
+    const char *add = strstr(s, "stablehlo.add");
+    assert_true(two != NULL && one != NULL && add != NULL && two < one && one < add);
+    assert_int_equal(count_of(s, "stablehlo.constant"), 2);
+    assert_int_equal(count_of(s, "stablehlo.multiply"), 0);
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
 static void test_sharding_groups(void **state)
 {
     (void)state;
@@ -674,6 +705,8 @@ static void test_oom(void **state)
     c.text = BATCH;
     c.which = 7;
     tu_oom_loop(&t, &c, 10000);
+    c.text = BATCH_CONSTS;
+    tu_oom_loop(&t, &c, 10000);
 }
 
 int main(void)
@@ -683,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_splitter_calls),
         cmocka_unit_test(test_lift_replica_groups),
         cmocka_unit_test(test_explicit_batching),
+        cmocka_unit_test(test_explicit_batching_constants),
         cmocka_unit_test(test_remove_size_one_axes),
         cmocka_unit_test(test_pre_order_funcs),
         cmocka_unit_test(test_lift_inlined_meshes),

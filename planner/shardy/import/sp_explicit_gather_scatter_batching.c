@@ -11,8 +11,11 @@
  * builds an equal op with the same attributes where the old one was.
  *
  * Shardy runs its two rewrite patterns through MLIR's greedy driver, which
- * also erases ops left without uses: here the pure ops (see is_pure) that
- * have no uses after the rewrites are erased, the old index computation
+ * does two more things done here too: before the rewrites it uniques the
+ * stablehlo.constant ops of each function (the first of equal ones, in
+ * post-order, takes the others' uses) and hoists them to the front of the
+ * function's entry block as its OperationFolder does; after them, the pure
+ * ops (see is_pure) left without uses are erased, the old index computation
  * among them. The driver's folding of other ops is not done here. */
 #include "sp_import.h"
 
@@ -468,6 +471,108 @@ static bool dce_block(egsb *c, uint32_t block)
     return any;
 }
 
+typedef struct consts {
+    uint32_t *list; /* constants in post-order (while gathering), then the kept ones */
+    uint32_t n, cap;
+} consts;
+
+/* Post-order: the ops of nested regions before their op. */
+static cm_status gather_consts(sp_module *m, uint32_t block, consts *c)
+{
+    for (uint32_t i = 0; i < m->blocks[block].n_ops; i++) {
+        uint32_t op = m->blocks[block].ops[i];
+        for (uint32_t r = 0; r < m->ops[op].n_regions; r++) {
+            for (uint32_t b = 0; b < m->ops[op].regions[r].n_blocks; b++) {
+                cm_status st = gather_consts(m, m->ops[op].regions[r].blocks[b], c);
+                if (st != CM_OK) {
+                    return st;
+                }
+            }
+        }
+        if (m->ops[op].kind == SP_OP_CONSTANT && m->ops[op].n_results == 1 &&
+            m->ops[op].n_operands == 0 && sp_op_attr(m, op, "value") != NULL) {
+            if (CM_GROW_U32(c->list, c->cap, c->n + 1, NULL) != CM_OK) {
+                return CM_ENOMEM;
+            }
+            c->list[c->n++] = op;
+        }
+    }
+    return CM_OK;
+}
+
+static cm_status replace_uses(sp_module *m, uint32_t op, void *ctx)
+{
+    const sp_value_map *map = ctx;
+    for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
+        uint32_t to = sp_value_map_get(map, m->ops[op].operands[i]);
+        if (to != SP_NONE) {
+            m->ops[op].operands[i] = to;
+        }
+    }
+    return CM_OK;
+}
+
+/* The OperationFolder's constant uniquing over function body block entry:
+ * each constant in post-order either equals a kept one (same value and
+ * type: its uses move there and it is erased) or is kept, moved to the
+ * front of entry unless it is there already or follows a kept one. A
+ * moved constant's location becomes unknown. */
+static cm_status unique_constants(sp_module *m, uint32_t entry)
+{
+    consts c = {NULL, 0, 0};
+    cm_status st = gather_consts(m, entry, &c);
+    sp_value_map map;
+    memset(&map, 0, sizeof map);
+    uint8_t *kept = st == CM_OK ? cm_calloc(m->n_ops + 1u, 1) : NULL;
+    uint32_t n_kept = 0;
+    bool any = false;
+    if (st == CM_OK && kept == NULL) {
+        st = CM_ENOMEM;
+    }
+    for (uint32_t i = 0; i < c.n && st == CM_OK; i++) {
+        uint32_t op = c.list[i];
+        const sp_attr *v = sp_op_attr(m, op, "value");
+        uint32_t ty = m->values[m->ops[op].first_result].type, same = SP_NONE;
+        for (uint32_t k = 0; k < n_kept && same == SP_NONE; k++) {
+            uint32_t o = c.list[k];
+            if (m->values[m->ops[o].first_result].type == ty &&
+                sp_attr_equal(sp_op_attr(m, o, "value"), v)) {
+                same = o;
+            }
+        }
+        uint32_t block = m->ops[op].parent_block, at = sp_op_index_in_block(m, op);
+        if (block == SP_NONE || at == SP_NONE) {
+            continue;
+        }
+        if (same != SP_NONE) {
+            st = sp_value_map_set(&map, m->ops[op].first_result, m->ops[same].first_result);
+            sp_block_remove_op(m, block, at);
+            any = true;
+            continue;
+        }
+        bool stays = block == entry &&
+                     (at == 0 || kept[m->blocks[entry].ops[at - 1u]]);
+        if (!stays) {
+            sp_block_remove_op(m, block, at);
+            if (sp_block_insert_op(m, entry, 0, op) != CM_OK) {
+                st = CM_ENOMEM;
+                break;
+            }
+            m->ops[op].loc = NULL;
+            m->ops[op].where = NULL;
+        }
+        kept[op] = 1;
+        c.list[n_kept++] = op; /* i >= n_kept: the list is rewritten behind the reader */
+    }
+    if (st == CM_OK && any) {
+        st = sp_pass_walk(m, entry, replace_uses, &map);
+    }
+    sp_value_map_free(&map);
+    cm_free(kept);
+    cm_free(c.list);
+    return st;
+}
+
 cm_status sp_pass_explicit_gather_scatter_batching(sp_module *m, cm_error *err)
 {
     egsb c;
@@ -482,6 +587,7 @@ cm_status sp_pass_explicit_gather_scatter_batching(sp_module *m, cm_error *err)
             continue;
         }
         c.changed = false;
+        st = unique_constants(m, m->ops[f].regions[0].blocks[0]);
         for (uint32_t b = 0; b < m->ops[f].regions[0].n_blocks && st == CM_OK; b++) {
             st = sp_pass_walk(m, m->ops[f].regions[0].blocks[b], visit, &c);
         }

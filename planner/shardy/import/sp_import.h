@@ -120,8 +120,10 @@ cm_status sp_pass_propagate_sharding_from_func_to_call(sp_module *m, cm_error *e
  * dimension 0 as explicit batching dimensions, that component removed from
  * its indices (slices and a concatenate before the op) and from the index
  * map, and operand dimension 0 removed from the collapsed (inserted window)
- * dimensions; pure ops left without uses are then erased, as MLIR's greedy
- * rewriter does. Errors: CM_ENOMEM. */
+ * dimensions. As MLIR's greedy rewriter, which Shardy runs it through, the
+ * stablehlo.constant ops of each function are first uniqued and moved to
+ * its front, and pure ops left without uses are erased at the end.
+ * Errors: CM_ENOMEM. */
 cm_status sp_pass_explicit_gather_scatter_batching(sp_module *m, cm_error *err);
 /* MLIR's -symbol-dce as Shardy's import pipeline runs it: private functions
  * no public symbol reaches through @symbol references are removed. Errors:
