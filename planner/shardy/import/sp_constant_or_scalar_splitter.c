@@ -63,9 +63,9 @@ typedef struct splitter {
     const char **nonconst_fn; /* original names of non-constant functions */
     uint32_t n_nonconst_fn, cap_nonconst_fn;
     uint32_t marked_fn; /* the function last listed as non-constant (SP_NONE: none) */
-    uint32_t counter; /* the symbol uniquing counter of function copies */
-    cm_error *err;    /* for the errors of function copies */
-    uint32_t *dirty; /* blocks that got clones in the current walk */
+    uint32_t counter;   /* the symbol uniquing counter of function copies */
+    cm_error *err;      /* for the errors of function copies */
+    uint32_t *dirty;    /* blocks that got clones in the current walk */
     uint32_t n_dirty, cap_dirty;
 } splitter;
 
@@ -160,7 +160,7 @@ static uint32_t call_callee(const sp_module *m, uint32_t call)
 {
     const sp_attr *a = sp_op_attr(m, call, "callee");
     return a != NULL && a->kind == SP_ATTR_SYMBOL && a->u.sym != NULL ? sp_module_func(m, a->u.sym)
-                                                                       : SP_NONE;
+                                                                      : SP_NONE;
 }
 
 static bool is_terminator(uint32_t kind)
@@ -614,8 +614,8 @@ static cm_status walk_named(splitter *s, uint32_t block, uint32_t func)
                 }
             }
         }
-        if (s->m->ops[opid].kind == SP_OP_SDY_NAMED_COMPUTATION &&
-            s->m->ops[opid].n_regions == 1 && s->m->ops[opid].regions[0].n_blocks > 0) {
+        if (s->m->ops[opid].kind == SP_OP_SDY_NAMED_COMPUTATION && s->m->ops[opid].n_regions == 1 &&
+            s->m->ops[opid].regions[0].n_blocks > 0) {
             cm_status st = walk_region(s, s->m->ops[opid].regions[0].blocks[0], func);
             if (st != CM_OK) {
                 return st;
@@ -778,8 +778,9 @@ static void float_hex(double v, sp_elem e, char *out, size_t n)
 
 /* The dense body of a float tensor constant as MLIR prints it: every
  * decimal literal rounded to the element type and written as MLIR writes
- * it (in decimal, else as bits), a splat when all elements are equal; NULL (keep the body) for other
- * element types, hex, inf/nan or other bodies, or when out of memory. */
+ * it (in decimal, else as bits), a splat when all elements are equal;
+ * NULL (keep the body) for other element types, hex, inf/nan or other
+ * bodies, or when out of memory. */
 static const char *float_body_canonical(sp_module *m, const char *body, sp_elem e)
 {
     int p, emin;

@@ -282,8 +282,8 @@ static cm_status indices_without(egsb *c, uint32_t block, uint32_t at, const sp_
         return CM_OK;
     }
     sp_attr *dim = int_attr(m, ivd, "i64");
-    if (dim == NULL || emit(m, block, at, "stablehlo.concatenate", parts, n, ty, like, &op, &r) !=
-                           CM_OK ||
+    if (dim == NULL ||
+        emit(m, block, at, "stablehlo.concatenate", parts, n, ty, like, &op, &r) != CM_OK ||
         sp_op_set_attr(m, op, "dimension", dim) != CM_OK) {
         return CM_ENOMEM;
     }
@@ -302,8 +302,9 @@ static cm_status rewrite(egsb *c, uint32_t opid)
                                           "operand_batching_dims", "start_indices_batching_dims",
                                           "start_index_map",       "index_vector_dim"};
     static const char *const snames[6] = {
-        "update_window_dims",           "inserted_window_dims", "input_batching_dims",
-        "scatter_indices_batching_dims", "scatter_dims_to_operand_dims", "index_vector_dim"};
+        "update_window_dims",           "inserted_window_dims",
+        "input_batching_dims",          "scatter_indices_batching_dims",
+        "scatter_dims_to_operand_dims", "index_vector_dim"};
     const char *const *names = scatter ? snames : gnames;
     const char *dn_name = scatter ? "scatter_dimension_numbers" : "dimension_numbers";
     uint32_t n_ops = op->n_operands;
@@ -342,8 +343,7 @@ static cm_status rewrite(egsb *c, uint32_t opid)
     /* the index vector must keep a component; ivd 0 would be both the
      * batch dimension and the index vector (Shardy would build an invalid
      * op there) */
-    if (ivd <= 0 || ivd >= (int64_t)it->rank || it->dims[ivd] <= 1 ||
-        it->dims[0] != ot->dims[0]) {
+    if (ivd <= 0 || ivd >= (int64_t)it->rank || it->dims[ivd] <= 1 || it->dims[0] != ot->dims[0]) {
         return CM_OK;
     }
     uint32_t k;
@@ -550,8 +550,7 @@ static cm_status unique_constants(sp_module *m, uint32_t entry)
             any = true;
             continue;
         }
-        bool stays = block == entry &&
-                     (at == 0 || kept[m->blocks[entry].ops[at - 1u]]);
+        bool stays = block == entry && (at == 0 || kept[m->blocks[entry].ops[at - 1u]]);
         if (!stays) {
             sp_block_remove_op(m, block, at);
             if (sp_block_insert_op(m, entry, 0, op) != CM_OK) {

@@ -15,8 +15,8 @@ typedef struct lift_ctx {
     cm_error *err;
     const char **from, **to; /* deduplicated mesh names and their survivors */
     uint32_t n_renames;
-    uint32_t counter; /* the symbol table's uniquing counter (MLIR's) */
-    bool lifting;     /* second walk: inlined meshes; first: renames */
+    uint32_t counter;     /* the symbol table's uniquing counter (MLIR's) */
+    bool lifting;         /* second walk: inlined meshes; first: renames */
     const sp_attr **shlo; /* StableHLO meshes lifted, and their symbols */
     const char **shlo_name;
     uint32_t n_shlo, cap_shlo;
@@ -322,8 +322,8 @@ static sp_attr *shlo_mesh_dict(sp_module *m, const sp_mesh *mesh)
     sp_attr *d = sp_attr_new(m, SP_ATTR_DICT), *axes = sp_attr_new(m, SP_ATTR_ARRAY);
     uint32_t nd = mesh->n_device_ids > 0 ? 2u : 1u;
     sp_named_attr *fields = cm_arena_alloc(&m->arena, sizeof *fields * nd);
-    sp_attr **items = mesh->n_axes > 0 ? cm_arena_alloc(&m->arena, sizeof *items * mesh->n_axes)
-                                       : NULL;
+    sp_attr **items =
+        mesh->n_axes > 0 ? cm_arena_alloc(&m->arena, sizeof *items * mesh->n_axes) : NULL;
     if (d == NULL || axes == NULL || fields == NULL || (mesh->n_axes > 0 && items == NULL)) {
         return NULL;
     }
