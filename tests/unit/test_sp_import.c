@@ -339,6 +339,33 @@ static void test_splitter_calls(void **state)
     sp_module_destroy(m);
 }
 
+/* Shardy's element-wise ops include the pure sdy.reshard and
+ * sdy.propagation_barrier: a constant through them is still constant, so
+ * each user gets its own copy of the whole chain. */
+static void test_splitter_sdy_elementwise(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "sdy.mesh @mesh = <[\"a\"=2]>\n"
+        "func.func @f(%arg0: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {\n"
+        "  %0 = stablehlo.constant dense<1.0> : tensor<8xf32>\n"
+        "  %1 = sdy.reshard %0 <@mesh, [{\"a\"}]> : tensor<8xf32>\n"
+        "  %2 = sdy.propagation_barrier %1 allowed_direction=NONE : tensor<8xf32>\n"
+        "  %3 = stablehlo.add %2, %arg0 : tensor<8xf32>\n"
+        "  %4 = stablehlo.multiply %2, %arg0 : tensor<8xf32>\n"
+        "  return %3, %4 : tensor<8xf32>, tensor<8xf32>\n"
+        "}\n");
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_constant_splitter(m, &err), CM_OK);
+    char *s = print_module(m);
+    assert_int_equal(count_of(s, "sdy.constant"), 2);
+    assert_int_equal(count_of(s, "sdy.reshard"), 2);
+    assert_int_equal(count_of(s, "sdy.propagation_barrier"), 2);
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
 static void test_remove_size_one_axes(void **state)
 {
     (void)state;
@@ -714,6 +741,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_splitter),
         cmocka_unit_test(test_splitter_calls),
+        cmocka_unit_test(test_splitter_sdy_elementwise),
         cmocka_unit_test(test_lift_replica_groups),
         cmocka_unit_test(test_explicit_batching),
         cmocka_unit_test(test_explicit_batching_constants),

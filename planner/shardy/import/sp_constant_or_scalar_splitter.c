@@ -4,9 +4,11 @@
  * an sdy.constant (so that later folding cannot merge them). Then each
  * region (a function body, each named computation's body on its own) is
  * walked in pre-order: constant expressions (constants, iotas, and
- * broadcast / reshape / slice / element-wise ops, or constant named
- * computations, whose operands are all constant expressions) and non-constant
- * scalar broadcasts are collected; every other op gets, for each such
+ * broadcast / reshape / slice / element-wise ops - Shardy's element-wise
+ * ops include sdy.reshard, sdy.propagation_barrier and a shape-keeping
+ * bitcast_convert - or constant named computations, whose operands are all
+ * constant expressions) and non-constant scalar broadcasts are
+ * collected; every other op gets, for each such
  * operand, its own copy of the whole sub-computation (scalars are shared,
  * not copied), placed before the originals, together with copies of the
  * sharding groups the copied values belong to. Originals left without users
@@ -183,8 +185,22 @@ static bool const_preserving(const splitter *s, uint32_t opid)
     if (op->n_regions > 0) {
         return false;
     }
+    if (op->kind == SP_OP_BITCAST_CONVERT) {
+        /* element-wise for Shardy when the shape stays (equal bit widths) */
+        if (op->n_operands != 1 || op->n_results != 1) {
+            return false;
+        }
+        const sp_type *a = sp_value_type(s->m, op->operands[0]);
+        const sp_type *b = sp_value_type(s->m, op->first_result);
+        return a->kind == SP_TYPE_TENSOR && b->kind == SP_TYPE_TENSOR && a->rank == b->rank &&
+               (a->rank == 0 || memcmp(a->dims, b->dims, sizeof(int64_t) * a->rank) == 0);
+    }
+    /* Shardy's isElementwise also counts its pure reshard and propagation
+     * barrier (a sharding constraint is not pure) */
     return op->kind == SP_OP_BROADCAST_IN_DIM || op->kind == SP_OP_RESHAPE ||
-           op->kind == SP_OP_SLICE || sp_op_is_elementwise((sp_op_kind)op->kind);
+           op->kind == SP_OP_SLICE || op->kind == SP_OP_SDY_RESHARD ||
+           op->kind == SP_OP_SDY_PROPAGATION_BARRIER ||
+           sp_op_is_elementwise((sp_op_kind)op->kind);
 }
 
 static bool in_walk(const splitter *s, uint32_t opid, uint8_t cls)
