@@ -140,6 +140,7 @@ SIMPLE_PASS(run_manual_axes_cleanup, sp_pass_manual_axes_cleanup(m, d, err))
 SIMPLE_PASS(run_add_func_edges, sp_pass_add_func_data_flow_edges(m, err))
 SIMPLE_PASS(run_flatten_call_graph, sp_pass_flatten_call_graph(m, err))
 SIMPLE_PASS(run_func_to_call, sp_pass_propagate_sharding_from_func_to_call(m, err))
+SIMPLE_PASS(run_explicit_batching, sp_pass_explicit_gather_scatter_batching(m, err))
 static cm_status run_import_pipeline(sp_module *m, const pass_inv *inv, sp_diags *d,
                                      cm_error *err)
 {
@@ -427,6 +428,7 @@ static const pass_def passes[] = {
     {"sdy-add-func-data-flow-edges", run_add_func_edges, NULL},
     {"sdy-flatten-call-graph", run_flatten_call_graph, NULL},
     {"sdy-propagate-sharding-from-func-to-call", run_func_to_call, NULL},
+    {"sdy-explicit-gather-scatter-batching", run_explicit_batching, NULL},
     {"sdy-import-pipeline", run_import_pipeline, unflatten_opts},
     {"sdy-sink-data-flow-edges", run_sink_edges, sink_edges_opts},
     {"sdy-inline-meshes", run_inline_meshes, NULL},

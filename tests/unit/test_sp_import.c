@@ -6,7 +6,9 @@
  * the deep clone of sp_ir.h, data-flow edges on manual computations and
  * while loops, the function-call passes (flattening, import into named
  * computations, function data-flow edges, recursion refused), and OOM loops
- * over the splitter, lifting, edge adding and the function-call passes. */
+ * over the splitter, lifting, edge adding and the function-call passes; the
+ * splitter's copies of constant calls and its float literals, the lifting
+ * of replica-group meshes and stablehlo.mesh, and explicit gather batching. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -293,9 +295,73 @@ static void test_splitter(void **state)
     assert_int_equal(sp_pass_constant_splitter(m, &err), CM_OK);
     char *s = print_module(m);
     /* two users: two copies of constant+negate, the originals erased */
-    assert_int_equal(count_of(s, "sdy.constant dense<1.0>"), 2);
+    assert_int_equal(count_of(s, "sdy.constant dense<1.000000e+00>"), 2);
     assert_int_equal(count_of(s, "stablehlo.negate"), 2);
     assert_int_equal(count_of(s, "stablehlo.constant"), 0);
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+/* A constant function called with a constant, used twice: each use gets a
+ * copy of the call, calling a copy of the function. */
+static const char *const SPLIT_CALLS =
+    "func.func @main() -> (tensor<4xf32>, tensor<4xf32>, tensor<2xbf16>, tensor<2xf32>) {\n"
+    "  %0 = stablehlo.constant dense<1.0> : tensor<4xf32>\n"
+    "  %1 = call @foo(%0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "  %2 = stablehlo.abs %1 : tensor<4xf32>\n"
+    "  %3 = stablehlo.abs %1 : tensor<4xf32>\n"
+    "  %4 = stablehlo.constant dense<[0.1, 0.1]> : tensor<2xbf16>\n"
+    "  %5 = stablehlo.constant dense<[1.0e20, 123456789.0]> : tensor<2xf32>\n"
+    "  return %2, %3, %4, %5 : tensor<4xf32>, tensor<4xf32>, tensor<2xbf16>, tensor<2xf32>\n"
+    "}\n"
+    "func.func private @foo(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "  %0 = stablehlo.negate %arg0 : tensor<4xf32>\n"
+    "  return %0 : tensor<4xf32>\n"
+    "}\n";
+
+static void test_splitter_calls(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(SPLIT_CALLS);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_constant_splitter(m, &err), CM_OK);
+    char *s = print_module(m);
+    assert_non_null(strstr(s, "call @foo_0("));
+    assert_non_null(strstr(s, "call @foo_1("));
+    assert_int_equal(count_of(s, "sdy.original_func_name = \"foo\""), 2);
+    assert_non_null(strstr(s, "func.func private @foo(")); /* the original stays */
+    /* float literals as MLIR writes them: rounded to bf16, a splat; a value
+     * six digits do not give back as its bits */
+    assert_non_null(strstr(s, "sdy.constant dense<1.000977e-01> : tensor<2xbf16>"));
+    assert_non_null(strstr(s, "dense<[1.000000e+20, 0x4CEB79A3]> : tensor<2xf32>"));
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+/* Shardy's element-wise ops include the pure sdy.reshard and
+ * sdy.propagation_barrier: a constant through them is still constant, so
+ * each user gets its own copy of the whole chain. */
+static void test_splitter_sdy_elementwise(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "sdy.mesh @mesh = <[\"a\"=2]>\n"
+        "func.func @f(%arg0: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {\n"
+        "  %0 = stablehlo.constant dense<1.0> : tensor<8xf32>\n"
+        "  %1 = sdy.reshard %0 <@mesh, [{\"a\"}]> : tensor<8xf32>\n"
+        "  %2 = sdy.propagation_barrier %1 allowed_direction=NONE : tensor<8xf32>\n"
+        "  %3 = stablehlo.add %2, %arg0 : tensor<8xf32>\n"
+        "  %4 = stablehlo.multiply %2, %arg0 : tensor<8xf32>\n"
+        "  return %3, %4 : tensor<8xf32>, tensor<8xf32>\n"
+        "}\n");
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_constant_splitter(m, &err), CM_OK);
+    char *s = print_module(m);
+    assert_int_equal(count_of(s, "sdy.constant"), 2);
+    assert_int_equal(count_of(s, "sdy.reshard"), 2);
+    assert_int_equal(count_of(s, "sdy.propagation_barrier"), 2);
     cm_free(s);
     sp_module_destroy(m);
 }
@@ -360,6 +426,108 @@ static void test_lift_inlined_meshes(void **state)
     assert_null(strstr(s, "@copy"));
     assert_non_null(strstr(s, "#sdy.sharding<@mesh, [{\"x\"}]>"));
     assert_non_null(strstr(s, "sdy.mesh @empty_mesh = <[]>"));
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+/* A StableHLO mesh in replica groups becomes a symbol; every mesh gets its
+ * stablehlo.mesh spelling. */
+static const char *const LIFT_RG =
+    "sdy.mesh @mesh = <[\"x\"=4], device_ids=[3, 2, 1, 0]>\n"
+    "func.func @f(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    "  %0 = \"stablehlo.all_reduce\"(%arg0) ({\n"
+    "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+    "    %1 = stablehlo.add %a, %b : tensor<f32>\n"
+    "    stablehlo.return %1 : tensor<f32>\n"
+    "  }) {replica_groups = #stablehlo.replica_group_mesh_axes<mesh = "
+    "#stablehlo.mesh<axes = [#stablehlo.mesh_axis<name = \"z\", size = 2>]>, "
+    "axes = [#stablehlo.axis_ref<name = \"z\">]>} : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  return %0 : tensor<8xf32>\n"
+    "}\n";
+
+static void test_lift_replica_groups(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(LIFT_RG);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_lift_inlined_meshes(m, &err), CM_OK);
+    char *s = print_module(m);
+    assert_non_null(strstr(s, "sdy.mesh @mesh_0 = <[\"z\"=2]> {stablehlo.mesh = {axes = [{name = "
+                              "\"z\", size = 2 : i64}]}}"));
+    assert_non_null(strstr(s, "replica_group_mesh_axes<mesh = @mesh_0, axes"));
+    assert_non_null(strstr(s, "device_ids = dense<[3, 2, 1, 0]> : tensor<4xi64>}}"));
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+/* Gathers indexed through an iota along dimension 0: by a concatenate's
+ * input (dropped), and by the iota itself (sliced around the component). */
+static const char *const BATCH =
+    "func.func @f(%arg0: tensor<4x8xf32>, %arg1: tensor<4x1xi32>, %arg2: tensor<4x8x16xf32>) -> "
+    "(tensor<4x1xf32>, tensor<4x1xf32>) {\n"
+    "  %0 = stablehlo.iota dim = 0 : tensor<4x1xi32>\n"
+    "  %1 = stablehlo.concatenate %0, %arg1, dim = 1 : (tensor<4x1xi32>, tensor<4x1xi32>) -> "
+    "tensor<4x2xi32>\n"
+    "  %2 = \"stablehlo.gather\"(%arg0, %1) {dimension_numbers = #stablehlo.gather<offset_dims = "
+    "[1], collapsed_slice_dims = [0], start_index_map = [0, 1], index_vector_dim = 1>, "
+    "slice_sizes = array<i64: 1, 1>, indices_are_sorted = false} : (tensor<4x8xf32>, "
+    "tensor<4x2xi32>) -> tensor<4x1xf32>\n"
+    "  %3 = stablehlo.iota dim = 0 : tensor<4x3xi32>\n"
+    "  %4 = \"stablehlo.gather\"(%arg2, %3) {dimension_numbers = #stablehlo.gather<offset_dims = "
+    "[1], collapsed_slice_dims = [0, 2], start_index_map = [2, 0, 1], index_vector_dim = 1>, "
+    "slice_sizes = array<i64: 1, 1, 1>, indices_are_sorted = false} : (tensor<4x8x16xf32>, "
+    "tensor<4x3xi32>) -> tensor<4x1xf32>\n"
+    "  return %2, %4 : tensor<4x1xf32>, tensor<4x1xf32>\n"
+    "}\n";
+
+static void test_explicit_batching(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(BATCH);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_explicit_gather_scatter_batching(m, &err), CM_OK);
+    char *s = print_module(m);
+    assert_non_null(strstr(s, "\"stablehlo.gather\"(%arg0, %arg1) <{dimension_numbers = "
+                              "#stablehlo.gather<offset_dims = [1], operand_batching_dims = [0], "
+                              "start_indices_batching_dims = [0], start_index_map = [1], "
+                              "index_vector_dim = 1>"));
+    assert_int_equal(count_of(s, "stablehlo.iota"), 1); /* the first one was erased */
+    assert_int_equal(count_of(s, "stablehlo.slice"), 2);
+    assert_non_null(strstr(s, "collapsed_slice_dims = [2], operand_batching_dims = [0], "
+                              "start_indices_batching_dims = [0], start_index_map = [2, 1]"));
+    cm_free(s);
+    sp_module_destroy(m);
+}
+
+/* The greedy driver's constant uniquing: equal constants merge, the kept
+ * ones move to the front of the function; an unused op goes. */
+static const char *const BATCH_CONSTS =
+    "func.func @f(%arg0: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {\n"
+    "  %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>\n"
+    "  %1 = stablehlo.constant dense<1.0> : tensor<4xf32>\n"
+    "  %2 = stablehlo.add %0, %1 : tensor<4xf32>\n"
+    "  %3 = stablehlo.constant dense<2.0> : tensor<4xf32>\n"
+    "  %4 = stablehlo.constant dense<1.0> : tensor<4xf32>\n"
+    "  %5 = stablehlo.add %2, %4 : tensor<4xf32>\n"
+    "  %6 = stablehlo.multiply %5, %3 : tensor<4xf32>\n"
+    "  return %5, %3 : tensor<4xf32>, tensor<4xf32>\n"
+    "}\n";
+
+static void test_explicit_batching_constants(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(BATCH_CONSTS);
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_pass_explicit_gather_scatter_batching(m, &err), CM_OK);
+    char *s = print_module(m);
+    const char *two = strstr(s, "dense<2.0>"), *one = strstr(s, "dense<1.0>");
+    const char *add = strstr(s, "stablehlo.add");
+    assert_true(two != NULL && one != NULL && add != NULL && two < one && one < add);
+    assert_int_equal(count_of(s, "stablehlo.constant"), 2);
+    assert_int_equal(count_of(s, "stablehlo.multiply"), 0);
     cm_free(s);
     sp_module_destroy(m);
 }
@@ -484,6 +652,8 @@ static cm_status oom_run(void *p)
     }
     case 5:
         return sp_pass_flatten_call_graph(c->m, &err);
+    case 7:
+        return sp_pass_explicit_gather_scatter_batching(c->m, &err);
     case 6: {
         sp_diags d;
         sp_diags_init(&d);
@@ -553,12 +723,28 @@ static void test_oom(void **state)
     tu_oom_loop(&t, &c, 10000);
     c.which = 6;
     tu_oom_loop(&t, &c, 10000);
+    c.text = SPLIT_CALLS;
+    c.which = 0;
+    tu_oom_loop(&t, &c, 10000);
+    c.text = LIFT_RG;
+    c.which = 1;
+    tu_oom_loop(&t, &c, 10000);
+    c.text = BATCH;
+    c.which = 7;
+    tu_oom_loop(&t, &c, 10000);
+    c.text = BATCH_CONSTS;
+    tu_oom_loop(&t, &c, 10000);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_splitter),
+        cmocka_unit_test(test_splitter_calls),
+        cmocka_unit_test(test_splitter_sdy_elementwise),
+        cmocka_unit_test(test_lift_replica_groups),
+        cmocka_unit_test(test_explicit_batching),
+        cmocka_unit_test(test_explicit_batching_constants),
         cmocka_unit_test(test_remove_size_one_axes),
         cmocka_unit_test(test_pre_order_funcs),
         cmocka_unit_test(test_lift_inlined_meshes),

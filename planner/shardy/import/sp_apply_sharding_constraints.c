@@ -12,7 +12,8 @@
  * value with another sharding, the value takes the sharding - unless it is
  * the target or owner of a data-flow edge: then the constraint (moved, or
  * for a manual computation created, right after the value) takes every
- * other use of the value instead. */
+ * other use of the value instead, and the value (its edge, when it has
+ * one) keeps the constraint's unreduced axes, which do not propagate. */
 #include "sp_import.h"
 
 #include <string.h>
@@ -297,6 +298,92 @@ static cm_status note_edges(asc *a, uint32_t op, const sp_sharding *old, const s
     return sp_op_set_attr(a->m, op, "sdy.propagation_edges", at);
 }
 
+/* The sdy.data_flow_edge whose input is value w, searched in w's block
+ * after w's definition; SP_NONE when there is none. */
+static uint32_t edge_user(const sp_module *m, uint32_t w)
+{
+    uint32_t def = m->values[w].def;
+    uint32_t block = def != SP_NONE ? m->ops[def].parent_block : m->values[w].block;
+    if (block == SP_NONE) {
+        return SP_NONE;
+    }
+    const sp_block *b = &m->blocks[block];
+    uint32_t from = def != SP_NONE ? sp_op_index_in_block(m, def) : 0;
+    for (uint32_t i = from == SP_NONE ? 0 : from; i < b->n_ops; i++) {
+        const sp_op *o = &m->ops[b->ops[i]];
+        if (o->kind == SP_OP_SDY_DATA_FLOW_EDGE && o->n_operands == 1 && o->operands[0] == w) {
+            return b->ops[i];
+        }
+    }
+    return SP_NONE;
+}
+
+/* The edge op that holds the sharding of v, as Shardy's getShardableValue
+ * finds it: v's own defining edge, else the edge on v's edge owner (v
+ * itself, or for a while body argument the while's result). SP_NONE when
+ * there is none. */
+static uint32_t sharding_edge(const sp_module *m, uint32_t v)
+{
+    uint32_t def = m->values[v].def;
+    if (def != SP_NONE && m->ops[def].kind == SP_OP_SDY_DATA_FLOW_EDGE) {
+        return def;
+    }
+    uint32_t owner = v;
+    uint32_t p = region_owner(m, v);
+    if (p != SP_NONE && m->ops[p].kind == SP_OP_WHILE) {
+        if (m->values[v].index >= m->ops[p].n_results) {
+            return SP_NONE;
+        }
+        owner = m->ops[p].first_result + m->values[v].index;
+    }
+    return edge_user(m, owner);
+}
+
+/* Shardy keeps a constraint's unreduced axes on the value itself when the
+ * constraint only takes the value's uses (unreduced axes do not
+ * propagate): v's sharding, or a fully open one on s's mesh, with s's
+ * unreduced axes and their reduction. */
+static cm_status keep_unreduced(asc *a, uint32_t v, const sp_sharding *s)
+{
+    sp_module *m = a->m;
+    if (s->n_unreduced == 0) {
+        return CM_OK;
+    }
+    uint32_t edge = sharding_edge(m, v);
+    const sp_sharding *cur = NULL;
+    if (edge != SP_NONE) {
+        const sp_attr *e = sp_op_attr(m, edge, "sharding");
+        cur = e != NULL && e->kind == SP_ATTR_SHARDING ? e->u.sharding : NULL;
+    } else {
+        cur = sp_value_sharding(m, v);
+    }
+    const sp_type *t = sp_value_type(m, v);
+    sp_sharding *n = cur != NULL ? sp_sharding_clone(&m->arena, cur)
+                                 : sp_sharding_open(&m->arena, s->mesh_name,
+                                                    t->kind == SP_TYPE_TENSOR ? t->rank : 0);
+    if (n == NULL) {
+        return CM_ENOMEM;
+    }
+    if (cur == NULL) {
+        n->mesh = s->mesh;
+    }
+    n->unreduced = s->unreduced;
+    n->n_unreduced = s->n_unreduced;
+    n->reduction = s->reduction;
+    if (edge != SP_NONE) {
+        sp_attr *at = sp_attr_new(m, SP_ATTR_SHARDING);
+        if (at == NULL) {
+            return CM_ENOMEM;
+        }
+        at->u.sharding = n;
+        return sp_op_set_attr(m, edge, "sharding", at);
+    }
+    if (m->values[v].def == SP_NONE && region_owner(m, v) != SP_NONE) {
+        return CM_OK; /* a body argument without an edge has no sharding of its own */
+    }
+    return sp_value_set_sharding(m, v, n);
+}
+
 /* Applies sharding s of op (a constraint, or the manual computation using v
  * as operand) to v. */
 static cm_status apply(asc *a, uint32_t op, uint32_t v, const sp_sharding *s, sp_attr *s_attr)
@@ -336,7 +423,7 @@ static cm_status apply(asc *a, uint32_t op, uint32_t v, const sp_sharding *s, sp
             st = set_operand(a, a->u.pool[i].op, a->u.pool[i].idx, r);
         }
     }
-    return st;
+    return st == CM_OK ? keep_unreduced(a, v, s) : st;
 }
 
 /* Shardy's getTailOfShardingConstraintChain, then the redirection. */

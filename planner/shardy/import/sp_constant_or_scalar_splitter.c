@@ -4,19 +4,33 @@
  * an sdy.constant (so that later folding cannot merge them). Then each
  * region (a function body, each named computation's body on its own) is
  * walked in pre-order: constant expressions (constants, iotas, and
- * broadcast / reshape / slice / element-wise ops, or constant named
- * computations, whose operands are all constant expressions) and non-constant
- * scalar broadcasts are collected; every other op gets, for each such
+ * broadcast / reshape / slice / element-wise ops - Shardy's element-wise
+ * ops include sdy.reshard, sdy.propagation_barrier and a shape-keeping
+ * bitcast_convert - or constant named computations, whose operands are all
+ * constant expressions) and non-constant scalar broadcasts are
+ * collected; every other op gets, for each such
  * operand, its own copy of the whole sub-computation (scalars are shared,
  * not copied), placed before the originals, together with copies of the
  * sharding groups the copied values belong to. Originals left without users
  * (other than sharding groups) are erased with their groups.
  *
- * A named computation is constant when no op in it (outside terminators)
- * is non-constant-preserving; calls are never treated as constant (Shardy
- * looks through them, which needs func cloning we do not do here). */
+ * Functions are visited callees first (Shardy's iterateFuncs, over the
+ * functions there were at the start), each one's named computations (inner
+ * ones first) before its body. A named computation is constant when no op
+ * in it (outside terminators) is non-constant-preserving; a function
+ * likewise (ops of its named computations included), known by its
+ * sdy.original_func_name or name, and a call of a constant function is
+ * constant-preserving. A copied call calls a copy of its callee and of
+ * everything that calls, appended to the module as Shardy's
+ * cloneFuncRecursively makes them (`foo_0`, ...).
+ *
+ * The new sdy.constant ops print their float literals as MLIR prints any
+ * float (`0.0` -> `0.000000e+00`, equal elements as a splat): the module
+ * printer keeps float bodies verbatim. */
 #include "sp_import.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +62,12 @@ typedef struct splitter {
     uint32_t n_list, cap_list;
     const char **nonconst_nc; /* names of non-constant named computations */
     uint32_t n_nonconst, cap_nonconst;
-    uint32_t *dirty; /* blocks that got clones in the current walk */
+    const char **nonconst_fn; /* original names of non-constant functions */
+    uint32_t n_nonconst_fn, cap_nonconst_fn;
+    uint32_t marked_fn; /* the function last listed as non-constant (SP_NONE: none) */
+    uint32_t counter;   /* the symbol uniquing counter of function copies */
+    cm_error *err;      /* for the errors of function copies */
+    uint32_t *dirty;    /* blocks that got clones in the current walk */
     uint32_t n_dirty, cap_dirty;
 } splitter;
 
@@ -94,14 +113,56 @@ static const char *nc_name(const sp_module *m, uint32_t op)
     return a != NULL && a->kind == SP_ATTR_STRING ? a->u.str.s : "";
 }
 
-static bool nc_nonconst(const splitter *s, const char *name)
+static bool name_listed(const char *const *list, uint32_t n, const char *name)
 {
-    for (uint32_t i = 0; i < s->n_nonconst; i++) {
-        if (strcmp(s->nonconst_nc[i], name) == 0) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (strcmp(list[i], name) == 0) {
             return true;
         }
     }
     return false;
+}
+
+static bool nc_nonconst(const splitter *s, const char *name)
+{
+    return name_listed(s->nonconst_nc, s->n_nonconst, name);
+}
+
+/* Adds name to a list of names unless it is there. */
+static cm_status name_add(const char ***list, uint32_t *n, uint32_t *cap, const char *name)
+{
+    if (name_listed(*list, *n, name)) {
+        return CM_OK;
+    }
+    if (*n == *cap) {
+        uint32_t c = *cap == 0 ? 8u : *cap * 2u;
+        const char **t = cm_realloc(*list, sizeof(char *) * c);
+        if (t == NULL) {
+            return CM_ENOMEM;
+        }
+        *list = t;
+        *cap = c;
+    }
+    (*list)[(*n)++] = name;
+    return CM_OK;
+}
+
+/* Shardy's getOriginalFuncName: f's sdy.original_func_name, else its name. */
+static const char *func_original_name(const sp_module *m, uint32_t f)
+{
+    const sp_attr *a = sp_op_attr(m, f, "sdy.original_func_name");
+    if (a == NULL || a->kind != SP_ATTR_STRING) {
+        a = sp_op_attr(m, f, "sym_name");
+    }
+    return a != NULL && a->kind == SP_ATTR_STRING ? a->u.str.s : "";
+}
+
+/* The function a func.call calls, or SP_NONE. */
+static uint32_t call_callee(const sp_module *m, uint32_t call)
+{
+    const sp_attr *a = sp_op_attr(m, call, "callee");
+    return a != NULL && a->kind == SP_ATTR_SYMBOL && a->u.sym != NULL ? sp_module_func(m, a->u.sym)
+                                                                      : SP_NONE;
 }
 
 static bool is_terminator(uint32_t kind)
@@ -109,18 +170,37 @@ static bool is_terminator(uint32_t kind)
     return kind == SP_OP_FUNC_RETURN || kind == SP_OP_RETURN || kind == SP_OP_SDY_RETURN;
 }
 
-/* Shardy's isConstantPreserving (calls excepted, see the file comment). */
+/* Shardy's isConstantPreserving. */
 static bool const_preserving(const splitter *s, uint32_t opid)
 {
     const sp_op *op = &s->m->ops[opid];
+    if (op->kind == SP_OP_FUNC_CALL) {
+        uint32_t f = call_callee(s->m, opid);
+        return f != SP_NONE &&
+               !name_listed(s->nonconst_fn, s->n_nonconst_fn, func_original_name(s->m, f));
+    }
     if (op->kind == SP_OP_SDY_NAMED_COMPUTATION) {
         return !nc_nonconst(s, nc_name(s->m, opid));
     }
     if (op->n_regions > 0) {
         return false;
     }
+    if (op->kind == SP_OP_BITCAST_CONVERT) {
+        /* element-wise for Shardy when the shape stays (equal bit widths) */
+        if (op->n_operands != 1 || op->n_results != 1) {
+            return false;
+        }
+        const sp_type *a = sp_value_type(s->m, op->operands[0]);
+        const sp_type *b = sp_value_type(s->m, op->first_result);
+        return a->kind == SP_TYPE_TENSOR && b->kind == SP_TYPE_TENSOR && a->rank == b->rank &&
+               (a->rank == 0 || memcmp(a->dims, b->dims, sizeof(int64_t) * a->rank) == 0);
+    }
+    /* Shardy's isElementwise also counts its pure reshard and propagation
+     * barrier (a sharding constraint is not pure) */
     return op->kind == SP_OP_BROADCAST_IN_DIM || op->kind == SP_OP_RESHAPE ||
-           op->kind == SP_OP_SLICE || sp_op_is_elementwise((sp_op_kind)op->kind);
+           op->kind == SP_OP_SLICE || op->kind == SP_OP_SDY_RESHARD ||
+           op->kind == SP_OP_SDY_PROPAGATION_BARRIER ||
+           sp_op_is_elementwise((sp_op_kind)op->kind);
 }
 
 static bool in_walk(const splitter *s, uint32_t opid, uint8_t cls)
@@ -197,6 +277,22 @@ static cm_status clone_sub(splitter *s, uint32_t v, sp_value_map *map)
     if (st != CM_OK || (st = place_before(s, d, c)) != CM_OK) {
         return st;
     }
+    if (m->ops[c].kind == SP_OP_FUNC_CALL) {
+        /* the copy calls a copy of the callee */
+        uint32_t f = call_callee(m, c);
+        const char *name = NULL;
+        sp_attr *a = sp_attr_new(m, SP_ATTR_SYMBOL);
+        if (f == SP_NONE || a == NULL) {
+            return CM_ENOMEM; /* a call of an unknown function is never copied */
+        }
+        if ((st = sp_import_func_clone(m, f, &s->counter, &name, s->err)) != CM_OK) {
+            return st;
+        }
+        a->u.sym = name;
+        if ((st = sp_op_set_attr(m, c, "callee", a)) != CM_OK) {
+            return st;
+        }
+    }
     if (s->info[d].first_clone == SP_NONE) {
         s->info[d].first_clone = c;
     }
@@ -214,7 +310,6 @@ static cm_status clone_sub(splitter *s, uint32_t v, sp_value_map *map)
 static cm_status process_op(splitter *s, uint32_t opid, uint32_t func)
 {
     sp_module *m = s->m;
-    (void)func;
     const sp_op *op = &m->ops[opid];
     if (op->kind == SP_OP_FUNC_FUNC || op->kind == SP_OP_SDY_SHARDING_GROUP) {
         return CM_OK;
@@ -232,22 +327,21 @@ static cm_status process_op(splitter *s, uint32_t opid, uint32_t func)
             while (b != SP_NONE && m->blocks[b].parent_op != SP_NONE) {
                 uint32_t p = m->blocks[b].parent_op;
                 if (m->ops[p].kind == SP_OP_SDY_NAMED_COMPUTATION) {
-                    const char *name = nc_name(m, p);
-                    if (!nc_nonconst(s, name)) {
-                        if (s->n_nonconst == s->cap_nonconst) {
-                            uint32_t cap = s->cap_nonconst == 0 ? 8u : s->cap_nonconst * 2u;
-                            const char **t = cm_realloc(s->nonconst_nc, sizeof(char *) * cap);
-                            if (t == NULL) {
-                                return CM_ENOMEM;
-                            }
-                            s->nonconst_nc = t;
-                            s->cap_nonconst = cap;
-                        }
-                        s->nonconst_nc[s->n_nonconst++] = name;
+                    if (name_add(&s->nonconst_nc, &s->n_nonconst, &s->cap_nonconst,
+                                 nc_name(m, p)) != CM_OK) {
+                        return CM_ENOMEM;
                     }
                     break;
                 }
                 b = m->ops[p].parent_block;
+            }
+            /* and so is the function (listed once: a module may have many) */
+            if (s->marked_fn != func) {
+                if (name_add(&s->nonconst_fn, &s->n_nonconst_fn, &s->cap_nonconst_fn,
+                             func_original_name(m, func)) != CM_OK) {
+                    return CM_ENOMEM;
+                }
+                s->marked_fn = func;
             }
         }
         if (scalar_expansion(m, op)) {
@@ -429,6 +523,8 @@ static void restore_originals(splitter *s, uint32_t block, const sp_value_map *m
             bl->ops[i] = o;
             m->ops[o].parent_block = block;
             m->ops[o].operands = m->ops[c].operands;
+            m->ops[o].attrs = m->ops[c].attrs; /* a copied call's new callee */
+            m->ops[o].n_attrs = m->ops[c].n_attrs;
             m->ops[c].parent_block = SP_NONE;
             m->ops[c].operands = NULL;
             m->ops[c].n_operands = 0;
@@ -534,8 +630,8 @@ static cm_status walk_named(splitter *s, uint32_t block, uint32_t func)
                 }
             }
         }
-        if (s->m->ops[opid].kind == SP_OP_SDY_NAMED_COMPUTATION &&
-            s->m->ops[opid].n_regions == 1 && s->m->ops[opid].regions[0].n_blocks > 0) {
+        if (s->m->ops[opid].kind == SP_OP_SDY_NAMED_COMPUTATION && s->m->ops[opid].n_regions == 1 &&
+            s->m->ops[opid].regions[0].n_blocks > 0) {
             cm_status st = walk_region(s, s->m->ops[opid].regions[0].blocks[0], func);
             if (st != CM_OK) {
                 return st;
@@ -545,30 +641,279 @@ static cm_status walk_named(splitter *s, uint32_t block, uint32_t func)
     return CM_OK;
 }
 
-/* stablehlo.constant -> sdy.constant everywhere (attributes kept). */
-static void convert_constants(sp_module *m)
+/* ---- float literals as MLIR prints them ------------------------------------ */
+
+/* Significand bits (the leading one included), smallest normal exponent
+ * and largest finite value of the float types MLIR prints in decimal; false
+ * for others. */
+static bool float_format(sp_elem e, int *p, int *emin, double *max)
+{
+    switch (e) {
+    case SP_ELEM_F16:
+        *p = 11, *emin = -14, *max = 65504.0;
+        return true;
+    case SP_ELEM_BF16:
+        *p = 8, *emin = -126, *max = 0x1.fep127;
+        return true;
+    case SP_ELEM_F32:
+        *p = 24, *emin = -126, *max = 0x1.fffffep127;
+        return true;
+    case SP_ELEM_F64:
+        *p = 53, *emin = -1022, *max = 0x1.fffffffffffffp1023;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* v rounded to the nearest value of a float with p significand bits and
+ * smallest normal exponent emin (ties to even, subnormals kept). */
+static double float_round(double v, int p, int emin)
+{
+    if (v == 0.0 || !isfinite(v)) {
+        return v;
+    }
+    int e;
+    (void)frexp(v, &e);
+    int q = e - 1 < emin ? emin : e - 1; /* exponent of the leading bit */
+    return ldexp(nearbyint(ldexp(v, p - 1 - q)), q - (p - 1));
+}
+
+static bool same_double(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* The literal MLIR prints for v (a value of the type: p significand bits,
+ * emin) into out: six digits after the point when they give v back
+ * (APFloat's toString(6, 0, false)), else APFloat's natural-precision form
+ * (2 + p * 59 / 196 significant digits, trailing zeros dropped, plain or
+ * `E` notation as APFloat picks); false when that form has no point (MLIR
+ * then writes the bits in hex, float_hex). */
+static bool float_literal(double v, int p, int emin, char *out, size_t n)
+{
+    char six[48];
+    snprintf(six, sizeof six, "%.6e", v);
+    if (same_double(float_round(strtod(six, NULL), p, emin), v)) {
+        snprintf(out, n, "%s", six);
+        return true;
+    }
+    int prec = 2 + p * 59 / 196;
+    char sci[64];
+    snprintf(sci, sizeof sci, "%.*e", prec - 1, v);
+    /* sci is [-]D.DDDDe[+-]XX */
+    const char *q = sci;
+    bool neg = *q == '-';
+    q += neg ? 1 : 0;
+    char digits[40];
+    int nd = 0;
+    for (; *q != 'e' && *q != '\0'; q++) {
+        if (*q >= '0' && *q <= '9' && nd < (int)sizeof digits - 1) {
+            digits[nd++] = *q;
+        }
+    }
+    long ex = *q == 'e' ? strtol(q + 1, NULL, 10) : 0;
+    while (nd > 1 && digits[nd - 1] == '0') {
+        nd--;
+    }
+    digits[nd] = '\0';
+    long exp = ex - (nd - 1); /* v = DIGITS * 10^exp */
+    bool scientific = exp >= 0 ? (exp > 3 || nd + exp > prec) : (ex < 0 && -ex > 3);
+    cm_buf b;
+    cm_buf_init(&b);
+    if (neg) {
+        cm_buf_putc(&b, '-');
+    }
+    if (scientific) {
+        cm_buf_putc(&b, digits[0]);
+        cm_buf_putc(&b, '.');
+        cm_buf_puts(&b, nd == 1 ? "0" : digits + 1);
+        cm_buf_puts(&b, ex >= 0 ? "E+" : "E-");
+        cm_buf_put_i64(&b, ex >= 0 ? ex : -ex);
+    } else if (exp >= 0) {
+        cm_buf_fini(&b);
+        return false; /* an integer without a point: MLIR writes the bits */
+    } else {
+        long whole = exp + nd;
+        if (whole > 0) {
+            cm_buf_append(&b, digits, (size_t)whole);
+            cm_buf_putc(&b, '.');
+            cm_buf_puts(&b, digits + whole);
+        } else {
+            cm_buf_puts(&b, "0.");
+            for (long z = 0; z < -whole; z++) {
+                cm_buf_putc(&b, '0');
+            }
+            cm_buf_puts(&b, digits);
+        }
+    }
+    bool ok = !b.oom && b.len < n;
+    if (ok) {
+        memcpy(out, b.data, b.len);
+        out[b.len] = '\0';
+    }
+    cm_buf_fini(&b);
+    return ok;
+}
+
+/* The bits of v, a value of element type e, as MLIR writes a float it
+ * cannot write in decimal: `0x` and the bits in upper-case hex, one digit
+ * per four bits. */
+static void float_hex(double v, sp_elem e, char *out, size_t n)
+{
+    uint64_t bits = 0;
+    int digits = 16;
+    if (e == SP_ELEM_F64) {
+        memcpy(&bits, &v, sizeof bits);
+    } else {
+        float f = (float)v;
+        uint32_t b32;
+        memcpy(&b32, &f, sizeof b32);
+        bits = b32;
+        digits = 8;
+        if (e == SP_ELEM_BF16) {
+            bits = b32 >> 16; /* v is a bf16 value: the low half is zero */
+            digits = 4;
+        } else if (e == SP_ELEM_F16) {
+            uint64_t sign = (b32 >> 31) << 15;
+            double a = fabs(v);
+            uint64_t mag;
+            if (a < 0x1p-14) {
+                mag = (uint64_t)(a * 0x1p24); /* subnormal: v is a multiple of 2^-24 */
+            } else {
+                int ex;
+                double fr = frexp(a, &ex); /* a = fr * 2^ex, 0.5 <= fr < 1 */
+                mag = ((uint64_t)(ex - 1 + 15) << 10) | (uint64_t)((fr * 2.0 - 1.0) * 1024.0);
+            }
+            bits = sign | mag;
+            digits = 4;
+        }
+    }
+    snprintf(out, n, "0x%0*llX", digits, (unsigned long long)bits);
+}
+
+/* The dense body of a float tensor constant as MLIR prints it: every
+ * decimal literal rounded to the element type and written as MLIR writes
+ * it (in decimal, else as bits), a splat when all elements are equal;
+ * NULL (keep the body) for other element types, hex, inf/nan or other
+ * bodies, or when out of memory. */
+static const char *float_body_canonical(sp_module *m, const char *body, sp_elem e)
+{
+    int p, emin;
+    double max;
+    if (!float_format(e, &p, &emin, &max)) {
+        return NULL;
+    }
+    for (const char *q = body; *q != '\0'; q++) {
+        if (strchr("0123456789.eE+-[], ", *q) == NULL) {
+            return NULL;
+        }
+    }
+    cm_buf out;
+    cm_buf_init(&out);
+    const char *q = body;
+    bool ok = true, all_same = true;
+    double first = 0.0;
+    char first_lit[64] = "";
+    uint32_t n_lits = 0;
+    while (*q != '\0' && ok) {
+        if (*q == ' ') {
+            q++;
+        } else if (*q == '[' || *q == ']') {
+            cm_buf_putc(&out, *q++);
+        } else if (*q == ',') {
+            cm_buf_puts(&out, ", ");
+            q++;
+        } else {
+            size_t n = strspn(q, "0123456789.eE+-");
+            char lit[64], canon[64];
+            if (n == 0 || n >= sizeof lit) {
+                ok = false;
+                break;
+            }
+            memcpy(lit, q, n);
+            lit[n] = '\0';
+            char *end = NULL;
+            double v = strtod(lit, &end);
+            ok = end != NULL && *end == '\0' && isfinite(v);
+            v = float_round(v, p, emin);
+            ok = ok && fabs(v) <= max;
+            if (!ok) {
+                break;
+            }
+            if (!float_literal(v, p, emin, canon, sizeof canon)) {
+                float_hex(v, e, canon, sizeof canon);
+            }
+            if (n_lits++ == 0) {
+                first = v;
+                snprintf(first_lit, sizeof first_lit, "%s", canon);
+            } else if (!same_double(v, first)) {
+                all_same = false;
+            }
+            cm_buf_puts(&out, canon);
+            q += n;
+        }
+    }
+    const char *r = NULL;
+    if (ok && !out.oom && n_lits > 0) {
+        r = all_same ? sp_module_str(m, first_lit, strlen(first_lit))
+                     : sp_module_str(m, out.data, out.len);
+    }
+    cm_buf_fini(&out);
+    return r;
+}
+
+/* stablehlo.constant -> sdy.constant everywhere (attributes kept, float
+ * literals as MLIR prints them). */
+static cm_status convert_constants(sp_module *m)
 {
     const char *name = NULL;
     for (uint32_t i = 0; i < m->n_ops; i++) {
-        if (m->ops[i].kind == SP_OP_CONSTANT) {
-            if (name == NULL) {
-                name = sp_op_kind_name(SP_OP_SDY_CONSTANT);
-            }
-            m->ops[i].kind = SP_OP_SDY_CONSTANT;
-            m->ops[i].name = name;
+        if (m->ops[i].kind != SP_OP_CONSTANT) {
+            continue;
+        }
+        if (name == NULL) {
+            name = sp_op_kind_name(SP_OP_SDY_CONSTANT);
+        }
+        m->ops[i].kind = SP_OP_SDY_CONSTANT;
+        m->ops[i].name = name;
+        const sp_attr *v = sp_op_attr(m, i, "value");
+        if (v == NULL || v->kind != SP_ATTR_DENSE || v->u.dense.ints != NULL ||
+            m->types[v->u.dense.type].kind != SP_TYPE_TENSOR ||
+            m->types[v->u.dense.type].encoding != NULL) {
+            continue;
+        }
+        const char *body = float_body_canonical(m, v->u.dense.body, m->types[v->u.dense.type].elem);
+        if (body == NULL || strcmp(body, v->u.dense.body) == 0) {
+            continue;
+        }
+        sp_attr *c = sp_attr_new(m, SP_ATTR_DENSE);
+        if (c == NULL) {
+            return CM_ENOMEM;
+        }
+        *c = *v;
+        c->u.dense.body = body;
+        if (sp_op_set_attr(m, i, "value", c) != CM_OK) {
+            return CM_ENOMEM;
         }
     }
+    return CM_OK;
 }
 
 cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
 {
-    convert_constants(m);
     splitter s;
     memset(&s, 0, sizeof s);
     s.m = m;
+    s.err = err;
+    s.marked_fn = SP_NONE;
+    uint32_t *funcs = NULL, n_funcs = 0;
+    cm_status st = convert_constants(m);
+    if (st != CM_OK) {
+        return cm_error_oom(err);
+    }
     s.n_values0 = m->n_values;
     s.n_ops0 = m->n_ops;
-    cm_status st = CM_OK;
     s.sg_head = cm_alloc(sizeof(uint32_t) * (m->n_values + 1u));
     s.sg_next = cm_alloc(sizeof(uint32_t) * (m->n_ops + 1u));
     if (s.sg_head == NULL || s.sg_next == NULL || info_reserve(&s, m->n_ops + 1u) != CM_OK) {
@@ -586,9 +931,13 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
             s.sg_head[v] = i;
         }
     }
-    const sp_block *body = &m->blocks[m->body];
-    for (uint32_t i = 0; i < body->n_ops && st == CM_OK; i++) {
-        uint32_t f = m->blocks[m->body].ops[i];
+    /* callees first, over the functions there are now: copies made on the
+     * way are copies of functions already split */
+    if ((st = sp_import_funcs_order(m, false, &funcs, &n_funcs, err)) != CM_OK) {
+        goto out;
+    }
+    for (uint32_t i = 0; i < n_funcs && st == CM_OK; i++) {
+        uint32_t f = funcs[i];
         if (m->ops[f].kind != SP_OP_FUNC_FUNC || m->ops[f].n_regions != 1 ||
             m->ops[f].regions[0].n_blocks == 0) {
             continue;
@@ -600,11 +949,13 @@ cm_status sp_pass_constant_splitter(sp_module *m, cm_error *err)
         }
     }
 out:
+    cm_free(funcs);
     cm_free(s.info);
     cm_free(s.sg_head);
     cm_free(s.sg_next);
     cm_free(s.list);
     cm_free(s.nonconst_nc);
+    cm_free(s.nonconst_fn);
     cm_free(s.dirty);
-    return st == CM_OK ? CM_OK : cm_error_oom(err);
+    return st == CM_OK ? CM_OK : st == CM_ENOMEM ? cm_error_oom(err) : st;
 }

@@ -24,9 +24,15 @@ typedef struct gctx {
     uint32_t n_calls, cap_calls;
     uint8_t *called; /* per op: a func.func that has its first call */
     uint32_t n_called;
-    uint32_t counter;                    /* the symbol uniquing counter */
-    uint32_t stack[MAX_CLONE_DEPTH + 1]; /* functions being copied, outermost first */
+    uint32_t counter; /* the symbol uniquing counter */
 } gctx;
+
+/* What one recursive copy needs: the pass's uniquing counter and the
+ * functions being copied, outermost first (a repeat is a call cycle). */
+typedef struct clone_ctx {
+    uint32_t *counter;
+    uint32_t stack[MAX_CLONE_DEPTH + 1];
+} clone_ctx;
 
 static cm_status gather_call(sp_module *m, uint32_t op, void *vctx)
 {
@@ -98,7 +104,7 @@ static sp_attr *string_attr(sp_module *m, const char *s, size_t len)
 
 /* Appends detached function g to the module under a name not yet taken
  * (its own, else NAME_N); *name_out is that name. */
-static cm_status insert_func(sp_module *m, gctx *c, uint32_t g, const char **name_out,
+static cm_status insert_func(sp_module *m, clone_ctx *c, uint32_t g, const char **name_out,
                              cm_error *err)
 {
     const char *base = str_attr(m, g, "sym_name");
@@ -106,7 +112,7 @@ static cm_status insert_func(sp_module *m, gctx *c, uint32_t g, const char **nam
     char buf[512];
     int n = snprintf(buf, sizeof buf, "%s", base);
     while (n > 0 && (size_t)n < sizeof buf && symbol_taken(m, buf)) {
-        n = snprintf(buf, sizeof buf, "%s_%u", base, c->counter++);
+        n = snprintf(buf, sizeof buf, "%s_%u", base, (*c->counter)++);
     }
     if (n <= 0 || (size_t)n >= sizeof buf) {
         return cm_error_set(err, CM_EINVAL, "", "function name too long to copy: %s", base);
@@ -132,8 +138,8 @@ static cm_status set_callee(sp_module *m, uint32_t call, const char *name, cm_er
 
 /* Shardy's cloneFuncRecursively followed by the symbol-table insert: copies
  * f and everything it calls, inserting the copies; *name_out names f's. */
-static cm_status clone_rec(sp_module *m, gctx *c, uint32_t f, uint32_t depth, const char **name_out,
-                           cm_error *err)
+static cm_status clone_rec(sp_module *m, clone_ctx *c, uint32_t f, uint32_t depth,
+                           const char **name_out, cm_error *err)
 {
     if (depth > MAX_CLONE_DEPTH) {
         return cm_error_set(err, CM_EINVAL, "", "call graph too deep to copy at @%s",
@@ -181,6 +187,14 @@ static cm_status clone_rec(sp_module *m, gctx *c, uint32_t f, uint32_t depth, co
     return st != CM_OK ? st : insert_func(m, c, g, name_out, err);
 }
 
+cm_status sp_import_func_clone(sp_module *m, uint32_t f, uint32_t *counter, const char **name_out,
+                               cm_error *err)
+{
+    clone_ctx c;
+    c.counter = counter;
+    return clone_rec(m, &c, f, 0, name_out, err);
+}
+
 cm_status sp_pass_flatten_call_graph(sp_module *m, cm_error *err)
 {
     gctx c = {0};
@@ -210,7 +224,7 @@ cm_status sp_pass_flatten_call_graph(sp_module *m, cm_error *err)
             continue;
         }
         const char *name = NULL;
-        st = clone_rec(m, &c, f, 0, &name, err);
+        st = sp_import_func_clone(m, f, &c.counter, &name, err);
         if (st == CM_OK) {
             st = set_callee(m, c.calls[i], name, err);
         }

@@ -7,7 +7,8 @@
  * sp_remove_size_one_axes.c, sp_pre_order_funcs.c, sp_add_data_flow_edges.c,
  * sp_manual_axes_cleanup.c, sp_import_func_calls.c,
  * sp_add_func_data_flow_edges.c, sp_flatten_call_graph.c,
- * sp_propagate_sharding_from_func_to_call.c, sp_symbol_dce.c,
+ * sp_propagate_sharding_from_func_to_call.c,
+ * sp_explicit_gather_scatter_batching.c, sp_symbol_dce.c,
  * sp_import_pipeline.c. Each pass edits the module in place; new ops and
  * attributes live in its arena. Thread contract: one module per call. */
 #ifndef SP_IMPORT_H
@@ -19,8 +20,10 @@
 #include "sp_prop.h"
 
 /* -sdy-lift-inlined-meshes: inlined meshes in shardings become sdy.mesh
- * symbols (`mesh`, `mesh_0`, ... or `maximal_mesh_N`), reusing equal ones.
- * Errors: CM_ENOMEM. */
+ * symbols (`mesh`, `mesh_0`, ... or `maximal_mesh_N`), reusing equal ones;
+ * so do the meshes of the collectives' mesh-axes replica groups (a
+ * StableHLO mesh always a new `mesh` symbol), and every sdy.mesh gets the
+ * discardable `stablehlo.mesh` dictionary spelling it. Errors: CM_ENOMEM. */
 cm_status sp_pass_lift_inlined_meshes(sp_module *m, cm_error *err);
 /* -sdy-apply-sharding-constraints: a fully closed constraint on an unsharded
  * value dictates the value's sharding; uses after the last constraint of a
@@ -93,12 +96,35 @@ cm_status sp_pass_add_func_data_flow_edges(sp_module *m, cm_error *err);
  * before callers). Errors: CM_EINVAL for a call of an unknown function or a
  * call cycle; CM_ENOMEM. */
 cm_status sp_pass_flatten_call_graph(sp_module *m, cm_error *err);
+/* Shardy's cloneFuncRecursively with the symbol-table insert after it: a
+ * copy of function f and, recursively, of every function it calls (each
+ * tagged sdy.original_func_name: the original's own tag, or its name),
+ * appended to the module callees first under fresh names (the original
+ * name, or `NAME_N` with N taken from *counter, which is incremented per
+ * try as MLIR's uniquing counter is). *name_out (module arena) names f's
+ * copy. Errors: CM_EINVAL for a call of an unknown function or a call
+ * cycle; CM_ENOMEM. */
+cm_status sp_import_func_clone(sp_module *m, uint32_t f, uint32_t *counter, const char **name_out,
+                               cm_error *err);
 /* -sdy-propagate-sharding-from-func-to-call: a func.call without an
  * sdy.sharding takes its callee's result shardings (unsharded results fully
  * open on the mesh of the first result sharded on a non-maximal mesh; none
  * when there is no such result). Errors: CM_EINVAL for a call of an unknown
  * function; CM_ENOMEM. */
 cm_status sp_pass_propagate_sharding_from_func_to_call(sp_module *m, cm_error *err);
+/* -sdy-explicit-gather-scatter-batching: in every function, a gather or
+ * scatter without batching dimensions whose operand dimension 0 is indexed
+ * through an iota along indices dimension 0 (a component of a concatenate
+ * along the index vector dimension, or the indices themselves, through
+ * reshapes, broadcasts, clamps and selects) gets operand and indices
+ * dimension 0 as explicit batching dimensions, that component removed from
+ * its indices (slices and a concatenate before the op) and from the index
+ * map, and operand dimension 0 removed from the collapsed (inserted window)
+ * dimensions. As MLIR's greedy rewriter, which Shardy runs it through, the
+ * stablehlo.constant ops of each function are first uniqued and moved to
+ * its front, and pure ops left without uses are erased at the end.
+ * Errors: CM_ENOMEM. */
+cm_status sp_pass_explicit_gather_scatter_batching(sp_module *m, cm_error *err);
 /* MLIR's -symbol-dce as Shardy's import pipeline runs it: private functions
  * no public symbol reaches through @symbol references are removed. Errors:
  * CM_ENOMEM. */
