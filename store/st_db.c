@@ -218,16 +218,18 @@ static void checkpoint_maybe(st_db *db)
         }
     }
     if (db->ckpt != NULL) {
-        int log = 0, done = 0;
-        int rc = sqlite3_wal_checkpoint_v2(db->ckpt, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-        if (rc == SQLITE_OK) {
-            /* what is left to copy; commits since then raised it again */
-            int left = log - done;
-            int seen = atomic_load(&db->wal_pages);
-            if (seen <= log) {
-                atomic_store(&db->wal_pages, left > 0 ? left : 0);
-            }
-        }
+        /* the bulk of the copy, beside the requests; then, under mu (no
+         * write can be running), the few frames committed meanwhile, so the
+         * copy is complete and the next write starts the WAL over instead
+         * of letting it grow under sustained writes */
+        (void)sqlite3_wal_checkpoint_v2(db->ckpt, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        int rc = pthread_mutex_lock(&db->mu);
+        assert(rc == 0);
+        (void)sqlite3_wal_checkpoint_v2(db->conn, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        atomic_store(&db->wal_pages, 0);
+        rc = pthread_mutex_unlock(&db->mu);
+        assert(rc == 0);
+        (void)rc;
     }
     int rc = pthread_mutex_unlock(&db->ckpt_mu);
     assert(rc == 0);

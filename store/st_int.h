@@ -35,11 +35,12 @@ typedef struct st_stmt_slot {
 #define ST_STMT_CACHE 48 /* more distinct statements than the store has */
 
 /* Checkpoints: the WAL is copied back into the database file once it holds
- * ST_WAL_CKPT_PAGES pages (4 MiB of the 16 KiB pages a new file gets), by whichever thread next releases mu, on a
- * connection of its own (ckpt, under ckpt_mu) and outside mu, so requests
- * keep reading and writing meanwhile; past ST_WAL_HARD_PAGES (a burst no
- * pause let the checkpoints catch up with) the committing writer
- * checkpoints itself, under mu, which lets the next write restart the WAL. */
+ * ST_WAL_CKPT_PAGES pages (4 MiB of the 16 KiB pages a new file gets), by
+ * whichever thread next releases mu: the bulk on a connection of its own
+ * (ckpt, under ckpt_mu) outside mu, so requests keep reading and writing
+ * meanwhile, then the frames committed during that copy on conn under mu,
+ * which completes the copy so that the next write restarts the WAL. Past
+ * ST_WAL_HARD_PAGES the committing writer checkpoints itself, under mu. */
 #define ST_WAL_CKPT_PAGES 256
 #define ST_WAL_HARD_PAGES 4096
 
