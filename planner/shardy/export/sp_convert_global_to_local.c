@@ -200,22 +200,6 @@ static sp_attr *int_attr(sp_module *m, int64_t v, const char *type)
     return a;
 }
 
-static sp_attr *darr_attr(sp_module *m, const int64_t *v, uint32_t n)
-{
-    sp_attr *a = sp_attr_new(m, SP_ATTR_DENSE_ARRAY);
-    int64_t *copy = n > 0 ? cm_arena_alloc(&m->arena, sizeof *copy * n) : NULL;
-    if (a == NULL || (n > 0 && copy == NULL)) {
-        return NULL;
-    }
-    if (n > 0) {
-        memcpy(copy, v, sizeof *copy * n);
-    }
-    a->u.darr.elem = "i64";
-    a->u.darr.v = copy;
-    a->u.darr.n = n;
-    return a;
-}
-
 /* `dense<...> : tensor<d0 x ... x i64>` of the n values v, row major (a
  * splat body when they are all equal, as MLIR prints them). */
 static sp_attr *dense_int(sp_module *m, sp_elem e, const int64_t *v, size_t n, const int64_t *dims,
@@ -450,7 +434,7 @@ static uint32_t dim_offset(bld *b, const sp_mesh *mesh, const sp_axis_ref *axes,
     uint32_t ops[2] = {t, id}, op = SP_NONE;
     uint32_t s = emit(b, "stablehlo.dynamic_slice", ops, 2, tensor_type(b, SP_ELEM_I64, &one, 1), &op);
     if (s != SP_NONE) {
-        set_attr(b, op, "slice_sizes", darr_attr(b->c->m, &one, 1));
+        set_attr(b, op, "slice_sizes", sp_exp_i64_array(b->c->m, &one, 1));
     }
     return emit(b, "stablehlo.reshape", &s, 1, scalar_type(b, SP_ELEM_I64), NULL);
 }
@@ -477,7 +461,7 @@ static uint32_t slice_for_axes(bld *b, uint32_t g, const sp_mesh *mesh, const sp
     uint32_t op = SP_NONE;
     uint32_t r = emit(b, "stablehlo.dynamic_slice", ops, rank + 1, local_ty, &op);
     if (r != SP_NONE) {
-        set_attr(b, op, "slice_sizes", darr_attr(m, lt->dims, rank));
+        set_attr(b, op, "slice_sizes", sp_exp_i64_array(m, lt->dims, rank));
     }
     return r;
 }
@@ -686,7 +670,7 @@ static uint32_t transpose_by(bld *b, uint32_t v, const int64_t *perm, uint32_t r
     }
     uint32_t r = emit(b, "stablehlo.transpose", &v, 1, ty, &op);
     if (r != SP_NONE) {
-        set_attr(b, op, "permutation", darr_attr(m, perm, rank));
+        set_attr(b, op, "permutation", sp_exp_i64_array(m, perm, rank));
     }
     return r;
 }
@@ -1438,7 +1422,7 @@ static cm_status convert_all_gather(g2l *c, uint32_t op, uint32_t block, uint32_
         uint32_t top = SP_NONE;
         cur = emit(&b, "stablehlo.transpose", &cur, 1, ty, &top);
         if (cur != SP_NONE) {
-            set_attr(&b, top, "permutation", darr_attr(m, perm, np));
+            set_attr(&b, top, "permutation", sp_exp_i64_array(m, perm, np));
         }
         for (uint32_t d = 0; d < rank; d++) {
             shape[d] = t->dims[d];
@@ -1680,7 +1664,7 @@ static cm_status convert_iota(g2l *c, uint32_t op, uint32_t block, uint32_t at)
         uint32_t bop = SP_NONE;
         uint32_t bc = emit(&b, "stablehlo.broadcast_in_dim", &conv, 1, lty, &bop);
         if (bc != SP_NONE) {
-            set_attr(&b, bop, "broadcast_dimensions", darr_attr(m, NULL, 0));
+            set_attr(&b, bop, "broadcast_dimensions", sp_exp_i64_array(m, NULL, 0));
         }
         uint32_t ops[2] = {r, bc};
         r = emit(&b, "stablehlo.add", ops, 2, lty, NULL);
@@ -1783,9 +1767,9 @@ static cm_status convert_slice(g2l *c, uint32_t op, uint32_t orig_in, uint32_t b
     uint32_t nop = SP_NONE;
     uint32_t r = emit(&b, "stablehlo.slice", &in, 1, lty, &nop);
     if (r != SP_NONE) {
-        set_attr(&b, nop, "start_indices", darr_attr(m, ns, rank));
-        set_attr(&b, nop, "limit_indices", darr_attr(m, nl, rank));
-        set_attr(&b, nop, "strides", darr_attr(m, strides, rank));
+        set_attr(&b, nop, "start_indices", sp_exp_i64_array(m, ns, rank));
+        set_attr(&b, nop, "limit_indices", sp_exp_i64_array(m, nl, rank));
+        set_attr(&b, nop, "strides", sp_exp_i64_array(m, strides, rank));
     }
     if (b.st == CM_OK) {
         replace_op(c, op, &r, 1);
@@ -1934,9 +1918,9 @@ static cm_status convert_pad(g2l *c, uint32_t op, uint32_t orig_in, uint32_t blo
         r = emit(&b, "stablehlo.pad", ops, 2, sty, &nop);
     }
     if (r != SP_NONE) {
-        set_attr(&b, nop, "edge_padding_high", darr_attr(m, phi, rank));
-        set_attr(&b, nop, "edge_padding_low", darr_attr(m, plo, rank));
-        set_attr(&b, nop, "interior_padding", darr_attr(m, intr, rank));
+        set_attr(&b, nop, "edge_padding_high", sp_exp_i64_array(m, phi, rank));
+        set_attr(&b, nop, "edge_padding_low", sp_exp_i64_array(m, plo, rank));
+        set_attr(&b, nop, "interior_padding", sp_exp_i64_array(m, intr, rank));
     }
     if (!all_uniform && b.st == CM_OK) {
         uint32_t dsops[SP_MAX_RANK + 1];
@@ -1961,7 +1945,7 @@ static cm_status convert_pad(g2l *c, uint32_t op, uint32_t orig_in, uint32_t blo
                 uint32_t sl = emit(&b, "stablehlo.dynamic_slice", two, 2,
                                    tensor_type(&b, SP_ELEM_I64, &one, 1), &sop);
                 if (sl != SP_NONE) {
-                    set_attr(&b, sop, "slice_sizes", darr_attr(m, &one, 1));
+                    set_attr(&b, sop, "slice_sizes", sp_exp_i64_array(m, &one, 1));
                 }
                 dsops[i + 1] = emit(&b, "stablehlo.reshape", &sl, 1, scalar_type(&b, SP_ELEM_I64), NULL);
             }
@@ -1970,7 +1954,7 @@ static cm_status convert_pad(g2l *c, uint32_t op, uint32_t orig_in, uint32_t blo
         uint32_t dop = SP_NONE;
         r = emit(&b, "stablehlo.dynamic_slice", dsops, rank + 1, lty, &dop);
         if (r != SP_NONE) {
-            set_attr(&b, dop, "slice_sizes", darr_attr(m, lrt->dims, rank));
+            set_attr(&b, dop, "slice_sizes", sp_exp_i64_array(m, lrt->dims, rank));
         }
     }
     cm_free(offs);
@@ -2113,7 +2097,7 @@ static uint32_t broadcast(bld *b, uint32_t v, uint32_t ty, const int64_t *dims, 
     uint32_t op = SP_NONE;
     uint32_t r = emit(b, "stablehlo.broadcast_in_dim", &v, 1, ty, &op);
     if (r != SP_NONE) {
-        set_attr(b, op, "broadcast_dimensions", darr_attr(b->c->m, dims, n));
+        set_attr(b, op, "broadcast_dimensions", sp_exp_i64_array(b->c->m, dims, n));
     }
     return r;
 }
@@ -2317,7 +2301,7 @@ static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t 
     if (st != CM_OK) {
         return st;
     }
-    sp_attr *sa = darr_attr(m, lss, rank);
+    sp_attr *sa = sp_exp_i64_array(m, lss, rank);
     if (sa == NULL) {
         return CM_ENOMEM;
     }
@@ -2357,7 +2341,7 @@ static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t 
         uint32_t rops[2] = {mask, init};
         mask = emit(&b, "stablehlo.reduce", rops, 2, tensor_type(&b, SP_ELEM_I1, red, nr), &rop);
         if (mask != SP_NONE) {
-            set_attr(&b, rop, "dimensions", darr_attr(m, &ivd, 1));
+            set_attr(&b, rop, "dimensions", sp_exp_i64_array(m, &ivd, 1));
             if (b.st == CM_OK) {
                 b.st = reduce_body(c, rop, SP_ELEM_I1, "stablehlo.and");
             }
@@ -2591,7 +2575,7 @@ static cm_status convert_scatter(g2l *c, uint32_t op, const uint32_t *orig, uint
         uint32_t isl = emit(&b, "stablehlo.dynamic_slice", two, 2,
                             tensor_type(&b, SP_ELEM_I1, &one, 1), &sop);
         if (isl != SP_NONE) {
-            set_attr(&b, sop, "slice_sizes", darr_attr(m, &one, 1));
+            set_attr(&b, sop, "slice_sizes", sp_exp_i64_array(m, &one, 1));
         }
         isl = broadcast(&b, isl, tensor_type(&b, SP_ELEM_I1, lit_v.dims, lit_v.rank), &zero_dim, 1);
         uint32_t bid = broadcast(&b, idv, m->values[ops[0]].type, NULL, 0);

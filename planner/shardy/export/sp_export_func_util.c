@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: function and call helpers of the export passes (sp_export_int.h;
- * Shardy's ir/utils.cc and TensorShardingAttr::isEquivalent). */
+ * Shardy's ir/utils.cc and TensorShardingAttr::isEquivalent), and the
+ * attribute builders the rewriting passes share. */
 #include "sp_export_int.h"
 
 #include <string.h>
@@ -275,4 +276,20 @@ cm_status sp_exp_transform_shardings(sp_module *m, sp_exp_sharding_fn fn, void *
 {
     tctx t = {fn, ctx};
     return sp_pass_walk(m, m->body, transform_op, &t);
+}
+
+sp_attr *sp_exp_i64_array(sp_module *m, const int64_t *v, uint32_t n)
+{
+    sp_attr *a = sp_attr_new(m, SP_ATTR_DENSE_ARRAY);
+    int64_t *copy = n > 0 ? cm_arena_alloc(&m->arena, sizeof *copy * n) : NULL;
+    if (a == NULL || (n > 0 && copy == NULL)) {
+        return NULL;
+    }
+    if (n > 0) {
+        memcpy(copy, v, sizeof *copy * n);
+    }
+    a->u.darr.elem = "i64";
+    a->u.darr.v = copy;
+    a->u.darr.n = n;
+    return a;
 }

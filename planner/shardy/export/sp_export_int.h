@@ -36,6 +36,9 @@ bool sp_exp_sharding_equivalent(const sp_sharding *a, const sp_sharding *b);
 sp_sharding *sp_exp_fully_closed_like(sp_module *m, const sp_sharding *s);
 /* The func.func a func.call names, or SP_NONE. */
 uint32_t sp_exp_callee(const sp_module *m, uint32_t call);
+/* `array<i64: ...>` of the n values v, copied into m's arena; NULL when out
+ * of memory. */
+sp_attr *sp_exp_i64_array(sp_module *m, const int64_t *v, uint32_t n);
 
 /* A rewrite of one sharding s: *out is a new sharding (m's arena) to set,
  * or stays NULL when s is kept. Returns CM_OK or an error that stops the walk. */

@@ -16,6 +16,7 @@
  * function in program order; values that get a trimmed replacement are
  * substituted in the operands of later ops. */
 #include "sp_export.h"
+#include "sp_export_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,22 +206,6 @@ static void set_sharding(bld *b, uint32_t v, sp_sharding *s)
     }
 }
 
-static sp_attr *darr_attr(sp_module *m, const int64_t *v, uint32_t n)
-{
-    sp_attr *a = sp_attr_new(m, SP_ATTR_DENSE_ARRAY);
-    int64_t *copy = n > 0 ? cm_arena_alloc(&m->arena, sizeof *copy * n) : NULL;
-    if (a == NULL || (n > 0 && copy == NULL)) {
-        return NULL;
-    }
-    if (n > 0) {
-        memcpy(copy, v, sizeof *copy * n);
-    }
-    a->u.darr.elem = "i64";
-    a->u.darr.v = copy;
-    a->u.darr.n = n;
-    return a;
-}
-
 static uint32_t scalar_type(bld *b, sp_elem e)
 {
     uint32_t ty = SP_NONE;
@@ -270,9 +255,9 @@ static uint32_t trim_slice(bld *b, uint32_t v, uint32_t ty, sp_sharding *s)
     uint32_t op = SP_NONE;
     uint32_t r = emit(b, "stablehlo.slice", &v, 1, ty, &op);
     if (r != SP_NONE) {
-        set_attr(b, op, "start_indices", darr_attr(m, zero, t.rank));
-        set_attr(b, op, "limit_indices", darr_attr(m, t.dims, t.rank));
-        set_attr(b, op, "strides", darr_attr(m, one, t.rank));
+        set_attr(b, op, "start_indices", sp_exp_i64_array(m, zero, t.rank));
+        set_attr(b, op, "limit_indices", sp_exp_i64_array(m, t.dims, t.rank));
+        set_attr(b, op, "strides", sp_exp_i64_array(m, one, t.rank));
     }
     set_sharding(b, r, s);
     return r;
@@ -321,9 +306,9 @@ static uint32_t pad_to(bld *b, uint32_t v, uint32_t ty, uint32_t padval)
     uint32_t ops[2] = {v, padval}, op = SP_NONE;
     uint32_t r = emit(b, "stablehlo.pad", ops, 2, ty, &op);
     if (r != SP_NONE) {
-        set_attr(b, op, "edge_padding_low", darr_attr(m, zero, t.rank));
-        set_attr(b, op, "edge_padding_high", darr_attr(m, high, t.rank));
-        set_attr(b, op, "interior_padding", darr_attr(m, zero, t.rank));
+        set_attr(b, op, "edge_padding_low", sp_exp_i64_array(m, zero, t.rank));
+        set_attr(b, op, "edge_padding_high", sp_exp_i64_array(m, high, t.rank));
+        set_attr(b, op, "interior_padding", sp_exp_i64_array(m, zero, t.rank));
     }
     set_sharding(b, r, sp_value_sharding_partitioned(m, v));
     return r;
@@ -385,7 +370,7 @@ static uint32_t mask_padding(bld *b, uint32_t v, uint32_t orig_ty, uint32_t padv
         }
         uint32_t blim = emit(b, "stablehlo.broadcast_in_dim", &lim, 1, ity, &op);
         if (blim != SP_NONE) {
-            set_attr(b, op, "broadcast_dimensions", darr_attr(m, NULL, 0));
+            set_attr(b, op, "broadcast_dimensions", sp_exp_i64_array(m, NULL, 0));
         }
         set_sharding(b, blim, s);
         uint32_t cops[2] = {iota, blim};
@@ -414,7 +399,7 @@ static uint32_t mask_padding(bld *b, uint32_t v, uint32_t orig_ty, uint32_t padv
     uint32_t op = SP_NONE;
     uint32_t bpad = emit(b, "stablehlo.broadcast_in_dim", &padval, 1, m->values[v].type, &op);
     if (bpad != SP_NONE) {
-        set_attr(b, op, "broadcast_dimensions", darr_attr(m, NULL, 0));
+        set_attr(b, op, "broadcast_dimensions", sp_exp_i64_array(m, NULL, 0));
     }
     set_sharding(b, bpad, s);
     uint32_t sops[3] = {mask, v, bpad};
@@ -576,7 +561,7 @@ static cm_status pad_slice(pfd *c, uint32_t op)
             return CM_EINVAL;
         }
     }
-    sp_attr *a = darr_attr(m, lim, pt.rank);
+    sp_attr *a = sp_exp_i64_array(m, lim, pt.rank);
     if (a == NULL) {
         return CM_ENOMEM;
     }
@@ -630,7 +615,7 @@ static cm_status pad_pad(pfd *c, uint32_t op, const uint32_t *orig, uint32_t blo
         m->ops[op].operands[0] = in;
         *at = b.at;
     }
-    sp_attr *a = darr_attr(m, nh, it.rank);
+    sp_attr *a = sp_exp_i64_array(m, nh, it.rank);
     if (a == NULL) {
         return CM_ENOMEM;
     }

@@ -13,6 +13,7 @@
  * or reshards of its own. Ops are visited after the ops of their regions,
  * each block's ops in order, ops created for an op not visited again. */
 #include "sp_export.h"
+#include "sp_export_int.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -326,22 +327,6 @@ static sp_attr *i64_attr(sp_module *m, int64_t v)
     return a;
 }
 
-static sp_attr *darr_attr(sp_module *m, const int64_t *v, uint32_t n)
-{
-    sp_attr *a = sp_attr_new(m, SP_ATTR_DENSE_ARRAY);
-    int64_t *copy = n > 0 ? cm_arena_alloc(&m->arena, sizeof *copy * n) : NULL;
-    if (a == NULL || (n > 0 && copy == NULL)) {
-        return NULL;
-    }
-    if (n > 0) {
-        memcpy(copy, v, sizeof *copy * n);
-    }
-    a->u.darr.elem = "i64";
-    a->u.darr.v = copy;
-    a->u.darr.n = n;
-    return a;
-}
-
 /* `dense<...> : tensor<dims x e>` of the n integers v, row major (a splat
  * when all are equal, as MLIR prints it). */
 static sp_attr *dense_int(sp_module *m, sp_elem e, const int64_t *v, size_t n, const int64_t *dims,
@@ -471,9 +456,9 @@ static uint32_t slice_op(bld *b, uint32_t v, const int64_t *start, const int64_t
     }
     uint32_t op = SP_NONE;
     uint32_t r = emit(b, "stablehlo.slice", &v, 1, retype(b, v, dims), &op);
-    set_attr(b, op, "start_indices", darr_attr(m, start, rank));
-    set_attr(b, op, "limit_indices", darr_attr(m, limit, rank));
-    set_attr(b, op, "strides", darr_attr(m, one, rank));
+    set_attr(b, op, "start_indices", sp_exp_i64_array(m, start, rank));
+    set_attr(b, op, "limit_indices", sp_exp_i64_array(m, limit, rank));
+    set_attr(b, op, "strides", sp_exp_i64_array(m, one, rank));
     if (s != NULL) {
         set_sharding(b, r, s);
     }
@@ -498,9 +483,9 @@ static uint32_t pad_op(bld *b, uint32_t v, uint32_t pv, const int64_t *low, cons
     }
     uint32_t ops[2] = {v, pv}, op = SP_NONE;
     uint32_t r = emit(b, "stablehlo.pad", ops, 2, retype(b, v, dims), &op);
-    set_attr(b, op, "edge_padding_low", darr_attr(m, low, rank));
-    set_attr(b, op, "edge_padding_high", darr_attr(m, high, rank));
-    set_attr(b, op, "interior_padding", darr_attr(m, interior, rank));
+    set_attr(b, op, "edge_padding_low", sp_exp_i64_array(m, low, rank));
+    set_attr(b, op, "edge_padding_high", sp_exp_i64_array(m, high, rank));
+    set_attr(b, op, "interior_padding", sp_exp_i64_array(m, interior, rank));
     if (s != NULL) {
         set_sharding(b, r, s);
     }
@@ -1045,7 +1030,7 @@ static uint32_t id_in_group(bld *b, uint32_t id, const sp_mesh *mesh, const sp_d
         uint32_t ops[2] = {c, id};
         uint32_t ds = emit(b, "stablehlo.dynamic_slice", ops, 2,
                            tensor_type(b, SP_ELEM_I64, &one, 1), &op);
-        set_attr(b, op, "slice_sizes", darr_attr(m, &one, 1));
+        set_attr(b, op, "slice_sizes", sp_exp_i64_array(m, &one, 1));
         return emit(b, "stablehlo.reshape", &ds, 1, tensor_type(b, SP_ELEM_I64, NULL, 0), NULL);
     }
     uint32_t acc = SP_NONE;
@@ -1160,7 +1145,7 @@ static uint32_t exchange_dim(bld *b, uint32_t local, uint32_t pv, const dimx *x,
         uint32_t dops[2] = {tab, grp};
         uint32_t ds = emit(b, "stablehlo.dynamic_slice", dops, 2,
                            tensor_type(b, SP_ELEM_I64, &one, 1), &top);
-        set_attr(b, top, "slice_sizes", darr_attr(m, &one, 1));
+        set_attr(b, top, "slice_sizes", sp_exp_i64_array(m, &one, 1));
         off = emit(b, "stablehlo.reshape", &ds, 1, tensor_type(b, SP_ELEM_I64, NULL, 0), NULL);
         zero = const_i64(b, 0);
     } else {
@@ -1184,7 +1169,7 @@ static uint32_t exchange_dim(bld *b, uint32_t local, uint32_t pv, const dimx *x,
     }
     uint32_t op = SP_NONE;
     uint32_t r = emit(b, "stablehlo.dynamic_slice", ops, 1 + rank, retype(b, buf, sizes), &op);
-    set_attr(b, op, "slice_sizes", darr_attr(m, sizes, rank));
+    set_attr(b, op, "slice_sizes", sp_exp_i64_array(m, sizes, rank));
     set_sharding(b, r, local_s);
     return r;
 }
@@ -1529,7 +1514,7 @@ static uint32_t right_shift(bld *b, uint32_t local, uint32_t dim, int64_t shift,
         if (np == 0) {
             uint32_t z = zero_scalar(b, t->elem), op = SP_NONE;
             pieces[k] = emit(b, "stablehlo.broadcast_in_dim", &z, 1, m->values[local].type, &op);
-            set_attr(b, op, "broadcast_dimensions", darr_attr(m, NULL, 0));
+            set_attr(b, op, "broadcast_dimensions", sp_exp_i64_array(m, NULL, 0));
         } else {
             pieces[k] = permute_op(b, local, pairs, np);
         }
