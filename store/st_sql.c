@@ -22,23 +22,23 @@ cm_status st_sql_prepare(st_db *db, const char *sql, sqlite3_stmt **out, cm_erro
     size_t len = strlen(sql);
     uint64_t h = cm_hash_bytes(sql, len);
     st_stmt_slot *free_slot = NULL;
+    bool busy = false; /* the text is kept but its statement is in use */
     for (size_t i = 0; i < ST_STMT_CACHE; i++) {
         st_stmt_slot *e = &db->stmts[i];
         if (e->sql == NULL) {
             free_slot = free_slot != NULL ? free_slot : e;
-        } else if (!e->in_use && e->hash == h && strcmp(e->sql, sql) == 0) {
-            e->in_use = true;
-            *out = e->s;
-            return CM_OK;
+        } else if (e->hash == h && strcmp(e->sql, sql) == 0) {
+            if (!e->in_use) {
+                e->in_use = true;
+                *out = e->s;
+                return CM_OK;
+            }
+            busy = true;
         }
     }
-    /* Only texts that fit the cache and are not in use already are kept; a
+    /* Only texts that fit the cache and are not kept already are kept; a
      * second user of the same text gets a statement of its own. */
-    bool keep = free_slot != NULL;
-    for (size_t i = 0; keep && i < ST_STMT_CACHE; i++) {
-        keep = db->stmts[i].sql == NULL || db->stmts[i].hash != h ||
-               strcmp(db->stmts[i].sql, sql) != 0;
-    }
+    bool keep = free_slot != NULL && !busy;
     int rc = sqlite3_prepare_v3(db->conn, sql, (int)len, keep ? SQLITE_PREPARE_PERSISTENT : 0, out,
                                 NULL);
     if (rc != SQLITE_OK) {
