@@ -4,7 +4,9 @@
 # network namespaces (tests/mpi/netns.sh; loopback without root), one device
 # per host, against the raw link measured in the same run:
 #   1. a plain TCP stream from host 0 to host 1 (bench_mpi_link), before and
-#      after the collectives, the best of them;
+#      after the collectives (link% is against the first), and two streams
+#      at once, one each way (the capacity each way when both directions
+#      share the machine's cores, as every ring step's sends do);
 #   2. all-reduce, all-gather, reduce-scatter and all-to-all of 64 MiB (the
 #      size nccl-tests gives: the buffer of an all-reduce, the gathered
 #      output, the scattered input, each process's all-to-all buffer):
@@ -72,8 +74,28 @@ link() { # prints GB/s of one 1 GiB TCP stream from host 0 to host 1
     awk '{print $4}' "$TMP/link"
 }
 
+duplex() { # prints GB/s each way of two 1 GiB TCP streams at once, one each way
+    local p1=$((20000 + RANDOM % 20000)) p2
+    p2=$((p1 + 1))
+    if [ "$NETNS" = 1 ]; then
+        ip netns exec "${PRE}1" "$LINK" recv $p1 >"$TMP/dup1" &
+        ip netns exec "${PRE}0" "$LINK" recv $p2 >"$TMP/dup2" &
+        ip netns exec "${PRE}0" "$LINK" send 10.77.0.2 $p1 1024 &
+        ip netns exec "${PRE}1" "$LINK" send 10.77.0.1 $p2 1024
+    else
+        "$LINK" recv $p1 >"$TMP/dup1" &
+        "$LINK" recv $p2 >"$TMP/dup2" &
+        "$LINK" send 127.0.0.1 $p1 1024 &
+        "$LINK" send 127.0.0.1 $p2 1024
+    fi
+    wait
+    awk '{s += $4; n++} END {printf "%.3f", n ? s / n : 0}' "$TMP/dup1" "$TMP/dup2"
+}
+
 l1=$(link)
 echo "raw link (TCP stream, 1 GiB): ${l1} GB/s"
+d1=$(duplex)
+echo "raw link both ways at once (two streams, GB/s each way): ${d1} GB/s"
 
 # the collectives' modules: 64 MiB of f32 = 4096 x 4096
 python3 - "$TMP" <<'PY'
@@ -121,6 +143,8 @@ fig reduce_scatter 0.5
 fig all_to_all 0.5
 l2=$(link)
 echo "raw link again: ${l2} GB/s (algbw/busbw in GB/s; link% against the first: ${l1} GB/s)"
+echo "  (on this machine both namespaces' network stacks share its cores: a collective that sends"
+echo "   both ways at once has the both-ways figure, ${d1} GB/s each way, to work with)"
 
 # the MLP training step: 2 hosts x 4 devices against one host with 8
 "$SP" example mlp --train --mesh data=2,model=4 >"$TMP/mlp.json" || exit 1

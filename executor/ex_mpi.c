@@ -38,6 +38,9 @@ struct ex_mpi {
     int rank, size;
     MPI_Op fmax, fmin; /* max and min of floats that keep a NaN (elem_combine) */
     char *hosts;       /* size names of EX_MPI_HOST bytes, by rank */
+    /* large reductions go round a ring from ring_min bytes on, in
+     * ring_chunk-byte messages (RING_MIN, RING_CHUNK; SHARDPLAN_MPI_RING) */
+    uint64_t ring_min, ring_chunk;
 };
 
 #define EX_MPI_HOST 256
@@ -59,6 +62,38 @@ static void combine_min(void *in, void *inout, int *len, MPI_Datatype *dt)
     for (size_t i = 0; i < (size_t)*len; i++) {
         elem_combine(inout, i, in, i, e, RED_MIN);
     }
+}
+
+/* Large reductions round a ring (allreduce_big): from RING_MIN bytes, in
+ * RING_CHUNK messages. SHARDPLAN_MPI_RING="MIN[,CHUNK]" (bytes; MIN 0 sends
+ * every reduction round the ring, as the MPI tests do to check it on small
+ * tensors) sets them; process 0's setting holds everywhere, since all
+ * processes must take the same path. */
+#define RING_MIN ((uint64_t)1 << 20)
+#define RING_CHUNK ((uint64_t)4 << 20)
+
+static void ring_settings(ex_mpi *mp)
+{
+    uint64_t v[2] = {RING_MIN, RING_CHUNK};
+    const char *env = getenv("SHARDPLAN_MPI_RING");
+    if (mp->rank == 0 && env != NULL && *env != '\0') {
+        char *end = NULL;
+        unsigned long long m = strtoull(env, &end, 10);
+        unsigned long long c = RING_CHUNK;
+        if (end != NULL && *end == ',') {
+            c = strtoull(end + 1, &end, 10);
+        }
+        if (end != NULL && *end == '\0' && c >= 16u && c <= ((uint64_t)1 << 30)) {
+            v[0] = m;
+            v[1] = c;
+        } else {
+            fprintf(stderr, "shardplan: SHARDPLAN_MPI_RING=%s is not MIN[,CHUNK] bytes "
+                            "(CHUNK 16 B to 1 GiB); the defaults hold\n", env);
+        }
+    }
+    MPI_Bcast(v, 2, MPI_UINT64_T, 0, mp->world);
+    mp->ring_min = v[0];
+    mp->ring_chunk = v[1];
 }
 
 cm_status ex_mpi_init(int *argc, char ***argv, ex_mpi **out, cm_error *err)
@@ -96,6 +131,7 @@ cm_status ex_mpi_init(int *argc, char ***argv, ex_mpi **out, cm_error *err)
         return cm_error_oom(err);
     }
     MPI_Allgather(mine, EX_MPI_HOST, MPI_CHAR, mp->hosts, EX_MPI_HOST, MPI_CHAR, mp->world);
+    ring_settings(mp);
     *out = mp;
     return CM_OK;
 }
@@ -287,6 +323,9 @@ typedef struct mirror {
     void *buf;       /* owned by the mirror (one per value: the first device's) */
 } mirror;
 
+/* Scratch slots: 0-2 the collectives' own, 3-4 the ring's partial sums. */
+#define EX_MPI_SCRATCH 5
+
 typedef struct dist {
     ex_dist base;
     ex_mpi *mp;
@@ -300,8 +339,8 @@ typedef struct dist {
     double *net_s;     /* by op id, or NULL */
     const char **path; /* by op id, or NULL: the plan's name */
     int *rank_of;      /* by device: the process running it */
-    void *scr[3];      /* transfer buffers kept for the run (scratch) */
-    size_t scr_len[3];
+    void *scr[EX_MPI_SCRATCH]; /* transfer buffers kept for the run (scratch) */
+    size_t scr_len[EX_MPI_SCRATCH];
 } dist;
 
 /* Transfer buffer slot of at least n bytes, kept between collectives so
@@ -857,15 +896,183 @@ static void local_reduce(const dist *d, shared *sh, const xop *x, uint32_t g, ui
     }
 }
 
-/* The reduction fn of count elements of type t in place on comm, in
- * pieces MPI's int counts take. */
-static void allreduce_big(void *buf, size_t count, size_t esz, MPI_Datatype t, MPI_Op op,
-                          MPI_Comm comm)
+/* ---- large reductions round a ring ----------------------------------------------------
+ * Open MPI 4.1's own reduce-scatter and all-reduce over TCP took about three
+ * times as long on 64 MiB as a ring made of its point-to-point calls
+ * (measured side by side, make bench-mpi): from RING_MIN bytes on, the
+ * reductions go round the communicator's ring instead. Each of the n-1 steps
+ * sends one block's partial combination to the right in RING_CHUNK
+ * messages, all posted at once, and combines each chunk from the left with
+ * this process's own block as it arrives (MPI_Reduce_local, the same op), so
+ * the wire stays busy while the CPU combines. Every op we reduce with is
+ * commutative; each block is combined in one place and then copied, so
+ * every process ends with the same bits. */
+
+/* Elements of esz bytes a ring message holds (at least one). */
+static size_t ring_per(const ex_mpi *mp, size_t esz)
 {
+    size_t per = (size_t)mp->ring_chunk / esz;
+    return per > 0 ? per : 1u;
+}
+
+/* Reduce-scatter round comm's ring: send holds this process's contribution
+ * to every position's block (counts[q] elements at offs[q], in position
+ * order); mine (which may be send's own block) gets the combination of
+ * every position's contribution to this position's block. send is read
+ * only, but for mine. */
+static void ring_rscatter(dist *d, const char *send, char *mine, const size_t *counts,
+                          const size_t *offs, size_t esz, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    int n, me;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    size_t most = 0, per = ring_per(d->mp, esz);
+    for (int q = 0; q < n; q++) {
+        most = counts[q] > most ? counts[q] : most;
+    }
+    size_t nreq = (most + per - 1u) / per;
+    MPI_Request *rq = xalloc(d->mp, 2u * (nreq + 1u) * sizeof *rq);
+    char *cur = scratch(d, 3, most * esz), *next = scratch(d, 4, most * esz);
+    int right = (me + 1) % n, left = (me + n - 1) % n;
+    bool in_place = mine == send + offs[me] * esz;
+    for (int k = 0; k + 1 < n; k++) {
+        int sb = ((me - k - 1) % n + n) % n, rb = ((me - k - 2) % n + n) % n;
+        bool last = k + 2 == n;
+        const char *src = k == 0 ? send + offs[sb] * esz : cur;
+        /* the last step lands in mine, unless mine is the own block the
+         * chunks combine with: then in next, combined into mine */
+        char *dst = last && !in_place ? mine : next;
+        size_t nr = 0, ns = 0;
+        for (size_t at = 0; at < counts[rb]; at += per, nr++) {
+            size_t len = counts[rb] - at < per ? counts[rb] - at : per;
+            MPI_Irecv(dst + at * esz, (int)len, t, left, 11, comm, &rq[nr]);
+        }
+        for (size_t at = 0; at < counts[sb]; at += per, ns++) {
+            size_t len = counts[sb] - at < per ? counts[sb] - at : per;
+            MPI_Isend(src + at * esz, (int)len, t, right, 11, comm, &rq[nr + ns]);
+        }
+        const char *own = send + offs[rb] * esz;
+        for (size_t c = 0, at = 0; c < nr; c++, at += per) {
+            size_t len = counts[rb] - at < per ? counts[rb] - at : per;
+            MPI_Wait(&rq[c], MPI_STATUS_IGNORE);
+            if (last && in_place) {
+                MPI_Reduce_local(dst + at * esz, mine + at * esz, (int)len, t, op);
+            } else {
+                MPI_Reduce_local(own + at * esz, dst + at * esz, (int)len, t, op);
+            }
+        }
+        MPI_Waitall((int)ns, rq + nr, MPI_STATUSES_IGNORE);
+        char *was = cur;
+        cur = next;
+        next = was;
+    }
+    cm_free(rq);
+}
+
+/* All-gather in place round comm's ring: buf holds every position's block
+ * (counts[q] elements at offs[q]); this process's is filled, the others
+ * arrive, each passed on to the right as it came from the left, in
+ * RING_CHUNK messages. */
+static void ring_allgather(dist *d, char *buf, const size_t *counts, const size_t *offs,
+                           size_t esz, MPI_Datatype t, MPI_Comm comm)
+{
+    int n, me;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    size_t most = 0, per = ring_per(d->mp, esz);
+    for (int q = 0; q < n; q++) {
+        most = counts[q] > most ? counts[q] : most;
+    }
+    size_t nreq = (most + per - 1u) / per;
+    MPI_Request *rq = xalloc(d->mp, 2u * (nreq + 1u) * sizeof *rq);
+    int right = (me + 1) % n, left = (me + n - 1) % n;
+    for (int k = 0; k + 1 < n; k++) {
+        int sb = ((me - k) % n + n) % n, rb = ((me - k - 1) % n + n) % n;
+        size_t nr = 0, ns = 0;
+        for (size_t at = 0; at < counts[rb]; at += per, nr++) {
+            size_t len = counts[rb] - at < per ? counts[rb] - at : per;
+            MPI_Irecv(buf + (offs[rb] + at) * esz, (int)len, t, left, 12, comm, &rq[nr]);
+        }
+        for (size_t at = 0; at < counts[sb]; at += per, ns++) {
+            size_t len = counts[sb] - at < per ? counts[sb] - at : per;
+            MPI_Isend(buf + (offs[sb] + at) * esz, (int)len, t, right, 12, comm, &rq[nr + ns]);
+        }
+        MPI_Waitall((int)(nr + ns), rq, MPI_STATUSES_IGNORE);
+    }
+    cm_free(rq);
+}
+
+/* Position q's share of count elements among n: counts and offsets. */
+static void ring_split(size_t count, int n, size_t *counts, size_t *offs)
+{
+    for (int q = 0; q < n; q++) {
+        offs[q] = count * (size_t)q / (size_t)n;
+        counts[q] = count * (size_t)(q + 1) / (size_t)n - offs[q];
+    }
+}
+
+/* All-reduce of count elements of type t from send into recv (the same
+ * buffer: in place) on comm: round the ring (a reduce-scatter, then an
+ * all-gather of the combined blocks) from RING_MIN bytes on, else
+ * MPI_Allreduce in pieces MPI's int counts take. */
+static void allreduce_big(dist *d, const void *send, void *recv, size_t count, size_t esz,
+                          MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    int n;
+    MPI_Comm_size(comm, &n);
+    if (n > 1 && count * esz >= d->mp->ring_min && count <= (size_t)INT_MAX &&
+        count >= (size_t)n) {
+        size_t *counts = xalloc(d->mp, 2u * (size_t)n * sizeof *counts), *offs = counts + n;
+        int me;
+        MPI_Comm_rank(comm, &me);
+        ring_split(count, n, counts, offs);
+        if (send != recv) {
+            /* this position's block starts as its own contribution */
+            memcpy((char *)recv + offs[me] * esz, (const char *)send + offs[me] * esz,
+                   counts[me] * esz);
+        }
+        ring_rscatter(d, send, (char *)recv + offs[me] * esz, counts, offs, esz, t, op, comm);
+        ring_allgather(d, recv, counts, offs, esz, t, comm);
+        cm_free(counts);
+        return;
+    }
     const size_t piece = (size_t)1 << 28;
     for (size_t at = 0; at < count; at += piece) {
         size_t k = count - at < piece ? count - at : piece;
-        MPI_Allreduce(MPI_IN_PLACE, (char *)buf + at * esz, (int)k, t, op, comm);
+        MPI_Allreduce(send == recv ? MPI_IN_PLACE : (const char *)send + at * esz,
+                      (char *)recv + at * esz, (int)k, t, op, comm);
+    }
+}
+
+/* Reduce-scatter with counts[q] (int) elements for position q, send in
+ * position order: round the ring from RING_MIN bytes on, else Open MPI's
+ * MPI_Reduce_scatter(_block). */
+static void rscatter_big(dist *d, const void *send, void *recv, const int *counts, size_t esz,
+                         MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    int n, me;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    size_t total = 0;
+    bool even = true;
+    for (int q = 0; q < n; q++) {
+        total += (size_t)counts[q];
+        even = even && counts[q] == counts[0];
+    }
+    if (n > 1 && total * esz >= d->mp->ring_min) {
+        size_t *c = xalloc(d->mp, 2u * (size_t)n * sizeof *c), *offs = c + n;
+        size_t at = 0;
+        for (int q = 0; q < n; q++) {
+            c[q] = (size_t)counts[q];
+            offs[q] = at;
+            at += c[q];
+        }
+        ring_rscatter(d, send, recv, c, offs, esz, t, op, comm);
+        cm_free(c);
+    } else if (even) {
+        MPI_Reduce_scatter_block(send, recv, counts[0], t, op, comm);
+    } else {
+        MPI_Reduce_scatter(send, recv, counts, t, op, comm);
     }
 }
 
@@ -941,9 +1148,9 @@ static void run_reduce(dist *d, const prog *p, const xop *x, shared *sh, uint32_
                 uint32_t one = only_member(d, x, u->groups[i]);
                 bool ok = !failed && one != UINT32_MAX && wbufs(sh, one)[v] != NULL &&
                           wbufs(sh, one)[r] != NULL;
-                MPI_Allreduce(ok ? wbufs(sh, one)[v] : scratch(d, 0, blk),
-                              ok ? wbufs(sh, one)[r] : scratch(d, 1, blk), (int)I->lcount, t, op,
-                              ps->comm);
+                allreduce_big(d, ok ? wbufs(sh, one)[v] : scratch(d, 0, blk),
+                              ok ? wbufs(sh, one)[r] : scratch(d, 1, blk), I->lcount, I->esz, t,
+                              op, ps->comm);
             }
             net_add(d, sh, me, x, t0);
             continue;
@@ -954,7 +1161,7 @@ static void run_reduce(dist *d, const prog *p, const xop *x, shared *sh, uint32_
         }
         if (ps->n > 1) {
             double t0 = MPI_Wtime();
-            allreduce_big(tmp, I->lcount * u->n_groups, I->esz, t, op, ps->comm);
+            allreduce_big(d, tmp, tmp, I->lcount * u->n_groups, I->esz, t, op, ps->comm);
             net_add(d, sh, me, x, t0);
         }
         for (uint32_t i = 0; !failed && i < u->n_groups; i++) {
@@ -1128,15 +1335,20 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
          * into its result */
         const sub *u = &d->plans[x->op].subs[0];
         const pset *ps = &d->sets[u->set];
+        int *counts = xalloc(d->mp, sizeof(int) * (size_t)ps->n);
+        for (int q = 0; q < ps->n; q++) {
+            counts[q] = (int)O->lcount;
+        }
         double t0 = MPI_Wtime();
         for (uint32_t i = 0; i < u->n_groups; i++) {
             uint32_t one = only_member(d, x, u->groups[i]);
             bool ok = !failed && wbufs(sh, one)[v] != NULL && wbufs(sh, one)[r] != NULL;
-            MPI_Reduce_scatter_block(ok ? wbufs(sh, one)[v] : scratch(d, 1, blk),
-                                     ok ? wbufs(sh, one)[r] : scratch(d, 2, O->lcount * O->esz),
-                                     (int)O->lcount, t, op, ps->comm);
+            rscatter_big(d, ok ? wbufs(sh, one)[v] : scratch(d, 1, blk),
+                         ok ? wbufs(sh, one)[r] : scratch(d, 2, O->lcount * O->esz), counts,
+                         O->esz, t, op, ps->comm);
         }
         net_add(d, sh, me, x, t0);
+        cm_free(counts);
         return;
     }
     uint32_t *mem = xalloc(d->mp, sizeof(uint32_t) * x->gsize);
@@ -1188,16 +1400,8 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
         }
         char *recv = scratch(d, 2, (size_t)counts[myq] * O->esz);
         if (ps->n > 1) {
-            bool even = true;
-            for (int q = 1; q < ps->n; q++) {
-                even = even && counts[q] == counts[0];
-            }
             double t0 = MPI_Wtime();
-            if (even) {
-                MPI_Reduce_scatter_block(send, recv, counts[0], t, op, ps->comm);
-            } else {
-                MPI_Reduce_scatter(send, recv, counts, t, op, ps->comm);
-            }
+            rscatter_big(d, send, recv, counts, O->esz, t, op, ps->comm);
             net_add(d, sh, me, x, t0);
         } else {
             memcpy(recv, send, (size_t)counts[0] * O->esz);
@@ -1538,7 +1742,7 @@ static void sets_free(dist *d)
     cm_free(d->sets);
     cm_free(d->mirs);
     cm_free(d->rank_of);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < EX_MPI_SCRATCH; i++) {
         cm_free(d->scr[i]);
     }
 }
