@@ -307,6 +307,10 @@ cm_status sp_migrate_report(const char *text, size_t len, const char *file,
     }
     st = sp_gspmd_import(g.m, err);
     if (st == CM_OK) {
+        /* what the reader of every other entry refuses, migrate refuses */
+        st = sp_input_verify_mlir(g.m, err);
+    }
+    if (st == CM_OK) {
         st = shardy_side(text, len, NULL, NULL, 0, &s, err);
     }
     if (st == CM_OK) {

@@ -164,6 +164,14 @@ static cm_status verify_input(sp_input *in, cm_error *err)
     return st;
 }
 
+cm_status sp_input_verify_mlir(sp_module *m, cm_error *err)
+{
+    sp_input in;
+    memset(&in, 0, sizeof in);
+    in.m = m;
+    return verify_input(&in, err);
+}
+
 /* The rules document of o->rules: a graph document whose custom_rules apply
  * to an input that cannot carry them. Its errors are the caller's, at /rules. */
 static cm_status read_rules(const sp_input_opts *o, sp_input *in, cm_error *err)

@@ -72,6 +72,10 @@ bool sp_input_looks_json(const char *s, size_t len);
  * zeroed then. */
 cm_status sp_input_read(const char *text, size_t len, const sp_input_opts *o, sp_input *in,
                         cm_error *err);
+/* Verifies m, read from MLIR (and imported, for GSPMD input), as
+ * sp_input_read does: CM_EINVAL with the first error at "LINE:COL", or
+ * CM_ENOMEM. For the readers that import a module their own way (migrate). */
+cm_status sp_input_verify_mlir(sp_module *m, cm_error *err);
 /* The same from the file at path ("-" for stdin); CM_EIO when unreadable. */
 cm_status sp_input_load(const char *path, const sp_input_opts *o, sp_input *in, cm_error *err);
 /* Runs pass on m with the plan's recording options (origins, rules kept;
