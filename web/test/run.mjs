@@ -387,6 +387,9 @@ async function main() {
     const nm = await page.textContent('#bench-numerics');
     check(/^match/.test(nm), `numerics: ${nm}`);
     check(/s$/.test(await page.textContent('#bench-measured')) && /s$/.test(await page.textContent('#bench-predicted')), 'measured median and predicted step shown');
+    // the built-in profile is not calibrated beside the run: the panel says so and how to recalibrate
+    const note = await page.textContent('#bench-profile').catch(() => '');
+    check(/Stale profile/.test(note) && /cpu-local/.test(note) && /shardplan calibrate/.test(note), `stale-profile note shown (${note.slice(0, 60)})`);
     // the list is fetched again when the run ends: wait for that answer
     const listed = await page.waitForFunction(() => {
       const rows = document.querySelectorAll('#bench-history tbody tr');

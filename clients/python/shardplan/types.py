@@ -723,6 +723,7 @@ class BenchmarkResults:
     flops: int = 0
     flop_per_s: float = 0.0
     predicted_step_s: float = 0.0
+    predicted_profile: Optional[Dict[str, Any]] = None  # {"name", "calibrated"}
     reference_s: float = 0.0
     numerics: Dict[str, Any] = field(default_factory=dict)
     ops_timed: int = 0
