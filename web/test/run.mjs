@@ -899,6 +899,39 @@ async function advisorSteps(ctx, base, mlpId, tp) {
     await page.close();
   });
 
+  await step('sweep a stored Flax graph\'s logical-axis-rule variants', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    const mlp = readFileSync(join(repo, 'examples', 'flax_mlp.json'), 'utf8');
+    const made = await (await fetch(`${base}/v1/plans`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: mlp })).json();
+    await page.goto(`${base}/#/plan/${made.id}`);
+    await ready(page);
+    await page.click('#plan-sweep-rules-link');
+    await page.waitForSelector('#sweep-chart canvas', { timeout: WAIT });
+    await ready(page);
+    const api = await (await fetch(`${base}/v1/plans/${made.id}/sweep?logical_rules=true`)).json();
+    const trs = await page.$$eval('#sweep-table tbody tr', (t) => t.map((r) => ({ own: r.classList.contains('own'), cells: [...r.children].map((x) => x.textContent) })));
+    const label = (r) => `${r.own ? '(own) ' : ''}${r.rules.map(([n, t]) => `${n}=${t === null ? '-' : t}`).join(' ')}`;
+    check(api.rows.length === 27 && trs.length === 27 && trs.every((t, i) => t.cells[1] === label(api.rows[i])),
+      `27 rule variants, ranked as the API (${trs.slice(0, 3).map((t) => t.cells[1]).join(' | ')})`);
+    const own = trs.filter((t) => t.own);
+    check(own.length === 1 && own[0].cells[1] === '(own) batch=data hidden=model', `the graph's own rules marked (${own.map((t) => t.cells[1])})`);
+    const sum = await page.textContent('#sweep-summary');
+    check(/27 logical-axis-rule variants \(every assignment of 3 names/.test(sum) && /own rules rank \d+/.test(sum), `summary (${sum.slice(0, 90)})`);
+    await page.click('#sweep-table tbody tr:first-child');
+    const line = await page.textContent('#sweep-command');
+    check(line === `"logical_axis_rules": ${JSON.stringify(api.rows[0].rules)}`, `the variant's rules to paste (${line})`);
+    check(await page.$eval('#sw-devices', (e) => e.disabled), 'devices off: the mesh is kept');
+    await page.screenshot({ path: join(outDir, 'sweep-rules.png'), fullPage: true });
+    // back to meshes from the form
+    await page.selectOption('#sw-vary', 'meshes');
+    await page.click('#sweep-run');
+    await page.waitForFunction(() => !/logical_rules/.test(location.hash) && document.querySelectorAll('#sweep-table tbody tr').length === 4, null, { timeout: WAIT });
+    check(true, 'vary meshes again: 4 meshes');
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
   await step('suggestions (Flax MLP, lint demo), apply and compare, what-if', async () => {
     const errors = [];
     const page = await newPage(ctx, errors);
