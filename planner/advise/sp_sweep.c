@@ -563,6 +563,7 @@ typedef struct mpool {
     mvariant *v;           /* the variants' texts; NULL for a rules sweep */
     const char *doc;       /* a rules sweep: the graph document each row's rules go into */
     size_t doc_len;
+    const sp_graph_limits *limits; /* a rules sweep: the input's decoder limits */
     uint32_t n_v;
     sp_sweep_row *rows;
     sp_plan_pass pass;
@@ -614,6 +615,7 @@ static void run_module_variant(mpool *p, uint32_t i)
     sp_input_opts vo;
     sp_input_opts_init(&vo);
     vo.propagate = false;
+    vo.limits = p->limits;
     sp_input vin;
     cm_buf doc;
     cm_buf_init(&doc);
@@ -764,13 +766,15 @@ static cm_status pick_mesh(const sp_module *m, const char *mesh_name, const sp_m
 }
 
 /* Plans and costs the variants v (one per row of res), or, with doc, the
- * graph document doc under each row's rules, on o->threads threads with
+ * graph document doc under each row's rules (read with limits, NULL: the
+ * defaults), on o->threads threads with
  * the input's pass and custom rules, and ranks the rows;
  * fills res's profile, times and counts. Errors: CM_EIO when o->cancel
  * stopped it. */
 static cm_status run_module_pool(sp_sweep_result *res, mvariant *v, const char *doc,
-                                 size_t doc_len, sp_plan_pass pass, const sp_custom_rules *custom,
-                                 const sp_sweep_opts *o, cm_error *err)
+                                 size_t doc_len, const sp_graph_limits *limits, sp_plan_pass pass,
+                                 const sp_custom_rules *custom, const sp_sweep_opts *o,
+                                 cm_error *err)
 {
     sp_profile defp;
     if (o->profile == NULL) {
@@ -784,6 +788,7 @@ static cm_status run_module_pool(sp_sweep_result *res, mvariant *v, const char *
     p.v = v;
     p.doc = doc;
     p.doc_len = doc_len;
+    p.limits = limits;
     p.n_v = res->n_rows;
     p.rows = res->rows;
     p.pass = pass;
@@ -809,6 +814,23 @@ static cm_status run_module_pool(sp_sweep_result *res, mvariant *v, const char *
     return CM_OK;
 }
 
+/* text read as in_opts says (NULL: the defaults) but not propagated, into
+ * *in, and the pass it asks for into *pass. Errors: those of
+ * sp_input_read. */
+static cm_status read_unpropagated(const char *text, size_t len, const sp_input_opts *in_opts,
+                                   sp_plan_pass *pass, sp_input *in, cm_error *err)
+{
+    sp_input_opts ro;
+    if (in_opts != NULL) {
+        ro = *in_opts;
+    } else {
+        sp_input_opts_init(&ro);
+    }
+    *pass = ro.pass;
+    ro.propagate = false;
+    return sp_input_read(text, len, &ro, in, err);
+}
+
 cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts *in_opts,
                               const char *mesh_name, const sp_sweep_opts *o,
                               sp_sweep_result *res, cm_error *err)
@@ -817,16 +839,9 @@ cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts 
     if (o->devices < 0 || o->devices > 65536) {
         return cm_error_set(err, CM_EINVAL, "/devices", "must be in [1, 65536] (0: the mesh's own)");
     }
-    sp_input_opts ro;
-    if (in_opts != NULL) {
-        ro = *in_opts;
-    } else {
-        sp_input_opts_init(&ro);
-    }
-    sp_plan_pass pass = ro.pass;
-    ro.propagate = false;
+    sp_plan_pass pass;
     sp_input in;
-    cm_status st = sp_input_read(text, len, &ro, &in, err);
+    cm_status st = read_unpropagated(text, len, in_opts, &pass, &in, err);
     if (st != CM_OK) {
         return st;
     }
@@ -897,7 +912,7 @@ cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts 
         st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
     }
     if (st == CM_OK) {
-        st = run_module_pool(res, v, NULL, 0, pass, in.custom, o, err);
+        st = run_module_pool(res, v, NULL, 0, NULL, pass, in.custom, o, err);
     }
     for (uint32_t i = 0; v != NULL && i < res->n_rows; i++) {
         cm_buf_fini(&v[i].text);
@@ -1053,16 +1068,9 @@ cm_status sp_sweep_rules_run(const char *text, size_t len, const sp_input_opts *
                              cm_error *err)
 {
     memset(res, 0, sizeof *res);
-    sp_input_opts ro;
-    if (in_opts != NULL) {
-        ro = *in_opts;
-    } else {
-        sp_input_opts_init(&ro);
-    }
-    sp_plan_pass pass = ro.pass;
-    ro.propagate = false;
+    sp_plan_pass pass;
     sp_input in;
-    cm_status st = sp_input_read(text, len, &ro, &in, err);
+    cm_status st = read_unpropagated(text, len, in_opts, &pass, &in, err);
     if (st != CM_OK) {
         return st;
     }
@@ -1174,7 +1182,8 @@ cm_status sp_sweep_rules_run(const char *text, size_t len, const sp_input_opts *
                 res->rows[i].sizes[k] = mesh->axes[k].size;
             }
         }
-        st = run_module_pool(res, NULL, text, len, pass, in.custom, o, err);
+        st = run_module_pool(res, NULL, text, len, in_opts != NULL ? in_opts->limits : NULL, pass,
+                             in.custom, o, err);
     }
     json_decref(empty);
     json_decref(root);

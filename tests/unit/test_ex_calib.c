@@ -25,6 +25,15 @@ static void plan(ex_rank *r, const char *label, uint32_t model, double pred, dou
     p->measured_s = meas;
 }
 
+/* r's report as ex_calib_rank_print writes it, into buf. */
+static void printed(const ex_rank *r, char *buf, size_t cap)
+{
+    FILE *f = fmemopen(buf, cap, "w");
+    assert_non_null(f);
+    ex_calib_rank_print(r, f);
+    fclose(f);
+}
+
 static void test_ex_calib_rank_score_same_order_passes(void **state)
 {
     (void)state;
@@ -94,10 +103,7 @@ static void test_ex_calib_rank_print_shows_orders_and_verdict(void **state)
     plan(&r, "MLP train tp", 0, 2.0, 1.5);
     ex_calib_rank_score(&r);
     char buf[4096];
-    FILE *f = fmemopen(buf, sizeof buf, "w");
-    assert_non_null(f);
-    ex_calib_rank_print(&r, f);
-    fclose(f);
+    printed(&r, buf, sizeof buf);
     assert_non_null(strstr(buf, "MLP order predicted: tp < dp; measured: dp < tp"));
     assert_non_null(strstr(buf, "Kendall tau -1.00"));
     assert_non_null(strstr(buf, "FAIL"));
@@ -119,10 +125,7 @@ static void test_ex_calib_rank_within_15_percent(void **state)
     assert_false(r.accurate);
     assert_true(r.pass); /* the order is still right */
     char buf[4096];
-    FILE *f = fmemopen(buf, sizeof buf, "w");
-    assert_non_null(f);
-    ex_calib_rank_print(&r, f);
-    fclose(f);
+    printed(&r, buf, sizeof buf);
     assert_non_null(strstr(buf, "0.840  (off by more than 15%)"));
     assert_non_null(strstr(buf, "1 of 2 plans predicted within 15% of their measured step: FAIL"));
 }

@@ -870,16 +870,23 @@ async function advisorSteps(ctx, base, mlpId, tp) {
     await page.close();
   });
 
-  await step('sweep a stored plan\'s own model over the meshes of 8 devices', async () => {
-    const errors = [];
-    const page = await newPage(ctx, errors);
+  // Stores the Flax MLP, opens its plan page and follows its sweep link
+  // (which: the link's selector) to the drawn chart; the stored plan.
+  const sweepOfFlaxPlan = async (page, which) => {
     const mlp = readFileSync(join(repo, 'examples', 'flax_mlp.json'), 'utf8');
     const made = await (await fetch(`${base}/v1/plans`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: mlp })).json();
     await page.goto(`${base}/#/plan/${made.id}`);
     await ready(page);
-    await page.click('#plan-sweep-link');
+    await page.click(which);
     await page.waitForSelector('#sweep-chart canvas', { timeout: WAIT });
     await ready(page);
+    return made;
+  };
+
+  await step('sweep a stored plan\'s own model over the meshes of 8 devices', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    const made = await sweepOfFlaxPlan(page, '#plan-sweep-link');
     const api = await (await fetch(`${base}/v1/plans/${made.id}/sweep`)).json();
     const trs = await page.$$eval('#sweep-table tbody tr', (t) => t.map((r) => [...r.children].map((x) => x.textContent)));
     const want = api.rows.map((r) => Object.entries(r.mesh).map(([k, v]) => `${k}=${v}`).join(','));
@@ -902,13 +909,7 @@ async function advisorSteps(ctx, base, mlpId, tp) {
   await step('sweep a stored Flax graph\'s logical-axis-rule variants', async () => {
     const errors = [];
     const page = await newPage(ctx, errors);
-    const mlp = readFileSync(join(repo, 'examples', 'flax_mlp.json'), 'utf8');
-    const made = await (await fetch(`${base}/v1/plans`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: mlp })).json();
-    await page.goto(`${base}/#/plan/${made.id}`);
-    await ready(page);
-    await page.click('#plan-sweep-rules-link');
-    await page.waitForSelector('#sweep-chart canvas', { timeout: WAIT });
-    await ready(page);
+    const made = await sweepOfFlaxPlan(page, '#plan-sweep-rules-link');
     const api = await (await fetch(`${base}/v1/plans/${made.id}/sweep?logical_rules=true`)).json();
     const trs = await page.$$eval('#sweep-table tbody tr', (t) => t.map((r) => ({ own: r.classList.contains('own'), cells: [...r.children].map((x) => x.textContent) })));
     const label = (r) => `${r.own ? '(own) ' : ''}${r.rules.map(([n, t]) => `${n}=${t === null ? '-' : t}`).join(' ')}`;
