@@ -88,6 +88,7 @@ typedef struct ex_rank_plan {
     uint32_t model;     /* plans of the same model are ranked against each other */
     double predicted_s; /* cost model step time under the profile */
     double measured_s;  /* executor, 8 devices: median of the runs after a warm-up */
+    double others_cores; /* CPU other processes took meanwhile, in cores (-1: unknown) */
 } ex_rank_plan;
 
 typedef struct ex_rank {
@@ -100,7 +101,14 @@ typedef struct ex_rank {
     bool pass;           /* every discordant pair is close */
     uint32_t within;     /* plans predicted within EX_CALIB_TOL of their measured step */
     bool accurate;       /* every plan is */
+    uint32_t busy_off;   /* plans off by more than that while others took over EX_CALIB_BUSY */
 } ex_rank;
+
+/* Other processes taking more than this many cores while a plan is
+ * measured make the machine too busy to judge its prediction by: eight
+ * workers in lock step on the cores lose more than the others' share at
+ * every barrier (docs/executor.md). */
+#define EX_CALIB_BUSY 0.25
 
 /* How far a prediction may be from the measured step: |predicted /
  * measured - 1| at most this. */
@@ -118,12 +126,13 @@ typedef struct ex_rank {
  * predicts under prof; with prof NULL each round first calibrates this
  * machine quickly (well under a second) and predicts under that, so that a
  * load that comes and goes weighs on both sides alike. The medians of the
- * rounds are kept. A minute or two. Errors: those of planning, calibrating
- * and running, CM_ENOMEM. */
+ * rounds are kept, and the CPU other processes took meanwhile (from
+ * /proc/stat less this process's own). A minute or two. Errors: those of
+ * planning, calibrating and running, CM_ENOMEM. */
 cm_status ex_calib_rank(const sp_profile *prof, uint32_t iters, ex_rank *out, cm_error *err);
 
-/* Fills tau, discordant, close, pass, within and accurate of r from its
- * plans' times (done by ex_calib_rank). */
+/* Fills tau, discordant, close, pass, within, accurate and busy_off of r
+ * from its plans' times (done by ex_calib_rank). */
 void ex_calib_rank_score(ex_rank *r);
 
 /* Prints the predicted and measured times with their ratio and whether it

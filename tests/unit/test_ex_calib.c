@@ -126,8 +126,15 @@ static void test_ex_calib_rank_within_15_percent(void **state)
     assert_true(r.pass); /* the order is still right */
     char buf[4096];
     printed(&r, buf, sizeof buf);
-    assert_non_null(strstr(buf, "0.840  (off by more than 15%)"));
-    assert_non_null(strstr(buf, "1 of 2 plans predicted within 15% of their measured step: FAIL"));
+    assert_non_null(strstr(buf, "0.840     0.00  (off by more than 15%)"));
+    assert_non_null(strstr(buf, "1 of 2 plans predicted within 15% of their measured step: FAIL\n"));
+    /* off while other processes took a core: said, still FAIL */
+    r.plans[1].others_cores = 1.0;
+    ex_calib_rank_score(&r);
+    assert_int_equal(r.busy_off, 1);
+    assert_false(r.accurate);
+    printed(&r, buf, sizeof buf);
+    assert_non_null(strstr(buf, "FAIL (1 of the 1 off ran while other processes took over 0.25 cores"));
 }
 
 int main(void)
