@@ -172,7 +172,7 @@ INC_bench := $(INC_tests)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- top-level targets --------------------------------------------------------
-.PHONY: all deps run test unit lit interp-test lit-cases lit-cases-xla mpi-test bench-mpi docker-check test-python web web-test api-test doc-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor fmt fmt-check clean header-check
+.PHONY: all deps run test unit lit interp-test lit-cases lit-cases-xla mpi-test bench-mpi docker-check test-python web web-test api-test doc-test san fuzz fuzz-plan bench bench-server bench-reader bench-propagation bench-json bench-partition bench-sweep bench-whatif bench-suggest bench-executor bench-calibration fmt fmt-check clean header-check
 
 all: $(BUILD)/rel/shardplan web
 
@@ -380,6 +380,14 @@ bench-whatif: $(BUILD)/rel/bench/bench_whatif
 # (docs/executor.md).
 bench-executor: $(BUILD)/rel/bench/bench_executor
 	$(BUILD)/rel/bench/bench_executor
+
+# The calibration suite: this machine calibrated (the profile written to
+# build/cpu-calibrated.json), then each plan of the suite predicted under a
+# calibration taken beside each of its runs and measured; prints the table
+# (plan, predicted, measured, ratio) and fails unless every plan is within
+# 15% and the order is right (docs/executor.md).
+bench-calibration: $(BUILD)/rel/shardplan
+	nice $(BUILD)/rel/shardplan calibrate --out $(BUILD)/cpu-calibrated.json --rank
 
 # The collectives across two network-namespace hosts (bench/bench_mpi.sh):
 # 64 MiB all-reduce, all-gather, reduce-scatter, all-to-all, algbw and busbw

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * cmd: `shardplan sweep`, the transformer template over every data x model
  * mesh and strategy, or the user's FILE over every mesh of a device count
- * (its mesh's axes kept, sizes redistributed), ranked
+ * (its mesh's axes kept, sizes redistributed), or a Flax graph's
+ * logical-axis-rule variants (--logical-rules), ranked
  * (planner/advise/sp_sweep.h). */
 #include "cmd.h"
 
@@ -32,7 +33,7 @@ static int run_sweep(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci
     sp_sweep_opts o;
     sp_sweep_opts_init(&o);
     const char *prof = "cpu-local", *file = NULL, *mesh = NULL;
-    bool json = false, devices_set = false;
+    bool json = false, devices_set = false, logical = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t n = 0;
@@ -56,6 +57,10 @@ static int run_sweep(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci
             json = true;
             continue;
         }
+        if (strcmp(a, "--logical-rules") == 0) {
+            logical = true;
+            continue;
+        }
         if (strcmp(a, "--inference") == 0) {
             o.train = false;
             continue;
@@ -66,8 +71,12 @@ static int run_sweep(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci
                   "        [--threads T] [--jobs N] [--profile NAME|FILE] [--json]\n"
                   "       shardplan sweep FILE [--devices N] [--mesh NAME] [--pass NAME]\n"
                   "        [--rules FILE] [--threads T] [--profile NAME|FILE] [--json]\n"
+                  "       shardplan sweep FILE.json --logical-rules [--mesh NAME] [--pass NAME]\n"
+                  "        [--rules FILE] [--threads T] [--profile NAME|FILE] [--json]\n"
                   "  FILE: a graph document or MLIR module, swept over every mesh of N devices\n"
-                  "  (default: its mesh's own count) with its mesh's axis names and order\n",
+                  "  (default: its mesh's own count) with its mesh's axis names and order;\n"
+                  "  --logical-rules: a Flax graph document's logical_axis_rules varied instead\n"
+                  "  (each logical axis name on each mesh axis or none), its mesh kept\n",
                   out);
             return 0;
         }
@@ -127,8 +136,12 @@ static int run_sweep(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci
     }
     o.profile = &p;
     sp_sweep_result res;
-    if (file == NULL && mesh != NULL) {
-        fprintf(errs, "shardplan sweep: --mesh needs a FILE\n");
+    if (file == NULL && (mesh != NULL || logical)) {
+        fprintf(errs, "shardplan sweep: %s needs a FILE\n", logical ? "--logical-rules" : "--mesh");
+        return 2;
+    }
+    if (logical && devices_set) {
+        fprintf(errs, "shardplan sweep: --logical-rules keeps the mesh: no --devices\n");
         return 2;
     }
     if (file != NULL) {
@@ -138,7 +151,8 @@ static int run_sweep(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci
         char *text = NULL;
         size_t len = 0;
         if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-            sp_sweep_module_run(text, len, &ci->io, mesh, &o, &res, &err) != CM_OK) {
+            (logical ? sp_sweep_rules_run(text, len, &ci->io, mesh, &o, &res, &err)
+                     : sp_sweep_module_run(text, len, &ci->io, mesh, &o, &res, &err)) != CM_OK) {
             cmd_report(errs, json, "sweep", file, &err);
             cm_free(text);
             return 1;

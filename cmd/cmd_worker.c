@@ -275,6 +275,16 @@ int cmd_worker(int argc, char **argv, FILE *out, FILE *errs)
         cm_json_put_key(&b, "predicted_step_s");
         cm_json_put_null(&b);
     }
+    if (c != NULL) {
+        /* which profile the prediction used, and whether it was measured
+         * on this machine (the dashboard says when it was not) */
+        const sp_cost_summary *cs = sp_cost_get_summary(c);
+        cm_json_put_key(&b, "predicted_profile");
+        cm_buf_putc(&b, '{');
+        cm_json_put_kv_str(&b, "name", cs->profile);
+        cm_json_put_kv_bool(&b, "calibrated", cs->profile_calibrated);
+        cm_buf_putc(&b, '}');
+    }
     put_kv_g9(&b, "reference_s", r.ref_s);
     cm_json_put_key(&b, "numerics");
     cm_buf_putc(&b, '{');

@@ -35,11 +35,19 @@ cm_status ex_calib_sgemm_workers(int64_t n, uint32_t n_workers, uint32_t reps, d
 cm_status ex_calib_memcpy(size_t bytes, uint32_t n_threads, uint32_t reps, double *secs_out,
                           cm_error *err);
 
+/* Elements per second per worker when n_workers threads each take the exp
+ * of elems f32 values through the executor's kernel at the same time, the
+ * median over reps rounds. Errors: those of ex_calib_memcpy. */
+cm_status ex_calib_exp_workers(size_t elems, uint32_t n_workers, uint32_t reps, double *rate_out,
+                               cm_error *err);
+
 /* Seconds of one pthread barrier round among n_threads threads (2 to 256,
  * this one among them), the mean over rounds, into *secs_out. Errors:
  * CM_ENOMEM, those of starting the threads. */
 cm_status ex_calib_barrier(uint32_t n_threads, uint32_t rounds, double *secs_out,
                            cm_error *err);
+
+#define EX_CALIB_GEMM 6 /* sgemm sizes 32, 64, ..., 1024 */
 
 typedef struct ex_calib {
     uint32_t n_devices;    /* device workers the profile is for */
@@ -51,6 +59,10 @@ typedef struct ex_calib {
     double link_bandwidth; /* per worker when all copy together, bytes/s */
     double link_latency;   /* one barrier round, seconds */
     double mem_bytes;      /* physical memory, bytes (0: unknown) */
+    uint32_t n_gemm;       /* points of the gemm curve, by ascending size */
+    double gemm_n[EX_CALIB_GEMM];
+    double gemm_flops[EX_CALIB_GEMM]; /* per worker at gemm_n^3, all together */
+    double transcendentals; /* exp per worker, elements/s, all together */
 } ex_calib;
 
 /* Told before each step of ex_calib_measure: its name ("sgemm", ...), and
@@ -76,6 +88,7 @@ typedef struct ex_rank_plan {
     uint32_t model;     /* plans of the same model are ranked against each other */
     double predicted_s; /* cost model step time under the profile */
     double measured_s;  /* executor, 8 devices: median of the runs after a warm-up */
+    double others_cores; /* CPU other processes took meanwhile, in cores (-1: unknown) */
 } ex_rank_plan;
 
 typedef struct ex_rank {
@@ -86,7 +99,20 @@ typedef struct ex_rank {
     uint32_t close;      /* of those, within EX_RANK_NOISE of each other measured or
                             predicted */
     bool pass;           /* every discordant pair is close */
+    uint32_t within;     /* plans predicted within EX_CALIB_TOL of their measured step */
+    bool accurate;       /* every plan is */
+    uint32_t busy_off;   /* plans off by more than that while others took over EX_CALIB_BUSY */
 } ex_rank;
+
+/* Other processes taking more than this many cores while a plan is
+ * measured make the machine too busy to judge its prediction by: eight
+ * workers in lock step on the cores lose more than the others' share at
+ * every barrier (docs/executor.md). */
+#define EX_CALIB_BUSY 0.25
+
+/* How far a prediction may be from the measured step: |predicted /
+ * measured - 1| at most this. */
+#define EX_CALIB_TOL 0.15
 
 /* Measured times closer than this fraction are within this machine's run
  * to run spread, predicted ones are a tie for the cost model; a pair ordered
@@ -95,17 +121,23 @@ typedef struct ex_rank {
 
 /* Plans the benchmark suite (the MLP and the transformer training steps of
  * sp_example, each under dp, fsdp, tp and dp+tp on data=2 x model=4), predicts
- * each step with the cost model under prof and measures it with the
- * executor on 8 devices (a warm-up run, then the median of iters runs).
- * Minutes at most. Errors: those of planning and running, CM_ENOMEM. */
+ * each step with the cost model and measures it with the executor on 8
+ * devices: a warm-up round, then iters rounds. With prof every round
+ * predicts under prof; with prof NULL each round first calibrates this
+ * machine quickly (well under a second) and predicts under that, so that a
+ * load that comes and goes weighs on both sides alike. The medians of the
+ * rounds are kept, and the CPU other processes took meanwhile (from
+ * /proc/stat less this process's own). A minute or two. Errors: those of
+ * planning, calibrating and running, CM_ENOMEM. */
 cm_status ex_calib_rank(const sp_profile *prof, uint32_t iters, ex_rank *out, cm_error *err);
 
-/* Fills tau, discordant, close and pass of r from its plans' times (done by
- * ex_calib_rank). */
+/* Fills tau, discordant, close, pass, within, accurate and busy_off of r
+ * from its plans' times (done by ex_calib_rank). */
 void ex_calib_rank_score(ex_rank *r);
 
-/* Prints the predicted and measured times, both orders per model, tau and
- * PASS or FAIL. */
+/* Prints the predicted and measured times with their ratio and whether it
+ * is within EX_CALIB_TOL, both orders per model, tau and PASS or FAIL for
+ * each of the two checks. */
 void ex_calib_rank_print(const ex_rank *r, FILE *out);
 
 #endif /* EX_CALIB_H */

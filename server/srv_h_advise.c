@@ -201,10 +201,12 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
     srv_plan_input_fini(&pi);
 }
 
-/* GET /v1/plans/{id}/sweep?devices=&mesh=&profile= (planner/advise/sp_sweep.h,
- * docs/advisor.md "Sweep"): the plan's own input over every mesh of a
- * device count (default: its mesh's own), axis names and order kept, each
- * variant planned with the plan's pass and rules and ranked. At most
+/* GET /v1/plans/{id}/sweep?devices=&mesh=&profile=&logical_rules=
+ * (planner/advise/sp_sweep.h, docs/advisor.md "Sweep"): the plan's own input
+ * over every mesh of a device count (default: its mesh's own), axis names
+ * and order kept, or with logical_rules=true over its logical-axis-rule
+ * variants (a Flax graph), each variant planned with the plan's pass and
+ * rules and ranked. At most
  * SP_SWEEP_MAX_VARIANTS meshes; the compute deadline and a client that
  * leaves stop it. */
 void srv_h_plan_sweep(srv_app *app, srv_req *r, route_args *a)
@@ -218,6 +220,17 @@ void srv_h_plan_sweep(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     const char *mesh = srv_req_query(r, "mesh");
+    const char *lr = srv_req_query(r, "logical_rules");
+    if (lr != NULL && strcmp(lr, "true") != 0 && strcmp(lr, "false") != 0) {
+        srv_reply_err(app, r, E_INVALID, "/logical_rules", "give true or false");
+        return;
+    }
+    bool logical = lr != NULL && strcmp(lr, "true") == 0;
+    if (logical && dv != NULL) {
+        srv_reply_err(app, r, E_INVALID, "/devices",
+                      "a logical-rules sweep keeps the plan's mesh: give no devices");
+        return;
+    }
     sp_profile prof;
     bool have_prof;
     if (!query_profile(app, r, a, &prof, &have_prof)) {
@@ -235,10 +248,13 @@ void srv_h_plan_sweep(srv_app *app, srv_req *r, route_args *a)
         return; /* replied */
     }
     sp_sweep_result res;
-    if (sp_sweep_module_run(pi.text, pi.len, &pi.io, mesh, &o, &res, &e) != CM_OK) {
-        /* the mesh and the device count are the client's; the rest is about stored data */
+    if ((logical ? sp_sweep_rules_run(pi.text, pi.len, &pi.io, mesh, &o, &res, &e)
+                 : sp_sweep_module_run(pi.text, pi.len, &pi.io, mesh, &o, &res, &e)) != CM_OK) {
+        /* the mesh, the device count and asking a rules sweep of a plan that
+         * has no logical names are the client's; the rest is about stored data */
         bool theirs = e.code == CM_EINVAL &&
-                      (strcmp(e.path, "/mesh") == 0 || strcmp(e.path, "/devices") == 0);
+                      (strcmp(e.path, "/mesh") == 0 || strcmp(e.path, "/devices") == 0 ||
+                       strcmp(e.path, "/logical_axis_rules") == 0);
         reply_stopped_or(app, r, &cs, "sweep", &e, !theirs);
         srv_plan_input_fini(&pi);
         return;

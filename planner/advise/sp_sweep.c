@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cm_json.h"
 #include "sp_advise_int.h"
 #include "sp_example.h"
@@ -402,6 +404,43 @@ static void mesh_label(const sp_sweep_result *res, const sp_sweep_row *r, char *
     }
 }
 
+/* A rules row as "batch=data embed=- mlp=model" (a list target as
+ * "a+b"), its own rules marked "(own) ", into buf. */
+static void rules_label(const sp_sweep_row *r, char *buf, size_t cap)
+{
+    json_t *j = json_loads(r->rules, 0, NULL);
+    size_t at = 0, i;
+    json_t *x;
+    buf[0] = '\0';
+    if (r->own) {
+        at = (size_t)snprintf(buf, cap, "(own) ");
+    }
+    json_array_foreach(j, i, x)
+    {
+        const json_t *t = json_array_get(x, 1);
+        char tgt[96] = "-";
+        if (json_is_string(t)) {
+            snprintf(tgt, sizeof tgt, "%s", json_string_value(t));
+        } else if (json_is_array(t)) {
+            size_t k, n = 0;
+            json_t *a;
+            tgt[0] = '\0';
+            json_array_foreach(t, k, a)
+            {
+                int w = snprintf(tgt + n, sizeof tgt - n, "%s%s", k > 0 ? "+" : "",
+                                 json_is_string(a) ? json_string_value(a) : "?");
+                n += w > 0 && (size_t)w < sizeof tgt - n ? (size_t)w : 0;
+            }
+        }
+        const json_t *nm = json_array_get(x, 0);
+        int w = at < cap ? snprintf(buf + at, cap - at, "%s%s=%s", i > 0 ? " " : "",
+                                    json_is_string(nm) ? json_string_value(nm) : "?", tgt)
+                         : 0;
+        at += w > 0 ? (size_t)w : 0;
+    }
+    json_decref(j);
+}
+
 void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
 {
     cm_buf_printf(b, "{\"variants\":%u,\"ops_per_variant\":%u,\"plans\":%u", res->n_rows,
@@ -411,9 +450,13 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
     cm_json_put_key(b, "cpu_seconds");
     cm_json_put_g(b, res->cpu_seconds, 6);
     cm_json_put_kv_str(b, "profile", res->profile);
-    if (res->of_module) {
+    if (res->of_module || res->of_rules) {
         cm_json_put_kv_str(b, "mesh_name", res->mesh);
         cm_json_put_kv_bool(b, "device_ids_dropped", res->dropped_device_ids);
+    }
+    if (res->of_rules) {
+        cm_buf_printf(b, ",\"logical_names\":%u", res->n_logical);
+        cm_json_put_kv_str(b, "variants_of", res->neighbours ? "one name at a time" : "every assignment");
     }
     cm_buf_puts(b, ",\"rows\":[");
     for (uint32_t i = 0; i < res->n_rows; i++) {
@@ -426,6 +469,11 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
         if (r->strategy >= 0) {
             cm_json_put_kv_str(b, "strategy",
                                sp_example_strategy_name((sp_example_strategy)r->strategy));
+        }
+        if (res->of_rules) {
+            cm_buf_puts(b, ",\"rules\":");
+            cm_buf_puts(b, r->rules); /* JSON text made by rules_text */
+            cm_json_put_kv_bool(b, "own", r->own);
         }
         cm_json_put_kv_bool(b, "ok", r->ok);
         if (r->ok) {
@@ -452,15 +500,18 @@ void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b)
 
 void sp_sweep_write_text(const sp_sweep_result *res, cm_buf *b)
 {
-    int w = res->of_module ? 24 : 12;
-    /* a module sweep has no strategy column */
-    cm_buf_printf(b, "%-5s %-*s %s%12s %14s %14s %-5s %s\n", "rank", w, "mesh",
-                  res->of_module ? "" : "strat  ", "step", "peak/device", "comm/device", "fits",
-                  "pareto");
+    int w = res->of_rules ? 40 : res->of_module ? 24 : 12;
+    /* a module sweep has no strategy column; a rules sweep shows rules for the mesh */
+    cm_buf_printf(b, "%-5s %-*s %s%12s %14s %14s %-5s %s\n", "rank", w,
+                  res->of_rules ? "logical_axis_rules" : "mesh",
+                  res->of_module || res->of_rules ? "" : "strat  ", "step", "peak/device",
+                  "comm/device", "fits", "pareto");
     for (uint32_t i = 0; i < res->n_rows; i++) {
         const sp_sweep_row *r = &res->rows[i];
-        char mesh[160];
-        if (res->of_module) {
+        char mesh[SP_SWEEP_RULES_LEN];
+        if (res->of_rules) {
+            rules_label(r, mesh, sizeof mesh);
+        } else if (res->of_module) {
             mesh_label(res, r, mesh, sizeof mesh);
         } else {
             snprintf(mesh, sizeof mesh, "%lldx%lld", (long long)r->data, (long long)r->model);
@@ -481,6 +532,15 @@ void sp_sweep_write_text(const sp_sweep_result *res, cm_buf *b)
                       r->peak_bytes / 1048576.0, r->comm_bytes / 1048576.0, r->fits ? "yes" : "NO",
                       r->pareto ? "*" : "");
     }
+    if (res->of_rules) {
+        cm_buf_printf(b,
+                      "%u logical-axis-rule variants (%s of %u names over @%s's axes or none), "
+                      "%u ops each, %u plans in %.3f s (%.3f s CPU)\n",
+                      res->n_rows, res->neighbours ? "one name moved at a time" : "every assignment",
+                      res->n_logical, res->mesh, res->n_ops, res->n_jobs, res->seconds,
+                      res->cpu_seconds);
+        return;
+    }
     if (res->of_module) {
         cm_buf_printf(b, "%u meshes of @%s, %u ops each, %u plans in %.3f s (%.3f s CPU)%s\n",
                       res->n_rows, res->mesh, res->n_ops, res->n_jobs, res->seconds,
@@ -500,7 +560,10 @@ typedef struct mvariant {
 } mvariant;
 
 typedef struct mpool {
-    mvariant *v;
+    mvariant *v;           /* the variants' texts; NULL for a rules sweep */
+    const char *doc;       /* a rules sweep: the graph document each row's rules go into */
+    size_t doc_len;
+    const sp_graph_limits *limits; /* a rules sweep: the input's decoder limits */
     uint32_t n_v;
     sp_sweep_row *rows;
     sp_plan_pass pass;
@@ -512,6 +575,33 @@ typedef struct mpool {
     void *cancel_ctx;
     atomic_bool stopped;
 } mpool;
+
+/* The graph document doc with its logical_axis_rules replaced by rules
+ * (JSON text), compact, into out. Errors: CM_EINVAL (doc or rules not
+ * JSON: the caller read both before), CM_ENOMEM. */
+static cm_status with_rules(const char *doc, size_t len, const char *rules, cm_buf *out,
+                            cm_error *err)
+{
+    json_t *root = json_loadb(doc, len, 0, NULL), *r = json_loads(rules, 0, NULL);
+    cm_status st = root == NULL || r == NULL || !json_is_object(root)
+                       ? cm_error_set(err, CM_EINVAL, "/logical_axis_rules", "not a graph document")
+                       : CM_OK;
+    char *txt = NULL;
+    if (st == CM_OK && json_object_set(root, "logical_axis_rules", r) == 0) {
+        txt = json_dumps(root, JSON_COMPACT);
+    }
+    if (st == CM_OK && txt == NULL) {
+        st = cm_error_oom(err);
+    }
+    if (txt != NULL) {
+        cm_buf_puts(out, txt);
+        free(txt);
+        st = out->oom ? cm_error_oom(err) : CM_OK;
+    }
+    json_decref(root);
+    json_decref(r);
+    return st;
+}
 
 /* Reads, propagates with the input's pass, partitions and costs variant i. */
 static void run_module_variant(mpool *p, uint32_t i)
@@ -525,8 +615,16 @@ static void run_module_variant(mpool *p, uint32_t i)
     sp_input_opts vo;
     sp_input_opts_init(&vo);
     vo.propagate = false;
+    vo.limits = p->limits;
     sp_input vin;
-    cm_status st = sp_input_read(p->v[i].text.data, p->v[i].text.len, &vo, &vin, &err);
+    cm_buf doc;
+    cm_buf_init(&doc);
+    cm_status st = p->doc != NULL ? with_rules(p->doc, p->doc_len, r->rules, &doc, &err) : CM_OK;
+    const cm_buf *t = p->doc != NULL ? &doc : &p->v[i].text;
+    if (st == CM_OK) {
+        st = sp_input_read(t->data, t->len, &vo, &vin, &err);
+    }
+    cm_buf_fini(&doc);
     sp_module *m = st == CM_OK ? vin.m : NULL;
     if (st == CM_OK) {
         sp_diags d;
@@ -627,6 +725,112 @@ static bool find_mesh_line(const cm_buf *t, const char *name, size_t *at, size_t
     return false;
 }
 
+/* The mesh a module sweep varies: mesh_name, or the module's main mesh;
+ * checked (1 to SP_SWEEP_MAX_AXES axes, names that fit res) and its name and
+ * axis names copied into res. Errors: CM_EINVAL at /mesh. */
+static cm_status pick_mesh(const sp_module *m, const char *mesh_name, const sp_mesh **mesh_out,
+                           const char **name_out, sp_sweep_result *res, cm_error *err)
+{
+    const char *mname = mesh_name != NULL ? mesh_name : sp_advise_main_mesh(m);
+    const sp_mesh *mesh = mname != NULL ? sp_module_mesh(m, mname) : NULL;
+    if (mesh == NULL) {
+        return mesh_name != NULL
+                   ? cm_error_set(err, CM_EINVAL, "/mesh", "the module has no mesh @%.64s",
+                                  mesh_name)
+                   : cm_error_set(err, CM_EINVAL, "/mesh", "the module declares no mesh to sweep");
+    }
+    if (mesh->n_axes == 0 || mesh->n_axes > SP_SWEEP_MAX_AXES) {
+        return cm_error_set(err, CM_EINVAL, "/mesh",
+                            "mesh @%.64s has %u axes; a sweep redistributes 1 to %d", mname,
+                            mesh->n_axes, SP_SWEEP_MAX_AXES);
+    }
+    if (strlen(mname) >= sizeof res->mesh) {
+        return cm_error_set(err, CM_EINVAL, "/mesh", "mesh name longer than %zu bytes",
+                            sizeof res->mesh - 1);
+    }
+    for (uint32_t k = 0; k < mesh->n_axes; k++) {
+        if (strlen(mesh->axes[k].name) >= sizeof res->axes[k]) {
+            return cm_error_set(err, CM_EINVAL, "/mesh", "axis name longer than %zu bytes",
+                                sizeof res->axes[k] - 1);
+        }
+    }
+    snprintf(res->mesh, sizeof res->mesh, "%s", mname);
+    res->dropped_device_ids = mesh->device_ids != NULL;
+    res->n_axes = mesh->n_axes;
+    for (uint32_t k = 0; k < mesh->n_axes; k++) {
+        snprintf(res->axes[k], sizeof res->axes[k], "%s", mesh->axes[k].name);
+    }
+    *mesh_out = mesh;
+    *name_out = mname;
+    return CM_OK;
+}
+
+/* Plans and costs the variants v (one per row of res), or, with doc, the
+ * graph document doc under each row's rules (read with limits, NULL: the
+ * defaults), on o->threads threads with
+ * the input's pass and custom rules, and ranks the rows;
+ * fills res's profile, times and counts. Errors: CM_EIO when o->cancel
+ * stopped it. */
+static cm_status run_module_pool(sp_sweep_result *res, mvariant *v, const char *doc,
+                                 size_t doc_len, const sp_graph_limits *limits, sp_plan_pass pass,
+                                 const sp_custom_rules *custom, const sp_sweep_opts *o,
+                                 cm_error *err)
+{
+    sp_profile defp;
+    if (o->profile == NULL) {
+        sp_profile_default(&defp);
+    }
+    const sp_profile *prof = o->profile != NULL ? o->profile : &defp;
+    snprintf(res->profile, sizeof res->profile, "%s", prof->name);
+    double t0 = cm_now(), c0 = cpu_now();
+    mpool p;
+    memset(&p, 0, sizeof p);
+    p.v = v;
+    p.doc = doc;
+    p.doc_len = doc_len;
+    p.limits = limits;
+    p.n_v = res->n_rows;
+    p.rows = res->rows;
+    p.pass = pass;
+    p.custom = custom;
+    p.profile = prof;
+    atomic_init(&p.next, 0u);
+    atomic_init(&p.n_ops, 0u);
+    atomic_init(&p.stopped, false);
+    p.cancel = o->cancel;
+    p.cancel_ctx = o->cancel_ctx;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t nt = o->threads > 0 ? o->threads : cores > 0 ? (uint32_t)cores : 1;
+    nt = nt > 64 ? 64 : nt;
+    sp_advise_threads_run(module_worker, &p, nt < p.n_v ? nt : p.n_v);
+    res->seconds = cm_now() - t0;
+    res->cpu_seconds = cpu_now() - c0;
+    res->n_jobs = res->n_rows;
+    res->n_ops = atomic_load(&p.n_ops);
+    if (atomic_load(&p.stopped)) {
+        return cm_error_set(err, CM_EIO, NULL, "sweep stopped before its end (cancelled)");
+    }
+    rank_rows(res);
+    return CM_OK;
+}
+
+/* text read as in_opts says (NULL: the defaults) but not propagated, into
+ * *in, and the pass it asks for into *pass. Errors: those of
+ * sp_input_read. */
+static cm_status read_unpropagated(const char *text, size_t len, const sp_input_opts *in_opts,
+                                   sp_plan_pass *pass, sp_input *in, cm_error *err)
+{
+    sp_input_opts ro;
+    if (in_opts != NULL) {
+        ro = *in_opts;
+    } else {
+        sp_input_opts_init(&ro);
+    }
+    *pass = ro.pass;
+    ro.propagate = false;
+    return sp_input_read(text, len, &ro, in, err);
+}
+
 cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts *in_opts,
                               const char *mesh_name, const sp_sweep_opts *o,
                               sp_sweep_result *res, cm_error *err)
@@ -635,40 +839,16 @@ cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts 
     if (o->devices < 0 || o->devices > 65536) {
         return cm_error_set(err, CM_EINVAL, "/devices", "must be in [1, 65536] (0: the mesh's own)");
     }
-    sp_input_opts ro;
-    if (in_opts != NULL) {
-        ro = *in_opts;
-    } else {
-        sp_input_opts_init(&ro);
-    }
-    sp_plan_pass pass = ro.pass;
-    ro.propagate = false;
+    sp_plan_pass pass;
     sp_input in;
-    cm_status st = sp_input_read(text, len, &ro, &in, err);
+    cm_status st = read_unpropagated(text, len, in_opts, &pass, &in, err);
     if (st != CM_OK) {
         return st;
     }
-    const char *mname = mesh_name != NULL ? mesh_name : sp_advise_main_mesh(in.m);
-    const sp_mesh *mesh = mname != NULL ? sp_module_mesh(in.m, mname) : NULL;
-    if (mesh == NULL) {
-        st = mesh_name != NULL
-                 ? cm_error_set(err, CM_EINVAL, "/mesh", "the module has no mesh @%.64s", mesh_name)
-                 : cm_error_set(err, CM_EINVAL, "/mesh", "the module declares no mesh to sweep");
-    } else if (mesh->n_axes == 0 || mesh->n_axes > SP_SWEEP_MAX_AXES) {
-        st = cm_error_set(err, CM_EINVAL, "/mesh",
-                          "mesh @%.64s has %u axes; a sweep redistributes 1 to %d", mname,
-                          mesh->n_axes, SP_SWEEP_MAX_AXES);
-    } else if (strlen(mname) >= sizeof res->mesh) {
-        st = cm_error_set(err, CM_EINVAL, "/mesh", "mesh name longer than %zu bytes",
-                          sizeof res->mesh - 1);
-    }
+    const sp_mesh *mesh = NULL;
+    const char *mname = NULL;
+    st = pick_mesh(in.m, mesh_name, &mesh, &mname, res, err);
     int64_t devices = o->devices;
-    for (uint32_t k = 0; st == CM_OK && k < mesh->n_axes; k++) {
-        if (strlen(mesh->axes[k].name) >= sizeof res->axes[k]) {
-            st = cm_error_set(err, CM_EINVAL, "/mesh", "axis name longer than %zu bytes",
-                              sizeof res->axes[k] - 1);
-        }
-    }
     if (st == CM_OK && devices == 0) {
         devices = 1;
         for (uint32_t k = 0; k < mesh->n_axes && devices <= 65536; k++) {
@@ -683,13 +863,7 @@ cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts 
     cm_buf_init(&mlir);
     size_t mesh_at = 0, mesh_len = 0;
     if (st == CM_OK) {
-        snprintf(res->mesh, sizeof res->mesh, "%s", mname);
         res->of_module = true;
-        res->dropped_device_ids = mesh->device_ids != NULL;
-        res->n_axes = mesh->n_axes;
-        for (uint32_t k = 0; k < mesh->n_axes; k++) {
-            snprintf(res->axes[k], sizeof res->axes[k], "%s", mesh->axes[k].name);
-        }
         sp_print_opts po = {false, false};
         sp_mlir_print(in.m, &po, &mlir);
         if (mlir.oom) {
@@ -737,39 +911,9 @@ cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts 
     if (st == CM_OK && oom) {
         st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
     }
-    sp_profile defp;
-    if (o->profile == NULL) {
-        sp_profile_default(&defp);
-    }
-    const sp_profile *prof = o->profile != NULL ? o->profile : &defp;
-    snprintf(res->profile, sizeof res->profile, "%s", prof->name);
-    double t0 = cm_now(), c0 = cpu_now();
-    mpool p;
-    memset(&p, 0, sizeof p);
     if (st == CM_OK) {
-        p.v = v;
-        p.n_v = res->n_rows;
-        p.rows = res->rows;
-        p.pass = pass;
-        p.custom = in.custom;
-        p.profile = prof;
-        atomic_init(&p.next, 0u);
-        atomic_init(&p.n_ops, 0u);
-        atomic_init(&p.stopped, false);
-        p.cancel = o->cancel;
-        p.cancel_ctx = o->cancel_ctx;
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        uint32_t nt = o->threads > 0 ? o->threads : cores > 0 ? (uint32_t)cores : 1;
-        nt = nt > 64 ? 64 : nt;
-        sp_advise_threads_run(module_worker, &p, nt < p.n_v ? nt : p.n_v);
-        if (atomic_load(&p.stopped)) {
-            st = cm_error_set(err, CM_EIO, NULL, "sweep stopped before its end (cancelled)");
-        }
+        st = run_module_pool(res, v, NULL, 0, NULL, pass, in.custom, o, err);
     }
-    res->seconds = cm_now() - t0;
-    res->cpu_seconds = cpu_now() - c0;
-    res->n_jobs = res->n_rows;
-    res->n_ops = atomic_load(&p.n_ops);
     for (uint32_t i = 0; v != NULL && i < res->n_rows; i++) {
         cm_buf_fini(&v[i].text);
     }
@@ -778,8 +922,274 @@ cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts 
     sp_input_fini(&in);
     if (st != CM_OK) {
         sp_sweep_result_fini(res);
+    }
+    return st;
+}
+
+/* ---- a Flax graph's logical-axis-rule variants ------------------------------------------------ */
+
+typedef struct lnames {
+    char name[SP_SWEEP_MAX_LOGICAL][64];
+    uint32_t n;
+    bool too_many, too_long;
+} lnames;
+
+static void lname_add(lnames *l, const char *s)
+{
+    if (strlen(s) >= sizeof l->name[0]) {
+        l->too_long = true;
+        return;
+    }
+    for (uint32_t i = 0; i < l->n; i++) {
+        if (strcmp(l->name[i], s) == 0) {
+            return;
+        }
+    }
+    if (l->n == SP_SWEEP_MAX_LOGICAL) {
+        l->too_many = true;
+        return;
+    }
+    snprintf(l->name[l->n++], sizeof l->name[0], "%s", s);
+}
+
+/* The logical names of every "logical_axes" member under v (a list, or
+ * {"mesh", "logical": [...]}), in document order. */
+static void lnames_walk(const json_t *v, lnames *l, int depth)
+{
+    if (depth > 64) {
+        return; /* the decoder bounds nesting far below this */
+    }
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+        {
+            lnames_walk(x, l, depth + 1);
+        }
+        return;
+    }
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)(uintptr_t)v, k, x)
+    {
+        if (strcmp(k, "logical_axes") != 0) {
+            lnames_walk(x, l, depth + 1);
+            continue;
+        }
+        const json_t *names = json_is_object(x) ? json_object_get(x, "logical") : x;
+        size_t i;
+        json_t *n;
+        json_array_foreach(names, i, n)
+        {
+            if (json_is_string(n)) {
+                lname_add(l, json_string_value(n));
+            }
+        }
+    }
+}
+
+/* Name i's choice in the document's rules: 0 none (no rule, or null), 1 + k
+ * mesh axis k; -1 when a list of axes or an axis not of the mesh. *simple
+ * goes false for such a choice or a name with several rules (fallbacks). */
+static int own_choice(const json_t *rules, const char *name, const sp_sweep_result *res,
+                      bool *simple)
+{
+    int got = 0, seen = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(rules, i, r)
+    {
+        const json_t *n = json_array_get(r, 0), *t = json_array_get(r, 1);
+        if (!json_is_string(n) || strcmp(json_string_value(n), name) != 0 || seen++ > 0) {
+            continue;
+        }
+        got = json_is_null(t) ? 0 : -1;
+        for (uint32_t k = 0; json_is_string(t) && k < res->n_axes; k++) {
+            got = strcmp(json_string_value(t), res->axes[k]) == 0 ? (int)k + 1 : got;
+        }
+    }
+    *simple = *simple && got >= 0 && seen <= 1;
+    return got;
+}
+
+/* Row r's rules: each name with its choice (choice[i]; -1 keeps the
+ * document's rules for that name, copied from rules), as JSON text. false
+ * when longer than SP_SWEEP_RULES_LEN. */
+static bool rules_text(const lnames *l, const int *choice, const json_t *rules,
+                       const sp_sweep_result *res, sp_sweep_row *r)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_putc(&b, '[');
+    bool first = true;
+    size_t j;
+    json_t *x;
+    json_array_foreach(rules, j, x)
+    {
+        const json_t *n = json_array_get(x, 0);
+        for (uint32_t i = 0; json_is_string(n) && i < l->n; i++) {
+            if (choice[i] < 0 && strcmp(json_string_value(n), l->name[i]) == 0) {
+                char *t = json_dumps(x, JSON_COMPACT);
+                cm_buf_puts(&b, first ? "" : ",");
+                cm_buf_puts(&b, t != NULL ? t : "");
+                b.oom = b.oom || t == NULL;
+                free(t);
+                first = false;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < l->n; i++) {
+        if (choice[i] < 0) {
+            continue;
+        }
+        cm_buf_puts(&b, first ? "[" : ",[");
+        cm_json_put_str(&b, l->name[i], strlen(l->name[i]));
+        cm_buf_putc(&b, ',');
+        if (choice[i] == 0) {
+            cm_buf_puts(&b, "null");
+        } else {
+            const char *ax = res->axes[choice[i] - 1];
+            cm_json_put_str(&b, ax, strlen(ax));
+        }
+        cm_buf_putc(&b, ']');
+        first = false;
+    }
+    cm_buf_putc(&b, ']');
+    bool ok = !b.oom && b.len < sizeof r->rules;
+    if (ok) {
+        memcpy(r->rules, b.data, b.len + 1);
+    }
+    cm_buf_fini(&b);
+    return ok;
+}
+
+cm_status sp_sweep_rules_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                             const char *mesh_name, const sp_sweep_opts *o, sp_sweep_result *res,
+                             cm_error *err)
+{
+    memset(res, 0, sizeof *res);
+    sp_plan_pass pass;
+    sp_input in;
+    cm_status st = read_unpropagated(text, len, in_opts, &pass, &in, err);
+    if (st != CM_OK) {
         return st;
     }
-    rank_rows(res);
-    return CM_OK;
+    json_t *root = NULL;
+    if (in.g == NULL) {
+        st = cm_error_set(err, CM_EINVAL, "/logical_axis_rules",
+                          "logical-axis-rule variants need a Flax graph document (JSON with "
+                          "logical_axes and logical_axis_rules); this input is MLIR");
+    } else {
+        const sp_mesh *mesh = NULL;
+        const char *mname = NULL;
+        st = pick_mesh(in.m, mesh_name, &mesh, &mname, res, err);
+        root = st == CM_OK ? json_loadb(text, len, 0, NULL) : NULL;
+        if (st == CM_OK && root == NULL) {
+            st = cm_error_set(err, CM_EINVAL, "/logical_axis_rules", "not a graph document");
+        }
+    }
+    json_t *rules = root != NULL ? json_object_get(root, "logical_axis_rules") : NULL;
+    json_t *empty = json_array();
+    rules = json_is_array(rules) ? rules : empty;
+    lnames l;
+    memset(&l, 0, sizeof l);
+    if (st == CM_OK) {
+        size_t i;
+        json_t *r;
+        json_array_foreach(rules, i, r)
+        {
+            if (json_is_string(json_array_get(r, 0))) {
+                lname_add(&l, json_string_value(json_array_get(r, 0)));
+            }
+        }
+        lnames_walk(root, &l, 0);
+        if (l.n == 0) {
+            st = cm_error_set(err, CM_EINVAL, "/logical_axis_rules",
+                              "the document uses no logical axis names: nothing to vary");
+        } else if (l.too_many || l.too_long) {
+            st = cm_error_set(err, CM_EINVAL, "/logical_axis_rules",
+                              l.too_many ? "more than %d logical axis names to vary"
+                                         : "a logical axis name longer than 63 bytes",
+                              SP_SWEEP_MAX_LOGICAL);
+        }
+    }
+    int own[SP_SWEEP_MAX_LOGICAL], choice[SP_SWEEP_MAX_LOGICAL];
+    bool simple = true;
+    for (uint32_t i = 0; st == CM_OK && i < l.n; i++) {
+        own[i] = own_choice(rules, l.name[i], res, &simple);
+    }
+    /* the full product of (axes + none) over the names, if small enough */
+    uint32_t choices = res->n_axes + 1u;
+    uint64_t total = 1;
+    for (uint32_t i = 0; st == CM_OK && i < l.n && total < SP_SWEEP_MAX_VARIANTS; i++) {
+        total *= choices;
+    }
+    res->neighbours = total > SP_SWEEP_MAX_VARIANTS - 1u;
+    if (st == CM_OK) {
+        res->rows = cm_calloc(SP_SWEEP_MAX_VARIANTS, sizeof *res->rows);
+        if (res->rows == NULL) {
+            st = cm_error_set(err, CM_ENOMEM, NULL, "out of memory in sweep");
+        }
+    }
+    bool too_long = false;
+    if (st == CM_OK) {
+        /* row 0: the document's own rules, kept as written */
+        for (uint32_t i = 0; i < l.n; i++) {
+            choice[i] = -1;
+        }
+        res->rows[0].own = true;
+        too_long = !rules_text(&l, choice, rules, res, &res->rows[0]);
+        res->n_rows = 1;
+    }
+    uint64_t n_var = res->neighbours ? (uint64_t)l.n * choices : total;
+    for (uint64_t idx = 0; st == CM_OK && !too_long && idx < n_var; idx++) {
+        bool same = simple;
+        if (res->neighbours) {
+            /* name idx / choices moved to choice idx % choices, the rest kept */
+            uint32_t at = (uint32_t)(idx / choices);
+            int c = (int)(idx % choices);
+            if (c == own[at]) {
+                continue;
+            }
+            for (uint32_t i = 0; i < l.n; i++) {
+                choice[i] = i == at ? c : (simple ? own[i] : -1);
+            }
+            same = false;
+        } else {
+            uint64_t rest = idx;
+            for (uint32_t i = 0; i < l.n; i++) {
+                choice[i] = (int)(rest % choices);
+                rest /= choices;
+                same = same && choice[i] == own[i];
+            }
+        }
+        if (same) {
+            continue; /* the document's own assignment: row 0 */
+        }
+        too_long = !rules_text(&l, choice, rules, res, &res->rows[res->n_rows++]);
+    }
+    if (st == CM_OK && too_long) {
+        st = cm_error_set(err, CM_EINVAL, "/logical_axis_rules",
+                          "a variant's rules are longer than %d bytes", SP_SWEEP_RULES_LEN - 1);
+    }
+    if (st == CM_OK) {
+        const sp_mesh *mesh = sp_module_mesh(in.m, res->mesh);
+        res->of_rules = true;
+        res->n_logical = l.n;
+        for (uint32_t i = 0; i < res->n_rows; i++) {
+            res->rows[i].strategy = -1;
+            for (uint32_t k = 0; k < res->n_axes; k++) {
+                res->rows[i].sizes[k] = mesh->axes[k].size;
+            }
+        }
+        st = run_module_pool(res, NULL, text, len, in_opts != NULL ? in_opts->limits : NULL, pass,
+                             in.custom, o, err);
+    }
+    json_decref(empty);
+    json_decref(root);
+    sp_input_fini(&in);
+    if (st != CM_OK) {
+        sp_sweep_result_fini(res);
+    }
+    return st;
 }

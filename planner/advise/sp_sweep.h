@@ -36,6 +36,8 @@ void sp_sweep_opts_init(sp_sweep_opts *o);
 
 #define SP_SWEEP_MAX_AXES 8       /* axes of a module's mesh a sweep redistributes */
 #define SP_SWEEP_MAX_VARIANTS 512 /* meshes of one module sweep */
+#define SP_SWEEP_MAX_LOGICAL 16   /* logical axis names a rules sweep varies */
+#define SP_SWEEP_RULES_LEN 640    /* a variant's rules as JSON text */
 
 typedef struct sp_sweep_row {
     int64_t data, model;                                  /* mesh data=data,model=model */
@@ -48,6 +50,10 @@ typedef struct sp_sweep_row {
     double capacity_bytes; /* the profile's memory per device for this mesh (0: unknown) */
     bool pareto;   /* on the front of (peak_bytes, step_s) among ok rows */
     uint32_t rank; /* 1 = fastest that fits; 0 for rows that do not fit or failed */
+    /* a rules sweep: the variant's logical_axis_rules as JSON text, and
+     * whether they are the document's own */
+    char rules[SP_SWEEP_RULES_LEN];
+    bool own;
 } sp_sweep_row;
 
 typedef struct sp_sweep_result {
@@ -63,6 +69,9 @@ typedef struct sp_sweep_result {
     char axes[SP_SWEEP_MAX_AXES][64];
     char mesh[64];   /* a module sweep's mesh name ("" for the template) */
     bool of_module;  /* rows are meshes of the user's module (sp_sweep_module_run) */
+    bool of_rules;   /* rows are logical-axis-rule variants (sp_sweep_rules_run) */
+    bool neighbours; /* of_rules: one name changed at a time (the full product was too many) */
+    uint32_t n_logical; /* of_rules: the logical names varied */
     bool dropped_device_ids; /* the module's mesh had device_ids; variants use the default order */
 } sp_sweep_result;
 
@@ -92,6 +101,27 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
 cm_status sp_sweep_module_run(const char *text, size_t len, const sp_input_opts *in_opts,
                               const char *mesh_name, const sp_sweep_opts *o,
                               sp_sweep_result *res, cm_error *err);
+/* A Flax graph document's logical-axis-rule variants: text (len bytes, a
+ * graph document read as in_opts says) keeps its mesh (mesh_name, or NULL
+ * for the main one) and gets, instead of its logical_axis_rules, one rule
+ * [name, axis] or [name, null] for each logical axis name it uses (in its
+ * rules or any logical_axes, at most SP_SWEEP_MAX_LOGICAL): every
+ * assignment of the mesh's axes or none to the names when there are at
+ * most SP_SWEEP_MAX_VARIANTS - 1 of them, else (res->neighbours) the
+ * document's own assignment with one name moved to each other choice. The
+ * document's own rules are one more row (own), and an assignment equal to
+ * them is not repeated. Each variant is decoded as
+ * flax.linen.logical_to_mesh_axes resolves rules (docs/graph-format.md),
+ * propagated with the input's pass, partitioned, costed and ranked as
+ * sp_sweep_module_run does; o->devices and the template options are
+ * ignored. Errors: those of reading text, CM_EINVAL at /logical_axis_rules
+ * (not a graph document, no logical axis names, more than
+ * SP_SWEEP_MAX_LOGICAL names, a variant's rules longer than
+ * SP_SWEEP_RULES_LEN), at /mesh as sp_sweep_module_run, CM_EIO when
+ * o->cancel stopped it, CM_ENOMEM. */
+cm_status sp_sweep_rules_run(const char *text, size_t len, const sp_input_opts *in_opts,
+                             const char *mesh_name, const sp_sweep_opts *o, sp_sweep_result *res,
+                             cm_error *err);
 void sp_sweep_result_fini(sp_sweep_result *res);
 void sp_sweep_write_json(const sp_sweep_result *res, cm_buf *b);
 void sp_sweep_write_text(const sp_sweep_result *res, cm_buf *b);

@@ -56,6 +56,30 @@ double sp_profile_peak(const sp_profile *p, sp_cost_dtype d, bool is_matmul)
     return best;
 }
 
+double sp_profile_dot_rate(const sp_profile *p, sp_cost_dtype d, double m, double k, double n)
+{
+    double peak = sp_profile_peak(p, d, true);
+    if (p->n_gemm == 0 || !(m > 0 && k > 0 && n > 0)) {
+        return peak;
+    }
+    double size = cbrt(m * k * n), r = p->gemm[p->n_gemm - 1].flops;
+    if (size <= p->gemm[0].n) {
+        r = p->gemm[0].flops;
+    } else {
+        for (uint32_t i = 1; i < p->n_gemm; i++) {
+            const sp_profile_gemm *a = &p->gemm[i - 1], *b = &p->gemm[i];
+            if (size <= b->n) {
+                double t = log(size / a->n) / log(b->n / a->n);
+                r = a->flops + t * (b->flops - a->flops);
+                break;
+            }
+        }
+    }
+    /* the curve is f32's; other dtypes keep its shape under their own peak */
+    double f32 = sp_profile_peak(p, SP_COST_F32, true);
+    return f32 > 0 && peak > 0 ? peak * r / f32 : r;
+}
+
 const sp_profile_link *sp_profile_link_of(const sp_profile *p, const char *axis)
 {
     for (uint32_t i = 0; axis != NULL && i < p->n_links; i++) {
@@ -1030,6 +1054,57 @@ static double op_flops(cctx *x, uint32_t id, int *cls)
     return 0;
 }
 
+/* The m x k by k x n product each call of dot op id multiplies (local
+ * shapes; the batch dimensions count calls); false for other ops or bad
+ * dimension numbers. */
+static bool dot_call(cctx *x, uint32_t id, double *m, double *k, double *n)
+{
+    const sp_op *o = &x->m->ops[id];
+    sp_dot_dims dd;
+    if ((o->kind != SP_OP_DOT_GENERAL && o->kind != SP_OP_DOT) || o->n_operands != 2 ||
+        o->n_results != 1 || sp_dot_dims_get(x->m, id, &dd, NULL) != CM_OK) {
+        return false;
+    }
+    double b = 1, kk = 1;
+    for (uint32_t i = 0; i < dd.n_batch; i++) {
+        b *= local_dim(x, o->operands[0], (uint32_t)dd.lhs_batch[i]);
+    }
+    for (uint32_t i = 0; i < dd.n_contract; i++) {
+        kk *= local_dim(x, o->operands[0], (uint32_t)dd.lhs_contract[i]);
+    }
+    double lhs = val_elems(x, o->operands[0]), res = val_elems(x, o->first_result);
+    if (!(b > 0 && kk > 0 && lhs > 0)) {
+        return false;
+    }
+    *m = lhs / (b * kk);
+    *k = kk;
+    *n = res / (b * *m);
+    return *n > 0;
+}
+
+/* Element-wise ops the executor evaluates with a libm call per element
+ * (XLA's cost analysis counts these as transcendentals). */
+static bool is_transcendental(sp_op_kind k)
+{
+    switch (k) {
+    case SP_OP_EXPONENTIAL:
+    case SP_OP_EXPONENTIAL_MINUS_ONE:
+    case SP_OP_LOG:
+    case SP_OP_LOG_PLUS_ONE:
+    case SP_OP_LOGISTIC:
+    case SP_OP_TANH:
+    case SP_OP_POWER:
+    case SP_OP_SINE:
+    case SP_OP_COSINE:
+    case SP_OP_TAN:
+    case SP_OP_ATAN2:
+    case SP_OP_CBRT:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* Ops that run no kernel: no FLOPs, no memory traffic. */
 static bool is_free_op(sp_op_kind k)
 {
@@ -1240,9 +1315,16 @@ static double cost_op(cctx *x, uint32_t id, double mult)
         s->mem_traffic_bytes += traffic * mult;
         sp_elem e = o->n_operands > 0 ? sp_value_type(x->m, o->operands[0])->elem
                                       : sp_value_type(x->m, o->first_result)->elem;
-        double peak = sp_profile_peak(x->p, dtype_of(e), cls == 0);
+        double peak = sp_profile_peak(x->p, dtype_of(e), cls == 0), dm, dk, dn;
+        if (cls == 0 && dot_call(x, id, &dm, &dk, &dn)) {
+            peak = sp_profile_dot_rate(x->p, dtype_of(e), dm, dk, dn);
+        }
         double tc = peak > 0 ? f / peak : 0;
         double tm = x->p->mem_bandwidth > 0 ? traffic / x->p->mem_bandwidth : 0;
+        if (is_transcendental(k) && x->p->transcendentals > 0) {
+            double tt = f / x->p->transcendentals; /* f: the result elements */
+            tc = tt > tc ? tt : tc;
+        }
         s->compute_s += (tc > tm ? tc : tm) * mult;
         if (x->c->ops != NULL) {
             x->c->ops[id].flops += f * mult;
@@ -1806,6 +1888,7 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     x.implied = o->mode == SP_COST_IMPLIED || (o->mode == SP_COST_AUTO && !part);
     s->partitioned = !x.implied;
     snprintf(s->profile, sizeof s->profile, "%s", x.p->name);
+    s->profile_calibrated = x.p->calibrated;
     const sp_block *body = &m->blocks[m->body];
     x.funcs = cm_alloc(sizeof(uint32_t) * (body->n_ops + 1u));
     x.fnames = cm_alloc(sizeof(char *) * (body->n_ops + 1u));

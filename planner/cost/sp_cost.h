@@ -41,6 +41,14 @@ typedef enum sp_cost_dtype {
 #define SP_PROFILE_MAX_LINKS 16
 #define SP_PROFILE_NAME_LEN  64
 #define SP_PROFILE_TEXT_LEN  512
+#define SP_PROFILE_MAX_GEMM  12
+
+/* One point of a matmul rate curve: an n x n x n f32 product runs at flops
+ * FLOP/s on a device (a per-call size; small products run below the peak). */
+typedef struct sp_profile_gemm {
+    double n;
+    double flops;
+} sp_profile_gemm;
 
 /* One interconnect: per device, one direction. */
 typedef struct sp_profile_link {
@@ -60,6 +68,10 @@ typedef struct sp_profile {
     sp_profile_link links[SP_PROFILE_MAX_LINKS];
     uint32_t n_links;
     double overlap;                           /* fraction of communication hidden, [0, 1] */
+    sp_profile_gemm gemm[SP_PROFILE_MAX_GEMM]; /* by ascending n; n_gemm 0: the peak for all */
+    uint32_t n_gemm;
+    double transcendentals;                   /* exp, log, tanh... elements/s; 0: not given */
+    bool calibrated;                          /* measured on this machine ("calibrated": true) */
 } sp_profile;
 
 /* Fills p with the built-in copy of profiles/cpu-local.json (this machine's
@@ -69,6 +81,12 @@ void sp_profile_default(sp_profile *p);
 /* Peak FLOP/s of p for dtype d, falling back to f32 and then to the largest
  * given rate; is_matmul selects tf32 for f32 when the profile has it. */
 double sp_profile_peak(const sp_profile *p, sp_cost_dtype d, bool is_matmul);
+
+/* FLOP/s of one dot of dtype d whose every call (one per batch element)
+ * multiplies m x k by k x n: the peak scaled by p's gemm curve at the
+ * call's size (cube root of m k n), read between its points on a log scale
+ * and held flat beyond its ends; the peak alone without a curve. */
+double sp_profile_dot_rate(const sp_profile *p, sp_cost_dtype d, double m, double k, double n);
 
 /* The link of mesh axis name (the default link when not listed). */
 const sp_profile_link *sp_profile_link_of(const sp_profile *p, const char *axis);
@@ -143,6 +161,7 @@ typedef struct sp_cost_summary {
     double capacity_bytes;   /* memory per device from the profile (0: unknown) */
     bool fits;               /* peak_bytes <= capacity_bytes (true when unknown) */
     char profile[SP_PROFILE_NAME_LEN];
+    bool profile_calibrated; /* the profile says it was measured on this machine */
     uint32_t peak_op;        /* top-level op of a root function at the peak; SP_NONE if none */
     uint32_t peak_inner_op;  /* the op inside peak_op's regions or callee at their peak, or SP_NONE */
     double kind_bytes[SP_COLL_N_KINDS]; /* communication per collective kind, all runs */

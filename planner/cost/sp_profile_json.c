@@ -95,6 +95,50 @@ static cm_status link_obj(const json_t *v, const char *path, sp_profile_link *l,
     return CM_OK;
 }
 
+/* The gemm curve at path: an array of {"n", "flops"} by strictly
+ * ascending n > 0, at most SP_PROFILE_MAX_GEMM of them. */
+static cm_status gemm_curve(const json_t *v, const char *path, sp_profile *p, cm_error *err)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0) {
+        return bad(err, path, "expected a non-empty array of {\"n\", \"flops\"}");
+    }
+    if (json_array_size(v) > SP_PROFILE_MAX_GEMM) {
+        return bad(err, path, "too many points (at most 12)");
+    }
+    size_t i;
+    json_t *pt;
+    json_array_foreach(v, i, pt)
+    {
+        char ip[CM_ERROR_PATH_LEN], kp[CM_ERROR_PATH_LEN], idx[24];
+        snprintf(idx, sizeof idx, "%zu", i);
+        ptr_join(ip, sizeof ip, path, idx);
+        if (!json_is_object(pt) || json_object_size(pt) != 2) {
+            return bad(err, ip, "expected an object {\"n\", \"flops\"} and nothing else");
+        }
+        sp_profile_gemm *g = &p->gemm[i];
+        ptr_join(kp, sizeof kp, ip, "n");
+        cm_status st = number(json_object_get(pt, "n"), kp, &g->n, err);
+        if (st == CM_OK && !(g->n > 0)) {
+            st = bad(err, kp, "expected a size > 0");
+        }
+        if (st == CM_OK && i > 0 && !(g->n > p->gemm[i - 1].n)) {
+            st = bad(err, kp, "sizes must ascend");
+        }
+        ptr_join(kp, sizeof kp, ip, "flops");
+        if (st == CM_OK) {
+            st = number(json_object_get(pt, "flops"), kp, &g->flops, err);
+        }
+        if (st == CM_OK && !(g->flops > 0)) {
+            st = bad(err, kp, "expected FLOP/s > 0");
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    p->n_gemm = (uint32_t)json_array_size(v);
+    return CM_OK;
+}
+
 static cm_status decode(const json_t *root, sp_profile *p, cm_error *err)
 {
     if (!json_is_object(root)) {
@@ -118,6 +162,7 @@ static cm_status decode(const json_t *root, sp_profile *p, cm_error *err)
                 st = bad(err, path, strcmp(k, "calibrated") == 0 ? "expected true or false"
                                                                   : "expected a string");
             }
+            p->calibrated = p->calibrated || json_is_true(v);
         } else if (strcmp(k, "name") == 0) {
             st = text(v, path, p->name, sizeof p->name, err);
             has_name = true;
@@ -129,6 +174,10 @@ static cm_status decode(const json_t *root, sp_profile *p, cm_error *err)
             if (st == CM_OK && p->overlap > 1) {
                 st = bad(err, path, "expected a fraction in [0, 1]");
             }
+        } else if (strcmp(k, "gemm") == 0) {
+            st = gemm_curve(v, path, p, err);
+        } else if (strcmp(k, "transcendentals") == 0) {
+            st = number(v, path, &p->transcendentals, err);
         } else if (strcmp(k, "peak_flops") == 0) {
             if (!json_is_object(v)) {
                 st = bad(err, path, "expected an object of FLOP/s per dtype");

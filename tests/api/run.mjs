@@ -379,6 +379,21 @@ async function main() {
   expect(await call("GET", `/v1/plans/${p1}/suggest?objective=speed`), 400, "suggest bad objective");
   expect(await call("GET", `/v1/plans/${p1}/sweep?devices=4`), 200, "sweep the plan's model");
   expect(await call("GET", `/v1/plans/${p1}/sweep?mesh=nope`), 400, "sweep plan unknown mesh");
+  // the Flax graph's logical-axis-rule variants: 3 names on data, model or none
+  const lr = await call("GET", `/v1/plans/${p1}/sweep?logical_rules=true`);
+  if (expect(lr, 200, "sweep the plan's logical-axis rules")) {
+    const rows = lr.json.rows;
+    check(lr.json.variants === 27 && rows.length === 27 && lr.json.logical_names === 3 &&
+      lr.json.variants_of === "every assignment", `rules sweep: 27 variants of 3 names (${lr.json.variants}, ${lr.json.logical_names})`);
+    check(rows.filter((x) => x.own).length === 1 && rows.every((x) => Array.isArray(x.rules) && x.mesh.data === 2 && x.mesh.model === 4),
+      "rules sweep: one own row, every row its rules on the plan's mesh");
+    check(new Set(rows.map((x) => JSON.stringify(x.rules))).size === 27, "rules sweep: rows differ in their rules");
+  }
+  const lrm = await call("GET", `/v1/plans/${p2}/sweep?logical_rules=true`);
+  expect(lrm, 400, "rules sweep of an MLIR plan");
+  check(lrm.json?.error?.path === "/logical_axis_rules", `rules sweep of MLIR names /logical_axis_rules (${lrm.text.slice(0, 120)})`);
+  expect(await call("GET", `/v1/plans/${p1}/sweep?logical_rules=yes`), 400, "rules sweep bad flag");
+  expect(await call("GET", `/v1/plans/${p1}/sweep?logical_rules=true&devices=4`), 400, "rules sweep with devices");
   const edit = { edits: [{ kind: "constrain", value: { op: "/ops/0" }, sharding: "<@mesh, [{}, {}]>" }] };
   expect(await call("POST", `/v1/plans/${p1}/whatif`, { body: JSON.stringify(edit), ctype: J }), 200, "whatif");
   const saved = await call("POST", `/v1/plans/${p1}/whatif`, { body: JSON.stringify({ ...edit, save: true }), ctype: J });

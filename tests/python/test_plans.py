@@ -320,3 +320,9 @@ def test_sweep_plan(client: shardplan.Client, mlp_json: dict) -> None:
     with pytest.raises(shardplan.BadRequest) as ei:
         client.sweep_plan(p, devices=5000)
     assert ei.value.path == "/devices"
+    rules = client.sweep_plan(p, logical_rules=True)
+    assert rules.logical_names == 3 and rules.variants_of == "every assignment"
+    assert len(rules.rows) == 27 and sum(r.own for r in rules.rows) == 1
+    own = next(r for r in rules.rows if r.own)
+    assert own.rules == [["batch", "data"], ["hidden", "model"]]
+    assert all(r.mesh == {"data": 2, "model": 4} for r in rules.rows)

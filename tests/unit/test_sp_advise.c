@@ -875,6 +875,127 @@ static void test_sp_sweep_module_meshes(void **state)
     cm_free(text);
 }
 
+/* The figures of the 2 x 4 row of a mesh sweep of doc (its own mesh). */
+static const sp_sweep_row *own_mesh_row(const char *doc, size_t len, sp_sweep_result *r)
+{
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    o.devices = 0;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_sweep_module_run(doc, len, NULL, NULL, &o, r, &err), CM_OK);
+    for (uint32_t i = 0; i < r->n_rows; i++) {
+        if (r->rows[i].sizes[0] == 2 && r->rows[i].sizes[1] == 4) {
+            return &r->rows[i];
+        }
+    }
+    fail();
+    return NULL;
+}
+
+/* The Flax guide's MLP over its logical-axis-rule variants: 3 names (batch,
+ * hidden from the rules, embed from the inputs' logical_axes) on data,
+ * model or none is 27 assignments; the document's own rules are one of them
+ * (embed has no rule: none), kept once, as the own row. The own row costs
+ * what the document costs, and another row what the document rewritten
+ * with that row's rules costs. With 6 names (729 assignments) it moves one
+ * name at a time instead. MLIR input is an error. */
+static void test_sp_sweep_logical_rules(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(cm_file_read("examples/flax_mlp.json", &text, &len, &err), CM_OK);
+    sp_sweep_opts o;
+    sp_sweep_opts_init(&o);
+    o.threads = 2;
+    sp_sweep_result r;
+    assert_int_equal(sp_sweep_rules_run(text, len, NULL, NULL, &o, &r, &err), CM_OK);
+    assert_true(r.of_rules);
+    assert_false(r.neighbours);
+    assert_int_equal(r.n_logical, 3);
+    assert_int_equal(r.n_rows, 27);
+    uint32_t n_own = 0, other = UINT32_MAX;
+    const sp_sweep_row *own = NULL;
+    for (uint32_t i = 0; i < r.n_rows; i++) {
+        const sp_sweep_row *x = &r.rows[i];
+        assert_true(x->ok);
+        assert_int_equal(x->sizes[0], 2);
+        assert_int_equal(x->sizes[1], 4);
+        for (uint32_t j = 0; j < i; j++) {
+            assert_string_not_equal(r.rows[j].rules, x->rules);
+        }
+        n_own += x->own;
+        own = x->own ? x : own;
+        if (!x->own && strstr(x->rules, "[\"batch\",null]") != NULL &&
+            strstr(x->rules, "[\"hidden\",\"model\"]") != NULL &&
+            strstr(x->rules, "[\"embed\",\"data\"]") != NULL) {
+            other = i;
+        }
+    }
+    assert_int_equal(n_own, 1);
+    assert_string_equal(own->rules, "[[\"batch\",\"data\"],[\"hidden\",\"model\"]]");
+    sp_sweep_result m;
+    const sp_sweep_row *mr = own_mesh_row(text, len, &m);
+    assert_true(own->step_s == mr->step_s && own->peak_bytes == mr->peak_bytes &&
+                own->comm_bytes == mr->comm_bytes);
+    sp_sweep_result_fini(&m);
+    /* batch none, hidden on model, embed on data: the document with those rules */
+    assert_true(other != UINT32_MAX);
+    json_t *doc = json_loadb(text, len, 0, NULL);
+    assert_non_null(doc);
+    assert_int_equal(json_object_set_new(doc, "logical_axis_rules",
+                                         json_loads(r.rows[other].rules, 0, NULL)),
+                     0);
+    char *t2 = json_dumps(doc, JSON_COMPACT);
+    mr = own_mesh_row(t2, strlen(t2), &m);
+    assert_true(r.rows[other].step_s == mr->step_s &&
+                r.rows[other].peak_bytes == mr->peak_bytes &&
+                r.rows[other].comm_bytes == mr->comm_bytes);
+    assert_true(r.rows[other].peak_bytes != own->peak_bytes); /* the rules matter */
+    sp_sweep_result_fini(&m);
+    free(t2);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_sweep_write_json(&r, &b);
+    json_t *j = json_loads(b.data, 0, NULL);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "logical_names")), 3);
+    json_t *row0 = json_array_get(json_object_get(j, "rows"), 0);
+    assert_true(json_is_array(json_object_get(row0, "rules")));
+    assert_true(json_is_boolean(json_object_get(row0, "own")));
+    json_decref(j);
+    cm_buf_reset(&b);
+    sp_sweep_write_text(&r, &b);
+    assert_non_null(strstr(b.data, "(own) batch=data hidden=model"));
+    cm_buf_fini(&b);
+    sp_sweep_result_fini(&r);
+    /* three more names (rules to none): 3^6 = 729 assignments, too many */
+    json_t *rules = json_object_get(doc, "logical_axis_rules");
+    json_array_clear(rules);
+    json_array_append_new(rules, json_pack("[ss]", "batch", "data"));
+    json_array_append_new(rules, json_pack("[ss]", "hidden", "model"));
+    json_array_append_new(rules, json_pack("[sn]", "a1"));
+    json_array_append_new(rules, json_pack("[sn]", "a2"));
+    json_array_append_new(rules, json_pack("[sn]", "a3"));
+    t2 = json_dumps(doc, JSON_COMPACT);
+    assert_int_equal(sp_sweep_rules_run(t2, strlen(t2), NULL, NULL, &o, &r, &err), CM_OK);
+    assert_true(r.neighbours);
+    assert_int_equal(r.n_logical, 6);
+    assert_int_equal(r.n_rows, 1 + 6 * 2); /* each name to its two other choices */
+    sp_sweep_result_fini(&r);
+    free(t2);
+    json_decref(doc);
+    cm_free(text);
+    /* MLIR has no logical names */
+    assert_int_equal(cm_file_read("examples/flax_mlp.mlir", &text, &len, &err), CM_OK);
+    assert_int_equal(sp_sweep_rules_run(text, len, NULL, NULL, &o, &r, &err), CM_EINVAL);
+    assert_string_equal(err.path, "/logical_axis_rules");
+    cm_free(text);
+}
+
 /* A tight capacity leaves only sharded variants ranked; dp (replicated
  * weights) does not fit. */
 static void test_sp_sweep_run_ranks_under_memory_limit(void **state)
@@ -1030,6 +1151,7 @@ int main(void)
         cmocka_unit_test(test_sp_advise_run_honours_the_rules_document),
         cmocka_unit_test(test_sp_sweep_run_covers_factorisations),
         cmocka_unit_test(test_sp_sweep_module_meshes),
+        cmocka_unit_test(test_sp_sweep_logical_rules),
         cmocka_unit_test(test_sp_sweep_run_ranks_under_memory_limit),
         cmocka_unit_test(test_sp_sweep_run_matches_cost_of_graph),
         cmocka_unit_test(test_sp_sweep_run_rejects_bad_devices),

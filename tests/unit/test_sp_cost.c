@@ -437,6 +437,89 @@ static void test_sp_cost_counted_while_loops(void **state)
     check_loop("0", "LT", "10", "-1", -1);   /* counts away from the bound */
 }
 
+#define OKHEAD "{\"name\":\"x\",\"source\":\"s\",\"memory\":{\"bytes\":1,\"bandwidth\":1},"
+#define OKHEAD_PEAK                                                                                \
+    OKHEAD "\"peak_flops\":{\"f32\":8e9},\"links\":{\"default\":{\"bandwidth\":1}},"
+/* peak f32 8 GFLOP/s, f64 4; the curve 1 GFLOP/s at 32, 4 at 128, 8 at 1024;
+ * exp 1e6 elements/s; memory 1 TB/s */
+#define OKHEAD_RATES                                                                               \
+    "{\"name\":\"x\",\"source\":\"s\",\"memory\":{\"bytes\":1e9,\"bandwidth\":1e12},"              \
+    "\"peak_flops\":{\"f32\":8e9,\"f64\":4e9},\"links\":{\"default\":{\"bandwidth\":1}},"         \
+    "\"gemm\":[{\"n\":32,\"flops\":1e9},{\"n\":128,\"flops\":4e9},{\"n\":1024,\"flops\":8e9}],"   \
+    "\"transcendentals\":1e6}"
+
+static void expect_bad(const char *doc, const char *path)
+{
+    sp_profile p;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_profile_decode(doc, strlen(doc), &p, &err), CM_EINVAL);
+    assert_int_equal(err.code, CM_EINVAL);
+    assert_string_equal(err.path, path);
+}
+
+
+/* ---- kernel rates: the gemm curve and transcendentals ------------------------------------ */
+
+/* A batched dot (4 calls of 64x32 by 32x16) and an exp of 1024 elements,
+ * one device. */
+static const char kernels[] =
+    "func.func @main(%arg0: tensor<4x64x32xf32>, %arg1: tensor<4x32x16xf32>, %arg2: tensor<1024xf32>) "
+    "-> (tensor<4x64x16xf32>, tensor<1024xf32>) {\n"
+    "  %0 = stablehlo.dot_general %arg0, %arg1, batching_dims = [0] x [0], contracting_dims = [2] x "
+    "[1] : (tensor<4x64x32xf32>, tensor<4x32x16xf32>) -> tensor<4x64x16xf32>\n"
+    "  %1 = stablehlo.exponential %arg2 : tensor<1024xf32>\n"
+    "  return %0, %1 : tensor<4x64x16xf32>, tensor<1024xf32>\n"
+    "}\n";
+
+static void test_sp_cost_gemm_curve_and_transcendentals(void **state)
+{
+    (void)state;
+    const char *doc = OKHEAD_RATES;
+    sp_profile p;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_profile_decode(doc, strlen(doc), &p, &err), CM_OK);
+    assert_int_equal(p.n_gemm, 3);
+    assert_true(p.transcendentals == 1e6);
+    /* held flat beyond the ends, log-linear between points */
+    assert_true(sp_profile_dot_rate(&p, SP_COST_F32, 8, 8, 8) == 1e9);
+    assert_true(sp_profile_dot_rate(&p, SP_COST_F32, 4096, 4096, 4096) == 8e9);
+    assert_true(near(sp_profile_dot_rate(&p, SP_COST_F32, 64, 64, 64), 2.5e9));
+    assert_true(near(sp_profile_dot_rate(&p, SP_COST_F32, 128, 128, 128), 4e9));
+    /* f64 keeps the curve's shape under its own peak (half of f32's) */
+    assert_true(near(sp_profile_dot_rate(&p, SP_COST_F64, 128, 128, 128), 2e9));
+    sp_module *m = NULL;
+    assert_int_equal(sp_mlir_read(kernels, sizeof kernels - 1, 0, &m, &err), CM_OK);
+    sp_cost_opts o;
+    sp_cost_opts_init(&o);
+    o.profile = &p;
+    o.per_op = true;
+    sp_cost *c = cost_of(m, &o);
+    /* each call is 64x32x16: size cbrt(32768) = 32, the curve's first point */
+    double dot_f = 2.0 * 4 * 64 * 16 * 32;
+    double exp_t = 1024 / 1e6; /* beyond its 8 KiB of traffic at 1 TB/s */
+    const sp_cost_summary *s = sp_cost_get_summary(c);
+    assert_true(s->flops_dot == dot_f);
+    assert_true(near(s->compute_s, dot_f / 1e9 + exp_t));
+    sp_cost_destroy(c);
+    /* without the curve and the rate: the peak, and exp is memory-bound */
+    p.n_gemm = 0;
+    p.transcendentals = 0;
+    c = cost_of(m, &o);
+    s = sp_cost_get_summary(c);
+    assert_true(near(s->compute_s, dot_f / 8e9 + 1024 / 8e9)); /* 8 KiB at 1 TB/s is less */
+    sp_cost_destroy(c);
+    sp_module_destroy(m);
+    /* a curve out of order, a bad point, a bad rate: named by pointer */
+    expect_bad(OKHEAD_PEAK "\"gemm\":[{\"n\":64,\"flops\":1},{\"n\":32,\"flops\":1}]}",
+               "/gemm/1/n");
+    expect_bad(OKHEAD_PEAK "\"gemm\":[{\"n\":64,\"flops\":0}]}", "/gemm/0/flops");
+    expect_bad(OKHEAD_PEAK "\"gemm\":[{\"n\":64}]}", "/gemm/0");
+    expect_bad(OKHEAD_PEAK "\"gemm\":[]}", "/gemm");
+    expect_bad(OKHEAD_PEAK "\"transcendentals\":\"fast\"}", "/transcendentals");
+}
+
 static void test_sp_profile_load_shipped_profiles(void **state)
 {
     (void)state;
@@ -476,18 +559,6 @@ static void test_sp_profile_load_shipped_profiles(void **state)
     assert_true(sp_profile_peak(&a, SP_COST_F32, true) == 156e12);
     assert_true(sp_profile_peak(&a, SP_COST_F32, false) == 19.5e12);
 }
-
-static void expect_bad(const char *doc, const char *path)
-{
-    sp_profile p;
-    cm_error err;
-    cm_error_clear(&err);
-    assert_int_equal(sp_profile_decode(doc, strlen(doc), &p, &err), CM_EINVAL);
-    assert_int_equal(err.code, CM_EINVAL);
-    assert_string_equal(err.path, path);
-}
-
-#define OKHEAD "{\"name\":\"x\",\"source\":\"s\",\"memory\":{\"bytes\":1,\"bandwidth\":1},"
 
 static void test_sp_profile_decode_rejects_bad_members(void **state)
 {
@@ -588,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_sp_cost_counted_while_loops),
         cmocka_unit_test(test_sp_profile_load_shipped_profiles),
         cmocka_unit_test(test_sp_profile_decode_rejects_bad_members),
+        cmocka_unit_test(test_sp_cost_gemm_curve_and_transcendentals),
         cmocka_unit_test(test_sp_cost_plan_section),
         cmocka_unit_test(test_sp_cost_compute_oom),
     };

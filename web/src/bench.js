@@ -179,6 +179,22 @@ export function collectivesSection(r, planId = 0) {
   return box;
 }
 
+// Under the predicted step: which profile the prediction used and, unless
+// it was calibrated on this machine, that it is stale (this machine's speed
+// moves 2-4x with its load) and how to recalibrate.
+export function profileNote(p) {
+  if (!p || typeof p.name !== 'string') return null;
+  if (p.calibrated) {
+    return h('p', { class: 'muted', id: 'bench-profile' }, `Predicted with the profile ${p.name}, calibrated on this machine.`);
+  }
+  return h('p', { class: 'diag warning', id: 'bench-profile', role: 'note' },
+    h('strong', {}, 'Stale profile: '),
+    `the prediction uses the ${p.name} profile, not calibrated beside this run; this machine's speed changes with its load (2-4\u00d7 under load), so measured and predicted can part by that much. `,
+    'Recalibrate with ', h('code', {}, 'shardplan calibrate --out cpu-calibrated.json --rank'),
+    ' (it calibrates beside each measured run of the suite and checks every prediction is within 15%), then cost the plan with ',
+    h('code', {}, 'shardplan cost --profile cpu-calibrated.json'), '.');
+}
+
 // What a final run shows: its error, or its figures, the chart of its
 // timed runs, its timeline, where the time went and its collectives.
 // Returns {el, chart} (chart: destroy it when the view goes, or null).
@@ -211,6 +227,7 @@ export function resultView(run) {
       h('dt', {}, 'numerics'), h('dd', { id: 'bench-numerics', class: n && !n.match ? 'diag error' : '' }, numericsText(n)),
       h('dt', {}, 'ran'), h('dd', {}, `devices ${r.devices}, warmup ${r.warmup}, iters ${r.iters}, seed ${r.seed}`),
       h('dt', {}, 'page'), h('dd', {}, h('a', { href: `#/run/${run.id}`, id: 'bench-run-link' }, `run ${run.id}`))),
+    profileNote(r.predicted_profile),
     h('div', { class: 'charts', id: 'bench-chart' }, c.el),
     timelineSection(run), opsSection(r), collectivesSection(r, run.plan_id));
   return { el, chart: c.chart };

@@ -364,7 +364,10 @@ export async function planPage(main, ctx, id) {
       h('dt', {}, 'graph'), h('dd', {}, String(doc.graph_id)),
       h('dt', {}, 'pass'), h('dd', {}, plan.pass || DASH),
       h('dt', {}, 'meshes'), h('dd', {}, meshText || DASH,
-        (plan.meshes || []).length ? [' ', h('a', { href: `#/sweep?plan=${doc.id}`, id: 'plan-sweep-link' }, 'sweep other meshes')] : null),
+        (plan.meshes || []).length ? [' ', h('a', { href: `#/sweep?plan=${doc.id}`, id: 'plan-sweep-link' }, 'sweep other meshes')] : null,
+        // a Flax graph (inputs with logical axis names): its rules can be swept too
+        (plan.functions || []).some((f) => (f.inputs || []).some((v) => v.logical_axes))
+          ? [' \u00b7 ', h('a', { href: `#/sweep?plan=${doc.id}&logical_rules=true`, id: 'plan-sweep-rules-link' }, 'sweep logical-axis rules')] : null),
       h('dt', {}, 'diagnostics'), h('dd', {}, String((plan.diagnostics || []).length))),
     jaxBox,
     (plan.diagnostics || []).length ? h('details', {}, h('summary', {}, 'Diagnostics'), h('ul', {}, plan.diagnostics.map((d) => h('li', {}, `${d.severity} ${d.kind} at ${d.path}: ${d.message}`)))) : null,

@@ -1,7 +1,8 @@
 // Sweep (#/sweep?devices=8&layers=1...): GET /v1/sweep plans the transformer
 // template over every data x model mesh and strategy (docs/advisor.md);
 // #/sweep?plan=ID&devices=N sweeps a stored plan's own model over every mesh
-// of N devices (GET /v1/plans/ID/sweep: its mesh's axis names kept). A
+// of N devices (GET /v1/plans/ID/sweep: its mesh's axis names kept), and
+// &logical_rules=true a Flax graph's logical-axis-rule variants. A
 // scatter of peak memory per device against predicted step time with the
 // Pareto front as a line, variants that do not fit marked, the profile's
 // capacity as a dashed level; and the ranked table. The parameters live in
@@ -19,6 +20,8 @@ const NUMS = [['devices', 'devices', 8, null], ['layers', 'layers', 4, '--layers
 const meshName = (r) => `${r.mesh.data}x${r.mesh.model}`;
 // A module sweep's mesh: every axis in the mesh's order.
 const axesName = (r) => Object.entries(r.mesh).map(([k, v]) => `${k}=${v}`).join(',');
+// A rules sweep's variant: each logical name with its mesh axis (axes a+b, none -).
+const rulesName = (r) => `${r.own ? '(own) ' : ''}${(r.rules || []).map(([n, t]) => `${n}=${t === null ? '-' : Array.isArray(t) ? t.join('+') : t}`).join(' ')}`;
 
 export async function sweepPage(main, ctx) {
   const q = new URLSearchParams(location.hash.split('?')[1] || '');
@@ -164,26 +167,35 @@ function sweepChart(ctx, d, profile, label, onPick) {
 }
 
 // #/sweep?plan=ID&devices=N&profile=P: the plan's own model over the meshes
-// of N devices (default: its mesh's own count), ranked.
+// of N devices (default: its mesh's own count), ranked; with
+// &logical_rules=true (a Flax graph) over its logical-axis-rule variants
+// instead, the mesh kept.
 async function planSweepPage(main, ctx, q) {
   const id = q.get('plan');
-  const devices = h('input', { id: 'sw-devices', name: 'devices', type: 'number', min: '1', max: '4096', value: q.get('devices') || '', placeholder: 'its own', style: { width: '6em' }, 'aria-label': 'devices' });
+  const logical = q.get('logical_rules') === 'true';
+  const devices = h('input', { id: 'sw-devices', name: 'devices', type: 'number', min: '1', max: '4096', value: q.get('devices') || '', placeholder: 'its own', style: { width: '6em' }, 'aria-label': 'devices', disabled: logical });
+  const vary = h('select', { id: 'sw-vary', 'aria-label': 'what to vary' },
+    h('option', { value: 'meshes' }, 'meshes'), h('option', { value: 'rules' }, 'logical-axis rules (Flax graphs)'));
+  vary.value = logical ? 'rules' : 'meshes';
+  vary.addEventListener('change', () => { devices.disabled = vary.value === 'rules'; });
   const prof = h('select', { id: 'sw-profile', 'aria-label': 'device profile' }, (await profileNames()).map((p) => h('option', { value: p }, p)));
   if (q.get('profile')) prof.value = q.get('profile');
   const query = () => {
     const p = new URLSearchParams();
     p.set('plan', id);
-    if (devices.value.trim()) p.set('devices', devices.value.trim());
+    if (vary.value === 'rules') p.set('logical_rules', 'true');
+    else if (devices.value.trim()) p.set('devices', devices.value.trim());
     p.set('profile', prof.value);
     return p;
   };
   const form = h('form', { id: 'sweep-form', class: 'toolbar', onsubmit: (e) => { e.preventDefault(); location.hash = `#/sweep?${query()}`; } },
-    h('label', {}, 'devices ', devices), h('label', {}, 'profile ', prof),
+    h('label', {}, 'vary ', vary), h('label', {}, 'devices ', devices), h('label', {}, 'profile ', prof),
     h('button', { type: 'submit', id: 'sweep-run' }, 'Sweep'));
   const out = h('div', { id: 'sweep-out' });
-  fill(main, h('h1', {}, `Sweep the meshes of plan ${id}`),
-    h('p', { class: 'muted' }, h('a', { href: `#/plan/${id}` }, `Plan ${id}`),
-      '’s own model on every mesh of the devices: its mesh’s axis names and order kept, sizes redistributed; each planned with the plan’s pass and rules, partitioned and costed (GET /v1/plans/ID/sweep).'),
+  fill(main, h('h1', {}, logical ? `Sweep the logical-axis rules of plan ${id}` : `Sweep the meshes of plan ${id}`),
+    h('p', { class: 'muted' }, h('a', { href: `#/plan/${id}` }, `Plan ${id}`), logical
+      ? '’s own model with each logical axis name on each mesh axis or none (flax.linen.logical_to_mesh_axes rules), its mesh kept; each planned with the plan’s pass and rules, partitioned and costed (GET /v1/plans/ID/sweep?logical_rules=true).'
+      : '’s own model on every mesh of the devices: its mesh’s axis names and order kept, sizes redistributed; each planned with the plan’s pass and rules, partitioned and costed (GET /v1/plans/ID/sweep).'),
     form, out);
   fill(out, h('p', { class: 'muted' }, 'Sweeping…'));
   const api = query();
@@ -198,17 +210,22 @@ async function planSweepPage(main, ctx, q) {
   if (!ctx.alive()) return;
   const rows = d.rows || [];
   const tbody = h('tbody');
+  const name = logical ? rulesName : axesName;
   const show = (r) => {
     for (const tr of tbody.children) tr.classList.toggle('selected', tr.row === r);
-    fill(detail, h('h2', {}, axesName(r)),
+    fill(detail, h('h2', {}, name(r)),
       rowFigures(r),
-      h('p', {}, 'To plan this variant, give the module this mesh line:'),
-      h('pre', { class: 'mono wrap', id: 'sweep-command' }, `sdy.mesh @${d.mesh_name} = <[${Object.entries(r.mesh).map(([k, v]) => `"${k}"=${v}`).join(', ')}]>`));
+      logical
+        ? h('p', {}, r.own ? 'These are the graph’s own rules.' : 'To plan this variant, give the graph document these rules:')
+        : h('p', {}, 'To plan this variant, give the module this mesh line:'),
+      h('pre', { class: 'mono wrap', id: 'sweep-command' }, logical
+        ? `"logical_axis_rules": ${JSON.stringify(r.rules)}`
+        : `sdy.mesh @${d.mesh_name} = <[${Object.entries(r.mesh).map(([k, v]) => `"${k}"=${v}`).join(', ')}]>`));
   };
-  const { ok, front, chart, detail } = sweepChart(ctx, d, prof.value, axesName, show);
+  const { ok, front, chart, detail } = sweepChart(ctx, d, prof.value, name, show);
   for (const r of rows) {
-    const tr = h('tr', { class: `${r.ok && !r.fits ? 'nofit' : ''} ${r.pareto ? 'pareto' : ''}`, onclick: () => show(r) },
-      h('td', { class: 'num' }, r.ok && r.rank ? String(r.rank) : DASH), h('td', {}, axesName(r)),
+    const tr = h('tr', { class: `${r.ok && !r.fits ? 'nofit' : ''} ${r.pareto ? 'pareto' : ''} ${r.own ? 'own' : ''}`, onclick: () => show(r) },
+      h('td', { class: 'num' }, r.ok && r.rank ? String(r.rank) : DASH), h('td', { class: logical ? 'mono' : '' }, name(r)),
       h('td', { class: 'num' }, r.ok ? fmtSeconds(r.step_s) : DASH), h('td', { class: 'num' }, r.ok ? fmtBytes(r.peak_bytes) : DASH),
       h('td', { class: 'num' }, r.ok ? fmtBytes(r.comm_bytes) : DASH), h('td', { class: 'num' }, r.ok ? fmtNum(r.flops) : DASH),
       h('td', {}, r.ok ? (r.fits ? 'yes' : 'no') : `failed: ${r.error}`), h('td', {}, r.pareto ? '\u2605' : ''));
@@ -216,10 +233,12 @@ async function planSweepPage(main, ctx, q) {
     tbody.append(tr);
   }
   fill(out,
-    h('p', { id: 'sweep-summary' }, `${d.variants} meshes of @${d.mesh_name}${d.device_ids_dropped ? ' (its device_ids dropped)' : ''}, ${d.ops_per_variant} ops each, ${ok.length} planned, ${ok.filter((r) => r.fits).length} fit, ${front.length} on the Pareto front; ${fmtSeconds(d.seconds)}.`),
+    h('p', { id: 'sweep-summary' }, logical
+      ? `${d.variants} logical-axis-rule variants (${d.variants_of} of ${d.logical_names} names over @${d.mesh_name}’s axes or none), ${d.ops_per_variant} ops each, ${ok.length} planned, ${ok.filter((r) => r.fits).length} fit, ${front.length} on the Pareto front; the graph’s own rules rank ${rows.find((r) => r.own)?.rank || DASH}; ${fmtSeconds(d.seconds)}.`
+      : `${d.variants} meshes of @${d.mesh_name}${d.device_ids_dropped ? ' (its device_ids dropped)' : ''}, ${d.ops_per_variant} ops each, ${ok.length} planned, ${ok.filter((r) => r.fits).length} fit, ${front.length} on the Pareto front; ${fmtSeconds(d.seconds)}.`),
     chart.el,
     h('table', { class: 'summary-table sweep-table', id: 'sweep-table' },
-      h('thead', {}, h('tr', {}, ['rank', 'mesh', 'step', 'peak / device', 'comm / device', 'FLOPs / device', 'fits', 'Pareto'].map((t) => h('th', {}, t)))),
+      h('thead', {}, h('tr', {}, ['rank', logical ? 'logical_axis_rules' : 'mesh', 'step', 'peak / device', 'comm / device', 'FLOPs / device', 'fits', 'Pareto'].map((t) => h('th', {}, t)))),
       tbody),
     detail);
 }

@@ -387,6 +387,9 @@ async function main() {
     const nm = await page.textContent('#bench-numerics');
     check(/^match/.test(nm), `numerics: ${nm}`);
     check(/s$/.test(await page.textContent('#bench-measured')) && /s$/.test(await page.textContent('#bench-predicted')), 'measured median and predicted step shown');
+    // the built-in profile is not calibrated beside the run: the panel says so and how to recalibrate
+    const note = await page.textContent('#bench-profile').catch(() => '');
+    check(/Stale profile/.test(note) && /cpu-local/.test(note) && /shardplan calibrate/.test(note), `stale-profile note shown (${note.slice(0, 60)})`);
     // the list is fetched again when the run ends: wait for that answer
     const listed = await page.waitForFunction(() => {
       const rows = document.querySelectorAll('#bench-history tbody tr');
@@ -867,16 +870,23 @@ async function advisorSteps(ctx, base, mlpId, tp) {
     await page.close();
   });
 
-  await step('sweep a stored plan\'s own model over the meshes of 8 devices', async () => {
-    const errors = [];
-    const page = await newPage(ctx, errors);
+  // Stores the Flax MLP, opens its plan page and follows its sweep link
+  // (which: the link's selector) to the drawn chart; the stored plan.
+  const sweepOfFlaxPlan = async (page, which) => {
     const mlp = readFileSync(join(repo, 'examples', 'flax_mlp.json'), 'utf8');
     const made = await (await fetch(`${base}/v1/plans`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: mlp })).json();
     await page.goto(`${base}/#/plan/${made.id}`);
     await ready(page);
-    await page.click('#plan-sweep-link');
+    await page.click(which);
     await page.waitForSelector('#sweep-chart canvas', { timeout: WAIT });
     await ready(page);
+    return made;
+  };
+
+  await step('sweep a stored plan\'s own model over the meshes of 8 devices', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    const made = await sweepOfFlaxPlan(page, '#plan-sweep-link');
     const api = await (await fetch(`${base}/v1/plans/${made.id}/sweep`)).json();
     const trs = await page.$$eval('#sweep-table tbody tr', (t) => t.map((r) => [...r.children].map((x) => x.textContent)));
     const want = api.rows.map((r) => Object.entries(r.mesh).map(([k, v]) => `${k}=${v}`).join(','));
@@ -892,6 +902,33 @@ async function advisorSteps(ctx, base, mlpId, tp) {
     await page.waitForFunction(() => /devices=16/.test(location.hash) && document.querySelectorAll('#sweep-table tbody tr').length === 5, null, { timeout: WAIT });
     check(true, '16 devices: 5 meshes');
     await page.screenshot({ path: join(outDir, 'sweep-plan.png'), fullPage: true });
+    check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+    await page.close();
+  });
+
+  await step('sweep a stored Flax graph\'s logical-axis-rule variants', async () => {
+    const errors = [];
+    const page = await newPage(ctx, errors);
+    const made = await sweepOfFlaxPlan(page, '#plan-sweep-rules-link');
+    const api = await (await fetch(`${base}/v1/plans/${made.id}/sweep?logical_rules=true`)).json();
+    const trs = await page.$$eval('#sweep-table tbody tr', (t) => t.map((r) => ({ own: r.classList.contains('own'), cells: [...r.children].map((x) => x.textContent) })));
+    const label = (r) => `${r.own ? '(own) ' : ''}${r.rules.map(([n, t]) => `${n}=${t === null ? '-' : t}`).join(' ')}`;
+    check(api.rows.length === 27 && trs.length === 27 && trs.every((t, i) => t.cells[1] === label(api.rows[i])),
+      `27 rule variants, ranked as the API (${trs.slice(0, 3).map((t) => t.cells[1]).join(' | ')})`);
+    const own = trs.filter((t) => t.own);
+    check(own.length === 1 && own[0].cells[1] === '(own) batch=data hidden=model', `the graph's own rules marked (${own.map((t) => t.cells[1])})`);
+    const sum = await page.textContent('#sweep-summary');
+    check(/27 logical-axis-rule variants \(every assignment of 3 names/.test(sum) && /own rules rank \d+/.test(sum), `summary (${sum.slice(0, 90)})`);
+    await page.click('#sweep-table tbody tr:first-child');
+    const line = await page.textContent('#sweep-command');
+    check(line === `"logical_axis_rules": ${JSON.stringify(api.rows[0].rules)}`, `the variant's rules to paste (${line})`);
+    check(await page.$eval('#sw-devices', (e) => e.disabled), 'devices off: the mesh is kept');
+    await page.screenshot({ path: join(outDir, 'sweep-rules.png'), fullPage: true });
+    // back to meshes from the form
+    await page.selectOption('#sw-vary', 'meshes');
+    await page.click('#sweep-run');
+    await page.waitForFunction(() => !/logical_rules/.test(location.hash) && document.querySelectorAll('#sweep-table tbody tr').length === 4, null, { timeout: WAIT });
+    check(true, 'vary meshes again: 4 meshes');
     check(errors.length === 0, `no console errors (${errors.join('; ')})`);
     await page.close();
   });

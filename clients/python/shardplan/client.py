@@ -750,13 +750,17 @@ class Client:
         devices: Optional[int] = None,
         mesh: Optional[str] = None,
         profile: Optional[str] = None,
+        logical_rules: Optional[bool] = None,
     ) -> SweepResult:
         """``GET /v1/plans/{id}/sweep``: the plan's own model over every mesh of
         ``devices`` (default: its mesh's own count), the mesh's axis names and order
-        kept, each variant planned with the plan's pass and rules, ranked."""
+        kept, each variant planned with the plan's pass and rules, ranked.
+        ``logical_rules=True`` (a Flax graph) varies its ``logical_axis_rules``
+        instead: each logical axis name on each mesh axis or none, the mesh kept
+        (rows carry ``rules`` and ``own``)."""
         return self._get(
             SweepResult, f"/v1/plans/{_id_of(plan_id)}/sweep",
-            devices=devices, mesh=mesh, profile=profile,
+            devices=devices, mesh=mesh, profile=profile, logical_rules=logical_rules,
         )
 
     def sweep(

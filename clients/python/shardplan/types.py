@@ -634,6 +634,8 @@ class SweepRow:
     capacity_bytes: int = 0
     pareto: bool = False
     error: Optional[str] = None
+    rules: Optional[List[Any]] = None  # a rules sweep: the variant's logical_axis_rules
+    own: bool = False  # a rules sweep: the document's own rules
     raw: _Raw = _raw()
 
 
@@ -652,6 +654,8 @@ class SweepResult:
     rows: List[SweepRow] = field(default_factory=list)
     mesh_name: Optional[str] = None
     device_ids_dropped: bool = False
+    logical_names: int = 0  # a rules sweep: the logical axis names varied
+    variants_of: Optional[str] = None  # "every assignment" or "one name at a time"
     raw: _Raw = _raw()
 
     @property
@@ -723,6 +727,7 @@ class BenchmarkResults:
     flops: int = 0
     flop_per_s: float = 0.0
     predicted_step_s: float = 0.0
+    predicted_profile: Optional[Dict[str, Any]] = None  # {"name", "calibrated"}
     reference_s: float = 0.0
     numerics: Dict[str, Any] = field(default_factory=dict)
     ops_timed: int = 0
