@@ -627,12 +627,107 @@ static void dense_nested(pr *p, const int64_t *v, const int64_t *dims, uint32_t 
     putc_(p, ']');
 }
 
-/* The body of dense<...>: integer and boolean tensors in MLIR's canonical
- * form (a splat when every element is equal, else nested lists), anything
- * else (floats, hex blobs, strings) verbatim. */
+/* Elements [at, at + stride) of a float tensor's canonical literals (text,
+ * element i at off[i] .. off[i + 1]) as nested lists over dims. */
+static void dense_nested_floats(pr *p, const char *text, const size_t *off, size_t at,
+                                const int64_t *dims, uint32_t rank, size_t stride)
+{
+    if (rank == 0) {
+        cm_buf_append(p->b, text + off[at], off[at + 1u] - off[at]);
+        return;
+    }
+    size_t inner = stride / (size_t)(dims[0] > 0 ? dims[0] : 1);
+    putc_(p, '[');
+    for (int64_t i = 0; i < dims[0]; i++) {
+        if (i > 0) {
+            put(p, ", ");
+        }
+        dense_nested_floats(p, text, off, at + (size_t)i * inner, dims + 1, rank - 1, inner);
+    }
+    putc_(p, ']');
+}
+
+/* A float tensor's dense body (f16, bf16, f32, f64) as MLIR prints it: each
+ * element as printFloatValue does (sp_mlir_print_float: "1.000000e+00"),
+ * one when all are equal (a splat), else nested lists. False when the body
+ * is not a list of total float literals (a hex blob, complex pairs, a count
+ * that disagrees): the caller prints it verbatim. */
+static bool dense_floats(pr *p, const char *body, const char *elem, const int64_t *dims,
+                         uint32_t rank, int64_t total)
+{
+    if (total <= 0 || total > (1 << 20) || body[0] == '"') {
+        return false;
+    }
+    size_t cap = (size_t)total + 1u, n = 0;
+    size_t *off = cm_calloc(cap, sizeof *off);
+    cm_buf canon;
+    cm_buf_init(&canon);
+    bool ok = off != NULL;
+    char lit[64];
+    for (const char *q = body; ok && *q != '\0';) {
+        if (*q == '[' || *q == ']' || *q == ',' || *q == ' ' || *q == '\n' || *q == '\t') {
+            q++;
+            continue;
+        }
+        size_t len = strcspn(q, "[], \n\t");
+        ok = len < sizeof lit && n + 1u < cap && *q != '(';
+        if (ok) {
+            memcpy(lit, q, len);
+            lit[len] = '\0';
+            char *end = NULL;
+            const char *d = lit[0] == '-' || lit[0] == '+' ? lit + 1 : lit;
+            if (!(d[0] == '0' && (d[1] == 'x' || d[1] == 'X'))) {
+                (void)strtod(lit, &end);
+                ok = end != NULL && *end == '\0' && end != lit;
+            }
+        }
+        if (ok) {
+            off[n++] = canon.len;
+            sp_mlir_print_float(&canon, 0.0, lit, elem);
+            ok = canon.data != NULL;
+        }
+        q += len;
+    }
+    if (ok && n > 0) {
+        off[n] = canon.len;
+        bool splat = true;
+        for (size_t i = 1; splat && i < n; i++) {
+            splat = off[i + 1u] - off[i] == off[1] - off[0] &&
+                    memcmp(canon.data + off[i], canon.data, off[1] - off[0]) == 0;
+        }
+        if (n == 1 || (splat && (int64_t)n == total)) {
+            cm_buf_append(p->b, canon.data, off[1]);
+        } else if ((int64_t)n == total) {
+            dense_nested_floats(p, canon.data, off, 0, dims, rank, (size_t)total);
+        } else {
+            ok = false;
+        }
+    }
+    cm_free(off);
+    cm_buf_fini(&canon);
+    return ok && n > 0;
+}
+
+/* The body of dense<...>: integer, boolean and float tensors in MLIR's
+ * canonical form (a splat when every element is equal, else nested lists),
+ * anything else (hex blobs, complex numbers, strings) verbatim. */
 static void dense_body(pr *p, const sp_attr *a)
 {
     const sp_type *t = &p->m->types[a->u.dense.type];
+    if (a->u.dense.ints == NULL && t->kind == SP_TYPE_TENSOR && t->encoding == NULL &&
+        (t->elem == SP_ELEM_F32 || t->elem == SP_ELEM_F64 || t->elem == SP_ELEM_F16 ||
+         t->elem == SP_ELEM_BF16)) {
+        int64_t total = 1;
+        for (uint32_t i = 0; i < t->rank && total >= 0; i++) {
+            if (t->dims[i] < 0 || !cm_mul_i64(total, t->dims[i], &total)) {
+                total = -1;
+            }
+        }
+        if (total >= 0 &&
+            dense_floats(p, a->u.dense.body, sp_elem_name(t->elem), t->dims, t->rank, total)) {
+            return;
+        }
+    }
     if (a->u.dense.ints == NULL || t->kind != SP_TYPE_TENSOR || t->encoding != NULL) {
         put(p, a->u.dense.body);
         return;

@@ -353,7 +353,7 @@ static const char *const corpus[] = {
     "  func.func @f() -> tensor<2xf32> {\n"
     "    %c = stablehlo.constant dense<[1, 2]> : tensor<2xi32>\n"
     "    %c_0 = stablehlo.constant dense<1> : tensor<2x2xi32>\n"
-    "    %cst = stablehlo.constant dense<1.5> : tensor<2xf32>\n"
+    "    %cst = stablehlo.constant dense<1.500000e+00> : tensor<2xf32>\n"
     "    %cst_1 = stablehlo.constant {attr = 1.000000e-03 : f32} dense<0.000000e+00>"
         " : tensor<2xf32>\n"
     "    %c_2 = stablehlo.constant dense<[true, false]> : tensor<2xi1>\n"
@@ -409,7 +409,7 @@ static const char *const corpus[] = {
     "    %14 = sdy.manual_computation(%13) in_shardings=[<@mesh, [{\"x\"}, {}]>]"
         " out_shardings=[<@mesh, [{\"x\"}, {}]>] manual_axes={\"x\"} (%arg1:"
         " tensor<4x16xf32>) {\n"
-    "      %16 = sdy.constant dense<1.0> : tensor<4x16xf32>\n"
+    "      %16 = sdy.constant dense<1.000000e+00> : tensor<4x16xf32>\n"
     "      %17 = stablehlo.add %arg1, %16 : tensor<4x16xf32>\n"
     "      sdy.return %17 : tensor<4x16xf32>\n"
     "    } : (tensor<8x16xf32>) -> tensor<8x16xf32>\n"
@@ -603,9 +603,9 @@ static void test_sp_mlir_print_names_constants_with_shared_suffixes(void **state
                   "module {\n"
                   "  func.func @f() {\n"
                   "    %c = stablehlo.constant dense<1> : tensor<i32>\n"
-                  "    %cst = stablehlo.constant dense<1.0> : tensor<f32>\n"
+                  "    %cst = stablehlo.constant dense<1.000000e+00> : tensor<f32>\n"
                   "    %c_0 = stablehlo.constant dense<2> : tensor<i32>\n"
-                  "    %cst_1 = stablehlo.constant dense<2.0> : tensor<f32>\n"
+                  "    %cst_1 = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
                   "    %c7_i64 = arith.constant 7 : i64\n"
                   "    %c7_i64_2 = arith.constant 7 : i64\n"
                   "    return\n"
@@ -702,8 +702,39 @@ static void test_sp_mlir_print_dense_ints_canonically(void **state)
                   "  func.func @f() {\n"
                   "    %c = stablehlo.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>\n"
                   "    %c_0 = stablehlo.constant dense<7> : tensor<3xi32>\n"
-                  "    %cst = stablehlo.constant dense<[0.5, 1.0]> : tensor<2xf32>\n"
+                  "    %cst = stablehlo.constant dense<[5.000000e-01, 1.000000e+00]> : tensor<2xf32>\n"
                   "    %c_1 = stablehlo.constant dense<> : tensor<0xi32>\n"
+                  "    return\n"
+                  "  }\n"
+                  "}\n");
+}
+
+/* Float tensors print as MLIR prints them: each element in printFloatValue's
+ * form for its type, a splat when all are equal, nested lists otherwise;
+ * hex blobs and complex pairs stay as they came. */
+static void test_sp_mlir_print_dense_floats_canonically(void **state)
+{
+    (void)state;
+    assert_prints("func.func @f() {\n"
+                  "  %0 = stablehlo.constant dense<1.0> : tensor<2x2xf32>\n"
+                  "  %1 = stablehlo.constant dense<[[1.0, 2.5], [0x7FC00000, -0.0]]> : tensor<2x2xf32>\n"
+                  "  %2 = stablehlo.constant dense<[0.1, 0.1]> : tensor<2xbf16>\n"
+                  "  %3 = stablehlo.constant dense<1.2345678> : tensor<f32>\n"
+                  "  %4 = stablehlo.constant dense<\"0x0000803F00000040\"> : tensor<2xf32>\n"
+                  "  %5 = stablehlo.constant dense<(1.0,2.0)> : tensor<complex<f32>>\n"
+                  "  %6 = stablehlo.constant dense<[1.5, 2.5]> : tensor<2xf64>\n"
+                  "  return\n"
+                  "}\n",
+                  "module {\n"
+                  "  func.func @f() {\n"
+                  "    %cst = stablehlo.constant dense<1.000000e+00> : tensor<2x2xf32>\n"
+                  "    %cst_0 = stablehlo.constant dense<[[1.000000e+00, 2.500000e+00], "
+                  "[0x7FC00000, -0.000000e+00]]> : tensor<2x2xf32>\n"
+                  "    %cst_1 = stablehlo.constant dense<1.000980e-01> : tensor<2xbf16>\n"
+                  "    %cst_2 = stablehlo.constant dense<1.23456776> : tensor<f32>\n"
+                  "    %cst_3 = stablehlo.constant dense<\"0x0000803F00000040\"> : tensor<2xf32>\n"
+                  "    %cst_4 = stablehlo.constant dense<(1.0,2.0)> : tensor<complex<f32>>\n"
+                  "    %cst_5 = stablehlo.constant dense<[1.500000e+00, 2.500000e+00]> : tensor<2xf64>\n"
                   "    return\n"
                   "  }\n"
                   "}\n");
@@ -1165,6 +1196,7 @@ int main(void)
         cmocka_unit_test(test_sp_mlir_print_names_args_continue_in_nested_regions),
         cmocka_unit_test(test_sp_mlir_print_names_while_iter_args),
         cmocka_unit_test(test_sp_mlir_print_floats_canonically),
+        cmocka_unit_test(test_sp_mlir_print_dense_floats_canonically),
         cmocka_unit_test(test_sp_mlir_print_dense_ints_canonically),
         cmocka_unit_test(test_sp_mlir_read_function_with_many_args),
         cmocka_unit_test(test_sp_mlir_read_canonicalizes_bounds_encoding),
