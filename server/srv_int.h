@@ -99,6 +99,7 @@ struct srv_app {
     size_t n_dbs;
     size_t n_free;
     st_db **free_dbs;
+    st_group *db_group; /* the handles' group commit of plan puts */
 
     /* plans: direct-mapped caches, id -> response body, request bytes -> id */
     pthread_mutex_t cache_mu;

@@ -204,7 +204,7 @@ static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
 /* A passive checkpoint on db->ckpt, outside mu, when the WAL has grown and
  * no other thread is checkpointing. Failures only delay it (the next
  * unlock tries again; the hard limit bounds the WAL). */
-static void checkpoint_maybe(st_db *db)
+void st_db_checkpoint_maybe(st_db *db)
 {
     if (atomic_load(&db->wal_pages) < ST_WAL_CKPT_PAGES || db->path == NULL ||
         pthread_mutex_trylock(&db->ckpt_mu) != 0) {
@@ -236,12 +236,17 @@ static void checkpoint_maybe(st_db *db)
     (void)rc;
 }
 
-void st_db_unlock(st_db *db)
+void st_db_unlock_only(st_db *db)
 {
     int rc = pthread_mutex_unlock(&db->mu);
     assert(rc == 0);
     (void)rc;
-    checkpoint_maybe(db);
+}
+
+void st_db_unlock(st_db *db)
+{
+    st_db_unlock_only(db);
+    st_db_checkpoint_maybe(db);
 }
 
 /* ---- open / close ------------------------------------------------------------------ */
@@ -389,6 +394,12 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
     }
     if (st == CM_OK) {
         st = st_sql_exec(db, "PRAGMA synchronous=NORMAL", err);
+    }
+    if (st == CM_OK) {
+        /* statement journals (a group commit's savepoints) and temporary
+         * b-trees in memory, not in temporary files: they never outlive
+         * the transaction, so durability does not depend on them */
+        st = st_sql_exec(db, "PRAGMA temp_store=MEMORY", err);
     }
     if (st == CM_OK) {
         st = st_sql_exec(db, "PRAGMA foreign_keys=ON", err);
