@@ -194,7 +194,7 @@ static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
 {
     st_db *db = arg;
     atomic_store(&db->wal_pages, pages);
-    if (pages >= ST_WAL_HARD_PAGES) {
+    if ((int64_t)pages * db->page_size >= ST_WAL_HARD_BYTES) {
         (void)sqlite3_wal_checkpoint_v2(conn, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         atomic_store(&db->wal_pages, 0);
     }
@@ -206,7 +206,8 @@ static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
  * unlock tries again; the hard limit bounds the WAL). */
 void st_db_checkpoint_maybe(st_db *db)
 {
-    if (atomic_load(&db->wal_pages) < ST_WAL_CKPT_PAGES || db->path == NULL ||
+    if ((int64_t)atomic_load(&db->wal_pages) * db->page_size < ST_WAL_CKPT_BYTES ||
+        db->path == NULL ||
         pthread_mutex_trylock(&db->ckpt_mu) != 0) {
         return;
     }
@@ -283,6 +284,26 @@ static cm_status read_version(st_db *db, int64_t *out, cm_error *err)
     }
     if (st == CM_OK) {
         *out = row ? (int64_t)sqlite3_column_int64(s, 0) : 0;
+    }
+    st_sql_release(db, s);
+    return st;
+}
+
+/* The file's page size into db->page_size (a new file got 4096 bytes,
+ * an older one keeps its own). */
+static cm_status read_page_size(st_db *db, cm_error *err)
+{
+    sqlite3_stmt *s = NULL;
+    cm_status st = st_sql_prepare(db, "PRAGMA page_size", &s, err);
+    bool row = false;
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, &row, err);
+    }
+    if (st == CM_OK) {
+        db->page_size = row ? (int64_t)sqlite3_column_int64(s, 0) : 0;
+        if (db->page_size <= 0) {
+            st = cm_error_set(err, CM_EINTERNAL, NULL, "PRAGMA page_size: no size");
+        }
     }
     st_sql_release(db, s);
     return st;
@@ -383,7 +404,7 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
     }
     if (st == CM_OK) {
         /* takes effect on a new file only (before its first table) */
-        st = st_sql_exec(db, "PRAGMA page_size=16384", err);
+        st = st_sql_exec(db, "PRAGMA page_size=4096", err);
     }
     if (st == CM_OK) {
         st = pragma_expect(db, "PRAGMA journal_mode=WAL", "wal", err);
@@ -409,6 +430,9 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
     }
     if (st == CM_OK) {
         st = migrate(db, err);
+    }
+    if (st == CM_OK) {
+        st = read_page_size(db, err);
     }
     if (st != CM_OK) {
         st_db_close(db);

@@ -35,14 +35,14 @@ typedef struct st_stmt_slot {
 #define ST_STMT_CACHE 48 /* more distinct statements than the store has */
 
 /* Checkpoints: the WAL is copied back into the database file once it holds
- * ST_WAL_CKPT_PAGES pages (4 MiB of the 16 KiB pages a new file gets), by
+ * ST_WAL_CKPT_BYTES of pages (1024 of the 4 KiB pages a new file gets), by
  * whichever thread next releases mu: the bulk on a connection of its own
  * (ckpt, under ckpt_mu) outside mu, so requests keep reading and writing
  * meanwhile, then the frames committed during that copy on conn under mu,
  * which completes the copy so that the next write restarts the WAL. Past
- * ST_WAL_HARD_PAGES the committing writer checkpoints itself, under mu. */
-#define ST_WAL_CKPT_PAGES 256
-#define ST_WAL_HARD_PAGES 4096
+ * ST_WAL_HARD_BYTES the committing writer checkpoints itself, under mu. */
+#define ST_WAL_CKPT_BYTES (4 * 1024 * 1024)
+#define ST_WAL_HARD_BYTES (64 * 1024 * 1024)
 
 struct st_db {
     sqlite3 *conn;      /* the connection; used under mu only */
@@ -53,6 +53,7 @@ struct st_db {
     sqlite3 *ckpt;               /* checkpointing connection, opened on first use */
     pthread_mutex_t ckpt_mu;     /* serializes checkpoints */
     _Atomic int wal_pages;       /* pages in the WAL after the last commit */
+    int64_t page_size;           /* the file's, bytes */
     st_group *group;             /* the group commit it joined, or NULL */
 };
 
@@ -92,7 +93,7 @@ void st_db_unlock(st_db *db);
 /* Releases mu only. */
 void st_db_unlock_only(st_db *db);
 /* The passive checkpoint of "Checkpoints" above, when db's last commit left
- * the WAL at ST_WAL_CKPT_PAGES or more and no other thread is checkpointing.
+ * the WAL at ST_WAL_CKPT_BYTES or more and no other thread is checkpointing.
  * Call unlocked. */
 void st_db_checkpoint_maybe(st_db *db);
 

@@ -184,6 +184,17 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     assert_string_equal(t, "wal");
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
     assert_string_equal(t, "7");
+    raw_text(f->path, "PRAGMA page_size", t, sizeof t);
+    assert_string_equal(t, "4096");
+    assert_int_equal(f->db->page_size, 4096);
+    /* A file made with other pages keeps them, and the handle knows their size. */
+    char p16[192];
+    fx_path(f, "p16.db", p16, sizeof p16);
+    raw_exec(p16, "PRAGMA page_size=16384; CREATE TABLE t (x)");
+    st_db *db16 = NULL;
+    OK(st_db_open(p16, &db16, &e_));
+    assert_int_equal(db16->page_size, 16384);
+    st_db_close(db16);
     /* A second handle on the same file sees the same schema, nothing re-applied. */
     st_db *db2 = NULL;
     OK(st_db_open(f->path, &db2, &e_));
