@@ -768,6 +768,33 @@ static void *keep_copy(void *ctx)
     return k;
 }
 
+/* Puts the response of plan id, just stored with the document doc, in the
+ * plan cache, reading back only the row's small columns, so that the
+ * request's plan_load reads no body the handler already has. Best effort:
+ * on any failure nothing is cached (plan_load then reads the row). */
+static void cache_stored(srv_app *app, st_db *db, int64_t id, const cm_buf *doc)
+{
+    st_plan_query q;
+    st_plan_query_init(&q);
+    q.after_id = id - 1;
+    q.limit = 1;
+    st_plan_list l;
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_plan_list_query(db, &q, &l, &e) == CM_OK && l.n_items == 1 && l.items[0].id == id) {
+        st_plan *p = &l.items[0]; /* a list item: no body, body_len its length */
+        p->body = doc->data;      /* borrowed for plan_blob, given back below */
+        p->body_len = doc->len;
+        srv_blob *blob = plan_blob(p);
+        p->body = NULL;
+        if (blob != NULL) {
+            srv_cache_put(app, id, blob);
+            srv_blob_release(blob);
+        }
+    }
+    st_plan_list_fini(&l);
+}
+
 /* The job's finish: store the plan its request gave up waiting for. */
 static void keep_store(plan_job *j, void *keep)
 {
@@ -893,6 +920,9 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
     }
     atomic_fetch_add(&app->metrics.plans_computed, 1);
     cm_status st = store_plan(a->db, &x, j->plan, &j->out, id_out, existed, &e);
+    if (st == CM_OK && !*existed) {
+        cache_stored(app, a->db, *id_out, &j->out);
+    }
     srv_job_unref(j);
     plan_src_fini(&s);
     if (st != CM_OK) {
