@@ -35,29 +35,38 @@ static void plan_head(cm_buf *b, const st_plan *p)
     }
 }
 
-/* The response for a stored plan: an envelope around the plan document. */
+/* The response for a stored plan: an envelope around the plan document,
+ * written straight into a blob of its exact size (the document, tens of KB,
+ * is copied once). */
 static srv_blob *plan_blob(const st_plan *p)
 {
-    cm_buf b;
-    cm_buf_init(&b);
-    plan_head(&b, p);
-    cm_json_put_kv_i64(&b, "created_at", p->created_at);
-    cm_json_put_key(&b, "plan");
+    cm_buf head;
+    cm_buf_init(&head);
+    plan_head(&head, p);
+    cm_json_put_kv_i64(&head, "created_at", p->created_at);
+    cm_json_put_key(&head, "plan");
+    size_t n = 0;
     if (p->body != NULL) {
-        size_t n = p->body_len;
+        n = p->body_len;
         while (n > 0 && (p->body[n - 1] == '\n' || p->body[n - 1] == ' ')) {
             n--;
         }
-        cm_buf_append(&b, p->body, n);
     } else {
-        cm_json_put_null(&b);
+        cm_json_put_null(&head);
     }
-    cm_buf_puts(&b, "}\n");
-    srv_blob *blob = b.oom ? NULL : srv_blob_create(b.data, b.len);
-    cm_buf_fini(&b);
-    if (blob != NULL && p->hash[0] != '\0') {
-        snprintf(blob->etag, sizeof blob->etag, "\"%s\"", p->hash);
+    static const char tail[] = "}\n";
+    srv_blob *blob = head.oom ? NULL : srv_blob_create(NULL, head.len + n + sizeof tail - 1);
+    if (blob != NULL) {
+        memcpy(blob->data, head.data, head.len);
+        if (n > 0) {
+            memcpy(blob->data + head.len, p->body, n);
+        }
+        memcpy(blob->data + head.len + n, tail, sizeof tail - 1);
+        if (p->hash[0] != '\0') {
+            snprintf(blob->etag, sizeof blob->etag, "\"%s\"", p->hash);
+        }
     }
+    cm_buf_fini(&head);
     return blob;
 }
 

@@ -63,6 +63,8 @@ typedef struct srv_blob {
     char data[];                      /* len bytes + NUL */
 } srv_blob;
 
+/* A blob of len bytes copied from data, or left for the caller to fill when
+ * data is NULL (NUL-terminated either way); NULL when out of memory. */
 srv_blob *srv_blob_create(const char *data, size_t len);
 void srv_blob_release(void *blob); /* drops one reference; frees at zero */
 
