@@ -207,8 +207,7 @@ static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
 void st_db_checkpoint_maybe(st_db *db)
 {
     if ((int64_t)atomic_load(&db->wal_pages) * db->page_size < ST_WAL_CKPT_BYTES ||
-        db->path == NULL ||
-        pthread_mutex_trylock(&db->ckpt_mu) != 0) {
+        db->path == NULL || pthread_mutex_trylock(&db->ckpt_mu) != 0) {
         return;
     }
     if (db->ckpt == NULL) {

@@ -17,13 +17,13 @@
 #include "st_int.h"
 
 struct st_group {
-    pthread_mutex_t mu;     /* guards everything below */
-    pthread_cond_t cv;      /* broadcast when a batch is done */
-    st_group_entry *head;   /* queued writes, oldest first */
+    pthread_mutex_t mu;   /* guards everything below */
+    pthread_cond_t cv;    /* broadcast when a batch is done */
+    st_group_entry *head; /* queued writes, oldest first */
     st_group_entry *tail;
-    bool busy;              /* a leader is running a batch */
-    uint64_t n_commits;     /* transactions run (committed or not) */
-    uint64_t n_writes;      /* writes run in them */
+    bool busy;          /* a leader is running a batch */
+    uint64_t n_commits; /* transactions run (committed or not) */
+    uint64_t n_writes;  /* writes run in them */
 };
 
 cm_status st_group_create(st_group **out, cm_error *err)
@@ -78,8 +78,8 @@ static void fail_committed(st_group_entry **e, size_t from, size_t to, const cm_
 {
     for (size_t j = from; j < to; j++) {
         if (e[j]->st == CM_OK) {
-            e[j]->st = cm_error_set(e[j]->err, why->code != CM_OK ? why->code : CM_EINTERNAL,
-                                    NULL, "not stored: its transaction failed: %s", why->msg);
+            e[j]->st = cm_error_set(e[j]->err, why->code != CM_OK ? why->code : CM_EINTERNAL, NULL,
+                                    "not stored: its transaction failed: %s", why->msg);
         }
     }
 }

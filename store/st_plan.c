@@ -108,8 +108,7 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
             st = st_sql_row_exists(db, "graphs", graph_id, &found, err);
         }
         if (st == CM_OK && !found) {
-            st = cm_error_set(err, CM_ENOTFOUND, "/graph_id", "no graph %lld",
-                              (long long)graph_id);
+            st = cm_error_set(err, CM_ENOTFOUND, "/graph_id", "no graph %lld", (long long)graph_id);
         }
         if (st == CM_OK && in->mesh_id != 0) {
             st = st_sql_row_exists(db, "meshes", in->mesh_id, &found, err);
@@ -123,9 +122,9 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
                               "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
                               "created_at, input, input_format, rules) "
                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                              "tiIbbiBTB", w->hash, graph_id, in->mesh_id, opts, opts_len,
-                              in->body, in->body_len, st_db_now(db), in->input, in->input_len,
-                              input_format, in->rules, in->rules_len);
+                              "tiIbbiBTB", w->hash, graph_id, in->mesh_id, opts, opts_len, in->body,
+                              in->body_len, st_db_now(db), in->input, in->input_len, input_format,
+                              in->rules, in->rules_len);
         }
     }
     return st;
