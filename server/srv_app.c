@@ -417,9 +417,13 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     if (st == CM_OK && (app->dbs == NULL || app->free_dbs == NULL)) {
         st = cm_error_oom(err);
     }
+    if (st == CM_OK) {
+        st = st_group_create(&app->db_group, err); /* plan puts share commits */
+    }
     for (size_t i = 0; st == CM_OK && i < n; i++) {
         st = st_db_open(c->db_path, &app->dbs[i], err);
         if (st == CM_OK) {
+            st_db_join_group(app->dbs[i], app->db_group);
             app->free_dbs[app->n_free++] = app->dbs[i];
             app->n_dbs++;
         }
@@ -552,6 +556,7 @@ void srv_app_destroy(srv_app *app)
     for (size_t i = 0; i < app->n_dbs; i++) {
         st_db_close(app->dbs[i]);
     }
+    st_group_destroy(app->db_group);
     st_db_close(app->watch_db);
     app->watch_db = NULL;
     pthread_mutex_destroy(&app->ready_mu);

@@ -86,7 +86,9 @@ srv_blob *srv_blob_create(const char *data, size_t len)
     atomic_init(&b->refs, 1);
     b->len = len;
     b->etag[0] = '\0';
-    memcpy(b->data, data, len);
+    if (data != NULL) {
+        memcpy(b->data, data, len);
+    }
     b->data[len] = '\0';
     return b;
 }

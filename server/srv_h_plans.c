@@ -35,29 +35,38 @@ static void plan_head(cm_buf *b, const st_plan *p)
     }
 }
 
-/* The response for a stored plan: an envelope around the plan document. */
+/* The response for a stored plan: an envelope around the plan document,
+ * written straight into a blob of its exact size (the document, tens of KB,
+ * is copied once). */
 static srv_blob *plan_blob(const st_plan *p)
 {
-    cm_buf b;
-    cm_buf_init(&b);
-    plan_head(&b, p);
-    cm_json_put_kv_i64(&b, "created_at", p->created_at);
-    cm_json_put_key(&b, "plan");
+    cm_buf head;
+    cm_buf_init(&head);
+    plan_head(&head, p);
+    cm_json_put_kv_i64(&head, "created_at", p->created_at);
+    cm_json_put_key(&head, "plan");
+    size_t n = 0;
     if (p->body != NULL) {
-        size_t n = p->body_len;
+        n = p->body_len;
         while (n > 0 && (p->body[n - 1] == '\n' || p->body[n - 1] == ' ')) {
             n--;
         }
-        cm_buf_append(&b, p->body, n);
     } else {
-        cm_json_put_null(&b);
+        cm_json_put_null(&head);
     }
-    cm_buf_puts(&b, "}\n");
-    srv_blob *blob = b.oom ? NULL : srv_blob_create(b.data, b.len);
-    cm_buf_fini(&b);
-    if (blob != NULL && p->hash[0] != '\0') {
-        snprintf(blob->etag, sizeof blob->etag, "\"%s\"", p->hash);
+    static const char tail[] = "}\n";
+    srv_blob *blob = head.oom ? NULL : srv_blob_create(NULL, head.len + n + sizeof tail - 1);
+    if (blob != NULL) {
+        memcpy(blob->data, head.data, head.len);
+        if (n > 0) {
+            memcpy(blob->data + head.len, p->body, n);
+        }
+        memcpy(blob->data + head.len + n, tail, sizeof tail - 1);
+        if (p->hash[0] != '\0') {
+            snprintf(blob->etag, sizeof blob->etag, "\"%s\"", p->hash);
+        }
     }
+    cm_buf_fini(&head);
     return blob;
 }
 
@@ -768,6 +777,33 @@ static void *keep_copy(void *ctx)
     return k;
 }
 
+/* Puts the response of plan id, just stored with the document doc, in the
+ * plan cache, reading back only the row's small columns, so that the
+ * request's plan_load reads no body the handler already has. Best effort:
+ * on any failure nothing is cached (plan_load then reads the row). */
+static void cache_stored(srv_app *app, st_db *db, int64_t id, const cm_buf *doc)
+{
+    st_plan_query q;
+    st_plan_query_init(&q);
+    q.after_id = id - 1;
+    q.limit = 1;
+    st_plan_list l;
+    cm_error e;
+    cm_error_clear(&e);
+    if (st_plan_list_query(db, &q, &l, &e) == CM_OK && l.n_items == 1 && l.items[0].id == id) {
+        st_plan *p = &l.items[0]; /* a list item: no body, body_len its length */
+        p->body = doc->data;      /* borrowed for plan_blob, given back below */
+        p->body_len = doc->len;
+        srv_blob *blob = plan_blob(p);
+        p->body = NULL;
+        if (blob != NULL) {
+            srv_cache_put(app, id, blob);
+            srv_blob_release(blob);
+        }
+    }
+    st_plan_list_fini(&l);
+}
+
 /* The job's finish: store the plan its request gave up waiting for. */
 static void keep_store(plan_job *j, void *keep)
 {
@@ -893,6 +929,9 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
     }
     atomic_fetch_add(&app->metrics.plans_computed, 1);
     cm_status st = store_plan(a->db, &x, j->plan, &j->out, id_out, existed, &e);
+    if (st == CM_OK && !*existed) {
+        cache_stored(app, a->db, *id_out, &j->out);
+    }
     srv_job_unref(j);
     plan_src_fini(&s);
     if (st != CM_OK) {

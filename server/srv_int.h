@@ -63,6 +63,8 @@ typedef struct srv_blob {
     char data[];                      /* len bytes + NUL */
 } srv_blob;
 
+/* A blob of len bytes copied from data, or left for the caller to fill when
+ * data is NULL (NUL-terminated either way); NULL when out of memory. */
 srv_blob *srv_blob_create(const char *data, size_t len);
 void srv_blob_release(void *blob); /* drops one reference; frees at zero */
 
@@ -99,6 +101,7 @@ struct srv_app {
     size_t n_dbs;
     size_t n_free;
     st_db **free_dbs;
+    st_group *db_group; /* the handles' group commit of plan puts */
 
     /* plans: direct-mapped caches, id -> response body, request bytes -> id */
     pthread_mutex_t cache_mu;

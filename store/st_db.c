@@ -194,7 +194,7 @@ static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
 {
     st_db *db = arg;
     atomic_store(&db->wal_pages, pages);
-    if (pages >= ST_WAL_HARD_PAGES) {
+    if ((int64_t)pages * db->page_size >= ST_WAL_HARD_BYTES) {
         (void)sqlite3_wal_checkpoint_v2(conn, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         atomic_store(&db->wal_pages, 0);
     }
@@ -204,10 +204,10 @@ static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
 /* A passive checkpoint on db->ckpt, outside mu, when the WAL has grown and
  * no other thread is checkpointing. Failures only delay it (the next
  * unlock tries again; the hard limit bounds the WAL). */
-static void checkpoint_maybe(st_db *db)
+void st_db_checkpoint_maybe(st_db *db)
 {
-    if (atomic_load(&db->wal_pages) < ST_WAL_CKPT_PAGES || db->path == NULL ||
-        pthread_mutex_trylock(&db->ckpt_mu) != 0) {
+    if ((int64_t)atomic_load(&db->wal_pages) * db->page_size < ST_WAL_CKPT_BYTES ||
+        db->path == NULL || pthread_mutex_trylock(&db->ckpt_mu) != 0) {
         return;
     }
     if (db->ckpt == NULL) {
@@ -236,12 +236,17 @@ static void checkpoint_maybe(st_db *db)
     (void)rc;
 }
 
-void st_db_unlock(st_db *db)
+void st_db_unlock_only(st_db *db)
 {
     int rc = pthread_mutex_unlock(&db->mu);
     assert(rc == 0);
     (void)rc;
-    checkpoint_maybe(db);
+}
+
+void st_db_unlock(st_db *db)
+{
+    st_db_unlock_only(db);
+    st_db_checkpoint_maybe(db);
 }
 
 /* ---- open / close ------------------------------------------------------------------ */
@@ -278,6 +283,26 @@ static cm_status read_version(st_db *db, int64_t *out, cm_error *err)
     }
     if (st == CM_OK) {
         *out = row ? (int64_t)sqlite3_column_int64(s, 0) : 0;
+    }
+    st_sql_release(db, s);
+    return st;
+}
+
+/* The file's page size into db->page_size (a new file got 4096 bytes,
+ * an older one keeps its own). */
+static cm_status read_page_size(st_db *db, cm_error *err)
+{
+    sqlite3_stmt *s = NULL;
+    cm_status st = st_sql_prepare(db, "PRAGMA page_size", &s, err);
+    bool row = false;
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, &row, err);
+    }
+    if (st == CM_OK) {
+        db->page_size = row ? (int64_t)sqlite3_column_int64(s, 0) : 0;
+        if (db->page_size <= 0) {
+            st = cm_error_set(err, CM_EINTERNAL, NULL, "PRAGMA page_size: no size");
+        }
     }
     st_sql_release(db, s);
     return st;
@@ -378,7 +403,7 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
     }
     if (st == CM_OK) {
         /* takes effect on a new file only (before its first table) */
-        st = st_sql_exec(db, "PRAGMA page_size=16384", err);
+        st = st_sql_exec(db, "PRAGMA page_size=4096", err);
     }
     if (st == CM_OK) {
         st = pragma_expect(db, "PRAGMA journal_mode=WAL", "wal", err);
@@ -391,6 +416,12 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
         st = st_sql_exec(db, "PRAGMA synchronous=NORMAL", err);
     }
     if (st == CM_OK) {
+        /* statement journals (a group commit's savepoints) and temporary
+         * b-trees in memory, not in temporary files: they never outlive
+         * the transaction, so durability does not depend on them */
+        st = st_sql_exec(db, "PRAGMA temp_store=MEMORY", err);
+    }
+    if (st == CM_OK) {
         st = st_sql_exec(db, "PRAGMA foreign_keys=ON", err);
     }
     if (st == CM_OK) {
@@ -398,6 +429,9 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
     }
     if (st == CM_OK) {
         st = migrate(db, err);
+    }
+    if (st == CM_OK) {
+        st = read_page_size(db, err);
     }
     if (st != CM_OK) {
         st_db_close(db);

@@ -99,6 +99,34 @@ cm_status st_db_data_version(st_db *db, int64_t *out, cm_error *err);
  * unix_s instead of the wall clock; 0 restores the wall clock. */
 void st_db_set_time(st_db *db, int64_t unix_s);
 
+/* ---- group commit -------------------------------------------------------------
+ *
+ * Handles of one process on one file may join an st_group: their plan puts
+ * (st_plan_put) then share transactions. A put queues on the group; the
+ * caller that finds no commit running runs every queued put (its own among
+ * them) on its own connection in one BEGIN IMMEDIATE ... COMMIT, each put in
+ * a savepoint of its own, and the other callers wait. Each put still
+ * returns CM_OK only once the transaction holding it has committed, with
+ * the durability above, and after an error nothing of that put was
+ * written (a put failing alone leaves the others' rows in). Under
+ * concurrent puts this writes the shared pages (indexes, the id sequence)
+ * once per transaction instead of once per put, and the handles of the
+ * group stop waiting for each other on the file's write lock.
+ * Thread contract: st_group's functions may be called from any thread. */
+
+typedef struct st_group st_group;
+
+/* Creates an empty group; the caller destroys it with st_group_destroy
+ * after closing every handle that joined it. Errors: CM_ENOMEM. */
+cm_status st_group_create(st_group **out, cm_error *err);
+/* Destroys g (NULL is a no-op). No handle may still use it. */
+void st_group_destroy(st_group *g);
+/* Makes db's plan puts go through g from now on (NULL: alone again). Call
+ * before sharing db with other threads. g must outlive db's use of it. */
+void st_db_join_group(st_db *db, st_group *g);
+/* The transactions g has run and the puts in them, since its creation. */
+void st_group_stats(st_group *g, uint64_t *commits_out, uint64_t *writes_out);
+
 /* ---- graphs ------------------------------------------------------------------
  * A graph document as posted, JSON (docs/graph-format.md) or MLIR text.
  * Deduplicated by content hash: posting the same content again returns the

@@ -35,14 +35,14 @@ typedef struct st_stmt_slot {
 #define ST_STMT_CACHE 48 /* more distinct statements than the store has */
 
 /* Checkpoints: the WAL is copied back into the database file once it holds
- * ST_WAL_CKPT_PAGES pages (4 MiB of the 16 KiB pages a new file gets), by
+ * ST_WAL_CKPT_BYTES of pages (1024 of the 4 KiB pages a new file gets), by
  * whichever thread next releases mu: the bulk on a connection of its own
  * (ckpt, under ckpt_mu) outside mu, so requests keep reading and writing
  * meanwhile, then the frames committed during that copy on conn under mu,
  * which completes the copy so that the next write restarts the WAL. Past
- * ST_WAL_HARD_PAGES the committing writer checkpoints itself, under mu. */
-#define ST_WAL_CKPT_PAGES 256
-#define ST_WAL_HARD_PAGES 4096
+ * ST_WAL_HARD_BYTES the committing writer checkpoints itself, under mu. */
+#define ST_WAL_CKPT_BYTES (4 * 1024 * 1024)
+#define ST_WAL_HARD_BYTES (64 * 1024 * 1024)
 
 struct st_db {
     sqlite3 *conn;      /* the connection; used under mu only */
@@ -53,6 +53,8 @@ struct st_db {
     sqlite3 *ckpt;               /* checkpointing connection, opened on first use */
     pthread_mutex_t ckpt_mu;     /* serializes checkpoints */
     _Atomic int wal_pages;       /* pages in the WAL after the last commit */
+    int64_t page_size;           /* the file's, bytes */
+    st_group *group;             /* the group commit it joined, or NULL */
 };
 
 /* One schema migration: run once, in order, inside the opening transaction
@@ -86,7 +88,46 @@ cm_status st_db_fail(const st_db *db, int rc, const char *what, cm_error *err);
 /* The handle's clock: the test time if set, else the wall clock. */
 int64_t st_db_now(const st_db *db);
 void st_db_lock(st_db *db);
+/* Releases mu, then checkpoints when the WAL has grown (st_db_checkpoint_maybe). */
 void st_db_unlock(st_db *db);
+/* Releases mu only. */
+void st_db_unlock_only(st_db *db);
+/* The passive checkpoint of "Checkpoints" above, when db's last commit left
+ * the WAL at ST_WAL_CKPT_BYTES or more and no other thread is checkpointing.
+ * Call unlocked. */
+void st_db_checkpoint_maybe(st_db *db);
+
+/* ---- group commit (st_group.c) -------------------------------------------- */
+
+/* A write run inside an open transaction on db, locked: what a put does
+ * between BEGIN and COMMIT. Its results go to ctx; its error to err. */
+typedef cm_status (*st_group_fn)(st_db *db, void *ctx, cm_error *err);
+
+#define ST_GROUP_MAX_BATCH 32 /* writes one transaction takes from the queue, at most */
+
+/* One queued write: the caller's stack, until done. */
+typedef struct st_group_entry {
+    st_group_fn fn;
+    void *ctx;
+    cm_error *err;               /* the caller's (may be NULL) */
+    cm_status st;                /* set by the leader */
+    bool done;                   /* under the group's mutex */
+    struct st_group_entry *next; /* queue link */
+} st_group_entry;
+
+/* Runs fn(db, ctx, err) in a transaction: its own when db joined no group,
+ * else one it shares with the other writes queued on db's group meanwhile
+ * (st_group.c). Returns once that transaction has committed (CM_OK) or
+ * failed (nothing of fn's was written). Call unlocked. */
+cm_status st_group_write(st_db *db, st_group_fn fn, void *ctx, cm_error *err);
+
+/* Runs the n writes of e in order, locked, on db: one transaction, each
+ * write in a savepoint (a failing write is undone alone and keeps its
+ * error); when SQLite ends the transaction early or COMMIT fails, the
+ * writes that had succeeded in it fail too, and the rest go on in a new
+ * transaction. Sets every e[i]->st; returns the number of transactions.
+ * Exposed for the store's tests, which hand it a batch. */
+size_t st_group_run(st_db *db, st_group_entry **e, size_t n);
 
 /* ---- graph rows (st_graph.c), for puts that store a graph with a row
  * of their own in one transaction ------------------------------------------ */
@@ -111,6 +152,9 @@ void st_sql_release(st_db *db, sqlite3_stmt *s);
 void st_sql_cache_clear(st_db *db);
 /* Runs sql (one or more statements, no parameters, no result rows). */
 cm_status st_sql_exec(st_db *db, const char *sql, cm_error *err);
+/* Runs one parameterless statement that returns no rows (SAVEPOINT, ...),
+ * kept prepared. */
+cm_status st_sql_run(st_db *db, const char *sql, cm_error *err);
 /* BEGIN IMMEDIATE. */
 cm_status st_sql_begin(st_db *db, cm_error *err);
 /* Commits when st is CM_OK, else (or when the commit fails) rolls back

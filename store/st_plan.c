@@ -71,6 +71,65 @@ void st_plan_list_fini(st_plan_list *l)
     }
 }
 
+/* A checked put's writes, inside the transaction st_group_write runs. */
+typedef struct plan_write_ctx {
+    const st_plan_in *in;
+    const char *hash;  /* lower-cased in->hash */
+    const char *ghash; /* in->graph's content hash, when in->graph is set */
+    int64_t id;        /* out: the plan's row */
+    bool existed;      /* out: the hash was stored already */
+} plan_write_ctx;
+
+static cm_status plan_write(st_db *db, void *arg, cm_error *err)
+{
+    plan_write_ctx *w = arg;
+    const st_plan_in *in = w->in;
+    const char *input_format = in->input == NULL ? NULL : (in->input_is_mlir ? "mlir" : "json");
+    const char *opts = in->options != NULL ? in->options : "{}";
+    size_t opts_len = in->options != NULL ? in->options_len : 2;
+    cm_status st = st_check_json(db, opts, opts_len, "/options", err);
+    if (st == CM_OK && in->rules != NULL) {
+        st = st_check_json(db, in->rules, in->rules_len, "/rules", err);
+    }
+    int64_t graph_id = in->graph_id;
+    bool graph_known = false;
+    if (st == CM_OK && in->graph != NULL) {
+        bool g_existed = false;
+        st = st_graph_write(db, in->graph, w->ghash, &graph_id, &g_existed, NULL, err);
+        graph_known = true;
+    }
+    if (st == CM_OK) {
+        st = st_sql_id_by_hash(db, "plans", w->hash, &w->id, err);
+        w->existed = w->id != 0;
+    }
+    if (st == CM_OK && !w->existed) {
+        bool found = graph_known;
+        if (!found) {
+            st = st_sql_row_exists(db, "graphs", graph_id, &found, err);
+        }
+        if (st == CM_OK && !found) {
+            st = cm_error_set(err, CM_ENOTFOUND, "/graph_id", "no graph %lld", (long long)graph_id);
+        }
+        if (st == CM_OK && in->mesh_id != 0) {
+            st = st_sql_row_exists(db, "meshes", in->mesh_id, &found, err);
+            if (st == CM_OK && !found) {
+                st = cm_error_set(err, CM_ENOTFOUND, "/mesh_id", "no mesh %lld",
+                                  (long long)in->mesh_id);
+            }
+        }
+        if (st == CM_OK) {
+            st = st_sql_write(db, &w->id, err,
+                              "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
+                              "created_at, input, input_format, rules) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                              "tiIbbiBTB", w->hash, graph_id, in->mesh_id, opts, opts_len, in->body,
+                              in->body_len, st_db_now(db), in->input, in->input_len, input_format,
+                              in->rules, in->rules_len);
+        }
+    }
+    return st;
+}
+
 cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *existed_out,
                       cm_error *err)
 {
@@ -108,57 +167,15 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
     if (st != CM_OK) {
         return st;
     }
-    const char *input_format = in->input == NULL ? NULL : (in->input_is_mlir ? "mlir" : "json");
-    const char *opts = in->options != NULL ? in->options : "{}";
-    size_t opts_len = in->options != NULL ? in->options_len : 2;
-    int64_t id = 0;
-    bool existed = false;
-    st_db_lock(db);
-    st = st_check_json(db, opts, opts_len, "/options", err);
-    if (st == CM_OK && in->rules != NULL) {
-        st = st_check_json(db, in->rules, in->rules_len, "/rules", err);
+    plan_write_ctx w = {in, hash, ghash, 0, false};
+    st = st_group_write(db, plan_write, &w, err);
+    if (st == CM_OK && id_out != NULL) {
+        *id_out = w.id;
     }
-    if (st == CM_OK) {
-        st = st_sql_begin(db, err);
+    if (st == CM_OK && existed_out != NULL) {
+        *existed_out = w.existed;
     }
-    int64_t graph_id = in->graph_id;
-    bool graph_known = false;
-    if (st == CM_OK && in->graph != NULL) {
-        bool g_existed = false;
-        st = st_graph_write(db, in->graph, ghash, &graph_id, &g_existed, NULL, err);
-        graph_known = true;
-    }
-    if (st == CM_OK) {
-        st = st_sql_id_by_hash(db, "plans", hash, &id, err);
-        existed = id != 0;
-    }
-    if (st == CM_OK && !existed) {
-        bool found = graph_known;
-        if (!found) {
-            st = st_sql_row_exists(db, "graphs", graph_id, &found, err);
-        }
-        if (st == CM_OK && !found) {
-            st = cm_error_set(err, CM_ENOTFOUND, "/graph_id", "no graph %lld",
-                              (long long)graph_id);
-        }
-        if (st == CM_OK && in->mesh_id != 0) {
-            st = st_sql_row_exists(db, "meshes", in->mesh_id, &found, err);
-            if (st == CM_OK && !found) {
-                st = cm_error_set(err, CM_ENOTFOUND, "/mesh_id", "no mesh %lld",
-                                  (long long)in->mesh_id);
-            }
-        }
-        if (st == CM_OK) {
-            st = st_sql_write(db, &id, err,
-                              "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
-                              "created_at, input, input_format, rules) "
-                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                              "tiIbbiBTB", hash, graph_id, in->mesh_id, opts, opts_len,
-                              in->body, in->body_len, st_db_now(db), in->input, in->input_len,
-                              input_format, in->rules, in->rules_len);
-        }
-    }
-    return st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
+    return st;
 }
 
 cm_status st_plan_get(st_db *db, int64_t id, st_plan *out, cm_error *err)

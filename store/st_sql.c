@@ -85,7 +85,7 @@ void st_sql_cache_clear(st_db *db)
 }
 
 /* Runs one parameterless statement that returns no rows, kept prepared. */
-static cm_status sql_run(st_db *db, const char *sql, cm_error *err)
+cm_status st_sql_run(st_db *db, const char *sql, cm_error *err)
 {
     sqlite3_stmt *s = NULL;
     cm_status st = st_sql_prepare(db, sql, &s, err);
@@ -105,7 +105,7 @@ cm_status st_sql_exec(st_db *db, const char *sql, cm_error *err)
 
 cm_status st_sql_begin(st_db *db, cm_error *err)
 {
-    return sql_run(db, "BEGIN IMMEDIATE", err);
+    return st_sql_run(db, "BEGIN IMMEDIATE", err);
 }
 
 /* Commits when st is CM_OK, else (or when the commit fails) rolls back
@@ -113,10 +113,10 @@ cm_status st_sql_begin(st_db *db, cm_error *err)
 cm_status st_sql_finish(st_db *db, cm_status st, cm_error *err)
 {
     if (st == CM_OK) {
-        st = sql_run(db, "COMMIT", err);
+        st = st_sql_run(db, "COMMIT", err);
     }
     if (st != CM_OK && !sqlite3_get_autocommit(db->conn)) {
-        (void)sql_run(db, "ROLLBACK", NULL);
+        (void)st_sql_run(db, "ROLLBACK", NULL);
     }
     return st;
 }

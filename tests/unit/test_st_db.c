@@ -184,6 +184,17 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     assert_string_equal(t, "wal");
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
     assert_string_equal(t, "7");
+    raw_text(f->path, "PRAGMA page_size", t, sizeof t);
+    assert_string_equal(t, "4096");
+    assert_int_equal(f->db->page_size, 4096);
+    /* A file made with other pages keeps them, and the handle knows their size. */
+    char p16[192];
+    fx_path(f, "p16.db", p16, sizeof p16);
+    raw_exec(p16, "PRAGMA page_size=16384; CREATE TABLE t (x)");
+    st_db *db16 = NULL;
+    OK(st_db_open(p16, &db16, &e_));
+    assert_int_equal(db16->page_size, 16384);
+    st_db_close(db16);
     /* A second handle on the same file sees the same schema, nothing re-applied. */
     st_db *db2 = NULL;
     OK(st_db_open(f->path, &db2, &e_));
@@ -1416,6 +1427,208 @@ static void test_st_db_handles_in_parallel_threads(void **state)
     OK(st_db_integrity_check(f->db, &e_));
 }
 
+/* ---- group commit ------------------------------------------------------------------------------
+ */
+
+/* A write for st_group_run: stores a graph (st_graph_write, as a plan put
+ * does), then fails as told: 0 not at all, 1 with CM_ECONFLICT at /x, 2 by
+ * ending the transaction itself (as SQLite does on some I/O errors) and
+ * failing with CM_EIO. */
+typedef struct gw {
+    st_graph_in in;
+    char hash[ST_HASH_HEX_LEN + 1];
+    int fail;
+    int64_t id;
+    bool existed;
+    cm_error err;
+    st_group_entry e;
+} gw;
+
+static cm_status gw_write(st_db *db, void *ctx, cm_error *err)
+{
+    gw *w = ctx;
+    cm_status st = st_graph_write(db, &w->in, w->hash, &w->id, &w->existed, NULL, err);
+    if (st == CM_OK && w->fail == 1) {
+        st = cm_error_set(err, CM_ECONFLICT, "/x", "told to fail");
+    }
+    if (st == CM_OK && w->fail == 2) {
+        assert_int_equal(st_sql_run(db, "ROLLBACK", err), CM_OK);
+        st = cm_error_set(err, CM_EIO, NULL, "transaction lost");
+    }
+    return st;
+}
+
+static void gw_init(gw *w, const char *body, int fail)
+{
+    memset(w, 0, sizeof *w);
+    w->in = graph_in("g", ST_GRAPH_JSON, body);
+    w->fail = fail;
+    cm_error_clear(&w->err);
+    cm_error e;
+    cm_error_clear(&e);
+    assert_int_equal(st_graph_check_in(&w->in, w->hash, &e), CM_OK);
+    w->e = (st_group_entry){gw_write, w, &w->err, CM_OK, false, NULL};
+}
+
+/* Runs the n writes of w as one batch on db. */
+static size_t gw_run(st_db *db, gw *w, size_t n)
+{
+    st_group_entry *e[8];
+    assert_true(n <= 8);
+    for (size_t i = 0; i < n; i++) {
+        e[i] = &w[i].e;
+    }
+    st_db_lock(db);
+    size_t n_tx = st_group_run(db, e, n);
+    st_db_unlock(db);
+    return n_tx;
+}
+
+/* Whether a graph with that body is stored. */
+static bool graph_stored(fx *f, const char *body)
+{
+    char sql[256], out[32];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM graphs WHERE body = CAST('%s' AS BLOB)", body);
+    raw_text(f->path, sql, out, sizeof out);
+    return strcmp(out, "1") == 0;
+}
+
+static void test_st_group_run_undoes_a_failing_write_alone(void **state)
+{
+    fx *f = *state;
+    gw w[4];
+    gw_init(&w[0], "{\"a\":1}", 0);
+    gw_init(&w[1], "{\"a\":1}", 0); /* the same content: found in the same transaction */
+    gw_init(&w[2], "{\"x\":1}", 1); /* writes, then fails: undone alone */
+    gw_init(&w[3], "{\"c\":1}", 0);
+    assert_int_equal(gw_run(f->db, w, 4), 1);
+    assert_int_equal(w[0].e.st, CM_OK);
+    assert_false(w[0].existed);
+    assert_int_equal(w[1].e.st, CM_OK);
+    assert_true(w[1].existed);
+    assert_int_equal(w[1].id, w[0].id);
+    assert_int_equal(w[2].e.st, CM_ECONFLICT);
+    assert_string_equal(w[2].err.path, "/x");
+    assert_int_equal(w[3].e.st, CM_OK);
+    assert_true(graph_stored(f, "{\"a\":1}"));
+    assert_false(graph_stored(f, "{\"x\":1}"));
+    assert_true(graph_stored(f, "{\"c\":1}"));
+    /* a batch of one runs without a savepoint, and fails as wholly */
+    gw_init(&w[0], "{\"x\":2}", 1);
+    assert_int_equal(gw_run(f->db, w, 1), 1);
+    assert_int_equal(w[0].e.st, CM_ECONFLICT);
+    assert_false(graph_stored(f, "{\"x\":2}"));
+    OK(st_db_integrity_check(f->db, &e_));
+}
+
+static void test_st_group_run_fails_writes_of_a_lost_transaction(void **state)
+{
+    fx *f = *state;
+    gw w[3];
+    gw_init(&w[0], "{\"d\":1}", 0); /* succeeds, but its transaction is lost */
+    gw_init(&w[1], "{\"y\":1}", 2);
+    gw_init(&w[2], "{\"e\":1}", 0); /* goes on in a new transaction */
+    assert_int_equal(gw_run(f->db, w, 3), 2);
+    assert_int_equal(w[0].e.st, CM_EIO);
+    assert_int_equal(w[0].err.code, CM_EIO);
+    assert_non_null(strstr(w[0].err.msg, "transaction lost"));
+    assert_int_equal(w[1].e.st, CM_EIO);
+    assert_int_equal(w[2].e.st, CM_OK);
+    assert_false(graph_stored(f, "{\"d\":1}"));
+    assert_false(graph_stored(f, "{\"y\":1}"));
+    assert_true(graph_stored(f, "{\"e\":1}"));
+    OK(st_db_integrity_check(f->db, &e_));
+}
+
+typedef struct group_arg {
+    const char *path;
+    st_group *g;
+    int tag;
+    int n;
+    int ok;
+    int64_t shared_ids[8]; /* the ids of the plans every thread puts */
+} group_arg;
+
+/* Puts n plans of its own, each with its graph, and the 8 shared plans,
+ * through a handle of its own joined to g; counts the puts that read back. */
+static void *group_writer(void *p)
+{
+    group_arg *a = p;
+    st_db *db = NULL;
+    cm_error err;
+    cm_error_clear(&err);
+    if (st_db_open(a->path, &db, &err) != CM_OK) {
+        return NULL;
+    }
+    st_db_join_group(db, a->g);
+    char key[32], body[64];
+    for (int i = 0; i < a->n + 8; i++) {
+        bool shared = i >= a->n;
+        if (shared) {
+            snprintf(key, sizeof key, "shared-%d", i - a->n);
+        } else {
+            snprintf(key, sizeof key, "own-%d-%d", a->tag, i);
+        }
+        snprintf(body, sizeof body, "{\"graph\":\"%s\"}", key);
+        char h[ST_HASH_HEX_LEN + 1];
+        hash_of(key, h);
+        st_graph_in gi = graph_in("gw", ST_GRAPH_JSON, body);
+        st_plan_in in;
+        memset(&in, 0, sizeof in);
+        in.hash = h;
+        in.graph = &gi;
+        in.body = key;
+        in.body_len = strlen(key);
+        int64_t id = 0;
+        if (st_plan_put(db, &in, &id, NULL, &err) != CM_OK) {
+            fprintf(stderr, "group writer %d: %s\n", a->tag, err.msg);
+            continue;
+        }
+        st_plan pl;
+        if (st_plan_get(db, id, &pl, &err) == CM_OK && strcmp(pl.body, key) == 0) {
+            a->ok++;
+            if (shared) {
+                a->shared_ids[i - a->n] = id;
+            }
+        }
+        st_plan_fini(&pl);
+    }
+    st_db_close(db);
+    return NULL;
+}
+
+static void test_st_group_write_from_threads(void **state)
+{
+    fx *f = *state;
+    enum { T = 6, N = 60 };
+    st_group *g = NULL;
+    OK(st_group_create(&g, &e_));
+    group_arg a[T];
+    pthread_t th[T];
+    for (int i = 0; i < T; i++) {
+        a[i] = (group_arg){f->path, g, i, N, 0, {0}};
+        assert_int_equal(pthread_create(&th[i], NULL, group_writer, &a[i]), 0);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(a[i].ok, N + 8);
+    }
+    for (int k = 0; k < 8; k++) {
+        for (int i = 1; i < T; i++) {
+            assert_int_equal(a[i].shared_ids[k], a[0].shared_ids[k]);
+        }
+    }
+    char out[32];
+    raw_text(f->path, "SELECT count(*) FROM plans", out, sizeof out);
+    assert_int_equal(atoi(out), T * N + 8);
+    uint64_t commits = 0, writes = 0;
+    st_group_stats(g, &commits, &writes);
+    assert_int_equal(writes, T * (N + 8));
+    assert_true(commits >= 1 && commits <= writes);
+    st_group_destroy(g);
+    OK(st_db_integrity_check(f->db, &e_));
+}
+
 /* ---- OOM loops --------------------------------------------------------------------------------
  */
 
@@ -1854,6 +2067,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_bench_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_token_create_and_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_handles_in_parallel_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_group_run_undoes_a_failing_write_alone, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_st_group_run_fails_writes_of_a_lost_transaction, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_st_group_write_from_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_oom_loops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_survives_kill_9_during_writes, setup, teardown),
     };
