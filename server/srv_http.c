@@ -10,6 +10,8 @@
  * against one server-wide cap (503 past it); connections are bounded in total
  * and per client address; a watchdog thread cuts connections whose request
  * head is not complete by its deadline, however slowly bytes keep coming;
+ * a head framing its body ambiguously (differing Content-Length headers,
+ * or Content-Length with Transfer-Encoding) is refused before its body;
  * memory is given back to the system after a burst of bodies.
  * Compression: a JSON or MLIR reply of GZIP_MIN_BYTES or more goes out
  * gzip-coded (zlib) when the request's Accept-Encoding accepts gzip, with

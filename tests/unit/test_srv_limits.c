@@ -4,8 +4,8 @@
  * sockets where a hostile client would not behave like curl. Covers the
  * token checked before any body byte is kept, the cap on the bodies held
  * at once, connection limits and the request-head deadline with /healthz
- * still answering, JSON errors, profiles only from the built-in set and the
- * store, readiness on a bad database, two servers on one file, the mesh-name
+ * still answering, JSON errors (ambiguous body framing included), profiles
+ * only from the built-in set and the store, readiness on a bad database, two servers on one file, the mesh-name
  * round trip, deadlines of plan-scoped computations and the size check of
  * meshes. Every loop is bounded in count and in time. Run from the
  * repository root. */
