@@ -10,6 +10,8 @@
  * against one server-wide cap (503 past it); connections are bounded in total
  * and per client address; a watchdog thread cuts connections whose request
  * head is not complete by its deadline, however slowly bytes keep coming;
+ * a head framing its body ambiguously (differing Content-Length headers,
+ * or Content-Length with Transfer-Encoding) is refused before its body;
  * memory is given back to the system after a burst of bodies.
  * Compression: a JSON or MLIR reply of GZIP_MIN_BYTES or more goes out
  * gzip-coded (zlib) when the request's Accept-Encoding accepts gzip, with
@@ -82,6 +84,7 @@ struct srv_req {
     bool too_large;            /* body over the limit: the handler answers 413 */
     bool oom;                  /* body growth failed: the handler answers 503 */
     bool busy;                 /* the in-flight body cap refused it: 503 */
+    const char *bad_head;      /* why the head's body framing is ambiguous (400), or NULL */
     bool authorized;           /* the early hook checked the token */
     size_t reserved;           /* bytes counted in h->body_bytes */
     int fd;                    /* the connection's socket */
@@ -445,6 +448,56 @@ static enum MHD_Result queue(srv_req *r)
     return MHD_queue_response(r->conn, r->status, r->resp);
 }
 
+/* What the framing check has seen of a head's Content-Length and
+ * Transfer-Encoding headers. */
+typedef struct framing {
+    unsigned n_cl;  /* Content-Length headers */
+    bool cl_differ; /* ... with more than one value */
+    const char *cl; /* the first one's value */
+    bool te;        /* a Transfer-Encoding header */
+} framing;
+
+static enum MHD_Result framing_scan(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    framing *fr = cls;
+    if (key == NULL || value == NULL) {
+        return MHD_YES;
+    }
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (fr->n_cl > 0 && strcmp(fr->cl, value) != 0) {
+            fr->cl_differ = true;
+        }
+        if (fr->n_cl == 0) {
+            fr->cl = value;
+        }
+        fr->n_cl++;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        fr->te = true;
+    }
+    return MHD_YES;
+}
+
+/* Why the head of c frames its body ambiguously, or NULL when it does not.
+ * libmicrohttpd 0.9.75 takes one of several differing Content-Length
+ * headers, and one of Content-Length and Transfer-Encoding when both come;
+ * a proxy in front may have taken the other, so the rest of the stream
+ * could be read as a different request (RFC 9112 6.3 items 3 and 5: an
+ * error, and the connection is closed). */
+static const char *framing_error(struct MHD_Connection *c)
+{
+    framing fr = {0, false, NULL, false};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, framing_scan, &fr);
+    if (fr.cl_differ) {
+        return "the request has Content-Length headers with different values";
+    }
+    if (fr.n_cl > 0 && fr.te) {
+        return "the request has both Content-Length and Transfer-Encoding";
+    }
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -482,6 +535,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         unsigned long long n = cl != NULL ? strtoull(cl, NULL, 10) : 0;
         /* Every early answer below is queued now: MHD closes the
          * connection after it rather than read the body. */
+        r->bad_head = framing_error(c);
+        if (r->bad_head != NULL) {
+            r->handled = true;
+            h->o.handler(h->o.cls, r);
+            return queue(r);
+        }
         if ((n > 0 || te != NULL) && h->o.early != NULL && !h->o.early(h->o.cls, r)) {
             r->handled = true;
             return queue(r);
@@ -693,6 +752,11 @@ bool srv_req_body_oom(const srv_req *r)
 bool srv_req_body_busy(const srv_req *r)
 {
     return r->busy;
+}
+
+const char *srv_req_head_error(const srv_req *r)
+{
+    return r->bad_head;
 }
 
 void srv_req_set_authorized(srv_req *r)

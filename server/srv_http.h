@@ -92,6 +92,11 @@ bool srv_req_body_oom(const srv_req *r);
 /* True when the body was refused because all in-flight bodies together
  * would pass max_inflight_body_bytes (the handler answers 503). */
 bool srv_req_body_busy(const srv_req *r);
+/* Why the request's head frames its body ambiguously (differing
+ * Content-Length headers, or Content-Length with Transfer-Encoding), or
+ * NULL. The handler answers 400; the connection closes after the reply and
+ * no body byte is read. The string is static. */
+const char *srv_req_head_error(const srv_req *r);
 size_t srv_req_max_body(const srv_req *r);
 /* The request's arena, freed when the request completes. */
 cm_arena *srv_req_arena(srv_req *r);

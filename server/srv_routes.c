@@ -238,6 +238,10 @@ void srv_routes_handle(void *cls, srv_req *r)
     if (cors_preflight(r, method, path)) {
         return;
     }
+    if (srv_req_head_error(r) != NULL) {
+        srv_reply_err(app, r, E_INVALID, NULL, "%s", srv_req_head_error(r));
+        return;
+    }
     if (srv_req_body_too_large(r)) {
         srv_reply_err(app, r, E_TOO_LARGE, NULL, "request body over the %zu-byte limit",
                       srv_req_max_body(r));

@@ -4,8 +4,8 @@
  * sockets where a hostile client would not behave like curl. Covers the
  * token checked before any body byte is kept, the cap on the bodies held
  * at once, connection limits and the request-head deadline with /healthz
- * still answering, JSON errors, profiles only from the built-in set and the
- * store, readiness on a bad database, two servers on one file, the mesh-name
+ * still answering, JSON errors (ambiguous body framing included), profiles
+ * only from the built-in set and the store, readiness on a bad database, two servers on one file, the mesh-name
  * round trip, deadlines of plan-scoped computations and the size check of
  * meshes. Every loop is bounded in count and in time. Run from the
  * repository root. */
@@ -141,6 +141,17 @@ static json_t *raw_json(const char *resp)
     return json_loads(b + 4, 0, NULL);
 }
 
+/* The JSON error document of a raw response, checked to carry code; the
+ * caller releases it. */
+static json_t *raw_error(const char *resp, const char *code)
+{
+    json_t *j = raw_json(resp);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+                        code);
+    return j;
+}
+
 /* GET path from source address src through libcurl; the status, 0 when the
  * request failed (refused, reset, timed out after timeout_s). */
 static long get_from(const fixture *f, const char *src, const char *path, long timeout_s)
@@ -221,11 +232,7 @@ static void test_lim_inflight_bodies_capped(void **state)
     close(fd);
     assert_non_null(strstr(buf, "HTTP/1.1 503"));
     assert_non_null(strcasestr(buf, "Retry-After: "));
-    json_t *j = raw_json(buf);
-    assert_non_null(j);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
-                        "unavailable");
-    json_decref(j);
+    json_decref(raw_error(buf, "unavailable"));
     for (int i = 0; i < 2; i++) {
         close(held[i]);
     }
@@ -479,6 +486,50 @@ static void test_lim_errors_are_json(void **state)
     assert_int_equal(lines, 4);
     cm_free(log);
     unlink(logp);
+}
+
+/* A head whose body framing is ambiguous (Content-Length headers that
+ * differ, or Content-Length with Transfer-Encoding) gets the JSON 400 and
+ * the connection closes, no body byte read; same-valued duplicates pass.
+ * Before, libmicrohttpd took one of the values and /healthz answered 200,
+ * the rest of the stream left to be read as whatever came next. */
+static void test_lim_ambiguous_framing_is_json_400(void **state)
+{
+    fixture *f = *state;
+    start_default(f);
+    static const char *const bad[] = {
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 2\r\n\r\n{}",
+        "POST /v1/plans HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    };
+    static const char *const msg[] = {"different values", "both Content-Length and"};
+    char buf[4096];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int fd = raw_connect(f, "127.0.0.1", 2000);
+        assert_true(raw_send(fd, bad[i], strlen(bad[i])));
+        bool closed = false;
+        raw_recv(fd, buf, sizeof buf, &closed);
+        if (!closed) {
+            raw_recv(fd, buf + strlen(buf), sizeof buf - strlen(buf), &closed);
+        }
+        close(fd);
+        assert_true(strncmp(buf, "HTTP/1.1 400 ", 13) == 0);
+        assert_non_null(strcasestr(buf, "Content-Type: application/json"));
+        assert_non_null(strcasestr(buf, "Connection: close"));
+        json_t *j = raw_error(buf, "invalid");
+        assert_non_null(strstr(
+            json_string_value(json_object_get(json_object_get(j, "error"), "message")), msg[i]));
+        json_decref(j);
+        assert_true(closed);
+    }
+    static const char same[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                               "Content-Length: 0\r\nConnection: close\r\n\r\n";
+    int fd = raw_connect(f, "127.0.0.1", 2000);
+    assert_true(raw_send(fd, same, sizeof same - 1));
+    bool closed = false;
+    raw_recv(fd, buf, sizeof buf, &closed);
+    close(fd);
+    assert_true(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
 }
 
 /* ---- 7: honest health ------------------------------------------------------------------------ */
@@ -1045,6 +1096,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_slow_body_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_profiles_never_from_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_errors_are_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_ambiguous_framing_is_json_400, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_readyz_and_quick_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_two_servers_one_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_mesh_names_round_trip, setup, teardown),
