@@ -156,6 +156,16 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err);
  * opened), then sp_gspmd_open_while_free_vars. Errors as those. */
 cm_status sp_gspmd_import(sp_module *m, cm_error *err);
 
+/* XLA's -xla-sdy-stablehlo-import-pipeline (and -xla-sdy-mhlo-import-
+ * pipeline, the same steps): custom calls with tuple operands or a tuple
+ * result are flattened (a stablehlo.tuple operand becomes its elements,
+ * get_tuple_element users read the matching new result; nested tuples are
+ * left as they are), then sp_gspmd_import with the global mesh's axes named
+ * "axis_N" as those pipelines name them, @xla.sdy.ShardingGroup calls become
+ * sdy.sharding_group, and the constants sdy.constant. Errors as
+ * sp_gspmd_import, CM_EINVAL for a bad sharding group call. */
+cm_status sp_gspmd_stablehlo_import_pipeline(sp_module *m, cm_error *err);
+
 /* -xla-sdy-round-trip-shard-map-import: each call of a
  * `...xla.sdy.manual_computation_body...` function between
  * @xla.sdy.GlobalToLocalShape and @xla.sdy.LocalToGlobalShape custom calls

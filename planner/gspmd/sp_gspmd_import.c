@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sp_gspmd.h"
+#include "sp_gspmd_int.h"
 #include "sp_ops.h"
 #include "sp_pass.h"
 
@@ -486,6 +487,11 @@ static cm_status insert_mesh(sp_module *m, uint32_t at, const char *name, sp_mes
 
 cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err)
 {
+    return sp_gspmd_import_shardings_as(m, "_axis_", err);
+}
+
+cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm_error *err)
+{
     collect_ctx c;
     memset(&c, 0, sizeof c);
     cm_arena_init(&c.scratch, 0);
@@ -512,7 +518,7 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err)
     }
     for (uint32_t i = 0; i < c.n_axes; i++) {
         char nm[32];
-        snprintf(nm, sizeof nm, "_axis_%u", i);
+        snprintf(nm, sizeof nm, "%s%u", axis_prefix, i);
         mesh->axes[i].name = sp_module_str(m, nm, strlen(nm));
         mesh->axes[i].size = c.axes[i];
         if (mesh->axes[i].name == NULL) {
@@ -662,7 +668,12 @@ static cm_status import_sharding_call(sp_module *m, uint32_t op, void *vctx)
 
 cm_status sp_gspmd_import(sp_module *m, cm_error *err)
 {
-    cm_status rc = sp_gspmd_import_shardings(m, err);
+    return sp_gspmd_import_as(m, "_axis_", err);
+}
+
+cm_status sp_gspmd_import_as(sp_module *m, const char *axis_prefix, cm_error *err)
+{
+    cm_status rc = sp_gspmd_import_shardings_as(m, axis_prefix, err);
     if (rc == CM_OK) {
         rc = sp_gspmd_manual_import(m, err);
     }

@@ -453,6 +453,61 @@ static cm_status user_annotations(sp_module *m, cm_error *err)
     return sp_gspmd_import_user_annotations(m, err);
 }
 
+/* A module for XLA's stablehlo import pipeline: a custom call on a
+ * stablehlo.tuple and on a tuple argument, with a tuple result read by
+ * get_tuple_element and returned whole, and a sharding group call. */
+static const char pipeline_module[] =
+    "func.func @f(%arg0: tensor<8x8xf32> {mhlo.sharding = \"{devices=[2,1,2]<=[4] "
+    "last_tile_dim_replicate}\"}, %t: tuple<tensor<8x8xf32>, tensor<4xf32>>)"
+    " -> (tuple<tensor<8x8xf32>, tensor<4xf32>>, tensor<4xf32>) {\n"
+    "  %0 = stablehlo.tuple %arg0, %arg0 : tuple<tensor<8x8xf32>, tensor<8x8xf32>>\n"
+    "  %1 = stablehlo.custom_call @foo(%0) : (tuple<tensor<8x8xf32>, tensor<8x8xf32>>)"
+    " -> tensor<8x8xf32>\n"
+    "  %2 = stablehlo.custom_call @bar(%t, %1) : (tuple<tensor<8x8xf32>, tensor<4xf32>>,"
+    " tensor<8x8xf32>) -> tuple<tensor<8x8xf32>, tensor<4xf32>>\n"
+    "  %3 = stablehlo.get_tuple_element %2[1] : (tuple<tensor<8x8xf32>, tensor<4xf32>>)"
+    " -> tensor<4xf32>\n"
+    "  %4 = stablehlo.custom_call @xla.sdy.ShardingGroup(%1) {has_side_effect = true,"
+    " mhlo.frontend_attributes = {xla.sdy.sharding_group_id = \"3 : i64\"}}"
+    " : (tensor<8x8xf32>) -> tuple<>\n"
+    "  %5 = stablehlo.constant dense<1.0> : tensor<f32>\n"
+    "  return %2, %3 : tuple<tensor<8x8xf32>, tensor<4xf32>>, tensor<4xf32>\n"
+    "}\n";
+
+/* The pipeline flattens the tuples of custom calls (a stablehlo.tuple
+ * operand becomes its elements, another tuple operand is read element by
+ * element, a tuple result becomes one result per element), names the mesh
+ * axes axis_N, imports the sharding group and the constants. */
+static void test_sp_gspmd_stablehlo_import_pipeline_flattens_tuples(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(pipeline_module, strlen(pipeline_module), 0, &m, &err), CM_OK);
+    assert_int_equal(sp_gspmd_stablehlo_import_pipeline(m, &err), CM_OK);
+    cm_buf b;
+    cm_buf_init(&b);
+    sp_print_opts po;
+    memset(&po, 0, sizeof po);
+    sp_mlir_print(m, &po, &b);
+    cm_buf_putc(&b, '\0');
+    assert_non_null(strstr(b.data, "sdy.mesh @mesh = <[\"axis_0\"=2, \"axis_1\"=2]>"));
+    assert_non_null(strstr(b.data, "[{\"axis_0\"}, {}]"));
+    assert_non_null(strstr(b.data, "%0 = stablehlo.custom_call @foo(%arg0, %arg0) : "
+                                   "(tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>"));
+    assert_null(strstr(b.data, "stablehlo.tuple %arg0"));
+    assert_non_null(strstr(b.data, "stablehlo.get_tuple_element %arg1[0]"));
+    assert_non_null(strstr(b.data, "stablehlo.get_tuple_element %arg1[1]"));
+    assert_non_null(strstr(b.data, "%3:2 = stablehlo.custom_call @bar(%1, %2, %0)"));
+    assert_non_null(strstr(b.data, "%4 = stablehlo.tuple %3#0, %3#1"));
+    assert_non_null(strstr(b.data, "return %4, %3#1"));
+    assert_non_null(strstr(b.data, "sdy.sharding_group %0 group_id=3"));
+    assert_non_null(strstr(b.data, "sdy.constant dense<1.0>"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
 /* Every allocation of the imports and exports may fail: each attempt fails
  * with CM_ENOMEM and leaks nothing, until one succeeds. */
 static void test_sp_gspmd_import_oom(void **state)
@@ -462,6 +517,7 @@ static void test_sp_gspmd_import_oom(void **state)
         {NULL, gspmd_module, sp_gspmd_import},  {NULL, gspmd_module, user_annotations},
         {NULL, oom_shard_map, sp_gspmd_import}, {NULL, oom_round_trip, round_trip_then_back},
         {NULL, oom_v3, v3_import_export},
+        {NULL, pipeline_module, sp_gspmd_stablehlo_import_pipeline},
     };
     for (size_t i = 0; i < N_OF(cases); i++) {
         oom_ctx c = cases[i];
@@ -729,6 +785,7 @@ int main(void)
         cmocka_unit_test(test_sp_hlo_sharding_parse_rejects_bad_text),
         cmocka_unit_test(test_sp_hlo_local_mesh_decomposes_iota),
         cmocka_unit_test(test_sp_hlo_to_sdy_and_back),
+        cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_flattens_tuples),
         cmocka_unit_test(test_sp_input_reads_gspmd),
         cmocka_unit_test(test_sp_input_gspmd_error_has_line_col),
         cmocka_unit_test(test_sp_gspmd_import_oom),
