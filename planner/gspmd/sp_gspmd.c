@@ -1153,6 +1153,19 @@ void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_re
         }
         cm_buf_putc(b, ')');
     }
+    /* every axis manual and nothing else: XLA's fully manual form */
+    bool all_manual = n_manual == mesh->n_axes && n_manual > 0 && s->n_replicated == 0 &&
+                      s->n_unreduced == 0;
+    for (uint32_t d = 0; d < s->rank && all_manual; d++) {
+        all_manual = s->dims[d].n_axes == 0;
+    }
+    for (uint32_t k = 0; k < n_manual && all_manual; k++) {
+        all_manual = manual[k].pre_size == 0;
+    }
+    if (all_manual) {
+        cm_buf_puts(b, ", manual}");
+        return;
+    }
     cm_buf_puts(b, ", [");
     for (uint32_t d = 0; d < s->rank; d++) {
         const sp_dim_sharding *ds = &s->dims[d];

@@ -90,6 +90,7 @@ cm_status sp_hlo_sharding_parse(const char *text, size_t len, cm_arena *a, sp_hl
 /* Appends XLA's HLO sharding V3 text (NamedSharding) of sdy sharding s on
  * mesh, with the n_manual manual axes: `{mesh['a'=2,'b'=2], [{'a'}, {?}],
  * replicated={'b'}}`, `{single_device[device_id=N]}` for a maximal mesh,
+ * `{mesh['a'=2], manual}` when every axis is manual and no dim is sharded,
  * and with simplify `{mesh[], replicated}` for a fully replicated one. */
 void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_ref *manual,
                      uint32_t n_manual, bool simplify, cm_buf *b);
@@ -250,6 +251,19 @@ typedef struct sp_gspmd_export_opts {
  * and the module's sdy.parameters_shardings / sdy.output_shardings written
  * as mhlo.spmd_parameters_shardings / mhlo.spmd_output_sharding. */
 cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error *err);
+
+/* XLA's -xla-sdy-stablehlo-export-pipeline: sdy.reshard, sharding
+ * constraints and the explicit collectives become mhlo.copy ops with their
+ * (out) sharding and all_reduce its operand (XLA's export-ops), manual
+ * computations XLA's partitioner pattern (mhlo.copy, @SPMDFullToShardShape,
+ * a call of a private `xla.sdy.inlinable_manual_computation_body` function,
+ * mhlo.copy, @SPMDShardToFullShape, their shardings with the manual axes as
+ * manual subgroups), then sp_gspmd_export with o. Not done here: XLA's
+ * call-graph unflattening, its export of manual reduction collectives (an
+ * sdy.all_reduce in a manual computation is an error) and of python
+ * callbacks. Errors: CM_EINVAL at the op, CM_ENOMEM. */
+cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
+                                             cm_error *err);
 
 /* ---- the migration report's building blocks ---------------------------------------- */
 

@@ -16,6 +16,19 @@
 
 #define MAX_ELEMS 1024 /* elements of one flattened tuple */
 
+cm_status sp_gspmd_walk_funcs(sp_module *m, sp_pass_op_fn fn, void *ctx)
+{
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < m->blocks[m->body].n_ops && st == CM_OK; i++) {
+        uint32_t f = m->blocks[m->body].ops[i];
+        if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
+            m->ops[f].regions[0].n_blocks > 0) {
+            st = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], fn, ctx);
+        }
+    }
+    return st;
+}
+
 /* ---- tuple types ---------------------------------------------------------------------- */
 
 static bool is_tuple(const sp_module *m, uint32_t type)
@@ -114,14 +127,8 @@ typedef struct flat_ctx {
 
 static cm_status note_tuple(flat_ctx *c, uint32_t op)
 {
-    if (c->n_dead == c->cap_dead) {
-        uint32_t cap = c->cap_dead ? c->cap_dead * 2 : 16;
-        uint32_t *d = cm_realloc(c->dead_tuples, sizeof *d * cap);
-        if (d == NULL) {
-            return cm_error_oom(c->err);
-        }
-        c->dead_tuples = d;
-        c->cap_dead = cap;
+    if (CM_GROW_U32(c->dead_tuples, c->cap_dead, c->n_dead + 1, c->err) != CM_OK) {
+        return CM_ENOMEM;
     }
     c->dead_tuples[c->n_dead++] = op;
     return CM_OK;
@@ -295,16 +302,7 @@ static cm_status flatten_call(sp_module *m, uint32_t op, void *vctx)
 static cm_status flatten_tuples(sp_module *m, cm_error *err)
 {
     flat_ctx c = {NULL, 0, 0, err};
-    cm_status st = CM_OK;
-    const sp_block *top = &m->blocks[m->body];
-    for (uint32_t i = 0; i < top->n_ops && st == CM_OK; i++) {
-        uint32_t f = top->ops[i];
-        if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
-            m->ops[f].regions[0].n_blocks > 0) {
-            st = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], flatten_call, &c);
-        }
-        top = &m->blocks[m->body];
-    }
+    cm_status st = sp_gspmd_walk_funcs(m, flatten_call, &c);
     for (uint32_t i = 0; st == CM_OK && i < c.n_dead; i++) {
         uint32_t t = c.dead_tuples[i];
         if (m->ops[t].parent_block != SP_NONE && !has_uses(m, m->ops[t].first_result)) {
@@ -315,7 +313,110 @@ static cm_status flatten_tuples(sp_module *m, cm_error *err)
     return st;
 }
 
-/* ---- the pipeline ----------------------------------------------------------------------- */
+/* ---- export: sdy ops HLO has no form for --------------------------------------------- */
+
+typedef struct ops_ctx {
+    uint32_t *dead; /* all_reduce and propagation_barrier ops, now unused */
+    uint32_t n_dead, cap_dead;
+    cm_error *err;
+} ops_ctx;
+
+static bool in_manual_computation(const sp_module *m, uint32_t op)
+{
+    for (int depth = 0; depth < 256 && op != SP_NONE; depth++) {
+        uint32_t blk = m->ops[op].parent_block;
+        op = blk != SP_NONE ? m->blocks[blk].parent_op : SP_NONE;
+        if (op != SP_NONE && m->ops[op].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* XLA's -xla-sdy-export-ops: a reshard or sharding constraint becomes an
+ * mhlo.copy with its sharding, an explicit collective one with its out
+ * sharding; all_reduce (which moves no data between shards outside a
+ * manual computation) and propagation_barrier give way to their operand. */
+static cm_status export_sdy_op(sp_module *m, uint32_t op, void *vctx)
+{
+    ops_ctx *c = vctx;
+    sp_op *o = &m->ops[op];
+    const char *key = NULL;
+    switch (o->kind) {
+    case SP_OP_SDY_RESHARD:
+    case SP_OP_SDY_SHARDING_CONSTRAINT:
+        key = "sharding";
+        break;
+    case SP_OP_SDY_ALL_GATHER:
+    case SP_OP_SDY_ALL_SLICE:
+    case SP_OP_SDY_ALL_TO_ALL:
+    case SP_OP_SDY_COLLECTIVE_PERMUTE:
+    case SP_OP_SDY_REDUCE_SCATTER:
+        key = "out_sharding";
+        break;
+    case SP_OP_SDY_ALL_REDUCE:
+    case SP_OP_SDY_PROPAGATION_BARRIER:
+        if (o->kind == SP_OP_SDY_ALL_REDUCE && in_manual_computation(m, op)) {
+            return sp_gspmd_op_error(m, op, c->err,
+                                     "inside a manual computation is not exported (XLA's "
+                                     "export of manual reduction collectives is not done here)");
+        }
+        if (o->n_operands != 1 || o->n_results != 1) {
+            return sp_gspmd_op_error(m, op, c->err, "expected one operand and one result");
+        }
+        replace_uses(m, o->first_result, o->operands[0]);
+        if (CM_GROW_U32(c->dead, c->cap_dead, c->n_dead + 1, c->err) != CM_OK) {
+            return CM_ENOMEM;
+        }
+        c->dead[c->n_dead++] = op;
+        return CM_OK;
+    default:
+        return CM_OK;
+    }
+    const sp_attr *a = sp_op_attr(m, op, key);
+    if (a == NULL || a->kind != SP_ATTR_SHARDING || o->n_operands != 1 || o->n_results != 1) {
+        return sp_gspmd_op_error(m, op, c->err, "expected one operand, one result and a sharding");
+    }
+    sp_attr *l = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    sp_sharding **items = cm_arena_alloc(&m->arena, sizeof *items);
+    sp_named_attr *attrs = cm_arena_alloc(&m->arena, sizeof *attrs);
+    if (l == NULL || items == NULL || attrs == NULL) {
+        return cm_error_oom(c->err);
+    }
+    items[0] = a->u.sharding;
+    l->u.shardings.items = items;
+    l->u.shardings.n = 1;
+    attrs[0] = (sp_named_attr){"sdy.sharding", l};
+    o = &m->ops[op];
+    o->name = "mhlo.copy";
+    o->kind = SP_OP_MHLO_COPY;
+    o->attrs = attrs;
+    o->n_attrs = 1;
+    return CM_OK;
+}
+
+static cm_status export_ops(sp_module *m, cm_error *err)
+{
+    ops_ctx c = {NULL, 0, 0, err};
+    cm_status st = sp_gspmd_walk_funcs(m, export_sdy_op, &c);
+    for (uint32_t i = 0; st == CM_OK && i < c.n_dead; i++) {
+        detach(m, c.dead[i]);
+    }
+    cm_free(c.dead);
+    return st;
+}
+
+/* ---- the pipelines ---------------------------------------------------------------------- */
+
+cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
+                                             cm_error *err)
+{
+    cm_status st = export_ops(m, err);
+    if (st == CM_OK) {
+        st = sp_gspmd_stablehlo_shard_map_export(m, err);
+    }
+    return st == CM_OK ? sp_gspmd_export(m, o, err) : st;
+}
 
 cm_status sp_gspmd_stablehlo_import_pipeline(sp_module *m, cm_error *err)
 {
