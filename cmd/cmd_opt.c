@@ -226,7 +226,7 @@ static cm_status run_xla_export_pipeline(sp_module *m, const pass_inv *inv, sp_d
 {
     (void)d;
     sp_gspmd_export_opts o = {opt_bool(inv, "enable-hlo-sharding-v3"),
-                              opt_bool(inv, "simplify-replicated-shardings")};
+                              opt_bool(inv, "simplify-replicated-shardings"), true};
     return sp_gspmd_stablehlo_export_pipeline(m, &o, err);
 }
 SIMPLE_PASS(run_xla_clone_mc_calls, sp_gspmd_clone_manual_computation_calls(m, err))

@@ -1166,6 +1166,10 @@ void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_re
         cm_buf_puts(b, ", manual}");
         return;
     }
+    if (s->rank == 0 && n_manual == 0 && s->n_replicated == 0 && s->n_unreduced == 0) {
+        cm_buf_puts(b, ", replicated}");
+        return;
+    }
     cm_buf_puts(b, ", [");
     for (uint32_t d = 0; d < s->rank; d++) {
         const sp_dim_sharding *ds = &s->dims[d];
@@ -1218,9 +1222,10 @@ static void print_single(const sp_hlo_sharding *s, cm_buf *b)
             none.n_replicated = 0;
             none.n_unreduced = 0;
             sp_hlo_v3_print(&none, s->named->mesh, NULL, 0, false, &t);
-            /* "{mesh[...], []}" -> "{mesh[...], replicated}" */
-            if (!t.oom && t.len >= 5) {
-                cm_buf_append(b, t.data, t.len - 3);
+            /* rank 0 prints "{mesh[...], replicated}"; manual takes the word's place */
+            size_t word = strlen("replicated}");
+            if (!t.oom && t.len >= word) {
+                cm_buf_append(b, t.data, t.len - word);
                 cm_buf_puts(b, s->named_manual ? "manual}" : "replicated}");
             }
             cm_buf_fini(&t);

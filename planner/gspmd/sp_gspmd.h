@@ -91,6 +91,7 @@ cm_status sp_hlo_sharding_parse(const char *text, size_t len, cm_arena *a, sp_hl
  * mesh, with the n_manual manual axes: `{mesh['a'=2,'b'=2], [{'a'}, {?}],
  * replicated={'b'}}`, `{single_device[device_id=N]}` for a maximal mesh,
  * `{mesh['a'=2], manual}` when every axis is manual and no dim is sharded,
+ * `{mesh['a'=2], replicated}` for a rank-0 one without replicated axes,
  * and with simplify `{mesh[], replicated}` for a fully replicated one. */
 void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_ref *manual,
                      uint32_t n_manual, bool simplify, cm_buf *b);
@@ -245,6 +246,7 @@ cm_status sp_gspmd_export_shardings(sp_module *m, cm_error *err);
 typedef struct sp_gspmd_export_opts {
     bool hlo_sharding_v3;     /* write V3 text: {mesh['a'=2], [{'a'}, {}]} */
     bool simplify_replicated; /* V3: a fully replicated sharding is {mesh[], replicated} */
+    bool control_flow;        /* a while, case or if without a sharding gets a replicated one */
 } sp_gspmd_export_opts;
 
 /* sp_gspmd_export_shardings with options (o NULL: the defaults, V2 text),
@@ -258,7 +260,8 @@ cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error 
  * computations XLA's partitioner pattern (mhlo.copy, @SPMDFullToShardShape,
  * a call of a private `xla.sdy.inlinable_manual_computation_body` function,
  * mhlo.copy, @SPMDShardToFullShape, their shardings with the manual axes as
- * manual subgroups), then sp_gspmd_export with o. Not done here: XLA's
+ * manual subgroups), then sp_gspmd_export with o and control_flow set (as
+ * XLA's pipeline adds a sharding to control flow without one). Not done here: XLA's
  * call-graph unflattening, its export of manual reduction collectives (an
  * sdy.all_reduce in a manual computation is an error) and of python
  * callbacks. Errors: CM_EINVAL at the op, CM_ENOMEM. */

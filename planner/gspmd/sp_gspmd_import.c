@@ -841,6 +841,20 @@ static cm_status export_op(sp_module *m, uint32_t op, void *vctx)
         return st;
     }
     const sp_attr *a = sp_op_attr(m, op, SDY_SHARDING);
+    uint32_t k = m->ops[op].kind;
+    if (a == NULL && c->o != NULL && c->o->control_flow &&
+        (k == SP_OP_WHILE || k == SP_OP_CASE || k == SP_OP_IF) &&
+        sp_op_attr(m, op, MHLO_SHARDING) == NULL) {
+        /* without a sharding, HLO would not give the results a free
+         * variable's sharding either: XLA marks the op replicated */
+        cm_buf b;
+        cm_buf_init(&b);
+        cm_buf_puts(&b, c->o->hlo_sharding_v3 ? "{mesh[], replicated}" : "{replicated}");
+        sp_attr *v = string_of(m, &b);
+        cm_buf_fini(&b);
+        return v != NULL && sp_op_set_attr(m, op, MHLO_SHARDING, v) == CM_OK ? CM_OK
+                                                                          : cm_error_oom(c->err);
+    }
     if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST || a->u.shardings.n == 0) {
         return CM_OK;
     }

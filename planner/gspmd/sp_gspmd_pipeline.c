@@ -415,7 +415,12 @@ cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export
     if (st == CM_OK) {
         st = sp_gspmd_stablehlo_shard_map_export(m, err);
     }
-    return st == CM_OK ? sp_gspmd_export(m, o, err) : st;
+    sp_gspmd_export_opts with = {false, false, true};
+    if (o != NULL) {
+        with = *o;
+        with.control_flow = true;
+    }
+    return st == CM_OK ? sp_gspmd_export(m, &with, err) : st;
 }
 
 cm_status sp_gspmd_stablehlo_import_pipeline(sp_module *m, cm_error *err)

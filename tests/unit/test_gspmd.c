@@ -454,7 +454,7 @@ static cm_status round_trip_then_back(sp_module *m, cm_error *err)
 static cm_status v3_import_export(sp_module *m, cm_error *err)
 {
     cm_status st = sp_gspmd_import_shardings(m, err);
-    sp_gspmd_export_opts o = {true, true};
+    sp_gspmd_export_opts o = {true, true, false};
     return st == CM_OK ? sp_gspmd_export(m, &o, err) : st;
 }
 
@@ -533,7 +533,7 @@ static const char export_module[] =
 
 static cm_status export_pipeline_v2(sp_module *m, cm_error *err)
 {
-    sp_gspmd_export_opts o = {false, false};
+    sp_gspmd_export_opts o = {false, false, false};
     return sp_gspmd_stablehlo_export_pipeline(m, &o, err);
 }
 
