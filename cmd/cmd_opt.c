@@ -214,9 +214,7 @@ static cm_status run_xla_stablehlo_import(sp_module *m, const pass_inv *inv, sp_
 {
     (void)inv;
     (void)d;
-    /* XLA's pipeline imports the constants too (the loader keeps them) */
-    cm_status st = sp_gspmd_import(m, err);
-    return st == CM_OK ? sp_gspmd_import_constants(m, err) : st;
+    return sp_gspmd_stablehlo_import_pipeline(m, err);
 }
 SIMPLE_PASS(run_xla_export_shardings, sp_gspmd_export_shardings(m, err))
 SIMPLE_PASS(run_gspmd_user_annotations, sp_gspmd_import_user_annotations(m, err))
@@ -228,8 +226,8 @@ static cm_status run_xla_export_pipeline(sp_module *m, const pass_inv *inv, sp_d
 {
     (void)d;
     sp_gspmd_export_opts o = {opt_bool(inv, "enable-hlo-sharding-v3"),
-                              opt_bool(inv, "simplify-replicated-shardings")};
-    return sp_gspmd_export(m, &o, err);
+                              opt_bool(inv, "simplify-replicated-shardings"), true};
+    return sp_gspmd_stablehlo_export_pipeline(m, &o, err);
 }
 SIMPLE_PASS(run_xla_clone_mc_calls, sp_gspmd_clone_manual_computation_calls(m, err))
 static cm_status run_xla_round_trip_import(sp_module *m, const pass_inv *inv, sp_diags *d,
@@ -436,6 +434,7 @@ static const pass_def passes[] = {
     {"shardplan-annotate-device-groups", run_device_groups, NULL},
     {"xla-sdy-import-shardings", run_xla_import_shardings, NULL},
     {"xla-sdy-stablehlo-import-pipeline", run_xla_stablehlo_import, NULL},
+    {"xla-sdy-mhlo-import-pipeline", run_xla_stablehlo_import, NULL},
     {"xla-sdy-stablehlo-export-shardings", run_xla_export_shardings, NULL},
     {"xla-sdy-round-trip-shard-map-import", run_xla_shard_map_import, NULL},
     {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, xla_v3_opts},

@@ -185,6 +185,8 @@
     X(SP_OP_CHLO_TAN, "chlo.tan", SP_OPT_EW) \
     X(SP_OP_CHLO_TOP_K, "chlo.top_k", 0) \
     X(SP_OP_CHLO_ZETA, "chlo.zeta", SP_OPT_EW) \
+    /* the copy XLA's StableHLO export writes for a reshard */ \
+    X(SP_OP_MHLO_COPY, "mhlo.copy", 0) \
     X(SP_OP_FUNC_FUNC, "func.func", 0) \
     X(SP_OP_FUNC_CALL, "func.call", 0) \
     X(SP_OP_FUNC_RETURN, "func.return", 0)

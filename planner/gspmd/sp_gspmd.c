@@ -1153,6 +1153,23 @@ void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_re
         }
         cm_buf_putc(b, ')');
     }
+    /* every axis manual and nothing else: XLA's fully manual form */
+    bool all_manual = n_manual == mesh->n_axes && n_manual > 0 && s->n_replicated == 0 &&
+                      s->n_unreduced == 0;
+    for (uint32_t d = 0; d < s->rank && all_manual; d++) {
+        all_manual = s->dims[d].n_axes == 0;
+    }
+    for (uint32_t k = 0; k < n_manual && all_manual; k++) {
+        all_manual = manual[k].pre_size == 0;
+    }
+    if (all_manual) {
+        cm_buf_puts(b, ", manual}");
+        return;
+    }
+    if (s->rank == 0 && n_manual == 0 && s->n_replicated == 0 && s->n_unreduced == 0) {
+        cm_buf_puts(b, ", replicated}");
+        return;
+    }
     cm_buf_puts(b, ", [");
     for (uint32_t d = 0; d < s->rank; d++) {
         const sp_dim_sharding *ds = &s->dims[d];
@@ -1205,9 +1222,10 @@ static void print_single(const sp_hlo_sharding *s, cm_buf *b)
             none.n_replicated = 0;
             none.n_unreduced = 0;
             sp_hlo_v3_print(&none, s->named->mesh, NULL, 0, false, &t);
-            /* "{mesh[...], []}" -> "{mesh[...], replicated}" */
-            if (!t.oom && t.len >= 5) {
-                cm_buf_append(b, t.data, t.len - 3);
+            /* rank 0 prints "{mesh[...], replicated}"; manual takes the word's place */
+            size_t word = strlen("replicated}");
+            if (!t.oom && t.len >= word) {
+                cm_buf_append(b, t.data, t.len - word);
                 cm_buf_puts(b, s->named_manual ? "manual}" : "replicated}");
             }
             cm_buf_fini(&t);

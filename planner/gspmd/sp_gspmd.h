@@ -90,6 +90,8 @@ cm_status sp_hlo_sharding_parse(const char *text, size_t len, cm_arena *a, sp_hl
 /* Appends XLA's HLO sharding V3 text (NamedSharding) of sdy sharding s on
  * mesh, with the n_manual manual axes: `{mesh['a'=2,'b'=2], [{'a'}, {?}],
  * replicated={'b'}}`, `{single_device[device_id=N]}` for a maximal mesh,
+ * `{mesh['a'=2], manual}` when every axis is manual and no dim is sharded,
+ * `{mesh['a'=2], replicated}` for a rank-0 one without replicated axes,
  * and with simplify `{mesh[], replicated}` for a fully replicated one. */
 void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_ref *manual,
                      uint32_t n_manual, bool simplify, cm_buf *b);
@@ -155,6 +157,16 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err);
  * @Sharding custom calls become sdy.sharding_constraint (unspecified_dims
  * opened), then sp_gspmd_open_while_free_vars. Errors as those. */
 cm_status sp_gspmd_import(sp_module *m, cm_error *err);
+
+/* XLA's -xla-sdy-stablehlo-import-pipeline (and -xla-sdy-mhlo-import-
+ * pipeline, the same steps): custom calls with tuple operands or a tuple
+ * result are flattened (a stablehlo.tuple operand becomes its elements,
+ * get_tuple_element users read the matching new result; nested tuples are
+ * left as they are), then sp_gspmd_import with the global mesh's axes named
+ * "axis_N" as those pipelines name them, @xla.sdy.ShardingGroup calls become
+ * sdy.sharding_group, and the constants sdy.constant. Errors as
+ * sp_gspmd_import, CM_EINVAL for a bad sharding group call. */
+cm_status sp_gspmd_stablehlo_import_pipeline(sp_module *m, cm_error *err);
 
 /* -xla-sdy-round-trip-shard-map-import: each call of a
  * `...xla.sdy.manual_computation_body...` function between
@@ -234,12 +246,27 @@ cm_status sp_gspmd_export_shardings(sp_module *m, cm_error *err);
 typedef struct sp_gspmd_export_opts {
     bool hlo_sharding_v3;     /* write V3 text: {mesh['a'=2], [{'a'}, {}]} */
     bool simplify_replicated; /* V3: a fully replicated sharding is {mesh[], replicated} */
+    bool control_flow;        /* a while, case or if without a sharding gets a replicated one */
 } sp_gspmd_export_opts;
 
 /* sp_gspmd_export_shardings with options (o NULL: the defaults, V2 text),
  * and the module's sdy.parameters_shardings / sdy.output_shardings written
  * as mhlo.spmd_parameters_shardings / mhlo.spmd_output_sharding. */
 cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error *err);
+
+/* XLA's -xla-sdy-stablehlo-export-pipeline: sdy.reshard, sharding
+ * constraints and the explicit collectives become mhlo.copy ops with their
+ * (out) sharding and all_reduce its operand (XLA's export-ops), manual
+ * computations XLA's partitioner pattern (mhlo.copy, @SPMDFullToShardShape,
+ * a call of a private `xla.sdy.inlinable_manual_computation_body` function,
+ * mhlo.copy, @SPMDShardToFullShape, their shardings with the manual axes as
+ * manual subgroups), then sp_gspmd_export with o and control_flow set (as
+ * XLA's pipeline adds a sharding to control flow without one). Not done here: XLA's
+ * call-graph unflattening, its export of manual reduction collectives (an
+ * sdy.all_reduce in a manual computation is an error) and of python
+ * callbacks. Errors: CM_EINVAL at the op, CM_ENOMEM. */
+cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
+                                             cm_error *err);
 
 /* ---- the migration report's building blocks ---------------------------------------- */
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sp_gspmd.h"
+#include "sp_gspmd_int.h"
 #include "sp_ops.h"
 #include "sp_pass.h"
 
@@ -486,6 +487,11 @@ static cm_status insert_mesh(sp_module *m, uint32_t at, const char *name, sp_mes
 
 cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err)
 {
+    return sp_gspmd_import_shardings_as(m, "_axis_", err);
+}
+
+cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm_error *err)
+{
     collect_ctx c;
     memset(&c, 0, sizeof c);
     cm_arena_init(&c.scratch, 0);
@@ -512,7 +518,7 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err)
     }
     for (uint32_t i = 0; i < c.n_axes; i++) {
         char nm[32];
-        snprintf(nm, sizeof nm, "_axis_%u", i);
+        snprintf(nm, sizeof nm, "%s%u", axis_prefix, i);
         mesh->axes[i].name = sp_module_str(m, nm, strlen(nm));
         mesh->axes[i].size = c.axes[i];
         if (mesh->axes[i].name == NULL) {
@@ -662,7 +668,12 @@ static cm_status import_sharding_call(sp_module *m, uint32_t op, void *vctx)
 
 cm_status sp_gspmd_import(sp_module *m, cm_error *err)
 {
-    cm_status rc = sp_gspmd_import_shardings(m, err);
+    return sp_gspmd_import_as(m, "_axis_", err);
+}
+
+cm_status sp_gspmd_import_as(sp_module *m, const char *axis_prefix, cm_error *err)
+{
+    cm_status rc = sp_gspmd_import_shardings_as(m, axis_prefix, err);
     if (rc == CM_OK) {
         rc = sp_gspmd_manual_import(m, err);
     }
@@ -701,10 +712,30 @@ static sp_attr *string_of(sp_module *m, const cm_buf *b)
     return v;
 }
 
-/* Appends the mhlo.sharding text of s (op's position for errors). */
+static cm_status manual_text(sp_module *m, const sp_sharding *s, const sp_attr *manual,
+                             uint32_t op, export_ctx *c, cm_buf *b);
+
+/* Appends the mhlo.sharding text of s (op's position for errors), inside
+ * manual computations over the axes of manual (an axis list, or NULL). */
 static cm_status sharding_text(sp_module *m, const sp_sharding *s, uint32_t op, export_ctx *c,
                                cm_buf *b)
 {
+    return manual_text(m, s, NULL, op, c, b);
+}
+
+static cm_status manual_text(sp_module *m, const sp_sharding *s, const sp_attr *manual,
+                             uint32_t op, export_ctx *c, cm_buf *b)
+{
+    const sp_axis_ref *refs = NULL;
+    uint32_t n_manual = 0;
+    const char *names[SP_HLO_MAX_DIMS];
+    if (manual != NULL && manual->kind == SP_ATTR_AXIS_LIST) {
+        refs = manual->u.axes.axes;
+        n_manual = manual->u.axes.n < SP_HLO_MAX_DIMS ? manual->u.axes.n : SP_HLO_MAX_DIMS;
+        for (uint32_t i = 0; i < n_manual; i++) {
+            names[i] = refs[i].name;
+        }
+    }
     const sp_mesh *mesh = s->mesh != NULL ? s->mesh : sp_module_mesh(m, s->mesh_name);
     cm_error e;
     cm_error_clear(&e);
@@ -715,25 +746,36 @@ static cm_status sharding_text(sp_module *m, const sp_sharding *s, uint32_t op, 
                             s->mesh_name != NULL ? s->mesh_name : "?");
     }
     if (c->o != NULL && c->o->hlo_sharding_v3) {
-        sp_hlo_v3_print(s, mesh, NULL, 0, c->o->simplify_replicated, b);
+        sp_hlo_v3_print(s, mesh, refs, n_manual, c->o->simplify_replicated, b);
         return CM_OK;
     }
     sp_hlo_sharding *h;
-    if (sp_hlo_from_sdy(s, mesh, NULL, 0, &c->scratch, &h, &e) != CM_OK) {
+    if (sp_hlo_from_sdy(s, mesh, names, n_manual, &c->scratch, &h, &e) != CM_OK) {
         return e.code == CM_ENOMEM ? cm_error_oom(c->err)
                                    : cm_error_set(c->err, CM_EINVAL, path, "%s", e.msg);
     }
     sp_hlo_sharding_print(h, b);
+    /* V2 has no reduction kind: XLA names it in the sharding's metadata */
+    bool unreduced = false;
+    for (uint32_t i = 0; i < h->n_subgroups; i++) {
+        unreduced = unreduced || h->subgroups[i] == SP_HLO_SUB_UNREDUCED;
+    }
+    if (unreduced && b->len > 0 && b->data[b->len - 1] == '}') {
+        static const char *const kinds[] = {"SUM", "MAX", "MIN"};
+        b->len--;
+        cm_buf_printf(b, " metadata={op_type=\"sdy::reduction_op\" op_name=\"%s\"}}",
+                      kinds[s->reduction <= SP_REDUCTION_MIN ? s->reduction : 0]);
+    }
     return CM_OK;
 }
 
 /* The text of a list of shardings: one, or a tuple with XLA's index
  * comments every fifth element. */
 static cm_status list_text(sp_module *m, sp_sharding *const *items, uint32_t n, uint32_t op,
-                           export_ctx *c, cm_buf *b)
+                           const sp_attr *manual, export_ctx *c, cm_buf *b)
 {
     if (n == 1) {
-        return sharding_text(m, items[0], op, c, b);
+        return manual_text(m, items[0], manual, op, c, b);
     }
     cm_buf_putc(b, '{');
     for (uint32_t i = 0; i < n; i++) {
@@ -743,7 +785,7 @@ static cm_status list_text(sp_module *m, sp_sharding *const *items, uint32_t n, 
                 cm_buf_printf(b, "/*index=%u*/", i);
             }
         }
-        cm_status st = sharding_text(m, items[i], op, c, b);
+        cm_status st = manual_text(m, items[i], manual, op, c, b);
         if (st != CM_OK) {
             return st;
         }
@@ -799,18 +841,54 @@ static cm_status export_op(sp_module *m, uint32_t op, void *vctx)
         return st;
     }
     const sp_attr *a = sp_op_attr(m, op, SDY_SHARDING);
+    uint32_t k = m->ops[op].kind;
+    if (a == NULL && c->o != NULL && c->o->control_flow &&
+        (k == SP_OP_WHILE || k == SP_OP_CASE || k == SP_OP_IF) &&
+        sp_op_attr(m, op, MHLO_SHARDING) == NULL) {
+        /* without a sharding, HLO would not give the results a free
+         * variable's sharding either: XLA marks the op replicated */
+        cm_buf b;
+        cm_buf_init(&b);
+        cm_buf_puts(&b, c->o->hlo_sharding_v3 ? "{mesh[], replicated}" : "{replicated}");
+        sp_attr *v = string_of(m, &b);
+        cm_buf_fini(&b);
+        return v != NULL && sp_op_set_attr(m, op, MHLO_SHARDING, v) == CM_OK ? CM_OK
+                                                                          : cm_error_oom(c->err);
+    }
     if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST || a->u.shardings.n == 0) {
         return CM_OK;
     }
     cm_buf b;
     cm_buf_init(&b);
-    st = list_text(m, a->u.shardings.items, a->u.shardings.n, op, c, &b);
+    st = list_text(m, a->u.shardings.items, a->u.shardings.n, op,
+                   sp_op_attr(m, op, SP_GSPMD_MANUAL_AXES), c, &b);
     sp_attr *v = st == CM_OK ? string_of(m, &b) : NULL;
     cm_buf_fini(&b);
     if (st != CM_OK) {
         return st;
     }
-    if (v == NULL || op_swap(m, op, SDY_SHARDING, MHLO_SHARDING, v) != CM_OK) {
+    if (v == NULL || op_swap(m, op, SP_GSPMD_MANUAL_AXES, NULL, NULL) != CM_OK) {
+        return cm_error_oom(c->err);
+    }
+    /* an `mhlo.*` custom call keeps its attributes in mhlo.attributes, and
+     * the sharding goes there too, as XLA's export puts it */
+    const sp_attr *target = m->ops[op].kind == SP_OP_CUSTOM_CALL
+                                ? sp_op_attr(m, op, "call_target_name")
+                                : NULL;
+    const sp_attr *ma = sp_op_attr(m, op, "mhlo.attributes");
+    if (target != NULL && target->kind == SP_ATTR_STRING &&
+        strncmp(target->u.str.s, "mhlo.", 5) == 0 && ma != NULL && ma->kind == SP_ATTR_DICT) {
+        sp_attr *d = sp_attr_new(m, SP_ATTR_DICT);
+        if (d == NULL || (d->u.dict.items = attrs_swap(m, ma->u.dict.items, ma->u.dict.n,
+                                                       MHLO_SHARDING, MHLO_SHARDING, v,
+                                                       &d->u.dict.n)) == NULL ||
+            op_swap(m, op, SDY_SHARDING, NULL, NULL) != CM_OK ||
+            sp_op_set_attr(m, op, "mhlo.attributes", d) != CM_OK) {
+            return cm_error_oom(c->err);
+        }
+        return CM_OK;
+    }
+    if (op_swap(m, op, SDY_SHARDING, MHLO_SHARDING, v) != CM_OK) {
         return cm_error_oom(c->err);
     }
     return CM_OK;
@@ -820,19 +898,22 @@ static cm_status export_list(sp_module *m, uint32_t f, const char *list, uint32_
                              export_ctx *c)
 {
     for (uint32_t k = 0; k < count; k++) {
-        const sp_attr *a = dict_get(list_item(sp_op_attr(m, f, list), k), SDY_SHARDING);
+        const sp_attr *d = list_item(sp_op_attr(m, f, list), k);
+        const sp_attr *a = dict_get(d, SDY_SHARDING), *manual = dict_get(d, SP_GSPMD_MANUAL_AXES);
         if (a == NULL || a->kind != SP_ATTR_SHARDING) {
             continue;
         }
         cm_buf b;
         cm_buf_init(&b);
-        cm_status rc = sharding_text(m, a->u.sharding, f, c, &b);
+        cm_status rc = manual_text(m, a->u.sharding, manual, f, c, &b);
         sp_attr *v = rc == CM_OK ? string_of(m, &b) : NULL;
         cm_buf_fini(&b);
         if (rc != CM_OK) {
             return rc;
         }
-        if (v == NULL || list_swap(m, f, list, count, k, SDY_SHARDING, MHLO_SHARDING, v) != CM_OK) {
+        if (v == NULL || list_swap(m, f, list, count, k, SDY_SHARDING, MHLO_SHARDING, v) != CM_OK ||
+            (manual != NULL &&
+             list_swap(m, f, list, count, k, SP_GSPMD_MANUAL_AXES, NULL, NULL) != CM_OK)) {
             return cm_error_oom(c->err);
         }
     }
@@ -857,7 +938,7 @@ static cm_status export_module_attrs(sp_module *m, export_ctx *c)
         if (k == 0) {
             cm_buf b;
             cm_buf_init(&b);
-            st = list_text(m, a->u.shardings.items, a->u.shardings.n, m->body, c, &b);
+            st = list_text(m, a->u.shardings.items, a->u.shardings.n, m->body, NULL, c, &b);
             v = st == CM_OK ? string_of(m, &b) : NULL;
             cm_buf_fini(&b);
         } else {

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner/gspmd internals shared by its files: reading the xla.sdy strings
- * XLA's sdy round trip keeps in mhlo.frontend_attributes. Not for other
- * folders. */
+ * XLA's sdy round trip keeps in mhlo.frontend_attributes, and the import
+ * steps XLA's pipelines share. Not for other folders. */
 #ifndef SP_GSPMD_INT_H
 #define SP_GSPMD_INT_H
 
 #include "cm.h"
 #include "sp_ir.h"
+#include "sp_pass.h"
 
 /* The string value of frontend attribute key of op, or NULL. */
 const char *sp_gspmd_frontend(const sp_module *m, uint32_t op, const char *key);
@@ -19,5 +20,40 @@ cm_status sp_gspmd_parse_per_value(sp_module *m, const char *text, uint32_t op, 
 
 /* err = CM_EINVAL at op's LINE:COL, "'NAME' op MSG". */
 cm_status sp_gspmd_op_error(const sp_module *m, uint32_t op, cm_error *err, const char *msg);
+
+/* sp_pass_walk over the body of every function of m, in module order;
+ * stops at the first status fn returns other than CM_OK. */
+cm_status sp_gspmd_walk_funcs(sp_module *m, sp_pass_op_fn fn, void *ctx);
+
+/* sp_gspmd_import_shardings with the global mesh's axes named
+ * axis_prefix + N (the pass's own names are "_axis_N", placeholders XLA
+ * means to be replaced; its old import pipelines named them "axis_N"). */
+cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm_error *err);
+
+/* sp_gspmd_import with the axes named as sp_gspmd_import_shardings_as. */
+cm_status sp_gspmd_import_as(sp_module *m, const char *axis_prefix, cm_error *err);
+
+/* -xla-sdy-import-sdy-custom-calls on every function of m: @Sharding with
+ * an sdy sharding becomes sdy.sharding_constraint, @xla.sdy.ShardingGroup
+ * sdy.sharding_group. Errors: CM_EINVAL at a group call without an id, with
+ * other than one operand or with uses; CM_ENOMEM. */
+cm_status sp_gspmd_import_sdy_custom_calls(sp_module *m, cm_error *err);
+
+/* The attribute (an axis list) that marks an op, or a function argument or
+ * result, as inside manual computations over those axes, from XLA's
+ * StableHLO shard_map export until its sharding export reads it. */
+#define SP_GSPMD_MANUAL_AXES "xla.sdy.manual_axes"
+
+/* XLA's -xla-sdy-stablehlo-round-trip-shard-map-export: every
+ * sdy.manual_computation (inner ones first) becomes, per operand, an
+ * mhlo.copy with its in sharding and an @SPMDFullToShardShape custom call
+ * with that sharding minus the manual axes, a call of a new private
+ * function `xla.sdy.inlinable_manual_computation_body[_N]` holding the body,
+ * and per result an mhlo.copy and an @SPMDShardToFullShape with the out
+ * sharding. The body's ops (and the functions they call) get a fully closed
+ * sharding where they have none and SP_GSPMD_MANUAL_AXES. Errors: CM_EINVAL
+ * at a computation without shardings or whose body does not end in
+ * sdy.return, CM_ENOMEM. */
+cm_status sp_gspmd_stablehlo_shard_map_export(sp_module *m, cm_error *err);
 
 #endif /* SP_GSPMD_INT_H */

@@ -537,6 +537,11 @@ static cm_status custom_calls(sp_module *m, uint32_t op, void *vctx)
     return CM_OK;
 }
 
+cm_status sp_gspmd_import_sdy_custom_calls(sp_module *m, cm_error *err)
+{
+    return sp_gspmd_walk_funcs(m, custom_calls, err);
+}
+
 cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d, cm_error *err)
 {
     const sp_attr *fe = sp_attrs_get(m->attrs, m->n_attrs, FRONTEND);
@@ -571,12 +576,8 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diag
         st = sp_gspmd_import_shardings(m, err);
         top = &m->blocks[m->body];
     }
-    for (uint32_t i = 0; i < top->n_ops && st == CM_OK; i++) {
-        uint32_t f = top->ops[i];
-        if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
-            m->ops[f].regions[0].n_blocks > 0) {
-            st = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], custom_calls, err);
-        }
+    if (st == CM_OK) {
+        st = sp_gspmd_import_sdy_custom_calls(m, err);
     }
     if (st == CM_OK) {
         st = sp_gspmd_shard_map_import(m, d, err);

@@ -948,29 +948,41 @@ static cm_status body_type(sp_module *m, uint32_t blk, const uint32_t *rtypes, u
 
 /* MLIR's symbol uniquing: the name if free, else name_N for the next N of
  * one counter. */
-static const char *unique_body_name(sp_module *m, uint32_t *counter)
+static const char *unique_body_name(sp_module *m, const char *base, uint32_t *counter)
 {
     char buf[96];
-    snprintf(buf, sizeof buf, "%s", BODY_NAME);
+    snprintf(buf, sizeof buf, "%s", base);
     while (sp_module_func(m, buf) != SP_NONE || sp_module_mesh(m, buf) != NULL) {
-        snprintf(buf, sizeof buf, "%s_%u", BODY_NAME, (*counter)++);
+        snprintf(buf, sizeof buf, "%s_%u", base, (*counter)++);
     }
     return sp_module_str(m, buf, strlen(buf));
 }
 
-static cm_status export_mc(sp_module *m, uint32_t mc, uint32_t *counter)
+/* A manual computation's body moved into a new function (named base, made
+ * unique) at the end of the module, its sdy.return a func.return. */
+typedef struct mc_body {
+    uint32_t blk, ret, func; /* the body block, its return, the new function */
+    const char *name;
+    uint32_t *ltypes, n_local; /* the body's result types */
+    uint32_t *atypes;          /* the body's argument types (blocks[blk].n_args) */
+    uint32_t *gtypes;          /* the computation's result types */
+} mc_body;
+
+/* Errors: CM_EINVAL for a body that does not end in sdy.return, CM_ENOMEM. */
+static cm_status body_to_func(sp_module *m, uint32_t mc, const char *base, uint32_t *counter,
+                              mc_body *out)
 {
     sp_op *o = &m->ops[mc];
     if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
         return CM_EINVAL;
     }
-    uint32_t blk = o->regions[0].blocks[0], parent = o->parent_block;
+    uint32_t blk = o->regions[0].blocks[0];
     const sp_block *b = &m->blocks[blk];
     if (b->n_ops == 0 || m->ops[b->ops[b->n_ops - 1]].kind != SP_OP_SDY_RETURN) {
         return CM_EINVAL;
     }
     uint32_t ret = b->ops[b->n_ops - 1];
-    uint32_t n_local = m->ops[ret].n_operands, n_in = o->n_operands, n_out = o->n_results;
+    uint32_t n_local = m->ops[ret].n_operands, n_out = o->n_results;
     uint32_t *ltypes = cm_arena_alloc(&m->arena, sizeof *ltypes * (n_local + 1u));
     uint32_t *atypes = cm_arena_alloc(&m->arena, sizeof *atypes * (b->n_args + 1u));
     uint32_t *gtypes = cm_arena_alloc(&m->arena, sizeof *gtypes * (n_out + 1u));
@@ -986,11 +998,7 @@ static cm_status export_mc(sp_module *m, uint32_t mc, uint32_t *counter)
     for (uint32_t i = 0; i < n_out; i++) {
         gtypes[i] = m->values[o->first_result + i].type;
     }
-    const sp_attr *ins = sp_op_attr(m, mc, "in_shardings");
-    const sp_attr *outs = sp_op_attr(m, mc, "out_shardings");
-    const sp_attr *axes = sp_op_attr(m, mc, "manual_axes");
-    /* the body as a function at the end of the module */
-    const char *name = unique_body_name(m, counter);
+    const char *name = unique_body_name(m, base, counter);
     uint32_t f, fty;
     sp_attr *sym = name != NULL ? string_attr(m, name, strlen(name)) : NULL;
     sp_attr *ft = sp_attr_new(m, SP_ATTR_TYPE);
@@ -1007,6 +1015,41 @@ static cm_status export_mc(sp_module *m, uint32_t mc, uint32_t *counter)
     m->ops[mc].regions[0].n_blocks = 0;
     m->ops[ret].name = "func.return";
     m->ops[ret].kind = SP_OP_FUNC_RETURN;
+    *out = (mc_body){blk, ret, f, name, ltypes, n_local, atypes, gtypes};
+    return CM_OK;
+}
+
+/* Every use of the computation's results reads the matching value of to. */
+static cm_status replace_results(sp_module *m, uint32_t mc, const uint32_t *to)
+{
+    sp_value_map repl;
+    memset(&repl, 0, sizeof repl);
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < m->ops[mc].n_results && st == CM_OK; i++) {
+        st = sp_value_map_set(&repl, m->ops[mc].first_result + i, to[i]);
+    }
+    if (st == CM_OK) {
+        replace_uses(m, &repl);
+    }
+    sp_value_map_free(&repl);
+    return st;
+}
+
+static cm_status export_mc(sp_module *m, uint32_t mc, uint32_t *counter)
+{
+    mc_body mb;
+    cm_status bst = body_to_func(m, mc, BODY_NAME, counter, &mb);
+    if (bst != CM_OK) {
+        return bst;
+    }
+    uint32_t blk = mb.blk, parent = m->ops[mc].parent_block, n_local = mb.n_local;
+    uint32_t n_in = m->ops[mc].n_operands, n_out = m->ops[mc].n_results;
+    uint32_t *ltypes = mb.ltypes, *atypes = mb.atypes, *gtypes = mb.gtypes;
+    const sp_block *b = &m->blocks[blk];
+    const char *name = mb.name;
+    const sp_attr *ins = sp_op_attr(m, mc, "in_shardings");
+    const sp_attr *outs = sp_op_attr(m, mc, "out_shardings");
+    const sp_attr *axes = sp_op_attr(m, mc, "manual_axes");
     /* in the computation's place: GlobalToLocalShape, the call, LocalToGlobalShape */
     uint32_t at = sp_op_index_in_block(m, mc), g2l = SP_NONE, call, l2g = SP_NONE;
     const uint32_t *call_in = m->ops[mc].operands;
@@ -1058,16 +1101,14 @@ static cm_status export_mc(sp_module *m, uint32_t mc, uint32_t *counter)
                        fe, &l2g) != CM_OK) {
             return CM_ENOMEM;
         }
-        sp_value_map repl;
-        memset(&repl, 0, sizeof repl);
-        cm_status st = CM_OK;
-        for (uint32_t i = 0; i < n_out && st == CM_OK; i++) {
-            st = sp_value_map_set(&repl, m->ops[mc].first_result + i, m->ops[l2g].first_result + i);
+        uint32_t *to = cm_arena_alloc(&m->arena, sizeof *to * n_out);
+        if (to == NULL) {
+            return CM_ENOMEM;
         }
-        if (st == CM_OK) {
-            replace_uses(m, &repl);
+        for (uint32_t i = 0; i < n_out; i++) {
+            to[i] = m->ops[l2g].first_result + i;
         }
-        sp_value_map_free(&repl);
+        cm_status st = replace_results(m, mc, to);
         if (st != CM_OK) {
             return st;
         }
@@ -1105,6 +1146,512 @@ cm_status sp_gspmd_shard_map_export(sp_module *m, cm_error *err)
     }
     cm_free(funcs);
     cm_free(l.v);
+    return st;
+}
+
+/* ---- export: sdy.manual_computation to XLA's StableHLO pattern ---------------------- */
+
+#define INLINABLE_BODY "xla.sdy.inlinable_manual_computation_body"
+
+/* The manual axes of every manual computation, outer ones' first. */
+typedef struct mc_axes {
+    uint32_t *mc;       /* manual computation op ids */
+    sp_axis_list *axes; /* the axes manual inside each (enclosing ones' first) */
+    uint32_t n, cap;
+} mc_axes;
+
+static bool axis_in(const sp_axis_list *l, const char *name)
+{
+    for (uint32_t i = 0; i < l->n; i++) {
+        if (strcmp(l->axes[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* s without the axes of l (dimensions, replicated and unreduced axes). */
+static sp_sharding *erase_manual(sp_module *m, const sp_sharding *s, const sp_axis_list *l)
+{
+    sp_sharding *c = sp_sharding_clone(&m->arena, s);
+    if (c == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d <= c->rank; d++) {
+        sp_axis_ref *ax = d < c->rank ? c->dims[d].axes : c->replicated;
+        uint32_t *n = d < c->rank ? &c->dims[d].n_axes : &c->n_replicated, k = 0;
+        for (uint32_t i = 0; i < *n; i++) {
+            if (!axis_in(l, ax[i].name)) {
+                ax[k++] = ax[i];
+            }
+        }
+        *n = k;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < c->n_unreduced; i++) {
+        if (!axis_in(l, c->unreduced[i].name)) {
+            c->unreduced[k++] = c->unreduced[i];
+        }
+    }
+    c->n_unreduced = k;
+    return c;
+}
+
+static sp_attr *axes_value(sp_module *m, const sp_axis_list *l)
+{
+    sp_attr *a = sp_attr_new(m, SP_ATTR_AXIS_LIST);
+    if (a != NULL) {
+        a->u.axes = *l;
+    }
+    return a;
+}
+
+static sp_attr *one_sharding(sp_module *m, sp_sharding *s)
+{
+    sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    sp_sharding **items = cm_arena_alloc(&m->arena, sizeof *items);
+    if (a == NULL || items == NULL || s == NULL) {
+        return NULL;
+    }
+    items[0] = s;
+    a->u.shardings.items = items;
+    a->u.shardings.n = 1;
+    return a;
+}
+
+/* A fully closed replicated sharding of rank on mesh_name. */
+static sp_sharding *closed_sharding(sp_module *m, const char *mesh_name, uint32_t rank)
+{
+    sp_sharding *s = cm_arena_zalloc(&m->arena, sizeof *s);
+    sp_dim_sharding *dims = cm_arena_zalloc(&m->arena, sizeof *dims * (rank + 1u));
+    if (s == NULL || dims == NULL) {
+        return NULL;
+    }
+    for (uint32_t d = 0; d < rank; d++) {
+        dims[d].is_closed = true;
+        dims[d].priority = -1;
+    }
+    s->mesh_name = mesh_name;
+    s->dims = dims;
+    s->rank = rank;
+    return s;
+}
+
+static uint32_t rank_of(const sp_module *m, uint32_t type)
+{
+    const sp_type *t = &m->types[type];
+    return t->kind == SP_TYPE_TENSOR ? t->rank : 0;
+}
+
+/* The first of the computation's in and out shardings, or NULL. */
+static const sp_sharding *mc_first_sharding(const sp_module *m, uint32_t mc)
+{
+    static const char *const keys[2] = {"in_shardings", "out_shardings"};
+    for (int k = 0; k < 2; k++) {
+        const sp_attr *a = sp_op_attr(m, mc, keys[k]);
+        if (a != NULL && a->kind == SP_ATTR_SHARDING_LIST && a->u.shardings.n > 0) {
+            return a->u.shardings.items[0];
+        }
+    }
+    return NULL;
+}
+
+typedef struct manual_ctx {
+    sp_axis_list axes;
+    const char *mesh;
+    uint32_t depth;
+    cm_error *err;
+} manual_ctx;
+
+static cm_status set_func_manual(sp_module *m, uint32_t f, manual_ctx *c);
+
+/* An op of a manual computation's body (not in a nested one): its
+ * shardings on another mesh go, a missing one is fully closed, and it is
+ * marked with the region's manual axes; a callee is marked throughout. */
+static cm_status set_op_manual(sp_module *m, uint32_t op, manual_ctx *c)
+{
+    sp_op *o = &m->ops[op];
+    if (o->kind == SP_OP_FUNC_RETURN || o->kind == SP_OP_SDY_RETURN) {
+        return CM_OK;
+    }
+    const sp_attr *sh = sp_op_attr(m, op, "sdy.sharding");
+    bool other = false;
+    for (uint32_t i = 0; sh != NULL && sh->kind == SP_ATTR_SHARDING_LIST && i < sh->u.shardings.n;
+         i++) {
+        const char *mn = sh->u.shardings.items[i]->mesh_name;
+        other = other || mn == NULL || strcmp(mn, c->mesh) != 0;
+    }
+    if (other) {
+        (void)sp_op_remove_attr(m, op, "sdy.sharding");
+        sh = NULL;
+    }
+    if (sh == NULL) {
+        uint32_t n = o->n_results > 0 ? o->n_results : 1;
+        sp_attr *l = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+        sp_sharding **items = cm_arena_alloc(&m->arena, sizeof *items * n);
+        if (l == NULL || items == NULL) {
+            return cm_error_oom(c->err);
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t r = o->n_results > 0 ? rank_of(m, m->values[o->first_result + i].type) : 0;
+            if ((items[i] = closed_sharding(m, c->mesh, r)) == NULL) {
+                return cm_error_oom(c->err);
+            }
+        }
+        l->u.shardings.items = items;
+        l->u.shardings.n = n;
+        if (sp_op_set_attr(m, op, "sdy.sharding", l) != CM_OK) {
+            return cm_error_oom(c->err);
+        }
+    }
+    sp_attr *ax = axes_value(m, &c->axes);
+    if (ax == NULL || sp_op_set_attr(m, op, SP_GSPMD_MANUAL_AXES, ax) != CM_OK) {
+        return cm_error_oom(c->err);
+    }
+    const sp_attr *callee = o->kind == SP_OP_FUNC_CALL ? sp_op_attr(m, op, "callee") : NULL;
+    if (callee != NULL && callee->kind == SP_ATTR_SYMBOL) {
+        uint32_t f = sp_module_func(m, callee->u.sym);
+        if (f == SP_NONE) {
+            return sp_gspmd_op_error(m, op, c->err, "calls a function the module lacks");
+        }
+        return set_func_manual(m, f, c);
+    }
+    return CM_OK;
+}
+
+/* Pre-order over block, not into nested manual computations. */
+static cm_status mark_block(sp_module *m, uint32_t block, manual_ctx *c)
+{
+    for (uint32_t i = 0; i < m->blocks[block].n_ops; i++) {
+        uint32_t op = m->blocks[block].ops[i];
+        if (m->ops[op].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            continue;
+        }
+        cm_status st = set_op_manual(m, op, c);
+        for (uint32_t r = 0; st == CM_OK && r < m->ops[op].n_regions; r++) {
+            for (uint32_t k = 0; st == CM_OK && k < m->ops[op].regions[r].n_blocks; k++) {
+                st = mark_block(m, m->ops[op].regions[r].blocks[k], c);
+            }
+        }
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    return CM_OK;
+}
+
+static cm_status set_func_manual(sp_module *m, uint32_t f, manual_ctx *c)
+{
+    const sp_type *ft = sp_func_type(m, f);
+    if (ft == NULL || ++c->depth > 64) {
+        return CM_OK;
+    }
+    static const char *const lists[2] = {"arg_attrs", "res_attrs"};
+    for (int side = 0; side < 2; side++) {
+        uint32_t n = side == 0 ? ft->n_inputs : ft->n_results;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t type = side == 0 ? ft->inputs[i] : ft->results[i];
+            const sp_attr *arr = sp_op_attr(m, f, lists[side]);
+            const sp_attr *d = arr != NULL && arr->kind == SP_ATTR_ARRAY && i < arr->u.arr.n
+                                   ? arr->u.arr.items[i]
+                                   : NULL;
+            bool has = d != NULL && d->kind == SP_ATTR_DICT &&
+                       sp_attrs_get(d->u.dict.items, d->u.dict.n, "sdy.sharding") != NULL;
+            sp_attr *sv = has ? NULL : sp_attr_new(m, SP_ATTR_SHARDING);
+            sp_attr *ax = axes_value(m, &c->axes);
+            cm_status st = ax == NULL ? CM_ENOMEM : CM_OK;
+            if (st == CM_OK && !has) {
+                if (sv == NULL || (sv->u.sharding = closed_sharding(m, c->mesh,
+                                                                    rank_of(m, type))) == NULL) {
+                    st = CM_ENOMEM;
+                } else {
+                    st = side == 0 ? sp_func_set_arg_attr(m, f, i, "sdy.sharding", sv)
+                                   : sp_func_set_result_attr(m, f, i, "sdy.sharding", sv);
+                }
+            }
+            if (st == CM_OK) {
+                st = side == 0 ? sp_func_set_arg_attr(m, f, i, SP_GSPMD_MANUAL_AXES, ax)
+                               : sp_func_set_result_attr(m, f, i, SP_GSPMD_MANUAL_AXES, ax);
+            }
+            if (st != CM_OK) {
+                return cm_error_oom(c->err);
+            }
+        }
+    }
+    cm_status st = CM_OK;
+    if (m->ops[f].n_regions > 0 && m->ops[f].regions[0].n_blocks > 0) {
+        st = mark_block(m, m->ops[f].regions[0].blocks[0], c);
+    }
+    c->depth--;
+    return st;
+}
+
+/* The manual axes inside manual computation mc: those of the innermost
+ * enclosing one (listed before it in pre-order) then its own. */
+static cm_status region_axes(sp_module *m, uint32_t mc, const mc_axes *done, sp_axis_list *parent,
+                             sp_axis_list *out)
+{
+    *parent = (sp_axis_list){NULL, 0};
+    for (uint32_t p = m->ops[mc].parent_block; p != SP_NONE;) {
+        uint32_t pop = m->blocks[p].parent_op;
+        if (pop == SP_NONE) {
+            break;
+        }
+        if (m->ops[pop].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
+            for (uint32_t i = 0; i < done->n; i++) {
+                if (done->mc[i] == pop) {
+                    *parent = done->axes[i];
+                }
+            }
+            break;
+        }
+        p = m->ops[pop].parent_block;
+    }
+    const sp_attr *own = sp_op_attr(m, mc, "manual_axes");
+    uint32_t n_own = own != NULL && own->kind == SP_ATTR_AXIS_LIST ? own->u.axes.n : 0;
+    sp_axis_ref *ax = cm_arena_alloc(&m->arena, sizeof *ax * (parent->n + n_own + 1u));
+    if (ax == NULL) {
+        return CM_ENOMEM;
+    }
+    if (parent->n > 0) {
+        memcpy(ax, parent->axes, sizeof *ax * parent->n);
+    }
+    if (n_own > 0) {
+        memcpy(ax + parent->n, own->u.axes.axes, sizeof *ax * n_own);
+    }
+    *out = (sp_axis_list){ax, parent->n + n_own};
+    return CM_OK;
+}
+
+/* Collects manual computations in walk order: pre-order, a manual
+ * computation before the ones nested in it. */
+static cm_status note_mc(sp_module *m, uint32_t op, void *vctx)
+{
+    mc_list *l = vctx;
+    if (m->ops[op].kind != SP_OP_SDY_MANUAL_COMPUTATION) {
+        return CM_OK;
+    }
+    if (CM_GROW_U32(l->v, l->cap, l->n + 1, NULL) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    l->v[l->n++] = op;
+    return CM_OK;
+}
+
+static cm_status new_unary(sp_module *m, uint32_t block, uint32_t at, const char *name,
+                           const char *target, uint32_t operand, uint32_t type, sp_sharding *s,
+                           const sp_axis_list *manual, uint32_t *op_out)
+{
+    uint32_t op;
+    sp_attr *sh = one_sharding(m, s);
+    if (sh == NULL || sp_module_new_op(m, SP_NONE, name, &operand, 1, &type, 1, &op) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    if (target != NULL) {
+        sp_attr *t = string_attr(m, target, strlen(target));
+        if (t == NULL || sp_op_set_attr(m, op, "call_target_name", t) != CM_OK) {
+            return CM_ENOMEM;
+        }
+    }
+    if (sp_op_set_attr(m, op, "sdy.sharding", sh) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    if (manual->n > 0) {
+        sp_attr *ax = axes_value(m, manual);
+        if (ax == NULL || sp_op_set_attr(m, op, SP_GSPMD_MANUAL_AXES, ax) != CM_OK) {
+            return CM_ENOMEM;
+        }
+    }
+    if (sp_block_insert_op(m, block, at, op) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    *op_out = op;
+    return CM_OK;
+}
+
+/* One manual computation as XLA's partitioner expects it: per operand an
+ * mhlo.copy with the in sharding and an @SPMDFullToShardShape, a call of
+ * the body (a new private function), per result an mhlo.copy and an
+ * @SPMDShardToFullShape with the out sharding. */
+static cm_status export_mc_stablehlo(sp_module *m, uint32_t mc, const sp_axis_list *parent,
+                                     const sp_axis_list *region, uint32_t *counter)
+{
+    const sp_sharding *first = mc_first_sharding(m, mc);
+    if (first == NULL) {
+        return CM_EINVAL;
+    }
+    const sp_attr *ins = sp_op_attr(m, mc, "in_shardings");
+    const sp_attr *outs = sp_op_attr(m, mc, "out_shardings");
+    uint32_t n_in = m->ops[mc].n_operands, n_out = m->ops[mc].n_results;
+    if (ins == NULL || outs == NULL || ins->kind != SP_ATTR_SHARDING_LIST ||
+        outs->kind != SP_ATTR_SHARDING_LIST || ins->u.shardings.n != n_in ||
+        outs->u.shardings.n != n_out) {
+        return CM_EINVAL;
+    }
+    mc_body mb;
+    cm_status st = body_to_func(m, mc, INLINABLE_BODY, counter, &mb);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (mb.n_local != n_out || m->blocks[mb.blk].n_args != n_in) {
+        return CM_EINVAL;
+    }
+    sp_attr *vis = string_attr(m, "private", 7);
+    if (vis == NULL || sp_op_set_attr(m, mb.func, "sym_visibility", vis) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    uint32_t parent_blk = m->ops[mc].parent_block, at = sp_op_index_in_block(m, mc);
+    uint32_t *cin = cm_arena_alloc(&m->arena, sizeof *cin * (n_in + 1u));
+    uint32_t *to = cm_arena_alloc(&m->arena, sizeof *to * (n_out + 1u));
+    if (cin == NULL || to == NULL) {
+        return CM_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n_in; i++) {
+        uint32_t v = m->ops[mc].operands[i], cp, f2s;
+        sp_sharding *in = ins->u.shardings.items[i];
+        sp_sharding *local = erase_manual(m, in, region);
+        if (m->types[mb.atypes[i]].kind != SP_TYPE_TENSOR) {
+            cin[i] = v;
+            continue;
+        }
+        if (local == NULL ||
+            new_unary(m, parent_blk, at++, "mhlo.copy", NULL, v, m->values[v].type, in, parent,
+                      &cp) != CM_OK ||
+            new_unary(m, parent_blk, at++, "stablehlo.custom_call", "SPMDFullToShardShape",
+                      m->ops[cp].first_result, mb.atypes[i], local, region, &f2s) != CM_OK) {
+            return CM_ENOMEM;
+        }
+        cin[i] = m->ops[f2s].first_result;
+        sp_attr *sv = sp_attr_new(m, SP_ATTR_SHARDING);
+        if (sv == NULL) {
+            return CM_ENOMEM;
+        }
+        sv->u.sharding = local;
+        if (sp_func_set_arg_attr(m, mb.func, i, "sdy.sharding", sv) != CM_OK ||
+            (region->n > 0 && sp_func_set_arg_attr(m, mb.func, i, SP_GSPMD_MANUAL_AXES,
+                                                   axes_value(m, region)) != CM_OK)) {
+            return CM_ENOMEM;
+        }
+    }
+    uint32_t call;
+    sp_attr *callee = sp_attr_new(m, SP_ATTR_SYMBOL);
+    sp_attr *csh = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    sp_sharding **cs = cm_arena_alloc(&m->arena, sizeof *cs * (n_out + 1u));
+    if (callee == NULL || csh == NULL || cs == NULL ||
+        sp_module_new_op(m, SP_NONE, "func.call", cin, n_in, mb.ltypes, n_out, &call) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    callee->u.sym = mb.name;
+    for (uint32_t i = 0; i < n_out; i++) {
+        if ((cs[i] = erase_manual(m, outs->u.shardings.items[i], region)) == NULL) {
+            return CM_ENOMEM;
+        }
+        sp_attr *sv = sp_attr_new(m, SP_ATTR_SHARDING);
+        if (sv == NULL) {
+            return CM_ENOMEM;
+        }
+        sv->u.sharding = cs[i];
+        if (sp_func_set_result_attr(m, mb.func, i, "sdy.sharding", sv) != CM_OK ||
+            (region->n > 0 && sp_func_set_result_attr(m, mb.func, i, SP_GSPMD_MANUAL_AXES,
+                                                      axes_value(m, region)) != CM_OK)) {
+            return CM_ENOMEM;
+        }
+    }
+    csh->u.shardings.items = cs;
+    csh->u.shardings.n = n_out;
+    if (sp_op_set_attr(m, call, "callee", callee) != CM_OK ||
+        (n_out > 0 && sp_op_set_attr(m, call, "sdy.sharding", csh) != CM_OK) ||
+        (region->n > 0 &&
+         sp_op_set_attr(m, call, SP_GSPMD_MANUAL_AXES, axes_value(m, region)) != CM_OK) ||
+        sp_block_insert_op(m, parent_blk, at++, call) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n_out; i++) {
+        uint32_t r = m->ops[call].first_result + i, cp, s2f;
+        if (m->types[mb.gtypes[i]].kind != SP_TYPE_TENSOR) {
+            to[i] = r;
+            continue;
+        }
+        if (new_unary(m, parent_blk, at++, "mhlo.copy", NULL, r, m->values[r].type, cs[i], region,
+                      &cp) != CM_OK ||
+            new_unary(m, parent_blk, at++, "stablehlo.custom_call", "SPMDShardToFullShape",
+                      m->ops[cp].first_result, mb.gtypes[i], outs->u.shardings.items[i], parent,
+                      &s2f) != CM_OK) {
+            return CM_ENOMEM;
+        }
+        to[i] = m->ops[s2f].first_result;
+    }
+    st = replace_results(m, mc, to);
+    if (st == CM_OK) {
+        detach(m, mc);
+    }
+    return st;
+}
+
+cm_status sp_gspmd_stablehlo_shard_map_export(sp_module *m, cm_error *err)
+{
+    mc_list pre = {NULL, 0, 0};
+    mc_axes done = {NULL, NULL, 0, 0};
+    cm_status st = sp_gspmd_walk_funcs(m, note_mc, &pre);
+    done.mc = cm_alloc(sizeof *done.mc * (pre.n + 1u));
+    done.axes = cm_alloc(sizeof *done.axes * (pre.n + 1u));
+    sp_axis_list *parents = cm_alloc(sizeof *parents * (pre.n + 1u));
+    if (st == CM_OK && (done.mc == NULL || done.axes == NULL || parents == NULL)) {
+        st = CM_ENOMEM;
+    }
+    /* pre-order: the body's ops learn their manual axes, outer ones first */
+    for (uint32_t i = 0; i < pre.n && st == CM_OK; i++) {
+        uint32_t mc = pre.v[i];
+        st = region_axes(m, mc, &done, &parents[i], &done.axes[i]);
+        done.mc[i] = mc;
+        done.n = i + 1;
+        const sp_sharding *first = st == CM_OK ? mc_first_sharding(m, mc) : NULL;
+        if (first == NULL || first->mesh_name == NULL || done.axes[i].n == 0 ||
+            m->ops[mc].n_regions != 1 || m->ops[mc].regions[0].n_blocks != 1) {
+            continue;
+        }
+        manual_ctx c = {done.axes[i], first->mesh_name, 0, err};
+        st = mark_block(m, m->ops[mc].regions[0].blocks[0], &c);
+        if (st != CM_OK) {
+            goto out;
+        }
+    }
+    /* then in post-order (inner computations first, so an outer body holds
+     * their calls), numbering the bodies as XLA's walk does */
+    mc_list post = {NULL, 0, 0};
+    const sp_block *top = &m->blocks[m->body];
+    for (uint32_t i = 0; i < top->n_ops && st == CM_OK; i++) {
+        uint32_t f = top->ops[i];
+        if (m->ops[f].kind == SP_OP_FUNC_FUNC && m->ops[f].n_regions > 0 &&
+            m->ops[f].regions[0].n_blocks > 0) {
+            st = collect_mc(m, m->ops[f].regions[0].blocks[0], &post, 0);
+        }
+    }
+    uint32_t counter = 0;
+    for (uint32_t k = 0; k < post.n && st == CM_OK; k++) {
+        uint32_t i = 0;
+        while (i < pre.n && pre.v[i] != post.v[k]) {
+            i++;
+        }
+        if (i == pre.n) {
+            continue;
+        }
+        st = export_mc_stablehlo(m, pre.v[i], &parents[i], &done.axes[i], &counter);
+        if (st == CM_EINVAL) {
+            st = sp_gspmd_op_error(m, pre.v[i], err,
+                                   "needs in/out shardings, one per operand and result, and a "
+                                   "body that ends in sdy.return");
+        }
+    }
+    cm_free(post.v);
+    if (st == CM_ENOMEM) {
+        st = cm_error_oom(err);
+    }
+out:
+    cm_free(pre.v);
+    cm_free(done.mc);
+    cm_free(done.axes);
+    cm_free(parents);
     return st;
 }
 

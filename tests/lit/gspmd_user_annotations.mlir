@@ -8,14 +8,16 @@
 // annotations (arguments, result, the @Sharding constraint), keeps the dot's
 // sharding on it.
 
-// GSPMD: sdy.mesh @mesh = <["_axis_0"=2, "_axis_1"=4]>
+// GSPMD: sdy.mesh @mesh = <["axis_0"=2, "axis_1"=4]>
 // GSPMD: stablehlo.dot_general
-// GSPMD-SAME{LITERAL}: {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"_axis_0"}, {"_axis_1"}]>]>}
+// GSPMD-SAME{LITERAL}: {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"axis_0"}, {"axis_1"}]>]>}
 // GSPMD: stablehlo.abs
-// GSPMD-SAME{LITERAL}: {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"_axis_0"}, {}]>]>}
+// GSPMD-SAME{LITERAL}: {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"axis_0"}, {}]>]>}
 
-// The user's annotations only: the mesh is the same, the ops' shardings go,
-// the @Sharding call is a constraint.
+// The user's annotations only: the mesh is the same (the import pipeline
+// names its axes axis_N as XLA's did, the loader's import and this pass keep
+// XLA's _axis_N placeholders), the ops' shardings go, the @Sharding call is a
+// constraint.
 // USER:      sdy.mesh @mesh = <["_axis_0"=2, "_axis_1"=4]>
 // USER:      %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
 // USER-NEXT: %1 = sdy.sharding_constraint %0 <@mesh, [{"_axis_0"}, {"_axis_1"}]> : tensor<8x32xf32>
