@@ -40,6 +40,7 @@ static const op_entry by_name[] = {
     {"func.call", SP_OP_FUNC_CALL},
     {"func.func", SP_OP_FUNC_FUNC},
     {"func.return", SP_OP_FUNC_RETURN},
+    {"mhlo.copy", SP_OP_MHLO_COPY},
     {"sdy.all_gather", SP_OP_SDY_ALL_GATHER},
     {"sdy.all_reduce", SP_OP_SDY_ALL_REDUCE},
     {"sdy.all_slice", SP_OP_SDY_ALL_SLICE},

@@ -187,7 +187,8 @@
     X(SP_OP_CHLO_ZETA, "chlo.zeta", SP_OPT_EW) \
     X(SP_OP_FUNC_FUNC, "func.func", 0) \
     X(SP_OP_FUNC_CALL, "func.call", 0) \
-    X(SP_OP_FUNC_RETURN, "func.return", 0)
+    X(SP_OP_FUNC_RETURN, "func.return", 0) \
+    X(SP_OP_MHLO_COPY, "mhlo.copy", 0)
 
 typedef enum sp_op_kind {
     SP_OP_UNKNOWN = 0,
