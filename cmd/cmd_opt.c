@@ -160,6 +160,12 @@ SIMPLE_PASS(run_close, sp_pass_close_shardings(m, err))
 SIMPLE_PASS(run_drop_rules, sp_pass_drop_sharding_rules(m, err))
 SIMPLE_PASS(run_func_call_reshards, sp_pass_insert_func_call_reshards(m, err))
 SIMPLE_PASS(run_export_named, sp_pass_export_named_computations(m, err))
+static cm_status run_xla_export_named(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                      cm_error *err)
+{
+    (void)d;
+    return sp_pass_xla_export_named_computations(m, opt_bool(inv, "dedup-functions-fully"), err);
+}
 SIMPLE_PASS(run_sink_func_edges, sp_pass_sink_func_data_flow_edges(m, err))
 SIMPLE_PASS(run_propagate_to_results, sp_pass_propagate_to_func_results(m, err))
 SIMPLE_PASS(run_drop_sharding_and_mesh, sp_pass_drop_sharding_and_mesh(m, err))
@@ -443,6 +449,12 @@ static const pass_def passes[] = {
     {"xla-sdy-open-while-free-vars-sharding", run_xla_open_while_free_vars, NULL},
     {"xla-sdy-stablehlo-export-pipeline", run_xla_export_pipeline, xla_export_opts},
     {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
+    {"xla-sdy-export-named-computations", run_xla_export_named, unflatten_opts},
+    /* XLA's unflatten for now runs Shardy's: XLA's also skips calls of
+     * inlinable manual computation bodies and puts mhlo.copy ops on
+     * arguments and results whose shardings differ from the kept callee's
+     * (not done yet; its lit file is not claimed). */
+    {"xla-sdy-unflatten-call-graph", run_unflatten, unflatten_opts},
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
     {"sdy-convert-global-to-local", run_g2l, g2l_opts},
     {"sdy-pad-for-divisibility", run_pad_div, NULL},

@@ -112,6 +112,7 @@ typedef enum sp_attr_kind {
 typedef struct sp_axis_list {
     sp_axis_ref *axes;
     uint32_t n;
+    bool manual; /* as an attribute: sdy ManualAxesAttr (#sdy<manual_axes{..}>) */
 } sp_axis_list;
 
 /* One `{"x"}: 0->1` parameter of sdy.all_to_all. */

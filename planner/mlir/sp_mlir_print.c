@@ -913,7 +913,7 @@ static void attr_ctx(pr *p, const sp_attr *a, bool bare)
         sp_rule_print(a->u.rule, p->b);
         break;
     case SP_ATTR_AXIS_LIST:
-        put(p, "#sdy<axis_ref_list");
+        put(p, a->u.axes.manual ? "#sdy<manual_axes" : "#sdy<axis_ref_list");
         axis_list(p, &a->u.axes);
         putc_(p, '>');
         break;

@@ -1810,6 +1810,9 @@ static cm_status hash_attr(rd *r, sp_attr **out)
             if ((kn == 13 && memcmp(k, "axis_ref_list", 13) == 0) ||
                 (kn == 11 && memcmp(k, "manual_axes", 11) == 0)) {
                 st = axis_list_attr(r, out);
+                if (st == CM_OK) {
+                    (*out)->u.axes.manual = kn == 11;
+                }
             } else if (kn == 22 && memcmp(k, "list_of_axis_ref_lists", 22) == 0) {
                 st = axis_lists_attr(r, false, out);
             } else if (kn == 21 && memcmp(k, "all_to_all_param_list", 21) == 0) {

@@ -240,6 +240,62 @@ static void test_sp_pass_export_named_computations_makes_functions(void **state)
     assert_survives_oom(NAMED, sp_pass_export_named_computations);
 }
 
+/* Three "baz" named computations: two with out sharding {"y"}, one {"x"}
+ * fed by a value sharded unlike baz's argument. */
+static const char NAMED_DEDUP[] =
+    MESH "func.func @main(%arg0: tensor<8xf32> " SH("[{\"x\"}]") ") -> tensor<8xf32> {\n"
+    "  %0 = sdy.named_computation<\"baz\">(%arg0) in_shardings=[<@mesh, [{\"x\"}]>]"
+    " out_shardings=[<@mesh, [{\"x\"}]>] (%arg1: tensor<8xf32>) {\n"
+    "    sdy.return %arg1 : tensor<8xf32>\n"
+    "  } : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  %1 = sdy.named_computation<\"baz\">(%0) in_shardings=[<@mesh, [{\"x\"}]>]"
+    " out_shardings=[<@mesh, [{\"y\"}]>] (%arg1: tensor<8xf32>) {\n"
+    "    %3 = stablehlo.abs %arg1 : tensor<8xf32>\n"
+    "    sdy.return %3 : tensor<8xf32>\n"
+    "  } : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  %2 = sdy.named_computation<\"baz\">(%1) in_shardings=[<@mesh, [{\"x\"}]>]"
+    " out_shardings=[<@mesh, [{\"y\"}]>] (%arg1: tensor<8xf32>) {\n"
+    "    %3 = stablehlo.abs %arg1 : tensor<8xf32>\n"
+    "    sdy.return %3 : tensor<8xf32>\n"
+    "  } : (tensor<8xf32>) -> tensor<8xf32>\n"
+    "  return %2 : tensor<8xf32>\n"
+    "}\n";
+
+static cm_status xla_export_dedup(sp_module *m, cm_error *err)
+{
+    return sp_pass_xla_export_named_computations(m, true, err);
+}
+
+static cm_status xla_export(sp_module *m, cm_error *err)
+{
+    return sp_pass_xla_export_named_computations(m, false, err);
+}
+
+static void test_sp_pass_xla_export_named_computations_dedups_with_copies(void **state)
+{
+    (void)state;
+    char *out = run(NAMED_DEDUP, xla_export_dedup);
+    /* the most frequent shardings ({"y"} out) win; one function */
+    assert_has(out, "func.func private @baz(%arg0: tensor<8xf32> {sdy.sharding = "
+                    "#sdy.sharding<@mesh, [{\"x\"}]>}) -> (tensor<8xf32> {sdy.sharding = "
+                    "#sdy.sharding<@mesh, [{\"y\"}]>})");
+    assert_lacks(out, "@baz_");
+    assert_has(out, "%0 = call @baz(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                    "[{\"y\"}]>]>}");
+    assert_has(out, "%1 = mhlo.copy %0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                    "[{\"x\"}]>]>} : tensor<8xf32>");
+    assert_has(out, "%2 = call @baz(%1)");
+    assert_has(out, "%3 = mhlo.copy %2 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+                    "[{\"x\"}]>]>}");
+    assert_has(out, "%4 = call @baz(%3)");
+    cm_free(out);
+    out = run(NAMED_DEDUP, xla_export);
+    assert_has(out, "@baz_0");
+    assert_lacks(out, "mhlo.copy");
+    cm_free(out);
+    assert_survives_oom(NAMED_DEDUP, xla_export_dedup);
+}
+
 /* Equal constants merge within a block, never into a nested one. */
 static const char CONSTANTS[] =
     "func.func @main(%arg0: tensor<i32>) -> tensor<i32> {\n"
@@ -362,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_sp_pass_unflatten_call_graph_survives_oom),
         cmocka_unit_test(test_sp_pass_insert_func_call_reshards_reshards_after_call),
         cmocka_unit_test(test_sp_pass_export_named_computations_makes_functions),
+        cmocka_unit_test(test_sp_pass_xla_export_named_computations_dedups_with_copies),
         cmocka_unit_test(test_sp_pass_constant_merger_stays_in_block),
         cmocka_unit_test(test_sp_pass_sink_data_flow_edges_moves_shardings),
         cmocka_unit_test(test_sp_pass_close_shardings_closes_every_sharding),

@@ -64,6 +64,16 @@ cm_status sp_pass_insert_func_call_reshards(sp_module *m, cm_error *err);
  * the body arguments and results give their shardings first, then are
  * removed. Errors: CM_EINVAL for a malformed named computation, CM_ENOMEM. */
 cm_status sp_pass_export_named_computations(sp_module *m, cm_error *err);
+/* XLA's -xla-sdy-export-named-computations: as Shardy's, and the function
+ * also takes the out shardings as its result shardings and, when the named
+ * computation has xla.sdy.manual_axes, those axes on itself and each of its
+ * arguments and results. With dedup_fully, named computations with the same
+ * name and manual axes share one function, made from the body of the one
+ * whose in and out shardings occur most often (the earliest on a tie); each
+ * call takes that function's result shardings, and a result whose own out
+ * sharding is not equivalent gets an mhlo.copy to it after the call.
+ * Errors: as Shardy's. */
+cm_status sp_pass_xla_export_named_computations(sp_module *m, bool dedup_fully, cm_error *err);
 
 /* -sdy-sink-func-data-flow-edges: removes every sdy.func_data_flow_edge,
  * giving its sharding to the value it wraps (without one, a sharded value

@@ -293,3 +293,37 @@ sp_attr *sp_exp_i64_array(sp_module *m, const int64_t *v, uint32_t n)
     a->u.darr.n = n;
     return a;
 }
+
+bool sp_exp_attr_equal(const sp_attr *a, const sp_attr *b)
+{
+    if (a == NULL || b == NULL || a == b) {
+        return a == b;
+    }
+    if (a->kind != b->kind) {
+        return false;
+    }
+    if (a->kind == SP_ATTR_SHARDING_LIST) {
+        if (a->u.shardings.n != b->u.shardings.n) {
+            return false;
+        }
+        for (uint32_t i = 0; i < a->u.shardings.n; i++) {
+            if (!sp_sharding_equal(a->u.shardings.items[i], b->u.shardings.items[i])) {
+                return false;
+            }
+        }
+        return true;
+    }
+    if (a->kind != SP_ATTR_AXIS_LIST) {
+        return sp_attr_equal(a, b);
+    }
+    if (a->u.axes.n != b->u.axes.n) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->u.axes.n; i++) {
+        const sp_axis_ref *x = &a->u.axes.axes[i], *y = &b->u.axes.axes[i];
+        if (strcmp(x->name, y->name) != 0 || x->pre_size != y->pre_size || x->size != y->size) {
+            return false;
+        }
+    }
+    return true;
+}

@@ -32,6 +32,9 @@ bool sp_exp_is_fully_open(const sp_sharding *s);
  * shardings (NULL counts as one) are equivalent; otherwise the same mesh,
  * unreduced axes and dimension axes (openness and priorities ignored). */
 bool sp_exp_sharding_equivalent(const sp_sharding *a, const sp_sharding *b);
+/* Are a and b the same attribute value (NULL only equals NULL)? Sharding
+ * lists compare their shardings and axis lists their axes by value. */
+bool sp_exp_attr_equal(const sp_attr *a, const sp_attr *b);
 /* A fully closed sharding with s's mesh and rank, in m's arena; NULL when out of memory. */
 sp_sharding *sp_exp_fully_closed_like(sp_module *m, const sp_sharding *s);
 /* The func.func a func.call names, or SP_NONE. */

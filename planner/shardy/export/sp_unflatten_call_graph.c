@@ -33,26 +33,6 @@ static const char *func_name(const sp_module *m, uint32_t f)
     return a != NULL && a->kind == SP_ATTR_STRING ? a->u.str.s : "";
 }
 
-static bool axis_lists_equal(const sp_attr *a, const sp_attr *b)
-{
-    if (a == NULL || b == NULL) {
-        return a == b;
-    }
-    if (a->kind != SP_ATTR_AXIS_LIST || b->kind != SP_ATTR_AXIS_LIST) {
-        return sp_attr_equal(a, b);
-    }
-    if (a->u.axes.n != b->u.axes.n) {
-        return false;
-    }
-    for (uint32_t i = 0; i < a->u.axes.n; i++) {
-        const sp_axis_ref *x = &a->u.axes.axes[i], *y = &b->u.axes.axes[i];
-        if (strcmp(x->name, y->name) != 0 || x->pre_size != y->pre_size || x->size != y->size) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* A sharding of the list, or the fully open one on src's mesh when absent. */
 static bool entry_equal(const sp_sharding *a, const sp_sharding *src_a, const sp_sharding *b,
                         const sp_sharding *src_b)
@@ -96,8 +76,8 @@ static bool same_key(const sp_module *m, uint32_t f, uint32_t g, bool ignore_sha
         return true;
     }
     if (strcmp(orig_name(m, f), orig_name(m, g)) != 0 ||
-        !axis_lists_equal(sp_op_attr(m, f, "sdy.func_manual_axes"),
-                          sp_op_attr(m, g, "sdy.func_manual_axes"))) {
+        !sp_exp_attr_equal(sp_op_attr(m, f, "sdy.func_manual_axes"),
+                           sp_op_attr(m, g, "sdy.func_manual_axes"))) {
         return false;
     }
     return ignore_shardings || (io_equal(m, f, g, true) && io_equal(m, f, g, false));
