@@ -249,6 +249,12 @@ static cm_status run_xla_shard_map_import(sp_module *m, const pass_inv *inv, sp_
     (void)inv;
     return sp_gspmd_shard_map_import(m, d, err);
 }
+static cm_status run_xla_sdy_custom_calls(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                          cm_error *err)
+{
+    (void)inv;
+    return sp_gspmd_import_sdy_custom_calls(m, d, err);
+}
 static cm_status run_pad_div(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
     (void)inv;
@@ -446,6 +452,7 @@ static const pass_def passes[] = {
     {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, xla_v3_opts},
     {"xla-sdy-round-trip-shard-map-export", run_xla_shard_map_export, NULL},
     {"xla-sdy-import-constants", run_xla_import_constants, NULL},
+    {"xla-sdy-import-sdy-custom-calls", run_xla_sdy_custom_calls, NULL},
     {"xla-sdy-open-while-free-vars-sharding", run_xla_open_while_free_vars, NULL},
     {"xla-sdy-stablehlo-export-pipeline", run_xla_export_pipeline, xla_export_opts},
     {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},

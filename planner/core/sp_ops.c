@@ -185,7 +185,7 @@ static const char *const names[SP_OP_COUNT_] = {
 #undef SP_OP_NAME_
 };
 
-sp_op_kind sp_op_kind_of(const char *name, size_t len)
+static sp_op_kind kind_by_name(const char *name, size_t len)
 {
     size_t lo = 0, hi = sizeof by_name / sizeof by_name[0];
     while (lo < hi) {
@@ -205,6 +205,20 @@ sp_op_kind sp_op_kind_of(const char *name, size_t len)
         }
     }
     return SP_OP_UNKNOWN;
+}
+
+sp_op_kind sp_op_kind_of(const char *name, size_t len)
+{
+    sp_op_kind k = kind_by_name(name, len);
+    /* MHLO's ops are StableHLO's under another prefix (XLA's round-trip
+     * tests write them): mhlo.add is stablehlo.add */
+    char full[64];
+    if (k == SP_OP_UNKNOWN && len > 5 && len < sizeof full - 5 && memcmp(name, "mhlo.", 5) == 0) {
+        memcpy(full, "stablehlo.", 10);
+        memcpy(full + 10, name + 5, len - 5);
+        k = kind_by_name(full, len + 5);
+    }
+    return k;
 }
 
 const char *sp_op_kind_name(sp_op_kind kind)

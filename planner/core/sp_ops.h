@@ -199,7 +199,8 @@ typedef enum sp_op_kind {
     SP_OP_COUNT_
 } sp_op_kind;
 
-/* Kind of the op named name (len bytes), SP_OP_UNKNOWN when not in the list. */
+/* Kind of the op named name (len bytes), SP_OP_UNKNOWN when not in the list;
+ * an MHLO op ("mhlo.add") has the kind of its StableHLO twin. */
 sp_op_kind sp_op_kind_of(const char *name, size_t len);
 /* Canonical name of a kind ("stablehlo.add"); NULL for SP_OP_UNKNOWN. */
 const char *sp_op_kind_name(sp_op_kind kind);

@@ -237,6 +237,15 @@ bool sp_gspmd_detect_round_trip(const sp_module *m);
 cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d,
                                      cm_error *err);
 
+/* -xla-sdy-import-sdy-custom-calls: each @Sharding custom call with an sdy
+ * sharding (the xla.sdy.sharding frontend attribute, or sdy.sharding once
+ * imported) becomes sdy.sharding_constraint, and each @xla.sdy.ShardingGroup
+ * sdy.sharding_group (its xla.sdy.sharding_group_id the group). Errors:
+ * CM_EINVAL at the call's LINE:COL for a group call without an id or whose
+ * result is used (also added to d, when not NULL, after the "failed to
+ * legalize" error XLA's conversion adds), CM_ENOMEM. */
+cm_status sp_gspmd_import_sdy_custom_calls(sp_module *m, sp_diags *d, cm_error *err);
+
 /* -xla-sdy-stablehlo-export-shardings: replaces each `sdy.sharding` of a
  * function argument, result and op with its `mhlo.sharding` string and
  * removes the sdy.mesh symbols. Errors: CM_EINVAL at the op, CM_ENOMEM. */

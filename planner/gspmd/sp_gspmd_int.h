@@ -33,11 +33,6 @@ cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm
 /* sp_gspmd_import with the axes named as sp_gspmd_import_shardings_as. */
 cm_status sp_gspmd_import_as(sp_module *m, const char *axis_prefix, cm_error *err);
 
-/* -xla-sdy-import-sdy-custom-calls on every function of m: @Sharding with
- * an sdy sharding becomes sdy.sharding_constraint, @xla.sdy.ShardingGroup
- * sdy.sharding_group. Errors: CM_EINVAL at a group call without an id, with
- * other than one operand or with uses; CM_ENOMEM. */
-cm_status sp_gspmd_import_sdy_custom_calls(sp_module *m, cm_error *err);
 
 /* The attribute (an axis list) that marks an op, or a function argument or
  * result, as inside manual computations over those axes, from XLA's

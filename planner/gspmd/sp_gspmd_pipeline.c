@@ -430,7 +430,7 @@ cm_status sp_gspmd_stablehlo_import_pipeline(sp_module *m, cm_error *err)
         st = sp_gspmd_import_as(m, "axis_", err);
     }
     if (st == CM_OK) {
-        st = sp_gspmd_import_sdy_custom_calls(m, err);
+        st = sp_gspmd_import_sdy_custom_calls(m, NULL, err);
     }
     return st == CM_OK ? sp_gspmd_import_constants(m, err) : st;
 }

@@ -175,6 +175,14 @@ bool sp_gspmd_detect_round_trip(const sp_module *m)
     return dict_string(d, "xla.sdy.meshes") != NULL;
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
 /* `{mesh = #sdy.mesh<[...]>, "other" = #sdy.mesh<[]>}` into sdy.mesh ops. */
 static cm_status import_meshes(sp_module *m, const char *text, cm_error *err)
 {
@@ -201,21 +209,71 @@ static cm_status import_meshes(sp_module *m, const char *text, cm_error *err)
         while (i < len && (text[i] == ' ' || text[i] == '=')) {
             i++;
         }
+        /* the mesh is written as is, or (as newer XLA writes it) as a
+         * string holding it: `mesh = "#sdy.mesh<\"a\"=8>"` */
+        const char *mt = text + i;
+        size_t mlen = len - i, quoted = 0;
+        if (i < len && text[i] == '"') {
+            char *u = cm_arena_alloc(&m->arena, len - i);
+            if (u == NULL) {
+                return cm_error_oom(err);
+            }
+            size_t k = i + 1, o = 0;
+            while (k < len && text[k] != '"') {
+                int hi, lo;
+                if (text[k] == '\\' && k + 2 < len && (hi = hex_digit(text[k + 1])) >= 0 &&
+                    (lo = hex_digit(text[k + 2])) >= 0) {
+                    u[o++] = (char)(hi * 16 + lo); /* MLIR's `\22` */
+                    k += 3;
+                    continue;
+                }
+                if (text[k] == '\\' && k + 1 < len) {
+                    k++;
+                }
+                u[o++] = text[k++];
+            }
+            if (k >= len) {
+                return cm_error_set(err, CM_EINVAL, NULL,
+                                    "malformed xla.sdy.meshes: unterminated string at byte %zu", i);
+            }
+            mt = u;
+            mlen = o;
+            quoted = k + 1 - i;
+        }
         static const char head[] = "#sdy.mesh";
-        if (name_len == 0 || strncmp(text + i, head, sizeof head - 1) != 0) {
+        if (name_len == 0 || mlen < sizeof head - 1 || strncmp(mt, head, sizeof head - 1) != 0) {
             return cm_error_set(err, CM_EINVAL, NULL, "malformed xla.sdy.meshes at byte %zu", i);
         }
-        i += sizeof head - 1;
+        if (quoted > 0 && mlen > sizeof head && mt[sizeof head - 1] == '<' &&
+            mt[sizeof head] == '"' && mt[mlen - 1] == '>') {
+            /* Shardy's earlier mesh syntax, without the brackets:
+             * `#sdy.mesh<"a"=8, "b"=8>` is `#sdy.mesh<["a"=8, "b"=8]>` */
+            char *w = cm_arena_alloc(&m->arena, mlen + 2);
+            if (w == NULL) {
+                return cm_error_oom(err);
+            }
+            memcpy(w, mt, sizeof head);
+            w[sizeof head] = '[';
+            memcpy(w + sizeof head + 1, mt + sizeof head, mlen - sizeof head - 1);
+            memcpy(w + mlen, "]>", 2);
+            mt = w;
+            mlen += 2;
+        }
         sp_mesh *mesh;
         size_t used = 0;
         cm_error e;
-        if (sp_mesh_parse(text + i, len - i, &m->arena, &mesh, &used, &e) != CM_OK) {
+        if (sp_mesh_parse(mt + sizeof head - 1, mlen - (sizeof head - 1), &m->arena, &mesh, &used,
+                          &e) != CM_OK) {
             return e.code == CM_ENOMEM
                        ? cm_error_oom(err)
                        : cm_error_set(err, CM_EINVAL, NULL, "malformed mesh in xla.sdy.meshes: %s",
                                       e.msg);
         }
-        i += used;
+        if (quoted > 0 && used != mlen - (sizeof head - 1)) {
+            return cm_error_set(err, CM_EINVAL, NULL,
+                                "malformed xla.sdy.meshes: text after the mesh at byte %zu", i);
+        }
+        i += quoted > 0 ? quoted : sizeof head - 1 + used;
         uint32_t op;
         sp_attr *n = sp_attr_new(m, SP_ATTR_STRING), *ms = sp_attr_new(m, SP_ATTR_MESH);
         const char *s = sp_module_str(m, text + name_start, name_len);
@@ -485,6 +543,17 @@ static cm_status custom_calls(sp_module *m, uint32_t op, void *vctx)
     }
     if (strcmp(target, "Sharding") == 0 && o->n_operands == 1 && o->n_results == 1) {
         const sp_attr *a = sp_op_attr(m, op, "sdy.sharding");
+        const char *text = a == NULL ? sp_gspmd_frontend(m, op, SDY_KEY) : NULL;
+        if (text != NULL) {
+            /* run alone (-xla-sdy-import-sdy-custom-calls), the sharding is
+             * still the frontend attribute's text */
+            sp_attr *parsed = NULL;
+            cm_status st = sp_gspmd_parse_per_value(m, text, op, &parsed, err);
+            if (st != CM_OK) {
+                return st;
+            }
+            a = parsed;
+        }
         if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST || a->u.shardings.n != 1) {
             return CM_OK;
         }
@@ -537,9 +606,27 @@ static cm_status custom_calls(sp_module *m, uint32_t op, void *vctx)
     return CM_OK;
 }
 
-cm_status sp_gspmd_import_sdy_custom_calls(sp_module *m, cm_error *err)
+cm_status sp_gspmd_import_sdy_custom_calls(sp_module *m, sp_diags *d, cm_error *err)
 {
-    return sp_gspmd_walk_funcs(m, custom_calls, err);
+    cm_error local;
+    cm_error *e = err != NULL ? err : &local;
+    cm_status st = sp_gspmd_walk_funcs(m, custom_calls, e);
+    uint32_t l = 0, c = 0;
+    if (st == CM_EINVAL && d != NULL && sscanf(e->path, "%u:%u", &l, &c) == 2) {
+        /* XLA converts these as a dialect conversion, which adds its own
+         * error at the op that did not convert */
+        for (uint32_t i = 0; i < m->n_ops; i++) {
+            const sp_op *o = &m->ops[i];
+            if (o->line == l && o->col == c && o->kind == SP_OP_CUSTOM_CALL) {
+                sp_diags_add(d, m, i, SP_DIAG_ERROR,
+                             "failed to legalize operation '%s' that was explicitly marked illegal",
+                             o->name);
+                sp_diags_add(d, m, i, SP_DIAG_ERROR, "%s", e->msg);
+                break;
+            }
+        }
+    }
+    return st;
 }
 
 cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d, cm_error *err)
@@ -577,7 +664,7 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diag
         top = &m->blocks[m->body];
     }
     if (st == CM_OK) {
-        st = sp_gspmd_import_sdy_custom_calls(m, err);
+        st = sp_gspmd_walk_funcs(m, custom_calls, err);
     }
     if (st == CM_OK) {
         st = sp_gspmd_shard_map_import(m, d, err);

@@ -1391,7 +1391,7 @@ static cm_status set_func_manual(sp_module *m, uint32_t f, manual_ctx *c)
 static cm_status region_axes(sp_module *m, uint32_t mc, const mc_axes *done, sp_axis_list *parent,
                              sp_axis_list *out)
 {
-    *parent = (sp_axis_list){NULL, 0};
+    *parent = (sp_axis_list){NULL, 0, false};
     for (uint32_t p = m->ops[mc].parent_block; p != SP_NONE;) {
         uint32_t pop = m->blocks[p].parent_op;
         if (pop == SP_NONE) {
@@ -1419,7 +1419,7 @@ static cm_status region_axes(sp_module *m, uint32_t mc, const mc_axes *done, sp_
     if (n_own > 0) {
         memcpy(ax + parent->n, own->u.axes.axes, sizeof *ax * n_own);
     }
-    *out = (sp_axis_list){ax, parent->n + n_own};
+    *out = (sp_axis_list){ax, parent->n + n_own, false};
     return CM_OK;
 }
 

@@ -427,9 +427,11 @@ static void attr_dict(pr *p, const sp_named_attr *attrs, uint32_t n, const char 
             }
         }
         /* a property: an inherent attribute, guessed as one without a dialect
-         * prefix unless the op's only inherent attribute is known */
+         * prefix unless the op's only inherent attribute is known; XLA's own
+         * undotted names (xla_shape) are discardable */
         bool prop = p->sole_prop != NULL ? strcmp(attrs[i].name, p->sole_prop) == 0
-                                         : strchr(attrs[i].name, '.') == NULL;
+                                         : strchr(attrs[i].name, '.') == NULL &&
+                                               strncmp(attrs[i].name, "xla_", 4) != 0;
         if (skipped || (only == 1 && !prop) || (only == 2 && prop)) {
             continue;
         }
@@ -1394,7 +1396,9 @@ static bool compare_op(pr *p, const sp_op *op)
         return false;
     }
     results_prefix(p, op);
-    put(p, "stablehlo.compare  ");
+    put(p, op->name);
+    /* StableHLO prints its direction after two spaces, MHLO after one */
+    put(p, strncmp(op->name, "mhlo.", 5) == 0 ? " " : "  ");
     put(p, d->u.enm.value);
     put(p, ", ");
     operands(p, op, 0);
@@ -1441,7 +1445,8 @@ static bool custom_call_op(pr *p, const sp_op *op)
         return false;
     }
     results_prefix(p, op);
-    put(p, "stablehlo.custom_call ");
+    put(p, op->name); /* stablehlo. or mhlo. */
+    putc_(p, ' ');
     symbol(p, t->u.str.s);
     putc_(p, '(');
     operands(p, op, 0);
@@ -1616,7 +1621,8 @@ static bool while_op(pr *p, const sp_op *op)
         return false;
     }
     results_prefix(p, op);
-    put(p, "stablehlo.while(");
+    put(p, op->name);
+    putc_(p, '(');
     for (uint32_t i = 0; i < op->n_operands; i++) {
         put(p, i ? ", " : "");
         value_ref(p, c->first_arg + i, false);

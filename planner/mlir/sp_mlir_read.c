@@ -4631,7 +4631,11 @@ static cm_status parse_op(rd *r, uint32_t block)
         }
         return finish_op(r, &b, block, line, col, rn, rl, rc, nrn, NULL);
     }
-    name = sp_op_kind_name(kind);
+    /* an MHLO op keeps its own name (its kind is its StableHLO twin's) */
+    name = n > 5 && memcmp(s, "mhlo.", 5) == 0 ? astr(r, s, n) : sp_op_kind_name(kind);
+    if (name == NULL) {
+        return r->st;
+    }
     opb_begin(r, &b, name);
     cm_status st;
     const sp_pretty *pd = sp_mlir_pretty(kind);

@@ -85,13 +85,15 @@ def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp, fc_extra="")
     return "|".join(out)
 
 
-def sh(cmd, timeout):
+def sh(cmd, timeout, cwd):
+    """Runs cmd in cwd (a case's scratch folder: RUN lines that write
+    relative files, `> t1.mlir`, write there, as lit's temp dir)."""
     script = ("not() { if \"$@\"; then return 1; else return 0; fi; }\n"
               "export -f not\n" + cmd)
     try:
         r = subprocess.run(["bash", "-o", "pipefail", "-c", script],
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=timeout)
+                           stderr=subprocess.STDOUT, timeout=timeout, cwd=cwd)
         return r.returncode, r.stdout
     except subprocess.TimeoutExpired:
         return 124, b"timeout"
@@ -147,7 +149,7 @@ def measure_file(path, args, work):
                                 for p in check_prefixes(c)) else "")
                 rc, _ = sh(rewrite(c, args.shardplan, args.filecheck, f, f,
                                    os.path.join(work, "t%d" % i), extra),
-                           args.timeout)
+                           args.timeout, work)
                 if rc != 0:
                     ok = False
                     break
@@ -170,7 +172,7 @@ def measure_file(path, args, work):
             rc, _ = sh(rewrite(c, args.shardplan, args.filecheck, path, cf,
                                os.path.join(work, "t%d" % k),
                                " --allow-unused-prefixes"),
-                       args.timeout)
+                       args.timeout, work)
             if rc != 0:
                 ok[k] = False
     return [(k + 1, v) for k, v in enumerate(ok)]
@@ -189,6 +191,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     args.shardplan = os.path.abspath(args.shardplan)
+    args.tests = os.path.abspath(args.tests)  # RUN lines run in scratch folders
     os.environ["SHARDPLAN"] = args.shardplan  # for run_sdy_interpreter_test.sh
     manifest = {}
     # A folder without MANIFEST.txt (XLA's tests) is one folder, named after

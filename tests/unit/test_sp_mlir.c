@@ -1161,6 +1161,24 @@ static void test_sp_module_intern_type_shares_ids(void **state)
     sp_module_destroy(m);
 }
 
+/* MHLO ops are StableHLO's under another prefix; other mhlo names and
+ * names too long for the lookup stay unknown. */
+static void test_sp_op_kind_of_mhlo_aliases_stablehlo(void **state)
+{
+    (void)state;
+    assert_int_equal(sp_op_kind_of("mhlo.add", 8), SP_OP_ADD);
+    assert_int_equal(sp_op_kind_of("mhlo.custom_call", 16), SP_OP_CUSTOM_CALL);
+    assert_int_equal(sp_op_kind_of("mhlo.while", 10), SP_OP_WHILE);
+    assert_int_equal(sp_op_kind_of("mhlo.copy", 9), SP_OP_UNKNOWN);
+    assert_int_equal(sp_op_kind_of("mhlo.", 5), SP_OP_UNKNOWN);
+    char longname[200];
+    memset(longname, 'a', sizeof longname);
+    memcpy(longname, "mhlo.", 5);
+    assert_int_equal(sp_op_kind_of(longname, sizeof longname), SP_OP_UNKNOWN);
+    /* the prefix is matched by its length only */
+    assert_int_equal(sp_op_kind_of("mhlo.addx", 8), SP_OP_ADD);
+}
+
 static void test_sp_elem_bytes_and_names(void **state)
 {
     (void)state;
@@ -1220,6 +1238,7 @@ int main(void)
         cmocka_unit_test(test_sp_mlir_print_oom),
         cmocka_unit_test(test_sp_attr_equal_agrees_with_hash),
         cmocka_unit_test(test_sp_module_intern_type_shares_ids),
+        cmocka_unit_test(test_sp_op_kind_of_mhlo_aliases_stablehlo),
         cmocka_unit_test(test_sp_elem_bytes_and_names),
     };
     return cmocka_run_group_tests_name("sp_mlir", tests, NULL, NULL);
