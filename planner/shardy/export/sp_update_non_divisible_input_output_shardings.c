@@ -49,7 +49,7 @@ static cm_status divisible_one(sp_module *m, const sp_sharding *s, const sp_type
         int64_t last_size = 0;
         for (; keep < s->dims[d].n_axes; keep++) {
             int64_t sz = axis_size(m, s, &s->dims[d].axes[keep]);
-            if (room > 0 && room % sz == 0) {
+            if (room >= 0 && room % sz == 0) { /* a size-0 dimension divides by any axis */
                 room /= sz;
                 continue;
             }
