@@ -915,6 +915,47 @@ static size_t ring_per(const ex_mpi *mp, size_t esz)
     return per > 0 ? per : 1u;
 }
 
+/* A ring over comm: this process's position and neighbours, the message
+ * size in elements, and requests for one step's messages of the largest
+ * block. */
+typedef struct ring {
+    int n, me, left, right;
+    size_t per, most;
+    MPI_Request *rq;
+} ring;
+
+static void ring_open(dist *d, const size_t *counts, size_t esz, MPI_Comm comm, ring *r)
+{
+    MPI_Comm_size(comm, &r->n);
+    MPI_Comm_rank(comm, &r->me);
+    r->left = (r->me + r->n - 1) % r->n;
+    r->right = (r->me + 1) % r->n;
+    r->per = ring_per(d->mp, esz);
+    r->most = 0;
+    for (int q = 0; q < r->n; q++) {
+        r->most = counts[q] > r->most ? counts[q] : r->most;
+    }
+    r->rq = xalloc(d->mp, 2u * ((r->most + r->per - 1u) / r->per + 1u) * sizeof *r->rq);
+}
+
+/* Posts one step: rcount elements from the left into dst, scount from src
+ * to the right, in messages of r->per; the receives are r->rq[0, *nr), the
+ * sends the *ns after them. */
+static void ring_post(ring *r, char *dst, size_t rcount, const char *src, size_t scount,
+                      size_t esz, MPI_Datatype t, int tag, MPI_Comm comm, size_t *nr, size_t *ns)
+{
+    *nr = 0;
+    *ns = 0;
+    for (size_t at = 0; at < rcount; at += r->per, (*nr)++) {
+        size_t len = rcount - at < r->per ? rcount - at : r->per;
+        MPI_Irecv(dst + at * esz, (int)len, t, r->left, tag, comm, &r->rq[*nr]);
+    }
+    for (size_t at = 0; at < scount; at += r->per, (*ns)++) {
+        size_t len = scount - at < r->per ? scount - at : r->per;
+        MPI_Isend(src + at * esz, (int)len, t, r->right, tag, comm, &r->rq[*nr + *ns]);
+    }
+}
+
 /* Reduce-scatter round comm's ring: send holds this process's contribution
  * to every position's block (counts[q] elements at offs[q], in position
  * order); mine (which may be send's own block) gets the combination of
@@ -923,17 +964,10 @@ static size_t ring_per(const ex_mpi *mp, size_t esz)
 static void ring_rscatter(dist *d, const char *send, char *mine, const size_t *counts,
                           const size_t *offs, size_t esz, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
-    int n, me;
-    MPI_Comm_size(comm, &n);
-    MPI_Comm_rank(comm, &me);
-    size_t most = 0, per = ring_per(d->mp, esz);
-    for (int q = 0; q < n; q++) {
-        most = counts[q] > most ? counts[q] : most;
-    }
-    size_t nreq = (most + per - 1u) / per;
-    MPI_Request *rq = xalloc(d->mp, 2u * (nreq + 1u) * sizeof *rq);
-    char *cur = scratch(d, 3, most * esz), *next = scratch(d, 4, most * esz);
-    int right = (me + 1) % n, left = (me + n - 1) % n;
+    ring r;
+    ring_open(d, counts, esz, comm, &r);
+    int n = r.n, me = r.me;
+    char *cur = scratch(d, 3, r.most * esz), *next = scratch(d, 4, r.most * esz);
     bool in_place = mine == send + offs[me] * esz;
     for (int k = 0; k + 1 < n; k++) {
         int sb = ((me - k - 1) % n + n) % n, rb = ((me - k - 2) % n + n) % n;
@@ -942,64 +976,44 @@ static void ring_rscatter(dist *d, const char *send, char *mine, const size_t *c
         /* the last step lands in mine, unless mine is the own block the
          * chunks combine with: then in next, combined into mine */
         char *dst = last && !in_place ? mine : next;
-        size_t nr = 0, ns = 0;
-        for (size_t at = 0; at < counts[rb]; at += per, nr++) {
-            size_t len = counts[rb] - at < per ? counts[rb] - at : per;
-            MPI_Irecv(dst + at * esz, (int)len, t, left, 11, comm, &rq[nr]);
-        }
-        for (size_t at = 0; at < counts[sb]; at += per, ns++) {
-            size_t len = counts[sb] - at < per ? counts[sb] - at : per;
-            MPI_Isend(src + at * esz, (int)len, t, right, 11, comm, &rq[nr + ns]);
-        }
+        size_t nr, ns;
+        ring_post(&r, dst, counts[rb], src, counts[sb], esz, t, 11, comm, &nr, &ns);
         const char *own = send + offs[rb] * esz;
-        for (size_t c = 0, at = 0; c < nr; c++, at += per) {
-            size_t len = counts[rb] - at < per ? counts[rb] - at : per;
-            MPI_Wait(&rq[c], MPI_STATUS_IGNORE);
+        for (size_t c = 0, at = 0; c < nr; c++, at += r.per) {
+            size_t len = counts[rb] - at < r.per ? counts[rb] - at : r.per;
+            MPI_Wait(&r.rq[c], MPI_STATUS_IGNORE);
             if (last && in_place) {
                 MPI_Reduce_local(dst + at * esz, mine + at * esz, (int)len, t, op);
             } else {
                 MPI_Reduce_local(own + at * esz, dst + at * esz, (int)len, t, op);
             }
         }
-        MPI_Waitall((int)ns, rq + nr, MPI_STATUSES_IGNORE);
+        MPI_Waitall((int)ns, r.rq + nr, MPI_STATUSES_IGNORE);
         char *was = cur;
         cur = next;
         next = was;
     }
-    cm_free(rq);
+    cm_free(r.rq);
 }
 
 /* All-gather in place round comm's ring: buf holds every position's block
  * (counts[q] elements at offs[q]); this process's is filled, the others
  * arrive, each passed on to the right as it came from the left, in
- * RING_CHUNK messages. */
+ * ring-sized messages. */
 static void ring_allgather(dist *d, char *buf, const size_t *counts, const size_t *offs,
                            size_t esz, MPI_Datatype t, MPI_Comm comm)
 {
-    int n, me;
-    MPI_Comm_size(comm, &n);
-    MPI_Comm_rank(comm, &me);
-    size_t most = 0, per = ring_per(d->mp, esz);
-    for (int q = 0; q < n; q++) {
-        most = counts[q] > most ? counts[q] : most;
-    }
-    size_t nreq = (most + per - 1u) / per;
-    MPI_Request *rq = xalloc(d->mp, 2u * (nreq + 1u) * sizeof *rq);
-    int right = (me + 1) % n, left = (me + n - 1) % n;
+    ring r;
+    ring_open(d, counts, esz, comm, &r);
+    int n = r.n, me = r.me;
     for (int k = 0; k + 1 < n; k++) {
         int sb = ((me - k) % n + n) % n, rb = ((me - k - 1) % n + n) % n;
-        size_t nr = 0, ns = 0;
-        for (size_t at = 0; at < counts[rb]; at += per, nr++) {
-            size_t len = counts[rb] - at < per ? counts[rb] - at : per;
-            MPI_Irecv(buf + (offs[rb] + at) * esz, (int)len, t, left, 12, comm, &rq[nr]);
-        }
-        for (size_t at = 0; at < counts[sb]; at += per, ns++) {
-            size_t len = counts[sb] - at < per ? counts[sb] - at : per;
-            MPI_Isend(buf + (offs[sb] + at) * esz, (int)len, t, right, 12, comm, &rq[nr + ns]);
-        }
-        MPI_Waitall((int)(nr + ns), rq, MPI_STATUSES_IGNORE);
+        size_t nr, ns;
+        ring_post(&r, buf + offs[rb] * esz, counts[rb], buf + offs[sb] * esz, counts[sb], esz, t,
+                  12, comm, &nr, &ns);
+        MPI_Waitall((int)(nr + ns), r.rq, MPI_STATUSES_IGNORE);
     }
-    cm_free(rq);
+    cm_free(r.rq);
 }
 
 /* Position q's share of count elements among n: counts and offsets. */
