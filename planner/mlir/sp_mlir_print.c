@@ -657,10 +657,11 @@ static void dense_nested_floats(pr *p, const char *text, const size_t *off, size
 static bool dense_floats(pr *p, const char *body, const char *elem, const int64_t *dims,
                          uint32_t rank, int64_t total)
 {
-    if (total <= 0 || total > (1 << 20) || body[0] == '"') {
+    if (total <= 0 || body[0] == '"') {
         return false;
     }
-    size_t cap = (size_t)total + 1u, n = 0;
+    /* past 2^20 elements only a splat (one literal) is rewritten */
+    size_t cap = (total > (1 << 20) ? 1u : (size_t)total) + 1u, n = 0;
     size_t *off = cm_calloc(cap, sizeof *off);
     cm_buf canon;
     cm_buf_init(&canon);

@@ -711,7 +711,8 @@ static void test_sp_mlir_print_dense_ints_canonically(void **state)
 
 /* Float tensors print as MLIR prints them: each element in printFloatValue's
  * form for its type, a splat when all are equal, nested lists otherwise;
- * hex blobs and complex pairs stay as they came. */
+ * hex blobs and complex pairs stay as they came; a splat of a tensor past
+ * 2^20 elements is rewritten too. */
 static void test_sp_mlir_print_dense_floats_canonically(void **state)
 {
     (void)state;
@@ -723,6 +724,7 @@ static void test_sp_mlir_print_dense_floats_canonically(void **state)
                   "  %4 = stablehlo.constant dense<\"0x0000803F00000040\"> : tensor<2xf32>\n"
                   "  %5 = stablehlo.constant dense<(1.0,2.0)> : tensor<complex<f32>>\n"
                   "  %6 = stablehlo.constant dense<[1.5, 2.5]> : tensor<2xf64>\n"
+                  "  %7 = stablehlo.constant dense<3.0> : tensor<2048x1024xf32>\n"
                   "  return\n"
                   "}\n",
                   "module {\n"
@@ -735,6 +737,7 @@ static void test_sp_mlir_print_dense_floats_canonically(void **state)
                   "    %cst_3 = stablehlo.constant dense<\"0x0000803F00000040\"> : tensor<2xf32>\n"
                   "    %cst_4 = stablehlo.constant dense<(1.0,2.0)> : tensor<complex<f32>>\n"
                   "    %cst_5 = stablehlo.constant dense<[1.500000e+00, 2.500000e+00]> : tensor<2xf64>\n"
+                  "    %cst_6 = stablehlo.constant dense<3.000000e+00> : tensor<2048x1024xf32>\n"
                   "    return\n"
                   "  }\n"
                   "}\n");
