@@ -29,44 +29,39 @@ static cm_status bad(dec *d, const char *what)
     return cm_error_set(d->err, CM_EINVAL, NULL, "dense<...> of %s: %s", d->t->text, what);
 }
 
-/* f32 bits to f16 / bf16 bits, rounding to nearest even (as APFloat does
- * when MLIR converts a decimal literal to the narrower type). */
-static uint16_t f32_to_bf16(uint32_t x)
+/* A double rounded to nearest even into a binary format with `ebits`
+ * exponent and `mbits` fraction bits (f16: 5, 10; bf16: 8, 7), as APFloat
+ * rounds a decimal literal into the narrower type: once, from the double,
+ * never through f32 (that would round twice). Overflow gives infinity,
+ * tiny values the subnormals. */
+static uint16_t f64_to_narrow(double v, int ebits, int mbits)
 {
-    if ((x & 0x7fffffffu) > 0x7f800000u) {
-        return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
-    }
-    uint32_t lsb = (x >> 16) & 1u;
-    return (uint16_t)((x + 0x7fffu + lsb) >> 16);
-}
-
-static uint16_t f64_to_f16(double v)
-{
-    uint16_t sign = signbit(v) ? 0x8000u : 0;
+    int bias = (1 << (ebits - 1)) - 1;
+    uint16_t inf = (uint16_t)(((1u << ebits) - 1u) << mbits);
+    uint16_t sign = (uint16_t)(signbit(v) ? 1u << (ebits + mbits) : 0u);
     if (isnan(v)) {
-        return 0x7e00u;
+        return (uint16_t)(inf | (1u << (mbits - 1))); /* quiet NaN */
     }
     double a = fabs(v);
-    if (isinf(a) || a >= 65520.0) {
-        return (uint16_t)(sign | 0x7c00u);
+    if (isinf(a)) {
+        return (uint16_t)(sign | inf);
     }
-    if (a < 0x1p-14) { /* subnormal: units of 2^-24, nearest even */
-        double q = a * 0x1p24;
-        double r = nearbyint(q);
-        return (uint16_t)(sign | (uint16_t)r);
+    if (a < ldexp(1.0, 1 - bias)) { /* subnormal: units of 2^(1-bias-mbits) */
+        double r = nearbyint(ldexp(a, bias - 1 + mbits));
+        return (uint16_t)(sign | (uint16_t)r); /* r == 2^mbits: least normal */
     }
     int e;
     double m = frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-    double frac = nearbyint((m * 2.0 - 1.0) * 1024.0);
-    int exp = e - 1 + 15;
-    if (frac >= 1024.0) {
+    double frac = nearbyint(ldexp(m * 2.0 - 1.0, mbits));
+    int exp = e - 1 + bias;
+    if (frac >= ldexp(1.0, mbits)) {
         frac = 0;
         exp++;
     }
-    if (exp >= 31) {
-        return (uint16_t)(sign | 0x7c00u);
+    if (exp >= (1 << ebits) - 1) {
+        return (uint16_t)(sign | inf);
     }
-    return (uint16_t)(sign | (uint16_t)(exp << 10) | (uint16_t)frac);
+    return (uint16_t)(sign | (uint16_t)(exp << mbits) | (uint16_t)frac);
 }
 
 static uint64_t float_bits(const dec *d, double v)
@@ -83,14 +78,10 @@ static uint64_t float_bits(const dec *d, double v)
         memcpy(&b, &f, sizeof b);
         return b;
     }
-    case SP_ELEM_BF16: {
-        float f = (float)v;
-        uint32_t b;
-        memcpy(&b, &f, sizeof b);
-        return f32_to_bf16(b);
-    }
+    case SP_ELEM_BF16:
+        return f64_to_narrow(v, 8, 7);
     default:
-        return f64_to_f16(v);
+        return f64_to_narrow(v, 5, 10);
     }
 }
 

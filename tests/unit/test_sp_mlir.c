@@ -119,6 +119,18 @@ static void test_sp_mlir_dense_values_exact(void **state)
     assert_true(v[0] == 0x3F80u && v[1] == 0xC020u);
     dense_of(CONST_MODULE("[1.0, 0.1]", "tensor<2xf16>"), &ar, &v, &n, CM_OK);
     assert_true(v[0] == 0x3C00u && v[1] == 0x2E66u);
+    /* rounded once, from the literal: 1 + 2^-8 + 2^-30 is just above the bf16
+     * tie between 1.0 and 1 + 2^-7 (through f32 it would land on the tie and
+     * round to even, 1.0); f16 overflow, the least normal, a subnormal, NaN */
+    dense_of(CONST_MODULE("[1.0039062509313226, -3.5e38, 1.1754943508222875e-38]",
+                          "tensor<3xbf16>"),
+             &ar, &v, &n, CM_OK);
+    assert_true(v[0] == 0x3F81u && v[1] == 0xFF80u && v[2] == 0x0080u);
+    dense_of(CONST_MODULE("[65519.0, 65520.0, 6.103515625e-05, 5.9604644775390625e-08, 0x7E00]",
+                          "tensor<5xf16>"),
+             &ar, &v, &n, CM_OK);
+    assert_true(v[0] == 0x7BFFu && v[1] == 0x7C00u && v[2] == 0x0400u && v[3] == 0x0001u &&
+                v[4] == 0x7E00u);
     /* quoted hex: raw little-endian bytes, an array or one element's splat */
     dense_of(CONST_MODULE("\"0x0000803F00000040\"", "tensor<2xf32>"), &ar, &v, &n, CM_OK);
     assert_true(n == 2 && v[0] == 0x3F800000u && v[1] == 0x40000000u);
