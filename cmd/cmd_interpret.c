@@ -57,7 +57,8 @@ static bool args_parse(sp_module *m, const char *text, const sp_attr *const **ou
 
 /* Interprets one chunk (lines from line_base); false on failure. */
 static bool run_chunk(const char *file, const char *text, size_t len, uint32_t line_base,
-                      const char *args, FILE *out, FILE *errs, uint32_t *n_checks)
+                      const char *args, bool dense, FILE *out, FILE *errs,
+                      uint32_t *n_checks)
 {
     cm_error err;
     cm_error_clear(&err);
@@ -66,7 +67,7 @@ static bool run_chunk(const char *file, const char *text, size_t len, uint32_t l
         fprintf(errs, "%s:%s: error: %s\n", file, err.path, err.msg);
         return false;
     }
-    ex_interp_opts o = {NULL, 0, out};
+    ex_interp_opts o = {NULL, 0, out, dense};
     if (args != NULL && !args_parse(m, args, &o.args, &o.n_args, errs)) {
         sp_module_destroy(m);
         return false;
@@ -85,14 +86,15 @@ static bool run_chunk(const char *file, const char *text, size_t len, uint32_t l
 int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
 {
     const char *file = NULL, *args = NULL;
-    bool split = false, verbose = false;
+    bool split = false, verbose = false, dense = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs("usage: shardplan interpret FILE|- [--split-input-file] [--args=[DENSE, ...]]\n"
-                  "                 [--verbose]\n"
+                  "                 [--interpreter-print-dense] [--verbose]\n"
                   "  runs @main (on --args' values; without a main, every function taking no\n"
-                  "  arguments) on the StableHLO interpreter and prints their results; it runs\n"
+                  "  arguments) on the StableHLO interpreter and prints their results (as\n"
+                  "  dense<...> attributes with --interpreter-print-dense); it runs\n"
                   "  check.* assertions and interpreter.run_parallel over\n"
                   "  replicas x partitions with StableHLO's collectives. --interpret is accepted\n"
                   "  and ignored (stablehlo-translate's spelling), as is --probe-output-dir=DIR\n"
@@ -109,6 +111,9 @@ int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
             /* stablehlo-translate writes probes there; ours stay in memory */
         } else if (strncmp(a, "--args=", 7) == 0) {
             args = a + 7;
+        } else if (strcmp(a, "--interpreter-print-dense") == 0 ||
+                   strcmp(a, "-interpreter-print-dense") == 0) {
+            dense = true;
         } else if (strcmp(a, "--verbose") == 0) {
             verbose = true;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -136,7 +141,7 @@ int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
     bool ok = true;
     uint32_t n_checks = 0, n_chunks = 0;
     if (!split) {
-        ok = run_chunk(file, text, len, 0, args, out, errs, &n_checks);
+        ok = run_chunk(file, text, len, 0, args, dense, out, errs, &n_checks);
         n_chunks = 1;
     } else {
         const char *p = text, *end = text + len, *chunk = text;
@@ -148,7 +153,7 @@ int cmd_interpret(int argc, char **argv, FILE *out, FILE *errs)
             }
             if (is_split_line(p, eol) || eol == end) {
                 const char *stop = eol == end && !is_split_line(p, eol) ? end : p;
-                ok = run_chunk(file, chunk, (size_t)(stop - chunk), chunk_line, args, out, errs,
+                ok = run_chunk(file, chunk, (size_t)(stop - chunk), chunk_line, args, dense, out, errs,
                                &n_checks) &&
                      ok;
                 n_chunks++;

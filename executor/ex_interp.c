@@ -156,6 +156,7 @@ typedef struct ictx {
     const sp_module *m;
     FILE *out;
     FILE *results;      /* entry results and interpreter.print, or NULL */
+    bool dense;         /* entry results as dense attributes */
     ex_interp_report *r;
     pthread_mutex_t mu; /* r, out and probes */
     iprobe *probes;     /* newest first */
@@ -376,7 +377,7 @@ static bool in_list(const int64_t *v, uint32_t n, int64_t x)
 /* ---- blocks, calls and bodies ----------------------------------------------------- */
 
 static cm_status eval_op(iproc *P, uint32_t op);
-static void print_value(ictx *cx, const iv *t, const char *type_text);
+static void print_value(ictx *cx, const iv *t, const char *type_text, const char *prefix);
 
 /* Runs block blk with its arguments bound to args (n_args of them, which
  * must be its argument count); *res_out gets new references to the values
@@ -2515,7 +2516,7 @@ static cm_status do_bitcast(iproc *P, uint32_t op)
 static double reduce_precision(sp_elem e, double v, int64_t ebits, int64_t mbits)
 {
     unsigned total = et_width(e);
-    unsigned sm = e == SP_ELEM_F64 ? 52u : e == SP_ELEM_F32 ? 23u : e == SP_ELEM_F16 ? 10u : 7u;
+    unsigned sm = (unsigned)sp_float_precision(e) - 1u;
     unsigned se = total - 1u - sm;
     uint64_t x = ex_interp_bits(e, v);
     if (isnan(v)) {
@@ -2557,6 +2558,11 @@ static cm_status do_reduce_precision(iproc *P, uint32_t op)
     if (eb < 1 || eb > 11 || mb < 0 || mb > 52 || !et_flt(a->elem) || r->n != a->n) {
         iv_unref(r);
         return op_err(P, op, "exponent_bits or mantissa_bits cannot be read");
+    }
+    if (a->elem != SP_ELEM_F64 && a->elem != SP_ELEM_F32 && a->elem != SP_ELEM_F16 &&
+        a->elem != SP_ELEM_BF16) {
+        iv_unref(r);
+        return op_err(P, op, "reduce_precision of the f8, f6 and f4 types is not interpreted");
     }
     for (size_t j = 0; j < a->n; j++) {
         r->d.f[j] = et_round(r->elem, reduce_precision(a->elem, a->d.f[j], eb, mb));
@@ -3848,7 +3854,23 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
         return do_probe(P, op);
     }
     if (strcmp(o->name, "interpreter.print") == 0 && o->n_operands == 1) {
-        print_value(P->cx, opnd(P, op, 0), sp_value_type(m, o->operands[0])->text);
+        /* as stablehlo-translate: the operand as MLIR prints it, up to its
+         * "= " (for a block argument, which has none, its first character) */
+        cm_buf name;
+        cm_buf_init(&name);
+        uint32_t v = o->operands[0];
+        if (m->values[v].def == SP_NONE) {
+            cm_buf_puts(&name, "<");
+        } else {
+            sp_mlir_value_name(m, v, &name);
+            cm_buf_puts(&name, " = ");
+        }
+        if (name.oom) {
+            cm_buf_fini(&name);
+            return op_err(P, op, "out of memory");
+        }
+        print_value(P->cx, opnd(P, op, 0), sp_value_type(m, v)->text, name.data);
+        cm_buf_fini(&name);
         return CM_OK;
     }
     return op_err(P, op, "op %s cannot be interpreted yet", o->name);
@@ -3914,15 +3936,90 @@ static void print_level(FILE *f, const iv *t, uint32_t d, size_t at, const int64
     fprintf(f, "%*s]", (int)ind, "");
 }
 
-static void print_value(ictx *cx, const iv *t, const char *type_text)
+/* t's elements as a dense attribute's body (MLIR's DenseElementsAttr
+ * printing: a splat when all are equal, nested lists, complex pairs). */
+static void dense_level(cm_buf *b, const iv *t, uint32_t d, size_t at, const int64_t *st)
+{
+    if (d == t->rank) {
+        sv v = iv_get(t, at);
+        if (t->elem == SP_ELEM_I1) {
+            cm_buf_puts(b, v.i != 0 ? "true" : "false");
+        } else if (et_int(t->elem)) {
+            if (et_uns(t->elem)) {
+                cm_buf_printf(b, "%llu", (unsigned long long)(uint64_t)v.i);
+            } else {
+                cm_buf_printf(b, "%lld", (long long)v.i);
+            }
+        } else if (t->w == 2) {
+            sp_elem part = t->elem == SP_ELEM_C64 ? SP_ELEM_F32 : SP_ELEM_F64;
+            cm_buf_puts(b, "(");
+            sp_mlir_print_float_value(b, v.re, part);
+            cm_buf_puts(b, ",");
+            sp_mlir_print_float_value(b, v.im, part);
+            cm_buf_puts(b, ")");
+        } else {
+            sp_mlir_print_float_value(b, v.re, t->elem);
+        }
+        return;
+    }
+    cm_buf_puts(b, "[");
+    for (int64_t i = 0; i < t->dims[d]; i++) {
+        if (i > 0) {
+            cm_buf_puts(b, ", ");
+        }
+        dense_level(b, t, d + 1u, at + (size_t)(i * st[d]), st);
+    }
+    cm_buf_puts(b, "]");
+}
+
+static bool all_equal(const iv *t)
+{
+    for (size_t k = 1; k < t->n; k++) {
+        sv a = iv_get(t, 0), c = iv_get(t, k);
+        if (a.i != c.i || memcmp(&a.re, &c.re, sizeof a.re) != 0 ||
+            memcmp(&a.im, &c.im, sizeof a.im) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void print_dense(FILE *f, const iv *t, const char *type_text)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "dense<");
+    if (t->n == 0) {
+        /* no elements: an empty body */
+    } else if (all_equal(t)) {
+        iv one = *t;
+        one.rank = 0;
+        dense_level(&b, &one, 0, 0, NULL);
+    } else {
+        int64_t st[SP_MAX_RANK];
+        strides_of(t->dims, t->rank, st);
+        dense_level(&b, t, 0, 0, st);
+    }
+    cm_buf_puts(&b, "> : ");
+    cm_buf_puts(&b, type_text);
+    if (!b.oom) {
+        fprintf(f, "%s\n", b.data);
+    }
+    cm_buf_fini(&b);
+}
+
+static void print_value(ictx *cx, const iv *t, const char *type_text, const char *prefix)
 {
     FILE *f = cx->results;
     if (f == NULL) {
         return;
     }
     pthread_mutex_lock(&cx->mu);
+    fputs(prefix, f);
     if (t->kind != IV_TENSOR) {
         fprintf(f, "%s\n", type_text);
+    } else if (cx->dense && prefix[0] == '\0') {
+        print_dense(f, t, type_text);
     } else if (t->rank == 0) {
         fprintf(f, "%s {", type_text);
         print_scalar(f, t, 0);
@@ -3939,7 +4036,7 @@ static void print_value(ictx *cx, const iv *t, const char *type_text)
 
 cm_status ex_interp_module(const sp_module *m, FILE *out, ex_interp_report *r, cm_error *err)
 {
-    ex_interp_opts o = {NULL, 0, NULL};
+    ex_interp_opts o = {NULL, 0, NULL, false};
     return ex_interp_run(m, &o, out, r, err);
 }
 
@@ -3947,7 +4044,7 @@ cm_status ex_interp_run(const sp_module *m, const ex_interp_opts *o, FILE *out,
                         ex_interp_report *r, cm_error *err)
 {
     memset(r, 0, sizeof *r);
-    ictx cx = {m, out, o->results, r, PTHREAD_MUTEX_INITIALIZER, NULL};
+    ictx cx = {m, out, o->results, o->dense, r, PTHREAD_MUTEX_INITIALIZER, NULL};
     uint32_t entries[4096];
     uint32_t n = 0;
     uint32_t mainf = sp_module_func(m, "main");
@@ -4002,7 +4099,7 @@ cm_status ex_interp_run(const sp_module *m, const ex_interp_opts *o, FILE *out,
             st = call_func(&P, entries[i], entries[i], args, na, &res, &nr);
         }
         for (uint32_t k = 0; st == CM_OK && k < nr && ft != NULL && k < ft->n_results; k++) {
-            print_value(&cx, res[k], m->types[ft->results[k]].text);
+            print_value(&cx, res[k], m->types[ft->results[k]].text, "");
         }
         vals_free(args, na);
         vals_free(res, nr);

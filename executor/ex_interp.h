@@ -45,6 +45,8 @@ typedef struct ex_interp_opts {
     FILE *results; /* NULL, or where each entry's results are printed, as
                       stablehlo-translate --interpret prints them:
                       `tensor<2xi32> {\n  [3, 3]\n}` (also interpreter.print) */
+    bool dense;    /* print results as dense attributes instead
+                      (`dense<[3, 3]> : tensor<2xi32>`, --interpreter-print-dense) */
 } ex_interp_opts;
 
 /* ex_interp_module with options: with args, @main runs on them (their count

@@ -29,16 +29,13 @@ unsigned et_width(sp_elem e)
         return 8;
     case SP_ELEM_I16:
     case SP_ELEM_UI16:
-    case SP_ELEM_BF16:
-    case SP_ELEM_F16:
         return 16;
     case SP_ELEM_I32:
     case SP_ELEM_UI32:
-    case SP_ELEM_F32:
     case SP_ELEM_C64: /* per component */
         return 32;
     default:
-        return 64;
+        return sp_float_is(e) ? sp_float_bits(e) : 64u;
     }
 }
 
@@ -60,60 +57,26 @@ int64_t et_wrap(sp_elem e, int64_t v)
     return (int64_t)u;
 }
 
+/* The float format values of type e are held in: a complex type's
+ * component's, f64 for types that are not floats (kept as doubles). */
+static sp_elem fpart(sp_elem e)
+{
+    return e == SP_ELEM_C64 ? SP_ELEM_F32 : sp_float_is(e) ? e : SP_ELEM_F64;
+}
+
 double et_round(sp_elem e, double v)
 {
-    switch (e) {
-    case SP_ELEM_F32:
-    case SP_ELEM_C64:
-        return (double)(float)v;
-    case SP_ELEM_BF16:
-    case SP_ELEM_F16:
-        return (double)ex_half_float(ex_half_from_double(e, v), e == SP_ELEM_BF16);
-    default:
-        return v;
-    }
+    return sp_float_round(fpart(e), v);
 }
 
 uint64_t ex_interp_bits(sp_elem e, double v)
 {
-    switch (e) {
-    case SP_ELEM_F32:
-    case SP_ELEM_C64: {
-        float f = (float)v;
-        uint32_t b;
-        memcpy(&b, &f, sizeof b);
-        return b;
-    }
-    case SP_ELEM_BF16:
-    case SP_ELEM_F16:
-        return ex_half_from_double(e, v);
-    default: {
-        uint64_t b;
-        memcpy(&b, &v, sizeof b);
-        return b;
-    }
-    }
+    return sp_float_encode(fpart(e), v);
 }
 
 double ex_interp_from_bits(sp_elem e, uint64_t b)
 {
-    switch (e) {
-    case SP_ELEM_F32:
-    case SP_ELEM_C64: {
-        uint32_t u = (uint32_t)b;
-        float f;
-        memcpy(&f, &u, sizeof f);
-        return (double)f;
-    }
-    case SP_ELEM_BF16:
-    case SP_ELEM_F16:
-        return (double)ex_half_float((uint16_t)b, e == SP_ELEM_BF16);
-    default: {
-        double d;
-        memcpy(&d, &b, sizeof d);
-        return d;
-    }
-    }
+    return sp_float_decode(fpart(e), b);
 }
 
 bool ex_interp_ew_known(sp_op_kind kind)

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "cm.h"
+#include "sp_float.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
 
@@ -66,7 +67,7 @@ static inline bool et_uns(sp_elem e)
 
 static inline bool et_flt(sp_elem e)
 {
-    return e == SP_ELEM_BF16 || e == SP_ELEM_F16 || e == SP_ELEM_F32 || e == SP_ELEM_F64;
+    return sp_float_is(e); /* f64 down to f4E2M1FN */
 }
 
 static inline bool et_cpx(sp_elem e)

@@ -75,6 +75,11 @@ static const struct {
     [SP_ELEM_BF16] = {"bf16", 2},       [SP_ELEM_F16] = {"f16", 2},
     [SP_ELEM_F32] = {"f32", 4},         [SP_ELEM_F64] = {"f64", 8},
     [SP_ELEM_F8E4M3FN] = {"f8E4M3FN", 1}, [SP_ELEM_F8E5M2] = {"f8E5M2", 1},
+    [SP_ELEM_F4E2M1FN] = {"f4E2M1FN", 1}, [SP_ELEM_F6E2M3FN] = {"f6E2M3FN", 1},
+    [SP_ELEM_F6E3M2FN] = {"f6E3M2FN", 1}, [SP_ELEM_F8E3M4] = {"f8E3M4", 1},
+    [SP_ELEM_F8E4M3] = {"f8E4M3", 1},     [SP_ELEM_F8E4M3B11FNUZ] = {"f8E4M3B11FNUZ", 1},
+    [SP_ELEM_F8E4M3FNUZ] = {"f8E4M3FNUZ", 1}, [SP_ELEM_F8E5M2FNUZ] = {"f8E5M2FNUZ", 1},
+    [SP_ELEM_F8E8M0FNU] = {"f8E8M0FNU", 1},
     [SP_ELEM_C64] = {"complex<f32>", 8}, [SP_ELEM_C128] = {"complex<f64>", 16},
     [SP_ELEM_INDEX] = {"index", 8},
 };
@@ -91,7 +96,7 @@ const char *sp_elem_name(sp_elem e)
     return (size_t)e < N_ELEMS && elems[e].name != NULL ? elems[e].name : "?";
 }
 
-static sp_elem elem_of(const char *s, size_t n)
+sp_elem sp_elem_of_name(const char *s, size_t n)
 {
     for (size_t i = 0; i < N_ELEMS; i++) {
         if (elems[i].name != NULL && strlen(elems[i].name) == n &&
@@ -248,7 +253,7 @@ static cm_status parse_tensor(sp_module *m, sp_type *t, const char *s, size_t n,
         return cm_error_set(err, CM_EINVAL, NULL, "tensor type without element type");
     }
     t->kind = SP_TYPE_TENSOR;
-    t->elem = elem_of(p, (size_t)(e - p));
+    t->elem = sp_elem_of_name(p, (size_t)(e - p));
     t->rank = rank;
     t->dims = cm_arena_memdup(&m->arena, dims, rank, sizeof dims[0]);
     if (t->dims == NULL && rank > 0) {

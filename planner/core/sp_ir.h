@@ -51,6 +51,15 @@ typedef enum sp_elem {
     SP_ELEM_F64,
     SP_ELEM_F8E4M3FN,
     SP_ELEM_F8E5M2,
+    SP_ELEM_F4E2M1FN, /* the other small floats (sp_float.h) */
+    SP_ELEM_F6E2M3FN,
+    SP_ELEM_F6E3M2FN,
+    SP_ELEM_F8E3M4,
+    SP_ELEM_F8E4M3,
+    SP_ELEM_F8E4M3B11FNUZ,
+    SP_ELEM_F8E4M3FNUZ,
+    SP_ELEM_F8E5M2FNUZ,
+    SP_ELEM_F8E8M0FNU,
     SP_ELEM_C64,  /* complex<f32> */
     SP_ELEM_C128, /* complex<f64> */
     SP_ELEM_INDEX
@@ -80,6 +89,8 @@ typedef struct sp_type {
 /* Bytes per element (0 for OTHER; i1 counts as 1 byte, sub-byte as 1). */
 size_t sp_elem_bytes(sp_elem e);
 const char *sp_elem_name(sp_elem e);
+/* The element type spelled s[0..n) ("f32", "f8E4M3FN"), or SP_ELEM_OTHER. */
+sp_elem sp_elem_of_name(const char *s, size_t n);
 
 /* ---- attributes ------------------------------------------------------------- */
 

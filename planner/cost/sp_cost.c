@@ -291,6 +291,15 @@ static sp_cost_dtype dtype_of(sp_elem e)
         return SP_COST_F16;
     case SP_ELEM_F8E4M3FN:
     case SP_ELEM_F8E5M2:
+    case SP_ELEM_F4E2M1FN:
+    case SP_ELEM_F6E2M3FN:
+    case SP_ELEM_F6E3M2FN:
+    case SP_ELEM_F8E3M4:
+    case SP_ELEM_F8E4M3:
+    case SP_ELEM_F8E4M3B11FNUZ:
+    case SP_ELEM_F8E4M3FNUZ:
+    case SP_ELEM_F8E5M2FNUZ:
+    case SP_ELEM_F8E8M0FNU:
         return SP_COST_F8;
     case SP_ELEM_I2:
     case SP_ELEM_I4:

@@ -36,6 +36,15 @@ typedef struct sp_print_opts {
 /* Appends the module in MLIR's textual form, one op per line. */
 void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b);
 
+/* Appends the name value v gets when m is printed ("%0", "%cst_1",
+ * "%arg0", "%2#1"), numbering m as sp_mlir_print does. */
+void sp_mlir_value_name(const sp_module *m, uint32_t v, cm_buf *b);
+
+/* Appends v as MLIR prints a float of element type e (printFloatValue:
+ * "1.000000e+00", else the shortest form that reads back, else the bits
+ * "0x7FC00000"). */
+void sp_mlir_print_float_value(cm_buf *b, double v, sp_elem e);
+
 /* Parses one attribute value (`array<i64: 0, 1>`, `#stablehlo.dot<...>`,
  * `"text"`, `dense<0.0> : tensor<f32>`) or one type (`tensor<8x16xf32>`) in
  * MLIR syntax into module m, with the canonical kinds sp_mlir_read produces.
@@ -49,8 +58,8 @@ cm_status sp_mlir_parse_type(sp_module *m, const char *text, size_t len, uint32_
 /* Decodes the elements of dense attribute a exactly, one uint64_t per
  * scalar in row-major order (a complex element is two: real, imaginary):
  * integers as their two's-complement bits masked to the element width
- * (INT64_MAX and UINT64_MAX stay exact), i1 as 0/1, floats (f16, bf16, f32,
- * f64) as their IEEE bit patterns, with decimal literals rounded to the
+ * (INT64_MAX and UINT64_MAX stay exact), i1 as 0/1, floats (f64 down to
+ * f4E2M1FN, sp_float.h) as their bit patterns, with decimal literals rounded to the
  * element type and hex literals taken as bit patterns, also inside lists;
  * a quoted `"0x..."` body is raw little-endian bytes, one element's worth a
  * splat. A splat fills the tensor; an empty tensor gives no values.

@@ -7,6 +7,7 @@
  * the quoted hex form `dense<"0x...">` of raw little-endian bytes (one
  * element's bytes are a splat). See sp_mlir_dense_values in sp_mlir.h. */
 #include "sp_mlir.h"
+#include "sp_float.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,62 +28,6 @@ typedef struct dec {
 static cm_status bad(dec *d, const char *what)
 {
     return cm_error_set(d->err, CM_EINVAL, NULL, "dense<...> of %s: %s", d->t->text, what);
-}
-
-/* A double rounded to nearest even into a binary format with `ebits`
- * exponent and `mbits` fraction bits (f16: 5, 10; bf16: 8, 7), as APFloat
- * rounds a decimal literal into the narrower type: once, from the double,
- * never through f32 (that would round twice). Overflow gives infinity,
- * tiny values the subnormals. */
-static uint16_t f64_to_narrow(double v, int ebits, int mbits)
-{
-    int bias = (1 << (ebits - 1)) - 1;
-    uint16_t inf = (uint16_t)(((1u << ebits) - 1u) << mbits);
-    uint16_t sign = (uint16_t)(signbit(v) ? 1u << (ebits + mbits) : 0u);
-    if (isnan(v)) {
-        return (uint16_t)(inf | (1u << (mbits - 1))); /* quiet NaN */
-    }
-    double a = fabs(v);
-    if (isinf(a)) {
-        return (uint16_t)(sign | inf);
-    }
-    if (a < ldexp(1.0, 1 - bias)) { /* subnormal: units of 2^(1-bias-mbits) */
-        double r = nearbyint(ldexp(a, bias - 1 + mbits));
-        return (uint16_t)(sign | (uint16_t)r); /* r == 2^mbits: least normal */
-    }
-    int e;
-    double m = frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-    double frac = nearbyint(ldexp(m * 2.0 - 1.0, mbits));
-    int exp = e - 1 + bias;
-    if (frac >= ldexp(1.0, mbits)) {
-        frac = 0;
-        exp++;
-    }
-    if (exp >= (1 << ebits) - 1) {
-        return (uint16_t)(sign | inf);
-    }
-    return (uint16_t)(sign | (uint16_t)(exp << mbits) | (uint16_t)frac);
-}
-
-static uint64_t float_bits(const dec *d, double v)
-{
-    switch (d->part) {
-    case SP_ELEM_F64: {
-        uint64_t b;
-        memcpy(&b, &v, sizeof b);
-        return b;
-    }
-    case SP_ELEM_F32: {
-        float f = (float)v;
-        uint32_t b;
-        memcpy(&b, &f, sizeof b);
-        return b;
-    }
-    case SP_ELEM_BF16:
-        return f64_to_narrow(v, 8, 7);
-    default:
-        return f64_to_narrow(v, 5, 10);
-    }
 }
 
 static cm_status push(dec *d, uint64_t x)
@@ -147,7 +92,7 @@ static cm_status scalar(dec *d, const char **s)
         return bad(d, "expected a number");
     }
     *s = end;
-    return push(d, float_bits(d, v));
+    return push(d, sp_float_encode(d->part, v));
 }
 
 static cm_status hex_bytes(dec *d, const char *p, const char *e, size_t count)
@@ -214,11 +159,13 @@ cm_status sp_mlir_dense_values(const sp_module *m, const sp_attr *a, cm_arena *a
     case SP_ELEM_UI16: d.bits = 16; break;
     case SP_ELEM_UI32: d.bits = 32; break;
     case SP_ELEM_UI64: d.bits = 64; break;
-    case SP_ELEM_BF16: case SP_ELEM_F16: d.bits = 16; d.is_float = true; break;
-    case SP_ELEM_F32: d.bits = 32; d.is_float = true; break;
-    case SP_ELEM_F64: d.bits = 64; d.is_float = true; break;
     default:
-        return bad(&d, "its element type is not decoded");
+        if (!sp_float_is(d.part)) {
+            return bad(&d, "its element type is not decoded");
+        }
+        d.bits = sp_float_bits(d.part);
+        d.is_float = true;
+        break;
     }
     int64_t count = 1;
     for (uint32_t i = 0; i < d.t->rank; i++) {

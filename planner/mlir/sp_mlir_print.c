@@ -4,6 +4,7 @@
  * the generic form for the rest, one op per line, SSA names numbered as
  * MLIR numbers them (per isolated region, nested regions continuing from
  * their parent, constants named %c / %cst with shared conflict suffixes). */
+#include "sp_float.h"
 #include "sp_ir.h"
 
 #include <stdio.h>
@@ -718,8 +719,7 @@ static void dense_body(pr *p, const sp_attr *a)
 {
     const sp_type *t = &p->m->types[a->u.dense.type];
     if (a->u.dense.ints == NULL && t->kind == SP_TYPE_TENSOR && t->encoding == NULL &&
-        (t->elem == SP_ELEM_F32 || t->elem == SP_ELEM_F64 || t->elem == SP_ELEM_F16 ||
-         t->elem == SP_ELEM_BF16)) {
+        sp_float_is(t->elem)) {
         int64_t total = 1;
         for (uint32_t i = 0; i < t->rank && total >= 0; i++) {
             if (t->dims[i] < 0 || !cm_mul_i64(total, t->dims[i], &total)) {
@@ -2344,35 +2344,78 @@ static void print_op(pr *p, uint32_t opid)
     loc(p, op);
 }
 
-void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
+/* Names every value of p->m as MLIR's SSANameState does. */
+static void number_module(pr *p)
+{
+    const sp_module *m = p->m;
+    const sp_block *body = &m->blocks[m->body];
+    /* top-level ops: each isolated op (func.func) numbers from zero */
+    ctx top = {0, 0, 0, 0};
+    number_block(p, &top, body, false);
+    uint32_t top_used = p->n_used;
+    for (uint32_t i = 0; i < body->n_ops; i++) {
+        const sp_op *op = &m->ops[body->ops[i]];
+        ctx c = op->kind == SP_OP_FUNC_FUNC ? (ctx){0, 0, 0, top_used} : top;
+        c.used_mark = top_used;
+        number_regions(p, op, c);
+    }
+}
+
+/* A printer of m into b, its values named; false (b->oom set) when out of
+ * memory. */
+static bool pr_open(pr *p, const sp_module *m, const sp_print_opts *opts, cm_buf *b)
+{
+    memset(p, 0, sizeof *p);
+    p->m = m;
+    p->o = opts;
+    p->b = b;
+    p->names = cm_calloc(m->n_values == 0 ? 1 : m->n_values, sizeof(vname));
+    if (p->names == NULL) {
+        b->oom = true;
+        return false;
+    }
+    cm_arena_init(&p->scratch, 4096);
+    number_module(p);
+    return true;
+}
+
+static void pr_close(pr *p)
+{
+    cm_arena_fini(&p->scratch);
+    cm_free(p->names);
+    cm_free(p->used);
+    cm_free(p->slots);
+}
+
+void sp_mlir_value_name(const sp_module *m, uint32_t v, cm_buf *b)
 {
     pr p;
-    memset(&p, 0, sizeof p);
-    p.m = m;
-    p.o = opts;
-    p.b = b;
-    p.names = cm_calloc(m->n_values == 0 ? 1 : m->n_values, sizeof(vname));
-    if (p.names == NULL) {
-        b->oom = true;
+    if (!pr_open(&p, m, NULL, b)) {
         return;
     }
-    cm_arena_init(&p.scratch, 4096);
+    if (v < m->n_values) {
+        value_ref(&p, v, true);
+    }
+    pr_close(&p);
+}
+
+void sp_mlir_print_float_value(cm_buf *b, double v, sp_elem e)
+{
+    sp_mlir_print_float(b, v, NULL, sp_elem_name(e));
+}
+
+void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
+{
     /* about 64 bytes per op: saves most of the buffer's regrowth copies */
     size_t guess;
     if (cm_mul_size(m->n_ops, 64, &guess)) {
         cm_buf_reserve(b, guess);
     }
-    const sp_block *body = &m->blocks[m->body];
-    /* top-level ops: each isolated op (func.func) numbers from zero */
-    ctx top = {0, 0, 0, 0};
-    number_block(&p, &top, body, false);
-    uint32_t top_used = p.n_used;
-    for (uint32_t i = 0; i < body->n_ops; i++) {
-        const sp_op *op = &m->ops[body->ops[i]];
-        ctx c = op->kind == SP_OP_FUNC_FUNC ? (ctx){0, 0, 0, top_used} : top;
-        c.used_mark = top_used;
-        number_regions(&p, op, c);
+    pr p;
+    if (!pr_open(&p, m, opts, b)) {
+        return;
     }
+    const sp_block *body = &m->blocks[m->body];
     /* attribute aliases first, as MLIR prints them; loc aliases go last */
     for (uint32_t i = 0; i < m->n_aliases; i++) {
         if (strncmp(m->aliases[i].text, "loc(", 4) != 0) {
@@ -2416,8 +2459,5 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
             putc_(&p, '\n');
         }
     }
-    cm_arena_fini(&p.scratch);
-    cm_free(p.names);
-    cm_free(p.used);
-    cm_free(p.slots);
+    pr_close(&p);
 }

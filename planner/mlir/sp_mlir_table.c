@@ -2,6 +2,7 @@
  * planner: the keyword-style custom syntax of StableHLO ops (see
  * sp_mlir_int.h), as StableHLO's own printer writes it. */
 #include "sp_mlir_int.h"
+#include "sp_float.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -129,61 +130,15 @@ void sp_mlir_print_string(cm_buf *b, const char *s, size_t len)
 
 /* ---- float attributes -------------------------------------------------------- */
 
-typedef enum fsem { FS_F64, FS_F32, FS_F16, FS_BF16, FS_OTHER } fsem;
-
-typedef struct fdesc {
-    int precision; /* significand bits, including the implicit one */
-    int emin;      /* exponent of the smallest normal */
-    double max;    /* largest finite value */
-    int bits;      /* storage width */
-} fdesc;
-
-static const fdesc fdescs[4] = {
-    {53, -1022, 1.7976931348623157e308, 64},
-    {24, -126, 3.4028234663852886e38, 32},
-    {11, -14, 65504.0, 16},
-    {8, -126, 3.3895313892515355e38, 16},
-};
-
-static fsem fsem_of(const char *type)
+/* The float type a literal is printed for (f64 when none is named), or
+ * SP_ELEM_OTHER. */
+static sp_elem fsem_of(const char *type)
 {
-    if (type == NULL || strcmp(type, "f64") == 0) {
-        return FS_F64;
+    if (type == NULL) {
+        return SP_ELEM_F64;
     }
-    if (strcmp(type, "f32") == 0) {
-        return FS_F32;
-    }
-    if (strcmp(type, "f16") == 0) {
-        return FS_F16;
-    }
-    if (strcmp(type, "bf16") == 0) {
-        return FS_BF16;
-    }
-    return FS_OTHER;
-}
-
-/* v rounded to the nearest value of format s (ties to even). */
-static double round_to(double v, fsem s)
-{
-    if (s == FS_F64 || v == 0.0 || isnan(v) || isinf(v)) {
-        return v;
-    }
-    if (s == FS_F32) {
-        return (double)(float)v;
-    }
-    const fdesc *d = &fdescs[s];
-    int e;
-    (void)frexp(v, &e);
-    int lead = e - 1;
-    if (lead < d->emin) {
-        lead = d->emin;
-    }
-    double q = ldexp(1.0, lead - (d->precision - 1));
-    double r = nearbyint(v / q) * q;
-    if (fabs(r) > d->max) {
-        r = copysign((double)INFINITY, v);
-    }
-    return r;
+    sp_elem e = sp_elem_of_name(type, strlen(type));
+    return sp_float_is(e) ? e : SP_ELEM_OTHER;
 }
 
 static bool same_value(double a, double b)
@@ -192,50 +147,12 @@ static bool same_value(double a, double b)
 }
 
 /* Parses a decimal literal as format s would (correct rounding for f32/f64). */
-static double parse_as(const char *text, fsem s)
+static double parse_as(const char *text, sp_elem s)
 {
-    if (s == FS_F32) {
+    if (s == SP_ELEM_F32) {
         return (double)strtof(text, NULL);
     }
-    return round_to(strtod(text, NULL), s);
-}
-
-/* The bit pattern of v (already rounded to s). */
-static uint64_t bits_of(double v, fsem s)
-{
-    if (s == FS_F64) {
-        uint64_t u;
-        memcpy(&u, &v, sizeof u);
-        return u;
-    }
-    float f = (float)v;
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if (s == FS_F32) {
-        return u;
-    }
-    if (s == FS_BF16) {
-        return u >> 16; /* v is a bf16 value: the low half is zero (NaN: quiet) */
-    }
-    /* f16 */
-    uint32_t sign = (u >> 31) << 15;
-    if (isnan(v)) {
-        return sign | 0x7E00u;
-    }
-    if (isinf(v)) {
-        return sign | 0x7C00u;
-    }
-    if (v == 0.0) {
-        return sign;
-    }
-    int e;
-    double m = frexp(fabs(v), &e); /* |v| = m * 2^e, m in [0.5, 1) */
-    int lead = e - 1;
-    if (lead < -14) {
-        return sign | (uint32_t)ldexp(fabs(v), 24); /* subnormal: units of 2^-24 */
-    }
-    uint32_t frac = (uint32_t)(ldexp(m, 11)) & 0x3FFu;
-    return sign | ((uint32_t)(lead + 15) << 10) | frac;
+    return sp_float_round(s, strtod(text, NULL));
 }
 
 /* Decimal digits of |v| rounded to ndig significant digits (ties away from
@@ -269,8 +186,8 @@ static int decimal_digits(double v, int ndig, char *dig, int *e10)
 
 void sp_mlir_print_float(cm_buf *b, double v, const char *lit, const char *type)
 {
-    fsem s = fsem_of(type);
-    if (s == FS_OTHER) {
+    sp_elem s = fsem_of(type);
+    if (s == SP_ELEM_OTHER) {
         if (lit != NULL) {
             cm_buf_puts(b, lit);
         } else {
@@ -283,21 +200,7 @@ void sp_mlir_print_float(cm_buf *b, double v, const char *lit, const char *type)
         if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X')) {
             /* a hex literal is the bit pattern */
             uint64_t u = strtoull(d, NULL, 16);
-            if (s == FS_F64) {
-                memcpy(&v, &u, sizeof v);
-            } else if (s == FS_F32 || s == FS_BF16) {
-                uint32_t w = s == FS_BF16 ? (uint32_t)(u << 16) : (uint32_t)u;
-                float f;
-                memcpy(&f, &w, sizeof f);
-                v = (double)f;
-            } else {
-                /* f16 */
-                uint32_t e = (uint32_t)(u >> 10) & 31u, m = (uint32_t)u & 0x3FFu;
-                double mag = e == 0    ? ldexp((double)m, -24)
-                             : e == 31 ? (m ? (double)NAN : (double)INFINITY)
-                                       : ldexp((double)(m | 0x400u), (int)e - 25);
-                v = (u >> 15) & 1u ? -mag : mag;
-            }
+            v = sp_float_decode(s, u);
             if (isnan(v)) {
                 cm_buf_printf(b, "0x%llX", (unsigned long long)u);
                 return;
@@ -306,7 +209,7 @@ void sp_mlir_print_float(cm_buf *b, double v, const char *lit, const char *type)
             v = parse_as(lit, s);
         }
     }
-    v = round_to(v, s);
+    v = sp_float_round(s, v);
     char dig[48], out[96];
     int e10;
     if (!isnan(v) && !isinf(v)) {
@@ -328,8 +231,7 @@ void sp_mlir_print_float(cm_buf *b, double v, const char *lit, const char *type)
             return;
         }
         /* APFloat::toString defaults: enough digits to round-trip, padding 3 */
-        const fdesc *fd = &fdescs[s];
-        int prec = 2 + fd->precision * 59 / 196;
+        int prec = 2 + sp_float_precision(s) * 59 / 196;
         n = decimal_digits(v, prec, dig, &e10);
         int exp = e10 - (n - 1); /* exponent of the last digit */
         bool sci;
@@ -379,5 +281,5 @@ void sp_mlir_print_float(cm_buf *b, double v, const char *lit, const char *type)
         }
     }
     /* infinities, NaNs, and integers that need every digit: the bit pattern */
-    cm_buf_printf(b, "0x%llX", (unsigned long long)bits_of(v, s));
+    cm_buf_printf(b, "0x%llX", (unsigned long long)sp_float_encode(s, v));
 }

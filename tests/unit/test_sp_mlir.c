@@ -5,6 +5,7 @@
  * an OOM loop over sp_mlir_read and sp_mlir_print, and the IR helpers the
  * reader builds on (attribute equality and hashing, type interning, element
  * sizes). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 
 #include "cm.h"
+#include "sp_float.h"
 #include "sp_ir.h"
 #include "sp_ops.h"
 #include "sp_mlir.h"
@@ -1196,6 +1198,78 @@ static void test_sp_op_kind_of_mhlo_aliases_stablehlo(void **state)
     assert_int_equal(sp_op_kind_of("mhlo.addx", 8), SP_OP_ADD);
 }
 
+/* Every format against APFloat's: the largest finite value, the patterns
+ * StableHLO's constant tests spell, and a round trip of every bit pattern
+ * (decode, then encode gives the pattern back, NaNs and FNUZ's -0 aside). */
+static void test_sp_float_formats(void **state)
+{
+    (void)state;
+    static const struct {
+        sp_elem e;
+        double max;
+        unsigned bits;
+    } f[] = {
+        {SP_ELEM_F4E2M1FN, 6.0, 4},       {SP_ELEM_F6E2M3FN, 7.5, 6},
+        {SP_ELEM_F6E3M2FN, 28.0, 6},      {SP_ELEM_F8E3M4, 15.5, 8},
+        {SP_ELEM_F8E4M3, 240.0, 8},       {SP_ELEM_F8E4M3FN, 448.0, 8},
+        {SP_ELEM_F8E4M3FNUZ, 240.0, 8},   {SP_ELEM_F8E4M3B11FNUZ, 30.0, 8},
+        {SP_ELEM_F8E5M2, 57344.0, 8},     {SP_ELEM_F8E5M2FNUZ, 57344.0, 8},
+        {SP_ELEM_F8E8M0FNU, 0x1p127, 8},  {SP_ELEM_F16, 65504.0, 16},
+        {SP_ELEM_BF16, 0x1.FEp127, 16},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        assert_true(sp_float_is(f[i].e));
+        assert_int_equal(sp_float_bits(f[i].e), f[i].bits);
+        assert_true(sp_float_max(f[i].e) == f[i].max);
+        assert_true(sp_float_round(f[i].e, f[i].max) == f[i].max);
+        for (uint64_t b = 0; b < ((uint64_t)1 << f[i].bits); b++) {
+            double v = sp_float_decode(f[i].e, b);
+            if (isnan(v)) {
+                assert_true(isnan(sp_float_decode(f[i].e, sp_float_encode(f[i].e, v))));
+                continue;
+            }
+            assert_true(fabs(v) <= f[i].max || isinf(v));
+            assert_true(sp_float_encode(f[i].e, v) == b);
+        }
+    }
+    assert_false(sp_float_is(SP_ELEM_C64));
+    assert_false(sp_float_is(SP_ELEM_I8));
+    /* StableHLO's constant tests: 0x07 / 0x0F / 0x01 of f4E2M1FN */
+    assert_true(sp_float_decode(SP_ELEM_F4E2M1FN, 0x07) == 6.0);
+    assert_true(sp_float_decode(SP_ELEM_F4E2M1FN, 0x0F) == -6.0);
+    assert_true(sp_float_decode(SP_ELEM_F4E2M1FN, 0x01) == 0.5);
+    assert_true(sp_float_round(SP_ELEM_F4E2M1FN, 3.1415) == 3.0);
+    assert_true(sp_float_round(SP_ELEM_F6E2M3FN, 3.1415) == 3.25);
+    assert_true(sp_float_round(SP_ELEM_F8E3M4, 0.1) == 0.09375);
+    assert_true(sp_float_decode(SP_ELEM_F8E4M3FNUZ, 0x01) == 0x1p-10);
+    assert_true(sp_float_decode(SP_ELEM_F8E4M3B11FNUZ, 0x7F) == 30.0);
+    /* no -0 in FNUZ: -0 is +0, and -0's pattern is the NaN */
+    assert_true(sp_float_encode(SP_ELEM_F8E5M2FNUZ, -0.0) == 0u);
+    assert_true(isnan(sp_float_decode(SP_ELEM_F8E5M2FNUZ, 0x80)));
+    assert_true(sp_float_encode(SP_ELEM_F8E5M2FNUZ, -1e-30) == 0u);
+    /* past the largest finite value: infinity (IEEE), NaN (FN, FNUZ), the
+     * largest value (f4, f6); a tie at the edge rounds to even */
+    assert_true(sp_float_encode(SP_ELEM_F8E5M2, 1e6) == 0x7Cu);
+    assert_true(sp_float_encode(SP_ELEM_F8E4M3FN, 464.0) == 0x7Eu);
+    assert_true(sp_float_encode(SP_ELEM_F8E4M3FN, 470.0) == 0x7Fu);
+    assert_true(sp_float_encode(SP_ELEM_F8E4M3FN, -1e9) == 0xFFu);
+    assert_true(sp_float_encode(SP_ELEM_F8E4M3FNUZ, 1e9) == 0x80u);
+    assert_true(sp_float_encode(SP_ELEM_F4E2M1FN, 100.0) == 0x07u);
+    assert_true(sp_float_encode(SP_ELEM_F6E3M2FN, -1e9) == 0x3Fu);
+    /* E8M0: powers of two, no sign (negative is NaN), no zero (its least) */
+    assert_true(sp_float_round(SP_ELEM_F8E8M0FNU, 0.1) == 0.125);
+    assert_true(sp_float_round(SP_ELEM_F8E8M0FNU, 3.1415) == 4.0);
+    assert_true(sp_float_round(SP_ELEM_F8E8M0FNU, 3.0) == 4.0);
+    assert_true(sp_float_encode(SP_ELEM_F8E8M0FNU, 0.0) == 0x00u);
+    assert_true(sp_float_encode(SP_ELEM_F8E8M0FNU, -2.0) == 0xFFu);
+    assert_true(sp_float_decode(SP_ELEM_F8E8M0FNU, 0x80) == 2.0);
+    /* f32 and f64 are the C types */
+    assert_true(sp_float_encode(SP_ELEM_F32, 1.0) == 0x3F800000u);
+    assert_true(sp_float_decode(SP_ELEM_F64, 0x3FF0000000000000u) == 1.0);
+    assert_int_equal(sp_float_precision(SP_ELEM_BF16), 8);
+    assert_int_equal(sp_elem_of_name("f8E4M3B11FNUZ", 13), SP_ELEM_F8E4M3B11FNUZ);
+}
+
 static void test_sp_elem_bytes_and_names(void **state)
 {
     (void)state;
@@ -1218,6 +1292,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sp_mlir_print_roundtrips_pretty_corpus),
         cmocka_unit_test(test_sp_mlir_dense_values_exact),
+        cmocka_unit_test(test_sp_float_formats),
         cmocka_unit_test(test_sp_mlir_read_locations_resolve),
         cmocka_unit_test(test_sp_mlir_read_rejects_bad_locations),
         cmocka_unit_test(test_sp_mlir_read_block_arg_locations),
