@@ -3608,6 +3608,132 @@ static cm_status do_while(iproc *P, uint32_t op)
     return results_set(P, op, vars, n);
 }
 
+/* Slice t (0 <= t < dims[d]) of v along dimension d, or (with put) writes
+ * x into that slice of v: the slots at (outer, t, inner). */
+static void scan_slice(iv *v, uint32_t d, int64_t t, iv *x, bool put)
+{
+    size_t outer = 1, inner = v->w;
+    for (uint32_t k = 0; k < d; k++) {
+        outer *= (size_t)v->dims[k];
+    }
+    for (uint32_t k = d + 1u; k < v->rank; k++) {
+        inner *= (size_t)v->dims[k];
+    }
+    size_t n = (size_t)v->dims[d];
+    uint64_t *vs = v->d.p, *xs = x->d.p;
+    for (size_t o = 0; o < outer; o++) {
+        uint64_t *at = vs + (o * n + (size_t)t) * inner;
+        if (put) {
+            memcpy(at, xs + o * inner, inner * sizeof *at);
+        } else {
+            memcpy(xs + o * inner, at, inner * sizeof *at);
+        }
+    }
+}
+
+/* chlo.scan: for each position t along `dimension` (last to first when
+ * is_reverse), the body takes the inputs' slices at t and the carries and
+ * returns the outputs' slices at t and the new carries; the results are
+ * the outputs, then the final carries. */
+static cm_status do_scan(iproc *P, uint32_t op)
+{
+    const sp_op *o = OP(P, op);
+    const sp_module *m = P->cx->m;
+    cm_arena ar;
+    cm_arena_init(&ar, 0);
+    const int64_t *seg;
+    uint32_t nseg;
+    bool have = ints(P, op, "operandSegmentSizes", &seg, &nseg, &ar);
+    int64_t n_in = have && nseg == 2 ? seg[0] : -1, n_c = have && nseg == 2 ? seg[1] : -1;
+    cm_arena_fini(&ar);
+    int64_t d = int_attr(P, op, "dimension", -1);
+    if (n_in < 0 || n_c < 0 || n_in + n_c != (int64_t)o->n_operands || n_c > o->n_results ||
+        d < 0 || o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        return op_err(P, op, "its dimension, segment sizes or body cannot be read");
+    }
+    uint32_t ni = (uint32_t)n_in, nc = (uint32_t)n_c, no = o->n_results - nc;
+    const sp_block *body = &m->blocks[o->regions[0].blocks[0]];
+    if (body->n_args != ni + nc) {
+        return op_err(P, op, "its body takes %u arguments, not %u", body->n_args, ni + nc);
+    }
+    int64_t len = -1;
+    for (uint32_t j = 0; j < ni + no; j++) {
+        const sp_type *t = j < ni ? sp_value_type(m, o->operands[j])
+                                  : &m->types[m->values[o->first_result + (j - ni)].type];
+        if (t->kind != SP_TYPE_TENSOR || (int64_t)t->rank <= d || t->dims[d] < 0 ||
+            (len >= 0 && t->dims[d] != len)) {
+            return op_err(P, op, "its inputs and outputs do not share scan dimension %lld",
+                          (long long)d);
+        }
+        len = t->dims[d];
+    }
+    if (len < 0) {
+        return op_err(P, op, "it has neither inputs nor outputs");
+    }
+    iv **outs = cm_calloc(o->n_results + 1u, sizeof(iv *)), **args = cm_calloc(ni + nc + 1u, sizeof(iv *));
+    cm_status st = outs != NULL && args != NULL ? CM_OK : cm_error_oom(P->err);
+    for (uint32_t j = 0; st == CM_OK && j < no; j++) {
+        st = new_res(P, op, j, &outs[j]);
+    }
+    for (uint32_t k = 0; st == CM_OK && k < nc; k++) {
+        args[ni + k] = iv_ref(opnd(P, op, ni + k));
+    }
+    bool rev = bool_attr(P, op, "is_reverse");
+    for (int64_t step = 0; st == CM_OK && step < len; step++) {
+        int64_t t = rev ? len - 1 - step : step;
+        for (uint32_t j = 0; st == CM_OK && j < ni; j++) {
+            iv_unref(args[j]);
+            args[j] = NULL;
+            iv *in = opnd(P, op, j);
+            st = new_of_type(P, op, m->values[body->first_arg + j].type, &args[j]);
+            if (st == CM_OK && (args[j]->n * args[j]->w) * (size_t)len != in->n * in->w) {
+                st = op_err(P, op, "body argument %u does not match a slice of input %u", j, j);
+            }
+            if (st == CM_OK) {
+                scan_slice(in, (uint32_t)d, t, args[j], false);
+            }
+        }
+        iv **res = NULL;
+        uint32_t nr = 0;
+        if (st == CM_OK) {
+            st = run_block(P, o->regions[0].blocks[0], args, ni + nc, &res, &nr);
+        }
+        if (st == CM_OK && nr != no + nc) {
+            st = op_err(P, op, "its body returns %u values for %u", nr, no + nc);
+        }
+        for (uint32_t j = 0; st == CM_OK && j < no; j++) {
+            if (res[j]->kind != IV_TENSOR || res[j]->n * (size_t)len != outs[j]->n ||
+                res[j]->w != outs[j]->w) {
+                st = op_err(P, op, "body result %u does not match a slice of output %u", j, j);
+            } else {
+                scan_slice(outs[j], (uint32_t)d, t, res[j], true);
+            }
+        }
+        if (st == CM_OK) {
+            for (uint32_t k = 0; k < nc; k++) {
+                iv_unref(args[ni + k]);
+                args[ni + k] = iv_ref(res[no + k]);
+            }
+        }
+        vals_free(res, nr);
+    }
+    if (st == CM_OK) {
+        for (uint32_t k = 0; k < nc; k++) {
+            outs[no + k] = args[ni + k];
+            args[ni + k] = NULL;
+        }
+        vals_free(args, ni + nc);
+        return results_set(P, op, outs, no + nc);
+    }
+    if (args != NULL) {
+        vals_free(args, ni + nc);
+    }
+    if (outs != NULL) {
+        vals_free(outs, o->n_results);
+    }
+    return st;
+}
+
 static cm_status do_branch(iproc *P, uint32_t op)
 {
     const sp_op *o = OP(P, op);
@@ -3843,6 +3969,9 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     }
     if (strcmp(o->name, "chlo.ragged_dot") == 0) {
         return do_ragged_dot(P, op, ar);
+    }
+    if (strcmp(o->name, "chlo.scan") == 0) {
+        return do_scan(P, op);
     }
     if (strcmp(o->name, "stablehlo.collective_reduce") == 0) {
         return do_collective(P, op);

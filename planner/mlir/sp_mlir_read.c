@@ -3444,6 +3444,61 @@ static cm_status chlo_op(rd *r, opb *b, sp_op_kind kind)
     return u32_push(r, &r->types, t);
 }
 
+/* chlo.scan(%in...) inits(%init...) dimension=D [attributes {...}] { ^bb0(...):
+ * ... } : (Ts) -> (Rs), as ChloOps.cpp reads it: the operand and result
+ * segment sizes are implied (results: the outputs, then one per init). */
+static cm_status chlo_scan_op(rd *r, opb *b)
+{
+    const char *name_at = r->p - 9; /* "chlo.scan", where MLIR reports */
+    if (expect(r, '(') != CM_OK) {
+        return r->st;
+    }
+    if (!eat(r, ')') && (operand_list(r) != CM_OK || expect(r, ')') != CM_OK)) {
+        return r->st;
+    }
+    uint32_t n_in = n_operands(r, b);
+    if (expect_kw(r, "inits") != CM_OK || expect(r, '(') != CM_OK) {
+        return r->st;
+    }
+    if (!eat(r, ')') && (operand_list(r) != CM_OK || expect(r, ')') != CM_OK)) {
+        return r->st;
+    }
+    uint32_t n_init = n_operands(r, b) - n_in;
+    int64_t dim;
+    if (expect_kw(r, "dimension") != CM_OK || expect(r, '=') != CM_OK ||
+        integer(r, &dim) != CM_OK) {
+        return r->st;
+    }
+    if (dim < 0) {
+        return fail(r, "chlo.scan: dimension must be non-negative");
+    }
+    sp_attr *da = int_attr(r, dim, "i64");
+    if (da == NULL || attr_push(r, "dimension", da) != CM_OK) {
+        return r->st;
+    }
+    if (kw(r, "attributes") && opt_attr_dict(r) != CM_OK) {
+        return r->st;
+    }
+    if (parse_region(r, b, NULL, NULL, NULL, 0) != CM_OK || expect(r, ':') != CM_OK) {
+        return r->st;
+    }
+    uint32_t n_res;
+    if (functional_type(r, b, &n_res) != CM_OK) {
+        return r->st;
+    }
+    if (n_res < n_init) {
+        return fail_at(r, name_at,
+                       "chlo.scan: not enough result types to cover the required carries");
+    }
+    int64_t seg_in[2] = {n_in, n_init}, seg_out[2] = {(int64_t)(n_res - n_init), n_init};
+    sp_attr *so = darr_attr(r, seg_in, 2, "i32"), *sr = darr_attr(r, seg_out, 2, "i32");
+    if (so == NULL || sr == NULL || attr_push(r, "operandSegmentSizes", so) != CM_OK ||
+        attr_push(r, "resultSegmentSizes", sr) != CM_OK) {
+        return r->st;
+    }
+    return CM_OK;
+}
+
 /* The operand type stablehlo.complex's short form implies for result type
  * t (tensor<..xcomplex<f32>> -> tensor<..xf32>), or SP_NONE. */
 static uint32_t complex_part_type(rd *r, uint32_t t)
@@ -4613,6 +4668,9 @@ static cm_status parse_op(rd *r, uint32_t block)
         if (n == 14 && memcmp(s, "arith.constant", 14) == 0) {
             opb_begin(r, &b, "arith.constant");
             st = arith_constant_op(r, &b);
+        } else if (n == 9 && memcmp(s, "chlo.scan", 9) == 0) {
+            opb_begin(r, &b, "chlo.scan");
+            st = chlo_scan_op(r, &b);
         } else if (n == 11 && memcmp(s, "tensor.cast", 11) == 0) {
             opb_begin(r, &b, "tensor.cast");
             st = cast_op(r, &b);
