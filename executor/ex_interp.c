@@ -278,7 +278,18 @@ static cm_status new_of_type(iproc *P, uint32_t op, uint32_t type, iv **out)
     if (t->kind != SP_TYPE_TENSOR) {
         return op_err(P, op, "the type %s cannot be interpreted", t->text);
     }
-    if (!et_supported(t->elem)) {
+    sp_elem elem = t->elem;
+    if (elem == SP_ELEM_OTHER) {
+        /* a uniform quantized type is held as its storage integer */
+        cm_arena qa;
+        cm_arena_init(&qa, 0);
+        iquant q;
+        if (ex_iquant_parse(t->text, &q, &qa)) {
+            elem = q.storage;
+        }
+        cm_arena_fini(&qa);
+    }
+    if (!et_supported(elem)) {
         return op_err(P, op, "the element type of %s cannot be interpreted", t->text);
     }
     size_t n = 1;
@@ -291,7 +302,7 @@ static cm_status new_of_type(iproc *P, uint32_t op, uint32_t type, iv **out)
                           (unsigned)MAX_ELEMS);
         }
     }
-    *out = iv_new(t->elem, t->dims, t->rank);
+    *out = iv_new(elem, t->dims, t->rank);
     return *out != NULL ? CM_OK : cm_error_oom(P->err);
 }
 
@@ -688,6 +699,134 @@ static cm_status const_value(iproc *P, uint32_t op, const sp_attr *a, uint32_t t
 
 /* ---- element-wise ops ---------------------------------------------------------------- */
 
+/* The quantization of value v's type into q (arrays in ar), or false. */
+static bool value_quant(iproc *P, uint32_t v, iquant *q, cm_arena *ar)
+{
+    const sp_type *t = sp_value_type(P->cx->m, v);
+    return t->kind == SP_TYPE_TENSOR && t->elem == SP_ELEM_OTHER && ex_iquant_parse(t->text, q, ar);
+}
+
+/* Which of q's parameters element j (row-major in dims) takes. */
+static uint32_t quant_index(const iquant *q, const int64_t *dims, uint32_t rank, size_t j)
+{
+    if (q->qdim < 0 || (uint32_t)q->qdim >= rank) {
+        return 0;
+    }
+    size_t inner = 1;
+    for (uint32_t k = (uint32_t)q->qdim + 1u; k < rank; k++) {
+        inner *= (size_t)dims[k];
+    }
+    size_t i = (j / inner) % (size_t)dims[q->qdim];
+    return i < q->n ? (uint32_t)i : q->n - 1u;
+}
+
+/* Checks that q's parameters cover dimension qdim of a value of dims. */
+static bool quant_fits(const iquant *q, const int64_t *dims, uint32_t rank)
+{
+    return q->qdim < 0 || ((uint32_t)q->qdim < rank && dims[q->qdim] == (int64_t)q->n);
+}
+
+/* An element-wise op with a quantized operand or result, as the spec's
+ * dequantize_op_quantize: quantized operands dequantized to their
+ * expressed type, the op computed there, a quantized result quantized. */
+static cm_status do_ew_quant(iproc *P, uint32_t op, iv *r, const iv *const *a, bool *handled)
+{
+    const sp_op *o = OP(P, op);
+    sp_op_kind k = (sp_op_kind)o->kind;
+    cm_arena ar;
+    cm_arena_init(&ar, 0);
+    iquant qa[3], qr;
+    bool isq[3] = {false, false, false}, rq = value_quant(P, o->first_result, &qr, &ar), any = rq;
+    for (uint32_t i = 0; i < o->n_operands; i++) {
+        isq[i] = value_quant(P, o->operands[i], &qa[i], &ar);
+        any = any || isq[i];
+    }
+    *handled = any;
+    if (!any) {
+        cm_arena_fini(&ar);
+        return CM_OK;
+    }
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; i < o->n_operands; i++) {
+        if (isq[i] && !quant_fits(&qa[i], a[i]->dims, a[i]->rank)) {
+            st = op_err(P, op, "operand %u's per-axis parameters do not fit its shape", i);
+        }
+    }
+    if (rq && !quant_fits(&qr, r->dims, r->rank)) {
+        st = op_err(P, op, "its result's per-axis parameters do not fit its shape");
+    }
+    uint32_t pick = k == SP_OP_SELECT ? 1u : 0u;
+    sp_elem e = isq[pick] ? qa[pick].expressed : a[pick]->elem;
+    sp_elem re = rq ? qr.expressed : r->elem;
+    int cmp = 0, cmpt = ICT_DEFAULT;
+    if (st == CM_OK && k == SP_OP_COMPARE) {
+        cmp = cmp_dir_of(attr(P, op, "comparison_direction"));
+        cmpt = ICT_FLOAT; /* dequantize_compare */
+        if (cmp < 0) {
+            st = op_err(P, op, "has no comparison_direction it can read");
+        }
+    }
+    sv in[3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, out;
+    for (size_t j = 0; st == CM_OK && j < r->n; j++) {
+        for (uint32_t i = 0; i < o->n_operands; i++) {
+            size_t at = a[i]->n == 1 ? 0 : j;
+            in[i] = iv_get(a[i], at);
+            if (isq[i]) {
+                uint32_t qi = quant_index(&qa[i], a[i]->dims, a[i]->rank, at);
+                in[i] = (sv){0, ex_iquant_dequantize(&qa[i], in[i].i, qi), 0};
+            }
+        }
+        if (!ex_interp_ew(k, e, re, in, o->n_operands, cmp, cmpt, &out)) {
+            st = op_err(P, op, "is not defined on %s", sp_elem_name(e));
+            break;
+        }
+        if (rq) {
+            out = (sv){ex_iquant_quantize(&qr, out.re, quant_index(&qr, r->dims, r->rank, j)), 0, 0};
+        }
+        iv_set(r, j, out);
+    }
+    cm_arena_fini(&ar);
+    return st;
+}
+
+/* stablehlo.uniform_quantize (a float, or a quantized value requantized)
+ * and stablehlo.uniform_dequantize. */
+static cm_status do_uniform_q(iproc *P, uint32_t op)
+{
+    const sp_op *o = OP(P, op);
+    const iv *a = opnd(P, op, 0);
+    iv *r;
+    cm_status st = new_res(P, op, 0, &r);
+    if (st != CM_OK) {
+        return st;
+    }
+    cm_arena ar;
+    cm_arena_init(&ar, 0);
+    iquant qa, qr;
+    bool aq = value_quant(P, o->operands[0], &qa, &ar), rq = value_quant(P, o->first_result, &qr, &ar);
+    bool quantize = o->kind == SP_OP_UNIFORM_QUANTIZE;
+    if ((quantize && !rq) || (!quantize && (!aq || rq)) || (!aq && !et_flt(a->elem)) ||
+        a->n != r->n || (aq && !quant_fits(&qa, a->dims, a->rank)) ||
+        (rq && !quant_fits(&qr, r->dims, r->rank))) {
+        cm_arena_fini(&ar);
+        iv_unref(r);
+        return op_err(P, op, "its operand and result types are not the quantized and expressed "
+                             "types it takes");
+    }
+    for (size_t j = 0; j < r->n; j++) {
+        double x = aq ? ex_iquant_dequantize(&qa, a->d.i[j], quant_index(&qa, a->dims, a->rank, j))
+                      : a->d.f[j];
+        if (rq) {
+            r->d.i[j] = ex_iquant_quantize(&qr, x, quant_index(&qr, r->dims, r->rank, j));
+        } else {
+            iv_set(r, j, (sv){0, x, 0});
+        }
+    }
+    cm_arena_fini(&ar);
+    put_res(P, op, 0, r);
+    return CM_OK;
+}
+
 static cm_status do_ew(iproc *P, uint32_t op)
 {
     const sp_op *o = OP(P, op);
@@ -707,6 +846,16 @@ static cm_status do_ew(iproc *P, uint32_t op)
             iv_unref(r);
             return op_err(P, op, "operand %u does not have the result's shape", i);
         }
+    }
+    bool handled;
+    st = do_ew_quant(P, op, r, a, &handled);
+    if (st != CM_OK || handled) {
+        if (st != CM_OK) {
+            iv_unref(r);
+        } else {
+            put_res(P, op, 0, r);
+        }
+        return st;
     }
     sp_elem e = a[k == SP_OP_SELECT ? 1 : 0]->elem;
     int cmp = 0, cmpt = ICT_DEFAULT;
@@ -3879,6 +4028,9 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
     case SP_OP_CONVOLUTION:
     case SP_OP_DYNAMIC_CONV:
         return do_conv(P, op, ar);
+    case SP_OP_UNIFORM_QUANTIZE:
+    case SP_OP_UNIFORM_DEQUANTIZE:
+        return do_uniform_q(P, op);
     case SP_OP_BITCAST_CONVERT:
         return do_bitcast(P, op);
     case SP_OP_REDUCE_PRECISION:

@@ -127,6 +127,29 @@ static inline double sv_num(sp_elem e, sv s)
     return s.re;
 }
 
+/* ---- uniform quantized types (ex_interp_q.c) ----------------------------------- */
+
+/* A `!quant.uniform<...>` element type: its storage integer type and range,
+ * its expressed float type, and its scales and zero points (one, or one per
+ * index of dimension qdim). */
+typedef struct iquant {
+    sp_elem storage, expressed;
+    int64_t smin, smax;
+    int32_t qdim;   /* -1: per tensor */
+    uint32_t n;     /* scales and zero points */
+    double *scale;  /* n, in ar */
+    int64_t *zp;    /* n, in ar */
+} iquant;
+
+/* Reads the quantized element type of tensor type text into q (arrays in
+ * ar); false when text has none or it is malformed. */
+bool ex_iquant_parse(const char *text, iquant *q, cm_arena *ar);
+/* The expressed value of storage integer s with parameters i, and back
+ * (spec.md's dequantize / quantize: rounded to the expressed type at each
+ * step, clamped to the storage range, rounded to nearest even). */
+double ex_iquant_dequantize(const iquant *q, int64_t s, uint32_t i);
+int64_t ex_iquant_quantize(const iquant *q, double x, uint32_t i);
+
 /* ---- element-wise math (ex_interp_ew.c) -------------------------------------- */
 
 /* Comparison directions and types of stablehlo.compare. */
