@@ -792,8 +792,24 @@ cm_status sp_gspmd_hlo_round_trip(sp_module *m, cm_error *err)
 
 /* d's xla.sdy.* strings with XLA's escapes undone (a backslash makes the
  * next byte literal, as absl::CUnescape reads `\"` and `\\`); NULL when
- * none changes, or on OOM (*oom set). Other backslashes (MLIR's `\22` in
+ * none changes, or on OOM (*oom set). A string with an unescaped quote is
+ * left as it is. Other backslashes (MLIR's `\22` in
  * a nested string) are left for the mesh reader. */
+/* True when s holds a quote without a backslash before it: a mesh list
+ * whose meshes are quoted strings (their own escapes, read by the mesh
+ * reader), not one escaped whole. */
+static bool has_bare_quote(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\\') {
+            i++;
+        } else if (s[i] == '"') {
+            return true;
+        }
+    }
+    return false;
+}
+
 static sp_attr *unescape_dict(sp_module *m, const sp_attr *d, bool *oom)
 {
     if (d == NULL || d->kind != SP_ATTR_DICT) {
@@ -803,7 +819,8 @@ static sp_attr *unescape_dict(sp_module *m, const sp_attr *d, bool *oom)
     for (uint32_t i = 0; i < d->u.dict.n; i++) {
         const sp_attr *v = d->u.dict.items[i].value;
         if (strncmp(d->u.dict.items[i].name, "xla.sdy.", 8) != 0 || v == NULL ||
-            v->kind != SP_ATTR_STRING || memchr(v->u.str.s, '\\', v->u.str.len) == NULL) {
+            v->kind != SP_ATTR_STRING || memchr(v->u.str.s, '\\', v->u.str.len) == NULL ||
+            has_bare_quote(v->u.str.s, v->u.str.len)) {
             continue;
         }
         char *u = cm_arena_alloc(&m->arena, v->u.str.len + 1);
