@@ -243,6 +243,37 @@ static cm_status run_xla_round_trip_import(sp_module *m, const pass_inv *inv, sp
     cm_status st = sp_gspmd_round_trip_import(m, opt_bool(inv, "enable-hlo-sharding-v3"), d, err);
     return st == CM_OK ? sp_gspmd_import_constants(m, err) : st;
 }
+static cm_status run_xla_rt_export(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    (void)d;
+    return sp_gspmd_round_trip_export_pipeline(m, opt_bool(inv, "keep-meshes-inlined"),
+                                               opt_bool(inv, "enable-hlo-sharding-v3"), err);
+}
+static cm_status run_xla_rt_export_attrs(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                         cm_error *err)
+{
+    (void)d;
+    return sp_gspmd_round_trip_export_attrs(m, opt_bool(inv, "enable-hlo-sharding-v3"), err);
+}
+SIMPLE_PASS(run_xla_rt_export_ops, sp_gspmd_round_trip_export_ops(m, err))
+SIMPLE_PASS(run_xla_hlo_round_trip, sp_gspmd_hlo_round_trip(m, err))
+/* XLA's testing pipeline: export, the HLO conversion there and back, import */
+static cm_status run_xla_rt_testing(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    bool v3 = opt_bool(inv, "enable-hlo-sharding-v3");
+    cm_status st = sp_gspmd_round_trip_export_pipeline(m, false, v3, err);
+    if (st == CM_OK) {
+        st = sp_gspmd_hlo_round_trip(m, err);
+    }
+    return st == CM_OK ? run_xla_round_trip_import(m, inv, d, err) : st;
+}
+/* Shardy's clone of XLA's import (shardy/round_trip_import): the same
+ * steps, and size-one axes removed */
+static cm_status run_sdy_rt_import(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
+{
+    cm_status st = run_xla_round_trip_import(m, inv, d, err);
+    return st == CM_OK ? sp_pass_remove_size_one_axes(m, err) : st;
+}
 static cm_status run_xla_shard_map_import(sp_module *m, const pass_inv *inv, sp_diags *d,
                                           cm_error *err)
 {
@@ -381,6 +412,8 @@ static const char *const unflatten_opts[] = {"dedup-functions-fully", NULL};
 static const char *const import_func_calls_opts[] = {"add-data-flow-edges-on-named-computations",
                                                      NULL};
 static const char *const xla_v3_opts[] = {"enable-hlo-sharding-v3", NULL};
+static const char *const xla_rt_export_opts[] = {"keep-meshes-inlined", "enable-hlo-sharding-v3",
+                                                 NULL};
 static const char *const xla_export_opts[] = {"enable-hlo-sharding-v3",
                                               "simplify-replicated-shardings", NULL};
 static const char *const device_count_opts[] = {"replica-count", "partition-count", NULL};
@@ -451,6 +484,12 @@ static const pass_def passes[] = {
     {"xla-sdy-round-trip-shard-map-import", run_xla_shard_map_import, NULL},
     {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, xla_v3_opts},
     {"xla-sdy-round-trip-shard-map-export", run_xla_shard_map_export, NULL},
+    {"xla-sdy-round-trip-export-pipeline", run_xla_rt_export, xla_rt_export_opts},
+    {"xla-sdy-round-trip-export-ops", run_xla_rt_export_ops, NULL},
+    {"xla-sdy-round-trip-export-shardy-attrs", run_xla_rt_export_attrs, xla_v3_opts},
+    {"xla-sdy-round-trip-stablehlo-to-hlo-to-stablehlo", run_xla_hlo_round_trip, NULL},
+    {"xla-sdy-round-trip-testing-pipeline", run_xla_rt_testing, xla_v3_opts},
+    {"sdy-round-trip-import-pipeline", run_sdy_rt_import, NULL},
     {"xla-sdy-import-constants", run_xla_import_constants, NULL},
     {"xla-sdy-import-sdy-custom-calls", run_xla_sdy_custom_calls, NULL},
     {"xla-sdy-open-while-free-vars-sharding", run_xla_open_while_free_vars, NULL},

@@ -277,6 +277,52 @@ cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error 
 cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
                                              cm_error *err);
 
+/* -xla-sdy-round-trip-export-ops: sdy.constant becomes stablehlo.constant,
+ * sdy.sharding_constraint a @Sharding custom call with the sharding as its
+ * sdy.sharding, sdy.sharding_group a side-effecting @xla.sdy.ShardingGroup
+ * call (frontend attribute xla.sdy.sharding_group_id = "N : i64") and
+ * sdy.propagation_barrier an @xla.sdy.PropagationBarrier call (frontend
+ * attribute xla.sdy.allowed_direction = "N : i32", Shardy's enum value).
+ * Errors: CM_ENOMEM. */
+cm_status sp_gspmd_round_trip_export_ops(sp_module *m, cm_error *err);
+
+/* -xla-sdy-round-trip-export-shardy-attrs: each sdy sharding of a function
+ * argument and op is also saved, as its text escaped the way XLA escapes it
+ * (a backslash before each quote), in the `xla.sdy.sharding` frontend
+ * attribute; each func result with one returns through an
+ * @xla.sdy.FuncResultSharding call holding it; sharding rules move to
+ * `xla.sdy.sharding_rule`; the meshes are listed in the module's
+ * `xla.sdy.meshes`. With hlo_sharding_v3 only the rules move. The sdy
+ * attributes stay for the sharding export. Errors: CM_ENOMEM. */
+cm_status sp_gspmd_round_trip_export_attrs(sp_module *m, bool hlo_sharding_v3, cm_error *err);
+
+/* XLA's -xla-sdy-round-trip-export-pipeline: inlined meshes lifted (unless
+ * keep_meshes_inlined), sp_gspmd_round_trip_export_ops,
+ * sp_gspmd_shard_map_export, sp_gspmd_round_trip_export_attrs, then
+ * sp_gspmd_export (V3 text with hlo_sharding_v3). XLA also deduplicates
+ * meshes of the same devices first; that step is not done here. Errors as
+ * those passes. */
+cm_status sp_gspmd_round_trip_export_pipeline(sp_module *m, bool keep_meshes_inlined,
+                                              bool hlo_sharding_v3, cm_error *err);
+
+/* What XLA's StableHLO -> HLO -> StableHLO conversion keeps of m (the step
+ * between export and import in -xla-sdy-round-trip-testing-pipeline), as a
+ * model: argument attributes other than the sharding, frontend attributes,
+ * layout mode and memory kind go, and result ones other than the sharding,
+ * layout and memory kind; an op keeps its inherent attributes, mhlo.sharding
+ * and mhlo.frontend_attributes; a custom call gets backend_config = "" and,
+ * with several results, the tuple's HLO shape as xla_shape; a one-result
+ * function's result without a sharding takes that of the op it returns (the
+ * HLO ROOT); constants used
+ * in while/if/case regions are sunk into them; every function but @main is
+ * renamed NAME.N (N counting them in module order, as the ids XLA's builder
+ * appends to called computations; XLA's ids may differ in larger modules).
+ * Not modelled: mhlo ops come back as they are (XLA's converter brings them
+ * back as stablehlo), free variables of loops stay free (XLA lifts them
+ * into the loop state and the import's canonicalizer drops them again),
+ * unreachable functions stay. Errors: CM_ENOMEM. */
+cm_status sp_gspmd_hlo_round_trip(sp_module *m, cm_error *err);
+
 /* ---- the migration report's building blocks ---------------------------------------- */
 
 /* Reduces m, a module as GSPMD left it (mhlo.sharding on every op), to the

@@ -537,9 +537,13 @@ cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm
     uint32_t counter = 0;
     for (uint32_t i = 0; i < c.n_named && rc == CM_OK; i++) {
         char nm[32];
-        snprintf(nm, sizeof nm, "%s", GLOBAL_MESH);
+        /* named as Shardy's lift-inlined-meshes names them: an empty mesh
+         * is `empty_mesh` */
+        const char *base =
+            c.named[i]->n_axes == 0 && c.named[i]->n_device_ids == 0 ? "empty_mesh" : GLOBAL_MESH;
+        snprintf(nm, sizeof nm, "%s", base);
         while (sp_module_mesh(m, nm) != NULL || sp_module_func(m, nm) != SP_NONE) {
-            snprintf(nm, sizeof nm, "%s_%u", GLOBAL_MESH, counter++);
+            snprintf(nm, sizeof nm, "%s_%u", base, counter++);
         }
         sp_mesh *copy = cm_arena_zalloc(&m->arena, sizeof *copy);
         const char *name = sp_module_str(m, nm, strlen(nm));

@@ -51,4 +51,10 @@ cm_status sp_gspmd_import_as(sp_module *m, const char *axis_prefix, cm_error *er
  * sdy.return, CM_ENOMEM. */
 cm_status sp_gspmd_stablehlo_shard_map_export(sp_module *m, cm_error *err);
 
+/* Undoes XLA's escaping (a backslash before each quote) in every xla.sdy.*
+ * frontend attribute string of m: the module's, the ops' and the function
+ * arguments'. The importers run it first, so they read both forms. Errors:
+ * CM_ENOMEM. */
+cm_status sp_gspmd_unescape_frontend(sp_module *m, cm_error *err);
+
 #endif /* SP_GSPMD_INT_H */

@@ -571,6 +571,31 @@ static cm_status custom_calls(sp_module *m, uint32_t op, void *vctx)
         o->n_attrs = 1;
         return CM_OK;
     }
+    if (strcmp(target, "xla.sdy.PropagationBarrier") == 0 && o->n_operands == 1 &&
+        o->n_results == 1) {
+        /* back to sdy.propagation_barrier (Shardy's direction enum value) */
+        static const char *const dirs[] = {"NONE", "FORWARD", "BACKWARD", "BOTH"};
+        const char *dir = sp_gspmd_frontend(m, op, "xla.sdy.allowed_direction");
+        long k = dir != NULL ? strtol(dir, NULL, 10) : -1;
+        if (k < 0 || k > 3) {
+            return sp_gspmd_op_error(m, op, err, "has a malformed xla.sdy.allowed_direction");
+        }
+        sp_attr *v = sp_attr_new(m, SP_ATTR_ENUM);
+        sp_named_attr *attrs = cm_arena_alloc(&m->arena, sizeof *attrs);
+        if (v == NULL || attrs == NULL) {
+            return cm_error_oom(err);
+        }
+        v->u.enm.dialect = "sdy";
+        v->u.enm.kind = "propagation_direction";
+        v->u.enm.value = dirs[k];
+        attrs[0] = (sp_named_attr){"allowed_direction", v};
+        o = &m->ops[op];
+        o->name = "sdy.propagation_barrier";
+        o->kind = (uint32_t)sp_op_kind_of(o->name, strlen(o->name));
+        o->attrs = attrs;
+        o->n_attrs = 1;
+        return CM_OK;
+    }
     if (strcmp(target, "xla.sdy.ShardingGroup") == 0) {
         const char *id = sp_gspmd_frontend(m, op, "xla.sdy.sharding_group_id");
         if (id == NULL) {
@@ -610,7 +635,10 @@ cm_status sp_gspmd_import_sdy_custom_calls(sp_module *m, sp_diags *d, cm_error *
 {
     cm_error local;
     cm_error *e = err != NULL ? err : &local;
-    cm_status st = sp_gspmd_walk_funcs(m, custom_calls, e);
+    cm_status st = sp_gspmd_unescape_frontend(m, e);
+    if (st == CM_OK) {
+        st = sp_gspmd_walk_funcs(m, custom_calls, e);
+    }
     uint32_t l = 0, c = 0;
     if (st == CM_EINVAL && d != NULL && sscanf(e->path, "%u:%u", &l, &c) == 2) {
         /* XLA converts these as a dialect conversion, which adds its own
@@ -631,9 +659,12 @@ cm_status sp_gspmd_import_sdy_custom_calls(sp_module *m, sp_diags *d, cm_error *
 
 cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d, cm_error *err)
 {
+    cm_status st = sp_gspmd_unescape_frontend(m, err);
+    if (st != CM_OK) {
+        return st;
+    }
     const sp_attr *fe = sp_attrs_get(m->attrs, m->n_attrs, FRONTEND);
     const char *meshes = dict_string(fe, "xla.sdy.meshes");
-    cm_status st = CM_OK;
     if (meshes != NULL && !hlo_sharding_v3) {
         st = import_meshes(m, meshes, err);
         bool oom = false;

@@ -364,13 +364,19 @@ static cm_status convert_call(sp_module *m, uint32_t call, cm_error *err)
     if (ax_text == NULL) {
         ax_text = sp_gspmd_frontend(m, call, "xla.sdy.manual_axes");
     }
-    cm_status st = sp_gspmd_parse_per_value(
-        m, g2l != SP_NONE ? sp_gspmd_frontend(m, g2l, "xla.sdy.in_shardings") : NULL, call, &ins,
-        err);
+    /* older XLA kept the shardings on the call itself */
+    const char *in_text = g2l != SP_NONE ? sp_gspmd_frontend(m, g2l, "xla.sdy.in_shardings") : NULL;
+    const char *out_text =
+        l2g != SP_NONE ? sp_gspmd_frontend(m, l2g, "xla.sdy.out_shardings") : NULL;
+    if (in_text == NULL && g2l != SP_NONE) {
+        in_text = sp_gspmd_frontend(m, call, "xla.sdy.in_shardings");
+    }
+    if (out_text == NULL && l2g != SP_NONE) {
+        out_text = sp_gspmd_frontend(m, call, "xla.sdy.out_shardings");
+    }
+    cm_status st = sp_gspmd_parse_per_value(m, in_text, call, &ins, err);
     if (st == CM_OK) {
-        st = sp_gspmd_parse_per_value(
-            m, l2g != SP_NONE ? sp_gspmd_frontend(m, l2g, "xla.sdy.out_shardings") : NULL, call,
-            &outs, err);
+        st = sp_gspmd_parse_per_value(m, out_text, call, &outs, err);
     }
     if (st == CM_OK) {
         st = parse_manual_axes(m, ax_text, call, &axes, err);
@@ -447,7 +453,10 @@ static cm_status collect(sp_module *m, uint32_t op, void *ctx)
 cm_status sp_gspmd_shard_map_import(sp_module *m, sp_diags *d, cm_error *err)
 {
     calls c = {NULL, 0, 0};
-    cm_status st = CM_OK;
+    cm_status st = sp_gspmd_unescape_frontend(m, err);
+    if (st != CM_OK) {
+        return st;
+    }
     uint32_t bad = SP_NONE;
     /* one body function per call, as XLA requires */
     for (;;) {

@@ -600,6 +600,103 @@ static void test_sp_gspmd_stablehlo_export_pipeline_rejects_manual_all_reduce(vo
     sp_module_destroy(m);
 }
 
+/* A module for the sdy round trip: a mesh, argument, op and result
+ * shardings, a constraint, a sharding group, a propagation barrier, a rule
+ * and a while reading a constant from outside. */
+static const char rt_module[] =
+    "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2]>\n"
+    "func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"a\"}, {}]>})"
+    " -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"b\"}]>}) {\n"
+    "  %0 = stablehlo.add %arg0, %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, "
+    "[{\"b\"}, {}]>]>} : tensor<8x8xf32>\n"
+    "  %1 = sdy.sharding_constraint %0 <@mesh, [{\"a\", ?}, {?}]> : tensor<8x8xf32>\n"
+    "  sdy.sharding_group %1 group_id=4 : tensor<8x8xf32>\n"
+    "  %2 = sdy.propagation_barrier %1 allowed_direction=FORWARD : tensor<8x8xf32>\n"
+    "  %3 = stablehlo.custom_call @foo(%2) {sdy.sharding_rule = #sdy.op_sharding_rule<([i, j])"
+    "->([i, j]) {i=8, j=8}>} : (tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+    "  %c = sdy.constant dense<3> : tensor<i32>\n"
+    "  %c0 = sdy.constant dense<0> : tensor<i32>\n"
+    "  %4:2 = stablehlo.while(%iterArg = %3, %iterArg_0 = %c0) : tensor<8x8xf32>, tensor<i32>\n"
+    "    cond {\n"
+    "    %5 = stablehlo.compare LT, %iterArg_0, %c : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "    stablehlo.return %5 : tensor<i1>\n"
+    "  } do {\n"
+    "    stablehlo.return %iterArg, %iterArg_0 : tensor<8x8xf32>, tensor<i32>\n"
+    "  }\n"
+    "  return %4#0 : tensor<8x8xf32>\n"
+    "}\n";
+
+static cm_status rt_testing(sp_module *m, cm_error *err)
+{
+    cm_status st = sp_gspmd_round_trip_export_pipeline(m, false, false, err);
+    if (st == CM_OK) {
+        st = sp_gspmd_hlo_round_trip(m, err);
+    }
+    return st == CM_OK ? sp_gspmd_round_trip_import(m, false, NULL, err) : st;
+}
+
+/* The export saves every sdy attribute as escaped frontend attribute text
+ * next to its mhlo.sharding and the sdy ops as custom calls; through the
+ * HLO model and the import the module's shardings and ops come back. */
+static void test_sp_gspmd_round_trip_export_then_import(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    assert_int_equal(sp_mlir_read(rt_module, strlen(rt_module), 0, &m, &err), CM_OK);
+    assert_int_equal(sp_gspmd_round_trip_export_pipeline(m, false, false, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    static const char *const want[] = {
+        "xla.sdy.meshes = \"{mesh = #sdy.mesh<[\\\\\\22a\\\\\\22=2, \\\\\\22b\\\\\\22=2]>}\"",
+        "{mhlo.frontend_attributes = {xla.sdy.sharding = \"#sdy.sharding<@mesh, "
+        "[{\\\\\\22a\\\\\\22}, {}]>\"}, mhlo.sharding = \"{devices=[2,1,2]<=[4] "
+        "last_tile_dim_replicate}\"}",
+        "stablehlo.custom_call @Sharding(%0)",
+        "@xla.sdy.ShardingGroup(%1) {has_side_effect = true, mhlo.frontend_attributes = "
+        "{xla.sdy.sharding_group_id = \"4 : i64\"}}",
+        "@xla.sdy.PropagationBarrier(%1) {mhlo.frontend_attributes = "
+        "{xla.sdy.allowed_direction = \"1 : i32\"}}",
+        "xla.sdy.sharding_rule = \"#sdy.op_sharding_rule<([i, j])->([i, j]) {i=8, j=8}>\"",
+        "@xla.sdy.FuncResultSharding(%4#0) {has_side_effect = true",
+    };
+    for (size_t i = 0; i < N_OF(want); i++) {
+        if (strstr(b.data, want[i]) == NULL) {
+            fail_msg("missing %s in\n%s", want[i], b.data);
+        }
+    }
+    assert_null(strstr(b.data, "sdy.mesh @"));
+    assert_null(strstr(b.data, "sdy.sharding = #"));
+    cm_buf_fini(&b);
+    assert_int_equal(sp_gspmd_hlo_round_trip(m, &err), CM_OK);
+    assert_int_equal(sp_gspmd_round_trip_import(m, false, NULL, &err), CM_OK);
+    print_module(m, &b);
+    static const char *const back[] = {
+        "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2]>",
+        "%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"a\"}, {}]>}) -> "
+        "(tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"b\"}]>})",
+        "sdy.sharding_constraint %0 <@mesh, [{\"a\", ?}, {?}]>",
+        "sdy.sharding_group %1 group_id=4",
+        "sdy.propagation_barrier %1 allowed_direction=FORWARD",
+        /* HLO gives the custom call a backend config */
+        "{backend_config = \"\", sdy.sharding_rule = #sdy.op_sharding_rule<([i, j])->([i, j]) "
+        "{i=8, j=8}>}",
+        /* the constant read in the loop's condition sinks into it */
+        "cond {\n      %c_1 = stablehlo.constant dense<3> : tensor<i32>\n      %5 = "
+        "stablehlo.compare",
+    };
+    for (size_t i = 0; i < N_OF(back); i++) {
+        if (strstr(b.data, back[i]) == NULL) {
+            fail_msg("missing %s in\n%s", back[i], b.data);
+        }
+    }
+    /* the op's own sharding is not one the import restores */
+    assert_null(strstr(b.data, "xla.sdy"));
+    assert_null(strstr(b.data, "mhlo.sharding"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
 /* Every allocation of the imports and exports may fail: each attempt fails
  * with CM_ENOMEM and leaks nothing, until one succeeds. */
 static void test_sp_gspmd_import_oom(void **state)
@@ -611,6 +708,7 @@ static void test_sp_gspmd_import_oom(void **state)
         {NULL, oom_v3, v3_import_export},
         {NULL, pipeline_module, sp_gspmd_stablehlo_import_pipeline},
         {NULL, export_module, export_pipeline_v2},
+        {NULL, rt_module, rt_testing},
     };
     for (size_t i = 0; i < N_OF(cases); i++) {
         oom_ctx c = cases[i];
@@ -880,6 +978,7 @@ int main(void)
         cmocka_unit_test(test_sp_input_reads_gspmd_shard_map),
         cmocka_unit_test(test_sp_gspmd_shard_map_import_round_trip_form),
         cmocka_unit_test(test_sp_input_reads_sdy_round_trip),
+        cmocka_unit_test(test_sp_gspmd_round_trip_export_then_import),
         cmocka_unit_test(test_sp_gspmd_divergences_finds_the_op),
         cmocka_unit_test(test_post_plans_reads_gspmd),
     };
