@@ -133,6 +133,8 @@ typedef struct irun {
     uint32_t *n_posted;
     struct imsg *mail;  /* sent and not yet received (send/recv), oldest first */
     uint32_t in_recv;   /* processes waiting in a recv */
+    int64_t *recv_h;    /* per process: the channel it waits on in a recv */
+    bool *in_recv_p;    /* per process: whether it waits in a recv */
     const sp_attr *infeed; /* run_parallel's infeed: functions giving the queue, or NULL */
     uint32_t infeed_next;
 } irun;
@@ -174,11 +176,22 @@ typedef struct iproc {
 } iproc;
 
 /* The processes waiting in a recv that cannot be woken by a message already
- * sent: all of them when no message is pending, else none (a waiter may be
- * about to take it). */
+ * sent: those with no pending message on their channel (one with a message
+ * is about to take it). */
 static uint32_t stuck_recv(const irun *R)
 {
-    return R->mail == NULL ? R->in_recv : 0;
+    uint32_t n = 0;
+    for (uint32_t p = 0; p < R->n && n < R->in_recv; p++) {
+        if (!R->in_recv_p[p]) {
+            continue;
+        }
+        const struct imsg *m = R->mail;
+        while (m != NULL && m->handle != R->recv_h[p]) {
+            m = m->next;
+        }
+        n += m == NULL ? 1u : 0u;
+    }
+    return n;
 }
 
 /* Waits for every process of R at this point. False when the run failed:
@@ -3230,6 +3243,8 @@ static cm_status do_recv(iproc *P, uint32_t op)
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += SYNC_TIMEOUT_S;
         R->in_recv++;
+        R->in_recv_p[P->id] = true;
+        R->recv_h[P->id] = h;
         while (!R->failed) {
             imsg **at = &R->mail;
             while (*at != NULL && (*at)->handle != h) {
@@ -3249,6 +3264,7 @@ static cm_status do_recv(iproc *P, uint32_t op)
             }
         }
         R->in_recv--;
+        R->in_recv_p[P->id] = false;
         pthread_mutex_unlock(&R->mu);
         if (got == NULL) {
             return op_err(P, op, "nothing was sent on channel %lld", (long long)h);
@@ -3377,8 +3393,11 @@ static cm_status do_run_parallel(iproc *P, uint32_t op)
     pthread_t *th = cm_calloc(n, sizeof *th);
     run.posted = cm_calloc(n, sizeof *run.posted);
     run.n_posted = cm_calloc(n, sizeof *run.n_posted);
+    run.recv_h = cm_calloc(n, sizeof *run.recv_h);
+    run.in_recv_p = cm_calloc(n, sizeof *run.in_recv_p);
     cm_status st = CM_OK;
-    if (jobs == NULL || th == NULL || run.posted == NULL || run.n_posted == NULL) {
+    if (jobs == NULL || th == NULL || run.posted == NULL || run.n_posted == NULL ||
+        run.recv_h == NULL || run.in_recv_p == NULL) {
         st = cm_error_oom(P->err);
     }
     uint32_t next_arg = 0;
@@ -3490,6 +3509,8 @@ static cm_status do_run_parallel(iproc *P, uint32_t op)
     cm_free(th);
     cm_free(run.posted);
     cm_free(run.n_posted);
+    cm_free(run.recv_h);
+    cm_free(run.in_recv_p);
     return st;
 }
 
