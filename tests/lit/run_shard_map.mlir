@@ -4,7 +4,9 @@
 // all or a subset). Each runs partitioned on the device workers against the
 // one-device reference (the interpreter runs the bodies in lockstep), and
 // with its CHECKOP line made a check it is compared with the answer worked
-// out by hand; a wrong expected answer is caught.
+// out by hand; a wrong expected answer is caught. jax_combo (psum, ppermute,
+// all_gather in one body, as JAX lowers a training step's shard_map) and
+// jax_psum_2x2 (pmax over x of a 2x2 mesh, y left free) run on seeded inputs.
 // RUN: split-file %s %t
 // RUN: shardplan run %t/psum.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's|// CHECKOP: ||' %t/psum.mlir > %t/psum_c.mlir && shardplan run %t/psum_c.mlir | FileCheck %s --check-prefix=HELD
@@ -34,6 +36,8 @@
 // RUN: sed 's|// CHECKOP: ||' %t/ppermute_2x2_y.mlir > %t/ppermute_2x2_y_c.mlir && shardplan run %t/ppermute_2x2_y_c.mlir | FileCheck %s --check-prefix=HELD
 // RUN: shardplan run %t/axis_index_2x2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's|// CHECKOP: ||' %t/axis_index_2x2.mlir > %t/axis_index_2x2_c.mlir && shardplan run %t/axis_index_2x2_c.mlir | FileCheck %s --check-prefix=HELD
+// RUN: shardplan run %t/jax_combo.mlir --iters 2 | FileCheck %s --check-prefix=MATCH
+// RUN: shardplan run %t/jax_psum_2x2.mlir --iters 2 | FileCheck %s --check-prefix=MATCH
 // RUN: sed -e 's|// CHECKOP: ||' -e 's|24.0, 28.0|24.0, 29.0|' %t/psum.mlir > %t/wrong.mlir && not shardplan run %t/wrong.mlir 2>&1 | FileCheck %s --check-prefix=WRONG
 
 // MATCH: numerics: match
@@ -290,5 +294,42 @@ module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 :
     } : (tensor<4xf32>) -> tensor<4xf32>
     // CHECKOP: check.expect_eq_const %0, dense<[0.0, 1.0, 10.0, 11.0]> : tensor<4xf32>
     return %0 : tensor<4xf32>
+  }
+}
+
+//--- jax_combo.mlir
+module @jit_step attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=4]>
+  func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<4x4xf32>) -> (tensor<2x4xf32> {jax.result_info = "[0]"}, tensor<8x4xf32> {jax.result_info = "[1]"}, tensor<32x4xf32> {jax.result_info = "[2]"}) {
+    %0:3 = sdy.manual_computation(%arg0, %arg1) in_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}, {}]>] out_shardings=[<@mesh, [{}, {}]>, <@mesh, [{"x"}, {}]>, <@mesh, [{}, {}]>] manual_axes={"x"} (%arg2: tensor<2x4xf32>, %arg3: tensor<4x4xf32>) {
+      %1 = stablehlo.dot_general %arg2, %arg3, contracting_dims = [1] x [0] : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+      %2 = "stablehlo.all_reduce"(%1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}> ({
+      ^bb0(%arg4: tensor<f32>, %arg5: tensor<f32>):
+        %7 = stablehlo.add %arg4, %arg5 : tensor<f32>
+        stablehlo.return %7 : tensor<f32>
+      }) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+      %3 = "stablehlo.collective_permute"(%arg2) <{channel_handle = #stablehlo.channel_handle<handle = 2, type = 1>, source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]> : tensor<4x2xi64>}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+      %4 = stablehlo.tanh %3 : tensor<2x4xf32>
+      %5 = "stablehlo.all_gather"(%4) <{all_gather_dim = 0 : i64, channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}> : (tensor<2x4xf32>) -> tensor<8x4xf32>
+      %6 = "stablehlo.all_gather"(%5) <{all_gather_dim = 0 : i64, channel_handle = #stablehlo.channel_handle<handle = 4, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}> : (tensor<8x4xf32>) -> tensor<32x4xf32>
+      sdy.return %2, %4, %6 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<32x4xf32>
+    } : (tensor<8x4xf32>, tensor<4x4xf32>) -> (tensor<2x4xf32>, tensor<8x4xf32>, tensor<32x4xf32>)
+    return %0#0, %0#1, %0#2 : tensor<2x4xf32>, tensor<8x4xf32>, tensor<32x4xf32>
+  }
+}
+
+//--- jax_psum_2x2.mlir
+module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=2]>
+  func.func public @main(%arg0: tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) -> (tensor<4x6xf32> {jax.result_info = "result"}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {"y"}]>] out_shardings=[<@mesh, [{}, {"y"}]>] manual_axes={"x"} (%arg1: tensor<4x6xf32>) {
+      %1 = "stablehlo.all_reduce"(%arg1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>, use_global_device_ids}> ({
+      ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):
+        %2 = stablehlo.maximum %arg2, %arg3 : tensor<f32>
+        stablehlo.return %2 : tensor<f32>
+      }) : (tensor<4x6xf32>) -> tensor<4x6xf32>
+      sdy.return %1 : tensor<4x6xf32>
+    } : (tensor<8x6xf32>) -> tensor<4x6xf32>
+    return %0 : tensor<4x6xf32>
   }
 }
