@@ -3617,7 +3617,13 @@ static cm_status manual_eval(ictx *cx, cm_error *err, uint32_t op, iv *const *op
             st = manual_place(g, out->u.shardings.items[j], o->first_result + j,
                               ret->operands[j], d, off, err);
             const iv *l = jobs[d].res[j];
-            if (st == CM_OK && (l->kind != IV_TENSOR || l->elem != res[j]->elem)) {
+            const sp_type *lt = sp_value_type(m, ret->operands[j]);
+            bool same = st == CM_OK && l->kind == IV_TENSOR && l->elem == res[j]->elem &&
+                        l->rank == lt->rank;
+            for (uint32_t k = 0; same && k < l->rank; k++) {
+                same = l->dims[k] == lt->dims[k];
+            }
+            if (st == CM_OK && !same) {
                 st = sp_op_error(m, op, err, "%s: its body returns another type", nm);
             }
             if (st == CM_OK) {
