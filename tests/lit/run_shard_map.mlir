@@ -6,7 +6,9 @@
 // with its CHECKOP line made a check it is compared with the answer worked
 // out by hand; a wrong expected answer is caught. jax_combo (psum, ppermute,
 // all_gather in one body, as JAX lowers a training step's shard_map) and
-// jax_psum_2x2 (pmax over x of a 2x2 mesh, y left free) run on seeded inputs.
+// jax_psum_2x2 (pmax over x of a 2x2 mesh, y left free) and jax_ring (a
+// ppermute inside a while loop in the body, as a fori_loop ring) run on
+// seeded inputs.
 // RUN: split-file %s %t
 // RUN: shardplan run %t/psum.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's|// CHECKOP: ||' %t/psum.mlir > %t/psum_c.mlir && shardplan run %t/psum_c.mlir | FileCheck %s --check-prefix=HELD
@@ -38,6 +40,7 @@
 // RUN: sed 's|// CHECKOP: ||' %t/axis_index_2x2.mlir > %t/axis_index_2x2_c.mlir && shardplan run %t/axis_index_2x2_c.mlir | FileCheck %s --check-prefix=HELD
 // RUN: shardplan run %t/jax_combo.mlir --iters 2 | FileCheck %s --check-prefix=MATCH
 // RUN: shardplan run %t/jax_psum_2x2.mlir --iters 2 | FileCheck %s --check-prefix=MATCH
+// RUN: shardplan run %t/jax_ring.mlir --iters 2 | FileCheck %s --check-prefix=MATCH
 // RUN: sed -e 's|// CHECKOP: ||' -e 's|24.0, 28.0|24.0, 29.0|' %t/psum.mlir > %t/wrong.mlir && not shardplan run %t/wrong.mlir 2>&1 | FileCheck %s --check-prefix=WRONG
 
 // MATCH: numerics: match
@@ -331,5 +334,29 @@ module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 :
       sdy.return %1 : tensor<4x6xf32>
     } : (tensor<8x6xf32>) -> tensor<4x6xf32>
     return %0 : tensor<4x6xf32>
+  }
+}
+
+//--- jax_ring.mlir
+module @jit_ring attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=4]>
+  func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x4xf32> {jax.result_info = "result"}) {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%arg1: tensor<2x4xf32>) {
+      %c0 = stablehlo.constant dense<0> : tensor<i32>
+      %c1 = stablehlo.constant dense<1> : tensor<i32>
+      %c3 = stablehlo.constant dense<3> : tensor<i32>
+      %1:3 = stablehlo.while(%i = %c0, %x = %arg1, %acc = %arg1) : tensor<i32>, tensor<2x4xf32>, tensor<2x4xf32>
+       cond {
+        %p = stablehlo.compare LT, %i, %c3 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        stablehlo.return %p : tensor<i1>
+      } do {
+        %y = "stablehlo.collective_permute"(%x) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]> : tensor<4x2xi64>}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+        %a = stablehlo.multiply %acc, %y : tensor<2x4xf32>
+        %n = stablehlo.add %i, %c1 : tensor<i32>
+        stablehlo.return %n, %y, %a : tensor<i32>, tensor<2x4xf32>, tensor<2x4xf32>
+      }
+      sdy.return %1#2 : tensor<2x4xf32>
+    } : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    return %0 : tensor<8x4xf32>
   }
 }
