@@ -364,6 +364,8 @@ typedef struct manual {
     int64_t **in_off;  /* per operand: n_units * rank global offsets */
     int64_t **out_off; /* per result: likewise */
     bool *first;       /* per unit: the first device of its manual group */
+    bool **keep;       /* per result, per unit: a first device whose result block no later
+                          first device writes again (the only copies the assembly makes) */
     bool spmd;         /* the body holds StableHLO collectives or partition_id: the
                           reference run evaluates the op with the interpreter, every
                           device's body in lockstep (ex_interp_manual) */

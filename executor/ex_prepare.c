@@ -1904,6 +1904,31 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
         st = manual_offsets(p, x, axes, mesh, out->u.shardings.items[j], o->first_result + j,
                             t->operands[j], coords, mc->n_units, &mc->out_off[j], err);
     }
+    /* A result replicated over a manual axis has every group's first device
+     * write the same block; the last one's copy is the one that stays, so
+     * the others are skipped (a 4-device replicated 16 MiB result was
+     * copied 4 times per device). */
+    mc->keep = cm_arena_zalloc(&p->arena, sizeof(bool *) * (o->n_results + 1u));
+    if (st == CM_OK && mc->keep == NULL) {
+        st = cm_error_oom(err);
+    }
+    for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
+        uint32_t rank = p->vi[o->first_result + j].rank;
+        mc->keep[j] = cm_arena_zalloc(&p->arena, (size_t)mc->n_units + 1u);
+        if (mc->keep[j] == NULL) {
+            st = cm_error_oom(err);
+            break;
+        }
+        for (uint32_t u = 0; u < mc->n_units; u++) {
+            bool later = false;
+            const int64_t *a = &mc->out_off[j][(size_t)u * rank];
+            for (uint32_t w = u + 1u; mc->first[u] && !later && w < mc->n_units; w++) {
+                later = mc->first[w] &&
+                        memcmp(a, &mc->out_off[j][(size_t)w * rank], sizeof(int64_t) * rank) == 0;
+            }
+            mc->keep[j][u] = mc->first[u] && !later;
+        }
+    }
     return st;
 }
 

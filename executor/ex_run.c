@@ -540,7 +540,7 @@ static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
     for (uint32_t j = 0; atomic_load(&sh->failed) == 0 && j < o->n_results; j++) {
         uint32_t r = o->first_result + j;
         for (uint32_t s = 0; s < p->n_dev; s++) {
-            if (mc->first[s]) {
+            if (mc->keep[j][s]) {
                 copy_overlap(p, wbufs(sh, s)[outs[j]], outs[j],
                              &mc->out_off[j][(size_t)s * p->vi[r].rank], bufs[r], r,
                              voff(p, r, dev), p->vi[r].gdims);
