@@ -86,7 +86,7 @@ static void check_exact(const char *text, uint32_t r, const double *want, size_t
     "module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {\n"
 #define CH "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>"
 #define ADD(T)                                                                                     \
-    "({\n^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n  %s = stablehlo.add %a, %b : tensor<" T    \
+    "({\n^bb0(%a: tensor<" T ">, %b: tensor<" T ">):\n  %s = stablehlo.add %a, %b : tensor<" T     \
     ">\n  stablehlo.return %s : tensor<" T ">\n})"
 /* main: x = iota 0..15 as 8x2 f32, the manual computation BODY on it. */
 #define IOTA_MAIN(MESH, RT, IN, OUT, AXES, LT, BODY)                                               \
@@ -95,15 +95,16 @@ static void check_exact(const char *text, uint32_t r, const double *want, size_t
          "  %i = stablehlo.iota dim = 0 : tensor<16xf32>\n"                                        \
          "  %x = stablehlo.reshape %i : (tensor<16xf32>) -> tensor<8x2xf32>\n"                     \
          "  %0 = sdy.manual_computation(%x) in_shardings=[<@mesh, " IN                             \
-         ">] out_shardings=[<@mesh, " OUT ">] manual_axes=" AXES " (%l: tensor<" LT "xf32>) {\n" BODY \
-         "  } : (tensor<8x2xf32>) -> tensor<" RT ">\n"                                             \
+         ">] out_shardings=[<@mesh, " OUT ">] manual_axes=" AXES " (%l: tensor<" LT                \
+         "xf32>) {\n" BODY "  } : (tensor<8x2xf32>) -> tensor<" RT ">\n"                           \
          "  return %0 : tensor<" RT ">\n}\n}\n"
 
 static const char *psum_mod = IOTA_MAIN(
     "[\"x\"=4]", "2x2xf32", "[{\"x\"}, {}]", "[{}, {}]", "{\"x\"}", "2x2",
     "  %r = \"stablehlo.all_reduce\"(%l) <{" CH ", replica_groups = dense<[[0, 1, 2, 3]]> : "
-    "tensor<1x4xi64>, use_global_device_ids}> " ADD("f32") " : (tensor<2x2xf32>) -> "
-    "tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n");
+    "tensor<1x4xi64>, use_global_device_ids}> " ADD(
+        "f32") " : (tensor<2x2xf32>) -> "
+               "tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n");
 
 /* the same with a maximum: a different program */
 static const char *pmax_mod = IOTA_MAIN(
@@ -135,11 +136,11 @@ static void test_ex_spmd_all_gather_and_permute(void **state)
     check_exact(gather, 0, wg, 16, false);
     /* device 3 sends to 0 and nobody sends to 3... reversed: t gets t+1,
      * 3 gets nothing (zeros) */
-    const char *perm = IOTA_MAIN(
-        "[\"x\"=4]", "8x2xf32", "[{\"x\"}, {}]", "[{\"x\"}, {}]", "{\"x\"}", "2x2",
-        "  %r = \"stablehlo.collective_permute\"(%l) <{" CH
-        ", source_target_pairs = dense<[[1, 0], [2, 1], [3, 2]]> : tensor<3x2xi64>}> : "
-        "(tensor<2x2xf32>) -> tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n");
+    const char *perm =
+        IOTA_MAIN("[\"x\"=4]", "8x2xf32", "[{\"x\"}, {}]", "[{\"x\"}, {}]", "{\"x\"}", "2x2",
+                  "  %r = \"stablehlo.collective_permute\"(%l) <{" CH
+                  ", source_target_pairs = dense<[[1, 0], [2, 1], [3, 2]]> : tensor<3x2xi64>}> : "
+                  "(tensor<2x2xf32>) -> tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n");
     static const double wp[] = {4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0};
     check_exact(perm, 0, wp, 16, false);
 }
@@ -154,7 +155,7 @@ static void test_ex_spmd_reduce_scatter_and_all_to_all(void **state)
         "  %r = \"stablehlo.reduce_scatter\"(%l) <{" CH
         ", replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, scatter_dimension = 0 : "
         "i64, use_global_device_ids}> " ADD("f32") " : (tensor<8x2xf32>) -> tensor<2x2xf32>\n"
-        "  sdy.return %r : tensor<2x2xf32>\n");
+                                                   "  sdy.return %r : tensor<2x2xf32>\n");
     double w[16];
     for (int i = 0; i < 16; i++) {
         w[i] = 4.0 * i;
@@ -164,8 +165,8 @@ static void test_ex_spmd_reduce_scatter_and_all_to_all(void **state)
      * (x, y) holds rows 4x..4x+3; it sends row block j to member j and
      * concatenates what it gets along dim 1 */
     const char *a2a = IOTA_MAIN(
-        "[\"x\"=2, \"y\"=2]", "8x4xf32", "[{\"x\"}, {}]", "[{\"x\", \"y\"}, {}]",
-        "{\"x\", \"y\"}", "4x2",
+        "[\"x\"=2, \"y\"=2]", "8x4xf32", "[{\"x\"}, {}]", "[{\"x\", \"y\"}, {}]", "{\"x\", \"y\"}",
+        "4x2",
         "  %r = \"stablehlo.all_to_all\"(%l) <{" CH ", concat_dimension = 1 : i64, "
         "replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, split_count = 2 : i64, "
         "split_dimension = 0 : i64}> : (tensor<4x2xf32>) -> tensor<2x4xf32>\n"
@@ -261,14 +262,16 @@ static void test_ex_spmd_bad_groups_and_bodies_are_clear_errors(void **state)
     expect_fails(IOTA_MAIN("[\"x\"=4]", "2x2xf32", "[{\"x\"}, {}]", "[{}, {}]", "{\"x\"}", "2x2",
                            "  %r = \"stablehlo.all_reduce\"(%l) <{" CH
                            ", replica_groups = dense<[[0, 1], [1, 3]]> : tensor<2x2xi64>, "
-                           "use_global_device_ids}> " ADD("f32") " : (tensor<2x2xf32>) -> "
-                           "tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n"),
+                           "use_global_device_ids}> " ADD(
+                               "f32") " : (tensor<2x2xf32>) -> "
+                                      "tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n"),
                  "replica_groups names id 1 twice", "7:3");
     expect_fails(IOTA_MAIN("[\"x\"=4]", "2x2xf32", "[{\"x\"}, {}]", "[{}, {}]", "{\"x\"}", "2x2",
                            "  %r = \"stablehlo.all_reduce\"(%l) <{" CH
                            ", replica_groups = dense<[[0, 1, 2, 7]]> : tensor<1x4xi64>, "
-                           "use_global_device_ids}> " ADD("f32") " : (tensor<2x2xf32>) -> "
-                           "tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n"),
+                           "use_global_device_ids}> " ADD(
+                               "f32") " : (tensor<2x2xf32>) -> "
+                                      "tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n"),
                  "replica_groups names id 7, outside the 4 processes", "7:3");
     expect_fails(IOTA_MAIN("[\"x\"=4]", "2x2xf32", "[{\"x\"}, {}]", "[{}, {}]", "{\"x\"}", "2x2",
                            "  %r = \"stablehlo.all_reduce\"(%l) <{" CH
