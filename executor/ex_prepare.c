@@ -2249,7 +2249,14 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
                 return ex_op_error(p, x->op, err,
                                    "%s: source_target_pairs names a source or target twice", nm);
             }
-            x->groups[t] = s; /* one replica: cross_replica pairs only (0, 0) */
+            x->groups[t] = s;
+        }
+        if (mode == SPMD_CROSS_REPLICA && rows > 0) {
+            /* the one pair (0, 0) of replicas, in every partition: each
+             * device receives its own operand */
+            for (uint32_t d = 0; d < p->n_dev; d++) {
+                x->groups[d] = d;
+            }
         }
         return CM_OK;
     }

@@ -143,6 +143,18 @@ static void test_ex_spmd_all_gather_and_permute(void **state)
                   "(tensor<2x2xf32>) -> tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n");
     static const double wp[] = {4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0};
     check_exact(perm, 0, wp, 16, false);
+    /* no channel id: cross_replica pairs of the one replica, (0, 0), in
+     * every partition: each device keeps its own block */
+    const char *self = IOTA_MAIN(
+        "[\"x\"=4]", "8x2xf32", "[{\"x\"}, {}]", "[{\"x\"}, {}]", "{\"x\"}", "2x2",
+        "  %r = \"stablehlo.collective_permute\"(%l) <{source_target_pairs = dense<[[0, 0]]> : "
+        "tensor<1x2xi64>}> : (tensor<2x2xf32>) -> tensor<2x2xf32>\n"
+        "  sdy.return %r : tensor<2x2xf32>\n");
+    double ws[16];
+    for (int i = 0; i < 16; i++) {
+        ws[i] = i;
+    }
+    check_exact(self, 0, ws, 16, false);
 }
 
 static void test_ex_spmd_reduce_scatter_and_all_to_all(void **state)
