@@ -648,8 +648,209 @@ static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t
     return CM_OK;
 }
 
+/* ---- StableHLO collectives inside a manual computation (ex_prepare.c) ------------------
+ * Every device holds its body values whole (offsets 0), so a collective
+ * reads its group members' buffers directly. Items: all_reduce, as the sdy
+ * one, a range of one group's elements per operand (all_reduce_item, in
+ * group order); all_gather, one source's operand fanned to every member of
+ * its group (fan_box, each run read once); reduce_scatter and
+ * collective_permute, one device's result; all_to_all, one (device,
+ * member) piece. Results were zeroed when the op allocated them
+ * (collective_permute leaves devices nobody sends to at zero). */
+
+/* Position of device dev in its group of x. */
+static uint32_t spmd_pos(const xop *x, uint32_t dev)
+{
+    const int64_t *grp = &x->groups[(size_t)x->grp_of[dev] * x->gsize];
+    for (uint32_t j = 0; j < x->gsize; j++) {
+        if (grp[j] == (int64_t)dev) {
+            return j;
+        }
+    }
+    return 0;
+}
+
+/* dst (dims dd, box at do_) combined by fn with src's box at so (dims
+ * sd) of extent ext, element by element in type e (elem_combine). */
+static void combine_box(const char *src, const int64_t *sd, const int64_t *so, char *dst,
+                        const int64_t *dd, const int64_t *do_, const int64_t *ext, uint32_t rank,
+                        sp_elem e, size_t esz, int fn)
+{
+    for (uint32_t k = 0; k < rank; k++) {
+        if (ext[k] <= 0) {
+            return;
+        }
+    }
+    if (rank == 0) {
+        elem_combine(dst, 0, src, 0, e, fn);
+        return;
+    }
+    size_t run = 0;
+    uint32_t m = box_runs(ext, sd, dd, rank, &run);
+    int64_t c[EX_MAX_RANK] = {0};
+    do {
+        size_t si = box_index(sd, so, c, rank), di = box_index(dd, do_, c, rank);
+        for (size_t i = 0; i < run; i++) {
+            elem_combine(dst, di + i, src, si + i, e, fn);
+        }
+    } while (next_coord(c, ext, m));
+    (void)esz;
+}
+
+/* Device dev's result j of reduce_scatter x: its block (its place in the
+ * group) of the group's operands, combined in group order. */
+static void spmd_reduce_scatter(const prog *p, const xop *x, shared *sh, uint32_t j, uint32_t dev,
+                                bool stream)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[j], r = o->first_result + j;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    const int64_t *grp = &x->groups[(size_t)x->grp_of[dev] * x->gsize];
+    int64_t from[EX_MAX_RANK] = {0};
+    static const int64_t origin[EX_MAX_RANK];
+    from[x->dim] = (int64_t)spmd_pos(x, dev) * O->ldims[x->dim];
+    char *out = wbufs(sh, dev)[r];
+    if (O->elem == SP_ELEM_F32 && x->fn == RED_ADD && x->gsize <= COLL_MAX_FAST && O->rank > 0) {
+        /* one pass per contiguous run, summed in group order */
+        size_t run = 0;
+        uint32_t mm = box_runs(O->ldims, I->ldims, O->ldims, O->rank, &run);
+        int64_t c[EX_MAX_RANK] = {0};
+        const float *at[COLL_MAX_FAST];
+        do {
+            size_t si = box_index(I->ldims, from, c, O->rank);
+            for (uint32_t g = 0; g < x->gsize; g++) {
+                at[g] = (const float *)wbufs(sh, (uint32_t)grp[g])[v] + si;
+            }
+            float *dst = (float *)(void *)out + box_index(O->ldims, origin, c, O->rank);
+            ex_mem_sum_f32(&dst, 1, at, x->gsize, run, stream);
+        } while (O->lcount > 0 && next_coord(c, O->ldims, mm));
+        return;
+    }
+    move_box(wbufs(sh, (uint32_t)grp[0])[v], I->ldims, from, out, O->ldims, origin, O->ldims,
+             O->rank, O->esz, false);
+    for (uint32_t g = 1; g < x->gsize; g++) {
+        combine_box(wbufs(sh, (uint32_t)grp[g])[v], I->ldims, from, out, O->ldims, origin,
+                    O->ldims, O->rank, O->elem, O->esz, x->fn);
+    }
+}
+
+/* The piece of all_to_all x from the member at place g of device dev's
+ * group to dev, result j: block pos(dev) of the member's operand along the
+ * split dimension becomes block g of dev's result along the concat one. */
+static void spmd_all_to_all(const prog *p, const xop *x, shared *sh, uint32_t j, uint32_t dev,
+                            uint32_t g, bool stream)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[j], r = o->first_result + j;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    uint32_t sd = (uint32_t)x->groups[(size_t)x->grp_of[dev] * x->gsize + g];
+    int64_t ext[EX_MAX_RANK], so[EX_MAX_RANK] = {0}, do_[EX_MAX_RANK] = {0};
+    memcpy(ext, I->ldims, sizeof(int64_t) * I->rank);
+    ext[x->dim] = I->ldims[x->dim] / (int64_t)x->gsize;
+    so[x->dim] = (int64_t)spmd_pos(x, dev) * ext[x->dim];
+    do_[x->cdim] = (int64_t)g * ext[x->cdim];
+    move_box(wbufs(sh, sd)[v], I->ldims, so, wbufs(sh, dev)[r], O->ldims, do_, ext, O->rank,
+             O->esz, stream);
+}
+
+/* Worker me's items of StableHLO collective x. */
+static cm_status spmd_coll_run(const prog *p, const xop *x, shared *sh, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t n = p->n_dev, nops = o->n_operands;
+    size_t bytes = 0;
+    for (uint32_t j = 0; j < nops; j++) {
+        const vinfo *O = &p->vi[o->first_result + j];
+        bytes += O->lcount * O->esz * n;
+    }
+    bool stream = bytes >= COLL_STREAM;
+    size_t i;
+    switch (x->kind) {
+    case SP_OP_ALL_REDUCE: {
+        size_t ng = n / x->gsize;
+        size_t total = 0, per[16];
+        size_t chunk[16];
+        if (nops > 16) {
+            return ex_local_error(p, x, err, "more than 16 operands");
+        }
+        for (uint32_t j = 0; j < nops; j++) {
+            const vinfo *O = &p->vi[o->first_result + j];
+            chunk[j] = COLL_ITEM / O->esz;
+            per[j] = ng * ((O->lcount + chunk[j] - 1u) / chunk[j]);
+            total += per[j];
+        }
+        while ((i = atomic_fetch_add(&sh->next_item, 1)) < total) {
+            uint32_t j = 0;
+            size_t k = i;
+            while (k >= per[j]) {
+                k -= per[j++];
+            }
+            const vinfo *O = &p->vi[o->first_result + j];
+            size_t b = (k / ng) * chunk[j];
+            all_reduce_item(p, x, sh, o->operands[j], o->first_result + j, k % ng, b,
+                            b + chunk[j] < O->lcount ? b + chunk[j] : O->lcount, stream);
+        }
+        break;
+    }
+    case SP_OP_ALL_GATHER:
+        while ((i = atomic_fetch_add(&sh->next_item, 1)) < (size_t)nops * n) {
+            uint32_t j = (uint32_t)(i / n), sd = (uint32_t)(i % n);
+            uint32_t v = o->operands[j], r = o->first_result + j;
+            const vinfo *I = &p->vi[v], *O = &p->vi[r];
+            const int64_t *grp = &x->groups[(size_t)x->grp_of[sd] * x->gsize];
+            int64_t do_[EX_MAX_RANK] = {0};
+            static const int64_t origin[EX_MAX_RANK];
+            do_[x->dim] = (int64_t)spmd_pos(x, sd) * I->ldims[x->dim];
+            char *dst[EX_MEM_FAN_MAX];
+            for (uint32_t g0 = 0; g0 < x->gsize; g0 += EX_MEM_FAN_MAX) {
+                uint32_t nd = x->gsize - g0 < EX_MEM_FAN_MAX ? x->gsize - g0 : EX_MEM_FAN_MAX;
+                for (uint32_t g = 0; g < nd; g++) {
+                    dst[g] = wbufs(sh, (uint32_t)grp[g0 + g])[r];
+                }
+                fan_box(wbufs(sh, sd)[v], I->ldims, origin, dst, nd, O->ldims, do_, I->ldims,
+                        O->rank, O->esz, stream);
+            }
+        }
+        break;
+    case SP_OP_REDUCE_SCATTER:
+        while ((i = atomic_fetch_add(&sh->next_item, 1)) < (size_t)nops * n) {
+            spmd_reduce_scatter(p, x, sh, (uint32_t)(i / n), (uint32_t)(i % n), stream);
+        }
+        break;
+    case SP_OP_ALL_TO_ALL:
+        while ((i = atomic_fetch_add(&sh->next_item, 1)) < (size_t)nops * n * x->gsize) {
+            size_t k = i % ((size_t)n * x->gsize);
+            spmd_all_to_all(p, x, sh, (uint32_t)(i / ((size_t)n * x->gsize)),
+                            (uint32_t)(k / x->gsize), (uint32_t)(k % x->gsize), stream);
+        }
+        break;
+    case SP_OP_COLLECTIVE_PERMUTE:
+        while ((i = atomic_fetch_add(&sh->next_item, 1)) < (size_t)nops * n) {
+            uint32_t j = (uint32_t)(i / n), d = (uint32_t)(i % n);
+            int64_t s = x->groups[d];
+            const vinfo *O = &p->vi[o->first_result + j];
+            if (s >= 0) {
+                ex_mem_copy(wbufs(sh, d)[o->first_result + j],
+                            wbufs(sh, (uint32_t)s)[o->operands[j]], O->lcount * O->esz, stream);
+            }
+        }
+        break;
+    default:
+        return ex_local_error(p, x, err, "not a StableHLO collective");
+    }
+    ex_mem_fence();
+    return CM_OK;
+}
+
 cm_status ex_coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err)
 {
+    if (is_spmd_op(x->kind)) {
+        if (sh->dist != NULL) {
+            return ex_local_error(p, x, err, "a StableHLO collective across MPI processes "
+                                             "cannot be executed yet");
+        }
+        return spmd_coll_run(p, x, sh, err);
+    }
     if (sh->dist != NULL && sh->dist->ops->crosses(sh->dist, x)) {
         /* Across processes (ex_mpi.c): the first worker here moves it all. */
         return me == sh->lo ? sh->dist->ops->coll(sh->dist, p, x, sh, me, err) : CM_OK;

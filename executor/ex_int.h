@@ -275,10 +275,15 @@ typedef struct xop {
     sp_op_kind kind;
     const int64_t *a, *b, *c, *d; /* decoded integer attributes */
     uint32_t na, nb, nc, nd;
-    int64_t dim;                  /* iota / concatenate dimension */
+    int64_t dim;                  /* iota / concatenate dimension; StableHLO all_gather,
+                                     reduce_scatter: its dimension; all_to_all: the split one */
+    int64_t cdim;                 /* StableHLO all_to_all: the concat dimension */
     int fn;                       /* reduce body or comparison */
     int64_t *grp_of;              /* collectives: n_dev entries, row of each device */
-    int64_t *groups;              /* n_groups * gsize device ids */
+    int64_t *groups;              /* n_groups * gsize device ids (StableHLO collectives inside
+                                     a manual computation: its process groups, device d being
+                                     partition d; collective_permute: n_dev entries, the
+                                     source of each device or -1) */
     uint32_t gsize;
     void *cval;                   /* constant: element bytes, row-major (n_cval 1: splat) */
     void *ext;                    /* ex_gather_dims / ex_conv_dims (gather, scatter, conv) */
@@ -314,6 +319,8 @@ typedef struct pblock {
     bool busy;       /* being prepared: a call to its function is a recursion */
     bool done;
     bool manual;     /* prepared inside an sdy.manual_computation body */
+    bool spmd;       /* it or a block run inside it holds a StableHLO collective or
+                        partition_id / replica_id (is_spmd_op) */
 } pblock;
 
 typedef struct prog {
@@ -357,7 +364,21 @@ typedef struct manual {
     int64_t **in_off;  /* per operand: n_units * rank global offsets */
     int64_t **out_off; /* per result: likewise */
     bool *first;       /* per unit: the first device of its manual group */
+    bool **keep;       /* per result, per unit: a first device whose result block no later
+                          first device writes again (the only copies the assembly makes) */
+    bool spmd;         /* the body holds StableHLO collectives or partition_id: the
+                          reference run evaluates the op with the interpreter, every
+                          device's body in lockstep (ex_interp_manual) */
 } manual;
+
+/* StableHLO's own collectives and process ids, which run only inside an
+ * sdy.manual_computation body (JAX shard_map), one body per device. */
+static inline bool is_spmd_op(sp_op_kind k)
+{
+    return k == SP_OP_ALL_REDUCE || k == SP_OP_ALL_GATHER || k == SP_OP_REDUCE_SCATTER ||
+           k == SP_OP_ALL_TO_ALL || k == SP_OP_COLLECTIVE_PERMUTE || k == SP_OP_PARTITION_ID ||
+           k == SP_OP_REPLICA_ID;
+}
 
 /* Whether v's buffer is released right after op x. */
 static inline bool dies_at(const xop *x, uint32_t v)

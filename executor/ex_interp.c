@@ -3313,7 +3313,8 @@ static cm_status do_infeed(iproc *P, uint32_t op)
 
 typedef struct pjob {
     iproc P;
-    uint32_t func;
+    uint32_t func;   /* SP_NONE: block blk (a manual computation's body) */
+    uint32_t blk;
     uint32_t at;     /* the run_parallel op */
     iv **args;
     uint32_t n_args;
@@ -3326,7 +3327,9 @@ typedef struct pjob {
 static void *pjob_main(void *arg)
 {
     pjob *j = arg;
-    j->st = call_func(&j->P, j->at, j->func, j->args, j->n_args, &j->res, &j->n_res);
+    j->st = j->func == SP_NONE
+                ? run_block(&j->P, j->blk, j->args, j->n_args, &j->res, &j->n_res)
+                : call_func(&j->P, j->at, j->func, j->args, j->n_args, &j->res, &j->n_res);
     run_leave(j->P.run, j->st != CM_OK);
     return NULL;
 }
@@ -3511,6 +3514,472 @@ static cm_status do_run_parallel(iproc *P, uint32_t op)
     cm_free(run.n_posted);
     cm_free(run.recv_h);
     cm_free(run.in_recv_p);
+    return st;
+}
+
+/* ---- sdy.manual_computation (JAX shard_map) ------------------------------------------------
+ * The body runs once per device of the computation's mesh, every instance
+ * a process of one replica (device d is partition d: partition_id is d,
+ * replica_id 0), all in lockstep as run_parallel's programs are, so the
+ * StableHLO collectives inside meet at the rendezvous with the spec's
+ * process groups. Device d's arguments are its blocks of the operands (the
+ * manual axes of each in_sharding, which must lead their dimensions, place
+ * them; free axes are not split: every device of a manual group holds the
+ * group's local tensor), and its results are written at their places in
+ * the global results from the first device (lowest id) of each manual
+ * group, in device order. */
+
+#define MANUAL_MAX_DEV 256 /* devices of one manual computation */
+
+typedef struct mgeom {
+    const sp_module *m;
+    uint32_t op;
+    const sp_mesh *mesh;
+    const sp_attr *axes; /* manual_axes */
+    uint32_t n;          /* devices */
+    int64_t coord[MANUAL_MAX_DEV][SP_MAX_RANK]; /* mesh coordinates of each device */
+} mgeom;
+
+static bool is_manual(const mgeom *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->axes->u.axes.n; i++) {
+        if (strcmp(g->axes->u.axes.axes[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Device d's offsets (off[rank]) of its block of value gv (global type)
+ * in sharding s, checking that the local type is lv's. */
+static cm_status manual_place(const mgeom *g, const sp_sharding *s, uint32_t gv, uint32_t lv,
+                              uint32_t d, int64_t *off, cm_error *err)
+{
+    const sp_type *gt = sp_value_type(g->m, gv), *lt = sp_value_type(g->m, lv);
+    const char *nm = g->m->ops[g->op].name;
+    if (s == NULL || s->rank != gt->rank || gt->rank != lt->rank || gt->elem != lt->elem) {
+        return sp_op_error(g->m, g->op, err, "%s: a sharding or local type that does not match %s",
+                           nm, gt->text);
+    }
+    for (uint32_t k = 0; k < gt->rank; k++) {
+        int64_t idx = 0, count = 1;
+        uint32_t lead = 0;
+        for (uint32_t j = 0; j < s->dims[k].n_axes; j++) {
+            const sp_axis_ref *r = &s->dims[k].axes[j];
+            if (!is_manual(g, r->name)) {
+                continue;
+            }
+            int32_t a = sp_mesh_axis_index(g->mesh, r->name);
+            if (a < 0 || r->pre_size > 0 || lead != j) {
+                return sp_op_error(g->m, g->op, err,
+                                   "%s: manual axis %s must be a whole mesh axis leading its "
+                                   "dimension",
+                                   nm, r->name);
+            }
+            lead++;
+            idx = idx * g->mesh->axes[a].size + g->coord[d][a];
+            count *= g->mesh->axes[a].size;
+        }
+        if (gt->dims[k] < 0 || gt->dims[k] % count != 0 || gt->dims[k] / count != lt->dims[k]) {
+            return sp_op_error(g->m, g->op, err,
+                               "%s: local type %s is not %s split over the manual axes", nm,
+                               lt->text, gt->text);
+        }
+        off[k] = idx * lt->dims[k];
+    }
+    return CM_OK;
+}
+
+/* Copies device block l at off out of the global value gl (out false:
+ * from gl into to, which is l) or into it (out true: from l into to, which
+ * is gl). */
+static void manual_copy(const iv *from, iv *to, const int64_t *off, bool out)
+{
+    const iv *gl = out ? to : from, *l = out ? from : to;
+    int64_t gst[SP_MAX_RANK], c[SP_MAX_RANK] = {0};
+    strides_of(gl->dims, gl->rank, gst);
+    for (size_t j = 0; j < l->n; j++) {
+        int64_t gi = 0;
+        for (uint32_t k = 0; k < l->rank; k++) {
+            gi += (c[k] + off[k]) * gst[k];
+        }
+        if (out) {
+            copy_elem(to, (size_t)gi, from, j);
+        } else {
+            copy_elem(to, j, from, (size_t)gi);
+        }
+        coord_next(c, l->dims, l->rank);
+    }
+}
+
+/* Evaluates manual computation op on ops (its global operands) into res
+ * (new references, one per result). */
+static cm_status manual_eval(ictx *cx, cm_error *err, uint32_t op, iv *const *ops, iv **res)
+{
+    const sp_module *m = cx->m;
+    const sp_op *o = &m->ops[op];
+    const char *nm = o->name;
+    const sp_attr *in = sp_op_attr(m, op, "in_shardings");
+    const sp_attr *out = sp_op_attr(m, op, "out_shardings");
+    const sp_attr *axes = sp_op_attr(m, op, "manual_axes");
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1 || in == NULL ||
+        in->kind != SP_ATTR_SHARDING_LIST || in->u.shardings.n != o->n_operands || out == NULL ||
+        out->kind != SP_ATTR_SHARDING_LIST || out->u.shardings.n != o->n_results ||
+        axes == NULL || axes->kind != SP_ATTR_AXIS_LIST ||
+        m->blocks[o->regions[0].blocks[0]].n_args != o->n_operands) {
+        return sp_op_error(m, op, err, "%s: operands, shardings or region it cannot interpret",
+                           nm);
+    }
+    mgeom *g = cm_calloc(1, sizeof *g);
+    if (g == NULL) {
+        return cm_error_oom(err);
+    }
+    g->m = m;
+    g->op = op;
+    g->axes = axes;
+    cm_status st = CM_OK;
+    for (uint32_t i = 0; st == CM_OK && i < o->n_operands + o->n_results; i++) {
+        const sp_sharding *s = i < o->n_operands ? in->u.shardings.items[i]
+                                                 : out->u.shardings.items[i - o->n_operands];
+        const sp_mesh *sm = s == NULL             ? NULL
+                            : s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name)
+                                                   : s->mesh;
+        if (sm == NULL || (g->mesh != NULL && sm != g->mesh)) {
+            st = sp_op_error(m, op, err, "%s: shardings on unknown or different meshes", nm);
+        }
+        g->mesh = sm;
+    }
+    int64_t size = g->mesh != NULL ? sp_mesh_size(g->mesh) : 0;
+    const sp_attr *np = sp_attrs_get(m->attrs, m->n_attrs, "mhlo.num_partitions");
+    const sp_attr *nr = sp_attrs_get(m->attrs, m->n_attrs, "mhlo.num_replicas");
+    if (st == CM_OK && (size < 1 || size > MANUAL_MAX_DEV || g->mesh->n_axes > SP_MAX_RANK)) {
+        st = sp_op_error(m, op, err, "%s: a mesh of %lld devices cannot be interpreted (at most "
+                                     "%d)", nm, (long long)size, MANUAL_MAX_DEV);
+    } else if (st == CM_OK && nr != NULL && (nr->kind != SP_ATTR_INT || nr->u.i.v != 1)) {
+        st = sp_op_error(m, op, err, "%s: a module of more than one replica cannot be "
+                                     "interpreted yet", nm);
+    } else if (st == CM_OK && np != NULL && (np->kind != SP_ATTR_INT || np->u.i.v != size)) {
+        st = sp_op_error(m, op, err, "%s: mhlo.num_partitions is not the mesh size %lld", nm,
+                         (long long)size);
+    }
+    uint32_t n = st == CM_OK ? (uint32_t)size : 0;
+    g->n = n;
+    for (uint32_t d = 0; st == CM_OK && d < n; d++) {
+        int64_t pos = d;
+        if (g->mesh->device_ids != NULL && g->mesh->n_device_ids > 0) {
+            pos = -1;
+            for (uint32_t i = 0; i < g->mesh->n_device_ids; i++) {
+                pos = g->mesh->device_ids[i] == (int64_t)d ? (int64_t)i : pos;
+            }
+            if (pos < 0) {
+                st = sp_op_error(m, op, err, "%s: device %u is missing from its mesh", nm, d);
+            }
+        }
+        for (uint32_t a = g->mesh->n_axes; st == CM_OK && a-- > 0;) {
+            g->coord[d][a] = pos % g->mesh->axes[a].size;
+            pos /= g->mesh->axes[a].size;
+        }
+    }
+    uint32_t blk = o->regions[0].blocks[0];
+    const sp_block *b = &m->blocks[blk];
+    uint32_t na = o->n_operands, nres = o->n_results;
+    iv **args = cm_calloc((size_t)n * na + 1u, sizeof(iv *));
+    pjob *jobs = cm_calloc(n + 1u, sizeof *jobs);
+    pthread_t *th = cm_calloc(n + 1u, sizeof *th);
+    irun run;
+    memset(&run, 0, sizeof run);
+    run.n = n;
+    run.n_rep = 1;
+    run.n_part = n;
+    run.posted = cm_calloc(n + 1u, sizeof *run.posted);
+    run.n_posted = cm_calloc(n + 1u, sizeof *run.n_posted);
+    if (st == CM_OK &&
+        (args == NULL || jobs == NULL || th == NULL || run.posted == NULL || run.n_posted == NULL)) {
+        st = cm_error_oom(err);
+    }
+    int64_t off[SP_MAX_RANK];
+    for (uint32_t d = 0; st == CM_OK && d < n; d++) {
+        for (uint32_t i = 0; st == CM_OK && i < na; i++) {
+            st = manual_place(g, in->u.shardings.items[i], o->operands[i], b->first_arg + i, d,
+                              off, err);
+            const sp_type *lt = sp_value_type(m, b->first_arg + i);
+            iv *l = st == CM_OK ? iv_new(lt->elem, lt->dims, lt->rank) : NULL;
+            if (st == CM_OK && l == NULL) {
+                st = cm_error_oom(err);
+            }
+            if (st == CM_OK) {
+                manual_copy(ops[i], l, off, false);
+                args[(size_t)d * na + i] = l;
+            }
+        }
+    }
+    uint32_t started = 0;
+    for (uint32_t d = 0; st == CM_OK && d < n; d++) {
+        jobs[d].func = SP_NONE;
+        jobs[d].blk = blk;
+        jobs[d].at = op;
+        jobs[d].args = &args[(size_t)d * na];
+        jobs[d].n_args = na;
+        cm_error_clear(&jobs[d].err);
+        st = proc_init(&jobs[d].P, cx, &jobs[d].err);
+        if (st != CM_OK) {
+            st = cm_error_oom(err);
+        }
+        jobs[d].P.run = &run;
+        jobs[d].P.id = d;
+        jobs[d].P.rep = 0;
+        jobs[d].P.part = d;
+    }
+    if (st == CM_OK) {
+        pthread_mutex_init(&run.mu, NULL);
+        pthread_cond_init(&run.cv, NULL);
+        for (; started < n; started++) {
+            if (pthread_create(&th[started], NULL, pjob_main, &jobs[started]) != 0) {
+                break;
+            }
+        }
+        if (started < n) {
+            pthread_mutex_lock(&run.mu);
+            run.failed = true;
+            run.done += n - started;
+            pthread_cond_broadcast(&run.cv);
+            pthread_mutex_unlock(&run.mu);
+        }
+        for (uint32_t i = 0; i < started; i++) {
+            pthread_join(th[i], NULL);
+        }
+        pthread_mutex_destroy(&run.mu);
+        pthread_cond_destroy(&run.cv);
+        if (started < n) {
+            st = sp_op_error(m, op, err, "%s: cannot start %u threads", nm, n);
+        }
+    }
+    /* the first failure in device order; a peer that failed only because
+     * another did says less */
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t d = 0; st == CM_OK && d < started; d++) {
+            if (jobs[d].st != CM_OK &&
+                (pass == 1 || strstr(jobs[d].err.msg, "peers failed") == NULL)) {
+                st = cm_error_wrap(err, &jobs[d].err, "%s: device %u", nm, d);
+            }
+        }
+    }
+    for (uint32_t d = 0; st == CM_OK && d < n; d++) {
+        if (jobs[d].n_res != nres) {
+            st = sp_op_error(m, op, err, "%s: its body returns %u values for %u results", nm,
+                             jobs[d].n_res, nres);
+        }
+    }
+    for (uint32_t j = 0; st == CM_OK && j < nres; j++) {
+        const sp_type *rt = sp_value_type(m, o->first_result + j);
+        res[j] = iv_new(rt->elem, rt->dims, rt->rank);
+        if (res[j] == NULL) {
+            st = cm_error_oom(err);
+            break;
+        }
+        uint64_t seen[MANUAL_MAX_DEV / 64] = {0}; /* manual groups already written */
+        for (uint32_t d = 0; st == CM_OK && d < n; d++) {
+            uint32_t gid = 0;
+            for (uint32_t a = 0; a < g->mesh->n_axes; a++) {
+                if (is_manual(g, g->mesh->axes[a].name)) {
+                    gid = gid * (uint32_t)g->mesh->axes[a].size + (uint32_t)g->coord[d][a];
+                }
+            }
+            if (seen[gid / 64] >> (gid % 64) & 1u) {
+                continue;
+            }
+            seen[gid / 64] |= (uint64_t)1 << (gid % 64);
+            const sp_op *ret = &m->ops[b->ops[b->n_ops - 1]];
+            st = manual_place(g, out->u.shardings.items[j], o->first_result + j,
+                              ret->operands[j], d, off, err);
+            const iv *l = jobs[d].res[j];
+            const sp_type *lt = sp_value_type(m, ret->operands[j]);
+            bool same = st == CM_OK && l->kind == IV_TENSOR && l->elem == res[j]->elem &&
+                        l->rank == lt->rank;
+            for (uint32_t k = 0; same && k < l->rank; k++) {
+                same = l->dims[k] == lt->dims[k];
+            }
+            if (st == CM_OK && !same) {
+                st = sp_op_error(m, op, err, "%s: its body returns another type", nm);
+            }
+            if (st == CM_OK) {
+                manual_copy(l, res[j], off, true);
+            }
+        }
+    }
+    if (st != CM_OK) {
+        for (uint32_t j = 0; j < nres; j++) {
+            iv_unref(res[j]);
+            res[j] = NULL;
+        }
+    }
+    for (uint32_t d = 0; jobs != NULL && d < n; d++) {
+        vals_free(jobs[d].res, jobs[d].n_res);
+        if (jobs[d].P.env != NULL) {
+            proc_fini(&jobs[d].P);
+        }
+    }
+    for (size_t i = 0; args != NULL && i < (size_t)n * na; i++) {
+        iv_unref(args[i]);
+    }
+    while (run.mail != NULL) {
+        imsg *next = run.mail->next;
+        iv_unref(run.mail->v);
+        cm_free(run.mail);
+        run.mail = next;
+    }
+    cm_free(args);
+    cm_free(jobs);
+    cm_free(th);
+    cm_free(run.posted);
+    cm_free(run.n_posted);
+    cm_free(g);
+    return st;
+}
+
+static cm_status do_manual(iproc *P, uint32_t op)
+{
+    const sp_op *o = OP(P, op);
+    if (P->run != NULL) {
+        return op_err(P, op, "%s inside interpreter.run_parallel or another manual computation "
+                             "cannot be interpreted", o->name);
+    }
+    iv **ops;
+    cm_status st = operands_of(P, op, 0, o->n_operands, &ops);
+    if (st != CM_OK) {
+        return st;
+    }
+    iv **res = cm_calloc(o->n_results + 1u, sizeof(iv *));
+    st = res == NULL ? cm_error_oom(P->err) : manual_eval(P->cx, P->err, op, ops, res);
+    cm_free(ops);
+    if (st != CM_OK) {
+        cm_free(res);
+        return st;
+    }
+    return results_set(P, op, res, o->n_results);
+}
+
+/* Raw executor arrays (ex_int.h layout: native integers and floats, i1
+ * as a byte, bf16/f16 as their bits) to and from wide values. */
+static iv *iv_from_raw(const sp_type *t, const void *p)
+{
+    iv *v = iv_new(t->elem, t->dims, t->rank);
+    for (size_t k = 0; v != NULL && k < v->n; k++) {
+        switch (t->elem) {
+        case SP_ELEM_F32:
+            v->d.f[k] = ((const float *)p)[k];
+            break;
+        case SP_ELEM_F64:
+            v->d.f[k] = ((const double *)p)[k];
+            break;
+        case SP_ELEM_BF16:
+        case SP_ELEM_F16:
+            v->d.f[k] = ex_half_float(((const uint16_t *)p)[k], t->elem == SP_ELEM_BF16);
+            break;
+        case SP_ELEM_I1:
+        case SP_ELEM_UI8:
+            v->d.i[k] = ((const uint8_t *)p)[k];
+            break;
+        case SP_ELEM_I8:
+            v->d.i[k] = ((const int8_t *)p)[k];
+            break;
+        case SP_ELEM_I16:
+            v->d.i[k] = ((const int16_t *)p)[k];
+            break;
+        case SP_ELEM_UI16:
+            v->d.i[k] = ((const uint16_t *)p)[k];
+            break;
+        case SP_ELEM_I32:
+            v->d.i[k] = ((const int32_t *)p)[k];
+            break;
+        case SP_ELEM_UI32:
+            v->d.i[k] = ((const uint32_t *)p)[k];
+            break;
+        case SP_ELEM_I64:
+        case SP_ELEM_UI64:
+            memcpy(&v->d.i[k], (const char *)p + 8u * k, 8u);
+            break;
+        default:
+            iv_unref(v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+static void iv_to_raw(const iv *v, void *p)
+{
+    for (size_t k = 0; k < v->n; k++) {
+        switch (v->elem) {
+        case SP_ELEM_F32:
+            ((float *)p)[k] = (float)v->d.f[k];
+            break;
+        case SP_ELEM_F64:
+            ((double *)p)[k] = v->d.f[k];
+            break;
+        case SP_ELEM_BF16:
+        case SP_ELEM_F16:
+            ((uint16_t *)p)[k] = ex_half_from_double(v->elem, v->d.f[k]);
+            break;
+        case SP_ELEM_I1:
+        case SP_ELEM_UI8:
+        case SP_ELEM_I8:
+            ((uint8_t *)p)[k] = (uint8_t)v->d.i[k];
+            break;
+        case SP_ELEM_I16:
+        case SP_ELEM_UI16:
+            ((uint16_t *)p)[k] = (uint16_t)v->d.i[k];
+            break;
+        case SP_ELEM_I32:
+        case SP_ELEM_UI32:
+            ((uint32_t *)p)[k] = (uint32_t)v->d.i[k];
+            break;
+        default:
+            memcpy((char *)p + 8u * k, &v->d.i[k], 8u);
+            break;
+        }
+    }
+}
+
+cm_status ex_interp_manual(const sp_module *m, uint32_t op, const void *const *operands,
+                           void *const *results, cm_error *err)
+{
+    const sp_op *o = &m->ops[op];
+    ex_interp_report rep;
+    memset(&rep, 0, sizeof rep);
+    ictx cx = {m, stderr, NULL, &rep, PTHREAD_MUTEX_INITIALIZER, NULL};
+    iv **ops = cm_calloc(o->n_operands + 1u, sizeof(iv *));
+    iv **res = cm_calloc(o->n_results + 1u, sizeof(iv *));
+    cm_status st = ops == NULL || res == NULL ? cm_error_oom(err) : CM_OK;
+    for (uint32_t i = 0; st == CM_OK && i < o->n_operands; i++) {
+        const sp_type *t = sp_value_type(m, o->operands[i]);
+        ops[i] = iv_from_raw(t, operands[i]);
+        if (ops[i] == NULL) {
+            st = et_supported(t->elem) ? cm_error_oom(err)
+                                       : sp_op_error(m, op, err, "%s: type %s", o->name, t->text);
+        }
+    }
+    if (st == CM_OK) {
+        st = manual_eval(&cx, err, op, ops, res);
+    }
+    for (uint32_t j = 0; st == CM_OK && j < o->n_results; j++) {
+        iv_to_raw(res[j], results[j]);
+    }
+    for (uint32_t i = 0; ops != NULL && i < o->n_operands; i++) {
+        iv_unref(ops[i]);
+    }
+    for (uint32_t j = 0; res != NULL && j < o->n_results; j++) {
+        iv_unref(res[j]);
+    }
+    cm_free(ops);
+    cm_free(res);
+    while (cx.probes != NULL) {
+        iprobe *next = cx.probes->next;
+        iv_unref(cx.probes->v);
+        cm_free(cx.probes);
+        cx.probes = next;
+    }
+    pthread_mutex_destroy(&cx.mu);
     return st;
 }
 
@@ -3995,7 +4464,8 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
         return do_ew(P, op);
     }
     switch (k) {
-    case SP_OP_CONSTANT: {
+    case SP_OP_CONSTANT:
+    case SP_OP_SDY_CONSTANT: { /* what propagation makes of a constant */
         iv *t;
         cm_status st = const_value(P, op, attr(P, op, "value"), m->values[o->first_result].type, &t);
         if (st == CM_OK) {
@@ -4094,6 +4564,8 @@ static cm_status eval_op_in(iproc *P, uint32_t op, cm_arena *ar)
         return do_call_sym(P, op, "decomposition", 0);
     case SP_OP_OPTIMIZATION_BARRIER:
         return pass_through(P, op);
+    case SP_OP_SDY_MANUAL_COMPUTATION:
+        return do_manual(P, op);
     case SP_OP_AFTER_ALL:
     case SP_OP_CREATE_TOKEN: {
         iv *t = iv_special(IV_TOKEN, 0);

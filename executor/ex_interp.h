@@ -55,4 +55,15 @@ typedef struct ex_interp_opts {
 cm_status ex_interp_run(const sp_module *m, const ex_interp_opts *o, FILE *out,
                         ex_interp_report *r, cm_error *err);
 
+/* For the executor's reference run (ex_run.c): evaluates
+ * sdy.manual_computation op of m, as the interpreter does (each
+ * device's body instance a process, in lockstep, StableHLO's collectives
+ * between them; docs/interpret.md), on its global operands: operands[i]
+ * holds operand i in the executor's layout (ex_int.h: native numbers, i1 as
+ * a byte, bf16/f16 as bits), and results[j], allocated by the caller with
+ * result j's global type, gets result j. Errors: CM_EINVAL at the op (or
+ * "device D: ..." for a body that fails), CM_ENOMEM. */
+cm_status ex_interp_manual(const sp_module *m, uint32_t op, const void *const *operands,
+                           void *const *results, cm_error *err);
+
 #endif /* EX_INTERP_H */

@@ -1211,6 +1211,12 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
                       O->esz);
         break;
     }
+    case SP_OP_PARTITION_ID: /* inside a manual computation: device d is partition d */
+    case SP_OP_REPLICA_ID: { /* one replica */
+        uint32_t id = x->kind == SP_OP_PARTITION_ID ? dev : 0u;
+        memcpy(out, &id, sizeof id);
+        break;
+    }
     case SP_OP_IOTA: {
         if (x->dim < 0 || x->dim >= (int64_t)O->rank) {
             st = ex_local_error(p, x, err, "bad iota dimension");

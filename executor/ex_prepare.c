@@ -15,6 +15,8 @@
 #include "sp_collectives.h"
 #include "sp_mlir.h"
 
+#define EX_MAX_MANUAL_GROUPS 4096 /* manual groups of a reference run */
+
 /* ---- the prepared program ---------------------------------------------------------- */
 
 /* Reports an error located at op ("LINE:COL" when the op came from text). */
@@ -1706,7 +1708,6 @@ static bool moves_data(sp_op_kind k)
     return sp_op_is_sdy_collective(k) && k != SP_OP_SDY_RESHARD;
 }
 
-#define EX_MAX_MANUAL_GROUPS 4096 /* manual groups of a reference run */
 
 /* Whether axis name is one of the manual axes. */
 static bool is_manual_axis(const sp_attr *axes, const char *name)
@@ -1894,6 +1895,7 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
         return st;
     }
     const sp_op *t = NULL;
+    mc->spmd = p->pbs[blk].spmd;
     st = block_return(p, blk, x->op, SP_OP_SDY_RETURN, o->n_results, &t, err);
     if (st != CM_OK) {
         return st;
@@ -1902,7 +1904,379 @@ static cm_status prepare_manual(prog *p, xop *x, uint32_t depth, cm_error *err)
         st = manual_offsets(p, x, axes, mesh, out->u.shardings.items[j], o->first_result + j,
                             t->operands[j], coords, mc->n_units, &mc->out_off[j], err);
     }
+    /* A result replicated over a manual axis has every group's first device
+     * write the same block; the last one's copy is the one that stays, so
+     * the others are skipped (a 4-device replicated 16 MiB result was
+     * copied 4 times per device). */
+    mc->keep = cm_arena_zalloc(&p->arena, sizeof(bool *) * (o->n_results + 1u));
+    if (st == CM_OK && mc->keep == NULL) {
+        st = cm_error_oom(err);
+    }
+    for (uint32_t j = 0; j < o->n_results && st == CM_OK; j++) {
+        uint32_t rank = p->vi[o->first_result + j].rank;
+        mc->keep[j] = cm_arena_zalloc(&p->arena, (size_t)mc->n_units + 1u);
+        if (mc->keep[j] == NULL) {
+            st = cm_error_oom(err);
+            break;
+        }
+        for (uint32_t u = 0; u < mc->n_units; u++) {
+            bool later = false;
+            const int64_t *a = &mc->out_off[j][(size_t)u * rank];
+            for (uint32_t w = u + 1u; mc->first[u] && !later && w < mc->n_units; w++) {
+                later = mc->first[w] &&
+                        memcmp(a, &mc->out_off[j][(size_t)w * rank], sizeof(int64_t) * rank) == 0;
+            }
+            mc->keep[j][u] = mc->first[u] && !later;
+        }
+    }
     return st;
+}
+
+/* ---- StableHLO collectives inside a manual computation ------------------------------
+ * Inside an sdy.manual_computation body (JAX shard_map) every device runs
+ * the body on its own local tensors, and StableHLO's collectives move data
+ * between those bodies as the spec's process grid says: one replica
+ * (mhlo.num_replicas, when given, must be 1) of n_dev partitions, device d
+ * being partition d (the partition ids of Shardy's meshes and device_ids),
+ * so replica_id is 0 and partition_id is d. The process groups follow the
+ * spec's strategies (cross_replica, cross_replica_and_partition,
+ * cross_partition, flattened_ids), chosen by channel_handle and
+ * use_global_device_ids as each op's semantics says. */
+
+/* The channel id of op (channel_handle's handle; 0 without one). */
+static int64_t channel_id(const sp_module *m, uint32_t op)
+{
+    const sp_attr *a = sp_op_attr(m, op, "channel_handle");
+    if (a == NULL || a->kind != SP_ATTR_PARAMS) {
+        return 0;
+    }
+    const sp_attr *h = sp_attrs_get(a->u.params.items, a->u.params.n, "handle");
+    return h != NULL && h->kind == SP_ATTR_INT ? h->u.i.v : 0;
+}
+
+/* An integer attribute of one value. */
+static bool int1_attr(prog *p, uint32_t op, const char *name, int64_t *out)
+{
+    const int64_t *v;
+    uint32_t n;
+    if (!ints_attr(p, op, name, &v, &n) || n != 1) {
+        return false;
+    }
+    *out = v[0];
+    return true;
+}
+
+enum { SPMD_CROSS_REPLICA, SPMD_CROSS_PARTITION, SPMD_CROSS_REPLICA_AND_PARTITION, SPMD_FLAT };
+
+/* Reads a 2-D integer attribute (replica_groups, source_target_pairs) into
+ * rows x cols ids; an absent or empty one is 0 x 0. */
+static cm_status spmd_table(prog *p, const xop *x, const char *key, const int64_t **v,
+                            uint32_t *rows, uint32_t *cols, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const char *nm = m->ops[x->op].name;
+    const sp_attr *a = sp_op_attr(m, x->op, key);
+    *v = NULL;
+    *rows = *cols = 0;
+    if (a == NULL) {
+        return CM_OK;
+    }
+    const sp_type *t = a->kind == SP_ATTR_DENSE ? &m->types[a->u.dense.type] : NULL;
+    if (t == NULL || t->rank != 2 || t->dims[0] < 0 || t->dims[1] < 0 ||
+        t->dims[0] > (int64_t)p->n_dev || t->dims[1] > (int64_t)p->n_dev) {
+        return ex_op_error(p, x->op, err, "%s: %s is not a 2-D integer tensor of at most %u x %u",
+                           nm, key, p->n_dev, p->n_dev);
+    }
+    size_t n = (size_t)t->dims[0] * (size_t)t->dims[1];
+    if (n == 0) {
+        return CM_OK;
+    }
+    if (a->u.dense.ints == NULL || (a->u.dense.n_ints != n && a->u.dense.n_ints != 1)) {
+        return ex_op_error(p, x->op, err, "%s: %s cannot be read", nm, key);
+    }
+    int64_t *g = cm_arena_alloc(&p->arena, sizeof(int64_t) * n);
+    if (g == NULL) {
+        return cm_error_oom(err);
+    }
+    for (size_t i = 0; i < n; i++) { /* a splat: dense<0> : tensor<1x1xi64> */
+        g[i] = a->u.dense.ints[a->u.dense.n_ints == 1 ? 0 : i];
+    }
+    *v = g;
+    *rows = (uint32_t)t->dims[0];
+    *cols = (uint32_t)t->dims[1];
+    return CM_OK;
+}
+
+/* The process groups of collective x (not collective_permute) into
+ * x->groups / grp_of / gsize: each device in exactly one group, groups in
+ * the order the strategy yields them, members in group order. */
+static cm_status spmd_groups(prog *p, xop *x, int mode, cm_error *err)
+{
+    const char *nm = p->m->ops[x->op].name;
+    const int64_t *g;
+    uint32_t rows, cols, n = p->n_dev;
+    cm_status st = spmd_table(p, x, "replica_groups", &g, &rows, &cols, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    /* the id space of replica_groups: replicas (1), partitions or processes */
+    uint32_t space = mode == SPMD_CROSS_PARTITION || mode == SPMD_FLAT ? n : 1u;
+    if (rows == 0) { /* no groups: every id of the space in one */
+        rows = 1;
+        cols = space;
+        g = NULL;
+    }
+    uint8_t *seen = cm_arena_zalloc(&p->arena, space + 1u);
+    x->grp_of = cm_arena_alloc(&p->arena, sizeof(int64_t) * n);
+    if (seen == NULL || x->grp_of == NULL) {
+        return cm_error_oom(err);
+    }
+    for (size_t i = 0; i < (size_t)rows * cols; i++) {
+        int64_t id = g != NULL ? g[i] : (int64_t)i;
+        if (id < 0 || id >= (int64_t)space) {
+            return ex_op_error(p, x->op, err,
+                               "%s: replica_groups names id %lld, outside the %u %s", nm,
+                               (long long)id, space,
+                               space == 1 ? "replica" : mode == SPMD_FLAT ? "processes"
+                                                                          : "partitions");
+        }
+        if (seen[id]++) {
+            return ex_op_error(p, x->op, err, "%s: replica_groups names id %lld twice", nm,
+                               (long long)id);
+        }
+    }
+    if ((size_t)rows * cols != space) {
+        return ex_op_error(p, x->op, err, "%s: replica_groups does not cover all %u ids", nm,
+                           space);
+    }
+    /* With one replica: cross_replica puts each partition alone,
+     * cross_replica_and_partition puts them all in one group in order, the
+     * others take the rows as written (partition or flattened ids). */
+    uint32_t ng = mode == SPMD_CROSS_REPLICA ? n : mode == SPMD_CROSS_REPLICA_AND_PARTITION ? 1u
+                                                                                          : rows;
+    x->gsize = mode == SPMD_CROSS_REPLICA ? 1u : mode == SPMD_CROSS_REPLICA_AND_PARTITION ? n
+                                                                                         : cols;
+    x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * n);
+    if (x->groups == NULL) {
+        return cm_error_oom(err);
+    }
+    for (uint32_t k = 0; k < ng; k++) {
+        for (uint32_t j = 0; j < x->gsize; j++) {
+            int64_t d = mode == SPMD_CROSS_REPLICA                 ? (int64_t)k
+                        : mode == SPMD_CROSS_REPLICA_AND_PARTITION ? (int64_t)j
+                        : g != NULL                                ? g[(size_t)k * cols + j]
+                                                                   : (int64_t)j;
+            x->groups[(size_t)k * x->gsize + j] = d;
+            x->grp_of[d] = k;
+        }
+    }
+    return CM_OK;
+}
+
+/* Whether every result of x has its operand's element type and, except
+ * along dimension `dim` (-1: none), where the result has `mul` times (or a
+ * `div`th of) the operand's extent, its shape. */
+static bool spmd_shapes(const prog *p, const xop *x, int64_t dim, int64_t mul, int64_t div,
+                        int64_t dim2, int64_t mul2)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    if (o->n_results != o->n_operands || o->n_operands == 0) {
+        return false;
+    }
+    for (uint32_t i = 0; i < o->n_operands; i++) {
+        const vinfo *I = &p->vi[o->operands[i]], *O = &p->vi[o->first_result + i];
+        if (I->elem != O->elem || I->rank != O->rank ||
+            (dim >= 0 && (dim >= (int64_t)I->rank || dim2 >= (int64_t)I->rank))) {
+            return false;
+        }
+        for (uint32_t k = 0; k < I->rank; k++) {
+            int64_t want = I->gdims[k];
+            if ((int64_t)k == dim) {
+                if (want % div != 0) {
+                    return false;
+                }
+                want = want / div * mul;
+            }
+            if ((int64_t)k == dim2) {
+                want *= mul2;
+            }
+            if (O->gdims[k] != want) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* A StableHLO collective or process id inside a manual computation's body:
+ * its process groups (partitioned run; the reference run hands the whole
+ * manual computation to the interpreter), dimensions and reduction. */
+static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
+{
+    const sp_module *m = p->m;
+    const sp_op *o = &m->ops[x->op];
+    const char *nm = o->name;
+    if (!p->in_manual) {
+        return ex_op_error(p, x->op, err,
+                           "op %s outside sdy.manual_computation cannot be executed yet", nm);
+    }
+    const sp_attr *nr = sp_attrs_get(m->attrs, m->n_attrs, "mhlo.num_replicas");
+    if (nr != NULL && (nr->kind != SP_ATTR_INT || nr->u.i.v != 1)) {
+        return ex_op_error(p, x->op, err,
+                           "op %s: a module of more than one replica cannot be executed yet", nm);
+    }
+    if (x->kind == SP_OP_PARTITION_ID || x->kind == SP_OP_REPLICA_ID) {
+        const vinfo *R = &p->vi[o->first_result];
+        if (o->n_results != 1 || R->rank != 0 || R->elem != SP_ELEM_UI32) {
+            return ex_op_error(p, x->op, err, "op %s: a result other than tensor<ui32>", nm);
+        }
+        return CM_OK;
+    }
+    bool global = sp_op_attr(m, x->op, "use_global_device_ids") != NULL;
+    int64_t ch = channel_id(m, x->op);
+    bool by_channel = x->kind == SP_OP_ALL_TO_ALL || x->kind == SP_OP_COLLECTIVE_PERMUTE;
+    if (global && (ch <= 0 || by_channel)) {
+        return ex_op_error(p, x->op, err, "op %s: use_global_device_ids without a channel id "
+                                          "(or on an op that takes none)", nm);
+    }
+    int mode = by_channel ? (ch > 0 ? SPMD_CROSS_PARTITION : SPMD_CROSS_REPLICA)
+               : ch <= 0  ? SPMD_CROSS_REPLICA
+               : global   ? SPMD_FLAT
+                          : SPMD_CROSS_REPLICA_AND_PARTITION;
+    bool ok = true;
+    if (x->kind == SP_OP_ALL_REDUCE || x->kind == SP_OP_REDUCE_SCATTER) {
+        const sp_block *b = body_block(m, x->op);
+        x->fn = block_reduce_fn(m, b);
+        bool args = false;
+        if (x->fn >= 0) {
+            const sp_op *bo = &m->ops[b->ops[0]];
+            const sp_op *ret = &m->ops[b->ops[1]];
+            args = b->n_args == 2 && bo->n_operands == 2 && bo->n_results == 1 &&
+                   ret->n_operands == 1 && ret->operands[0] == bo->first_result &&
+                   ((bo->operands[0] == b->first_arg && bo->operands[1] == b->first_arg + 1u) ||
+                    (bo->operands[1] == b->first_arg && bo->operands[0] == b->first_arg + 1u));
+            for (uint32_t i = 0; args && i < 2; i++) {
+                const sp_type *t = sp_value_type(m, b->first_arg + i);
+                args = t->kind == SP_TYPE_TENSOR && t->rank == 0 &&
+                       t->elem == p->vi[o->operands[0]].elem;
+            }
+            if (args && (x->fn == RED_AND || x->fn == RED_OR)) {
+                sp_elem e = p->vi[o->operands[0]].elem;
+                args = !elem_float(e);
+            }
+        }
+        if (!args) {
+            return ex_op_error(p, x->op, err,
+                               "op %s: only a body of one add, multiply, maximum, minimum, and "
+                               "or or of its two arguments can be executed yet", nm);
+        }
+    }
+    for (uint32_t i = 0; i + 1u < o->n_operands; i++) {
+        ok = ok && p->vi[o->operands[i]].elem == p->vi[o->operands[i + 1u]].elem;
+    }
+    switch (x->kind) {
+    case SP_OP_ALL_REDUCE:
+        ok = ok && spmd_shapes(p, x, -1, 1, 1, -1, 1);
+        break;
+    case SP_OP_ALL_GATHER:
+        x->dim = -1;
+        if (!int1_attr(p, x->op, "all_gather_dim", &x->dim)) {
+            ok = false;
+        }
+        break;
+    case SP_OP_REDUCE_SCATTER:
+        x->dim = -1;
+        if (!int1_attr(p, x->op, "scatter_dimension", &x->dim)) {
+            ok = false;
+        }
+        break;
+    case SP_OP_ALL_TO_ALL: {
+        int64_t cnt = -1;
+        x->dim = x->cdim = -1;
+        ok = ok && int1_attr(p, x->op, "split_dimension", &x->dim) &&
+             int1_attr(p, x->op, "concat_dimension", &x->cdim) &&
+             int1_attr(p, x->op, "split_count", &cnt) && x->dim >= 0 &&
+             x->cdim >= 0 && cnt > 0 &&
+             cnt <= (p->replicated ? EX_MAX_MANUAL_GROUPS : (int64_t)p->n_dev);
+        x->na = ok ? (uint32_t)cnt : 0; /* split_count */
+        ok = ok && spmd_shapes(p, x, x->dim, 1, cnt, x->cdim, cnt);
+        break;
+    }
+    case SP_OP_COLLECTIVE_PERMUTE:
+        ok = ok && spmd_shapes(p, x, -1, 1, 1, -1, 1);
+        break;
+    default:
+        ok = false;
+        break;
+    }
+    if (!ok) {
+        return ex_op_error(p, x->op, err, "op %s: attributes or types the executor cannot read",
+                           nm);
+    }
+    if (p->replicated) {
+        return CM_OK; /* the interpreter runs the body (ex_interp_manual) */
+    }
+    if (x->kind == SP_OP_COLLECTIVE_PERMUTE) {
+        const int64_t *pairs;
+        uint32_t rows, cols;
+        cm_status st = spmd_table(p, x, "source_target_pairs", &pairs, &rows, &cols, err);
+        if (st != CM_OK) {
+            return st;
+        }
+        uint32_t space = mode == SPMD_CROSS_PARTITION ? p->n_dev : 1u;
+        x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
+        if (x->groups == NULL) {
+            return cm_error_oom(err);
+        }
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            x->groups[d] = -1;
+        }
+        if (rows > 0 && cols != 2) {
+            return ex_op_error(p, x->op, err, "%s: source_target_pairs is not N x 2", nm);
+        }
+        uint8_t *src_seen = cm_arena_zalloc(&p->arena, space + 1u);
+        if (src_seen == NULL) {
+            return cm_error_oom(err);
+        }
+        for (uint32_t i = 0; i < rows; i++) {
+            int64_t s = pairs[2 * i], t = pairs[2 * i + 1];
+            if (s < 0 || t < 0 || s >= (int64_t)space || t >= (int64_t)space) {
+                return ex_op_error(p, x->op, err,
+                                   "%s: source_target_pairs names an id outside the %u %s", nm,
+                                   space, space == 1 ? "replica" : "partitions");
+            }
+            if (src_seen[s]++ || x->groups[t] >= 0) {
+                return ex_op_error(p, x->op, err,
+                                   "%s: source_target_pairs names a source or target twice", nm);
+            }
+            x->groups[t] = s;
+        }
+        if (mode == SPMD_CROSS_REPLICA && rows > 0) {
+            /* the one pair (0, 0) of replicas, in every partition: each
+             * device receives its own operand */
+            for (uint32_t d = 0; d < p->n_dev; d++) {
+                x->groups[d] = d;
+            }
+        }
+        return CM_OK;
+    }
+    cm_status st = spmd_groups(p, x, mode, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (x->kind == SP_OP_ALL_GATHER) {
+        ok = x->dim >= 0 && spmd_shapes(p, x, x->dim, (int64_t)x->gsize, 1, -1, 1);
+    } else if (x->kind == SP_OP_REDUCE_SCATTER) {
+        ok = x->dim >= 0 && spmd_shapes(p, x, x->dim, 1, (int64_t)x->gsize, -1, 1);
+    } else if (x->kind == SP_OP_ALL_TO_ALL) {
+        ok = x->na == x->gsize;
+    }
+    if (!ok) {
+        return ex_op_error(p, x->op, err,
+                           "op %s: its result shape does not fit its process groups of %u", nm,
+                           x->gsize);
+    }
+    return CM_OK;
 }
 
 /* Prepares block blk's ops (its arguments are prepared by the caller). */
@@ -1961,6 +2335,9 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
             st = prepare_named(p, x, depth, err);
         } else if (x->kind == SP_OP_SDY_MANUAL_COMPUTATION) {
             st = prepare_manual(p, x, depth, err);
+        } else if (is_spmd_op(x->kind)) {
+            st = prepare_spmd(p, x, err);
+            pb->spmd = true;
         } else if (p->in_manual && moves_data(x->kind)) {
             st = ex_op_error(p, x->op, err,
                              "op %s inside sdy.manual_computation cannot be executed yet", o->name);
@@ -1976,6 +2353,7 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
         for (uint32_t k = 0; k < x->n_sub; k++) {
             uint32_t h = 1u + p->pbs[x->sub[k]].height;
             height = h > height ? h : height;
+            pb->spmd = pb->spmd || p->pbs[x->sub[k]].spmd;
         }
     }
     pb->height = height;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ex_blas.h"
+#include "ex_interp.h"
 #include "ex_mpi_int.h"
 #include "ex_thread_int.h"
 #include "ex_timing.h"
@@ -458,6 +459,34 @@ static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
     cm_error *err = &sh->errs[dev];
     static const int64_t zero[EX_MAX_RANK];
     bool ok = true;
+    if (p->replicated && mc->spmd) {
+        /* StableHLO collectives inside: every device's body must run, in
+         * lockstep, which the interpreter does (ex_interp_manual) */
+        if (atomic_load(&sh->failed) != 0) {
+            return CM_OK;
+        }
+        if (!manual_alloc(sh, dev, x, false)) {
+            atomic_store(&sh->failed, 1);
+            return cm_error_oom(err);
+        }
+        const void *ins[256];
+        void *outs_raw[256];
+        if (o->n_operands > 256 || o->n_results > 256) {
+            atomic_store(&sh->failed, 1);
+            return ex_op_error(p, x->op, err, "%s: more than 256 operands or results", o->name);
+        }
+        for (uint32_t i = 0; i < o->n_operands; i++) {
+            ins[i] = bufs[o->operands[i]];
+        }
+        for (uint32_t j = 0; j < o->n_results; j++) {
+            outs_raw[j] = bufs[o->first_result + j];
+        }
+        cm_status st = ex_interp_manual(m, x->op, ins, outs_raw, err);
+        if (st != CM_OK) {
+            atomic_store(&sh->failed, 1);
+        }
+        return st;
+    }
     if (p->replicated) {
         ok = atomic_load(&sh->failed) != 0 || manual_alloc(sh, dev, x, false);
         for (uint32_t u = 0; ok && atomic_load(&sh->failed) == 0 && u < mc->n_units; u++) {
@@ -511,7 +540,7 @@ static cm_status flow_manual(shared *sh, uint32_t dev, const xop *x, bool keep)
     for (uint32_t j = 0; atomic_load(&sh->failed) == 0 && j < o->n_results; j++) {
         uint32_t r = o->first_result + j;
         for (uint32_t s = 0; s < p->n_dev; s++) {
-            if (mc->first[s]) {
+            if (mc->keep[j][s]) {
                 copy_overlap(p, wbufs(sh, s)[outs[j]], outs[j],
                              &mc->out_off[j][(size_t)s * p->vi[r].rank], bufs[r], r,
                              voff(p, r, dev), p->vi[r].gdims);
@@ -548,8 +577,25 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
     default:
         break;
     }
-    if ((runs_as_collective(x->kind) && !p->replicated && !x->local) || x->peer_read) {
-        if (!failed) {
+    bool spmd = is_spmd_op(x->kind) && x->kind != SP_OP_PARTITION_ID &&
+                x->kind != SP_OP_REPLICA_ID;
+    if (spmd && !failed) {
+        /* StableHLO collectives (manual computation bodies, partitioned run:
+         * the reference hands the body to the interpreter): any worker
+         * writes any device's results, zeroed first (a collective_permute
+         * leaves the devices nobody sends to at zero) */
+        for (uint32_t j = 0; j < o->n_results; j++) {
+            uint32_t r = o->first_result + j;
+            bufs[r] = ex_buf_alloc(p, bufs, r, x->kind == SP_OP_COLLECTIVE_PERMUTE);
+            if (bufs[r] == NULL) {
+                st = cm_error_oom(err);
+                atomic_store(&sh->failed, 1);
+                break;
+            }
+        }
+    }
+    if ((runs_as_collective(x->kind) && !p->replicated && !x->local) || x->peer_read || spmd) {
+        if (!failed && !spmd) {
             /* Any worker writes any device's result (ex_coll_run; a
              * peer_read op: the worker its own). Sums and unpadded copies
              * write every element of it. */
