@@ -3947,7 +3947,7 @@ cm_status ex_interp_manual(const sp_module *m, uint32_t op, const void *const *o
     const sp_op *o = &m->ops[op];
     ex_interp_report rep;
     memset(&rep, 0, sizeof rep);
-    ictx cx = {m, stderr, NULL, &rep, PTHREAD_MUTEX_INITIALIZER, NULL};
+    ictx cx = {m, stderr, NULL, false, &rep, PTHREAD_MUTEX_INITIALIZER, NULL};
     iv **ops = cm_calloc(o->n_operands + 1u, sizeof(iv *));
     iv **res = cm_calloc(o->n_results + 1u, sizeof(iv *));
     cm_status st = ops == NULL || res == NULL ? cm_error_oom(err) : CM_OK;
