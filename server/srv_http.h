@@ -55,6 +55,10 @@ typedef struct srv_http_opts {
     size_t min_body_rate;      /* after that grace, a body must arrive at this many bytes a
                                   second on average, or the connection is cut (0: any rate);
                                   needs head_timeout_s > 0 */
+    /* Writes the JSON error document (status, message) of a request refused
+     * before it reached the handler (a malformed head, too many connections)
+     * into buf (cap bytes) and returns its length. Any thread. */
+    size_t (*refuse)(void *cls, unsigned status, const char *message, char *buf, size_t cap);
     void *cls;                 /* passed to handler and done */
 } srv_http_opts;
 
