@@ -32,10 +32,10 @@ typedef struct held {
     int fd;
     struct sockaddr_storage sa;
     socklen_t sa_len;
-    double t0;       /* accepted, cm_now() */
-    bool lingering;  /* answered; draining until EOF */
-    double until;    /* lingering: close at this time */
-    size_t drained;  /* lingering: bytes read */
+    double t0;      /* accepted, cm_now() */
+    bool lingering; /* answered; draining until EOF */
+    double until;   /* lingering: close at this time */
+    size_t drained; /* lingering: bytes read */
     struct held *prev, *next;
 } held;
 
@@ -128,7 +128,8 @@ static srv_gate_verdict check_line(const char *p, size_t len, bool complete, boo
         return SRV_GATE_MORE;
     }
     if (i == 0 || i == len || p[i] != ' ') {
-        return bad(400, st, msg, cap, "the request line is not HTTP: no method followed by a space");
+        return bad(400, st, msg, cap,
+                   "the request line is not HTTP: no method followed by a space");
     }
     size_t t = ++i;
     while (i < len && (unsigned char)p[i] > 0x20 && (unsigned char)p[i] < 0x7f) {
@@ -210,7 +211,8 @@ srv_gate_verdict srv_gate_check(const char *buf, size_t n, unsigned *st, size_t 
             return bad(431, st, msg, cap, "the request has more than 100 header fields");
         }
         if (p[0] == ' ' || p[0] == '\t') {
-            return bad(400, st, msg, cap, "a header line starts with white space (obsolete folding)");
+            return bad(400, st, msg, cap,
+                       "a header line starts with white space (obsolete folding)");
         }
         size_t i = 0;
         while (i < len && is_tchar((unsigned char)p[i])) {
@@ -492,10 +494,11 @@ static void accept_some(srv_gate *g)
     for (int k = 0; k < ACCEPT_BATCH; k++) {
         struct sockaddr_storage sa;
         socklen_t len = sizeof sa;
-        int fd = accept4(g->o.listen_fd, (struct sockaddr *)&sa, &len,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd =
+            accept4(g->o.listen_fd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            return; /* EAGAIN, or an error the next wake-up retries (EMFILE: bounded by the batch) */
+            return; /* EAGAIN, or an error the next wake-up retries (EMFILE: bounded by the batch)
+                     */
         }
         double now = cm_now();
         if (!count_open(g, (const struct sockaddr *)&sa)) {

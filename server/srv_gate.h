@@ -11,11 +11,11 @@
 #ifndef SRV_GATE_H
 #define SRV_GATE_H
 
-#include "cm.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
+
+#include "cm.h"
 
 typedef struct srv_gate srv_gate;
 

@@ -5,10 +5,14 @@
  * response is always queued on a later call than the first (MHD 0.9.75 keeps
  * the connection alive then). The request-completed callback logs, reports to
  * the done hook and frees the request with its arena.
+ * Connections: the gate (srv_gate.c) owns the listen socket, checks each
+ * connection's first head and hands good ones over with MHD_add_connection
+ * (the daemon runs with MHD_USE_NO_LISTEN_SOCKET); it also keeps the counts
+ * in total and per address, which on_connection's close notice decrements.
  * Limits (docs/operations.md): the early hook checks the token once the head
  * is complete, before any body byte is kept; every body reserves its bytes
  * against one server-wide cap (503 past it); connections are bounded in total
- * and per client address; a watchdog thread cuts connections whose request
+ * and per client address (by the gate); a watchdog thread cuts connections whose request
  * head is not complete by its deadline, however slowly bytes keep coming;
  * a head framing its body ambiguously (differing Content-Length headers,
  * or Content-Length with Transfer-Encoding) is refused before its body;
