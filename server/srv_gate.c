@@ -276,6 +276,55 @@ srv_gate_verdict srv_gate_check(const char *buf, size_t n, unsigned *st, size_t 
     return SRV_GATE_OK;
 }
 
+srv_gate_verdict srv_gate_check_chunks(const char *buf, size_t n, char *msg, size_t cap)
+{
+    unsigned st = 0;
+    size_t at = 0;
+    while (at < n) {
+        size_t len = 0, adv = 0;
+        size_t d = 0;
+        while (at + d < n && strchr("0123456789abcdefABCDEF", buf[at + d]) != NULL &&
+               buf[at + d] != '\0') {
+            d++;
+        }
+        if (at + d == n) {
+            return SRV_GATE_OK; /* the size line goes on past what has arrived */
+        }
+        char c = buf[at + d];
+        if (d == 0 || d > 16 || (c != ';' && c != ' ' && c != '\t' && c != '\r' && c != '\n')) {
+            return bad(400, &st, msg, cap, "a chunk size is not hexadecimal digits");
+        }
+        if (!line_at(buf + at, n - at, &len, &adv)) {
+            return SRV_GATE_OK;
+        }
+        unsigned long long size = 0;
+        for (size_t k = 0; k < d; k++) {
+            char h = buf[at + k];
+            unsigned v = h <= '9' ? (unsigned)(h - '0') : (unsigned)((h | 0x20) - 'a' + 10);
+            size = size * 16 + v;
+        }
+        at += adv;
+        if (size == 0) {
+            return SRV_GATE_OK; /* the last chunk; trailers are not checked */
+        }
+        if (size >= n - at) {
+            return SRV_GATE_OK; /* the chunk's data runs past what has arrived */
+        }
+        at += (size_t)size;
+        if (buf[at] == '\n') {
+            at++;
+        } else if (buf[at] == '\r') {
+            if (at + 1 < n && buf[at + 1] != '\n') {
+                return bad(400, &st, msg, cap, "a chunk's data does not end in CRLF");
+            }
+            at += 2;
+        } else {
+            return bad(400, &st, msg, cap, "a chunk's data does not end in CRLF");
+        }
+    }
+    return SRV_GATE_OK;
+}
+
 /* ---- counts ---------------------------------------------------------------------------- */
 
 static void addr_key(const struct sockaddr *sa, unsigned char key[17])
@@ -451,6 +500,20 @@ static void drain(srv_gate *g, held *c)
     }
 }
 
+/* Whether the valid head (len bytes at buf) has a Transfer-Encoding header
+ * (which the check has made sure ends in chunked). */
+static bool has_chunked(const char *buf, size_t len)
+{
+    static const char name[] = "\ntransfer-encoding:";
+    size_t nl = sizeof name - 1;
+    for (size_t i = 0; i + nl <= len; i++) {
+        if (buf[i] == '\n' && strncasecmp(buf + i, name, nl) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Looks at a held connection's input: hands it on, refuses it or waits. */
 static void look(srv_gate *g, held *c, bool hup)
 {
@@ -479,6 +542,13 @@ static void look(srv_gate *g, held *c, bool hup)
     if (v == SRV_GATE_BAD) {
         start_linger(g, c, st, msg, n);
         return;
+    }
+    if (v == SRV_GATE_OK && n > head_len && has_chunked(g->buf, head_len)) {
+        v = srv_gate_check_chunks(g->buf + head_len, n - head_len, msg, sizeof msg);
+        if (v == SRV_GATE_BAD) {
+            start_linger(g, c, 400, msg, n);
+            return;
+        }
     }
     if (v == SRV_GATE_OK) {
         int fd = c->fd;

@@ -77,4 +77,11 @@ typedef enum srv_gate_verdict {
 srv_gate_verdict srv_gate_check(const char *buf, size_t n, unsigned *status_out,
                                 size_t *head_len_out, char *msg, size_t msg_cap);
 
+/* Checks the chunk-size lines of a chunked body whose first n bytes are at
+ * buf, as far as they have arrived (RFC 9112 7.1): SRV_GATE_BAD with a
+ * static reason in msg when one is not hexadecimal digits followed by an
+ * extension or the line end, or its chunk does not end in a line end; OK
+ * otherwise (what has not arrived is libmicrohttpd's to check). Pure. */
+srv_gate_verdict srv_gate_check_chunks(const char *buf, size_t n, char *msg, size_t msg_cap);
+
 #endif /* SRV_GATE_H */

@@ -311,6 +311,8 @@ async function malformed(base) {
     ["Transfer-Encoding in HTTP/1.0", "POST /v1/graphs HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "invalid"],
     ["binary request line (a TLS hello)", Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0xff]), 400, "invalid"],
     ["NUL in the method", Buffer.from("GE\0T / HTTP/1.1\r\nHost: x\r\n\r\n", "latin1"), 400, "invalid"],
+    ["chunk size zz (sent with the head)", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400, "invalid"],
+    ["chunk data not ending in CRLF", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n", 400, "invalid"],
     ["control byte in a header value", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n", 400, "invalid"],
   ];
   for (const [what, bytes, status, code] of cases) {
@@ -321,6 +323,12 @@ async function malformed(base) {
   check(ok10.status === 200, `raw: HTTP/1.0 without Host: ${ok10.text.slice(0, 200)}`);
   const ok11 = await rawRequest(base, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   check(ok11.status === 200, `raw: HTTP/1.1 with Host: ${ok11.text.slice(0, 200)}`);
+  // a well-formed chunked body with an extension reaches the handler
+  const g = file("examples/flax_mlp.json");
+  const chunked = Buffer.concat([Buffer.from("POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"),
+    Buffer.from("64\r\n"), g.subarray(0, 100), Buffer.from(`\r\n${(g.length - 100).toString(16)};x=1\r\n`), g.subarray(100), Buffer.from("\r\n0\r\n\r\n")]);
+  const okChunked = await rawRequest(base, chunked);
+  check(okChunked.status === 201 || okChunked.status === 200, `raw: a chunked graph: ${okChunked.text.slice(0, 300)}`);
   // the largest head the limits allow still reaches the handler
   const line = `GET /healthz?${"q".repeat(8000)} HTTP/1.1\r\n`;
   let big = `${line}Host: x\r\nConnection: close\r\n${"X-A: v\r\n".repeat(97)}`;
