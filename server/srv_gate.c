@@ -559,6 +559,20 @@ static void look(srv_gate *g, held *c, bool hup)
     }
 }
 
+/* Drains every lingering connection now, so those whose clients have
+ * closed free their slots: their close events may come after the next
+ * connection's in one epoll batch. Bounded by the held connections. */
+static void reap_lingering(srv_gate *g)
+{
+    held *next = NULL;
+    for (held *c = g->list; c != NULL; c = next) {
+        next = c->next;
+        if (c->lingering) {
+            drain(g, c);
+        }
+    }
+}
+
 static void accept_some(srv_gate *g)
 {
     for (int k = 0; k < ACCEPT_BATCH; k++) {
@@ -571,7 +585,12 @@ static void accept_some(srv_gate *g)
                      */
         }
         double now = cm_now();
-        if (!count_open(g, (const struct sockaddr *)&sa)) {
+        bool counted = count_open(g, (const struct sockaddr *)&sa);
+        if (!counted && g->n_held > 0) {
+            reap_lingering(g);
+            counted = count_open(g, (const struct sockaddr *)&sa);
+        }
+        if (!counted) {
             char junk[4096];
             ssize_t r = recv(fd, junk, sizeof junk, MSG_DONTWAIT);
             (void)r; /* what came already: a close with unread bytes would reset */
