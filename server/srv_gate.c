@@ -48,7 +48,9 @@ struct srv_gate {
     srv_gate_opts o;
     int ep, wake;
     pthread_t thread;
-    bool stopped; /* srv_gate_stop has run */
+    bool stopped;        /* srv_gate_stop has run */
+    int listen_marker;   /* epoll tag of the listen socket */
+    double paused_until; /* accept paused (out of descriptors) until then; 0: not paused */
     held *list;
     unsigned n_held;
     pthread_mutex_t mu; /* guards the counts */
@@ -581,8 +583,13 @@ static void accept_some(srv_gate *g)
         int fd =
             accept4(g->o.listen_fd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            return; /* EAGAIN, or an error the next wake-up retries (EMFILE: bounded by the batch)
-                     */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* the backlog stays readable: stop watching it for a moment
+                 * rather than spin until descriptors are free */
+                epoll_ctl(g->ep, EPOLL_CTL_DEL, g->o.listen_fd, NULL);
+                g->paused_until = cm_now() + 0.1;
+            }
+            return; /* EAGAIN, or an error the next wake-up retries */
         }
         double now = cm_now();
         bool counted = count_open(g, (const struct sockaddr *)&sa);
@@ -630,6 +637,14 @@ static void accept_some(srv_gate *g)
  * theirs. */
 static void sweep(srv_gate *g, double now)
 {
+    if (g->paused_until > 0 && now >= g->paused_until) {
+        struct epoll_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.events = EPOLLIN;
+        ev.data.ptr = &g->listen_marker;
+        epoll_ctl(g->ep, EPOLL_CTL_ADD, g->o.listen_fd, &ev);
+        g->paused_until = 0;
+    }
     held *next = NULL;
     for (held *c = g->list; c != NULL; c = next) {
         next = c->next;
@@ -651,11 +666,11 @@ static void sweep(srv_gate *g, double now)
 static void *gate_main(void *arg)
 {
     srv_gate *g = arg;
-    int listen_marker = 0, wake_marker = 0;
+    int wake_marker = 0;
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
-    ev.data.ptr = &listen_marker;
+    ev.data.ptr = &g->listen_marker;
     epoll_ctl(g->ep, EPOLL_CTL_ADD, g->o.listen_fd, &ev);
     ev.data.ptr = &wake_marker;
     epoll_ctl(g->ep, EPOLL_CTL_ADD, g->wake, &ev);
@@ -668,7 +683,7 @@ static void *gate_main(void *arg)
             if (p == &wake_marker) {
                 return NULL;
             }
-            if (p == &listen_marker) {
+            if (p == &g->listen_marker) {
                 accept_some(g);
                 continue;
             }
