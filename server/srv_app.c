@@ -502,6 +502,7 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
     o.handler = srv_routes_handle;
     o.done = srv_routes_done;
     o.early = srv_routes_early;
+    o.refuse = srv_reply_refusal;
     o.cls = app;
     cm_status st = srv_http_start(&o, &app->http, err);
     app->running = st == CM_OK;

@@ -5,10 +5,14 @@
  * response is always queued on a later call than the first (MHD 0.9.75 keeps
  * the connection alive then). The request-completed callback logs, reports to
  * the done hook and frees the request with its arena.
+ * Connections: the gate (srv_gate.c) owns the listen socket, checks each
+ * connection's first head and hands good ones over with MHD_add_connection
+ * (the daemon runs with MHD_USE_NO_LISTEN_SOCKET); it also keeps the counts
+ * in total and per address, which on_connection's close notice decrements.
  * Limits (docs/operations.md): the early hook checks the token once the head
  * is complete, before any body byte is kept; every body reserves its bytes
  * against one server-wide cap (503 past it); connections are bounded in total
- * and per client address; a watchdog thread cuts connections whose request
+ * and per client address (by the gate); a watchdog thread cuts connections whose request
  * head is not complete by its deadline, however slowly bytes keep coming;
  * a head framing its body ambiguously (differing Content-Length headers,
  * or Content-Length with Transfer-Encoding) is refused before its body;
@@ -20,8 +24,11 @@
 #define _GNU_SOURCE /* POLLRDHUP, malloc_trim (Linux, glibc) */
 #include "srv_http.h"
 
+#include "srv_gate.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <netdb.h>
 #include <poll.h>
@@ -54,6 +61,8 @@ typedef struct conn_track {
 
 struct srv_http {
     struct MHD_Daemon *d;
+    srv_gate *gate; /* accepts and checks first heads (srv_gate.h) */
+    int listen_fd;
     srv_http_opts o;
     uint16_t port;
     atomic_uint in_flight; /* requests between first call and completion */
@@ -322,6 +331,11 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         *socket_context = t;
         return;
     }
+    const union MHD_ConnectionInfo *ai =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ai != NULL && ai->client_addr != NULL) {
+        srv_gate_closed(h->gate, ai->client_addr);
+    }
     conn_track *t = *socket_context;
     if (t == NULL) {
         return;
@@ -455,6 +469,7 @@ typedef struct framing {
     bool cl_differ; /* ... with more than one value */
     const char *cl; /* the first one's value */
     bool te;        /* a Transfer-Encoding header */
+    unsigned n_host; /* Host headers */
 } framing;
 
 static enum MHD_Result framing_scan(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -475,6 +490,8 @@ static enum MHD_Result framing_scan(void *cls, enum MHD_ValueKind kind, const ch
         fr->n_cl++;
     } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
         fr->te = true;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        fr->n_host++;
     }
     return MHD_YES;
 }
@@ -484,16 +501,24 @@ static enum MHD_Result framing_scan(void *cls, enum MHD_ValueKind kind, const ch
  * headers, and one of Content-Length and Transfer-Encoding when both come;
  * a proxy in front may have taken the other, so the rest of the stream
  * could be read as a different request (RFC 9112 6.3 items 3 and 5: an
- * error, and the connection is closed). */
-static const char *framing_error(struct MHD_Connection *c)
+ * error, and the connection is closed). Also why its Host is wrong: an
+ * HTTP/1.1 request must carry exactly one Host header, any request at most
+ * one (RFC 9112 3.2: the server answers 400). */
+static const char *framing_error(struct MHD_Connection *c, const char *version)
 {
-    framing fr = {0, false, NULL, false};
+    framing fr = {0, false, NULL, false, 0};
     MHD_get_connection_values(c, MHD_HEADER_KIND, framing_scan, &fr);
     if (fr.cl_differ) {
         return "the request has Content-Length headers with different values";
     }
     if (fr.n_cl > 0 && fr.te) {
         return "the request has both Content-Length and Transfer-Encoding";
+    }
+    if (fr.n_host > 1) {
+        return "the request has more than one Host header";
+    }
+    if (fr.n_host == 0 && version != NULL && strcmp(version, MHD_HTTP_VERSION_1_1) == 0) {
+        return "an HTTP/1.1 request must have a Host header";
     }
     return NULL;
 }
@@ -503,7 +528,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
-    (void)version;
     srv_http *h = cls;
     srv_req *r = *con_cls;
     if (r == NULL) {
@@ -535,9 +559,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         unsigned long long n = cl != NULL ? strtoull(cl, NULL, 10) : 0;
         /* Every early answer below is queued now: MHD closes the
          * connection after it rather than read the body. */
-        r->bad_head = framing_error(c);
+        r->bad_head = framing_error(c, version);
         if (r->bad_head != NULL) {
             r->handled = true;
+            srv_req_add_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
             h->o.handler(h->o.cls, r);
             return queue(r);
         }
@@ -598,13 +623,84 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 /* ---- start / stop ------------------------------------------------------------------ */
 
+/* The gate's hand-off: libmicrohttpd takes the connection (and closes it
+ * when it cannot). */
+static void gate_hand(void *cls, int fd, const struct sockaddr *sa, socklen_t len)
+{
+    srv_http *h = cls;
+    if (MHD_add_connection(h->d, fd, sa, len) != MHD_YES) {
+        srv_gate_closed(h->gate, sa);
+    }
+}
+
+/* The gate's refusal: the document from the application, and the log line. */
+static size_t gate_refuse(void *cls, const srv_gate_refusal *x, char *buf, size_t cap)
+{
+    srv_http *h = cls;
+    size_t n = h->o.refuse != NULL ? h->o.refuse(h->o.cls, x->status, x->message, buf, cap) : 0;
+    if (h->o.log_fd < 0) {
+        return n;
+    }
+    char line[1024], ts[40], remote[64] = "-";
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    gmtime_r(&now.tv_sec, &tm);
+    size_t k = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ts + k, sizeof ts - k, ".%03ldZ", now.tv_nsec / 1000000);
+    if (x->peer->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)x->peer)->sin_addr, remote,
+                  sizeof remote);
+    } else if (x->peer->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)x->peer)->sin6_addr,
+                  remote, sizeof remote);
+    }
+    size_t at = (size_t)snprintf(line, sizeof line, "{\"ts\":\"%s\",\"remote\":\"%s\",\"method\":",
+                                 ts, remote);
+    at = put_json_str(line, sizeof line - 400, at, x->method);
+    at += (size_t)snprintf(line + at, sizeof line - at, ",\"path\":");
+    at = put_json_str(line, sizeof line - 200, at, x->target);
+    at += (size_t)snprintf(line + at, sizeof line - at,
+                           ",\"route\":\"-\",\"status\":%u,\"bytes_in\":0,\"bytes_out\":%zu,"
+                           "\"ms\":%.3f,\"refused\":true}\n",
+                           x->status, n, x->dur_s * 1e3);
+    if (at > sizeof line) {
+        at = sizeof line;
+    }
+    ssize_t w = write(h->o.log_fd, line, at);
+    (void)w;
+    return n;
+}
+
+/* A listening, non-blocking TCP socket bound to ss; -1 and errno on failure. */
+static int listen_on(const struct sockaddr_storage *ss, socklen_t len)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (ss->ss_family == AF_INET6) {
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    }
+    if (bind(fd, (const struct sockaddr *)(const void *)ss, len) != 0 || listen(fd, 1024) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
 {
     *out = NULL;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                         MHD_USE_ERROR_LOG;
+                         MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
+    socklen_t ss_len = sizeof(struct sockaddr_in);
     struct in_addr a4;
     struct in6_addr a6;
     if (inet_pton(AF_INET, o->host, &a4) == 1) {
@@ -617,7 +713,7 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
         sin6->sin6_family = AF_INET6;
         sin6->sin6_port = htons(o->port);
         sin6->sin6_addr = a6;
-        flags |= MHD_USE_IPv6;
+        ss_len = sizeof(struct sockaddr_in6);
     } else {
         return cm_error_set(err, CM_EINVAL, NULL, "listen address '%s' is not a numeric IP",
                             o->host);
@@ -625,6 +721,13 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     srv_http *h = cm_calloc(1, sizeof *h);
     if (h == NULL) {
         return cm_error_oom(err);
+    }
+    h->listen_fd = listen_on(&ss, ss_len);
+    if (h->listen_fd < 0) {
+        int e = errno;
+        cm_free(h);
+        return cm_error_set(err, CM_EIO, NULL, "cannot listen on %s:%u: %s", o->host,
+                            (unsigned)o->port, strerror(e));
     }
     h->o = *o;
     atomic_init(&h->in_flight, 0);
@@ -634,33 +737,58 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     pthread_mutex_init(&h->conn_mu, NULL);
     pthread_cond_init(&h->conn_cv, NULL);
     unsigned threads = o->threads > 0 ? o->threads : 1;
-    /* the total limit is shared out among the pool's threads by MHD */
+    /* The gate counts connections in total and per address, from accept to
+     * close; libmicrohttpd's own limit (shared out among its threads) has
+     * room over it, since it forgets a connection a moment after telling us
+     * it has closed. */
     unsigned max_conn = o->max_connections > 0 ? o->max_connections : 1000u;
-    if (max_conn < threads) {
-        max_conn = threads;
-    }
-    struct MHD_OptionItem extra[] = {
-        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)max_conn, NULL},
-        {o->max_per_ip > 0 ? MHD_OPTION_PER_IP_CONNECTION_LIMIT : MHD_OPTION_END,
-         (intptr_t)o->max_per_ip, NULL},
-        {MHD_OPTION_END, 0, NULL},
+    unsigned mhd_max = max_conn + max_conn / 4 + 4 * threads;
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_THREAD_POOL_SIZE,
+                            threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                            MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s,
+                            MHD_OPTION_CONNECTION_LIMIT, mhd_max, MHD_OPTION_END);
+    srv_gate_opts go = {
+        .listen_fd = h->listen_fd,
+        .max_connections = max_conn,
+        .max_per_ip = o->max_per_ip,
+        .head_timeout_s = o->head_timeout_s > 0    ? o->head_timeout_s
+                          : o->idle_timeout_s > 0 ? (double)o->idle_timeout_s
+                                                  : 60.0,
+        .hand = gate_hand,
+        .refuse = gate_refuse,
+        .cls = h,
     };
-    h->d = MHD_start_daemon(
-        flags, o->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
-        (const struct sockaddr *)(const void *)&ss, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_ARRAY, extra, MHD_OPTION_END);
+    cm_error gerr;
+    cm_error_clear(&gerr);
+    if (h->d != NULL && srv_gate_start(&go, &h->gate, &gerr) != CM_OK) {
+        MHD_stop_daemon(h->d);
+        close(h->listen_fd);
+        pthread_mutex_destroy(&h->conn_mu);
+        pthread_cond_destroy(&h->conn_cv);
+        cm_free(h);
+        if (err != NULL) {
+            *err = gerr;
+        }
+        return gerr.code;
+    }
     if (h->d == NULL) {
         int e = errno;
+        close(h->listen_fd);
         pthread_mutex_destroy(&h->conn_mu);
         pthread_cond_destroy(&h->conn_cv);
         cm_free(h);
         return cm_error_set(err, CM_EIO, NULL, "cannot listen on %s:%u: %s", o->host,
                             (unsigned)o->port, e != 0 ? strerror(e) : "libmicrohttpd failed");
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = di != NULL ? di->port : o->port;
+    struct sockaddr_storage bound;
+    socklen_t bl = sizeof bound;
+    h->port = o->port;
+    if (getsockname(h->listen_fd, (struct sockaddr *)&bound, &bl) == 0) {
+        h->port = bound.ss_family == AF_INET6
+                      ? ntohs(((const struct sockaddr_in6 *)(const void *)&bound)->sin6_port)
+                      : ntohs(((const struct sockaddr_in *)(const void *)&bound)->sin_port);
+    }
     if (o->head_timeout_s > 0) {
         h->watch_running = pthread_create(&h->watch, NULL, watchdog, h) == 0;
     }
@@ -683,12 +811,11 @@ void srv_http_stop(srv_http *h, double drain_s)
     if (h == NULL) {
         return;
     }
-    /* The listen socket is closed only after MHD_stop_daemon: quiesce asks
-     * each pool thread to drop it from its epoll set, and closing it before
-     * they have done so makes libmicrohttpd abort ("Failed to remove listen
-     * FD from epoll set"). Until then new connections wait in the backlog
-     * and are reset by the close. */
-    MHD_socket ls = MHD_quiesce_daemon(h->d);
+    /* The gate stops accepting and closes what it holds; libmicrohttpd never
+     * sees the listen socket (MHD_USE_NO_LISTEN_SOCKET), so closing it now
+     * cannot race its threads. New connections are refused from here. */
+    srv_gate_stop(h->gate);
+    close(h->listen_fd);
     double until = cm_now() + drain_s;
     while (atomic_load(&h->in_flight) > 0 && cm_now() < until) {
         struct timespec ts = {0, 5 * 1000 * 1000};
@@ -703,9 +830,7 @@ void srv_http_stop(srv_http *h, double drain_s)
         pthread_join(h->watch, NULL);
     }
     MHD_stop_daemon(h->d);
-    if (ls != MHD_INVALID_SOCKET) {
-        close(ls);
-    }
+    srv_gate_free(h->gate); /* after the daemon: its connections report their close */
     pthread_mutex_destroy(&h->conn_mu);
     pthread_cond_destroy(&h->conn_cv);
     cm_free(h);

@@ -4,7 +4,10 @@
  * accumulated body, enforces the body size limit (413) and the idle timeout,
  * queues responses on a later call than the first (keep-alive stays on, see
  * MACHINE-NOTES.md), logs one structured line per request and drains
- * in-flight requests on stop. No MHD type appears in this header.
+ * in-flight requests on stop. Connections are accepted by its gate
+ * (srv_gate.h), which answers a malformed first request head with the JSON
+ * error from the refuse hook before libmicrohttpd sees it. No MHD type
+ * appears in this header.
  * Ownership: an srv_req and everything in its arena live until the request
  * completes; the handler never frees them. Thread contract: the handler runs
  * on pool threads, concurrently for different requests; srv_http_stop is
@@ -47,14 +50,19 @@ typedef struct srv_http_opts {
     srv_http_done done;        /* may be NULL */
     srv_http_early early;      /* may be NULL */
     size_t max_inflight_body_bytes; /* all bodies held at once; past it 503 (0: no cap) */
-    unsigned max_connections;  /* open connections in total (0: libmicrohttpd's default) */
+    unsigned max_connections;  /* open connections in total (0: 1000) */
     unsigned max_per_ip;       /* open connections per client address (0: no limit) */
     double head_timeout_s;     /* a request head (line and headers) must be complete this
                                   long after the connection opened or its previous reply;
-                                  bytes do not extend it (0: no deadline) */
+                                  bytes do not extend it (0: no deadline after the first
+                                  head, which gets idle_timeout_s, or 60 s) */
     size_t min_body_rate;      /* after that grace, a body must arrive at this many bytes a
                                   second on average, or the connection is cut (0: any rate);
                                   needs head_timeout_s > 0 */
+    /* Writes the JSON error document (status, message) of a request refused
+     * before it reached the handler (a malformed head, too many connections)
+     * into buf (cap bytes) and returns its length. Any thread. */
+    size_t (*refuse)(void *cls, unsigned status, const char *message, char *buf, size_t cap);
     void *cls;                 /* passed to handler and done */
 } srv_http_opts;
 

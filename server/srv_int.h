@@ -28,7 +28,7 @@
 #define SRV_METRIC_ROUTES  56 /* route slots (srv_routes.c has fewer) */
 #define SRV_METRIC_BUCKETS 12
 #define SRV_METRIC_CLASSES 5 /* 1xx..5xx */
-#define SRV_METRIC_CODES   12
+#define SRV_METRIC_CODES   17
 
 typedef struct srv_histo {
     atomic_ullong buckets[SRV_METRIC_BUCKETS + 1]; /* last: +Inf */
@@ -209,6 +209,11 @@ typedef enum srv_err {
     E_UNAVAILABLE,
     E_TIMEOUT,
     E_NOMEM,
+    E_REQ_TIMEOUT,   /* 408: the request head did not arrive in time */
+    E_URI_TOO_LONG,  /* 414 */
+    E_HEADERS_LARGE, /* 431 */
+    E_NOT_IMPL,      /* 501: a transfer coding other than chunked */
+    E_VERSION,       /* 505 */
     E_COUNT
 } srv_err;
 
@@ -220,6 +225,11 @@ const char *srv_err_code(srv_err e);
 /* Replies {"error":{"code","message","path"}} with e's HTTP status; path is
  * dropped for E_INTERNAL (our data, not the client's); counts the error in
  * the metrics; adds WWW-Authenticate or Retry-After where e needs one. */
+/* The error document of a request srv_http refused before any handler (a
+ * malformed head, too many connections): the code of status from the
+ * table, message, an empty path; written into buf (cap bytes), its length
+ * returned; the error counted. cls is the srv_app. Any thread. */
+size_t srv_reply_refusal(void *cls, unsigned status, const char *message, char *buf, size_t cap);
 void srv_reply_err(srv_app *app, srv_req *r, srv_err e, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* srv_reply_err for a cm_error (its status, path and message). */

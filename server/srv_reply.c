@@ -33,7 +33,46 @@ static const struct {
     [E_UNAVAILABLE] = {"unavailable", 503},
     [E_TIMEOUT] = {"timeout", 503},
     [E_NOMEM] = {"out_of_memory", 503},
+    [E_REQ_TIMEOUT] = {"request_timeout", 408},
+    [E_URI_TOO_LONG] = {"uri_too_long", 414},
+    [E_HEADERS_LARGE] = {"headers_too_large", 431},
+    [E_NOT_IMPL] = {"not_implemented", 501},
+    [E_VERSION] = {"http_version_not_supported", 505},
 };
+
+_Static_assert(E_COUNT == SRV_METRIC_CODES, "one error counter per code");
+
+size_t srv_reply_refusal(void *cls, unsigned status, const char *message, char *buf, size_t cap)
+{
+    srv_app *app = cls;
+    srv_err e = E_INVALID;
+    for (size_t i = 0; i < E_COUNT; i++) {
+        if (err_table[i].http == status) {
+            e = (srv_err)i; /* the first code of the status: 503 is unavailable */
+            break;
+        }
+    }
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "{\"error\":{");
+    cm_json_put_kv_str(&b, "code", err_table[e].code);
+    cm_json_put_kv_str(&b, "message", message);
+    cm_json_put_kv_str(&b, "path", "");
+    cm_buf_puts(&b, "}}\n");
+    atomic_fetch_add(&app->metrics.errors[e], 1);
+    size_t n = 0;
+    if (!b.oom && b.len <= cap) {
+        memcpy(buf, b.data, b.len);
+        n = b.len;
+    } else {
+        static const char oom[] =
+            "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of memory\",\"path\":\"\"}}\n";
+        n = sizeof oom - 1 <= cap ? sizeof oom - 1 : 0;
+        memcpy(buf, oom, n);
+    }
+    cm_buf_fini(&b);
+    return n;
+}
 
 const char *srv_err_code(srv_err e)
 {

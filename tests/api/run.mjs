@@ -13,6 +13,7 @@
 // operation must be answered at least once with a 2xx and once with a 4xx.
 //   node tests/api/run.mjs SHARDPLAN_BINARY
 import { spawn, spawnSync } from "node:child_process";
+import { connect } from "node:net";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -231,6 +232,119 @@ async function waitRun(id) {
     if (Date.now() - t0 > WAIT) return r;
     await new Promise((ok) => setTimeout(ok, 200));
   }
+}
+
+// ---- malformed requests over raw sockets ------------------------------------------------
+
+/* Sends bytes on a fresh connection to base and collects the answer until
+ * the server closes (or ms pass): {status, headers, body, closed}. */
+function rawRequest(base, bytes, ms = 5000) {
+  const u = new URL(base);
+  return new Promise((ok) => {
+    const chunks = [];
+    let done = false;
+    const sock = connect({ host: u.hostname, port: Number(u.port) });
+    const finish = (closed) => {
+      if (done) return;
+      done = true;
+      clearTimeout(t);
+      sock.destroy();
+      const all = Buffer.concat(chunks);
+      const text = all.toString("latin1");
+      const end = text.indexOf("\r\n\r\n");
+      const head = end < 0 ? text : text.slice(0, end);
+      const lines = head.split("\r\n");
+      const m = /^HTTP\/1\.[01] (\d{3}) /.exec(lines[0] ?? "");
+      const headers = {};
+      for (const l of lines.slice(1)) {
+        const i = l.indexOf(":");
+        if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+      }
+      const body = end < 0 ? "" : all.subarray(end + 4).toString("utf8");
+      const statusLines = (text.match(/(^|\n)HTTP\/1\.[01] \d{3} /g) ?? []).length;
+      ok({ status: m ? Number(m[1]) : 0, headers, body, closed, statusLines, text });
+    };
+    const t = setTimeout(() => finish(false), ms);
+    sock.on("connect", () => sock.write(bytes));
+    sock.on("data", (d) => chunks.push(d));
+    sock.on("end", () => finish(true));
+    sock.on("close", () => finish(true));
+    sock.on("error", () => finish(true));
+  });
+}
+
+/* A raw answer is the documented JSON error: status, code, one status
+ * line, application/json, the Error schema, and the connection closed. */
+function expectRawError(r, status, code, what) {
+  check(r.status === status, `${what}: status ${r.status}, expected ${status}: ${r.text.slice(0, 300)}`);
+  check(r.statusLines === 1, `${what}: ${r.statusLines} status lines`);
+  check((r.headers["content-type"] ?? "").startsWith("application/json"), `${what}: Content-Type ${r.headers["content-type"]}`);
+  let j = null;
+  try { j = JSON.parse(r.body); } catch { /* checked below */ }
+  check(j !== null, `${what}: body is not JSON: ${r.body.slice(0, 200)}`);
+  if (j === null) return;
+  const v = validator(["components", "schemas", "Error"]);
+  check(v(j), `${what}: body not an Error: ${errorsText(v.errors)}`);
+  check(j.error?.code === code, `${what}: code ${j.error?.code}, expected ${code}`);
+  check(r.closed, `${what}: connection left open`);
+}
+
+async function malformed(base) {
+  console.log(`== malformed requests against ${base}`);
+  const cases = [
+    ["HTTP/1.1 without Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "invalid"],
+    ["two Host headers", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "invalid"],
+    ["differing Content-Length", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}", 400, "invalid"],
+    ["request line over 8 KiB", `GET /${"a".repeat(9000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 414, "uri_too_long"],
+    ["head over 16 KiB", `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"b".repeat(17000)}\r\n\r\n`, 431, "headers_too_large"],
+    ["101 header fields", `GET /healthz HTTP/1.1\r\nHost: x\r\n${"X-A: 1\r\n".repeat(100)}\r\n`, 431, "headers_too_large"],
+    ["HTTP/2.7", "GET /healthz HTTP/2.7\r\nHost: x\r\n\r\n", 505, "http_version_not_supported"],
+    ["no version", "GET /healthz\r\n\r\n", 400, "invalid"],
+    ["header line without ':'", "GET /healthz HTTP/1.1\r\nHost: x\r\nbad line\r\n\r\n", 400, "invalid"],
+    ["space before ':'", "GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n", 400, "invalid"],
+    ["obsolete line folding", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n", 400, "invalid"],
+    ["Content-Length: 2x", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Length: 2x\r\n\r\n{}", 400, "invalid"],
+    ["Content-Length: -1", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400, "invalid"],
+    ["Content-Length and chunked", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400, "invalid"],
+    ["Transfer-Encoding not ending in chunked", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400, "invalid"],
+    ["gzip, chunked", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, "not_implemented"],
+    ["Transfer-Encoding in HTTP/1.0", "POST /v1/graphs HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "invalid"],
+    ["binary request line (a TLS hello)", Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0xff]), 400, "invalid"],
+    ["NUL in the method", Buffer.from("GE\0T / HTTP/1.1\r\nHost: x\r\n\r\n", "latin1"), 400, "invalid"],
+    ["chunk size zz (sent with the head)", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400, "invalid"],
+    ["chunk data not ending in CRLF", "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n", 400, "invalid"],
+    ["control byte in a header value", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n", 400, "invalid"],
+  ];
+  for (const [what, bytes, status, code] of cases) {
+    expectRawError(await rawRequest(base, bytes), status, code, `raw: ${what}`);
+  }
+  // well-formed raw requests still pass: HTTP/1.0 needs no Host
+  const ok10 = await rawRequest(base, "GET /healthz HTTP/1.0\r\n\r\n");
+  check(ok10.status === 200, `raw: HTTP/1.0 without Host: ${ok10.text.slice(0, 200)}`);
+  const ok11 = await rawRequest(base, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  check(ok11.status === 200, `raw: HTTP/1.1 with Host: ${ok11.text.slice(0, 200)}`);
+  // a well-formed chunked body with an extension reaches the handler
+  const g = file("examples/flax_mlp.json");
+  const chunked = Buffer.concat([Buffer.from("POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"),
+    Buffer.from("64\r\n"), g.subarray(0, 100), Buffer.from(`\r\n${(g.length - 100).toString(16)};x=1\r\n`), g.subarray(100), Buffer.from("\r\n0\r\n\r\n")]);
+  const okChunked = await rawRequest(base, chunked);
+  check(okChunked.status === 201 || okChunked.status === 200, `raw: a chunked graph: ${okChunked.text.slice(0, 300)}`);
+  // the largest head the limits allow still reaches the handler
+  const line = `GET /healthz?${"q".repeat(8000)} HTTP/1.1\r\n`;
+  let big = `${line}Host: x\r\nConnection: close\r\n${"X-A: v\r\n".repeat(97)}`;
+  big += `X-P: ${"p".repeat(16384 - big.length - 2 - 7)}\r\n\r\n`;
+  check(big.length === 16384, `raw: the largest head is ${big.length} bytes`);
+  const okBig = await rawRequest(base, big);
+  check(okBig.status === 200, `raw: a 16384-byte head of 100 fields: ${okBig.text.slice(0, 200)}`);
+  // a malformed request after a good one on a kept-alive connection is
+  // still answered (by libmicrohttpd: only the first head passes the gate)
+  const ka = await rawRequest(base, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  check(ka.statusLines === 2 && ka.status === 200, `raw: two requests on one connection: ${ka.text.slice(0, 300)}`);
+  // a head that never ends gets 408 at the head deadline (--head-timeout 1 here)
+  const t0 = Date.now();
+  const slow = await rawRequest(base, "GET /healthz HTTP/1.1\r\nHost: x\r\n", 6000);
+  expectRawError(slow, 408, "request_timeout", "raw: head past its deadline");
+  check(Date.now() - t0 < 4000, `raw: 408 after ${Date.now() - t0} ms`);
 }
 
 async function main() {
@@ -475,6 +589,15 @@ async function main() {
   B = await startServer("small", ["--max-body", "1024"]);
   expect(await call("POST", "/v1/plans", { body: file("examples/flax_mlp.json"), ctype: J }), 413, "plan over --max-body");
   expect(await call("POST", "/v1/graphs", { body: file("examples/flax_mlp.mlir"), ctype: "text/plain" }), 413, "graph over --max-body");
+
+  await cleanupFirst(2);
+  B = await startServer("raw", ["--head-timeout", "1", "--max-per-ip", "2"]);
+  await malformed(B);
+  // past --max-per-ip: 503 JSON while the first two are held
+  const held = [connect({ host: "127.0.0.1", port: Number(new URL(B).port) }), connect({ host: "127.0.0.1", port: Number(new URL(B).port) })];
+  await new Promise((ok) => setTimeout(ok, 200));
+  expectRawError(await rawRequest(B, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), 503, "unavailable", "raw: over --max-per-ip");
+  for (const h of held) h.destroy();
 
   // coverage: every operation answered with a 2xx and a 4xx
   for (const o of ops) {
