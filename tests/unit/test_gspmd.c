@@ -642,6 +642,27 @@ static void test_sp_gspmd_round_trip_import_pipeline_dedups_meshes(void **state)
     sp_module_destroy(m);
 }
 
+/* tf2xla's tuple shardings of @main must have one entry per argument. */
+static void test_sp_gspmd_round_trip_import_pipeline_rejects_tuple_count(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "module attributes {mhlo.frontend_attributes = {xla.sdy.tuple_args_shardings = "
+        "\"#sdy.sharding_per_value<[<mesh<[\\\"a\\\"=2]>, [{\\\"a\\\"}]>]>\"}} {\n"
+        "  func.func @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "    return %arg0 : tensor<8xf32>\n"
+        "  }\n"
+        "}\n";
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    assert_int_equal(sp_gspmd_round_trip_import_pipeline(m, NULL, NULL, &err), CM_EINVAL);
+    assert_string_equal(err.path, "2:3");
+    assert_non_null(strstr(err.msg, "has 1 shardings in xla.sdy.tuple_args_shardings"));
+    sp_module_destroy(m);
+}
+
 /* Every allocation of the imports and exports may fail: each attempt fails
  * with CM_ENOMEM and leaks nothing, until one succeeds. */
 static void test_sp_gspmd_import_oom(void **state)
@@ -926,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_sp_gspmd_divergences_finds_the_op),
         cmocka_unit_test(test_post_plans_reads_gspmd),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_dedups_meshes),
+        cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_rejects_tuple_count),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
 }
