@@ -239,9 +239,12 @@ SIMPLE_PASS(run_xla_clone_mc_calls, sp_gspmd_clone_manual_computation_calls(m, e
 static cm_status run_xla_round_trip_import(sp_module *m, const pass_inv *inv, sp_diags *d,
                                            cm_error *err)
 {
-    /* XLA's pipeline imports the constants too */
-    cm_status st = sp_gspmd_round_trip_import(m, opt_bool(inv, "enable-hlo-sharding-v3"), d, err);
-    return st == CM_OK ? sp_gspmd_import_constants(m, err) : st;
+    sp_gspmd_round_trip_opts o = {
+        opt_value(inv, "enable-constant-import") == NULL || opt_bool(inv, "enable-constant-import"),
+        opt_bool(inv, "enable-hlo-sharding-v3"), opt_bool(inv, "lift-and-dedup-meshes"),
+        opt_value(inv, "import-only-uninlineable-func-calls") == NULL ||
+            opt_bool(inv, "import-only-uninlineable-func-calls")};
+    return sp_gspmd_round_trip_import_pipeline(m, &o, d, err);
 }
 static cm_status run_xla_rt_export(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
@@ -414,6 +417,9 @@ static const char *const import_func_calls_opts[] = {"add-data-flow-edges-on-nam
 static const char *const xla_v3_opts[] = {"enable-hlo-sharding-v3", NULL};
 static const char *const xla_rt_export_opts[] = {"keep-meshes-inlined", "enable-hlo-sharding-v3",
                                                  NULL};
+static const char *const xla_rt_import_opts[] = {"enable-hlo-sharding-v3", "enable-constant-import",
+                                                 "lift-and-dedup-meshes",
+                                                 "import-only-uninlineable-func-calls", NULL};
 static const char *const xla_export_opts[] = {"enable-hlo-sharding-v3",
                                               "simplify-replicated-shardings", NULL};
 static const char *const device_count_opts[] = {"replica-count", "partition-count", NULL};
@@ -482,7 +488,7 @@ static const pass_def passes[] = {
     {"xla-sdy-mhlo-import-pipeline", run_xla_stablehlo_import, NULL},
     {"xla-sdy-stablehlo-export-shardings", run_xla_export_shardings, NULL},
     {"xla-sdy-round-trip-shard-map-import", run_xla_shard_map_import, NULL},
-    {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, xla_v3_opts},
+    {"xla-sdy-round-trip-import-pipeline", run_xla_round_trip_import, xla_rt_import_opts},
     {"xla-sdy-round-trip-shard-map-export", run_xla_shard_map_export, NULL},
     {"xla-sdy-round-trip-export-pipeline", run_xla_rt_export, xla_rt_export_opts},
     {"xla-sdy-round-trip-export-ops", run_xla_rt_export_ops, NULL},

@@ -237,6 +237,22 @@ bool sp_gspmd_detect_round_trip(const sp_module *m);
 cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d,
                                      cm_error *err);
 
+/* The options of XLA's -xla-sdy-round-trip-import-pipeline. */
+typedef struct sp_gspmd_round_trip_opts {
+    bool constant_import;         /* enable-constant-import (XLA's default: on) */
+    bool hlo_sharding_v3;         /* enable-hlo-sharding-v3 */
+    bool lift_and_dedup_meshes;   /* lift-and-dedup-meshes: inlined meshes become symbols */
+    bool only_uninlineable_calls; /* import-only-uninlineable-func-calls (default on); off:
+                                   * every func call becomes an sdy.named_computation */
+} sp_gspmd_round_trip_opts;
+
+/* XLA's round-trip import pipeline: custom-call tuples flattened, then
+ * sp_gspmd_round_trip_import, the constants imported, and as o says the
+ * inlined meshes lifted and the func calls imported (o NULL: XLA's
+ * defaults). Errors as sp_gspmd_round_trip_import, CM_ENOMEM. */
+cm_status sp_gspmd_round_trip_import_pipeline(sp_module *m, const sp_gspmd_round_trip_opts *o,
+                                              sp_diags *d, cm_error *err);
+
 /* -xla-sdy-import-sdy-custom-calls: each @Sharding custom call with an sdy
  * sharding (the xla.sdy.sharding frontend attribute, or sdy.sharding once
  * imported) becomes sdy.sharding_constraint, and each @xla.sdy.ShardingGroup

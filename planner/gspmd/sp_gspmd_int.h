@@ -25,6 +25,28 @@ cm_status sp_gspmd_op_error(const sp_module *m, uint32_t op, cm_error *err, cons
  * stops at the first status fn returns other than CM_OK. */
 cm_status sp_gspmd_walk_funcs(sp_module *m, sp_pass_op_fn fn, void *ctx);
 
+/* Flattens the tuples of every custom call of m (tuple operands become
+ * their elements, a tuple result one result per element, read by the
+ * get_tuple_element users), then drops the stablehlo.tuple ops that fed one
+ * and have no use left; nested tuples are left. Errors: CM_EINVAL for a
+ * tuple type that does not split, CM_ENOMEM. */
+cm_status sp_gspmd_flatten_tuples(sp_module *m, cm_error *err);
+
+/* Renames each single-device sdy.mesh named `maximal_mesh_N` (as Shardy's
+ * lift names them) that is not among before[0..n_before) to
+ * `single_device_N` (made unique), as XLA names them, with every sharding
+ * that names it. Errors: CM_ENOMEM. */
+cm_status sp_gspmd_name_single_device_meshes(sp_module *m, const char *const *before,
+                                             uint32_t n_before, cm_error *err);
+
+/* XLA's -xla-sdy-round-trip-dedup-meshes: each sdy.mesh with the device
+ * count and device order of an earlier or better one (real axes, more axes
+ * above size one) whose axes map onto that main mesh's (sub-)axes is
+ * removed, and the shardings and manual axes on it are rewritten to the
+ * main mesh (consecutive sub-axes merged). Errors: CM_EINVAL for a sub-axis
+ * that does not map or a manual sub-axis, CM_ENOMEM. */
+cm_status sp_gspmd_dedup_meshes(sp_module *m, cm_error *err);
+
 /* sp_gspmd_import_shardings with the global mesh's axes named
  * axis_prefix + N (the pass's own names are "_axis_N", placeholders XLA
  * means to be replaced; its old import pipelines named them "axis_N"). */

@@ -297,9 +297,7 @@ static cm_status flatten_call(sp_module *m, uint32_t op, void *vctx)
     return CM_OK;
 }
 
-/* Flattens the tuples of every custom call of m, then drops the
- * stablehlo.tuple ops that fed one and have no use left. */
-static cm_status flatten_tuples(sp_module *m, cm_error *err)
+cm_status sp_gspmd_flatten_tuples(sp_module *m, cm_error *err)
 {
     flat_ctx c = {NULL, 0, 0, err};
     cm_status st = sp_gspmd_walk_funcs(m, flatten_call, &c);
@@ -425,7 +423,7 @@ cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export
 
 cm_status sp_gspmd_stablehlo_import_pipeline(sp_module *m, cm_error *err)
 {
-    cm_status st = flatten_tuples(m, err);
+    cm_status st = sp_gspmd_flatten_tuples(m, err);
     if (st == CM_OK) {
         st = sp_gspmd_import_as(m, "axis_", err);
     }

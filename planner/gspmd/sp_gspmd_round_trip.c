@@ -326,22 +326,71 @@ static void replace_value(sp_module *m, uint32_t from, uint32_t to)
     }
 }
 
+/* The number of uses of value v by ops in blocks; *user the last user. */
+static uint32_t value_uses(const sp_module *m, uint32_t v, uint32_t *user)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        for (uint32_t k = 0; m->ops[i].parent_block != SP_NONE && k < m->ops[i].n_operands; k++) {
+            if (m->ops[i].operands[k] == v) {
+                n++;
+                *user = i;
+            }
+        }
+    }
+    return n;
+}
+
+static bool value_used(const sp_module *m, uint32_t v)
+{
+    uint32_t u;
+    return value_uses(m, v, &u) > 0;
+}
+
+/* The @X64Combine custom call that alone reads both results of the
+ * FuncResultSharding op (as XLA's X64 rewriter leaves it), or SP_NONE. */
+static uint32_t x64_combine_user(const sp_module *m, uint32_t op)
+{
+    const sp_op *o = &m->ops[op];
+    uint32_t a = SP_NONE, b = SP_NONE;
+    if (o->n_results != 2 || value_uses(m, o->first_result, &a) != 1 ||
+        value_uses(m, o->first_result + 1, &b) != 1 || a != b) {
+        return SP_NONE;
+    }
+    const char *t = m->ops[a].kind == SP_OP_CUSTOM_CALL ? call_target(m, a) : NULL;
+    return t != NULL && strcmp(t, "X64Combine") == 0 ? a : SP_NONE;
+}
+
 /* @xla.sdy.FuncResultSharding(x): its sharding goes to the func results it
  * returns as; other uses keep it as a constraint with open dims. */
-static cm_status func_result_sharding(sp_module *m, uint32_t op, const sp_attr *shardings,
+static cm_status func_result_sharding(sp_module *m, uint32_t op, sp_attr *shardings,
                                       rt_ctx *c)
 {
     sp_op *o = &m->ops[op];
-    if (o->n_operands != 1 || o->n_results != 1 || shardings == NULL ||
+    uint32_t combine = x64_combine_user(m, op);
+    if ((combine == SP_NONE && (o->n_operands != 1 || o->n_results != 1)) || shardings == NULL ||
         shardings->u.shardings.n < 1) {
         return sp_gspmd_op_error(m, op, c->err, "is a malformed xla.sdy.FuncResultSharding");
     }
     sp_sharding *s = shardings->u.shardings.items[0];
     uint32_t v = o->first_result;
+    if (combine != SP_NONE) {
+        /* XLA's X64 rewriter passed the two 32-bit halves through: the
+         * sharding is the X64Combine's, and its uses are the ones to read */
+        if (op_put(m, combine, "sdy.sharding", shardings) != CM_OK) {
+            return cm_error_oom(c->err);
+        }
+        v = m->ops[combine].first_result;
+    } else if (!value_used(m, v) && o->operands[0] < m->n_values &&
+               m->values[o->operands[0]].def != SP_NONE) {
+        /* unused (a zero-element result XLA replaced with a constant):
+         * its operand's uses are the ones to read */
+        v = o->operands[0];
+    }
     bool other_uses = false;
     const sp_type *ft = sp_func_type(m, c->func);
     for (uint32_t i = 0; i < m->n_ops; i++) {
-        if (m->ops[i].parent_block == SP_NONE) {
+        if (m->ops[i].parent_block == SP_NONE || i == op) {
             continue;
         }
         for (uint32_t k = 0; k < m->ops[i].n_operands; k++) {
@@ -363,7 +412,7 @@ static cm_status func_result_sharding(sp_module *m, uint32_t op, const sp_attr *
             }
         }
     }
-    if (other_uses) {
+    if (other_uses && combine == SP_NONE && v == o->first_result) {
         sp_sharding *open = sp_sharding_clone(&m->arena, s);
         sp_attr *a = sp_attr_new(m, SP_ATTR_SHARDING);
         sp_named_attr *attrs = cm_arena_alloc(&m->arena, sizeof *attrs);
@@ -382,7 +431,9 @@ static cm_status func_result_sharding(sp_module *m, uint32_t op, const sp_attr *
         o->n_attrs = 1;
         return CM_OK;
     }
-    replace_value(m, v, m->ops[op].operands[0]);
+    for (uint32_t r = 0; r < m->ops[op].n_results && r < m->ops[op].n_operands; r++) {
+        replace_value(m, m->ops[op].first_result + r, m->ops[op].operands[r]);
+    }
     if (CM_GROW_U32(c->dead, c->cap_dead, c->n_dead + 1, NULL) != CM_OK) {
         return cm_error_oom(c->err);
     }

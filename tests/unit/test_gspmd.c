@@ -697,6 +697,70 @@ static void test_sp_gspmd_round_trip_export_then_import(void **state)
     sp_module_destroy(m);
 }
 
+
+/* Two meshes over the same 8 devices in the default order: the second
+ * folds into the first, its axes onto the first's (sub-)axes; an inlined
+ * single-device mesh is lifted as `single_device_N`. */
+static const char dedup_module[] =
+    "sdy.mesh @m1 = <[\"x\"=4, \"y\"=2]>\n"
+    "sdy.mesh @m2 = <[\"p\"=2, \"q\"=4]>\n"
+    "func.func @main(%arg0: tensor<16xf32> {sdy.sharding = #sdy.sharding<@m2, [{\"q\"}]>},"
+    " %arg1: tensor<16xf32> {sdy.sharding = #sdy.sharding<@m2, [{\"q\":(2)2}]>},"
+    " %arg2: tensor<16xf32> {sdy.sharding = #sdy.sharding<@m2, [{\"p\", \"q\"}]>})"
+    " -> (tensor<16xf32> {sdy.sharding = #sdy.sharding<mesh<[], device_ids=[3]>, []>}) {\n"
+    "  return %arg0 : tensor<16xf32>\n"
+    "}\n";
+
+static cm_status dedup_pipeline(sp_module *m, cm_error *err)
+{
+    sp_gspmd_round_trip_opts o = {true, false, true, true};
+    return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
+}
+
+static void test_sp_gspmd_round_trip_import_pipeline_dedups_meshes(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(dedup_module, strlen(dedup_module), 0, &m, &err), CM_OK);
+    assert_int_equal(dedup_pipeline(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    assert_null(strstr(b.data, "@m2"));
+    assert_non_null(strstr(b.data, "sdy.mesh @single_device_3 = <[], device_ids=[3]>"));
+    assert_non_null(strstr(b.data, "%arg0: tensor<16xf32> {sdy.sharding = "
+                                   "#sdy.sharding<@m1, [{\"x\":(2)2, \"y\"}]>}"));
+    assert_non_null(
+        strstr(b.data, "%arg1: tensor<16xf32> {sdy.sharding = #sdy.sharding<@m1, [{\"y\"}]>}"));
+    assert_non_null(strstr(b.data, "%arg2: tensor<16xf32> {sdy.sharding = "
+                                   "#sdy.sharding<@m1, [{\"x\", \"y\"}]>}"));
+    assert_non_null(strstr(b.data, "#sdy.sharding<@single_device_3, []>"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
+/* tf2xla's tuple shardings of @main must have one entry per argument. */
+static void test_sp_gspmd_round_trip_import_pipeline_rejects_tuple_count(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "module attributes {mhlo.frontend_attributes = {xla.sdy.tuple_args_shardings = "
+        "\"#sdy.sharding_per_value<[<mesh<[\\\"a\\\"=2]>, [{\\\"a\\\"}]>]>\"}} {\n"
+        "  func.func @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "    return %arg0 : tensor<8xf32>\n"
+        "  }\n"
+        "}\n";
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    assert_int_equal(sp_gspmd_round_trip_import_pipeline(m, NULL, NULL, &err), CM_EINVAL);
+    assert_string_equal(err.path, "2:3");
+    assert_non_null(strstr(err.msg, "has 1 shardings in xla.sdy.tuple_args_shardings"));
+    sp_module_destroy(m);
+}
+
 /* Every allocation of the imports and exports may fail: each attempt fails
  * with CM_ENOMEM and leaks nothing, until one succeeds. */
 static void test_sp_gspmd_import_oom(void **state)
@@ -709,6 +773,7 @@ static void test_sp_gspmd_import_oom(void **state)
         {NULL, pipeline_module, sp_gspmd_stablehlo_import_pipeline},
         {NULL, export_module, export_pipeline_v2},
         {NULL, rt_module, rt_testing},
+        {NULL, dedup_module, dedup_pipeline},
     };
     for (size_t i = 0; i < N_OF(cases); i++) {
         oom_ctx c = cases[i];
@@ -981,6 +1046,8 @@ int main(void)
         cmocka_unit_test(test_sp_gspmd_round_trip_export_then_import),
         cmocka_unit_test(test_sp_gspmd_divergences_finds_the_op),
         cmocka_unit_test(test_post_plans_reads_gspmd),
+        cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_dedups_meshes),
+        cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_rejects_tuple_count),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
 }
