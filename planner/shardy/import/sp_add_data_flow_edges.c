@@ -23,6 +23,7 @@ typedef struct actx {
     uint32_t n, cap;
     uint32_t *image; /* per value: its edge's result, or SP_NONE */
     uint32_t n_image;
+    bool named_only; /* only named computations own edges */
 } actx;
 
 static bool is_owner_kind(uint32_t kind)
@@ -34,7 +35,8 @@ static bool is_owner_kind(uint32_t kind)
 static cm_status collect(sp_module *m, uint32_t opid, void *vctx)
 {
     actx *c = vctx;
-    if (!is_owner_kind(m->ops[opid].kind)) {
+    uint32_t kind = m->ops[opid].kind;
+    if (c->named_only ? kind != SP_OP_SDY_NAMED_COMPUTATION : !is_owner_kind(kind)) {
         return CM_OK;
     }
     if (CM_GROW_U32(c->owners, c->cap, c->n + 1, NULL) != CM_OK) {
@@ -226,8 +228,14 @@ static cm_status redirect(sp_module *m, uint32_t opid, void *vctx)
 
 cm_status sp_pass_add_data_flow_edges(sp_module *m, cm_error *err)
 {
+    return sp_import_add_data_flow_edges(m, false, err);
+}
+
+cm_status sp_import_add_data_flow_edges(sp_module *m, bool named_only, cm_error *err)
+{
     actx c;
     memset(&c, 0, sizeof c);
+    c.named_only = named_only;
     cm_status st = sp_pass_walk(m, m->body, collect, &c);
     if (st == CM_OK && c.n > 0) {
         c.n_image = m->n_values;

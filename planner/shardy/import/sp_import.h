@@ -64,6 +64,9 @@ cm_status sp_pass_pre_order_funcs(sp_module *m, cm_error *err);
  * body argument without the manual axes), and every other use of the owner
  * uses the edge instead. Owners keep their shardings. Errors: CM_ENOMEM. */
 cm_status sp_pass_add_data_flow_edges(sp_module *m, cm_error *err);
+/* The same, on named computations alone when named_only (what
+ * -sdy-import-func-calls adds on the computations it makes). */
+cm_status sp_import_add_data_flow_edges(sp_module *m, bool named_only, cm_error *err);
 /* -sdy-manual-axes-cleanup: each sdy.manual_computation's manual axes in
  * mesh order, and every in/out sharding of a shaped value lists the manual
  * axes (or parts of them) it does not use as replicated, sorted and merged,

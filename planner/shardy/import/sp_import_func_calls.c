@@ -350,144 +350,6 @@ static cm_status import_call(sp_module *m, fctx *c, uint32_t call, sp_diags *dia
     return CM_OK;
 }
 
-/* ---- data-flow edges on named computations ---------------------------------- */
-
-typedef struct ectx {
-    uint32_t *ncs;
-    uint32_t n, cap;
-    uint32_t *image; /* per value: its edge's result, or SP_NONE */
-    uint32_t n_image;
-} ectx;
-
-static cm_status collect_nc(sp_module *m, uint32_t op, void *vctx)
-{
-    ectx *c = vctx;
-    if (m->ops[op].kind != SP_OP_SDY_NAMED_COMPUTATION) {
-        return CM_OK;
-    }
-    if (CM_GROW_U32(c->ncs, c->cap, c->n + 1, NULL) != CM_OK) {
-        return CM_ENOMEM;
-    }
-    c->ncs[c->n++] = op;
-    return CM_OK;
-}
-
-static bool is_static_tensor(const sp_type *t)
-{
-    if (t->kind != SP_TYPE_TENSOR) {
-        return false;
-    }
-    for (uint32_t d = 0; d < t->rank; d++) {
-        if (t->dims[d] == SP_DIM_DYNAMIC) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static const sp_sharding *list_entry(const sp_module *m, uint32_t op, const char *name, uint32_t i)
-{
-    const sp_attr *a = sp_op_attr(m, op, name);
-    if (a == NULL || a->kind != SP_ATTR_SHARDING_LIST || i >= a->u.shardings.n) {
-        return NULL;
-    }
-    return a->u.shardings.items[i];
-}
-
-static cm_status new_edge(sp_module *m, ectx *c, uint32_t v, const sp_sharding *s, uint32_t block,
-                          uint32_t index, const char *loc, const sp_loc *where)
-{
-    sp_attr *a = NULL;
-    if (s != NULL) {
-        if ((a = sp_attr_new(m, SP_ATTR_SHARDING)) == NULL) {
-            return CM_ENOMEM;
-        }
-        a->u.sharding = (sp_sharding *)(uintptr_t)s;
-    }
-    return sp_pass_insert_edge(m, "sdy.data_flow_edge", v, "sharding", a, block, index, loc, where,
-                               &c->image[v]);
-}
-
-static cm_status nc_edges(sp_module *m, ectx *c, uint32_t nc)
-{
-    cm_status st;
-    if (m->ops[nc].n_regions == 1 && m->ops[nc].regions[0].n_blocks == 1) {
-        uint32_t bid = m->ops[nc].regions[0].blocks[0], at = 0;
-        for (uint32_t i = 0; i < m->blocks[bid].n_args; i++) {
-            uint32_t v = m->blocks[bid].first_arg + i;
-            if (!is_static_tensor(sp_value_type(m, v))) {
-                continue;
-            }
-            const sp_block *b = &m->blocks[bid];
-            const char *loc = b->arg_locs != NULL ? b->arg_locs[i] : NULL;
-            const sp_loc *where = b->arg_where != NULL ? b->arg_where[i] : NULL;
-            if ((st = new_edge(m, c, v, list_entry(m, nc, "in_shardings", i), bid, at++, loc,
-                               where)) != CM_OK) {
-                return st;
-            }
-        }
-    }
-    uint32_t idx = sp_op_index_in_block(m, nc);
-    if (idx == SP_NONE) {
-        return CM_OK;
-    }
-    uint32_t block = m->ops[nc].parent_block, at = idx + 1;
-    for (uint32_t i = 0; i < m->ops[nc].n_results; i++) {
-        uint32_t v = m->ops[nc].first_result + i;
-        if (!is_static_tensor(sp_value_type(m, v))) {
-            continue;
-        }
-        if ((st = new_edge(m, c, v, list_entry(m, nc, "out_shardings", i), block, at++,
-                           m->ops[nc].loc, m->ops[nc].where)) != CM_OK) {
-            return st;
-        }
-    }
-    return CM_OK;
-}
-
-static cm_status redirect_to_edges(sp_module *m, uint32_t opid, void *vctx)
-{
-    const ectx *c = vctx;
-    sp_op *op = &m->ops[opid];
-    if (op->kind == SP_OP_SDY_DATA_FLOW_EDGE) {
-        return CM_OK;
-    }
-    for (uint32_t i = 0; i < op->n_operands; i++) {
-        uint32_t v = op->operands[i];
-        if (v < c->n_image && c->image[v] != SP_NONE) {
-            op->operands[i] = c->image[v];
-        }
-    }
-    return CM_OK;
-}
-
-static cm_status add_nc_edges(sp_module *m)
-{
-    ectx c;
-    memset(&c, 0, sizeof c);
-    cm_status st = sp_pass_walk(m, m->body, collect_nc, &c);
-    if (st == CM_OK && c.n > 0) {
-        c.n_image = m->n_values;
-        c.image = cm_alloc(sizeof *c.image * ((size_t)c.n_image + 1u));
-        if (c.image == NULL) {
-            st = CM_ENOMEM;
-        } else {
-            for (uint32_t v = 0; v < c.n_image; v++) {
-                c.image[v] = SP_NONE;
-            }
-        }
-    }
-    for (uint32_t i = 0; i < c.n && st == CM_OK; i++) {
-        st = nc_edges(m, &c, c.ncs[i]);
-    }
-    if (st == CM_OK && c.n > 0) {
-        st = sp_pass_walk(m, m->body, redirect_to_edges, &c);
-    }
-    cm_free(c.image);
-    cm_free(c.ncs);
-    return st;
-}
-
 /* ---- the pass ----------------------------------------------------------------- */
 
 cm_status sp_pass_import_func_calls(sp_module *m, bool add_edges, sp_diags *diags, cm_error *err)
@@ -512,8 +374,8 @@ cm_status sp_pass_import_func_calls(sp_module *m, bool add_edges, sp_diags *diag
             sp_block_remove_op(m, m->ops[c.moved_func[i]].parent_block, idx);
         }
     }
-    if (st == CM_OK && add_edges && add_nc_edges(m) != CM_OK) {
-        st = cm_error_oom(err);
+    if (st == CM_OK && add_edges) {
+        st = sp_import_add_data_flow_edges(m, true, err);
     }
     cm_free(funcs);
     cm_free(c.calls);
