@@ -106,6 +106,20 @@ static void test_sp_rule_for_op_pointwise_and_scalar(void **state)
                "stablehlo.select", "<([], [i, j], [i, j])->([i, j]) {i=4, j=8}>");
 }
 
+/* mhlo.copy, which Shardy's registry lacks, is pointwise as XLA registers it */
+static void test_sp_rule_for_op_mhlo_copy_is_pointwise(void **state)
+{
+    (void)state;
+    check_rule("func.func @f(%a: tensor<8x2xi32>) -> tensor<8x2xi32> {\n"
+               "  %0 = mhlo.copy %a : tensor<8x2xi32>\n"
+               "  return %0 : tensor<8x2xi32>\n}\n",
+               "mhlo.copy", "<([i, j])->([i, j]) {i=8, j=2}>");
+    check_rule("func.func @f(%a: tensor<f32>) -> tensor<f32> {\n"
+               "  %0 = mhlo.copy %a : tensor<f32>\n"
+               "  return %0 : tensor<f32>\n}\n",
+               "mhlo.copy", "<([])->([])>");
+}
+
 static void test_sp_rule_for_op_dot_general_mixed_dims(void **state)
 {
     (void)state;
@@ -670,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_sp_gather_dims_get_needs_index_vector_dim),
         cmocka_unit_test(test_sp_window_get_checks_lengths),
         cmocka_unit_test(test_sp_rule_for_op_pointwise_and_scalar),
+        cmocka_unit_test(test_sp_rule_for_op_mhlo_copy_is_pointwise),
         cmocka_unit_test(test_sp_rule_for_op_dot_general_mixed_dims),
         cmocka_unit_test(test_sp_rule_for_op_reshape_compound_factors),
         cmocka_unit_test(test_sp_rule_for_op_reshape_zero_dim_has_no_rule),

@@ -2432,7 +2432,10 @@ static cm_status user_rule(rctx *c, const char *target, sp_rule **out)
 static cm_status dispatch(rctx *c, sp_rule **direct)
 {
     sp_op_kind k = (sp_op_kind)c->op->kind;
-    if (sp_op_is_elementwise(k) || k == SP_OP_UNIFORM_QUANTIZE || k == SP_OP_UNIFORM_DEQUANTIZE) {
+    /* mhlo.copy: not in Shardy's registry, but XLA gives it the pointwise
+     * rule (its sharding-rule extension for MHLO ops) */
+    if (sp_op_is_elementwise(k) || k == SP_OP_UNIFORM_QUANTIZE || k == SP_OP_UNIFORM_DEQUANTIZE ||
+        k == SP_OP_MHLO_COPY) {
         return rule_elementwise(c);
     }
     switch (k) {
@@ -2520,6 +2523,7 @@ bool sp_rules_cover_kind(sp_op_kind k)
     switch (k) {
     case SP_OP_UNIFORM_QUANTIZE:
     case SP_OP_UNIFORM_DEQUANTIZE:
+    case SP_OP_MHLO_COPY:
     case SP_OP_ALL_REDUCE:
     case SP_OP_COLLECTIVE_PERMUTE:
     case SP_OP_ALL_GATHER:
