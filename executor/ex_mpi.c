@@ -1058,6 +1058,96 @@ static void allreduce_big(dist *d, const void *send, void *recv, size_t count, s
     }
 }
 
+/* All-reduce of nb buffers of count elements each (send[i] into recv[i],
+ * in place when they are the same) over comm, round the ring at once: each
+ * step sends that step's block of every buffer before waiting on any, so
+ * the groups of a collective that share the processes share the wire
+ * instead of taking turns, with no copy into one contiguous buffer. The
+ * buffers are split alike (ring_split), so every message has its match on
+ * the neighbour in the order both post them. */
+static void ring_allreduce_multi(dist *d, const char *const *send, char *const *recv, uint32_t nb,
+                                 size_t count, size_t esz, MPI_Datatype t, MPI_Op op,
+                                 MPI_Comm comm)
+{
+    int n, me;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    size_t *counts = xalloc(d->mp, 2u * (size_t)n * sizeof *counts), *offs = counts + n;
+    ring_split(count, n, counts, offs);
+    int left = (me + n - 1) % n, right = (me + 1) % n;
+    size_t per = ring_per(d->mp, esz), most = counts[n - 1];
+    for (int q = 0; q < n; q++) {
+        most = counts[q] > most ? counts[q] : most;
+    }
+    size_t msgs = (most + per - 1u) / per + 1u; /* per buffer and direction */
+    MPI_Request *rq = xalloc(d->mp, 2u * nb * msgs * sizeof *rq);
+    size_t stride = most * esz;
+    char *cur = scratch(d, 3, nb * stride), *next = scratch(d, 4, nb * stride);
+    /* reduce-scatter: after step k, next holds block rb combined over k+2 positions */
+    for (int k = 0; k + 1 < n; k++) {
+        int sb = ((me - k - 1) % n + n) % n, rb = ((me - k - 2) % n + n) % n;
+        bool last = k + 2 == n;
+        size_t nr = 0, ns = 0;
+        for (uint32_t i = 0; i < nb; i++) {
+            /* the last step lands in recv's own block, unless that is send's
+             * own block too (in place): then in next, combined into it */
+            char *dst = last && send[i] != recv[i] ? recv[i] + offs[rb] * esz : next + i * stride;
+            for (size_t at = 0; at < counts[rb]; at += per) {
+                size_t len = counts[rb] - at < per ? counts[rb] - at : per;
+                MPI_Irecv(dst + at * esz, (int)len, t, left, 13, comm, &rq[nr++]);
+            }
+        }
+        for (uint32_t i = 0; i < nb; i++) {
+            const char *src = k == 0 ? send[i] + offs[sb] * esz : cur + i * stride;
+            for (size_t at = 0; at < counts[sb]; at += per) {
+                size_t len = counts[sb] - at < per ? counts[sb] - at : per;
+                MPI_Isend(src + at * esz, (int)len, t, right, 13, comm, &rq[nr + ns++]);
+            }
+        }
+        size_t c = 0;
+        for (uint32_t i = 0; i < nb; i++) {
+            bool in_place = send[i] == recv[i];
+            char *dst = last && !in_place ? recv[i] + offs[rb] * esz : next + i * stride;
+            const char *own = send[i] + offs[rb] * esz;
+            for (size_t at = 0; at < counts[rb]; at += per, c++) {
+                size_t len = counts[rb] - at < per ? counts[rb] - at : per;
+                MPI_Wait(&rq[c], MPI_STATUS_IGNORE);
+                if (last && in_place) {
+                    MPI_Reduce_local(dst + at * esz, recv[i] + (offs[rb] + at) * esz, (int)len, t,
+                                     op);
+                } else {
+                    MPI_Reduce_local(own + at * esz, dst + at * esz, (int)len, t, op);
+                }
+            }
+        }
+        MPI_Waitall((int)ns, rq + nr, MPI_STATUSES_IGNORE);
+        char *was = cur;
+        cur = next;
+        next = was;
+    }
+    /* all-gather: each combined block passed on to the right as it came */
+    for (int k = 0; k + 1 < n; k++) {
+        int sb = ((me - k) % n + n) % n, rb = ((me - k - 1) % n + n) % n;
+        size_t m = 0;
+        for (uint32_t i = 0; i < nb; i++) {
+            for (size_t at = 0; at < counts[rb]; at += per) {
+                size_t len = counts[rb] - at < per ? counts[rb] - at : per;
+                MPI_Irecv(recv[i] + (offs[rb] + at) * esz, (int)len, t, left, 14, comm, &rq[m++]);
+            }
+        }
+        for (uint32_t i = 0; i < nb; i++) {
+            for (size_t at = 0; at < counts[sb]; at += per) {
+                size_t len = counts[sb] - at < per ? counts[sb] - at : per;
+                MPI_Isend(recv[i] + (offs[sb] + at) * esz, (int)len, t, right, 14, comm,
+                          &rq[m++]);
+            }
+        }
+        MPI_Waitall((int)m, rq, MPI_STATUSES_IGNORE);
+    }
+    cm_free(rq);
+    cm_free(counts);
+}
+
 /* Reduce-scatter with counts[q] (int) elements for position q, send in
  * position order: round the ring from RING_MIN bytes on, else Open MPI's
  * MPI_Reduce_scatter(_block). */
@@ -1157,16 +1247,31 @@ static void run_reduce(dist *d, const prog *p, const xop *x, shared *sh, uint32_
             }
         }
         if (direct) {
-            double t0 = MPI_Wtime();
+            /* the same choice on every process: lcount, the group count and
+             * process 0's ring settings are the same everywhere */
+            bool round = I->lcount >= (size_t)ps->n && blk >= d->mp->ring_min;
+            const char **sends = xalloc(d->mp, u->n_groups * sizeof *sends);
+            char **recvs = xalloc(d->mp, u->n_groups * sizeof *recvs);
+            char *s0 = scratch(d, 0, blk * u->n_groups), *s1 = scratch(d, 1, blk * u->n_groups);
             for (uint32_t i = 0; i < u->n_groups; i++) {
                 uint32_t one = only_member(d, x, u->groups[i]);
                 bool ok = !failed && one != UINT32_MAX && wbufs(sh, one)[v] != NULL &&
                           wbufs(sh, one)[r] != NULL;
-                allreduce_big(d, ok ? wbufs(sh, one)[v] : scratch(d, 0, blk),
-                              ok ? wbufs(sh, one)[r] : scratch(d, 1, blk), I->lcount, I->esz, t,
-                              op, ps->comm);
+                sends[i] = ok ? wbufs(sh, one)[v] : s0 + blk * i;
+                recvs[i] = ok ? wbufs(sh, one)[r] : s1 + blk * i;
+            }
+            double t0 = MPI_Wtime();
+            if (round) {
+                ring_allreduce_multi(d, sends, recvs, u->n_groups, I->lcount, I->esz, t, op,
+                                     ps->comm);
+            } else {
+                for (uint32_t i = 0; i < u->n_groups; i++) {
+                    allreduce_big(d, sends[i], recvs[i], I->lcount, I->esz, t, op, ps->comm);
+                }
             }
             net_add(d, sh, me, x, t0);
+            cm_free(recvs);
+            cm_free(sends);
             continue;
         }
         char *tmp = scratch(d, 0, blk * u->n_groups);
