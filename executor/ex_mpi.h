@@ -85,8 +85,9 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
 
 /* The network between processes 0 and 1 (`shardplan calibrate --mpi`):
  * *latency_out, half the best round trip of 8 bytes (seconds), and
- * *bandwidth_out, bytes/s of the best of 5 one-way transfers of `bytes`
- * (e.g. 64 MiB) from 0 to 1; the same figures on every process.
+ * *bandwidth_out, bytes/s each way of the best of 5 exchanges of `bytes`
+ * (e.g. 64 MiB) sent both ways at once, in the ring's message size, as the
+ * collectives send; the same figures on every process.
  * Collective. Errors: CM_EINVAL with fewer than 2 processes, CM_EIO
  * without MPI. */
 cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out,
