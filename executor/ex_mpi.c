@@ -726,8 +726,12 @@ static cm_status plan_make(dist *d, const prog *p, const xop *x, uint32_t *buf, 
     }
 }
 
-static const char *const plan_names[] = {"shared memory",          "MPI_Allreduce", "MPI_Allgather",
-                                         "MPI_Reduce_scatter",     "MPI_Alltoall",  "MPI_Sendrecv",
+static const char *const plan_names[] = {"shared memory",
+                                         "MPI_Allreduce",
+                                         "MPI_Allgather",
+                                         "MPI_Reduce_scatter",
+                                         "MPI_Isend/Irecv all-to-all",
+                                         "MPI_Isend/Irecv",
                                          "MPI_Allgatherv (mirror)"};
 
 static void plans_free(dist *d)
@@ -1626,17 +1630,21 @@ static void pieces_here(const dist *d, const prog *p, const xop *x, shared *sh, 
     }
 }
 
-/* All-to-all on one communicator per process (PL_A2A): what each process
- * of the set sends each other, MPI_Alltoall when every pair exchanges as
- * much (the pieces staying here then ride along), else MPI_Alltoallv;
- * PL_P2P: each process's pieces to the processes that need them, with
- * MPI_Sendrecv when there is one partner each way, else MPI_Isend/Irecv. */
+/* All-to-all on one communicator per process (PL_A2A), or a collective
+ * permute or reshard across the world (PL_P2P): every receive posted
+ * first, then each other process's pieces packed and sent at once, one
+ * destination after the next starting from this process's right (so the
+ * wire carries the first while the next is packed, and the processes do
+ * not all send to the same one first); the pieces staying here copied
+ * device to device while those are in flight, never through MPI; and
+ * each arrival unpacked as it completes. Both ends count a pair's bytes
+ * alike (pieces_bytes), so pairs with nothing to exchange post nothing. */
 static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint32_t me, bool failed)
 {
-    int size = d->mp->size, rank = d->mp->rank;
+    int rank = d->mp->rank;
     uint32_t *buf = xalloc(d->mp, sizeof(uint32_t) * p->n_dev);
     const plan *pl = &d->plans[x->op];
-    int n = size, *ranks = NULL;
+    int n = d->mp->size, *ranks = NULL, pos = rank;
     MPI_Comm comm = d->mp->world;
     if (pl->kind == PL_A2A) {
         /* one set per process (plan_make) */
@@ -1644,102 +1652,69 @@ static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint3
         n = ps->n;
         ranks = ps->ranks;
         comm = ps->comm;
+        for (int q = 0; q < n; q++) {
+            pos = ranks[q] == rank ? q : pos;
+        }
     }
-    size_t *sb = xalloc(d->mp, sizeof(size_t) * (size_t)n * 2u), *rb = sb + n;
+    size_t *sb = xalloc(d->mp, sizeof(size_t) * (size_t)n * 4u), *rb = sb + n;
+    size_t *soff = rb + n, *roff = soff + n;
     size_t st_total = 0, rt_total = 0;
     for (int q = 0; q < n; q++) {
         int wq = ranks != NULL ? ranks[q] : q;
-        sb[q] = pieces_bytes(d, p, x, rank, wq, buf);
-        rb[q] = pieces_bytes(d, p, x, wq, rank, buf);
+        bool self = wq == rank;
+        sb[q] = self ? 0 : pieces_bytes(d, p, x, rank, wq, buf);
+        rb[q] = self ? 0 : pieces_bytes(d, p, x, wq, rank, buf);
+        soff[q] = st_total;
+        roff[q] = rt_total;
         st_total += sb[q];
         rt_total += rb[q];
     }
-    /* MPI_Alltoall when every pair of the set exchanges as much: decided
-     * from the whole matrix, so every member makes the same call */
-    bool even = pl->kind == PL_A2A;
-    size_t first = even ? pieces_bytes(d, p, x, ranks[0], ranks[0], buf) : 0;
-    for (int a = 0; even && a < n; a++) {
-        for (int b = 0; even && b < n; b++) {
-            even = pieces_bytes(d, p, x, ranks[a], ranks[b], buf) == first;
-        }
-    }
     char *send = scratch(d, 1, st_total), *recv = scratch(d, 2, rt_total);
-    size_t *soff = xalloc(d->mp, sizeof(size_t) * (size_t)n * 2u), *roff = soff + n;
-    size_t sa = 0, ra = 0;
-    for (int q = 0; q < n; q++) {
-        int wq = ranks != NULL ? ranks[q] : q;
-        soff[q] = sa;
-        roff[q] = ra;
-        if (!failed && (wq != rank || even)) {
-            pieces_move(d, p, x, sh, rank, wq, send + sa, true, buf);
-        }
-        sa += sb[q];
-        ra += rb[q];
-    }
-    if (!failed && !even) {
-        pieces_here(d, p, x, sh, buf);
-    }
+    MPI_Request *rq = xalloc(d->mp, sizeof(MPI_Request) * (size_t)n * 2u);
+    int *from = xalloc(d->mp, sizeof(int) * (size_t)n);
+    int n_r = 0, n_s = 0;
     double t0 = MPI_Wtime();
-    if (pl->kind == PL_A2A && n > 1) {
-        if (even) {
-            MPI_Alltoall(send, icount(d->mp, sb[0]), MPI_BYTE, recv, icount(d->mp, sb[0]), MPI_BYTE,
-                         comm);
-        } else {
-            int *c = xalloc(d->mp, sizeof(int) * (size_t)n * 4u);
-            for (int q = 0; q < n; q++) {
-                bool self = (ranks != NULL ? ranks[q] : q) == rank;
-                c[q] = self ? 0 : icount(d->mp, sb[q]);
-                c[n + q] = icount(d->mp, soff[q]);
-                c[2 * n + q] = self ? 0 : icount(d->mp, rb[q]);
-                c[3 * n + q] = icount(d->mp, roff[q]);
-            }
-            MPI_Alltoallv(send, c, c + n, MPI_BYTE, recv, c + 2 * n, c + 3 * n, MPI_BYTE, comm);
-            cm_free(c);
-        }
-    } else if (pl->kind == PL_P2P) {
-        int n_to = 0, n_from = 0, to = -1, from = -1;
-        for (int q = 0; q < size; q++) {
-            if (q != rank && sb[q] > 0) {
-                n_to++;
-                to = q;
-            }
-            if (q != rank && rb[q] > 0) {
-                n_from++;
-                from = q;
-            }
-        }
-        if (n_to == 1 && n_from == 1) {
-            MPI_Sendrecv(send + soff[to], icount(d->mp, sb[to]), MPI_BYTE, to, 11,
-                         recv + roff[from], icount(d->mp, rb[from]), MPI_BYTE, from, 11, comm,
-                         MPI_STATUS_IGNORE);
-        } else if (n_to + n_from > 0) {
-            MPI_Request *rq = xalloc(d->mp, sizeof(MPI_Request) * (size_t)(n_to + n_from));
-            int k = 0;
-            for (int q = 0; q < size; q++) {
-                if (q != rank && rb[q] > 0) {
-                    MPI_Irecv(recv + roff[q], icount(d->mp, rb[q]), MPI_BYTE, q, 11, comm,
-                              &rq[k++]);
-                }
-            }
-            for (int q = 0; q < size; q++) {
-                if (q != rank && sb[q] > 0) {
-                    MPI_Isend(send + soff[q], icount(d->mp, sb[q]), MPI_BYTE, q, 11, comm,
-                              &rq[k++]);
-                }
-            }
-            MPI_Waitall(k, rq, MPI_STATUSES_IGNORE);
-            cm_free(rq);
+    for (int q = 0; q < n; q++) {
+        if (rb[q] > 0) {
+            from[n_r] = q;
+            MPI_Irecv(recv + roff[q], icount(d->mp, rb[q]), MPI_BYTE, q, 11, comm, &rq[n_r++]);
         }
     }
     net_add(d, sh, me, x, t0);
-    for (int q = 0; !failed && q < n; q++) {
-        int wq = ranks != NULL ? ranks[q] : q;
-        if (wq != rank || even) {
+    for (int k = 1; k < n; k++) {
+        int q = (pos + k) % n, wq = ranks != NULL ? ranks[q] : q;
+        if (sb[q] == 0) {
+            continue;
+        }
+        if (!failed) {
+            pieces_move(d, p, x, sh, rank, wq, send + soff[q], true, buf);
+        }
+        t0 = MPI_Wtime();
+        MPI_Isend(send + soff[q], icount(d->mp, sb[q]), MPI_BYTE, q, 11, comm,
+                  &rq[n_r + n_s++]);
+        net_add(d, sh, me, x, t0);
+    }
+    if (!failed) {
+        pieces_here(d, p, x, sh, buf);
+    }
+    for (int k = 0; k < n_r; k++) {
+        int at = MPI_UNDEFINED;
+        t0 = MPI_Wtime();
+        MPI_Waitany(n_r, rq, &at, MPI_STATUS_IGNORE);
+        net_add(d, sh, me, x, t0);
+        if (at == MPI_UNDEFINED) {
+            break;
+        }
+        int q = from[at], wq = ranks != NULL ? ranks[q] : q;
+        if (!failed) {
             pieces_move(d, p, x, sh, wq, rank, recv + roff[q], false, buf);
         }
     }
-    cm_free(soff);
-
+    t0 = MPI_Wtime();
+    MPI_Waitall(n_s, rq + n_r, MPI_STATUSES_IGNORE);
+    net_add(d, sh, me, x, t0);
+    cm_free(from);
+    cm_free(rq);
     cm_free(sb);
     cm_free(buf);
 }
