@@ -150,7 +150,7 @@ echo "   both ways at once has the both-ways figure, ${d1} GB/s each way, to wor
 "$SP" example mlp --train --mesh data=2,model=4 >"$TMP/mlp.json" || exit 1
 launch "$SP" calibrate --mpi --axes data --devices 4 --out "$TMP/profile.json" >"$TMP/calib.out" 2>&1 ||
     { echo "bench-mpi: calibrate --mpi failed"; tail -5 "$TMP/calib.out"; }
-sed 's/^/calibrate --mpi: /' "$TMP/calib.out" | head -2
+grep -E "per worker|across hosts" "$TMP/calib.out" | sed 's/^ */calibrate --mpi: /'
 "$SP" cost "$TMP/mlp.json" --partition --profile "$TMP/profile.json" --json >"$TMP/cost.json" 2>/dev/null
 launch "$SP" exec-worker --mpi --warmup 1 --iters 5 <"$TMP/mlp.json" >"$TMP/mlp2.out" 2>"$TMP/mlp2.err"
 "$SP" exec-worker --warmup 1 --iters 5 <"$TMP/mlp.json" >"$TMP/mlp1.out" 2>"$TMP/mlp1.err"

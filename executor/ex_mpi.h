@@ -5,10 +5,11 @@
  * collectives whose device groups stay inside a process keep the
  * shared-memory path, the others go through MPI on communicators made once
  * per set of processes a group spans (MPI_Comm_split): all-reduce as a
- * local reduce, MPI_Allreduce with the partials' reduction kind and a local
- * broadcast; all-gather as MPI_Allgather; reduce-scatter as a local sum
- * and MPI_Reduce_scatter_block; all-to-all as MPI_Alltoall; permutes and
- * reshards as MPI_Sendrecv of the pieces each device needs. The reference
+ * local reduce, MPI_Allreduce (or a ring of point-to-point calls from
+ * 1 MiB) with the partials' reduction kind and a local broadcast;
+ * all-gather as MPI_Allgather; reduce-scatter as a local sum and
+ * MPI_Reduce_scatter_block (or the ring); all-to-all, permutes and
+ * reshards as MPI_Isend/MPI_Irecv of the pieces each device needs. The reference
  * run is process 0's; results and timers are gathered there.
  * This is the only header of MPI's wrapper module; mpi.h stays inside
  * ex_mpi.c. Thread contract: one ex_mpi per process, used by the thread
@@ -85,8 +86,9 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
 
 /* The network between processes 0 and 1 (`shardplan calibrate --mpi`):
  * *latency_out, half the best round trip of 8 bytes (seconds), and
- * *bandwidth_out, bytes/s of the best of 5 one-way transfers of `bytes`
- * (e.g. 64 MiB) from 0 to 1; the same figures on every process.
+ * *bandwidth_out, bytes/s each way of the best of 5 exchanges of `bytes`
+ * (e.g. 64 MiB) sent both ways at once, in the ring's message size, as the
+ * collectives send; the same figures on every process.
  * Collective. Errors: CM_EINVAL with fewer than 2 processes, CM_EIO
  * without MPI. */
 cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out,
