@@ -94,7 +94,7 @@ static const sp_sharding *io_sharding(const sp_module *m, uint32_t f, bool is_ar
  * when it looks for the mesh of a list of shardings. */
 static bool is_maximal(const sp_module *m, const sp_sharding *s)
 {
-    const sp_mesh *mesh = s->mesh != NULL ? s->mesh
+    const sp_mesh *mesh = s->mesh != NULL        ? s->mesh
                           : s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name)
                                                  : NULL;
     return mesh != NULL && mesh->n_axes == 0 && mesh->n_device_ids == 1;
@@ -340,8 +340,8 @@ typedef struct uctx {
     uint32_t *calls;  /* func.call ops in walk order */
     uint32_t *callee; /* per call: its callee */
     uint32_t n_calls, cap_calls;
-    uint32_t n_io;    /* operands and results of all calls: the copies possible */
-    uint32_t bad;     /* a call with no callee or the wrong arity, or SP_NONE */
+    uint32_t n_io; /* operands and results of all calls: the copies possible */
+    uint32_t bad;  /* a call with no callee or the wrong arity, or SP_NONE */
 } uctx;
 
 static cm_status collect_call(sp_module *m, uint32_t op, void *vctx)
@@ -594,8 +594,8 @@ static uint32_t find_rep(const sp_module *m, const uint32_t *reps, uint32_t n, u
  * the callee with the call's origin whose shardings have been called most
  * often, the later one taking over only when its count passes the kept
  * one's. */
-static void pick(const uctx *c, bool dedup_fully, uint32_t *reps, uint32_t *rep_of,
-                 uint32_t *full, uint32_t *counts)
+static void pick(const uctx *c, bool dedup_fully, uint32_t *reps, uint32_t *rep_of, uint32_t *full,
+                 uint32_t *counts)
 {
     const sp_module *m = c->m;
     uint32_t n_reps = 0, n_full = 0;
