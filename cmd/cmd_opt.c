@@ -213,6 +213,12 @@ static cm_status run_unflatten(sp_module *m, const pass_inv *inv, sp_diags *d, c
     (void)d;
     return sp_pass_unflatten_call_graph(m, opt_bool(inv, "dedup-functions-fully"), err);
 }
+static cm_status run_xla_unflatten(sp_module *m, const pass_inv *inv, sp_diags *d,
+                                  cm_error *err)
+{
+    (void)d;
+    return sp_gspmd_unflatten_call_graph(m, opt_bool(inv, "dedup-functions-fully"), err);
+}
 SIMPLE_PASS(run_device_groups, sp_pass_annotate_device_groups(m, err))
 SIMPLE_PASS(run_xla_import_shardings, sp_gspmd_import_shardings(m, err))
 static cm_status run_xla_stablehlo_import(sp_module *m, const pass_inv *inv, sp_diags *d,
@@ -502,11 +508,7 @@ static const pass_def passes[] = {
     {"xla-sdy-stablehlo-export-pipeline", run_xla_export_pipeline, xla_export_opts},
     {"xla-sdy-round-trip-clone-manual-computation-calls", run_xla_clone_mc_calls, NULL},
     {"xla-sdy-export-named-computations", run_xla_export_named, unflatten_opts},
-    /* XLA's unflatten for now runs Shardy's: XLA's also skips calls of
-     * inlinable manual computation bodies and puts mhlo.copy ops on
-     * arguments and results whose shardings differ from the kept callee's
-     * (not done yet; its lit file is not claimed). */
-    {"xla-sdy-unflatten-call-graph", run_unflatten, unflatten_opts},
+    {"xla-sdy-unflatten-call-graph", run_xla_unflatten, unflatten_opts},
     {"gspmd-user-annotations", run_gspmd_user_annotations, NULL},
     {"sdy-convert-global-to-local", run_g2l, g2l_opts},
     {"sdy-pad-for-divisibility", run_pad_div, NULL},

@@ -339,6 +339,21 @@ cm_status sp_gspmd_round_trip_export_pipeline(sp_module *m, bool keep_meshes_inl
  * unreachable functions stay. Errors: CM_ENOMEM. */
 cm_status sp_gspmd_hlo_round_trip(sp_module *m, cm_error *err);
 
+/* XLA's -xla-sdy-unflatten-call-graph: points each func.call at one
+ * function per computation, as Shardy's -sdy-unflatten-call-graph does (the
+ * same origin, sdy.original_func_name or xla.sdy.original_func_name, and
+ * manual axes, and unless dedup_fully the same argument and result
+ * shardings; fully deduplicating, the callee whose shardings are called
+ * most often), then makes every call agree with its callee: an operand not
+ * sharded as the callee's argument goes through an mhlo.copy to it, the call
+ * takes the callee's result shardings and a result sharded otherwise before
+ * gets an mhlo.copy back to its own (copies inside manual computations carry
+ * the call's xla.sdy.manual_axes). Calls of xla.sdy.inlinable_manual_computation_body
+ * functions are left alone; the functions lose their origin and manual-axes
+ * attributes. Errors: CM_EINVAL at a call whose callee is missing or does
+ * not match it, CM_ENOMEM. */
+cm_status sp_gspmd_unflatten_call_graph(sp_module *m, bool dedup_fully, cm_error *err);
+
 /* ---- the migration report's building blocks ---------------------------------------- */
 
 /* Reduces m, a module as GSPMD left it (mhlo.sharding on every op), to the
