@@ -105,6 +105,26 @@ class UnsupportedMediaType(ShardplanError):
     """415 ``unsupported_media_type``."""
 
 
+class RequestTimeout(ShardplanError):
+    """408 ``request_timeout``: the request head did not arrive within the server's deadline."""
+
+
+class UriTooLong(BadRequest):
+    """414 ``uri_too_long``: the request line is over the server's limit."""
+
+
+class HeadersTooLarge(BadRequest):
+    """431 ``headers_too_large``: the request head is over the server's size or field limit."""
+
+
+class NotImplementedByServer(ShardplanError):
+    """501 ``not_implemented``: a transfer coding other than ``chunked``."""
+
+
+class HttpVersionNotSupported(ShardplanError):
+    """505 ``http_version_not_supported``: a version other than HTTP/1.0 or 1.1."""
+
+
 class ServerError(ShardplanError):
     """500 ``internal``: the server's own stored data or a bug."""
 
@@ -148,6 +168,11 @@ _BY_CODE: Dict[str, Type[ShardplanError]] = {
     "unavailable": Unavailable,
     "out_of_memory": Unavailable,
     "timeout": PlanTimeout,
+    "request_timeout": RequestTimeout,
+    "uri_too_long": UriTooLong,
+    "headers_too_large": HeadersTooLarge,
+    "not_implemented": NotImplementedByServer,
+    "http_version_not_supported": HttpVersionNotSupported,
 }
 
 _BY_STATUS: Dict[int, Type[ShardplanError]] = {
@@ -156,11 +181,16 @@ _BY_STATUS: Dict[int, Type[ShardplanError]] = {
     403: Forbidden,
     404: NotFound,
     405: MethodNotAllowed,
+    408: RequestTimeout,
     409: Conflict,
     413: PayloadTooLarge,
+    414: UriTooLong,
     415: UnsupportedMediaType,
+    431: HeadersTooLarge,
     500: ServerError,
+    501: NotImplementedByServer,
     503: Unavailable,
+    505: HttpVersionNotSupported,
 }
 
 
