@@ -40,6 +40,7 @@ typedef struct pr {
     } *used;
     uint32_t n_used, cap_used;
     const char *sole_prop; /* generic form: the op's only inherent attribute, or NULL */
+    bool no_test_dialects; /* check and interpreter ops in the generic form */
     uint32_t *slots;       /* hash of used[] positions, USED_EMPTY / USED_TOMB */
     uint32_t cap_slots, n_filled;
 } pr;
@@ -2293,7 +2294,7 @@ static bool other_dialect_op(pr *p, const sp_op *op)
 {
     const sp_test_form *f = sp_mlir_test_form(op->name, strlen(op->name));
     if (f != NULL) {
-        return test_dialect_op(p, op, f);
+        return !p->no_test_dialects && test_dialect_op(p, op, f);
     }
     if (strcmp(op->name, "arith.constant") == 0) {
         return arith_constant_op(p, op);
@@ -2344,13 +2345,15 @@ static void print_op(pr *p, uint32_t opid)
     loc(p, op);
 }
 
-void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
+static void print_module(const sp_module *m, const sp_print_opts *opts, bool no_test_dialects,
+                         cm_buf *b)
 {
     pr p;
     memset(&p, 0, sizeof p);
     p.m = m;
     p.o = opts;
     p.b = b;
+    p.no_test_dialects = no_test_dialects;
     p.names = cm_calloc(m->n_values == 0 ? 1 : m->n_values, sizeof(vname));
     if (p.names == NULL) {
         b->oom = true;
@@ -2420,4 +2423,14 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
     cm_free(p.names);
     cm_free(p.used);
     cm_free(p.slots);
+}
+
+void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
+{
+    print_module(m, opts, false, b);
+}
+
+void sp_mlir_print_sdy_opt(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
+{
+    print_module(m, opts, true, b);
 }
