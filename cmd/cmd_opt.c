@@ -853,7 +853,7 @@ static bool run_chunk(const run_cfg *cfg, const char *text, size_t len, uint32_t
     if (!failed) {
         cm_buf b;
         cm_buf_init(&b);
-        sp_mlir_print(m, &cfg->print, &b);
+        sp_mlir_print_sdy_opt(m, &cfg->print, &b);
         if (b.oom) {
             fprintf(cfg->errs, "shardplan opt: out of memory while printing\n");
             ok = false;

@@ -35,6 +35,9 @@ typedef struct sp_print_opts {
 
 /* Appends the module in MLIR's textual form, one op per line. */
 void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b);
+/* As sp_mlir_print, as sdy_opt prints: that tool registers neither the check
+ * nor the interpreter dialect, so their ops print in the generic form. */
+void sp_mlir_print_sdy_opt(const sp_module *m, const sp_print_opts *opts, cm_buf *b);
 
 /* Appends the name value v gets when m is printed ("%0", "%cst_1",
  * "%arg0", "%2#1"), numbering m as sp_mlir_print does. */

@@ -41,6 +41,7 @@ typedef struct pr {
     } *used;
     uint32_t n_used, cap_used;
     const char *sole_prop; /* generic form: the op's only inherent attribute, or NULL */
+    bool no_test_dialects; /* check and interpreter ops in the generic form */
     uint32_t *slots;       /* hash of used[] positions, USED_EMPTY / USED_TOMB */
     uint32_t cap_slots, n_filled;
 } pr;
@@ -2293,7 +2294,7 @@ static bool other_dialect_op(pr *p, const sp_op *op)
 {
     const sp_test_form *f = sp_mlir_test_form(op->name, strlen(op->name));
     if (f != NULL) {
-        return test_dialect_op(p, op, f);
+        return !p->no_test_dialects && test_dialect_op(p, op, f);
     }
     if (strcmp(op->name, "arith.constant") == 0) {
         return arith_constant_op(p, op);
@@ -2404,7 +2405,8 @@ void sp_mlir_print_float_value(cm_buf *b, double v, sp_elem e)
     sp_mlir_print_float(b, v, NULL, sp_elem_name(e));
 }
 
-void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
+static void print_module(const sp_module *m, const sp_print_opts *opts, bool no_test_dialects,
+                         cm_buf *b)
 {
     /* about 64 bytes per op: saves most of the buffer's regrowth copies */
     size_t guess;
@@ -2415,6 +2417,7 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
     if (!pr_open(&p, m, opts, b)) {
         return;
     }
+    p.no_test_dialects = no_test_dialects;
     const sp_block *body = &m->blocks[m->body];
     /* attribute aliases first, as MLIR prints them; loc aliases go last */
     for (uint32_t i = 0; i < m->n_aliases; i++) {
@@ -2460,4 +2463,14 @@ void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
         }
     }
     pr_close(&p);
+}
+
+void sp_mlir_print(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
+{
+    print_module(m, opts, false, b);
+}
+
+void sp_mlir_print_sdy_opt(const sp_module *m, const sp_print_opts *opts, cm_buf *b)
+{
+    print_module(m, opts, true, b);
 }

@@ -7,7 +7,8 @@ run.sh says whether a whole file passes; this says how many of its cases do,
 which is the figure the conformance issues are measured in. A case is:
   - in a file whose RUN line splits its input (-split-input-file), each
     `// -----` chunk alone, run through the file's RUN lines (the chunk is
-    both the tool's input and FileCheck's check file);
+    both the tool's input and FileCheck's check file; a chunk with no check
+    line of its own, only expected diagnostics, passes when the tool does);
   - in any other file, each CHECK-LABEL section: the tool runs on the whole
     file once per RUN line, and FileCheck checks that output against a check
     file holding only the section's check lines (plus check lines that come
@@ -62,13 +63,20 @@ def check_prefixes(cmd):
     return m.group(1).split(",") if m else ["CHECK"]
 
 
-def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp, fc_extra=""):
+def rewrite(cmd, shardplan, filecheck, tool_input, check_file, tmp, fc_extra="",
+            no_checks=False):
     """One RUN pipeline as a bash command: the tool reads tool_input,
-    FileCheck reads check_file as its check file."""
+    FileCheck reads check_file as its check file. no_checks: check_file has
+    none of FileCheck's directives (a chunk that only expects diagnostics),
+    so FileCheck's part only drains its input: in a whole-file run the other
+    chunks' directives check the output, none of them this chunk's."""
     parts = cmd.split("|")
     out = []
     for part in parts:
         is_fc = re.search(r"(^|\s)FileCheck(\s|$)", part) is not None
+        if is_fc and no_checks:
+            out.append(" cat >/dev/null ")
+            continue
         p = re.sub(r"(^|[^\w.-])sdy_opt($|[^\w.-])",
                    lambda m: m.group(1) + shlex.quote(shardplan) + " opt" + m.group(2), part)
         p = re.sub(r"(^|\s)FileCheck(\s|$)",
@@ -147,8 +155,12 @@ def measure_file(path, args, work):
                          if all(re.search(r"//\s*%s(-[A-Z]+)?(\{LITERAL\})?:" % re.escape(p),
                                           text)
                                 for p in check_prefixes(c)) else "")
+                directive = r"//\s*(%s)(-[A-Z]+)?(\{LITERAL\})?:" % "|".join(
+                    re.escape(p) for p in check_prefixes(c))
                 rc, _ = sh(rewrite(c, args.shardplan, args.filecheck, f, f,
-                                   os.path.join(work, "t%d" % i), extra),
+                                   os.path.join(work, "t%d" % i), extra,
+                                   no_checks=re.search(directive, chunk) is None
+                                   and re.search(directive, text) is not None),
                            args.timeout, work)
                 if rc != 0:
                     ok = False

@@ -1355,7 +1355,7 @@ static cm_status reduce_unreduced_operands(pass *g, uint32_t op)
     if (m->ops[op].n_results == 0) {
         return CM_OK;
     }
-    const sp_sharding *res = sp_value_sharding(m, m->ops[op].first_result);
+    const sp_sharding *res = vsh(g, m->ops[op].first_result);
     for (uint32_t i = 0; i < m->ops[op].n_operands; i++) {
         cm_status st = reduce_unreduced_operand(g, op, i, res);
         if (st != CM_OK) {

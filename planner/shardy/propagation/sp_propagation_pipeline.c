@@ -13,6 +13,7 @@
 
 #include "sp_canonicalize.h"
 #include "sp_pass.h"
+#include "sp_reshard.h"
 
 /* Shardy's addImportPipeline with the default PropagationOptions (no
  * gather/scatter batching); the sharding constraints are applied here only
@@ -46,15 +47,18 @@ static cm_status import_steps(sp_module *m, const sp_prop_opts *o, sp_diags *dia
  * input/output shardings updated, no inlined meshes (the registered
  * pipeline turns inline-meshes off); avoid-export-for-partitioning keeps
  * sharding groups and constraints and skips the partitioner stage, so the
- * module can be propagated again (or exported to GSPMD, as XLA does). Of its partitioner stage only the
- * collective canonicalization runs (which also erases unused pure ops such
- * as the reshard of a constraint nothing reads): -sdy-verify-unreduced-axes
- * and the minimal -sdy-insert-explicit-reshards are left out, as export/
- * does not provide them yet. Also left out is
+ * module can be propagated again (or exported to GSPMD, as XLA does). Its
+ * partitioner stage is Shardy's runShardyPartitioner with the pipeline's
+ * defaults (no explicit collectives): -sdy-verify-unreduced-axes, the
+ * minimal -sdy-insert-explicit-reshards (unreduced axes reduced where their
+ * users stop keeping them, func.call operands and the like resharded), then
+ * the collective canonicalization (which also erases unused pure ops such
+ * as the reshard of a constraint nothing reads). Left out is
  * -sdy-remove-propagation-debug-info, which Shardy runs after dumping the
  * debug attributes to files; here the module is the only output, so the
  * origins and edges the caller asked for stay on it. */
-static cm_status export_steps(sp_module *m, const sp_prop_opts *o, cm_error *err)
+static cm_status export_steps(sp_module *m, const sp_prop_opts *o, sp_diags *diags,
+                              cm_error *err)
 {
     bool timing = o->timing;
     cm_status st = CM_OK;
@@ -76,6 +80,11 @@ static cm_status export_steps(sp_module *m, const sp_prop_opts *o, cm_error *err
                  sp_pass_remove_sub_axes_in_io(m, err));
     SP_PASS_STEP(st, timing, "-sdy-close-shardings", sp_pass_close_shardings(m, err));
     if (for_partitioning) {
+        sp_reshard_opts ro = {false};
+        SP_PASS_STEP(st, timing, "-sdy-verify-unreduced-axes",
+                     sp_pass_verify_unreduced_axes(m, diags, err));
+        SP_PASS_STEP(st, timing, "-sdy-insert-explicit-reshards",
+                     sp_pass_insert_explicit_reshards(m, &ro, diags, err));
         SP_PASS_STEP(st, timing, "-canonicalize (sdy-collective)",
                      sp_pass_canonicalize_collectives(m, err));
     }
@@ -163,7 +172,7 @@ static cm_status shardy_pipeline(sp_module *m, const sp_prop_opts *o, sp_diags *
     SP_PASS_STEP(st, timing, "-sdy-insert-func-call-reshards",
                  sp_pass_insert_func_call_reshards(m, err));
     if (st == CM_OK) {
-        st = export_steps(m, o, err);
+        st = export_steps(m, o, diags, err);
     }
     return st;
 }
