@@ -422,6 +422,15 @@ $(BUILD)/fuzz/fuzz_whatif: tests/fuzz/fuzz_whatif.c $(SRC_planner) $(SRC_common)
 	@mkdir -p $(dir $@)
 	clang-14 $(FUZZ_CFLAGS) $(PLANNER_ALL) -Icommon $(filter %.c,$^) -o $@ $(LIBS)
 
+# The StableHLO interpreter (executor/ex_interp*.c and the kernels it calls),
+# seeded with StableHLO's interpreter tests when present.
+$(BUILD)/fuzz/fuzz_interp: tests/fuzz/fuzz_interp.c $(SRC_planner) $(SRC_common) \
+    executor/ex_interp.c executor/ex_interp_ew.c executor/ex_interp_q.c executor/ex_kern.c \
+    executor/ex_blas.c $(shell find planner executor -name '*.h') $(wildcard common/*.h)
+	@mkdir -p $(dir $@)
+	clang-14 $(FUZZ_CFLAGS) -Iexecutor $(PLANNER_ALL) -Icommon $(OPENBLAS_CFLAGS) \
+	  $(filter %.c,$^) -o $@ $(LIBS)
+
 # The whole planning path as POST /v1/plans runs it: load and verify, plan,
 # partition, cost (seeds in tests/fuzz/corpus/plan: the examples and issue
 # 18's crash inputs; Shardy's lit files are read as a second seed folder when
@@ -438,14 +447,19 @@ fuzz-plan: $(BUILD)/fuzz/fuzz_plan
 	  -timeout=10 -print_final_stats=1 corpus-plan $(CURDIR)/tests/fuzz/corpus/plan \
 	  $(abspath $(wildcard $(SHARDY_TESTS)))
 
-fuzz: $(BUILD)/fuzz/fuzz_mlir $(BUILD)/fuzz/fuzz_graph_json $(BUILD)/fuzz/fuzz_whatif
-	@mkdir -p $(BUILD)/fuzz/corpus-mlir $(BUILD)/fuzz/corpus-graph-json $(BUILD)/fuzz/corpus-whatif
+fuzz: $(BUILD)/fuzz/fuzz_mlir $(BUILD)/fuzz/fuzz_graph_json $(BUILD)/fuzz/fuzz_whatif \
+    $(BUILD)/fuzz/fuzz_interp
+	@mkdir -p $(BUILD)/fuzz/corpus-mlir $(BUILD)/fuzz/corpus-graph-json $(BUILD)/fuzz/corpus-whatif \
+	  $(BUILD)/fuzz/corpus-interp
 	cd $(BUILD)/fuzz && ./fuzz_mlir -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
 	  -print_final_stats=1 corpus-mlir $(CURDIR)/tests/fuzz/corpus/mlir
 	cd $(BUILD)/fuzz && ./fuzz_graph_json -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 	  -timeout=10 -print_final_stats=1 corpus-graph-json $(CURDIR)/tests/fuzz/corpus/graph_json
 	cd $(BUILD)/fuzz && ./fuzz_whatif -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	  -timeout=10 -print_final_stats=1 corpus-whatif $(CURDIR)/tests/fuzz/corpus/whatif
+	cd $(BUILD)/fuzz && ./fuzz_interp -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
+	  -rss_limit_mb=3000 -print_final_stats=1 corpus-interp $(CURDIR)/tests/fuzz/corpus/mlir \
+	  $(abspath $(wildcard ../shared/reference/stablehlo/interpret))
 
 fmt:
 	clang-format -i $(shell git ls-files '*.c' '*.h')

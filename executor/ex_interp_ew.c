@@ -13,6 +13,13 @@
 
 #include "ex_kern_int.h"
 
+/* C11's CMPLX builds x + iy exactly (infinities and NaNs included); glibc
+ * leaves it undefined for compilers without __builtin_complex (clang 14):
+ * the same through a union there. */
+#ifndef CMPLX
+#define CMPLX(x, y) (((union { double p[2]; double complex z; }){.p = {(x), (y)}}).z)
+#endif
+
 unsigned et_width(sp_elem e)
 {
     switch (e) {
