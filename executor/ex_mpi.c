@@ -69,7 +69,7 @@ static void combine_min(void *in, void *inout, int *len, MPI_Datatype *dt)
  * every reduction round the ring, as the MPI tests do to check it on small
  * tensors) sets them; process 0's setting holds everywhere, since all
  * processes must take the same path. */
-#define RING_MIN ((uint64_t)1 << 20)
+#define RING_MIN   ((uint64_t)1 << 20)
 #define RING_CHUNK ((uint64_t)4 << 20)
 
 static void ring_settings(ex_mpi *mp)
@@ -87,8 +87,10 @@ static void ring_settings(ex_mpi *mp)
             v[0] = m;
             v[1] = c;
         } else {
-            fprintf(stderr, "shardplan: SHARDPLAN_MPI_RING=%s is not MIN[,CHUNK] bytes "
-                            "(CHUNK 16 B to 1 GiB); the defaults hold\n", env);
+            fprintf(stderr,
+                    "shardplan: SHARDPLAN_MPI_RING=%s is not MIN[,CHUNK] bytes "
+                    "(CHUNK 16 B to 1 GiB); the defaults hold\n",
+                    env);
         }
     }
     MPI_Bcast(v, 2, MPI_UINT64_T, 0, mp->world);
@@ -336,9 +338,9 @@ typedef struct dist {
     uint32_t n_sets, cap_sets;
     mirror *mirs;
     uint32_t n_mirs, cap_mirs;
-    double *net_s;     /* by op id, or NULL */
-    const char **path; /* by op id, or NULL: the plan's name */
-    int *rank_of;      /* by device: the process running it */
+    double *net_s;             /* by op id, or NULL */
+    const char **path;         /* by op id, or NULL: the plan's name */
+    int *rank_of;              /* by device: the process running it */
     void *scr[EX_MPI_SCRATCH]; /* transfer buffers kept for the run (scratch) */
     size_t scr_len[EX_MPI_SCRATCH];
 } dist;
@@ -945,8 +947,8 @@ static void ring_open(dist *d, const size_t *counts, size_t esz, MPI_Comm comm, 
 /* Posts one step: rcount elements from the left into dst, scount from src
  * to the right, in messages of r->per; the receives are r->rq[0, *nr), the
  * sends the *ns after them. */
-static void ring_post(ring *r, char *dst, size_t rcount, const char *src, size_t scount,
-                      size_t esz, MPI_Datatype t, int tag, MPI_Comm comm, size_t *nr, size_t *ns)
+static void ring_post(ring *r, char *dst, size_t rcount, const char *src, size_t scount, size_t esz,
+                      MPI_Datatype t, int tag, MPI_Comm comm, size_t *nr, size_t *ns)
 {
     *nr = 0;
     *ns = 0;
@@ -1004,8 +1006,8 @@ static void ring_rscatter(dist *d, const char *send, char *mine, const size_t *c
  * (counts[q] elements at offs[q]); this process's is filled, the others
  * arrive, each passed on to the right as it came from the left, in
  * ring-sized messages. */
-static void ring_allgather(dist *d, char *buf, const size_t *counts, const size_t *offs,
-                           size_t esz, MPI_Datatype t, MPI_Comm comm)
+static void ring_allgather(dist *d, char *buf, const size_t *counts, const size_t *offs, size_t esz,
+                           MPI_Datatype t, MPI_Comm comm)
 {
     ring r;
     ring_open(d, counts, esz, comm, &r);
@@ -1038,8 +1040,7 @@ static void allreduce_big(dist *d, const void *send, void *recv, size_t count, s
 {
     int n;
     MPI_Comm_size(comm, &n);
-    if (n > 1 && count * esz >= d->mp->ring_min && count <= (size_t)INT_MAX &&
-        count >= (size_t)n) {
+    if (n > 1 && count * esz >= d->mp->ring_min && count <= (size_t)INT_MAX && count >= (size_t)n) {
         size_t *counts = xalloc(d->mp, 2u * (size_t)n * sizeof *counts), *offs = counts + n;
         int me;
         MPI_Comm_rank(comm, &me);
@@ -1070,8 +1071,7 @@ static void allreduce_big(dist *d, const void *send, void *recv, size_t count, s
  * buffers are split alike (ring_split), so every message has its match on
  * the neighbour in the order both post them. */
 static void ring_allreduce_multi(dist *d, const char *const *send, char *const *recv, uint32_t nb,
-                                 size_t count, size_t esz, MPI_Datatype t, MPI_Op op,
-                                 MPI_Comm comm)
+                                 size_t count, size_t esz, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
     int n, me;
     MPI_Comm_size(comm, &n);
@@ -1142,8 +1142,7 @@ static void ring_allreduce_multi(dist *d, const char *const *send, char *const *
         for (uint32_t i = 0; i < nb; i++) {
             for (size_t at = 0; at < counts[sb]; at += per) {
                 size_t len = counts[sb] - at < per ? counts[sb] - at : per;
-                MPI_Isend(recv[i] + (offs[sb] + at) * esz, (int)len, t, right, 14, comm,
-                          &rq[m++]);
+                MPI_Isend(recv[i] + (offs[sb] + at) * esz, (int)len, t, right, 14, comm, &rq[m++]);
             }
         }
         MPI_Waitall((int)m, rq, MPI_STATUSES_IGNORE);
@@ -1467,8 +1466,8 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
             uint32_t one = only_member(d, x, u->groups[i]);
             bool ok = !failed && wbufs(sh, one)[v] != NULL && wbufs(sh, one)[r] != NULL;
             rscatter_big(d, ok ? wbufs(sh, one)[v] : scratch(d, 1, blk),
-                         ok ? wbufs(sh, one)[r] : scratch(d, 2, O->lcount * O->esz), counts,
-                         O->esz, t, op, ps->comm);
+                         ok ? wbufs(sh, one)[r] : scratch(d, 2, O->lcount * O->esz), counts, O->esz,
+                         t, op, ps->comm);
         }
         net_add(d, sh, me, x, t0);
         cm_free(counts);
@@ -1690,8 +1689,7 @@ static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint3
             pieces_move(d, p, x, sh, rank, wq, send + soff[q], true, buf);
         }
         t0 = MPI_Wtime();
-        MPI_Isend(send + soff[q], icount(d->mp, sb[q]), MPI_BYTE, q, 11, comm,
-                  &rq[n_r + n_s++]);
+        MPI_Isend(send + soff[q], icount(d->mp, sb[q]), MPI_BYTE, q, 11, comm, &rq[n_r + n_s++]);
         net_add(d, sh, me, x, t0);
     }
     if (!failed) {
@@ -2087,8 +2085,8 @@ cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, d
             MPI_Waitall((int)k, rq, MPI_STATUSES_IGNORE);
             /* the slower of the two ends: process 1's time to process 0 */
             double dt = MPI_Wtime() - t0, other = 0;
-            MPI_Sendrecv(&dt, 1, MPI_DOUBLE, peer, 25, &other, 1, MPI_DOUBLE, peer, 25,
-                         mp->world, MPI_STATUS_IGNORE);
+            MPI_Sendrecv(&dt, 1, MPI_DOUBLE, peer, 25, &other, 1, MPI_DOUBLE, peer, 25, mp->world,
+                         MPI_STATUS_IGNORE);
             dt = other > dt ? other : dt;
             best = dt > 0 && dt < best ? dt : best;
         }
@@ -2100,6 +2098,16 @@ cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, d
     MPI_Bcast(figs, 2, MPI_DOUBLE, 0, mp->world);
     *bandwidth_out = figs[0];
     *latency_out = figs[1];
+    return CM_OK;
+}
+
+cm_status ex_mpi_allgather_f64(ex_mpi *mp, const double *mine, size_t n, double *all_out,
+                               cm_error *err)
+{
+    if (n > 4096) {
+        return cm_error_set(err, CM_EINVAL, NULL, "too many figures to gather (%zu)", n);
+    }
+    MPI_Allgather(mine, (int)n, MPI_DOUBLE, all_out, (int)n, MPI_DOUBLE, mp->world);
     return CM_OK;
 }
 
@@ -2194,6 +2202,16 @@ cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, d
     (void)mp;
     (void)bytes;
     *bandwidth_out = *latency_out = 0;
+    return no_mpi(err);
+}
+
+cm_status ex_mpi_allgather_f64(ex_mpi *mp, const double *mine, size_t n, double *all_out,
+                               cm_error *err)
+{
+    (void)mp;
+    (void)mine;
+    (void)n;
+    (void)all_out;
     return no_mpi(err);
 }
 

@@ -91,8 +91,15 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
  * collectives send; the same figures on every process.
  * Collective. Errors: CM_EINVAL with fewer than 2 processes, CM_EIO
  * without MPI. */
-cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out,
-                              double *latency_out, cm_error *err);
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, double *latency_out,
+                              cm_error *err);
+
+/* Every process's n doubles (mine) side by side on every process:
+ * all_out[r * n + i] is process r's mine[i]; all_out has n times
+ * ex_mpi_size(mp) entries, the caller's. n is the caller's (at most 4096).
+ * Collective. Errors: CM_EINVAL for n over 4096, CM_EIO without MPI. */
+cm_status ex_mpi_allgather_f64(ex_mpi *mp, const double *mine, size_t n, double *all_out,
+                               cm_error *err);
 
 /* The devices process rank runs out of n_dev: [*lo, *hi). */
 void ex_mpi_devices(uint32_t n_dev, uint32_t rank, uint32_t size, uint32_t *lo, uint32_t *hi);
