@@ -4,17 +4,19 @@
  * the cost model's profile reader before it is written; --rank checks that
  * the cost model ranks the benchmark suite's plans as the executor runs them
  * and predicts each step within 15%, calibrating beside every run.
- * With --mpi, under mpirun on 2 or more hosts, the network between
+ * With --mpi, under mpirun on 2 or more hosts, every host calibrates at once
+ * (the profile takes the slowest), and the network between
  * processes 0 and 1 is measured too (executor/ex_mpi.h) and written as the
  * link of the mesh axes --axes names (those that cross hosts); process 0
  * reports. */
+#include "cmd.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "cm.h"
 #include "cm_json.h"
-#include "cmd.h"
 #include "cmd_util.h"
 #include "ex_calib.h"
 #include "ex_mpi.h"
@@ -28,8 +30,9 @@ static void calib_usage(FILE *f)
           "  measured figures as one JSON object instead of a sentence, and the --rank report\n"
           "  goes to stderr so stdout stays JSON\n"
           "  --mpi: under mpirun on 2+ hosts (N devices per host), also the network between\n"
-          "  two hosts, written as the link of the mesh axes --axes names (those that cross\n"
-          "  hosts): per device, the host's bandwidth shared by its N devices\n",
+          "  two hosts (as an all-reduce round the executor's ring gets it), written as the\n"
+          "  link of the mesh axes --axes names (those that cross hosts): per device, the\n"
+          "  host's bandwidth shared by its N devices\n",
           f);
 }
 
@@ -62,9 +65,10 @@ static bool add_axis_links(const cm_buf *in, const char *axes, double bandwidth,
         }
         cm_buf_printf(out,
                       "  \"%.*s\": {\n   \"bandwidth\": %.4g,\n   \"latency\": %.4g,\n"
-                      "   \"notes\": \"across hosts (shardplan calibrate --mpi): the one-way "
-                      "bandwidth between two hosts shared by the %u devices of a host, latency "
-                      "half an MPI round trip\"\n  },\n",
+                      "   \"notes\": \"across hosts (shardplan calibrate --mpi): the bandwidth "
+                      "each way of an all-reduce between two hosts round the executor's ring "
+                      "(bytes on the wire per second), shared by the %u devices of a host, "
+                      "latency half an MPI round trip\"\n  },\n",
                       (int)n, p, bandwidth / (double)per_host, latency, per_host);
         p += n;
         p += *p == ',';
@@ -197,7 +201,7 @@ static void host_figs(const ex_mpi *mp, const double *all, uint32_t n_hosts, cm_
 /* Writes the profile of c (with the links of axes, when not NULL) to path
  * (stdout when NULL) and reports it, or st's error; the exit status. */
 static int calib_write(const ex_calib *c, cm_status st, cm_error *errp, const char *path, bool json,
-                       const char *axes, double net_bw, double net_lat, const cm_buf *hosts_txt,
+                       const char *axes, const ex_mpi_link *net, const cm_buf *hosts_txt,
                        const cm_buf *hosts_json, FILE *out, FILE *errs)
 {
     cm_error err = *errp;
@@ -215,7 +219,7 @@ static int calib_write(const ex_calib *c, cm_status st, cm_error *errp, const ch
     if (axes != NULL) {
         cm_buf with;
         cm_buf_init(&with);
-        if (!add_axis_links(&b, axes, net_bw, net_lat, c->n_devices, &with)) {
+        if (!add_axis_links(&b, axes, net->allreduce_bw, net->latency, c->n_devices, &with)) {
             fprintf(errs,
                     "shardplan calibrate: bad --axes '%s' (comma-separated mesh axis names)\n",
                     axes);
@@ -256,8 +260,9 @@ static int calib_write(const ex_calib *c, cm_status st, cm_error *errp, const ch
                 cm_json_put_kv_str(&j, "axes", axes);
                 cm_json_put_key(&j, "hosts");
                 cm_buf_append(&j, hosts_json->data, hosts_json->len);
-                cm_json_put_kv_f64(&j, "network_bytes_per_s", net_bw);
-                cm_json_put_kv_f64(&j, "network_latency_s", net_lat);
+                cm_json_put_kv_f64(&j, "network_bytes_per_s", net->allreduce_bw);
+                cm_json_put_kv_f64(&j, "network_stream_bytes_per_s", net->stream_bw);
+                cm_json_put_kv_f64(&j, "network_latency_s", net->latency);
             }
             cm_buf_puts(&j, "}\n");
             rc = cmd_write_out(&j, "calibrate", out, errs);
@@ -270,9 +275,10 @@ static int calib_write(const ex_calib *c, cm_status st, cm_error *errp, const ch
                     c->link_bandwidth * 1e-9, c->link_latency * 1e6);
             if (axes != NULL) {
                 fprintf(out,
-                        "  across hosts (axes %s): %.3f GB/s between two hosts, %.3f GB/s per "
-                        "device, latency %.1f us\n",
-                        axes, net_bw * 1e-9, net_bw / (double)c->n_devices * 1e-9, net_lat * 1e6);
+                        "  across hosts (axes %s): %.3f GB/s between two hosts (all-reduce; "
+                        "a stream each way %.3f), %.3f GB/s per device, latency %.1f us\n",
+                        axes, net->allreduce_bw * 1e-9, net->stream_bw * 1e-9,
+                        net->allreduce_bw / (double)c->n_devices * 1e-9, net->latency * 1e6);
                 fputs(hosts_txt->data != NULL ? hosts_txt->data : "", out);
             }
         }
@@ -331,7 +337,8 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
     calib_prog cp = {errs, cm_now()};
     ex_calib c;
     memset(&c, 0, sizeof c);
-    double net_bw = 0, net_lat = 0;
+    ex_mpi_link net;
+    memset(&net, 0, sizeof net);
     cm_status st = CM_OK;
     uint32_t n_hosts = mp == NULL ? 1 : ex_mpi_size(mp);
     double *per_host = NULL;      /* N_FIGS per process */
@@ -359,7 +366,7 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
         }
         if (st == CM_OK) {
             calib_take_slowest(&c, per_host, n_hosts);
-            st = ex_mpi_link_measure(mp, (size_t)64 << 20, &net_bw, &net_lat, &err);
+            st = ex_mpi_link_measure(mp, (size_t)64 << 20, &net, &err);
         }
         bool talk = ex_mpi_rank(mp) == 0;
         if (talk && st == CM_OK) {
@@ -371,8 +378,7 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
             return st == CM_OK ? 0 : 1;
         }
     }
-    int rc = calib_write(&c, st, &err, path, json, axes, net_bw, net_lat, &hosts_txt, &hosts_json,
-                         out, errs);
+    int rc = calib_write(&c, st, &err, path, json, axes, &net, &hosts_txt, &hosts_json, out, errs);
     cm_buf_fini(&hosts_txt);
     cm_buf_fini(&hosts_json);
     if (rc == 0 && rank) {
