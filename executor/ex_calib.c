@@ -236,7 +236,8 @@ cm_status ex_calib_exp_workers(size_t elems, uint32_t n_workers, uint32_t reps, 
     n_workers = n_workers == 0 ? 1 : (n_workers > MAX_THREADS ? MAX_THREADS : n_workers);
     elems = elems < 16 ? 16 : elems;
     double secs = 0;
-    cm_status st = copy_rounds(elems * n_workers * sizeof(float), n_workers, reps, true, &secs, err);
+    cm_status st =
+        copy_rounds(elems * n_workers * sizeof(float), n_workers, reps, true, &secs, err);
     if (st == CM_OK) {
         *rate_out = secs > 0 ? (double)elems / secs : 0;
     }
@@ -290,7 +291,7 @@ static cm_status measure(uint32_t n_devices, bool quick, ex_calib *c, ex_calib_p
 #define CALIB_STEP(k, name)                                                                        \
     do {                                                                                           \
         if (progress != NULL) {                                                                    \
-            progress(ctx, name, k, 5);                                                             \
+            progress(ctx, name, k, EX_CALIB_STEPS);                                                \
         }                                                                                          \
     } while (0)
     memset(c, 0, sizeof *c);
@@ -309,10 +310,11 @@ static cm_status measure(uint32_t n_devices, bool quick, ex_calib *c, ex_calib_p
     }
     if (st == CM_OK) {
         c->f32_flops = c->gemm_flops[EX_CALIB_GEMM - 1];
-        c->f64_flops = c->f32_flops / 2; /* dgemm runs at about half the sgemm rate (MACHINE-NOTES.md) */
+        c->f64_flops =
+            c->f32_flops / 2; /* dgemm runs at about half the sgemm rate (MACHINE-NOTES.md) */
         CALIB_STEP(2, "exp on every worker");
-        st = ex_calib_exp_workers((size_t)1 << 18, c->n_devices, quick ? 2 : 5,
-                                  &c->transcendentals, err);
+        st = ex_calib_exp_workers((size_t)1 << 18, c->n_devices, quick ? 2 : 5, &c->transcendentals,
+                                  err);
     }
     if (st == CM_OK) {
         CALIB_STEP(3, "memcpy on one thread");
@@ -344,8 +346,8 @@ static cm_status measure(uint32_t n_devices, bool quick, ex_calib *c, ex_calib_p
 #undef CALIB_STEP
 }
 
-cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, ex_calib_progress *progress,
-                           void *ctx, cm_error *err)
+cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, ex_calib_progress *progress, void *ctx,
+                           cm_error *err)
 {
     return measure(n_devices, false, c, progress, ctx, err);
 }
@@ -355,21 +357,23 @@ void ex_calib_profile_json(const ex_calib *c, const char *name, cm_buf *out)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cm_buf_puts(out, "{\n \"format\": \"shardplan.device-profile/v1\",\n \"name\": ");
     cm_json_put_cstr(out, name);
-    cm_buf_printf(out,
-                  ",\n"
-                  " \"description\": \"This machine's CPU device workers as the executor runs "
-                  "them: %u workers on %ld cores, one OpenBLAS thread each.\",\n"
-                  " \"source\": \"measured by shardplan calibrate: sgemm 32 to 1024 on %u concurrent "
-                  "workers, exp through the executor's kernel, memcpy of 64 MiB on 1 and on %u threads, pthread barrier rounds\",\n"
-                  " \"calibrated\": true,\n",
-                  c->n_devices, cores, c->n_devices, c->n_devices);
+    cm_buf_printf(
+        out,
+        ",\n"
+        " \"description\": \"This machine's CPU device workers as the executor runs "
+        "them: %u workers on %ld cores, one OpenBLAS thread each.\",\n"
+        " \"source\": \"measured by shardplan calibrate: sgemm 32 to 1024 on %u concurrent "
+        "workers, exp through the executor's kernel, memcpy of 64 MiB on 1 and on %u threads, "
+        "pthread barrier rounds\",\n"
+        " \"calibrated\": true,\n",
+        c->n_devices, cores, c->n_devices, c->n_devices);
     cm_buf_printf(out, " \"peak_flops\": {\n  \"f64\": %.6g,\n  \"f32\": %.6g\n },\n", c->f64_flops,
                   c->f32_flops);
     if (c->n_gemm > 0) {
         cm_buf_puts(out, " \"gemm\": [");
         for (uint32_t i = 0; i < c->n_gemm; i++) {
-            cm_buf_printf(out, "%s{\"n\": %.0f, \"flops\": %.6g}", i > 0 ? ", " : "",
-                          c->gemm_n[i], c->gemm_flops[i]);
+            cm_buf_printf(out, "%s{\"n\": %.0f, \"flops\": %.6g}", i > 0 ? ", " : "", c->gemm_n[i],
+                          c->gemm_flops[i]);
         }
         cm_buf_puts(out, "],\n");
     }
@@ -609,8 +613,8 @@ void ex_calib_rank_score(ex_rank *out)
                 out->discordant++;
                 /* Within the spread when measured, or a tie as the cost
                  * model sees it: no order to get wrong. */
-                out->close += near(a->measured_s, b->measured_s) ||
-                              near(a->predicted_s, b->predicted_s);
+                out->close +=
+                    near(a->measured_s, b->measured_s) || near(a->predicted_s, b->predicted_s);
             }
         }
     }
@@ -655,7 +659,8 @@ static void rank_order(const ex_rank *r, uint32_t model, bool measured, char *bu
     buf[0] = '\0';
     for (uint32_t i = 0; i < n && at < len; i++) {
         const char *lab = strrchr(r->plans[idx[i]].label, ' ');
-        int w = snprintf(buf + at, len - at, "%s%s", i > 0 ? " < " : "", lab != NULL ? lab + 1 : "");
+        int w =
+            snprintf(buf + at, len - at, "%s%s", i > 0 ? " < " : "", lab != NULL ? lab + 1 : "");
         at += w > 0 ? (size_t)w : 0;
     }
 }
@@ -683,8 +688,9 @@ void ex_calib_rank_print(const ex_rank *r, FILE *out)
     fprintf(out, "  %u of %u plans predicted within %.0f%% of their measured step: %s", r->within,
             r->n, EX_CALIB_TOL * 100, r->accurate ? "PASS" : "FAIL");
     if (!r->accurate && r->busy_off > 0) {
-        fprintf(out, " (%u of the %u off ran while other processes took over %.2f cores: rerun "
-                     "on a quieter machine)",
+        fprintf(out,
+                " (%u of the %u off ran while other processes took over %.2f cores: rerun "
+                "on a quieter machine)",
                 r->busy_off, r->n - r->within, EX_CALIB_BUSY);
     }
     fputc('\n', out);
@@ -692,8 +698,8 @@ void ex_calib_rank_print(const ex_rank *r, FILE *out)
         char p[160], m[160];
         rank_order(r, model, false, p, sizeof p);
         rank_order(r, model, true, m, sizeof m);
-        fprintf(out, "  %s order predicted: %s; measured: %s\n",
-                model == 0 ? "MLP" : "transformer", p, m);
+        fprintf(out, "  %s order predicted: %s; measured: %s\n", model == 0 ? "MLP" : "transformer",
+                p, m);
     }
     fprintf(out,
             "  Kendall tau %.2f; %u pair(s) ordered differently, %u of them within %.0f%% "

@@ -44,10 +44,10 @@ cm_status ex_calib_exp_workers(size_t elems, uint32_t n_workers, uint32_t reps, 
 /* Seconds of one pthread barrier round among n_threads threads (2 to 256,
  * this one among them), the mean over rounds, into *secs_out. Errors:
  * CM_ENOMEM, those of starting the threads. */
-cm_status ex_calib_barrier(uint32_t n_threads, uint32_t rounds, double *secs_out,
-                           cm_error *err);
+cm_status ex_calib_barrier(uint32_t n_threads, uint32_t rounds, double *secs_out, cm_error *err);
 
-#define EX_CALIB_GEMM 6 /* sgemm sizes 32, 64, ..., 1024 */
+#define EX_CALIB_GEMM  6 /* sgemm sizes 32, 64, ..., 1024 */
+#define EX_CALIB_STEPS 5 /* steps ex_calib_measure tells its progress */
 
 typedef struct ex_calib {
     uint32_t n_devices;    /* device workers the profile is for */
@@ -62,7 +62,7 @@ typedef struct ex_calib {
     uint32_t n_gemm;       /* points of the gemm curve, by ascending size */
     double gemm_n[EX_CALIB_GEMM];
     double gemm_flops[EX_CALIB_GEMM]; /* per worker at gemm_n^3, all together */
-    double transcendentals; /* exp per worker, elements/s, all together */
+    double transcendentals;           /* exp per worker, elements/s, all together */
 } ex_calib;
 
 /* Told before each step of ex_calib_measure: its name ("sgemm", ...), and
@@ -70,10 +70,11 @@ typedef struct ex_calib {
 typedef void ex_calib_progress(void *ctx, const char *step, int k, int n);
 
 /* Measures into c for n_devices workers (a few seconds); progress (may be
- * NULL) is told before each step. Errors: CM_ENOMEM, those of starting the
+ * NULL) is told before each step, EX_CALIB_STEPS times unless a step fails
+ * (a caller may line processes up in it). Errors: CM_ENOMEM, those of starting the
  * threads. */
-cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, ex_calib_progress *progress,
-                           void *ctx, cm_error *err);
+cm_status ex_calib_measure(uint32_t n_devices, ex_calib *c, ex_calib_progress *progress, void *ctx,
+                           cm_error *err);
 
 /* Appends the profile JSON (format shardplan.device-profile/v1, "calibrated":
  * true) named name to out. */
@@ -84,10 +85,10 @@ void ex_calib_profile_json(const ex_calib *c, const char *name, cm_buf *out);
 #define EX_RANK_MAX 8
 
 typedef struct ex_rank_plan {
-    char label[48];     /* "MLP train dp" */
-    uint32_t model;     /* plans of the same model are ranked against each other */
-    double predicted_s; /* cost model step time under the profile */
-    double measured_s;  /* executor, 8 devices: median of the runs after a warm-up */
+    char label[48];      /* "MLP train dp" */
+    uint32_t model;      /* plans of the same model are ranked against each other */
+    double predicted_s;  /* cost model step time under the profile */
+    double measured_s;   /* executor, 8 devices: median of the runs after a warm-up */
     double others_cores; /* CPU other processes took meanwhile, in cores (-1: unknown) */
 } ex_rank_plan;
 

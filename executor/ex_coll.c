@@ -852,8 +852,13 @@ cm_status ex_coll_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_e
         return spmd_coll_run(p, x, sh, err);
     }
     if (sh->dist != NULL && sh->dist->ops->crosses(sh->dist, x)) {
-        /* Across processes (ex_mpi.c): the first worker here moves it all. */
-        return me == sh->lo ? sh->dist->ops->coll(sh->dist, p, x, sh, me, err) : CM_OK;
+        /* Across processes (ex_mpi.c): the first worker here moves it all,
+         * the others take share of its copies. */
+        if (me == sh->lo) {
+            return sh->dist->ops->coll(sh->dist, p, x, sh, me, err);
+        }
+        sh->dist->ops->help(sh->dist, me);
+        return CM_OK;
     }
     return ex_coll_local(p, x, sh, me, false, err);
 }

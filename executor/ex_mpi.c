@@ -15,6 +15,7 @@
 #include "ex_mpi.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,7 @@ static void combine_min(void *in, void *inout, int *len, MPI_Datatype *dt)
  * every reduction round the ring, as the MPI tests do to check it on small
  * tensors) sets them; process 0's setting holds everywhere, since all
  * processes must take the same path. */
-#define RING_MIN ((uint64_t)1 << 20)
+#define RING_MIN   ((uint64_t)1 << 20)
 #define RING_CHUNK ((uint64_t)4 << 20)
 
 static void ring_settings(ex_mpi *mp)
@@ -87,8 +88,10 @@ static void ring_settings(ex_mpi *mp)
             v[0] = m;
             v[1] = c;
         } else {
-            fprintf(stderr, "shardplan: SHARDPLAN_MPI_RING=%s is not MIN[,CHUNK] bytes "
-                            "(CHUNK 16 B to 1 GiB); the defaults hold\n", env);
+            fprintf(stderr,
+                    "shardplan: SHARDPLAN_MPI_RING=%s is not MIN[,CHUNK] bytes "
+                    "(CHUNK 16 B to 1 GiB); the defaults hold\n",
+                    env);
         }
     }
     MPI_Bcast(v, 2, MPI_UINT64_T, 0, mp->world);
@@ -336,11 +339,26 @@ typedef struct dist {
     uint32_t n_sets, cap_sets;
     mirror *mirs;
     uint32_t n_mirs, cap_mirs;
-    double *net_s;     /* by op id, or NULL */
-    const char **path; /* by op id, or NULL: the plan's name */
-    int *rank_of;      /* by device: the process running it */
+    double *net_s;             /* by op id, or NULL */
+    const char **path;         /* by op id, or NULL: the plan's name */
+    int *rank_of;              /* by device: the process running it */
     void *scr[EX_MPI_SCRATCH]; /* transfer buffers kept for the run (scratch) */
     size_t scr_len[EX_MPI_SCRATCH];
+    /* The crew: the other workers here, which wait out a collective across
+     * processes while device lo makes its MPI calls, take share of its
+     * packing and unpacking (crew_run, hook_help). Every worker here meets
+     * every such collective once, lo in hook_coll, the others in
+     * hook_help, so each counts them alike: collective k is episode k. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a job posted, an item done, or an episode over */
+    bool crew_ok;      /* mu and cv initialised */
+    uint64_t lo_ep;    /* episodes device lo has begun */
+    uint64_t closed;   /* episodes device lo has ended */
+    uint64_t *ep;      /* by device here (index dev - lo): episodes it has joined */
+    uint64_t job_ep;   /* the episode of the posted job (0: none) */
+    void (*job)(void *ctx, uint32_t item);
+    void *job_ctx;
+    uint32_t n_items, next, done; /* the job's items: count, next to take, finished */
 } dist;
 
 /* Transfer buffer slot of at least n bytes, kept between collectives so
@@ -354,6 +372,91 @@ static char *scratch(dist *d, int slot, size_t n)
         d->scr_len[slot] = n;
     }
     return d->scr[slot];
+}
+
+/* ---- the crew: packing on every worker of the process ----------------------------------
+ * Device lo posts a job of n items and takes items itself; the other
+ * workers here, in hook_help for the same episode, take items too; lo
+ * returns when every item is done. Items are taken under the mutex (they
+ * are coarse: one device's pieces), so a worker that arrives late finds
+ * none left, never half of another job. Only lo calls MPI (the crew only
+ * copies), so MPI_THREAD_SERIALIZED holds. */
+static void crew_run(dist *d, void (*fn)(void *ctx, uint32_t item), void *ctx, uint32_t n)
+{
+    if (!d->crew_ok || d->base.hi - d->base.lo < 2u || n < 2u) {
+        for (uint32_t i = 0; i < n; i++) {
+            fn(ctx, i);
+        }
+        return;
+    }
+    pthread_mutex_lock(&d->mu);
+    d->job = fn;
+    d->job_ctx = ctx;
+    d->n_items = n;
+    d->next = 0;
+    d->done = 0;
+    d->job_ep = d->lo_ep;
+    pthread_cond_broadcast(&d->cv);
+    while (d->next < d->n_items) {
+        uint32_t i = d->next++;
+        pthread_mutex_unlock(&d->mu);
+        fn(ctx, i);
+        pthread_mutex_lock(&d->mu);
+        d->done++;
+    }
+    while (d->done < d->n_items) {
+        pthread_cond_wait(&d->cv, &d->mu);
+    }
+    d->job_ep = 0;
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Device me (not lo) during collective episode of its own count: takes
+ * items of the jobs lo posts for it until lo ends the episode. */
+static void hook_help(ex_dist *base, uint32_t me)
+{
+    dist *d = (dist *)base;
+    if (!d->crew_ok || d->ep == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&d->mu);
+    uint64_t k = ++d->ep[me - d->base.lo];
+    while (d->closed < k) {
+        if (d->job_ep == k && d->next < d->n_items) {
+            uint32_t i = d->next++;
+            void (*fn)(void *, uint32_t) = d->job;
+            void *ctx = d->job_ctx;
+            pthread_mutex_unlock(&d->mu);
+            fn(ctx, i);
+            pthread_mutex_lock(&d->mu);
+            if (++d->done == d->n_items) {
+                pthread_cond_broadcast(&d->cv);
+            }
+            continue;
+        }
+        pthread_cond_wait(&d->cv, &d->mu);
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Device lo: the episode of the collective it begins, and its end. */
+static void crew_begin(dist *d)
+{
+    if (d->crew_ok) {
+        pthread_mutex_lock(&d->mu);
+        d->lo_ep++;
+        pthread_mutex_unlock(&d->mu);
+    }
+}
+
+static void crew_end(dist *d)
+{
+    if (d->crew_ok) {
+        pthread_mutex_lock(&d->mu);
+        d->closed = d->lo_ep;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+    }
 }
 
 static int rank_of(const dist *d, uint32_t dev)
@@ -765,6 +868,13 @@ static cm_status hook_prepare(ex_dist *base, const prog *p, cm_error *err)
             d->rank_of[dv] = q;
         }
     }
+    /* a fresh count of episodes for the workers about to start */
+    cm_free(d->ep);
+    d->ep = cm_calloc(p->n_dev + 1u, sizeof(uint64_t));
+    if (d->ep == NULL) {
+        return cm_error_oom(err);
+    }
+    d->lo_ep = d->closed = d->job_ep = 0;
     d->plans = cm_calloc(p->m->n_ops + 1u, sizeof(plan));
     uint32_t *buf = cm_calloc(p->n_dev + 1u, sizeof(uint32_t));
     if (d->plans == NULL || buf == NULL) {
@@ -793,6 +903,8 @@ static void hook_release(ex_dist *base)
 {
     dist *d = (dist *)base;
     plans_free(d);
+    cm_free(d->ep);
+    d->ep = NULL;
 }
 
 static bool hook_crosses(const ex_dist *base, const xop *x)
@@ -945,8 +1057,8 @@ static void ring_open(dist *d, const size_t *counts, size_t esz, MPI_Comm comm, 
 /* Posts one step: rcount elements from the left into dst, scount from src
  * to the right, in messages of r->per; the receives are r->rq[0, *nr), the
  * sends the *ns after them. */
-static void ring_post(ring *r, char *dst, size_t rcount, const char *src, size_t scount,
-                      size_t esz, MPI_Datatype t, int tag, MPI_Comm comm, size_t *nr, size_t *ns)
+static void ring_post(ring *r, char *dst, size_t rcount, const char *src, size_t scount, size_t esz,
+                      MPI_Datatype t, int tag, MPI_Comm comm, size_t *nr, size_t *ns)
 {
     *nr = 0;
     *ns = 0;
@@ -1004,8 +1116,8 @@ static void ring_rscatter(dist *d, const char *send, char *mine, const size_t *c
  * (counts[q] elements at offs[q]); this process's is filled, the others
  * arrive, each passed on to the right as it came from the left, in
  * ring-sized messages. */
-static void ring_allgather(dist *d, char *buf, const size_t *counts, const size_t *offs,
-                           size_t esz, MPI_Datatype t, MPI_Comm comm)
+static void ring_allgather(dist *d, char *buf, const size_t *counts, const size_t *offs, size_t esz,
+                           MPI_Datatype t, MPI_Comm comm)
 {
     ring r;
     ring_open(d, counts, esz, comm, &r);
@@ -1038,8 +1150,7 @@ static void allreduce_big(dist *d, const void *send, void *recv, size_t count, s
 {
     int n;
     MPI_Comm_size(comm, &n);
-    if (n > 1 && count * esz >= d->mp->ring_min && count <= (size_t)INT_MAX &&
-        count >= (size_t)n) {
+    if (n > 1 && count * esz >= d->mp->ring_min && count <= (size_t)INT_MAX && count >= (size_t)n) {
         size_t *counts = xalloc(d->mp, 2u * (size_t)n * sizeof *counts), *offs = counts + n;
         int me;
         MPI_Comm_rank(comm, &me);
@@ -1070,8 +1181,7 @@ static void allreduce_big(dist *d, const void *send, void *recv, size_t count, s
  * buffers are split alike (ring_split), so every message has its match on
  * the neighbour in the order both post them. */
 static void ring_allreduce_multi(dist *d, const char *const *send, char *const *recv, uint32_t nb,
-                                 size_t count, size_t esz, MPI_Datatype t, MPI_Op op,
-                                 MPI_Comm comm)
+                                 size_t count, size_t esz, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
     int n, me;
     MPI_Comm_size(comm, &n);
@@ -1142,8 +1252,7 @@ static void ring_allreduce_multi(dist *d, const char *const *send, char *const *
         for (uint32_t i = 0; i < nb; i++) {
             for (size_t at = 0; at < counts[sb]; at += per) {
                 size_t len = counts[sb] - at < per ? counts[sb] - at : per;
-                MPI_Isend(recv[i] + (offs[sb] + at) * esz, (int)len, t, right, 14, comm,
-                          &rq[m++]);
+                MPI_Isend(recv[i] + (offs[sb] + at) * esz, (int)len, t, right, 14, comm, &rq[m++]);
             }
         }
         MPI_Waitall((int)m, rq, MPI_STATUSES_IGNORE);
@@ -1467,8 +1576,8 @@ static void run_rscatter(dist *d, const prog *p, const xop *x, shared *sh, uint3
             uint32_t one = only_member(d, x, u->groups[i]);
             bool ok = !failed && wbufs(sh, one)[v] != NULL && wbufs(sh, one)[r] != NULL;
             rscatter_big(d, ok ? wbufs(sh, one)[v] : scratch(d, 1, blk),
-                         ok ? wbufs(sh, one)[r] : scratch(d, 2, O->lcount * O->esz), counts,
-                         O->esz, t, op, ps->comm);
+                         ok ? wbufs(sh, one)[r] : scratch(d, 2, O->lcount * O->esz), counts, O->esz,
+                         t, op, ps->comm);
         }
         net_add(d, sh, me, x, t0);
         cm_free(counts);
@@ -1576,58 +1685,123 @@ static size_t pieces_bytes(const dist *d, const prog *p, const xop *x, int a, in
     return total;
 }
 
-/* Packs (pack) or unpacks what process a sends process b for x: dst
- * devices of b in order, each one's sources on a in order. */
-static void pieces_move(const dist *d, const prog *p, const xop *x, shared *sh, int a, int b,
-                        char *wire, bool pack, uint32_t *buf)
+/* Packs (pack) or unpacks the part for destination device dv of what
+ * process a sends dv's process for x: dv's sources on a in order, from
+ * wire (where dv's part begins); returns its bytes. buf: p->n_dev entries. */
+static size_t pieces_move_dev(const dist *d, const prog *p, const xop *x, shared *sh, int a,
+                              uint32_t dv, char *wire, bool pack, uint32_t *buf)
 {
     const sp_op *o = &p->m->ops[x->op];
     uint32_t v = o->operands[0], r = o->first_result;
     const vinfo *I = &p->vi[v], *O = &p->vi[r];
     static const int64_t origin[EX_MAX_RANK];
-    uint32_t lo = 0, hi = 0;
-    ex_mpi_devices(d->n_dev, (uint32_t)b, (uint32_t)d->mp->size, &lo, &hi);
     size_t at = 0;
-    for (uint32_t dv = lo; dv < hi; dv++) {
-        uint32_t n = ex_coll_sources(p, x, dv, false, buf);
-        for (uint32_t j = 0; j < n; j++) {
-            piece pc;
-            if (rank_of(d, buf[j]) != a ||
-                !ex_coll_piece(p, x, buf[j], dv, pc.ext, pc.sfrom, pc.dfrom)) {
-                continue;
-            }
-            size_t bytes = box_count(pc.ext, O->rank) * O->esz;
-            if (pack) {
-                if (wbufs(sh, buf[j])[v] != NULL) {
-                    ex_coll_move(wbufs(sh, buf[j])[v], I->ldims, pc.sfrom, wire + at, pc.ext,
-                                 origin, pc.ext, O->rank, O->esz);
-                }
-            } else if (wbufs(sh, dv)[r] != NULL) {
-                ex_coll_move(wire + at, pc.ext, origin, wbufs(sh, dv)[r], O->ldims, pc.dfrom,
+    uint32_t n = ex_coll_sources(p, x, dv, false, buf);
+    for (uint32_t j = 0; j < n; j++) {
+        piece pc;
+        if (rank_of(d, buf[j]) != a ||
+            !ex_coll_piece(p, x, buf[j], dv, pc.ext, pc.sfrom, pc.dfrom)) {
+            continue;
+        }
+        size_t bytes = box_count(pc.ext, O->rank) * O->esz;
+        if (wire == NULL) {
+            /* only counting */
+        } else if (pack) {
+            if (wbufs(sh, buf[j])[v] != NULL) {
+                ex_coll_move(wbufs(sh, buf[j])[v], I->ldims, pc.sfrom, wire + at, pc.ext, origin,
                              pc.ext, O->rank, O->esz);
             }
-            at += bytes;
+        } else if (wbufs(sh, dv)[r] != NULL) {
+            ex_coll_move(wire + at, pc.ext, origin, wbufs(sh, dv)[r], O->ldims, pc.dfrom, pc.ext,
+                         O->rank, O->esz);
+        }
+        at += bytes;
+    }
+    return at;
+}
+
+/* One pair's packing or unpacking as a crew job: item i is destination
+ * device lo + i of process b, its part at offs[i] of wire. */
+typedef struct move_job {
+    const dist *d;
+    const prog *p;
+    const xop *x;
+    shared *sh;
+    int a;
+    uint32_t lo;
+    char *wire;
+    bool pack;
+    const size_t *offs;
+    uint32_t *bufs; /* p->n_dev entries per item */
+} move_job;
+
+static void move_item(void *ctx, uint32_t i)
+{
+    const move_job *j = ctx;
+    (void)pieces_move_dev(j->d, j->p, j->x, j->sh, j->a, j->lo + i, j->wire + j->offs[i], j->pack,
+                          j->bufs + (size_t)i * j->p->n_dev);
+}
+
+/* Packs (pack) or unpacks what process a sends process b for x: dst
+ * devices of b in order, each one's sources on a in order; spread over
+ * the crew, one destination device an item. */
+static void pieces_move(dist *d, const prog *p, const xop *x, shared *sh, int a, int b, char *wire,
+                        bool pack, uint32_t *buf)
+{
+    uint32_t lo = 0, hi = 0;
+    ex_mpi_devices(d->n_dev, (uint32_t)b, (uint32_t)d->mp->size, &lo, &hi);
+    uint32_t n = hi - lo;
+    size_t *offs = xalloc(d->mp, sizeof(size_t) * (n + 1u));
+    uint32_t *bufs = xalloc(d->mp, sizeof(uint32_t) * p->n_dev * (size_t)(n + 1u));
+    size_t at = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        offs[i] = at;
+        at += pieces_move_dev(d, p, x, sh, a, lo + i, NULL, pack, buf);
+    }
+    move_job j = {d, p, x, sh, a, lo, wire, pack, offs, bufs};
+    crew_run(d, move_item, &j, n);
+    cm_free(bufs);
+    cm_free(offs);
+}
+
+/* Copies the pieces whose source and destination are both here: item i
+ * is destination device lo + i. */
+typedef struct here_job {
+    const dist *d;
+    const prog *p;
+    const xop *x;
+    shared *sh;
+    uint32_t *bufs; /* p->n_dev entries per item */
+} here_job;
+
+static void here_item(void *ctx, uint32_t i)
+{
+    const here_job *j = ctx;
+    const dist *d = j->d;
+    const prog *p = j->p;
+    const xop *x = j->x;
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result, dv = d->base.lo + i;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    uint32_t *buf = j->bufs + (size_t)i * p->n_dev;
+    uint32_t n = ex_coll_sources(p, x, dv, false, buf);
+    for (uint32_t k = 0; k < n; k++) {
+        piece pc;
+        if (here(d, buf[k]) && wbufs(j->sh, buf[k])[v] != NULL && wbufs(j->sh, dv)[r] != NULL &&
+            ex_coll_piece(p, x, buf[k], dv, pc.ext, pc.sfrom, pc.dfrom)) {
+            ex_coll_move(wbufs(j->sh, buf[k])[v], I->ldims, pc.sfrom, wbufs(j->sh, dv)[r], O->ldims,
+                         pc.dfrom, pc.ext, O->rank, O->esz);
         }
     }
 }
 
-/* Copies the pieces whose source and destination are both here. */
-static void pieces_here(const dist *d, const prog *p, const xop *x, shared *sh, uint32_t *buf)
+static void pieces_here(dist *d, const prog *p, const xop *x, shared *sh)
 {
-    const sp_op *o = &p->m->ops[x->op];
-    uint32_t v = o->operands[0], r = o->first_result;
-    const vinfo *I = &p->vi[v], *O = &p->vi[r];
-    for (uint32_t dv = d->base.lo; dv < d->base.hi; dv++) {
-        uint32_t n = ex_coll_sources(p, x, dv, false, buf);
-        for (uint32_t j = 0; j < n; j++) {
-            piece pc;
-            if (here(d, buf[j]) && wbufs(sh, buf[j])[v] != NULL && wbufs(sh, dv)[r] != NULL &&
-                ex_coll_piece(p, x, buf[j], dv, pc.ext, pc.sfrom, pc.dfrom)) {
-                ex_coll_move(wbufs(sh, buf[j])[v], I->ldims, pc.sfrom, wbufs(sh, dv)[r], O->ldims,
-                             pc.dfrom, pc.ext, O->rank, O->esz);
-            }
-        }
-    }
+    uint32_t n = d->base.hi - d->base.lo;
+    uint32_t *bufs = xalloc(d->mp, sizeof(uint32_t) * p->n_dev * (size_t)(n + 1u));
+    here_job j = {d, p, x, sh, bufs};
+    crew_run(d, here_item, &j, n);
+    cm_free(bufs);
 }
 
 /* All-to-all on one communicator per process (PL_A2A), or a collective
@@ -1690,12 +1864,11 @@ static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint3
             pieces_move(d, p, x, sh, rank, wq, send + soff[q], true, buf);
         }
         t0 = MPI_Wtime();
-        MPI_Isend(send + soff[q], icount(d->mp, sb[q]), MPI_BYTE, q, 11, comm,
-                  &rq[n_r + n_s++]);
+        MPI_Isend(send + soff[q], icount(d->mp, sb[q]), MPI_BYTE, q, 11, comm, &rq[n_r + n_s++]);
         net_add(d, sh, me, x, t0);
     }
     if (!failed) {
-        pieces_here(d, p, x, sh, buf);
+        pieces_here(d, p, x, sh);
     }
     for (int k = 0; k < n_r; k++) {
         int at = MPI_UNDEFINED;
@@ -1764,6 +1937,7 @@ static cm_status hook_coll(ex_dist *base, const prog *p, const xop *x, shared *s
     dist *d = (dist *)base;
     bool failed = atomic_load(&sh->failed) != 0;
     cm_status st = CM_OK;
+    crew_begin(d);
     switch (d->plans[x->op].kind) {
     case PL_REDUCE:
         run_reduce(d, p, x, sh, me, failed);
@@ -1790,6 +1964,7 @@ static cm_status hook_coll(ex_dist *base, const prog *p, const xop *x, shared *s
     }
     }
     hook_unmirror(base, sh);
+    crew_end(d);
     return st;
 }
 
@@ -1819,8 +1994,9 @@ static void hook_sync(ex_dist *base)
     MPI_Barrier(d->mp->world);
 }
 
-static const ex_dist_ops mpi_ops = {hook_prepare, hook_release,  hook_crosses, hook_coll,
-                                    hook_mirror,  hook_unmirror, hook_vote,    hook_sync};
+static const ex_dist_ops mpi_ops = {hook_prepare, hook_release, hook_crosses,
+                                    hook_coll,    hook_mirror,  hook_unmirror,
+                                    hook_vote,    hook_sync,    hook_help};
 
 /* ---- the check ------------------------------------------------------------------------ */
 
@@ -1912,6 +2088,14 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
     d.net_s = net_s;
     d.path = c != NULL ? c->path : NULL;
     ex_mpi_devices(n_dev, (uint32_t)mp->rank, (uint32_t)mp->size, &d.base.lo, &d.base.hi);
+    /* without the crew's lock, lo packs alone */
+    if (pthread_mutex_init(&d.mu, NULL) == 0) {
+        if (pthread_cond_init(&d.cv, NULL) == 0) {
+            d.crew_ok = true;
+        } else {
+            pthread_mutex_destroy(&d.mu);
+        }
+    }
     ex_exec_opts eo = {.n_devices = n_dev,
                        .iters = o->iters,
                        .iter_s = o->iter_s,
@@ -1929,6 +2113,11 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
         }
     }
     sets_free(&d);
+    cm_free(d.ep);
+    if (d.crew_ok) {
+        pthread_cond_destroy(&d.cv);
+        pthread_mutex_destroy(&d.mu);
+    }
     st = ex_mpi_agree(mp, st, err);
     for (uint32_t j = 0; st == CM_OK && j < n_got; j++) {
         cm_status sj = gather_result(mp, &got[j], seen[j], j, err);
@@ -2029,16 +2218,64 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
     return b->oom ? CM_ENOMEM : CM_OK;
 }
 
-cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, double *latency_out,
-                              cm_error *err)
+/* Median seconds of 5 f32 sum all-reduces of bytes between world ranks 0
+ * and 1 round the ring the runs use (ring_allreduce_multi, from the
+ * operand into a separate result, as a run's direct all-reduce), on comm
+ * (theirs); the others return 0. */
+static double allreduce_time(ex_mpi *mp, size_t bytes, MPI_Comm comm)
 {
-    *bandwidth_out = *latency_out = 0;
+    if (comm == MPI_COMM_NULL) {
+        return 0;
+    }
+    size_t count = bytes / sizeof(float);
+    count = count < 2 ? 2 : count;
+    float *a = xalloc(mp, count * sizeof *a), *b = xalloc(mp, count * sizeof *b);
+    for (size_t i = 0; i < count; i++) {
+        a[i] = (float)(i % 101u) * 0.5f;
+    }
+    memset(b, 0, count * sizeof *b);
+    dist d;
+    memset(&d, 0, sizeof d);
+    d.mp = mp;
+    const char *send[1] = {(const char *)a};
+    char *recv[1] = {(char *)b};
+    double t[6];
+    for (int rep = 0; rep < 6; rep++) { /* the first touches the ring's buffers */
+        MPI_Barrier(comm);
+        double t0 = MPI_Wtime();
+        ring_allreduce_multi(&d, send, recv, 1, count, sizeof(float), MPI_FLOAT, MPI_SUM, comm);
+        double dt = MPI_Wtime() - t0, other = 0;
+        /* the slower of the two */
+        MPI_Allreduce(&dt, &other, 1, MPI_DOUBLE, MPI_MAX, comm);
+        t[rep] = other;
+    }
+    for (int i = 0; i < EX_MPI_SCRATCH; i++) {
+        cm_free(d.scr[i]);
+    }
+    cm_free(a);
+    cm_free(b);
+    /* the median of the 5 after the first */
+    for (int i = 1; i < 6; i++) {
+        for (int k = i + 1; k < 6; k++) {
+            if (t[k] < t[i]) {
+                double x = t[i];
+                t[i] = t[k];
+                t[k] = x;
+            }
+        }
+    }
+    return t[3];
+}
+
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, ex_mpi_link *out, cm_error *err)
+{
+    memset(out, 0, sizeof *out);
     if (mp->size < 2) {
         return cm_error_set(err, CM_EINVAL, NULL,
                             "measuring the network needs at least 2 MPI processes (under mpirun "
                             "on 2 hosts)");
     }
-    double figs[2] = {0, 0};
+    double figs[3] = {0, 0, 0};
     if (mp->rank < 2) {
         int peer = 1 - mp->rank;
         char *buf = xalloc(mp, bytes > 8 ? bytes : 8);
@@ -2087,8 +2324,8 @@ cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, d
             MPI_Waitall((int)k, rq, MPI_STATUSES_IGNORE);
             /* the slower of the two ends: process 1's time to process 0 */
             double dt = MPI_Wtime() - t0, other = 0;
-            MPI_Sendrecv(&dt, 1, MPI_DOUBLE, peer, 25, &other, 1, MPI_DOUBLE, peer, 25,
-                         mp->world, MPI_STATUS_IGNORE);
+            MPI_Sendrecv(&dt, 1, MPI_DOUBLE, peer, 25, &other, 1, MPI_DOUBLE, peer, 25, mp->world,
+                         MPI_STATUS_IGNORE);
             dt = other > dt ? other : dt;
             best = dt > 0 && dt < best ? dt : best;
         }
@@ -2097,9 +2334,32 @@ cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, d
         figs[0] = best < 1e30 ? (double)bytes / best : 0;
         cm_free(buf);
     }
-    MPI_Bcast(figs, 2, MPI_DOUBLE, 0, mp->world);
-    *bandwidth_out = figs[0];
-    *latency_out = figs[1];
+    /* An all-reduce as the runs do it: the stream above leaves out the
+     * ring's two halves one after the other, its combining and its
+     * neighbour waits; the cost model prices an all-reduce of S bytes as
+     * 2(n-1)/n S on the wire (S for two), so S / t is the bandwidth that
+     * makes it right. */
+    MPI_Comm pair = MPI_COMM_NULL;
+    MPI_Comm_split(mp->world, mp->rank < 2 ? 0 : MPI_UNDEFINED, mp->rank, &pair);
+    double t = allreduce_time(mp, bytes, pair);
+    if (pair != MPI_COMM_NULL) {
+        MPI_Comm_free(&pair);
+    }
+    figs[2] = t > 0 ? (double)bytes / t : 0;
+    MPI_Bcast(figs, 3, MPI_DOUBLE, 0, mp->world);
+    out->stream_bw = figs[0];
+    out->latency = figs[1];
+    out->allreduce_bw = figs[2];
+    return CM_OK;
+}
+
+cm_status ex_mpi_allgather_f64(ex_mpi *mp, const double *mine, size_t n, double *all_out,
+                               cm_error *err)
+{
+    if (n > 4096) {
+        return cm_error_set(err, CM_EINVAL, NULL, "too many figures to gather (%zu)", n);
+    }
+    MPI_Allgather(mine, (int)n, MPI_DOUBLE, all_out, (int)n, MPI_DOUBLE, mp->world);
     return CM_OK;
 }
 
@@ -2188,12 +2448,21 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
     return CM_OK;
 }
 
-cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out, double *latency_out,
-                              cm_error *err)
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, ex_mpi_link *out, cm_error *err)
 {
     (void)mp;
     (void)bytes;
-    *bandwidth_out = *latency_out = 0;
+    memset(out, 0, sizeof *out);
+    return no_mpi(err);
+}
+
+cm_status ex_mpi_allgather_f64(ex_mpi *mp, const double *mine, size_t n, double *all_out,
+                               cm_error *err)
+{
+    (void)mp;
+    (void)mine;
+    (void)n;
+    (void)all_out;
     return no_mpi(err);
 }
 

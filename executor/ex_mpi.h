@@ -84,15 +84,28 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
 cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *op_s,
                             const ex_mpi_colls *c, uint32_t n_dev, uint64_t runs, cm_buf *b);
 
-/* The network between processes 0 and 1 (`shardplan calibrate --mpi`):
- * *latency_out, half the best round trip of 8 bytes (seconds), and
- * *bandwidth_out, bytes/s each way of the best of 5 exchanges of `bytes`
- * (e.g. 64 MiB) sent both ways at once, in the ring's message size, as the
- * collectives send; the same figures on every process.
+/* The network between processes 0 and 1 (`shardplan calibrate --mpi`),
+ * the same figures on every process. */
+typedef struct ex_mpi_link {
+    double latency;      /* half the best round trip of 8 bytes, seconds */
+    double stream_bw;    /* bytes/s each way, the best of 5 exchanges of `bytes` sent both
+                            ways at once in the ring's message size */
+    double allreduce_bw; /* bytes/s on the wire each way of an f32 sum all-reduce of `bytes`
+                            between the two round the executor's ring (the median of 5),
+                            2(n-1)/n bytes per byte reduced: what a run's all-reduces get */
+} ex_mpi_link;
+
+/* Measures *out between processes 0 and 1 with `bytes` (e.g. 64 MiB).
  * Collective. Errors: CM_EINVAL with fewer than 2 processes, CM_EIO
  * without MPI. */
-cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, double *bandwidth_out,
-                              double *latency_out, cm_error *err);
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, ex_mpi_link *out, cm_error *err);
+
+/* Every process's n doubles (mine) side by side on every process:
+ * all_out[r * n + i] is process r's mine[i]; all_out has n times
+ * ex_mpi_size(mp) entries, the caller's. n is the caller's (at most 4096).
+ * Collective. Errors: CM_EINVAL for n over 4096, CM_EIO without MPI. */
+cm_status ex_mpi_allgather_f64(ex_mpi *mp, const double *mine, size_t n, double *all_out,
+                               cm_error *err);
 
 /* The devices process rank runs out of n_dev: [*lo, *hi). */
 void ex_mpi_devices(uint32_t n_dev, uint32_t rank, uint32_t size, uint32_t *lo, uint32_t *hi);

@@ -9,9 +9,11 @@
  * same order. A collective whose device groups each stay inside one process
  * runs on shared memory as without MPI (ex_coll_local); one that crosses
  * processes is moved by the first worker of each process (device lo)
- * through the hooks, while the others wait at the collective's second
- * barrier. Thread contract: the hooks are called by one worker of a process
- * at a time, between barriers that order them with the others. */
+ * through the hooks, while the others lend a hand with its copies (help)
+ * and then wait at the collective's second barrier. Thread contract: the
+ * hooks but help are called by one worker of a process at a time, between
+ * barriers that order them with the others; help by every other worker
+ * while lo is in coll (ex_mpi.c's crew orders them). */
 #ifndef EX_MPI_INT_H
 #define EX_MPI_INT_H
 
@@ -50,6 +52,10 @@ typedef struct ex_dist_ops {
     int64_t (*vote)(ex_dist *d, int64_t mine);
     /* Device lo: every process meets here (before each run). */
     void (*sync)(ex_dist *d);
+    /* Every other device me of this process, where lo calls coll (between
+     * the same barriers, failed or not): lends a hand with lo's copies
+     * (never MPI), returning once lo is done with the collective. */
+    void (*help)(ex_dist *d, uint32_t me);
 } ex_dist_ops;
 
 struct ex_dist {

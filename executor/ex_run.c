@@ -620,9 +620,14 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
         }
         if (atomic_load(&sh->failed) == 0) {
             st = ex_coll_run(p, x, sh, dev, err);
-        } else if (sh->dist != NULL && dev == sh->lo && sh->dist->ops->crosses(sh->dist, x)) {
-            /* the other processes still take part: it sends zeros */
-            (void)sh->dist->ops->coll(sh->dist, p, x, sh, dev, err);
+        } else if (sh->dist != NULL && sh->dist->ops->crosses(sh->dist, x)) {
+            /* the other processes still take part: it sends zeros (the
+             * others here meet lo's collective all the same, ex_mpi_int.h) */
+            if (dev == sh->lo) {
+                (void)sh->dist->ops->coll(sh->dist, p, x, sh, dev, err);
+            } else {
+                sh->dist->ops->help(sh->dist, dev);
+            }
         }
         pthread_barrier_wait(&sh->bar);
     } else if (runs_as_collective(x->kind)) {

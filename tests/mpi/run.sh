@@ -6,7 +6,8 @@
 # ranks crosses a network stack). Checks, against the one-device reference:
 # the Flax MLP and the transformer training step on 8 devices as 2 hosts x 4
 # and 4 hosts x 2; every collective over groups inside a host, across hosts
-# and mixed (tests/mpi/colls.py); and that a rank killed mid-run fails the
+# and mixed (tests/mpi/colls.py); that calibrate --mpi calibrates every host
+# and writes the network as an axis's link; and that a rank killed mid-run fails the
 # run with a clear message. Without root or iproute2 it says so and runs the
 # same ranks on loopback. Uses the release binary: Open MPI's own
 # allocations at MPI_Init are reported as leaks by ASan (docs/executor.md).
@@ -117,6 +118,24 @@ launch 2 "$SP" run "$TMP/colls1.mlir" --mpi --iters 2 --ops 1 >"$TMP/out" 2>&1
 check "every collective on 2 hosts x 1 device" "$TMP/out"
 launch 2 -x SHARDPLAN_MPI_RING=0,64 "$SP" run "$TMP/colls1.mlir" --mpi --iters 2 >"$TMP/out" 2>&1
 check "every collective round the ring on 2 hosts x 1 device" "$TMP/out"
+
+# calibrate --mpi: every host calibrated at once (one line each, from its
+# own host), the network written as the data axis's link, a profile the
+# cost model reads
+name="calibrate --mpi --axes data on 2 hosts x 2 devices"
+launch 2 "$SP" calibrate --mpi --axes data --devices 2 --out "$TMP/prof.json" >"$TMP/out" 2>&1
+host1=$([ "$NETNS" = 1 ] && echo "${PRE}1" || echo "")
+if grep -q "^  process 0 on .* (all hosts at once): f32 " "$TMP/out" &&
+    grep -q "^  process 1 on ${host1}.* (all hosts at once): f32 " "$TMP/out" &&
+    python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["links"]["data"]; sys.exit(not (l["bandwidth"] > 0 and l["latency"] > 0))' "$TMP/prof.json" &&
+    "$SP" cost examples/flax_mlp.mlir --profile "$TMP/prof.json" >/dev/null 2>&1; then
+    pass=$((pass + 1))
+    echo "ok   $name ($(grep -m1 'across hosts' "$TMP/out" | sed 's/^ *//'))"
+else
+    fail=1
+    echo "FAIL $name"
+    sed 's/^/    /' "$TMP/out" | tail -20
+fi
 
 # A rank killed mid-run fails the run with a clear message.
 SP_MPI_TEST=$$ launch 2 "$SP" run "$TMP/transformer.json" --mpi --iters 100000 >"$TMP/kill.out" 2>&1 &
