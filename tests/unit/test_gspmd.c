@@ -514,6 +514,90 @@ static void test_sp_gspmd_stablehlo_import_pipeline_flattens_tuples(void **state
     sp_module_destroy(m);
 }
 
+/* Nested tuples: a stablehlo.tuple of a stablehlo.tuple, a nested tuple
+ * argument, and a nested tuple result read through chained
+ * get_tuple_element ops with its inner tuple also returned whole. */
+static const char nested_tuple_module[] =
+    "func.func @f(%a: tensor<2xf32>, %b: tensor<4xf32>,"
+    " %t: tuple<tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>>)"
+    " -> (tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>) {\n"
+    "  %0 = stablehlo.tuple %a, %b : tuple<tensor<2xf32>, tensor<4xf32>>\n"
+    "  %1 = stablehlo.tuple %0, %b : tuple<tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>>\n"
+    "  %2 = stablehlo.custom_call @foo(%1, %t) : (tuple<tuple<tensor<2xf32>, tensor<4xf32>>,"
+    " tensor<4xf32>>, tuple<tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>>)"
+    " -> tuple<tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>>\n"
+    "  %3 = stablehlo.get_tuple_element %2[0] : (tuple<tuple<tensor<2xf32>, tensor<4xf32>>,"
+    " tensor<4xf32>>) -> tuple<tensor<2xf32>, tensor<4xf32>>\n"
+    "  %4 = stablehlo.get_tuple_element %3[1] : (tuple<tensor<2xf32>, tensor<4xf32>>)"
+    " -> tensor<4xf32>\n"
+    "  %5 = stablehlo.add %4, %b : tensor<4xf32>\n"
+    "  return %3, %5 : tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>\n"
+    "}\n";
+
+/* Nested tuples are opened all the way down: stablehlo.tuple operands give
+ * their operands' leaves, a nested tuple argument is read with chained
+ * get_tuple_element ops, the result has one value per leaf, a chained
+ * get_tuple_element reads its leaf and the inner tuple used whole is
+ * rebuilt. */
+static void test_sp_gspmd_stablehlo_import_pipeline_flattens_nested_tuples(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(
+        sp_mlir_read(nested_tuple_module, strlen(nested_tuple_module), 0, &m, &err), CM_OK);
+    assert_int_equal(sp_gspmd_stablehlo_import_pipeline(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    assert_non_null(strstr(b.data, "%0 = stablehlo.get_tuple_element %arg2[0]"));
+    assert_non_null(strstr(b.data, "%1 = stablehlo.get_tuple_element %0[0]"));
+    assert_non_null(strstr(b.data, "%2 = stablehlo.get_tuple_element %0[1]"));
+    assert_non_null(strstr(b.data, "%3 = stablehlo.get_tuple_element %arg2[1]"));
+    assert_non_null(
+        strstr(b.data, "%4:3 = stablehlo.custom_call @foo(%arg0, %arg1, %arg1, %1, %2, %3)"));
+    assert_non_null(strstr(b.data, "-> (tensor<2xf32>, tensor<4xf32>, tensor<4xf32>)"));
+    assert_non_null(strstr(b.data, "%5 = stablehlo.tuple %4#0, %4#1"));
+    assert_non_null(strstr(b.data, "%6 = stablehlo.add %4#1, %arg1"));
+    assert_non_null(strstr(b.data, "return %5, %6"));
+    assert_null(strstr(b.data, "stablehlo.tuple %arg0"));
+    assert_null(strstr(b.data, "get_tuple_element %4"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
+/* Tuples nested past the flattener's depth limit are refused at the call,
+ * not followed without bound. */
+static void test_sp_gspmd_stablehlo_import_pipeline_rejects_deep_tuples(void **state)
+{
+    (void)state;
+    char ty[1024];
+    size_t n = 0;
+    for (int i = 0; i < 40; i++) {
+        memcpy(ty + n, "tuple<", 6);
+        n += 6;
+    }
+    memcpy(ty + n, "tensor<f32>", 11);
+    n += 11;
+    memset(ty + n, '>', 40);
+    ty[n + 40] = '\0';
+    char text[4096];
+    snprintf(text, sizeof text,
+             "func.func @f(%%a: tensor<f32>) -> tensor<f32> {\n"
+             "  %%0 = stablehlo.custom_call @foo(%%a) : (tensor<f32>) -> %s\n"
+             "  return %%a : tensor<f32>\n}\n",
+             ty);
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    cm_status st = sp_gspmd_stablehlo_import_pipeline(m, &err);
+    sp_module_destroy(m);
+    assert_int_equal(st, CM_EINVAL);
+    assert_non_null(strstr(err.msg, "nested too deep"));
+    assert_string_equal(err.path, "2:3");
+}
+
 /* A module for XLA's stablehlo export pipeline: a manual computation with
  * a reshard in its body, and a collective outside. */
 static const char export_module[] =
@@ -771,6 +855,7 @@ static void test_sp_gspmd_import_oom(void **state)
         {NULL, oom_shard_map, sp_gspmd_import}, {NULL, oom_round_trip, round_trip_then_back},
         {NULL, oom_v3, v3_import_export},
         {NULL, pipeline_module, sp_gspmd_stablehlo_import_pipeline},
+        {NULL, nested_tuple_module, sp_gspmd_stablehlo_import_pipeline},
         {NULL, export_module, export_pipeline_v2},
         {NULL, rt_module, rt_testing},
         {NULL, dedup_module, dedup_pipeline},
@@ -1034,6 +1119,8 @@ int main(void)
         cmocka_unit_test(test_sp_hlo_local_mesh_decomposes_iota),
         cmocka_unit_test(test_sp_hlo_to_sdy_and_back),
         cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_flattens_tuples),
+        cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_flattens_nested_tuples),
+        cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_rejects_deep_tuples),
         cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_manual_computation),
         cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_rejects_manual_all_reduce),
         cmocka_unit_test(test_sp_input_reads_gspmd),
