@@ -512,6 +512,85 @@ static cm_status export_ops(sp_module *m, cm_error *err)
     return st;
 }
 
+/* ---- export: host callbacks ------------------------------------------------------------- */
+
+static bool is_python_callback(const sp_module *m, uint32_t op)
+{
+    static const char *const names[] = {"xla_python_cpu_callback", "xla_python_gpu_callback",
+                                         "xla_ffi_python_cpu_callback",
+                                         "xla_ffi_python_gpu_callback"};
+    const sp_attr *t = sp_op_attr(m, op, "call_target_name");
+    const char *s = t == NULL                     ? NULL
+                    : t->kind == SP_ATTR_SYMBOL ? t->u.sym
+                    : t->kind == SP_ATTR_STRING ? t->u.str.s
+                                                : NULL;
+    for (size_t i = 0; s != NULL && i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* XLA's -xla-sdy-stablehlo-round-trip-export-callback-custom-calls: a used
+ * host callback with one non-tuple result T returns tuple<T> instead (the
+ * form XLA's compiler recognizes), read by a get_tuple_element [0] that
+ * carries the callback's mhlo.sharding. */
+static cm_status tuple_callback(sp_module *m, uint32_t op, void *vctx)
+{
+    cm_error *err = vctx;
+    const sp_op *o = &m->ops[op];
+    if (o->kind != SP_OP_CUSTOM_CALL || o->n_results != 1 || !is_python_callback(m, op)) {
+        return CM_OK;
+    }
+    uint32_t r = o->first_result, type = m->values[r].type;
+    if (is_tuple(m, type) || !has_uses(m, r)) {
+        return CM_OK;
+    }
+    const sp_type *t = &m->types[type];
+    size_t len = (size_t)t->text_len + 7u;
+    char *text = cm_arena_alloc(&m->arena, len + 1u);
+    if (text == NULL) {
+        return cm_error_oom(err);
+    }
+    snprintf(text, len + 1u, "tuple<%s>", t->text);
+    uint32_t tuple_type, g;
+    cm_status st = sp_module_intern_type(m, text, len, &tuple_type, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    sp_attr *ix = sp_attr_new(m, SP_ATTR_INT);
+    if (ix == NULL ||
+        sp_module_new_op(m, SP_NONE, "stablehlo.get_tuple_element", &r, 1, &type, 1, &g) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    ix->u.i.v = 0;
+    ix->u.i.type = "i32";
+    m->ops[g].kind = SP_OP_GET_TUPLE_ELEMENT;
+    m->ops[g].line = m->ops[op].line;
+    m->ops[g].col = m->ops[op].col;
+    m->ops[g].loc = m->ops[op].loc;
+    const sp_attr *sh = sp_op_attr(m, op, "mhlo.sharding");
+    sp_attr *copy = sh != NULL ? sp_attr_new(m, sh->kind) : NULL;
+    if (sh != NULL && copy == NULL) {
+        return cm_error_oom(err);
+    }
+    if (copy != NULL) {
+        *copy = *sh;
+    }
+    /* the callback's uses move to the element (detached, so its own
+     * operand stays the callback's result) */
+    replace_uses(m, r, m->ops[g].first_result);
+    m->values[r].type = tuple_type;
+    if (sp_op_set_attr(m, g, "index", ix) != CM_OK ||
+        (copy != NULL && sp_op_set_attr(m, g, "mhlo.sharding", copy) != CM_OK) ||
+        sp_block_insert_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op) + 1u, g) !=
+            CM_OK) {
+        return cm_error_oom(err);
+    }
+    return CM_OK;
+}
+
 /* ---- the pipelines ---------------------------------------------------------------------- */
 
 cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
@@ -526,7 +605,10 @@ cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export
         with = *o;
         with.control_flow = true;
     }
-    return st == CM_OK ? sp_gspmd_export(m, &with, err) : st;
+    if (st == CM_OK) {
+        st = sp_gspmd_export(m, &with, err);
+    }
+    return st == CM_OK ? sp_gspmd_walk_funcs(m, tuple_callback, err) : st;
 }
 
 cm_status sp_gspmd_stablehlo_import_pipeline(sp_module *m, cm_error *err)

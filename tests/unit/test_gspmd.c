@@ -621,6 +621,44 @@ static cm_status export_pipeline_v2(sp_module *m, cm_error *err)
     return sp_gspmd_stablehlo_export_pipeline(m, &o, err);
 }
 
+/* Host callbacks for the export pipeline: one whose single result is used,
+ * one whose result is unused, and a custom call that is no callback. */
+static const char callback_module[] =
+    "sdy.mesh @empty = <[]>\n"
+    "func.func @f(%arg0: tensor<2xf64>) -> (tensor<2xf64>, tensor<2xf64>) {\n"
+    "  %0 = stablehlo.custom_call @xla_python_cpu_callback(%arg0) {sdy.sharding ="
+    " #sdy.sharding_per_value<[<@empty, [{}]>]>} : (tensor<2xf64>) -> tensor<2xf64>\n"
+    "  %1 = stablehlo.custom_call @xla_ffi_python_gpu_callback(%arg0)"
+    " : (tensor<2xf64>) -> tensor<2xf64>\n"
+    "  %2 = stablehlo.custom_call @foo(%0) : (tensor<2xf64>) -> tensor<2xf64>\n"
+    "  return %0, %2 : tensor<2xf64>, tensor<2xf64>\n"
+    "}\n";
+
+/* A used host callback with one result returns a one-element tuple read by
+ * get_tuple_element [0], which carries the callback's sharding; an unused
+ * callback and other custom calls keep their result. */
+static void test_sp_gspmd_stablehlo_export_pipeline_tuples_callback_results(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(callback_module, strlen(callback_module), 0, &m, &err), CM_OK);
+    assert_int_equal(export_pipeline_v2(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    assert_non_null(strstr(b.data, "mhlo.sharding = \"{replicated}\"} : (tensor<2xf64>) -> "
+                                   "tuple<tensor<2xf64>>"));
+    assert_non_null(strstr(b.data, "%1 = stablehlo.get_tuple_element %0[0] {mhlo.sharding = "
+                                   "\"{replicated}\"} : (tuple<tensor<2xf64>>) -> tensor<2xf64>"));
+    assert_non_null(strstr(b.data, "@xla_ffi_python_gpu_callback(%arg0) : (tensor<2xf64>) -> "
+                                   "tensor<2xf64>"));
+    assert_non_null(strstr(b.data, "@foo(%1) : (tensor<2xf64>) -> tensor<2xf64>"));
+    assert_non_null(strstr(b.data, "return %1, %3"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
 /* The export pipeline writes the manual computation as XLA's partitioner
  * pattern, with the manual axes as a manual subgroup inside, and reshards
  * and collectives as mhlo.copy; nothing of sdy is left. */
@@ -857,6 +895,7 @@ static void test_sp_gspmd_import_oom(void **state)
         {NULL, pipeline_module, sp_gspmd_stablehlo_import_pipeline},
         {NULL, nested_tuple_module, sp_gspmd_stablehlo_import_pipeline},
         {NULL, export_module, export_pipeline_v2},
+        {NULL, callback_module, export_pipeline_v2},
         {NULL, rt_module, rt_testing},
         {NULL, dedup_module, dedup_pipeline},
     };
@@ -1122,6 +1161,7 @@ int main(void)
         cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_flattens_nested_tuples),
         cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_rejects_deep_tuples),
         cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_manual_computation),
+        cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_tuples_callback_results),
         cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_rejects_manual_all_reduce),
         cmocka_unit_test(test_sp_input_reads_gspmd),
         cmocka_unit_test(test_sp_input_gspmd_error_has_line_col),
