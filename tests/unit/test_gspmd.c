@@ -839,6 +839,63 @@ static cm_status dedup_pipeline(sp_module *m, cm_error *err)
     return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
 }
 
+/* A V3 round-trip module: single-device meshes named out of device order,
+ * an X64Combine with a V3 sharding and one with a V2 {replicated}
+ * placeholder, and a callback tuple sharding with a placeholder element. */
+static const char v3_placeholder_module[] =
+    "func.func @f(%arg0: tensor<16xi64>, %arg1: tensor<8xf32> {mhlo.sharding ="
+    " \"{single_device[device_id=5]}\"}) -> tensor<16xi64> {\n"
+    "  %0 = stablehlo.custom_call @X64SplitLow(%arg0) : (tensor<16xi64>) -> tensor<16xui32>\n"
+    "  %1 = stablehlo.custom_call @X64SplitHigh(%arg0) : (tensor<16xi64>) -> tensor<16xui32>\n"
+    "  %2 = stablehlo.custom_call @X64Combine(%0, %1) {mhlo.sharding ="
+    " \"{mesh['a'=4], [{'a'}]}\"} : (tensor<16xui32>, tensor<16xui32>) -> tensor<16xi64>\n"
+    "  %3 = stablehlo.custom_call @X64Combine(%0, %1) {mhlo.sharding = \"{replicated}\"}"
+    " : (tensor<16xui32>, tensor<16xui32>) -> tensor<16xi64>\n"
+    "  %4 = stablehlo.custom_call @xla_python_gpu_callback(%arg1) {mhlo.sharding ="
+    " \"{{mesh['a'=4], [{'a'}]}, {replicated}}\"} : (tensor<8xf32>)"
+    " -> tuple<tensor<8xf32>, tensor<8xf32>>\n"
+    "  %5 = stablehlo.custom_call @xla_python_cpu_callback(%arg1) {mhlo.sharding ="
+    " \"{maximal device=0}\", has_side_effect = true} : (tensor<8xf32>) -> tuple<>\n"
+    "  return %2 : tensor<16xi64>\n"
+    "}\n";
+
+static cm_status v3_pipeline(sp_module *m, cm_error *err)
+{
+    sp_gspmd_round_trip_opts o = {true, true, false, true};
+    return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
+}
+
+/* In the V3 round trip the single-device meshes come in the order the
+ * shardings name them, an X64Combine keeps its sharding, a V2 {replicated}
+ * is a placeholder: no sharding on its own, fully open on the mesh of its
+ * sibling in a tuple. */
+static void test_sp_gspmd_round_trip_import_pipeline_v3_placeholders(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(
+        sp_mlir_read(v3_placeholder_module, strlen(v3_placeholder_module), 0, &m, &err), CM_OK);
+    assert_int_equal(v3_pipeline(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    const char *d5 = strstr(b.data, "sdy.mesh @single_device_5");
+    const char *d0 = strstr(b.data, "sdy.mesh @single_device_0");
+    assert_non_null(d5);
+    assert_non_null(d0);
+    assert_true(d5 < d0);
+    assert_non_null(strstr(b.data, "@X64Combine(%0, %1) {sdy.sharding = "
+                                   "#sdy.sharding_per_value<[<@mesh, [{\"a\"}]>]>}"));
+    assert_non_null(strstr(b.data, "@X64Combine(%0, %1) : (tensor<16xui32>"));
+    assert_non_null(strstr(b.data, "@xla_python_gpu_callback(%arg1) {sdy.sharding = "
+                                   "#sdy.sharding_per_value<[<@mesh, [{\"a\"}]>, "
+                                   "<@mesh, [{?}]>]>}"));
+    assert_null(strstr(b.data, "mhlo.sharding"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
 static void test_sp_gspmd_round_trip_import_pipeline_dedups_meshes(void **state)
 {
     (void)state;
@@ -898,6 +955,7 @@ static void test_sp_gspmd_import_oom(void **state)
         {NULL, callback_module, export_pipeline_v2},
         {NULL, rt_module, rt_testing},
         {NULL, dedup_module, dedup_pipeline},
+        {NULL, v3_placeholder_module, v3_pipeline},
     };
     for (size_t i = 0; i < N_OF(cases); i++) {
         oom_ctx c = cases[i];
@@ -1174,6 +1232,7 @@ int main(void)
         cmocka_unit_test(test_sp_gspmd_divergences_finds_the_op),
         cmocka_unit_test(test_post_plans_reads_gspmd),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_dedups_meshes),
+        cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_v3_placeholders),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_rejects_tuple_count),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
