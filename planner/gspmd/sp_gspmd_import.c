@@ -461,8 +461,7 @@ static cm_status convert_site(sp_module *m, const site *s, void *vctx)
         n_placeholders += leaves[i].kind == SP_HLO_REPLICATED;
     }
     if (c->v3 && n_placeholders == n) {
-        return op_swap(m, s->op, MHLO_SHARDING, NULL, NULL) == CM_OK ? CM_OK
-                                                                     : cm_error_oom(c->err);
+        return op_swap(m, s->op, MHLO_SHARDING, NULL, NULL) == CM_OK ? CM_OK : cm_error_oom(c->err);
     }
     const char *sibling = NULL;
     for (uint32_t i = 0; i < n; i++) {

@@ -199,9 +199,8 @@ static cm_status flat_value(sp_module *m, uint32_t op, flat_ctx *c, uint32_t v, 
     for (uint32_t e = 0; e < ne && st == CM_OK; e++) {
         uint32_t g;
         sp_attr *ix = sp_attr_new(m, SP_ATTR_INT);
-        if (ix == NULL ||
-            sp_module_new_op(m, SP_NONE, "stablehlo.get_tuple_element", &v, 1, &types[e], 1, &g) !=
-                CM_OK) {
+        if (ix == NULL || sp_module_new_op(m, SP_NONE, "stablehlo.get_tuple_element", &v, 1,
+                                           &types[e], 1, &g) != CM_OK) {
             st = cm_error_oom(c->err);
             break;
         }
@@ -282,8 +281,8 @@ static cm_status rebuild_tuple(sp_module *m, res_ctx *r, uint32_t type, uint32_t
  * get_tuple_element users read the matching result (or, for a nested
  * tuple, are resolved in turn), and any other user reads a rebuilt
  * stablehlo.tuple. */
-static cm_status resolve_users(sp_module *m, res_ctx *r, uint32_t v, uint32_t type,
-                               uint32_t first, int depth)
+static cm_status resolve_users(sp_module *m, res_ctx *r, uint32_t v, uint32_t type, uint32_t first,
+                               int depth)
 {
     if (depth >= MAX_DEPTH) {
         return sp_gspmd_op_error(m, r->op, r->c->err, "has tuples nested too deep");
@@ -300,17 +299,17 @@ static cm_status resolve_users(sp_module *m, res_ctx *r, uint32_t v, uint32_t ty
     }
     for (uint32_t e = 0; e < ne && st == CM_OK; e++) {
         uint32_t cnt = 0, *scratch = cm_alloc(sizeof *scratch * MAX_ELEMS);
-        st = scratch == NULL ? cm_error_oom(r->c->err)
-                             : leaf_types(m, r->op, el[e], scratch, MAX_ELEMS, &cnt, depth + 1,
-                                          r->c->err);
+        st = scratch == NULL
+                 ? cm_error_oom(r->c->err)
+                 : leaf_types(m, r->op, el[e], scratch, MAX_ELEMS, &cnt, depth + 1, r->c->err);
         cm_free(scratch);
         base[e + 1] = base[e] + cnt;
     }
     for (uint32_t i = 0; i < m->n_ops && st == CM_OK; i++) {
         const sp_op *u = &m->ops[i];
         const sp_attr *ix = u->kind == SP_OP_GET_TUPLE_ELEMENT ? sp_op_attr(m, i, "index") : NULL;
-        if (u->parent_block == SP_NONE || u->n_operands != 1 || u->operands[0] != v ||
-            ix == NULL || ix->kind != SP_ATTR_INT || ix->u.i.v < 0 || ix->u.i.v >= (int64_t)ne) {
+        if (u->parent_block == SP_NONE || u->n_operands != 1 || u->operands[0] != v || ix == NULL ||
+            ix->kind != SP_ATTR_INT || ix->u.i.v < 0 || ix->u.i.v >= (int64_t)ne) {
             continue;
         }
         uint32_t e = (uint32_t)ix->u.i.v, g = m->ops[i].first_result;
@@ -517,10 +516,10 @@ static cm_status export_ops(sp_module *m, cm_error *err)
 static bool is_python_callback(const sp_module *m, uint32_t op)
 {
     static const char *const names[] = {"xla_python_cpu_callback", "xla_python_gpu_callback",
-                                         "xla_ffi_python_cpu_callback",
-                                         "xla_ffi_python_gpu_callback"};
+                                        "xla_ffi_python_cpu_callback",
+                                        "xla_ffi_python_gpu_callback"};
     const sp_attr *t = sp_op_attr(m, op, "call_target_name");
-    const char *s = t == NULL                     ? NULL
+    const char *s = t == NULL                   ? NULL
                     : t->kind == SP_ATTR_SYMBOL ? t->u.sym
                     : t->kind == SP_ATTR_STRING ? t->u.str.s
                                                 : NULL;

@@ -448,8 +448,8 @@ static bool keeps_sharding(const sp_module *m, uint32_t op)
     return o->kind == SP_OP_SEND || o->kind == SP_OP_RECV || o->kind == SP_OP_AFTER_ALL ||
            (target != NULL &&
             (strcmp(target, "Sharding") == 0 || strcmp(target, "X64Combine") == 0 ||
-             strstr(target, "python_cpu_callback") ||
-             strstr(target, "python_gpu_callback") || strstr(target, "xla_ffi_python")));
+             strstr(target, "python_cpu_callback") || strstr(target, "python_gpu_callback") ||
+             strstr(target, "xla_ffi_python")));
 }
 
 static cm_status import_op(sp_module *m, uint32_t op, void *vctx)

@@ -545,8 +545,8 @@ static void test_sp_gspmd_stablehlo_import_pipeline_flattens_nested_tuples(void 
     sp_module *m;
     cm_error err;
     cm_error_clear(&err);
-    assert_int_equal(
-        sp_mlir_read(nested_tuple_module, strlen(nested_tuple_module), 0, &m, &err), CM_OK);
+    assert_int_equal(sp_mlir_read(nested_tuple_module, strlen(nested_tuple_module), 0, &m, &err),
+                     CM_OK);
     assert_int_equal(sp_gspmd_stablehlo_import_pipeline(m, &err), CM_OK);
     cm_buf b;
     print_module(m, &b);
@@ -946,8 +946,10 @@ static void test_sp_gspmd_import_oom(void **state)
 {
     (void)state;
     const oom_ctx cases[] = {
-        {NULL, gspmd_module, sp_gspmd_import},  {NULL, gspmd_module, user_annotations},
-        {NULL, oom_shard_map, sp_gspmd_import}, {NULL, oom_round_trip, round_trip_then_back},
+        {NULL, gspmd_module, sp_gspmd_import},
+        {NULL, gspmd_module, user_annotations},
+        {NULL, oom_shard_map, sp_gspmd_import},
+        {NULL, oom_round_trip, round_trip_then_back},
         {NULL, oom_v3, v3_import_export},
         {NULL, pipeline_module, sp_gspmd_stablehlo_import_pipeline},
         {NULL, nested_tuple_module, sp_gspmd_stablehlo_import_pipeline},
