@@ -367,6 +367,7 @@ typedef struct convert_ctx {
     cm_arena scratch;
     const sp_mesh *mesh;
     const collect_ctx *col; /* the V3 meshes and their names */
+    bool v3;                /* the V3 round trip: a V2 {replicated} is a placeholder */
     cm_error *err;
 } convert_ctx;
 
@@ -452,11 +453,38 @@ static cm_status convert_site(sp_module *m, const site *s, void *vctx)
     if (v == NULL || items == NULL) {
         return cm_error_oom(c->err);
     }
+    /* In the V3 round trip a V2 {replicated} holds no sharding: an op whose
+     * shardings are all such has none, and in a tuple such an element is
+     * fully open on the mesh of the first element that has one. */
+    uint32_t n_placeholders = 0;
+    for (uint32_t i = 0; c->v3 && i < n; i++) {
+        n_placeholders += leaves[i].kind == SP_HLO_REPLICATED;
+    }
+    if (c->v3 && n_placeholders == n) {
+        return op_swap(m, s->op, MHLO_SHARDING, NULL, NULL) == CM_OK ? CM_OK : cm_error_oom(c->err);
+    }
+    const char *sibling = NULL;
     for (uint32_t i = 0; i < n; i++) {
+        if (n_placeholders > 0 && leaves[i].kind == SP_HLO_REPLICATED) {
+            continue;
+        }
         uint32_t rank = o->n_results == 0 ? 0 : type_rank(sp_value_type(m, o->first_result + i));
         rc = convert_leaf(m, s, &leaves[i], rank, c, &items[i]);
         if (rc != CM_OK) {
             return rc;
+        }
+        if (sibling == NULL) {
+            sibling = items[i]->mesh_name;
+        }
+    }
+    for (uint32_t i = 0; n_placeholders > 0 && i < n; i++) {
+        if (leaves[i].kind != SP_HLO_REPLICATED) {
+            continue;
+        }
+        uint32_t rank = o->n_results == 0 ? 0 : type_rank(sp_value_type(m, o->first_result + i));
+        if (sp_hlo_to_sdy(&leaves[i], c->mesh, sibling, NULL, rank, true, &m->arena, &items[i],
+                          &e) != CM_OK) {
+            return site_error(m, s, &e, c->err);
         }
     }
     v->u.shardings.items = items;
@@ -490,7 +518,24 @@ cm_status sp_gspmd_import_shardings(sp_module *m, cm_error *err)
     return sp_gspmd_import_shardings_as(m, "_axis_", err);
 }
 
+static cm_status import_shardings(sp_module *m, const char *axis_prefix, bool sort_devices,
+                                  cm_error *err);
+
 cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm_error *err)
+{
+    return import_shardings(m, axis_prefix, true, err);
+}
+
+cm_status sp_gspmd_import_shardings_in_order(sp_module *m, cm_error *err)
+{
+    return import_shardings(m, "_axis_", false, err);
+}
+
+/* The import; sort_devices: the single-device meshes in device order (XLA's
+ * V2 import sorts them), else in the order the shardings name them (as
+ * Shardy's lift of inlined meshes meets them). */
+static cm_status import_shardings(sp_module *m, const char *axis_prefix, bool sort_devices,
+                                  cm_error *err)
 {
     collect_ctx c;
     memset(&c, 0, sizeof c);
@@ -503,7 +548,7 @@ cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm
         cm_free(c.devices);
         return rc;
     }
-    if (c.n_devices > 1) {
+    if (sort_devices && c.n_devices > 1) {
         qsort(c.devices, c.n_devices, sizeof *c.devices, cmp_devices);
     }
     sp_mesh *mesh = cm_arena_zalloc(&m->arena, sizeof *mesh);
@@ -585,6 +630,7 @@ cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm
     cm_arena_init(&v.scratch, 0);
     v.mesh = mesh;
     v.col = &c;
+    v.v3 = !sort_devices;
     v.err = err;
     rc = for_each_site(m, convert_site, &v);
     cm_arena_fini(&v.scratch);

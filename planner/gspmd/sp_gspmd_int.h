@@ -52,6 +52,11 @@ cm_status sp_gspmd_dedup_meshes(sp_module *m, cm_error *err);
  * means to be replaced; its old import pipelines named them "axis_N"). */
 cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm_error *err);
 
+/* sp_gspmd_import_shardings with the single-device meshes in the order the
+ * shardings name them (module order), not sorted: the V3 round trip's
+ * meshes come from Shardy's lift of inlined meshes, which meets them so. */
+cm_status sp_gspmd_import_shardings_in_order(sp_module *m, cm_error *err);
+
 /* sp_gspmd_import with the axes named as sp_gspmd_import_shardings_as. */
 cm_status sp_gspmd_import_as(sp_module *m, const char *axis_prefix, cm_error *err);
 

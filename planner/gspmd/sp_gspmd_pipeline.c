@@ -15,6 +15,7 @@
 #include "sp_pass.h"
 
 #define MAX_ELEMS 1024 /* elements of one flattened tuple */
+#define MAX_DEPTH 32   /* nesting of tuples opened */
 
 cm_status sp_gspmd_walk_funcs(sp_module *m, sp_pass_op_fn fn, void *ctx)
 {
@@ -38,7 +39,7 @@ static bool is_tuple(const sp_module *m, uint32_t type)
 }
 
 /* The element type ids of tuple type `type`, interned in m; nested tuples
- * are left as elements (the caller declines them). Errors: CM_EINVAL for
+ * are left as elements (leaf_types opens them). Errors: CM_EINVAL for
  * more than cap elements or text that does not split, CM_ENOMEM. */
 static cm_status tuple_elems(sp_module *m, uint32_t type, uint32_t *out, uint32_t cap,
                              uint32_t *n_out, cm_error *err)
@@ -134,69 +135,209 @@ static cm_status note_tuple(flat_ctx *c, uint32_t op)
     return CM_OK;
 }
 
-/* The flat operands of custom call op: a tuple operand made by
- * stablehlo.tuple is its elements, any other tuple operand is read with new
- * get_tuple_element ops placed before op. *n_out = SP_NONE when an operand
- * holds nested tuples (the op is left alone). */
+/* The leaf (non-tuple) types of `type`, nested tuples opened in order,
+ * appended to out[*n..cap). Errors (at op): CM_EINVAL for more than cap
+ * leaves, nesting deeper than MAX_DEPTH or a type that does not split;
+ * CM_ENOMEM. */
+static cm_status leaf_types(sp_module *m, uint32_t op, uint32_t type, uint32_t *out, uint32_t cap,
+                            uint32_t *n, int depth, cm_error *err)
+{
+    if (!is_tuple(m, type)) {
+        if (*n >= cap) {
+            return sp_gspmd_op_error(m, op, err, "has a tuple with too many elements");
+        }
+        out[(*n)++] = type;
+        return CM_OK;
+    }
+    if (depth >= MAX_DEPTH) {
+        return sp_gspmd_op_error(m, op, err, "has tuples nested too deep");
+    }
+    uint32_t *el = cm_alloc(sizeof *el * MAX_ELEMS), ne = 0;
+    if (el == NULL) {
+        return cm_error_oom(err);
+    }
+    cm_status st = tuple_elems(m, type, el, MAX_ELEMS, &ne, err);
+    for (uint32_t e = 0; e < ne && st == CM_OK; e++) {
+        st = leaf_types(m, op, el[e], out, cap, n, depth + 1, err);
+    }
+    cm_free(el);
+    return st;
+}
+
+/* The leaves of value v, an operand of custom call op, appended to
+ * out[*n..MAX_ELEMS): a tuple made by stablehlo.tuple gives its operands'
+ * leaves, any other tuple is read with new get_tuple_element ops placed
+ * before op (nested ones read in turn). */
+static cm_status flat_value(sp_module *m, uint32_t op, flat_ctx *c, uint32_t v, uint32_t *out,
+                            uint32_t *n, int depth)
+{
+    if (!is_tuple(m, m->values[v].type)) {
+        if (*n >= MAX_ELEMS) {
+            return sp_gspmd_op_error(m, op, c->err, "has a tuple with too many elements");
+        }
+        out[(*n)++] = v;
+        return CM_OK;
+    }
+    if (depth >= MAX_DEPTH) {
+        return sp_gspmd_op_error(m, op, c->err, "has tuples nested too deep");
+    }
+    uint32_t *types = cm_alloc(sizeof *types * MAX_ELEMS), ne = 0;
+    if (types == NULL) {
+        return cm_error_oom(c->err);
+    }
+    cm_status st = tuple_elems(m, m->values[v].type, types, MAX_ELEMS, &ne, c->err);
+    uint32_t def = m->values[v].def;
+    if (st == CM_OK && def != SP_NONE && m->ops[def].kind == SP_OP_TUPLE &&
+        m->ops[def].n_operands == ne) {
+        st = note_tuple(c, def);
+        for (uint32_t e = 0; e < ne && st == CM_OK; e++) {
+            st = flat_value(m, op, c, m->ops[def].operands[e], out, n, depth + 1);
+        }
+        cm_free(types);
+        return st;
+    }
+    for (uint32_t e = 0; e < ne && st == CM_OK; e++) {
+        uint32_t g;
+        sp_attr *ix = sp_attr_new(m, SP_ATTR_INT);
+        if (ix == NULL || sp_module_new_op(m, SP_NONE, "stablehlo.get_tuple_element", &v, 1,
+                                           &types[e], 1, &g) != CM_OK) {
+            st = cm_error_oom(c->err);
+            break;
+        }
+        ix->u.i.v = e;
+        ix->u.i.type = "i32";
+        m->ops[g].kind = SP_OP_GET_TUPLE_ELEMENT;
+        if (sp_op_set_attr(m, g, "index", ix) != CM_OK ||
+            sp_block_insert_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op), g) !=
+                CM_OK) {
+            st = cm_error_oom(c->err);
+            break;
+        }
+        st = flat_value(m, op, c, m->ops[g].first_result, out, n, depth + 1);
+    }
+    cm_free(types);
+    return st;
+}
+
+/* The flat operands of custom call op, every tuple operand opened to its
+ * leaves (flat_value). */
 static cm_status flat_operands(sp_module *m, uint32_t op, flat_ctx *c, uint32_t *out,
                                uint32_t *n_out)
 {
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < m->ops[op].n_operands; k++) {
-        uint32_t v = m->ops[op].operands[k];
-        if (!is_tuple(m, m->values[v].type)) {
-            if (n >= MAX_ELEMS) {
-                *n_out = SP_NONE;
-                return CM_OK;
-            }
-            out[n++] = v;
-            continue;
-        }
-        uint32_t types[MAX_ELEMS], ne;
-        cm_status st = tuple_elems(m, m->values[v].type, types, MAX_ELEMS - n, &ne, c->err);
-        if (st != CM_OK) {
-            return st;
-        }
-        for (uint32_t e = 0; e < ne; e++) {
-            if (is_tuple(m, types[e])) {
-                *n_out = SP_NONE;
-                return CM_OK;
-            }
-        }
-        uint32_t def = m->values[v].def;
-        if (def != SP_NONE && m->ops[def].kind == SP_OP_TUPLE && m->ops[def].n_operands == ne) {
-            memcpy(out + n, m->ops[def].operands, sizeof *out * ne);
-            n += ne;
-            if ((st = note_tuple(c, def)) != CM_OK) {
-                return st;
-            }
-            continue;
-        }
-        for (uint32_t e = 0; e < ne; e++) {
-            uint32_t g;
-            sp_attr *ix = sp_attr_new(m, SP_ATTR_INT);
-            if (ix == NULL ||
-                sp_module_new_op(m, SP_NONE, "stablehlo.get_tuple_element", &v, 1, &types[e], 1,
-                                 &g) != CM_OK) {
-                return cm_error_oom(c->err);
-            }
-            ix->u.i.v = e;
-            ix->u.i.type = "i32";
-            if (sp_op_set_attr(m, g, "index", ix) != CM_OK ||
-                sp_block_insert_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op), g) !=
-                    CM_OK) {
-                return cm_error_oom(c->err);
-            }
-            out[n++] = m->ops[g].first_result;
-        }
+    *n_out = 0;
+    cm_status st = CM_OK;
+    for (uint32_t k = 0; k < m->ops[op].n_operands && st == CM_OK; k++) {
+        st = flat_value(m, op, c, m->ops[op].operands[k], out, n_out, 0);
     }
-    *n_out = n;
-    return CM_OK;
+    return st;
 }
 
-/* A custom call with tuple operands takes their elements instead, and one
- * with a tuple result gets one result per element: get_tuple_element users
- * read the matching result, other users a stablehlo.tuple of the results. */
+/* Where the new results go: the flattened op's results hold the leaves of
+ * its old tuple result in order; tuples rebuilt for users other than
+ * get_tuple_element are placed after it, at block index *at. */
+typedef struct res_ctx {
+    uint32_t op, first, block, at; /* flattened op, its first result, its block, insert index */
+    flat_ctx *c;
+} res_ctx;
+
+/* A stablehlo.tuple of leaves first.. of `type` (nested tuples rebuilt
+ * inside out) in *out. */
+static cm_status rebuild_tuple(sp_module *m, res_ctx *r, uint32_t type, uint32_t *leaf,
+                               uint32_t *out, int depth)
+{
+    if (!is_tuple(m, type)) {
+        *out = r->first + (*leaf)++;
+        return CM_OK;
+    }
+    if (depth >= MAX_DEPTH) {
+        return sp_gspmd_op_error(m, r->op, r->c->err, "has tuples nested too deep");
+    }
+    uint32_t *el = cm_alloc(sizeof *el * MAX_ELEMS), ne = 0;
+    uint32_t *vals = cm_alloc(sizeof *vals * MAX_ELEMS);
+    cm_status st = el == NULL || vals == NULL ? cm_error_oom(r->c->err) : CM_OK;
+    if (st == CM_OK) {
+        st = tuple_elems(m, type, el, MAX_ELEMS, &ne, r->c->err);
+    }
+    for (uint32_t e = 0; e < ne && st == CM_OK; e++) {
+        st = rebuild_tuple(m, r, el[e], leaf, &vals[e], depth + 1);
+    }
+    uint32_t tup;
+    if (st == CM_OK &&
+        (sp_module_new_op(m, SP_NONE, "stablehlo.tuple", vals, ne, &type, 1, &tup) != CM_OK ||
+         sp_block_insert_op(m, r->block, r->at, tup) != CM_OK)) {
+        st = cm_error_oom(r->c->err);
+    }
+    if (st == CM_OK) {
+        r->at++;
+        m->ops[tup].kind = SP_OP_TUPLE;
+        *out = m->ops[tup].first_result;
+    }
+    cm_free(el);
+    cm_free(vals);
+    return st;
+}
+
+/* Value v of tuple type `type`, whose leaves are results first..: its
+ * get_tuple_element users read the matching result (or, for a nested
+ * tuple, are resolved in turn), and any other user reads a rebuilt
+ * stablehlo.tuple. */
+static cm_status resolve_users(sp_module *m, res_ctx *r, uint32_t v, uint32_t type, uint32_t first,
+                               int depth)
+{
+    if (depth >= MAX_DEPTH) {
+        return sp_gspmd_op_error(m, r->op, r->c->err, "has tuples nested too deep");
+    }
+    uint32_t *el = cm_alloc(sizeof *el * MAX_ELEMS), ne = 0;
+    uint32_t *base = cm_alloc(sizeof *base * (MAX_ELEMS + 1u));
+    cm_status st = el == NULL || base == NULL ? cm_error_oom(r->c->err) : CM_OK;
+    if (st == CM_OK) {
+        st = tuple_elems(m, type, el, MAX_ELEMS, &ne, r->c->err);
+    }
+    /* base[e]: the leaf index where element e starts */
+    if (st == CM_OK) {
+        base[0] = first;
+    }
+    for (uint32_t e = 0; e < ne && st == CM_OK; e++) {
+        uint32_t cnt = 0, *scratch = cm_alloc(sizeof *scratch * MAX_ELEMS);
+        st = scratch == NULL
+                 ? cm_error_oom(r->c->err)
+                 : leaf_types(m, r->op, el[e], scratch, MAX_ELEMS, &cnt, depth + 1, r->c->err);
+        cm_free(scratch);
+        base[e + 1] = base[e] + cnt;
+    }
+    for (uint32_t i = 0; i < m->n_ops && st == CM_OK; i++) {
+        const sp_op *u = &m->ops[i];
+        const sp_attr *ix = u->kind == SP_OP_GET_TUPLE_ELEMENT ? sp_op_attr(m, i, "index") : NULL;
+        if (u->parent_block == SP_NONE || u->n_operands != 1 || u->operands[0] != v || ix == NULL ||
+            ix->kind != SP_ATTR_INT || ix->u.i.v < 0 || ix->u.i.v >= (int64_t)ne) {
+            continue;
+        }
+        uint32_t e = (uint32_t)ix->u.i.v, g = m->ops[i].first_result;
+        if (is_tuple(m, el[e])) {
+            st = resolve_users(m, r, g, el[e], base[e], depth + 1);
+        } else {
+            replace_uses(m, g, r->first + base[e]);
+        }
+        if (st == CM_OK && !has_uses(m, g)) {
+            detach(m, i);
+        }
+    }
+    if (st == CM_OK && has_uses(m, v)) {
+        uint32_t leaf = first, tup;
+        st = rebuild_tuple(m, r, type, &leaf, &tup, depth);
+        if (st == CM_OK) {
+            replace_uses(m, v, tup);
+        }
+    }
+    cm_free(el);
+    cm_free(base);
+    return st;
+}
+
+/* A custom call with tuple operands takes their leaves instead, and one
+ * with a tuple result gets one result per leaf (nested tuples opened):
+ * get_tuple_element users read the matching result, other users a
+ * rebuilt stablehlo.tuple of the results. */
 static cm_status flatten_call(sp_module *m, uint32_t op, void *vctx)
 {
     flat_ctx *c = vctx;
@@ -212,44 +353,33 @@ static cm_status flatten_call(sp_module *m, uint32_t op, void *vctx)
     if (!tuple_result && !tuple_operand) {
         return CM_OK;
     }
-    uint32_t rtypes[MAX_ELEMS], nr = 0;
-    if (tuple_result) {
-        cm_status st =
-            tuple_elems(m, m->values[o->first_result].type, rtypes, MAX_ELEMS, &nr, c->err);
-        if (st != CM_OK) {
-            return st;
-        }
-        for (uint32_t e = 0; e < nr; e++) {
-            if (is_tuple(m, rtypes[e])) {
-                return CM_OK;
-            }
-        }
+    uint32_t *rtypes = cm_alloc(sizeof *rtypes * MAX_ELEMS), nr = 0;
+    uint32_t *ops = cm_alloc(sizeof *ops * MAX_ELEMS), n = 0;
+    cm_status st = rtypes == NULL || ops == NULL ? cm_error_oom(c->err) : CM_OK;
+    if (st == CM_OK && tuple_result) {
+        st = leaf_types(m, op, m->values[m->ops[op].first_result].type, rtypes, MAX_ELEMS, &nr, 0,
+                        c->err);
     }
-    uint32_t *ops = cm_alloc(sizeof *ops * MAX_ELEMS);
-    if (ops == NULL) {
-        return cm_error_oom(c->err);
+    if (st == CM_OK) {
+        st = flat_operands(m, op, c, ops, &n);
     }
-    uint32_t n;
-    cm_status st = flat_operands(m, op, c, ops, &n);
-    if (st != CM_OK || n == SP_NONE) {
-        cm_free(ops);
-        return st;
+    if (st != CM_OK) {
+        goto out;
     }
     if (!tuple_result) {
         uint32_t *copy = cm_arena_memdup(&m->arena, ops, n, sizeof *ops);
-        cm_free(ops);
         if (copy == NULL && n > 0) {
-            return cm_error_oom(c->err);
+            st = cm_error_oom(c->err);
+            goto out;
         }
         m->ops[op].operands = copy;
         m->ops[op].n_operands = n;
-        return CM_OK;
+        goto out;
     }
     uint32_t nop;
-    st = sp_module_new_op(m, SP_NONE, m->ops[op].name, ops, n, rtypes, nr, &nop);
-    cm_free(ops);
-    if (st != CM_OK) {
-        return cm_error_oom(c->err);
+    if (sp_module_new_op(m, SP_NONE, m->ops[op].name, ops, n, rtypes, nr, &nop) != CM_OK) {
+        st = cm_error_oom(c->err);
+        goto out;
     }
     o = &m->ops[op];
     sp_op *no = &m->ops[nop];
@@ -262,39 +392,16 @@ static cm_status flatten_call(sp_module *m, uint32_t op, void *vctx)
     no->where = o->where;
     uint32_t old = o->first_result, block = o->parent_block, at = sp_op_index_in_block(m, op);
     if (sp_block_insert_op(m, block, at, nop) != CM_OK) {
-        return cm_error_oom(c->err);
+        st = cm_error_oom(c->err);
+        goto out;
     }
     detach(m, op);
-    /* get_tuple_element users read the new results directly */
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        sp_op *u = &m->ops[i];
-        const sp_attr *ix = u->kind == SP_OP_GET_TUPLE_ELEMENT ? sp_op_attr(m, i, "index") : NULL;
-        if (u->parent_block == SP_NONE || u->n_operands != 1 || u->operands[0] != old ||
-            ix == NULL || ix->kind != SP_ATTR_INT || ix->u.i.v < 0 || ix->u.i.v >= (int64_t)nr) {
-            continue;
-        }
-        replace_uses(m, m->ops[i].first_result, m->ops[nop].first_result + (uint32_t)ix->u.i.v);
-        detach(m, i);
-    }
-    if (!has_uses(m, old)) {
-        return CM_OK;
-    }
-    uint32_t *res = cm_alloc(sizeof *res * (nr + 1u));
-    uint32_t tup;
-    if (res == NULL) {
-        return cm_error_oom(c->err);
-    }
-    for (uint32_t e = 0; e < nr; e++) {
-        res[e] = m->ops[nop].first_result + e;
-    }
-    st = sp_module_new_op(m, SP_NONE, "stablehlo.tuple", res, nr, &m->values[old].type, 1, &tup);
-    cm_free(res);
-    if (st != CM_OK || sp_block_insert_op(m, block, at + 1, tup) != CM_OK) {
-        return cm_error_oom(c->err);
-    }
-    m->ops[tup].kind = SP_OP_TUPLE;
-    replace_uses(m, old, m->ops[tup].first_result);
-    return CM_OK;
+    res_ctx r = {nop, m->ops[nop].first_result, block, at + 1, c};
+    st = resolve_users(m, &r, old, m->values[old].type, 0, 0);
+out:
+    cm_free(rtypes);
+    cm_free(ops);
+    return st;
 }
 
 cm_status sp_gspmd_flatten_tuples(sp_module *m, cm_error *err)
@@ -404,6 +511,85 @@ static cm_status export_ops(sp_module *m, cm_error *err)
     return st;
 }
 
+/* ---- export: host callbacks ------------------------------------------------------------- */
+
+static bool is_python_callback(const sp_module *m, uint32_t op)
+{
+    static const char *const names[] = {"xla_python_cpu_callback", "xla_python_gpu_callback",
+                                        "xla_ffi_python_cpu_callback",
+                                        "xla_ffi_python_gpu_callback"};
+    const sp_attr *t = sp_op_attr(m, op, "call_target_name");
+    const char *s = t == NULL                   ? NULL
+                    : t->kind == SP_ATTR_SYMBOL ? t->u.sym
+                    : t->kind == SP_ATTR_STRING ? t->u.str.s
+                                                : NULL;
+    for (size_t i = 0; s != NULL && i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* XLA's -xla-sdy-stablehlo-round-trip-export-callback-custom-calls: a used
+ * host callback with one non-tuple result T returns tuple<T> instead (the
+ * form XLA's compiler recognizes), read by a get_tuple_element [0] that
+ * carries the callback's mhlo.sharding. */
+static cm_status tuple_callback(sp_module *m, uint32_t op, void *vctx)
+{
+    cm_error *err = vctx;
+    const sp_op *o = &m->ops[op];
+    if (o->kind != SP_OP_CUSTOM_CALL || o->n_results != 1 || !is_python_callback(m, op)) {
+        return CM_OK;
+    }
+    uint32_t r = o->first_result, type = m->values[r].type;
+    if (is_tuple(m, type) || !has_uses(m, r)) {
+        return CM_OK;
+    }
+    const sp_type *t = &m->types[type];
+    size_t len = (size_t)t->text_len + 7u;
+    char *text = cm_arena_alloc(&m->arena, len + 1u);
+    if (text == NULL) {
+        return cm_error_oom(err);
+    }
+    snprintf(text, len + 1u, "tuple<%s>", t->text);
+    uint32_t tuple_type, g;
+    cm_status st = sp_module_intern_type(m, text, len, &tuple_type, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    sp_attr *ix = sp_attr_new(m, SP_ATTR_INT);
+    if (ix == NULL ||
+        sp_module_new_op(m, SP_NONE, "stablehlo.get_tuple_element", &r, 1, &type, 1, &g) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    ix->u.i.v = 0;
+    ix->u.i.type = "i32";
+    m->ops[g].kind = SP_OP_GET_TUPLE_ELEMENT;
+    m->ops[g].line = m->ops[op].line;
+    m->ops[g].col = m->ops[op].col;
+    m->ops[g].loc = m->ops[op].loc;
+    const sp_attr *sh = sp_op_attr(m, op, "mhlo.sharding");
+    sp_attr *copy = sh != NULL ? sp_attr_new(m, sh->kind) : NULL;
+    if (sh != NULL && copy == NULL) {
+        return cm_error_oom(err);
+    }
+    if (copy != NULL) {
+        *copy = *sh;
+    }
+    /* the callback's uses move to the element (detached, so its own
+     * operand stays the callback's result) */
+    replace_uses(m, r, m->ops[g].first_result);
+    m->values[r].type = tuple_type;
+    if (sp_op_set_attr(m, g, "index", ix) != CM_OK ||
+        (copy != NULL && sp_op_set_attr(m, g, "mhlo.sharding", copy) != CM_OK) ||
+        sp_block_insert_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op) + 1u, g) !=
+            CM_OK) {
+        return cm_error_oom(err);
+    }
+    return CM_OK;
+}
+
 /* ---- the pipelines ---------------------------------------------------------------------- */
 
 cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
@@ -418,7 +604,10 @@ cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export
         with = *o;
         with.control_flow = true;
     }
-    return st == CM_OK ? sp_gspmd_export(m, &with, err) : st;
+    if (st == CM_OK) {
+        st = sp_gspmd_export(m, &with, err);
+    }
+    return st == CM_OK ? sp_gspmd_walk_funcs(m, tuple_callback, err) : st;
 }
 
 cm_status sp_gspmd_stablehlo_import_pipeline(sp_module *m, cm_error *err)

@@ -447,8 +447,9 @@ static bool keeps_sharding(const sp_module *m, uint32_t op)
     const char *target = o->kind == SP_OP_CUSTOM_CALL ? call_target(m, op) : NULL;
     return o->kind == SP_OP_SEND || o->kind == SP_OP_RECV || o->kind == SP_OP_AFTER_ALL ||
            (target != NULL &&
-            (strcmp(target, "Sharding") == 0 || strstr(target, "python_cpu_callback") ||
-             strstr(target, "python_gpu_callback") || strstr(target, "xla_ffi_python")));
+            (strcmp(target, "Sharding") == 0 || strcmp(target, "X64Combine") == 0 ||
+             strstr(target, "python_cpu_callback") || strstr(target, "python_gpu_callback") ||
+             strstr(target, "xla_ffi_python")));
 }
 
 static cm_status import_op(sp_module *m, uint32_t op, void *vctx)
@@ -742,7 +743,7 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diag
     }
     /* V3: the kept mhlo.sharding texts name their meshes; import them */
     if (st == CM_OK && hlo_sharding_v3) {
-        st = sp_gspmd_import_shardings(m, err);
+        st = sp_gspmd_import_shardings_in_order(m, err);
         top = &m->blocks[m->body];
     }
     if (st == CM_OK) {

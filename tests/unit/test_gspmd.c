@@ -514,6 +514,90 @@ static void test_sp_gspmd_stablehlo_import_pipeline_flattens_tuples(void **state
     sp_module_destroy(m);
 }
 
+/* Nested tuples: a stablehlo.tuple of a stablehlo.tuple, a nested tuple
+ * argument, and a nested tuple result read through chained
+ * get_tuple_element ops with its inner tuple also returned whole. */
+static const char nested_tuple_module[] =
+    "func.func @f(%a: tensor<2xf32>, %b: tensor<4xf32>,"
+    " %t: tuple<tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>>)"
+    " -> (tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>) {\n"
+    "  %0 = stablehlo.tuple %a, %b : tuple<tensor<2xf32>, tensor<4xf32>>\n"
+    "  %1 = stablehlo.tuple %0, %b : tuple<tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>>\n"
+    "  %2 = stablehlo.custom_call @foo(%1, %t) : (tuple<tuple<tensor<2xf32>, tensor<4xf32>>,"
+    " tensor<4xf32>>, tuple<tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>>)"
+    " -> tuple<tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>>\n"
+    "  %3 = stablehlo.get_tuple_element %2[0] : (tuple<tuple<tensor<2xf32>, tensor<4xf32>>,"
+    " tensor<4xf32>>) -> tuple<tensor<2xf32>, tensor<4xf32>>\n"
+    "  %4 = stablehlo.get_tuple_element %3[1] : (tuple<tensor<2xf32>, tensor<4xf32>>)"
+    " -> tensor<4xf32>\n"
+    "  %5 = stablehlo.add %4, %b : tensor<4xf32>\n"
+    "  return %3, %5 : tuple<tensor<2xf32>, tensor<4xf32>>, tensor<4xf32>\n"
+    "}\n";
+
+/* Nested tuples are opened all the way down: stablehlo.tuple operands give
+ * their operands' leaves, a nested tuple argument is read with chained
+ * get_tuple_element ops, the result has one value per leaf, a chained
+ * get_tuple_element reads its leaf and the inner tuple used whole is
+ * rebuilt. */
+static void test_sp_gspmd_stablehlo_import_pipeline_flattens_nested_tuples(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(nested_tuple_module, strlen(nested_tuple_module), 0, &m, &err),
+                     CM_OK);
+    assert_int_equal(sp_gspmd_stablehlo_import_pipeline(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    assert_non_null(strstr(b.data, "%0 = stablehlo.get_tuple_element %arg2[0]"));
+    assert_non_null(strstr(b.data, "%1 = stablehlo.get_tuple_element %0[0]"));
+    assert_non_null(strstr(b.data, "%2 = stablehlo.get_tuple_element %0[1]"));
+    assert_non_null(strstr(b.data, "%3 = stablehlo.get_tuple_element %arg2[1]"));
+    assert_non_null(
+        strstr(b.data, "%4:3 = stablehlo.custom_call @foo(%arg0, %arg1, %arg1, %1, %2, %3)"));
+    assert_non_null(strstr(b.data, "-> (tensor<2xf32>, tensor<4xf32>, tensor<4xf32>)"));
+    assert_non_null(strstr(b.data, "%5 = stablehlo.tuple %4#0, %4#1"));
+    assert_non_null(strstr(b.data, "%6 = stablehlo.add %4#1, %arg1"));
+    assert_non_null(strstr(b.data, "return %5, %6"));
+    assert_null(strstr(b.data, "stablehlo.tuple %arg0"));
+    assert_null(strstr(b.data, "get_tuple_element %4"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
+/* Tuples nested past the flattener's depth limit are refused at the call,
+ * not followed without bound. */
+static void test_sp_gspmd_stablehlo_import_pipeline_rejects_deep_tuples(void **state)
+{
+    (void)state;
+    char ty[1024];
+    size_t n = 0;
+    for (int i = 0; i < 40; i++) {
+        memcpy(ty + n, "tuple<", 6);
+        n += 6;
+    }
+    memcpy(ty + n, "tensor<f32>", 11);
+    n += 11;
+    memset(ty + n, '>', 40);
+    ty[n + 40] = '\0';
+    char text[4096];
+    snprintf(text, sizeof text,
+             "func.func @f(%%a: tensor<f32>) -> tensor<f32> {\n"
+             "  %%0 = stablehlo.custom_call @foo(%%a) : (tensor<f32>) -> %s\n"
+             "  return %%a : tensor<f32>\n}\n",
+             ty);
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    cm_status st = sp_gspmd_stablehlo_import_pipeline(m, &err);
+    sp_module_destroy(m);
+    assert_int_equal(st, CM_EINVAL);
+    assert_non_null(strstr(err.msg, "nested too deep"));
+    assert_string_equal(err.path, "2:3");
+}
+
 /* A module for XLA's stablehlo export pipeline: a manual computation with
  * a reshard in its body, and a collective outside. */
 static const char export_module[] =
@@ -535,6 +619,44 @@ static cm_status export_pipeline_v2(sp_module *m, cm_error *err)
 {
     sp_gspmd_export_opts o = {false, false, false};
     return sp_gspmd_stablehlo_export_pipeline(m, &o, err);
+}
+
+/* Host callbacks for the export pipeline: one whose single result is used,
+ * one whose result is unused, and a custom call that is no callback. */
+static const char callback_module[] =
+    "sdy.mesh @empty = <[]>\n"
+    "func.func @f(%arg0: tensor<2xf64>) -> (tensor<2xf64>, tensor<2xf64>) {\n"
+    "  %0 = stablehlo.custom_call @xla_python_cpu_callback(%arg0) {sdy.sharding ="
+    " #sdy.sharding_per_value<[<@empty, [{}]>]>} : (tensor<2xf64>) -> tensor<2xf64>\n"
+    "  %1 = stablehlo.custom_call @xla_ffi_python_gpu_callback(%arg0)"
+    " : (tensor<2xf64>) -> tensor<2xf64>\n"
+    "  %2 = stablehlo.custom_call @foo(%0) : (tensor<2xf64>) -> tensor<2xf64>\n"
+    "  return %0, %2 : tensor<2xf64>, tensor<2xf64>\n"
+    "}\n";
+
+/* A used host callback with one result returns a one-element tuple read by
+ * get_tuple_element [0], which carries the callback's sharding; an unused
+ * callback and other custom calls keep their result. */
+static void test_sp_gspmd_stablehlo_export_pipeline_tuples_callback_results(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(callback_module, strlen(callback_module), 0, &m, &err), CM_OK);
+    assert_int_equal(export_pipeline_v2(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    assert_non_null(strstr(b.data, "mhlo.sharding = \"{replicated}\"} : (tensor<2xf64>) -> "
+                                   "tuple<tensor<2xf64>>"));
+    assert_non_null(strstr(b.data, "%1 = stablehlo.get_tuple_element %0[0] {mhlo.sharding = "
+                                   "\"{replicated}\"} : (tuple<tensor<2xf64>>) -> tensor<2xf64>"));
+    assert_non_null(strstr(b.data, "@xla_ffi_python_gpu_callback(%arg0) : (tensor<2xf64>) -> "
+                                   "tensor<2xf64>"));
+    assert_non_null(strstr(b.data, "@foo(%1) : (tensor<2xf64>) -> tensor<2xf64>"));
+    assert_non_null(strstr(b.data, "return %1, %3"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
 }
 
 /* The export pipeline writes the manual computation as XLA's partitioner
@@ -717,6 +839,63 @@ static cm_status dedup_pipeline(sp_module *m, cm_error *err)
     return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
 }
 
+/* A V3 round-trip module: single-device meshes named out of device order,
+ * an X64Combine with a V3 sharding and one with a V2 {replicated}
+ * placeholder, and a callback tuple sharding with a placeholder element. */
+static const char v3_placeholder_module[] =
+    "func.func @f(%arg0: tensor<16xi64>, %arg1: tensor<8xf32> {mhlo.sharding ="
+    " \"{single_device[device_id=5]}\"}) -> tensor<16xi64> {\n"
+    "  %0 = stablehlo.custom_call @X64SplitLow(%arg0) : (tensor<16xi64>) -> tensor<16xui32>\n"
+    "  %1 = stablehlo.custom_call @X64SplitHigh(%arg0) : (tensor<16xi64>) -> tensor<16xui32>\n"
+    "  %2 = stablehlo.custom_call @X64Combine(%0, %1) {mhlo.sharding ="
+    " \"{mesh['a'=4], [{'a'}]}\"} : (tensor<16xui32>, tensor<16xui32>) -> tensor<16xi64>\n"
+    "  %3 = stablehlo.custom_call @X64Combine(%0, %1) {mhlo.sharding = \"{replicated}\"}"
+    " : (tensor<16xui32>, tensor<16xui32>) -> tensor<16xi64>\n"
+    "  %4 = stablehlo.custom_call @xla_python_gpu_callback(%arg1) {mhlo.sharding ="
+    " \"{{mesh['a'=4], [{'a'}]}, {replicated}}\"} : (tensor<8xf32>)"
+    " -> tuple<tensor<8xf32>, tensor<8xf32>>\n"
+    "  %5 = stablehlo.custom_call @xla_python_cpu_callback(%arg1) {mhlo.sharding ="
+    " \"{maximal device=0}\", has_side_effect = true} : (tensor<8xf32>) -> tuple<>\n"
+    "  return %2 : tensor<16xi64>\n"
+    "}\n";
+
+static cm_status v3_pipeline(sp_module *m, cm_error *err)
+{
+    sp_gspmd_round_trip_opts o = {true, true, false, true};
+    return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
+}
+
+/* In the V3 round trip the single-device meshes come in the order the
+ * shardings name them, an X64Combine keeps its sharding, a V2 {replicated}
+ * is a placeholder: no sharding on its own, fully open on the mesh of its
+ * sibling in a tuple. */
+static void test_sp_gspmd_round_trip_import_pipeline_v3_placeholders(void **state)
+{
+    (void)state;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(
+        sp_mlir_read(v3_placeholder_module, strlen(v3_placeholder_module), 0, &m, &err), CM_OK);
+    assert_int_equal(v3_pipeline(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    const char *d5 = strstr(b.data, "sdy.mesh @single_device_5");
+    const char *d0 = strstr(b.data, "sdy.mesh @single_device_0");
+    assert_non_null(d5);
+    assert_non_null(d0);
+    assert_true(d5 < d0);
+    assert_non_null(strstr(b.data, "@X64Combine(%0, %1) {sdy.sharding = "
+                                   "#sdy.sharding_per_value<[<@mesh, [{\"a\"}]>]>}"));
+    assert_non_null(strstr(b.data, "@X64Combine(%0, %1) : (tensor<16xui32>"));
+    assert_non_null(strstr(b.data, "@xla_python_gpu_callback(%arg1) {sdy.sharding = "
+                                   "#sdy.sharding_per_value<[<@mesh, [{\"a\"}]>, "
+                                   "<@mesh, [{?}]>]>}"));
+    assert_null(strstr(b.data, "mhlo.sharding"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
 static void test_sp_gspmd_round_trip_import_pipeline_dedups_meshes(void **state)
 {
     (void)state;
@@ -767,13 +946,18 @@ static void test_sp_gspmd_import_oom(void **state)
 {
     (void)state;
     const oom_ctx cases[] = {
-        {NULL, gspmd_module, sp_gspmd_import},  {NULL, gspmd_module, user_annotations},
-        {NULL, oom_shard_map, sp_gspmd_import}, {NULL, oom_round_trip, round_trip_then_back},
+        {NULL, gspmd_module, sp_gspmd_import},
+        {NULL, gspmd_module, user_annotations},
+        {NULL, oom_shard_map, sp_gspmd_import},
+        {NULL, oom_round_trip, round_trip_then_back},
         {NULL, oom_v3, v3_import_export},
         {NULL, pipeline_module, sp_gspmd_stablehlo_import_pipeline},
+        {NULL, nested_tuple_module, sp_gspmd_stablehlo_import_pipeline},
         {NULL, export_module, export_pipeline_v2},
+        {NULL, callback_module, export_pipeline_v2},
         {NULL, rt_module, rt_testing},
         {NULL, dedup_module, dedup_pipeline},
+        {NULL, v3_placeholder_module, v3_pipeline},
     };
     for (size_t i = 0; i < N_OF(cases); i++) {
         oom_ctx c = cases[i];
@@ -1034,7 +1218,10 @@ int main(void)
         cmocka_unit_test(test_sp_hlo_local_mesh_decomposes_iota),
         cmocka_unit_test(test_sp_hlo_to_sdy_and_back),
         cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_flattens_tuples),
+        cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_flattens_nested_tuples),
+        cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_rejects_deep_tuples),
         cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_manual_computation),
+        cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_tuples_callback_results),
         cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_rejects_manual_all_reduce),
         cmocka_unit_test(test_sp_input_reads_gspmd),
         cmocka_unit_test(test_sp_input_gspmd_error_has_line_col),
@@ -1047,6 +1234,7 @@ int main(void)
         cmocka_unit_test(test_sp_gspmd_divergences_finds_the_op),
         cmocka_unit_test(test_post_plans_reads_gspmd),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_dedups_meshes),
+        cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_v3_placeholders),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_rejects_tuple_count),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
