@@ -2567,3 +2567,75 @@ cm_status sp_rule_from_einsum(const char *spec, const sp_einsum_opts *opts,
     *out = r;
     return CM_OK;
 }
+
+/* ---- comparisons the export passes and XLA's unflatten share ---------------- */
+
+bool sp_sharding_same_mesh_ref(const sp_sharding *a, const sp_sharding *b)
+{
+    if (a->mesh_name != NULL || b->mesh_name != NULL) {
+        return a->mesh_name != NULL && b->mesh_name != NULL &&
+               strcmp(a->mesh_name, b->mesh_name) == 0;
+    }
+    return sp_mesh_equal(a->mesh, b->mesh);
+}
+
+bool sp_sharding_is_fully_open(const sp_sharding *s)
+{
+    if (s->n_replicated > 0 || s->n_unreduced > 0) {
+        return false;
+    }
+    for (uint32_t d = 0; d < s->rank; d++) {
+        if (s->dims[d].is_closed || s->dims[d].n_axes > 0 || s->dims[d].priority >= 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool places_no_data(const sp_sharding *s)
+{
+    if (s == NULL) {
+        return true;
+    }
+    if (s->n_unreduced > 0) {
+        return false;
+    }
+    for (uint32_t d = 0; d < s->rank; d++) {
+        if (s->dims[d].n_axes > 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool axis_refs_equal(const sp_axis_ref *a, uint32_t na, const sp_axis_ref *b, uint32_t nb)
+{
+    if (na != nb) {
+        return false;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        if (strcmp(a[i].name, b[i].name) != 0 || a[i].pre_size != b[i].pre_size ||
+            (a[i].pre_size != 0 && a[i].size != b[i].size)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool sp_sharding_equivalent(const sp_sharding *a, const sp_sharding *b)
+{
+    if (places_no_data(a)) {
+        return places_no_data(b);
+    }
+    if (b == NULL || !sp_sharding_same_mesh_ref(a, b) || a->rank != b->rank ||
+        !axis_refs_equal(a->unreduced, a->n_unreduced, b->unreduced, b->n_unreduced)) {
+        return false;
+    }
+    for (uint32_t d = 0; d < a->rank; d++) {
+        if (!axis_refs_equal(a->dims[d].axes, a->dims[d].n_axes, b->dims[d].axes,
+                             b->dims[d].n_axes)) {
+            return false;
+        }
+    }
+    return true;
+}

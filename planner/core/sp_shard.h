@@ -195,6 +195,20 @@ bool sp_mesh_equal(const sp_mesh *a, const sp_mesh *b);
  * and the reduction kind of the unreduced axes; the kind is ignored when
  * there are no unreduced axes, since it then prints and means nothing). */
 bool sp_sharding_equal(const sp_sharding *a, const sp_sharding *b);
+
+/* Whether a and b name the same mesh: the same symbol, or (both inline)
+ * equal meshes. */
+bool sp_sharding_same_mesh_ref(const sp_sharding *a, const sp_sharding *b);
+
+/* Whether s is fully open: every dimension open, without axes or priority,
+ * and no replicated or unreduced axes. */
+bool sp_sharding_is_fully_open(const sp_sharding *s);
+
+/* Shardy's TensorShardingAttr::isEquivalent: two shardings that place no
+ * data (NULL, or no dimension and no unreduced axes) are; otherwise the same
+ * mesh, unreduced axes and per-dimension axes, openness and priorities
+ * aside. */
+bool sp_sharding_equivalent(const sp_sharding *a, const sp_sharding *b);
 /* A fully open sharding of the given rank on mesh_name. */
 sp_sharding *sp_sharding_open(cm_arena *a, const char *mesh_name, uint32_t rank);
 /* Deep copy into arena a. */

@@ -115,27 +115,7 @@ static const sp_sharding *mesh_source(const sp_module *m, uint32_t f, bool is_ar
     return NULL;
 }
 
-static bool same_mesh(const sp_sharding *a, const sp_sharding *b)
-{
-    if (a->mesh_name != NULL || b->mesh_name != NULL) {
-        return a->mesh_name != NULL && b->mesh_name != NULL &&
-               strcmp(a->mesh_name, b->mesh_name) == 0;
-    }
-    return sp_mesh_equal(a->mesh, b->mesh);
-}
 
-static bool is_fully_open(const sp_sharding *s)
-{
-    if (s->n_replicated > 0 || s->n_unreduced > 0) {
-        return false;
-    }
-    for (uint32_t d = 0; d < s->rank; d++) {
-        if (s->dims[d].is_closed || s->dims[d].n_axes > 0 || s->dims[d].priority >= 0) {
-            return false;
-        }
-    }
-    return true;
-}
 
 /* Entry equality of two functions' sharding lists, a missing entry being
  * the fully open sharding on its list's mesh (src_a, src_b). */
@@ -146,12 +126,12 @@ static bool entry_equal(const sp_sharding *a, const sp_sharding *src_a, const sp
         return sp_sharding_equal(a, b);
     }
     if (a == NULL && b == NULL) {
-        return same_mesh(src_a, src_b);
+        return sp_sharding_same_mesh_ref(src_a, src_b);
     }
     if (a == NULL) {
-        return same_mesh(src_a, b) && is_fully_open(b);
+        return sp_sharding_same_mesh_ref(src_a, b) && sp_sharding_is_fully_open(b);
     }
-    return same_mesh(a, src_b) && is_fully_open(a);
+    return sp_sharding_same_mesh_ref(a, src_b) && sp_sharding_is_fully_open(a);
 }
 
 /* Do f and g have the same argument (or result) sharding list? */
@@ -212,57 +192,6 @@ static bool same_key(const sp_module *m, uint32_t f, uint32_t g, bool ignore_sha
 }
 
 /* ---- shardings of values ------------------------------------------------------------ */
-
-/* Does s place no data: no sharding, or no dimension axes and no unreduced axes? */
-static bool is_replicated(const sp_sharding *s)
-{
-    if (s == NULL) {
-        return true;
-    }
-    if (s->n_unreduced > 0) {
-        return false;
-    }
-    for (uint32_t d = 0; d < s->rank; d++) {
-        if (s->dims[d].n_axes > 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool refs_equal(const sp_axis_ref *a, uint32_t na, const sp_axis_ref *b, uint32_t nb)
-{
-    if (na != nb) {
-        return false;
-    }
-    for (uint32_t i = 0; i < na; i++) {
-        if (strcmp(a[i].name, b[i].name) != 0 || a[i].pre_size != b[i].pre_size ||
-            (a[i].pre_size != 0 && a[i].size != b[i].size)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Shardy's isEquivalent: two replicated shardings (NULL is one) are;
- * otherwise the same mesh, unreduced axes and dimension axes, openness and
- * priorities aside. */
-static bool equivalent(const sp_sharding *a, const sp_sharding *b)
-{
-    if (is_replicated(a)) {
-        return is_replicated(b);
-    }
-    if (b == NULL || !same_mesh(a, b) || a->rank != b->rank ||
-        !refs_equal(a->unreduced, a->n_unreduced, b->unreduced, b->n_unreduced)) {
-        return false;
-    }
-    for (uint32_t d = 0; d < a->rank; d++) {
-        if (!refs_equal(a->dims[d].axes, a->dims[d].n_axes, b->dims[d].axes, b->dims[d].n_axes)) {
-            return false;
-        }
-    }
-    return true;
-}
 
 /* A sharding of rank on src's mesh, every dimension open (or closed); in
  * m's arena, NULL when out of memory. */
@@ -467,7 +396,7 @@ static cm_status copy_operands(uctx *c, uint32_t call, uint32_t f)
         if (value_sharding(m, v, &have) != CM_OK) {
             return CM_ENOMEM;
         }
-        if (equivalent(want, have)) {
+        if (sp_sharding_equivalent(want, have)) {
             continue;
         }
         uint32_t block = m->ops[call].parent_block, nv;
@@ -547,7 +476,7 @@ static cm_status copy_results(uctx *c, uint32_t call, uint32_t f)
     for (uint32_t i = 0; i < n; i++) {
         uint32_t r = first + i, nv;
         sp_sharding *have = sp_value_sharding(m, r);
-        if (equivalent(want[i], have)) {
+        if (sp_sharding_equivalent(want[i], have)) {
             continue;
         }
         sp_sharding *back = have != NULL ? have : empty_like(m, want[i], want[i]->rank, true);

@@ -24,14 +24,7 @@ bool sp_exp_is_maximal(const sp_module *m, const sp_sharding *s);
  * maximal, or NULL: Shardy's per-value list is absent without one, and a
  * missing entry elsewhere stands for a fully open sharding on its mesh. */
 const sp_sharding *sp_exp_mesh_source(const sp_module *m, uint32_t f, bool is_arg);
-/* Do a and b name the same mesh (the same symbol, or equal inlined meshes)? */
-bool sp_exp_same_mesh_ref(const sp_sharding *a, const sp_sharding *b);
-/* Is s fully open (no axes, open dims, no priorities, replicated or unreduced axes)? */
-bool sp_exp_is_fully_open(const sp_sharding *s);
-/* Shardy's TensorShardingAttr::isEquivalent: two fully replicated
- * shardings (NULL counts as one) are equivalent; otherwise the same mesh,
- * unreduced axes and dimension axes (openness and priorities ignored). */
-bool sp_exp_sharding_equivalent(const sp_sharding *a, const sp_sharding *b);
+/* (sp_sharding_same_mesh_ref, _is_fully_open and _equivalent are in sp_shard.h.) */
 /* Are a and b the same attribute value (NULL only equals NULL)? Sharding
  * lists compare their shardings and axis lists their axes by value. */
 bool sp_exp_attr_equal(const sp_attr *a, const sp_attr *b);

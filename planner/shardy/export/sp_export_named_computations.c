@@ -406,7 +406,7 @@ static cm_status insert_copies(nctx *c, uint32_t nc, uint32_t call, uint32_t f)
         if (local_sharding(m, v, &have) != CM_OK) {
             return CM_ENOMEM;
         }
-        if (want == NULL || sp_exp_sharding_equivalent(have, want)) {
+        if (want == NULL || sp_sharding_equivalent(have, want)) {
             continue;
         }
         if (new_copy(m, v, want, manual, &cp) != CM_OK ||
@@ -441,7 +441,7 @@ static cm_status insert_copies(nctx *c, uint32_t nc, uint32_t call, uint32_t f)
         if (want == NULL) {
             return outs != NULL ? CM_OK : CM_ENOMEM;
         }
-        if (sp_exp_sharding_equivalent(have->u.shardings.items[i], want)) {
+        if (sp_sharding_equivalent(have->u.shardings.items[i], want)) {
             continue;
         }
         uint32_t r = m->ops[call].first_result + i, cp;

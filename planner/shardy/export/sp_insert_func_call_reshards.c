@@ -81,7 +81,7 @@ static cm_status one_call(sp_module *m, uint32_t call, sp_uses *u)
     for (uint32_t i = 0; i < n; i++) {
         uint32_t r = m->ops[call].first_result + i;
         const sp_sharding *had = sp_value_sharding(m, r);
-        if (sp_exp_sharding_equivalent(want[i], had)) {
+        if (sp_sharding_equivalent(want[i], had)) {
             continue;
         }
         sp_sharding *to = had != NULL ? (sp_sharding *)(uintptr_t)had

@@ -41,12 +41,12 @@ static bool entry_equal(const sp_sharding *a, const sp_sharding *src_a, const sp
         return sp_sharding_equal(a, b);
     }
     if (a == NULL && b == NULL) {
-        return sp_exp_same_mesh_ref(src_a, src_b);
+        return sp_sharding_same_mesh_ref(src_a, src_b);
     }
     if (a == NULL) {
-        return sp_exp_same_mesh_ref(src_a, b) && sp_exp_is_fully_open(b);
+        return sp_sharding_same_mesh_ref(src_a, b) && sp_sharding_is_fully_open(b);
     }
-    return sp_exp_same_mesh_ref(a, src_b) && sp_exp_is_fully_open(a);
+    return sp_sharding_same_mesh_ref(a, src_b) && sp_sharding_is_fully_open(a);
 }
 
 static bool io_equal(const sp_module *m, uint32_t f, uint32_t g, bool is_arg)
