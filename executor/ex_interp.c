@@ -3362,6 +3362,65 @@ static void proc_fini(iproc *P)
     cm_free(P->busy);
 }
 
+/* A run of n processes (n_rep replicas of n_part partitions): its
+ * per-process arrays; false when out of memory (irun_fini frees either way). */
+static bool irun_init(irun *run, uint32_t n, uint32_t n_rep, uint32_t n_part)
+{
+    memset(run, 0, sizeof *run);
+    run->n = n;
+    run->n_rep = n_rep;
+    run->n_part = n_part;
+    run->posted = cm_calloc(n + 1u, sizeof *run->posted);
+    run->n_posted = cm_calloc(n + 1u, sizeof *run->n_posted);
+    run->recv_h = cm_calloc(n + 1u, sizeof *run->recv_h);
+    run->in_recv_p = cm_calloc(n + 1u, sizeof *run->in_recv_p);
+    return run->posted != NULL && run->n_posted != NULL && run->recv_h != NULL &&
+           run->in_recv_p != NULL;
+}
+
+/* Frees run's arrays and the messages nobody received. */
+static void irun_fini(irun *run)
+{
+    while (run->mail != NULL) {
+        imsg *next = run->mail->next;
+        iv_unref(run->mail->v);
+        cm_free(run->mail);
+        run->mail = next;
+    }
+    cm_free(run->posted);
+    cm_free(run->n_posted);
+    cm_free(run->recv_h);
+    cm_free(run->in_recv_p);
+}
+
+/* Runs jobs[0..n) on a thread each and joins them; returns how many
+ * started (the others count as finished, and the run as failed, so the
+ * started ones end at their first rendezvous). */
+static uint32_t irun_threads(irun *run, pjob *jobs, pthread_t *th, uint32_t n)
+{
+    uint32_t started = 0;
+    pthread_mutex_init(&run->mu, NULL);
+    pthread_cond_init(&run->cv, NULL);
+    for (; started < n; started++) {
+        if (pthread_create(&th[started], NULL, pjob_main, &jobs[started]) != 0) {
+            break;
+        }
+    }
+    if (started < n) {
+        pthread_mutex_lock(&run->mu);
+        run->failed = true;
+        run->done += n - started;
+        pthread_cond_broadcast(&run->cv);
+        pthread_mutex_unlock(&run->mu);
+    }
+    for (uint32_t i = 0; i < started; i++) {
+        pthread_join(th[i], NULL);
+    }
+    pthread_mutex_destroy(&run->mu);
+    pthread_cond_destroy(&run->cv);
+    return started;
+}
+
 static cm_status do_run_parallel(iproc *P, uint32_t op)
 {
     const sp_module *m = P->cx->m;
@@ -3386,21 +3445,13 @@ static cm_status do_run_parallel(iproc *P, uint32_t op)
     }
     uint32_t n = R * Q;
     irun run;
-    memset(&run, 0, sizeof run);
-    run.n = n;
-    run.n_rep = R;
-    run.n_part = Q;
+    bool have = irun_init(&run, n, R, Q);
     const sp_attr *inf = attr(P, op, "infeed");
     run.infeed = inf != NULL && inf->kind == SP_ATTR_ARRAY ? inf : NULL;
     pjob *jobs = cm_calloc(n, sizeof *jobs);
     pthread_t *th = cm_calloc(n, sizeof *th);
-    run.posted = cm_calloc(n, sizeof *run.posted);
-    run.n_posted = cm_calloc(n, sizeof *run.n_posted);
-    run.recv_h = cm_calloc(n, sizeof *run.recv_h);
-    run.in_recv_p = cm_calloc(n, sizeof *run.in_recv_p);
     cm_status st = CM_OK;
-    if (jobs == NULL || th == NULL || run.posted == NULL || run.n_posted == NULL ||
-        run.recv_h == NULL || run.in_recv_p == NULL) {
+    if (jobs == NULL || th == NULL || !have) {
         st = cm_error_oom(P->err);
     }
     uint32_t next_arg = 0;
@@ -3441,31 +3492,8 @@ static cm_status do_run_parallel(iproc *P, uint32_t op)
     if (st == CM_OK && next_arg != o->n_operands) {
         st = op_err(P, op, "has more operands than its programs take");
     }
-    uint32_t started = 0;
-    if (st == CM_OK) {
-        pthread_mutex_init(&run.mu, NULL);
-        pthread_cond_init(&run.cv, NULL);
-        for (; started < n; started++) {
-            if (pthread_create(&th[started], NULL, pjob_main, &jobs[started]) != 0) {
-                break;
-            }
-        }
-        if (started < n) {
-            /* the started ones fail at their first rendezvous, or finish */
-            pthread_mutex_lock(&run.mu);
-            run.failed = true;
-            run.done += n - started;
-            pthread_cond_broadcast(&run.cv);
-            pthread_mutex_unlock(&run.mu);
-        }
-        for (uint32_t i = 0; i < started; i++) {
-            pthread_join(th[i], NULL);
-        }
-        pthread_mutex_destroy(&run.mu);
-        pthread_cond_destroy(&run.cv);
-        if (started < n) {
-            st = op_err(P, op, "cannot start %u threads", n);
-        }
+    if (st == CM_OK && irun_threads(&run, jobs, th, n) < n) {
+        st = op_err(P, op, "cannot start %u threads", n);
     }
     /* the first failure in process order; a peer that failed only because
      * another did says less */
@@ -3502,18 +3530,9 @@ static cm_status do_run_parallel(iproc *P, uint32_t op)
             proc_fini(&jobs[i].P);
         }
     }
-    while (run.mail != NULL) {
-        imsg *next = run.mail->next;
-        iv_unref(run.mail->v);
-        cm_free(run.mail);
-        run.mail = next;
-    }
+    irun_fini(&run);
     cm_free(jobs);
     cm_free(th);
-    cm_free(run.posted);
-    cm_free(run.n_posted);
-    cm_free(run.recv_h);
-    cm_free(run.in_recv_p);
     return st;
 }
 
@@ -3687,14 +3706,8 @@ static cm_status manual_eval(ictx *cx, cm_error *err, uint32_t op, iv *const *op
     pjob *jobs = cm_calloc(n + 1u, sizeof *jobs);
     pthread_t *th = cm_calloc(n + 1u, sizeof *th);
     irun run;
-    memset(&run, 0, sizeof run);
-    run.n = n;
-    run.n_rep = 1;
-    run.n_part = n;
-    run.posted = cm_calloc(n + 1u, sizeof *run.posted);
-    run.n_posted = cm_calloc(n + 1u, sizeof *run.n_posted);
-    if (st == CM_OK &&
-        (args == NULL || jobs == NULL || th == NULL || run.posted == NULL || run.n_posted == NULL)) {
+    bool have = irun_init(&run, n, 1, n);
+    if (st == CM_OK && (args == NULL || jobs == NULL || th == NULL || !have)) {
         st = cm_error_oom(err);
     }
     int64_t off[SP_MAX_RANK];
@@ -3731,25 +3744,7 @@ static cm_status manual_eval(ictx *cx, cm_error *err, uint32_t op, iv *const *op
         jobs[d].P.part = d;
     }
     if (st == CM_OK) {
-        pthread_mutex_init(&run.mu, NULL);
-        pthread_cond_init(&run.cv, NULL);
-        for (; started < n; started++) {
-            if (pthread_create(&th[started], NULL, pjob_main, &jobs[started]) != 0) {
-                break;
-            }
-        }
-        if (started < n) {
-            pthread_mutex_lock(&run.mu);
-            run.failed = true;
-            run.done += n - started;
-            pthread_cond_broadcast(&run.cv);
-            pthread_mutex_unlock(&run.mu);
-        }
-        for (uint32_t i = 0; i < started; i++) {
-            pthread_join(th[i], NULL);
-        }
-        pthread_mutex_destroy(&run.mu);
-        pthread_cond_destroy(&run.cv);
+        started = irun_threads(&run, jobs, th, n);
         if (started < n) {
             st = sp_op_error(m, op, err, "%s: cannot start %u threads", nm, n);
         }
@@ -3822,17 +3817,10 @@ static cm_status manual_eval(ictx *cx, cm_error *err, uint32_t op, iv *const *op
     for (size_t i = 0; args != NULL && i < (size_t)n * na; i++) {
         iv_unref(args[i]);
     }
-    while (run.mail != NULL) {
-        imsg *next = run.mail->next;
-        iv_unref(run.mail->v);
-        cm_free(run.mail);
-        run.mail = next;
-    }
+    irun_fini(&run);
     cm_free(args);
     cm_free(jobs);
     cm_free(th);
-    cm_free(run.posted);
-    cm_free(run.n_posted);
     cm_free(g);
     return st;
 }
