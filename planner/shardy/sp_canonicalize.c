@@ -292,50 +292,6 @@ static int ref_cmp(const void *pa, const void *pb)
     return sa == sb ? 0 : (sa > sb ? -1 : 1);
 }
 
-/* ---- sharding equivalence (Shardy's TensorShardingAttr::isEquivalent) -------------- */
-
-static bool replicated_sharding(const sp_sharding *s)
-{
-    if (s == NULL) {
-        return true;
-    }
-    if (s->n_unreduced > 0) {
-        return false;
-    }
-    for (uint32_t d = 0; d < s->rank; d++) {
-        if (s->dims[d].n_axes > 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool same_mesh_ref(const sp_sharding *a, const sp_sharding *b)
-{
-    if (a->mesh_name != NULL || b->mesh_name != NULL) {
-        return a->mesh_name != NULL && b->mesh_name != NULL &&
-               strcmp(a->mesh_name, b->mesh_name) == 0;
-    }
-    return sp_mesh_equal(a->mesh, b->mesh);
-}
-
-static bool equivalent(const sp_sharding *a, const sp_sharding *b)
-{
-    if (replicated_sharding(a)) {
-        return replicated_sharding(b);
-    }
-    if (b == NULL || !same_mesh_ref(a, b) || a->rank != b->rank ||
-        !refs_eq(a->unreduced, a->n_unreduced, b->unreduced, b->n_unreduced)) {
-        return false;
-    }
-    for (uint32_t d = 0; d < a->rank; d++) {
-        if (!refs_eq(a->dims[d].axes, a->dims[d].n_axes, b->dims[d].axes, b->dims[d].n_axes)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* ---- patterns ---------------------------------------------------------------------- */
 
 static cm_status all_slice_patterns(canon *c, uint32_t op);
@@ -431,7 +387,8 @@ static cm_status collective_permute_pattern(canon *c, uint32_t op)
     sp_module *m = c->m;
     const sp_attr *os = attr_of(m, op, "out_sharding", SP_ATTR_SHARDING);
     uint32_t in = m->ops[op].operands[0];
-    if (os != NULL && equivalent(sp_value_sharding_partitioned(m, in), os->u.sharding)) {
+    if (os != NULL &&
+        sp_sharding_equivalent(sp_value_sharding_partitioned(m, in), os->u.sharding)) {
         replace_op(c, op, in);
     }
     return CM_OK;
