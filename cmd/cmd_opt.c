@@ -55,7 +55,7 @@ static bool opt_bool(const pass_inv *inv, const char *key)
 
 static cm_status run_populate(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)
 {
-    sp_rule_opts o = {opt_bool(inv, "conservative-propagation"), NULL};
+    sp_rule_opts o = {.conservative = opt_bool(inv, "conservative-propagation")};
     return sp_pass_populate_rules(m, &o, d, err);
 }
 
@@ -198,7 +198,7 @@ static cm_status run_explicit_reshards(sp_module *m, const pass_inv *inv, sp_dia
                                        cm_error *err)
 {
     const char *v = opt_value(inv, "enable-full-version");
-    sp_reshard_opts o = {v == NULL || opt_bool(inv, "enable-full-version")};
+    sp_reshard_opts o = {.full_version = v == NULL || opt_bool(inv, "enable-full-version")};
     return sp_pass_insert_explicit_reshards(m, &o, d, err);
 }
 
@@ -766,6 +766,7 @@ typedef struct run_cfg {
     bool verify;
     sp_print_opts print;
     FILE *out, *errs;
+    uint32_t *once; /* warnings given once per process (sp_diag_once), chunk to chunk */
 } run_cfg;
 
 /* Processes one chunk; returns false on failure. */
@@ -776,6 +777,7 @@ static bool run_chunk(const run_cfg *cfg, const char *text, size_t len, uint32_t
     cm_error_clear(&err);
     sp_diags diags;
     sp_diags_init(&diags);
+    diags.once = *cfg->once;
     expects ex = {NULL, 0, 0};
     bool ok = true;
     if (cfg->verify && !collect_expects(text, len, line_base, &ex)) {
@@ -799,7 +801,7 @@ static bool run_chunk(const run_cfg *cfg, const char *text, size_t len, uint32_t
                                  notes.items[k].col, notes.items[k].msg};
         }
         if (cfg->verify) {
-            sp_diags all = {g, 1 + notes.n, 1 + notes.n, false};
+            sp_diags all = {g, 1 + notes.n, 1 + notes.n, false, 0};
             ok = verify(cfg->file, &all, &ex, cfg->errs);
         } else {
             fprintf(cfg->errs, "%s:%s: error: %s\n", cfg->file, err.path, err.msg);
@@ -867,6 +869,7 @@ static bool run_chunk(const run_cfg *cfg, const char *text, size_t len, uint32_t
         cm_buf_fini(&b);
     }
     sp_module_destroy(m);
+    *cfg->once = diags.once;
     sp_diags_fini(&diags);
     cm_free(ex.v);
     return ok;
@@ -902,6 +905,8 @@ int cmd_opt(int argc, char **argv, FILE *out, FILE *errs)
     }
     cfg->out = out;
     cfg->errs = errs;
+    uint32_t once = 0;
+    cfg->once = &once;
     bool split = false, timing = false;
     const char *file = NULL, *outfile = NULL;
     int rc = 1;

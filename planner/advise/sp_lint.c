@@ -371,7 +371,7 @@ static cm_status find_ruleless_calls(sp_advise *a, const sp_custom_rules *custom
     *out = NULL;
     *n_out = 0;
     sp_module *m = a->m;
-    sp_rule_opts ro = {false, custom};
+    sp_rule_opts ro = {false, custom, false};
     for (uint32_t i = 0; i < m->n_ops; i++) {
         if (m->ops[i].kind != SP_OP_CUSTOM_CALL || m->ops[i].parent_block == SP_NONE ||
             sp_op_attr(m, i, "sdy.sharding_rule") != NULL) {
@@ -381,7 +381,7 @@ static cm_status find_ruleless_calls(sp_advise *a, const sp_custom_rules *custom
         sp_diags_init(&d);
         sp_rule *rule = NULL;
         cm_status st = sp_rule_for_op(m, i, &ro, &rule, &d, err);
-        bool none = d.n > 0;
+        bool none = st == CM_OK && rule == NULL; /* unknown, or a callback or kernel */
         sp_diags_fini(&d);
         if (st == CM_ENOMEM) {
             return st;

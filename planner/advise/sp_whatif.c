@@ -946,7 +946,7 @@ static cm_status materialise_custom(src *s, cm_error *err)
         return CM_OK;
     }
     sp_module *m = s->m;
-    sp_rule_opts ro = {false, s->custom};
+    sp_rule_opts ro = {false, s->custom, false};
     for (uint32_t i = 0; i < m->n_ops; i++) {
         if (m->ops[i].kind != SP_OP_CUSTOM_CALL || m->ops[i].parent_block == SP_NONE ||
             sp_op_attr(m, i, "sdy.sharding_rule") != NULL) {

@@ -6,6 +6,7 @@
 #include "sp_attrs.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "sp_ops.h"
 
@@ -470,4 +471,54 @@ cm_status sp_window_get(const sp_module *m, uint32_t op, sp_window *out, cm_erro
         return st;
     }
     return CM_OK;
+}
+
+/* ---- scatter ---------------------------------------------------------------------- */
+
+const char *sp_scatter_reduction(const sp_module *m, uint32_t op)
+{
+    const sp_op *o = &m->ops[op];
+    if (o->n_operands < 3 || o->n_operands % 2u != 1u) {
+        return NULL;
+    }
+    uint32_t n_in = (o->n_operands - 1u) / 2u;
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
+        return NULL;
+    }
+    const sp_block *bb = &m->blocks[o->regions[0].blocks[0]];
+    if (bb->n_args != 2 * n_in || bb->n_ops == 0) {
+        return NULL;
+    }
+    const sp_op *ret = &m->ops[bb->ops[bb->n_ops - 1]];
+    if (strcmp(ret->name, "stablehlo.return") != 0 || ret->n_operands != n_in) {
+        return NULL;
+    }
+    static const char *const ok[] = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
+                                     "stablehlo.minimum", "stablehlo.and", "stablehlo.or"};
+    const char *kind = NULL;
+    for (uint32_t i = 0; i < n_in; i++) {
+        uint32_t v = ret->operands[i], def = m->values[v].def;
+        if (def == SP_NONE || m->ops[def].n_operands != 2) {
+            return NULL;
+        }
+        const char *name = m->ops[def].name;
+        bool known = false;
+        for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+            known = known || strcmp(name, ok[k]) == 0;
+        }
+        bool logical = strcmp(name, "stablehlo.and") == 0 || strcmp(name, "stablehlo.or") == 0;
+        if (!known || (logical && sp_value_type(m, v)->elem != SP_ELEM_I1)) {
+            return NULL;
+        }
+        if (kind != NULL && strcmp(kind, name) != 0) {
+            return NULL;
+        }
+        kind = name;
+        uint32_t a = m->ops[def].operands[0], b = m->ops[def].operands[1];
+        uint32_t x = bb->first_arg + i, y = bb->first_arg + i + n_in;
+        if (!((a == x && b == y) || (a == y && b == x))) {
+            return NULL;
+        }
+    }
+    return kind;
 }

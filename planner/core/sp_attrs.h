@@ -115,6 +115,12 @@ cm_status sp_gather_dims_get(const sp_module *m, uint32_t op, sp_gather_dims *ou
 cm_status sp_gather_slice_sizes_get(const sp_module *m, uint32_t op, int64_t sizes[SP_MAX_RANK],
                                     uint32_t *n, cm_error *err);
 
+/* The reduction of op's (a stablehlo.scatter's) update computation, as
+ * "stablehlo.add" etc., when every result is one add, multiply, maximum or
+ * minimum (and, or on i1) of its input's two block arguments, all the same
+ * op (Shardy's getCommonSupportedReductionOp); NULL otherwise. */
+const char *sp_scatter_reduction(const sp_module *m, uint32_t op);
+
 /* ---- windows ------------------------------------------------------------------- */
 
 typedef struct sp_window {

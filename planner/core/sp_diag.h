@@ -25,10 +25,21 @@ typedef struct sp_diag {
     char *msg;         /* heap, owned by the list */
 } sp_diag;
 
+/* Warnings Shardy gives once per process (llvm::once_flag). A list gives
+ * each at most once: `shardplan opt` carries the bits from one chunk's list
+ * to the next (one process, as sdy_opt), while each plan a server makes has
+ * its own list, so the same input always gets the same warnings. */
+typedef enum sp_diag_once {
+    SP_DIAG_ONCE_MULTI_CALL = 1u << 0,          /* import-func-calls */
+    SP_DIAG_ONCE_UNKNOWN_CUSTOM_CALL = 1u << 1, /* the sharding-rule registry */
+    SP_DIAG_ONCE_UNKNOWN_OP = 1u << 2,          /* the sharding-rule registry */
+} sp_diag_once;
+
 typedef struct sp_diags {
     sp_diag *items;
     uint32_t n, cap;
     bool oom;          /* a diagnostic was dropped for lack of memory */
+    uint32_t once;     /* sp_diag_once bits already given */
 } sp_diags;
 
 /* "error", "warning", "remark" or "note", as MLIR spells the severity
@@ -40,6 +51,9 @@ void sp_diags_fini(sp_diags *d);
 /* Adds a diagnostic located at op (SP_NONE: no location). */
 void sp_diags_add(sp_diags *d, const sp_module *m, uint32_t op, sp_diag_sev sev, const char *fmt,
                   ...) __attribute__((format(printf, 5, 6)));
+/* True the first time key is asked of d (and marks it given); false for a
+ * NULL list, which reports nothing. */
+bool sp_diags_once(sp_diags *d, sp_diag_once key);
 
 
 /* Verifies meshes, every attached sharding (known mesh, rank, axes) and

@@ -1121,6 +1121,16 @@ void sp_diags_init(sp_diags *d)
     d->n = 0;
     d->cap = 0;
     d->oom = false;
+    d->once = 0;
+}
+
+bool sp_diags_once(sp_diags *d, sp_diag_once key)
+{
+    if (d == NULL || (d->once & (uint32_t)key) != 0) {
+        return false;
+    }
+    d->once |= (uint32_t)key;
+    return true;
 }
 
 void sp_diags_fini(sp_diags *d)

@@ -924,7 +924,7 @@ static void implied_op(cctx *x, uint32_t id, double mult)
     const sp_attr *ra = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_rule");
     const sp_rule *rule = ra != NULL && ra->kind == SP_ATTR_RULE ? ra->u.rule : NULL;
     if (rule == NULL) {
-        sp_rule_opts ro = {false, x->o->custom};
+        sp_rule_opts ro = {false, x->o->custom, false};
         sp_rule *nr = NULL;
         cm_error e2;
         cm_error_clear(&e2);

@@ -272,7 +272,10 @@ cm_status sp_module_partition(sp_module *m, cm_error *err)
 {
     sp_diags d;
     sp_diags_init(&d);
-    cm_status st = sp_pass_insert_explicit_reshards(m, NULL, &d, err);
+    /* Shardy's export (full version), then XLA's partitioner for what Shardy
+     * leaves to it: the operands of a custom call without a rule replicated */
+    sp_reshard_opts ro = {.full_version = true, .replicate_unknown_custom_calls = true};
+    cm_status st = sp_pass_insert_explicit_reshards(m, &ro, &d, err);
     sp_diags_fini(&d);
     if (st == CM_OK) {
         st = sp_pass_reshard_to_collectives(m, false, err);

@@ -64,7 +64,7 @@ static char *run_pass_opts(const char *text, bool full)
     sp_module *m = read_module(text);
     cm_error err;
     cm_error_clear(&err);
-    sp_reshard_opts o = {full};
+    sp_reshard_opts o = {.full_version = full};
     cm_status st = sp_pass_insert_explicit_reshards(m, &o, NULL, &err);
     if (st != CM_OK) {
         sp_module_destroy(m);
@@ -293,7 +293,7 @@ static void survives_oom(const char *text)
         sp_module *m = read_module(text);
         cm_error err;
         cm_error_clear(&err);
-        sp_reshard_opts o = {true};
+        sp_reshard_opts o = {.full_version = true};
         cm_alloc_fail_after(n);
         cm_status st = sp_pass_insert_explicit_reshards(m, &o, NULL, &err);
         cm_alloc_fail_after(-1);

@@ -218,7 +218,7 @@ static void test_sp_rule_for_op_pad_conservative(void **state)
      * of the operand's size, blocked with conservative propagation */
     check_rule(mlir, "stablehlo.pad",
                "<([i, j, k], [])->([i, j, k]) {i=28, j=28, k=16} permutation={i}>");
-    sp_rule_opts o = {true, NULL};
+    sp_rule_opts o = {.conservative = true};
     check_rule_opts(mlir, "stablehlo.pad", &o,
                     "<([i, j, k], [])->([i, j, k]) {i=28, j=28, k=16} permutation={i} "
                     "blocked_propagation={i}>");
@@ -246,7 +246,7 @@ static void test_sp_rule_for_op_custom_call_user_einsum_rule(void **state)
     cm_error_clear(&err);
     assert_int_equal(sp_custom_rules_put_einsum(cr, "my_matmul", "i j, j k -> i k", &eo, &err),
                      CM_OK);
-    sp_rule_opts o = {false, cr};
+    sp_rule_opts o = {.custom = cr};
     sp_diags d;
     sp_diags_init(&d);
     sp_module *m = read_module(custom_mlir);
@@ -311,7 +311,7 @@ static void test_sp_rule_for_op_custom_call_user_text_rule(void **state)
                                               "{i=8, j=16, k=32} reduction={k}>",
                                               &err),
                      CM_OK);
-    sp_rule_opts o = {false, cr};
+    sp_rule_opts o = {.custom = cr};
     check_rule_opts(custom_mlir, "stablehlo.custom_call", &o,
                     "<([i, k], [k, j])->([i, j]) {i=8, j=16, k=32} reduction={k}>");
     cm_error_clear(&err);
@@ -320,33 +320,92 @@ static void test_sp_rule_for_op_custom_call_user_text_rule(void **state)
     sp_custom_rules_destroy(cr);
 }
 
-static void test_sp_rule_for_op_custom_call_without_rule_warns_and_blocks(void **state)
+/* An unknown custom call gets no rule (Shardy's registry returns none) and
+ * Shardy's warning, once per diagnostics list; known callbacks and kernels
+ * get no rule and no warning; XLA's SPMD permutes and the pointwise targets
+ * get the pointwise rule. */
+static void test_sp_rule_for_op_custom_call_targets(void **state)
 {
     (void)state;
-    sp_module *m = read_module("func.func @f(%a: tensor<4x2xf32>) -> tensor<2xf32> {\n"
-                               "  %0 = stablehlo.custom_call @foo(%a) : (tensor<4x2xf32>) -> "
-                               "tensor<2xf32>\n"
-                               "  return %0 : tensor<2xf32>\n}\n");
+    sp_module *m = read_module(
+        "func.func @f(%a: tensor<4x2xf32>) -> tensor<4x2xf32> {\n"
+        "  %0 = stablehlo.custom_call @foo(%a) : (tensor<4x2xf32>) -> tensor<4x2xf32>\n"
+        "  %1 = stablehlo.custom_call @bar(%0) : (tensor<4x2xf32>) -> tensor<4x2xf32>\n"
+        "  %2 = stablehlo.custom_call @tpu_custom_call(%1) : (tensor<4x2xf32>) -> "
+        "tensor<4x2xf32>\n"
+        "  %3 = stablehlo.custom_call @xla_ffi_python_cpu_callback(%2) : (tensor<4x2xf32>) -> "
+        "tensor<4x2xf32>\n"
+        "  %4 = stablehlo.custom_call @_SPMDInternalOp_RotateRight(%3) : (tensor<4x2xf32>) -> "
+        "tensor<4x2xf32>\n"
+        "  %5 = stablehlo.custom_call @annotate_device_placement(%4) : (tensor<4x2xf32>) -> "
+        "tensor<4x2xf32>\n"
+        "  return %5 : tensor<4x2xf32>\n}\n");
     sp_diags d;
     sp_diags_init(&d);
     cm_error err;
     cm_error_clear(&err);
-    sp_rule *r = NULL;
-    uint32_t op = find_op(m, "stablehlo.custom_call", 0);
-    assert_int_equal(sp_rule_for_op(m, op, NULL, &r, &d, &err), CM_OK);
-    assert_non_null(r);
-    cm_buf b;
-    cm_buf_init(&b);
-    sp_rule_print(r, &b);
-    assert_string_equal(b.data, "<([i, j])->([k]) {i=4, j=2, k=2} need_replication={i, j, k} "
-                                "blocked_propagation={i, j, k}>");
-    cm_buf_fini(&b);
-    assert_int_equal(d.n, 1);
+    for (uint32_t k = 0; k < 6; k++) {
+        sp_rule *r = NULL;
+        uint32_t op = find_op(m, "stablehlo.custom_call", k);
+        assert_int_equal(sp_rule_for_op(m, op, NULL, &r, &d, &err), CM_OK);
+        if (k < 4) {
+            assert_null(r);
+        } else {
+            assert_non_null(r);
+            cm_buf b;
+            cm_buf_init(&b);
+            sp_rule_print(r, &b);
+            assert_string_equal(b.data, "<([i, j])->([i, j]) {i=4, j=2}>");
+            cm_buf_fini(&b);
+        }
+    }
+    assert_int_equal(d.n, 1); /* @foo only: @bar is unknown too, but Shardy warns once */
     assert_int_equal(d.items[0].sev, SP_DIAG_WARNING);
-    assert_int_equal(d.items[0].op, op);
-    assert_string_equal(d.items[0].msg, "custom call @foo is unknown to SDY sharding rule "
-                                        "registry; provide a sharding_rule "
-                                        "(jax.experimental.custom_partitioning sharding_rule=...)");
+    assert_int_equal(d.items[0].op, find_op(m, "stablehlo.custom_call", 0));
+    assert_string_equal(d.items[0].msg,
+                        "custom call @foo is unknown to SDY sharding rule registry");
+    /* a new list (another plan) warns again */
+    sp_diags_fini(&d);
+    sp_diags_init(&d);
+    sp_rule *r = NULL;
+    assert_int_equal(sp_rule_for_op(m, find_op(m, "stablehlo.custom_call", 1), NULL, &r, &d, &err),
+                     CM_OK);
+    assert_null(r);
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.items[0].msg,
+                        "custom call @bar is unknown to SDY sharding rule registry");
+    sp_diags_fini(&d);
+    sp_module_destroy(m);
+}
+
+/* Ops Shardy's registry has no case for get no rule and its warning, once;
+ * iota gets no rule and no warning. */
+static void test_sp_rule_for_op_unknown_ops(void **state)
+{
+    (void)state;
+    sp_module *m = read_module(
+        "func.func @f(%x: tensor<8x4xf32>, %s: tensor<4xf32>) -> tensor<8x4xi32> {\n"
+        "  %0:3 = \"stablehlo.batch_norm_training\"(%x, %s, %s) {epsilon = 1.0e-3 : f32, "
+        "feature_index = 1 : i64} : (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>) -> "
+        "(tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>)\n"
+        "  %1 = stablehlo.replica_id : tensor<ui32>\n"
+        "  %2 = stablehlo.iota dim = 0 : tensor<8x4xi32>\n"
+        "  return %2 : tensor<8x4xi32>\n}\n");
+    sp_diags d;
+    sp_diags_init(&d);
+    cm_error err;
+    cm_error_clear(&err);
+    const char *names[] = {"stablehlo.batch_norm_training", "stablehlo.replica_id",
+                           "stablehlo.iota"};
+    for (uint32_t k = 0; k < 3; k++) {
+        sp_rule *r = NULL;
+        assert_int_equal(sp_rule_for_op(m, find_op(m, names[k], 0), NULL, &r, &d, &err), CM_OK);
+        assert_null(r);
+    }
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.items[0].msg,
+                        "op 'stablehlo.batch_norm_training' is unknown to SDY sharding rule "
+                        "registry");
     sp_diags_fini(&d);
     sp_module_destroy(m);
 }
@@ -469,11 +528,13 @@ static void test_sp_pass_populate_rules_sets_missing_rules(void **state)
     sp_rule_print(a->u.rule, &b);
     assert_string_equal(b.data, "<([i, j], [])->([j]) {i=4, j=8} reduction={i}>");
     cm_buf_fini(&b);
-    assert_non_null(sp_op_attr(m, find_op(m, "stablehlo.custom_call", 0), "sdy.sharding_rule"));
+    /* the unknown custom call: no rule, Shardy's warning */
+    assert_null(sp_op_attr(m, find_op(m, "stablehlo.custom_call", 0), "sdy.sharding_rule"));
     assert_null(sp_op_attr(m, find_op(m, "func.func", 0), "sdy.sharding_rule"));
     assert_null(sp_op_attr(m, find_op(m, "func.return", 0), "sdy.sharding_rule"));
     assert_int_equal(d.n, 1);
-    /* a second run changes nothing and warns no more */
+    assert_int_equal(d.items[0].op, find_op(m, "stablehlo.custom_call", 0));
+    /* a second run changes nothing and, with the same list, warns no more */
     assert_int_equal(sp_pass_populate_rules(m, NULL, &d, &err), CM_OK);
     assert_int_equal(d.n, 1);
     sp_diags_fini(&d);
@@ -664,7 +725,7 @@ static cm_status rules_oom_run_custom(void *ctx)
     cm_error err;
     cm_error_clear(&err);
     cm_status st = sp_custom_rules_put_einsum(t->cr, "unknown", "i -> i", NULL, &err);
-    sp_rule_opts o = {false, t->cr};
+    sp_rule_opts o = {.custom = t->cr};
     return st == CM_OK ? sp_pass_populate_rules(t->m, &o, &t->d, &err) : st;
 }
 
@@ -695,7 +756,8 @@ int main(void)
         cmocka_unit_test(test_sp_rule_for_op_custom_call_user_einsum_rule),
         cmocka_unit_test(test_sp_custom_rules_put_einsum_rejects_bad_syntax),
         cmocka_unit_test(test_sp_rule_for_op_custom_call_user_text_rule),
-        cmocka_unit_test(test_sp_rule_for_op_custom_call_without_rule_warns_and_blocks),
+        cmocka_unit_test(test_sp_rule_for_op_custom_call_targets),
+        cmocka_unit_test(test_sp_rule_for_op_unknown_ops),
         cmocka_unit_test(test_sp_rule_for_op_existing_rule_wins),
         cmocka_unit_test(test_sp_rule_for_op_known_custom_calls),
         cmocka_unit_test(test_sp_rule_for_op_bad_attributes_are_einval),

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sp_attrs.h"
 #include "sp_export_int.h"
 #include "sp_ops.h"
 #include "sp_pass.h"
@@ -2373,53 +2374,6 @@ static cm_status convert_gather(g2l *c, uint32_t op, uint32_t orig_in, uint32_t 
     return b.st;
 }
 
-/* The reduction of a scatter's update computation when every result is
- * one add, mul, max or min (and, or on i1) of its two block arguments, all
- * the same op (Shardy's getCommonSupportedReductionOp); NULL otherwise. */
-static const char *scatter_reduction(const sp_module *m, uint32_t op, uint32_t n_in)
-{
-    const sp_op *o = &m->ops[op];
-    if (o->n_regions != 1 || o->regions[0].n_blocks != 1) {
-        return NULL;
-    }
-    const sp_block *bb = &m->blocks[o->regions[0].blocks[0]];
-    if (bb->n_args != 2 * n_in || bb->n_ops == 0) {
-        return NULL;
-    }
-    const sp_op *ret = &m->ops[bb->ops[bb->n_ops - 1]];
-    if (strcmp(ret->name, "stablehlo.return") != 0 || ret->n_operands != n_in) {
-        return NULL;
-    }
-    static const char *const ok[] = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum",
-                                     "stablehlo.minimum", "stablehlo.and", "stablehlo.or"};
-    const char *kind = NULL;
-    for (uint32_t i = 0; i < n_in; i++) {
-        uint32_t v = ret->operands[i], def = m->values[v].def;
-        if (def == SP_NONE || m->ops[def].n_operands != 2) {
-            return NULL;
-        }
-        const char *name = m->ops[def].name;
-        bool known = false;
-        for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
-            known = known || strcmp(name, ok[k]) == 0;
-        }
-        bool logical = strcmp(name, "stablehlo.and") == 0 || strcmp(name, "stablehlo.or") == 0;
-        if (!known || (logical && sp_value_type(m, v)->elem != SP_ELEM_I1)) {
-            return NULL;
-        }
-        if (kind != NULL && strcmp(kind, name) != 0) {
-            return NULL;
-        }
-        kind = name;
-        uint32_t a = m->ops[def].operands[0], b = m->ops[def].operands[1];
-        uint32_t x = bb->first_arg + i, y = bb->first_arg + i + n_in;
-        if (!((a == x && b == y) || (a == y && b == x))) {
-            return NULL;
-        }
-    }
-    return kind;
-}
-
 /* The scalar identity constant of a scatter reduction kind for element e. */
 static uint32_t identity_const(bld *b, const char *kind, sp_elem e)
 {
@@ -2553,7 +2507,7 @@ static cm_status convert_scatter(g2l *c, uint32_t op, const uint32_t *orig, uint
     memcpy(ops, o->operands, sizeof ops[0] * o->n_operands);
     sp_type lit_v = *sp_value_type(m, ops[0]);
     if (n_red > 0) {
-        const char *kind = scatter_reduction(m, op, n_in);
+        const char *kind = sp_scatter_reduction(m, op);
         if (kind == NULL) {
             op_fail(c, op, "failed to get scatter reduction identity.");
             return CM_EINVAL;

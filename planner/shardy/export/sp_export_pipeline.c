@@ -29,8 +29,8 @@ static cm_status partition(sp_module *m, const sp_export_opts *o, sp_diags *d, c
 {
     bool timing = o->timing;
     cm_status st = CM_OK;
-    sp_reshard_opts ro = {o->enable_insert_explicit_collectives ||
-                          o->enable_per_instruction_partitioning};
+    sp_reshard_opts ro = {.full_version = o->enable_insert_explicit_collectives ||
+                                          o->enable_per_instruction_partitioning};
     SP_PASS_STEP(st, timing, "-sdy-verify-unreduced-axes", sp_pass_verify_unreduced_axes(m, d, err));
     SP_PASS_STEP(st, timing, "-sdy-insert-explicit-reshards",
                  sp_pass_insert_explicit_reshards(m, &ro, d, err));

@@ -2027,24 +2027,20 @@ static cm_status visit_op(pass *g, uint32_t opid)
     if (o->n_results == 0 || o->kind == SP_OP_FUNC_FUNC) {
         return CM_OK;
     }
+    /* A sharding constraint is a reshard here: Shardy's export pipeline
+     * makes it one (sharding-constraint-to-reshard) before this pass, and
+     * leaves reshards alone; the plan's own partitioning keeps the
+     * constraint so that the advisor can name it. */
+    if (o->kind == SP_OP_SDY_SHARDING_CONSTRAINT) {
+        return CM_OK;
+    }
     sp_rule *r = NULL;
     cm_error e;
     cm_error_clear(&e);
-    /* Shardy's registry has no rule for a custom call it does not know; ours
-     * gives one that blocks propagation and says so in a warning, and this
-     * pass must then leave the op alone */
-    sp_diags unknown;
-    sp_diags_init(&unknown);
-    cm_status st =
-        sp_rule_for_op(m, opid, &g->ropts, &r, o->kind == SP_OP_CUSTOM_CALL ? &unknown : NULL, &e);
-    bool no_rule = unknown.n > 0 || unknown.oom;
-    sp_diags_fini(&unknown);
+    cm_status st = sp_rule_for_op(m, opid, &g->ropts, &r, NULL, &e);
     o = &m->ops[opid];
     if (st == CM_ENOMEM) {
         return oom(g);
-    }
-    if (no_rule) {
-        return CM_OK;
     }
     if (st != CM_OK || r == NULL || r->n_operands != o->n_operands ||
         r->n_results != o->n_results || r->is_custom) {
@@ -2709,6 +2705,7 @@ cm_status sp_pass_insert_explicit_reshards(sp_module *m, const sp_reshard_opts *
     memset(&g, 0, sizeof g);
     g.m = m;
     g.full = opts == NULL || opts->full_version;
+    g.ropts.replicate_unknown_custom_calls = opts != NULL && opts->replicate_unknown_custom_calls;
     g.err = err;
     g.diags = diags;
     g.n_ops0 = m->n_ops;

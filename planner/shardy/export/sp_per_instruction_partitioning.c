@@ -504,7 +504,7 @@ static cm_status outline(sp_module *m, uint32_t op, const inst *x, const uint32_
 static cm_status run_pipeline(sp_module *m, const sp_pip_opts *o, sp_diags *d, cm_error *err)
 {
     sp_rpf_opts ro = {o->enable_halo_exchange, o->replica_count, o->partition_count};
-    sp_reshard_opts xo = {true};
+    sp_reshard_opts xo = {.full_version = true};
     sp_g2l_opts go = {o->replica_count, o->partition_count, false, false, false};
     cm_status st = sp_pass_resolve_permutation_factors(m, &ro, d, err);
     if (st == CM_OK) {

@@ -19,6 +19,10 @@
 
 typedef struct sp_reshard_opts {
     bool full_version; /* enable-full-version=true; see sp_pass_insert_explicit_reshards */
+    /* the operands of a custom call the registry does not know are
+     * resharded to replicated, as XLA's partitioner does (sp_rule_opts); the
+     * plan's partitioning sets it, Shardy's pass does not */
+    bool replicate_unknown_custom_calls;
 } sp_reshard_opts;
 
 /* Runs -sdy-insert-explicit-reshards on every function of m, in program order.

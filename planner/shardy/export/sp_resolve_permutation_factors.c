@@ -2253,7 +2253,7 @@ static cm_status visit_op(rpf *c, uint32_t op, cm_error *err)
         return visit_reshape(c, op) == CM_OK ? CM_OK : cm_error_oom(err);
     }
     sp_rule *rule = NULL;
-    sp_rule_opts ro = {false, NULL};
+    sp_rule_opts ro = {false, NULL, false};
     cm_error rerr;
     cm_error_clear(&rerr);
     cm_status st = sp_rule_for_op(m, op, &ro, &rule, NULL, &rerr);

@@ -5,27 +5,24 @@
  * the callee's body. Calls are visited callees first (the call graph in post
  * order, each function's calls in program order), so a callee's own calls
  * are already named computations when its body moves. The first call of a
- * callee takes the body itself; later calls get a copy of it (with a warning,
- * given once per process as Shardy does). The named computation takes the
- * call's operands, its result shardings (the call's sdy.sharding) as out
- * shardings, the callee's argument shardings as in shardings (when some
- * argument has a sharding on a non-maximal mesh; the others are then fully
- * open on that mesh), the call's other discardable attributes and the
- * callee's execution_thread. Callees whose bodies moved are erased. With
+ * callee takes the body itself; later calls get a copy of it, with a warning
+ * given once per diagnostics list (sp_diag.h: once per process, as Shardy
+ * gives it, under `shardplan opt`; once per plan in a server). The named
+ * computation takes the call's operands, its result shardings (the call's
+ * sdy.sharding) as out shardings, the callee's argument shardings as in
+ * shardings (when some argument has a sharding on a non-maximal mesh; the
+ * others are then fully open on that mesh), the call's other discardable
+ * attributes and the callee's execution_thread. Callees whose bodies moved are erased. With
  * add-data-flow-edges-on-named-computations (the default), every named
  * computation of the module then gets its data-flow edges: one per body
  * argument (its in sharding) and one per result (its out sharding), as
  * -sdy-add-data-flow-edges gives them. */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sp_import.h"
 #include "sp_ops.h"
 #include "sp_pass.h"
-
-/* Shardy warns about a callee with several calls once per process. */
-static atomic_flag g_multi_call_warned = ATOMIC_FLAG_INIT;
 
 typedef struct fctx {
     uint32_t *calls; /* call ops, callees' calls first */
@@ -291,7 +288,7 @@ static cm_status import_call(sp_module *m, fctx *c, uint32_t call, sp_diags *dia
     m->ops[nc].where = m->ops[call].where;
     uint32_t body;
     if (prev != SP_NONE) {
-        if (!atomic_flag_test_and_set(&g_multi_call_warned)) {
+        if (sp_diags_once(diags, SP_DIAG_ONCE_MULTI_CALL)) { /* once per process in Shardy */
             sp_diags_add(diags, m, call, SP_DIAG_WARNING,
                          "function @%s has multiple call ops, we need to clone the function "
                          "body for each call",

@@ -37,7 +37,7 @@ void sp_prop_aggressive_factor_propagate(prop *p, const sp_rule *r, uint32_t n, 
     tens *ts = p->ts;
     fsh *fs = p->fs;
     struct cand *cands = p->cands;
-    bool elementwise = op < p->m->n_ops && sp_op_is_elementwise((sp_op_kind)p->m->ops[op].kind);
+    bool elementwise = op < p->m->n_ops && sp_prop_is_elementwise(p->m, op);
     /* aggressive: conflicts between factors are resolved in each tensor
      * on its own, the factors taking their axes in order, each the longest
      * prefix its tensor can still hold, so one tensor's conflict does not

@@ -290,7 +290,7 @@ static sp_rule *derive_rule(prop *p, uint32_t op)
     if (a != NULL && a->kind == SP_ATTR_RULE) {
         return a->u.rule;
     }
-    sp_rule_opts ro = {p->o->conservative, p->o->custom};
+    sp_rule_opts ro = {p->o->conservative, p->o->custom, false};
     sp_rule *r = NULL;
     cm_error e;
     cm_error_clear(&e);

@@ -19,6 +19,28 @@ bool sp_prop_is_pass_through(const sp_op *op)
            op->kind == SP_OP_SDY_FUNC_DATA_FLOW_EDGE;
 }
 
+bool sp_prop_is_elementwise(const sp_module *m, uint32_t opid)
+{
+    const sp_op *op = &m->ops[opid];
+    switch ((sp_op_kind)op->kind) {
+    case SP_OP_SDY_PROPAGATION_BARRIER:
+    case SP_OP_SDY_SHARDING_CONSTRAINT:
+    case SP_OP_SDY_RESHARD:
+        return true;
+    case SP_OP_BITCAST_CONVERT: {
+        if (op->n_operands != 1 || op->n_results != 1) {
+            return false;
+        }
+        const sp_type *a = sp_value_type(m, op->operands[0]);
+        const sp_type *b = sp_value_type(m, op->first_result);
+        return a->kind == SP_TYPE_TENSOR && b->kind == SP_TYPE_TENSOR && a->rank == b->rank &&
+               (a->rank == 0 || memcmp(a->dims, b->dims, sizeof a->dims[0] * a->rank) == 0);
+    }
+    default:
+        return sp_op_is_elementwise((sp_op_kind)op->kind);
+    }
+}
+
 /* The offload custom calls Shardy treats as pass-through. */
 static bool is_offload(const prop *p, uint32_t opid)
 {
@@ -64,8 +86,7 @@ static dir pass_through_direction(const prop *p, uint32_t opid, const sp_op *op,
         op->kind == SP_OP_SDY_FUNC_DATA_FLOW_EDGE) {
         return DIR_BOTH;
     }
-    if (sp_op_is_elementwise((sp_op_kind)op->kind) || op->kind == SP_OP_SDY_SHARDING_CONSTRAINT ||
-        op->kind == SP_OP_SDY_PROPAGATION_BARRIER || op->kind == SP_OP_RESHAPE ||
+    if (sp_prop_is_elementwise(p->m, opid) || op->kind == SP_OP_RESHAPE ||
         op->kind == SP_OP_TRANSPOSE || (op->kind == SP_OP_CUSTOM_CALL && is_offload(p, opid))) {
         return direction_by_uses(p, op, allow_multi_use);
     }

@@ -515,18 +515,6 @@ static cm_status rule_same_shape(rctx *c)
     return CM_OK;
 }
 
-static cm_status rule_iota(rctx *c)
-{
-    if (c->op->n_results != 1) {
-        return no_rule(c);
-    }
-    for (uint32_t d = 0; d < trank(c, RES(c, 0)); d++) {
-        rb_map(&c->b, RES(c, 0), d,
-               rb_factor(&c->b, tdim(c, RES(c, 0), d), SP_FACTOR_PASS_THROUGH, false));
-    }
-    return CM_OK;
-}
-
 /* Whether the n operands share one shape and the n results another. */
 static bool same_operand_and_result_shapes(const rctx *c, uint32_t n)
 {
@@ -635,9 +623,9 @@ static cm_status rule_all_to_all(rctx *c)
     return CM_OK;
 }
 
-/* batch_norm_{inference,training,grad}: the rank-N tensors share one factor
- * per dimension; the 1-D tensors (scale, offset, mean, variance...) map to
- * the feature factor. */
+/* batch_norm_inference (Shardy registers neither training nor grad): the
+ * rank-N tensors share one factor per dimension; the 1-D tensors (scale,
+ * offset, mean, variance) map to the feature factor. */
 static cm_status rule_batch_norm(rctx *c)
 {
     if (c->op->n_operands == 0) {
@@ -1316,45 +1304,6 @@ static cm_status rule_gather(rctx *c)
     return CM_OK;
 }
 
-/* Whether a scatter body combines each input with one associative op kind
- * (add, multiply, max, min, and, or, xor), the same for all inputs. */
-static bool scatter_body_reduces(const rctx *c)
-{
-    if (c->op->n_regions < 1 || c->op->regions[0].n_blocks != 1) {
-        return false;
-    }
-    const sp_block *blk = &c->m->blocks[c->op->regions[0].blocks[0]];
-    uint32_t kind = SP_OP_UNKNOWN, n = 0;
-    for (uint32_t i = 0; i < blk->n_ops; i++) {
-        const sp_op *o = &c->m->ops[blk->ops[i]];
-        if (o->kind == SP_OP_RETURN) {
-            continue;
-        }
-        switch (o->kind) {
-        case SP_OP_ADD:
-        case SP_OP_MULTIPLY:
-        case SP_OP_MAXIMUM:
-        case SP_OP_MINIMUM:
-        case SP_OP_AND:
-        case SP_OP_OR:
-        case SP_OP_XOR:
-            break;
-        default:
-            return false;
-        }
-        if (n++ > 0 && o->kind != kind) {
-            return false;
-        }
-        kind = o->kind;
-        for (uint32_t j = 0; j < o->n_operands; j++) {
-            if (c->m->values[o->operands[j]].block != c->op->regions[0].blocks[0]) {
-                return false;
-            }
-        }
-    }
-    return n > 0;
-}
-
 static cm_status rule_scatter(rctx *c)
 {
     uint32_t nops = c->op->n_operands;
@@ -1374,8 +1323,11 @@ static cm_status rule_scatter(rctx *c)
             return bad(c, "inputs, updates and results must have matching shapes");
         }
     }
-    sp_factor_kind scatter_kind =
-        scatter_body_reduces(c) ? SP_FACTOR_REDUCTION : SP_FACTOR_NEED_REPLICATION;
+    /* a batch dimension only in the indices and updates: a reduction when
+     * the update computation is one supported reduction (Shardy) */
+    sp_factor_kind scatter_kind = sp_scatter_reduction(c->m, c->opid) != NULL
+                                      ? SP_FACTOR_REDUCTION
+                                      : SP_FACTOR_NEED_REPLICATION;
     uint32_t nbatch = 0;
     for (uint32_t u = 0; u < urank; u++) {
         int64_t k = index_in(x.offset, x.n_offset, (int64_t)u);
@@ -2007,21 +1959,47 @@ static cm_status rule_qr_like(rctx *c, bool householder)
     return CM_OK;
 }
 
-/* A rule that blocks propagation through every dimension. */
-static void blocked_rule(rctx *c)
+/* Targets Shardy leaves without a rule and without a warning: calls whose
+ * partitioning is their own (TPU kernels, host callbacks, debug logging). */
+static const char *const ruleless_targets[] = {
+    "sdy_testonly",           "tpu_custom_call",          "xla_python_cpu_callback",
+    "xla_python_gpu_callback", "xla_ffi_python_cpu_callback", "xla_ffi_python_gpu_callback",
+    "xla.debug.Log",
+};
+
+/* Targets with the pointwise rule: the element-wise ones, and XLA's SPMD
+ * permutes between partitions, whose results all take their input's
+ * sharding. */
+static const char *const pointwise_targets[] = {
+    "annotate_device_placement",
+    "Cholesky",
+    "CompactWyHelper",
+    "InspectSharding",
+    "InvertDiagBlocksLowerTriangular",
+    "InvertDiagBlocksUpperTriangular",
+    "LayoutConstraint",
+    "mhlo.erf",
+    "MoveToDevice",
+    "MoveToHost",
+    "X64SplitHigh",
+    "X64SplitLow",
+    "xla.megascale.provide_metadata",
+    "_SPMDInternalOp_MultiPad",
+    "_SPMDInternalOp_RotateRight",
+    "_SPMDInternalOp_MultiRotate",
+    "_SPMDInternalOp_MultiSlice",
+    "_SPMDInternalOp_Wrap",
+};
+
+static bool target_in(const char *target, const char *const *list, size_t n)
 {
-    for (uint32_t t = 0; t < c->b.n_tensors; t++) {
-        for (uint32_t d = 0; d < trank(c, t); d++) {
-            rb_map(&c->b, t, d, rb_factor(&c->b, tdim(c, t, d), SP_FACTOR_NEED_REPLICATION, true));
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(target, list[i]) == 0) {
+            return true;
         }
     }
+    return false;
 }
-
-static const char *const pointwise_targets[] = {
-    "CompactWyHelper",  "InspectSharding", "X64SplitHigh",
-    "X64SplitLow",      "MoveToDevice",    "MoveToHost",
-    "LayoutConstraint", "mhlo.erf",        "xla.megascale.provide_metadata",
-};
 
 /* Sets *out to the user's rule for target (opts->custom), or NULL when there
  * is none or a text rule does not fit the shapes. Errors: CM_EINVAL for an
@@ -2038,10 +2016,16 @@ static cm_status rule_custom_call(rctx *c, sp_rule **direct)
     if (st != CM_OK || *direct != NULL) {
         return st;
     }
-    for (size_t i = 0; i < sizeof pointwise_targets / sizeof pointwise_targets[0]; i++) {
-        if (strcmp(target, pointwise_targets[i]) == 0) {
-            return rule_elementwise(c);
+    if (target_in(target, ruleless_targets, sizeof ruleless_targets / sizeof *ruleless_targets)) {
+        return no_rule(c);
+    }
+    if (target_in(target, pointwise_targets, sizeof pointwise_targets / sizeof *pointwise_targets)) {
+        /* Shardy's pointwise builder: no rule when the first result is no
+         * tensor (a token) */
+        if (c->op->n_results == 0 || ttype(c, RES(c, 0))->kind != SP_TYPE_TENSOR) {
+            return no_rule(c);
         }
+        return rule_elementwise(c);
     }
     if (strcmp(target, "X64Combine") == 0) {
         if (c->op->n_results != 1 || !all_same_shape(c, RES(c, 0))) {
@@ -2077,13 +2061,22 @@ static cm_status rule_custom_call(rctx *c, sp_rule **direct)
     if (strcmp(target, "ApproxTopK") == 0 || strcmp(target, "PartialReduce") == 0) {
         return rule_approx_topk(c);
     }
-    sp_diags_add(c->diags, c->m, c->opid, SP_DIAG_WARNING,
-                 "custom call @%s is unknown to SDY sharding rule registry; provide a "
-                 "sharding_rule "
-                 "(jax.experimental.custom_partitioning sharding_rule=...)",
-                 target);
-    blocked_rule(c);
-    return CM_OK;
+    if (c->opts->replicate_unknown_custom_calls) {
+        for (uint32_t t = 0; t < c->b.n_tensors; t++) {
+            for (uint32_t d = 0; d < trank(c, t); d++) {
+                rb_map(&c->b, t, d,
+                       rb_factor(&c->b, tdim(c, t, d), SP_FACTOR_NEED_REPLICATION, true));
+            }
+        }
+        return CM_OK;
+    }
+    /* Unknown: no rule, so propagation passes it by and the export leaves it
+     * as it is. Shardy warns once per process (sp_diag.h). */
+    if (sp_diags_once(c->diags, SP_DIAG_ONCE_UNKNOWN_CUSTOM_CALL)) {
+        sp_diags_add(c->diags, c->m, c->opid, SP_DIAG_WARNING,
+                     "custom call @%s is unknown to SDY sharding rule registry", target);
+    }
+    return no_rule(c);
 }
 
 /* ==== the custom rule table ==================================================== */
@@ -2434,8 +2427,8 @@ static cm_status dispatch(rctx *c, sp_rule **direct)
     sp_op_kind k = (sp_op_kind)c->op->kind;
     /* mhlo.copy: not in Shardy's registry, but XLA gives it the pointwise
      * rule (its sharding-rule extension for MHLO ops) */
-    if (sp_op_is_elementwise(k) || k == SP_OP_UNIFORM_QUANTIZE || k == SP_OP_UNIFORM_DEQUANTIZE ||
-        k == SP_OP_MHLO_COPY) {
+    if (sp_op_is_elementwise(k) || k == SP_OP_MHLO_COPY || k == SP_OP_SDY_SHARDING_CONSTRAINT ||
+        k == SP_OP_COLLECTIVE_BROADCAST) {
         return rule_elementwise(c);
     }
     switch (k) {
@@ -2448,9 +2441,7 @@ static cm_status dispatch(rctx *c, sp_rule **direct)
         return rule_gather_scatter_collective(c, "scatter_dimension");
     case SP_OP_ALL_TO_ALL:
         return rule_all_to_all(c);
-    case SP_OP_BATCH_NORM_GRAD:
     case SP_OP_BATCH_NORM_INFERENCE:
-    case SP_OP_BATCH_NORM_TRAINING:
         return rule_batch_norm(c);
     case SP_OP_BITCAST_CONVERT:
         return rule_bitcast_convert(c);
@@ -2475,8 +2466,6 @@ static cm_status dispatch(rctx *c, sp_rule **direct)
         return rule_fft(c);
     case SP_OP_GATHER:
         return rule_gather(c);
-    case SP_OP_IOTA:
-        return rule_iota(c);
     case SP_OP_PAD:
         return rule_pad(c);
     case SP_OP_REDUCE:
@@ -2521,17 +2510,15 @@ bool sp_rules_cover_kind(sp_op_kind k)
         return true;
     }
     switch (k) {
-    case SP_OP_UNIFORM_QUANTIZE:
-    case SP_OP_UNIFORM_DEQUANTIZE:
     case SP_OP_MHLO_COPY:
+    case SP_OP_SDY_SHARDING_CONSTRAINT:
+    case SP_OP_COLLECTIVE_BROADCAST:
     case SP_OP_ALL_REDUCE:
     case SP_OP_COLLECTIVE_PERMUTE:
     case SP_OP_ALL_GATHER:
     case SP_OP_REDUCE_SCATTER:
     case SP_OP_ALL_TO_ALL:
-    case SP_OP_BATCH_NORM_GRAD:
     case SP_OP_BATCH_NORM_INFERENCE:
-    case SP_OP_BATCH_NORM_TRAINING:
     case SP_OP_BITCAST_CONVERT:
     case SP_OP_BROADCAST_IN_DIM:
     case SP_OP_CHOLESKY:
@@ -2544,7 +2531,6 @@ bool sp_rules_cover_kind(sp_op_kind k)
     case SP_OP_DYNAMIC_UPDATE_SLICE:
     case SP_OP_FFT:
     case SP_OP_GATHER:
-    case SP_OP_IOTA:
     case SP_OP_PAD:
     case SP_OP_REDUCE:
     case SP_OP_REDUCE_WINDOW:
@@ -2558,6 +2544,41 @@ bool sp_rules_cover_kind(sp_op_kind k)
     case SP_OP_SORT:
     case SP_OP_TRANSPOSE:
     case SP_OP_TRIANGULAR_SOLVE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* StableHLO ops Shardy's registry has no case for: they get no rule, and
+ * the first one met gets Shardy's warning (once per process there, once per
+ * diagnostics list here). Iota, constants, tokens, control flow and the
+ * data-flow ops get no rule either, but no warning. */
+static bool unknown_to_registry(sp_op_kind k)
+{
+    switch (k) {
+    case SP_OP_BATCH_NORM_GRAD:
+    case SP_OP_BATCH_NORM_TRAINING:
+    case SP_OP_BROADCAST:
+    case SP_OP_COMPOSITE:
+    case SP_OP_DYNAMIC_BROADCAST_IN_DIM:
+    case SP_OP_DYNAMIC_CONV:
+    case SP_OP_DYNAMIC_GATHER:
+    case SP_OP_DYNAMIC_IOTA:
+    case SP_OP_DYNAMIC_PAD:
+    case SP_OP_DYNAMIC_RESHAPE:
+    case SP_OP_EINSUM:
+    case SP_OP_GET_DIMENSION_SIZE:
+    case SP_OP_MAP:
+    case SP_OP_REAL_DYNAMIC_SLICE:
+    case SP_OP_REPLICA_ID:
+    case SP_OP_RNG:
+    case SP_OP_SET_DIMENSION_SIZE:
+    case SP_OP_TORCH_INDEX_SELECT:
+    case SP_OP_TUPLE:
+    case SP_OP_UNARY_EINSUM:
+    case SP_OP_UNIFORM_DEQUANTIZE:
+    case SP_OP_UNIFORM_QUANTIZE:
         return true;
     default:
         return false;
@@ -2590,7 +2611,7 @@ static bool all_dims_mapped(const rb *b)
 cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp_rule **rule_out,
                          sp_diags *diags, cm_error *err)
 {
-    static const sp_rule_opts no_opts = {false, NULL};
+    static const sp_rule_opts no_opts = {false, NULL, false};
     *rule_out = NULL;
     if (m == NULL || op >= m->n_ops) {
         return cm_error_set(err, CM_EINVAL, "", "no such op");
@@ -2602,6 +2623,12 @@ cm_status sp_rule_for_op(sp_module *m, uint32_t op, const sp_rule_opts *opts, sp
     }
     const sp_op *o = &m->ops[op];
     if (!sp_rules_cover_kind((sp_op_kind)o->kind)) {
+        if (unknown_to_registry((sp_op_kind)o->kind) &&
+            sp_diags_once(diags, SP_DIAG_ONCE_UNKNOWN_OP)) {
+            sp_diags_add(diags, m, op, SP_DIAG_WARNING,
+                         "op '%s' is unknown to SDY sharding rule registry",
+                         sp_op_kind_name((sp_op_kind)o->kind));
+        }
         return CM_OK;
     }
     rctx c;

@@ -34,8 +34,9 @@ cm_status sp_pass_populate_rules(sp_module *m, const sp_rule_opts *opts, sp_diag
     }
     uint32_t n = m->n_ops; /* ops added meanwhile (none expected) are not visited */
     for (uint32_t op = 0; op < n; op++) {
-        if (sp_op_attr(m, op, RULE_ATTR) != NULL ||
-            !sp_rules_cover_kind((sp_op_kind)m->ops[op].kind) || !is_attached(m, op)) {
+        /* every op, as Shardy walks them: sp_rule_for_op gives the ops
+         * without a rule their warning where Shardy gives one */
+        if (sp_op_attr(m, op, RULE_ATTR) != NULL || !is_attached(m, op)) {
             continue;
         }
         sp_rule *rule = NULL;

@@ -268,6 +268,11 @@ void sp_prop_aggressive_factor_propagate(prop *p, const sp_rule *r, uint32_t n, 
 /* Ops whose rule passes every factor through (element-wise, reshape,
  * transpose, data flow, constraints, barriers, manual computations, return). */
 bool sp_prop_is_pass_through(const sp_op *op);
+/* Shardy's isElementwise (common/op_properties.cc), for the op-priority
+ * schedule and the aggressive strategy's order: the element-wise kinds, a
+ * bitcast_convert that keeps the shape (equal bit widths), and the sdy ops
+ * propagation_barrier, sharding_constraint and reshard. */
+bool sp_prop_is_elementwise(const sp_module *m, uint32_t opid);
 /* The directions op propagates in at op priority p->op_priority >= 0. */
 dir sp_prop_op_priority_direction(prop *p, uint32_t opid, const sp_op *op);
 /* -sdy-op-priority-propagate at the current user priority: three rounds of

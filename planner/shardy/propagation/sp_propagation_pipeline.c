@@ -80,7 +80,7 @@ static cm_status export_steps(sp_module *m, const sp_prop_opts *o, sp_diags *dia
                  sp_pass_remove_sub_axes_in_io(m, err));
     SP_PASS_STEP(st, timing, "-sdy-close-shardings", sp_pass_close_shardings(m, err));
     if (for_partitioning) {
-        sp_reshard_opts ro = {false};
+        sp_reshard_opts ro = {.full_version = false};
         SP_PASS_STEP(st, timing, "-sdy-verify-unreduced-axes",
                      sp_pass_verify_unreduced_axes(m, diags, err));
         SP_PASS_STEP(st, timing, "-sdy-insert-explicit-reshards",

@@ -36,6 +36,11 @@ bool sp_custom_rules_remove(sp_custom_rules *r, const char *target);
 typedef struct sp_rule_opts {
     bool conservative;               /* conservative-propagation=true */
     const sp_custom_rules *custom;   /* may be NULL */
+    /* A custom call the registry does not know gets a rule that replicates
+     * every dimension and blocks propagation (what XLA's partitioner does to
+     * a custom call it cannot partition) instead of Shardy's none; no
+     * warning. For the plan's own partitioning only (sp_reshard_opts). */
+    bool replicate_unknown_custom_calls;
 } sp_rule_opts;
 
 /* Derives the rule of op. *rule_out is NULL when the op has no rule (func
