@@ -126,8 +126,16 @@ struct srv_app {
     /* plan jobs */
     pthread_mutex_t job_mu;
     pthread_cond_t job_cv;
-    unsigned jobs_running; /* threads alive */
+    unsigned jobs_running; /* jobs queued or running */
     unsigned slots_busy;   /* jobs holding a planning slot */
+    /* the plan workers: up to cfg.plan_workers threads, started as jobs
+     * need them and kept until srv_jobs_stop (a thread per job cost more
+     * than planning a small graph) */
+    struct plan_job *job_head, *job_tail; /* queued, not yet taken */
+    pthread_cond_t pool_cv;               /* a job was queued, or the pool stops */
+    pthread_t *workers;                   /* cfg.plan_workers slots */
+    unsigned n_workers, idle_workers;
+    bool pool_stop;
 
     srv_metrics metrics;
 
@@ -425,6 +433,7 @@ typedef struct plan_job {
     void (*finish)(struct plan_job *j, void *keep);
     void (*keep_free)(void *keep);
     void *keep;
+    struct plan_job *qnext; /* the workers' queue (under app->job_mu) */
 } plan_job;
 
 /* A job for plan (taken over: destroyed with the job), with one reference
@@ -441,5 +450,13 @@ void srv_job_unref(plan_job *j);
  * passed while planning: the job then finishes in the background and, when
  * the caller set j->detach/finish/keep_free, stores its plan itself). */
 bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline);
+
+/* Sets up the plan workers' state (no thread yet); srv_app_create. */
+void srv_jobs_init(srv_app *app);
+/* Waits for every job, then stops and joins the plan workers; a later
+ * srv_job_run starts them again. Idempotent. */
+void srv_jobs_stop(srv_app *app);
+/* Frees what srv_jobs_init set up (after srv_jobs_stop). */
+void srv_jobs_fini(srv_app *app);
 
 #endif /* SRV_INT_H */
