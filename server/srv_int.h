@@ -230,14 +230,29 @@ srv_err srv_err_of_status(cm_status st);
 /* The error's code string ("invalid", "not_found", ...), static. */
 const char *srv_err_code(srv_err e);
 
+/* The error document of a request srv_http refused before any handler (a
+ * malformed head, too many connections, a head or body past its deadline):
+ * the code of status from the table, message, an empty path; written into
+ * buf (cap bytes), its length returned; the error counted. Into hdrs (hcap
+ * bytes) the CORS header lines (srv_cors_lines) for origin. cls is the
+ * srv_app. Any thread. */
+size_t srv_reply_refusal(void *cls, unsigned status, const char *message, const char *origin,
+                         char *buf, size_t cap, char *hdrs, size_t hcap);
+
+/* CORS (--cors-origin): the Access-Control-Allow-Origin value a request
+ * from origin (NULL: no Origin header) gets, or NULL when CORS is off or
+ * origin is not the one allowed; *vary_out tells whether the answer varies
+ * with Origin (a named origin, not "*"). */
+const char *srv_cors_allow(const srv_app *app, const char *origin, bool *vary_out);
+/* The exposed response headers of a CORS answer. */
+#define SRV_CORS_EXPOSE "ETag, Location, Retry-After, WWW-Authenticate"
+/* The CORS header lines of srv_cors_allow for origin, each ending in CRLF,
+ * into buf (cap bytes, NUL-terminated; "" when none or they do not fit). */
+void srv_cors_lines(const srv_app *app, const char *origin, char *buf, size_t cap);
+
 /* Replies {"error":{"code","message","path"}} with e's HTTP status; path is
  * dropped for E_INTERNAL (our data, not the client's); counts the error in
  * the metrics; adds WWW-Authenticate or Retry-After where e needs one. */
-/* The error document of a request srv_http refused before any handler (a
- * malformed head, too many connections): the code of status from the
- * table, message, an empty path; written into buf (cap bytes), its length
- * returned; the error counted. cls is the srv_app. Any thread. */
-size_t srv_reply_refusal(void *cls, unsigned status, const char *message, char *buf, size_t cap);
 void srv_reply_err(srv_app *app, srv_req *r, srv_err e, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* srv_reply_err for a cm_error (its status, path and message). */
