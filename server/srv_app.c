@@ -407,6 +407,7 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     pthread_mutex_init(&app->job_mu, NULL);
     pthread_mutex_init(&app->idem_mu, NULL);
     pthread_cond_init(&app->job_cv, NULL);
+    srv_jobs_init(app);
     srv_metrics_init(&app->metrics);
     atomic_init(&app->generation, 1);
     cm_status st = srv_db_dir_make(c->db_path, err);
@@ -541,11 +542,7 @@ void srv_app_stop(srv_app *app)
     srv_bench_stop(app);
     app->running = false;
     /* plan jobs abandoned by a timed-out request still run: wait for them */
-    pthread_mutex_lock(&app->job_mu);
-    while (app->jobs_running > 0) {
-        pthread_cond_wait(&app->job_cv, &app->job_mu);
-    }
-    pthread_mutex_unlock(&app->job_mu);
+    srv_jobs_stop(app);
 }
 
 void srv_app_destroy(srv_app *app)
@@ -554,6 +551,8 @@ void srv_app_destroy(srv_app *app)
         return;
     }
     srv_app_stop(app);
+    srv_jobs_stop(app); /* when never started: jobs run by a test */
+    srv_jobs_fini(app);
     for (size_t i = 0; i < app->n_dbs; i++) {
         st_db_close(app->dbs[i]);
     }

@@ -437,22 +437,79 @@ static void line_parts(const char *buf, size_t n, char *method, size_t mcap, cha
     target[k] = '\0';
 }
 
+size_t srv_gate_answer_format(unsigned status, const char *hdrs, const char *body, size_t bl,
+                              char *out, size_t cap)
+{
+    int hl = snprintf(out, cap,
+                      "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                      "%s%sConnection: close\r\n\r\n",
+                      status, reason(status), bl, status == 503 ? "Retry-After: 1\r\n" : "", hdrs);
+    if (hl <= 0 || (size_t)hl + bl > cap) {
+        return 0;
+    }
+    memcpy(out + hl, body, bl);
+    return (size_t)hl + bl;
+}
+
+void srv_gate_find_origin(const char *buf, size_t n, char *out, size_t cap)
+{
+    static const char name[] = "origin:";
+    const size_t nl = sizeof name - 1;
+    out[0] = '\0';
+    const char *end = buf + n;
+    const char *p = memchr(buf, '\n', n); /* past the request line */
+    while (p != NULL && p + 1 < end) {
+        const char *line = p + 1;
+        p = memchr(line, '\n', (size_t)(end - line));
+        if (p == NULL) {
+            return; /* an incomplete line */
+        }
+        size_t len = (size_t)(p - line);
+        if (len > 0 && line[len - 1] == '\r') {
+            len--;
+        }
+        if (len == 0) {
+            return; /* the end of the head */
+        }
+        if (len <= nl || strncasecmp(line, name, nl) != 0) {
+            continue;
+        }
+        const char *v = line + nl, *ve = line + len;
+        while (v < ve && (*v == ' ' || *v == '\t')) {
+            v++;
+        }
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) {
+            ve--;
+        }
+        size_t vl = (size_t)(ve - v);
+        if (vl == 0 || vl >= cap) {
+            return;
+        }
+        for (size_t i = 0; i < vl; i++) {
+            if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f) {
+                return;
+            }
+        }
+        memcpy(out, v, vl);
+        out[vl] = '\0';
+        return;
+    }
+}
+
 /* Writes the error answer on fd (non-blocking; a fresh connection's send
  * buffer takes it whole) and shuts the sending side. */
 static void answer(srv_gate *g, int fd, const struct sockaddr *sa, unsigned status,
                    const char *message, const char *head, size_t head_n, double t0)
 {
-    char method[64], target[256], body[1024], out[1400];
+    char method[64], target[256], origin[256], body[1024], hdrs[512], out[2048];
     line_parts(head, head_n, method, sizeof method, target, sizeof target);
-    srv_gate_refusal x = {status, message, sa, method, target, cm_now() - t0};
-    size_t bl = g->o.refuse(g->o.cls, &x, body, sizeof body);
-    int hl = snprintf(out, sizeof out,
-                      "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                      "%sConnection: close\r\n\r\n",
-                      status, reason(status), bl, status == 503 ? "Retry-After: 1\r\n" : "");
-    if (hl > 0 && (size_t)hl + bl <= sizeof out) {
-        memcpy(out + hl, body, bl);
-        ssize_t w = send(fd, out, (size_t)hl + bl, MSG_NOSIGNAL | MSG_DONTWAIT);
+    srv_gate_find_origin(head, head_n, origin, sizeof origin);
+    srv_gate_refusal x = {status, message, sa, method, target, origin, cm_now() - t0};
+    hdrs[0] = '\0';
+    size_t bl = g->o.refuse(g->o.cls, &x, body, sizeof body, hdrs, sizeof hdrs);
+    size_t n = srv_gate_answer_format(status, hdrs, body, bl, out, sizeof out);
+    if (n > 0) {
+        ssize_t w = send(fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w; /* a client that does not read loses its answer */
     }
     shutdown(fd, SHUT_WR);
@@ -600,8 +657,10 @@ static void accept_some(srv_gate *g)
         if (!counted) {
             char junk[4096];
             ssize_t r = recv(fd, junk, sizeof junk, MSG_DONTWAIT);
-            (void)r; /* what came already: a close with unread bytes would reset */
-            answer(g, fd, (const struct sockaddr *)&sa, 503, "too many connections", "", 0, now);
+            /* what came already: a close with unread bytes would reset; its
+             * Origin, if the head is there, gets the CORS headers */
+            answer(g, fd, (const struct sockaddr *)&sa, 503, "too many connections", junk,
+                   r > 0 ? (size_t)r : 0, now);
             close(fd);
             continue;
         }

@@ -32,7 +32,8 @@ typedef struct srv_gate_refusal {
     const struct sockaddr *peer; /* the client's address */
     const char *method;          /* raw bytes of the request line (NUL-free copy), maybe "" */
     const char *target;
-    double dur_s; /* seconds since the connection was accepted */
+    const char *origin; /* the head's Origin header (visible ASCII), or "" */
+    double dur_s;       /* seconds since the connection was accepted */
 } srv_gate_refusal;
 
 typedef struct srv_gate_opts {
@@ -44,8 +45,11 @@ typedef struct srv_gate_opts {
      * and reports its close with srv_gate_closed (also when it fails). */
     void (*hand)(void *cls, int fd, const struct sockaddr *sa, socklen_t len);
     /* Writes the JSON error document for x into buf (cap bytes) and
-     * returns its length; logs and counts the refusal. Gate thread. */
-    size_t (*refuse)(void *cls, const srv_gate_refusal *x, char *buf, size_t cap);
+     * returns its length, and into hdrs (hcap bytes, NUL-terminated) the
+     * extra header lines of the answer, each ending in CRLF (CORS); logs
+     * and counts the refusal. Gate thread. */
+    size_t (*refuse)(void *cls, const srv_gate_refusal *x, char *buf, size_t cap, char *hdrs,
+                     size_t hcap);
     void *cls;
 } srv_gate_opts;
 
@@ -63,6 +67,19 @@ void srv_gate_free(srv_gate *g);
 
 /* A connection handed on has closed: its address no longer counts. */
 void srv_gate_closed(srv_gate *g, const struct sockaddr *sa);
+
+/* The error answer: status line, Content-Type: application/json,
+ * Content-Length, Retry-After for 503, the header lines hdrs (each ending
+ * in CRLF, maybe ""), Connection: close and the body (bl bytes), into out
+ * (cap bytes). Returns its length, 0 when it does not fit. Pure. */
+size_t srv_gate_answer_format(unsigned status, const char *hdrs, const char *body, size_t bl,
+                              char *out, size_t cap);
+
+/* The value of the Origin header in the n bytes of a request head at buf
+ * (as far as its complete lines go) into out (cap bytes): "" when there is
+ * none, or when it is empty, longer than cap - 1 or not visible ASCII.
+ * Pure. */
+void srv_gate_find_origin(const char *buf, size_t n, char *out, size_t cap);
 
 /* What srv_gate_check found in a request head. */
 typedef enum srv_gate_verdict {

@@ -435,11 +435,12 @@ void srv_h_plan_post(srv_app *app, srv_req *r, route_args *a)
     /* 2. the request: meshes are bounded before any tree is built */
     srv_plan_req pr;
     memset(&pr, 0, sizeof pr);
-    if (bk == BODY_JSON && srv_json_mesh_sizes_check(body, len, &e) != CM_OK) {
+    bool envelope = false;
+    if (bk == BODY_JSON && srv_json_mesh_sizes_check(body, len, &envelope, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
         return;
     }
-    if (bk == BODY_JSON && srv_json_is_plan_envelope(body, len)) {
+    if (bk == BODY_JSON && envelope) {
         if (srv_json_plan_req_decode(body, len, arena, &pr, &e) != CM_OK) {
             srv_reply_cm(app, r, &e);
             return;

@@ -186,7 +186,7 @@ void srv_h_graph_post(srv_app *app, srv_req *r, route_args *a)
     cm_error e;
     cm_error_clear(&e);
     const char *module_name = NULL;
-    if ((k == BODY_JSON && srv_json_mesh_sizes_check(body, len, &e) != CM_OK) ||
+    if ((k == BODY_JSON && srv_json_mesh_sizes_check(body, len, NULL, &e) != CM_OK) ||
         validate_graph(body, len, k, srv_req_arena(r), &module_name, &e) != CM_OK) {
         srv_reply_cm(app, r, &e);
         return;

@@ -54,8 +54,14 @@ typedef struct conn_track {
     bool head_done; /* the current request's head is complete */
     bool body_done; /* ... and its body (the handler runs or has run) */
     double t_head;  /* cm_now() when the head completed */
+    double t_last;  /* ... or the last body bytes arrived */
     size_t got;     /* body bytes received so far */
-    bool cut;       /* the watchdog has shut it down */
+    bool line_seen; /* the current request's line has arrived (its head has begun) */
+    bool answered;  /* a response to the current request is queued */
+    bool cut;       /* the watchdog has answered or shut it down */
+    double linger_until; /* answered by the watchdog: shut it down then (0: done) */
+    char origin[256];    /* the current request's Origin header, or "" */
+    struct sockaddr_storage peer;
     struct conn_track *prev, *next;
 } conn_track;
 
@@ -99,6 +105,7 @@ struct srv_req {
     int fd;                    /* the connection's socket */
     bool handled;              /* the handler ran */
     bool queued;               /* a response was queued */
+    bool cut;                  /* the watchdog answered 408: discard, then close */
     const char *route;
     int route_index;
     const char *error_code;
@@ -111,6 +118,9 @@ struct srv_req {
     bool vary_encoding; /* the reply's coding depends on Accept-Encoding */
     bool gzipped;       /* ... and it is gzip */
 };
+
+static size_t gate_refuse(void *cls, const srv_gate_refusal *x, char *buf, size_t cap,
+                          char *hdrs, size_t hcap);
 
 /* ---- logging ------------------------------------------------------------------ */
 
@@ -292,6 +302,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         t->head_done = false;
         t->body_done = false;
         t->got = 0;
+        t->line_seen = false;
+        t->answered = false;
+        t->origin[0] = '\0';
         t->t0 = cm_now();
         pthread_mutex_unlock(&h->conn_mu);
     }
@@ -321,6 +334,13 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         }
         t->fd = ci->connect_fd;
         t->t0 = cm_now();
+        const union MHD_ConnectionInfo *pa =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (pa != NULL && pa->client_addr != NULL) {
+            size_t pl = pa->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                               : sizeof(struct sockaddr_in);
+            memcpy(&t->peer, pa->client_addr, pl);
+        }
         pthread_mutex_lock(&h->conn_mu);
         t->next = h->conns;
         if (h->conns != NULL) {
@@ -363,46 +383,129 @@ static conn_track *track_of(struct MHD_Connection *c)
     return ci != NULL ? ci->socket_context : NULL;
 }
 
-static void mark_head_done(srv_http *h, struct MHD_Connection *c)
+/* The head of c's request is complete (origin: its Origin header or
+ * NULL); true when the watchdog has already answered it. */
+static bool mark_head_done(srv_http *h, struct MHD_Connection *c, const char *origin)
 {
     conn_track *t = track_of(c);
+    bool cut = false;
     if (t != NULL) {
         pthread_mutex_lock(&h->conn_mu);
         t->head_done = true;
         t->t_head = cm_now();
+        t->t_last = t->t_head;
+        size_t n = origin != NULL ? strlen(origin) : 0;
+        n = n < sizeof t->origin ? n : 0;
+        memcpy(t->origin, origin != NULL ? origin : "", n);
+        t->origin[n] = '\0';
+        cut = t->cut;
         pthread_mutex_unlock(&h->conn_mu);
     }
+    return cut;
 }
 
-/* Body progress for the watchdog: n more bytes, or done. */
-static void mark_body(srv_http *h, struct MHD_Connection *c, size_t n, bool done)
+/* Body progress for the watchdog: n more bytes, or done; true when the
+ * watchdog has answered the request (the caller then discards). */
+static bool mark_body(srv_http *h, struct MHD_Connection *c, size_t n, bool done)
+{
+    conn_track *t = track_of(c);
+    bool cut = false;
+    if (t != NULL) {
+        pthread_mutex_lock(&h->conn_mu);
+        t->got += n;
+        t->t_last = n > 0 ? cm_now() : t->t_last;
+        t->body_done = t->body_done || (done && !t->cut);
+        cut = t->cut;
+        pthread_mutex_unlock(&h->conn_mu);
+    }
+    return cut;
+}
+
+/* A response to c's current request is queued: the watchdog must not
+ * write one of its own. */
+static void mark_answered(srv_http *h, struct MHD_Connection *c)
 {
     conn_track *t = track_of(c);
     if (t != NULL) {
         pthread_mutex_lock(&h->conn_mu);
-        t->got += n;
-        t->body_done = t->body_done || done;
+        t->answered = true;
         pthread_mutex_unlock(&h->conn_mu);
     }
 }
 
+/* libmicrohttpd's URI log hook: the request line has arrived, so the
+ * request has begun (a head deadline past it is answered, not silent). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)uri;
+    srv_http *h = cls;
+    conn_track *t = track_of(c);
+    if (t != NULL) {
+        pthread_mutex_lock(&h->conn_mu);
+        t->line_seen = true;
+        pthread_mutex_unlock(&h->conn_mu);
+    }
+    return NULL; /* on_request makes the srv_req */
+}
+
 /* Whether t is overdue: its head not complete head_timeout_s after it
  * started, or its body arriving slower, on average after that grace, than
- * min_body_rate bytes a second. */
+ * min_body_rate bytes a second, or no body byte for nearly the idle
+ * timeout (half a second before libmicrohttpd's own would close it
+ * without an answer). */
 static bool overdue(const srv_http *h, const conn_track *t, double now)
 {
     if (!t->head_done) {
         return now - t->t0 > h->o.head_timeout_s;
     }
-    if (t->body_done || h->o.min_body_rate == 0) {
+    if (t->body_done) {
+        return false;
+    }
+    if (h->o.idle_timeout_s > 0 && now - t->t_last > (double)h->o.idle_timeout_s - 0.5) {
+        return true;
+    }
+    if (h->o.min_body_rate == 0) {
         return false;
     }
     return now - t->t_head > h->o.head_timeout_s + (double)t->got / (double)h->o.min_body_rate;
 }
 
-/* The watchdog: four times a second, shuts down every connection whose
- * request head is overdue. shutdown(2) wakes libmicrohttpd's poll on the
- * socket, which then closes the connection as the client's. */
+/* How long the watchdog's 408 is given to reach the client before the
+ * connection is shut down (a close with unread input would reset it). */
+#define CUT_LINGER_S 1.0
+
+/* The watchdog's answer to t's overdue request: 408 request_timeout, the
+ * JSON document and CORS headers from the refuse hook, Connection: close;
+ * then the sending side is shut. Under conn_mu; the request has no
+ * response queued, so libmicrohttpd writes nothing on the socket. */
+static void answer_timeout(srv_http *h, conn_track *t, double now, const char *message)
+{
+    char body[1024], hdrs[512], out[2048];
+    hdrs[0] = '\0';
+    srv_gate_refusal x = {.status = 408,
+                          .message = message,
+                          .peer = (const struct sockaddr *)&t->peer,
+                          .method = "",
+                          .target = "",
+                          .origin = t->origin,
+                          .dur_s = now - t->t0};
+    size_t bl = gate_refuse(h, &x, body, sizeof body, hdrs, sizeof hdrs);
+    size_t n = srv_gate_answer_format(408, hdrs, body, bl, out, sizeof out);
+    if (n > 0) {
+        ssize_t w = send(t->fd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w; /* a client that does not read loses its answer */
+    }
+    shutdown(t->fd, SHUT_WR);
+}
+
+/* The watchdog: four times a second, cuts every connection whose request
+ * head or body is overdue. A request that has begun (its request line
+ * arrived) and has no response queued is answered 408 first and shut down
+ * CUT_LINGER_S later, its further input discarded meanwhile; an idle
+ * connection (nothing of a next request) is shut down at once, silently
+ * (RFC 9112 9.5: a 408 there could cross a request the client is sending).
+ * shutdown(2) wakes libmicrohttpd's poll on the socket, which then closes
+ * the connection as the client's. */
 static void *watchdog(void *arg)
 {
     srv_http *h = arg;
@@ -410,9 +513,24 @@ static void *watchdog(void *arg)
     while (!h->watch_stop) {
         double now = cm_now();
         for (conn_track *t = h->conns; t != NULL; t = t->next) {
-            if (!t->cut && overdue(h, t, now)) {
+            if (t->cut) {
+                if (t->linger_until > 0 && now >= t->linger_until) {
+                    shutdown(t->fd, SHUT_RDWR);
+                    t->linger_until = 0;
+                }
+                continue;
+            }
+            if (!overdue(h, t, now)) {
+                continue;
+            }
+            t->cut = true;
+            if ((t->line_seen || t->head_done) && !t->answered) {
+                answer_timeout(h, t, now,
+                               t->head_done ? "the request body did not arrive in time"
+                                            : "the request head did not arrive in time");
+                t->linger_until = now + CUT_LINGER_S;
+            } else {
                 shutdown(t->fd, SHUT_RDWR);
-                t->cut = true;
             }
         }
         struct timespec until;
@@ -459,6 +577,7 @@ static enum MHD_Result queue(srv_req *r)
         r->resp_len = sizeof body - 1;
     }
     r->queued = true;
+    mark_answered(r->h, r->conn);
     return MHD_queue_response(r->conn, r->status, r->resp);
 }
 
@@ -551,7 +670,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cm_buf_init(&r->body);
         *con_cls = r;
         atomic_fetch_add(&h->in_flight, 1);
-        mark_head_done(h, c);
+        if (mark_head_done(h, c,
+                           MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"))) {
+            r->cut = true; /* answered 408 while the head came: discard, then close */
+            r->handled = true;
+            return MHD_YES;
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -590,8 +714,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        mark_body(h, c, n, false);
-        if (r->handled) {
+        r->cut = mark_body(h, c, n, false) || r->cut;
+        if (r->handled || r->cut) {
             return MHD_YES; /* already answered; discard */
         }
         if (r->body.len + n > h->o.max_body_bytes) {
@@ -612,7 +736,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         return MHD_YES;
     }
-    mark_body(h, c, 0, true);
+    r->cut = mark_body(h, c, 0, true) || r->cut;
+    if (r->cut && !r->queued) {
+        return MHD_NO; /* the watchdog answered 408: close, never run the handler */
+    }
     if (r->handled) {
         return r->queued ? MHD_YES : queue(r);
     }
@@ -634,10 +761,13 @@ static void gate_hand(void *cls, int fd, const struct sockaddr *sa, socklen_t le
 }
 
 /* The gate's refusal: the document from the application, and the log line. */
-static size_t gate_refuse(void *cls, const srv_gate_refusal *x, char *buf, size_t cap)
+static size_t gate_refuse(void *cls, const srv_gate_refusal *x, char *buf, size_t cap,
+                          char *hdrs, size_t hcap)
 {
     srv_http *h = cls;
-    size_t n = h->o.refuse != NULL ? h->o.refuse(h->o.cls, x->status, x->message, buf, cap) : 0;
+    size_t n = h->o.refuse != NULL ? h->o.refuse(h->o.cls, x->status, x->message, x->origin, buf,
+                                                 cap, hdrs, hcap)
+                                   : 0;
     if (h->o.log_fd < 0) {
         return n;
     }
@@ -746,6 +876,7 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_THREAD_POOL_SIZE,
                             threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
                             MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s,
                             MHD_OPTION_CONNECTION_LIMIT, mhd_max, MHD_OPTION_END);
     srv_gate_opts go = {

@@ -60,9 +60,13 @@ typedef struct srv_http_opts {
                                   second on average, or the connection is cut (0: any rate);
                                   needs head_timeout_s > 0 */
     /* Writes the JSON error document (status, message) of a request refused
-     * before it reached the handler (a malformed head, too many connections)
-     * into buf (cap bytes) and returns its length. Any thread. */
-    size_t (*refuse)(void *cls, unsigned status, const char *message, char *buf, size_t cap);
+     * before it reached the handler (a malformed head, too many connections,
+     * a head or body past its deadline) into buf (cap bytes) and returns its
+     * length; and into hdrs (hcap bytes, NUL-terminated) the extra header
+     * lines the answer carries, each ending in CRLF: the CORS headers for
+     * origin (the request's Origin header, "" when none). Any thread. */
+    size_t (*refuse)(void *cls, unsigned status, const char *message, const char *origin,
+                     char *buf, size_t cap, char *hdrs, size_t hcap);
     void *cls;                 /* passed to handler and done */
 } srv_http_opts;
 

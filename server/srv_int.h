@@ -126,8 +126,16 @@ struct srv_app {
     /* plan jobs */
     pthread_mutex_t job_mu;
     pthread_cond_t job_cv;
-    unsigned jobs_running; /* threads alive */
+    unsigned jobs_running; /* jobs queued or running */
     unsigned slots_busy;   /* jobs holding a planning slot */
+    /* the plan workers: up to cfg.plan_workers threads, started as jobs
+     * need them and kept until srv_jobs_stop (a thread per job cost more
+     * than planning a small graph) */
+    struct plan_job *job_head, *job_tail; /* queued, not yet taken */
+    pthread_cond_t pool_cv;               /* a job was queued, or the pool stops */
+    pthread_t *workers;                   /* cfg.plan_workers slots */
+    unsigned n_workers, idle_workers;
+    bool pool_stop;
 
     srv_metrics metrics;
 
@@ -222,14 +230,29 @@ srv_err srv_err_of_status(cm_status st);
 /* The error's code string ("invalid", "not_found", ...), static. */
 const char *srv_err_code(srv_err e);
 
+/* The error document of a request srv_http refused before any handler (a
+ * malformed head, too many connections, a head or body past its deadline):
+ * the code of status from the table, message, an empty path; written into
+ * buf (cap bytes), its length returned; the error counted. Into hdrs (hcap
+ * bytes) the CORS header lines (srv_cors_lines) for origin. cls is the
+ * srv_app. Any thread. */
+size_t srv_reply_refusal(void *cls, unsigned status, const char *message, const char *origin,
+                         char *buf, size_t cap, char *hdrs, size_t hcap);
+
+/* CORS (--cors-origin): the Access-Control-Allow-Origin value a request
+ * from origin (NULL: no Origin header) gets, or NULL when CORS is off or
+ * origin is not the one allowed; *vary_out tells whether the answer varies
+ * with Origin (a named origin, not "*"). */
+const char *srv_cors_allow(const srv_app *app, const char *origin, bool *vary_out);
+/* The exposed response headers of a CORS answer. */
+#define SRV_CORS_EXPOSE "ETag, Location, Retry-After, WWW-Authenticate"
+/* The CORS header lines of srv_cors_allow for origin, each ending in CRLF,
+ * into buf (cap bytes, NUL-terminated; "" when none or they do not fit). */
+void srv_cors_lines(const srv_app *app, const char *origin, char *buf, size_t cap);
+
 /* Replies {"error":{"code","message","path"}} with e's HTTP status; path is
  * dropped for E_INTERNAL (our data, not the client's); counts the error in
  * the metrics; adds WWW-Authenticate or Retry-After where e needs one. */
-/* The error document of a request srv_http refused before any handler (a
- * malformed head, too many connections): the code of status from the
- * table, message, an empty path; written into buf (cap bytes), its length
- * returned; the error counted. cls is the srv_app. Any thread. */
-size_t srv_reply_refusal(void *cls, unsigned status, const char *message, char *buf, size_t cap);
 void srv_reply_err(srv_app *app, srv_req *r, srv_err e, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* srv_reply_err for a cm_error (its status, path and message). */
@@ -425,6 +448,7 @@ typedef struct plan_job {
     void (*finish)(struct plan_job *j, void *keep);
     void (*keep_free)(void *keep);
     void *keep;
+    struct plan_job *qnext; /* the workers' queue (under app->job_mu) */
 } plan_job;
 
 /* A job for plan (taken over: destroyed with the job), with one reference
@@ -441,5 +465,13 @@ void srv_job_unref(plan_job *j);
  * passed while planning: the job then finishes in the background and, when
  * the caller set j->detach/finish/keep_free, stores its plan itself). */
 bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline);
+
+/* Sets up the plan workers' state (no thread yet); srv_app_create. */
+void srv_jobs_init(srv_app *app);
+/* Waits for every job, then stops and joins the plan workers; a later
+ * srv_job_run starts them again. Idempotent. */
+void srv_jobs_stop(srv_app *app);
+/* Frees what srv_jobs_init set up (after srv_jobs_stop). */
+void srv_jobs_fini(srv_app *app);
 
 #endif /* SRV_INT_H */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
- * server: the planning jobs. A plan is computed on a detached thread of its
- * own, at most cfg.plan_workers at once, so that the request can answer 503
- * at its deadline while the planner finishes in the background; the job is
- * reference-counted between the two. srv_app_stop waits for every job. */
+ * server: the planning jobs. A plan is computed on a plan worker, at most
+ * cfg.plan_workers at once, so that the request can answer 503 at its
+ * deadline while the planner finishes in the background; the job is
+ * reference-counted between the two. The workers are threads started as
+ * jobs need them (up to cfg.plan_workers) and kept, taking jobs from one
+ * queue, until srv_jobs_stop; srv_app_stop waits for every job. */
 #include <pthread.h>
 #include <time.h>
 
@@ -41,9 +43,9 @@ void srv_job_unref(plan_job *j)
     cm_free(j);
 }
 
-static void *job_thread(void *arg)
+/* Runs one job taken from the queue. */
+static void job_run_one(plan_job *j)
 {
-    plan_job *j = arg;
     srv_app *app = j->app;
     double t0 = cm_now();
     j->st = sp_plan_write(j->plan, &j->out, NULL, &j->err);
@@ -64,7 +66,96 @@ static void *job_thread(void *arg)
     app->jobs_running--;
     pthread_cond_broadcast(&app->job_cv);
     pthread_mutex_unlock(&app->job_mu);
+}
+
+/* A plan worker: takes queued jobs until the pool stops. */
+static void *worker_main(void *arg)
+{
+    srv_app *app = arg;
+    pthread_mutex_lock(&app->job_mu);
+    for (;;) {
+        while (app->job_head == NULL && !app->pool_stop) {
+            app->idle_workers++;
+            pthread_cond_wait(&app->pool_cv, &app->job_mu);
+            app->idle_workers--;
+        }
+        if (app->job_head == NULL) {
+            break; /* stopping, and nothing left to run */
+        }
+        plan_job *j = app->job_head;
+        app->job_head = j->qnext;
+        if (app->job_head == NULL) {
+            app->job_tail = NULL;
+        }
+        j->qnext = NULL;
+        pthread_mutex_unlock(&app->job_mu);
+        job_run_one(j);
+        pthread_mutex_lock(&app->job_mu);
+    }
+    pthread_mutex_unlock(&app->job_mu);
     return NULL;
+}
+
+void srv_jobs_init(srv_app *app)
+{
+    pthread_cond_init(&app->pool_cv, NULL);
+    app->job_head = app->job_tail = NULL;
+    app->workers = NULL;
+    app->n_workers = app->idle_workers = 0;
+    app->pool_stop = false;
+}
+
+void srv_jobs_stop(srv_app *app)
+{
+    pthread_mutex_lock(&app->job_mu);
+    while (app->jobs_running > 0) {
+        pthread_cond_wait(&app->job_cv, &app->job_mu);
+    }
+    app->pool_stop = true;
+    pthread_cond_broadcast(&app->pool_cv);
+    unsigned n = app->n_workers;
+    pthread_mutex_unlock(&app->job_mu);
+    for (unsigned i = 0; i < n; i++) {
+        pthread_join(app->workers[i], NULL);
+    }
+    pthread_mutex_lock(&app->job_mu);
+    app->n_workers = 0;
+    app->pool_stop = false;
+    pthread_mutex_unlock(&app->job_mu);
+}
+
+void srv_jobs_fini(srv_app *app)
+{
+    cm_free(app->workers);
+    app->workers = NULL;
+    pthread_cond_destroy(&app->pool_cv);
+}
+
+/* Queues j for the workers, starting one when fewer run than the jobs
+ * queued or running with j (slots_busy + 1, at most cfg.plan_workers).
+ * Under job_mu. False when no worker exists and none can be started. */
+static bool job_enqueue(srv_app *app, plan_job *j)
+{
+    unsigned cap = app->cfg.plan_workers > 0 ? app->cfg.plan_workers : 1;
+    if (app->workers == NULL) {
+        app->workers = cm_calloc(cap, sizeof *app->workers);
+    }
+    if (app->workers != NULL && app->n_workers < app->slots_busy + 1 && app->n_workers < cap &&
+        pthread_create(&app->workers[app->n_workers], NULL, worker_main, app) == 0) {
+        app->n_workers++;
+    }
+    if (app->n_workers == 0) {
+        return false;
+    }
+    j->qnext = NULL;
+    if (app->job_tail != NULL) {
+        app->job_tail->qnext = j;
+    } else {
+        app->job_head = j;
+    }
+    app->job_tail = j;
+    pthread_cond_signal(&app->pool_cv);
+    return true;
 }
 
 static void deadline_ts(double deadline, struct timespec *ts)
@@ -97,26 +188,16 @@ bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline)
                       app->cfg.request_timeout_s);
         return false;
     }
-    app->slots_busy++;
-    app->jobs_running++;
-    pthread_mutex_unlock(&app->job_mu);
     j->refs = 2;
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int err = pthread_create(&t, &attr, job_thread, j);
-    pthread_attr_destroy(&attr);
-    if (err != 0) {
-        pthread_mutex_lock(&app->job_mu);
-        app->slots_busy--;
-        app->jobs_running--;
-        pthread_cond_broadcast(&app->job_cv);
+    if (!job_enqueue(app, j)) {
         pthread_mutex_unlock(&app->job_mu);
         j->refs = 1;
         srv_reply_err(app, r, E_UNAVAILABLE, NULL, "cannot start a plan worker");
         return false;
     }
+    app->slots_busy++;
+    app->jobs_running++;
+    pthread_mutex_unlock(&app->job_mu);
     pthread_mutex_lock(&j->mu);
     rc = 0;
     while (!j->done && rc == 0) {

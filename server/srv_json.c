@@ -228,12 +228,45 @@ static bool envelope_member(const char *k, size_t n, const char *v, const char *
     return true;
 }
 
-cm_status srv_json_mesh_sizes_check(const char *body, size_t len, cm_error *err)
+/* Both readings of the body at once: as an envelope and as a bare graph
+ * document, each with its first mesh error. */
+typedef struct sizes_scan {
+    bool env;        /* an envelope key was seen */
+    mesh_scan graph; /* the body read as a graph document */
+    mesh_scan envl;  /* ... and as an envelope */
+} sizes_scan;
+
+static bool sizes_member(const char *k, size_t n, const char *v, const char *ve, void *ctx)
 {
-    mesh_scan ms = {"", err, CM_OK};
-    bool env = srv_json_is_plan_envelope(body, len);
-    (void)scan_object(body, body + len, env ? envelope_member : graph_member, &ms);
-    return ms.st;
+    sizes_scan *s = ctx;
+    bool env = false;
+    (void)envelope_key(k, n, v, ve, &env);
+    s->env = s->env || env;
+    if (s->graph.st == CM_OK) {
+        (void)graph_member(k, n, v, ve, &s->graph);
+    }
+    if (s->envl.st == CM_OK) {
+        (void)envelope_member(k, n, v, ve, &s->envl);
+    }
+    return true;
+}
+
+cm_status srv_json_mesh_sizes_check(const char *body, size_t len, bool *envelope_out,
+                                    cm_error *err)
+{
+    cm_error eg, ee;
+    cm_error_clear(&eg);
+    cm_error_clear(&ee);
+    sizes_scan s = {false, {"", &eg, CM_OK}, {"", &ee, CM_OK}};
+    bool env = scan_object(body, body + len, sizes_member, &s) && s.env;
+    if (envelope_out != NULL) {
+        *envelope_out = env;
+    }
+    const mesh_scan *ms = env ? &s.envl : &s.graph;
+    if (ms->st != CM_OK && err != NULL) {
+        *err = *ms->err;
+    }
+    return ms->st;
 }
 
 /* An integer member (at path) of an "example" object in [lo, hi]. */

@@ -45,8 +45,11 @@ bool srv_json_is_plan_envelope(const char *body, size_t len);
  * the elements of "meshes" of the envelope's "graph" or of a bare graph
  * document (64 axes with their device ids fit many times over; a 14 MiB
  * mesh of 600,000 axes would cost hundreds of MiB as a tree). A scan of the
- * bytes, no allocation. Errors: CM_EINVAL at the mesh's JSON Pointer. */
-cm_status srv_json_mesh_sizes_check(const char *body, size_t len, cm_error *err);
+ * bytes, no allocation, in the same pass as srv_json_is_plan_envelope,
+ * whose answer goes to *envelope_out (may be NULL). Errors: CM_EINVAL at
+ * the mesh's JSON Pointer. */
+cm_status srv_json_mesh_sizes_check(const char *body, size_t len, bool *envelope_out,
+                                    cm_error *err);
 
 /* Decodes an envelope. Strings go to arena a. Errors: CM_EINVAL with the
  * member's path, CM_ENOMEM. */

@@ -42,9 +42,11 @@ static const struct {
 
 _Static_assert(E_COUNT == SRV_METRIC_CODES, "one error counter per code");
 
-size_t srv_reply_refusal(void *cls, unsigned status, const char *message, char *buf, size_t cap)
+size_t srv_reply_refusal(void *cls, unsigned status, const char *message, const char *origin,
+                         char *buf, size_t cap, char *hdrs, size_t hcap)
 {
     srv_app *app = cls;
+    srv_cors_lines(app, origin, hdrs, hcap);
     srv_err e = E_INVALID;
     for (size_t i = 0; i < E_COUNT; i++) {
         if (err_table[i].http == status) {

@@ -176,28 +176,59 @@ static bool authorize(srv_app *app, srv_req *r, const route *rt, st_db **db)
     return true;
 }
 
+const char *srv_cors_allow(const srv_app *app, const char *origin, bool *vary_out)
+{
+    const char *allowed = app->cfg.cors_origin;
+    *vary_out = false;
+    if (allowed[0] == '\0' || origin == NULL || origin[0] == '\0') {
+        return NULL;
+    }
+    if (strcmp(allowed, "*") == 0) {
+        return "*";
+    }
+    if (strcmp(origin, allowed) != 0) {
+        return NULL;
+    }
+    *vary_out = true;
+    return origin;
+}
+
+void srv_cors_lines(const srv_app *app, const char *origin, char *buf, size_t cap)
+{
+    bool vary = false;
+    const char *allow = srv_cors_allow(app, origin, &vary);
+    buf[0] = '\0';
+    if (allow == NULL) {
+        return;
+    }
+    int n = snprintf(buf, cap,
+                     "Access-Control-Allow-Origin: %s\r\n%sAccess-Control-Expose-Headers: " SRV_CORS_EXPOSE
+                     "\r\n",
+                     allow, vary ? "Vary: Origin\r\n" : "");
+    if (n < 0 || (size_t)n >= cap) {
+        buf[0] = '\0';
+    }
+}
+
 /* CORS (--cors-origin; off when empty): a request from the allowed origin
  * gets Access-Control-Allow-Origin on whatever answers it, errors too, so a
  * browser can read them. Once per request (the early hook and the handler
  * both call it). */
 static void cors_headers(const srv_app *app, srv_req *r)
 {
-    const char *allowed = app->cfg.cors_origin;
-    const char *origin = srv_req_header(r, "Origin");
-    if (allowed[0] == '\0' || origin == NULL ||
-        srv_req_has_resp_header(r, "Access-Control-Allow-Origin")) {
+    if (srv_req_has_resp_header(r, "Access-Control-Allow-Origin")) {
         return;
     }
-    bool any = strcmp(allowed, "*") == 0;
-    if (!any && strcmp(origin, allowed) != 0) {
+    bool vary = false;
+    const char *allow = srv_cors_allow(app, srv_req_header(r, "Origin"), &vary);
+    if (allow == NULL) {
         return;
     }
-    srv_req_add_header(r, "Access-Control-Allow-Origin", any ? "*" : origin);
-    if (!any) {
+    srv_req_add_header(r, "Access-Control-Allow-Origin", allow);
+    if (vary) {
         srv_req_add_header(r, "Vary", "Origin");
     }
-    srv_req_add_header(r, "Access-Control-Expose-Headers",
-                       "ETag, Location, Retry-After, WWW-Authenticate");
+    srv_req_add_header(r, "Access-Control-Expose-Headers", SRV_CORS_EXPOSE);
 }
 
 /* A CORS preflight (OPTIONS with Access-Control-Request-Method from the

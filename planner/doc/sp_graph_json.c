@@ -144,10 +144,20 @@ static size_t push_key(dec *d, const char *key)
 
 static size_t push_idx(dec *d, size_t i)
 {
+    /* by hand, not snprintf: it runs for every element of every array */
     size_t mark = d->path_len;
-    int k = snprintf(d->path + d->path_len, sizeof d->path - d->path_len, "/%zu", i);
-    if (k > 0 && (size_t)k < sizeof d->path - d->path_len) {
-        d->path_len += (size_t)k;
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i > 0);
+    if (mark + 1 + n < sizeof d->path) {
+        d->path[d->path_len++] = '/';
+        while (n > 0) {
+            d->path[d->path_len++] = digits[--n];
+        }
+        d->path[d->path_len] = '\0';
     }
     return mark;
 }

@@ -249,20 +249,7 @@ function rawRequest(base, bytes, ms = 5000) {
       done = true;
       clearTimeout(t);
       sock.destroy();
-      const all = Buffer.concat(chunks);
-      const text = all.toString("latin1");
-      const end = text.indexOf("\r\n\r\n");
-      const head = end < 0 ? text : text.slice(0, end);
-      const lines = head.split("\r\n");
-      const m = /^HTTP\/1\.[01] (\d{3}) /.exec(lines[0] ?? "");
-      const headers = {};
-      for (const l of lines.slice(1)) {
-        const i = l.indexOf(":");
-        if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
-      }
-      const body = end < 0 ? "" : all.subarray(end + 4).toString("utf8");
-      const statusLines = (text.match(/(^|\n)HTTP\/1\.[01] \d{3} /g) ?? []).length;
-      ok({ status: m ? Number(m[1]) : 0, headers, body, closed, statusLines, text });
+      ok({ ...parseAnswer(Buffer.concat(chunks)), closed });
     };
     const t = setTimeout(() => finish(false), ms);
     sock.on("connect", () => sock.write(bytes));
@@ -271,6 +258,31 @@ function rawRequest(base, bytes, ms = 5000) {
     sock.on("close", () => finish(true));
     sock.on("error", () => finish(true));
   });
+}
+
+/* The answer in the bytes all: {status, headers, body, statusLines, text}. */
+function parseAnswer(all) {
+  const text = all.toString("latin1");
+  const end = text.indexOf("\r\n\r\n");
+  const head = end < 0 ? text : text.slice(0, end);
+  const lines = head.split("\r\n");
+  const m = /^HTTP\/1\.[01] (\d{3}) /.exec(lines[0] ?? "");
+  const headers = {};
+  for (const l of lines.slice(1)) {
+    const i = l.indexOf(":");
+    if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+  }
+  const body = end < 0 ? "" : all.subarray(end + 4).toString("utf8");
+  const statusLines = (text.match(/(^|\n)HTTP\/1\.[01] \d{3} /g) ?? []).length;
+  return { status: m ? Number(m[1]) : 0, headers, body, statusLines, text };
+}
+
+/* The last of the answers of a kept-alive raw exchange r (from its last
+ * status line on), with r's closed flag, and how many came before it. */
+function lastAnswer(r) {
+  const at = r.text.lastIndexOf("HTTP/1.1 ");
+  const last = parseAnswer(Buffer.from(at < 0 ? "" : r.text.slice(at), "latin1"));
+  return { ...last, closed: r.closed, before: r.statusLines - 1 };
 }
 
 /* A raw answer is the documented JSON error: status, code, one status
@@ -345,6 +357,49 @@ async function malformed(base) {
   const slow = await rawRequest(base, "GET /healthz HTTP/1.1\r\nHost: x\r\n", 6000);
   expectRawError(slow, 408, "request_timeout", "raw: head past its deadline");
   check(Date.now() - t0 < 4000, `raw: 408 after ${Date.now() - t0} ms`);
+  // ... so does a later head on a kept-alive connection, and a body that
+  // stops coming (--min-body-rate): answered, not cut silently
+  const good = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  const t1 = Date.now();
+  const kaSlow = await rawRequest(base, `${good}GET /healthz HTTP/1.1\r\nHost: x\r\n`, 6000);
+  check(kaSlow.status === 200 && kaSlow.statusLines === 2, `raw: kept-alive slow head: ${kaSlow.text.slice(0, 300)}`);
+  expectRawError(lastAnswer(kaSlow), 408, "request_timeout", "raw: kept-alive head past its deadline");
+  check(Date.now() - t1 < 4000, `raw: kept-alive 408 after ${Date.now() - t1} ms`);
+  const stalled = "POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{";
+  expectRawError(await rawRequest(base, stalled, 6000), 408, "request_timeout", "raw: a body that stops");
+  const kaStalled = await rawRequest(base, `${good}${stalled}`, 6000);
+  expectRawError(lastAnswer(kaStalled), 408, "request_timeout", "raw: kept-alive body that stops");
+  // an idle kept-alive connection is closed without an answer
+  const idle = await rawRequest(base, good, 6000);
+  check(idle.closed && idle.statusLines === 1 && idle.status === 200, `raw: idle kept-alive connection: closed ${idle.closed}, ${idle.text.slice(0, 200)}`);
+}
+
+/* Refusals carry the CORS headers normal answers do (the raw server runs
+ * with --cors-origin http://app.example), so a browser can read them. */
+async function corsRefusals(base) {
+  const O = "Origin: http://app.example\r\n";
+  const cases = [
+    ["HTTP/1.1 without Host", `GET /healthz HTTP/1.1\r\n${O}\r\n`, 400, "invalid"],
+    ["request line over 8 KiB", `GET /${"a".repeat(9000)} HTTP/1.1\r\nHost: x\r\n${O}\r\n`, 414, "uri_too_long"],
+    ["101 header fields", `GET /healthz HTTP/1.1\r\nHost: x\r\n${O}${"X-A: 1\r\n".repeat(100)}\r\n`, 431, "headers_too_large"],
+    ["HTTP/2.7", `GET /healthz HTTP/2.7\r\nHost: x\r\n${O}\r\n`, 505, "http_version_not_supported"],
+    ["gzip, chunked", `POST /v1/graphs HTTP/1.1\r\nHost: x\r\n${O}Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n`, 501, "not_implemented"],
+    ["chunk size zz", `POST /v1/graphs HTTP/1.1\r\nHost: x\r\n${O}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, 400, "invalid"],
+    ["first head past its deadline", `GET /healthz HTTP/1.1\r\nHost: x\r\n${O}`, 408, "request_timeout"],
+    ["body over --max-body (the app's 413)", `POST /v1/graphs HTTP/1.1\r\nHost: x\r\n${O}Content-Type: application/json\r\nContent-Length: 999999999\r\n\r\n`, 413, "too_large"],
+    ["a body that stops", `POST /v1/graphs HTTP/1.1\r\nHost: x\r\n${O}Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{`, 408, "request_timeout"],
+  ];
+  for (const [what, bytes, status, code] of cases) {
+    const r = await rawRequest(base, bytes, 6000);
+    expectRawError(r, status, code, `cors: ${what}`);
+    check(r.headers["access-control-allow-origin"] === "http://app.example", `cors: ${what}: Access-Control-Allow-Origin ${r.headers["access-control-allow-origin"]}`);
+    check((r.headers["vary"] ?? "").includes("Origin"), `cors: ${what}: Vary ${r.headers["vary"]}`);
+    check((r.headers["access-control-expose-headers"] ?? "").includes("Retry-After"), `cors: ${what}: Expose-Headers ${r.headers["access-control-expose-headers"]}`);
+  }
+  // another origin gets none
+  const other = await rawRequest(base, "GET /healthz HTTP/1.1\r\nOrigin: http://evil.example\r\n\r\n");
+  expectRawError(other, 400, "invalid", "cors: other origin");
+  check(other.headers["access-control-allow-origin"] === undefined, "cors: another origin got Access-Control-Allow-Origin");
 }
 
 async function main() {
@@ -591,8 +646,9 @@ async function main() {
   expect(await call("POST", "/v1/graphs", { body: file("examples/flax_mlp.mlir"), ctype: "text/plain" }), 413, "graph over --max-body");
 
   await cleanupFirst(2);
-  B = await startServer("raw", ["--head-timeout", "1", "--max-per-ip", "2"]);
+  B = await startServer("raw", ["--head-timeout", "1", "--max-per-ip", "2", "--cors-origin", "http://app.example"]);
   await malformed(B);
+  await corsRefusals(B);
   // past --max-per-ip: 503 JSON while the first two are held
   const held = [connect({ host: "127.0.0.1", port: Number(new URL(B).port) }), connect({ host: "127.0.0.1", port: Number(new URL(B).port) })];
   await new Promise((ok) => setTimeout(ok, 200));
