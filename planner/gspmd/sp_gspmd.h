@@ -244,6 +244,10 @@ typedef struct sp_gspmd_round_trip_opts {
     bool lift_and_dedup_meshes;   /* lift-and-dedup-meshes: inlined meshes become symbols */
     bool only_uninlineable_calls; /* import-only-uninlineable-func-calls (default on); off:
                                    * every func call becomes an sdy.named_computation */
+    bool closed_result_constraints; /* the pipeline of XLA's that still had that option
+                                     * (commit eeb950ea): a FuncResultSharding kept as a
+                                     * constraint keeps its closed dims (newer XLA opens
+                                     * them) */
 } sp_gspmd_round_trip_opts;
 
 /* XLA's round-trip import pipeline: custom-call tuples flattened, then

@@ -57,6 +57,12 @@ cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm
  * meshes come from Shardy's lift of inlined meshes, which meets them so. */
 cm_status sp_gspmd_import_shardings_in_order(sp_module *m, cm_error *err);
 
+/* sp_gspmd_round_trip_import; with closed_constraints, a FuncResultSharding
+ * with uses other than the return becomes a constraint with the sharding's
+ * own (closed) dims, as XLA's import did before it opened them. */
+cm_status sp_gspmd_round_trip_import_as(sp_module *m, bool hlo_sharding_v3, bool closed_constraints,
+                                        sp_diags *d, cm_error *err);
+
 /* sp_gspmd_import with the axes named as sp_gspmd_import_shardings_as. */
 cm_status sp_gspmd_import_as(sp_module *m, const char *axis_prefix, cm_error *err);
 

@@ -835,7 +835,7 @@ static const char dedup_module[] =
 
 static cm_status dedup_pipeline(sp_module *m, cm_error *err)
 {
-    sp_gspmd_round_trip_opts o = {true, false, true, true};
+    sp_gspmd_round_trip_opts o = {true, false, true, true, false};
     return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
 }
 
@@ -861,7 +861,7 @@ static const char v3_placeholder_module[] =
 
 static cm_status v3_pipeline(sp_module *m, cm_error *err)
 {
-    sp_gspmd_round_trip_opts o = {true, true, false, true};
+    sp_gspmd_round_trip_opts o = {true, true, false, true, false};
     return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
 }
 
@@ -917,6 +917,48 @@ static void test_sp_gspmd_round_trip_import_pipeline_dedups_meshes(void **state)
     assert_non_null(strstr(b.data, "#sdy.sharding<@single_device_3, []>"));
     cm_buf_fini(&b);
     sp_module_destroy(m);
+}
+
+/* A FuncResultSharding whose value is also used by another op stays as a
+ * constraint: with open dims in XLA's current import, with the sharding's
+ * own closed dims in the pipeline that still had
+ * import-only-uninlineable-func-calls. */
+static const char frs_module[] =
+    "module attributes {mhlo.frontend_attributes = {xla.sdy.meshes ="
+    " \"{mesh = #sdy.mesh<[\\\"a\\\"=2]>}\"}} {\n"
+    "  func.func @f(%arg0: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>) {\n"
+    "    %0 = stablehlo.custom_call @xla.sdy.FuncResultSharding(%arg0) {mhlo.frontend_attributes ="
+    " {xla.sdy.sharding = \"#sdy.sharding_per_value<[<@mesh, [{\\\"a\\\"}p0]>]>\"}}"
+    " : (tensor<8xi32>) -> tensor<8xi32>\n"
+    "    %1 = stablehlo.add %0, %0 : tensor<8xi32>\n"
+    "    return %0, %1 : tensor<8xi32>, tensor<8xi32>\n"
+    "  }\n"
+    "}\n";
+
+static void check_frs_constraint(bool closed, const char *want)
+{
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(frs_module, strlen(frs_module), 0, &m, &err), CM_OK);
+    sp_gspmd_round_trip_opts o = {true, false, false, true, closed};
+    assert_int_equal(sp_gspmd_round_trip_import_pipeline(m, &o, NULL, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    if (strstr(b.data, want) == NULL) {
+        fail_msg("missing %s in\n%s", want, b.data);
+    }
+    assert_non_null(strstr(b.data, "-> (tensor<8xi32> {sdy.sharding = "
+                                   "#sdy.sharding<@mesh, [{\"a\"}p0]>}, tensor<8xi32>)"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
+static void test_sp_gspmd_round_trip_func_result_constraint_dims(void **state)
+{
+    (void)state;
+    check_frs_constraint(false, "sdy.sharding_constraint %arg0 <@mesh, [{\"a\", ?}p0]>");
+    check_frs_constraint(true, "sdy.sharding_constraint %arg0 <@mesh, [{\"a\"}p0]>");
 }
 
 /* tf2xla's tuple shardings of @main must have one entry per argument. */
@@ -1235,6 +1277,7 @@ int main(void)
         cmocka_unit_test(test_post_plans_reads_gspmd),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_dedups_meshes),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_v3_placeholders),
+        cmocka_unit_test(test_sp_gspmd_round_trip_func_result_constraint_dims),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_rejects_tuple_count),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);
