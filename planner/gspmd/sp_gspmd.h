@@ -53,6 +53,7 @@ typedef struct sp_hlo_sharding sp_hlo_sharding;
 struct sp_hlo_sharding {
     sp_hlo_kind kind;
     int64_t device; /* SP_HLO_MAXIMAL */
+    bool single_device; /* SP_HLO_MAXIMAL written as V3's {single_device[device_id=N]} */
     int64_t *dims;  /* SP_HLO_TILED: tile assignment dims */
     uint32_t n_dims;
     int64_t *reshape; /* iota reshape dims, or NULL */
@@ -283,17 +284,23 @@ typedef struct sp_gspmd_export_opts {
  * as mhlo.spmd_parameters_shardings / mhlo.spmd_output_sharding. */
 cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error *err);
 
-/* XLA's -xla-sdy-stablehlo-export-pipeline: sdy.reshard, sharding
- * constraints and the explicit collectives become mhlo.copy ops with their
- * (out) sharding and all_reduce its operand (XLA's export-ops), manual
+/* XLA's -xla-sdy-stablehlo-export-pipeline: an sdy.all_reduce whose operand
+ * has unreduced axes becomes a fully manual computation around a
+ * stablehlo.all_reduce (XLA's export of manual reduction collectives; its
+ * reduce_scatter and sharded/replicated-to-unreduced forms are not done);
+ * sdy.reshard, sharding constraints and the explicit collectives become
+ * mhlo.copy ops with their (out) sharding, except a reshard between a
+ * maximal sharding and none or a fully replicated one, which gives way to
+ * its operand, as does any other all_reduce (XLA's export-ops); manual
  * computations XLA's partitioner pattern (mhlo.copy, @SPMDFullToShardShape,
  * a call of a private `xla.sdy.inlinable_manual_computation_body` function,
  * mhlo.copy, @SPMDShardToFullShape, their shardings with the manual axes as
  * manual subgroups), then sp_gspmd_export with o and control_flow set (as
- * XLA's pipeline adds a sharding to control flow without one). Not done here: XLA's
- * call-graph unflattening, its export of manual reduction collectives (an
- * sdy.all_reduce in a manual computation is an error) and of python
- * callbacks. Errors: CM_EINVAL at the op, CM_ENOMEM. */
+ * XLA's pipeline adds a sharding to control flow without one), and used
+ * python callbacks with one result return a one-element tuple. Not done
+ * here: XLA's call-graph unflattening; an sdy.all_reduce inside a manual
+ * computation whose operand has no unreduced axes is an error. Errors:
+ * CM_EINVAL at the op, CM_ENOMEM. */
 cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
                                              cm_error *err);
 

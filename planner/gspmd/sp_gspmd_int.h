@@ -39,6 +39,10 @@ cm_status sp_gspmd_flatten_tuples(sp_module *m, cm_error *err);
 cm_status sp_gspmd_name_single_device_meshes(sp_module *m, const char *const *before,
                                              uint32_t n_before, cm_error *err);
 
+/* Whether some sharding of m (on an op, or a function argument or result)
+ * names the mesh `name`. */
+bool sp_gspmd_mesh_referenced(sp_module *m, const char *name);
+
 /* XLA's -xla-sdy-round-trip-dedup-meshes: each sdy.mesh with the device
  * count and device order of an earlier or better one (real axes, more axes
  * above size one) whose axes map onto that main mesh's (sub-)axes is
