@@ -730,28 +730,30 @@ static void test_sp_gspmd_stablehlo_export_pipeline_rejects_manual_all_reduce(vo
  * from nothing to a maximal sharding and from maximal to replicated give
  * way to their operand, one to another device stays a copy; a sharding
  * whose only split is unreduced prints as {unreduced}. */
+static const char unreduced_export_module[] =
+    "sdy.mesh @mesh = <[\"i\"=2, \"j\"=2]>\n"
+    "sdy.mesh @max0 = <[], device_ids=[0]>\n"
+    "sdy.mesh @max1 = <[], device_ids=[1]>\n"
+    "func.func @f(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"j\"}, {}],"
+    " unreduced={\"i\"}>}, %arg1: tensor<4xf32>) -> (tensor<8x8xf32>, tensor<4xf32>,"
+    " tensor<4xf32>, tensor<4xf32>) {\n"
+    "  %0 = sdy.all_reduce {\"i\"} %arg0 out_sharding=<@mesh, [{\"j\"}, {}]> : tensor<8x8xf32>\n"
+    "  %1 = stablehlo.custom_call @foo(%arg1) {channel_handle ="
+    " #stablehlo.channel_handle<handle = 6, type = 2>} : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "  %2 = sdy.reshard %arg1 <@max0, []> : tensor<4xf32>\n"
+    "  %3 = stablehlo.negate %2 {sdy.sharding = #sdy.sharding_per_value<[<@max0, []>]>}"
+    " : tensor<4xf32>\n"
+    "  %4 = sdy.reshard %3 <@mesh, [{}]> : tensor<4xf32>\n"
+    "  %5 = sdy.reshard %3 <@max1, []> : tensor<4xf32>\n"
+    "  %6 = stablehlo.abs %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}],"
+    " unreduced={\"i\", \"j\"}>]>} : tensor<4xf32>\n"
+    "  return %0, %4, %5, %6 : tensor<8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>\n"
+    "}\n";
+
 static void test_sp_gspmd_stablehlo_export_pipeline_unreduced_and_maximal(void **state)
 {
     (void)state;
-    static const char text[] =
-        "sdy.mesh @mesh = <[\"i\"=2, \"j\"=2]>\n"
-        "sdy.mesh @max0 = <[], device_ids=[0]>\n"
-        "sdy.mesh @max1 = <[], device_ids=[1]>\n"
-        "func.func @f(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"j\"}, {}],"
-        " unreduced={\"i\"}>}, %arg1: tensor<4xf32>) -> (tensor<8x8xf32>, tensor<4xf32>,"
-        " tensor<4xf32>, tensor<4xf32>) {\n"
-        "  %0 = sdy.all_reduce {\"i\"} %arg0 out_sharding=<@mesh, [{\"j\"}, {}]> : tensor<8x8xf32>\n"
-        "  %1 = stablehlo.custom_call @foo(%arg1) {channel_handle ="
-        " #stablehlo.channel_handle<handle = 6, type = 2>} : (tensor<4xf32>) -> tensor<4xf32>\n"
-        "  %2 = sdy.reshard %arg1 <@max0, []> : tensor<4xf32>\n"
-        "  %3 = stablehlo.negate %2 {sdy.sharding = #sdy.sharding_per_value<[<@max0, []>]>}"
-        " : tensor<4xf32>\n"
-        "  %4 = sdy.reshard %3 <@mesh, [{}]> : tensor<4xf32>\n"
-        "  %5 = sdy.reshard %3 <@max1, []> : tensor<4xf32>\n"
-        "  %6 = stablehlo.abs %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}],"
-        " unreduced={\"i\", \"j\"}>]>} : tensor<4xf32>\n"
-        "  return %0, %4, %5, %6 : tensor<8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>\n"
-        "}\n";
+    const char *text = unreduced_export_module;
     sp_module *m;
     cm_error err;
     cm_error_clear(&err);
@@ -961,17 +963,19 @@ static void test_sp_gspmd_round_trip_import_pipeline_v3_placeholders(void **stat
  * a maximal one not written {single_device[...]}) is a placeholder and
  * dropped, while an op keeps a maximal one; with only single-device
  * shardings no global mesh is made. */
+static const char v3_boundary_module[] =
+    "func.func @f(%arg0: tensor<4xf32> {mhlo.sharding = \"{replicated}\"}, %arg1: tensor<4xf32>"
+    " {mhlo.sharding = \"{single_device[device_id=1]}\"}) -> (tensor<4xf32> {mhlo.sharding ="
+    " \"{maximal_mesh[device_id=0]}\"}) {\n"
+    "  stablehlo.custom_call @xla_python_cpu_callback(%arg0) {has_side_effect = true,"
+    " mhlo.sharding = \"{maximal_mesh[device_id=0]}\"} : (tensor<4xf32>) -> ()\n"
+    "  return %arg1 : tensor<4xf32>\n"
+    "}\n";
+
 static void test_sp_gspmd_round_trip_import_pipeline_v3_boundary_placeholders(void **state)
 {
     (void)state;
-    static const char text[] =
-        "func.func @f(%arg0: tensor<4xf32> {mhlo.sharding = \"{replicated}\"}, %arg1: tensor<4xf32>"
-        " {mhlo.sharding = \"{single_device[device_id=1]}\"}) -> (tensor<4xf32> {mhlo.sharding ="
-        " \"{maximal_mesh[device_id=0]}\"}) {\n"
-        "  stablehlo.custom_call @xla_python_cpu_callback(%arg0) {has_side_effect = true,"
-        " mhlo.sharding = \"{maximal_mesh[device_id=0]}\"} : (tensor<4xf32>) -> ()\n"
-        "  return %arg1 : tensor<4xf32>\n"
-        "}\n";
+    const char *text = v3_boundary_module;
     sp_module *m;
     cm_error err;
     cm_error_clear(&err);
@@ -1054,6 +1058,12 @@ static void check_frs_constraint(bool closed, const char *want)
     sp_module_destroy(m);
 }
 
+static cm_status frs_closed_pipeline(sp_module *m, cm_error *err)
+{
+    sp_gspmd_round_trip_opts o = {true, false, false, true, true};
+    return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
+}
+
 static void test_sp_gspmd_round_trip_func_result_constraint_dims(void **state)
 {
     (void)state;
@@ -1100,6 +1110,9 @@ static void test_sp_gspmd_import_oom(void **state)
         {NULL, rt_module, rt_testing},
         {NULL, dedup_module, dedup_pipeline},
         {NULL, v3_placeholder_module, v3_pipeline},
+        {NULL, v3_boundary_module, v3_pipeline},
+        {NULL, unreduced_export_module, export_pipeline_v2},
+        {NULL, frs_module, frs_closed_pipeline},
     };
     for (size_t i = 0; i < N_OF(cases); i++) {
         oom_ctx c = cases[i];
