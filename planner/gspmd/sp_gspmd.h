@@ -287,7 +287,8 @@ cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error 
 /* XLA's -xla-sdy-stablehlo-export-pipeline: an sdy.all_reduce whose operand
  * has unreduced axes becomes a fully manual computation around a
  * stablehlo.all_reduce (XLA's export of manual reduction collectives; its
- * reduce_scatter and sharded/replicated-to-unreduced forms are not done);
+ * forms of a reduce_scatter of unreduced axes and of sharded/replicated-to-
+ * unreduced are not done: those ops are an error);
  * sdy.reshard, sharding constraints and the explicit collectives become
  * mhlo.copy ops with their (out) sharding, except a reshard between a
  * maximal sharding and none or a fully replicated one, which gives way to
@@ -298,9 +299,8 @@ cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error 
  * manual subgroups), then sp_gspmd_export with o and control_flow set (as
  * XLA's pipeline adds a sharding to control flow without one), and used
  * python callbacks with one result return a one-element tuple. Not done
- * here: XLA's call-graph unflattening; an sdy.all_reduce inside a manual
- * computation whose operand has no unreduced axes is an error. Errors:
- * CM_EINVAL at the op, CM_ENOMEM. */
+ * here: XLA's call-graph unflattening. Errors: CM_EINVAL at the op,
+ * CM_ENOMEM. */
 cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
                                              cm_error *err);
 

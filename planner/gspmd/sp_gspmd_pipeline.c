@@ -427,18 +427,6 @@ typedef struct ops_ctx {
     cm_error *err;
 } ops_ctx;
 
-static bool in_manual_computation(const sp_module *m, uint32_t op)
-{
-    for (int depth = 0; depth < 256 && op != SP_NONE; depth++) {
-        uint32_t blk = m->ops[op].parent_block;
-        op = blk != SP_NONE ? m->blocks[blk].parent_op : SP_NONE;
-        if (op != SP_NONE && m->ops[op].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* The mesh of s, resolved (NULL: s is NULL or names no mesh of m). */
 static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
 {
@@ -528,11 +516,8 @@ static cm_status export_sdy_op(sp_module *m, uint32_t op, void *vctx)
         break;
     case SP_OP_SDY_ALL_REDUCE:
     case SP_OP_SDY_PROPAGATION_BARRIER:
-        if (o->kind == SP_OP_SDY_ALL_REDUCE && in_manual_computation(m, op)) {
-            return sp_gspmd_op_error(m, op, c->err,
-                                     "inside a manual computation is not exported (only one "
-                                     "of a value with unreduced axes is)");
-        }
+        /* an all_reduce left here (its operand has no unreduced axes) is
+         * one XLA's partitioner makes again from the shardings around it */
         return drop_op(m, op, c);
     default:
         return CM_OK;
@@ -611,12 +596,23 @@ typedef struct mrc_ctx {
 static cm_status find_unreduced_all_reduce(sp_module *m, uint32_t op, void *vctx)
 {
     mrc_ctx *c = vctx;
-    if (m->ops[op].kind != SP_OP_SDY_ALL_REDUCE || m->ops[op].n_operands != 1) {
+    uint32_t kind = m->ops[op].kind;
+    if (kind == SP_OP_SDY_SHARDED_TO_UNREDUCED || kind == SP_OP_SDY_REPLICATED_TO_UNREDUCED) {
+        return sp_gspmd_op_error(m, op, c->err,
+                                 "is not exported here (XLA's manual form of it is not done)");
+    }
+    if ((kind != SP_OP_SDY_ALL_REDUCE && kind != SP_OP_SDY_REDUCE_SCATTER) ||
+        m->ops[op].n_operands != 1) {
         return CM_OK;
     }
     const sp_sharding *in = sp_value_sharding_partitioned(m, m->ops[op].operands[0]);
     if (in == NULL || in->n_unreduced == 0) {
         return CM_OK;
+    }
+    if (kind == SP_OP_SDY_REDUCE_SCATTER) {
+        return sp_gspmd_op_error(m, op, c->err,
+                                 "of a value with unreduced axes is not exported here (XLA's "
+                                 "manual form of it is not done)");
     }
     if (CM_GROW_U32(c->ops, c->cap, c->n + 1, c->err) != CM_OK) {
         return CM_ENOMEM;
