@@ -433,7 +433,9 @@ static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
     if (s == NULL) {
         return NULL;
     }
-    return s->mesh != NULL ? s->mesh : s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name) : NULL;
+    return s->mesh != NULL        ? s->mesh
+           : s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name)
+                                  : NULL;
 }
 
 /* Whether s is on a single-device (maximal) mesh. */
@@ -641,7 +643,8 @@ static cm_status manual_all_reduce(sp_module *m, uint32_t op, int64_t channel, c
     }
     const sp_type *gt = sp_value_type(m, v);
     if (gt->kind != SP_TYPE_TENSOR || gt->rank != in->rank || gt->rank > SP_MAX_RANK) {
-        return sp_gspmd_op_error(m, op, err, "expected a ranked tensor operand of its sharding's rank");
+        return sp_gspmd_op_error(m, op, err,
+                                 "expected a ranked tensor operand of its sharding's rank");
     }
     int64_t dims[SP_MAX_RANK];
     for (uint32_t d = 0; d < gt->rank; d++) {
@@ -660,7 +663,8 @@ static cm_status manual_all_reduce(sp_module *m, uint32_t op, int64_t channel, c
         dims[d] = gt->dims[d] / shards;
     }
     uint32_t local, gty = m->values[v].type, mc, blk, arg, ar, ret;
-    sp_attr *ins = sp_attr_new(m, SP_ATTR_SHARDING_LIST), *outs = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    sp_attr *ins = sp_attr_new(m, SP_ATTR_SHARDING_LIST),
+            *outs = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
     sp_attr *manual = sp_attr_new(m, SP_ATTR_AXIS_LIST);
     sp_sharding **in_items = cm_arena_alloc(&m->arena, sizeof *in_items);
     sp_sharding **out_items = cm_arena_alloc(&m->arena, sizeof *out_items);

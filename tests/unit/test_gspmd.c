@@ -730,7 +730,8 @@ static void test_sp_gspmd_stablehlo_export_pipeline_leftover_reductions(void **s
         "sdy.mesh @mesh = <[\"a\"=2]>\n"
         "func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}],"
         " unreduced={\"a\"}>}) -> tensor<8xf32> {\n"
-        "  %0 = sdy.reduce_scatter [{\"a\"}] %arg0 out_sharding=<@mesh, [{\"a\"}]> : tensor<8xf32>\n"
+        "  %0 = sdy.reduce_scatter [{\"a\"}] %arg0 out_sharding=<@mesh, [{\"a\"}]> : "
+        "tensor<8xf32>\n"
         "  return %0 : tensor<8xf32>\n"
         "}\n";
     cm_error_clear(&err);
@@ -789,7 +790,8 @@ static void test_sp_gspmd_stablehlo_export_pipeline_unreduced_and_maximal(void *
         "      stablehlo.return %1 : tensor<f32>",
         "stablehlo.negate %arg1 {mhlo.sharding = \"{maximal device=0}\"}",
         "mhlo.copy %6 {mhlo.sharding = \"{maximal device=1}\"}",
-        "stablehlo.abs %arg1 {mhlo.sharding = \"{unreduced metadata={op_type=\\22sdy::reduction_op\\22"
+        "stablehlo.abs %arg1 {mhlo.sharding = \"{unreduced "
+        "metadata={op_type=\\22sdy::reduction_op\\22"
         " op_name=\\22SUM\\22}}\"}",
         "return %4, %6, %7, %8",
     };

@@ -1262,9 +1262,10 @@ cm_status sp_export_build_all_reduce(sp_module *m, uint32_t block, uint32_t at, 
     }
     sp_attr *ch = st == CM_OK ? channel_attr(&c) : NULL;
     sp_attr *unit = st == CM_OK ? sp_attr_new(m, SP_ATTR_UNIT) : NULL;
-    if (st == CM_OK && (ch == NULL || unit == NULL || sp_op_set_attr(m, op, "channel_handle", ch) != CM_OK ||
-                        sp_op_set_attr(m, op, "replica_groups", rg) != CM_OK ||
-                        sp_op_set_attr(m, op, "use_global_device_ids", unit) != CM_OK)) {
+    if (st == CM_OK &&
+        (ch == NULL || unit == NULL || sp_op_set_attr(m, op, "channel_handle", ch) != CM_OK ||
+         sp_op_set_attr(m, op, "replica_groups", rg) != CM_OK ||
+         sp_op_set_attr(m, op, "use_global_device_ids", unit) != CM_OK)) {
         st = CM_ENOMEM;
     }
     if (st == CM_OK) {
