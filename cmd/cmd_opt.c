@@ -249,7 +249,9 @@ static cm_status run_xla_round_trip_import(sp_module *m, const pass_inv *inv, sp
         opt_value(inv, "enable-constant-import") == NULL || opt_bool(inv, "enable-constant-import"),
         opt_bool(inv, "enable-hlo-sharding-v3"), opt_bool(inv, "lift-and-dedup-meshes"),
         opt_value(inv, "import-only-uninlineable-func-calls") == NULL ||
-            opt_bool(inv, "import-only-uninlineable-func-calls")};
+            opt_bool(inv, "import-only-uninlineable-func-calls"),
+        /* the option is that older pipeline's, and so are its constraints */
+        opt_value(inv, "import-only-uninlineable-func-calls") != NULL};
     return sp_gspmd_round_trip_import_pipeline(m, &o, d, err);
 }
 static cm_status run_xla_rt_export(sp_module *m, const pass_inv *inv, sp_diags *d, cm_error *err)

@@ -1026,7 +1026,11 @@ static cm_status parse_single(parser *p, sp_hlo_sharding *s)
     if (rc == CM_OK && eat_word(p, "mesh")) {
         return parse_v3(p, s);
     }
-    if (rc == CM_OK && (eat_word(p, "single_device") || eat_word(p, "maximal_mesh"))) {
+    if (rc == CM_OK && eat_word(p, "single_device")) {
+        s->single_device = true;
+        return parse_v3_device(p, s);
+    }
+    if (rc == CM_OK && eat_word(p, "maximal_mesh")) {
         return parse_v3_device(p, s);
     }
     p->i = open;
@@ -1196,6 +1200,27 @@ void sp_hlo_v3_print(const sp_sharding *s, const sp_mesh *mesh, const sp_axis_re
     cm_buf_putc(b, '}');
 }
 
+/* Whether tiled s splits no data dimension and its subgroups are all
+ * unreduced. */
+static bool all_unreduced(const sp_hlo_sharding *s)
+{
+    if (s->kind != SP_HLO_TILED || s->replicate_last || s->n_subgroups == 0 ||
+        s->n_subgroups > s->n_dims) {
+        return false;
+    }
+    for (uint32_t i = 0; i < s->n_dims - s->n_subgroups; i++) {
+        if (s->dims[i] != 1) {
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < s->n_subgroups; i++) {
+        if (s->subgroups[i] != SP_HLO_SUB_UNREDUCED) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static void print_single(const sp_hlo_sharding *s, cm_buf *b)
 {
     static const char *const sub_names[] = {"replicated", "manual", "unreduced"};
@@ -1236,6 +1261,12 @@ static void print_single(const sp_hlo_sharding *s, cm_buf *b)
     case SP_HLO_TILED:
     case SP_HLO_TUPLE:
         break;
+    }
+    if (all_unreduced(s)) {
+        /* XLA keeps a tile assignment whose only split is unreduced as its
+         * Unreduced sharding, as it keeps an all-manual one as Manual */
+        cm_buf_puts(b, "{unreduced}");
+        return;
     }
     cm_buf_puts(b, "{devices=[");
     print_list(b, s->dims, s->n_dims);

@@ -53,6 +53,7 @@ typedef struct sp_hlo_sharding sp_hlo_sharding;
 struct sp_hlo_sharding {
     sp_hlo_kind kind;
     int64_t device; /* SP_HLO_MAXIMAL */
+    bool single_device; /* SP_HLO_MAXIMAL written as V3's {single_device[device_id=N]} */
     int64_t *dims;  /* SP_HLO_TILED: tile assignment dims */
     uint32_t n_dims;
     int64_t *reshape; /* iota reshape dims, or NULL */
@@ -244,6 +245,10 @@ typedef struct sp_gspmd_round_trip_opts {
     bool lift_and_dedup_meshes;   /* lift-and-dedup-meshes: inlined meshes become symbols */
     bool only_uninlineable_calls; /* import-only-uninlineable-func-calls (default on); off:
                                    * every func call becomes an sdy.named_computation */
+    bool closed_result_constraints; /* the pipeline of XLA's that still had that option
+                                     * (commit eeb950ea): a FuncResultSharding kept as a
+                                     * constraint keeps its closed dims (newer XLA opens
+                                     * them) */
 } sp_gspmd_round_trip_opts;
 
 /* XLA's round-trip import pipeline: custom-call tuples flattened, then
@@ -279,17 +284,23 @@ typedef struct sp_gspmd_export_opts {
  * as mhlo.spmd_parameters_shardings / mhlo.spmd_output_sharding. */
 cm_status sp_gspmd_export(sp_module *m, const sp_gspmd_export_opts *o, cm_error *err);
 
-/* XLA's -xla-sdy-stablehlo-export-pipeline: sdy.reshard, sharding
- * constraints and the explicit collectives become mhlo.copy ops with their
- * (out) sharding and all_reduce its operand (XLA's export-ops), manual
+/* XLA's -xla-sdy-stablehlo-export-pipeline: an sdy.all_reduce whose operand
+ * has unreduced axes becomes a fully manual computation around a
+ * stablehlo.all_reduce (XLA's export of manual reduction collectives; its
+ * forms of a reduce_scatter of unreduced axes and of sharded/replicated-to-
+ * unreduced are not done: those ops are an error);
+ * sdy.reshard, sharding constraints and the explicit collectives become
+ * mhlo.copy ops with their (out) sharding, except a reshard between a
+ * maximal sharding and none or a fully replicated one, which gives way to
+ * its operand, as does any other all_reduce (XLA's export-ops); manual
  * computations XLA's partitioner pattern (mhlo.copy, @SPMDFullToShardShape,
  * a call of a private `xla.sdy.inlinable_manual_computation_body` function,
  * mhlo.copy, @SPMDShardToFullShape, their shardings with the manual axes as
  * manual subgroups), then sp_gspmd_export with o and control_flow set (as
- * XLA's pipeline adds a sharding to control flow without one). Not done here: XLA's
- * call-graph unflattening, its export of manual reduction collectives (an
- * sdy.all_reduce in a manual computation is an error) and of python
- * callbacks. Errors: CM_EINVAL at the op, CM_ENOMEM. */
+ * XLA's pipeline adds a sharding to control flow without one), and used
+ * python callbacks with one result return a one-element tuple. Not done
+ * here: XLA's call-graph unflattening. Errors: CM_EINVAL at the op,
+ * CM_ENOMEM. */
 cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
                                              cm_error *err);
 

@@ -405,6 +405,14 @@ static cm_status convert_leaf(sp_module *m, const site *s, const sp_hlo_sharding
     return CM_OK;
 }
 
+/* A V2 sharding the V3 round trip takes for a placeholder at a function
+ * boundary: {replicated}, and a maximal one not written in V3's
+ * {single_device[device_id=N]} ({maximal device=N}, {maximal_mesh[...]}). */
+static bool v2_placeholder(const sp_hlo_sharding *h)
+{
+    return h->kind == SP_HLO_REPLICATED || (h->kind == SP_HLO_MAXIMAL && !h->single_device);
+}
+
 static cm_status convert_site(sp_module *m, const site *s, void *vctx)
 {
     convert_ctx *c = vctx;
@@ -422,6 +430,15 @@ static cm_status convert_site(sp_module *m, const site *s, void *vctx)
             cm_error_set(&e, CM_EINVAL, NULL, "a tuple sharding on a function %s",
                          s->kind == SITE_ARG ? "argument" : "result");
             return site_error(m, s, &e, c->err);
+        }
+        if (c->v3 && v2_placeholder(h)) {
+            /* the V3 round trip reads only V3 shardings at function
+             * boundaries: a V2 one there is a placeholder XLA ignores */
+            const sp_type *ft0 = sp_func_type(m, s->op);
+            rc = list_swap(m, s->op, s->kind == SITE_ARG ? "arg_attrs" : "res_attrs",
+                           s->kind == SITE_ARG ? ft0->n_inputs : ft0->n_results, s->idx,
+                           MHLO_SHARDING, NULL, NULL);
+            return rc == CM_OK ? CM_OK : cm_error_oom(c->err);
         }
         sp_sharding *sh;
         rc = convert_leaf(m, s, h, type_rank(&m->types[tid]), c, &sh);
@@ -634,6 +651,13 @@ static cm_status import_shardings(sp_module *m, const char *axis_prefix, bool so
     v.err = err;
     rc = for_each_site(m, convert_site, &v);
     cm_arena_fini(&v.scratch);
+    if (rc == CM_OK && !sort_devices && c.n_axes == 0 && c.n_named == 0 &&
+        !sp_gspmd_mesh_referenced(m, GLOBAL_MESH)) {
+        /* the V3 round trip's meshes are the ones its shardings name (XLA
+         * lifts them from the inlined ones): with only single-device
+         * shardings there is no global mesh */
+        sp_block_remove_op(m, m->body, 0);
+    }
 out:
     cm_arena_fini(&c.scratch);
     cm_free(c.devices);

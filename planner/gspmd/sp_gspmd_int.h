@@ -39,6 +39,10 @@ cm_status sp_gspmd_flatten_tuples(sp_module *m, cm_error *err);
 cm_status sp_gspmd_name_single_device_meshes(sp_module *m, const char *const *before,
                                              uint32_t n_before, cm_error *err);
 
+/* Whether some sharding of m (on an op, or a function argument or result)
+ * names the mesh `name`. */
+bool sp_gspmd_mesh_referenced(sp_module *m, const char *name);
+
 /* XLA's -xla-sdy-round-trip-dedup-meshes: each sdy.mesh with the device
  * count and device order of an earlier or better one (real axes, more axes
  * above size one) whose axes map onto that main mesh's (sub-)axes is
@@ -56,6 +60,12 @@ cm_status sp_gspmd_import_shardings_as(sp_module *m, const char *axis_prefix, cm
  * shardings name them (module order), not sorted: the V3 round trip's
  * meshes come from Shardy's lift of inlined meshes, which meets them so. */
 cm_status sp_gspmd_import_shardings_in_order(sp_module *m, cm_error *err);
+
+/* sp_gspmd_round_trip_import; with closed_constraints, a FuncResultSharding
+ * with uses other than the return becomes a constraint with the sharding's
+ * own (closed) dims, as XLA's import did before it opened them. */
+cm_status sp_gspmd_round_trip_import_as(sp_module *m, bool hlo_sharding_v3, bool closed_constraints,
+                                        sp_diags *d, cm_error *err);
 
 /* sp_gspmd_import with the axes named as sp_gspmd_import_shardings_as. */
 cm_status sp_gspmd_import_as(sp_module *m, const char *axis_prefix, cm_error *err);

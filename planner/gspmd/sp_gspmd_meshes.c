@@ -69,6 +69,19 @@ static sp_attr *mesh_op_attr(const sp_module *m, uint32_t op, const char *key, s
     return a != NULL && a->kind == kind ? a : NULL;
 }
 
+static cm_status find_ref(sp_module *m, sp_sharding *s, void *vctx)
+{
+    (void)m;
+    const char *name = vctx;
+    return s->mesh_name != NULL && strcmp(s->mesh_name, name) == 0 ? CM_EINVAL : CM_OK;
+}
+
+bool sp_gspmd_mesh_referenced(sp_module *m, const char *name)
+{
+    /* the visit stops at the first sharding on the mesh */
+    return visit_shardings(m, find_ref, (void *)(uintptr_t)name) != CM_OK;
+}
+
 /* ---- naming lifted single-device meshes ---------------------------------------------- */
 
 typedef struct rename_ctx {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sp_export.h"
 #include "sp_gspmd.h"
 #include "sp_gspmd_int.h"
 #include "sp_ops.h"
@@ -426,22 +427,73 @@ typedef struct ops_ctx {
     cm_error *err;
 } ops_ctx;
 
-static bool in_manual_computation(const sp_module *m, uint32_t op)
+/* The mesh of s, resolved (NULL: s is NULL or names no mesh of m). */
+static const sp_mesh *sharding_mesh(const sp_module *m, const sp_sharding *s)
 {
-    for (int depth = 0; depth < 256 && op != SP_NONE; depth++) {
-        uint32_t blk = m->ops[op].parent_block;
-        op = blk != SP_NONE ? m->blocks[blk].parent_op : SP_NONE;
-        if (op != SP_NONE && m->ops[op].kind == SP_OP_SDY_MANUAL_COMPUTATION) {
-            return true;
+    if (s == NULL) {
+        return NULL;
+    }
+    return s->mesh != NULL        ? s->mesh
+           : s->mesh_name != NULL ? sp_module_mesh(m, s->mesh_name)
+                                  : NULL;
+}
+
+/* Whether s is on a single-device (maximal) mesh. */
+static bool is_maximal(const sp_module *m, const sp_sharding *s)
+{
+    const sp_mesh *mesh = sharding_mesh(m, s);
+    return mesh != NULL && mesh->n_axes == 0 && mesh->n_device_ids == 1;
+}
+
+/* Whether s places no data: NULL, or no axis on any dimension and no
+ * unreduced axes. */
+static bool places_nothing(const sp_sharding *s)
+{
+    for (uint32_t d = 0; s != NULL && d < s->rank; d++) {
+        if (s->dims[d].n_axes > 0) {
+            return false;
         }
     }
-    return false;
+    return s == NULL || s->n_unreduced == 0;
+}
+
+/* A reshard between a maximal sharding and one that places nothing (none,
+ * or fully replicated) needs no copy in HLO: the tensor is whole on the
+ * device either way, and XLA's export gives way to the operand. A reshard
+ * from maximal to a sharded layout, or to another device, stays a copy. */
+static bool maximal_noop_reshard(const sp_module *m, uint32_t op)
+{
+    const sp_sharding *in = sp_value_sharding_partitioned(m, m->ops[op].operands[0]);
+    const sp_attr *a = sp_op_attr(m, op, "sharding");
+    const sp_sharding *out = a != NULL && a->kind == SP_ATTR_SHARDING ? a->u.sharding : NULL;
+    if (out == NULL || m->ops[op].n_operands != 1) {
+        return false;
+    }
+    return (is_maximal(m, out) && !is_maximal(m, in) && places_nothing(in)) ||
+           (is_maximal(m, in) && !is_maximal(m, out) && places_nothing(out));
+}
+
+/* Replaces op's one result by its operand and marks op for removal. */
+static cm_status drop_op(sp_module *m, uint32_t op, ops_ctx *c)
+{
+    const sp_op *o = &m->ops[op];
+    if (o->n_operands != 1 || o->n_results != 1) {
+        return sp_gspmd_op_error(m, op, c->err, "expected one operand and one result");
+    }
+    replace_uses(m, o->first_result, o->operands[0]);
+    if (CM_GROW_U32(c->dead, c->cap_dead, c->n_dead + 1, c->err) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    c->dead[c->n_dead++] = op;
+    return CM_OK;
 }
 
 /* XLA's -xla-sdy-export-ops: a reshard or sharding constraint becomes an
- * mhlo.copy with its sharding, an explicit collective one with its out
- * sharding; all_reduce (which moves no data between shards outside a
- * manual computation) and propagation_barrier give way to their operand. */
+ * mhlo.copy with its sharding (a reshard next to a maximal sharding as
+ * maximal_noop_reshard says gives way to its operand), an explicit
+ * collective one with its out sharding; all_reduce (which moves no data
+ * between shards outside a manual computation) and propagation_barrier give
+ * way to their operand. */
 static cm_status export_sdy_op(sp_module *m, uint32_t op, void *vctx)
 {
     ops_ctx *c = vctx;
@@ -449,6 +501,11 @@ static cm_status export_sdy_op(sp_module *m, uint32_t op, void *vctx)
     const char *key = NULL;
     switch (o->kind) {
     case SP_OP_SDY_RESHARD:
+        if (maximal_noop_reshard(m, op)) {
+            return drop_op(m, op, c);
+        }
+        key = "sharding";
+        break;
     case SP_OP_SDY_SHARDING_CONSTRAINT:
         key = "sharding";
         break;
@@ -461,20 +518,9 @@ static cm_status export_sdy_op(sp_module *m, uint32_t op, void *vctx)
         break;
     case SP_OP_SDY_ALL_REDUCE:
     case SP_OP_SDY_PROPAGATION_BARRIER:
-        if (o->kind == SP_OP_SDY_ALL_REDUCE && in_manual_computation(m, op)) {
-            return sp_gspmd_op_error(m, op, c->err,
-                                     "inside a manual computation is not exported (XLA's "
-                                     "export of manual reduction collectives is not done here)");
-        }
-        if (o->n_operands != 1 || o->n_results != 1) {
-            return sp_gspmd_op_error(m, op, c->err, "expected one operand and one result");
-        }
-        replace_uses(m, o->first_result, o->operands[0]);
-        if (CM_GROW_U32(c->dead, c->cap_dead, c->n_dead + 1, c->err) != CM_OK) {
-            return CM_ENOMEM;
-        }
-        c->dead[c->n_dead++] = op;
-        return CM_OK;
+        /* an all_reduce left here (its operand has no unreduced axes) is
+         * one XLA's partitioner makes again from the shardings around it */
+        return drop_op(m, op, c);
     default:
         return CM_OK;
     }
@@ -508,6 +554,200 @@ static cm_status export_ops(sp_module *m, cm_error *err)
         detach(m, c.dead[i]);
     }
     cm_free(c.dead);
+    return st;
+}
+
+/* ---- export: manual reduction collectives ------------------------------------------------ */
+
+/* The largest channel handle among m's ops (0 when none). */
+static int64_t max_channel(const sp_module *m)
+{
+    int64_t best = 0;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].parent_block == SP_NONE) {
+            continue;
+        }
+        const sp_attr *a = sp_op_attr(m, i, "channel_handle");
+        for (uint32_t k = 0; a != NULL && a->kind == SP_ATTR_PARAMS && k < a->u.params.n; k++) {
+            const sp_attr *h = a->u.params.items[k].value;
+            if (strcmp(a->u.params.items[k].name, "handle") == 0 && h != NULL &&
+                h->kind == SP_ATTR_INT && h->u.i.v > best) {
+                best = h->u.i.v;
+            }
+        }
+    }
+    return best;
+}
+
+/* The size of axis ref r on mesh (0 when it names no axis of mesh). */
+static int64_t ref_size(const sp_mesh *mesh, const sp_axis_ref *r)
+{
+    if (r->pre_size > 0) {
+        return r->size;
+    }
+    int32_t i = sp_mesh_axis_index(mesh, r->name);
+    return i < 0 ? 0 : mesh->axes[i].size;
+}
+
+typedef struct mrc_ctx {
+    uint32_t *ops; /* the sdy.all_reduce ops whose operand has unreduced axes */
+    uint32_t n, cap;
+    cm_error *err;
+} mrc_ctx;
+
+static cm_status find_unreduced_all_reduce(sp_module *m, uint32_t op, void *vctx)
+{
+    mrc_ctx *c = vctx;
+    uint32_t kind = m->ops[op].kind;
+    if (kind == SP_OP_SDY_SHARDED_TO_UNREDUCED || kind == SP_OP_SDY_REPLICATED_TO_UNREDUCED) {
+        return sp_gspmd_op_error(m, op, c->err,
+                                 "is not exported here (XLA's manual form of it is not done)");
+    }
+    if ((kind != SP_OP_SDY_ALL_REDUCE && kind != SP_OP_SDY_REDUCE_SCATTER) ||
+        m->ops[op].n_operands != 1) {
+        return CM_OK;
+    }
+    const sp_sharding *in = sp_value_sharding_partitioned(m, m->ops[op].operands[0]);
+    if (in == NULL || in->n_unreduced == 0) {
+        return CM_OK;
+    }
+    if (kind == SP_OP_SDY_REDUCE_SCATTER) {
+        return sp_gspmd_op_error(m, op, c->err,
+                                 "of a value with unreduced axes is not exported here (XLA's "
+                                 "manual form of it is not done)");
+    }
+    if (CM_GROW_U32(c->ops, c->cap, c->n + 1, c->err) != CM_OK) {
+        return CM_ENOMEM;
+    }
+    c->ops[c->n++] = op;
+    return CM_OK;
+}
+
+/* One sdy.all_reduce whose operand has unreduced axes becomes a fully manual
+ * sdy.manual_computation (every mesh axis manual; in sharding the operand's,
+ * out sharding the all_reduce's) whose body is a stablehlo.all_reduce over
+ * the reduction axes with channel handle `channel`, summing. */
+static cm_status manual_all_reduce(sp_module *m, uint32_t op, int64_t channel, cm_error *err)
+{
+    const sp_attr *oa = sp_op_attr(m, op, "out_sharding");
+    const sp_attr *ax = sp_op_attr(m, op, "reduction_axes");
+    uint32_t v = m->ops[op].operands[0];
+    sp_sharding *in = sp_value_sharding_partitioned(m, v);
+    sp_sharding *out = oa != NULL && oa->kind == SP_ATTR_SHARDING ? oa->u.sharding : NULL;
+    const sp_mesh *mesh = sharding_mesh(m, out);
+    if (out == NULL || ax == NULL || ax->kind != SP_ATTR_AXIS_LIST || m->ops[op].n_results != 1) {
+        return sp_gspmd_op_error(m, op, err, "expected an out sharding and reduction axes");
+    }
+    if (mesh == NULL) {
+        return sp_gspmd_op_error(m, op, err, "failed to resolve mesh");
+    }
+    const sp_type *gt = sp_value_type(m, v);
+    if (gt->kind != SP_TYPE_TENSOR || gt->rank != in->rank || gt->rank > SP_MAX_RANK) {
+        return sp_gspmd_op_error(m, op, err,
+                                 "expected a ranked tensor operand of its sharding's rank");
+    }
+    int64_t dims[SP_MAX_RANK];
+    for (uint32_t d = 0; d < gt->rank; d++) {
+        int64_t shards = 1;
+        for (uint32_t k = 0; k < in->dims[d].n_axes; k++) {
+            int64_t z = ref_size(mesh, &in->dims[d].axes[k]);
+            if (z <= 0 || shards > INT64_MAX / z) {
+                return sp_gspmd_op_error(m, op, err, "has an operand sharding off its mesh");
+            }
+            shards *= z;
+        }
+        if (gt->dims[d] < 0 || gt->dims[d] % shards != 0) {
+            return sp_gspmd_op_error(m, op, err,
+                                     "Non-divisible sharding with unreduced axes isn't supported");
+        }
+        dims[d] = gt->dims[d] / shards;
+    }
+    uint32_t local, gty = m->values[v].type, mc, blk, arg, ar, ret;
+    sp_attr *ins = sp_attr_new(m, SP_ATTR_SHARDING_LIST),
+            *outs = sp_attr_new(m, SP_ATTR_SHARDING_LIST);
+    sp_attr *manual = sp_attr_new(m, SP_ATTR_AXIS_LIST);
+    sp_sharding **in_items = cm_arena_alloc(&m->arena, sizeof *in_items);
+    sp_sharding **out_items = cm_arena_alloc(&m->arena, sizeof *out_items);
+    sp_axis_ref *names = cm_arena_zalloc(&m->arena, sizeof *names * (mesh->n_axes + 1u));
+    if (ins == NULL || outs == NULL || manual == NULL || in_items == NULL || out_items == NULL ||
+        names == NULL) {
+        return cm_error_oom(err);
+    }
+    in_items[0] = in;
+    out_items[0] = out;
+    ins->u.shardings.items = in_items;
+    ins->u.shardings.n = 1;
+    outs->u.shardings.items = out_items;
+    outs->u.shardings.n = 1;
+    for (uint32_t i = 0; i < mesh->n_axes; i++) {
+        names[i] = (sp_axis_ref){mesh->axes[i].name, 0, 0};
+    }
+    manual->u.axes.axes = names;
+    manual->u.axes.n = mesh->n_axes;
+    manual->u.axes.manual = true;
+    cm_status st = sp_module_tensor_type(m, gt->elem, dims, gt->rank, &local, err);
+    if (st == CM_OK) {
+        st = sp_module_new_op(m, SP_NONE, "sdy.manual_computation", &v, 1, &gty, 1, &mc);
+    }
+    if (st == CM_OK) {
+        m->ops[mc].line = m->ops[op].line;
+        m->ops[mc].col = m->ops[op].col;
+        m->ops[mc].loc = m->ops[op].loc;
+        m->ops[mc].where = m->ops[op].where;
+        st = sp_op_add_regions(m, mc, 1);
+    }
+    if (st == CM_OK) {
+        st = sp_module_new_block(m, mc, &blk);
+    }
+    if (st == CM_OK) {
+        st = sp_region_add_block(m, mc, 0, blk);
+    }
+    if (st == CM_OK) {
+        st = sp_module_add_block_arg(m, blk, local, &arg);
+    }
+    if (st == CM_OK && (sp_op_set_attr(m, mc, "in_shardings", ins) != CM_OK ||
+                        sp_op_set_attr(m, mc, "out_shardings", outs) != CM_OK ||
+                        sp_op_set_attr(m, mc, "manual_axes", manual) != CM_OK)) {
+        st = CM_ENOMEM;
+    }
+    if (st == CM_OK) {
+        st = sp_export_build_all_reduce(m, blk, 0, arg, mesh, ax->u.axes.axes, ax->u.axes.n,
+                                        channel, "stablehlo.add", &ar);
+        if (st == CM_EINVAL) {
+            return sp_gspmd_op_error(m, op, err, "has reduction axes that do not fit its mesh");
+        }
+    }
+    if (st == CM_OK) {
+        uint32_t r = m->ops[ar].first_result;
+        st = sp_module_new_op(m, blk, "sdy.return", &r, 1, NULL, 0, &ret);
+    }
+    if (st == CM_OK) {
+        st = sp_block_insert_op(m, m->ops[op].parent_block, sp_op_index_in_block(m, op), mc);
+    }
+    if (st != CM_OK) {
+        return st == CM_ENOMEM ? cm_error_oom(err) : st;
+    }
+    replace_uses(m, m->ops[op].first_result, m->ops[mc].first_result);
+    detach(m, op);
+    return CM_OK;
+}
+
+/* XLA's -xla-sdy-stablehlo-export-manual-reduction-collectives, for the
+ * all_reduce: each sdy.all_reduce whose operand has unreduced axes, in
+ * module order, with channel handles after the module's largest. */
+static cm_status export_manual_reduction_collectives(sp_module *m, cm_error *err)
+{
+    mrc_ctx c = {NULL, 0, 0, err};
+    cm_status st = sp_gspmd_walk_funcs(m, find_unreduced_all_reduce, &c);
+    int64_t channel = max_channel(m);
+    for (uint32_t i = 0; st == CM_OK && i < c.n; i++) {
+        if (channel == INT64_MAX) {
+            st = sp_gspmd_op_error(m, c.ops[i], err, "has no channel handle left");
+            break;
+        }
+        st = manual_all_reduce(m, c.ops[i], ++channel, err);
+    }
+    cm_free(c.ops);
     return st;
 }
 
@@ -595,7 +835,10 @@ static cm_status tuple_callback(sp_module *m, uint32_t op, void *vctx)
 cm_status sp_gspmd_stablehlo_export_pipeline(sp_module *m, const sp_gspmd_export_opts *o,
                                              cm_error *err)
 {
-    cm_status st = export_ops(m, err);
+    cm_status st = export_manual_reduction_collectives(m, err);
+    if (st == CM_OK) {
+        st = export_ops(m, err);
+    }
     if (st == CM_OK) {
         st = sp_gspmd_stablehlo_shard_map_export(m, err);
     }

@@ -301,6 +301,7 @@ static cm_status import_meshes(sp_module *m, const char *text, cm_error *err)
 typedef struct rt_ctx {
     uint32_t func;
     bool v3; /* enable-hlo-sharding-v3: shardings are V3 mhlo.sharding text */
+    bool closed_constraints; /* a FuncResultSharding constraint keeps closed dims */
     cm_error *err;
     uint32_t *dead; /* ops to remove once the walk is done (it indexes blocks) */
     uint32_t n_dead, cap_dead;
@@ -362,7 +363,8 @@ static uint32_t x64_combine_user(const sp_module *m, uint32_t op)
 }
 
 /* @xla.sdy.FuncResultSharding(x): its sharding goes to the func results it
- * returns as; other uses keep it as a constraint with open dims. */
+ * returns as; other uses keep it as a constraint, with open dims (with the
+ * sharding's own when c->closed_constraints). */
 static cm_status func_result_sharding(sp_module *m, uint32_t op, sp_attr *shardings,
                                       rt_ctx *c)
 {
@@ -419,7 +421,7 @@ static cm_status func_result_sharding(sp_module *m, uint32_t op, sp_attr *shardi
         if (open == NULL || a == NULL || attrs == NULL) {
             return cm_error_oom(c->err);
         }
-        for (uint32_t d = 0; d < open->rank; d++) {
+        for (uint32_t d = 0; !c->closed_constraints && d < open->rank; d++) {
             open->dims[d].is_closed = false;
         }
         a->u.sharding = open;
@@ -522,7 +524,8 @@ static cm_status import_op(sp_module *m, uint32_t op, void *vctx)
     return CM_OK;
 }
 
-static cm_status import_func(sp_module *m, uint32_t f, bool v3, cm_error *err)
+static cm_status import_func(sp_module *m, uint32_t f, bool v3, bool closed_constraints,
+                             cm_error *err)
 {
     const sp_type *ft = sp_func_type(m, f);
     if (ft == NULL) {
@@ -568,7 +571,7 @@ static cm_status import_func(sp_module *m, uint32_t f, bool v3, cm_error *err)
     if (m->ops[f].n_regions == 0 || m->ops[f].regions[0].n_blocks == 0) {
         return CM_OK;
     }
-    rt_ctx c = {f, v3, err, NULL, 0, 0};
+    rt_ctx c = {f, v3, closed_constraints, err, NULL, 0, 0};
     cm_status st = sp_pass_walk(m, m->ops[f].regions[0].blocks[0], import_op, &c);
     for (uint32_t i = 0; i < c.n_dead; i++) {
         uint32_t idx = sp_op_index_in_block(m, c.dead[i]);
@@ -711,6 +714,12 @@ cm_status sp_gspmd_import_sdy_custom_calls(sp_module *m, sp_diags *d, cm_error *
 
 cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diags *d, cm_error *err)
 {
+    return sp_gspmd_round_trip_import_as(m, hlo_sharding_v3, false, d, err);
+}
+
+cm_status sp_gspmd_round_trip_import_as(sp_module *m, bool hlo_sharding_v3, bool closed_constraints,
+                                        sp_diags *d, cm_error *err)
+{
     cm_status st = sp_gspmd_unescape_frontend(m, err);
     if (st != CM_OK) {
         return st;
@@ -737,7 +746,7 @@ cm_status sp_gspmd_round_trip_import(sp_module *m, bool hlo_sharding_v3, sp_diag
     for (uint32_t i = 0; i < top->n_ops && st == CM_OK; i++) {
         uint32_t f = top->ops[i];
         if (m->ops[f].kind == SP_OP_FUNC_FUNC) {
-            st = import_func(m, f, hlo_sharding_v3, err);
+            st = import_func(m, f, hlo_sharding_v3, closed_constraints, err);
         }
         top = &m->blocks[m->body];
     }

@@ -126,7 +126,7 @@ static cm_status lift_and_dedup(sp_module *m, cm_error *err)
 cm_status sp_gspmd_round_trip_import_pipeline(sp_module *m, const sp_gspmd_round_trip_opts *o,
                                               sp_diags *d, cm_error *err)
 {
-    sp_gspmd_round_trip_opts def = {true, false, false, true};
+    sp_gspmd_round_trip_opts def = {true, false, false, true, false};
     if (o == NULL) {
         o = &def;
     }
@@ -135,7 +135,8 @@ cm_status sp_gspmd_round_trip_import_pipeline(sp_module *m, const sp_gspmd_round
      * seen element by element */
     cm_status st = sp_gspmd_flatten_tuples(m, err);
     if (st == CM_OK) {
-        st = sp_gspmd_round_trip_import(m, o->hlo_sharding_v3, d, err);
+        st = sp_gspmd_round_trip_import_as(m, o->hlo_sharding_v3, o->closed_result_constraints, d,
+                                           err);
     }
     if (st == CM_OK) {
         st = tuple_io_shardings(m, false, err);

@@ -1276,11 +1276,13 @@ static cm_status set_func_manual(sp_module *m, uint32_t f, manual_ctx *c);
 
 /* An op of a manual computation's body (not in a nested one): its
  * shardings on another mesh go, a missing one is fully closed, and it is
- * marked with the region's manual axes; a callee is marked throughout. */
+ * marked with the region's manual axes; a callee is marked throughout. The
+ * terminators (of the body and of nested regions) hold no value and get
+ * nothing. */
 static cm_status set_op_manual(sp_module *m, uint32_t op, manual_ctx *c)
 {
     sp_op *o = &m->ops[op];
-    if (o->kind == SP_OP_FUNC_RETURN || o->kind == SP_OP_SDY_RETURN) {
+    if (o->kind == SP_OP_FUNC_RETURN || o->kind == SP_OP_SDY_RETURN || o->kind == SP_OP_RETURN) {
         return CM_OK;
     }
     const sp_attr *sh = sp_op_attr(m, op, "sdy.sharding");

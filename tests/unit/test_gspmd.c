@@ -697,9 +697,12 @@ static void test_sp_gspmd_stablehlo_export_pipeline_manual_computation(void **st
     sp_module_destroy(m);
 }
 
-/* An sdy.all_reduce inside a manual computation is a reduction XLA exports
- * with a pass not done here: an error at its line, not a dropped op. */
-static void test_sp_gspmd_stablehlo_export_pipeline_rejects_manual_all_reduce(void **state)
+/* An sdy.all_reduce inside a manual computation, on a value without
+ * unreduced axes, gives way to its operand as XLA's export-ops has it (its
+ * partitioner reduces again from the shardings); a reduce_scatter of
+ * unreduced axes, whose manual form is not done here, is an error at its
+ * line, not a dropped op. */
+static void test_sp_gspmd_stablehlo_export_pipeline_leftover_reductions(void **state)
 {
     (void)state;
     static const char text[] =
@@ -716,9 +719,89 @@ static void test_sp_gspmd_stablehlo_export_pipeline_rejects_manual_all_reduce(vo
     cm_error err;
     cm_error_clear(&err);
     assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    assert_int_equal(export_pipeline_v2(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    assert_null(strstr(b.data, "all_reduce"));
+    assert_non_null(strstr(b.data, "return %arg0 : tensor<4xf32>"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+    static const char scatter[] =
+        "sdy.mesh @mesh = <[\"a\"=2]>\n"
+        "func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}],"
+        " unreduced={\"a\"}>}) -> tensor<8xf32> {\n"
+        "  %0 = sdy.reduce_scatter [{\"a\"}] %arg0 out_sharding=<@mesh, [{\"a\"}]> : "
+        "tensor<8xf32>\n"
+        "  return %0 : tensor<8xf32>\n"
+        "}\n";
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(scatter, strlen(scatter), 0, &m, &err), CM_OK);
     assert_int_equal(export_pipeline_v2(m, &err), CM_EINVAL);
-    assert_string_equal(err.path, "4:5");
-    assert_non_null(strstr(err.msg, "manual computation"));
+    assert_string_equal(err.path, "3:3");
+    assert_non_null(strstr(err.msg, "unreduced"));
+    sp_module_destroy(m);
+}
+
+/* XLA's export of manual reduction collectives and of reshards next to a
+ * maximal sharding: an all_reduce of a value with unreduced axes becomes a
+ * fully manual computation around a stablehlo.all_reduce (channel after the
+ * module's largest, device-id replica groups, a summing body); a reshard
+ * from nothing to a maximal sharding and from maximal to replicated give
+ * way to their operand, one to another device stays a copy; a sharding
+ * whose only split is unreduced prints as {unreduced}. */
+static const char unreduced_export_module[] =
+    "sdy.mesh @mesh = <[\"i\"=2, \"j\"=2]>\n"
+    "sdy.mesh @max0 = <[], device_ids=[0]>\n"
+    "sdy.mesh @max1 = <[], device_ids=[1]>\n"
+    "func.func @f(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"j\"}, {}],"
+    " unreduced={\"i\"}>}, %arg1: tensor<4xf32>) -> (tensor<8x8xf32>, tensor<4xf32>,"
+    " tensor<4xf32>, tensor<4xf32>) {\n"
+    "  %0 = sdy.all_reduce {\"i\"} %arg0 out_sharding=<@mesh, [{\"j\"}, {}]> : tensor<8x8xf32>\n"
+    "  %1 = stablehlo.custom_call @foo(%arg1) {channel_handle ="
+    " #stablehlo.channel_handle<handle = 6, type = 2>} : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "  %2 = sdy.reshard %arg1 <@max0, []> : tensor<4xf32>\n"
+    "  %3 = stablehlo.negate %2 {sdy.sharding = #sdy.sharding_per_value<[<@max0, []>]>}"
+    " : tensor<4xf32>\n"
+    "  %4 = sdy.reshard %3 <@mesh, [{}]> : tensor<4xf32>\n"
+    "  %5 = sdy.reshard %3 <@max1, []> : tensor<4xf32>\n"
+    "  %6 = stablehlo.abs %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}],"
+    " unreduced={\"i\", \"j\"}>]>} : tensor<4xf32>\n"
+    "  return %0, %4, %5, %6 : tensor<8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>\n"
+    "}\n";
+
+static void test_sp_gspmd_stablehlo_export_pipeline_unreduced_and_maximal(void **state)
+{
+    (void)state;
+    const char *text = unreduced_export_module;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    assert_int_equal(export_pipeline_v2(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    static const char *const want[] = {
+        "@SPMDFullToShardShape(%0) {mhlo.sharding = \"{manual}\"} : (tensor<8x8xf32>) -> "
+        "tensor<4x8xf32>",
+        "\"stablehlo.all_reduce\"(%arg0) <{channel_handle = #stablehlo.channel_handle<handle = 7, "
+        "type = 1>, replica_groups = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>, "
+        "use_global_device_ids}>",
+        "stablehlo.add %arg1, %arg2 {mhlo.sharding = \"{manual}\"} : tensor<f32>\n"
+        "      stablehlo.return %1 : tensor<f32>",
+        "stablehlo.negate %arg1 {mhlo.sharding = \"{maximal device=0}\"}",
+        "mhlo.copy %6 {mhlo.sharding = \"{maximal device=1}\"}",
+        "stablehlo.abs %arg1 {mhlo.sharding = \"{unreduced "
+        "metadata={op_type=\\22sdy::reduction_op\\22"
+        " op_name=\\22SUM\\22}}\"}",
+        "return %4, %6, %7, %8",
+    };
+    for (size_t i = 0; i < N_OF(want); i++) {
+        if (strstr(b.data, want[i]) == NULL) {
+            fail_msg("missing %s in\n%s", want[i], b.data);
+        }
+    }
+    assert_null(strstr(b.data, "{replicated}\"} : tensor<4xf32>"));
+    cm_buf_fini(&b);
     sp_module_destroy(m);
 }
 
@@ -835,7 +918,7 @@ static const char dedup_module[] =
 
 static cm_status dedup_pipeline(sp_module *m, cm_error *err)
 {
-    sp_gspmd_round_trip_opts o = {true, false, true, true};
+    sp_gspmd_round_trip_opts o = {true, false, true, true, false};
     return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
 }
 
@@ -861,7 +944,7 @@ static const char v3_placeholder_module[] =
 
 static cm_status v3_pipeline(sp_module *m, cm_error *err)
 {
-    sp_gspmd_round_trip_opts o = {true, true, false, true};
+    sp_gspmd_round_trip_opts o = {true, true, false, true, false};
     return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
 }
 
@@ -896,6 +979,47 @@ static void test_sp_gspmd_round_trip_import_pipeline_v3_placeholders(void **stat
     sp_module_destroy(m);
 }
 
+/* In the V3 round trip a V2 sharding at a function boundary ({replicated},
+ * a maximal one not written {single_device[...]}) is a placeholder and
+ * dropped, while an op keeps a maximal one; with only single-device
+ * shardings no global mesh is made. */
+static const char v3_boundary_module[] =
+    "func.func @f(%arg0: tensor<4xf32> {mhlo.sharding = \"{replicated}\"}, %arg1: tensor<4xf32>"
+    " {mhlo.sharding = \"{single_device[device_id=1]}\"}) -> (tensor<4xf32> {mhlo.sharding ="
+    " \"{maximal_mesh[device_id=0]}\"}) {\n"
+    "  stablehlo.custom_call @xla_python_cpu_callback(%arg0) {has_side_effect = true,"
+    " mhlo.sharding = \"{maximal_mesh[device_id=0]}\"} : (tensor<4xf32>) -> ()\n"
+    "  return %arg1 : tensor<4xf32>\n"
+    "}\n";
+
+static void test_sp_gspmd_round_trip_import_pipeline_v3_boundary_placeholders(void **state)
+{
+    (void)state;
+    const char *text = v3_boundary_module;
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(text, strlen(text), 0, &m, &err), CM_OK);
+    assert_int_equal(v3_pipeline(m, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    static const char *const want[] = {
+        "func.func @f(%arg0: tensor<4xf32>, %arg1: tensor<4xf32> {sdy.sharding = "
+        "#sdy.sharding<@single_device_1, []>}) -> tensor<4xf32> {",
+        "@xla_python_cpu_callback(%arg0) {has_side_effect = true, sdy.sharding = "
+        "#sdy.sharding_per_value<[<@single_device_0, []>]>}",
+    };
+    for (size_t i = 0; i < N_OF(want); i++) {
+        if (strstr(b.data, want[i]) == NULL) {
+            fail_msg("missing %s in\n%s", want[i], b.data);
+        }
+    }
+    assert_null(strstr(b.data, "sdy.mesh @mesh"));
+    assert_null(strstr(b.data, "mhlo.sharding"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
 static void test_sp_gspmd_round_trip_import_pipeline_dedups_meshes(void **state)
 {
     (void)state;
@@ -917,6 +1041,54 @@ static void test_sp_gspmd_round_trip_import_pipeline_dedups_meshes(void **state)
     assert_non_null(strstr(b.data, "#sdy.sharding<@single_device_3, []>"));
     cm_buf_fini(&b);
     sp_module_destroy(m);
+}
+
+/* A FuncResultSharding whose value is also used by another op stays as a
+ * constraint: with open dims in XLA's current import, with the sharding's
+ * own closed dims in the pipeline that still had
+ * import-only-uninlineable-func-calls. */
+static const char frs_module[] =
+    "module attributes {mhlo.frontend_attributes = {xla.sdy.meshes ="
+    " \"{mesh = #sdy.mesh<[\\\"a\\\"=2]>}\"}} {\n"
+    "  func.func @f(%arg0: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>) {\n"
+    "    %0 = stablehlo.custom_call @xla.sdy.FuncResultSharding(%arg0) {mhlo.frontend_attributes ="
+    " {xla.sdy.sharding = \"#sdy.sharding_per_value<[<@mesh, [{\\\"a\\\"}p0]>]>\"}}"
+    " : (tensor<8xi32>) -> tensor<8xi32>\n"
+    "    %1 = stablehlo.add %0, %0 : tensor<8xi32>\n"
+    "    return %0, %1 : tensor<8xi32>, tensor<8xi32>\n"
+    "  }\n"
+    "}\n";
+
+static void check_frs_constraint(bool closed, const char *want)
+{
+    sp_module *m;
+    cm_error err;
+    cm_error_clear(&err);
+    assert_int_equal(sp_mlir_read(frs_module, strlen(frs_module), 0, &m, &err), CM_OK);
+    sp_gspmd_round_trip_opts o = {true, false, false, true, closed};
+    assert_int_equal(sp_gspmd_round_trip_import_pipeline(m, &o, NULL, &err), CM_OK);
+    cm_buf b;
+    print_module(m, &b);
+    if (strstr(b.data, want) == NULL) {
+        fail_msg("missing %s in\n%s", want, b.data);
+    }
+    assert_non_null(strstr(b.data, "-> (tensor<8xi32> {sdy.sharding = "
+                                   "#sdy.sharding<@mesh, [{\"a\"}p0]>}, tensor<8xi32>)"));
+    cm_buf_fini(&b);
+    sp_module_destroy(m);
+}
+
+static cm_status frs_closed_pipeline(sp_module *m, cm_error *err)
+{
+    sp_gspmd_round_trip_opts o = {true, false, false, true, true};
+    return sp_gspmd_round_trip_import_pipeline(m, &o, NULL, err);
+}
+
+static void test_sp_gspmd_round_trip_func_result_constraint_dims(void **state)
+{
+    (void)state;
+    check_frs_constraint(false, "sdy.sharding_constraint %arg0 <@mesh, [{\"a\", ?}p0]>");
+    check_frs_constraint(true, "sdy.sharding_constraint %arg0 <@mesh, [{\"a\"}p0]>");
 }
 
 /* tf2xla's tuple shardings of @main must have one entry per argument. */
@@ -958,6 +1130,9 @@ static void test_sp_gspmd_import_oom(void **state)
         {NULL, rt_module, rt_testing},
         {NULL, dedup_module, dedup_pipeline},
         {NULL, v3_placeholder_module, v3_pipeline},
+        {NULL, v3_boundary_module, v3_pipeline},
+        {NULL, unreduced_export_module, export_pipeline_v2},
+        {NULL, frs_module, frs_closed_pipeline},
     };
     for (size_t i = 0; i < N_OF(cases); i++) {
         oom_ctx c = cases[i];
@@ -1222,7 +1397,8 @@ int main(void)
         cmocka_unit_test(test_sp_gspmd_stablehlo_import_pipeline_rejects_deep_tuples),
         cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_manual_computation),
         cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_tuples_callback_results),
-        cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_rejects_manual_all_reduce),
+        cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_leftover_reductions),
+        cmocka_unit_test(test_sp_gspmd_stablehlo_export_pipeline_unreduced_and_maximal),
         cmocka_unit_test(test_sp_input_reads_gspmd),
         cmocka_unit_test(test_sp_input_gspmd_error_has_line_col),
         cmocka_unit_test(test_sp_gspmd_import_oom),
@@ -1235,6 +1411,8 @@ int main(void)
         cmocka_unit_test(test_post_plans_reads_gspmd),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_dedups_meshes),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_v3_placeholders),
+        cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_v3_boundary_placeholders),
+        cmocka_unit_test(test_sp_gspmd_round_trip_func_result_constraint_dims),
         cmocka_unit_test(test_sp_gspmd_round_trip_import_pipeline_rejects_tuple_count),
     };
     return cmocka_run_group_tests_name("sp_gspmd", tests, NULL, NULL);

@@ -1237,6 +1237,47 @@ static cm_status reduce_body(g2l *c, uint32_t op, sp_elem elem, const char *kind
     return st;
 }
 
+cm_status sp_export_build_all_reduce(sp_module *m, uint32_t block, uint32_t at, uint32_t v,
+                                     const sp_mesh *mesh, const sp_axis_ref *axes, uint32_t n,
+                                     int64_t channel, const char *kind, uint32_t *op_out)
+{
+    g2l c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.next_channel = channel;
+    int64_t gsize = 0;
+    sp_attr *rg = replica_groups_v1(m, mesh, axes, n, &gsize);
+    if (rg == NULL) {
+        /* out of memory, or axes it cannot lay out: tell them apart */
+        int64_t prod = 1;
+        for (uint32_t i = 0; i < n; i++) {
+            prod *= axis_size(mesh, &axes[i]);
+        }
+        return n > G2L_MAX_AXES || prod <= 0 || sp_mesh_size(mesh) % prod != 0 ? CM_EINVAL
+                                                                               : CM_ENOMEM;
+    }
+    uint32_t ty = m->values[v].type, op;
+    cm_status st = sp_module_new_op(m, SP_NONE, "stablehlo.all_reduce", &v, 1, &ty, 1, &op);
+    if (st == CM_OK) {
+        st = sp_block_insert_op(m, block, at, op);
+    }
+    sp_attr *ch = st == CM_OK ? channel_attr(&c) : NULL;
+    sp_attr *unit = st == CM_OK ? sp_attr_new(m, SP_ATTR_UNIT) : NULL;
+    if (st == CM_OK &&
+        (ch == NULL || unit == NULL || sp_op_set_attr(m, op, "channel_handle", ch) != CM_OK ||
+         sp_op_set_attr(m, op, "replica_groups", rg) != CM_OK ||
+         sp_op_set_attr(m, op, "use_global_device_ids", unit) != CM_OK)) {
+        st = CM_ENOMEM;
+    }
+    if (st == CM_OK) {
+        st = reduce_body(&c, op, sp_value_type(m, v)->elem, kind);
+    }
+    if (st == CM_OK) {
+        *op_out = op;
+    }
+    return st;
+}
+
 static const char *reduction_kind(const sp_module *m, uint32_t op)
 {
     const sp_attr *k = sp_op_attr(m, op, "reduction_op");

@@ -160,6 +160,17 @@ typedef struct sp_g2l_opts {
 cm_status sp_pass_convert_global_to_local(sp_module *m, const sp_g2l_opts *o, sp_diags *d,
                                           cm_error *err);
 
+/* A stablehlo.all_reduce of value v over axes (n of them) of mesh, as the
+ * conversion above writes one: Shardy's device-id replica groups, channel
+ * handle `channel` of type 1 (device to device), use_global_device_ids,
+ * and a body reducing scalars of v's element type with `kind` (e.g.
+ * "stablehlo.add"). Inserted into block at index at, its result type v's;
+ * the new op in *op_out. Errors: CM_EINVAL (more axes than it handles, or
+ * axes whose size does not divide the mesh), CM_ENOMEM. */
+cm_status sp_export_build_all_reduce(sp_module *m, uint32_t block, uint32_t at, uint32_t v,
+                                     const sp_mesh *mesh, const sp_axis_ref *axes, uint32_t n,
+                                     int64_t channel, const char *kind, uint32_t *op_out);
+
 /* -sdy-pad-for-divisibility: every tensor whose sharding does not divide a
  * dimension grows along it to the next multiple of the shard count
  * (stablehlo.pad before sdy.all_slice, reduce_scatter and all_to_all;
