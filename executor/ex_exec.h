@@ -74,6 +74,10 @@ typedef struct ex_exec_opts {
     uint32_t op_from;   /* the first run (0-based) op_s counts */
     struct ex_trace *trace; /* NULL, or records each op's start and end on each device in
                            one run, and is told when each run ends (ex_timing.h) */
+    bool checks;        /* the results are main's results followed by the operands of
+                           main's check ops (check.*, custom_call @check.*; in op order),
+                           assembled alike (ex_exec_check_values); without it check ops are
+                           skipped */
 } ex_exec_opts;
 
 /* Runs main of m on the workers with the global arguments args (each worker
@@ -172,5 +176,26 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
  * against the other (ex_check_modules). */
 cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
                         cm_error *err);
+
+/* The one-device reference of a module with check ops whose main takes no
+ * arguments: the interpreter's run (ex_interp.h), of every process of its
+ * replicas x partitions grid for a per-process main (mhlo.num_replicas > 1
+ * or StableHLO collectives at main's top level; docs/executor.md). Failed
+ * checks go to fails as "LINE:COL: check...."; *n_checks and *n_failed get
+ * the counts. Errors: those of the interpreter. */
+cm_status ex_check_reference(const sp_module *m, FILE *fails, uint32_t *n_checks,
+                             uint32_t *n_failed, cm_error *err);
+
+/* Runs partitioned module m (main takes no arguments) on n_devices workers
+ * (0: ex_module_devices) with main's top-level check ops evaluated as the
+ * interpreter does on their operands' assembled global values (a
+ * per-process main: on each device's own values); a failed check goes to
+ * fails as "LINE:COL: check.... [partitioned, N devices]" (or "[device D:
+ * replica R, partition P]"). *n_dev_out gets the device count. Errors:
+ * those of ex_exec_run (a check inside a region or manual computation is
+ * refused) and of the checks. */
+cm_status ex_check_partitioned(const sp_module *m, uint32_t n_devices, FILE *fails,
+                               uint32_t *n_checks, uint32_t *n_failed, uint32_t *n_dev_out,
+                               cm_error *err);
 
 #endif /* EX_EXEC_H */
