@@ -229,7 +229,7 @@ static int run_checks(const char *file, uint32_t devices, bool json, FILE *out, 
     size_t len = 0;
     sp_module *m = NULL;
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-        sp_mlir_read(text, len, 1, &m, &err) != CM_OK) {
+        sp_mlir_read(text, len, 0, &m, &err) != CM_OK) {
         cm_free(text);
         return 0; /* the ordinary path reports it */
     }
@@ -241,10 +241,11 @@ static int run_checks(const char *file, uint32_t devices, bool json, FILE *out, 
     *handled = true;
     char *lines = NULL;
     size_t lines_len = 0;
-    uint32_t nc = 0, nf = 0, pc = 0, pf = 0, pd = 0;
+    uint32_t nc = 0, nf = 0, pc = 0, pf = 0, pd = 0, np = 1;
+    char refused[600] = "";
     FILE *fails = open_memstream(&lines, &lines_len);
     cm_status st = fails == NULL ? cm_error_oom(&err)
-                                 : ex_check_reference(m, fails, &nc, &nf, &err);
+                                 : ex_check_reference(m, fails, &nc, &nf, &np, &err);
     sp_module_destroy(m);
     sp_input part;
     memset(&part, 0, sizeof part);
@@ -258,6 +259,14 @@ static int run_checks(const char *file, uint32_t devices, bool json, FILE *out, 
         if (st == CM_OK && nd > 1) {
             parted = true;
             st = ex_check_partitioned(part.m, devices, fails, &pc, &pf, &pd, &err);
+            if (st == CM_EINVAL) {
+                /* what the workers cannot run (a check inside a region, an op
+                 * without a kernel): said, the interpreter's checks stand */
+                snprintf(refused, sizeof refused, "%s%s%s", err.path,
+                         err.path[0] != '\0' ? ": " : "", err.msg);
+                cm_error_clear(&err);
+                st = CM_OK;
+            }
         }
         if (part.m != NULL) {
             sp_input_fini(&part);
@@ -275,15 +284,24 @@ static int run_checks(const char *file, uint32_t devices, bool json, FILE *out, 
     if (json) {
         fprintf(out, "{\"devices\":%u,\"checks\":%u,\"checks_failed\":%u", parted ? pd : 1u,
                 nc, nf);
-        if (parted) {
+        if (parted && refused[0] == '\0') {
             fprintf(out, ",\"partitioned_checks\":%u,\"partitioned_checks_failed\":%u", pc, pf);
+        } else if (parted) {
+            cm_buf b;
+            cm_buf_init(&b);
+            cm_json_put_kv_str(&b, "partitioned_refused", refused);
+            fprintf(out, ",%s", b.oom ? "\"partitioned_refused\":\"\"" : b.data);
+            cm_buf_fini(&b);
         }
         fputs("}\n", out);
-    } else if (parted) {
+    } else if (parted && refused[0] != '\0') {
         fprintf(out,
-                "%s: checks: %u of %u held (1 device, interpreter); partitioned on %u devices: "
-                "%u of %u held\n",
-                file, nc - nf, nc, pd, pc - pf, pc);
+                "%s: checks: %u of %u held (%s); not run partitioned: %s\n", file, nc - nf, nc,
+                np > 1 ? "interpreter, every process" : "1 device, interpreter", refused);
+    } else if (parted) {
+        fprintf(out, "%s: checks: %u of %u held (%s); partitioned on %u devices: %u of %u held\n",
+                file, nc - nf, nc, np > 1 ? "interpreter, every process" : "1 device, interpreter",
+                pd, pc - pf, pc);
     } else {
         fprintf(out,
                 "%s: checks: %u of %u held (1 device, interpreter; check ops are not run "

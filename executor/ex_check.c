@@ -372,8 +372,9 @@ static void lines_suffixed(const char *text, const char *suffix, FILE *out)
 }
 
 cm_status ex_check_reference(const sp_module *m, FILE *fails, uint32_t *n_checks,
-                             uint32_t *n_failed, cm_error *err)
+                             uint32_t *n_failed, uint32_t *n_proc, cm_error *err)
 {
+    *n_proc = 1;
     ex_interp_report r;
     memset(&r, 0, sizeof r);
     uint32_t n_rep, n_part;
@@ -407,6 +408,7 @@ cm_status ex_check_reference(const sp_module *m, FILE *fails, uint32_t *n_checks
             }
         }
         if (st == CM_OK) {
+            *n_proc = n_rep * n_part;
             st = ex_interp_spmd(m, n_rep, n_part, NULL, outs, fails, &r, err);
         }
         for (size_t i = 0; outs != NULL && i < n; i++) {

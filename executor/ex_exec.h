@@ -182,9 +182,10 @@ cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex
  * replicas x partitions grid for a per-process main (mhlo.num_replicas > 1
  * or StableHLO collectives at main's top level; docs/executor.md). Failed
  * checks go to fails as "LINE:COL: check...."; *n_checks and *n_failed get
- * the counts. Errors: those of the interpreter. */
+ * the counts (over every process), *n_proc the processes run. Errors: those
+ * of the interpreter. */
 cm_status ex_check_reference(const sp_module *m, FILE *fails, uint32_t *n_checks,
-                             uint32_t *n_failed, cm_error *err);
+                             uint32_t *n_failed, uint32_t *n_proc, cm_error *err);
 
 /* Runs partitioned module m (main takes no arguments) on n_devices workers
  * (0: ex_module_devices) with main's top-level check ops evaluated as the

@@ -2526,12 +2526,6 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
             pb->spmd = true;
         } else if (ex_is_check_op(m, x->op)) {
             st = prepare_check(p, x, blk, err);
-        } else if (x->kind == SP_OP_SEND || x->kind == SP_OP_RECV) {
-            st = ex_op_error(p, x->op, err,
-                             "op %s cannot be executed on the device workers yet: a channel "
-                             "names no sending or receiving process, so the workers, which "
-                             "meet at each collective, cannot pair them (`shardplan interpret` "
-                             "runs it)", o->name);
         } else if (p->in_manual && moves_data(x->kind)) {
             st = ex_op_error(p, x->op, err,
                              "op %s inside sdy.manual_computation cannot be executed yet", o->name);
@@ -2685,6 +2679,15 @@ cm_status ex_prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replica
     }
     p->n_rep = 1;
     p->n_part = n_dev;
+    /* send and recv before anything else: their tokens would be refused first */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].kind == SP_OP_SEND || m->ops[i].kind == SP_OP_RECV) {
+            return ex_op_error(p, i, err,
+                               "op %s cannot be executed on the device workers yet: its channel "
+                               "names no peer process, so workers that meet at each collective "
+                               "cannot pair it (`shardplan interpret` runs it)", m->ops[i].name);
+        }
+    }
     cm_status st = prepare_grid(p, err);
     if (st == CM_OK) {
         st = prepare_args(p, p->block, f, false, err);
