@@ -475,7 +475,12 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
             fprintf(out, ", %.2f GFLOP/s (%.3g FLOP per run, cost model)", r.flops / med * 1e-9,
                     r.flops);
         }
-        fprintf(out, "; reference (1 device, unpartitioned): %.3f ms\n", r.ref_s * 1e3);
+        if (r.ref_processes > 0) {
+            fprintf(out, "; reference (interpreter, %u processes): %.3f ms\n", r.ref_processes,
+                    r.ref_s * 1e3);
+        } else {
+            fprintf(out, "; reference (1 device, unpartitioned): %.3f ms\n", r.ref_s * 1e3);
+        }
         if (r.mm.match) {
             fprintf(out, "numerics: match (max abs diff %.3g)\n", r.mm.max_abs_diff);
         } else {

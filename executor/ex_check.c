@@ -287,6 +287,7 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
     uint32_t n_rep = 1, n_part = 1;
     bool spmd = ex_module_spmd(ref, &n_rep, &n_part) != SP_NONE;
     if (spmd) {
+        r->ref_processes = n_rep * n_part;
         st = spmd_reference(ref, n_rep, n_part, args, n_args, &want, &n_want, &r->ref_s, err);
     } else {
         st = ex_exec_run(ref, &eo, args, n_args, &want, &n_want, err);

@@ -161,6 +161,8 @@ typedef struct ex_report {
     uint32_t n_devices; /* workers used */
     double flops;       /* per run over all devices, from the cost model (0: unknown) */
     double ref_s;       /* wall seconds of the reference run */
+    uint32_t ref_processes; /* 0: the reference ran on one worker; else a per-process main's
+                           processes the interpreter ran (docs/executor.md) */
     ex_mismatch mm;
 } ex_report;
 

@@ -474,9 +474,11 @@ bool ex_is_check_op(const sp_module *m, uint32_t op);
 
 /* ex_prepare.c: whether main of m is a per-process program (prog.spmd_main):
  * the first StableHLO collective or process id outside every manual
- * computation, or main itself when mhlo.num_replicas is not 1; SP_NONE when
- * not. *n_rep and *n_part get mhlo.num_replicas and mhlo.num_partitions (1
- * when absent, 0 when not an integer in 1..4096). */
+ * computation in main or a function it calls, or main itself when
+ * mhlo.num_replicas is not 1; SP_NONE when not (or when out of memory,
+ * which ex_prog_init reports). *n_rep and *n_part get mhlo.num_replicas
+ * and mhlo.num_partitions (1 when absent, 0 when not an integer in
+ * 1..4096). */
 uint32_t ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part);
 
 /* ex_ops.c: buffers. A buffer of value v for one device: ex_buf_alloc reuses

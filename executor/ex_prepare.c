@@ -1453,19 +1453,26 @@ static uint32_t enclosing_func(const sp_module *m, uint32_t op, bool *in_manual)
     return SP_NONE;
 }
 
-uint32_t ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part)
+/* ex_module_spmd into *at; CM_ENOMEM when out of memory. */
+static cm_status spmd_scan(const sp_module *m, uint32_t *n_rep, uint32_t *n_part, uint32_t *at_out)
 {
     *n_rep = grid_attr(m, "mhlo.num_replicas");
     *n_part = grid_attr(m, "mhlo.num_partitions");
+    *at_out = SP_NONE;
     uint32_t mainf = sp_module_func(m, "main");
     if (mainf == SP_NONE) {
-        return SP_NONE;
+        return CM_OK;
     }
     /* the functions main reaches through func.call (not run_parallel's
      * programs), and whether a manual computation may call them */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (strcmp(m->ops[i].name, "interpreter.run_parallel") == 0) {
+            return CM_OK; /* main drives a grid of programs: not one itself */
+        }
+    }
     uint8_t *reach = cm_calloc(m->n_ops + 1u, 1);
     if (reach == NULL) {
-        return SP_NONE; /* out of memory: preparation reports it */
+        return CM_ENOMEM;
     }
     reach[mainf] = 1;
     bool has_manual = false, grew = true;
@@ -1501,7 +1508,15 @@ uint32_t ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part)
         }
     }
     cm_free(reach);
-    return at != SP_NONE ? at : *n_rep != 1 ? mainf : SP_NONE;
+    *at_out = at != SP_NONE ? at : *n_rep != 1 ? mainf : SP_NONE;
+    return CM_OK;
+}
+
+uint32_t ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part)
+{
+    uint32_t at = SP_NONE;
+    (void)spmd_scan(m, n_rep, n_part, &at); /* out of memory: ex_prog_init reports it */
+    return at;
 }
 
 uint32_t ex_module_devices(const sp_module *m)
@@ -2586,8 +2601,9 @@ static cm_status prepare_dead(prog *p, cm_error *err)
 }
 
 /* Whether the module has Shardy shardings: a manual computation, sharding
- * constraint, reshard or sdy collective, or a value with a sharding;
- * *op_out gets the first such op (or main). */
+ * constraint, reshard or sdy collective, or a value with a sharding that
+ * splits it (axes on a dimension, or unreduced ones); *op_out gets the
+ * first such op (or main). */
 static bool module_sharded(const sp_module *m, uint32_t *op_out)
 {
     for (uint32_t i = 0; i < m->n_ops; i++) {
@@ -2599,7 +2615,12 @@ static bool module_sharded(const sp_module *m, uint32_t *op_out)
         }
     }
     for (uint32_t v = 0; v < m->n_values; v++) {
-        if (sp_value_sharding(m, v) != NULL) {
+        const sp_sharding *s = sp_value_sharding(m, v);
+        bool splits = s != NULL && s->n_unreduced > 0;
+        for (uint32_t k = 0; s != NULL && k < s->rank && !splits; k++) {
+            splits = s->dims[k].n_axes > 0;
+        }
+        if (splits) { /* a replicated one leaves each device the whole value */
             *op_out = sp_module_func(m, "main");
             return true;
         }
@@ -2616,7 +2637,10 @@ static bool module_sharded(const sp_module *m, uint32_t *op_out)
 static cm_status prepare_grid(prog *p, cm_error *err)
 {
     const sp_module *m = p->m;
-    uint32_t R, P, at = ex_module_spmd(m, &R, &P), sh = SP_NONE;
+    uint32_t R, P, at = SP_NONE, sh = SP_NONE;
+    if (spmd_scan(m, &R, &P, &at) != CM_OK) {
+        return cm_error_oom(err);
+    }
     if (at == SP_NONE) {
         return CM_OK;
     }
