@@ -244,8 +244,8 @@ static int run_checks(const char *file, uint32_t devices, bool json, FILE *out, 
     uint32_t nc = 0, nf = 0, pc = 0, pf = 0, pd = 0, np = 1;
     char refused[600] = "";
     FILE *fails = open_memstream(&lines, &lines_len);
-    cm_status st = fails == NULL ? cm_error_oom(&err)
-                                 : ex_check_reference(m, fails, &nc, &nf, &np, &err);
+    cm_status st =
+        fails == NULL ? cm_error_oom(&err) : ex_check_reference(m, fails, &nc, &nf, &np, &err);
     sp_module_destroy(m);
     sp_input part;
     memset(&part, 0, sizeof part);
@@ -282,8 +282,8 @@ static int run_checks(const char *file, uint32_t devices, bool json, FILE *out, 
         return 1;
     }
     if (json) {
-        fprintf(out, "{\"devices\":%u,\"checks\":%u,\"checks_failed\":%u", parted ? pd : 1u,
-                nc, nf);
+        fprintf(out, "{\"devices\":%u,\"checks\":%u,\"checks_failed\":%u", parted ? pd : 1u, nc,
+                nf);
         if (parted && refused[0] == '\0') {
             fprintf(out, ",\"partitioned_checks\":%u,\"partitioned_checks_failed\":%u", pc, pf);
         } else if (parted) {
@@ -295,8 +295,7 @@ static int run_checks(const char *file, uint32_t devices, bool json, FILE *out, 
         }
         fputs("}\n", out);
     } else if (parted && refused[0] != '\0') {
-        fprintf(out,
-                "%s: checks: %u of %u held (%s); not run partitioned: %s\n", file, nc - nf, nc,
+        fprintf(out, "%s: checks: %u of %u held (%s); not run partitioned: %s\n", file, nc - nf, nc,
                 np > 1 ? "interpreter, every process" : "1 device, interpreter", refused);
     } else if (parted) {
         fprintf(out, "%s: checks: %u of %u held (%s); partitioned on %u devices: %u of %u held\n",

@@ -223,8 +223,9 @@ static cm_status spmd_reference(const sp_module *m, uint32_t n_rep, uint32_t n_p
         return cm_error_set(err, CM_EINVAL, NULL, "main takes other arguments");
     }
     if (n_rep == 0 || n_part == 0) {
-        return cm_error_set(err, CM_EINVAL, NULL, "mhlo.num_replicas or mhlo.num_partitions "
-                                                  "is not an integer in 1..4096");
+        return cm_error_set(err, CM_EINVAL, NULL,
+                            "mhlo.num_replicas or mhlo.num_partitions "
+                            "is not an integer in 1..4096");
     }
     uint32_t nr = ft->n_results;
     size_t n = (size_t)n_rep * n_part * nr;
@@ -387,11 +388,11 @@ cm_status ex_check_reference(const sp_module *m, FILE *fails, uint32_t *n_checks
             return cm_error_set(err, CM_EINVAL, NULL, "a main that takes arguments");
         }
         /* the checks run in every process; the results are not needed */
-        st = n_rep == 0 || n_part == 0
-                 ? cm_error_set(err, CM_EINVAL, NULL, "mhlo.num_replicas or "
+        st = n_rep == 0 || n_part == 0 ? cm_error_set(err, CM_EINVAL, NULL,
+                                                      "mhlo.num_replicas or "
                                                       "mhlo.num_partitions is not an integer in "
                                                       "1..4096")
-                 : CM_OK;
+                                       : CM_OK;
         size_t n = (size_t)n_rep * n_part * ft->n_results;
         void **outs = st == CM_OK ? cm_calloc(n + 1u, sizeof(void *)) : NULL;
         if (st == CM_OK && outs == NULL) {
@@ -452,8 +453,8 @@ cm_status ex_check_partitioned(const sp_module *m, uint32_t n_devices, FILE *fai
     uint32_t n_sets = spmd ? n_dev : 1u; /* each device's own values, or the assembled ones */
     if (per == 0 || n_res != per * n_sets) {
         ex_tensors_free(res, n_res);
-        return cm_error_set(err, CM_EINTERNAL, NULL, "the run handed back %u values, not %u",
-                            n_res, per * n_sets);
+        return cm_error_set(err, CM_EINTERNAL, NULL, "the run handed back %u values, not %u", n_res,
+                            per * n_sets);
     }
     ex_interp_report r;
     memset(&r, 0, sizeof r);

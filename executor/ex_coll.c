@@ -846,8 +846,8 @@ static cm_status spmd_coll_run(const prog *p, const xop *x, shared *sh, cm_error
             size_t b = (k / ng) * chunk[j];
             size_t e = b + chunk[j] < O->lcount ? b + chunk[j] : O->lcount;
             if (x->fn == RED_BODY) {
-                cm_status st = spmd_fold_all_reduce(p, x, sh, o->operands[j],
-                                                    o->first_result + j, k % ng, b, e, err);
+                cm_status st = spmd_fold_all_reduce(p, x, sh, o->operands[j], o->first_result + j,
+                                                    k % ng, b, e, err);
                 if (st != CM_OK) {
                     return st;
                 }

@@ -74,10 +74,10 @@ typedef struct ex_exec_opts {
     uint32_t op_from;   /* the first run (0-based) op_s counts */
     struct ex_trace *trace; /* NULL, or records each op's start and end on each device in
                            one run, and is told when each run ends (ex_timing.h) */
-    bool checks;        /* the results are main's results followed by the operands of
-                           main's check ops (check.*, custom_call @check.*; in op order),
-                           assembled alike (ex_exec_check_values); without it check ops are
-                           skipped */
+    bool checks;            /* the results are main's results followed by the operands of
+                               main's check ops (check.*, custom_call @check.*; in op order),
+                               assembled alike (ex_check_partitioned); without it check ops are
+                               skipped */
 } ex_exec_opts;
 
 /* Runs main of m on the workers with the global arguments args (each worker

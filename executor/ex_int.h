@@ -39,8 +39,14 @@
 /* ---- element access ---------------------------------------------------------- */
 
 /* Reduction kinds (reduce bodies, scatter combiners, partial results). */
-enum { RED_ADD, RED_MAX, RED_MIN, RED_MUL, RED_AND, RED_OR,
-       RED_BODY /* StableHLO collectives: the body evaluated by the interpreter (ex_interp_fold) */
+enum {
+    RED_ADD,
+    RED_MAX,
+    RED_MIN,
+    RED_MUL,
+    RED_AND,
+    RED_OR,
+    RED_BODY /* StableHLO collectives: the body evaluated by the interpreter (ex_interp_fold) */
 };
 
 static inline bool elem_supported(sp_elem e)
@@ -348,7 +354,7 @@ typedef struct prog {
     bool spmd_main; /* main is a per-process program (mhlo.num_replicas > 1 or StableHLO
                        collectives at its top level): every device runs all of it on whole
                        values, and returns its own results */
-    uint32_t *checks;       /* main's check ops, in order (arena) */
+    uint32_t *checks; /* main's check ops, in order (arena) */
     uint32_t n_checks;
     uint32_t n_rep, n_part; /* the process grid of StableHLO collectives: device d is
                                replica d / n_part, partition d % n_part (manual computations:

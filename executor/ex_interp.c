@@ -4891,12 +4891,13 @@ cm_status ex_interp_spmd(const sp_module *m, uint32_t n_rep, uint32_t n_part,
         return cm_error_set(err, CM_EINVAL, NULL, "the module has no function @main");
     }
     if (n_rep == 0 || n_part == 0 || (uint64_t)n_rep * n_part > 256) {
-        return sp_op_error(m, f, err, "a grid of %u replicas x %u partitions cannot be "
-                                      "interpreted (at most 256 processes)", n_rep, n_part);
+        return sp_op_error(m, f, err,
+                           "a grid of %u replicas x %u partitions cannot be "
+                           "interpreted (at most 256 processes)",
+                           n_rep, n_part);
     }
     uint32_t n = n_rep * n_part, na = ft->n_inputs, nres = ft->n_results;
-    ictx cx = {m, fails != NULL ? fails : stderr, NULL, false, r, PTHREAD_MUTEX_INITIALIZER,
-               NULL};
+    ictx cx = {m, fails != NULL ? fails : stderr, NULL, false, r, PTHREAD_MUTEX_INITIALIZER, NULL};
     iv **argv = cm_calloc(na + 1u, sizeof(iv *));
     pjob *jobs = cm_calloc(n + 1u, sizeof *jobs);
     pthread_t *th = cm_calloc(n + 1u, sizeof *th);
@@ -4945,8 +4946,8 @@ cm_status ex_interp_spmd(const sp_module *m, uint32_t n_rep, uint32_t n_part,
     }
     for (uint32_t d = 0; st == CM_OK && d < n; d++) {
         if (jobs[d].n_res != nres) {
-            st = sp_op_error(m, f, err, "main returns %u values, its type says %u",
-                             jobs[d].n_res, nres);
+            st = sp_op_error(m, f, err, "main returns %u values, its type says %u", jobs[d].n_res,
+                             nres);
         }
         for (uint32_t j = 0; st == CM_OK && j < nres; j++) {
             const iv *v = jobs[d].res[j];
@@ -5110,12 +5111,11 @@ cm_status ex_interp_fold(const sp_module *m, uint32_t op, void *acc, const void 
     return st;
 }
 
-cm_status ex_interp_check(const sp_module *m, uint32_t op, const void *const *operands,
-                          FILE *fails, ex_interp_report *r, cm_error *err)
+cm_status ex_interp_check(const sp_module *m, uint32_t op, const void *const *operands, FILE *fails,
+                          ex_interp_report *r, cm_error *err)
 {
     const sp_op *o = &m->ops[op];
-    ictx cx = {m, fails != NULL ? fails : stderr, NULL, false, r, PTHREAD_MUTEX_INITIALIZER,
-               NULL};
+    ictx cx = {m, fails != NULL ? fails : stderr, NULL, false, r, PTHREAD_MUTEX_INITIALIZER, NULL};
     iproc P;
     cm_status st = proc_init(&P, &cx, err);
     for (uint32_t i = 0; st == CM_OK && i < o->n_operands; i++) {

@@ -99,7 +99,7 @@ cm_status ex_interp_fold(const sp_module *m, uint32_t op, void *acc, const void 
  * check is written to fails (NULL: stderr) as "LINE:COL: check....", and
  * both counted in *r (which is added to, not cleared). Errors: CM_EINVAL
  * (a check the interpreter cannot evaluate), CM_ENOMEM. */
-cm_status ex_interp_check(const sp_module *m, uint32_t op, const void *const *operands,
-                          FILE *fails, ex_interp_report *r, cm_error *err);
+cm_status ex_interp_check(const sp_module *m, uint32_t op, const void *const *operands, FILE *fails,
+                          ex_interp_report *r, cm_error *err);
 
 #endif /* EX_INTERP_H */

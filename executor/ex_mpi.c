@@ -2072,7 +2072,8 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
         if (ex_is_check_op(part, i)) {
             return sp_op_error(part, i, err,
                                "%s: check ops are not evaluated under --mpi yet; run it without "
-                               "--mpi", part->ops[i].name);
+                               "--mpi",
+                               part->ops[i].name);
         }
     }
     uint32_t n_dev = o->n_devices > 0 ? o->n_devices : ex_module_devices(part);

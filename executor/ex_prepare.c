@@ -2143,10 +2143,9 @@ static cm_status spmd_groups(prog *p, xop *x, int mode, cm_error *err)
     for (size_t i = 0; i < (size_t)rows * cols; i++) {
         int64_t id = g != NULL ? g[i] : (int64_t)i;
         if (id < 0 || id >= (int64_t)space) {
-            return ex_op_error(p, x->op, err,
-                               "%s: replica_groups names id %lld, outside the %u %s", nm,
-                               (long long)id, space,
-                               mode == SPMD_FLAT             ? "processes"
+            return ex_op_error(p, x->op, err, "%s: replica_groups names id %lld, outside the %u %s",
+                               nm, (long long)id, space,
+                               mode == SPMD_FLAT              ? "processes"
                                : mode == SPMD_CROSS_PARTITION ? "partitions"
                                                               : "replicas");
         }
@@ -2168,8 +2167,8 @@ static cm_status spmd_groups(prog *p, xop *x, int mode, cm_error *err)
                                                  : rows;
     x->gsize = mode == SPMD_CROSS_REPLICA_AND_PARTITION ? cols * Q : cols;
     if ((size_t)ng * x->gsize != n) {
-        return ex_op_error(p, x->op, err, "%s: its process groups do not cover the %u devices",
-                           nm, n);
+        return ex_op_error(p, x->op, err, "%s: its process groups do not cover the %u devices", nm,
+                           n);
     }
     x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * n);
     if (x->groups == NULL) {
@@ -2244,8 +2243,8 @@ static cm_status spmd_sources(prog *p, xop *x, int mode, cm_error *err)
     bool bcast = x->kind == SP_OP_COLLECTIVE_BROADCAST;
     const int64_t *t;
     uint32_t rows, cols, Q = p->n_part;
-    cm_status st = spmd_table(p, x, bcast ? "replica_groups" : "source_target_pairs", &t, &rows,
-                              &cols, err);
+    cm_status st =
+        spmd_table(p, x, bcast ? "replica_groups" : "source_target_pairs", &t, &rows, &cols, err);
     if (st != CM_OK) {
         return st;
     }
@@ -2265,9 +2264,8 @@ static cm_status spmd_sources(prog *p, xop *x, int mode, cm_error *err)
     for (size_t i = 0; i < (size_t)rows * cols; i++) {
         if (t[i] < 0 || t[i] >= (int64_t)space) {
             return ex_op_error(p, x->op, err, "%s: %s names id %lld, outside the %u %s", nm,
-                               bcast ? "replica_groups" : "source_target_pairs",
-                               (long long)t[i], space,
-                               mode == SPMD_CROSS_PARTITION ? "partitions" : "replicas");
+                               bcast ? "replica_groups" : "source_target_pairs", (long long)t[i],
+                               space, mode == SPMD_CROSS_PARTITION ? "partitions" : "replicas");
         }
     }
     for (uint32_t i = 0; i < rows; i++) {
@@ -2275,8 +2273,8 @@ static cm_status spmd_sources(prog *p, xop *x, int mode, cm_error *err)
             for (uint32_t j = 0; j < cols; j++) {
                 int64_t id = t[(size_t)i * cols + j];
                 if (src_seen[id]++) {
-                    return ex_op_error(p, x->op, err, "%s: replica_groups names id %lld twice",
-                                       nm, (long long)id);
+                    return ex_op_error(p, x->op, err, "%s: replica_groups names id %lld twice", nm,
+                                       (long long)id);
                 }
                 src_of[id] = t[(size_t)i * cols];
             }
@@ -2310,7 +2308,8 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
     if (!p->in_manual) {
         return ex_op_error(p, x->op, err,
                            "op %s outside sdy.manual_computation, in a function a manual "
-                           "computation of the module may call, cannot be executed yet", nm);
+                           "computation of the module may call, cannot be executed yet",
+                           nm);
     }
     if (x->kind == SP_OP_PARTITION_ID || x->kind == SP_OP_REPLICA_ID) {
         const vinfo *R = &p->vi[o->first_result];
@@ -2369,7 +2368,8 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
         if (!args) {
             return ex_op_error(p, x->op, err,
                                "op %s: a body that does not take two scalars of its operand's "
-                               "element type and return one cannot be executed", nm);
+                               "element type and return one cannot be executed",
+                               nm);
         }
     }
     for (uint32_t i = 0; i + 1u < o->n_operands; i++) {
@@ -2459,7 +2459,8 @@ static cm_status prepare_check(prog *p, xop *x, uint32_t blk, cm_error *err)
     if (blk != p->block || p->n_nest > 0) {
         return ex_op_error(p, x->op, err,
                            "%s inside a region, call or manual computation cannot be evaluated "
-                           "on the device workers yet (only at the top level of main)", o->name);
+                           "on the device workers yet (only at the top level of main)",
+                           o->name);
     }
     if (o->n_results > 0) {
         return ex_op_error(p, x->op, err, "%s with a result cannot be executed yet", o->name);
@@ -2646,8 +2647,10 @@ static cm_status prepare_grid(prog *p, cm_error *err)
     }
     const char *nm = m->ops[at].name;
     if (R == 0 || P == 0 || (uint64_t)R * P > 4096) {
-        return ex_op_error(p, at, err, "%s: mhlo.num_replicas or mhlo.num_partitions is not an "
-                                       "integer in 1..4096 (or their product exceeds 4096)", nm);
+        return ex_op_error(p, at, err,
+                           "%s: mhlo.num_replicas or mhlo.num_partitions is not an "
+                           "integer in 1..4096 (or their product exceeds 4096)",
+                           nm);
     }
     if (module_sharded(m, &sh)) {
         if (m->ops[at].kind == SP_OP_FUNC_FUNC) {
@@ -2663,13 +2666,17 @@ static cm_status prepare_grid(prog *p, cm_error *err)
                            nm);
     }
     if (p->replicated) {
-        return ex_op_error(p, at, err, "%s: a per-process program (%u replicas x %u partitions) "
-                                       "has no replicated run; its reference is the "
-                                       "interpreter's run of every process", nm, R, P);
+        return ex_op_error(p, at, err,
+                           "%s: a per-process program (%u replicas x %u partitions) "
+                           "has no replicated run; its reference is the "
+                           "interpreter's run of every process",
+                           nm, R, P);
     }
     if (p->n_dev != R * P) {
-        return ex_op_error(p, at, err, "%s: a program of %u replicas x %u partitions runs on "
-                                       "%u devices, not %u", nm, R, P, R * P, p->n_dev);
+        return ex_op_error(p, at, err,
+                           "%s: a program of %u replicas x %u partitions runs on "
+                           "%u devices, not %u",
+                           nm, R, P, R * P, p->n_dev);
     }
     p->spmd_main = true;
     p->in_manual = true; /* every device holds every value whole */
@@ -2709,7 +2716,8 @@ cm_status ex_prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replica
             return ex_op_error(p, i, err,
                                "op %s cannot be executed on the device workers yet: its channel "
                                "names no peer process, so workers that meet at each collective "
-                               "cannot pair it (`shardplan interpret` runs it)", m->ops[i].name);
+                               "cannot pair it (`shardplan interpret` runs it)",
+                               m->ops[i].name);
         }
     }
     cm_status st = prepare_grid(p, err);

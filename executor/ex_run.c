@@ -812,8 +812,8 @@ static uint32_t *out_values(const prog *p, const sp_op *ret, bool checks, uint32
 
 /* The results of a per-process main (prog.spmd_main): device d's result j
  * whole, as (*res_out)[d * n_results + j]. */
-static cm_status spmd_results(shared *sh, const uint32_t *outv, uint32_t nr,
-                              ex_tensor **res_out, uint32_t *n_res_out, cm_error *err)
+static cm_status spmd_results(shared *sh, const uint32_t *outv, uint32_t nr, ex_tensor **res_out,
+                              uint32_t *n_res_out, cm_error *err)
 {
     const prog *p = sh->p;
     uint32_t n = p->n_dev * nr;

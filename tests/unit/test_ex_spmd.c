@@ -382,7 +382,18 @@ static void check_per_device(const char *text, uint32_t n, uint32_t r, const int
 
 /* 2 replicas x 2 partitions: v = 10 replica + partition, and the spec's
  * strategies over them */
-#define GRID_MAIN(BODY)                                                                                "module @g attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 2 : i32} {\n"           "func.func @main() -> (tensor<ui32>, tensor<ui32>, tensor<2xi32>) {\n"                             "  %r = stablehlo.replica_id : tensor<ui32>\n"                                                    "  %q = stablehlo.partition_id : tensor<ui32>\n"                                                  "  %ri = stablehlo.convert %r : (tensor<ui32>) -> tensor<i32>\n"                                  "  %qi = stablehlo.convert %q : (tensor<ui32>) -> tensor<i32>\n"                                  "  %ten = stablehlo.constant dense<10> : tensor<i32>\n"                                           "  %r10 = stablehlo.multiply %ri, %ten : tensor<i32>\n"                                           "  %s = stablehlo.add %r10, %qi : tensor<i32>\n"                                                  "  %v = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<i32>) -> tensor<1xi32>\n" BODY         "  return %r, %q, %out : tensor<ui32>, tensor<ui32>, tensor<2xi32>\n}\n}\n"
+#define GRID_MAIN(BODY)                                                                            \
+    "module @g attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 2 : i32} {\n"        \
+    "func.func @main() -> (tensor<ui32>, tensor<ui32>, tensor<2xi32>) {\n"                         \
+    "  %r = stablehlo.replica_id : tensor<ui32>\n"                                                 \
+    "  %q = stablehlo.partition_id : tensor<ui32>\n"                                               \
+    "  %ri = stablehlo.convert %r : (tensor<ui32>) -> tensor<i32>\n"                               \
+    "  %qi = stablehlo.convert %q : (tensor<ui32>) -> tensor<i32>\n"                               \
+    "  %ten = stablehlo.constant dense<10> : tensor<i32>\n"                                        \
+    "  %r10 = stablehlo.multiply %ri, %ten : tensor<i32>\n"                                        \
+    "  %s = stablehlo.add %r10, %qi : tensor<i32>\n"                                               \
+    "  %v = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<i32>) -> tensor<1xi32>\n" BODY      \
+    "  return %r, %q, %out : tensor<ui32>, tensor<ui32>, tensor<2xi32>\n}\n}\n"
 
 static void test_ex_spmd_replicas_and_partitions_grid(void **state)
 {
@@ -436,11 +447,12 @@ static void test_ex_spmd_replicas_and_partitions_grid(void **state)
 static void test_ex_spmd_per_process_main_checked_against_the_interpreter(void **state)
 {
     (void)state;
-    const char *sum = GRID_MAIN(
-        "  %a = \"stablehlo.all_reduce\"(%v) <{replica_groups = dense<[[0, 1]]> : "
-        "tensor<1x2xi64>}> " ADD("i32") " : (tensor<1xi32>) -> tensor<1xi32>\n"
-        "  %out = stablehlo.concatenate %a, %v, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> "
-        "tensor<2xi32>\n");
+    const char *sum =
+        GRID_MAIN("  %a = \"stablehlo.all_reduce\"(%v) <{replica_groups = dense<[[0, 1]]> : "
+                  "tensor<1x2xi64>}> " ADD("i32") " : (tensor<1xi32>) -> tensor<1xi32>\n"
+                                                  "  %out = stablehlo.concatenate %a, %v, dim = 0 "
+                                                  ": (tensor<1xi32>, tensor<1xi32>) -> "
+                                                  "tensor<2xi32>\n");
     const char *max = GRID_MAIN(
         "  %a = \"stablehlo.all_reduce\"(%v) <{replica_groups = dense<[[0, 1]]> : "
         "tensor<1x2xi64>}> ({\n^bb0(%a0: tensor<i32>, %b0: tensor<i32>):\n"
