@@ -2063,17 +2063,16 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
     uint32_t n_rep, n_part, spmd_at = ex_module_spmd(part, &n_rep, &n_part);
     if (spmd_at != SP_NONE) {
         return sp_op_error(part, spmd_at, err,
-                           "%s: a per-process program (%u replicas x %u partitions, or StableHLO "
+                           "a per-process program (%u replicas x %u partitions, or StableHLO "
                            "collectives outside sdy.manual_computation) cannot run under --mpi "
                            "yet; run it without --mpi",
-                           part->ops[spmd_at].name, n_rep, n_part);
+                           n_rep, n_part);
     }
     for (uint32_t i = 0; i < part->n_ops; i++) {
         if (ex_is_check_op(part, i)) {
             return sp_op_error(part, i, err,
-                               "%s: check ops are not evaluated under --mpi yet; run it without "
-                               "--mpi",
-                               part->ops[i].name);
+                               "check ops are not evaluated under --mpi yet; run it without "
+                               "--mpi");
         }
     }
     uint32_t n_dev = o->n_devices > 0 ? o->n_devices : ex_module_devices(part);
