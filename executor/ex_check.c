@@ -285,8 +285,12 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
         return st;
     }
     ex_exec_opts eo = {.replicated = true, .iters = 1, .iter_s = &r->ref_s};
-    uint32_t n_rep = 1, n_part = 1;
-    bool spmd = ex_module_spmd(ref, &n_rep, &n_part) != SP_NONE;
+    uint32_t n_rep = 1, n_part = 1, at = SP_NONE;
+    if (ex_module_spmd(ref, &n_rep, &n_part, &at) != CM_OK) {
+        ex_tensors_free(args, n_args);
+        return cm_error_oom(err);
+    }
+    bool spmd = at != SP_NONE;
     if (spmd) {
         r->ref_processes = n_rep * n_part;
         st = spmd_reference(ref, n_rep, n_part, args, n_args, &want, &n_want, &r->ref_s, err);
@@ -295,7 +299,9 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
     }
     if (st == CM_OK) {
         eo.replicated = false;
-        eo.n_devices = o->n_devices > 0 ? o->n_devices : ex_module_devices(part);
+        eo.n_devices = o->n_devices > 0             ? o->n_devices
+                       : spmd && n_rep * n_part > 0 ? n_rep * n_part
+                                                    : ex_module_devices(part);
         eo.iters = o->iters;
         eo.iter_s = o->iter_s;
         eo.affinity = o->affinity;
@@ -379,9 +385,12 @@ cm_status ex_check_reference(const sp_module *m, FILE *fails, uint32_t *n_checks
     *n_proc = 1;
     ex_interp_report r;
     memset(&r, 0, sizeof r);
-    uint32_t n_rep, n_part;
-    cm_status st;
-    if (ex_module_spmd(m, &n_rep, &n_part) != SP_NONE) {
+    uint32_t n_rep, n_part, at = SP_NONE;
+    cm_status st = ex_module_spmd(m, &n_rep, &n_part, &at);
+    if (st != CM_OK) {
+        return cm_error_oom(err);
+    }
+    if (at != SP_NONE) {
         uint32_t f = sp_module_func(m, "main");
         const sp_type *ft = f != SP_NONE ? sp_func_type(m, f) : NULL;
         if (ft == NULL || ft->n_inputs != 0) {
@@ -430,7 +439,14 @@ cm_status ex_check_partitioned(const sp_module *m, uint32_t n_devices, FILE *fai
                                cm_error *err)
 {
     *n_checks = *n_failed = 0;
-    uint32_t n_dev = n_devices > 0 ? n_devices : ex_module_devices(m);
+    uint32_t n_rep, n_part, at = SP_NONE;
+    if (ex_module_spmd(m, &n_rep, &n_part, &at) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    bool spmd = at != SP_NONE;
+    uint32_t n_dev = n_devices > 0                ? n_devices
+                     : spmd && n_rep * n_part > 0 ? n_rep * n_part
+                                                  : ex_module_devices(m);
     *n_dev_out = n_dev;
     ex_exec_opts eo = {.n_devices = n_dev, .iters = 1, .checks = true};
     ex_tensor *res = NULL;
@@ -448,8 +464,6 @@ cm_status ex_check_partitioned(const sp_module *m, uint32_t n_devices, FILE *fai
     for (uint32_t i = 0; i < b->n_ops; i++) {
         per += ex_is_check_op(m, b->ops[i]) ? m->ops[b->ops[i]].n_operands : 0u;
     }
-    uint32_t n_rep, n_part;
-    bool spmd = ex_module_spmd(m, &n_rep, &n_part) != SP_NONE;
     uint32_t n_sets = spmd ? n_dev : 1u; /* each device's own values, or the assembled ones */
     if (per == 0 || n_res != per * n_sets) {
         ex_tensors_free(res, n_res);

@@ -479,13 +479,12 @@ void ex_prog_fini(prog *p);
 bool ex_is_check_op(const sp_module *m, uint32_t op);
 
 /* ex_prepare.c: whether main of m is a per-process program (prog.spmd_main):
- * the first StableHLO collective or process id outside every manual
- * computation in main or a function it calls, or main itself when
- * mhlo.num_replicas is not 1; SP_NONE when not (or when out of memory,
- * which ex_prog_init reports). *n_rep and *n_part get mhlo.num_replicas
- * and mhlo.num_partitions (1 when absent, 0 when not an integer in
- * 1..4096). */
-uint32_t ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part);
+ * *at gets the first StableHLO collective or process id outside every
+ * manual computation in main or a function it calls, or main itself when
+ * mhlo.num_replicas is not 1; SP_NONE when not. *n_rep and *n_part get
+ * mhlo.num_replicas and mhlo.num_partitions (1 when absent, 0 when not an
+ * integer in 1..4096). Errors: CM_ENOMEM (no message; the caller reports). */
+cm_status ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part, uint32_t *at);
 
 /* ex_ops.c: buffers. A buffer of value v for one device: ex_buf_alloc reuses
  * v's spare in bufs (a worker's value array, or NULL) and zeroes it when

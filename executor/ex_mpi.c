@@ -2060,7 +2060,10 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
 {
     double *net_s = c != NULL ? c->net_s : NULL;
     memset(r, 0, sizeof *r);
-    uint32_t n_rep, n_part, spmd_at = ex_module_spmd(part, &n_rep, &n_part);
+    uint32_t n_rep, n_part, spmd_at = SP_NONE;
+    if (ex_module_spmd(part, &n_rep, &n_part, &spmd_at) != CM_OK) {
+        return cm_error_oom(err);
+    }
     if (spmd_at != SP_NONE) {
         return sp_op_error(part, spmd_at, err,
                            "a per-process program (%u replicas x %u partitions, or StableHLO "

@@ -1453,8 +1453,7 @@ static uint32_t enclosing_func(const sp_module *m, uint32_t op, bool *in_manual)
     return SP_NONE;
 }
 
-/* ex_module_spmd into *at; CM_ENOMEM when out of memory. */
-static cm_status spmd_scan(const sp_module *m, uint32_t *n_rep, uint32_t *n_part, uint32_t *at_out)
+cm_status ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part, uint32_t *at_out)
 {
     *n_rep = grid_attr(m, "mhlo.num_replicas");
     *n_part = grid_attr(m, "mhlo.num_partitions");
@@ -1512,17 +1511,13 @@ static cm_status spmd_scan(const sp_module *m, uint32_t *n_rep, uint32_t *n_part
     return CM_OK;
 }
 
-uint32_t ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part)
-{
-    uint32_t at = SP_NONE;
-    (void)spmd_scan(m, n_rep, n_part, &at); /* out of memory: ex_prog_init reports it */
-    return at;
-}
 
 uint32_t ex_module_devices(const sp_module *m)
 {
-    uint32_t nr, np;
-    if (ex_module_spmd(m, &nr, &np) != SP_NONE && nr > 0 && np > 0 && nr * np <= 4096) {
+    uint32_t nr, np, at = SP_NONE;
+    /* out of memory: the mesh's size (ex_prog_init reports it) */
+    if (ex_module_spmd(m, &nr, &np, &at) == CM_OK && at != SP_NONE && nr > 0 && np > 0 &&
+        nr * np <= 4096) {
         return nr * np;
     }
     const sp_block *body = &m->blocks[m->body];
@@ -2639,7 +2634,7 @@ static cm_status prepare_grid(prog *p, cm_error *err)
 {
     const sp_module *m = p->m;
     uint32_t R, P, at = SP_NONE, sh = SP_NONE;
-    if (spmd_scan(m, &R, &P, &at) != CM_OK) {
+    if (ex_module_spmd(m, &R, &P, &at) != CM_OK) {
         return cm_error_oom(err);
     }
     if (at == SP_NONE) {

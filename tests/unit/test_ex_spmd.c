@@ -11,7 +11,7 @@
  * non-commutative op run by the interpreter on the workers; per-process
  * mains over 2 replicas x 2 partitions (the spec's process-group
  * strategies, collective_broadcast) and their check against the
- * interpreter's run of every process. */
+ * interpreter's run of every process, with the OOM loop over it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +29,7 @@
 #include "sp_mlir.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
+#include "tu_oom.h"
 
 /* Reads and plans text (-sdy-propagation-pipeline), and partitions it when
  * partition is set, as `shardplan run` does. */
@@ -481,6 +482,59 @@ static void test_ex_spmd_per_process_main_checked_against_the_interpreter(void *
     sp_module_destroy(ref);
 }
 
+/* The OOM loop (STYLE.md) over a per-process main's check against the
+ * interpreter, with a body the interpreter folds on the workers: every
+ * allocation of the executor's and the interpreter's runs fails in turn. */
+typedef struct oom_ctx {
+    sp_module *part, *ref;
+    ex_report r;
+} oom_ctx;
+
+static const char *oom_text =
+    GRID_MAIN("  %a = \"stablehlo.all_reduce\"(%v) <{replica_groups = dense<[[0, 1]]> : "
+              "tensor<1x2xi64>}> ({\n^bb0(%a0: tensor<i32>, %b0: tensor<i32>):\n"
+              "  %lt = stablehlo.compare LT, %a0, %b0 : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+              "  %m = stablehlo.select %lt, %a0, %b0 : tensor<i1>, tensor<i32>\n"
+              "  stablehlo.return %m : tensor<i32>\n}) : (tensor<1xi32>) -> tensor<1xi32>\n"
+              "  %out = stablehlo.concatenate %a, %v, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> "
+              "tensor<2xi32>\n");
+
+static void oom_setup(void *p)
+{
+    oom_ctx *c = p;
+    c->part = plan(oom_text, true);
+    c->ref = plan(oom_text, false);
+}
+
+static cm_status oom_run(void *p)
+{
+    oom_ctx *c = p;
+    ex_check_opts o = {.iters = 1, .seed = 1};
+    cm_error err;
+    cm_error_clear(&err);
+    return ex_check_modules(c->part, c->ref, &o, &c->r, &err);
+}
+
+static void oom_done(void *p, cm_status st)
+{
+    oom_ctx *c = p;
+    if (st == CM_OK) {
+        assert_true(c->r.mm.match);
+        assert_int_equal(c->r.ref_processes, 4);
+    }
+    sp_module_destroy(c->part);
+    sp_module_destroy(c->ref);
+}
+
+static void test_ex_spmd_per_process_check_out_of_memory(void **state)
+{
+    (void)state;
+    oom_ctx c;
+    memset(&c, 0, sizeof c);
+    tu_oom t = {oom_setup, oom_run, oom_done};
+    assert_true(tu_oom_loop(&t, &c, 20000) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_ex_spmd_body_folds_in_group_order),
         cmocka_unit_test(test_ex_spmd_replicas_and_partitions_grid),
         cmocka_unit_test(test_ex_spmd_per_process_main_checked_against_the_interpreter),
+        cmocka_unit_test(test_ex_spmd_per_process_check_out_of_memory),
     };
     return cmocka_run_group_tests_name("ex_spmd", tests, NULL, NULL);
 }
