@@ -2251,7 +2251,9 @@ static cm_status spmd_sources(prog *p, xop *x, int mode, cm_error *err)
         return cm_error_oom(err);
     }
     for (uint32_t i = 0; i < space; i++) {
-        src_of[i] = -1;
+        /* collective_broadcast without groups: one group of every id, as
+         * the interpreter's (and the other collectives') */
+        src_of[i] = bcast && rows == 0 ? 0 : -1;
     }
     if (!bcast && rows > 0 && cols != 2) {
         return ex_op_error(p, x->op, err, "%s: source_target_pairs is not N x 2", nm);

@@ -21,6 +21,8 @@
 // RUN: sed 's|// CHECKOP: ||' %t/parts.mlir > %t/parts_c.mlir && shardplan run %t/parts_c.mlir | FileCheck %s --check-prefix=PARTS
 // RUN: shardplan run %t/bcast.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's|// CHECKOP: ||' %t/bcast.mlir > %t/bcast_c.mlir && shardplan run %t/bcast_c.mlir | FileCheck %s --check-prefix=HELD4
+// RUN: sed -e 's|replica_groups = dense<\[\[2, 1\]\]> : tensor<1x2xi64>|replica_groups = dense<> : tensor<0x0xi64>|' -e 's|\[\[0, 0\], \[5, 6\], \[5, 6\], \[0, 0\]\]|[[1, 2], [1, 2], [1, 2], [1, 2]]|' %t/bcast.mlir > %t/bcast_all.mlir && shardplan run %t/bcast_all.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
+// RUN: sed 's|// CHECKOP: ||' %t/bcast_all.mlir > %t/bcast_all_c.mlir && shardplan run %t/bcast_all_c.mlir | FileCheck %s --check-prefix=HELD4
 // RUN: shardplan run %t/bodies.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's|// CHECKOP: ||' %t/bodies.mlir > %t/bodies_c.mlir && shardplan run %t/bodies_c.mlir | FileCheck %s --check-prefix=BODIES
 // RUN: shardplan run %t/pmap_args.mlir --iters 2 | FileCheck %s --check-prefix=MATCH
@@ -187,6 +189,7 @@ module @parts attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 :
 //--- bcast.mlir
 // collective_broadcast as spec.md's example: 4 replicas, group [2, 1]
 // (source replica 2); replicas 0 and 3 are in no group and get zeros.
+// Without groups (bcast_all) every replica is in one, replica 0 its source.
 module @bcast attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
   func.func public @main() -> tensor<4x2xi64> {
     %ru = stablehlo.replica_id : tensor<ui32>
