@@ -82,7 +82,12 @@ typedef struct ex_exec_opts {
 
 /* Runs main of m on the workers with the global arguments args (each worker
  * takes its shard) and assembles each result into a global tensor
- * (*res_out, n_res_out entries, freed with ex_tensors_free). main may call
+ * (*res_out, n_res_out entries, freed with ex_tensors_free). A per-process
+ * main (mhlo.num_replicas > 1, or StableHLO collectives outside
+ * sdy.manual_computation; docs/executor.md) runs on replicas x partitions
+ * workers, each taking every argument whole, and hands back each device's
+ * own results, device-major (n_devices x the results); it has no
+ * replicated run (CM_EINVAL). main may call
  * other functions of m (not recursively) and hold while, case and if ops,
  * sdy.named_computation and sdy.manual_computation; every device takes the
  * same branches and trip counts.
