@@ -195,14 +195,28 @@ static bool has_checks(const sp_module *m)
     return false;
 }
 
+/* Each line of text ("LINE:COL: check....") to errs, prefixed with file. */
+static void fail_lines(const char *file, const char *text, FILE *errs)
+{
+    for (const char *l = text; l != NULL && *l != '\0';) {
+        const char *eol = strchr(l, '\n');
+        size_t ln = eol != NULL ? (size_t)(eol - l) : strlen(l);
+        fprintf(errs, "%s:%.*s\n", file, (int)ln, l);
+        l += ln + (eol != NULL ? 1u : 0u);
+    }
+}
+
 /* A module with check assertions (StableHLO's interpreter tests, a main
  * that builds its inputs from constants): its checks are evaluated on one
- * device by the interpreter (executor/ex_interp.h), each failed one reported
- * as "FILE:LINE:COL: check...." on errs. The executor does not run check
- * ops, so there is no partitioned run (docs/executor.md, "Checks").
- * *handled is false (and nothing is printed) when the file is not such a
- * module; the exit status otherwise: 0 when every check held. */
-static int run_checks(const char *file, bool json, FILE *out, FILE *errs, bool *handled)
+ * device by the interpreter (executor/ex_exec.h ex_check_reference: every
+ * process of a per-process main), and, when it runs on more than one
+ * device, again in the partitioned run on the device workers, on the
+ * assembled values of their operands (ex_check_partitioned; docs/executor.md,
+ * "Checks"). Each failed check is reported as "FILE:LINE:COL: check...."
+ * on errs. *handled is false (and nothing is printed) when the file is not
+ * such a module; the exit status otherwise: 0 when every check held. */
+static int run_checks(const char *file, uint32_t devices, bool json, FILE *out, FILE *errs,
+                      bool *handled)
 {
     *handled = false;
     size_t n = strlen(file);
@@ -215,7 +229,7 @@ static int run_checks(const char *file, bool json, FILE *out, FILE *errs, bool *
     size_t len = 0;
     sp_module *m = NULL;
     if (cm_file_read(file, &text, &len, &err) != CM_OK ||
-        sp_mlir_read(text, len, 1, &m, &err) != CM_OK) {
+        sp_mlir_read(text, len, 0, &m, &err) != CM_OK) {
         cm_free(text);
         return 0; /* the ordinary path reports it */
     }
@@ -227,37 +241,73 @@ static int run_checks(const char *file, bool json, FILE *out, FILE *errs, bool *
     *handled = true;
     char *lines = NULL;
     size_t lines_len = 0;
+    uint32_t nc = 0, nf = 0, pc = 0, pf = 0, pd = 0, np = 1;
+    char refused[600] = "";
     FILE *fails = open_memstream(&lines, &lines_len);
-    ex_interp_report r;
-    memset(&r, 0, sizeof r);
-    cm_status st = fails == NULL ? cm_error_oom(&err)
-                                 : ex_interp_module(m, fails, &r, &err);
+    cm_status st =
+        fails == NULL ? cm_error_oom(&err) : ex_check_reference(m, fails, &nc, &nf, &np, &err);
+    sp_module_destroy(m);
+    sp_input part;
+    memset(&part, 0, sizeof part);
+    bool parted = false;
+    if (st == CM_OK) {
+        st = sp_input_load(file, NULL, &part, &err);
+        if (st == CM_OK) {
+            st = ex_partition(part.m, &err);
+        }
+        uint32_t nd = devices > 0 ? devices : st == CM_OK ? ex_module_devices(part.m) : 1u;
+        if (st == CM_OK && nd > 1) {
+            parted = true;
+            st = ex_check_partitioned(part.m, devices, fails, &pc, &pf, &pd, &err);
+            if (st == CM_EINVAL) {
+                /* what the workers cannot run (a check inside a region, an op
+                 * without a kernel): said, the interpreter's checks stand */
+                snprintf(refused, sizeof refused, "%s%s%s", err.path,
+                         err.path[0] != '\0' ? ": " : "", err.msg);
+                cm_error_clear(&err);
+                st = CM_OK;
+            }
+        }
+        if (part.m != NULL) {
+            sp_input_fini(&part);
+        }
+    }
     if (fails != NULL) {
         fclose(fails);
     }
-    sp_module_destroy(m);
-    /* each line of the interpreter's is "LINE:COL: check...."; prefix the file */
-    for (const char *l = lines; l != NULL && *l != '\0';) {
-        const char *eol = strchr(l, '\n');
-        size_t ln = eol != NULL ? (size_t)(eol - l) : strlen(l);
-        fprintf(errs, "%s:%.*s\n", file, (int)ln, l);
-        l += ln + (eol != NULL ? 1u : 0u);
-    }
+    fail_lines(file, lines, errs);
     free(lines);
     if (st != CM_OK) {
         cmd_report(errs, json, "run", file, &err);
         return 1;
     }
     if (json) {
-        fprintf(out, "{\"devices\":1,\"checks\":%u,\"checks_failed\":%u}\n", r.n_checks,
-                r.n_failed);
+        fprintf(out, "{\"devices\":%u,\"checks\":%u,\"checks_failed\":%u", parted ? pd : 1u, nc,
+                nf);
+        if (parted && refused[0] == '\0') {
+            fprintf(out, ",\"partitioned_checks\":%u,\"partitioned_checks_failed\":%u", pc, pf);
+        } else if (parted) {
+            cm_buf b;
+            cm_buf_init(&b);
+            cm_json_put_kv_str(&b, "partitioned_refused", refused);
+            fprintf(out, ",%s", b.oom ? "\"partitioned_refused\":\"\"" : b.data);
+            cm_buf_fini(&b);
+        }
+        fputs("}\n", out);
+    } else if (parted && refused[0] != '\0') {
+        fprintf(out, "%s: checks: %u of %u held (%s); not run partitioned: %s\n", file, nc - nf, nc,
+                np > 1 ? "interpreter, every process" : "1 device, interpreter", refused);
+    } else if (parted) {
+        fprintf(out, "%s: checks: %u of %u held (%s); partitioned on %u devices: %u of %u held\n",
+                file, nc - nf, nc, np > 1 ? "interpreter, every process" : "1 device, interpreter",
+                pd, pc - pf, pc);
     } else {
         fprintf(out,
                 "%s: checks: %u of %u held (1 device, interpreter; check ops are not run "
                 "partitioned)\n",
-                file, r.n_checks - r.n_failed, r.n_checks);
+                file, nc - nf, nc);
     }
-    return r.n_failed == 0 ? 0 : 1;
+    return nf == 0 && pf == 0 ? 0 : 1;
 }
 
 int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
@@ -304,7 +354,7 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
     }
     if (!mpi) {
         bool handled = false;
-        int crc = run_checks(file, json, out, errs, &handled);
+        int crc = run_checks(file, (uint32_t)devices, json, out, errs, &handled);
         if (handled) {
             return crc;
         }
@@ -424,7 +474,12 @@ int cmd_run(int argc, char **argv, FILE *out, FILE *errs)
             fprintf(out, ", %.2f GFLOP/s (%.3g FLOP per run, cost model)", r.flops / med * 1e-9,
                     r.flops);
         }
-        fprintf(out, "; reference (1 device, unpartitioned): %.3f ms\n", r.ref_s * 1e3);
+        if (r.ref_processes > 0) {
+            fprintf(out, "; reference (interpreter, %u processes): %.3f ms\n", r.ref_processes,
+                    r.ref_s * 1e3);
+        } else {
+            fprintf(out, "; reference (1 device, unpartitioned): %.3f ms\n", r.ref_s * 1e3);
+        }
         if (r.mm.match) {
             fprintf(out, "numerics: match (max abs diff %.3g)\n", r.mm.max_abs_diff);
         } else {

@@ -5,8 +5,11 @@
 #include "ex_int.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "ex_interp.h"
 #include "sp_attrs.h"
 #include "sp_cost.h"
 #include "sp_input.h"
@@ -205,6 +208,72 @@ cm_status ex_partition(sp_module *m, cm_error *err)
     return sp_module_is_partitioned(m) ? CM_OK : sp_module_partition(m, err);
 }
 
+/* The reference of a per-process main (ex_module_spmd): the interpreter's
+ * run of every process of its n_rep x n_part grid on the same arguments,
+ * process d's result j as (*want)[d * n_results + j]; *secs its wall time. */
+static cm_status spmd_reference(const sp_module *m, uint32_t n_rep, uint32_t n_part,
+                                const ex_tensor *args, uint32_t n_args, ex_tensor **want,
+                                uint32_t *n_want, double *secs, cm_error *err)
+{
+    *want = NULL;
+    *n_want = 0;
+    uint32_t f = sp_module_func(m, "main");
+    const sp_type *ft = f != SP_NONE ? sp_func_type(m, f) : NULL;
+    if (ft == NULL || ft->n_inputs != n_args) {
+        return cm_error_set(err, CM_EINVAL, NULL, "main takes other arguments");
+    }
+    if (n_rep == 0 || n_part == 0) {
+        return cm_error_set(err, CM_EINVAL, NULL,
+                            "mhlo.num_replicas or mhlo.num_partitions "
+                            "is not an integer in 1..4096");
+    }
+    uint32_t nr = ft->n_results;
+    size_t n = (size_t)n_rep * n_part * nr;
+    ex_tensor *w = cm_calloc(n + 1u, sizeof(ex_tensor));
+    void **outs = cm_calloc(n + 1u, sizeof(void *));
+    const void **ins = cm_calloc(n_args + 1u, sizeof(void *));
+    cm_status st = w == NULL || outs == NULL || ins == NULL ? cm_error_oom(err) : CM_OK;
+    for (size_t i = 0; st == CM_OK && i < n; i++) {
+        const sp_type *t = &m->types[ft->results[i % nr]];
+        bool ok = t->kind == SP_TYPE_TENSOR && t->rank <= EX_MAX_RANK;
+        for (uint32_t k = 0; ok && k < t->rank; k++) {
+            ok = t->dims[k] >= 0;
+        }
+        if (!ok) {
+            st = cm_error_set(err, CM_EINVAL, NULL, "result %zu of main is not a static tensor",
+                              i % nr);
+            break;
+        }
+        w[i].elem = t->elem;
+        w[i].rank = t->rank;
+        memcpy(w[i].dims, t->dims, sizeof(int64_t) * t->rank);
+        w[i].n = count_of(t->dims, t->rank);
+        w[i].data = cm_calloc(w[i].n + 1u, sp_elem_bytes(t->elem) + 1u);
+        outs[i] = w[i].data;
+        if (w[i].data == NULL) {
+            st = cm_error_oom(err);
+        }
+    }
+    for (uint32_t i = 0; st == CM_OK && i < n_args; i++) {
+        ins[i] = args[i].data;
+    }
+    double t0 = cm_now();
+    if (st == CM_OK) {
+        ex_interp_report rep;
+        st = ex_interp_spmd(m, n_rep, n_part, ins, outs, NULL, &rep, err);
+    }
+    *secs = cm_now() - t0;
+    cm_free(outs);
+    cm_free((void *)ins);
+    if (st != CM_OK) {
+        ex_tensors_free(w, (uint32_t)n);
+        return st;
+    }
+    *want = w;
+    *n_want = (uint32_t)n;
+    return CM_OK;
+}
+
 cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check_opts *o,
                            ex_report *r, cm_error *err)
 {
@@ -216,10 +285,23 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
         return st;
     }
     ex_exec_opts eo = {.replicated = true, .iters = 1, .iter_s = &r->ref_s};
-    st = ex_exec_run(ref, &eo, args, n_args, &want, &n_want, err);
+    uint32_t n_rep = 1, n_part = 1, at = SP_NONE;
+    if (ex_module_spmd(ref, &n_rep, &n_part, &at) != CM_OK) {
+        ex_tensors_free(args, n_args);
+        return cm_error_oom(err);
+    }
+    bool spmd = at != SP_NONE;
+    if (spmd) {
+        r->ref_processes = n_rep * n_part;
+        st = spmd_reference(ref, n_rep, n_part, args, n_args, &want, &n_want, &r->ref_s, err);
+    } else {
+        st = ex_exec_run(ref, &eo, args, n_args, &want, &n_want, err);
+    }
     if (st == CM_OK) {
         eo.replicated = false;
-        eo.n_devices = o->n_devices > 0 ? o->n_devices : ex_module_devices(part);
+        eo.n_devices = o->n_devices > 0             ? o->n_devices
+                       : spmd && n_rep * n_part > 0 ? n_rep * n_part
+                                                    : ex_module_devices(part);
         eo.iters = o->iters;
         eo.iter_s = o->iter_s;
         eo.affinity = o->affinity;
@@ -236,6 +318,16 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
         } else {
             ex_tensors_compare(want, got, n_want, ex_module_contraction(ref), &r->mm);
         }
+    }
+    if (st == CM_OK && spmd && !r->mm.match && n_want > 0) {
+        /* result k of n_dev * n_results: device k / n_results's result */
+        uint32_t nr = n_want / (n_rep * n_part), d = r->mm.result / nr;
+        char w[sizeof r->mm.where + 64];
+        snprintf(w, sizeof w, "%.90s on device %u (replica %u, partition %u)", r->mm.where, d,
+                 d / n_part, d % n_part);
+        memcpy(r->mm.where, w, sizeof r->mm.where - 1u);
+        r->mm.where[sizeof r->mm.where - 1u] = '\0';
+        r->mm.result %= nr;
     }
     if (st == CM_OK) {
         sp_cost_opts co;
@@ -272,5 +364,152 @@ cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex
     }
     sp_input_fini(&part);
     sp_input_fini(&ref);
+    return st;
+}
+
+/* The lines of text (each "LINE:COL: ...") to out, each ending with
+ * suffix. */
+static void lines_suffixed(const char *text, const char *suffix, FILE *out)
+{
+    for (const char *l = text; l != NULL && *l != '\0';) {
+        const char *eol = strchr(l, '\n');
+        size_t n = eol != NULL ? (size_t)(eol - l) : strlen(l);
+        fprintf(out, "%.*s%s\n", (int)n, l, suffix);
+        l += n + (eol != NULL ? 1u : 0u);
+    }
+}
+
+cm_status ex_check_reference(const sp_module *m, FILE *fails, uint32_t *n_checks,
+                             uint32_t *n_failed, uint32_t *n_proc, cm_error *err)
+{
+    *n_proc = 1;
+    ex_interp_report r;
+    memset(&r, 0, sizeof r);
+    uint32_t n_rep, n_part, at = SP_NONE;
+    cm_status st = ex_module_spmd(m, &n_rep, &n_part, &at);
+    if (st != CM_OK) {
+        return cm_error_oom(err);
+    }
+    if (at != SP_NONE) {
+        uint32_t f = sp_module_func(m, "main");
+        const sp_type *ft = f != SP_NONE ? sp_func_type(m, f) : NULL;
+        if (ft == NULL || ft->n_inputs != 0) {
+            return cm_error_set(err, CM_EINVAL, NULL, "a main that takes arguments");
+        }
+        /* the checks run in every process; the results are not needed */
+        st = n_rep == 0 || n_part == 0 ? cm_error_set(err, CM_EINVAL, NULL,
+                                                      "mhlo.num_replicas or "
+                                                      "mhlo.num_partitions is not an integer in "
+                                                      "1..4096")
+                                       : CM_OK;
+        size_t n = (size_t)n_rep * n_part * ft->n_results;
+        void **outs = st == CM_OK ? cm_calloc(n + 1u, sizeof(void *)) : NULL;
+        if (st == CM_OK && outs == NULL) {
+            st = cm_error_oom(err);
+        }
+        for (size_t i = 0; st == CM_OK && i < n; i++) {
+            const sp_type *t = &m->types[ft->results[i % ft->n_results]];
+            size_t cnt = t->kind == SP_TYPE_TENSOR ? 1 : 0;
+            for (uint32_t k = 0; k < t->rank; k++) {
+                cnt *= t->dims[k] > 0 ? (size_t)t->dims[k] : 0u;
+            }
+            outs[i] = cm_calloc(cnt + 1u, 8u);
+            if (outs[i] == NULL) {
+                st = cm_error_oom(err);
+            }
+        }
+        if (st == CM_OK) {
+            *n_proc = n_rep * n_part;
+            st = ex_interp_spmd(m, n_rep, n_part, NULL, outs, fails, &r, err);
+        }
+        for (size_t i = 0; outs != NULL && i < n; i++) {
+            cm_free(outs[i]);
+        }
+        cm_free(outs);
+    } else {
+        st = ex_interp_module(m, fails, &r, err);
+    }
+    *n_checks = r.n_checks;
+    *n_failed = r.n_failed;
+    return st;
+}
+
+cm_status ex_check_partitioned(const sp_module *m, uint32_t n_devices, FILE *fails,
+                               uint32_t *n_checks, uint32_t *n_failed, uint32_t *n_dev_out,
+                               cm_error *err)
+{
+    *n_checks = *n_failed = 0;
+    uint32_t n_rep, n_part, at = SP_NONE;
+    if (ex_module_spmd(m, &n_rep, &n_part, &at) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    bool spmd = at != SP_NONE;
+    uint32_t n_dev = n_devices > 0                ? n_devices
+                     : spmd && n_rep * n_part > 0 ? n_rep * n_part
+                                                  : ex_module_devices(m);
+    *n_dev_out = n_dev;
+    ex_exec_opts eo = {.n_devices = n_dev, .iters = 1, .checks = true};
+    ex_tensor *res = NULL;
+    uint32_t n_res = 0;
+    cm_status st = ex_exec_run(m, &eo, NULL, 0, &res, &n_res, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    uint32_t mainf = sp_module_func(m, "main"), nr;
+    const sp_block *b = &m->blocks[m->ops[mainf].regions[0].blocks[0]];
+    uint32_t per = 0; /* values per device: main's results and check operands */
+    const sp_op *ret = &m->ops[b->ops[b->n_ops - 1]];
+    nr = ret->n_operands;
+    per = nr;
+    for (uint32_t i = 0; i < b->n_ops; i++) {
+        per += ex_is_check_op(m, b->ops[i]) ? m->ops[b->ops[i]].n_operands : 0u;
+    }
+    uint32_t n_sets = spmd ? n_dev : 1u; /* each device's own values, or the assembled ones */
+    if (per == 0 || n_res != per * n_sets) {
+        ex_tensors_free(res, n_res);
+        return cm_error_set(err, CM_EINTERNAL, NULL, "the run handed back %u values, not %u", n_res,
+                            per * n_sets);
+    }
+    ex_interp_report r;
+    memset(&r, 0, sizeof r);
+    for (uint32_t d = 0; st == CM_OK && d < n_sets; d++) {
+        uint32_t k = d * per + nr;
+        for (uint32_t i = 0; st == CM_OK && i < b->n_ops; i++) {
+            uint32_t op = b->ops[i];
+            if (!ex_is_check_op(m, op)) {
+                continue;
+            }
+            const sp_op *o = &m->ops[op];
+            const void *ins[8];
+            if (o->n_operands > 8) {
+                st = sp_op_error(m, op, err, "%s: more than 8 operands", o->name);
+                break;
+            }
+            for (uint32_t j = 0; j < o->n_operands; j++) {
+                ins[j] = res[k++].data;
+            }
+            char *text = NULL;
+            size_t len = 0;
+            FILE *mem = open_memstream(&text, &len);
+            if (mem == NULL) {
+                st = cm_error_oom(err);
+                break;
+            }
+            st = ex_interp_check(m, op, ins, mem, &r, err);
+            fclose(mem);
+            char suffix[96];
+            if (spmd) {
+                snprintf(suffix, sizeof suffix, " [device %u: replica %u, partition %u]", d,
+                         d / n_part, d % n_part);
+            } else {
+                snprintf(suffix, sizeof suffix, " [partitioned, %u devices]", n_dev);
+            }
+            lines_suffixed(text, suffix, fails);
+            free(text);
+        }
+    }
+    ex_tensors_free(res, n_res);
+    *n_checks = r.n_checks;
+    *n_failed = r.n_failed;
     return st;
 }

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "ex_interp.h"
 #include "ex_mem_int.h"
 #include "ex_mpi_int.h"
 
@@ -697,6 +698,62 @@ static void combine_box(const char *src, const int64_t *sd, const int64_t *so, c
     (void)esz;
 }
 
+/* A body the interpreter evaluates (x->fn RED_BODY, ex_interp_fold), in
+ * group order like the built-in combinations. All-reduce: elements [b, e)
+ * of group g's result r of operand v, folded into the first member's
+ * result and copied to the others. */
+static cm_status spmd_fold_all_reduce(const prog *p, const xop *x, shared *sh, uint32_t v,
+                                      uint32_t r, size_t g, size_t b, size_t e, cm_error *err)
+{
+    size_t esz = p->vi[r].esz;
+    const int64_t *grp = &x->groups[g * x->gsize];
+    char *acc = (char *)wbufs(sh, (uint32_t)grp[0])[r] + b * esz;
+    memcpy(acc, (const char *)wbufs(sh, (uint32_t)grp[0])[v] + b * esz, (e - b) * esz);
+    for (uint32_t j = 1; j < x->gsize; j++) {
+        const char *src = (const char *)wbufs(sh, (uint32_t)grp[j])[v] + b * esz;
+        cm_status st = ex_interp_fold(p->m, x->op, acc, src, e - b, err);
+        if (st != CM_OK) {
+            return st;
+        }
+    }
+    for (uint32_t j = 1; j < x->gsize; j++) {
+        memcpy((char *)wbufs(sh, (uint32_t)grp[j])[r] + b * esz, acc, (e - b) * esz);
+    }
+    return CM_OK;
+}
+
+/* Reduce-scatter with such a body: device dev's result j, each member's
+ * block copied out whole and folded in. */
+static cm_status spmd_fold_reduce_scatter(const prog *p, const xop *x, shared *sh, uint32_t j,
+                                          uint32_t dev, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[j], r = o->first_result + j;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    const int64_t *grp = &x->groups[(size_t)x->grp_of[dev] * x->gsize];
+    int64_t from[EX_MAX_RANK] = {0};
+    static const int64_t origin[EX_MAX_RANK];
+    from[x->dim] = (int64_t)spmd_pos(x, dev) * O->ldims[x->dim];
+    char *out = wbufs(sh, dev)[r];
+    if (O->lcount == 0) {
+        return CM_OK;
+    }
+    char *tmp = cm_alloc(O->lcount * O->esz);
+    if (tmp == NULL) {
+        return cm_error_oom(err);
+    }
+    move_box(wbufs(sh, (uint32_t)grp[0])[v], I->ldims, from, out, O->ldims, origin, O->ldims,
+             O->rank, O->esz, false);
+    cm_status st = CM_OK;
+    for (uint32_t g = 1; st == CM_OK && g < x->gsize; g++) {
+        move_box(wbufs(sh, (uint32_t)grp[g])[v], I->ldims, from, tmp, O->ldims, origin, O->ldims,
+                 O->rank, O->esz, false);
+        st = ex_interp_fold(p->m, x->op, out, tmp, O->lcount, err);
+    }
+    cm_free(tmp);
+    return st;
+}
+
 /* Device dev's result j of reduce_scatter x: its block (its place in the
  * group) of the group's operands, combined in group order. */
 static void spmd_reduce_scatter(const prog *p, const xop *x, shared *sh, uint32_t j, uint32_t dev,
@@ -787,8 +844,16 @@ static cm_status spmd_coll_run(const prog *p, const xop *x, shared *sh, cm_error
             }
             const vinfo *O = &p->vi[o->first_result + j];
             size_t b = (k / ng) * chunk[j];
-            all_reduce_item(p, x, sh, o->operands[j], o->first_result + j, k % ng, b,
-                            b + chunk[j] < O->lcount ? b + chunk[j] : O->lcount, stream);
+            size_t e = b + chunk[j] < O->lcount ? b + chunk[j] : O->lcount;
+            if (x->fn == RED_BODY) {
+                cm_status st = spmd_fold_all_reduce(p, x, sh, o->operands[j], o->first_result + j,
+                                                    k % ng, b, e, err);
+                if (st != CM_OK) {
+                    return st;
+                }
+                continue;
+            }
+            all_reduce_item(p, x, sh, o->operands[j], o->first_result + j, k % ng, b, e, stream);
         }
         break;
     }
@@ -814,6 +879,14 @@ static cm_status spmd_coll_run(const prog *p, const xop *x, shared *sh, cm_error
         break;
     case SP_OP_REDUCE_SCATTER:
         while ((i = atomic_fetch_add(&sh->next_item, 1)) < (size_t)nops * n) {
+            if (x->fn == RED_BODY) {
+                cm_status st =
+                    spmd_fold_reduce_scatter(p, x, sh, (uint32_t)(i / n), (uint32_t)(i % n), err);
+                if (st != CM_OK) {
+                    return st;
+                }
+                continue;
+            }
             spmd_reduce_scatter(p, x, sh, (uint32_t)(i / n), (uint32_t)(i % n), stream);
         }
         break;
@@ -825,6 +898,7 @@ static cm_status spmd_coll_run(const prog *p, const xop *x, shared *sh, cm_error
         }
         break;
     case SP_OP_COLLECTIVE_PERMUTE:
+    case SP_OP_COLLECTIVE_BROADCAST: /* x->groups: each device's source, or -1 */
         while ((i = atomic_fetch_add(&sh->next_item, 1)) < (size_t)nops * n) {
             uint32_t j = (uint32_t)(i / n), d = (uint32_t)(i % n);
             int64_t s = x->groups[d];

@@ -74,11 +74,20 @@ typedef struct ex_exec_opts {
     uint32_t op_from;   /* the first run (0-based) op_s counts */
     struct ex_trace *trace; /* NULL, or records each op's start and end on each device in
                            one run, and is told when each run ends (ex_timing.h) */
+    bool checks;            /* the results are main's results followed by the operands of
+                               main's check ops (check.*, custom_call @check.*; in op order),
+                               assembled alike (ex_check_partitioned); without it check ops are
+                               skipped */
 } ex_exec_opts;
 
 /* Runs main of m on the workers with the global arguments args (each worker
  * takes its shard) and assembles each result into a global tensor
- * (*res_out, n_res_out entries, freed with ex_tensors_free). main may call
+ * (*res_out, n_res_out entries, freed with ex_tensors_free). A per-process
+ * main (mhlo.num_replicas > 1, or StableHLO collectives outside
+ * sdy.manual_computation; docs/executor.md) runs on replicas x partitions
+ * workers, each taking every argument whole, and hands back each device's
+ * own results, device-major (n_devices x the results); it has no
+ * replicated run (CM_EINVAL). main may call
  * other functions of m (not recursively) and hold while, case and if ops,
  * sdy.named_computation and sdy.manual_computation; every device takes the
  * same branches and trip counts.
@@ -157,6 +166,8 @@ typedef struct ex_report {
     uint32_t n_devices; /* workers used */
     double flops;       /* per run over all devices, from the cost model (0: unknown) */
     double ref_s;       /* wall seconds of the reference run */
+    uint32_t ref_processes; /* 0: the reference ran on one worker; else a per-process main's
+                           processes the interpreter ran (docs/executor.md) */
     ex_mismatch mm;
 } ex_report;
 
@@ -172,5 +183,27 @@ cm_status ex_check_modules(sp_module *part, const sp_module *ref, const ex_check
  * against the other (ex_check_modules). */
 cm_status ex_check_text(const char *text, size_t len, const ex_check_opts *o, ex_report *r,
                         cm_error *err);
+
+/* The one-device reference of a module with check ops whose main takes no
+ * arguments: the interpreter's run (ex_interp.h), of every process of its
+ * replicas x partitions grid for a per-process main (mhlo.num_replicas > 1
+ * or StableHLO collectives at main's top level; docs/executor.md). Failed
+ * checks go to fails as "LINE:COL: check...."; *n_checks and *n_failed get
+ * the counts (over every process), *n_proc the processes run. Errors: those
+ * of the interpreter. */
+cm_status ex_check_reference(const sp_module *m, FILE *fails, uint32_t *n_checks,
+                             uint32_t *n_failed, uint32_t *n_proc, cm_error *err);
+
+/* Runs partitioned module m (main takes no arguments) on n_devices workers
+ * (0: ex_module_devices) with main's top-level check ops evaluated as the
+ * interpreter does on their operands' assembled global values (a
+ * per-process main: on each device's own values); a failed check goes to
+ * fails as "LINE:COL: check.... [partitioned, N devices]" (or "[device D:
+ * replica R, partition P]"). *n_dev_out gets the device count. Errors:
+ * those of ex_exec_run (a check inside a region or manual computation is
+ * refused) and of the checks. */
+cm_status ex_check_partitioned(const sp_module *m, uint32_t n_devices, FILE *fails,
+                               uint32_t *n_checks, uint32_t *n_failed, uint32_t *n_dev_out,
+                               cm_error *err);
 
 #endif /* EX_EXEC_H */

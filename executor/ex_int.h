@@ -39,7 +39,15 @@
 /* ---- element access ---------------------------------------------------------- */
 
 /* Reduction kinds (reduce bodies, scatter combiners, partial results). */
-enum { RED_ADD, RED_MAX, RED_MIN, RED_MUL, RED_AND, RED_OR };
+enum {
+    RED_ADD,
+    RED_MAX,
+    RED_MIN,
+    RED_MUL,
+    RED_AND,
+    RED_OR,
+    RED_BODY /* StableHLO collectives: the body evaluated by the interpreter (ex_interp_fold) */
+};
 
 static inline bool elem_supported(sp_elem e)
 {
@@ -249,6 +257,7 @@ typedef struct vinfo {
     bool live;             /* a value of a block the workers run */
     bool is_arg;           /* main's argument (the run's input shards) */
     bool is_result;        /* returned by main: never freed by workers */
+    bool checked;          /* an operand of a check op of main (prog.checks): never freed */
     bool borrowed;         /* a while condition's or a called function's argument: the
                               loop's or the caller's buffer, never freed here */
     bool inner_last;       /* its last use is inside a region of its last user */
@@ -301,6 +310,8 @@ typedef struct xop {
                                      device starts from it */
     bool gather_reshape;          /* reshape: the operand is held whole, each result element
                                      is read at its global position (not a block copy) */
+    bool check;                   /* a check op (check.*, custom_call @check.*) of main: runs
+                                     nothing, its operands are assembled after the run */
     bool peer_read;               /* slice, reshape whose result blocks need elements other
                                      devices hold: run between two barriers, each worker
                                      reading its result block from the devices' operand
@@ -340,6 +351,14 @@ typedef struct prog {
     uint32_t nest_blk[EX_MAX_NEST + 1], nest_idx[EX_MAX_NEST + 1];
     uint32_t n_nest, nest_base;
     bool in_manual; /* preparing an sdy.manual_computation body: values held whole */
+    bool spmd_main; /* main is a per-process program (mhlo.num_replicas > 1 or StableHLO
+                       collectives at its top level): every device runs all of it on whole
+                       values, and returns its own results */
+    uint32_t *checks; /* main's check ops, in order (arena) */
+    uint32_t n_checks;
+    uint32_t n_rep, n_part; /* the process grid of StableHLO collectives: device d is
+                               replica d / n_part, partition d % n_part (manual computations:
+                               1 x n_dev) */
 } prog;
 
 static inline const int64_t *voff(const prog *p, uint32_t v, uint32_t dev)
@@ -371,13 +390,14 @@ typedef struct manual {
                           device's body in lockstep (ex_interp_manual) */
 } manual;
 
-/* StableHLO's own collectives and process ids, which run only inside an
- * sdy.manual_computation body (JAX shard_map), one body per device. */
+/* StableHLO's own collectives and process ids, which run inside an
+ * sdy.manual_computation body (JAX shard_map), one body per device, or in a
+ * per-process main (prog.spmd_main). */
 static inline bool is_spmd_op(sp_op_kind k)
 {
     return k == SP_OP_ALL_REDUCE || k == SP_OP_ALL_GATHER || k == SP_OP_REDUCE_SCATTER ||
            k == SP_OP_ALL_TO_ALL || k == SP_OP_COLLECTIVE_PERMUTE || k == SP_OP_PARTITION_ID ||
-           k == SP_OP_REPLICA_ID;
+           k == SP_OP_REPLICA_ID || k == SP_OP_COLLECTIVE_BROADCAST;
 }
 
 /* Whether v's buffer is released right after op x. */
@@ -453,6 +473,18 @@ cm_status ex_op_wrap(const prog *p, uint32_t op, cm_error *err, const cm_error *
 cm_status ex_prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replicated,
                        cm_error *err);
 void ex_prog_fini(prog *p);
+
+/* ex_prepare.c: whether op is a check dialect assertion (check.* or a
+ * custom_call to @check.*). */
+bool ex_is_check_op(const sp_module *m, uint32_t op);
+
+/* ex_prepare.c: whether main of m is a per-process program (prog.spmd_main):
+ * *at gets the first StableHLO collective or process id outside every
+ * manual computation in main or a function it calls, or main itself when
+ * mhlo.num_replicas is not 1; SP_NONE when not. *n_rep and *n_part get
+ * mhlo.num_replicas and mhlo.num_partitions (1 when absent, 0 when not an
+ * integer in 1..4096). Errors: CM_ENOMEM (no message; the caller reports). */
+cm_status ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part, uint32_t *at);
 
 /* ex_ops.c: buffers. A buffer of value v for one device: ex_buf_alloc reuses
  * v's spare in bufs (a worker's value array, or NULL) and zeroes it when

@@ -4877,3 +4877,263 @@ cm_status ex_interp_run(const sp_module *m, const ex_interp_opts *o, FILE *out,
     pthread_mutex_destroy(&cx.mu);
     return st;
 }
+
+/* ---- the executor's per-process programs and collective bodies -------------------------- */
+
+cm_status ex_interp_spmd(const sp_module *m, uint32_t n_rep, uint32_t n_part,
+                         const void *const *args, void *const *results, FILE *fails,
+                         ex_interp_report *r, cm_error *err)
+{
+    memset(r, 0, sizeof *r);
+    uint32_t f = sp_module_func(m, "main");
+    const sp_type *ft = f != SP_NONE ? sp_func_type(m, f) : NULL;
+    if (ft == NULL) {
+        return cm_error_set(err, CM_EINVAL, NULL, "the module has no function @main");
+    }
+    if (n_rep == 0 || n_part == 0 || (uint64_t)n_rep * n_part > 256) {
+        return sp_op_error(m, f, err,
+                           "a grid of %u replicas x %u partitions cannot be "
+                           "interpreted (at most 256 processes)",
+                           n_rep, n_part);
+    }
+    uint32_t n = n_rep * n_part, na = ft->n_inputs, nres = ft->n_results;
+    ictx cx = {m, fails != NULL ? fails : stderr, NULL, false, r, PTHREAD_MUTEX_INITIALIZER, NULL};
+    iv **argv = cm_calloc(na + 1u, sizeof(iv *));
+    pjob *jobs = cm_calloc(n + 1u, sizeof *jobs);
+    pthread_t *th = cm_calloc(n + 1u, sizeof *th);
+    irun run;
+    bool have = irun_init(&run, n, n_rep, n_part);
+    cm_status st = argv == NULL || jobs == NULL || th == NULL || !have ? cm_error_oom(err) : CM_OK;
+    /* every process takes the same arguments (docs/executor.md) */
+    for (uint32_t i = 0; st == CM_OK && i < na; i++) {
+        const sp_type *t = &m->types[ft->inputs[i]];
+        argv[i] = iv_from_raw(t, args[i]);
+        if (argv[i] == NULL) {
+            st = et_supported(t->elem) ? cm_error_oom(err)
+                                       : sp_op_error(m, f, err, "argument %u: type %s", i, t->text);
+        }
+    }
+    for (uint32_t d = 0; st == CM_OK && d < n; d++) {
+        jobs[d].func = f;
+        jobs[d].at = f;
+        jobs[d].args = argv;
+        jobs[d].n_args = na;
+        cm_error_clear(&jobs[d].err);
+        st = proc_init(&jobs[d].P, &cx, &jobs[d].err);
+        if (st != CM_OK) {
+            st = cm_error_oom(err);
+        }
+        jobs[d].P.run = &run;
+        jobs[d].P.id = d;
+        jobs[d].P.rep = d / n_part;
+        jobs[d].P.part = d % n_part;
+    }
+    uint32_t started = 0;
+    if (st == CM_OK) {
+        started = irun_threads(&run, jobs, th, n);
+        if (started < n) {
+            st = sp_op_error(m, f, err, "cannot start %u threads", n);
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t d = 0; st == CM_OK && d < started; d++) {
+            if (jobs[d].st != CM_OK &&
+                (pass == 1 || strstr(jobs[d].err.msg, "peers failed") == NULL)) {
+                st = cm_error_wrap(err, &jobs[d].err, "process %u (replica %u, partition %u)", d,
+                                   d / n_part, d % n_part);
+            }
+        }
+    }
+    for (uint32_t d = 0; st == CM_OK && d < n; d++) {
+        if (jobs[d].n_res != nres) {
+            st = sp_op_error(m, f, err, "main returns %u values, its type says %u", jobs[d].n_res,
+                             nres);
+        }
+        for (uint32_t j = 0; st == CM_OK && j < nres; j++) {
+            const iv *v = jobs[d].res[j];
+            const sp_type *t = &m->types[ft->results[j]];
+            bool same = v->kind == IV_TENSOR && v->elem == t->elem && v->rank == t->rank;
+            for (uint32_t k = 0; same && k < v->rank; k++) {
+                same = v->dims[k] == t->dims[k];
+            }
+            if (!same) {
+                st = sp_op_error(m, f, err, "process %u: result %u is not a %s", d, j, t->text);
+            } else {
+                iv_to_raw(v, results[(size_t)d * nres + j]);
+            }
+        }
+    }
+    for (uint32_t d = 0; jobs != NULL && d < n; d++) {
+        vals_free(jobs[d].res, jobs[d].n_res);
+        if (jobs[d].P.env != NULL) {
+            proc_fini(&jobs[d].P);
+        }
+    }
+    vals_free(argv, na);
+    irun_fini(&run);
+    cm_free(jobs);
+    cm_free(th);
+    while (cx.probes != NULL) {
+        iprobe *next = cx.probes->next;
+        iv_unref(cx.probes->v);
+        cm_free(cx.probes);
+        cx.probes = next;
+    }
+    pthread_mutex_destroy(&cx.mu);
+    return st;
+}
+
+/* One scalar of an executor array (iv_from_raw's layout) and back. */
+static sv raw_get(const sp_type *t, const void *p, size_t k)
+{
+    sv s = {0, 0, 0};
+    switch (t->elem) {
+    case SP_ELEM_F32:
+        s.re = ((const float *)p)[k];
+        break;
+    case SP_ELEM_F64:
+        s.re = ((const double *)p)[k];
+        break;
+    case SP_ELEM_BF16:
+    case SP_ELEM_F16:
+        s.re = ex_half_float(((const uint16_t *)p)[k], t->elem == SP_ELEM_BF16);
+        break;
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+        s.i = ((const uint8_t *)p)[k];
+        break;
+    case SP_ELEM_I8:
+        s.i = ((const int8_t *)p)[k];
+        break;
+    case SP_ELEM_I16:
+        s.i = ((const int16_t *)p)[k];
+        break;
+    case SP_ELEM_UI16:
+        s.i = ((const uint16_t *)p)[k];
+        break;
+    case SP_ELEM_I32:
+        s.i = ((const int32_t *)p)[k];
+        break;
+    case SP_ELEM_UI32:
+        s.i = ((const uint32_t *)p)[k];
+        break;
+    default:
+        memcpy(&s.i, (const char *)p + 8u * k, 8u);
+        break;
+    }
+    return s;
+}
+
+static bool raw_elem_ok(sp_elem e)
+{
+    switch (e) {
+    case SP_ELEM_F32:
+    case SP_ELEM_F64:
+    case SP_ELEM_BF16:
+    case SP_ELEM_F16:
+    case SP_ELEM_I1:
+    case SP_ELEM_UI8:
+    case SP_ELEM_I8:
+    case SP_ELEM_I16:
+    case SP_ELEM_UI16:
+    case SP_ELEM_I32:
+    case SP_ELEM_UI32:
+    case SP_ELEM_I64:
+    case SP_ELEM_UI64:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool ex_interp_fold_ok(const sp_module *m, uint32_t op)
+{
+    const sp_op *o = &m->ops[op];
+    if (o->n_regions != 1 || o->regions[0].n_blocks != 1 || o->n_operands == 0) {
+        return false;
+    }
+    const sp_block *b = &m->blocks[o->regions[0].blocks[0]];
+    sp_elem e = sp_value_type(m, o->operands[0])->elem;
+    if (b->n_args != 2 || b->n_ops == 0 || !raw_elem_ok(e)) {
+        return false;
+    }
+    for (uint32_t i = 0; i < 2; i++) {
+        const sp_type *t = sp_value_type(m, b->first_arg + i);
+        if (t->kind != SP_TYPE_TENSOR || t->rank != 0 || t->elem != e) {
+            return false;
+        }
+    }
+    const sp_op *ret = &m->ops[b->ops[b->n_ops - 1]];
+    if (ret->kind != SP_OP_RETURN || ret->n_operands != 1) {
+        return false;
+    }
+    const sp_type *rt = sp_value_type(m, ret->operands[0]);
+    return rt->kind == SP_TYPE_TENSOR && rt->rank == 0 && rt->elem == e;
+}
+
+cm_status ex_interp_fold(const sp_module *m, uint32_t op, void *acc, const void *src, size_t n,
+                         cm_error *err)
+{
+    const sp_type *t = sp_value_type(m, m->ops[op].operands[0]);
+    ex_interp_report rep;
+    memset(&rep, 0, sizeof rep);
+    ictx cx = {m, stderr, NULL, false, &rep, PTHREAD_MUTEX_INITIALIZER, NULL};
+    iproc P;
+    cm_status st = proc_init(&P, &cx, err);
+    if (st != CM_OK) {
+        pthread_mutex_destroy(&cx.mu);
+        return st;
+    }
+    rbody b;
+    st = body_init(&P, op, 0, 2, 1, &b);
+    iv *cell = st == CM_OK ? iv_new(t->elem, NULL, 0) : NULL; /* rounds as the type does */
+    if (st == CM_OK && cell == NULL) {
+        st = cm_error_oom(err);
+    }
+    for (size_t k = 0; st == CM_OK && k < n; k++) {
+        sv in[2] = {raw_get(t, acc, k), raw_get(t, src, k)}, out;
+        st = body_call(&P, &b, in, &out);
+        if (st == CM_OK) {
+            iv_set(cell, 0, out);
+            iv_to_raw(cell, (char *)acc + k * sp_elem_bytes(t->elem));
+        }
+    }
+    iv_unref(cell);
+    body_fini(&b);
+    proc_fini(&P);
+    while (cx.probes != NULL) {
+        iprobe *next = cx.probes->next;
+        iv_unref(cx.probes->v);
+        cm_free(cx.probes);
+        cx.probes = next;
+    }
+    pthread_mutex_destroy(&cx.mu);
+    return st;
+}
+
+cm_status ex_interp_check(const sp_module *m, uint32_t op, const void *const *operands, FILE *fails,
+                          ex_interp_report *r, cm_error *err)
+{
+    const sp_op *o = &m->ops[op];
+    ictx cx = {m, fails != NULL ? fails : stderr, NULL, false, r, PTHREAD_MUTEX_INITIALIZER, NULL};
+    iproc P;
+    cm_status st = proc_init(&P, &cx, err);
+    for (uint32_t i = 0; st == CM_OK && i < o->n_operands; i++) {
+        const sp_type *t = sp_value_type(m, o->operands[i]);
+        iv *v = iv_from_raw(t, operands[i]);
+        if (v == NULL) {
+            st = et_supported(t->elem) ? cm_error_oom(err)
+                                       : sp_op_error(m, op, err, "%s: type %s", o->name, t->text);
+            break;
+        }
+        put(&P, o->operands[i], v);
+    }
+    if (st == CM_OK) {
+        st = eval_op(&P, op);
+    }
+    if (P.env != NULL) {
+        proc_fini(&P);
+    }
+    pthread_mutex_destroy(&cx.mu);
+    return st;
+}

@@ -13,6 +13,8 @@
 #ifndef EX_INTERP_H
 #define EX_INTERP_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -65,5 +67,39 @@ cm_status ex_interp_run(const sp_module *m, const ex_interp_opts *o, FILE *out,
  * "device D: ..." for a body that fails), CM_ENOMEM. */
 cm_status ex_interp_manual(const sp_module *m, uint32_t op, const void *const *operands,
                            void *const *results, cm_error *err);
+
+/* For the executor's per-process programs (docs/executor.md, "Replicas and
+ * top-level collectives"): runs @main of m as n_rep x n_part processes, as
+ * interpreter.run_parallel would with main as every program, each process
+ * taking the same arguments args[i] (executor layout, as ex_interp_manual)
+ * and process d = replica * n_part + partition writing result j into
+ * results[d * n_results + j], allocated by the caller with result j's type.
+ * Failed checks are written to fails (NULL: stderr) and counted in *r.
+ * Errors: CM_EINVAL at main or at an op ("process D (replica R, partition
+ * P): ..."), more than 256 processes; CM_ENOMEM. */
+cm_status ex_interp_spmd(const sp_module *m, uint32_t n_rep, uint32_t n_part,
+                         const void *const *args, void *const *results, FILE *fails,
+                         ex_interp_report *r, cm_error *err);
+
+/* Whether the body of collective op (all_reduce, reduce_scatter) takes two
+ * scalars of its first operand's element type and returns one, a type
+ * ex_interp_fold computes on. */
+bool ex_interp_fold_ok(const sp_module *m, uint32_t op);
+
+/* acc[k] = body(acc[k], src[k]) for k < n: op's reduction body evaluated
+ * by the interpreter element by element on executor arrays of its first
+ * operand's element type (ex_interp_fold_ok must hold). Thread-safe: the
+ * module is only read. Errors: CM_EINVAL (a body op the interpreter cannot
+ * evaluate, at its position), CM_ENOMEM. */
+cm_status ex_interp_fold(const sp_module *m, uint32_t op, void *acc, const void *src, size_t n,
+                         cm_error *err);
+
+/* Evaluates check op of m (check.*, custom_call @check.*) on its operands'
+ * values operands[i] (executor layout), as the interpreter does: a failed
+ * check is written to fails (NULL: stderr) as "LINE:COL: check....", and
+ * both counted in *r (which is added to, not cleared). Errors: CM_EINVAL
+ * (a check the interpreter cannot evaluate), CM_ENOMEM. */
+cm_status ex_interp_check(const sp_module *m, uint32_t op, const void *const *operands, FILE *fails,
+                          ex_interp_report *r, cm_error *err);
 
 #endif /* EX_INTERP_H */

@@ -22,6 +22,7 @@
 
 #include "cm_json.h"
 #include "ex_mpi_int.h"
+#include "sp_attrs.h"
 #include "sp_cost.h"
 
 void ex_mpi_devices(uint32_t n_dev, uint32_t rank, uint32_t size, uint32_t *lo, uint32_t *hi)
@@ -2059,6 +2060,24 @@ cm_status ex_mpi_check_modules(ex_mpi *mp, sp_module *part, const sp_module *ref
 {
     double *net_s = c != NULL ? c->net_s : NULL;
     memset(r, 0, sizeof *r);
+    uint32_t n_rep, n_part, spmd_at = SP_NONE;
+    if (ex_module_spmd(part, &n_rep, &n_part, &spmd_at) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    if (spmd_at != SP_NONE) {
+        return sp_op_error(part, spmd_at, err,
+                           "a per-process program (%u replicas x %u partitions, or StableHLO "
+                           "collectives outside sdy.manual_computation) cannot run under --mpi "
+                           "yet; run it without --mpi",
+                           n_rep, n_part);
+    }
+    for (uint32_t i = 0; i < part->n_ops; i++) {
+        if (ex_is_check_op(part, i)) {
+            return sp_op_error(part, i, err,
+                               "check ops are not evaluated under --mpi yet; run it without "
+                               "--mpi");
+        }
+    }
     uint32_t n_dev = o->n_devices > 0 ? o->n_devices : ex_module_devices(part);
     if (n_dev < (uint32_t)mp->size) {
         return cm_error_set(err, CM_EINVAL, NULL,

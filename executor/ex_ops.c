@@ -1211,9 +1211,9 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
                       O->esz);
         break;
     }
-    case SP_OP_PARTITION_ID: /* inside a manual computation: device d is partition d */
-    case SP_OP_REPLICA_ID: { /* one replica */
-        uint32_t id = x->kind == SP_OP_PARTITION_ID ? dev : 0u;
+    case SP_OP_PARTITION_ID: /* device d is process (d / n_part, d % n_part); inside a */
+    case SP_OP_REPLICA_ID: { /* manual computation: one replica, device d is partition d */
+        uint32_t id = x->kind == SP_OP_PARTITION_ID ? dev % p->n_part : dev / p->n_part;
         memcpy(out, &id, sizeof id);
         break;
     }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ex_interp.h"
 #include "sp_attrs.h"
 #include "sp_collectives.h"
 #include "sp_mlir.h"
@@ -1424,8 +1425,101 @@ void ex_prog_fini(prog *p)
     cm_arena_fini(&p->arena);
 }
 
+/* An integer module attribute (mhlo.num_replicas): 1 when absent, 0 when
+ * not an integer in [1, 4096]. */
+static uint32_t grid_attr(const sp_module *m, const char *name)
+{
+    const sp_attr *a = sp_attrs_get(m->attrs, m->n_attrs, name);
+    if (a == NULL) {
+        return 1;
+    }
+    return a->kind == SP_ATTR_INT && a->u.i.v >= 1 && a->u.i.v <= 4096 ? (uint32_t)a->u.i.v : 0;
+}
+
+/* The function op lies in (SP_NONE at the module's top level), and whether
+ * an sdy.manual_computation encloses it on the way. */
+static uint32_t enclosing_func(const sp_module *m, uint32_t op, bool *in_manual)
+{
+    *in_manual = false;
+    for (uint32_t guard = 0; op != SP_NONE && guard <= EX_MAX_NEST * 4u; guard++) {
+        const sp_op *o = &m->ops[op];
+        if (o->kind == SP_OP_FUNC_FUNC) {
+            return op;
+        }
+        *in_manual = *in_manual || o->kind == SP_OP_SDY_MANUAL_COMPUTATION;
+        uint32_t blk = o->parent_block;
+        op = blk < m->n_blocks ? m->blocks[blk].parent_op : SP_NONE;
+    }
+    return SP_NONE;
+}
+
+cm_status ex_module_spmd(const sp_module *m, uint32_t *n_rep, uint32_t *n_part, uint32_t *at_out)
+{
+    *n_rep = grid_attr(m, "mhlo.num_replicas");
+    *n_part = grid_attr(m, "mhlo.num_partitions");
+    *at_out = SP_NONE;
+    uint32_t mainf = sp_module_func(m, "main");
+    if (mainf == SP_NONE) {
+        return CM_OK;
+    }
+    /* the functions main reaches through func.call (not run_parallel's
+     * programs), and whether a manual computation may call them */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (strcmp(m->ops[i].name, "interpreter.run_parallel") == 0) {
+            return CM_OK; /* main drives a grid of programs: not one itself */
+        }
+    }
+    uint8_t *reach = cm_calloc(m->n_ops + 1u, 1);
+    if (reach == NULL) {
+        return CM_ENOMEM;
+    }
+    reach[mainf] = 1;
+    bool has_manual = false, grew = true;
+    for (uint32_t pass = 0; grew && pass <= EX_MAX_NEST; pass++) {
+        grew = false;
+        for (uint32_t i = 0; i < m->n_ops; i++) {
+            bool man;
+            has_manual = has_manual || m->ops[i].kind == SP_OP_SDY_MANUAL_COMPUTATION;
+            if (m->ops[i].kind != SP_OP_FUNC_CALL) {
+                continue;
+            }
+            uint32_t f = enclosing_func(m, i, &man);
+            const sp_attr *c = sp_op_attr(m, i, "callee");
+            uint32_t g = f != SP_NONE && reach[f] && c != NULL && c->kind == SP_ATTR_SYMBOL
+                             ? sp_module_func(m, c->u.sym)
+                             : SP_NONE;
+            if (g != SP_NONE && !reach[g]) {
+                reach[g] = man || reach[f] == 2 ? 2 : 1; /* 2: called from a manual body */
+                grew = true;
+            }
+        }
+    }
+    uint32_t at = SP_NONE;
+    for (uint32_t i = 0; i < m->n_ops && at == SP_NONE; i++) {
+        bool man;
+        if (!is_spmd_op((sp_op_kind)m->ops[i].kind)) {
+            continue;
+        }
+        uint32_t f = enclosing_func(m, i, &man);
+        /* a function a manual computation may call runs inside it */
+        if (f != SP_NONE && reach[f] && !man && !(f != mainf && has_manual) && reach[f] != 2) {
+            at = i;
+        }
+    }
+    cm_free(reach);
+    *at_out = at != SP_NONE ? at : *n_rep != 1 ? mainf : SP_NONE;
+    return CM_OK;
+}
+
+
 uint32_t ex_module_devices(const sp_module *m)
 {
+    uint32_t nr, np, at = SP_NONE;
+    /* out of memory: the mesh's size (ex_prog_init reports it) */
+    if (ex_module_spmd(m, &nr, &np, &at) == CM_OK && at != SP_NONE && nr > 0 && np > 0 &&
+        nr * np <= 4096) {
+        return nr * np;
+    }
     const sp_block *body = &m->blocks[m->body];
     for (uint32_t i = 0; i < body->n_ops; i++) {
         const sp_op *o = &m->ops[body->ops[i]];
@@ -2007,20 +2101,30 @@ static cm_status spmd_table(prog *p, const xop *x, const char *key, const int64_
     return CM_OK;
 }
 
+/* The size of the id space replica_groups names in mode: replicas,
+ * partitions, or processes (flattened ids). */
+static uint32_t spmd_space(const prog *p, int mode)
+{
+    return mode == SPMD_CROSS_PARTITION ? p->n_part
+           : mode == SPMD_FLAT          ? p->n_rep * p->n_part
+                                        : p->n_rep;
+}
+
 /* The process groups of collective x (not collective_permute) into
- * x->groups / grp_of / gsize: each device in exactly one group, groups in
- * the order the strategy yields them, members in group order. */
+ * x->groups / grp_of / gsize over the grid of p->n_rep replicas x
+ * p->n_part partitions (device r * n_part + q is process (r, q)): each
+ * device in exactly one group, groups in the order the spec's strategy
+ * yields them, members in group order. */
 static cm_status spmd_groups(prog *p, xop *x, int mode, cm_error *err)
 {
     const char *nm = p->m->ops[x->op].name;
     const int64_t *g;
-    uint32_t rows, cols, n = p->n_dev;
+    uint32_t rows, cols, n = p->n_dev, R = p->n_rep, Q = p->n_part;
     cm_status st = spmd_table(p, x, "replica_groups", &g, &rows, &cols, err);
     if (st != CM_OK) {
         return st;
     }
-    /* the id space of replica_groups: replicas (1), partitions or processes */
-    uint32_t space = mode == SPMD_CROSS_PARTITION || mode == SPMD_FLAT ? n : 1u;
+    uint32_t space = spmd_space(p, mode);
     if (rows == 0) { /* no groups: every id of the space in one */
         rows = 1;
         cols = space;
@@ -2034,11 +2138,11 @@ static cm_status spmd_groups(prog *p, xop *x, int mode, cm_error *err)
     for (size_t i = 0; i < (size_t)rows * cols; i++) {
         int64_t id = g != NULL ? g[i] : (int64_t)i;
         if (id < 0 || id >= (int64_t)space) {
-            return ex_op_error(p, x->op, err,
-                               "%s: replica_groups names id %lld, outside the %u %s", nm,
-                               (long long)id, space,
-                               space == 1 ? "replica" : mode == SPMD_FLAT ? "processes"
-                                                                          : "partitions");
+            return ex_op_error(p, x->op, err, "%s: replica_groups names id %lld, outside the %u %s",
+                               nm, (long long)id, space,
+                               mode == SPMD_FLAT              ? "processes"
+                               : mode == SPMD_CROSS_PARTITION ? "partitions"
+                                                              : "replicas");
         }
         if (seen[id]++) {
             return ex_op_error(p, x->op, err, "%s: replica_groups names id %lld twice", nm,
@@ -2049,23 +2153,38 @@ static cm_status spmd_groups(prog *p, xop *x, int mode, cm_error *err)
         return ex_op_error(p, x->op, err, "%s: replica_groups does not cover all %u ids", nm,
                            space);
     }
-    /* With one replica: cross_replica puts each partition alone,
-     * cross_replica_and_partition puts them all in one group in order, the
-     * others take the rows as written (partition or flattened ids). */
-    uint32_t ng = mode == SPMD_CROSS_REPLICA ? n : mode == SPMD_CROSS_REPLICA_AND_PARTITION ? 1u
-                                                                                          : rows;
-    x->gsize = mode == SPMD_CROSS_REPLICA ? 1u : mode == SPMD_CROSS_REPLICA_AND_PARTITION ? n
-                                                                                         : cols;
+    /* spec.md, "process groups": cross_replica takes each row with every
+     * partition, cross_partition each row with every replica,
+     * cross_replica_and_partition each row times all partitions in one
+     * group (partition-major), flattened ids the rows as written. */
+    uint32_t ng = mode == SPMD_CROSS_REPLICA     ? rows * Q
+                  : mode == SPMD_CROSS_PARTITION ? rows * R
+                                                 : rows;
+    x->gsize = mode == SPMD_CROSS_REPLICA_AND_PARTITION ? cols * Q : cols;
+    if ((size_t)ng * x->gsize != n) {
+        return ex_op_error(p, x->op, err, "%s: its process groups do not cover the %u devices", nm,
+                           n);
+    }
     x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * n);
     if (x->groups == NULL) {
         return cm_error_oom(err);
     }
     for (uint32_t k = 0; k < ng; k++) {
         for (uint32_t j = 0; j < x->gsize; j++) {
-            int64_t d = mode == SPMD_CROSS_REPLICA                 ? (int64_t)k
-                        : mode == SPMD_CROSS_REPLICA_AND_PARTITION ? (int64_t)j
-                        : g != NULL                                ? g[(size_t)k * cols + j]
-                                                                   : (int64_t)j;
+            int64_t d;
+            if (mode == SPMD_CROSS_REPLICA) { /* row k / Q, partition k % Q */
+                int64_t r = g != NULL ? g[(size_t)(k / Q) * cols + j] : (int64_t)j;
+                d = r * Q + (int64_t)(k % Q);
+            } else if (mode == SPMD_CROSS_PARTITION) { /* row k / R, replica k % R */
+                int64_t q = g != NULL ? g[(size_t)(k / R) * cols + j] : (int64_t)j;
+                d = (int64_t)(k % R) * Q + q;
+            } else if (mode == SPMD_CROSS_REPLICA_AND_PARTITION) {
+                uint32_t c = j % cols;
+                int64_t r = g != NULL ? g[(size_t)k * cols + c] : (int64_t)c;
+                d = r * Q + (int64_t)(j / cols);
+            } else {
+                d = g != NULL ? g[(size_t)k * cols + j] : (int64_t)j;
+            }
             x->groups[(size_t)k * x->gsize + j] = d;
             x->grp_of[d] = k;
         }
@@ -2108,6 +2227,73 @@ static bool spmd_shapes(const prog *p, const xop *x, int64_t dim, int64_t mul, i
     return true;
 }
 
+/* The source of each device for collective_permute (source_target_pairs)
+ * or collective_broadcast (replica_groups, each group's first member) x in
+ * mode (cross_replica: ids are replicas, paired within each partition;
+ * cross_partition: partitions, within each replica) into x->groups: n_dev
+ * entries, -1 for a device that receives nothing (its result stays zero). */
+static cm_status spmd_sources(prog *p, xop *x, int mode, cm_error *err)
+{
+    const char *nm = p->m->ops[x->op].name;
+    bool bcast = x->kind == SP_OP_COLLECTIVE_BROADCAST;
+    const int64_t *t;
+    uint32_t rows, cols, Q = p->n_part;
+    cm_status st =
+        spmd_table(p, x, bcast ? "replica_groups" : "source_target_pairs", &t, &rows, &cols, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    uint32_t space = spmd_space(p, mode);
+    x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
+    uint8_t *src_seen = cm_arena_zalloc(&p->arena, space + 1u);
+    int64_t *src_of = cm_arena_alloc(&p->arena, sizeof(int64_t) * (space + 1u));
+    if (x->groups == NULL || src_seen == NULL || src_of == NULL) {
+        return cm_error_oom(err);
+    }
+    for (uint32_t i = 0; i < space; i++) {
+        /* collective_broadcast without groups: one group of every id, as
+         * the interpreter's (and the other collectives') */
+        src_of[i] = bcast && rows == 0 ? 0 : -1;
+    }
+    if (!bcast && rows > 0 && cols != 2) {
+        return ex_op_error(p, x->op, err, "%s: source_target_pairs is not N x 2", nm);
+    }
+    for (size_t i = 0; i < (size_t)rows * cols; i++) {
+        if (t[i] < 0 || t[i] >= (int64_t)space) {
+            return ex_op_error(p, x->op, err, "%s: %s names id %lld, outside the %u %s", nm,
+                               bcast ? "replica_groups" : "source_target_pairs", (long long)t[i],
+                               space, mode == SPMD_CROSS_PARTITION ? "partitions" : "replicas");
+        }
+    }
+    for (uint32_t i = 0; i < rows; i++) {
+        if (bcast) { /* every member takes the first member's operand */
+            for (uint32_t j = 0; j < cols; j++) {
+                int64_t id = t[(size_t)i * cols + j];
+                if (src_seen[id]++) {
+                    return ex_op_error(p, x->op, err, "%s: replica_groups names id %lld twice", nm,
+                                       (long long)id);
+                }
+                src_of[id] = t[(size_t)i * cols];
+            }
+            continue;
+        }
+        int64_t s = t[2 * i], d = t[2 * i + 1];
+        if (src_seen[s]++ || src_of[d] >= 0) {
+            return ex_op_error(p, x->op, err,
+                               "%s: source_target_pairs names a source or target twice", nm);
+        }
+        src_of[d] = s;
+    }
+    for (uint32_t dev = 0; dev < p->n_dev; dev++) {
+        uint32_t r = dev / Q, q = dev % Q;
+        int64_t s = src_of[mode == SPMD_CROSS_PARTITION ? q : r];
+        x->groups[dev] = s < 0                          ? -1
+                         : mode == SPMD_CROSS_PARTITION ? (int64_t)r * Q + s
+                                                        : s * Q + (int64_t)q;
+    }
+    return CM_OK;
+}
+
 /* A StableHLO collective or process id inside a manual computation's body:
  * its process groups (partitioned run; the reference run hands the whole
  * manual computation to the interpreter), dimensions and reduction. */
@@ -2118,12 +2304,9 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
     const char *nm = o->name;
     if (!p->in_manual) {
         return ex_op_error(p, x->op, err,
-                           "op %s outside sdy.manual_computation cannot be executed yet", nm);
-    }
-    const sp_attr *nr = sp_attrs_get(m->attrs, m->n_attrs, "mhlo.num_replicas");
-    if (nr != NULL && (nr->kind != SP_ATTR_INT || nr->u.i.v != 1)) {
-        return ex_op_error(p, x->op, err,
-                           "op %s: a module of more than one replica cannot be executed yet", nm);
+                           "op %s outside sdy.manual_computation, in a function a manual "
+                           "computation of the module may call, cannot be executed yet",
+                           nm);
     }
     if (x->kind == SP_OP_PARTITION_ID || x->kind == SP_OP_REPLICA_ID) {
         const vinfo *R = &p->vi[o->first_result];
@@ -2134,10 +2317,18 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
     }
     bool global = sp_op_attr(m, x->op, "use_global_device_ids") != NULL;
     int64_t ch = channel_id(m, x->op);
-    bool by_channel = x->kind == SP_OP_ALL_TO_ALL || x->kind == SP_OP_COLLECTIVE_PERMUTE;
+    bool by_channel = x->kind == SP_OP_ALL_TO_ALL || x->kind == SP_OP_COLLECTIVE_PERMUTE ||
+                      x->kind == SP_OP_COLLECTIVE_BROADCAST;
     if (global && (ch <= 0 || by_channel)) {
         return ex_op_error(p, x->op, err, "op %s: use_global_device_ids without a channel id "
                                           "(or on an op that takes none)", nm);
+    }
+    if (x->kind == SP_OP_COLLECTIVE_BROADCAST) {
+        const sp_attr *dr = sp_op_attr(m, x->op, "has_dynamic_root");
+        if (dr != NULL && !(dr->kind == SP_ATTR_BOOL && !dr->u.b)) {
+            return ex_op_error(p, x->op, err, "op %s with has_dynamic_root cannot be executed yet",
+                               nm);
+        }
     }
     int mode = by_channel ? (ch > 0 ? SPMD_CROSS_PARTITION : SPMD_CROSS_REPLICA)
                : ch <= 0  ? SPMD_CROSS_REPLICA
@@ -2146,7 +2337,7 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
     bool ok = true;
     if (x->kind == SP_OP_ALL_REDUCE || x->kind == SP_OP_REDUCE_SCATTER) {
         const sp_block *b = body_block(m, x->op);
-        x->fn = block_reduce_fn(m, b);
+        x->fn = b != NULL ? block_reduce_fn(m, b) : -1;
         bool args = false;
         if (x->fn >= 0) {
             const sp_op *bo = &m->ops[b->ops[0]];
@@ -2165,10 +2356,17 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
                 args = !elem_float(e);
             }
         }
+        if (!args && ex_interp_fold_ok(m, x->op)) {
+            /* any other body (compare and select, several ops): the
+             * interpreter evaluates it element by element (ex_coll.c) */
+            x->fn = RED_BODY;
+            args = true;
+        }
         if (!args) {
             return ex_op_error(p, x->op, err,
-                               "op %s: only a body of one add, multiply, maximum, minimum, and "
-                               "or or of its two arguments can be executed yet", nm);
+                               "op %s: a body that does not take two scalars of its operand's "
+                               "element type and return one cannot be executed",
+                               nm);
         }
     }
     for (uint32_t i = 0; i + 1u < o->n_operands; i++) {
@@ -2203,6 +2401,7 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
         break;
     }
     case SP_OP_COLLECTIVE_PERMUTE:
+    case SP_OP_COLLECTIVE_BROADCAST:
         ok = ok && spmd_shapes(p, x, -1, 1, 1, -1, 1);
         break;
     default:
@@ -2216,49 +2415,8 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
     if (p->replicated) {
         return CM_OK; /* the interpreter runs the body (ex_interp_manual) */
     }
-    if (x->kind == SP_OP_COLLECTIVE_PERMUTE) {
-        const int64_t *pairs;
-        uint32_t rows, cols;
-        cm_status st = spmd_table(p, x, "source_target_pairs", &pairs, &rows, &cols, err);
-        if (st != CM_OK) {
-            return st;
-        }
-        uint32_t space = mode == SPMD_CROSS_PARTITION ? p->n_dev : 1u;
-        x->groups = cm_arena_alloc(&p->arena, sizeof(int64_t) * p->n_dev);
-        if (x->groups == NULL) {
-            return cm_error_oom(err);
-        }
-        for (uint32_t d = 0; d < p->n_dev; d++) {
-            x->groups[d] = -1;
-        }
-        if (rows > 0 && cols != 2) {
-            return ex_op_error(p, x->op, err, "%s: source_target_pairs is not N x 2", nm);
-        }
-        uint8_t *src_seen = cm_arena_zalloc(&p->arena, space + 1u);
-        if (src_seen == NULL) {
-            return cm_error_oom(err);
-        }
-        for (uint32_t i = 0; i < rows; i++) {
-            int64_t s = pairs[2 * i], t = pairs[2 * i + 1];
-            if (s < 0 || t < 0 || s >= (int64_t)space || t >= (int64_t)space) {
-                return ex_op_error(p, x->op, err,
-                                   "%s: source_target_pairs names an id outside the %u %s", nm,
-                                   space, space == 1 ? "replica" : "partitions");
-            }
-            if (src_seen[s]++ || x->groups[t] >= 0) {
-                return ex_op_error(p, x->op, err,
-                                   "%s: source_target_pairs names a source or target twice", nm);
-            }
-            x->groups[t] = s;
-        }
-        if (mode == SPMD_CROSS_REPLICA && rows > 0) {
-            /* the one pair (0, 0) of replicas, in every partition: each
-             * device receives its own operand */
-            for (uint32_t d = 0; d < p->n_dev; d++) {
-                x->groups[d] = d;
-            }
-        }
-        return CM_OK;
+    if (x->kind == SP_OP_COLLECTIVE_PERMUTE || x->kind == SP_OP_COLLECTIVE_BROADCAST) {
+        return spmd_sources(p, x, mode, err);
     }
     cm_status st = spmd_groups(p, x, mode, err);
     if (st != CM_OK) {
@@ -2275,6 +2433,47 @@ static cm_status prepare_spmd(prog *p, xop *x, cm_error *err)
         return ex_op_error(p, x->op, err,
                            "op %s: its result shape does not fit its process groups of %u", nm,
                            x->gsize);
+    }
+    return CM_OK;
+}
+
+bool ex_is_check_op(const sp_module *m, uint32_t op)
+{
+    const sp_op *o = &m->ops[op];
+    if (strncmp(o->name, "check.", 6) == 0) {
+        return true;
+    }
+    const sp_attr *t = o->kind == SP_OP_CUSTOM_CALL ? sp_op_attr(m, op, "call_target_name") : NULL;
+    return t != NULL && t->kind == SP_ATTR_STRING && strncmp(t->u.str.s, "check.", 6) == 0;
+}
+
+/* A check op in block blk: in main's body it runs nothing and its operands
+ * are kept to the end of the run, where the caller evaluates it on their
+ * assembled values (ex_exec_opts.checks); elsewhere it is refused. */
+static cm_status prepare_check(prog *p, xop *x, uint32_t blk, cm_error *err)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    if (blk != p->block || p->n_nest > 0) {
+        return ex_op_error(p, x->op, err,
+                           "%s inside a region, call or manual computation cannot be evaluated "
+                           "on the device workers yet (only at the top level of main)",
+                           o->name);
+    }
+    if (o->n_results > 0) {
+        return ex_op_error(p, x->op, err, "%s with a result cannot be executed yet", o->name);
+    }
+    uint32_t *c = cm_arena_alloc(&p->arena, sizeof(uint32_t) * (p->n_checks + 1u));
+    if (c == NULL) {
+        return cm_error_oom(err);
+    }
+    if (p->n_checks > 0) {
+        memcpy(c, p->checks, sizeof(uint32_t) * p->n_checks);
+    }
+    c[p->n_checks++] = x->op;
+    p->checks = c;
+    x->check = true;
+    for (uint32_t j = 0; j < o->n_operands; j++) {
+        p->vi[o->operands[j]].checked = true;
     }
     return CM_OK;
 }
@@ -2338,6 +2537,8 @@ static cm_status prepare_block(prog *p, uint32_t blk, uint32_t depth, cm_error *
         } else if (is_spmd_op(x->kind)) {
             st = prepare_spmd(p, x, err);
             pb->spmd = true;
+        } else if (ex_is_check_op(m, x->op)) {
+            st = prepare_check(p, x, blk, err);
         } else if (p->in_manual && moves_data(x->kind)) {
             st = ex_op_error(p, x->op, err,
                              "op %s inside sdy.manual_computation cannot be executed yet", o->name);
@@ -2371,7 +2572,7 @@ static cm_status prepare_dead(prog *p, cm_error *err)
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t v = 0; v < m->n_values; v++) {
             const vinfo *vi = &p->vi[v];
-            if (!vi->live || vi->is_arg || vi->is_result || vi->borrowed) {
+            if (!vi->live || vi->is_arg || vi->is_result || vi->checked || vi->borrowed) {
                 continue;
             }
             xop *x = &p->pbs[vi->home].ops[vi->last_use != UINT32_MAX ? vi->last_use
@@ -2394,6 +2595,90 @@ static cm_status prepare_dead(prog *p, cm_error *err)
             }
         }
     }
+    return CM_OK;
+}
+
+/* Whether the module has Shardy shardings: a manual computation, sharding
+ * constraint, reshard or sdy collective, or a value with a sharding that
+ * splits it (axes on a dimension, or unreduced ones); *op_out gets the
+ * first such op (or main). */
+static bool module_sharded(const sp_module *m, uint32_t *op_out)
+{
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        sp_op_kind k = (sp_op_kind)m->ops[i].kind;
+        if (k == SP_OP_SDY_MANUAL_COMPUTATION || k == SP_OP_SDY_SHARDING_CONSTRAINT ||
+            k == SP_OP_SDY_RESHARD || sp_op_is_sdy_collective(k)) {
+            *op_out = i;
+            return true;
+        }
+    }
+    for (uint32_t v = 0; v < m->n_values; v++) {
+        const sp_sharding *s = sp_value_sharding(m, v);
+        bool splits = s != NULL && s->n_unreduced > 0;
+        for (uint32_t k = 0; s != NULL && k < s->rank && !splits; k++) {
+            splits = s->dims[k].n_axes > 0;
+        }
+        if (splits) { /* a replicated one leaves each device the whole value */
+            *op_out = sp_module_func(m, "main");
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A per-process main (ex_module_spmd): every device runs the whole program
+ * on whole values as process (d / P, d % P) of the module's R x P grid, so
+ * the run needs R * P devices, no Shardy shardings (a collective at the top
+ * level of a partitioned program names processes while the partitioner
+ * decides what each device holds: it has no meaning there) and the
+ * interpreter as its reference (no replicated run). */
+static cm_status prepare_grid(prog *p, cm_error *err)
+{
+    const sp_module *m = p->m;
+    uint32_t R, P, at = SP_NONE, sh = SP_NONE;
+    if (ex_module_spmd(m, &R, &P, &at) != CM_OK) {
+        return cm_error_oom(err);
+    }
+    if (at == SP_NONE) {
+        return CM_OK;
+    }
+    const char *nm = m->ops[at].name;
+    if (R == 0 || P == 0 || (uint64_t)R * P > 4096) {
+        return ex_op_error(p, at, err,
+                           "%s: mhlo.num_replicas or mhlo.num_partitions is not an "
+                           "integer in 1..4096 (or their product exceeds 4096)",
+                           nm);
+    }
+    if (module_sharded(m, &sh)) {
+        if (m->ops[at].kind == SP_OP_FUNC_FUNC) {
+            return ex_op_error(p, sh, err,
+                               "a module of %u replicas with Shardy shardings cannot be "
+                               "executed yet (each replica would run the partitioned program)",
+                               R);
+        }
+        return ex_op_error(p, at, err,
+                           "op %s at the top level of a Shardy-sharded program has no meaning: "
+                           "its process groups name processes, but each device holds the "
+                           "shards the partitioner chose (put it in sdy.manual_computation)",
+                           nm);
+    }
+    if (p->replicated) {
+        return ex_op_error(p, at, err,
+                           "%s: a per-process program (%u replicas x %u partitions) "
+                           "has no replicated run; its reference is the "
+                           "interpreter's run of every process",
+                           nm, R, P);
+    }
+    if (p->n_dev != R * P) {
+        return ex_op_error(p, at, err,
+                           "%s: a program of %u replicas x %u partitions runs on "
+                           "%u devices, not %u",
+                           nm, R, P, R * P, p->n_dev);
+    }
+    p->spmd_main = true;
+    p->in_manual = true; /* every device holds every value whole */
+    p->n_rep = R;
+    p->n_part = P;
     return CM_OK;
 }
 
@@ -2420,7 +2705,22 @@ cm_status ex_prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replica
     if (p->vi == NULL || p->pbs == NULL) {
         return cm_error_oom(err);
     }
-    cm_status st = prepare_args(p, p->block, f, false, err);
+    p->n_rep = 1;
+    p->n_part = n_dev;
+    /* send and recv before anything else: their tokens would be refused first */
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].kind == SP_OP_SEND || m->ops[i].kind == SP_OP_RECV) {
+            return ex_op_error(p, i, err,
+                               "op %s cannot be executed on the device workers yet: its channel "
+                               "names no peer process, so workers that meet at each collective "
+                               "cannot pair it (`shardplan interpret` runs it)",
+                               m->ops[i].name);
+        }
+    }
+    cm_status st = prepare_grid(p, err);
+    if (st == CM_OK) {
+        st = prepare_args(p, p->block, f, false, err);
+    }
     if (st == CM_OK) {
         st = prepare_block(p, p->block, 0, err);
     }

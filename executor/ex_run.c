@@ -563,6 +563,9 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
     const sp_op *o = &p->m->ops[x->op];
     bool failed = atomic_load(&sh->failed) != 0;
     cm_status st = CM_OK;
+    if (x->check) {
+        return CM_OK; /* evaluated on the assembled values after the run */
+    }
     switch (x->kind) {
     case SP_OP_WHILE:
         return flow_while(sh, dev, x, keep);
@@ -586,7 +589,9 @@ static cm_status run_op(shared *sh, uint32_t dev, const xop *x, bool keep)
          * leaves the devices nobody sends to at zero) */
         for (uint32_t j = 0; j < o->n_results; j++) {
             uint32_t r = o->first_result + j;
-            bufs[r] = ex_buf_alloc(p, bufs, r, x->kind == SP_OP_COLLECTIVE_PERMUTE);
+            bufs[r] = ex_buf_alloc(p, bufs, r,
+                                   x->kind == SP_OP_COLLECTIVE_PERMUTE ||
+                                       x->kind == SP_OP_COLLECTIVE_BROADCAST);
             if (bufs[r] == NULL) {
                 st = cm_error_oom(err);
                 atomic_store(&sh->failed, 1);
@@ -779,6 +784,65 @@ cm_status ex_exec_run_paced(const sp_module *m, const ex_exec_opts *o, void (*be
     return ex_exec_run_dist(m, o, NULL, between, ctx, args, n_args, res_out, n_res_out, NULL, err);
 }
 
+/* The values a run hands back: main's results, then with checks the
+ * operands of main's check ops (cm_alloc; NULL when out of memory). */
+static uint32_t *out_values(const prog *p, const sp_op *ret, bool checks, uint32_t *n_out)
+{
+    uint32_t n = ret->n_operands;
+    for (uint32_t c = 0; checks && c < p->n_checks; c++) {
+        n += p->m->ops[p->checks[c]].n_operands;
+    }
+    uint32_t *v = cm_alloc(sizeof(uint32_t) * (n + 1u));
+    if (v == NULL) {
+        return NULL;
+    }
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < ret->n_operands; j++) {
+        v[k++] = ret->operands[j];
+    }
+    for (uint32_t c = 0; checks && c < p->n_checks; c++) {
+        const sp_op *o = &p->m->ops[p->checks[c]];
+        for (uint32_t j = 0; j < o->n_operands; j++) {
+            v[k++] = o->operands[j];
+        }
+    }
+    *n_out = n;
+    return v;
+}
+
+/* The results of a per-process main (prog.spmd_main): device d's result j
+ * whole, as (*res_out)[d * n_results + j]. */
+static cm_status spmd_results(shared *sh, const uint32_t *outv, uint32_t nr, ex_tensor **res_out,
+                              uint32_t *n_res_out, cm_error *err)
+{
+    const prog *p = sh->p;
+    uint32_t n = p->n_dev * nr;
+    ex_tensor *res = cm_calloc(n + 1u, sizeof(ex_tensor));
+    if (res == NULL) {
+        return cm_error_oom(err);
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        for (uint32_t j = 0; j < nr; j++) {
+            uint32_t v = outv[j];
+            const vinfo *vi = &p->vi[v];
+            ex_tensor *t = &res[(size_t)d * nr + j];
+            t->elem = vi->elem;
+            t->rank = vi->rank;
+            memcpy(t->dims, vi->gdims, sizeof(int64_t) * vi->rank);
+            t->n = count_of(vi->gdims, vi->rank);
+            t->data = cm_calloc(t->n + 1u, vi->esz);
+            if (t->data == NULL) {
+                ex_tensors_free(res, n);
+                return cm_error_oom(err);
+            }
+            memcpy(t->data, wbufs(sh, d)[v], t->n * vi->esz);
+        }
+    }
+    *res_out = res;
+    *n_res_out = n;
+    return CM_OK;
+}
+
 cm_status ex_exec_run_dist(const sp_module *m, const ex_exec_opts *o, ex_dist *dist,
                            void (*between)(void *ctx), void *ctx, const ex_tensor *args,
                            uint32_t n_args, ex_tensor **res_out, uint32_t *n_res_out,
@@ -802,8 +866,18 @@ cm_status ex_exec_run_dist(const sp_module *m, const ex_exec_opts *o, ex_dist *d
                             hi - 1u, n_dev);
     }
     uint32_t n_loc = hi - lo;
+    uint32_t *outv = NULL; /* the values assembled: main's results, then checked ones */
     prog p;
     cm_status st = ex_prog_init(&p, m, n_dev, o->replicated, err);
+    if (st == CM_OK && dist != NULL && p.spmd_main) {
+        st = cm_error_set(err, CM_EINVAL, NULL,
+                          "a per-process program (%u replicas x %u partitions, or StableHLO "
+                          "collectives outside sdy.manual_computation) cannot run under --mpi "
+                          "yet; run it without --mpi",
+                          p.n_rep, p.n_part);
+        ex_prog_fini(&p);
+        return st;
+    }
     if (st == CM_OK && dist != NULL) {
         st = dist->ops->prepare(dist, &p, err);
         if (st != CM_OK) {
@@ -953,18 +1027,29 @@ cm_status ex_exec_run_dist(const sp_module *m, const ex_exec_opts *o, ex_dist *d
         }
         goto out;
     }
-    /* Assemble the results from every device's block (here). */
     const sp_op *ret = &m->ops[p.ret];
-    ex_tensor *res = cm_calloc(ret->n_operands + 1u, sizeof(ex_tensor));
-    uint8_t **seens = seen_out != NULL ? cm_calloc(ret->n_operands + 1u, sizeof(uint8_t *)) : NULL;
+    uint32_t n_out = 0;
+    outv = out_values(&p, ret, o->checks, &n_out);
+    if (outv == NULL) {
+        st = cm_error_oom(err);
+        goto out;
+    }
+    if (p.spmd_main) {
+        /* A per-process program: each device's own results, device-major. */
+        st = spmd_results(&sh, outv, n_out, res_out, n_res_out, err);
+        goto out;
+    }
+    /* Assemble the results from every device's block (here). */
+    ex_tensor *res = cm_calloc(n_out + 1u, sizeof(ex_tensor));
+    uint8_t **seens = seen_out != NULL ? cm_calloc(n_out + 1u, sizeof(uint8_t *)) : NULL;
     if (res == NULL || (seen_out != NULL && seens == NULL)) {
         cm_free(res);
         cm_free(seens);
         st = cm_error_oom(err);
         goto out;
     }
-    for (uint32_t j = 0; j < ret->n_operands; j++) {
-        uint32_t v = ret->operands[j];
+    for (uint32_t j = 0; j < n_out; j++) {
+        uint32_t v = outv[j];
         const vinfo *vi = &p.vi[v];
         res[j].elem = vi->elem;
         res[j].rank = vi->rank;
@@ -972,8 +1057,8 @@ cm_status ex_exec_run_dist(const sp_module *m, const ex_exec_opts *o, ex_dist *d
         res[j].n = count_of(vi->gdims, vi->rank);
         res[j].data = cm_calloc(res[j].n + 1u, vi->esz);
         if (res[j].data == NULL) {
-            ex_tensors_free(res, ret->n_operands);
-            seens_free(seens, ret->n_operands);
+            ex_tensors_free(res, n_out);
+            seens_free(seens, n_out);
             st = cm_error_oom(err);
             goto out;
         }
@@ -981,8 +1066,8 @@ cm_status ex_exec_run_dist(const sp_module *m, const ex_exec_opts *o, ex_dist *d
          * collective that sent wrong data to one replica shows up here. */
         uint8_t *seen = cm_calloc(res[j].n + 1u, 1);
         if (seen == NULL) {
-            ex_tensors_free(res, ret->n_operands);
-            seens_free(seens, ret->n_operands);
+            ex_tensors_free(res, n_out);
+            seens_free(seens, n_out);
             st = cm_error_oom(err);
             goto out;
         }
@@ -1023,17 +1108,18 @@ cm_status ex_exec_run_dist(const sp_module *m, const ex_exec_opts *o, ex_dist *d
             cm_free(seen);
         }
         if (st != CM_OK) {
-            ex_tensors_free(res, ret->n_operands);
-            seens_free(seens, ret->n_operands);
+            ex_tensors_free(res, n_out);
+            seens_free(seens, n_out);
             goto out;
         }
     }
     *res_out = res;
-    *n_res_out = ret->n_operands;
+    *n_res_out = n_out;
     if (seen_out != NULL) {
         *seen_out = seens;
     }
 out:
+    cm_free(outv);
     for (uint32_t d = lo; sh.bufs != NULL && d < hi; d++) {
         free_all(&sh, d, false); /* other processes' slots only ever hold mirrors (ex_mpi.c) */
     }

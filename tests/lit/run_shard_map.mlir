@@ -8,7 +8,9 @@
 // all_gather in one body, as JAX lowers a training step's shard_map) and
 // jax_psum_2x2 (pmax over x of a 2x2 mesh, y left free) and jax_ring (a
 // ppermute inside a while loop in the body, as a fori_loop ring) run on
-// seeded inputs.
+// seeded inputs. pmax_select_2x2 reduces with a body of compare and select
+// (the interpreter's region evaluator on the workers), bcast_4 is a
+// collective_broadcast over the partitions from partition 2.
 // RUN: split-file %s %t
 // RUN: shardplan run %t/psum.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's|// CHECKOP: ||' %t/psum.mlir > %t/psum_c.mlir && shardplan run %t/psum_c.mlir | FileCheck %s --check-prefix=HELD
@@ -41,6 +43,10 @@
 // RUN: shardplan run %t/jax_combo.mlir --iters 2 | FileCheck %s --check-prefix=MATCH
 // RUN: shardplan run %t/jax_psum_2x2.mlir --iters 2 | FileCheck %s --check-prefix=MATCH
 // RUN: shardplan run %t/jax_ring.mlir --iters 2 | FileCheck %s --check-prefix=MATCH
+// RUN: shardplan run %t/pmax_select_2x2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
+// RUN: sed 's|// CHECKOP: ||' %t/pmax_select_2x2.mlir > %t/pmax_select_2x2_c.mlir && shardplan run %t/pmax_select_2x2_c.mlir | FileCheck %s --check-prefix=HELD
+// RUN: shardplan run %t/bcast_4.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
+// RUN: sed 's|// CHECKOP: ||' %t/bcast_4.mlir > %t/bcast_4_c.mlir && shardplan run %t/bcast_4_c.mlir | FileCheck %s --check-prefix=HELD
 // RUN: sed -e 's|// CHECKOP: ||' -e 's|24.0, 28.0|24.0, 29.0|' %t/psum.mlir > %t/wrong.mlir && not shardplan run %t/wrong.mlir 2>&1 | FileCheck %s --check-prefix=WRONG
 
 // MATCH: numerics: match
@@ -358,5 +364,41 @@ module @jit_ring attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 
       sdy.return %1#2 : tensor<2x4xf32>
     } : (tensor<8x4xf32>) -> tensor<8x4xf32>
     return %0 : tensor<8x4xf32>
+  }
+}
+
+//--- pmax_select_2x2.mlir
+module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=2]>
+  func.func public @main() -> (tensor<2x4xf32> {jax.result_info = "result"}) {
+    %i = stablehlo.iota dim = 0 : tensor<16xf32>
+    %arg0 = stablehlo.reshape %i : (tensor<16xf32>) -> tensor<4x4xf32>
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {"y"}]>] out_shardings=[<@mesh, [{}, {"y"}]>] manual_axes={"x", "y"} (%arg1: tensor<2x2xf32>) {
+      %r = "stablehlo.all_reduce"(%arg1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>, use_global_device_ids}> ({
+            ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+              %gt = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+              %s = stablehlo.select %gt, %a, %b : tensor<i1>, tensor<f32>
+              stablehlo.return %s : tensor<f32>
+            }) : (tensor<2x2xf32>) -> tensor<2x2xf32>
+      %n = stablehlo.negate %r : tensor<2x2xf32>
+      sdy.return %n : tensor<2x2xf32>
+    } : (tensor<4x4xf32>) -> tensor<2x4xf32>
+    // CHECKOP: check.expect_eq_const %0, dense<[[-8.0, -9.0, -10.0, -11.0], [-12.0, -13.0, -14.0, -15.0]]> : tensor<2x4xf32>
+    return %0 : tensor<2x4xf32>
+  }
+}
+
+//--- bcast_4.mlir
+module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=4]>
+  func.func public @main() -> (tensor<8x2xf32> {jax.result_info = "result"}) {
+    %i = stablehlo.iota dim = 0 : tensor<16xf32>
+    %arg0 = stablehlo.reshape %i : (tensor<16xf32>) -> tensor<8x2xf32>
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%arg1: tensor<2x2xf32>) {
+      %r = "stablehlo.collective_broadcast"(%arg1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[2, 0, 1]]> : tensor<1x3xi64>}> : (tensor<2x2xf32>) -> tensor<2x2xf32>
+      sdy.return %r : tensor<2x2xf32>
+    } : (tensor<8x2xf32>) -> tensor<8x2xf32>
+    // CHECKOP: check.expect_eq_const %0, dense<[[8.0, 9.0], [10.0, 11.0], [8.0, 9.0], [10.0, 11.0], [8.0, 9.0], [10.0, 11.0], [0.0, 0.0], [0.0, 0.0]]> : tensor<8x2xf32>
+    return %0 : tensor<8x2xf32>
   }
 }

@@ -119,6 +119,31 @@ check "every collective on 2 hosts x 1 device" "$TMP/out"
 launch 2 -x SHARDPLAN_MPI_RING=0,64 "$SP" run "$TMP/colls1.mlir" --mpi --iters 2 >"$TMP/out" 2>&1
 check "every collective round the ring on 2 hosts x 1 device" "$TMP/out"
 
+# a per-process program (JAX pmap: 2 replicas) is refused under --mpi with
+# the reason, on every rank, before any worker starts
+cat >"$TMP/pmap.mlir" <<'PMAP'
+module @pmap attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 2 : i32} {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %r = "stablehlo.all_reduce"(%arg0) <{replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}> ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %s = stablehlo.add %a, %b : tensor<f32>
+        stablehlo.return %s : tensor<f32>
+    }) : (tensor<4xf32>) -> tensor<4xf32>
+    return %r : tensor<4xf32>
+  }
+}
+PMAP
+name="a per-process program refused under --mpi on 2 hosts"
+if ! launch 2 "$SP" run "$TMP/pmap.mlir" --mpi --iters 1 >"$TMP/out" 2>&1 &&
+    grep -q "a per-process program (2 replicas x 1 partitions.*cannot run under --mpi yet" "$TMP/out"; then
+    pass=$((pass + 1))
+    echo "ok   $name"
+else
+    fail=1
+    echo "FAIL $name"
+    sed 's/^/    /' "$TMP/out" | tail -20
+fi
+
 # calibrate --mpi: every host calibrated at once (one line each, from its
 # own host), the network written as the data axis's link, a profile the
 # cost model reads

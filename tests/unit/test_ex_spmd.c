@@ -7,7 +7,11 @@
  * collectives) and replicated (the reference: the interpreter runs every
  * device's body in lockstep), both checked against values worked out here;
  * a wrong program detected against the right one's reference; bad process
- * groups, bodies and placements as clear errors at the op. */
+ * groups, bodies and placements as clear errors at the op; a body of a
+ * non-commutative op run by the interpreter on the workers; per-process
+ * mains over 2 replicas x 2 partitions (the spec's process-group
+ * strategies, collective_broadcast) and their check against the
+ * interpreter's run of every process, with the OOM loop over it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +29,7 @@
 #include "sp_mlir.h"
 #include "sp_pipeline.h"
 #include "sp_prop.h"
+#include "tu_oom.h"
 
 /* Reads and plans text (-sdy-propagation-pipeline), and partitions it when
  * partition is set, as `shardplan run` does. */
@@ -288,11 +293,13 @@ static void test_ex_spmd_bad_groups_and_bodies_are_clear_errors(void **state)
     expect_fails(IOTA_MAIN("[\"x\"=4]", "2x2xf32", "[{\"x\"}, {}]", "[{}, {}]", "{\"x\"}", "2x2",
                            "  %r = \"stablehlo.all_reduce\"(%l) <{" CH
                            ", replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, "
-                           "use_global_device_ids}> ({\n^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
-                           "  %s = stablehlo.subtract %a, %b : tensor<f32>\n"
-                           "  stablehlo.return %s : tensor<f32>\n}) : (tensor<2x2xf32>) -> "
+                           "use_global_device_ids}> ({\n^bb0(%a: tensor<f32>, %b: tensor<f64>):\n"
+                           "  %c = stablehlo.convert %a : (tensor<f32>) -> tensor<f64>\n"
+                           "  %s = stablehlo.subtract %c, %b : tensor<f64>\n"
+                           "  %t = stablehlo.convert %s : (tensor<f64>) -> tensor<f32>\n"
+                           "  stablehlo.return %t : tensor<f32>\n}) : (tensor<2x2xf32>) -> "
                            "tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n"),
-                 "only a body of one add", "7:3");
+                 "a body that does not take two scalars of its operand's element type", "7:3");
     expect_fails(IOTA_MAIN("[\"x\"=4]", "8x2xf32", "[{\"x\"}, {}]", "[{\"x\"}, {}]", "{\"x\"}",
                            "2x2",
                            "  %r = \"stablehlo.collective_permute\"(%l) <{" CH
@@ -300,12 +307,232 @@ static void test_ex_spmd_bad_groups_and_bodies_are_clear_errors(void **state)
                            "(tensor<2x2xf32>) -> tensor<2x2xf32>\n"
                            "  sdy.return %r : tensor<2x2xf32>\n"),
                  "names a source or target twice", "7:3");
-    /* outside a manual computation */
+    /* at the top level of a Shardy-sharded program */
     expect_fails(HEAD "sdy.mesh @mesh = <[\"x\"=4]>\n"
-                      "func.func @main() -> tensor<ui32> {\n"
+                      "func.func @main() -> tensor<4xf32> {\n"
                       "  %p = stablehlo.partition_id : tensor<ui32>\n"
-                      "  return %p : tensor<ui32>\n}\n}\n",
-                 "op stablehlo.partition_id outside sdy.manual_computation", "4:3");
+                      "  %i = stablehlo.iota dim = 0 : tensor<4xf32>\n"
+                      "  %s = sdy.sharding_constraint %i <@mesh, [{\"x\"}]> : tensor<4xf32>\n"
+                      "  return %s : tensor<4xf32>\n}\n}\n",
+                 "op stablehlo.partition_id at the top level of a Shardy-sharded program has no "
+                 "meaning",
+                 "4:3");
+    /* send and recv */
+    expect_fails("module @m attributes {mhlo.num_replicas = 4 : i32} {\n"
+                 "func.func @main() -> tensor<2xf32> {\n"
+                 "  %x = stablehlo.constant dense<1.0> : tensor<2xf32>\n"
+                 "  %t = stablehlo.after_all : !stablehlo.token\n"
+                 "  %u = \"stablehlo.send\"(%x, %t) <{channel_handle = "
+                 "#stablehlo.channel_handle<handle = 1, type = 2>, is_host_transfer = false}> : "
+                 "(tensor<2xf32>, !stablehlo.token) -> !stablehlo.token\n"
+                 "  return %x : tensor<2xf32>\n}\n}\n",
+                 "op stablehlo.send cannot be executed on the device workers yet", "5:3");
+}
+
+/* a body of one non-commutative op, which the interpreter evaluates on the
+ * workers: folded in group order, d0 - d1 - d2 - d3 */
+static const char *psub_mod = IOTA_MAIN(
+    "[\"x\"=4]", "2x2xf32", "[{\"x\"}, {}]", "[{}, {}]", "{\"x\"}", "2x2",
+    "  %r = \"stablehlo.all_reduce\"(%l) <{" CH ", replica_groups = dense<[[0, 1, 2, 3]]> : "
+    "tensor<1x4xi64>, use_global_device_ids}> ({\n^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+    "  %s = stablehlo.subtract %a, %b : tensor<f32>\n  stablehlo.return %s : tensor<f32>\n})"
+    " : (tensor<2x2xf32>) -> tensor<2x2xf32>\n  sdy.return %r : tensor<2x2xf32>\n");
+
+static void test_ex_spmd_body_folds_in_group_order(void **state)
+{
+    (void)state;
+    /* device d holds [[4d, 4d+1], [4d+2, 4d+3]]: k - (4 + k) - (8 + k) - (12 + k) */
+    static const double want[] = {-24, -26, -28, -30};
+    check_exact(psub_mod, 0, want, 4, false);
+}
+
+/* A per-process main (no manual computation): text run on n devices, each
+ * device's result r (i32 or ui32, 4 bytes) must be want[d * per + i]. */
+static void check_per_device(const char *text, uint32_t n, uint32_t r, const int64_t *want,
+                             size_t per)
+{
+    sp_module *m = plan(text, true);
+    ex_tensor *res = NULL;
+    uint32_t n_res = 0;
+    cm_error err;
+    cm_error_clear(&err);
+    ex_exec_opts o = {.n_devices = n, .iters = 2};
+    if (ex_exec_run(m, &o, NULL, 0, &res, &n_res, &err) != CM_OK) {
+        fail_msg("%s at %s: %s", cm_status_name(err.code), err.path, err.msg);
+    }
+    assert_int_equal(n_res % n, 0);
+    uint32_t nr = n_res / n;
+    for (uint32_t d = 0; d < n; d++) {
+        const ex_tensor *t = &res[d * nr + r];
+        assert_int_equal(t->n, per);
+        for (size_t i = 0; i < per; i++) {
+            int64_t g = ((const int32_t *)t->data)[i];
+            if (g != want[d * per + i]) {
+                fail_msg("device %u element %zu: expected %lld, got %lld", d, i,
+                         (long long)want[d * per + i], (long long)g);
+            }
+        }
+    }
+    ex_tensors_free(res, n_res);
+    /* the reference refuses a replicated run: the interpreter runs it */
+    ex_exec_opts ro = {.replicated = true, .iters = 1};
+    assert_int_equal(ex_exec_run(m, &ro, NULL, 0, &res, &n_res, &err), CM_EINVAL);
+    assert_non_null(strstr(err.msg, "has no replicated run"));
+    sp_module_destroy(m);
+}
+
+/* 2 replicas x 2 partitions: v = 10 replica + partition, and the spec's
+ * strategies over them */
+#define GRID_MAIN(BODY)                                                                            \
+    "module @g attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 2 : i32} {\n"        \
+    "func.func @main() -> (tensor<ui32>, tensor<ui32>, tensor<2xi32>) {\n"                         \
+    "  %r = stablehlo.replica_id : tensor<ui32>\n"                                                 \
+    "  %q = stablehlo.partition_id : tensor<ui32>\n"                                               \
+    "  %ri = stablehlo.convert %r : (tensor<ui32>) -> tensor<i32>\n"                               \
+    "  %qi = stablehlo.convert %q : (tensor<ui32>) -> tensor<i32>\n"                               \
+    "  %ten = stablehlo.constant dense<10> : tensor<i32>\n"                                        \
+    "  %r10 = stablehlo.multiply %ri, %ten : tensor<i32>\n"                                        \
+    "  %s = stablehlo.add %r10, %qi : tensor<i32>\n"                                               \
+    "  %v = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<i32>) -> tensor<1xi32>\n" BODY      \
+    "  return %r, %q, %out : tensor<ui32>, tensor<ui32>, tensor<2xi32>\n}\n}\n"
+
+static void test_ex_spmd_replicas_and_partitions_grid(void **state)
+{
+    (void)state;
+    /* device d is replica d / 2, partition d % 2 */
+    static const int64_t rep[] = {0, 0, 1, 1}, part[] = {0, 1, 0, 1};
+    const char *xr = GRID_MAIN(
+        "  %out = \"stablehlo.all_gather\"(%v) <{all_gather_dim = 0 : i64, replica_groups = "
+        "dense<[[1, 0]]> : tensor<1x2xi64>}> : (tensor<1xi32>) -> tensor<2xi32>\n");
+    check_per_device(xr, 4, 0, rep, 1);
+    check_per_device(xr, 4, 1, part, 1);
+    /* cross_replica, group [1, 0] within each partition q: [10 + q, q] */
+    static const int64_t xr_want[] = {10, 0, 11, 1, 10, 0, 11, 1};
+    check_per_device(xr, 4, 2, xr_want, 2);
+    /* cross_replica_and_partition of [[0], [1]]: replica r's two partitions: [10 r, 10 r + 1] */
+    static const int64_t crp_want[] = {0, 1, 0, 1, 10, 11, 10, 11};
+    check_per_device(GRID_MAIN("  %out = \"stablehlo.all_gather\"(%v) <{all_gather_dim = 0 : i64, "
+                               "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, "
+                               "replica_groups = dense<[[0], [1]]> : tensor<2x1xi64>}> : "
+                               "(tensor<1xi32>) -> tensor<2xi32>\n"),
+                     4, 2, crp_want, 2);
+    /* flattened ids {0, 3}, {2, 1}: [0, 11] and [10, 1] */
+    static const int64_t flat_want[] = {0, 11, 10, 1, 10, 1, 0, 11};
+    check_per_device(GRID_MAIN("  %out = \"stablehlo.all_gather\"(%v) <{all_gather_dim = 0 : i64, "
+                               "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, "
+                               "replica_groups = dense<[[0, 3], [2, 1]]> : tensor<2x2xi64>, "
+                               "use_global_device_ids}> : (tensor<1xi32>) -> tensor<2xi32>\n"),
+                     4, 2, flat_want, 2);
+    /* collective_broadcast over partitions (a channel), group [1, 0]: partition 1's value */
+    static const int64_t bc_want[] = {1, 1, 1, 1, 11, 11, 11, 11};
+    check_per_device(GRID_MAIN("  %b = \"stablehlo.collective_broadcast\"(%v) <{channel_handle = "
+                               "#stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = "
+                               "dense<[[1, 0]]> : tensor<1x2xi64>}> : (tensor<1xi32>) -> "
+                               "tensor<1xi32>\n"
+                               "  %out = stablehlo.concatenate %b, %b, dim = 0 : (tensor<1xi32>, "
+                               "tensor<1xi32>) -> tensor<2xi32>\n"),
+                     4, 2, bc_want, 2);
+    /* the device count must be the grid's */
+    sp_module *m = plan(xr, true);
+    ex_tensor *res = NULL;
+    uint32_t n_res = 0;
+    cm_error err;
+    cm_error_clear(&err);
+    ex_exec_opts o = {.n_devices = 2, .iters = 1};
+    assert_int_equal(ex_exec_run(m, &o, NULL, 0, &res, &n_res, &err), CM_EINVAL);
+    assert_non_null(strstr(err.msg, "a program of 2 replicas x 2 partitions runs on 4 devices"));
+    assert_string_equal(err.path, "3:3");
+    sp_module_destroy(m);
+}
+
+static void test_ex_spmd_per_process_main_checked_against_the_interpreter(void **state)
+{
+    (void)state;
+    const char *sum =
+        GRID_MAIN("  %a = \"stablehlo.all_reduce\"(%v) <{replica_groups = dense<[[0, 1]]> : "
+                  "tensor<1x2xi64>}> " ADD("i32") " : (tensor<1xi32>) -> tensor<1xi32>\n"
+                                                  "  %out = stablehlo.concatenate %a, %v, dim = 0 "
+                                                  ": (tensor<1xi32>, tensor<1xi32>) -> "
+                                                  "tensor<2xi32>\n");
+    const char *max = GRID_MAIN(
+        "  %a = \"stablehlo.all_reduce\"(%v) <{replica_groups = dense<[[0, 1]]> : "
+        "tensor<1x2xi64>}> ({\n^bb0(%a0: tensor<i32>, %b0: tensor<i32>):\n"
+        "  %m = stablehlo.maximum %a0, %b0 : tensor<i32>\n  stablehlo.return %m : tensor<i32>\n})"
+        " : (tensor<1xi32>) -> tensor<1xi32>\n"
+        "  %out = stablehlo.concatenate %a, %v, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> "
+        "tensor<2xi32>\n");
+    ex_check_opts o = {.iters = 1, .seed = 1};
+    ex_report r;
+    cm_error err;
+    cm_error_clear(&err);
+    sp_module *part = plan(sum, true), *ref = plan(sum, false);
+    assert_int_equal(ex_check_modules(part, ref, &o, &r, &err), CM_OK);
+    assert_true(r.mm.match);
+    assert_int_equal(r.n_devices, 4);
+    sp_module_destroy(part);
+    part = plan(max, true);
+    /* max and sum differ where the other replica holds more than 0: partition
+     * 0 sums 0 + 10 = 10 = max; partition 1: 1 + 11 = 12, max 11 */
+    assert_int_equal(ex_check_modules(part, ref, &o, &r, &err), CM_OK);
+    assert_false(r.mm.match);
+    assert_int_equal(r.mm.result, 2);
+    assert_true(r.mm.expected == 12.0 && r.mm.got == 11.0);
+    assert_non_null(strstr(r.mm.where, "on device 1 (replica 0, partition 1)"));
+    sp_module_destroy(part);
+    sp_module_destroy(ref);
+}
+
+/* The OOM loop (STYLE.md) over a per-process main's check against the
+ * interpreter, with a body the interpreter folds on the workers: every
+ * allocation of the executor's and the interpreter's runs fails in turn. */
+typedef struct oom_ctx {
+    sp_module *part, *ref;
+    ex_report r;
+} oom_ctx;
+
+static const char *oom_text =
+    GRID_MAIN("  %a = \"stablehlo.all_reduce\"(%v) <{replica_groups = dense<[[0, 1]]> : "
+              "tensor<1x2xi64>}> ({\n^bb0(%a0: tensor<i32>, %b0: tensor<i32>):\n"
+              "  %lt = stablehlo.compare LT, %a0, %b0 : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+              "  %m = stablehlo.select %lt, %a0, %b0 : tensor<i1>, tensor<i32>\n"
+              "  stablehlo.return %m : tensor<i32>\n}) : (tensor<1xi32>) -> tensor<1xi32>\n"
+              "  %out = stablehlo.concatenate %a, %v, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> "
+              "tensor<2xi32>\n");
+
+static void oom_setup(void *p)
+{
+    oom_ctx *c = p;
+    c->part = plan(oom_text, true);
+    c->ref = plan(oom_text, false);
+}
+
+static cm_status oom_run(void *p)
+{
+    oom_ctx *c = p;
+    ex_check_opts o = {.iters = 1, .seed = 1};
+    cm_error err;
+    cm_error_clear(&err);
+    return ex_check_modules(c->part, c->ref, &o, &c->r, &err);
+}
+
+static void oom_done(void *p, cm_status st)
+{
+    oom_ctx *c = p;
+    if (st == CM_OK) {
+        assert_true(c->r.mm.match);
+        assert_int_equal(c->r.ref_processes, 4);
+    }
+    sp_module_destroy(c->part);
+    sp_module_destroy(c->ref);
+}
+
+static void test_ex_spmd_per_process_check_out_of_memory(void **state)
+{
+    (void)state;
+    oom_ctx c;
+    memset(&c, 0, sizeof c);
+    tu_oom t = {oom_setup, oom_run, oom_done};
+    assert_true(tu_oom_loop(&t, &c, 20000) > 0);
 }
 
 int main(void)
@@ -317,6 +544,10 @@ int main(void)
         cmocka_unit_test(test_ex_spmd_int_max_two_operands_and_partition_id),
         cmocka_unit_test(test_ex_spmd_wrong_program_is_a_mismatch),
         cmocka_unit_test(test_ex_spmd_bad_groups_and_bodies_are_clear_errors),
+        cmocka_unit_test(test_ex_spmd_body_folds_in_group_order),
+        cmocka_unit_test(test_ex_spmd_replicas_and_partitions_grid),
+        cmocka_unit_test(test_ex_spmd_per_process_main_checked_against_the_interpreter),
+        cmocka_unit_test(test_ex_spmd_per_process_check_out_of_memory),
     };
     return cmocka_run_group_tests_name("ex_spmd", tests, NULL, NULL);
 }
