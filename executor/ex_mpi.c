@@ -1261,6 +1261,55 @@ static void ring_allreduce_multi(dist *d, const char *const *send, char *const *
     cm_free(counts);
 }
 
+/* All-gather of nb groups at once round comm's ring: group i's block of
+ * blk bytes at send[i] ends at position q's place (q * blk) of recv[i] on
+ * every position. Each step sends every group's block of that step
+ * before waiting on any, in ring_chunk messages, so the groups sharing
+ * the processes share the wire; the first step sends straight from send,
+ * and this position's own block is copied into recv while that step is on
+ * the wire (MPI_Allgather copies it first, and sends one message a step). */
+static void ring_allgather_multi(dist *d, const char *const *send, char *const *recv, uint32_t nb,
+                                 size_t blk, MPI_Comm comm)
+{
+    int n, me;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    int left = (me + n - 1) % n, right = (me + 1) % n;
+    size_t per = ring_per(d->mp, 1u);
+    size_t msgs = (blk + per - 1u) / per + 1u; /* per group and direction */
+    MPI_Request *rq = xalloc(d->mp, 2u * nb * msgs * sizeof *rq);
+    for (int k = 0; k + 1 < n; k++) {
+        int sb = ((me - k) % n + n) % n, rb = ((me - k - 1) % n + n) % n;
+        size_t m = 0;
+        for (uint32_t i = 0; i < nb; i++) {
+            for (size_t at = 0; at < blk; at += per) {
+                size_t len = blk - at < per ? blk - at : per;
+                MPI_Irecv(recv[i] + (size_t)rb * blk + at, (int)len, MPI_BYTE, left, 15, comm,
+                          &rq[m++]);
+            }
+        }
+        for (uint32_t i = 0; i < nb; i++) {
+            const char *src = k == 0 ? send[i] : recv[i] + (size_t)sb * blk;
+            for (size_t at = 0; at < blk; at += per) {
+                size_t len = blk - at < per ? blk - at : per;
+                MPI_Isend(src + at, (int)len, MPI_BYTE, right, 15, comm, &rq[m++]);
+            }
+        }
+        if (k == 0) {
+            for (uint32_t i = 0; i < nb; i++) {
+                memcpy(recv[i] + (size_t)me * blk, send[i], blk);
+            }
+        }
+        MPI_Waitall((int)m, rq, MPI_STATUSES_IGNORE);
+    }
+    if (n < 2) {
+        for (uint32_t i = 0; i < nb; i++) {
+            memcpy(recv[i], send[i], blk);
+        }
+    }
+    cm_free(rq);
+}
+
 /* Reduce-scatter with counts[q] (int) elements for position q, send in
  * position order: round the ring from RING_MIN bytes on, else Open MPI's
  * MPI_Reduce_scatter(_block). */
@@ -1450,15 +1499,39 @@ static cm_status run_gather(dist *d, const prog *p, const xop *x, shared *sh, ui
         const sub *u = &d->plans[x->op].subs[0];
         const pset *ps = &d->sets[u->set];
         uint32_t r = o->first_result;
-        double t0 = MPI_Wtime();
+        /* the same choice on every process: the block size and process
+         * 0's ring settings are the same everywhere */
+        bool round = blk * (size_t)ps->n >= d->mp->ring_min;
+        const char **sends = xalloc(d->mp, u->n_groups * sizeof *sends);
+        char **recvs = xalloc(d->mp, u->n_groups * sizeof *recvs);
         for (uint32_t i = 0; i < u->n_groups; i++) {
             uint32_t one = only_member(d, x, u->groups[i]);
             bool ok = !failed && wbufs(sh, one)[v] != NULL && wbufs(sh, one)[r] != NULL;
-            MPI_Allgather(ok ? wbufs(sh, one)[v] : scratch(d, 1, blk), icount(d->mp, blk), MPI_BYTE,
-                          ok ? wbufs(sh, one)[r] : scratch(d, 2, blk * (size_t)ps->n),
-                          icount(d->mp, blk), MPI_BYTE, ps->comm);
+            /* a failed run sends zeros and receives into scratch, one
+             * group's worth per group (MPI wants pending receives apart) */
+            sends[i] = ok ? wbufs(sh, one)[v] : scratch(d, 1, blk);
+            recvs[i] = ok ? wbufs(sh, one)[r] : NULL;
+        }
+        char *spare = NULL;
+        for (uint32_t i = 0; i < u->n_groups; i++) {
+            if (recvs[i] == NULL) {
+                size_t all = blk * (size_t)ps->n;
+                spare = spare != NULL ? spare : scratch(d, 2, all * u->n_groups);
+                recvs[i] = spare + all * i;
+            }
+        }
+        double t0 = MPI_Wtime();
+        if (round) {
+            ring_allgather_multi(d, sends, recvs, u->n_groups, blk, ps->comm);
+        } else {
+            for (uint32_t i = 0; i < u->n_groups; i++) {
+                MPI_Allgather(sends[i], icount(d->mp, blk), MPI_BYTE, recvs[i],
+                              icount(d->mp, blk), MPI_BYTE, ps->comm);
+            }
         }
         net_add(d, sh, me, x, t0);
+        cm_free(recvs);
+        cm_free(sends);
         return CM_OK;
     }
     uint32_t *mem = xalloc(d->mp, sizeof(uint32_t) * x->gsize);
@@ -1804,6 +1877,193 @@ static void pieces_here(dist *d, const prog *p, const xop *x, shared *sh)
     cm_free(bufs);
 }
 
+/* ---- large exchanges: each piece straight between the devices' buffers ------------------
+ * From RING_MIN bytes of operand block on, an all-to-all, permute or
+ * reshard sends every piece (one source block's part of one destination
+ * block) as its own message described by an MPI subarray type over the
+ * source block, received by the same kind of type into the destination
+ * block: no packing into a transfer buffer before the first byte leaves
+ * and no unpacking after the last arrives (Open MPI packs and unpacks a
+ * fragment at a time as the bytes go), where the packed path copies each
+ * byte twice more in full before and after the wire. Both ends walk a
+ * pair's pieces alike (pieces_list), and every type is bytes, so a side
+ * without a buffer (a failed run) sends or receives the piece's bytes
+ * contiguously instead and still matches. */
+
+/* Whether x's exchange goes piece by piece (the same on every process:
+ * the program's block shapes and process 0's ring settings): blocks of
+ * at least RING_MIN bytes whose shapes an MPI subarray type of bytes
+ * holds (int extents). */
+static bool exchange_typed(const dist *d, const prog *p, const xop *x)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    const vinfo *I = &p->vi[o->operands[0]], *O = &p->vi[o->first_result];
+    if (I->lcount * I->esz < d->mp->ring_min || I->rank == 0 || I->rank != O->rank ||
+        I->esz != O->esz) {
+        return false;
+    }
+    const vinfo *vs[2] = {I, O};
+    for (int k = 0; k < 2; k++) {
+        if (vs[k]->lcount * vs[k]->esz > (size_t)INT_MAX) {
+            return false;
+        }
+        for (uint32_t i = 0; i < vs[k]->rank; i++) {
+            if (vs[k]->ldims[i] <= 0 || vs[k]->ldims[i] > INT_MAX) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* The pieces process a sends process b for x, in the order both walk
+ * them (b's devices in order, each one's sources on a in order), into out
+ * (NULL: only counted); their count. buf: p->n_dev entries. */
+static uint32_t pieces_list(const dist *d, const prog *p, const xop *x, int a, int b,
+                            uint32_t *buf, piece *out)
+{
+    const vinfo *O = &p->vi[p->m->ops[x->op].first_result];
+    uint32_t lo = 0, hi = 0, k = 0;
+    ex_mpi_devices(d->n_dev, (uint32_t)b, (uint32_t)d->mp->size, &lo, &hi);
+    for (uint32_t dv = lo; dv < hi; dv++) {
+        uint32_t n = ex_coll_sources(p, x, dv, false, buf);
+        for (uint32_t j = 0; j < n; j++) {
+            piece pc;
+            if (rank_of(d, buf[j]) != a ||
+                !ex_coll_piece(p, x, buf[j], dv, pc.ext, pc.sfrom, pc.dfrom)) {
+                continue;
+            }
+            pc.src = buf[j];
+            pc.dev = dv;
+            pc.bytes = box_count(pc.ext, O->rank) * O->esz;
+            if (pc.bytes == 0) {
+                continue;
+            }
+            if (out != NULL) {
+                out[k] = pc;
+            }
+            k++;
+        }
+    }
+    return k;
+}
+
+/* A committed subarray type of bytes: the box of extent ext at from in a
+ * block of dims (rank dimensions of esz-byte elements; exchange_typed
+ * made sure every figure fits an int). */
+static MPI_Datatype box_type(const int64_t *dims, const int64_t *from, const int64_t *ext,
+                             uint32_t rank, size_t esz)
+{
+    int sz[EX_MAX_RANK], sbx[EX_MAX_RANK], at[EX_MAX_RANK];
+    for (uint32_t k = 0; k < rank; k++) {
+        int64_t m = k + 1u == rank ? (int64_t)esz : 1;
+        sz[k] = (int)(dims[k] * m);
+        sbx[k] = (int)(ext[k] * m);
+        at[k] = (int)(from[k] * m);
+    }
+    MPI_Datatype t;
+    MPI_Type_create_subarray((int)rank, sz, sbx, at, MPI_ORDER_C, MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+    return t;
+}
+
+/* The piece-by-piece exchange of x (exchange_typed) among the n
+ * positions of comm (ranks: their world ranks, NULL for the world; pos:
+ * this process's): every receive posted, then every send, starting from
+ * this process's right; the pieces staying here copied while those are in
+ * flight; then the wait. */
+static void run_exchange_typed(dist *d, const prog *p, const xop *x, shared *sh, uint32_t me,
+                               bool failed, int n, const int *ranks, MPI_Comm comm, int pos)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    int rank = d->mp->rank;
+    uint32_t *buf = xalloc(d->mp, sizeof(uint32_t) * p->n_dev);
+    size_t n_in = 0, n_out = 0, spare_in = 0, spare_out = 0;
+    for (int q = 0; q < n; q++) {
+        int wq = ranks != NULL ? ranks[q] : q;
+        if (wq != rank) {
+            n_in += pieces_list(d, p, x, wq, rank, buf, NULL);
+            n_out += pieces_list(d, p, x, rank, wq, buf, NULL);
+        }
+    }
+    piece *pcs = xalloc(d->mp, sizeof(piece) * (n_in + n_out + 1u));
+    MPI_Request *rq = xalloc(d->mp, sizeof(MPI_Request) * (n_in + n_out + 1u));
+    MPI_Datatype *ty = xalloc(d->mp, sizeof(MPI_Datatype) * (n_in + n_out + 1u));
+    size_t k = 0;
+    for (int q = 0; q < n; q++) {
+        int wq = ranks != NULL ? ranks[q] : q;
+        if (wq != rank) {
+            k += pieces_list(d, p, x, wq, rank, buf, pcs + k);
+        }
+    }
+    for (int s = 1; s < n; s++) {
+        int wq = ranks != NULL ? ranks[(pos + s) % n] : (pos + s) % n;
+        k += pieces_list(d, p, x, rank, wq, buf, pcs + k);
+    }
+    /* room for the pieces a side without a buffer moves contiguously */
+    for (size_t i = 0; i < n_in + n_out; i++) {
+        bool in = i < n_in;
+        const void *b = in ? wbufs(sh, pcs[i].dev)[r] : wbufs(sh, pcs[i].src)[v];
+        if (failed || b == NULL) {
+            if (in) {
+                spare_in += pcs[i].bytes;
+            } else {
+                spare_out = pcs[i].bytes > spare_out ? pcs[i].bytes : spare_out;
+            }
+        }
+    }
+    char *sin = spare_in > 0 ? scratch(d, 2, spare_in) : NULL;
+    char *sout = spare_out > 0 ? scratch(d, 1, spare_out) : NULL;
+    double t0 = MPI_Wtime();
+    size_t at_in = 0;
+    for (size_t i = 0; i < n_in + n_out; i++) {
+        const piece *pc = &pcs[i];
+        bool in = i < n_in;
+        int peer = rank_of(d, in ? pc->src : pc->dev);
+        if (ranks != NULL) {
+            for (int q = 0; q < n; q++) {
+                peer = ranks[q] == rank_of(d, in ? pc->src : pc->dev) ? q : peer;
+            }
+        }
+        char *b = in ? wbufs(sh, pc->dev)[r] : wbufs(sh, pc->src)[v];
+        ty[i] = MPI_DATATYPE_NULL;
+        if (failed || b == NULL) {
+            if (in) {
+                MPI_Irecv(sin + at_in, (int)pc->bytes, MPI_BYTE, peer, 16, comm, &rq[i]);
+                at_in += pc->bytes;
+            } else {
+                MPI_Isend(sout, (int)pc->bytes, MPI_BYTE, peer, 16, comm, &rq[i]);
+            }
+            continue;
+        }
+        ty[i] = in ? box_type(O->ldims, pc->dfrom, pc->ext, O->rank, O->esz)
+                   : box_type(I->ldims, pc->sfrom, pc->ext, I->rank, I->esz);
+        if (in) {
+            MPI_Irecv(b, 1, ty[i], peer, 16, comm, &rq[i]);
+        } else {
+            MPI_Isend(b, 1, ty[i], peer, 16, comm, &rq[i]);
+        }
+    }
+    net_add(d, sh, me, x, t0);
+    if (!failed) {
+        pieces_here(d, p, x, sh);
+    }
+    t0 = MPI_Wtime();
+    MPI_Waitall((int)(n_in + n_out), rq, MPI_STATUSES_IGNORE);
+    net_add(d, sh, me, x, t0);
+    for (size_t i = 0; i < n_in + n_out; i++) {
+        if (ty[i] != MPI_DATATYPE_NULL) {
+            MPI_Type_free(&ty[i]);
+        }
+    }
+    cm_free(ty);
+    cm_free(rq);
+    cm_free(pcs);
+    cm_free(buf);
+}
+
 /* All-to-all on one communicator per process (PL_A2A), or a collective
  * permute or reshard across the world (PL_P2P): every receive posted
  * first, then each other process's pieces packed and sent at once, one
@@ -1829,6 +2089,11 @@ static void run_exchange(dist *d, const prog *p, const xop *x, shared *sh, uint3
         for (int q = 0; q < n; q++) {
             pos = ranks[q] == rank ? q : pos;
         }
+    }
+    if (exchange_typed(d, p, x)) {
+        cm_free(buf);
+        run_exchange_typed(d, p, x, sh, me, failed, n, ranks, comm, pos);
+        return;
     }
     size_t *sb = xalloc(d->mp, sizeof(size_t) * (size_t)n * 4u), *rb = sb + n;
     size_t *soff = rb + n, *roff = soff + n;
