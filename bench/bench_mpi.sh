@@ -173,7 +173,7 @@ for c in $NAMES; do
         t=$(awk '{print $1}' "$TMP/$c.$who" | med)
         m=$(awk '{print $2}' "$TMP/$c.$who" | med)
         bad=$(grep -c MISMATCH "$TMP/$c.$who")
-        runs=$(awk '{printf "%s%.0f", NR > 1 ? " " : "", $1}' "$TMP/$c.$who")
+        runs=$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$TMP/$c.$who")
         awk -v c="$c" -v w="$who" -v t="$t" -v m="$m" -v bus="$bus" -v l="$l1" -v d="$d1" -v runs="$runs" \
             -v bad="$bad" 'BEGIN {alg = 64 * 1048576 / (t / 1e3) / 1e9; b = alg * bus;
             printf "%-15s %-5s %9.2f %9.2f %9.3f %9.3f %5.0f%% %5.0f%%  [%s]%s\n", c, w, t, m, alg, b,
