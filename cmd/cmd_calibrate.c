@@ -223,8 +223,8 @@ static int calib_write(const ex_calib *c, cm_status st, cm_error *errp, const ch
         cm_buf_init(&with);
         /* the cost model charges an all-reduce between two 2 steps of
          * latency: the fixed part of the measured ones is two steps */
-        double lat = net->allreduce_fixed / 2 > net->latency ? net->allreduce_fixed / 2
-                                                             : net->latency;
+        double lat =
+            net->allreduce_fixed / 2 > net->latency ? net->allreduce_fixed / 2 : net->latency;
         if (!add_axis_links(&b, axes, net->allreduce_bw, lat, c->n_devices, &with)) {
             fprintf(errs,
                     "shardplan calibrate: bad --axes '%s' (comma-separated mesh axis names)\n",
@@ -288,7 +288,8 @@ static int calib_write(const ex_calib *c, cm_status st, cm_error *errp, const ch
                         axes, net->allreduce_bw * 1e-9, net->stream_bw * 1e-9,
                         net->allreduce_bw / (double)c->n_devices * 1e-9,
                         (net->allreduce_fixed / 2 > net->latency ? net->allreduce_fixed / 2
-                                                                 : net->latency) * 1e6,
+                                                                 : net->latency) *
+                            1e6,
                         net->allreduce_fixed * 1e3, net->latency * 1e6);
                 fputs(hosts_txt->data != NULL ? hosts_txt->data : "", out);
             }

@@ -87,13 +87,13 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
 /* The network between processes 0 and 1 (`shardplan calibrate --mpi`),
  * the same figures on every process. */
 typedef struct ex_mpi_link {
-    double latency;      /* half the best round trip of 8 bytes, seconds */
-    double stream_bw;    /* bytes/s each way, the best of 5 exchanges of `bytes` sent both
-                            ways at once in the ring's message size */
-    double allreduce_bw; /* bytes/s on the wire each way of f32 sum all-reduces between the
-                            two round the executor's ring, `groups` at once as a run's groups
-                            of one device per process go (2(n-1)/n bytes per byte reduced):
-                            the slope between `bytes` and bytes / 16 in all (medians of 5) */
+    double latency;         /* half the best round trip of 8 bytes, seconds */
+    double stream_bw;       /* bytes/s each way, the best of 5 exchanges of `bytes` sent both
+                               ways at once in the ring's message size */
+    double allreduce_bw;    /* bytes/s on the wire each way of f32 sum all-reduces between the
+                               two round the executor's ring, `groups` at once as a run's groups
+                               of one device per process go (2(n-1)/n bytes per byte reduced):
+                               the slope between `bytes` and bytes / 16 in all (medians of 5) */
     double allreduce_fixed; /* seconds each such all-reduce takes beyond its bytes at
                                allreduce_bw (the line's intercept, at least 0): the ring's
                                steps, its last chunk's combining, the handshakes */
