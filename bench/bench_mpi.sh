@@ -21,8 +21,9 @@
 #      or (n-1)/n (the others), against the link; target busbw >= 70%.
 #      Each beside Open MPI's own collective on the same communicator
 #      (SHARDPLAN_MPI_RING above 64 MiB: MPI_Allreduce,
-#      MPI_Reduce_scatter_block, MPI_Allgather; the all-to-all packed and
-#      sent with Isend/Irecv as below that size);
+#      MPI_Reduce_scatter_block; the all-gather is MPI_Allgather and the
+#      all-to-all packed Isend/Irecv in both rows, so their two rows show
+#      the run's noise on one code path);
 #   3. the MLP training step on 2 hosts x 4 devices (exec-worker --mpi) and
 #      on one host with 8 devices, interleaved, beside the step the cost
 #      model predicts with a profile `shardplan calibrate --mpi --axes data`
