@@ -67,8 +67,10 @@ static bool add_axis_links(const cm_buf *in, const char *axes, double bandwidth,
                       "  \"%.*s\": {\n   \"bandwidth\": %.4g,\n   \"latency\": %.4g,\n"
                       "   \"notes\": \"across hosts (shardplan calibrate --mpi): the bandwidth "
                       "each way of an all-reduce between two hosts round the executor's ring "
-                      "(bytes on the wire per second), shared by the %u devices of a host, "
-                      "latency half an MPI round trip\"\n  },\n",
+                      "(bytes on the wire per second; its groups all at once), shared by the "
+                      "%u devices of a host; latency per step (two for two hosts): half of what "
+                      "each all-reduce takes beyond its bytes, at least half an MPI round "
+                      "trip\"\n  },\n",
                       (int)n, p, bandwidth / (double)per_host, latency, per_host);
         p += n;
         p += *p == ',';
@@ -219,7 +221,11 @@ static int calib_write(const ex_calib *c, cm_status st, cm_error *errp, const ch
     if (axes != NULL) {
         cm_buf with;
         cm_buf_init(&with);
-        if (!add_axis_links(&b, axes, net->allreduce_bw, net->latency, c->n_devices, &with)) {
+        /* the cost model charges an all-reduce between two 2 steps of
+         * latency: the fixed part of the measured ones is two steps */
+        double lat =
+            net->allreduce_fixed / 2 > net->latency ? net->allreduce_fixed / 2 : net->latency;
+        if (!add_axis_links(&b, axes, net->allreduce_bw, lat, c->n_devices, &with)) {
             fprintf(errs,
                     "shardplan calibrate: bad --axes '%s' (comma-separated mesh axis names)\n",
                     axes);
@@ -263,6 +269,7 @@ static int calib_write(const ex_calib *c, cm_status st, cm_error *errp, const ch
                 cm_json_put_kv_f64(&j, "network_bytes_per_s", net->allreduce_bw);
                 cm_json_put_kv_f64(&j, "network_stream_bytes_per_s", net->stream_bw);
                 cm_json_put_kv_f64(&j, "network_latency_s", net->latency);
+                cm_json_put_kv_f64(&j, "network_allreduce_fixed_s", net->allreduce_fixed);
             }
             cm_buf_puts(&j, "}\n");
             rc = cmd_write_out(&j, "calibrate", out, errs);
@@ -276,9 +283,14 @@ static int calib_write(const ex_calib *c, cm_status st, cm_error *errp, const ch
             if (axes != NULL) {
                 fprintf(out,
                         "  across hosts (axes %s): %.3f GB/s between two hosts (all-reduce; "
-                        "a stream each way %.3f), %.3f GB/s per device, latency %.1f us\n",
+                        "a stream each way %.3f), %.3f GB/s per device, latency %.1f us "
+                        "(all-reduce fixed part %.2f ms; MPI %.1f us)\n",
                         axes, net->allreduce_bw * 1e-9, net->stream_bw * 1e-9,
-                        net->allreduce_bw / (double)c->n_devices * 1e-9, net->latency * 1e6);
+                        net->allreduce_bw / (double)c->n_devices * 1e-9,
+                        (net->allreduce_fixed / 2 > net->latency ? net->allreduce_fixed / 2
+                                                                 : net->latency) *
+                            1e6,
+                        net->allreduce_fixed * 1e3, net->latency * 1e6);
                 fputs(hosts_txt->data != NULL ? hosts_txt->data : "", out);
             }
         }
@@ -366,7 +378,10 @@ int cmd_calibrate(int argc, char **argv, FILE *out, FILE *errs)
         }
         if (st == CM_OK) {
             calib_take_slowest(&c, per_host, n_hosts);
-            st = ex_mpi_link_measure(mp, (size_t)64 << 20, &net, &err);
+            /* the devices of a host each in a group across hosts, all at
+             * once, as a data axis's all-reduces go */
+            uint32_t groups = c.n_devices < 64u ? c.n_devices : 64u;
+            st = ex_mpi_link_measure(mp, (size_t)64 << 20, groups > 0 ? groups : 1u, &net, &err);
         }
         bool talk = ex_mpi_rank(mp) == 0;
         if (talk && st == CM_OK) {

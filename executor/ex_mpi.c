@@ -1451,6 +1451,11 @@ static cm_status run_gather(dist *d, const prog *p, const xop *x, shared *sh, ui
         const sub *u = &d->plans[x->op].subs[0];
         const pset *ps = &d->sets[u->set];
         uint32_t r = o->first_result;
+        /* MPI_Allgather, not a chunked ring: round a ring of 4 MiB
+         * messages (every group at once, the own block copied while the
+         * first step was on the wire) it measured no faster, 129 ms
+         * median against 106 over 5 interleaved pairs of 64 MiB between
+         * two namespace hosts (2026-12-03, load 7-10) */
         double t0 = MPI_Wtime();
         for (uint32_t i = 0; i < u->n_groups; i++) {
             uint32_t one = only_member(d, x, u->groups[i]);
@@ -2237,32 +2242,37 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
     return b->oom ? CM_ENOMEM : CM_OK;
 }
 
-/* Median seconds of 5 f32 sum all-reduces of bytes between world ranks 0
- * and 1 round the ring the runs use (ring_allreduce_multi, from the
- * operand into a separate result, as a run's direct all-reduce), on comm
- * (theirs); the others return 0. */
-static double allreduce_time(ex_mpi *mp, size_t bytes, MPI_Comm comm)
+/* Median seconds of 5 f32 sum all-reduces of bytes in all between world
+ * ranks 0 and 1, split over nb buffers going round the ring at once as a
+ * run's groups do (ring_allreduce_multi, each from its operand into a
+ * separate result, as a run's direct all-reduce), on comm (theirs); the
+ * others return 0. */
+static double allreduce_time(ex_mpi *mp, size_t bytes, uint32_t nb, MPI_Comm comm)
 {
     if (comm == MPI_COMM_NULL) {
         return 0;
     }
-    size_t count = bytes / sizeof(float);
+    size_t count = bytes / sizeof(float) / nb;
     count = count < 2 ? 2 : count;
-    float *a = xalloc(mp, count * sizeof *a), *b = xalloc(mp, count * sizeof *b);
-    for (size_t i = 0; i < count; i++) {
+    float *a = xalloc(mp, nb * count * sizeof *a), *b = xalloc(mp, nb * count * sizeof *b);
+    for (size_t i = 0; i < nb * count; i++) {
         a[i] = (float)(i % 101u) * 0.5f;
     }
-    memset(b, 0, count * sizeof *b);
+    memset(b, 0, nb * count * sizeof *b);
     dist d;
     memset(&d, 0, sizeof d);
     d.mp = mp;
-    const char *send[1] = {(const char *)a};
-    char *recv[1] = {(char *)b};
+    const char **send = xalloc(mp, nb * sizeof *send);
+    char **recv = xalloc(mp, nb * sizeof *recv);
+    for (uint32_t i = 0; i < nb; i++) {
+        send[i] = (const char *)(a + i * count);
+        recv[i] = (char *)(b + i * count);
+    }
     double t[6];
     for (int rep = 0; rep < 6; rep++) { /* the first touches the ring's buffers */
         MPI_Barrier(comm);
         double t0 = MPI_Wtime();
-        ring_allreduce_multi(&d, send, recv, 1, count, sizeof(float), MPI_FLOAT, MPI_SUM, comm);
+        ring_allreduce_multi(&d, send, recv, nb, count, sizeof(float), MPI_FLOAT, MPI_SUM, comm);
         double dt = MPI_Wtime() - t0, other = 0;
         /* the slower of the two */
         MPI_Allreduce(&dt, &other, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -2271,6 +2281,8 @@ static double allreduce_time(ex_mpi *mp, size_t bytes, MPI_Comm comm)
     for (int i = 0; i < EX_MPI_SCRATCH; i++) {
         cm_free(d.scr[i]);
     }
+    cm_free(recv);
+    cm_free(send);
     cm_free(a);
     cm_free(b);
     /* the median of the 5 after the first */
@@ -2286,15 +2298,20 @@ static double allreduce_time(ex_mpi *mp, size_t bytes, MPI_Comm comm)
     return t[3];
 }
 
-cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, ex_mpi_link *out, cm_error *err)
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, uint32_t groups, ex_mpi_link *out,
+                              cm_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (groups < 1u || groups > 64u) {
+        return cm_error_set(err, CM_EINVAL, NULL,
+                            "measuring the network: %u groups at once (1 to 64)", groups);
+    }
     if (mp->size < 2) {
         return cm_error_set(err, CM_EINVAL, NULL,
                             "measuring the network needs at least 2 MPI processes (under mpirun "
                             "on 2 hosts)");
     }
-    double figs[3] = {0, 0, 0};
+    double figs[4] = {0, 0, 0, 0};
     if (mp->rank < 2) {
         int peer = 1 - mp->rank;
         char *buf = xalloc(mp, bytes > 8 ? bytes : 8);
@@ -2353,22 +2370,42 @@ cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, ex_mpi_link *out, cm_err
         figs[0] = best < 1e30 ? (double)bytes / best : 0;
         cm_free(buf);
     }
-    /* An all-reduce as the runs do it: the stream above leaves out the
-     * ring's two halves one after the other, its combining and its
-     * neighbour waits; the cost model prices an all-reduce of S bytes as
-     * 2(n-1)/n S on the wire (S for two), so S / t is the bandwidth that
-     * makes it right. */
+    /* All-reduces as the runs do them, `groups` at once: the stream above
+     * leaves out what the ring adds (its two halves one after the other,
+     * the combining, the neighbour waits). The cost model prices an
+     * all-reduce of S bytes as 2(n-1)/n S on the wire (S for two) over the
+     * link plus 2(n-1) steps of latency, so the line through two sizes,
+     * bytes and bytes / 16 in all, gives both: its slope the bandwidth,
+     * its intercept what every all-reduce costs beyond its bytes (which
+     * the one size alone spread over the bytes, short for small tensors
+     * and long for large ones). Where the two disagree beyond reason (the
+     * machine's load moved between them), the large one alone holds, and
+     * the small one's excess over it is the fixed part. */
     MPI_Comm pair = MPI_COMM_NULL;
     MPI_Comm_split(mp->world, mp->rank < 2 ? 0 : MPI_UNDEFINED, mp->rank, &pair);
-    double t = allreduce_time(mp, bytes, pair);
+    size_t small = bytes / 16u;
+    double tb = allreduce_time(mp, bytes, groups, pair);
+    double ts = allreduce_time(mp, small, groups, pair);
     if (pair != MPI_COMM_NULL) {
         MPI_Comm_free(&pair);
     }
-    figs[2] = t > 0 ? (double)bytes / t : 0;
-    MPI_Bcast(figs, 3, MPI_DOUBLE, 0, mp->world);
+    double whole = tb > 0 ? (double)bytes / tb : 0, slope = 0;
+    if (tb > ts && ts > 0) {
+        slope = (double)(bytes - small) / (tb - ts);
+    }
+    if (slope > 0 && slope <= 2.0 * whole) {
+        figs[2] = slope;
+        figs[3] = tb - (double)bytes / slope;
+    } else {
+        figs[2] = whole;
+        figs[3] = whole > 0 ? ts - (double)small / whole : 0;
+    }
+    figs[3] = figs[3] > 0 ? figs[3] : 0;
+    MPI_Bcast(figs, 4, MPI_DOUBLE, 0, mp->world);
     out->stream_bw = figs[0];
     out->latency = figs[1];
     out->allreduce_bw = figs[2];
+    out->allreduce_fixed = figs[3];
     return CM_OK;
 }
 
@@ -2467,10 +2504,12 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
     return CM_OK;
 }
 
-cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, ex_mpi_link *out, cm_error *err)
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, uint32_t groups, ex_mpi_link *out,
+                              cm_error *err)
 {
     (void)mp;
     (void)bytes;
+    (void)groups;
     memset(out, 0, sizeof *out);
     return no_mpi(err);
 }

@@ -87,18 +87,24 @@ cm_status ex_mpi_colls_json(const ex_mpi *mp, const sp_module *m, const double *
 /* The network between processes 0 and 1 (`shardplan calibrate --mpi`),
  * the same figures on every process. */
 typedef struct ex_mpi_link {
-    double latency;      /* half the best round trip of 8 bytes, seconds */
-    double stream_bw;    /* bytes/s each way, the best of 5 exchanges of `bytes` sent both
-                            ways at once in the ring's message size */
-    double allreduce_bw; /* bytes/s on the wire each way of an f32 sum all-reduce of `bytes`
-                            between the two round the executor's ring (the median of 5),
-                            2(n-1)/n bytes per byte reduced: what a run's all-reduces get */
+    double latency;         /* half the best round trip of 8 bytes, seconds */
+    double stream_bw;       /* bytes/s each way, the best of 5 exchanges of `bytes` sent both
+                               ways at once in the ring's message size */
+    double allreduce_bw;    /* bytes/s on the wire each way of f32 sum all-reduces between the
+                               two round the executor's ring, `groups` at once as a run's groups
+                               of one device per process go (2(n-1)/n bytes per byte reduced):
+                               the slope between `bytes` and bytes / 16 in all (medians of 5) */
+    double allreduce_fixed; /* seconds each such all-reduce takes beyond its bytes at
+                               allreduce_bw (the line's intercept, at least 0): the ring's
+                               steps, its last chunk's combining, the handshakes */
 } ex_mpi_link;
 
-/* Measures *out between processes 0 and 1 with `bytes` (e.g. 64 MiB).
- * Collective. Errors: CM_EINVAL with fewer than 2 processes, CM_EIO
- * without MPI. */
-cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, ex_mpi_link *out, cm_error *err);
+/* Measures *out between processes 0 and 1 with `bytes` (e.g. 64 MiB) in
+ * all, split over `groups` buffers (1 to 64) for the all-reduces.
+ * Collective. Errors: CM_EINVAL with fewer than 2 processes or groups out
+ * of range, CM_EIO without MPI. */
+cm_status ex_mpi_link_measure(ex_mpi *mp, size_t bytes, uint32_t groups, ex_mpi_link *out,
+                              cm_error *err);
 
 /* Every process's n doubles (mine) side by side on every process:
  * all_out[r * n + i] is process r's mine[i]; all_out has n times
