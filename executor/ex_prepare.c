@@ -237,6 +237,31 @@ static cm_status parse_constant(prog *p, xop *x, const sp_attr *a, sp_elem e, si
 }
 
 /* Collects the axes of a collective and computes its device groups. */
+/* True when v is one of main's arguments or a constant: a value given
+ * whole, whose blocks on the devices of a reduction axis are copies of one
+ * global value, not partial results. An sdy.all_reduce or reduce_scatter of
+ * it would count each element once per device where the one-device run
+ * (and the global view) counts it once: refused rather than run. (Shardy's
+ * executable tests feed such programs a different block per device; a run
+ * from one global input cannot.) */
+static bool whole_input(const prog *p, uint32_t v)
+{
+    const sp_value *val = &p->m->values[v];
+    if (p->in_manual) {
+        return false;
+    }
+    if (val->def == SP_NONE) {
+        return val->block == p->block;
+    }
+    sp_op_kind k = (sp_op_kind)p->m->ops[val->def].kind;
+    return k == SP_OP_CONSTANT || k == SP_OP_SDY_CONSTANT;
+}
+
+static const char whole_input_what[] = "main's argument or a constant";
+static const char not_partial[] = "its blocks are copies of one global value, not partial "
+                                  "results, so the reduction would count it once per device "
+                                  "(cannot be executed)";
+
 static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
 {
     const sp_module *m = p->m;
@@ -1139,6 +1164,9 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_SELECT_AND_SCATTER:
         return prepare_select_scatter(p, x, err);
     case SP_OP_SDY_ALL_REDUCE:
+        if (!p->replicated && whole_input(p, o->operands[0])) {
+            return ex_op_error(p, x->op, err, "%s of %s: %s", nm, whole_input_what, not_partial);
+        }
         return p->replicated ? CM_OK : prepare_groups(p, x, "reduction_axes", err);
     case SP_OP_SDY_ALL_GATHER:
         return p->replicated ? CM_OK : prepare_groups(p, x, "gathering_axes", err);
@@ -1147,6 +1175,9 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_SDY_ALL_TO_ALL:
         return p->replicated ? CM_OK : prepare_groups(p, x, "params", err);
     case SP_OP_SDY_REDUCE_SCATTER:
+        if (!p->replicated && whole_input(p, o->operands[0])) {
+            return ex_op_error(p, x->op, err, "%s of %s: %s", nm, whole_input_what, not_partial);
+        }
         return p->replicated ? CM_OK : prepare_groups(p, x, "reduce_scatter_axes", err);
     case SP_OP_SDY_COLLECTIVE_PERMUTE:
     case SP_OP_SDY_RESHARD:

@@ -15,8 +15,10 @@ Sources (read in place, never copied):
   shardy  Shardy's executable tests (SHARDY_TESTS/*executable*.mlir): each
           function of the `//--- part1.mlir` part, run as @main.
   For programs with arguments (own, shardy) the variants re-shard one
-  argument at a time on each dimension and mesh axis, and resize the
-  meshes' axes (to 1, 2 and 4, which exercises non-dividing shards).
+  argument at a time on each dimension and mesh axis (not in programs that
+  hold explicit sdy collectives other than reshards: those were written
+  for the given shardings), and resize the meshes' axes (to 1, 2 and 4,
+  which exercises non-dividing shards).
 
 Meshes for the constants: ["x"=2], ["x"=4] and ["x"=2, "y"=2] (dims on x,
 on y, on (x, y), and x and y on two dims); every dimension choice that
@@ -154,20 +156,28 @@ def find_funcs(text):
                 if d == 0:
                     break
             j += 1
-        # the body brace: the first { at depth 0 after the results, skipping
-        # attribute dicts `attributes {...}`
+        # the body brace: the first { outside the results' parentheses,
+        # skipping an attribute dict `attributes {...}`
         k = j + 1
-        while True:
-            b = text.find("{", k)
-            if b < 0:
-                return out
-            head = text[j + 1 : b]
-            if re.search(r"attributes\s*$", head):
-                # skip the dict
-                e = match_brace(text, b)
-                k = e + 1
-                continue
-            break
+        d = 0
+        b = -1
+        while k < len(text):
+            ch = text[k]
+            if ch == "(":
+                d += 1
+            elif ch == ")":
+                d -= 1
+            elif ch == "{" and d == 0:
+                if re.search(r"attributes\s*$", text[j + 1 : k]):
+                    k = match_brace(text, k)
+                    if k < 0:
+                        return out
+                else:
+                    b = k
+                    break
+            k += 1
+        if b < 0:
+            return out
         e = match_brace(text, b)
         if e < 0:
             return out
@@ -475,12 +485,20 @@ def main_args(text):
     return None
 
 
+LOWERED_RE = re.compile(r"\bsdy\.(all_reduce|all_gather|all_slice|all_to_all|collective_permute|reduce_scatter)\b")
+
+
 def arg_variants(p):
     """Re-shard one argument of @main at a time, and resize mesh axes."""
     text = p.text
     out = []
     meshes = [(m.group(1), AXIS_RE.findall(m.group(2)), m) for m in MESH_RE.finditer(text)]
     args = main_args(text) or []
+    if LOWERED_RE.search(text):
+        # collectives written for the arguments' shardings (an all-reduce
+        # of what they leave partial): re-sharding an argument would make
+        # the program wrong, not the executor
+        args = []
     for ai, a in enumerate(args):
         if a is None:
             continue
@@ -570,10 +588,32 @@ def own_programs(root):
 
 
 def rename_main(text, fname):
-    if fname == "main":
-        return text
-    text = re.sub(r"@main\b", "@main__orig", text)
-    return re.sub(r"@%s\b" % re.escape(fname), "@main", text)
+    """text with function fname as @main, alone with the functions it
+    refers to (transitively): each of part1's functions is a program of its
+    own, and a module whose other functions hold explicit collectives
+    counts as partitioned as a whole."""
+    if fname != "main":
+        text = re.sub(r"@main\b", "@main__orig", text)
+        text = re.sub(r"@%s\b" % re.escape(fname), "@main", text)
+    funcs = find_funcs(text)
+    bodies = {n: (s, be) for (n, s, se, bs, be) in funcs}
+    want = {"main"}
+    todo = ["main"]
+    while todo:
+        s, be = bodies[todo.pop()]
+        for ref in re.findall(r"@([\w.$-]+)", text[s : be + 1]):
+            if ref in bodies and ref not in want:
+                want.add(ref)
+                todo.append(ref)
+    out = []
+    k = 0
+    for (n, s, se, bs, be) in funcs:
+        out.append(text[k:s])
+        if n in want:
+            out.append(text[s : be + 1])
+        k = be + 1
+    out.append(text[k:])
+    return "".join(out)
 
 
 def shardy_programs(folder):
