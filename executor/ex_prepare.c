@@ -1244,24 +1244,57 @@ static cm_status partial_reduce(prog *p, xop *x, cm_error *err)
     return x->fn == RED_ADD || x->fn == RED_MUL ? once_make(p, x, in, split, err) : CM_OK;
 }
 
+/* True when update dim k (the i-th of the updates' scatter dims) is an
+ * indices batching dim whose operand batching dim the result r holds in the
+ * same blocks on every device: each device then scatters into its own batch
+ * slice, and its result block is whole, not a partial result. */
+static bool batch_aligned(const prog *p, const ex_gather_dims *g, uint32_t u, uint32_t k,
+                          uint32_t i, uint32_t r)
+{
+    int64_t idim = g->ivd >= 0 && (int64_t)i >= g->ivd ? (int64_t)i + 1 : (int64_t)i;
+    for (uint32_t j = 0; j < g->n_ibatch && j < g->n_obatch; j++) {
+        if (g->ibatch[j] != idim) {
+            continue;
+        }
+        int64_t ob = g->obatch[j];
+        if (ob < 0 || ob >= (int64_t)p->vi[r].rank ||
+            p->vi[r].ldims[ob] != p->vi[u].ldims[k]) {
+            return false;
+        }
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            if (voff(p, r, d)[ob] != voff(p, u, d)[k]) {
+                return false;
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
 /* A scatter whose updates are split along their scatter (non-window)
  * dimensions leaves partial results for the all-reduce after it: each
  * device scatters its own updates, and only the first of each group starts
- * from the operand. */
+ * from the operand. A split batching dim that the result is split along in
+ * the same blocks is no such dimension (batch_aligned). */
 static cm_status partial_scatter(prog *p, xop *x, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
     const ex_gather_dims *g = x->ext;
     uint32_t u = o->operands[2];
     bool split[EX_MAX_RANK] = {false}, any = false;
+    uint32_t i = 0; /* position among the scatter dims */
     for (uint32_t k = 0; k < p->vi[u].rank; k++) {
         bool window = false;
         for (uint32_t j = 0; j < g->n_offset; j++) {
             window = window || g->offset_dims[j] == (int64_t)k;
         }
-        if (!window && dim_split(p, u, k)) {
+        if (window) {
+            continue;
+        }
+        if (dim_split(p, u, k) && !batch_aligned(p, g, u, k, i, o->first_result)) {
             split[k] = any = true;
         }
+        i++;
     }
     if (!any) {
         return CM_OK;

@@ -10,7 +10,10 @@
 // - a module given partitioned whose element-wise op is replicated next to
 //   a sharded operand is refused, not computed from rows the device lacks;
 // - an sdy.all_reduce or reduce_scatter of main's argument (its blocks are
-//   copies, not partial sums) is refused, not summed once per device.
+//   copies, not partial sums) is refused, not summed once per device;
+// - a scatter whose updates are split along a batching dim that the result
+//   is split along too scatters into each device's own batch (it was taken
+//   for a partial result: every device but the first started from zeros).
 // RUN: split-file %s %t
 // RUN: shardplan run %t/dot_pad.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's/"x"=2, "y"=2/"x"=1, "y"=2/' %t/dot_pad.mlir > %t/dot_pad2.mlir && shardplan run %t/dot_pad2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
@@ -23,6 +26,8 @@
 // RUN: sed 's/"x"=4/"x"=2/' %t/refused.mlir > %t/refused2.mlir && not shardplan run %t/refused2.mlir --iters 1 2>&1 | FileCheck %s --check-prefix=REFUSED
 // RUN: not shardplan run %t/allreduce_arg.mlir --iters 1 2>&1 | FileCheck %s --check-prefix=WHOLE
 // RUN: sed 's/"x"=4/"x"=2/' %t/allreduce_arg.mlir > %t/allreduce_arg2.mlir && not shardplan run %t/allreduce_arg2.mlir --iters 1 2>&1 | FileCheck %s --check-prefix=WHOLE
+// RUN: shardplan run %t/scatter_batch.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
+// RUN: sed 's/"x"=4/"x"=2/' %t/scatter_batch.mlir > %t/scatter_batch2.mlir && shardplan run %t/scatter_batch2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 
 // MATCH: numerics: match
 // REFUSED: stablehlo.negate: the operand block does not hold what the result block needs
@@ -71,4 +76,17 @@ sdy.mesh @mesh = <["x"=4]>
 func.func @main(%arg0: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) -> tensor<4x4xf32> {
   %0 = sdy.all_reduce {"x"} %arg0 out_sharding=<@mesh, [{}, {}]> : tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
+}
+
+//--- scatter_batch.mlir
+sdy.mesh @mesh = <["x"=4]>
+func.func @main(%arg0: tensor<4x3x4x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}, {}, {}]>},
+                %arg1: tensor<2x4x3x2x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}, {}, {}, {}]>}) -> tensor<4x3x4x2xf32> {
+  %idx = stablehlo.constant dense<[[[[0,0],[1,2],[2,1]],[[1,1],[2,0],[0,2]],[[2,2],[0,1],[1,0]],[[0,0],[1,2],[2,1]]],[[[1,1],[2,0],[0,2]],[[2,2],[0,1],[1,0]],[[0,0],[1,2],[2,1]],[[1,1],[2,0],[0,2]]]]> : tensor<2x4x3x2xi64>
+  %0 = "stablehlo.scatter"(%arg0, %idx, %arg1) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [3, 4], inserted_window_dims = [1], input_batching_dims = [0], scatter_indices_batching_dims = [1], scatter_dims_to_operand_dims = [2, 1], index_vector_dim = 3>} : (tensor<4x3x4x2xf32>, tensor<2x4x3x2xi64>, tensor<2x4x3x2x2xf32>) -> tensor<4x3x4x2xf32>
+  return %0 : tensor<4x3x4x2xf32>
 }
