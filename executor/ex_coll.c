@@ -594,10 +594,11 @@ static uint32_t holder(const prog *p, uint32_t v, const int64_t *c, uint32_t me,
     return p->n_dev;
 }
 
-/* A slice or reshape whose result block on me needs elements other devices
- * hold (xop.peer_read): each valid element of me's result block is read
- * from a device whose operand block holds its global source position (a
- * reshard of the operand, done element by element: these ops are rare). */
+/* A slice, pad or reshape whose result block on me needs elements other
+ * devices hold (xop.peer_read): each valid element of me's result block is
+ * read from a device whose operand block holds its global source position
+ * (a reshard of the operand, done element by element: these ops are rare);
+ * a pad's element that no source lands on is its padding value. */
 static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
@@ -608,8 +609,9 @@ static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t
     if (O->lcount == 0) {
         return CM_OK;
     }
-    if (x->kind == SP_OP_SLICE && (x->na != I->rank || x->nc != I->rank || O->rank != I->rank)) {
-        return ex_local_error(p, x, err, "slice attributes do not match the operand");
+    if ((x->kind == SP_OP_SLICE || x->kind == SP_OP_PAD) &&
+        (x->na != I->rank || x->nc != I->rank || O->rank != I->rank)) {
+        return ex_local_error(p, x, err, "slice or pad attributes do not match the operand");
     }
     int64_t c[EX_MAX_RANK] = {0}, src[EX_MAX_RANK] = {0};
     uint32_t hint = me;
@@ -621,8 +623,20 @@ static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t
             valid = valid && ro[k] + c[k] < O->gdims[k];
             g = g * (size_t)O->gdims[k] + (size_t)(ro[k] + c[k]);
         }
-        if (valid) {
-            if (x->kind == SP_OP_SLICE) {
+        bool padding = false;
+        if (valid && x->kind == SP_OP_PAD) {
+            for (uint32_t k = 0; k < I->rank; k++) {
+                int64_t t = ro[k] + c[k] - x->a[k], step = x->c[k] + 1;
+                padding = padding || t < 0 || t % step != 0 || t / step >= I->gdims[k];
+                src[k] = t < 0 ? 0 : t / step;
+            }
+        }
+        if (valid && padding) {
+            memcpy(out + i * O->esz, wbufs(sh, me)[o->operands[1]], O->esz);
+        } else if (valid) {
+            if (x->kind == SP_OP_PAD) {
+                /* src is set */
+            } else if (x->kind == SP_OP_SLICE) {
                 for (uint32_t k = 0; k < I->rank; k++) {
                     src[k] = x->a[k] + x->c[k] * (ro[k] + c[k]);
                 }

@@ -1429,6 +1429,35 @@ static void local_reshape(prog *p, xop *x)
     x->peer_read = !whole;
 }
 
+/* A pad runs on each device's blocks when its operand block holds every
+ * source element that lands in its result block (the test ex_ops.c makes);
+ * otherwise (a sharded dim whose padding shifts the elements across block
+ * boundaries) each device reads its result block from the devices holding
+ * them, the padding value where none lands (x->peer_read). */
+static void local_pad(prog *p, xop *x)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    if (x->na != I->rank || x->nc != I->rank || O->rank != I->rank) {
+        return; /* prepare_slicing refused it */
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        for (uint32_t k = 0; k < I->rank; k++) {
+            int64_t ro = voff(p, r, d)[k], rl = valid_len(O, k, ro), step = x->c[k] + 1;
+            int64_t g0 = ro - x->a[k], g1 = ro + rl - x->a[k];
+            g0 = g0 <= 0 ? 0 : (g0 + step - 1) / step;
+            g1 = g1 <= 0 ? 0 : (g1 + step - 1) / step;
+            g1 = g1 < I->gdims[k] ? g1 : I->gdims[k];
+            int64_t io = voff(p, v, d)[k];
+            if (g1 > g0 && (g0 < io || g1 > io + valid_len(I, k, io))) {
+                x->peer_read = true;
+                return;
+            }
+        }
+    }
+}
+
 /* After prepare_op, in a partitioned run: what sharded dimensions mean for
  * x (partial results and their kind, init values applied once, slices and
  * reshapes that need elements other devices hold). */
@@ -1446,6 +1475,9 @@ static cm_status prepare_sharded(prog *p, xop *x, cm_error *err)
         return partial_scatter(p, x, err);
     case SP_OP_SLICE:
         return local_slice(p, x);
+    case SP_OP_PAD:
+        local_pad(p, x);
+        return CM_OK;
     case SP_OP_RESHAPE:
         if (o->n_operands == 1 && o->n_results == 1 &&
             sp_value_type(p->m, o->operands[0])->elem == sp_value_type(p->m, r0)->elem) {

@@ -13,7 +13,9 @@
 //   copies, not partial sums) is refused, not summed once per device;
 // - a scatter whose updates are split along a batching dim that the result
 //   is split along too scatters into each device's own batch (it was taken
-//   for a partial result: every device but the first started from zeros).
+//   for a partial result: every device but the first started from zeros);
+// - a pad along a sharded dim whose edge or interior padding moves elements
+//   across blocks reads them from the devices holding them (it was refused).
 // RUN: split-file %s %t
 // RUN: shardplan run %t/dot_pad.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's/"x"=2, "y"=2/"x"=1, "y"=2/' %t/dot_pad.mlir > %t/dot_pad2.mlir && shardplan run %t/dot_pad2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
@@ -28,6 +30,8 @@
 // RUN: sed 's/"x"=4/"x"=2/' %t/allreduce_arg.mlir > %t/allreduce_arg2.mlir && not shardplan run %t/allreduce_arg2.mlir --iters 1 2>&1 | FileCheck %s --check-prefix=WHOLE
 // RUN: shardplan run %t/scatter_batch.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's/"x"=4/"x"=2/' %t/scatter_batch.mlir > %t/scatter_batch2.mlir && shardplan run %t/scatter_batch2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
+// RUN: shardplan run %t/pad.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
+// RUN: sed 's/"x"=4/"x"=2/' %t/pad.mlir > %t/pad2.mlir && shardplan run %t/pad2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 
 // MATCH: numerics: match
 // REFUSED: stablehlo.negate: the operand block does not hold what the result block needs
@@ -89,4 +93,12 @@ func.func @main(%arg0: tensor<4x3x4x2xf32> {sdy.sharding = #sdy.sharding<@mesh, 
     stablehlo.return %s : tensor<f32>
   }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [3, 4], inserted_window_dims = [1], input_batching_dims = [0], scatter_indices_batching_dims = [1], scatter_dims_to_operand_dims = [2, 1], index_vector_dim = 3>} : (tensor<4x3x4x2xf32>, tensor<2x4x3x2xi64>, tensor<2x4x3x2x2xf32>) -> tensor<4x3x4x2xf32>
   return %0 : tensor<4x3x4x2xf32>
+}
+
+//--- pad.mlir
+sdy.mesh @mesh = <["x"=4]>
+func.func @main(%arg0: tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<16x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %c = stablehlo.constant dense<7.5> : tensor<f32>
+  %0 = stablehlo.pad %arg0, %c, low = [3, 0], high = [-2, 0], interior = [1, 0] : (tensor<8x6xf32>, tensor<f32>) -> tensor<16x6xf32>
+  return %0 : tensor<16x6xf32>
 }

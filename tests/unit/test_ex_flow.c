@@ -540,9 +540,10 @@ static void test_ex_exec_run_while_disagreeing_devices_fail(void **state)
     raw_fini(&r);
 }
 
-/* A hand-partitioned loop whose body shifts a sharded value by one (a pad
- * on the sharded dimension): devices 1-3 need a neighbour's element and
- * fail in the first iteration, device 0 does not. The failure must end the
+/* A hand-partitioned loop whose body takes a window of a sharded value (a
+ * dynamic_slice of 4 from i on the sharded dimension, each device holding
+ * one element of it): devices 1-3 need an element another device holds
+ * and fail in the first iteration, device 0 does not. The failure must end the
  * loop on every device rather than leave device 0 waiting. */
 static const char fail_in_body_mod[] =
     "sdy.mesh @mesh = <[\"x\"=4]>\n"
@@ -559,8 +560,11 @@ static const char fail_in_body_mod[] =
     "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
     "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
     "      %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
-    "      %y = stablehlo.pad %x, %z, low = [1], high = [-1], interior = [0] {sdy.sharding = "
-    "#sdy.sharding_per_value<[<@mesh, [{\"x\"}]>]>} : (tensor<8xf32>, tensor<f32>) -> "
+    "      %d = stablehlo.dynamic_slice %x, %i, sizes = [4] {sdy.sharding = "
+    "#sdy.sharding_per_value<[<@mesh, [{\"x\"}]>]>} : (tensor<8xf32>, tensor<i32>) -> "
+    "tensor<4xf32>\n"
+    "      %y = stablehlo.concatenate %d, %d, dim = 0 {sdy.sharding = "
+    "#sdy.sharding_per_value<[<@mesh, [{\"x\"}]>]>} : (tensor<4xf32>, tensor<4xf32>) -> "
     "tensor<8xf32>\n"
     "      stablehlo.return %i2, %y : tensor<i32>, tensor<8xf32>\n"
     "    }\n"
@@ -572,12 +576,13 @@ static void test_ex_exec_run_while_failing_body_ends_every_device(void **state)
     raw r;
     raw_load(&r, fail_in_body_mod, NULL, 0);
     assert_fails(r.m, 4, r.args, r.n_args, "does not hold what the result block needs", "13:7");
-    /* on one device the shift is fine: 0, x0, x1, ... then 0, 0, x0, ... */
+    /* on one device the window is fine: x[i:i+4] twice, three times over,
+     * leaves x3 x0 x1 x2 twice */
     uint32_t n_res = 0;
     ex_tensor *res = raw_reference(&r, &n_res);
     const float *x = r.args[0].data, *y = res[0].data;
     for (int i = 0; i < 8; i++) {
-        assert_true(y[i] == (i < 3 ? 0.0f : x[i - 3]));
+        assert_true(y[i] == x[(i + 3) % 4]);
     }
     ex_tensors_free(res, n_res);
     raw_fini(&r);
