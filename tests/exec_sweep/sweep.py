@@ -10,7 +10,8 @@ Sources (read in place, never copied):
           executor runs it; the variants shard its rank >= 1 constants by
           wrapping them in `sdy.sharding_constraint` (the values stay the
           test's), or (float constants) make them sharded arguments fed with
-          the seeded inputs.
+          the seeded inputs; and constrain the results of its one-line ops
+          (a reshard between two ops).
   own     our examples (examples/*.mlir) and tests/lit/run_*.mlir parts.
   shardy  Shardy's executable tests (SHARDY_TESTS/*executable*.mlir): each
           function of the `//--- part1.mlir` part, run as @main.
@@ -257,6 +258,7 @@ def assign_tag(mk, assign):
 
 
 CHECK_RE = re.compile(r"^\s*(?:\"check\.(expect_\w+)\"\s*\(|check\.(expect_\w+)\s+)(%[\w#]+)")
+VALUE_RE = re.compile(r"^  (%[A-Za-z_][\w]*|%\d+)\s*=\s*(\"?stablehlo\.\w+.*)$")
 CONST_RE = re.compile(
     r"^  (%[\w]+)\s*=\s*(?:stablehlo\.constant\s+(.*)\s:\s(tensor<.*>)|"
     r"\"stablehlo\.constant\"\(\)\s*\{\s*value\s*=\s*(.*)\}\s*:\s*\(\)\s*->\s*(tensor<.*>))\s*$"
@@ -284,6 +286,7 @@ def interp_function(chunk, fname, fstart, sig_end, bstart, bend, funcs):
     keep = []
     rets = []
     consts = []
+    vals = []
     for a, b in statements(lines):
         stmt = " ".join(s.strip() for s in lines[a:b])
         m = CHECK_RE.match(lines[a])
@@ -318,12 +321,20 @@ def interp_function(chunk, fname, fstart, sig_end, bstart, bend, funcs):
             if stmt.strip() not in ("func.return", "return"):
                 return None
             continue
-        cm = CONST_RE.match(lines[a].rstrip()) if b - a == 1 else None
-        if cm and b - a == 1:
+        cm = CONST_RE.match("  " + stmt.strip())
+        if cm:
             ty = cm.group(3) or cm.group(5)
             pt = parse_tensor(ty)
             if pt is not None and len(pt[0]) >= 1 and all(x >= 1 for x in pt[0]):
-                consts.append((cm.group(1), pt[0], pt[1], len(keep), ty.strip()))
+                consts.append((cm.group(1), pt[0], pt[1], len(keep), ty.strip(), b - a))
+        else:
+            vm = VALUE_RE.match(lines[a].rstrip()) if b - a == 1 else None
+            if vm:
+                body_ = vm.group(2)
+                ty = body_.rsplit("->", 1)[1] if "->" in body_ else top_type(stmt)
+                pt = parse_tensor(ty) if ty else None
+                if pt is not None and len(pt[0]) >= 1 and all(x >= 1 for x in pt[0]):
+                    vals.append((vm.group(1), pt[0], pt[1], len(keep), ty.strip(), 1))
         keep.extend(lines[a:b])
     if not rets:
         return None
@@ -344,6 +355,7 @@ def interp_function(chunk, fname, fstart, sig_end, bstart, bend, funcs):
         "body": keep,
         "rets": rets,
         "consts": consts,
+        "vals": vals,
         "fname": fname,
     }
 
@@ -356,18 +368,25 @@ def interp_render(f, mesh=None, wrap=None, args=None):
     args = args or {}
     body = []
     params = []
-    by_line = {c[3]: c for c in f["consts"]}
-    for k, line in enumerate(f["body"]):
+    by_line = {c[3]: c for c in f["consts"] + f["vals"]}
+    lines = f["body"]
+    k = 0
+    while k < len(lines):
+        line = lines[k]
         c = by_line.get(k)
         if c is not None and c[0] in args:
             params.append("%s: %s {sdy.sharding = #sdy.sharding<@mesh, %s>}" % (c[0], c[4], args[c[0]]))
+            k += c[5]
             continue
         if c is not None and c[0] in wrap:
             new = "%sc_" + c[0][1:]
             body.append(line.replace(c[0], new, 1))
+            body.extend(lines[k + 1 : k + c[5]])
             body.append("  %s = sdy.sharding_constraint %s <@mesh, %s> : %s" % (c[0], new, wrap[c[0]], c[4]))
+            k += c[5]
             continue
         body.append(line)
+        k += 1
     rets = f["rets"]
     rtypes = ", ".join(t for _, t in rets)
     out = []
@@ -425,6 +444,18 @@ def interp_variants(p):
             out.append(("%s/sc_%s" % (p.name, tag), interp_render(f, mk, wrap={ssa: sp})))
             if elt in ("f32", "f64", "bf16", "f16"):
                 out.append(("%s/arg_%s" % (p.name, tag), interp_render(f, mk, args={ssa: sp})))
+    # an op's result constrained (a reshard between ops): the first
+    # choices of each mesh
+    for c in f["vals"]:
+        ssa, shape = c[0], c[1]
+        seen = set()
+        for mk, assign, divides in sharding_choices(shape):
+            if mk in seen:
+                continue
+            seen.add(mk)
+            sp = spec(len(shape), assign)
+            tag = "%s_%s%s" % (ssa[1:], assign_tag(mk, assign), "" if divides else "_pad")
+            out.append(("%s/scv_%s" % (p.name, tag), interp_render(f, mk, wrap={ssa: sp})))
     # every constant sharded on its first dividing dim over x=2
     allw = {}
     for c in f["consts"]:
@@ -720,7 +751,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--quick-cap", type=int, default=240)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--per-program", type=int, default=16)
+    ap.add_argument("--per-program", type=int, default=24)
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--only", default=None)
