@@ -1257,8 +1257,7 @@ static bool batch_aligned(const prog *p, const ex_gather_dims *g, uint32_t u, ui
             continue;
         }
         int64_t ob = g->obatch[j];
-        if (ob < 0 || ob >= (int64_t)p->vi[r].rank ||
-            p->vi[r].ldims[ob] != p->vi[u].ldims[k]) {
+        if (ob < 0 || ob >= (int64_t)p->vi[r].rank || p->vi[r].ldims[ob] != p->vi[u].ldims[k]) {
             return false;
         }
         for (uint32_t d = 0; d < p->n_dev; d++) {
