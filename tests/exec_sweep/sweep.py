@@ -276,11 +276,12 @@ class Program:
 
 
 def interp_function(chunk, fname, fstart, sig_end, bstart, bend, funcs):
-    """The test function fname of chunk made a @main returning its checked
-    values; the other test functions dropped. Returns (text, constants)
-    with constants [(ssa, shape, elt, stmt line index)] at the body's top
-    level, text's body lines kept apart for the variants: returns a
-    builder instead (see below), or None when it cannot be made one."""
+    """The test function fname of chunk, taken apart for interp_render: its
+    body's lines without the checks and the closing return, the checked
+    values (returned instead), its top-level constants and one-line op
+    results [(ssa, shape, elt, line index, type, lines)], the chunk's other
+    functions but the other test functions. None when a check or return is
+    of a form the sweep does not rewrite."""
     body = chunk[bstart:bend]
     lines = body.split("\n")
     keep = []
@@ -343,7 +344,6 @@ def interp_function(chunk, fname, fstart, sig_end, bstart, bend, funcs):
     for (n, s, se, bs, be) in funcs:
         if n == fname:
             continue
-        sig = chunk[se:bs]
         if re.match(r"\s*\(\s*\)\s*\{", chunk[chunk.index("(", s):bs]) and "check." in chunk[bs:be]:
             continue  # another test function
         pre.append(chunk[s : be + 1])
