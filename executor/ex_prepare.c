@@ -1457,6 +1457,34 @@ static void local_pad(prog *p, xop *x)
     }
 }
 
+/* A dynamic_slice or dynamic_update_slice moves elements along a dim its
+ * window does not span whole; where its operand (or update) is split along
+ * such a dim, the elements a result block needs depend on the start
+ * indices and may lie on other devices: each device then reads its result
+ * block from the devices holding them (x->peer_read). Else the blocks hold
+ * what they need (the test ex_ops.c makes). */
+static void local_dynamic(prog *p, xop *x)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    bool dus = x->kind == SP_OP_DYNAMIC_UPDATE_SLICE;
+    const vinfo *U = dus ? &p->vi[o->operands[1]] : NULL;
+    if (O->rank != I->rank || (dus ? U->rank != I->rank : x->na != I->rank)) {
+        return; /* prepare_slicing refused it */
+    }
+    for (uint32_t k = 0; k < I->rank; k++) {
+        int64_t win = dus ? U->gdims[k] : x->a[k];
+        if (win >= I->gdims[k]) {
+            continue;
+        }
+        if (dim_split(p, v, k) || (dus && dim_split(p, o->operands[1], k))) {
+            x->peer_read = true;
+            return;
+        }
+    }
+}
+
 /* After prepare_op, in a partitioned run: what sharded dimensions mean for
  * x (partial results and their kind, init values applied once, slices and
  * reshapes that need elements other devices hold). */
@@ -1476,6 +1504,10 @@ static cm_status prepare_sharded(prog *p, xop *x, cm_error *err)
         return local_slice(p, x);
     case SP_OP_PAD:
         local_pad(p, x);
+        return CM_OK;
+    case SP_OP_DYNAMIC_SLICE:
+    case SP_OP_DYNAMIC_UPDATE_SLICE:
+        local_dynamic(p, x);
         return CM_OK;
     case SP_OP_RESHAPE:
         if (o->n_operands == 1 && o->n_results == 1 &&

@@ -700,6 +700,8 @@ def run_one(shardplan, text, timeout, keep_path=None):
             )
         except subprocess.TimeoutExpired:
             return "TIMEOUT", "timeout after %gs" % timeout
+        except OSError as e:
+            return "CRASH", "could not run %s: %s" % (shardplan, e)
     finally:
         os.unlink(path)
     err = r.stderr

@@ -15,7 +15,9 @@
 //   is split along too scatters into each device's own batch (it was taken
 //   for a partial result: every device but the first started from zeros);
 // - a pad along a sharded dim whose edge or interior padding moves elements
-//   across blocks reads them from the devices holding them (it was refused).
+//   across blocks reads them from the devices holding them (it was refused),
+//   as do a dynamic_update_slice and a dynamic_slice along a sharded dim
+//   (start indices clamped as the spec says).
 // RUN: split-file %s %t
 // RUN: shardplan run %t/dot_pad.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's/"x"=2, "y"=2/"x"=1, "y"=2/' %t/dot_pad.mlir > %t/dot_pad2.mlir && shardplan run %t/dot_pad2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
@@ -32,6 +34,9 @@
 // RUN: sed 's/"x"=4/"x"=2/' %t/scatter_batch.mlir > %t/scatter_batch2.mlir && shardplan run %t/scatter_batch2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: shardplan run %t/pad.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 // RUN: sed 's/"x"=4/"x"=2/' %t/pad.mlir > %t/pad2.mlir && shardplan run %t/pad2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
+// RUN: shardplan run %t/dynamic.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
+// RUN: sed 's/"x"=4/"x"=2/' %t/dynamic.mlir > %t/dynamic2.mlir && shardplan run %t/dynamic2.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
+// RUN: sed 's/dense<3>/dense<7>/; s/dense<4>/dense<-2>/' %t/dynamic.mlir > %t/dynamic_clamp.mlir && shardplan run %t/dynamic_clamp.mlir --iters 1 | FileCheck %s --check-prefix=MATCH
 
 // MATCH: numerics: match
 // REFUSED: stablehlo.negate: the operand block does not hold what the result block needs
@@ -101,4 +106,17 @@ func.func @main(%arg0: tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x
   %c = stablehlo.constant dense<7.5> : tensor<f32>
   %0 = stablehlo.pad %arg0, %c, low = [3, 0], high = [-2, 0], interior = [1, 0] : (tensor<8x6xf32>, tensor<f32>) -> tensor<16x6xf32>
   return %0 : tensor<16x6xf32>
+}
+
+//--- dynamic.mlir
+sdy.mesh @mesh = <["x"=4]>
+func.func @main(%arg0: tensor<8x6xf32>, %arg1: tensor<3x6xf32>) -> (tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, tensor<3x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+  %a = sdy.all_slice [{"x"}, {}] %arg0 out_sharding=<@mesh, [{"x"}, {}]> : tensor<8x6xf32>
+  %b = sdy.all_slice [{"x"}, {}] %arg1 out_sharding=<@mesh, [{"x"}, {}]> : tensor<3x6xf32>
+  %i = stablehlo.constant dense<3> : tensor<i32>
+  %j = stablehlo.constant dense<0> : tensor<i32>
+  %0 = stablehlo.dynamic_update_slice %a, %b, %i, %j {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} : (tensor<8x6xf32>, tensor<3x6xf32>, tensor<i32>, tensor<i32>) -> tensor<8x6xf32>
+  %k = stablehlo.constant dense<4> : tensor<i32>
+  %1 = stablehlo.dynamic_slice %0, %k, %j, sizes = [3, 6] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>} : (tensor<8x6xf32>, tensor<i32>, tensor<i32>) -> tensor<3x6xf32>
+  return %0, %1 : tensor<8x6xf32>, tensor<3x6xf32>
 }
