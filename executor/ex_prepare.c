@@ -236,7 +236,6 @@ static cm_status parse_constant(prog *p, xop *x, const sp_attr *a, sp_elem e, si
     return CM_OK;
 }
 
-/* Collects the axes of a collective and computes its device groups. */
 /* True when v is one of main's arguments or a constant: a value given
  * whole, whose blocks on the devices of a reduction axis are copies of one
  * global value, not partial results. An sdy.all_reduce or reduce_scatter of
@@ -262,6 +261,7 @@ static const char not_partial[] = "its blocks are copies of one global value, no
                                   "results, so the reduction would count it once per device "
                                   "(cannot be executed)";
 
+/* Collects the axes of a collective and computes its device groups. */
 static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
 {
     const sp_module *m = p->m;
