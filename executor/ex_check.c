@@ -203,9 +203,26 @@ int64_t ex_module_contraction(const sp_module *m)
 
 /* ---- partition and check -------------------------------------------------------- */
 
+/* True when m holds an sdy collective other than sdy.reshard: it was
+ * partitioned already. A module whose only collectives are the user's
+ * sdy.reshard ops (Shardy's partitioner input, as JAX's reshard writes it)
+ * is not: an op between two reshards may be left partial (a dot contracting
+ * over a sharded dim) or without the sharding its operands have, which the
+ * partitioner's explicit reshards and all-reduces resolve. */
+static bool has_lowered_collectives(const sp_module *m)
+{
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        sp_op_kind k = (sp_op_kind)m->ops[i].kind;
+        if (sp_op_is_sdy_collective(k) && k != SP_OP_SDY_RESHARD) {
+            return true;
+        }
+    }
+    return false;
+}
+
 cm_status ex_partition(sp_module *m, cm_error *err)
 {
-    return sp_module_is_partitioned(m) ? CM_OK : sp_module_partition(m, err);
+    return has_lowered_collectives(m) ? CM_OK : sp_module_partition(m, err);
 }
 
 /* The reference of a per-process main (ex_module_spmd): the interpreter's

@@ -595,10 +595,14 @@ static uint32_t holder(const prog *p, uint32_t v, const int64_t *c, uint32_t me,
     return p->n_dev;
 }
 
-/* A slice or reshape whose result block on me needs elements other devices
- * hold (xop.peer_read): each valid element of me's result block is read
- * from a device whose operand block holds its global source position (a
- * reshard of the operand, done element by element: these ops are rare). */
+/* A slice, pad, dynamic_slice, dynamic_update_slice or reshape whose result
+ * block on me needs elements other devices hold (xop.peer_read): each valid
+ * element of me's result block is read from a device whose operand block
+ * holds its global source position (a reshard of the operand, done element
+ * by element: these ops are rare); a pad's element that no source lands on
+ * is its padding value, a dynamic_update_slice's element inside the update
+ * window is read from the update. Start indices are clamped as the spec
+ * says. */
 static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
@@ -609,11 +613,28 @@ static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t
     if (O->lcount == 0) {
         return CM_OK;
     }
-    if (x->kind == SP_OP_SLICE && (x->na != I->rank || x->nc != I->rank || O->rank != I->rank)) {
-        return ex_local_error(p, x, err, "slice attributes do not match the operand");
+    if ((x->kind == SP_OP_SLICE || x->kind == SP_OP_PAD) &&
+        (x->na != I->rank || x->nc != I->rank || O->rank != I->rank)) {
+        return ex_local_error(p, x, err, "slice or pad attributes do not match the operand");
+    }
+    bool dyn = x->kind == SP_OP_DYNAMIC_SLICE || x->kind == SP_OP_DYNAMIC_UPDATE_SLICE;
+    bool dus = x->kind == SP_OP_DYNAMIC_UPDATE_SLICE;
+    uint32_t u = dus ? o->operands[1] : v;
+    int64_t start[EX_MAX_RANK] = {0};
+    if (dyn) {
+        uint32_t first = dus ? 2u : 1u;
+        if (o->n_operands != first + I->rank || O->rank != I->rank || (!dus && x->na != I->rank) ||
+            (dus && p->vi[u].rank != I->rank)) {
+            return ex_local_error(p, x, err, "dynamic slice operands do not match the operand");
+        }
+        for (uint32_t k = 0; k < I->rank; k++) {
+            int64_t s = scalar_index(p, wbufs(sh, me), o->operands[first + k]);
+            int64_t hi = dus ? O->gdims[k] - p->vi[u].gdims[k] : I->gdims[k] - x->a[k];
+            start[k] = s < 0 ? 0 : (s > hi ? hi : s);
+        }
     }
     int64_t c[EX_MAX_RANK] = {0}, src[EX_MAX_RANK] = {0};
-    uint32_t hint = me;
+    uint32_t hint = me, uhint = me;
     size_t i = 0;
     do {
         bool valid = true;
@@ -622,8 +643,44 @@ static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t
             valid = valid && ro[k] + c[k] < O->gdims[k];
             g = g * (size_t)O->gdims[k] + (size_t)(ro[k] + c[k]);
         }
-        if (valid) {
-            if (x->kind == SP_OP_SLICE) {
+        bool padding = false;
+        if (valid && x->kind == SP_OP_PAD) {
+            for (uint32_t k = 0; k < I->rank; k++) {
+                int64_t t = ro[k] + c[k] - x->a[k], step = x->c[k] + 1;
+                padding = padding || t < 0 || t % step != 0 || t / step >= I->gdims[k];
+                src[k] = t < 0 ? 0 : t / step;
+            }
+        }
+        bool in_update = dus && valid;
+        for (uint32_t k = 0; in_update && k < O->rank; k++) {
+            int64_t q = ro[k] + c[k];
+            in_update = q >= start[k] && q < start[k] + p->vi[u].gdims[k];
+        }
+        if (valid && padding) {
+            memcpy(out + i * O->esz, wbufs(sh, me)[o->operands[1]], O->esz);
+        } else if (in_update) {
+            const vinfo *U = &p->vi[u];
+            for (uint32_t k = 0; k < U->rank; k++) {
+                src[k] = ro[k] + c[k] - start[k];
+            }
+            uint32_t d = holder(p, u, src, me, &uhint);
+            if (d == p->n_dev) {
+                return ex_local_error(p, x, err, "no device holds an element the result needs");
+            }
+            const int64_t *so = voff(p, u, d);
+            size_t li = 0;
+            for (uint32_t k = 0; k < U->rank; k++) {
+                li = li * (size_t)U->ldims[k] + (size_t)(src[k] - so[k]);
+            }
+            memcpy(out + i * O->esz, (const char *)wbufs(sh, d)[u] + li * U->esz, O->esz);
+        } else if (valid) {
+            if (dyn) {
+                for (uint32_t k = 0; k < I->rank; k++) {
+                    src[k] = ro[k] + c[k] + (dus ? 0 : start[k]);
+                }
+            } else if (x->kind == SP_OP_PAD) {
+                /* src is set */
+            } else if (x->kind == SP_OP_SLICE) {
                 for (uint32_t k = 0; k < I->rank; k++) {
                     src[k] = x->a[k] + x->c[k] * (ro[k] + c[k]);
                 }

@@ -145,10 +145,11 @@ uint32_t ex_module_devices(const sp_module *m);
  * of any dot_general in m; 1 when there is none. */
 int64_t ex_module_contraction(const sp_module *m);
 
-/* Partitions m in place when it has no sdy collectives yet
- * (sp_module_partition: -sdy-insert-explicit-reshards then
- * -sdy-reshard-to-collectives). m must have been through
- * -sdy-propagation-pipeline. Errors: those of the passes. */
+/* Partitions m in place when it has no sdy collectives yet other than the
+ * user's sdy.reshard ops (sp_module_partition: -sdy-insert-explicit-reshards
+ * then -sdy-reshard-to-collectives). m must have been through
+ * -sdy-propagation-pipeline, or hold reshards (which the input reader takes
+ * for partitioned and does not propagate). Errors: those of the passes. */
 cm_status ex_partition(sp_module *m, cm_error *err);
 
 typedef struct ex_check_opts {

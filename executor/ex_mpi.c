@@ -1959,9 +1959,12 @@ static cm_status hook_coll(ex_dist *base, const prog *p, const xop *x, shared *s
         run_exchange(d, p, x, sh, me, failed);
         break;
     default: {
-        uint32_t v = p->m->ops[x->op].operands[0];
+        /* a dynamic_update_slice read across devices reads its update too */
+        const sp_op *mo = &p->m->ops[x->op];
+        uint32_t vs[2] = {mo->operands[0], mo->n_operands > 1 ? mo->operands[1] : 0};
+        uint32_t nv = x->peer_read && x->kind == SP_OP_DYNAMIC_UPDATE_SLICE ? 2u : 1u;
         double t0 = MPI_Wtime();
-        st = hook_mirror(base, sh, &v, 1, err);
+        st = hook_mirror(base, sh, vs, nv, err);
         net_add(d, sh, me, x, t0);
         if (st == CM_OK && !failed) {
             st = ex_coll_local(p, x, sh, me, true, err);

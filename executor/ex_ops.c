@@ -375,7 +375,14 @@ static cm_status half_dot(const prog *p, const xop *x, const vinfo *L, const voi
     return st;
 }
 
-static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, cm_error *err)
+static cm_status masked_copy(const prog *p, uint32_t v, uint32_t dev, const int64_t *dims,
+                             uint32_t n_dims, const void *fill, const void *data, void **out);
+
+/* Device dev's block of a dot_general. Contracting over a padded shard (a
+ * non-divisible contracting dim split over devices), the padding of both
+ * operands is read as zeros: it holds whatever the reshard left there. */
+static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, uint32_t dev,
+                         cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
     uint32_t lv = o->operands[0], rv = o->operands[1];
@@ -446,26 +453,29 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     }
     /* Straight on the operands when their layout allows (ex_kern_dot); every
      * element of the result is written. */
-    void *out = ex_buf_alloc(p, bufs, r, false);
-    if (out == NULL) {
+    const uint64_t zero[2] = {0, 0};
+    void *ml = NULL, *mr = NULL;
+    if (masked_copy(p, lv, dev, x->c, x->nc, zero, bufs[lv], &ml) != CM_OK ||
+        masked_copy(p, rv, dev, x->d, x->nc, zero, bufs[rv], &mr) != CM_OK) {
+        cm_free(ml);
         return cm_error_oom(err);
     }
-    if (is_half_elem(L->elem) || is_half_elem(R->elem) || is_half_elem(O->elem)) {
-        cm_status hs = half_dot(p, x, L, bufs[lv], R, bufs[rv], O, out);
-        if (hs != CM_OK) {
-            cm_free(out);
-            return hs == CM_ENOMEM ? cm_error_oom(err)
-                                   : ex_local_error(p, x, err, "no kernel for this element type");
-        }
-        bufs[r] = out;
-        return CM_OK;
+    const void *lb = ml != NULL ? ml : bufs[lv], *rb = mr != NULL ? mr : bufs[rv];
+    void *out = ex_buf_alloc(p, bufs, r, false);
+    cm_status st = CM_ENOMEM;
+    if (out == NULL) {
+        /* st stays CM_ENOMEM */
+    } else if (is_half_elem(L->elem) || is_half_elem(R->elem) || is_half_elem(O->elem)) {
+        st = half_dot(p, x, L, lb, R, rb, O, out);
+    } else {
+        st = elem_float(O->elem)
+                 ? ex_kern_dot(O->elem, lb, L->ldims, L->rank, rb, R->ldims, R->rank, x->a, x->b,
+                               x->na, x->c, x->d, x->nc, out)
+                 : ex_kern_dot_int(L->elem, lb, L->ldims, L->rank, R->elem, rb, R->ldims, R->rank,
+                                   x->a, x->b, x->na, x->c, x->d, x->nc, O->elem, out);
     }
-    cm_status st =
-        elem_float(O->elem)
-            ? ex_kern_dot(O->elem, bufs[lv], L->ldims, L->rank, bufs[rv], R->ldims, R->rank, x->a,
-                          x->b, x->na, x->c, x->d, x->nc, out)
-            : ex_kern_dot_int(L->elem, bufs[lv], L->ldims, L->rank, R->elem, bufs[rv], R->ldims,
-                              R->rank, x->a, x->b, x->na, x->c, x->d, x->nc, O->elem, out);
+    cm_free(ml);
+    cm_free(mr);
     if (st != CM_OK) {
         cm_free(out);
         return st == CM_ENOMEM ? cm_error_oom(err)
@@ -475,45 +485,35 @@ static cm_status run_dot(const prog *p, const xop *x, void **bufs, uint32_t r, c
     return CM_OK;
 }
 
-/* A reduce's operand block on dev with the padding along its reduced
- * dimensions (the last shards of a split, non-divisible dimension) set to
- * what leaves the result alone: 0 for add, 1 for multiply, the init value
- * for the idempotent max, min, and, or. *out NULL: no such padding (the
- * block is read as it is). CM_ENOMEM only. */
-static cm_status mask_padding(const prog *p, const xop *x, void **bufs, uint32_t dev, void **out)
+/* A copy of v's block on dev (data) in *out with the padding along dims
+ * (the last shards of a split, non-divisible dimension) set to the element
+ * at fill. *out NULL: no padding along them (the block is read as it is).
+ * CM_ENOMEM only. */
+static cm_status masked_copy(const prog *p, uint32_t v, uint32_t dev, const int64_t *dims,
+                             uint32_t n_dims, const void *fill, const void *data, void **out)
 {
-    const sp_op *o = &p->m->ops[x->op];
-    uint32_t in = o->operands[0], init = o->operands[1];
-    const vinfo *I = &p->vi[in];
+    const vinfo *I = &p->vi[v];
     int64_t valid[EX_MAX_RANK];
     bool any = false;
     *out = NULL;
     for (uint32_t k = 0; k < I->rank; k++) {
         valid[k] = I->ldims[k];
     }
-    for (uint32_t i = 0; i < x->na; i++) {
-        if (x->a[i] >= 0 && x->a[i] < (int64_t)I->rank) {
-            uint32_t k = (uint32_t)x->a[i];
-            valid[k] = valid_len(I, k, voff(p, in, dev)[k]);
+    for (uint32_t i = 0; i < n_dims; i++) {
+        if (dims[i] >= 0 && dims[i] < (int64_t)I->rank) {
+            uint32_t k = (uint32_t)dims[i];
+            valid[k] = valid_len(I, k, voff(p, v, dev)[k]);
             any = any || valid[k] < I->ldims[k];
         }
     }
     if (!any || I->lcount == 0) {
         return CM_OK;
     }
-    uint64_t fill[2] = {0, 0};
-    if (x->fn == RED_ADD || x->fn == RED_MUL) {
-        elem_store(fill, I->elem, 0, x->fn == RED_MUL ? 1.0 : 0.0);
-    } else if (p->vi[init].elem == I->elem) {
-        memcpy(fill, bufs[init], I->esz);
-    } else {
-        elem_store(fill, I->elem, 0, elem_load(bufs[init], p->vi[init].elem, 0));
-    }
     char *m = cm_alloc(I->lcount * I->esz + 1u);
     if (m == NULL) {
         return CM_ENOMEM;
     }
-    memcpy(m, bufs[in], I->lcount * I->esz);
+    memcpy(m, data, I->lcount * I->esz);
     int64_t c[EX_MAX_RANK] = {0};
     size_t i = 0;
     do {
@@ -528,6 +528,26 @@ static cm_status mask_padding(const prog *p, const xop *x, void **bufs, uint32_t
     } while (next_coord(c, I->ldims, I->rank));
     *out = m;
     return CM_OK;
+}
+
+/* A reduce's operand block on dev with the padding along its reduced
+ * dimensions set to what leaves the result alone: 0 for add, 1 for
+ * multiply, the init value for the idempotent max, min, and, or
+ * (masked_copy). */
+static cm_status mask_padding(const prog *p, const xop *x, void **bufs, uint32_t dev, void **out)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t in = o->operands[0], init = o->operands[1];
+    const vinfo *I = &p->vi[in];
+    uint64_t fill[2] = {0, 0};
+    if (x->fn == RED_ADD || x->fn == RED_MUL) {
+        elem_store(fill, I->elem, 0, x->fn == RED_MUL ? 1.0 : 0.0);
+    } else if (p->vi[init].elem == I->elem) {
+        memcpy(fill, bufs[init], I->esz);
+    } else {
+        elem_store(fill, I->elem, 0, elem_load(bufs[init], p->vi[init].elem, 0));
+    }
+    return masked_copy(p, in, dev, x->a, x->na, fill, bufs[in], out);
 }
 
 /* Device dev's block of a reduce. A partial result (x->once) starts from
@@ -635,6 +655,25 @@ static bool holds(const prog *p, uint32_t v, uint32_t dev, uint32_t k, int64_t a
     const vinfo *vi = &p->vi[v];
     int64_t off = voff(p, v, dev)[k];
     return b <= a || (a >= off && b <= off + valid_len(vi, k, off));
+}
+
+/* True when device dev's block of v (an element-wise operand: the result's
+ * shape, or a scalar) holds every element of the valid part of r's block:
+ * an operand sharded where the result is replicated (a module given
+ * partitioned, whose op lacks the sharding its operand has) does not. */
+static bool view_holds(const prog *p, uint32_t v, uint32_t r, uint32_t dev)
+{
+    const vinfo *a = &p->vi[v], *b = &p->vi[r];
+    if (a->rank == 0 || a->rank != b->rank) {
+        return true;
+    }
+    for (uint32_t k = 0; k < b->rank; k++) {
+        int64_t lo = voff(p, r, dev)[k];
+        if (!holds(p, v, dev, k, lo, lo + valid_len(b, k, lo))) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* out (r's block) = v as seen in r's block (view_as). CM_ENOMEM only. */
@@ -991,9 +1030,16 @@ static cm_status compute_op(const prog *p, const xop *x, void **bufs, uint32_t d
     void *tmp[3] = {NULL, NULL, NULL};
     void *out = NULL;
     cm_status st = CM_OK;
+    if (sp_op_is_elementwise(x->kind)) {
+        for (uint32_t j = 0; j < o->n_operands; j++) {
+            if (!view_holds(p, o->operands[j], r, dev)) {
+                return ex_local_error(p, x, err, not_local);
+            }
+        }
+    }
     switch (x->kind) {
     case SP_OP_DOT_GENERAL:
-        return run_dot(p, x, bufs, r, err);
+        return run_dot(p, x, bufs, r, dev, err);
     case SP_OP_REDUCE:
         return run_reduce(p, x, bufs, r, dev, err);
     case SP_OP_SORT:

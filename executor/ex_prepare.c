@@ -237,6 +237,31 @@ static cm_status parse_constant(prog *p, xop *x, const sp_attr *a, sp_elem e, si
     return CM_OK;
 }
 
+/* True when v is one of main's arguments or a constant: a value given
+ * whole, whose blocks on the devices of a reduction axis are copies of one
+ * global value, not partial results. An sdy.all_reduce or reduce_scatter of
+ * it would count each element once per device where the one-device run
+ * (and the global view) counts it once: refused rather than run. (Shardy's
+ * executable tests feed such programs a different block per device; a run
+ * from one global input cannot.) */
+static bool whole_input(const prog *p, uint32_t v)
+{
+    const sp_value *val = &p->m->values[v];
+    if (p->in_manual) {
+        return false;
+    }
+    if (val->def == SP_NONE) {
+        return val->block == p->block;
+    }
+    sp_op_kind k = (sp_op_kind)p->m->ops[val->def].kind;
+    return k == SP_OP_CONSTANT || k == SP_OP_SDY_CONSTANT;
+}
+
+static const char whole_input_what[] = "main's argument or a constant";
+static const char not_partial[] = "its blocks are copies of one global value, not partial "
+                                  "results, so the reduction would count it once per device "
+                                  "(cannot be executed)";
+
 /* Collects the axes of a collective and computes its device groups. */
 static cm_status prepare_groups(prog *p, xop *x, const char *key, cm_error *err)
 {
@@ -1140,6 +1165,9 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_SELECT_AND_SCATTER:
         return prepare_select_scatter(p, x, err);
     case SP_OP_SDY_ALL_REDUCE:
+        if (!p->replicated && whole_input(p, o->operands[0])) {
+            return ex_op_error(p, x->op, err, "%s of %s: %s", nm, whole_input_what, not_partial);
+        }
         return p->replicated ? CM_OK : prepare_groups(p, x, "reduction_axes", err);
     case SP_OP_SDY_ALL_GATHER:
         return p->replicated ? CM_OK : prepare_groups(p, x, "gathering_axes", err);
@@ -1148,6 +1176,9 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_SDY_ALL_TO_ALL:
         return p->replicated ? CM_OK : prepare_groups(p, x, "params", err);
     case SP_OP_SDY_REDUCE_SCATTER:
+        if (!p->replicated && whole_input(p, o->operands[0])) {
+            return ex_op_error(p, x->op, err, "%s of %s: %s", nm, whole_input_what, not_partial);
+        }
         return p->replicated ? CM_OK : prepare_groups(p, x, "reduce_scatter_axes", err);
     case SP_OP_SDY_COLLECTIVE_PERMUTE:
     case SP_OP_SDY_RESHARD:
@@ -1214,24 +1245,56 @@ static cm_status partial_reduce(prog *p, xop *x, cm_error *err)
     return x->fn == RED_ADD || x->fn == RED_MUL ? once_make(p, x, in, split, err) : CM_OK;
 }
 
+/* True when update dim k (the i-th of the updates' scatter dims) is an
+ * indices batching dim whose operand batching dim the result r holds in the
+ * same blocks on every device: each device then scatters into its own batch
+ * slice, and its result block is whole, not a partial result. */
+static bool batch_aligned(const prog *p, const ex_gather_dims *g, uint32_t u, uint32_t k,
+                          uint32_t i, uint32_t r)
+{
+    int64_t idim = g->ivd >= 0 && (int64_t)i >= g->ivd ? (int64_t)i + 1 : (int64_t)i;
+    for (uint32_t j = 0; j < g->n_ibatch && j < g->n_obatch; j++) {
+        if (g->ibatch[j] != idim) {
+            continue;
+        }
+        int64_t ob = g->obatch[j];
+        if (ob < 0 || ob >= (int64_t)p->vi[r].rank || p->vi[r].ldims[ob] != p->vi[u].ldims[k]) {
+            return false;
+        }
+        for (uint32_t d = 0; d < p->n_dev; d++) {
+            if (voff(p, r, d)[ob] != voff(p, u, d)[k]) {
+                return false;
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
 /* A scatter whose updates are split along their scatter (non-window)
  * dimensions leaves partial results for the all-reduce after it: each
  * device scatters its own updates, and only the first of each group starts
- * from the operand. */
+ * from the operand. A split batching dim that the result is split along in
+ * the same blocks is no such dimension (batch_aligned). */
 static cm_status partial_scatter(prog *p, xop *x, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
     const ex_gather_dims *g = x->ext;
     uint32_t u = o->operands[2];
     bool split[EX_MAX_RANK] = {false}, any = false;
+    uint32_t i = 0; /* position among the scatter dims */
     for (uint32_t k = 0; k < p->vi[u].rank; k++) {
         bool window = false;
         for (uint32_t j = 0; j < g->n_offset; j++) {
             window = window || g->offset_dims[j] == (int64_t)k;
         }
-        if (!window && dim_split(p, u, k)) {
+        if (window) {
+            continue;
+        }
+        if (dim_split(p, u, k) && !batch_aligned(p, g, u, k, i, o->first_result)) {
             split[k] = any = true;
         }
+        i++;
     }
     if (!any) {
         return CM_OK;
@@ -1366,6 +1429,63 @@ static void local_reshape(prog *p, xop *x)
     x->peer_read = !whole;
 }
 
+/* A pad runs on each device's blocks when its operand block holds every
+ * source element that lands in its result block (the test ex_ops.c makes);
+ * otherwise (a sharded dim whose padding shifts the elements across block
+ * boundaries) each device reads its result block from the devices holding
+ * them, the padding value where none lands (x->peer_read). */
+static void local_pad(prog *p, xop *x)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    if (x->na != I->rank || x->nc != I->rank || O->rank != I->rank) {
+        return; /* prepare_slicing refused it */
+    }
+    for (uint32_t d = 0; d < p->n_dev; d++) {
+        for (uint32_t k = 0; k < I->rank; k++) {
+            int64_t ro = voff(p, r, d)[k], rl = valid_len(O, k, ro), step = x->c[k] + 1;
+            int64_t g0 = ro - x->a[k], g1 = ro + rl - x->a[k];
+            g0 = g0 <= 0 ? 0 : (g0 + step - 1) / step;
+            g1 = g1 <= 0 ? 0 : (g1 + step - 1) / step;
+            g1 = g1 < I->gdims[k] ? g1 : I->gdims[k];
+            int64_t io = voff(p, v, d)[k];
+            if (g1 > g0 && (g0 < io || g1 > io + valid_len(I, k, io))) {
+                x->peer_read = true;
+                return;
+            }
+        }
+    }
+}
+
+/* A dynamic_slice or dynamic_update_slice moves elements along a dim its
+ * window does not span whole; where its operand (or update) is split along
+ * such a dim, the elements a result block needs depend on the start
+ * indices and may lie on other devices: each device then reads its result
+ * block from the devices holding them (x->peer_read). Else the blocks hold
+ * what they need (the test ex_ops.c makes). */
+static void local_dynamic(prog *p, xop *x)
+{
+    const sp_op *o = &p->m->ops[x->op];
+    uint32_t v = o->operands[0], r = o->first_result;
+    const vinfo *I = &p->vi[v], *O = &p->vi[r];
+    bool dus = x->kind == SP_OP_DYNAMIC_UPDATE_SLICE;
+    const vinfo *U = dus ? &p->vi[o->operands[1]] : NULL;
+    if (O->rank != I->rank || (dus ? U->rank != I->rank : x->na != I->rank)) {
+        return; /* prepare_slicing refused it */
+    }
+    for (uint32_t k = 0; k < I->rank; k++) {
+        int64_t win = dus ? U->gdims[k] : x->a[k];
+        if (win >= I->gdims[k]) {
+            continue;
+        }
+        if (dim_split(p, v, k) || (dus && dim_split(p, o->operands[1], k))) {
+            x->peer_read = true;
+            return;
+        }
+    }
+}
+
 /* After prepare_op, in a partitioned run: what sharded dimensions mean for
  * x (partial results and their kind, init values applied once, slices and
  * reshapes that need elements other devices hold). */
@@ -1383,6 +1503,13 @@ static cm_status prepare_sharded(prog *p, xop *x, cm_error *err)
         return partial_scatter(p, x, err);
     case SP_OP_SLICE:
         return local_slice(p, x);
+    case SP_OP_PAD:
+        local_pad(p, x);
+        return CM_OK;
+    case SP_OP_DYNAMIC_SLICE:
+    case SP_OP_DYNAMIC_UPDATE_SLICE:
+        local_dynamic(p, x);
+        return CM_OK;
     case SP_OP_RESHAPE:
         if (o->n_operands == 1 && o->n_results == 1 &&
             sp_value_type(p->m, o->operands[0])->elem == sp_value_type(p->m, r0)->elem) {
