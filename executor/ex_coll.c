@@ -603,6 +603,25 @@ static uint32_t holder(const prog *p, uint32_t v, const int64_t *c, uint32_t me,
  * is its padding value, a dynamic_update_slice's element inside the update
  * window is read from the update. Start indices are clamped as the spec
  * says. */
+/* Copies the element of v at global position src from the device holding
+ * it to dst; false when no device does. */
+static bool peer_copy(const prog *p, shared *sh, uint32_t v, const int64_t *src, uint32_t me,
+                      uint32_t *hint, char *dst)
+{
+    const vinfo *V = &p->vi[v];
+    uint32_t d = holder(p, v, src, me, hint);
+    if (d == p->n_dev) {
+        return false;
+    }
+    const int64_t *so = voff(p, v, d);
+    size_t li = 0;
+    for (uint32_t k = 0; k < V->rank; k++) {
+        li = li * (size_t)V->ldims[k] + (size_t)(src[k] - so[k]);
+    }
+    memcpy(dst, (const char *)wbufs(sh, d)[v] + li * V->esz, V->esz);
+    return true;
+}
+
 static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t me, cm_error *err)
 {
     const sp_op *o = &p->m->ops[x->op];
@@ -663,16 +682,9 @@ static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t
             for (uint32_t k = 0; k < U->rank; k++) {
                 src[k] = ro[k] + c[k] - start[k];
             }
-            uint32_t d = holder(p, u, src, me, &uhint);
-            if (d == p->n_dev) {
+            if (!peer_copy(p, sh, u, src, me, &uhint, out + i * O->esz)) {
                 return ex_local_error(p, x, err, "no device holds an element the result needs");
             }
-            const int64_t *so = voff(p, u, d);
-            size_t li = 0;
-            for (uint32_t k = 0; k < U->rank; k++) {
-                li = li * (size_t)U->ldims[k] + (size_t)(src[k] - so[k]);
-            }
-            memcpy(out + i * O->esz, (const char *)wbufs(sh, d)[u] + li * U->esz, O->esz);
         } else if (valid) {
             if (dyn) {
                 for (uint32_t k = 0; k < I->rank; k++) {
@@ -690,16 +702,9 @@ static cm_status peer_read_run(const prog *p, const xop *x, shared *sh, uint32_t
                     g = I->gdims[k] > 0 ? g / (size_t)I->gdims[k] : 0;
                 }
             }
-            uint32_t d = holder(p, v, src, me, &hint);
-            if (d == p->n_dev) {
+            if (!peer_copy(p, sh, v, src, me, &hint, out + i * O->esz)) {
                 return ex_local_error(p, x, err, "no device holds an element the result needs");
             }
-            const int64_t *so = voff(p, v, d);
-            size_t li = 0;
-            for (uint32_t k = 0; k < I->rank; k++) {
-                li = li * (size_t)I->ldims[k] + (size_t)(src[k] - so[k]);
-            }
-            memcpy(out + i * O->esz, (const char *)wbufs(sh, d)[v] + li * I->esz, O->esz);
         }
         i++;
     } while (next_coord(c, O->ldims, O->rank));
