@@ -337,7 +337,7 @@ static void bench_collective(const coll *cl)
     floor_measure(&f); /* warm-up: first touch of the copy's pages */
     f.n = 0;
     double t[COLL_ITERS];
-    ex_exec_opts o = {.n_devices = 8, .iters = COLL_ITERS, .iter_s = t};
+    ex_exec_opts o = {.n_devices = 8, .iters = COLL_ITERS, .iter_s = t, .partial_inputs = true};
     ex_tensor *res = NULL;
     uint32_t n_res = 0;
     if (ex_exec_run_paced(m, &o, floor_measure, &f, &arg, 1, &res, &n_res, &err) != CM_OK) {

@@ -78,6 +78,11 @@ typedef struct ex_exec_opts {
                                main's check ops (check.*, custom_call @check.*; in op order),
                                assembled alike (ex_check_partitioned); without it check ops are
                                skipped */
+    bool partial_inputs;    /* each device's copy of main's arguments and constants is its
+                               own partial value: an sdy.all_reduce or reduce_scatter of one
+                               reduces the copies (nccl-tests' buffers; bench-executor); else
+                               such a reduction is refused, as summing copies of one global
+                               value is no answer (the numerics check compares global values) */
 } ex_exec_opts;
 
 /* Runs main of m on the workers with the global arguments args (each worker

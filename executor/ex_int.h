@@ -339,6 +339,7 @@ typedef struct prog {
     uint32_t block;   /* main's body */
     uint32_t n_dev;
     bool replicated;
+    bool partial_inputs; /* ex_exec_opts.partial_inputs */
     vinfo *vi;        /* by value id */
     pblock *pbs;      /* by block id; prepared when ops != NULL */
     uint32_t ret;     /* op id of main's return */
@@ -471,7 +472,7 @@ cm_status ex_op_wrap(const prog *p, uint32_t op, cm_error *err, const cm_error *
  * executed, at its op), CM_ENOMEM. p is released with ex_prog_fini, also
  * after a failure. */
 cm_status ex_prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replicated,
-                       cm_error *err);
+                       bool partial_inputs, cm_error *err);
 void ex_prog_fini(prog *p);
 
 /* ex_prepare.c: whether op is a check dialect assertion (check.* or a

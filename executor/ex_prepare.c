@@ -1165,7 +1165,7 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_SELECT_AND_SCATTER:
         return prepare_select_scatter(p, x, err);
     case SP_OP_SDY_ALL_REDUCE:
-        if (!p->replicated && whole_input(p, o->operands[0])) {
+        if (!p->replicated && !p->partial_inputs && whole_input(p, o->operands[0])) {
             return ex_op_error(p, x->op, err, "%s of %s: %s", nm, whole_input_what, not_partial);
         }
         return p->replicated ? CM_OK : prepare_groups(p, x, "reduction_axes", err);
@@ -1176,7 +1176,7 @@ static cm_status prepare_op(prog *p, xop *x, cm_error *err)
     case SP_OP_SDY_ALL_TO_ALL:
         return p->replicated ? CM_OK : prepare_groups(p, x, "params", err);
     case SP_OP_SDY_REDUCE_SCATTER:
-        if (!p->replicated && whole_input(p, o->operands[0])) {
+        if (!p->replicated && !p->partial_inputs && whole_input(p, o->operands[0])) {
             return ex_op_error(p, x->op, err, "%s of %s: %s", nm, whole_input_what, not_partial);
         }
         return p->replicated ? CM_OK : prepare_groups(p, x, "reduce_scatter_axes", err);
@@ -2810,13 +2810,14 @@ static cm_status prepare_grid(prog *p, cm_error *err)
 }
 
 cm_status ex_prog_init(prog *p, const sp_module *m, uint32_t n_dev, bool replicated,
-                           cm_error *err)
+                       bool partial_inputs, cm_error *err)
 {
     memset(p, 0, sizeof *p);
     cm_arena_init(&p->arena, 0);
     p->m = m;
     p->n_dev = n_dev;
     p->replicated = replicated;
+    p->partial_inputs = partial_inputs;
     uint32_t f = sp_module_func(m, "main");
     if (f == SP_NONE) {
         return cm_error_set(err, CM_EINVAL, NULL, "the module has no function @main");

@@ -868,7 +868,7 @@ cm_status ex_exec_run_dist(const sp_module *m, const ex_exec_opts *o, ex_dist *d
     uint32_t n_loc = hi - lo;
     uint32_t *outv = NULL; /* the values assembled: main's results, then checked ones */
     prog p;
-    cm_status st = ex_prog_init(&p, m, n_dev, o->replicated, err);
+    cm_status st = ex_prog_init(&p, m, n_dev, o->replicated, o->partial_inputs, err);
     if (st == CM_OK && dist != NULL && p.spmd_main) {
         st = cm_error_set(err, CM_EINVAL, NULL,
                           "a per-process program (%u replicas x %u partitions, or StableHLO "
