@@ -377,12 +377,9 @@ static cm_status find_ruleless_calls(sp_advise *a, const sp_custom_rules *custom
             sp_op_attr(m, i, "sdy.sharding_rule") != NULL) {
             continue;
         }
-        sp_diags d;
-        sp_diags_init(&d);
         sp_rule *rule = NULL;
-        cm_status st = sp_rule_for_op(m, i, &ro, &rule, &d, err);
+        cm_status st = sp_rule_for_op(m, i, &ro, &rule, NULL, err);
         bool none = st == CM_OK && rule == NULL; /* unknown, or a callback or kernel */
-        sp_diags_fini(&d);
         if (st == CM_ENOMEM) {
             return st;
         }

@@ -139,24 +139,9 @@ def find_funcs(text):
     out = []
     for m in re.finditer(r"^\s*func\.func\s+(?:(?:public|private)\s+)?@([\w.$-]+)", text, re.M):
         # the signature's parentheses, then the body's brace
-        i = text.index("(", m.end())
-        d = 0
-        in_str = False
-        j = i
-        while j < len(text):
-            ch = text[j]
-            if in_str:
-                if ch == '"' and text[j - 1] != "\\":
-                    in_str = False
-            elif ch == '"':
-                in_str = True
-            elif ch == "(":
-                d += 1
-            elif ch == ")":
-                d -= 1
-                if d == 0:
-                    break
-            j += 1
+        j = match_close(text, text.index("(", m.end()), "(", ")")
+        if j < 0:
+            return out
         # the body brace: the first { outside the results' parentheses,
         # skipping an attribute dict `attributes {...}`
         k = j + 1
@@ -186,7 +171,8 @@ def find_funcs(text):
     return out
 
 
-def match_brace(text, b):
+def match_close(text, b, opening, closing):
+    """The index of the bracket closing the one at b (strings skipped), or -1."""
     d = 0
     in_str = False
     for j in range(b, len(text)):
@@ -196,13 +182,17 @@ def match_brace(text, b):
                 in_str = False
         elif ch == '"':
             in_str = True
-        elif ch == "{":
+        elif ch == opening:
             d += 1
-        elif ch == "}":
+        elif ch == closing:
             d -= 1
             if d == 0:
                 return j
     return -1
+
+
+def match_brace(text, b):
+    return match_close(text, b, "{", "}")
 
 
 def top_type(stmt):
