@@ -46,7 +46,7 @@
 
 typedef struct st_db st_db;
 
-#define ST_DB_SCHEMA_VERSION  7    /* schema version this build migrates to */
+#define ST_DB_SCHEMA_VERSION  8    /* schema version this build migrates to */
 #define ST_DB_BUSY_TIMEOUT_MS 5000 /* how long a write waits for the lock, ms */
 #define ST_LIST_DEFAULT_LIMIT 50   /* page size when a query says limit = 0 */
 #define ST_LIST_MAX_LIMIT     1000 /* largest page size accepted */
@@ -270,7 +270,10 @@ cm_status st_profile_delete(st_db *db, const char *name, cm_error *err);
  * MLIR text), and rules, for an MLIR input planned with stored rules, a graph
  * document holding only custom_rules. Plans stored without an input (by a
  * caller that has none, or before schema 5) read back with input and rules
- * NULL. */
+ * NULL. An input equal byte for byte to the body of the graph the same put
+ * stores (and in its format, without rules) is kept once: the row marks it
+ * (input_is_graph, schema 8) and reads back the graph's body and format, so
+ * callers see no difference. */
 
 typedef struct st_plan {
     int64_t id;

@@ -135,6 +135,14 @@ const st_migration st_migrations[] = {
      "  created_at INTEGER NOT NULL"
      ");"
      "CREATE INDEX migration_reports_created ON migration_reports (created_at);"},
+    /* Additive: a plan whose input is byte for byte its graph's body keeps
+       no second copy (a graph document posted inline, with no mesh or rules
+       merged in: most plans); it reads back its graph's body and format.
+       Rows before it keep 0 and their own input (or none). */
+    {8, "plans share their graph's body as input: input_is_graph",
+     "ALTER TABLE plans ADD COLUMN input_is_graph INTEGER NOT NULL DEFAULT 0"
+     "  CHECK (input_is_graph IN (0, 1)"
+     "         AND (input_is_graph = 0 OR (input IS NULL AND rules IS NULL)));"},
 };
 
 const size_t st_n_migrations = sizeof st_migrations / sizeof st_migrations[0];

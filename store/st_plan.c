@@ -17,13 +17,18 @@ void st_plan_query_init(st_plan_query *q)
     memset(q, 0, sizeof *q);
 }
 
+/* A plan marked input_is_graph reads its input (and format, and length)
+ * from its graph's row. */
+#define PLAN_OF_GRAPH(col)                                                                         \
+    "CASE WHEN input_is_graph THEN (SELECT " col " FROM graphs WHERE graphs.id = plans.graph_id) "
 #define PLAN_COLS                                                                                  \
-    "id, hash, graph_id, COALESCE(mesh_id, 0), options, created_at, length(body), input_format, "  \
-    "length(input), length(rules)"
+    "id, hash, graph_id, COALESCE(mesh_id, 0), options, created_at, length(body), "                \
+    PLAN_OF_GRAPH("format") "ELSE input_format END, "                                             \
+    PLAN_OF_GRAPH("length(body)") "ELSE length(input) END, length(rules)"
 
 /* Row: PLAN_COLS [, body, input, rules]. input_format, input and rules are
  * NULL for plans stored without an input (and before schema 5), so lengths
- * read 0 and the format json. */
+ * read 0 and the format json; an input_is_graph row reads its graph's. */
 static cm_status plan_row(sqlite3_stmt *s, void *item, bool with_body, cm_error *err)
 {
     st_plan *p = item;
@@ -61,7 +66,8 @@ void st_plan_fini(st_plan *p)
     st_rows_fini(&plan_rows, p);
 }
 
-#define PLAN_GET "SELECT " PLAN_COLS ", body, input, rules FROM plans WHERE "
+#define PLAN_GET                                                                                   \
+    "SELECT " PLAN_COLS ", body, " PLAN_OF_GRAPH("body") "ELSE input END, rules FROM plans WHERE "
 
 void st_plan_list_fini(st_plan_list *l)
 {
@@ -84,7 +90,14 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
 {
     plan_write_ctx *w = arg;
     const st_plan_in *in = w->in;
-    const char *input_format = in->input == NULL ? NULL : (in->input_is_mlir ? "mlir" : "json");
+    /* an inline graph's own body as input: kept once, in the graph row */
+    bool input_is_graph = in->graph != NULL && in->input != NULL && in->rules == NULL &&
+                          in->input_is_mlir == (in->graph->format == ST_GRAPH_MLIR) &&
+                          in->input_len == in->graph->body_len &&
+                          memcmp(in->input, in->graph->body, in->input_len) == 0;
+    const char *input = input_is_graph ? NULL : in->input;
+    size_t input_len = input_is_graph ? 0 : in->input_len;
+    const char *input_format = input == NULL ? NULL : (in->input_is_mlir ? "mlir" : "json");
     const char *opts = in->options != NULL ? in->options : "{}";
     size_t opts_len = in->options != NULL ? in->options_len : 2;
     cm_status st = st_check_json(db, opts, opts_len, "/options", err);
@@ -120,11 +133,11 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
         if (st == CM_OK) {
             st = st_sql_write(db, &w->id, err,
                               "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
-                              "created_at, input, input_format, rules) "
-                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                              "tiIbbiBTB", w->hash, graph_id, in->mesh_id, opts, opts_len, in->body,
-                              in->body_len, st_db_now(db), in->input, in->input_len, input_format,
-                              in->rules, in->rules_len);
+                              "created_at, input, input_format, rules, input_is_graph) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                              "tiIbbiBTBi", w->hash, graph_id, in->mesh_id, opts, opts_len,
+                              in->body, in->body_len, st_db_now(db), input, input_len,
+                              input_format, in->rules, in->rules_len, (int64_t)input_is_graph);
         }
     }
     return st;

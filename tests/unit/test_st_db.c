@@ -183,7 +183,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     raw_text(f->path, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "7");
+    assert_string_equal(t, "8");
     raw_text(f->path, "PRAGMA page_size", t, sizeof t);
     assert_string_equal(t, "4096");
     assert_int_equal(f->db->page_size, 4096);
@@ -202,7 +202,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     assert_int_equal(v, ST_DB_SCHEMA_VERSION);
     st_db_close(db2);
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "7");
+    assert_string_equal(t, "8");
     st_db_close(NULL);
 }
 
@@ -337,7 +337,7 @@ static void test_st_db_open_migrates_v1_file(void **state)
     st_db_close(db);
     char t[64];
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3,4,5,6,7");
+    assert_string_equal(t, "1,2,3,4,5,6,7,8");
     raw_text(p, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
 }
@@ -456,7 +456,7 @@ static void test_st_db_migrates_v4_plan_input(void **state)
     st_plan_fini(&pl);
     st_db_close(db);
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3,4,5,6,7");
+    assert_string_equal(t, "1,2,3,4,5,6,7,8");
     /* A format without an input, an input without a format, an unknown
      * format, rules with a JSON input: each breaks a CHECK. */
     assert_int_equal(raw_exec_rc(p, "UPDATE plans SET input_format = 'json' WHERE id = 5"),
@@ -1002,6 +1002,98 @@ static void test_st_plan_put_with_graph(void **state)
     in.graph = &bad;
     FAILS(CM_EINVAL, "/body", st_plan_put(f->db, &in, NULL, NULL, &e_));
     FAILS(CM_ENOTFOUND, "/hash", st_plan_get_by_hash(f->db, h3, &p, &e_));
+}
+
+/* An input equal to the body of the graph stored in the same put (an inline
+ * graph document with nothing merged in) is kept once, in the graph row, and
+ * reads back the same through get, get-by-hash and list; an input that
+ * differs from its graph by one byte, or is in the other format, or comes
+ * with rules, keeps its own copy. */
+static void test_st_plan_put_shares_input_with_graph(void **state)
+{
+    fx *f = *state;
+    const char *doc = "{\"format\":\"shardplan.graph/v1\",\"ops\":[]}";
+    const char *mlir = "module {\n}\n";
+    const char *rules = "{\"custom_rules\":{}}";
+    char h[4][ST_HASH_HEX_LEN + 1];
+    hash_of("shared", h[0]);
+    hash_of("differs", h[1]);
+    hash_of("mlir-shared", h[2]);
+    hash_of("mlir-rules", h[3]);
+    st_graph_in g = graph_in("inline", ST_GRAPH_JSON, doc);
+    st_plan_in in;
+    memset(&in, 0, sizeof in);
+    in.hash = h[0];
+    in.graph = &g;
+    in.body = "{\"plan\":1}";
+    in.body_len = strlen(in.body);
+    in.input = doc;
+    in.input_len = strlen(doc);
+    int64_t id[4] = {0};
+    OK(st_plan_put(f->db, &in, &id[0], NULL, &e_));
+    /* the same graph content again (found by hash), a different input */
+    char other[128];
+    snprintf(other, sizeof other, "%s ", doc);
+    in.hash = h[1];
+    in.input = other;
+    in.input_len = strlen(other);
+    OK(st_plan_put(f->db, &in, &id[1], NULL, &e_));
+    st_graph_in gm = graph_in("mod", ST_GRAPH_MLIR, mlir);
+    in.graph = &gm;
+    in.hash = h[2];
+    in.input = mlir;
+    in.input_len = strlen(mlir);
+    in.input_is_mlir = true;
+    OK(st_plan_put(f->db, &in, &id[2], NULL, &e_));
+    in.hash = h[3];
+    in.rules = rules;
+    in.rules_len = strlen(rules);
+    OK(st_plan_put(f->db, &in, &id[3], NULL, &e_));
+
+    char t[64], sql[160];
+    const char *want_flag[4] = {"1|", "0|json", "1|", "0|mlir"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(sql, sizeof sql,
+                 "SELECT input_is_graph || '|' || COALESCE(input_format, '') FROM plans "
+                 "WHERE id = %lld",
+                 (long long)id[i]);
+        raw_text(f->path, sql, t, sizeof t);
+        assert_string_equal(t, want_flag[i]);
+    }
+    const char *want_input[4] = {doc, other, mlir, mlir};
+    const bool want_mlir[4] = {false, false, true, true};
+    for (int i = 0; i < 4; i++) {
+        st_plan p;
+        OK(i % 2 == 0 ? st_plan_get(f->db, id[i], &p, &e_)
+                      : st_plan_get_by_hash(f->db, h[i], &p, &e_));
+        assert_int_equal(p.id, id[i]);
+        assert_string_equal(p.input, want_input[i]);
+        assert_int_equal(p.input_len, strlen(want_input[i]));
+        assert_int_equal(p.input_is_mlir, want_mlir[i]);
+        if (i == 3) {
+            assert_string_equal(p.rules, rules);
+        } else {
+            assert_null(p.rules);
+        }
+        st_plan_fini(&p);
+    }
+    st_plan_query q;
+    st_plan_query_init(&q);
+    st_plan_list l;
+    OK(st_plan_list_query(f->db, &q, &l, &e_));
+    assert_int_equal(l.n_items, 4);
+    for (size_t i = 0; i < l.n_items; i++) {
+        assert_int_equal(l.items[i].id, id[i]);
+        assert_int_equal(l.items[i].input_len, strlen(want_input[i]));
+        assert_int_equal(l.items[i].input_is_mlir, want_mlir[i]);
+        assert_null(l.items[i].input);
+    }
+    st_plan_list_fini(&l);
+    /* the marker needs an empty input and no rules (a CHECK) */
+    snprintf(sql, sizeof sql, "UPDATE plans SET input_is_graph = 1 WHERE id = %lld",
+             (long long)id[1]);
+    assert_int_not_equal(raw_exec_rc(f->path, sql), SQLITE_OK);
+    OK(st_db_integrity_check(f->db, &e_));
 }
 
 static void test_st_plan_put_keeps_input(void **state)
@@ -2062,6 +2154,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_plan_put_dedups_by_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_put_keeps_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_plan_put_shares_input_with_graph, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_put_with_graph, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_migreport_put_get_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_bench_lifecycle, setup, teardown),
