@@ -12,7 +12,7 @@ SHELL := /bin/bash
 DEB_PKGS := build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev \
   libopenblas-dev libcurl4-openssl-dev libcmocka-dev llvm-14-tools clang-14 \
   libclang-rt-14-dev wrk chromium curl sqlite3 python3 python3-pytest \
-  python3-setuptools python3-wheel zlib1g-dev libopenmpi-dev openmpi-bin iproute2
+  python3-setuptools python3-wheel zlib1g-dev libzstd-dev libopenmpi-dev openmpi-bin iproute2
 FILECHECK ?= FileCheck-14
 SHARED ?= ../shared
 SHARDY_TESTS ?= $(SHARED)/reference/shardy/tests
@@ -41,6 +41,9 @@ MHD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libmicrohttp
 MHD_LIBS := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 CURL_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libcurl 2>/dev/null))
 CURL_LIBS := $(or $(shell pkg-config --libs libcurl 2>/dev/null),-lcurl)
+# zstd (store/st_pack.c: graph and plan bodies kept compressed).
+ZSTD_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libzstd 2>/dev/null))
+ZSTD_LIBS := $(or $(shell pkg-config --libs libzstd 2>/dev/null),-lzstd)
 # zlib (server/srv_http.c: gzip-coded replies; tests: inflating them).
 ZLIB_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags zlib 2>/dev/null))
 ZLIB_LIBS := $(or $(shell pkg-config --libs zlib 2>/dev/null),-lz)
@@ -79,7 +82,7 @@ INC_planner_cost   := $(P_cost) $(P_shardy) $(P_core) -Icommon $(JANSSON_CFLAGS)
 INC_planner_doc    := $(P_doc) $(P_cost) $(P_gspmd) $(P_shardy) $(P_mlir) $(P_core) -Icommon $(JANSSON_CFLAGS)
 INC_planner_gen    := $(P_gen) $(P_doc) $(P_cost) $(P_gspmd) $(P_shardy) $(P_mlir) $(P_core) -Icommon
 INC_planner_advise := $(PLANNER_ALL) -Icommon $(JANSSON_CFLAGS)
-INC_store    := -Istore -Icommon
+INC_store    := -Istore -Icommon $(ZSTD_CFLAGS)
 INC_executor := -Iexecutor $(PLANNER_ALL) -Icommon $(OPENBLAS_CFLAGS)
 INC_server   := -Iserver -Iexecutor -Istore $(PLANNER_ALL) -Icommon $(JANSSON_CFLAGS) $(MHD_CFLAGS) \
   $(CURL_CFLAGS) $(ZLIB_CFLAGS)
@@ -100,7 +103,7 @@ UNIT_TESTS   := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 TEST_HELPERS := $(wildcard tests/unit/tu_*.c)
 BENCH_SRC    := $(wildcard bench/bench_*.c)
 
-LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(ZLIB_LIBS) \
+LIBS := -lm -lpthread $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(ZLIB_LIBS) $(ZSTD_LIBS) \
   $(OPENBLAS_LIBS) $(MPI_LIBS)
 
 # server/openapi.json, embedded as a C array (served at /v1/openapi.json).

@@ -423,6 +423,17 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     }
     for (size_t i = 0; st == CM_OK && i < n; i++) {
         st = st_db_open(c->db_path, &app->dbs[i], err);
+        if (st == CM_EINTERNAL) {
+            /* damaged where opening reads (its schema, say): the same clear
+             * refusal as the quick check's below */
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            cm_error_clear(err);
+            st = cm_error_set(err, CM_EINTERNAL, NULL,
+                              "database %s fails its integrity check (%s): restore it from a "
+                              "backup (shardplan restore, docs/operations.md)",
+                              c->db_path, why);
+        }
         if (st == CM_OK) {
             st_db_join_group(app->dbs[i], app->db_group);
             app->free_dbs[app->n_free++] = app->dbs[i];

@@ -36,7 +36,8 @@ void st_graph_query_init(st_graph_query *q)
 }
 
 #define GRAPH_COLS                                                                                 \
-    "id, name, format, hash, created_at, length(body), (SELECT group_concat(name, char(10)) "      \
+    "id, name, format, hash, created_at, " ST_BODY_LEN("body", "body_coding")                    \
+    ", (SELECT group_concat(name, char(10)) "                                                     \
     "FROM graph_aliases WHERE graph_id = graphs.id)"
 
 /* Row: GRAPH_COLS [, body]. */
@@ -70,7 +71,7 @@ void st_graph_fini(st_graph *g)
     st_rows_fini(&graph_rows, g);
 }
 
-#define GRAPH_GET "SELECT " GRAPH_COLS ", body FROM graphs WHERE "
+#define GRAPH_GET "SELECT " GRAPH_COLS ", " ST_BODY("body", "body_coding") " FROM graphs WHERE "
 
 void st_graph_list_fini(st_graph_list *l)
 {
@@ -118,17 +119,18 @@ cm_status st_graph_check_in(const st_graph_in *in, char hash[ST_HASH_HEX_LEN + 1
 /* The graph row of a checked in with that hash, inside the caller's open
  * transaction: found by hash (then in->name, when new, becomes an alias;
  * *aliased, may be NULL, says whether it did) or inserted. */
-cm_status st_graph_write(st_db *db, const st_graph_in *in, const char *hash, int64_t *id,
-                         bool *existed, bool *aliased, cm_error *err)
+cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body,
+                         const char *hash, int64_t *id, bool *existed, bool *aliased,
+                         cm_error *err)
 {
     cm_status st = st_sql_id_by_hash(db, "graphs", hash, id, err);
     *existed = st == CM_OK && *id != 0;
     if (st == CM_OK && !*existed) {
         st = st_sql_write(db, id, err,
-                          "INSERT INTO graphs (name, format, hash, body, created_at) "
-                          "VALUES (?1, ?2, ?3, ?4, ?5)",
-                          "tttbi", in->name, st_graph_format_name(in->format), hash, in->body,
-                          in->body_len, st_db_now(db));
+                          "INSERT INTO graphs (name, format, hash, body, created_at, body_coding) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                          "tttbii", in->name, st_graph_format_name(in->format), hash, body->data,
+                          body->len, st_db_now(db), (int64_t)body->coding);
     }
     if (st == CM_OK && *existed) {
         /* a name other than the row's: kept as an alias, once */
@@ -163,12 +165,16 @@ cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out, 
     if (st != CM_OK) {
         return st;
     }
+    st_packed body;
+    st_pack_body(db->pack, in->body, in->body_len, &body);
     st_db_lock(db);
     st = st_sql_begin(db, err);
     if (st == CM_OK) {
-        st = st_graph_write(db, in, hash, &id, &existed, aliased_out, err);
+        st = st_graph_write(db, in, &body, hash, &id, &existed, aliased_out, err);
     }
-    return st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
+    st = st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
+    st_packed_fini(&body);
+    return st;
 }
 
 cm_status st_graph_get(st_db *db, int64_t id, st_graph *out, cm_error *err)

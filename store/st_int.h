@@ -39,13 +39,15 @@ typedef struct st_stmt_slot {
  * whichever thread next releases mu: the bulk on a connection of its own
  * (ckpt, under ckpt_mu) outside mu, so requests keep reading and writing
  * meanwhile, then the frames committed during that copy on conn under mu,
- * which completes the copy so that the next write restarts the WAL. Past
+ * waiting for the readers still on the WAL (SQLITE_CHECKPOINT_RESTART), so
+ * that the next write restarts the WAL and its file stays that size. Past
  * ST_WAL_HARD_BYTES the committing writer checkpoints itself, under mu.
  * A wider window copies back pages that many commits rewrote (index leaves,
  * interior pages, sqlite_sequence) once instead of once per 4 MiB: at 32 MiB
  * rather than 4, distinct Flax-MLP plan puts cost about 8% less server CPU
  * per request (docs/store.md, "Performance"). */
 #define ST_WAL_CKPT_BYTES (32 * 1024 * 1024)
+#define ST_CKPT_WAIT_MS 20 /* how long a checkpoint waits for readers to leave the WAL */
 #define ST_WAL_HARD_BYTES (256 * 1024 * 1024)
 
 struct st_db {
@@ -59,6 +61,7 @@ struct st_db {
     _Atomic int wal_pages;       /* pages in the WAL after the last commit */
     int64_t page_size;           /* the file's, bytes */
     st_group *group;             /* the group commit it joined, or NULL */
+    struct st_pack *pack;        /* body coding contexts (st_pack.c) */
 };
 
 /* One schema migration: run once, in order, inside the opening transaction
@@ -101,6 +104,47 @@ void st_db_unlock_only(st_db *db);
  * Call unlocked. */
 void st_db_checkpoint_maybe(st_db *db);
 
+/* ---- body coding (st_pack.c) ------------------------------------------------
+ * Graph and plan bodies of 512 bytes or more are stored zstd-compressed
+ * (level 1) when that saves an eighth or more: plan documents shrink about
+ * tenfold, graph documents about fivefold, so a plan put writes a few pages
+ * instead of a dozen. The row's body_coding (schema 8) says how its body is
+ * kept; readers select st_body(body, body_coding) and, for lengths, CASE
+ * body_coding WHEN 0 THEN length(body) ELSE st_body_len(body) END, SQL
+ * functions each connection of the handle registers, so what a row reader
+ * gets is always the bytes as put. */
+
+#define ST_CODING_RAW 0
+#define ST_CODING_ZSTD 1
+#define ST_PACK_POOL 8 /* compression contexts kept for reuse */
+
+typedef struct st_pack st_pack;
+
+/* A body to bind: data/len as stored, coding its body_coding, heap what to
+ * free (NULL when data is the caller's). */
+typedef struct st_packed {
+    const char *data;
+    size_t len;
+    int coding;
+    char *heap;
+} st_packed;
+
+/* NULL when out of memory. */
+st_pack *st_pack_create(void);
+void st_pack_destroy(st_pack *p);
+/* Codes body (len bytes) for storage in out; never fails: on any failure,
+ * or when coding would not pay, out is the body as given (coding 0). Call
+ * without the handle's mutex; p may be NULL (no coding). */
+void st_pack_body(st_pack *p, const char *body, size_t len, st_packed *out);
+void st_packed_fini(st_packed *pk);
+/* Registers st_body and st_body_len on conn; an SQLite result code. */
+int st_pack_register(sqlite3 *conn, st_pack *p);
+
+/* The SQL of a body column's stored length as put, and of its bytes. */
+#define ST_BODY_LEN(col, coding)                                                                   \
+    "(CASE " coding " WHEN 0 THEN length(" col ") ELSE st_body_len(" col ") END)"
+#define ST_BODY(col, coding) "st_body(" col ", " coding ")"
+
 /* ---- group commit (st_group.c) -------------------------------------------- */
 
 /* A write run inside an open transaction on db, locked: what a put does
@@ -139,9 +183,11 @@ size_t st_group_run(st_db *db, st_group_entry **e, size_t n);
 /* Checks in; puts its content hash in hash. No lock needed. */
 cm_status st_graph_check_in(const st_graph_in *in, char hash[ST_HASH_HEX_LEN + 1], cm_error *err);
 /* Finds (adding in->name as an alias when new) or inserts the graph of a
- * checked in, locked and inside the caller's transaction. */
-cm_status st_graph_write(st_db *db, const st_graph_in *in, const char *hash, int64_t *id,
-                         bool *existed, bool *aliased, cm_error *err);
+ * checked in, with in's body as st_pack_body coded it, locked and inside the
+ * caller's transaction. */
+cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body,
+                         const char *hash, int64_t *id, bool *existed, bool *aliased,
+                         cm_error *err);
 
 /* ---- statements and transactions (st_sql.c) ------------------------------ */
 

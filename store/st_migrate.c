@@ -138,11 +138,17 @@ const st_migration st_migrations[] = {
     /* Additive: a plan whose input is byte for byte its graph's body keeps
        no second copy (a graph document posted inline, with no mesh or rules
        merged in: most plans); it reads back its graph's body and format.
-       Rows before it keep 0 and their own input (or none). */
-    {8, "plans share their graph's body as input: input_is_graph",
+       Graph and plan bodies may be kept zstd-coded (st_int.h, "Body
+       coding"). Rows before it keep 0 in all three: their own input (or
+       none), bodies as put. */
+    {8, "compact rows: plans.input_is_graph, graphs.body_coding, plans.body_coding",
      "ALTER TABLE plans ADD COLUMN input_is_graph INTEGER NOT NULL DEFAULT 0"
      "  CHECK (input_is_graph IN (0, 1)"
-     "         AND (input_is_graph = 0 OR (input IS NULL AND rules IS NULL)));"},
+     "         AND (input_is_graph = 0 OR (input IS NULL AND rules IS NULL)));"
+     "ALTER TABLE graphs ADD COLUMN body_coding INTEGER NOT NULL DEFAULT 0"
+     "  CHECK (body_coding IN (0, 1));"
+     "ALTER TABLE plans ADD COLUMN body_coding INTEGER NOT NULL DEFAULT 0"
+     "  CHECK (body_coding IN (0, 1));"},
 };
 
 const size_t st_n_migrations = sizeof st_migrations / sizeof st_migrations[0];

@@ -22,9 +22,9 @@ void st_plan_query_init(st_plan_query *q)
 #define PLAN_OF_GRAPH(col)                                                                         \
     "CASE WHEN input_is_graph THEN (SELECT " col " FROM graphs WHERE graphs.id = plans.graph_id) "
 #define PLAN_COLS                                                                                  \
-    "id, hash, graph_id, COALESCE(mesh_id, 0), options, created_at, length(body), "                \
-    PLAN_OF_GRAPH("format") "ELSE input_format END, "                                             \
-    PLAN_OF_GRAPH("length(body)") "ELSE length(input) END, length(rules)"
+    "id, hash, graph_id, COALESCE(mesh_id, 0), options, created_at, "                              \
+    ST_BODY_LEN("body", "body_coding") ", " PLAN_OF_GRAPH("format") "ELSE input_format END, "       \
+    PLAN_OF_GRAPH(ST_BODY_LEN("body", "body_coding")) "ELSE length(input) END, length(rules)"
 
 /* Row: PLAN_COLS [, body, input, rules]. input_format, input and rules are
  * NULL for plans stored without an input (and before schema 5), so lengths
@@ -67,7 +67,8 @@ void st_plan_fini(st_plan *p)
 }
 
 #define PLAN_GET                                                                                   \
-    "SELECT " PLAN_COLS ", body, " PLAN_OF_GRAPH("body") "ELSE input END, rules FROM plans WHERE "
+    "SELECT " PLAN_COLS ", " ST_BODY("body", "body_coding") ", "                                  \
+    PLAN_OF_GRAPH(ST_BODY("body", "body_coding")) "ELSE input END, rules FROM plans WHERE "
 
 void st_plan_list_fini(st_plan_list *l)
 {
@@ -82,6 +83,8 @@ typedef struct plan_write_ctx {
     const st_plan_in *in;
     const char *hash;  /* lower-cased in->hash */
     const char *ghash; /* in->graph's content hash, when in->graph is set */
+    st_packed body;       /* in->body as stored */
+    st_packed graph_body; /* in->graph's body as stored, when in->graph is set */
     int64_t id;        /* out: the plan's row */
     bool existed;      /* out: the hash was stored already */
 } plan_write_ctx;
@@ -108,7 +111,8 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
     bool graph_known = false;
     if (st == CM_OK && in->graph != NULL) {
         bool g_existed = false;
-        st = st_graph_write(db, in->graph, w->ghash, &graph_id, &g_existed, NULL, err);
+        st = st_graph_write(db, in->graph, &w->graph_body, w->ghash, &graph_id, &g_existed, NULL,
+                            err);
         graph_known = true;
     }
     if (st == CM_OK) {
@@ -133,11 +137,13 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
         if (st == CM_OK) {
             st = st_sql_write(db, &w->id, err,
                               "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
-                              "created_at, input, input_format, rules, input_is_graph) "
-                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                              "tiIbbiBTBi", w->hash, graph_id, in->mesh_id, opts, opts_len,
-                              in->body, in->body_len, st_db_now(db), input, input_len,
-                              input_format, in->rules, in->rules_len, (int64_t)input_is_graph);
+                              "created_at, input, input_format, rules, input_is_graph, "
+                              "body_coding) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                              "tiIbbiBTBii", w->hash, graph_id, in->mesh_id, opts, opts_len,
+                              w->body.data, w->body.len, st_db_now(db), input, input_len,
+                              input_format, in->rules, in->rules_len, (int64_t)input_is_graph,
+                              (int64_t)w->body.coding);
         }
     }
     return st;
@@ -180,8 +186,16 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
     if (st != CM_OK) {
         return st;
     }
-    plan_write_ctx w = {in, hash, ghash, 0, false};
+    /* coded before the write queue and its lock; the inline graph's body
+     * too, unused when that content is stored already */
+    plan_write_ctx w = {.in = in, .hash = hash, .ghash = ghash};
+    st_pack_body(db->pack, in->body, in->body_len, &w.body);
+    if (in->graph != NULL) {
+        st_pack_body(db->pack, in->graph->body, in->graph->body_len, &w.graph_body);
+    }
     st = st_group_write(db, plan_write, &w, err);
+    st_packed_fini(&w.body);
+    st_packed_fini(&w.graph_body);
     if (st == CM_OK && id_out != NULL) {
         *id_out = w.id;
     }
