@@ -206,8 +206,10 @@ static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
  * unlock tries again; the hard limit bounds the WAL). */
 void st_db_checkpoint_maybe(st_db *db)
 {
-    if ((int64_t)atomic_load(&db->wal_pages) * db->page_size < ST_WAL_CKPT_BYTES ||
-        db->path == NULL || pthread_mutex_trylock(&db->ckpt_mu) != 0) {
+    int64_t wal = (int64_t)atomic_load(&db->wal_pages) * db->page_size;
+    int64_t at = atomic_load(&db->ckpt_at);
+    if (wal < (at > 0 ? at : ST_WAL_CKPT_BYTES) || db->path == NULL ||
+        pthread_mutex_trylock(&db->ckpt_mu) != 0) {
         return;
     }
     if (db->ckpt == NULL) {
@@ -228,12 +230,13 @@ void st_db_checkpoint_maybe(st_db *db)
         int rc = pthread_mutex_lock(&db->mu);
         assert(rc == 0);
         /* the wait is short: a reader in a long transaction (a backup, a
-         * big list) must not hold up this handle's requests; the next
-         * threshold tries again */
+         * big list) must not hold up this handle's requests; when it could
+         * not finish, another try once the WAL has grown an eighth of the
+         * window more */
         (void)sqlite3_busy_timeout(db->conn, ST_CKPT_WAIT_MS);
         int ck = sqlite3_wal_checkpoint_v2(db->conn, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
         (void)sqlite3_busy_timeout(db->conn, ST_DB_BUSY_TIMEOUT_MS);
-        (void)ck;
+        atomic_store(&db->ckpt_at, ck == SQLITE_OK ? 0 : wal + ST_WAL_CKPT_BYTES / 8);
         atomic_store(&db->wal_pages, 0);
         rc = pthread_mutex_unlock(&db->mu);
         assert(rc == 0);

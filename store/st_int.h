@@ -59,6 +59,7 @@ struct st_db {
     sqlite3 *ckpt;               /* checkpointing connection, opened on first use */
     pthread_mutex_t ckpt_mu;     /* serializes checkpoints */
     _Atomic int wal_pages;       /* pages in the WAL after the last commit */
+    _Atomic int64_t ckpt_at;     /* WAL bytes for the next checkpoint; 0: the window */
     int64_t page_size;           /* the file's, bytes */
     st_group *group;             /* the group commit it joined, or NULL */
     struct st_pack *pack;        /* body coding contexts (st_pack.c) */
