@@ -215,14 +215,18 @@ static bool grow(void **items, size_t *cap, size_t need, size_t elem)
 static const unsigned char ws_tab[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
 
 /* 1: a byte a string holds as it is (printable ASCII but '"' and '\'). */
+/* clang-format off */
 static const unsigned char plain_tab[256] = {
 #define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
-    R16(0), R16(0), 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    R16(1), R16(1), 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
-    R16(1), R16(1),
+    R16(0), R16(0),                                         /* 0x00-0x1f */
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,         /* 0x20-0x2f: '"' */
+    R16(1), R16(1),                                         /* 0x30-0x4f */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,         /* 0x50-0x5f: '\\' */
+    R16(1), R16(1),                                         /* 0x60-0x7f */
     /* 0x80-0xff: 0 */
 #undef R16
 };
+/* clang-format on */
 
 static const unsigned char *skip_ws(const unsigned char *p, const unsigned char *end)
 {
@@ -521,8 +525,7 @@ static cm_status read_number(parser *ps, cm_json *v)
         }
         v->kind = CM_JSON_INT;
         v->n = 0;
-        v->u.i = neg ? (mag == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)mag)
-                     : (int64_t)mag;
+        v->u.i = neg ? (mag == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
         return CM_OK;
     }
     /* strtod needs a NUL-terminated copy; the grammar was checked above, so
@@ -862,8 +865,7 @@ static cm_status parse(parser *ps)
     }
 }
 
-cm_status cm_json_read(const char *text, size_t len, cm_json_doc **doc_out,
-                       cm_json_read_error *err)
+cm_status cm_json_read(const char *text, size_t len, cm_json_doc **doc_out, cm_json_read_error *err)
 {
     *doc_out = NULL;
     if (err != NULL) {

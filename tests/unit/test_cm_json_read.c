@@ -57,8 +57,9 @@ static void expect_bad(const char *text, size_t line, size_t col, const char *wa
 static void test_cm_json_read_every_kind(void **state)
 {
     (void)state;
-    cm_json_doc *d = read_ok(" {\"n\": null, \"t\": true, \"f\": false, \"i\": -42, \"r\": 2.5e3,"
-                             " \"s\": \"h\\u00e9llo\", \"a\": [1, [], {}], \"o\": {\"k\": \"v\"}} \n");
+    cm_json_doc *d =
+        read_ok(" {\"n\": null, \"t\": true, \"f\": false, \"i\": -42, \"r\": 2.5e3,"
+                " \"s\": \"h\\u00e9llo\", \"a\": [1, [], {}], \"o\": {\"k\": \"v\"}} \n");
     const cm_json *r = cm_json_doc_root(d);
     assert_true(cm_json_is_object(r));
     assert_int_equal(cm_json_size(r), 8);
@@ -177,7 +178,7 @@ static void test_cm_json_read_structure_errors(void **state)
     expect_bad("[nul", 1, 2, "invalid literal");
     expect_bad("[falsey]", 1, 7, "expected ',' or ']'");
     expect_bad("\xef\xbb\xbf{}", 1, 1, "expected a value"); /* no BOM */
-    expect_bad("[\f1]", 1, 2, "expected a value");           /* only 4 whitespace bytes */
+    expect_bad("[\f1]", 1, 2, "expected a value");          /* only 4 whitespace bytes */
     expect_bad_n("[1,\0 2]", 7, 1, 4, "expected a value");
     /* line and column over several lines */
     expect_bad("{\n  \"a\": [1,\n        2,\n        @]}", 4, 9, "expected a value");
@@ -187,9 +188,10 @@ static void test_cm_json_read_structure_errors(void **state)
 static void test_cm_json_read_strings_and_escapes(void **state)
 {
     (void)state;
-    cm_json_doc *d = read_ok("[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\", \"\\u0041\\u00e9\\u20ac\","
-                             " \"\\ud83d\\ude00\", \"\\uD834\\uDD1E\", \"\xf0\x9f\x98\x80\xe2\x82\xac\","
-                             " \"\", \"\x7f\", \"\\u0001\"]");
+    cm_json_doc *d =
+        read_ok("[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\", \"\\u0041\\u00e9\\u20ac\","
+                " \"\\ud83d\\ude00\", \"\\uD834\\uDD1E\", \"\xf0\x9f\x98\x80\xe2\x82\xac\","
+                " \"\", \"\x7f\", \"\\u0001\"]");
     const cm_json *r = cm_json_doc_root(d);
     assert_string_equal(cm_json_str(cm_json_at(r, 0)), "\"\\/\b\f\n\r\t");
     assert_int_equal(cm_json_str_len(cm_json_at(r, 0)), 8);
@@ -372,8 +374,9 @@ static void test_cm_json_put_value_compact(void **state)
     cm_buf b;
     cm_buf_init(&b);
     cm_json_put_value(&b, cm_json_doc_root(d));
-    assert_string_equal(b.data, "{\"a\":[null,true,false,-3,0.5,\"x\\ny\xc3\xa9\"],\"b\":{},\"c\":[],"
-                                "\"d\\\"\":100}");
+    assert_string_equal(b.data,
+                        "{\"a\":[null,true,false,-3,0.5,\"x\\ny\xc3\xa9\"],\"b\":{},\"c\":[],"
+                        "\"d\\\"\":100}");
     cm_buf_reset(&b);
     cm_json_put_value(&b, NULL);
     assert_string_equal(b.data, "null");
