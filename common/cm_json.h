@@ -114,7 +114,7 @@ typedef enum cm_json_kind {
     CM_JSON_REAL,   /* double */
     CM_JSON_STRING, /* unescaped, counted, NUL-terminated */
     CM_JSON_ARRAY,
-    CM_JSON_OBJECT  /* members in document order */
+    CM_JSON_OBJECT /* members in document order */
 } cm_json_kind;
 
 /* One value of a document (opaque; borrowed from its document, valid until

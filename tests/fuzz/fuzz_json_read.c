@@ -99,8 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cm_json_read_error e;
     cm_status st = cm_json_read((const char *)data, size, &doc, &e);
     json_error_t je;
-    json_t *j =
-        json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    json_t *j = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (st != CM_OK && (st != CM_EINVAL || doc != NULL || e.line == 0 || e.column == 0)) {
         fprintf(stderr, "bad failure: %d at %zu:%zu %s\n", st, e.line, e.column, e.msg);
         abort();
