@@ -138,7 +138,8 @@ typedef struct cm_json_read_error {
 } cm_json_read_error;
 
 /* Parses the len bytes at text (need not be NUL-terminated) into a new
- * document, *doc_out (the caller frees it with cm_json_doc_destroy). On
+ * document, *doc_out (the caller frees it with cm_json_doc_destroy); text
+ * may be NULL when len is 0 (an empty input, an error). On
  * failure *doc_out is NULL, nothing is held, err (may be NULL) says why and
  * CM_EINVAL or CM_ENOMEM is returned. */
 cm_status cm_json_read(const char *text, size_t len, cm_json_doc **doc_out,

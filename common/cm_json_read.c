@@ -894,7 +894,7 @@ cm_status cm_json_read(const char *text, size_t len, cm_json_doc **doc_out, cm_j
     doc->next_cap = first < BLOCK_MAX ? first * 2 : BLOCK_MAX;
     doc->root = (cm_json){.kind = CM_JSON_NULL};
     memset(ps, 0, offsetof(parser, frames));
-    ps->text = (const unsigned char *)text;
+    ps->text = (const unsigned char *)(text != NULL ? text : ""); /* NULL with len 0 */
     ps->p = ps->text;
     ps->end = ps->text + len;
     ps->doc = doc;

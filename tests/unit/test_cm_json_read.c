@@ -390,6 +390,8 @@ static void test_cm_json_read_error_may_be_null(void **state)
     cm_json_doc *d = NULL;
     assert_int_equal(cm_json_read("[1,", 3, &d, NULL), CM_EINVAL);
     assert_null(d);
+    assert_int_equal(cm_json_read(NULL, 0, &d, NULL), CM_EINVAL);
+    assert_null(d);
     assert_int_equal(cm_json_read("[1]", 3, &d, NULL), CM_OK);
     cm_json_doc_destroy(d);
 }
