@@ -437,6 +437,12 @@ $(BUILD)/fuzz/fuzz_graph_json: tests/fuzz/fuzz_graph_json.c $(SRC_planner) $(SRC
 	@mkdir -p $(dir $@)
 	clang-14 $(FUZZ_CFLAGS) $(PLANNER_ALL) -Icommon $(filter %.c,$^) -o $@ $(LIBS)
 
+# The JSON reader alone, differential against jansson (seeds: the graph_json ones).
+$(BUILD)/fuzz/fuzz_json_read: tests/fuzz/fuzz_json_read.c $(SRC_common) $(wildcard common/*.h)
+	@mkdir -p $(dir $@)
+	clang-14 $(FUZZ_CFLAGS) -Icommon $(JANSSON_CFLAGS) $(filter %.c,$^) -o $@ -lm -lpthread \
+	  $(JANSSON_LIBS)
+
 # The what-if's edit decoder and edit application (seeds in tests/fuzz/corpus/whatif).
 $(BUILD)/fuzz/fuzz_whatif: tests/fuzz/fuzz_whatif.c $(SRC_planner) $(SRC_common) \
     $(shell find planner -name '*.h') $(wildcard common/*.h)
@@ -469,13 +475,15 @@ fuzz-plan: $(BUILD)/fuzz/fuzz_plan
 	  $(abspath $(wildcard $(SHARDY_TESTS)))
 
 fuzz: $(BUILD)/fuzz/fuzz_mlir $(BUILD)/fuzz/fuzz_graph_json $(BUILD)/fuzz/fuzz_whatif \
-    $(BUILD)/fuzz/fuzz_interp
+    $(BUILD)/fuzz/fuzz_interp $(BUILD)/fuzz/fuzz_json_read
 	@mkdir -p $(BUILD)/fuzz/corpus-mlir $(BUILD)/fuzz/corpus-graph-json $(BUILD)/fuzz/corpus-whatif \
-	  $(BUILD)/fuzz/corpus-interp
+	  $(BUILD)/fuzz/corpus-interp $(BUILD)/fuzz/corpus-json-read
 	cd $(BUILD)/fuzz && ./fuzz_mlir -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
 	  -print_final_stats=1 corpus-mlir $(CURDIR)/tests/fuzz/corpus/mlir
 	cd $(BUILD)/fuzz && ./fuzz_graph_json -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 	  -timeout=10 -print_final_stats=1 corpus-graph-json $(CURDIR)/tests/fuzz/corpus/graph_json
+	cd $(BUILD)/fuzz && ./fuzz_json_read -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	  -timeout=10 -print_final_stats=1 corpus-json-read $(CURDIR)/tests/fuzz/corpus/graph_json
 	cd $(BUILD)/fuzz && ./fuzz_whatif -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	  -timeout=10 -print_final_stats=1 corpus-whatif $(CURDIR)/tests/fuzz/corpus/whatif
 	cd $(BUILD)/fuzz && ./fuzz_interp -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * planner: the JSON graph codec (see sp_graph_json.h, docs/graph-format.md).
- * jansson parses the document; this file walks it once, building the module
- * with the IR API in the same order and with the same canonical attributes as
+ * common's JSON reader (cm_json_read) parses the document into a compact
+ * tree freed at once; this file walks it once, building the module with the
+ * IR API in the same order and with the same canonical attributes as
  * the MLIR reader (region bodies before their op, a function body before its
  * func.func), so that passes see identical IR from either syntax.
  * The current JSON Pointer is kept in a fixed buffer that grows and shrinks
@@ -15,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
+#include "cm_json.h"
 #include "cm_map.h"
 #include "sp_ops.h"
 #include "sp_shard.h"
@@ -82,7 +82,7 @@ typedef struct dec {
     uint32_t n_attrs, cap_attrs;
     /* document-level settings */
     const char *default_mesh; /* NULL: none (or ambiguous) */
-    json_t *logical_rules;    /* borrowed, or NULL */
+    const cm_json *logical_rules;    /* borrowed, or NULL */
     uint32_t n_ops, n_values, depth;
     const char **vnames;
     uint32_t cap_vnames;
@@ -168,35 +168,33 @@ static void pop(dec *d, size_t mark)
     d->path[mark] = '\0';
 }
 
-static const char *json_kind(const json_t *j)
+static const char *json_kind(const cm_json *j)
 {
-    switch (json_typeof(j)) {
-    case JSON_OBJECT:
+    switch (cm_json_kind_of(j)) {
+    case CM_JSON_OBJECT:
         return "an object";
-    case JSON_ARRAY:
+    case CM_JSON_ARRAY:
         return "an array";
-    case JSON_STRING:
+    case CM_JSON_STRING:
         return "a string";
-    case JSON_INTEGER:
+    case CM_JSON_INT:
         return "an integer";
-    case JSON_REAL:
+    case CM_JSON_REAL:
         return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE:
+    case CM_JSON_TRUE:
+    case CM_JSON_FALSE:
         return "a boolean";
-    case JSON_NULL:
+    case CM_JSON_NULL:
         return "null";
     }
     return "a value";
 }
 
 /* Checks that object o has only the listed members (NULL-terminated). */
-static cm_status only_keys(dec *d, json_t *o, const char *const *keys)
+static cm_status only_keys(dec *d, const cm_json *o, const char *const *keys)
 {
     const char *k;
-    json_t *v;
-    json_object_foreach(o, k, v)
-    {
+    for (size_t m1 = 0; (k = cm_json_key_at(o, m1, NULL)) != NULL; m1++) {
         bool ok = false;
         for (const char *const *q = keys; *q != NULL && !ok; q++) {
             ok = strcmp(*q, k) == 0;
@@ -336,12 +334,12 @@ static sp_named_attr *pop_attrs(dec *d, uint32_t mark, uint32_t *n_out)
 }
 
 /* Reads an integer member; required members missing are an error. */
-static cm_status get_int(dec *d, json_t *j, int64_t lo, int64_t hi, int64_t *out)
+static cm_status get_int(dec *d, const cm_json *j, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (!json_is_integer(j)) {
+    if (!cm_json_is_int(j)) {
         return bad(d, "expected an integer, got %s", json_kind(j));
     }
-    json_int_t v = json_integer_value(j);
+    int64_t v = cm_json_int(j);
     if (v < lo || v > hi) {
         return bad(d, "%lld is out of range [%lld, %lld]", (long long)v, (long long)lo,
                    (long long)hi);
@@ -350,16 +348,16 @@ static cm_status get_int(dec *d, json_t *j, int64_t lo, int64_t hi, int64_t *out
     return CM_OK;
 }
 
-static const char *get_str(dec *d, json_t *j, size_t *len_out)
+static const char *get_str(dec *d, const cm_json *j, size_t *len_out)
 {
-    if (!json_is_string(j)) {
+    if (!cm_json_is_string(j)) {
         bad(d, "expected a string, got %s", json_kind(j));
         return NULL;
     }
     if (len_out != NULL) {
-        *len_out = json_string_length(j);
+        *len_out = cm_json_str_len(j);
     }
-    return json_string_value(j);
+    return cm_json_str(j);
 }
 
 /* ---- names --------------------------------------------------------------------- */
@@ -434,9 +432,9 @@ static cm_status note_vname(dec *d, uint32_t v, const char *s, size_t n)
 
 /* Records the Flax logical axis names a function input v was given (for the
  * plan, which shows them beside the input's PartitionSpec). */
-static cm_status note_vlogical(dec *d, uint32_t v, json_t *names)
+static cm_status note_vlogical(dec *d, uint32_t v, const cm_json *names)
 {
-    if (!json_is_array(names)) {
+    if (!cm_json_is_array(names)) {
         return d->st;
     }
     if (d->n_vlog == d->cap_vlog) {
@@ -448,12 +446,11 @@ static cm_status note_vlogical(dec *d, uint32_t v, json_t *names)
         d->vlog = nv;
         d->cap_vlog = cap;
     }
-    char *txt = json_dumps(names, JSON_COMPACT);
-    if (txt == NULL) {
-        return oom(d);
-    }
-    const char *s = astr(d, txt, strlen(txt));
-    free(txt);
+    cm_buf txt;
+    cm_buf_init(&txt);
+    cm_json_put_value(&txt, names);
+    const char *s = txt.oom ? NULL : astr(d, txt.data, txt.len);
+    cm_buf_fini(&txt);
     if (s == NULL) {
         return oom(d);
     }
@@ -462,7 +459,7 @@ static cm_status note_vlogical(dec *d, uint32_t v, json_t *names)
 }
 
 /* Defines name j (a JSON string) for value v in the current scope. */
-static cm_status define(dec *d, json_t *j, uint32_t v)
+static cm_status define(dec *d, const cm_json *j, uint32_t v)
 {
     size_t n;
     const char *s = get_str(d, j, &n);
@@ -514,7 +511,7 @@ static void names_pop(dec *d, uint32_t mark)
     }
 }
 
-static cm_status use(dec *d, json_t *j, uint32_t *v_out)
+static cm_status use(dec *d, const cm_json *j, uint32_t *v_out)
 {
     size_t n;
     const char *s = get_str(d, j, &n);
@@ -655,15 +652,15 @@ static void tcache_put(dec *d, const char *s, size_t n, uint32_t type)
 }
 
 /* A type: MLIR text ("tensor<8x16xf32>") or {"shape": [8, 16], "dtype": "f32"}. */
-static cm_status decode_type(dec *d, json_t *j, uint32_t *out)
+static cm_status decode_type(dec *d, const cm_json *j, uint32_t *out)
 {
-    if (json_is_string(j) && tcache_get(d, json_string_value(j), json_string_length(j), out)) {
+    if (cm_json_is_string(j) && tcache_get(d, cm_json_str(j), cm_json_str_len(j), out)) {
         return CM_OK;
     }
-    if (json_is_string(j)) {
+    if (cm_json_is_string(j)) {
         cm_error e;
         cm_error_clear(&e);
-        cm_status st = sp_mlir_parse_type(d->m, json_string_value(j), json_string_length(j), out,
+        cm_status st = sp_mlir_parse_type(d->m, cm_json_str(j), cm_json_str_len(j), out,
                                           &e);
         if (st == CM_ENOMEM) {
             return oom(d);
@@ -683,10 +680,10 @@ static cm_status decode_type(dec *d, json_t *j, uint32_t *out)
         if (check_tensor_limits(d, t) != CM_OK) {
             return d->st;
         }
-        tcache_put(d, json_string_value(j), json_string_length(j), *out);
+        tcache_put(d, cm_json_str(j), cm_json_str_len(j), *out);
         return CM_OK;
     }
-    if (!json_is_object(j)) {
+    if (!cm_json_is_object(j)) {
         return bad(d, "expected a type: \"tensor<8x16xf32>\" or {\"shape\": [8, 16], \"dtype\": "
                       "\"f32\"}, got %s",
                    json_kind(j));
@@ -695,7 +692,7 @@ static cm_status decode_type(dec *d, json_t *j, uint32_t *out)
     if (only_keys(d, j, keys) != CM_OK) {
         return d->st;
     }
-    json_t *shape = json_object_get(j, "shape"), *dt = json_object_get(j, "dtype");
+    const cm_json *shape = cm_json_get(j, "shape"), *dt = cm_json_get(j, "dtype");
     size_t mk = push_key(d, "dtype");
     sp_elem elem;
     if (dt == NULL) {
@@ -711,23 +708,23 @@ static cm_status decode_type(dec *d, json_t *j, uint32_t *out)
     }
     pop(d, mk);
     mk = push_key(d, "shape");
-    if (shape == NULL || !json_is_array(shape)) {
+    if (shape == NULL || !cm_json_is_array(shape)) {
         if (shape == NULL) {
             pop(d, mk);
         }
         return bad(d, shape == NULL ? "missing member \"shape\""
                                     : "expected an array of dimension sizes");
     }
-    size_t rank = json_array_size(shape);
+    size_t rank = cm_json_size(shape);
     if (rank > d->lim->max_rank) {
         return bad(d, "rank %zu exceeds the limit of %u", rank, d->lim->max_rank);
     }
     int64_t dims[SP_MAX_RANK + 1];
     int64_t elems = 1;
     for (size_t i = 0; i < rank; i++) {
-        json_t *x = json_array_get(shape, i);
+        const cm_json *x = cm_json_at(shape, i);
         size_t mi = push_idx(d, i);
-        if (json_is_string(x) && strcmp(json_string_value(x), "?") == 0) {
+        if (cm_json_is_string(x) && strcmp(cm_json_str(x), "?") == 0) {
             dims[i] = SP_DIM_DYNAMIC;
         } else if (get_int(d, x, 0, d->lim->max_dim, &dims[i]) != CM_OK) {
             return d->st;
@@ -760,9 +757,9 @@ static cm_status parse_attr_text(dec *d, const char *s, size_t n, sp_attr **out)
     return CM_OK;
 }
 
-static sp_attr *int_list_attr(dec *d, json_t *arr, bool dense)
+static sp_attr *int_list_attr(dec *d, const cm_json *arr, bool dense)
 {
-    size_t n = json_array_size(arr);
+    size_t n = cm_json_size(arr);
     if (n > UINT32_MAX / 2) {
         bad(d, "array too long");
         return NULL;
@@ -774,7 +771,7 @@ static sp_attr *int_list_attr(dec *d, json_t *arr, bool dense)
     }
     for (size_t i = 0; i < n; i++) {
         size_t mi = push_idx(d, i);
-        if (get_int(d, json_array_get(arr, i), INT64_MIN, INT64_MAX, &v[i]) != CM_OK) {
+        if (get_int(d, cm_json_at(arr, i), INT64_MIN, INT64_MAX, &v[i]) != CM_OK) {
             return NULL;
         }
         if (!dense && (items[i] = int_attr(d, v[i], NULL)) == NULL) {
@@ -799,7 +796,7 @@ static sp_attr *int_list_attr(dec *d, json_t *arr, bool dense)
 
 /* {"lhs_batching_dimensions": [..], ...} -> #stablehlo.dot<...>; empty lists
  * are left out as the reader does for the pretty form. */
-static cm_status dot_dims_attr(dec *d, json_t *o, sp_attr **out)
+static cm_status dot_dims_attr(dec *d, const cm_json *o, sp_attr **out)
 {
     static const char *const keys[] = {"lhs_batching_dimensions", "rhs_batching_dimensions",
                                        "lhs_contracting_dimensions",
@@ -814,15 +811,15 @@ static cm_status dot_dims_attr(dec *d, json_t *o, sp_attr **out)
     }
     uint32_t k = 0;
     for (int i = 0; i < 4; i++) {
-        json_t *v = json_object_get(o, keys[i]);
+        const cm_json *v = cm_json_get(o, keys[i]);
         if (v == NULL) {
             continue;
         }
         size_t mk = push_key(d, keys[i]);
-        if (!json_is_array(v)) {
+        if (!cm_json_is_array(v)) {
             return bad(d, "expected an array of dimension numbers");
         }
-        if (json_array_size(v) > 0) {
+        if (cm_json_size(v) > 0) {
             items[k].name = keys[i];
             if ((items[k].value = int_list_attr(d, v, false)) == NULL) {
                 return d->st;
@@ -841,24 +838,24 @@ static cm_status dot_dims_attr(dec *d, json_t *o, sp_attr **out)
 /* An attribute value: an MLIR attribute string, an integer (`N : i64`), a
  * boolean, an array of integers (`array<i64: ...>`) or, for
  * dot_dimension_numbers, an object of dimension lists. */
-static cm_status decode_attr(dec *d, const char *name, json_t *j, sp_attr **out)
+static cm_status decode_attr(dec *d, const char *name, const cm_json *j, sp_attr **out)
 {
-    switch (json_typeof(j)) {
-    case JSON_STRING:
-        return parse_attr_text(d, json_string_value(j), json_string_length(j), out);
-    case JSON_INTEGER:
-        *out = int_attr(d, (int64_t)json_integer_value(j), "i64");
+    switch (cm_json_kind_of(j)) {
+    case CM_JSON_STRING:
+        return parse_attr_text(d, cm_json_str(j), cm_json_str_len(j), out);
+    case CM_JSON_INT:
+        *out = int_attr(d, (int64_t)cm_json_int(j), "i64");
         return d->st;
-    case JSON_TRUE:
-    case JSON_FALSE:
+    case CM_JSON_TRUE:
+    case CM_JSON_FALSE:
         if ((*out = new_attr(d, SP_ATTR_BOOL)) != NULL) {
-            (*out)->u.b = json_is_true(j);
+            (*out)->u.b = cm_json_is_true(j);
         }
         return d->st;
-    case JSON_ARRAY:
+    case CM_JSON_ARRAY:
         *out = int_list_attr(d, j, true);
         return d->st;
-    case JSON_OBJECT:
+    case CM_JSON_OBJECT:
         if (name != NULL && strcmp(name, "dot_dimension_numbers") == 0) {
             return dot_dims_attr(d, j, out);
         }
@@ -872,19 +869,19 @@ static cm_status decode_attr(dec *d, const char *name, json_t *j, sp_attr **out)
 }
 
 /* Pushes every member of "attributes" (an object) onto the attribute stack. */
-static cm_status decode_attr_dict(dec *d, json_t *o)
+static cm_status decode_attr_dict(dec *d, const cm_json *o)
 {
     if (o == NULL) {
         return CM_OK;
     }
     size_t mk = push_key(d, "attributes");
-    if (!json_is_object(o)) {
+    if (!cm_json_is_object(o)) {
         return bad(d, "expected an object of attributes, got %s", json_kind(o));
     }
     const char *k;
-    json_t *v;
-    json_object_foreach(o, k, v)
-    {
+    const cm_json *v;
+    for (size_t m2 = 0; (k = cm_json_key_at(o, m2, NULL)) != NULL; m2++) {
+        v = cm_json_val_at(o, m2);
         size_t mv = push_key(d, k);
         if (k[0] == '\0') {
             return bad(d, "attribute names must not be empty");
@@ -907,9 +904,9 @@ static const sp_mesh *find_mesh(dec *d, const char *name)
     return sp_module_mesh(d->m, name);
 }
 
-static cm_status decode_mesh(dec *d, json_t *j)
+static cm_status decode_mesh(dec *d, const cm_json *j)
 {
-    if (!json_is_object(j)) {
+    if (!cm_json_is_object(j)) {
         return bad(d, "expected a mesh {\"name\": \"mesh\", \"axes\": [{\"name\": \"data\", "
                       "\"size\": 2}]}, got %s",
                    json_kind(j));
@@ -918,8 +915,8 @@ static cm_status decode_mesh(dec *d, json_t *j)
     if (only_keys(d, j, keys) != CM_OK) {
         return d->st;
     }
-    json_t *jn = json_object_get(j, "name"), *jaxes = json_object_get(j, "axes");
-    json_t *jdev = json_object_get(j, "device_ids");
+    const cm_json *jn = cm_json_get(j, "name"), *jaxes = cm_json_get(j, "axes");
+    const cm_json *jdev = cm_json_get(j, "device_ids");
     if (jn == NULL) {
         return bad(d, "missing member \"name\"");
     }
@@ -945,10 +942,10 @@ static cm_status decode_mesh(dec *d, json_t *j)
     }
     if (jaxes != NULL) {
         mk = push_key(d, "axes");
-        if (!json_is_array(jaxes)) {
+        if (!cm_json_is_array(jaxes)) {
             return bad(d, "expected an array of axes");
         }
-        size_t n = json_array_size(jaxes);
+        size_t n = cm_json_size(jaxes);
         if (n > 64) {
             return bad(d, "a mesh has at most 64 axes");
         }
@@ -957,18 +954,18 @@ static cm_status decode_mesh(dec *d, json_t *j)
             return d->st;
         }
         for (size_t i = 0; i < n; i++) {
-            json_t *ax = json_array_get(jaxes, i), *an = NULL, *as = NULL;
+            const cm_json *ax = cm_json_at(jaxes, i), *an = NULL, *as = NULL;
             size_t mi = push_idx(d, i);
-            if (json_is_array(ax) && json_array_size(ax) == 2) {
-                an = json_array_get(ax, 0);
-                as = json_array_get(ax, 1);
-            } else if (json_is_object(ax)) {
+            if (cm_json_is_array(ax) && cm_json_size(ax) == 2) {
+                an = cm_json_at(ax, 0);
+                as = cm_json_at(ax, 1);
+            } else if (cm_json_is_object(ax)) {
                 static const char *const akeys[] = {"name", "size", NULL};
                 if (only_keys(d, ax, akeys) != CM_OK) {
                     return d->st;
                 }
-                an = json_object_get(ax, "name");
-                as = json_object_get(ax, "size");
+                an = cm_json_get(ax, "name");
+                as = cm_json_get(ax, "size");
             }
             if (an == NULL || as == NULL) {
                 return bad(d, "expected an axis {\"name\": \"data\", \"size\": 2} or "
@@ -993,10 +990,10 @@ static cm_status decode_mesh(dec *d, json_t *j)
     }
     if (jdev != NULL) {
         mk = push_key(d, "device_ids");
-        if (!json_is_array(jdev)) {
+        if (!cm_json_is_array(jdev)) {
             return bad(d, "expected an array of device ids");
         }
-        size_t n = json_array_size(jdev);
+        size_t n = cm_json_size(jdev);
         if (n > (1u << 24)) {
             return bad(d, "too many device ids");
         }
@@ -1006,7 +1003,7 @@ static cm_status decode_mesh(dec *d, json_t *j)
         }
         for (size_t i = 0; i < n; i++) {
             size_t mi = push_idx(d, i);
-            if (get_int(d, json_array_get(jdev, i), 0, INT32_MAX, &mesh->device_ids[i]) !=
+            if (get_int(d, cm_json_at(jdev, i), 0, INT32_MAX, &mesh->device_ids[i]) !=
                 CM_OK) {
                 return d->st;
             }
@@ -1054,7 +1051,7 @@ static const sp_mesh *mesh_named(dec *d, const char *name)
     return m;
 }
 
-static const char *pick_mesh(dec *d, json_t *jmesh)
+static const char *pick_mesh(dec *d, const cm_json *jmesh)
 {
     if (jmesh != NULL) {
         size_t mk = push_key(d, "mesh");
@@ -1087,19 +1084,19 @@ static bool axis_used(sp_axis_ref *const *used, const uint32_t *n_used, uint32_t
 }
 
 /* A PartitionSpec entry: null, "axis", ["a", "b"], or "?" (unconstrained). */
-static cm_status spec_dim(dec *d, json_t *e, sp_dim_sharding *ds)
+static cm_status spec_dim(dec *d, const cm_json *e, sp_dim_sharding *ds)
 {
     ds->is_closed = true;
     ds->priority = -1;
-    if (json_is_null(e)) {
+    if (cm_json_is_null(e)) {
         return CM_OK;
     }
-    if (json_is_string(e) && strcmp(json_string_value(e), "?") == 0) {
+    if (cm_json_is_string(e) && strcmp(cm_json_str(e), "?") == 0) {
         ds->is_closed = false;
         return CM_OK;
     }
-    size_t n = json_is_array(e) ? json_array_size(e) : 1;
-    if (!json_is_array(e) && !json_is_string(e)) {
+    size_t n = cm_json_is_array(e) ? cm_json_size(e) : 1;
+    if (!cm_json_is_array(e) && !cm_json_is_string(e)) {
         return bad(d, "expected null, a mesh axis name, a list of axis names or \"?\", got %s",
                    json_kind(e));
     }
@@ -1111,8 +1108,8 @@ static cm_status spec_dim(dec *d, json_t *e, sp_dim_sharding *ds)
         return d->st;
     }
     for (size_t i = 0; i < n; i++) {
-        json_t *a = json_is_array(e) ? json_array_get(e, i) : e;
-        size_t mi = json_is_array(e) ? push_idx(d, i) : d->path_len;
+        const cm_json *a = cm_json_is_array(e) ? cm_json_at(e, i) : e;
+        size_t mi = cm_json_is_array(e) ? push_idx(d, i) : d->path_len;
         size_t al;
         const char *s = get_str(d, a, &al);
         if (s == NULL) {
@@ -1128,7 +1125,7 @@ static cm_status spec_dim(dec *d, json_t *e, sp_dim_sharding *ds)
 /* flax.linen logical_to_mesh_axes: rules are scanned in order; a rule applies
  * to the dim named by its logical name when that dim is still unassigned and
  * none of its mesh axes is taken; unassigned dims replicate. */
-static cm_status logical_dims(dec *d, json_t *names, sp_sharding *s)
+static cm_status logical_dims(dec *d, const cm_json *names, sp_sharding *s)
 {
     size_t rank = s->rank;
     bool *assigned = cm_calloc(rank + 1, sizeof(bool));
@@ -1139,30 +1136,30 @@ static cm_status logical_dims(dec *d, json_t *names, sp_sharding *s)
         goto out;
     }
     for (size_t i = 0; i < rank; i++) {
-        json_t *ni = json_array_get(names, i);
+        const cm_json *ni = cm_json_at(names, i);
         size_t mi = push_idx(d, i);
-        if (!json_is_null(ni) && !json_is_string(ni)) {
+        if (!cm_json_is_null(ni) && !cm_json_is_string(ni)) {
             bad(d, "expected a logical axis name or null, got %s", json_kind(ni));
             goto out;
         }
-        for (size_t k = 0; k < i && json_is_string(ni); k++) {
-            json_t *nk = json_array_get(names, k);
-            if (json_is_string(nk) && strcmp(json_string_value(nk), json_string_value(ni)) == 0) {
-                bad(d, "logical axis \"%s\" is used twice", json_string_value(ni));
+        for (size_t k = 0; k < i && cm_json_is_string(ni); k++) {
+            const cm_json *nk = cm_json_at(names, k);
+            if (cm_json_is_string(nk) && strcmp(cm_json_str(nk), cm_json_str(ni)) == 0) {
+                bad(d, "logical axis \"%s\" is used twice", cm_json_str(ni));
                 goto out;
             }
         }
         pop(d, mi);
     }
-    size_t nr = d->logical_rules != NULL ? json_array_size(d->logical_rules) : 0;
+    size_t nr = d->logical_rules != NULL ? cm_json_size(d->logical_rules) : 0;
     for (size_t r = 0; r < nr; r++) {
-        json_t *rule = json_array_get(d->logical_rules, r);
-        const char *lname = json_string_value(json_array_get(rule, 0));
-        json_t *maxes = json_array_get(rule, 1);
+        const cm_json *rule = cm_json_at(d->logical_rules, r);
+        const char *lname = cm_json_str(cm_json_at(rule, 0));
+        const cm_json *maxes = cm_json_at(rule, 1);
         size_t pos = rank;
         for (size_t i = 0; i < rank; i++) {
-            json_t *ni = json_array_get(names, i);
-            if (json_is_string(ni) && strcmp(json_string_value(ni), lname) == 0) {
+            const cm_json *ni = cm_json_at(names, i);
+            if (cm_json_is_string(ni) && strcmp(cm_json_str(ni), lname) == 0) {
                 pos = i;
                 break;
             }
@@ -1170,11 +1167,13 @@ static cm_status logical_dims(dec *d, json_t *names, sp_sharding *s)
         if (pos == rank || assigned[pos]) {
             continue;
         }
-        size_t na = json_is_array(maxes) ? json_array_size(maxes) : json_is_string(maxes) ? 1 : 0;
+        size_t na = cm_json_is_array(maxes)    ? cm_json_size(maxes)
+                    : cm_json_is_string(maxes) ? 1
+                                               : 0;
         bool free_ = true;
         for (size_t k = 0; k < na && free_; k++) {
-            json_t *a = json_is_array(maxes) ? json_array_get(maxes, k) : maxes;
-            free_ = !axis_used(used, n_used, (uint32_t)rank, json_string_value(a));
+            const cm_json *a = cm_json_is_array(maxes) ? cm_json_at(maxes, k) : maxes;
+            free_ = !axis_used(used, n_used, (uint32_t)rank, cm_json_str(a));
         }
         if (!free_) {
             continue;
@@ -1185,8 +1184,8 @@ static cm_status logical_dims(dec *d, json_t *names, sp_sharding *s)
             goto out;
         }
         for (size_t k = 0; k < na; k++) {
-            json_t *a = json_is_array(maxes) ? json_array_get(maxes, k) : maxes;
-            used[pos][k].name = astr(d, json_string_value(a), json_string_length(a));
+            const cm_json *a = cm_json_is_array(maxes) ? cm_json_at(maxes, k) : maxes;
+            used[pos][k].name = astr(d, cm_json_str(a), cm_json_str_len(a));
         }
         n_used[pos] = (uint32_t)na;
     }
@@ -1230,11 +1229,11 @@ static cm_status verify_sharding(dec *d, const sp_sharding *s, const sp_type *t)
  *   {"mesh": "m", "spec": [...]}          a PartitionSpec on a named mesh
  *   {"mesh": "m", "logical": ["batch", null]}  Flax logical axis names
  * logical (may be NULL) is a sibling "logical_axes" member. */
-static cm_status decode_sharding(dec *d, json_t *j, json_t *logical, const sp_type *t,
+static cm_status decode_sharding(dec *d, const cm_json *j, const cm_json *logical, const sp_type *t,
                                  sp_sharding **out)
 {
     *out = NULL;
-    json_t *spec = NULL, *names = NULL, *jmesh = NULL;
+    const cm_json *spec = NULL, *names = NULL, *jmesh = NULL;
     const char *mesh = NULL;
     size_t mk = d->path_len;
     if (j != NULL && logical != NULL) {
@@ -1246,9 +1245,9 @@ static cm_status decode_sharding(dec *d, json_t *j, json_t *logical, const sp_ty
         mesh = pick_mesh(d, NULL);
     } else {
         mk = push_key(d, "sharding");
-        if (json_is_string(j)) {
-            const char *s = json_string_value(j);
-            size_t n = json_string_length(j), skip = 0;
+        if (cm_json_is_string(j)) {
+            const char *s = cm_json_str(j);
+            size_t n = cm_json_str_len(j), skip = 0;
             while (skip < n && (s[skip] == ' ' || s[skip] == '\n' || s[skip] == '\t')) {
                 skip++;
             }
@@ -1279,17 +1278,17 @@ static cm_status decode_sharding(dec *d, json_t *j, json_t *logical, const sp_ty
             *out = sh;
             return CM_OK;
         }
-        if (json_is_array(j)) {
+        if (cm_json_is_array(j)) {
             spec = j;
             mesh = pick_mesh(d, NULL);
-        } else if (json_is_object(j)) {
+        } else if (cm_json_is_object(j)) {
             static const char *const keys[] = {"mesh", "spec", "logical", NULL};
             if (only_keys(d, j, keys) != CM_OK) {
                 return d->st;
             }
-            jmesh = json_object_get(j, "mesh");
-            spec = json_object_get(j, "spec");
-            names = json_object_get(j, "logical");
+            jmesh = cm_json_get(j, "mesh");
+            spec = cm_json_get(j, "spec");
+            names = cm_json_get(j, "logical");
             if ((spec == NULL) == (names == NULL)) {
                 return bad(d, "a sharding object needs exactly one of \"spec\" and \"logical\"");
             }
@@ -1303,18 +1302,18 @@ static cm_status decode_sharding(dec *d, json_t *j, json_t *logical, const sp_ty
                        json_kind(j));
         }
     }
-    json_t *list = spec != NULL ? spec : names;
-    if (!json_is_array(list)) {
+    const cm_json *list = spec != NULL ? spec : names;
+    if (!cm_json_is_array(list)) {
         return bad(d, "expected an array, got %s", json_kind(list));
     }
     if (t->kind != SP_TYPE_TENSOR) {
         return bad(d, "only tensors can be sharded");
     }
-    if (json_array_size(list) > t->rank) {
-        return bad(d, "%zu entries for a tensor of rank %u", json_array_size(list), t->rank);
+    if (cm_json_size(list) > t->rank) {
+        return bad(d, "%zu entries for a tensor of rank %u", cm_json_size(list), t->rank);
     }
-    if (names != NULL && json_array_size(list) != t->rank) {
-        return bad(d, "%zu logical axis names for a tensor of rank %u", json_array_size(list),
+    if (names != NULL && cm_json_size(list) != t->rank) {
+        return bad(d, "%zu logical axis names for a tensor of rank %u", cm_json_size(list),
                    t->rank);
     }
     if (mesh == NULL) {
@@ -1335,9 +1334,9 @@ static cm_status decode_sharding(dec *d, json_t *j, json_t *logical, const sp_ty
         s->dims[i].priority = -1;
     }
     if (spec != NULL) {
-        for (size_t i = 0; i < json_array_size(spec); i++) {
+        for (size_t i = 0; i < cm_json_size(spec); i++) {
             size_t mi = push_idx(d, i);
-            if (spec_dim(d, json_array_get(spec, i), &s->dims[i]) != CM_OK) {
+            if (spec_dim(d, cm_json_at(spec, i), &s->dims[i]) != CM_OK) {
                 return d->st;
             }
             pop(d, mi);
@@ -1355,7 +1354,7 @@ static cm_status decode_sharding(dec *d, json_t *j, json_t *logical, const sp_ty
 
 /* ---- ops --------------------------------------------------------------------------------- */
 
-static cm_status decode_ops(dec *d, json_t *ops, uint32_t blk);
+static cm_status decode_ops(dec *d, const cm_json *ops, uint32_t blk);
 
 static const char *const op_keys[] = {"op",          "operands",     "result",
                                       "results",     "type",         "sharding",
@@ -1366,19 +1365,19 @@ static const char *const op_keys[] = {"op",          "operands",     "result",
 /* The result list of an op: pushes types onto d->types, remembers names and
  * shardings. */
 typedef struct res_info {
-    json_t *name;     /* JSON string or NULL */
-    json_t *sharding; /* or NULL */
-    json_t *logical;  /* or NULL */
+    const cm_json *name;     /* JSON string or NULL */
+    const cm_json *sharding; /* or NULL */
+    const cm_json *logical;  /* or NULL */
 } res_info;
 
-static cm_status decode_regions(dec *d, json_t *jr, u32v *blocks, uint32_t *sizes,
+static cm_status decode_regions(dec *d, const cm_json *jr, u32v *blocks, uint32_t *sizes,
                                 uint32_t *n_regions)
 {
     size_t mk = push_key(d, "regions");
-    if (!json_is_array(jr)) {
+    if (!cm_json_is_array(jr)) {
         return bad(d, "expected an array of regions");
     }
-    size_t n = json_array_size(jr);
+    size_t n = cm_json_size(jr);
     if (n > 16) {
         return bad(d, "an op has at most 16 regions");
     }
@@ -1386,9 +1385,9 @@ static cm_status decode_regions(dec *d, json_t *jr, u32v *blocks, uint32_t *size
         return bad(d, "regions nested deeper than %u", d->lim->max_depth);
     }
     for (size_t i = 0; i < n; i++) {
-        json_t *r = json_array_get(jr, i);
+        const cm_json *r = cm_json_at(jr, i);
         size_t mi = push_idx(d, i);
-        if (!json_is_object(r)) {
+        if (!cm_json_is_object(r)) {
             return bad(d, "expected a region {\"args\": [...], \"ops\": [...]}");
         }
         static const char *const keys[] = {"args", "ops", NULL};
@@ -1399,16 +1398,16 @@ static cm_status decode_regions(dec *d, json_t *jr, u32v *blocks, uint32_t *size
         if (sp_module_new_block(d->m, SP_NONE, &blk) != CM_OK) {
             return oom(d);
         }
-        json_t *args = json_object_get(r, "args");
+        const cm_json *args = cm_json_get(r, "args");
         if (args != NULL) {
             size_t ma = push_key(d, "args");
-            if (!json_is_array(args)) {
+            if (!cm_json_is_array(args)) {
                 return bad(d, "expected an array of block arguments");
             }
-            for (size_t k = 0; k < json_array_size(args); k++) {
-                json_t *a = json_array_get(args, k);
+            for (size_t k = 0; k < cm_json_size(args); k++) {
+                const cm_json *a = cm_json_at(args, k);
                 size_t mak = push_idx(d, k);
-                if (!json_is_object(a) || json_object_get(a, "type") == NULL) {
+                if (!cm_json_is_object(a) || cm_json_get(a, "type") == NULL) {
                     return bad(d, "expected a block argument {\"name\": \"%%a\", \"type\": "
                                   "\"tensor<f32>\"}");
                 }
@@ -1418,7 +1417,7 @@ static cm_status decode_regions(dec *d, json_t *jr, u32v *blocks, uint32_t *size
                 }
                 uint32_t t, v;
                 size_t mt = push_key(d, "type");
-                if (decode_type(d, json_object_get(a, "type"), &t) != CM_OK) {
+                if (decode_type(d, cm_json_get(a, "type"), &t) != CM_OK) {
                     return d->st;
                 }
                 pop(d, mt);
@@ -1428,7 +1427,7 @@ static cm_status decode_regions(dec *d, json_t *jr, u32v *blocks, uint32_t *size
                 if (sp_module_add_block_arg(d->m, blk, t, &v) != CM_OK) {
                     return oom(d);
                 }
-                json_t *an = json_object_get(a, "name");
+                const cm_json *an = cm_json_get(a, "name");
                 if (an != NULL) {
                     mt = push_key(d, "name");
                     if (define(d, an, v) != CM_OK) {
@@ -1440,7 +1439,7 @@ static cm_status decode_regions(dec *d, json_t *jr, u32v *blocks, uint32_t *size
             }
             pop(d, ma);
         }
-        json_t *ops = json_object_get(r, "ops");
+        const cm_json *ops = cm_json_get(r, "ops");
         if (ops != NULL) {
             size_t mo = push_key(d, "ops");
             if (decode_ops(d, ops, blk) != CM_OK) {
@@ -1461,9 +1460,9 @@ static cm_status decode_regions(dec *d, json_t *jr, u32v *blocks, uint32_t *size
     return CM_OK;
 }
 
-static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
+static cm_status decode_op(dec *d, const cm_json *j, uint32_t blk)
 {
-    if (!json_is_object(j)) {
+    if (!cm_json_is_object(j)) {
         return bad(d, "expected an op object {\"op\": \"stablehlo.add\", ...}, got %s",
                    json_kind(j));
     }
@@ -1474,7 +1473,7 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
         return bad(d, "too many ops (limit %u)", d->lim->max_ops);
     }
     /* name */
-    json_t *jname = json_object_get(j, "op");
+    const cm_json *jname = cm_json_get(j, "op");
     if (jname == NULL) {
         return bad(d, "missing member \"op\"");
     }
@@ -1509,16 +1508,16 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
     pop(d, mk);
     uint32_t ops0 = d->operands.n, types0 = d->types.n, attrs0 = d->n_attrs;
     /* operands */
-    json_t *jops = json_object_get(j, "operands");
+    const cm_json *jops = cm_json_get(j, "operands");
     if (jops != NULL) {
         mk = push_key(d, "operands");
-        if (!json_is_array(jops)) {
+        if (!cm_json_is_array(jops)) {
             return bad(d, "expected an array of value names");
         }
-        for (size_t i = 0; i < json_array_size(jops); i++) {
+        for (size_t i = 0; i < cm_json_size(jops); i++) {
             size_t mi = push_idx(d, i);
             uint32_t v;
-            if (use(d, json_array_get(jops, i), &v) != CM_OK || u32_push(d, &d->operands, v)) {
+            if (use(d, cm_json_at(jops, i), &v) != CM_OK || u32_push(d, &d->operands, v)) {
                 return d->st;
             }
             pop(d, mi);
@@ -1527,9 +1526,9 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
     }
     uint32_t n_opnds = d->operands.n - ops0;
     /* results */
-    json_t *jres = json_object_get(j, "results"), *jone = json_object_get(j, "result");
-    json_t *jtype = json_object_get(j, "type"), *jsh = json_object_get(j, "sharding");
-    json_t *jlog = json_object_get(j, "logical_axes");
+    const cm_json *jres = cm_json_get(j, "results"), *jone = cm_json_get(j, "result");
+    const cm_json *jtype = cm_json_get(j, "type"), *jsh = cm_json_get(j, "sharding");
+    const cm_json *jlog = cm_json_get(j, "logical_axes");
     res_info one = {jone, NULL, NULL};
     res_info *ri = &one;
     size_t n_res = 0;
@@ -1539,10 +1538,10 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
     }
     if (jres != NULL) {
         mk = push_key(d, "results");
-        if (!json_is_array(jres)) {
+        if (!cm_json_is_array(jres)) {
             return bad(d, "expected an array of results");
         }
-        n_res = json_array_size(jres);
+        n_res = cm_json_size(jres);
         if (n_res > 4096) {
             return bad(d, "an op has at most 4096 results");
         }
@@ -1551,21 +1550,21 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
             return oom(d);
         }
         for (size_t i = 0; i < n_res && d->st == CM_OK; i++) {
-            json_t *r = json_array_get(jres, i);
+            const cm_json *r = cm_json_at(jres, i);
             size_t mi = push_idx(d, i);
             static const char *const rkeys[] = {"name", "type", "sharding", "logical_axes",
                                                 NULL};
             uint32_t t;
-            if (!json_is_object(r) || json_object_get(r, "type") == NULL) {
+            if (!cm_json_is_object(r) || cm_json_get(r, "type") == NULL) {
                 bad(d, "expected a result {\"name\": \"%%0\", \"type\": \"tensor<8xf32>\"}");
             } else if (only_keys(d, r, rkeys) == CM_OK) {
                 size_t mt = push_key(d, "type");
-                if (decode_type(d, json_object_get(r, "type"), &t) == CM_OK &&
+                if (decode_type(d, cm_json_get(r, "type"), &t) == CM_OK &&
                     u32_push(d, &d->types, t) == CM_OK) {
                     pop(d, mt);
-                    ri[i].name = json_object_get(r, "name");
-                    ri[i].sharding = json_object_get(r, "sharding");
-                    ri[i].logical = json_object_get(r, "logical_axes");
+                    ri[i].name = cm_json_get(r, "name");
+                    ri[i].sharding = cm_json_get(r, "sharding");
+                    ri[i].logical = cm_json_get(r, "logical_axes");
                 }
             }
             if (d->st == CM_OK) {
@@ -1601,7 +1600,7 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
     }
     cm_status st = CM_OK;
     /* attributes: special members first, then the attribute object */
-    json_t *jct = json_object_get(j, "call_target");
+    const cm_json *jct = cm_json_get(j, "call_target");
     if (jct != NULL) {
         mk = push_key(d, "call_target");
         size_t n;
@@ -1630,7 +1629,7 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
     } else if (d->st == CM_OK && jres != NULL && (jsh != NULL || jlog != NULL)) {
         bad(d, "with \"results\", give each result its own \"sharding\"");
     }
-    json_t *jgid = json_object_get(j, "group_id");
+    const cm_json *jgid = cm_json_get(j, "group_id");
     if (d->st == CM_OK && jgid != NULL) {
         mk = push_key(d, "group_id");
         int64_t gid;
@@ -1641,7 +1640,7 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
             pop(d, mk);
         }
     }
-    json_t *jdir = json_object_get(j, "allowed_direction");
+    const cm_json *jdir = cm_json_get(j, "allowed_direction");
     if (d->st == CM_OK && jdir != NULL) {
         mk = push_key(d, "allowed_direction");
         const char *s = get_str(d, jdir, NULL);
@@ -1663,7 +1662,7 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
         }
     }
     if (d->st == CM_OK) {
-        decode_attr_dict(d, json_object_get(j, "attributes"));
+        decode_attr_dict(d, cm_json_get(j, "attributes"));
     }
     /* result shardings (sdy.sharding = #sdy.sharding_per_value<[...]>) */
     if (d->st == CM_OK && !constraint) {
@@ -1706,7 +1705,7 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
         }
     }
     /* regions (built before the op, as the MLIR reader does) */
-    json_t *jreg = json_object_get(j, "regions");
+    const cm_json *jreg = cm_json_get(j, "regions");
     uint32_t region_sizes[16], n_regions = 0;
     u32v blocks = {NULL, 0, 0};
     if (d->st == CM_OK && jreg != NULL) {
@@ -1762,22 +1761,18 @@ static cm_status decode_op(dec *d, json_t *j, uint32_t blk)
     return st;
 }
 
-static cm_status decode_ops(dec *d, json_t *ops, uint32_t blk)
+static cm_status decode_ops(dec *d, const cm_json *ops, uint32_t blk)
 {
-    if (!json_is_array(ops)) {
+    if (!cm_json_is_array(ops)) {
         return bad(d, "expected an array of ops, got %s", json_kind(ops));
     }
-    size_t n = json_array_size(ops);
+    size_t n = cm_json_size(ops);
     for (size_t i = 0; i < n; i++) {
         size_t mi = push_idx(d, i);
-        if (decode_op(d, json_array_get(ops, i), blk) != CM_OK) {
+        if (decode_op(d, cm_json_at(ops, i), blk) != CM_OK) {
             return d->st;
         }
         pop(d, mi);
-        /* The op is in the IR now and nothing refers to its JSON: free it,
-         * so the tree shrinks as the module grows and the two never peak
-         * together (a 1M-op document's tree is ~8x its text). */
-        json_array_set_new(ops, i, json_null());
     }
     return CM_OK;
 }
@@ -1794,11 +1789,11 @@ static sp_attr *dict_attr(dec *d, uint32_t mark)
 }
 
 /* One argument/result attribute dictionary: "attributes" plus the sharding. */
-static sp_attr *io_dict(dec *d, json_t *o, const sp_type *t, bool *any)
+static sp_attr *io_dict(dec *d, const cm_json *o, const sp_type *t, bool *any)
 {
     uint32_t mark = d->n_attrs;
-    json_t *jsh = json_object_get(o, "sharding"), *jlog = json_object_get(o, "logical_axes");
-    if (decode_attr_dict(d, json_object_get(o, "attributes")) != CM_OK) {
+    const cm_json *jsh = cm_json_get(o, "sharding"), *jlog = cm_json_get(o, "logical_axes");
+    if (decode_attr_dict(d, cm_json_get(o, "attributes")) != CM_OK) {
         return NULL;
     }
     if (jsh != NULL || jlog != NULL) {
@@ -1831,7 +1826,7 @@ static sp_attr *dict_list(dec *d, sp_attr **items, uint32_t n)
     return a;
 }
 
-static cm_status decode_function(dec *d, json_t *fn, bool single)
+static cm_status decode_function(dec *d, const cm_json *fn, bool single)
 {
     static const char *const keys[] = {"name", "visibility", "inputs", "ops", "outputs",
                                        "comment", NULL};
@@ -1839,7 +1834,7 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
         return d->st;
     }
     const char *fname = "main";
-    json_t *jn = single ? NULL : json_object_get(fn, "name");
+    const cm_json *jn = single ? NULL : cm_json_get(fn, "name");
     size_t mk;
     if (jn != NULL) {
         mk = push_key(d, "name");
@@ -1854,7 +1849,7 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
         pop(d, mk);
     }
     const char *vis = single ? "public" : NULL;
-    json_t *jv = single ? NULL : json_object_get(fn, "visibility");
+    const cm_json *jv = single ? NULL : cm_json_get(fn, "visibility");
     if (jv != NULL) {
         mk = push_key(d, "visibility");
         if ((vis = get_str(d, jv, NULL)) == NULL) {
@@ -1866,14 +1861,14 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
         }
         pop(d, mk);
     }
-    json_t *jin = json_object_get(fn, "inputs"), *jops = json_object_get(fn, "ops");
-    json_t *jout = json_object_get(fn, "outputs");
+    const cm_json *jin = cm_json_get(fn, "inputs"), *jops = cm_json_get(fn, "ops");
+    const cm_json *jout = cm_json_get(fn, "outputs");
     uint32_t scope = d->n_names, blk;
     if (sp_module_new_block(d->m, SP_NONE, &blk) != CM_OK) {
         return oom(d);
     }
-    size_t n_in = jin != NULL && json_is_array(jin) ? json_array_size(jin) : 0;
-    size_t n_out = jout != NULL && json_is_array(jout) ? json_array_size(jout) : 0;
+    size_t n_in = jin != NULL && cm_json_is_array(jin) ? cm_json_size(jin) : 0;
+    size_t n_out = jout != NULL && cm_json_is_array(jout) ? cm_json_size(jout) : 0;
     if (n_in > (1u << 28) || n_out > (1u << 28)) {
         return bad(d, "too many inputs or outputs");
     }
@@ -1890,17 +1885,17 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
     /* inputs */
     if (jin != NULL) {
         mk = push_key(d, "inputs");
-        if (!json_is_array(jin)) {
+        if (!cm_json_is_array(jin)) {
             bad(d, "expected an array of inputs");
             goto out;
         }
         cm_buf_putc(&ft, '(');
         for (size_t i = 0; i < n_in; i++) {
-            json_t *a = json_array_get(jin, i);
+            const cm_json *a = cm_json_at(jin, i);
             size_t mi = push_idx(d, i);
             static const char *const ikeys[] = {"name", "type", "sharding", "logical_axes",
                                                 "attributes", NULL};
-            if (!json_is_object(a) || json_object_get(a, "type") == NULL) {
+            if (!cm_json_is_object(a) || cm_json_get(a, "type") == NULL) {
                 bad(d, "expected an input {\"name\": \"x\", \"type\": \"tensor<8x16xf32>\"}");
                 goto out;
             }
@@ -1909,7 +1904,7 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
             }
             uint32_t t, v;
             size_t mt = push_key(d, "type");
-            if (decode_type(d, json_object_get(a, "type"), &t) != CM_OK) {
+            if (decode_type(d, cm_json_get(a, "type"), &t) != CM_OK) {
                 goto out;
             }
             pop(d, mt);
@@ -1920,7 +1915,7 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
                 oom(d);
                 goto out;
             }
-            json_t *an = json_object_get(a, "name");
+            const cm_json *an = cm_json_get(a, "name");
             if (an != NULL) {
                 mt = push_key(d, "name");
                 if (define(d, an, v) != CM_OK) {
@@ -1928,7 +1923,7 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
                 }
                 pop(d, mt);
             }
-            if (note_vlogical(d, v, json_object_get(a, "logical_axes")) != CM_OK) {
+            if (note_vlogical(d, v, cm_json_get(a, "logical_axes")) != CM_OK) {
                 goto out;
             }
             if ((arg_dicts[i] = io_dict(d, a, &d->m->types[t], &any_arg)) == NULL) {
@@ -1952,27 +1947,27 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
     cm_buf_puts(&ft, ") -> (");
     if (jout != NULL) {
         mk = push_key(d, "outputs");
-        if (!json_is_array(jout)) {
+        if (!cm_json_is_array(jout)) {
             bad(d, "expected an array of outputs");
             goto out;
         }
         for (size_t i = 0; i < n_out; i++) {
-            json_t *o = json_array_get(jout, i);
+            const cm_json *o = cm_json_at(jout, i);
             size_t mi = push_idx(d, i);
-            json_t *jval = o;
+            const cm_json *jval = o;
             static const char *const okeys[] = {"value", "sharding", "logical_axes", "attributes",
                                                 NULL};
-            if (json_is_object(o)) {
+            if (cm_json_is_object(o)) {
                 if (only_keys(d, o, okeys) != CM_OK) {
                     goto out;
                 }
-                jval = json_object_get(o, "value");
+                jval = cm_json_get(o, "value");
                 if (jval == NULL) {
                     bad(d, "missing member \"value\"");
                     goto out;
                 }
                 push_key(d, "value");
-            } else if (!json_is_string(o)) {
+            } else if (!cm_json_is_string(o)) {
                 bad(d, "expected an output: a value name or {\"value\": \"%%y\", \"sharding\": "
                        "...}");
                 goto out;
@@ -1983,7 +1978,7 @@ static cm_status decode_function(dec *d, json_t *fn, bool single)
             pop(d, mi);
             mi = push_idx(d, i);
             const sp_type *t = sp_value_type(d->m, res_vals[i]);
-            if (json_is_object(o)) {
+            if (cm_json_is_object(o)) {
                 if ((res_dicts[i] = io_dict(d, o, t, &any_res)) == NULL) {
                     goto out;
                 }
@@ -2052,17 +2047,17 @@ out:
 
 /* ---- document-level members ------------------------------------------------------------- */
 
-static cm_status name_list(dec *d, json_t *j, const char ***out, uint32_t *n_out)
+static cm_status name_list(dec *d, const cm_json *j, const char ***out, uint32_t *n_out)
 {
     *out = NULL;
     *n_out = 0;
     if (j == NULL) {
         return CM_OK;
     }
-    if (!json_is_array(j)) {
+    if (!cm_json_is_array(j)) {
         return bad(d, "expected an array of factor names");
     }
-    size_t n = json_array_size(j);
+    size_t n = cm_json_size(j);
     if (n > 1024) {
         return bad(d, "too many factor names");
     }
@@ -2072,7 +2067,7 @@ static cm_status name_list(dec *d, json_t *j, const char ***out, uint32_t *n_out
     }
     for (size_t i = 0; i < n; i++) {
         size_t mi = push_idx(d, i);
-        if ((v[i] = get_str(d, json_array_get(j, i), NULL)) == NULL) {
+        if ((v[i] = get_str(d, cm_json_at(j, i), NULL)) == NULL) {
             return d->st;
         }
         pop(d, mi);
@@ -2091,27 +2086,27 @@ static cm_status rule_error(dec *d, const cm_error *e)
 }
 
 /* "custom_rules": {"target": "i j, j k -> i k" | {"sharding_rule": ..., ...} | {"sdy_rule": ...}} */
-static cm_status decode_custom_rules(dec *d, json_t *j)
+static cm_status decode_custom_rules(dec *d, const cm_json *j)
 {
-    if (!json_is_object(j)) {
+    if (!cm_json_is_object(j)) {
         return bad(d, "expected an object mapping call targets to rules");
     }
     const char *target;
-    json_t *r;
-    json_object_foreach(j, target, r)
-    {
+    const cm_json *r;
+    for (size_t m3 = 0; (target = cm_json_key_at(j, m3, NULL)) != NULL; m3++) {
+        r = cm_json_val_at(j, m3);
         size_t mk = push_key(d, target);
         cm_error e;
         cm_error_clear(&e);
-        if (json_is_string(r)) {
-            if (sp_custom_rules_put_einsum(d->g->rules, target, json_string_value(r), NULL, &e) !=
+        if (cm_json_is_string(r)) {
+            if (sp_custom_rules_put_einsum(d->g->rules, target, cm_json_str(r), NULL, &e) !=
                 CM_OK) {
                 return rule_error(d, &e);
             }
             pop(d, mk);
             continue;
         }
-        if (!json_is_object(r)) {
+        if (!cm_json_is_object(r)) {
             return bad(d, "expected a rule: an einsum-like string \"i j, j k -> i k\" or an "
                           "object");
         }
@@ -2122,7 +2117,7 @@ static cm_status decode_custom_rules(dec *d, json_t *j)
         if (only_keys(d, r, keys) != CM_OK) {
             return d->st;
         }
-        json_t *sdy = json_object_get(r, "sdy_rule"), *spec = json_object_get(r, "sharding_rule");
+        const cm_json *sdy = cm_json_get(r, "sdy_rule"), *spec = cm_json_get(r, "sharding_rule");
         if ((sdy == NULL) == (spec == NULL)) {
             return bad(d, "give exactly one of \"sharding_rule\" (JAX's einsum-like form) and "
                           "\"sdy_rule\" (Shardy text)");
@@ -2143,38 +2138,38 @@ static cm_status decode_custom_rules(dec *d, json_t *j)
         sp_einsum_opts o;
         memset(&o, 0, sizeof o);
         size_t ms = push_key(d, "reduction_factors");
-        if (name_list(d, json_object_get(r, "reduction_factors"), &o.reduction, &o.n_reduction)) {
+        if (name_list(d, cm_json_get(r, "reduction_factors"), &o.reduction, &o.n_reduction)) {
             return d->st;
         }
         pop(d, ms);
         ms = push_key(d, "need_replication_factors");
-        if (name_list(d, json_object_get(r, "need_replication_factors"), &o.need_replication,
+        if (name_list(d, cm_json_get(r, "need_replication_factors"), &o.need_replication,
                       &o.n_need_replication)) {
             return d->st;
         }
         pop(d, ms);
         ms = push_key(d, "permutation_factors");
-        if (name_list(d, json_object_get(r, "permutation_factors"), &o.permutation,
+        if (name_list(d, cm_json_get(r, "permutation_factors"), &o.permutation,
                       &o.n_permutation)) {
             return d->st;
         }
         pop(d, ms);
-        json_t *fs = json_object_get(r, "factor_sizes");
+        const cm_json *fs = cm_json_get(r, "factor_sizes");
         if (fs != NULL) {
             ms = push_key(d, "factor_sizes");
-            if (!json_is_object(fs) || json_object_size(fs) > 1024) {
+            if (!cm_json_is_object(fs) || cm_json_size(fs) > 1024) {
                 return bad(d, "expected an object of factor sizes {\"k\": 8}");
             }
-            size_t n = json_object_size(fs), i = 0;
+            size_t n = cm_json_size(fs), i = 0;
             const char **names = arena(d, sizeof(char *) * (n + 1));
             int64_t *sizes = arena(d, sizeof(int64_t) * (n + 1));
             if (names == NULL || sizes == NULL) {
                 return d->st;
             }
             const char *k;
-            json_t *v;
-            json_object_foreach(fs, k, v)
-            {
+            const cm_json *v;
+            for (size_t m4 = 0; (k = cm_json_key_at(fs, m4, NULL)) != NULL; m4++) {
+                v = cm_json_val_at(fs, m4);
                 size_t mv = push_key(d, k);
                 names[i] = k;
                 if (get_int(d, v, 1, (int64_t)1 << 40, &sizes[i]) != CM_OK) {
@@ -2203,28 +2198,28 @@ static cm_status decode_custom_rules(dec *d, json_t *j)
 }
 
 /* "logical_axis_rules": [["batch", "data"], ["hidden", ["model", "x"]], ["embed", null]] */
-static cm_status check_logical_rules(dec *d, json_t *j)
+static cm_status check_logical_rules(dec *d, const cm_json *j)
 {
-    if (!json_is_array(j)) {
+    if (!cm_json_is_array(j)) {
         return bad(d, "expected an array of [logical_name, mesh_axes] pairs");
     }
-    for (size_t i = 0; i < json_array_size(j); i++) {
-        json_t *r = json_array_get(j, i);
+    for (size_t i = 0; i < cm_json_size(j); i++) {
+        const cm_json *r = cm_json_at(j, i);
         size_t mi = push_idx(d, i);
-        if (!json_is_array(r) || json_array_size(r) != 2 ||
-            !json_is_string(json_array_get(r, 0))) {
+        if (!cm_json_is_array(r) || cm_json_size(r) != 2 ||
+            !cm_json_is_string(cm_json_at(r, 0))) {
             return bad(d, "expected a rule [\"logical_name\", \"mesh_axis\" | [axes] | null]");
         }
-        json_t *m = json_array_get(r, 1);
+        const cm_json *m = cm_json_at(r, 1);
         size_t mm = push_idx(d, 1);
-        if (json_is_array(m)) {
-            for (size_t k = 0; k < json_array_size(m); k++) {
-                if (!json_is_string(json_array_get(m, k))) {
+        if (cm_json_is_array(m)) {
+            for (size_t k = 0; k < cm_json_size(m); k++) {
+                if (!cm_json_is_string(cm_json_at(m, k))) {
                     push_idx(d, k);
                     return bad(d, "expected a mesh axis name");
                 }
             }
-        } else if (!json_is_string(m) && !json_is_null(m)) {
+        } else if (!cm_json_is_string(m) && !cm_json_is_null(m)) {
             return bad(d, "expected a mesh axis name, a list of them, or null");
         }
         pop(d, mm);
@@ -2233,9 +2228,9 @@ static cm_status check_logical_rules(dec *d, json_t *j)
     return CM_OK;
 }
 
-static cm_status decode_doc(dec *d, json_t *root)
+static cm_status decode_doc(dec *d, const cm_json *root)
 {
-    if (!json_is_object(root)) {
+    if (!cm_json_is_object(root)) {
         return bad(d, "expected a graph object, got %s", json_kind(root));
     }
     static const char *const keys[] = {"format",    "name",       "attributes",
@@ -2246,9 +2241,9 @@ static cm_status decode_doc(dec *d, json_t *root)
     if (only_keys(d, root, keys) != CM_OK) {
         return d->st;
     }
-    json_t *j;
+    const cm_json *j;
     size_t mk;
-    if ((j = json_object_get(root, "format")) != NULL) {
+    if ((j = cm_json_get(root, "format")) != NULL) {
         mk = push_key(d, "format");
         const char *s = get_str(d, j, NULL);
         if (s == NULL) {
@@ -2261,7 +2256,7 @@ static cm_status decode_doc(dec *d, json_t *root)
     }
     sp_module *m = d->m;
     m->had_module_op = true;
-    if ((j = json_object_get(root, "name")) != NULL) {
+    if ((j = cm_json_get(root, "name")) != NULL) {
         mk = push_key(d, "name");
         size_t n;
         const char *s = get_str(d, j, &n);
@@ -2274,37 +2269,37 @@ static cm_status decode_doc(dec *d, json_t *root)
         m->sym_name = astr(d, s, n);
         pop(d, mk);
     }
-    if ((j = json_object_get(root, "attributes")) != NULL) {
+    if ((j = cm_json_get(root, "attributes")) != NULL) {
         uint32_t mark = d->n_attrs;
         if (decode_attr_dict(d, j) != CM_OK) {
             return d->st;
         }
         m->attrs = pop_attrs(d, mark, &m->n_attrs);
     }
-    json_t *meshes = json_object_get(root, "meshes");
+    const cm_json *meshes = cm_json_get(root, "meshes");
     if (meshes != NULL) {
         mk = push_key(d, "meshes");
-        if (!json_is_array(meshes)) {
+        if (!cm_json_is_array(meshes)) {
             return bad(d, "expected an array of meshes");
         }
-        if (json_array_size(meshes) > 1024) {
+        if (cm_json_size(meshes) > 1024) {
             return bad(d, "at most 1024 meshes");
         }
-        for (size_t i = 0; i < json_array_size(meshes); i++) {
+        for (size_t i = 0; i < cm_json_size(meshes); i++) {
             size_t mi = push_idx(d, i);
-            if (decode_mesh(d, json_array_get(meshes, i)) != CM_OK) {
+            if (decode_mesh(d, cm_json_at(meshes, i)) != CM_OK) {
                 return d->st;
             }
             pop(d, mi);
         }
         pop(d, mk);
-        if (json_array_size(meshes) == 1) {
+        if (cm_json_size(meshes) == 1) {
             d->default_mesh = sp_module_str(
-                m, json_string_value(json_object_get(json_array_get(meshes, 0), "name")),
-                strlen(json_string_value(json_object_get(json_array_get(meshes, 0), "name"))));
+                m, cm_json_str(cm_json_get(cm_json_at(meshes, 0), "name")),
+                strlen(cm_json_str(cm_json_get(cm_json_at(meshes, 0), "name"))));
         }
     }
-    if ((j = json_object_get(root, "mesh")) != NULL) {
+    if ((j = cm_json_get(root, "mesh")) != NULL) {
         mk = push_key(d, "mesh");
         const char *s = get_str(d, j, NULL);
         if (s == NULL || mesh_named(d, s) == NULL) {
@@ -2313,7 +2308,7 @@ static cm_status decode_doc(dec *d, json_t *root)
         d->default_mesh = astr(d, s, strlen(s));
         pop(d, mk);
     }
-    if ((j = json_object_get(root, "logical_axis_rules")) != NULL) {
+    if ((j = cm_json_get(root, "logical_axis_rules")) != NULL) {
         mk = push_key(d, "logical_axis_rules");
         if (check_logical_rules(d, j) != CM_OK) {
             return d->st;
@@ -2321,16 +2316,16 @@ static cm_status decode_doc(dec *d, json_t *root)
         d->logical_rules = j;
         pop(d, mk);
     }
-    if ((j = json_object_get(root, "custom_rules")) != NULL) {
+    if ((j = cm_json_get(root, "custom_rules")) != NULL) {
         mk = push_key(d, "custom_rules");
         if (decode_custom_rules(d, j) != CM_OK) {
             return d->st;
         }
         pop(d, mk);
     }
-    json_t *fns = json_object_get(root, "functions");
-    bool single = json_object_get(root, "inputs") != NULL || json_object_get(root, "ops") != NULL ||
-                  json_object_get(root, "outputs") != NULL;
+    const cm_json *fns = cm_json_get(root, "functions");
+    bool single = cm_json_get(root, "inputs") != NULL || cm_json_get(root, "ops") != NULL ||
+                  cm_json_get(root, "outputs") != NULL;
     if (fns != NULL && single) {
         return bad(d, "give either \"functions\" or top-level \"inputs\"/\"ops\"/\"outputs\", "
                       "not both");
@@ -2344,13 +2339,13 @@ static cm_status decode_doc(dec *d, json_t *root)
                       "\"outputs\")");
     }
     mk = push_key(d, "functions");
-    if (!json_is_array(fns)) {
+    if (!cm_json_is_array(fns)) {
         return bad(d, "expected an array of functions");
     }
-    for (size_t i = 0; i < json_array_size(fns); i++) {
+    for (size_t i = 0; i < cm_json_size(fns); i++) {
         size_t mi = push_idx(d, i);
-        json_t *f = json_array_get(fns, i);
-        if (!json_is_object(f)) {
+        const cm_json *f = cm_json_at(fns, i);
+        if (!cm_json_is_object(f)) {
             return bad(d, "expected a function object");
         }
         if (decode_function(d, f, false) != CM_OK) {
@@ -2381,11 +2376,32 @@ cm_status sp_graph_decode(const char *text, size_t len, const sp_graph_limits *l
         return cm_error_set(err, CM_EINVAL, "", "document of %zu bytes exceeds the limit of %zu",
                             len, lim.max_bytes);
     }
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (root == NULL) {
-        return cm_error_set(err, CM_EINVAL, "", "invalid JSON at line %d, column %d: %s", je.line,
-                            je.column, je.text);
+    cm_json_read_error je;
+    cm_json_doc *doc = NULL;
+    cm_status rst = cm_json_read(text, len, &doc, &je);
+    if (rst == CM_ENOMEM) {
+        return cm_error_oom(err);
+    }
+    if (rst != CM_OK) {
+        return cm_error_set(err, CM_EINVAL, "", "invalid JSON at line %zu, column %zu: %s",
+                            je.line, je.column, je.msg);
+    }
+    const cm_json *root = cm_json_doc_root(doc);
+    if (!cm_json_is_object(root) && !cm_json_is_array(root)) {
+        /* jansson, the reader before, took only an object or an array as a
+         * document: a bare scalar stays a syntax error, reported where it
+         * starts */
+        size_t line = 1, col = 1;
+        for (size_t i = 0;
+             i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n');
+             i++) {
+            line += text[i] == '\n';
+            col = text[i] == '\n' ? 1 : col + 1;
+        }
+        cm_json_doc_destroy(doc);
+        return cm_error_set(err, CM_EINVAL, "",
+                            "invalid JSON at line %zu, column %zu: expected '{' or '['", line,
+                            col);
     }
     dec d;
     memset(&d, 0, sizeof d);
@@ -2402,7 +2418,7 @@ cm_status sp_graph_decode(const char *text, size_t len, const sp_graph_limits *l
     } else {
         decode_doc(&d, root);
     }
-    json_decref(root);
+    cm_json_doc_destroy(doc);
     cm_free(d.names);
     cm_free(d.heads);
     cm_free(d.operands.v);

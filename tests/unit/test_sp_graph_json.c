@@ -97,6 +97,21 @@ static void test_sp_graph_decode_rejects_bad_json(void **state)
     expect_error("{\"inputs\": [], \"inputs\": []}", "", "invalid JSON");
 }
 
+static void test_sp_graph_decode_syntax_errors_say_where(void **state)
+{
+    (void)state;
+    expect_error("{\"inputs\": [],\n \"inputs\": []}", "",
+                 "invalid JSON at line 2, column 2: duplicate key \"inputs\"");
+    expect_error("{\"ops\": [", "", "invalid JSON at line 1, column 10: unexpected end of input");
+    expect_error("{\"name\": \"a\xff\"}", "", "invalid JSON at line 1, column 12: invalid UTF-8");
+    expect_error("{\"name\": \"\\u0000\"}", "", "invalid JSON at line 1, column 11: \\u0000");
+    expect_error("{\"a\": 1} x", "", "invalid JSON at line 1, column 10: trailing characters");
+    /* a bare scalar is no document, as with jansson before */
+    expect_error("\n  3", "", "invalid JSON at line 2, column 3: expected '{' or '['");
+    expect_error("\"x\"", "", "invalid JSON at line 1, column 1: expected '{' or '['");
+    expect_error("", "", "invalid JSON at line 1, column 1: unexpected end of input");
+}
+
 static void test_sp_graph_decode_rejects_unknown_members(void **state)
 {
     (void)state;
@@ -598,6 +613,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sp_graph_decode_rejects_bad_json),
+        cmocka_unit_test(test_sp_graph_decode_syntax_errors_say_where),
         cmocka_unit_test(test_sp_graph_decode_rejects_unknown_members),
         cmocka_unit_test(test_sp_graph_decode_rejects_unknown_value),
         cmocka_unit_test(test_sp_graph_decode_rejects_duplicate_names),
