@@ -47,7 +47,19 @@ typedef struct plan {
     uint32_t *op_rec; /* op id -> record, SP_NONE (sized to the ops before the pass) */
     uint32_t n_op_rec;
     bool oom;
+    cm_buf *tmp; /* N_TMP scratch buffers, reset before each use: the per-value
+                  * texts (sharding, PartitionSpec, rule) cost no allocation */
 } plan;
+
+enum { N_TMP = 3 };
+
+/* Scratch buffer i of p, emptied. */
+static cm_buf *scratch(const plan *p, int i)
+{
+    cm_buf *b = &p->tmp[i];
+    cm_buf_reset(b);
+    return b;
+}
 
 static void rec_push(plan *p, uint32_t op, uint32_t parent, uint32_t region, uint32_t index,
                      uint32_t func)
@@ -151,8 +163,11 @@ static void axis_json(cm_buf *b, const sp_axis_ref *r)
     if (r->pre_size > 0) {
         cm_buf_puts(b, "{\"name\":");
         cm_json_put_cstr(b, r->name);
-        cm_buf_printf(b, ",\"pre_size\":%lld,\"size\":%lld}", (long long)r->pre_size,
-                      (long long)r->size);
+        cm_buf_puts(b, ",\"pre_size\":");
+        cm_buf_put_i64(b, r->pre_size);
+        cm_buf_puts(b, ",\"size\":");
+        cm_buf_put_i64(b, r->size);
+        cm_buf_putc(b, '}');
     } else {
         cm_json_put_cstr(b, r->name);
     }
@@ -318,29 +333,25 @@ static bool pspec_write(const sp_sharding *s, bool jit, cm_buf *spec, cm_buf *no
 }
 
 /* ,"partition_spec":"P(...)" or null, and its note when there is one. */
-static void pspec_json(cm_buf *b, const sp_sharding *s)
+static void pspec_json(const plan *p, cm_buf *b, const sp_sharding *s)
 {
-    cm_buf spec, note;
-    cm_buf_init(&spec);
-    cm_buf_init(&note);
-    bool exact = pspec_write(s, false, &spec, &note);
+    cm_buf *spec = scratch(p, 0), *note = scratch(p, 1);
+    bool exact = pspec_write(s, false, spec, note);
     cm_buf_puts(b, ",\"partition_spec\":");
-    if (exact && spec.data != NULL) {
-        cm_json_put_str(b, spec.data, spec.len);
+    if (exact && spec->data != NULL) {
+        cm_json_put_str(b, spec->data, spec->len);
     } else {
         cm_buf_puts(b, "null");
     }
-    if (note.len > 0) {
-        if (!exact && spec.len > 0) {
-            cm_buf_puts(&note, "; nearest: ");
-            cm_buf_append(&note, spec.data, spec.len);
+    if (note->len > 0) {
+        if (!exact && spec->len > 0) {
+            cm_buf_puts(note, "; nearest: ");
+            cm_buf_append(note, spec->data, spec->len);
         }
         cm_buf_puts(b, ",\"partition_spec_note\":");
-        cm_json_put_str(b, note.data != NULL ? note.data : "", note.len);
+        cm_json_put_str(b, note->data != NULL ? note->data : "", note->len);
     }
-    b->oom = b->oom || spec.oom || note.oom;
-    cm_buf_fini(&spec);
-    cm_buf_fini(&note);
+    b->oom = b->oom || spec->oom || note->oom;
 }
 
 /* "sharding": {...}, "local_shape": [...] for a value of type t. */
@@ -356,12 +367,11 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
         return;
     }
     const sp_mesh *mesh = sharding_mesh(p->m, s);
-    cm_buf txt;
-    cm_buf_init(&txt);
-    sp_sharding_print(s, &txt);
+    cm_buf *txt = scratch(p, 0);
+    sp_sharding_print(s, txt);
     cm_buf_puts(b, ",\"sharding\":{\"text\":");
-    cm_json_put_str(b, txt.data != NULL ? txt.data : "", txt.len);
-    cm_buf_fini(&txt);
+    cm_json_put_str(b, txt->data != NULL ? txt->data : "", txt->len);
+    b->oom = b->oom || txt->oom;
     cm_buf_puts(b, ",\"mesh\":");
     if (s->mesh_name != NULL) {
         cm_json_put_cstr(b, s->mesh_name);
@@ -375,7 +385,8 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
         axes_json(b, ds->axes, ds->n_axes);
         cm_buf_puts(b, ds->is_closed ? ",\"closed\":true" : ",\"closed\":false");
         if (ds->priority >= 0) {
-            cm_buf_printf(b, ",\"priority\":%d", (int)ds->priority);
+            cm_buf_puts(b, ",\"priority\":");
+            cm_buf_put_i64(b, (int)ds->priority);
         }
         cm_buf_putc(b, '}');
     }
@@ -388,7 +399,7 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
         cm_buf_puts(b, ",\"unreduced\":");
         axes_json(b, s->unreduced, s->n_unreduced);
     }
-    pspec_json(b, s);
+    pspec_json(p, b, s);
     cm_buf_putc(b, '}');
     if (t->kind != SP_TYPE_TENSOR) {
         return;
@@ -465,7 +476,8 @@ static void value_head(const plan *p, uint32_t index, uint32_t v, const sp_type 
                        const char *name)
 {
     cm_buf *b = p->b;
-    cm_buf_printf(b, "{\"index\":%u", index);
+    cm_buf_puts(b, "{\"index\":");
+    cm_buf_put_i64(b, index);
     if (v != SP_NONE && p->o->graph != NULL) {
         name = sp_graph_value_name(p->o->graph, v);
     } else if (v != SP_NONE) {
@@ -667,9 +679,12 @@ static void write_meshes(const plan *p)
         for (uint32_t a = 0; a < mesh->n_axes; a++) {
             cm_buf_puts(b, a > 0 ? ",{\"name\":" : "{\"name\":");
             cm_json_put_cstr(b, mesh->axes[a].name);
-            cm_buf_printf(b, ",\"size\":%lld}", (long long)mesh->axes[a].size);
+            cm_buf_puts(b, ",\"size\":");
+            cm_buf_put_i64(b, mesh->axes[a].size);
+            cm_buf_putc(b, '}');
         }
-        cm_buf_printf(b, "],\"devices\":%lld", (long long)sp_mesh_size(mesh));
+        cm_buf_puts(b, "],\"devices\":");
+        cm_buf_put_i64(b, sp_mesh_size(mesh));
         if (mesh->n_device_ids > 0) {
             cm_buf_puts(b, ",\"device_ids\":[");
             for (uint32_t k = 0; k < mesh->n_device_ids; k++) {
@@ -709,20 +724,16 @@ static void write_op(const plan *p, uint32_t r)
     const sp_attr *rule = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_rule");
     if (rule != NULL && rule->kind == SP_ATTR_RULE) {
         cm_buf_puts(b, ",\"rule\":\"#sdy.op_sharding_rule");
-        cm_buf txt;
-        cm_buf_init(&txt);
-        sp_rule_print(rule->u.rule, &txt);
-        if (txt.data != NULL) {
+        cm_buf *txt = scratch(p, 0);
+        sp_rule_print(rule->u.rule, txt);
+        if (txt->data != NULL) {
             /* rule text has quotes only inside factor names, which are plain letters */
-            cm_buf txt2;
-            cm_buf_init(&txt2);
-            cm_json_put_str(&txt2, txt.data, txt.len);
-            if (txt2.data != NULL) {
-                cm_buf_append(b, txt2.data + 1, txt2.len - 2);
+            cm_buf *txt2 = scratch(p, 1);
+            cm_json_put_str(txt2, txt->data, txt->len);
+            if (txt2->data != NULL) {
+                cm_buf_append(b, txt2->data + 1, txt2->len - 2);
             }
-            cm_buf_fini(&txt2);
         }
-        cm_buf_fini(&txt);
         cm_buf_putc(b, '"');
     }
     const sp_attr *edges = sp_attrs_get(o->attrs, o->n_attrs, "sdy.propagation_edges");
@@ -773,12 +784,12 @@ static void py_comment(cm_buf *b, const char *s)
 /* One entry of an in_shardings/out_shardings tuple: `NamedSharding(mesh,
  * P(...)),  # name`; a value Shardy left unsharded is replicated, P(); a
  * sharding with no PartitionSpec is None with a comment saying why. */
-static void snippet_entry(cm_buf *b, const sp_sharding *s, const char *fallback_mesh,
-                          const char *name, const char *kind, uint32_t i, const char *logical)
+static void snippet_entry(const plan *p, cm_buf *b, const sp_sharding *s,
+                          const char *fallback_mesh, const char *name, const char *kind,
+                          uint32_t i, const char *logical)
 {
-    cm_buf spec, note;
-    cm_buf_init(&spec);
-    cm_buf_init(&note);
+    cm_buf *specp = scratch(p, 0), *notep = scratch(p, 1);
+    cm_buf spec = *specp, note = *notep; /* moved back to the scratch slots at the end */
     bool exact = s != NULL ? pspec_write(s, true, &spec, &note) : true;
     const char *mesh = s != NULL && s->mesh_name != NULL ? s->mesh_name : fallback_mesh;
     cm_buf_puts(b, "    ");
@@ -826,8 +837,8 @@ static void snippet_entry(cm_buf *b, const sp_sharding *s, const char *fallback_
     }
     cm_buf_putc(b, '\n');
     b->oom = b->oom || spec.oom || note.oom;
-    cm_buf_fini(&spec);
-    cm_buf_fini(&note);
+    *specp = spec;
+    *notep = note;
 }
 
 /* ,"in_shardings":"..." and ,"out_shardings":"..." of function fi: the
@@ -848,8 +859,8 @@ static void snippets_json(const plan *p, uint32_t fi)
     }
     for (int side = 0; side < 2; side++) {
         uint32_t n = side == 0 ? entry->n_args : n_out;
-        cm_buf code;
-        cm_buf_init(&code);
+        cm_buf *codep = scratch(p, 2);
+        cm_buf code = *codep; /* moved back to its slot below */
         cm_buf_puts(&code, side == 0 ? "in_shardings = (\n" : "out_shardings = (\n");
         if (n > 1) {
             /* the module's inputs are the jitted function's leaves */
@@ -869,7 +880,7 @@ static void snippets_json(const plan *p, uint32_t fi)
             } else {
                 name = sp_func_result_name(m, f, i);
             }
-            snippet_entry(&code,
+            snippet_entry(p, &code,
                           side == 0 ? sp_value_sharding(m, v) : sp_func_result_sharding(m, f, i),
                           mesh, name, side == 0 ? "input" : "output", i, logical);
         }
@@ -877,7 +888,7 @@ static void snippets_json(const plan *p, uint32_t fi)
         cm_buf_puts(p->b, side == 0 ? ",\n   \"in_shardings\":" : ",\n   \"out_shardings\":");
         cm_json_put_str(p->b, code.data != NULL ? code.data : "", code.len);
         p->b->oom = p->b->oom || code.oom;
-        cm_buf_fini(&code);
+        *codep = code;
     }
 }
 
@@ -936,6 +947,11 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     p.m = m;
     p.o = o;
     p.b = out;
+    cm_buf tmp[N_TMP];
+    for (int i = 0; i < N_TMP; i++) {
+        cm_buf_init(&tmp[i]);
+    }
+    p.tmp = tmp;
     cm_status st = CM_OK;
     sp_diags diags;
     sp_diags_init(&diags);
@@ -1018,6 +1034,9 @@ out:
     cm_free(p.recs);
     cm_free(p.funcs);
     cm_free(p.op_rec);
+    for (int i = 0; i < N_TMP; i++) {
+        cm_buf_fini(&tmp[i]);
+    }
     return st;
 }
 
