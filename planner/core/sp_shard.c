@@ -576,7 +576,16 @@ int32_t sp_mesh_axis_index(const sp_mesh *m, const char *name)
         return -1;
     }
     for (uint32_t i = 0; i < m->n_axes && i < (uint32_t)INT32_MAX; i++) {
-        if (m->axes[i].name != NULL && strcmp(m->axes[i].name, name) == 0) {
+        const char *a = m->axes[i].name, *b = name;
+        if (a == NULL) {
+            continue;
+        }
+        /* inline: axis names are short and looked up per dim per step */
+        while (*a != '\0' && *a == *b) {
+            a++;
+            b++;
+        }
+        if (*a == *b) {
             return (int32_t)i;
         }
     }
