@@ -509,7 +509,12 @@ bool cm_buf_reserve(cm_buf *b, size_t extra)
     return true;
 }
 
-void cm_buf_append(cm_buf *b, const char *s, size_t n)
+/* The external definitions of the inline appends (cm.h). */
+extern inline void cm_buf_append(cm_buf *b, const char *s, size_t n);
+extern inline void cm_buf_puts(cm_buf *b, const char *s);
+extern inline void cm_buf_putc(cm_buf *b, char c);
+
+void cm_buf_append_grow(cm_buf *b, const char *s, size_t n)
 {
     if (b->sink != NULL && n >= CM_BUF_SINK_CHUNK) {
         /* a run as large as the chunk goes straight on, uncopied */
@@ -531,21 +536,6 @@ void cm_buf_append(cm_buf *b, const char *s, size_t n)
     }
     b->len += n;
     b->data[b->len] = '\0';
-}
-
-void cm_buf_puts(cm_buf *b, const char *s)
-{
-    cm_buf_append(b, s, strlen(s));
-}
-
-void cm_buf_putc(cm_buf *b, char c)
-{
-    if (b->len + 1 < b->cap && !b->oom) {
-        b->data[b->len++] = c;
-        b->data[b->len] = '\0';
-        return;
-    }
-    cm_buf_append(b, &c, 1);
 }
 
 void cm_buf_printf(cm_buf *b, const char *fmt, ...)
