@@ -568,6 +568,15 @@ static void conflict_diags(const plan *p, diag_out *d, uint32_t op, const sp_rul
     if (rule->n_operands != o->n_operands || rule->n_results != o->n_results) {
         return;
     }
+    /* each tensor's sharding, looked up once rather than once per factor */
+    enum { N_SH = 16 };
+    const sp_sharding *shs[N_SH];
+    uint32_t n_t = rule->n_operands + rule->n_results;
+    for (uint32_t t = 0; t < n_t && t < N_SH; t++) {
+        bool is_res = t >= rule->n_operands;
+        shs[t] = sp_value_sharding(
+            p->m, is_res ? o->first_result + (t - rule->n_operands) : o->operands[t]);
+    }
     for (uint32_t f = 0; f < rule->n_factors; f++) {
         const sp_dim_sharding *first = NULL;
         uint32_t first_t = 0;
@@ -577,8 +586,8 @@ static void conflict_diags(const plan *p, diag_out *d, uint32_t op, const sp_rul
             const sp_tensor_mapping *tm = is_res ? &rule->results[i] : &rule->operands[i];
             uint32_t v = is_res ? o->first_result + i : o->operands[i];
             const sp_dim_sharding *ds = NULL;
-            if (!factor_axes(tm, sp_value_sharding(p->m, v), f, &ds) || ds == NULL ||
-                ds->n_axes == 0) {
+            const sp_sharding *sh = t < N_SH ? shs[t] : sp_value_sharding(p->m, v);
+            if (!factor_axes(tm, sh, f, &ds) || ds == NULL || ds->n_axes == 0) {
                 continue;
             }
             if (first == NULL) {
