@@ -49,7 +49,23 @@ typedef struct plan {
     bool oom;
     cm_buf *tmp; /* N_TMP scratch buffers, reset before each use: the per-value
                   * texts (sharding, PartitionSpec, rule) cost no allocation */
+    struct sh_memo *memo;
 } plan;
+
+enum { SH_MEMO_N = 32 };
+
+/* The shardings whose "sharding" member is written: its text at off (len
+ * bytes) in txt. */
+typedef struct sh_memo_entry {
+    const sp_sharding *s;
+    size_t off, len;
+} sh_memo_entry;
+
+typedef struct sh_memo {
+    sh_memo_entry items[SH_MEMO_N];
+    uint32_t n;
+    cm_buf txt;
+} sh_memo;
 
 enum { N_TMP = 3 };
 
@@ -355,18 +371,23 @@ static void pspec_json(const plan *p, cm_buf *b, const sp_sharding *s)
 }
 
 /* "sharding": {...}, "local_shape": [...] for a value of type t. */
-static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
+/* The local size divisor of dim d of s on mesh: the product of its axes'
+ * sizes, INT64_MAX past int64. */
+static int64_t dim_divisor(const sp_mesh *mesh, const sp_sharding *s, uint32_t d)
 {
-    cm_buf *b = p->b;
-    if (s == NULL) {
-        cm_buf_puts(b, ",\"sharding\":null");
-        if (t->kind == SP_TYPE_TENSOR) {
-            cm_buf_puts(b, ",\"local_shape\":");
-            shape_json(b, t);
+    int64_t k = 1;
+    for (uint32_t a = 0; a < s->dims[d].n_axes; a++) {
+        int64_t z = axis_size(mesh, &s->dims[d].axes[a]);
+        if (z <= 0 || !cm_mul_i64(k, z, &k)) {
+            return INT64_MAX;
         }
-        return;
     }
-    const sp_mesh *mesh = sharding_mesh(p->m, s);
+    return k;
+}
+
+/* ,"sharding":{...} of s into b. */
+static void sharding_part(const plan *p, const sp_sharding *s, cm_buf *b)
+{
     cm_buf *txt = scratch(p, 0);
     sp_sharding_print(s, txt);
     cm_buf_puts(b, ",\"sharding\":{\"text\":");
@@ -401,6 +422,47 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
     }
     pspec_json(p, b, s);
     cm_buf_putc(b, '}');
+}
+
+/* "sharding": {...}, "local_shape": [...] for a value of type t. Most
+ * values of a module share a few shardings, so each distinct sharding's
+ * member is written once into p's memo and copied from there: equal
+ * shardings (sp_sharding_equal, the same inlined mesh if any) write the
+ * same text. */
+static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
+{
+    cm_buf *b = p->b;
+    if (s == NULL) {
+        cm_buf_puts(b, ",\"sharding\":null");
+        if (t->kind == SP_TYPE_TENSOR) {
+            cm_buf_puts(b, ",\"local_shape\":");
+            shape_json(b, t);
+        }
+        return;
+    }
+    sh_memo *memo = p->memo;
+    const sh_memo_entry *e = NULL;
+    for (uint32_t i = 0; i < memo->n && e == NULL; i++) {
+        const sp_sharding *x = memo->items[i].s;
+        e = x == s || (x->mesh == s->mesh && sp_sharding_equal(x, s)) ? &memo->items[i] : NULL;
+    }
+    if (e == NULL && memo->n < SH_MEMO_N && !memo->txt.oom) {
+        sh_memo_entry *w = &memo->items[memo->n];
+        w->s = s;
+        w->off = memo->txt.len;
+        sharding_part(p, s, &memo->txt);
+        w->len = memo->txt.len - w->off;
+        if (!memo->txt.oom) {
+            memo->n++;
+            e = w;
+        }
+    }
+    if (e != NULL) {
+        cm_buf_append(b, memo->txt.data + e->off, e->len);
+    } else {
+        sharding_part(p, s, b);
+    }
+    const sp_mesh *mesh = sharding_mesh(p->m, s);
     if (t->kind != SP_TYPE_TENSOR) {
         return;
     }
@@ -414,15 +476,8 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
             cm_buf_puts(b, "null");
             continue;
         }
-        int64_t k = 1;
-        for (uint32_t a = 0; d < s->rank && a < s->dims[d].n_axes; a++) {
-            int64_t z = axis_size(mesh, &s->dims[d].axes[a]);
-            if (z <= 0 || !cm_mul_i64(k, z, &k)) {
-                k = INT64_MAX;
-                break;
-            }
-        }
-        cm_buf_put_i64(b, x / k + (x % k != 0));
+        int64_t kd = d < s->rank ? dim_divisor(mesh, s, d) : 1;
+        cm_buf_put_i64(b, x / kd + (x % kd != 0));
     }
     cm_buf_putc(b, ']');
 }
@@ -961,6 +1016,10 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
         cm_buf_init(&tmp[i]);
     }
     p.tmp = tmp;
+    sh_memo memo;
+    memo.n = 0;
+    cm_buf_init(&memo.txt);
+    p.memo = &memo;
     cm_status st = CM_OK;
     sp_diags diags;
     sp_diags_init(&diags);
@@ -1046,6 +1105,7 @@ out:
     for (int i = 0; i < N_TMP; i++) {
         cm_buf_fini(&tmp[i]);
     }
+    cm_buf_fini(&memo.txt);
     return st;
 }
 
