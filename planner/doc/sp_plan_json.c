@@ -65,6 +65,13 @@ typedef struct sh_memo {
     sh_memo_entry items[SH_MEMO_N];
     uint32_t n;
     cm_buf txt;
+    /* the same for rules (keyed by the rule: ops of one shape share it),
+     * each escaped for a JSON string's inside */
+    struct rule_memo {
+        const sp_rule *r;
+        size_t off, len;
+    } rules[SH_MEMO_N];
+    uint32_t n_rules;
 } sh_memo;
 
 enum { N_TMP = 3 };
@@ -788,14 +795,31 @@ static void write_op(const plan *p, uint32_t r)
     const sp_attr *rule = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_rule");
     if (rule != NULL && rule->kind == SP_ATTR_RULE) {
         cm_buf_puts(b, ",\"rule\":\"#sdy.op_sharding_rule");
-        cm_buf *txt = scratch(p, 0);
-        sp_rule_print(rule->u.rule, txt);
-        if (txt->data != NULL) {
-            /* rule text has quotes only inside factor names, which are plain letters */
-            cm_buf *txt2 = scratch(p, 1);
-            cm_json_put_str(txt2, txt->data, txt->len);
-            if (txt2->data != NULL) {
-                cm_buf_append(b, txt2->data + 1, txt2->len - 2);
+        sh_memo *memo = p->memo;
+        const struct rule_memo *e = NULL;
+        for (uint32_t i = 0; i < memo->n_rules && e == NULL; i++) {
+            e = memo->rules[i].r == rule->u.rule ? &memo->rules[i] : NULL;
+        }
+        if (e != NULL) {
+            cm_buf_append(b, memo->txt.data + e->off, e->len);
+        } else {
+            cm_buf *txt = scratch(p, 0);
+            sp_rule_print(rule->u.rule, txt);
+            if (txt->data != NULL) {
+                /* rule text has quotes only inside factor names, which are plain letters */
+                cm_buf *txt2 = scratch(p, 1);
+                cm_json_put_str(txt2, txt->data, txt->len);
+                if (txt2->data != NULL) {
+                    cm_buf_append(b, txt2->data + 1, txt2->len - 2);
+                    if (memo->n_rules < SH_MEMO_N && !memo->txt.oom && !txt2->oom) {
+                        struct rule_memo *w = &memo->rules[memo->n_rules];
+                        w->r = rule->u.rule;
+                        w->off = memo->txt.len;
+                        cm_buf_append(&memo->txt, txt2->data + 1, txt2->len - 2);
+                        w->len = memo->txt.len - w->off;
+                        memo->n_rules += !memo->txt.oom;
+                    }
+                }
             }
         }
         cm_buf_putc(b, '"');
@@ -1018,6 +1042,7 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     p.tmp = tmp;
     sh_memo memo;
     memo.n = 0;
+    memo.n_rules = 0;
     cm_buf_init(&memo.txt);
     p.memo = &memo;
     cm_status st = CM_OK;
