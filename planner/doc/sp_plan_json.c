@@ -792,7 +792,22 @@ static void write_op(const plan *p, uint32_t r)
         cm_buf_puts(b, ",\"source\":");
         cm_json_put_cstr(b, src);
     }
-    const sp_attr *rule = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_rule");
+    /* the three sdy.* attributes written, in one pass over the op's
+     * attributes (the first of each name, as sp_attrs_get finds) */
+    const sp_attr *rule = NULL, *edges = NULL, *origins = NULL;
+    for (uint32_t i = 0; i < o->n_attrs; i++) {
+        const char *n = o->attrs[i].name;
+        if (!(n[0] == 's' && n[1] == 'd' && n[2] == 'y' && n[3] == '.')) {
+            continue;
+        }
+        if (rule == NULL && strcmp(n + 4, "sharding_rule") == 0) {
+            rule = o->attrs[i].value;
+        } else if (edges == NULL && strcmp(n + 4, "propagation_edges") == 0) {
+            edges = o->attrs[i].value;
+        } else if (origins == NULL && strcmp(n + 4, "sharding_origins") == 0) {
+            origins = o->attrs[i].value;
+        }
+    }
     if (rule != NULL && rule->kind == SP_ATTR_RULE) {
         cm_buf_puts(b, ",\"rule\":\"#sdy.op_sharding_rule");
         sh_memo *memo = p->memo;
@@ -824,12 +839,10 @@ static void write_op(const plan *p, uint32_t r)
         }
         cm_buf_putc(b, '"');
     }
-    const sp_attr *edges = sp_attrs_get(o->attrs, o->n_attrs, "sdy.propagation_edges");
     if (edges != NULL && edges->kind == SP_ATTR_OPAQUE) {
         cm_buf_puts(b, ",\"edges\":");
         cm_json_put_cstr(b, edges->u.opaque.text);
     }
-    const sp_attr *origins = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_origins");
     cm_buf_puts(b, ",\"results\":[");
     for (uint32_t i = 0; i < o->n_results; i++) {
         uint32_t v = o->first_result + i;
