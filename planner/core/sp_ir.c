@@ -774,6 +774,12 @@ static const char *known_attr_name(const char *name)
 {
     static const char *const names[] = {"sdy.sharding", "sdy.sharding_rule", "sharding",
                                         "sdy.sharding_origins", "sdy.result_sharding_origins"};
+    /* callers pass these very literals (merged by the linker) most often */
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (names[i] == name) {
+            return names[i];
+        }
+    }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (name_eq(names[i], name)) {
             return names[i];

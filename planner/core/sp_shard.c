@@ -1302,8 +1302,11 @@ cm_status sp_sharding_verify(sp_sharding *s, const sp_mesh *m, uint32_t rank, co
 
 static bool str_eq(const char *a, const char *b)
 {
+    if (a == b) {
+        return true; /* names are often the same string (the mesh's, an interned one) */
+    }
     if (a == NULL || b == NULL) {
-        return a == b;
+        return false;
     }
     return strcmp(a, b) == 0;
 }
