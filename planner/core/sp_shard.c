@@ -1202,8 +1202,8 @@ static cm_status check_list(const sp_mesh *m, const sp_axis_ref *r, uint32_t n, 
             list_path(path, sizeof path, what, dim, i);
             return check_ref(m, &r[i], path, &cur, err);
         }
-        if (i > 0 && (mergeable(&r[i - 1], &prev, &r[i], &cur) ||
-                      (ordered && span_cmp(&prev, &cur) > 0))) {
+        if (i > 0 &&
+            (mergeable(&r[i - 1], &prev, &r[i], &cur) || (ordered && span_cmp(&prev, &cur) > 0))) {
             list_path(path, sizeof path, what, dim, i);
         }
         if (i > 0 && mergeable(&r[i - 1], &prev, &r[i], &cur)) {

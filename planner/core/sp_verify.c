@@ -657,8 +657,8 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                 } else {
                     for (uint32_t k = 0; k < op->n_results; k++) {
                         who_prefix wh = {.form = op->n_results == 1 ? WHO_RESULT : WHO_RESULT_K,
-                                  .name = op->name,
-                                  .k = k};
+                                         .name = op->name,
+                                         .k = k};
                         check(m, i, at->u.shardings.items[k],
                               &m->types[m->values[op->first_result + k].type], &wh, d, &bad);
                     }

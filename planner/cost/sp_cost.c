@@ -2260,7 +2260,8 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
         }
         cm_buf_puts(b, ",\"kind\":\"");
         cm_buf_puts(b, sp_coll_kind_name(k->kind));
-        cm_buf_puts(b, k->implied ? "\",\"implied\":true,\"axes\":[" : "\",\"implied\":false,\"axes\":[");
+        cm_buf_puts(b, k->implied ? "\",\"implied\":true,\"axes\":["
+                                  : "\",\"implied\":false,\"axes\":[");
         for (uint32_t j = 0; j < k->n_axes; j++) {
             cm_json_put_sep(b);
             cm_json_put_cstr(b, k->axes[j]);

@@ -636,8 +636,8 @@ static void conflict_diags(const plan *p, diag_out *d, uint32_t op, const sp_rul
     uint32_t n_t = rule->n_operands + rule->n_results;
     for (uint32_t t = 0; t < n_t && t < N_SH; t++) {
         bool is_res = t >= rule->n_operands;
-        shs[t] = sp_value_sharding(
-            p->m, is_res ? o->first_result + (t - rule->n_operands) : o->operands[t]);
+        shs[t] = sp_value_sharding(p->m, is_res ? o->first_result + (t - rule->n_operands)
+                                                : o->operands[t]);
     }
     for (uint32_t f = 0; f < rule->n_factors; f++) {
         const sp_dim_sharding *first = NULL;
@@ -885,9 +885,8 @@ static void py_comment(cm_buf *b, const char *s)
 /* One entry of an in_shardings/out_shardings tuple: `NamedSharding(mesh,
  * P(...)),  # name`; a value Shardy left unsharded is replicated, P(); a
  * sharding with no PartitionSpec is None with a comment saying why. */
-static void snippet_entry(const plan *p, cm_buf *b, const sp_sharding *s,
-                          const char *fallback_mesh, const char *name, const char *kind,
-                          uint32_t i, const char *logical)
+static void snippet_entry(const plan *p, cm_buf *b, const sp_sharding *s, const char *fallback_mesh,
+                          const char *name, const char *kind, uint32_t i, const char *logical)
 {
     cm_buf *specp = scratch(p, 0), *notep = scratch(p, 1);
     cm_buf spec = *specp, note = *notep; /* moved back to the scratch slots at the end */
