@@ -509,7 +509,12 @@ bool cm_buf_reserve(cm_buf *b, size_t extra)
     return true;
 }
 
-void cm_buf_append(cm_buf *b, const char *s, size_t n)
+/* The external definitions of the inline appends (cm.h). */
+extern inline void cm_buf_append(cm_buf *b, const char *s, size_t n);
+extern inline void cm_buf_puts(cm_buf *b, const char *s);
+extern inline void cm_buf_putc(cm_buf *b, char c);
+
+void cm_buf_append_grow(cm_buf *b, const char *s, size_t n)
 {
     if (b->sink != NULL && n >= CM_BUF_SINK_CHUNK) {
         /* a run as large as the chunk goes straight on, uncopied */
@@ -531,21 +536,6 @@ void cm_buf_append(cm_buf *b, const char *s, size_t n)
     }
     b->len += n;
     b->data[b->len] = '\0';
-}
-
-void cm_buf_puts(cm_buf *b, const char *s)
-{
-    cm_buf_append(b, s, strlen(s));
-}
-
-void cm_buf_putc(cm_buf *b, char c)
-{
-    if (b->len + 1 < b->cap && !b->oom) {
-        b->data[b->len++] = c;
-        b->data[b->len] = '\0';
-        return;
-    }
-    cm_buf_append(b, &c, 1);
 }
 
 void cm_buf_printf(cm_buf *b, const char *fmt, ...)
@@ -580,14 +570,28 @@ void cm_buf_json_string(cm_buf *b, const char *s, size_t n)
 
 void cm_buf_put_i64(cm_buf *b, int64_t v)
 {
+    /* two digits per division: writers put an integer per shape dim,
+     * index and byte count */
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
     char tmp[24];
     char *e = tmp + sizeof tmp;
     char *p = e;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--p = (char)('0' + u % 10u);
-        u /= 10u;
-    } while (u != 0);
+    while (u >= 100u) {
+        unsigned r = (unsigned)(u % 100u);
+        u /= 100u;
+        *--p = pairs[2 * r + 1];
+        *--p = pairs[2 * r];
+    }
+    if (u >= 10u) {
+        *--p = pairs[2 * u + 1];
+        *--p = pairs[2 * u];
+    } else {
+        *--p = (char)('0' + u);
+    }
     if (v < 0) {
         *--p = '-';
     }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum cm_status {
     CM_OK = 0,
@@ -180,9 +181,35 @@ size_t cm_buf_total(const cm_buf *b);
 void cm_buf_fini(cm_buf *b);
 void cm_buf_reset(cm_buf *b);
 bool cm_buf_reserve(cm_buf *b, size_t extra);
-void cm_buf_append(cm_buf *b, const char *s, size_t n);
-void cm_buf_puts(cm_buf *b, const char *s);
-void cm_buf_putc(cm_buf *b, char c);
+/* The appends below are inline when the bytes fit an ordinary buffer that
+ * has not failed (writers call them per byte and per token; a constant
+ * string's length folds away), and call cm_buf_append_grow otherwise. */
+void cm_buf_append_grow(cm_buf *b, const char *s, size_t n);
+inline void cm_buf_append(cm_buf *b, const char *s, size_t n)
+{
+    if (b->sink == NULL && !b->oom && n < b->cap - b->len) {
+        if (n > 0) {
+            memcpy(b->data + b->len, s, n);
+        }
+        b->len += n;
+        b->data[b->len] = '\0';
+        return;
+    }
+    cm_buf_append_grow(b, s, n);
+}
+inline void cm_buf_puts(cm_buf *b, const char *s)
+{
+    cm_buf_append(b, s, strlen(s));
+}
+inline void cm_buf_putc(cm_buf *b, char c)
+{
+    if (b->len + 1 < b->cap && !b->oom) {
+        b->data[b->len++] = c;
+        b->data[b->len] = '\0';
+        return;
+    }
+    cm_buf_append_grow(b, &c, 1);
+}
 void cm_buf_printf(cm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cm_buf_put_i64(cm_buf *b, int64_t v);
 /* The n bytes at s as a JSON string literal: exactly cm_json_put_str

@@ -753,14 +753,35 @@ cm_status sp_op_clone_deep(sp_module *m, uint32_t op, sp_value_map *map, uint32_
     return CM_OK;
 }
 
+/* Whether attribute names a and b are equal. Lookups run for every op at
+ * every step of the passes, and names mostly differ in their first bytes or
+ * are the same static string, so an inline loop beats a call to strcmp. */
+static inline bool name_eq(const char *a, const char *b)
+{
+    if (a == b) {
+        return true;
+    }
+    while (*a != '\0' && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
 /* The attribute names passes set on many ops, as static strings: an op's
  * attribute names are never freed or written, so they need no arena copy. */
 static const char *known_attr_name(const char *name)
 {
     static const char *const names[] = {"sdy.sharding", "sdy.sharding_rule", "sharding",
                                         "sdy.sharding_origins", "sdy.result_sharding_origins"};
+    /* callers pass these very literals (merged by the linker) most often */
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strcmp(names[i], name) == 0) {
+        if (names[i] == name) {
+            return names[i];
+        }
+    }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (name_eq(names[i], name)) {
             return names[i];
         }
     }
@@ -771,7 +792,7 @@ cm_status sp_op_set_attr(sp_module *m, uint32_t opid, const char *name, sp_attr 
 {
     sp_op *op = &m->ops[opid];
     for (uint32_t i = 0; i < op->n_attrs; i++) {
-        if (strcmp(op->attrs[i].name, name) == 0) {
+        if (name_eq(op->attrs[i].name, name)) {
             op->attrs[i].value = value;
             return CM_OK;
         }
@@ -809,7 +830,7 @@ bool sp_op_remove_attr(sp_module *m, uint32_t opid, const char *name)
 {
     sp_op *op = &m->ops[opid];
     for (uint32_t i = 0; i < op->n_attrs; i++) {
-        if (strcmp(op->attrs[i].name, name) == 0) {
+        if (name_eq(op->attrs[i].name, name)) {
             /* the arena-owned list is shortened in place */
             memmove(&op->attrs[i], &op->attrs[i + 1], sizeof op->attrs[0] * (op->n_attrs - i - 1));
             op->n_attrs--;
@@ -856,7 +877,7 @@ cm_status sp_region_add_block(sp_module *m, uint32_t opid, uint32_t region, uint
 const sp_attr *sp_attrs_get(const sp_named_attr *attrs, uint32_t n, const char *name)
 {
     for (uint32_t i = 0; i < n; i++) {
-        if (strcmp(attrs[i].name, name) == 0) {
+        if (name_eq(attrs[i].name, name)) {
             return attrs[i].value;
         }
     }
@@ -1552,6 +1573,24 @@ bool sp_op_source(const sp_module *m, uint32_t op, char *buf, size_t n)
     if (f == NULL) {
         return false;
     }
-    snprintf(buf, n, "%s:%u", f->str != NULL ? f->str : "", f->line);
+    /* snprintf(buf, n, "%s:%u", ...) by hand (it runs per op of each plan
+     * document and cost section), cut short at n - 1 bytes as snprintf is */
+    char num[12];
+    size_t k = sizeof num;
+    unsigned line = f->line;
+    do {
+        num[--k] = (char)('0' + line % 10u);
+        line /= 10u;
+    } while (line != 0);
+    num[--k] = ':';
+    const char *parts[2] = {f->str != NULL ? f->str : "", num + k};
+    size_t lens[2] = {strlen(parts[0]), sizeof num - k};
+    size_t at = 0;
+    for (int i = 0; i < 2; i++) {
+        size_t c = lens[i] < n - 1 - at ? lens[i] : n - 1 - at;
+        memcpy(buf + at, parts[i], c);
+        at += c;
+    }
+    buf[at] = '\0';
     return true;
 }

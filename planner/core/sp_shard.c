@@ -576,7 +576,16 @@ int32_t sp_mesh_axis_index(const sp_mesh *m, const char *name)
         return -1;
     }
     for (uint32_t i = 0; i < m->n_axes && i < (uint32_t)INT32_MAX; i++) {
-        if (m->axes[i].name != NULL && strcmp(m->axes[i].name, name) == 0) {
+        const char *a = m->axes[i].name, *b = name;
+        if (a == NULL) {
+            continue;
+        }
+        /* inline: axis names are short and looked up per dim per step */
+        while (*a != '\0' && *a == *b) {
+            a++;
+            b++;
+        }
+        if (*a == *b) {
             return (int32_t)i;
         }
     }
@@ -1164,8 +1173,22 @@ static bool mergeable(const sp_axis_ref *a, const span *sa, const sp_axis_ref *b
     return a->pre_size > 0 && b->pre_size > 0 && sa->axis == sb->axis && sa->hi == sb->lo;
 }
 
+#define NO_DIM UINT32_MAX /* check_list: a list that is not a dim's */
+
+/* The path of ref i of a list: what, then /dim when dim is not NO_DIM,
+ * then /i. Built only for an error: verification runs per sharding of
+ * every input. */
+static void list_path(char *path, size_t cap, const char *what, uint32_t dim, uint32_t i)
+{
+    if (dim != NO_DIM) {
+        snprintf(path, cap, "%s/%u/%u", what, dim, i);
+    } else {
+        snprintf(path, cap, "%s/%u", what, i);
+    }
+}
+
 static cm_status check_list(const sp_mesh *m, const sp_axis_ref *r, uint32_t n, const char *what,
-                            bool ordered, cm_error *err)
+                            uint32_t dim, bool ordered, cm_error *err)
 {
     char path[64];
     char b1[160];
@@ -1173,10 +1196,15 @@ static cm_status check_list(const sp_mesh *m, const sp_axis_ref *r, uint32_t n, 
     span prev = {0, 0, 0};
     for (uint32_t i = 0; i < n; i++) {
         span cur;
-        snprintf(path, sizeof path, "%s/%u", what, i);
-        cm_status st = check_ref(m, &r[i], path, &cur, err);
+        cm_status st = check_ref(m, &r[i], "", &cur, NULL);
         if (st != CM_OK) {
-            return st;
+            /* again, with the path, for the error */
+            list_path(path, sizeof path, what, dim, i);
+            return check_ref(m, &r[i], path, &cur, err);
+        }
+        if (i > 0 &&
+            (mergeable(&r[i - 1], &prev, &r[i], &cur) || (ordered && span_cmp(&prev, &cur) > 0))) {
+            list_path(path, sizeof path, what, dim, i);
         }
         if (i > 0 && mergeable(&r[i - 1], &prev, &r[i], &cur)) {
             return vfail(err, path, "%s and %s are consecutive sub-axes; merge them into one",
@@ -1209,25 +1237,27 @@ cm_status sp_sharding_verify(sp_sharding *s, const sp_mesh *m, uint32_t rank, co
     uint32_t total = 0;
     for (uint32_t d = 0; d < s->rank; d++) {
         const sp_dim_sharding *ds = &s->dims[d];
-        snprintf(path, sizeof path, "/dims/%u", d);
         if (ds->priority < -1) {
+            snprintf(path, sizeof path, "/dims/%u", d);
             return vfail(err, path, "dim %u has a negative priority %d", d, ds->priority);
         }
         if (ds->priority >= 0 && ds->is_closed && ds->n_axes == 0) {
+            snprintf(path, sizeof path, "/dims/%u", d);
             return vfail(err, path, "dim %u is empty and closed but has a priority", d);
         }
-        cm_status st = check_list(m, ds->axes, ds->n_axes, path, false, err);
+        cm_status st = check_list(m, ds->axes, ds->n_axes, "/dims", d, false, err);
         if (st != CM_OK) {
             return st;
         }
         if (ds->n_axes > UINT32_MAX - total) {
+            snprintf(path, sizeof path, "/dims/%u", d);
             return vfail(err, path, "too many axis refs");
         }
         total += ds->n_axes;
     }
-    cm_status st = check_list(m, s->replicated, s->n_replicated, "/replicated", true, err);
+    cm_status st = check_list(m, s->replicated, s->n_replicated, "/replicated", NO_DIM, true, err);
     if (st == CM_OK) {
-        st = check_list(m, s->unreduced, s->n_unreduced, "/unreduced", true, err);
+        st = check_list(m, s->unreduced, s->n_unreduced, "/unreduced", NO_DIM, true, err);
     }
     if (st != CM_OK) {
         return st;
@@ -1272,8 +1302,11 @@ cm_status sp_sharding_verify(sp_sharding *s, const sp_mesh *m, uint32_t rank, co
 
 static bool str_eq(const char *a, const char *b)
 {
+    if (a == b) {
+        return true; /* names are often the same string (the mesh's, an interned one) */
+    }
     if (a == NULL || b == NULL) {
-        return a == b;
+        return false;
     }
     return strcmp(a, b) == 0;
 }

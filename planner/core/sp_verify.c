@@ -192,13 +192,53 @@ static bool maximal_or_replicated(const sp_module *m, const sp_sharding *s)
     return s->n_unreduced == 0;
 }
 
-/* Verifies s for a value of type t with Shardy's checks and messages; what
- * is the message prefix Shardy gives it ("'func.func' op arg 0 - ", "op
- * result - "). Then sp_sharding_verify, which also resolves full-axis sizes
- * for the passes. */
-static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, const char *what,
+/* The message prefix Shardy gives a sharding ("'func.func' op arg 0 - ",
+ * "'stablehlo.add' op result - "), formatted only for an error. */
+typedef enum who_form {
+    WHO_FUNC_ARG,    /* 'func.func' op arg K - */
+    WHO_FUNC_RESULT, /* 'func.func' op result K - */
+    WHO_RESULT,      /* 'NAME' op result - */
+    WHO_RESULT_K,    /* 'NAME' op result K - */
+    WHO_OP           /* 'NAME' op */
+} who_form;
+
+typedef struct who_prefix {
+    who_form form;
+    const char *name; /* the op's name */
+    uint32_t k;
+} who_prefix;
+
+enum { WHO_LEN = 160 };
+
+static const char *who_text(const who_prefix *w, char *buf, size_t cap)
+{
+    switch (w->form) {
+    case WHO_FUNC_ARG:
+        snprintf(buf, cap, "'func.func' op arg %u - ", w->k);
+        break;
+    case WHO_FUNC_RESULT:
+        snprintf(buf, cap, "'func.func' op result %u - ", w->k);
+        break;
+    case WHO_RESULT:
+        snprintf(buf, cap, "'%s' op result - ", w->name);
+        break;
+    case WHO_RESULT_K:
+        snprintf(buf, cap, "'%s' op result %u - ", w->name, w->k);
+        break;
+    case WHO_OP:
+        snprintf(buf, cap, "'%s' op ", w->name);
+        break;
+    }
+    return buf;
+}
+
+/* Verifies s for a value of type t with Shardy's checks and messages; wh
+ * says the message prefix. Then sp_sharding_verify, which also resolves
+ * full-axis sizes for the passes. */
+static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, const who_prefix *wh,
                   sp_diags *d, bool *bad)
 {
+    char what[WHO_LEN];
     const sp_mesh *mesh = s->mesh;
     if (mesh == NULL && s->mesh_name != NULL) {
         mesh = sp_module_mesh(m, s->mesh_name);
@@ -219,7 +259,8 @@ static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, c
         uint32_t inner;
         if (!one) {
             sp_diags_add(d, m, op, SP_DIAG_ERROR,
-                         "%sops can only have a sharding for a tuple of size 1: %s", what, t->text);
+                         "%sops can only have a sharding for a tuple of size 1: %s",
+                         who_text(wh, what, sizeof what), t->text);
             *bad = true;
             return;
         }
@@ -228,7 +269,7 @@ static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, c
         }
     }
     if (!sp_verify_sharding(s, mesh, t, msg, sizeof msg)) {
-        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", what, msg);
+        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", who_text(wh, what, sizeof what), msg);
         *bad = true;
         return;
     }
@@ -238,7 +279,7 @@ static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, c
         sp_diags_add(d, m, op, SP_DIAG_ERROR,
                      "%soperates on axis \"%s\" which is already bound by a parent "
                      "sdy.manual_computation op",
-                     what, axis);
+                     who_text(wh, what, sizeof what), axis);
         sp_diags_add(d, m, owner, SP_DIAG_NOTE, "parent bounding this axis as manual");
         *bad = true;
         return;
@@ -249,7 +290,7 @@ static void check(sp_module *m, uint32_t op, sp_sharding *s, const sp_type *t, c
     cm_error e;
     cm_error_clear(&e);
     if (sp_sharding_verify(s, mesh, t->rank, NULL, &e) != CM_OK) {
-        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", what, e.msg);
+        sp_diags_add(d, m, op, SP_DIAG_ERROR, "%s%s", who_text(wh, what, sizeof what), e.msg);
         *bad = true;
     }
 }
@@ -495,7 +536,6 @@ static void verify_rule(sp_module *m, uint32_t opid, const sp_rule *r, sp_diags 
 cm_status sp_module_verify(sp_module *m, sp_diags *d)
 {
     bool bad = false, type_seen = false;
-    char what[160];
     /* what Shardy checks while parsing stops it before any op verifies */
     for (uint32_t i = 0; i < m->n_ops; i++) {
         if (m->ops[i].parent_block != SP_NONE &&
@@ -563,8 +603,8 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                     bad = true;
                 }
                 if (s != NULL) {
-                    snprintf(what, sizeof what, "'func.func' op arg %u - ", k);
-                    check(m, i, s, &m->types[ft->inputs[k]], what, d, &bad);
+                    who_prefix wh = {.form = WHO_FUNC_ARG, .k = k};
+                    check(m, i, s, &m->types[ft->inputs[k]], &wh, d, &bad);
                 }
             }
             for (uint32_t k = 0; ft != NULL && ra != NULL && ra->kind == SP_ATTR_ARRAY &&
@@ -579,8 +619,8 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                     bad = true;
                 }
                 if (s != NULL) {
-                    snprintf(what, sizeof what, "'func.func' op result %u - ", k);
-                    check(m, i, s, &m->types[ft->results[k]], what, d, &bad);
+                    who_prefix wh = {.form = WHO_FUNC_RESULT, .k = k};
+                    check(m, i, s, &m->types[ft->results[k]], &wh, d, &bad);
                 }
             }
             continue;
@@ -616,22 +656,20 @@ cm_status sp_module_verify(sp_module *m, sp_diags *d)
                     bad = true;
                 } else {
                     for (uint32_t k = 0; k < op->n_results; k++) {
-                        if (op->n_results == 1) {
-                            snprintf(what, sizeof what, "'%s' op result - ", op->name);
-                        } else {
-                            snprintf(what, sizeof what, "'%s' op result %u - ", op->name, k);
-                        }
+                        who_prefix wh = {.form = op->n_results == 1 ? WHO_RESULT : WHO_RESULT_K,
+                                         .name = op->name,
+                                         .k = k};
                         check(m, i, at->u.shardings.items[k],
-                              &m->types[m->values[op->first_result + k].type], what, d, &bad);
+                              &m->types[m->values[op->first_result + k].type], &wh, d, &bad);
                     }
                 }
             } else if (strcmp(name, "sharding") == 0 && at->kind == SP_ATTR_SHARDING &&
                        op->n_results == 1) {
-                snprintf(what, sizeof what, "'%s' op ", op->name);
+                who_prefix wh = {.form = WHO_OP, .name = op->name};
                 bool was_bad = bad;
                 bad = false;
-                check(m, i, at->u.sharding, &m->types[m->values[op->first_result].type], what,
-                      d, &bad);
+                check(m, i, at->u.sharding, &m->types[m->values[op->first_result].type], &wh, d,
+                      &bad);
                 if (!bad && op->n_operands == 1 &&
                     (op->kind == SP_OP_SDY_RESHARD || op->kind == SP_OP_SDY_SHARDING_CONSTRAINT)) {
                     const sp_sharding *src = source_sharding(m, op->operands[0]);

@@ -334,6 +334,11 @@ static bool edges_attr_ok(sp_module *m, uint32_t op, const sp_attr *a, edge_entr
 
 static bool is_edges_name(const char *name, bool *single)
 {
+    /* every attribute of every op comes here twice: most are not sdy.* */
+    if (!(name[0] == 's' && name[1] == 'd' && name[2] == 'y' && name[3] == '.')) {
+        *single = false;
+        return false;
+    }
     *single = strcmp(name, "sdy.propagation_edges") == 0;
     return *single || strcmp(name, "sdy.result_propagation_edges") == 0 ||
            strcmp(name, "sdy.block_arg_propagation_edges") == 0;

@@ -2157,12 +2157,24 @@ static void put_op_where(const sp_cost *c, cm_buf *b, const sp_module *m, uint32
     if (o->n_results > 0) {
         nm = c != NULL ? name_of(c, m, o->first_result) : sp_value_name(m, o->first_result);
     }
-    cm_json_put_kv_str(b, "name", nm);
+    /* the members after "op" follow a value: their ',' is always due */
+    cm_buf_puts(b, ",\"name\":");
+    cm_json_put_cstr(b, nm);
     char src[256];
-    cm_json_put_kv_str(b, "source", sp_op_source(m, id, src, sizeof src) ? src : NULL);
+    cm_buf_puts(b, ",\"source\":");
+    cm_json_put_cstr(b, sp_op_source(m, id, src, sizeof src) ? src : NULL);
     if (with_lines && o->line > 0) {
-        cm_buf_printf(b, ",\"line\":%u", o->line);
+        cm_buf_puts(b, ",\"line\":");
+        cm_buf_put_i64(b, o->line);
     }
+}
+
+/* ,"key":v as cm_json_put_kv_num(b, key, v, 6) writes it after a value;
+ * member is the text `,"key":`. */
+static void put_num_after(cm_buf *b, const char *member, double v)
+{
+    cm_buf_puts(b, member);
+    cm_json_put_num(b, v, 6);
 }
 
 #define JSON_MAX_COLLS 100000u
@@ -2239,23 +2251,29 @@ static void write_json(const sp_cost *c, const sp_module *m, cm_buf *b, bool wit
         cm_buf_puts(b, i > 0 ? ",\n  {\"op\":" : "\n  {\"op\":");
         cm_json_put_cstr(b, o->name);
         if (with_lines && o->line > 0) {
-            cm_buf_printf(b, ",\"line\":%u", o->line);
+            cm_buf_puts(b, ",\"line\":");
+            cm_buf_put_i64(b, o->line);
         }
         if (k->operand != SP_NONE) {
-            cm_buf_printf(b, ",\"operand\":%u", k->operand);
+            cm_buf_puts(b, ",\"operand\":");
+            cm_buf_put_i64(b, k->operand);
         }
-        cm_buf_printf(b, ",\"kind\":\"%s\",\"implied\":%s,\"axes\":[", sp_coll_kind_name(k->kind),
-                      k->implied ? "true" : "false");
+        cm_buf_puts(b, ",\"kind\":\"");
+        cm_buf_puts(b, sp_coll_kind_name(k->kind));
+        cm_buf_puts(b, k->implied ? "\",\"implied\":true,\"axes\":["
+                                  : "\",\"implied\":false,\"axes\":[");
         for (uint32_t j = 0; j < k->n_axes; j++) {
             cm_json_put_sep(b);
             cm_json_put_cstr(b, k->axes[j]);
         }
-        cm_buf_printf(b, "],\"group\":%lld,\"tensor_bytes\":", (long long)k->group);
+        cm_buf_puts(b, "],\"group\":");
+        cm_buf_put_i64(b, k->group);
+        cm_buf_puts(b, ",\"tensor_bytes\":");
         cm_json_put_num(b, k->tensor_bytes, 6);
-        cm_json_put_kv_num(b, "bytes", k->bytes, 6);
-        cm_json_put_kv_num(b, "seconds", k->time_s, 6);
+        put_num_after(b, ",\"bytes\":", k->bytes);
+        put_num_after(b, ",\"seconds\":", k->time_s);
         if (k->count != 1) {
-            cm_json_put_kv_num(b, "count", k->count, 6);
+            put_num_after(b, ",\"count\":", k->count);
         }
         cm_buf_putc(b, '}');
     }
@@ -2403,16 +2421,22 @@ void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t ma
         const sp_type *t = sp_value_type(m, k->value);
         cm_buf_puts(b, i > 0 ? ",\n  {\"kind\":" : "\n  {\"kind\":");
         cm_json_put_cstr(b, sp_cost_buf_kind_name(k->kind));
-        cm_json_put_kv_num(b, "bytes", k->bytes, 6);
-        cm_json_put_kv_str(b, "dtype", t->kind == SP_TYPE_TENSOR ? sp_elem_name(t->elem) : NULL);
+        put_num_after(b, ",\"bytes\":", k->bytes);
+        cm_buf_puts(b, ",\"dtype\":");
+        cm_json_put_cstr(b, t->kind == SP_TYPE_TENSOR ? sp_elem_name(t->elem) : NULL);
         cm_buf_puts(b, ",\"shape\":[");
         for (uint32_t d = 0; t->kind == SP_TYPE_TENSOR && d < t->rank; d++) {
-            cm_buf_printf(b, d > 0 ? ",%lld" : "%lld", (long long)t->dims[d]);
+            if (d > 0) {
+                cm_buf_putc(b, ',');
+            }
+            cm_buf_put_i64(b, t->dims[d]);
         }
         cm_buf_putc(b, ']');
         if (v->def == SP_NONE) {
-            cm_buf_printf(b, ",\"argument\":%u", v->index);
-            cm_json_put_kv_str(b, "name", name_of(c, m, k->value));
+            cm_buf_puts(b, ",\"argument\":");
+            cm_buf_put_i64(b, v->index);
+            cm_buf_puts(b, ",\"name\":");
+            cm_json_put_cstr(b, name_of(c, m, k->value));
         } else {
             put_op_where(c, b, m, v->def, with_lines);
         }
@@ -2422,7 +2446,11 @@ void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t ma
     if (max_points > 0 && c->n_mem > max_points) {
         stride = c->n_mem / max_points + (c->n_mem % max_points != 0);
     }
-    cm_buf_printf(b, "],\n \"n_ops\":%u,\"stride\":%u,\"points\":[", c->n_mem, stride);
+    cm_buf_puts(b, "],\n \"n_ops\":");
+    cm_buf_put_i64(b, c->n_mem);
+    cm_buf_puts(b, ",\"stride\":");
+    cm_buf_put_i64(b, stride);
+    cm_buf_puts(b, ",\"points\":[");
     for (uint32_t i = 0; i < c->n_mem; i += stride) {
         uint32_t best = i;
         for (uint32_t j = i; j < i + stride && j < c->n_mem; j++) {
@@ -2432,12 +2460,12 @@ void sp_cost_write_memory_json(const sp_cost *c, const sp_module *m, uint32_t ma
             }
         }
         const sp_cost_mem_point *p = &c->mem[best];
-        cm_buf_printf(b, i > 0 ? ",\n  {\"index\":%u" : "\n  {\"index\":%u", best);
+        cm_buf_puts(b, i > 0 ? ",\n  {\"index\":" : "\n  {\"index\":");
+        cm_buf_put_i64(b, best);
         put_op_where(c, b, m, p->op, with_lines);
-        cm_json_put_kv_num(b, "activation_bytes", p->activation_bytes, 6);
-        cm_json_put_kv_num(b, "temporary_bytes", p->temporary_bytes, 6);
-        cm_json_put_kv_num(b, "live_bytes", resident + p->activation_bytes + p->temporary_bytes,
-                           6);
+        put_num_after(b, ",\"activation_bytes\":", p->activation_bytes);
+        put_num_after(b, ",\"temporary_bytes\":", p->temporary_bytes);
+        put_num_after(b, ",\"live_bytes\":", resident + p->activation_bytes + p->temporary_bytes);
         cm_buf_putc(b, '}');
     }
     cm_buf_puts(b, "]}");

@@ -38,7 +38,9 @@ cm_status sp_plan_create(const char *text, size_t len, const sp_input_opts *o,
         return st;
     }
     /* the text the hashes cover: the module as MLIR, then the pass (the
-     * document's input_sha256), then what the text does not show (the key) */
+     * document's input_sha256), then what the text does not show (the key).
+     * One SHA-256 pass over the module text: the key's state continues from
+     * a copy of the input hash's. */
     cm_buf txt;
     cm_buf_init(&txt);
     sp_print_opts popts = {false, false};
@@ -46,18 +48,25 @@ cm_status sp_plan_create(const char *text, size_t len, const sp_input_opts *o,
     cm_buf_puts(&txt, "\n// pass: ");
     cm_buf_puts(&txt, sp_plan_pass_name(p->pass));
     if (!txt.oom) {
-        cm_sha256_hex(txt.data, txt.len, p->input_sha);
-    }
-    if (key_extra != NULL && key_extra_len > 0) {
-        char hx[2 * CM_SHA256_LEN + 1];
-        cm_sha256_hex(key_extra, key_extra_len, hx);
-        cm_buf_puts(&txt, "\n// document: ");
-        cm_buf_puts(&txt, hx);
+        cm_sha256 h;
+        cm_sha256_init(&h);
+        cm_sha256_update(&h, txt.data, txt.len);
+        cm_sha256 key = h;
+        uint8_t dig[CM_SHA256_LEN];
+        cm_sha256_final(&h, dig);
+        cm_sha256_to_hex(dig, p->input_sha);
+        if (key_extra != NULL && key_extra_len > 0) {
+            char hx[2 * CM_SHA256_LEN + 1];
+            cm_sha256_hex(key_extra, key_extra_len, hx);
+            cm_sha256_update(&key, "\n// document: ", strlen("\n// document: "));
+            cm_sha256_update(&key, hx, 2 * CM_SHA256_LEN);
+            cm_sha256_final(&key, dig);
+            cm_sha256_to_hex(dig, p->key);
+        } else {
+            memcpy(p->key, p->input_sha, sizeof p->key);
+        }
     }
     bool oom = txt.oom;
-    if (!oom) {
-        cm_sha256_hex(txt.data, txt.len, p->key);
-    }
     cm_buf_fini(&txt);
     if (oom) {
         sp_plan_destroy(p);

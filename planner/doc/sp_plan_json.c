@@ -47,7 +47,42 @@ typedef struct plan {
     uint32_t *op_rec; /* op id -> record, SP_NONE (sized to the ops before the pass) */
     uint32_t n_op_rec;
     bool oom;
+    cm_buf *tmp; /* N_TMP scratch buffers, reset before each use: the per-value
+                  * texts (sharding, PartitionSpec, rule) cost no allocation */
+    struct sh_memo *memo;
 } plan;
+
+enum { SH_MEMO_N = 32 };
+
+/* The shardings whose "sharding" member is written: its text at off (len
+ * bytes) in txt. */
+typedef struct sh_memo_entry {
+    const sp_sharding *s;
+    size_t off, len;
+} sh_memo_entry;
+
+typedef struct sh_memo {
+    sh_memo_entry items[SH_MEMO_N];
+    uint32_t n;
+    cm_buf txt;
+    /* the same for rules (keyed by the rule: ops of one shape share it),
+     * each escaped for a JSON string's inside */
+    struct rule_memo {
+        const sp_rule *r;
+        size_t off, len;
+    } rules[SH_MEMO_N];
+    uint32_t n_rules;
+} sh_memo;
+
+enum { N_TMP = 3 };
+
+/* Scratch buffer i of p, emptied. */
+static cm_buf *scratch(const plan *p, int i)
+{
+    cm_buf *b = &p->tmp[i];
+    cm_buf_reset(b);
+    return b;
+}
 
 static void rec_push(plan *p, uint32_t op, uint32_t parent, uint32_t region, uint32_t index,
                      uint32_t func)
@@ -151,8 +186,11 @@ static void axis_json(cm_buf *b, const sp_axis_ref *r)
     if (r->pre_size > 0) {
         cm_buf_puts(b, "{\"name\":");
         cm_json_put_cstr(b, r->name);
-        cm_buf_printf(b, ",\"pre_size\":%lld,\"size\":%lld}", (long long)r->pre_size,
-                      (long long)r->size);
+        cm_buf_puts(b, ",\"pre_size\":");
+        cm_buf_put_i64(b, r->pre_size);
+        cm_buf_puts(b, ",\"size\":");
+        cm_buf_put_i64(b, r->size);
+        cm_buf_putc(b, '}');
     } else {
         cm_json_put_cstr(b, r->name);
     }
@@ -318,50 +356,50 @@ static bool pspec_write(const sp_sharding *s, bool jit, cm_buf *spec, cm_buf *no
 }
 
 /* ,"partition_spec":"P(...)" or null, and its note when there is one. */
-static void pspec_json(cm_buf *b, const sp_sharding *s)
+static void pspec_json(const plan *p, cm_buf *b, const sp_sharding *s)
 {
-    cm_buf spec, note;
-    cm_buf_init(&spec);
-    cm_buf_init(&note);
-    bool exact = pspec_write(s, false, &spec, &note);
+    cm_buf *spec = scratch(p, 0), *note = scratch(p, 1);
+    bool exact = pspec_write(s, false, spec, note);
     cm_buf_puts(b, ",\"partition_spec\":");
-    if (exact && spec.data != NULL) {
-        cm_json_put_str(b, spec.data, spec.len);
+    if (exact && spec->data != NULL) {
+        cm_json_put_str(b, spec->data, spec->len);
     } else {
         cm_buf_puts(b, "null");
     }
-    if (note.len > 0) {
-        if (!exact && spec.len > 0) {
-            cm_buf_puts(&note, "; nearest: ");
-            cm_buf_append(&note, spec.data, spec.len);
+    if (note->len > 0) {
+        if (!exact && spec->len > 0) {
+            cm_buf_puts(note, "; nearest: ");
+            cm_buf_append(note, spec->data, spec->len);
         }
         cm_buf_puts(b, ",\"partition_spec_note\":");
-        cm_json_put_str(b, note.data != NULL ? note.data : "", note.len);
+        cm_json_put_str(b, note->data != NULL ? note->data : "", note->len);
     }
-    b->oom = b->oom || spec.oom || note.oom;
-    cm_buf_fini(&spec);
-    cm_buf_fini(&note);
+    b->oom = b->oom || spec->oom || note->oom;
 }
 
 /* "sharding": {...}, "local_shape": [...] for a value of type t. */
-static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
+/* The local size divisor of dim d of s on mesh: the product of its axes'
+ * sizes, INT64_MAX past int64. */
+static int64_t dim_divisor(const sp_mesh *mesh, const sp_sharding *s, uint32_t d)
 {
-    cm_buf *b = p->b;
-    if (s == NULL) {
-        cm_buf_puts(b, ",\"sharding\":null");
-        if (t->kind == SP_TYPE_TENSOR) {
-            cm_buf_puts(b, ",\"local_shape\":");
-            shape_json(b, t);
+    int64_t k = 1;
+    for (uint32_t a = 0; a < s->dims[d].n_axes; a++) {
+        int64_t z = axis_size(mesh, &s->dims[d].axes[a]);
+        if (z <= 0 || !cm_mul_i64(k, z, &k)) {
+            return INT64_MAX;
         }
-        return;
     }
-    const sp_mesh *mesh = sharding_mesh(p->m, s);
-    cm_buf txt;
-    cm_buf_init(&txt);
-    sp_sharding_print(s, &txt);
+    return k;
+}
+
+/* ,"sharding":{...} of s into b. */
+static void sharding_part(const plan *p, const sp_sharding *s, cm_buf *b)
+{
+    cm_buf *txt = scratch(p, 0);
+    sp_sharding_print(s, txt);
     cm_buf_puts(b, ",\"sharding\":{\"text\":");
-    cm_json_put_str(b, txt.data != NULL ? txt.data : "", txt.len);
-    cm_buf_fini(&txt);
+    cm_json_put_str(b, txt->data != NULL ? txt->data : "", txt->len);
+    b->oom = b->oom || txt->oom;
     cm_buf_puts(b, ",\"mesh\":");
     if (s->mesh_name != NULL) {
         cm_json_put_cstr(b, s->mesh_name);
@@ -375,7 +413,8 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
         axes_json(b, ds->axes, ds->n_axes);
         cm_buf_puts(b, ds->is_closed ? ",\"closed\":true" : ",\"closed\":false");
         if (ds->priority >= 0) {
-            cm_buf_printf(b, ",\"priority\":%d", (int)ds->priority);
+            cm_buf_puts(b, ",\"priority\":");
+            cm_buf_put_i64(b, (int)ds->priority);
         }
         cm_buf_putc(b, '}');
     }
@@ -388,8 +427,49 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
         cm_buf_puts(b, ",\"unreduced\":");
         axes_json(b, s->unreduced, s->n_unreduced);
     }
-    pspec_json(b, s);
+    pspec_json(p, b, s);
     cm_buf_putc(b, '}');
+}
+
+/* "sharding": {...}, "local_shape": [...] for a value of type t. Most
+ * values of a module share a few shardings, so each distinct sharding's
+ * member is written once into p's memo and copied from there: equal
+ * shardings (sp_sharding_equal, the same inlined mesh if any) write the
+ * same text. */
+static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
+{
+    cm_buf *b = p->b;
+    if (s == NULL) {
+        cm_buf_puts(b, ",\"sharding\":null");
+        if (t->kind == SP_TYPE_TENSOR) {
+            cm_buf_puts(b, ",\"local_shape\":");
+            shape_json(b, t);
+        }
+        return;
+    }
+    sh_memo *memo = p->memo;
+    const sh_memo_entry *e = NULL;
+    for (uint32_t i = 0; i < memo->n && e == NULL; i++) {
+        const sp_sharding *x = memo->items[i].s;
+        e = x == s || (x->mesh == s->mesh && sp_sharding_equal(x, s)) ? &memo->items[i] : NULL;
+    }
+    if (e == NULL && memo->n < SH_MEMO_N && !memo->txt.oom) {
+        sh_memo_entry *w = &memo->items[memo->n];
+        w->s = s;
+        w->off = memo->txt.len;
+        sharding_part(p, s, &memo->txt);
+        w->len = memo->txt.len - w->off;
+        if (!memo->txt.oom) {
+            memo->n++;
+            e = w;
+        }
+    }
+    if (e != NULL) {
+        cm_buf_append(b, memo->txt.data + e->off, e->len);
+    } else {
+        sharding_part(p, s, b);
+    }
+    const sp_mesh *mesh = sharding_mesh(p->m, s);
     if (t->kind != SP_TYPE_TENSOR) {
         return;
     }
@@ -403,15 +483,8 @@ static void sharding_json(const plan *p, const sp_sharding *s, const sp_type *t)
             cm_buf_puts(b, "null");
             continue;
         }
-        int64_t k = 1;
-        for (uint32_t a = 0; d < s->rank && a < s->dims[d].n_axes; a++) {
-            int64_t z = axis_size(mesh, &s->dims[d].axes[a]);
-            if (z <= 0 || !cm_mul_i64(k, z, &k)) {
-                k = INT64_MAX;
-                break;
-            }
-        }
-        cm_buf_put_i64(b, x / k + (x % k != 0));
+        int64_t kd = d < s->rank ? dim_divisor(mesh, s, d) : 1;
+        cm_buf_put_i64(b, x / kd + (x % kd != 0));
     }
     cm_buf_putc(b, ']');
 }
@@ -465,7 +538,8 @@ static void value_head(const plan *p, uint32_t index, uint32_t v, const sp_type 
                        const char *name)
 {
     cm_buf *b = p->b;
-    cm_buf_printf(b, "{\"index\":%u", index);
+    cm_buf_puts(b, "{\"index\":");
+    cm_buf_put_i64(b, index);
     if (v != SP_NONE && p->o->graph != NULL) {
         name = sp_graph_value_name(p->o->graph, v);
     } else if (v != SP_NONE) {
@@ -556,6 +630,15 @@ static void conflict_diags(const plan *p, diag_out *d, uint32_t op, const sp_rul
     if (rule->n_operands != o->n_operands || rule->n_results != o->n_results) {
         return;
     }
+    /* each tensor's sharding, looked up once rather than once per factor */
+    enum { N_SH = 16 };
+    const sp_sharding *shs[N_SH];
+    uint32_t n_t = rule->n_operands + rule->n_results;
+    for (uint32_t t = 0; t < n_t && t < N_SH; t++) {
+        bool is_res = t >= rule->n_operands;
+        shs[t] = sp_value_sharding(p->m, is_res ? o->first_result + (t - rule->n_operands)
+                                                : o->operands[t]);
+    }
     for (uint32_t f = 0; f < rule->n_factors; f++) {
         const sp_dim_sharding *first = NULL;
         uint32_t first_t = 0;
@@ -565,8 +648,8 @@ static void conflict_diags(const plan *p, diag_out *d, uint32_t op, const sp_rul
             const sp_tensor_mapping *tm = is_res ? &rule->results[i] : &rule->operands[i];
             uint32_t v = is_res ? o->first_result + i : o->operands[i];
             const sp_dim_sharding *ds = NULL;
-            if (!factor_axes(tm, sp_value_sharding(p->m, v), f, &ds) || ds == NULL ||
-                ds->n_axes == 0) {
+            const sp_sharding *sh = t < N_SH ? shs[t] : sp_value_sharding(p->m, v);
+            if (!factor_axes(tm, sh, f, &ds) || ds == NULL || ds->n_axes == 0) {
                 continue;
             }
             if (first == NULL) {
@@ -667,9 +750,12 @@ static void write_meshes(const plan *p)
         for (uint32_t a = 0; a < mesh->n_axes; a++) {
             cm_buf_puts(b, a > 0 ? ",{\"name\":" : "{\"name\":");
             cm_json_put_cstr(b, mesh->axes[a].name);
-            cm_buf_printf(b, ",\"size\":%lld}", (long long)mesh->axes[a].size);
+            cm_buf_puts(b, ",\"size\":");
+            cm_buf_put_i64(b, mesh->axes[a].size);
+            cm_buf_putc(b, '}');
         }
-        cm_buf_printf(b, "],\"devices\":%lld", (long long)sp_mesh_size(mesh));
+        cm_buf_puts(b, "],\"devices\":");
+        cm_buf_put_i64(b, sp_mesh_size(mesh));
         if (mesh->n_device_ids > 0) {
             cm_buf_puts(b, ",\"device_ids\":[");
             for (uint32_t k = 0; k < mesh->n_device_ids; k++) {
@@ -706,31 +792,57 @@ static void write_op(const plan *p, uint32_t r)
         cm_buf_puts(b, ",\"source\":");
         cm_json_put_cstr(b, src);
     }
-    const sp_attr *rule = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_rule");
+    /* the three sdy.* attributes written, in one pass over the op's
+     * attributes (the first of each name, as sp_attrs_get finds) */
+    const sp_attr *rule = NULL, *edges = NULL, *origins = NULL;
+    for (uint32_t i = 0; i < o->n_attrs; i++) {
+        const char *n = o->attrs[i].name;
+        if (!(n[0] == 's' && n[1] == 'd' && n[2] == 'y' && n[3] == '.')) {
+            continue;
+        }
+        if (rule == NULL && strcmp(n + 4, "sharding_rule") == 0) {
+            rule = o->attrs[i].value;
+        } else if (edges == NULL && strcmp(n + 4, "propagation_edges") == 0) {
+            edges = o->attrs[i].value;
+        } else if (origins == NULL && strcmp(n + 4, "sharding_origins") == 0) {
+            origins = o->attrs[i].value;
+        }
+    }
     if (rule != NULL && rule->kind == SP_ATTR_RULE) {
         cm_buf_puts(b, ",\"rule\":\"#sdy.op_sharding_rule");
-        cm_buf txt;
-        cm_buf_init(&txt);
-        sp_rule_print(rule->u.rule, &txt);
-        if (txt.data != NULL) {
-            /* rule text has quotes only inside factor names, which are plain letters */
-            cm_buf txt2;
-            cm_buf_init(&txt2);
-            cm_json_put_str(&txt2, txt.data, txt.len);
-            if (txt2.data != NULL) {
-                cm_buf_append(b, txt2.data + 1, txt2.len - 2);
-            }
-            cm_buf_fini(&txt2);
+        sh_memo *memo = p->memo;
+        const struct rule_memo *e = NULL;
+        for (uint32_t i = 0; i < memo->n_rules && e == NULL; i++) {
+            e = memo->rules[i].r == rule->u.rule ? &memo->rules[i] : NULL;
         }
-        cm_buf_fini(&txt);
+        if (e != NULL) {
+            cm_buf_append(b, memo->txt.data + e->off, e->len);
+        } else {
+            cm_buf *txt = scratch(p, 0);
+            sp_rule_print(rule->u.rule, txt);
+            if (txt->data != NULL) {
+                /* rule text has quotes only inside factor names, which are plain letters */
+                cm_buf *txt2 = scratch(p, 1);
+                cm_json_put_str(txt2, txt->data, txt->len);
+                if (txt2->data != NULL) {
+                    cm_buf_append(b, txt2->data + 1, txt2->len - 2);
+                    if (memo->n_rules < SH_MEMO_N && !memo->txt.oom && !txt2->oom) {
+                        struct rule_memo *w = &memo->rules[memo->n_rules];
+                        w->r = rule->u.rule;
+                        w->off = memo->txt.len;
+                        cm_buf_append(&memo->txt, txt2->data + 1, txt2->len - 2);
+                        w->len = memo->txt.len - w->off;
+                        memo->n_rules += !memo->txt.oom;
+                    }
+                }
+            }
+        }
         cm_buf_putc(b, '"');
     }
-    const sp_attr *edges = sp_attrs_get(o->attrs, o->n_attrs, "sdy.propagation_edges");
     if (edges != NULL && edges->kind == SP_ATTR_OPAQUE) {
         cm_buf_puts(b, ",\"edges\":");
         cm_json_put_cstr(b, edges->u.opaque.text);
     }
-    const sp_attr *origins = sp_attrs_get(o->attrs, o->n_attrs, "sdy.sharding_origins");
     cm_buf_puts(b, ",\"results\":[");
     for (uint32_t i = 0; i < o->n_results; i++) {
         uint32_t v = o->first_result + i;
@@ -773,12 +885,11 @@ static void py_comment(cm_buf *b, const char *s)
 /* One entry of an in_shardings/out_shardings tuple: `NamedSharding(mesh,
  * P(...)),  # name`; a value Shardy left unsharded is replicated, P(); a
  * sharding with no PartitionSpec is None with a comment saying why. */
-static void snippet_entry(cm_buf *b, const sp_sharding *s, const char *fallback_mesh,
+static void snippet_entry(const plan *p, cm_buf *b, const sp_sharding *s, const char *fallback_mesh,
                           const char *name, const char *kind, uint32_t i, const char *logical)
 {
-    cm_buf spec, note;
-    cm_buf_init(&spec);
-    cm_buf_init(&note);
+    cm_buf *specp = scratch(p, 0), *notep = scratch(p, 1);
+    cm_buf spec = *specp, note = *notep; /* moved back to the scratch slots at the end */
     bool exact = s != NULL ? pspec_write(s, true, &spec, &note) : true;
     const char *mesh = s != NULL && s->mesh_name != NULL ? s->mesh_name : fallback_mesh;
     cm_buf_puts(b, "    ");
@@ -826,8 +937,8 @@ static void snippet_entry(cm_buf *b, const sp_sharding *s, const char *fallback_
     }
     cm_buf_putc(b, '\n');
     b->oom = b->oom || spec.oom || note.oom;
-    cm_buf_fini(&spec);
-    cm_buf_fini(&note);
+    *specp = spec;
+    *notep = note;
 }
 
 /* ,"in_shardings":"..." and ,"out_shardings":"..." of function fi: the
@@ -848,8 +959,8 @@ static void snippets_json(const plan *p, uint32_t fi)
     }
     for (int side = 0; side < 2; side++) {
         uint32_t n = side == 0 ? entry->n_args : n_out;
-        cm_buf code;
-        cm_buf_init(&code);
+        cm_buf *codep = scratch(p, 2);
+        cm_buf code = *codep; /* moved back to its slot below */
         cm_buf_puts(&code, side == 0 ? "in_shardings = (\n" : "out_shardings = (\n");
         if (n > 1) {
             /* the module's inputs are the jitted function's leaves */
@@ -869,7 +980,7 @@ static void snippets_json(const plan *p, uint32_t fi)
             } else {
                 name = sp_func_result_name(m, f, i);
             }
-            snippet_entry(&code,
+            snippet_entry(p, &code,
                           side == 0 ? sp_value_sharding(m, v) : sp_func_result_sharding(m, f, i),
                           mesh, name, side == 0 ? "input" : "output", i, logical);
         }
@@ -877,7 +988,7 @@ static void snippets_json(const plan *p, uint32_t fi)
         cm_buf_puts(p->b, side == 0 ? ",\n   \"in_shardings\":" : ",\n   \"out_shardings\":");
         cm_json_put_str(p->b, code.data != NULL ? code.data : "", code.len);
         p->b->oom = p->b->oom || code.oom;
-        cm_buf_fini(&code);
+        *codep = code;
     }
 }
 
@@ -936,6 +1047,16 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
     p.m = m;
     p.o = o;
     p.b = out;
+    cm_buf tmp[N_TMP];
+    for (int i = 0; i < N_TMP; i++) {
+        cm_buf_init(&tmp[i]);
+    }
+    p.tmp = tmp;
+    sh_memo memo;
+    memo.n = 0;
+    memo.n_rules = 0;
+    cm_buf_init(&memo.txt);
+    p.memo = &memo;
     cm_status st = CM_OK;
     sp_diags diags;
     sp_diags_init(&diags);
@@ -1018,6 +1139,10 @@ out:
     cm_free(p.recs);
     cm_free(p.funcs);
     cm_free(p.op_rec);
+    for (int i = 0; i < N_TMP; i++) {
+        cm_buf_fini(&tmp[i]);
+    }
+    cm_buf_fini(&memo.txt);
     return st;
 }
 

@@ -44,6 +44,11 @@ typedef struct pr {
     bool no_test_dialects; /* check and interpreter ops in the generic form */
     uint32_t *slots;       /* hash of used[] positions, USED_EMPTY / USED_TOMB */
     uint32_t cap_slots, n_filled;
+    /* the last float literal of a dense body and its canonical text: the
+     * same constant (0.0) recurs, and its rounding check is costly */
+    bool fl_ok;
+    char fl_lit[64], fl_elem[16], fl_out[64];
+    size_t fl_len;
 } pr;
 
 /* ---- naming ------------------------------------------------------------------- */
@@ -651,6 +656,26 @@ static void dense_nested_floats(pr *p, const char *text, const size_t *off, size
     putc_(p, ']');
 }
 
+/* sp_mlir_print_float(out, 0.0, lit, elem), remembering the last answer. */
+static void float_lit(pr *p, cm_buf *out, const char *lit, const char *elem)
+{
+    if (p->fl_ok && strcmp(p->fl_lit, lit) == 0 && strcmp(p->fl_elem, elem) == 0) {
+        cm_buf_append(out, p->fl_out, p->fl_len);
+        return;
+    }
+    size_t at = out->len;
+    sp_mlir_print_float(out, 0.0, lit, elem);
+    size_t n = out->len - at;
+    p->fl_ok = !out->oom && n < sizeof p->fl_out && strlen(lit) < sizeof p->fl_lit &&
+               strlen(elem) < sizeof p->fl_elem;
+    if (p->fl_ok) {
+        memcpy(p->fl_out, out->data + at, n);
+        p->fl_len = n;
+        strcpy(p->fl_lit, lit);
+        strcpy(p->fl_elem, elem);
+    }
+}
+
 /* A float tensor's dense body (f16, bf16, f32, f64) as MLIR prints it: each
  * element as printFloatValue does (sp_mlir_print_float: "1.000000e+00"),
  * one when all are equal (a splat), else nested lists. False when the body
@@ -688,7 +713,7 @@ static bool dense_floats(pr *p, const char *body, const char *elem, const int64_
         }
         if (ok) {
             off[n++] = canon.len;
-            sp_mlir_print_float(&canon, 0.0, lit, elem);
+            float_lit(p, &canon, lit, elem);
             ok = canon.data != NULL;
         }
         q += len;

@@ -165,7 +165,12 @@ void sp_prop_op_priority_run(prop *p, const uint32_t *order, uint32_t n_order)
         return;
     }
     uint32_t *sub = cm_alloc(sizeof(uint32_t) * (n_order + 1u));
-    if (sub == NULL) {
+    /* each op's directions at the previous level: they depend on the op,
+     * its operands' uses and the level only, so each is computed once */
+    unsigned *prev = cm_calloc(n_order + 1u, sizeof *prev);
+    if (sub == NULL || prev == NULL) {
+        cm_free(sub);
+        cm_free(prev);
         sp_prop_oom(p);
         return;
     }
@@ -173,14 +178,15 @@ void sp_prop_op_priority_run(prop *p, const uint32_t *order, uint32_t n_order)
         uint32_t n_sub = 0;
         for (uint32_t i = 0; i < n_order; i++) {
             unsigned now = directions_at(p, order[i], lvl);
-            unsigned before = lvl > 0 ? directions_at(p, order[i], lvl - 1) : 0;
-            if (now != before) {
+            if (now != prev[i]) {
                 sub[n_sub++] = order[i];
             }
+            prev[i] = now;
         }
         p->op_priority = lvl;
         sp_prop_fixed_point_run(p, sub, n_sub, false);
     }
     p->op_priority = -1;
     cm_free(sub);
+    cm_free(prev);
 }

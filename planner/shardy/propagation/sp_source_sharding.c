@@ -5,6 +5,7 @@
  * edge of an op (`sdy.propagation_edges`). See sp_prop_int.h. */
 #include "sp_prop_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,8 +80,22 @@ void sp_prop_edge_add(prop *p, uint32_t op, const sp_mesh *mesh, ax a, const ten
 
 static uint32_t origin_name(prop *p, const char *prefix, uint32_t k)
 {
+    /* snprintf(buf, sizeof buf, "%s%u", prefix, k), by hand: one per
+     * annotated input and output of every plan (prefixes are short) */
     char buf[64];
-    snprintf(buf, sizeof buf, "%s%u", prefix, k);
+    size_t n = strlen(prefix);
+    assert(n + 11 <= sizeof buf);
+    memcpy(buf, prefix, n);
+    char num[10];
+    size_t d = 0;
+    do {
+        num[d++] = (char)('0' + k % 10u);
+        k /= 10u;
+    } while (k != 0);
+    while (d > 0) {
+        buf[n++] = num[--d];
+    }
+    buf[n] = '\0';
     if (CM_GROW_U32(p->origin_names, p->cap_origin_names, p->n_origin_names + 1, NULL) != CM_OK) {
         sp_prop_oom(p);
         return SP_NONE;
@@ -403,7 +418,15 @@ static bool edge_before(const struct edge *x, const struct edge *y)
  * an axis moved between the same source and target keeps its first step;
  * per step, one entry per axis and source with its targets); NULL when
  * there are none. */
-static sp_attr *edges_attr(prop *p, const uint32_t *ops, uint32_t n_ops)
+/* What sp_prop_debug_write reuses from op to op: edges_attr's edge copies
+ * (cap entries) and its text. */
+typedef struct edge_scratch {
+    struct edge *es;
+    uint32_t cap;
+    cm_buf txt;
+} edge_scratch;
+
+static sp_attr *edges_attr(prop *p, edge_scratch *sc, const uint32_t *ops, uint32_t n_ops)
 {
     uint32_t n = 0;
     for (uint32_t o = 0; o < n_ops; o++) {
@@ -414,10 +437,15 @@ static sp_attr *edges_attr(prop *p, const uint32_t *ops, uint32_t n_ops)
     if (n == 0) {
         return NULL;
     }
-    struct edge *es = cm_alloc(sizeof *es * n);
-    if (es == NULL) {
-        return NULL;
+    if (n > sc->cap) {
+        struct edge *g = cm_realloc(sc->es, sizeof *g * n);
+        if (g == NULL) {
+            return NULL;
+        }
+        sc->es = g;
+        sc->cap = n;
     }
+    struct edge *es = sc->es;
     uint32_t k = 0;
     for (uint32_t o = 0; o < n_ops; o++) {
         for (uint32_t i = p->edge_head[ops[o]]; i != SP_NONE; i = p->edges[i].next) {
@@ -445,53 +473,51 @@ static sp_attr *edges_attr(prop *p, const uint32_t *ops, uint32_t n_ops)
         }
         es[j] = x;
     }
-    cm_buf b;
-    cm_buf_init(&b);
-    cm_buf_puts(&b, "#sdy.propagation_edges<[");
+    cm_buf *b = &sc->txt;
+    cm_buf_reset(b);
+    cm_buf_puts(b, "#sdy.propagation_edges<[");
     for (uint32_t a = 0; a < n;) {
         uint32_t step = es[a].step;
-        cm_buf_puts(&b, a > 0 ? ", {step-" : "{step-");
-        cm_buf_put_i64(&b, step);
-        cm_buf_puts(&b, " = [");
+        cm_buf_puts(b, a > 0 ? ", {step-" : "{step-");
+        cm_buf_put_i64(b, step);
+        cm_buf_puts(b, " = [");
         uint32_t first = a;
         while (a < n && es[a].step == step) {
             const struct edge *e = &es[a];
-            cm_buf_puts(&b, a > first ? ", {" : "{");
-            edge_axis(&b, e);
-            cm_buf_puts(&b, " = ");
-            edge_ref(&b, e->src);
-            cm_buf_puts(&b, " -> [");
+            cm_buf_puts(b, a > first ? ", {" : "{");
+            edge_axis(b, e);
+            cm_buf_puts(b, " = ");
+            edge_ref(b, e->src);
+            cm_buf_puts(b, " -> [");
             uint32_t t = a;
             while (a < n && es[a].step == step && edge_same_axis(&es[a], e) &&
                    es[a].src == e->src) {
                 if (a > t) {
-                    cm_buf_puts(&b, ", ");
+                    cm_buf_puts(b, ", ");
                 }
-                edge_ref(&b, es[a].dst);
+                edge_ref(b, es[a].dst);
                 a++;
             }
-            cm_buf_puts(&b, "]}");
+            cm_buf_puts(b, "]}");
         }
-        cm_buf_puts(&b, "]}");
+        cm_buf_puts(b, "]}");
     }
-    cm_buf_puts(&b, "]>");
-    cm_free(es);
-    sp_attr *at = b.oom ? NULL : sp_attr_new(p->m, SP_ATTR_OPAQUE);
+    cm_buf_puts(b, "]>");
+    sp_attr *at = b->oom ? NULL : sp_attr_new(p->m, SP_ATTR_OPAQUE);
     if (at != NULL) {
-        at->u.opaque.text = sp_module_str(p->m, b.data, b.len);
+        at->u.opaque.text = sp_module_str(p->m, b->data, b->len);
     }
-    cm_buf_fini(&b);
     return at;
 }
 
-cm_status sp_prop_debug_write(prop *p)
+static cm_status debug_write(prop *p, edge_scratch *x)
 {
     sp_module *m = p->m;
     uint32_t n_constraints = 0;
     for (uint32_t i = 0; i < m->n_ops && p->st == CM_OK; i++) {
         const sp_op *op = &m->ops[i];
         if (p->edge_head != NULL && op->n_results > 0 && op->kind != SP_OP_FUNC_RETURN) {
-            sp_attr *e = edges_attr(p, &i, 1);
+            sp_attr *e = edges_attr(p, x, &i, 1);
             if (e != NULL && sp_op_set_attr(m, i, "sdy.propagation_edges", e) != CM_OK) {
                 return sp_prop_oom(p);
             }
@@ -501,7 +527,7 @@ cm_status sp_prop_debug_write(prop *p)
         if (p->edge_head != NULL && p->func_first[i] != SP_NONE &&
             sp_func_type(m, i)->n_results > 0) {
             uint32_t ret = returned_op(m, i);
-            sp_attr *e = ret != SP_NONE ? edges_attr(p, &ret, 1) : NULL;
+            sp_attr *e = ret != SP_NONE ? edges_attr(p, x, &ret, 1) : NULL;
             if (e != NULL && sp_func_set_result_attr(m, i, 0, "sdy.propagation_edges", e) != CM_OK) {
                 return sp_prop_oom(p);
             }
@@ -587,6 +613,16 @@ cm_status sp_prop_debug_write(prop *p)
         }
     }
     return p->st;
+}
+
+cm_status sp_prop_debug_write(prop *p)
+{
+    edge_scratch x = {.es = NULL, .cap = 0};
+    cm_buf_init(&x.txt);
+    cm_status st = debug_write(p, &x);
+    cm_free(x.es);
+    cm_buf_fini(&x.txt);
+    return st;
 }
 
 /* ---- sinking the edges' debug information ------------------------------------ */
