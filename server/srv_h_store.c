@@ -85,6 +85,16 @@ void srv_h_metrics(srv_app *app, srv_req *r, route_args *a)
     cm_buf b;
     cm_buf_init(&b);
     srv_metrics_write(&app->metrics, names, n_routes + 1, errs, E_COUNT, &b);
+    uint64_t commits = 0, writes = 0;
+    st_group_stats(app->db_group, &commits, &writes);
+    cm_buf_printf(&b,
+                  "# HELP shardplan_store_commits_total Transactions of the plan puts' group "
+                  "commit.\n# TYPE shardplan_store_commits_total counter\n"
+                  "shardplan_store_commits_total %llu\n"
+                  "# HELP shardplan_store_writes_total Plan puts run in those transactions.\n"
+                  "# TYPE shardplan_store_writes_total counter\n"
+                  "shardplan_store_writes_total %llu\n",
+                  (unsigned long long)commits, (unsigned long long)writes);
     if (b.oom) {
         cm_buf_fini(&b);
         srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
