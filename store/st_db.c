@@ -204,7 +204,7 @@ static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
 /* A passive checkpoint on db->ckpt, outside mu, when the WAL has grown and
  * no other thread is checkpointing. Failures only delay it (the next
  * unlock tries again; the hard limit bounds the WAL). */
-void st_db_checkpoint_maybe(st_db *db)
+static void checkpoint_run(st_db *db)
 {
     int64_t wal = (int64_t)atomic_load(&db->wal_pages) * db->page_size;
     int64_t at = atomic_load(&db->ckpt_at);
@@ -245,6 +245,54 @@ void st_db_checkpoint_maybe(st_db *db)
     int rc = pthread_mutex_unlock(&db->ckpt_mu);
     assert(rc == 0);
     (void)rc;
+}
+
+/* The handle's checkpoint thread: runs checkpoint_run each time it is
+ * asked, until the handle closes. */
+static void *checkpoint_main(void *arg)
+{
+    st_db *db = arg;
+    pthread_mutex_lock(&db->ckpt_tmu);
+    for (;;) {
+        while (!db->ckpt_want && !db->ckpt_stop) {
+            pthread_cond_wait(&db->ckpt_cv, &db->ckpt_tmu);
+        }
+        if (db->ckpt_stop) {
+            break;
+        }
+        db->ckpt_want = false;
+        pthread_mutex_unlock(&db->ckpt_tmu);
+        checkpoint_run(db);
+        pthread_mutex_lock(&db->ckpt_tmu);
+    }
+    pthread_mutex_unlock(&db->ckpt_tmu);
+    return NULL;
+}
+
+/* Hands the checkpoint to the handle's thread (started on first need), so
+ * that the request thread whose commit crossed the window does not copy
+ * 32 MiB and sync the file while its other connections wait; inline when
+ * no thread can be started. */
+void st_db_checkpoint_maybe(st_db *db)
+{
+    int64_t wal = (int64_t)atomic_load(&db->wal_pages) * db->page_size;
+    int64_t at = atomic_load(&db->ckpt_at);
+    if (wal < (at > 0 ? at : ST_WAL_CKPT_BYTES) || db->path == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&db->ckpt_tmu);
+    if (!db->ckpt_started && !db->ckpt_stop) {
+        db->ckpt_started = pthread_create(&db->ckpt_thread, NULL, checkpoint_main, db) == 0;
+    }
+    bool started = db->ckpt_started;
+    if (started) {
+        db->ckpt_want = true;
+        pthread_cond_signal(&db->ckpt_cv);
+    }
+    pthread_mutex_unlock(&db->ckpt_tmu);
+    if (!started) {
+        checkpoint_run(db);
+    }
 }
 
 void st_db_unlock_only(st_db *db)
@@ -390,6 +438,19 @@ cm_status st_db_open(const char *path, st_db **out, cm_error *err)
         cm_free(db);
         return cm_error_set(err, CM_ENOMEM, NULL, "cannot create a mutex");
     }
+    if (pthread_mutex_init(&db->ckpt_tmu, NULL) != 0) {
+        pthread_mutex_destroy(&db->ckpt_mu);
+        pthread_mutex_destroy(&db->mu);
+        cm_free(db);
+        return cm_error_set(err, CM_ENOMEM, NULL, "cannot create a mutex");
+    }
+    if (pthread_cond_init(&db->ckpt_cv, NULL) != 0) {
+        pthread_mutex_destroy(&db->ckpt_tmu);
+        pthread_mutex_destroy(&db->ckpt_mu);
+        pthread_mutex_destroy(&db->mu);
+        cm_free(db);
+        return cm_error_set(err, CM_ENOMEM, NULL, "cannot create a condition variable");
+    }
     size_t plen = strlen(path);
     db->path = st_alloc(plen + 1);
     if (db->path == NULL) {
@@ -465,6 +526,14 @@ void st_db_close(st_db *db)
     if (db == NULL) {
         return;
     }
+    pthread_mutex_lock(&db->ckpt_tmu);
+    bool started = db->ckpt_started;
+    db->ckpt_stop = true;
+    pthread_cond_signal(&db->ckpt_cv);
+    pthread_mutex_unlock(&db->ckpt_tmu);
+    if (started) {
+        pthread_join(db->ckpt_thread, NULL); /* after any checkpoint it was running */
+    }
     if (db->ckpt != NULL) {
         int rc = sqlite3_close(db->ckpt);
         assert(rc == SQLITE_OK);
@@ -479,6 +548,8 @@ void st_db_close(st_db *db)
     }
     st_pack_destroy(db->pack);
     cm_free(db->path);
+    pthread_cond_destroy(&db->ckpt_cv);
+    pthread_mutex_destroy(&db->ckpt_tmu);
     pthread_mutex_destroy(&db->ckpt_mu);
     pthread_mutex_destroy(&db->mu);
     cm_free(db);

@@ -36,7 +36,9 @@ typedef struct st_stmt_slot {
 
 /* Checkpoints: the WAL is copied back into the database file once it holds
  * ST_WAL_CKPT_BYTES of pages (8192 of the 4 KiB pages a new file gets), by
- * whichever thread next releases mu: the bulk on a connection of its own
+ * the handle's checkpoint thread, which whichever thread next releases mu
+ * wakes (so no request thread copies the window and syncs the file while
+ * its other connections wait): the bulk on a connection of its own
  * (ckpt, under ckpt_mu) outside mu, so requests keep reading and writing
  * meanwhile, then the frames committed during that copy on conn under mu,
  * waiting for the readers still on the WAL (SQLITE_CHECKPOINT_RESTART), so
@@ -60,6 +62,10 @@ struct st_db {
     pthread_mutex_t ckpt_mu;     /* serializes checkpoints */
     _Atomic int wal_pages;       /* pages in the WAL after the last commit */
     _Atomic int64_t ckpt_at;     /* WAL bytes for the next checkpoint; 0: the window */
+    pthread_t ckpt_thread;       /* runs the checkpoints, started on first need */
+    pthread_mutex_t ckpt_tmu;    /* guards the four below */
+    pthread_cond_t ckpt_cv;      /* signalled for want and stop */
+    bool ckpt_started, ckpt_want, ckpt_stop;
     int64_t page_size;           /* the file's, bytes */
     st_group *group;             /* the group commit it joined, or NULL */
     struct st_pack *pack;        /* body coding contexts (st_pack.c) */
