@@ -681,7 +681,8 @@ static const char *plan_name(const srv_plan_req *pr, const sp_plan *plan)
 
 /* 5. the plan row (and, for inline input, its graph row) with the document. */
 static cm_status store_plan(st_db *db, const plan_store_in *x, const sp_plan *plan,
-                            const cm_buf *doc, int64_t *id_out, bool *existed, cm_error *e)
+                            const cm_buf *doc, int64_t *id_out, bool *existed, st_plan *row,
+                            cm_error *e)
 {
     /* inline input: its graph row is written in the plan's transaction */
     st_graph_in gi = {x->name != NULL ? x->name : (x->is_json ? "graph" : "module"),
@@ -721,7 +722,12 @@ static cm_status store_plan(st_db *db, const plan_store_in *x, const sp_plan *pl
     in.input_is_mlir = x->is_mlir;
     in.rules = x->rules;
     in.rules_len = x->rules_len;
-    cm_status st = opts.oom ? cm_error_oom(e) : st_plan_put(db, &in, id_out, existed, e);
+    cm_status st = opts.oom     ? cm_error_oom(e)
+                   : row != NULL ? st_plan_put_row(db, &in, row, existed, e)
+                                 : st_plan_put(db, &in, id_out, existed, e);
+    if (st == CM_OK && row != NULL) {
+        *id_out = row->id;
+    }
     cm_buf_fini(&opts);
     return st;
 }
@@ -778,31 +784,20 @@ static void *keep_copy(void *ctx)
     return k;
 }
 
-/* Puts the response of plan id, just stored with the document doc, in the
- * plan cache, reading back only the row's small columns, so that the
- * request's plan_load reads no body the handler already has. Best effort:
- * on any failure nothing is cached (plan_load then reads the row). */
-static void cache_stored(srv_app *app, st_db *db, int64_t id, const cm_buf *doc)
+/* Puts the response of the plan row (as the put that stored it returned
+ * it) with the document doc in the plan cache, so that the request's
+ * plan_load reads nothing the handler already has. Best effort: on failure
+ * nothing is cached (plan_load then reads the row). */
+static void cache_stored(srv_app *app, st_plan *row, const cm_buf *doc)
 {
-    st_plan_query q;
-    st_plan_query_init(&q);
-    q.after_id = id - 1;
-    q.limit = 1;
-    st_plan_list l;
-    cm_error e;
-    cm_error_clear(&e);
-    if (st_plan_list_query(db, &q, &l, &e) == CM_OK && l.n_items == 1 && l.items[0].id == id) {
-        st_plan *p = &l.items[0]; /* a list item: no body, body_len its length */
-        p->body = doc->data;      /* borrowed for plan_blob, given back below */
-        p->body_len = doc->len;
-        srv_blob *blob = plan_blob(p);
-        p->body = NULL;
-        if (blob != NULL) {
-            srv_cache_put(app, id, blob);
-            srv_blob_release(blob);
-        }
+    row->body = doc->data; /* borrowed for plan_blob, given back below */
+    row->body_len = doc->len;
+    srv_blob *blob = plan_blob(row);
+    row->body = NULL;
+    if (blob != NULL) {
+        srv_cache_put(app, row->id, blob);
+        srv_blob_release(blob);
     }
-    st_plan_list_fini(&l);
 }
 
 /* The job's finish: store the plan its request gave up waiting for. */
@@ -816,7 +811,7 @@ static void keep_store(plan_job *j, void *keep)
     cm_error_clear(&e);
     int64_t id = 0;
     bool existed = false;
-    if (store_plan(db, keep, j->plan, &j->out, &id, &existed, &e) == CM_OK) {
+    if (store_plan(db, keep, j->plan, &j->out, &id, &existed, NULL, &e) == CM_OK) {
         atomic_fetch_add(&j->app->metrics.plans_computed, 1);
     }
     srv_app_db_release(j->app, db);
@@ -929,10 +924,13 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         return false;
     }
     atomic_fetch_add(&app->metrics.plans_computed, 1);
-    cm_status st = store_plan(a->db, &x, j->plan, &j->out, id_out, existed, &e);
+    st_plan row;
+    memset(&row, 0, sizeof row);
+    cm_status st = store_plan(a->db, &x, j->plan, &j->out, id_out, existed, &row, &e);
     if (st == CM_OK && !*existed) {
-        cache_stored(app, a->db, *id_out, &j->out);
+        cache_stored(app, &row, &j->out);
     }
+    st_plan_fini(&row);
     srv_job_unref(j);
     plan_src_fini(&s);
     if (st != CM_OK) {

@@ -342,6 +342,14 @@ void st_plan_list_fini(st_plan_list *l);
  * from our own planner and decoder); options and rules are checked as JSON. */
 cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *existed_out,
                       cm_error *err);
+/* st_plan_put that also fills *row with the stored row as st_plan_list_query
+ * returns it (no body, input or rules; options heap, freed by st_plan_fini):
+ * the new row from what was put, without reading it back, or, when the hash
+ * was stored already (*existed_out true; may be NULL), that row read back
+ * (CM_ENOTFOUND at /id if it was deleted meanwhile). *row is zeroed on
+ * error. */
+cm_status st_plan_put_row(st_db *db, const st_plan_in *in, st_plan *row, bool *existed_out,
+                          cm_error *err);
 /* Both fill *out with the body, input and rules as stored (heap, freed by
  * st_plan_fini). Errors: CM_ENOTFOUND at /id or /hash; CM_EINVAL at /hash. */
 cm_status st_plan_get(st_db *db, int64_t id, st_plan *out, cm_error *err);

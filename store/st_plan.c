@@ -87,6 +87,8 @@ typedef struct plan_write_ctx {
     st_packed graph_body; /* in->graph's body as stored, when in->graph is set */
     int64_t id;        /* out: the plan's row */
     bool existed;      /* out: the hash was stored already */
+    int64_t graph_id;  /* out: the row's graph (when not existed) */
+    int64_t created_at; /* out: the row's created_at (when not existed) */
 } plan_write_ctx;
 
 static cm_status plan_write(st_db *db, void *arg, cm_error *err)
@@ -134,6 +136,8 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
                                   (long long)in->mesh_id);
             }
         }
+        w->graph_id = graph_id;
+        w->created_at = st_db_now(db);
         if (st == CM_OK) {
             st = st_sql_write(db, &w->id, err,
                               "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
@@ -141,13 +145,16 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
                               "body_coding) "
                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                               "tiIbbiBTBii", w->hash, graph_id, in->mesh_id, opts, opts_len,
-                              w->body.data, w->body.len, st_db_now(db), input, input_len,
+                              w->body.data, w->body.len, w->created_at, input, input_len,
                               input_format, in->rules, in->rules_len, (int64_t)input_is_graph,
                               (int64_t)w->body.coding);
         }
     }
     return st;
 }
+
+/* st_plan_put, and the context of its write for st_plan_put_row. */
+static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *wout, cm_error *err);
 
 cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *existed_out,
                       cm_error *err)
@@ -158,6 +165,79 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
     if (existed_out != NULL) {
         *existed_out = false;
     }
+    plan_write_ctx w;
+    cm_status st = plan_put(db, in, &w, err);
+    if (st == CM_OK && id_out != NULL) {
+        *id_out = w.id;
+    }
+    if (st == CM_OK && existed_out != NULL) {
+        *existed_out = w.existed;
+    }
+    return st;
+}
+
+cm_status st_plan_put_row(st_db *db, const st_plan_in *in, st_plan *row, bool *existed_out,
+                          cm_error *err)
+{
+    memset(row, 0, sizeof *row);
+    if (existed_out != NULL) {
+        *existed_out = false;
+    }
+    plan_write_ctx w;
+    cm_status st = plan_put(db, in, &w, err);
+    if (st != CM_OK) {
+        return st;
+    }
+    if (existed_out != NULL) {
+        *existed_out = w.existed;
+    }
+    if (w.existed) {
+        /* another put's row: read as a list reads it */
+        st_plan_query q;
+        st_plan_query_init(&q);
+        q.after_id = w.id - 1;
+        q.limit = 1;
+        st_plan_list l;
+        st = st_plan_list_query(db, &q, &l, err);
+        if (st == CM_OK && (l.n_items != 1 || l.items[0].id != w.id)) {
+            st = cm_error_set(err, CM_ENOTFOUND, "/id", "plan %lld was deleted meanwhile",
+                              (long long)w.id);
+        }
+        if (st == CM_OK) {
+            *row = l.items[0];
+            memset(&l.items[0], 0, sizeof l.items[0]);
+        }
+        st_plan_list_fini(&l);
+        return st;
+    }
+    /* the row just inserted, as a list item reads it back */
+    const char *opts = in->options != NULL ? in->options : "{}";
+    size_t opts_len = in->options != NULL ? in->options_len : 2;
+    row->options = st_alloc(opts_len + 1);
+    if (row->options == NULL) {
+        return cm_error_oom(err);
+    }
+    memcpy(row->options, opts, opts_len);
+    row->options[opts_len] = '\0';
+    row->options_len = opts_len;
+    row->id = w.id;
+    for (size_t i = 0; i <= ST_HASH_HEX_LEN; i++) {
+        char c = in->hash[i];
+        row->hash[i] = c >= 'A' && c <= 'F' ? (char)(c - 'A' + 'a') : c;
+    }
+    row->graph_id = w.graph_id;
+    row->mesh_id = in->mesh_id;
+    row->body_len = in->body_len;
+    row->created_at = w.created_at;
+    row->input_len = in->input != NULL ? in->input_len : 0;
+    row->input_is_mlir = in->input != NULL && in->input_is_mlir;
+    row->rules_len = in->rules != NULL ? in->rules_len : 0;
+    return CM_OK;
+}
+
+static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *wout, cm_error *err)
+{
+    memset(wout, 0, sizeof *wout);
     char hash[ST_HASH_HEX_LEN + 1], ghash[ST_HASH_HEX_LEN + 1];
     cm_status st = st_check_hash(in->hash, hash, err);
     if (st == CM_OK && in->graph != NULL) {
@@ -196,12 +276,9 @@ cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *ex
     st = st_group_write(db, plan_write, &w, err);
     st_packed_fini(&w.body);
     st_packed_fini(&w.graph_body);
-    if (st == CM_OK && id_out != NULL) {
-        *id_out = w.id;
-    }
-    if (st == CM_OK && existed_out != NULL) {
-        *existed_out = w.existed;
-    }
+    w.in = NULL;
+    w.hash = w.ghash = NULL; /* this frame's */
+    *wout = w;
     return st;
 }
 

@@ -1280,6 +1280,85 @@ static void test_st_db_wal_stays_bounded_beside_readers(void **state)
     OK(st_db_integrity_check(f->db, &e_));
 }
 
+/* st_plan_put_row's row is the one a list returns, field for field: for a
+ * new plan (not read back) and for a hash stored already (read back). */
+static void assert_same_row(const st_plan *a, const st_plan *b)
+{
+    assert_int_equal(a->id, b->id);
+    assert_string_equal(a->hash, b->hash);
+    assert_int_equal(a->graph_id, b->graph_id);
+    assert_int_equal(a->mesh_id, b->mesh_id);
+    assert_int_equal(a->options_len, b->options_len);
+    assert_memory_equal(a->options, b->options, a->options_len);
+    assert_int_equal(a->body_len, b->body_len);
+    assert_int_equal(a->created_at, b->created_at);
+    assert_int_equal(a->input_len, b->input_len);
+    assert_int_equal(a->input_is_mlir, b->input_is_mlir);
+    assert_int_equal(a->rules_len, b->rules_len);
+    assert_null(a->body);
+    assert_null(a->input);
+    assert_null(a->rules);
+}
+
+static void test_st_plan_put_row_is_the_listed_row(void **state)
+{
+    fx *f = *state;
+    st_db_set_time(f->db, 1700000000);
+    const char *doc = "{\"format\":\"shardplan.graph/v1\",\"ops\":[]}";
+    const char *mlir = "module {\n}\n";
+    const char *rules = "{\"custom_rules\":{}}";
+    st_graph_in g = graph_in("inline", ST_GRAPH_JSON, doc);
+    int64_t gm = put_graph(f->db, "mod", ST_GRAPH_MLIR, mlir);
+    char h1[ST_HASH_HEX_LEN + 1], h2[ST_HASH_HEX_LEN + 1];
+    hash_of("row one", h1);
+    hash_of("row two", h2);
+    for (size_t i = 0; h2[i] != '\0'; i++) { /* upper case is folded */
+        h2[i] = h2[i] >= 'a' && h2[i] <= 'f' ? (char)(h2[i] - 'a' + 'A') : h2[i];
+    }
+    st_plan_in in[2];
+    memset(in, 0, sizeof in);
+    in[0].hash = h1;
+    in[0].graph = &g;
+    in[0].body = "{\"plan\":1}";
+    in[0].body_len = strlen(in[0].body);
+    in[0].input = doc;
+    in[0].input_len = strlen(doc);
+    in[1].hash = h2;
+    in[1].graph_id = gm;
+    in[1].options = "{\"pass\":\"x\"}";
+    in[1].options_len = strlen(in[1].options);
+    in[1].body = "{\"plan\":2}";
+    in[1].body_len = strlen(in[1].body);
+    in[1].input = mlir;
+    in[1].input_len = strlen(mlir);
+    in[1].input_is_mlir = true;
+    in[1].rules = rules;
+    in[1].rules_len = strlen(rules);
+    st_plan row[2], again;
+    bool existed = true;
+    for (int i = 0; i < 2; i++) {
+        OK(st_plan_put_row(f->db, &in[i], &row[i], &existed, &e_));
+        assert_false(existed);
+    }
+    OK(st_plan_put_row(f->db, &in[1], &again, &existed, &e_));
+    assert_true(existed);
+    st_plan_query q;
+    st_plan_query_init(&q);
+    st_plan_list l;
+    OK(st_plan_list_query(f->db, &q, &l, &e_));
+    assert_int_equal(l.n_items, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_same_row(&row[i], &l.items[i]);
+        st_plan_fini(&row[i]);
+    }
+    assert_same_row(&again, &l.items[1]);
+    st_plan_fini(&again);
+    st_plan_list_fini(&l);
+    in[0].hash = "not a hash";
+    FAILS(CM_EINVAL, "/hash", st_plan_put_row(f->db, &in[0], &again, NULL, &e_));
+    assert_null(again.options);
+}
+
 static void test_st_plan_put_keeps_input(void **state)
 {
     fx *f = *state;
@@ -2341,6 +2420,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_plan_put_keeps_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_put_shares_input_with_graph, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_bodies_are_coded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_plan_put_row_is_the_listed_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_wal_stays_bounded_beside_readers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_put_with_graph, setup, teardown),
