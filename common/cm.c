@@ -276,6 +276,14 @@ bool cm_mul_i64(int64_t a, int64_t b, int64_t *out)
     return true;
 }
 
+int cm_hex_digit(int c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
 /* ---- arena --------------------------------------------------------------- */
 
 struct cm_arena_chunk {

@@ -118,6 +118,9 @@ bool cm_mul_size(size_t a, size_t b, size_t *out);
 bool cm_add_size(size_t a, size_t b, size_t *out);
 bool cm_mul_i64(int64_t a, int64_t b, int64_t *out);
 
+/* The value of the hex digit c (0-9, a-f, A-F), or -1 for any other byte. */
+int cm_hex_digit(int c);
+
 /* ---- arena --------------------------------------------------------------- */
 
 /* A bump allocator: many small allocations, one free. Memory is 16-byte

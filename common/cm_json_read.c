@@ -236,26 +236,12 @@ static const unsigned char *skip_ws(const unsigned char *p, const unsigned char 
     return p;
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* The four hex digits at q (q + 4 <= end), or -1. */
 static long hex4(const unsigned char *q)
 {
     long v = 0;
     for (int k = 0; k < 4; k++) {
-        int h = hexval(q[k]);
+        int h = cm_hex_digit(q[k]);
         if (h < 0) {
             return -1;
         }

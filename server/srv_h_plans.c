@@ -722,7 +722,7 @@ static cm_status store_plan(st_db *db, const plan_store_in *x, const sp_plan *pl
     in.input_is_mlir = x->is_mlir;
     in.rules = x->rules;
     in.rules_len = x->rules_len;
-    cm_status st = opts.oom     ? cm_error_oom(e)
+    cm_status st = opts.oom      ? cm_error_oom(e)
                    : row != NULL ? st_plan_put_row(db, &in, row, existed, e)
                                  : st_plan_put(db, &in, id_out, existed, e);
     if (st == CM_OK && row != NULL) {

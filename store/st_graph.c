@@ -36,9 +36,9 @@ void st_graph_query_init(st_graph_query *q)
 }
 
 #define GRAPH_COLS                                                                                 \
-    "id, name, format, hash, created_at, " ST_BODY_LEN("body", "body_coding")                    \
-    ", (SELECT group_concat(name, char(10)) "                                                     \
-    "FROM graph_aliases WHERE graph_id = graphs.id)"
+    "id, name, format, hash, created_at, " ST_BODY_LEN(                                            \
+        "body", "body_coding") ", (SELECT group_concat(name, char(10)) "                           \
+                               "FROM graph_aliases WHERE graph_id = graphs.id)"
 
 /* Row: GRAPH_COLS [, body]. */
 static cm_status graph_row(sqlite3_stmt *s, void *item, bool with_body, cm_error *err)
@@ -119,9 +119,8 @@ cm_status st_graph_check_in(const st_graph_in *in, char hash[ST_HASH_HEX_LEN + 1
 /* The graph row of a checked in with that hash, inside the caller's open
  * transaction: found by hash (then in->name, when new, becomes an alias;
  * *aliased, may be NULL, says whether it did) or inserted. */
-cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body,
-                         const char *hash, int64_t *id, bool *existed, bool *aliased,
-                         cm_error *err)
+cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body, const char *hash,
+                         int64_t *id, bool *existed, bool *aliased, cm_error *err)
 {
     cm_status st = st_sql_id_by_hash(db, "graphs", hash, id, err);
     *existed = st == CM_OK && *id != 0;

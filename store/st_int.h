@@ -49,7 +49,7 @@ typedef struct st_stmt_slot {
  * rather than 4, distinct Flax-MLP plan puts cost about 8% less server CPU
  * per request (docs/store.md, "Performance"). */
 #define ST_WAL_CKPT_BYTES (32 * 1024 * 1024)
-#define ST_CKPT_WAIT_MS 20 /* how long a checkpoint waits for readers to leave the WAL */
+#define ST_CKPT_WAIT_MS   20 /* how long a checkpoint waits for readers to leave the WAL */
 #define ST_WAL_HARD_BYTES (256 * 1024 * 1024)
 
 struct st_db {
@@ -121,9 +121,9 @@ void st_db_checkpoint_maybe(st_db *db);
  * functions each connection of the handle registers, so what a row reader
  * gets is always the bytes as put. */
 
-#define ST_CODING_RAW 0
+#define ST_CODING_RAW  0
 #define ST_CODING_ZSTD 1
-#define ST_PACK_POOL 8 /* compression contexts kept for reuse */
+#define ST_PACK_POOL   8 /* compression contexts kept for reuse */
 
 typedef struct st_pack st_pack;
 
@@ -192,9 +192,8 @@ cm_status st_graph_check_in(const st_graph_in *in, char hash[ST_HASH_HEX_LEN + 1
 /* Finds (adding in->name as an alias when new) or inserts the graph of a
  * checked in, with in's body as st_pack_body coded it, locked and inside the
  * caller's transaction. */
-cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body,
-                         const char *hash, int64_t *id, bool *existed, bool *aliased,
-                         cm_error *err);
+cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body, const char *hash,
+                         int64_t *id, bool *existed, bool *aliased, cm_error *err);
 
 /* ---- statements and transactions (st_sql.c) ------------------------------ */
 

@@ -9,14 +9,14 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <zstd.h>
 
 #include <sqlite3.h>
-#include <zstd.h>
 
 #include "st_int.h"
 
-#define ST_PACK_MIN 512 /* bytes: below it the saving is a fraction of one page */
-#define ST_PACK_LEVEL 1 /* ~10x on plan documents at several hundred MB/s */
+#define ST_PACK_MIN   512 /* bytes: below it the saving is a fraction of one page */
+#define ST_PACK_LEVEL 1   /* ~10x on plan documents at several hundred MB/s */
 
 struct st_pack {
     pthread_mutex_t mu; /* guards cctx/n_cctx */

@@ -22,9 +22,17 @@ void st_plan_query_init(st_plan_query *q)
 #define PLAN_OF_GRAPH(col)                                                                         \
     "CASE WHEN input_is_graph THEN (SELECT " col " FROM graphs WHERE graphs.id = plans.graph_id) "
 #define PLAN_COLS                                                                                  \
-    "id, hash, graph_id, COALESCE(mesh_id, 0), options, created_at, "                              \
-    ST_BODY_LEN("body", "body_coding") ", " PLAN_OF_GRAPH("format") "ELSE input_format END, "       \
-    PLAN_OF_GRAPH(ST_BODY_LEN("body", "body_coding")) "ELSE length(input) END, length(rules)"
+    "id, hash, graph_id, COALESCE(mesh_id, 0), options, created_at, " ST_BODY_LEN(                 \
+        "body", "body_coding") ", " PLAN_OF_GRAPH("format") "ELSE input_format "                   \
+                                                            "END, " PLAN_OF_GRAPH(ST_BODY_LEN("bo" \
+                                                                                              "d"  \
+                                                                                              "y", \
+                                                                                              "bo" \
+                                                                                              "dy" \
+                                                                                              "_c" \
+                                                                                              "od" \
+                                                                                              "in" \
+                                                                                              "g")) "ELSE length(input) END, length(rules)"
 
 /* Row: PLAN_COLS [, body, input, rules]. input_format, input and rules are
  * NULL for plans stored without an input (and before schema 5), so lengths
@@ -67,8 +75,8 @@ void st_plan_fini(st_plan *p)
 }
 
 #define PLAN_GET                                                                                   \
-    "SELECT " PLAN_COLS ", " ST_BODY("body", "body_coding") ", "                                  \
-    PLAN_OF_GRAPH(ST_BODY("body", "body_coding")) "ELSE input END, rules FROM plans WHERE "
+    "SELECT " PLAN_COLS ", " ST_BODY("body", "body_coding") ", " PLAN_OF_GRAPH(                    \
+        ST_BODY("body", "body_coding")) "ELSE input END, rules FROM plans WHERE "
 
 void st_plan_list_fini(st_plan_list *l)
 {
@@ -83,7 +91,7 @@ typedef struct plan_write_ctx {
     const st_plan_in *in;
     const char *hash;  /* lower-cased in->hash */
     const char *ghash; /* in->graph's content hash, when in->graph is set */
-    st_packed body;       /* in->body as stored */
+    st_packed body;    /* in->body as stored */
     st_packed graph_body; /* in->graph's body as stored, when in->graph is set */
     int64_t id;        /* out: the plan's row */
     bool existed;      /* out: the hash was stored already */

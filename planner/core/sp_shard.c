@@ -231,20 +231,6 @@ static bool parse_int(parser *p, int64_t *out, const char *what)
     return true;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* An MLIR string literal: "..." with \\ \" \n \t and \XX escapes. */
 static bool parse_string(parser *p, const char **out, const char *what)
 {
@@ -285,8 +271,9 @@ static bool parse_string(parser *p, const char **out, const char *what)
         } else if (e == 't') {
             buf[n++] = '\t';
             p->pos += 2;
-        } else if (p->pos + 2 < end && hexval(e) >= 0 && hexval(p->s[p->pos + 2]) >= 0) {
-            int v = hexval(e) * 16 + hexval(p->s[p->pos + 2]);
+        } else if (p->pos + 2 < end && cm_hex_digit(e) >= 0 &&
+                   cm_hex_digit(p->s[p->pos + 2]) >= 0) {
+            int v = cm_hex_digit(e) * 16 + cm_hex_digit(p->s[p->pos + 2]);
             if (v == 0) {
                 return fail(p, p->pos, "%s must not contain a NUL byte", what);
             }

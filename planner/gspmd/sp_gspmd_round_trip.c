@@ -175,14 +175,6 @@ bool sp_gspmd_detect_round_trip(const sp_module *m)
     return dict_string(d, "xla.sdy.meshes") != NULL;
 }
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 /* `{mesh = #sdy.mesh<[...]>, "other" = #sdy.mesh<[]>}` into sdy.mesh ops. */
 static cm_status import_meshes(sp_module *m, const char *text, cm_error *err)
 {
@@ -221,8 +213,8 @@ static cm_status import_meshes(sp_module *m, const char *text, cm_error *err)
             size_t k = i + 1, o = 0;
             while (k < len && text[k] != '"') {
                 int hi, lo;
-                if (text[k] == '\\' && k + 2 < len && (hi = hex_digit(text[k + 1])) >= 0 &&
-                    (lo = hex_digit(text[k + 2])) >= 0) {
+                if (text[k] == '\\' && k + 2 < len && (hi = cm_hex_digit(text[k + 1])) >= 0 &&
+                    (lo = cm_hex_digit(text[k + 2])) >= 0) {
                     u[o++] = (char)(hi * 16 + lo); /* MLIR's `\22` */
                     k += 3;
                     continue;

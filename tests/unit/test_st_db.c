@@ -1194,8 +1194,7 @@ static void test_st_bodies_are_coded(void **state)
     cm_error_clear(&de);
     assert_int_not_equal(st_graph_get(f->db, g_big, &g, &de), CM_OK);
     assert_non_null(strstr(de.msg, "damaged"));
-    snprintf(sql, sizeof sql, "UPDATE graphs SET body = X'00' WHERE id = %lld",
-             (long long)g_big);
+    snprintf(sql, sizeof sql, "UPDATE graphs SET body = X'00' WHERE id = %lld", (long long)g_big);
     assert_int_equal(raw_exec_rc(f->path, sql), SQLITE_OK);
     cm_error_clear(&de);
     assert_int_not_equal(st_graph_get(f->db, g_big, &g, &de), CM_OK);
@@ -1222,8 +1221,7 @@ static void *wal_read_loop(void *arg)
     assert_int_equal(sqlite3_open_v2(r->path, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_busy_timeout(c, 5000);
     while (!atomic_load(&r->stop)) {
-        if (sqlite3_exec(c, "BEGIN; SELECT count(*) FROM graphs;", NULL, NULL, NULL) ==
-            SQLITE_OK) {
+        if (sqlite3_exec(c, "BEGIN; SELECT count(*) FROM graphs;", NULL, NULL, NULL) == SQLITE_OK) {
             r->reads++;
         }
         struct timespec ts = {0, 5 * 1000 * 1000};
