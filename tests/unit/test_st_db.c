@@ -1098,16 +1098,22 @@ static void test_st_plan_put_shares_input_with_graph(void **state)
     OK(st_db_integrity_check(f->db, &e_));
 }
 
-/* A JSON document of about n bytes, repetitive like a plan document. */
-static char *doc_of(size_t n, int salt)
+/* A JSON document of about n bytes (n + 64 of room at d), repetitive like
+ * a plan document. */
+static void doc_into(char *d, size_t n, int salt)
 {
-    char *d = cm_alloc(n + 64);
-    assert_non_null(d);
     size_t len = (size_t)snprintf(d, 64, "{\"salt\":%d,\"ops\":[", salt);
     while (len + 40 < n) {
         len += (size_t)snprintf(d + len, 40, "{\"op\":\"stablehlo.add\",\"i\":%zu},", len);
     }
     memcpy(d + len, "{}]}", 5);
+}
+
+static char *doc_of(size_t n, int salt)
+{
+    char *d = cm_alloc(n + 64);
+    assert_non_null(d);
+    doc_into(d, n, salt);
     return d;
 }
 
@@ -2052,6 +2058,29 @@ static cm_status oom_graph_put(fx *f, long n, cm_error *err)
     return st;
 }
 
+/* A graph big enough to be zstd-coded, put and read back: whatever
+ * allocation fails, the put either stores it (coded or, when the coding
+ * buffer could not be had, as given) or fails with CM_ENOMEM, and a read
+ * gives the bytes as put or CM_ENOMEM. */
+static cm_status oom_coded_round_trip(fx *f, long n, cm_error *err)
+{
+    static char body[4000 + 64]; /* not allocated: the loop fails allocations */
+    doc_into(body, 4000, (int)n);
+    st_graph_in in = graph_in("coded", ST_GRAPH_JSON, body);
+    int64_t id = 0;
+    cm_status st = st_graph_put(f->db, &in, &id, NULL, err);
+    if (st == CM_OK) {
+        st_graph g;
+        st = st_graph_get(f->db, id, &g, err);
+        if (st == CM_OK) {
+            assert_string_equal(g.body, body);
+            assert_int_equal(g.body_len, strlen(body));
+        }
+        st_graph_fini(&g);
+    }
+    return st;
+}
+
 static cm_status oom_graph_get(fx *f, long n, cm_error *err)
 {
     (void)n;
@@ -2218,6 +2247,8 @@ static void test_st_db_oom_loops(void **state)
     print_message("st_mesh_put: %ld\n", n);
     n = oom_loop(f, oom_plan_put);
     print_message("st_plan_put: %ld\n", n);
+    n = oom_loop(f, oom_coded_round_trip);
+    print_message("st_graph_put + get of a zstd-coded body: %ld\n", n);
     n = oom_loop(f, oom_plan_input);
     print_message("st_plan_put + get with input and rules: %ld\n", n);
     n = oom_loop(f, oom_token);
