@@ -159,6 +159,15 @@ static void raw_exec(const char *path, const char *sql)
 }
 
 /* The first column of the first row of a query, as text (fixtures only). */
+/* Every plan, oldest first (one page of a default list), expecting n. */
+static void list_plans(st_db *db, st_plan_list *l, size_t n)
+{
+    st_plan_query q;
+    st_plan_query_init(&q);
+    OK(st_plan_list_query(db, &q, l, &e_));
+    assert_int_equal(l->n_items, n);
+}
+
 static void raw_text(const char *path, const char *sql, char *out, size_t cap)
 {
     sqlite3 *c = NULL;
@@ -893,11 +902,8 @@ static void test_st_plan_put_dedups_by_hash(void **state)
     FAILS(CM_ENOTFOUND, "/id", st_plan_get(f->db, 999, &p, &e_));
     FAILS(CM_ENOTFOUND, "/id", st_plan_delete(f->db, 999, &e_));
     /* Nothing was written by the failed puts. */
-    st_plan_query q;
-    st_plan_query_init(&q);
     st_plan_list l;
-    OK(st_plan_list_query(f->db, &q, &l, &e_));
-    assert_int_equal(l.n_items, 1);
+    list_plans(f->db, &l, 1);
     st_plan_list_fini(&l);
     OK(st_plan_delete(f->db, id, &e_));
     FAILS(CM_ENOTFOUND, "/id", st_plan_get(f->db, id, &p, &e_));
@@ -1079,11 +1085,8 @@ static void test_st_plan_put_shares_input_with_graph(void **state)
         }
         st_plan_fini(&p);
     }
-    st_plan_query q;
-    st_plan_query_init(&q);
     st_plan_list l;
-    OK(st_plan_list_query(f->db, &q, &l, &e_));
-    assert_int_equal(l.n_items, 4);
+    list_plans(f->db, &l, 4);
     for (size_t i = 0; i < l.n_items; i++) {
         assert_int_equal(l.items[i].id, id[i]);
         assert_int_equal(l.items[i].input_len, strlen(want_input[i]));
@@ -1183,11 +1186,8 @@ static void test_st_bodies_are_coded(void **state)
     assert_int_equal(gl.items[0].body_len, strlen(big));
     assert_int_equal(gl.items[2].body_len, strlen(noise));
     st_graph_list_fini(&gl);
-    st_plan_query pq;
-    st_plan_query_init(&pq);
     st_plan_list pl;
-    OK(st_plan_list_query(f->db, &pq, &pl, &e_));
-    assert_int_equal(pl.n_items, 1);
+    list_plans(f->db, &pl, 1);
     assert_int_equal(pl.items[0].body_len, strlen(plan));
     st_plan_list_fini(&pl);
 
@@ -1241,8 +1241,9 @@ static void *wal_read_loop(void *arg)
 /* Sustained writes beside a reader that is nearly always on the WAL (in a
  * read transaction): the checkpoints still start the WAL over, so its file stays near the
  * checkpoint window (passive checkpoints alone let it grow with the writes:
- * 112-267 MiB in 15 s of plan POSTs). About 48 MiB of incompressible graph
- * bodies go through a 32 MiB window. */
+ * 112-267 MiB in 15 s of plan POSTs). About 120 MB of incompressible graph
+ * bodies (some 330 MB of WAL frames with the index pages) go through a
+ * 32 MiB window. */
 static void test_st_db_wal_stays_bounded_beside_readers(void **state)
 {
     fx *f = *state;
@@ -1251,7 +1252,7 @@ static void test_st_db_wal_stays_bounded_beside_readers(void **state)
     atomic_init(&r.stop, false);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, wal_read_loop, &r), 0);
-    enum { N = 2400, LEN = 20000 };
+    enum { N = 6000, LEN = 20000 };
     char *body = cm_alloc(LEN + 1);
     assert_non_null(body);
     uint64_t x = 0x9E3779B97F4A7C15u;
@@ -1280,7 +1281,10 @@ static void test_st_db_wal_stays_bounded_beside_readers(void **state)
                   "beside\n",
                   (double)max_wal / 1048576.0, N, LEN, cm_now() - t0, r.reads);
     assert_true(r.reads > 0);
-    assert_true(max_wal < 64L * 1024 * 1024); /* the 32 MiB window and a few retries */
+    /* the 32 MiB window, what the writer adds while the checkpoint thread
+     * copies, and a retry or two; passive checkpoints reach the 256 MiB
+     * hard limit here */
+    assert_true(max_wal < 128L * 1024 * 1024);
     OK(st_db_integrity_check(f->db, &e_));
 }
 
@@ -1346,11 +1350,8 @@ static void test_st_plan_put_row_is_the_listed_row(void **state)
     }
     OK(st_plan_put_row(f->db, &in[1], &again, &existed, &e_));
     assert_true(existed);
-    st_plan_query q;
-    st_plan_query_init(&q);
     st_plan_list l;
-    OK(st_plan_list_query(f->db, &q, &l, &e_));
-    assert_int_equal(l.n_items, 2);
+    list_plans(f->db, &l, 2);
     for (int i = 0; i < 2; i++) {
         assert_same_row(&row[i], &l.items[i]);
         st_plan_fini(&row[i]);
@@ -1421,11 +1422,8 @@ static void test_st_plan_put_keeps_input(void **state)
     assert_null(p.rules);
     st_plan_fini(&p);
 
-    st_plan_query q;
-    st_plan_query_init(&q);
     st_plan_list l;
-    OK(st_plan_list_query(f->db, &q, &l, &e_));
-    assert_int_equal(l.n_items, 3);
+    list_plans(f->db, &l, 3);
     for (size_t i = 0; i < l.n_items; i++) {
         assert_null(l.items[i].body);
         assert_null(l.items[i].input);
@@ -1470,8 +1468,7 @@ static void test_st_plan_put_keeps_input(void **state)
     FAILS(CM_EINVAL, "/input", st_plan_put(f->db, &in, NULL, NULL, &e_));
     FAILS(CM_ENOTFOUND, "/hash", st_plan_get_by_hash(f->db, h3, &p, &e_));
     assert_null(p.input);
-    OK(st_plan_list_query(f->db, &q, &l, &e_));
-    assert_int_equal(l.n_items, 3);
+    list_plans(f->db, &l, 3);
     st_plan_list_fini(&l);
 }
 
