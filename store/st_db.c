@@ -201,15 +201,23 @@ static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
     return SQLITE_OK;
 }
 
-/* A passive checkpoint on db->ckpt, outside mu, when the WAL has grown and
- * no other thread is checkpointing. Failures only delay it (the next
- * unlock tries again; the hard limit bounds the WAL). */
+/* Whether the WAL, *wal bytes after db's last commit, has reached the next
+ * checkpoint (the window, or a retry's mark) on a file. */
+static bool checkpoint_due(st_db *db, int64_t *wal)
+{
+    *wal = (int64_t)atomic_load(&db->wal_pages) * db->page_size;
+    int64_t at = atomic_load(&db->ckpt_at);
+    return *wal >= (at > 0 ? at : ST_WAL_CKPT_BYTES) && db->path != NULL;
+}
+
+/* The checkpoint of st_int.h, "Checkpoints", when one is due and no other
+ * thread is checkpointing: the bulk on db->ckpt outside mu, the rest and
+ * the WAL's restart under mu. Failures only delay it (the next unlock tries
+ * again; the hard limit bounds the WAL). */
 static void checkpoint_run(st_db *db)
 {
-    int64_t wal = (int64_t)atomic_load(&db->wal_pages) * db->page_size;
-    int64_t at = atomic_load(&db->ckpt_at);
-    if (wal < (at > 0 ? at : ST_WAL_CKPT_BYTES) || db->path == NULL ||
-        pthread_mutex_trylock(&db->ckpt_mu) != 0) {
+    int64_t wal = 0;
+    if (!checkpoint_due(db, &wal) || pthread_mutex_trylock(&db->ckpt_mu) != 0) {
         return;
     }
     if (db->ckpt == NULL) {
@@ -275,9 +283,8 @@ static void *checkpoint_main(void *arg)
  * no thread can be started. */
 void st_db_checkpoint_maybe(st_db *db)
 {
-    int64_t wal = (int64_t)atomic_load(&db->wal_pages) * db->page_size;
-    int64_t at = atomic_load(&db->ckpt_at);
-    if (wal < (at > 0 ? at : ST_WAL_CKPT_BYTES) || db->path == NULL) {
+    int64_t wal = 0;
+    if (!checkpoint_due(db, &wal)) {
         return;
     }
     pthread_mutex_lock(&db->ckpt_tmu);

@@ -88,28 +88,24 @@ void st_plan_list_fini(st_plan_list *l)
 
 /* A checked put's writes, inside the transaction st_group_write runs. */
 typedef struct plan_write_ctx {
-    const st_plan_in *in;
-    const char *hash;  /* lower-cased in->hash */
-    const char *ghash; /* in->graph's content hash, when in->graph is set */
-    st_packed body;    /* in->body as stored */
-    st_packed graph_body; /* in->graph's body as stored, when in->graph is set */
-    int64_t id;        /* out: the plan's row */
-    bool existed;      /* out: the hash was stored already */
-    int64_t graph_id;  /* out: the row's graph (when not existed) */
-    int64_t created_at; /* out: the row's created_at (when not existed) */
+    const st_plan_in *in;            /* NULL once the put has returned */
+    char hash[ST_HASH_HEX_LEN + 1];  /* lower-cased in->hash */
+    char ghash[ST_HASH_HEX_LEN + 1]; /* in->graph's content hash, when in->graph is set */
+    bool input_is_graph;             /* in->input is in->graph's body, byte for byte */
+    st_packed body;                  /* in->body as stored */
+    st_packed graph_body;            /* in->graph's body as stored, when in->graph is set */
+    int64_t id;                      /* out: the plan's row */
+    bool existed;                    /* out: the hash was stored already */
+    int64_t graph_id;                /* out: the row's graph (when not existed) */
+    int64_t created_at;              /* out: the row's created_at (when not existed) */
 } plan_write_ctx;
 
 static cm_status plan_write(st_db *db, void *arg, cm_error *err)
 {
     plan_write_ctx *w = arg;
     const st_plan_in *in = w->in;
-    /* an inline graph's own body as input: kept once, in the graph row */
-    bool input_is_graph = in->graph != NULL && in->input != NULL && in->rules == NULL &&
-                          in->input_is_mlir == (in->graph->format == ST_GRAPH_MLIR) &&
-                          in->input_len == in->graph->body_len &&
-                          memcmp(in->input, in->graph->body, in->input_len) == 0;
-    const char *input = input_is_graph ? NULL : in->input;
-    size_t input_len = input_is_graph ? 0 : in->input_len;
+    const char *input = w->input_is_graph ? NULL : in->input;
+    size_t input_len = w->input_is_graph ? 0 : in->input_len;
     const char *input_format = input == NULL ? NULL : (in->input_is_mlir ? "mlir" : "json");
     const char *opts = in->options != NULL ? in->options : "{}";
     size_t opts_len = in->options != NULL ? in->options_len : 2;
@@ -154,15 +150,15 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                               "tiIbbiBTBii", w->hash, graph_id, in->mesh_id, opts, opts_len,
                               w->body.data, w->body.len, w->created_at, input, input_len,
-                              input_format, in->rules, in->rules_len, (int64_t)input_is_graph,
+                              input_format, in->rules, in->rules_len, (int64_t)w->input_is_graph,
                               (int64_t)w->body.coding);
         }
     }
     return st;
 }
 
-/* st_plan_put, and the context of its write for st_plan_put_row. */
-static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *wout, cm_error *err);
+/* st_plan_put, leaving in *w what its write found (for st_plan_put_row). */
+static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *w, cm_error *err);
 
 cm_status st_plan_put(st_db *db, const st_plan_in *in, int64_t *id_out, bool *existed_out,
                       cm_error *err)
@@ -229,10 +225,7 @@ cm_status st_plan_put_row(st_db *db, const st_plan_in *in, st_plan *row, bool *e
     row->options[opts_len] = '\0';
     row->options_len = opts_len;
     row->id = w.id;
-    for (size_t i = 0; i <= ST_HASH_HEX_LEN; i++) {
-        char c = in->hash[i];
-        row->hash[i] = c >= 'A' && c <= 'F' ? (char)(c - 'A' + 'a') : c;
-    }
+    memcpy(row->hash, w.hash, sizeof row->hash);
     row->graph_id = w.graph_id;
     row->mesh_id = in->mesh_id;
     row->body_len = in->body_len;
@@ -243,14 +236,13 @@ cm_status st_plan_put_row(st_db *db, const st_plan_in *in, st_plan *row, bool *e
     return CM_OK;
 }
 
-static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *wout, cm_error *err)
+static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *w, cm_error *err)
 {
-    memset(wout, 0, sizeof *wout);
-    char hash[ST_HASH_HEX_LEN + 1], ghash[ST_HASH_HEX_LEN + 1];
-    cm_status st = st_check_hash(in->hash, hash, err);
+    memset(w, 0, sizeof *w);
+    cm_status st = st_check_hash(in->hash, w->hash, err);
     if (st == CM_OK && in->graph != NULL) {
         st = in->graph_id == 0
-                 ? st_graph_check_in(in->graph, ghash, err)
+                 ? st_graph_check_in(in->graph, w->ghash, err)
                  : cm_error_set(err, CM_EINVAL, "/graph_id", "must be 0 with a graph to store");
     } else if (st == CM_OK) {
         st = st_check_id(in->graph_id, "/graph_id", err);
@@ -274,19 +266,22 @@ static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *wout,
     if (st != CM_OK) {
         return st;
     }
-    /* coded before the write queue and its lock; the inline graph's body
-     * too, unused when that content is stored already */
-    plan_write_ctx w = {.in = in, .hash = hash, .ghash = ghash};
-    st_pack_body(db->pack, in->body, in->body_len, &w.body);
+    /* before the write queue and its lock: whether the input is the inline
+     * graph's own body (then kept once, in the graph row), and the coded
+     * bodies (the graph's unused when that content is stored already) */
+    w->in = in;
+    w->input_is_graph = in->graph != NULL && in->input != NULL && in->rules == NULL &&
+                        in->input_is_mlir == (in->graph->format == ST_GRAPH_MLIR) &&
+                        in->input_len == in->graph->body_len &&
+                        memcmp(in->input, in->graph->body, in->input_len) == 0;
+    st_pack_body(db->pack, in->body, in->body_len, &w->body);
     if (in->graph != NULL) {
-        st_pack_body(db->pack, in->graph->body, in->graph->body_len, &w.graph_body);
+        st_pack_body(db->pack, in->graph->body, in->graph->body_len, &w->graph_body);
     }
-    st = st_group_write(db, plan_write, &w, err);
-    st_packed_fini(&w.body);
-    st_packed_fini(&w.graph_body);
-    w.in = NULL;
-    w.hash = w.ghash = NULL; /* this frame's */
-    *wout = w;
+    st = st_group_write(db, plan_write, w, err);
+    st_packed_fini(&w->body);
+    st_packed_fini(&w->graph_body);
+    w->in = NULL;
     return st;
 }
 
