@@ -391,6 +391,23 @@ static bool any_token(st_db *db)
     return any;
 }
 
+/* err, a failure of opening or checking the database at path, as the
+ * refusal a damaged file gets at start: CM_EINTERNAL is our reading of the
+ * file failing (its schema, its pages), so it says to restore a backup. */
+static cm_status damaged_at_start(const char *path, cm_status st, cm_error *err)
+{
+    if (st != CM_EINTERNAL) {
+        return st;
+    }
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    cm_error_clear(err);
+    return cm_error_set(err, CM_EINTERNAL, NULL,
+                        "database %s fails its integrity check (%s): restore it from a backup "
+                        "(shardplan restore, docs/operations.md)",
+                        path, why);
+}
+
 cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
 {
     *out = NULL;
@@ -422,18 +439,9 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
         st = st_group_create(&app->db_group, err); /* plan puts share commits */
     }
     for (size_t i = 0; st == CM_OK && i < n; i++) {
-        st = st_db_open(c->db_path, &app->dbs[i], err);
-        if (st == CM_EINTERNAL) {
-            /* damaged where opening reads (its schema, say): the same clear
-             * refusal as the quick check's below */
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            cm_error_clear(err);
-            st = cm_error_set(err, CM_EINTERNAL, NULL,
-                              "database %s fails its integrity check (%s): restore it from a "
-                              "backup (shardplan restore, docs/operations.md)",
-                              c->db_path, why);
-        }
+        /* damaged where opening reads (its schema, say): the same clear
+         * refusal as the quick check's below */
+        st = damaged_at_start(c->db_path, st_db_open(c->db_path, &app->dbs[i], err), err);
         if (st == CM_OK) {
             st_db_join_group(app->dbs[i], app->db_group);
             app->free_dbs[app->n_free++] = app->dbs[i];
@@ -445,14 +453,17 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
         cm_error qe;
         cm_error_clear(&qe);
         if (st_db_quick_check(app->dbs[0], &qe) != CM_OK) {
-            st = cm_error_set(err, CM_EINTERNAL, NULL,
-                              "database %s fails its integrity check (%s): restore it from a "
-                              "backup (shardplan restore, docs/operations.md)",
-                              c->db_path, qe.msg);
+            *err = qe;
+            st = damaged_at_start(c->db_path, CM_EINTERNAL, err);
         }
     }
     if (st == CM_OK) {
-        st = st_db_open(c->db_path, &app->watch_db, err);
+        /* the plan puts' transactions on a handle of their own */
+        st =
+            damaged_at_start(c->db_path, st_group_open_writer(app->db_group, c->db_path, err), err);
+    }
+    if (st == CM_OK) {
+        st = damaged_at_start(c->db_path, st_db_open(c->db_path, &app->watch_db, err), err);
     }
     if (st == CM_OK) {
         int64_t v = 0;

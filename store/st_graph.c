@@ -120,7 +120,7 @@ cm_status st_graph_check_in(const st_graph_in *in, char hash[ST_HASH_HEX_LEN + 1
  * transaction: found by hash (then in->name, when new, becomes an alias;
  * *aliased, may be NULL, says whether it did) or inserted. */
 cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body, const char *hash,
-                         int64_t *id, bool *existed, bool *aliased, cm_error *err)
+                         int64_t now, int64_t *id, bool *existed, bool *aliased, cm_error *err)
 {
     cm_status st = st_sql_id_by_hash(db, "graphs", hash, id, err);
     *existed = st == CM_OK && *id != 0;
@@ -129,7 +129,7 @@ cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body
                           "INSERT INTO graphs (name, format, hash, body, created_at, body_coding) "
                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                           "tttbii", in->name, st_graph_format_name(in->format), hash, body->data,
-                          body->len, st_db_now(db), (int64_t)body->coding);
+                          body->len, now, (int64_t)body->coding);
     }
     if (st == CM_OK && *existed) {
         /* a name other than the row's: kept as an alias, once */
@@ -137,7 +137,7 @@ cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body
                           "INSERT OR IGNORE INTO graph_aliases (graph_id, name, created_at) "
                           "SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
                           "(SELECT 1 FROM graphs WHERE id = ?1 AND name = ?2)",
-                          "iti", *id, in->name, st_db_now(db));
+                          "iti", *id, in->name, now);
         if (st == CM_OK && aliased != NULL) {
             *aliased = sqlite3_changes(db->conn) > 0;
         }
@@ -169,7 +169,7 @@ cm_status st_graph_put_named(st_db *db, const st_graph_in *in, int64_t *id_out, 
     st_db_lock(db);
     st = st_sql_begin(db, err);
     if (st == CM_OK) {
-        st = st_graph_write(db, in, &body, hash, &id, &existed, aliased_out, err);
+        st = st_graph_write(db, in, &body, hash, st_db_now(db), &id, &existed, aliased_out, err);
     }
     st = st_sql_put_done(db, st, id, existed, id_out, existed_out, err);
     st_packed_fini(&body);

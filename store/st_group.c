@@ -4,7 +4,9 @@
  * running becomes the leader, takes the queue (up to ST_GROUP_MAX_BATCH
  * writes) and runs it on its own connection as one BEGIN IMMEDIATE ...
  * COMMIT, each write inside a savepoint of its own so that a failing one
- * leaves the others' rows in. Every caller returns only once the
+ * leaves the others' rows in (on the group's own writer handle, when it has
+ * one, so that the page cache of the connection committing stays valid from
+ * one batch to the next). Every caller returns only once the
  * transaction holding its write has committed (or failed), so CM_OK still
  * means committed; the others wait on the group's condition meanwhile. */
 #include <assert.h>
@@ -22,6 +24,7 @@ struct st_group {
     st_group_entry *head; /* queued writes, oldest first */
     st_group_entry *tail;
     bool busy;          /* a leader is running a batch */
+    st_db *writer;      /* the batches' handle (st_group_open_writer), or NULL */
     uint64_t n_commits; /* transactions run (committed or not) */
     uint64_t n_writes;  /* writes run in them */
 };
@@ -52,9 +55,21 @@ void st_group_destroy(st_group *g)
         return;
     }
     assert(g->head == NULL && !g->busy);
+    st_db_close(g->writer);
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);
     cm_free(g);
+}
+
+cm_status st_group_open_writer(st_group *g, const char *path, cm_error *err)
+{
+    assert(g->writer == NULL);
+    st_db *w = NULL;
+    cm_status st = st_db_open(path, &w, err);
+    if (st == CM_OK) {
+        g->writer = w;
+    }
+    return st;
 }
 
 void st_db_join_group(st_db *db, st_group *g)
@@ -188,9 +203,10 @@ cm_status st_group_write(st_db *db, st_group_fn fn, void *ctx, cm_error *err)
             g->tail = NULL;
         }
         pthread_mutex_unlock(&g->mu);
-        st_db_lock(db);
-        size_t n_tx = st_group_run(db, batch, n);
-        st_db_unlock_only(db);
+        st_db *on = g->writer != NULL ? g->writer : db;
+        st_db_lock(on);
+        size_t n_tx = st_group_run(on, batch, n);
+        st_db_unlock_only(on);
         pthread_mutex_lock(&g->mu);
         for (size_t i = 0; i < n; i++) {
             batch[i]->done = true; /* a waiter may return (and its entry vanish) from here on */
@@ -202,7 +218,8 @@ cm_status st_group_write(st_db *db, st_group_fn fn, void *ctx, cm_error *err)
     }
     pthread_mutex_unlock(&g->mu);
     if (led) {
-        st_db_checkpoint_maybe(db); /* after the waiters have their answers */
+        /* after the waiters have their answers */
+        st_db_checkpoint_maybe(g->writer != NULL ? g->writer : db);
     }
     return me.st;
 }

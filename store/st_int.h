@@ -191,9 +191,9 @@ size_t st_group_run(st_db *db, st_group_entry **e, size_t n);
 cm_status st_graph_check_in(const st_graph_in *in, char hash[ST_HASH_HEX_LEN + 1], cm_error *err);
 /* Finds (adding in->name as an alias when new) or inserts the graph of a
  * checked in, with in's body as st_pack_body coded it, locked and inside the
- * caller's transaction. */
+ * caller's transaction; a new row or alias is created at now (unix s). */
 cm_status st_graph_write(st_db *db, const st_graph_in *in, const st_packed *body, const char *hash,
-                         int64_t *id, bool *existed, bool *aliased, cm_error *err);
+                         int64_t now, int64_t *id, bool *existed, bool *aliased, cm_error *err);
 
 /* ---- statements and transactions (st_sql.c) ------------------------------ */
 

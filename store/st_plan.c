@@ -97,7 +97,7 @@ typedef struct plan_write_ctx {
     int64_t id;                      /* out: the plan's row */
     bool existed;                    /* out: the hash was stored already */
     int64_t graph_id;                /* out: the row's graph (when not existed) */
-    int64_t created_at;              /* out: the row's created_at (when not existed) */
+    int64_t created_at;              /* the time of the put, on the caller's handle's clock */
 } plan_write_ctx;
 
 static cm_status plan_write(st_db *db, void *arg, cm_error *err)
@@ -109,16 +109,13 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
     const char *input_format = input == NULL ? NULL : (in->input_is_mlir ? "mlir" : "json");
     const char *opts = in->options != NULL ? in->options : "{}";
     size_t opts_len = in->options != NULL ? in->options_len : 2;
-    cm_status st = st_check_json(db, opts, opts_len, "/options", err);
-    if (st == CM_OK && in->rules != NULL) {
-        st = st_check_json(db, in->rules, in->rules_len, "/rules", err);
-    }
+    cm_status st = CM_OK;
     int64_t graph_id = in->graph_id;
     bool graph_known = false;
     if (st == CM_OK && in->graph != NULL) {
         bool g_existed = false;
-        st = st_graph_write(db, in->graph, &w->graph_body, w->ghash, &graph_id, &g_existed, NULL,
-                            err);
+        st = st_graph_write(db, in->graph, &w->graph_body, w->ghash, w->created_at, &graph_id,
+                            &g_existed, NULL, err);
         graph_known = true;
     }
     if (st == CM_OK) {
@@ -141,7 +138,6 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
             }
         }
         w->graph_id = graph_id;
-        w->created_at = st_db_now(db);
         if (st == CM_OK) {
             st = st_sql_write(db, &w->id, err,
                               "INSERT INTO plans (hash, graph_id, mesh_id, options, body, "
@@ -263,6 +259,16 @@ static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *w, cm
         st = cm_error_set(err, CM_EINVAL, "/rules",
                           "only for an MLIR input (a graph document has its rules merged in)");
     }
+    if (st == CM_OK) {
+        /* JSON checked on the caller's handle, outside the write queue */
+        st_db_lock(db);
+        st = st_check_json(db, in->options != NULL ? in->options : "{}",
+                           in->options != NULL ? in->options_len : 2, "/options", err);
+        if (st == CM_OK && in->rules != NULL) {
+            st = st_check_json(db, in->rules, in->rules_len, "/rules", err);
+        }
+        st_db_unlock(db);
+    }
     if (st != CM_OK) {
         return st;
     }
@@ -270,6 +276,9 @@ static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *w, cm
      * graph's own body (then kept once, in the graph row), and the coded
      * bodies (the graph's unused when that content is stored already) */
     w->in = in;
+    /* the caller's clock (a test's fixed time), not that of the handle the
+     * group runs the write on */
+    w->created_at = st_db_now(db);
     w->input_is_graph = in->graph != NULL && in->input != NULL && in->rules == NULL &&
                         in->input_is_mlir == (in->graph->format == ST_GRAPH_MLIR) &&
                         in->input_len == in->graph->body_len &&

@@ -1804,7 +1804,8 @@ static cm_status gw_write(st_db *db, void *ctx, cm_error *err)
 {
     gw *w = ctx;
     st_packed body = {.data = w->in.body, .len = w->in.body_len, .coding = ST_CODING_RAW};
-    cm_status st = st_graph_write(db, &w->in, &body, w->hash, &w->id, &w->existed, NULL, err);
+    cm_status st =
+        st_graph_write(db, &w->in, &body, w->hash, st_db_now(db), &w->id, &w->existed, NULL, err);
     if (st == CM_OK && w->fail == 1) {
         st = cm_error_set(err, CM_ECONFLICT, "/x", "told to fail");
     }
@@ -1954,12 +1955,16 @@ static void *group_writer(void *p)
     return NULL;
 }
 
-static void test_st_group_write_from_threads(void **state)
+/* T threads put through one group (with its own writer handle or not):
+ * every put reads back, the shared ones once. */
+static void group_threads(fx *f, bool writer)
 {
-    fx *f = *state;
     enum { T = 6, N = 60 };
     st_group *g = NULL;
     OK(st_group_create(&g, &e_));
+    if (writer) {
+        OK(st_group_open_writer(g, f->path, &e_));
+    }
     group_arg a[T];
     pthread_t th[T];
     for (int i = 0; i < T; i++) {
@@ -1984,6 +1989,53 @@ static void test_st_group_write_from_threads(void **state)
     assert_true(commits >= 1 && commits <= writes);
     st_group_destroy(g);
     OK(st_db_integrity_check(f->db, &e_));
+}
+
+static void test_st_group_write_from_threads(void **state)
+{
+    group_threads(*state, false);
+}
+
+static void test_st_group_write_on_its_writer(void **state)
+{
+    group_threads(*state, true);
+}
+
+/* A put through a group's writer is created at the time of the handle it
+ * was made on (its test clock), not the writer's; its graph too. */
+static void test_st_group_writer_keeps_the_callers_time(void **state)
+{
+    fx *f = *state;
+    st_group *g = NULL;
+    OK(st_group_create(&g, &e_));
+    OK(st_group_open_writer(g, f->path, &e_));
+    st_db_join_group(f->db, g);
+    st_db_set_time(f->db, 1234567);
+    char h[ST_HASH_HEX_LEN + 1];
+    hash_of("timed", h);
+    st_graph_in gi = graph_in("timed", ST_GRAPH_JSON, "{\"g\":1}");
+    st_plan_in in;
+    memset(&in, 0, sizeof in);
+    in.hash = h;
+    in.graph = &gi;
+    in.body = "{}";
+    in.body_len = 2;
+    st_plan row;
+    bool existed = true;
+    OK(st_plan_put_row(f->db, &in, &row, &existed, &e_));
+    assert_false(existed);
+    assert_int_equal(row.created_at, 1234567);
+    st_plan got;
+    OK(st_plan_get(f->db, row.id, &got, &e_));
+    assert_int_equal(got.created_at, 1234567);
+    char out[32];
+    raw_text(f->path, "SELECT created_at FROM graphs WHERE name = 'timed'", out, sizeof out);
+    assert_string_equal(out, "1234567");
+    st_plan_fini(&got);
+    st_plan_fini(&row);
+    st_db_join_group(f->db, NULL);
+    st_db_set_time(f->db, 0);
+    st_group_destroy(g);
 }
 
 /* ---- OOM loops --------------------------------------------------------------------------------
@@ -2459,6 +2511,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_group_run_fails_writes_of_a_lost_transaction, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_st_group_write_from_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_group_write_on_its_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_group_writer_keeps_the_callers_time, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_st_db_oom_loops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_db_survives_kill_9_during_writes, setup, teardown),
     };
