@@ -189,14 +189,21 @@ void st_db_lock(st_db *db)
 
 /* The WAL hook of conn: notes the WAL's size for st_db_unlock; checkpoints
  * inline only past the hard limit (then no other writer is running, so the
- * copy completes and the next write starts the WAL over). */
+ * copy completes and the next write starts the WAL over), waiting for
+ * readers as long as the regular checkpoint does, not the handle's busy
+ * timeout: a long reader then costs each commit past the limit
+ * ST_CKPT_WAIT_MS, and the WAL stays put only while it reads. */
 static int on_wal_commit(void *arg, sqlite3 *conn, const char *name, int pages)
 {
     st_db *db = arg;
     atomic_store(&db->wal_pages, pages);
     if ((int64_t)pages * db->page_size >= ST_WAL_HARD_BYTES) {
-        (void)sqlite3_wal_checkpoint_v2(conn, name, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
-        atomic_store(&db->wal_pages, 0);
+        (void)sqlite3_busy_timeout(conn, ST_CKPT_WAIT_MS);
+        int rc = sqlite3_wal_checkpoint_v2(conn, name, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
+        (void)sqlite3_busy_timeout(conn, ST_DB_BUSY_TIMEOUT_MS);
+        if (rc == SQLITE_OK) {
+            atomic_store(&db->wal_pages, 0);
+        }
     }
     return SQLITE_OK;
 }

@@ -127,6 +127,12 @@ struct sp_cost {
 #define MAX_FACTORS   64
 #define MAX_DIM_AXES  8
 #define MAX_CALL_DEPTH 64
+/* Op instances a cost walk visits at most, calls expanded (every call site
+ * walks its callee again), beyond twice the module's ops: a 5 KB module of
+ * 24 functions each calling the next twice expanded to 2^24 instances and
+ * 3 s of one plan worker (2^40 would have been days), while real programs
+ * expand to about their op count. */
+#define MAX_OP_INSTANCES (2u * 1024 * 1024)
 
 typedef struct cctx {
     sp_module *m;
@@ -152,6 +158,8 @@ typedef struct cctx {
     uint32_t n_funcs;
     uint32_t depth;
     uint32_t peak_op;      /* the innermost op at the peak of the last block walked */
+    uint64_t instances;    /* ops visited so far (call sites walk their callee again) */
+    uint64_t max_instances;
 } cctx;
 
 static cm_status fail_oom(cctx *x)
@@ -1292,6 +1300,16 @@ static double cost_op(cctx *x, uint32_t id, double mult)
     double inner = 0;
     uint32_t inner_op = SP_NONE;
     s->n_ops++;
+    if (++x->instances > x->max_instances) {
+        if (x->st == CM_OK) {
+            x->st = cm_error_set(x->err, CM_EINVAL, NULL,
+                                 "the module's calls expand to more than %llu op instances (a "
+                                 "function reached through many nested call sites): too many to "
+                                 "cost in one request",
+                                 (unsigned long long)x->max_instances);
+        }
+        return 0;
+    }
     if (costs_as_collective(k)) {
         explicit_coll(x, id, mult);
     } else if (x->implied) {
@@ -1888,6 +1906,7 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     x.o = o;
     x.p = o->profile != NULL ? o->profile : &defp;
     x.err = err;
+    x.max_instances = MAX_OP_INSTANCES + 2u * (uint64_t)m->n_ops;
     x.c = cm_calloc(1, sizeof(sp_cost));
     if (x.c == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in the cost model");

@@ -590,6 +590,70 @@ static void test_sp_profile_decode_rejects_bad_members(void **state)
 
 /* ---- the plan document ---------------------------------------------------------------------- */
 
+/* A module whose depth functions each call the next twice: the cost walk
+ * visits the last one's op 2^(depth-1) times. */
+static char *call_tree(int depth)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    const char *ty = "tensor<8x8xf32>";
+    cm_buf_printf(&b,
+                  "sdy.mesh @m = <[\"x\"=2]>\n"
+                  "func.func @main(%%a: %s {sdy.sharding = #sdy.sharding<@m, [{\"x\"}, {}]>}) "
+                  "-> %s {\n  %%0 = call @f0(%%a) : (%s) -> %s\n  return %%0 : %s\n}\n",
+                  ty, ty, ty, ty, ty);
+    for (int i = 0; i < depth; i++) {
+        cm_buf_printf(&b, "func.func private @f%d(%%a: %s) -> %s {\n", i, ty, ty);
+        if (i + 1 < depth) {
+            cm_buf_printf(&b,
+                          "  %%0 = call @f%d(%%a) : (%s) -> %s\n  %%1 = call @f%d(%%0) : (%s) -> "
+                          "%s\n  return %%1 : %s\n}\n",
+                          i + 1, ty, ty, i + 1, ty, ty, ty);
+        } else {
+            cm_buf_printf(&b, "  %%0 = stablehlo.add %%a, %%a : %s\n  return %%0 : %s\n}\n", ty,
+                          ty);
+        }
+    }
+    assert_false(b.oom);
+    return b.data;
+}
+
+/* Costs call_tree(depth): its status, and on success the ops costed. */
+static cm_status cost_call_tree(int depth, uint32_t *n_ops, cm_error *err)
+{
+    char *text = call_tree(depth);
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    sp_input in;
+    assert_int_equal(sp_input_read(text, strlen(text), &io, &in, err), CM_OK);
+    sp_cost_opts o;
+    sp_cost_opts_init(&o);
+    sp_cost *c = NULL;
+    cm_status st = sp_cost_compute(in.m, &o, &c, err);
+    if (st == CM_OK) {
+        *n_ops = sp_cost_get_summary(c)->n_ops;
+    }
+    sp_cost_destroy(c);
+    sp_input_fini(&in);
+    cm_free(text);
+    return st;
+}
+
+/* Each call site costs its callee again, but a few KB of nested calls must
+ * not expand into unbounded work: 2^11 leaf instances are costed, 2^30
+ * (seconds to days before the bound) are refused at once. */
+static void test_sp_cost_bounds_call_expansion(void **state)
+{
+    (void)state;
+    cm_error err;
+    cm_error_clear(&err);
+    uint32_t n = 0;
+    assert_int_equal(cost_call_tree(12, &n, &err), CM_OK);
+    assert_true(n >= 4096); /* 2^11 adds and their returns, plus the calls */
+    assert_int_equal(cost_call_tree(31, &n, &err), CM_EINVAL);
+    assert_non_null(strstr(err.msg, "calls expand to more than"));
+}
+
 static void test_sp_cost_plan_section(void **state)
 {
     (void)state;
@@ -661,6 +725,7 @@ int main(void)
         cmocka_unit_test(test_sp_profile_decode_rejects_bad_members),
         cmocka_unit_test(test_sp_cost_gemm_curve_and_transcendentals),
         cmocka_unit_test(test_sp_cost_plan_section),
+        cmocka_unit_test(test_sp_cost_bounds_call_expansion),
         cmocka_unit_test(test_sp_cost_compute_oom),
     };
     return cmocka_run_group_tests_name("sp_cost", tests, NULL, NULL);
