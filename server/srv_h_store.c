@@ -95,6 +95,24 @@ void srv_h_metrics(srv_app *app, srv_req *r, route_args *a)
                   "# TYPE shardplan_store_writes_total counter\n"
                   "shardplan_store_writes_total %llu\n",
                   (unsigned long long)commits, (unsigned long long)writes);
+    int64_t bulk = 0, final = 0;
+    for (size_t i = 0; i <= app->n_dbs; i++) {
+        st_db *db = i < app->n_dbs ? app->dbs[i] : st_group_writer(app->db_group);
+        int64_t b1 = 0, f1 = 0;
+        if (db != NULL) {
+            st_db_checkpoint_stats(db, &b1, &f1);
+        }
+        bulk += b1;
+        final += f1;
+    }
+    cm_buf_printf(&b,
+                  "# HELP shardplan_store_checkpoint_pages_total WAL pages checkpoints copied "
+                  "into the file: beside the requests (bulk), or holding the writes while the "
+                  "WAL restarts (final).\n"
+                  "# TYPE shardplan_store_checkpoint_pages_total counter\n"
+                  "shardplan_store_checkpoint_pages_total{step=\"bulk\"} %lld\n"
+                  "shardplan_store_checkpoint_pages_total{step=\"final\"} %lld\n",
+                  (long long)bulk, (long long) final);
     if (b.oom) {
         cm_buf_fini(&b);
         srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");

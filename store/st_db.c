@@ -228,8 +228,13 @@ static void checkpoint_run(st_db *db)
         return;
     }
     if (db->ckpt == NULL) {
+        /* a checkpoint does nothing on a connection that has not yet read
+         * the file (its pager is not in WAL mode until then): read the
+         * schema once */
         if (sqlite3_open_v2(db->path, &db->ckpt, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                            NULL) != SQLITE_OK) {
+                            NULL) != SQLITE_OK ||
+            sqlite3_exec(db->ckpt, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) !=
+                SQLITE_OK) {
             sqlite3_close(db->ckpt);
             db->ckpt = NULL;
         }
@@ -241,7 +246,12 @@ static void checkpoint_run(st_db *db)
          * WAL to finish, so that the next write starts the WAL over. A
          * passive copy alone almost never found every reader gone under
          * load, and the WAL grew past 250 MiB in 15 s of plan puts. */
-        (void)sqlite3_wal_checkpoint_v2(db->ckpt, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        int bulk = 0;
+        if (sqlite3_wal_checkpoint_v2(db->ckpt, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, &bulk) ==
+                SQLITE_OK &&
+            bulk > 0) {
+            atomic_fetch_add(&db->ckpt_bulk_frames, bulk);
+        }
         int rc = pthread_mutex_lock(&db->mu);
         assert(rc == 0);
         /* the wait is short: a reader in a long transaction (a backup, a
@@ -249,7 +259,12 @@ static void checkpoint_run(st_db *db)
          * not finish, another try once the WAL has grown an eighth of the
          * window more */
         (void)sqlite3_busy_timeout(db->conn, ST_CKPT_WAIT_MS);
-        int ck = sqlite3_wal_checkpoint_v2(db->conn, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
+        int log = 0, copied = 0;
+        int ck =
+            sqlite3_wal_checkpoint_v2(db->conn, NULL, SQLITE_CHECKPOINT_RESTART, &log, &copied);
+        if (copied > 0) {
+            atomic_fetch_add(&db->ckpt_final_frames, copied - (bulk < copied ? bulk : copied));
+        }
         (void)sqlite3_busy_timeout(db->conn, ST_DB_BUSY_TIMEOUT_MS);
         atomic_store(&db->ckpt_at, ck == SQLITE_OK ? 0 : wal + ST_WAL_CKPT_BYTES / 8);
         atomic_store(&db->wal_pages, 0);
@@ -307,6 +322,12 @@ void st_db_checkpoint_maybe(st_db *db)
     if (!started) {
         checkpoint_run(db);
     }
+}
+
+void st_db_checkpoint_stats(st_db *db, int64_t *bulk_out, int64_t *final_out)
+{
+    *bulk_out = atomic_load(&db->ckpt_bulk_frames);
+    *final_out = atomic_load(&db->ckpt_final_frames);
 }
 
 void st_db_unlock_only(st_db *db)

@@ -95,6 +95,13 @@ cm_status st_db_probe_write(st_db *db, cm_error *err);
  * the handle last asked. Cheap: no I/O when nothing changed. */
 cm_status st_db_data_version(st_db *db, int64_t *out, cm_error *err);
 
+/* WAL pages this handle's checkpoints have copied into the file: *bulk_out
+ * on the checkpoint thread's own connection while requests go on, *final_out
+ * afterwards, holding the handle while the WAL restarts (the frames
+ * committed during the bulk copy). Most should be bulk: the final step holds
+ * every write of the handle. Any thread. */
+void st_db_checkpoint_stats(st_db *db, int64_t *bulk_out, int64_t *final_out);
+
 /* Tests only: from now on this handle stamps created/updated times with
  * unix_s instead of the wall clock; 0 restores the wall clock. */
 void st_db_set_time(st_db *db, int64_t unix_s);
@@ -133,6 +140,8 @@ void st_group_destroy(st_group *g);
  * the server: about 6% more a second, and a shorter tail; docs/store.md).
  * Call once, before g's handles put anything. Errors: those of st_db_open. */
 cm_status st_group_open_writer(st_group *g, const char *path, cm_error *err);
+/* g's writer handle (for its st_db_checkpoint_stats), or NULL. */
+st_db *st_group_writer(st_group *g);
 /* Makes db's plan puts go through g from now on (NULL: alone again). Call
  * before sharing db with other threads. g must outlive db's use of it. */
 void st_db_join_group(st_db *db, st_group *g);

@@ -72,6 +72,11 @@ cm_status st_group_open_writer(st_group *g, const char *path, cm_error *err)
     return st;
 }
 
+st_db *st_group_writer(st_group *g)
+{
+    return g->writer;
+}
+
 void st_db_join_group(st_db *db, st_group *g)
 {
     st_db_lock(db);

@@ -62,6 +62,8 @@ struct st_db {
     pthread_mutex_t ckpt_mu;     /* serializes checkpoints */
     _Atomic int wal_pages;       /* pages in the WAL after the last commit */
     _Atomic int64_t ckpt_at;     /* WAL bytes for the next checkpoint; 0: the window */
+    _Atomic int64_t ckpt_bulk_frames;  /* frames copied outside mu (st_db_checkpoint_stats) */
+    _Atomic int64_t ckpt_final_frames; /* frames copied after them, under mu */
     pthread_t ckpt_thread;       /* runs the checkpoints, started on first need */
     pthread_mutex_t ckpt_tmu;    /* guards the four below */
     pthread_cond_t ckpt_cv;      /* signalled for want and stop */

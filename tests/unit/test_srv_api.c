@@ -483,6 +483,10 @@ static void test_srv_plans_dedup_options_and_lists(void **state)
     /* metrics count computed and deduplicated plans */
     tu_http(f, "GET", "/metrics", NULL, NULL, &r);
     assert_non_null(strstr(r.body.data, "shardplan_plans_total{outcome=\"deduplicated\"} 3"));
+    /* and the store's checkpoint counters (none needed yet: a few pages) */
+    assert_non_null(strstr(r.body.data, "shardplan_store_checkpoint_pages_total{step=\"bulk\"} 0"));
+    assert_non_null(
+        strstr(r.body.data, "shardplan_store_checkpoint_pages_total{step=\"final\"} 0"));
     tu_resp_fini(&r);
 }
 
