@@ -194,7 +194,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     raw_text(f->path, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "8");
+    assert_string_equal(t, "9");
     raw_text(f->path, "PRAGMA page_size", t, sizeof t);
     assert_string_equal(t, "4096");
     assert_int_equal(f->db->page_size, 4096);
@@ -213,7 +213,7 @@ static void test_st_db_open_sets_wal_and_schema(void **state)
     assert_int_equal(v, ST_DB_SCHEMA_VERSION);
     st_db_close(db2);
     raw_text(f->path, "SELECT count(*) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "8");
+    assert_string_equal(t, "9");
     st_db_close(NULL);
 }
 
@@ -348,9 +348,16 @@ static void test_st_db_open_migrates_v1_file(void **state)
     st_db_close(db);
     char t[64];
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3,4,5,6,7,8");
+    assert_string_equal(t, "1,2,3,4,5,6,7,8,9");
     raw_text(p, "PRAGMA journal_mode", t, sizeof t);
     assert_string_equal(t, "wal");
+    /* version 9 dropped the indexes no statement used; the foreign keys' stay */
+    raw_text(p,
+             "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type = 'index'"
+             " AND tbl_name IN ('graphs', 'plans') AND name NOT LIKE 'sqlite_autoindex%'"
+             " ORDER BY name)",
+             t, sizeof t);
+    assert_string_equal(t, "plans_graph,plans_mesh");
 }
 
 /* A v3 file with benchmark runs: version 4 renames "done" to "succeeded",
@@ -400,7 +407,8 @@ static void test_st_db_migration_list_is_ordered(void **state)
         assert_int_equal(st_migrations[i].version, (int64_t)i + 1);
         assert_true(st_migrations[i].name[0] != '\0');
         assert_true(strstr(st_migrations[i].sql, "CREATE TABLE") != NULL ||
-                    strstr(st_migrations[i].sql, "ALTER TABLE") != NULL);
+                    strstr(st_migrations[i].sql, "ALTER TABLE") != NULL ||
+                    strstr(st_migrations[i].sql, "DROP INDEX") != NULL);
     }
     assert_non_null(strstr(st_migrations[0].sql, "CREATE TABLE plans"));
     assert_non_null(strstr(st_migrations[4].sql, "ALTER TABLE plans ADD COLUMN input BLOB"));
@@ -467,7 +475,7 @@ static void test_st_db_migrates_v4_plan_input(void **state)
     st_plan_fini(&pl);
     st_db_close(db);
     raw_text(p, "SELECT group_concat(version) FROM schema_version", t, sizeof t);
-    assert_string_equal(t, "1,2,3,4,5,6,7,8");
+    assert_string_equal(t, "1,2,3,4,5,6,7,8,9");
     /* A format without an input, an input without a format, an unknown
      * format, rules with a JSON input: each breaks a CHECK. */
     assert_int_equal(raw_exec_rc(p, "UPDATE plans SET input_format = 'json' WHERE id = 5"),
