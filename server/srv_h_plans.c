@@ -817,6 +817,22 @@ static void keep_store(plan_job *j, void *keep)
     srv_app_db_release(j->app, db);
 }
 
+/* Whether the plan may be computed on the request's thread
+ * (SRV_PLAN_HERE_BYTES): a small input without calls, a deadline not near. */
+static bool plan_is_quick(const sp_plan *plan, size_t len, double deadline)
+{
+    if (len > SRV_PLAN_HERE_BYTES || deadline - cm_now() < SRV_PLAN_HERE_MIN_S) {
+        return false;
+    }
+    const sp_module *m = sp_plan_input(plan)->m;
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].kind == SP_OP_FUNC_CALL) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req *pr_in,
                      double deadline, int64_t *id_out, bool *existed)
 {
@@ -911,7 +927,9 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
     j->detach_ctx = &x;
     j->finish = keep_store;
     j->keep_free = keep_free;
-    if (!srv_job_run(app, r, j, deadline)) {
+    if (plan_is_quick(plan, s.len, deadline)) {
+        srv_job_run_here(app, j);
+    } else if (!srv_job_run(app, r, j, deadline)) {
         srv_job_unref(j);
         plan_src_fini(&s);
         return false;

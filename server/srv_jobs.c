@@ -171,6 +171,15 @@ static void deadline_ts(double deadline, struct timespec *ts)
     ts->tv_nsec = (long)((secs - (double)ts->tv_sec) * 1e9);
 }
 
+void srv_job_run_here(srv_app *app, plan_job *j)
+{
+    double t0 = cm_now();
+    j->st = sp_plan_write(j->plan, &j->out, NULL, &j->err);
+    srv_histo_observe(&app->metrics.plan_time, cm_now() - t0);
+    j->done = true;
+    atomic_fetch_add(&app->metrics.plans_here, 1);
+}
+
 /* Runs the job with the request's deadline. On CM_OK *job_out holds a
  * reference to a finished job. Replies itself on timeout/busy (returns false). */
 bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline)
@@ -198,6 +207,7 @@ bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline)
     app->slots_busy++;
     app->jobs_running++;
     pthread_mutex_unlock(&app->job_mu);
+    atomic_fetch_add(&app->metrics.plans_on_worker, 1);
     pthread_mutex_lock(&j->mu);
     rc = 0;
     while (!j->done && rc == 0) {

@@ -30,6 +30,8 @@ void srv_metrics_init(srv_metrics *m)
     histo_init(&m->plan_time);
     atomic_init(&m->plans_computed, 0);
     atomic_init(&m->plans_deduplicated, 0);
+    atomic_init(&m->plans_here, 0);
+    atomic_init(&m->plans_on_worker, 0);
     for (size_t i = 0; i < SRV_METRIC_CODES; i++) {
         atomic_init(&m->errors[i], 0);
     }
@@ -103,6 +105,13 @@ void srv_metrics_write(const srv_metrics *m, const char *const *route_names, siz
                   "shardplan_plans_total{outcome=\"computed\"} %llu\n"
                   "shardplan_plans_total{outcome=\"deduplicated\"} %llu\n",
                   ld(&m->plans_computed), ld(&m->plans_deduplicated));
+    cm_buf_printf(out,
+                  "# HELP shardplan_plan_runs_total Planner runs by where they ran: on the "
+                  "request's own thread (small inputs without calls) or on a plan worker.\n"
+                  "# TYPE shardplan_plan_runs_total counter\n"
+                  "shardplan_plan_runs_total{on=\"request\"} %llu\n"
+                  "shardplan_plan_runs_total{on=\"worker\"} %llu\n",
+                  ld(&m->plans_here), ld(&m->plans_on_worker));
     cm_buf_puts(out, "# HELP shardplan_http_errors_total Error replies by error code.\n"
                      "# TYPE shardplan_http_errors_total counter\n");
     for (size_t i = 0; i < n_errors && i < SRV_METRIC_CODES; i++) {

@@ -853,6 +853,40 @@ static void test_srv_plan_from_example(void **state)
     }
 }
 
+/* Where plans run: a small input without calls on the request's own
+ * thread, one with a func.call on a plan worker (each call site costs its
+ * callee again, so calls are not known to be quick); both answer 201 with
+ * their plan. */
+static void test_srv_plan_runs_where(void **state)
+{
+    fixture *f = *state;
+    resp r;
+    size_t jl;
+    char *js = tu_read_file("examples/flax_mlp.json", &jl);
+    tu_http_ex(f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
+    assert_int_equal(r.status, 201);
+    assert_non_null(json_object_get(r.json, "plan"));
+    tu_resp_fini(&r);
+    cm_free(js);
+    const char *calls =
+        "sdy.mesh @m = <[\"x\"=2]>\n"
+        "func.func private @g(%a: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+        "  %0 = stablehlo.add %a, %a : tensor<8x8xf32>\n"
+        "  return %0 : tensor<8x8xf32>\n}\n"
+        "func.func @main(%a: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@m, [{\"x\"}, {}]>}) "
+        "-> tensor<8x8xf32> {\n"
+        "  %0 = call @g(%a) : (tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+        "  return %0 : tensor<8x8xf32>\n}\n";
+    tu_http(f, "POST", "/v1/plans", "text/plain", calls, &r);
+    assert_int_equal(r.status, 201);
+    assert_non_null(json_object_get(r.json, "plan"));
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/metrics", NULL, NULL, &r);
+    assert_non_null(strstr(r.body.data, "shardplan_plan_runs_total{on=\"request\"} 1\n"));
+    assert_non_null(strstr(r.body.data, "shardplan_plan_runs_total{on=\"worker\"} 1\n"));
+    tu_resp_fini(&r);
+}
+
 static void test_srv_plan_timeout_is_503(void **state)
 {
     fixture *f = *state;
@@ -1342,6 +1376,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_srv_plan_whatif, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_corrupt_stored_graph_is_500, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_from_example, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_plan_runs_where, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_timeout_is_503, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_auth_tokens_and_scopes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_app_refuses_non_loopback_without_tokens, setup,
