@@ -182,6 +182,7 @@ cm_status st_group_write(st_db *db, st_group_fn fn, void *ctx, cm_error *err)
         return write_alone(db, fn, ctx, err);
     }
     st_group_entry me = {fn, ctx, err, CM_OK, false, NULL};
+    st_db *on = g->writer != NULL ? g->writer : db; /* where a batch this caller leads runs */
     bool led = false;
     pthread_mutex_lock(&g->mu);
     if (g->tail != NULL) {
@@ -208,7 +209,6 @@ cm_status st_group_write(st_db *db, st_group_fn fn, void *ctx, cm_error *err)
             g->tail = NULL;
         }
         pthread_mutex_unlock(&g->mu);
-        st_db *on = g->writer != NULL ? g->writer : db;
         st_db_lock(on);
         size_t n_tx = st_group_run(on, batch, n);
         st_db_unlock_only(on);
@@ -223,8 +223,7 @@ cm_status st_group_write(st_db *db, st_group_fn fn, void *ctx, cm_error *err)
     }
     pthread_mutex_unlock(&g->mu);
     if (led) {
-        /* after the waiters have their answers */
-        st_db_checkpoint_maybe(g->writer != NULL ? g->writer : db);
+        st_db_checkpoint_maybe(on); /* after the waiters have their answers */
     }
     return me.st;
 }

@@ -92,6 +92,8 @@ typedef struct plan_write_ctx {
     char hash[ST_HASH_HEX_LEN + 1];  /* lower-cased in->hash */
     char ghash[ST_HASH_HEX_LEN + 1]; /* in->graph's content hash, when in->graph is set */
     bool input_is_graph;             /* in->input is in->graph's body, byte for byte */
+    const char *opts;                /* in->options, or "{}" */
+    size_t opts_len;
     st_packed body;                  /* in->body as stored */
     st_packed graph_body;            /* in->graph's body as stored, when in->graph is set */
     int64_t id;                      /* out: the plan's row */
@@ -107,12 +109,10 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
     const char *input = w->input_is_graph ? NULL : in->input;
     size_t input_len = w->input_is_graph ? 0 : in->input_len;
     const char *input_format = input == NULL ? NULL : (in->input_is_mlir ? "mlir" : "json");
-    const char *opts = in->options != NULL ? in->options : "{}";
-    size_t opts_len = in->options != NULL ? in->options_len : 2;
     cm_status st = CM_OK;
     int64_t graph_id = in->graph_id;
     bool graph_known = false;
-    if (st == CM_OK && in->graph != NULL) {
+    if (in->graph != NULL) {
         bool g_existed = false;
         st = st_graph_write(db, in->graph, &w->graph_body, w->ghash, w->created_at, &graph_id,
                             &g_existed, NULL, err);
@@ -144,7 +144,7 @@ static cm_status plan_write(st_db *db, void *arg, cm_error *err)
                               "created_at, input, input_format, rules, input_is_graph, "
                               "body_coding) "
                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                              "tiIbbiBTBii", w->hash, graph_id, in->mesh_id, opts, opts_len,
+                              "tiIbbiBTBii", w->hash, graph_id, in->mesh_id, w->opts, w->opts_len,
                               w->body.data, w->body.len, w->created_at, input, input_len,
                               input_format, in->rules, in->rules_len, (int64_t)w->input_is_graph,
                               (int64_t)w->body.coding);
@@ -211,8 +211,8 @@ cm_status st_plan_put_row(st_db *db, const st_plan_in *in, st_plan *row, bool *e
         return st;
     }
     /* the row just inserted, as a list item reads it back */
-    const char *opts = in->options != NULL ? in->options : "{}";
-    size_t opts_len = in->options != NULL ? in->options_len : 2;
+    const char *opts = w.opts;
+    size_t opts_len = w.opts_len;
     row->options = st_alloc(opts_len + 1);
     if (row->options == NULL) {
         return cm_error_oom(err);
@@ -235,6 +235,8 @@ cm_status st_plan_put_row(st_db *db, const st_plan_in *in, st_plan *row, bool *e
 static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *w, cm_error *err)
 {
     memset(w, 0, sizeof *w);
+    w->opts = in->options != NULL ? in->options : "{}";
+    w->opts_len = in->options != NULL ? in->options_len : 2;
     cm_status st = st_check_hash(in->hash, w->hash, err);
     if (st == CM_OK && in->graph != NULL) {
         st = in->graph_id == 0
@@ -262,8 +264,7 @@ static cm_status plan_put(st_db *db, const st_plan_in *in, plan_write_ctx *w, cm
     if (st == CM_OK) {
         /* JSON checked on the caller's handle, outside the write queue */
         st_db_lock(db);
-        st = st_check_json(db, in->options != NULL ? in->options : "{}",
-                           in->options != NULL ? in->options_len : 2, "/options", err);
+        st = st_check_json(db, w->opts, w->opts_len, "/options", err);
         if (st == CM_OK && in->rules != NULL) {
             st = st_check_json(db, in->rules, in->rules_len, "/rules", err);
         }

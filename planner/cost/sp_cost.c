@@ -158,8 +158,7 @@ typedef struct cctx {
     uint32_t n_funcs;
     uint32_t depth;
     uint32_t peak_op;      /* the innermost op at the peak of the last block walked */
-    uint64_t instances;    /* ops visited so far (call sites walk their callee again) */
-    uint64_t max_instances;
+    uint32_t max_instances; /* ops a walk may visit (c->s.n_ops counts them) */
 } cctx;
 
 static cm_status fail_oom(cctx *x)
@@ -1299,8 +1298,7 @@ static double cost_op(cctx *x, uint32_t id, double mult)
     sp_cost_summary *s = &x->c->s;
     double inner = 0;
     uint32_t inner_op = SP_NONE;
-    s->n_ops++;
-    if (++x->instances > x->max_instances) {
+    if (++s->n_ops > x->max_instances) {
         if (x->st == CM_OK) {
             x->st = cm_error_set(x->err, CM_EINVAL, NULL,
                                  "the module's calls expand to more than %llu op instances (a "
@@ -1906,7 +1904,8 @@ cm_status sp_cost_compute(sp_module *m, const sp_cost_opts *o, sp_cost **out, cm
     x.o = o;
     x.p = o->profile != NULL ? o->profile : &defp;
     x.err = err;
-    x.max_instances = MAX_OP_INSTANCES + 2u * (uint64_t)m->n_ops;
+    uint64_t max_inst = MAX_OP_INSTANCES + 2u * (uint64_t)m->n_ops;
+    x.max_instances = max_inst < UINT32_MAX ? (uint32_t)max_inst : UINT32_MAX;
     x.c = cm_calloc(1, sizeof(sp_cost));
     if (x.c == NULL) {
         return cm_error_set(err, CM_ENOMEM, NULL, "out of memory in the cost model");
