@@ -81,7 +81,7 @@ static int run_plan(int argc, char **argv, FILE *out, FILE *errs, cmd_input *ci)
      * the propagation, so its bytes go nowhere. */
     cm_buf b;
     cm_buf_init_sink(&b, mlir ? cmd_discard_sink : cmd_file_sink, out);
-    cm_status st = sp_plan_write(plan, &b, NULL, &err);
+    cm_status st = sp_plan_write(plan, NULL, &b, NULL, &err);
     if (st == CM_OK && !cm_buf_flush(&b)) {
         st = b.sink_failed ? cm_error_set(&err, CM_EIO, NULL, "write error on the output")
                            : cm_error_oom(&err);

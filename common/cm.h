@@ -65,6 +65,23 @@ cm_status cm_error_wrap(cm_error *err, const cm_error *inner, const char *fmt, .
 /* Short lower-case name of a status ("invalid", "not found", ...). */
 const char *cm_status_name(cm_status code);
 
+/* ---- cancellation ------------------------------------------------------ */
+
+/* A caller's stop hook for long computations: they call fn(ctx) now and then
+ * (each says how often) and, once it returns true, stop with CM_EIO and a
+ * message saying so. fn must be cheap and thread-safe with respect to its
+ * caller's other threads; it is called on the computing thread. */
+typedef struct cm_cancel {
+    bool (*fn)(void *ctx); /* true: stop */
+    void *ctx;             /* passed to fn */
+} cm_cancel;
+
+/* Whether c (may be NULL, or have a NULL fn: never) says stop. */
+static inline bool cm_cancelled(const cm_cancel *c)
+{
+    return c != NULL && c->fn != NULL && c->fn(c->ctx);
+}
+
 /* ---- allocation ---------------------------------------------------------- */
 
 /* malloc/realloc/free wrappers; they return NULL on failure and never abort.

@@ -39,6 +39,7 @@ void srv_config_init(srv_config *c)
     c->head_timeout_s = 10;
     c->min_body_rate = 16 << 10;
     c->compute_timeout_s = 30;
+    c->plan_timeout_s = 300;
     c->integrity_interval_s = 300;
     c->cache_entries = 4096;
     c->auth = SRV_AUTH_AUTO;
@@ -199,6 +200,8 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
         ok = parse_seconds(value, &c->head_timeout_s);
     } else if (strcmp(name, "integrity-interval") == 0) {
         ok = parse_seconds(value, &c->integrity_interval_s);
+    } else if (strcmp(name, "plan-timeout") == 0) {
+        ok = parse_seconds(value, &c->plan_timeout_s);
     } else if (strcmp(name, "compute-timeout") == 0) {
         ok = parse_seconds(value, &c->compute_timeout_s) && c->compute_timeout_s > 0;
     } else if (strcmp(name, "bench-time-limit") == 0) {
@@ -249,12 +252,14 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
     return CM_OK;
 }
 
+/* clang-format off */
 static const char *const option_names[] = {
-    "listen",       "db",    "log",   "threads", "plan-workers", "max-body", "timeout",
-    "idle-timeout", "drain", "cache", "auth",    "insecure",     "web",
-    "bench-time-limit", "bench-memory", "max-inflight-body", "max-connections", "max-per-ip",
-    "head-timeout", "compute-timeout", "integrity-interval", "min-body-rate", "cors-origin",
-    "bench-mpi"};
+    "listen", "db", "log", "threads", "plan-workers", "max-body", "timeout", "idle-timeout",
+    "drain", "cache", "auth", "insecure", "web", "bench-time-limit", "bench-memory",
+    "max-inflight-body", "max-connections", "max-per-ip", "head-timeout", "compute-timeout",
+    "integrity-interval", "min-body-rate", "cors-origin", "bench-mpi", "plan-timeout",
+};
+/* clang-format on */
 
 cm_status srv_config_from_env(srv_config *c, cm_error *err)
 {
@@ -507,6 +512,13 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     return CM_OK;
 }
 
+/* The drain time is over (srv_http_stop): computations still running stop. */
+static void app_drained(void *cls)
+{
+    srv_app *app = cls;
+    atomic_store(&app->stopping, true);
+}
+
 cm_status srv_app_start(srv_app *app, cm_error *err)
 {
     srv_http_opts o;
@@ -526,7 +538,9 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
     o.done = srv_routes_done;
     o.early = srv_routes_early;
     o.refuse = srv_reply_refusal;
+    o.drained = app_drained;
     o.cls = app;
+    atomic_store(&app->stopping, false);
     cm_status st = srv_http_start(&o, &app->http, err);
     app->running = st == CM_OK;
     if (st == CM_OK) {
@@ -563,7 +577,8 @@ void srv_app_stop(srv_app *app)
     /* after the requests: a run queued meanwhile stays queued for the next start */
     srv_bench_stop(app);
     app->running = false;
-    /* plan jobs abandoned by a timed-out request still run: wait for them */
+    /* plan jobs abandoned by a timed-out request may still run: they saw
+     * app->stopping (app_drained) and stop at their next poll */
     srv_jobs_stop(app);
 }
 

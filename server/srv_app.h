@@ -41,6 +41,7 @@ typedef struct srv_config {
     double head_timeout_s;     /* a request head must be complete within, seconds (0: none) */
     size_t min_body_rate;      /* bytes/s a body must average after head_timeout_s (0: any) */
     double compute_timeout_s;  /* suggest, what-if, sweep, compare stop after, seconds */
+    double plan_timeout_s;     /* a plan stops computing after, seconds (0: never) */
     double integrity_interval_s; /* /readyz runs quick_check at most this often (0: always) */
     size_t cache_entries;      /* plans kept in memory */
     srv_auth_mode auth;

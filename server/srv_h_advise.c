@@ -76,60 +76,30 @@ void srv_h_plan_advise(srv_app *app, srv_req *r, route_args *a)
 
 /* ---- stopping long computations ------------------------------------------------------------ */
 
-/* Why a computation was told to stop. */
-enum { STOP_NO = 0, STOP_DEADLINE, STOP_GONE, STOP_SHUTDOWN };
-
-/* The cancel hook of suggest and sweep (their opts' cancel): the request's
- * compute deadline (--compute-timeout), its client gone, or the server past
- * its drain. Polled from the computation's worker threads. */
-typedef struct compute_stop {
-    srv_app *app;
-    srv_req *r;
-    double deadline; /* cm_now() seconds */
-    atomic_int why;
-} compute_stop;
-
-static void compute_stop_init(compute_stop *cs, srv_app *app, srv_req *r)
+/* A computation's stop hook (srv_stop, srv_int.h) with the request's
+ * compute deadline (--compute-timeout). */
+static void compute_stop_init(srv_stop *cs, srv_app *app, srv_req *r)
 {
-    cs->app = app;
-    cs->r = r;
-    cs->deadline = cm_now() + app->cfg.compute_timeout_s;
-    atomic_init(&cs->why, STOP_NO);
-}
-
-static bool compute_should_stop(void *ctx)
-{
-    compute_stop *cs = ctx;
-    int why = atomic_load(&cs->why);
-    if (why == STOP_NO) {
-        why = cm_now() > cs->deadline               ? STOP_DEADLINE
-              : srv_req_server_stopping(cs->r)      ? STOP_SHUTDOWN
-              : srv_req_client_gone(cs->r)          ? STOP_GONE
-                                                    : STOP_NO;
-        if (why != STOP_NO) {
-            atomic_store(&cs->why, why);
-        }
-    }
-    return why != STOP_NO;
+    srv_stop_init(cs, app, r, app->cfg.compute_timeout_s);
 }
 
 /* The reply of a computation that failed with e: why it was stopped when
  * it was, else e as ours (is_ours) or the client's. */
-static void reply_stopped_or(srv_app *app, srv_req *r, compute_stop *cs, const char *what,
+static void reply_stopped_or(srv_app *app, srv_req *r, srv_stop *cs, const char *what,
                              const cm_error *e, bool is_ours)
 {
     switch (atomic_load(&cs->why)) {
-    case STOP_DEADLINE:
+    case SRV_STOP_DEADLINE:
         srv_reply_err(app, r, E_TIMEOUT, NULL,
                       "%s stopped at its %g s limit (--compute-timeout); ask for less "
                       "(suggest: max_candidates, k; sweep: devices) or raise the limit",
                       what, app->cfg.compute_timeout_s);
         return;
-    case STOP_SHUTDOWN:
+    case SRV_STOP_SHUTDOWN:
         srv_reply_err(app, r, E_UNAVAILABLE, NULL, "%s stopped: the server is shutting down",
                       what);
         return;
-    case STOP_GONE:
+    case SRV_STOP_GONE:
         srv_reply_err(app, r, E_UNAVAILABLE, NULL, "%s stopped: the client has gone", what);
         return;
     default:
@@ -177,9 +147,9 @@ void srv_h_plan_suggest(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     o.profile = have_prof ? &prof : NULL;
-    compute_stop cs;
+    srv_stop cs;
     compute_stop_init(&cs, app, r);
-    o.cancel = compute_should_stop;
+    o.cancel = srv_stop_poll;
     o.cancel_ctx = &cs;
     cm_error e;
     cm_error_clear(&e);
@@ -237,9 +207,9 @@ void srv_h_plan_sweep(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     o.profile = have_prof ? &prof : NULL;
-    compute_stop cs;
+    srv_stop cs;
     compute_stop_init(&cs, app, r);
-    o.cancel = compute_should_stop;
+    o.cancel = srv_stop_poll;
     o.cancel_ctx = &cs;
     cm_error e;
     cm_error_clear(&e);
@@ -304,9 +274,9 @@ void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
         goto out;
     }
     o.profile = have_prof ? &prof : NULL;
-    compute_stop cs;
+    srv_stop cs;
     compute_stop_init(&cs, app, r);
-    o.cancel = compute_should_stop;
+    o.cancel = srv_stop_poll;
     o.cancel_ctx = &cs;
     if (!srv_plan_input_get(app, r, a, id, &pi)) {
         goto out;
@@ -560,9 +530,9 @@ void srv_h_sweep(srv_app *app, srv_req *r, route_args *a)
         return;
     }
     o.profile = have_prof ? &prof : NULL;
-    compute_stop cs;
+    srv_stop cs;
     compute_stop_init(&cs, app, r);
-    o.cancel = compute_should_stop;
+    o.cancel = srv_stop_poll;
     o.cancel_ctx = &cs;
     cm_error e;
     cm_error_clear(&e);
@@ -643,9 +613,9 @@ void srv_h_compare(srv_app *app, srv_req *r, route_args *a)
         ok = false;
     }
     o.profile = have_prof ? &prof : NULL;
-    compute_stop cs;
+    srv_stop cs;
     compute_stop_init(&cs, app, r);
-    o.cancel = compute_should_stop;
+    o.cancel = srv_stop_poll;
     o.cancel_ctx = &cs;
     sp_compare *c = NULL;
     if (ok && sp_compare_run(in, (uint32_t)n, &o, &c, &e) != CM_OK) {

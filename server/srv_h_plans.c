@@ -171,6 +171,26 @@ static void plan_validators(srv_req *r, const char *etag)
     }
 }
 
+/* The reply of planning that failed with st and e: why its stop hook (with
+ * --plan-timeout) stopped it, else e. */
+static void reply_plan_failed(srv_app *app, srv_req *r, cm_status st, const srv_stop *stop,
+                              const cm_error *e)
+{
+    int why = st == CM_EIO ? atomic_load(&stop->why) : SRV_STOP_NO;
+    if (why == SRV_STOP_DEADLINE) {
+        srv_reply_err(app, r, E_TIMEOUT, NULL,
+                      "planning stopped at its %g s limit (--plan-timeout); the plan is not "
+                      "stored",
+                      app->cfg.plan_timeout_s);
+    } else if (why == SRV_STOP_SHUTDOWN) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL, "planning stopped: the server is shutting down");
+    } else if (why == SRV_STOP_GONE) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL, "planning stopped: the client has gone");
+    } else {
+        srv_reply_cm(app, r, e);
+    }
+}
+
 /* Whether the client asks for the propagated module: Accept names
  * application/mlir, and not application/json before it. */
 static bool wants_mlir(const srv_req *r)
@@ -201,9 +221,17 @@ static void reply_plan_mlir(srv_app *app, srv_req *r, route_args *a, const char 
     sp_plan *plan = NULL;
     cm_buf b;
     cm_buf_init(&b);
-    if (sp_plan_create(pi.text, pi.len, &pi.io, NULL, 0, &plan, &e) != CM_OK ||
-        sp_plan_write(plan, &b, NULL, &e) != CM_OK) {
+    srv_stop stop;
+    srv_stop_init(&stop, app, r, app->cfg.plan_timeout_s);
+    cm_cancel c = {srv_stop_poll, &stop};
+    if (sp_plan_create(pi.text, pi.len, &pi.io, NULL, 0, &plan, &e) != CM_OK) {
         srv_reply_ours(app, r, &e);
+    } else if ((st = sp_plan_write(plan, &c, &b, NULL, &e)) != CM_OK) {
+        if (st == CM_EIO && atomic_load(&stop.why) != SRV_STOP_NO) {
+            reply_plan_failed(app, r, st, &stop, &e);
+        } else {
+            srv_reply_ours(app, r, &e);
+        }
     } else {
         cm_buf_reset(&b);
         sp_print_opts popts = {false, false};
@@ -935,10 +963,9 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         return false;
     }
     if (j->st != CM_OK) {
-        cm_error je = j->err;
+        reply_plan_failed(app, r, j->st, &j->stop, &j->err);
         srv_job_unref(j);
         plan_src_fini(&s);
-        srv_reply_cm(app, r, &je);
         return false;
     }
     atomic_fetch_add(&app->metrics.plans_computed, 1);

@@ -953,6 +953,9 @@ void srv_http_stop(srv_http *h, double drain_s)
         nanosleep(&ts, NULL);
     }
     atomic_store(&h->stopping, true); /* long computations poll it and stop */
+    if (h->o.drained != NULL) {
+        h->o.drained(h->o.cls);
+    }
     if (h->watch_running) {
         pthread_mutex_lock(&h->conn_mu);
         h->watch_stop = true;

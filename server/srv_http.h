@@ -67,7 +67,11 @@ typedef struct srv_http_opts {
      * origin (the request's Origin header, "" when none). Any thread. */
     size_t (*refuse)(void *cls, unsigned status, const char *message, const char *origin,
                      char *buf, size_t cap, char *hdrs, size_t hcap);
-    void *cls;                 /* passed to handler and done */
+    /* Called once from srv_http_stop when its drain time is over, before
+     * the requests still running are waited for (they are told to stop
+     * through srv_req_server_stopping); may be NULL. */
+    void (*drained)(void *cls);
+    void *cls; /* passed to handler, done, refuse and drained */
 } srv_http_opts;
 
 /* Starts listening. On success *out is a running server freed by

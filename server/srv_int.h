@@ -138,6 +138,7 @@ struct srv_app {
     pthread_t *workers;                   /* cfg.plan_workers slots */
     unsigned n_workers, idle_workers;
     bool pool_stop;
+    atomic_bool stopping; /* shutdown's drain time is over: computations stop */
 
     srv_metrics metrics;
 
@@ -425,6 +426,28 @@ void srv_h_migration_post(srv_app *app, srv_req *r, route_args *a);
 void srv_h_migration_list(srv_app *app, srv_req *r, route_args *a);
 void srv_h_migration_get(srv_app *app, srv_req *r, route_args *a);
 
+/* ---- stopping long computations (srv_jobs.c) ------------------------------------------ */
+
+/* Why a computation was told to stop. */
+enum { SRV_STOP_NO = 0, SRV_STOP_DEADLINE, SRV_STOP_GONE, SRV_STOP_SHUTDOWN };
+
+/* A computation's stop hook (the planner's cm_cancel, the advisors' cancel):
+ * its deadline, its client gone (when it has a request), or the server past
+ * its drain (app->stopping). Polled from the computing threads; the first
+ * reason seen sticks in why. */
+typedef struct srv_stop {
+    srv_app *app;
+    srv_req *r;      /* the request whose client is watched, or NULL */
+    double deadline; /* cm_now() seconds; INFINITY: none */
+    atomic_int why;  /* SRV_STOP_* */
+} srv_stop;
+
+/* A hook stopping seconds from now (0: no deadline), watching r's client
+ * unless r is NULL. */
+void srv_stop_init(srv_stop *s, srv_app *app, srv_req *r, double seconds);
+/* The hook itself (ctx: a srv_stop): true once any reason holds. */
+bool srv_stop_poll(void *ctx);
+
 /* ---- planning jobs (srv_jobs.c) ------------------------------------------------------ */
 
 /* A planning job: runs on its own thread so the request can give up at its
@@ -451,6 +474,10 @@ typedef struct plan_job {
     void (*keep_free)(void *keep);
     void *keep;
     struct plan_job *qnext; /* the workers' queue (under app->job_mu) */
+    /* --plan-timeout from the job's creation and shutdown past its drain;
+     * not the client: a plan given up at the request's deadline goes on to
+     * be stored for the retry */
+    srv_stop stop;
 } plan_job;
 
 /* A job for plan (taken over: destroyed with the job), with one reference
@@ -472,14 +499,18 @@ bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline);
  * request's own thread when its deadline is at least SRV_PLAN_HERE_MIN_S
  * away: no hand-off to a plan worker (two thread switches and their
  * wake-ups: distinct Flax-MLP POSTs about 13% more a second, 10% less CPU
- * each). Inputs of that size plan in at most about 15 ms, the worst built
- * for it included (rank-32 tensors on 48-axis meshes, 250 ops); calls are
- * left to the workers because each call site costs its callee again. */
+ * each). Inputs of that size plan in about 15 ms at most for the worst
+ * shapes built for it (rank-32 tensors on 48-axis meshes, 250 ops) and in
+ * up to about 0.2 s with a distinct user priority on every tensor (each
+ * priority is one more propagation round, as in Shardy); j->stop bounds
+ * them all the same. Calls are left to the workers because each call site
+ * costs its callee again. */
 #define SRV_PLAN_HERE_BYTES (64u * 1024)
 #define SRV_PLAN_HERE_MIN_S 1.0
 
-/* Runs j on the calling thread (no worker, no deadline): for plans known to
- * be quick. j->st, j->out, j->err hold the result afterwards. */
+/* Runs j on the calling thread (no worker, no request deadline; j->stop
+ * still applies): for plans known to be quick. j->st, j->out, j->err hold
+ * the result afterwards. */
 void srv_job_run_here(srv_app *app, plan_job *j);
 
 /* Sets up the plan workers' state (no thread yet); srv_app_create. */

@@ -5,10 +5,35 @@
  * reference-counted between the two. The workers are threads started as
  * jobs need them (up to cfg.plan_workers) and kept, taking jobs from one
  * queue, until srv_jobs_stop; srv_app_stop waits for every job. */
+#include <math.h>
 #include <pthread.h>
 #include <time.h>
 
 #include "srv_int.h"
+
+void srv_stop_init(srv_stop *s, srv_app *app, srv_req *r, double seconds)
+{
+    s->app = app;
+    s->r = r;
+    s->deadline = seconds > 0 ? cm_now() + seconds : (double)INFINITY;
+    atomic_init(&s->why, SRV_STOP_NO);
+}
+
+bool srv_stop_poll(void *ctx)
+{
+    srv_stop *s = ctx;
+    int why = atomic_load(&s->why);
+    if (why == SRV_STOP_NO) {
+        why = cm_now() > s->deadline                      ? SRV_STOP_DEADLINE
+              : atomic_load(&s->app->stopping)            ? SRV_STOP_SHUTDOWN
+              : s->r != NULL && srv_req_client_gone(s->r) ? SRV_STOP_GONE
+                                                          : SRV_STOP_NO;
+        if (why != SRV_STOP_NO) {
+            atomic_store(&s->why, why);
+        }
+    }
+    return why != SRV_STOP_NO;
+}
 
 plan_job *srv_job_create(srv_app *app, sp_plan *plan)
 {
@@ -22,6 +47,7 @@ plan_job *srv_job_create(srv_app *app, sp_plan *plan)
     j->app = app;
     j->plan = plan;
     cm_buf_init(&j->out);
+    srv_stop_init(&j->stop, app, NULL, app->cfg.plan_timeout_s);
     return j;
 }
 
@@ -48,7 +74,8 @@ static void job_run_one(plan_job *j)
 {
     srv_app *app = j->app;
     double t0 = cm_now();
-    j->st = sp_plan_write(j->plan, &j->out, NULL, &j->err);
+    cm_cancel c = {srv_stop_poll, &j->stop};
+    j->st = sp_plan_write(j->plan, &c, &j->out, NULL, &j->err);
     srv_histo_observe(&app->metrics.plan_time, cm_now() - t0);
     pthread_mutex_lock(&j->mu);
     j->done = true;
@@ -174,7 +201,8 @@ static void deadline_ts(double deadline, struct timespec *ts)
 void srv_job_run_here(srv_app *app, plan_job *j)
 {
     double t0 = cm_now();
-    j->st = sp_plan_write(j->plan, &j->out, NULL, &j->err);
+    cm_cancel c = {srv_stop_poll, &j->stop};
+    j->st = sp_plan_write(j->plan, &c, &j->out, NULL, &j->err);
     srv_histo_observe(&app->metrics.plan_time, cm_now() - t0);
     j->done = true;
     atomic_fetch_add(&app->metrics.plans_here, 1);

@@ -604,10 +604,15 @@ static cm_status load_plan(sp_compare *x, uint32_t k, const sp_compare_input *in
     }
     io.propagate = true;
     io.record_edges = false;
+    cm_cancel stop = {o->cancel, o->cancel_ctx};
+    io.cancel = &stop;
     cm_error e;
     cm_error_clear(&e);
     cm_status st = sp_input_read(in->text, in->len, &io, &p->in, &e);
     x->c.n = k + 1;
+    if (st == CM_EIO && stopped(o, err)) {
+        return st; /* propagation saw the hook say stop */
+    }
     if (st == CM_OK) {
         /* the propagated shardings are compared; the cost is the partitioned
            program's, as lint, suggest and what-if give it */

@@ -1449,7 +1449,7 @@ cm_status sp_advise_run(const char *text, size_t len, const sp_input_opts *in_op
         }
         sp_diags d;
         sp_diags_init(&d);
-        st = sp_input_propagate(a->m, io.pass, custom, false, &d, err);
+        st = sp_input_propagate(a->m, io.pass, custom, false, NULL, &d, err);
         sp_diags_fini(&d);
         if (st != CM_OK) {
             goto fail;

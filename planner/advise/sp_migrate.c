@@ -74,7 +74,7 @@ static cm_status shardy_side(const char *text, size_t len, const uint32_t *vals,
     if (st == CM_OK) {
         sp_diags d;
         sp_diags_init(&d);
-        st = sp_input_propagate(out->m, SP_PLAN_PIPELINE, NULL, false, &d, err);
+        st = sp_input_propagate(out->m, SP_PLAN_PIPELINE, NULL, false, NULL, &d, err);
         sp_diags_fini(&d);
     }
     return st;

@@ -123,6 +123,7 @@ typedef struct item {
 struct sp_suggest {
     cm_arena arena;
     sp_suggest_opts o;
+    cm_cancel cancel; /* o's hook, for propagation inside a candidate */
     sp_profile profile;
     sp_input in;                   /* the input as read (owns g, the rules document) */
     sp_graph *g;                   /* in.g: graph input (names, custom rules), or NULL */
@@ -678,7 +679,7 @@ static cm_status run_module(sp_suggest *S, sp_module *m, bool baseline, sp_sugge
     /* the input's pass and rules, as its plan propagates (planner/doc/sp_input.h) */
     sp_diags d;
     sp_diags_init(&d);
-    cm_status st = sp_input_propagate(m, S->in_opts.pass, S->custom, false, &d, err);
+    cm_status st = sp_input_propagate(m, S->in_opts.pass, S->custom, false, &S->cancel, &d, err);
     sp_diags_fini(&d);
     if (st == CM_OK && baseline) {
         st = gen_candidates(S, m, err);
@@ -1028,6 +1029,7 @@ cm_status sp_suggest_run(const char *text, size_t len, const sp_input_opts *in_o
     }
     cm_arena_init(&S->arena, 16384);
     S->o = *o;
+    S->cancel = (cm_cancel){o->cancel, o->cancel_ctx};
     if (o->profile != NULL) {
         S->profile = *o->profile;
     } else {

@@ -70,6 +70,7 @@ typedef struct pool {
     bool generate; /* phase 1: generate texts; phase 2: plan and cost */
     bool (*cancel)(void *ctx); /* the caller's stop hook, or NULL */
     void *cancel_ctx;
+    cm_cancel stop; /* the same hook, for propagation inside a variant */
     atomic_bool stopped;
 } pool;
 
@@ -146,6 +147,7 @@ static void run_variant(pool *p, variant *v, bool own)
         sp_prop_opts po;
         sp_prop_opts_init(&po, SP_PROP_USER_PRIORITY);
         po.keep_sharding_rules = true;
+        po.cancel = &p->stop;
         sp_diags d;
         sp_diags_init(&d);
         st = sp_pass_propagation_pipeline(m, &po, &d, &err);
@@ -326,6 +328,7 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
     atomic_init(&p.stopped, false);
     p.cancel = o->cancel;
     p.cancel_ctx = o->cancel_ctx;
+    p.stop = (cm_cancel){o->cancel, o->cancel_ctx};
     p.profile = o->profile != NULL ? o->profile : &defp;
     snprintf(res->profile, sizeof res->profile, "%s", p.profile->name);
     res->n_axes = 2;
@@ -573,6 +576,7 @@ typedef struct mpool {
     atomic_uint n_ops;
     bool (*cancel)(void *ctx);
     void *cancel_ctx;
+    cm_cancel stop; /* the same hook, for propagation inside a variant */
     atomic_bool stopped;
 } mpool;
 
@@ -629,7 +633,7 @@ static void run_module_variant(mpool *p, uint32_t i)
     if (st == CM_OK) {
         sp_diags d;
         sp_diags_init(&d);
-        st = sp_input_propagate(m, p->pass, p->custom, false, &d, &err);
+        st = sp_input_propagate(m, p->pass, p->custom, false, &p->stop, &d, &err);
         sp_diags_fini(&d);
     }
     if (st == CM_OK) {
@@ -799,6 +803,7 @@ static cm_status run_module_pool(sp_sweep_result *res, mvariant *v, const char *
     atomic_init(&p.stopped, false);
     p.cancel = o->cancel;
     p.cancel_ctx = o->cancel_ctx;
+    p.stop = (cm_cancel){o->cancel, o->cancel_ctx};
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t nt = o->threads > 0 ? o->threads : cores > 0 ? (uint32_t)cores : 1;
     nt = nt > 64 ? 64 : nt;

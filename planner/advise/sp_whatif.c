@@ -2207,6 +2207,8 @@ cm_status sp_whatif_run(const char *text, size_t len, const sp_input_opts *in_op
      * before propagation */
     sp_prop_opts po;
     prop_opts(&po, s0 != NULL ? s0 : s1, pass);
+    cm_cancel stop = {o->cancel, o->cancel_ctx};
+    po.cancel = &stop;
     if (st == CM_OK && pipeline) {
         st = sp_pass_propagation_import(s0->m, &po, &d, err);
     }

@@ -58,7 +58,7 @@ bool sp_input_looks_json(const char *s, size_t len)
 }
 
 cm_status sp_input_propagate(sp_module *m, sp_plan_pass pass, const sp_custom_rules *custom,
-                             bool record_edges, sp_diags *d, cm_error *err)
+                             bool record_edges, const cm_cancel *cancel, sp_diags *d, cm_error *err)
 {
     static const sp_prop_level levels[SP_PLAN_N_PASSES] = {
         SP_PROP_USER_PRIORITY, SP_PROP_USER_PRIORITY, SP_PROP_OP_PRIORITY, SP_PROP_AGGRESSIVE,
@@ -72,6 +72,7 @@ cm_status sp_input_propagate(sp_module *m, sp_plan_pass pass, const sp_custom_ru
     po.debug_sharding_origins = true;
     po.debug_edge_source_sharding = record_edges;
     po.custom = custom;
+    po.cancel = cancel;
     if (pass == SP_PLAN_PIPELINE) {
         return sp_pass_propagation_pipeline(m, &po, d, err);
     }
@@ -244,7 +245,7 @@ cm_status sp_input_read(const char *text, size_t len, const sp_input_opts *o, sp
     if (st == CM_OK && o->propagate && !in->partitioned) {
         sp_diags d;
         sp_diags_init(&d);
-        st = sp_input_propagate(in->m, o->pass, in->custom, o->record_edges, &d, err);
+        st = sp_input_propagate(in->m, o->pass, in->custom, o->record_edges, o->cancel, &d, err);
         in->n_diags = d.n;
         sp_diags_fini(&d);
         in->propagated = st == CM_OK;

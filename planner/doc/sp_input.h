@@ -46,6 +46,8 @@ typedef struct sp_input_opts {
     const char *rules;             /* a graph document whose custom_rules apply, or NULL */
     size_t rules_len;
     const sp_graph_limits *limits; /* for graph documents; NULL: the defaults */
+    const cm_cancel *cancel;       /* polled while propagating (sp_prop_opts.cancel); NULL:
+                                    * never */
 } sp_input_opts;
 
 /* Fills o with the defaults: the propagation pipeline, propagate, no rules. */
@@ -79,9 +81,12 @@ cm_status sp_input_verify_mlir(sp_module *m, cm_error *err);
 /* The same from the file at path ("-" for stdin); CM_EIO when unreadable. */
 cm_status sp_input_load(const char *path, const sp_input_opts *o, sp_input *in, cm_error *err);
 /* Runs pass on m with the plan's recording options (origins, rules kept;
- * edge sources with record_edges), adding Shardy's diagnostics to d. */
+ * edge sources with record_edges), adding Shardy's diagnostics to d;
+ * propagation polls cancel (may be NULL) and stops with CM_EIO once it says
+ * stop. */
 cm_status sp_input_propagate(sp_module *m, sp_plan_pass pass, const sp_custom_rules *custom,
-                             bool record_edges, sp_diags *d, cm_error *err);
+                             bool record_edges, const cm_cancel *cancel, sp_diags *d,
+                             cm_error *err);
 /* Partitions m in place as Shardy's export does before SPMD lowering:
  * -sdy-insert-explicit-reshards, then -sdy-reshard-to-collectives, whatever m
  * holds (whether it is partitioned already is the caller's question; see

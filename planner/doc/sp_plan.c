@@ -105,7 +105,8 @@ const sp_input *sp_plan_input(const sp_plan *p)
     return &p->in;
 }
 
-cm_status sp_plan_write(sp_plan *p, cm_buf *out, sp_plan_timing *timing, cm_error *err)
+cm_status sp_plan_write(sp_plan *p, const cm_cancel *cancel, cm_buf *out, sp_plan_timing *timing,
+                        cm_error *err)
 {
     if (p->written) {
         return cm_error_set(err, CM_EINVAL, NULL, "the plan is already written");
@@ -119,5 +120,6 @@ cm_status sp_plan_write(sp_plan *p, cm_buf *out, sp_plan_timing *timing, cm_erro
     o.functions_form = p->in.functions_form;
     o.timing = timing;
     o.input_sha256 = p->input_sha;
+    o.cancel = cancel;
     return sp_plan_run(p->in.m, &o, out, err);
 }

@@ -45,7 +45,9 @@ const sp_input *sp_plan_input(const sp_plan *p);
 
 /* Propagates the module with the plan's pass (the first call only) and
  * appends the plan document to out (sp_plan_run); timing may be NULL.
- * Errors: those of sp_plan_run; a second call is CM_EINVAL. */
-cm_status sp_plan_write(sp_plan *p, cm_buf *out, sp_plan_timing *timing, cm_error *err);
+ * Propagation polls cancel (may be NULL: never) and stops with CM_EIO once
+ * it says stop. Errors: those of sp_plan_run; a second call is CM_EINVAL. */
+cm_status sp_plan_write(sp_plan *p, const cm_cancel *cancel, cm_buf *out, sp_plan_timing *timing,
+                        cm_error *err);
 
 #endif /* SP_PLAN_H */

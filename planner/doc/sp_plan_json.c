@@ -1086,7 +1086,7 @@ cm_status sp_plan_run(sp_module *m, const sp_plan_opts *o, cm_buf *out, cm_error
         goto out;
     }
     t1 = cm_now();
-    st = sp_input_propagate(m, o->pass, o->custom, true, &diags, err);
+    st = sp_input_propagate(m, o->pass, o->custom, true, o->cancel, &diags, err);
     if (st != CM_OK) {
         goto out;
     }

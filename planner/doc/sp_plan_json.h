@@ -37,6 +37,7 @@ typedef struct sp_plan_opts {
     bool functions_form;           /* op paths /functions/F/ops/I (else /ops/I) */
     sp_plan_timing *timing;        /* filled when not NULL */
     const char *input_sha256;      /* the input's hash when known (sp_plan.h), else NULL */
+    const cm_cancel *cancel;       /* polled while propagating; NULL: never */
 } sp_plan_opts;
 
 /* Fills o with the defaults: the propagation pipeline, no rules, no graph,

@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cm_buf doc;
     cm_buf_init(&doc);
     cm_error_clear(&err);
-    (void)sp_plan_write(p, &doc, NULL, &err);
+    (void)sp_plan_write(p, NULL, &doc, NULL, &err);
     cm_buf_fini(&doc);
     sp_plan_destroy(p);
 

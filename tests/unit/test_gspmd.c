@@ -1324,7 +1324,7 @@ static void test_sp_gspmd_divergences_finds_the_op(void **state)
     assert_int_equal(sp_gspmd_import_user_annotations(s, &err), CM_OK);
     sp_diags d;
     sp_diags_init(&d);
-    assert_int_equal(sp_input_propagate(s, SP_PLAN_PIPELINE, NULL, false, &d, &err), CM_OK);
+    assert_int_equal(sp_input_propagate(s, SP_PLAN_PIPELINE, NULL, false, NULL, &d, &err), CM_OK);
     sp_diags_fini(&d);
     sp_gspmd_divergence *v = NULL;
     uint32_t n = 0;

@@ -736,6 +736,137 @@ static void test_oom(void **state)
     tu_oom_loop(&t, &c, 10000);
 }
 
+/* ---- user priorities and the cancel hook --------------------------------------------- */
+
+/* Two arguments whose hints conflict on one axis, with priorities pa and pb. */
+static char *prio_module(const char *pa, const char *pb)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_printf(&b,
+                  "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2]>\n"
+                  "func.func @main(%%arg0: tensor<8x8xf32> {sdy.sharding = "
+                  "#sdy.sharding<@mesh, [{\"a\"}%s, {?}]>},\n"
+                  "    %%arg1: tensor<8x8xf32> {sdy.sharding = "
+                  "#sdy.sharding<@mesh, [{?}, {\"a\"}%s]>}) -> tensor<8x8xf32> {\n"
+                  "  %%0 = stablehlo.add %%arg0, %%arg1 : tensor<8x8xf32>\n"
+                  "  %%1 = stablehlo.negate %%0 : tensor<8x8xf32>\n"
+                  "  return %%1 : tensor<8x8xf32>\n"
+                  "}\n",
+                  pa, pb);
+    assert_false(b.oom);
+    return b.data;
+}
+
+/* The module text after user-priority propagation. */
+static char *prio_propagated(const char *pa, const char *pb)
+{
+    char *text = prio_module(pa, pb);
+    sp_module *m = read_module(text);
+    cm_free(text);
+    cm_error err;
+    cm_error_clear(&err);
+    sp_diags d;
+    sp_diags_init(&d);
+    sp_prop_opts o;
+    sp_prop_opts_init(&o, SP_PROP_USER_PRIORITY);
+    assert_int_equal(sp_propagate(m, &o, &d, &err), CM_OK);
+    sp_diags_fini(&d);
+    char *s = print_module(m);
+    sp_module_destroy(m);
+    return s;
+}
+
+/* As Shardy, a round runs per distinct priority present, not per number up
+ * to the largest: p2000000000 plans at once (it ran two billion rounds
+ * before) and as p2 does, only the order of the priorities matters, and
+ * swapping them changes the answer (the test sees priorities at work). */
+static void test_user_priorities_distinct(void **state)
+{
+    (void)state;
+    char *low = prio_propagated("p1", "p2");
+    char *far = prio_propagated("p1", "p2000000000");
+    char *shifted = prio_propagated("p5", "p7");
+    char *swapped = prio_propagated("p2", "p1");
+    assert_string_equal(low, far);
+    assert_string_equal(low, shifted);
+    assert_string_not_equal(low, swapped);
+    /* the first priority's axis wins the add's first dim */
+    assert_non_null(strstr(low, "stablehlo.add %arg0, %arg1 {sdy.sharding = "
+                                "#sdy.sharding_per_value<[<@mesh, [{\"a\", ?}, {?}]>]>}"));
+    cm_free(low);
+    cm_free(far);
+    cm_free(shifted);
+    cm_free(swapped);
+}
+
+typedef struct polls {
+    unsigned n;         /* polls so far */
+    unsigned stop_from; /* say stop from this poll on (0: never) */
+} polls;
+
+static bool polls_stop(void *ctx)
+{
+    polls *p = ctx;
+    p->n++;
+    return p->stop_from > 0 && p->n >= p->stop_from;
+}
+
+/* A chain of n adds, each followed by a constraint of its own priority:
+ * n rounds over 2n ops. */
+static char *prio_chain(unsigned n)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "sdy.mesh @mesh = <[\"x\"=2]>\n"
+                    "func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {\n");
+    cm_buf_puts(&b, "  %c0 = stablehlo.negate %arg0 : tensor<8x8xf32>\n");
+    for (unsigned i = 1; i <= n; i++) {
+        cm_buf_printf(&b, "  %%a%u = stablehlo.add %%c%u, %%c%u : tensor<8x8xf32>\n", i, i - 1,
+                      i - 1);
+        cm_buf_printf(&b,
+                      "  %%c%u = sdy.sharding_constraint %%a%u <@mesh, [{\"x\"}p%u, {}]> : "
+                      "tensor<8x8xf32>\n",
+                      i, i, n + 1 - i);
+    }
+    cm_buf_printf(&b, "  return %%c%u : tensor<8x8xf32>\n}\n", n);
+    assert_false(b.oom);
+    return b.data;
+}
+
+/* Propagation polls its cancel hook while it runs and stops with CM_EIO at
+ * the first poll that says stop; without a stop it polls and finishes. */
+static void test_propagation_cancel(void **state)
+{
+    (void)state;
+    char *text = prio_chain(200);
+    for (int run = 0; run < 2; run++) {
+        sp_module *m = read_module(text);
+        polls p = {0, run == 0 ? 3u : 0u};
+        cm_cancel c = {polls_stop, &p};
+        cm_error err;
+        cm_error_clear(&err);
+        sp_diags d;
+        sp_diags_init(&d);
+        sp_prop_opts o;
+        sp_prop_opts_init(&o, SP_PROP_USER_PRIORITY);
+        o.cancel = &c;
+        cm_status st = sp_propagate(m, &o, &d, &err);
+        if (run == 0) {
+            assert_int_equal(st, CM_EIO);
+            assert_int_equal(p.n, 3);
+            assert_non_null(strstr(err.msg, "cancelled"));
+        } else {
+            assert_int_equal(st, CM_OK);
+            /* a run starts at each of 201 rounds' op priorities, at least */
+            assert_true(p.n > 201);
+        }
+        sp_diags_fini(&d);
+        sp_module_destroy(m);
+    }
+    cm_free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -755,6 +886,8 @@ int main(void)
         cmocka_unit_test(test_manual_axes_cleanup),
         cmocka_unit_test(test_manual_debug),
         cmocka_unit_test(test_func_calls),
+        cmocka_unit_test(test_user_priorities_distinct),
+        cmocka_unit_test(test_propagation_cancel),
         cmocka_unit_test(test_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

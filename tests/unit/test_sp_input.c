@@ -251,7 +251,7 @@ static void test_sp_plan_write_carries_the_input_hash(void **state)
     assert_int_equal(sp_plan_create(GRAPH, strlen(GRAPH), NULL, NULL, 0, &p, &err), CM_OK);
     cm_buf b;
     cm_buf_init(&b);
-    assert_int_equal(sp_plan_write(p, &b, NULL, &err), CM_OK);
+    assert_int_equal(sp_plan_write(p, NULL, &b, NULL, &err), CM_OK);
     cm_buf_putc(&b, '\0');
     char want[100];
     snprintf(want, sizeof want, "\"input_sha256\":\"%s\"", sp_plan_input_sha256(p));
@@ -262,7 +262,7 @@ static void test_sp_plan_write_carries_the_input_hash(void **state)
     assert_int_equal(sp_plan_graph_json(GRAPH, strlen(GRAPH), SP_PLAN_PIPELINE, &b2, &err), CM_OK);
     cm_buf_putc(&b2, '\0');
     assert_string_equal(b.data, b2.data);
-    assert_int_equal(sp_plan_write(p, &b, NULL, &err), CM_EINVAL);
+    assert_int_equal(sp_plan_write(p, NULL, &b, NULL, &err), CM_EINVAL);
     cm_buf_fini(&b);
     cm_buf_fini(&b2);
     sp_plan_destroy(p);
@@ -282,7 +282,7 @@ static cm_status plan_oom_run(void *ctx)
     t->p = NULL;
     cm_buf_init(&t->b);
     cm_status st = sp_plan_create(MLIR_CALL, strlen(MLIR_CALL), NULL, NULL, 0, &t->p, &err);
-    return st == CM_OK ? sp_plan_write(t->p, &t->b, NULL, &err) : st;
+    return st == CM_OK ? sp_plan_write(t->p, NULL, &t->b, NULL, &err) : st;
 }
 
 static void plan_oom_done(void *ctx, cm_status st)

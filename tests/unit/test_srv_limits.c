@@ -860,6 +860,90 @@ static void test_lim_stop_honours_drain(void **state)
     assert_true(dt < 4.0);
 }
 
+/* A POST /v1/plans body whose MLIR is a chain of n adds, each constrained
+ * with a priority of its own: n propagation rounds over 2n ops, which takes
+ * seconds for n = 2000 (it is quadratic, as in Shardy). The caller frees. */
+static char *long_plan_body(unsigned n)
+{
+    cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_puts(&b, "sdy.mesh @mesh = <[\"x\"=2]>\n"
+                    "func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+                    "  %c0 = stablehlo.negate %arg0 : tensor<8x8xf32>\n");
+    for (unsigned i = 1; i <= n; i++) {
+        cm_buf_printf(&b,
+                      "  %%a%u = stablehlo.add %%c%u, %%c%u : tensor<8x8xf32>\n"
+                      "  %%c%u = sdy.sharding_constraint %%a%u <@mesh, [{\"x\"}p%u, {}]> : "
+                      "tensor<8x8xf32>\n",
+                      i, i - 1, i - 1, i, i, n + 1 - i);
+    }
+    cm_buf_printf(&b, "  return %%c%u : tensor<8x8xf32>\n}\n", n);
+    assert_false(b.oom);
+    json_t *j = json_pack("{s:s%}", "mlir", b.data, b.len);
+    char *body = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    cm_buf_fini(&b);
+    assert_non_null(body);
+    return body;
+}
+
+/* Planning itself stops at --plan-timeout: 503 "timeout" naming the limit,
+ * soon after it, and nothing is stored. Before, the plan ran to its end and
+ * the request answered 201 after seconds. */
+static void test_lim_plan_stops_at_plan_timeout(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.plan_timeout_s = 0.3;
+    tu_server_start(f, &c);
+    char *body = long_plan_body(2000);
+    double t0 = cm_now();
+    tu_resp r;
+    tu_http(f, "POST", "/v1/plans", "application/json", body, &r);
+    double dt = cm_now() - t0;
+    tu_expect_error(&r, 503, "timeout", NULL);
+    assert_non_null(strstr(r.body.data, "--plan-timeout"));
+    tu_resp_fini(&r);
+    free(body);
+    if (dt >= 3.0) {
+        fprintf(stderr, "a plan stopped %.1f s after a 0.3 s limit\n", dt);
+    }
+    assert_true(dt < 3.0);
+    tu_http(f, "GET", "/v1/plans", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "plans")), 0);
+    tu_resp_fini(&r);
+}
+
+/* A plan its request gave up on (at --timeout) goes on in the background,
+ * but shutdown past its drain stops it: before, srv_app_stop waited for it
+ * to finish. */
+static void test_lim_stop_stops_abandoned_plan(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.request_timeout_s = 0.3;
+    c.plan_timeout_s = 0;
+    c.drain_s = 0.3;
+    tu_server_start(f, &c);
+    char *body = long_plan_body(2000);
+    tu_resp r;
+    tu_http(f, "POST", "/v1/plans", "application/json", body, &r);
+    tu_expect_error(&r, 503, "timeout", NULL);
+    assert_non_null(strstr(r.body.data, "continues in the background"));
+    tu_resp_fini(&r);
+    free(body);
+    double t0 = cm_now();
+    srv_app_stop(f->app);
+    double dt = cm_now() - t0;
+    if (dt >= 2.5) {
+        fprintf(stderr, "stop took %.1f s with a 0.3 s drain and a plan running\n", dt);
+    }
+    assert_true(dt < 2.5);
+}
+
 /* ---- 4: memory of big documents --------------------------------------------------------------- */
 
 /* The process's peak resident set (VmHWM), bytes. */
@@ -1093,8 +1177,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_lim_token_checked_before_body, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_inflight_bodies_capped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lim_slow_heads_cut_healthz_answers, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lim_slow_heads_cut_healthz_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_binary_request_line_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_slow_body_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_profiles_never_from_files, setup, teardown),
@@ -1104,9 +1187,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_two_servers_one_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_mesh_names_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_suggest_and_sweep_deadline, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lim_suggest_stops_when_client_leaves, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lim_suggest_stops_when_client_leaves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_stop_honours_drain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_plan_stops_at_plan_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_stop_stops_abandoned_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_huge_mesh_refused_before_parse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_kill_9_loses_no_acknowledged_write, setup,
                                         teardown),

@@ -2089,12 +2089,24 @@ static void returns_step(prop *p)
     p->cur_op = SP_NONE;
 }
 
+bool sp_prop_stopped(prop *p)
+{
+    if (p->st == CM_OK && cm_cancelled(p->o->cancel)) {
+        p->st =
+            cm_error_set(p->err, CM_EIO, NULL, "propagation stopped before its end (cancelled)");
+    }
+    return p->st != CM_OK;
+}
+
 /* Runs the worklist to a fixed point over ops (in program order first). In
  * op-priority rounds after the first, pass-through ops start at their fixed
  * point (they do the same work in every round), so only the others are
  * pushed; any op whose tensors change is pushed again as usual. */
 void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, bool only_others)
 {
+    if (sp_prop_stopped(p)) {
+        return;
+    }
     /* as Shardy, function results first reach the values returned, then
      * the worklist runs in program order (the last op pushed runs first),
      * then the values returned reach the function results; returns are not
@@ -2113,7 +2125,10 @@ void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, b
         p->queued[op] = 0;
         p->cur_op = op;
         step_op(p, op);
-        if (++count > limit) {
+        if (++count % SP_PROP_POLL_STEPS == 0 && sp_prop_stopped(p)) {
+            break;
+        }
+        if (count > limit) {
             sp_diags_add(p->diags, p->m, op, SP_DIAG_WARNING,
                          "propagation did not reach a fixed point after %llu steps; stopping",
                          (unsigned long long)count);
@@ -2146,6 +2161,7 @@ cm_status sp_propagate(sp_module *m, const sp_prop_opts *o, sp_diags *diags, cm_
     p.user_priority = -1;
     p.cur_op = SP_NONE;
     cm_arena_init(&p.scratch, 4096);
+    cm_arena_init(&p.views, 4096);
     cm_map_init(&p.rule_cache, sizeof(struct rc));
     cm_map_init(&p.sh_tab, sizeof(sp_sharding *));
     cm_map_init(&p.pc_tab, sizeof(pc_entry *));
@@ -2221,6 +2237,7 @@ out:
     cm_map_fini(&p.rule_cache);
     cm_map_fini(&p.sh_tab);
     cm_arena_fini(&p.scratch);
+    cm_arena_fini(&p.views);
     cm_free(p.cands);
     cm_free(p.type_ok);
     cm_free(p.n_uses);

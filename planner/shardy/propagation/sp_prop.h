@@ -47,7 +47,14 @@ typedef struct sp_prop_opts {
                                       * re-propagation (sp_whatif.c): the caller guarantees that
                                       * the masked ops' tensors only meet unmasked ops through
                                       * tensors whose sharding cannot change */
+    const cm_cancel *cancel;         /* polled as each fixed-point run starts and every
+                                      * SP_PROP_POLL_STEPS op steps; once it says stop,
+                                      * propagation fails with CM_EIO. NULL: never */
 } sp_prop_opts;
+
+/* Op steps between two polls of sp_prop_opts.cancel (a step costs about
+ * 0.1-1 us, so a stop is seen within about a millisecond). */
+#define SP_PROP_POLL_STEPS 1024u
 
 /* Fills opts with Shardy's defaults for the given level. */
 void sp_prop_opts_init(sp_prop_opts *o, sp_prop_level level);

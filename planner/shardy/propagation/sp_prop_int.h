@@ -165,6 +165,7 @@ typedef struct prop {
     cm_map rule_cache;
     cm_map sh_tab;    /* interned shardings: sp_sharding * entries */
     cm_arena scratch; /* one sharding under construction */
+    cm_arena views;   /* this user-priority round's views (sp_prop_priority_visible) */
     uint8_t *type_ok; /* per type id: 1 static ranked tensor, 2 not */
     cm_map pc_tab;    /* projection cache: struct pc_entry * entries */
     struct cand {
@@ -228,9 +229,13 @@ static inline bool ax_list_prefix(const ax *a, uint32_t na, const ax *b, uint32_
 
 /* Records CM_ENOMEM as the run's status (the first error wins) and returns it. */
 cm_status sp_prop_oom(prop *p);
+/* Whether the run has failed or the caller's cancel hook says stop (then
+ * CM_EIO is recorded as the run's status). */
+bool sp_prop_stopped(prop *p);
 /* Runs the worklist to a fixed point: the ops order[0..n_order) are pushed
  * (all but the pass-through ones when only_others), then stepped until no
- * sharding changes, at the current op and user priority. */
+ * sharding changes, at the current op and user priority, polling the
+ * cancel hook (sp_prop_stopped) first and every SP_PROP_POLL_STEPS steps. */
 void sp_prop_fixed_point_run(prop *p, const uint32_t *order, uint32_t n_order, bool only_others);
 
 /* ---- sp_basic_factor_propagation.c ------------------------------------------ */
