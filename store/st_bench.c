@@ -151,14 +151,22 @@ cm_status st_bench_list_query(st_db *db, const st_bench_query *q, st_bench_list 
     if (st != CM_OK) {
         return st;
     }
+    /* filters spelled only when given, so that SQLite walks bench_runs_status
+     * or bench_runs_plan instead of every row after the cursor (as in
+     * st_plan_list_query) */
+#define BENCH_LIST(by_status, by_plan)                                                             \
+    "SELECT " BENCH_COLS " FROM bench_runs WHERE id > ?1 AND " by_status " AND " by_plan           \
+    " ORDER BY id LIMIT ?4"
+    static const char *const sql[2][2] = {
+        {BENCH_LIST("?2 IS NULL", "?3 = 0"), BENCH_LIST("?2 IS NULL", "plan_id = ?3")},
+        {BENCH_LIST("status = ?2", "?3 = 0"), BENCH_LIST("status = ?2", "plan_id = ?3")},
+    };
+#undef BENCH_LIST
     void *items = NULL;
     st_db_lock(db);
     st = st_sql_list(db, &bench_rows, limit, &items, &out->n_items, &out->next_after, err,
-                     "SELECT " BENCH_COLS " FROM bench_runs WHERE id > ?1"
-                     " AND (?2 IS NULL OR status = ?2) AND (?3 = 0 OR plan_id = ?3)"
-                     " ORDER BY id LIMIT ?4",
-                     "iTi", q->after_id, q->has_status ? st_bench_status_name(q->status) : NULL,
-                     q->plan_id);
+                     sql[q->has_status][q->plan_id != 0], "iTi", q->after_id,
+                     q->has_status ? st_bench_status_name(q->status) : NULL, q->plan_id);
     st_db_unlock(db);
     out->items = items;
     return st;

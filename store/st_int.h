@@ -71,6 +71,7 @@ struct st_db {
     int64_t page_size;           /* the file's, bytes */
     st_group *group;             /* the group commit it joined, or NULL */
     struct st_pack *pack;        /* body coding contexts (st_pack.c) */
+    int list_steps; /* SQLite VM steps of the last st_sql_list (tests: was an index used) */
 };
 
 /* One schema migration: run once, in order, inside the opening transaction

@@ -604,7 +604,9 @@ cm_status st_sql_list(st_db *db, const st_rows *rows, size_t limit, void **items
         st = rc == SQLITE_OK ? CM_OK : st_db_fail(db, rc, "bind", err);
     }
     if (st == CM_OK) {
+        (void)sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 1);
         st = run_list(db, s, rows, limit, items_out, n_out, next_out, err);
+        db->list_steps = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 1);
     }
     st_sql_release(db, s);
     return st;
