@@ -40,6 +40,7 @@ void srv_config_init(srv_config *c)
     c->min_body_rate = 16 << 10;
     c->compute_timeout_s = 30;
     c->plan_timeout_s = 300;
+    c->plan_here_s = 0.25;
     c->integrity_interval_s = 300;
     c->cache_entries = 4096;
     c->auth = SRV_AUTH_AUTO;

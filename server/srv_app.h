@@ -42,6 +42,9 @@ typedef struct srv_config {
     size_t min_body_rate;      /* bytes/s a body must average after head_timeout_s (0: any) */
     double compute_timeout_s;  /* suggest, what-if, sweep, compare stop after, seconds */
     double plan_timeout_s;     /* a plan stops computing after, seconds (0: never) */
+    double plan_here_s;        /* a plan run on its request's thread (SRV_PLAN_HERE_BYTES)
+                                * that is not done after this many seconds moves to a plan
+                                * worker; not an option (tests set it) */
     double integrity_interval_s; /* /readyz runs quick_check at most this often (0: always) */
     size_t cache_entries;      /* plans kept in memory */
     srv_auth_mode auth;

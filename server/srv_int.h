@@ -44,6 +44,7 @@ typedef struct srv_metrics {
     atomic_ullong plans_deduplicated;
     atomic_ullong plans_here;      /* planner runs on the request's thread */
     atomic_ullong plans_on_worker; /* planner runs on a plan worker */
+    atomic_ullong plans_moved;     /* request-thread runs past cfg.plan_here_s, moved */
     atomic_ullong errors[SRV_METRIC_CODES];
     atomic_uint in_flight;
 } srv_metrics;
@@ -502,16 +503,19 @@ bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline);
  * each). Inputs of that size plan in about 15 ms at most for the worst
  * shapes built for it (rank-32 tensors on 48-axis meshes, 250 ops) and in
  * up to about 0.2 s with a distinct user priority on every tensor (each
- * priority is one more propagation round, as in Shardy); j->stop bounds
- * them all the same. Calls are left to the workers because each call site
- * costs its callee again. */
+ * priority is one more propagation round, as in Shardy); one that runs
+ * past cfg.plan_here_s all the same is stopped and planned again on a
+ * worker. Calls are left to the workers because each call site costs its
+ * callee again. */
 #define SRV_PLAN_HERE_BYTES (64u * 1024)
 #define SRV_PLAN_HERE_MIN_S 1.0
 
 /* Runs j on the calling thread (no worker, no request deadline; j->stop
- * still applies): for plans known to be quick. j->st, j->out, j->err hold
- * the result afterwards. */
-void srv_job_run_here(srv_app *app, plan_job *j);
+ * still applies), for plans expected to be quick, for at most
+ * cfg.plan_here_s seconds. j->st, j->out, j->err hold the result
+ * afterwards; returns false when it was stopped at that bound (j is then
+ * spent: the caller plans again on a worker), true otherwise. */
+bool srv_job_run_here(srv_app *app, plan_job *j);
 
 /* Sets up the plan workers' state (no thread yet); srv_app_create. */
 void srv_jobs_init(srv_app *app);

@@ -198,14 +198,26 @@ static void deadline_ts(double deadline, struct timespec *ts)
     ts->tv_nsec = (long)((secs - (double)ts->tv_sec) * 1e9);
 }
 
-void srv_job_run_here(srv_app *app, plan_job *j)
+bool srv_job_run_here(srv_app *app, plan_job *j)
 {
     double t0 = cm_now();
+    double limit = j->stop.deadline;
+    double here = t0 + app->cfg.plan_here_s;
+    bool bounded = here < limit;
+    if (bounded) {
+        j->stop.deadline = here;
+    }
     cm_cancel c = {srv_stop_poll, &j->stop};
     j->st = sp_plan_write(j->plan, &c, &j->out, NULL, &j->err);
     srv_histo_observe(&app->metrics.plan_time, cm_now() - t0);
     j->done = true;
     atomic_fetch_add(&app->metrics.plans_here, 1);
+    j->stop.deadline = limit;
+    if (bounded && j->st == CM_EIO && atomic_load(&j->stop.why) == SRV_STOP_DEADLINE) {
+        atomic_fetch_add(&app->metrics.plans_moved, 1);
+        return false;
+    }
+    return true;
 }
 
 /* Runs the job with the request's deadline. On CM_OK *job_out holds a

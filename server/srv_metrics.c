@@ -32,6 +32,7 @@ void srv_metrics_init(srv_metrics *m)
     atomic_init(&m->plans_deduplicated, 0);
     atomic_init(&m->plans_here, 0);
     atomic_init(&m->plans_on_worker, 0);
+    atomic_init(&m->plans_moved, 0);
     for (size_t i = 0; i < SRV_METRIC_CODES; i++) {
         atomic_init(&m->errors[i], 0);
     }
@@ -110,8 +111,12 @@ void srv_metrics_write(const srv_metrics *m, const char *const *route_names, siz
                   "request's own thread (small inputs without calls) or on a plan worker.\n"
                   "# TYPE shardplan_plan_runs_total counter\n"
                   "shardplan_plan_runs_total{on=\"request\"} %llu\n"
-                  "shardplan_plan_runs_total{on=\"worker\"} %llu\n",
-                  ld(&m->plans_here), ld(&m->plans_on_worker));
+                  "shardplan_plan_runs_total{on=\"worker\"} %llu\n"
+                  "# HELP shardplan_plans_moved_total Plans begun on the request's thread that "
+                  "ran past its bound (0.25 s) and were planned again on a plan worker.\n"
+                  "# TYPE shardplan_plans_moved_total counter\n"
+                  "shardplan_plans_moved_total %llu\n",
+                  ld(&m->plans_here), ld(&m->plans_on_worker), ld(&m->plans_moved));
     cm_buf_puts(out, "# HELP shardplan_http_errors_total Error replies by error code.\n"
                      "# TYPE shardplan_http_errors_total counter\n");
     for (size_t i = 0; i < n_errors && i < SRV_METRIC_CODES; i++) {

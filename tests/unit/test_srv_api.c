@@ -5,13 +5,14 @@
  * every endpoint, every error status, auth on and off, restart persistence,
  * concurrent requests and graceful shutdown. Run from the repository root
  * (examples/ and profiles/ are read). */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -20,14 +21,14 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include <jansson.h>
-#include <pthread.h>
 
 #include "cm.h"
-#include "tu_http.h"
-#include "srv_app.h"
-#include "sp_example.h"
 #include "cmd.h"
+#include "sp_example.h"
+#include "sp_plan.h"
+#include "srv_app.h"
 #include "st_db.h"
+#include "tu_http.h"
 
 /* ---- fixture (tests/unit/tu_http.h) ------------------------------------------------------- */
 
@@ -887,6 +888,49 @@ static void test_srv_plan_runs_where(void **state)
     tu_resp_fini(&r);
 }
 
+/* A plan begun on the request's thread that runs past its bound
+ * (cfg.plan_here_s, here almost nothing) is stopped and planned again on a
+ * plan worker: the answer is the same 201 and the same document as the
+ * planner gives, and /metrics counts the move. Before, such a plan held its
+ * HTTP thread, and every connection served by it, until --plan-timeout. */
+static void test_srv_plan_moves_past_its_bound(void **state)
+{
+    fixture *f = *state;
+    tu_server_stop(f);
+    srv_config c;
+    tu_config_default(f, &c);
+    c.plan_here_s = 1e-9;
+    tu_server_start(f, &c);
+    size_t jl;
+    char *js = tu_read_file("examples/flax_mlp.json", &jl);
+    resp r;
+    tu_http_ex(f, "POST", "/v1/plans", "application/json", js, jl, NULL, NULL, &r);
+    assert_int_equal(r.status, 201);
+    /* the planner's own document for the same input */
+    sp_input_opts io;
+    sp_input_opts_init(&io);
+    sp_plan *plan = NULL;
+    cm_error e;
+    cm_error_clear(&e);
+    assert_int_equal(sp_plan_create(js, jl, &io, NULL, 0, &plan, &e), CM_OK);
+    cm_buf doc;
+    cm_buf_init(&doc);
+    assert_int_equal(sp_plan_write(plan, NULL, &doc, NULL, &e), CM_OK);
+    json_t *want = json_loadb(doc.data, doc.len, 0, NULL);
+    assert_non_null(want);
+    assert_true(json_equal(json_object_get(r.json, "plan"), want));
+    json_decref(want);
+    cm_buf_fini(&doc);
+    sp_plan_destroy(plan);
+    cm_free(js);
+    tu_resp_fini(&r);
+    tu_http(f, "GET", "/metrics", NULL, NULL, &r);
+    assert_non_null(strstr(r.body.data, "shardplan_plan_runs_total{on=\"request\"} 1\n"));
+    assert_non_null(strstr(r.body.data, "shardplan_plan_runs_total{on=\"worker\"} 1\n"));
+    assert_non_null(strstr(r.body.data, "shardplan_plans_moved_total 1\n"));
+    tu_resp_fini(&r);
+}
+
 static void test_srv_plan_timeout_is_503(void **state)
 {
     fixture *f = *state;
@@ -1377,6 +1421,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_srv_corrupt_stored_graph_is_500, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_from_example, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_runs_where, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srv_plan_moves_past_its_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_plan_timeout_is_503, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_auth_tokens_and_scopes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_srv_app_refuses_non_loopback_without_tokens, setup,
