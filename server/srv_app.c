@@ -434,8 +434,9 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     srv_metrics_init(&app->metrics);
     atomic_init(&app->generation, 1);
     cm_status st = srv_db_dir_make(c->db_path, err);
-    /* one handle per HTTP thread and per plan worker, plus one spare */
-    size_t n = (size_t)c->threads + c->plan_workers + 1;
+    /* one handle per HTTP thread, per handler thread and per plan worker,
+     * plus one spare */
+    size_t n = 2 * (size_t)c->threads + c->plan_workers + 1;
     app->dbs = cm_calloc(n, sizeof *app->dbs);
     app->free_dbs = cm_calloc(n, sizeof *app->free_dbs);
     if (st == CM_OK && (app->dbs == NULL || app->free_dbs == NULL)) {
@@ -538,6 +539,8 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
     o.handler = srv_routes_handle;
     o.done = srv_routes_done;
     o.early = srv_routes_early;
+    o.handler_threads = app->cfg.threads;
+    o.handler_queue = srv_handler_queue(&app->cfg);
     o.refuse = srv_reply_refusal;
     o.drained = app_drained;
     o.cls = app;

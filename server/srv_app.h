@@ -45,6 +45,8 @@ typedef struct srv_config {
     double plan_here_s;        /* a plan run on its request's thread (SRV_PLAN_HERE_BYTES)
                                 * that is not done after this many seconds moves to a plan
                                 * worker; not an option (tests set it) */
+    unsigned handler_queue;    /* requests waiting for a handler thread, at most (0: 16 per
+                                * thread); past it 503; not an option (tests set it) */
     double integrity_interval_s; /* /readyz runs quick_check at most this often (0: always) */
     size_t cache_entries;      /* plans kept in memory */
     srv_auth_mode auth;

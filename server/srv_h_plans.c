@@ -193,7 +193,7 @@ static void reply_plan_failed(srv_app *app, srv_req *r, cm_status st, const srv_
 
 /* Whether the client asks for the propagated module: Accept names
  * application/mlir, and not application/json before it. */
-static bool wants_mlir(const srv_req *r)
+bool srv_plan_wants_mlir(const srv_req *r)
 {
     const char *acc = srv_req_header(r, "Accept");
     const char *m = acc != NULL ? strstr(acc, "application/mlir") : NULL;
@@ -259,7 +259,11 @@ void srv_h_plan_get(srv_app *app, srv_req *r, route_args *a)
         srv_reply_cm(app, r, &e);
         return;
     }
-    bool mlir = wants_mlir(r);
+    bool mlir = srv_plan_wants_mlir(r);
+    if (mlir && srv_req_defer(r)) {
+        srv_blob_release(blob);
+        return; /* it plans again: from a handler thread */
+    }
     char etag[sizeof blob->etag + 16];
     plan_etag(blob, mlir ? ".mlir" : "", etag, sizeof etag);
     const char *inm = srv_req_header(r, "If-None-Match");
@@ -958,6 +962,13 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         }
         cm_error_clear(&e);
     }
+    /* A plan not known to be quick is planned from a handler thread (the
+     * request runs again there), so that waiting for it holds no polling
+     * thread; on a handler thread it goes to a plan worker. */
+    bool here = ok && !srv_req_on_handler_thread(r) && plan_is_quick(plan, s.len, deadline);
+    if (ok && !here && srv_req_defer(r)) {
+        ok = false;
+    }
     if (!ok) {
         sp_plan_destroy(plan);
         plan_src_fini(&s);
@@ -985,10 +996,15 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         return false;
     }
     job_keeps(j, &x);
-    bool here = plan_is_quick(plan, s.len, deadline);
     if (here && !srv_job_run_here(app, j)) {
-        /* past the request thread's bound: planned again from the input on a
-         * worker, within what is left of --plan-timeout */
+        /* past the polling thread's bound: planned again from the input on
+         * a handler thread (the request runs again there) or, without one,
+         * on a worker, within what is left of --plan-timeout */
+        if (srv_req_defer(r)) {
+            srv_job_unref(j);
+            plan_src_fini(&s);
+            return false;
+        }
         double limit = j->stop.deadline;
         j = move_to_worker(app, j, &s, &io, &x, &pr, &e);
         if (j == NULL) {

@@ -82,6 +82,15 @@ struct srv_http {
     bool watch_stop;
     bool watch_running;
     pthread_t watch;
+
+    /* handler threads (srv_http_opts.offload): a queue of suspended requests */
+    pthread_mutex_t off_mu;
+    pthread_cond_t off_cv;
+    struct srv_req *off_head, *off_tail;
+    unsigned off_queued; /* waiting in the queue */
+    bool off_stop;       /* srv_http_stop: run what is queued, then exit */
+    pthread_t *off_threads;
+    unsigned n_off; /* started */
 };
 
 typedef struct hdr {
@@ -106,6 +115,10 @@ struct srv_req {
     bool handled;              /* the handler ran */
     bool queued;               /* a response was queued */
     bool cut;                  /* the watchdog answered 408: discard, then close */
+    bool defer;                /* the handler asked to run on a handler thread */
+    bool on_handler;           /* ... and runs there now */
+    bool overloaded;           /* ... but the handler threads' queue was full */
+    struct srv_req *off_next;  /* the handler threads' queue */
     const char *route;
     int route_index;
     const char *error_code;
@@ -642,6 +655,100 @@ static const char *framing_error(struct MHD_Connection *c, const char *version)
     return NULL;
 }
 
+/* ---- handler threads (srv_req_defer) ------------------------------------------------ */
+
+/* A handler thread: runs the deferred requests' handlers again, each with
+ * its connection suspended, and resumes the connection (libmicrohttpd then
+ * calls on_request again, which queues the reply). r is not touched after
+ * the resume: the polling thread may complete and free it at once. */
+static void *off_main(void *arg)
+{
+    srv_http *h = arg;
+    pthread_mutex_lock(&h->off_mu);
+    for (;;) {
+        while (h->off_head == NULL && !h->off_stop) {
+            pthread_cond_wait(&h->off_cv, &h->off_mu);
+        }
+        srv_req *r = h->off_head;
+        if (r == NULL) {
+            break; /* stopping, and nothing left */
+        }
+        h->off_head = r->off_next;
+        if (h->off_head == NULL) {
+            h->off_tail = NULL;
+        }
+        h->off_queued--;
+        pthread_mutex_unlock(&h->off_mu);
+        struct MHD_Connection *c = r->conn;
+        r->on_handler = true;
+        h->o.handler(h->o.cls, r);
+        MHD_resume_connection(c);
+        pthread_mutex_lock(&h->off_mu);
+    }
+    pthread_mutex_unlock(&h->off_mu);
+    return NULL;
+}
+
+/* Suspends r's connection and queues r for a handler thread (from
+ * on_request, on the polling thread); false when the queue is full or the
+ * server is stopping (nothing done). */
+static bool off_push(srv_http *h, srv_req *r)
+{
+    pthread_mutex_lock(&h->off_mu);
+    bool ok = !h->off_stop && h->off_queued < h->o.handler_queue;
+    if (ok) {
+        /* suspended before any handler thread can see r, so that its
+         * resume always follows */
+        MHD_suspend_connection(r->conn);
+        r->off_next = NULL;
+        if (h->off_tail != NULL) {
+            h->off_tail->off_next = r;
+        } else {
+            h->off_head = r;
+        }
+        h->off_tail = r;
+        h->off_queued++;
+        pthread_cond_signal(&h->off_cv);
+    }
+    pthread_mutex_unlock(&h->off_mu);
+    return ok;
+}
+
+/* Starts o.handler_threads handler threads; false when none could start
+ * (those started are stopped by srv_http_stop). */
+static bool off_start(srv_http *h)
+{
+    pthread_mutex_init(&h->off_mu, NULL);
+    pthread_cond_init(&h->off_cv, NULL);
+    unsigned n = h->o.handler_threads;
+    if (n == 0) {
+        return true;
+    }
+    h->off_threads = cm_calloc(n, sizeof *h->off_threads);
+    for (unsigned i = 0; h->off_threads != NULL && i < n; i++) {
+        if (pthread_create(&h->off_threads[i], NULL, off_main, h) != 0) {
+            break;
+        }
+        h->n_off++;
+    }
+    return h->n_off > 0;
+}
+
+/* Lets the handler threads run what is queued, then joins them. */
+static void off_stop(srv_http *h)
+{
+    pthread_mutex_lock(&h->off_mu);
+    h->off_stop = true;
+    pthread_cond_broadcast(&h->off_cv);
+    pthread_mutex_unlock(&h->off_mu);
+    for (unsigned i = 0; i < h->n_off; i++) {
+        pthread_join(h->off_threads[i], NULL);
+    }
+    cm_free(h->off_threads);
+    pthread_mutex_destroy(&h->off_mu);
+    pthread_cond_destroy(&h->off_cv);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -741,10 +848,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_NO; /* the watchdog answered 408: close, never run the handler */
     }
     if (r->handled) {
-        return r->queued ? MHD_YES : queue(r);
+        return r->queued ? MHD_YES : queue(r); /* also: back from a handler thread */
     }
     r->handled = true;
     h->o.handler(h->o.cls, r);
+    if (r->defer) {
+        r->defer = false;
+        if (off_push(h, r)) {
+            return MHD_YES; /* suspended until its handler has run again */
+        }
+        r->overloaded = true;
+        h->o.handler(h->o.cls, r);
+    }
     return queue(r);
 }
 
@@ -829,7 +944,7 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                         MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
+                         MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
     socklen_t ss_len = sizeof(struct sockaddr_in);
     struct in_addr a4;
     struct in6_addr a6;
@@ -873,6 +988,14 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
      * it has closed. */
     unsigned max_conn = o->max_connections > 0 ? o->max_connections : 1000u;
     unsigned mhd_max = max_conn + max_conn / 4 + 4 * threads;
+    if (!off_start(h)) {
+        off_stop(h);
+        close(h->listen_fd);
+        pthread_mutex_destroy(&h->conn_mu);
+        pthread_cond_destroy(&h->conn_cv);
+        cm_free(h);
+        return cm_error_set(err, CM_EIO, NULL, "cannot start the handler threads");
+    }
     h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_THREAD_POOL_SIZE,
                             threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
@@ -894,6 +1017,7 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     cm_error_clear(&gerr);
     if (h->d != NULL && srv_gate_start(&go, &h->gate, &gerr) != CM_OK) {
         MHD_stop_daemon(h->d);
+        off_stop(h);
         close(h->listen_fd);
         pthread_mutex_destroy(&h->conn_mu);
         pthread_cond_destroy(&h->conn_cv);
@@ -905,6 +1029,7 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     }
     if (h->d == NULL) {
         int e = errno;
+        off_stop(h);
         close(h->listen_fd);
         pthread_mutex_destroy(&h->conn_mu);
         pthread_cond_destroy(&h->conn_cv);
@@ -956,6 +1081,10 @@ void srv_http_stop(srv_http *h, double drain_s)
     if (h->o.drained != NULL) {
         h->o.drained(h->o.cls);
     }
+    /* offloaded handlers still running were told to stop (drained); those
+     * queued run now and see the same; every connection is resumed before
+     * the daemon stops */
+    off_stop(h);
     if (h->watch_running) {
         pthread_mutex_lock(&h->conn_mu);
         h->watch_stop = true;
@@ -1006,6 +1135,30 @@ bool srv_req_body_too_large(const srv_req *r)
 bool srv_req_body_oom(const srv_req *r)
 {
     return r->oom;
+}
+
+bool srv_req_defer(srv_req *r)
+{
+    if (r->on_handler || r->overloaded || r->h->n_off == 0) {
+        return false;
+    }
+    r->defer = true;
+    r->hdrs = NULL; /* arena copies: added again when it runs again */
+    if (r->resp != NULL) {
+        MHD_destroy_response(r->resp);
+        r->resp = NULL;
+    }
+    return true;
+}
+
+bool srv_req_on_handler_thread(const srv_req *r)
+{
+    return r->on_handler;
+}
+
+bool srv_req_overloaded(const srv_req *r)
+{
+    return r->overloaded;
 }
 
 bool srv_req_body_busy(const srv_req *r)

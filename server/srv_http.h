@@ -10,7 +10,10 @@
  * appears in this header.
  * Ownership: an srv_req and everything in its arena live until the request
  * completes; the handler never frees them. Thread contract: the handler runs
- * on pool threads, concurrently for different requests; srv_http_stop is
+ * on pool threads, concurrently for different requests, and again on one of
+ * the handler threads for a request it defers (srv_req_defer), with the
+ * connection suspended meanwhile, so that a long computation never holds a
+ * polling thread and the other connections it serves; srv_http_stop is
  * called once, from one thread. */
 #ifndef SRV_HTTP_H
 #define SRV_HTTP_H
@@ -49,6 +52,9 @@ typedef struct srv_http_opts {
     srv_http_handler handler;
     srv_http_done done;        /* may be NULL */
     srv_http_early early;      /* may be NULL */
+    unsigned handler_threads;  /* threads running deferred handlers (0: none, no deferral) */
+    unsigned handler_queue;    /* deferred requests waiting for one, at most; past it the
+                                  handler runs again at once with srv_req_overloaded true */
     size_t max_inflight_body_bytes; /* all bodies held at once; past it 503 (0: no cap) */
     unsigned max_connections;  /* open connections in total (0: 1000) */
     unsigned max_per_ip;       /* open connections per client address (0: no limit) */
@@ -108,6 +114,18 @@ bool srv_req_body_oom(const srv_req *r);
 /* True when the body was refused because all in-flight bodies together
  * would pass max_inflight_body_bytes (the handler answers 503). */
 bool srv_req_body_busy(const srv_req *r);
+/* Asks for the handler to run again, from its start, on a handler thread
+ * (the polling thread and its other connections are then free while it
+ * computes): true when granted, and the handler must then return at once
+ * without replying (the headers it added are dropped); false when it runs
+ * on a handler thread already, when there are none, or when the handler
+ * threads' queue was full: it goes on where it is. */
+bool srv_req_defer(srv_req *r);
+/* True when the handler runs on a handler thread (deferred). */
+bool srv_req_on_handler_thread(const srv_req *r);
+/* True when the handler runs again because a deferral found the handler
+ * threads' queue full: it answers 503 without computing. */
+bool srv_req_overloaded(const srv_req *r);
 /* Why the request's head frames its body ambiguously (differing
  * Content-Length headers, or Content-Length with Transfer-Encoding), or
  * NULL. The handler answers 400; the connection closes after the reply and

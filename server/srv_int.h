@@ -496,6 +496,15 @@ void srv_job_unref(plan_job *j);
  * the caller set j->detach/finish/keep_free, stores its plan itself). */
 bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline);
 
+/* Deferred requests (srv_req_defer) waiting for a handler thread, at most,
+ * per thread (cfg.threads handler threads), unless cfg.handler_queue says;
+ * past it 503. */
+#define SRV_HANDLER_QUEUE_PER_THREAD 16u
+static inline unsigned srv_handler_queue(const srv_config *c)
+{
+    return c->handler_queue > 0 ? c->handler_queue : c->threads * SRV_HANDLER_QUEUE_PER_THREAD;
+}
+
 /* Inputs up to this many bytes, without func.call ops, are planned on the
  * request's own thread when its deadline is at least SRV_PLAN_HERE_MIN_S
  * away: no hand-off to a plan worker (two thread switches and their
@@ -509,6 +518,10 @@ bool srv_job_run(srv_app *app, srv_req *r, plan_job *j, double deadline);
  * callee again. */
 #define SRV_PLAN_HERE_BYTES (64u * 1024)
 #define SRV_PLAN_HERE_MIN_S 1.0
+
+/* Whether GET /v1/plans/{id} asks for the propagated module (Accept
+ * application/mlir), which plans again. */
+bool srv_plan_wants_mlir(const srv_req *r);
 
 /* Runs j on the calling thread (no worker, no request deadline; j->stop
  * still applies), for plans expected to be quick, for at most

@@ -259,6 +259,24 @@ static bool cors_preflight(srv_req *r, const char *method, const char *path)
     return true;
 }
 
+/* Whether rt's handler may compute for long (a plan's reports and cost,
+ * what-if, suggest, sweeps, compare, migrations): it then runs on a
+ * handler thread (srv_req_defer). Plans and a plan's MLIR defer themselves
+ * when they are not known to be quick. */
+static bool route_is_slow(const route *rt)
+{
+    static const char *const slow[] = {
+        "plans.lint",    "plans.collectives", "plans.cost", "plans.memory", "plans.whatif",
+        "plans.suggest", "plans.sweep",       "compare",    "sweep",        "migrations.create",
+    };
+    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) {
+        if (strcmp(rt->name, slow[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void srv_routes_handle(void *cls, srv_req *r)
 {
     srv_app *app = cls;
@@ -280,6 +298,12 @@ void srv_routes_handle(void *cls, srv_req *r)
     }
     if (srv_req_body_oom(r)) {
         srv_reply_err(app, r, E_NOMEM, NULL, "out of memory reading the body");
+        return;
+    }
+    if (srv_req_overloaded(r)) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL,
+                      "every handler thread is busy and %u requests wait for one; retry later",
+                      srv_handler_queue(&app->cfg));
         return;
     }
     if (srv_req_body_busy(r)) {
@@ -340,8 +364,8 @@ void srv_routes_handle(void *cls, srv_req *r)
         /* an id that is not a number cannot exist: 404 before the handler */
         if (strstr(rt->pattern, "{id}") != NULL && !srv_parse_i64(a.seg[0], 1, &a.id)) {
             srv_reply_err(app, r, E_NOT_FOUND, "/id", "no such id '%s'", a.seg[0]);
-        } else {
-            rt->fn(app, r, &a);
+        } else if (!route_is_slow(rt) || !srv_req_defer(r)) {
+            rt->fn(app, r, &a); /* else it runs again on a handler thread */
         }
     }
     srv_app_db_release(app, db);

@@ -860,6 +860,66 @@ static void test_lim_stop_honours_drain(void **state)
     assert_true(dt < 4.0);
 }
 
+/* Long computations run on handler threads, not on the polling threads:
+ * with one polling thread and two suggests running, /healthz and a stored
+ * plan answer at once, a third suggest waits in the handler queue and a
+ * fourth, past the queue's limit (1 here), is answered 503 without
+ * computing. Before, the first suggest held the one polling thread, and
+ * every connection on it, for its whole compute deadline. */
+static void test_lim_slow_requests_leave_polling_threads_free(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.threads = 1;
+    c.handler_queue = 1;
+    c.compute_timeout_s = 2;
+    tu_server_start(f, &c);
+    int64_t id = post_big(f);
+    bg_get g[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&g[i], 0, sizeof g[i]);
+        g[i].f = f;
+        snprintf(g[i].path, sizeof g[i].path,
+                 "/v1/plans/%lld/suggest?max_candidates=256&k=100&n=%d", (long long)id, i);
+        pthread_create(&t[i], NULL, bg_get_run, &g[i]);
+    }
+    double until = cm_now() + 5;
+    while (srv_app_in_flight(f->app) < 2 && cm_now() < until) {
+        sleep_ms(5);
+    }
+    assert_int_equal(srv_app_in_flight(f->app), 2); /* one computing, one queued */
+    char path[160];
+    snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id);
+    for (int i = 0; i < 3; i++) {
+        double t0 = cm_now();
+        tu_resp r;
+        tu_http(f, "GET", "/healthz", NULL, NULL, &r);
+        assert_int_equal(r.status, 200);
+        tu_resp_fini(&r);
+        tu_http(f, "GET", path, NULL, NULL, &r);
+        assert_int_equal(r.status, 200);
+        tu_resp_fini(&r);
+        double dt = cm_now() - t0;
+        if (dt >= 1.0) {
+            fprintf(stderr, "healthz and a stored plan took %.2f s beside two suggests\n", dt);
+        }
+        assert_true(dt < 1.0);
+    }
+    snprintf(path, sizeof path, "/v1/plans/%lld/suggest?max_candidates=256&k=100&n=9",
+             (long long)id);
+    tu_resp r;
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 503, "unavailable", NULL);
+    assert_non_null(strstr(r.body.data, "every handler thread is busy"));
+    tu_resp_fini(&r);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        assert_true(g[i].status == 503 || g[i].status == 200);
+    }
+}
+
 /* A POST /v1/plans body whose MLIR is a chain of n adds, each constrained
  * with a priority of its own: n propagation rounds over 2n ops, which takes
  * seconds for n = 2000 (it is quadratic, as in Shardy). The caller frees. */
@@ -1188,6 +1248,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_mesh_names_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_suggest_and_sweep_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_suggest_stops_when_client_leaves, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_slow_requests_leave_polling_threads_free, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_lim_stop_honours_drain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_plan_stops_at_plan_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_stop_stops_abandoned_plan, setup, teardown),
