@@ -17,7 +17,10 @@
  * Paging: lists return rows in ascending id order with id > after_id, at most
  * limit of them (0 = ST_LIST_DEFAULT_LIMIT; more than ST_LIST_MAX_LIMIT is
  * CM_EINVAL at "/limit"). next_after is the cursor for the next page: the last
- * returned id when more rows match, 0 when this page is the last.
+ * returned id when more rows match, 0 when this page is the last. A filter
+ * no index serves (a time range, a graph's name or format) examines at most
+ * ST_LIST_SCAN_ROWS rows a page: the page may then hold fewer than limit
+ * rows, or none, and next_after is the last row examined.
  *
  * Errors (err may be NULL everywhere): CM_EINVAL for bad arguments, with
  * err->path naming the argument as a JSON Pointer ("/name", "/body",
@@ -427,6 +430,9 @@ cm_status st_migreport_get_by_hash(st_db *db, const char *hash, st_migreport *ou
  * the default page; st_db.h, "Paging"). */
 cm_status st_migreport_list_query(st_db *db, size_t limit, int64_t after_id, st_migreport_list *out,
                                   cm_error *err);
+
+/* Rows a list page examines at most for the filters no index serves. */
+#define ST_LIST_SCAN_ROWS 10000
 
 /* ---- benchmark runs -----------------------------------------------------------
  * Created queued by the API, run later by the executor. Status moves

@@ -200,17 +200,31 @@ cm_status st_graph_list_query(st_db *db, const st_graph_query *q, st_graph_list 
     if (st != CM_OK) {
         return st;
     }
+    /* no filter has an index: with one, a page examines at most
+     * ST_LIST_SCAN_ROWS rows (?6, the bound: a range on id, so that the walk
+     * stops there; INT64_MAX without one; st_db.h, "Paging") */
     void *items = NULL;
+    int64_t bound = 0;
     st_db_lock(db);
-    st = st_sql_list(db, &graph_rows, limit, &items, &out->n_items, &out->next_after, err,
-                     "SELECT " GRAPH_COLS " FROM graphs WHERE id > ?1"
-                     " AND (?2 IS NULL OR name = ?2 OR EXISTS (SELECT 1 FROM graph_aliases"
-                     " WHERE graph_id = graphs.id AND name = ?2)) AND (?3 IS NULL OR format = ?3)"
-                     " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR created_at < ?5)"
-                     " ORDER BY id LIMIT ?6",
-                     "iTTii", q->after_id, q->name,
-                     q->has_format ? st_graph_format_name(q->format) : NULL, q->created_after,
-                     q->created_before);
+    if (q->name != NULL || q->has_format || q->created_after != 0 || q->created_before != 0) {
+        st = st_sql_scan_bound(db, &bound, err,
+                               "SELECT id FROM graphs WHERE id > ?1 ORDER BY id LIMIT 1 OFFSET ?2",
+                               "i", q->after_id);
+    }
+    if (st == CM_OK) {
+        st = st_sql_list(
+            db, &graph_rows, limit, &items, &out->n_items, &out->next_after, err,
+            "SELECT " GRAPH_COLS " FROM graphs WHERE id > ?1"
+            " AND (?2 IS NULL OR name = ?2 OR EXISTS (SELECT 1 FROM graph_aliases"
+            " WHERE graph_id = graphs.id AND name = ?2)) AND (?3 IS NULL OR format = ?3)"
+            " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR created_at < ?5)"
+            " AND id <= ?6 ORDER BY id LIMIT ?7",
+            "iTTiii", q->after_id, q->name, q->has_format ? st_graph_format_name(q->format) : NULL,
+            q->created_after, q->created_before, bound > 0 ? bound : INT64_MAX);
+    }
+    if (st == CM_OK && out->next_after == 0) {
+        out->next_after = bound; /* rows past the bound are left for the next page */
+    }
     st_db_unlock(db);
     out->items = items;
     return st;

@@ -317,6 +317,14 @@ cm_status st_sql_get_hash(st_db *db, const st_rows *rows, const char *what, cons
 cm_status st_sql_list(st_db *db, const st_rows *rows, size_t limit, void **items_out, size_t *n_out,
                       int64_t *next_out, cm_error *err, const char *sql, const char *types, ...);
 
+/* The bound of a list page whose filters no index serves (st_db.h,
+ * "Paging"): sql selects ids in order from the cursor, its parameters ?1..
+ * bound from types and the variable arguments and the one after them, its
+ * OFFSET, to ST_LIST_SCAN_ROWS - 1: *bound is the id it reaches, 0 when
+ * fewer rows are left (no bound). Call locked. */
+cm_status st_sql_scan_bound(st_db *db, int64_t *bound, cm_error *err, const char *sql,
+                            const char *types, ...);
+
 /* Deletes row id from table in its own transaction. Checks the id (CM_EINVAL
  * at /id) and takes the lock itself; CM_ENOTFOUND at /id ("no <what> <id>")
  * when absent. */

@@ -326,20 +326,44 @@ cm_status st_plan_list_query(st_db *db, const st_plan_query *q, st_plan_list *ou
      * walks its index (plans_graph, plans_mesh: in id order within a key)
      * instead of every row after the cursor: `?2 = 0 OR graph_id = ?2`
      * cannot use an index, and a filter matching nothing scanned the whole
-     * table. The time filters have no index; they narrow what is walked. */
+     * table. The time filters have no index: with one, a page examines at
+     * most ST_LIST_SCAN_ROWS of the rows the others select (?6, the bound:
+     * a range on id, so that the walk stops there; INT64_MAX without one). */
+#define PLAN_WHERE(by_graph, by_mesh) " FROM plans WHERE id > ?1 AND " by_graph " AND " by_mesh
 #define PLAN_LIST(by_graph, by_mesh)                                                               \
-    "SELECT " PLAN_COLS " FROM plans WHERE id > ?1 AND " by_graph " AND " by_mesh                  \
-    " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR created_at < ?5) ORDER BY id LIMIT ?6"
+    "SELECT " PLAN_COLS PLAN_WHERE(by_graph,                                                       \
+                                   by_mesh) " AND (?4 = 0 OR created_at >= ?4) AND (?5 = 0 OR "    \
+                                            "created_at < ?5) AND id <= ?6"                        \
+                                            " ORDER BY id LIMIT ?7"
+#define PLAN_BOUND(by_graph, by_mesh)                                                              \
+    "SELECT id" PLAN_WHERE(by_graph, by_mesh) " ORDER BY id LIMIT 1 OFFSET ?4"
     static const char *const sql[2][2] = {
         {PLAN_LIST("?2 = 0", "?3 = 0"), PLAN_LIST("?2 = 0", "mesh_id = ?3")},
         {PLAN_LIST("graph_id = ?2", "?3 = 0"), PLAN_LIST("graph_id = ?2", "mesh_id = ?3")},
     };
+    static const char *const bound_sql[2][2] = {
+        {PLAN_BOUND("?2 = 0", "?3 = 0"), PLAN_BOUND("?2 = 0", "mesh_id = ?3")},
+        {PLAN_BOUND("graph_id = ?2", "?3 = 0"), PLAN_BOUND("graph_id = ?2", "mesh_id = ?3")},
+    };
+#undef PLAN_BOUND
 #undef PLAN_LIST
+#undef PLAN_WHERE
+    int g = q->graph_id != 0, m = q->mesh_id != 0;
     void *items = NULL;
+    int64_t bound = 0;
     st_db_lock(db);
-    st = st_sql_list(db, &plan_rows, limit, &items, &out->n_items, &out->next_after, err,
-                     sql[q->graph_id != 0][q->mesh_id != 0], "iiiii", q->after_id, q->graph_id,
-                     q->mesh_id, q->created_after, q->created_before);
+    if (q->created_after != 0 || q->created_before != 0) {
+        st = st_sql_scan_bound(db, &bound, err, bound_sql[g][m], "iii", q->after_id, q->graph_id,
+                               q->mesh_id);
+    }
+    if (st == CM_OK) {
+        st = st_sql_list(db, &plan_rows, limit, &items, &out->n_items, &out->next_after, err,
+                         sql[g][m], "iiiiii", q->after_id, q->graph_id, q->mesh_id,
+                         q->created_after, q->created_before, bound > 0 ? bound : INT64_MAX);
+    }
+    if (st == CM_OK && out->next_after == 0) {
+        out->next_after = bound; /* rows past the bound are left for the next page */
+    }
     st_db_unlock(db);
     out->items = items;
     return st;

@@ -587,6 +587,19 @@ static cm_status run_list(st_db *db, sqlite3_stmt *s, const st_rows *rows, size_
     return CM_OK;
 }
 
+/* sql_vprepare, then the parameter after the caller's bound to tail (a
+ * LIMIT or an OFFSET). */
+static cm_status sql_vprepare_tail(st_db *db, const char *sql, sqlite3_stmt **out, cm_error *err,
+                                   int64_t tail, const char *types, va_list ap)
+{
+    cm_status st = sql_vprepare(db, sql, out, err, types, ap);
+    if (st == CM_OK) {
+        int rc = sqlite3_bind_int64(*out, (int)strlen(types) + 1, (sqlite3_int64)tail);
+        st = rc == SQLITE_OK ? CM_OK : st_db_fail(db, rc, "bind", err);
+    }
+    return st;
+}
+
 cm_status st_sql_list(st_db *db, const st_rows *rows, size_t limit, void **items_out, size_t *n_out,
                       int64_t *next_out, cm_error *err, const char *sql, const char *types, ...)
 {
@@ -596,17 +609,33 @@ cm_status st_sql_list(st_db *db, const st_rows *rows, size_t limit, void **items
     sqlite3_stmt *s = NULL;
     va_list ap;
     va_start(ap, types);
-    cm_status st = sql_vprepare(db, sql, &s, err, types, ap);
+    /* LIMIT: one more row than a page */
+    cm_status st = sql_vprepare_tail(db, sql, &s, err, (int64_t)limit + 1, types, ap);
     va_end(ap);
-    if (st == CM_OK) {
-        /* the parameter after the caller's: LIMIT, one more row than a page */
-        int rc = sqlite3_bind_int64(s, (int)strlen(types) + 1, (sqlite3_int64)limit + 1);
-        st = rc == SQLITE_OK ? CM_OK : st_db_fail(db, rc, "bind", err);
-    }
     if (st == CM_OK) {
         (void)sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 1);
         st = run_list(db, s, rows, limit, items_out, n_out, next_out, err);
         db->list_steps = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 1);
+    }
+    st_sql_release(db, s);
+    return st;
+}
+
+cm_status st_sql_scan_bound(st_db *db, int64_t *bound, cm_error *err, const char *sql,
+                            const char *types, ...)
+{
+    *bound = 0;
+    sqlite3_stmt *s = NULL;
+    va_list ap;
+    va_start(ap, types);
+    cm_status st = sql_vprepare_tail(db, sql, &s, err, ST_LIST_SCAN_ROWS - 1, types, ap);
+    va_end(ap);
+    bool found = false;
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, &found, err);
+    }
+    if (st == CM_OK && found) {
+        *bound = (int64_t)sqlite3_column_int64(s, 0);
     }
     st_sql_release(db, s);
     return st;

@@ -1056,6 +1056,110 @@ static void test_st_lists_walk_their_index(void **state)
     }
 }
 
+/* Follows a plan list (q's filters) page by page; returns the ids found
+ * (at most cap, in *ids) and the most SQLite steps one page took. */
+static size_t plan_pages(st_db *db, st_plan_query q, int64_t *ids, size_t cap, int *max_steps,
+                         int *pages)
+{
+    size_t n = 0;
+    *max_steps = 0;
+    *pages = 0;
+    for (;;) {
+        st_plan_list l;
+        OK(st_plan_list_query(db, &q, &l, &e_));
+        for (size_t i = 0; i < l.n_items && n < cap; i++) {
+            ids[n++] = l.items[i].id;
+        }
+        *max_steps = db->list_steps > *max_steps ? db->list_steps : *max_steps;
+        (*pages)++;
+        q.after_id = l.next_after;
+        st_plan_list_fini(&l);
+        if (q.after_id == 0) {
+            return n;
+        }
+    }
+}
+
+/* A filter no index serves examines at most ST_LIST_SCAN_ROWS rows a page:
+ * over 50,000 plans (or graphs) of which the last matches, the pages before
+ * it come back empty with a cursor, each bounded, and following them finds
+ * it. Before, the first page walked every row (a second over 130,000). */
+static void test_st_unindexed_filters_are_bounded(void **state)
+{
+    fx *f = *state;
+    int64_t g = put_graph(f->db, "g", ST_GRAPH_JSON, "{\"a\":1}");
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000)"
+             " INSERT INTO plans (hash, graph_id, mesh_id, options, body, created_at)"
+             " SELECT printf('%%064d', i), %lld, NULL, '{}', '{}', 100 FROM n;"
+             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000)"
+             " INSERT INTO graphs (name, format, hash, body, created_at)"
+             " SELECT 'hay', 'json', printf('%%064d', i), '{}', 100 FROM n;",
+             (long long)g);
+    conn_exec(f->db, sql);
+    st_db_set_time(f->db, 200);
+    int64_t last = put_plan(f->db, "needle", g, 0);
+    int64_t glast = put_graph(f->db, "needle", ST_GRAPH_MLIR, "module {}");
+    st_plan_query q;
+    st_plan_query_init(&q);
+    q.created_after = 150;
+    int64_t ids[4];
+    int steps = 0, pages = 0;
+    assert_int_equal(plan_pages(f->db, q, ids, 4, &steps, &pages), 1);
+    assert_int_equal(ids[0], last);
+    assert_true(pages >= 3);
+    if (steps > 8 * ST_LIST_SCAN_ROWS) {
+        fprintf(stderr, "a plan page took %d SQLite steps\n", steps);
+    }
+    assert_true(steps <= 8 * ST_LIST_SCAN_ROWS); /* about 6 a row */
+    q.graph_id = g;                              /* with the graph index walked too */
+    assert_int_equal(plan_pages(f->db, q, ids, 4, &steps, &pages), 1);
+    assert_int_equal(ids[0], last);
+    assert_true(steps <= 8 * ST_LIST_SCAN_ROWS);
+    /* every page of an unfiltered list is still full */
+    st_plan_query_init(&q);
+    q.limit = 1000;
+    st_plan_list l;
+    OK(st_plan_list_query(f->db, &q, &l, &e_));
+    assert_int_equal(l.n_items, 1000);
+    assert_int_equal(l.next_after, l.items[999].id);
+    st_plan_list_fini(&l);
+    /* graphs by name and by format */
+    for (int i = 0; i < 2; i++) {
+        st_graph_query gq;
+        st_graph_query_init(&gq);
+        if (i == 0) {
+            gq.name = "needle";
+        } else {
+            gq.has_format = true;
+            gq.format = ST_GRAPH_MLIR;
+        }
+        int64_t found = 0;
+        int gpages = 0, gsteps = 0;
+        for (;;) {
+            st_graph_list gl;
+            OK(st_graph_list_query(f->db, &gq, &gl, &e_));
+            if (gl.n_items > 0) {
+                found = gl.items[0].id;
+            }
+            gsteps = f->db->list_steps > gsteps ? f->db->list_steps : gsteps;
+            gpages++;
+            gq.after_id = gl.next_after;
+            st_graph_list_fini(&gl);
+            if (gq.after_id == 0) {
+                break;
+            }
+        }
+        assert_int_equal(found, glast);
+        assert_true(gpages >= 3);
+        if (gsteps > 25 * ST_LIST_SCAN_ROWS) {
+            fprintf(stderr, "a graph page took %d SQLite steps\n", gsteps);
+        }
+        assert_true(gsteps <= 25 * ST_LIST_SCAN_ROWS); /* about 20 a row by name, 6 by format */
+    }
+}
+
 /* A plan keeps what it was planned from: a merged graph document, or MLIR
  * text with a rules document; one stored without an input reads back NULL;
  * lists give lengths but no text; a second put of a stored hash stores
@@ -2600,6 +2704,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_st_plan_put_dedups_by_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_lists_walk_their_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_st_unindexed_filters_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_put_keeps_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_plan_put_shares_input_with_graph, setup, teardown),
         cmocka_unit_test_setup_teardown(test_st_bodies_are_coded, setup, teardown),
