@@ -427,6 +427,8 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
     pthread_cond_init(&app->db_cv, NULL);
     srv_cache_init(app);
     pthread_mutex_init(&app->ready_mu, NULL);
+    pthread_cond_init(&app->check_cv, NULL);
+    atomic_init(&app->checks, 0);
     pthread_mutex_init(&app->job_mu, NULL);
     pthread_mutex_init(&app->idem_mu, NULL);
     pthread_cond_init(&app->job_cv, NULL);
@@ -463,6 +465,7 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
             *err = qe;
             st = damaged_at_start(c->db_path, CM_EINTERNAL, err);
         }
+        app->checked_at = cm_now(); /* /readyz's first verdict */
     }
     if (st == CM_OK) {
         /* the plan puts' transactions on a handle of their own */
@@ -594,6 +597,7 @@ void srv_app_destroy(srv_app *app)
     srv_app_stop(app);
     srv_jobs_stop(app); /* when never started: jobs run by a test */
     srv_jobs_fini(app);
+    srv_checker_stop(app);
     for (size_t i = 0; i < app->n_dbs; i++) {
         st_db_close(app->dbs[i]);
     }
@@ -601,6 +605,7 @@ void srv_app_destroy(srv_app *app)
     st_db_close(app->watch_db);
     app->watch_db = NULL;
     pthread_mutex_destroy(&app->ready_mu);
+    pthread_cond_destroy(&app->check_cv);
     srv_cache_fini(app);
     cm_free(app->dbs);
     cm_free(app->free_dbs);

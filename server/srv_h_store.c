@@ -26,8 +26,75 @@ void srv_h_healthz(srv_app *app, srv_req *r, route_args *a)
     srv_req_reply(r, 200, "application/json", ok, sizeof ok - 1);
 }
 
+/* One quick_check on a fresh handle (no cached pages) into *out: CM_OK
+ * when the file passed. Sets app->checking while it runs (under ready_mu)
+ * so that srv_checker_stop can interrupt it. */
+static void check_once(srv_app *app, cm_error *out)
+{
+    cm_error e;
+    cm_error_clear(&e);
+    st_db *fresh = NULL;
+    if (st_db_open(app->cfg.db_path, &fresh, &e) == CM_OK) {
+        pthread_mutex_lock(&app->ready_mu);
+        app->checking = fresh;
+        pthread_mutex_unlock(&app->ready_mu);
+        (void)st_db_quick_check(fresh, &e);
+        pthread_mutex_lock(&app->ready_mu);
+        app->checking = NULL;
+        pthread_mutex_unlock(&app->ready_mu);
+    }
+    st_db_close(fresh);
+    atomic_fetch_add(&app->checks, 1);
+    *out = e;
+}
+
+/* The checker thread: runs a quick_check each time /readyz finds the
+ * verdict older than integrity_interval_s, outside any request (on a big
+ * file a check reads it all: seconds, or a minute from a cold disk). */
+static void *checker_main(void *arg)
+{
+    srv_app *app = arg;
+    pthread_mutex_lock(&app->ready_mu);
+    while (!app->check_stop) {
+        if (!app->check_want) {
+            pthread_cond_wait(&app->check_cv, &app->ready_mu);
+            continue;
+        }
+        pthread_mutex_unlock(&app->ready_mu);
+        cm_error e;
+        check_once(app, &e);
+        pthread_mutex_lock(&app->ready_mu);
+        if (!app->check_stop) { /* an interrupted check says nothing */
+            app->check_err = e;
+            app->checked_at = cm_now();
+        }
+        app->check_want = false;
+    }
+    pthread_mutex_unlock(&app->ready_mu);
+    return NULL;
+}
+
+void srv_checker_stop(srv_app *app)
+{
+    pthread_mutex_lock(&app->ready_mu);
+    bool running = app->checker_running;
+    app->check_stop = true;
+    if (app->checking != NULL) {
+        st_db_interrupt(app->checking);
+    }
+    pthread_cond_signal(&app->check_cv);
+    pthread_mutex_unlock(&app->ready_mu);
+    if (running) {
+        pthread_join(app->checker, NULL);
+    }
+    app->checker_running = false;
+}
+
 void srv_h_readyz(srv_app *app, srv_req *r, route_args *a)
 {
+    if (app->cfg.integrity_interval_s <= 0 && srv_req_defer(r)) {
+        return; /* a check on every call: on a handler thread */
+    }
     int64_t v = 0;
     cm_error e;
     cm_error_clear(&e);
@@ -40,21 +107,26 @@ void srv_h_readyz(srv_app *app, srv_req *r, route_args *a)
         srv_reply_err(app, r, E_UNAVAILABLE, NULL, "store not writable: %s", e.msg);
         return;
     }
-    /* is the file sound? quick_check on a fresh handle (no cached pages), at
-     * most every integrity_interval_s; the verdict is kept in between */
-    pthread_mutex_lock(&app->ready_mu);
-    double now = cm_now();
-    if (app->checked_at == 0 || now - app->checked_at >= app->cfg.integrity_interval_s) {
-        cm_error_clear(&app->check_err);
-        st_db *fresh = NULL;
-        if (st_db_open(app->cfg.db_path, &fresh, &app->check_err) == CM_OK) {
-            (void)st_db_quick_check(fresh, &app->check_err);
+    /* is the file sound? The verdict of the last quick_check: one older
+     * than integrity_interval_s asks the checker thread for a new one and
+     * is answered meanwhile (0: a check on every call, here). */
+    cm_error ce;
+    if (app->cfg.integrity_interval_s <= 0) {
+        check_once(app, &ce);
+    } else {
+        pthread_mutex_lock(&app->ready_mu);
+        if (cm_now() - app->checked_at >= app->cfg.integrity_interval_s && !app->check_want &&
+            !app->check_stop) {
+            app->check_want = true;
+            if (!app->checker_running) {
+                app->checker_running = pthread_create(&app->checker, NULL, checker_main, app) == 0;
+                app->check_want = app->checker_running;
+            }
+            pthread_cond_signal(&app->check_cv);
         }
-        st_db_close(fresh);
-        app->checked_at = now;
+        ce = app->check_err;
+        pthread_mutex_unlock(&app->ready_mu);
     }
-    cm_error ce = app->check_err;
-    pthread_mutex_unlock(&app->ready_mu);
     if (ce.code != CM_OK) {
         srv_reply_err(app, r, E_UNAVAILABLE, NULL, "store %s: %s",
                       ce.code == CM_EINTERNAL ? "damaged" : "not writable", ce.msg);
@@ -93,8 +165,12 @@ void srv_h_metrics(srv_app *app, srv_req *r, route_args *a)
                   "shardplan_store_commits_total %llu\n"
                   "# HELP shardplan_store_writes_total Plan puts run in those transactions.\n"
                   "# TYPE shardplan_store_writes_total counter\n"
-                  "shardplan_store_writes_total %llu\n",
-                  (unsigned long long)commits, (unsigned long long)writes);
+                  "shardplan_store_writes_total %llu\n"
+                  "# HELP shardplan_store_checks_total Integrity checks (quick_check) run for "
+                  "/readyz.\n# TYPE shardplan_store_checks_total counter\n"
+                  "shardplan_store_checks_total %llu\n",
+                  (unsigned long long)commits, (unsigned long long)writes,
+                  (unsigned long long)atomic_load(&app->checks));
     int64_t bulk = 0, final = 0;
     for (size_t i = 0; i <= app->n_dbs; i++) {
         st_db *db = i < app->n_dbs ? app->dbs[i] : st_group_writer(app->db_group);

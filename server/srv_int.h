@@ -122,9 +122,14 @@ struct srv_app {
     atomic_ullong dv_checked_us; /* cm_now() of the last look, microseconds */
 
     /* readiness (GET /readyz): the last quick_check and when it ran */
-    pthread_mutex_t ready_mu;
-    double checked_at; /* cm_now(), 0: never */
-    cm_error check_err; /* code CM_OK when the file passed */
+    pthread_mutex_t ready_mu; /* guards the check state below */
+    double checked_at;        /* cm_now() of the last verdict, 0: never */
+    cm_error check_err;       /* code CM_OK when the file passed */
+    pthread_cond_t check_cv;  /* wakes the checker: check_want or check_stop */
+    pthread_t checker;        /* runs the quick_checks /readyz asks for */
+    bool checker_running, check_want, check_stop;
+    st_db *checking;      /* the handle of the check under way (interrupted at stop) */
+    atomic_ullong checks; /* quick_checks run for /readyz */
 
     /* plan jobs */
     pthread_mutex_t job_mu;
@@ -349,6 +354,9 @@ const char *srv_body_json(srv_app *app, srv_req *r, size_t *len);
  * benchmarks, tokens (srv_h_store.c) */
 void srv_h_healthz(srv_app *app, srv_req *r, route_args *a);
 void srv_h_readyz(srv_app *app, srv_req *r, route_args *a);
+/* Stops and joins the thread running /readyz's quick_checks (interrupting a
+ * check under way); srv_app_destroy. */
+void srv_checker_stop(srv_app *app);
 void srv_h_metrics(srv_app *app, srv_req *r, route_args *a);
 void srv_h_openapi(srv_app *app, srv_req *r, route_args *a);
 void srv_h_graph_post(srv_app *app, srv_req *r, route_args *a);

@@ -636,6 +636,11 @@ cm_status st_db_quick_check(st_db *db, cm_error *err)
     return st;
 }
 
+void st_db_interrupt(st_db *db)
+{
+    sqlite3_interrupt(db->conn); /* thread-safe: it only sets a flag */
+}
+
 cm_status st_db_probe_write(st_db *db, cm_error *err)
 {
     st_db_lock(db);

@@ -84,6 +84,9 @@ cm_status st_db_integrity_check(st_db *db, cm_error *err);
  * file is sound; CM_EINTERNAL with the first problem in err->msg otherwise;
  * CM_EIO when the file cannot be read. */
 cm_status st_db_quick_check(st_db *db, cm_error *err);
+/* Makes the statement running on db (a quick_check, say) stop soon with an
+ * error; any thread, while db is open; a no-op when nothing runs. */
+void st_db_interrupt(st_db *db);
 
 /* Readiness: commits one write that changes nothing (the schema version's
  * row rewritten as it is), so that a file that has become read-only, a full

@@ -616,6 +616,43 @@ static void test_lim_readyz_and_quick_check(void **state)
     assert_non_null(strstr(e.msg, "integrity check"));
 }
 
+/* With an interval, /readyz never runs the integrity check itself: a
+ * verdict older than the interval is answered as it is while the checker
+ * thread runs a new check, whose verdict the next calls give. Before, the
+ * call that found the verdict stale ran quick_check on its polling thread,
+ * which reads the whole file: 3 s for a 747 MB store, a minute from a cold
+ * disk, longer than a readiness probe waits. */
+static void test_lim_readyz_checks_in_the_background(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.integrity_interval_s = 0.3;
+    tu_server_start(f, &c);
+    (void)post_mlp(f);
+    tu_server_stop(f); /* the last close checkpoints the WAL into the file */
+    struct stat sb;
+    assert_int_equal(stat(f->db, &sb), 0);
+    tu_server_start(f, &c); /* checked at start: sound */
+    corrupt_page(f->db, sb.st_size / 4096 - 1);
+    char msg[1024];
+    assert_int_equal(status_of(f, "GET", "/readyz", msg, sizeof msg), 200); /* the start's */
+    sleep_ms(400);
+    /* stale: answered as it is, and a check is asked for */
+    assert_int_equal(status_of(f, "GET", "/readyz", msg, sizeof msg), 200);
+    long st = 200;
+    for (int i = 0; i < 250 && st == 200; i++) {
+        sleep_ms(20);
+        st = status_of(f, "GET", "/readyz", msg, sizeof msg);
+    }
+    assert_int_equal(st, 503);
+    assert_non_null(strstr(msg, "damaged"));
+    tu_resp r;
+    tu_http(f, "GET", "/metrics", NULL, NULL, &r);
+    assert_null(strstr(r.body.data, "shardplan_store_checks_total 0\n"));
+    tu_resp_fini(&r);
+}
+
 /* ---- 8: two servers on one file ---------------------------------------------------------------- */
 
 /* A plan deleted through one server is not served by the other from its
@@ -1244,6 +1281,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_errors_are_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_ambiguous_framing_is_json_400, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_readyz_and_quick_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_readyz_checks_in_the_background, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_two_servers_one_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_mesh_names_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_suggest_and_sweep_deadline, setup, teardown),
