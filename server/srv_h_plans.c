@@ -464,6 +464,11 @@ void srv_h_plan_post(srv_app *app, srv_req *r, route_args *a)
         }
         cm_error_clear(&e);
     }
+    /* a body too big to plan on a polling thread (plan_is_quick) is read
+     * and planned from a handler thread, not read here first */
+    if (len > SRV_PLAN_HERE_BYTES && srv_req_defer(r)) {
+        return;
+    }
     /* 2. the request: meshes are bounded before any tree is built */
     srv_plan_req pr;
     memset(&pr, 0, sizeof pr);
@@ -483,6 +488,10 @@ void srv_h_plan_post(srv_app *app, srv_req *r, route_args *a)
     } else {
         pr.mlir = body;
         pr.mlir_len = len;
+    }
+    /* a stored graph or a big example: their size is known only now */
+    if ((pr.graph_id != 0 || pr.graph_len > SRV_PLAN_HERE_BYTES) && srv_req_defer(r)) {
+        return;
     }
     if (pr.pass == NULL) {
         pr.pass = srv_req_query(r, "pass");
