@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,6 +112,9 @@ static int load_config(int argc, char **argv, srv_config *c, const char *cmd, FI
     return 0;
 }
 
+/* A store file at least this big is announced before its check at start. */
+#define SERVE_BIG_DB_BYTES (256LL << 20)
+
 int cmd_serve(int argc, char **argv, FILE *out, FILE *errs)
 {
     struct sigaction sa;
@@ -131,6 +135,13 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *errs)
     /* the benchmark worker is this executable (`shardplan exec-worker`) */
     ssize_t n = readlink("/proc/self/exe", c.worker_path, sizeof c.worker_path - 1);
     c.worker_path[n > 0 ? (size_t)n : 0] = '\0';
+    /* the integrity check at start reads the whole file: say so when that
+     * takes a while (seconds per GiB from a cold disk) */
+    struct stat sb;
+    if (stat(c.db_path, &sb) == 0 && sb.st_size >= SERVE_BIG_DB_BYTES) {
+        fprintf(errs, "shardplan: checking %s (%lld MiB) before listening\n", c.db_path,
+                (long long)(sb.st_size >> 20));
+    }
     if (srv_app_create(&c, &app, &err) != CM_OK) {
         fprintf(errs, "shardplan serve: %s\n", err.msg);
         return 1;
