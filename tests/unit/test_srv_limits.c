@@ -910,7 +910,7 @@ static void test_lim_slow_requests_leave_polling_threads_free(void **state)
     tu_config_default(f, &c);
     c.threads = 1;
     c.handler_queue = 1;
-    c.compute_timeout_s = 2;
+    c.compute_timeout_s = 3;
     tu_server_start(f, &c);
     int64_t id = post_big(f);
     bg_get g[2];
@@ -921,10 +921,13 @@ static void test_lim_slow_requests_leave_polling_threads_free(void **state)
         snprintf(g[i].path, sizeof g[i].path,
                  "/v1/plans/%lld/suggest?max_candidates=256&k=100&n=%d", (long long)id, i);
         pthread_create(&t[i], NULL, bg_get_run, &g[i]);
-    }
-    double until = cm_now() + 5;
-    while (srv_app_in_flight(f->app) < 2 && cm_now() < until) {
-        sleep_ms(5);
+        /* one at a time: the second must find the first taken off the
+         * queue by the handler thread (the queue holds one), not beside it */
+        double until = cm_now() + 5;
+        while (srv_app_in_flight(f->app) < (unsigned)i + 1 && cm_now() < until) {
+            sleep_ms(5);
+        }
+        sleep_ms(200);
     }
     assert_int_equal(srv_app_in_flight(f->app), 2); /* one computing, one queued */
     char path[160];
