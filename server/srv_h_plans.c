@@ -193,7 +193,7 @@ static void reply_plan_failed(srv_app *app, srv_req *r, cm_status st, const srv_
 
 /* Whether the client asks for the propagated module: Accept names
  * application/mlir, and not application/json before it. */
-bool srv_plan_wants_mlir(const srv_req *r)
+static bool wants_mlir(const srv_req *r)
 {
     const char *acc = srv_req_header(r, "Accept");
     const char *m = acc != NULL ? strstr(acc, "application/mlir") : NULL;
@@ -259,11 +259,7 @@ void srv_h_plan_get(srv_app *app, srv_req *r, route_args *a)
         srv_reply_cm(app, r, &e);
         return;
     }
-    bool mlir = srv_plan_wants_mlir(r);
-    if (mlir && srv_req_defer(r)) {
-        srv_blob_release(blob);
-        return; /* it plans again: from a handler thread */
-    }
+    bool mlir = wants_mlir(r);
     char etag[sizeof blob->etag + 16];
     plan_etag(blob, mlir ? ".mlir" : "", etag, sizeof etag);
     const char *inm = srv_req_header(r, "If-None-Match");
@@ -275,7 +271,9 @@ void srv_h_plan_get(srv_app *app, srv_req *r, route_args *a)
     }
     if (mlir) {
         srv_blob_release(blob);
-        reply_plan_mlir(app, r, a, etag);
+        if (!srv_req_defer(r)) { /* it plans again: from a handler thread */
+            reply_plan_mlir(app, r, a, etag);
+        }
         return;
     }
     plan_validators(r, etag);
@@ -858,39 +856,6 @@ static void keep_store(plan_job *j, void *keep)
     srv_app_db_release(j->app, db);
 }
 
-/* What j does to store its plan when its request gives up on it (x). */
-static void job_keeps(plan_job *j, plan_store_in *x)
-{
-    j->detach = keep_copy;
-    j->detach_ctx = x;
-    j->finish = keep_store;
-    j->keep_free = keep_free;
-}
-
-/* A job stopped at the request thread's bound (srv_job_run_here false) is
- * spent, its module half propagated: the plan is read again from s and a
- * new job made for a worker, x following the new plan. Returns the new
- * job, or NULL with e set; j is released either way. */
-static plan_job *move_to_worker(srv_app *app, plan_job *j, const plan_src *s,
-                                const sp_input_opts *io, plan_store_in *x, const srv_plan_req *pr,
-                                cm_error *e)
-{
-    srv_job_unref(j);
-    sp_plan *plan = NULL;
-    if (sp_plan_create(s->text, s->len, io, s->extra.data, s->extra.len, &plan, e) != CM_OK) {
-        return NULL;
-    }
-    plan_job *nj = srv_job_create(app, plan);
-    if (nj == NULL) {
-        sp_plan_destroy(plan);
-        cm_error_set(e, CM_ENOMEM, NULL, "out of memory");
-        return NULL;
-    }
-    x->name = plan_name(pr, plan);
-    job_keeps(nj, x);
-    return nj;
-}
-
 /* Whether the plan may be computed on the request's thread
  * (SRV_PLAN_HERE_BYTES): a small input without calls, a deadline not near. */
 static bool plan_is_quick(const sp_plan *plan, size_t len, double deadline)
@@ -1004,25 +969,20 @@ bool srv_plan_create(srv_app *app, srv_req *r, route_args *a, const srv_plan_req
         srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
         return false;
     }
-    job_keeps(j, &x);
+    j->detach = keep_copy;
+    j->detach_ctx = &x;
+    j->finish = keep_store;
+    j->keep_free = keep_free;
     if (here && !srv_job_run_here(app, j)) {
-        /* past the polling thread's bound: planned again from the input on
-         * a handler thread (the request runs again there) or, without one,
-         * on a worker, within what is left of --plan-timeout */
-        if (srv_req_defer(r)) {
-            srv_job_unref(j);
-            plan_src_fini(&s);
-            return false;
+        /* past the polling thread's bound: the request runs again on a
+         * handler thread, which plans it afresh on a worker (a polling
+         * thread always has handler threads to defer to) */
+        if (!srv_req_defer(r)) {
+            srv_reply_err(app, r, E_UNAVAILABLE, NULL, "no handler thread took the plan");
         }
-        double limit = j->stop.deadline;
-        j = move_to_worker(app, j, &s, &io, &x, &pr, &e);
-        if (j == NULL) {
-            plan_src_fini(&s);
-            srv_reply_cm(app, r, &e);
-            return false;
-        }
-        j->stop.deadline = limit;
-        here = false;
+        srv_job_unref(j);
+        plan_src_fini(&s);
+        return false;
     }
     if (!here && !srv_job_run(app, r, j, deadline)) {
         srv_job_unref(j);

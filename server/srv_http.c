@@ -74,7 +74,6 @@ struct srv_http {
     atomic_uint in_flight; /* requests between first call and completion */
     atomic_size_t body_bytes;  /* bytes reserved by the bodies in flight */
     atomic_size_t freed_bytes; /* body bytes freed since the last malloc_trim */
-    atomic_bool stopping;      /* the drain time is over */
 
     pthread_mutex_t conn_mu; /* guards conns and the watchdog's flags */
     pthread_cond_t conn_cv;
@@ -83,7 +82,7 @@ struct srv_http {
     bool watch_running;
     pthread_t watch;
 
-    /* handler threads (srv_http_opts.offload): a queue of suspended requests */
+    /* handler threads (srv_req_defer): a queue of suspended requests */
     pthread_mutex_t off_mu;
     pthread_cond_t off_cv;
     struct srv_req *off_head, *off_tail;
@@ -978,7 +977,6 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
     atomic_init(&h->in_flight, 0);
     atomic_init(&h->body_bytes, 0);
     atomic_init(&h->freed_bytes, 0);
-    atomic_init(&h->stopping, false);
     pthread_mutex_init(&h->conn_mu, NULL);
     pthread_cond_init(&h->conn_cv, NULL);
     unsigned threads = o->threads > 0 ? o->threads : 1;
@@ -1077,11 +1075,10 @@ void srv_http_stop(srv_http *h, double drain_s)
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    atomic_store(&h->stopping, true); /* long computations poll it and stop */
     if (h->o.drained != NULL) {
         h->o.drained(h->o.cls);
     }
-    /* offloaded handlers still running were told to stop (drained); those
+    /* deferred handlers still running were told to stop (drained); those
      * queued run now and see the same; every connection is resumed before
      * the daemon stops */
     off_stop(h);
@@ -1188,11 +1185,6 @@ bool srv_req_client_gone(const srv_req *r)
     }
     struct pollfd p = {.fd = r->fd, .events = POLLRDHUP, .revents = 0};
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
-}
-
-bool srv_req_server_stopping(const srv_req *r)
-{
-    return atomic_load(&r->h->stopping);
 }
 
 size_t srv_req_max_body(const srv_req *r)

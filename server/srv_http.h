@@ -74,8 +74,8 @@ typedef struct srv_http_opts {
     size_t (*refuse)(void *cls, unsigned status, const char *message, const char *origin,
                      char *buf, size_t cap, char *hdrs, size_t hcap);
     /* Called once from srv_http_stop when its drain time is over, before
-     * the requests still running are waited for (they are told to stop
-     * through srv_req_server_stopping); may be NULL. */
+     * the requests still running are waited for: the application tells its
+     * computations to stop; may be NULL. */
     void (*drained)(void *cls);
     void *cls; /* passed to handler, done, refuse and drained */
 } srv_http_opts;
@@ -158,9 +158,6 @@ bool srv_req_authorized(const srv_req *r);
  * request is still being handled: long computations poll it to stop. Any
  * thread. */
 bool srv_req_client_gone(const srv_req *r);
-/* True once srv_http_stop has waited its drain time out: whatever still
- * runs should stop now. Any thread. */
-bool srv_req_server_stopping(const srv_req *r);
 /* An opaque per-request slot for the handler's use. */
 void srv_req_set_user(srv_req *r, void *p);
 void *srv_req_user(const srv_req *r);

@@ -527,10 +527,6 @@ static inline unsigned srv_handler_queue(const srv_config *c)
 #define SRV_PLAN_HERE_BYTES (64u * 1024)
 #define SRV_PLAN_HERE_MIN_S 1.0
 
-/* Whether GET /v1/plans/{id} asks for the propagated module (Accept
- * application/mlir), which plans again. */
-bool srv_plan_wants_mlir(const srv_req *r);
-
 /* Runs j on the calling thread (no worker, no request deadline; j->stop
  * still applies), for plans expected to be quick, for at most
  * cfg.plan_here_s seconds. j->st, j->out, j->err hold the result

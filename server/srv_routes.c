@@ -22,6 +22,7 @@ typedef struct route {
     route_fn fn;
     int scope; /* 0: open, else the st_scope needed when auth is on */
     bool needs_db;
+    bool slow;        /* may compute for long: runs on a handler thread (srv_req_defer) */
     const char *name; /* metrics and log label */
     const void *data; /* handed to fn as a->data: what the route serves; NULL for most */
 } route;
@@ -36,58 +37,64 @@ static const doc_kind doc_mesh = DOC_MESH, doc_rule = DOC_RULE, doc_profile = DO
 static const advise_kind advise_lint = ADVISE_LINT, advise_colls = ADVISE_COLLECTIVES;
 
 static const route routes[] = {
-    {"GET", "/healthz", srv_h_healthz, R_OPEN, false, "healthz", NULL},
-    {"GET", "/readyz", srv_h_readyz, R_OPEN, true, "readyz", NULL},
-    {"GET", "/metrics", srv_h_metrics, R_READ, false, "metrics", NULL},
-    {"GET", "/v1/openapi.json", srv_h_openapi, R_OPEN, false, "openapi", NULL},
-    {"POST", "/v1/graphs", srv_h_graph_post, R_WRITE, true, "graphs.create", NULL},
-    {"GET", "/v1/graphs", srv_h_graph_list, R_READ, true, "graphs.list", NULL},
-    {"GET", "/v1/graphs/{id}", srv_h_graph_get, R_READ, true, "graphs.get", NULL},
-    {"DELETE", "/v1/graphs/{id}", srv_h_graph_delete, R_WRITE, true, "graphs.delete", NULL},
-    {"PUT", "/v1/meshes/{}", srv_h_doc_put, R_WRITE, true, "meshes.put", &doc_mesh},
-    {"GET", "/v1/meshes", srv_h_doc_list, R_READ, true, "meshes.list", &doc_mesh},
-    {"GET", "/v1/meshes/{}", srv_h_doc_get, R_READ, true, "meshes.get", &doc_mesh},
-    {"DELETE", "/v1/meshes/{}", srv_h_doc_delete, R_WRITE, true, "meshes.delete", &doc_mesh},
-    {"PUT", "/v1/rules/{}", srv_h_doc_put, R_WRITE, true, "rules.put", &doc_rule},
-    {"GET", "/v1/rules", srv_h_doc_list, R_READ, true, "rules.list", &doc_rule},
-    {"GET", "/v1/rules/{}", srv_h_doc_get, R_READ, true, "rules.get", &doc_rule},
-    {"DELETE", "/v1/rules/{}", srv_h_doc_delete, R_WRITE, true, "rules.delete", &doc_rule},
-    {"PUT", "/v1/profiles/{}", srv_h_doc_put, R_WRITE, true, "profiles.put", &doc_profile},
-    {"GET", "/v1/profiles", srv_h_doc_list, R_READ, true, "profiles.list", &doc_profile},
-    {"GET", "/v1/profiles/{}", srv_h_doc_get, R_READ, true, "profiles.get", &doc_profile},
-    {"DELETE", "/v1/profiles/{}", srv_h_doc_delete, R_WRITE, true, "profiles.delete", &doc_profile},
-    {"POST", "/v1/plans", srv_h_plan_post, R_WRITE, true, "plans.create", NULL},
-    {"GET", "/v1/plans", srv_h_plan_list, R_READ, true, "plans.list", NULL},
-    {"GET", "/v1/plans/{id}", srv_h_plan_get, R_READ, false, "plans.get", NULL},
-    {"DELETE", "/v1/plans/{id}", srv_h_plan_delete, R_WRITE, true, "plans.delete", NULL},
-    {"GET", "/v1/plans/{id}/lint", srv_h_plan_advise, R_READ, true, "plans.lint", &advise_lint},
-    {"GET", "/v1/plans/{id}/collectives", srv_h_plan_advise, R_READ, true, "plans.collectives",
-     &advise_colls},
-    {"GET", "/v1/plans/{id}/cost", srv_h_plan_cost, R_READ, true, "plans.cost", NULL},
-    {"GET", "/v1/plans/{id}/memory", srv_h_plan_memory, R_READ, true, "plans.memory", NULL},
-    {"POST", "/v1/plans/{id}/whatif", srv_h_plan_whatif, R_WRITE, true, "plans.whatif", NULL},
-    {"GET", "/v1/plans/{id}/suggest", srv_h_plan_suggest, R_READ, true, "plans.suggest", NULL},
-    {"GET", "/v1/plans/{id}/sweep", srv_h_plan_sweep, R_READ, true, "plans.sweep", NULL},
-    {"GET", "/v1/compare", srv_h_compare, R_READ, true, "compare", NULL},
-    {"POST", "/v1/migrations", srv_h_migration_post, R_WRITE, true, "migrations.create", NULL},
-    {"GET", "/v1/migrations", srv_h_migration_list, R_READ, true, "migrations.list", NULL},
-    {"GET", "/v1/migrations/{id}", srv_h_migration_get, R_READ, true, "migrations.get", NULL},
-    {"GET", "/v1/sweep", srv_h_sweep, R_READ, true, "sweep", NULL},
-    {"POST", "/v1/runs", srv_h_run_post, R_WRITE, true, "runs.create", NULL},
-    {"GET", "/v1/runs", srv_h_run_list, R_READ, true, "runs.list", NULL},
-    {"GET", "/v1/runs/{id}", srv_h_run_get, R_READ, true, "runs.get", NULL},
-    {"DELETE", "/v1/runs/{id}", srv_h_run_delete, R_WRITE, true, "runs.delete", NULL},
-    {"POST", "/v1/benchmarks", srv_h_bench_post, R_WRITE, true, "benchmarks.create", NULL},
-    {"GET", "/v1/benchmarks", srv_h_run_list, R_READ, true, "benchmarks.list", NULL},
-    {"GET", "/v1/benchmarks/{id}", srv_h_run_get, R_READ, true, "benchmarks.get", NULL},
-    {"DELETE", "/v1/benchmarks/{id}", srv_h_run_delete, R_WRITE, true, "benchmarks.delete", NULL},
-    {"POST", "/v1/benchmarks/{id}/cancel", srv_h_bench_cancel, R_WRITE, true, "benchmarks.cancel",
+    {"GET", "/healthz", srv_h_healthz, R_OPEN, false, false, "healthz", NULL},
+    {"GET", "/readyz", srv_h_readyz, R_OPEN, true, false, "readyz", NULL},
+    {"GET", "/metrics", srv_h_metrics, R_READ, false, false, "metrics", NULL},
+    {"GET", "/v1/openapi.json", srv_h_openapi, R_OPEN, false, false, "openapi", NULL},
+    {"POST", "/v1/graphs", srv_h_graph_post, R_WRITE, true, false, "graphs.create", NULL},
+    {"GET", "/v1/graphs", srv_h_graph_list, R_READ, true, false, "graphs.list", NULL},
+    {"GET", "/v1/graphs/{id}", srv_h_graph_get, R_READ, true, false, "graphs.get", NULL},
+    {"DELETE", "/v1/graphs/{id}", srv_h_graph_delete, R_WRITE, true, false, "graphs.delete", NULL},
+    {"PUT", "/v1/meshes/{}", srv_h_doc_put, R_WRITE, true, false, "meshes.put", &doc_mesh},
+    {"GET", "/v1/meshes", srv_h_doc_list, R_READ, true, false, "meshes.list", &doc_mesh},
+    {"GET", "/v1/meshes/{}", srv_h_doc_get, R_READ, true, false, "meshes.get", &doc_mesh},
+    {"DELETE", "/v1/meshes/{}", srv_h_doc_delete, R_WRITE, true, false, "meshes.delete", &doc_mesh},
+    {"PUT", "/v1/rules/{}", srv_h_doc_put, R_WRITE, true, false, "rules.put", &doc_rule},
+    {"GET", "/v1/rules", srv_h_doc_list, R_READ, true, false, "rules.list", &doc_rule},
+    {"GET", "/v1/rules/{}", srv_h_doc_get, R_READ, true, false, "rules.get", &doc_rule},
+    {"DELETE", "/v1/rules/{}", srv_h_doc_delete, R_WRITE, true, false, "rules.delete", &doc_rule},
+    {"PUT", "/v1/profiles/{}", srv_h_doc_put, R_WRITE, true, false, "profiles.put", &doc_profile},
+    {"GET", "/v1/profiles", srv_h_doc_list, R_READ, true, false, "profiles.list", &doc_profile},
+    {"GET", "/v1/profiles/{}", srv_h_doc_get, R_READ, true, false, "profiles.get", &doc_profile},
+    {"DELETE", "/v1/profiles/{}", srv_h_doc_delete, R_WRITE, true, false, "profiles.delete",
+     &doc_profile},
+    {"POST", "/v1/plans", srv_h_plan_post, R_WRITE, true, false, "plans.create", NULL},
+    {"GET", "/v1/plans", srv_h_plan_list, R_READ, true, false, "plans.list", NULL},
+    {"GET", "/v1/plans/{id}", srv_h_plan_get, R_READ, false, false, "plans.get", NULL},
+    {"DELETE", "/v1/plans/{id}", srv_h_plan_delete, R_WRITE, true, false, "plans.delete", NULL},
+    {"GET", "/v1/plans/{id}/lint", srv_h_plan_advise, R_READ, true, true, "plans.lint",
+     &advise_lint},
+    {"GET", "/v1/plans/{id}/collectives", srv_h_plan_advise, R_READ, true, true,
+     "plans.collectives", &advise_colls},
+    {"GET", "/v1/plans/{id}/cost", srv_h_plan_cost, R_READ, true, true, "plans.cost", NULL},
+    {"GET", "/v1/plans/{id}/memory", srv_h_plan_memory, R_READ, true, true, "plans.memory", NULL},
+    {"POST", "/v1/plans/{id}/whatif", srv_h_plan_whatif, R_WRITE, true, true, "plans.whatif", NULL},
+    {"GET", "/v1/plans/{id}/suggest", srv_h_plan_suggest, R_READ, true, true, "plans.suggest",
      NULL},
-    {"GET", "/v1/benchmarks/{id}/trace", srv_h_bench_trace, R_READ, true, "benchmarks.trace",
+    {"GET", "/v1/plans/{id}/sweep", srv_h_plan_sweep, R_READ, true, true, "plans.sweep", NULL},
+    {"GET", "/v1/compare", srv_h_compare, R_READ, true, true, "compare", NULL},
+    {"POST", "/v1/migrations", srv_h_migration_post, R_WRITE, true, true, "migrations.create",
      NULL},
-    {"POST", "/v1/tokens", srv_h_token_post, R_ADMIN, true, "tokens.create", NULL},
-    {"GET", "/v1/tokens", srv_h_token_list, R_ADMIN, true, "tokens.list", NULL},
-    {"DELETE", "/v1/tokens/{id}", srv_h_token_delete, R_ADMIN, true, "tokens.delete", NULL},
+    {"GET", "/v1/migrations", srv_h_migration_list, R_READ, true, false, "migrations.list", NULL},
+    {"GET", "/v1/migrations/{id}", srv_h_migration_get, R_READ, true, false, "migrations.get",
+     NULL},
+    {"GET", "/v1/sweep", srv_h_sweep, R_READ, true, true, "sweep", NULL},
+    {"POST", "/v1/runs", srv_h_run_post, R_WRITE, true, false, "runs.create", NULL},
+    {"GET", "/v1/runs", srv_h_run_list, R_READ, true, false, "runs.list", NULL},
+    {"GET", "/v1/runs/{id}", srv_h_run_get, R_READ, true, false, "runs.get", NULL},
+    {"DELETE", "/v1/runs/{id}", srv_h_run_delete, R_WRITE, true, false, "runs.delete", NULL},
+    {"POST", "/v1/benchmarks", srv_h_bench_post, R_WRITE, true, false, "benchmarks.create", NULL},
+    {"GET", "/v1/benchmarks", srv_h_run_list, R_READ, true, false, "benchmarks.list", NULL},
+    {"GET", "/v1/benchmarks/{id}", srv_h_run_get, R_READ, true, false, "benchmarks.get", NULL},
+    {"DELETE", "/v1/benchmarks/{id}", srv_h_run_delete, R_WRITE, true, false, "benchmarks.delete",
+     NULL},
+    {"POST", "/v1/benchmarks/{id}/cancel", srv_h_bench_cancel, R_WRITE, true, false,
+     "benchmarks.cancel", NULL},
+    {"GET", "/v1/benchmarks/{id}/trace", srv_h_bench_trace, R_READ, true, false, "benchmarks.trace",
+     NULL},
+    {"POST", "/v1/tokens", srv_h_token_post, R_ADMIN, true, false, "tokens.create", NULL},
+    {"GET", "/v1/tokens", srv_h_token_list, R_ADMIN, true, false, "tokens.list", NULL},
+    {"DELETE", "/v1/tokens/{id}", srv_h_token_delete, R_ADMIN, true, false, "tokens.delete", NULL},
 };
 
 #define N_ROUTES (sizeof routes / sizeof routes[0])
@@ -259,24 +266,6 @@ static bool cors_preflight(srv_req *r, const char *method, const char *path)
     return true;
 }
 
-/* Whether rt's handler may compute for long (a plan's reports and cost,
- * what-if, suggest, sweeps, compare, migrations): it then runs on a
- * handler thread (srv_req_defer). Plans and a plan's MLIR defer themselves
- * when they are not known to be quick. */
-static bool route_is_slow(const route *rt)
-{
-    static const char *const slow[] = {
-        "plans.lint",    "plans.collectives", "plans.cost", "plans.memory", "plans.whatif",
-        "plans.suggest", "plans.sweep",       "compare",    "sweep",        "migrations.create",
-    };
-    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) {
-        if (strcmp(rt->name, slow[i]) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 void srv_routes_handle(void *cls, srv_req *r)
 {
     srv_app *app = cls;
@@ -364,7 +353,7 @@ void srv_routes_handle(void *cls, srv_req *r)
         /* an id that is not a number cannot exist: 404 before the handler */
         if (strstr(rt->pattern, "{id}") != NULL && !srv_parse_i64(a.seg[0], 1, &a.id)) {
             srv_reply_err(app, r, E_NOT_FOUND, "/id", "no such id '%s'", a.seg[0]);
-        } else if (!route_is_slow(rt) || !srv_req_defer(r)) {
+        } else if (!rt->slow || !srv_req_defer(r)) {
             rt->fn(app, r, &a); /* else it runs again on a handler thread */
         }
     }

@@ -621,6 +621,21 @@ cm_status st_sql_list(st_db *db, const st_rows *rows, size_t limit, void **items
     return st;
 }
 
+/* The first column of s's first row into *id (left as it is when there is
+ * none), when st (how preparing s went) is CM_OK; releases s. */
+static cm_status first_id(st_db *db, sqlite3_stmt *s, cm_status st, int64_t *id, cm_error *err)
+{
+    bool found = false;
+    if (st == CM_OK) {
+        st = st_sql_step(db, s, &found, err);
+    }
+    if (st == CM_OK && found) {
+        *id = (int64_t)sqlite3_column_int64(s, 0);
+    }
+    st_sql_release(db, s);
+    return st;
+}
+
 cm_status st_sql_scan_bound(st_db *db, int64_t *bound, cm_error *err, const char *sql,
                             const char *types, ...)
 {
@@ -630,15 +645,7 @@ cm_status st_sql_scan_bound(st_db *db, int64_t *bound, cm_error *err, const char
     va_start(ap, types);
     cm_status st = sql_vprepare_tail(db, sql, &s, err, ST_LIST_SCAN_ROWS - 1, types, ap);
     va_end(ap);
-    bool found = false;
-    if (st == CM_OK) {
-        st = st_sql_step(db, s, &found, err);
-    }
-    if (st == CM_OK && found) {
-        *bound = (int64_t)sqlite3_column_int64(s, 0);
-    }
-    st_sql_release(db, s);
-    return st;
+    return first_id(db, s, st, bound, err);
 }
 
 /* Deletes row id from table in its own transaction (st_int.h). */
@@ -676,15 +683,7 @@ cm_status st_sql_id_by_hash(st_db *db, const char *table, const char *hash, int6
     if (st == CM_OK) {
         st = st_sql_bind(db, s, err, "t", hash);
     }
-    bool found = false;
-    if (st == CM_OK) {
-        st = st_sql_step(db, s, &found, err);
-    }
-    if (st == CM_OK && found) {
-        *id_out = (int64_t)sqlite3_column_int64(s, 0);
-    }
-    st_sql_release(db, s);
-    return st;
+    return first_id(db, s, st, id_out, err);
 }
 
 /* Whether row id exists in table. Call locked. */

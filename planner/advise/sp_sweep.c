@@ -68,9 +68,7 @@ typedef struct pool {
     sp_sweep_row *rows;
     atomic_uint n_ops;
     bool generate; /* phase 1: generate texts; phase 2: plan and cost */
-    bool (*cancel)(void *ctx); /* the caller's stop hook, or NULL */
-    void *cancel_ctx;
-    cm_cancel stop; /* the same hook, for propagation inside a variant */
+    cm_cancel stop; /* the caller's stop hook, polled here and inside propagation */
     atomic_bool stopped;
 } pool;
 
@@ -172,7 +170,7 @@ static void *worker(void *arg)
     pool *p = arg;
     for (;;) {
         unsigned j = atomic_fetch_add(&p->next, 1u);
-        if (atomic_load(&p->stopped) || (p->cancel != NULL && p->cancel(p->cancel_ctx))) {
+        if (atomic_load(&p->stopped) || cm_cancelled(&p->stop)) {
             atomic_store(&p->stopped, true);
             return NULL;
         }
@@ -326,8 +324,6 @@ cm_status sp_sweep_run(const sp_sweep_opts *o, sp_sweep_result *res, cm_error *e
     atomic_init(&p.next, 0u);
     atomic_init(&p.n_ops, 0u);
     atomic_init(&p.stopped, false);
-    p.cancel = o->cancel;
-    p.cancel_ctx = o->cancel_ctx;
     p.stop = (cm_cancel){o->cancel, o->cancel_ctx};
     p.profile = o->profile != NULL ? o->profile : &defp;
     snprintf(res->profile, sizeof res->profile, "%s", p.profile->name);
@@ -574,9 +570,7 @@ typedef struct mpool {
     const sp_profile *profile;
     atomic_uint next;
     atomic_uint n_ops;
-    bool (*cancel)(void *ctx);
-    void *cancel_ctx;
-    cm_cancel stop; /* the same hook, for propagation inside a variant */
+    cm_cancel stop; /* the caller's stop hook, polled here and inside propagation */
     atomic_bool stopped;
 } mpool;
 
@@ -654,7 +648,7 @@ static void *module_worker(void *arg)
         if (j >= p->n_v) {
             return NULL;
         }
-        if (atomic_load(&p->stopped) || (p->cancel != NULL && p->cancel(p->cancel_ctx))) {
+        if (atomic_load(&p->stopped) || cm_cancelled(&p->stop)) {
             atomic_store(&p->stopped, true);
             return NULL;
         }
@@ -801,8 +795,6 @@ static cm_status run_module_pool(sp_sweep_result *res, mvariant *v, const char *
     atomic_init(&p.next, 0u);
     atomic_init(&p.n_ops, 0u);
     atomic_init(&p.stopped, false);
-    p.cancel = o->cancel;
-    p.cancel_ctx = o->cancel_ctx;
     p.stop = (cm_cancel){o->cancel, o->cancel_ctx};
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t nt = o->threads > 0 ? o->threads : cores > 0 ? (uint32_t)cores : 1;
