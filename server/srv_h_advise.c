@@ -245,7 +245,7 @@ void srv_h_plan_sweep(srv_app *app, srv_req *r, route_args *a)
  * body (201 + Location, "plan_id"). */
 void srv_h_plan_whatif(srv_app *app, srv_req *r, route_args *a)
 {
-    double deadline = cm_now() + app->cfg.request_timeout_s;
+    double deadline = srv_req_ready_at(r) + app->cfg.request_timeout_s;
     int64_t id = a->id;
     size_t len;
     const char *body = srv_req_body(r, &len);

@@ -433,7 +433,7 @@ static void raw_key(srv_app *app, srv_req *r, const char *body, size_t len,
 
 void srv_h_plan_post(srv_app *app, srv_req *r, route_args *a)
 {
-    double deadline = cm_now() + app->cfg.request_timeout_s;
+    double deadline = srv_req_ready_at(r) + app->cfg.request_timeout_s;
     cm_arena *arena = srv_req_arena(r);
     size_t len;
     const char *body = srv_req_body(r, &len);

@@ -104,6 +104,7 @@ struct srv_req {
     cm_buf body;
     const char *method, *path; /* borrowed from MHD, valid for the request */
     double t0;                 /* cm_now() at arrival */
+    double t_ready;            /* cm_now() when it was complete and its handler first ran */
     bool too_large;            /* body over the limit: the handler answers 413 */
     bool oom;                  /* body growth failed: the handler answers 503 */
     bool busy;                 /* the in-flight body cap refused it: 503 */
@@ -850,6 +851,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return r->queued ? MHD_YES : queue(r); /* also: back from a handler thread */
     }
     r->handled = true;
+    r->t_ready = cm_now();
     h->o.handler(h->o.cls, r);
     if (r->defer) {
         r->defer = false;
@@ -1208,6 +1210,11 @@ const char *srv_req_remote(const srv_req *r)
 double srv_req_elapsed(const srv_req *r)
 {
     return cm_now() - r->t0;
+}
+
+double srv_req_ready_at(const srv_req *r)
+{
+    return r->t_ready > 0 ? r->t_ready : r->t0;
 }
 
 void srv_req_set_route(srv_req *r, const char *route, int route_index)

@@ -138,6 +138,10 @@ cm_arena *srv_req_arena(srv_req *r);
 const char *srv_req_remote(const srv_req *r);
 /* Seconds since the request arrived. */
 double srv_req_elapsed(const srv_req *r);
+/* When (cm_now()) the request was complete, its body read, and its handler
+ * first ran: where its deadlines start, so that time waiting for a handler
+ * thread (srv_req_defer) counts against them. */
+double srv_req_ready_at(const srv_req *r);
 
 /* Labels for the log line and metrics: the route name ("plans.get"), the
  * error code of an error reply, the id of the token used. Strings must live

@@ -451,8 +451,9 @@ typedef struct srv_stop {
     atomic_int why;  /* SRV_STOP_* */
 } srv_stop;
 
-/* A hook stopping seconds from now (0: no deadline), watching r's client
- * unless r is NULL. */
+/* A hook stopping seconds after r was ready (srv_req_ready_at: time spent
+ * queued for a handler thread counts), or from now when r is NULL (0: no
+ * deadline), watching r's client unless r is NULL. */
 void srv_stop_init(srv_stop *s, srv_app *app, srv_req *r, double seconds);
 /* The hook itself (ctx: a srv_stop): true once any reason holds. */
 bool srv_stop_poll(void *ctx);

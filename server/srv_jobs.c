@@ -15,7 +15,8 @@ void srv_stop_init(srv_stop *s, srv_app *app, srv_req *r, double seconds)
 {
     s->app = app;
     s->r = r;
-    s->deadline = seconds > 0 ? cm_now() + seconds : (double)INFINITY;
+    double from = r != NULL ? srv_req_ready_at(r) : cm_now();
+    s->deadline = seconds > 0 ? from + seconds : (double)INFINITY;
     atomic_init(&s->why, SRV_STOP_NO);
 }
 

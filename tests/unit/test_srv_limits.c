@@ -843,6 +843,8 @@ typedef struct bg_get {
     const fixture *f;
     char path[160];
     long status;
+    double secs;    /* from the request's start to its answer */
+    char body[256]; /* the answer's first bytes */
 } bg_get;
 
 static void *bg_get_run(void *arg)
@@ -858,9 +860,12 @@ static void *bg_get_run(void *arg)
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    double t0 = cm_now();
     if (curl_easy_perform(h) == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &g->status);
     }
+    g->secs = cm_now() - t0;
+    snprintf(g->body, sizeof g->body, "%.*s", (int)b.len, b.data != NULL ? b.data : "");
     curl_easy_cleanup(h);
     cm_buf_fini(&b);
     return NULL;
@@ -898,6 +903,25 @@ static void test_lim_stop_honours_drain(void **state)
     assert_true(dt < 4.0);
 }
 
+/* Starts two long suggests of plan id in the background, one at a time:
+ * the second is sent once the first has been taken off the handler
+ * threads' queue (which may hold one), so that it waits behind it. */
+static void start_two_suggests(const fixture *f, int64_t id, bg_get g[2], pthread_t t[2])
+{
+    for (int i = 0; i < 2; i++) {
+        memset(&g[i], 0, sizeof g[i]);
+        g[i].f = f;
+        snprintf(g[i].path, sizeof g[i].path,
+                 "/v1/plans/%lld/suggest?max_candidates=256&k=100&n=%d", (long long)id, i);
+        pthread_create(&t[i], NULL, bg_get_run, &g[i]);
+        double until = cm_now() + 5;
+        while (srv_app_in_flight(f->app) < (unsigned)i + 1 && cm_now() < until) {
+            sleep_ms(5);
+        }
+        sleep_ms(200);
+    }
+}
+
 /* Long computations run on handler threads, not on the polling threads:
  * with one polling thread and two suggests running, /healthz and a stored
  * plan answer at once, a third suggest waits in the handler queue and a
@@ -916,20 +940,7 @@ static void test_lim_slow_requests_leave_polling_threads_free(void **state)
     int64_t id = post_big(f);
     bg_get g[2];
     pthread_t t[2];
-    for (int i = 0; i < 2; i++) {
-        memset(&g[i], 0, sizeof g[i]);
-        g[i].f = f;
-        snprintf(g[i].path, sizeof g[i].path,
-                 "/v1/plans/%lld/suggest?max_candidates=256&k=100&n=%d", (long long)id, i);
-        pthread_create(&t[i], NULL, bg_get_run, &g[i]);
-        /* one at a time: the second must find the first taken off the
-         * queue by the handler thread (the queue holds one), not beside it */
-        double until = cm_now() + 5;
-        while (srv_app_in_flight(f->app) < (unsigned)i + 1 && cm_now() < until) {
-            sleep_ms(5);
-        }
-        sleep_ms(200);
-    }
+    start_two_suggests(f, id, g, t);
     assert_int_equal(srv_app_in_flight(f->app), 2); /* one computing, one queued */
     char path[160];
     snprintf(path, sizeof path, "/v1/plans/%lld", (long long)id);
@@ -959,6 +970,41 @@ static void test_lim_slow_requests_leave_polling_threads_free(void **state)
         pthread_join(t[i], NULL);
         assert_true(g[i].status == 503 || g[i].status == 200);
     }
+}
+
+/* A request queued for a handler thread has its deadline counted from when
+ * it was complete, not from when the thread took it: with one handler
+ * thread busy on a suggest until its 1.5 s limit, a second suggest queued
+ * behind it answers 503 "timeout" about 1.5 s after it was sent. Before,
+ * its 1.5 s began only once the first had finished (about 2.8 s). */
+static void test_lim_queued_request_deadline_counts_the_wait(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.threads = 1;
+    c.handler_queue = 1;
+    c.compute_timeout_s = 1.5;
+    tu_server_start(f, &c);
+    int64_t id = post_big(f);
+    bg_get g[2];
+    pthread_t t[2];
+    start_two_suggests(f, id, g, t);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (g[i].status != 503 || strstr(g[i].body, "\"timeout\"") == NULL) {
+            fprintf(stderr, "suggest %d: %ld after %.2f s: %s\n", i, g[i].status, g[i].secs,
+                    g[i].body);
+        }
+        assert_int_equal(g[i].status, 503);
+        assert_non_null(strstr(g[i].body, "\"timeout\""));
+    }
+    if (g[1].secs >= 2.3) {
+        fprintf(stderr, "the queued suggest answered after %.2f s (limit 1.5 s)\n", g[1].secs);
+    }
+    assert_true(g[1].secs < 2.3);
 }
 
 /* A POST /v1/plans body whose MLIR is a chain of n adds, each constrained
@@ -1293,6 +1339,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_slow_requests_leave_polling_threads_free, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lim_stop_honours_drain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_queued_request_deadline_counts_the_wait, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_lim_plan_stops_at_plan_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_stop_stops_abandoned_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_huge_mesh_refused_before_parse, setup, teardown),
