@@ -112,9 +112,6 @@ static int load_config(int argc, char **argv, srv_config *c, const char *cmd, FI
     return 0;
 }
 
-/* A store file at least this big is announced before its check at start. */
-#define SERVE_BIG_DB_BYTES (256LL << 20)
-
 int cmd_serve(int argc, char **argv, FILE *out, FILE *errs)
 {
     struct sigaction sa;
@@ -135,13 +132,6 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *errs)
     /* the benchmark worker is this executable (`shardplan exec-worker`) */
     ssize_t n = readlink("/proc/self/exe", c.worker_path, sizeof c.worker_path - 1);
     c.worker_path[n > 0 ? (size_t)n : 0] = '\0';
-    /* the integrity check at start reads the whole file: say so when that
-     * takes a while (seconds per GiB from a cold disk) */
-    struct stat sb;
-    if (stat(c.db_path, &sb) == 0 && sb.st_size >= SERVE_BIG_DB_BYTES) {
-        fprintf(errs, "shardplan: checking %s (%lld MiB) before listening\n", c.db_path,
-                (long long)(sb.st_size >> 20));
-    }
     if (srv_app_create(&c, &app, &err) != CM_OK) {
         fprintf(errs, "shardplan serve: %s\n", err.msg);
         return 1;
@@ -155,12 +145,36 @@ int cmd_serve(int argc, char **argv, FILE *out, FILE *errs)
     fprintf(errs, "shardplan: listening on http://%s%s%s:%u/ (db %s, auth %s)\n",
             v6 ? "[" : "", c.host, v6 ? "]" : "", (unsigned)srv_app_port(app), c.db_path,
             srv_app_auth_required(app) ? "on" : "off");
+    /* the integrity check of a big file runs beside listening (it reads the
+     * whole file: seconds per GiB from a cold disk); say what it found */
+    srv_check_state check = srv_app_start_check(app, NULL);
+    struct stat sb;
+    if (check == SRV_CHECK_RUNNING && stat(c.db_path, &sb) == 0) {
+        fprintf(errs,
+                "shardplan: checking %s (%lld MiB); /readyz says ready and the API answers "
+                "once it passes\n",
+                c.db_path, (long long)(sb.st_size >> 20));
+    }
+    double t0 = cm_now();
     while (stop_flag == 0) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
+        if (check != SRV_CHECK_RUNNING) {
+            continue;
+        }
+        check = srv_app_start_check(app, &err);
+        if (check == SRV_CHECK_SOUND) {
+            fprintf(errs, "shardplan: %s passed its check in %.1f s\n", c.db_path, cm_now() - t0);
+        } else if (check == SRV_CHECK_DAMAGED) {
+            break;
+        }
     }
     fprintf(errs, "shardplan: stopping (draining in-flight requests)\n");
     srv_app_destroy(app);
+    if (check == SRV_CHECK_DAMAGED) {
+        fprintf(errs, "shardplan serve: %s\n", err.msg);
+        return 1;
+    }
     fprintf(errs, "shardplan: stopped\n");
     return 0;
 }

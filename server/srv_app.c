@@ -42,6 +42,7 @@ void srv_config_init(srv_config *c)
     c->plan_timeout_s = 300;
     c->plan_here_s = 0.25;
     c->integrity_interval_s = 300;
+    c->check_beside_bytes = SRV_CHECK_BESIDE_BYTES;
     c->cache_entries = 4096;
     c->auth = SRV_AUTH_AUTO;
     c->bench_time_limit_s = 600;
@@ -457,7 +458,12 @@ cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err)
             app->n_dbs++;
         }
     }
-    if (st == CM_OK) {
+    struct stat sb;
+    if (st == CM_OK && stat(c->db_path, &sb) == 0 && (int64_t)sb.st_size >= c->check_beside_bytes) {
+        /* a big file is checked beside listening (srv_app_start) */
+        atomic_store(&app->start_check, SRV_CHECK_RUNNING);
+        app->start_check_mib = (int64_t)sb.st_size >> 20;
+    } else if (st == CM_OK) {
         /* refuse a damaged file at start, clearly, rather than fail requests */
         cm_error qe;
         cm_error_clear(&qe);
@@ -550,6 +556,17 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
     atomic_store(&app->stopping, false);
     cm_status st = srv_http_start(&o, &app->http, err);
     app->running = st == CM_OK;
+    if (st == CM_OK && atomic_load(&app->start_check) == SRV_CHECK_RUNNING) {
+        pthread_mutex_lock(&app->ready_mu);
+        srv_checker_want(app);
+        bool asked = app->check_want;
+        pthread_mutex_unlock(&app->ready_mu);
+        if (!asked) {
+            srv_app_stop(app);
+            st = cm_error_set(err, CM_EIO, NULL, "cannot start the integrity check of %s",
+                              app->cfg.db_path);
+        }
+    }
     if (st == CM_OK) {
         st = srv_bench_start(app, err);
         if (st != CM_OK) {
@@ -557,6 +574,18 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
         }
     }
     return st;
+}
+
+srv_check_state srv_app_start_check(srv_app *app, cm_error *err)
+{
+    srv_check_state s = (srv_check_state)atomic_load(&app->start_check);
+    if (s == SRV_CHECK_DAMAGED && err != NULL) {
+        pthread_mutex_lock(&app->ready_mu);
+        *err = app->check_err;
+        pthread_mutex_unlock(&app->ready_mu);
+        (void)damaged_at_start(app->cfg.db_path, err->code, err);
+    }
+    return s;
 }
 
 uint16_t srv_app_port(const srv_app *app)

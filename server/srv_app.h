@@ -17,6 +17,9 @@
 
 #define SRV_HOST_LEN 64
 #define SRV_PATH_LEN 1024
+/* A store file this big or bigger is checked at start while the server
+ * listens, a smaller one before (srv_app_create, srv_app_start_check). */
+#define SRV_CHECK_BESIDE_BYTES ((int64_t)256 << 20)
 
 typedef enum srv_auth_mode {
     SRV_AUTH_AUTO = 0, /* tokens required when listening beyond loopback */
@@ -48,6 +51,9 @@ typedef struct srv_config {
     unsigned handler_queue;    /* requests waiting for a handler thread, at most (0: 16 per
                                 * thread); past it 503; not an option (tests set it) */
     double integrity_interval_s; /* /readyz runs quick_check at most this often (0: always) */
+    int64_t check_beside_bytes;  /* a store file of this many bytes or more is checked at
+                                  * start beside listening (SRV_CHECK_BESIDE_BYTES); not an
+                                  * option (tests set it) */
     size_t cache_entries;      /* plans kept in memory */
     srv_auth_mode auth;
     bool insecure;             /* allow a non-loopback address without tokens */
@@ -94,13 +100,31 @@ bool srv_host_is_loopback(const char *host);
 typedef struct srv_app srv_app;
 
 /* Opens the store, refuses a file that fails PRAGMA quick_check
- * (CM_EINTERNAL, the message says what to do) and checks the access policy: on a non-loopback address
- * without any stored token the app is refused (CM_ECONFLICT) unless
- * insecure. Errors: those of st_db_open, CM_ENOMEM. */
+ * (CM_EINTERNAL, the message says what to do) and checks the access
+ * policy: on a non-loopback address without any stored token the app is
+ * refused (CM_ECONFLICT) unless insecure. A file of check_beside_bytes or
+ * more is not checked here but by srv_app_start, beside listening (a check
+ * reads the whole file: a minute for 700 MiB from a cold disk).
+ * Errors: those of st_db_open, CM_ENOMEM. */
 cm_status srv_app_create(const srv_config *c, srv_app **out, cm_error *err);
 
-/* Starts listening. Errors: CM_EIO when the address cannot be bound. */
+/* Starts listening (and the start check of a big file, on the checker
+ * thread). Errors: CM_EIO when the address cannot be bound. */
 cm_status srv_app_start(srv_app *app, cm_error *err);
+
+/* The integrity check at start of a file checked beside listening:
+ * SRV_CHECK_RUNNING until its verdict, during which every route but
+ * /healthz, /readyz (503 with the reason) and /v1/openapi.json answers 503
+ * unavailable; then SRV_CHECK_SOUND, or SRV_CHECK_DAMAGED
+ * with the reason in *err (when err is not NULL), the requests still being
+ * refused: the caller stops the app (serve exits 1 with the message).
+ * SRV_CHECK_SOUND for a file checked before listening. */
+typedef enum srv_check_state {
+    SRV_CHECK_SOUND = 0,
+    SRV_CHECK_RUNNING,
+    SRV_CHECK_DAMAGED
+} srv_check_state;
+srv_check_state srv_app_start_check(srv_app *app, cm_error *err);
 
 /* The bound port (after srv_app_start). */
 uint16_t srv_app_port(const srv_app *app);

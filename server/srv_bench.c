@@ -637,6 +637,13 @@ static void *bench_thread(void *arg)
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+    /* nothing read from a store whose check at start has not passed */
+    while (!stopping(app) && srv_app_start_check(app, NULL) == SRV_CHECK_RUNNING) {
+        nap(app, 250);
+    }
+    if (srv_app_start_check(app, NULL) != SRV_CHECK_SOUND) {
+        return NULL;
+    }
     fail_leftovers(app);
     while (!stopping(app)) {
         int64_t id = 0;

@@ -67,11 +67,28 @@ static void *checker_main(void *arg)
         if (!app->check_stop) { /* an interrupted check says nothing */
             app->check_err = e;
             app->checked_at = cm_now();
+            if (atomic_load(&app->start_check) == SRV_CHECK_RUNNING) {
+                atomic_store(&app->start_check,
+                             e.code == CM_OK ? SRV_CHECK_SOUND : SRV_CHECK_DAMAGED);
+            }
         }
         app->check_want = false;
     }
     pthread_mutex_unlock(&app->ready_mu);
     return NULL;
+}
+
+void srv_checker_want(srv_app *app)
+{
+    if (app->check_want || app->check_stop) {
+        return;
+    }
+    app->check_want = true;
+    if (!app->checker_running) {
+        app->checker_running = pthread_create(&app->checker, NULL, checker_main, app) == 0;
+        app->check_want = app->checker_running;
+    }
+    pthread_cond_signal(&app->check_cv);
 }
 
 void srv_checker_stop(srv_app *app)
@@ -92,6 +109,12 @@ void srv_checker_stop(srv_app *app)
 
 void srv_h_readyz(srv_app *app, srv_req *r, route_args *a)
 {
+    if (atomic_load(&app->start_check) == SRV_CHECK_RUNNING) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL,
+                      "store being checked at start (%lld MiB): ready once it passes",
+                      (long long)app->start_check_mib);
+        return;
+    }
     if (app->cfg.integrity_interval_s <= 0 && srv_req_defer(r)) {
         return; /* a check on every call: on a handler thread */
     }
@@ -115,14 +138,8 @@ void srv_h_readyz(srv_app *app, srv_req *r, route_args *a)
         check_once(app, &ce);
     } else {
         pthread_mutex_lock(&app->ready_mu);
-        if (cm_now() - app->checked_at >= app->cfg.integrity_interval_s && !app->check_want &&
-            !app->check_stop) {
-            app->check_want = true;
-            if (!app->checker_running) {
-                app->checker_running = pthread_create(&app->checker, NULL, checker_main, app) == 0;
-                app->check_want = app->checker_running;
-            }
-            pthread_cond_signal(&app->check_cv);
+        if (cm_now() - app->checked_at >= app->cfg.integrity_interval_s) {
+            srv_checker_want(app);
         }
         ce = app->check_err;
         pthread_mutex_unlock(&app->ready_mu);

@@ -128,6 +128,8 @@ struct srv_app {
     pthread_cond_t check_cv;  /* wakes the checker: check_want or check_stop */
     pthread_t checker;        /* runs the quick_checks /readyz asks for */
     bool checker_running, check_want, check_stop;
+    atomic_int start_check;  /* srv_check_state of the start check (read without ready_mu) */
+    int64_t start_check_mib; /* the file's size when that check began, MiB */
     st_db *checking;      /* the handle of the check under way (interrupted at stop) */
     atomic_ullong checks; /* quick_checks run for /readyz */
 
@@ -354,6 +356,10 @@ const char *srv_body_json(srv_app *app, srv_req *r, size_t *len);
  * benchmarks, tokens (srv_h_store.c) */
 void srv_h_healthz(srv_app *app, srv_req *r, route_args *a);
 void srv_h_readyz(srv_app *app, srv_req *r, route_args *a);
+/* Asks the checker thread (started on first need) for a quick_check
+ * unless one is asked for already; call under ready_mu. Its verdict goes to
+ * check_err and checked_at, and settles start_check while that runs. */
+void srv_checker_want(srv_app *app);
 /* Stops and joins the thread running /readyz's quick_checks (interrupting a
  * check under way); srv_app_destroy. */
 void srv_checker_stop(srv_app *app);

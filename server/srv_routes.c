@@ -183,6 +183,25 @@ static bool authorize(srv_app *app, srv_req *r, const route *rt, st_db **db)
     return true;
 }
 
+/* While the start check of a big file runs (srv_app_start_check), a route
+ * that needs a token or the store answers 503; false after replying. */
+static bool store_checked(srv_app *app, srv_req *r, const route *rt)
+{
+    int state = atomic_load(&app->start_check);
+    if (rt->scope == R_OPEN || state == SRV_CHECK_SOUND) {
+        return true;
+    }
+    if (state == SRV_CHECK_DAMAGED) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL,
+                      "the store failed its integrity check at start; the server is stopping");
+    } else {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL,
+                      "the store is being checked at start (%lld MiB); retry shortly",
+                      (long long)app->start_check_mib);
+    }
+    return false;
+}
+
 const char *srv_cors_allow(const srv_app *app, const char *origin, bool *vary_out)
 {
     const char *allowed = app->cfg.cors_origin;
@@ -343,6 +362,9 @@ void srv_routes_handle(void *cls, srv_req *r)
         srv_reply_err(app, r, E_NOMEM, NULL, "out of memory");
         return;
     }
+    if (!store_checked(app, r, rt)) {
+        return;
+    }
     st_db *db = NULL;
     if (srv_req_authorized(r) || authorize(app, r, rt, &db)) {
         if (rt->needs_db && db == NULL) {
@@ -374,7 +396,7 @@ bool srv_routes_early(void *cls, srv_req *r)
                       SRV_MESH_MAX_BYTES);
         return false;
     }
-    if (!app->auth) {
+    if (!app->auth && atomic_load(&app->start_check) == SRV_CHECK_SOUND) {
         return true;
     }
     for (size_t i = 0; i < N_ROUTES; i++) {
@@ -382,6 +404,12 @@ bool srv_routes_early(void *cls, srv_req *r)
             continue;
         }
         srv_req_set_route(r, routes[i].name, (int)i);
+        if (!store_checked(app, r, &routes[i])) {
+            return false;
+        }
+        if (!app->auth) {
+            return true;
+        }
         st_db *db = NULL;
         bool ok = authorize(app, r, &routes[i], &db);
         srv_app_db_release(app, db);

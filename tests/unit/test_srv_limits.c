@@ -14,25 +14,26 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
 #include <jansson.h>
-#include <pthread.h>
+#include <sqlite3.h>
 
 #include "cm.h"
 #include "srv_app.h"
@@ -614,6 +615,105 @@ static void test_lim_readyz_and_quick_check(void **state)
         fprintf(stderr, "serve on a damaged file: %d %s\n", (int)e.code, e.msg);
     }
     assert_non_null(strstr(e.msg, "integrity check"));
+}
+
+/* Adds about mib MiB of graph rows to the store at path (SQL of its own,
+ * one transaction), then drops the file from the page cache, so that an
+ * integrity check reads it from the disk. */
+static void fill_store(const char *path, int mib)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) "
+             "INSERT INTO graphs (name, format, hash, body, created_at) "
+             "SELECT 'filler', 'json', lower(hex(randomblob(32))), "
+             "'{\"x\":\"' || hex(randomblob(1700)) || '\"}', 0 FROM c; "
+             "PRAGMA wal_checkpoint(TRUNCATE);",
+             mib * 300);
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        fprintf(stderr, "filling the store: %s\n", msg != NULL ? msg : "?");
+    }
+    sqlite3_free(msg);
+    assert_int_equal(rc, SQLITE_OK);
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(fsync(fd), 0);
+    assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    close(fd);
+}
+
+/* Waits (at most 120 s) for the start check to leave SRV_CHECK_RUNNING. */
+static srv_check_state start_check_verdict(const fixture *f, cm_error *e)
+{
+    srv_check_state s = SRV_CHECK_RUNNING;
+    for (int i = 0; i < 12000 && s == SRV_CHECK_RUNNING; i++) {
+        s = srv_app_start_check(f->app, e);
+        if (s == SRV_CHECK_RUNNING) {
+            sleep_ms(10);
+        }
+    }
+    return s;
+}
+
+/* A big store is checked at start beside listening, not before: /healthz
+ * and the OpenAPI document answer at once, /readyz and the API answer 503
+ * saying why until the check passes, then as usual; a damaged big file is
+ * reported by srv_app_start_check (serve then stops, exits 1 with the
+ * message) and the API keeps refusing. Before, serve did not listen for as
+ * long as the check read the file (a minute for 700 MiB from a cold disk),
+ * so a liveness probe failed and an orchestrator restarted it forever. */
+static void test_lim_big_store_checked_beside_listening(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    tu_server_start(f, &c);
+    (void)post_mlp(f);
+    tu_server_stop(f);
+    fill_store(f->db, 96);
+    c.check_beside_bytes = 1;
+    tu_server_start(f, &c);
+    char msg[1024];
+    assert_int_equal(srv_app_start_check(f->app, NULL), SRV_CHECK_RUNNING);
+    assert_int_equal(status_of(f, "GET", "/healthz", NULL, 0), 200);
+    assert_int_equal(status_of(f, "GET", "/v1/openapi.json", NULL, 0), 200);
+    assert_int_equal(status_of(f, "GET", "/readyz", msg, sizeof msg), 503);
+    assert_non_null(strstr(msg, "being checked at start"));
+    assert_int_equal(status_of(f, "GET", "/v1/plans", msg, sizeof msg), 503);
+    assert_non_null(strstr(msg, "being checked at start"));
+    tu_resp r;
+    tu_http(f, "POST", "/v1/graphs", "application/json", "{\"name\":\"g\"}", &r);
+    tu_expect_error(&r, 503, "unavailable", NULL);
+    assert_non_null(strstr(r.body.data, "being checked at start"));
+    tu_resp_fini(&r);
+    /* all of that answered while the check still ran */
+    assert_int_equal(srv_app_start_check(f->app, NULL), SRV_CHECK_RUNNING);
+    cm_error e;
+    cm_error_clear(&e);
+    assert_int_equal(start_check_verdict(f, &e), SRV_CHECK_SOUND);
+    assert_int_equal(status_of(f, "GET", "/readyz", msg, sizeof msg), 200);
+    assert_int_equal(status_of(f, "GET", "/v1/plans", msg, sizeof msg), 200);
+    tu_server_stop(f);
+    /* damaged */
+    struct stat sb;
+    assert_int_equal(stat(f->db, &sb), 0);
+    corrupt_page(f->db, sb.st_size / 4096 / 2);
+    tu_server_start(f, &c);
+    assert_int_equal(start_check_verdict(f, &e), SRV_CHECK_DAMAGED);
+    if (strstr(e.msg, "fails its integrity check") == NULL) {
+        fprintf(stderr, "start check: %s\n", e.msg);
+    }
+    assert_non_null(strstr(e.msg, "fails its integrity check"));
+    assert_int_equal(status_of(f, "GET", "/v1/plans", msg, sizeof msg), 503);
+    assert_non_null(strstr(msg, "failed its integrity check"));
+    assert_int_equal(status_of(f, "GET", "/readyz", msg, sizeof msg), 503);
+    assert_non_null(strstr(msg, "damaged"));
+    tu_server_stop(f);
 }
 
 /* With an interval, /readyz never runs the integrity check itself: a
@@ -1332,6 +1432,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_ambiguous_framing_is_json_400, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_readyz_and_quick_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_readyz_checks_in_the_background, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lim_big_store_checked_beside_listening, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_lim_two_servers_one_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_mesh_names_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_suggest_and_sweep_deadline, setup, teardown),
