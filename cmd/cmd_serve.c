@@ -40,7 +40,7 @@ static void serve_usage(FILE *f)
           "         [--max-inflight-body BYTES] [--max-connections N] [--max-per-ip N]\n"
           "         [--head-timeout SECONDS] [--min-body-rate BYTES] [--compute-timeout SECONDS]\n"
           "         [--integrity-interval SECONDS] [--cors-origin ORIGIN|*]\n"
-          "         [--plan-timeout SECONDS]\n"
+          "         [--plan-timeout SECONDS] [--max-long-per-client N]\n"
           "Every option also comes from SHARDPLAN_<NAME> (SHARDPLAN_LISTEN, SHARDPLAN_DB, ...)\n"
           "and from the config file (name = value lines). Precedence: flags, then\n"
           "environment, then file, then defaults.\n",

@@ -36,6 +36,7 @@ void srv_config_init(srv_config *c)
     c->max_inflight_body_bytes = (size_t)256 << 20;
     c->max_connections = 1000;
     c->max_per_ip = 128;
+    c->long_per_client = -1;
     c->head_timeout_s = 10;
     c->min_body_rate = 16 << 10;
     c->compute_timeout_s = 30;
@@ -195,6 +196,9 @@ cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_
     } else if (strcmp(name, "max-per-ip") == 0) {
         ok = parse_u64(value, 0, 1u << 20, &u);
         c->max_per_ip = ok ? (unsigned)u : c->max_per_ip;
+    } else if (strcmp(name, "max-long-per-client") == 0) {
+        ok = parse_u64(value, 0, 1u << 20, &u);
+        c->long_per_client = ok ? (int)u : c->long_per_client;
     } else if (strcmp(name, "min-body-rate") == 0) {
         ok = parse_u64(value, 0, (unsigned long long)1 << 34, &u);
         c->min_body_rate = ok ? (size_t)u : c->min_body_rate;
@@ -260,6 +264,7 @@ static const char *const option_names[] = {
     "drain", "cache", "auth", "insecure", "web", "bench-time-limit", "bench-memory",
     "max-inflight-body", "max-connections", "max-per-ip", "head-timeout", "compute-timeout",
     "integrity-interval", "min-body-rate", "cors-origin", "bench-mpi", "plan-timeout",
+    "max-long-per-client",
 };
 /* clang-format on */
 
@@ -550,6 +555,7 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
     o.early = srv_routes_early;
     o.handler_threads = app->cfg.threads;
     o.handler_queue = srv_handler_queue(&app->cfg);
+    o.handler_per_client = srv_handler_per_client(&app->cfg);
     o.refuse = srv_reply_refusal;
     o.drained = app_drained;
     o.cls = app;

@@ -50,6 +50,9 @@ typedef struct srv_config {
                                 * worker; not an option (tests set it) */
     unsigned handler_queue;    /* requests waiting for a handler thread, at most (0: 16 per
                                 * thread); past it 503; not an option (tests set it) */
+    int long_per_client;       /* long requests (on handler threads, waiting or running) of
+                                * one client at most: its token, else its address (-1: half
+                                * of what the handler threads hold, 0: no limit) */
     double integrity_interval_s; /* /readyz runs quick_check at most this often (0: always) */
     int64_t check_beside_bytes;  /* a store file of this many bytes or more is checked at
                                   * start beside listening (SRV_CHECK_BESIDE_BYTES); not an
@@ -79,11 +82,11 @@ void srv_config_init(srv_config *c);
 
 /* Sets one option by name (the long flag without dashes: "listen", "db",
  * "log", "threads", "plan-workers", "max-body", "timeout", "idle-timeout",
- * "drain", "max-inflight-body", "max-connections", "max-per-ip",
- * "head-timeout", "min-body-rate", "compute-timeout", "integrity-interval", "cache", "auth" = auto|on|off, "insecure" = true|false, "web" = DIR, "cors-origin" = ORIGIN|*,
- * "bench-time-limit" = seconds, "bench-memory" = MiB (0: no limit)).
- * Errors: CM_EINVAL with err->path "/<name>" for an unknown name or a bad
- * value. */
+ * "drain", "max-inflight-body", "max-connections", "max-per-ip", "max-long-per-client",
+ * "head-timeout", "min-body-rate", "compute-timeout", "integrity-interval", "cache", "auth" =
+ * auto|on|off, "insecure" = true|false, "web" = DIR, "cors-origin" = ORIGIN|*, "bench-time-limit" =
+ * seconds, "bench-memory" = MiB (0: no limit)). Errors: CM_EINVAL with err->path "/<name>" for an
+ * unknown name or a bad value. */
 cm_status srv_config_set(srv_config *c, const char *name, const char *value, cm_error *err);
 
 /* Reads SHARDPLAN_<NAME> (upper case, '-' as '_') for every option, e.g.

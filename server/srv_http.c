@@ -65,6 +65,12 @@ typedef struct conn_track {
     struct conn_track *prev, *next;
 } conn_track;
 
+/* A client's deferred requests, waiting or running (handler_per_client). */
+typedef struct off_client {
+    char key[80]; /* "token:ID"-style principal, else "ip:ADDRESS" */
+    unsigned n;
+} off_client;
+
 struct srv_http {
     struct MHD_Daemon *d;
     srv_gate *gate; /* accepts and checks first heads (srv_gate.h) */
@@ -87,6 +93,8 @@ struct srv_http {
     pthread_cond_t off_cv;
     struct srv_req *off_head, *off_tail;
     unsigned off_queued; /* waiting in the queue */
+    off_client *off_clients; /* handler_queue + handler_threads slots; n == 0 is free */
+    unsigned n_off_clients;
     bool off_stop;       /* srv_http_stop: run what is queued, then exit */
     pthread_t *off_threads;
     unsigned n_off; /* started */
@@ -118,6 +126,8 @@ struct srv_req {
     bool defer;                /* the handler asked to run on a handler thread */
     bool on_handler;           /* ... and runs there now */
     bool overloaded;           /* ... but the handler threads' queue was full */
+    bool overloaded_client;    /* ... or its client had handler_per_client there */
+    off_client *off_slot;      /* its client's count while deferred, else NULL */
     struct srv_req *off_next;  /* the handler threads' queue */
     const char *route;
     int route_index;
@@ -682,6 +692,12 @@ static void *off_main(void *arg)
         struct MHD_Connection *c = r->conn;
         r->on_handler = true;
         h->o.handler(h->o.cls, r);
+        pthread_mutex_lock(&h->off_mu);
+        if (r->off_slot != NULL) {
+            r->off_slot->n--;
+            r->off_slot = NULL;
+        }
+        pthread_mutex_unlock(&h->off_mu);
         MHD_resume_connection(c);
         pthread_mutex_lock(&h->off_mu);
     }
@@ -689,14 +705,55 @@ static void *off_main(void *arg)
     return NULL;
 }
 
+/* The slot counting the deferred requests of r's client (its principal,
+ * else its address), taking a free one for a client that has none; NULL
+ * when that client has handler_per_client already (or no slot is free,
+ * which the slot count rules out). Under off_mu. */
+static off_client *client_slot(srv_http *h, const srv_req *r)
+{
+    char key[sizeof h->off_clients[0].key];
+    if (r->principal != NULL) {
+        snprintf(key, sizeof key, "%s", r->principal);
+    } else {
+        char addr[64];
+        remote_text(r->conn, addr, sizeof addr);
+        snprintf(key, sizeof key, "ip:%s", addr);
+    }
+    off_client *free_slot = NULL;
+    for (unsigned i = 0; i < h->n_off_clients; i++) {
+        off_client *s = &h->off_clients[i];
+        if (s->n > 0 && strcmp(s->key, key) == 0) {
+            return s->n < h->o.handler_per_client ? s : NULL;
+        }
+        if (s->n == 0 && free_slot == NULL) {
+            free_slot = s;
+        }
+    }
+    if (free_slot != NULL) {
+        memcpy(free_slot->key, key, sizeof key);
+    }
+    return free_slot;
+}
+
 /* Suspends r's connection and queues r for a handler thread (from
- * on_request, on the polling thread); false when the queue is full or the
- * server is stopping (nothing done). */
+ * on_request, on the polling thread); false when the queue is full, r's
+ * client has handler_per_client deferred requests already (then
+ * r->overloaded_client) or the server is stopping (nothing done). */
 static bool off_push(srv_http *h, srv_req *r)
 {
     pthread_mutex_lock(&h->off_mu);
     bool ok = !h->off_stop && h->off_queued < h->o.handler_queue;
+    off_client *slot = NULL;
+    if (ok && h->o.handler_per_client > 0 && h->off_clients != NULL) {
+        slot = client_slot(h, r);
+        ok = slot != NULL;
+        r->overloaded_client = !ok;
+    }
     if (ok) {
+        if (slot != NULL) {
+            slot->n++;
+        }
+        r->off_slot = slot;
         /* suspended before any handler thread can see r, so that its
          * resume always follows */
         MHD_suspend_connection(r->conn);
@@ -724,6 +781,12 @@ static bool off_start(srv_http *h)
     if (n == 0) {
         return true;
     }
+    /* a slot per request that can be deferred at once: never short */
+    h->n_off_clients = h->o.handler_queue + n;
+    h->off_clients = cm_calloc(h->n_off_clients, sizeof *h->off_clients);
+    if (h->off_clients == NULL) {
+        return false;
+    }
     h->off_threads = cm_calloc(n, sizeof *h->off_threads);
     for (unsigned i = 0; h->off_threads != NULL && i < n; i++) {
         if (pthread_create(&h->off_threads[i], NULL, off_main, h) != 0) {
@@ -745,6 +808,7 @@ static void off_stop(srv_http *h)
         pthread_join(h->off_threads[i], NULL);
     }
     cm_free(h->off_threads);
+    cm_free(h->off_clients);
     pthread_mutex_destroy(&h->off_mu);
     pthread_cond_destroy(&h->off_cv);
 }
@@ -1158,6 +1222,11 @@ bool srv_req_on_handler_thread(const srv_req *r)
 bool srv_req_overloaded(const srv_req *r)
 {
     return r->overloaded;
+}
+
+bool srv_req_overloaded_client(const srv_req *r)
+{
+    return r->overloaded_client;
 }
 
 bool srv_req_body_busy(const srv_req *r)

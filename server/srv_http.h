@@ -55,6 +55,9 @@ typedef struct srv_http_opts {
     unsigned handler_threads;  /* threads running deferred handlers (0: none, no deferral) */
     unsigned handler_queue;    /* deferred requests waiting for one, at most; past it the
                                   handler runs again at once with srv_req_overloaded true */
+    unsigned handler_per_client;    /* deferred requests, waiting or running, of one client
+                                       (its principal, else its address) at most; past it
+                                       srv_req_overloaded_client (0: no limit) */
     size_t max_inflight_body_bytes; /* all bodies held at once; past it 503 (0: no cap) */
     unsigned max_connections;  /* open connections in total (0: 1000) */
     unsigned max_per_ip;       /* open connections per client address (0: no limit) */
@@ -126,6 +129,9 @@ bool srv_req_on_handler_thread(const srv_req *r);
 /* True when the handler runs again because a deferral found the handler
  * threads' queue full: it answers 503 without computing. */
 bool srv_req_overloaded(const srv_req *r);
+/* ... because its client (its principal when set, else its address) has
+ * handler_per_client deferred requests waiting or running already. */
+bool srv_req_overloaded_client(const srv_req *r);
 /* Why the request's head frames its body ambiguously (differing
  * Content-Length headers, or Content-Length with Transfer-Encoding), or
  * NULL. The handler answers 400; the connection closes after the reply and

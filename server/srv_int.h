@@ -520,6 +520,20 @@ static inline unsigned srv_handler_queue(const srv_config *c)
     return c->handler_queue > 0 ? c->handler_queue : c->threads * SRV_HANDLER_QUEUE_PER_THREAD;
 }
 
+/* Deferred requests one client (its token, else its address) may have
+ * waiting for or running on the handler threads: cfg.long_per_client, or
+ * when that is negative half of what they hold at once (their queue and
+ * themselves), so that one client leaves the other half to the rest; 0:
+ * no limit. */
+static inline unsigned srv_handler_per_client(const srv_config *c)
+{
+    if (c->long_per_client >= 0) {
+        return (unsigned)c->long_per_client;
+    }
+    unsigned half = (srv_handler_queue(c) + c->threads) / 2;
+    return half > 0 ? half : 1;
+}
+
 /* Inputs up to this many bytes, without func.call ops, are planned on the
  * request's own thread when its deadline is at least SRV_PLAN_HERE_MIN_S
  * away: no hand-off to a plan worker (two thread switches and their

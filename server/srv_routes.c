@@ -308,6 +308,13 @@ void srv_routes_handle(void *cls, srv_req *r)
         srv_reply_err(app, r, E_NOMEM, NULL, "out of memory reading the body");
         return;
     }
+    if (srv_req_overloaded_client(r)) {
+        srv_reply_err(app, r, E_UNAVAILABLE, NULL,
+                      "this client has %u long requests waiting for or running on the handler "
+                      "threads already (--max-long-per-client); retry once one has answered",
+                      srv_handler_per_client(&app->cfg));
+        return;
+    }
     if (srv_req_overloaded(r)) {
         srv_reply_err(app, r, E_UNAVAILABLE, NULL,
                       "every handler thread is busy and %u requests wait for one; retry later",

@@ -943,8 +943,9 @@ typedef struct bg_get {
     const fixture *f;
     char path[160];
     long status;
-    double secs;    /* from the request's start to its answer */
-    char body[256]; /* the answer's first bytes */
+    double secs;      /* from the request's start to its answer */
+    char body[256];   /* the answer's first bytes */
+    const char *from; /* the local address to send from, or NULL */
 } bg_get;
 
 static void *bg_get_run(void *arg)
@@ -960,6 +961,9 @@ static void *bg_get_run(void *arg)
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    if (g->from != NULL) {
+        curl_easy_setopt(h, CURLOPT_INTERFACE, g->from);
+    }
     double t0 = cm_now();
     if (curl_easy_perform(h) == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &g->status);
@@ -1035,6 +1039,7 @@ static void test_lim_slow_requests_leave_polling_threads_free(void **state)
     tu_config_default(f, &c);
     c.threads = 1;
     c.handler_queue = 1;
+    c.long_per_client = 0; /* both from this client */
     c.compute_timeout_s = 3;
     tu_server_start(f, &c);
     int64_t id = post_big(f);
@@ -1084,6 +1089,7 @@ static void test_lim_queued_request_deadline_counts_the_wait(void **state)
     tu_config_default(f, &c);
     c.threads = 1;
     c.handler_queue = 1;
+    c.long_per_client = 0; /* both from this client */
     c.compute_timeout_s = 1.5;
     tu_server_start(f, &c);
     int64_t id = post_big(f);
@@ -1105,6 +1111,57 @@ static void test_lim_queued_request_deadline_counts_the_wait(void **state)
         fprintf(stderr, "the queued suggest answered after %.2f s (limit 1.5 s)\n", g[1].secs);
     }
     assert_true(g[1].secs < 2.3);
+}
+
+/* One client cannot take every place on the handler threads: with one
+ * thread and a queue of 3 (4 places, 2 per client by default), a third long
+ * request of 127.0.0.1 while two of its own wait or run answers 503 saying
+ * so, and a request of another client (127.0.0.2) still finds a place.
+ * Before, the third was queued too, and the other client's request found
+ * the queue full. */
+static void test_lim_one_client_leaves_handler_places(void **state)
+{
+    fixture *f = *state;
+    srv_config c;
+    tu_config_default(f, &c);
+    c.threads = 1;
+    c.handler_queue = 3;
+    c.compute_timeout_s = 1.5;
+    tu_server_start(f, &c);
+    int64_t id = post_big(f);
+    bg_get g[4];
+    pthread_t t[4];
+    start_two_suggests(f, id, g, t);
+    char path[160];
+    snprintf(path, sizeof path, "/v1/plans/%lld/suggest?max_candidates=256&k=100&n=2",
+             (long long)id);
+    tu_resp r;
+    tu_http(f, "GET", path, NULL, NULL, &r);
+    tu_expect_error(&r, 503, "unavailable", NULL);
+    if (strstr(r.body.data, "this client has 2 long requests") == NULL) {
+        fprintf(stderr, "third request of one client: %s\n", r.body.data);
+    }
+    assert_non_null(strstr(r.body.data, "this client has 2 long requests"));
+    tu_resp_fini(&r);
+    /* another client: two places left for it */
+    for (int i = 2; i < 4; i++) {
+        memset(&g[i], 0, sizeof g[i]);
+        g[i].f = f;
+        g[i].from = "127.0.0.2";
+        snprintf(g[i].path, sizeof g[i].path,
+                 "/v1/plans/%lld/suggest?max_candidates=256&k=100&n=%d", (long long)id, i + 1);
+        pthread_create(&t[i], NULL, bg_get_run, &g[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+    }
+    /* each answered by the handler thread: a result, or its compute limit */
+    for (int i = 2; i < 4; i++) {
+        if (g[i].status != 200 && strstr(g[i].body, "\"timeout\"") == NULL) {
+            fprintf(stderr, "the other client's request %d: %ld %s\n", i, g[i].status, g[i].body);
+        }
+        assert_true(g[i].status == 200 || strstr(g[i].body, "\"timeout\"") != NULL);
+    }
 }
 
 /* A POST /v1/plans body whose MLIR is a chain of n adds, each constrained
@@ -1443,6 +1500,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lim_stop_honours_drain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_queued_request_deadline_counts_the_wait, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_lim_one_client_leaves_handler_places, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_plan_stops_at_plan_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_stop_stops_abandoned_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lim_huge_mesh_refused_before_parse, setup, teardown),
