@@ -557,6 +557,7 @@ cm_status srv_app_start(srv_app *app, cm_error *err)
     o.handler_queue = srv_handler_queue(&app->cfg);
     o.handler_per_client = srv_handler_per_client(&app->cfg);
     o.refuse = srv_reply_refusal;
+    o.library_refused = srv_reply_count_refusal;
     o.drained = app_drained;
     o.cls = app;
     atomic_store(&app->stopping, false);

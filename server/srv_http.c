@@ -24,16 +24,15 @@
 #define _GNU_SOURCE /* POLLRDHUP, malloc_trim (Linux, glibc) */
 #include "srv_http.h"
 
-#include "srv_gate.h"
-
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,9 +42,11 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <microhttpd.h>
-#include <zlib.h>
+
+#include "srv_gate.h"
 
 /* One open connection, for the head deadline (the watchdog). */
 typedef struct conn_track {
@@ -238,6 +239,17 @@ static void remote_text(struct MHD_Connection *c, char *out, size_t cap)
     }
 }
 
+/* Now as the log's "ts": 2026-12-07T23:57:27.206Z (cap >= 32). */
+static void log_ts(char *ts, size_t cap)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    gmtime_r(&now.tv_sec, &tm);
+    size_t n = strftime(ts, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ts + n, cap - n, ".%03ldZ", now.tv_nsec / 1000000);
+}
+
 /* One line: {"ts":..,"remote":..,"method":..,"path":..,"route":..,"status":..,
  * "bytes_in":..,"bytes_out":..,"ms":..,"error":..,"principal":..}. One write(2)
  * so lines from different threads do not interleave. */
@@ -248,12 +260,7 @@ static void log_line(const srv_req *r, unsigned status, double dur_s, bool abort
         return;
     }
     char buf[2048], ts[40], remote[64];
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + n, sizeof ts - n, ".%03ldZ", now.tv_nsec / 1000000);
+    log_ts(ts, sizeof ts);
     remote_text(r->conn, remote, sizeof remote);
     size_t at = (size_t)snprintf(buf, sizeof buf, "{\"ts\":\"%s\",\"remote\":\"%s\",\"method\":",
                                  ts, remote);
@@ -952,12 +959,7 @@ static size_t gate_refuse(void *cls, const srv_gate_refusal *x, char *buf, size_
         return n;
     }
     char line[1024], ts[40], remote[64] = "-";
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    size_t k = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + k, sizeof ts - k, ".%03ldZ", now.tv_nsec / 1000000);
+    log_ts(ts, sizeof ts);
     if (x->peer->sa_family == AF_INET) {
         inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)x->peer)->sin_addr, remote,
                   sizeof remote);
@@ -980,6 +982,71 @@ static size_t gate_refuse(void *cls, const srv_gate_refusal *x, char *buf, size_
     ssize_t w = write(h->o.log_fd, line, at);
     (void)w;
     return n;
+}
+
+/* libmicrohttpd's own messages (MHD_OPTION_EXTERNAL_LOGGER), which it would
+ * otherwise print to stderr as free text, HTML pages included, between the
+ * request log's JSON lines. An answer its parser sent by itself ("Error
+ * processing request (HTTP response code is N (...))": a malformed head of
+ * a later request on a kept-alive connection, which the gate never saw)
+ * becomes a request-log line like the gate's refusals, "by":"libmicrohttpd"
+ * with the cause it logged just before on the same thread, and is counted;
+ * any other message is printed as "shardplan: libmicrohttpd: MESSAGE" and
+ * kept as that cause. */
+static _Thread_local char mhd_cause[256];
+static _Thread_local double mhd_cause_at; /* cm_now() when it was logged */
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    srv_http *h = cls;
+    char msg[512];
+    int len = vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = len < 0 ? 0 : (size_t)len < sizeof msg ? (size_t)len : sizeof msg - 1;
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) {
+        n--;
+    }
+    msg[n] = '\0';
+    static const char marker[] = "HTTP response code is ";
+    const char *p = strstr(msg, marker);
+    unsigned long status = p != NULL ? strtoul(p + sizeof marker - 1, NULL, 10) : 0;
+    if (status < 400 || status > 599) {
+        size_t c = n < sizeof mhd_cause - 1 ? n : sizeof mhd_cause - 1;
+        memcpy(mhd_cause, msg, c);
+        mhd_cause[c] = '\0';
+        mhd_cause_at = cm_now();
+        char line[600];
+        int k = snprintf(line, sizeof line, "shardplan: libmicrohttpd: %s\n", msg);
+        ssize_t w = write(STDERR_FILENO, line,
+                          k < 0                  ? 0
+                          : k < (int)sizeof line ? (size_t)k
+                                                 : sizeof line - 1);
+        (void)w;
+        return;
+    }
+    if (h->o.library_refused != NULL) {
+        h->o.library_refused(h->o.cls, (unsigned)status);
+    }
+    if (h->o.log_fd >= 0) {
+        char line[1024], ts[40];
+        log_ts(ts, sizeof ts);
+        size_t at = (size_t)snprintf(line, sizeof line,
+                                     "{\"ts\":\"%s\",\"remote\":\"-\",\"method\":\"-\","
+                                     "\"path\":\"-\",\"route\":\"-\",\"status\":%lu,"
+                                     "\"bytes_in\":0,\"bytes_out\":0,\"ms\":0,\"refused\":true,"
+                                     "\"by\":\"libmicrohttpd\",\"message\":",
+                                     ts, status);
+        /* the cause is logged just before, in the same call of the parser */
+        bool fresh = mhd_cause[0] != '\0' && cm_now() - mhd_cause_at < 0.05;
+        at = put_json_str(line, sizeof line - 8, at,
+                          fresh ? mhd_cause : "a malformed request head (libmicrohttpd's answer)");
+        at += (size_t)snprintf(line + at, sizeof line - at, "}\n");
+        if (at > sizeof line) {
+            at = sizeof line;
+        }
+        ssize_t w = write(h->o.log_fd, line, at);
+        (void)w;
+    }
+    mhd_cause[0] = '\0';
 }
 
 /* A listening, non-blocking TCP socket bound to ss; -1 and errno on failure. */
@@ -1060,12 +1127,13 @@ cm_status srv_http_start(const srv_http_opts *o, srv_http **out, cm_error *err)
         cm_free(h);
         return cm_error_set(err, CM_EIO, NULL, "cannot start the handler threads");
     }
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_THREAD_POOL_SIZE,
-                            threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
-                            MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s,
-                            MHD_OPTION_CONNECTION_LIMIT, mhd_max, MHD_OPTION_END);
+    /* the logger first, so that it gets every message */
+    h->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, mhd_max,
+        MHD_OPTION_END);
     srv_gate_opts go = {
         .listen_fd = h->listen_fd,
         .max_connections = max_conn,

@@ -76,11 +76,16 @@ typedef struct srv_http_opts {
      * origin (the request's Origin header, "" when none). Any thread. */
     size_t (*refuse)(void *cls, unsigned status, const char *message, const char *origin,
                      char *buf, size_t cap, char *hdrs, size_t hcap);
+    /* Counts an answer libmicrohttpd's parser sent by itself (its own HTML
+     * page, status status): a malformed head of a later request on a
+     * kept-alive connection, which never passed the gate; may be NULL. Any
+     * thread. */
+    void (*library_refused)(void *cls, unsigned status);
     /* Called once from srv_http_stop when its drain time is over, before
      * the requests still running are waited for: the application tells its
      * computations to stop; may be NULL. */
     void (*drained)(void *cls);
-    void *cls; /* passed to handler, done, refuse and drained */
+    void *cls; /* passed to handler, done, refuse, library_refused and drained */
 } srv_http_opts;
 
 /* Starts listening. On success *out is a running server freed by

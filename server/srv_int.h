@@ -249,6 +249,9 @@ const char *srv_err_code(srv_err e);
  * srv_app. Any thread. */
 size_t srv_reply_refusal(void *cls, unsigned status, const char *message, const char *origin,
                          char *buf, size_t cap, char *hdrs, size_t hcap);
+/* Counts an answer of status that libmicrohttpd sent itself (srv_http_opts
+ * library_refused) in the errors metric, under the code of status. */
+void srv_reply_count_refusal(void *cls, unsigned status);
 
 /* CORS (--cors-origin): the Access-Control-Allow-Origin value a request
  * from origin (NULL: no Origin header) gets, or NULL when CORS is off or

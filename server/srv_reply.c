@@ -42,18 +42,30 @@ static const struct {
 
 _Static_assert(E_COUNT == SRV_METRIC_CODES, "one error counter per code");
 
+/* The first code of an HTTP status in the table (503 is unavailable), else
+ * invalid. */
+static srv_err err_of_http(unsigned status)
+{
+    for (size_t i = 0; i < E_COUNT; i++) {
+        if (err_table[i].http == status) {
+            return (srv_err)i;
+        }
+    }
+    return E_INVALID;
+}
+
+void srv_reply_count_refusal(void *cls, unsigned status)
+{
+    srv_app *app = cls;
+    atomic_fetch_add(&app->metrics.errors[err_of_http(status)], 1);
+}
+
 size_t srv_reply_refusal(void *cls, unsigned status, const char *message, const char *origin,
                          char *buf, size_t cap, char *hdrs, size_t hcap)
 {
     srv_app *app = cls;
     srv_cors_lines(app, origin, hdrs, hcap);
-    srv_err e = E_INVALID;
-    for (size_t i = 0; i < E_COUNT; i++) {
-        if (err_table[i].http == status) {
-            e = (srv_err)i; /* the first code of the status: 503 is unavailable */
-            break;
-        }
-    }
+    srv_err e = err_of_http(status);
     cm_buf b;
     cm_buf_init(&b);
     cm_buf_puts(&b, "{\"error\":{");
