@@ -49,7 +49,7 @@
 
 typedef struct st_db st_db;
 
-#define ST_DB_SCHEMA_VERSION  9    /* schema version this build migrates to */
+#define ST_DB_SCHEMA_VERSION  10   /* schema version this build migrates to */
 #define ST_DB_BUSY_TIMEOUT_MS 5000 /* how long a write waits for the lock, ms */
 #define ST_LIST_DEFAULT_LIMIT 50   /* page size when a query says limit = 0 */
 #define ST_LIST_MAX_LIMIT     1000 /* largest page size accepted */
