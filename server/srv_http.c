@@ -947,6 +947,36 @@ static void gate_hand(void *cls, int fd, const struct sockaddr *sa, socklen_t le
     }
 }
 
+/* The request-log line of a request refused before any handler ran:
+ * route "-", "refused":true and, when by_library is not NULL,
+ * "by":"libmicrohttpd" with by_library as its message. */
+static void log_refusal(const srv_http *h, const char *remote, const char *method, const char *path,
+                        unsigned status, size_t bytes_out, double dur_s, const char *by_library)
+{
+    char line[1024], ts[40];
+    log_ts(ts, sizeof ts);
+    size_t at = (size_t)snprintf(line, sizeof line,
+                                 "{\"ts\":\"%s\",\"remote\":\"%s\",\"method\":", ts, remote);
+    at = put_json_str(line, sizeof line - 600, at, method);
+    at += (size_t)snprintf(line + at, sizeof line - at, ",\"path\":");
+    at = put_json_str(line, sizeof line - 400, at, path);
+    at += (size_t)snprintf(line + at, sizeof line - at,
+                           ",\"route\":\"-\",\"status\":%u,\"bytes_in\":0,\"bytes_out\":%zu,"
+                           "\"ms\":%.3f,\"refused\":true",
+                           status, bytes_out, dur_s * 1e3);
+    if (by_library != NULL) {
+        at +=
+            (size_t)snprintf(line + at, sizeof line - at, ",\"by\":\"libmicrohttpd\",\"message\":");
+        at = put_json_str(line, sizeof line - 8, at, by_library);
+    }
+    at += (size_t)snprintf(line + at, sizeof line - at, "}\n");
+    if (at > sizeof line) {
+        at = sizeof line;
+    }
+    ssize_t w = write(h->o.log_fd, line, at);
+    (void)w;
+}
+
 /* The gate's refusal: the document from the application, and the log line. */
 static size_t gate_refuse(void *cls, const srv_gate_refusal *x, char *buf, size_t cap,
                           char *hdrs, size_t hcap)
@@ -958,8 +988,7 @@ static size_t gate_refuse(void *cls, const srv_gate_refusal *x, char *buf, size_
     if (h->o.log_fd < 0) {
         return n;
     }
-    char line[1024], ts[40], remote[64] = "-";
-    log_ts(ts, sizeof ts);
+    char remote[64] = "-";
     if (x->peer->sa_family == AF_INET) {
         inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)x->peer)->sin_addr, remote,
                   sizeof remote);
@@ -967,20 +996,7 @@ static size_t gate_refuse(void *cls, const srv_gate_refusal *x, char *buf, size_
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)x->peer)->sin6_addr,
                   remote, sizeof remote);
     }
-    size_t at = (size_t)snprintf(line, sizeof line, "{\"ts\":\"%s\",\"remote\":\"%s\",\"method\":",
-                                 ts, remote);
-    at = put_json_str(line, sizeof line - 400, at, x->method);
-    at += (size_t)snprintf(line + at, sizeof line - at, ",\"path\":");
-    at = put_json_str(line, sizeof line - 200, at, x->target);
-    at += (size_t)snprintf(line + at, sizeof line - at,
-                           ",\"route\":\"-\",\"status\":%u,\"bytes_in\":0,\"bytes_out\":%zu,"
-                           "\"ms\":%.3f,\"refused\":true}\n",
-                           x->status, n, x->dur_s * 1e3);
-    if (at > sizeof line) {
-        at = sizeof line;
-    }
-    ssize_t w = write(h->o.log_fd, line, at);
-    (void)w;
+    log_refusal(h, remote, x->method, x->target, x->status, n, x->dur_s, NULL);
     return n;
 }
 
@@ -1027,24 +1043,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
         h->o.library_refused(h->o.cls, (unsigned)status);
     }
     if (h->o.log_fd >= 0) {
-        char line[1024], ts[40];
-        log_ts(ts, sizeof ts);
-        size_t at = (size_t)snprintf(line, sizeof line,
-                                     "{\"ts\":\"%s\",\"remote\":\"-\",\"method\":\"-\","
-                                     "\"path\":\"-\",\"route\":\"-\",\"status\":%lu,"
-                                     "\"bytes_in\":0,\"bytes_out\":0,\"ms\":0,\"refused\":true,"
-                                     "\"by\":\"libmicrohttpd\",\"message\":",
-                                     ts, status);
         /* the cause is logged just before, in the same call of the parser */
         bool fresh = mhd_cause[0] != '\0' && cm_now() - mhd_cause_at < 0.05;
-        at = put_json_str(line, sizeof line - 8, at,
-                          fresh ? mhd_cause : "a malformed request head (libmicrohttpd's answer)");
-        at += (size_t)snprintf(line + at, sizeof line - at, "}\n");
-        if (at > sizeof line) {
-            at = sizeof line;
-        }
-        ssize_t w = write(h->o.log_fd, line, at);
-        (void)w;
+        log_refusal(h, "-", "-", "-", (unsigned)status, 0, 0,
+                    fresh ? mhd_cause : "a malformed request head (libmicrohttpd's answer)");
     }
     mhd_cause[0] = '\0';
 }

@@ -1078,6 +1078,21 @@ static void test_lim_stop_honours_drain(void **state)
     assert_true(dt < 4.0);
 }
 
+/* Starts the fixture's server with one polling and one handler thread,
+ * queue places for handler threads, long_per_client (srv_config) and a
+ * compute limit of compute_s, and stores the big plan (post_big): its id. */
+static int64_t start_one_handler(fixture *f, unsigned queue, int long_per_client, double compute_s)
+{
+    srv_config c;
+    tu_config_default(f, &c);
+    c.threads = 1;
+    c.handler_queue = queue;
+    c.long_per_client = long_per_client;
+    c.compute_timeout_s = compute_s;
+    tu_server_start(f, &c);
+    return post_big(f);
+}
+
 /* Starts two long suggests of plan id in the background, one at a time:
  * the second is sent once the first has been taken off the handler
  * threads' queue (which may hold one), so that it waits behind it. */
@@ -1106,14 +1121,7 @@ static void start_two_suggests(const fixture *f, int64_t id, bg_get g[2], pthrea
 static void test_lim_slow_requests_leave_polling_threads_free(void **state)
 {
     fixture *f = *state;
-    srv_config c;
-    tu_config_default(f, &c);
-    c.threads = 1;
-    c.handler_queue = 1;
-    c.long_per_client = 0; /* both from this client */
-    c.compute_timeout_s = 3;
-    tu_server_start(f, &c);
-    int64_t id = post_big(f);
+    int64_t id = start_one_handler(f, 1, 0 /* both from this client */, 3);
     bg_get g[2];
     pthread_t t[2];
     start_two_suggests(f, id, g, t);
@@ -1156,14 +1164,7 @@ static void test_lim_slow_requests_leave_polling_threads_free(void **state)
 static void test_lim_queued_request_deadline_counts_the_wait(void **state)
 {
     fixture *f = *state;
-    srv_config c;
-    tu_config_default(f, &c);
-    c.threads = 1;
-    c.handler_queue = 1;
-    c.long_per_client = 0; /* both from this client */
-    c.compute_timeout_s = 1.5;
-    tu_server_start(f, &c);
-    int64_t id = post_big(f);
+    int64_t id = start_one_handler(f, 1, 0 /* both from this client */, 1.5);
     bg_get g[2];
     pthread_t t[2];
     start_two_suggests(f, id, g, t);
@@ -1193,13 +1194,7 @@ static void test_lim_queued_request_deadline_counts_the_wait(void **state)
 static void test_lim_one_client_leaves_handler_places(void **state)
 {
     fixture *f = *state;
-    srv_config c;
-    tu_config_default(f, &c);
-    c.threads = 1;
-    c.handler_queue = 3;
-    c.compute_timeout_s = 1.5;
-    tu_server_start(f, &c);
-    int64_t id = post_big(f);
+    int64_t id = start_one_handler(f, 3, -1 /* the default share */, 1.5);
     bg_get g[4];
     pthread_t t[4];
     start_two_suggests(f, id, g, t);
